@@ -1,0 +1,35 @@
+package inference
+
+import "errors"
+
+// Sentinel errors of the domain. Callers wrap them with context
+// (fmt.Errorf("...: %w", ErrX)); package server maps them to contract codes
+// in one place.
+var (
+	// ErrModelNotLoaded: no model is active.
+	ErrModelNotLoaded = errors.New("no model is loaded")
+	// ErrInvalidSpectrum: the spectrum is malformed (missing field, wrong
+	// length, NaN/Inf, non-increasing axis).
+	ErrInvalidSpectrum = errors.New("invalid spectrum")
+	// ErrSpectrumOutOfRange: the spectrum is well formed but the model
+	// cannot be applied to it (axis mismatch, saturated intensities).
+	ErrSpectrumOutOfRange = errors.New("spectrum out of range")
+
+	// ErrModelNotFound: the requested version is not in the registry.
+	ErrModelNotFound = errors.New("model not found")
+	// ErrModelCorrupted: the model file could not be read or is invalid.
+	ErrModelCorrupted = errors.New("model corrupted")
+	// ErrUnsafeModel: a pickle asked for a global outside the allowlist.
+	ErrUnsafeModel = errors.New("model file refers to a disallowed class")
+	// ErrModelTargets: the model's targets cannot be mapped to EPA/DHA/DPA.
+	ErrModelTargets = errors.New("model targets unknown")
+	// ErrLoadInProgress: another load is running.
+	ErrLoadInProgress = errors.New("another model load is in progress")
+	// ErrPathNotAllowed: a file load path is relative, not .joblib, or
+	// outside every allowed root.
+	ErrPathNotAllowed = errors.New("path not allowed")
+	// ErrVersionExists: a file load names a version already in the registry.
+	ErrVersionExists = errors.New("version already exists")
+	// ErrRegistry: the registry on disk could not be read or written.
+	ErrRegistry = errors.New("registry I/O failure")
+)
