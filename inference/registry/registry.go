@@ -1,0 +1,475 @@
+// Package registry keeps model files on disk with their metadata and holds
+// the active model for the prediction hot path.
+//
+// Layout of the registry directory:
+//
+//	index.json         every model's metadata, status and the active pointer (written atomically)
+//	models/<version>.* model files: .npz artifacts trained here, .joblib imports (+ .joblib.json sidecar)
+//	import/            the default allowed root for POST /model/load with source "file"
+//	jobs/              training job records (owned by package trainer)
+//
+// The active model is an atomic pointer: a predict reads it once and runs to
+// completion on that model, so a swap never splits a call.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ramanserve/inference"
+)
+
+// OpenFunc turns a model file in the registry into a ready Model. The entry
+// gives the version and metadata the model must report.
+type OpenFunc func(ctx context.Context, path string, entry Entry) (inference.Model, error)
+
+// Options configure a Registry.
+type Options struct {
+	// Openers maps a file extension (".npz", ".joblib") to its reader.
+	Openers map[string]OpenFunc
+	// AllowedRoots are the directories a file load may read from. Empty
+	// means the registry's import/ folder.
+	AllowedRoots []string
+	// MaxImportBytes bounds the size of an imported file (default 512 MiB).
+	MaxImportBytes int64
+	Logger         *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Registry is the on-disk model registry plus the active model.
+type Registry struct {
+	dir   string
+	opts  Options
+	roots []string // resolved allowed roots
+	log   *slog.Logger
+
+	active atomic.Pointer[activeModel]
+
+	loadMu sync.Mutex // held for the whole of a load; TryLock gives LOAD_IN_PROGRESS
+	mu     sync.Mutex // guards ix and index.json writes
+	ix     *index
+
+	restoreErr error // set when the active model could not be restored at start-up
+}
+
+type activeModel struct{ model inference.Model }
+
+// versionPattern matches the Version schema of api/openapi.yaml; versions
+// name files, so this also keeps them from escaping the models folder.
+var versionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ValidVersion reports whether v is an acceptable version name.
+func ValidVersion(v string) bool { return versionPattern.MatchString(v) && !strings.Contains(v, "..") }
+
+// Open opens (creating if needed) the registry in dir, removes files left by
+// interrupted writes, and restores the active model. A model that fails to
+// restore does not fail Open: the server starts without a model and
+// RestoreError reports why (health then reads degraded).
+func Open(ctx context.Context, dir string, opts Options) (*Registry, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxImportBytes <= 0 {
+		opts.MaxImportBytes = 512 << 20
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("registry path %q: %w", dir, err)
+	}
+	for _, sub := range []string{"", "models", "import", "jobs"} {
+		if err := os.MkdirAll(filepath.Join(abs, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("create registry folder: %w", err)
+		}
+	}
+	r := &Registry{dir: abs, opts: opts, log: opts.Logger}
+	roots := opts.AllowedRoots
+	if len(roots) == 0 {
+		roots = []string{filepath.Join(abs, "import")}
+	}
+	for _, root := range roots {
+		resolved, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			return nil, fmt.Errorf("allowed file root %q: %w", root, err)
+		}
+		resolved, err = filepath.Abs(resolved)
+		if err != nil {
+			return nil, fmt.Errorf("allowed file root %q: %w", root, err)
+		}
+		r.roots = append(r.roots, resolved)
+	}
+	ix, err := readIndex(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+	}
+	r.ix = ix
+	r.removeOrphans()
+	if ix.Active != "" {
+		r.restoreActive(ctx)
+	}
+	return r, nil
+}
+
+// removeOrphans deletes model files that the index does not name (a crash
+// between writing a model and recording it) and temp files.
+func (r *Registry) removeOrphans() {
+	known := map[string]bool{}
+	for _, e := range r.ix.Models {
+		known[e.File] = true
+		known[e.File+".json"] = true
+	}
+	for _, sub := range []string{"", "models"} {
+		names, err := os.ReadDir(filepath.Join(r.dir, sub))
+		if err != nil {
+			continue
+		}
+		for _, de := range names {
+			rel := filepath.ToSlash(filepath.Join(sub, de.Name()))
+			orphanModel := sub == "models" && !known[rel]
+			if de.Type().IsRegular() && (strings.HasSuffix(de.Name(), ".tmp") || orphanModel) {
+				r.log.Warn("removing leftover of an interrupted write", "file", rel)
+				_ = os.Remove(filepath.Join(r.dir, rel))
+			}
+		}
+	}
+}
+
+func (r *Registry) restoreActive(ctx context.Context) {
+	e, ok := r.ix.Models[r.ix.Active]
+	if !ok {
+		r.restoreErr = fmt.Errorf("active version %q is not in the index", r.ix.Active)
+		return
+	}
+	m, err := r.openEntry(ctx, e)
+	if err != nil {
+		r.restoreErr = fmt.Errorf("restore active model %q: %w", e.Version, err)
+		r.log.Error("active model not restored", "version", e.Version, "err", err)
+		return
+	}
+	r.active.Store(&activeModel{model: m})
+	r.log.Info("active model restored", "version", e.Version)
+}
+
+// Dir is the registry directory (absolute).
+func (r *Registry) Dir() string { return r.dir }
+
+// JobsDir is where training job records live.
+func (r *Registry) JobsDir() string { return filepath.Join(r.dir, "jobs") }
+
+// RestoreError is non-nil when the model active before the last restart
+// could not be restored.
+func (r *Registry) RestoreError() error { return r.restoreErr }
+
+// Active returns the active model, or nil when none is loaded. It is one
+// atomic load and is safe on the hot path.
+func (r *Registry) Active() inference.Model {
+	if a := r.active.Load(); a != nil {
+		return a.model
+	}
+	return nil
+}
+
+// Writable probes that the registry directory accepts new files.
+func (r *Registry) Writable() error {
+	f, err := os.CreateTemp(r.dir, ".probe-*.tmp")
+	if err != nil {
+		return fmt.Errorf("%w: registry not writable: %w", inference.ErrRegistry, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// List returns the active version ("" when none is loaded) and every entry,
+// sorted by TrainedAt descending, ties by version.
+func (r *Registry) List() (active string, entries []Entry) {
+	r.mu.Lock()
+	for _, e := range r.ix.Models {
+		entries = append(entries, *e)
+	}
+	r.mu.Unlock()
+	loaded := ""
+	if m := r.Active(); m != nil {
+		loaded = m.Metadata().Version
+	}
+	for i := range entries {
+		// An entry recorded as active whose model is not serving (restore
+		// failed) is shown as archived, so the list never names a model
+		// that does not answer predicts.
+		if entries[i].Status == StatusActive && entries[i].Version != loaded {
+			entries[i].Status = StatusArchived
+		}
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		if !entries[i].TrainedAt.Equal(entries[j].TrainedAt) {
+			return entries[i].TrainedAt.After(entries[j].TrainedAt)
+		}
+		return entries[i].Version < entries[j].Version
+	})
+	return loaded, entries
+}
+
+// Source says where POST /model/load takes a model from.
+type Source string
+
+// The load sources of the contract.
+const (
+	SourceStaged   Source = "staged"
+	SourceArchived Source = "archived"
+	SourceFile     Source = "file"
+)
+
+// LoadRequest is the domain form of LoadModelRequest.
+type LoadRequest struct {
+	Version string
+	Source  Source
+	Path    string // SourceFile only
+}
+
+// LoadResult reports a successful swap.
+type LoadResult struct {
+	Loaded    string
+	Previous  string // "" when no model was active
+	Algorithm string
+	Duration  time.Duration
+}
+
+// Load makes a model active. Only one load runs at a time; a concurrent call
+// fails at once with ErrLoadInProgress. On any failure the previous model
+// stays active and the index is unchanged.
+func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error) {
+	start := time.Now()
+	if !r.loadMu.TryLock() {
+		return LoadResult{}, inference.ErrLoadInProgress
+	}
+	defer r.loadMu.Unlock()
+	if !ValidVersion(req.Version) {
+		return LoadResult{}, fmt.Errorf("%w: version %q is not a valid version name", inference.ErrModelNotFound, req.Version)
+	}
+	var (
+		entry *Entry
+		err   error
+	)
+	switch req.Source {
+	case SourceStaged, SourceArchived, "":
+		entry, err = r.lookup(req)
+	case SourceFile:
+		entry, err = r.importFile(ctx, req)
+	default:
+		err = fmt.Errorf("unknown source %q", req.Source)
+	}
+	if err != nil {
+		return LoadResult{}, err
+	}
+	model, err := r.openEntry(ctx, entry)
+	if err != nil {
+		if req.Source == SourceFile {
+			r.discardFiles(entry)
+		}
+		return LoadResult{}, fmt.Errorf("load %q: %w", entry.Version, err)
+	}
+	if err := ctx.Err(); err != nil {
+		if req.Source == SourceFile {
+			r.discardFiles(entry)
+		}
+		return LoadResult{}, err
+	}
+	previous, err := r.commitActive(entry)
+	if err != nil {
+		if req.Source == SourceFile {
+			r.discardFiles(entry)
+		}
+		return LoadResult{}, err
+	}
+	r.active.Store(&activeModel{model: model})
+	r.restoreErr = nil
+	r.log.Info("model activated", "version", entry.Version, "previous", previous, "source", req.Source)
+	return LoadResult{
+		Loaded:    entry.Version,
+		Previous:  previous,
+		Algorithm: model.Metadata().Algorithm,
+		Duration:  time.Since(start),
+	}, nil
+}
+
+func (r *Registry) lookup(req LoadRequest) (*Entry, error) {
+	want := req.Source
+	if want == "" {
+		want = SourceStaged
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.ix.Models[req.Version]
+	if !ok {
+		return nil, fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, req.Version)
+	}
+	switch {
+	case e.Status == StatusActive:
+		// Reloading the active version is allowed whatever the source.
+	case string(e.Status) != string(want):
+		return nil, fmt.Errorf("%w: version %q is %s, not %s", inference.ErrModelNotFound, req.Version, e.Status, want)
+	}
+	c := *e
+	return &c, nil
+}
+
+// commitActive records entry as active and the previous one as archived in
+// one atomic index write. It returns the previous active version.
+func (r *Registry) commitActive(entry *Entry) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := r.ix.clone()
+	previous := ""
+	if cur := r.Active(); cur != nil {
+		previous = cur.Metadata().Version
+	}
+	for _, e := range next.Models {
+		if e.Status == StatusActive && e.Version != entry.Version {
+			e.Status = StatusArchived
+		}
+	}
+	e := *entry
+	e.Status = StatusActive
+	next.Models[e.Version] = &e
+	next.Active = e.Version
+	if err := writeIndex(r.dir, next); err != nil {
+		return "", fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+	}
+	r.ix = next
+	return previous, nil
+}
+
+func (r *Registry) openEntry(ctx context.Context, e *Entry) (inference.Model, error) {
+	path := filepath.Join(r.dir, filepath.FromSlash(e.File))
+	open, ok := r.opts.Openers[filepath.Ext(path)]
+	if !ok {
+		return nil, fmt.Errorf("%w: no reader for %s files", inference.ErrModelCorrupted, filepath.Ext(path))
+	}
+	m, err := open(ctx, path, *e)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil || m.Metadata().Version != e.Version {
+		return nil, fmt.Errorf("%w: reader returned a model that does not report version %q", inference.ErrModelCorrupted, e.Version)
+	}
+	return m, nil
+}
+
+func (r *Registry) discardFiles(e *Entry) {
+	p := filepath.Join(r.dir, filepath.FromSlash(e.File))
+	_ = os.Remove(p)
+	_ = os.Remove(p + ".json")
+}
+
+// StagedModel describes a trained model to add as staged.
+type StagedModel struct {
+	Ext            string // file extension, ".npz"
+	TrainedAt      time.Time
+	TrainedSamples int
+	Algorithm      string
+	Operator       string
+	SourceBatches  []string
+	Notes          string
+	// Write writes the model file content; it receives the version chosen.
+	Write func(version string, w io.Writer) error
+}
+
+// AddStaged writes a new model file atomically and records it as staged. A
+// crash at any point leaves either no trace in the list or the complete model.
+// It returns the version and the file path relative to the registry.
+func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPath string, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", "", err
+	}
+	version = r.newVersion(m.TrainedAt)
+	relPath = "models/" + version + m.Ext
+	full := filepath.Join(r.dir, filepath.FromSlash(relPath))
+	size, err := writeStreamAtomic(full, func(w io.Writer) error { return m.Write(version, w) })
+	if err != nil {
+		return "", "", fmt.Errorf("%w: write %s: %w", inference.ErrRegistry, relPath, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := r.ix.clone()
+	next.Models[version] = &Entry{
+		Version: version, Status: StatusStaged, File: relPath, SizeBytes: size,
+		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
+		Operator: m.Operator, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
+	}
+	if err := writeIndex(r.dir, next); err != nil {
+		_ = os.Remove(full)
+		return "", "", fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+	}
+	r.ix = next
+	return version, relPath, nil
+}
+
+// newVersion names a trained model after its training time, e.g.
+// "pls-20261122-101500", with a numeric suffix on collision.
+func (r *Registry) newVersion(t time.Time) string {
+	base := "pls-" + t.UTC().Format("20060102-150405")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := base
+	for i := 2; ; i++ {
+		if _, taken := r.ix.Models[v]; !taken {
+			if _, err := os.Stat(filepath.Join(r.dir, "models", v+".npz")); errors.Is(err, os.ErrNotExist) {
+				return v
+			}
+		}
+		v = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+// writeStreamAtomic streams content into a temp file beside path, fsyncs
+// it, renames it over path and fsyncs the directory.
+func writeStreamAtomic(path string, write func(io.Writer) error) (int64, error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return 0, err
+	}
+	tmpName := tmp.Name()
+	defer os.Remove(tmpName)
+	cw := &countingWriter{w: tmp}
+	if err := write(cw); err != nil {
+		tmp.Close()
+		return 0, err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return 0, err
+	}
+	if err := tmp.Close(); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		return 0, err
+	}
+	return cw.n, SyncDir(dir)
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

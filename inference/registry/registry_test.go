@@ -1,0 +1,341 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"ramanserve/inference"
+)
+
+// constModel predicts the same concentration for every analyte. The
+// registry is the thing under test here; the model only has to carry a
+// version and be told apart.
+type constModel struct {
+	meta  inference.Metadata
+	value float64
+}
+
+func (m *constModel) Metadata() *inference.Metadata { return &m.meta }
+func (m *constModel) Targets() []inference.Analyte {
+	return []inference.Analyte{inference.EPA, inference.DHA, inference.DPA}
+}
+func (m *constModel) Predict(_ *inference.Spectrum, out *inference.Prediction) error {
+	for a := inference.Analyte(0); a < inference.NumAnalytes; a++ {
+		out.Concentrations.Set(a, m.value)
+	}
+	return nil
+}
+
+// openConst reads files of the form "const:<float>". Anything else is
+// corrupted. A non-nil gate makes the open wait (a slow load).
+func openConst(gate <-chan struct{}) OpenFunc {
+	return func(ctx context.Context, path string, e Entry) (inference.Model, error) {
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", inference.ErrModelCorrupted, err)
+		}
+		s, ok := strings.CutPrefix(string(b), "const:")
+		if !ok {
+			return nil, fmt.Errorf("%w: not a const model", inference.ErrModelCorrupted)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", inference.ErrModelCorrupted, err)
+		}
+		return &constModel{meta: inference.Metadata{Version: e.Version, Algorithm: "const", TrainedAt: e.TrainedAt}, value: v}, nil
+	}
+}
+
+func newTestRegistry(t *testing.T, dir string, gate <-chan struct{}) *Registry {
+	t.Helper()
+	r, err := Open(context.Background(), dir, Options{Openers: map[string]OpenFunc{".joblib": openConst(gate), ".npz": openConst(gate)}})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return r
+}
+
+func addStaged(t *testing.T, r *Registry, value float64, at time.Time) string {
+	t.Helper()
+	v, _, err := r.AddStaged(context.Background(), StagedModel{
+		Ext: ".npz", TrainedAt: at, TrainedSamples: 10, Algorithm: "const",
+		Write: func(_ string, w io.Writer) error { _, err := fmt.Fprintf(w, "const:%g", value); return err },
+	})
+	if err != nil {
+		t.Fatalf("AddStaged: %v", err)
+	}
+	return v
+}
+
+func activeValue(t *testing.T, r *Registry) float64 {
+	t.Helper()
+	m := r.Active()
+	if m == nil {
+		t.Fatal("no active model")
+	}
+	var p inference.Prediction
+	if err := m.Predict(nil, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Concentrations.Value[inference.EPA]
+}
+
+func TestLoadStagedArchivesPrevious(t *testing.T) {
+	r := newTestRegistry(t, t.TempDir(), nil)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	v1 := addStaged(t, r, 1, t0)
+	v2 := addStaged(t, r, 2, t0.Add(time.Hour))
+	if v1 == v2 {
+		t.Fatalf("versions collide: %s", v1)
+	}
+	res, err := r.Load(context.Background(), LoadRequest{Version: v1, Source: SourceStaged})
+	if err != nil || res.Loaded != v1 || res.Previous != "" {
+		t.Fatalf("first load = %+v, %v", res, err)
+	}
+	res, err = r.Load(context.Background(), LoadRequest{Version: v2, Source: SourceStaged})
+	if err != nil || res.Previous != v1 {
+		t.Fatalf("second load = %+v, %v", res, err)
+	}
+	active, entries := r.List()
+	if active != v2 {
+		t.Fatalf("active = %q, want %q", active, v2)
+	}
+	want := map[string]Status{v2: StatusActive, v1: StatusArchived}
+	if len(entries) != 2 || entries[0].Version != v2 {
+		t.Fatalf("list order = %+v, want newest first", entries)
+	}
+	for _, e := range entries {
+		if e.Status != want[e.Version] {
+			t.Errorf("%s status = %s, want %s", e.Version, e.Status, want[e.Version])
+		}
+	}
+	// Archived is re-activated only with source archived.
+	if _, err := r.Load(context.Background(), LoadRequest{Version: v1, Source: SourceStaged}); !errors.Is(err, inference.ErrModelNotFound) {
+		t.Fatalf("staged load of an archived version: %v, want ErrModelNotFound", err)
+	}
+	if _, err := r.Load(context.Background(), LoadRequest{Version: v1, Source: SourceArchived}); err != nil {
+		t.Fatalf("archived load: %v", err)
+	}
+	if got := activeValue(t, r); got != 1 {
+		t.Fatalf("active predicts %g, want 1", got)
+	}
+}
+
+func TestFailedLoadsKeepPreviousActive(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	good := addStaged(t, r, 7, time.Now())
+	if _, err := r.Load(context.Background(), LoadRequest{Version: good}); err != nil {
+		t.Fatal(err)
+	}
+	importDir := filepath.Join(dir, "import")
+	write := func(name, content string) string {
+		p := filepath.Join(importDir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name string
+		req  LoadRequest
+		want error
+	}{
+		{"unknown version", LoadRequest{Version: "nope", Source: SourceStaged}, inference.ErrModelNotFound},
+		{"corrupted file", LoadRequest{Version: "bad1", Source: SourceFile, Path: write("corrupt.joblib", "garbage")}, inference.ErrModelCorrupted},
+		{"truncated file", LoadRequest{Version: "bad2", Source: SourceFile, Path: write("trunc.joblib", "const:")}, inference.ErrModelCorrupted},
+		{"wrong path", LoadRequest{Version: "bad3", Source: SourceFile, Path: filepath.Join(importDir, "missing.joblib")}, inference.ErrModelNotFound},
+		{"path outside roots", LoadRequest{Version: "bad4", Source: SourceFile, Path: "/etc/passwd.joblib"}, inference.ErrPathNotAllowed},
+		{"invalid version name", LoadRequest{Version: "../x", Source: SourceStaged}, inference.ErrModelNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := r.Load(context.Background(), tc.req)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if got := r.Active().Metadata().Version; got != good {
+				t.Fatalf("active = %s, want %s", got, good)
+			}
+			if got := activeValue(t, r); got != 7 {
+				t.Fatalf("active predicts %g, want 7", got)
+			}
+			active, entries := r.List()
+			if active != good || len(entries) != 1 {
+				t.Fatalf("list changed: active %q, %d entries", active, len(entries))
+			}
+		})
+	}
+	// No file of a failed import is left in models/.
+	names, _ := os.ReadDir(filepath.Join(dir, "models"))
+	if len(names) != 1 {
+		t.Fatalf("models/ holds %d files after failed imports, want 1", len(names))
+	}
+}
+
+func TestConcurrentLoadsOneWins(t *testing.T) {
+	gate := make(chan struct{})
+	r := newTestRegistry(t, t.TempDir(), gate)
+	v := addStaged(t, r, 3, time.Now())
+	results := make(chan error, 21)
+	go func() { _, err := r.Load(context.Background(), LoadRequest{Version: v}); results <- err }()
+	// Wait until the slow load holds the lock.
+	for r.loadMu.TryLock() {
+		r.loadMu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := r.Load(context.Background(), LoadRequest{Version: v})
+			results <- err
+		}()
+	}
+	wg.Wait()
+	close(gate)
+	ok, busy := 0, 0
+	for range 21 {
+		switch err := <-results; {
+		case err == nil:
+			ok++
+		case errors.Is(err, inference.ErrLoadInProgress):
+			busy++
+		default:
+			t.Errorf("unexpected error %v", err)
+		}
+	}
+	if ok != 1 || busy != 20 {
+		t.Fatalf("ok=%d busy=%d, want 1 and 20", ok, busy)
+	}
+}
+
+func TestRestartRestoresActiveAndDropsOrphans(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	v := addStaged(t, r, 5, time.Now())
+	if _, err := r.Load(context.Background(), LoadRequest{Version: v}); err != nil {
+		t.Fatal(err)
+	}
+	// Simulate a crash in the middle of writing a model: a file that the
+	// index never recorded, and a temp file.
+	orphan := filepath.Join(dir, "models", "pls-orphan.npz")
+	os.WriteFile(orphan, []byte("const:9"), 0o644)
+	os.WriteFile(filepath.Join(dir, "models", ".x.npz.123.tmp"), []byte("half"), 0o644)
+
+	r2 := newTestRegistry(t, dir, nil)
+	if r2.RestoreError() != nil {
+		t.Fatalf("restore error: %v", r2.RestoreError())
+	}
+	if got := r2.Active().Metadata().Version; got != v {
+		t.Fatalf("restored %s, want %s", got, v)
+	}
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("orphan model file survived: %v", err)
+	}
+	if _, entries := r2.List(); len(entries) != 1 {
+		t.Fatalf("list has %d entries, want 1", len(entries))
+	}
+}
+
+func TestRestoreFailureIsReportedNotFatal(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	v := addStaged(t, r, 5, time.Now())
+	if _, err := r.Load(context.Background(), LoadRequest{Version: v}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "models", v+".npz"), []byte("damaged"), 0o644)
+	r2 := newTestRegistry(t, dir, nil)
+	if r2.RestoreError() == nil || r2.Active() != nil {
+		t.Fatalf("want a restore error and no active model, got %v, %v", r2.RestoreError(), r2.Active())
+	}
+	active, entries := r2.List()
+	if active != "" || entries[0].Status != StatusArchived {
+		t.Fatalf("list: active %q, status %s", active, entries[0].Status)
+	}
+}
+
+func TestCheckImportPath(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	root := filepath.Join(dir, "import")
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.joblib")
+	os.WriteFile(secret, []byte("const:1"), 0o644)
+	inside := filepath.Join(root, "ok.joblib")
+	os.WriteFile(inside, []byte("const:1"), 0o644)
+	os.Symlink(secret, filepath.Join(root, "escape.joblib"))
+	os.Symlink(outside, filepath.Join(root, "dirlink"))
+	os.WriteFile(filepath.Join(root, "model.txt"), []byte("const:1"), 0o644)
+
+	cases := []struct {
+		name, path string
+		want       error
+	}{
+		{"inside root", inside, nil},
+		{"dot-dot escape", filepath.Join(root, "..", "..", filepath.Base(outside), "secret.joblib"), inference.ErrPathNotAllowed},
+		{"dot-dot staying inside", root + "/sub/../ok.joblib", inference.ErrPathNotAllowed},
+		{"symlink out of root", filepath.Join(root, "escape.joblib"), inference.ErrPathNotAllowed},
+		{"symlinked directory out of root", filepath.Join(root, "dirlink", "secret.joblib"), inference.ErrPathNotAllowed},
+		{"relative path", "import/ok.joblib", inference.ErrPathNotAllowed},
+		{"not .joblib", filepath.Join(root, "model.txt"), inference.ErrPathNotAllowed},
+		{"absolute outside", secret, inference.ErrPathNotAllowed},
+		{"missing inside root", filepath.Join(root, "missing.joblib"), inference.ErrModelNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := r.CheckImportPath(tc.path)
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("CheckImportPath(%q) = %v, want %v", tc.path, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestImportCopiesFileAndSidecar(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	src := filepath.Join(dir, "import", "m.joblib")
+	os.WriteFile(src, []byte("const:4"), 0o644)
+	os.WriteFile(src+".json", []byte(`{"trained_at":"2025-03-04T05:06:07Z"}`), 0o644)
+	res, err := r.Load(context.Background(), LoadRequest{Version: "imported-1", Source: SourceFile, Path: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Loaded != "imported-1" {
+		t.Fatalf("loaded %q", res.Loaded)
+	}
+	os.Remove(src) // the registry serves its own copy
+	_, entries := r.List()
+	if len(entries) != 1 || entries[0].TrainedAt.Format(time.RFC3339) != "2025-03-04T05:06:07Z" || entries[0].File != "models/imported-1.joblib" {
+		t.Fatalf("entry = %+v", entries)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "models", "imported-1.joblib.json")); err != nil {
+		t.Fatalf("sidecar not copied: %v", err)
+	}
+	if _, err := r.Load(context.Background(), LoadRequest{Version: "imported-1", Source: SourceFile, Path: src}); !errors.Is(err, inference.ErrPathNotAllowed) && !errors.Is(err, inference.ErrVersionExists) && !errors.Is(err, inference.ErrModelNotFound) {
+		t.Fatalf("re-import: %v", err)
+	}
+	r2 := newTestRegistry(t, dir, nil)
+	if got := r2.Active().Metadata().Version; got != "imported-1" {
+		t.Fatalf("after restart active = %s", got)
+	}
+}
