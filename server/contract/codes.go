@@ -1,0 +1,127 @@
+// Package contract maps domain errors to the error codes of the interface
+// contract (api/openapi.yaml and api/messages.md). It is the one place where
+// that mapping lives; the HTTP handlers and the prediction channel both use it.
+package contract
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"ramanserve/inference"
+)
+
+// Code is a machine-readable error code of the contract.
+type Code string
+
+// Codes of the management channel (see the table in api/openapi.yaml).
+const (
+	InvalidRequest       Code = "INVALID_REQUEST"
+	MalformedJSON        Code = "MALFORMED_JSON"
+	ModelNotFound        Code = "MODEL_NOT_FOUND"
+	ModelCorrupted       Code = "MODEL_CORRUPTED"
+	UnsafeModel          Code = "UNSAFE_MODEL"
+	ModelTargetsUnknown  Code = "MODEL_TARGETS_UNKNOWN"
+	PathNotAllowed       Code = "PATH_NOT_ALLOWED"
+	VersionExists        Code = "VERSION_EXISTS"
+	InvalidCSV           Code = "INVALID_CSV"
+	InvalidMetadata      Code = "INVALID_METADATA"
+	MissingPart          Code = "MISSING_PART"
+	NotFound             Code = "NOT_FOUND"
+	JobNotFound          Code = "JOB_NOT_FOUND"
+	MethodNotAllowed     Code = "METHOD_NOT_ALLOWED"
+	LoadInProgress       Code = "LOAD_IN_PROGRESS"
+	PayloadTooLarge      Code = "PAYLOAD_TOO_LARGE"
+	UnsupportedMediaType Code = "UNSUPPORTED_MEDIA_TYPE"
+	TrainingQueueFull    Code = "TRAINING_QUEUE_FULL"
+	TrainingDiverged     Code = "TRAINING_DIVERGED"
+	Interrupted          Code = "INTERRUPTED"
+	NotImplemented       Code = "NOT_IMPLEMENTED"
+	InternalError        Code = "INTERNAL_ERROR"
+)
+
+// Codes of the prediction channel (see api/messages.md). MODEL_NOT_LOADED
+// is also answered by GET /model/info with no model.
+const (
+	ModelNotLoaded     Code = "MODEL_NOT_LOADED"
+	InvalidSpectrum    Code = "INVALID_SPECTRUM"
+	SpectrumOutOfRange Code = "SPECTRUM_OUT_OF_RANGE"
+	UnsupportedVersion Code = "UNSUPPORTED_VERSION"
+	UnknownType        Code = "UNKNOWN_TYPE"
+	MalformedMessage   Code = "MALFORMED_MESSAGE"
+	MessageTooLarge    Code = "MESSAGE_TOO_LARGE"
+)
+
+// Error is an error that already carries its contract code, for failures
+// detected in the transport layer itself (validation, routing, parts).
+type Error struct {
+	Code    Code
+	Status  int // HTTP status; 0 means the code's default
+	Message string
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// New builds a coded error.
+func New(code Code, status int, message string) *Error {
+	return &Error{Code: code, Status: status, Message: message}
+}
+
+// Classified is the contract view of an error.
+type Classified struct {
+	Code      Code
+	Status    int // HTTP status
+	Retryable bool
+}
+
+// domainCodes lists, in order of precedence, which domain sentinel maps to
+// which code and HTTP status. The unsafe-model and targets sentinels come
+// before ErrModelCorrupted because readers may wrap both.
+var domainCodes = []struct {
+	err    error
+	code   Code
+	status int
+}{
+	{inference.ErrLoadInProgress, LoadInProgress, http.StatusConflict},
+	{inference.ErrUnsafeModel, UnsafeModel, http.StatusBadRequest},
+	{inference.ErrModelTargets, ModelTargetsUnknown, http.StatusBadRequest},
+	{inference.ErrPathNotAllowed, PathNotAllowed, http.StatusBadRequest},
+	{inference.ErrVersionExists, VersionExists, http.StatusBadRequest},
+	{inference.ErrModelNotFound, ModelNotFound, http.StatusBadRequest},
+	{inference.ErrModelCorrupted, ModelCorrupted, http.StatusBadRequest},
+	{inference.ErrModelNotLoaded, ModelNotLoaded, http.StatusNotFound},
+	{inference.ErrInvalidSpectrum, InvalidSpectrum, http.StatusBadRequest},
+	{inference.ErrSpectrumOutOfRange, SpectrumOutOfRange, http.StatusBadRequest},
+}
+
+// Classify maps any error to its contract code, HTTP status and
+// retryability. Unknown errors are INTERNAL_ERROR (500, not retryable).
+func Classify(err error) Classified {
+	var ce *Error
+	if errors.As(err, &ce) {
+		status := ce.Status
+		if status == 0 {
+			status = http.StatusBadRequest
+		}
+		return Classified{Code: ce.Code, Status: status, Retryable: Retryable(ce.Code)}
+	}
+	for _, d := range domainCodes {
+		if errors.Is(err, d.err) {
+			return Classified{Code: d.code, Status: d.status, Retryable: Retryable(d.code)}
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return Classified{Code: InternalError, Status: http.StatusServiceUnavailable, Retryable: true}
+	}
+	return Classified{Code: InternalError, Status: http.StatusInternalServerError}
+}
+
+// Retryable reports whether a client may retry the same request unchanged.
+// Only transient conditions are: a load or training slot that is busy.
+func Retryable(c Code) bool {
+	switch c {
+	case LoadInProgress, TrainingQueueFull:
+		return true
+	}
+	return false
+}

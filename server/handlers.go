@@ -1,0 +1,189 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"ramanserve/gen"
+	"ramanserve/inference"
+	"ramanserve/inference/registry"
+	"ramanserve/server/contract"
+)
+
+// ProtocolVersion is the prediction channel's protocol version.
+const ProtocolVersion = 1
+
+// API implements gen.StrictServerInterface: a thin layer that turns
+// requests into registry and trainer calls and their results into
+// contract types. Failures are returned as errors; errorHandler maps them.
+type API struct {
+	Registry *registry.Registry
+	// Training serves the training routes; nil answers 501 NOT_IMPLEMENTED.
+	Training TrainingService
+	// ChannelUp reports whether the prediction channel is listening.
+	ChannelUp     func() bool
+	ServerVersion string
+	Started       time.Time
+
+	maxUploadBytes int64
+}
+
+var _ gen.StrictServerInterface = (*API)(nil)
+
+// BuildVersion is the module version from the Go build information, or
+// "devel" for a local build.
+func BuildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// LoadModel swaps the active model.
+func (a *API) LoadModel(ctx context.Context, req gen.LoadModelRequestObject) (gen.LoadModelResponseObject, error) {
+	body := req.Body
+	source := registry.SourceStaged
+	if body.Source != nil {
+		source = registry.Source(*body.Source)
+	}
+	lr := registry.LoadRequest{Version: body.Version, Source: source}
+	if source == registry.SourceFile {
+		if body.Path == nil || *body.Path == "" {
+			return nil, contract.New(contract.InvalidRequest, http.StatusBadRequest, `field "path": required when source is "file"`)
+		}
+		lr.Path = *body.Path
+	}
+	res, err := a.Registry.Load(ctx, lr)
+	if err != nil {
+		return nil, err
+	}
+	return gen.LoadModel200JSONResponse{
+		LoadedVersion:   res.Loaded,
+		PreviousVersion: res.Previous,
+		LoadTimeMs:      int(res.Duration.Milliseconds()),
+		Algorithm:       optional(res.Algorithm),
+	}, nil
+}
+
+// ListModels lists the registry.
+func (a *API) ListModels(ctx context.Context, _ gen.ListModelsRequestObject) (gen.ListModelsResponseObject, error) {
+	active, entries := a.Registry.List()
+	out := gen.ListModels200JSONResponse{Models: make([]gen.ModelVersion, 0, len(entries))}
+	if active != "" {
+		out.Active = &active
+	}
+	for i := range entries {
+		e := &entries[i]
+		mv := gen.ModelVersion{
+			Version:   e.Version,
+			Status:    gen.ModelStatus(e.Status),
+			TrainedAt: e.TrainedAt,
+			SizeKb:    ptr(e.SizeKB()),
+			Algorithm: optional(e.Algorithm),
+		}
+		if e.TrainedSamples > 0 {
+			mv.TrainedSamples = ptr(e.TrainedSamples)
+		}
+		out.Models = append(out.Models, mv)
+	}
+	return out, nil
+}
+
+// GetModelInfo describes the active model.
+func (a *API) GetModelInfo(ctx context.Context, _ gen.GetModelInfoRequestObject) (gen.GetModelInfoResponseObject, error) {
+	m := a.Registry.Active()
+	if m == nil {
+		return nil, fmt.Errorf("GET /model/info: %w", inference.ErrModelNotLoaded)
+	}
+	return gen.GetModelInfo200JSONResponse(ModelInfo(m)), nil
+}
+
+// ModelInfo converts a model's metadata to the contract's ModelInfo; the
+// prediction channel's model_info reply carries the same fields.
+func ModelInfo(m inference.Model) gen.ModelInfo {
+	md := m.Metadata()
+	info := gen.ModelInfo{
+		ActiveVersion: md.Version,
+		Algorithm:     md.Algorithm,
+		TrainedAt:     md.TrainedAt,
+		Rmse:          breakdown(md.RMSE),
+		R2:            breakdown(md.R2),
+	}
+	if md.LatentComponents > 0 {
+		info.LatentComponents = ptr(md.LatentComponents)
+	}
+	if md.TrainedSamples > 0 {
+		info.TrainedSamples = ptr(md.TrainedSamples)
+	}
+	if lo, hi, ok := md.WavenumberRange(); ok {
+		info.WavenumberRange = &[]float64{lo, hi}
+		info.WavenumberCount = ptr(len(md.Wavenumbers))
+	}
+	return info
+}
+
+func breakdown(b inference.Breakdown) *gen.MetricBreakdown {
+	var out gen.MetricBreakdown
+	any := false
+	for a := inference.Analyte(0); a < inference.NumAnalytes; a++ {
+		if !b.Valid[a] {
+			continue
+		}
+		v := b.Value[a]
+		any = true
+		switch a {
+		case inference.EPA:
+			out.EPA = &v
+		case inference.DHA:
+			out.DHA = &v
+		case inference.DPA:
+			out.DPA = &v
+		}
+	}
+	if !any {
+		return nil
+	}
+	return &out
+}
+
+// GetHealth reports liveness and the degraded conditions documented in the contract.
+func (a *API) GetHealth(ctx context.Context, _ gen.GetHealthRequestObject) (gen.GetHealthResponseObject, error) {
+	var reasons []string
+	if err := a.Registry.Writable(); err != nil {
+		reasons = append(reasons, "registry directory is not writable")
+	}
+	if err := a.Registry.RestoreError(); err != nil {
+		reasons = append(reasons, "the previously active model could not be restored: "+err.Error())
+	}
+	if a.ChannelUp != nil && !a.ChannelUp() {
+		reasons = append(reasons, "prediction channel is not listening")
+	}
+	h := gen.GetHealth200JSONResponse{
+		Status:          gen.HealthStatusStatus("ok"),
+		UptimeSeconds:   ptr(int(time.Since(a.Started).Seconds())),
+		ServerVersion:   ptr(a.ServerVersion),
+		ProtocolVersion: ptr(ProtocolVersion),
+		PythonVersion:   ptr(runtime.Version()),
+	}
+	m := a.Registry.Active()
+	h.ModelLoaded = ptr(m != nil)
+	if m != nil {
+		h.ActiveVersion = ptr(m.Metadata().Version)
+	}
+	if len(reasons) > 0 {
+		h.Status = "degraded"
+		h.DegradedReasons = &reasons
+	}
+	return h, nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

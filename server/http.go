@@ -1,0 +1,219 @@
+// Package server is the transport layer: the management HTTP API (this
+// file and handlers.go), with the prediction channel's ZMTP transport,
+// MessagePack codec and dispatcher in subpackages. It turns requests into
+// calls on packages inference and trainer and maps their errors to the
+// contract in one place (package contract).
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"ramanserve/gen"
+	"ramanserve/server/contract"
+)
+
+// HTTPConfig bounds the management channel.
+type HTTPConfig struct {
+	// MaxJSONBodyBytes bounds JSON request bodies (default 1 MiB).
+	MaxJSONBodyBytes int64
+	// MaxUploadBytes bounds a training upload (default 512 MiB).
+	MaxUploadBytes int64
+}
+
+func (c *HTTPConfig) defaults() {
+	if c.MaxJSONBodyBytes <= 0 {
+		c.MaxJSONBodyBytes = 1 << 20
+	}
+	if c.MaxUploadBytes <= 0 {
+		c.MaxUploadBytes = 512 << 20
+	}
+}
+
+// uploadOperation is kept out of the kin-openapi validator: the validator
+// buffers whole bodies in memory, and the upload is streamed and validated
+// by its handler instead.
+const uploadOperation = "startTraining"
+
+// NewHTTPHandler builds the management channel: echo serving the generated
+// strict interface implemented by api, behind request validation against
+// api/openapi.yaml, with one error path for every failure.
+func NewHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (http.Handler, error) {
+	cfg.defaults()
+	doc, err := gen.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded OpenAPI document: %w", err)
+	}
+	// Match routes whatever host the server is reached on.
+	doc.Servers = nil
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("build OpenAPI router: %w", err)
+	}
+	api.maxUploadBytes = cfg.MaxUploadBytes
+
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = errorHandler(log)
+	e.Use(recoverToInternalError(log))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+		Limit:   fmt.Sprintf("%dB", cfg.MaxJSONBodyBytes),
+		Skipper: func(c echo.Context) bool { return c.Path() == "/training/start" },
+	}))
+	e.Use(validateRequests(router))
+	gen.RegisterHandlers(e, gen.NewStrictHandler(api, nil))
+	return e, nil
+}
+
+// validateRequests checks every JSON route's request against the contract.
+// Requests that match no route pass through, so echo answers 404 or 405.
+func validateRequests(router routers.Router) echo.MiddlewareFunc {
+	opts := &openapi3filter.Options{
+		MultiError:         false,
+		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			route, params, err := router.FindRoute(req)
+			if err != nil || route.Operation.OperationID == uploadOperation {
+				return next(c)
+			}
+			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
+			if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
+				return validationError(err)
+			}
+			return next(c)
+		}
+	}
+}
+
+// validationError turns a kin-openapi error into a coded error whose
+// message names the offending field.
+func validationError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge, "request body exceeds the size limit")
+	}
+	var reqErr *openapi3filter.RequestError
+	if !errors.As(err, &reqErr) {
+		return contract.New(contract.InvalidRequest, http.StatusBadRequest, err.Error())
+	}
+	if strings.Contains(reqErr.Reason, "header Content-Type has unexpected value") ||
+		strings.Contains(err.Error(), "unsupported content type") {
+		return contract.New(contract.UnsupportedMediaType, http.StatusUnsupportedMediaType,
+			"request body must be application/json")
+	}
+	var parseErr *openapi3filter.ParseError
+	if errors.As(err, &parseErr) {
+		return contract.New(contract.MalformedJSON, http.StatusBadRequest, "request body is not valid JSON: "+parseErr.Error())
+	}
+	var schemaErr *openapi3.SchemaError
+	if errors.As(err, &schemaErr) {
+		field := strings.Join(schemaErr.JSONPointer(), ".")
+		if field == "" {
+			return contract.New(contract.InvalidRequest, http.StatusBadRequest, "request body: "+schemaErr.Reason)
+		}
+		return contract.New(contract.InvalidRequest, http.StatusBadRequest,
+			fmt.Sprintf("field %q: %s", field, schemaErr.Reason))
+	}
+	if errors.Is(err, openapi3filter.ErrInvalidRequired) && reqErr.RequestBody != nil {
+		return contract.New(contract.InvalidRequest, http.StatusBadRequest, "request body is required")
+	}
+	return contract.New(contract.InvalidRequest, http.StatusBadRequest, reqErr.Error())
+}
+
+// errorHandler is the single place where failures become HTTP responses:
+// always the ErrorResponse envelope, never echo's default body or a stack
+// trace.
+func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		body, status := errorBody(err)
+		if status >= 500 {
+			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		}
+		switch contract.Code(body.Code) {
+		case contract.LoadInProgress:
+			c.Response().Header().Set("Retry-After", "1")
+		case contract.TrainingQueueFull:
+			c.Response().Header().Set("Retry-After", "5")
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(status)
+			return
+		}
+		_ = c.JSON(status, body)
+	}
+}
+
+func errorBody(err error) (gen.ErrorResponse, int) {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code, msg := contract.InternalError, "internal error"
+		switch he.Code {
+		case http.StatusNotFound:
+			code, msg = contract.NotFound, "no such route"
+		case http.StatusMethodNotAllowed:
+			code, msg = contract.MethodNotAllowed, "method not allowed on this route"
+		case http.StatusRequestEntityTooLarge:
+			code, msg = contract.PayloadTooLarge, "request body exceeds the size limit"
+		case http.StatusUnsupportedMediaType:
+			code, msg = contract.UnsupportedMediaType, "unsupported content type"
+		case http.StatusBadRequest:
+			code, msg = contract.MalformedJSON, fmt.Sprint("request body could not be decoded: ", he.Message)
+		}
+		if code == contract.InternalError {
+			return gen.ErrorResponse{Code: string(code), Message: msg, Retryable: ptr(false)}, http.StatusInternalServerError
+		}
+		return gen.ErrorResponse{Code: string(code), Message: msg, Retryable: ptr(false)}, he.Code
+	}
+	cl := contract.Classify(err)
+	msg := err.Error()
+	var ce *contract.Error
+	if errors.As(err, &ce) {
+		msg = ce.Message
+	}
+	if cl.Code == contract.InternalError {
+		msg = "internal error; the server log has the details"
+	}
+	if cl.Code == contract.LoadInProgress {
+		msg = "another model load is in progress; retry after about one second"
+	}
+	return gen.ErrorResponse{Code: string(cl.Code), Message: msg, Retryable: ptr(cl.Retryable)}, cl.Status
+}
+
+// recoverToInternalError turns a panic in a handler into INTERNAL_ERROR and
+// logs the stack; the client never sees it.
+func recoverToInternalError(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					if p == http.ErrAbortHandler {
+						panic(p)
+					}
+					log.Error("handler panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					err = errors.New("handler panic")
+				}
+			}()
+			return next(c)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
