@@ -121,7 +121,10 @@ func sidecarTrainedAt(path string) (time.Time, bool) {
 // atomically. The source is opened without following a final symlink (it
 // has been resolved already), so a swap after the check cannot redirect it.
 func (r *Registry) copyRegular(ctx context.Context, src, dst string, limit int64) (int64, time.Time, error) {
-	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// O_NONBLOCK keeps a FIFO planted under an allowed root from blocking
+	// the open (and with it every later load); the regular-file check
+	// below then refuses it.
+	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return 0, time.Time{}, fmt.Errorf("%w: no file at %q", inference.ErrModelNotFound, src)

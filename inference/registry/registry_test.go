@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -337,5 +338,27 @@ func TestImportCopiesFileAndSidecar(t *testing.T) {
 	r2 := newTestRegistry(t, dir, nil)
 	if got := r2.Active().Metadata().Version; got != "imported-1" {
 		t.Fatalf("after restart active = %s", got)
+	}
+}
+
+func TestImportRefusesFIFOWithoutBlocking(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	fifo := filepath.Join(dir, "import", "pipe.joblib")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Load(context.Background(), LoadRequest{Version: "fifo", Source: SourceFile, Path: fifo})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, inference.ErrPathNotAllowed) {
+			t.Fatalf("err = %v, want ErrPathNotAllowed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("load of a FIFO blocked")
 	}
 }

@@ -1,0 +1,78 @@
+# ramanserve: make run (server on :5556/:5555) and make test are the two
+# commands a newcomer needs. Every target installs what it needs.
+
+GO            ?= go
+PY            := /usr/bin/python3
+REDOCLY       := npx --yes @redocly/cli@2.77.0
+DEBIAN_PKGS   := python3-zmq python3-sklearn python3-joblib python3-msgpack python3-lz4 python3-numpy
+FUZZTIME      ?= 30s
+GOTEST_FLAGS  ?= -count=1 -timeout 14m
+
+.PHONY: all build run test test-go deps generate check-generated lint vet bench fuzz demo clean
+
+all: build
+
+build:
+	$(GO) build -o bin/ramanserve ./cmd/ramanserve
+
+## run: the server on :5556 (HTTP) and :5555 (ZeroMQ) with a file registry in ./var/registry
+run: build
+	./bin/ramanserve
+
+## deps: Debian's Python packages for the real libzmq and scikit-learn peers used by the tests
+deps:
+	@if $(PY) -c 'import zmq, sklearn, joblib, msgpack, lz4.frame, numpy' 2>/dev/null; then \
+		echo "deps: Debian python packages present"; \
+	else \
+		echo "deps: installing $(DEBIAN_PKGS)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS) >/dev/null; \
+		$(PY) -c 'import zmq, sklearn, joblib, msgpack, lz4.frame, numpy'; \
+	fi
+
+## generate: regenerate gen/ from api/openapi.yaml
+generate:
+	cd gen && $(GO) generate .
+
+## check-generated: fail when gen/ differs from what api/openapi.yaml generates
+check-generated:
+	@tmp=$$(mktemp -d); cp gen/api.gen.go $$tmp/committed.go; \
+	(cd gen && $(GO) generate .) ; \
+	if ! cmp -s gen/api.gen.go $$tmp/committed.go; then \
+		diff -u $$tmp/committed.go gen/api.gen.go | head -40; cp $$tmp/committed.go gen/api.gen.go; \
+		echo "gen/ is stale: run 'make generate' and commit"; rm -rf $$tmp; exit 1; \
+	fi; rm -rf $$tmp; echo "check-generated: gen/ matches api/openapi.yaml"
+
+## lint: OpenAPI linter (0 errors), gofmt and go vet
+lint: vet
+	cd api && $(REDOCLY) lint --config redocly.yaml openapi.yaml
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## test: everything CI runs
+test: deps check-generated lint test-go
+
+test-go:
+	$(GO) test $(GOTEST_FLAGS) ./...
+
+## bench: latency, throughput and training figures (see README)
+bench: deps build
+	$(GO) test -run '^$$' -bench . -benchmem ./server/... ./inference/...
+	$(GO) run ./cmd/ramanbench
+
+## fuzz: run every fuzz target for FUZZTIME each
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+## demo: train on synthetic spectra against a running server, load the model, predict
+demo:
+	$(GO) run ./cmd/ramandemo
+
+clean:
+	rm -rf bin
