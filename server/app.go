@@ -22,6 +22,9 @@ type Config struct {
 	HTTP           HTTPConfig
 	Channel        ChannelConfig
 	Logger         *slog.Logger
+	// WrapOpen, when set, wraps every model reader. It is a test seam: the
+	// conformance suite uses it to make a load reliably slow.
+	WrapOpen func(registry.OpenFunc) registry.OpenFunc
 }
 
 // App is one running server process: registry, management HTTP server and
@@ -46,8 +49,14 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	openers := modelOpeners(cfg.Channel)
+	if cfg.WrapOpen != nil {
+		for ext, open := range openers {
+			openers[ext] = cfg.WrapOpen(open)
+		}
+	}
 	reg, err := registry.Open(ctx, cfg.RegistryDir, registry.Options{
-		Openers:      modelOpeners(cfg.Channel),
+		Openers:      openers,
 		AllowedRoots: cfg.AllowFileRoots,
 		Logger:       log.With("component", "registry"),
 	})

@@ -1,0 +1,260 @@
+// Package conformance exercises both channels of a ramanserve server
+// against the contract in api/.
+//
+// By default `go test ./conformance` starts an in-process server on free
+// loopback ports with a temporary registry. With CONFORMANCE_HTTP (and
+// CONFORMANCE_ZMQ for the prediction channel) it targets a running server
+// instead; tests that need to control the server process or its files are
+// skipped then. Every HTTP response is validated against api/openapi.yaml
+// with kin-openapi, undocumented status codes included; the run ends by
+// printing how many responses were validated and how many failed.
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"ramanserve/gen"
+	"ramanserve/inference"
+	"ramanserve/inference/registry"
+	"ramanserve/server"
+)
+
+// target is the server under test.
+type target struct {
+	httpBase string
+	zmq      string
+	app      *server.App // nil for an external server
+	regDir   string      // "" for an external server
+
+	slowLoads atomic.Int64 // nanoseconds each model open waits (in-process only)
+}
+
+var (
+	suite     *target
+	validated atomic.Int64
+	failed    atomic.Int64
+	spec      *openapi3.T
+	router    routers.Router
+)
+
+func TestMain(m *testing.M) {
+	code, err := runSuite(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("conformance: %d responses validated against api/openapi.yaml, %d failed\n", validated.Load(), failed.Load())
+	if failed.Load() > 0 && code == 0 {
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func runSuite(m *testing.M) (int, error) {
+	var err error
+	spec, err = gen.GetSwagger()
+	if err != nil {
+		return 0, err
+	}
+	spec.Servers = nil
+	if router, err = gorillamux.NewRouter(spec); err != nil {
+		return 0, err
+	}
+	if base := os.Getenv("CONFORMANCE_HTTP"); base != "" {
+		suite = &target{httpBase: strings.TrimRight(base, "/"), zmq: os.Getenv("CONFORMANCE_ZMQ")}
+		return m.Run(), nil
+	}
+	dir, err := os.MkdirTemp("", "conformance-registry-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	suite = &target{regDir: dir}
+	app, err := server.Start(context.Background(), server.Config{
+		HTTPAddr:    "127.0.0.1:0",
+		ZMQEndpoint: "tcp://127.0.0.1:0",
+		RegistryDir: dir,
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		WrapOpen:    suite.wrapOpen,
+	})
+	if err != nil {
+		return 0, err
+	}
+	suite.app = app
+	suite.httpBase = "http://" + app.HTTPAddr()
+	suite.zmq = app.ZMQEndpoint()
+	code := m.Run()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return code, app.Shutdown(ctx)
+}
+
+// wrapOpen makes model opens wait while slowLoads is set, so the test of
+// concurrent loads has a load that is reliably in progress.
+func (tg *target) wrapOpen(open registry.OpenFunc) registry.OpenFunc {
+	return func(ctx context.Context, path string, e registry.Entry) (inference.Model, error) {
+		if d := time.Duration(tg.slowLoads.Load()); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return open(ctx, path, e)
+	}
+}
+
+// needInProcess skips tests that control the server's files or process.
+func needInProcess(t *testing.T) {
+	t.Helper()
+	if suite.app == nil {
+		t.Skip("needs the in-process server (CONFORMANCE_HTTP is set)")
+	}
+}
+
+// validatingDoer sends a request and validates its response against the
+// contract. An invalid or undocumented response fails the call.
+type validatingDoer struct{ client *http.Client }
+
+func (d validatingDoer) Do(req *http.Request) (*http.Response, error) {
+	var reqBody []byte
+	if req.Body != nil {
+		reqBody, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err := validateResponse(req, reqBody, resp, body); err != nil {
+		failed.Add(1)
+		return nil, fmt.Errorf("response to %s %s violates the contract: %w\nbody: %s", req.Method, req.URL.Path, err, body)
+	}
+	validated.Add(1)
+	return resp, nil
+}
+
+func validateResponse(req *http.Request, reqBody []byte, resp *http.Response, body []byte) error {
+	vreq := req.Clone(context.Background())
+	vreq.Body = io.NopCloser(bytes.NewReader(reqBody))
+	route, params, err := router.FindRoute(vreq)
+	if err != nil {
+		// No route (404) or no such method (405): the body must still be
+		// the ErrorResponse envelope.
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+			return fmt.Errorf("status %d for a request that matches no route", resp.StatusCode)
+		}
+		return validateErrorEnvelope(resp, body)
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Body:                   io.NopCloser(bytes.NewReader(body)),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		return err
+	}
+	if resp.StatusCode >= 400 {
+		return validateErrorEnvelope(resp, body)
+	}
+	return nil
+}
+
+func validateErrorEnvelope(resp *http.Response, body []byte) error {
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return fmt.Errorf("error response has content type %q", ct)
+	}
+	schema := spec.Components.Schemas["ErrorResponse"].Value
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("error body is not JSON: %w", err)
+	}
+	if err := schema.VisitJSON(v); err != nil {
+		return fmt.Errorf("error body is not an ErrorResponse: %w", err)
+	}
+	return nil
+}
+
+var (
+	clientOnce sync.Once
+	apiClient  *gen.ClientWithResponses
+)
+
+// api is the generated client, validating every response.
+func api(t *testing.T) *gen.ClientWithResponses {
+	t.Helper()
+	clientOnce.Do(func() {
+		c, err := gen.NewClientWithResponses(suite.httpBase, gen.WithHTTPClient(validatingDoer{client: &http.Client{Timeout: 60 * time.Second}}))
+		if err != nil {
+			panic(err)
+		}
+		apiClient = c
+	})
+	return apiClient
+}
+
+// raw sends a hand-made request (for cases the generated client cannot
+// express) through the validating doer.
+func raw(t *testing.T, method, path, contentType string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, suite.httpBase+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := validatingDoer{client: &http.Client{Timeout: 60 * time.Second}}.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// errorCode decodes an ErrorResponse body.
+func errorCode(t *testing.T, body []byte) gen.ErrorResponse {
+	t.Helper()
+	var e gen.ErrorResponse
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("not an ErrorResponse: %v: %s", err, body)
+	}
+	return e
+}
+
+// must turns a (value, error) pair into the value, failing the test on
+// error: must(call())(t).
+func must[T any](v T, err error) func(*testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
