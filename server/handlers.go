@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"fmt"
 	"net/http"
 	"runtime"
@@ -29,7 +32,7 @@ type API struct {
 	ServerVersion string
 	Started       time.Time
 
-	maxUploadBytes int64
+	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)

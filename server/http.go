@@ -61,7 +61,9 @@ func NewHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (http.Handler, e
 	if err != nil {
 		return nil, fmt.Errorf("build OpenAPI router: %w", err)
 	}
-	api.maxUploadBytes = cfg.MaxUploadBytes
+	if ref := doc.Components.Schemas["TrainingMeta"]; ref != nil {
+		api.metaSchema = ref.Value
+	}
 
 	e := echo.New()
 	e.HideBanner = true
@@ -72,9 +74,30 @@ func NewHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (http.Handler, e
 		Limit:   fmt.Sprintf("%dB", cfg.MaxJSONBodyBytes),
 		Skipper: func(c echo.Context) bool { return c.Path() == "/training/start" },
 	}))
+	e.Use(limitUpload(cfg.MaxUploadBytes))
 	e.Use(validateRequests(router))
 	gen.RegisterHandlers(e, gen.NewStrictHandler(api, nil))
 	return e, nil
+}
+
+// limitUpload bounds the streamed training upload: a declared length over
+// the limit is refused at once, and reading past it fails with
+// *http.MaxBytesError, which the handler answers with 413.
+func limitUpload(limit int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if c.Path() != "/training/start" {
+				return next(c)
+			}
+			req := c.Request()
+			if req.ContentLength > limit {
+				return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge,
+					fmt.Sprintf("the upload exceeds the %d-byte limit", limit))
+			}
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
+			return next(c)
+		}
+	}
 }
 
 // validateRequests checks every JSON route's request against the contract.
@@ -181,6 +204,12 @@ func errorBody(err error) (gen.ErrorResponse, int) {
 			return gen.ErrorResponse{Code: string(code), Message: msg, Retryable: ptr(false)}, http.StatusInternalServerError
 		}
 		return gen.ErrorResponse{Code: string(code), Message: msg, Retryable: ptr(false)}, he.Code
+	}
+	if errors.Is(err, http.ErrNotMultipart) {
+		return gen.ErrorResponse{Code: string(contract.UnsupportedMediaType), Message: "the upload must be multipart/form-data", Retryable: ptr(false)}, http.StatusUnsupportedMediaType
+	}
+	if errors.Is(err, http.ErrMissingBoundary) {
+		return gen.ErrorResponse{Code: string(contract.InvalidRequest), Message: "multipart/form-data without a boundary", Retryable: ptr(false)}, http.StatusBadRequest
 	}
 	cl := contract.Classify(err)
 	msg := err.Error()

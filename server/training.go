@@ -2,23 +2,151 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"ramanserve/gen"
 	"ramanserve/server/contract"
+	"ramanserve/trainer"
+	"ramanserve/trainer/csvdata"
 )
 
-// TrainingService runs training jobs; see package trainer.
-type TrainingService interface{}
+// TrainingService runs training jobs (package trainer behind an adapter).
+type TrainingService interface {
+	// Submit queues a job on a parsed data set. It fails with
+	// trainer.ErrQueueFull when the queue is full.
+	Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta) (gen.TrainingJobAccepted, error)
+	// Job reports a job; trainer.ErrJobNotFound for an unknown id.
+	Job(ctx context.Context, id string) (gen.TrainingJob, error)
+}
+
+// maxMetaBytes bounds the meta part; TrainingMeta's own bounds fit in it.
+const maxMetaBytes = 1 << 20
 
 var errTrainingUnavailable = contract.New(contract.NotImplemented, http.StatusNotImplemented, "training is not available in this build")
 
-// StartTraining accepts a training upload.
+// StartTraining reads the multipart upload as it streams in: meta is
+// decoded and validated against the TrainingMeta schema, the CSV is parsed
+// row by row into the numeric matrix (the raw upload is never held), and
+// the first bad row ends the request with INVALID_CSV.
 func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObject) (gen.StartTrainingResponseObject, error) {
-	return nil, errTrainingUnavailable
+	if a.Training == nil {
+		return nil, errTrainingUnavailable
+	}
+	var (
+		meta *gen.TrainingMeta
+		ds   *trainer.Dataset
+	)
+	for {
+		part, err := req.Body.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, uploadError(err)
+		}
+		switch part.FormName() {
+		case "meta":
+			if meta, err = a.decodeMeta(part); err != nil {
+				return nil, err
+			}
+		case "csv":
+			if ds != nil {
+				return nil, contract.New(contract.InvalidRequest, http.StatusBadRequest, "the upload has more than one csv part")
+			}
+			ds, err = csvdata.Read(ctx, part, csvdata.Options{})
+			if err != nil {
+				return nil, uploadError(err)
+			}
+		default:
+			// Unknown parts are skipped, within the upload limit.
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return nil, uploadError(err)
+			}
+		}
+		part.Close()
+	}
+	switch {
+	case meta == nil && ds == nil:
+		return nil, contract.New(contract.MissingPart, http.StatusBadRequest, "the upload has neither a csv nor a meta part")
+	case meta == nil:
+		return nil, contract.New(contract.MissingPart, http.StatusBadRequest, "the upload has no meta part")
+	case ds == nil:
+		return nil, contract.New(contract.MissingPart, http.StatusBadRequest, "the upload has no csv part")
+	}
+	accepted, err := a.Training.Submit(ctx, ds, *meta)
+	if err != nil {
+		return nil, err
+	}
+	return gen.StartTraining202JSONResponse(accepted), nil
+}
+
+// decodeMeta reads the meta part and validates it against TrainingMeta.
+func (a *API) decodeMeta(part *multipart.Part) (*gen.TrainingMeta, error) {
+	if ct := part.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest,
+			fmt.Sprintf("the meta part must be application/json, not %q", ct))
+	}
+	b, err := io.ReadAll(io.LimitReader(part, maxMetaBytes+1))
+	if err != nil {
+		return nil, uploadError(err)
+	}
+	if len(b) > maxMetaBytes {
+		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "the meta part is larger than 1 MiB")
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "meta is not valid JSON: "+err.Error())
+	}
+	if a.metaSchema != nil {
+		if err := a.metaSchema.VisitJSON(generic); err != nil {
+			msg := err.Error()
+			var se *openapi3.SchemaError
+			if errors.As(err, &se) {
+				if field := strings.Join(se.JSONPointer(), "."); field != "" {
+					msg = fmt.Sprintf("field %q: %s", field, se.Reason)
+				} else {
+					msg = se.Reason
+				}
+			}
+			return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "meta: "+msg)
+		}
+	}
+	var meta gen.TrainingMeta
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "meta: "+err.Error())
+	}
+	return &meta, nil
+}
+
+// uploadError classifies a failure while reading the upload.
+func uploadError(err error) error {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("the upload exceeds the %d-byte limit", tooLarge.Limit))
+	case errors.Is(err, trainer.ErrInvalidCSV), errors.Is(err, trainer.ErrCSVTooLarge), errors.Is(err, context.Canceled):
+		return err
+	}
+	return contract.New(contract.InvalidRequest, http.StatusBadRequest, "malformed multipart body: "+err.Error())
 }
 
 // GetTrainingJob reports a training job.
 func (a *API) GetTrainingJob(ctx context.Context, req gen.GetTrainingJobRequestObject) (gen.GetTrainingJobResponseObject, error) {
-	return nil, errTrainingUnavailable
+	if a.Training == nil {
+		return nil, errTrainingUnavailable
+	}
+	job, err := a.Training.Job(ctx, req.JobId)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetTrainingJob200JSONResponse(job), nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"ramanserve/inference"
+	"ramanserve/trainer"
 )
 
 // Code is a machine-readable error code of the contract.
@@ -92,6 +93,12 @@ var domainCodes = []struct {
 	{inference.ErrModelNotLoaded, ModelNotLoaded, http.StatusNotFound},
 	{inference.ErrInvalidSpectrum, InvalidSpectrum, http.StatusBadRequest},
 	{inference.ErrSpectrumOutOfRange, SpectrumOutOfRange, http.StatusBadRequest},
+	{trainer.ErrInvalidCSV, InvalidCSV, http.StatusBadRequest},
+	{trainer.ErrCSVTooLarge, PayloadTooLarge, http.StatusRequestEntityTooLarge},
+	{trainer.ErrJobNotFound, JobNotFound, http.StatusNotFound},
+	{trainer.ErrQueueFull, TrainingQueueFull, http.StatusTooManyRequests},
+	{trainer.ErrTrainingDiverged, TrainingDiverged, http.StatusUnprocessableEntity},
+	{trainer.ErrInterrupted, Interrupted, http.StatusInternalServerError},
 }
 
 // Classify maps any error to its contract code, HTTP status and

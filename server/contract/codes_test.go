@@ -1,0 +1,38 @@
+package contract
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"ramanserve/inference"
+	"ramanserve/trainer"
+)
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err       error
+		code      Code
+		status    int
+		retryable bool
+	}{
+		{fmt.Errorf("load: %w", inference.ErrLoadInProgress), LoadInProgress, 409, true},
+		{fmt.Errorf("x: %w: %w", inference.ErrModelCorrupted, inference.ErrUnsafeModel), UnsafeModel, 400, false},
+		{fmt.Errorf("x: %w", inference.ErrModelCorrupted), ModelCorrupted, 400, false},
+		{inference.ErrModelNotFound, ModelNotFound, 400, false},
+		{inference.ErrPathNotAllowed, PathNotAllowed, 400, false},
+		{inference.ErrModelNotLoaded, ModelNotLoaded, 404, false},
+		{fmt.Errorf("line 3: %w", trainer.ErrInvalidCSV), InvalidCSV, 400, false},
+		{trainer.ErrCSVTooLarge, PayloadTooLarge, 413, false},
+		{trainer.ErrQueueFull, TrainingQueueFull, 429, true},
+		{trainer.ErrJobNotFound, JobNotFound, 404, false},
+		{New(MissingPart, 0, "no csv"), MissingPart, 400, false},
+		{errors.New("disk on fire"), InternalError, 500, false},
+	}
+	for _, tc := range cases {
+		got := Classify(tc.err)
+		if got.Code != tc.code || got.Status != tc.status || got.Retryable != tc.retryable {
+			t.Errorf("Classify(%v) = %+v, want %s %d %v", tc.err, got, tc.code, tc.status, tc.retryable)
+		}
+	}
+}
