@@ -129,6 +129,8 @@ func needInProcess(t *testing.T) {
 	}
 }
 
+func httpClient() *http.Client { return &http.Client{Timeout: 60 * time.Second} }
+
 // validatingDoer sends a request and validates its response against the
 // contract. An invalid or undocumented response fails the call.
 type validatingDoer struct{ client *http.Client }
@@ -209,7 +211,7 @@ var (
 func api(t *testing.T) *gen.ClientWithResponses {
 	t.Helper()
 	clientOnce.Do(func() {
-		c, err := gen.NewClientWithResponses(suite.httpBase, gen.WithHTTPClient(validatingDoer{client: &http.Client{Timeout: 60 * time.Second}}))
+		c, err := gen.NewClientWithResponses(suite.httpBase, gen.WithHTTPClient(validatingDoer{client: httpClient()}))
 		if err != nil {
 			panic(err)
 		}
@@ -229,7 +231,7 @@ func raw(t *testing.T, method, path, contentType string, body io.Reader) (*http.
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := validatingDoer{client: &http.Client{Timeout: 60 * time.Second}}.Do(req)
+	resp, err := validatingDoer{client: httpClient()}.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
