@@ -1,0 +1,120 @@
+package codec
+
+import (
+	"errors"
+	"testing"
+
+	"ramanserve/inference"
+)
+
+func BenchmarkDecodePredict2048(b *testing.B) {
+	data := pack(b, predictEnvelope("0b7f3c9e-1f6a-4a53-9d0e-4f4f3b1f2a10", predictBody(axis(2048), intensities(2048))))
+	var req Request
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := DecodeRequest(data, &req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppendPredictReply(b *testing.B) {
+	var p inference.Prediction
+	for a := inference.Analyte(0); a < inference.NumAnalytes; a++ {
+		p.Concentrations.Set(a, 1.25)
+		p.Confidence.Set(a, 0.9)
+	}
+	p.Diagnostics = inference.Diagnostics{HasT2: true, HasQ: true, HasQLim: true}
+	g := NewIDGenerator()
+	res := PredictResult{ModelVersion: "v20240501-1", InferenceMS: 0.02, Prediction: &p}
+	buf := make([]byte, 0, 1024)
+	corr := []byte("0b7f3c9e-1f6a-4a53-9d0e-4f4f3b1f2a10")
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendPredictReply(buf[:0], ReplyMeta{ID: g.Next(), CorrelationID: corr, TS: 1.7e9}, &res)
+	}
+}
+
+// FuzzDecodeRequest checks that no input panics the decoder, that every
+// failure is a classified *Error, that what it allocates is bounded by the
+// input size, and that a success is internally consistent.
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add(pack(f, predictEnvelope("abc", predictBody([]float64{1, 2, 3}, []any{1, 2.5, float32(3)}))))
+	f.Add(pack(f, ordered{"body", predictBody([]int{1}, []int{2}), "v", 1, "type", "predict", "id", "x"}))
+	f.Add(pack(f, ordered{"v", 1, "type", "ping", "id", "p", "ts", 1.0, "body", nil}))
+	f.Add(pack(f, ordered{"v", 2, "type", "model_info", "id", []byte("p"), "x", ordered{"y", []any{nil, true, "s"}}}))
+	f.Add(pack(f, predictEnvelope("abc", predictBody([]any{1, nil}, []any{"a", map[string]int{}}))))
+	f.Add(AppendPredictRequest(nil, "id", 1, &Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{2}}, &ScanContext{Port: "p"}))
+	f.Add([]byte{codeArray32, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x81, 0xa1, 'v', codeExt32, 0xff, 0xff, 0xff, 0xff, 1})
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req Request
+		err := DecodeRequest(data, &req)
+		s := req.Predict.Spectrum
+		// Every element occupies at least one input byte, so decoded arrays
+		// can never exceed the input length.
+		if cap(s.Wavenumbers) > len(data) || cap(s.Intensities) > len(data) {
+			t.Fatalf("allocated %d/%d elements for %d input bytes", cap(s.Wavenumbers), cap(s.Intensities), len(data))
+		}
+		if len(req.ID) > MaxIDLength {
+			t.Fatalf("id of %d bytes accepted", len(req.ID))
+		}
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("unclassified error %T %v", err, err)
+			}
+			switch e.Code {
+			case CodeMalformedMessage, CodeUnsupportedVersion, CodeUnknownType, CodeInvalidSpectrum:
+			default:
+				t.Fatalf("unexpected code %s", e.Code)
+			}
+			return
+		}
+		if req.Version != ProtocolVersion || req.Type == TypeUnknown || len(req.ID) == 0 {
+			t.Fatalf("accepted v=%d type=%v id=%q", req.Version, req.Type, req.ID)
+		}
+		if req.Type == TypePredict {
+			if len(s.Intensities) == 0 || len(s.Wavenumbers) != len(s.Intensities) {
+				t.Fatalf("accepted spectrum %d/%d", len(s.Wavenumbers), len(s.Intensities))
+			}
+			for i := range s.Intensities {
+				if x, w := s.Intensities[i], s.Wavenumbers[i]; x-x != 0 || w-w != 0 {
+					t.Fatalf("accepted non-finite value at %d", i)
+				}
+			}
+		}
+		// Decoding is deterministic: a reused Request gives the same answer.
+		var again Request
+		again.Predict.Spectrum.Wavenumbers = make([]float64, 3, 100)
+		if err2 := DecodeRequest(data, &again); err2 != nil || string(again.ID) != string(req.ID) || again.Type != req.Type {
+			t.Fatalf("second decode differs: %v", err2)
+		}
+	})
+}
+
+// FuzzDecodeReply checks the client-side decoder never panics.
+func FuzzDecodeReply(f *testing.F) {
+	var p inference.Prediction
+	p.Concentrations.Set(inference.EPA, 1)
+	f.Add(AppendPredictReply(nil, testMeta, &PredictResult{ModelVersion: "v", Prediction: &p}))
+	f.Add(AppendErrorReply(nil, testMeta, NewError(CodeInternalError, "x")))
+	f.Add(AppendPong(nil, testMeta, &Pong{ServerVersion: "s"}))
+	f.Add(AppendModelInfoReply(nil, testMeta, &inference.Metadata{Version: "v", Wavenumbers: []float64{1, 2}}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rep, err := DecodeReply(data)
+		if err != nil {
+			if !errors.Is(err, ErrBadReply) {
+				t.Fatalf("error not wrapping ErrBadReply: %v", err)
+			}
+			return
+		}
+		if rep.Body != nil {
+			_, _ = DecodePong(rep.Body)
+			_, _ = DecodePredictReply(rep.Body)
+			_, _ = DecodeModelInfoReply(rep.Body)
+		}
+	})
+}

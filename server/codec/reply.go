@@ -1,0 +1,228 @@
+package codec
+
+import (
+	"time"
+
+	"ramanserve/inference"
+)
+
+// ReplyMeta is what every reply envelope carries besides its type and body.
+type ReplyMeta struct {
+	// ID is the reply's own fresh id.
+	ID UUID
+	// CorrelationID is the request's id; empty when the request id could
+	// not be recovered (the reply then carries correlation_id "").
+	CorrelationID []byte
+	// TS is the reply time in seconds since the Unix epoch.
+	TS float64
+}
+
+// Unix converts a time to the envelope's ts: seconds since the Unix epoch
+// as a float64 (microsecond resolution survives the conversion).
+func Unix(t time.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
+}
+
+// appendEnvelopeHead writes the envelope map header and every field up to
+// and including the key "body"; the caller appends the body value, then
+// appendErrorField. Key order is fixed: v, type, id, correlation_id, ts,
+// body, error.
+func appendEnvelopeHead(dst []byte, typ string, m *ReplyMeta) []byte {
+	dst = appendMapHeader(dst, 7)
+	dst = appendString(dst, "v")
+	dst = appendInt(dst, ProtocolVersion)
+	dst = appendString(dst, "type")
+	dst = appendString(dst, typ)
+	dst = appendString(dst, "id")
+	dst = appendStrHeader(dst, 36)
+	dst = m.ID.AppendText(dst)
+	dst = appendString(dst, "correlation_id")
+	dst = appendStringBytes(dst, m.CorrelationID)
+	dst = appendString(dst, "ts")
+	dst = appendFloat64(dst, m.TS)
+	return appendString(dst, "body")
+}
+
+func appendNoError(dst []byte) []byte {
+	return appendNil(appendString(dst, "error"))
+}
+
+// Pong is the body of a pong reply.
+type Pong struct {
+	ServerVersion   string
+	ProtocolVersion int
+	// ModelVersion is the active model's version, "" when none is loaded.
+	ModelVersion  string
+	UptimeSeconds float64
+}
+
+// AppendPong appends a complete pong reply.
+func AppendPong(dst []byte, m ReplyMeta, p *Pong) []byte {
+	dst = appendEnvelopeHead(dst, TypeNamePong, &m)
+	dst = appendMapHeader(dst, 4)
+	dst = appendString(dst, "server_version")
+	dst = appendString(dst, p.ServerVersion)
+	dst = appendString(dst, "protocol_version")
+	dst = appendInt(dst, int64(p.ProtocolVersion))
+	dst = appendString(dst, "model_version")
+	dst = appendString(dst, p.ModelVersion)
+	dst = appendString(dst, "uptime_seconds")
+	dst = appendFloat64(dst, p.UptimeSeconds)
+	return appendNoError(dst)
+}
+
+// PredictResult is what a predict_reply reports.
+type PredictResult struct {
+	ModelVersion string
+	// InferenceMS is the time spent in the model, in milliseconds.
+	InferenceMS float64
+	Prediction  *inference.Prediction
+}
+
+// AppendPredictReply appends a complete predict_reply. Analytes the model
+// does not predict are left out of concentrations and confidence; the
+// diagnostics map holds only the statistics the model computed.
+func AppendPredictReply(dst []byte, m ReplyMeta, r *PredictResult) []byte {
+	dst = appendEnvelopeHead(dst, TypeNamePredictReply, &m)
+	dst = appendMapHeader(dst, 5)
+	dst = appendString(dst, "concentrations")
+	dst = appendBreakdown(dst, &r.Prediction.Concentrations)
+	dst = appendString(dst, "confidence")
+	dst = appendBreakdown(dst, &r.Prediction.Confidence)
+	dst = appendString(dst, "model_version")
+	dst = appendString(dst, r.ModelVersion)
+	dst = appendString(dst, "inference_ms")
+	dst = appendFloat64(dst, r.InferenceMS)
+	dst = appendString(dst, "diagnostics")
+	dst = appendDiagnostics(dst, &r.Prediction.Diagnostics)
+	return appendNoError(dst)
+}
+
+// appendBreakdown writes {EPA, DHA, DPA} with the valid entries only.
+func appendBreakdown(dst []byte, b *inference.Breakdown) []byte {
+	n := 0
+	for _, ok := range b.Valid {
+		if ok {
+			n++
+		}
+	}
+	dst = appendMapHeader(dst, n)
+	for a := inference.Analyte(0); a < inference.NumAnalytes; a++ {
+		if b.Valid[a] {
+			dst = appendString(dst, a.String())
+			dst = appendFloat64(dst, b.Value[a])
+		}
+	}
+	return dst
+}
+
+// Diagnostics keys of predict_reply.body.diagnostics.
+const (
+	DiagT2        = "t2"
+	DiagT2Limit   = "t2_limit"
+	DiagT2Reduced = "t2_reduced"
+	DiagLeverage  = "leverage"
+	DiagQ         = "q"
+	DiagQLimit    = "q_limit"
+	DiagQReduced  = "q_reduced"
+)
+
+// appendDiagnostics writes the statistics the model computed: the T2 group
+// (t2, t2_limit, t2_reduced, leverage) when HasT2, q when HasQ, and
+// q_limit, q_reduced when HasQLim.
+func appendDiagnostics(dst []byte, d *inference.Diagnostics) []byte {
+	n := 0
+	if d.HasT2 {
+		n += 4
+	}
+	if d.HasQ {
+		n++
+		if d.HasQLim {
+			n += 2
+		}
+	}
+	dst = appendMapHeader(dst, n)
+	if d.HasT2 {
+		dst = appendFloat64(appendString(dst, DiagT2), d.T2)
+		dst = appendFloat64(appendString(dst, DiagT2Limit), d.T2Limit)
+		dst = appendFloat64(appendString(dst, DiagT2Reduced), d.ReducedT2)
+		dst = appendFloat64(appendString(dst, DiagLeverage), d.Leverage)
+	}
+	if d.HasQ {
+		dst = appendFloat64(appendString(dst, DiagQ), d.Q)
+		if d.HasQLim {
+			dst = appendFloat64(appendString(dst, DiagQLimit), d.QLimit)
+			dst = appendFloat64(appendString(dst, DiagQReduced), d.ReducedQ)
+		}
+	}
+	return dst
+}
+
+// AppendModelInfoReply appends a complete model_info_reply carrying the
+// fields of the HTTP ModelInfo. Optional fields are left out when unknown:
+// latent_components and trained_samples when 0, rmse and r2 when no analyte
+// has a value, wavenumber_range and wavenumber_count when the model has no
+// axis. trained_at is RFC 3339 in UTC.
+func AppendModelInfoReply(dst []byte, m ReplyMeta, meta *inference.Metadata) []byte {
+	dst = appendEnvelopeHead(dst, TypeNameModelInfoReply, &m)
+	n := 3
+	hasRMSE, hasR2 := anyValid(&meta.RMSE), anyValid(&meta.R2)
+	lo, hi, hasAxis := meta.WavenumberRange()
+	for _, present := range []bool{meta.LatentComponents > 0, meta.TrainedSamples > 0, hasRMSE, hasR2, hasAxis, hasAxis} {
+		if present {
+			n++
+		}
+	}
+	dst = appendMapHeader(dst, n)
+	dst = appendString(dst, "active_version")
+	dst = appendString(dst, meta.Version)
+	dst = appendString(dst, "algorithm")
+	dst = appendString(dst, meta.Algorithm)
+	if meta.LatentComponents > 0 {
+		dst = appendString(dst, "latent_components")
+		dst = appendInt(dst, int64(meta.LatentComponents))
+	}
+	dst = appendString(dst, "trained_at")
+	var stamp [64]byte
+	dst = appendStringBytes(dst, meta.TrainedAt.UTC().AppendFormat(stamp[:0], time.RFC3339))
+	if meta.TrainedSamples > 0 {
+		dst = appendString(dst, "trained_samples")
+		dst = appendInt(dst, int64(meta.TrainedSamples))
+	}
+	if hasRMSE {
+		dst = appendString(dst, "rmse")
+		dst = appendBreakdown(dst, &meta.RMSE)
+	}
+	if hasR2 {
+		dst = appendString(dst, "r2")
+		dst = appendBreakdown(dst, &meta.R2)
+	}
+	if hasAxis {
+		dst = appendString(dst, "wavenumber_range")
+		dst = appendArrayHeader(dst, 2)
+		dst = appendFloat64(dst, lo)
+		dst = appendFloat64(dst, hi)
+		dst = appendString(dst, "wavenumber_count")
+		dst = appendInt(dst, int64(len(meta.Wavenumbers)))
+	}
+	return appendNoError(dst)
+}
+
+func anyValid(b *inference.Breakdown) bool {
+	return b.Valid[0] || b.Valid[1] || b.Valid[2]
+}
+
+// AppendErrorReply appends a complete error reply: type "error", an empty
+// body map and the error object {code, message, retryable}.
+func AppendErrorReply(dst []byte, m ReplyMeta, e *Error) []byte {
+	dst = appendEnvelopeHead(dst, TypeNameError, &m)
+	dst = appendMapHeader(dst, 0)
+	dst = appendString(dst, "error")
+	dst = appendMapHeader(dst, 3)
+	dst = appendString(dst, "code")
+	dst = appendString(dst, string(e.Code))
+	dst = appendString(dst, "message")
+	dst = appendString(dst, e.Message)
+	dst = appendString(dst, "retryable")
+	return appendBool(dst, e.Retryable)
+}

@@ -1,0 +1,665 @@
+package codec
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+)
+
+// Limits of the request decoder.
+const (
+	// ProtocolVersion is the only envelope version (field v) this codec speaks.
+	ProtocolVersion = 1
+	// MaxPoints caps spectrum.wavenumbers and spectrum.intensities. The
+	// announced length is checked against it before anything is allocated.
+	MaxPoints = 65536
+	// MaxIDLength caps the request id. A longer id is MALFORMED_MESSAGE and
+	// is not echoed back.
+	MaxIDLength = 256
+)
+
+// MessageType identifies a request type.
+type MessageType uint8
+
+// Request types. TypeUnknown is what an unrecognised type string decodes to.
+const (
+	TypeUnknown MessageType = iota
+	TypePing
+	TypePredict
+	TypeModelInfo
+)
+
+// Wire names of request and reply types.
+const (
+	TypeNamePing           = "ping"
+	TypeNamePredict        = "predict"
+	TypeNameModelInfo      = "model_info"
+	TypeNamePong           = "pong"
+	TypeNamePredictReply   = "predict_reply"
+	TypeNameModelInfoReply = "model_info_reply"
+	// TypeNameError is the reply type of every error reply, whatever the
+	// request type was (or even if it could not be read).
+	TypeNameError = "error"
+)
+
+// String returns the wire name of a request type.
+func (t MessageType) String() string {
+	switch t {
+	case TypePing:
+		return TypeNamePing
+	case TypePredict:
+		return TypeNamePredict
+	case TypeModelInfo:
+		return TypeNameModelInfo
+	}
+	return "unknown"
+}
+
+func lookupType(name []byte) MessageType {
+	switch string(name) {
+	case TypeNamePing:
+		return TypePing
+	case TypeNamePredict:
+		return TypePredict
+	case TypeNameModelInfo:
+		return TypeModelInfo
+	}
+	return TypeUnknown
+}
+
+// Request is a decoded request envelope. It is meant to be reused: Decode
+// resets it and refills its slices in place, so a warmed-up Request decodes
+// a 2048-point predict without allocating. Byte slices are owned by the
+// Request (copied out of the input) and stay valid until the next decode.
+type Request struct {
+	Version int64
+	Type    MessageType
+	// ID is the request id, set only when the envelope's id field is a
+	// non-empty text value of at most MaxIDLength bytes. It is set even when
+	// decoding fails later, so that error replies can carry it as
+	// correlation_id; nil means it could not be recovered.
+	ID    []byte
+	TS    float64
+	HasTS bool
+	// Predict is filled for TypePredict only.
+	Predict PredictBody
+
+	idBuf []byte // storage behind ID, kept across Reset
+}
+
+// PredictBody is the body of a predict request.
+type PredictBody struct {
+	Spectrum SpectrumBody
+	Context  ContextBody
+}
+
+// SpectrumBody is body.spectrum. Wavenumbers and Intensities are required;
+// the other fields are optional (Has* false when absent or nil).
+type SpectrumBody struct {
+	Wavenumbers []float64
+	Intensities []float64
+
+	Channel          float64
+	IntegrationMS    float64
+	ScanSeq          float64
+	HasChannel       bool
+	HasIntegrationMS bool
+	HasScanSeq       bool
+}
+
+// ContextBody is body.context, optional as a whole and field by field. The
+// server does not use it; it only checks the field types.
+type ContextBody struct {
+	BatchID        []byte
+	Port           []byte
+	ColumnIndex    float64
+	HasBatchID     bool
+	HasPort        bool
+	HasColumnIndex bool
+}
+
+// Reset clears r, keeping the capacity of its slices.
+func (r *Request) Reset() {
+	*r = Request{
+		idBuf: r.idBuf[:0],
+		Predict: PredictBody{
+			Spectrum: SpectrumBody{
+				Wavenumbers: r.Predict.Spectrum.Wavenumbers[:0],
+				Intensities: r.Predict.Spectrum.Intensities[:0],
+			},
+			Context: ContextBody{
+				BatchID: r.Predict.Context.BatchID[:0],
+				Port:    r.Predict.Context.Port[:0],
+			},
+		},
+	}
+}
+
+// Envelope keys, as bits of a set, to detect duplicates.
+type fieldSet uint8
+
+const (
+	fieldV fieldSet = 1 << iota
+	fieldType
+	fieldID
+	fieldTS
+	fieldBody
+)
+
+// DecodeRequest decodes one request frame into req. It returns nil or an
+// *Error whose Code is MALFORMED_MESSAGE, UNSUPPORTED_VERSION, UNKNOWN_TYPE
+// or INVALID_SPECTRUM (see errors.go for the precedence). Whatever the
+// outcome, req.ID holds the request id if it could be read.
+//
+// Keys may come in any order. When type precedes body (as every known
+// client sends them) a predict body is decoded in a single pass; otherwise
+// body is skipped first and decoded once its type is known.
+func DecodeRequest(data []byte, req *Request) error {
+	req.Reset()
+	d := envelopeDecoder{r: reader{buf: data}, req: req}
+	return d.decode()
+}
+
+type envelopeDecoder struct {
+	r       reader
+	req     *Request
+
+	seen      fieldSet
+	dupKey    []byte
+	versionOK bool
+	// versionHuge: v is an unsigned integer above math.MaxInt64.
+	versionHuge bool
+	problem   [5]string // per envelope field, the reason it is unusable
+	typeName  []byte
+
+	bodyStart, bodyEnd int  // span of a skipped non-nil body map
+	bodyDone           bool // predict body decoded in place
+	bodyErr            error
+}
+
+const (
+	problemV = iota
+	problemID
+	problemType
+	problemTS
+	problemBody
+)
+
+func (d *envelopeDecoder) decode() error {
+	r := &d.r
+	d.bodyStart, d.bodyEnd = -1, -1
+	if len(r.buf) == 0 {
+		return NewError(CodeMalformedMessage, "message is empty")
+	}
+	n, err := r.readMapLen()
+	if err != nil {
+		var wt wrongTypeError
+		if errors.As(err, &wt) {
+			return NewError(CodeMalformedMessage, "message is a MessagePack %s, not a map", kindName(wt.code))
+		}
+		return d.structural(err)
+	}
+	for i := 0; i < n; i++ {
+		if err := d.field(); err != nil {
+			return d.structural(err)
+		}
+	}
+	if r.pos != len(r.buf) {
+		return NewError(CodeMalformedMessage, "%d trailing bytes after the envelope map", len(r.buf)-r.pos)
+	}
+	return d.verdict()
+}
+
+// structural reports a message that is not well-formed MessagePack.
+func (d *envelopeDecoder) structural(err error) error {
+	return NewError(CodeMalformedMessage, "not a valid MessagePack envelope: %v", err)
+}
+
+// field decodes one key/value pair of the envelope. It returns only
+// structural errors; problems with a field's type are noted for verdict.
+func (d *envelopeDecoder) field() error {
+	r := &d.r
+	key, err := r.readText()
+	if err != nil {
+		if _, ok := err.(wrongTypeError); !ok {
+			return err
+		}
+		// A non-text key cannot be one of ours: skip it and its value.
+		if err := r.skipDepth(1); err != nil {
+			return err
+		}
+		return r.skipDepth(1)
+	}
+	var bit fieldSet
+	switch string(key) {
+	case "v":
+		bit = fieldV
+	case "type":
+		bit = fieldType
+	case "id":
+		bit = fieldID
+	case "ts":
+		bit = fieldTS
+	case "body":
+		bit = fieldBody
+	default:
+		return r.skipDepth(1) // unknown envelope keys are ignored
+	}
+	if d.seen&bit != 0 {
+		if d.dupKey == nil {
+			d.dupKey = key
+		}
+		return r.skipDepth(1)
+	}
+	d.seen |= bit
+
+	switch bit {
+	case fieldV:
+		v, inRange, err := r.readInt()
+		if err != nil {
+			return d.noteWrongType(err, problemV, "v must be an integer")
+		}
+		d.versionOK = true
+		d.req.Version = v
+		d.versionHuge = !inRange
+	case fieldID:
+		id, err := r.readText()
+		if err != nil {
+			return d.noteWrongType(err, problemID, "id must be a string")
+		}
+		switch {
+		case len(id) == 0:
+			d.problem[problemID] = "id must not be empty"
+		case len(id) > MaxIDLength:
+			d.problem[problemID] = "id is longer than 256 bytes"
+		default:
+			d.req.idBuf = append(d.req.idBuf[:0], id...)
+			d.req.ID = d.req.idBuf
+		}
+	case fieldType:
+		name, err := r.readText()
+		if err != nil {
+			return d.noteWrongType(err, problemType, "type must be a string")
+		}
+		d.typeName = name
+		d.req.Type = lookupType(name)
+	case fieldTS:
+		if r.skipNil() {
+			return nil // a nil ts counts as absent
+		}
+		ts, err := r.readNumber()
+		if err != nil {
+			return d.noteWrongType(err, problemTS, "ts must be a number")
+		}
+		d.req.TS, d.req.HasTS = ts, true
+	case fieldBody:
+		return d.body()
+	}
+	return nil
+}
+
+// noteWrongType records a wrong-typed envelope field and skips its value;
+// structural errors pass through.
+func (d *envelopeDecoder) noteWrongType(err error, which int, msg string) error {
+	wt, ok := err.(wrongTypeError)
+	if !ok {
+		return err
+	}
+	d.problem[which] = msg + ", got " + kindName(wt.code)
+	return d.r.skipDepth(1)
+}
+
+func (d *envelopeDecoder) body() error {
+	r := &d.r
+	start := r.pos
+	if r.skipNil() {
+		return nil // a nil body counts as an empty one
+	}
+	c, err := r.peek()
+	if err != nil {
+		return err
+	}
+	if !(c >= codeFixMapLow && c <= codeFixMapHigh) && c != codeMap16 && c != codeMap32 {
+		d.problem[problemBody] = "body must be a map, got " + kindName(c)
+		return r.skipDepth(1)
+	}
+	if d.seen&fieldType != 0 && d.req.Type == TypePredict {
+		// Fast path: decode in place. On a content error, rewind and skip
+		// the body so the rest of the envelope (notably id) is still read.
+		d.bodyDone = true
+		if d.bodyErr = decodePredictBody(r, &d.req.Predict); d.bodyErr != nil {
+			r.pos = start
+			return r.skipDepth(1)
+		}
+		return nil
+	}
+	if err := r.skipDepth(1); err != nil {
+		return err
+	}
+	d.bodyStart, d.bodyEnd = start, r.pos
+	return nil
+}
+
+// verdict applies the error precedence once the whole envelope is read:
+// duplicate key, v, id, type, ts, body shape (MALFORMED_MESSAGE or
+// UNSUPPORTED_VERSION), then UNKNOWN_TYPE, then the predict body
+// (INVALID_SPECTRUM).
+func (d *envelopeDecoder) verdict() error {
+	switch {
+	case d.dupKey != nil:
+		return NewError(CodeMalformedMessage, "duplicate envelope key %q", d.dupKey)
+	case d.problem[problemV] != "":
+		return NewError(CodeMalformedMessage, "%s", d.problem[problemV])
+	case !d.versionOK:
+		return NewError(CodeMalformedMessage, "missing envelope field v")
+	case d.versionHuge:
+		return NewError(CodeUnsupportedVersion, "unsupported protocol version (above 2^63); this server speaks v=%d", ProtocolVersion)
+	case d.req.Version != ProtocolVersion:
+		return NewError(CodeUnsupportedVersion, "unsupported protocol version v=%d; this server speaks v=%d", d.req.Version, ProtocolVersion)
+	case d.problem[problemID] != "":
+		return NewError(CodeMalformedMessage, "%s", d.problem[problemID])
+	case d.seen&fieldID == 0:
+		return NewError(CodeMalformedMessage, "missing envelope field id")
+	case d.problem[problemType] != "":
+		return NewError(CodeMalformedMessage, "%s", d.problem[problemType])
+	case d.seen&fieldType == 0:
+		return NewError(CodeMalformedMessage, "missing envelope field type")
+	case d.problem[problemTS] != "":
+		return NewError(CodeMalformedMessage, "%s", d.problem[problemTS])
+	case d.problem[problemBody] != "":
+		return NewError(CodeMalformedMessage, "%s", d.problem[problemBody])
+	case d.req.Type == TypeUnknown:
+		name := d.typeName
+		if len(name) > 64 {
+			name = name[:64]
+		}
+		return NewError(CodeUnknownType, "unknown message type %q; expected ping, predict or model_info", name)
+	case d.req.Type != TypePredict:
+		return nil
+	}
+	if !d.bodyDone {
+		if d.bodyStart < 0 { // body absent or nil
+			return invalid("body.spectrum is missing")
+		}
+		sub := reader{buf: d.r.buf[:d.bodyEnd], pos: d.bodyStart}
+		d.bodyErr = decodePredictBody(&sub, &d.req.Predict)
+	}
+	if d.bodyErr != nil {
+		var e *Error
+		if errors.As(d.bodyErr, &e) {
+			return e
+		}
+		return d.structural(d.bodyErr)
+	}
+	return d.req.Predict.validate()
+}
+
+// ---- predict body
+
+func invalid(format string, args ...any) *Error {
+	return NewError(CodeInvalidSpectrum, format, args...)
+}
+
+// decodePredictBody reads a body map known to start at r.pos. It returns
+// an *Error (INVALID_SPECTRUM) for content problems and a plain error for
+// structural ones.
+func decodePredictBody(r *reader, b *PredictBody) error {
+	n, err := r.readMapLen()
+	if err != nil {
+		return err
+	}
+	var seenSpectrum, seenContext bool
+	for i := 0; i < n; i++ {
+		key, err := r.readText()
+		if err != nil {
+			if _, ok := err.(wrongTypeError); !ok {
+				return err
+			}
+			if err := r.skipDepth(2); err != nil {
+				return err
+			}
+			if err := r.skipDepth(2); err != nil {
+				return err
+			}
+			continue
+		}
+		switch string(key) {
+		case "spectrum":
+			if seenSpectrum {
+				return invalid("duplicate key body.spectrum")
+			}
+			seenSpectrum = true
+			if err := decodeSpectrum(r, &b.Spectrum); err != nil {
+				return err
+			}
+		case "context":
+			if seenContext {
+				return invalid("duplicate key body.context")
+			}
+			seenContext = true
+			if err := decodeContext(r, &b.Context); err != nil {
+				return err
+			}
+		default:
+			if err := r.skipDepth(2); err != nil {
+				return err
+			}
+		}
+	}
+	if !seenSpectrum {
+		return invalid("body.spectrum is missing")
+	}
+	return nil
+}
+
+// submap opens a nested map field. A nil value reports present=false.
+func submap(r *reader, field string) (n int, present bool, err error) {
+	if r.skipNil() {
+		return 0, false, nil
+	}
+	n, err = r.readMapLen()
+	if err != nil {
+		if wt, ok := err.(wrongTypeError); ok {
+			return 0, false, invalid("%s must be a map, got %s", field, kindName(wt.code))
+		}
+		return 0, false, err
+	}
+	return n, true, nil
+}
+
+func decodeSpectrum(r *reader, s *SpectrumBody) error {
+	n, present, err := submap(r, "body.spectrum")
+	if err != nil {
+		return err
+	}
+	if !present {
+		return invalid("body.spectrum must be a map, got nil")
+	}
+	var seenW, seenI bool
+	for i := 0; i < n; i++ {
+		key, err := r.readText()
+		if err != nil {
+			if _, ok := err.(wrongTypeError); !ok {
+				return err
+			}
+			if err := r.skipDepth(3); err != nil {
+				return err
+			}
+			if err := r.skipDepth(3); err != nil {
+				return err
+			}
+			continue
+		}
+		switch string(key) {
+		case "wavenumbers":
+			if seenW {
+				return invalid("duplicate key body.spectrum.wavenumbers")
+			}
+			seenW = true
+			if s.Wavenumbers, err = decodeFloats(r, "body.spectrum.wavenumbers", s.Wavenumbers); err != nil {
+				return err
+			}
+		case "intensities":
+			if seenI {
+				return invalid("duplicate key body.spectrum.intensities")
+			}
+			seenI = true
+			if s.Intensities, err = decodeFloats(r, "body.spectrum.intensities", s.Intensities); err != nil {
+				return err
+			}
+		case "channel":
+			if s.Channel, s.HasChannel, err = optionalNumber(r, "body.spectrum.channel"); err != nil {
+				return err
+			}
+		case "integration_ms":
+			if s.IntegrationMS, s.HasIntegrationMS, err = optionalNumber(r, "body.spectrum.integration_ms"); err != nil {
+				return err
+			}
+		case "scan_seq":
+			if s.ScanSeq, s.HasScanSeq, err = optionalNumber(r, "body.spectrum.scan_seq"); err != nil {
+				return err
+			}
+		default:
+			if err := r.skipDepth(3); err != nil {
+				return err
+			}
+		}
+	}
+	if !seenW {
+		return invalid("body.spectrum.wavenumbers is missing")
+	}
+	if !seenI {
+		return invalid("body.spectrum.intensities is missing")
+	}
+	return nil
+}
+
+func decodeContext(r *reader, c *ContextBody) error {
+	n, present, err := submap(r, "body.context")
+	if err != nil || !present {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		key, err := r.readText()
+		if err != nil {
+			if _, ok := err.(wrongTypeError); !ok {
+				return err
+			}
+			if err := r.skipDepth(3); err != nil {
+				return err
+			}
+			if err := r.skipDepth(3); err != nil {
+				return err
+			}
+			continue
+		}
+		switch string(key) {
+		case "batch_id":
+			if c.BatchID, c.HasBatchID, err = optionalText(r, "body.context.batch_id", c.BatchID); err != nil {
+				return err
+			}
+		case "port":
+			if c.Port, c.HasPort, err = optionalText(r, "body.context.port", c.Port); err != nil {
+				return err
+			}
+		case "column_index":
+			if c.ColumnIndex, c.HasColumnIndex, err = optionalNumber(r, "body.context.column_index"); err != nil {
+				return err
+			}
+		default:
+			if err := r.skipDepth(3); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func optionalNumber(r *reader, field string) (float64, bool, error) {
+	if r.skipNil() {
+		return 0, false, nil
+	}
+	v, err := r.readNumber()
+	if err != nil {
+		if wt, ok := err.(wrongTypeError); ok {
+			return 0, false, invalid("%s must be a number, got %s", field, kindName(wt.code))
+		}
+		return 0, false, err
+	}
+	return v, true, nil
+}
+
+func optionalText(r *reader, field string, dst []byte) ([]byte, bool, error) {
+	if r.skipNil() {
+		return dst[:0], false, nil
+	}
+	v, err := r.readText()
+	if err != nil {
+		if wt, ok := err.(wrongTypeError); ok {
+			return dst[:0], false, invalid("%s must be a string, got %s", field, kindName(wt.code))
+		}
+		return dst[:0], false, err
+	}
+	return append(dst[:0], v...), true, nil
+}
+
+// decodeFloats reads an array of numbers into dst (reusing its capacity).
+// The announced length is checked against MaxPoints and against the bytes
+// left before dst grows. Elements may be any MessagePack int or float;
+// anything else, and NaN or infinity, is INVALID_SPECTRUM naming the index.
+func decodeFloats(r *reader, field string, dst []float64) ([]float64, error) {
+	n, hdr, err := r.readArrayHeader()
+	if err != nil {
+		if wt, ok := err.(wrongTypeError); ok {
+			return dst[:0], invalid("%s must be an array of numbers, got %s", field, kindName(wt.code))
+		}
+		return dst[:0], err
+	}
+	if n > MaxPoints {
+		return dst[:0], invalid("%s has too many points (%d, at most %d)", field, n, MaxPoints)
+	}
+	if n > uint64(r.remaining()-hdr) {
+		return dst[:0], errTruncated
+	}
+	r.pos += hdr
+	if uint64(cap(dst)) < n {
+		dst = make([]float64, n)
+	}
+	dst = dst[:n]
+	buf := r.buf
+	for i := range dst {
+		var v float64
+		// float64 is what numpy and Python floats pack to: decode it inline.
+		if p := r.pos; p+9 <= len(buf) && buf[p] == codeFloat64 {
+			v = math.Float64frombits(binary.BigEndian.Uint64(buf[p+1 : p+9]))
+			r.pos = p + 9
+		} else {
+			v, err = r.readNumber()
+			if err != nil {
+				if wt, ok := err.(wrongTypeError); ok {
+					return dst[:0], invalid("%s[%d] is %s, not a number", field, i, kindName(wt.code))
+				}
+				return dst[:0], err
+			}
+		}
+		if v-v != 0 { // NaN or ±Inf
+			return dst[:0], invalid("%s[%d] is not finite (%v)", field, i, v)
+		}
+		dst[i] = v
+	}
+	return dst, nil
+}
+
+// validate checks what a predict needs beyond the types: non-empty arrays
+// of equal length. Whether the axis matches the model is the model's call.
+func (b *PredictBody) validate() error {
+	s := &b.Spectrum
+	switch {
+	case len(s.Intensities) == 0:
+		return invalid("body.spectrum.intensities is empty")
+	case len(s.Wavenumbers) != len(s.Intensities):
+		return invalid("body.spectrum.wavenumbers has %d points but body.spectrum.intensities has %d",
+			len(s.Wavenumbers), len(s.Intensities))
+	}
+	return nil
+}
