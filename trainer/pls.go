@@ -92,7 +92,7 @@ func fitPLSInPlace(ctx context.Context, X, Y *mat.Dense, components int, autosca
 	Q := mat.NewDense(q, components, nil)
 
 	xg, yg := X.RawMatrix(), Y.RawMatrix()
-	St := blas64.General{Rows: q, Cols: p, Stride: p, Data: make([]float64, q*p)}  // S' = Y'X
+	St := blas64.General{Rows: q, Cols: p, Stride: p, Data: make([]float64, q*p)} // S' = Y'X
 	XS := blas64.General{Rows: n, Cols: q, Stride: q, Data: make([]float64, n*q)} // X S
 	G := make([]float64, q*q)                                                     // Y'Y
 	w := make([]float64, p)

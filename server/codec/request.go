@@ -161,16 +161,16 @@ func DecodeRequest(data []byte, req *Request) error {
 }
 
 type envelopeDecoder struct {
-	r       reader
-	req     *Request
+	r   reader
+	req *Request
 
 	seen      fieldSet
 	dupKey    []byte
 	versionOK bool
 	// versionHuge: v is an unsigned integer above math.MaxInt64.
 	versionHuge bool
-	problem   [5]string // per envelope field, the reason it is unusable
-	typeName  []byte
+	problem     [5]string // per envelope field, the reason it is unusable
+	typeName    []byte
 
 	bodyStart, bodyEnd int  // span of a skipped non-nil body map
 	bodyDone           bool // predict body decoded in place
@@ -626,14 +626,16 @@ func decodeFloats(r *reader, field string, dst []float64) ([]float64, error) {
 		dst = make([]float64, n)
 	}
 	dst = dst[:n]
-	buf := r.buf
+	buf, pos := r.buf, r.pos
 	for i := range dst {
 		var v float64
-		// float64 is what numpy and Python floats pack to: decode it inline.
-		if p := r.pos; p+9 <= len(buf) && buf[p] == codeFloat64 {
-			v = math.Float64frombits(binary.BigEndian.Uint64(buf[p+1 : p+9]))
-			r.pos = p + 9
+		// float64 is what numpy and Python floats pack to: decode it inline;
+		// every other form goes through readNumber.
+		if pos+9 <= len(buf) && buf[pos] == codeFloat64 {
+			v = math.Float64frombits(binary.BigEndian.Uint64(buf[pos+1 : pos+9]))
+			pos += 9
 		} else {
+			r.pos = pos
 			v, err = r.readNumber()
 			if err != nil {
 				if wt, ok := err.(wrongTypeError); ok {
@@ -641,12 +643,15 @@ func decodeFloats(r *reader, field string, dst []float64) ([]float64, error) {
 				}
 				return dst[:0], err
 			}
+			pos = r.pos
 		}
 		if v-v != 0 { // NaN or ±Inf
+			r.pos = pos
 			return dst[:0], invalid("%s[%d] is not finite (%v)", field, i, v)
 		}
 		dst[i] = v
 	}
+	r.pos = pos
 	return dst, nil
 }
 
