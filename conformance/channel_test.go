@@ -1,0 +1,439 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/google/uuid"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"ramanserve/server/codec"
+	"ramanserve/trainer/synth"
+)
+
+// The prediction channel is exercised by two independent client stacks: a
+// real libzmq REQ socket (Debian's python3-zmq) and go-zeromq/zmq4. Both run
+// the same scenarios; every reply is validated against the ChannelReply
+// schema and the body schema of its type in api/openapi.yaml.
+
+// channelExpect is what a scenario must produce.
+type channelExpect struct {
+	replyType string
+	code      string // "" for success
+	// correlation: "id" = the request id, "empty" = "", "any" = not checked
+	// (a truncated frame may or may not have yielded its id).
+	correlation string
+}
+
+var channelScenarios = map[string]channelExpect{
+	"ping":               {"pong", "", "id"},
+	"model_info":         {"model_info_reply", "", "id"},
+	"predict":            {"predict_reply", "", "id"},
+	"predict_mixed_ints": {"predict_reply", "", "id"},
+	"wrong_v":            {"error", "UNSUPPORTED_VERSION", "id"},
+	"unknown_type":       {"error", "UNKNOWN_TYPE", "id"},
+	"missing_id":         {"error", "MALFORMED_MESSAGE", "empty"},
+	"not_a_map":          {"error", "MALFORMED_MESSAGE", "empty"},
+	"truncated":          {"error", "MALFORMED_MESSAGE", "any"},
+	"garbage":            {"error", "MALFORMED_MESSAGE", "empty"},
+	"nan":                {"error", "INVALID_SPECTRUM", "id"},
+	"inf":                {"error", "INVALID_SPECTRUM", "id"},
+	"string_in_array":    {"error", "INVALID_SPECTRUM", "id"},
+	"short":              {"error", "INVALID_SPECTRUM", "id"},
+	"unequal":            {"error", "INVALID_SPECTRUM", "id"},
+	"decreasing":         {"error", "INVALID_SPECTRUM", "id"},
+	"shifted_axis":       {"error", "SPECTRUM_OUT_OF_RANGE", "id"},
+	"million":            {"error", "INVALID_SPECTRUM", "id"},
+	"too_large":          {"error", "MESSAGE_TOO_LARGE", "empty"},
+}
+
+// scenarioOrder runs errors between successes, so a lost or doubled reply
+// shows up in the scenarios after it.
+var scenarioOrder = []string{
+	"ping", "garbage", "model_info", "wrong_v", "predict", "unknown_type", "missing_id",
+	"not_a_map", "predict_mixed_ints", "truncated", "nan", "inf", "string_in_array", "short",
+	"unequal", "decreasing", "shifted_axis", "million", "ping", "too_large", "predict",
+}
+
+// channelResult is one observed reply, in the shape the Python script prints.
+type channelResult struct {
+	Timeout       bool           `json:"timeout"`
+	Type          string         `json:"type"`
+	V             int            `json:"v"`
+	CorrelationOK bool           `json:"correlation_ok"`
+	CorrelationID string         `json:"correlation_id"`
+	HasID         bool           `json:"has_id"`
+	TSIsFloat     bool           `json:"ts_is_float"`
+	Code          *string        `json:"code"`
+	Retryable     *bool          `json:"retryable"`
+	Message       *string        `json:"message"`
+	Body          map[string]any `json:"body"`
+	Reply         map[string]any `json:"reply"`
+}
+
+// testSpectrum is a synthetic in-domain spectrum on the default axis.
+func testSpectrum() (wn, in []float64) {
+	s := synth.New(synth.Config{Seed: 9}).Next()
+	return synth.Axis(), s.Intensities
+}
+
+// checkScenario asserts one reply against its expectation and the schemas.
+func checkScenario(t *testing.T, name string, got channelResult) {
+	t.Helper()
+	want := channelScenarios[name]
+	if got.Timeout {
+		t.Fatalf("%s: no reply within 5 s", name)
+	}
+	code := ""
+	if got.Code != nil {
+		code = *got.Code
+	}
+	if got.Type != want.replyType || code != want.code {
+		msg := ""
+		if got.Message != nil {
+			msg = *got.Message
+		}
+		t.Errorf("%s: reply %s %s (%s), want %s %s", name, got.Type, code, msg, want.replyType, want.code)
+	}
+	if got.V != 1 || !got.HasID || !got.TSIsFloat {
+		t.Errorf("%s: envelope v=%d has_id=%v ts_is_float=%v", name, got.V, got.HasID, got.TSIsFloat)
+	}
+	switch want.correlation {
+	case "id":
+		if !got.CorrelationOK {
+			t.Errorf("%s: correlation_id %q is not the request id", name, got.CorrelationID)
+		}
+	case "empty":
+		if got.CorrelationID != "" {
+			t.Errorf("%s: correlation_id %q, want empty", name, got.CorrelationID)
+		}
+	}
+	if code != "" && (got.Retryable == nil || *got.Retryable != (code == "INTERNAL_ERROR")) {
+		t.Errorf("%s: retryable = %v", name, got.Retryable)
+	}
+	if err := validateChannelReply(got.Reply); err != nil {
+		failed.Add(1)
+		t.Errorf("%s: reply violates the contract: %v", name, err)
+	} else {
+		validated.Add(1)
+	}
+}
+
+// validateChannelReply checks a decoded reply against ChannelReply and the
+// body schema its type names.
+func validateChannelReply(reply map[string]any) error {
+	// Round-trip through JSON so numbers and maps have the types the
+	// schema validator expects.
+	b, err := json.Marshal(reply)
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if err := spec.Components.Schemas["ChannelReply"].Value.VisitJSON(v); err != nil {
+		return err
+	}
+	bodySchema := map[string]string{"pong": "PongBody", "predict_reply": "PredictReplyBody", "model_info_reply": "ModelInfo"}
+	typ, _ := reply["type"].(string)
+	if name, ok := bodySchema[typ]; ok {
+		if err := spec.Components.Schemas[name].Value.VisitJSON(v.(map[string]any)["body"]); err != nil {
+			return fmt.Errorf("body of %s: %w", typ, err)
+		}
+	}
+	return nil
+}
+
+// runPython runs the pyzmq scenario script against endpoint.
+func runPython(t *testing.T, endpoint string, heartbeatMS int, scenarios []string) []map[string]channelResult {
+	t.Helper()
+	py := debianPython(t, "zmq", "msgpack")
+	wn, in := testSpectrum()
+	// The script keys results by name; run repeated names in separate
+	// batches so each occurrence is kept.
+	var out []map[string]channelResult
+	for _, batch := range splitRepeats(scenarios) {
+		job, _ := json.Marshal(map[string]any{"endpoint": endpoint, "heartbeat_ms": heartbeatMS,
+			"wavenumbers": wn, "intensities": in, "scenarios": batch})
+		cmd := exec.Command(py, "testdata/pyzmq_client.py")
+		cmd.Stdin = bytes.NewReader(job)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		res, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("pyzmq client: %v\n%s", err, stderr.String())
+		}
+		var m map[string]channelResult
+		if err := json.Unmarshal(res, &m); err != nil {
+			t.Fatalf("pyzmq client output: %v: %s", err, res)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func splitRepeats(names []string) [][]string {
+	var batches [][]string
+	seen := map[string]bool{}
+	var cur []string
+	for _, n := range names {
+		if seen[n] {
+			batches = append(batches, cur)
+			cur, seen = nil, map[string]bool{}
+		}
+		seen[n] = true
+		cur = append(cur, n)
+	}
+	return append(batches, cur)
+}
+
+func TestChannelPyzmq(t *testing.T) {
+	a, _ := twoModels(t)
+	for _, hb := range []int{0, 100} {
+		t.Run(fmt.Sprintf("heartbeat=%dms", hb), func(t *testing.T) {
+			batches := runPython(t, suite.zmq, hb, scenarioOrder)
+			for _, m := range batches {
+				for name, got := range m {
+					checkScenario(t, name, got)
+					if got.Type == "predict_reply" && got.Body["model_version"] != a {
+						t.Errorf("%s: model_version %v, want %s", name, got.Body["model_version"], a)
+					}
+				}
+			}
+		})
+	}
+}
+
+// zmqClient is a REQ socket from go-zeromq/zmq4 with a receive timeout.
+type zmqClient struct {
+	sock zmq4.Socket
+}
+
+func dialZMQ(t *testing.T, endpoint string) *zmqClient {
+	t.Helper()
+	sock := zmq4.NewReq(context.Background(), zmq4.WithDialerTimeout(5*time.Second))
+	if err := sock.Dial(endpoint); err != nil {
+		t.Fatalf("dial %s: %v", endpoint, err)
+	}
+	c := &zmqClient{sock: sock}
+	t.Cleanup(func() { sock.Close() })
+	return c
+}
+
+var errTimeout = errors.New("no reply within the timeout")
+
+func (c *zmqClient) roundTrip(frame []byte, timeout time.Duration) ([]byte, error) {
+	if err := c.sock.Send(zmq4.NewMsg(frame)); err != nil {
+		return nil, err
+	}
+	type result struct {
+		msg zmq4.Msg
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		m, err := c.sock.Recv()
+		ch <- result{m, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, r.err
+		}
+		if len(r.msg.Frames) != 1 {
+			return nil, fmt.Errorf("reply has %d frames, want 1", len(r.msg.Frames))
+		}
+		return r.msg.Frames[0], nil
+	case <-time.After(timeout):
+		return nil, errTimeout
+	}
+}
+
+// goScenarioFrame builds the same scenarios as pyzmq_client.py.
+func goScenarioFrame(name string, wn, in []float64) (frame []byte, id string) {
+	id = uuid.NewString()
+	env := func(typ string, body any, over map[string]any) []byte {
+		m := map[string]any{"v": 1, "type": typ, "id": id, "ts": float64(time.Now().UnixNano()) / 1e9}
+		if body != nil {
+			m["body"] = body
+		}
+		for k, v := range over {
+			if v == nil {
+				delete(m, k)
+			} else {
+				m[k] = v
+			}
+		}
+		// Compact ints, as Python's msgpack packs them.
+		var buf bytes.Buffer
+		enc := msgpack.NewEncoder(&buf)
+		enc.UseCompactInts(true)
+		if err := enc.Encode(m); err != nil {
+			panic(err)
+		}
+		return buf.Bytes()
+	}
+	body := func(w, i any) map[string]any {
+		return map[string]any{
+			"spectrum": map[string]any{"wavenumbers": w, "intensities": i, "channel": 1, "integration_ms": 500, "scan_seq": 7},
+			"context":  map[string]any{"batch_id": "B-1", "port": "P1", "column_index": 2},
+		}
+	}
+	with := func(i int, v float64) []float64 {
+		c := append([]float64(nil), in...)
+		c[i] = v
+		return c
+	}
+	switch name {
+	case "ping":
+		return codec.AppendPingRequest(nil, id, 1), id
+	case "model_info":
+		return codec.AppendModelInfoRequest(nil, id, 1), id
+	case "predict":
+		return codec.AppendPredictRequest(nil, id, 1, &codec.Spectrum{Wavenumbers: wn, Intensities: in, Channel: 1, IntegrationMS: 500, ScanSeq: 7}, &codec.ScanContext{BatchID: "B-1", Port: "P1", ColumnIndex: 2}), id
+	case "predict_mixed_ints":
+		mixed := make([]any, len(in))
+		for k, v := range in {
+			if k%2 == 0 {
+				mixed[k] = int64(v)
+			} else {
+				mixed[k] = float64(int64(v))
+			}
+		}
+		return env("predict", body(wn, mixed), nil), id
+	case "wrong_v":
+		return env("ping", nil, map[string]any{"v": 2}), id
+	case "unknown_type":
+		return env("reboot", nil, nil), id
+	case "missing_id":
+		return env("ping", nil, map[string]any{"id": nil}), ""
+	case "not_a_map":
+		b, _ := msgpack.Marshal([]int{1, 2, 3})
+		return b, ""
+	case "truncated":
+		return codec.AppendPredictRequest(nil, id, 1, &codec.Spectrum{Wavenumbers: wn, Intensities: in}, nil)[:1000], id
+	case "garbage":
+		return []byte("\xc1\xc1 definitely not msgpack"), ""
+	case "nan":
+		return env("predict", body(wn, with(10, math.NaN())), nil), id
+	case "inf":
+		return env("predict", body(wn, with(20, math.Inf(1))), nil), id
+	case "string_in_array":
+		arr := make([]any, len(in))
+		for k, v := range in {
+			arr[k] = v
+		}
+		arr[0] = "x"
+		return env("predict", body(wn, arr), nil), id
+	case "short":
+		return env("predict", body(wn[:100], in[:100]), nil), id
+	case "unequal":
+		return env("predict", body(wn, in[:len(in)-1]), nil), id
+	case "decreasing":
+		rev := make([]float64, len(wn))
+		for k := range wn {
+			rev[k] = wn[len(wn)-1-k]
+		}
+		return env("predict", body(rev, in), nil), id
+	case "shifted_axis":
+		sh := make([]float64, len(wn))
+		for k := range wn {
+			sh[k] = wn[k] + 60
+		}
+		return env("predict", body(sh, in), nil), id
+	case "million":
+		return env("predict", body(wn, make([]int64, 1_000_000)), nil), id
+	case "too_large":
+		big := make([]float64, 200_000)
+		return env("predict", body(wn, big), nil), ""
+	}
+	panic("unknown scenario " + name)
+}
+
+// goResult turns a raw reply into the shape the checks use.
+func goResult(t *testing.T, raw []byte, id string) channelResult {
+	t.Helper()
+	var m map[string]any
+	if err := msgpack.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("reply is not a MessagePack map: %v", err)
+	}
+	rep, err := codec.DecodeReply(raw)
+	if err != nil {
+		t.Fatalf("reply does not decode: %v", err)
+	}
+	r := channelResult{
+		Type: rep.Type, V: int(rep.Version), CorrelationID: rep.CorrelationID,
+		CorrelationOK: rep.CorrelationID == id, HasID: rep.ID != "", Reply: m,
+	}
+	_, r.TSIsFloat = m["ts"].(float64)
+	if b, ok := m["body"].(map[string]any); ok {
+		r.Body = b
+	}
+	if rep.Error != nil {
+		code, msg, retry := string(rep.Error.Code), rep.Error.Message, rep.Error.Retryable
+		r.Code, r.Message, r.Retryable = &code, &msg, &retry
+	}
+	return r
+}
+
+func TestChannelZmq4(t *testing.T) {
+	a, _ := twoModels(t)
+	wn, in := testSpectrum()
+	c := dialZMQ(t, suite.zmq)
+	for _, name := range scenarioOrder {
+		frame, id := goScenarioFrame(name, wn, in)
+		raw, err := c.roundTrip(frame, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := goResult(t, raw, id)
+		checkScenario(t, name, got)
+		if got.Type == "predict_reply" && got.Body["model_version"] != a {
+			t.Errorf("%s: model_version %v, want %s", name, got.Body["model_version"], a)
+		}
+	}
+}
+
+// TestChannelClientsAgree checks that libzmq and zmq4 clients get the very
+// same concentrations, and that pong and model_info name the active model.
+func TestChannelClientsAgree(t *testing.T) {
+	a, _ := twoModels(t)
+	wn, in := testSpectrum()
+	c := dialZMQ(t, suite.zmq)
+	frame, _ := goScenarioFrame("predict", wn, in)
+	raw := must(c.roundTrip(frame, 5*time.Second))(t)
+	rep := must(codec.DecodeReply(raw))(t)
+	pr := must(codec.DecodePredictReply(rep.Body))(t)
+	py := runPython(t, suite.zmq, 0, []string{"predict", "ping", "model_info"})[0]
+	conc := py["predict"].Body["concentrations"].(map[string]any)
+	for _, name := range []string{"EPA", "DHA", "DPA"} {
+		goVal := pr.Concentrations.Value[analyteIndex(name)]
+		if pyVal, _ := conc[name].(float64); pyVal != goVal || math.IsNaN(goVal) {
+			t.Errorf("%s: pyzmq %v, zmq4 %v", name, conc[name], goVal)
+		}
+		if cf := pr.Confidence.Value[analyteIndex(name)]; cf < 0 || cf > 1 {
+			t.Errorf("confidence %s = %v outside [0,1]", name, cf)
+		}
+	}
+	if pr.ModelVersion != a || py["ping"].Body["model_version"] != a || py["model_info"].Body["active_version"] != a {
+		t.Errorf("versions: predict %s, pong %v, model_info %v; want %s", pr.ModelVersion, py["ping"].Body["model_version"], py["model_info"].Body["active_version"], a)
+	}
+	if n, _ := py["model_info"].Body["wavenumber_count"].(float64); int(n) != len(wn) {
+		// JSON numbers come back as float64.
+		t.Errorf("model_info wavenumber_count = %v, want %d", py["model_info"].Body["wavenumber_count"], len(wn))
+	}
+}
+
+func analyteIndex(name string) int {
+	return strings.Index("EPA DHA DPA", name) / 4
+}

@@ -1,0 +1,206 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"ramanserve/gen"
+	"ramanserve/trainer/synth"
+)
+
+// Models for the prediction-channel tests come in through the product's own
+// path: a synthetic training CSV is uploaded, the job is polled, and the
+// staged model is loaded.
+
+// trainingSamples keeps the in-suite trainings quick while leaving
+// cross-validation enough rows.
+const trainingSamples = 120
+
+// multipartUpload streams a training upload (csv part from csv, meta part
+// from meta; either may be omitted with nil) to base+/training/start.
+func multipartUpload(t *testing.T, base string, csv io.Reader, meta []byte) (*http.Response, []byte) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		err := func() error {
+			if meta != nil {
+				h := textproto.MIMEHeader{}
+				h.Set("Content-Disposition", `form-data; name="meta"`)
+				h.Set("Content-Type", "application/json")
+				w, err := mw.CreatePart(h)
+				if err != nil {
+					return err
+				}
+				if _, err := w.Write(meta); err != nil {
+					return err
+				}
+			}
+			if csv != nil {
+				w, err := mw.CreateFormFile("csv", "training.csv")
+				if err != nil {
+					return err
+				}
+				if _, err := io.Copy(w, csv); err != nil {
+					return err
+				}
+			}
+			return mw.Close()
+		}()
+		pw.CloseWithError(err)
+	}()
+	req, err := http.NewRequest(http.MethodPost, base+"/training/start", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := validatingDoer{client: httpClient()}.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	return resp, body
+}
+
+// syntheticCSV renders n synthetic samples from seed as a training CSV.
+func syntheticCSV(t *testing.T, seed uint64, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := synth.New(synth.Config{Seed: seed}).WriteCSV(context.Background(), &buf, n); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// waitJob polls a training job until it leaves queued/running.
+func waitJob(t *testing.T, c *gen.ClientWithResponses, id string, limit time.Duration) *gen.TrainingJob {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	last := -1.0
+	for {
+		res := must(c.GetTrainingJobWithResponse(context.Background(), id))(t)
+		if res.StatusCode() != 200 || res.JSON200 == nil {
+			t.Fatalf("GET /training/%s = %d %s", id, res.StatusCode(), res.Body)
+		}
+		job := res.JSON200
+		if float64(job.Progress) < last {
+			t.Fatalf("progress went backwards: %v after %v", job.Progress, last)
+		}
+		last = float64(job.Progress)
+		if job.Status == gen.Done || job.Status == gen.Failed {
+			return job
+		}
+		if job.Progress >= 1 {
+			t.Fatalf("progress 1.0 while %s", job.Status)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s after %v", id, job.Status, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// trainStaged uploads a synthetic set and returns the staged version.
+func trainStaged(t *testing.T, base string, c *gen.ClientWithResponses, seed uint64) string {
+	t.Helper()
+	meta := []byte(fmt.Sprintf(`{"operator":"conformance","source_batches":["synthetic-%d"],"notes":"conformance suite"}`, seed))
+	resp, body := multipartUpload(t, base, bytes.NewReader(syntheticCSV(t, seed, trainingSamples)), meta)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /training/start = %d %s", resp.StatusCode, body)
+	}
+	var acc gen.TrainingJobAccepted
+	if err := json.Unmarshal(body, &acc); err != nil {
+		t.Fatal(err)
+	}
+	if acc.StatusUrl == nil || *acc.StatusUrl != "/training/"+acc.JobId {
+		t.Errorf("status_url = %v, want /training/%s", acc.StatusUrl, acc.JobId)
+	}
+	job := waitJob(t, c, acc.JobId, 3*time.Minute)
+	if job.Status != gen.Done || job.Result == nil {
+		t.Fatalf("job ended %s: %+v", job.Status, job.Error)
+	}
+	if job.Progress != 1 {
+		t.Errorf("done job progress = %v, want 1", job.Progress)
+	}
+	return job.Result.NewVersion
+}
+
+// loadVersion activates a registry version and fails the test otherwise.
+func loadVersion(t *testing.T, c *gen.ClientWithResponses, version string) *gen.LoadModelResponse {
+	t.Helper()
+	res := must(c.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version}))(t)
+	if res.StatusCode() != 200 || res.JSON200 == nil {
+		// Archived models need source archived.
+		src := gen.LoadModelRequestSource("archived")
+		res = must(c.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version, Source: &src}))(t)
+	}
+	if res.StatusCode() != 200 || res.JSON200 == nil {
+		t.Fatalf("load %s = %d %s", version, res.StatusCode(), res.Body)
+	}
+	return res.JSON200
+}
+
+var (
+	modelsMu sync.Mutex
+	modelsTried bool
+	modelA, modelB string
+)
+
+// twoModels makes sure the suite's server has two trained models, from
+// different synthetic data so their outputs differ, and that modelA is
+// active. Against an external server (CONFORMANCE_HTTP) it trains them
+// there too: a conformance run is allowed to add staged models.
+func twoModels(t *testing.T) (string, string) {
+	t.Helper()
+	modelsMu.Lock()
+	defer modelsMu.Unlock()
+	if !modelsTried {
+		modelsTried = true
+		modelA = trainStaged(t, suite.httpBase, api(t), 101)
+		modelB = trainStaged(t, suite.httpBase, api(t), 202)
+	}
+	if modelA == "" || modelB == "" {
+		t.Fatal("training the suite's models failed in an earlier test")
+	}
+	loadVersion(t, api(t), modelA)
+	return modelA, modelB
+}
+
+// debianPython returns Debian's python3 with the modules the
+// conformance scripts need. It skips the test when they are missing,
+// except in CI, where the Makefile installs them and their absence is a
+// failure.
+func debianPython(t *testing.T, modules ...string) string {
+	t.Helper()
+	const py = "/usr/bin/python3"
+	args := []string{"-c", "import " + joinComma(modules)}
+	if err := exec.Command(py, args...).Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s with %v is required in CI (make deps): %v", py, modules, err)
+		}
+		t.Skipf("%s with %v not available: %v", py, modules, err)
+	}
+	return py
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, m := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += m
+	}
+	return out
+}
