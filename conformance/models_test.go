@@ -152,8 +152,8 @@ func loadVersion(t *testing.T, c *gen.ClientWithResponses, version string) *gen.
 }
 
 var (
-	modelsMu sync.Mutex
-	modelsTried bool
+	modelsMu       sync.Mutex
+	modelsTried    bool
 	modelA, modelB string
 )
 
