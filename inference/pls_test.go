@@ -89,7 +89,10 @@ func TestSpectrumValidation(t *testing.T) {
 		}), inference.ErrSpectrumOutOfRange, "range"},
 		{"one point off axis", edit(func(w, in []float64) ([]float64, []float64) { w[500] += 0.6; return w, in }), inference.ErrSpectrumOutOfRange, "500"},
 		{"intensity beyond bounds", edit(func(w, in []float64) ([]float64, []float64) { in[40] = 2e7; return w, in }), inference.ErrSpectrumOutOfRange, "40"},
-		{"saturated", edit(func(w, in []float64) ([]float64, []float64) { in[300], in[301], in[302] = 65535, 65535, 65535; return w, in }), inference.ErrSpectrumOutOfRange, "satur"},
+		{"saturated", edit(func(w, in []float64) ([]float64, []float64) {
+			in[300], in[301], in[302] = 65535, 65535, 65535
+			return w, in
+		}), inference.ErrSpectrumOutOfRange, "satur"},
 		{"single hot pixel is fine", edit(func(w, in []float64) ([]float64, []float64) { in[300] = 65535; return w, in }), nil, ""},
 	}
 	for _, tc := range cases {
