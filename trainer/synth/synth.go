@@ -74,7 +74,14 @@ type Config struct {
 	// JitterCm is the rms axis shift in cm-1; 0 means 0.25, negative
 	// means none.
 	JitterCm float64
+	// LaserDrift is the relative rms of the multiplicative laser-power
+	// drift; 0 means 0.01, negative means none.
+	LaserDrift float64
 }
+
+// accumulations is the number of exposures averaged into one spectrum, as
+// process Raman analysers do (e.g. 64 x 0.5 s).
+const accumulations = 64
 
 // Generator produces samples deterministically from its seed. It is not
 // safe for concurrent use.
@@ -131,8 +138,8 @@ var groups = [3]esterGroups{
 // longer saturated segment lowers nu(C=O) less. Values follow published
 // spectra of omega-3 ethyl esters to within a few cm-1.
 var (
-	posCH   = [3]float64{3013, 3014.5, 3011.5}
-	posCC   = [3]float64{1657.5, 1659, 1656}
+	posCH   = [3]float64{3013, 3015, 3010}
+	posCC   = [3]float64{1658, 1660, 1654.5}
 	posCO   = [3]float64{1738.5, 1739.5, 1740}
 	posScis = [3]float64{1441.5, 1442.5, 1440.5}
 	posRock = [3]float64{1266, 1267.5, 1265}
@@ -144,7 +151,7 @@ var (
 // mol/L.
 func esterBands(k int) []band {
 	g := groups[k]
-	const scale = 8e3 // counts per (mol/L x group cross-section unit)
+	const scale = 1e4 // counts per (mol/L x group cross-section unit)
 	return []band{
 		{posCH[k], widthCH[k], scale * 0.30 * g.olefinicCH, 0.5},
 		{2960, 28, scale * 0.35 * 2, 0.4},                         // CH3 asym (ester + terminal)
@@ -191,6 +198,12 @@ func New(cfg Config) *Generator {
 	}
 	if cfg.JitterCm < 0 {
 		cfg.JitterCm = 0
+	}
+	if cfg.LaserDrift == 0 {
+		cfg.LaserDrift = 0.01
+	}
+	if cfg.LaserDrift < 0 {
+		cfg.LaserDrift = 0
 	}
 	g := &Generator{
 		cfg:  cfg,
@@ -247,7 +260,7 @@ func (g *Generator) concentrations() [3]float64 {
 	c := [3]float64{
 		10 + 50*f + 2.0*g.rng.NormFloat64(),
 		5 + 35*(0.8*f+0.2*s) + 1.5*g.rng.NormFloat64(),
-		1 + 9*(0.7*f+0.3*(1-s)) + 0.4*g.rng.NormFloat64(),
+		1 + 9*(0.7*f+0.3*(1-s)) + 0.2*g.rng.NormFloat64(),
 	}
 	lo := [3]float64{8, 4, 0.5}
 	hi := [3]float64{62, 42, 11}
@@ -281,16 +294,16 @@ func (g *Generator) sample(kind Anomaly) Sample {
 	if kind == Contaminant {
 		amount[compToluene] = 0.10 + 0.10*g.rng.Float64()
 	}
-	laser := 1 + 0.02*g.rng.NormFloat64() // laser power / focus drift
+	laser := 1 + g.cfg.LaserDrift*g.rng.NormFloat64() // laser power / focus drift
 	shift := g.cfg.JitterCm * g.rng.NormFloat64()
 
 	// Fluorescence: a0 + a1 x + a2 x^2 + a3 x^3 on x in [-1, 1], plus a
 	// decaying exponential from the red end, all positive-leaning.
-	a0 := 4000 + 6000*g.rng.Float64()
+	a0 := 2500 + 4000*g.rng.Float64()
 	a1 := -1500 + 1000*g.rng.NormFloat64()
 	a2 := 800 * g.rng.NormFloat64()
 	a3 := 300 * g.rng.NormFloat64()
-	expAmp := 3000 * g.rng.Float64()
+	expAmp := 2500 * g.rng.Float64()
 	expLen := 300 + 900*g.rng.Float64()
 	baseScale := 1.0
 	if kind == HeavyBaseline {
@@ -315,9 +328,11 @@ func (g *Generator) sample(kind Anomaly) Sample {
 		base := a0 + x*(a1+x*(a2+x*a3)) + expAmp*math.Exp(-(v-g.axis[0])/expLen)
 		base = math.Max(base, 200) * baseScale
 		counts := exposure * (laser*raman + base)
-		// Shot noise: Poisson with mean "counts", approximated by a
-		// Gaussian of variance counts; read noise 6 counts rms.
-		noise := math.Sqrt(math.Max(counts, 0))*g.rng.NormFloat64() + 6*g.rng.NormFloat64()
+		// The spectrum is the mean of `accumulations` exposures. Shot
+		// noise of one exposure is Poisson with mean "counts"
+		// (approximated by a Gaussian of variance counts) plus 6 counts
+		// rms read noise; averaging divides the variance.
+		noise := (math.Sqrt(math.Max(counts, 0))*g.rng.NormFloat64() + 6*g.rng.NormFloat64()) / math.Sqrt(accumulations)
 		val := counts + g.cfg.NoiseScale*noise
 		if kind == Saturated {
 			val = math.Min(val, 65535)

@@ -1,0 +1,575 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+
+	"ramanserve/inference"
+)
+
+// Algorithm is the Meta.Algorithm of models trained here.
+const Algorithm = "PLS2-NIPALS"
+
+// DefaultMaxComponents is the largest component count cross-validation
+// tries by default.
+const DefaultMaxComponents = 20
+
+// foldSeedStream is the PCG stream of the fold shuffle; the seed is
+// Options.Seed.
+const foldSeedStream = 0x52414d414e // "RAMAN"
+
+// Options control Train. The zero value means: 10 folds, up to 20
+// components, mean-centring, seed 0, one worker per CPU, the default
+// 2048-point axis and the targets EPA, DHA, DPA.
+type Options struct {
+	// Folds is K of K-fold cross-validation; 0 means DefaultFolds.
+	Folds int
+	// MaxComponents caps the components tried; 0 means
+	// DefaultMaxComponents. The cap actually used is
+	// min(MaxComponents, n-1, smallest training part - 1, p).
+	MaxComponents int
+	// Autoscale divides every wavenumber (and label) by its standard
+	// deviation after centring (scikit-learn's scale=True). The default,
+	// false, is mean-centring only: the chemometric norm for spectra (and
+	// R pls's default), because autoscaling inflates the noise of
+	// wavenumbers without signal to the same weight as the bands.
+	Autoscale bool
+	// Seed seeds the shuffle that assigns samples to folds.
+	Seed uint64
+	// Workers is the number of fits run in parallel; 0 means GOMAXPROCS.
+	Workers int
+	// Wavenumbers is the axis stored in the model (length p); nil means
+	// DefaultWavenumbers() (only valid for p = 2048).
+	Wavenumbers []float64
+	// Targets name the label columns; nil means EPA, DHA, DPA (q = 3).
+	Targets []inference.Analyte
+	// Now stamps Meta.TrainedAt; nil means time.Now.
+	Now func() time.Time
+}
+
+// ComponentStats are the cross-validated figures of one component count.
+type ComponentStats struct {
+	Components int
+	RMSECV     []float64 // per target, g/L
+	R2CV       []float64 // per target
+	// Score is the selection criterion: the mean over targets of
+	// RMSECV_j / sd(y_j).
+	Score float64
+	// ScoreSE is the standard error of Score across folds.
+	ScoreSE float64
+}
+
+// Result is a trained model and its figures.
+type Result struct {
+	// Params is ready for inference.NewPLSModel; Meta.Version is left
+	// empty for the registry to assign.
+	Params *inference.PLSParams
+	// Components is the chosen count A, out of MaxComponents tried.
+	Components    int
+	MaxComponents int
+	Folds         int
+	Autoscale     bool
+	// CV holds the cross-validated figures for 1..MaxComponents.
+	CV []ComponentStats
+	// RMSEC and R2C are the calibration (fit on all samples) figures at A.
+	RMSEC, R2C []float64
+	// NIter is the number of NIPALS iterations per component of the
+	// final fit.
+	NIter []int
+}
+
+// ProgressFunc receives progress: done out of total steps, called
+// after each component of each fit (monotonic, done reaches total only at
+// the end of the last fit). It is called from the fitting goroutines one
+// at a time and must not block for long.
+type ProgressFunc func(done, total int)
+
+// TotalSteps returns the number of progress steps Train reports for n
+// samples, p features and the given options: (K + 1) x A_max, one step per
+// fold x component plus A_max for the final fit on all samples.
+func TotalSteps(n, p int, opts Options) int {
+	folds, amax, _ := plan(n, p, opts)
+	return (folds + 1) * amax
+}
+
+// plan resolves the fold count and the component cap.
+func plan(n, p int, opts Options) (folds, amax int, err error) {
+	folds = opts.Folds
+	if folds == 0 {
+		folds = DefaultFolds
+	}
+	amax = opts.MaxComponents
+	if amax == 0 {
+		amax = DefaultMaxComponents
+	}
+	if folds < 2 {
+		return 0, 0, fmt.Errorf("%w: %d folds, need at least 2", ErrInvalidOptions, folds)
+	}
+	if n < MinRows(folds) {
+		return 0, 0, fmt.Errorf("%w: %d samples, %d-fold cross-validation needs at least %d", ErrInvalidOptions, n, folds, MinRows(folds))
+	}
+	largestFold := (n + folds - 1) / folds
+	amax = min(amax, n-1, n-largestFold-1, p)
+	if amax < 1 {
+		return 0, 0, fmt.Errorf("%w: no component count fits %d samples", ErrInvalidOptions, n)
+	}
+	return folds, amax, nil
+}
+
+// foldAssignment returns fold[i] in [0, K) for each sample: a seeded
+// random permutation cut into K contiguous parts whose sizes differ by at
+// most one (the first n mod K parts get one more, as scikit-learn's
+// KFold).
+func foldAssignment(n, folds int, seed uint64) []int {
+	perm := rand.New(rand.NewPCG(seed, foldSeedStream)).Perm(n)
+	fold := make([]int, n)
+	pos := 0
+	for f := 0; f < folds; f++ {
+		size := n / folds
+		if f < n%folds {
+			size++
+		}
+		for _, i := range perm[pos : pos+size] {
+			fold[i] = f
+		}
+		pos += size
+	}
+	return fold
+}
+
+// Train fits a PLS2 model to ds, choosing the component count by K-fold
+// cross-validation, and returns it with its figures.
+//
+// Component selection (documented rule). The samples are shuffled with
+// Options.Seed and cut into K folds (default 10). For each fold, a NIPALS
+// PLS2 with A_max = min(20, n-1, n_train-1) components is fitted once on
+// the other folds (preprocessing estimated on them alone) and predicts
+// the held-out fold with k = 1..A_max components (the k-component model
+// is the first k components of the A_max fit: B_k = W_k pinv(P_k'W_k)
+// Q_k'). From the pooled out-of-fold predictions, for each k and target j:
+//
+//	RMSECV_jk = sqrt(sum_i (yhat_ijk - y_ij)^2 / n)
+//	R2CV_jk   = 1 - sum_i (yhat_ijk - y_ij)^2 / sum_i (y_ij - mean_j)^2
+//	Score_k   = (1/q) sum_j RMSECV_jk / sd_j        (sd_j: ddof 1 over all n)
+//
+// The per-fold score s_fk is the same mean with RMSE over fold f only,
+// and SE_k = sd_f(s_fk) / sqrt(K). With k* = argmin_k Score_k, the chosen
+// count is the smallest A with Score_A <= Score_k* + SE_k* (the
+// one-standard-error rule: Hastie, Tibshirani & Friedman, The Elements of
+// Statistical Learning, 2nd ed., sec. 7.10; R pls selectNcomp "onesigma").
+// The final model is then fitted on all n samples with A components.
+//
+// Divergence (documented rule). Train fails with ErrTrainingDiverged when
+// any fit yields a non-finite weight, loading, coefficient or prediction,
+// when a label column has zero variance, or when the chosen model's CV R2
+// (R2CV_jA above) is <= 0 for any target: such a model predicts that
+// target no better than its mean.
+//
+// Metrics. Params.Meta.RMSE and R2 and Params.RMSECV are the
+// cross-validated RMSECV_jA and R2CV_jA; RMSEC and R2C (fit on all
+// samples) are in Result. Params also carries the diagnostics the model
+// engine needs: rotations R = W pinv(P'W), loadings P, the ddof-1
+// variance of each calibration score t = xs R, and each calibration
+// sample's Q = ||xs - t P'||^2.
+//
+// Progress: see ProgressFunc and TotalSteps. Cancelling ctx stops every
+// fit at the next component and returns ctx.Err().
+func Train(ctx context.Context, ds *Dataset, opts Options, progress ProgressFunc) (*Result, error) {
+	n, p, q := ds.Len(), ds.Features(), ds.NumTargets()
+	folds, amax, err := plan(n, p, opts)
+	if err != nil {
+		return nil, err
+	}
+	targets := opts.Targets
+	if targets == nil {
+		targets = DefaultTargets()
+	}
+	if len(targets) != q {
+		return nil, fmt.Errorf("%w: %d targets named for %d label columns", ErrInvalidOptions, len(targets), q)
+	}
+	axis := opts.Wavenumbers
+	if axis == nil {
+		axis = DefaultWavenumbers()
+	}
+	if len(axis) != p {
+		return nil, fmt.Errorf("%w: axis has %d wavenumbers, data %d", ErrInvalidOptions, len(axis), p)
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+
+	sd := make([]float64, q)
+	for j := 0; j < q; j++ {
+		sd[j] = labelSD(ds, j)
+		if sd[j] == 0 || math.IsNaN(sd[j]) {
+			return nil, fmt.Errorf("%w: label %s is constant, so R2 is undefined", ErrTrainingDiverged, targets[j])
+		}
+	}
+
+	fold := foldAssignment(n, folds, opts.Seed)
+	// cvPred[k-1][i*q+j] is the out-of-fold prediction of sample i, target
+	// j with k components. Each fold writes only its own samples.
+	cvPred := make([][]float64, amax)
+	for k := range cvPred {
+		cvPred[k] = make([]float64, n*q)
+	}
+
+	total := (folds + 1) * amax
+	var progressMu sync.Mutex
+	done := 0
+	step := func(steps int) {
+		progressMu.Lock()
+		defer progressMu.Unlock()
+		done += steps
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var final *PLS
+	// Job -1 is the final fit on all samples (the largest, so it starts
+	// first); jobs 0..K-1 are the folds.
+	jobs := make(chan int, folds+1)
+	for f := -1; f < folds; f++ {
+		jobs <- f
+	}
+	close(jobs)
+	var wg sync.WaitGroup
+	var errOnce sync.Once
+	var firstErr error
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err; cancel() })
+	}
+	for w := 0; w < min(workers, folds+1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range jobs {
+				if ctx.Err() != nil {
+					return
+				}
+				m, err := fitFold(ctx, ds, fold, f, amax, opts.Autoscale, step)
+				if err != nil {
+					fail(err)
+					return
+				}
+				if f < 0 {
+					final = m
+					continue
+				}
+				if err := predictFold(ds, fold, f, m, amax, cvPred); err != nil {
+					fail(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	stats := cvStatistics(ds, fold, folds, cvPred, sd)
+	chosen := oneStandardError(stats)
+	chosen = min(chosen, final.Components())
+	cs := stats[chosen-1]
+	for j, r2 := range cs.R2CV {
+		if !(r2 > 0) {
+			return nil, fmt.Errorf("%w: cross-validated R2 of %s is %.3g with %d components (not better than the mean)",
+				ErrTrainingDiverged, targets[j], r2, chosen)
+		}
+	}
+
+	params, rmsec, r2c, err := buildParams(ds, final, chosen, sd)
+	if err != nil {
+		return nil, err
+	}
+	params.Targets = append([]inference.Analyte(nil), targets...)
+	params.RMSECV = append([]float64(nil), cs.RMSECV...)
+	params.Meta = inference.Metadata{
+		Algorithm:        Algorithm,
+		LatentComponents: chosen,
+		TrainedAt:        now().UTC(),
+		TrainedSamples:   n,
+		Wavenumbers:      append([]float64(nil), axis...),
+	}
+	for j, a := range targets {
+		params.Meta.RMSE.Set(a, cs.RMSECV[j])
+		params.Meta.R2.Set(a, cs.R2CV[j])
+	}
+	return &Result{
+		Params:        params,
+		Components:    chosen,
+		MaxComponents: amax,
+		Folds:         folds,
+		Autoscale:     opts.Autoscale,
+		CV:            stats,
+		RMSEC:         rmsec,
+		R2C:           r2c,
+		NIter:         append([]int(nil), final.NIter[:chosen]...),
+	}, nil
+}
+
+// fitFold fits amax components on the samples outside fold f (all
+// samples for f < 0), reporting one progress step per component.
+func fitFold(ctx context.Context, ds *Dataset, fold []int, f, amax int, autoscale bool, step func(int)) (*PLS, error) {
+	p, q := ds.Features(), ds.NumTargets()
+	rows := 0
+	for _, g := range fold {
+		if g != f {
+			rows++
+		}
+	}
+	X := mat.NewDense(rows, p, nil)
+	Y := mat.NewDense(rows, q, nil)
+	xr, yr := X.RawMatrix(), Y.RawMatrix()
+	r := 0
+	for i, g := range fold {
+		if g == f {
+			continue
+		}
+		copy(xr.Data[r*xr.Stride:r*xr.Stride+p], ds.Row(i))
+		copy(yr.Data[r*yr.Stride:r*yr.Stride+q], ds.Labels(i))
+		r++
+	}
+	reported := 0
+	m, err := fitPLSInPlace(ctx, X, Y, amax, autoscale, func(k int) {
+		reported = k
+		step(1)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fold %d: %w", f+1, err)
+	}
+	if reported < amax {
+		step(amax - reported) // the Y residual vanished: nothing left to fit
+	}
+	return m, nil
+}
+
+// predictFold writes the out-of-fold predictions of fold f for k =
+// 1..amax components. Past the components m extracted, the last model
+// stands (scikit-learn's zero components add nothing).
+func predictFold(ds *Dataset, fold []int, f int, m *PLS, amax int, cvPred [][]float64) error {
+	p, q := ds.Features(), ds.NumTargets()
+	var test []int
+	for i, g := range fold {
+		if g == f {
+			test = append(test, i)
+		}
+	}
+	Xs := mat.NewDense(len(test), p, nil)
+	for r, i := range test {
+		row := Xs.RawRowView(r)
+		for j, v := range ds.Row(i) {
+			row[j] = (v - m.XMean[j]) / m.XScale[j]
+		}
+	}
+	var pred mat.Dense
+	for k := 1; k <= amax; k++ {
+		if k <= m.Components() {
+			pred.Reset()
+			pred.Mul(Xs, m.Coef(k))
+		}
+		for r, i := range test {
+			for j := 0; j < q; j++ {
+				v := pred.At(r, j) + m.YMean[j]
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return fmt.Errorf("%w: fold %d: non-finite prediction with %d components", ErrTrainingDiverged, f+1, k)
+				}
+				cvPred[k-1][i*q+j] = v
+			}
+		}
+	}
+	return nil
+}
+
+// labelSD is the ddof-1 standard deviation of label column j.
+func labelSD(ds *Dataset, j int) float64 {
+	n := ds.Len()
+	mean := 0.0
+	for i := 0; i < n; i++ {
+		mean += ds.Labels(i)[j]
+	}
+	mean /= float64(n)
+	ss := 0.0
+	for i := 0; i < n; i++ {
+		d := ds.Labels(i)[j] - mean
+		ss += d * d
+	}
+	return math.Sqrt(ss / float64(n-1))
+}
+
+// cvStatistics computes RMSECV, R2CV, Score and its standard error for
+// every component count (formulas in Train's comment).
+func cvStatistics(ds *Dataset, fold []int, folds int, cvPred [][]float64, sd []float64) []ComponentStats {
+	n, q := ds.Len(), ds.NumTargets()
+	mean := make([]float64, q)
+	ssTot := make([]float64, q)
+	for i := 0; i < n; i++ {
+		for j, v := range ds.Labels(i) {
+			mean[j] += v
+		}
+	}
+	for j := range mean {
+		mean[j] /= float64(n)
+	}
+	for i := 0; i < n; i++ {
+		for j, v := range ds.Labels(i) {
+			ssTot[j] += (v - mean[j]) * (v - mean[j])
+		}
+	}
+	foldSize := make([]int, folds)
+	for _, f := range fold {
+		foldSize[f]++
+	}
+	stats := make([]ComponentStats, len(cvPred))
+	for k := range cvPred {
+		press := make([]float64, q)
+		foldPress := make([]float64, folds*q)
+		for i := 0; i < n; i++ {
+			for j, y := range ds.Labels(i) {
+				e := cvPred[k][i*q+j] - y
+				press[j] += e * e
+				foldPress[fold[i]*q+j] += e * e
+			}
+		}
+		st := ComponentStats{Components: k + 1, RMSECV: make([]float64, q), R2CV: make([]float64, q)}
+		for j := 0; j < q; j++ {
+			st.RMSECV[j] = math.Sqrt(press[j] / float64(n))
+			st.R2CV[j] = 1 - press[j]/ssTot[j]
+			st.Score += st.RMSECV[j] / sd[j] / float64(q)
+		}
+		// Per-fold scores, their ddof-1 standard deviation, and SE.
+		foldScore := make([]float64, folds)
+		meanScore := 0.0
+		for f := 0; f < folds; f++ {
+			for j := 0; j < q; j++ {
+				foldScore[f] += math.Sqrt(foldPress[f*q+j]/float64(foldSize[f])) / sd[j] / float64(q)
+			}
+			meanScore += foldScore[f] / float64(folds)
+		}
+		ss := 0.0
+		for _, s := range foldScore {
+			ss += (s - meanScore) * (s - meanScore)
+		}
+		st.ScoreSE = math.Sqrt(ss/float64(folds-1)) / math.Sqrt(float64(folds))
+		stats[k] = st
+	}
+	return stats
+}
+
+// oneStandardError applies the one-standard-error rule to the scores and
+// returns the chosen component count.
+func oneStandardError(stats []ComponentStats) int {
+	best := 0
+	for k := range stats {
+		if stats[k].Score < stats[best].Score {
+			best = k
+		}
+	}
+	limit := stats[best].Score + stats[best].ScoreSE
+	for k := range stats {
+		if stats[k].Score <= limit {
+			return k + 1
+		}
+	}
+	return best + 1
+}
+
+// buildParams turns the final fit, truncated to a components, into
+// PLSParams with calibration diagnostics, and returns the calibration
+// RMSEC and R2C per target.
+func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams, []float64, []float64, error) {
+	n, p, q := ds.Len(), ds.Features(), ds.NumTargets()
+	R := m.Rotations(a)
+	Qa := m.Q.Slice(0, q, 0, a)
+	coef := m.coefFromRotations(R, Qa)
+	Pa := mat.DenseCopyOf(m.P.Slice(0, p, 0, a))
+	for _, M := range []*mat.Dense{R, coef, Pa} {
+		if !allFinite(M.RawMatrix().Data) {
+			return nil, nil, nil, fmt.Errorf("%w: final model has non-finite coefficients", ErrTrainingDiverged)
+		}
+	}
+
+	// Calibration scores t = xs R, residual Q = ||xs - P t||^2, and
+	// calibration predictions, one sample at a time.
+	rg, pg, cg := R.RawMatrix(), Pa.RawMatrix(), coef.RawMatrix()
+	xs := make([]float64, p)
+	t := make([]float64, a)
+	resid := make([]float64, p)
+	yhat := make([]float64, q)
+	scores := make([]float64, n*a)
+	calQ := make([]float64, n)
+	press := make([]float64, q)
+	for i := 0; i < n; i++ {
+		for j, v := range ds.Row(i) {
+			xs[j] = (v - m.XMean[j]) / m.XScale[j]
+		}
+		xv := blas64.Vector{N: p, Inc: 1, Data: xs}
+		blas64.Gemv(blas.Trans, 1, rg, xv, 0, blas64.Vector{N: a, Inc: 1, Data: t})
+		copy(resid, xs)
+		rv := blas64.Vector{N: p, Inc: 1, Data: resid}
+		blas64.Gemv(blas.NoTrans, -1, pg, blas64.Vector{N: a, Inc: 1, Data: t}, 1, rv)
+		calQ[i] = blas64.Dot(rv, rv)
+		copy(scores[i*a:(i+1)*a], t)
+		blas64.Gemv(blas.Trans, 1, cg, xv, 0, blas64.Vector{N: q, Inc: 1, Data: yhat})
+		for j, y := range ds.Labels(i) {
+			e := yhat[j] + m.YMean[j] - y
+			press[j] += e * e
+		}
+	}
+	scoreVar := make([]float64, a)
+	for c := 0; c < a; c++ {
+		mean := 0.0
+		for i := 0; i < n; i++ {
+			mean += scores[i*a+c]
+		}
+		mean /= float64(n)
+		ss := 0.0
+		for i := 0; i < n; i++ {
+			d := scores[i*a+c] - mean
+			ss += d * d
+		}
+		scoreVar[c] = ss / float64(n-1)
+	}
+	rmsec := make([]float64, q)
+	r2c := make([]float64, q)
+	for j := 0; j < q; j++ {
+		rmsec[j] = math.Sqrt(press[j] / float64(n))
+		// sd_j^2 (n-1) is the total sum of squares about the mean.
+		r2c[j] = 1 - press[j]/(sd[j]*sd[j]*float64(n-1))
+	}
+	if !allFinite(calQ) || !allFinite(scoreVar) || !allFinite(rmsec) {
+		return nil, nil, nil, fmt.Errorf("%w: non-finite calibration diagnostics", ErrTrainingDiverged)
+	}
+	return &inference.PLSParams{
+		XMean:         append([]float64(nil), m.XMean...),
+		XScale:        append([]float64(nil), m.XScale...),
+		Coef:          coef,
+		Intercept:     append([]float64(nil), m.YMean...),
+		Rotations:     R,
+		Loadings:      Pa,
+		ScoreVariance: scoreVar,
+		NCalibration:  n,
+		CalibrationQ:  calQ,
+	}, rmsec, r2c, nil
+}

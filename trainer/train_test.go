@@ -1,0 +1,120 @@
+package trainer_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"ramanserve/inference"
+	"ramanserve/trainer"
+	"ramanserve/trainer/synth"
+)
+
+func TestTrainChoosesSensibleComponentsAndGeneralises(t *testing.T) {
+	ds := synth.New(synth.Config{Seed: 7}).Dataset(300)
+	var mu sync.Mutex
+	var calls, last, total int
+	res, err := trainer.Train(context.Background(), ds, trainer.Options{Seed: 1}, func(done, tot int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done < last {
+			t.Errorf("progress went back from %d to %d", last, done)
+		}
+		calls, last, total = calls+1, done, tot
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The synthetic spectra have three analytes, a solvent, a fluorescence
+	// baseline, laser drift and axis jitter: a handful of systematic
+	// sources of variance, each needing a component or two. Fewer than 5
+	// underfits; the full 20 would mean the one-standard-error rule did
+	// nothing.
+	if res.Components < 5 || res.Components >= res.MaxComponents {
+		t.Errorf("chose %d of %d components, want 5..%d", res.Components, res.MaxComponents, res.MaxComponents-1)
+	}
+	if last != total || calls == 0 || total != trainer.TotalSteps(ds.Len(), ds.Features(), trainer.Options{Seed: 1}) {
+		t.Errorf("progress ended at %d of %d after %d calls", last, total, calls)
+	}
+	if len(res.CV) != res.MaxComponents || res.Params.Meta.LatentComponents != res.Components || res.Params.Meta.Algorithm != "PLS2-NIPALS" {
+		t.Errorf("result bookkeeping: %d CV rows, meta %+v", len(res.CV), res.Params.Meta)
+	}
+
+	m, err := inference.NewPLSModel(res.Params, inference.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := synth.New(synth.Config{Seed: 8})
+	const held = 300
+	var sse, mean, sst [3]float64
+	truth := make([][3]float64, held)
+	preds := make([][3]float64, held)
+	for i := range truth {
+		s := g.Next()
+		var out inference.Prediction
+		if err := m.Predict(&inference.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities}, &out); err != nil {
+			t.Fatal(err)
+		}
+		truth[i], preds[i] = s.Conc, out.Concentrations.Value
+		for k := range 3 {
+			mean[k] += s.Conc[k] / held
+		}
+	}
+	for i := range truth {
+		for k := range 3 {
+			sse[k] += (preds[i][k] - truth[i][k]) * (preds[i][k] - truth[i][k])
+			sst[k] += (truth[i][k] - mean[k]) * (truth[i][k] - mean[k])
+		}
+	}
+	for k := range 3 {
+		r2 := 1 - sse[k]/sst[k]
+		t.Logf("%v: held-out R2 %.4f, RMSEP %.3f g/L; cross-validated R2 %.4f", inference.Analyte(k), r2, math.Sqrt(sse[k]/held), res.Params.Meta.R2.Value[k])
+		if r2 < 0.95 {
+			t.Errorf("%v: held-out R2 %.4f < 0.95", inference.Analyte(k), r2)
+		}
+	}
+}
+
+func TestTrainDivergesOnUnrelatedLabels(t *testing.T) {
+	src := synth.New(synth.Config{Seed: 9}).Dataset(60)
+	ds := trainer.NewDataset(src.Features(), 3)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < src.Len(); i++ {
+		ds.AppendRow(src.ScanID(i), src.Row(i), []float64{rng.Float64() * 50, rng.Float64() * 30, rng.Float64() * 10})
+	}
+	_, err := trainer.Train(context.Background(), ds, trainer.Options{Seed: 1, MaxComponents: 5}, nil)
+	if !errors.Is(err, trainer.ErrTrainingDiverged) {
+		t.Fatalf("err = %v, want ErrTrainingDiverged (labels unrelated to spectra)", err)
+	}
+}
+
+func TestTrainHonoursCancellation(t *testing.T) {
+	ds := synth.New(synth.Config{Seed: 10}).Dataset(100)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := trainer.Train(ctx, ds, trainer.Options{Seed: 1}, func(done, total int) {
+		if done > 3 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// BenchmarkTrain2000 is the training figure of the README: 2000 x 2048
+// synthetic spectra, 10-fold cross-validation over 1..20 components, then
+// the final fit.
+func BenchmarkTrain2000(b *testing.B) {
+	ds := synth.New(synth.Config{Seed: 12}).Dataset(2000)
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := trainer.Train(context.Background(), ds, trainer.Options{Seed: 1}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Components), "components")
+	}
+}
