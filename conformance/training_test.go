@@ -25,7 +25,7 @@ import (
 // csvRows builds a small valid training CSV as rows of fields (header
 // first), for tests to break one cell at a time.
 func csvRows(n int) [][]string {
-	rows := [][]string{csvdata.Header(3)}
+	rows := [][]string{csvdata.Header(trainer.NumWavenumbers)}
 	g := synth.New(synth.Config{Seed: 5})
 	for i := 0; i < n; i++ {
 		s := g.Next()
@@ -54,20 +54,22 @@ const goodMeta = `{"operator":"op-17","source_batches":["B-1"],"notes":"conforma
 
 func TestTrainingRejectsBadCSV(t *testing.T) {
 	const n = 14 // above trainer.MinRows(10)
-	lastWN := 1 + trainer.NumWavenumbers
+	// Field indexes are 0-based, CSV columns 1-based: scan_id is index 0
+	// and column 1, the last wavenumber index lastWN and column lastWN+1.
+	lastWN := trainer.NumWavenumbers
 	cases := []struct {
 		name  string
 		edit  func([][]string) [][]string
 		where []string // substrings the message must contain
 	}{
 		{"header order", func(r [][]string) [][]string { r[0][2], r[0][3] = r[0][3], r[0][2]; return r }, []string{"line 1", "column 3"}},
-		{"header name", func(r [][]string) [][]string { r[0][lastWN+1] = "EPA"; return r }, []string{"line 1", fmt.Sprintf("column %d", lastWN+1)}},
+		{"header name", func(r [][]string) [][]string { r[0][lastWN+1] = "EPA"; return r }, []string{"line 1", fmt.Sprintf("column %d", lastWN+2)}},
 		{"field count", func(r [][]string) [][]string { r[3] = r[3][:len(r[3])-1]; return r }, []string{"line 4"}},
 		{"non-numeric cell", func(r [][]string) [][]string { r[2][5] = "abc"; return r }, []string{"line 3", "column 6"}},
 		{"NaN", func(r [][]string) [][]string { r[4][10] = "NaN"; return r }, []string{"line 5", "column 11"}},
 		{"Inf", func(r [][]string) [][]string { r[4][11] = "+Inf"; return r }, []string{"line 5", "column 12"}},
-		{"missing label", func(r [][]string) [][]string { r[5][lastWN+1] = ""; return r }, []string{"line 6", fmt.Sprintf("column %d", lastWN+1)}},
-		{"negative concentration", func(r [][]string) [][]string { r[6][lastWN+2] = "-0.5"; return r }, []string{"line 7", fmt.Sprintf("column %d", lastWN+2)}},
+		{"missing label", func(r [][]string) [][]string { r[5][lastWN+1] = ""; return r }, []string{"line 6", fmt.Sprintf("column %d", lastWN+2)}},
+		{"negative concentration", func(r [][]string) [][]string { r[6][lastWN+2] = "-0.5"; return r }, []string{"line 7", fmt.Sprintf("column %d", lastWN+3)}},
 		{"duplicate scan_id", func(r [][]string) [][]string { r[8][0] = r[2][0]; return r }, []string{"line 9", "column 1", r0(2)}},
 		{"too few rows", func(r [][]string) [][]string { return r[:6] }, []string{"rows"}},
 	}

@@ -24,6 +24,117 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ChannelErrorCode.
+const (
+	INTERNALERROR      ChannelErrorCode = "INTERNAL_ERROR"
+	INVALIDSPECTRUM    ChannelErrorCode = "INVALID_SPECTRUM"
+	MALFORMEDMESSAGE   ChannelErrorCode = "MALFORMED_MESSAGE"
+	MESSAGETOOLARGE    ChannelErrorCode = "MESSAGE_TOO_LARGE"
+	MODELNOTLOADED     ChannelErrorCode = "MODEL_NOT_LOADED"
+	SPECTRUMOUTOFRANGE ChannelErrorCode = "SPECTRUM_OUT_OF_RANGE"
+	UNKNOWNTYPE        ChannelErrorCode = "UNKNOWN_TYPE"
+	UNSUPPORTEDVERSION ChannelErrorCode = "UNSUPPORTED_VERSION"
+)
+
+// Valid indicates whether the value is a known member of the ChannelErrorCode enum.
+func (e ChannelErrorCode) Valid() bool {
+	switch e {
+	case INTERNALERROR:
+		return true
+	case INVALIDSPECTRUM:
+		return true
+	case MALFORMEDMESSAGE:
+		return true
+	case MESSAGETOOLARGE:
+		return true
+	case MODELNOTLOADED:
+		return true
+	case SPECTRUMOUTOFRANGE:
+		return true
+	case UNKNOWNTYPE:
+		return true
+	case UNSUPPORTEDVERSION:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelReplyType.
+const (
+	Error          ChannelReplyType = "error"
+	ModelInfoReply ChannelReplyType = "model_info_reply"
+	Pong           ChannelReplyType = "pong"
+	PredictReply   ChannelReplyType = "predict_reply"
+)
+
+// Valid indicates whether the value is a known member of the ChannelReplyType enum.
+func (e ChannelReplyType) Valid() bool {
+	switch e {
+	case Error:
+		return true
+	case ModelInfoReply:
+		return true
+	case Pong:
+		return true
+	case PredictReply:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelReplyV.
+const (
+	ChannelReplyVN1 ChannelReplyV = 1
+)
+
+// Valid indicates whether the value is a known member of the ChannelReplyV enum.
+func (e ChannelReplyV) Valid() bool {
+	switch e {
+	case ChannelReplyVN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelRequestType.
+const (
+	ChannelRequestTypeModelInfo ChannelRequestType = "model_info"
+	ChannelRequestTypePing      ChannelRequestType = "ping"
+	ChannelRequestTypePredict   ChannelRequestType = "predict"
+)
+
+// Valid indicates whether the value is a known member of the ChannelRequestType enum.
+func (e ChannelRequestType) Valid() bool {
+	switch e {
+	case ChannelRequestTypeModelInfo:
+		return true
+	case ChannelRequestTypePing:
+		return true
+	case ChannelRequestTypePredict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelRequestV.
+const (
+	ChannelRequestVN1 ChannelRequestV = 1
+)
+
+// Valid indicates whether the value is a known member of the ChannelRequestV enum.
+func (e ChannelRequestV) Valid() bool {
+	switch e {
+	case ChannelRequestVN1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatusStatus.
 const (
 	Degraded HealthStatusStatus = "degraded"
@@ -84,6 +195,21 @@ func (e ModelStatus) Valid() bool {
 	}
 }
 
+// Defines values for PongBodyProtocolVersion.
+const (
+	PongBodyProtocolVersionN1 PongBodyProtocolVersion = 1
+)
+
+// Valid indicates whether the value is a known member of the PongBodyProtocolVersion enum.
+func (e PongBodyProtocolVersion) Valid() bool {
+	switch e {
+	case PongBodyProtocolVersionN1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TrainingJobStatus.
 const (
 	Done    TrainingJobStatus = "done"
@@ -106,6 +232,65 @@ func (e TrainingJobStatus) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// ChannelError defines model for ChannelError.
+type ChannelError struct {
+	Code      ChannelErrorCode `json:"code"`
+	Message   string           `json:"message"`
+	Retryable bool             `json:"retryable"`
+}
+
+// ChannelErrorCode defines model for ChannelError.Code.
+type ChannelErrorCode string
+
+// ChannelReply Reply envelope on the prediction channel.
+type ChannelReply struct {
+	// Body PongBody, PredictReplyBody, ModelInfo or an empty map for `error`.
+	Body map[string]interface{} `json:"body"`
+
+	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+	CorrelationId string        `json:"correlation_id"`
+	Error         *ChannelError `json:"error"`
+
+	// Id Fresh id of this reply (UUID text form).
+	Id   string           `json:"id"`
+	Ts   float64          `json:"ts"`
+	Type ChannelReplyType `json:"type"`
+	V    ChannelReplyV    `json:"v"`
+}
+
+// ChannelReplyType defines model for ChannelReply.Type.
+type ChannelReplyType string
+
+// ChannelReplyV defines model for ChannelReply.V.
+type ChannelReplyV int
+
+// ChannelRequest Request envelope on the prediction channel.
+type ChannelRequest struct {
+	// Body PredictRequestBody for `predict`; ignored for `ping` and `model_info`.
+	Body *map[string]interface{} `json:"body,omitempty"`
+
+	// Id Unique id of the message (UUID text form recommended).
+	Id string `json:"id"`
+
+	// Ts Seconds since the Unix epoch.
+	Ts   *float64           `json:"ts,omitempty"`
+	Type ChannelRequestType `json:"type"`
+	V    ChannelRequestV    `json:"v"`
+}
+
+// ChannelRequestType defines model for ChannelRequest.Type.
+type ChannelRequestType string
+
+// ChannelRequestV defines model for ChannelRequest.V.
+type ChannelRequestV int
+
+// ComponentValues One number per component the active model predicts (all three for a three-target model).
+type ComponentValues struct {
+	DHA *float64 `json:"DHA,omitempty"`
+	DPA *float64 `json:"DPA,omitempty"`
+	EPA *float64 `json:"EPA,omitempty"`
 }
 
 // ErrorResponse defines model for ErrorResponse.
@@ -235,6 +420,73 @@ type ModelVersion struct {
 	TrainedAt      time.Time `json:"trained_at"`
 	TrainedSamples *int      `json:"trained_samples,omitempty"`
 	Version        string    `json:"version"`
+}
+
+// PongBody defines model for PongBody.
+type PongBody struct {
+	// ModelVersion Active model version; the empty string when no model is loaded.
+	ModelVersion    string                  `json:"model_version"`
+	ProtocolVersion PongBodyProtocolVersion `json:"protocol_version"`
+	ServerVersion   string                  `json:"server_version"`
+	UptimeSeconds   float64                 `json:"uptime_seconds"`
+}
+
+// PongBodyProtocolVersion defines model for PongBody.ProtocolVersion.
+type PongBodyProtocolVersion int
+
+// PredictContext defines model for PredictContext.
+type PredictContext struct {
+	BatchId     *string  `json:"batch_id,omitempty"`
+	ColumnIndex *float32 `json:"column_index,omitempty"`
+	Port        *string  `json:"port,omitempty"`
+}
+
+// PredictDiagnostics Multivariate statistics of the spectrum against the calibration; a key
+// is present only when the model allows it to be computed. See
+// messages.md for formulas.
+type PredictDiagnostics struct {
+	Leverage  *float64 `json:"leverage,omitempty"`
+	Q         *float64 `json:"q,omitempty"`
+	QLimit    *float64 `json:"q_limit,omitempty"`
+	QReduced  *float64 `json:"q_reduced,omitempty"`
+	T2        *float64 `json:"t2,omitempty"`
+	T2Limit   *float64 `json:"t2_limit,omitempty"`
+	T2Reduced *float64 `json:"t2_reduced,omitempty"`
+}
+
+// PredictReplyBody defines model for PredictReplyBody.
+type PredictReplyBody struct {
+	// Concentrations One number per component the active model predicts (all three for a three-target model).
+	Concentrations ComponentValues `json:"concentrations"`
+
+	// Confidence Per component, in [0, 1]; see messages.md.
+	Confidence ComponentValues `json:"confidence"`
+
+	// Diagnostics Multivariate statistics of the spectrum against the calibration; a key
+	// is present only when the model allows it to be computed. See
+	// messages.md for formulas.
+	Diagnostics  *PredictDiagnostics `json:"diagnostics,omitempty"`
+	InferenceMs  float64             `json:"inference_ms"`
+	ModelVersion string              `json:"model_version"`
+}
+
+// PredictRequestBody defines model for PredictRequestBody.
+type PredictRequestBody struct {
+	Context  *PredictContext `json:"context,omitempty"`
+	Spectrum Spectrum        `json:"spectrum"`
+}
+
+// Spectrum defines model for Spectrum.
+type Spectrum struct {
+	Channel       *float32 `json:"channel,omitempty"`
+	IntegrationMs *float32 `json:"integration_ms,omitempty"`
+
+	// Intensities Same length as `wavenumbers`.
+	Intensities []float64 `json:"intensities"`
+	ScanSeq     *float32  `json:"scan_seq,omitempty"`
+
+	// Wavenumbers Strictly increasing, cm-1; length equals the model's `wavenumber_count`.
+	Wavenumbers []float64 `json:"wavenumbers"`
 }
 
 // TrainingError defines model for TrainingError.
@@ -2815,100 +3067,114 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5Fxbd9tGkv4rdZg5J5KXpChZ8k6kJ8ZiHGV0CyV7dib0Ek2gSLYFdDPdDVFMrP++p6obIMCLJO8mzsM+",
-	"zEQE+lbVX90L/r0R62ymFSpnG8e/NwzamVYW+ccpjkWeup4x2tDvWCuHytGfYjZLZSyc1Grvk9WKntl4",
-	"ipmgv/5mcNw4bnyzt1x8z7+1e7xaP2zTeHx8bDYStLGRM1qscdzoqgVoN0UDYyHT3CDsjLUBfBDZLEU4",
-	"7BxCdHl1O/zh6v3ladSEw84RRBe92x+vTof0vHt+fvXP3mm02248NhtnyqFRIv3KRLxXdoaxHEtMwKK5",
-	"Z2ry1MFOdHZ52+tfds+HvX7/qh+OeS0WqRbJrdbnwkzw6x30doow0skC8CFGTCy4KUKs1VhOcoMJpDKT",
-	"dOrr7r/Or7qnw9urq+F5t/+uFw7+Xtl8NtPGYXKBiRS3i9lfcPpvLYQNwS1mCNKC0g5EHOPMYQI70fvL",
-	"m/fX11f9297p8KJ3etYd3v7r2hPx2AzHYdDX9zz+vTEzeobGSS8TsU74af0cFyKeSoUtgyIRo5Q4mOAJ",
-	"WETmp+NnwvkfegZ6DG4qLSQ6zjNUrt1oNhxzrmGdkWpCrM3QWuGxsPbOoDMLWtWfhbHVOB6L1GK50kjr",
-	"FIViAg3+mkuDSeP4F0/CcvmP5QQ9+oSxo+V/RJG66Y0TLrfrPBCxk/c4vEdjpb9OlaepP40zOW6gJcGJ",
-	"EQkmQ4PCamXXWXht0NL9zaeoILK8dUQXGRVzoxPQCmGaZ0ItOe0XhBkagkAiaTlip3SY2Y28Cw+EMWLB",
-	"fNYJpkMSP+LP72vsaxL5Tsc6rZK8dvpExvQD4qlQClMoJkGYdAL7lWuWyuEEDa++cFOttq9NIA86RFqY",
-	"G+kcKpAK3mkQKgGTK4I7XPM6bbglZI0lpglMdZrYgSLYheU99JDmmlw5mSFI55fQqglVTRtN9H774E37",
-	"71F7oDYB1B9q+8EvdJKny53HRmfF3qNcpglINdYmY80AO1GC95hGfAQBqY5F6oftbpQOW4ITVZ4RrvVd",
-	"Ywm0CqyXc/IZETy0SEjhuZlUMqPpnfWbWRGbsOEmcTnXIrkgFPXx1xyt13qJx6JIryvCEyS0Lk8z4abr",
-	"3OuHvQuJ0LmJ0UvEWKYYwQ6mluxhB6Kzyw/d87PTYb/38/vezW202x6o7sjqNHcItDygSqSaEGqi9ic9",
-	"SuUoAjcVrgli7NCAXWSpVHcWhMGBMmh1eo9JE1KJFnKVoGHhC+jxN/+tBZGmeo4JGK2dHaidqMVPWnTC",
-	"Fj2MmhDUE080OJHWGVLYkczIbuzRjacJmt2TgWK7P5cFWdfd2x9rNr0NXQV65vkKViYYCzNQ0SDvdF7H",
-	"RCj/hW2yMxFM5D16izYX9wSTERoQD9Ky3DiytM7CjkUcqMjepSiMavljtbOEuUiKUjyco5rQHR12vnuz",
-	"CYt8NzVVTHCZYNJYtViRfx6Resi0QwsC/CNgPdSESJh4Ku9pjMEW61rB4xQUbwaKx8KOWBVr7zh5qAJT",
-	"F11cnfbOh0uP6YQGDlScG4PKpQvw6rxcibhT2E1WL+hV426zAJ7nUNArSzjRSzJyEd1DBIJIUzgv7xxQ",
-	"0f8rkREFUdgv4k2WZErnuV5IdcnHgvhGs0E7bRTwiip6yq/4EIatingx/RkZ3+YbiHSijXTTbKPZIS4O",
-	"Wf9kz6oePxqTqm5dW3Bm8F7q3G5XwIHO4oZHONbGeyR2LmYMBMBs5hbgV/WqRpGgz4XdoHZX+LVyyA1H",
-	"WiF7E2Mv0BkZf29Q3CV6voGKK4UQZNdb+XCfJyCWP5gWLxWJRu/+zbxRJkTrjKxm0m6s6t7TH7v0H2+H",
-	"GseNROfkx5Tn9BvTOU+vXzqy98KRj5u4QSScqbF+idu1BokaAlcUz/X5zUHr8uy6e37jjSxzy4IzQipM",
-	"YIoGT6BUg9fnN32cGLReSLWpvJIzTKXCnRsnVCJMchOLFE2zNmXXbxJ0xUYTngry2If1CLQUi/1NYmEO",
-	"vKClV+PG8S9PS/kqsB4/rirjt0Zb27oXqUwEqbv+QR1hbeiO2CldUlLoacvRj8m8HvjTDnRx04Md+v+3",
-	"H3brZ2vCZO/82QOGyx0KV0ekcNgiodx0LcUcy27gC3TV0rgOY537oK9O16UXXz2GmZbKWSaFImRn8qwi",
-	"uvhAzxgtT+OgsqURarIhJDvXczL2KoF8RrtVPIBgK3lL8mEepG1CnLX2a3HDCwQ9Ew9nfvgBH3j5ox5j",
-	"rKjNFUGuim3txj5u0w/n0vuYm/TDOie6Nft+AhSsFZo+8F1a8LqcOPBsMOfxRRuVzHoS9jS8NLkv4k2j",
-	"3GQrD27W/P9y6rrLsMlXqB3rC225lb/h8G60zusb+RvW8OW9IqngH/L7JhhNrjRBsgbxjVK1DHCeZW7g",
-	"xZq8r8SR9I6sPAn+iY+z1FJr0EGb3jnwfjX56Mv12ARwxEFDaPC3lkiU45Db4WWJrD9Jy2y3e1u8uJKF",
-	"zwpVwZkySbgqAi/JAUW3/e7Z5dnlu+Hp2Yde/13vNGqCz/b131/f9k69EV1J/31h5ufLUzkFbT/p0TrK",
-	"MRUzS5fwsoi42cCCQ09hss7Ox2bjkx4NZbLFidXsMazz8wcjfEIliBNFifBQ8fisw5mFRCs8gUwr7bSS",
-	"8QnstzugVbrwKo5e10FZaPNMPJQGZgPRSy1v0HJI9zKi+350TYDrhP2aY44JtHyoCiZXLJXFbzpxk6Ay",
-	"FjIluTQ6gzBHm2J4uxIi+ZeNZiO8o6BTK6LRL7FB/a3gKFxQRWLKe3kGU90QKm7AlnUyIy9mmOSGNcTL",
-	"YfYEYPwJh7lJN2ThhJsu4WIyiPZcOOqeTxH4hT2no+cDnHCOp3hwgU6sE68otGc6l8mDN0dHrzdlD2ie",
-	"cF6sViKf8AZyiwYkW+fKggdHbxi6xe/9ramJ4Ui4eIp1m7260roaKt2b/U6n03nGcpdkPMMtI+MNQrHq",
-	"+fr6gy1uM55qi6oi/OxorodzPj74Iid86cV/0bQV6nkNjk+eIr9fqpKnLYwwTo5F7IabU4NVnFunTeHz",
-	"BxtuMBXs8jldS7pBIg3GTpvFFqtT3s1LFF1xlY/NhsL58MXmuTp4uWlzheanuPh+Rs7qhtqMvd8ALJ3m",
-	"mbLkgnHJRZsEzTFENhZqKBOy0XM17ETQbvNfB53D/4yaAxX1rrvDyXCGZnhOg05/rP+svD0hXGYCLM6E",
-	"IfQ2QSscqCmKBA1QqMxPlhHPLDxuL88B9yLNkfOvkCv5a47tgTpTDpWVRCCHMqkYUchOY8ZSSYeQYCwz",
-	"kYYEiT2pDBkopVVL4YTB0IaugxSFdbB/AEbPLezsd1psVeOq8JHJVYhcN5hTgGDQD3dTodgK25AYLW3q",
-	"SCphFlswJb4AUGLdw7H3jbDMJkh8eKL2gGXphXOObThH59DYJiRyIp1tQtSmqxz6FGTUippgHcFQTWAu",
-	"3RTEQKU8hwwvT2qCcJBp6+DNIcRTQT4KGgs70vEmlkUwoG0peYFhobLSOG7MUts66By82d8/OGjtd/aP",
-	"Oh3SZYI2o+P/9y/d1r9F67dO67uPyz/bw9bH3zvNN68f/7bBdD02GzIkjuq8OFNjNKjisozkpsKBy42y",
-	"IKAvMqGW0Nw56Bz+HeQSeLv0Qw9UrFWMynlTzoq5d91twumPXWbf6XUXdiZ750TqQN3OdVEI83DlnRMY",
-	"LVgQZkbHaO0xDX0Fr15dCCUmmJFi36kVRr+1XL6wu69eHcOPt7fXe/vtffgP+Onm6hK0Aopd4Ojo6E3b",
-	"L7Ssw9GEf6PRFz9Dv/fzXr93XR1/5C/4wjvO1yK+A1T3mOoZ2vZAAdyy0fGVPGlhWc2XCqLgb9t2lkQw",
-	"QoqXvHKhyz8B6SyEIbRUwDmzgTPmb/26rwh811JN/B/+5K8CGMs8YB9n6eJVRAstZQdGmOp5E6wOSk35",
-	"kAwKA2phpN20vAK+k2+++QbYJbcD1btHs2APk8BedH2QlgLkV0bnjuLWOM25cJSrO6Xnyj+3TZgbrSYD",
-	"laGb6sQrp2qfg21CLIyRofwS1arqUcnrUsyy1QJ6RKFN1Ia3OkFL/g9jh4n1+zB2PjMm4DPX2+Gzd/k/",
-	"D9TnVqtV/o+GHXY68Hm9Tgafg5hy2W6ZOc7IXaqX6AmYWFxrkHUfCWOa7EJ1l4vu+Q9X/Yve6ZBgWmzC",
-	"XRahMYGvyYO4NnGlVEPPrq9ubmGPzfsemb3oGKrl3LDgir7ZsOrbqzIM3b5qJWURC0ULj7jCnvhaQUG9",
-	"FQsL82l9m/eXN90fekPebdseAmYyvuOq/ZjUptMgIE6FtaBzF+QIfVUxldadEHFT1sfCAj5gnJNzuE7d",
-	"bbf/rnd7M3x/+Y/Lq39ebt9fK2z5wh/YWN5J1+KcdqB8KriSHhIgdMtcNHUEcJEuHNa2XitPbtzVYzzU",
-	"b4+ZuYHbXJiVtvTXmksAokpqtVoOCENV1sJOvWa7WzLPy261KNuGt1OM70h8fPVHqAWMiJIiTuL8lOVb",
-	"rlH3ode/Obu6HPb+6+zm9uZLaataXi4pprTB4kmgFtL59uZDZbsygmPbHJZ/e/OBVs1ESk4IruDTSyc5",
-	"WKyYYnYBN2510bvtnnZvu8/tF5EHEsFMGFeX4arzUsfl2c3N2eW74XW3f/vs6rG999mh+jaZtJYAGNY9",
-	"pGVq2oGwmsfToK2rw366+n5FkbzrVbf//ZMenSWP0XGp2T/pEciktshSH51fdU97lXU8BsjdiI5raeRQ",
-	"agyrHPEq6715hd7lY+ODtGTScsd8ZUix6vXGpVjrO1qLe9DOLofX/at3/d4Nw1L4tgHOYDOSfRbkBKKy",
-	"S+oYKMoKprVPT1tdEqFj2I/C+vuvvUivtrlVtfeTPXJhmaOgCzd1m1XXIlXDnQlkSOvda36lAya4TCr+",
-	"/L73vjf84f05K1cBxU363h3uZ5iizxMRE8Z5mr6EA4H8o0IsaslJ+Az5lkbGusAVtp7w6MiZckbEWN+f",
-	"W194u4FaPueGFn4FuUrRWm5ewKT0WLq5m6JyIck8UJeawiZyz8hHNWMR49JG81w+RmwwoWkibUKIw7QB",
-	"p+9QDRR7ZOibnSRjJzhKS48q0Oo7IWzhFHk/gTw8kJa8H0F3xq1U5DqxUk8Fu63S6pQzGcHXBYVurs2d",
-	"PzsnKCWf0C0GyvOP0cv6oMilRKGPS49riib0Y0nHsYQhB57PC9nSj6aLni270kpmNSqZ9Eanvd/uhByU",
-	"EjPZOG68bnfar30sMuWoem/KzYD05wQ3lBW66ZzcgYNOB+ZTMibMhUC0tJDP2lv6+by7RgZJj7mZxKLv",
-	"WGvCshEo0ndRiBM25zIqnkrRG7czM3qECXuzIp5CLNJ096RYwusqjoHIq1hvjkgpSDbIGhpinacJ+A3I",
-	"CafnnHERzkeLrXxWLj1bbwMM1oK8GeTELePf8+MY9F1hQ6tdiKWwkEINhkYoOyeFtWy/GijmLitOj88o",
-	"7B+BQR/eratwjx0PMKnVWdI4brxD5zs+G816B/hBp/OHNfPWekq39PIu2xzzWdv3jYZ+qs1rl4fdq/Wq",
-	"c0tvnmXCLBrHjXN5j4rA6LuZRCLpFwmQmNjG8S+NAPCPNK1i2bYi/p+ba6fedeVroodkQ/lqOTZZv4iB",
-	"2imDPLYGRdrDy7z1CF2CeyzTFBNeUucOhN9+d8t9LvtI/sQrXW6y5T6DbPFJ+T4PO4dfrzv8cv2Kdtbv",
-	"wfexH3m2PA2y+scEfxA8SaEnwonCIa/yrALSoh5eAWka2gA2gvTCd/dw7sUXeEeLWj23CQrnFPWOpSGb",
-	"5pOMBmFkyErS8Fr6bA1l59J6mNk/HWPc8LAFY4VF+IuvkY4Y1HAAXT3SeeYqi4S2tm5TL4tIbCHxrMYy",
-	"cce9kgVahNOZJDO3aEO3YgeWYddAjVM5mTpOHNsp2tJhCT17fnXv1yl8cJxUym1IcyicBzH2tviJPtay",
-	"0WR7JysZ0uJlZXytvZQWrEboK42mY6MzWiZ0m0q1WuzwTct8dopBn+w3fQXsDNOWeUyOyzhPuUeyxqH1",
-	"XtkRxjpDy+coia2upxZFGZejk3V+E9MWpRNSpNGkmjSZR8GtL4kiy6jItZiwi/wKrsiRpJvi9X0sQMaB",
-	"mzGgC77k6t9yP/Bh5zs+7nok5f2QF8VMvHVUbe1kXyVDYTkiQjq35v8ElHnL3iw/AvCulE+7jZDimLLp",
-	"OFwks9+/SnLDSUGtIJH2zu++2msaFd7zpo7WwOylv7fJbJYtvg1fg0DrvtfJ4g9TZWufCTzWqx3E78c/",
-	"UZWutzBvUakr0Xyw3J2vZ7nXErXNtaxqcz1d2hyotWRncyUx2dyWMaTJ6wk9bdYSYT6Ae0KKCVrMsO++",
-	"5keT9RyIVFB0cMDOuqzvtoElOnz8IUbkUXKFktUF2XofNDMGK8K/oePN93SQ1M6FdEUcxWqEszDCx4fc",
-	"XLmkdu1jG6LpcP/18zZ49VNJnnf0/LyNXyr+tZ6fuMPSqt/Xe/V3ptqxCtzd5jjUM4nbnYfbZbp0Jozl",
-	"D4o450vxq0GREVq82TdiDvmswJAibwamyB9qDVSGmTYLj352GWFEFkfPweAnjJ1XvmE625Lap0lvbz6Q",
-	"jM2n2m4qo6wka4OQUQDOBXvOEhnEJkW7A2XD50whX+qPk2I4Q4gi/bH4lFnhYy+j/IEKTCEHydcsl8e3",
-	"8jcMaT1py1Qf26CdqJWJh5Yf2BotHNrlN04DdbR/ABfy+90TGOGCLK90q3Hh/utNeUY+wpXC1cReYcxP",
-	"YJwblvFPemS9rEkFAkahp5RTf/wJVrFCix9VvsA63G0DB6+ernGepquHO/huoDYnHZ9wD8RKStHrjpKp",
-	"xRcGocdbccW85tYIWzqUmwzzDSG8SIA9aZyzPHWSYLM31iZr0Z37FuFYE2AqXSJhkv9eueHwwe3F9r4J",
-	"VSWtY4eu5aWk2s1Qn7um1pdfFL+09SF0tLzIHzj4w6zKpja+LR4BFwdsaEP8C/0B1iIbyjfN1YKLb7Wt",
-	"OxH+3H+FjTk8+O7rfhRfKpFaQQB2Nor27h9o719g5f93Bveos/8VWViwr/iHBO6F5Ha9so3Mf8C8w+W4",
-	"s4vr895F7/K2zCb9Ed6B1wnVSg8ZLI4QOTEtFAi7UPHUaEWOaDnskx5VfIbi8arXEAqAW/NHP+kRGIy1",
-	"SXxW6A5nrgjA/Clyc0+eSkiUW4o2SU0UifWBiry68MIYqnIh6V8x00WpIJHo07MWIh8zRwPFRoebzkMa",
-	"tdZP771Xb0n4EFuSodUe+GZjJozI0DHYf/m9IYla7jlsNsgfaRw3mDWNVVVcBXald3b/4O/PdOE+fvwT",
-	"g7oqbduV99dPvr6vl5V3VirS/5es6/87VXCt07SqCLZLePmvMnhs10kJO9SqhElifDGEG+obU+dmx3t7",
-	"/K8vTLV1x0dHR2/4Q8Ww2+Y+y6UjpxIoIpelPIW45bG5VjvcpsDscnJJ3vr0rZWdMDUUdh4/Pv5PAAAA",
-	"//8=",
+	"5Hxtcxs3su5f6ZpsVSTfIUXJku9G+sRYjK2s3iJK3rsb+nLAGZCENQMwAEYSE+u/n+oG5o0cSvIexzlV",
+	"50McaojB69PdTze6+UcQq2yhJJfWBId/BJqbhZKG0x/HfMry1A60Vhr/jpW0XFr8yBaLVMTMCiV3Phkl",
+	"8ZmJ5zxj+Olvmk+Dw+C7narzHfet2aHervwwwePjYxgk3MRaLLCz4DDoyyUoO+capkykueawNVUa+APL",
+	"FimH/d4+ROcX1+OfLm7Oj6MQ9nsHEJ0Nrt9fHI/xef/09OKfg+Nouxs8hsGJtFxLln7jRdxIs+CxmAqe",
+	"gOH6jlaTpxa2opPz68HVef90PLi6urjy07xky1Sx5FqpU6Zn/NtN9HrOYaKSJfCHmPPEgJ1ziJWcilmu",
+	"eQKpyATO+rL/r9OL/vH4+uJifNq/ejfwE7+RJl8slLY8OeOJYNfLxV8w++8N+AHBLhcchAGpLLA45gvL",
+	"E9iKbs6HN5eXF1fXg+Px2eD4pD++/telW8Rj6KdDoH87Z1LyCi8yT1M2SXlwaHXOw2Ch1YJrK5yIxCqh",
+	"5XKZZ8Hhr8HZxfHglGCIuzU4DsLg5PxD//TkeDy8HLy9vro5C8Kg+Di+uLkeX/w0vuqfvxsEYVCf5IfB",
+	"1fDk4pye/uP84p/nNOEgDM76pz9dXJ3ROobDPr3oP1WnQ+PWcRZ8DANLZxMYq4Wc4eFl3Bjm0Lb2neZW",
+	"L93Cy28nSqWcSdoyzX/LheYJrpp2oequ/nI1rJp84rHFrv0WX/FFusTem2dKj4HLO56qBQclCZILzRMR",
+	"YxOI3evdYPUwEAnr/V0qOftRJcsQLl0fNIB7cqYSnp7IqQKlgUng2cIuIWMLQJUTcQRBhAOtrSFWWvOU",
+	"QD0WyfqoiEzcIm7s9wYikURHtA43gttmuJ9ztzrfEmKVpwlBd8Ih4bivCUyZBi5VPpuDVaA5S0DY2qSq",
+	"M+MFaJ8SqgbAH8OgbfY/aW7mIBJQU7BzYUDToWzd3Jwcg+UPFvcn226dhDMk+D2zwWGQqBxxUDaUeTbh",
+	"NLD1qqKQnYWSMzpTOqUxDYmowjMaCzlV5SO3zjZE39U63K0aCGn5DEddAe5dMS/ahrVTpcWEDlfro7YA",
+	"mk6xDdLueL8iqAsoU8cIZodY32N0BGImFSpw91jIWQRMJhBV29kO7DY43EjxW85LPHDwkr4KCNA8VlnG",
+	"ZcITAkfGHk65nNl5cLi79/cwyIQs/94InebYQx4rmRgwQsacBr+R4gH4QsVzHOI/AZqoA60Bsa8Pqla8",
+	"FFL5gaU5b1n0heTg5g8LrqGUYlo/i62440CTLiBkYIulKdi55pyOnLnPHYt0wrrG2+voOn7ff6G0Hl++",
+	"tOXghS0fW3amafEP/9hgbpu7dcbiuZC8g6oRjQ5gsyMw3OHF0jPmNs+qRanUEhXnGZftuvTFtjFxLDk4",
+	"nLLU8PALbWUbPN5zltr50DKbm/U9cMc/vuPaCEemVinK2nwTPtMs4clYc2aUNK36xCC+yCJFhoaOkEZF",
+	"xbvRESjJYZ5nTFY77Tr0IJWJwO5wO4XlmWndO/+Aac2WtM8ke0h+edJGNQixVsUqrS+5VRvW9CgUL4F/",
+	"6Qh2a8dcim4YLJZ2ruTmvtGQewYvDNxrYS2XICS8U6RQdS6RbMIl9dOFa0TWVPA0gblKEzOSCDvffaE/",
+	"3yl8z4qMg7CuCyVDqPs50UztdvfedP8edUeyDaBuUpsnfqaSPK1GnmqVFWNPcpEmgPoORRS/3YoSfsfT",
+	"yOuOVMUsdc3ajbwpwVkoVXUbVEBrVaP5Ahc8Nk6h47uZkCLD13vPKlU/YJu4nCqWEJGr2V+WOCyy9LIm",
+	"PF5Cm/K0YGiO2kw2jl1IhMp1zJ1ETEXKI9jiqUFvtAdRwfCvBr/cDIbX0XZ3JPsTo9LccsDugcsE+Z6Q",
+	"EHU/qUkqJhHYObMhsKnlGswyS4W8NcA0H0nNjUrveBJCKriBXCZck/B59LiT/94AS1N1zxPQSlkzkltR",
+	"h550cIYdfBiF4NWTp5kzYaxeEiPN0GvbwRNPE663j0aSvO57USzrsn/9vuFRd6EvQS3cvoIRCY+ZHslo",
+	"lPd6r2NcKH3iXfTyIpiJO+78yXt2x705Yw/CkNw4w2Rgy3A+kpG5TTnTsuOm1c0S2sUmhdjv/fCmDYt0",
+	"Ng1VjHCZ8SRY9Rcj9zxC9ZApyw0wcI+chQwhYjqeiztso3mHdC2jdhKKb0bSmd4ttirWLmzhoAq0uqhy",
+	"CF28gryAkYxzrbm06bKw5kVPuDuF10rqhTvVuB0WwHM75PVKBSf8Eo1chOcQAcOlSX5fnjlwif9KluEK",
+	"Ij+eI4XVMoV1u15IdbmPxeKRcYmGX1fjSZUqesoB+eCbrfEm//wZGd/EDVg6U1rYedZqdnAXx6R/smdV",
+	"j2vNk7puXetwofmdULnZrID9OosTnvCp0o6RmHu22OQOShT0e2Za1O7Kfq1MsmVKK8tu29gzbrWIf9Sc",
+	"3SbqXr6cih4BW+GlTioSxV3wxTNTRLTK0Gom//PpZxkPeAntWoNEA4EriufydLjXOT+57J8OnZGl3TJg",
+	"NROSJzDnmh9BqQYvT4dXfKa5cUKKPlz5lVjwVEi+NbRMJkwnw5ilXIeNV7bdIF5XtJrwlFku7bgZ/y3F",
+	"YrdNLPSeE7T0Yhoc/vq0lK8C6/HjqjJ+q5UxnTuWioShurvaayKsC/0JkdJqJYWeNhR71JnTA3/ahM6G",
+	"A9jCf99+2G7OLYTZzumzE/SHO2a2iUhmeQeFsjV84t8xRANfoKsq4zqOVS5bwg/nTnzVFBZKSGtoKWbB",
+	"Y6vzrCa6/AGfEVqexkFtSM3krMUlO1X3aOxlAvkCR6sxgCKEgEMih3kQJoQ46+w2/IYXCHrGHk5c8z2a",
+	"cPVH08dYUZsrglwX28aJfdykH06F45ht+mF9J/oN+34E6KwVmt7vuzDgdDnuwLPOnMMXDlRu1pOwx+al",
+	"yX3R3gTlIBv3YLjG/8tX1ylDG1doTOsLbbkRv/Px7aQlViR+5w18OVYkJPxD/BiCVkilEZINiLdKVeXg",
+	"PLu5fi/W5H3Fj8Tv0Mqj4B85P0tWWgMnGjpy4Hg1cvSqPzIB5HFgE2z8vcEliqm/WaFum/Gwr6plNtu9",
+	"DSyu3MJnhaoI0K/DwMUGNhKsfj0QVgrYJlrVJmwtrG491vBE5K/NC3+B3/sSbtJwfpuDtEwzXNmrtVFb",
+	"N94xtLdKWv7QotImzMZzf7uxtqpYpXkmx0Im/KHWoFLPCOx2uGyayLFgM6mMFXFLhOosT9FJ0YJZTi6W",
+	"oIalT1yYMzZjQhrHSGOWiokm+UC6esuXIykMMlMy20qmy+oOxsGDHGj0g8AqmHCy+DlyVxiin+rDdqab",
+	"ucg6nmSeMuO8pub2pfyOax9CfIE5++2l7cZ0J/vi1poneexiay+Jle+9uOEXzcPufdFEnkBJeX3XFh6W",
+	"Mbq5dOLPKu/VKDyBWk5FwmX8BbxyrZs1XnnZZI5Cwq+9EHY/uhB1DVJEGpOmFDw1dIvcPIaBkFOucQ3j",
+	"l1OpVUX7tI5f2efGvq1rosZ8Pj51sOVlVuvRFkrqBTtSqDRU0F4xPPfmsGi3pnyLL9qmPqz1vjJhF4hu",
+	"VY1kP9zujRth8mYTaUTR2wrPYRmHlKJiwAxEFbs20X/Oot8cHLx+sx6gNzGTY8N/a51mbeSWaaLDZdMl",
+	"CBlrzoyQM8f0j4rJ899ylpqGPxCt+jNfe0Urx1tfQXPb2867YHFfmB6yEgy4vuqfnJ+cvxsfn3wYXL0b",
+	"HEchuLygq5vL68Gxc/hXEoW+8Jbqy6+dirX9rCbrcOYpWxgkjC+L3r8wF6G5nY9h8ElNNhGOhVYU3WjL",
+	"VmDu8sdzgalKE3ioRaeM5QsDiZL8CDIllVVSxEew2+3VOAB+3X6hnLGH0hluWXSFPM0NhZ9ftugr17rh",
+	"bDQX9lvOc55Ax4XVQeeSPIjib5xxiFCZMpGiD6FVBv4dpYvm3Vo4130ZhIH/LggD7ARXTV20uGorOPIH",
+	"VGP35bk8g6m+D2u3YMtYkTHLk3GSe634Ypg9ARg3w3Gu05YbQ2bnFVx0BtGO9VPdcdcZrmO309HzwVg/",
+	"j6f24Ixbtr54qax3dqqLjqbeqlaE7zHrxGolSuu/gdxwDSJZSb7YO3jzbPKFu0YZE+nnzfjCak/raqhU",
+	"ubu9Xq/3jMotl/HMbulWR2A1SucyFUtHIJ4rw2VN+MmIrIeeXSzziwKGVcTxi15bWT31QbHUp5Z/VaqS",
+	"py0M01ZMWWzH7deYdZwbSwlBVWAkBJfsdMfR2alfEEIiNI+t0ssNVqc8m5couuIoH8NA8vuX08x642rQ",
+	"cGXNT+3izQJ9/RZyZu5agEUerUF+TukhSidcH0JEBEgkaKPv5bgXQbdLn/Z6+/83CkcyGlz2x7Pxguvx",
+	"KTY6ft/8s/btEeIyY2D4gmlEbwhK8pGcc5ZwDakghS5r7uzCP+5W84A7cjSAaQ45ZWZ1R/KkIi4Udk3Z",
+	"hKeuzVRIYSmdUGQs9Zc55qjWZCSlkh3JZwSGLvQtpJwZC7t7oNEd3trtdciqxnXhQ5MrOacch3sFmdLc",
+	"NbdzJskKG3+JW9rUiZBMLzdgin0BoNg6wzF3ge+mDRIfnsiTqMJHdD/ahVNuLdcmhETMhDUhRF08yrHP",
+	"oetEIRiLMJQzuBfIwkcypXfQ8NJLITALmTIW3uxDPGfIUbg2sCUsDWJIBD3aKsnzG+azQILDYJGazl5v",
+	"783u7t5eZ7e3e9DroS5jOBhO////2u/8m3V+73V++Fh97I47H//ohW9eP/6txXQ5J1Gt78VJ4aoVKS92",
+	"zizYXEsDDK5YxmQFza293v7focaYt/EPNZJN9xDVz+CyH8Lx+z5t3/FlH7ZmO6e41JG8vldF0o6DK42c",
+	"wGRJgrDQKubGHGLTV/Dq1RmTbMYzVOxbjSSu7w2lWpjtV68O4f319eXObncX/g/8PLw4ByVhobSFg4OD",
+	"N13XUZUzhC/8m2t19gtcDX7ZuRpc1tsfuAM+c8T5ksW3ZRqn6Y4kwDUZHZd1JAxUef9CQlRz7iOYcCMS",
+	"7pQLHv4RCGsK/x+78jinbaDbfZ9Y+grBdynkzH1wM3/lwVjeWVJg5FWEHVWyAxOeqvsQjPJKTbrwMRQG",
+	"1MBE2Xl5BHQm3333HRAlNyM5uON6SQwTwV7Uh6CWAk5faZVbji5emlOSSy5vpbqX7rkJ4V4rORvJjNu5",
+	"SpxyqldEmBBiprXwqSJRIwMwqlJmCzHLVpP9InRtoi68VQk3yH8IO7RYNw5h5zNhAj5TbiB8dpT/80h+",
+	"7nQ65X/YbL/Xg8/rOT3wuZGoXd5yZ0iXmumECMwqRdbJuova8zTZhvooVS4/wrQYhOoxfAkDHZMDcePF",
+	"lbQSfHZ5MbyGHTLvO2j2okOop575Dlf0TUuvby9KN3Rzr7XrlZhJn7GOZ3LUSBA2bGngft4c5uZ82P9p",
+	"MKbRNo3BYCHiW8ownKLatAoYxCkzBlRuvRxxF65NhbFHuLg56WNmgD/wOEdyuL666/7Vu8H1cOyrKjaP",
+	"r2SZPWticStsh+7f/crnjLL+/GUNnjIleFkEOEuXljeGXkulah3VYdznmh3S5vrdpiQySsN3fC2sAMhl",
+	"0sgrI4fQZ5AZ2Grml22Xm+dkt55A1oW3cx7fovi4TBUmlzDBlRR+Et2lGVeBUF+dL1UZD/7fyfB6+KVr",
+	"q1teSn9KcYDlk0AtpPPt8ENtuNKDI9vsu387/IC9ZixFEsJX8OmkEwkWKSZ3qdE61Nngun/cv+4/N16E",
+	"DCSCBdO2KcN18tLE5clweHL+bnzZv7p+tvfY3LnoUHOYTBiDAPT97mM3De2AWM3judfW9WY/X/y4okje",
+	"DerD//FJTU6Sx+iw1Oyf1ARE0uhkte6p6sdhgOoNDhu3cD4tyvdyQL2sV/EVepemzR+EQZOWW9pXghSp",
+	"Xmdcir5+wL6oWu3kfHx5dfHuajAkWDKX4kgXgIRkFwU5gqjM6D4E9LK8ab3Cp50+itAh7Ea+/93XTqRX",
+	"C+Lq2vvJajrfzYHXhW11afW+UNVQFiUa0madm+tpjxZcBhV/uRncDMY/3ZyScmVQnKTLM6bcyzl3cSLc",
+	"hGmepi/ZAb/8g0IsGsFJ+Az5hpLHpsAVth7xaJFMWc1i3hyf0nRpuJGsnlPyLX0FuUy5MXQLyJOSsfRz",
+	"O+fS+gvxkTxX6DYhPUOOqqcs5pWNpndpGrHmCb7G0hC8H6Y0WHXL5UgSI3MVFVwQdjxRqhiVX6vL2jQF",
+	"KXI8ARkeCIPsh0m6UtS5LKt/Uka0VRiVUiTDc12Q3N4rfevmTgFKQTO0y5F0+0foJX1QxFIin3Oupg1F",
+	"43PHhSVfQiOBp/lCVvFoPOhaJVK5WUHt1j/odXe7PR+DkmwhgsPgdbfXfe18kTl51TtzKlzAjzPekgLR",
+	"T++RDuz1enA/R2PiaqDcooWBfNHdUHvg6BoaJDWlxFfDXXZ9CFXScqRuI+8ntMcyakylyOPfWmg14Qmx",
+	"WRbPIWZpun1UdOF0FflAyCrWEzlTdJI1Jw3dKN5DEo7PKeLCrPMWO/mi7Hq99KuwFshmOAVuCf9uPw5B",
+	"3RY2tF4xUQoLKlRvaJg096iwqlRxuvXOF6Q4HT7LQjHQ3Ll36yrcYccBTCh5kgSHwTtuXXUKFXnWasX3",
+	"er2vVvbbqH/ZUPVblWTkC3dtWuR+t/ddTnanUdVOxb95ljG9DA6DU3HHJYLRZV6zROBfKEBsZoLDXwMP",
+	"8I/4Ws2ybUT8P9tTTxx1pWPCh2hD6WjJN1k/iJHcqgpV0RoUYQ8n88YhtAL3VKQpT6hLlVtgRfVX+3lW",
+	"Oa9/4pFWg2w4z3pRG53nfm//29WRn68f0db6ObiK9wO3LU+DrPmzA18JnqjQE2ZZQcjre1YDaZG7VwNp",
+	"6lMWW0F65jKRKfbiktEmy0buWQiS36PXOxUabZoLMmoOE41WEps3wmdrKDsVxsHM/OkYo+TMDRgrLMJf",
+	"fIw4Ra+GPeians4zR1kEtFVbpfGpYokpJJ7UWMZuqa6jQAuzKhNo5pZd6NfsQOV2jeQ0FbO5pcCxmXNT",
+	"K1em+gLXu+N1kj9YCirlxoc5JL/3Yuxs8RM1N2XO3uaqGzSkxZe19o1SGOyw7qGvFMVMtcqwG18ZI+Tq",
+	"ZYcrsKK5ow/6ZG3MKyAyjEPmMRKXaZ5SPUdjh9breiY8Vhk3NI9ysfX+5LK4xiXvZH2/cdOWJQkpwmhC",
+	"zkLaI0/ry0WhZZRILWZEkV/BBRJJPCnq3/kCaBwocRT64K5c3bdUu7Tf+4Gmu+5JOR7yIp+Jho7qZSjE",
+	"VTLODHlEHOet6H8eZc6yh2XBoqNSLuw24ejHlAVS/iBp+91XSa4pKKgkJMLcutFX62Kigj0/kSZa8b02",
+	"s1mWIwXuDqKWtvRVVNlaSeNj87YD9/vxT1Sl6+VWG1TqijfvLXfv21nutUBtuBZVDdfDpeFIrgU7w5XA",
+	"ZLgpYogvrwf0lF4LhDkH7gkpRmjRhv3wLX9eqRkDERKKDA7YWpf17S6QRPtCVTZBRkk3lKQu0NY7p5kw",
+	"WBP+zb/kYBXcM2ELP4rUCEVhmPMPqRCkWu1aYTCuaX/39fM2ePVHlei9g+ffa/1No7+W+bFbXlr1u2Zd",
+	"4dZcWVKB25uIQzOSuJk8XFfh0gXThoqfKeaL/qvmLEO0OLOv2T3kiwJDEtkMzDkVlY9kxjOllw79RBlh",
+	"ghZH3YPmn3hsnfL1r5MtaZRRvx1+QBm7nyvTdo2yEqz1QoYOOF3YU5RIcx6itzuSxpde+3ipm07K/Ry8",
+	"F+mmRbPMCo5defkj6TcFCZK7s6ymb8Tv3If1hClDfWSDtqJOxh46rmFnsrTcVPXYI3mwuwdn4sftI5jw",
+	"JVpeYVf9wt3XbXFGmsKF5KuBvcKYH8E01yTjn9TEOFkTEhhMfP0Lhf6oXLzooUOPatXi+9tdIOfVrWua",
+	"04+LNCa398NItgcdn6AHbCWk6HRHualFNaSvR5N0Y96gNcyUhLLNMA8R4UUA7EnjnOWpFQibnanSWQfP",
+	"3BV7xAoBU8sS8S+5XzYLLH+wO7G5C6GupFVsue04KalnMzTfXVPr1W+PvTT1wWe0vIgP7H01q9KWxreB",
+	"EdDlgPFpiH8hHyAt0nJ9E65euLhU2yaJcPP+K2zM/t4P3/bn80ol0rgQgK1W0d7+ivb+BVb+PzO4B73d",
+	"b7iFxfYVPzl4xwSl65VpZO7HVrboOu7k7PJ0cDY4vy6jSV+DHTidUL/pQYNFHiIFppkEZpYynmslkYiW",
+	"zT6pSY0zFI9XWYO/ANwYP/pZTeiHv3TiokK3fGELB8zNItd3yFR8oNygt4lqogisj2Tk1IUTRn8rF1Wl",
+	"Wd5MF1cFieAuPGsgcj5zNJJkdCjp3IdRG/n0jr06S0KT2BAMrefAh8GCaZZxS2D/9Y9A4Gop5zAMkI8E",
+	"hwFtTbCqiuvA/qKfQHv8+Cc6dfW1bVbe3z74etO8Vt5auZH+70Rd/9epgkuVpnVFsFnCy9pVh+3mUvwI",
+	"jVvCJNHuMoQS6oO5tYvDnR36pai5Mvbw4ODgDRW/+dHa8ywrIicTKDyXSp683/IYrt0dblJgpnq5XN76",
+	"6xtvdvyr/mLn8ePjfwUAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

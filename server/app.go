@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ramanserve/inference/registry"
+	"ramanserve/trainer/jobs"
 )
 
 // Config is the whole server configuration; cmd/ramanserve fills it from
@@ -21,6 +22,7 @@ type Config struct {
 	AllowFileRoots []string // empty: the registry's import/ folder
 	HTTP           HTTPConfig
 	Channel        ChannelConfig
+	Training       TrainingConfig
 	Logger         *slog.Logger
 	// WrapOpen, when set, wraps every model reader. It is a test seam: the
 	// conformance suite uses it to make a load reliably slow.
@@ -38,7 +40,8 @@ type App struct {
 
 	httpServer *http.Server
 	httpLn     net.Listener
-	channel    *channel
+	channel    *predictionChannel
+	jobs       *jobs.Manager
 	done       chan error
 }
 

@@ -3,39 +3,222 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"time"
 
+	"ramanserve/gen"
 	"ramanserve/inference"
 	"ramanserve/inference/registry"
+	"ramanserve/server/channel"
+	"ramanserve/server/contract"
+	"ramanserve/server/zmtp"
+	"ramanserve/trainer"
+	"ramanserve/trainer/jobs"
 )
 
-// ChannelConfig configures the prediction channel and model reading.
+// ChannelConfig configures the prediction channel and how models are
+// built. Zero fields take the documented defaults (api/messages.md).
 type ChannelConfig struct {
 	MaxMessageBytes  int64
 	HandshakeTimeout time.Duration
 	MaxConnections   int
+	// Model holds the model-engine settings: instrument axis, tolerances,
+	// saturation level. A nil InstrumentAxis means the default 2048-point
+	// axis of the interface document, used for models that carry none
+	// (scikit-learn files).
+	Model inference.ModelOptions
 }
 
-// modelOpeners maps registry file extensions to readers.
+// TrainingConfig configures training jobs.
+type TrainingConfig struct {
+	QueueSize int             // jobs waiting behind the running one; default 4
+	Options   trainer.Options // folds, components, preprocessing
+}
+
+// modelOptions fills the instrument axis default.
+func (c ChannelConfig) modelOptions() inference.ModelOptions {
+	o := c.Model
+	if o.InstrumentAxis == nil {
+		o.InstrumentAxis = trainer.DefaultWavenumbers()
+	}
+	return o
+}
+
+// modelOpeners maps registry file extensions to readers: .npz artifacts of
+// models trained here, and scikit-learn .joblib files.
 func modelOpeners(cfg ChannelConfig) map[string]registry.OpenFunc {
+	opts := cfg.modelOptions()
 	return map[string]registry.OpenFunc{
-		".joblib": func(ctx context.Context, path string, e registry.Entry) (inference.Model, error) {
-			return nil, fmt.Errorf("%w: scikit-learn .joblib files cannot be read by this build yet", inference.ErrModelCorrupted)
-		},
 		".npz": func(ctx context.Context, path string, e registry.Entry) (inference.Model, error) {
-			return nil, fmt.Errorf("%w: .npz artifacts cannot be read by this build yet", inference.ErrModelCorrupted)
+			p, err := readArtifactFile(path)
+			if err != nil {
+				return nil, err
+			}
+			p.Meta.Version = e.Version
+			return inference.NewPLSModel(p, opts)
+		},
+		".joblib": func(ctx context.Context, path string, e registry.Entry) (inference.Model, error) {
+			return openJoblib(ctx, path, e, opts)
 		},
 	}
 }
 
-type channel struct{}
-
-func startChannel(ctx context.Context, endpoint string, cfg ChannelConfig, reg *registry.Registry, version string, started time.Time, log *slog.Logger) (*channel, error) {
-	return &channel{}, nil
+func readArtifactFile(path string) (*inference.PLSParams, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
+	}
+	return inference.ReadArtifact(f, st.Size())
 }
-func (c *channel) up() bool                            { return false }
-func (c *channel) endpoint() string                    { return "" }
-func (c *channel) shutdown(ctx context.Context) error  { return nil }
-func (a *App) startTraining(ctx context.Context) error { return nil }
-func (a *App) stopTraining(ctx context.Context) error  { return nil }
+
+// predictionChannel is the bound ZMTP server with the channel handler.
+type predictionChannel struct {
+	srv       *zmtp.Server
+	listening atomic.Bool
+	served    chan error
+}
+
+func startChannel(ctx context.Context, endpoint string, cfg ChannelConfig, reg *registry.Registry, version string, started time.Time, log *slog.Logger) (*predictionChannel, error) {
+	h := channel.New(channel.Options{Models: reg, ServerVersion: version, Started: started, Logger: log})
+	srv, err := zmtp.Listen(endpoint, zmtp.Config{
+		MaxMessageSize:   cfg.MaxMessageBytes,
+		HandshakeTimeout: cfg.HandshakeTimeout,
+		MaxConnections:   cfg.MaxConnections,
+		Logger:           log,
+	}, h)
+	if err != nil {
+		return nil, err
+	}
+	c := &predictionChannel{srv: srv, served: make(chan error, 1)}
+	c.listening.Store(true)
+	go func() {
+		err := srv.Serve(context.Background())
+		c.listening.Store(false)
+		c.served <- err
+	}()
+	return c, nil
+}
+
+func (c *predictionChannel) up() bool { return c.listening.Load() }
+
+func (c *predictionChannel) endpoint() string {
+	addr, ok := c.srv.Addr().(*net.TCPAddr)
+	if !ok {
+		return c.srv.Endpoint()
+	}
+	return fmt.Sprintf("tcp://%s", addr.String())
+}
+
+func (c *predictionChannel) shutdown(ctx context.Context) error {
+	return c.srv.Shutdown(ctx)
+}
+
+// startTraining opens the job manager on the registry's jobs folder and
+// plugs it into the HTTP API.
+func (a *App) startTraining(ctx context.Context) error {
+	reg := a.Registry
+	m, err := jobs.New(jobs.Options{
+		Dir:       reg.JobsDir(),
+		QueueSize: a.cfg.Training.QueueSize,
+		Train:     a.cfg.Training.Options,
+		Logger:    a.log.With("component", "training"),
+		Classify:  func(err error) string { return string(contract.Classify(err).Code) },
+		Publish: func(ctx context.Context, res *trainer.Result, meta jobs.Meta) (string, string, error) {
+			p := res.Params
+			return reg.AddStaged(ctx, registry.StagedModel{
+				Ext:            ".npz",
+				TrainedAt:      p.Meta.TrainedAt,
+				TrainedSamples: p.Meta.TrainedSamples,
+				Algorithm:      p.Meta.Algorithm,
+				Operator:       meta.Operator,
+				SourceBatches:  meta.SourceBatches,
+				Notes:          meta.Notes,
+				Write: func(version string, w io.Writer) error {
+					stamped := *p
+					stamped.Meta.Version = version
+					return inference.WriteArtifact(w, &stamped)
+				},
+			})
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("training jobs: %w", err)
+	}
+	a.jobs = m
+	a.api.Training = trainingService{m: m, now: time.Now}
+	return nil
+}
+
+func (a *App) stopTraining(ctx context.Context) error {
+	if a.jobs == nil {
+		return nil
+	}
+	return a.jobs.Close(ctx)
+}
+
+// trainingService adapts the job manager to the generated API types.
+type trainingService struct {
+	m   *jobs.Manager
+	now func() time.Time
+}
+
+func (s trainingService) Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta) (gen.TrainingJobAccepted, error) {
+	jm := jobs.Meta{Operator: meta.Operator}
+	if meta.SourceBatches != nil {
+		jm.SourceBatches = *meta.SourceBatches
+	}
+	if meta.Notes != nil {
+		jm.Notes = *meta.Notes
+	}
+	j, err := s.m.Submit(ctx, ds, jm)
+	if err != nil {
+		return gen.TrainingJobAccepted{}, err
+	}
+	est := j.EstimatedSeconds
+	url := "/training/" + j.ID
+	return gen.TrainingJobAccepted{JobId: j.ID, EstimatedDurationSeconds: &est, StatusUrl: &url}, nil
+}
+
+func (s trainingService) Job(ctx context.Context, id string) (gen.TrainingJob, error) {
+	j, err := s.m.Get(ctx, id)
+	if err != nil {
+		return gen.TrainingJob{}, err
+	}
+	elapsed := int(j.Elapsed(s.now()).Seconds())
+	out := gen.TrainingJob{JobId: j.ID, Status: gen.TrainingJobStatus(j.Status), Progress: j.Progress, ElapsedSeconds: &elapsed}
+	if j.Result != nil {
+		out.Result = &gen.TrainingResult{
+			NewVersion:   j.Result.NewVersion,
+			ArtifactPath: j.Result.ArtifactPath,
+			Metrics:      gen.TrainingMetrics{Rmse: derefBreakdown(j.Result.RMSE), R2: derefBreakdown(j.Result.R2)},
+		}
+	}
+	if j.Error != nil {
+		out.Error = &gen.TrainingError{Code: j.Error.Code, Message: j.Error.Message}
+	}
+	return out, nil
+}
+
+func derefBreakdown(b inference.Breakdown) gen.MetricBreakdown {
+	if m := breakdown(b); m != nil {
+		return *m
+	}
+	return gen.MetricBreakdown{}
+}
+
+// openJoblib reads a scikit-learn .joblib file. The restricted pickle
+// reader is not in this build: every such file is refused as unreadable,
+// without executing anything.
+func openJoblib(ctx context.Context, path string, e registry.Entry, opts inference.ModelOptions) (inference.Model, error) {
+	return nil, fmt.Errorf("%w: %s: scikit-learn .joblib import is not available in this build", inference.ErrModelCorrupted, filepath.Base(path))
+}

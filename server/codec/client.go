@@ -52,10 +52,15 @@ func AppendModelInfoRequest(dst []byte, id string, ts float64) []byte {
 }
 
 // AppendPredictRequest appends a predict request. Arrays are written as
-// float64, channel, scan_seq and column_index as integers.
+// float64, channel, scan_seq and column_index as integers. A nil c leaves
+// the optional context out.
 func AppendPredictRequest(dst []byte, id string, ts float64, s *Spectrum, c *ScanContext) []byte {
 	dst = appendRequestHead(dst, TypeNamePredict, id, ts)
-	dst = appendMapHeader(dst, 2)
+	if c == nil {
+		dst = appendMapHeader(dst, 1)
+	} else {
+		dst = appendMapHeader(dst, 2)
+	}
 	dst = appendString(dst, "spectrum")
 	dst = appendMapHeader(dst, 5)
 	dst = appendString(dst, "wavenumbers")
@@ -68,6 +73,9 @@ func AppendPredictRequest(dst []byte, id string, ts float64, s *Spectrum, c *Sca
 	dst = appendFloat64(dst, s.IntegrationMS)
 	dst = appendString(dst, "scan_seq")
 	dst = appendInt(dst, s.ScanSeq)
+	if c == nil {
+		return dst
+	}
 	dst = appendString(dst, "context")
 	dst = appendMapHeader(dst, 3)
 	dst = appendString(dst, "batch_id")

@@ -1,0 +1,166 @@
+// Package channel answers the prediction channel's requests (ping, predict,
+// model_info; api/messages.md). It sits between the ZMTP transport
+// (server/zmtp), which hands it one request's frames, and the models
+// (package inference), and uses server/codec for the MessagePack envelope.
+//
+// Every request gets exactly one reply, whatever it contains: decoding
+// errors, model errors and even panics become an error reply.
+package channel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"ramanserve/inference"
+	"ramanserve/server/codec"
+	"ramanserve/server/contract"
+	"ramanserve/server/zmtp"
+)
+
+// Models gives the active model; nil when none is loaded. The registry
+// implements it with an atomic pointer, so reading it is one load.
+type Models interface {
+	Active() inference.Model
+}
+
+// Options configure a Handler.
+type Options struct {
+	Models        Models
+	ServerVersion string
+	Started       time.Time
+	Now           func() time.Time
+	Logger        *slog.Logger
+}
+
+// Handler serves the prediction channel. It is safe for concurrent use.
+type Handler struct {
+	opts Options
+	log  *slog.Logger
+	ids  *codec.IDGenerator
+	pool sync.Pool // *scratch
+}
+
+// scratch is the per-request state, pooled so that a warmed-up predict
+// decodes, predicts and encodes without allocating.
+type scratch struct {
+	req  codec.Request
+	pred inference.Prediction
+}
+
+// New returns a Handler.
+func New(opts Options) *Handler {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Started.IsZero() {
+		opts.Started = opts.Now()
+	}
+	h := &Handler{opts: opts, log: opts.Logger, ids: codec.NewIDGenerator()}
+	h.pool.New = func() any { return new(scratch) }
+	return h
+}
+
+// Handle implements zmtp.Handler: it appends exactly one reply to dst.
+func (h *Handler) Handle(ctx context.Context, req zmtp.Request, dst []byte) (out []byte) {
+	start := len(dst)
+	meta := codec.ReplyMeta{ID: h.ids.Next(), TS: codec.Unix(h.opts.Now())}
+	sc := h.pool.Get().(*scratch)
+	defer h.pool.Put(sc)
+	defer func() {
+		// A bug must cost one request, not the connection or the process.
+		if r := recover(); r != nil {
+			h.log.Error("prediction request panicked", "panic", r, "request_id", string(meta.CorrelationID))
+			out = codec.AppendErrorReply(dst[:start], meta, codec.NewError(codec.CodeInternalError, "internal error while handling the request"))
+		}
+	}()
+
+	switch {
+	case errors.Is(req.Err, zmtp.ErrMessageTooLarge):
+		return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeMessageTooLarge, "%v", req.Err))
+	case req.Err != nil:
+		return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeMalformedMessage, "%v", req.Err))
+	case len(req.Frames) != 1:
+		return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeMalformedMessage,
+			"a request is exactly one body frame after the envelope, got %d", len(req.Frames)))
+	}
+
+	err := codec.DecodeRequest(req.Frames[0], &sc.req)
+	meta.CorrelationID = sc.req.ID
+	if err != nil {
+		return codec.AppendErrorReply(dst, meta, asChannelError(err))
+	}
+	switch sc.req.Type {
+	case codec.TypePing:
+		version := ""
+		if m := h.opts.Models.Active(); m != nil {
+			version = m.Metadata().Version
+		}
+		return codec.AppendPong(dst, meta, &codec.Pong{
+			ServerVersion:   h.opts.ServerVersion,
+			ProtocolVersion: codec.ProtocolVersion,
+			ModelVersion:    version,
+			UptimeSeconds:   h.opts.Now().Sub(h.opts.Started).Seconds(),
+		})
+	case codec.TypeModelInfo:
+		m := h.opts.Models.Active()
+		if m == nil {
+			return codec.AppendErrorReply(dst, meta, errNoModel)
+		}
+		return codec.AppendModelInfoReply(dst, meta, m.Metadata())
+	case codec.TypePredict:
+		return h.predict(dst, meta, sc)
+	}
+	return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeUnknownType, "unknown message type"))
+}
+
+var errNoModel = codec.NewError(codec.CodeModelNotLoaded, "no model is loaded; load one with POST /model/load")
+
+// predict reads the active model once, so a hot swap never splits the
+// call: it runs to the end on the model it started with, and the reply
+// names that model.
+func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, sc *scratch) []byte {
+	m := h.opts.Models.Active()
+	if m == nil {
+		return codec.AppendErrorReply(dst, meta, errNoModel)
+	}
+	spectrum := inference.Spectrum{
+		Wavenumbers: sc.req.Predict.Spectrum.Wavenumbers,
+		Intensities: sc.req.Predict.Spectrum.Intensities,
+	}
+	began := time.Now()
+	if err := m.Predict(&spectrum, &sc.pred); err != nil {
+		ce := asChannelError(err)
+		if ce.Code == codec.CodeInternalError {
+			h.log.Error("model failed", "model", m.Metadata().Version, "err", err, "request_id", string(meta.CorrelationID))
+		}
+		return codec.AppendErrorReply(dst, meta, ce)
+	}
+	return codec.AppendPredictReply(dst, meta, &codec.PredictResult{
+		ModelVersion: m.Metadata().Version,
+		InferenceMS:  float64(time.Since(began).Nanoseconds()) / 1e6,
+		Prediction:   &sc.pred,
+	})
+}
+
+// asChannelError turns any error into the reply's error object. Codec
+// errors carry their code; model errors are mapped by the contract's single
+// table (contract.Classify); anything else is INTERNAL_ERROR.
+func asChannelError(err error) *codec.Error {
+	var ce *codec.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	code := contract.Classify(err).Code
+	switch code {
+	case contract.InvalidSpectrum, contract.SpectrumOutOfRange, contract.ModelNotLoaded:
+		return &codec.Error{Code: code, Message: err.Error(), Retryable: codec.Retryable(code)}
+	}
+	return &codec.Error{Code: codec.CodeInternalError, Message: fmt.Sprintf("internal error: %v", err), Retryable: true}
+}

@@ -1,0 +1,127 @@
+package zmtp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults applied by Listen to zero Config fields.
+const (
+	DefaultMaxMessageSize   int64         = 1 << 20  // 1 MiB
+	DefaultDiscardLimit     int64         = 64 << 20 // 64 MiB
+	DefaultHandshakeTimeout time.Duration = 5 * time.Second
+	DefaultMaxConnections   int           = 1024
+	DefaultWriteTimeout     time.Duration = 10 * time.Second
+	DefaultShutdownTimeout  time.Duration = 5 * time.Second
+)
+
+// Fixed limits that are not worth a knob.
+const (
+	// MaxFramesPerMessage caps the frames (envelope included) kept for one
+	// message: zero-length frames cost no payload bytes, so the byte limit alone
+	// would not bound the frame index. A message with more frames is treated
+	// like an oversized one (discarded, handler called with ErrMessageTooLarge).
+	MaxFramesPerMessage = 256
+
+	// maxDiscardFrames bounds the frames of one message we are willing to
+	// skip; beyond it the connection is closed.
+	maxDiscardFrames = 1 << 16
+
+	// MaxCommandSize caps a command frame's body (READY, PING, ...). Real
+	// READY commands are well under 1 KiB.
+	MaxCommandSize = 64 << 10
+
+	// readBufferSize is the per-connection bufio.Reader size. Bodies larger
+	// than this are read straight into the message buffer by bufio.
+	readBufferSize = 8 << 10
+
+	// retainBufferSize: per-connection message and reply buffers that grew
+	// beyond this are dropped after use, so one large message does not pin
+	// memory for the life of an idle connection.
+	retainBufferSize = 256 << 10
+)
+
+// ErrMessageTooLarge is reported in Request.Err when a message exceeded
+// Config.MaxMessageSize (or MaxFramesPerMessage) but not Config.DiscardLimit:
+// it was read and discarded without being stored.
+var ErrMessageTooLarge = errors.New("zmtp: message too large")
+
+// Request is one REP request after the envelope (everything up to and
+// including the empty delimiter) is stripped.
+type Request struct {
+	Frames [][]byte // body frames; valid only during Handle
+	Err    error    // non-nil when the message could not be received whole, e.g. ErrMessageTooLarge; Frames is nil then
+}
+
+// Handler produces the reply to a request.
+type Handler interface {
+	// Handle appends exactly one reply body frame to dst and returns it. Called concurrently from many connections.
+	Handle(ctx context.Context, req Request, dst []byte) []byte
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req Request, dst []byte) []byte
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req Request, dst []byte) []byte {
+	return f(ctx, req, dst)
+}
+
+// Config holds the server limits. Zero fields take the defaults above.
+type Config struct {
+	MaxMessageSize   int64         // default 1 MiB; total payload bytes of one message (all frames, envelope included), checked before allocating
+	DiscardLimit     int64         // default 64 MiB; oversized messages up to this size are streamed to nowhere and answered with Err=ErrMessageTooLarge; beyond it the peer gets an ERROR command and is closed
+	HandshakeTimeout time.Duration // default 5s; per connection, from accept until both READY commands are exchanged
+	MaxConnections   int           // default 1024; connections beyond it (handshaking ones included) are closed at once
+	Logger           *slog.Logger  // default slog.Default()
+
+	// IdleTimeout closes a connection that sends nothing (no frame, no PING)
+	// for this long while we wait for its next request. 0 (default) disables
+	// it; a peer's PING TTL applies regardless (see package doc).
+	IdleTimeout time.Duration
+	// WriteTimeout bounds writing one reply or command to a peer that does
+	// not read. Default 10s.
+	WriteTimeout time.Duration
+	// ShutdownTimeout is how long Serve waits for in-flight requests when its
+	// context is cancelled. Default 5s. Shutdown uses its own context instead.
+	ShutdownTimeout time.Duration
+}
+
+// withDefaults validates cfg and fills zero fields.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.MaxMessageSize == 0 {
+		cfg.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if cfg.DiscardLimit == 0 {
+		cfg.DiscardLimit = DefaultDiscardLimit
+	}
+	if cfg.HandshakeTimeout == 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	switch {
+	case cfg.MaxMessageSize < 0:
+		return cfg, fmt.Errorf("zmtp: MaxMessageSize %d is negative", cfg.MaxMessageSize)
+	case cfg.DiscardLimit < cfg.MaxMessageSize:
+		return cfg, fmt.Errorf("zmtp: DiscardLimit %d is below MaxMessageSize %d", cfg.DiscardLimit, cfg.MaxMessageSize)
+	case cfg.HandshakeTimeout < 0, cfg.IdleTimeout < 0, cfg.WriteTimeout < 0, cfg.ShutdownTimeout < 0:
+		return cfg, errors.New("zmtp: timeouts must not be negative")
+	case cfg.MaxConnections < 0:
+		return cfg, fmt.Errorf("zmtp: MaxConnections %d is negative", cfg.MaxConnections)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,414 @@
+package zmtp
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"time"
+)
+
+// Errors that end a connection after the handshake.
+var (
+	errPeerError       = errors.New("zmtp: peer sent ERROR")
+	errUnexpectedReady = errors.New("zmtp: READY after the handshake")
+	errCommandMore     = errors.New("zmtp: command frame with MORE set")
+	errBeyondDiscard   = errors.New("zmtp: message exceeds the discard limit")
+	errDraining        = errors.New("zmtp: server is shutting down")
+	errIncompatible    = errors.New("zmtp: incompatible socket type")
+	errNoSocketType    = errors.New("zmtp: READY without Socket-Type")
+	errExpectedReady   = errors.New("zmtp: expected READY")
+)
+
+// session is the state of one connection. It is owned by one goroutine; the
+// only cross-goroutine access is the server calling interruptRead.
+type session struct {
+	srv  *Server // may be nil in fuzz tests
+	cfg  Config
+	h    Handler
+	conn net.Conn
+	br   *bufio.Reader
+
+	peer greeting
+
+	// Reused across messages; see retainBufferSize.
+	msgBuf    []byte   // payload of all kept frames of the current message, back to back
+	frameEnds []int    // end offset in msgBuf of each kept frame
+	frames    [][]byte // views into msgBuf, rebuilt per message
+	replyBuf  []byte   // passed to Handler as dst
+	outBuf    []byte   // wire bytes of the reply: envelope + body frames
+	cmdBuf    []byte   // body of the current command frame
+	scratch   [8]byte  // long frame size
+
+	// remoteTTL is the TTL from the peer's latest PING (0 = none).
+	remoteTTL     time.Duration
+	deadlineArmed bool
+}
+
+func newSession(srv *Server, cfg Config, h Handler, conn net.Conn) *session {
+	return &session{
+		srv:  srv,
+		cfg:  cfg,
+		h:    h,
+		conn: conn,
+		br:   bufio.NewReaderSize(conn, readBufferSize),
+	}
+}
+
+// stats returns the server counters, or a throwaway set when running without a
+// server (fuzz tests).
+func (s *session) stats() *counters {
+	if s.srv == nil {
+		return &counters{}
+	}
+	return &s.srv.counters
+}
+
+func (s *session) draining() bool { return s.srv != nil && s.srv.draining.Load() }
+
+// handshake exchanges greetings and READY commands under the handshake deadline.
+func (s *session) handshake() error {
+	if err := s.conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout)); err != nil {
+		return fmt.Errorf("zmtp: set handshake deadline: %w", err)
+	}
+	// Send our whole greeting at once: libzmq reveals its version only after
+	// seeing our signature, so waiting for its 64 bytes first would deadlock.
+	if _, err := s.conn.Write(appendGreeting(s.outBuf[:0])); err != nil {
+		return fmt.Errorf("zmtp: write greeting: %w", err)
+	}
+	var raw [greetingSize]byte
+	// Read the signature and the major version first so that a non-ZMTP or
+	// pre-3.0 peer is refused without waiting for bytes it will never send
+	// (a ZMTP 2.0 greeting is only 12 bytes long).
+	if _, err := io.ReadFull(s.br, raw[:signatureSize]); err != nil {
+		return fmt.Errorf("zmtp: read greeting signature: %w", err)
+	}
+	if err := checkSignature(raw[:signatureSize]); err != nil {
+		return err
+	}
+	if _, err := io.ReadFull(s.br, raw[signatureSize:signatureSize+1]); err != nil {
+		return fmt.Errorf("zmtp: read greeting version: %w", err)
+	}
+	if major := raw[signatureSize]; major < 3 {
+		return fmt.Errorf("zmtp: peer major version %d: %w", major, errOldVersion)
+	}
+	if _, err := io.ReadFull(s.br, raw[signatureSize+1:]); err != nil {
+		return fmt.Errorf("zmtp: read greeting: %w", err)
+	}
+	g, err := parseGreeting(raw[:])
+	if err != nil {
+		if errors.Is(err, errBadMechanism) {
+			s.sendError("unsupported security mechanism, only NULL")
+		}
+		return err
+	}
+	s.peer = g
+
+	// NULL mechanism: both sides send READY without waiting for the other's.
+	ready := appendProperties(nil, []property{{name: "Socket-Type", value: []byte("REP")}})
+	if err := s.write(appendCommand(s.outBuf[:0], cmdReady, ready)); err != nil {
+		return fmt.Errorf("zmtp: write READY: %w", err)
+	}
+
+	flags, size, err := s.readFrameHeader()
+	if err != nil {
+		return fmt.Errorf("zmtp: read READY: %w", err)
+	}
+	if flags&flagCommand == 0 || flags&flagMore != 0 {
+		s.sendError("expected READY")
+		return fmt.Errorf("zmtp: first frame has flags %#x: %w", flags, errExpectedReady)
+	}
+	body, err := s.readCommandBody(size)
+	if err != nil {
+		if errors.Is(err, errCommandTooLarge) {
+			s.sendError("READY too large")
+		}
+		return err
+	}
+	name, data, err := parseCommand(body)
+	if err != nil {
+		s.sendError("malformed command")
+		return err
+	}
+	switch name {
+	case cmdReady:
+	case cmdError:
+		return fmt.Errorf("zmtp: during handshake: %w", errPeerError)
+	default:
+		s.sendError("expected READY")
+		return fmt.Errorf("zmtp: got %q: %w", name, errExpectedReady)
+	}
+	props, err := parseProperties(data)
+	if err != nil {
+		s.sendError("malformed READY metadata")
+		return err
+	}
+	socketType, ok := lookupProperty(props, "Socket-Type")
+	if !ok {
+		s.sendError("missing Socket-Type")
+		return errNoSocketType
+	}
+	if !compatibleWithREP(socketType) {
+		s.sendError("incompatible socket type, REP accepts REQ, DEALER and ROUTER")
+		return fmt.Errorf("zmtp: peer socket type %q: %w", socketType, errIncompatible)
+	}
+	if err := s.conn.SetDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("zmtp: clear handshake deadline: %w", err)
+	}
+	return nil
+}
+
+// serve answers requests until the peer leaves, breaks the protocol, or the
+// server drains. It returns the reason.
+func (s *session) serve(ctx context.Context) error {
+	for {
+		if s.draining() {
+			return errDraining
+		}
+		envLen, tooLarge, err := s.readMessage()
+		if err != nil {
+			return err
+		}
+		req := Request{}
+		if tooLarge {
+			req.Err = ErrMessageTooLarge
+			s.stats().requestsTooLarge.Add(1)
+		} else {
+			req.Frames = s.frames[envLen:]
+		}
+		reply := s.h.Handle(ctx, req, s.replyBuf[:0])
+
+		out := s.outBuf[:0]
+		for _, f := range s.frames[:envLen] {
+			out = appendFrame(out, flagMore, f)
+		}
+		out = appendFrame(out, 0, reply)
+		err = s.write(out)
+		s.outBuf = retain(out)
+		s.replyBuf = retain(reply)
+		s.msgBuf = retain(s.msgBuf)
+		if err != nil {
+			return fmt.Errorf("zmtp: reply: %w", err)
+		}
+		s.stats().requestsServed.Add(1)
+	}
+}
+
+// retain keeps a buffer for reuse unless it grew beyond retainBufferSize.
+func retain(b []byte) []byte {
+	if cap(b) > retainBufferSize {
+		return nil
+	}
+	return b[:0]
+}
+
+// readMessage reads frames up to the end of one message, answering commands
+// met on the way. On return s.frames holds the kept frames and envLen is the
+// number of them that form the envelope (delimiter included; 0 when no empty
+// frame was kept). tooLarge reports that the message exceeded the limits and
+// its payload past the limit was discarded.
+func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
+	s.msgBuf = s.msgBuf[:0]
+	s.frameEnds = s.frameEnds[:0]
+	var total int64 // payload bytes of all data frames so far
+	frameCount := 0
+	for {
+		if err := s.armReadDeadline(); err != nil {
+			return 0, false, err
+		}
+		flags, size, err := s.readFrameHeader()
+		if err != nil {
+			return 0, false, err
+		}
+		if flags&flagCommand != 0 {
+			if flags&flagMore != 0 {
+				return 0, false, errCommandMore
+			}
+			if err := s.handleCommand(size); err != nil {
+				return 0, false, err
+			}
+			continue
+		}
+		frameCount++
+		// Check sizes before touching memory. size may be up to 2^64-1, so
+		// compare against the remaining budget rather than adding first.
+		if size > uint64(s.cfg.DiscardLimit-total) || frameCount > maxDiscardFrames {
+			s.sendError("message too large")
+			return 0, false, fmt.Errorf("zmtp: frame of %d bytes after %d: %w", size, total, errBeyondDiscard)
+		}
+		n := int64(size)
+		if !tooLarge && (n > s.cfg.MaxMessageSize-total || frameCount > MaxFramesPerMessage) {
+			tooLarge = true
+		}
+		total += n
+		if tooLarge {
+			if _, err := s.br.Discard(int(n)); err != nil {
+				return 0, false, fmt.Errorf("zmtp: discard frame: %w", err)
+			}
+		} else {
+			start := len(s.msgBuf)
+			s.msgBuf = slices.Grow(s.msgBuf, int(n))[:start+int(n)]
+			if _, err := io.ReadFull(s.br, s.msgBuf[start:]); err != nil {
+				return 0, false, fmt.Errorf("zmtp: read frame body: %w", err)
+			}
+			s.frameEnds = append(s.frameEnds, len(s.msgBuf))
+		}
+		if flags&flagMore == 0 {
+			break
+		}
+	}
+
+	s.frames = s.frames[:0]
+	start := 0
+	for _, end := range s.frameEnds {
+		s.frames = append(s.frames, s.msgBuf[start:end:end])
+		start = end
+	}
+	envLen = 0
+	for i, f := range s.frames {
+		if len(f) == 0 {
+			envLen = i + 1
+			break
+		}
+	}
+	return envLen, tooLarge, nil
+}
+
+// readFrameHeader reads the flags and size of the next frame.
+func (s *session) readFrameHeader() (flags byte, size uint64, err error) {
+	flags, err = s.br.ReadByte()
+	if err != nil {
+		return 0, 0, err
+	}
+	if flags&flagReserved != 0 {
+		return 0, 0, fmt.Errorf("zmtp: flags %#x: %w", flags, errReservedFlags)
+	}
+	if flags&flagLong == 0 {
+		b, err := s.br.ReadByte()
+		if err != nil {
+			return 0, 0, fmt.Errorf("zmtp: read frame size: %w", err)
+		}
+		return flags, uint64(b), nil
+	}
+	if _, err := io.ReadFull(s.br, s.scratch[:8]); err != nil {
+		return 0, 0, fmt.Errorf("zmtp: read long frame size: %w", err)
+	}
+	return flags, binary.BigEndian.Uint64(s.scratch[:8]), nil
+}
+
+// readCommandBody reads a command body of the given size into cmdBuf, refusing
+// bodies over MaxCommandSize before allocating.
+func (s *session) readCommandBody(size uint64) ([]byte, error) {
+	if size > MaxCommandSize {
+		return nil, fmt.Errorf("zmtp: command of %d bytes: %w", size, errCommandTooLarge)
+	}
+	s.cmdBuf = slices.Grow(s.cmdBuf[:0], int(size))[:size]
+	if _, err := io.ReadFull(s.br, s.cmdBuf); err != nil {
+		return nil, fmt.Errorf("zmtp: read command body: %w", err)
+	}
+	return s.cmdBuf, nil
+}
+
+// handleCommand processes a command frame received after the handshake.
+func (s *session) handleCommand(size uint64) error {
+	body, err := s.readCommandBody(size)
+	if err != nil {
+		return err
+	}
+	name, data, err := parseCommand(body)
+	if err != nil {
+		return err
+	}
+	switch name {
+	case cmdPing:
+		if !s.peer.supportsHeartbeat() {
+			// ZMTP 3.0 has no heartbeats; like any unknown command, ignore it.
+			s.stats().commandsIgnored.Add(1)
+			return nil
+		}
+		ttl, pingCtx, err := parsePing(data)
+		if err != nil {
+			return err
+		}
+		s.stats().pingsReceived.Add(1)
+		s.remoteTTL = time.Duration(ttl) * 100 * time.Millisecond
+		// The PONG goes out at once; it is small, so it does not need outBuf.
+		var pong [2 + 1 + len(cmdPong) + maxPingContext]byte
+		return s.write(appendCommand(pong[:0], cmdPong, pingCtx))
+	case cmdError:
+		return errPeerError
+	case cmdReady:
+		return errUnexpectedReady
+	default:
+		// PONG (we never PING), SUBSCRIBE, CANCEL and future commands.
+		s.stats().commandsIgnored.Add(1)
+		return nil
+	}
+}
+
+// readTimeout is how long we wait for the peer's next frame: the shorter of
+// Config.IdleTimeout and the TTL of its latest PING, 0 meaning no limit.
+func (s *session) readTimeout() time.Duration {
+	idle, ttl := s.cfg.IdleTimeout, s.remoteTTL
+	switch {
+	case idle == 0:
+		return ttl
+	case ttl == 0:
+		return idle
+	default:
+		return min(idle, ttl)
+	}
+}
+
+// armReadDeadline sets the read deadline before each frame, or clears a
+// deadline set earlier. Without timeouts it costs nothing.
+func (s *session) armReadDeadline() error {
+	timeout := s.readTimeout()
+	if timeout == 0 {
+		if !s.deadlineArmed {
+			return nil
+		}
+		s.deadlineArmed = false
+		return s.conn.SetReadDeadline(time.Time{})
+	}
+	s.deadlineArmed = true
+	return s.conn.SetReadDeadline(time.Now().Add(timeout))
+}
+
+// write sends b with one Write call under the write deadline.
+func (s *session) write(b []byte) error {
+	if s.cfg.WriteTimeout > 0 {
+		if err := s.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout)); err != nil {
+			return fmt.Errorf("%w: set deadline: %w", errWrite, err)
+		}
+	}
+	if _, err := s.conn.Write(b); err != nil {
+		return fmt.Errorf("%w: %w", errWrite, err)
+	}
+	return nil
+}
+
+// sendError sends an ERROR command on a best-effort basis before we close.
+func (s *session) sendError(reason string) {
+	_ = s.write(appendErrorCommand(nil, reason))
+}
+
+// interruptRead wakes a goroutine blocked reading this connection so that it
+// can notice the server is draining. Closing only the read side lets an
+// in-flight reply still be written. It is safe to call from any goroutine.
+func (s *session) interruptRead() {
+	if cr, ok := s.conn.(interface{ CloseRead() error }); ok {
+		if cr.CloseRead() == nil {
+			return
+		}
+	}
+	// Not a TCP connection (Listen only produces TCP ones) or CloseRead
+	// failed: a past deadline also wakes the reader. A session with a read
+	// timeout may re-arm its deadline before the next frame of a message in
+	// progress, but it never starts a new message once draining is set.
+	_ = s.conn.SetReadDeadline(time.Unix(1, 0))
+}
