@@ -235,10 +235,10 @@ func lookupProperty(props []property, name string) ([]byte, bool) {
 }
 
 // compatibleWithREP reports whether a peer socket type may talk to a REP
-// socket. RFC 37's table allows REQ and DEALER; we also accept ROUTER, whose
-// messages look exactly like a DEALER's from our side.
+// socket: REQ and DEALER, as RFC 28's table allows. Every other type
+// (ROUTER included) is refused with an ERROR command.
 func compatibleWithREP(socketType []byte) bool {
-	for _, ok := range [...]string{"REQ", "DEALER", "ROUTER"} {
+	for _, ok := range [...]string{"REQ", "DEALER"} {
 		if strings.EqualFold(string(socketType), ok) {
 			return true
 		}
