@@ -1,0 +1,225 @@
+package channel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"ramanserve/inference"
+	"ramanserve/server/channel"
+	"ramanserve/server/codec"
+	"ramanserve/server/zmtp"
+	"ramanserve/trainer"
+	"ramanserve/trainer/synth"
+)
+
+// fakeModel is a test double for the model only; the codec is real.
+type fakeModel struct {
+	meta inference.Metadata
+	err  error
+	pan  bool
+}
+
+func (m *fakeModel) Metadata() *inference.Metadata { return &m.meta }
+func (m *fakeModel) Targets() []inference.Analyte {
+	return []inference.Analyte{inference.EPA, inference.DHA, inference.DPA}
+}
+func (m *fakeModel) Predict(s *inference.Spectrum, out *inference.Prediction) error {
+	if m.pan {
+		panic("model bug")
+	}
+	if m.err != nil {
+		return m.err
+	}
+	*out = inference.Prediction{}
+	out.Concentrations.Set(inference.EPA, s.Intensities[0])
+	out.Concentrations.Set(inference.DHA, 2)
+	out.Concentrations.Set(inference.DPA, 3)
+	out.Confidence.Set(inference.EPA, 0.5)
+	out.Confidence.Set(inference.DHA, 0.5)
+	out.Confidence.Set(inference.DPA, 0.5)
+	return nil
+}
+
+type models struct{ m inference.Model }
+
+func (s models) Active() inference.Model { return s.m }
+
+func handle(h *channel.Handler, frames ...[]byte) *codec.Reply {
+	out := h.Handle(context.Background(), zmtp.Request{Frames: frames}, nil)
+	rep, err := codec.DecodeReply(out)
+	if err != nil {
+		panic(fmt.Sprintf("reply does not decode: %v", err))
+	}
+	return rep
+}
+
+func TestHandler(t *testing.T) {
+	wn := []float64{1, 2, 3}
+	predict := codec.AppendPredictRequest(nil, "req-1", 1, &codec.Spectrum{Wavenumbers: wn, Intensities: []float64{7, 8, 9}}, nil)
+	ping := codec.AppendPingRequest(nil, "req-2", 1)
+	info := codec.AppendModelInfoRequest(nil, "req-3", 1)
+	good := &fakeModel{meta: inference.Metadata{Version: "m-1", Algorithm: "fake", TrainedAt: time.Unix(0, 0)}}
+	cases := []struct {
+		name        string
+		model       inference.Model
+		frames      [][]byte
+		reqErr      error
+		replyType   string
+		code        codec.Code
+		correlation string
+	}{
+		{"ping without model", nil, [][]byte{ping}, nil, "pong", "", "req-2"},
+		{"ping with model", good, [][]byte{ping}, nil, "pong", "", "req-2"},
+		{"predict", good, [][]byte{predict}, nil, "predict_reply", "", "req-1"},
+		{"predict without model", nil, [][]byte{predict}, nil, "error", codec.CodeModelNotLoaded, "req-1"},
+		{"model_info", good, [][]byte{info}, nil, "model_info_reply", "", "req-3"},
+		{"model_info without model", nil, [][]byte{info}, nil, "error", codec.CodeModelNotLoaded, "req-3"},
+		{"invalid spectrum from the model", &fakeModel{err: fmt.Errorf("%w: wrong length", inference.ErrInvalidSpectrum)}, [][]byte{predict}, nil, "error", codec.CodeInvalidSpectrum, "req-1"},
+		{"out of range from the model", &fakeModel{err: fmt.Errorf("%w: axis", inference.ErrSpectrumOutOfRange)}, [][]byte{predict}, nil, "error", codec.CodeSpectrumOutOfRange, "req-1"},
+		{"unexpected model error", &fakeModel{err: errors.New("disk on fire")}, [][]byte{predict}, nil, "error", codec.CodeInternalError, "req-1"},
+		{"model panics", &fakeModel{pan: true}, [][]byte{predict}, nil, "error", codec.CodeInternalError, "req-1"},
+		{"garbage", good, [][]byte{[]byte("\xc1")}, nil, "error", codec.CodeMalformedMessage, ""},
+		{"two body frames", good, [][]byte{ping, ping}, nil, "error", codec.CodeMalformedMessage, ""},
+		{"no body frame", good, nil, nil, "error", codec.CodeMalformedMessage, ""},
+		{"too large", good, nil, zmtp.ErrMessageTooLarge, "error", codec.CodeMessageTooLarge, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := channel.New(channel.Options{Models: models{tc.model}, ServerVersion: "v-test"})
+			out := h.Handle(context.Background(), zmtp.Request{Frames: tc.frames, Err: tc.reqErr}, nil)
+			rep, err := codec.DecodeReply(out)
+			if err != nil {
+				t.Fatalf("reply does not decode: %v", err)
+			}
+			var code codec.Code
+			if rep.Error != nil {
+				code = rep.Error.Code
+				if rep.Error.Retryable != (code == codec.CodeInternalError) {
+					t.Errorf("retryable = %v for %s", rep.Error.Retryable, code)
+				}
+				if rep.Error.Message == "" {
+					t.Error("empty error message")
+				}
+			}
+			if rep.Type != tc.replyType || code != tc.code || rep.CorrelationID != tc.correlation || rep.Version != 1 || rep.ID == "" {
+				t.Fatalf("got %s %s corr=%q v=%d, want %s %s corr=%q", rep.Type, code, rep.CorrelationID, rep.Version, tc.replyType, tc.code, tc.correlation)
+			}
+			switch rep.Type {
+			case "pong":
+				p, err := codec.DecodePong(rep.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := ""
+				if tc.model != nil {
+					want = "m-1"
+				}
+				if p.ModelVersion != want || p.ProtocolVersion != 1 || p.ServerVersion != "v-test" || p.UptimeSeconds < 0 {
+					t.Errorf("pong %+v", p)
+				}
+			case "predict_reply":
+				p, err := codec.DecodePredictReply(rep.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.ModelVersion != "m-1" || p.Concentrations.Value[inference.EPA] != 7 || p.InferenceMS < 0 {
+					t.Errorf("predict reply %+v", p)
+				}
+			case "model_info_reply":
+				mi, err := codec.DecodeModelInfoReply(rep.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mi.ActiveVersion != "m-1" || mi.Algorithm != "fake" {
+					t.Errorf("model info %+v", mi)
+				}
+			}
+		})
+	}
+}
+
+// swappable is a model source whose model can change between calls.
+type swappable struct {
+	mu sync.Mutex
+	m  inference.Model
+}
+
+func (s *swappable) Active() inference.Model {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m
+}
+
+// TestPredictReadsTheModelOnce: a model swapped in while a predict runs
+// does not change that predict's reply.
+func TestPredictReadsTheModelOnce(t *testing.T) {
+	src := &swappable{}
+	swapper := &swapOnPredict{src: src, next: &fakeModel{meta: inference.Metadata{Version: "new"}}}
+	swapper.meta.Version = "old"
+	src.m = swapper
+	h := channel.New(channel.Options{Models: src})
+	req := codec.AppendPredictRequest(nil, "r", 1, &codec.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{5}}, nil)
+	rep := handle(h, req)
+	p, err := codec.DecodePredictReply(rep.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ModelVersion != "old" {
+		t.Fatalf("reply names %s; the call started on old", p.ModelVersion)
+	}
+	if src.Active().Metadata().Version != "new" {
+		t.Fatal("the swap did not happen")
+	}
+}
+
+// swapOnPredict swaps the source's model in the middle of its own Predict.
+type swapOnPredict struct {
+	fakeModel
+	src  *swappable
+	next inference.Model
+}
+
+func (m *swapOnPredict) Predict(s *inference.Spectrum, out *inference.Prediction) error {
+	m.src.mu.Lock()
+	m.src.m = m.next
+	m.src.mu.Unlock()
+	return m.fakeModel.Predict(s, out)
+}
+
+// BenchmarkPredict2048 is the server-side cost of one predict: decode the
+// request, validate the spectrum, predict with a trained PLS model,
+// compute the diagnostics and confidence, encode the reply.
+func BenchmarkPredict2048(b *testing.B) {
+	ds := synth.New(synth.Config{Seed: 4}).Dataset(150)
+	res, err := trainer.Train(context.Background(), ds, trainer.Options{Seed: 1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.Params.Meta.Version = "bench"
+	model, err := inference.NewPLSModel(res.Params, inference.ModelOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := channel.New(channel.Options{Models: models{model}, ServerVersion: "bench"})
+	s := synth.New(synth.Config{Seed: 5}).Next()
+	req := codec.AppendPredictRequest(nil, "6f1c5e0a-6b1e-4a44-9a6c-2f7f3a3b0c11", 1,
+		&codec.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: 1},
+		&codec.ScanContext{BatchID: "B-1", Port: "P1", ColumnIndex: 2})
+	frames := [][]byte{req}
+	dst := make([]byte, 0, 4096)
+	if rep := handle(h, req); rep.Error != nil {
+		b.Fatalf("predict: %v", rep.Error)
+	}
+	b.SetBytes(int64(len(req)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		dst = h.Handle(context.Background(), zmtp.Request{Frames: frames}, dst[:0])
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/predict")
+}
