@@ -1,0 +1,196 @@
+// Package client is a Go client for ramanserve's prediction channel
+// (api/messages.md), on a go-zeromq/zmq4 REQ socket.
+//
+// Each call has a timeout. When a reply does not come in time the client
+// follows the "Lazy Pirate" recipe of api/messages.md: it closes the socket
+// (a REQ socket that lost its reply is stuck), opens a new one and sends the
+// request again with a new id, up to Options.Retries times. A Client is not
+// safe for concurrent use; open one per goroutine, as with any REQ socket.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/google/uuid"
+
+	"ramanserve/server/codec"
+)
+
+// Options configure a Client. Zero fields take the defaults.
+type Options struct {
+	Timeout time.Duration // per attempt; default 1 s
+	Retries int           // extra attempts after a timeout; default 2; negative means none
+}
+
+// ErrTimeout is returned when no attempt got a reply in time.
+var ErrTimeout = errors.New("prediction channel: no reply")
+
+// Error is an error reply from the server: the contract's code, message
+// and whether retrying may help.
+type Error = codec.Error
+
+// Client talks to one prediction endpoint.
+type Client struct {
+	endpoint string
+	opts     Options
+	sock     zmq4.Socket
+	buf      []byte
+}
+
+// Dial connects to endpoint, e.g. "tcp://localhost:5555".
+func Dial(ctx context.Context, endpoint string, opts Options) (*Client, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Second
+	}
+	if opts.Retries == 0 {
+		opts.Retries = 2
+	}
+	if opts.Retries < 0 {
+		opts.Retries = 0
+	}
+	c := &Client{endpoint: endpoint, opts: opts}
+	if err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Client) connect(ctx context.Context) error {
+	sock := zmq4.NewReq(context.Background(), zmq4.WithDialerTimeout(c.opts.Timeout))
+	if err := sock.Dial(c.endpoint); err != nil {
+		sock.Close()
+		return fmt.Errorf("dial %s: %w", c.endpoint, err)
+	}
+	c.sock = sock
+	return nil
+}
+
+// Close releases the socket.
+func (c *Client) Close() error {
+	if c.sock == nil {
+		return nil
+	}
+	err := c.sock.Close()
+	c.sock = nil
+	return err
+}
+
+// Ping checks the server and returns its pong.
+func (c *Client) Ping(ctx context.Context) (*codec.Pong, error) {
+	rep, err := c.call(ctx, func(dst []byte, id string) []byte {
+		return codec.AppendPingRequest(dst, id, codec.Unix(time.Now()))
+	}, codec.TypeNamePong)
+	if err != nil {
+		return nil, err
+	}
+	return codec.DecodePong(rep.Body)
+}
+
+// Predict sends one spectrum and returns the prediction. sc may be nil.
+func (c *Client) Predict(ctx context.Context, s *codec.Spectrum, sc *codec.ScanContext) (*codec.PredictReply, error) {
+	rep, err := c.call(ctx, func(dst []byte, id string) []byte {
+		return codec.AppendPredictRequest(dst, id, codec.Unix(time.Now()), s, sc)
+	}, codec.TypeNamePredictReply)
+	if err != nil {
+		return nil, err
+	}
+	return codec.DecodePredictReply(rep.Body)
+}
+
+// ModelInfo returns the active model's description.
+func (c *Client) ModelInfo(ctx context.Context) (*codec.ModelInfo, error) {
+	rep, err := c.call(ctx, func(dst []byte, id string) []byte {
+		return codec.AppendModelInfoRequest(dst, id, codec.Unix(time.Now()))
+	}, codec.TypeNameModelInfoReply)
+	if err != nil {
+		return nil, err
+	}
+	return codec.DecodeModelInfoReply(rep.Body)
+}
+
+// call sends a request built by build and waits for its reply, retrying
+// with a fresh socket on timeout. Error replies are returned as *Error.
+func (c *Client) call(ctx context.Context, build func(dst []byte, id string) []byte, wantType string) (*codec.Reply, error) {
+	var lastErr error
+	for attempt := 0; attempt <= c.opts.Retries; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if c.sock == nil {
+			if err := c.connect(ctx); err != nil {
+				lastErr = err
+				continue
+			}
+		}
+		id := uuid.NewString()
+		c.buf = build(c.buf[:0], id)
+		raw, err := c.roundTrip(ctx, c.buf)
+		if err != nil {
+			// Lazy Pirate: the socket may be stuck; drop it.
+			c.Close()
+			lastErr = err
+			continue
+		}
+		rep, err := codec.DecodeReply(raw)
+		if err != nil {
+			return nil, err
+		}
+		if rep.Version != codec.ProtocolVersion {
+			return nil, fmt.Errorf("%w: v=%d", codec.ErrBadReply, rep.Version)
+		}
+		if rep.CorrelationID != id && rep.CorrelationID != "" {
+			return nil, fmt.Errorf("%w: correlation_id %q, sent %q", codec.ErrBadReply, rep.CorrelationID, id)
+		}
+		if rep.Error != nil {
+			if rep.Error.Retryable && attempt < c.opts.Retries {
+				lastErr = rep.Error
+				continue
+			}
+			return nil, rep.Error
+		}
+		if rep.Type != wantType {
+			return nil, fmt.Errorf("%w: reply type %q, want %q", codec.ErrBadReply, rep.Type, wantType)
+		}
+		return rep, nil
+	}
+	if errors.Is(lastErr, ErrTimeout) {
+		return nil, fmt.Errorf("%w after %d attempts of %v", ErrTimeout, c.opts.Retries+1, c.opts.Timeout)
+	}
+	return nil, lastErr
+}
+
+func (c *Client) roundTrip(ctx context.Context, frame []byte) ([]byte, error) {
+	if err := c.sock.Send(zmq4.NewMsg(frame)); err != nil {
+		return nil, err
+	}
+	type result struct {
+		msg zmq4.Msg
+		err error
+	}
+	ch := make(chan result, 1)
+	sock := c.sock
+	go func() {
+		m, err := sock.Recv()
+		ch <- result{m, err}
+	}()
+	timer := time.NewTimer(c.opts.Timeout)
+	defer timer.Stop()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, r.err
+		}
+		if len(r.msg.Frames) != 1 {
+			return nil, fmt.Errorf("%w: %d frames", codec.ErrBadReply, len(r.msg.Frames))
+		}
+		return r.msg.Frames[0], nil
+	case <-timer.C:
+		return nil, ErrTimeout
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,111 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ramanserve/inference"
+	"ramanserve/server/channel"
+	"ramanserve/server/client"
+	"ramanserve/server/codec"
+	"ramanserve/server/zmtp"
+)
+
+type constModel struct{ meta inference.Metadata }
+
+func (m *constModel) Metadata() *inference.Metadata { return &m.meta }
+func (m *constModel) Targets() []inference.Analyte  { return []inference.Analyte{inference.EPA} }
+func (m *constModel) Predict(s *inference.Spectrum, out *inference.Prediction) error {
+	if len(s.Intensities) != 3 {
+		return inference.ErrInvalidSpectrum
+	}
+	*out = inference.Prediction{}
+	out.Concentrations.Set(inference.EPA, 42)
+	out.Confidence.Set(inference.EPA, 1)
+	return nil
+}
+
+type source struct{ m inference.Model }
+
+func (s source) Active() inference.Model { return s.m }
+
+// serve runs the real channel handler on a real ZMTP server; delay makes
+// the first delayed requests slow.
+func serve(t *testing.T, delayFirst int32, delay time.Duration) string {
+	t.Helper()
+	h := channel.New(channel.Options{Models: source{&constModel{meta: inference.Metadata{Version: "c-1"}}}, ServerVersion: "t"})
+	var n atomic.Int32
+	srv, err := zmtp.Listen("tcp://127.0.0.1:0", zmtp.Config{}, zmtp.HandlerFunc(func(ctx context.Context, req zmtp.Request, dst []byte) []byte {
+		if n.Add(1) <= delayFirst {
+			time.Sleep(delay)
+		}
+		return h.Handle(ctx, req, dst)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(context.Background())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	return "tcp://" + srv.Addr().String()
+}
+
+func TestClientCalls(t *testing.T) {
+	ep := serve(t, 0, 0)
+	c, err := client.Dial(context.Background(), ep, client.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pong, err := c.Ping(context.Background())
+	if err != nil || pong.ModelVersion != "c-1" || pong.ProtocolVersion != 1 {
+		t.Fatalf("ping: %+v %v", pong, err)
+	}
+	pr, err := c.Predict(context.Background(), &codec.Spectrum{Wavenumbers: []float64{1, 2, 3}, Intensities: []float64{1, 2, 3}}, nil)
+	if err != nil || pr.Concentrations.Value[inference.EPA] != 42 || pr.ModelVersion != "c-1" {
+		t.Fatalf("predict: %+v %v", pr, err)
+	}
+	mi, err := c.ModelInfo(context.Background())
+	if err != nil || mi.ActiveVersion != "c-1" {
+		t.Fatalf("model info: %+v %v", mi, err)
+	}
+	// A contract error comes back typed, not retried.
+	_, err = c.Predict(context.Background(), &codec.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{1}}, nil)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != codec.CodeInvalidSpectrum || ce.Retryable {
+		t.Fatalf("invalid spectrum: %v", err)
+	}
+}
+
+func TestClientLazyPirateRetry(t *testing.T) {
+	// The first request is answered too late: the client gives up on that
+	// socket, opens a new one and succeeds on the retry.
+	ep := serve(t, 1, 400*time.Millisecond)
+	c, err := client.Dial(context.Background(), ep, client.Options{Timeout: 150 * time.Millisecond, Retries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pong, err := c.Ping(context.Background())
+	if err != nil || pong.ModelVersion != "c-1" {
+		t.Fatalf("ping after a lost reply: %+v %v", pong, err)
+	}
+}
+
+func TestClientGivesUp(t *testing.T) {
+	ep := serve(t, 100, 300*time.Millisecond)
+	c, err := client.Dial(context.Background(), ep, client.Options{Timeout: 50 * time.Millisecond, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Ping(context.Background()); !errors.Is(err, client.ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+}
