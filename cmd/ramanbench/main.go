@@ -1,0 +1,286 @@
+// Command ramanbench measures the prediction channel: latency percentiles
+// and throughput with 1 and 8 concurrent REQ clients sending 2048-point
+// spectra, against ramanserve and, side by side in the same run with the
+// same client, a Python reference server (pyzmq REP + msgpack +
+// scikit-learn PLSRegression.predict, from Debian's packages).
+//
+//	go run ./cmd/ramanbench [-duration 5s] [-python /usr/bin/python3]
+//
+// Both servers get an equivalent model: ramanserve trains one on synthetic
+// spectra, and the reference fits scikit-learn's PLSRegression with the same
+// number of components on the same data.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"ramanserve/inference"
+	"ramanserve/inference/registry"
+	"ramanserve/server"
+	"ramanserve/server/client"
+	"ramanserve/server/codec"
+	"ramanserve/trainer"
+	"ramanserve/trainer/synth"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "ramanbench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	server    string
+	clients   int
+	requests  int
+	errors    int
+	elapsed   time.Duration
+	latencies []time.Duration
+}
+
+func (r *result) percentile(p float64) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(r.latencies)-1))
+	return r.latencies[i]
+}
+
+func (r *result) throughput() float64 { return float64(r.requests) / r.elapsed.Seconds() }
+
+func run() error {
+	duration := flag.Duration("duration", 5*time.Second, "measuring time per server and client count")
+	python := flag.String("python", "/usr/bin/python3", "Debian python3 with python3-zmq, python3-msgpack, python3-sklearn")
+	samples := flag.Int("samples", 300, "synthetic training samples for the benchmark model")
+	skipPython := flag.Bool("skip-python", false, "measure ramanserve only")
+	flag.Parse()
+	ctx := context.Background()
+
+	dir, err := os.MkdirTemp("", "ramanbench-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	// The model: trained here on synthetic spectra.
+	fmt.Printf("training the benchmark model on %d synthetic spectra...\n", *samples)
+	var csv bytes.Buffer
+	if err := synth.New(synth.Config{Seed: 2026}).WriteCSV(ctx, &csv, *samples); err != nil {
+		return err
+	}
+	csvPath := filepath.Join(dir, "train.csv")
+	if err := os.WriteFile(csvPath, csv.Bytes(), 0o644); err != nil {
+		return err
+	}
+	ds := synth.New(synth.Config{Seed: 2026}).Dataset(*samples)
+	res, err := trainer.Train(ctx, ds, trainer.Options{Seed: 1}, nil)
+	if err != nil {
+		return err
+	}
+
+	// ramanserve, the real server (registry, ZMTP, channel handler), in
+	// this process on loopback.
+	app, err := server.Start(ctx, server.Config{
+		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: filepath.Join(dir, "registry"),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	defer app.Shutdown(context.Background())
+	version, _, err := app.Registry.AddStaged(ctx, registry.StagedModel{
+		Ext: ".npz", TrainedAt: res.Params.Meta.TrainedAt, Algorithm: res.Params.Meta.Algorithm,
+		Write: func(v string, w io.Writer) error {
+			p := *res.Params
+			p.Meta.Version = v
+			return inference.WriteArtifact(w, &p)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := app.Registry.Load(ctx, registry.LoadRequest{Version: version}); err != nil {
+		return err
+	}
+	fmt.Printf("model %s: PLS2, %d components\n", version, res.Components)
+
+	targets := []struct{ name, endpoint string }{{"ramanserve (Go)", app.ZMQEndpoint()}}
+	if !*skipPython {
+		ep, stop, err := startReference(*python, dir, csvPath, res.Components)
+		if err != nil {
+			return fmt.Errorf("python reference server: %w (use -skip-python to measure ramanserve alone)", err)
+		}
+		defer stop()
+		targets = append(targets, struct{ name, endpoint string }{"python reference", ep})
+	}
+
+	spectra := make([]codec.Spectrum, 64)
+	g := synth.New(synth.Config{Seed: 7})
+	for i := range spectra {
+		spectra[i] = codec.Spectrum{Wavenumbers: synth.Axis(), Intensities: g.Next().Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: int64(i)}
+	}
+	fmt.Printf("load: 2048-point spectra, %v per run, GOMAXPROCS %d\n\n", *duration, runtime.GOMAXPROCS(0))
+	var results []*result
+	for _, clients := range []int{1, 8} {
+		for _, tg := range targets {
+			r, err := measure(tg.name, tg.endpoint, clients, *duration, spectra)
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+		}
+	}
+
+	fmt.Printf("%-18s %7s %9s %9s %9s %9s %11s %7s\n", "server", "clients", "requests", "p50", "p95", "p99", "req/s", "errors")
+	for _, r := range results {
+		fmt.Printf("%-18s %7d %9d %9s %9s %9s %11.0f %7d\n", r.server, r.clients, r.requests,
+			us(r.percentile(0.50)), us(r.percentile(0.95)), us(r.percentile(0.99)), r.throughput(), r.errors)
+	}
+	if len(targets) == 2 {
+		fmt.Println()
+		for i := 0; i+1 < len(results); i += 2 {
+			goRes, pyRes := results[i], results[i+1]
+			fmt.Printf("throughput ratio, %d client(s): ramanserve / python = %.1fx\n", goRes.clients, goRes.throughput()/pyRes.throughput())
+		}
+	}
+	return nil
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0fus", float64(d.Nanoseconds())/1e3) }
+
+// measure runs clients concurrent REQ clients for d after a warm-up.
+func measure(name, endpoint string, clients int, d time.Duration, spectra []codec.Spectrum) (*result, error) {
+	ctx := context.Background()
+	conns := make([]*client.Client, clients)
+	for i := range conns {
+		c, err := client.Dial(ctx, endpoint, client.Options{Timeout: 5 * time.Second, Retries: -1})
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		for w := 0; w < 50; w++ { // warm-up
+			if _, err := c.Predict(ctx, &spectra[w%len(spectra)], nil); err != nil {
+				return nil, fmt.Errorf("%s warm-up: %w", name, err)
+			}
+		}
+		conns[i] = c
+	}
+	var (
+		mu  sync.Mutex
+		all = &result{server: name, clients: clients}
+		wg  sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, 1<<16)
+			errs := 0
+			for k := i; time.Now().Before(deadline); k++ {
+				t0 := time.Now()
+				_, err := c.Predict(ctx, &spectra[k%len(spectra)], nil)
+				if err != nil {
+					errs++
+					continue
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			all.latencies = append(all.latencies, lat...)
+			all.errors += errs
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	all.elapsed = time.Since(start)
+	all.requests = len(all.latencies)
+	slices.Sort(all.latencies)
+	return all, nil
+}
+
+// startReference fits the reference model and starts ref_server.py on a
+// free port.
+func startReference(python, dir, csvPath string, components int) (string, func(), error) {
+	src, err := sourceDir()
+	if err != nil {
+		return "", nil, err
+	}
+	model := filepath.Join(dir, "reference.joblib")
+	fit := exec.Command(python, filepath.Join(src, "fit_reference.py"), csvPath, strconv.Itoa(components), model)
+	if out, err := fit.CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("fit: %v\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	endpoint := fmt.Sprintf("tcp://127.0.0.1:%d", port)
+	cmd := exec.Command(python, filepath.Join(src, "ref_server.py"), endpoint, model)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) == "READY" {
+				ready <- true
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			cmd.Process.Kill()
+			return "", nil, fmt.Errorf("ref_server.py exited before binding")
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		return "", nil, fmt.Errorf("ref_server.py did not bind within 60s")
+	}
+	return endpoint, func() { cmd.Process.Kill(); cmd.Wait() }, nil
+}
+
+// sourceDir finds the Python scripts next to this command's source.
+func sourceDir() (string, error) {
+	for _, dir := range []string{"cmd/ramanbench", "."} {
+		if _, err := os.Stat(filepath.Join(dir, "ref_server.py")); err == nil {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("ref_server.py not found: run from the repository root")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
