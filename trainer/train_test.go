@@ -3,10 +3,15 @@ package trainer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"ramanserve/inference"
 	"ramanserve/trainer"
@@ -116,5 +121,47 @@ func BenchmarkTrain2000(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(res.Components), "components")
+	}
+}
+
+// TestTrainingSpeedVsSklearn is the training figure of `make bench`
+// (RAMAN_BENCH_TRAIN=1): 2000 x 2048 synthetic spectra, 10-fold CV over
+// 1..20 components and the final fit, here and in scikit-learn on the same
+// data. It is a measurement, skipped by `make test`.
+func TestTrainingSpeedVsSklearn(t *testing.T) {
+	if os.Getenv("RAMAN_BENCH_TRAIN") != "1" {
+		t.Skip("set RAMAN_BENCH_TRAIN=1 (make bench)")
+	}
+	const n = 2000
+	ds := synth.New(synth.Config{Seed: 12}).Dataset(n)
+	start := time.Now()
+	res, err := trainer.Train(context.Background(), ds, trainer.Options{Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goTime := time.Since(start)
+
+	csvPath := filepath.Join(t.TempDir(), "train.csv")
+	f, err := os.Create(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := synth.New(synth.Config{Seed: 12}).WriteCSV(context.Background(), f, n); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, err := exec.Command("/usr/bin/python3", "testdata/bench_sklearn.py", csvPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("scikit-learn benchmark: %v\n%s", err, out)
+	}
+	var pyTime float64
+	var pyBest int
+	if _, err := fmt.Sscan(string(out), &pyTime, &pyBest); err != nil {
+		t.Fatalf("scikit-learn output %q: %v", out, err)
+	}
+	fmt.Printf("training 2000 x 2048, 10-fold CV over 1..20 components + final fit: ramanserve %.2f s (%d components), scikit-learn %.2f s (%d components by min RMSECV): %.1fx faster (target <= 60 s and faster than scikit-learn)\n",
+		goTime.Seconds(), res.Components, pyTime, pyBest, pyTime/goTime.Seconds())
+	if goTime > time.Minute || goTime.Seconds() >= pyTime {
+		t.Errorf("training took %v (scikit-learn %.2f s)", goTime, pyTime)
 	}
 }
