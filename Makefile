@@ -57,9 +57,17 @@ test: deps check-generated lint test-go
 test-go:
 	$(GO) test $(GOTEST_FLAGS) ./...
 
-## bench: latency, throughput and training figures (see README)
+## bench: every figure of the README's performance table
 bench: deps build
-	$(GO) test -run '^$$' -bench . -benchmem ./server/... ./inference/...
+	@echo "== server-side cost of one predict (decode, validate, predict, diagnostics, encode)"
+	$(GO) test -run '^$$' -bench 'Predict2048' -benchmem ./server/channel ./inference
+	@echo "== codec"
+	$(GO) test -run '^$$' -bench . -benchmem ./server/codec
+	@echo "== training: 2000 x 2048, CV over 1..20 components, against scikit-learn"
+	RAMAN_BENCH_TRAIN=1 $(GO) test -count=1 -run TestTrainingSpeedVsSklearn -v ./trainer | grep -E '^(training|---|ok|FAIL)'
+	@echo "== 200 MB training upload: server memory"
+	RAMAN_BENCH_UPLOAD=1 $(GO) test -count=1 -run TestUploadMemory200MB -v ./conformance | grep -E '^(upload|---|ok|FAIL)'
+	@echo "== prediction channel: latency and throughput against the Python reference"
 	$(GO) run ./cmd/ramanbench
 
 ## fuzz: run every fuzz target for FUZZTIME each
