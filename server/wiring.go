@@ -2,18 +2,19 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"ramanserve/gen"
 	"ramanserve/inference"
 	"ramanserve/inference/registry"
+	"ramanserve/inference/sklearn"
 	"ramanserve/server/channel"
 	"ramanserve/server/contract"
 	"ramanserve/server/zmtp"
@@ -216,9 +217,40 @@ func derefBreakdown(b inference.Breakdown) gen.MetricBreakdown {
 	return gen.MetricBreakdown{}
 }
 
-// openJoblib reads a scikit-learn .joblib file. The restricted pickle
-// reader is not in this build: every such file is refused as unreadable,
-// without executing anything.
+// openJoblib reads a scikit-learn .joblib file with the restricted reader
+// (nothing in it is executed). scikit-learn files carry no wavenumber axis:
+// the model gets the instrument axis when its feature count matches it. A
+// one-target model names its analyte in the sidecar copied with it
+// (<file>.json, {"target": "EPA"}).
 func openJoblib(ctx context.Context, path string, e registry.Entry, opts inference.ModelOptions) (inference.Model, error) {
-	return nil, fmt.Errorf("%w: %s: scikit-learn .joblib import is not available in this build", inference.ErrModelCorrupted, filepath.Base(path))
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
+	}
+	defer f.Close()
+	params, _, err := sklearn.Load(ctx, f, sklearn.Options{Target: sidecarTarget(path + ".json")})
+	if err != nil {
+		return nil, err
+	}
+	params.Meta.Version = e.Version
+	params.Meta.TrainedAt = e.TrainedAt
+	if len(opts.InstrumentAxis) != len(params.XMean) {
+		opts.InstrumentAxis = nil
+	}
+	return inference.NewPLSModel(params, opts)
+}
+
+// sidecarTarget reads the "target" of an imported model's sidecar.
+func sidecarTarget(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) > 1<<16 {
+		return ""
+	}
+	var sc struct {
+		Target string `json:"target"`
+	}
+	if json.Unmarshal(b, &sc) != nil {
+		return ""
+	}
+	return sc.Target
 }
