@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os/exec"
@@ -12,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/google/uuid"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"ramanserve/server/client"
 	"ramanserve/server/codec"
 	"ramanserve/trainer/synth"
 )
@@ -214,49 +213,27 @@ func TestChannelPyzmq(t *testing.T) {
 	}
 }
 
-// zmqClient is a REQ socket from go-zeromq/zmq4 with a receive timeout.
+// zmqClient sends raw frames through the project's Go client
+// (server/client), so the suite can send malformed requests too.
 type zmqClient struct {
-	sock zmq4.Socket
+	cl *client.Client
 }
 
 func dialZMQ(t *testing.T, endpoint string) *zmqClient {
 	t.Helper()
-	sock := zmq4.NewReq(context.Background(), zmq4.WithDialerTimeout(5*time.Second))
-	if err := sock.Dial(endpoint); err != nil {
+	// The per-call timeout comes from roundTrip's context.
+	cl, err := client.Dial(context.Background(), endpoint, client.Options{Timeout: time.Minute, Retries: -1})
+	if err != nil {
 		t.Fatalf("dial %s: %v", endpoint, err)
 	}
-	c := &zmqClient{sock: sock}
-	t.Cleanup(func() { sock.Close() })
-	return c
+	t.Cleanup(func() { cl.Close() })
+	return &zmqClient{cl: cl}
 }
 
-var errTimeout = errors.New("no reply within the timeout")
-
 func (c *zmqClient) roundTrip(frame []byte, timeout time.Duration) ([]byte, error) {
-	if err := c.sock.Send(zmq4.NewMsg(frame)); err != nil {
-		return nil, err
-	}
-	type result struct {
-		msg zmq4.Msg
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		m, err := c.sock.Recv()
-		ch <- result{m, err}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, r.err
-		}
-		if len(r.msg.Frames) != 1 {
-			return nil, fmt.Errorf("reply has %d frames, want 1", len(r.msg.Frames))
-		}
-		return r.msg.Frames[0], nil
-	case <-time.After(timeout):
-		return nil, errTimeout
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return c.cl.RoundTrip(ctx, frame)
 }
 
 // goScenarioFrame builds the same scenarios as pyzmq_client.py.

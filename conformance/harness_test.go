@@ -121,6 +121,26 @@ func (tg *target) wrapOpen(open registry.OpenFunc) registry.OpenFunc {
 	}
 }
 
+// emptyServer starts a second in-process server with an empty registry,
+// for tests of the no-model answers once the suite's server has models.
+// It returns the HTTP base address and the prediction endpoint.
+func emptyServer(t *testing.T) (httpBase, zmqEndpoint string) {
+	t.Helper()
+	app, err := server.Start(context.Background(), server.Config{
+		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		app.Shutdown(ctx)
+	})
+	return "http://" + app.HTTPAddr(), app.ZMQEndpoint()
+}
+
 // needInProcess skips tests that control the server's files or process.
 func needInProcess(t *testing.T) {
 	t.Helper()
@@ -210,14 +230,19 @@ var (
 // api is the generated client, validating every response.
 func api(t *testing.T) *gen.ClientWithResponses {
 	t.Helper()
-	clientOnce.Do(func() {
-		c, err := gen.NewClientWithResponses(suite.httpBase, gen.WithHTTPClient(validatingDoer{client: httpClient()}))
-		if err != nil {
-			panic(err)
-		}
-		apiClient = c
-	})
+	clientOnce.Do(func() { apiClient = apiAt(t, suite.httpBase) })
 	return apiClient
+}
+
+// apiAt is the generated client for the server at base, validating every
+// response.
+func apiAt(t *testing.T, base string) *gen.ClientWithResponses {
+	t.Helper()
+	c, err := gen.NewClientWithResponses(base, gen.WithHTTPClient(validatingDoer{client: httpClient()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // raw sends a hand-made request (for cases the generated client cannot

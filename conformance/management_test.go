@@ -98,14 +98,28 @@ func TestErrorEnvelopeOnEveryFailure(t *testing.T) {
 	}
 }
 
+// TestModelInfoWithoutModel: with no active model, GET /model/info is 404
+// MODEL_NOT_LOADED, GET /model/list names no active model, and health is
+// ok with model_loaded false.
 func TestModelInfoWithoutModel(t *testing.T) {
-	needInProcess(t)
-	if suite.app.Registry.Active() != nil {
-		t.Skip("a model is active")
+	c := api(t)
+	if suite.app != nil {
+		base, _ := emptyServer(t)
+		c = apiAt(t, base)
+	} else if h := must(c.GetHealthWithResponse(context.Background()))(t); h.JSON200.ModelLoaded != nil && *h.JSON200.ModelLoaded {
+		t.Skip("the external server has a model loaded")
 	}
-	res := must(api(t).GetModelInfoWithResponse(context.Background()))(t)
+	res := must(c.GetModelInfoWithResponse(context.Background()))(t)
 	if res.StatusCode() != 404 || res.JSON404 == nil || res.JSON404.Code != "MODEL_NOT_LOADED" {
 		t.Fatalf("status %d body %s", res.StatusCode(), res.Body)
+	}
+	list := must(c.ListModelsWithResponse(context.Background()))(t)
+	if list.StatusCode() != 200 || list.JSON200.Active != nil || len(list.JSON200.Models) != 0 {
+		t.Errorf("model list without a model: %d %s", list.StatusCode(), list.Body)
+	}
+	h := must(c.GetHealthWithResponse(context.Background()))(t)
+	if h.StatusCode() != 200 || h.JSON200.Status != gen.Ok || h.JSON200.ModelLoaded == nil || *h.JSON200.ModelLoaded || h.JSON200.ActiveVersion != nil {
+		t.Errorf("health without a model: %d %s", h.StatusCode(), h.Body)
 	}
 }
 

@@ -2,8 +2,6 @@ package conformance
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -12,7 +10,6 @@ import (
 
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/server"
 	"ramanserve/server/codec"
 )
 
@@ -206,19 +203,7 @@ func TestChannelWithoutModel(t *testing.T) {
 	endpoint, httpBase := suite.zmq, suite.httpBase
 	if suite.app != nil {
 		// The suite's server has models by now: start an empty one.
-		app, err := server.Start(context.Background(), server.Config{
-			HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			app.Shutdown(ctx)
-		})
-		endpoint, httpBase = app.ZMQEndpoint(), "http://"+app.HTTPAddr()
+		httpBase, endpoint = emptyServer(t)
 	} else if h := must(api(t).GetHealthWithResponse(context.Background()))(t); h.JSON200.ModelLoaded != nil && *h.JSON200.ModelLoaded {
 		t.Skip("the external server has a model loaded")
 	}

@@ -163,6 +163,25 @@ func (c *Client) call(ctx context.Context, build func(dst []byte, id string) []b
 	return nil, lastErr
 }
 
+// RoundTrip sends one already-encoded request frame and returns the raw
+// reply frame: one attempt, no retry and no check of the reply. It is for
+// tools that need to send what the typed calls cannot (the conformance
+// suite's malformed requests). On a timeout the socket is dropped, so the
+// next call reconnects (Lazy Pirate). The wait ends at Options.Timeout or
+// ctx's deadline, whichever comes first.
+func (c *Client) RoundTrip(ctx context.Context, frame []byte) ([]byte, error) {
+	if c.sock == nil {
+		if err := c.connect(ctx); err != nil {
+			return nil, err
+		}
+	}
+	raw, err := c.roundTrip(ctx, frame)
+	if err != nil {
+		c.Close()
+	}
+	return raw, err
+}
+
 func (c *Client) roundTrip(ctx context.Context, frame []byte) ([]byte, error) {
 	if err := c.sock.Send(zmq4.NewMsg(frame)); err != nil {
 		return nil, err

@@ -109,3 +109,31 @@ func TestClientGivesUp(t *testing.T) {
 		t.Fatalf("err = %v, want ErrTimeout", err)
 	}
 }
+
+// TestRoundTripSendsRawFrames: a frame the typed calls cannot build gets
+// the contract's error reply, and a timed-out round trip leaves a client
+// that reconnects and works.
+func TestRoundTripSendsRawFrames(t *testing.T) {
+	ep := serve(t, 1, 300*time.Millisecond)
+	c, err := client.Dial(context.Background(), ep, client.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ping := codec.AppendPingRequest(nil, "slow", 0)
+	if _, err := c.RoundTrip(ctx, ping); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("delayed reply: err = %v, want the context's deadline", err)
+	}
+	cancel()
+
+	raw, err := c.RoundTrip(context.Background(), []byte{0xc1}) // never valid MessagePack
+	if err != nil {
+		t.Fatalf("after a timeout the client must reconnect: %v", err)
+	}
+	rep, err := codec.DecodeReply(raw)
+	if err != nil || rep.Type != "error" || rep.Error == nil || rep.Error.Code != codec.CodeMalformedMessage || rep.CorrelationID != "" {
+		t.Fatalf("reply to garbage: %+v %v", rep, err)
+	}
+}
