@@ -414,3 +414,39 @@ func TestChannelClientsAgree(t *testing.T) {
 func analyteIndex(name string) int {
 	return strings.Index("EPA DHA DPA", name) / 4
 }
+
+// TestHostileMessagesLeaveOthersServed: after each malformed or hostile
+// message from one client (undecodable bytes, truncated MessagePack, not a
+// map, a wrong v, a missing id, NaN and Inf, a 10^6-element array, an
+// oversized message), that client gets its one error reply, and another
+// client's ping is still answered within 50 ms: the best of three, so a
+// single scheduling hiccup on a loaded machine does not fail it.
+func TestHostileMessagesLeaveOthersServed(t *testing.T) {
+	twoModels(t)
+	wn, in := testSpectrum()
+	hostile := dialZMQ(t, suite.zmq)
+	good := dialZMQ(t, suite.zmq)
+	for _, name := range []string{"garbage", "truncated", "not_a_map", "wrong_v", "missing_id", "nan", "inf", "million", "too_large"} {
+		t.Run(name, func(t *testing.T) {
+			frame, id := goScenarioFrame(name, wn, in)
+			raw := must(hostile.roundTrip(frame, 5*time.Second))(t)
+			got := goResult(t, raw, id)
+			if got.Type != "error" || got.Code == nil || *got.Code != channelScenarios[name].code {
+				t.Fatalf("reply %s %v, want error %s", got.Type, got.Code, channelScenarios[name].code)
+			}
+			best := time.Hour
+			for i := 0; i < 3; i++ {
+				ping, pingID := goScenarioFrame("ping", wn, in)
+				start := time.Now()
+				raw := must(good.roundTrip(ping, 5*time.Second))(t)
+				best = min(best, time.Since(start))
+				if pong := goResult(t, raw, pingID); pong.Type != "pong" || !pong.CorrelationOK {
+					t.Fatalf("the other client's ping got %s (correlation ok %v)", pong.Type, pong.CorrelationOK)
+				}
+			}
+			if best > 50*time.Millisecond {
+				t.Fatalf("the other client's best ping round trip took %v, want <= 50ms", best)
+			}
+		})
+	}
+}

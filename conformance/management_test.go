@@ -157,28 +157,53 @@ func TestFileLoadPathRules(t *testing.T) {
 	}
 }
 
+// TestCorruptFilesAreRefused: a corrupted file, a truncated model, and a
+// wrong path each fail the load with their code, and the previous model
+// stays active and keeps serving predictions with the same numbers.
 func TestCorruptFilesAreRefused(t *testing.T) {
 	needInProcess(t)
+	active, _ := twoModels(t)
 	importDir := filepath.Join(suite.regDir, "import")
-	cases := []struct{ name, content string }{
-		{"garbage", "this is not a pickle"},
-		{"empty", ""},
-		{"truncated zlib", "\x78\x9c\x01\x02"},
+	real, err := os.ReadFile(filepath.Join(sklearnFixtures, "realistic_2048.joblib"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wn, in := testSpectrum()
+	zc := dialZMQ(t, suite.zmq)
+	_, want := predictOnce(t, zc, wn, in)
+	cases := []struct {
+		name, content string
+		path          string // "" writes content to a new file under import/
+		code          string
+	}{
+		{"garbage", "this is not a pickle", "", "MODEL_CORRUPTED"},
+		{"empty", "", "", "MODEL_CORRUPTED"},
+		{"truncated zlib", "\x78\x9c\x01\x02", "", "MODEL_CORRUPTED"},
+		{"truncated model", string(real[:len(real)/2]), "", "MODEL_CORRUPTED"},
+		{"wrong path", "", filepath.Join(importDir, "no-such-model.joblib"), "MODEL_NOT_FOUND"},
+		{"path outside the roots", "", "/etc/passwd.joblib", "PATH_NOT_ALLOWED"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := filepath.Join(importDir, "corrupt-"+string(rune('a'+i))+".joblib")
-			os.WriteFile(p, []byte(tc.content), 0o644)
+			version := "corrupt-" + string(rune('a'+i))
+			p := tc.path
+			if p == "" {
+				p = filepath.Join(importDir, version+".joblib")
+				os.WriteFile(p, []byte(tc.content), 0o644)
+			}
 			src := gen.LoadModelRequestSource("file")
 			before := must(api(t).ListModelsWithResponse(context.Background()))(t).JSON200
-			res := must(api(t).LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: "corrupt-" + string(rune('a'+i)), Source: &src, Path: &p}))(t)
-			if res.StatusCode() != 400 || res.JSON400.Code != "MODEL_CORRUPTED" || res.JSON400.Message == "" {
-				t.Fatalf("got %d %s", res.StatusCode(), res.Body)
+			res := must(api(t).LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version, Source: &src, Path: &p}))(t)
+			if res.StatusCode() != 400 || res.JSON400.Code != tc.code || res.JSON400.Message == "" {
+				t.Fatalf("got %d %s, want 400 %s", res.StatusCode(), res.Body, tc.code)
 			}
 			after := must(api(t).ListModelsWithResponse(context.Background()))(t).JSON200
-			if len(after.Models) != len(before.Models) || (before.Active == nil) != (after.Active == nil) ||
-				(before.Active != nil && *before.Active != *after.Active) {
+			if len(after.Models) != len(before.Models) || after.Active == nil || *after.Active != active {
 				t.Fatalf("registry changed after a failed load: before %+v after %+v", before, after)
+			}
+			_, got := predictOnce(t, zc, wn, in)
+			if got.ModelVersion != active || got.Concentrations != want.Concentrations {
+				t.Fatalf("after the failed load: served by %s with %v, want %s with %v", got.ModelVersion, got.Concentrations, active, want.Concentrations)
 			}
 		})
 	}
