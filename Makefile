@@ -13,7 +13,7 @@ GOTEST_FLAGS  ?= -count=1 -timeout 14m
 all: build
 
 build:
-	$(GO) build -o bin/ramanserve ./cmd/ramanserve
+	$(GO) build -buildvcs=auto -o bin/ramanserve ./cmd/ramanserve
 
 ## run: the server on :5556 (HTTP) and :5555 (ZeroMQ) with a file registry in ./var/registry
 run: build

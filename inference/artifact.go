@@ -300,16 +300,21 @@ func readArtifact(r io.ReaderAt, size int64) (*PLSParams, error) {
 			p.Meta.R2.Set(a, v)
 		}
 	}
-	vector := func(name string, required bool) ([]float64, error) {
+	// member reads name.npy; found is false for a missing optional member.
+	member := func(name string, required bool) (shape []int, data []float64, found bool, err error) {
 		f := files[name+".npy"]
 		if f == nil {
 			if required {
-				return nil, fmt.Errorf("%s.npy is missing", name)
+				return nil, nil, false, fmt.Errorf("%s.npy is missing", name)
 			}
-			return nil, nil
+			return nil, nil, false, nil
 		}
-		shape, data, err := readNPY(f)
-		if err != nil {
+		shape, data, err = readNPY(f)
+		return shape, data, true, err
+	}
+	vector := func(name string, required bool) ([]float64, error) {
+		shape, data, found, err := member(name, required)
+		if err != nil || !found {
 			return nil, err
 		}
 		if len(shape) != 1 {
@@ -318,15 +323,8 @@ func readArtifact(r io.ReaderAt, size int64) (*PLSParams, error) {
 		return data, nil
 	}
 	matrix := func(name string, required bool) (*mat.Dense, error) {
-		f := files[name+".npy"]
-		if f == nil {
-			if required {
-				return nil, fmt.Errorf("%s.npy is missing", name)
-			}
-			return nil, nil
-		}
-		shape, data, err := readNPY(f)
-		if err != nil {
+		shape, data, found, err := member(name, required)
+		if err != nil || !found {
 			return nil, err
 		}
 		if len(shape) != 2 || shape[0] == 0 || shape[1] == 0 {

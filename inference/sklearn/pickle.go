@@ -168,6 +168,32 @@ func (m *machine) top() (any, error) {
 	return m.stack[len(m.stack)-1], nil
 }
 
+// topDict returns the dict on top of the stack, which op adds items to.
+func (m *machine) topDict(op string) (*dict, error) {
+	t, err := m.top()
+	if err != nil {
+		return nil, err
+	}
+	d, ok := t.(*dict)
+	if !ok {
+		return nil, corrupt("%s on %T", op, t)
+	}
+	return d, nil
+}
+
+// topList returns the list on top of the stack, which op appends to.
+func (m *machine) topList(op string) (*list, error) {
+	t, err := m.top()
+	if err != nil {
+		return nil, err
+	}
+	l, ok := t.(*list)
+	if !ok {
+		return nil, corrupt("%s on %T", op, t)
+	}
+	return l, nil
+}
+
 // popMark pops everything above the last MARK.
 func (m *machine) popMark() ([]any, error) {
 	if len(m.marks) == 0 {
@@ -279,13 +305,9 @@ func (m *machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
-		t, err := m.top()
+		d, err := m.topDict("SETITEM")
 		if err != nil {
 			return err
-		}
-		d, ok := t.(*dict)
-		if !ok {
-			return corrupt("SETITEM on %T", t)
 		}
 		return d.setPairs([]any{k, v})
 	case 'u': // SETITEMS
@@ -293,13 +315,9 @@ func (m *machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
-		t, err := m.top()
+		d, err := m.topDict("SETITEMS")
 		if err != nil {
 			return err
-		}
-		d, ok := t.(*dict)
-		if !ok {
-			return corrupt("SETITEMS on %T", t)
 		}
 		return d.setPairs(items)
 	case 'a': // APPEND
@@ -307,13 +325,9 @@ func (m *machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
-		t, err := m.top()
+		l, err := m.topList("APPEND")
 		if err != nil {
 			return err
-		}
-		l, ok := t.(*list)
-		if !ok {
-			return corrupt("APPEND on %T", t)
 		}
 		l.items = append(l.items, v)
 	case 'e': // APPENDS
@@ -321,13 +335,9 @@ func (m *machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
-		t, err := m.top()
+		l, err := m.topList("APPENDS")
 		if err != nil {
 			return err
-		}
-		l, ok := t.(*list)
-		if !ok {
-			return corrupt("APPENDS on %T", t)
 		}
 		l.items = append(l.items, items...)
 	case 0x8c, 'X', 0x8d: // SHORT_BINUNICODE, BINUNICODE, BINUNICODE8
