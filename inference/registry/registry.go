@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -353,13 +354,23 @@ func (r *Registry) commitActive(entry *Entry) (string, error) {
 	return previous, nil
 }
 
-func (r *Registry) openEntry(ctx context.Context, e *Entry) (inference.Model, error) {
+// A reader that panics on a hostile file is a bug in the reader, but it
+// must not take the server down (at start-up, restoring the active model,
+// nothing else would catch it) or leave a load marked in progress: the
+// panic becomes a MODEL_CORRUPTED error naming the file.
+func (r *Registry) openEntry(ctx context.Context, e *Entry) (m inference.Model, err error) {
 	path := filepath.Join(r.dir, filepath.FromSlash(e.File))
 	open, ok := r.opts.Openers[filepath.Ext(path)]
 	if !ok {
 		return nil, fmt.Errorf("%w: no reader for %s files", inference.ErrModelCorrupted, filepath.Ext(path))
 	}
-	m, err := open(ctx, path, *e)
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("model reader panicked", "version", e.Version, "file", e.File, "panic", p, "stack", string(debug.Stack()))
+			m, err = nil, fmt.Errorf("%w: %s could not be read (reader fault: %v)", inference.ErrModelCorrupted, filepath.Base(path), p)
+		}
+	}()
+	m, err = open(ctx, path, *e)
 	if err != nil {
 		return nil, err
 	}

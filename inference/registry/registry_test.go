@@ -36,8 +36,8 @@ func (m *constModel) Predict(_ *inference.Spectrum, out *inference.Prediction) e
 	return nil
 }
 
-// openConst reads files of the form "const:<float>". Anything else is
-// corrupted. A non-nil gate makes the open wait (a slow load).
+// openConst reads files of the form "const:<float>"; "panic" makes it
+// panic. Anything else is corrupted. A non-nil gate makes the open wait (a slow load).
 func openConst(gate <-chan struct{}) OpenFunc {
 	return func(ctx context.Context, path string, e Entry) (inference.Model, error) {
 		if gate != nil {
@@ -50,6 +50,9 @@ func openConst(gate <-chan struct{}) OpenFunc {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", inference.ErrModelCorrupted, err)
+		}
+		if string(b) == "panic" { // a reader bug met by a hostile file
+			panic("reader bug")
 		}
 		s, ok := strings.CutPrefix(string(b), "const:")
 		if !ok {
@@ -158,6 +161,8 @@ func TestFailedLoadsKeepPreviousActive(t *testing.T) {
 		req  LoadRequest
 		want error
 	}{
+		// First, so that a load lock left held would fail every case after it.
+		{"reader panics", LoadRequest{Version: "bad0", Source: SourceFile, Path: write("panics.joblib", "panic")}, inference.ErrModelCorrupted},
 		{"unknown version", LoadRequest{Version: "nope", Source: SourceStaged}, inference.ErrModelNotFound},
 		{"corrupted file", LoadRequest{Version: "bad1", Source: SourceFile, Path: write("corrupt.joblib", "garbage")}, inference.ErrModelCorrupted},
 		{"truncated file", LoadRequest{Version: "bad2", Source: SourceFile, Path: write("trunc.joblib", "const:")}, inference.ErrModelCorrupted},

@@ -152,8 +152,19 @@ func (m *machine) push(v any) error {
 	return nil
 }
 
+// stackFloor is the index of the first stack item above the last MARK.
+// Items below it belong to an enclosing MARK and no opcode may consume
+// them: CPython keeps them on a separate stack, and here a MARK index
+// beyond the stack would make popMark slice out of range.
+func (m *machine) stackFloor() int {
+	if len(m.marks) == 0 {
+		return 0
+	}
+	return m.marks[len(m.marks)-1]
+}
+
 func (m *machine) pop() (any, error) {
-	if len(m.stack) == 0 || (len(m.marks) > 0 && len(m.stack) <= m.marks[len(m.marks)-1]) {
+	if len(m.stack) <= m.stackFloor() {
 		return nil, corrupt("pickle stack underflow at offset %d", m.pos)
 	}
 	v := m.stack[len(m.stack)-1]
@@ -162,7 +173,7 @@ func (m *machine) pop() (any, error) {
 }
 
 func (m *machine) top() (any, error) {
-	if len(m.stack) == 0 {
+	if len(m.stack) <= m.stackFloor() {
 		return nil, corrupt("pickle stack empty at offset %d", m.pos)
 	}
 	return m.stack[len(m.stack)-1], nil
@@ -200,6 +211,9 @@ func (m *machine) popMark() ([]any, error) {
 		return nil, corrupt("no MARK at offset %d", m.pos)
 	}
 	k := m.marks[len(m.marks)-1]
+	if k > len(m.stack) { // cannot happen while every pop respects stackFloor
+		return nil, corrupt("MARK below the stack at offset %d", m.pos)
+	}
 	m.marks = m.marks[:len(m.marks)-1]
 	items := append([]any(nil), m.stack[k:]...)
 	m.stack = m.stack[:k]
@@ -290,7 +304,7 @@ func (m *machine) step(op byte) error {
 		return m.push(tuple(items))
 	case 0x85, 0x86, 0x87: // TUPLE1, TUPLE2, TUPLE3
 		n := int(op - 0x84)
-		if len(m.stack) < n {
+		if len(m.stack)-m.stackFloor() < n {
 			return corrupt("pickle stack underflow at offset %d", m.pos)
 		}
 		items := append(tuple(nil), m.stack[len(m.stack)-n:]...)
@@ -467,7 +481,7 @@ func (m *machine) step(op byte) error {
 		}
 		return m.push(v)
 	case '0': // POP
-		if len(m.stack) > 0 && (len(m.marks) == 0 || len(m.stack) > m.marks[len(m.marks)-1]) {
+		if len(m.stack) > m.stackFloor() {
 			_, err := m.pop()
 			return err
 		}
