@@ -4,7 +4,7 @@
 // same client, a Python reference server (pyzmq REP + msgpack +
 // scikit-learn PLSRegression.predict, from Debian's packages).
 //
-//	go run ./cmd/ramanbench [-duration 5s] [-python /usr/bin/python3]
+//	go run ./cmd/ramanbench [-duration 5s] [-python /usr/bin/python3] [-server bin/ramanserve]
 //
 // Both servers get an equivalent model: ramanserve trains one on synthetic
 // spectra, and the reference fits scikit-learn's PLSRegression with the same
@@ -70,6 +70,7 @@ func run() error {
 	python := flag.String("python", "/usr/bin/python3", "Debian python3 with python3-zmq, python3-msgpack, python3-sklearn")
 	samples := flag.Int("samples", 300, "synthetic training samples for the benchmark model")
 	skipPython := flag.Bool("skip-python", false, "measure ramanserve only")
+	serverBin := flag.String("server", "", "ramanserve binary to measure as its own process, like the reference (default: the server in this process)")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -104,7 +105,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer app.Shutdown(context.Background())
+	stopApp := sync.OnceValue(func() error { return app.Shutdown(context.Background()) })
+	defer stopApp()
 	version, _, err := app.Registry.AddStaged(ctx, registry.StagedModel{
 		Ext: ".npz", TrainedAt: res.Params.Meta.TrainedAt, Algorithm: res.Params.Meta.Algorithm,
 		Write: func(v string, w io.Writer) error {
@@ -121,7 +123,22 @@ func run() error {
 	}
 	fmt.Printf("model %s: PLS2, %d components\n", version, res.Components)
 
-	targets := []struct{ name, endpoint string }{{"ramanserve (Go)", app.ZMQEndpoint()}}
+	endpoint := app.ZMQEndpoint()
+	if *serverBin != "" {
+		// The registry now names the model active; a separate process
+		// restores it at start.
+		if err := stopApp(); err != nil {
+			return err
+		}
+		ep, stop, err := startServerProcess(ctx, *serverBin, filepath.Join(dir, "registry"), version)
+		if err != nil {
+			return fmt.Errorf("ramanserve process: %w", err)
+		}
+		defer stop()
+		endpoint = ep
+		fmt.Printf("ramanserve runs as its own process (%s)\n", *serverBin)
+	}
+	targets := []struct{ name, endpoint string }{{"ramanserve (Go)", endpoint}}
 	if !*skipPython {
 		ep, stop, err := startReference(*python, dir, csvPath, res.Components)
 		if err != nil {
@@ -215,6 +232,43 @@ func measure(name, endpoint string, clients int, d time.Duration, spectra []code
 	all.requests = len(all.latencies)
 	slices.Sort(all.latencies)
 	return all, nil
+}
+
+// startServerProcess starts the ramanserve binary on the registry at
+// regDir on free loopback ports and waits until its prediction channel
+// answers a ping naming version.
+func startServerProcess(ctx context.Context, bin, regDir, version string) (string, func(), error) {
+	httpPort, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	zmqPort, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	endpoint := fmt.Sprintf("tcp://127.0.0.1:%d", zmqPort)
+	cmd := exec.Command(bin, "-registry", regDir, "-http-addr", fmt.Sprintf("127.0.0.1:%d", httpPort), "-zmq-addr", endpoint, "-log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := client.Dial(ctx, endpoint, client.Options{Timeout: 200 * time.Millisecond, Retries: -1})
+		if err == nil {
+			pong, err := c.Ping(ctx)
+			c.Close()
+			if err == nil && pong.ModelVersion == version {
+				return endpoint, stop, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("%s did not serve %s within 30s", bin, version)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // startReference fits the reference model and starts ref_server.py on a
