@@ -70,8 +70,10 @@ bench: deps build
 	RAMAN_BENCH_TRAIN=1 $(GO) test -count=1 -run TestTrainingSpeedVsSklearn -v ./trainer | grep -E '^(training|---|ok|FAIL)'
 	@echo "== 200 MB training upload: server memory"
 	RAMAN_BENCH_UPLOAD=1 $(GO) test -count=1 -run TestUploadMemory200MB -v ./conformance | grep -E '^(upload|---|ok|FAIL)'
-	@echo "== prediction channel: latency and throughput against the Python reference"
+	@echo "== prediction channel: latency and throughput against the Python reference, ramanserve as its own process"
 	$(GO) run ./cmd/ramanbench -server bin/ramanserve
+	@echo "== the same with ramanserve inside the benchmark process"
+	$(GO) run ./cmd/ramanbench
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
