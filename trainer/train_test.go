@@ -38,6 +38,7 @@ func TestTrainChoosesSensibleComponentsAndGeneralises(t *testing.T) {
 	// sources of variance, each needing a component or two. Fewer than 5
 	// underfits; the full 20 would mean the one-standard-error rule did
 	// nothing.
+	t.Logf("cross-validation chose %d of %d components", res.Components, res.MaxComponents)
 	if res.Components < 5 || res.Components >= res.MaxComponents {
 		t.Errorf("chose %d of %d components, want 5..%d", res.Components, res.MaxComponents, res.MaxComponents-1)
 	}
@@ -80,6 +81,55 @@ func TestTrainChoosesSensibleComponentsAndGeneralises(t *testing.T) {
 		if r2 < 0.95 {
 			t.Errorf("%v: held-out R2 %.4f < 0.95", inference.Analyte(k), r2)
 		}
+	}
+}
+
+// TestCrossValidationFindsKnownRank: spectra mixed from exactly k pure
+// band shapes (the three analytes and k-3 interferents that vary
+// independently) plus small noise need exactly k components: fewer leave
+// an interferent in the residual, more only fit noise. Cross-validation
+// with the one-standard-error rule must choose k.
+func TestCrossValidationFindsKnownRank(t *testing.T) {
+	const n, p = 150, 256
+	for _, k := range []int{3, 4, 6} {
+		t.Run(fmt.Sprintf("rank=%d", k), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(k), 99))
+			pure := make([][]float64, k)
+			for c := range pure {
+				pure[c] = make([]float64, p)
+				for b := 0; b < 3; b++ { // three Gaussian bands per source
+					centre, width, height := rng.Float64()*float64(p), 3+rng.Float64()*8, 0.5+rng.Float64()
+					for i := range pure[c] {
+						d := (float64(i) - centre) / width
+						pure[c][i] += height * math.Exp(-d*d/2)
+					}
+				}
+			}
+			ds := trainer.NewDataset(p, 3)
+			for r := 0; r < n; r++ {
+				x, y := ds.Append(fmt.Sprintf("s-%d", r))
+				for c := 0; c < k; c++ {
+					amount := 5 + 10*rng.Float64()
+					if c < 3 {
+						y[c] = amount
+					}
+					for i := range x {
+						x[i] += amount * pure[c][i]
+					}
+				}
+				for i := range x {
+					x[i] += 0.01 * rng.NormFloat64()
+				}
+			}
+			res, err := trainer.Train(context.Background(), ds, trainer.Options{Seed: 1, MaxComponents: 12, Wavenumbers: trainer.LinearAxis(200, 3200, p)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("rank %d: cross-validation chose %d components", k, res.Components)
+			if res.Components != k {
+				t.Errorf("chose %d components for data of rank %d", res.Components, k)
+			}
+		})
 	}
 }
 
