@@ -1,0 +1,62 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"ramanserve/gen"
+	"ramanserve/trainer"
+)
+
+// panickingTraining is a training service with a bug: every call panics.
+type panickingTraining struct{}
+
+func (panickingTraining) Submit(context.Context, *trainer.Dataset, gen.TrainingMeta) (gen.TrainingJobAccepted, error) {
+	panic("bug in Submit")
+}
+
+func (panickingTraining) Job(context.Context, string) (gen.TrainingJob, error) {
+	panic("bug in Job: secret detail")
+}
+
+// TestPanicBecomesInternalError: a handler that panics answers 500 with
+// the ErrorResponse envelope, code INTERNAL_ERROR, and no stack trace or
+// panic text in the body; the server keeps answering afterwards.
+func TestPanicBecomesInternalError(t *testing.T) {
+	var logs bytes.Buffer
+	h, err := NewHTTPHandler(&API{Training: panickingTraining{}}, HTTPConfig{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for i := 0; i < 2; i++ { // twice: the first panic must not break the server
+		resp, err := http.Get(srv.URL + "/training/job-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body gen.ErrorResponse
+		raw := new(bytes.Buffer)
+		raw.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if err := json.Unmarshal(raw.Bytes(), &body); err != nil {
+			t.Fatalf("body is not JSON: %v: %s", err, raw)
+		}
+		if resp.StatusCode != http.StatusInternalServerError || body.Code != "INTERNAL_ERROR" || body.Message == "" ||
+			body.Retryable == nil || *body.Retryable || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			t.Fatalf("got %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+		}
+		if strings.Contains(raw.String(), "secret detail") || strings.Contains(raw.String(), "goroutine") {
+			t.Fatalf("the body leaks the panic: %s", raw)
+		}
+	}
+	if !strings.Contains(logs.String(), "secret detail") {
+		t.Errorf("the panic was not logged: %s", logs.String())
+	}
+}
