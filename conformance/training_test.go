@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -248,5 +250,48 @@ func TestActiveModelSurvivesKill(t *testing.T) {
 	_, pr := predictOnce(t, dialZMQ(t, p2.zmq), synth.Axis(), synth.New(synth.Config{Seed: 3}).Next().Intensities)
 	if pr.ModelVersion != second {
 		t.Fatalf("predict names %s, want %s", pr.ModelVersion, second)
+	}
+}
+
+// TestTrainingRejectsBadCSVWhileStreaming: the first bad row ends the
+// upload with 400 INVALID_CSV while the client is still sending; the
+// server neither waits for the rest of the body nor keeps it. The client
+// here sends the header and two rows, the second bad, and then stalls.
+func TestTrainingRejectsBadCSVWhileStreaming(t *testing.T) {
+	rows := csvRows(3)
+	rows[2][7] = "oops"
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	mw := multipart.NewWriter(pw)
+	go func() {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", `form-data; name="meta"`)
+		h.Set("Content-Type", "application/json")
+		w, _ := mw.CreatePart(h)
+		w.Write([]byte(goodMeta))
+		w, _ = mw.CreateFormFile("csv", "training.csv")
+		w.Write(renderCSV(rows)) // and nothing more: the upload never ends
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, suite.httpBase+"/training/start", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := httpClient().Do(req)
+	if err != nil {
+		t.Fatalf("no answer while the upload was still open: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := validateErrorEnvelope(resp, body); err != nil {
+		failed.Add(1)
+		t.Fatal(err)
+	}
+	validated.Add(1)
+	e := errorCode(t, body)
+	if resp.StatusCode != 400 || e.Code != "INVALID_CSV" || !strings.Contains(e.Message, "line 3") || !strings.Contains(e.Message, "column 8") {
+		t.Fatalf("got %d %s %q, want 400 INVALID_CSV at line 3, column 8", resp.StatusCode, e.Code, e.Message)
 	}
 }

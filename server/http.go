@@ -177,6 +177,14 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		case contract.TrainingQueueFull:
 			c.Response().Header().Set("Retry-After", "5")
 		}
+		// A refused upload may still be streaming in. Closing the
+		// connection after the answer lets the answer go out at once;
+		// otherwise net/http first reads up to 256 KiB more of a body
+		// nobody wants, and a client that sends its whole body before
+		// reading waits for nothing.
+		if c.Path() == "/training/start" {
+			c.Response().Header().Set("Connection", "close")
+		}
 		if c.Request().Method == http.MethodHead {
 			_ = c.NoContent(status)
 			return
