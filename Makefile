@@ -9,7 +9,9 @@ FUZZTIME      ?= 30s
 # Minimising a large new input (a 300 KB model file) can take minutes and
 # shows as 0 execs/s; bound it so the time goes to fuzzing.
 FUZZMINIMIZE  ?= 5s
-GOTEST_FLAGS  ?= -count=1 -timeout 14m
+# -race: the server is concurrent through and through (hot swap, ZMTP
+# sessions, jobs); every test run doubles as a data-race check.
+GOTEST_FLAGS  ?= -race -count=1 -timeout 14m
 
 .PHONY: all build run test test-go deps generate check-generated lint vet bench fuzz demo clean
 

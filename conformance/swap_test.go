@@ -109,6 +109,23 @@ func TestHotSwapUnderLoad(t *testing.T) {
 			}
 		}()
 	}
+	// The operator console polls health while models change: it must stay
+	// 200, ok, and name one of the two models.
+	var healthChecks atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			h, err := api(t).GetHealthWithResponse(context.Background())
+			if err != nil || h.StatusCode() != 200 || h.JSON200.Status != gen.Ok || h.JSON200.ActiveVersion == nil ||
+				(*h.JSON200.ActiveVersion != a && *h.JSON200.ActiveVersion != b) {
+				failures.Add(1)
+				t.Errorf("health during swaps: %v %v", err, h)
+				return
+			}
+			healthChecks.Add(1)
+		}
+	}()
 	for i := 0; i < swaps; i++ {
 		v := b
 		if i%2 == 1 {
@@ -122,7 +139,7 @@ func TestHotSwapUnderLoad(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
-	t.Logf("hot swap: %d swaps, %d replies, %d mixed, %d failed", swaps, replies.Load(), mixed.Load(), failures.Load())
+	t.Logf("hot swap: %d swaps, %d replies, %d mixed, %d failed; %d health checks", swaps, replies.Load(), mixed.Load(), failures.Load(), healthChecks.Load())
 	if mixed.Load() != 0 || failures.Load() != 0 {
 		t.Fatalf("%d mixed and %d failed replies over %d swaps", mixed.Load(), failures.Load(), swaps)
 	}

@@ -62,7 +62,7 @@ type Registry struct {
 	mu     sync.Mutex // guards ix and index.json writes
 	ix     *index
 
-	restoreErr error // set when the active model could not be restored at start-up
+	restoreErr error // set when the active model could not be restored at start-up; guarded by mu
 }
 
 type activeModel struct{ model inference.Model }
@@ -173,7 +173,11 @@ func (r *Registry) JobsDir() string { return filepath.Join(r.dir, "jobs") }
 
 // RestoreError is non-nil when the model active before the last restart
 // could not be restored.
-func (r *Registry) RestoreError() error { return r.restoreErr }
+func (r *Registry) RestoreError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.restoreErr
+}
 
 // Active returns the active model, or nil when none is loaded. It is one
 // atomic load and is safe on the hot path.
@@ -297,7 +301,9 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 		return LoadResult{}, err
 	}
 	r.active.Store(&activeModel{model: model})
+	r.mu.Lock()
 	r.restoreErr = nil
+	r.mu.Unlock()
 	r.log.Info("model activated", "version", entry.Version, "previous", previous, "source", req.Source)
 	return LoadResult{
 		Loaded:    entry.Version,
