@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"ramanserve/gen"
 	"ramanserve/server/client"
 	"ramanserve/server/codec"
 	"ramanserve/trainer/synth"
@@ -448,5 +449,45 @@ func TestHostileMessagesLeaveOthersServed(t *testing.T) {
 				t.Fatalf("the other client's best ping round trip took %v, want <= 50ms", best)
 			}
 		})
+	}
+}
+
+// TestModelInfoMatchesHTTP: the channel's model_info_reply carries the same
+// fields and values as GET /model/info (messages.md section 3.3),
+// trained_at to the nanosecond included.
+func TestModelInfoMatchesHTTP(t *testing.T) {
+	twoModels(t)
+	cl, err := client.Dial(context.Background(), suite.zmq, client.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ch, err := cl.ModelInfo(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := must(api(t).GetModelInfoWithResponse(context.Background()))(t).JSON200
+	if h == nil {
+		t.Fatal("GET /model/info has no model")
+	}
+	breakdown := func(m *gen.MetricBreakdown) [3]float64 {
+		if m == nil {
+			return [3]float64{}
+		}
+		var out [3]float64
+		for i, v := range []*float64{m.EPA, m.DHA, m.DPA} {
+			if v != nil {
+				out[i] = *v
+			}
+		}
+		return out
+	}
+	if ch.ActiveVersion != h.ActiveVersion || ch.Algorithm != h.Algorithm || !ch.TrainedAt.Equal(h.TrainedAt) ||
+		h.LatentComponents == nil || ch.LatentComponents != *h.LatentComponents ||
+		h.TrainedSamples == nil || ch.TrainedSamples != *h.TrainedSamples ||
+		h.WavenumberCount == nil || ch.WavenumberCount != *h.WavenumberCount ||
+		h.WavenumberRange == nil || ch.WavenumberRange[0] != (*h.WavenumberRange)[0] || ch.WavenumberRange[1] != (*h.WavenumberRange)[1] ||
+		ch.RMSE.Value != breakdown(h.Rmse) || ch.R2.Value != breakdown(h.R2) {
+		t.Fatalf("model_info over the channel %+v\ndiffers from GET /model/info %+v", ch, h)
 	}
 }

@@ -268,13 +268,16 @@ type ChannelReplyV int
 
 // ChannelRequest Request envelope on the prediction channel.
 type ChannelRequest struct {
-	// Body PredictRequestBody for `predict`; ignored for `ping` and `model_info`.
+	// Body PredictRequestBody for `predict`; ignored for `ping` and `model_info`. `nil` counts as absent.
 	Body *map[string]interface{} `json:"body,omitempty"`
 
-	// Id Unique id of the message (UUID text form recommended).
+	// Id Unique id of the message (UUID text form recommended), valid
+	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
+	// characters, so an id of multi-byte characters can pass this
+	// schema and still be refused with MALFORMED_MESSAGE.
 	Id string `json:"id"`
 
-	// Ts Seconds since the Unix epoch.
+	// Ts Seconds since the Unix epoch; optional, and `nil` counts as absent.
 	Ts   *float64           `json:"ts,omitempty"`
 	Type ChannelRequestType `json:"type"`
 	V    ChannelRequestV    `json:"v"`
@@ -288,6 +291,15 @@ type ChannelRequestV int
 
 // ComponentValues One number per component the active model predicts (all three for a three-target model).
 type ComponentValues struct {
+	DHA *float64 `json:"DHA,omitempty"`
+	DPA *float64 `json:"DPA,omitempty"`
+	EPA *float64 `json:"EPA,omitempty"`
+}
+
+// ConfidenceValues Per component, in [0, 1]; see messages.md section 8. Always present;
+// a component whose confidence cannot be computed is left out, so the
+// map may be empty.
+type ConfidenceValues struct {
 	DHA *float64 `json:"DHA,omitempty"`
 	DPA *float64 `json:"DPA,omitempty"`
 	EPA *float64 `json:"EPA,omitempty"`
@@ -459,8 +471,10 @@ type PredictReplyBody struct {
 	// Concentrations One number per component the active model predicts (all three for a three-target model).
 	Concentrations ComponentValues `json:"concentrations"`
 
-	// Confidence Per component, in [0, 1]; see messages.md.
-	Confidence ComponentValues `json:"confidence"`
+	// Confidence Per component, in [0, 1]; see messages.md section 8. Always present;
+	// a component whose confidence cannot be computed is left out, so the
+	// map may be empty.
+	Confidence ConfidenceValues `json:"confidence"`
 
 	// Diagnostics Multivariate statistics of the spectrum against the calibration; a key
 	// is present only when the model allows it to be computed. See
@@ -3067,114 +3081,117 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5Fxtd9u2kv4rc9h7Tu0sJcuOnb21P6mxmrrXb7Xs3L23yooQCUmISUAFQNtq4/++Zwbgm0TZTjdN95z9",
-	"0FSmQLw+M/PMYEa/B7HKFkpyaU1w+HuguVkoaTj9ccynLE/tQGul8e9YSculxY9ssUhFzKxQcuejURKf",
-	"mXjOM4af/qb5NDgMvtmpOt9x35od6u3KDxM8Pj6GQcJNrMUCOwsOg75cgrJzrmHKRJprDltTpYE/sGyR",
-	"ctjv7UN0fnE9/uHi5vw4CmG/dwDR2eD6x4vjMT7vn55e/HNwHG13g8cwOJGWa8nSr7yIG2kWPBZTwRMw",
-	"XN/RavLUwlZ0cn49uDrvn44HV1cXV36al2yZKpZcK3XK9Ix/vYlezzlMVLIE/hBznhiwcw6xklMxyzVP",
-	"IBWZwFlf9v91etE/Hl9fXIxP+1fvBn7iN9Lki4XSlidnPBHsern4C2b/rQE/INjlgoMwIJUFFsd8YXkC",
-	"W9HN+fDm8vLi6npwPD4bHJ/0x9f/unSLeAz9dAj0b+dMSl7hReZpyiYpDw6tznkYLLRacG2FE5FYJbRc",
-	"LvMsOPwlOLs4HpwSDHG3BsdBGJycv++fnhyPh5eDt9dXN2dBGBQfxxc31+OLH8ZX/fN3gyAM6pN8P7ga",
-	"nlyc09N/nF/885wmHITBWf/0h4urM1rHcNinF/2n6nRo3DrOgg9hYOlsAmO1kDM8vIwbwxza1r7T3Oql",
-	"W3j57USplDNJW6b5r7nQPMFV0y5U3dVfroZVk488tti13+IrvkiX2HvzTOkxcHnHU7XgoCRBcqF5ImJs",
-	"ArF7vRusHgYiYb2/SyVn36tkGcKl64MGcE/OVMLTEzlVoDQwCTxb2CVkbAGociKOIIhwoLU1xEprnhKo",
-	"xyJZHxWRiVvEjf3WQCSS6IjW4UZw2wz3c+5W51tCrPI0IehOOCQc9zWBKdPApcpnc7AKNGcJCFubVHVm",
-	"vADtU0LVAPhjGLTN/gfNzRxEAmoKdi4MaDqUrZubk2Ow/MHi/mTbrZNwhgS/ZzY4DBKVIw7KhjLPJpwG",
-	"tl5VFLKzUHJGZ0qnNKYhEVV4RmMhp6p85NbZhui7Woe7VQMhLZ/hqCvAvSvmRduwdqq0mNDhan3UFkDT",
-	"KbZB2h3vFwR1AWXqGMHsEOt7jI5AzKRCBe4eCzmLgMkEomo724HdBocbKX7NeYkHDl7SVwEBmscqy7hM",
-	"eELgyNjDKZczOw8O9w7ehEEmZPH37kboNMce8ljJxIARMuY0+I0UD8AXKp7jEH8EaKIOtAbEvjyoWvFS",
-	"SOV7lua8ZdEXkoObPyy4hlKKaf0stuKOA026gJCBLZamYOeaczpy5j53LNIJ6xpvr6Pr+Mf+C6X1+PKl",
-	"LQcvbPnYsjNNi3/4+wZz29ytMxbPheQdVI1odACbHYHhDi+WnjG3eVYtSqWWqDjPuGzXpS+2jYljycHh",
-	"lKWGh59pK9vg8SNnqZ0PLbO5Wd8Dd/zjO66NcGRqlaKszTfhM80Snow1Z0ZJ06pPDOKLLFJkaOgIaVRU",
-	"vBsdgZIc5nnGZLXTrkMPUpkI7A63U1iemda98w+Y1mxJ+0yyh+SXJ21UgxBrVazS+pJbtWFNj0LxEviX",
-	"jmC3dsyl6IbBYmnnSm7uGw25Z/DCwL0W1nIJQsI7RQpV5xLJJlxSP124RmRNBU8TmKs0MSOJsPPdF/rz",
-	"ncL3rMg4COu6UDKEup8TzdRud+9N9+9RdyTbAOomtXniZyrJ02rkqVZZMfYkF2kCqO9QRPHbrSjhdzyN",
-	"vO5IVcxS16zdyJsSnIVSVbdBBbRWNZovcMFj4xQ6vpsJKTJ8vfesUvUDtonLqWIJEbma/WWJwyJLL2vC",
-	"4yW0KU8LhuaozWTj2IVEqFzH3EnEVKQ8gi2eGvRGexAVDP9q8PPNYHgdbXdHsj8xKs0tB+weuEyQ7wkJ",
-	"UfejmqRiEoGdMxsCm1quwSyzVMhbA0zzkdTcqPSOJyGkghvIZcI1CZ9Hjzv5bw2wNFX3PAGtlDUjuRV1",
-	"6EkHZ9jBh1EIXj15mjkTxuolMdIMvbYdPPE04Xr7aCTJ674XxbIu+9c/NjzqLvQlqIXbVzAi4THTIxmN",
-	"8l7vdYwLpU+8i15eBDNxx50/ec/uuDdn7EEYkhtnmAxsGc5HMjK3KWdadty0ullCu9ikEPu97960YZHO",
-	"pqGKES4zngSr/mLknkeoHjJluQEG7pGzkCFETMdzcYdtNO+QrmXUTkLxzUg607vFVsXahS0cVIFWF1UO",
-	"oYtXkBcwknGuNZc2XRbWvOgJd6fwWkm9cKcat8MCeG6HvF6p4IRfopGL8BwiYLg0ye/LMwcu8V/JMlxB",
-	"5MdzpLBaprBu1wupLvexWDwyLtHw62o8qVJFTzkg732zNd7knz8j45u4AUtnSgs7z1rNDu7imPRP9qzq",
-	"ca15Utetax0uNL8TKjebFbBfZ3HCEz5V2jESc88Wm9xBiYJ+z0yL2l3Zr5VJtkxpZdltG3vGrRbx95qz",
-	"20Tdy5dT0SNgK7zUSUWiuAu+eGaKiFYZWs3k/z79LOMBL6Fda5BoIHBF8VyeDvc65yeX/dOhM7K0Wwas",
-	"ZkLyBOZc8yMo1eDl6fCKzzQ3TkjRhyu/EgueCsm3hpbJhOlkGLOU67DxyrYbxOuKVhOeMsulHTfjv6VY",
-	"7LaJhd5zgpZeTIPDX56W8lVgPX5YVcZvtTKmc8dSkTBUd1d7TYR1oT8hUlqtpNDThmKPOnN64E+b0Nlw",
-	"AFv479v32825hTDbOX12gv5wx8w2Ecks76BQtoZP/DuGaOALdFVlXMexymVL+OHcia+awkIJaQ0txSx4",
-	"bHWe1USXP+AzQsvTOKgNqZmctbhkp+oejb1MIF/gaDUGUIQQcEjkMA/ChBBnnd2G3/ACQc/Yw4lrvkcT",
-	"rv5o+hgranNFkOti2zixD5v0w6lwHLNNP6zvRL9h348AnbVC0/t9FwacLscdeNaZc/jCgcrNehL22Lw0",
-	"uS/am6AcZOMeDNf4f/nqOmVo4wqNaX2mLTfiNz6+nbTEisRvvIEvx4qEhH+I70PQCqk0QrIB8Vapqhyc",
-	"ZzfX78WavK/4kfgdWnkU/CPnZ8lKa+BEQ0cOHK9Gjl71RyaAPA5sgo2/NbhEMfU3K9RtMx72RbXMZru3",
-	"gcWVW/isUBUB+nUYuNjARoLVrwfCSgHbRKvahK2F1a3HGp6I/LV54S/we1/CTRrOb3OQlmmGK3u1Nmrr",
-	"xjuG9lZJyx9aVNqE2XjubzfWVhWrNM/kWMiEP9QaVOoZgd0Ol00TORZsJpWxIm6JUJ3lKTopWjDLycUS",
-	"1LD0iQtzxmZMSOMYacxSMdEkH0hXb/lyJIVBZkpmW8l0Wd3BOHiQA41+EFgFE04WP0fuCkP0U33YznQz",
-	"F1nHk8xTZpzX1Ny+lN9x7UOILzBnv7603ZjuZF/cWvMkj11s7SWx8r0XN/ysedi9z5rIEygpr+/awsMy",
-	"RjeXTvxZ5b0ahSdQy6lIuIw/g1eudbPGKy+bzFFI+KUXwu4HF6KuQYpIY9KUgqeGbpGbxzAQcso1rmH8",
-	"ciq1qmif1vEr+9zYt3VN1JjPh6cOtrzMaj3aQkm9YEcKlYYK2iuG594cFu3WlG/xRdvUh7XeVybsAtGt",
-	"qpHsh9u9cSNM3mwijSh6W+E5LOOQUlQMmIGoYtcm+uMs+s3Bwes36wF6EzM5NvzX1mnWRm6ZJjpcNl2C",
-	"kLHmzAg5c0z/qJg8/zVnqWn4A9GqP/OlV7RyvPUVNLe97bwLFveZ6SErwYDrq/7J+cn5u/HxyfvB1bvB",
-	"cRSCywu6urm8Hhw7h38lUegzb6k+/9qpWNtParIOZ56yhUHC+LLo/QtzEZrb+RgGH9VkE+FYaEXRjbZs",
-	"BeYufzwXmKo0gYdadMpYvjCQKMmPIFNSWSVFfAS73V6NA+DX7RfKGXsoneGWRVfI09xQ+Plli75yrRvO",
-	"RnNhv+Y85wl0XFgddC7Jgyj+xhmHCJUpEyn6EFpl4N9RumjerYVz3ZdBGPjvgjDATnDV1EWLq7aCI39A",
-	"NXZfnsszmOr7sHYLtowVGbM8GSe514ovhtkTgHEzHOc6bbkxZHZewUVnEO1YP9Udd53hOnY7HT0fjPXz",
-	"eGoPzrhl64uXynpnp7roaOqtakX4HrNOrFaitP4byA3XIJI/kHzhrlHGRPp5M76w2tO6GipV7m6v1+s9",
-	"o3LLZTyzW7rVEViN0rlMxdIRiOfKcFkTfjIi66FnF8v8rIBhFXH8rNdWVk99UCz1qeVflarkaQvDtBVT",
-	"Fttx+zVmHefGUkJQFRgJwSU73XF0duoXhJAIzWOr9HKD1SnP5iWKrjjKxzCQ/P7lNLPeuBo0XFnzU7t4",
-	"s0Bfv4WcmbsWYJFHa5CfU3qI0gnXhxARARIJ2uh7Oe5F0O3Sp73e/n9G4UhGg8v+eDZecD0+xUbHPzb/",
-	"rH17hLjMGBi+YBrRG4KSfCTnnCVcQypIocuaO7vwj7vVPOCOHA1gmkNOmVndkTypiAuFXVM24alrMxVS",
-	"WEonFBlL/WWOOao1GUmpZEfyGYGhC30LKWfGwu4eaHSHt3Z7HbKqcV340ORKzinH4V5BpjR3ze2cSbLC",
-	"xl/iljZ1IiTTyw2YYp8BKLbOcMxd4Ltpg8T7J/IkqvAR3Y924ZRby7UJIREzYU0IURePcuxz6DpRCMYi",
-	"DOUM7gWy8JFM6R00vPRSCMxCpoyFN/sQzxlyFK4NbAlLgxgSQY+2SvL8hvkskOAwWKSms9fbe7O7u7fX",
-	"2e3tHvR6qMsYDobT/+9f+p1/s85vvc53H6qP3XHnw++98M3rx7+1mC7nJKr1vTgpXLUi5cXOmQWba2mA",
-	"wRXLmKygubXX2/871BjzNv6hRrLpHqL6GVz2Qzj+sU/bd3zZh63ZzikudSSv71WRtOPgSiMnMFmSICy0",
-	"irkxh9j0Fbx6dcYkm/EMFftWI4nrW0OpFmb71atD+PH6+nJnt7sL/wE/DS/OQUlYKG3h4ODgTdd1VOUM",
-	"4Qv/5lqd/QxXg593rgaX9fYH7oDPHHG+ZPFtmcZpuiMJcE1Gx2UdCQNV3r+QENWc+wgm3IiEO+WCh38E",
-	"wprC/8euPM5pG+h23yeWvkLwXQo5cx/czF95MJZ3lhQYeRVhR5XswISn6j4Eo7xSky58DIUBNTBRdl4e",
-	"AZ3JN998A0TJzUgO7rheEsNEsBf1IailgNNXWuWWo4uX5pTkkstbqe6le25CuNdKzkYy43auEqec6hUR",
-	"JoSYaS18qkjUyACMqpTZQsyy1WS/CF2bqAtvVcIN8h/CDi3WjUPY+USYgE+UGwifHOX/NJKfOp1O+R82",
-	"2+/14NN6Tg98aiRql7fcGdKlZjohArNKkXWy7qL2PE22oT5KlcuPMC0GoXoMX8JAx+RA3HhxJa0En11e",
-	"DK9hh8z7Dpq96BDqqWe+wxV909Lr24vSDd3ca+16JWbSZ6zjmRw1EoQNWxq4nzeHuTkf9n8YjGm0TWMw",
-	"WIj4ljIMp6g2rQIGccqMAZVbL0fchWtTYewRLm5O+pgZ4A88zpEcrq/uun/1bnA9HPuqis3jK1lmz5pY",
-	"3Arboft3v/I5o6w/f1mDp0wJXhYBztKl5Y2h11KpWkd1GPe5Zoe0uX63KYmM0vAdXwsrAHKZNPLKyCH0",
-	"GWQGtpr5Zdvl5jnZrSeQdeHtnMe3KD4uU4XJJUxwJYWfRHdpxlUg1FfnS1XGg/86GV4PP3dtdctL6U8p",
-	"DrB8EqiFdL4dvq8NV3pwZJt992+H77HXjKVIQvgKPp10IsEixeQuNVqHOhtc94/71/3nxouQgUSwYNo2",
-	"ZbhOXpq4PBkOT87fjS/7V9fP9h6bOxcdag6TCWMQgL7ffeymoR0Qq3k899q63uyni+9XFMm7QX343z+q",
-	"yUnyGB2Wmv2jmoBIGp2s1j1V/TgMUL3BYeMWzqdF+V4OqJf1Kr5C79K0+YMwaNJyS/tKkCLV64xL0dd3",
-	"2BdVq52cjy+vLt5dDYYES+ZSHOkCkJDsoiBHEJUZ3YeAXpY3rVf4tNNHETqE3cj3v/vaifRqQVxdez9Z",
-	"Tee7OfC6sK0urd4XqhrKokRD2qxzcz3t0YLLoOLPN4ObwfiHm1NSrgyKk3R5xpR7OecuToSbMM3T9CU7",
-	"4Jd/UIhFIzgJnyDfUPLYFLjC1iMeLZIpq1nMm+NTmi4NN5LVc0q+pa8glyk3hm4BeVIyln5u51xafyE+",
-	"kucK3SakZ8hR9ZTFvLLR9C5NI9Y8wddYGoL3w5QGq265HEliZK6iggvCjidKFaPya3VZm6YgRY4nIMMD",
-	"YZD9MElXijqXZfVPyoi2CqNSimR4rguS23ulb93cKUApaIZ2OZJu/wi9pA+KWErkc87VtKFofO64sORL",
-	"aCTwNF/IKh6NB12rRCo3K6jd+ge97m6352NQki1EcBi87va6r50vMievemdOhQv4ccZbUiD66T3Sgb1e",
-	"D+7naExcDZRbtDCQL7obag8cXUODpKaU+Gq4y64PoUpajtRt5P2E9lhGjakUefxbC60mPCE2y+I5xCxN",
-	"t4+KLpyuIh8IWcV6ImeKTrLmpKEbxXtIwvE5RVyYdd5iJ1+UXa+XfhXWAtkMp8At4d/txyGo28KG1ism",
-	"SmFBheoNDZPmHhVWlSpOt975ghSnw2dZKAaaO/duXYU77DiACSVPkuAweMetq06hIs9arfher/fFyn4b",
-	"9S8bqn6rkox84a5Ni9zv9r7Lye40qtqp+DfPMqaXwWFwKu64RDC6zGuWCPwLBYjNTHD4S+AB/gFfq1m2",
-	"jYj/Z3vqiaOudEz4EG0oHS35JusHMZJbVaEqWoMi7OFk3jiEVuCeijTlCXWpcgusqP5qP88q5/VPPNJq",
-	"kA3nWS9qo/Pc7+1/vTry8/Uj2lo/B1fxfuC25WmQNX924AvBExV6wiwrCHl9z2ogLXL3aiBNfcpiK0jP",
-	"XCYyxV5cMtpk2cg9C0Hye/R6p0KjTXNBRs1hotFKYvNG+GwNZafCOJiZPx1jlJy5AWOFRfiLjxGn6NWw",
-	"B13T03nmKIuAtmqrND5VLDGFxJMay9gt1XUUaGFWZQLN3LIL/ZodqNyukZymYja3FDg2c25q5cpUX+B6",
-	"d7xO8gdLQaXc+DCH5PdejJ0tfqLmpszZ21x1g4a0+LLWvlEKgx3WPfSVopipVhl24ytjhFy97HAFVjR3",
-	"9EGfrI15BUSGccg8RuIyzVOq52js0Hpdz4THKuOG5lEutt6fXBbXuOSdrO83btqyJCFFGE3IWUh75Gl9",
-	"uSi0jBKpxYwo8iu4QCKJJ0X9O18AjQMljkIf3JWr+5Zql/Z739F01z0px0Ne5DPR0FG9DIW4SsaZIY+I",
-	"47wV/c+jzFn2sCxYdFTKhd0mHP2YskDKHyRtv/sqyTUFBZWERJhbN/pqXUxUsOcn0kQrvtdmNstypMDd",
-	"QdTSlr6IKlsraXxs3nbgfj/+iap0vdxqg0pd8ea95e59Pcu9FqgN16Kq4Xq4NBzJtWBnuBKYDDdFDPHl",
-	"9YCe0muBMOfAPSHFCC3asO++5s8rNWMgQkKRwQFb67K+3QWSaF+oyibIKOmGktQF2nrnNBMGa8K/+Zcc",
-	"rIJ7JmzhR5EaoSgMc/4hFYJUq10rDMY17e++ft4Gr/6oEr138Px7rb9p9NcyP3bLS6t+16wr3JorSypw",
-	"exNxaEYSN5OH6ypcumDaUPEzxXzRf9WcZYgWZ/Y1u4d8UWBIIpuBOaei8pHMeKb00qGfKCNM0OKoe9D8",
-	"I4+tU77+dbIljTLqt8P3KGP3c2XarlFWgrVeyNABpwt7ihJpzkP0dkfS+NJrHy9100m5n4P3It20aJZZ",
-	"wbErL38k/aYgQXJ3ltX0jfiN+7CeMGWoj2zQVtTJ2EPHNexMlpabqh57JA929+BMfL99BBO+RMsr7Kpf",
-	"uPu6Lc5IU7iQfDWwVxjzI5jmmmT8o5oYJ2tCAoOJr3+h0B+Vixc9dOhRrVp8f7sL5Ly6dU1z+nGRxuT2",
-	"vhvJ9qDjE/SArYQUne4oN7WohvT1aJJuzBu0hpmSULYZ5iEivAiAPWmcszy1AmGzM1U66+CZu2KPWCFg",
-	"alki/iX3y2aB5Q92JzZ3IdSVtIottx0nJfVshua7a2q9+u2xl6Y++IyWF/GBvS9mVdrS+DYwArocMD4N",
-	"8S/kA6RFWq5vwtULF5dq2yQRbt5/hY3Z3/vu6/58XqlEGhcCsNUq2ttf0N6/wMr/MYN70Nv9iltYbF/x",
-	"k4N3TFC6XplG5n5sZYuu407OLk8HZ4Pz6zKa9CXYgdMJ9ZseNFjkIVJgmklgZinjuVYSiWjZ7KOa1DhD",
-	"8XiVNfgLwI3xo5/UhH74SycuKnTLF7ZwwNwscn2HTMUHyg16m6gmisD6SEZOXThh9LdyUVWa5c10cVWQ",
-	"CO7CswYi5zNHI0lGh5LOfRi1kU/v2KuzJDSJDcHQeg58GCyYZhm3BPZffg8ErpZyDsMA+UhwGNDWBKuq",
-	"uA7sWu7s7t7fn8nCffzwJzp19bVtVt5fP/h607xW3lq5kf7fRF3/36mCS5WmdUWwWcLL2lWH7eZS/AiN",
-	"W8Ik0e4yhBLqg7m1i8OdHfqlqLky9vDg4OANFb/50drzLCsiJxMoPJdKnrzf8hiu3R1uUmCmerlc3vrr",
-	"G292/Kv+Yufxw+P/BAAA//8=",
+	"5Hz7d9s2sv+/Mofdc2rnS8myY+fb2j+psZq661f9yN7dKleESEhCTAIqANpWG//v98wAfEmUreym6T3n",
+	"/tBUJvEcfOaJGf4RxCqbK8mlNcHhH4HmZq6k4fTHMZ+wPLUDrZXGv2MlLZcWf7L5PBUxs0LJnY9GSXxm",
+	"4hnPGP76m+aT4DD4ZqcafMe9NTs02pWfJnh6egqDhJtYizkOFhwGfbkAZWdcw4SJNNcctiZKA39k2Tzl",
+	"sN/bh+j84mb048Xt+XEUwn7vAKKzwc1PF8cjfN4/Pb34x+A42u4GT2FwIi3XkqVfeRO30sx5LCaCJ2C4",
+	"vqfd5KmFrejk/GZwdd4/HQ2uri6u/DIv2SJVLLlR6pTpKf96C72ZcRirZAH8MeY8MWBnHGIlJ2Kaa55A",
+	"KjKBq77s//P0on88urm4GJ32r94N/MJvpcnnc6UtT854ItjNYv4XrP5bA35CsIs5B2FAKgssjvnc8gS2",
+	"otvz69vLy4urm8Hx6GxwfNIf3fzz0m3iKfTLIdC/nTEpeYUXmacpG6c8OLQ652Ew12rOtRWORWKV0Ha5",
+	"zLPg8Nfg7OJ4cEowRGoNjoMwODl/3z89OR5dXw7e3lzdngVhUPwcXdzejC5+HF31z98NgjCoL/L94Or6",
+	"5OKcnv79/OIf57TgIAzO+qc/Xlyd0T6ur/vU0f+qTofmreMs+BAGls4mMFYLOcXDy7gxzKFt5Z3mVi/c",
+	"xsu3Y6VSziSRTPPfcqF5grsmKlTD1TtX06rxRx5bHNqT+IrP0wWO3jxTegxc3vNUzTkoSZCca56IGJtA",
+	"7Lp3g+XDQCSsjnep5PQHlSxCuHRj0ATuyZlKeHoiJwqUBiaBZ3O7gIzNAUVOxBEEEU60sodYac1TAvVI",
+	"JKuzIjKRRNzYbw1EIomOaB9uBkdmeJhxtzvfEmKVpwlBd8wh4UjXBCZMA5cqn87AKtCcJSBsbVHVmfEC",
+	"tM8xVQPgT2HQtvofNTczEAmoCdiZMKDpULZub0+OwfJHi/TJtlsX4RQJvmc2OAwSlSMOyoYyz8acJrZe",
+	"VBS8M1dySmdKpzSiKRFVeEYjISeqfOT22Ybo+9qAu1UDIS2f4qxLwL0v1kVkWDlV2kzocLU6awug6RTb",
+	"IO2O9wuCuoAyDYxgdoj1I0ZHIKZSoQB3j4WcRsBkAlFFzqgLkRRphKiT1gAzwMaGS8LWsthb2XMbbG6l",
+	"+C3nJW44eImwDBzQPFZZxmXCk+0Q7lkqkqG8vfmx810XkHO8yiTlY0BYBP7ewRt4NV5Ybl4dQZSxx1Mu",
+	"p3ZWLH8o4xnTLLZcmxCMQnZ2C8ny1IoO9oSqCcRMwpwZQ/geSscdRCJjRZoiA2o+yQ1P4EHYGayI3e5Q",
+	"IjqLdQSHewdvwiATsvh7dy1zNKl2zWMlEwNGyJgT2W6leAQ+V/HsCBQ1Y2nojm/tga0y3JojfIYBRZ0B",
+	"G6z35ZmtlY8KafWepTlvIdWF5ODWD3OuoZRuRDUWW3HPgRZdsJaBLZamYGeac2IF5n53LJpZ1jXeXuW6",
+	"45/6G0qx48tNWw42bPnUShk5EQmXMV9Hmss6PUIQEn7thbD74QgMLxnRdDO0R53I+a4L/fSBLQwSC2F0",
+	"NJSsRtOHmTLeFqSZkWW8asJGORpWwkDKJxZUbonp7IwPJerPjC2wIak7xykbEjhjjyJDSO0SM7nfvc8h",
+	"/MYjDP7DEdoOqmmyHv6xxl5snt0Zi2dC8g7qduRYwGbu4BDYlp4xh3Kr5qVWTlScZ57//33jLnFuXnA4",
+	"Yamp5MSGxl4bH//EWWpn15bZ3KzSwPHp6J5rI5w3sEZSVetN+FSzhCcjzZlR0rQqRONAyyVEhqaOEJ5R",
+	"0Tc6AiU5zPKMyYrSbkAvTWQicDgkp7A8M6208w+Y1mxBdCYhid4bT9psZUK+VbFK61tuVec1QwCKTuA7",
+	"HcFu7ZhLGRsG84WdKbl+7Jo+FQYetLCWS5QP7xSpFJ1L9JbgksZB/SsMTARPE5ipNDFDibDzwxeK/Z3C",
+	"flZkHLUzDaFkCHVHPZqq3e7em+53keP/FUK6Ra1f+JlK8rSaeaJVVsw9zkWaAComZF18uxUl/J6nkRfy",
+	"qYpZ6pq1W6mmBGeh/dRdUAGtVd/lc9zwyDh9jX1bhMM67ecnbGOXU8US8kRqBiRLHBZZelljHs+hTX6a",
+	"M7Q22mxOnLvgCJXrmDuOmIiUR7DFU8Nhv9eDqHBRrwa/3A6ub6Lt7lD2x0alueWAwwOXCTosQkLU/ajG",
+	"qRhHYGfMhsAmlmswiywV8s4A03woNTcqvedJCKngBnKZcE3M59HjTv5bAyxN1QNPQCuFFtxW1KEnHVxh",
+	"Bx9GIXjx5P2kqTBWL8ilyuZK2x088TThevtoKCls9CCKbV32b35qhIS60JelQQVGJDxmeiijYd7rvY5x",
+	"o/SLdz8aJSOYinvuAiIP7J57u4M9CkN84ywIA1uG86GMzF3KmZYdt6xulhAVmxbifu/7N21YpLNpiGKE",
+	"y5QnwXLAI3LPIxQPmbLcAAP3yJkyIURMxzNxj20075CsZdROQvFmKJ2NtMWW2drF3RxUgXYXVRENF3A7",
+	"cjo+zrXm0qaLwuwqRkLqFGEXEi/cicbtsACeo5CXKxWc8CUquQjPISLjFiR/KM8cuMR/JctwB5Gfz3k1",
+	"1TaFdVQvuLqkY7F5NJVFIzBRM2grUfScB/3eN1sxcP3zF3h8nW3A0qnSws6yVrWDVByR/MleFD2uNU/q",
+	"snVlwLnm90LlZr0A9vssTnjMJ0o7i8Q8sPm6eIZERn9gpkXsLtFraZEtS1radhthz7jVIv5Bc3aXqAe5",
+	"uc9wBGzJgXBckSjuoofehUBEqwy1ZvK/308oA1qbmF0rkGggcEnwXJ5e73XOTy77p9dOyRK1DFjNhOQJ",
+	"zLjmR1CKwcvT6ys+1dw4JlW69krMeSok37q2TCZMJ9cxS7kOG1223SReVrSq8JRZLu2oeYFRssVuG1vo",
+	"Pcdo6cUkOPz1eS5fBtbTh2Vh/FYrYzoUvWAo7q72mgjrQp/c89pOCjltKHiuMycH/rQFnV0PYAv/fft+",
+	"u7m2EKY7py8u0B/uiNkmIpnlHWTK1vif72PIDNxAVlXKdUSBjVXwnTv2VROYKyGtoa2YOY+tzrMa6/JH",
+	"fEZoeR4HtSk1k9MWl+xUPaCylwnkc5ytZgEUsS2cEm2YR2FCiLPObsNv2IDRM/Z44prv0YKrP5o+xpLY",
+	"XGLkOts2TuzDOvlwKpyN2SYfVinRb+j3I0BnrZD0nu7CgJPlz0QOa44p4QsnKon1LOyxealyN6JNUE6y",
+	"lgbXK/Z/2XXVZGizFRrL+kxdbsTvfHQ3bgkFit95A1/OKhIS/i5+CEErNKURkg2It3JV5eC8SFxPixV+",
+	"X/Ij8R1qeWT8I+dnyUpq4EJDZxw4uxpt9Go8UgHkcWATbPytwS2Kib8apGGbgcwvKmXW6701VlxJwheZ",
+	"qrhhWoWBiw2sNbD69YhlyWDrzKo2Zmux6lZjDc+EaNu88A383k1sk4bz25ykZZnhEq1WZm0lvLPQ3ipp",
+	"+WOLSBszG8/89dzKrmKV5pkcCZnwx1qDSjwjsNvhsm4hx4JNpTJWxC0RqrM8RSdFC2Y5uViCGpY+caHO",
+	"2JQJaZxFGrNUjDXxB5qrd3wxlKKM14KS6aK6RHTwIAe6uDOphWq7cI1+aj0QjCyMJ5mnzLTFaFN+z7UP",
+	"IW6gzn7btN2I7nU2bq15kscutrbJreLexg0/ax1277MW8gxKyvvntvCwjNHNpRN/UXgvX5cQqIto/cud",
+	"l24UnsIgaeL3ue4tiH8KAyEnXOOYo82NoGUR+bx0XqJQY8erMqSxng/PHUl5j9p6KIV42YAihTBC0epZ",
+	"+qWe10W7FbFZvGhb+nVt9KUFuxByq1Ajye+oN2oEuJtNpBHFaEsWCss4pBTPAmYgquxiE/379u+bg4PX",
+	"b1ZD6yZmcmT4b63LrM3cskx0lWy6ACFjzZkRcups9KNi8fy3nKWmYclHy57Il97R0vHWd9Ake9t5F/bX",
+	"Z2YmLbnxN1f9k/OT83ej45P3g6t3g+MoBJeSdnV7eTM4dq76Uo7aZ94vff6FUbG3n9V4Fc48ZXODpt5m",
+	"cfcN02Ca5HwKg49qvM5UmGtFcYm2RBnmrm28Fp+oNIHHWlzJWD43kCjJjyBTUlklRXwEu91eTXvj6/Y7",
+	"/I3vMjU3FDjebNNXrnXDTWhu7Lec5zyBjguIg84l2f7F37jiEKEyYSJF61+rDHwfpYvm3Vog1r0MwsC/",
+	"C8IAB8Fd0xAtTtYSjvwB1ezy8lxewFTfB6RbsGWsyJjlySjJvVTcGGbPAMatcJTrtOWuj9lZBRedQbRj",
+	"/VJ33EWEG9hROno5jOrX8RwNzrhlq5uXyno3pbqiaMqtakfYj1nHVkvxVf8GcsM1CHJLPjMrxl2AjMhc",
+	"583IwPJIq2KoFLm7vV6v94LILbfxArV0qwm/HF9zSbKlCR/PlOGyxvykRFaDxi4K+VmhvipW+FndlnZP",
+	"Y1AU9LntX5Wi5HkNw7QVExbbUfsFZB3nxlIuWhXSCMHl2d1zdFPqV3uQCM1jq/RijdYpz2YTQVcc5VMY",
+	"SP6wuZlZb1xNGi7t+Tkq3s7RS28xzsx9C7DIFzUgpEvsUDrh+hAiMoBEgjr6QY56EXS79Guvt///o3Ao",
+	"o8FlfzQdzbkenWKj45+af9beHiEuMwaGz5lG9IagJB/KGWcJpdqRQJc1R3TuH3erdcA9+QrANIeckv26",
+	"Q3lSGS4UME3ZmKeuzURIYSmTVWQs9dcw5qjWZCilkh3JpwSGLvQtpJwZC7t7oNGR3drtdUirxnXmQ5Ur",
+	"OafshAcFmdLcNbczJkkLG3/9WurUsZBML9Zgin0GoNiqhWPuAz9MGyTeP5PhUAV+6GazC6fcuhTGREyF",
+	"NSFEXTzKkU/f7EQhGIswlFOXmMiGMqU+qHipUwjMQqaMhTf79ZTHLWFpEkMs6NFWcZ4nmM/fCA6DeWo6",
+	"e729N7u7e3ud3d7uQa+HsozhZLj8//613/kX6/ze63z/ofrZHXU+/NEL37x++luL6nJOolqlxUnhqhXJ",
+	"KnbGLNhcSwMMrljGZAXNrb3e/ndQs5i38Q81lE33EMXP4LIfwvFPfSLf8WUftqY7p7jVobx5UEW6jYMr",
+	"zZzAeEGMMNcq5sYcYtNX8OrVGZNsyjMU7FuN9KtvDSVJmO1Xrw7hp5uby53d7i78P/j5+uIclIS50hYO",
+	"Dg7edN1AVbYPdvgX1+rsF7ga/LJzNbistz/wmafOcL5k8V2ZQWy6QwmUKlvkCwkDVcmJkBDVIj0RjLkR",
+	"CXfCBQ//CIQ1RVYgDuVxTmSge/lmTjNCsJ62X/ubDGgURgBREQnF14V/ir+bvnHtSc3xLoZYCpLUGteC",
+	"DTT/UgSDOITGKG9Bo0oZGxjzVD34LEWUsdLFoaHQ5wbGys5KRBBEvvnmG6ANmqEc3HO9IIMXea+olEKh",
+	"CZxeaZVbjh5nmlO2TC7vpHqQ7rkJ4UErOR3KjNuZSpysrNcGmRBiprXwOSdRI5UwqpLHC67PlrMGI/S0",
+	"oi68VQk3QKnL44XbrJuHoPyJIAqfKMkQPjkP5NNQfup0OuV/2Gy/14NPq8lB8KlRslBel2dovTXzEpFP",
+	"qiRwJ3pc+J+nyTbUZ6nSq5FrikmoMskX89AxOZ5qdFzKT8FnlxfXN7BD1sYOauHoEOo5bH7AJfHXMurb",
+	"i9IrXj9q7Z6mSpDFMzlqpMAbtjDwMGtOc3t+3f9xMKLZ1s3BYC7iO0pVnKAUtwoYxCkzBlRuPVtzF/dN",
+	"hbFHuLkZqQdmgD/ymDJ1V3d30796N7i5Hvn6ovXzK1nmS5tY3AnboYt8v/MZo/RBf+uDp0yZYhYBztKF",
+	"5Y2pV3KyWmd1GPdJa4dEXE9tykajghRnPoYVALlMGglq5J/6VDQDW81Ete2SeI5365loXXg74/Edso9L",
+	"eWFyAVQ/ULhtdClnXC1OfXe+aGs0+K+T65vrz91b3RCgPKoUJ1g8C9SCO99ev69NVzqUZCr44d9ev8dR",
+	"M5aiTcSX8Om4E+09EkzudqR1qrPBTf+4f9N/ab4IDaII5kzbJg/XbakmLk+ur0/O340u+1c3L44em3sX",
+	"rGpOkwljEIB+3H0cpiEdEKt5PPPSut7s54sflgTJu0F9+j8+qvFJ8hQdlpL9oxqDSBqDLFcAVuM4DFDl",
+	"zWHjOs/nV/lRDmiU1XrWQu7SsvmjMKjSckt0JUiR6HXKpRjrexyL6jZPzkeXVxfvrgbXBEvmciXpJpGQ",
+	"7IIyRxCVqeGHgE6fNzuv8Gmnjyx0CLuRH3/3tWPp5dLQuvR+tq7UD3PgZWFbhWZ9LBQ1lI6JirRZ8elG",
+	"2qMNlzHOX24Ht4PRj7enJFwZFCfpEpYpiXPGXdgKiTDJ03QTCvjtHxRs0YiVwifI1xT/Nhmu0PWIR4u2",
+	"ndUs5s35Kd+XphvK6jll8dIryGXKjaHrRJ6UFks/tzMurb9ZH8pzhV4cWotoMusJi3mlo6kvLSPWPMFu",
+	"LA3Bu4VKg1V3XPoCKVdDwwVhxxtKlUXl9+rSP01hFDk7AQ1OEAatHybpblLnsqyDSxlZ0cKolAIr3vQG",
+	"ye2D0ndu7RQvFbRCuxhKRz9CL8mDIrQT+eR1NWkIGp+ELiy5Nhr9CVovZJVZjwddq8kriRXU0geCXne3",
+	"2/MhMcnmIjgMXnd73dfONZqRk78zowoI/DnlLbkUvu5mr9eDhxkqE1cN6DYtDOTz7poiBmeuoUJSE8qg",
+	"Ndyl6YdQZT9H6i7ybkt7aKVmqRQFAVtzrcY8IWuWxTOIWZpuHxVDOFlFLhlaFasZoSn67JqThG6UsaJB",
+	"js8pAMSsc147+bwcerUIstAWaM1wiiMT/h09DkHdFTq0XnpRMgsKVK9omDQPKLCqnHO6Ps/nJDgdPsuS",
+	"SdDceZurItxhxwFMKHmSBIfBO25dmQuVO9e+mrDX632xAvhGIc2a+veqtiOfd12xjE8ibx+7XOxO4/sO",
+	"VAafZxnTi+AwOBX3XCIYXQo3SwT+hQzEpiY4/DXwAP+A3WqabS3i/9Gew+JMVzomfIg6lI6WfJPVgxjK",
+	"rapkG7VBEYVxPG8cQitwT0Sa+gJOlVtgRb1f+3lWybN/4pFWk6w5z3oZI53nfm//631R4Xz1iLZWz8F9",
+	"++HAkeV5kDU/wPGF4IkCPWGWFQZ5nWY1kBZJgDWQpj73sRWkZy6lmUJBLqttvGgksYUg+QN6vROhUae5",
+	"mKfmMNaoJbF5I5q3grJTYRzMzJ+OMcryXIOxQiP8xceIS/Ri2IOu6em8cJRFfF211dyfKpaYguNJjGXs",
+	"jgpECrQwqzKBam7RhX5ND1Ru11BOUjGdWYpjmxk3tcJ9KlRwozu7TvJHS0Gl3Pgwh+QPno2dLn6meKdM",
+	"/ltfvoOKtHhZa9+oqcEB6x76UnXNRKuMAmSuxEbI5bsXV6lFa0cf9Nkim1dAxjBOmcdouEzylApDGhRa",
+	"LRAa81hl3NA6ys3Wx5OL4laZvJNVeiPRFqURUoTRhJxSBLEw68tNoWaUaFpMyUR+BRdoSOJJ0fjOF0Dl",
+	"QBmo0Ad3A+zeUhHUfu97Wu6qJ+XskI18Jpo6qtezkK2ScWbII+K4bkX/8yhzmj0sKx+dKeXCbmOOfkxZ",
+	"aeUPksjvXiW5pqCgkpAIc+dmXy6wiQrr+Zl808rea1ObZV1T4K5EallUX0SUrdRGPjUvX5DeT3+iKF2t",
+	"21ojUpe8ea+5e19Pc68EasOVqGq4Gi4Nh3Il2BkuBSbDdRFD7Lwa0FN6JRDmHLhnuBihRQT7/mt+aKwZ",
+	"AxESioQS2Frl9e0uEEf7ilc2RouSLkxJXKCud04zYbDG/Ou/+GEVPDBhCz+KxAhFYZjzD6mipNrtSoUx",
+	"7ml/9/XLOnj582LU7+Dlfq1f9/prLT92x0utft8sUNyaKUsicHud4dCMJK43Hm6qcOmcafoGDLnpAv1X",
+	"zVmGaHFqX7MHyOcFhiRaMzDjVJ0+lBnPlF449JPJCGPUOOoBNP/IY+uEr+9OuqRRj/32+j3ymPsQx+o1",
+	"ylKw1jMZOuCUP0BRIs15iN7uUBpfw+3jpW45Kfdr8F6kWxatMits7MrLH0pPFDSQ3BVqtXwjfuc+rCdM",
+	"GeojHbQVdTL22HEN6Us8pirsHsqD3T04Ez9sH8GYL1DzCrvsF+6+bosz0hIuJF8O7BXK/AgmuSYe/6jG",
+	"xvGakMBg7AtpKPRHdefFCB16VCs739/uAjmvbl+TnD4n01jc3vdD2R50fMY8YEshRSc7SqIWZZW+sE3S",
+	"BX7DrGGmNCjbFPM1IrwIgD2rnOn7SAibnYnSWQfP3FWNxAoBU0ta8Z3cN/4Cyx/tTmzuQ6gLaRVbbjuO",
+	"S+rJFc2+K2K9+grfppkYPsFmI3tg74tplbaswjUWAV0OGJ8V+RfaAyRFWq5vwuULF5f52zQi3Lr/Ch2z",
+	"v/f91/2QZClEGhcCsNXK2ttfUN9voOX/PYV70Nv9iiQsyFd8fPOeCcoeLLPa3Fdbtug67uTs8nRwNji/",
+	"KaNJX8I6cDKhftODCst91A31IpPAzELGM60kGqJls49qXLMZisfLVoO/AFwbP/pZjenTdjpxUaE7PreF",
+	"A+ZWket7tFR8oNygt4liogisD2XkxIVjRn8rF1U1Xl5NF1cFieAuPGsgcj5zNJSkdCgH3odRG+n9znp1",
+	"moQWsSYYWk/JD4M50yzjlsD+6x+BwN1SCmQYoD0SHAZEmmBZFNeBXUvl3d377oWk4KcPf6JTV9/beuH9",
+	"9YOvt81r5a2lG+n/JOr6f04UXKo0rQuC9RxeFsE6bDe34mdo3BImiXaXIZTfH8ysnR/u7NAnp2bK2MOD",
+	"g4M39HUGP1t72mdlyMkECs+l4ifvtzyFK3eH6wSYqTqX21vtvvZmx3f1FztPH57+JwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

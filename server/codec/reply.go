@@ -184,7 +184,7 @@ func AppendModelInfoReply(dst []byte, m ReplyMeta, meta *inference.Metadata) []b
 	}
 	dst = appendString(dst, "trained_at")
 	var stamp [64]byte
-	dst = appendStringBytes(dst, meta.TrainedAt.UTC().AppendFormat(stamp[:0], time.RFC3339))
+	dst = appendStringBytes(dst, meta.TrainedAt.UTC().AppendFormat(stamp[:0], time.RFC3339Nano)) // as GET /model/info writes it
 	if meta.TrainedSamples > 0 {
 		dst = appendString(dst, "trained_samples")
 		dst = appendInt(dst, int64(meta.TrainedSamples))

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"unicode/utf8"
 )
 
 // Limits of the request decoder.
@@ -272,6 +273,10 @@ func (d *envelopeDecoder) field() error {
 			d.problem[problemID] = "id must not be empty"
 		case len(id) > MaxIDLength:
 			d.problem[problemID] = "id is longer than 256 bytes"
+		case !utf8.Valid(id):
+			// It comes back as correlation_id, a str: invalid UTF-8 there
+			// would make the reply undecodable for clients using raw=False.
+			d.problem[problemID] = "id is not valid UTF-8"
 		default:
 			d.req.idBuf = append(d.req.idBuf[:0], id...)
 			d.req.ID = d.req.idBuf
@@ -476,6 +481,7 @@ func decodeSpectrum(r *reader, s *SpectrumBody) error {
 		return invalid("body.spectrum must be a map, got nil")
 	}
 	var seenW, seenI bool
+	var seen keySet
 	for i := 0; i < n; i++ {
 		key, err := r.readText()
 		if err != nil {
@@ -508,14 +514,23 @@ func decodeSpectrum(r *reader, s *SpectrumBody) error {
 				return err
 			}
 		case "channel":
+			if err := seen.once(1, "body.spectrum.channel"); err != nil {
+				return err
+			}
 			if s.Channel, s.HasChannel, err = optionalNumber(r, "body.spectrum.channel"); err != nil {
 				return err
 			}
 		case "integration_ms":
+			if err := seen.once(2, "body.spectrum.integration_ms"); err != nil {
+				return err
+			}
 			if s.IntegrationMS, s.HasIntegrationMS, err = optionalNumber(r, "body.spectrum.integration_ms"); err != nil {
 				return err
 			}
 		case "scan_seq":
+			if err := seen.once(4, "body.spectrum.scan_seq"); err != nil {
+				return err
+			}
 			if s.ScanSeq, s.HasScanSeq, err = optionalNumber(r, "body.spectrum.scan_seq"); err != nil {
 				return err
 			}
@@ -539,6 +554,7 @@ func decodeContext(r *reader, c *ContextBody) error {
 	if err != nil || !present {
 		return err
 	}
+	var seen keySet
 	for i := 0; i < n; i++ {
 		key, err := r.readText()
 		if err != nil {
@@ -555,14 +571,23 @@ func decodeContext(r *reader, c *ContextBody) error {
 		}
 		switch string(key) {
 		case "batch_id":
+			if err := seen.once(1, "body.context.batch_id"); err != nil {
+				return err
+			}
 			if c.BatchID, c.HasBatchID, err = optionalText(r, "body.context.batch_id", c.BatchID); err != nil {
 				return err
 			}
 		case "port":
+			if err := seen.once(2, "body.context.port"); err != nil {
+				return err
+			}
 			if c.Port, c.HasPort, err = optionalText(r, "body.context.port", c.Port); err != nil {
 				return err
 			}
 		case "column_index":
+			if err := seen.once(4, "body.context.column_index"); err != nil {
+				return err
+			}
 			if c.ColumnIndex, c.HasColumnIndex, err = optionalNumber(r, "body.context.column_index"); err != nil {
 				return err
 			}
@@ -572,6 +597,20 @@ func decodeContext(r *reader, c *ContextBody) error {
 			}
 		}
 	}
+	return nil
+}
+
+// keySet remembers which optional keys of one map were given, one bit
+// each, so that a repeated key is refused like a repeated required one
+// rather than silently overwritten.
+type keySet uint8
+
+// once records bit and fails, naming field, when it was set before.
+func (k *keySet) once(bit keySet, field string) error {
+	if *k&bit != 0 {
+		return invalid("duplicate key %s", field)
+	}
+	*k |= bit
 	return nil
 }
 

@@ -267,6 +267,9 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"string channel", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}, "channel", "2"}})), CodeInvalidSpectrum, "abc", "body.spectrum.channel must be a number, got string"},
 		{"integer port", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}}, "context", ordered{"port", 1}})), CodeInvalidSpectrum, "abc", "body.context.port must be a string, got integer"},
 		{"context is a string", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}}, "context", "x"})), CodeInvalidSpectrum, "abc", "body.context must be a map"},
+		{"id not UTF-8 (bin)", pack(t, ordered{"v", 1, "type", "ping", "id", []byte{0xff, 0xfe, '-', 'i', 'd'}}), CodeMalformedMessage, "", "not valid UTF-8"},
+		{"duplicate optional spectrum key", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}, "channel", 1, "channel", 2}})), CodeInvalidSpectrum, "abc", "duplicate key body.spectrum.channel"},
+		{"duplicate context key", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}}, "context", ordered{"port", "P1", "port", "P2"}})), CodeInvalidSpectrum, "abc", "duplicate key body.context.port"},
 		{"duplicate spectrum key", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}, "intensities", []int{2}}})), CodeInvalidSpectrum, "abc", "duplicate key body.spectrum.intensities"},
 	}
 	for _, tc := range tests {

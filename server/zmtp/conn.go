@@ -22,6 +22,7 @@ var (
 	errIncompatible    = errors.New("zmtp: incompatible socket type")
 	errNoSocketType    = errors.New("zmtp: READY without Socket-Type")
 	errExpectedReady   = errors.New("zmtp: expected READY")
+	errEnvelopeLost    = errors.New("zmtp: the envelope itself exceeds the message limits")
 )
 
 // session is the state of one connection. It is owned by one goroutine; the
@@ -153,7 +154,7 @@ func (s *session) handshake() error {
 		return errNoSocketType
 	}
 	if !compatibleWithREP(socketType) {
-		s.sendError("incompatible socket type, REP accepts REQ, DEALER and ROUTER")
+		s.sendError("incompatible socket type; this REP server accepts REQ and DEALER")
 		return fmt.Errorf("zmtp: peer socket type %q: %w", socketType, errIncompatible)
 	}
 	if err := s.conn.SetDeadline(time.Time{}); err != nil {
@@ -216,6 +217,10 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 	s.frameEnds = s.frameEnds[:0]
 	var total int64 // payload bytes of all data frames so far
 	frameCount := 0
+	// delimiterDiscarded: the empty delimiter frame came after the limits
+	// were crossed, so the envelope was not kept and no reply could be
+	// routed back through it.
+	delimiterDiscarded := false
 	for {
 		if err := s.armReadDeadline(); err != nil {
 			return 0, false, err
@@ -249,6 +254,9 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 			if _, err := s.br.Discard(int(n)); err != nil {
 				return 0, false, fmt.Errorf("zmtp: discard frame: %w", err)
 			}
+			if n == 0 && !keptEmptyFrame(s.frameEnds) {
+				delimiterDiscarded = true
+			}
 		} else {
 			start := len(s.msgBuf)
 			s.msgBuf = slices.Grow(s.msgBuf, int(n))[:start+int(n)]
@@ -260,6 +268,11 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 		if flags&flagMore == 0 {
 			break
 		}
+	}
+
+	if delimiterDiscarded {
+		s.sendError("message envelope too large")
+		return 0, false, errEnvelopeLost
 	}
 
 	s.frames = s.frames[:0]
@@ -276,6 +289,19 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 		}
 	}
 	return envLen, tooLarge, nil
+}
+
+// keptEmptyFrame reports whether the kept frames, given by their end
+// offsets in msgBuf, include an empty one (a delimiter).
+func keptEmptyFrame(ends []int) bool {
+	prev := 0
+	for _, end := range ends {
+		if end == prev {
+			return true
+		}
+		prev = end
+	}
+	return false
 }
 
 // readFrameHeader reads the flags and size of the next frame.

@@ -110,6 +110,35 @@ func TestOversizedMessageStillGetsOneReply(t *testing.T) {
 	assertFrames(t, got, "", "echo:small")
 }
 
+// TestEnvelopeBeyondTheLimits: a large body behind a small DEALER
+// envelope is answered with MESSAGE_TOO_LARGE through that envelope. When
+// the limits are crossed before the delimiter, the envelope is lost and no
+// reply could be routed: the server sends ERROR and closes instead.
+func TestEnvelopeBeyondTheLimits(t *testing.T) {
+	srv := startServer(t, Config{MaxMessageSize: 1024}, echoHandler)
+	p := dialRaw(t, srv)
+	p.handshake(1, "DEALER")
+	p.sendMsg([]byte("route-1"), nil, bytes.Repeat([]byte("x"), 4096))
+	got, _ := p.recvMsg()
+	assertFrames(t, got, "route-1", "", "error:"+ErrMessageTooLarge.Error())
+
+	big := dialRaw(t, srv)
+	big.handshake(1, "DEALER")
+	big.sendMsg(bytes.Repeat([]byte("e"), 4096), nil, []byte("ping"))
+	big.expectClosedAfterCommands()
+
+	many := dialRaw(t, srv)
+	many.handshake(1, "DEALER")
+	frames := make([][]byte, 0, MaxFramesPerMessage+3)
+	for range MaxFramesPerMessage + 1 {
+		frames = append(frames, []byte("h"))
+	}
+	many.sendMsg(append(frames, nil, []byte("ping"))...)
+	many.expectClosedAfterCommands()
+
+	probe(t, srv)
+}
+
 // TestHostilePeers: whatever a peer sends, the server stays up and a
 // well-behaved client is still answered promptly.
 func TestHostilePeers(t *testing.T) {
