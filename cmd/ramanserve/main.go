@@ -15,13 +15,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"ramanserve/inference"
 	"ramanserve/server"
 )
 
@@ -38,51 +41,110 @@ type rootList []string
 func (r *rootList) String() string     { return strings.Join(*r, string(os.PathListSeparator)) }
 func (r *rootList) Set(v string) error { *r = append(*r, v); return nil }
 
-func run(args []string, getenv func(string) string, stderr io.Writer) error {
+// toleranceFlag is -confidence-tolerance: "EPA=1,DHA=1,DPA=0.5", g/L.
+type toleranceFlag struct{ b *inference.Breakdown }
+
+func (t toleranceFlag) String() string {
+	if t.b == nil {
+		return ""
+	}
+	var parts []string
+	for a := range inference.NumAnalytes {
+		if t.b.Valid[a] {
+			parts = append(parts, fmt.Sprintf("%v=%g", inference.Analyte(a), t.b.Value[a]))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func (t toleranceFlag) Set(v string) error {
+	for _, item := range strings.Split(v, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(item), "=")
+		a, known := inference.ParseAnalyte(strings.TrimSpace(name))
+		if !ok || !known {
+			return fmt.Errorf("%q: want ANALYTE=g/L with ANALYTE one of EPA, DHA, DPA", item)
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 0) {
+			return fmt.Errorf("%q: the tolerance must be a positive number of g/L", item)
+		}
+		t.b.Set(a, f)
+	}
+	return nil
+}
+
+// options are the settings of the process itself, beside server.Config.
+type options struct {
+	logFormat, logLevel string
+	grace               time.Duration
+	// defaultRoot is the registry's import/ folder when no
+	// -allow-file-root was given: it is created at start.
+	defaultRoot string
+}
+
+// parseConfig reads the flags, after the RAMAN_* environment, into the
+// server configuration.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (server.Config, options, error) {
 	fs := flag.NewFlagSet("ramanserve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfg       server.Config
-		roots     rootList
-		logFormat string
-		logLevel  string
-		grace     time.Duration
+		cfg   server.Config
+		opts  options
+		roots rootList
 	)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":5556", "management HTTP listen address")
 	fs.StringVar(&cfg.ZMQEndpoint, "zmq-addr", "tcp://*:5555", "prediction channel ZeroMQ endpoint")
 	fs.StringVar(&cfg.RegistryDir, "registry", "./var/registry", "model registry directory (created if missing)")
 	fs.Var(&roots, "allow-file-root", "directory POST /model/load may import .joblib files from (repeatable; default <registry>/import)")
-	fs.StringVar(&logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.Int64Var(&cfg.HTTP.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest accepted training upload in bytes")
 	fs.Int64Var(&cfg.Channel.MaxMessageBytes, "max-message-bytes", 1<<20, "largest accepted prediction message in bytes")
 	fs.IntVar(&cfg.Channel.MaxConnections, "max-connections", 1024, "most simultaneous prediction-channel connections")
 	fs.DurationVar(&cfg.Channel.HandshakeTimeout, "handshake-timeout", 5*time.Second, "ZMTP handshake deadline per connection")
-	fs.DurationVar(&grace, "shutdown-grace", 15*time.Second, "how long SIGTERM waits for in-flight requests")
+	fs.DurationVar(&opts.grace, "shutdown-grace", 15*time.Second, "how long SIGTERM waits for in-flight requests")
+	fs.Float64Var(&cfg.Channel.Model.SaturationLevel, "saturation-level", 0, "detector full-scale value; 3 consecutive intensities at or above it are SPECTRUM_OUT_OF_RANGE (0: no check)")
+	fs.Var(toleranceFlag{&cfg.Channel.Model.Tolerance}, "confidence-tolerance", "acceptable error per analyte for the confidence, g/L, e.g. EPA=1,DHA=1,DPA=0.5 (default 1 each; a model's own tolerance wins)")
 	if err := applyEnv(fs, getenv); err != nil {
-		return err
+		return cfg, opts, err
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cfg, opts, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, opts, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if s := cfg.Channel.Model.SaturationLevel; !(s >= 0) || math.IsInf(s, 0) {
+		return cfg, opts, fmt.Errorf("-saturation-level must be a finite number >= 0, not %v", s)
 	}
 	cfg.AllowFileRoots = roots
+	if len(cfg.AllowFileRoots) == 0 {
+		opts.defaultRoot = filepath.Join(cfg.RegistryDir, "import")
+		cfg.AllowFileRoots = []string{opts.defaultRoot}
+	}
+	return cfg, opts, nil
+}
 
+func run(args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, opts, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+	if err := level.UnmarshalText([]byte(opts.logLevel)); err != nil {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	hopts := &slog.HandlerOptions{Level: level}
-	switch logFormat {
+	switch opts.logFormat {
 	case "text":
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, hopts))
 	case "json":
 		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, hopts))
 	default:
-		return fmt.Errorf("-log-format must be text or json, not %q", logFormat)
+		return fmt.Errorf("-log-format must be text or json, not %q", opts.logFormat)
 	}
-	if len(cfg.AllowFileRoots) == 0 {
-		cfg.AllowFileRoots = []string{filepath.Join(cfg.RegistryDir, "import")}
-		if err := os.MkdirAll(cfg.AllowFileRoots[0], 0o755); err != nil {
+	if opts.defaultRoot != "" {
+		if err := os.MkdirAll(opts.defaultRoot, 0o755); err != nil {
 			return err
 		}
 	}
@@ -95,11 +157,11 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 	}
 	select {
 	case <-ctx.Done():
-		cfg.Logger.Info("shutting down", "grace", grace)
+		cfg.Logger.Info("shutting down", "grace", opts.grace)
 	case err := <-app.Done():
 		cfg.Logger.Error("serving failed", "err", err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	sctx, cancel := context.WithTimeout(context.Background(), opts.grace)
 	defer cancel()
 	if err := app.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("shutdown: %w", err)

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"ramanserve/inference"
+	"ramanserve/server"
+)
+
+type configAndOptions struct {
+	cfg  server.Config
+	opts options
+}
+
+func TestParseConfig(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name  string
+		args  []string
+		env   func(string) string
+		check func(t *testing.T, c configAndOptions)
+		err   string
+	}{
+		{name: "defaults", env: env(), check: func(t *testing.T, c configAndOptions) {
+			if c.cfg.HTTPAddr != ":5556" || c.cfg.ZMQEndpoint != "tcp://*:5555" || c.cfg.RegistryDir != "./var/registry" ||
+				len(c.cfg.AllowFileRoots) != 1 || c.cfg.AllowFileRoots[0] != "var/registry/import" || c.opts.defaultRoot != "var/registry/import" ||
+				c.opts.grace != 15*time.Second || c.cfg.Channel.Model.SaturationLevel != 0 || c.cfg.Channel.Model.Tolerance.Valid != [3]bool{} {
+				t.Errorf("defaults: %+v %+v", c.cfg, c.opts)
+			}
+		}},
+		{name: "environment", env: env("RAMAN_HTTP_ADDR", "127.0.0.1:7000", "RAMAN_ALLOW_FILE_ROOT", "/a:/b", "RAMAN_SATURATION_LEVEL", "65535"),
+			check: func(t *testing.T, c configAndOptions) {
+				if c.cfg.HTTPAddr != "127.0.0.1:7000" || strings.Join(c.cfg.AllowFileRoots, ",") != "/a,/b" || c.opts.defaultRoot != "" ||
+					c.cfg.Channel.Model.SaturationLevel != 65535 {
+					t.Errorf("environment: %+v", c.cfg)
+				}
+			}},
+		{name: "flag wins over environment", args: []string{"-http-addr", ":9000"}, env: env("RAMAN_HTTP_ADDR", ":7000"),
+			check: func(t *testing.T, c configAndOptions) {
+				if c.cfg.HTTPAddr != ":9000" {
+					t.Errorf("http addr %q", c.cfg.HTTPAddr)
+				}
+			}},
+		{name: "tolerance", args: []string{"-confidence-tolerance", "EPA=1.5, DPA=0.25"}, env: env(),
+			check: func(t *testing.T, c configAndOptions) {
+				tol := c.cfg.Channel.Model.Tolerance
+				if tol.Valid != [3]bool{true, false, true} || tol.Value[inference.EPA] != 1.5 || tol.Value[inference.DPA] != 0.25 {
+					t.Errorf("tolerance %+v", tol)
+				}
+			}},
+		{name: "tolerance of an unknown analyte", args: []string{"-confidence-tolerance", "ALA=1"}, env: env(), err: "ANALYTE"},
+		{name: "zero tolerance", args: []string{"-confidence-tolerance", "EPA=0"}, env: env(), err: "positive"},
+		{name: "negative saturation level", args: []string{"-saturation-level", "-1"}, env: env(), err: "saturation-level"},
+		{name: "bad environment value", env: env("RAMAN_MAX_CONNECTIONS", "many"), err: "RAMAN_MAX_CONNECTIONS"},
+		{name: "stray argument", args: []string{"serve"}, env: env(), err: "unexpected arguments"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, opts, err := parseConfig(tc.args, tc.env, io.Discard)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one mentioning %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, configAndOptions{cfg, opts})
+		})
+	}
+}
