@@ -1,15 +1,21 @@
 package conformance
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"ramanserve/gen"
+	"ramanserve/server"
 )
 
 func TestHealth(t *testing.T) {
@@ -65,26 +71,38 @@ func TestErrorEnvelopeOnEveryFailure(t *testing.T) {
 		status                    int
 		code                      string
 		msgContains               string
+		chunked                   bool // send without a Content-Length
 	}{
-		{"unknown route", "GET", "/no/such/route", "", nil, 404, "NOT_FOUND", "route"},
-		{"wrong method", "DELETE", "/health", "", nil, 405, "METHOD_NOT_ALLOWED", "method"},
-		{"wrong method on load", "GET", "/model/load", "", nil, 405, "METHOD_NOT_ALLOWED", "method"},
-		{"body too large", "POST", "/model/load", "application/json", big, 413, "PAYLOAD_TOO_LARGE", "limit"},
-		{"malformed JSON", "POST", "/model/load", "application/json", []byte(`{"version":`), 400, "MALFORMED_JSON", "JSON"},
-		{"wrong type names field", "POST", "/model/load", "application/json", []byte(`{"version":12}`), 400, "INVALID_REQUEST", "version"},
-		{"missing field names it", "POST", "/model/load", "application/json", []byte(`{"source":"staged"}`), 400, "INVALID_REQUEST", "version"},
-		{"bad enum names field", "POST", "/model/load", "application/json", []byte(`{"version":"a","source":"disk"}`), 400, "INVALID_REQUEST", "source"},
-		{"unknown property", "POST", "/model/load", "application/json", []byte(`{"version":"a","colour":"red"}`), 400, "INVALID_REQUEST", "colour"},
-		{"bad version pattern", "POST", "/model/load", "application/json", []byte(`{"version":"../etc"}`), 400, "INVALID_REQUEST", "version"},
-		{"file without path", "POST", "/model/load", "application/json", []byte(`{"version":"a","source":"file"}`), 400, "INVALID_REQUEST", "path"},
-		{"wrong content type", "POST", "/model/load", "text/plain", []byte(`{"version":"a"}`), 415, "UNSUPPORTED_MEDIA_TYPE", "json"},
-		{"unknown version", "POST", "/model/load", "application/json", []byte(`{"version":"never-trained"}`), 400, "MODEL_NOT_FOUND", "never-trained"},
-		{"unknown job", "GET", "/training/no-such-job", "", nil, 404, "JOB_NOT_FOUND", "no-such-job"},
+		{"unknown route", "GET", "/no/such/route", "", nil, 404, "NOT_FOUND", "route", false},
+		{"wrong method", "DELETE", "/health", "", nil, 405, "METHOD_NOT_ALLOWED", "method", false},
+		{"wrong method on load", "GET", "/model/load", "", nil, 405, "METHOD_NOT_ALLOWED", "method", false},
+		{"body too large", "POST", "/model/load", "application/json", big, 413, "PAYLOAD_TOO_LARGE", "limit", false},
+		{"malformed JSON", "POST", "/model/load", "application/json", []byte(`{"version":`), 400, "MALFORMED_JSON", "JSON", false},
+		{"wrong type names field", "POST", "/model/load", "application/json", []byte(`{"version":12}`), 400, "INVALID_REQUEST", "version", false},
+		{"missing field names it", "POST", "/model/load", "application/json", []byte(`{"source":"staged"}`), 400, "INVALID_REQUEST", "version", false},
+		{"bad enum names field", "POST", "/model/load", "application/json", []byte(`{"version":"a","source":"disk"}`), 400, "INVALID_REQUEST", "source", false},
+		{"unknown property", "POST", "/model/load", "application/json", []byte(`{"version":"a","colour":"red"}`), 400, "INVALID_REQUEST", "colour", false},
+		{"bad version pattern", "POST", "/model/load", "application/json", []byte(`{"version":"../etc"}`), 400, "INVALID_REQUEST", "version", false},
+		{"file without path", "POST", "/model/load", "application/json", []byte(`{"version":"a","source":"file"}`), 400, "INVALID_REQUEST", "path", false},
+		{"wrong content type", "POST", "/model/load", "text/plain", []byte(`{"version":"a"}`), 415, "UNSUPPORTED_MEDIA_TYPE", "json", false},
+		{"unknown version", "POST", "/model/load", "application/json", []byte(`{"version":"never-trained"}`), 400, "MODEL_NOT_FOUND", "never-trained", false},
+		{"unknown job", "GET", "/training/no-such-job", "", nil, 404, "JOB_NOT_FOUND", "no-such-job", false},
+		{"chunked body too large", "POST", "/model/load", "application/json", big, 413, "PAYLOAD_TOO_LARGE", "limit", true},
+		{"data after the JSON value", "POST", "/model/load", "application/json", []byte(`{"version":"never-trained"} ]]] not json`), 400, "MALFORMED_JSON", "after the JSON value", false},
+		{"a second JSON value", "POST", "/model/load", "application/json", []byte(`{"version":"never-trained"}{"version":"x"}`), 400, "MALFORMED_JSON", "after the JSON value", false},
+		{"media type in upper case is JSON", "POST", "/model/load", "APPLICATION/JSON; charset=utf-8", []byte(`{"version":"never-trained"}`), 400, "MODEL_NOT_FOUND", "never-trained", false},
+		{"null source names the field", "POST", "/model/load", "application/json", []byte(`{"version":"a","source":null}`), 400, "INVALID_REQUEST", "source", false},
+		{"unrepresentable number names the field", "POST", "/model/load", "application/json", []byte(`{"version":"a","path":1` + strings.Repeat("0", 400) + `}`), 400, "INVALID_REQUEST", `"path": value is not a valid string`, false},
+		{"over-long job id names the parameter", "GET", "/training/" + strings.Repeat("j", 129), "", nil, 400, "INVALID_REQUEST", `parameter "jobId"`, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := raw(t, tc.method, tc.path, tc.ctype, bytes.NewReader(tc.body))
-			e := errorCode(t, body)
+			var body io.Reader = bytes.NewReader(tc.body)
+			if tc.chunked {
+				body = io.MultiReader(body) // hides the length: chunked encoding
+			}
+			resp, respBody := raw(t, tc.method, tc.path, tc.ctype, body)
+			e := errorCode(t, respBody)
 			if resp.StatusCode != tc.status || e.Code != tc.code {
 				t.Fatalf("got %d %s (%s), want %d %s", resp.StatusCode, e.Code, e.Message, tc.status, tc.code)
 			}
@@ -213,5 +231,61 @@ func TestHTTPNotAnHTMLBody(t *testing.T) {
 	resp, body := raw(t, http.MethodGet, "/", "", nil)
 	if resp.StatusCode != 404 || bytes.Contains(body, []byte("<html")) {
 		t.Fatalf("GET / = %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestStalledBodyIsCutOff: a client that sends its headers and part of its
+// body and then stalls gets 408 REQUEST_TIMEOUT once the body has been idle
+// for the server's limit, on a JSON route and on the upload, and health is
+// answered meanwhile.
+func TestStalledBodyIsCutOff(t *testing.T) {
+	needInProcess(t)
+	app, err := server.Start(context.Background(), server.Config{
+		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
+		HTTP:   server.HTTPConfig{BodyIdleTimeout: 300 * time.Millisecond},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		app.Shutdown(ctx)
+	})
+	stalled := []struct{ name, head, part string }{
+		{"json", "POST /model/load HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n", `{"vers`},
+		{"upload", "POST /training/start HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n",
+			"--b\r\nContent-Disposition: form-data; name=\"csv\"; filename=\"t.csv\"\r\n\r\nscan_id,wn_0"},
+	}
+	for _, tc := range stalled {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", app.HTTPAddr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, tc.head+tc.part); err != nil {
+				t.Fatal(err)
+			}
+			h := must(apiAt(t, "http://"+app.HTTPAddr()).GetHealthWithResponse(context.Background()))(t)
+			if h.StatusCode() != 200 {
+				t.Fatalf("health while a body stalls: %d", h.StatusCode())
+			}
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer to the stalled request: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if err := validateErrorEnvelope(resp, body); err != nil {
+				failed.Add(1)
+				t.Fatal(err)
+			}
+			validated.Add(1)
+			if e := errorCode(t, body); resp.StatusCode != http.StatusRequestTimeout || e.Code != "REQUEST_TIMEOUT" {
+				t.Fatalf("got %d %s %q, want 408 REQUEST_TIMEOUT", resp.StatusCode, e.Code, e.Message)
+			}
+		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"ramanserve/inference/registry"
 	"ramanserve/trainer/jobs"
 )
@@ -89,6 +91,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		ch.shutdown(context.Background())
 		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
+	ln = netutil.LimitListener(ln, cfg.HTTP.withDefaults().MaxConnections)
 	a.httpLn = ln
 	a.httpServer = &http.Server{
 		Handler:           handler,

@@ -6,12 +6,18 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -30,9 +36,30 @@ type HTTPConfig struct {
 	MaxJSONBodyBytes int64
 	// MaxUploadBytes bounds a training upload (default 512 MiB).
 	MaxUploadBytes int64
+	// BodyIdleTimeout ends a request whose body stops arriving for this
+	// long (default 30 s) with 408 REQUEST_TIMEOUT. It is an idle limit,
+	// not a total one: a large upload on a slow line may take as long as
+	// it needs while bytes keep coming.
+	BodyIdleTimeout time.Duration
+	// MaxConnections caps simultaneous HTTP connections (default 256), so
+	// a flood of idle or stalled clients cannot use up the process's file
+	// descriptors, which the prediction channel and the registry need too.
+	MaxConnections int
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c HTTPConfig) withDefaults() HTTPConfig {
+	c.defaults()
+	return c
 }
 
 func (c *HTTPConfig) defaults() {
+	if c.BodyIdleTimeout <= 0 {
+		c.BodyIdleTimeout = 30 * time.Second
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 256
+	}
 	if c.MaxJSONBodyBytes <= 0 {
 		c.MaxJSONBodyBytes = 1 << 20
 	}
@@ -77,8 +104,51 @@ func NewHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (http.Handler, e
 	e.Use(limitUpload(cfg.MaxUploadBytes))
 	e.Use(validateRequests(router))
 	gen.RegisterHandlers(e, gen.NewStrictHandler(api, nil))
-	return e, nil
+	return bodyIdleTimeout(e, cfg.BodyIdleTimeout), nil
 }
+
+// bodyIdleTimeout gives every request body a read deadline of idle from
+// now, moved forward each time bytes arrive, so a client that stalls in
+// the middle of its body is cut off instead of holding a connection (and
+// a handler) for ever. http.Server's ReadTimeout would bound the whole
+// body instead, which a 200 MB upload on a slow line may rightly exceed.
+func bodyIdleTimeout(next http.Handler, idle time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(idle)) == nil {
+				r.Body = &idleBody{ReadCloser: r.Body, rc: rc, idle: idle}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// idleBody pushes the read deadline forward after every read that got
+// bytes. Reads are sequential (one handler goroutine), so no lock.
+type idleBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+	last time.Time // when the deadline was last moved
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	// Moving the deadline costs a timer update; once a second is plenty
+	// for a limit measured in tens of seconds.
+	if now := time.Now(); n > 0 && now.Sub(b.last) > time.Second {
+		b.last = now
+		_ = b.rc.SetReadDeadline(now.Add(b.idle))
+	}
+	return n, err
+}
+
+// isBodyTimeout reports whether err is the body's read deadline passing.
+func isBodyTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+
+var errBodyTimeout = contract.New(contract.RequestTimeout, http.StatusRequestTimeout,
+	"the request body stopped arriving; send it without pauses")
 
 // limitUpload bounds the streamed training upload: a declared length over
 // the limit is refused at once, and reading past it fails with
@@ -106,6 +176,9 @@ func validateRequests(router routers.Router) echo.MiddlewareFunc {
 	opts := &openapi3filter.Options{
 		MultiError:         false,
 		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+		// A null must be refused as not nullable, not replaced by the
+		// field's default; the handlers apply the defaults themselves.
+		SkipSettingDefaults: true,
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -115,6 +188,9 @@ func validateRequests(router routers.Router) echo.MiddlewareFunc {
 			if err != nil || strings.EqualFold(route.Operation.OperationID, uploadOperation) {
 				return next(c)
 			}
+			if err := checkJSONBody(req); err != nil {
+				return err
+			}
 			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
 			if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
 				return validationError(err)
@@ -122,6 +198,48 @@ func validateRequests(router routers.Router) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// checkJSONBody reads a JSON route's body (within the body limit) and
+// puts it back for the validator and the handler, after three checks the
+// validator does not make: an over-long chunked body is 413, not a
+// validation failure; the media type is compared without regard to case
+// (RFC 9110), so "Application/JSON" is application/json; and the body must
+// be exactly one JSON value, so that `{...} trailing junk` is not taken
+// for its first value.
+func checkJSONBody(req *http.Request) error {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		var he *echo.HTTPError
+		var mbe *http.MaxBytesError
+		if (errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge) || errors.As(err, &mbe) {
+			return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge, "request body exceeds the size limit")
+		}
+		if isBodyTimeout(err) {
+			return errBodyTimeout
+		}
+		return contract.New(contract.InvalidRequest, http.StatusBadRequest, "reading the request body: "+err.Error())
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	if mt, params, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err == nil && strings.EqualFold(mt, "application/json") {
+		req.Header.Set("Content-Type", mime.FormatMediaType("application/json", params))
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil // the validator reports the missing body
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var first json.RawMessage
+	if err := dec.Decode(&first); err != nil {
+		return nil // the validator reports it as malformed JSON
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return contract.New(contract.MalformedJSON, http.StatusBadRequest,
+			fmt.Sprintf("request body is not valid JSON: data after the JSON value at byte %d", dec.InputOffset()))
+	}
+	return nil
 }
 
 // validationError turns a kin-openapi error into a coded error whose
@@ -146,17 +264,33 @@ func validationError(err error) error {
 	}
 	var schemaErr *openapi3.SchemaError
 	if errors.As(err, &schemaErr) {
+		reason := schemaErr.Reason
+		if strings.Contains(reason, "json.Number") { // kin-openapi's wording for an unrepresentable number
+			reason = "value is not a valid " + schemaType(schemaErr.Schema)
+		}
+		if p := reqErr.Parameter; p != nil {
+			return contract.New(contract.InvalidRequest, http.StatusBadRequest,
+				fmt.Sprintf("%s parameter %q: %s", p.In, p.Name, reason))
+		}
 		field := strings.Join(schemaErr.JSONPointer(), ".")
 		if field == "" {
-			return contract.New(contract.InvalidRequest, http.StatusBadRequest, "request body: "+schemaErr.Reason)
+			return contract.New(contract.InvalidRequest, http.StatusBadRequest, "request body: "+reason)
 		}
 		return contract.New(contract.InvalidRequest, http.StatusBadRequest,
-			fmt.Sprintf("field %q: %s", field, schemaErr.Reason))
+			fmt.Sprintf("field %q: %s", field, reason))
 	}
 	if errors.Is(err, openapi3filter.ErrInvalidRequired) && reqErr.RequestBody != nil {
 		return contract.New(contract.InvalidRequest, http.StatusBadRequest, "request body is required")
 	}
 	return contract.New(contract.InvalidRequest, http.StatusBadRequest, reqErr.Error())
+}
+
+// schemaType names a schema's JSON type for an error message.
+func schemaType(s *openapi3.Schema) string {
+	if s != nil && s.Type != nil && len(*s.Type) > 0 {
+		return (*s.Type)[0]
+	}
+	return "value"
 }
 
 // errorHandler is the single place where failures become HTTP responses:

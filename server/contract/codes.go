@@ -33,6 +33,7 @@ const (
 	MethodNotAllowed     Code = "METHOD_NOT_ALLOWED"
 	LoadInProgress       Code = "LOAD_IN_PROGRESS"
 	PayloadTooLarge      Code = "PAYLOAD_TOO_LARGE"
+	RequestTimeout       Code = "REQUEST_TIMEOUT"
 	UnsupportedMediaType Code = "UNSUPPORTED_MEDIA_TYPE"
 	TrainingQueueFull    Code = "TRAINING_QUEUE_FULL"
 	TrainingDiverged     Code = "TRAINING_DIVERGED"
