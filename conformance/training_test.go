@@ -180,16 +180,18 @@ func TestTrainingInterruptedByKill(t *testing.T) {
 	loadVersion(t, c, active)
 
 	// A larger set, so the job is still running when it is killed.
-	resp, body := multipartUpload(t, base, bytes.NewReader(syntheticCSV(t, 32, 800)), []byte(goodMeta))
+	resp, body := multipartUpload(t, base, bytes.NewReader(syntheticCSV(t, 32, 1500)), []byte(goodMeta))
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("upload: %d %s", resp.StatusCode, body)
 	}
 	var acc gen.TrainingJobAccepted
 	json.Unmarshal(body, &acc)
 	deadline := time.Now().Add(60 * time.Second)
+	var seen float64 // the progress the client saw last
 	for {
 		job := must(c.GetTrainingJobWithResponse(context.Background(), acc.JobId))(t).JSON200
 		if job.Status == gen.Running && job.Progress > 0 {
+			seen = job.Progress
 			break
 		}
 		if job.Status == gen.Done || job.Status == gen.Failed || time.Now().After(deadline) {
@@ -204,6 +206,9 @@ func TestTrainingInterruptedByKill(t *testing.T) {
 	job := must(c2.GetTrainingJobWithResponse(context.Background(), acc.JobId))(t)
 	if job.StatusCode() != 200 || job.JSON200.Status != gen.Failed || job.JSON200.Error == nil || job.JSON200.Error.Code != "INTERRUPTED" {
 		t.Fatalf("job after restart: %d %s", job.StatusCode(), job.Body)
+	}
+	if job.JSON200.Progress < seen {
+		t.Errorf("progress went back from %v to %v across the restart", seen, job.JSON200.Progress)
 	}
 	list := must(c2.ListModelsWithResponse(context.Background()))(t).JSON200
 	if len(list.Models) != 1 || list.Active == nil || *list.Active != active {

@@ -78,6 +78,8 @@ type Job struct {
 	Meta             Meta       `json:"meta"`
 	Result           *Result    `json:"result,omitempty"`
 	Error            *Failure   `json:"error,omitempty"`
+
+	savedAt time.Time // when the record was last written (not stored)
 }
 
 // Elapsed is the running time so far (or in total, once finished); zero
@@ -195,14 +197,17 @@ func (m *Manager) recover() error {
 			continue
 		}
 		if j.Status == Queued || j.Status == Running {
+			state := string(j.Status)
 			now := m.opts.Now()
 			j.Status = Failed
 			j.FinishedAt = &now
 			if j.StartedAt == nil {
 				j.StartedAt = &now
 			}
+			// Progress stays where the record last saved it: it never
+			// goes back, even across a restart.
 			j.Error = &Failure{Code: m.opts.Classify(trainer.ErrInterrupted),
-				Message: "the server stopped while this job was " + map[bool]string{true: "running", false: "queued"}[j.Progress > 0] + "; upload the data again"}
+				Message: "the server stopped while this job was " + state + "; upload the data again"}
 			if err := m.persist(&j); err != nil {
 				return err
 			}
@@ -339,13 +344,24 @@ func (m *Manager) train(ctx context.Context, t *task) (res *trainer.Result, err 
 			return
 		}
 		p := progressShare * float64(done) / float64(total)
-		m.update(t.id, func(j *Job) {
-			if p > j.Progress {
-				j.Progress = p
-			}
-		}, false)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		j := m.jobs[t.id]
+		// Progress is reported as it is saved, every progressSaveInterval: a
+		// job that a crash interrupts then reads failed at the very
+		// progress a client last saw, never less.
+		if p <= j.Progress || time.Since(j.savedAt) < progressSaveInterval {
+			return
+		}
+		j.Progress = p
+		if err := m.persist(j); err != nil {
+			m.log.Error("cannot write job record", "job", t.id, "err", err)
+		}
 	})
 }
+
+// progressSaveInterval is how often a running job's progress is written.
+const progressSaveInterval = 250 * time.Millisecond
 
 func (m *Manager) meta(id string) Meta {
 	m.mu.Lock()
@@ -375,5 +391,6 @@ func (m *Manager) persist(j *Job) error {
 	if err := registry.WriteFileAtomic(filepath.Join(m.opts.Dir, j.ID+".json"), b); err != nil {
 		return fmt.Errorf("jobs: write record: %w", err)
 	}
+	j.savedAt = time.Now()
 	return nil
 }

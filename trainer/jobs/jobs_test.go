@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -153,6 +154,16 @@ func TestRestartMarksUnfinishedJobsInterrupted(t *testing.T) {
 		}
 		if j.Status != tc.status || code != tc.code {
 			t.Errorf("%s: %s %s, want %s %s", tc.id, j.Status, code, tc.status, tc.code)
+		}
+	}
+	// An interrupted job keeps the progress it had and says what it was doing.
+	for id, want := range map[string]struct {
+		progress float64
+		state    string
+	}{"running-1": {0.4, "running"}, "queued-1": {0, "queued"}} {
+		j, _ := m.Get(context.Background(), id)
+		if j.Progress != want.progress || j.Error == nil || !strings.Contains(j.Error.Message, "while this job was "+want.state) {
+			t.Errorf("%s after restart: progress %v, error %+v", id, j.Progress, j.Error)
 		}
 	}
 	// The verdict is on disk: a second restart reads the same.
