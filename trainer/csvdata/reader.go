@@ -152,7 +152,7 @@ func (pr *parser) run(ctx context.Context, minRows int) error {
 	line, err := pr.readLine()
 	if err == io.EOF && line == nil {
 		pr.line = 1
-		return pr.fail(0, "empty input: expected the header %s,%s,...", pr.header[0], pr.header[1])
+		return pr.fail(1, "empty input: expected the header %s,%s,...", pr.header[0], pr.header[1])
 	}
 	if err != nil && err != io.EOF {
 		return err
@@ -190,7 +190,7 @@ func (pr *parser) run(ctx context.Context, minRows int) error {
 		}
 		if blankLine != 0 {
 			pr.line = blankLine
-			return pr.fail(0, "empty line inside the data (only allowed at the end)")
+			return pr.fail(1, "empty line inside the data (only allowed at the end)")
 		}
 		if pr.maxRows > 0 && pr.ds.Len() >= pr.maxRows {
 			return fmt.Errorf("%w: more than %d data rows (line %d)", trainer.ErrCSVTooLarge, pr.maxRows, pr.line)
@@ -223,7 +223,7 @@ func (pr *parser) readLine() ([]byte, error) {
 		for err == bufio.ErrBufferFull {
 			if len(pr.long) > pr.maxLine {
 				pr.line++
-				return nil, pr.fail(0, "line longer than %d bytes", pr.maxLine)
+				return nil, pr.fail(overflowColumn(pr.long, pr.maxLine), "line longer than %d bytes (the limit is crossed in this cell)", pr.maxLine)
 			}
 			chunk, err = pr.in.ReadSlice('\n')
 			pr.long = append(pr.long, chunk...)
@@ -238,11 +238,17 @@ func (pr *parser) readLine() ([]byte, error) {
 	}
 	pr.line++
 	if len(chunk) > pr.maxLine {
-		return nil, pr.fail(0, "line longer than %d bytes", pr.maxLine)
+		return nil, pr.fail(overflowColumn(chunk, pr.maxLine), "line longer than %d bytes (the limit is crossed in this cell)", pr.maxLine)
 	}
 	chunk = bytes.TrimSuffix(chunk, []byte("\n"))
 	chunk = bytes.TrimSuffix(chunk, []byte("\r"))
 	return chunk, err
+}
+
+// overflowColumn is the 1-based column of the cell in which line crosses
+// limit bytes: one more than the separators before that point.
+func overflowColumn(line []byte, limit int) int {
+	return bytes.Count(line[:min(len(line), limit)], []byte{','}) + 1
 }
 
 // split cuts line into fields (reusing pr.fields). Quoted fields are

@@ -64,7 +64,7 @@ func TestReadErrors(t *testing.T) {
 		wantName string
 		reason   string
 	}{
-		{"empty input", "", 1, 0, "", "empty input"},
+		{"empty input", "", 1, 1, "scan_id", "empty input"},
 		{"header wrong name", strings.Replace(smallHeader, "wn_1", "wn_x", 1) + row("a") + row("b"), 1, 3, "wn_1", `"wn_x", want "wn_1"`},
 		{"header wrong order", "scan_id,wn_0,wn_1,wn_2,DHA_g_per_L,EPA_g_per_L,DPA_g_per_L\n" + row("a"), 1, 5, "EPA_g_per_L", `"DHA_g_per_L", want "EPA_g_per_L"`},
 		{"header missing column", "scan_id,wn_0,wn_1,wn_2,EPA_g_per_L,DHA_g_per_L\n", 1, 7, "DPA_g_per_L", "missing"},
@@ -85,7 +85,7 @@ func TestReadErrors(t *testing.T) {
 		{"empty scan_id", smallHeader + row(""), 2, 1, "scan_id", "empty scan_id"},
 		{"unterminated quote", smallHeader + "\"a,1,2,3,10,5,1\n", 2, 1, "scan_id", "unterminated"},
 		{"text after quote", smallHeader + "\"a\"x,1,2,3,10,5,1\n", 2, 1, "scan_id", "after a quoted field"},
-		{"blank line inside", smallHeader + row("a") + "\n" + row("b"), 3, 0, "", "empty line"},
+		{"blank line inside", smallHeader + row("a") + "\n" + row("b"), 3, 1, "scan_id", "empty line"},
 		{"too few rows", smallHeader + row("a"), 3, 1, "scan_id", "too few rows: 1 data rows, cross-validation needs at least 2"},
 		{"header only", smallHeader, 2, 1, "scan_id", "too few rows: 0"},
 	}
@@ -178,8 +178,8 @@ func TestReadLimits(t *testing.T) {
 	huge := smallHeader + "a," + strings.Repeat("1", 64<<10)
 	_, err := Read(context.Background(), strings.NewReader(huge), smallOpts)
 	var ce *trainer.CSVError
-	if !errors.As(err, &ce) || ce.Line != 2 || !strings.Contains(err.Error(), "longer than") {
-		t.Fatalf("err = %v, want line 2 too long", err)
+	if !errors.As(err, &ce) || ce.Line != 2 || ce.Column != 2 || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("err = %v, want line 2, column 2 (the long cell) too long", err)
 	}
 }
 
