@@ -207,6 +207,9 @@ func TestTrainingInterruptedByKill(t *testing.T) {
 	if job.StatusCode() != 200 || job.JSON200.Status != gen.Failed || job.JSON200.Error == nil || job.JSON200.Error.Code != "INTERRUPTED" {
 		t.Fatalf("job after restart: %d %s", job.StatusCode(), job.Body)
 	}
+	if !bytes.Contains(job.Body, []byte(`"result":null`)) {
+		t.Errorf("a failed job must carry result: null: %s", job.Body)
+	}
 	if job.JSON200.Progress < seen {
 		t.Errorf("progress went back from %v to %v across the restart", seen, job.JSON200.Progress)
 	}
