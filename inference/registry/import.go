@@ -95,7 +95,13 @@ func (r *Registry) importFile(ctx context.Context, req LoadRequest) (*Entry, err
 				_ = os.Remove(dst)
 				return nil, err
 			}
-			if t, ok := sidecarTrainedAt(dst + ".json"); ok {
+			t, err := sidecarTrainedAt(dst + ".json")
+			if err != nil {
+				_ = os.Remove(dst)
+				_ = os.Remove(dst + ".json")
+				return nil, err
+			}
+			if !t.IsZero() {
 				entry.TrainedAt = t
 			}
 		}
@@ -103,18 +109,30 @@ func (r *Registry) importFile(ctx context.Context, req LoadRequest) (*Entry, err
 	return entry, nil
 }
 
-func sidecarTrainedAt(path string) (time.Time, bool) {
+// sidecarTrainedAt reads the trained_at of an imported file's sidecar: the
+// zero time when it gives none. A sidecar that is not a JSON object, or
+// whose trained_at is not an RFC 3339 time, fails the import: it was put
+// there to say something, and silently ignoring it would list the model
+// with the wrong date (or, for its target, serve the wrong analyte).
+func sidecarTrainedAt(path string) (time.Time, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return time.Time{}, false
+		return time.Time{}, fmt.Errorf("%w: read the sidecar: %w", inference.ErrModelCorrupted, err)
 	}
 	var s struct {
-		TrainedAt time.Time `json:"trained_at"`
+		TrainedAt *string `json:"trained_at"`
 	}
-	if json.Unmarshal(b, &s) != nil || s.TrainedAt.IsZero() {
-		return time.Time{}, false
+	if err := json.Unmarshal(b, &s); err != nil {
+		return time.Time{}, fmt.Errorf("%w: the sidecar %s is not a JSON object: %v", inference.ErrModelCorrupted, filepath.Base(path), err)
 	}
-	return s.TrainedAt.UTC(), true
+	if s.TrainedAt == nil {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s.TrainedAt)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: the sidecar's trained_at %q is not an RFC 3339 time", inference.ErrModelCorrupted, *s.TrainedAt)
+	}
+	return t.UTC(), nil
 }
 
 // copyRegular copies a regular file of at most limit bytes to dst

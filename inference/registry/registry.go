@@ -293,6 +293,18 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 		}
 		return LoadResult{}, err
 	}
+	// An imported file's algorithm and sample count are known only once
+	// it has been read: record them, so the model list shows them too.
+	if md := model.Metadata(); entry.Algorithm == "" || entry.TrainedSamples == 0 {
+		e := *entry
+		if e.Algorithm == "" {
+			e.Algorithm = md.Algorithm
+		}
+		if e.TrainedSamples == 0 {
+			e.TrainedSamples = md.TrainedSamples
+		}
+		entry = &e
+	}
 	previous, err := r.commitActive(entry)
 	if err != nil {
 		if req.Source == SourceFile {

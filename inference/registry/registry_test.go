@@ -331,7 +331,8 @@ func TestImportCopiesFileAndSidecar(t *testing.T) {
 	}
 	os.Remove(src) // the registry serves its own copy
 	_, entries := r.List()
-	if len(entries) != 1 || entries[0].TrainedAt.Format(time.RFC3339) != "2025-03-04T05:06:07Z" || entries[0].File != "models/imported-1.joblib" {
+	if len(entries) != 1 || entries[0].TrainedAt.Format(time.RFC3339) != "2025-03-04T05:06:07Z" || entries[0].File != "models/imported-1.joblib" ||
+		entries[0].Algorithm != "const" {
 		t.Fatalf("entry = %+v", entries)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "models", "imported-1.joblib.json")); err != nil {
@@ -343,6 +344,33 @@ func TestImportCopiesFileAndSidecar(t *testing.T) {
 	r2 := newTestRegistry(t, dir, nil)
 	if got := r2.Active().Metadata().Version; got != "imported-1" {
 		t.Fatalf("after restart active = %s", got)
+	}
+}
+
+// TestImportRefusesBadSidecars: a sidecar that is not JSON or has a
+// trained_at that is not a time fails the import, naming the problem, and
+// leaves nothing behind.
+func TestImportRefusesBadSidecars(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	for i, tc := range []struct{ sidecar, want string }{
+		{"not json", "not a JSON object"},
+		{`{"trained_at":"yesterday"}`, "not an RFC 3339 time"},
+		{`["trained_at"]`, "not a JSON object"},
+	} {
+		src := filepath.Join(dir, "import", fmt.Sprintf("m%d.joblib", i))
+		os.WriteFile(src, []byte("const:4"), 0o644)
+		os.WriteFile(src+".json", []byte(tc.sidecar), 0o644)
+		_, err := r.Load(context.Background(), LoadRequest{Version: fmt.Sprintf("side-%d", i), Source: SourceFile, Path: src})
+		if !errors.Is(err, inference.ErrModelCorrupted) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("sidecar %q: err = %v, want MODEL_CORRUPTED mentioning %q", tc.sidecar, err, tc.want)
+		}
+	}
+	if _, entries := r.List(); len(entries) != 0 {
+		t.Errorf("failed imports were listed: %+v", entries)
+	}
+	if names, _ := os.ReadDir(filepath.Join(dir, "models")); len(names) != 0 {
+		t.Errorf("failed imports left %d files in models/", len(names))
 	}
 }
 
