@@ -217,10 +217,11 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 	s.frameEnds = s.frameEnds[:0]
 	var total int64 // payload bytes of all data frames so far
 	frameCount := 0
-	// delimiterDiscarded: the empty delimiter frame came after the limits
+	// keptDelimiter: an empty frame (the delimiter) is among the kept
+	// frames. delimiterDiscarded: the delimiter came only after the limits
 	// were crossed, so the envelope was not kept and no reply could be
 	// routed back through it.
-	delimiterDiscarded := false
+	keptDelimiter, delimiterDiscarded := false, false
 	for {
 		if err := s.armReadDeadline(); err != nil {
 			return 0, false, err
@@ -254,10 +255,11 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 			if _, err := s.br.Discard(int(n)); err != nil {
 				return 0, false, fmt.Errorf("zmtp: discard frame: %w", err)
 			}
-			if n == 0 && !keptEmptyFrame(s.frameEnds) {
+			if n == 0 && !keptDelimiter {
 				delimiterDiscarded = true
 			}
 		} else {
+			keptDelimiter = keptDelimiter || n == 0
 			start := len(s.msgBuf)
 			s.msgBuf = slices.Grow(s.msgBuf, int(n))[:start+int(n)]
 			if _, err := io.ReadFull(s.br, s.msgBuf[start:]); err != nil {
@@ -289,19 +291,6 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 		}
 	}
 	return envLen, tooLarge, nil
-}
-
-// keptEmptyFrame reports whether the kept frames, given by their end
-// offsets in msgBuf, include an empty one (a delimiter).
-func keptEmptyFrame(ends []int) bool {
-	prev := 0
-	for _, end := range ends {
-		if end == prev {
-			return true
-		}
-		prev = end
-	}
-	return false
 }
 
 // readFrameHeader reads the flags and size of the next frame.
