@@ -126,10 +126,18 @@ func (tg *target) wrapOpen(open registry.OpenFunc) registry.OpenFunc {
 // It returns the HTTP base address and the prediction endpoint.
 func emptyServer(t *testing.T) (httpBase, zmqEndpoint string) {
 	t.Helper()
-	app, err := server.Start(context.Background(), server.Config{
-		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	app := extraServer(t, server.Config{})
+	return "http://" + app.HTTPAddr(), app.ZMQEndpoint()
+}
+
+// extraServer starts an in-process server of the test's own, with cfg on
+// free loopback ports and an empty temporary registry, and stops it when
+// the test ends.
+func extraServer(t *testing.T, cfg server.Config) *server.App {
+	t.Helper()
+	cfg.HTTPAddr, cfg.ZMQEndpoint, cfg.RegistryDir = "127.0.0.1:0", "tcp://127.0.0.1:0", t.TempDir()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	app, err := server.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +146,7 @@ func emptyServer(t *testing.T) (httpBase, zmqEndpoint string) {
 		defer cancel()
 		app.Shutdown(ctx)
 	})
-	return "http://" + app.HTTPAddr(), app.ZMQEndpoint()
+	return app
 }
 
 // needInProcess skips tests that control the server's files or process.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -240,19 +239,7 @@ func TestHTTPNotAnHTMLBody(t *testing.T) {
 // answered meanwhile.
 func TestStalledBodyIsCutOff(t *testing.T) {
 	needInProcess(t)
-	app, err := server.Start(context.Background(), server.Config{
-		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
-		HTTP:   server.HTTPConfig{BodyIdleTimeout: 300 * time.Millisecond},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		app.Shutdown(ctx)
-	})
+	app := extraServer(t, server.Config{HTTP: server.HTTPConfig{BodyIdleTimeout: 300 * time.Millisecond}})
 	stalled := []struct{ name, head, part string }{
 		{"json", "POST /model/load HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n", `{"vers`},
 		{"upload", "POST /training/start HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n",

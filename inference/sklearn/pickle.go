@@ -179,30 +179,19 @@ func (m *machine) top() (any, error) {
 	return m.stack[len(m.stack)-1], nil
 }
 
-// topDict returns the dict on top of the stack, which op adds items to.
-func (m *machine) topDict(op string) (*dict, error) {
+// topOf returns the top of the stack as a T: the dict SETITEM(S) adds to
+// or the list APPEND(S) appends to; anything else there fails op.
+func topOf[T any](m *machine, op string) (T, error) {
+	var zero T
 	t, err := m.top()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	d, ok := t.(*dict)
+	v, ok := t.(T)
 	if !ok {
-		return nil, corrupt("%s on %T", op, t)
+		return zero, corrupt("%s on %T", op, t)
 	}
-	return d, nil
-}
-
-// topList returns the list on top of the stack, which op appends to.
-func (m *machine) topList(op string) (*list, error) {
-	t, err := m.top()
-	if err != nil {
-		return nil, err
-	}
-	l, ok := t.(*list)
-	if !ok {
-		return nil, corrupt("%s on %T", op, t)
-	}
-	return l, nil
+	return v, nil
 }
 
 // popMark pops everything above the last MARK.
@@ -319,7 +308,7 @@ func (m *machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
-		d, err := m.topDict("SETITEM")
+		d, err := topOf[*dict](m, "SETITEM")
 		if err != nil {
 			return err
 		}
@@ -329,7 +318,7 @@ func (m *machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
-		d, err := m.topDict("SETITEMS")
+		d, err := topOf[*dict](m, "SETITEMS")
 		if err != nil {
 			return err
 		}
@@ -339,7 +328,7 @@ func (m *machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
-		l, err := m.topList("APPEND")
+		l, err := topOf[*list](m, "APPEND")
 		if err != nil {
 			return err
 		}
@@ -349,7 +338,7 @@ func (m *machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
-		l, err := m.topList("APPENDS")
+		l, err := topOf[*list](m, "APPENDS")
 		if err != nil {
 			return err
 		}
