@@ -224,7 +224,8 @@ func checkJSONBody(req *http.Request) error {
 		return contract.New(contract.InvalidRequest, http.StatusBadRequest, "reading the request body: "+err.Error())
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
-	if mt, params, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err == nil && strings.EqualFold(mt, "application/json") {
+	if ct := req.Header.Get("Content-Type"); isJSONMediaType(ct) {
+		_, params, _ := mime.ParseMediaType(ct)
 		req.Header.Set("Content-Type", mime.FormatMediaType("application/json", params))
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -242,13 +243,17 @@ func checkJSONBody(req *http.Request) error {
 	return nil
 }
 
+// isJSONMediaType reports whether a Content-Type value is application/json,
+// with any parameters. Media types compare without regard to case (RFC
+// 9110 8.3.1), and "application/jsonx" is not JSON.
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && strings.EqualFold(mt, "application/json")
+}
+
 // validationError turns a kin-openapi error into a coded error whose
 // message names the offending field.
 func validationError(err error) error {
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge, "request body exceeds the size limit")
-	}
 	var reqErr *openapi3filter.RequestError
 	if !errors.As(err, &reqErr) {
 		return contract.New(contract.InvalidRequest, http.StatusBadRequest, err.Error())

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"mime/multipart"
 	"net/http"
 	"strings"
@@ -91,12 +90,9 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 
 // decodeMeta reads the meta part and validates it against TrainingMeta.
 func (a *API) decodeMeta(part *multipart.Part) (*gen.TrainingMeta, error) {
-	if ct := part.Header.Get("Content-Type"); ct != "" {
-		// Media types compare without regard to case (RFC 9110 8.3.1).
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || !strings.EqualFold(mt, "application/json") {
-			return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest,
-				fmt.Sprintf("the meta part must be application/json, not %q", ct))
-		}
+	if ct := part.Header.Get("Content-Type"); ct != "" && !isJSONMediaType(ct) {
+		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest,
+			fmt.Sprintf("the meta part must be application/json, not %q", ct))
 	}
 	b, err := io.ReadAll(io.LimitReader(part, maxMetaBytes+1))
 	if err != nil {

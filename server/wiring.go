@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -220,15 +219,15 @@ func derefBreakdown(b inference.Breakdown) gen.MetricBreakdown {
 // openJoblib reads a scikit-learn .joblib file with the restricted reader
 // (nothing in it is executed). scikit-learn files carry no wavenumber axis:
 // the model gets the instrument axis when its feature count matches it. A
-// one-target model names its analyte in the sidecar copied with it
-// (<file>.json, {"target": "EPA"}).
+// one-target model names its analyte in its sidecar, which the registry
+// read at import (Entry.Target).
 func openJoblib(ctx context.Context, path string, e registry.Entry, opts inference.ModelOptions) (inference.Model, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
 	}
 	defer f.Close()
-	params, _, err := sklearn.Load(ctx, f, sklearn.Options{Target: sidecarTarget(path + ".json")})
+	params, _, err := sklearn.Load(ctx, f, sklearn.Options{Target: e.Target})
 	if err != nil {
 		return nil, err
 	}
@@ -238,19 +237,4 @@ func openJoblib(ctx context.Context, path string, e registry.Entry, opts inferen
 		opts.InstrumentAxis = nil
 	}
 	return inference.NewPLSModel(params, opts)
-}
-
-// sidecarTarget reads the "target" of an imported model's sidecar.
-func sidecarTarget(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) > 1<<16 {
-		return ""
-	}
-	var sc struct {
-		Target string `json:"target"`
-	}
-	if json.Unmarshal(b, &sc) != nil {
-		return ""
-	}
-	return sc.Target
 }

@@ -95,44 +95,55 @@ func (r *Registry) importFile(ctx context.Context, req LoadRequest) (*Entry, err
 				_ = os.Remove(dst)
 				return nil, err
 			}
-			t, err := sidecarTrainedAt(dst + ".json")
+			sc, err := readSidecar(dst + ".json")
 			if err != nil {
 				_ = os.Remove(dst)
 				_ = os.Remove(dst + ".json")
 				return nil, err
 			}
-			if !t.IsZero() {
-				entry.TrainedAt = t
+			if !sc.trainedAt.IsZero() {
+				entry.TrainedAt = sc.trainedAt
 			}
+			entry.Target = sc.target
 		}
 	}
 	return entry, nil
 }
 
-// sidecarTrainedAt reads the trained_at of an imported file's sidecar: the
-// zero time when it gives none. A sidecar that is not a JSON object, or
-// whose trained_at is not an RFC 3339 time, fails the import: it was put
-// there to say something, and silently ignoring it would list the model
-// with the wrong date (or, for its target, serve the wrong analyte).
-func sidecarTrainedAt(path string) (time.Time, error) {
+// sidecar is what an imported file's sidecar says: its training time
+// (zero when not given) and, for a one-target model, the analyte.
+type sidecar struct {
+	trainedAt time.Time
+	target    string
+}
+
+// readSidecar reads an imported file's sidecar, once, at import. A sidecar
+// that is not a JSON object, or whose trained_at is not an RFC 3339 time,
+// fails the import: it was put there to say something, and silently
+// ignoring it would list the model with the wrong date (or serve a
+// one-target model without its analyte). Whether target names a known
+// analyte is the model reader's call (MODEL_TARGETS_UNKNOWN).
+func readSidecar(path string) (sidecar, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: read the sidecar: %w", inference.ErrModelCorrupted, err)
+		return sidecar{}, fmt.Errorf("%w: read the sidecar: %w", inference.ErrModelCorrupted, err)
 	}
-	var s struct {
+	var raw struct {
 		TrainedAt *string `json:"trained_at"`
+		Target    string  `json:"target"`
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return time.Time{}, fmt.Errorf("%w: the sidecar %s is not a JSON object: %v", inference.ErrModelCorrupted, filepath.Base(path), err)
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return sidecar{}, fmt.Errorf("%w: the sidecar %s is not a JSON object: %v", inference.ErrModelCorrupted, filepath.Base(path), err)
 	}
-	if s.TrainedAt == nil {
-		return time.Time{}, nil
+	sc := sidecar{target: raw.Target}
+	if raw.TrainedAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *raw.TrainedAt)
+		if err != nil {
+			return sidecar{}, fmt.Errorf("%w: the sidecar's trained_at %q is not an RFC 3339 time", inference.ErrModelCorrupted, *raw.TrainedAt)
+		}
+		sc.trainedAt = t.UTC()
 	}
-	t, err := time.Parse(time.RFC3339Nano, *s.TrainedAt)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: the sidecar's trained_at %q is not an RFC 3339 time", inference.ErrModelCorrupted, *s.TrainedAt)
-	}
-	return t.UTC(), nil
+	return sc, nil
 }
 
 // copyRegular copies a regular file of at most limit bytes to dst

@@ -31,7 +31,10 @@ type Entry struct {
 	SourceBatches  []string  `json:"source_batches,omitempty"`
 	Notes          string    `json:"notes,omitempty"`
 	ImportedFrom   string    `json:"imported_from,omitempty"`
-	AddedAt        time.Time `json:"added_at"`
+	// Target names the analyte of a one-target imported model, from its
+	// sidecar ({"target": "DHA"}); "" otherwise.
+	Target  string    `json:"target,omitempty"`
+	AddedAt time.Time `json:"added_at"`
 }
 
 // SizeKB is the file size in KiB, rounded up, as listed by GET /model/list.

@@ -295,16 +295,15 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 	}
 	// An imported file's algorithm and sample count are known only once
 	// it has been read: record them, so the model list shows them too.
-	if md := model.Metadata(); entry.Algorithm == "" || entry.TrainedSamples == 0 {
-		e := *entry
-		if e.Algorithm == "" {
-			e.Algorithm = md.Algorithm
-		}
-		if e.TrainedSamples == 0 {
-			e.TrainedSamples = md.TrainedSamples
-		}
-		entry = &e
+	// (A copy: entry may be the index's own, which commitActive replaces.)
+	md, filled := model.Metadata(), *entry
+	if filled.Algorithm == "" {
+		filled.Algorithm = md.Algorithm
 	}
+	if filled.TrainedSamples == 0 {
+		filled.TrainedSamples = md.TrainedSamples
+	}
+	entry = &filled
 	previous, err := r.commitActive(entry)
 	if err != nil {
 		if req.Source == SourceFile {

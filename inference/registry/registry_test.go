@@ -321,7 +321,7 @@ func TestImportCopiesFileAndSidecar(t *testing.T) {
 	r := newTestRegistry(t, dir, nil)
 	src := filepath.Join(dir, "import", "m.joblib")
 	os.WriteFile(src, []byte("const:4"), 0o644)
-	os.WriteFile(src+".json", []byte(`{"trained_at":"2025-03-04T05:06:07Z"}`), 0o644)
+	os.WriteFile(src+".json", []byte(`{"trained_at":"2025-03-04T05:06:07Z","target":"DHA"}`), 0o644)
 	res, err := r.Load(context.Background(), LoadRequest{Version: "imported-1", Source: SourceFile, Path: src})
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestImportCopiesFileAndSidecar(t *testing.T) {
 	os.Remove(src) // the registry serves its own copy
 	_, entries := r.List()
 	if len(entries) != 1 || entries[0].TrainedAt.Format(time.RFC3339) != "2025-03-04T05:06:07Z" || entries[0].File != "models/imported-1.joblib" ||
-		entries[0].Algorithm != "const" {
+		entries[0].Algorithm != "const" || entries[0].Target != "DHA" {
 		t.Fatalf("entry = %+v", entries)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "models", "imported-1.joblib.json")); err != nil {

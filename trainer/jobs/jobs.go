@@ -307,7 +307,7 @@ const progressShare = 0.99
 
 func (m *Manager) run(ctx context.Context, t *task) {
 	now := m.opts.Now()
-	m.update(t.id, func(j *Job) { j.Status, j.StartedAt = Running, &now }, true)
+	m.update(t.id, func(j *Job) { j.Status, j.StartedAt = Running, &now })
 	m.log.Info("training started", "job", t.id, "samples", t.ds.Len())
 
 	res, err := m.train(ctx, t)
@@ -320,14 +320,14 @@ func (m *Manager) run(ctx context.Context, t *task) {
 		code := m.opts.Classify(err)
 		m.update(t.id, func(j *Job) {
 			j.Status, j.FinishedAt, j.Error = Failed, &finished, &Failure{Code: code, Message: err.Error()}
-		}, true)
+		})
 		m.log.Warn("training failed", "job", t.id, "code", code, "err", err)
 		return
 	}
 	m.update(t.id, func(j *Job) {
 		j.Status, j.FinishedAt, j.Progress = Done, &finished, 1
 		j.Result = &Result{NewVersion: version, ArtifactPath: path, RMSE: res.Params.Meta.RMSE, R2: res.Params.Meta.R2, Components: res.Components}
-	}, true)
+	})
 	m.log.Info("training done", "job", t.id, "version", version, "components", res.Components, "elapsed", finished.Sub(now))
 }
 
@@ -369,17 +369,14 @@ func (m *Manager) meta(id string) Meta {
 	return m.jobs[id].Meta
 }
 
-// update changes a job under the lock and, for status changes, rewrites its
-// record.
-func (m *Manager) update(id string, f func(*Job), persist bool) {
+// update changes a job under the lock and rewrites its record.
+func (m *Manager) update(id string, f func(*Job)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j := m.jobs[id]
 	f(j)
-	if persist {
-		if err := m.persist(j); err != nil {
-			m.log.Error("cannot write job record", "job", id, "err", err)
-		}
+	if err := m.persist(j); err != nil {
+		m.log.Error("cannot write job record", "job", id, "err", err)
 	}
 }
 
