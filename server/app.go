@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/netutil"
 
 	"ramanserve/inference/registry"
 	"ramanserve/trainer/jobs"
@@ -42,70 +42,125 @@ type App struct {
 
 	httpServer *http.Server
 	httpLn     net.Listener
+	bodies     *bodyDeadlines
 	channel    *predictionChannel
 	jobs       *jobs.Manager
 	done       chan error
+
+	stopping     atomic.Bool // set when Shutdown begins: listener errors are expected then
+	shutdownOnce sync.Once
+	shutdownErr  error
+	shutdownDone chan struct{}
 }
 
-// Start opens the registry, binds both channels and starts serving. It
-// returns once both listeners are bound.
-func Start(ctx context.Context, cfg Config) (*App, error) {
+// Start binds both ports, then opens the registry, starts training and
+// serves both channels. Binding comes first so that a server started by
+// mistake on ports in use fails before it writes anything. When a step
+// fails, everything already started is undone: listeners closed, training
+// stopped. Start returns once both channels are serving.
+func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	openers := modelOpeners(cfg.Channel)
-	if cfg.WrapOpen != nil {
-		for ext, open := range openers {
-			openers[ext] = cfg.WrapOpen(open)
+	a := &App{cfg: cfg, log: log, done: make(chan error, 2), shutdownDone: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			a.undo()
 		}
+	}()
+	if err := a.listen(); err != nil {
+		return nil, err
 	}
-	reg, err := registry.Open(ctx, cfg.RegistryDir, registry.Options{
-		Openers:      openers,
-		AllowedRoots: cfg.AllowFileRoots,
-		Logger:       log.With("component", "registry"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open registry: %w", err)
+	if err := ctx.Err(); err != nil { // a signal during start-up: nothing written yet
+		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, Registry: reg, done: make(chan error, 2)}
-	a.api = &API{Registry: reg, ServerVersion: BuildVersion(), Started: time.Now()}
+	if err := a.openRegistry(ctx); err != nil {
+		return nil, err
+	}
 	if err := a.startTraining(ctx); err != nil {
 		return nil, err
 	}
-
-	ch, err := startChannel(ctx, cfg.ZMQEndpoint, cfg.Channel, reg, a.api.ServerVersion, a.api.Started, log.With("component", "channel"))
-	if err != nil {
-		return nil, fmt.Errorf("prediction channel: %w", err)
-	}
-	a.channel = ch
-	a.api.ChannelUp = ch.up
-
-	handler, err := NewHTTPHandler(a.api, cfg.HTTP, log.With("component", "http"))
-	if err != nil {
-		ch.shutdown(context.Background())
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		ch.shutdown(context.Background())
-		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	if err := a.serve(); err != nil {
+		return nil, err
 	}
-	ln = netutil.LimitListener(ln, cfg.HTTP.withDefaults().MaxConnections)
-	a.httpLn = ln
+	log.Info("ramanserve started", "http", a.httpLn.Addr().String(), "zmq", a.channel.endpoint(), "registry", a.Registry.Dir(), "version", a.api.ServerVersion)
+	return a, nil
+}
+
+// listen binds the management port (behind the connection limit) and the
+// prediction port, serving neither yet.
+func (a *App) listen() error {
+	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", a.cfg.HTTPAddr, err)
+	}
+	a.httpLn = newConnLimitListener(ln, a.cfg.HTTP.withDefaults().MaxConnections)
+	ch, err := listenChannel(a.cfg.ZMQEndpoint, a.cfg.Channel, a.log.With("component", "channel"))
+	if err != nil {
+		return fmt.Errorf("prediction channel: %w", err)
+	}
+	a.channel = ch
+	return nil
+}
+
+// openRegistry opens the registry (its first write to disk) and the API
+// on it.
+func (a *App) openRegistry(ctx context.Context) error {
+	openers := modelOpeners(a.cfg.Channel)
+	if a.cfg.WrapOpen != nil {
+		for ext, open := range openers {
+			openers[ext] = a.cfg.WrapOpen(open)
+		}
+	}
+	reg, err := registry.Open(ctx, a.cfg.RegistryDir, registry.Options{
+		Openers:      openers,
+		AllowedRoots: a.cfg.AllowFileRoots,
+		Logger:       a.log.With("component", "registry"),
+	})
+	if err != nil {
+		return fmt.Errorf("open registry: %w", err)
+	}
+	a.Registry = reg
+	a.api = &API{Registry: reg, ServerVersion: BuildVersion(), Started: time.Now()}
+	return nil
+}
+
+// serve starts both channels on the bound listeners.
+func (a *App) serve() error {
+	handler, err := newHTTPHandler(a.api, a.cfg.HTTP, a.log.With("component", "http"))
+	if err != nil {
+		return err
+	}
+	a.bodies = handler
 	a.httpServer = &http.Server{
-		Handler:           handler,
+		Handler:           reserveGate(handler),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnContext:       markReserve,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
+	a.channel.serve(a.Registry, a.api.ServerVersion, a.api.Started, a.log.With("component", "channel"))
+	a.api.ChannelUp = a.channel.up
 	go func() {
-		if err := a.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		err := a.httpServer.Serve(a.httpLn)
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !a.stopping.Load() {
 			a.done <- fmt.Errorf("http server: %w", err)
 		}
 	}()
-	log.Info("ramanserve started", "http", ln.Addr().String(), "zmq", ch.endpoint(), "registry", reg.Dir(), "version", a.api.ServerVersion)
-	return a, nil
+	return nil
+}
+
+// undo releases what a failed Start had started.
+func (a *App) undo() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Shutdown(ctx); err != nil {
+		a.log.Warn("undoing a failed start", "err", err)
+	}
 }
 
 // HTTPAddr is the bound management address, e.g. "127.0.0.1:5556".
@@ -117,11 +172,56 @@ func (a *App) ZMQEndpoint() string { return a.channel.endpoint() }
 // Done delivers a fatal serving error.
 func (a *App) Done() <-chan error { return a.done }
 
-// Shutdown stops accepting on both channels, lets in-flight requests
-// finish within ctx, and releases everything.
+// Shutdown stops accepting on both channels at once, cuts request bodies
+// still arriving (their clients get 503 SHUTTING_DOWN), then, all at the
+// same time, lets in-flight requests and predicts finish within ctx and
+// stops training (a running job is cancelled; queued jobs stay queued).
+// What is still open when ctx ends is closed, and ctx's error returned.
+// It may be called more than once; later calls wait for the first.
 func (a *App) Shutdown(ctx context.Context) error {
-	errHTTP := a.httpServer.Shutdown(ctx)
-	errCh := a.channel.shutdown(ctx)
-	errTrain := a.stopTraining(ctx)
+	a.shutdownOnce.Do(func() {
+		a.shutdownErr = a.shutdown(ctx)
+		close(a.shutdownDone)
+	})
+	select {
+	case <-a.shutdownDone:
+		return a.shutdownErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *App) shutdown(ctx context.Context) error {
+	a.stopping.Store(true)
+	// Stop accepting on both channels before draining either.
+	if a.httpLn != nil {
+		_ = a.httpLn.Close()
+	}
+	chDrained := make(chan error, 1)
+	if a.channel != nil {
+		go func() { chDrained <- a.channel.shutdown(ctx) }() // closes its listener first thing
+	} else {
+		chDrained <- nil
+	}
+	if a.bodies != nil {
+		a.bodies.abortBodies()
+	}
+	trainingStopped := make(chan error, 1)
+	go func() { trainingStopped <- a.stopTraining(ctx) }()
+	var errHTTP error
+	if a.httpServer != nil {
+		if errHTTP = a.httpServer.Shutdown(ctx); errHTTP != nil {
+			// The grace ran out: cut the connections still open.
+			_ = a.httpServer.Close()
+			errHTTP = fmt.Errorf("http: %w", errHTTP)
+		}
+	}
+	errCh := <-chDrained
+	errTrain := <-trainingStopped
+	if errTrain != nil {
+		errTrain = fmt.Errorf("training: %w", errTrain)
+	}
+	// TODO(issue 9, registry helper): close the registry here (release its
+	// directory lock) once Registry.Close exists: if a.Registry != nil { a.Registry.Close() }.
 	return errors.Join(errHTTP, errCh, errTrain)
 }

@@ -33,6 +33,7 @@ type API struct {
 	Started       time.Time
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
+	writeProbe writeProbe       // health's registry write probe, one at a time
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -156,8 +157,8 @@ func breakdown(b inference.Breakdown) *gen.MetricBreakdown {
 // GetHealth reports liveness and the degraded conditions documented in the contract.
 func (a *API) GetHealth(ctx context.Context, _ gen.GetHealthRequestObject) (gen.GetHealthResponseObject, error) {
 	var reasons []string
-	if err := a.Registry.Writable(); err != nil {
-		reasons = append(reasons, "registry directory is not writable")
+	if err := a.writeProbe.check(a.Registry.Writable); err != nil {
+		reasons = append(reasons, storageReason(err))
 	}
 	if err := a.Registry.RestoreError(); err != nil {
 		reasons = append(reasons, "the previously active model could not be restored: "+err.Error())

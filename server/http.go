@@ -7,6 +7,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -41,9 +43,15 @@ type HTTPConfig struct {
 	// not a total one: a large upload on a slow line may take as long as
 	// it needs while bytes keep coming.
 	BodyIdleTimeout time.Duration
+	// JSONBodyTimeout bounds the whole body of a JSON request (every route
+	// but the upload) from the end of its headers (default 10 s): 1 MiB of
+	// JSON has no business taking longer. Past it the answer is 408.
+	JSONBodyTimeout time.Duration
 	// MaxConnections caps simultaneous HTTP connections (default 256), so
 	// a flood of idle or stalled clients cannot use up the process's file
 	// descriptors, which the prediction channel and the registry need too.
+	// A small reserve beyond it answers GET /health only (see
+	// connlimit.go), so a full cap never silences the liveness probe.
 	MaxConnections int
 }
 
@@ -56,6 +64,9 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 func (c *HTTPConfig) defaults() {
 	if c.BodyIdleTimeout <= 0 {
 		c.BodyIdleTimeout = 30 * time.Second
+	}
+	if c.JSONBodyTimeout <= 0 {
+		c.JSONBodyTimeout = 10 * time.Second
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 256
@@ -73,10 +84,19 @@ func (c *HTTPConfig) defaults() {
 // by its handler instead.
 const uploadOperation = "startTraining"
 
+// uploadPath is the upload's route: its body has the idle limit only.
+const uploadPath = "/training/start"
+
 // NewHTTPHandler builds the management channel: echo serving the generated
 // strict interface implemented by api, behind request validation against
 // api/openapi.yaml, with one error path for every failure.
 func NewHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (http.Handler, error) {
+	return newHTTPHandler(api, cfg, log)
+}
+
+// newHTTPHandler is NewHTTPHandler with the body tracking that shutdown
+// uses exposed.
+func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*bodyDeadlines, error) {
 	cfg.defaults()
 	doc, err := gen.GetSwagger()
 	if err != nil {
@@ -104,33 +124,103 @@ func NewHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (http.Handler, e
 	e.Use(limitUpload(cfg.MaxUploadBytes))
 	e.Use(validateRequests(router))
 	gen.RegisterHandlers(e, gen.NewStrictHandler(api, nil))
-	return bodyIdleTimeout(e, cfg.BodyIdleTimeout), nil
+	return &bodyDeadlines{next: e, idle: cfg.BodyIdleTimeout, jsonTotal: cfg.JSONBodyTimeout}, nil
 }
 
-// bodyIdleTimeout gives every request body a read deadline of idle from
-// now, moved forward each time bytes arrive, so a client that stalls in
-// the middle of its body is cut off instead of holding a connection (and
-// a handler) for ever. http.Server's ReadTimeout would bound the whole
-// body instead, which a 200 MB upload on a slow line may rightly exceed.
-func bodyIdleTimeout(next http.Handler, idle time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody {
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(idle)) == nil {
-				r.Body = &idleBody{ReadCloser: r.Body, rc: rc, idle: idle}
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+// bodyDeadlines bounds every request body in time and keeps track of the
+// bodies still arriving, so that shutdown can cut them at once.
+//
+// Every body has an idle limit: a read deadline of idle from now, moved
+// forward each time bytes arrive, so a client that stalls in the middle of
+// its body is cut off instead of holding a connection (and a handler) for
+// ever. http.Server's ReadTimeout would bound the whole body instead, which
+// a 200 MB upload on a slow line may rightly exceed. A JSON body (every
+// route but the upload) also has a total limit: at most MaxJSONBodyBytes
+// has no business taking longer, and a client that trickles one byte every
+// few seconds must not hold a connection slot for long.
+type bodyDeadlines struct {
+	next      http.Handler
+	idle      time.Duration
+	jsonTotal time.Duration
+
+	mu       sync.Mutex
+	open     map[*idleBody]struct{}
+	stopping bool
 }
+
+func (d *bodyDeadlines) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody {
+		d.next.ServeHTTP(w, r)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	r = r.WithContext(ctx)
+	b := &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: d.idle, ctx: ctx, cancel: cancel, d: d}
+	if r.URL.Path != uploadPath {
+		b.until = time.Now().Add(d.jsonTotal)
+	}
+	if b.moveDeadline(time.Now()) != nil {
+		d.next.ServeHTTP(w, r) // not a deadline-capable connection (tests' recorders)
+		return
+	}
+	if !d.track(b) {
+		b.abort()
+	}
+	defer d.forget(b)
+	r.Body = b
+	d.next.ServeHTTP(w, r)
+}
+
+// track records b as arriving; false once shutdown has begun.
+func (d *bodyDeadlines) track(b *idleBody) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopping {
+		return false
+	}
+	if d.open == nil {
+		d.open = map[*idleBody]struct{}{}
+	}
+	d.open[b] = struct{}{}
+	return true
+}
+
+func (d *bodyDeadlines) forget(b *idleBody) {
+	d.mu.Lock()
+	delete(d.open, b)
+	d.mu.Unlock()
+}
+
+// abortBodies cuts every request body still arriving, now and from now
+// on: its read fails at once and its handler answers 503 SHUTTING_DOWN.
+// Requests whose body has arrived (a load in progress) are left to finish.
+func (d *bodyDeadlines) abortBodies() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopping = true
+	for b := range d.open {
+		b.abort()
+	}
+	clear(d.open)
+}
+
+// errShuttingDown is the cause of an aborted body's request context.
+var errShuttingDown = contract.New(contract.ShuttingDown, http.StatusServiceUnavailable,
+	"the server is shutting down; send the request again once it is back")
 
 // idleBody pushes the read deadline forward after every read that got
-// bytes. Reads are sequential (one handler goroutine), so no lock.
+// bytes, up to until when set. Reads are sequential (one handler
+// goroutine); abort may run concurrently, which the context orders.
 type idleBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
-	idle time.Duration
-	last time.Time // when the deadline was last moved
+	rc     *http.ResponseController
+	idle   time.Duration
+	until  time.Time // total limit; zero for none
+	last   time.Time // when the deadline was last moved
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	d      *bodyDeadlines
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
@@ -138,10 +228,35 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	// Moving the deadline costs a timer update; once a second is plenty
 	// for a limit measured in tens of seconds.
 	if now := time.Now(); n > 0 && now.Sub(b.last) > time.Second {
-		b.last = now
-		_ = b.rc.SetReadDeadline(now.Add(b.idle))
+		_ = b.moveDeadline(now)
+	}
+	if err == io.EOF {
+		b.d.forget(b) // complete: shutdown lets its request finish
 	}
 	return n, err
+}
+
+func (b *idleBody) moveDeadline(now time.Time) error {
+	b.last = now
+	deadline := now.Add(b.idle)
+	if !b.until.IsZero() && deadline.After(b.until) {
+		deadline = b.until
+	}
+	if err := b.rc.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	// An abort between the check and the set above must still win.
+	if b.ctx.Err() != nil {
+		_ = b.rc.SetReadDeadline(time.Unix(1, 0))
+	}
+	return nil
+}
+
+// abort cancels the request with errShuttingDown and makes the body's
+// pending and future reads fail at once.
+func (b *idleBody) abort() {
+	b.cancel(errShuttingDown)
+	_ = b.rc.SetReadDeadline(time.Unix(1, 0))
 }
 
 // isBodyTimeout reports whether err is the body's read deadline passing.
@@ -306,6 +421,12 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
+		// A body cut by shutdown fails its handler with whatever error its
+		// read gave (a deadline); the request's context says why.
+		if errors.Is(context.Cause(c.Request().Context()), errShuttingDown) {
+			err = errShuttingDown
+			c.Response().Header().Set("Connection", "close")
+		}
 		body, status := errorBody(err)
 		if status >= 500 {
 			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
@@ -315,6 +436,8 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			c.Response().Header().Set("Retry-After", "1")
 		case contract.TrainingQueueFull:
 			c.Response().Header().Set("Retry-After", "5")
+		case contract.InsufficientStorage:
+			c.Response().Header().Set("Retry-After", "30")
 		}
 		// A refused upload may still be streaming in. Closing the
 		// connection after the answer lets the answer go out at once;

@@ -40,6 +40,12 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 	if a.Training == nil {
 		return nil, errTrainingUnavailable
 	}
+	// A disk that cannot take the model is 507 now, not after the upload.
+	if a.Registry != nil {
+		if err := a.writeProbe.check(a.Registry.Writable); err != nil {
+			return nil, err
+		}
+	}
 	var (
 		meta *gen.TrainingMeta
 		ds   *trainer.Dataset

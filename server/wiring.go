@@ -84,29 +84,44 @@ func readArtifactFile(path string) (*inference.PLSParams, error) {
 // predictionChannel is the bound ZMTP server with the channel handler.
 type predictionChannel struct {
 	srv       *zmtp.Server
+	handler   deferredHandler
 	listening atomic.Bool
 	served    chan error
 }
 
-func startChannel(ctx context.Context, endpoint string, cfg ChannelConfig, reg *registry.Registry, version string, started time.Time, log *slog.Logger) (*predictionChannel, error) {
-	h := channel.New(channel.Options{Models: reg, ServerVersion: version, Started: started, Logger: log})
+// deferredHandler lets the port be bound before the registry is open: its
+// handler is set by serve, before the first connection is accepted.
+type deferredHandler struct{ h zmtp.Handler }
+
+func (d *deferredHandler) Handle(ctx context.Context, req zmtp.Request, dst []byte) []byte {
+	return d.h.Handle(ctx, req, dst)
+}
+
+// listenChannel binds the prediction endpoint without serving it yet.
+func listenChannel(endpoint string, cfg ChannelConfig, log *slog.Logger) (*predictionChannel, error) {
+	c := &predictionChannel{served: make(chan error, 1)}
 	srv, err := zmtp.Listen(endpoint, zmtp.Config{
 		MaxMessageSize:   cfg.MaxMessageBytes,
 		HandshakeTimeout: cfg.HandshakeTimeout,
 		MaxConnections:   cfg.MaxConnections,
 		Logger:           log,
-	}, h)
+	}, &c.handler)
 	if err != nil {
 		return nil, err
 	}
-	c := &predictionChannel{srv: srv, served: make(chan error, 1)}
+	c.srv = srv
+	return c, nil
+}
+
+// serve starts accepting prediction requests on the registry's models.
+func (c *predictionChannel) serve(reg *registry.Registry, version string, started time.Time, log *slog.Logger) {
+	c.handler.h = channel.New(channel.Options{Models: reg, ServerVersion: version, Started: started, Logger: log})
 	c.listening.Store(true)
 	go func() {
-		err := srv.Serve(context.Background())
+		err := c.srv.Serve(context.Background())
 		c.listening.Store(false)
 		c.served <- err
 	}()
-	return c, nil
 }
 
 func (c *predictionChannel) up() bool { return c.listening.Load() }

@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -77,9 +76,6 @@ func (t toleranceFlag) Set(v string) error {
 type options struct {
 	logFormat, logLevel string
 	grace               time.Duration
-	// defaultRoot is the registry's import/ folder when no
-	// -allow-file-root was given: it is created at start.
-	defaultRoot string
 }
 
 // parseConfig reads the flags, after the RAMAN_* environment, into the
@@ -122,8 +118,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	}
 	cfg.AllowFileRoots = roots
 	if len(cfg.AllowFileRoots) == 0 {
-		opts.defaultRoot = filepath.Join(cfg.RegistryDir, "import")
-		cfg.AllowFileRoots = []string{opts.defaultRoot}
+		// The registry's import/ folder, which it creates.
+		cfg.AllowFileRoots = []string{filepath.Join(cfg.RegistryDir, "import")}
 	}
 	return cfg, opts, nil
 }
@@ -146,31 +142,76 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("-log-format must be text or json, not %q", opts.logFormat)
 	}
-	if opts.defaultRoot != "" {
-		if err := os.MkdirAll(opts.defaultRoot, 0o755); err != nil {
-			return err
-		}
-	}
+	// The default import root, <registry>/import, is created by the
+	// registry when it opens: after both ports are bound, so a start that
+	// fails on a port in use writes nothing.
+	signals := newSignals()
+	defer signals.stop()
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	app, err := server.Start(ctx, cfg)
+	app, err := server.Start(signals.first, cfg)
 	if err != nil {
-		return err
+		if signals.first.Err() != nil {
+			cfg.Logger.Info("stopped by a signal during start-up")
+			return nil
+		}
+		return fmt.Errorf("start: %w", err)
 	}
+	var serveErr error
 	select {
-	case <-ctx.Done():
+	case <-signals.first.Done():
 		cfg.Logger.Info("shutting down", "grace", opts.grace)
-	case err := <-app.Done():
-		cfg.Logger.Error("serving failed", "err", err)
+	case serveErr = <-app.Done():
+		cfg.Logger.Error("serving failed; shutting down", "err", serveErr, "grace", opts.grace)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), opts.grace)
+	sctx, cancel := context.WithTimeout(signals.second, opts.grace)
 	defer cancel()
-	if err := app.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("shutdown: %w", err)
+	err = app.Shutdown(sctx)
+	switch {
+	case serveErr != nil:
+		return serveErr
+	case err != nil && signals.second.Err() != nil:
+		return fmt.Errorf("shutdown cut short by a second signal: %w", err)
+	case err != nil:
+		return fmt.Errorf("shutdown did not finish within -shutdown-grace %v; what was still open was closed: %w", opts.grace, err)
 	}
 	cfg.Logger.Info("stopped")
 	return nil
+}
+
+// signals turns SIGTERM and SIGINT into two contexts: the first signal
+// ends first (start the graceful shutdown), the second ends second (cut
+// the shutdown short and exit at once, non-zero).
+type signals struct {
+	first, second context.Context
+	stop          func()
+}
+
+func newSignals() *signals {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGTERM, os.Interrupt)
+	first, cancelFirst := context.WithCancel(context.Background())
+	second, cancelSecond := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		for n := 0; n < 2; n++ {
+			select {
+			case <-ch:
+				if n == 0 {
+					cancelFirst()
+				} else {
+					cancelSecond()
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return &signals{first: first, second: second, stop: func() {
+		signal.Stop(ch)
+		close(done)
+		cancelFirst()
+		cancelSecond()
+	}}
 }
 
 // applyEnv sets each flag from RAMAN_<NAME> when that variable is set.

@@ -35,14 +35,14 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{name: "defaults", env: env(), check: func(t *testing.T, c configAndOptions) {
 			if c.cfg.HTTPAddr != ":5556" || c.cfg.ZMQEndpoint != "tcp://*:5555" || c.cfg.RegistryDir != "./var/registry" ||
-				len(c.cfg.AllowFileRoots) != 1 || c.cfg.AllowFileRoots[0] != "var/registry/import" || c.opts.defaultRoot != "var/registry/import" ||
+				len(c.cfg.AllowFileRoots) != 1 || c.cfg.AllowFileRoots[0] != "var/registry/import" ||
 				c.opts.grace != 15*time.Second || c.cfg.Channel.Model.SaturationLevel != 0 || c.cfg.Channel.Model.Tolerance.Valid != [3]bool{} {
 				t.Errorf("defaults: %+v %+v", c.cfg, c.opts)
 			}
 		}},
 		{name: "environment", env: env("RAMAN_HTTP_ADDR", "127.0.0.1:7000", "RAMAN_ALLOW_FILE_ROOT", "/a:/b", "RAMAN_SATURATION_LEVEL", "65535"),
 			check: func(t *testing.T, c configAndOptions) {
-				if c.cfg.HTTPAddr != "127.0.0.1:7000" || strings.Join(c.cfg.AllowFileRoots, ",") != "/a,/b" || c.opts.defaultRoot != "" ||
+				if c.cfg.HTTPAddr != "127.0.0.1:7000" || strings.Join(c.cfg.AllowFileRoots, ",") != "/a,/b" ||
 					c.cfg.Channel.Model.SaturationLevel != 65535 {
 					t.Errorf("environment: %+v", c.cfg)
 				}

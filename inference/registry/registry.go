@@ -188,15 +188,34 @@ func (r *Registry) Active() inference.Model {
 	return nil
 }
 
-// Writable probes that the registry directory accepts new files.
+// probeBytes is the size of Writable's probe write: a page of real data,
+// because creating an empty file succeeds on a full disk (it needs an
+// inode, not a block).
+const probeBytes = 4096
+
+// Writable probes that the registry directory can take a write: it writes
+// probeBytes to a temporary file, fsyncs it (a network file system may
+// report a full disk or quota only then), and removes it. The error wraps
+// inference.ErrRegistry and the failing call's *os.PathError, so
+// errors.Is finds the errno (ENOSPC, EROFS, EDQUOT).
 func (r *Registry) Writable() error {
 	f, err := os.CreateTemp(r.dir, ".probe-*.tmp")
 	if err != nil {
 		return fmt.Errorf("%w: registry not writable: %w", inference.ErrRegistry, err)
 	}
 	name := f.Name()
-	f.Close()
-	return os.Remove(name)
+	defer os.Remove(name)
+	_, err = f.Write(make([]byte, probeBytes))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: registry not writable: %w", inference.ErrRegistry, err)
+	}
+	return nil
 }
 
 // List returns the active version ("" when none is loaded) and every entry,

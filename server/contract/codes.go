@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"syscall"
 
 	"ramanserve/inference"
 	"ramanserve/trainer"
@@ -40,6 +41,15 @@ const (
 	Interrupted          Code = "INTERRUPTED"
 	NotImplemented       Code = "NOT_IMPLEMENTED"
 	InternalError        Code = "INTERNAL_ERROR"
+	// InsufficientStorage: the registry's disk cannot take a write (full,
+	// read-only or over quota). Retryable once an operator frees space.
+	InsufficientStorage Code = "INSUFFICIENT_STORAGE"
+	// ServerBusy: the connection arrived while every regular management
+	// connection slot was taken; it may only ask GET /health.
+	ServerBusy Code = "SERVER_BUSY"
+	// ShuttingDown: the server stopped while the request was in progress
+	// (an upload still streaming in); retry against the restarted server.
+	ShuttingDown Code = "SHUTTING_DOWN"
 )
 
 // Codes of the prediction channel (see api/messages.md). MODEL_NOT_LOADED
@@ -113,6 +123,9 @@ func Classify(err error) Classified {
 		}
 		return Classified{Code: ce.Code, Status: status, Retryable: Retryable(ce.Code)}
 	}
+	if StorageErrno(err) != 0 {
+		return Classified{Code: InsufficientStorage, Status: http.StatusInsufficientStorage, Retryable: true}
+	}
 	for _, d := range domainCodes {
 		if errors.Is(err, d.err) {
 			return Classified{Code: d.code, Status: d.status, Retryable: Retryable(d.code)}
@@ -124,11 +137,28 @@ func Classify(err error) Classified {
 	return Classified{Code: InternalError, Status: http.StatusInternalServerError}
 }
 
+// storageErrnos are the errors of a disk that cannot take a write. The
+// registry wraps the *os.PathError of a failed write with %w, so errors.Is
+// finds the errno through it.
+var storageErrnos = []syscall.Errno{syscall.ENOSPC, syscall.EROFS, syscall.EDQUOT}
+
+// StorageErrno returns the errno when err is a disk that cannot take a
+// write (ENOSPC, EROFS, EDQUOT), and 0 otherwise.
+func StorageErrno(err error) syscall.Errno {
+	for _, e := range storageErrnos {
+		if errors.Is(err, e) {
+			return e
+		}
+	}
+	return 0
+}
+
 // Retryable reports whether a client may retry the same request unchanged.
-// Only transient conditions are: a load or training slot that is busy.
+// Only transient conditions are: a load or training slot that is busy, a
+// disk that has no room yet, a full connection cap, a server restarting.
 func Retryable(c Code) bool {
 	switch c {
-	case LoadInProgress, TrainingQueueFull:
+	case LoadInProgress, TrainingQueueFull, InsufficientStorage, ServerBusy, ShuttingDown:
 		return true
 	}
 	return false

@@ -3,6 +3,8 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 	"testing"
 
 	"ramanserve/inference"
@@ -28,6 +30,11 @@ func TestClassify(t *testing.T) {
 		{trainer.ErrJobNotFound, JobNotFound, 404, false},
 		{New(MissingPart, 0, "no csv"), MissingPart, 400, false},
 		{errors.New("disk on fire"), InternalError, 500, false},
+		// The registry's wrapping: sentinel, then the write's *PathError.
+		{fmt.Errorf("%w: write index.json: %w", inference.ErrRegistry, &fs.PathError{Op: "write", Path: "index.json", Err: syscall.ENOSPC}), InsufficientStorage, 507, true},
+		{fmt.Errorf("%w: %w", inference.ErrRegistry, &fs.PathError{Op: "open", Path: "x", Err: syscall.EROFS}), InsufficientStorage, 507, true},
+		{&fs.PathError{Op: "write", Path: "x", Err: syscall.EDQUOT}, InsufficientStorage, 507, true},
+		{&fs.PathError{Op: "open", Path: "x", Err: syscall.EACCES}, InternalError, 500, false},
 	}
 	for _, tc := range cases {
 		got := Classify(tc.err)

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"ramanserve/gen"
+	"ramanserve/server/contract"
+)
+
+// The health reserve: connections accepted while every regular slot
+// (-max-http-connections) is taken. They may only ask GET /health, and
+// every read or write on them has at most reserveTimeout, so a slow or
+// silent client holds a reserve slot for seconds, not for the 30 s body
+// idle limit. A liveness probe thus gets through a cap full of slow
+// clients, from a fresh connection or a kept-alive one.
+const (
+	healthReserveConns = 16
+	reserveTimeout     = 3 * time.Second
+	healthPath         = "/health"
+)
+
+// connLimitListener caps open connections at max regular plus
+// healthReserveConns reserve ones. Beyond both it stops accepting (the
+// kernel's backlog holds newcomers, as with netutil.LimitListener), so a
+// flood of connections cannot use up the process's file descriptors.
+type connLimitListener struct {
+	net.Listener
+	max   int
+	slots chan struct{} // one token per open connection, regular or reserve
+
+	mu      sync.Mutex
+	regular int
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+}
+
+func newConnLimitListener(ln net.Listener, max int) *connLimitListener {
+	return &connLimitListener{
+		Listener: ln,
+		max:      max,
+		slots:    make(chan struct{}, max+healthReserveConns),
+		closed:   make(chan struct{}),
+	}
+}
+
+// Accept waits for a free slot, then accepts. A connection is regular when
+// fewer than max regular ones are open, reserve otherwise.
+func (l *connLimitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	l.mu.Lock()
+	reserve := l.regular >= l.max
+	if !reserve {
+		l.regular++
+	}
+	l.mu.Unlock()
+	lc := &limitedConn{Conn: c, l: l, reserve: reserve}
+	if reserve {
+		_ = lc.SetDeadline(time.Time{}) // clamped: reserveTimeout from now
+	}
+	return lc, nil
+}
+
+// Close closes the listener and ends an Accept waiting for a slot. It may
+// be called more than once (App.Shutdown, then http.Server.Shutdown).
+func (l *connLimitListener) Close() error {
+	l.closeOnce.Do(func() {
+		close(l.closed)
+		l.closeErr = l.Listener.Close()
+	})
+	return l.closeErr
+}
+
+func (l *connLimitListener) release(reserve bool) {
+	if !reserve {
+		l.mu.Lock()
+		l.regular--
+		l.mu.Unlock()
+	}
+	<-l.slots
+}
+
+// limitedConn gives its slot back on Close. On a reserve connection every
+// deadline is clamped to reserveTimeout from the moment it is set: net/http
+// sets the header, body and keep-alive deadlines through these methods.
+type limitedConn struct {
+	net.Conn
+	l         *connLimitListener
+	reserve   bool
+	closeOnce sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.closeOnce.Do(func() { c.l.release(c.reserve) })
+	return err
+}
+
+func (c *limitedConn) clamp(t time.Time) time.Time {
+	if !c.reserve {
+		return t
+	}
+	if limit := time.Now().Add(reserveTimeout); t.IsZero() || t.After(limit) {
+		return limit
+	}
+	return t
+}
+
+func (c *limitedConn) SetDeadline(t time.Time) error { return c.Conn.SetDeadline(c.clamp(t)) }
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	return c.Conn.SetReadDeadline(c.clamp(t))
+}
+func (c *limitedConn) SetWriteDeadline(t time.Time) error {
+	return c.Conn.SetWriteDeadline(c.clamp(t))
+}
+
+// reserveKey marks, in a request's context, a connection from the reserve.
+type reserveKey struct{}
+
+// markReserve is http.Server.ConnContext: it records whether the
+// connection came from the reserve.
+func markReserve(ctx context.Context, c net.Conn) context.Context {
+	if lc, ok := c.(*limitedConn); ok && lc.reserve {
+		return context.WithValue(ctx, reserveKey{}, true)
+	}
+	return ctx
+}
+
+// reserveGate lets a reserve connection ask GET /health only; anything
+// else gets 503 SERVER_BUSY and the connection is closed.
+func reserveGate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if reserve, _ := r.Context().Value(reserveKey{}).(bool); !reserve ||
+			(r.Method == http.MethodGet && r.URL.Path == healthPath) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(gen.ErrorResponse{
+			Code:      string(contract.ServerBusy),
+			Message:   "every management connection is in use; only GET /health is answered on this one",
+			Retryable: ptr(true),
+		})
+	})
+}
