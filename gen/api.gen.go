@@ -589,11 +589,17 @@ type Version = string
 // DefaultError defines model for DefaultError.
 type DefaultError = ErrorResponse
 
+// InsufficientStorage defines model for InsufficientStorage.
+type InsufficientStorage = ErrorResponse
+
 // InternalError defines model for InternalError.
 type InternalError = ErrorResponse
 
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = ErrorResponse
+
+// Unavailable defines model for Unavailable.
+type Unavailable = ErrorResponse
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = ErrorResponse
@@ -683,13 +689,30 @@ type ClientInterface interface {
 	// Always 200 while the process is up. `status` is `degraded` when any of
 	// these holds, otherwise `ok`:
 	//
-	// * the registry directory cannot be written (probed on each call);
+	// * the registry directory cannot take a write (probed on each call by
+	//   writing, fsyncing and removing 4 KiB; concurrent calls share one
+	//   probe). The reason names the condition and errno: disk full
+	//   (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
+	//   (`EDQUOT`), or the failing call. Loads and training uploads then
+	//   answer 507 `INSUFFICIENT_STORAGE`;
 	// * the model that was active before the last restart could not be
 	//   restored at start-up;
 	// * the prediction channel is not listening.
 	//
 	// `status: ok` with `model_loaded: false` is a valid answer: the server
 	// is up but every `predict` returns `MODEL_NOT_LOADED`.
+	//
+	// Health answers while the management connection cap
+	// (`-max-http-connections`, default 256) is full of slow clients:
+	// beyond the cap the server accepts up to 16 more connections into a
+	// health reserve. A reserve connection may ask `GET /health` only
+	// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
+	// and write on it, headers and keep-alive waits included, has at most
+	// 3 s; it may stay open for further health requests sent at least
+	// every 3 s. Beyond cap and reserve, connections wait in the kernel's
+	// accept queue. JSON bodies also have a total time limit
+	// (`-http-json-body-timeout`, default 10 s), so a client trickling a
+	// body holds a regular slot for seconds, not minutes.
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -772,6 +795,15 @@ type ClientInterface interface {
 	//
 	// The trained model enters the registry as `staged`.
 	//
+	// The registry's disk is probed (a 4 KiB write) before any of the
+	// upload is read: a disk that cannot take the model answers 507
+	// `INSUFFICIENT_STORAGE` at once. A disk that fills while the job runs
+	// fails the job with the same code.
+	//
+	// On shutdown an upload still arriving is cut at once with 503
+	// `SHUTTING_DOWN`; a job already accepted is kept (see
+	// `GET /training/{jobId}`).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /training/start (the `StartTraining` operationId).
@@ -792,13 +824,30 @@ type ClientInterface interface {
 // Always 200 while the process is up. `status` is `degraded` when any of
 // these holds, otherwise `ok`:
 //
-//   - the registry directory cannot be written (probed on each call);
+//   - the registry directory cannot take a write (probed on each call by
+//     writing, fsyncing and removing 4 KiB; concurrent calls share one
+//     probe). The reason names the condition and errno: disk full
+//     (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
+//     (`EDQUOT`), or the failing call. Loads and training uploads then
+//     answer 507 `INSUFFICIENT_STORAGE`;
 //   - the model that was active before the last restart could not be
 //     restored at start-up;
 //   - the prediction channel is not listening.
 //
 // `status: ok` with `model_loaded: false` is a valid answer: the server
 // is up but every `predict` returns `MODEL_NOT_LOADED`.
+//
+// Health answers while the management connection cap
+// (`-max-http-connections`, default 256) is full of slow clients:
+// beyond the cap the server accepts up to 16 more connections into a
+// health reserve. A reserve connection may ask `GET /health` only
+// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
+// and write on it, headers and keep-alive waits included, has at most
+// 3 s; it may stay open for further health requests sent at least
+// every 3 s. Beyond cap and reserve, connections wait in the kernel's
+// accept queue. JSON bodies also have a total time limit
+// (`-http-json-body-timeout`, default 10 s), so a client trickling a
+// body holds a regular slot for seconds, not minutes.
 //
 // Corresponds with GET /health (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -930,6 +979,15 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 // `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
 //
 // The trained model enters the registry as `staged`.
+//
+// The registry's disk is probed (a 4 KiB write) before any of the
+// upload is read: a disk that cannot take the model answers 507
+// `INSUFFICIENT_STORAGE` at once. A disk that fills while the job runs
+// fails the job with the same code.
+//
+// On shutdown an upload still arriving is cut at once with 503
+// `SHUTTING_DOWN`; a job already accepted is kept (see
+// `GET /training/{jobId}`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1198,13 +1256,30 @@ type ClientWithResponsesInterface interface {
 	// Always 200 while the process is up. `status` is `degraded` when any of
 	// these holds, otherwise `ok`:
 	//
-	// * the registry directory cannot be written (probed on each call);
+	// * the registry directory cannot take a write (probed on each call by
+	//   writing, fsyncing and removing 4 KiB; concurrent calls share one
+	//   probe). The reason names the condition and errno: disk full
+	//   (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
+	//   (`EDQUOT`), or the failing call. Loads and training uploads then
+	//   answer 507 `INSUFFICIENT_STORAGE`;
 	// * the model that was active before the last restart could not be
 	//   restored at start-up;
 	// * the prediction channel is not listening.
 	//
 	// `status: ok` with `model_loaded: false` is a valid answer: the server
 	// is up but every `predict` returns `MODEL_NOT_LOADED`.
+	//
+	// Health answers while the management connection cap
+	// (`-max-http-connections`, default 256) is full of slow clients:
+	// beyond the cap the server accepts up to 16 more connections into a
+	// health reserve. A reserve connection may ask `GET /health` only
+	// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
+	// and write on it, headers and keep-alive waits included, has at most
+	// 3 s; it may stay open for further health requests sent at least
+	// every 3 s. Beyond cap and reserve, connections wait in the kernel's
+	// accept queue. JSON bodies also have a total time limit
+	// (`-http-json-body-timeout`, default 10 s), so a client trickling a
+	// body holds a regular slot for seconds, not minutes.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1292,6 +1367,15 @@ type ClientWithResponsesInterface interface {
 	// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
 	//
 	// The trained model enters the registry as `staged`.
+	//
+	// The registry's disk is probed (a 4 KiB write) before any of the
+	// upload is read: a disk that cannot take the model answers 507
+	// `INSUFFICIENT_STORAGE` at once. A disk that fills while the job runs
+	// fails the job with the same code.
+	//
+	// On shutdown an upload still arriving is cut at once with 503
+	// `SHUTTING_DOWN`; a job already accepted is kept (see
+	// `GET /training/{jobId}`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1480,6 +1564,11 @@ type LoadModelHTTPResult409Headers struct {
 	RetryAfter *int
 }
 
+// LoadModelHTTPResult507Headers the declared response headers of an HTTP 507 response for LoadModel
+type LoadModelHTTPResult507Headers struct {
+	RetryAfter *int
+}
+
 type LoadModelHTTPResult struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1495,10 +1584,16 @@ type LoadModelHTTPResult struct {
 	JSON415 *UnsupportedMediaType
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *LoadModelHTTPResult409Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *LoadModelHTTPResult507Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -1529,6 +1624,16 @@ func (r LoadModelHTTPResult) GetJSON415() *UnsupportedMediaType {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r LoadModelHTTPResult) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r LoadModelHTTPResult) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r LoadModelHTTPResult) GetJSON507() *InsufficientStorage {
+	return r.JSON507
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -1570,6 +1675,11 @@ type StartTrainingHTTPResult429Headers struct {
 	RetryAfter *int
 }
 
+// StartTrainingHTTPResult507Headers the declared response headers of an HTTP 507 response for StartTraining
+type StartTrainingHTTPResult507Headers struct {
+	RetryAfter *int
+}
+
 type StartTrainingHTTPResult struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1587,10 +1697,16 @@ type StartTrainingHTTPResult struct {
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
 	JSON501 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StartTrainingHTTPResult429Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *StartTrainingHTTPResult507Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -1626,6 +1742,16 @@ func (r StartTrainingHTTPResult) GetJSON500() *InternalError {
 // GetJSON501 returns the response for an HTTP 501 `application/json` response
 func (r StartTrainingHTTPResult) GetJSON501() *ErrorResponse {
 	return r.JSON501
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartTrainingHTTPResult) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r StartTrainingHTTPResult) GetJSON507() *InsufficientStorage {
+	return r.JSON507
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -1736,13 +1862,30 @@ func (r GetTrainingJobHTTPResult) ContentType() string {
 // Always 200 while the process is up. `status` is `degraded` when any of
 // these holds, otherwise `ok`:
 //
-//   - the registry directory cannot be written (probed on each call);
+//   - the registry directory cannot take a write (probed on each call by
+//     writing, fsyncing and removing 4 KiB; concurrent calls share one
+//     probe). The reason names the condition and errno: disk full
+//     (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
+//     (`EDQUOT`), or the failing call. Loads and training uploads then
+//     answer 507 `INSUFFICIENT_STORAGE`;
 //   - the model that was active before the last restart could not be
 //     restored at start-up;
 //   - the prediction channel is not listening.
 //
 // `status: ok` with `model_loaded: false` is a valid answer: the server
 // is up but every `predict` returns `MODEL_NOT_LOADED`.
+//
+// Health answers while the management connection cap
+// (`-max-http-connections`, default 256) is full of slow clients:
+// beyond the cap the server accepts up to 16 more connections into a
+// health reserve. A reserve connection may ask `GET /health` only
+// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
+// and write on it, headers and keep-alive waits included, has at most
+// 3 s; it may stay open for further health requests sent at least
+// every 3 s. Beyond cap and reserve, connections wait in the kernel's
+// accept queue. JSON bodies also have a total time limit
+// (`-http-json-body-timeout`, default 10 s), so a client trickling a
+// body holds a regular slot for seconds, not minutes.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -1860,6 +2003,15 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
 //
 // The trained model enters the registry as `staged`.
+//
+// The registry's disk is probed (a 4 KiB write) before any of the
+// upload is read: a disk that cannot take the model answers 507
+// `INSUFFICIENT_STORAGE` at once. A disk that fills while the job runs
+// fails the job with the same code.
+//
+// On shutdown an upload still arriving is cut at once with 503
+// `SHUTTING_DOWN`; a job already accepted is kept (see
+// `GET /training/{jobId}`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2065,6 +2217,20 @@ func ParseLoadModelHTTPResult(rsp *http.Response) (*LoadModelHTTPResult, error) 
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2085,6 +2251,16 @@ func ParseLoadModelHTTPResult(rsp *http.Response) (*LoadModelHTTPResult, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 507:
+		var headers LoadModelHTTPResult507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
 	}
 
 	return response, nil
@@ -2153,6 +2329,20 @@ func ParseStartTrainingHTTPResult(rsp *http.Response) (*StartTrainingHTTPResult,
 		}
 		response.JSON501 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2173,6 +2363,16 @@ func ParseStartTrainingHTTPResult(rsp *http.Response) (*StartTrainingHTTPResult,
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 507:
+		var headers StartTrainingHTTPResult507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
 	}
 
 	return response, nil
@@ -2378,9 +2578,20 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 type DefaultErrorJSONResponse ErrorResponse
 
+type InsufficientStorageResponseHeaders struct {
+	RetryAfter *int
+}
+type InsufficientStorageJSONResponse struct {
+	Body ErrorResponse
+
+	Headers InsufficientStorageResponseHeaders
+}
+
 type InternalErrorJSONResponse ErrorResponse
 
 type PayloadTooLargeJSONResponse ErrorResponse
+
+type UnavailableJSONResponse ErrorResponse
 
 type UnsupportedMediaTypeJSONResponse ErrorResponse
 
@@ -2644,6 +2855,39 @@ func (response LoadModel500JSONResponse) VisitLoadModelResponse(w http.ResponseW
 	return err
 }
 
+type LoadModel503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response LoadModel503JSONResponse) VisitLoadModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LoadModel507JSONResponse struct {
+	InsufficientStorageJSONResponse
+}
+
+func (response LoadModel507JSONResponse) VisitLoadModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(507)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type LoadModeldefaultJSONResponse struct {
 	Body       ErrorResponse
 	StatusCode int
@@ -2775,6 +3019,39 @@ func (response StartTraining501JSONResponse) VisitStartTrainingResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartTraining503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response StartTraining503JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartTraining507JSONResponse struct {
+	InsufficientStorageJSONResponse
+}
+
+func (response StartTraining507JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(507)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3085,121 +3362,138 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5Hx7d9u2su9XmcV91qqdS8myY+e29l9qrKbex6/tR/Y9p8oVIRKSEJOACoC21dbf/a4ZgC+Rsp290/Su",
-	"df5oI5N4Dn7zxAx/D2KVLZXk0prg8PdAc7NU0nD645jPWJ7akdZK49+xkpZLiz/ZcpmKmFmh5M5noyQ+",
-	"M/GCZwx//Yfms+Aw+NtONfiOe2t2aLQrP03w9PQUBgk3sRZLHCw4DIZyBcouuIYZE2muOWzNlAb+yLJl",
-	"ymF/sA/R+cXN5KeL2/PjKIT9wQFEZ6Obny+OJ/h8eHp68c/RcbTdD57C4ERariVLv/EmbqVZ8ljMBE/A",
-	"cH1Pu8lTC1vRyfnN6Op8eDoZXV1dXPllXrJVqlhyo9Qp03P+7RZ6s+AwVckK+GPMeWLALjjESs7EPNc8",
-	"gVRkAld9Ofyv04vh8eTm4mJyOrz6MPILv5UmXy6Vtjw544lgN6vlX7D67wz4CcGulhyEAakssDjmS8sT",
-	"2Ipuz69vLy8vrm5Gx5Oz0fHJcHLzX5duE0+hXw6B/v2CSckrvMg8Tdk05cGh1TkPg6VWS66tcCwSq4S2",
-	"y2WeBYe/BGcXx6NTgiFSa3QchMHJ+cfh6cnx5Ppy9P7m6vYsCIPi5+Ti9mZy8dPkanj+YRSEQX2RH0dX",
-	"1ycX5/T0P88v/nlOCw7C4Gx4+tPF1Rnt4/p6SB39r+p0aN46zoJPYWDpbAJjtZBzPLyMG8Mc2lrvNLd6",
-	"5TZevp0qlXImiWSa/5oLzRPcNVGhGq7euZpWTT/z2OLQnsRXfJmucPTmmdJj4PKep2rJQUmC5FLzRMTY",
-	"BGLXvR+sHwYioT3epZLzH1WyCuHSjUETuCdnKuHpiZwpUBqYBJ4t7QoytgQUORFHEEQ4UWsPsdKapwTq",
-	"iUjasyIykUTc2O8MRCKJjmgfbgZHZnhYcLc73xJilacJQXfKIeFI1wRmTAOXKp8vwCrQnCUgbG1R1Znx",
-	"ArTPMVUD4E9h0LX6nzQ3CxAJqBnYhTCg6VC2bm9PjsHyR4v0ybY7F+EUCb5nNjgMEpUjDsqGMs+mnCa2",
-	"XlQUvLNUck5nSqc0oSkRVXhGEyFnqnzk9tmF6PvagLtVAyEtn+Osa8C9L9ZFZGidKm0mdLhqz9oBaDrF",
-	"Lki74/2KoC6gTAMjmB1i/YjREYi5VCjA3WMh5xEwmUBUkTPqQyRFGiHqpDXADLCp4ZKwtS72Wnvugs2t",
-	"FL/mvMQNBy8R1oEDmscqy7hMeLIdwj1LRTKWtzc/9b7vA3KOV5mkfAwIi8DfO3gHb6Yry82bI4gy9njK",
-	"5dwuiuWPZbxgmsWWaxOCUcjObiFZnlrRw55QNYGYSVgyYwjfY+m4g0hkrEhTZEDNZ7nhCTwIu4CW2O2P",
-	"JaKzWEdwuHfwLgwyIYu/dzcyR5Nq1zxWMjFghIw5ke1WikfgSxUvjkBRM5aG7vg2Hlib4TYc4TMMKOoM",
-	"2GC9r89snXxUSKuPLM15B6kuJAe3flhyDaV0I6qx2Ip7DrTogrUMbLE0BbvQnBMrMPe7Z9HMsq7xdpvr",
-	"jn8evlKKHV++tuXolS2fOikjZyLhMuabSHNZp0cIQsIvgxB2Px2B4SUjmn6G9qgTOd/3YZg+sJVBYiGM",
-	"jsaS1Wj6sFDG24I0M7KMV03YKEfDShhI+cyCyi0xnV3wsUT9mbEVNiR15zjllQTO2KPIEFK7xEzu9+BL",
-	"CP/qEUb/5ghdB9U0WQ9/32AvNs/ujMULIXkPdTtyLGAzd3AIbEvPmEO5VctSKycqzjPP//+6cZc4Ny84",
-	"nLHUVHLilcZeFx//zFlqF9eW2dy0aeD4dHLPtRHOG9ggqar1JnyuWcKTiebMKGk6FaJxoOUSIkNTRwjP",
-	"qOgbHYGSHBZ5xmRFaTeglyYyETgcklNYnplO2vkHTGu2IjqTkETvjSddtjIh36pYpfUtd6rzmiEARSfw",
-	"nY5gt3bMpYwNg+XKLpTcPHZNnwoDD1pYyyXKhw+KVIrOJXpLcEnjoP4VBmaCpwksVJqYsUTY+eELxf5B",
-	"YT8rMo7amYZQMoS6ox7N1W5/713/+8jxf4uQblGbF36mkjytZp5plRVzT3ORJoCKCVkX325FCb/naeSF",
-	"fKpilrpm3VaqKcFZaD91F1RA69R3+RI3PDFOX2PfDuGwSfv5CbvY5VSxhDyRmgHJEodFll7WmMdzaJOf",
-	"lgytjS6bE+cuOELlOuaOI2Yi5RFs8dRw2B8MICpc1KvRP25H1zfRdn8sh1Oj0txywOGBywQdFiEh6n9W",
-	"01RMI7ALZkNgM8s1mFWWCnlngGk+lpobld7zJIRUcAO5TLgm5vPocSf/nQGWpuqBJ6CVQgtuK+rRkx6u",
-	"sIcPoxC8ePJ+0lwYq1fkUmVLpe0OnniacL19NJYUNnoQxbYuhzc/N0JCfRjK0qACIxIeMz2W0TgfDN7G",
-	"uFH6xfufjZIRzMU9dwGRB3bPvd3BHoUhvnEWhIEtw/lYRuYu5UzLnltWP0uIik0LcX/ww7suLNLZNEQx",
-	"wmXOk2A94BG55xGKh0xZboCBe+RMmRAipuOFuMc2mvdI1jJqJ6F4M5bORtpi62zt4m4OqkC7i6qIhgu4",
-	"HTkdH+dac2nTVWF2FSMhdYqwC4kX7kTjdlgAz1HIy5UKTvgSlVyE5xCRcQuSP5RnDlzi/yXLcAeRn895",
-	"NdU2hXVUL7i6pGOxeTSVRSMwUTNoK1H0nAf90TdrGbj++Qs8vsk2YOlcaWEXWafaQSpOSP5kL4oe15on",
-	"ddnaGnCp+b1QudksgP0+ixOe8pnSziIxD2y5KZ4hkdEfmOkQu2v0Wltkx5LWtt1F2DNutYh/1JzdJepB",
-	"vt5nOAK25kA4rkgUd9FD70IgolWGWjP5/99PKANarzG7WpBoIHBN8FyeXu/1zk8uh6fXTskStQxYzYTk",
-	"CSy45kdQisHL0+srPtfcOCZVuvZKLHkqJN+6tkwmTCfXMUu5Dhtdtt0kXlZ0qvCUWS7tpHmBUbLFbhdb",
-	"6D3HaOnFLDj85XkuXwfW06d1YfxeK2N6FL1gKO6u9poI68OQ3PPaTgo5bSh4rjMnB/60BZ1dj2AL///+",
-	"43ZzbSHMd05fXKA/3AmzTUQyy3vIlJ3xP9/HkBn4CllVKdcJBTba4Dt37KtmsFRCWkNbMUseW51nNdbl",
-	"j/iM0PI8DmpTaibnHS7ZqXpAZS8TyJc4W80CKGJbOCXaMI/ChBBnvd2G3/AKRs/Y44lrvkcLrv5o+hhr",
-	"YnONkets2zixT5vkw6lwNmaXfGhTYtjQ70eAzloh6T3dhQEny5+JHNYcU8IXTlQS61nYY/NS5b6KNkE5",
-	"yUYaXLfs/7Jr22ToshUay/pCXW7Eb3xyN+0IBYrfeANfzioSEv5T/BiCVmhKIyQbEO/kqsrBeZG4nhYt",
-	"fl/zI/Edanlk/CPnZ8lKauBCQ2ccOLsabfRqPFIB5HFgE2z8ncEtipm/GqRhm4HMryplNuu9DVZcScIX",
-	"maq4YWrDwMUGNhpYw3rEsmSwTWZVF7N1WHXtWMMzIdouL/wVfu9rbJOG89ucpGOZ4RqtWrN2Et5ZaO+V",
-	"tPyxQ6RNmY0X/nqutatYpXkmJ0Im/LHWoBLPCOxuuGxayLFgc6mMFXFHhOosT9FJ0YJZTi6WoIalT1yo",
-	"MzZnQhpnkcYsFVNN/IHm6h1fjaUo47WgZLqqLhEdPMiBLu5MaqHaPlyjn1oPBCML40nmKTNdMdqU33Pt",
-	"Q4ivUGe/vrbdhO51Xt1a8ySPXWztNbeKe69u+EXrsHtftJBnUFLeP3eFh2WMbi6d+IvCe/26hEBdROtf",
-	"7rx2o/AUBkkTv89170D8UxgIOeMax5y83ghaF5HPS+c1CjV23JYhjfV8eu5IynvUzkMpxMsrKFIIIxSt",
-	"nqVf6nldtGuJzeJF19Kva6OvLdiFkDuFGkl+R71JI8DdbCKNKEZbs1BYxiGleBYwA1FlF5voX7d/3x0c",
-	"vH3XDq2bmMmJ4b92LrM2c8cy0VWy6QqEjDVnRsi5s9GPisXzX3OWmoYlH617Il97R2vHW99Bk+xd513Y",
-	"X1+YmbTmxt9cDU/OT84/TI5PPo6uPoyOoxBcStrV7eXN6Ni56ms5al94v/TlF0bF3v6upm0485QtDZp6",
-	"r4u719JgXudXNwnb9qr/uVgRTD6rKaUk8iQEJSFyvyPvEZWx51dlT3xW0012yVIrCoJ0ZeUwd0fkTYaZ",
-	"ShN4rAWxjOVLA4mS/AgyJZVVUsRHsNsf1EwFfN2dMPDqi1PNDUWpv5TCV65fm8Q3Cw4qt7HKKDcmwjVG",
-	"pauJLtCvOc95guDUuSQ3hOK+dPnAikzRV5G+coyaa/Az9NwVQDlN8TcuKcT53bG766jWqvq10LN7GYSB",
-	"fxeEAQ6CpKchOtzKNc7xKKl5IiU4ykN4Li+pxlZDH5PvYC9jRcYsTyZJ7hXDqzntGRi7JU9ynXZcdzK7",
-	"qECsM4h2rF/qjruLcQM70kcvR5L9Op6jwRm3rL15qaz31KpbmqbornaE/Zh1kmUtxOzfQG64BkGe2Rcm",
-	"Brk7oAl5LLwZHFkfqS2JS62zOxgMBi9onXIbL1BLd3ox6yFGlydcejHxQhkuayKJ9Gg7bu4CsV8U7azC",
-	"pV/UbW33NAYFgp/b/lUp4J5XskxbMWOxnXTfwdZxbiyl41VRnRBcquE9R0+tfrsJidA8tkqvNije8mxe",
-	"I3SLo3wKA8kfXm9p1xtXk4Zre36OirfLVLEOiROb+w5gkTtuQEiX26J0wvUhRGQDigTNlAc5GUTQ79Ov",
-	"vcH+/47CsYxGl8PJfLLkenKKjY5/bv5Ze3uEuMwYGL5kGtGLepyP5YKzhLINScLLmi++9I/71Trgntwl",
-	"YJpDTvmO/bE8qWw30kspm/LUtZkJKSwl84qMpf4myhzVmoylVLIn+ZzA0IehhZQzY2F3DzT68lu7gx7p",
-	"+rjOfGgISM4pQeNBQaY0d83tgkmyDYy/gS41/VRIplcbMMW+AFCsbeSZ+8AP0wWJj88keVSxL7rc7cMp",
-	"ty6LMxFzYU0IUR+PcuIzWHtRCMYiDOXc5WaysUypD2pi6hQCs5ApY+Hdfj3rc0tYmsQQC3q0VZznCeZT",
-	"WILDYJma3t5g793u7t5eb3ewezAYoCxjOBku///+Muz9N+v9Nuj98Kn62Z/0Pv0+CN+9ffqPDtXl/GTV",
-	"psVJ4a0W+Tp2wSzYXEsDDK5YxmQFza29wf73UHMatvEPNZZNDxnFz+hyGMLxz0Mi3/HlELbmO6e41bG8",
-	"eVBFxpGDK82cwHRFjLDUKubGHGLTN/DmzRmTbM4zFOxbjQy07wzliZjtN28O4eebm8ud3f4u/C/4+/XF",
-	"OVp0S6UtHBwcvOu7gaqEJ+zw31yrs3/A1egfO1ejy3r7A59863yHSxbflUnUpj+WQNnCRcqUMFBV3QgJ",
-	"US3YFcGUG5FwJ1zw8I9AWFMkRuJQHudEBkpNaKZ1IwTrlQu1v8lzQGEEEBXBYHxduOj4uxkeqD2pxR6K",
-	"IdbiRLXGtXgLzb8WxCEOoTHKi+CoUsYGpjxVDz5RE2WsdKF4KPS5gamyixIRBJG//e1vQBs0Yzm653pF",
-	"FjDyXlEsRu4Qp1da5Zaj053mlDCUyzupHqR7bkJ40ErOxzLjdqESJyvr5VEmhJhpLXzaTdTIpoyq/PmC",
-	"67P1xMkInc2oD+9Vwg1Q9vZ05Tbr5iEo/0EQhT8ozxL+cH7RH2P5R6/XK//DZvuDAfzRzo+CPxpVG2XG",
-	"QIbWWzM1E/mkyoN3osfdgPA02Yb6LFWGOXJNMQkVZ/l6Jjomx1ONjmspOvjs8uL6BnbI2thBLRwdQj2N",
-	"zw+4Jv46Rn1/UQYGNo9au6qqcoTxTI4aVQCGrQw8LJrT3J5fD38aTWi2TXMwWIr4jrI1ZyjFrQIGccqM",
-	"Qa/RszV3oe9UGHuEm1uQemAG+COPKVm5vbub4dWH0c31xJdYbZ5fyTJl3MTiTtge5TL4nS8YZVD6iy88",
-	"ZUqWswhwlq4sb0zdSkvrnNVh3OftHRJxPbUpIY9qcpz5GFYA5DJp5OiRw+qz8QxsNXP1tkviOd6tJ+P1",
-	"4f2Cx3fIPi7rh8kVUAlF4bbRvaRx5Uj13fm6tcno/5xc31x/6d7qhgClkqU4wepZoBbc+f76Y2260qEk",
-	"U8EP//76I46asRRtIr6GT8edaO+RYHIXRJ1TnY1uhsfDm+FL80VoEEWwZNo2ebhuSzVxeXJ9fXL+YXI5",
-	"vLp5cfTY3Lt4XXOaTBiDAPTj7uMwDemAWM3jhZfW9WZ/v/hxTZB8GNWn//2zmp4kT9FhKdk/qymIpDHI",
-	"ehFkNY7DABUfHTZuNH2KmR/lgEZpl/QWcpeWzR+FQZWWW6IrQYpEr1MuxVg/4FhUunpyPrm8uvhwNbom",
-	"WDKXLkqXqYRkF6U5gqjMjj8EdPq82XmFT3tDZKFD2I2K8b/H8b1imNycnI0ublsKgmS4sWq55AmgfrvH",
-	"45kpnFzOnaEnm5mxIkl5WXzbW1i77OEodB+u8npe7NsBmEKR7L51Ama9VreuS54t9PXDHHjJ3FUyWx8L",
-	"BR/lx6Jab5bgupH2iPxl0Pkft6Pb0eSn21MS9QwKXLkMcsqqXfhYHx7JLE/T15yHP4yDgkkbwWv4A/IN",
-	"1dhN9i8sD+QOi5am1SzmzfkpAZumG8vqOaVV0yvIZcqNoftdnpD9NCxhQOZ8QwyUljKzKH5hi1WyqeyG",
-	"AmkslQbnp4b+XwMKN7ILZ+LHEJjEXRal2Lh0aWZcA5exIktM6bFcrynYdhJ8VtlJ3FlGKVtxXRf93q4z",
-	"Y6k5ixfoOjsbDJYpE7JHpX37g0EI+293QzgY7KJcOhgclCbkMLcLLq3P9hjLc4VuNZrv6MPoGYt5ZTQR",
-	"+egkYs0T7MbSYt84sFV3XPqiPVfXxQUxs7dcKxPXH7dLSTaFleooix4A7SnjTNJ9uc5lWZuZMnJrhFEp",
-	"Rbq8LwSS2wel79zaKawuaIV2NZYOQiROSEAXsbbIF1SoWUPy+8IIYcnX1Ojg0Xohq/wsxHqtTrQkVlBL",
-	"aQkG/d3+wMcoJVuK4DB42x/03zpfdUFRl50FVeXgzznvyO/xtWB7g4EPubsKVbdpYSBf9jcU1jj7GWGi",
-	"ZpTVbbgrHQmrWxGI1F3k/cjuWFfNdCyKVLaWWk15Qu4FixcQszTdPiqGcMqDmArNvHaWcsqMResHVWaj",
-	"tBo9JHxOETlmXTShly/LoduFuQXfonnJKdJPIsDR4xDUXWHU1MuBSnmBGs6zPJPmATVIJe0ppSNfkiZz",
-	"+CzLeEFz5/63darDjgOYUPIkCQ6DD9y60it3PVB9yWNvMPhqH2VoFHdt+CZDVW+UL/uugMsXNnSPXS52",
-	"p/HNEfo0Q55lTK+Cw+BU3HOJYHRlBSwR0t2EWDY3weEvgQf4J+xWMzU2Iv6f3XlVzpegY8KHaNTQ0ZKz",
-	"2D6IsdyqPiOACrEIizmeNw6hFbhnIk19UbHKLbCiBrX7PKuE7j/xSKtJNpxnvbSWznN/sP/tvvJx3j6i",
-	"rfY5uO+RHDiyPA+y5kdhvhI8UaAnzLLCQ6rTrAbSIjG1BtLU5+N2gvTMpdlTbM7p9umqkVgZguQPaCfM",
-	"hEad5oLQmsNUo5bE5o3wagtlp8I4mJk/HWOUebwBY4VG+IuPEZfoxbAHXdP1fOEoiwsP1fUdiFPFElNw",
-	"PImxjN1R0VKBFmZVJlDNrfowrOmByg8ey1kq5gtLFwtmwU3tYxJUPONGd6atRLNMSQ658XEnyR88Gztd",
-	"/ExBWZmQurmkDBVp8bLWvlHnhQPWQyZrFV8zrTKKWLqyLyHXL8Nc9SCtnWUcni38egNDnxFg8hgNl1me",
-	"UrFSg0LtorUpj1XGDa2j3Gx9PLkq7v3JXWzTG4m2Ko2QIq4p5JxCuoVnU24KNaNE02JOXsIbuEBDEk+K",
-	"xnfuECoHyoqGIbgrefeWCvP2Bz/QctuurbNDXuXE0tRRvcaKbJWMM0NOIcd1K/pH1R3UsKzGdaaUd3M5",
-	"5WUU1X/+IIn87lWSa4rSKgmJMHdu9vWir6iwnp/Jga7svS61WdbaBe6OqpbZ91VEWate96l5G4b0fvoT",
-	"RWm7lnCDSF0Lr3jNPfh2mrsVOQ9bYe6wHb8Ox7IVfQ7XIsXhphAudm5HWJVuRSadA/cMFyO0iGA/fMuP",
-	"3zWDUkJCkfIDW21e3+4DcXSRCDVFi5JusElcoK73wQJcWY35N3+Fxip4YMIWfhSJEQqLMecfUpVTtdtW",
-	"1TvuaX/37cs6eP2Td9Tv4OV+nV+c+2stP3bHS61+3yya3VooSyJwe5Ph0AztbjYebqr49ZJp+i4RuekC",
-	"/VfNWYZocWpfswfIlwWGJFozsOD0xYSxzHim9Mqhn0xGmKLGUQ+g+WceWyd8fXfSJY1vBLy//og85j4O",
-	"077XWoueeyZDB5wSOihQpjkP0dsdS+O/K+AD2G45Kfdr8F6kWxatMits7MrLH0tPFDSQ3J12tXwjfiui",
-	"qMKU0U7SQVtRL2OPPdeQvg5lqqDqWB7s7sGZ+HH7CKZ8hZpX2HW/cPdtV6iVlnAh+Xpss1DmRzDLNfH4",
-	"ZzU1jteEBAZTX9xF0U/6FkIxQo8e1UK++9t9IOfV7WuW0yeOGovb+2Esu+Ouz5gHbC2q6mRHSdSi1NcX",
-	"W0rKqGiYNcyUBmWXYr5GhBcBsGeVM32zC2GzM1M66+GZu0omF82sZRH5Tu67k4Hlj3YnNvch1IW0ii23",
-	"Pccl9WyXZt+WWK++DPna1Bif8fQqe2Dvq2mVrjTPDRYB3dYYn7f6F9oDJEU67tPC9Rswl43eNCLcuv8K",
-	"HbO/98O3/bhpKUQadyKw1cna219R379Cy/9rCvdgsPsNSViQr/gg7D0TlM5Zphm6Lwlt0f3oydnl6ehs",
-	"dH5TRpO+hnXgZEL9sgsVlvvQIOpFJoGZlYwXWkk0RMtmn9W0ZjMUj9etBn8juzF+9Hc1pc8t6sRFhe74",
-	"0hYOmFtFru/RUvGBcoPeJoqJIrA+lpETF44Z/TVpVNUdejVdXBUkgrvwrClLJMaSlA4lqvswaqPkxFmv",
-	"TpPQIjYEQ+tlImGwZJpl3BLYf/k9ELhbykkNA7RHgsOASBOsi+I6sGu51bt737+Qpf306U906up72yy8",
-	"v33w9bZ5z7+1liLw70Rd/8eJgkuVpnVBsJnDy8Jsh+3mVvwMjVvCJPFlIVRwESysXR7u7NBn0BbK2MOD",
-	"g4N3VHjjZ+vOw60MOZlA4blU/OT9lqewdXe4SYCZqnO5vXb3jTc7vqu/2Hn69PT/AgAA//8=",
+	"1Hx7d9s2tu9X2Utz1qrdS8myY2da+y8lVlLP+FVLTu+cKleESMhCTAIqANrRtP7ud+0N8CVStjInzZz5",
+	"o40skXhs7Mdvv/B7J1LpUkkurekc/97R3CyVNJz+OOVzliV2qLXS+HekpOXS4ke2XCYiYlYouffJKInf",
+	"mWjBU4af/kvzeee485e9cvA996vZo9Fu/DSdp6enoBNzE2mxxME6x52BXIGyC65hzkSSaQ47c6WBf2bp",
+	"MuFw2D+E8PJqPH13dXt5GgZw2D+C8GI4/unqdIrfD87Pr34Z4i9H/VcQjoY3H4Y30ze3o3+Eu73OU9A5",
+	"kyabz0UkuLQjqzS7499ud+MFB83vhLF69Z2BWJh7iJiUyoJl9xwYPGphOeyEZ5ej23fvzt6eDS/H09H4",
+	"6mbwfhjuHk/kPEuSADRncVfJZAVKg3rgGn7LlGU9uFR2IeQdPDID0YLJOx6fQKi51Ss2S/gxWJ3xcCKV",
+	"jDiYJYs4CANzzXncm8hO0FlwFnNNHHCDb3UHc8uJAepbGfFIydiAVfDIhIUZnyuNu7N6JeTdCbzq9zpB",
+	"hXB2teSd446Qlt9xjdSh07BcS5Z8Yy67lWbJIzEXPAbD9QOxW5ZYIvx4eHM5OJ8Ob26ubjzTXLNVolg8",
+	"Vuqc6W/NMDMVr4B/jjhHci84RErOxV2meQyJSAWu+nrwj/Orwel0fHU1PR/cIK/Qwm8le2AiwaP/dosO",
+	"Rz/djsdnl++np1e/XIbHtGhPZmPVcsljeFyIhNMPtD1kV6a1eCDWUXoia6J7nO9b8ggngYgtiW+zJAEm",
+	"Y7ALYaq/p2yFPJ6sgJl7CN8Px7C34Cyxi7AHb5RdANO8KRcoAkQ1ky2XSlseX/BYsDGx7rc+8+9oRzgh",
+	"oOzgflFRsCjiS8tj2AlvL0e319dXN+Ph6fRieHo2mI7/ce2O/ikXPZLktwsmJS+lTGaJ5wncdtBZarXk",
+	"2gqn+SMV03a5zNLO8a+di6vT4TlpV+Sx4Wkn6Jxdfhicn51OR9fDt+Ob24tO0Mk/Tq9ux9Ord9ObweX7",
+	"YSfoVBf5YXgzOru6pG//fnn1yyUtuBN0Lgbn765uLmgfo9GAXvSfSp6meavS2fkY5GrFWC3kHR5eyo3x",
+	"Sr3xW3HelV9nSiWcSSKZ5r9lQvMYd01UKIervlxOq2afeGRxaE/iG75MVk1tSV8Dlw88UUsOShJDLzWP",
+	"hWdo9zqqzPphICc0x7tW8u6NilcBXLsxaAL3zYWKeXIm5wptA5PA06VdQcqWgJY05MgEIU7U2EOktOYJ",
+	"MfVUxM1Znfn6LePGfmcgFHF4QvtwMzgyw+OCu935JyFSWRIT6844xBzpGsOcaeBSZXcLtCBozkDYyqLK",
+	"M+M50z4nVDUGfwo6bat/p7lZgIhBzZ2+0HQoO7e3Z6dg+WeL9El3Wxfh8BH+zmznuBOrDPmgeFBm6YzT",
+	"xNarilx2lkre0ZnSKU1pSuQqPKOpkHNVfOX22cbRD5UB98sHSktaZ9yHfF1Ehsap0mYCx1fNWVsYmk6x",
+	"jaXd8X5Fps5ZmQZGZnYc60cMT0DcSYVmz30t5F1I2j8syRn2IJQiCZHrpDWAdmVmuCTeWld7jT23sc2t",
+	"FL9lvOAbDl4jrDMOaB6pNOUy5vFuAA8sEfFE3o7fdX/owbi0gGSyDQiLjH9w9Bq+n60sN9+fQJiyz+dc",
+	"3tlFvvyJjBZMs8hybQIwCsXZLSTNEiu6+CaUjyCWhCUzhvh7Ip10EImMFUmCAqj5PDNogIVdQEPtOgxY",
+	"rKNzfHD0OuikQuZ/728UjnZ4aAQCTSTbrRSfgS9VtDgBRY+xJHDHt/HAmgK34QifEUBRFcCa6H19YWuV",
+	"o1xbfWBJxltIdSU5uPXDkmsotBtRjUVWPHCgReeiZWCHJQnYheacRIG5z12L4NS6h3ebUnf602BLLXZ6",
+	"ve2Twy2ffGqljJyLmMuIbyLNdZUeAQgJv/YD2P94AoYXgmh6KaJ4p3J+6MEgeWQrg8RCNjqZSFah6eNC",
+	"GY+gaebc/ZpxeihDYCUMJHxuQWWWhM4u+ESi/UzZCh8kc+ckZUsCp+yzSJGl9kmY3Of+lxB+6xGG/8MR",
+	"2g6qDlmPf9+AF+tnd8GihZC8i7YdJRbwMXdwyNiWvmOOy61aFlY5VlGWevn/18Fd7KIXneM5S0ypJ7YE",
+	"e21y/BO5DyPLbGaaNHByOn3g2gjnDWzQVOV6Y36nWczjqebMKGlaDaJxTMslhIamDpE9w/zd8ASU5LDI",
+	"UiZLSrsBvTaRscDhkJzC8tS00s5/wbRmK6IzKUn0eXnchpWJ862KVFLdcqs5rwAByF8C/9IJ7FeOudCx",
+	"QWe5sgslN49dsafCUNDEcon64b0ik6Izid4SXNM4aH/RWxQ8iWGhkthMJLKdHz437O8VvmdFytE60xBK",
+	"BlCNP4V3ar938Lr3Q+jkv0FIt6jNC79QcZaUM8+1SvO5Z5lIYkDDhKKLv+6EMX/gSeiVfKIilrjH2lGq",
+	"KZgzt37qvlMyWqu9y5a44alx9hrfbVEOm6yfn7BNXM4Vi8kTqQBIFjteZMl1RXi8hNblackQbbRhTpw7",
+	"lwiV6Yg7iZiLhIewwxPD4bDfhzB3UW+GP98OR+NwtzeRg5lRSWY54PDAZYwOi5AQ9j6pWSJmIdgFswGw",
+	"ueUazCpNhLw3wDSfSM2NSh54HEAiuIFMxlyT8HnucSf/nQGWJOqRx6CVQgS3E3bpmy6usItfhgF49eT9",
+	"pCIgGIp0qbTdwxNPYq53TyaSoqGPIt/W9WD8Uy3S2YOBLAAVGBHziOmJDCdZv/8qwo3SJ977ZJQM4U48",
+	"cBdGemQP3OMO9lkYF0chBGFgx3A+kaG5TzjTsuuW1UtjomIdIR72f3zdxot0NjVVjOxyx+NOI17kvg9R",
+	"PaTKcgMM3FcOygQQMh0txAM+o3mXdC2j5yTkv0ykw0g7bF2sXTjZsSrQ7sIyouHiyCfOxkeZ1lzaZJXD",
+	"rnwkpE4ediH1wp1q3A1yxnMU8nqlZCf8EY1ciOcQErgFyR+LMwcu8f+SpbiD0M/nvJpym8I6qudSXdAx",
+	"3zxCZVELTFQAbamKnvOgP/jHGgDXf/+CjG/CBiy5U1rYRdpqdpCKU9I/6Yuqxz3N46pubQy41PxBqMxs",
+	"VsB+n/kJ+7A1CfAjW26KZ0gU9EdmWtTuGr3WFtmypLVttxH2glstojeas/tYPcrtfYYTYGsOhJOKWHEX",
+	"PfQuBHK0StFqxv/7/YQioLUN7GqwRI0D1xTP9fnooHt5dj04HzkjS9QyYDUTksew4JqfQKEGr89HN/xO",
+	"c+OEVOnKT2LJEyH5zsgyGTMdjyKWcB3UXtl1k3hd0WrCE2a5tNN6Xq4Qi/02sdAHTtCSq3nn+NfnpXyd",
+	"sZ4+rivjt1oZ06XoBUN1d3NQ57AeDMg9r+wk19OGUg46dXrgT1vQxWgIO/j/tx9262sL4G7v/MUF+sOd",
+	"MlvnSGZ5F4WyNf7n3zEEA7fQVaVxnVJgo8l8l0581RyWSkhraCtmySOrs7Qiuvwzfkfc8jwfVKbUTN61",
+	"uGTn6hGNvYwhW+JsFQSQx7ZwSsQwn4UJIEq7+zW/YQtBT9nnM/f4AS24/KPuY6ypzTVBropt7cQ+btIP",
+	"58JhzDb90KTEoGbfTwCdtVzTe7oLA06XPxM5rDimxF84UUGsZ9keHy9M7la06RSTbKTBqIH/i1ebkKEN",
+	"K9SW9YW23Ih/8un9rCUUKP7Ja/zlUJGQ8HfxJgCtEEojS9ZYvFWqSgfnReJ6WjTkfc2PxN/QyqPgnzg/",
+	"S5ZaAxcaOHDgcDVi9HI8MgHkceAj+PB3Brco5j41SMPWA5lfVctstnsbUFxBwheFKs8wNdnAxQY2AqxB",
+	"NWJZCNgmWNUmbC2orhlreCZE2+aFb+H3boNNas5vfZKWZQZrtGrM2kp4h9DeKmn55xaVNmM2Wvj0XGNX",
+	"kUqyVE6FjPnnygOlekbGbmeXTQs5FexOKmNF1BKhusgSdFK0YJaTiyXowcInzs0Zu2NCGodII5aImSb5",
+	"QLh6z1cTKYp4LVDWvkgiOvYgBzrPmVRCtT0YoZ9aDQSjCONJZgkzbTHahD/wvOhnC3P227bPTSmvs/XT",
+	"msdZ5GJr22QVD7Z+8IvWYQ++aCHPcEmRf24LD8sI3Vw68ReV93q6hJg6j9a//PJaRuEp6MR1/n3u9RaO",
+	"fwo6Qs65xjGn24OgdRX5vHZeo1Btx00dUlvPx+eOpMijth5Krl62oEiujFC1epF+6c1R/lxDbeY/tC19",
+	"VBl9bcEuhNyq1EjzO+pNawHu+iPSiHy0NYTCUg4JxbOAGQhLXGzCfx3/vj46evW6GVo3EZNTw39rXWZl",
+	"5pZloqtkkxUIGWnOjJB3DqOf5Ivnv2UsMTUkH657Il97R2vHW91Bnext553jry+sTFpz48c3g7NLqjc7",
+	"+zC8eU/ln66Q7+b2ejw8da76WmXfF+aXvjxhlO/tb2rWZGeesKVBqLdd3L1SBrOdX10nbNOr/mWxIjb5",
+	"pGZUacvjAJSE0H0OvUdUxJ63qp74pGabcMlSKwqCtFXlMJcj8pBhrpIYPleCWMbypYFYSX4CqZLKKimi",
+	"E9jv9StQAX9uLxjYOnGquaEo9ZdS+Ma91yTxeMFBZTZSKdXGhLjGsHA10QX6LeMZj5E5dSbJDaG4LyUf",
+	"WF4AvRXpS8eovgY/Q9elAIpp8r9xSQHO747dpaMaq+pVQs/ux07Q8b91gg4OgqSnIVrcyjXJ8VxS8UQK",
+	"5igO4bm6pIpYDXxMvkW8jBUpszyexpk3DFtL2jNs7JY8zXTSku5kdlEysU4h3LN+qXsuF+MGdqQPX44k",
+	"+3U8R4MLbllz81JZ76mVWZq66i53hO8xq1oKvK/8L5AZrkGQZ/aFhUEuBzQlj4XXgyPrIzU1cWF19vv9",
+	"fv8Fq1Ns4wVq6VYvZj3E6KqrCy8mWijDZUUlkR1txs1dIPaLop1luPSLXlvbPY1BgeDntn9TKLjnjSzT",
+	"VsxZZKftOdgqnxtL5XhlVCcAV2r4wNFTq2Y3IRaaR1bp1QbDW5zNNko3P8qnoCP54/ZIu/pwOWmwtufn",
+	"qHi7TBRr0TiReWhhLHLHDQjpaluUjrk+hpAwoIgRpjzKaT+EXo8+HfQP/xoGExkOrwfTu+mS6+k5PnT6",
+	"U/3Pyq8nyJcpA8OXTCP3oh3nE+n6OCARpOFlxRdf+q975TrggdwlKorPqN6xN5FnJXYju5SwGU/cM3Mh",
+	"haViXpGyxGeizEnlkYmUSnYlvyNm6MHAQsKZsbB/ABp9+Z39fpdsfVQVPgQCknMq0HhUkFJLCT5uF0wS",
+	"NjA+A11Y+pmQTK828BT7AoZiTZBnHjp+mDaW+PBMkUcZ+6Lkbg/OuXVVnLG4E9YEEPbwKKe+grUbBmAs",
+	"sqG8c7WZbCITegctMb0UALOQKmPh9WG16nNHWJrEkAh6bislzxPMl7B0jjvLxHQP+gev9/cPDrr7/f2j",
+	"fh91GcPJcPn/79dB979Z95/97o8fy4+9affj7/3g9aun/2oxXc5PVk1anOXeal6vYxfMgs20NMDghqVM",
+	"lqy5c9A//AEqTsMu/qEmsu4ho/oZXg8COP1pQOQ7vR7Azt3eOW51IsePKq84cuxKM8cwW5EgLLWKuDHH",
+	"+Oj38P33F0yyO56iYt+pVaB9Z6hOxOx+//0x/DQeX+/t9/bh/8DfRleXiOiWSls4Ojp63XMDlQVP+MJ/",
+	"c60ufoab4c97N8Pr6vNHvvjW+Q7XLLoviqhNbyKBqoXzkilhoOxVEhLCSrArhBk3IuZOueDhn4CwJi+M",
+	"xKE8nxMZqDShXtaNLFjtXKj8TZ4DKiOAMA8G48+5i46f6+GByjeV2EM+xFqcqPJwJd5C868FcUhCaIwi",
+	"ERyWxtjAjCfq0Rdqoo6VLhQPuT03MFN2UXAEschf/vIXoA2aiRw+cL0iBIyyl/dAkjvE6SetMsvR6U4y",
+	"KhjK5L1Uj9J9bwJ41EreTWTK7ULFTldWm8pMABHTWviym7BWTRmW9fO51KfrhZMhOpthD96qmBug6u3Z",
+	"ym3WzUOs/AexKPxBdZbwh/OL/pjIP7rdbvEfPnbY78Mfzfoo+KPWtVFUDKSI3uqlmSgnZR28Uz0uA8KT",
+	"eBeqs5QV5ig1+STU8+X7meiYnEzVXlwr0cHvrq9GY9gjtLGHVtj3hVWqdHDANfXXMurbqyIwsHnUSqqq",
+	"rBHGMzmpdQEYtjLwuKhPc3s5GrwbTmm2TXMwWIronqo156jFrQIGUcKMQa/RizV3oe9EGHuCmyt6O/ln",
+	"HlGxcnN348HN++F4NPUtVpvnV7IoGTeRuBe2S7UMfucLRhWUPvGFp0zFchYZnCUry2tTN8rSWmd1PO7r",
+	"9o6JuJ7aVJBHPTkOPgYlA3IZ12r0yGH11XgGduq1ersF8ZzsVovxevB2waN7FB9X9cPkCqiFInfbKC9p",
+	"XDtSdXe+b206/L9no/HoS/dWBQJUSpbgBKtnGTWXzrejD5XpCoeSoIIf/u3oA46asgQxEV/jTyediPdI",
+	"MbkEUetUF8Px4HQwHrw0X4iAKIQl07Yuw1UsVefLs9Ho7PL99HpwM35x9Mg8uHhdfZpUGIMM6Mc9xGFq",
+	"2gF5NYsWXltXH/vb1Zs1RUL9oMX0v39Ss7P4KTwuNPsnNQMR1wZZb4Isx3E8QM1Hx7WMpi8x86Mc0SjN",
+	"TvVc79Ky+Wdh0KRlluhKLEWq1xmXfKwfcSxq+D27nF7fXL2/GY6ILZkrF6VkKnGyi9K0tIA72Flp8T6G",
+	"/TAf/wcc3xuG6fjsYnh12zAQpMPzdt68d5fSb4mSdw7oyXplrIgTXrQsdxfWLrs4CuXDVVati33VB7NL",
+	"gs6caaDZdqr2GGmEo2fkkO2CVeo+n1pIcB0yTIKf6JNRsj4b7OSz7eNsfu/7r5w6W++nrlquZ5ux/TBH",
+	"3g60NehWx0I1S9W4CCLqDb9upAM67CLE/fPt8HY4fXd7ToaFQc7Frl7d9UL7yGLeIb3N6fujP8pVQi1U",
+	"Dn9AtqFjvq5scpyDsmgR11rNIl6fn8q9i+mI2tVWb/jDa+60hOWVxm6TKGKelH1251r+ZsJd3LFl91y2",
+	"NoVHqH+LinuTIou4pnA0J7ipAB4XIloAk+YRbXKtcZzCzS20DBpiFKy3q+M6EmVyc51vu9Ym75liY598",
+	"Te4QAriWvrJrvnnIKu+9K1slZngqfhF/dUfdctFEq4ELntXbW1xrcez69XfC4eXV6PptuFu9x2InHN5c",
+	"vRuFu/UbLfD7059vr8bhbptdE3bbKy+g5caL9ZN71Se+nMjybWouIJaFTCbcGKpyoMsyJnJQHAo5tTVj",
+	"WPiLzJIu2mGlhS5eQ7M8kUqDi9YE/l/jCLAPF+JNAEyi9OUXEqBISTPnGriMFPkjSk/kemfNrsMx89Jb",
+	"4M4/SNiK6yoA8t6NmUjNWbRAqjhPBJYJE7JLDa6H/X4Ah6/2Azjq7+MJHfWPCkdqkNkFl9bXPE3kpZLc",
+	"tbyiJ6/nSPLCdSDykYaINI/xNZbk+8aBrbrn0reuuu5GLsikef+tdPQ8U7vCfJP7ao6y6AfTnlLOJFWN",
+	"6EwWHcoJI+deGJVQvNdHBEBy+6j0vVs7caWgFdrVRDrVRkaVYEoecQ59W5Ga1/CPbw8SliIumqVM0nqr",
+	"ag11VKVbuiBWp1LY1en39nt9H6mXbCk6x51XvX7vlYvYLCj26DUUfrzjLVVuviPyoN+v6JN808JAtuxt",
+	"aC9zXiSyiZpTb4PhroEqKHODEKr70EdT2iO+7XfcLLWa8ZjcbBYtIEIpma3Q0ccHKLk9NysZ5XkxzVNF",
+	"GOMQ/i7enKB+9Q0b9K4Bs2Cau+gnAI2+647S98OVjmrRFUcDc62lOnZqCzUUvt6upMhBMCtjeVoqrMBr",
+	"Kv55wTJjeezf92qLUAx5Fz7CgIvtwbliPlZQWHCHZGiFEsdwVogUdbuaPslJ7iAnKSG6SaXR25AwY9HI",
+	"ocKuXciA8+D3FMdn1sUgu9myGLrZzp/rOXRKOeUHSWU6/jkGdZ+7QtUmwsLuIy72KtLtr3o9DBWCZUvC",
+	"dk6ei+Z/0NwFDZtInOZ37ZmF5S75vB1HRGxJrVmtOKLEoQdHr3eLi2bUHOHHI0SJ4NKa44mc8ZXyiCti",
+	"y6qpzbVStkTls//ahbIrk1BgExgF6isIpAeD/OPafTbNm2xIRU3kDpMrZwGpFJU6nBqXXxGnFTBk1/G9",
+	"15gsnkj828klaiJbWiL84Z7zZZclyFOPjC4voFgYmgqErz4qPZGvwJDixdUay1aAOstV5GWalHixWdLS",
+	"qMNRD/rcwES6Fb0C04M3jrRIVif8HqBVSUgXT3kv+p5ryZPvzEQ60jsI3Cu8B8piJEbBgj2gErLKsoTq",
+	"cx1uJ27Y4CmU/LDv/BLjYjWCoLoW0T0JNptIB+lRQQJDRZglTDvMilTwKejAxdWEzCz3NYrOmgglz+LO",
+	"cec9t46dXUa8vJPtoN//avcQ1fqZN1xDVOLGbNlzPcu+l6997GKxe7Xb4+g2oixNmV51jjvn4oFLtDzu",
+	"XFkspEv+W3ZnOse/drw1+4ivVbzrjebtl/ZSYhc+czpUGPLjSS9RfLSpRSZyp7w5B9k6zwQ5A2+cei1D",
+	"gXORJP4eDZVZYPm1C+3nWfYw/YlHWk6y4Tyrt0nQeR72D7/dxVaXzSPaaZ6Du7jsyJHleSar3x73ldgT",
+	"0VvMLMuDglWaVZg078WoMGniW1BamfTCdZZROsoB+dmq1ksQgOSP6BTMhUYA6/KumsNMIyTGx2sZxQaX",
+	"nQvj2Mz86TxGzTYv3G/4bz5GXGIeSXBMV4+2vnCUeY5ftV195LFbXpwuY0jZPXmjObcwq1KBQG+FBr0E",
+	"MWXodyLnibhbWMqlmwU3lfuTqF/Uje6cXok+mJIcMuMRrOSPXowd8H6mh7rowdjcRU1o0/9Yeb7W2owD",
+	"VrMEa03Oc61SStK5TmdCNzVvwDXM09pZyuHZXufvYeCL4EwWoZcyzxLqz61RqNmnPeORSrmhdRSbrY4n",
+	"V3mpG0VIm/Qm3FIg6DyVh86IQ+RxfVNoGaUPOtA8V3Qnp+RufBeTQ+NAjUAw8BDA/UpI7bD/Iy23Gc11",
+	"IHqruC1NHVbbiglop5wZikxyXLeif1Q1JhsU4TDnB/gIEyc0kze8+4Mk8ruf4kxTYlJJcprc7Ot9zmHu",
+	"Kj/T9lM6K21ms2gv77iyjEox+1dRZY0rKp7qBSBI76c/UZU22+c3qNS1jIK33P1veKPnerI4aGR2g2bK",
+	"NpjIRsI1WEuOBpuylvhyM6modCMZ51z8Z6TYX+p52P/xW15jXM/DCAl5lSvsNGV9twck0Xnt7wwRJRVt",
+	"kbrofc17eZkLBu1vcTvv4f6rl23w+t249N7Ry++1XrL6L0OGo/6rbaYsb8Old/66zUzN+6K/FtJ04bBa",
+	"p2RueXYWypLK3d0EVOpR+M1gZVymiJdMmyKnICzqZM5S5E4HMzR79EEoivEgeoIFp0uJJjLlqdIrJ20E",
+	"UWGGFk49guafeGRNJRvnbFftGp63ow8o0+7+tWbpyFqC2gs109bVTOYh+wBmmZ1I46/u8Tlit5yE+zV4",
+	"r9Uti1aZ5pi+DIlNpCcKAjJXNlYu34h/5olKl0KiFB/ZPB8zcg/SBYyVeNFEHu0fwIV4s3sCPjYk7Lof",
+	"uv+qLb9IS7iSfD2hl4OHkyKG8knNytAHg5nvn6Z4B0Ux8hG69FUlenG42wNylt2+KKi1triDHyeyPdn4",
+	"DBxha6lEp6sKoua3afj7DCQVLdZgFDMFgC3eWk8oUYsoRYx3mAsBu4DVbjWZ4Xy2iSy5GI/3GJgbo+rC",
+	"UzC60mLqA4dH/b9O5IasGLOURUIcVw43F0lSjTd+UjM6uolEpGmK73wun4NB+BupmPsjB7PIbKweJWV6",
+	"PAPWcnvEhJnN53dDHfVfTeRaDvEEGM2VuxkFhhMG7vnS5vc6tdc/tMYuRqhd8szGs0CMriRFkd2bK512",
+	"Ud5co7ZLU1WKpP1L7lrtjuWf7V5kHgKoGmQVWW67TkNVi3nr7zZMeHnx9baVv76geyvsd/DVEERbF8sG",
+	"9EfFKMa35fwbsR9p8JZyoWC9wMc129UBo1v3vwNPHB78+G3vbi8UeK0IA3Za1eruV8R2WyC6fxVc7X9D",
+	"Eubky++7zyFb0UXhLkrcofKvs4vr8+HF8HJciRz+5yFBp4Oq1TwITty9zYiBmARmVjJaaCXRySke+6Rm",
+	"FXyYf72OEL2C3xib/BuaLB4pHbuII5kK79y7VWT6AVGpzyAatIColvKM40SGTj054fdVZ2F5jYOHZHnO",
+	"ORbchf5N0XE6kWTVqO/Ph+hrHbzOM3KogRaxIdBe7boNOkumWcotCdevv3cE7pZafIIOYs/OcYdI01lX",
+	"/VVBqrSq7R/88ELT29PHPzFgUN3bZmPx7QP7t/WyyZ21isv/SUT/P0r1fA1VcK0Q+G0j4cU9N46361vx",
+	"M9TKTeLYd9lS/2pnYe3yeG+PbpVdKGOPj46OXlMfs5+tva2pBO0yhtxLLeXJ+6hPQaMIZZMCM+XLxfaa",
+	"r2/MGvpXfdLw6ePT/w8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
