@@ -1,0 +1,455 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"ramanserve/gen"
+)
+
+// The server's lifecycle against a real process: start-up order, SIGTERM,
+// a connection cap full of slow clients, a disk that cannot take a write.
+
+// stalledUpload opens a training upload on a raw connection, sends its
+// headers (declaring a body far longer than what follows), the meta part
+// and the start of the csv part, then stops sending.
+func stalledUpload(t *testing.T, httpAddr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	const boundary = "lifecycle-boundary"
+	var body bytes.Buffer
+	fmt.Fprintf(&body, "--%s\r\nContent-Disposition: form-data; name=\"meta\"\r\nContent-Type: application/json\r\n\r\n%s\r\n", boundary, goodMeta)
+	fmt.Fprintf(&body, "--%s\r\nContent-Disposition: form-data; name=\"csv\"; filename=\"t.csv\"\r\nContent-Type: text/csv\r\n\r\n", boundary)
+	body.Write(syntheticCSV(t, 7, 3)[:2000])
+	fmt.Fprintf(conn, "POST /training/start HTTP/1.1\r\nHost: %s\r\nContent-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n",
+		httpAddr, boundary, 50<<20)
+	if _, err := conn.Write(body.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// refusedWithin polls addr until a new TCP connection is refused, and
+// reports how long that took; it fails the test after limit.
+func refusedWithin(t *testing.T, addr string, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
+			return time.Since(start)
+		}
+		if err == nil {
+			c.Close()
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s still accepts connections %v after SIGTERM", addr, limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// startRunningJob uploads a set large enough that its training is still
+// running a few seconds later, and waits until it runs.
+func startRunningJob(t *testing.T, p *serverProcess) string {
+	t.Helper()
+	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, 41, 1500)), []byte(goodMeta))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", resp.StatusCode, body)
+	}
+	var acc gen.TrainingJobAccepted
+	if err := json.Unmarshal(body, &acc); err != nil {
+		t.Fatal(err)
+	}
+	c := p.client(t)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		job := must(c.GetTrainingJobWithResponse(context.Background(), acc.JobId))(t).JSON200
+		if job.Status == gen.Running {
+			return acc.JobId
+		}
+		if job.Status != gen.Queued || time.Now().After(deadline) {
+			t.Fatalf("job did not start running: %+v", job)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestShutdownWithStalledUploadAndRunningJob: SIGTERM while an upload
+// stalls in the middle of its body and a training runs. Both ports refuse
+// new connections at once (while the upload is still open), the upload is
+// answered 503 SHUTTING_DOWN, and the process exits 0 well within the
+// grace period instead of waiting it out.
+func TestShutdownWithStalledUploadAndRunningJob(t *testing.T) {
+	const grace = 15 * time.Second
+	p := startProcess(t, t.TempDir(), "-shutdown-grace", grace.String())
+	startRunningJob(t, p)
+	upload := stalledUpload(t, p.httpAddr)
+	time.Sleep(300 * time.Millisecond) // the handler is now blocked in the body
+
+	zmqAddr := strings.TrimPrefix(p.zmq, "tcp://")
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	zmqRefused := refusedWithin(t, zmqAddr, 500*time.Millisecond)
+	httpRefused := refusedWithin(t, p.httpAddr, 500*time.Millisecond)
+	t.Logf("after SIGTERM: prediction port refused in %v, management port in %v", zmqRefused, httpRefused)
+
+	upload.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(upload), nil)
+	if err != nil {
+		t.Fatalf("the stalled upload got no answer: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || errorCode(t, b).Code != "SHUTTING_DOWN" {
+		t.Errorf("stalled upload answered %d %s, want 503 SHUTTING_DOWN", resp.StatusCode, b)
+	}
+
+	select {
+	case err := <-p.exited:
+		took := time.Since(sent)
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v, want status 0", err)
+		}
+		if took > grace/3 {
+			t.Errorf("exit took %v after SIGTERM, want well within the %v grace", took, grace)
+		}
+		t.Logf("exit 0 %v after SIGTERM", took)
+	case <-time.After(grace + 5*time.Second):
+		t.Fatal("no exit within the grace period")
+	}
+}
+
+// TestStartFailureWritesNothing: a server started on a management port in
+// use exits non-zero at once, says why, and has not created its registry:
+// both ports are bound before any start-up write.
+func TestStartFailureWritesNothing(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	dir := filepath.Join(t.TempDir(), "registry")
+	for _, args := range [][]string{
+		{"-http-addr", held.Addr().String(), "-zmq-addr", "tcp://127.0.0.1:0"},
+		{"-http-addr", "127.0.0.1:0", "-zmq-addr", "tcp://" + held.Addr().String()},
+	} {
+		cmd := exec.Command(serverBinary(t), append(args, "-registry", dir)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		start := time.Now()
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+			t.Fatalf("%v: exit %v, want non-zero", args, err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%v: took %v to fail", args, took)
+		}
+		if !strings.Contains(stderr.String(), "address already in use") {
+			t.Errorf("%v: message does not say why: %s", args, stderr.String())
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%v: the failed start wrote %s (%v)", args, dir, err)
+		}
+	}
+}
+
+// slowBodyClient holds a management connection the way the issue's attacker
+// did: a JSON request whose body arrives one byte every 10 s. When the
+// server closes the connection it connects again, so the cap stays full.
+func slowBodyClient(ctx context.Context, addr string, wg *sync.WaitGroup) {
+	defer wg.Done()
+	buf := make([]byte, 4096)
+	for ctx.Err() == nil {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		stop := context.AfterFunc(ctx, func() { conn.Close() })
+		fmt.Fprintf(conn, "POST /model/load HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", addr)
+		for {
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, err := conn.Read(buf)
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				if _, err := conn.Write([]byte(" ")); err != nil {
+					break
+				}
+				continue
+			}
+			break // answered (408, 503) or closed: connect again
+		}
+		stop()
+		conn.Close()
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// keptAlive is a raw keep-alive connection that asks GET /health.
+type keptAlive struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func dialKeptAlive(t *testing.T, addr string) *keptAlive {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &keptAlive{conn: c, r: bufio.NewReader(c)}
+}
+
+// health asks GET /health on the connection within limit.
+func (k *keptAlive) health(limit time.Duration) (int, error) {
+	k.conn.SetDeadline(time.Now().Add(limit))
+	if _, err := fmt.Fprintf(k.conn, "GET /health HTTP/1.1\r\nHost: ramanserve\r\n\r\n"); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(k.r, nil)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.Close {
+		return resp.StatusCode, errors.New("the server closed the kept-alive connection")
+	}
+	return resp.StatusCode, err
+}
+
+// freshHealth asks GET /health on a new connection within limit.
+func freshHealth(addr string, limit time.Duration) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, limit)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	k := &keptAlive{conn: c, r: bufio.NewReader(c)}
+	return k.health(limit)
+}
+
+// TestHealthThroughFullConnectionCap: 256 slow-body clients (one body byte
+// every 10 s on POST /model/load) fill the default management connection
+// cap. GET /health still answers within 1 s, every time, once a second for
+// 60 s (10 s with -short): from a fresh connection, from a connection kept
+// alive since before the flood, and from one kept alive since after it.
+// Any other request from a fresh connection gets 503 SERVER_BUSY.
+func TestHealthThroughFullConnectionCap(t *testing.T) {
+	t.Parallel()
+	duration := 60 * time.Second
+	if testing.Short() {
+		duration = 10 * time.Second
+	}
+	p := startProcess(t, t.TempDir())
+	before := dialKeptAlive(t, p.httpAddr)
+	if status, err := before.health(time.Second); err != nil || status != 200 {
+		t.Fatalf("health before the flood: %d %v", status, err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	const flood = 256
+	for range flood {
+		wg.Add(1)
+		go slowBodyClient(ctx, p.httpAddr, &wg)
+	}
+	// The cap is full once a fresh connection lands in the health reserve.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, body := busyProbe(t, p.httpAddr)
+		if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
+			if e := errorCode(t, body); e.Code != "SERVER_BUSY" || e.Retryable == nil || !*e.Retryable || !resp.Close {
+				t.Fatalf("request on a reserve connection: %d %s close=%v", resp.StatusCode, body, resp.Close)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %d slow clients did not fill the cap", flood)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	after := dialKeptAlive(t, p.httpAddr)
+
+	var worst time.Duration
+	failures := 0
+	check := func(what string, ask func() (int, error)) {
+		start := time.Now()
+		status, err := ask()
+		took := time.Since(start)
+		worst = max(worst, took)
+		if err != nil || status != 200 || took > time.Second {
+			failures++
+			t.Errorf("%s: health %d in %v: %v", what, status, took, err)
+		}
+	}
+	end := time.Now().Add(duration)
+	n := 0
+	for time.Now().Before(end) {
+		tick := time.Now()
+		check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, time.Second) })
+		check("kept alive since before the flood", func() (int, error) { return before.health(time.Second) })
+		check("kept alive since after the flood", func() (int, error) { return after.health(time.Second) })
+		n++
+		time.Sleep(time.Second - time.Since(tick))
+	}
+	t.Logf("%d slow clients: %d rounds of 3 health requests in %v, %d failures, slowest %v", flood, n, duration, failures, worst)
+}
+
+// busyProbe sends POST /model/load on a fresh connection and reads the
+// answer (nil when there was none within 2 s).
+func busyProbe(t *testing.T, addr string) (*http.Response, []byte) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, nil
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	body := `{"version":"v1"}`
+	fmt.Fprintf(c, "POST /model/load HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return nil, nil
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// smallDisk mounts a 4 MiB tmpfs in a temporary directory and unmounts it
+// when the test ends. It needs root; the test is skipped otherwise.
+func smallDisk(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the full-disk test mounts a tmpfs and needs root; run the suite as root to include it")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s); the full-disk test needs CAP_SYS_ADMIN", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			exec.Command("umount", "-l", dir).Run()
+			t.Logf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fillDisk writes path until the file system is full.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	// Fill the last partial page too.
+	for {
+		if _, err := f.Write(chunk[:512]); err != nil {
+			break
+		}
+	}
+}
+
+func healthOf(t *testing.T, c *gen.ClientWithResponses) *gen.HealthStatus {
+	t.Helper()
+	res := must(c.GetHealthWithResponse(context.Background()))(t)
+	if res.StatusCode() != 200 || res.JSON200 == nil {
+		t.Fatalf("health: %d %s", res.StatusCode(), res.Body)
+	}
+	return res.JSON200
+}
+
+// TestFullDisk: with the registry on a full disk, health reads degraded
+// naming ENOSPC, loading a staged model (an index write) and a training
+// upload both get 507 INSUFFICIENT_STORAGE with retryable: true, the
+// upload before its body is read. Once space is freed, health reads ok and
+// the same load succeeds.
+func TestFullDisk(t *testing.T) {
+	disk := smallDisk(t)
+	p := startProcess(t, filepath.Join(disk, "registry"))
+	c := p.client(t)
+	base := "http://" + p.httpAddr
+	staged := trainStaged(t, base, c, 51)
+	if h := healthOf(t, c); h.Status != "ok" {
+		t.Fatalf("health before filling the disk: %+v", h)
+	}
+
+	filler := filepath.Join(disk, "filler")
+	fillDisk(t, filler)
+	h := healthOf(t, c)
+	if h.Status != "degraded" || h.DegradedReasons == nil || !strings.Contains(strings.Join(*h.DegradedReasons, "; "), "ENOSPC") {
+		t.Fatalf("health on a full disk: %s %v, want degraded naming ENOSPC", h.Status, h.DegradedReasons)
+	}
+
+	res := must(c.LoadModelWithResponse(context.Background(), gen.LoadModelRequest{Version: staged}))(t)
+	if res.StatusCode() != http.StatusInsufficientStorage || res.JSON507 == nil || res.JSON507.Code != "INSUFFICIENT_STORAGE" ||
+		res.JSON507.Retryable == nil || !*res.JSON507.Retryable {
+		t.Fatalf("load on a full disk: %d %s, want 507 INSUFFICIENT_STORAGE retryable", res.StatusCode(), res.Body)
+	}
+
+	// The upload is refused before its body is read: the client is still
+	// sending (the pipe never ends) when the answer comes.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte("--b\r\nContent-Disposition: form-data; name=\"meta\"\r\n\r\n" + goodMeta + "\r\n"))
+	req, _ := http.NewRequest(http.MethodPost, base+"/training/start", pr)
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("upload on a full disk: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if e := errorCode(t, b); resp.StatusCode != http.StatusInsufficientStorage || e.Code != "INSUFFICIENT_STORAGE" || e.Retryable == nil || !*e.Retryable {
+		t.Fatalf("upload on a full disk: %d %s, want 507 INSUFFICIENT_STORAGE retryable", resp.StatusCode, b)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the upload got its 507 after %v, want at once", took)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if h := healthOf(t, c); h.Status != "ok" {
+		t.Fatalf("health after freeing space: %s %v", h.Status, h.DegradedReasons)
+	}
+	loadVersion(t, c, staged)
+}
