@@ -41,7 +41,7 @@ type App struct {
 	api      *API
 
 	httpServer *http.Server
-	httpLn     net.Listener
+	httpLn     *connLimitListener
 	bodies     *bodyDeadlines
 	channel    *predictionChannel
 	jobs       *jobs.Manager
@@ -140,7 +140,8 @@ func (a *App) serve() error {
 		Handler:           reserveGate(handler),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ConnContext:       markReserve,
+		ConnContext:       connContext,
+		ConnState:         trackState,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	a.channel.serve(a.Registry, a.api.ServerVersion, a.api.Started, a.log.With("component", "channel"))
@@ -205,6 +206,9 @@ func (a *App) shutdown(ctx context.Context) error {
 	}
 	if a.bodies != nil {
 		a.bodies.abortBodies()
+	}
+	if a.httpLn != nil {
+		a.httpLn.closeWithoutRequest()
 	}
 	trainingStopped := make(chan error, 1)
 	go func() { trainingStopped <- a.stopTraining(ctx) }()

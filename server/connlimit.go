@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ramanserve/gen"
@@ -35,6 +36,7 @@ type connLimitListener struct {
 
 	mu      sync.Mutex
 	regular int
+	open    map[*limitedConn]struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -46,6 +48,7 @@ func newConnLimitListener(ln net.Listener, max int) *connLimitListener {
 		Listener: ln,
 		max:      max,
 		slots:    make(chan struct{}, max+healthReserveConns),
+		open:     map[*limitedConn]struct{}{},
 		closed:   make(chan struct{}),
 	}
 }
@@ -68,8 +71,9 @@ func (l *connLimitListener) Accept() (net.Conn, error) {
 	if !reserve {
 		l.regular++
 	}
-	l.mu.Unlock()
 	lc := &limitedConn{Conn: c, l: l, reserve: reserve}
+	l.open[lc] = struct{}{}
+	l.mu.Unlock()
 	if reserve {
 		_ = lc.SetDeadline(time.Time{}) // clamped: reserveTimeout from now
 	}
@@ -86,13 +90,33 @@ func (l *connLimitListener) Close() error {
 	return l.closeErr
 }
 
-func (l *connLimitListener) release(reserve bool) {
-	if !reserve {
-		l.mu.Lock()
+func (l *connLimitListener) release(c *limitedConn) {
+	l.mu.Lock()
+	if !c.reserve {
 		l.regular--
-		l.mu.Unlock()
 	}
+	delete(l.open, c)
+	l.mu.Unlock()
 	<-l.slots
+}
+
+// closeWithoutRequest closes every connection that has no request being
+// handled: idle keep-alive ones, and ones still sending their request
+// headers, slowly or not at all. Shutdown uses it so that such clients
+// cannot hold it: http.Server.Shutdown waits up to 5 s for a new
+// connection that has not sent a whole header yet.
+func (l *connLimitListener) closeWithoutRequest() {
+	l.mu.Lock()
+	var idle []*limitedConn
+	for c := range l.open {
+		if s := http.ConnState(c.state.Load()); s == http.StateNew || s == http.StateIdle {
+			idle = append(idle, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range idle {
+		_ = c.Close()
+	}
 }
 
 // limitedConn gives its slot back on Close. On a reserve connection every
@@ -102,12 +126,13 @@ type limitedConn struct {
 	net.Conn
 	l         *connLimitListener
 	reserve   bool
+	state     atomic.Int32 // http.ConnState, set by trackState
 	closeOnce sync.Once
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.closeOnce.Do(func() { c.l.release(c.reserve) })
+	c.closeOnce.Do(func() { c.l.release(c) })
 	return err
 }
 
@@ -129,14 +154,24 @@ func (c *limitedConn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(c.clamp(t))
 }
 
-// reserveKey marks, in a request's context, a connection from the reserve.
-type reserveKey struct{}
+// trackState is http.Server.ConnState: it records each connection's
+// state for closeWithoutRequest. net/http moves a connection to
+// StateActive once a whole request header has been read, and back to
+// StateIdle once the response is written.
+func trackState(c net.Conn, s http.ConnState) {
+	if lc, ok := c.(*limitedConn); ok {
+		lc.state.Store(int32(s))
+	}
+}
 
-// markReserve is http.Server.ConnContext: it records whether the
-// connection came from the reserve.
-func markReserve(ctx context.Context, c net.Conn) context.Context {
-	if lc, ok := c.(*limitedConn); ok && lc.reserve {
-		return context.WithValue(ctx, reserveKey{}, true)
+// connKey holds, in a request's context, its *limitedConn.
+type connKey struct{}
+
+// connContext is http.Server.ConnContext: it gives requests their
+// connection, for reserveGate.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	if lc, ok := c.(*limitedConn); ok {
+		return context.WithValue(ctx, connKey{}, lc)
 	}
 	return ctx
 }
@@ -145,8 +180,8 @@ func markReserve(ctx context.Context, c net.Conn) context.Context {
 // else gets 503 SERVER_BUSY and the connection is closed.
 func reserveGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if reserve, _ := r.Context().Value(reserveKey{}).(bool); !reserve ||
-			(r.Method == http.MethodGet && r.URL.Path == healthPath) {
+		lc, _ := r.Context().Value(connKey{}).(*limitedConn)
+		if lc == nil || !lc.reserve || (r.Method == http.MethodGet && r.URL.Path == healthPath) {
 			next.ServeHTTP(w, r)
 			return
 		}

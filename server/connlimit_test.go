@@ -24,7 +24,7 @@ func limitedServer(t *testing.T, max int, handler http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: reserveGate(handler), ConnContext: markReserve, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: reserveGate(handler), ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(newConnLimitListener(ln, max))
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()
