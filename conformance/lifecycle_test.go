@@ -411,8 +411,9 @@ func healthOf(t *testing.T, c *gen.ClientWithResponses) *gen.HealthStatus {
 // TestFullDisk: with the registry on a full disk, health reads degraded
 // naming ENOSPC, loading a staged model (an index write) and a training
 // upload both get 507 INSUFFICIENT_STORAGE with retryable: true, the
-// upload before its body is read. Once space is freed, health reads ok and
-// the same load succeeds.
+// upload before its body is read. Once space is freed, health reads ok.
+// The same disk remounted read-only: degraded naming EROFS and 507 again.
+// Once writable, the same load succeeds.
 func TestFullDisk(t *testing.T) {
 	disk := smallDisk(t)
 	p := startProcess(t, filepath.Join(disk, "registry"))
@@ -462,6 +463,27 @@ func TestFullDisk(t *testing.T) {
 	}
 	if h := healthOf(t, c); h.Status != "ok" {
 		t.Fatalf("health after freeing space: %s %v", h.Status, h.DegradedReasons)
+	}
+
+	// The same disk read-only: EROFS.
+	if out, err := exec.Command("mount", "-o", "remount,ro", disk).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	h = healthOf(t, c)
+	readOnly := h.Status == "degraded" && h.DegradedReasons != nil && strings.Contains(strings.Join(*h.DegradedReasons, "; "), "EROFS")
+	res = must(c.LoadModelWithResponse(context.Background(), gen.LoadModelRequest{Version: staged}))(t)
+	if out, err := exec.Command("mount", "-o", "remount,rw", disk).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-write: %v: %s", err, out)
+	}
+	if !readOnly {
+		t.Errorf("health on a read-only disk: %s %v, want degraded naming EROFS", h.Status, h.DegradedReasons)
+	}
+	if res.StatusCode() != http.StatusInsufficientStorage || res.JSON507 == nil || res.JSON507.Code != "INSUFFICIENT_STORAGE" {
+		t.Errorf("load on a read-only disk: %d %s, want 507 INSUFFICIENT_STORAGE", res.StatusCode(), res.Body)
+	}
+
+	if h := healthOf(t, c); h.Status != "ok" {
+		t.Fatalf("health once writable again: %s %v", h.Status, h.DegradedReasons)
 	}
 	loadVersion(t, c, staged)
 }
