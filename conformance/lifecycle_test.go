@@ -293,7 +293,7 @@ func TestHealthThroughFullConnectionCap(t *testing.T) {
 		go slowBodyClient(ctx, p.httpAddr, &wg)
 	}
 	// The cap is full once a fresh connection lands in the health reserve.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, body := busyProbe(t, p.httpAddr)
 		if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
@@ -303,7 +303,9 @@ func TestHealthThroughFullConnectionCap(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the %d slow clients did not fill the cap", flood)
+			// Go on: the health checks below show what a full cap does.
+			t.Errorf("no request from a fresh connection got 503 SERVER_BUSY with %d slow clients", flood)
+			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
