@@ -263,7 +263,7 @@ func (b *idleBody) abort() {
 func isBodyTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
 var errBodyTimeout = contract.New(contract.RequestTimeout, http.StatusRequestTimeout,
-	"the request body stopped arriving; send it without pauses")
+	"the request body stopped arriving, or a JSON body took longer than its time limit; send it without pauses")
 
 // limitUpload bounds the streamed training upload: a declared length over
 // the limit is refused at once, and reading past it fails with
