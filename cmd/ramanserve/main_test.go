@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,5 +83,35 @@ func TestParseConfig(t *testing.T) {
 			}
 			tc.check(t, configAndOptions{cfg, opts})
 		})
+	}
+}
+
+// TestSignals: the first SIGTERM starts the graceful shutdown, the second
+// cuts it short.
+func TestSignals(t *testing.T) {
+	s := newSignals()
+	defer s.stop()
+	waitDone := func(ctx context.Context) bool {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-time.After(2 * time.Second):
+			return false
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !waitDone(s.first) {
+		t.Fatal("first SIGTERM did not end the first context")
+	}
+	if s.second.Err() != nil {
+		t.Fatal("one SIGTERM ended the second context")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !waitDone(s.second) {
+		t.Fatal("second SIGTERM did not end the second context")
 	}
 }
