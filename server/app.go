@@ -208,7 +208,7 @@ func (a *App) shutdown(ctx context.Context) error {
 		a.bodies.abortBodies()
 	}
 	if a.httpLn != nil {
-		a.httpLn.closeWithoutRequest()
+		a.httpLn.endConnsWithoutRequest()
 	}
 	trainingStopped := make(chan error, 1)
 	go func() { trainingStopped <- a.stopTraining(ctx) }()

@@ -100,22 +100,21 @@ func (l *connLimitListener) release(c *limitedConn) {
 	<-l.slots
 }
 
-// closeWithoutRequest closes every connection that has no request being
+// endConnsWithoutRequest ends every connection that has no request being
 // handled: idle keep-alive ones, and ones still sending their request
 // headers, slowly or not at all. Shutdown uses it so that such clients
 // cannot hold it: http.Server.Shutdown waits up to 5 s for a new
-// connection that has not sent a whole header yet.
-func (l *connLimitListener) closeWithoutRequest() {
+// connection that has not sent a whole header yet. It moves their read
+// deadline to the past rather than closing them, so that net/http ends
+// them itself; one whose header was read a moment ago still gets its
+// answer (503 SHUTTING_DOWN when it has a body) instead of a reset.
+func (l *connLimitListener) endConnsWithoutRequest() {
 	l.mu.Lock()
-	var idle []*limitedConn
+	defer l.mu.Unlock()
 	for c := range l.open {
 		if s := http.ConnState(c.state.Load()); s == http.StateNew || s == http.StateIdle {
-			idle = append(idle, c)
+			_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
 		}
-	}
-	l.mu.Unlock()
-	for _, c := range idle {
-		_ = c.Close()
 	}
 }
 
@@ -155,7 +154,7 @@ func (c *limitedConn) SetWriteDeadline(t time.Time) error {
 }
 
 // trackState is http.Server.ConnState: it records each connection's
-// state for closeWithoutRequest. net/http moves a connection to
+// state for endConnsWithoutRequest. net/http moves a connection to
 // StateActive once a whole request header has been read, and back to
 // StateIdle once the response is written.
 func trackState(c net.Conn, s http.ConnState) {
