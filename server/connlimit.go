@@ -135,6 +135,17 @@ func (c *limitedConn) Close() error {
 	return err
 }
 
+// CloseWrite passes net/http's half-close through: before closing a
+// connection whose client is still sending (a refused upload), it sends
+// FIN after the answer and waits a moment, so the client reads the answer
+// instead of a reset.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (c *limitedConn) clamp(t time.Time) time.Time {
 	if !c.reserve {
 		return t
