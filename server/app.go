@@ -123,5 +123,6 @@ func (a *App) Shutdown(ctx context.Context) error {
 	errHTTP := a.httpServer.Shutdown(ctx)
 	errCh := a.channel.shutdown(ctx)
 	errTrain := a.stopTraining(ctx)
-	return errors.Join(errHTTP, errCh, errTrain)
+	errReg := a.Registry.Close() // last: the training worker writes job records until it stops
+	return errors.Join(errHTTP, errCh, errTrain, errReg)
 }

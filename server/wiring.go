@@ -49,6 +49,10 @@ func (c ChannelConfig) modelOptions() inference.ModelOptions {
 	return o
 }
 
+// ModelOpeners are the model readers the server uses, for tools that read
+// a registry without serving it (ramanserve registry check).
+func ModelOpeners(cfg ChannelConfig) map[string]registry.OpenFunc { return modelOpeners(cfg) }
+
 // modelOpeners maps registry file extensions to readers: .npz artifacts of
 // models trained here, and scikit-learn .joblib files.
 func modelOpeners(cfg ChannelConfig) map[string]registry.OpenFunc {
