@@ -140,7 +140,7 @@ func parseIndex(b []byte) (*index, error) {
 		return nil, fmt.Errorf("%w: format_version %d, this server reads %d", ErrIndexCorrupt, ix.FormatVersion, indexFormatVersion)
 	}
 	if ix.Models == nil {
-		return nil, fmt.Errorf("%w: the models list is null or missing (an empty registry is written as {})", ErrIndexCorrupt)
+		return nil, fmt.Errorf("%w: the models list is null or missing (an empty registry is written as \"models\": {})", ErrIndexCorrupt)
 	}
 	for k, e := range ix.Models {
 		if err := checkEntry(k, e); err != nil {

@@ -163,6 +163,15 @@ func lockRegistry(dir string, opts Options) (*Registry, error) {
 }
 
 func (r *Registry) open(ctx context.Context) error {
+	// The index first: a corrupt one stops everything before any write.
+	ix, state, err := readIndex(r.dir)
+	if errors.Is(err, ErrIndexCorrupt) {
+		return fmt.Errorf("%w. Nothing in the registry was changed. Run `ramanserve registry check %s -repair` to set index.json aside and rebuild the list from the model files (every one is listed as archived)", err, r.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+	}
+	r.ix = ix
 	for _, sub := range []string{modelsDir, "import", "jobs"} {
 		if err := os.MkdirAll(filepath.Join(r.dir, sub), 0o755); err != nil {
 			return fmt.Errorf("create registry folder: %w", err)
@@ -171,14 +180,6 @@ func (r *Registry) open(ctx context.Context) error {
 	if err := r.resolveRoots(); err != nil {
 		return err
 	}
-	ix, state, err := readIndex(r.dir)
-	if errors.Is(err, ErrIndexCorrupt) {
-		return fmt.Errorf("%w: %w. No model file was touched. Run `ramanserve registry check %s -repair` to set index.json aside and rebuild the list from the model files (every one is listed as archived)", inference.ErrRegistry, err, r.dir)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
-	}
-	r.ix = ix
 	r.sweepTemp()
 	if adopted := r.adoptOrphans(ctx); adopted > 0 {
 		if state != indexOK {
