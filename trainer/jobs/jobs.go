@@ -180,7 +180,7 @@ func (m *Manager) recover() error {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasSuffix(name, ".tmp") || strings.Contains(name, ".tmp-") {
+		if registry.IsTempName(name) { // only our own temp names: never delete an operator's file
 			os.Remove(filepath.Join(m.opts.Dir, name))
 			continue
 		}
