@@ -686,7 +686,12 @@ type ClientInterface interface {
 	// * the registry directory cannot be written (probed on each call);
 	// * the model that was active before the last restart could not be
 	//   restored at start-up;
-	// * the prediction channel is not listening.
+	// * the prediction channel is not listening;
+	// * a model file in the registry could not be read and was moved to the
+	//   registry's `quarantine/` folder (with `<name>.reason.txt` beside
+	//   it), or a listed model's file is missing. Each is named in
+	//   `degraded_reasons` for as long as it lasts: quarantine is listed on
+	//   every call, so removing the file from `quarantine/` clears it.
 	//
 	// `status: ok` with `model_loaded: false` is a valid answer: the server
 	// is up but every `predict` returns `MODEL_NOT_LOADED`.
@@ -704,7 +709,13 @@ type ClientInterface interface {
 
 	// ListModels List every model in the registry
 	//
-	// Models are sorted by `trained_at`, newest first; ties are broken by version name.
+	// Models are sorted by `trained_at`, newest first; ties are broken by
+	// version name. A `.npz` or `.joblib` file found in the registry's
+	// `models/` folder without an entry (copied in by hand, or written just
+	// before a crash) is read at start-up and listed as `archived`, its
+	// version being the file name without extension (or a free name derived
+	// from it); a file that cannot be read is moved to `quarantine/` instead
+	// (see `GET /health`). No model file is ever deleted by the server.
 	//
 	// Corresponds with GET /model/list (the `ListModels` operationId).
 	ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -795,7 +806,12 @@ type ClientInterface interface {
 //   - the registry directory cannot be written (probed on each call);
 //   - the model that was active before the last restart could not be
 //     restored at start-up;
-//   - the prediction channel is not listening.
+//   - the prediction channel is not listening;
+//   - a model file in the registry could not be read and was moved to the
+//     registry's `quarantine/` folder (with `<name>.reason.txt` beside
+//     it), or a listed model's file is missing. Each is named in
+//     `degraded_reasons` for as long as it lasts: quarantine is listed on
+//     every call, so removing the file from `quarantine/` clears it.
 //
 // `status: ok` with `model_loaded: false` is a valid answer: the server
 // is up but every `predict` returns `MODEL_NOT_LOADED`.
@@ -833,7 +849,13 @@ func (c *Client) GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn
 
 // ListModels List every model in the registry
 //
-// Models are sorted by `trained_at`, newest first; ties are broken by version name.
+// Models are sorted by `trained_at`, newest first; ties are broken by
+// version name. A `.npz` or `.joblib` file found in the registry's
+// `models/` folder without an entry (copied in by hand, or written just
+// before a crash) is read at start-up and listed as `archived`, its
+// version being the file name without extension (or a free name derived
+// from it); a file that cannot be read is moved to `quarantine/` instead
+// (see `GET /health`). No model file is ever deleted by the server.
 //
 // Corresponds with GET /model/list (the `ListModels` operationId).
 func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1201,7 +1223,12 @@ type ClientWithResponsesInterface interface {
 	// * the registry directory cannot be written (probed on each call);
 	// * the model that was active before the last restart could not be
 	//   restored at start-up;
-	// * the prediction channel is not listening.
+	// * the prediction channel is not listening;
+	// * a model file in the registry could not be read and was moved to the
+	//   registry's `quarantine/` folder (with `<name>.reason.txt` beside
+	//   it), or a listed model's file is missing. Each is named in
+	//   `degraded_reasons` for as long as it lasts: quarantine is listed on
+	//   every call, so removing the file from `quarantine/` clears it.
 	//
 	// `status: ok` with `model_loaded: false` is a valid answer: the server
 	// is up but every `predict` returns `MODEL_NOT_LOADED`.
@@ -1223,7 +1250,13 @@ type ClientWithResponsesInterface interface {
 
 	// ListModelsWithResponse List every model in the registry
 	//
-	// Models are sorted by `trained_at`, newest first; ties are broken by version name.
+	// Models are sorted by `trained_at`, newest first; ties are broken by
+	// version name. A `.npz` or `.joblib` file found in the registry's
+	// `models/` folder without an entry (copied in by hand, or written just
+	// before a crash) is read at start-up and listed as `archived`, its
+	// version being the file name without extension (or a free name derived
+	// from it); a file that cannot be read is moved to `quarantine/` instead
+	// (see `GET /health`). No model file is ever deleted by the server.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1739,7 +1772,12 @@ func (r GetTrainingJobHTTPResult) ContentType() string {
 //   - the registry directory cannot be written (probed on each call);
 //   - the model that was active before the last restart could not be
 //     restored at start-up;
-//   - the prediction channel is not listening.
+//   - the prediction channel is not listening;
+//   - a model file in the registry could not be read and was moved to the
+//     registry's `quarantine/` folder (with `<name>.reason.txt` beside
+//     it), or a listed model's file is missing. Each is named in
+//     `degraded_reasons` for as long as it lasts: quarantine is listed on
+//     every call, so removing the file from `quarantine/` clears it.
 //
 // `status: ok` with `model_loaded: false` is a valid answer: the server
 // is up but every `predict` returns `MODEL_NOT_LOADED`.
@@ -1773,7 +1811,13 @@ func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqE
 
 // ListModelsWithResponse List every model in the registry
 //
-// Models are sorted by `trained_at`, newest first; ties are broken by version name.
+// Models are sorted by `trained_at`, newest first; ties are broken by
+// version name. A `.npz` or `.joblib` file found in the registry's
+// `models/` folder without an entry (copied in by hand, or written just
+// before a crash) is read at start-up and listed as `archived`, its
+// version being the file name without extension (or a free name derived
+// from it); a file that cannot be read is moved to `quarantine/` instead
+// (see `GET /health`). No model file is ever deleted by the server.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3085,121 +3129,127 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5Hx7d9u2su9XmcV91qqdS8myY+e29l9qrKbex6/tR/Y9p8oVIRKSEJOACoC21dbf/a4ZgC+Rsp290/Su",
-	"df5oI5N4Dn7zxAx/D2KVLZXk0prg8PdAc7NU0nD645jPWJ7akdZK49+xkpZLiz/ZcpmKmFmh5M5noyQ+",
-	"M/GCZwx//Yfms+Aw+NtONfiOe2t2aLQrP03w9PQUBgk3sRZLHCw4DIZyBcouuIYZE2muOWzNlAb+yLJl",
-	"ymF/sA/R+cXN5KeL2/PjKIT9wQFEZ6Obny+OJ/h8eHp68c/RcbTdD57C4ERariVLv/EmbqVZ8ljMBE/A",
-	"cH1Pu8lTC1vRyfnN6Op8eDoZXV1dXPllXrJVqlhyo9Qp03P+7RZ6s+AwVckK+GPMeWLALjjESs7EPNc8",
-	"gVRkAld9Ofyv04vh8eTm4mJyOrz6MPILv5UmXy6Vtjw544lgN6vlX7D67wz4CcGulhyEAakssDjmS8sT",
-	"2Ipuz69vLy8vrm5Gx5Oz0fHJcHLzX5duE0+hXw6B/v2CSckrvMg8Tdk05cGh1TkPg6VWS66tcCwSq4S2",
-	"y2WeBYe/BGcXx6NTgiFSa3QchMHJ+cfh6cnx5Ppy9P7m6vYsCIPi5+Ti9mZy8dPkanj+YRSEQX2RH0dX",
-	"1ycX5/T0P88v/nlOCw7C4Gx4+tPF1Rnt4/p6SB39r+p0aN46zoJPYWDpbAJjtZBzPLyMG8Mc2lrvNLd6",
-	"5TZevp0qlXImiWSa/5oLzRPcNVGhGq7euZpWTT/z2OLQnsRXfJmucPTmmdJj4PKep2rJQUmC5FLzRMTY",
-	"BGLXvR+sHwYioT3epZLzH1WyCuHSjUETuCdnKuHpiZwpUBqYBJ4t7QoytgQUORFHEEQ4UWsPsdKapwTq",
-	"iUjasyIykUTc2O8MRCKJjmgfbgZHZnhYcLc73xJilacJQXfKIeFI1wRmTAOXKp8vwCrQnCUgbG1R1Znx",
-	"ArTPMVUD4E9h0LX6nzQ3CxAJqBnYhTCg6VC2bm9PjsHyR4v0ybY7F+EUCb5nNjgMEpUjDsqGMs+mnCa2",
-	"XlQUvLNUck5nSqc0oSkRVXhGEyFnqnzk9tmF6PvagLtVAyEtn+Osa8C9L9ZFZGidKm0mdLhqz9oBaDrF",
-	"Lki74/2KoC6gTAMjmB1i/YjREYi5VCjA3WMh5xEwmUBUkTPqQyRFGiHqpDXADLCp4ZKwtS72Wnvugs2t",
-	"FL/mvMQNBy8R1oEDmscqy7hMeLIdwj1LRTKWtzc/9b7vA3KOV5mkfAwIi8DfO3gHb6Yry82bI4gy9njK",
-	"5dwuiuWPZbxgmsWWaxOCUcjObiFZnlrRw55QNYGYSVgyYwjfY+m4g0hkrEhTZEDNZ7nhCTwIu4CW2O2P",
-	"JaKzWEdwuHfwLgwyIYu/dzcyR5Nq1zxWMjFghIw5ke1WikfgSxUvjkBRM5aG7vg2Hlib4TYc4TMMKOoM",
-	"2GC9r89snXxUSKuPLM15B6kuJAe3flhyDaV0I6qx2Ip7DrTogrUMbLE0BbvQnBMrMPe7Z9HMsq7xdpvr",
-	"jn8evlKKHV++tuXolS2fOikjZyLhMuabSHNZp0cIQsIvgxB2Px2B4SUjmn6G9qgTOd/3YZg+sJVBYiGM",
-	"jsaS1Wj6sFDG24I0M7KMV03YKEfDShhI+cyCyi0xnV3wsUT9mbEVNiR15zjllQTO2KPIEFK7xEzu9+BL",
-	"CP/qEUb/5ghdB9U0WQ9/32AvNs/ujMULIXkPdTtyLGAzd3AIbEvPmEO5VctSKycqzjPP//+6cZc4Ny84",
-	"nLHUVHLilcZeFx//zFlqF9eW2dy0aeD4dHLPtRHOG9ggqar1JnyuWcKTiebMKGk6FaJxoOUSIkNTRwjP",
-	"qOgbHYGSHBZ5xmRFaTeglyYyETgcklNYnplO2vkHTGu2IjqTkETvjSddtjIh36pYpfUtd6rzmiEARSfw",
-	"nY5gt3bMpYwNg+XKLpTcPHZNnwoDD1pYyyXKhw+KVIrOJXpLcEnjoP4VBmaCpwksVJqYsUTY+eELxf5B",
-	"YT8rMo7amYZQMoS6ox7N1W5/713/+8jxf4uQblGbF36mkjytZp5plRVzT3ORJoCKCVkX325FCb/naeSF",
-	"fKpilrpm3VaqKcFZaD91F1RA69R3+RI3PDFOX2PfDuGwSfv5CbvY5VSxhDyRmgHJEodFll7WmMdzaJOf",
-	"lgytjS6bE+cuOELlOuaOI2Yi5RFs8dRw2B8MICpc1KvRP25H1zfRdn8sh1Oj0txywOGBywQdFiEh6n9W",
-	"01RMI7ALZkNgM8s1mFWWCnlngGk+lpobld7zJIRUcAO5TLgm5vPocSf/nQGWpuqBJ6CVQgtuK+rRkx6u",
-	"sIcPoxC8ePJ+0lwYq1fkUmVLpe0OnniacL19NJYUNnoQxbYuhzc/N0JCfRjK0qACIxIeMz2W0TgfDN7G",
-	"uFH6xfufjZIRzMU9dwGRB3bPvd3BHoUhvnEWhIEtw/lYRuYu5UzLnltWP0uIik0LcX/ww7suLNLZNEQx",
-	"wmXOk2A94BG55xGKh0xZboCBe+RMmRAipuOFuMc2mvdI1jJqJ6F4M5bORtpi62zt4m4OqkC7i6qIhgu4",
-	"HTkdH+dac2nTVWF2FSMhdYqwC4kX7kTjdlgAz1HIy5UKTvgSlVyE5xCRcQuSP5RnDlzi/yXLcAeRn895",
-	"NdU2hXVUL7i6pGOxeTSVRSMwUTNoK1H0nAf90TdrGbj++Qs8vsk2YOlcaWEXWafaQSpOSP5kL4oe15on",
-	"ddnaGnCp+b1QudksgP0+ixOe8pnSziIxD2y5KZ4hkdEfmOkQu2v0Wltkx5LWtt1F2DNutYh/1JzdJepB",
-	"vt5nOAK25kA4rkgUd9FD70IgolWGWjP5/99PKANarzG7WpBoIHBN8FyeXu/1zk8uh6fXTskStQxYzYTk",
-	"CSy45kdQisHL0+srPtfcOCZVuvZKLHkqJN+6tkwmTCfXMUu5Dhtdtt0kXlZ0qvCUWS7tpHmBUbLFbhdb",
-	"6D3HaOnFLDj85XkuXwfW06d1YfxeK2N6FL1gKO6u9poI68OQ3PPaTgo5bSh4rjMnB/60BZ1dj2AL///+",
-	"43ZzbSHMd05fXKA/3AmzTUQyy3vIlJ3xP9/HkBn4CllVKdcJBTba4Dt37KtmsFRCWkNbMUseW51nNdbl",
-	"j/iM0PI8DmpTaibnHS7ZqXpAZS8TyJc4W80CKGJbOCXaMI/ChBBnvd2G3/AKRs/Y44lrvkcLrv5o+hhr",
-	"YnONkets2zixT5vkw6lwNmaXfGhTYtjQ70eAzloh6T3dhQEny5+JHNYcU8IXTlQS61nYY/NS5b6KNkE5",
-	"yUYaXLfs/7Jr22ToshUay/pCXW7Eb3xyN+0IBYrfeANfzioSEv5T/BiCVmhKIyQbEO/kqsrBeZG4nhYt",
-	"fl/zI/Edanlk/CPnZ8lKauBCQ2ccOLsabfRqPFIB5HFgE2z8ncEtipm/GqRhm4HMryplNuu9DVZcScIX",
-	"maq4YWrDwMUGNhpYw3rEsmSwTWZVF7N1WHXtWMMzIdouL/wVfu9rbJOG89ucpGOZ4RqtWrN2Et5ZaO+V",
-	"tPyxQ6RNmY0X/nqutatYpXkmJ0Im/LHWoBLPCOxuuGxayLFgc6mMFXFHhOosT9FJ0YJZTi6WoIalT1yo",
-	"MzZnQhpnkcYsFVNN/IHm6h1fjaUo47WgZLqqLhEdPMiBLu5MaqHaPlyjn1oPBCML40nmKTNdMdqU33Pt",
-	"Q4ivUGe/vrbdhO51Xt1a8ySPXWztNbeKe69u+EXrsHtftJBnUFLeP3eFh2WMbi6d+IvCe/26hEBdROtf",
-	"7rx2o/AUBkkTv89170D8UxgIOeMax5y83ghaF5HPS+c1CjV23JYhjfV8eu5IynvUzkMpxMsrKFIIIxSt",
-	"nqVf6nldtGuJzeJF19Kva6OvLdiFkDuFGkl+R71JI8DdbCKNKEZbs1BYxiGleBYwA1FlF5voX7d/3x0c",
-	"vH3XDq2bmMmJ4b92LrM2c8cy0VWy6QqEjDVnRsi5s9GPisXzX3OWmoYlH617Il97R2vHW99Bk+xd513Y",
-	"X1+YmbTmxt9cDU/OT84/TI5PPo6uPoyOoxBcStrV7eXN6Ni56ms5al94v/TlF0bF3v6upm0485QtDZp6",
-	"r4u719JgXudXNwnb9qr/uVgRTD6rKaUk8iQEJSFyvyPvEZWx51dlT3xW0012yVIrCoJ0ZeUwd0fkTYaZ",
-	"ShN4rAWxjOVLA4mS/AgyJZVVUsRHsNsf1EwFfN2dMPDqi1PNDUWpv5TCV65fm8Q3Cw4qt7HKKDcmwjVG",
-	"pauJLtCvOc95guDUuSQ3hOK+dPnAikzRV5G+coyaa/Az9NwVQDlN8TcuKcT53bG766jWqvq10LN7GYSB",
-	"fxeEAQ6CpKchOtzKNc7xKKl5IiU4ykN4Li+pxlZDH5PvYC9jRcYsTyZJ7hXDqzntGRi7JU9ynXZcdzK7",
-	"qECsM4h2rF/qjruLcQM70kcvR5L9Op6jwRm3rL15qaz31KpbmqbornaE/Zh1kmUtxOzfQG64BkGe2Rcm",
-	"Brk7oAl5LLwZHFkfqS2JS62zOxgMBi9onXIbL1BLd3ox6yFGlydcejHxQhkuayKJ9Gg7bu4CsV8U7azC",
-	"pV/UbW33NAYFgp/b/lUp4J5XskxbMWOxnXTfwdZxbiyl41VRnRBcquE9R0+tfrsJidA8tkqvNije8mxe",
-	"I3SLo3wKA8kfXm9p1xtXk4Zre36OirfLVLEOiROb+w5gkTtuQEiX26J0wvUhRGQDigTNlAc5GUTQ79Ov",
-	"vcH+/47CsYxGl8PJfLLkenKKjY5/bv5Ze3uEuMwYGL5kGtGLepyP5YKzhLINScLLmi++9I/71Trgntwl",
-	"YJpDTvmO/bE8qWw30kspm/LUtZkJKSwl84qMpf4myhzVmoylVLIn+ZzA0IehhZQzY2F3DzT68lu7gx7p",
-	"+rjOfGgISM4pQeNBQaY0d83tgkmyDYy/gS41/VRIplcbMMW+AFCsbeSZ+8AP0wWJj88keVSxL7rc7cMp",
-	"ty6LMxFzYU0IUR+PcuIzWHtRCMYiDOXc5WaysUypD2pi6hQCs5ApY+Hdfj3rc0tYmsQQC3q0VZznCeZT",
-	"WILDYJma3t5g793u7t5eb3ewezAYoCxjOBku///+Muz9N+v9Nuj98Kn62Z/0Pv0+CN+9ffqPDtXl/GTV",
-	"psVJ4a0W+Tp2wSzYXEsDDK5YxmQFza29wf73UHMatvEPNZZNDxnFz+hyGMLxz0Mi3/HlELbmO6e41bG8",
-	"eVBFxpGDK82cwHRFjLDUKubGHGLTN/DmzRmTbM4zFOxbjQy07wzliZjtN28O4eebm8ud3f4u/C/4+/XF",
-	"OVp0S6UtHBwcvOu7gaqEJ+zw31yrs3/A1egfO1ejy3r7A59863yHSxbflUnUpj+WQNnCRcqUMFBV3QgJ",
-	"US3YFcGUG5FwJ1zw8I9AWFMkRuJQHudEBkpNaKZ1IwTrlQu1v8lzQGEEEBXBYHxduOj4uxkeqD2pxR6K",
-	"IdbiRLXGtXgLzb8WxCEOoTHKi+CoUsYGpjxVDz5RE2WsdKF4KPS5gamyixIRBJG//e1vQBs0Yzm653pF",
-	"FjDyXlEsRu4Qp1da5Zaj053mlDCUyzupHqR7bkJ40ErOxzLjdqESJyvr5VEmhJhpLXzaTdTIpoyq/PmC",
-	"67P1xMkInc2oD+9Vwg1Q9vZ05Tbr5iEo/0EQhT8ozxL+cH7RH2P5R6/XK//DZvuDAfzRzo+CPxpVG2XG",
-	"QIbWWzM1E/mkyoN3osfdgPA02Yb6LFWGOXJNMQkVZ/l6Jjomx1ONjmspOvjs8uL6BnbI2thBLRwdQj2N",
-	"zw+4Jv46Rn1/UQYGNo9au6qqcoTxTI4aVQCGrQw8LJrT3J5fD38aTWi2TXMwWIr4jrI1ZyjFrQIGccqM",
-	"Qa/RszV3oe9UGHuEm1uQemAG+COPKVm5vbub4dWH0c31xJdYbZ5fyTJl3MTiTtge5TL4nS8YZVD6iy88",
-	"ZUqWswhwlq4sb0zdSkvrnNVh3OftHRJxPbUpIY9qcpz5GFYA5DJp5OiRw+qz8QxsNXP1tkviOd6tJ+P1",
-	"4f2Cx3fIPi7rh8kVUAlF4bbRvaRx5Uj13fm6tcno/5xc31x/6d7qhgClkqU4wepZoBbc+f76Y2260qEk",
-	"U8EP//76I46asRRtIr6GT8edaO+RYHIXRJ1TnY1uhsfDm+FL80VoEEWwZNo2ebhuSzVxeXJ9fXL+YXI5",
-	"vLp5cfTY3Lt4XXOaTBiDAPTj7uMwDemAWM3jhZfW9WZ/v/hxTZB8GNWn//2zmp4kT9FhKdk/qymIpDHI",
-	"ehFkNY7DABUfHTZuNH2KmR/lgEZpl/QWcpeWzR+FQZWWW6IrQYpEr1MuxVg/4FhUunpyPrm8uvhwNbom",
-	"WDKXLkqXqYRkF6U5gqjMjj8EdPq82XmFT3tDZKFD2I2K8b/H8b1imNycnI0ublsKgmS4sWq55AmgfrvH",
-	"45kpnFzOnaEnm5mxIkl5WXzbW1i77OEodB+u8npe7NsBmEKR7L51Ama9VreuS54t9PXDHHjJ3FUyWx8L",
-	"BR/lx6Jab5bgupH2iPxl0Pkft6Pb0eSn21MS9QwKXLkMcsqqXfhYHx7JLE/T15yHP4yDgkkbwWv4A/IN",
-	"1dhN9i8sD+QOi5am1SzmzfkpAZumG8vqOaVV0yvIZcqNoftdnpD9NCxhQOZ8QwyUljKzKH5hi1WyqeyG",
-	"AmkslQbnp4b+XwMKN7ILZ+LHEJjEXRal2Lh0aWZcA5exIktM6bFcrynYdhJ8VtlJ3FlGKVtxXRf93q4z",
-	"Y6k5ixfoOjsbDJYpE7JHpX37g0EI+293QzgY7KJcOhgclCbkMLcLLq3P9hjLc4VuNZrv6MPoGYt5ZTQR",
-	"+egkYs0T7MbSYt84sFV3XPqiPVfXxQUxs7dcKxPXH7dLSTaFleooix4A7SnjTNJ9uc5lWZuZMnJrhFEp",
-	"Rbq8LwSS2wel79zaKawuaIV2NZYOQiROSEAXsbbIF1SoWUPy+8IIYcnX1Ojg0Xohq/wsxHqtTrQkVlBL",
-	"aQkG/d3+wMcoJVuK4DB42x/03zpfdUFRl50FVeXgzznvyO/xtWB7g4EPubsKVbdpYSBf9jcU1jj7GWGi",
-	"ZpTVbbgrHQmrWxGI1F3k/cjuWFfNdCyKVLaWWk15Qu4FixcQszTdPiqGcMqDmArNvHaWcsqMResHVWaj",
-	"tBo9JHxOETlmXTShly/LoduFuQXfonnJKdJPIsDR4xDUXWHU1MuBSnmBGs6zPJPmATVIJe0ppSNfkiZz",
-	"+CzLeEFz5/63darDjgOYUPIkCQ6DD9y60it3PVB9yWNvMPhqH2VoFHdt+CZDVW+UL/uugMsXNnSPXS52",
-	"p/HNEfo0Q55lTK+Cw+BU3HOJYHRlBSwR0t2EWDY3weEvgQf4J+xWMzU2Iv6f3XlVzpegY8KHaNTQ0ZKz",
-	"2D6IsdyqPiOACrEIizmeNw6hFbhnIk19UbHKLbCiBrX7PKuE7j/xSKtJNpxnvbSWznN/sP/tvvJx3j6i",
-	"rfY5uO+RHDiyPA+y5kdhvhI8UaAnzLLCQ6rTrAbSIjG1BtLU5+N2gvTMpdlTbM7p9umqkVgZguQPaCfM",
-	"hEad5oLQmsNUo5bE5o3wagtlp8I4mJk/HWOUebwBY4VG+IuPEZfoxbAHXdP1fOEoiwsP1fUdiFPFElNw",
-	"PImxjN1R0VKBFmZVJlDNrfowrOmByg8ey1kq5gtLFwtmwU3tYxJUPONGd6atRLNMSQ658XEnyR88Gztd",
-	"/ExBWZmQurmkDBVp8bLWvlHnhQPWQyZrFV8zrTKKWLqyLyHXL8Nc9SCtnWUcni38egNDnxFg8hgNl1me",
-	"UrFSg0LtorUpj1XGDa2j3Gx9PLkq7v3JXWzTG4m2Ko2QIq4p5JxCuoVnU24KNaNE02JOXsIbuEBDEk+K",
-	"xnfuECoHyoqGIbgrefeWCvP2Bz/QctuurbNDXuXE0tRRvcaKbJWMM0NOIcd1K/pH1R3UsKzGdaaUd3M5",
-	"5WUU1X/+IIn87lWSa4rSKgmJMHdu9vWir6iwnp/Jga7svS61WdbaBe6OqpbZ91VEWate96l5G4b0fvoT",
-	"RWm7lnCDSF0Lr3jNPfh2mrsVOQ9bYe6wHb8Ox7IVfQ7XIsXhphAudm5HWJVuRSadA/cMFyO0iGA/fMuP",
-	"3zWDUkJCkfIDW21e3+4DcXSRCDVFi5JusElcoK73wQJcWY35N3+Fxip4YMIWfhSJEQqLMecfUpVTtdtW",
-	"1TvuaX/37cs6eP2Td9Tv4OV+nV+c+2stP3bHS61+3yya3VooSyJwe5Ph0AztbjYebqr49ZJp+i4RuekC",
-	"/VfNWYZocWpfswfIlwWGJFozsOD0xYSxzHim9Mqhn0xGmKLGUQ+g+WceWyd8fXfSJY1vBLy//og85j4O",
-	"077XWoueeyZDB5wSOihQpjkP0dsdS+O/K+AD2G45Kfdr8F6kWxatMits7MrLH0tPFDSQ3J12tXwjfiui",
-	"qMKU0U7SQVtRL2OPPdeQvg5lqqDqWB7s7sGZ+HH7CKZ8hZpX2HW/cPdtV6iVlnAh+Xpss1DmRzDLNfH4",
-	"ZzU1jteEBAZTX9xF0U/6FkIxQo8e1UK++9t9IOfV7WuW0yeOGovb+2Esu+Ouz5gHbC2q6mRHSdSi1NcX",
-	"W0rKqGiYNcyUBmWXYr5GhBcBsGeVM32zC2GzM1M66+GZu0omF82sZRH5Tu67k4Hlj3YnNvch1IW0ii23",
-	"Pccl9WyXZt+WWK++DPna1Bif8fQqe2Dvq2mVrjTPDRYB3dYYn7f6F9oDJEU67tPC9Rswl43eNCLcuv8K",
-	"HbO/98O3/bhpKUQadyKw1cna219R379Cy/9rCvdgsPsNSViQr/gg7D0TlM5Zphm6Lwlt0f3oydnl6ehs",
-	"dH5TRpO+hnXgZEL9sgsVlvvQIOpFJoGZlYwXWkk0RMtmn9W0ZjMUj9etBn8juzF+9Hc1pc8t6sRFhe74",
-	"0hYOmFtFru/RUvGBcoPeJoqJIrA+lpETF44Z/TVpVNUdejVdXBUkgrvwrClLJMaSlA4lqvswaqPkxFmv",
-	"TpPQIjYEQ+tlImGwZJpl3BLYf/k9ELhbykkNA7RHgsOASBOsi+I6sGu51bt737+Qpf306U906up72yy8",
-	"v33w9bZ5z7+1liLw70Rd/8eJgkuVpnVBsJnDy8Jsh+3mVvwMjVvCJPFlIVRwESysXR7u7NBn0BbK2MOD",
-	"g4N3VHjjZ+vOw60MOZlA4blU/OT9lqewdXe4SYCZqnO5vXb3jTc7vqu/2Hn69PT/AgAA//8=",
+	"5Hxrd9u2tuBf2YvnrlU7Q8myY2da+5Maq6nP9etYds7cW2VEiIQkxCSgAqBttfV/n7U3wJdE2co5aTpr",
+	"3Q9tZBKPjY39fvD3IFbZQkkurQmOfw80NwslDac/TvmU5akdaK00/h0rabm0+JMtFqmImRVK7n02SuIz",
+	"E895xvDXf2g+DY6Dv+1Vi++5t2aPVrvx2wTPz89hkHATa7HAxYLjoC+XoOyca5gykeaaw85UaeBPLFuk",
+	"HA57hxBdXt2Of7q6uzyNQjjsHUF0Mbj9+ep0jM/75+dX/xycRrvd4DkMzqTlWrL0Gx/iTpoFj8VU8AQM",
+	"1w90mjy1sBOdXd4Obi775+PBzc3VjQfzmi1TxZJbpc6ZnvFvB+jtnMNEJUvgTzHniQE75xArORWzXPME",
+	"UpEJhPq6/1/nV/3T8e3V1fi8f/Nh4AG/kyZfLJS2PLngiWC3y8VfAP13BvyGYJcLDsKAVBZYHPOF5Qns",
+	"RHeXw7vr66ub28Hp+GJwetYf3/7XtTvEc+jBIaJ/P2dS8opeZJ6mbJLy4NjqnIfBQqsF11Y4FolVQsfl",
+	"Ms+C41+Ci6vTwTmRIWJrcBqEwdnlx/752el4eD14f3tzdxGEQfFzfHV3O776aXzTv/wwCMKgDuTHwc3w",
+	"7OqSnv7n5dU/LwngIAwu+uc/Xd1c0DmGwz5N9L+q26F963QWfAoDS3cTGKuFnOHlZdwY5qht7Z3mVi/d",
+	"wcu3E6VSziShTPNfc6F5gqcmLFTL1SdX26rJZx5bXNqj+IYv0iWu3rxTegxcPvBULTgoSSS50DwRMQ6B",
+	"2E3vBquXgZSwvt61krMfVbIM4dqtQRu4Jxcq4emZnCpQGpgEni3sEjK2ABQ5EUciiHCjtTPESmueElGP",
+	"RbK+K1Imoogb+52BSCTRCZ3D7eDQDI9z7k7nR0Ks8jQh0p1wSDjiNYEp08ClymdzsAo0ZwkIWwOqujNe",
+	"EO1LTNUg8OcwaIP+J83NHEQCagp2LgxoupSdu7uzU7D8ySJ+st1WIJwiwffMBsdBonKkg3KgzLMJp42t",
+	"FxUF7yyUnNGd0i2NaUukKryjsZBTVT5y52yj6IfagvvVACEtn+GuK4T7UMBFaFi7VTpM6OhqfdcWgqZb",
+	"bCNpd71fkagLUqaFkZgdxfoVoxMQM6lQgLvHQs4iYDKBqEJn1IVIijRCqpPWADPAJoZLoq1Vsbd25jay",
+	"uZPi15yXdMPBS4RVwgHNY5VlXCY82Q3hgaUiGcm7258633cBOcerTFI+BoRFwj84egdvJkvLzZsTiDL2",
+	"dM7lzM4L8EcynjPNYsu1CcEoZGcHSJanVnRwJlRDIGYSFswYou+RdNxBKDJWpCkyoObT3PAEHoWdw5rY",
+	"7Y4kUmcBR3B8cPQuDDIhi7/3NzJHE2tDHiuZGDBCxpzQdifFE/CFiucnoGgYS0N3fRsvbJ3hNlzhCwwo",
+	"6gzYYL2vz2ytfFRIq48szXkLqq4kBwc/LLiGUroR1lhsxQMHArpgLQM7LE3BzjXnxArM/e5YNLOsG7y7",
+	"znWnP/e3lGKn19uOHGw58rkVM3IqEi5jvgk113V8hCAk/NILYf/TCRheMqLpZmiPOpHzfRf66SNbGkQW",
+	"ktHJSLIaTh/nynhbkHZGlvGqCQflaFgJAymfWlC5Jaazcz6SqD8ztsSBpO4cp2yJ4Iw9iQxJap+Yyf3u",
+	"fQnit15h8G+u0HZRTZP1+PcN9mLz7i5YPBeSd1C3I8cCDnMXh4Rt6RlzVG7VotTKiYrzzPP/v27cJc7N",
+	"C46nLDWVnNjS2Gvj4585S+18aJnNzToOHJ+OH7g2wnkDGyRVBW/CZ5olPBlrzoySplUhGke0XEJkaOsI",
+	"yTMq5kYnoCSHeZ4xWWHaLeiliUwELofoFJZnphV3/gHTmi0JzyQk0XvjSZutTJRvVazS+pFb1XnNEIBi",
+	"EvhJJ7Bfu+ZSxobBYmnnSm5eu6ZPhYFHLazlEuXDB0UqRecSvSW4pnVQ/woDU8HTBOYqTcxIItn55QvF",
+	"/kHhPCsyjtqZllAyhLqjHs3UfvfgXff7yPH/GiIdUJsBv1BJnlY7T7XKir0nuUgTQMWErItvd6KEP/A0",
+	"8kI+VTFL3bB2K9WUxFloP3UfVITWqu/yBR54bJy+xrktwmGT9vMbtrHLuWIJeSI1A5IljhZZel1jHs+h",
+	"TX5aMLQ22mxO3LvgCJXrmDuOmIqUR7DDU8PhsNeDqHBRbwb/uBsMb6Pd7kj2J0alueWAywOXCTosQkLU",
+	"/awmqZhEYOfMhsCmlmswyywV8t4A03wkNTcqfeBJCKngBnKZcE3M56nH3fx3BliaqkeegFYKLbidqENP",
+	"OghhBx9GIXjx5P2kmTBWL8mlyhZK2z288TThevdkJCls9CiKY133b39uhIS60JelQQVGJDxmeiSjUd7r",
+	"vY3xoPSLdz8bJSOYiQfuAiKP7IF7u4M9CUN84ywIAzuG85GMzH3KmZYdB1Y3SwiLTQvxsPfDuzZapLtp",
+	"iGIklxlPgtWAR+SeRygeMmW5AQbukTNlQoiYjufiAcdo3iFZy2ichOLNSDobaYetsrWLuzlSBTpdVEU0",
+	"XMDtxOn4ONeaS5suC7OrWAmxU4RdSLxwJxp3w4LwHIa8XKnICV+ikovwHiIybkHyx/LOgUv8v2QZniDy",
+	"+zmvpjqmsA7rBVeXeCwOj6ayaAQmagZtJYpe8qA/+mFrBq5//gqPb7INWDpTWth51qp2EItjkj/Zq6LH",
+	"jeZJXbauLbjQ/EGo3GwWwP6cxQ1P+FRpZ5GYR7bYFM+QyOiPzLSI3RV8rQDZAtLKsdsQe8GtFvGPmrP7",
+	"RD3K7X2GE2ArDoTjikRxFz30LgRStMpQayb///sJZUBrG7NrjSQaFLgieK7Phwedy7Pr/vnQKVnClgGr",
+	"mZA8gTnX/ARKMXh9PrzhM82NY1Kla6/EgqdC8p2hZTJhOhnGLOU6bEzZdZt4WdGqwlNmubTjZgKjZIv9",
+	"NrbQB47R0qtpcPzLy1y+SljPn1aF8XutjOlQ9IKhuLs5aFJYF/rkntdOUshpQ8FznTk58KcBdDEcwA7+",
+	"//3H3SZsIcz2zl8F0F/umNkmRTLLO8iUrfE/P8eQGbiFrKqU65gCG+vEd+nYV01hoYS0ho5iFjy2Os9q",
+	"rMuf8BlRy8t0UNtSMzlrccnO1SMqe5lAvsDdahZAEdvCLdGGeRImhDjr7Df8hi0YPWNPZ274AQFc/dH0",
+	"MVbE5goj19m2cWOfNsmHc+FszDb5sI6JfkO/nwA6a4Wk93gXBpwsfyFyWHNMib5woxJZL5I9Di9V7la4",
+	"CcpNNuJguGb/l1PXTYY2W6EB1hfqciN+4+P7SUsoUPzGG/TlrCIh4T/FjyFohaY0kmSDxFu5qnJwXkWu",
+	"x8Uav6/4kfgOtTwy/onzs2QlNRDQ0BkHzq5GG71aj1QAeRw4BAd/Z/CIYupTg7RsM5D5VaXMZr23wYor",
+	"UfgqUxUZpnUycLGBjQZWvx6xLBlsk1nVxmwtVt16rOGFEG2bF76F37uNbdJwfpubtIAZruBqbddWxDsL",
+	"7b2Slj+1iLQJs/Hcp+fWThWrNM/kWMiEP9UGVOIZCbudXDYBcirYTCpjRdwSobrIU3RStGCWk4slaGDp",
+	"ExfqjM2YkMZZpDFLxUQTf6C5es+XIynKeC0omS6rJKIjD3Kgi5xJLVTbhSH6qfVAMLIw3mSeMtMWo035",
+	"A9c+hLiFOvt123FjyutsPVrzJI9dbG2brOLB1gO/CA578EWAvEAlZf65LTwsY3Rz6cZfFd6r6RIi6iJa",
+	"//rklYzCcxgkTfp9aXoLxT+HgZBTrnHN8fZG0KqIfFk6r2CoceJ1GdKA59NLV1LmUVsvpRAvW2CkEEYo",
+	"Wj1LvzZzWIxbE5vFizbQh7XVVwB2IeRWoUaS32Fv3AhwN4dII4rVViwUlnFIKZ4FzEBU2cUm+tft33dH",
+	"R2/frYfWTczk2PBfW8Gs7dwCJrpKNl2CkLHmzAg5czb6SQE8/zVnqWlY8tGqJ/K1T7RyvfUTNNHedt+F",
+	"/fWFlUkrbvztTf/s8uzyw/j07OPg5sPgNArBlaTd3F3fDk6dq75So/aF+aUvTxgVZ/u7mqyTM0/ZwqCp",
+	"t13cvVYGs51f3UTsulf9z/mSyOSzmlBJIk9CUBIi9zvyHlEZe96qeuKzmmyySxZaURCkrSqHuRyRNxmm",
+	"Kk3gqRbEMpYvDCRK8hPIlFRWSRGfwH63VzMV8HV7wcDWiVPNDUWpvxTDN27eOopv5xxUbmOVUW1MhDBG",
+	"pauJLtCvOc95gsSpc0luCMV9KfnAikrRrVBfOUZNGPwOHZcCKLcp/kaQQtzfXbtLR61B1a2Fnt3LIAz8",
+	"uyAMcBFEPS3R4laucI6nkponUhJHeQkv1SXV2KrvY/It7GWsyJjlyTjJvWLYmtNeIGMH8jjXaUu6k9l5",
+	"RcQ6g2jPelD3XC7GLexQH70eSfZwvISDC27Z+uGlst5Tq7I0TdFdnQjnMesky0qI2b+B3HANgjyzLywM",
+	"cjmgMXksvBkcWV1pXRKXWme/1+v1XtE65TFewZZu9WJWQ4yuTrj0YuK5MlzWRBLp0fW4uQvEflG0swqX",
+	"ftG0ldPTGhQIfun4N6WAe1nJMm3FlMV23J6DrdO5sVSOV0V1QnClhg8cPbV6dhMSoXlslV5uULzl3Wwj",
+	"dIurfA4DyR+3t7Trg6tNw5Uzv4TFu0WqWIvEic1DC2GRO25ASFfbonTC9TFEZAOKBM2URznuRdDt0q+D",
+	"3uH/jsKRjAbX/fFsvOB6fI6DTn9u/ll7e4J0mTEwfME0Ui/qcT6Sc84SqjYkCS9rvvjCP+5WcMADuUvA",
+	"NIec6h27I3lW2W6kl1I24akbMxVSWCrmFRlLfSbKnNSGjKRUsiP5jIihC30LKWfGwv4BaPTld/Z7HdL1",
+	"cZ350BCQnFOBxqOCTGnuhts5k2QbGJ+BLjX9REimlxtoin0BQbF1I888BH6ZNpL4+EKRRxX7ouRuF865",
+	"dVWciZgJa0KIuniVY1/B2olCMBbJUM5cbSYbyZTmoCamSSEwC5kyFt4d1qs+d4SlTQyxoKe2ivM8wnwJ",
+	"S3AcLFLTOegdvNvfPzjo7Pf2j3o9lGUMN0Pw/+8v/c5/s85vvc4Pn6qf3XHn0++98N3b5/9oUV3OT1br",
+	"uDgrvNWiXsfOmQWba2mAwQ3LmKxIc+egd/g91JyGXfxDjWTTQ0bxM7juh3D6c5/Qd3rdh53Z3jkedSRv",
+	"H1VRceTIlXZOYLIkRlhoFXNjjnHoG3jz5oJJNuMZCvadRgXad4bqRMzumzfH8PPt7fXefncf/hf8fXh1",
+	"iRbdQmkLR0dH77puoargCSf8N9fq4h9wM/jH3s3guj7+yBffOt/hmsX3ZRG16Y4kULVwUTIlDFRdN0JC",
+	"VAt2RTDhRiTcCRe8/BMQ1hSFkbiUp3NCA5UmNMu6kQTrnQu1v8lzQGEEEBXBYHxduOj4uxkeqD2pxR6K",
+	"JVbiRLXBtXgL7b8SxCEOoTXKRHBUKWMDE56qR1+oiTJWulA8FPrcwETZeUkRRCJ/+9vfgA5oRnLwwPWS",
+	"LGDkvaJZjNwhTq+0yi1HpzvNqWAol/dSPUr33ITwqJWcjWTG7VwlTlbW26NMCDHTWviym6hRTRlV9fMF",
+	"12erhZMROptRF96rhBug6u3J0h3W7UOk/AeRKPxBdZbwh/OL/hjJPzqdTvkfDjvs9eCP9foo+KPRtVFW",
+	"DGRovTVLM5FPqjp4J3pcBoSnyS7Ud6kqzJFrik2oOcv3M9E1OZ5qTFwp0cFn11fDW9gja2MPtXB0DPUy",
+	"Pr/givhrWfX9VRkY2LxqLVVV1QjjnZDDJBWkSs64dvjxCDDiN073P/y53zk4ekc9ATopCtYaYD1qhVRl",
+	"TxpNBYYtDTzOm1DfXQ77Pw3GBPwmkBksRHxPxZ9TVApWAYM4ZcagE+qlBHeR9FQYe4K4mpO2YQb4E4+p",
+	"9nkdWbf9mw+D2+HYd2xt3l/JsgLdxOJe2A6VRnhEzhkVZPo8GhIN1d5Z5BeWLi1vbL1W5da6q2MZXwZ4",
+	"THflL4/q+6jFx1mjYUXPXCaNkj+6Tl/cZ2CnWfq3WyLPiYJ6bV8X3s95fI/c6IqImFwCdWQUXiClOY3r",
+	"bqqfzrfBjQf/52x4O/zSs9XtCqpMS3GD5Rrd71DRKAFBADFnJdB9L3LrlAlllPciFChzJleYtxAR74cf",
+	"a0CWXi3ZKx6o98OPCEvGUjTMeNKkaici0Ogk7nBZqtatLga3/dP+bf+1/SK0yiJYMG2bgqRu0DWp+Ww4",
+	"PLv8ML7u39y+unpsHlzQsLlNJoxBsvXrHuIyDRGFFJ7Hc68y6sP+fvXjijT7MKhv//tnNTlLnqPjUr18",
+	"VhMQSWOR1U7Mah1HOdQBddxIq/o6N7/KEa2y3ldcCH8Cmz8Jg3o1t4RXIkSS/07DFWv9gGtR/+zZ5fj6",
+	"5urDzWBIxMxczSpldIn+XajoBKKyRP8Y0PP0tu8NPu30kfGOYT8q1v8e1/faaXx7djG4ulvTUqRIjFWL",
+	"BU8AlewDXs9U6UI6k9/QKM8VScrLDuDO3NpFB1ehpLzK68W5b3tgCobYf+vE0mrDcF2hvdht7Jc58vK8",
+	"rW+3vhaKSyrSRdui2QfsVjog9JeR73/cDe4G45/uzklBMCjoypWxU2nv3Acc8UqmeZpucx/+Mo4KJm1E",
+	"0OEPyDe0hDfZvzB/kDssmrtWs5g396cqcNpuJKvnVNtNryCXKTeGksw8ISOuX5IBCbeGGCjNdWZRaMMO",
+	"q2RTOQ0F0kgqDc5ZDv2/BhQeZB8uxI8hMImnLPrBEXRpplwDl7Eic1DpkVxtbNh1cn9aGWvcmWcpW3Jd",
+	"VxjeuDQjqTmL5+i/O0MQFikTskP9hYe9XgiHb/dDOOrto1w66h2Vdmw/t3MurS85GclLhb49+hDoSOkp",
+	"i3lluRH66CZizROcxtLi3LiwVfdc+s5B11zGBTGzN58rO9tft6uLNoWp7DCLbgidKeNMUtJe57JsEE0Z",
+	"+VbCqJTCbd4hA8nto9L3DnaK7QuC0C5H0pEQiRMS0EXAL/JdHWrakPy+O0NYcng1epkEL2SVs4e0XmtW",
+	"LZEV1Opqgl53v9vzgVLJFiI4Dt52e923zmGeU+hnb06tQfhzxluKjHxD2kGv5+P+rk3WHVoYyBfdDd09",
+	"zmxEMlFTKi033PWvhFVqBiJ1H3lntj3gVrNfi06ZnYVWE56Qj8PiOcQsTXdPiiWc8iCmQmNhvVQ6Zcai",
+	"zYQqs9HfjW4aPqewILMupNHJF+XS693BBd+iUcpJT+BYtlIq1jhZo6OcrCu8SwQ1U+joW9+zB43eil9z",
+	"ppm0QvKyvwJ2nJXl4vNopfheCddB1bVPtvCxcTVhd8laZA7YpEyyFpaetw+6MECk4sFYRm47ua+rDV++",
+	"r8eQrsJ/hSXMmmOoYKXSKLebomUco+GFES9qnilSeqXFSUmc5mljtMR9H8FIelo7BnVfmJn1fq9SFqP1",
+	"4MUpk+YRtXOlSalmJ1+QleBAKvu0QXMX31m3VxxfOuYVSp4lwXHwgVvXW+fyP9WnWg56va/21Y1G996G",
+	"j25UDWX5ous69HznSvvaJbB7jY/K0Lc38ixjehkcB+figUtkdNc3whIhXarLspkJjn8JvPD4hNNqZtxG",
+	"afLP9sI5593RNeFDNBjpaikasH4RI7lTfScCjY0i7unkqXHcXwmOqUhT3zWucluw5+6G+6wq9v/EK602",
+	"2XCf9d5pus/D3uG3+4zL5foV7azfg/vgzJFDy8tE1vzqz1ciT1SWCbOs8FnrOKsRaVF5XCPS1BdctxLp",
+	"heujoOCrs5smy0blbAiSP6INNhUa7QWXZdAcJhotEJgsR7IZQO9D1JWL35xb1mywmqrcOfXNdrqRrPxb",
+	"L+9L+pW+82onVgsfWfUuMEn4Qk9+zo0dycJcg1gzM98tffqagnMZEienmak1rIUgrKnOMuENWe0ccg8U",
+	"f6K4t5KF6665H5Fw7XrcSLYLu3tSePYrbOo+pFLTg009IKSxnCUjuWM4956jkz/RbhdKii3UGcp1SHjK",
+	"bWXFOiHZxvfnwjjGN38611Ox/wauL+7/L2YsBNErRi8GmuT5CnMVOUbV9umVc8USU5pISHkZu6c+wYJ/",
+	"mVWZQBthSYxTauYqVjSS01TM5pZyeWbOTe37LdSv5lZ3jpxEJ0RJDrnxkU7JH71gdZbnCz2cZQ345i5O",
+	"tGuKl7XxjdZKXLAeVlyVAVplZGW5TkshV/PPrmGXYEeWerHX8g30fRGOyWM006d5Sv2BDQyt94lOeKwy",
+	"bgiO8rD19eSyKLWh4Mg6vhFpy9LkLlIJQs4oi1L48eWh0FaRaEjPyCd+A1foNuFN0frO+Ud1TY0I0AdX",
+	"BePeUi/sYe8HAnc9kOMsw61CNrR1VG9rJOsx48xQCIRLEkb4j6qHY8KyAd4Z6z6oQzKybLj1F0nod6+S",
+	"XFNiRElIhLl3u6/2WUaFr/hC20Hl3bQKtKK9NXBp4Vox7VcRZWst8s/NBDTi+/lPFKXr7bsbROpKMNHb",
+	"Ur1vZ0utJavCtcxSuJ4yCkdyLeETrmRTwk1pDpy8noVA22Mleu/CFS9wMZIWIeyHb/m9yWYIVkgoquxg",
+	"Z53Xd7tAHF3UHk7QHKGiERIX3SAMfGgMIasx/+YPP1kFj0zYImpAYoSCwMxFQ6ixsDrt2ocm8EyH+29f",
+	"18GrX5mkeUevz2v9yONfa4uze15q9Ydmn/rOXFkSgbubDIdmImOz8XBbZWsWTNOnwCgoJdCY1ZxlSC1O",
+	"7Wv2CPmioCFJ5uCcpy6gkfFM6aWjfjLiYYIaRz2C5p95bJ3w9dNJlzQ+y/F++BF5zH2PaT2VvJIr8kzG",
+	"tHU1VBQW1pyHMMntSBr/KQ+frnHgpNzD4P16BxZBmRVeTxXTGkmPFDSQXBlJBT7ldV0cX5gytk86aCfq",
+	"ZOyp4wbSB9lMlUIYyaP9A7gQP+6ewIQvUfMKu+qp779tSywQCFeSr0byC2V+AtNcE49/VhPjeE1IYDDx",
+	"/ZQU66fPjxQrdOhRLcFxuNsFCie4c01z+qpYA7iDH0ayPcvwgnnAVnIITnaUSC26631/s6QipoZZgx6U",
+	"NyjbFPMQKbwI976onOkzeUg2e1Olsw7euWsedLH7WuGen+Q+9RpY/mT3YvMQQl1Iq9hy23FcUi8wa85d",
+	"E+vVx1i3rUbzRYZb2QMHX02rtFVWb7AIKDdpfKn4X2gPkBRpyR6Hq/le1wDSNCIc3H+Fjjk8+OHbfk+4",
+	"FCKNDCDstLL27lfU91to+X9N4R719r8hCgv0Fd9gfmCCKqjLyl738a4dqgY4u7g+H1wMLm/L+N7XsA6c",
+	"TKindlFhuW97ol5kEphZyniulURDtBz2WU1qNkPxeNVq8PUHGyN6f1cTX83k4nT3fGELB8xBkesHtFR8",
+	"Wsigt4liokgjjWTkxIVjRl8UEFWVUV5NF4mxRHAXMDdlV9JIktKh3hAf2G50eTnr1WkSAmJDeLremRUG",
+	"C6ZZxi0R+y+/BwJPS2XgYYD2SHAcEGqCVVFcJ+xaO8P+wfevNEY8f/oTnbr62TYL728fDr9rVrXsrBTE",
+	"/Dtx8P9xouBapWldEGzm8PJbCI62m0fxOzRy4kniO7GoxymYW7s43tujLw/OlbHHR0dH76jXze/WXvpe",
+	"GXIygcJzqfjJ+y3P4VqmfJMAM9Xk8njr0zfm2vxUn2p7/vT8/wIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
