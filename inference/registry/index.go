@@ -164,8 +164,14 @@ func checkEntry(key string, e *Entry) error {
 		return fmt.Errorf("entry %q has version %q", key, e.Version)
 	case !validModelFile(e.File):
 		return fmt.Errorf("entry %q names the file %q, not a model file in models/", key, e.File)
+	case !validStatus(e.Status):
+		return fmt.Errorf("entry %q has status %q", key, e.Status)
 	}
 	return nil
+}
+
+func validStatus(s Status) bool {
+	return s == StatusActive || s == StatusStaged || s == StatusArchived
 }
 
 // validModelFile reports whether rel is "models/<name>.npz" or

@@ -33,6 +33,11 @@ type dirLock struct{ f *os.File }
 func lockDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, lockFileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) {
+		// A registry that cannot be written still serves its models (health
+		// says degraded); flock works on a read-only descriptor too.
+		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: open the lock file %s: %w", inference.ErrRegistry, path, err)
 	}

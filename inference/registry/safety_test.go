@@ -131,7 +131,8 @@ func TestCorruptIndexRefusesAndTouchesNothing(t *testing.T) {
 		"key mismatch":    `{"format_version":1,"active":"","models":{"a":{"version":"b","file":"models/b.npz"}}}`,
 		"file escapes":    `{"format_version":1,"active":"","models":{"a":{"version":"a","file":"models/../../etc/passwd.npz"}}}`,
 		"temp as model":   `{"format_version":1,"active":"","models":{"a":{"version":"a","file":"models/` + TempPrefix + `a.npz"}}}`,
-		"not a model ext": `{"format_version":1,"active":"","models":{"a":{"version":"a","file":"models/a.json"}}}`,
+		"unknown status":  `{"format_version":1,"active":"","models":{"a":{"version":"a","status":"gone","file":"models/a.npz"}}}`,
+		"not a model ext": `{"format_version":1,"active":"","models":{"a":{"version":"a","status":"staged","file":"models/a.json"}}}`,
 	}
 	for name, content := range cases {
 		t.Run(name, func(t *testing.T) {
