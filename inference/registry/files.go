@@ -130,8 +130,12 @@ const maxArtifactBytes = 1 << 30
 // decides. It returns the new path relative to the registry.
 func (r *Registry) quarantine(name, reason string) (string, error) {
 	qdir := filepath.Join(r.dir, quarantineDir)
-	if err := os.MkdirAll(qdir, 0o755); err != nil {
+	if err := os.Mkdir(qdir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
+	}
+	if st, err := os.Lstat(qdir); err != nil || !st.IsDir() {
+		// A symbolic link would move the file out of the registry.
+		return "", fmt.Errorf("%s is not a folder", quarantineDir)
 	}
 	dst := name
 	for i := 2; ; i++ {

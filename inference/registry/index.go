@@ -107,8 +107,11 @@ func readIndex(dir string) (*index, indexState, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return emptyIndex(), indexMissing, nil
 	}
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, indexOK, fmt.Errorf("%w: it is a symbolic link, which the registry does not follow", ErrIndexCorrupt)
+	}
 	if err != nil {
-		return nil, indexOK, fmt.Errorf("%w: open: %w", ErrIndexCorrupt, err)
+		return nil, indexOK, fmt.Errorf("open %s: %w", indexFile, err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {

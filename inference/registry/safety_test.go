@@ -86,6 +86,37 @@ func TestSecondOpenIsRefusedAndChangesNothing(t *testing.T) {
 	}
 }
 
+// TestRacingOpensOneWins: of processes (here, Opens) racing for one
+// registry, exactly one gets it.
+func TestRacingOpensOneWins(t *testing.T) {
+	dir := t.TempDir()
+	newTestRegistry(t, dir, nil).Close()
+	const n = 8
+	results := make(chan *Registry, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			r, err := Open(context.Background(), dir, testOptions())
+			if err != nil && !errors.Is(err, ErrLocked) {
+				t.Errorf("Open: %v", err)
+			}
+			results <- r
+		}()
+	}
+	close(start)
+	won := 0
+	for range n {
+		if r := <-results; r != nil {
+			won++
+			defer r.Close()
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of %d racing Opens got the registry, want 1", won, n)
+	}
+}
+
 func TestMissingOrEmptyIndexIsRebuiltFromFiles(t *testing.T) {
 	for name, damage := range map[string]func(string) error{
 		"deleted": os.Remove,
@@ -257,6 +288,24 @@ func TestQuarantineNeverOverwrites(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "quarantine", "bad-2.npz")); string(b) != "second" {
 		t.Fatalf("quarantine/bad-2.npz: %q", b)
+	}
+}
+
+func TestQuarantineIsNeverASymlinkOut(t *testing.T) {
+	dir := t.TempDir()
+	newTestRegistry(t, dir, nil).Close()
+	outside := t.TempDir()
+	os.Symlink(outside, filepath.Join(dir, "quarantine"))
+	os.WriteFile(filepath.Join(dir, "models", "bad.npz"), []byte("garbage"), 0o644)
+	r := newTestRegistry(t, dir, nil)
+	if _, err := os.Stat(filepath.Join(dir, "models", "bad.npz")); err != nil {
+		t.Fatalf("the file left the registry through a symlinked quarantine/: %v", err)
+	}
+	if names, _ := os.ReadDir(outside); len(names) != 0 {
+		t.Fatalf("files written outside the registry: %v", names)
+	}
+	if p := strings.Join(r.Problems(), "\n"); !strings.Contains(p, "models/bad.npz cannot be read") {
+		t.Fatalf("problems: %s", p)
 	}
 }
 
