@@ -316,8 +316,9 @@ func TestRegistryAdoptsHandCopiedModels(t *testing.T) {
 // nothing on disk.
 func TestRegistrySecondProcessRefused(t *testing.T) {
 	dir := registryWithModels(t)
-	os.WriteFile(filepath.Join(dir, "models", "hand.npz"), []byte("not yet adopted"), 0o644)
 	p := startProcess(t, dir)
+	// What a start-up would touch: a temp name it would sweep, an index
+	// it would rewrite to adopt a file copied in while the first serves.
 	os.WriteFile(filepath.Join(dir, "models", ".ramanserve-tmp-in-progress"), []byte("a write in progress"), 0o644)
 	os.WriteFile(filepath.Join(dir, "models", "late.npz"), []byte("copied in while serving"), 0o644)
 	before := dirHash(t, dir)

@@ -151,8 +151,9 @@ func readSidecar(path string) (sidecar, error) {
 }
 
 // copyRegular copies a regular file of at most limit bytes to dst
-// atomically and returns its size, SHA-256 and modification time. The source is opened without following a final symlink (it
-// has been resolved already), so a swap after the check cannot redirect it.
+// atomically and returns its size, SHA-256 and modification time. The
+// source is opened without following a final symlink (it has been resolved
+// already), so a swap after the check cannot redirect it.
 func (r *Registry) copyRegular(ctx context.Context, src, dst string, limit int64) (int64, string, time.Time, error) {
 	// O_NONBLOCK keeps a FIFO planted under an allowed root from blocking
 	// the open (and with it every later load); the regular-file check
