@@ -37,8 +37,9 @@ const (
 
 func isModelExt(ext string) bool { return ext == ".npz" || ext == ".joblib" }
 
-// tempDirs are the folders where the server writes temp files.
-var tempDirs = []string{"", modelsDir, "jobs"}
+// tempDirs are the folders where the server writes temp files (a reason
+// file in quarantine/ is written atomically too).
+var tempDirs = []string{"", modelsDir, "jobs", quarantineDir}
 
 // sweepTemp removes the temp files of interrupted writes: regular files
 // named with TempPrefix, in the folders the server writes to. Symbolic

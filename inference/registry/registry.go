@@ -15,10 +15,10 @@
 // write. Open takes an exclusive flock on .ramanserve.lock before reading
 // anything, so a second process on the same directory stops at once (its
 // error names the holder's PID) without changing a byte. Start-up removes
-// regular files named with TempPrefix in the registry folder, models/ and
-// jobs/, and nothing else. A .npz or .joblib in models/ with no index entry
-// (copied in by hand, or written just before a crash) is adopted as
-// archived: version = its file stem when that is a valid, unused version
+// regular files named with TempPrefix in the registry folder, models/,
+// jobs/ and quarantine/, and nothing else. A .npz or .joblib in models/
+// with no index entry (copied in by hand, or written just before a crash)
+// is adopted as archived: version = its file stem when that is a valid, unused version
 // name, else a name derived from it; the file is read through the same
 // reader as a load (a .joblib through the restricted reader, with its
 // .joblib.json sidecar) and its SHA-256 recorded. A file that fails to read
