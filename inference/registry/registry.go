@@ -18,9 +18,9 @@
 // regular files named with TempPrefix in the registry folder, models/,
 // jobs/ and quarantine/, and nothing else. A .npz or .joblib in models/
 // with no index entry (copied in by hand, or written just before a crash)
-// is adopted as archived: version = its file stem when that is a valid, unused version
-// name, else a name derived from it; the file is read through the same
-// reader as a load (a .joblib through the restricted reader, with its
+// is adopted as archived: version = its file stem when that is a valid,
+// unused version name, else a name derived from it; the file is read
+// through the same reader as a load (a .joblib through the restricted reader, with its
 // .joblib.json sidecar) and its SHA-256 recorded. A file that fails to read
 // (or is a symbolic link or special file, which is never followed) is
 // moved to quarantine/ with the reason beside it; health reads degraded and
