@@ -573,7 +573,10 @@ type TrainingUpload struct {
 	// Csv Columns in this order: `scan_id`, `wn_0` .. `wn_2047`,
 	// `EPA_g_per_L`, `DHA_g_per_L`, `DPA_g_per_L`; comma separated, one
 	// header line, one spectrum per line. `scan_id` values are unique.
-	// Intensities and labels are finite decimal numbers; labels are
+	// Intensities and labels are finite decimal numbers
+	// (`[+-]digits[.digits][e[+-]digits]`, at least one digit before or
+	// after the point): no digit separators (`1_000`), hexadecimal
+	// (`0x1p-2`), `inf`, `infinity` or `nan`; labels are
 	// non-negative. At least 12 rows (10-fold cross-validation needs
 	// two more rows than folds).
 	Csv  openapi_types.File `json:"csv"`
@@ -767,8 +770,34 @@ type ClientInterface interface {
 	// 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 	//
 	// One training runs at a time; further jobs wait in a bounded queue
-	// (`-training-queue`, default 4). When it is full the answer is 429
-	// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+	// (`-training-queue`, default 4). An upload takes its place in the
+	// queue before its body is read: the running job, the queued jobs and
+	// the uploads in progress together hold at most `-training-queue` + 1
+	// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+	// at once, while the client may still be sending, with
+	// `retryable: true`, a `Retry-After` header and `Connection: close`;
+	// the body is not read.
+	//
+	// Memory: one training memory budget (`-max-training-memory`, default
+	// a quarter of the host's physical memory) covers every upload being
+	// parsed and the data set of every queued or running job. It counts
+	// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+	// takes 8 bytes), plus one training copy of it: an accepted data set
+	// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+	// stored, 21 KB for the cross-validation fit). The charge is taken
+	// every 128 rows, before the memory is; an upload whose data set
+	// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+	// point, while the client is still sending, with a message naming the
+	// budget. A job gives its memory back when it ends (done, failed or
+	// cancelled by shutdown); the running job trains with fewer parallel
+	// fits when the budget cannot hold more. The process's peak resident
+	// memory stays under the budget plus a fixed overhead of 128 MiB
+	// (runtime, buffers, loaded models).
+	//
+	// On shutdown (SIGTERM) the running job is recorded `failed` with
+	// `INTERRUPTED`; queued jobs are not started, their data sets are
+	// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+	// `queued`: the next start queues them again.
 	//
 	// The trained model enters the registry as `staged`.
 	//
@@ -780,8 +809,14 @@ type ClientInterface interface {
 	// GetTrainingJob Poll a training job
 	//
 	// Job records are kept on disk and survive restarts. A job that was
-	// `queued` or `running` when the server process died reads `failed`
-	// with error code `INTERRUPTED` after the restart.
+	// `running` when the server stopped reads `failed` with error code
+	// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+	// `queued` and runs after the restart; if its saved data set is
+	// missing (the process was killed), damaged, or no longer fits the
+	// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+	// which. When the registry cannot take the record's write (read-only,
+	// full), this endpoint still reports the job's real state; the record
+	// is written once the disk takes writes again (retried every 5 s).
 	//
 	// Corresponds with GET /training/{jobId} (the `GetTrainingJob` operationId).
 	GetTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -926,8 +961,34 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 // 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 //
 // One training runs at a time; further jobs wait in a bounded queue
-// (`-training-queue`, default 4). When it is full the answer is 429
-// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+// (`-training-queue`, default 4). An upload takes its place in the
+// queue before its body is read: the running job, the queued jobs and
+// the uploads in progress together hold at most `-training-queue` + 1
+// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+// at once, while the client may still be sending, with
+// `retryable: true`, a `Retry-After` header and `Connection: close`;
+// the body is not read.
+//
+// Memory: one training memory budget (`-max-training-memory`, default
+// a quarter of the host's physical memory) covers every upload being
+// parsed and the data set of every queued or running job. It counts
+// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+// takes 8 bytes), plus one training copy of it: an accepted data set
+// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+// stored, 21 KB for the cross-validation fit). The charge is taken
+// every 128 rows, before the memory is; an upload whose data set
+// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+// point, while the client is still sending, with a message naming the
+// budget. A job gives its memory back when it ends (done, failed or
+// cancelled by shutdown); the running job trains with fewer parallel
+// fits when the budget cannot hold more. The process's peak resident
+// memory stays under the budget plus a fixed overhead of 128 MiB
+// (runtime, buffers, loaded models).
+//
+// On shutdown (SIGTERM) the running job is recorded `failed` with
+// `INTERRUPTED`; queued jobs are not started, their data sets are
+// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+// `queued`: the next start queues them again.
 //
 // The trained model enters the registry as `staged`.
 //
@@ -949,8 +1010,14 @@ func (c *Client) StartTrainingWithBody(ctx context.Context, contentType string, 
 // GetTrainingJob Poll a training job
 //
 // Job records are kept on disk and survive restarts. A job that was
-// `queued` or `running` when the server process died reads `failed`
-// with error code `INTERRUPTED` after the restart.
+// `running` when the server stopped reads `failed` with error code
+// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+// `queued` and runs after the restart; if its saved data set is
+// missing (the process was killed), damaged, or no longer fits the
+// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+// which. When the registry cannot take the record's write (read-only,
+// full), this endpoint still reports the job's real state; the record
+// is written once the disk takes writes again (retried every 5 s).
 //
 // Corresponds with GET /training/{jobId} (the `GetTrainingJob` operationId).
 func (c *Client) GetTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1288,8 +1355,34 @@ type ClientWithResponsesInterface interface {
 	// 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 	//
 	// One training runs at a time; further jobs wait in a bounded queue
-	// (`-training-queue`, default 4). When it is full the answer is 429
-	// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+	// (`-training-queue`, default 4). An upload takes its place in the
+	// queue before its body is read: the running job, the queued jobs and
+	// the uploads in progress together hold at most `-training-queue` + 1
+	// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+	// at once, while the client may still be sending, with
+	// `retryable: true`, a `Retry-After` header and `Connection: close`;
+	// the body is not read.
+	//
+	// Memory: one training memory budget (`-max-training-memory`, default
+	// a quarter of the host's physical memory) covers every upload being
+	// parsed and the data set of every queued or running job. It counts
+	// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+	// takes 8 bytes), plus one training copy of it: an accepted data set
+	// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+	// stored, 21 KB for the cross-validation fit). The charge is taken
+	// every 128 rows, before the memory is; an upload whose data set
+	// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+	// point, while the client is still sending, with a message naming the
+	// budget. A job gives its memory back when it ends (done, failed or
+	// cancelled by shutdown); the running job trains with fewer parallel
+	// fits when the budget cannot hold more. The process's peak resident
+	// memory stays under the budget plus a fixed overhead of 128 MiB
+	// (runtime, buffers, loaded models).
+	//
+	// On shutdown (SIGTERM) the running job is recorded `failed` with
+	// `INTERRUPTED`; queued jobs are not started, their data sets are
+	// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+	// `queued`: the next start queues them again.
 	//
 	// The trained model enters the registry as `staged`.
 	//
@@ -1301,8 +1394,14 @@ type ClientWithResponsesInterface interface {
 	// GetTrainingJobWithResponse Poll a training job
 	//
 	// Job records are kept on disk and survive restarts. A job that was
-	// `queued` or `running` when the server process died reads `failed`
-	// with error code `INTERRUPTED` after the restart.
+	// `running` when the server stopped reads `failed` with error code
+	// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+	// `queued` and runs after the restart; if its saved data set is
+	// missing (the process was killed), damaged, or no longer fits the
+	// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+	// which. When the registry cannot take the record's write (read-only,
+	// full), this endpoint still reports the job's real state; the record
+	// is written once the disk takes writes again (retried every 5 s).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1856,8 +1955,34 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 //
 // One training runs at a time; further jobs wait in a bounded queue
-// (`-training-queue`, default 4). When it is full the answer is 429
-// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+// (`-training-queue`, default 4). An upload takes its place in the
+// queue before its body is read: the running job, the queued jobs and
+// the uploads in progress together hold at most `-training-queue` + 1
+// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+// at once, while the client may still be sending, with
+// `retryable: true`, a `Retry-After` header and `Connection: close`;
+// the body is not read.
+//
+// Memory: one training memory budget (`-max-training-memory`, default
+// a quarter of the host's physical memory) covers every upload being
+// parsed and the data set of every queued or running job. It counts
+// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+// takes 8 bytes), plus one training copy of it: an accepted data set
+// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+// stored, 21 KB for the cross-validation fit). The charge is taken
+// every 128 rows, before the memory is; an upload whose data set
+// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+// point, while the client is still sending, with a message naming the
+// budget. A job gives its memory back when it ends (done, failed or
+// cancelled by shutdown); the running job trains with fewer parallel
+// fits when the budget cannot hold more. The process's peak resident
+// memory stays under the budget plus a fixed overhead of 128 MiB
+// (runtime, buffers, loaded models).
+//
+// On shutdown (SIGTERM) the running job is recorded `failed` with
+// `INTERRUPTED`; queued jobs are not started, their data sets are
+// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+// `queued`: the next start queues them again.
 //
 // The trained model enters the registry as `staged`.
 //
@@ -1875,8 +2000,14 @@ func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Cont
 // GetTrainingJobWithResponse Poll a training job
 //
 // Job records are kept on disk and survive restarts. A job that was
-// `queued` or `running` when the server process died reads `failed`
-// with error code `INTERRUPTED` after the restart.
+// `running` when the server stopped reads `failed` with error code
+// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+// `queued` and runs after the restart; if its saved data set is
+// missing (the process was killed), damaged, or no longer fits the
+// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+// which. When the registry cannot take the record's write (read-only,
+// full), this endpoint still reports the job's real state; the record
+// is written once the disk takes writes again (retried every 5 s).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3085,121 +3216,136 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5Hx7d9u2su9XmcV91qqdS8myY+e29l9qrKbex6/tR/Y9p8oVIRKSEJOACoC21dbf/a4ZgC+Rsp290/Su",
-	"df5oI5N4Dn7zxAx/D2KVLZXk0prg8PdAc7NU0nD645jPWJ7akdZK49+xkpZLiz/ZcpmKmFmh5M5noyQ+",
-	"M/GCZwx//Yfms+Aw+NtONfiOe2t2aLQrP03w9PQUBgk3sRZLHCw4DIZyBcouuIYZE2muOWzNlAb+yLJl",
-	"ymF/sA/R+cXN5KeL2/PjKIT9wQFEZ6Obny+OJ/h8eHp68c/RcbTdD57C4ERariVLv/EmbqVZ8ljMBE/A",
-	"cH1Pu8lTC1vRyfnN6Op8eDoZXV1dXPllXrJVqlhyo9Qp03P+7RZ6s+AwVckK+GPMeWLALjjESs7EPNc8",
-	"gVRkAld9Ofyv04vh8eTm4mJyOrz6MPILv5UmXy6Vtjw544lgN6vlX7D67wz4CcGulhyEAakssDjmS8sT",
-	"2Ipuz69vLy8vrm5Gx5Oz0fHJcHLzX5duE0+hXw6B/v2CSckrvMg8Tdk05cGh1TkPg6VWS66tcCwSq4S2",
-	"y2WeBYe/BGcXx6NTgiFSa3QchMHJ+cfh6cnx5Ppy9P7m6vYsCIPi5+Ti9mZy8dPkanj+YRSEQX2RH0dX",
-	"1ycX5/T0P88v/nlOCw7C4Gx4+tPF1Rnt4/p6SB39r+p0aN46zoJPYWDpbAJjtZBzPLyMG8Mc2lrvNLd6",
-	"5TZevp0qlXImiWSa/5oLzRPcNVGhGq7euZpWTT/z2OLQnsRXfJmucPTmmdJj4PKep2rJQUmC5FLzRMTY",
-	"BGLXvR+sHwYioT3epZLzH1WyCuHSjUETuCdnKuHpiZwpUBqYBJ4t7QoytgQUORFHEEQ4UWsPsdKapwTq",
-	"iUjasyIykUTc2O8MRCKJjmgfbgZHZnhYcLc73xJilacJQXfKIeFI1wRmTAOXKp8vwCrQnCUgbG1R1Znx",
-	"ArTPMVUD4E9h0LX6nzQ3CxAJqBnYhTCg6VC2bm9PjsHyR4v0ybY7F+EUCb5nNjgMEpUjDsqGMs+mnCa2",
-	"XlQUvLNUck5nSqc0oSkRVXhGEyFnqnzk9tmF6PvagLtVAyEtn+Osa8C9L9ZFZGidKm0mdLhqz9oBaDrF",
-	"Lki74/2KoC6gTAMjmB1i/YjREYi5VCjA3WMh5xEwmUBUkTPqQyRFGiHqpDXADLCp4ZKwtS72Wnvugs2t",
-	"FL/mvMQNBy8R1oEDmscqy7hMeLIdwj1LRTKWtzc/9b7vA3KOV5mkfAwIi8DfO3gHb6Yry82bI4gy9njK",
-	"5dwuiuWPZbxgmsWWaxOCUcjObiFZnlrRw55QNYGYSVgyYwjfY+m4g0hkrEhTZEDNZ7nhCTwIu4CW2O2P",
-	"JaKzWEdwuHfwLgwyIYu/dzcyR5Nq1zxWMjFghIw5ke1WikfgSxUvjkBRM5aG7vg2Hlib4TYc4TMMKOoM",
-	"2GC9r89snXxUSKuPLM15B6kuJAe3flhyDaV0I6qx2Ip7DrTogrUMbLE0BbvQnBMrMPe7Z9HMsq7xdpvr",
-	"jn8evlKKHV++tuXolS2fOikjZyLhMuabSHNZp0cIQsIvgxB2Px2B4SUjmn6G9qgTOd/3YZg+sJVBYiGM",
-	"jsaS1Wj6sFDG24I0M7KMV03YKEfDShhI+cyCyi0xnV3wsUT9mbEVNiR15zjllQTO2KPIEFK7xEzu9+BL",
-	"CP/qEUb/5ghdB9U0WQ9/32AvNs/ujMULIXkPdTtyLGAzd3AIbEvPmEO5VctSKycqzjPP//+6cZc4Ny84",
-	"nLHUVHLilcZeFx//zFlqF9eW2dy0aeD4dHLPtRHOG9ggqar1JnyuWcKTiebMKGk6FaJxoOUSIkNTRwjP",
-	"qOgbHYGSHBZ5xmRFaTeglyYyETgcklNYnplO2vkHTGu2IjqTkETvjSddtjIh36pYpfUtd6rzmiEARSfw",
-	"nY5gt3bMpYwNg+XKLpTcPHZNnwoDD1pYyyXKhw+KVIrOJXpLcEnjoP4VBmaCpwksVJqYsUTY+eELxf5B",
-	"YT8rMo7amYZQMoS6ox7N1W5/713/+8jxf4uQblGbF36mkjytZp5plRVzT3ORJoCKCVkX325FCb/naeSF",
-	"fKpilrpm3VaqKcFZaD91F1RA69R3+RI3PDFOX2PfDuGwSfv5CbvY5VSxhDyRmgHJEodFll7WmMdzaJOf",
-	"lgytjS6bE+cuOELlOuaOI2Yi5RFs8dRw2B8MICpc1KvRP25H1zfRdn8sh1Oj0txywOGBywQdFiEh6n9W",
-	"01RMI7ALZkNgM8s1mFWWCnlngGk+lpobld7zJIRUcAO5TLgm5vPocSf/nQGWpuqBJ6CVQgtuK+rRkx6u",
-	"sIcPoxC8ePJ+0lwYq1fkUmVLpe0OnniacL19NJYUNnoQxbYuhzc/N0JCfRjK0qACIxIeMz2W0TgfDN7G",
-	"uFH6xfufjZIRzMU9dwGRB3bPvd3BHoUhvnEWhIEtw/lYRuYu5UzLnltWP0uIik0LcX/ww7suLNLZNEQx",
-	"wmXOk2A94BG55xGKh0xZboCBe+RMmRAipuOFuMc2mvdI1jJqJ6F4M5bORtpi62zt4m4OqkC7i6qIhgu4",
-	"HTkdH+dac2nTVWF2FSMhdYqwC4kX7kTjdlgAz1HIy5UKTvgSlVyE5xCRcQuSP5RnDlzi/yXLcAeRn895",
-	"NdU2hXVUL7i6pGOxeTSVRSMwUTNoK1H0nAf90TdrGbj++Qs8vsk2YOlcaWEXWafaQSpOSP5kL4oe15on",
-	"ddnaGnCp+b1QudksgP0+ixOe8pnSziIxD2y5KZ4hkdEfmOkQu2v0Wltkx5LWtt1F2DNutYh/1JzdJepB",
-	"vt5nOAK25kA4rkgUd9FD70IgolWGWjP5/99PKANarzG7WpBoIHBN8FyeXu/1zk8uh6fXTskStQxYzYTk",
-	"CSy45kdQisHL0+srPtfcOCZVuvZKLHkqJN+6tkwmTCfXMUu5Dhtdtt0kXlZ0qvCUWS7tpHmBUbLFbhdb",
-	"6D3HaOnFLDj85XkuXwfW06d1YfxeK2N6FL1gKO6u9poI68OQ3PPaTgo5bSh4rjMnB/60BZ1dj2AL///+",
-	"43ZzbSHMd05fXKA/3AmzTUQyy3vIlJ3xP9/HkBn4CllVKdcJBTba4Dt37KtmsFRCWkNbMUseW51nNdbl",
-	"j/iM0PI8DmpTaibnHS7ZqXpAZS8TyJc4W80CKGJbOCXaMI/ChBBnvd2G3/AKRs/Y44lrvkcLrv5o+hhr",
-	"YnONkets2zixT5vkw6lwNmaXfGhTYtjQ70eAzloh6T3dhQEny5+JHNYcU8IXTlQS61nYY/NS5b6KNkE5",
-	"yUYaXLfs/7Jr22ToshUay/pCXW7Eb3xyN+0IBYrfeANfzioSEv5T/BiCVmhKIyQbEO/kqsrBeZG4nhYt",
-	"fl/zI/Edanlk/CPnZ8lKauBCQ2ccOLsabfRqPFIB5HFgE2z8ncEtipm/GqRhm4HMryplNuu9DVZcScIX",
-	"maq4YWrDwMUGNhpYw3rEsmSwTWZVF7N1WHXtWMMzIdouL/wVfu9rbJOG89ucpGOZ4RqtWrN2Et5ZaO+V",
-	"tPyxQ6RNmY0X/nqutatYpXkmJ0Im/LHWoBLPCOxuuGxayLFgc6mMFXFHhOosT9FJ0YJZTi6WoIalT1yo",
-	"MzZnQhpnkcYsFVNN/IHm6h1fjaUo47WgZLqqLhEdPMiBLu5MaqHaPlyjn1oPBCML40nmKTNdMdqU33Pt",
-	"Q4ivUGe/vrbdhO51Xt1a8ySPXWztNbeKe69u+EXrsHtftJBnUFLeP3eFh2WMbi6d+IvCe/26hEBdROtf",
-	"7rx2o/AUBkkTv89170D8UxgIOeMax5y83ghaF5HPS+c1CjV23JYhjfV8eu5IynvUzkMpxMsrKFIIIxSt",
-	"nqVf6nldtGuJzeJF19Kva6OvLdiFkDuFGkl+R71JI8DdbCKNKEZbs1BYxiGleBYwA1FlF5voX7d/3x0c",
-	"vH3XDq2bmMmJ4b92LrM2c8cy0VWy6QqEjDVnRsi5s9GPisXzX3OWmoYlH617Il97R2vHW99Bk+xd513Y",
-	"X1+YmbTmxt9cDU/OT84/TI5PPo6uPoyOoxBcStrV7eXN6Ni56ms5al94v/TlF0bF3v6upm0485QtDZp6",
-	"r4u719JgXudXNwnb9qr/uVgRTD6rKaUk8iQEJSFyvyPvEZWx51dlT3xW0012yVIrCoJ0ZeUwd0fkTYaZ",
-	"ShN4rAWxjOVLA4mS/AgyJZVVUsRHsNsf1EwFfN2dMPDqi1PNDUWpv5TCV65fm8Q3Cw4qt7HKKDcmwjVG",
-	"pauJLtCvOc95guDUuSQ3hOK+dPnAikzRV5G+coyaa/Az9NwVQDlN8TcuKcT53bG766jWqvq10LN7GYSB",
-	"fxeEAQ6CpKchOtzKNc7xKKl5IiU4ykN4Li+pxlZDH5PvYC9jRcYsTyZJ7hXDqzntGRi7JU9ynXZcdzK7",
-	"qECsM4h2rF/qjruLcQM70kcvR5L9Op6jwRm3rL15qaz31KpbmqbornaE/Zh1kmUtxOzfQG64BkGe2Rcm",
-	"Brk7oAl5LLwZHFkfqS2JS62zOxgMBi9onXIbL1BLd3ox6yFGlydcejHxQhkuayKJ9Gg7bu4CsV8U7azC",
-	"pV/UbW33NAYFgp/b/lUp4J5XskxbMWOxnXTfwdZxbiyl41VRnRBcquE9R0+tfrsJidA8tkqvNije8mxe",
-	"I3SLo3wKA8kfXm9p1xtXk4Zre36OirfLVLEOiROb+w5gkTtuQEiX26J0wvUhRGQDigTNlAc5GUTQ79Ov",
-	"vcH+/47CsYxGl8PJfLLkenKKjY5/bv5Ze3uEuMwYGL5kGtGLepyP5YKzhLINScLLmi++9I/71Trgntwl",
-	"YJpDTvmO/bE8qWw30kspm/LUtZkJKSwl84qMpf4myhzVmoylVLIn+ZzA0IehhZQzY2F3DzT68lu7gx7p",
-	"+rjOfGgISM4pQeNBQaY0d83tgkmyDYy/gS41/VRIplcbMMW+AFCsbeSZ+8AP0wWJj88keVSxL7rc7cMp",
-	"ty6LMxFzYU0IUR+PcuIzWHtRCMYiDOXc5WaysUypD2pi6hQCs5ApY+Hdfj3rc0tYmsQQC3q0VZznCeZT",
-	"WILDYJma3t5g793u7t5eb3ewezAYoCxjOBku///+Muz9N+v9Nuj98Kn62Z/0Pv0+CN+9ffqPDtXl/GTV",
-	"psVJ4a0W+Tp2wSzYXEsDDK5YxmQFza29wf73UHMatvEPNZZNDxnFz+hyGMLxz0Mi3/HlELbmO6e41bG8",
-	"eVBFxpGDK82cwHRFjLDUKubGHGLTN/DmzRmTbM4zFOxbjQy07wzliZjtN28O4eebm8ud3f4u/C/4+/XF",
-	"OVp0S6UtHBwcvOu7gaqEJ+zw31yrs3/A1egfO1ejy3r7A59863yHSxbflUnUpj+WQNnCRcqUMFBV3QgJ",
-	"US3YFcGUG5FwJ1zw8I9AWFMkRuJQHudEBkpNaKZ1IwTrlQu1v8lzQGEEEBXBYHxduOj4uxkeqD2pxR6K",
-	"IdbiRLXGtXgLzb8WxCEOoTHKi+CoUsYGpjxVDz5RE2WsdKF4KPS5gamyixIRBJG//e1vQBs0Yzm653pF",
-	"FjDyXlEsRu4Qp1da5Zaj053mlDCUyzupHqR7bkJ40ErOxzLjdqESJyvr5VEmhJhpLXzaTdTIpoyq/PmC",
-	"67P1xMkInc2oD+9Vwg1Q9vZ05Tbr5iEo/0EQhT8ozxL+cH7RH2P5R6/XK//DZvuDAfzRzo+CPxpVG2XG",
-	"QIbWWzM1E/mkyoN3osfdgPA02Yb6LFWGOXJNMQkVZ/l6Jjomx1ONjmspOvjs8uL6BnbI2thBLRwdQj2N",
-	"zw+4Jv46Rn1/UQYGNo9au6qqcoTxTI4aVQCGrQw8LJrT3J5fD38aTWi2TXMwWIr4jrI1ZyjFrQIGccqM",
-	"Qa/RszV3oe9UGHuEm1uQemAG+COPKVm5vbub4dWH0c31xJdYbZ5fyTJl3MTiTtge5TL4nS8YZVD6iy88",
-	"ZUqWswhwlq4sb0zdSkvrnNVh3OftHRJxPbUpIY9qcpz5GFYA5DJp5OiRw+qz8QxsNXP1tkviOd6tJ+P1",
-	"4f2Cx3fIPi7rh8kVUAlF4bbRvaRx5Uj13fm6tcno/5xc31x/6d7qhgClkqU4wepZoBbc+f76Y2260qEk",
-	"U8EP//76I46asRRtIr6GT8edaO+RYHIXRJ1TnY1uhsfDm+FL80VoEEWwZNo2ebhuSzVxeXJ9fXL+YXI5",
-	"vLp5cfTY3Lt4XXOaTBiDAPTj7uMwDemAWM3jhZfW9WZ/v/hxTZB8GNWn//2zmp4kT9FhKdk/qymIpDHI",
-	"ehFkNY7DABUfHTZuNH2KmR/lgEZpl/QWcpeWzR+FQZWWW6IrQYpEr1MuxVg/4FhUunpyPrm8uvhwNbom",
-	"WDKXLkqXqYRkF6U5gqjMjj8EdPq82XmFT3tDZKFD2I2K8b/H8b1imNycnI0ublsKgmS4sWq55AmgfrvH",
-	"45kpnFzOnaEnm5mxIkl5WXzbW1i77OEodB+u8npe7NsBmEKR7L51Ama9VreuS54t9PXDHHjJ3FUyWx8L",
-	"BR/lx6Jab5bgupH2iPxl0Pkft6Pb0eSn21MS9QwKXLkMcsqqXfhYHx7JLE/T15yHP4yDgkkbwWv4A/IN",
-	"1dhN9i8sD+QOi5am1SzmzfkpAZumG8vqOaVV0yvIZcqNoftdnpD9NCxhQOZ8QwyUljKzKH5hi1WyqeyG",
-	"AmkslQbnp4b+XwMKN7ILZ+LHEJjEXRal2Lh0aWZcA5exIktM6bFcrynYdhJ8VtlJ3FlGKVtxXRf93q4z",
-	"Y6k5ixfoOjsbDJYpE7JHpX37g0EI+293QzgY7KJcOhgclCbkMLcLLq3P9hjLc4VuNZrv6MPoGYt5ZTQR",
-	"+egkYs0T7MbSYt84sFV3XPqiPVfXxQUxs7dcKxPXH7dLSTaFleooix4A7SnjTNJ9uc5lWZuZMnJrhFEp",
-	"Rbq8LwSS2wel79zaKawuaIV2NZYOQiROSEAXsbbIF1SoWUPy+8IIYcnX1Ojg0Xohq/wsxHqtTrQkVlBL",
-	"aQkG/d3+wMcoJVuK4DB42x/03zpfdUFRl50FVeXgzznvyO/xtWB7g4EPubsKVbdpYSBf9jcU1jj7GWGi",
-	"ZpTVbbgrHQmrWxGI1F3k/cjuWFfNdCyKVLaWWk15Qu4FixcQszTdPiqGcMqDmArNvHaWcsqMResHVWaj",
-	"tBo9JHxOETlmXTShly/LoduFuQXfonnJKdJPIsDR4xDUXWHU1MuBSnmBGs6zPJPmATVIJe0ppSNfkiZz",
-	"+CzLeEFz5/63darDjgOYUPIkCQ6DD9y60it3PVB9yWNvMPhqH2VoFHdt+CZDVW+UL/uugMsXNnSPXS52",
-	"p/HNEfo0Q55lTK+Cw+BU3HOJYHRlBSwR0t2EWDY3weEvgQf4J+xWMzU2Iv6f3XlVzpegY8KHaNTQ0ZKz",
-	"2D6IsdyqPiOACrEIizmeNw6hFbhnIk19UbHKLbCiBrX7PKuE7j/xSKtJNpxnvbSWznN/sP/tvvJx3j6i",
-	"rfY5uO+RHDiyPA+y5kdhvhI8UaAnzLLCQ6rTrAbSIjG1BtLU5+N2gvTMpdlTbM7p9umqkVgZguQPaCfM",
-	"hEad5oLQmsNUo5bE5o3wagtlp8I4mJk/HWOUebwBY4VG+IuPEZfoxbAHXdP1fOEoiwsP1fUdiFPFElNw",
-	"PImxjN1R0VKBFmZVJlDNrfowrOmByg8ey1kq5gtLFwtmwU3tYxJUPONGd6atRLNMSQ658XEnyR88Gztd",
-	"/ExBWZmQurmkDBVp8bLWvlHnhQPWQyZrFV8zrTKKWLqyLyHXL8Nc9SCtnWUcni38egNDnxFg8hgNl1me",
-	"UrFSg0LtorUpj1XGDa2j3Gx9PLkq7v3JXWzTG4m2Ko2QIq4p5JxCuoVnU24KNaNE02JOXsIbuEBDEk+K",
-	"xnfuECoHyoqGIbgrefeWCvP2Bz/QctuurbNDXuXE0tRRvcaKbJWMM0NOIcd1K/pH1R3UsKzGdaaUd3M5",
-	"5WUU1X/+IIn87lWSa4rSKgmJMHdu9vWir6iwnp/Jga7svS61WdbaBe6OqpbZ91VEWate96l5G4b0fvoT",
-	"RWm7lnCDSF0Lr3jNPfh2mrsVOQ9bYe6wHb8Ox7IVfQ7XIsXhphAudm5HWJVuRSadA/cMFyO0iGA/fMuP",
-	"3zWDUkJCkfIDW21e3+4DcXSRCDVFi5JusElcoK73wQJcWY35N3+Fxip4YMIWfhSJEQqLMecfUpVTtdtW",
-	"1TvuaX/37cs6eP2Td9Tv4OV+nV+c+2stP3bHS61+3yya3VooSyJwe5Ph0AztbjYebqr49ZJp+i4RuekC",
-	"/VfNWYZocWpfswfIlwWGJFozsOD0xYSxzHim9Mqhn0xGmKLGUQ+g+WceWyd8fXfSJY1vBLy//og85j4O",
-	"077XWoueeyZDB5wSOihQpjkP0dsdS+O/K+AD2G45Kfdr8F6kWxatMits7MrLH0tPFDSQ3J12tXwjfiui",
-	"qMKU0U7SQVtRL2OPPdeQvg5lqqDqWB7s7sGZ+HH7CKZ8hZpX2HW/cPdtV6iVlnAh+Xpss1DmRzDLNfH4",
-	"ZzU1jteEBAZTX9xF0U/6FkIxQo8e1UK++9t9IOfV7WuW0yeOGovb+2Esu+Ouz5gHbC2q6mRHSdSi1NcX",
-	"W0rKqGiYNcyUBmWXYr5GhBcBsGeVM32zC2GzM1M66+GZu0omF82sZRH5Tu67k4Hlj3YnNvch1IW0ii23",
-	"Pccl9WyXZt+WWK++DPna1Bif8fQqe2Dvq2mVrjTPDRYB3dYYn7f6F9oDJEU67tPC9Rswl43eNCLcuv8K",
-	"HbO/98O3/bhpKUQadyKw1cna219R379Cy/9rCvdgsPsNSViQr/gg7D0TlM5Zphm6Lwlt0f3oydnl6ehs",
-	"dH5TRpO+hnXgZEL9sgsVlvvQIOpFJoGZlYwXWkk0RMtmn9W0ZjMUj9etBn8juzF+9Hc1pc8t6sRFhe74",
-	"0hYOmFtFru/RUvGBcoPeJoqJIrA+lpETF44Z/TVpVNUdejVdXBUkgrvwrClLJMaSlA4lqvswaqPkxFmv",
-	"TpPQIjYEQ+tlImGwZJpl3BLYf/k9ELhbykkNA7RHgsOASBOsi+I6sGu51bt737+Qpf306U906up72yy8",
-	"v33w9bZ5z7+1liLw70Rd/8eJgkuVpnVBsJnDy8Jsh+3mVvwMjVvCJPFlIVRwESysXR7u7NBn0BbK2MOD",
-	"g4N3VHjjZ+vOw60MOZlA4blU/OT9lqewdXe4SYCZqnO5vXb3jTc7vqu/2Hn69PT/AgAA//8=",
+	"5Hx7d9u2su9XmaV91qqcTcmSY+e09l9KrKbe26/tR3rPiXJFiIQkxCSgAqBttfV3v2sG4EukHGeftL1r",
+	"nT/ayCSIx2AevxnM4LdOpNKVklxa0zn8raO5WSlpOP1xzOcsS+xYa6Xx70hJy6XFn2y1SkTErFBy97NR",
+	"Ep+ZaMlThr/+Q/N557Dzt92y81331uxSb1d+mM7T01PQibmJtFhhZ53DzkiuQdkl1zBnIsk0h+5caeCP",
+	"LF0lHPYH+xCeX9xMf7y4PT8OA9gfHEB4Nr756eJ4is9Hp6cXP4+Pw51+5ynonEjLtWTJn7yIW2lWPBJz",
+	"wWMwXN/TarLEQjc8Ob8ZX52PTqfjq6uLKz/NS7ZOFItvlDplesH/vIneLDnMVLwG/hhxHhuwSw6RknOx",
+	"yDSPIRGpwFlfjv7r9GJ0PL25uJiejq7ej/3Eb6XJViulLY/PeCzYzXr1F8z+OwN+QLDrFQdhQCoLLIr4",
+	"yvIYuuHt+fXt5eXF1c34eHo2Pj4ZTW/+69It4inw0yGmf7dkUvKSX2SWJGyW8M6h1RkPOiutVlxb4UQk",
+	"UjEtl8ss7Rx+7JxdHI9PiQ2RWuPjTtA5Of8wOj05nl5fjt/dXN2edYJO/nN6cXszvfhxejU6fz/uBJ3q",
+	"JD+Mr65PLs7p6T/PL34+pwl3gs7Z6PTHi6szWsf19Yg+9L/K3aFxq3zW+RR0LO1Nx1gt5AI3L+XGMMdt",
+	"jXeaW712Cy/ezpRKOJNEMs1/yYTmMa6aqFB2V/24HFbNPvPIYteexFd8layx9/qe0mPg8p4nasVBSWLJ",
+	"leaxiLAJRO7zfmdzM5ATmv1dKrl4q+J1AJeuDxrAPTlTMU9O5FyB0sAk8HRl15CyFaDKCTkyQYgDNdYQ",
+	"Ka15Qkw9FXFzVORMJBE39jsDoYjDI1qHG8GRGR6W3K3Ot4RIZUlMrDvjEHOkawxzpoFLlS2WYBVozmIQ",
+	"tjKpcs94zrTPCVWNwZ+CTtvsf9TcLEHEoOZgl8KApk3p3t6eHIPljxbpk+60TsIZEnzPbOewE6sM+aBo",
+	"KLN0xmlg61VFLjsrJRe0p7RLUxoSuQr3aCrkXBWP3DrbOPq+0uGwbCCk5QscdYNx7/N5ERkau0qLCRxf",
+	"NUdtYWjaxTaWdtv7DZk6Z2XqGJnZcazvMTwCsZAKFbh7LOQiBCZjCEtyhn0IpUhC5DppDTADbGa4JN7a",
+	"VHuNNbexza0Uv2S84BsOXiNsMg5oHqk05TLm8U4A9ywR8UTe3vzY+74PKDneZJLxMSAsMv7ewRt4NVtb",
+	"bl4dQZiyx1MuF3aZT38ioyXTLLJcmwCMQnF2E0mzxIoefgllE4iYhBUzhvh7Ip10EImMFUmCAqj5PDM8",
+	"hgdhl9BQu/2JRO7M59E53Dt4E3RSIfO/h1uFo061ax4pGRswQkacyHYrxSPwlYqWR6CoGUsCt31bN6wp",
+	"cFu28BkBFFUBrInetxe2VjnKtdUHlmS8hVQXkoObP6y4hkK7EdVYZMU9B5p0LloGuixJwC415yQKzP3u",
+	"WYRZ1jXeaUrd8U+jF2qx48uXthy/sOVTK2XkXMRcRnwbaS6r9AhASPg4CGD46QgMLwTR9FPEo07lfN+H",
+	"UfLA1gaJhWx0NJGsQtOHpTIeC9LIKDLeNGGjDIGVMJDwuQWVWRI6u+QTifYzZWtsSObOScoLCZyyR5Ei",
+	"Sw1JmNzvwdcQ/sU9jP+HPbRtVB2yHv62BS/W9+6MRUsheQ9tO0osYDO3ccjYlp4xx+VWrQqrHKsoS738",
+	"//vgLnZuXudwzhJT6okXgr02Of6Js8Qury2zmWnSwMnp9J5rI5w3sEVTlfON+UKzmMdTzZlR0rQaROOY",
+	"lksIDQ0dInuG+bfhESjJYZmlTJaUdh16bSJjgd0hOYXlqWmlnX/AtGZrojMpSfTeeNyGlYnzrYpUUl1y",
+	"qzmvAAHIPwL/0REMK9tc6Nigs1rbpZLb+67YU2HgQQtruUT98F6RSdGZRG8JLqkftL/CwFzwJIalSmIz",
+	"kch2vvvcsL9X+J0VKUfrTF0oGUDVUQ8Xatjfe9P/PnTy3yCkm9T2iZ+pOEvKkedapfnYs0wkMaBhQtHF",
+	"t90w5vc8Cb2ST1TEEtesHaWagjlz66fuOiWjtdq7bIULnhpnr/HbFuWwzfr5AdvE5VSxmDyRCoBkseNF",
+	"llxWhMdLaF2eVgzRRhvmxLFziVCZjriTiLlIeAhdnhgO+4MBhLmLejX+1+34+ibc6U/kaGZUklkO2D1w",
+	"GaPDIiSE/c9qlohZCHbJbABsbrkGs04TIe8MMM0nUnOjknseB5AIbiCTMdckfJ573M5/Z4AliXrgMWil",
+	"EMF1wx496eEMe/gwDMCrJ+8nLYSxek0uVbpS2u7ijicx1ztHE0lhoweRL+tydPNTLSTUh5EsABUYEfOI",
+	"6YkMJ9lg8DrChdIv3v9slAxhIe65C4g8sHvucQd7FIbkxiEIA13D+USG5i7hTMuem1Y/jYmKdYS4P/jh",
+	"TRsv0t7UVDGyy4LHnc2AR+ieh6geUmW5AQbukYMyAYRMR0txj20075GuZdROQv5mIh1G6rJNsXZxN8eq",
+	"QKsLy4iGC7gdORsfZVpzaZN1DrvynpA6ediF1At3qnEnyBnPUcjrlZKd8CUauRD3ISRwC5I/FHsOXOL/",
+	"JUtxBaEfz3k15TKFdVTPpbqgY754hMqiFpioANpSFT3nQX/wzRoA1z//goxvwwYsWSgt7DJtNTtIxSnp",
+	"n/SLqse15nFVtzY6XGl+L1Rmtitgv858h2d8rrRDJOaBrbbFMyQK+gMzLWp3g14bk2yZ0say2wh7xq0W",
+	"0VvN2V2sHuTLfYYjYBsOhJOKWHEXPfQuBHK0StFqxv//+wlFQOslsKvBEjUO3FA8l6fXe73zk8vR6bUz",
+	"skQtA1YzIXkMS675ERRq8PL0+oovNDdOSJWuvBIrngjJu9eWyZjp+DpiCddB7ZMdN4jXFa0mPGGWSzut",
+	"H2AUYjFsEwu95wQtuZh3Dj8+L+WbjPX0aVMZv9PKmB5FLxiqu6u9Oof1YUTueWUluZ42FDzXqdMDf9iE",
+	"zq7H0MX/v/uwU59bAIvd0y9O0G/ulNk6RzLLeyiUrfE//40hGPgCXVUa1ykFNprMd+7EV81hpYS0hpZi",
+	"VjyyOksrossf8Rlxy/N8UBlSM7locclO1QMaexlDtsLRKgggj23hkIhhHoUJIEp7w5rf8AJBT9njiWu+",
+	"RxMu/6j7GBtqc0OQq2Jb27FP2/TDqXAYs00/NCkxqtn3I0BnLdf0nu7CgNPlz0QOK44p8RcOVBDrWbbH",
+	"5oXJfRFtOsUgW2lw3cD/xadNyNCGFWrT+kpbbsSvfHo3awkFil95jb8cKhIS/ineBqAVQmlkyRqLt0pV",
+	"6eB8kbieFg153/Aj8R1aeRT8I+dnyVJr4EQDBw4crkaMXvZHJoA8DmyCjb8zuEQx90eD1G09kPlNtcx2",
+	"u7cFxRUk/KJQ5SdMTTZwsYGtAGtUjVgWArYNVrUJWwuqa8YangnRtnnhL/B7X4JNas5vfZCWaQYbtGqM",
+	"2kp4h9DeKWn5Y4tKmzEbLf3xXGNVkUqyVE6FjPljpUGpnpGx29ll20SOBVtIZayIWiJUZ1mCTooWzHJy",
+	"sQQ1LHzi3JyxBRPSOEQasUTMNMkHwtU7vp5IUcRrQclkXR4iOvYgBzo/M6mEavtwjX5qNRCMIow7mSXM",
+	"tMVoE37PtQ8hvsCc/fLSdlM613lxa83jLHKxtZecKu69uOFXzcPufdVEnuGS4vy5LTwsI3Rzace/qLw3",
+	"j0uIqfNo/Zc/3jhReAo6cZ1/n/u8heOfgo6Qc66xz+nLQdCminxeO29QqLbipg6pzefTc1tSnKO2bkqu",
+	"Xl5AkVwZoWr1Iv2lL6/zdg21mb9om/p1pfeNCbsQcqtSI83vqDetBbjrTaQReW8bCIWlHBKKZwEzEJa4",
+	"2IT/Pv59c3Dw+k0ztG4iJqeG/9I6zcrILdNEV8kmaxAy0pwZIRcOox/lk+e/ZCwxNSQfbnoi33pFG9tb",
+	"XUGd7G37neOvr8xM2nDjb65GJ+cn5++nxycfxlfvx8dhAC4l7er28mZ87Fz1jRy1rzxf+voDo3xt/1Cz",
+	"JjvzhK0MQr2Xxd0raTAv86vrhG161T8v18Qmn9WMUhJ5HICSELrfofeIitjzi7InPqvZNlyy0oqCIG1Z",
+	"OcydEXnIMFdJDI+VIJaxfGUgVpIfQaqkskqK6AiG/UEFKuDr9oSBFx+cam4oSv21FL5y3zVJfLPkoDIb",
+	"qZRyY0KcY1i4mugC/ZLxjMfInDqT5IZQ3JcOH1ieKfoi0peOUX0OfoSeOwIohsn/xikFOL7bdncc1ZhV",
+	"vxJ6di87Qce/6wQd7ARJT120uJUbkuO5pOKJFMxRbMJzeUkVsRr5mHyLeBkrUmZ5PI0zbxheLGnPsLGb",
+	"8jTTSctxJ7PLkol1CuGu9VPddWcxrmNH+vDLkWQ/j+docMYtay5eKus9tfKUpq66yxXhd8w6zbIRYvZv",
+	"IDNcgyDP7CsTg9wZ0JQ8Fl4Pjmz21NTEhdUZDgaDwResTrGML1BLt3oxmyFGlydceDHRUhkuKyqJ7Ggz",
+	"bu4CsV8V7SzDpV/12cbqqQ8KBD+3/KtCwT1vZJm2Ys4iO20/g63yubGUjldGdQJwqYb3HD216ukmxELz",
+	"yCq93mJ4i715idLNt/Ip6Ej+8HKkXW1cDhpsrPk5Kt6uEsVaNE5k7lsYi9xxA0K63BalY64PISQMKGKE",
+	"KQ9yOgih36dfe4P9/wyDiQzHl6PpYrrienqKjY5/qv9ZeXuEfJkyMHzFNHIv2nE+kUvOYso2JA0vK774",
+	"yj/ul/OAe3KXgGkOGeU79ifypMRuZJcSNuOJazMXUlhK5hUpS/xJFJ11f/x771MsFsKaj33376ePvHz4",
+	"KQyAWUg4M5ZmRY/zUzilJ9JZP0okVULanUOQyrfyS1TaQDccTgeDQbgTwJI/Mj8RnMDgcbjq7eGLUMh5",
+	"6P7B6a4dCpRMhkeVtUykVLIn+YK4tg+jfHbDPdDqwUB3OOgRKImqWgIRi+ScMkkeFKQ4fWpul0wSiDH+",
+	"qLyAJDMhmV5vYX72FZzPmmjU3Hd8N228++GZbJQySEen0H045dalm7odCyDsIxWnPtW2FwZgLMqLXLgk",
+	"UjaRCX2D9KWPaI9TZSy82a+mp3aFpUEM6QovFqWK8ATzuTadw84qMb29wd6b4XBvrzccDA8GA1S6DAfD",
+	"6f/fj6Pef7Per4PeD5/Kn/1p79Nvg+DN66f/aLGxzqFXTVqc5G51nlhkl8yCzbQ0wOCKpUyWMtTdG+x/",
+	"DxXvZgf/UBNZd+VRT44vRwEc/zQi8h1fjqC72D3FpU7kzYPKU6OcXNHIMczWJBsrrSJuzCE2fQWvXp0x",
+	"yRY8RQvUraXKfWcoocXsvHp1CD/d3FzuDvtD+Dv84/riHKHnSmkLBwcHb/quozIzCz/4b67V2b/gavyv",
+	"3avxZbX9gc8Sdk7OJYvuimxv059IoLTmPLdLGCjLg4SEsBKVC2HGjYi504K4+UcgrMkzOLErz+dEBsqh",
+	"qOefIwtWSywqf5OLg1oTIMyj1vg6jyXg73oco/KkEiTJu9gIaFUaVwJDNP5GtIkkhPooTqzDEjUYmPFE",
+	"PfiMUjQG0p0ZQA48DMyUXRYcQSzyt7/9DWiBZiLH91yvCaqj7OVVbeS3cXqlVWY5CBklGWU2ZfJOqgfp",
+	"npsAHrSSi4lMuV2q2Cn1ah2XCSBiWgufHxTW0j7DMtE/l/p0M8MzRK847MM7FXMDlGY+W7vFunGIlX8n",
+	"FoXfKSEUfncO3O8T+Xuv1yv+w2b7gwH83kzkgt9r5SVFakOKMLOeQ4pyUibsO9Xjjmp4Eu9AdZQyFR6l",
+	"Jh+Eqsh84RVtk5Op2ocbuUT47PLi+gZ2CRbtIlwID6Gab+g73FB/Lb2+uygiGNt7rZyplcnMuCdHtXIF",
+	"w9YGHpb1YW7Pr0c/jqc02rYxGKxEdEdppXPU4lYBgyhhxqB768Wauxh9Iow9wsUtyTwwA/yRR5RV3Vzd",
+	"zejq/fjmeuprwbaPr2SR224icSdsj5Iu/MqXjFI9/Qkd7jJl9VlkcJasLa8N3cifax3V8bhPMDwk4npq",
+	"U+YgFQ85nBuUDMhlXEsmJM/apw0a6NaTCncK4jnZrWYN9uHdkkd3KD4OGDG5Bqr1yP1LOkA1rm6qujpf",
+	"YDcd/5+T65vrr11bFQhQzluCA6yfZdRcOt9df6gMV3i+BBV89++uP2CvKUsQE/EN/nTSicCUFJM7yWod",
+	"6mx8Mzoe3Yy+NF6IgCiEFdO2LsNVLFXny5Pr65Pz99PL0dXNF3uPzL2DlPVhUmEMMqDvdx+7qWkH5NUs",
+	"WnptXW32j4u3G4rk/bg6/G+f1ewkfgoPC83+Wc1AxLVONqs1y34cD1CV1GHt6NXnwvleDqiXZu1xrndp",
+	"2vxRGDRpmSW6EkuR6nXGJe/rB+yLamxPzqeXVxfvr8bXxJbM5bXSqS9xsgsnHUFYpPEfAnqnHnZe4dPe",
+	"CEXoEIZh3v/32L83DNObk7PxxW3DQJAON1atVjwGtG/3uD1zhYPLhQN6sp7CK+KEF1XCvaW1qx72Qgf3",
+	"Kqsm8L4egMkNyfC1UzCbRcVVW/JcRfJRXsyTJyVk5GsCS4w6JIUWM4uenoUHqqkkj8QVUOSfpDxVeg2z",
+	"LEZt2Q17KXvs5W977m1YTPjA24C2KuLqrFHFUsowAoh6VbLraY82uojD/+t2fDue/nh7SkbFKbhiiiZR",
+	"JCiW3XHpLHQel/ysZkEef/ysZsbnKiEVyFvII4U7L+ETzyQHufKoRf/hd8i2lLPX1VKOiFBqLSJgq1nE",
+	"6+NTBjsNN5Hlc8pLp1eQyYQbQwfkPCZcNyrYk9yMmnoqEDyzaBagy0qdWXyGinIilQbn6Af+XwMKFzKE",
+	"M/E2ACZxlXktO05dmjnXwGWkCCGix71ZlLHjLMu8xG/cIbaErbmumiSPN81Eas6iJY8Djw1hlTAhe1Qb",
+	"uT8YBLD/ehjAwWCI+vJgcFBA21Fml1xany4zkedKclctib6VnrOIl2COyEc7EWke42csydeNHVt1x6Wv",
+	"enSFcVyQkvGIuoTefrtdTrfJ0bOjLHomtKaUM0kJBzqTRXFrwsjdEkYlFCr0PhpIbh+UvnNzp3MJQTO0",
+	"64l0LERqjgxHHqwMfUWKmtcskq8sEZZ8YI2OJ80X0tL/Q16vFNoWxOpUcoI6g/6wP/BBXslWonPYed0f",
+	"9F87H3pJYavdJZU14c8Fb0mQ8sV0e4OBP7NwJb5u0cJAtupvqUxyuB7ZRM0pLd5wV3sTlMdKEKq70Pu3",
+	"7cHCCqTNq3y6K61mPCa3h0VLiFiS7BzlXTijRkKF8LOZ5p0wYxGVoSmv1aaj54bPKaTJrIty9LJV0XWz",
+	"sjmXW4S9nI5KSAU4ehyCusvBVrWeqtAXaHm9yDNpHtCylVaIcmKyFVlYx59FHTRo7sISTVvveMcxmFDy",
+	"JO4cdt5z62rX3PlKeRXK3mDwzW61qFXHbbnUoizYylZ9VwHnK0Pa+y4mu1u7tIXutsjSlOl157BzKu65",
+	"RGZ0dRksFtIdJVm2MJ3Djx3P4J/wswoE2srxP7cnpjkfh7YJHyLYoq0lJ7a5ERPZLe9hQPOZh+uczBvH",
+	"oSVzz0WS+KpslVlgeRFv+36WGfF/4JaWg2zZz2ptMu3n/mD/z7sm5by5Rd3mPrgLXQ4cWZ5nsvqtOt+I",
+	"PVGhE2rznluVZhUmzTN7K0ya+ITmViY9c3UKFDN0tn22rmWmBiD5A+KEudBo01wUX3OYabSS2LwW9m1w",
+	"2akwjs3MH85jlLq9hcdyi/AXbyNO0athz3R1l/gLW5mfGKm2izROCd2yPNVRxpCyO6r6yrmFWZUKNHPr",
+	"PowqdqD0zydynojF0tLJjFlyU7mNg6qPXO8O2kqEZUpyyIyPh0n+4MXY2eJnKvKKjN7tNXloSPOXlfa1",
+	"QjnssBrK2SiZm2uVUiTV1c0JuXma6Movae4s5fBs5dwrGPmUCpNFCFzmWULVXjUKNav+ZjxSKTc0j2Kx",
+	"1f7kOk+cID+tSW8k2roAIXm8VcgFhZqp4LK6KLSMEqHFgryEV3CBQBJ3ivqnimT0CVxaOYzA5TS4t1TZ",
+	"uD/4gabbdLkdDnmRc01Dh9UiNcIqKWeGnFWO81b0j6o6zkFRzuyglHe/OSW25OWTfiOJ/O5VnGmKHisJ",
+	"sTB3bvTNqrkwR8/PJJGXeK/NbBbFih13dlZJjfwmqqxR8PxUP6VDej/9gaq0WYy5RaVuhH285R78eZa7",
+	"EdEPGuH3oBlXDyayERUPNiLYwbbQMn7cjPwq3YiYOgfuGSlG1iKC/fBn3h5YD5ZVIiHQbcr6Th9IovNM",
+	"shkiSkoBIHWBtt4HC3BmFeHffo2PVfDAyoN6UiMUrmPOP6QysXK1jWsDcE37w9dftsGbdwbSdwdf/q71",
+	"yr6/FvmxO15Y9ft61XF3qSypwJ1twKEect4OHm7KuPqKabrYidx0gf6r5ixFbnFmX7OHPKKIbiuiGVhy",
+	"unJiIl1k0HE/QUaYocVRD6D5Zx5Zp3z952RLapcsvLv+gDLmbtdpnrdtRPW9kKEDThkxFCjTnAfo7U6k",
+	"8Rcz+MC6m07C/Ry8F+mmRbNMc4xdevkT6YmCAMmdtZfTN+LXPLorTBGFJRvkA6auIV2vZcpg70QeDPfg",
+	"TLzdOYIZX6PlFXbTLxy+bgsB0xQuZCVQWzfmRzDPNMk4hT1J1oQEBjNfHUdBUbpMogjm0qNKKHp/h66C",
+	"8Iu0HkMaWCUs4h6wTiR9lVMKX+dHnEgpF4CoRWPxwUZE1l1y0BKWBasWnFaxVElcJIE05gx/h+FE0rxM",
+	"H34ufF7kAT/dDaru/dAeXZ5Ihqot4kElPBUlgktLtzUV1555nnIBymqU1gOhANhG8NjHFQkgvVNSugum",
+	"DiFKlOHhkSNC9Xy4YLUzkqVDUrlfF5ivsBqDXzKmbVmau1R06+JquTboC/gOdyBSqFy8c+I3n4DVRHqN",
+	"kOPM4vRAzX3zZgLyZzXrw4kt7p8jhJ2lXIsIUma1eAxosbR4FI8cAj4IzaHLYM9fSseTBMJhEE6k48Tv",
+	"XfOdAFZJZuq0idRqjZMS9pCu9MixYj5hioVFSzQIsTdnr/+zfwD/fEvJbKil1BwoJadSfgDd4Zv+Pvzz",
+	"7US6oF4Ae0P8Zq6c59BI6JoLu9PPk1r0ghenFBPp6DXc+56yvIJqQNHvrDBHFG/3KpI0YbmAzQMbzwd0",
+	"7QpyOY+3qQ53RxazE0kJcS2MLozn8xqTo+0pFTHVuKL8u4HRefisZv42GJeK4/iTRXcOVgs60DbQdUni",
+	"3tFReiIjJnF7XdDBLDMbqwe5c7SpO9z+GjeZOUdRXjHNkoQnEznHMYsqP08NHw4j5ZEqzXMwRtFm5H3O",
+	"7kBTJpG0uc3y6Kx0CH1nxGYM5uIRp33PNQo08glu4pl4O5Fdf9sTmp35nHLefCDJmeIdr7WLNUL3+uT9",
+	"zfjqbKexVlKgEVqzuCiiyHVNtRLlqK5MNSdpIiOPDGqXXOiCbXyComH3LqWq5ix2Q+yiJbW8j58bbsOd",
+	"XPIdjSYydGP7A2wKA7gwOD0nxvSlmoXJzG/C8HcRSMrjq82DmSJc0OZ2XeMA+fHGs64XXWmJoGB3rnTa",
+	"w1W4Ql93VlVJsvUfuWuZO5Y/2t3I3AdQheAqstz2HAaq5ljWv22A9vLi5JcmZPqE4Bd5e3vfzGdoq4LY",
+	"4u959nR7/xd6e4QRW7I4gs28C1esVXcR3bz/Cg9if++HP/fu78IsOqiG2DhLEui2AqCdb+jNvcCH+/fc",
+	"qYPB8E8kYU6+/L70eyao2qHIwncX7XUpK+fk7PJ0fDY+vynOCr6F73frEzfKvUR3xN3Di/oWQY5Zy2ip",
+	"lVSZKZt9VrOKR5g/3vQJfR7Q1tOBf6iZt0bOxNzxlc3Da24Wmb5HP9Qfg5ocDuTHpgiQnXELSyPtHa88",
+	"kwbhrqnbOqCqLToS2zB7mwNAboqcCxQlnFXMLFn00lyVNzqWxQF+5kcg5gRfnI0sEC6d3/tErG71yBrH",
+	"vqOztp0AYpai3aI8PanydCCCJu7O1ypmD+hSyNqid+tFphuoy7A1ofCHpYiWffi5vBfdW04PdxBh+he4",
+	"Zd+5+yw5dHGwnpLJOphIVAE7geNfLmOCgh71ae4i6r6c8zty5RKXLXFU6ZhQdH6IrvJrmYknHESnYY0D",
+	"ADi6pawFh3wPwGw7jKzWuQYdhHgpt6SOPv7WEciPVFQTdCRLUaMQ83Y2jWVV9VSKw4Z733+hzOzp0x8Y",
+	"VK2ubbt5/fMPP2/r+X/djdTB/8mp5/86ZX2pkqSqqrfr4OJmGcfb9aX4EWpZOnHs61qpYrSztHZ1uLtL",
+	"97iiO394cHDwhiqH/Wjt9Tkl1JYx5JHDUp583PApaOTubDMxpvy4WF7z862ZFf5Tn1jx9Onp/wUAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
