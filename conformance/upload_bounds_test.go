@@ -415,3 +415,24 @@ func TestReadOnlyRegistryKeepsFailureReason(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestTrainingStaysInBudget: a 2000 x 2048 job (33 MB of matrix; training
+// copies it once per parallel fit) trained under a 100 MB budget, which
+// holds the data set and one fit but not a second: the job is done and
+// the server's peak RSS stays under the budget plus the overhead.
+func TestTrainingStaysInBudget(t *testing.T) {
+	const budget = 100_000_000
+	p := startProcess(t, t.TempDir(), "-max-training-memory", strconv.Itoa(budget))
+	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, 5, 2000)), []byte(goodMeta))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", resp.StatusCode, body)
+	}
+	var acc gen.TrainingJobAccepted
+	json.Unmarshal(body, &acc)
+	if j := waitJob(t, p.client(t), acc.JobId, 120*time.Second); j.Status != gen.Done {
+		t.Fatalf("job: %+v %+v", j, j.Error)
+	}
+	if hwm := rss(t, p.cmd.Process.Pid, "VmHWM"); hwm >= budget+budgetOverhead {
+		t.Errorf("peak RSS %d MiB, over the budget %d MiB plus overhead %d MiB", hwm>>20, budget>>20, budgetOverhead>>20)
+	}
+}
