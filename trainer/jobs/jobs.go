@@ -632,6 +632,9 @@ func (m *Manager) train(ctx context.Context, t *task, workers int) (res *trainer
 		}
 		j.Progress = p
 		if err := m.persist(j); err != nil {
+			// Try again at the next interval, not at every step; the
+			// status change that ends the job is kept and retried.
+			j.savedAt = time.Now()
 			m.log.Error("cannot write job record", "job", t.id, "err", err)
 		}
 	})
