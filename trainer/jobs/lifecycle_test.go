@@ -211,7 +211,7 @@ func TestCloseInterruptsRunningAndKeepsQueued(t *testing.T) {
 // picked up once Close began, however the worker's wake-up and the
 // shutdown interleave.
 func TestCloseStartsNoQueuedJob(t *testing.T) {
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 6; i++ {
 		dir := t.TempDir()
 		var published atomic.Int32
 		m, err := jobs.New(jobs.Options{Dir: dir, QueueSize: 4, Train: trainer.Options{Seed: 1, MaxComponents: 2},

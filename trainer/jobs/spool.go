@@ -146,7 +146,7 @@ func decodeSpool(r io.Reader, size int64, c trainer.Charger) (*trainer.Dataset, 
 		return fmt.Errorf("%w: %s", errBadSpool, fmt.Sprintf(format, args...))
 	}
 	sum := sha256.New()
-	in := &hashingReader{r: bufio.NewReaderSize(io.LimitReader(r, size-sha256.Size), 1<<20), h: sum}
+	in := &hashingReader{r: bufio.NewReaderSize(io.LimitReader(r, size-sha256.Size), 64<<10), h: sum}
 	head := make([]byte, 24)
 	if size < int64(len(head)+sha256.Size) {
 		return nil, bad("%d bytes is too short", size)
