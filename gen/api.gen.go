@@ -573,7 +573,10 @@ type TrainingUpload struct {
 	// Csv Columns in this order: `scan_id`, `wn_0` .. `wn_2047`,
 	// `EPA_g_per_L`, `DHA_g_per_L`, `DPA_g_per_L`; comma separated, one
 	// header line, one spectrum per line. `scan_id` values are unique.
-	// Intensities and labels are finite decimal numbers; labels are
+	// Intensities and labels are finite decimal numbers
+	// (`[+-]digits[.digits][e[+-]digits]`, at least one digit before or
+	// after the point): no digit separators (`1_000`), hexadecimal
+	// (`0x1p-2`), `inf`, `infinity` or `nan`; labels are
 	// non-negative. At least 12 rows (10-fold cross-validation needs
 	// two more rows than folds).
 	Csv  openapi_types.File `json:"csv"`
@@ -778,8 +781,34 @@ type ClientInterface interface {
 	// 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 	//
 	// One training runs at a time; further jobs wait in a bounded queue
-	// (`-training-queue`, default 4). When it is full the answer is 429
-	// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+	// (`-training-queue`, default 4). An upload takes its place in the
+	// queue before its body is read: the running job, the queued jobs and
+	// the uploads in progress together hold at most `-training-queue` + 1
+	// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+	// at once, while the client may still be sending, with
+	// `retryable: true`, a `Retry-After` header and `Connection: close`;
+	// the body is not read.
+	//
+	// Memory: one training memory budget (`-max-training-memory`, default
+	// a quarter of the host's physical memory) covers every upload being
+	// parsed and the data set of every queued or running job. It counts
+	// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+	// takes 8 bytes), plus one training copy of it: an accepted data set
+	// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+	// stored, 21 KB for the cross-validation fit). The charge is taken
+	// every 128 rows, before the memory is; an upload whose data set
+	// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+	// point, while the client is still sending, with a message naming the
+	// budget. A job gives its memory back when it ends (done, failed or
+	// cancelled by shutdown); the running job trains with fewer parallel
+	// fits when the budget cannot hold more. The process's peak resident
+	// memory stays under the budget plus a fixed overhead of 128 MiB
+	// (runtime, buffers, loaded models).
+	//
+	// On shutdown (SIGTERM) the running job is recorded `failed` with
+	// `INTERRUPTED`; queued jobs are not started, their data sets are
+	// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+	// `queued`: the next start queues them again.
 	//
 	// The trained model enters the registry as `staged`.
 	//
@@ -791,8 +820,14 @@ type ClientInterface interface {
 	// GetTrainingJob Poll a training job
 	//
 	// Job records are kept on disk and survive restarts. A job that was
-	// `queued` or `running` when the server process died reads `failed`
-	// with error code `INTERRUPTED` after the restart.
+	// `running` when the server stopped reads `failed` with error code
+	// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+	// `queued` and runs after the restart; if its saved data set is
+	// missing (the process was killed), damaged, or no longer fits the
+	// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+	// which. When the registry cannot take the record's write (read-only,
+	// full), this endpoint still reports the job's real state; the record
+	// is written once the disk takes writes again (retried every 5 s).
 	//
 	// Corresponds with GET /training/{jobId} (the `GetTrainingJob` operationId).
 	GetTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -948,8 +983,34 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 // 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 //
 // One training runs at a time; further jobs wait in a bounded queue
-// (`-training-queue`, default 4). When it is full the answer is 429
-// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+// (`-training-queue`, default 4). An upload takes its place in the
+// queue before its body is read: the running job, the queued jobs and
+// the uploads in progress together hold at most `-training-queue` + 1
+// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+// at once, while the client may still be sending, with
+// `retryable: true`, a `Retry-After` header and `Connection: close`;
+// the body is not read.
+//
+// Memory: one training memory budget (`-max-training-memory`, default
+// a quarter of the host's physical memory) covers every upload being
+// parsed and the data set of every queued or running job. It counts
+// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+// takes 8 bytes), plus one training copy of it: an accepted data set
+// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+// stored, 21 KB for the cross-validation fit). The charge is taken
+// every 128 rows, before the memory is; an upload whose data set
+// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+// point, while the client is still sending, with a message naming the
+// budget. A job gives its memory back when it ends (done, failed or
+// cancelled by shutdown); the running job trains with fewer parallel
+// fits when the budget cannot hold more. The process's peak resident
+// memory stays under the budget plus a fixed overhead of 128 MiB
+// (runtime, buffers, loaded models).
+//
+// On shutdown (SIGTERM) the running job is recorded `failed` with
+// `INTERRUPTED`; queued jobs are not started, their data sets are
+// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+// `queued`: the next start queues them again.
 //
 // The trained model enters the registry as `staged`.
 //
@@ -971,8 +1032,14 @@ func (c *Client) StartTrainingWithBody(ctx context.Context, contentType string, 
 // GetTrainingJob Poll a training job
 //
 // Job records are kept on disk and survive restarts. A job that was
-// `queued` or `running` when the server process died reads `failed`
-// with error code `INTERRUPTED` after the restart.
+// `running` when the server stopped reads `failed` with error code
+// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+// `queued` and runs after the restart; if its saved data set is
+// missing (the process was killed), damaged, or no longer fits the
+// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+// which. When the registry cannot take the record's write (read-only,
+// full), this endpoint still reports the job's real state; the record
+// is written once the disk takes writes again (retried every 5 s).
 //
 // Corresponds with GET /training/{jobId} (the `GetTrainingJob` operationId).
 func (c *Client) GetTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1321,8 +1388,34 @@ type ClientWithResponsesInterface interface {
 	// 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 	//
 	// One training runs at a time; further jobs wait in a bounded queue
-	// (`-training-queue`, default 4). When it is full the answer is 429
-	// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+	// (`-training-queue`, default 4). An upload takes its place in the
+	// queue before its body is read: the running job, the queued jobs and
+	// the uploads in progress together hold at most `-training-queue` + 1
+	// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+	// at once, while the client may still be sending, with
+	// `retryable: true`, a `Retry-After` header and `Connection: close`;
+	// the body is not read.
+	//
+	// Memory: one training memory budget (`-max-training-memory`, default
+	// a quarter of the host's physical memory) covers every upload being
+	// parsed and the data set of every queued or running job. It counts
+	// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+	// takes 8 bytes), plus one training copy of it: an accepted data set
+	// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+	// stored, 21 KB for the cross-validation fit). The charge is taken
+	// every 128 rows, before the memory is; an upload whose data set
+	// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+	// point, while the client is still sending, with a message naming the
+	// budget. A job gives its memory back when it ends (done, failed or
+	// cancelled by shutdown); the running job trains with fewer parallel
+	// fits when the budget cannot hold more. The process's peak resident
+	// memory stays under the budget plus a fixed overhead of 128 MiB
+	// (runtime, buffers, loaded models).
+	//
+	// On shutdown (SIGTERM) the running job is recorded `failed` with
+	// `INTERRUPTED`; queued jobs are not started, their data sets are
+	// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+	// `queued`: the next start queues them again.
 	//
 	// The trained model enters the registry as `staged`.
 	//
@@ -1334,8 +1427,14 @@ type ClientWithResponsesInterface interface {
 	// GetTrainingJobWithResponse Poll a training job
 	//
 	// Job records are kept on disk and survive restarts. A job that was
-	// `queued` or `running` when the server process died reads `failed`
-	// with error code `INTERRUPTED` after the restart.
+	// `running` when the server stopped reads `failed` with error code
+	// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+	// `queued` and runs after the restart; if its saved data set is
+	// missing (the process was killed), damaged, or no longer fits the
+	// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+	// which. When the registry cannot take the record's write (read-only,
+	// full), this endpoint still reports the job's real state; the record
+	// is written once the disk takes writes again (retried every 5 s).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1900,8 +1999,34 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 //
 // One training runs at a time; further jobs wait in a bounded queue
-// (`-training-queue`, default 4). When it is full the answer is 429
-// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+// (`-training-queue`, default 4). An upload takes its place in the
+// queue before its body is read: the running job, the queued jobs and
+// the uploads in progress together hold at most `-training-queue` + 1
+// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+// at once, while the client may still be sending, with
+// `retryable: true`, a `Retry-After` header and `Connection: close`;
+// the body is not read.
+//
+// Memory: one training memory budget (`-max-training-memory`, default
+// a quarter of the host's physical memory) covers every upload being
+// parsed and the data set of every queued or running job. It counts
+// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+// takes 8 bytes), plus one training copy of it: an accepted data set
+// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+// stored, 21 KB for the cross-validation fit). The charge is taken
+// every 128 rows, before the memory is; an upload whose data set
+// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+// point, while the client is still sending, with a message naming the
+// budget. A job gives its memory back when it ends (done, failed or
+// cancelled by shutdown); the running job trains with fewer parallel
+// fits when the budget cannot hold more. The process's peak resident
+// memory stays under the budget plus a fixed overhead of 128 MiB
+// (runtime, buffers, loaded models).
+//
+// On shutdown (SIGTERM) the running job is recorded `failed` with
+// `INTERRUPTED`; queued jobs are not started, their data sets are
+// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+// `queued`: the next start queues them again.
 //
 // The trained model enters the registry as `staged`.
 //
@@ -1919,8 +2044,14 @@ func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Cont
 // GetTrainingJobWithResponse Poll a training job
 //
 // Job records are kept on disk and survive restarts. A job that was
-// `queued` or `running` when the server process died reads `failed`
-// with error code `INTERRUPTED` after the restart.
+// `running` when the server stopped reads `failed` with error code
+// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+// `queued` and runs after the restart; if its saved data set is
+// missing (the process was killed), damaged, or no longer fits the
+// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+// which. When the registry cannot take the record's write (read-only,
+// full), this endpoint still reports the job's real state; the record
+// is written once the disk takes writes again (retried every 5 s).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3129,127 +3260,142 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5Hxrd9u2tuBf2YvnrlU7Q8myY2da+5Maq6nP9etYds7cW2VEiIQkxCSgAqBttfV/n7U3wJdE2co5aTpr",
-	"3Q9tZBKPjY39fvD3IFbZQkkurQmOfw80NwslDac/TvmU5akdaK00/h0rabm0+JMtFqmImRVK7n02SuIz",
-	"E895xvDXf2g+DY6Dv+1Vi++5t2aPVrvx2wTPz89hkHATa7HAxYLjoC+XoOyca5gykeaaw85UaeBPLFuk",
-	"HA57hxBdXt2Of7q6uzyNQjjsHUF0Mbj9+ep0jM/75+dX/xycRrvd4DkMzqTlWrL0Gx/iTpoFj8VU8AQM",
-	"1w90mjy1sBOdXd4Obi775+PBzc3VjQfzmi1TxZJbpc6ZnvFvB+jtnMNEJUvgTzHniQE75xArORWzXPME",
-	"UpEJhPq6/1/nV/3T8e3V1fi8f/Nh4AG/kyZfLJS2PLngiWC3y8VfAP13BvyGYJcLDsKAVBZYHPOF5Qns",
-	"RHeXw7vr66ub28Hp+GJwetYf3/7XtTvEc+jBIaJ/P2dS8opeZJ6mbJLy4NjqnIfBQqsF11Y4FolVQsfl",
-	"Ms+C41+Ci6vTwTmRIWJrcBqEwdnlx/752el4eD14f3tzdxGEQfFzfHV3O776aXzTv/wwCMKgDuTHwc3w",
-	"7OqSnv7n5dU/LwngIAwu+uc/Xd1c0DmGwz5N9L+q26F963QWfAoDS3cTGKuFnOHlZdwY5qht7Z3mVi/d",
-	"wcu3E6VSziShTPNfc6F5gqcmLFTL1SdX26rJZx5bXNqj+IYv0iWu3rxTegxcPvBULTgoSSS50DwRMQ6B",
-	"2E3vBquXgZSwvt61krMfVbIM4dqtQRu4Jxcq4emZnCpQGpgEni3sEjK2ABQ5EUciiHCjtTPESmueElGP",
-	"RbK+K1Imoogb+52BSCTRCZ3D7eDQDI9z7k7nR0Ks8jQh0p1wSDjiNYEp08ClymdzsAo0ZwkIWwOqujNe",
-	"EO1LTNUg8OcwaIP+J83NHEQCagp2LgxoupSdu7uzU7D8ySJ+st1WIJwiwffMBsdBonKkg3KgzLMJp42t",
-	"FxUF7yyUnNGd0i2NaUukKryjsZBTVT5y52yj6IfagvvVACEtn+GuK4T7UMBFaFi7VTpM6OhqfdcWgqZb",
-	"bCNpd71fkagLUqaFkZgdxfoVoxMQM6lQgLvHQs4iYDKBqEJn1IVIijRCqpPWADPAJoZLoq1Vsbd25jay",
-	"uZPi15yXdMPBS4RVwgHNY5VlXCY82Q3hgaUiGcm7258633cBOcerTFI+BoRFwj84egdvJkvLzZsTiDL2",
-	"dM7lzM4L8EcynjPNYsu1CcEoZGcHSJanVnRwJlRDIGYSFswYou+RdNxBKDJWpCkyoObT3PAEHoWdw5rY",
-	"7Y4kUmcBR3B8cPQuDDIhi7/3NzJHE2tDHiuZGDBCxpzQdifFE/CFiucnoGgYS0N3fRsvbJ3hNlzhCwwo",
-	"6gzYYL2vz2ytfFRIq48szXkLqq4kBwc/LLiGUroR1lhsxQMHArpgLQM7LE3BzjXnxArM/e5YNLOsG7y7",
-	"znWnP/e3lGKn19uOHGw58rkVM3IqEi5jvgk113V8hCAk/NILYf/TCRheMqLpZmiPOpHzfRf66SNbGkQW",
-	"ktHJSLIaTh/nynhbkHZGlvGqCQflaFgJAymfWlC5Jaazcz6SqD8ztsSBpO4cp2yJ4Iw9iQxJap+Yyf3u",
-	"fQnit15h8G+u0HZRTZP1+PcN9mLz7i5YPBeSd1C3I8cCDnMXh4Rt6RlzVG7VotTKiYrzzPP/v27cJc7N",
-	"C46nLDWVnNjS2Gvj4585S+18aJnNzToOHJ+OH7g2wnkDGyRVBW/CZ5olPBlrzoySplUhGke0XEJkaOsI",
-	"yTMq5kYnoCSHeZ4xWWHaLeiliUwELofoFJZnphV3/gHTmi0JzyQk0XvjSZutTJRvVazS+pFb1XnNEIBi",
-	"EvhJJ7Bfu+ZSxobBYmnnSm5eu6ZPhYFHLazlEuXDB0UqRecSvSW4pnVQ/woDU8HTBOYqTcxIItn55QvF",
-	"/kHhPCsyjtqZllAyhLqjHs3UfvfgXff7yPH/GiIdUJsBv1BJnlY7T7XKir0nuUgTQMWErItvd6KEP/A0",
-	"8kI+VTFL3bB2K9WUxFloP3UfVITWqu/yBR54bJy+xrktwmGT9vMbtrHLuWIJeSI1A5IljhZZel1jHs+h",
-	"TX5aMLQ22mxO3LvgCJXrmDuOmIqUR7DDU8PhsNeDqHBRbwb/uBsMb6Pd7kj2J0alueWAywOXCTosQkLU",
-	"/awmqZhEYOfMhsCmlmswyywV8t4A03wkNTcqfeBJCKngBnKZcE3M56nH3fx3BliaqkeegFYKLbidqENP",
-	"OghhBx9GIXjx5P2kmTBWL8mlyhZK2z288TThevdkJCls9CiKY133b39uhIS60JelQQVGJDxmeiSjUd7r",
-	"vY3xoPSLdz8bJSOYiQfuAiKP7IF7u4M9CUN84ywIAzuG85GMzH3KmZYdB1Y3SwiLTQvxsPfDuzZapLtp",
-	"iGIklxlPgtWAR+SeRygeMmW5AQbukTNlQoiYjufiAcdo3iFZy2ichOLNSDobaYetsrWLuzlSBTpdVEU0",
-	"XMDtxOn4ONeaS5suC7OrWAmxU4RdSLxwJxp3w4LwHIa8XKnICV+ikovwHiIybkHyx/LOgUv8v2QZniDy",
-	"+zmvpjqmsA7rBVeXeCwOj6ayaAQmagZtJYpe8qA/+mFrBq5//gqPb7INWDpTWth51qp2EItjkj/Zq6LH",
-	"jeZJXbauLbjQ/EGo3GwWwP6cxQ1P+FRpZ5GYR7bYFM+QyOiPzLSI3RV8rQDZAtLKsdsQe8GtFvGPmrP7",
-	"RD3K7X2GE2ArDoTjikRxFz30LgRStMpQayb///sJZUBrG7NrjSQaFLgieK7Phwedy7Pr/vnQKVnClgGr",
-	"mZA8gTnX/ARKMXh9PrzhM82NY1Kla6/EgqdC8p2hZTJhOhnGLOU6bEzZdZt4WdGqwlNmubTjZgKjZIv9",
-	"NrbQB47R0qtpcPzLy1y+SljPn1aF8XutjOlQ9IKhuLs5aFJYF/rkntdOUshpQ8FznTk58KcBdDEcwA7+",
-	"//3H3SZsIcz2zl8F0F/umNkmRTLLO8iUrfE/P8eQGbiFrKqU65gCG+vEd+nYV01hoYS0ho5iFjy2Os9q",
-	"rMuf8BlRy8t0UNtSMzlrccnO1SMqe5lAvsDdahZAEdvCLdGGeRImhDjr7Df8hi0YPWNPZ274AQFc/dH0",
-	"MVbE5goj19m2cWOfNsmHc+FszDb5sI6JfkO/nwA6a4Wk93gXBpwsfyFyWHNMib5woxJZL5I9Di9V7la4",
-	"CcpNNuJguGb/l1PXTYY2W6EB1hfqciN+4+P7SUsoUPzGG/TlrCIh4T/FjyFohaY0kmSDxFu5qnJwXkWu",
-	"x8Uav6/4kfgOtTwy/onzs2QlNRDQ0BkHzq5GG71aj1QAeRw4BAd/Z/CIYupTg7RsM5D5VaXMZr23wYor",
-	"UfgqUxUZpnUycLGBjQZWvx6xLBlsk1nVxmwtVt16rOGFEG2bF76F37uNbdJwfpubtIAZruBqbddWxDsL",
-	"7b2Slj+1iLQJs/Hcp+fWThWrNM/kWMiEP9UGVOIZCbudXDYBcirYTCpjRdwSobrIU3RStGCWk4slaGDp",
-	"ExfqjM2YkMZZpDFLxUQTf6C5es+XIynKeC0omS6rJKIjD3Kgi5xJLVTbhSH6qfVAMLIw3mSeMtMWo035",
-	"A9c+hLiFOvt123FjyutsPVrzJI9dbG2brOLB1gO/CA578EWAvEAlZf65LTwsY3Rz6cZfFd6r6RIi6iJa",
-	"//rklYzCcxgkTfp9aXoLxT+HgZBTrnHN8fZG0KqIfFk6r2CoceJ1GdKA59NLV1LmUVsvpRAvW2CkEEYo",
-	"Wj1LvzZzWIxbE5vFizbQh7XVVwB2IeRWoUaS32Fv3AhwN4dII4rVViwUlnFIKZ4FzEBU2cUm+tft33dH",
-	"R2/frYfWTczk2PBfW8Gs7dwCJrpKNl2CkLHmzAg5czb6SQE8/zVnqWlY8tGqJ/K1T7RyvfUTNNHedt+F",
-	"/fWFlUkrbvztTf/s8uzyw/j07OPg5sPgNArBlaTd3F3fDk6dq75So/aF+aUvTxgVZ/u7mqyTM0/ZwqCp",
-	"t13cvVYGs51f3UTsulf9z/mSyOSzmlBJIk9CUBIi9zvyHlEZe96qeuKzmmyySxZaURCkrSqHuRyRNxmm",
-	"Kk3gqRbEMpYvDCRK8hPIlFRWSRGfwH63VzMV8HV7wcDWiVPNDUWpvxTDN27eOopv5xxUbmOVUW1MhDBG",
-	"pauJLtCvOc95gsSpc0luCMV9KfnAikrRrVBfOUZNGPwOHZcCKLcp/kaQQtzfXbtLR61B1a2Fnt3LIAz8",
-	"uyAMcBFEPS3R4laucI6nkponUhJHeQkv1SXV2KrvY/It7GWsyJjlyTjJvWLYmtNeIGMH8jjXaUu6k9l5",
-	"RcQ6g2jPelD3XC7GLexQH70eSfZwvISDC27Z+uGlst5Tq7I0TdFdnQjnMesky0qI2b+B3HANgjyzLywM",
-	"cjmgMXksvBkcWV1pXRKXWme/1+v1XtE65TFewZZu9WJWQ4yuTrj0YuK5MlzWRBLp0fW4uQvEflG0swqX",
-	"ftG0ldPTGhQIfun4N6WAe1nJMm3FlMV23J6DrdO5sVSOV0V1QnClhg8cPbV6dhMSoXlslV5uULzl3Wwj",
-	"dIurfA4DyR+3t7Trg6tNw5Uzv4TFu0WqWIvEic1DC2GRO25ASFfbonTC9TFEZAOKBM2URznuRdDt0q+D",
-	"3uH/jsKRjAbX/fFsvOB6fI6DTn9u/ll7e4J0mTEwfME0Ui/qcT6Sc84SqjYkCS9rvvjCP+5WcMADuUvA",
-	"NIec6h27I3lW2W6kl1I24akbMxVSWCrmFRlLfSbKnNSGjKRUsiP5jIihC30LKWfGwv4BaPTld/Z7HdL1",
-	"cZ350BCQnFOBxqOCTGnuhts5k2QbGJ+BLjX9REimlxtoin0BQbF1I888BH6ZNpL4+EKRRxX7ouRuF865",
-	"dVWciZgJa0KIuniVY1/B2olCMBbJUM5cbSYbyZTmoCamSSEwC5kyFt4d1qs+d4SlTQyxoKe2ivM8wnwJ",
-	"S3AcLFLTOegdvNvfPzjo7Pf2j3o9lGUMN0Pw/+8v/c5/s85vvc4Pn6qf3XHn0++98N3b5/9oUV3OT1br",
-	"uDgrvNWiXsfOmQWba2mAwQ3LmKxIc+egd/g91JyGXfxDjWTTQ0bxM7juh3D6c5/Qd3rdh53Z3jkedSRv",
-	"H1VRceTIlXZOYLIkRlhoFXNjjnHoG3jz5oJJNuMZCvadRgXad4bqRMzumzfH8PPt7fXefncf/hf8fXh1",
-	"iRbdQmkLR0dH77puoargCSf8N9fq4h9wM/jH3s3guj7+yBffOt/hmsX3ZRG16Y4kULVwUTIlDFRdN0JC",
-	"VAt2RTDhRiTcCRe8/BMQ1hSFkbiUp3NCA5UmNMu6kQTrnQu1v8lzQGEEEBXBYHxduOj4uxkeqD2pxR6K",
-	"JVbiRLXBtXgL7b8SxCEOoTXKRHBUKWMDE56qR1+oiTJWulA8FPrcwETZeUkRRCJ/+9vfgA5oRnLwwPWS",
-	"LGDkvaJZjNwhTq+0yi1HpzvNqWAol/dSPUr33ITwqJWcjWTG7VwlTlbW26NMCDHTWviym6hRTRlV9fMF",
-	"12erhZMROptRF96rhBug6u3J0h3W7UOk/AeRKPxBdZbwh/OL/hjJPzqdTvkfDjvs9eCP9foo+KPRtVFW",
-	"DGRovTVLM5FPqjp4J3pcBoSnyS7Ud6kqzJFrik2oOcv3M9E1OZ5qTFwp0cFn11fDW9gja2MPtXB0DPUy",
-	"Pr/givhrWfX9VRkY2LxqLVVV1QjjnZDDJBWkSs64dvjxCDDiN073P/y53zk4ekc9ATopCtYaYD1qhVRl",
-	"TxpNBYYtDTzOm1DfXQ77Pw3GBPwmkBksRHxPxZ9TVApWAYM4ZcagE+qlBHeR9FQYe4K4mpO2YQb4E4+p",
-	"9nkdWbf9mw+D2+HYd2xt3l/JsgLdxOJe2A6VRnhEzhkVZPo8GhIN1d5Z5BeWLi1vbL1W5da6q2MZXwZ4",
-	"THflL4/q+6jFx1mjYUXPXCaNkj+6Tl/cZ2CnWfq3WyLPiYJ6bV8X3s95fI/c6IqImFwCdWQUXiClOY3r",
-	"bqqfzrfBjQf/52x4O/zSs9XtCqpMS3GD5Rrd71DRKAFBADFnJdB9L3LrlAlllPciFChzJleYtxAR74cf",
-	"a0CWXi3ZKx6o98OPCEvGUjTMeNKkaici0Ogk7nBZqtatLga3/dP+bf+1/SK0yiJYMG2bgqRu0DWp+Ww4",
-	"PLv8ML7u39y+unpsHlzQsLlNJoxBsvXrHuIyDRGFFJ7Hc68y6sP+fvXjijT7MKhv//tnNTlLnqPjUr18",
-	"VhMQSWOR1U7Mah1HOdQBddxIq/o6N7/KEa2y3ldcCH8Cmz8Jg3o1t4RXIkSS/07DFWv9gGtR/+zZ5fj6",
-	"5urDzWBIxMxczSpldIn+XajoBKKyRP8Y0PP0tu8NPu30kfGOYT8q1v8e1/faaXx7djG4ulvTUqRIjFWL",
-	"BU8AlewDXs9U6UI6k9/QKM8VScrLDuDO3NpFB1ehpLzK68W5b3tgCobYf+vE0mrDcF2hvdht7Jc58vK8",
-	"rW+3vhaKSyrSRdui2QfsVjog9JeR73/cDe4G45/uzklBMCjoypWxU2nv3Acc8UqmeZpucx/+Mo4KJm1E",
-	"0OEPyDe0hDfZvzB/kDssmrtWs5g396cqcNpuJKvnVNtNryCXKTeGksw8ISOuX5IBCbeGGCjNdWZRaMMO",
-	"q2RTOQ0F0kgqDc5ZDv2/BhQeZB8uxI8hMImnLPrBEXRpplwDl7Eic1DpkVxtbNh1cn9aGWvcmWcpW3Jd",
-	"VxjeuDQjqTmL5+i/O0MQFikTskP9hYe9XgiHb/dDOOrto1w66h2Vdmw/t3MurS85GclLhb49+hDoSOkp",
-	"i3lluRH66CZizROcxtLi3LiwVfdc+s5B11zGBTGzN58rO9tft6uLNoWp7DCLbgidKeNMUtJe57JsEE0Z",
-	"+VbCqJTCbd4hA8nto9L3DnaK7QuC0C5H0pEQiRMS0EXAL/JdHWrakPy+O0NYcng1epkEL2SVs4e0XmtW",
-	"LZEV1Opqgl53v9vzgVLJFiI4Dt52e923zmGeU+hnb06tQfhzxluKjHxD2kGv5+P+rk3WHVoYyBfdDd09",
-	"zmxEMlFTKi033PWvhFVqBiJ1H3lntj3gVrNfi06ZnYVWE56Qj8PiOcQsTXdPiiWc8iCmQmNhvVQ6Zcai",
-	"zYQqs9HfjW4aPqewILMupNHJF+XS693BBd+iUcpJT+BYtlIq1jhZo6OcrCu8SwQ1U+joW9+zB43eil9z",
-	"ppm0QvKyvwJ2nJXl4vNopfheCddB1bVPtvCxcTVhd8laZA7YpEyyFpaetw+6MECk4sFYRm47ua+rDV++",
-	"r8eQrsJ/hSXMmmOoYKXSKLebomUco+GFES9qnilSeqXFSUmc5mljtMR9H8FIelo7BnVfmJn1fq9SFqP1",
-	"4MUpk+YRtXOlSalmJ1+QleBAKvu0QXMX31m3VxxfOuYVSp4lwXHwgVvXW+fyP9WnWg56va/21Y1G996G",
-	"j25UDWX5ous69HznSvvaJbB7jY/K0Lc38ixjehkcB+figUtkdNc3whIhXarLspkJjn8JvPD4hNNqZtxG",
-	"afLP9sI5593RNeFDNBjpaikasH4RI7lTfScCjY0i7unkqXHcXwmOqUhT3zWucluw5+6G+6wq9v/EK602",
-	"2XCf9d5pus/D3uG3+4zL5foV7azfg/vgzJFDy8tE1vzqz1ciT1SWCbOs8FnrOKsRaVF5XCPS1BdctxLp",
-	"heujoOCrs5smy0blbAiSP6INNhUa7QWXZdAcJhotEJgsR7IZQO9D1JWL35xb1mywmqrcOfXNdrqRrPxb",
-	"L+9L+pW+82onVgsfWfUuMEn4Qk9+zo0dycJcg1gzM98tffqagnMZEienmak1rIUgrKnOMuENWe0ccg8U",
-	"f6K4t5KF6665H5Fw7XrcSLYLu3tSePYrbOo+pFLTg009IKSxnCUjuWM4956jkz/RbhdKii3UGcp1SHjK",
-	"bWXFOiHZxvfnwjjGN38611Ox/wauL+7/L2YsBNErRi8GmuT5CnMVOUbV9umVc8USU5pISHkZu6c+wYJ/",
-	"mVWZQBthSYxTauYqVjSS01TM5pZyeWbOTe37LdSv5lZ3jpxEJ0RJDrnxkU7JH71gdZbnCz2cZQ345i5O",
-	"tGuKl7XxjdZKXLAeVlyVAVplZGW5TkshV/PPrmGXYEeWerHX8g30fRGOyWM006d5Sv2BDQyt94lOeKwy",
-	"bgiO8rD19eSyKLWh4Mg6vhFpy9LkLlIJQs4oi1L48eWh0FaRaEjPyCd+A1foNuFN0frO+Ud1TY0I0AdX",
-	"BePeUi/sYe8HAnc9kOMsw61CNrR1VG9rJOsx48xQCIRLEkb4j6qHY8KyAd4Z6z6oQzKybLj1F0nod6+S",
-	"XFNiRElIhLl3u6/2WUaFr/hC20Hl3bQKtKK9NXBp4Vox7VcRZWst8s/NBDTi+/lPFKXr7bsbROpKMNHb",
-	"Ur1vZ0utJavCtcxSuJ4yCkdyLeETrmRTwk1pDpy8noVA22Mleu/CFS9wMZIWIeyHb/m9yWYIVkgoquxg",
-	"Z53Xd7tAHF3UHk7QHKGiERIX3SAMfGgMIasx/+YPP1kFj0zYImpAYoSCwMxFQ6ixsDrt2ocm8EyH+29f",
-	"18GrX5mkeUevz2v9yONfa4uze15q9Ydmn/rOXFkSgbubDIdmImOz8XBbZWsWTNOnwCgoJdCY1ZxlSC1O",
-	"7Wv2CPmioCFJ5uCcpy6gkfFM6aWjfjLiYYIaRz2C5p95bJ3w9dNJlzQ+y/F++BF5zH2PaT2VvJIr8kzG",
-	"tHU1VBQW1pyHMMntSBr/KQ+frnHgpNzD4P16BxZBmRVeTxXTGkmPFDSQXBlJBT7ldV0cX5gytk86aCfq",
-	"ZOyp4wbSB9lMlUIYyaP9A7gQP+6ewIQvUfMKu+qp779tSywQCFeSr0byC2V+AtNcE49/VhPjeE1IYDDx",
-	"/ZQU66fPjxQrdOhRLcFxuNsFCie4c01z+qpYA7iDH0ayPcvwgnnAVnIITnaUSC26631/s6QipoZZgx6U",
-	"NyjbFPMQKbwI976onOkzeUg2e1Olsw7euWsedLH7WuGen+Q+9RpY/mT3YvMQQl1Iq9hy23FcUi8wa85d",
-	"E+vVx1i3rUbzRYZb2QMHX02rtFVWb7AIKDdpfKn4X2gPkBRpyR6Hq/le1wDSNCIc3H+Fjjk8+OHbfk+4",
-	"FCKNDCDstLL27lfU91to+X9N4R719r8hCgv0Fd9gfmCCKqjLyl738a4dqgY4u7g+H1wMLm/L+N7XsA6c",
-	"TKindlFhuW97ol5kEphZyniulURDtBz2WU1qNkPxeNVq8PUHGyN6f1cTX83k4nT3fGELB8xBkesHtFR8",
-	"Wsigt4liokgjjWTkxIVjRl8UEFWVUV5NF4mxRHAXMDdlV9JIktKh3hAf2G50eTnr1WkSAmJDeLremRUG",
-	"C6ZZxi0R+y+/BwJPS2XgYYD2SHAcEGqCVVFcJ+xaO8P+wfevNEY8f/oTnbr62TYL728fDr9rVrXsrBTE",
-	"/Dtx8P9xouBapWldEGzm8PJbCI62m0fxOzRy4kniO7GoxymYW7s43tujLw/OlbHHR0dH76jXze/WXvpe",
-	"GXIygcJzqfjJ+y3P4VqmfJMAM9Xk8njr0zfm2vxUn2p7/vT8/wIAAP//",
+	"5H1rd9s2tuhf2Utz1qqUoWTZsXNa+5MSq6ln/Bo/0ntOlCtCJCQhJgEVAG2rrf/7XXsDfImU48xJ27vW",
+	"+TCNTILAxsZ+PzC/dSKVrpTk0prO4W8dzc1KScPpj2M+Z1lix1orjX9HSlouLf5kq1UiImaFkjufjZL4",
+	"zERLnjL89R+azzuHnb/tlJPvuLdmh2a78st0np6egk7MTaTFCifrHHZGcg3KLrmGORNJpjl050oDf2Tp",
+	"KuGwP9yH8PziZvrjxe35cRjA/vAAwrPxzU8Xx1N8Pjo9vfh5fBz2Bp2noHMiLdeSJX/yJm6lWfFIzAWP",
+	"wXB9T7vJEgvd8OT8Znx1Pjqdjq+uLq48mJdsnSgW3yh1yvSC/3mA3iw5zFS8Bv4YcR4bsEsOkZJzscg0",
+	"jyERqUCoL0f/dXoxOp7eXFxMT0dX78ce8FtpstVKacvjMx4LdrNe/QXQf2fALwh2veIgDEhlgUURX1ke",
+	"Qze8Pb++vby8uLoZH0/Pxscno+nNf126TTwFHhwi+ndLJiUv6UVmScJmCe8cWp3xoLPSasW1FY5FIhXT",
+	"drnM0s7hx87ZxfH4lMgQsTU+7gSdk/MPo9OT4+n15fjdzdXtWSfo5D+nF7c304sfp1ej8/fjTtCpAvlh",
+	"fHV9cnFOT/95fvHzOQHcCTpno9MfL67OaB/X1yP60P8qT4fWrdJZ51PQsXQ2HWO1kAs8vJQbwxy1Nd5p",
+	"bvXabbx4O1Mq4UwSyjT/JROax7hrwkI5XfXjclk1+8wji1N7FF/xVbLG2etnSo+By3ueqBUHJYkkV5rH",
+	"IsIhELnPB53Nw0BKaM53qeTirYrXAVy6OWgB9+RMxTw5kXMFSgOTwNOVXUPKVoAiJ+RIBCEu1NhDpLTm",
+	"CRH1VMTNVZEyEUXc2O8MhCIOj2gfbgWHZnhYcrc7PxIilSUxke6MQ8wRrzHMmQYuVbZYglWgOYtB2ApQ",
+	"5ZnxnGifY6oagT8FnTbof9TcLEHEoOZgl8KApkPp3t6eHIPljxbxk/ZagXCKBN8z2znsxCpDOigGyiyd",
+	"cVrYelGR885KyQWdKZ3SlJZEqsIzmgo5V8Ujt882ir6vTLhbDhDS8gWuukG49zlchIbGqdJmAkdXzVVb",
+	"CJpOsY2k3fF+Q6LOSZkmRmJ2FOtnDI9ALKRCAe4eC7kIgckYwhKd4QBCKZIQqU5aA8wAmxkuibY2xV5j",
+	"z21kcyvFLxkv6IaDlwibhAOaRypNuYx53AvgniUinsjbmx/73w8AOcerTFI+BoRFwt87eAOvZmvLzasj",
+	"CFP2eMrlwi5z8CcyWjLNIsu1CcAoZGcHSJolVvTxSyiHQMQkrJgxRN8T6biDUGSsSBJkQM3nmeExPAi7",
+	"hIbYHUwkUmcOR+dw7+BN0EmFzP/e3cocdaxd80jJ2IARMuKEtlspHoGvVLQ8AkXDWBK449t6YE2G23KE",
+	"zzCgqDJgjfW+PbO18lEurT6wJOMtqLqQHBz8sOIaCulGWGORFfccCOictQx0WZKAXWrOiRWY+923aGZZ",
+	"N7jX5Lrjn0YvlGLHly8dOX7hyKdWzMi5iLmM+DbUXFbxEYCQ8HEYwO6nIzC8YEQzSNEedSLn+wGMkge2",
+	"NogsJKOjiWQVnD4slfG2IK2MLONVEw7K0LASBhI+t6AyS0xnl3wiUX+mbI0DSd05TnkhglP2KFIkqV1i",
+	"Jvd7+DWIf/EM4//hDG0HVTdZD3/bYi/Wz+6MRUsheR91O3Is4DB3cEjYlp4xR+VWrQqtHKsoSz3///vG",
+	"XezcvM7hnCWmlBMvNPba+PgnzhK7vLbMZqaJA8en03uujXDewBZJVcIb84VmMY+nmjOjpGlViMYRLZcQ",
+	"Glo6RPIM82/DI1CSwzJLmSwx7Sb00kTGAqdDdArLU9OKO/+Aac3WhGcSkui98bjNVibKtypSSXXLreq8",
+	"YghA/hH4j45gt3LMhYwNOqu1XSq5fe6KPhUGHrSwlkuUD+8VqRSdSfSW4JLmQf0rDMwFT2JYqiQ2E4lk",
+	"56fPFft7hd9ZkXLUzjSFkgFUHfVwoXYHe28G34eO/xuIdEBtB/xMxVlSrjzXKs3XnmUiiQEVE7Iuvu2G",
+	"Mb/nSeiFfKIilrhh7VaqKYgz137qrlMSWqu+y1a44alx+hq/bREO27SfX7CNXU4Vi8kTqRiQLHa0yJLL",
+	"CvN4Dq3z04qhtdFmc+LaOUeoTEfcccRcJDyELk8Mh/3hEMLcRb0a/+t2fH0T9gYTOZoZlWSWA04PXMbo",
+	"sAgJ4eCzmiViFoJdMhsAm1uuwazTRMg7A0zzidTcqOSexwEkghvIZMw1MZ+nHnfy3xlgSaIeeAxaKbTg",
+	"umGfnvQRwj4+DAPw4sn7SQthrF6TS5WulLY7eOJJzHXvaCIpbPQg8m1djm5+qoWEBjCShUEFRsQ8Ynoi",
+	"w0k2HL6OcKP0iw8+GyVDWIh77gIiD+yee7uDPQpDfOMsCANdw/lEhuYu4UzLvgNrkMaExbqFuD/84U0b",
+	"LdLZ1EQxksuCx53NgEfonocoHlJluQEG7pEzZQIImY6W4h7HaN4nWctonIT8zUQ6G6nLNtnaxd0cqQLt",
+	"LiwjGi7gduR0fJRpzaVN1rnZlc+E2MnDLiReuBONvSAnPIchL1dKcsKXqORCPIeQjFuQ/KE4c+AS/ytZ",
+	"ijsI/XrOqym3KazDes7VBR7zzaOpLGqBiYpBW4qi5zzoD35Yw8D1z7/A49tsA5YslBZ2mbaqHcTilORP",
+	"+kXR40bzuCpbGxOuNL8XKjPbBbDfZ37CMz5X2lkk5oGttsUzJDL6AzMtYncDXxtAtoC0se02xJ5xq0X0",
+	"VnN2F6sH+XKf4QjYhgPhuCJW3EUPvQuBFK1S1Jrx//9+QhHQeonZ1SCJGgVuCJ7L0+u9/vnJ5ej02ilZ",
+	"wpYBq5mQPIYl1/wICjF4eXp9xReaG8ekSldeiRVPhOTda8tkzHR8HbGE66D2Sc8t4mVFqwpPmOXSTusJ",
+	"jIItdtvYQu85Rksu5p3Dj89z+SZhPX3aFMbvtDKmT9ELhuLuaq9OYQMYkXte2Ukupw0Fz3Xq5MAfBtDZ",
+	"9Ri6+N93H3p12AJY7Jx+EUB/uFNm6xTJLO8jU7bG//w3hszAF8iqUrlOKbDRJL5zx75qDislpDW0FbPi",
+	"kdVZWmFd/ojPiFqep4PKkprJRYtLdqoeUNnLGLIVrlaxAPLYFi6JNsyjMAFEaX+35je8gNFT9njihu8R",
+	"wOUfdR9jQ2xuMHKVbWsn9mmbfDgVzsZskw9NTIxq+v0I0FnLJb3HuzDgZPkzkcOKY0r0hQsVyHqW7HF4",
+	"oXJfhJtOschWHFw37P/i06bJ0GYr1MD6Sl1uxK98ejdrCQWKX3mNvpxVJCT8U7wNQCs0pZEkayTeylWl",
+	"g/NF5HpcNPh9w4/Ed6jlkfGPnJ8lS6mBgAbOOHB2Ndro5XykAsjjwCE4+DuDWxRznxqkaeuBzG8qZbbr",
+	"vS1WXIHCLzJVnmFqkoGLDWw1sEbViGXBYNvMqjZma7HqmrGGZ0K0bV74C/zel9gmNee3vkgLmMEGrhqr",
+	"tiLeWWjvlLT8sUWkzZiNlj4919hVpJIslVMhY/5YGVCKZyTsdnLZBsixYAupjBVRS4TqLEvQSdGCWU4u",
+	"lqCBhU+cqzO2YEIaZ5FGLBEzTfyB5uodX0+kKOK1oGSyLpOIjjzIgc5zJpVQ7QCu0U+tBoKRhfEks4SZ",
+	"thhtwu+59iHEF6izX146bkp5nReP1jzOIhdbe0lWce/FA78KDrv3VYA8QyVF/rktPCwjdHPpxL8ovDfT",
+	"JUTUebT+yx9vZBSegk5cp9/nPm+h+KegI+Sca5xz+nIjaFNEPi+dNzBU23FThtTg+fTckRR51NZDycXL",
+	"CzCSCyMUrZ6lv/TldT6uITbzF22gX1dm3wDYhZBbhRpJfoe9aS3AXR8ijchn27BQWMohoXgWMANhaReb",
+	"8N+3f98cHLx+0wytm4jJqeG/tIJZWbkFTHSVbLIGISPNmRFy4Wz0oxx4/kvGElOz5MNNT+Rb72jjeKs7",
+	"qKO97bxz++srK5M23Pibq9HJ+cn5++nxyYfx1fvxcRiAK0m7ur28GR87V32jRu0r80tfnzDK9/YPNWuS",
+	"M0/YyqCp97K4e6UM5mV+dR2xTa/65+WayOSzmlFJIo8DUBJC9zv0HlERe35R9cRnNdtml6y0oiBIW1UO",
+	"czkibzLMVRLDYyWIZSxfGYiV5EeQKqmskiI6gt3BsGIq4Ov2goEXJ041NxSl/loMX7nvmii+WXJQmY1U",
+	"SrUxIcIYFq4mukC/ZDzjMRKnziS5IRT3peQDyytFX4T60jGqw+BX6LsUQLFM/jeCFOD67thdOqoB1aAS",
+	"enYvO0HHv+sEHZwEUU9TtLiVG5zjqaTiiRTEURzCc3VJFbYa+Zh8C3sZK1JmeTyNM68YXsxpz5CxA3ma",
+	"6aQl3cnssiRinUK4Yz2oOy4X4yZ2qA+/HEn2cDyHgzNuWXPzUlnvqZVZmrroLneE3zHrJMtGiNm/gcxw",
+	"DYI8s68sDHI5oCl5LLweHNmcqSmJC62zOxwOh1/QOsU2voAt3erFbIYYXZ1w4cVES2W4rIgk0qPNuLkL",
+	"xH5VtLMMl37VZxu7pzkoEPzc9q8KAfe8kmXaijmL7LQ9B1ulc2OpHK+M6gTgSg3vOXpq1ewmxELzyCq9",
+	"3qJ4i7N5idDNj/Ip6Ej+8HJLuzq4XDTY2PNzWLxdJYq1SJzI3LcQFrnjBoR0tS1Kx1wfQkg2oIjRTHmQ",
+	"02EIgwH92hvu/2cYTGQ4vhxNF9MV19NTHHT8U/3PytsjpMuUgeErppF6UY/ziVxyFlO1IUl4WfHFV/7x",
+	"oIQD7sldAqY5ZFTvOJjIk9J2I72UsBlP3Ji5kMJSMa9IWeIzUZTr/vj3/qdYLIQ1Hwfu308fefnwUxgA",
+	"s5BwZixBRY/zLJzSE+m0HxWSKiFt7xCk8qP8FpU20A13p8PhMOwFsOSPzAOCAAwfd1f9PXwRCjkP3T8I",
+	"7tpZgZLJ8Kiyl4mUSvYlXxDVDmCUQ7e7B1o9GOjuDvtklERVKYEWi+ScKkkeFKQIPg23SybJiDE+VV6Y",
+	"JDMhmV5vIX72FZTPmtaoue/4adpo98Mz1ShlkI6y0AM45daVm7oTCyAcIBanvtS2HwZgLPKLXLgiUjaR",
+	"CX2D+KWP6IxTZSy82a+Wp3aFpUUMyQrPFqWI8AjztTadw84qMf294d6b3d29vf7ucPdgOEShy3AxBP//",
+	"fhz1/5v1fx32f/hU/hxM+59+GwZvXj/9R4uOdQ69auLiJHer88Iiu2QWbKalAQZXLGWy5KHu3nD/e6h4",
+	"Nz38Q01k3ZVHOTm+HAVw/NOI0Hd8OYLuYucUtzqRNw8qL41yfEUrxzBbE2+stIq4MYc49BW8enXGJFvw",
+	"FDVQt1Yq952hghbTe/XqEH66ubnc2R3swt/hH9cX52h6rpS2cHBw8GbgJiors/CD/+Zanf0Lrsb/2rka",
+	"X1bHH/gqYefkXLLorqj2NoOJBCprzmu7hIGyPUhICCtRuRBm3IiYOymIh38Ewpq8ghOn8nROaKAainr9",
+	"OZJgtcWi8je5OCg1AcI8ao2v81gC/q7HMSpPKkGSfIqNgFZlcCUwROtvRJuIQ2iOImMdllaDgRlP1IOv",
+	"KEVlIF3OAHLDw8BM2WVBEUQif/vb34A2aCZyfM/1mkx15L28q438Nk6vtMosByGjJKPKpkzeSfUg3XMT",
+	"wINWcjGRKbdLFTuhXu3jMgFETGvh64PCWtlnWBb651yfblZ4hugVhwN4p2JugMrMZ2u3WbcOkfLvRKLw",
+	"OxWEwu/Ogft9In/v9/vF/3DY/nAIvzcLueD3WntJUdqQoplZryFFPikL9p3ocakansQ9qK5SlsIj1+SL",
+	"UBeZb7yiY3I8Vftwo5YIn11eXN/ADplFO2guhIdQrTf0E26Iv5ZZ310UEYzts1ZyamUxM54JeXZSQaLk",
+	"gmuHH48AI37ldP7XP436ewdvqHlBx3llXQ2sB62QquxRrfvBsLWBh2Ud6tvz69GP4ykBvw1kBisR3VGV",
+	"6hyVglXAIEqYMegteynBXcg/EcYeIa6WpG2YAf7IIyrSbiLrZnT1fnxzPfWtZdvXV7IolTeRuBO2TzUc",
+	"HpFLRpWjPuGHRENFghb5hSVry2tLN8rxWld1LOPrFQ/prPzhUSEi9SI5szko6ZnLuFabSMfpqxANdOs1",
+	"ir0CeU4UVIsQB/BuyaM75EZnZzG5Bmodyd1Vysca14ZV3Z3v15uO/8/J9c311+6taldQCV2CC6wbdN+l",
+	"6lYCggBizkqg815l1ikTSn3vhChQlkxuMG8uIt5df6gAWbjfZK94oN5df0BYUpagYcbjOlU7EYHWMXGH",
+	"S6e1LnU2vhkdj25GX1ovRKsshBXTti5IqgZdnZpPrq9Pzt9PL0dXN1+cPTL3zq6tL5MKY5Bs/bz7OE1N",
+	"RCGFZ9HSq4zqsH9cvN2QZu/H1eV/+6xmJ/FTeFiol89qBiKuTbLZMlrO4yiHWrUOa/lfX5DnZzmgWZoN",
+	"0LnwJ7D5ozCoVzNLeCVCJPnvNFw+1w84FzX6npxPL68u3l+Nr4mYmSuupdQz0b+LaR1BWPQSHAK6yN72",
+	"vcKn/REy3iHshvn83+P8XjtNb07Oxhe3DS1FisRYtVrxGFDJ3uPxzJXOpTP5DbU6YhEnvGhV7i+tXfVx",
+	"FqoeUFm1ivj1EEzOELuvnVja7GyuKrTn2qKP8o6ivDIiI4cXWGLUIYnBmFl0Ny08UGMnuUWuiyP/JOWp",
+	"0muYZTHK2G7YT9ljP3/bd2/DAuADrznaWpmrUKNgprpltGLqrdFupj066CIZ8K/b8e14+uPtKakiJxYL",
+	"EE2iiFEsu+PSmQl5cPSzmgV5EPSzmhlfMIVYIJclD1f2XkInnkgOcuFRS0HA75Bt6amvi6XcLEOutWiG",
+	"W80iXl+fyuhpuYksn1NxPL2CTCbcGMrS85iMy1FBniR0a+KpcCOYRWUCXVbKzOIzFJQTqTS4aEPg/zWg",
+	"cCO7cCbeBsAk7jJvqEfQpZlzDVxGisxUdPs3O0N6Th/NSyOSO7MxYWuuq4rMG71mIjVn0ZLHgTdQYZUw",
+	"IfvUoLk/HAaw/3o3gIPhLsrLg+FBYV+PMrvk0vqanYk8V5K7lk108PScRby0KAl9dBKR5jF+xpJ83zix",
+	"VXdc+tZL153HBQkZb9aX9r8/bldYbnIT3mEW3SPaU8qZpKoHncmiwzZh5PMJoxKKV3pHESS3D0rfOdgp",
+	"OSIIQrueSEdCJOZIceQR09C3xah5TSP59hZhyRHX6P0SvJCWTijSeqXbt0BWp1KY1BkOdgdDH2mWbCU6",
+	"h53Xg+HgtXPklxQ721lSbxX+XPCWKi3f0bc3HPrEieszdpsWBrLVYEt7lDNnkUzUnGrzDXcNQEGZ24JQ",
+	"3YXeyW6PWFbs6rzVqLvSasZj8r1YtISIJUnvKJ/CKTViKjRimrXmCTMWbTlU5bUGeXQf8TnFVZl1oZZ+",
+	"tiqmbrZX53yLxjIn/YVj2UatXW1ntZZ8svrwLBHUVN0jj/qmR6g1p/ySMc2kFZIXDSrQddafS3Cg9eSb",
+	"TVwL2sA+2tz3x9mE7ZEVyxywcZGlzi1Qb7cMYIxIxY2xlMIJ5FZvdsz5xihDOhT/FZYwaw6hhJVqy9xq",
+	"iqZxjIYHRryoeapIGReWMGXB6ruN0EPwjRgT6WntENRdbv5WG+YKWYxWjRenTJoHtBpKDU9FT9mKrBcH",
+	"UtHoDpq7uFPTjnJ86ZhXKHkSdw4777l1zYkugVbedbM3HH6za0tq7Y9bbi0pO/Ky1cC1OPrWn/a5C2B3",
+	"arfy0OUlWZoyve4cdk7FPZfI6K7xhsVCulyhZQvTOfzY8cLjE35WMS+3SpOf2ysPnddJx4QP0ZClo6Uo",
+	"RfMgJrJbXrSBpkkej3Xy1DjuLwXHXCSJb7tXmc3Zs7flPMuWhz/wSMtFtpxntfmcznN/uP/n3YNz3jyi",
+	"bvMc3I09Bw4tzxNZ/dqkb0SeqCzJIva+dBVnFSLNS7crRJr4ivVWIj1zjSgUFHZ202xdKz0OQPIHtMHm",
+	"QqO94NI0msNMowUCs/VE1gP7IwgHcvWrcxfrHWpzlblgQ70fcSJLv9vL+4J+pW9d60Zq5SO+3jUnCZ/r",
+	"yc+ZsROZm2sQaWaWvSLWUFFwLsXk5DQzlY6/AJ2Oci8zXpPVLlDggeKPFI9XMg8paO5HxFy7JkGS7cL2",
+	"jvKIwwabuptoKnqwrgeENJazeCK7hnPv0Tr5E/YGUFBsrs5QrkPME25LK9YJyTa+PxXGMb75w7meuiW2",
+	"cH1+/n8xYyGIXjF6MVAnzy8wV56kVW1315ySL5ebSEh5KbujRsucf5lVqUAbYU2MU2jmMoY1kfNELJaW",
+	"kqFmyU3lAhxq+HOzO0dOohOiJIfM+Ais5A9esDrL85km2KKIfnsbLNo1+cvK+FpvKk5YDXduygCtUrKy",
+	"XKuqkJsJfNfxTLAjSz3brPoKRr6KyWQRmunzLKEGyxqGmo22Mx6plBuCo9hsdT65zmuVKCrRxDcibV2Y",
+	"3HmKQ8gFZXeox7m6KbRVJBrSC/KJX8EFuk14UjQ/XQKAHrDr5IARuDIi95aaifeHPxC4zQCTswxfFEqi",
+	"pcNqXyhZjylnhkIzXJIwwn9UNUwUFDcIOGPdB5tIRhYdy/4gCf3uVZxpStgoCbEwd271zUbVMPcVn+nb",
+	"KL2bVoGW9wd3XLq6Uo38TURZ446Bp3piHPH99AeK0mb/8xaRuhHk9LbU8M+zpRpJtKCR8QqaqaxgIhuJ",
+	"qGAjyxNsS7/gx83sCNoeG1kFF654houRtAhhP/yZF3bWQ8OVuB90m7zeGwBxdF68OUNzhKpuSFwMOkHH",
+	"h8YQsgrzb785yyp4YGVtDIkRCk4zFw2hzsxyt42bOnBP+7uvv6yDN6/ppO8Ovvxd6y2Zf60tzu54odXv",
+	"643+3aWyJAJ72wyHeoJlu/FwU2aRVkzTXWoUlBJozGrOUqQWp/Y1e8jj58KAJHNwyRMX0HBxcEf9ZMTD",
+	"DDWOegDNP/PIOuHrPyddUrvX5N31B+Qxd6FVM8W9kcPyTMa0dUVoFBbWnAcwy+xEGn8Xik8jOXAS7mHw",
+	"fr0Di6BMc6+njGlNpEcKGkiuvKUEn/LNLpchTJFzIB3k0wNuIN1oZ8rUxkQe7O7BmXjbO4IZX6PmFXbT",
+	"U9993ZbwIBAuZCUtUVfmRzDPNPE4BfmJ14QEBjPfkEopALq/pUhd0KNK4mW/R7ev+E1ab0MaWCUsyqNu",
+	"E0lf5ZjC13lVAWLKhYRquQd8sJF/cPeKtCQhwKoFp10sVRIXdVcNmOHvsDuRBJcZwM9FFIJcJAfuBlb3",
+	"fmjPpUwkQ9EW8aASjI0SwaWlC9KKmwY9TblwfDUn4Q2hANhGqsRH0clAeqekdHe6HUKUKMPDI4eEaklG",
+	"QWpnxEuHJHK/Lg1VITVGUUNbdsMvFV10ulquDfoCfsIeRAqFi3dO/OGTYTWRXiLkdmaRK1NzP7xZ8/9Z",
+	"zQZwYosrH8nCzlKuRQQps1o8BrRZ2jyyR24CPgjNoctgz98DyZMEwt0gnEhHid+74b0AVklm6riJ1GqN",
+	"QAl7SLfo5LZiDjBFJ6MlKoTYq7PX/zk4gH++pfpRlFJqDlQFV+n4ge7um8E+/PPtRLoQdgB7u/jNXDnP",
+	"oVFDORe2N8jryPSCFzm5iXT42t37ngorg2r43J+sMEeUXfIikiRhuYHN9KSnA7rpCKmcx9tEh7uWjtmJ",
+	"pBrUFkIXxtN5jchR95SC2McpJtItjM7DZzXzFzC56jdHnyy6c2a1oKIPA13Xl+EdHaUnMmISj9dFEcwy",
+	"s7F6kL2jTdnhztc4YOYcWXnFNEsSnkzkHNcsyns8Nnzkg4RHqjTPjTHKrSDtc3YHmgL40uY6y1tnpUPo",
+	"JyMyYzAXjwj2PdfI0EgneIhn4u1Edv0Fa6h25nMqM/WhPaeKe15qF3uE7vXJ+5vx1VmvsVcSoL5qKe9b",
+	"ymVNtfnrqC5MNSduIiWPBGqXXOiCbHxNsGH3PG4WqoQ4RUs3xwA/N9yGvZzzHY4mMnRr+3INCgO4pA89",
+	"J8L03dGFyswvn/HXf0gqna3BwUwRLmhzu65xgTyZ96zrRbfIolGwM1c67eMuXG+9y8xW6tr9R+4m9I7l",
+	"j3YnMvcBVE1wFVlu+84GqpY1179tGO3lXeUvrYH2Nfgv8vb2vpnP0NZ4tMXf8+Tpzv4v9PbIRmypWQo2",
+	"q4xcf2TdRXRw/xUexP7eD3/udfuFWnSmGtrGWZJAt9UA6n1Db+4FPty/504dDHf/RBTm6Mv/LwrumaAG",
+	"o6Lxxd1t2aUatJOzy9Px2fj8psjefAvf79aXKZVnie6Iu/oa5S0aOWYto6VWUmWmHPZZzSoeYf540yf0",
+	"VW9b8zX/UDOvjZyKueMrm4fXHBSZvkc/1Cf9TW4O5EUCaCA75RaWSto7XnndGJq7pq7rgBolKUm5ofY2",
+	"F4BcFTkXKEo4q6hZ0uiluiovUS37cTzkRyDmZL44HVlYuFSt4ssOu9UCDVz7jrKfvQBilqLe2ihNJtPE",
+	"XbNctdkDuoe1tumdel/3htVl2Jqs8IeliJYD+LlRy+zNHbQw/Qs8su/cFbIcurhYX8lkHUwkioBe4OiX",
+	"y5hMQW/1ae4i6r6D+jty5RJXG3RUmZis6DwVpvKb0IkmnIlOyxpnAODqlmp0nOV7AGZberjaWh500MRL",
+	"uSVx9PG3jkB6pD62oCNZihKFiLezqSyroqfSj7m79/0XOjufPv2BQdXq3rar1z8/HX1br3btbhTK/k/y",
+	"0P/rhPWlSpKqqN4ug4vLnBxt17fiV6jVpMWxbyWnJu3O0trV4c4OXZ2M7vzhwcHBG2rW96u1t8SVpraM",
+	"IY8clvzk44ZPQaNSbZuKMeXHxfaan2+tdfGf+lKXp09P/y8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

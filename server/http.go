@@ -118,6 +118,7 @@ func bodyIdleTimeout(next http.Handler, idle time.Duration) http.Handler {
 			rc := http.NewResponseController(w)
 			if rc.SetReadDeadline(time.Now().Add(idle)) == nil {
 				r.Body = &idleBody{ReadCloser: r.Body, rc: rc, idle: idle}
+				defer restoreBody(r, r.Body.(*idleBody).ReadCloser)
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -164,11 +165,21 @@ func limitUpload(limit int64) echo.MiddlewareFunc {
 				return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge,
 					fmt.Sprintf("the upload exceeds the %d-byte limit", limit))
 			}
+			defer restoreBody(req, req.Body)
 			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
 			return next(c)
 		}
 	}
 }
+
+// restoreBody puts a request's body back once its handler returned.
+// net/http decides how to close a connection whose body was not read to
+// the end by looking at the request's own body: seen there, it stops
+// writing, then waits a moment before closing, so an answer sent while
+// the client is still sending (413, 429) reaches it. Behind a wrapper it
+// closes at once, and the client's kernel throws the answer away when the
+// reset for the unread data arrives.
+func restoreBody(r *http.Request, body io.ReadCloser) { r.Body = body }
 
 // validateRequests checks every JSON route's request against the contract.
 // Requests that match no route pass through, so echo answers 404 or 405.

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,6 +27,7 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/server"
+	"ramanserve/trainer/membudget"
 )
 
 func main() {
@@ -104,6 +106,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.Int64Var(&cfg.HTTP.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest accepted training upload in bytes")
 	fs.DurationVar(&cfg.HTTP.BodyIdleTimeout, "http-body-timeout", 30*time.Second, "a request body that stops arriving for this long gets 408 REQUEST_TIMEOUT")
 	fs.IntVar(&cfg.HTTP.MaxConnections, "max-http-connections", 256, "most simultaneous management HTTP connections")
+	fs.Int64Var(&cfg.Training.MaxMemoryBytes, "max-training-memory", 0, "training memory budget in bytes, shared by uploads being parsed and the data sets of queued and running jobs; an upload that would cross it gets 413 (0: a quarter of physical memory)")
 	fs.IntVar(&cfg.Training.QueueSize, "training-queue", 4, "training jobs that may wait behind the running one (429 TRAINING_QUEUE_FULL beyond)")
 	fs.Int64Var(&cfg.Channel.MaxMessageBytes, "max-message-bytes", 1<<20, "largest accepted prediction message in bytes")
 	fs.IntVar(&cfg.Channel.MaxConnections, "max-connections", 1024, "most simultaneous prediction-channel connections")
@@ -119,6 +122,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	}
 	if fs.NArg() > 0 {
 		return cfg, opts, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.Training.MaxMemoryBytes < 0 {
+		return cfg, opts, fmt.Errorf("-max-training-memory must be >= 0 bytes, not %d", cfg.Training.MaxMemoryBytes)
 	}
 	if s := cfg.Channel.Model.SaturationLevel; !(s >= 0) || math.IsInf(s, 0) {
 		return cfg, opts, fmt.Errorf("-saturation-level must be a finite number >= 0, not %v", s)
@@ -155,6 +161,10 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		}
 	}
 
+	if err := limitMemory(&cfg, getenv); err != nil {
+		return err
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	app, err := server.Start(ctx, cfg)
@@ -173,6 +183,25 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	cfg.Logger.Info("stopped")
+	return nil
+}
+
+// limitMemory resolves the training memory budget's default (a quarter of
+// physical memory) and sets the Go soft memory limit to the budget plus
+// the fixed overhead, so that the collector reclaims garbage (the copies
+// training makes) before the heap grows past what the budget promises.
+// An operator's own GOMEMLIMIT wins.
+func limitMemory(cfg *server.Config, getenv func(string) string) error {
+	if cfg.Training.MaxMemoryBytes == 0 {
+		limit, err := membudget.DefaultLimit()
+		if err != nil {
+			return fmt.Errorf("-max-training-memory: %w; set it explicitly", err)
+		}
+		cfg.Training.MaxMemoryBytes = limit
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead)
+	}
 	return nil
 }
 
