@@ -244,16 +244,22 @@ func TestHandshakeDeadlineClosesSilentPeers(t *testing.T) {
 	p.expectClosedAfterGreeting()
 }
 
+// TestMaxConnections: at the cap, with every peer protected (each has just
+// had a reply), a newcomer is closed at once.
 func TestMaxConnections(t *testing.T) {
 	srv := startServer(t, Config{MaxConnections: 3}, echoHandler)
 	for i := 0; i < 3; i++ {
-		dialRaw(t, srv).handshake(1, "REQ")
+		p := dialRaw(t, srv)
+		p.handshake(1, "REQ")
+		p.sendMsg(nil, []byte("hi"))
+		reply, _ := p.recvMsg()
+		assertFrames(t, reply, "", "echo:hi")
 	}
 	waitFor(t, "3 connections", func() bool { return srv.Stats().OpenConnections == 3 })
 	extra := dialRaw(t, srv)
 	extra.expectClosedAfterGreeting()
-	if srv.Stats().RejectedConnections == 0 {
-		t.Fatal("no connection was counted as rejected")
+	if st := srv.Stats(); st.RejectedConnections == 0 || st.Evictions != 0 {
+		t.Fatalf("rejected %d, evicted %d; want a rejection and no eviction", st.RejectedConnections, st.Evictions)
 	}
 }
 
@@ -457,7 +463,7 @@ func FuzzSession(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := newSession(nil, cfg, echoHandler, &fuzzConn{r: bytes.NewReader(input)})
+		s := newSession(nil, newShared(cfg), cfg, echoHandler, &fuzzConn{r: bytes.NewReader(input)})
 		if err := s.handshake(); err != nil {
 			return
 		}
