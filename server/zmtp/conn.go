@@ -49,6 +49,9 @@ type session struct {
 	heartbeatUntil atomic.Int64
 	// reserved is what msgBuf holds from the shared pool.
 	reserved int64
+	// seq is the admission order, the tie-breaker of the coarse clock
+	// when choosing whom to evict.
+	seq uint64
 
 	// Reused across messages; see ownBufferSize and retainReplySize.
 	msgBuf    []byte   // payload of all kept frames of the current message, back to back

@@ -144,7 +144,8 @@ func (s *Server) evictLocked() bool {
 	protect := s.cfg.EvictableAfter.Milliseconds()
 	for range 3 { // a candidate may start a message under our feet; look again
 		var victim *session
-		var victimWord, victimKey uint64
+		var victimWord uint64
+		var victimKey evictionKey
 		for sess := range s.sessions {
 			w := sess.state.Load()
 			if phaseOf(w) != phaseIdle || now < sess.heartbeatUntil.Load() {
@@ -154,11 +155,10 @@ func (s *Server) evictLocked() bool {
 			if served && now-stampOf(w) < protect {
 				continue
 			}
-			key := uint64(stampOf(w))
-			if served {
-				key |= 1 << 62 // after every peer that never had a reply
-			}
-			if victim == nil || key < victimKey {
+			// Lexicographic: never had a reply first, then the oldest
+			// stamp, then the earliest admitted (the clock is coarse).
+			key := evictionKey{served: served, stamp: stampOf(w), seq: sess.seq}
+			if victim == nil || key.before(victimKey) {
 				victim, victimWord, victimKey = sess, w, key
 			}
 		}
@@ -177,4 +177,21 @@ func (s *Server) evictLocked() bool {
 		return true
 	}
 	return false
+}
+
+// evictionKey orders eviction candidates: the smallest goes first.
+type evictionKey struct {
+	served bool
+	stamp  int64
+	seq    uint64
+}
+
+func (k evictionKey) before(o evictionKey) bool {
+	if k.served != o.served {
+		return !k.served
+	}
+	if k.stamp != o.stamp {
+		return k.stamp < o.stamp
+	}
+	return k.seq < o.seq
 }

@@ -35,6 +35,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
+	admitted uint64         // admissions so far, under mu; numbers sessions for eviction
 	conns    sync.WaitGroup // one per admitted connection goroutine
 
 	// baseCtx is given to handlers; it is cancelled when Shutdown gives up
@@ -240,6 +241,8 @@ func (s *Server) admit(conn net.Conn) {
 		return
 	}
 	sess := newSession(s, s.shared, s.cfg, s.h, conn)
+	s.admitted++
+	sess.seq = s.admitted
 	s.sessions[sess] = struct{}{}
 	s.conns.Add(1)
 	s.mu.Unlock()
