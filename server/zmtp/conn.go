@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -47,8 +46,9 @@ type session struct {
 	word  uint64
 	// heartbeatUntil (coarse ms) protects the peer from eviction after a PING.
 	heartbeatUntil atomic.Int64
-	// reserved is what msgBuf holds from the shared pool.
-	reserved int64
+	// reserved and cmdReserved are what msgBuf and cmdBuf hold from the
+	// shared pool.
+	reserved, cmdReserved int64
 	// seq is the admission order, the tie-breaker of the coarse clock
 	// when choosing whom to evict.
 	seq uint64
@@ -122,6 +122,7 @@ func (s *session) releaseBuffers() {
 	}
 	s.shared.release(s.reserved)
 	s.reserved = 0
+	s.dropCommandBuffer()
 }
 
 // stats returns the server counters, or a throwaway set when running without a
@@ -183,6 +184,7 @@ func (s *session) handshake() error {
 	if err != nil {
 		return fmt.Errorf("zmtp: read READY: %w", err)
 	}
+	defer s.dropCommandBuffer() // after the READY properties, which alias it, are used
 	if flags&flagCommand == 0 || flags&flagMore != 0 {
 		s.sendError("expected READY")
 		return fmt.Errorf("zmtp: first frame has flags %#x: %w", flags, errExpectedReady)
@@ -250,13 +252,7 @@ func (s *session) serve(ctx context.Context) error {
 		}
 		reply := s.h.Handle(ctx, req, s.replyBuf[:0])
 
-		out := s.outBuf[:0]
-		for _, f := range s.frames[:envLen] {
-			out = appendFrame(out, flagMore, f)
-		}
-		out = appendFrame(out, 0, reply)
-		err = s.write(out)
-		s.outBuf = retain(out, retainReplySize)
+		err = s.writeReply(s.frames[:envLen], reply)
 		s.replyBuf = retain(reply, retainReplySize)
 		s.releaseBuffers()
 		if err != nil {
@@ -267,6 +263,38 @@ func (s *session) serve(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// writeReply sends the envelope and the reply frame. The usual reply fits
+// outBuf and goes out in one Write. A larger one (a DEALER's big envelope)
+// is written frame by frame straight from the message buffer, so that it
+// is never copied into a second buffer of its size.
+func (s *session) writeReply(envelope [][]byte, reply []byte) error {
+	size := 0
+	for _, f := range envelope {
+		size += 9 + len(f)
+	}
+	if size+9+len(reply) <= retainReplySize {
+		out := s.outBuf[:0]
+		for _, f := range envelope {
+			out = appendFrame(out, flagMore, f)
+		}
+		out = appendFrame(out, 0, reply)
+		s.outBuf = out[:0]
+		return s.write(out)
+	}
+	for _, f := range envelope {
+		if err := s.write(appendFrameHeader(s.outBuf[:0], flagMore, len(f))); err != nil {
+			return err
+		}
+		if err := s.write(f); err != nil {
+			return err
+		}
+	}
+	if err := s.write(appendFrameHeader(s.outBuf[:0], 0, len(reply))); err != nil {
+		return err
+	}
+	return s.write(reply)
 }
 
 // retain keeps a buffer for reuse unless it grew beyond limit.
@@ -453,11 +481,23 @@ func (s *session) readCommandBody(size uint64) ([]byte, error) {
 	if size > MaxCommandSize {
 		return nil, fmt.Errorf("zmtp: command of %d bytes: %w", size, errCommandTooLarge)
 	}
-	// Like message bodies, the buffer grows only as bytes arrive.
-	buf := retain(s.cmdBuf, retainCommandSize)
+	// Like message bodies, the buffer grows only as bytes arrive, and
+	// capacity beyond retainCommandSize comes from the shared pool.
+	buf := s.cmdBuf[:0]
 	for len(buf) < int(size) {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(int(size), max(2*cap(buf), 256))-len(buf))
+			newCap := min(int(size), max(2*cap(buf), 256))
+			if need := int64(max(newCap-retainCommandSize, 0)) - s.cmdReserved; need > 0 {
+				if !s.shared.reserve(need) {
+					s.cmdBuf = buf
+					s.sendError("server busy")
+					return nil, fmt.Errorf("zmtp: command of %d bytes: %w", size, ErrPartialBytesExhausted)
+				}
+				s.cmdReserved += need
+			}
+			grown := make([]byte, len(buf), newCap)
+			copy(grown, buf)
+			buf = grown
 		}
 		m, err := s.br.Read(buf[len(buf):min(cap(buf), int(size))])
 		buf = buf[:len(buf)+m]
@@ -470,8 +510,19 @@ func (s *session) readCommandBody(size uint64) ([]byte, error) {
 	return buf, nil
 }
 
+// dropCommandBuffer gives back a command buffer beyond retainCommandSize
+// and its reservation once the command is processed.
+func (s *session) dropCommandBuffer() {
+	if cap(s.cmdBuf) > retainCommandSize {
+		s.cmdBuf = nil
+	}
+	s.shared.release(s.cmdReserved)
+	s.cmdReserved = 0
+}
+
 // handleCommand processes a command frame received after the handshake.
 func (s *session) handleCommand(size uint64) error {
+	defer s.dropCommandBuffer()
 	body, err := s.readCommandBody(size)
 	if err != nil {
 		return err

@@ -204,3 +204,36 @@ func TestPartialBytesAreReleasedAfterEachMessage(t *testing.T) {
 		waitFor(t, "release", func() bool { return srv.Stats().PartialBytes == 0 })
 	}
 }
+
+// TestLargeEnvelopeIsEchoed: a DEALER envelope bigger than the reply buffer
+// is written straight from the message buffer, frame by frame.
+func TestLargeEnvelopeIsEchoed(t *testing.T) {
+	srv := startServer(t, Config{}, echoHandler)
+	p := dialRaw(t, srv)
+	p.handshake(1, "DEALER")
+	route := bytes.Repeat([]byte{'r'}, 100<<10)
+	p.sendMsg(route, nil, []byte("body"))
+	reply, _ := p.recvMsg()
+	if len(reply) != 3 || !bytes.Equal(reply[0], route) || len(reply[1]) != 0 || string(reply[2]) != "echo:body" {
+		t.Fatalf("reply of %d frames, want the 100 KiB route, the delimiter and the echo", len(reply))
+	}
+	waitFor(t, "release", func() bool { return srv.Stats().PartialBytes == 0 })
+}
+
+// TestLargeCommandsDrawOnThePool: a command beyond 1 KiB is held from the
+// shared pool; when the pool cannot spare it the peer gets an ERROR.
+func TestLargeCommandsDrawOnThePool(t *testing.T) {
+	srv := startServer(t, Config{MaxPartialBytes: 8 << 10}, echoHandler)
+	unknown := func(n int) []byte { return appendCommand(nil, "FUTURE", make([]byte, n)) }
+
+	ok := dialRaw(t, srv)
+	ok.handshake(1, "REQ")
+	ok.write(unknown(6 << 10)) // ignored, like any unknown command
+	ok.roundTrip("still here")
+
+	busy := dialRaw(t, srv)
+	busy.handshake(1, "REQ")
+	busy.write(unknown(32 << 10))
+	busy.expectErrorThenClose("server busy")
+	waitFor(t, "release", func() bool { return srv.Stats().PartialBytes == 0 })
+}
