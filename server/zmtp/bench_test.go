@@ -2,6 +2,8 @@ package zmtp
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -53,3 +55,51 @@ func readFullConn(p *rawPeer, buf []byte) (int, error) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// BenchmarkSessionCPU is the transport's own CPU cost per request without
+// the kernel: a session reads a REQ-style message of size bytes from memory,
+// calls a handler that returns a short reply, and writes it to nowhere. The
+// socket round trip above is dominated by system calls; this isolates what
+// the package itself adds per message (phase changes, buffer handling).
+func BenchmarkSessionCPU(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		size int
+	}{{"256B", 256}, {"37KiB", 37 << 10}} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg, err := Config{Logger: discardLogger()}.withDefaults()
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := HandlerFunc(func(_ context.Context, _ Request, dst []byte) []byte { return append(dst, "ok"...) })
+			conn := &loopConn{msg: encodeMsg(nil, make([]byte, bc.size)), left: b.N}
+			s := newSession(nil, newShared(cfg), cfg, h, conn)
+			b.SetBytes(int64(bc.size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := s.serve(context.Background()); !errors.Is(err, io.EOF) {
+				b.Fatalf("serve: %v", err)
+			}
+		})
+	}
+}
+
+// loopConn is a fuzzConn whose peer sends msg left times, then EOF.
+type loopConn struct {
+	fuzzConn
+	msg  []byte
+	pos  int
+	left int
+}
+
+func (c *loopConn) Read(p []byte) (int, error) {
+	if c.left == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.msg[c.pos:])
+	c.pos += n
+	if c.pos == len(c.msg) {
+		c.pos, c.left = 0, c.left-1
+	}
+	return n, nil
+}

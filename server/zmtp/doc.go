@@ -112,5 +112,6 @@
 // panic is logged with its stack, counted in Stats.Panics, and only that
 // connection is closed. Buffers are per connection and reused, so the steady
 // state of a request allocates nothing in this package; each reply is written
-// with a single Write.
+// with a single Write (except one whose envelope exceeds 16 KiB, written frame
+// by frame straight from the message buffer rather than copied).
 package zmtp
