@@ -60,8 +60,9 @@
 //     ErrPartialBytesExhausted (which wraps ErrMessageTooLarge).
 //   - Config.FrameTimeout (default 10 s): once the first byte of a frame
 //     arrives, the message (or command) must be complete within it, or the
-//     connection is closed. A peer idle between messages is not affected.
-//     A housekeeping goroutine enforces it a few times a second, so the
+//     connection is closed (never earlier, at most 200 ms later). A peer
+//     idle between messages is not affected. A housekeeping goroutine
+//     enforces it a few times a second, so the
 //     read path pays one atomic compare-and-swap per phase change and no
 //     deadline syscall.
 //   - Config.MaxConnections (default 1024) open connections, handshaking ones

@@ -97,9 +97,13 @@ func housekeepInterval(frameTimeout time.Duration) time.Duration {
 // The walk is over all connections but runs a few times a second, never per
 // message.
 func (s *Server) housekeep() {
-	t := time.NewTicker(housekeepInterval(s.cfg.FrameTimeout))
+	interval := housekeepInterval(s.cfg.FrameTimeout)
+	t := time.NewTicker(interval)
 	defer t.Stop()
-	limit := s.cfg.FrameTimeout.Milliseconds()
+	// A stamp may be up to one interval older than the byte it marks, so
+	// one interval is added: a message is never cut before FrameTimeout,
+	// and at most two intervals after.
+	limit := (s.cfg.FrameTimeout + interval).Milliseconds()
 	var expired []*session
 	for {
 		select {

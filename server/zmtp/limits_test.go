@@ -237,3 +237,22 @@ func TestLargeCommandsDrawOnThePool(t *testing.T) {
 	busy.expectErrorThenClose("server busy")
 	waitFor(t, "release", func() bool { return srv.Stats().PartialBytes == 0 })
 }
+
+// TestServedPeersBecomeEvictableAfterSilence: a peer that had a reply is
+// protected for EvictableAfter, then goes like any other silent peer.
+func TestServedPeersBecomeEvictableAfterSilence(t *testing.T) {
+	srv := startServer(t, Config{MaxConnections: 1, EvictableAfter: 500 * time.Millisecond}, echoHandler)
+	old := dialRaw(t, srv)
+	old.handshake(1, "REQ")
+	old.roundTrip("once")
+
+	dialRaw(t, srv).expectClosedAfterGreeting() // protected: the newcomer is refused
+	time.Sleep(800 * time.Millisecond)
+	newcomer := dialRaw(t, srv)
+	newcomer.handshake(1, "REQ")
+	newcomer.roundTrip("in")
+	old.expectClosed()
+	if st := srv.Stats(); st.Evictions != 1 || st.RejectedConnections != 1 {
+		t.Fatalf("evictions %d, rejected %d; want 1 and 1", st.Evictions, st.RejectedConnections)
+	}
+}
