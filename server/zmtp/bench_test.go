@@ -103,3 +103,24 @@ func (c *loopConn) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// BenchmarkEvictionCandidate is the admission-time walk over a full table of
+// 1024 silent connections: what a newcomer at the cap costs the accept loop.
+func BenchmarkEvictionCandidate(b *testing.B) {
+	cfg, err := Config{Logger: discardLogger()}.withDefaults()
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &Server{cfg: cfg, shared: newShared(cfg), sessions: make(map[*session]struct{})}
+	for i := range cfg.MaxConnections {
+		sess := newSession(srv, srv.shared, cfg, echoHandler, &fuzzConn{})
+		sess.seq = uint64(i)
+		srv.sessions[sess] = struct{}{}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if victim, _ := srv.evictionCandidateLocked(srv.shared.now()); victim == nil {
+			b.Fatal("no candidate among silent connections")
+		}
+	}
+}

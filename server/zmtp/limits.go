@@ -94,8 +94,6 @@ func housekeepInterval(frameTimeout time.Duration) time.Duration {
 
 // housekeep advances the clock and cuts connections whose message has been
 // incomplete for longer than FrameTimeout, until the server stops accepting.
-// The walk is over all connections but runs a few times a second, never per
-// message.
 func (s *Server) housekeep() {
 	interval := housekeepInterval(s.cfg.FrameTimeout)
 	t := time.NewTicker(interval)
@@ -112,75 +110,86 @@ func (s *Server) housekeep() {
 		case <-t.C:
 		}
 		s.shared.tick()
-		now := s.shared.now()
-		expired = expired[:0]
-		s.mu.Lock()
-		for sess := range s.sessions {
-			w := sess.state.Load()
-			if phaseOf(w) == phaseReceiving && now-stampOf(w) > limit &&
-				sess.state.CompareAndSwap(w, closedWord(closedFrameTimeout)) {
-				expired = append(expired, sess)
-			}
-		}
-		s.mu.Unlock()
-		for _, sess := range expired {
-			s.counters.frameTimeouts.Add(1)
-			s.log.Debug("zmtp: message incomplete past the frame timeout, connection closed",
-				"remote", sess.conn.RemoteAddr().String(), "frame_timeout", s.cfg.FrameTimeout)
-			_ = sess.conn.Close()
-		}
+		expired = s.cutStalled(s.shared.now(), limit, expired[:0])
 		clear(expired)
 	}
+}
+
+// cutStalled closes the connections whose message has been incomplete for
+// more than limit ms. The walk is over all connections but runs a few times
+// a second, never per message; the closing happens outside the lock.
+func (s *Server) cutStalled(now, limit int64, expired []*session) []*session {
+	s.mu.Lock()
+	for sess := range s.sessions {
+		w := sess.state.Load()
+		if phaseOf(w) == phaseReceiving && now-stampOf(w) > limit &&
+			sess.state.CompareAndSwap(w, closedWord(closedFrameTimeout)) {
+			expired = append(expired, sess)
+		}
+	}
+	s.mu.Unlock()
+	for _, sess := range expired {
+		s.counters.frameTimeouts.Add(1)
+		s.log.Debug("zmtp: message incomplete past the frame timeout, connection closed",
+			"remote", sess.conn.RemoteAddr().String(), "frame_timeout", s.cfg.FrameTimeout)
+		_ = sess.conn.Close()
+	}
+	return expired
 }
 
 // evictLocked makes room at the connection cap: it closes the connection
 // that is the safest to lose and reports whether one was found. Called with
 // s.mu held, only when the table is full, so the walk over all connections
 // is paid on admission, never per message.
-//
-// Never evicted: a connection in the middle of a message or a request, one
-// whose latest PING is within its TTL (or HeartbeatWindow when the PING
-// carried none), and one that has had a reply within EvictableAfter.
-// Among the rest, peers that never had a reply go first, each class in
-// order of longest silence.
 func (s *Server) evictLocked() bool {
 	now := s.shared.now()
-	protect := s.cfg.EvictableAfter.Milliseconds()
 	for range 3 { // a candidate may start a message under our feet; look again
-		var victim *session
-		var victimWord uint64
-		var victimKey evictionKey
-		for sess := range s.sessions {
-			w := sess.state.Load()
-			if phaseOf(w) != phaseIdle || now < sess.heartbeatUntil.Load() {
-				continue
-			}
-			served := w&servedBit != 0
-			if served && now-stampOf(w) < protect {
-				continue
-			}
-			// Lexicographic: never had a reply first, then the oldest
-			// stamp, then the earliest admitted (the clock is coarse).
-			key := evictionKey{served: served, stamp: stampOf(w), seq: sess.seq}
-			if victim == nil || key.before(victimKey) {
-				victim, victimWord, victimKey = sess, w, key
-			}
-		}
+		victim, w := s.evictionCandidateLocked(now)
 		if victim == nil {
 			return false
 		}
-		if !victim.state.CompareAndSwap(victimWord, closedWord(closedEvicted)) {
+		if !victim.state.CompareAndSwap(w, closedWord(closedEvicted)) {
 			continue
 		}
 		delete(s.sessions, victim)
 		s.counters.evictions.Add(1)
 		s.log.Debug("zmtp: connection evicted at the connection cap",
-			"remote", victim.conn.RemoteAddr().String(), "served", victimWord&servedBit != 0,
-			"silent_ms", now-stampOf(victimWord))
+			"remote", victim.conn.RemoteAddr().String(), "served", w&servedBit != 0,
+			"silent_ms", now-stampOf(w))
 		_ = victim.conn.Close()
 		return true
 	}
 	return false
+}
+
+// evictionCandidateLocked returns the connection to evict and the state word
+// it was chosen on, or nil when no connection may be evicted.
+//
+// Never evicted: a connection in the middle of a message or a request, one
+// whose latest PING is within its TTL (pingProtection when the PING carried
+// none), and one that has had a reply within EvictableAfter. Among the
+// rest, peers that never had a reply go first, then the longest silent,
+// then the earliest admitted (the clock is coarse).
+func (s *Server) evictionCandidateLocked(now int64) (*session, uint64) {
+	protect := s.cfg.EvictableAfter.Milliseconds()
+	var victim *session
+	var victimWord uint64
+	var victimKey evictionKey
+	for sess := range s.sessions {
+		w := sess.state.Load()
+		if phaseOf(w) != phaseIdle || now < sess.heartbeatUntil.Load() {
+			continue
+		}
+		served := w&servedBit != 0
+		if served && now-stampOf(w) < protect {
+			continue
+		}
+		key := evictionKey{served: served, stamp: stampOf(w), seq: sess.seq}
+		if victim == nil || key.before(victimKey) {
+			victim, victimWord, victimKey = sess, w, key
+		}
+	}
+	return victim, victimWord
 }
 
 // evictionKey orders eviction candidates: the smallest goes first.
