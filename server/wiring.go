@@ -28,6 +28,13 @@ type ChannelConfig struct {
 	MaxMessageBytes  int64
 	HandshakeTimeout time.Duration
 	MaxConnections   int
+	// FrameTimeout bounds how long a message may stay incomplete once its
+	// first byte arrived; MaxPartialBytes caps the message bytes all
+	// connections hold beyond their own 64 KiB; EvictableAfter is how long a
+	// peer that had a reply must be silent before a newcomer may evict it.
+	FrameTimeout    time.Duration
+	MaxPartialBytes int64
+	EvictableAfter  time.Duration
 	// Model holds the model-engine settings: instrument axis, tolerances,
 	// saturation level. A nil InstrumentAxis means the default 2048-point
 	// axis of the interface document, used for models that carry none
@@ -113,6 +120,9 @@ func startChannel(ctx context.Context, endpoint string, cfg ChannelConfig, reg *
 		MaxMessageSize:   cfg.MaxMessageBytes,
 		HandshakeTimeout: cfg.HandshakeTimeout,
 		MaxConnections:   cfg.MaxConnections,
+		FrameTimeout:     cfg.FrameTimeout,
+		MaxPartialBytes:  cfg.MaxPartialBytes,
+		EvictableAfter:   cfg.EvictableAfter,
 		Logger:           log,
 	}, h)
 	if err != nil {
