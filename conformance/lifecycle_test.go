@@ -98,12 +98,14 @@ func startRunningJob(t *testing.T, p *serverProcess) string {
 // stalls in the middle of its body, a training runs, and two connections
 // have not sent a whole request (one silent, one trickling its header).
 // Both ports refuse new connections at once (while the upload is still
-// open), the upload is answered 503 SHUTTING_DOWN, and the process exits 0
-// within 3 s instead of waiting out the 15 s grace.
+// open), the upload is answered 503 SHUTTING_DOWN, the process exits 0
+// within 3 s instead of waiting out the 15 s grace, and after a restart
+// the job reads failed INTERRUPTED.
 func TestShutdownWithStalledUploadAndRunningJob(t *testing.T) {
 	const grace = 15 * time.Second
-	p := startProcess(t, t.TempDir(), "-shutdown-grace", grace.String())
-	startRunningJob(t, p)
+	dir := t.TempDir()
+	p := startProcess(t, dir, "-shutdown-grace", grace.String())
+	running := startRunningJob(t, p)
 	upload := stalledUpload(t, p.httpAddr)
 	// Connections that must not hold the shutdown either: one silent,
 	// one sending its header a byte at a time.
@@ -150,6 +152,13 @@ func TestShutdownWithStalledUploadAndRunningJob(t *testing.T) {
 		}
 	case <-time.After(grace + 5*time.Second):
 		t.Fatal("no exit within the grace period")
+	}
+
+	// The cancelled training reads INTERRUPTED after the restart.
+	p2 := startProcess(t, dir)
+	job := must(p2.client(t).GetTrainingJobWithResponse(context.Background(), running))(t)
+	if job.JSON200 == nil || job.JSON200.Status != gen.Failed || job.JSON200.Error == nil || job.JSON200.Error.Code != "INTERRUPTED" {
+		t.Errorf("the job running at SIGTERM reads %d %s, want failed INTERRUPTED", job.StatusCode(), job.Body)
 	}
 }
 
@@ -415,7 +424,7 @@ func healthOf(t *testing.T, c *gen.ClientWithResponses) *gen.HealthStatus {
 // naming ENOSPC, loading a staged model (an index write) and a training
 // upload both get 507 INSUFFICIENT_STORAGE with retryable: true, the
 // upload before its body is read. Once space is freed, health reads ok.
-// The same disk remounted read-only: degraded naming EROFS and 507 again.
+// The registry made read-only: degraded naming EROFS and 507 again.
 // Once writable, the same load succeeds.
 func TestFullDisk(t *testing.T) {
 	disk := smallDisk(t)
@@ -468,15 +477,22 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("health after freeing space: %s %v", h.Status, h.DegradedReasons)
 	}
 
-	// The same disk read-only: EROFS.
-	if out, err := exec.Command("mount", "-o", "remount,ro", disk).CombinedOutput(); err != nil {
+	// The registry read-only: EROFS. A read-only bind mount of the registry
+	// over itself (the disk itself cannot be remounted read-only while the
+	// server holds its lock file open for writing).
+	reg := filepath.Join(disk, "registry")
+	if out, err := exec.Command("mount", "--bind", reg, reg).CombinedOutput(); err != nil {
+		t.Fatalf("bind mount: %v: %s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,ro,bind", reg).CombinedOutput(); err != nil {
+		exec.Command("umount", reg).Run()
 		t.Fatalf("remount read-only: %v: %s", err, out)
 	}
 	h = healthOf(t, c)
 	readOnly := h.Status == "degraded" && h.DegradedReasons != nil && strings.Contains(strings.Join(*h.DegradedReasons, "; "), "EROFS")
 	res = must(c.LoadModelWithResponse(context.Background(), gen.LoadModelRequest{Version: staged}))(t)
-	if out, err := exec.Command("mount", "-o", "remount,rw", disk).CombinedOutput(); err != nil {
-		t.Fatalf("remount read-write: %v: %s", err, out)
+	if out, err := exec.Command("umount", reg).CombinedOutput(); err != nil {
+		t.Fatalf("umount the read-only bind mount: %v: %s", err, out)
 	}
 	if !readOnly {
 		t.Errorf("health on a read-only disk: %s %v, want degraded naming EROFS", h.Status, h.DegradedReasons)

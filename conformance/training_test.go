@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"ramanserve/gen"
+	"ramanserve/inference/registry"
 	"ramanserve/server"
 	"ramanserve/trainer"
 	"ramanserve/trainer/csvdata"
@@ -219,7 +220,7 @@ func TestTrainingInterruptedByKill(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(filepath.Join(dir, "models"))
 	for _, e := range entries {
-		if strings.Contains(e.Name(), ".tmp") {
+		if registry.IsTempName(e.Name()) || strings.Contains(e.Name(), ".tmp") {
 			t.Errorf("partial file left in the registry: %s", e.Name())
 		}
 	}

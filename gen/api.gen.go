@@ -573,7 +573,10 @@ type TrainingUpload struct {
 	// Csv Columns in this order: `scan_id`, `wn_0` .. `wn_2047`,
 	// `EPA_g_per_L`, `DHA_g_per_L`, `DPA_g_per_L`; comma separated, one
 	// header line, one spectrum per line. `scan_id` values are unique.
-	// Intensities and labels are finite decimal numbers; labels are
+	// Intensities and labels are finite decimal numbers
+	// (`[+-]digits[.digits][e[+-]digits]`, at least one digit before or
+	// after the point): no digit separators (`1_000`), hexadecimal
+	// (`0x1p-2`), `inf`, `infinity` or `nan`; labels are
 	// non-negative. At least 12 rows (10-fold cross-validation needs
 	// two more rows than folds).
 	Csv  openapi_types.File `json:"csv"`
@@ -697,7 +700,12 @@ type ClientInterface interface {
 	//   answer 507 `INSUFFICIENT_STORAGE`;
 	// * the model that was active before the last restart could not be
 	//   restored at start-up;
-	// * the prediction channel is not listening.
+	// * the prediction channel is not listening;
+	// * a model file in the registry could not be read and was moved to the
+	//   registry's `quarantine/` folder (with `<name>.reason.txt` beside
+	//   it), or a listed model's file is missing. Each is named in
+	//   `degraded_reasons` for as long as it lasts: quarantine is listed on
+	//   every call, so removing the file from `quarantine/` clears it.
 	//
 	// `status: ok` with `model_loaded: false` is a valid answer: the server
 	// is up but every `predict` returns `MODEL_NOT_LOADED`.
@@ -727,7 +735,13 @@ type ClientInterface interface {
 
 	// ListModels List every model in the registry
 	//
-	// Models are sorted by `trained_at`, newest first; ties are broken by version name.
+	// Models are sorted by `trained_at`, newest first; ties are broken by
+	// version name. A `.npz` or `.joblib` file found in the registry's
+	// `models/` folder without an entry (copied in by hand, or written just
+	// before a crash) is read at start-up and listed as `archived`, its
+	// version being the file name without extension (or a free name derived
+	// from it); a file that cannot be read is moved to `quarantine/` instead
+	// (see `GET /health`). No model file is ever deleted by the server.
 	//
 	// Corresponds with GET /model/list (the `ListModels` operationId).
 	ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -790,8 +804,34 @@ type ClientInterface interface {
 	// 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 	//
 	// One training runs at a time; further jobs wait in a bounded queue
-	// (`-training-queue`, default 4). When it is full the answer is 429
-	// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+	// (`-training-queue`, default 4). An upload takes its place in the
+	// queue before its body is read: the running job, the queued jobs and
+	// the uploads in progress together hold at most `-training-queue` + 1
+	// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+	// at once, while the client may still be sending, with
+	// `retryable: true`, a `Retry-After` header and `Connection: close`;
+	// the body is not read.
+	//
+	// Memory: one training memory budget (`-max-training-memory`, default
+	// a quarter of the host's physical memory) covers every upload being
+	// parsed and the data set of every queued or running job. It counts
+	// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+	// takes 8 bytes), plus one training copy of it: an accepted data set
+	// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+	// stored, 21 KB for the cross-validation fit). The charge is taken
+	// every 128 rows, before the memory is; an upload whose data set
+	// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+	// point, while the client is still sending, with a message naming the
+	// budget. A job gives its memory back when it ends (done, failed or
+	// cancelled by shutdown); the running job trains with fewer parallel
+	// fits when the budget cannot hold more. The process's peak resident
+	// memory stays under the budget plus a fixed overhead of 128 MiB
+	// (runtime, buffers, loaded models).
+	//
+	// On shutdown (SIGTERM) the running job is recorded `failed` with
+	// `INTERRUPTED`; queued jobs are not started, their data sets are
+	// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+	// `queued`: the next start queues them again.
 	//
 	// The trained model enters the registry as `staged`.
 	//
@@ -801,8 +841,7 @@ type ClientInterface interface {
 	// fails the job with the same code.
 	//
 	// On shutdown an upload still arriving is cut at once with 503
-	// `SHUTTING_DOWN`; a job already accepted is kept (see
-	// `GET /training/{jobId}`).
+	// `SHUTTING_DOWN`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -812,8 +851,14 @@ type ClientInterface interface {
 	// GetTrainingJob Poll a training job
 	//
 	// Job records are kept on disk and survive restarts. A job that was
-	// `queued` or `running` when the server process died reads `failed`
-	// with error code `INTERRUPTED` after the restart.
+	// `running` when the server stopped reads `failed` with error code
+	// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+	// `queued` and runs after the restart; if its saved data set is
+	// missing (the process was killed), damaged, or no longer fits the
+	// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+	// which. When the registry cannot take the record's write (read-only,
+	// full), this endpoint still reports the job's real state; the record
+	// is written once the disk takes writes again (retried every 5 s).
 	//
 	// Corresponds with GET /training/{jobId} (the `GetTrainingJob` operationId).
 	GetTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -832,7 +877,12 @@ type ClientInterface interface {
 //     answer 507 `INSUFFICIENT_STORAGE`;
 //   - the model that was active before the last restart could not be
 //     restored at start-up;
-//   - the prediction channel is not listening.
+//   - the prediction channel is not listening;
+//   - a model file in the registry could not be read and was moved to the
+//     registry's `quarantine/` folder (with `<name>.reason.txt` beside
+//     it), or a listed model's file is missing. Each is named in
+//     `degraded_reasons` for as long as it lasts: quarantine is listed on
+//     every call, so removing the file from `quarantine/` clears it.
 //
 // `status: ok` with `model_loaded: false` is a valid answer: the server
 // is up but every `predict` returns `MODEL_NOT_LOADED`.
@@ -882,7 +932,13 @@ func (c *Client) GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn
 
 // ListModels List every model in the registry
 //
-// Models are sorted by `trained_at`, newest first; ties are broken by version name.
+// Models are sorted by `trained_at`, newest first; ties are broken by
+// version name. A `.npz` or `.joblib` file found in the registry's
+// `models/` folder without an entry (copied in by hand, or written just
+// before a crash) is read at start-up and listed as `archived`, its
+// version being the file name without extension (or a free name derived
+// from it); a file that cannot be read is moved to `quarantine/` instead
+// (see `GET /health`). No model file is ever deleted by the server.
 //
 // Corresponds with GET /model/list (the `ListModels` operationId).
 func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -975,8 +1031,34 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 // 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 //
 // One training runs at a time; further jobs wait in a bounded queue
-// (`-training-queue`, default 4). When it is full the answer is 429
-// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+// (`-training-queue`, default 4). An upload takes its place in the
+// queue before its body is read: the running job, the queued jobs and
+// the uploads in progress together hold at most `-training-queue` + 1
+// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+// at once, while the client may still be sending, with
+// `retryable: true`, a `Retry-After` header and `Connection: close`;
+// the body is not read.
+//
+// Memory: one training memory budget (`-max-training-memory`, default
+// a quarter of the host's physical memory) covers every upload being
+// parsed and the data set of every queued or running job. It counts
+// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+// takes 8 bytes), plus one training copy of it: an accepted data set
+// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+// stored, 21 KB for the cross-validation fit). The charge is taken
+// every 128 rows, before the memory is; an upload whose data set
+// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+// point, while the client is still sending, with a message naming the
+// budget. A job gives its memory back when it ends (done, failed or
+// cancelled by shutdown); the running job trains with fewer parallel
+// fits when the budget cannot hold more. The process's peak resident
+// memory stays under the budget plus a fixed overhead of 128 MiB
+// (runtime, buffers, loaded models).
+//
+// On shutdown (SIGTERM) the running job is recorded `failed` with
+// `INTERRUPTED`; queued jobs are not started, their data sets are
+// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+// `queued`: the next start queues them again.
 //
 // The trained model enters the registry as `staged`.
 //
@@ -986,8 +1068,7 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 // fails the job with the same code.
 //
 // On shutdown an upload still arriving is cut at once with 503
-// `SHUTTING_DOWN`; a job already accepted is kept (see
-// `GET /training/{jobId}`).
+// `SHUTTING_DOWN`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1007,8 +1088,14 @@ func (c *Client) StartTrainingWithBody(ctx context.Context, contentType string, 
 // GetTrainingJob Poll a training job
 //
 // Job records are kept on disk and survive restarts. A job that was
-// `queued` or `running` when the server process died reads `failed`
-// with error code `INTERRUPTED` after the restart.
+// `running` when the server stopped reads `failed` with error code
+// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+// `queued` and runs after the restart; if its saved data set is
+// missing (the process was killed), damaged, or no longer fits the
+// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+// which. When the registry cannot take the record's write (read-only,
+// full), this endpoint still reports the job's real state; the record
+// is written once the disk takes writes again (retried every 5 s).
 //
 // Corresponds with GET /training/{jobId} (the `GetTrainingJob` operationId).
 func (c *Client) GetTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1264,7 +1351,12 @@ type ClientWithResponsesInterface interface {
 	//   answer 507 `INSUFFICIENT_STORAGE`;
 	// * the model that was active before the last restart could not be
 	//   restored at start-up;
-	// * the prediction channel is not listening.
+	// * the prediction channel is not listening;
+	// * a model file in the registry could not be read and was moved to the
+	//   registry's `quarantine/` folder (with `<name>.reason.txt` beside
+	//   it), or a listed model's file is missing. Each is named in
+	//   `degraded_reasons` for as long as it lasts: quarantine is listed on
+	//   every call, so removing the file from `quarantine/` clears it.
 	//
 	// `status: ok` with `model_loaded: false` is a valid answer: the server
 	// is up but every `predict` returns `MODEL_NOT_LOADED`.
@@ -1298,7 +1390,13 @@ type ClientWithResponsesInterface interface {
 
 	// ListModelsWithResponse List every model in the registry
 	//
-	// Models are sorted by `trained_at`, newest first; ties are broken by version name.
+	// Models are sorted by `trained_at`, newest first; ties are broken by
+	// version name. A `.npz` or `.joblib` file found in the registry's
+	// `models/` folder without an entry (copied in by hand, or written just
+	// before a crash) is read at start-up and listed as `archived`, its
+	// version being the file name without extension (or a free name derived
+	// from it); a file that cannot be read is moved to `quarantine/` instead
+	// (see `GET /health`). No model file is ever deleted by the server.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1363,8 +1461,34 @@ type ClientWithResponsesInterface interface {
 	// 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 	//
 	// One training runs at a time; further jobs wait in a bounded queue
-	// (`-training-queue`, default 4). When it is full the answer is 429
-	// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+	// (`-training-queue`, default 4). An upload takes its place in the
+	// queue before its body is read: the running job, the queued jobs and
+	// the uploads in progress together hold at most `-training-queue` + 1
+	// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+	// at once, while the client may still be sending, with
+	// `retryable: true`, a `Retry-After` header and `Connection: close`;
+	// the body is not read.
+	//
+	// Memory: one training memory budget (`-max-training-memory`, default
+	// a quarter of the host's physical memory) covers every upload being
+	// parsed and the data set of every queued or running job. It counts
+	// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+	// takes 8 bytes), plus one training copy of it: an accepted data set
+	// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+	// stored, 21 KB for the cross-validation fit). The charge is taken
+	// every 128 rows, before the memory is; an upload whose data set
+	// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+	// point, while the client is still sending, with a message naming the
+	// budget. A job gives its memory back when it ends (done, failed or
+	// cancelled by shutdown); the running job trains with fewer parallel
+	// fits when the budget cannot hold more. The process's peak resident
+	// memory stays under the budget plus a fixed overhead of 128 MiB
+	// (runtime, buffers, loaded models).
+	//
+	// On shutdown (SIGTERM) the running job is recorded `failed` with
+	// `INTERRUPTED`; queued jobs are not started, their data sets are
+	// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+	// `queued`: the next start queues them again.
 	//
 	// The trained model enters the registry as `staged`.
 	//
@@ -1374,8 +1498,7 @@ type ClientWithResponsesInterface interface {
 	// fails the job with the same code.
 	//
 	// On shutdown an upload still arriving is cut at once with 503
-	// `SHUTTING_DOWN`; a job already accepted is kept (see
-	// `GET /training/{jobId}`).
+	// `SHUTTING_DOWN`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1385,8 +1508,14 @@ type ClientWithResponsesInterface interface {
 	// GetTrainingJobWithResponse Poll a training job
 	//
 	// Job records are kept on disk and survive restarts. A job that was
-	// `queued` or `running` when the server process died reads `failed`
-	// with error code `INTERRUPTED` after the restart.
+	// `running` when the server stopped reads `failed` with error code
+	// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+	// `queued` and runs after the restart; if its saved data set is
+	// missing (the process was killed), damaged, or no longer fits the
+	// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+	// which. When the registry cannot take the record's write (read-only,
+	// full), this endpoint still reports the job's real state; the record
+	// is written once the disk takes writes again (retried every 5 s).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1870,7 +1999,12 @@ func (r GetTrainingJobHTTPResult) ContentType() string {
 //     answer 507 `INSUFFICIENT_STORAGE`;
 //   - the model that was active before the last restart could not be
 //     restored at start-up;
-//   - the prediction channel is not listening.
+//   - the prediction channel is not listening;
+//   - a model file in the registry could not be read and was moved to the
+//     registry's `quarantine/` folder (with `<name>.reason.txt` beside
+//     it), or a listed model's file is missing. Each is named in
+//     `degraded_reasons` for as long as it lasts: quarantine is listed on
+//     every call, so removing the file from `quarantine/` clears it.
 //
 // `status: ok` with `model_loaded: false` is a valid answer: the server
 // is up but every `predict` returns `MODEL_NOT_LOADED`.
@@ -1916,7 +2050,13 @@ func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqE
 
 // ListModelsWithResponse List every model in the registry
 //
-// Models are sorted by `trained_at`, newest first; ties are broken by version name.
+// Models are sorted by `trained_at`, newest first; ties are broken by
+// version name. A `.npz` or `.joblib` file found in the registry's
+// `models/` folder without an entry (copied in by hand, or written just
+// before a crash) is read at start-up and listed as `archived`, its
+// version being the file name without extension (or a free name derived
+// from it); a file that cannot be read is moved to `quarantine/` instead
+// (see `GET /health`). No model file is ever deleted by the server.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -1999,8 +2139,34 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // 512 MiB); beyond it the answer is 413 `PAYLOAD_TOO_LARGE`.
 //
 // One training runs at a time; further jobs wait in a bounded queue
-// (`-training-queue`, default 4). When it is full the answer is 429
-// `TRAINING_QUEUE_FULL` with `retryable: true` and a `Retry-After` header.
+// (`-training-queue`, default 4). An upload takes its place in the
+// queue before its body is read: the running job, the queued jobs and
+// the uploads in progress together hold at most `-training-queue` + 1
+// places. Without a free place the answer is 429 `TRAINING_QUEUE_FULL`
+// at once, while the client may still be sending, with
+// `retryable: true`, a `Retry-After` header and `Connection: close`;
+// the body is not read.
+//
+// Memory: one training memory budget (`-max-training-memory`, default
+// a quarter of the host's physical memory) covers every upload being
+// parsed and the data set of every queued or running job. It counts
+// the numeric matrix, not the bytes on the wire (a 2-byte cell `1,`
+// takes 8 bytes), plus one training copy of it: an accepted data set
+// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
+// stored, 21 KB for the cross-validation fit). The charge is taken
+// every 128 rows, before the memory is; an upload whose data set
+// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
+// point, while the client is still sending, with a message naming the
+// budget. A job gives its memory back when it ends (done, failed or
+// cancelled by shutdown); the running job trains with fewer parallel
+// fits when the budget cannot hold more. The process's peak resident
+// memory stays under the budget plus a fixed overhead of 128 MiB
+// (runtime, buffers, loaded models).
+//
+// On shutdown (SIGTERM) the running job is recorded `failed` with
+// `INTERRUPTED`; queued jobs are not started, their data sets are
+// saved in the registry (`jobs/<job_id>.dataset`) and they stay
+// `queued`: the next start queues them again.
 //
 // The trained model enters the registry as `staged`.
 //
@@ -2010,8 +2176,7 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // fails the job with the same code.
 //
 // On shutdown an upload still arriving is cut at once with 503
-// `SHUTTING_DOWN`; a job already accepted is kept (see
-// `GET /training/{jobId}`).
+// `SHUTTING_DOWN`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2027,8 +2192,14 @@ func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Cont
 // GetTrainingJobWithResponse Poll a training job
 //
 // Job records are kept on disk and survive restarts. A job that was
-// `queued` or `running` when the server process died reads `failed`
-// with error code `INTERRUPTED` after the restart.
+// `running` when the server stopped reads `failed` with error code
+// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
+// `queued` and runs after the restart; if its saved data set is
+// missing (the process was killed), damaged, or no longer fits the
+// memory budget, it reads `failed`/`INTERRUPTED` with a message saying
+// which. When the registry cannot take the record's write (read-only,
+// full), this endpoint still reports the job's real state; the record
+// is written once the disk takes writes again (retried every 5 s).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3362,138 +3533,158 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"1Hx7d9s2tu9X2Utz1qrdS8myY2da+y8lVlLP+FVLTu+cKleESMhCTAIqANrRtP7ud+0N8CVStjInzZz5",
-	"o40skXhs7Mdvv/B7J1LpUkkurekc/97R3CyVNJz+OOVzliV2qLXS+HekpOXS4ke2XCYiYlYouffJKInf",
-	"mWjBU4af/kvzeee485e9cvA996vZo9Fu/DSdp6enoBNzE2mxxME6x52BXIGyC65hzkSSaQ47c6WBf2bp",
-	"MuFw2D+E8PJqPH13dXt5GgZw2D+C8GI4/unqdIrfD87Pr34Z4i9H/VcQjoY3H4Y30ze3o3+Eu73OU9A5",
-	"kyabz0UkuLQjqzS7499ud+MFB83vhLF69Z2BWJh7iJiUyoJl9xwYPGphOeyEZ5ej23fvzt6eDS/H09H4",
-	"6mbwfhjuHk/kPEuSADRncVfJZAVKg3rgGn7LlGU9uFR2IeQdPDID0YLJOx6fQKi51Ss2S/gxWJ3xcCKV",
-	"jDiYJYs4CANzzXncm8hO0FlwFnNNHHCDb3UHc8uJAepbGfFIydiAVfDIhIUZnyuNu7N6JeTdCbzq9zpB",
-	"hXB2teSd446Qlt9xjdSh07BcS5Z8Yy67lWbJIzEXPAbD9QOxW5ZYIvx4eHM5OJ8Ob26ubjzTXLNVolg8",
-	"Vuqc6W/NMDMVr4B/jjhHci84RErOxV2meQyJSAWu+nrwj/Orwel0fHU1PR/cIK/Qwm8le2AiwaP/dosO",
-	"Rz/djsdnl++np1e/XIbHtGhPZmPVcsljeFyIhNMPtD1kV6a1eCDWUXoia6J7nO9b8ggngYgtiW+zJAEm",
-	"Y7ALYaq/p2yFPJ6sgJl7CN8Px7C34Cyxi7AHb5RdANO8KRcoAkQ1ky2XSlseX/BYsDGx7rc+8+9oRzgh",
-	"oOzgflFRsCjiS8tj2AlvL0e319dXN+Ph6fRieHo2mI7/ce2O/ikXPZLktwsmJS+lTGaJ5wncdtBZarXk",
-	"2gqn+SMV03a5zNLO8a+di6vT4TlpV+Sx4Wkn6Jxdfhicn51OR9fDt+Ob24tO0Mk/Tq9ux9Ord9ObweX7",
-	"YSfoVBf5YXgzOru6pG//fnn1yyUtuBN0Lgbn765uLmgfo9GAXvSfSp6meavS2fkY5GrFWC3kHR5eyo3x",
-	"Sr3xW3HelV9nSiWcSSKZ5r9lQvMYd01UKIervlxOq2afeGRxaE/iG75MVk1tSV8Dlw88UUsOShJDLzWP",
-	"hWdo9zqqzPphICc0x7tW8u6NilcBXLsxaAL3zYWKeXIm5wptA5PA06VdQcqWgJY05MgEIU7U2EOktOYJ",
-	"MfVUxM1Znfn6LePGfmcgFHF4QvtwMzgyw+OCu935JyFSWRIT6844xBzpGsOcaeBSZXcLtCBozkDYyqLK",
-	"M+M50z4nVDUGfwo6bat/p7lZgIhBzZ2+0HQoO7e3Z6dg+WeL9El3Wxfh8BH+zmznuBOrDPmgeFBm6YzT",
-	"xNarilx2lkre0ZnSKU1pSuQqPKOpkHNVfOX22cbRD5UB98sHSktaZ9yHfF1Ehsap0mYCx1fNWVsYmk6x",
-	"jaXd8X5Fps5ZmQZGZnYc60cMT0DcSYVmz30t5F1I2j8syRn2IJQiCZHrpDWAdmVmuCTeWld7jT23sc2t",
-	"FL9lvOAbDl4jrDMOaB6pNOUy5vFuAA8sEfFE3o7fdX/owbi0gGSyDQiLjH9w9Bq+n60sN9+fQJiyz+dc",
-	"3tlFvvyJjBZMs8hybQIwCsXZLSTNEiu6+CaUjyCWhCUzhvh7Ip10EImMFUmCAqj5PDNogIVdQEPtOgxY",
-	"rKNzfHD0OuikQuZ/728UjnZ4aAQCTSTbrRSfgS9VtDgBRY+xJHDHt/HAmgK34QifEUBRFcCa6H19YWuV",
-	"o1xbfWBJxltIdSU5uPXDkmsotBtRjUVWPHCgReeiZWCHJQnYheacRIG5z12L4NS6h3ebUnf602BLLXZ6",
-	"ve2Twy2ffGqljJyLmMuIbyLNdZUeAQgJv/YD2P94AoYXgmh6KaJ4p3J+6MEgeWQrg8RCNjqZSFah6eNC",
-	"GY+gaebc/ZpxeihDYCUMJHxuQWWWhM4u+ESi/UzZCh8kc+ckZUsCp+yzSJGl9kmY3Of+lxB+6xGG/8MR",
-	"2g6qDlmPf9+AF+tnd8GihZC8i7YdJRbwMXdwyNiWvmOOy61aFlY5VlGWevn/18Fd7KIXneM5S0ypJ7YE",
-	"e21y/BO5DyPLbGaaNHByOn3g2gjnDWzQVOV6Y36nWczjqebMKGlaDaJxTMslhIamDpE9w/zd8ASU5LDI",
-	"UiZLSrsBvTaRscDhkJzC8tS00s5/wbRmK6IzKUn0eXnchpWJ862KVFLdcqs5rwAByF8C/9IJ7FeOudCx",
-	"QWe5sgslN49dsafCUNDEcon64b0ik6Izid4SXNM4aH/RWxQ8iWGhkthMJLKdHz437O8VvmdFytE60xBK",
-	"BlCNP4V3ar938Lr3Q+jkv0FIt6jNC79QcZaUM8+1SvO5Z5lIYkDDhKKLv+6EMX/gSeiVfKIilrjH2lGq",
-	"KZgzt37qvlMyWqu9y5a44alx9hrfbVEOm6yfn7BNXM4Vi8kTqQBIFjteZMl1RXi8hNblackQbbRhTpw7",
-	"lwiV6Yg7iZiLhIewwxPD4bDfhzB3UW+GP98OR+NwtzeRg5lRSWY54PDAZYwOi5AQ9j6pWSJmIdgFswGw",
-	"ueUazCpNhLw3wDSfSM2NSh54HEAiuIFMxlyT8HnucSf/nQGWJOqRx6CVQgS3E3bpmy6usItfhgF49eT9",
-	"pCIgGIp0qbTdwxNPYq53TyaSoqGPIt/W9WD8Uy3S2YOBLAAVGBHziOmJDCdZv/8qwo3SJ977ZJQM4U48",
-	"cBdGemQP3OMO9lkYF0chBGFgx3A+kaG5TzjTsuuW1UtjomIdIR72f3zdxot0NjVVjOxyx+NOI17kvg9R",
-	"PaTKcgMM3FcOygQQMh0txAM+o3mXdC2j5yTkv0ykw0g7bF2sXTjZsSrQ7sIyouHiyCfOxkeZ1lzaZJXD",
-	"rnwkpE4ediH1wp1q3A1yxnMU8nqlZCf8EY1ciOcQErgFyR+LMwcu8f+SpbiD0M/nvJpym8I6qudSXdAx",
-	"3zxCZVELTFQAbamKnvOgP/jHGgDXf/+CjG/CBiy5U1rYRdpqdpCKU9I/6Yuqxz3N46pubQy41PxBqMxs",
-	"VsB+n/kJ+7A1CfAjW26KZ0gU9EdmWtTuGr3WFtmypLVttxH2glstojeas/tYPcrtfYYTYGsOhJOKWHEX",
-	"PfQuBHK0StFqxv/7/YQioLUN7GqwRI0D1xTP9fnooHt5dj04HzkjS9QyYDUTksew4JqfQKEGr89HN/xO",
-	"c+OEVOnKT2LJEyH5zsgyGTMdjyKWcB3UXtl1k3hd0WrCE2a5tNN6Xq4Qi/02sdAHTtCSq3nn+NfnpXyd",
-	"sZ4+rivjt1oZ06XoBUN1d3NQ57AeDMg9r+wk19OGUg46dXrgT1vQxWgIO/j/tx9262sL4G7v/MUF+sOd",
-	"MlvnSGZ5F4WyNf7n3zEEA7fQVaVxnVJgo8l8l0581RyWSkhraCtmySOrs7Qiuvwzfkfc8jwfVKbUTN61",
-	"uGTn6hGNvYwhW+JsFQSQx7ZwSsQwn4UJIEq7+zW/YQtBT9nnM/f4AS24/KPuY6ypzTVBropt7cQ+btIP",
-	"58JhzDb90KTEoGbfTwCdtVzTe7oLA06XPxM5rDimxF84UUGsZ9keHy9M7la06RSTbKTBqIH/i1ebkKEN",
-	"K9SW9YW23Ih/8un9rCUUKP7Ja/zlUJGQ8HfxJgCtEEojS9ZYvFWqSgfnReJ6WjTkfc2PxN/QyqPgnzg/",
-	"S5ZaAxcaOHDgcDVi9HI8MgHkceAj+PB3Brco5j41SMPWA5lfVctstnsbUFxBwheFKs8wNdnAxQY2AqxB",
-	"NWJZCNgmWNUmbC2orhlreCZE2+aFb+H3boNNas5vfZKWZQZrtGrM2kp4h9DeKmn55xaVNmM2Wvj0XGNX",
-	"kUqyVE6FjPnnygOlekbGbmeXTQs5FexOKmNF1BKhusgSdFK0YJaTiyXowcInzs0Zu2NCGodII5aImSb5",
-	"QLh6z1cTKYp4LVDWvkgiOvYgBzrPmVRCtT0YoZ9aDQSjCONJZgkzbTHahD/wvOhnC3P227bPTSmvs/XT",
-	"msdZ5GJr22QVD7Z+8IvWYQ++aCHPcEmRf24LD8sI3Vw68ReV93q6hJg6j9a//PJaRuEp6MR1/n3u9RaO",
-	"fwo6Qs65xjGn24OgdRX5vHZeo1Btx00dUlvPx+eOpMijth5Krl62oEiujFC1epF+6c1R/lxDbeY/tC19",
-	"VBl9bcEuhNyq1EjzO+pNawHu+iPSiHy0NYTCUg4JxbOAGQhLXGzCfx3/vj46evW6GVo3EZNTw39rXWZl",
-	"5pZloqtkkxUIGWnOjJB3DqOf5Ivnv2UsMTUkH657Il97R2vHW91Bnext553jry+sTFpz48c3g7NLqjc7",
-	"+zC8eU/ln66Q7+b2epz/2VJQCTvVAKyvxyzKVagks6DlLvn7a+WBX5ik+vKsU06gv6lZUyZ4wpYG8eJ2",
-	"wftKLc12znn9dJqu+S+LFdHnk5pRuS6PA1ASQvc59G5VEcDeqgTjk5ptAjdLrSiS0lbaw1yiyeOOuUpi",
-	"+FyJhBnLlwZiJfkJpEoqq6SITmC/16/gDfy5vepg6+yr5oZC3V9K4Rv3XpPE4wUHldlIpVRgE+Iaw8Jf",
-	"RT/qt4xnPEbm1JkkX4aCx5TBYHkV9VakL72r+hr8DF2XRyimyf/GJQU4vzt2l9NqrKpXiV+7HztBx//W",
-	"CTo4CJKehmjxTdckx3NJxZ0pmKM4hOeKmypiNfCB/RbxMlakzPJ4Gmfeumwtac+wsVvyNNNJS86U2UXJ",
-	"xDqFcM/6pe65hI4b2JE+fDkc7dfxHA0uuGXNzUtlvbtXpnrq+r/cEb7HrGqpEr/yv0BmuAZB7t0XVhe5",
-	"RNKU3B5ej7Csj9TUxIXp2u/3+/0XTFexjReopVtdofU4pSvRLlyhaKEMlxWVRMa4GXx30dwvCpmWMdcv",
-	"em1t9zQGRZOf2/5NoeCet9RMWzFnkZ22J3KrfG4s1fSVoaEAXL3iA0d3b81Cax5ZpVcbDG9xNtso3fwo",
-	"n4KO5I/bw/Xqw+Wkwdqen6Pi7TJRrEXjROahhbHIpzcgpCuQUTrm+hhCApIiRnDzKKf9EHo9+nTQP/xr",
-	"GExkOLweTO+mS66n5/jQ6U/1Pyu/niBfpgwMXzKN3It2nE+kawaBRJCGlxWHfum/7pXrgAfyuaiyPqOi",
-	"yd5EnpUAkOxSwmY8cc/MhRSWKoJFyhKfzjInlUcmUirZlfyOmKEHAwsJZ8bC/gFo9WhgZ7/fJVsfVYUP",
-	"gYDknKo8HhWk1JeCj9sFk4QNjE9jF5Z+JiTTqw08xb6AoVgT5JmHjh+mjSU+PFMpUgbQKEPcg3NuXSlo",
-	"LO6ENQGEPTzKqS+D7YYBGItsKO9cgSebyITeQUtMLwXALKTKWHh9WC0d3RGWJjEkgp7bSsnzBPN1MJ3j",
-	"zjIx3YP+wev9/YOD7n5//6jfR13GcDJc/v/7ddD9b9b9Z7/748fyY2/a/fh7P3j96um/WkyXc7ZVkxZn",
-	"ucubF/3YBbNgMy0NMLhhKZMla+4c9A9/gIrnsYt/qImsu9mofobXgwBOfxoQ+U6vB7Bzt3eOW53I8aPK",
-	"y5Ycu9LMMcxWJAhLrSJuzDE++j18//0Fk+yOp6jYd2plbN8ZKjYxu99/fww/jcfXe/u9ffg/8LfR1SUi",
-	"uqXSFo6Ojl733EBl1RS+8N9cq4uf4Wb4897N8Lr6/JGv4HW+wzWL7otKbNObSKCS47zuShgoG56EhLAS",
-	"MQthxo2IuVMuePgnIKzJqytxKM/nRAaqb6jXhiMLVtsfKn+T54DKCCDMI8r4c+7n4+d6jKHyTSWAkQ+x",
-	"FmyqPFwJ2tD8a5EgkhAao8gmh6UxNjDjiXr01Z6oY6WL50Nuzw3MlF0UHEEs8pe//AVog2Yihw9crwgB",
-	"o+zljZTkDnH6SavMcvTck4yqjjJ5L9WjdN+bAB61kncTmXK7ULHTldXONBNAxLQWvnYnrJVkhmURfi71",
-	"6Xr1ZYjOZtiDtyrmBqgEfLZym3XzECv/QSwKf1CxJvzh/KI/JvKPbrdb/IePHfb78EezyAr+qLV+FGUH",
-	"KaK3en2n873zYnqnelwahSfxLlRnKcvUUWrySahxzDdF0TE5maq9uFbng99dX43GsEdoYw+tsG8uq5T6",
-	"4IBr6q9l1LdXeXThmVEr+a6y0BjP5KTWSmDYysDjoj7N7eVo8G44pdk2zcFgKaJ7Kvmcoxa3ChhECTMG",
-	"vUYv1tzFzxNh7AlurmgQ5Z95RBXPzd2NBzfvh+PR1PdpbZ5fyaLu3ETiXtguFUT4nS8YlWH67BmeMlXc",
-	"WWRwlqwsr03dqG1rndXxuC/+OybiempTVR819jj4GJQMyGVcK/Qjh9WX9BnYqRf87RbEc7JbrejrwdsF",
-	"j+5RfFzpEJMroD6M3G2j5KZxPU3V3fnmt+nw/56NxqMv3VsVCFA9WoITrJ5l1Fw6344+VKYrHEqCCn74",
-	"t6MPOGrKEsREfI0/nXQi3iPF5LJMrVNdDMeD08F48NJ8IQKiEJZM27oMV7FUnS/PRqOzy/fT68HN+MXR",
-	"I/Pg6nPq06TCGGRAP+4hDlPTDsirWbTw2rr62N+u3qwpEmoqLab//ZOancVP4XGh2T+pGYi4Nsh6J2U5",
-	"juMB6mA6rqVFfZ2aH+WIRmm2u+d6l5bNPwuDJi2zRFdiKVK9zrjkY/2IY1HX8Nnl9Prm6v3NcERsyVzN",
-	"KWVkiZNdlKalj9zBzkqf+DHsh/n4P+D43jBMx2cXw6vbhoEgHZ73BOcNwJTDS5S8c0BP1strRZzwou+5",
-	"u7B22cVRKKmusmpx7as+mF0SdOZMA822U7XHSCMcPSOHbBesUvf51EKCa7NhEvxEn4yS9dlgJ59tH2fz",
-	"e99/5dTZelN21XI929HthznydqCty7c6FqpZKulFEFHvGnYjHdBhF3Hyn2+Ht8Ppu9tzMiwMci52Re+u",
-	"odpHFvM2621O3x/9Ua4SaqFy+AOyDW33dWWT4xyURYu41moW8fr8VDNeTEfUrvaLwx9ec6clLK90h5tE",
-	"EfOk7LM71/I3E+7iji2757K1szxC/VuU7ZsUWcR1lqM5wU0F8LgQ0QKYNI9ok2vd5xRubqFl0BCjYL3n",
-	"HdeRKJOb63zbtV57zxQbm+1rcocQwPUFlq33zUNWeQNf2W8xw1Pxi/irO+q25EqbgQue1dtb3I1x7Jr+",
-	"d8Lh5dXo+m24W70MYycc3ly9G4W79Wsx8PvTn2+vxuFum10Tdtt7M6Dl2oz1k3vVJ76cyPJt6lAgloVM",
-	"JtwYKpWgGzcmclAcCjm1NWNY+IvMki7aYaWFLl5DszyRSoOL1gT+X+MIsA8X4k0ATKL05bcaoEhJM+ca",
-	"uIwU+SNKT+R6e86uwzHz0lvgzj9I2IrrKgDy3o2ZSM1ZtECqOE8ElgkTsktdsof9fgCHr/YDOOrv4wkd",
-	"9Y8KR2qQ2QWX1hdOTeSlktz1zaInr+dI8sJ1IPKRhog0j/E1luT7xoGtuufS97+6FkkuyKR5/6109DxT",
-	"u+p+k/tqjrLoB9OeUs4klZ7oTBZtzgkj514YlVC810cEQHL7qPS9WztxpaAV2tVEOtVGRpVgSh5xDn1v",
-	"kprX8I/vMRKWIi6apUzSeqtqDXVUpeW6IFanUh3W6ff2e30fqZdsKTrHnVe9fu+Vi9gsKPboNRR+vOMt",
-	"pXK+rfKg36/ok3zTwkC27G3oUXNeJLKJmlODhOGuCysoc4MQqvvQR1PaI77tF+UstZrxmNxsFi0gQimZ",
-	"rdDRxwcoQz43KxnleTHNU0UY4xD+Lt6coH71XR/0rgGzYJq76CcAjb7rjtI31ZWOatFaRwNzraU6dmoL",
-	"NRS+3q6kyEEwK2N5WiqswGsq/nnBMmN57N/3aotQDHkXPsKAi+3BuWI+VlBYcIdkaIUSx3BWiBR1u5o+",
-	"yUnuICcpIbqOpdEgkTBj0cihwq7d6oDz4PcUx2fWxSC72bIYunknQK7n0CnllB8klen45xjUfe4KVTsR",
-	"C7uPuNirSLe/6h0zVE2WLQnbOXkubhAAzV3QsInEaX7X41lY7pLP23FExJbU39WKI0ocenD0ere4rUbN",
-	"EX48QpQILq05nsgZXymPuCK2rJraXCtlS1Q++69dKLsyCQU2gVGgvoJAejDIP65ditO8DodU1ETuMLly",
-	"FpDqWalNqnGDFnFaAUN2Hd97jcniicS/nVyiJrKlJcIf7jlfdlmCPPXI6AYEioWhqUD46qPSE/kKDCle",
-	"XK2xbAWos1xZX6ZJiRebJS2NOhz1oM8NTKRb0SswPXjjSItkdcLvAVqVhHR7lfei77mWPPnOTKQjvYPA",
-	"vcJ7oCxGYhQs2AMqIassS6jI1+F24oYNnkLJD/vOLzEuViMIqmsR3ZNgs4l0kB4VJDBUhFnCtMOsSAWf",
-	"gg5cXE3IzHJf6OisiVDyLO4cd95z69jZZcTLi90O+v2vdplRrSl6w11GJW7Mlj3X+OwbAtvHLha7V7uC",
-	"jq40ytKU6VXnuHMuHrhEy+POlcVCuuS/ZXemc/xrx1uzj/haxbveaN5+aa9HduEzp0OFIT+e9BLFR5ta",
-	"ZCJ3yut3kK3zTJAz8Map1zIUOBdJ4i/jUJkFlt/d0H6eZSPUn3ik5SQbzrN6JQWd52H/8NvdjnXZPKKd",
-	"5jm428+OHFmeZ7L6FXRfiT0RvcXMsjwoWKVZhUnzho4Kkya+j6WVSS9cexqloxyQn61qDQkBSP6ITsFc",
-	"aASwLu+qOcw0QmJ8vJZRbHDZuTCOzcyfzmPUsfPCJYn/5mPEJeaRBMd09WjrC0eZ5/hV2/1JHrvlFe4y",
-	"hpTdkzeacwuzKhUI9FZo0EsQU4Z+J3KeiLuFpVy6WXBTuYSJmk7d6M7pleiDKckhMx7BSv7oxdgB72ca",
-	"sYtGjs2t2IQ2/Y+V52v90ThgNUuw1ik91yqlJJ1rlyZ0U/MGXNc9rZ2lHJ5tmP4eBr4IzmQReinzLKEm",
-	"3xqFms3eMx6plBtaR7HZ6nhylZe6UYS0SW/CLQWCzlN56Iw4RB7XN4WWUfqgA81zRRd7Su7GdzE5NA7U",
-	"TQQDDwHcr4TUDvs/0nKb0VwHoreK29LUYbU3mYB2ypmhyCTHdSv6R1VjskERDnN+gI8wcUIzede8P0gi",
-	"v/spzjQlJpUkp8nNvt4sHeau8jO9Q6Wz0mY2ix71jivLqFTEfxVV1rjn4qleAIL0fvoTVWmzB3+DSl3L",
-	"KHjL3f+G14KuJ4uDRmY3aKZsg4lsJFyDteRosClriS83k4pKN5JxzsV/Ror9zaCH/R+/5V3I9TyMkJBX",
-	"ucJOU9Z3e0ASndf+zhBRUtEWqYve17zcl7lg0P4WV/we7r962QavX7BL7x29/F7rTa3/MmQ46r/aZsry",
-	"Sl1656/bzNS8dPprIU0XDqu1W+aWZ2ehLKnc3U1ApR6F3wxWxmWKeMm0KXIKwqJO5ixF7nQwQ7NHH4Si",
-	"GA+iJ1hwutloIlOeKr1y0kYQFWZo4dQjaP6JR9ZUsnHOdtXu8nk7+oAy7S5xa5aOrCWovVAzbV3NZB6y",
-	"D2CW2Yk0/v4fnyN2y0m4X4P3Wt2yaJVpjunLkNhEeqIgIHNlY+Xyjfhnnqh0KSRK8ZHN8zEj9yDd4liJ",
-	"F03k0f4BXIg3uyfgY0PCrvuh+6/a8ou0hCvJ1xN6OXg4KWIon9SsDH0wmPkmbIp3UBQjH6FLX1WiF4e7",
-	"PSBn2e2Lglprizv4cSLbk43PwBG2lkp0uqogan4lh78UQVLRYg1GMVMA2OKt9YQS9ZlSxHiHuRCwC1jt",
-	"VpMZzmebyJKL8XiPgbkxqi58vUWoCBwe9f86kRuyYsxSFglxXDncXCRJNd74Sc3o6CYSkaYpvvO5fA4G",
-	"4W+kYu6PHMwis7F6lJTp8QxYy+0RE2Y2n98NddR/NZFrOcQTYDRX7mYUGE4YuOdLm18O1V7/0Bq7GKF2",
-	"yTMbzwIxutcURXZvrnTaRXlz3d4uTVUpkvYvubu5O5Z/tnuReQigapBVZLntOg1VLeatv9sw4eXt2dtW",
-	"/vqC7q2w38FXQxBtXSwb0B8VoxjflvNvxH6kwVvKhYL1Ah/XbFcHjG7d/w48cXjw47e9AL5Q4LUiDNhp",
-	"Vau7XxHbbYHo/lVwtf8NSZiTL780P4dsRReFu21xh8q/zi6uz4cXw8txJXL4n4cEnQ6qVvMgOHGXPyMG",
-	"YhKYWclooZVEJ6d47JOaVfBh/vU6QvQKfmNs8m9osnikdOwijmQqvHPvVpHpB0SlPoNo0AKiWsozjhMZ",
-	"OvXkhN9XnYXlXRAekuU551hwF/o3RcfpRJJVo74/H6KvtgF7z8ihBlrEhkB7tes26CyZZim3JFy//t4R",
-	"uFtq8Qk6iD07xx0iTWdd9VcFqdKqtn/wwwtNb08f/8SAQXVvm43Ftw/s39bLJnfWKi7/JxH9/yjV8zVU",
-	"wbVC4LeNhBeX5Tjerm/Fz1ArN4lj32VL/audhbXL4709upp2oYw9Pjo6ek19zH629ramErTLGHIvtZQn",
-	"76M+BY0ilE0KzJQvF9trvr4xa+hf9UnDp49P/z8AAP//",
+	"1H1rd9s2tuhf2Utz1qrUoWTJsTOt/UlJlNQzfo1lp3dOlStCJGQhJgEVAG2rbf77XXsDfImU48xJM/d8",
+	"aGNLJLCxsd8v/96JVLpWkktrOke/dzQ3ayUNp1/e8CXLEjvRWmn8PVLScmnxR7ZeJyJiVii599EoiZ+Z",
+	"aMVThj/9l+bLzlHnL3vl4nvuW7NHq135bTqfPn0KOjE3kRZrXKxz1BnLDSi74hqWTCSZ5tBdKg38kaXr",
+	"hMPB8ADC84vr+duLm/M3YQAHw0MIzybXP128mePn49PTi58n+M3h8AWE08nV+8nV/NXN9F9hb9D5FHRO",
+	"pMmWSxEJLu3UKs1u+bc73fWKg+a3wli9+c5ALMwdRExKZcGyOw4MHrSwHLrhyfn05u3bk9cnk/Pr+fT6",
+	"4mr8bhL2jmZymSVJAJqzuK9ksgGlQd1zDb9myrIBnCu7EvIWHpiBaMXkLY+PIdTc6g1bJPwIrM54OJNK",
+	"RhzMmkUchIGl5jwezGQn6Kw4i7kmCrjCt/rjpeVEAPWjTHmkZGzAKnhgwsKCL5XG01m9EfL2GF4MB52g",
+	"gji7WfPOUUdIy2+5RuzQbViuJUu+MZXdSLPmkVgKHoPh+p7ILUssIf56cnU+Pp1Prq4urjzRXLJNolh8",
+	"rdQp09+aYBYq3gB/jDhHdK84REouxW2meQyJSAVCfTn+1+nF+M38+uJifjq+QlohwG8ku2ciwav/dkCH",
+	"059urq9Pzt/N31z8fB4eEdAezcaq9ZrH8LASCacv6HhIrkxrcU+ko/RM1lj3KD+35BFuAhFbE91mSQJM",
+	"xmBXwlS/T9kGaTzZADN3EL6bXMPeirPErsIBvFJ2BUzzJl8gCxDWTLZeK215fMZjwa6JdL/1nX9HJ8IN",
+	"AXkHz4uCgkURX1seQze8OZ/eXF5eXF1P3szPJm9OxvPrf126q/+Usx5x8usVk5KXXCazxNMEHjvorLVa",
+	"c22Fk/yRium4XGZp5+iXztnFm8kpSVekscmbTtA5OX8/Pj15M59eTl5fX92cdYJO/uP84uZ6fvF2fjU+",
+	"fzfpBJ0qkO8nV9OTi3P69B/nFz+fE8CdoHM2Pn17cXVG55hOx/Si/6mkadq3yp2dD0EuVozVQt7i5aXc",
+	"GC/UG98V9135dqFUwpkklGn+ayY0j/HUhIVyuerL5bZq8ZFHFpf2KL7i62TTlJb0MXB5zxO15qAkEfRa",
+	"81h4gnavo8isXwZSQnO9SyVvX6l4E8ClW4M2cJ+cqZgnJ3KpUDcwCTxd2w2kbA2oSUOORBDiRo0zREpr",
+	"nhBRz0Xc3NWpr18zbux3BkIRh8d0DreDQzM8rLg7nX8SIpUlMZHugkPMEa8xLJkGLlV2u0INguoMhK0A",
+	"Vd4Zz4n2KaaqEfinoNMG/VvNzQpEDGrp5IWmS+ne3Jy8AcsfLeIn7bUC4ewj/J7ZzlEnVhnSQfGgzNIF",
+	"p42tFxU576yVvKU7pVua05ZIVXhHcyGXqvjInbONou8rC47KB0pNWifc+xwuQkPjVukwgaOr5q4tBE23",
+	"2EbS7nq/IlHnpEwLIzE7ivUrhscgbqVCtec+FvI2JOkflugMBxBKkYRIddIaQL2yMFwSbW2LvcaZ28jm",
+	"RopfM17QDQcvEbYJBzSPVJpyGfO4F8A9S0Q8kzfXb/s/DOC61ICksg0Ii4S/f/gSvl9sLDffH0OYssdT",
+	"Lm/tKgd/JqMV0yyyXJsAjEJ2doCkWWJFH9+E8hG0JWHNjCH6nknHHYQiY0WSIANqvswMKmBhV9AQu84G",
+	"LODoHO0fvgw6qZD576OdzNFuHhqBhiai7UaKR+BrFa2OQdFjLAnc9e28sCbD7bjCJxhQVBmwxnpfn9la",
+	"+SiXVu9ZkvEWVF1IDg5+WHMNhXQjrLHIinsOBHTOWga6LEnArjTnxArM/dy3aJxa93CvyXVvfho/U4q9",
+	"uXzuk5NnPvmpFTNyKWIuI74LNZdVfAQgJPwyDGD04RgMLxjRDFK04p3I+WEA4+SBbQwiC8noeCZZBacP",
+	"K2W8BU075+7XgtNDGRpWwkDClxZUZonp7IrPJOrPlG3wQVJ3jlOeieCUPYoUSWpEzOR+Hn4J4p+9wuR/",
+	"uELbRdVN1qPfd9iL9bs7Y9FKSN5H3Y4cC/iYuzgkbEufMUflVq0LrRyrKEs9///7xl3sohedoyVLTCkn",
+	"nmnstfHxT+Q+TC2zmWniwPHp/J5rI5w3sENSlfDG/FazmMdzzZlR0rQqROOIlksIDW0dInmG+bvhMSjJ",
+	"YZWlTJaYdgt6aSJjgcshOoXlqWnFnf+Aac02hGcSkujz8rjNVibKtypSSfXIreq8YghA/hL4l45hVLnm",
+	"QsYGnfXGrpTcvXZFnwpDQRPLJcqHd4pUis4kektwSeug/kVvUfAkhpVKYjOTSHZ++Vyxv1P4nhUpR+1M",
+	"SygZQDX+FN6q0WD/5eCH0PF/A5EOqN2An6k4S8qdl1ql+d6LTCQxoGJC1sVvu2HM73kSeiGfqIgl7rF2",
+	"K9UUxJlrP3XXKQmtVd9lazzw3Dh9je+2CIdd2s9v2MYup4rF5IlUDEgWO1pkyWWFeTyH1vlpzdDaaLM5",
+	"ce+cI1SmI+44YikSHkKXJ4bDwXAIYe6iXk3+eTOZXoe9wUyOF0YlmeWAywOXMTosQkI4+KgWiViEYFfM",
+	"BsCWlmswmzQR8s4A03wmNTcquedxAIngBjIZc03M56nH3fx3BliSqAceg1YKLbhu2KdP+ghhHz8MA/Di",
+	"yftJRUAwFOlaabuHN57EXPeOZ5KioQ8iP9bl+PqnWqRzAGNZGFRgRMwjpmcynGXD4YsID0o/8cFHo2QI",
+	"t+KeuzDSA7vn3u5gj8K4OApZEAa6hvOZDM1dwpmWfQfWII0Ji3UL8WD448s2WqS7qYliJJdbHnca8SL3",
+	"eYjiIVWWG2DgPnKmTAAh09FK3OMzmvdJ1jJ6TkL+zUw6G6nLttnahZMdqQKdLiwjGi6OfOx0fJRpzaVN",
+	"NrnZla+E2MnDLiReuBONvSAnPIchL1dKcsIvUcmFeA8hGbcg+UNx58Al/l+yFE8Q+v2cV1MeU1iH9Zyr",
+	"Czzmh0dTWdQCExWDthRFT3nQ7/1jDQPXf/4ZHt9lG7DkVmlhV2mr2kEszkn+pJ8VPe5pHldla2PBteb3",
+	"QmVmtwD258xv2IetiYEf2HpXPEMioz8w0yJ2t/C1BWQLSFvHbkPsGbdaRK80Z3exepDP9xmOgW05EI4r",
+	"YsVd9NC7EEjRKkWtGf//7ycUAa3nmF0NkqhR4JbguTyd7vfPTy7Hp1OnZAlbBqxmQvIYVlzzYyjE4OXp",
+	"9Irfam4ckypd+UqseSIk704tkzHT8TRiCddB7ZWe28TLilYVnjDLpZ3X83IFW4za2ELvO0ZLLpado1+e",
+	"5vJtwvr0YVsYv9bKmD5FLxiKu6v9OoUNYEzueeUkuZw2lHLQqZMDfxpAZ9MJdPH/r9/36rAFcLt3+lkA",
+	"/eXOma1TJLO8j0zZGv/z7xgyA58hq0rlOqfARpP4zh37qiWslZDW0FHMmkdWZ2mFdfkjfkbU8jQdVLbU",
+	"TN62uGSn6gGVvYwhW+NuFQsgj23hlmjDPAoTQJT2RzW/4RmMnrLHE/f4PgFc/lL3MbbE5hYjV9m2dmMf",
+	"dsmHU+FszDb50MTEuKbfjwGdtVzSe7wLA06WPxE5rDimRF+4UYGsJ8keHy9U7rNw0yk22YmDacP+L15t",
+	"mgxttkINrC/U5Ub8xud3i5ZQoPiN1+jLWUVCwj/EqwC0QlMaSbJG4q1cVTo4n0Wux0WD37f8SPwOtTwy",
+	"/rHzs2QpNRDQwBkHzq5GG71cj1QAeRz4CD78ncEjiqVPDdKy9UDmV5Uyu/XeDiuuQOFnmSrPMDXJwMUG",
+	"dhpY42rEsmCwXWZVG7O1WHXNWMMTIdo2L/wZfu9zbJOa81vfpAXMYAtXjV1bEe8stNdKWv7YItIWzEYr",
+	"n55rnCpSSZbKuZAxf6w8UIpnJOx2ctkFyBvBbqUyVkQtEaqzLEEnRQtmOblYgh4sfOJcnbFbJqRxFmnE",
+	"ErHQxB9ort7xzUyKIl4LlLUvkoiOPMiBznMmlVDtAKbop1YDwcjCeJNZwkxbjDbh9zwv+nmGOvv1uc/N",
+	"Ka/z7Kc1j7PIxdaek1Xcf/aDXwSH3f8iQJ6gkiL/3BYelhG6uXTjnxXe2+kSIuo8Wv/5l7cyCp+CTlyn",
+	"36deb6H4T0FHyCXXuOb8+UbQtoh8WjpvYah24qYMqcHz4akrKfKorZeSi5dnYCQXRihaPUt/7s1p/lxD",
+	"bOZftIE+ray+BbALIbcKNZL8DnvzWoC7/og0Il9ty0JhKYeE4lnADISlXWzCf9/+fXl4+OJlM7RuIibn",
+	"hv/aCmZl5xYw0VWyyQaEjDRnRshbZ6Mf58DzXzOWmJolH257Il/7RFvXWz1BHe1t953bX19YmbTlxl9f",
+	"jU/Oqd7s5P3k6h2Vf7pCvquby+v815aCSuhWA7C+HrMoV6GSzAKXPfL3t8oDvzBJ9eVZpxxBf1eLJk/w",
+	"hK0N2ovPC95Xamme55zXb6fpmv+82hB+PqoFlevyOAAlIXQ/h96tKgLYzyrB+KgWu4ybtVYUSWkr7WEu",
+	"0eTtjqVKYnisRMKM5WsDsZL8GFIllVVSRMcwGgwr9gZ+3V518Ozsq+aGQt1fiuEr914TxdcrDiqzkUqp",
+	"wCZEGMPCX0U/6teMZzxG4tSZJF+GgseUwWB5FfWzUF96V3UY/A59l0cotsl/R5AC3N9du8tpNaAaVOLX",
+	"7stO0PHfdYIOLoKopyVafNMtzvFUUnFnCuIoLuGp4qYKW419YL+FvYwVKbM8nseZ1y7P5rQnyNiBPM90",
+	"0pIzZXZVErFOIdyzHtQ9l9BxCzvUh58PR3s4nsLBGbeseXiprHf3ylRPXf6XJ8L3mFUtVeIX/hvIDNcg",
+	"yL37wuoil0iak9vD6xGW7ZWakrhQXaPhcDj8jOoqjvEZbOlWV2g7TulKtAtXKFopw2VFJJEybgbfXTT3",
+	"i0KmZcz1i17bOj2tQdHkp45/VQi4pzU101YsWWTn7YncKp0bSzV9ZWgoAFeveM/R3dvS0JpHVunNDsVb",
+	"3M1zhG5+lZ+CjuQPzzfXqw+XmwZbZ34KizfrRLEWiROZ+xbCIp/egJCuQEbpmOsjCMmQFDEaNw9yPgxh",
+	"MKCf9ocHfwuDmQwnl+P57XzN9fwUH3rzU/3XyrfHSJcpA8PXTCP1oh7nM+maQSARJOFlxaFf+48HJRxw",
+	"Tz4XVdZnVDQ5mMmT0gAkvZSwBU/cM0shhaWKYJGyxKezKGH+y1/7H2JxK6z5ZeD+/fALLz/8EAbALCSc",
+	"GUtQ0cd5Kk/pmXTaj6pRlZC2dwRS+af8EZU20A1H8+FwGPYCWPFH5gFBAIaPo3V/H78IhVyG7h8Ed+Oy",
+	"PpLJ8LhylpmUSvYlvyWqHcA4h260D1o9GOiOhn0ySqKqlECLRXJO5SgPClJqoMHH7YpJMmKMz7cXJslC",
+	"SKY3O4iffQHls6Y1au47fpk22n3/RElLGemjVPYATrl1NavuxgIIB4jFua/X7YcBGIv8Im9dJSqbyYTe",
+	"QfzSS3THqTIWXh5Ua1y7wtImhmSFZ4tSRHiE+YKdzlFnnZj+/nD/5Wi0v98fDUeHwyEKXYabIfj/95dx",
+	"/79Z/7dh/8cP5Y+Def/D78Pg5YtP/9WiY11UQDVxcZL75nl1kl0xCzbT0gCDK5YyWfJQd3948ANUXKQe",
+	"/qJmsh4PQDk5uRwH8OanMaHvzeUYurd7p3jUmbx+UHl9leMr2jmGxYZ4Y61VxI05wke/h++/P2OS3fIU",
+	"NVC3Vm/3naGqGNP7/vsj+On6+nJvNBjBX+Hv04tzND3XSls4PDx8OXALleVd+MJ/c63O/glXk3/uXU0u",
+	"q88f+lJj5+RcsuiuKBk3g5kEqo3OC8SEgbIzS0gIK6G9EBbciJg7KYiXfwzCmrwMFJfydE5ooEKMehE7",
+	"kmC1T6PyO7k4KDUBwjz0jV/nAQn8uR4MqXxSibTkS2xFxSoPV6JLtP9WyIo4hNYo0t5haTUYWPBEPfiy",
+	"VFQG0iUeIDc8DCyUXRUUQSTyl7/8BeiAZiYn91xvyFRH3ss7Pslv4/SVVpnlIGSUZFQelck7qR6k+9wE",
+	"8KCVvJ3JlNuVip1Qr7bQmQAiprXwRUZhrXY0LLsFcq5Pt8tEQ/SKwwG8VjE3QLXqi407rNuHSPkPIlH4",
+	"g6pK4Q/nwP0xk3/0+/3iP3zsYDiEP5rVYPBHrUelqI9I0cysF6K6IEFe9e9Ej8v38CTuQXWXsp4euSbf",
+	"hDrcfPcWXZPjqdqLWwVJ+NnlxfQa9sgs2kNzwXfBVWqScMEt8dey6uuLPAzyxKqVxFxZEY13Qp6dVJAo",
+	"ecu1w49HgBG/cbr/6U/j/v7hS+qA0HFenlcD60ErpCp7XGuhMGxj4GFVh/rmfDp+O5kT8LtAZrAW0R2V",
+	"ui5RKVgFDKKEGYPespcS3OUNEmHsMeKqaIzljzyiSu8msq7HV+8m19O570/bvb+SRb29icSdsH0qBPGI",
+	"XDEqP/VZQyQaqjS0yC8s2Vhe27pR09e6q2MZX/R4RHflL4+qGamhyZnNQUnPXMa1Ake6Tl/KaKBbL3Ts",
+	"FchzoqBayTiA1yse3SE3OjuLyQ1Q/0nurlJS17herurpfNPffPJ/TqbX0y89W9WuoDq8BDfYNOi+SyWy",
+	"BAQBxJyVQPe9zqxTJpQ/3wtRoKyY3GLeXES8nr6vAFm432SveKBeT98jLClL0DDjcZ2qnYhA65i4w+Xk",
+	"Wrc6m1yP34yvx5/bL0SrLIQ107YuSKoGXZ2aT6bTk/N388vx1fVnV4/MvbNr69ukwhgkW7/uAS5TE1FI",
+	"4Vm08iqj+tjfL15tSTNqwS22//2jWpzEn8KjQr18VAsQcW2R7b7Tch1HOdTvdVRLIvuqPr/KIa3SHA6Q",
+	"C38Cmz8Kg3o1s4RXIkSS/07D5Wv9iGtRj/XJ+fzy6uLd1WRKxMxchS7lr4n+XUyrpeve2b6VrvojGIX5",
+	"+j/g+l47za9PziYXNw0tRYok76DO26Up4+mlM/kNtWJkESe86BLvr6xd93EVKkFQWbUU+cUQTI/EA3P6",
+	"iXbrVo0CxBGunpH72gOr1F2+tZDgmpKYBL/RR6NkfTfo5ruNcDd/9tELJwS3W9ir6vOp/vfjvAkqL+Zw",
+	"8AFLjDoioRszi86thQcK7pMT5hpP8ldSniq9gUUWo0Tvhv2UPfbzb/vu27AA+NDrqbbu6yrUqAao1Bpt",
+	"pno3t1tpn8iqyF/882ZyM5m/vTklxedQX4BoEkVsadkdlz5z4UOxH9UiyEOuH9XC+BovxAI5SHlwtPcc",
+	"qvQkeZiLqlrCA/6AbMfwhLoQzI1AlBEWjX6rWcTr+1Plf7EdUUG1679AQVr6LJUef8KHvymit/I7E/ZK",
+	"TLXNB4hQNRTNFyZF0nXzAVA54qECeFiJaAVMmge0MGozBChp0ILLoMHewfbkAoQjUSY3PvJj1yYmeBLa",
+	"OTKhJg9QwbnuznKAQvOSVd6GWXbNLPBWPBB/c1fdliJrU9fBk/rkGRNOjtzohm44Ob+YXr4Oe9WRJt1w",
+	"cnXxdhr26sNN8PM3/7y5uA57bfpW2OdOP4GW4SfbN/diSHQ5k+Xb1GdCJAuZTLgxVPBCc1NmclxcCpke",
+	"NSVdONPMkozsstJyKF5Dc2EmlQYXcwv8v8YhYARn4lUATCL35bMpkKWkWXINXEaKnDWlZ3K7yarnrLJl",
+	"6Upx5zwlbMN11Zzzrp+ZSc1ZtEKsODcN1gkTsk+9zgfDYQAHL0YBHA5HeEOHw8PCyxxndsWl9eVvM3mu",
+	"JHfdz0JarpeI8sKvIvSRhIg0j/E1luTnxoWtuuPSdzG7RlcuSNV657b0gj1Rux4NkzuyDrPHICydKeVM",
+	"UgGRzmTRrJ4winwIoxKK2vtwCUhuH5S+c7ATVQqC0G5m0ok2UvZkPuV5g9B3mKllzS7znWLCUjhKs5RJ",
+	"grcq1lBGVRrnC2R1KjV+neFgNBj6fItka9E56rwYDAcvXDhrRRFkL6Hwx1veUvDom2P3h8OKPMkPLQxk",
+	"68GOTkPn1CGZqCW1uRjueumCMsMLoboLfaipPW7fPu5ordWCxxSDYNEKIuSSxWYmgR6gOoel2cgoz25q",
+	"niqyfQ7gH+LVMcpX37tD7xowK6a5i2ED0Oo9d5W+NbL04osGSVqYay3VkRNbKKHw9XYhRZ6G2RjL01Jg",
+	"BV5S8ccVy4zlsX/fiy2yrshX8uEXBHYAp6SmSU3VLRiCUOIaTguRoG4X08c5yp0pTEKIhuo02lwSZiwq",
+	"ORTYtdkcuA9+TtkYZl2Atp+ti6Wbkx1yOYcuNierF59lW2W+NUqoTQMhXxEPjqCm6h5lmu+3hlpf3K8Z",
+	"00xaIXnRGwdd5zO6tCheqO9zc1c8sI82jxjiasLmxi0BGxcFMrnf6r2dAUyQBPFgLKUgJAXjtpt1fU+m",
+	"IfMX/xWWMGuOoISVylrdboqWcYIJb51kV0HGhf9MJkn9tFHCmfY9YDPpefMI1F3uNFd7dQubCn0hr34c",
+	"7VSnMFG9ZbYme96BVMzYAM1dtLrpfdH+rgu6sIpKGdJuo0VsTR2QrTZa6XvsH77sFfOc1BJNuweIEsGl",
+	"NUczueAbRUYcp8FPFTMml/jZGgln9NLlUCqbUEQdGKWyKtbdAMb5j1tjo5oDo0j8z2SXyY2zLqjimxoJ",
+	"GzPmiJgLE6/nZIrXRiyeSaJ1knko5W2p5fGLO87XfZYgvz4wmhFCQVhUw+hI+HTITL4AQ0oNoTWWbQD1",
+	"gSt8zTQpyOKwpAFRP6KO8UmpmXQQvQAzgFcOtYhWJ1i98VtFIc1383x8x7VEtplJh3rndQwKj5HyfIlR",
+	"sGL3KOCtsiyhMnjnqxE17PAOS3oYOV/UuKieIKdJi+iOhCabSedcofIBhnIiS5h2/gBiwRdpBC6gK2Rm",
+	"uS8FdppaKHkSd44677h15OxqRsrRh/vD4Vcb91UbG7Bj2ldpk2frgRsN4Ftm29cugN2rDWmkoV9ZmjK9",
+	"6Rx1TsU9l6jV3b2yWEhXHmPZrekc/dLxlsIHfK0SUdlpOvzcXrHvAq1OPwlDsRuSSxSYb0qRmeyWA6qQ",
+	"rPMUpDOejFNdZQx6KZLEj6tRmc11S2/HfZatgn/ilZab7LjP6tAWus+D4cG3mx933ryibvMe3HzAQ4eW",
+	"p4msPqTxK5EnWsYUlvHh4yrOKkSatzxViDTxnV6tRHrmGjgpD+qcpMWm1rITgOQP6HAthUbnwFUmaA4L",
+	"je4GmZ31XPYYwoFc/+YipPXO7qXKXHy97vbOZBlq9sZKQb/St3x3I7X2SU4fjSbzJB9l8TFDQZ37ZhBp",
+	"Zla9Irxesc5cVYUzMpipdMoHIKwpz7LgNUPDxcY9UPyRUtBK5lF0zf0TMdeuuZ4ME2F7x3mQfYtN3QS3",
+	"ihFXN2KENJYUYNdwXlevPXTbaxajc+Ag5gm3pcvqhGQb358K4xjf/OlcT12Gnxns+h9mLAQxj5s5MVAn",
+	"z88wV16XpNpmvnlPJe/KkTGk7I5iLzn/MqtSgQbuhhinMCvLtM1MLhNxu7JU/2NW3FQGx1GjvFvdhXgk",
+	"f3QlPpnx/prkD16wOjfzieERRfPZ7vER5Fv5LyvP12Y64ILVDN+2DNAqJRfBjXgge7Pm8bhJIQQ7stST",
+	"Qx6+h7Ev3DVZhD75MktoMEENQ80BFQseqZQbgqM4bHU9ucnLcyk03sQ3WZKFv5hn9dH1dv5nXD8U2irS",
+	"h9honwsaRiy5W5+G5zBU19QBCWNvlLlvyXY+GP5I4DZzKs6teVb2hLYOq/MUyPVJOTOUH+CShBH+o6qZ",
+	"kaAI/jpP08dTSUYWkz78RRL63VdxpqlGQUkKEbjdtwc8hHlg6Il+x9I1bxVo+VyNjqvQqnTxfBVR1pjN",
+	"86leC4b4/vQnitLm3JAdInUrr+dtqeE3HGW8XTcSNIo8gmb1RjCTjdqLYKuwIdhVcYAvNwsC0PbYSqS7",
+	"gNYTXOynGR8Mf/yW89vr2dBK8gm6TV7vDYA4Ou9XWKA5QoWmJC4GX3MgOXOhz9EzxpIfjF58XgdvDwWn",
+	"9w4//17rdOl/22Q4HL54zpblGHB652/P2ak5KP9r2f4u+FtrEc81T3elLInc3i5DpZ5z2m2sXJeFGmum",
+	"TZFBE2g8a85SpE5nZmj2kCeNhQGKj8CKJy7655K/jtvIaYAFajj1AJp/5JE1lZy40121+WOvp++Rp93g",
+	"yWYV2VaZiGdqpq2r884TVAEsMjuTxs8s85UaDpyEexh8HMGBRVCmuZdVBoBn0iMFDTJXQVqCTyVdrlzA",
+	"JUwp0U46z0fx3IM0ebYSwZvJw9E+nIlXvWPw0TphtyMDoxdtWX4C4UJWcvF14+G4iGpRZjsPRjFY+MER",
+	"FIGiuFKRr6ePKvGkgx5NSfOHtN5mNbBOKAcoHV7orRxT+HVeuIeY8qnNasIdP9hKurv5Xy2Zd7DqlrvY",
+	"nEriorS5ATP8FUYzSXCZAfxcRD3IJXPgbmF1/8f2AoKZZJYynUElSuuDaS5y6CcCe5pyub5qwrNIarOt",
+	"+gCfoiOD7HURKDxyUc/w2CGhWvVYkNoZ8dIRifgvq72okBqjELstp9asFA0kX682Bn0Pv2APIoXCxTtD",
+	"/vLJkJtJLxFyu7YoEFFL/3izre6jWgzgxBajmcmiz1KuRQQps1o8uogjHR7ZIzc5H4Tm0GWw7+c18ySB",
+	"cBSEM+ko8Qf3eC+AdZKZOm4itd4gUMIe0bS73DbNAaZQfrRCBRR79fnib4ND+McratFAKaWWQIXmlc5c",
+	"6I5eDg7gH69m0uV7Atgf4TtLn6BqtCkshfUZNLdZUV6RR5NH+z9Q70JQzTX5mxXmmFLXXkSSJCwPsF2T",
+	"4+mAJhIilfN4l+hw42OZnUlq82ghdJHXRtSIHHVPKYh9XGQm3cborHxUCz8o0RWYO/pk0Z0z4wXVVRro",
+	"utZH71gpPZMRk3i9LmphVpmN1YP05QoVOnL3axwwS46svGaaJQlPZnKJexYVtB4bPtJCwiNVmufGHyVu",
+	"kfY5uwNN2S5pc53lrcHSAfWLEZkxWIpHBPuea2RopBO8xDPxaia7fhAqqp3lkjo5fCjRqeKel9rFGaE7",
+	"PXl3Pbk66zXOSgLUFwbnrcG5rKk2aR/XhanmxE2k5JFA7YoLXZCNb7sx7J7HzVrQEJdoaZgc4OuG27CX",
+	"c77D0UyGbm9fwUJhB5chpc+JMP0Uk0Jl5kPi/JguSd0pNTiYKcITxVvbxTE0+YSy313m0tkuQdSrFmY4",
+	"OTeTpY3iVBJza1RjcfWm9SJRdzj8G6G7rcLH6wkk/HK5pUiSan4PbxIV80ziFZriM18vycGw1M14bpBG",
+	"yfr1OiUyMTKb7++WOhy+mMmteqg2H3mKt5OXWTzpJ9OofLSo9pZKp30kATdAyNXMVPru/Evuz710LH+0",
+	"e5G5D6DqL6nIctt3BmS17ar+bsPDKv8gy3N7tHyP4LNc8/2v5uC1NUbvcM49bzvG+Q+65mRgt9RUB9tV",
+	"0G5+Q92fd3D/J9y9g/0fv+3fFCpsCmfn5un2bqv12PuKrvczHO5/1/cdfUMU5ujL/w5T7lEXjblugHeX",
+	"auRPzi5PJ2eT8+tKqu1/n6N+4wupS9pB39H9PRFUjmiRmo2MVlpJlZnysY9qUXHf84+3HXjfBbAzmfd3",
+	"1DlkOjh74I6vbR57dVBk+l7c87ycyeS2W17+hN6Ms0TC0qLaKqtFTWrqhgnQ4AhSZls2yvYGkNsNzl+N",
+	"Es4qio/Mr9K2KCfTl/3JHvJjEEuyNZ1BU7gjVLfo2zC61VI93PuOUuO9AGKWopGx1apFdqT72xVVByug",
+	"4fa1Q+/VzrhtIhu2IZeJ6qEH8HOjt2vb8nBX9p3Jq/uKornA/fnCXuD4hcuY7HZvFmju0i3esviOjJzE",
+	"VYkeVxYmlyfPkxZ1zc5yIX+KtjXOWsPdLVVrOjflEMyu2oHqqJ2gg/Z4yi2Jv19+7wikR+rrDzqSpSjB",
+	"iHg728q5Kuoq8ylG+z98ZtLFpw9/YsS9erbd6vzb1yrc1Lt/uluNQ/+TIoX/VcrhawjrS4W29XNkcDEh",
+	"09F2/Sh+h1p1chz70To0tKazsnZ9tLdHf49ipYw9Ojw8fEnDi/xu7SMCSr9IxpCHeUt+8kHeT0GjZnmX",
+	"ijHly8Xxmq/vLITyr/o6qE8fPv2/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -225,7 +225,11 @@ func (a *App) shutdown(ctx context.Context) error {
 	if errTrain != nil {
 		errTrain = fmt.Errorf("training: %w", errTrain)
 	}
-	// TODO(issue 9, registry helper): close the registry here (release its
-	// directory lock) once Registry.Close exists: if a.Registry != nil { a.Registry.Close() }.
-	return errors.Join(errHTTP, errCh, errTrain)
+	// Last: the training worker writes job records until it stops. Closing
+	// releases the registry's directory lock.
+	var errReg error
+	if a.Registry != nil {
+		errReg = a.Registry.Close()
+	}
+	return errors.Join(errHTTP, errCh, errTrain, errReg)
 }

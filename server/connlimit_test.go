@@ -140,15 +140,22 @@ func TestConnectionCapHolds(t *testing.T) {
 	}
 }
 
-// quietTraining is a training service never reached in these tests.
+// quietTraining is a training service whose uploads always get a slot;
+// nothing is ever submitted in these tests.
 type quietTraining struct{}
 
-func (quietTraining) Submit(context.Context, *trainer.Dataset, gen.TrainingMeta) (gen.TrainingJobAccepted, error) {
-	return gen.TrainingJobAccepted{}, nil
-}
+func (quietTraining) Reserve(context.Context) (TrainingUpload, error) { return quietUpload{}, nil }
 func (quietTraining) Job(context.Context, string) (gen.TrainingJob, error) {
 	return gen.TrainingJob{}, nil
 }
+
+type quietUpload struct{}
+
+func (quietUpload) TryAcquire(int64) bool { return true }
+func (quietUpload) Submit(context.Context, *trainer.Dataset, gen.TrainingMeta) (gen.TrainingJobAccepted, error) {
+	return gen.TrainingJobAccepted{}, nil
+}
+func (quietUpload) Release() {}
 
 // TestJSONBodyTotalLimit: a JSON body trickled in faster than the idle
 // limit but slower than the total one is 408 at the total limit.

@@ -163,6 +163,7 @@ func (a *API) GetHealth(ctx context.Context, _ gen.GetHealthRequestObject) (gen.
 	if err := a.Registry.RestoreError(); err != nil {
 		reasons = append(reasons, "the previously active model could not be restored: "+err.Error())
 	}
+	reasons = append(reasons, a.Registry.Problems()...) // quarantined files, entries without a file
 	if a.ChannelUp != nil && !a.ChannelUp() {
 		reasons = append(reasons, "prediction channel is not listening")
 	}

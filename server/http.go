@@ -155,6 +155,7 @@ func (d *bodyDeadlines) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
+	// A copy: net/http's own request keeps its own body (see restoreBody).
 	r = r.WithContext(ctx)
 	b := &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: d.idle, ctx: ctx, cancel: cancel, d: d}
 	if r.URL.Path != uploadPath {
@@ -279,11 +280,21 @@ func limitUpload(limit int64) echo.MiddlewareFunc {
 				return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge,
 					fmt.Sprintf("the upload exceeds the %d-byte limit", limit))
 			}
+			defer restoreBody(req, req.Body)
 			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
 			return next(c)
 		}
 	}
 }
+
+// restoreBody puts a request's body back once its handler returned.
+// net/http decides how to close a connection whose body was not read to
+// the end by looking at the request's own body: seen there, it stops
+// writing, then waits a moment before closing, so an answer sent while
+// the client is still sending (413, 429) reaches it. Behind a wrapper it
+// closes at once, and the client's kernel throws the answer away when the
+// reset for the unread data arrives.
+func restoreBody(r *http.Request, body io.ReadCloser) { r.Body = body }
 
 // validateRequests checks every JSON route's request against the contract.
 // Requests that match no route pass through, so echo answers 404 or 405.

@@ -11,14 +11,13 @@ import (
 	"testing"
 
 	"ramanserve/gen"
-	"ramanserve/trainer"
 )
 
 // panickingTraining is a training service with a bug: every call panics.
 type panickingTraining struct{}
 
-func (panickingTraining) Submit(context.Context, *trainer.Dataset, gen.TrainingMeta) (gen.TrainingJobAccepted, error) {
-	panic("bug in Submit")
+func (panickingTraining) Reserve(context.Context) (TrainingUpload, error) {
+	panic("bug in Reserve")
 }
 
 func (panickingTraining) Job(context.Context, string) (gen.TrainingJob, error) {

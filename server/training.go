@@ -20,11 +20,22 @@ import (
 
 // TrainingService runs training jobs (package trainer behind an adapter).
 type TrainingService interface {
-	// Submit queues a job on a parsed data set. It fails with
-	// trainer.ErrQueueFull when the queue is full.
-	Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta) (gen.TrainingJobAccepted, error)
+	// Reserve takes a queue slot for an upload before its body is read.
+	// It fails at once with trainer.ErrQueueFull when none is free.
+	Reserve(ctx context.Context) (TrainingUpload, error)
 	// Job reports a job; trainer.ErrJobNotFound for an unknown id.
 	Job(ctx context.Context, id string) (gen.TrainingJob, error)
+}
+
+// TrainingUpload is one upload's queue slot. It is the memory budget's
+// charger for the data set being parsed, becomes the job's slot on
+// Submit, and is given back, with its memory, by Release when the upload
+// fails (Release after Submit does nothing).
+type TrainingUpload interface {
+	trainer.Charger
+	// Submit queues a job on the parsed data set.
+	Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta) (gen.TrainingJobAccepted, error)
+	Release()
 }
 
 // maxMetaBytes bounds the meta part; TrainingMeta's own bounds fit in it.
@@ -32,14 +43,22 @@ const maxMetaBytes = 1 << 20
 
 var errTrainingUnavailable = contract.New(contract.NotImplemented, http.StatusNotImplemented, "training is not available in this build")
 
-// StartTraining reads the multipart upload as it streams in: meta is
-// decoded and validated against the TrainingMeta schema, the CSV is parsed
-// row by row into the numeric matrix (the raw upload is never held), and
-// the first bad row ends the request with INVALID_CSV.
+// StartTraining reads the multipart upload as it streams in. Before any
+// of the body is read it takes a queue slot, so a full queue is answered
+// 429 at once; then meta is decoded and validated against the TrainingMeta
+// schema, the CSV is parsed row by row into the numeric matrix (the raw
+// upload is never held) charging the training memory budget block by
+// block, and the first bad row ends the request with INVALID_CSV, the
+// first block over the budget with PAYLOAD_TOO_LARGE.
 func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObject) (gen.StartTrainingResponseObject, error) {
 	if a.Training == nil {
 		return nil, errTrainingUnavailable
 	}
+	slot, err := a.Training.Reserve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer slot.Release()
 	// A disk that cannot take the model is 507 now, not after the upload.
 	if a.Registry != nil {
 		if err := a.writeProbe.check(a.Registry.Writable); err != nil {
@@ -67,7 +86,7 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 			if ds != nil {
 				return nil, contract.New(contract.InvalidRequest, http.StatusBadRequest, "the upload has more than one csv part")
 			}
-			ds, err = csvdata.Read(ctx, part, csvdata.Options{})
+			ds, err = csvdata.Read(ctx, part, csvdata.Options{Charger: slot})
 			if err != nil {
 				return nil, uploadError(err)
 			}
@@ -87,7 +106,7 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 	case ds == nil:
 		return nil, contract.New(contract.MissingPart, http.StatusBadRequest, "the upload has no csv part")
 	}
-	accepted, err := a.Training.Submit(ctx, ds, *meta)
+	accepted, err := slot.Submit(ctx, ds, *meta)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"ramanserve/server/zmtp"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
+	"ramanserve/trainer/membudget"
 )
 
 // ChannelConfig configures the prediction channel and how models are
@@ -27,6 +28,13 @@ type ChannelConfig struct {
 	MaxMessageBytes  int64
 	HandshakeTimeout time.Duration
 	MaxConnections   int
+	// FrameTimeout bounds how long a message may stay incomplete once its
+	// first byte arrived; MaxPartialBytes caps the message bytes all
+	// connections hold beyond their own 64 KiB; EvictableAfter is how long a
+	// peer that had a reply must be silent before a newcomer may evict it.
+	FrameTimeout    time.Duration
+	MaxPartialBytes int64
+	EvictableAfter  time.Duration
 	// Model holds the model-engine settings: instrument axis, tolerances,
 	// saturation level. A nil InstrumentAxis means the default 2048-point
 	// axis of the interface document, used for models that carry none
@@ -38,7 +46,21 @@ type ChannelConfig struct {
 type TrainingConfig struct {
 	QueueSize int             // jobs waiting behind the running one; default 4
 	Options   trainer.Options // folds, components, preprocessing
+	// MaxMemoryBytes is the training memory budget (-max-training-memory):
+	// every upload being parsed and every data set of a queued or running
+	// job, with its training copies, is charged to it; an upload that would
+	// cross it is refused 413. 0 means membudget.DefaultLimit(), a quarter
+	// of physical memory.
+	MaxMemoryBytes int64
 }
+
+// TrainingMemoryOverhead is the fixed memory the process needs beside the
+// training budget: the Go runtime and its garbage, HTTP and prediction
+// buffers, loaded models, and the line buffers of the at most
+// -training-queue + 1 uploads being parsed (about 1.5 MiB each). Peak RSS
+// stays under the budget plus this; cmd/ramanserve sets the Go soft
+// memory limit to their sum so the collector keeps garbage within it.
+const TrainingMemoryOverhead = 128 << 20
 
 // modelOptions fills the instrument axis default.
 func (c ChannelConfig) modelOptions() inference.ModelOptions {
@@ -48,6 +70,10 @@ func (c ChannelConfig) modelOptions() inference.ModelOptions {
 	}
 	return o
 }
+
+// ModelOpeners are the model readers the server uses, for tools that read
+// a registry without serving it (ramanserve registry check).
+func ModelOpeners(cfg ChannelConfig) map[string]registry.OpenFunc { return modelOpeners(cfg) }
 
 // modelOpeners maps registry file extensions to readers: .npz artifacts of
 // models trained here, and scikit-learn .joblib files.
@@ -104,6 +130,9 @@ func listenChannel(endpoint string, cfg ChannelConfig, log *slog.Logger) (*predi
 		MaxMessageSize:   cfg.MaxMessageBytes,
 		HandshakeTimeout: cfg.HandshakeTimeout,
 		MaxConnections:   cfg.MaxConnections,
+		FrameTimeout:     cfg.FrameTimeout,
+		MaxPartialBytes:  cfg.MaxPartialBytes,
+		EvictableAfter:   cfg.EvictableAfter,
 		Logger:           log,
 	}, &c.handler)
 	if err != nil {
@@ -142,10 +171,18 @@ func (c *predictionChannel) shutdown(ctx context.Context) error {
 // plugs it into the HTTP API.
 func (a *App) startTraining(ctx context.Context) error {
 	reg := a.Registry
+	limit := a.cfg.Training.MaxMemoryBytes
+	if limit <= 0 {
+		var err error
+		if limit, err = membudget.DefaultLimit(); err != nil {
+			return fmt.Errorf("training memory budget: %w; set -max-training-memory", err)
+		}
+	}
 	m, err := jobs.New(jobs.Options{
 		Dir:       reg.JobsDir(),
 		QueueSize: a.cfg.Training.QueueSize,
 		Train:     a.cfg.Training.Options,
+		Budget:    membudget.New(limit),
 		Logger:    a.log.With("component", "training"),
 		Classify:  func(err error) string { return string(contract.Classify(err).Code) },
 		Publish: func(ctx context.Context, res *trainer.Result, meta jobs.Meta) (string, string, error) {
@@ -187,7 +224,21 @@ type trainingService struct {
 	now func() time.Time
 }
 
-func (s trainingService) Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta) (gen.TrainingJobAccepted, error) {
+func (s trainingService) Reserve(ctx context.Context) (TrainingUpload, error) {
+	r, err := s.m.Reserve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return trainingUpload{Reservation: r, m: s.m}, nil
+}
+
+// trainingUpload adapts a job reservation to the generated API types.
+type trainingUpload struct {
+	*jobs.Reservation
+	m *jobs.Manager
+}
+
+func (u trainingUpload) Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta) (gen.TrainingJobAccepted, error) {
 	jm := jobs.Meta{Operator: meta.Operator}
 	if meta.SourceBatches != nil {
 		jm.SourceBatches = *meta.SourceBatches
@@ -195,7 +246,7 @@ func (s trainingService) Submit(ctx context.Context, ds *trainer.Dataset, meta g
 	if meta.Notes != nil {
 		jm.Notes = *meta.Notes
 	}
-	j, err := s.m.Submit(ctx, ds, jm)
+	j, err := u.m.SubmitReserved(ctx, u.Reservation, ds, jm)
 	if err != nil {
 		return gen.TrainingJobAccepted{}, err
 	}

@@ -1,6 +1,9 @@
 package trainer
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of training. Package server maps them to contract codes:
 // ErrInvalidCSV -> 400 INVALID_CSV, ErrCSVTooLarge -> 413 PAYLOAD_TOO_LARGE,
@@ -23,6 +26,31 @@ var (
 	ErrQueueFull = errors.New("training queue full")
 	// ErrJobNotFound: no job with this id exists.
 	ErrJobNotFound = errors.New("training job not found")
+	// ErrMemoryBudget: the training memory budget cannot hold the data
+	// set. A *MemoryBudgetError carries it and also unwraps to
+	// ErrCSVTooLarge (413 PAYLOAD_TOO_LARGE).
+	ErrMemoryBudget = errors.New("training memory budget exhausted")
 	// ErrInterrupted: the job was queued or running when the process died.
 	ErrInterrupted = errors.New("training interrupted by a restart")
 )
+
+// MemoryBudgetError is a data set refused memory by its Charger. Its
+// message names the budget when the charger can say it (Limit > 0).
+type MemoryBudgetError struct {
+	Rows    int   // rows held when the charge was refused
+	Charged int64 // bytes the data set had charged so far
+	Need    int64 // the refused charge
+	Limit   int64 // the budget's size, when known
+}
+
+func (e *MemoryBudgetError) Error() string {
+	budget := "the training memory budget"
+	if e.Limit > 0 {
+		budget = fmt.Sprintf("the training memory budget (-max-training-memory, %d bytes, shared by every upload and queued or running job)", e.Limit)
+	}
+	return fmt.Sprintf("%v: after %d rows the data set and its training copy hold %d bytes and %d more do not fit in %s; retry when jobs have finished, or upload fewer rows",
+		ErrCSVTooLarge, e.Rows, e.Charged, e.Need, budget)
+}
+
+// Unwrap makes errors.Is true for both ErrMemoryBudget and ErrCSVTooLarge.
+func (e *MemoryBudgetError) Unwrap() []error { return []error{ErrMemoryBudget, ErrCSVTooLarge} }

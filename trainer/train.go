@@ -573,3 +573,23 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 		CalibrationQ:  calQ,
 	}, rmsec, r2c, nil
 }
+
+// Memory Train uses beyond the data set. Each parallel fit (Options.Workers
+// of them, at most folds+1) copies the rows it trains on, up to all n for
+// the final fit, and then the held-out fold's rows for prediction; the
+// copies die with the fit but the next fit may allocate before the
+// collector frees them. Measured on 2000 x 2048 with 2 workers: about 2.3
+// data sets live beside the data set itself. FitBytesPerRow charges 5/4 of
+// a row per fit for that, plus the out-of-fold predictions (up to
+// DefaultMaxComponents x q per row), which are shared by all fits.
+
+// FitBytesPerRow is what one fit, and the shared predictions, need per
+// sample: the charge that lets an accepted data set train with one worker.
+func FitBytesPerRow(p, q int) int64 {
+	return WorkerBytesPerRow(p, q) + int64(DefaultMaxComponents*q*8)
+}
+
+// WorkerBytesPerRow is what each further parallel fit needs per sample.
+func WorkerBytesPerRow(p, q int) int64 {
+	return int64(p+q) * 8 * 5 / 4
+}

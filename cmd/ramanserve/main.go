@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,9 +26,13 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/server"
+	"ramanserve/trainer/membudget"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "registry" {
+		os.Exit(runRegistry(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if err := run(os.Args[1:], os.Getenv, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ramanserve:", err)
 		os.Exit(1)
@@ -98,10 +103,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.DurationVar(&cfg.HTTP.BodyIdleTimeout, "http-body-timeout", 30*time.Second, "a request body that stops arriving for this long gets 408 REQUEST_TIMEOUT")
 	fs.DurationVar(&cfg.HTTP.JSONBodyTimeout, "http-json-body-timeout", 10*time.Second, "a JSON request body (every route but the upload) that takes longer than this in all gets 408 REQUEST_TIMEOUT")
 	fs.IntVar(&cfg.HTTP.MaxConnections, "max-http-connections", 256, "most simultaneous management HTTP connections (plus a reserve of 16 that answers GET /health only)")
+	fs.Int64Var(&cfg.Training.MaxMemoryBytes, "max-training-memory", 0, "training memory budget in bytes, shared by uploads being parsed and the data sets of queued and running jobs; an upload that would cross it gets 413 (0: a quarter of physical memory)")
 	fs.IntVar(&cfg.Training.QueueSize, "training-queue", 4, "training jobs that may wait behind the running one (429 TRAINING_QUEUE_FULL beyond)")
 	fs.Int64Var(&cfg.Channel.MaxMessageBytes, "max-message-bytes", 1<<20, "largest accepted prediction message in bytes")
 	fs.IntVar(&cfg.Channel.MaxConnections, "max-connections", 1024, "most simultaneous prediction-channel connections")
 	fs.DurationVar(&cfg.Channel.HandshakeTimeout, "handshake-timeout", 5*time.Second, "ZMTP handshake deadline per connection")
+	fs.DurationVar(&cfg.Channel.FrameTimeout, "frame-timeout", 10*time.Second, "a prediction message must be complete this long after its first byte arrived, or the connection is closed")
+	fs.Int64Var(&cfg.Channel.MaxPartialBytes, "max-partial-bytes", 64<<20, "bytes all prediction connections together may hold in messages beyond 64 KiB each (MESSAGE_TOO_LARGE, retry later, beyond)")
+	fs.DurationVar(&cfg.Channel.EvictableAfter, "evictable-after", 10*time.Minute, "at -max-connections, a peer that had a reply may be evicted only after this long silent")
 	fs.DurationVar(&opts.grace, "shutdown-grace", 15*time.Second, "how long SIGTERM waits for in-flight requests")
 	fs.Float64Var(&cfg.Channel.Model.SaturationLevel, "saturation-level", 0, "detector full-scale value; 3 consecutive intensities at or above it are SPECTRUM_OUT_OF_RANGE (0: no check)")
 	fs.Var(toleranceFlag{&cfg.Channel.Model.Tolerance}, "confidence-tolerance", "acceptable error per analyte for the confidence, g/L, e.g. EPA=1,DHA=1,DPA=0.5 (default 1 each; a model's own tolerance wins)")
@@ -113,6 +122,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	}
 	if fs.NArg() > 0 {
 		return cfg, opts, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.Training.MaxMemoryBytes < 0 {
+		return cfg, opts, fmt.Errorf("-max-training-memory must be >= 0 bytes, not %d", cfg.Training.MaxMemoryBytes)
 	}
 	if s := cfg.Channel.Model.SaturationLevel; !(s >= 0) || math.IsInf(s, 0) {
 		return cfg, opts, fmt.Errorf("-saturation-level must be a finite number >= 0, not %v", s)
@@ -143,12 +155,14 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("-log-format must be text or json, not %q", opts.logFormat)
 	}
+	if err := limitMemory(&cfg, getenv); err != nil {
+		return err
+	}
 	// The default import root, <registry>/import, is created by the
 	// registry when it opens: after both ports are bound, so a start that
 	// fails on a port in use writes nothing.
 	signals := newSignals()
 	defer signals.stop()
-
 	app, err := server.Start(signals.first, cfg)
 	if err != nil {
 		if signals.first.Err() != nil {
@@ -213,6 +227,25 @@ func newSignals() *signals {
 		cancelFirst()
 		cancelSecond()
 	}}
+}
+
+// limitMemory resolves the training memory budget's default (a quarter of
+// physical memory) and sets the Go soft memory limit to the budget plus
+// the fixed overhead, so that the collector reclaims garbage (the copies
+// training makes) before the heap grows past what the budget promises.
+// An operator's own GOMEMLIMIT wins.
+func limitMemory(cfg *server.Config, getenv func(string) string) error {
+	if cfg.Training.MaxMemoryBytes == 0 {
+		limit, err := membudget.DefaultLimit()
+		if err != nil {
+			return fmt.Errorf("-max-training-memory: %w; set it explicitly", err)
+		}
+		cfg.Training.MaxMemoryBytes = limit
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead)
+	}
+	return nil
 }
 
 // applyEnv sets each flag from RAMAN_<NAME> when that variable is set.

@@ -66,6 +66,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "tolerance of an unknown analyte", args: []string{"-confidence-tolerance", "ALA=1"}, env: env(), err: "ANALYTE"},
 		{name: "zero tolerance", args: []string{"-confidence-tolerance", "EPA=0"}, env: env(), err: "positive"},
 		{name: "negative saturation level", args: []string{"-saturation-level", "-1"}, env: env(), err: "saturation-level"},
+		{name: "training memory", env: env("RAMAN_MAX_TRAINING_MEMORY", "67108864"), check: func(t *testing.T, c configAndOptions) {
+			if c.cfg.Training.MaxMemoryBytes != 64<<20 {
+				t.Errorf("training memory %d", c.cfg.Training.MaxMemoryBytes)
+			}
+		}},
+		{name: "negative training memory", args: []string{"-max-training-memory", "-1"}, env: env(), err: "max-training-memory"},
 		{name: "bad environment value", env: env("RAMAN_MAX_CONNECTIONS", "many"), err: "RAMAN_MAX_CONNECTIONS"},
 		{name: "stray argument", args: []string{"serve"}, env: env(), err: "unexpected arguments"},
 	}
@@ -113,5 +119,19 @@ func TestSignals(t *testing.T) {
 	}
 	if !waitDone(s.second) {
 		t.Fatal("second SIGTERM did not end the second context")
+	}
+}
+
+// TestLimitMemoryDefault: with no -max-training-memory the budget is a
+// quarter of physical memory, and an explicit one is kept.
+func TestLimitMemoryDefault(t *testing.T) {
+	keep := func(string) string { return "1GiB" } // GOMEMLIMIT set: leave the runtime alone
+	var cfg server.Config
+	if err := limitMemory(&cfg, keep); err != nil || cfg.Training.MaxMemoryBytes <= 0 {
+		t.Fatalf("default budget %d: %v", cfg.Training.MaxMemoryBytes, err)
+	}
+	cfg.Training.MaxMemoryBytes = 123
+	if err := limitMemory(&cfg, keep); err != nil || cfg.Training.MaxMemoryBytes != 123 {
+		t.Fatalf("explicit budget became %d: %v", cfg.Training.MaxMemoryBytes, err)
 	}
 }

@@ -73,25 +73,29 @@ func (r *Registry) importFile(ctx context.Context, req LoadRequest) (*Entry, err
 		return nil, err
 	}
 	r.mu.Lock()
-	_, exists := r.ix.Models[req.Version]
+	_, taken := r.ix.Models[req.Version]
 	r.mu.Unlock()
-	if exists {
+	if taken {
 		return nil, fmt.Errorf("%w: version %q is already in the registry; choose a new name", inference.ErrVersionExists, req.Version)
 	}
 	rel := "models/" + req.Version + ".joblib"
 	dst := filepath.Join(r.dir, filepath.FromSlash(rel))
-	size, mtime, err := r.copyRegular(ctx, resolved, dst, r.opts.MaxImportBytes)
+	if exists(dst) || exists(dst+".json") {
+		// A file put there by hand since start-up: never overwrite it.
+		return nil, fmt.Errorf("%w: %s already exists in the registry (not yet listed: it is adopted at the next start); choose a new name", inference.ErrVersionExists, rel)
+	}
+	size, sum, mtime, err := r.copyRegular(ctx, resolved, dst, r.opts.MaxImportBytes)
 	if err != nil {
 		return nil, err
 	}
 	entry := &Entry{
-		Version: req.Version, Status: StatusStaged, File: rel, SizeBytes: size,
+		Version: req.Version, Status: StatusStaged, File: rel, SizeBytes: size, SHA256: sum,
 		TrainedAt: mtime.UTC(), ImportedFrom: req.Path, AddedAt: r.opts.Now().UTC(),
 	}
 	sidecar := resolved + ".json"
 	if fi, err := os.Lstat(sidecar); err == nil {
 		if sidecarResolved, err := filepath.EvalSymlinks(sidecar); err == nil && r.underRoot(sidecarResolved) && fi.Size() <= maxSidecarBytes {
-			if _, _, err := r.copyRegular(ctx, sidecarResolved, dst+".json", maxSidecarBytes); err != nil {
+			if _, _, _, err := r.copyRegular(ctx, sidecarResolved, dst+".json", maxSidecarBytes); err != nil {
 				_ = os.Remove(dst)
 				return nil, err
 			}
@@ -147,42 +151,43 @@ func readSidecar(path string) (sidecar, error) {
 }
 
 // copyRegular copies a regular file of at most limit bytes to dst
-// atomically. The source is opened without following a final symlink (it
-// has been resolved already), so a swap after the check cannot redirect it.
-func (r *Registry) copyRegular(ctx context.Context, src, dst string, limit int64) (int64, time.Time, error) {
+// atomically and returns its size, SHA-256 and modification time. The
+// source is opened without following a final symlink (it has been resolved
+// already), so a swap after the check cannot redirect it.
+func (r *Registry) copyRegular(ctx context.Context, src, dst string, limit int64) (int64, string, time.Time, error) {
 	// O_NONBLOCK keeps a FIFO planted under an allowed root from blocking
 	// the open (and with it every later load); the regular-file check
 	// below then refuses it.
 	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return 0, time.Time{}, fmt.Errorf("%w: no file at %q", inference.ErrModelNotFound, src)
+			return 0, "", time.Time{}, fmt.Errorf("%w: no file at %q", inference.ErrModelNotFound, src)
 		}
-		return 0, time.Time{}, fmt.Errorf("%w: open %q: %w", inference.ErrModelCorrupted, src, err)
+		return 0, "", time.Time{}, fmt.Errorf("%w: open %q: %w", inference.ErrModelCorrupted, src, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("%w: stat %q: %w", inference.ErrModelCorrupted, src, err)
+		return 0, "", time.Time{}, fmt.Errorf("%w: stat %q: %w", inference.ErrModelCorrupted, src, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return 0, time.Time{}, fmt.Errorf("%w: %q is not a regular file", inference.ErrPathNotAllowed, src)
+		return 0, "", time.Time{}, fmt.Errorf("%w: %q is not a regular file", inference.ErrPathNotAllowed, src)
 	}
 	if fi.Size() > limit {
-		return 0, time.Time{}, fmt.Errorf("%w: %q is %d bytes, over the %d-byte limit", inference.ErrModelCorrupted, src, fi.Size(), limit)
+		return 0, "", time.Time{}, fmt.Errorf("%w: %q is %d bytes, over the %d-byte limit", inference.ErrModelCorrupted, src, fi.Size(), limit)
 	}
-	n, err := writeStreamAtomic(dst, func(w io.Writer) error {
+	n, sum, err := writeStreamAtomic(dst, func(w io.Writer) error {
 		_, err := io.Copy(w, &ctxReader{ctx: ctx, r: io.LimitReader(f, limit+1)})
 		return err
 	})
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("%w: copy %q into the registry: %w", inference.ErrRegistry, src, err)
+		return 0, "", time.Time{}, fmt.Errorf("%w: copy %q into the registry: %w", inference.ErrRegistry, src, err)
 	}
 	if n > limit {
 		_ = os.Remove(dst)
-		return 0, time.Time{}, fmt.Errorf("%w: %q grew over the %d-byte limit while copying", inference.ErrModelCorrupted, src, limit)
+		return 0, "", time.Time{}, fmt.Errorf("%w: %q grew over the %d-byte limit while copying", inference.ErrModelCorrupted, src, limit)
 	}
-	return n, fi.ModTime(), nil
+	return n, sum, fi.ModTime(), nil
 }
 
 // ctxReader stops a long copy when the request is cancelled.

@@ -1,10 +1,15 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -20,10 +25,14 @@ const (
 
 // Entry is one model in the registry, as recorded in index.json.
 type Entry struct {
-	Version        string    `json:"version"`
-	Status         Status    `json:"status"`
-	File           string    `json:"file"` // relative to the registry directory, e.g. "models/v1.npz"
-	SizeBytes      int64     `json:"size_bytes"`
+	Version   string `json:"version"`
+	Status    Status `json:"status"`
+	File      string `json:"file"` // relative to the registry directory, e.g. "models/v1.npz"
+	SizeBytes int64  `json:"size_bytes"`
+	// SHA256 is the hex SHA-256 of the model file, recorded when the
+	// registry writes, imports or adopts it and verified on every open.
+	// "" for entries written before checksums were recorded.
+	SHA256         string    `json:"sha256,omitempty"`
 	TrainedAt      time.Time `json:"trained_at"`
 	TrainedSamples int       `json:"trained_samples,omitempty"`
 	Algorithm      string    `json:"algorithm,omitempty"`
@@ -42,8 +51,9 @@ func (e *Entry) SizeKB() int { return int((e.SizeBytes + 1023) / 1024) }
 
 // index is the whole registry state. It is written as one file, atomically,
 // so the model list, the statuses and the active pointer can never disagree
-// after a crash: a model file that is on disk but not in the index is an
-// interrupted write and is removed at start-up.
+// after a crash. A model file that is on disk but not in the index (a crash
+// between writing a model and recording it, or a file copied in by hand) is
+// adopted at start-up, never deleted.
 type index struct {
 	FormatVersion int               `json:"format_version"`
 	Active        string            `json:"active"` // "" when no model is active
@@ -53,6 +63,9 @@ type index struct {
 const (
 	indexFile          = "index.json"
 	indexFormatVersion = 1
+	// maxIndexBytes bounds what start-up reads of index.json (about a
+	// hundred thousand entries).
+	maxIndexBytes = 64 << 20
 )
 
 func (ix *index) clone() *index {
@@ -64,25 +77,112 @@ func (ix *index) clone() *index {
 	return c
 }
 
-func readIndex(dir string) (*index, error) {
-	b, err := os.ReadFile(filepath.Join(dir, indexFile))
-	if os.IsNotExist(err) {
-		return &index{FormatVersion: indexFormatVersion, Models: map[string]*Entry{}}, nil
+func emptyIndex() *index {
+	return &index{FormatVersion: indexFormatVersion, Models: map[string]*Entry{}}
+}
+
+// indexState says what was found at index.json.
+type indexState int
+
+const (
+	indexOK      indexState = iota
+	indexMissing            // no file: rebuilt from the model files
+	indexEmpty              // 0 bytes or only white space: rebuilt from the model files
+)
+
+// ErrIndexCorrupt means index.json exists with content that cannot be
+// trusted: not JSON, another format version, a null or missing models
+// list, or an entry that does not match its key. The server refuses to
+// start on it rather than guess: the file was written to say something,
+// and starting with less would hide models. `ramanserve registry check DIR
+// -repair` sets it aside and rebuilds the index from the model files.
+var ErrIndexCorrupt = errors.New("index.json is corrupt")
+
+// readIndex reads index.json. A missing or empty file gives an empty index
+// and says so (the caller rebuilds it from the files: an atomic rename can
+// produce neither, so an operator did it, and there is nothing in it to
+// lose). Anything else that cannot be trusted is ErrIndexCorrupt.
+func readIndex(dir string) (*index, indexState, error) {
+	f, err := os.OpenFile(filepath.Join(dir, indexFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return emptyIndex(), indexMissing, nil
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, indexOK, fmt.Errorf("%w: it is a symbolic link, which the registry does not follow", ErrIndexCorrupt)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", indexFile, err)
+		return nil, indexOK, fmt.Errorf("open %s: %w", indexFile, err)
 	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, indexOK, fmt.Errorf("%w: it is not a regular file", ErrIndexCorrupt)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxIndexBytes+1))
+	if err != nil {
+		return nil, indexOK, fmt.Errorf("read %s: %w", indexFile, err)
+	}
+	if len(b) > maxIndexBytes {
+		return nil, indexOK, fmt.Errorf("%w: it is over %d bytes", ErrIndexCorrupt, maxIndexBytes)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return emptyIndex(), indexEmpty, nil
+	}
+	ix, err := parseIndex(b)
+	if err != nil {
+		return nil, indexOK, err
+	}
+	return ix, indexOK, nil
+}
+
+func parseIndex(b []byte) (*index, error) {
 	var ix index
 	if err := json.Unmarshal(b, &ix); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", indexFile, err)
+		return nil, fmt.Errorf("%w: not valid JSON: %v", ErrIndexCorrupt, err)
 	}
 	if ix.FormatVersion != indexFormatVersion {
-		return nil, fmt.Errorf("%s has format_version %d, this server reads %d", indexFile, ix.FormatVersion, indexFormatVersion)
+		return nil, fmt.Errorf("%w: format_version %d, this server reads %d", ErrIndexCorrupt, ix.FormatVersion, indexFormatVersion)
 	}
 	if ix.Models == nil {
-		ix.Models = map[string]*Entry{}
+		return nil, fmt.Errorf("%w: the models list is null or missing (an empty registry is written as \"models\": {})", ErrIndexCorrupt)
+	}
+	for k, e := range ix.Models {
+		if err := checkEntry(k, e); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrIndexCorrupt, err)
+		}
+	}
+	if ix.Active != "" && !ValidVersion(ix.Active) {
+		return nil, fmt.Errorf("%w: active %q is not a valid version name", ErrIndexCorrupt, ix.Active)
 	}
 	return &ix, nil
+}
+
+// checkEntry keeps an index entry from naming a file outside models/ (or a
+// temp file, or a sidecar), so nothing the index says can make the registry
+// read, move or hash a file it does not own.
+func checkEntry(key string, e *Entry) error {
+	switch {
+	case e == nil:
+		return fmt.Errorf("entry %q is null", key)
+	case e.Version != key || !ValidVersion(key):
+		return fmt.Errorf("entry %q has version %q", key, e.Version)
+	case !validModelFile(e.File):
+		return fmt.Errorf("entry %q names the file %q, not a model file in models/", key, e.File)
+	case !validStatus(e.Status):
+		return fmt.Errorf("entry %q has status %q", key, e.Status)
+	}
+	return nil
+}
+
+func validStatus(s Status) bool {
+	return s == StatusActive || s == StatusStaged || s == StatusArchived
+}
+
+// validModelFile reports whether rel is "models/<name>.npz" or
+// "models/<name>.joblib" with a plain name that is not a temp name.
+func validModelFile(rel string) bool {
+	name, ok := strings.CutPrefix(rel, modelsDir+"/")
+	return ok && name != "" && !strings.ContainsAny(name, "/\\\x00") && name != "." && name != ".." &&
+		!IsTempName(name) && isModelExt(filepath.Ext(name))
 }
 
 func writeIndex(dir string, ix *index) error {
@@ -100,7 +200,7 @@ func writeIndex(dir string, ix *index) error {
 // durable.
 func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp, err := os.CreateTemp(dir, TempPrefix+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("create temp for %s: %w", path, err)
 	}

@@ -7,6 +7,39 @@
 //	models/<version>.* model files: .npz artifacts trained here, .joblib imports (+ .joblib.json sidecar)
 //	import/            the default allowed root for POST /model/load with source "file"
 //	jobs/              training job records (owned by package trainer)
+//	quarantine/        model files found unreadable, each with <name>.reason.txt (never deleted by the server)
+//	.ramanserve.lock   flock held by the serving process; holds its PID
+//	.ramanserve-tmp-*  temp files of writes in progress (the only names start-up removes)
+//
+// The registry owns its directory and never deletes a file it did not
+// write. Open takes an exclusive flock on .ramanserve.lock before reading
+// anything, so a second process on the same directory stops at once (its
+// error names the holder's PID) without changing a byte. Start-up removes
+// regular files named with TempPrefix in the registry folder, models/,
+// jobs/ and quarantine/, and nothing else. A .npz or .joblib in models/
+// with no index entry (copied in by hand, or written just before a crash)
+// is adopted as archived: version = its file stem when that is a valid,
+// unused version name, else a name derived from it; the file is read
+// through the same reader as a load (a .joblib through the restricted reader, with its
+// .joblib.json sidecar) and its SHA-256 recorded. A file that fails to read
+// (or is a symbolic link or special file, which is never followed) is
+// moved to quarantine/ with the reason beside it; health reads degraded and
+// names it for as long as it is there (quarantine/ is listed at each
+// health call, so removing the file clears it).
+//
+// Every entry records its file's size and SHA-256 (sha256) when the
+// registry writes, imports or adopts it; each open (load or restore)
+// verifies them, and a mismatch is MODEL_CORRUPTED.
+//
+// index.json missing, or empty (0 bytes or white space), is rebuilt from the
+// model files, all archived, nothing active: an atomic rename can leave
+// neither, and there is nothing in such a file to lose. A non-empty index
+// that cannot be trusted (not JSON, another format_version, models null or
+// absent, an entry that names a file outside models/) stops Open with
+// ErrIndexCorrupt and leaves every file as it is: it was written to say
+// something (statuses, the active model, notes), so the operator decides.
+// `ramanserve registry check DIR -repair` sets it aside as
+// index.json.corrupt-<time> and rebuilds the list from the files.
 //
 // The active model is an atomic pointer: a predict reads it once and runs to
 // completion on that model, so a swap never splits a call.
@@ -14,6 +47,8 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -62,7 +97,9 @@ type Registry struct {
 	mu     sync.Mutex // guards ix and index.json writes
 	ix     *index
 
-	restoreErr error // set when the active model could not be restored at start-up; guarded by mu
+	restoreErr error    // set when the active model could not be restored at start-up; guarded by mu
+	problems   []string // what start-up could not fix, for health; guarded by mu
+	lock       *dirLock // the registry directory's exclusive lock; nil once closed
 }
 
 type activeModel struct{ model inference.Model }
@@ -74,11 +111,34 @@ var versionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // ValidVersion reports whether v is an acceptable version name.
 func ValidVersion(v string) bool { return versionPattern.MatchString(v) && !strings.Contains(v, "..") }
 
-// Open opens (creating if needed) the registry in dir, removes files left by
-// interrupted writes, and restores the active model. A model that fails to
-// restore does not fail Open: the server starts without a model and
-// RestoreError reports why (health then reads degraded).
+// Open opens (creating if needed) the registry in dir and restores the
+// active model. Before it reads anything it takes the registry's exclusive
+// lock: a second process (or a second Open) fails at once with ErrLocked,
+// naming the holder's PID, having changed nothing on disk. It then removes
+// the temp files of interrupted writes (TempPrefix names only), adopts
+// model files that have no index entry (archived) and moves those that
+// cannot be read to quarantine/. A missing or empty index.json is rebuilt
+// from the model files; a corrupt one (ErrIndexCorrupt) fails Open with
+// the repair command in the message, and no file is touched.
+//
+// A model that fails to restore does not fail Open: the server starts
+// without a model and RestoreError reports why (health then reads
+// degraded). Close releases the lock.
 func Open(ctx context.Context, dir string, opts Options) (*Registry, error) {
+	r, err := lockRegistry(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.open(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// lockRegistry creates dir if needed, takes its lock and returns a
+// registry with nothing read yet.
+func lockRegistry(dir string, opts Options) (*Registry, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -92,61 +152,82 @@ func Open(ctx context.Context, dir string, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry path %q: %w", dir, err)
 	}
-	for _, sub := range []string{"", "models", "import", "jobs"} {
-		if err := os.MkdirAll(filepath.Join(abs, sub), 0o755); err != nil {
-			return nil, fmt.Errorf("create registry folder: %w", err)
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("create registry folder: %w", err)
+	}
+	lock, err := lockDir(abs)
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{dir: abs, opts: opts, log: opts.Logger, lock: lock, ix: emptyIndex()}, nil
+}
+
+func (r *Registry) open(ctx context.Context) error {
+	// The index first: a corrupt one stops everything before any write.
+	ix, state, err := readIndex(r.dir)
+	if errors.Is(err, ErrIndexCorrupt) {
+		return fmt.Errorf("%w. Nothing in the registry was changed. Run `ramanserve registry check %s -repair` to set index.json aside and rebuild the list from the model files (every one is listed as archived)", err, r.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+	}
+	r.ix = ix
+	for _, sub := range []string{modelsDir, "import", "jobs"} {
+		if err := os.MkdirAll(filepath.Join(r.dir, sub), 0o755); err != nil {
+			return fmt.Errorf("create registry folder: %w", err)
 		}
 	}
-	r := &Registry{dir: abs, opts: opts, log: opts.Logger}
-	roots := opts.AllowedRoots
+	if err := r.resolveRoots(); err != nil {
+		return err
+	}
+	r.sweepTemp()
+	if adopted := r.adoptOrphans(ctx); adopted > 0 {
+		if state != indexOK {
+			r.log.Warn("index.json was missing or empty: rebuilt from the model files, all archived", "models", adopted)
+		}
+		if err := writeIndex(r.dir, r.ix); err != nil {
+			// The adopted entries are served from memory and adopted
+			// again at the next start; nothing is lost.
+			r.log.Error("could not record adopted model files in index.json", "err", err)
+			r.addProblem("adopted model files could not be recorded in index.json: " + err.Error())
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if r.ix.Active != "" {
+		r.restoreActive(ctx)
+	}
+	return nil
+}
+
+func (r *Registry) resolveRoots() error {
+	roots := r.opts.AllowedRoots
 	if len(roots) == 0 {
-		roots = []string{filepath.Join(abs, "import")}
+		roots = []string{filepath.Join(r.dir, "import")}
 	}
 	for _, root := range roots {
 		resolved, err := filepath.EvalSymlinks(root)
 		if err != nil {
-			return nil, fmt.Errorf("allowed file root %q: %w", root, err)
+			return fmt.Errorf("allowed file root %q: %w", root, err)
 		}
 		resolved, err = filepath.Abs(resolved)
 		if err != nil {
-			return nil, fmt.Errorf("allowed file root %q: %w", root, err)
+			return fmt.Errorf("allowed file root %q: %w", root, err)
 		}
 		r.roots = append(r.roots, resolved)
 	}
-	ix, err := readIndex(abs)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", inference.ErrRegistry, err)
-	}
-	r.ix = ix
-	r.removeOrphans()
-	if ix.Active != "" {
-		r.restoreActive(ctx)
-	}
-	return r, nil
+	return nil
 }
 
-// removeOrphans deletes model files that the index does not name (a crash
-// between writing a model and recording it) and temp files.
-func (r *Registry) removeOrphans() {
-	known := map[string]bool{}
-	for _, e := range r.ix.Models {
-		known[e.File] = true
-		known[e.File+".json"] = true
-	}
-	for _, sub := range []string{"", "models"} {
-		names, err := os.ReadDir(filepath.Join(r.dir, sub))
-		if err != nil {
-			continue
-		}
-		for _, de := range names {
-			rel := filepath.ToSlash(filepath.Join(sub, de.Name()))
-			orphanModel := sub == "models" && !known[rel]
-			if de.Type().IsRegular() && (strings.HasSuffix(de.Name(), ".tmp") || orphanModel) {
-				r.log.Warn("removing leftover of an interrupted write", "file", rel)
-				_ = os.Remove(filepath.Join(r.dir, rel))
-			}
-		}
-	}
+// Close releases the registry's lock. Call it once nothing uses the
+// registry any more (server shutdown); it is safe to call twice.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.lock.release()
+	r.lock = nil
+	return err
 }
 
 func (r *Registry) restoreActive(ctx context.Context) {
@@ -155,7 +236,7 @@ func (r *Registry) restoreActive(ctx context.Context) {
 		r.restoreErr = fmt.Errorf("active version %q is not in the index", r.ix.Active)
 		return
 	}
-	m, err := r.openEntry(ctx, e)
+	m, err := r.openVerified(ctx, e)
 	if err != nil {
 		r.restoreErr = fmt.Errorf("restore active model %q: %w", e.Version, err)
 		r.log.Error("active model not restored", "version", e.Version, "err", err)
@@ -199,7 +280,7 @@ const probeBytes = 4096
 // inference.ErrRegistry and the failing call's *os.PathError, so
 // errors.Is finds the errno (ENOSPC, EROFS, EDQUOT).
 func (r *Registry) Writable() error {
-	f, err := os.CreateTemp(r.dir, ".probe-*.tmp")
+	f, err := os.CreateTemp(r.dir, TempPrefix+"probe-*")
 	if err != nil {
 		return fmt.Errorf("%w: registry not writable: %w", inference.ErrRegistry, err)
 	}
@@ -299,7 +380,7 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 	if err != nil {
 		return LoadResult{}, err
 	}
-	model, err := r.openEntry(ctx, entry)
+	model, err := r.openVerified(ctx, entry)
 	if err != nil {
 		if req.Source == SourceFile {
 			r.discardFiles(entry)
@@ -390,6 +471,15 @@ func (r *Registry) commitActive(entry *Entry) (string, error) {
 	return previous, nil
 }
 
+// openVerified checks the entry's file against its recorded size and
+// checksum, then reads it.
+func (r *Registry) openVerified(ctx context.Context, e *Entry) (inference.Model, error) {
+	if err := r.verifyFile(ctx, e); err != nil {
+		return nil, err
+	}
+	return r.openEntry(ctx, e)
+}
+
 // A reader that panics on a hostile file is a bug in the reader, but it
 // must not take the server down (at start-up, restoring the active model,
 // nothing else would catch it) or leave a load marked in progress: the
@@ -445,7 +535,7 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 	version = r.newVersion(m.TrainedAt)
 	relPath = "models/" + version + m.Ext
 	full := filepath.Join(r.dir, filepath.FromSlash(relPath))
-	size, err := writeStreamAtomic(full, func(w io.Writer) error { return m.Write(version, w) })
+	size, sum, err := writeStreamAtomic(full, func(w io.Writer) error { return m.Write(version, w) })
 	if err != nil {
 		return "", "", fmt.Errorf("%w: write %s: %w", inference.ErrRegistry, relPath, err)
 	}
@@ -453,7 +543,7 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 	defer r.mu.Unlock()
 	next := r.ix.clone()
 	next.Models[version] = &Entry{
-		Version: version, Status: StatusStaged, File: relPath, SizeBytes: size,
+		Version: version, Status: StatusStaged, File: relPath, SizeBytes: size, SHA256: sum,
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
 		Operator: m.Operator, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
 	}
@@ -483,31 +573,33 @@ func (r *Registry) newVersion(t time.Time) string {
 }
 
 // writeStreamAtomic streams content into a temp file beside path, fsyncs
-// it, renames it over path and fsyncs the directory.
-func writeStreamAtomic(path string, write func(io.Writer) error) (int64, error) {
+// it, renames it over path and fsyncs the directory. It returns the size
+// and the hex SHA-256 of what it wrote.
+func writeStreamAtomic(path string, write func(io.Writer) error) (int64, string, error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp, err := os.CreateTemp(dir, TempPrefix+filepath.Base(path)+".*")
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
-	cw := &countingWriter{w: tmp}
+	h := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(tmp, h)}
 	if err := write(cw); err != nil {
 		tmp.Close()
-		return 0, err
+		return 0, "", err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return 0, err
+		return 0, "", err
 	}
 	if err := tmp.Close(); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if err := os.Rename(tmpName, path); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return cw.n, SyncDir(dir)
+	return cw.n, hex.EncodeToString(h.Sum(nil)), SyncDir(dir)
 }
 
 type countingWriter struct {

@@ -72,7 +72,18 @@ func newTestRegistry(t *testing.T, dir string, gate <-chan struct{}) *Registry {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
+	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// reopen is a restart: the registry is closed (its lock released) and
+// opened again over the same directory.
+func reopen(t *testing.T, r *Registry, gate <-chan struct{}) *Registry {
+	t.Helper()
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return newTestRegistry(t, r.Dir(), gate)
 }
 
 func addStaged(t *testing.T, r *Registry, value float64, at time.Time) string {
@@ -233,31 +244,48 @@ func TestConcurrentLoadsOneWins(t *testing.T) {
 	}
 }
 
-func TestRestartRestoresActiveAndDropsOrphans(t *testing.T) {
+// TestRestartRestoresActiveAdoptsOrphansSweepsOwnTemp: a model file the
+// index never recorded (a crash between writing it and recording it) is
+// adopted as archived, not deleted; only the registry's own temp names are
+// removed.
+func TestRestartRestoresActiveAdoptsOrphansSweepsOwnTemp(t *testing.T) {
 	dir := t.TempDir()
 	r := newTestRegistry(t, dir, nil)
 	v := addStaged(t, r, 5, time.Now())
 	if _, err := r.Load(context.Background(), LoadRequest{Version: v}); err != nil {
 		t.Fatal(err)
 	}
-	// Simulate a crash in the middle of writing a model: a file that the
-	// index never recorded, and a temp file.
 	orphan := filepath.Join(dir, "models", "pls-orphan.npz")
 	os.WriteFile(orphan, []byte("const:9"), 0o644)
-	os.WriteFile(filepath.Join(dir, "models", ".x.npz.123.tmp"), []byte("half"), 0o644)
+	ownTemp := filepath.Join(dir, "models", TempPrefix+"x.npz.123")
+	os.WriteFile(ownTemp, []byte("half"), 0o644)
+	notOurs := filepath.Join(dir, "models", ".x.npz.123.tmp")
+	os.WriteFile(notOurs, []byte("an operator's file"), 0o644)
 
-	r2 := newTestRegistry(t, dir, nil)
+	r2 := reopen(t, r, nil)
 	if r2.RestoreError() != nil {
 		t.Fatalf("restore error: %v", r2.RestoreError())
 	}
 	if got := r2.Active().Metadata().Version; got != v {
 		t.Fatalf("restored %s, want %s", got, v)
 	}
-	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("orphan model file survived: %v", err)
+	if _, err := os.Stat(orphan); err != nil {
+		t.Fatalf("orphan model file was removed: %v", err)
 	}
-	if _, entries := r2.List(); len(entries) != 1 {
-		t.Fatalf("list has %d entries, want 1", len(entries))
+	if _, err := os.Stat(notOurs); err != nil {
+		t.Fatalf("a file without the temp prefix was removed: %v", err)
+	}
+	if _, err := os.Stat(ownTemp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("own temp file survived: %v", err)
+	}
+	_, entries := r2.List()
+	if len(entries) != 2 {
+		t.Fatalf("list has %d entries, want 2: %+v", len(entries), entries)
+	}
+	for _, e := range entries {
+		if e.Version == "pls-orphan" && (e.Status != StatusArchived || e.SHA256 == "" || e.SizeBytes != 7) {
+			t.Fatalf("adopted entry: %+v", e)
+		}
 	}
 }
 
@@ -269,7 +297,7 @@ func TestRestoreFailureIsReportedNotFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "models", v+".npz"), []byte("damaged"), 0o644)
-	r2 := newTestRegistry(t, dir, nil)
+	r2 := reopen(t, r, nil)
 	if r2.RestoreError() == nil || r2.Active() != nil {
 		t.Fatalf("want a restore error and no active model, got %v, %v", r2.RestoreError(), r2.Active())
 	}
@@ -341,7 +369,7 @@ func TestImportCopiesFileAndSidecar(t *testing.T) {
 	if _, err := r.Load(context.Background(), LoadRequest{Version: "imported-1", Source: SourceFile, Path: src}); !errors.Is(err, inference.ErrPathNotAllowed) && !errors.Is(err, inference.ErrVersionExists) && !errors.Is(err, inference.ErrModelNotFound) {
 		t.Fatalf("re-import: %v", err)
 	}
-	r2 := newTestRegistry(t, dir, nil)
+	r2 := reopen(t, r, nil)
 	if got := r2.Active().Metadata().Version; got != "imported-1" {
 		t.Fatalf("after restart active = %s", got)
 	}

@@ -16,6 +16,9 @@ const (
 	DefaultMaxConnections   int           = 1024
 	DefaultWriteTimeout     time.Duration = 10 * time.Second
 	DefaultShutdownTimeout  time.Duration = 5 * time.Second
+	DefaultFrameTimeout     time.Duration = 10 * time.Second
+	DefaultMaxPartialBytes  int64         = 64 << 20 // 64 MiB
+	DefaultEvictableAfter   time.Duration = 10 * time.Minute
 )
 
 // Fixed limits that are not worth a knob.
@@ -38,16 +41,43 @@ const (
 	// than this are read straight into the message buffer by bufio.
 	readBufferSize = 8 << 10
 
-	// retainBufferSize: per-connection message and reply buffers that grew
-	// beyond this are dropped after use, so one large message does not pin
-	// memory for the life of an idle connection.
-	retainBufferSize = 256 << 10
+	// ownBufferSize is each connection's own allowance for the message being
+	// received: a message buffer up to this size is kept between messages
+	// and needs nothing from the shared pool (Config.MaxPartialBytes), so a
+	// spectrum (about 37 KiB for 2048 points) always gets through and costs
+	// no shared atomic. Capacity beyond it is reserved from the pool before
+	// it is allocated, and dropped with its reservation after the reply.
+	ownBufferSize = 64 << 10
+
+	// retainReplySize: reply buffers that grew beyond this are dropped after
+	// use, so one large reply does not pin memory for the life of an idle
+	// connection.
+	retainReplySize = 16 << 10
+
+	// retainCommandSize: the command buffer (READY, PING) is kept up to this.
+	retainCommandSize = 1 << 10
+
+	// minGrowStep is the first capacity a message buffer grows to; it then
+	// doubles as bytes arrive, so a header claiming 1 MiB followed by
+	// silence holds a few KiB, not 1 MiB.
+	minGrowStep = 4 << 10
+
+	// pingProtection is how long a PING without a TTL protects its peer from
+	// eviction; a PING with a TTL protects it for that TTL.
+	pingProtection = 30 * time.Second
 )
 
 // ErrMessageTooLarge is reported in Request.Err when a message exceeded
 // Config.MaxMessageSize (or MaxFramesPerMessage) but not Config.DiscardLimit:
 // it was read and discarded without being stored.
 var ErrMessageTooLarge = errors.New("zmtp: message too large")
+
+// ErrPartialBytesExhausted is reported in Request.Err when a message needed
+// more than the connection's own buffer and the shared pool
+// (Config.MaxPartialBytes) could not spare it: the message was discarded as
+// it streamed in. It wraps ErrMessageTooLarge, so handlers that know only
+// that one still answer; the same message may succeed later.
+var ErrPartialBytesExhausted = fmt.Errorf("%w: the server's buffer for large messages is in use, retry later", ErrMessageTooLarge)
 
 // Request is one REP request after the envelope (everything up to and
 // including the empty delimiter) is stripped.
@@ -75,7 +105,7 @@ type Config struct {
 	MaxMessageSize   int64         // default 1 MiB; total payload bytes of one message (all frames, envelope included), checked before allocating
 	DiscardLimit     int64         // default 64 MiB; oversized messages up to this size are streamed to nowhere and answered with Err=ErrMessageTooLarge; beyond it the peer gets an ERROR command and is closed
 	HandshakeTimeout time.Duration // default 5s; per connection, from accept until both READY commands are exchanged
-	MaxConnections   int           // default 1024; connections beyond it (handshaking ones included) are closed at once
+	MaxConnections   int           // default 1024; at the cap a newcomer evicts the longest-silent evictable peer (see EvictableAfter), or is closed at once when none is
 	Logger           *slog.Logger  // default slog.Default()
 
 	// IdleTimeout closes a connection that sends nothing (no frame, no PING)
@@ -88,6 +118,21 @@ type Config struct {
 	// ShutdownTimeout is how long Serve waits for in-flight requests when its
 	// context is cancelled. Default 5s. Shutdown uses its own context instead.
 	ShutdownTimeout time.Duration
+
+	// FrameTimeout bounds how long a message may stay incomplete once the
+	// first byte of its first frame arrived (commands count as frames): the
+	// connection is closed when it runs out. A peer idle between messages is
+	// not affected. Default 10s.
+	FrameTimeout time.Duration
+	// MaxPartialBytes caps the bytes all connections together hold in message
+	// buffers beyond each connection's own 64 KiB. A message that would need
+	// more is streamed to nowhere and answered with Err wrapping
+	// ErrMessageTooLarge (ErrPartialBytesExhausted). Default 64 MiB.
+	MaxPartialBytes int64
+	// EvictableAfter: a peer that has had a reply may be evicted at the
+	// connection cap only once it has been silent this long (peers that
+	// never had one may be evicted at any time). Default 10 min.
+	EvictableAfter time.Duration
 }
 
 // withDefaults validates cfg and fills zero fields.
@@ -110,6 +155,15 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if cfg.FrameTimeout == 0 {
+		cfg.FrameTimeout = DefaultFrameTimeout
+	}
+	if cfg.MaxPartialBytes == 0 {
+		cfg.MaxPartialBytes = DefaultMaxPartialBytes
+	}
+	if cfg.EvictableAfter == 0 {
+		cfg.EvictableAfter = DefaultEvictableAfter
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -118,10 +172,13 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("zmtp: MaxMessageSize %d is negative", cfg.MaxMessageSize)
 	case cfg.DiscardLimit < cfg.MaxMessageSize:
 		return cfg, fmt.Errorf("zmtp: DiscardLimit %d is below MaxMessageSize %d", cfg.DiscardLimit, cfg.MaxMessageSize)
-	case cfg.HandshakeTimeout < 0, cfg.IdleTimeout < 0, cfg.WriteTimeout < 0, cfg.ShutdownTimeout < 0:
+	case cfg.HandshakeTimeout < 0, cfg.IdleTimeout < 0, cfg.WriteTimeout < 0, cfg.ShutdownTimeout < 0,
+		cfg.FrameTimeout < 0, cfg.EvictableAfter < 0:
 		return cfg, errors.New("zmtp: timeouts must not be negative")
 	case cfg.MaxConnections < 0:
 		return cfg, fmt.Errorf("zmtp: MaxConnections %d is negative", cfg.MaxConnections)
+	case cfg.MaxPartialBytes < 0:
+		return cfg, fmt.Errorf("zmtp: MaxPartialBytes %d is negative", cfg.MaxPartialBytes)
 	}
 	return cfg, nil
 }

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,17 +26,34 @@ var (
 )
 
 // session is the state of one connection. It is owned by one goroutine; the
-// only cross-goroutine access is the server calling interruptRead.
+// cross-goroutine accesses are the server calling interruptRead, and the
+// housekeeper and the admission path reading state and heartbeatUntil and
+// closing the connection (see limits.go).
 type session struct {
-	srv  *Server // may be nil in fuzz tests
-	cfg  Config
-	h    Handler
-	conn net.Conn
-	br   *bufio.Reader
+	srv    *Server // may be nil in fuzz tests
+	cfg    Config
+	h      Handler
+	conn   net.Conn
+	br     *bufio.Reader
+	shared *shared
 
 	peer greeting
 
-	// Reused across messages; see retainBufferSize.
+	// state is the phase word others read (limits.go). Only this goroutine
+	// moves it, always by compare-and-swap from word, its last value: other
+	// goroutines may only swap an idle or receiving word for a closed one.
+	state atomic.Uint64
+	word  uint64
+	// heartbeatUntil (coarse ms) protects the peer from eviction after a PING.
+	heartbeatUntil atomic.Int64
+	// reserved and cmdReserved are what msgBuf and cmdBuf hold from the
+	// shared pool.
+	reserved, cmdReserved int64
+	// seq is the admission order, the tie-breaker of the coarse clock
+	// when choosing whom to evict.
+	seq uint64
+
+	// Reused across messages; see ownBufferSize and retainReplySize.
 	msgBuf    []byte   // payload of all kept frames of the current message, back to back
 	frameEnds []int    // end offset in msgBuf of each kept frame
 	frames    [][]byte // views into msgBuf, rebuilt per message
@@ -50,14 +67,62 @@ type session struct {
 	deadlineArmed bool
 }
 
-func newSession(srv *Server, cfg Config, h Handler, conn net.Conn) *session {
-	return &session{
-		srv:  srv,
-		cfg:  cfg,
-		h:    h,
-		conn: conn,
-		br:   bufio.NewReaderSize(conn, readBufferSize),
+func newSession(srv *Server, sh *shared, cfg Config, h Handler, conn net.Conn) *session {
+	s := &session{
+		srv:    srv,
+		cfg:    cfg,
+		h:      h,
+		conn:   conn,
+		br:     bufio.NewReaderSize(conn, readBufferSize),
+		shared: sh,
 	}
+	s.word = stateWord(phaseIdle, false, sh.now())
+	s.state.Store(s.word)
+	return s
+}
+
+// moveTo changes the phase, stamping it with the coarse clock. It fails when
+// another goroutine closed the connection first.
+func (s *session) moveTo(phase uint64, served bool) error {
+	w := stateWord(phase, served, s.shared.now())
+	if !s.state.CompareAndSwap(s.word, w) {
+		return errClosedByServer
+	}
+	s.word = w
+	return nil
+}
+
+func (s *session) served() bool { return s.word&servedBit != 0 }
+
+// frameStarted marks the first byte of a frame: from here until the message
+// (or command) is complete, the partial-message deadline runs and the
+// connection cannot be evicted.
+func (s *session) frameStarted() error {
+	if phaseOf(s.word) != phaseIdle {
+		return nil
+	}
+	return s.moveTo(phaseReceiving, s.served())
+}
+
+// closedBy reports why another goroutine closed the connection (0: it did not).
+func (s *session) closedBy() uint64 {
+	if w := s.state.Load(); phaseOf(w) == phaseClosed {
+		return uint64(stampOf(w))
+	}
+	return 0
+}
+
+// releaseBuffers returns the pool reservation and drops a message buffer
+// beyond the connection's own allowance.
+func (s *session) releaseBuffers() {
+	if cap(s.msgBuf) > ownBufferSize {
+		s.msgBuf = nil
+	} else {
+		s.msgBuf = s.msgBuf[:0]
+	}
+	s.shared.release(s.reserved)
+	s.reserved = 0
+	s.dropCommandBuffer()
 }
 
 // stats returns the server counters, or a throwaway set when running without a
@@ -119,6 +184,7 @@ func (s *session) handshake() error {
 	if err != nil {
 		return fmt.Errorf("zmtp: read READY: %w", err)
 	}
+	defer s.dropCommandBuffer() // after the READY properties, which alias it, are used
 	if flags&flagCommand == 0 || flags&flagMore != 0 {
 		s.sendError("expected READY")
 		return fmt.Errorf("zmtp: first frame has flags %#x: %w", flags, errExpectedReady)
@@ -160,7 +226,7 @@ func (s *session) handshake() error {
 	if err := s.conn.SetDeadline(time.Time{}); err != nil {
 		return fmt.Errorf("zmtp: clear handshake deadline: %w", err)
 	}
-	return nil
+	return s.moveTo(phaseIdle, false)
 }
 
 // serve answers requests until the peer leaves, breaks the protocol, or the
@@ -170,38 +236,70 @@ func (s *session) serve(ctx context.Context) error {
 		if s.draining() {
 			return errDraining
 		}
-		envLen, tooLarge, err := s.readMessage()
+		envLen, refused, err := s.readMessage()
 		if err != nil {
 			return err
 		}
+		if err := s.moveTo(phaseHandling, s.served()); err != nil {
+			return err
+		}
 		req := Request{}
-		if tooLarge {
-			req.Err = ErrMessageTooLarge
+		if refused != nil {
+			req.Err = refused
 			s.stats().requestsTooLarge.Add(1)
 		} else {
 			req.Frames = s.frames[envLen:]
 		}
 		reply := s.h.Handle(ctx, req, s.replyBuf[:0])
 
-		out := s.outBuf[:0]
-		for _, f := range s.frames[:envLen] {
-			out = appendFrame(out, flagMore, f)
-		}
-		out = appendFrame(out, 0, reply)
-		err = s.write(out)
-		s.outBuf = retain(out)
-		s.replyBuf = retain(reply)
-		s.msgBuf = retain(s.msgBuf)
+		err = s.writeReply(s.frames[:envLen], reply)
+		s.replyBuf = retain(reply, retainReplySize)
+		s.releaseBuffers()
 		if err != nil {
 			return fmt.Errorf("zmtp: reply: %w", err)
 		}
 		s.stats().requestsServed.Add(1)
+		if err := s.moveTo(phaseIdle, true); err != nil {
+			return err
+		}
 	}
 }
 
-// retain keeps a buffer for reuse unless it grew beyond retainBufferSize.
-func retain(b []byte) []byte {
-	if cap(b) > retainBufferSize {
+// writeReply sends the envelope and the reply frame. The usual reply fits
+// outBuf and goes out in one Write. A larger one (a DEALER's big envelope)
+// is written frame by frame straight from the message buffer, so that it
+// is never copied into a second buffer of its size.
+func (s *session) writeReply(envelope [][]byte, reply []byte) error {
+	size := 0
+	for _, f := range envelope {
+		size += 9 + len(f)
+	}
+	if size+9+len(reply) <= retainReplySize {
+		out := s.outBuf[:0]
+		for _, f := range envelope {
+			out = appendFrame(out, flagMore, f)
+		}
+		out = appendFrame(out, 0, reply)
+		s.outBuf = out[:0]
+		return s.write(out)
+	}
+	for _, f := range envelope {
+		if err := s.write(appendFrameHeader(s.outBuf[:0], flagMore, len(f))); err != nil {
+			return err
+		}
+		if err := s.write(f); err != nil {
+			return err
+		}
+	}
+	if err := s.write(appendFrameHeader(s.outBuf[:0], 0, len(reply))); err != nil {
+		return err
+	}
+	return s.write(reply)
+}
+
+// retain keeps a buffer for reuse unless it grew beyond limit.
+func retain(b []byte, limit int) []byte {
+	if cap(b) > limit {
 		return nil
 	}
 	return b[:0]
@@ -210,9 +308,10 @@ func retain(b []byte) []byte {
 // readMessage reads frames up to the end of one message, answering commands
 // met on the way. On return s.frames holds the kept frames and envLen is the
 // number of them that form the envelope (delimiter included; 0 when no empty
-// frame was kept). tooLarge reports that the message exceeded the limits and
-// its payload past the limit was discarded.
-func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
+// frame was kept). refused is non-nil (ErrMessageTooLarge, or
+// ErrPartialBytesExhausted) when the message could not be kept and its
+// payload past that point was discarded.
+func (s *session) readMessage() (envLen int, refused error, err error) {
 	s.msgBuf = s.msgBuf[:0]
 	s.frameEnds = s.frameEnds[:0]
 	var total int64 // payload bytes of all data frames so far
@@ -224,18 +323,25 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 	keptDelimiter, delimiterDiscarded := false, false
 	for {
 		if err := s.armReadDeadline(); err != nil {
-			return 0, false, err
+			return 0, nil, err
 		}
 		flags, size, err := s.readFrameHeader()
 		if err != nil {
-			return 0, false, err
+			return 0, nil, err
 		}
 		if flags&flagCommand != 0 {
 			if flags&flagMore != 0 {
-				return 0, false, errCommandMore
+				return 0, nil, errCommandMore
 			}
 			if err := s.handleCommand(size); err != nil {
-				return 0, false, err
+				return 0, nil, err
+			}
+			if frameCount == 0 {
+				// A command between messages is activity, not a message
+				// in progress.
+				if err := s.moveTo(phaseIdle, s.served()); err != nil {
+					return 0, nil, err
+				}
 			}
 			continue
 		}
@@ -244,28 +350,37 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 		// compare against the remaining budget rather than adding first.
 		if size > uint64(s.cfg.DiscardLimit-total) || frameCount > maxDiscardFrames {
 			s.sendError("message too large")
-			return 0, false, fmt.Errorf("zmtp: frame of %d bytes after %d: %w", size, total, errBeyondDiscard)
+			return 0, nil, fmt.Errorf("zmtp: frame of %d bytes after %d: %w", size, total, errBeyondDiscard)
 		}
 		n := int64(size)
-		if !tooLarge && (n > s.cfg.MaxMessageSize-total || frameCount > MaxFramesPerMessage) {
-			tooLarge = true
+		if refused == nil && (n > s.cfg.MaxMessageSize-total || frameCount > MaxFramesPerMessage) {
+			refused = ErrMessageTooLarge
 		}
 		total += n
-		if tooLarge {
-			if _, err := s.br.Discard(int(n)); err != nil {
-				return 0, false, fmt.Errorf("zmtp: discard frame: %w", err)
+		if refused == nil {
+			start := len(s.msgBuf)
+			if err := s.readFrameBody(int(n)); err != nil {
+				if !errors.Is(err, ErrPartialBytesExhausted) {
+					return 0, nil, err
+				}
+				// Keep what came before this frame (the envelope), drop
+				// this frame's bytes and stream the rest to nowhere.
+				refused = err
+				n -= int64(len(s.msgBuf) - start)
+				s.msgBuf = s.msgBuf[:start]
+				s.stats().partialBytesRefused.Add(1)
+			} else {
+				keptDelimiter = keptDelimiter || n == 0
+				s.frameEnds = append(s.frameEnds, len(s.msgBuf))
 			}
-			if n == 0 && !keptDelimiter {
+		}
+		if refused != nil {
+			if _, err := s.br.Discard(int(n)); err != nil {
+				return 0, nil, fmt.Errorf("zmtp: discard frame: %w", err)
+			}
+			if size == 0 && !keptDelimiter {
 				delimiterDiscarded = true
 			}
-		} else {
-			keptDelimiter = keptDelimiter || n == 0
-			start := len(s.msgBuf)
-			s.msgBuf = slices.Grow(s.msgBuf, int(n))[:start+int(n)]
-			if _, err := io.ReadFull(s.br, s.msgBuf[start:]); err != nil {
-				return 0, false, fmt.Errorf("zmtp: read frame body: %w", err)
-			}
-			s.frameEnds = append(s.frameEnds, len(s.msgBuf))
 		}
 		if flags&flagMore == 0 {
 			break
@@ -274,7 +389,7 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 
 	if delimiterDiscarded {
 		s.sendError("message envelope too large")
-		return 0, false, errEnvelopeLost
+		return 0, nil, errEnvelopeLost
 	}
 
 	s.frames = s.frames[:0]
@@ -290,13 +405,58 @@ func (s *session) readMessage() (envLen int, tooLarge bool, err error) {
 			break
 		}
 	}
-	return envLen, tooLarge, nil
+	return envLen, refused, nil
+}
+
+// readFrameBody appends the next n bytes from the peer to msgBuf. The
+// buffer grows only as bytes arrive, doubling from minGrowStep, so a header
+// that claims 1 MiB and is followed by silence holds a few KiB; capacity
+// beyond ownBufferSize is reserved from the shared pool before it is
+// allocated. When the pool cannot spare it, ErrPartialBytesExhausted is
+// returned with the bytes read so far appended.
+func (s *session) readFrameBody(n int) error {
+	end := len(s.msgBuf) + n
+	for len(s.msgBuf) < end {
+		if len(s.msgBuf) == cap(s.msgBuf) {
+			if err := s.growMsgBuf(end); err != nil {
+				return err
+			}
+		}
+		m, err := s.br.Read(s.msgBuf[len(s.msgBuf):min(cap(s.msgBuf), end)])
+		s.msgBuf = s.msgBuf[:len(s.msgBuf)+m]
+		if err != nil && len(s.msgBuf) < end {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("zmtp: read frame body: %w", err)
+		}
+	}
+	return nil
+}
+
+// growMsgBuf doubles msgBuf's capacity (at least minGrowStep, at most
+// want), reserving what lies beyond ownBufferSize from the shared pool.
+func (s *session) growMsgBuf(want int) error {
+	newCap := min(want, max(2*cap(s.msgBuf), minGrowStep))
+	if need := int64(max(newCap-ownBufferSize, 0)) - s.reserved; need > 0 {
+		if !s.shared.reserve(need) {
+			return ErrPartialBytesExhausted
+		}
+		s.reserved += need
+	}
+	grown := make([]byte, len(s.msgBuf), newCap)
+	copy(grown, s.msgBuf)
+	s.msgBuf = grown
+	return nil
 }
 
 // readFrameHeader reads the flags and size of the next frame.
 func (s *session) readFrameHeader() (flags byte, size uint64, err error) {
 	flags, err = s.br.ReadByte()
 	if err != nil {
+		return 0, 0, err
+	}
+	if err := s.frameStarted(); err != nil {
 		return 0, 0, err
 	}
 	if flags&flagReserved != 0 {
@@ -321,15 +481,48 @@ func (s *session) readCommandBody(size uint64) ([]byte, error) {
 	if size > MaxCommandSize {
 		return nil, fmt.Errorf("zmtp: command of %d bytes: %w", size, errCommandTooLarge)
 	}
-	s.cmdBuf = slices.Grow(s.cmdBuf[:0], int(size))[:size]
-	if _, err := io.ReadFull(s.br, s.cmdBuf); err != nil {
-		return nil, fmt.Errorf("zmtp: read command body: %w", err)
+	// Like message bodies, the buffer grows only as bytes arrive, and
+	// capacity beyond retainCommandSize comes from the shared pool.
+	buf := s.cmdBuf[:0]
+	for len(buf) < int(size) {
+		if len(buf) == cap(buf) {
+			newCap := min(int(size), max(2*cap(buf), 256))
+			if need := int64(max(newCap-retainCommandSize, 0)) - s.cmdReserved; need > 0 {
+				if !s.shared.reserve(need) {
+					s.cmdBuf = buf
+					s.sendError("server busy")
+					return nil, fmt.Errorf("zmtp: command of %d bytes: %w", size, ErrPartialBytesExhausted)
+				}
+				s.cmdReserved += need
+			}
+			grown := make([]byte, len(buf), newCap)
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := s.br.Read(buf[len(buf):min(cap(buf), int(size))])
+		buf = buf[:len(buf)+m]
+		if err != nil && len(buf) < int(size) {
+			s.cmdBuf = buf
+			return nil, fmt.Errorf("zmtp: read command body: %w", err)
+		}
 	}
-	return s.cmdBuf, nil
+	s.cmdBuf = buf
+	return buf, nil
+}
+
+// dropCommandBuffer gives back a command buffer beyond retainCommandSize
+// and its reservation once the command is processed.
+func (s *session) dropCommandBuffer() {
+	if cap(s.cmdBuf) > retainCommandSize {
+		s.cmdBuf = nil
+	}
+	s.shared.release(s.cmdReserved)
+	s.cmdReserved = 0
 }
 
 // handleCommand processes a command frame received after the handshake.
 func (s *session) handleCommand(size uint64) error {
+	defer s.dropCommandBuffer()
 	body, err := s.readCommandBody(size)
 	if err != nil {
 		return err
@@ -351,6 +544,11 @@ func (s *session) handleCommand(size uint64) error {
 		}
 		s.stats().pingsReceived.Add(1)
 		s.remoteTTL = time.Duration(ttl) * 100 * time.Millisecond
+		protect := pingProtection
+		if s.remoteTTL > 0 {
+			protect = s.remoteTTL
+		}
+		s.heartbeatUntil.Store(s.shared.now() + protect.Milliseconds())
 		// The PONG goes out at once; it is small, so it does not need outBuf.
 		var pong [2 + 1 + len(cmdPong) + maxPingContext]byte
 		return s.write(appendCommand(pong[:0], cmdPong, pingCtx))

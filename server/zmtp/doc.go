@@ -48,8 +48,33 @@
 //     without reading it: a header claiming 1 TiB allocates nothing.
 //   - MaxCommandSize (64 KiB) per command frame (READY, PING, ...); a larger
 //     command closes the connection.
+//   - Message buffers grow as bytes arrive (doubling from 4 KiB), never to a
+//     header's declared size at once: a header claiming 1 MiB followed by
+//     silence holds a few KiB. Each connection may hold up to 64 KiB of
+//     message buffer of its own (kept between messages, so a 2048-point
+//     spectrum costs no allocation and no shared atomic); capacity beyond
+//     that is reserved from a pool shared by all connections,
+//     Config.MaxPartialBytes (default 64 MiB), before it is allocated, and
+//     given back once the reply is written. A message the pool cannot take
+//     is streamed to nowhere and the Handler gets Request.Err =
+//     ErrPartialBytesExhausted (which wraps ErrMessageTooLarge).
+//   - Config.FrameTimeout (default 10 s): once the first byte of a frame
+//     arrives, the message (or command) must be complete within it, or the
+//     connection is closed (never earlier, at most 200 ms later). A peer
+//     idle between messages is not affected. A housekeeping goroutine
+//     enforces it a few times a second, so the
+//     read path pays one atomic compare-and-swap per phase change and no
+//     deadline syscall.
 //   - Config.MaxConnections (default 1024) open connections, handshaking ones
-//     included; further connections are closed as soon as they are accepted.
+//     included. A newcomer at the cap evicts one peer, chosen on admission
+//     by a walk over the table: never one in the middle of a message or a
+//     request, never one whose latest PING is within its TTL (30 s when the
+//     PING has none), never one that has had a reply within
+//     Config.EvictableAfter (default 10 min); among the rest, peers that
+//     never had a reply go first, and within each class the one silent the
+//     longest (then the earliest admitted). With no candidate, the newcomer
+//     is closed at once. A client that sends a request a minute therefore
+//     is never evicted, with or without heartbeats.
 //   - Config.WriteTimeout (default 10 s) per reply to a peer that does not
 //     read; the connection is closed when it expires.
 //   - Frames with reserved flag bits set, commands with MORE set, READY after
@@ -88,5 +113,6 @@
 // panic is logged with its stack, counted in Stats.Panics, and only that
 // connection is closed. Buffers are per connection and reused, so the steady
 // state of a request allocates nothing in this package; each reply is written
-// with a single Write.
+// with a single Write (except one whose envelope exceeds 16 KiB, written frame
+// by frame straight from the message buffer rather than copied).
 package zmtp

@@ -28,12 +28,14 @@ type Server struct {
 	ln       net.Listener
 	log      *slog.Logger
 	counters counters
+	shared   *shared // coarse clock and partial-message pool (limits.go)
 
 	draining atomic.Bool // set once: no new connections or requests
 	serving  atomic.Bool // Serve has been called
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
+	admitted uint64         // admissions so far, under mu; numbers sessions for eviction
 	conns    sync.WaitGroup // one per admitted connection goroutine
 
 	// baseCtx is given to handlers; it is cancelled when Shutdown gives up
@@ -53,17 +55,23 @@ type counters struct {
 	pingsReceived, commandsIgnored            atomic.Uint64
 	protocolErrors, idleTimeouts, writeErrors atomic.Uint64
 	panics                                    atomic.Uint64
+	evictions, frameTimeouts                  atomic.Uint64
+	partialBytesRefused                       atomic.Uint64
 }
 
 // Stats is a snapshot of the server counters. All but OpenConnections only grow.
 type Stats struct {
 	OpenConnections     int    // connections with a live goroutine, handshaking ones included
 	AcceptedConnections uint64 // admitted connections
-	RejectedConnections uint64 // closed at once because MaxConnections was reached
+	RejectedConnections uint64 // closed at once: MaxConnections reached and no peer could be evicted
+	Evictions           uint64 // peers closed at MaxConnections to admit a newcomer
 	HandshakesCompleted uint64
 	HandshakesFailed    uint64 // bad signature, version, mechanism, READY, socket type, or deadline
 	RequestsServed      uint64 // replies written, RequestsTooLarge included
-	RequestsTooLarge    uint64 // requests answered with Err=ErrMessageTooLarge
+	RequestsTooLarge    uint64 // requests answered with Err=ErrMessageTooLarge, PartialBytesRefused included
+	PartialBytesRefused uint64 // requests answered with Err=ErrPartialBytesExhausted
+	PartialBytes        int64  // bytes now reserved from the MaxPartialBytes pool
+	FrameTimeouts       uint64 // connections closed because a message stayed incomplete past FrameTimeout
 	PingsReceived       uint64 // PINGs answered with PONG
 	CommandsIgnored     uint64 // unknown commands, PONG, and PING from ZMTP 3.0 peers
 	ProtocolErrors      uint64 // connections closed for a framing/command violation after the handshake
@@ -96,6 +104,7 @@ func Listen(endpoint string, cfg Config, h Handler) (*Server, error) {
 		h:          h,
 		ln:         ln,
 		log:        cfg.Logger,
+		shared:     newShared(cfg),
 		sessions:   make(map[*session]struct{}),
 		baseCtx:    baseCtx,
 		cancelBase: cancel,
@@ -160,6 +169,10 @@ func (s *Server) Stats() Stats {
 		IdleTimeouts:        c.idleTimeouts.Load(),
 		WriteErrors:         c.writeErrors.Load(),
 		Panics:              c.panics.Load(),
+		Evictions:           c.evictions.Load(),
+		PartialBytesRefused: c.partialBytesRefused.Load(),
+		PartialBytes:        s.shared.partialUsed.Load(),
+		FrameTimeouts:       c.frameTimeouts.Load(),
 	}
 }
 
@@ -173,6 +186,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	stopWatching := context.AfterFunc(ctx, s.stopAccepting)
 	defer stopWatching()
+	go s.housekeep()
 
 	s.acceptLoop()
 
@@ -210,7 +224,8 @@ func (s *Server) acceptLoop() {
 	}
 }
 
-// admit starts a goroutine for conn, or closes it when the server is full or draining.
+// admit starts a goroutine for conn, or closes it when the server is draining,
+// or full with no peer it may evict (see evictLocked).
 func (s *Server) admit(conn net.Conn) {
 	s.mu.Lock()
 	if s.draining.Load() {
@@ -218,13 +233,16 @@ func (s *Server) admit(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
-	if len(s.sessions) >= s.cfg.MaxConnections {
+	if len(s.sessions) >= s.cfg.MaxConnections && !s.evictLocked() {
 		s.mu.Unlock()
 		s.counters.rejected.Add(1)
+		s.log.Debug("zmtp: connection refused at the connection cap, no peer evictable", "remote", conn.RemoteAddr().String())
 		_ = conn.Close()
 		return
 	}
-	sess := newSession(s, s.cfg, s.h, conn)
+	sess := newSession(s, s.shared, s.cfg, s.h, conn)
+	s.admitted++
+	sess.seq = s.admitted
 	s.sessions[sess] = struct{}{}
 	s.conns.Add(1)
 	s.mu.Unlock()
@@ -238,6 +256,7 @@ func (s *Server) runConn(sess *session) {
 	defer s.conns.Done()
 	defer func() {
 		_ = sess.conn.Close()
+		sess.releaseBuffers()
 		s.mu.Lock()
 		delete(s.sessions, sess)
 		s.mu.Unlock()
@@ -251,6 +270,9 @@ func (s *Server) runConn(sess *session) {
 	}()
 
 	if err := sess.handshake(); err != nil {
+		if sess.closedBy() != 0 {
+			return // counted and logged by whoever closed it
+		}
 		s.counters.handshakesFailed.Add(1)
 		s.log.Debug("zmtp: handshake failed", "remote", remote, "err", err)
 		return
@@ -260,6 +282,8 @@ func (s *Server) runConn(sess *session) {
 
 	err := sess.serve(s.baseCtx)
 	switch {
+	case sess.closedBy() != 0:
+		// Evicted or cut by the frame timeout: counted and logged there.
 	case isPeerGone(err), errors.Is(err, errDraining), errors.Is(err, net.ErrClosed):
 		s.log.Debug("zmtp: connection closed", "remote", remote, "err", err)
 	case errors.Is(err, errWrite):

@@ -244,16 +244,22 @@ func TestHandshakeDeadlineClosesSilentPeers(t *testing.T) {
 	p.expectClosedAfterGreeting()
 }
 
+// TestMaxConnections: at the cap, with every peer protected (each has just
+// had a reply), a newcomer is closed at once.
 func TestMaxConnections(t *testing.T) {
 	srv := startServer(t, Config{MaxConnections: 3}, echoHandler)
 	for i := 0; i < 3; i++ {
-		dialRaw(t, srv).handshake(1, "REQ")
+		p := dialRaw(t, srv)
+		p.handshake(1, "REQ")
+		p.sendMsg(nil, []byte("hi"))
+		reply, _ := p.recvMsg()
+		assertFrames(t, reply, "", "echo:hi")
 	}
 	waitFor(t, "3 connections", func() bool { return srv.Stats().OpenConnections == 3 })
 	extra := dialRaw(t, srv)
 	extra.expectClosedAfterGreeting()
-	if srv.Stats().RejectedConnections == 0 {
-		t.Fatal("no connection was counted as rejected")
+	if st := srv.Stats(); st.RejectedConnections == 0 || st.Evictions != 0 {
+		t.Fatalf("rejected %d, evicted %d; want a rejection and no eviction", st.RejectedConnections, st.Evictions)
 	}
 }
 
@@ -443,6 +449,8 @@ func FuzzSession(f *testing.F) {
 	f.Add(true, encodeMsg(nil, []byte("hello")))
 	f.Add(true, appendCommand(nil, cmdPing, []byte{0, 10, 'c'}))
 	f.Add(true, []byte{flagLong, 0, 0, 1, 0, 0, 0, 0, 0})
+	f.Add(true, append([]byte{flagMore, 0, flagLong, 0, 0, 0, 0, 0, 0x0F, 0xFF, 0xFF}, "abc"...))
+	f.Add(true, append([]byte{flagCommand, 8, 4, 'P', 'I', 'N', 'G', 0, 0}, encodeMsg(nil, []byte("x"))...))
 	f.Add(false, clientGreeting(3, 0, "NULL"))
 	f.Add(false, append(clientGreeting(3, 1, "NULL"), appendCommand(nil, cmdReady, []byte{200, 'S'})...))
 	var mu sync.Mutex
@@ -453,14 +461,25 @@ func FuzzSession(f *testing.F) {
 		if afterHandshake {
 			input = append(append([]byte(nil), valid...), data...)
 		}
-		cfg, err := Config{MaxMessageSize: 1 << 20, DiscardLimit: 4 << 20}.withDefaults()
+		cfg, err := Config{MaxMessageSize: 1 << 20, DiscardLimit: 4 << 20, MaxPartialBytes: 96 << 10}.withDefaults()
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := newSession(nil, cfg, echoHandler, &fuzzConn{r: bytes.NewReader(input)})
-		if err := s.handshake(); err != nil {
-			return
+		sh := newShared(cfg)
+		s := newSession(nil, sh, cfg, echoHandler, &fuzzConn{r: bytes.NewReader(input)})
+		if err := s.handshake(); err == nil {
+			_ = s.serve(context.Background())
 		}
-		_ = s.serve(context.Background())
+		// The pool never lends more than its limit, and gets everything back.
+		if used := sh.partialUsed.Load(); used > cfg.MaxPartialBytes || used != s.reserved+s.cmdReserved {
+			t.Fatalf("pool lent %d (limit %d), session holds %d+%d", used, cfg.MaxPartialBytes, s.reserved, s.cmdReserved)
+		}
+		if int64(cap(s.msgBuf)) > ownBufferSize+s.reserved {
+			t.Fatalf("message buffer of %d bytes with %d reserved", cap(s.msgBuf), s.reserved)
+		}
+		s.releaseBuffers()
+		if used := sh.partialUsed.Load(); used != 0 {
+			t.Fatalf("%d bytes still lent after the session ended", used)
+		}
 	})
 }

@@ -23,6 +23,9 @@ func FuzzCSVReader(f *testing.F) {
 	f.Add([]byte(smallHeader + "a,1,2,3,10,5,-1\n"))
 	f.Add([]byte(smallHeader + "a,1,2,3,10,,1\nb,1\n"))
 	f.Add([]byte("\xef\xbb\xbf" + smallHeader + "a,1e308,2e-320,3,10,5,1\na,1,2,3,4,5,6\n"))
+	f.Add([]byte(smallHeader + "a,1_000,2,3,10,5,1\nb,1e1_0,5,6,20,7,0\n"))
+	f.Add([]byte(smallHeader + "a,0x1p-2,inf,nan,infinity,5,1\nb,.5,5.,-.5e+1,20,7,0\n"))
+	f.Add([]byte(smallHeader + "a,1e,+,-.,1E+,5,1\nb,_1,1_,1._5,20,7,0\n"))
 	opt := Options{Features: 3, MinRows: 2, MaxBytes: 1 << 20, MaxRows: 1000}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ds, err := Read(context.Background(), bytes.NewReader(data), opt)

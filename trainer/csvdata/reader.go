@@ -48,6 +48,13 @@ type Options struct {
 	// MinRows is the fewest data rows accepted (checked at end of input);
 	// 0 means trainer.MinRows(trainer.DefaultFolds).
 	MinRows int
+	// Charger, when set, is charged for the data set's memory before each
+	// storage block is allocated (trainer.NewChargedDataset); a refused
+	// charge ends the read at once with a *trainer.MemoryBudgetError, so an
+	// upload is refused while it is still arriving. The caller releases
+	// Dataset.Charged() bytes (or, on error, what the charger holds) when
+	// it drops the data.
+	Charger trainer.Charger
 }
 
 // maxFieldBytes bounds one cell; a line longer than (columns x this) is
@@ -91,6 +98,9 @@ func Read(ctx context.Context, r io.Reader, opt Options) (*trainer.Dataset, erro
 	pr.in = bufio.NewReaderSize(&pr.counter, readBufferSize)
 	pr.maxLine = len(pr.header) * maxFieldBytes
 	pr.ds = trainer.NewDataset(p, pr.q)
+	if opt.Charger != nil {
+		pr.ds = trainer.NewChargedDataset(p, pr.q, opt.Charger)
+	}
 	if err := pr.run(ctx, minRows); err != nil {
 		return nil, err
 	}
@@ -366,7 +376,10 @@ func (pr *parser) parseRow(line []byte) error {
 	// A rejected row leaves a partial row behind, but the whole data set is
 	// discarded with the error.
 	idStr := string(id)
-	x, y := pr.ds.Append(idStr)
+	x, y, err := pr.ds.TryAppend(idStr)
+	if err != nil {
+		return err
+	}
 	for j := 0; j < pr.p; j++ {
 		v, err := pr.number(fields[1+j], 2+j)
 		if err != nil {
@@ -397,8 +410,8 @@ func (pr *parser) number(b []byte, col int) (float64, error) {
 	if len(b) == 0 {
 		return 0, pr.fail(col, "empty cell, want a number")
 	}
-	if isHex(b) {
-		return 0, pr.fail(col, "%q is not a decimal number", clip(b))
+	if !isDecimal(b) {
+		return 0, pr.fail(col, "%s", notDecimalReason(b))
 	}
 	// The string view is not retained: strconv copies it into any error it
 	// returns, and we discard that error.
@@ -413,20 +426,69 @@ func (pr *parser) number(b []byte, col int) (float64, error) {
 		}
 		return 0, pr.fail(col, "%q is not a number", clip(b))
 	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, pr.fail(col, "%s is not allowed (NaN or Inf)", clip(b))
-	}
 	return v, nil
 }
 
-// isHex reports a hexadecimal float ("0x1p-3"), which strconv accepts but
-// the contract's decimal numbers exclude (as are digit separators, which
-// strconv allows only after such a prefix).
-func isHex(b []byte) bool {
-	if b[0] == '+' || b[0] == '-' {
-		b = b[1:]
+// isDecimal reports whether b is a decimal number as the contract writes
+// it: an optional sign, digits with an optional decimal point (at least
+// one digit on either side), and an optional exponent e or E, signed,
+// with at least one digit. It is checked before strconv.ParseFloat, which
+// also takes what the contract's "finite decimal numbers" exclude: digit
+// separators (1_000, 1e1_0), hexadecimal floats (0x1p-2), and inf,
+// infinity and nan in any case.
+func isDecimal(b []byte) bool {
+	i := 0
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
 	}
-	return len(b) >= 2 && b[0] == '0' && (b[1]|0x20) == 'x'
+	intDigits := digits(b[i:])
+	i += intDigits
+	fracDigits := 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		fracDigits = digits(b[i:])
+		i += fracDigits
+	}
+	if intDigits == 0 && fracDigits == 0 {
+		return false
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		exp := digits(b[i:])
+		if exp == 0 {
+			return false
+		}
+		i += exp
+	}
+	return i == len(b)
+}
+
+// notDecimalReason says why a cell that is not a decimal number was
+// refused, naming the strconv extras a client may have meant.
+func notDecimalReason(b []byte) string {
+	body := bytes.TrimLeft(b, "+-")
+	lower := bytes.ToLower(body)
+	switch {
+	case bytes.Equal(lower, []byte("nan")) || bytes.Equal(lower, []byte("inf")) || bytes.Equal(lower, []byte("infinity")):
+		return fmt.Sprintf("%s is not allowed (NaN or Inf): want a finite decimal number", clip(b))
+	case bytes.HasPrefix(lower, []byte("0x")):
+		return fmt.Sprintf("%q is not a decimal number (hexadecimal)", clip(b))
+	case bytes.IndexByte(b, '_') >= 0 && isDecimal(bytes.ReplaceAll(b, []byte("_"), nil)):
+		return fmt.Sprintf("%q is not a decimal number: digit separators (_) are not allowed", clip(b))
+	}
+	return fmt.Sprintf("%q is not a number", clip(b))
+}
+
+// digits counts the leading ASCII digits of b.
+func digits(b []byte) int {
+	n := 0
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	return n
 }
 
 // clip shortens a field for an error message.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ramanserve/trainer"
+	"ramanserve/trainer/membudget"
 )
 
 // smallOpts keeps the test CSVs readable: 3 intensity columns, so a row is
@@ -73,6 +74,17 @@ func TestReadErrors(t *testing.T) {
 		{"too many fields", smallHeader + row("a") + "b,1,2,3,10,5,1,9\n", 3, 8, "", "8 fields, want 7"},
 		{"non-numeric cell", smallHeader + row("a") + "b,1,abc,3,10,5,1\n", 3, 3, "wn_1", `"abc" is not a number`},
 		{"hex number", smallHeader + "a,0x10,2,3,10,5,1\n", 2, 2, "wn_0", "not a decimal"},
+		{"hex float", smallHeader + "a,1,-0x1p-2,3,10,5,1\n", 2, 3, "wn_1", "hexadecimal"},
+		{"digit separator", smallHeader + row("a") + "b,1,1_000,3,10,5,1\n", 3, 3, "wn_1", "digit separators"},
+		{"separator in exponent", smallHeader + "a,1,2,1e1_0,10,5,1\n", 2, 4, "wn_2", "digit separators"},
+		{"separator in label", smallHeader + "a,1,2,3,1_0,5,1\n", 2, 5, "EPA_g_per_L", "digit separators"},
+		{"leading separator", smallHeader + "a,_1,2,3,10,5,1\n", 2, 2, "wn_0", "digit separators"},
+		{"inf", smallHeader + "a,inf,2,3,10,5,1\n", 2, 2, "wn_0", "NaN or Inf"},
+		{"infinity", smallHeader + "a,1,Infinity,3,10,5,1\n", 2, 3, "wn_1", "NaN or Inf"},
+		{"nan", smallHeader + "a,1,2,nan,10,5,1\n", 2, 4, "wn_2", "NaN or Inf"},
+		{"lone dot", smallHeader + "a,.,2,3,10,5,1\n", 2, 2, "wn_0", "not a number"},
+		{"exponent without digits", smallHeader + "a,1e,2,3,10,5,1\n", 2, 2, "wn_0", "not a number"},
+		{"exponent sign only", smallHeader + "a,1e+,2,3,10,5,1\n", 2, 2, "wn_0", "not a number"},
 		{"empty intensity", smallHeader + "a,1,,3,10,5,1\n", 2, 3, "wn_1", "empty cell"},
 		{"NaN", smallHeader + row("a") + row("b") + "c,1,2,NaN,10,5,1\n", 4, 4, "wn_2", "NaN or Inf"},
 		{"Inf", smallHeader + "a,-Inf,2,3,10,5,1\n", 2, 2, "wn_0", "NaN or Inf"},
@@ -202,4 +214,58 @@ func TestReadPassesReaderError(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want %v", err, boom)
 	}
+}
+
+// TestReadChargesTheBudget: a charged read takes its memory from the
+// budget block by block, in matrix bytes (a 1-character cell costs 8, not
+// 2), and is refused with a MemoryBudgetError naming the budget as soon as
+// the next block does not fit, long before the input ends.
+func TestReadChargesTheBudget(t *testing.T) {
+	const p = 2048
+	perBlock := 128 * trainer.ChargePerRow(p, 3)
+	budget := membudget.New(3*perBlock + perBlock/2) // room for 3 blocks
+	var in bytes.Buffer
+	in.WriteString(strings.Join(Header(p), ",") + "\n")
+	cells := strings.Repeat("1,", p+2) + "1\n"
+	rows := 0
+	for ; rows < 1000; rows++ { // 1000 rows: 8 blocks
+		fmt.Fprintf(&in, "s%d,%s", rows, cells)
+	}
+	counted := &countReads{r: bytes.NewReader(in.Bytes())}
+	_, err := Read(context.Background(), counted, Options{Charger: budget})
+	var mbe *trainer.MemoryBudgetError
+	if !errors.As(err, &mbe) || !errors.Is(err, trainer.ErrCSVTooLarge) || !errors.Is(err, trainer.ErrMemoryBudget) {
+		t.Fatalf("got %v, want a MemoryBudgetError", err)
+	}
+	if mbe.Rows != 3*128 || mbe.Limit != budget.Limit() || !strings.Contains(err.Error(), "-max-training-memory") {
+		t.Fatalf("refused after %d rows (limit %d): %v", mbe.Rows, mbe.Limit, err)
+	}
+	if budget.Used() != mbe.Charged || budget.Used() < 3*perBlock {
+		t.Fatalf("budget used %d, data set charged %d", budget.Used(), mbe.Charged)
+	}
+	// Refused while the input was still arriving: about 3 of 8 blocks read.
+	if counted.n > int64(in.Len())/2 {
+		t.Fatalf("read %d of %d bytes before refusing", counted.n, in.Len())
+	}
+
+	// Within the budget the data set reports what it charged.
+	budget = membudget.New(1 << 30)
+	ds, err := Read(context.Background(), bytes.NewReader(in.Bytes()), Options{Charger: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Charged() != budget.Used() || ds.Charged() < ds.NumericBytes() {
+		t.Fatalf("charged %d, budget used %d, matrix %d", ds.Charged(), budget.Used(), ds.NumericBytes())
+	}
+}
+
+type countReads struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReads) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
 }

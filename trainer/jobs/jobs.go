@@ -25,11 +25,14 @@ import (
 	"sync"
 	"time"
 
+	"runtime"
+
 	"github.com/google/uuid"
 
 	"ramanserve/inference"
 	"ramanserve/inference/registry"
 	"ramanserve/trainer"
+	"ramanserve/trainer/membudget"
 )
 
 // Status is a job's state.
@@ -80,6 +83,7 @@ type Job struct {
 	Error            *Failure   `json:"error,omitempty"`
 
 	savedAt time.Time // when the record was last written (not stored)
+	dirty   bool      // the last change is not on disk yet (not stored)
 }
 
 // Elapsed is the running time so far (or in total, once finished); zero
@@ -110,24 +114,99 @@ type Options struct {
 	Train    trainer.Options
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// Budget is charged for every upload being parsed (through its
+	// Reservation) and every data set of a queued or running job, and for
+	// the parallel fits of the running one; nil means no budget.
+	Budget *membudget.Budget
+	// WriteFile writes a record atomically; nil means
+	// registry.WriteFileAtomic. It is a seam for tests of a disk that
+	// refuses writes.
+	WriteFile func(path string, data []byte) error
+	// RetryInterval is how often records that could not be written are
+	// tried again; default 5 s.
+	RetryInterval time.Duration
 }
 
 // Manager owns the queue, the worker and the records.
 type Manager struct {
-	opts  Options
-	log   *slog.Logger
-	queue chan *task
+	opts Options
+	log  *slog.Logger
+	wake chan struct{} // a job was queued (capacity 1)
 
-	mu   sync.Mutex
-	jobs map[string]*Job
+	mu      sync.Mutex
+	jobs    map[string]*Job
+	pending []*task // queued jobs, oldest first
+	// slots counts reservations, queued jobs and the running job; at most
+	// QueueSize + 1 (the running job's slot and QueueSize waiting ones).
+	slots   int
+	closing bool // Close began: no job starts any more
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 type task struct {
-	id string
-	ds *trainer.Dataset
+	id      string
+	ds      *trainer.Dataset
+	charged int64 // bytes of the budget the job holds
+}
+
+// Reservation is an upload's claim on a queue slot, taken before its body
+// is read. It charges the memory budget for the data set being parsed (it
+// is the trainer.Charger of that data set), and becomes the job's slot and
+// charge on SubmitReserved; Release gives both back if the upload fails.
+// A Reservation is used by one goroutine.
+type Reservation struct {
+	m       *Manager
+	charged int64
+	done    bool // released or submitted
+}
+
+// TryAcquire charges n bytes of the budget to the upload.
+func (r *Reservation) TryAcquire(n int64) bool {
+	if r.done {
+		return false
+	}
+	if b := r.m.opts.Budget; b != nil && !b.TryAcquire(n) {
+		return false
+	}
+	r.charged += n
+	return true
+}
+
+// Limit is the size of the memory budget, 0 when there is none; error
+// messages name it.
+func (r *Reservation) Limit() int64 {
+	if b := r.m.opts.Budget; b != nil {
+		return b.Limit()
+	}
+	return 0
+}
+
+// Release gives the slot and every charged byte back. It does nothing
+// after SubmitReserved or a first Release, so callers defer it.
+func (r *Reservation) Release() {
+	if r.done {
+		return
+	}
+	r.done = true
+	r.m.release(r.charged)
+	r.charged = 0
+}
+
+// releaseBytes gives charged bytes back to the budget.
+func (m *Manager) releaseBytes(n int64) {
+	if b := m.opts.Budget; b != nil && n > 0 {
+		b.Release(n)
+	}
+}
+
+// release frees one slot and charged bytes.
+func (m *Manager) release(charged int64) {
+	m.releaseBytes(charged)
+	m.mu.Lock()
+	m.slots--
+	m.mu.Unlock()
 }
 
 // New opens the record directory, marks jobs a previous process left
@@ -148,18 +227,35 @@ func New(opts Options) (*Manager, error) {
 	if opts.Classify == nil {
 		opts.Classify = defaultClassify
 	}
+	if opts.WriteFile == nil {
+		opts.WriteFile = registry.WriteFileAtomic
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = 5 * time.Second
+	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	m := &Manager{opts: opts, log: opts.Logger, queue: make(chan *task, opts.QueueSize), jobs: map[string]*Job{}}
+	m := &Manager{opts: opts, log: opts.Logger, wake: make(chan struct{}, 1), jobs: map[string]*Job{}}
 	if err := m.recover(); err != nil {
+		m.releasePending()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.work(ctx)
+	go m.retryWrites(ctx)
+	m.signal()
 	return m, nil
+}
+
+// releasePending gives back the budget of re-queued jobs when New fails.
+func (m *Manager) releasePending() {
+	for _, t := range m.pending {
+		m.releaseBytes(t.charged)
+	}
+	m.pending = nil
 }
 
 func defaultClassify(err error) string {
@@ -172,7 +268,9 @@ func defaultClassify(err error) string {
 	return "INTERNAL_ERROR"
 }
 
-// recover loads every record and fails the unfinished ones.
+// recover loads every record: a queued job whose spool reads back is
+// queued again; running jobs, and queued jobs without a readable spool,
+// are failed as INTERRUPTED.
 func (m *Manager) recover() error {
 	entries, err := os.ReadDir(m.opts.Dir)
 	if err != nil {
@@ -180,7 +278,7 @@ func (m *Manager) recover() error {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasSuffix(name, ".tmp") || strings.Contains(name, ".tmp-") {
+		if registry.IsTempName(name) { // only our own temp names: never delete an operator's file
 			os.Remove(filepath.Join(m.opts.Dir, name))
 			continue
 		}
@@ -192,30 +290,74 @@ func (m *Manager) recover() error {
 			return fmt.Errorf("jobs: read %s: %w", name, err)
 		}
 		var j Job
-		if err := json.Unmarshal(b, &j); err != nil || j.ID == "" {
+		if err := json.Unmarshal(b, &j); err != nil || j.ID == "" || j.ID+".json" != name {
 			m.log.Warn("skipping unreadable job record", "file", name, "err", err)
 			continue
 		}
-		if j.Status == Queued || j.Status == Running {
-			state := string(j.Status)
-			now := m.opts.Now()
-			j.Status = Failed
-			j.FinishedAt = &now
-			if j.StartedAt == nil {
-				j.StartedAt = &now
-			}
-			// Progress stays where the record last saved it: it never
-			// goes back, even across a restart.
-			j.Error = &Failure{Code: m.opts.Classify(trainer.ErrInterrupted),
-				Message: "the server stopped while this job was " + state + "; upload the data again"}
-			if err := m.persist(&j); err != nil {
-				return err
-			}
-			m.log.Info("training job interrupted by a restart", "job", j.ID)
-		}
 		m.jobs[j.ID] = &j
+		switch j.Status {
+		case Queued:
+			if err := m.requeue(&j); err != nil {
+				m.interrupt(&j, "the server stopped while this job was queued and "+err.Error()+"; upload the data again")
+			}
+		case Running:
+			m.interrupt(&j, "the server stopped while this job was running; upload the data again")
+		default:
+			// A finished job's spool, if a crash left one, is ours to delete.
+			m.removeSpool(j.ID)
+		}
 	}
+	sort.Slice(m.pending, func(a, b int) bool {
+		return m.jobs[m.pending[a].id].SubmittedAt.Before(m.jobs[m.pending[b].id].SubmittedAt)
+	})
 	return nil
+}
+
+// requeue reads a queued job's spool back, charging the budget, and puts
+// the job back in the queue. Its error says why it could not.
+func (m *Manager) requeue(j *Job) error {
+	c := &Reservation{m: m}
+	ds, err := readSpool(spoolPath(m.opts.Dir, j.ID), c)
+	var mbe *trainer.MemoryBudgetError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("its data set was not saved")
+	case errors.As(err, &mbe):
+		m.releaseBytes(c.charged)
+		return fmt.Errorf("its saved data set does not fit the training memory budget (%d bytes)", c.Limit())
+	case err != nil:
+		m.releaseBytes(c.charged)
+		return fmt.Errorf("its saved data set could not be read (%v)", err)
+	}
+	m.pending = append(m.pending, &task{id: j.ID, ds: ds, charged: c.charged})
+	m.slots++
+	m.log.Info("training job queued again after a restart", "job", j.ID, "samples", ds.Len())
+	return nil
+}
+
+// interrupt records a job the previous process left unfinished as failed
+// (INTERRUPTED) and deletes its spool.
+func (m *Manager) interrupt(j *Job, msg string) {
+	now := m.opts.Now()
+	j.Status = Failed
+	j.FinishedAt = &now
+	if j.StartedAt == nil {
+		j.StartedAt = &now
+	}
+	// Progress stays where the record last saved it: it never goes back,
+	// even across a restart.
+	j.Error = &Failure{Code: m.opts.Classify(trainer.ErrInterrupted), Message: msg}
+	m.persistOrKeep(j)
+	m.removeSpool(j.ID)
+	m.log.Info("training job interrupted by a restart", "job", j.ID, "reason", msg)
+}
+
+// removeSpool deletes the spool of a job that ended: a file this package
+// wrote under the job's own name.
+func (m *Manager) removeSpool(id string) {
+	if err := os.Remove(spoolPath(m.opts.Dir, id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		m.log.Warn("cannot delete a finished job's saved data set", "job", id, "err", err)
+	}
 }
 
 // estimateSeconds is a rough duration for the 202 reply: the fits cost
@@ -230,25 +372,71 @@ func (m *Manager) estimateSeconds(ds *trainer.Dataset) int {
 	return int(math.Max(1, math.Ceil(work*2.8e-9)))
 }
 
-// Submit queues a training on ds. It fails with trainer.ErrQueueFull when
-// QueueSize jobs are already waiting.
+// Reserve takes a queue slot for an upload before its body is read. It
+// fails at once with trainer.ErrQueueFull when every slot is taken (by
+// the running job, queued jobs and other uploads), and with
+// trainer.ErrInterrupted once Close began.
+func (m *Manager) Reserve(ctx context.Context) (*Reservation, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return nil, fmt.Errorf("%w: the server is shutting down", trainer.ErrInterrupted)
+	}
+	if m.slots >= m.opts.QueueSize+1 {
+		return nil, fmt.Errorf("%w: %d jobs are waiting or being uploaded", trainer.ErrQueueFull, m.opts.QueueSize)
+	}
+	m.slots++
+	return &Reservation{m: m}, nil
+}
+
+// Submit queues a training on ds (whose memory, if charged, is not the
+// manager's to release). It fails with trainer.ErrQueueFull when every
+// slot is taken. Uploads use Reserve and SubmitReserved instead.
 func (m *Manager) Submit(ctx context.Context, ds *trainer.Dataset, meta Meta) (Job, error) {
+	r, err := m.Reserve(ctx)
+	if err != nil {
+		return Job{}, err
+	}
+	defer r.Release()
+	return m.SubmitReserved(ctx, r, ds, meta)
+}
+
+// SubmitReserved queues a training on ds in r's slot. The job takes over
+// r's slot and charged bytes (released when it ends); on error r is left
+// to its owner's Release.
+func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *trainer.Dataset, meta Meta) (Job, error) {
 	if err := ctx.Err(); err != nil {
 		return Job{}, err
+	}
+	if r.done || r.m != m {
+		return Job{}, errors.New("jobs: reservation already used")
 	}
 	j := &Job{ID: uuid.NewString(), Status: Queued, Samples: ds.Len(), SubmittedAt: m.opts.Now(),
 		EstimatedSeconds: m.estimateSeconds(ds), Meta: meta}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.queue) >= cap(m.queue) {
-		return Job{}, fmt.Errorf("%w: %d jobs are waiting", trainer.ErrQueueFull, cap(m.queue))
+	if m.closing {
+		return Job{}, fmt.Errorf("%w: the server is shutting down", trainer.ErrInterrupted)
 	}
 	if err := m.persist(j); err != nil {
 		return Job{}, err
 	}
+	r.done = true
 	m.jobs[j.ID] = j
-	m.queue <- &task{id: j.ID, ds: ds}
+	m.pending = append(m.pending, &task{id: j.ID, ds: ds, charged: r.charged})
+	m.signal()
 	return *j, nil
+}
+
+// signal wakes the worker.
+func (m *Manager) signal() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Get returns a copy of a job's record.
@@ -274,31 +462,84 @@ func (m *Manager) List() []Job {
 	return out
 }
 
-// Close stops the worker: a running training is cancelled and its job
-// recorded as failed (INTERRUPTED); queued jobs stay queued on disk and are
-// failed as interrupted by the next start.
+// Close stops the worker: no queued job starts any more, a running
+// training is cancelled and its job recorded as failed (INTERRUPTED), and
+// every queued job's data set is saved (jobs/<id>.dataset) so that the next
+// New queues it again; its record stays queued. Records that could not be
+// written are tried once more.
 func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closing = true
+	m.mu.Unlock()
 	m.cancel()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	m.mu.Lock()
+	pending := m.pending
+	m.pending = nil
+	m.mu.Unlock()
+	var errs []error
+	for _, t := range pending {
+		if err := writeSpool(ctx, spoolPath(m.opts.Dir, t.id), t.ds); err != nil {
+			// The next start fails the job, saying its data was not saved.
+			errs = append(errs, fmt.Errorf("save queued job %s: %w", t.id, err))
+		} else {
+			m.log.Info("queued training job saved for the next start", "job", t.id)
+		}
+		m.releaseBytes(t.charged)
+	}
+	m.flushDirty()
+	return errors.Join(errs...)
 }
 
 func (m *Manager) work(ctx context.Context) {
 	defer m.wg.Done()
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case t := <-m.queue:
-			m.run(ctx, t)
+		t := m.next()
+		if t == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.wake:
+				continue
+			}
 		}
+		m.run(ctx, t)
+		m.finish(t)
 	}
+}
+
+// next takes the oldest queued job, or nil when there is none or Close
+// began (checked under the lock Close sets closing with, so no job starts
+// after it).
+func (m *Manager) next() *task {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing || len(m.pending) == 0 {
+		return nil
+	}
+	t := m.pending[0]
+	m.pending[0] = nil
+	m.pending = m.pending[1:]
+	return t
+}
+
+// finish releases a job's slot and memory and deletes its spool, if a
+// restart left one, once the job ended.
+func (m *Manager) finish(t *task) {
+	m.mu.Lock()
+	ended := m.jobs[t.id].Status != Queued && m.jobs[t.id].Status != Running
+	m.mu.Unlock()
+	if ended {
+		m.removeSpool(t.id)
+	}
+	m.release(t.charged)
+	t.ds = nil
 }
 
 // progressShare is the part of the progress bar the fits take; the rest is
@@ -308,20 +549,28 @@ const progressShare = 0.99
 func (m *Manager) run(ctx context.Context, t *task) {
 	now := m.opts.Now()
 	m.update(t.id, func(j *Job) { j.Status, j.StartedAt = Running, &now })
-	m.log.Info("training started", "job", t.id, "samples", t.ds.Len())
+	workers, extra := m.workers(t.ds)
+	defer m.releaseBytes(extra)
+	m.log.Info("training started", "job", t.id, "samples", t.ds.Len(), "workers", workers)
 
-	res, err := m.train(ctx, t)
+	res, err := m.train(ctx, t, workers)
 	var version, path string
 	if err == nil {
 		version, path, err = m.opts.Publish(ctx, res, m.meta(t.id))
 	}
 	finished := m.opts.Now()
 	if err != nil {
-		code := m.opts.Classify(err)
+		failure := Failure{Code: m.opts.Classify(err), Message: err.Error()}
+		if ctx.Err() != nil {
+			// Close cancelled the job: that, not the error it surfaced
+			// as (context canceled, mid-fold), is why it failed.
+			failure = Failure{Code: m.opts.Classify(trainer.ErrInterrupted),
+				Message: "the server shut down while this job was running; upload the data again"}
+		}
 		m.update(t.id, func(j *Job) {
-			j.Status, j.FinishedAt, j.Error = Failed, &finished, &Failure{Code: code, Message: err.Error()}
+			j.Status, j.FinishedAt, j.Error = Failed, &finished, &failure
 		})
-		m.log.Warn("training failed", "job", t.id, "code", code, "err", err)
+		m.log.Warn("training failed", "job", t.id, "code", failure.Code, "err", err)
 		return
 	}
 	m.update(t.id, func(j *Job) {
@@ -331,15 +580,43 @@ func (m *Manager) run(ctx context.Context, t *task) {
 	m.log.Info("training done", "job", t.id, "version", version, "components", res.Components, "elapsed", finished.Sub(now))
 }
 
+// workers picks how many fits run in parallel: as many as configured when
+// the budget can hold their copies of the data set, fewer when it cannot,
+// and at least one, which the job's own charge already covers. It returns
+// the count and the extra bytes charged for it.
+func (m *Manager) workers(ds *trainer.Dataset) (int, int64) {
+	want := m.opts.Train.Workers
+	if want <= 0 {
+		want = runtime.GOMAXPROCS(0)
+	}
+	folds := m.opts.Train.Folds
+	if folds == 0 {
+		folds = trainer.DefaultFolds
+	}
+	want = max(1, min(want, folds+1))
+	if m.opts.Budget == nil {
+		return want, 0
+	}
+	perWorker := int64(ds.Len()) * trainer.WorkerBytesPerRow(ds.Features(), ds.NumTargets())
+	for w := want; w > 1; w-- {
+		if extra := int64(w-1) * perWorker; m.opts.Budget.TryAcquire(extra) {
+			return w, extra
+		}
+	}
+	return 1, 0
+}
+
 // train runs the fit, turning a panic into an error so that one bad data
 // set cannot take the server down.
-func (m *Manager) train(ctx context.Context, t *task) (res *trainer.Result, err error) {
+func (m *Manager) train(ctx context.Context, t *task, workers int) (res *trainer.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("training panicked: %v", r)
 		}
 	}()
-	return trainer.Train(ctx, t.ds, m.opts.Train, func(done, total int) {
+	opts := m.opts.Train
+	opts.Workers = workers
+	return trainer.Train(ctx, t.ds, opts, func(done, total int) {
 		if total <= 0 {
 			return
 		}
@@ -355,6 +632,9 @@ func (m *Manager) train(ctx context.Context, t *task) (res *trainer.Result, err 
 		}
 		j.Progress = p
 		if err := m.persist(j); err != nil {
+			// Try again at the next interval, not at every step; the
+			// status change that ends the job is kept and retried.
+			j.savedAt = time.Now()
 			m.log.Error("cannot write job record", "job", t.id, "err", err)
 		}
 	})
@@ -369,14 +649,60 @@ func (m *Manager) meta(id string) Meta {
 	return m.jobs[id].Meta
 }
 
-// update changes a job under the lock and rewrites its record.
+// update changes a job under the lock and rewrites its record. A record
+// that cannot be written keeps the change in memory (Get reports it) and
+// is written by retryWrites or with the next record that is written.
 func (m *Manager) update(id string, f func(*Job)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j := m.jobs[id]
 	f(j)
+	m.persistOrKeep(j)
+}
+
+// persistOrKeep writes j, or marks it to be written later. Called with
+// m.mu held (or before the worker starts).
+func (m *Manager) persistOrKeep(j *Job) {
 	if err := m.persist(j); err != nil {
-		m.log.Error("cannot write job record", "job", id, "err", err)
+		j.dirty = true
+		m.log.Error("cannot write job record; keeping it in memory and retrying", "job", j.ID, "status", j.Status, "err", err)
+		return
+	}
+	// The disk takes writes again: write what it refused before.
+	m.flushDirtyLocked()
+}
+
+// retryWrites writes records that could not be written, every
+// RetryInterval, until ctx ends.
+func (m *Manager) retryWrites(ctx context.Context) {
+	defer m.wg.Done()
+	tick := time.NewTicker(m.opts.RetryInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			m.flushDirty()
+		}
+	}
+}
+
+func (m *Manager) flushDirty() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.flushDirtyLocked()
+}
+
+func (m *Manager) flushDirtyLocked() {
+	for _, j := range m.jobs {
+		if !j.dirty {
+			continue
+		}
+		if err := m.persist(j); err != nil {
+			return // the disk still refuses; the next tick tries again
+		}
+		m.log.Info("job record written after an earlier failure", "job", j.ID, "status", j.Status)
 	}
 }
 
@@ -385,9 +711,10 @@ func (m *Manager) persist(j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := registry.WriteFileAtomic(filepath.Join(m.opts.Dir, j.ID+".json"), b); err != nil {
+	if err := m.opts.WriteFile(filepath.Join(m.opts.Dir, j.ID+".json"), b); err != nil {
 		return fmt.Errorf("jobs: write record: %w", err)
 	}
 	j.savedAt = time.Now()
+	j.dirty = false
 	return nil
 }

@@ -1,0 +1,438 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ramanserve/gen"
+	"ramanserve/server"
+	"ramanserve/trainer"
+	"ramanserve/trainer/csvdata"
+)
+
+// streamedUpload is a training upload whose CSV part comes from a
+// generator, sent with a plain client (the validating one buffers whole
+// bodies, which an endless upload does not have).
+type streamedUpload struct {
+	status   int
+	body     []byte
+	err      error
+	elapsed  time.Duration
+	sent     atomic.Int64 // CSV bytes written so far
+	finished atomic.Bool  // the generator wrote the whole body
+}
+
+// startUpload posts meta and the CSV that csv writes to base+/training/start
+// and returns at once; done is closed when the answer (or an error) came.
+func startUpload(ctx context.Context, base string, csv func(w io.Writer) error) (*streamedUpload, <-chan struct{}) {
+	u := &streamedUpload{}
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		err := func() error {
+			h := textproto.MIMEHeader{}
+			h.Set("Content-Disposition", `form-data; name="meta"`)
+			h.Set("Content-Type", "application/json")
+			w, err := mw.CreatePart(h)
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write([]byte(goodMeta)); err != nil {
+				return err
+			}
+			if w, err = mw.CreateFormFile("csv", "training.csv"); err != nil {
+				return err
+			}
+			if err := csv(countingWriter{w, &u.sent}); err != nil {
+				return err
+			}
+			return mw.Close()
+		}()
+		if err == nil {
+			u.finished.Store(true)
+		}
+		pw.CloseWithError(err)
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer pr.Close() // stops the generator once answered
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/training/start", pr)
+		if err != nil {
+			u.err = err
+			return
+		}
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		start := time.Now()
+		resp, err := (&http.Client{}).Do(req)
+		u.elapsed = time.Since(start)
+		if err != nil {
+			u.err = err
+			return
+		}
+		u.status = resp.StatusCode
+		u.body, u.err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if u.status >= 400 && u.err == nil {
+			if err := validateErrorEnvelope(resp, u.body); err != nil {
+				failed.Add(1)
+				u.err = err
+			} else {
+				validated.Add(1)
+			}
+		}
+	}()
+	return u, done
+}
+
+// onesCSV writes the header and rows of 1-character cells ("1,1,1,..."):
+// 2 bytes on the wire and 8 in the matrix each. rows < 0 never ends.
+func onesCSV(prefix string, rows int) func(w io.Writer) error {
+	return func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		bw.WriteString(strings.Join(csvdata.Header(trainer.NumWavenumbers), ",") + "\n")
+		cells := strings.Repeat(",1", trainer.NumWavenumbers+3) + "\n"
+		for i := 0; rows < 0 || i < rows; i++ {
+			bw.WriteString(prefix + strconv.Itoa(i))
+			if _, err := bw.WriteString(cells); err != nil {
+				return err
+			}
+		}
+		return bw.Flush()
+	}
+}
+
+// TestFullQueueRefusesUploadWhileSending: with -training-queue 1 the
+// running slot and the waiting slot are held by two uploads that stall
+// after their first rows; a third upload, whose client keeps sending a
+// body that never ends, gets 429 TRAINING_QUEUE_FULL within 1 s, with
+// Retry-After, and its body is not parsed.
+func TestFullQueueRefusesUploadWhileSending(t *testing.T) {
+	p := startProcess(t, t.TempDir(), "-training-queue", "1")
+	base := "http://" + p.httpAddr
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	defer close(release)
+	stalled := func(w io.Writer) error {
+		if err := onesCSV("held-", 3)(w); err != nil {
+			return err
+		}
+		<-release // the upload stays open, holding its slot
+		return io.ErrClosedPipe
+	}
+	var holders []*streamedUpload
+	for i := 0; i < 2; i++ {
+		u, _ := startUpload(ctx, base, stalled)
+		holders = append(holders, u)
+	}
+	// Both holders have sent their first rows, so their handlers run.
+	deadline := time.Now().Add(10 * time.Second)
+	for holders[0].sent.Load() == 0 || holders[1].sent.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the holding uploads did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+
+	u, done := startUpload(ctx, base, onesCSV("endless-", -1))
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no answer 5 s into an endless upload (%d bytes sent)", u.sent.Load())
+	}
+	if u.err != nil {
+		t.Fatal(u.err)
+	}
+	var e gen.ErrorResponse
+	json.Unmarshal(u.body, &e)
+	if u.status != http.StatusTooManyRequests || e.Code != "TRAINING_QUEUE_FULL" {
+		t.Fatalf("got %d %s %q, want 429 TRAINING_QUEUE_FULL", u.status, e.Code, e.Message)
+	}
+	if u.elapsed > time.Second {
+		t.Errorf("429 took %v, want < 1 s", u.elapsed)
+	}
+	if u.finished.Load() {
+		t.Error("the endless body finished?")
+	}
+	for i, h := range holders {
+		if h.status != 0 {
+			t.Errorf("holding upload %d was answered %d: %s", i, h.status, h.body)
+		}
+	}
+}
+
+// budgetOverhead is server.TrainingMemoryOverhead: peak RSS must stay
+// under the budget plus this.
+const budgetOverhead = server.TrainingMemoryOverhead
+
+// TestConcurrentUploadsStayInBudget: four concurrent uploads of
+// 1-character cells, each of which alone needs more than the training
+// memory budget (64 MiB; the four matrices would be about 260 MB, so
+// without the budget the test fails on RSS), against a real process.
+// RAMAN_BENCH_UPLOAD_BUDGET=1 (make bench) runs the full size: four 100 MB
+// uploads against a 1 GiB budget, printing peak RSS. Those that cross the budget get 413 PAYLOAD_TOO_LARGE
+// naming it, while their client is still sending, and the server's peak
+// RSS (VmHWM) stays under the budget plus the documented overhead.
+func TestConcurrentUploadsStayInBudget(t *testing.T) {
+	// Each upload alone crosses the budget: all four must be refused.
+	budget := int64(64 << 20)
+	rows := 4000 // 16 MB on the wire, 66 MB of matrix, per upload
+	bench := os.Getenv("RAMAN_BENCH_UPLOAD_BUDGET") == "1"
+	if bench {
+		// make bench: four 100 MB uploads (400 MB of matrix each) against
+		// a 1 GiB budget, which one of them alone would fit.
+		budget, rows = 1<<30, 24500
+	}
+	p := startProcess(t, t.TempDir(), "-max-training-memory", strconv.FormatInt(budget, 10),
+		"-max-upload-bytes", strconv.Itoa(1<<30))
+	pid := p.cmd.Process.Pid
+	base := "http://" + p.httpAddr
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	uploads := make([]*streamedUpload, 4)
+	var wg sync.WaitGroup
+	for i := range uploads {
+		u, done := startUpload(ctx, base, onesCSV(fmt.Sprintf("u%d-", i), rows))
+		uploads[i] = u
+		wg.Add(1)
+		go func() { defer wg.Done(); <-done }()
+	}
+	wg.Wait()
+	refused := 0
+	for i, u := range uploads {
+		if u.err != nil {
+			t.Fatalf("upload %d after %v, %d bytes sent: %v", i, u.elapsed, u.sent.Load(), u.err)
+		}
+		var e gen.ErrorResponse
+		json.Unmarshal(u.body, &e)
+		switch u.status {
+		case http.StatusAccepted:
+		case http.StatusRequestEntityTooLarge:
+			refused++
+			if e.Code != "PAYLOAD_TOO_LARGE" || !strings.Contains(e.Message, "-max-training-memory") || !strings.Contains(e.Message, strconv.FormatInt(budget, 10)) {
+				t.Errorf("upload %d: %s %q, want PAYLOAD_TOO_LARGE naming the budget", i, e.Code, e.Message)
+			}
+			if u.finished.Load() {
+				t.Errorf("upload %d was refused only after its whole body (%d bytes) was sent", i, u.sent.Load())
+			}
+		default:
+			t.Errorf("upload %d: %d %s", i, u.status, u.body)
+		}
+	}
+	if !bench && refused != len(uploads) {
+		t.Errorf("%d of %d uploads refused; each alone crosses the budget", refused, len(uploads))
+	}
+	hwm := rss(t, pid, "VmHWM")
+	var sent int64
+	for _, u := range uploads {
+		sent += u.sent.Load()
+	}
+	fmt.Printf("upload budget: 4 uploads of %d rows (%.0f MB each on the wire, %.0f MB sent in all), %d refused 413; budget %d MiB + overhead %d MiB; peak RSS %.0f MiB\n",
+		rows, float64(rows)*float64(2*(trainer.NumWavenumbers+4))/1e6, float64(sent)/1e6, refused, budget>>20, budgetOverhead>>20, float64(hwm)/(1<<20))
+	if hwm >= budget+budgetOverhead {
+		t.Errorf("peak RSS %d MiB, over the budget %d MiB plus overhead %d MiB", hwm>>20, budget>>20, budgetOverhead>>20)
+	}
+}
+
+// TestSigtermRecordsInterruptedAndKeepsQueued: SIGTERM with one job
+// running and one queued. The process exits 0 within the grace period;
+// the running job reads failed/INTERRUPTED and the queued one queued, on
+// disk; after a restart the queued job runs to done and its saved data set
+// is gone.
+func TestSigtermRecordsInterruptedAndKeepsQueued(t *testing.T) {
+	dir := t.TempDir()
+	const grace = 10 * time.Second
+	p := startProcess(t, dir, "-shutdown-grace", grace.String())
+	c := p.client(t)
+	base := "http://" + p.httpAddr
+	upload := func(seed uint64, n int) string {
+		resp, body := multipartUpload(t, base, bytes.NewReader(syntheticCSV(t, seed, n)), []byte(goodMeta))
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("upload: %d %s", resp.StatusCode, body)
+		}
+		var acc gen.TrainingJobAccepted
+		json.Unmarshal(body, &acc)
+		return acc.JobId
+	}
+	running := upload(51, 1500)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		job := must(c.GetTrainingJobWithResponse(context.Background(), running))(t).JSON200
+		if job.Status == gen.Running && job.Progress > 0 {
+			break
+		}
+		if job.Status == gen.Done || job.Status == gen.Failed || time.Now().After(deadline) {
+			t.Fatalf("job did not run long enough to be interrupted: %+v", job)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	queued := upload(52, trainingSamples)
+	if job := must(c.GetTrainingJobWithResponse(context.Background(), queued))(t).JSON200; job.Status != gen.Queued {
+		t.Fatalf("second job is %s, want queued", job.Status)
+	}
+
+	start := time.Now()
+	if err := p.terminate(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v, want status 0", err)
+	}
+	if took := time.Since(start); took > grace {
+		t.Fatalf("stopping took %v, over the %v grace", took, grace)
+	}
+	record := func(id string) gen.TrainingJob {
+		b, err := os.ReadFile(filepath.Join(dir, "jobs", id+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var j struct {
+			Status string `json:"status"`
+			Error  *struct{ Code, Message string }
+		}
+		json.Unmarshal(b, &j)
+		out := gen.TrainingJob{Status: gen.TrainingJobStatus(j.Status)}
+		if j.Error != nil {
+			out.Error = &gen.TrainingError{Code: j.Error.Code, Message: j.Error.Message}
+		}
+		return out
+	}
+	if r := record(running); r.Status != gen.Failed || r.Error == nil || r.Error.Code != "INTERRUPTED" {
+		t.Fatalf("running job on disk after SIGTERM: %+v %+v", r, r.Error)
+	}
+	if r := record(queued); r.Status != gen.Queued {
+		t.Fatalf("queued job on disk after SIGTERM: %s", r.Status)
+	}
+
+	p2 := startProcess(t, dir)
+	c2 := p2.client(t)
+	job := must(c2.GetTrainingJobWithResponse(context.Background(), running))(t).JSON200
+	if job.Status != gen.Failed || job.Error == nil || job.Error.Code != "INTERRUPTED" || !strings.Contains(job.Error.Message, "shut down") {
+		t.Fatalf("interrupted job after restart: %+v", job)
+	}
+	done := waitJob(t, c2, queued, 60*time.Second)
+	if done.Status != gen.Done || done.Result == nil {
+		t.Fatalf("queued job after restart: %+v %+v", done, done.Error)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "jobs", queued+".dataset")); !os.IsNotExist(err) {
+		t.Errorf("the saved data set of the finished job is still there: %v", err)
+	}
+}
+
+// TestReadOnlyRegistryKeepsFailureReason: the registry turns read-only (a
+// read-only bind mount over it, so that it holds even for root) while a job
+// trains. The job fails publishing its model; GET /training/{id} reports
+// the real reason at once although the record on disk still reads running,
+// and once the registry is writable again the record is written with that
+// reason. Needs root (mount); skipped otherwise.
+func TestReadOnlyRegistryKeepsFailureReason(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to bind-mount the registry read-only")
+	}
+	dir := t.TempDir()
+	p := startProcess(t, dir)
+	c := p.client(t)
+	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, 61, 1500)), []byte(goodMeta))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", resp.StatusCode, body)
+	}
+	var acc gen.TrainingJobAccepted
+	json.Unmarshal(body, &acc)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		job := must(c.GetTrainingJobWithResponse(context.Background(), acc.JobId))(t).JSON200
+		if job.Status == gen.Running {
+			break
+		}
+		if job.Status != gen.Queued || time.Now().After(deadline) {
+			t.Fatalf("job did not start: %+v", job)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if out, err := exec.Command("mount", "--bind", dir, dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount (%v: %s)", err, out)
+	}
+	mounted := true
+	unmount := func() {
+		if mounted {
+			if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+				t.Errorf("umount: %v: %s", err, out)
+			}
+			mounted = false
+		}
+	}
+	defer unmount()
+	if out, err := exec.Command("mount", "-o", "remount,ro,bind", dir).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	job := waitJob(t, c, acc.JobId, 60*time.Second)
+	if job.Status != gen.Failed || job.Error == nil || !strings.Contains(job.Error.Message, "read-only") {
+		t.Fatalf("job on a read-only registry: %+v %+v", job, job.Error)
+	}
+	recordPath := filepath.Join(dir, "jobs", acc.JobId+".json")
+	readStatus := func() (string, string) {
+		b, _ := os.ReadFile(recordPath)
+		var j struct {
+			Status string `json:"status"`
+			Error  *struct{ Message string }
+		}
+		json.Unmarshal(b, &j)
+		if j.Error == nil {
+			return j.Status, ""
+		}
+		return j.Status, j.Error.Message
+	}
+	if st, _ := readStatus(); st != "running" {
+		t.Fatalf("record on the read-only registry reads %q", st)
+	}
+	unmount()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		st, msg := readStatus()
+		if st == "failed" {
+			if msg != job.Error.Message {
+				t.Fatalf("record written with %q, want the reported %q", msg, job.Error.Message)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("record still %q 20 s after the registry became writable", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestTrainingStaysInBudget: a 2000 x 2048 job (33 MB of matrix; training
+// copies it once per parallel fit) trained under a 100 MB budget, which
+// holds the data set and one fit but not a second: the job is done and
+// the server's peak RSS stays under the budget plus the overhead.
+func TestTrainingStaysInBudget(t *testing.T) {
+	const budget = 100_000_000
+	p := startProcess(t, t.TempDir(), "-max-training-memory", strconv.Itoa(budget))
+	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, 5, 2000)), []byte(goodMeta))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", resp.StatusCode, body)
+	}
+	var acc gen.TrainingJobAccepted
+	json.Unmarshal(body, &acc)
+	if j := waitJob(t, p.client(t), acc.JobId, 120*time.Second); j.Status != gen.Done {
+		t.Fatalf("job: %+v %+v", j, j.Error)
+	}
+	if hwm := rss(t, p.cmd.Process.Pid, "VmHWM"); hwm >= budget+budgetOverhead {
+		t.Errorf("peak RSS %d MiB, over the budget %d MiB plus overhead %d MiB", hwm>>20, budget>>20, budgetOverhead>>20)
+	}
+}

@@ -1,0 +1,312 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"ramanserve/inference"
+)
+
+// Finding is one problem `ramanserve registry check` found.
+type Finding struct {
+	File    string // relative to the registry directory
+	Problem string
+	// Repair says what -repair did about it; "" when nothing was done
+	// (not repairing, or nothing is safe to do).
+	Repair string
+}
+
+// CheckReport is the outcome of Check.
+type CheckReport struct {
+	Dir      string
+	Models   int // index entries checked
+	Findings []Finding
+}
+
+// Unrepaired counts the findings that still need an operator.
+func (c *CheckReport) Unrepaired() int {
+	n := 0
+	for _, f := range c.Findings {
+		if f.Repair == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Check verifies a registry directory the way an fsck does: every model
+// file against the size and SHA-256 its entry recorded and through its
+// reader, the index against models/ (entries without a file, files
+// without an entry, a dangling active pointer), and leftover temp files.
+// It takes the registry's lock first, so it refuses to run (ErrLocked)
+// while a server has the directory open.
+//
+// With repair it fixes only what is safe, and deletes nothing but its own
+// temp files: an index that is missing, empty or corrupt is rebuilt from
+// the model files (a corrupt one is first set aside as
+// index.json.corrupt-<time>); a file without an entry is adopted (archived)
+// or, when unreadable, moved to quarantine/ like a file that fails its
+// checksum (whose entry is then dropped); an entry whose file is gone is
+// dropped; a dangling active pointer is cleared; a missing checksum is
+// recorded. Files already in quarantine/ are reported and left for the
+// operator.
+func Check(ctx context.Context, dir string, opts Options, repair bool) (*CheckReport, error) {
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: no registry directory at %s", inference.ErrRegistry, dir)
+	}
+	r, err := lockRegistry(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	c := &checker{r: r, repair: repair, report: &CheckReport{Dir: r.dir}}
+	if err := c.run(ctx); err != nil {
+		return nil, err
+	}
+	return c.report, nil
+}
+
+type checker struct {
+	r       *Registry
+	repair  bool
+	report  *CheckReport
+	changed bool // the index needs writing
+}
+
+func (c *checker) find(file, problem, repair string) {
+	if !c.repair {
+		repair = ""
+	}
+	c.report.Findings = append(c.report.Findings, Finding{File: file, Problem: problem, Repair: repair})
+}
+
+func (c *checker) run(ctx context.Context) error {
+	if err := c.readIndex(); err != nil {
+		return err
+	}
+	c.tempFiles()
+	c.entries(ctx)
+	c.activePointer()
+	if err := c.orphanFiles(ctx); err != nil {
+		return err
+	}
+	for _, q := range c.r.quarantined() {
+		c.find(q, "in quarantine: read "+q+reasonSuffix+", then remove it or put a fixed copy back in models/", "")
+	}
+	if c.repair && c.changed {
+		if err := writeIndex(c.r.dir, c.r.ix); err != nil {
+			return fmt.Errorf("%w: write the repaired index: %w", inference.ErrRegistry, err)
+		}
+	}
+	sort.SliceStable(c.report.Findings, func(i, j int) bool { return c.report.Findings[i].File < c.report.Findings[j].File })
+	return nil
+}
+
+// readIndex loads the index, or starts an empty one to rebuild. It never
+// rebuilds over an index written by a newer server.
+func (c *checker) readIndex() error {
+	ix, state, err := readIndex(c.r.dir)
+	switch {
+	case errors.Is(err, ErrIndexCorrupt):
+		if v := formatVersionOf(c.r.dir); v > indexFormatVersion {
+			return fmt.Errorf("%w: %s was written by a newer server (format_version %d); not touching it", inference.ErrRegistry, indexFile, v)
+		}
+		repair := ""
+		if c.repair {
+			aside, err := c.setAside()
+			if err != nil {
+				return err
+			}
+			repair = "set aside as " + aside + "; rebuilt from the model files"
+		}
+		c.find(indexFile, err.Error(), repair)
+		c.r.ix, c.changed = emptyIndex(), true
+	case err != nil:
+		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+	case state != indexOK:
+		c.r.ix = ix
+		if len(c.r.orphans()) > 0 {
+			what := map[indexState]string{indexMissing: "missing", indexEmpty: "empty"}[state]
+			c.find(indexFile, what+" while models/ holds model files", "rebuilt from the model files")
+			c.changed = true
+		}
+	default:
+		c.r.ix = ix
+	}
+	return nil
+}
+
+func formatVersionOf(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, indexFile))
+	if err != nil || len(b) > maxIndexBytes {
+		return 0
+	}
+	var v struct {
+		FormatVersion int `json:"format_version"`
+	}
+	_ = json.Unmarshal(b, &v)
+	return v.FormatVersion
+}
+
+// setAside renames a corrupt index.json to a free index.json.corrupt-<time>.
+func (c *checker) setAside() (string, error) {
+	base := indexFile + ".corrupt-" + c.r.opts.Now().UTC().Format("20060102T150405Z")
+	name := base
+	for i := 2; exists(filepath.Join(c.r.dir, name)); i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	if err := os.Rename(filepath.Join(c.r.dir, indexFile), filepath.Join(c.r.dir, name)); err != nil {
+		return "", fmt.Errorf("%w: set the corrupt index aside: %w", inference.ErrRegistry, err)
+	}
+	return name, SyncDir(c.r.dir)
+}
+
+func (c *checker) tempFiles() {
+	for _, sub := range tempDirs {
+		for _, de := range readDirQuiet(filepath.Join(c.r.dir, sub)) {
+			if !IsTempName(de.Name()) || !de.Type().IsRegular() {
+				continue
+			}
+			rel := filepath.ToSlash(filepath.Join(sub, de.Name()))
+			repair := ""
+			if c.repair && os.Remove(filepath.Join(c.r.dir, rel)) == nil {
+				repair = "removed"
+			}
+			c.find(rel, "temp file of an interrupted write", repair)
+		}
+	}
+}
+
+// entries checks every index entry's file: present, a regular file, the
+// recorded size and checksum, readable by its reader.
+func (c *checker) entries(ctx context.Context) {
+	versions := make([]string, 0, len(c.r.ix.Models))
+	for v := range c.r.ix.Models {
+		versions = append(versions, v)
+	}
+	sort.Strings(versions)
+	c.report.Models = len(versions)
+	for _, v := range versions {
+		e := c.r.ix.Models[v]
+		full := filepath.Join(c.r.dir, filepath.FromSlash(e.File))
+		if !exists(full) {
+			c.find(e.File, fmt.Sprintf("index entry %s has no file", v), "entry dropped")
+			c.drop(v)
+			continue
+		}
+		_, err := c.r.openVerified(ctx, e)
+		if err != nil {
+			repair := ""
+			if c.repair {
+				if q, qerr := c.r.quarantine(filepath.Base(full), err.Error()); qerr == nil {
+					repair = "moved to " + q + "; entry dropped"
+					c.drop(v)
+				}
+			}
+			c.find(e.File, fmt.Sprintf("model %s: %v", v, err), repair)
+			continue
+		}
+		if e.SHA256 == "" {
+			size, sum, _, err := digest(ctx, full, e.SizeBytes)
+			repair := ""
+			if err == nil && c.repair {
+				e.SizeBytes, e.SHA256, c.changed = size, sum, true
+				repair = "checksum recorded"
+			}
+			c.find(e.File, fmt.Sprintf("model %s has no recorded checksum (written before checksums were kept)", v), repair)
+		}
+	}
+}
+
+func (c *checker) drop(version string) {
+	if !c.repair {
+		return
+	}
+	delete(c.r.ix.Models, version)
+	if c.r.ix.Active == version {
+		c.r.ix.Active = ""
+	}
+	c.changed = true
+}
+
+// activePointer checks that the active pointer names an entry and that
+// the statuses agree with it.
+func (c *checker) activePointer() {
+	ix := c.r.ix
+	if ix.Active != "" && ix.Models[ix.Active] == nil {
+		c.find(indexFile, fmt.Sprintf("the active pointer names %q, which has no entry", ix.Active), "active pointer cleared")
+		if c.repair {
+			ix.Active, c.changed = "", true
+		}
+	}
+	for _, e := range ix.Models {
+		if (e.Status == StatusActive) != (e.Version == ix.Active) {
+			want := StatusArchived
+			if e.Version == ix.Active {
+				want = StatusActive
+			}
+			c.find(e.File, fmt.Sprintf("model %s is %s, but the active pointer is %q", e.Version, e.Status, ix.Active), "status set to "+string(want))
+			if c.repair {
+				e.Status, c.changed = want, true
+			}
+		}
+	}
+}
+
+// orphanFiles reports model files without an entry; -repair adopts them
+// or moves them to quarantine/.
+func (c *checker) orphanFiles(ctx context.Context) error {
+	for _, o := range c.r.orphans() {
+		rel := modelsDir + "/" + o.name
+		problem := "model file without an index entry"
+		if !o.regular {
+			problem = "symbolic link or special file in models/ (never followed)"
+		}
+		if !c.repair {
+			c.find(rel, problem, "")
+			continue
+		}
+		e, err := c.r.adoptOrQuarantine(ctx, o)
+		switch {
+		case err == nil:
+			c.changed = true
+			c.find(rel, problem, "adopted as "+e.Version+" (archived)")
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !exists(filepath.Join(c.r.dir, rel)):
+			c.find(rel, problem+": "+err.Error(), "moved to "+quarantineDir+"/")
+		default:
+			c.find(rel, problem+": "+err.Error(), "")
+		}
+	}
+	return nil
+}
+
+// String renders the report for the terminal.
+func (c *CheckReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "registry %s: %d models in the index\n", c.Dir, c.Models)
+	for _, f := range c.Findings {
+		fmt.Fprintf(&b, "  %s: %s", f.File, f.Problem)
+		if f.Repair != "" {
+			fmt.Fprintf(&b, " [repaired: %s]", f.Repair)
+		}
+		b.WriteByte('\n')
+	}
+	switch n := c.Unrepaired(); {
+	case len(c.Findings) == 0:
+		b.WriteString("no problems found\n")
+	case n == 0:
+		fmt.Fprintf(&b, "%d problems found, all repaired\n", len(c.Findings))
+	default:
+		fmt.Fprintf(&b, "%d problems found, %d not repaired\n", len(c.Findings), n)
+	}
+	return b.String()
+}

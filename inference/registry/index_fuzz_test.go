@@ -1,0 +1,42 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParseIndex: whatever index.json holds, parseIndex does not panic,
+// and an index it accepts names only model files inside models/, under
+// keys that are valid versions, and survives a write and a read unchanged.
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"format_version":1,"active":"","models":{}}`))
+	f.Add([]byte(`{"format_version":1,"active":"x","models":null}`))
+	f.Add([]byte(`{"format_version":1,"active":"a","models":{"a":{"version":"a","status":"active","file":"models/a.npz","size_bytes":7,"sha256":"00"}}}`))
+	f.Add([]byte(`{"format_version":1,"active":"","models":{"a":{"version":"a","file":"models/../a.npz"}}}`))
+	f.Add([]byte(`{"format_version":1,"models":{"a":null}}`))
+	f.Add([]byte(`{"format_version":1,"models":{"a":{"version":"a","file":"models/.ramanserve-tmp-a.npz"}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ix, err := parseIndex(b)
+		if err != nil {
+			if !errors.Is(err, ErrIndexCorrupt) {
+				t.Fatalf("error not ErrIndexCorrupt: %v", err)
+			}
+			return
+		}
+		for k, e := range ix.Models {
+			if e == nil || e.Version != k || !ValidVersion(k) || !validModelFile(e.File) ||
+				filepath.Dir(filepath.Clean(e.File)) != modelsDir || !validStatus(e.Status) {
+				t.Fatalf("accepted entry %q: %+v", k, e)
+			}
+		}
+		out, err := json.Marshal(ix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parseIndex(out); err != nil {
+			t.Fatalf("a written index does not read back: %v\n%s", err, out)
+		}
+	})
+}
