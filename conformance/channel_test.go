@@ -117,7 +117,7 @@ func checkScenario(t *testing.T, name string, got channelResult) {
 			t.Errorf("%s: correlation_id %q, want empty", name, got.CorrelationID)
 		}
 	}
-	if code != "" && (got.Retryable == nil || *got.Retryable != (code == "INTERNAL_ERROR")) {
+	if code != "" && (got.Retryable == nil || *got.Retryable != (code == "INTERNAL_ERROR" || code == "SERVER_BUSY")) {
 		t.Errorf("%s: retryable = %v", name, got.Retryable)
 	}
 	if err := validateChannelReply(got.Reply); err != nil {

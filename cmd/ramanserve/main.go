@@ -109,7 +109,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.IntVar(&cfg.Channel.MaxConnections, "max-connections", 1024, "most simultaneous prediction-channel connections")
 	fs.DurationVar(&cfg.Channel.HandshakeTimeout, "handshake-timeout", 5*time.Second, "ZMTP handshake deadline per connection")
 	fs.DurationVar(&cfg.Channel.FrameTimeout, "frame-timeout", 10*time.Second, "a prediction message must be complete this long after its first byte arrived, or the connection is closed")
-	fs.Int64Var(&cfg.Channel.MaxPartialBytes, "max-partial-bytes", 64<<20, "bytes all prediction connections together may hold in messages beyond 64 KiB each (MESSAGE_TOO_LARGE, retry later, beyond)")
+	fs.Int64Var(&cfg.Channel.MaxPartialBytes, "max-partial-bytes", 64<<20, "bytes all prediction connections together may hold in messages beyond 64 KiB each (SERVER_BUSY, retryable, beyond)")
 	fs.DurationVar(&cfg.Channel.EvictableAfter, "evictable-after", 10*time.Minute, "at -max-connections, a peer that had a reply may be evicted only after this long silent")
 	fs.DurationVar(&opts.grace, "shutdown-grace", 15*time.Second, "how long SIGTERM waits for in-flight requests")
 	fs.Float64Var(&cfg.Channel.Model.SaturationLevel, "saturation-level", 0, "detector full-scale value; 3 consecutive intensities at or above it are SPECTRUM_OUT_OF_RANGE (0: no check)")

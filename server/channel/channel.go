@@ -82,6 +82,9 @@ func (h *Handler) Handle(ctx context.Context, req zmtp.Request, dst []byte) (out
 	}()
 
 	switch {
+	case errors.Is(req.Err, zmtp.ErrPartialBytesExhausted):
+		return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeServerBusy,
+			"the server's buffer for large messages is in use; send the request again shortly"))
 	case errors.Is(req.Err, zmtp.ErrMessageTooLarge):
 		return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeMessageTooLarge, "%v", req.Err))
 	case req.Err != nil:

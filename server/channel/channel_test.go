@@ -86,6 +86,7 @@ func TestHandler(t *testing.T) {
 		{"two body frames", good, [][]byte{ping, ping}, nil, "error", codec.CodeMalformedMessage, ""},
 		{"no body frame", good, nil, nil, "error", codec.CodeMalformedMessage, ""},
 		{"too large", good, nil, zmtp.ErrMessageTooLarge, "error", codec.CodeMessageTooLarge, ""},
+		{"large-message buffer in use", good, nil, zmtp.ErrPartialBytesExhausted, "error", codec.CodeServerBusy, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,7 +99,7 @@ func TestHandler(t *testing.T) {
 			var code codec.Code
 			if rep.Error != nil {
 				code = rep.Error.Code
-				if rep.Error.Retryable != (code == codec.CodeInternalError) {
+				if rep.Error.Retryable != (code == codec.CodeInternalError || code == codec.CodeServerBusy) {
 					t.Errorf("retryable = %v for %s", rep.Error.Retryable, code)
 				}
 				if rep.Error.Message == "" {

@@ -36,15 +36,19 @@ const (
 	// CodeMessageTooLarge: the transport refused a message above the
 	// configured maximum size; its content was never read.
 	CodeMessageTooLarge = contract.MessageTooLarge
+	// CodeServerBusy: a message over 64 KiB arrived while the transport's
+	// shared buffer for large messages was in use; its content was never
+	// read. The same request may succeed a moment later.
+	CodeServerBusy = contract.ServerBusy
 	// CodeInternalError: a fault inside the server (for example a model
-	// that panicked). The only retryable code on this channel.
+	// that panicked).
 	CodeInternalError = contract.InternalError
 )
 
 // Retryable reports whether a channel client may usefully send the same
-// request again. Every code except INTERNAL_ERROR is deterministic: the
-// same request gets the same answer.
-func Retryable(c Code) bool { return c == CodeInternalError }
+// request again. Every code but SERVER_BUSY and INTERNAL_ERROR is
+// deterministic: the same request gets the same answer.
+func Retryable(c Code) bool { return c == CodeInternalError || c == CodeServerBusy }
 
 // Error is the reply's error object {code, message, retryable}. Decoding
 // functions return it (as error) to classify what went wrong.

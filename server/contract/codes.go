@@ -44,8 +44,11 @@ const (
 	// InsufficientStorage: the registry's disk cannot take a write (full,
 	// read-only or over quota). Retryable once an operator frees space.
 	InsufficientStorage Code = "INSUFFICIENT_STORAGE"
-	// ServerBusy: the connection arrived while every regular management
-	// connection slot was taken; it may only ask GET /health.
+	// ServerBusy: a shared resource is momentarily taken. On the
+	// management channel: every regular connection slot was taken, and
+	// this connection (from the health reserve) may only ask GET /health.
+	// On the prediction channel: a message over 64 KiB arrived while the
+	// transport's shared buffer for large messages was in use.
 	ServerBusy Code = "SERVER_BUSY"
 	// ShuttingDown: the server stopped while the request was in progress
 	// (an upload still streaming in); retry against the restarted server.
