@@ -179,6 +179,12 @@ func TestFullQueueRefusesUploadWhileSending(t *testing.T) {
 	}
 }
 
+// trainingSideOnly shrinks the prediction channel's connection memory
+// bound (which the server adds to its Go soft memory limit) to 3 MiB, so
+// that the tests below measure the training side's promise alone: peak RSS
+// under the training budget plus its overhead.
+var trainingSideOnly = []string{"-max-connections", "16", "-max-partial-bytes", strconv.Itoa(1 << 20)}
+
 // budgetOverhead is server.TrainingMemoryOverhead: peak RSS must stay
 // under the budget plus this.
 const budgetOverhead = server.TrainingMemoryOverhead
@@ -201,8 +207,8 @@ func TestConcurrentUploadsStayInBudget(t *testing.T) {
 		// a 1 GiB budget, which one of them alone would fit.
 		budget, rows = 1<<30, 24500
 	}
-	p := startProcess(t, t.TempDir(), "-max-training-memory", strconv.FormatInt(budget, 10),
-		"-max-upload-bytes", strconv.Itoa(1<<30))
+	p := startProcess(t, t.TempDir(), append(trainingSideOnly, "-max-training-memory", strconv.FormatInt(budget, 10),
+		"-max-upload-bytes", strconv.Itoa(1<<30))...)
 	pid := p.cmd.Process.Pid
 	base := "http://" + p.httpAddr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -422,7 +428,7 @@ func TestReadOnlyRegistryKeepsFailureReason(t *testing.T) {
 // the server's peak RSS stays under the budget plus the overhead.
 func TestTrainingStaysInBudget(t *testing.T) {
 	const budget = 100_000_000
-	p := startProcess(t, t.TempDir(), "-max-training-memory", strconv.Itoa(budget))
+	p := startProcess(t, t.TempDir(), append(trainingSideOnly, "-max-training-memory", strconv.Itoa(budget))...)
 	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, 5, 2000)), []byte(goodMeta))
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("upload: %d %s", resp.StatusCode, body)

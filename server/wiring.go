@@ -123,18 +123,28 @@ func (d *deferredHandler) Handle(ctx context.Context, req zmtp.Request, dst []by
 	return d.h.Handle(ctx, req, dst)
 }
 
+// transportConfig is the ZMTP server's share of the configuration.
+func (c ChannelConfig) transportConfig() zmtp.Config {
+	return zmtp.Config{
+		MaxMessageSize:   c.MaxMessageBytes,
+		HandshakeTimeout: c.HandshakeTimeout,
+		MaxConnections:   c.MaxConnections,
+		FrameTimeout:     c.FrameTimeout,
+		MaxPartialBytes:  c.MaxPartialBytes,
+		EvictableAfter:   c.EvictableAfter,
+	}
+}
+
+// ConnectionMemoryBound is the most the prediction channel's connections
+// hold, however the peers behave (api/messages.md section 5).
+func (c ChannelConfig) ConnectionMemoryBound() int64 { return c.transportConfig().MemoryBound() }
+
 // listenChannel binds the prediction endpoint without serving it yet.
 func listenChannel(endpoint string, cfg ChannelConfig, log *slog.Logger) (*predictionChannel, error) {
 	c := &predictionChannel{served: make(chan error, 1)}
-	srv, err := zmtp.Listen(endpoint, zmtp.Config{
-		MaxMessageSize:   cfg.MaxMessageBytes,
-		HandshakeTimeout: cfg.HandshakeTimeout,
-		MaxConnections:   cfg.MaxConnections,
-		FrameTimeout:     cfg.FrameTimeout,
-		MaxPartialBytes:  cfg.MaxPartialBytes,
-		EvictableAfter:   cfg.EvictableAfter,
-		Logger:           log,
-	}, &c.handler)
+	tc := cfg.transportConfig()
+	tc.Logger = log
+	srv, err := zmtp.Listen(endpoint, tc, &c.handler)
 	if err != nil {
 		return nil, err
 	}

@@ -230,10 +230,11 @@ func newSignals() *signals {
 }
 
 // limitMemory resolves the training memory budget's default (a quarter of
-// physical memory) and sets the Go soft memory limit to the budget plus
-// the fixed overhead, so that the collector reclaims garbage (the copies
-// training makes) before the heap grows past what the budget promises.
-// An operator's own GOMEMLIMIT wins.
+// physical memory) and sets the Go soft memory limit to what the server
+// promises to stay under: the training budget plus its fixed overhead,
+// plus what the prediction channel's connections may hold. The collector
+// then reclaims garbage (the copies training makes) before the heap grows
+// past the promise. An operator's own GOMEMLIMIT wins.
 func limitMemory(cfg *server.Config, getenv func(string) string) error {
 	if cfg.Training.MaxMemoryBytes == 0 {
 		limit, err := membudget.DefaultLimit()
@@ -243,7 +244,7 @@ func limitMemory(cfg *server.Config, getenv func(string) string) error {
 		cfg.Training.MaxMemoryBytes = limit
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead)
+		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead + cfg.Channel.ConnectionMemoryBound())
 	}
 	return nil
 }

@@ -182,3 +182,24 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	return cfg, nil
 }
+
+// PerConnectionBytes bounds what one connection holds besides its share of
+// the shared pool: its own 64 KiB message allowance, the read buffer, reply
+// buffers kept up to 16 KiB each, the command buffer, its goroutine and its
+// socket (api/messages.md section 5).
+const PerConnectionBytes int64 = 128 << 10
+
+// MemoryBound is the most the connections of a server with this
+// configuration hold, however the peers behave: the shared pool plus
+// PerConnectionBytes for every connection. Zero fields count as their
+// defaults.
+func (cfg Config) MemoryBound() int64 {
+	partial, conns := cfg.MaxPartialBytes, cfg.MaxConnections
+	if partial == 0 {
+		partial = DefaultMaxPartialBytes
+	}
+	if conns == 0 {
+		conns = DefaultMaxConnections
+	}
+	return partial + int64(conns)*PerConnectionBytes
+}
