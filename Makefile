@@ -77,6 +77,10 @@ bench: deps build
 	RAMAN_BENCH_TRAIN=1 $(GO) test -count=1 -run TestTrainingSpeedVsSklearn -v ./trainer | grep -E '^(training|---|ok|FAIL)'
 	@echo "== 200 MB training upload: server memory"
 	RAMAN_BENCH_UPLOAD=1 $(GO) test -count=1 -run TestUploadMemory200MB -v ./conformance | grep -E '^(upload|---|ok|FAIL)'
+	@echo "== four concurrent 100 MB uploads of 1-character cells against a 1 GiB training memory budget: server peak RSS"
+	RAMAN_BENCH_UPLOAD_BUDGET=1 $(GO) test -count=1 -run TestConcurrentUploadsStayInBudget -v ./conformance | grep -E '^(upload|---|ok|FAIL)'
+	@echo "== 1,000 prediction peers stalled in near-1 MiB frames: server RSS against the documented bound"
+	$(GO) test -count=1 -run TestChannelStalledFramesHoldLittleMemory -v ./conformance | grep -E '^(channel bounds|---|ok|FAIL)'
 	@echo "== prediction channel: latency and throughput against the Python reference, ramanserve as its own process"
 	$(GO) run ./cmd/ramanbench -server bin/ramanserve
 	@echo "== the same with ramanserve inside the benchmark process"

@@ -72,7 +72,25 @@ func refusedWithin(t *testing.T, addr string, limit time.Duration) time.Duration
 // running a few seconds later, and waits until it runs.
 func startRunningJob(t *testing.T, p *serverProcess) string {
 	t.Helper()
-	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, 41, 1500)), []byte(goodMeta))
+	id := submitJob(t, p, 41, 1500)
+	c := p.client(t)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		job := must(c.GetTrainingJobWithResponse(context.Background(), id))(t).JSON200
+		if job.Status == gen.Running && job.Progress > 0 {
+			return id
+		}
+		if (job.Status != gen.Queued && job.Status != gen.Running) || time.Now().After(deadline) {
+			t.Fatalf("job did not start running: %+v", job)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// submitJob uploads n synthetic rows and returns the accepted job's id.
+func submitJob(t *testing.T, p *serverProcess, seed uint64, n int) string {
+	t.Helper()
+	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, seed, n)), []byte(goodMeta))
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("upload: %d %s", resp.StatusCode, body)
 	}
@@ -80,32 +98,41 @@ func startRunningJob(t *testing.T, p *serverProcess) string {
 	if err := json.Unmarshal(body, &acc); err != nil {
 		t.Fatal(err)
 	}
-	c := p.client(t)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		job := must(c.GetTrainingJobWithResponse(context.Background(), acc.JobId))(t).JSON200
-		if job.Status == gen.Running {
-			return acc.JobId
-		}
-		if job.Status != gen.Queued || time.Now().After(deadline) {
-			t.Fatalf("job did not start running: %+v", job)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return acc.JobId
 }
 
-// TestShutdownWithStalledUploadAndRunningJob: SIGTERM while an upload
-// stalls in the middle of its body, a training runs, and two connections
-// have not sent a whole request (one silent, one trickling its header).
-// Both ports refuse new connections at once (while the upload is still
-// open), the upload is answered 503 SHUTTING_DOWN, the process exits 0
-// within 3 s instead of waiting out the 15 s grace, and after a restart
-// the job reads failed INTERRUPTED.
-func TestShutdownWithStalledUploadAndRunningJob(t *testing.T) {
+// jobRecordOnDisk reads a job's record from the registry's jobs folder,
+// as the next start will find it.
+func jobRecordOnDisk(t *testing.T, dir, id string) gen.TrainingJob {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "jobs", id+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j gen.TrainingJob
+	if err := json.Unmarshal(b, &j); err != nil {
+		t.Fatalf("job record %s: %v", id, err)
+	}
+	return j
+}
+
+// TestShutdownWithStalledUploadAndJobs: SIGTERM while an upload stalls in
+// the middle of its body, a training runs, another job is queued, and two
+// connections have not sent a whole request (one silent, one trickling its
+// header). Both ports refuse new connections at once (while the upload is
+// still open), the upload is answered 503 SHUTTING_DOWN, and the process
+// exits 0 within 3 s instead of waiting out the 15 s grace. On disk the
+// running job reads failed INTERRUPTED and the queued one queued; after a
+// restart the queued job runs to done and its saved data set is gone.
+func TestShutdownWithStalledUploadAndJobs(t *testing.T) {
 	const grace = 15 * time.Second
 	dir := t.TempDir()
 	p := startProcess(t, dir, "-shutdown-grace", grace.String())
 	running := startRunningJob(t, p)
+	queued := submitJob(t, p, 52, trainingSamples)
+	if job := must(p.client(t).GetTrainingJobWithResponse(context.Background(), queued))(t).JSON200; job.Status != gen.Queued {
+		t.Fatalf("second job is %s, want queued", job.Status)
+	}
 	upload := stalledUpload(t, p.httpAddr)
 	// Connections that must not hold the shutdown either: one silent,
 	// one sending its header a byte at a time.
@@ -154,11 +181,26 @@ func TestShutdownWithStalledUploadAndRunningJob(t *testing.T) {
 		t.Fatal("no exit within the grace period")
 	}
 
-	// The cancelled training reads INTERRUPTED after the restart.
+	if r := jobRecordOnDisk(t, dir, running); r.Status != gen.Failed || r.Error == nil || r.Error.Code != "INTERRUPTED" {
+		t.Errorf("running job on disk after SIGTERM: %s %+v, want failed INTERRUPTED", r.Status, r.Error)
+	}
+	if r := jobRecordOnDisk(t, dir, queued); r.Status != gen.Queued {
+		t.Errorf("queued job on disk after SIGTERM: %s, want queued", r.Status)
+	}
+
 	p2 := startProcess(t, dir)
-	job := must(p2.client(t).GetTrainingJobWithResponse(context.Background(), running))(t)
-	if job.JSON200 == nil || job.JSON200.Status != gen.Failed || job.JSON200.Error == nil || job.JSON200.Error.Code != "INTERRUPTED" {
-		t.Errorf("the job running at SIGTERM reads %d %s, want failed INTERRUPTED", job.StatusCode(), job.Body)
+	c2 := p2.client(t)
+	job := must(c2.GetTrainingJobWithResponse(context.Background(), running))(t)
+	if job.JSON200 == nil || job.JSON200.Status != gen.Failed || job.JSON200.Error == nil || job.JSON200.Error.Code != "INTERRUPTED" ||
+		!strings.Contains(job.JSON200.Error.Message, "shut down") {
+		t.Errorf("the job running at SIGTERM reads %d %s, want failed INTERRUPTED (shut down)", job.StatusCode(), job.Body)
+	}
+	done := waitJob(t, c2, queued, 60*time.Second)
+	if done.Status != gen.Done || done.Result == nil {
+		t.Fatalf("queued job after restart: %+v %+v", done, done.Error)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "jobs", queued+".dataset")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the saved data set of the finished job is still there: %v", err)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	"ramanserve/gen"
 	"ramanserve/inference"
+	"ramanserve/inference/registry/registrytest"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
 )
@@ -70,44 +70,15 @@ func copyFile(t *testing.T, src, dst string) {
 	}
 }
 
-// dirHash hashes every path, mode and content under dir (a symbolic link
-// by its target), leaving out the names in skip.
+// dirHash describes every path, mode and content under dir, leaving out
+// the names in skip (registrytest.TreeHash).
 func dirHash(t *testing.T, dir string, skip ...string) string {
 	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		for _, s := range skip {
-			if rel == s {
-				return nil
-			}
-		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		var content []byte
-		switch {
-		case info.Mode()&os.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			content = []byte(target)
-		case info.Mode().IsRegular():
-			if content, err = os.ReadFile(p); err != nil {
-				return err
-			}
-		}
-		sum := sha256.Sum256(content)
-		lines = append(lines, rel+" "+info.Mode().String()+" "+hex.EncodeToString(sum[:]))
-		return nil
-	})
+	h, err := registrytest.TreeHash(dir, skip...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return h
 }
 
 // modelFiles hashes the model files, wherever they are in the registry:

@@ -2,60 +2,27 @@ package registry
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/inference/registry/registrytest"
 )
 
-// treeHash hashes every path, mode and content under dir (symbolic links
-// by their target), so a test can show that nothing on disk changed.
+// treeHash describes every path, mode and content under dir
+// (registrytest.TreeHash), so a test can show that nothing changed.
 func treeHash(t *testing.T, dir string, skip ...string) string {
 	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		for _, s := range skip {
-			if rel == s {
-				return nil
-			}
-		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		content := ""
-		switch {
-		case info.Mode()&os.ModeSymlink != 0:
-			content, _ = os.Readlink(p)
-		case info.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			content = string(b)
-		}
-		sum := sha256.Sum256([]byte(content))
-		lines = append(lines, rel+" "+info.Mode().String()+" "+hex.EncodeToString(sum[:]))
-		return nil
-	})
+	h, err := registrytest.TreeHash(dir, skip...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return h
 }
 
 func testOptions() Options {

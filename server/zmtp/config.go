@@ -194,12 +194,8 @@ const PerConnectionBytes int64 = 128 << 10
 // PerConnectionBytes for every connection. Zero fields count as their
 // defaults.
 func (cfg Config) MemoryBound() int64 {
-	partial, conns := cfg.MaxPartialBytes, cfg.MaxConnections
-	if partial == 0 {
-		partial = DefaultMaxPartialBytes
-	}
-	if conns == 0 {
-		conns = DefaultMaxConnections
-	}
-	return partial + int64(conns)*PerConnectionBytes
+	// A configuration withDefaults refuses never serves; its bound is
+	// still computed from the filled fields.
+	cfg, _ = cfg.withDefaults()
+	return cfg.MaxPartialBytes + int64(cfg.MaxConnections)*PerConnectionBytes
 }
