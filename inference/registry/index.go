@@ -200,7 +200,7 @@ func writeIndex(dir string, ix *index) error {
 // durable.
 func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, TempPrefix+filepath.Base(path)+".*")
+	tmp, err := createTemp(dir, path)
 	if err != nil {
 		return fmt.Errorf("create temp for %s: %w", path, err)
 	}
@@ -221,6 +221,23 @@ func WriteFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("rename to %s: %w", path, err)
 	}
 	return SyncDir(dir)
+}
+
+// createTemp creates the temp file that will replace path, readable by
+// everyone like any file the server writes (CreateTemp makes it 0600): a
+// `registry check -repair` run as root must not leave an index.json or a
+// model that the service's own user cannot read.
+func createTemp(dir, path string) (*os.File, error) {
+	tmp, err := os.CreateTemp(dir, TempPrefix+filepath.Base(path)+".*")
+	if err != nil {
+		return nil, err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	return tmp, nil
 }
 
 // SyncDir fsyncs a directory so that renames and creations in it survive a crash.

@@ -44,6 +44,11 @@ func lockDir(dir string) (*dirLock, error) {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
 		return nil, fmt.Errorf("%w: the lock file %s is not a regular file", inference.ErrRegistry, path)
+	} else if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink != 1 {
+		// The holder writes its PID into the lock file: a hard link would
+		// make that overwrite a file the server did not write.
+		f.Close()
+		return nil, fmt.Errorf("%w: the lock file %s has %d hard links, and the server would write its PID into every one of them; replace it with a file of its own", inference.ErrRegistry, path, sys.Nlink)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder := readHolder(f)

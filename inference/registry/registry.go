@@ -577,7 +577,7 @@ func (r *Registry) newVersion(t time.Time) string {
 // and the hex SHA-256 of what it wrote.
 func writeStreamAtomic(path string, write func(io.Writer) error) (int64, string, error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, TempPrefix+filepath.Base(path)+".*")
+	tmp, err := createTemp(dir, path)
 	if err != nil {
 		return 0, "", err
 	}

@@ -423,3 +423,45 @@ func TestFreeVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestHardLinkedLockFileIsRefused: the holder writes its PID into the lock
+// file, so a lock file hard-linked to another file is refused, and that
+// file keeps its content.
+func TestHardLinkedLockFileIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	precious := filepath.Join(t.TempDir(), "precious.txt")
+	if err := os.WriteFile(precious, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(precious, filepath.Join(dir, lockFileName)); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	r, err := Open(context.Background(), dir, testOptions())
+	if err == nil {
+		r.Close()
+		t.Fatal("Open took a hard-linked lock file")
+	}
+	if !strings.Contains(err.Error(), "hard links") {
+		t.Errorf("error does not say why: %v", err)
+	}
+	if b, _ := os.ReadFile(precious); string(b) != "keep me" {
+		t.Errorf("the linked file now holds %q", b)
+	}
+}
+
+// TestWrittenFilesAreReadable: the index and model files the registry
+// writes are 0644 (less the umask), not CreateTemp's 0600.
+func TestWrittenFilesAreReadable(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	v := addStaged(t, r, 1, time.Now())
+	for _, name := range []string{indexFile, filepath.Join("models", v+".npz")} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o044 == 0 {
+			t.Errorf("%s has mode %v: others cannot read it", name, st.Mode().Perm())
+		}
+	}
+}

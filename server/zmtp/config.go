@@ -63,8 +63,12 @@ const (
 	minGrowStep = 4 << 10
 
 	// pingProtection is how long a PING without a TTL protects its peer from
-	// eviction; a PING with a TTL protects it for that TTL.
-	pingProtection = 30 * time.Second
+	// eviction; a PING with a TTL protects it for that TTL, but never longer
+	// than maxPingProtection. A TTL may claim up to 6553.5 s; a peer that
+	// really heartbeats PINGs every interval and stays protected, while one
+	// PING and silence would otherwise hold a slot for 109 minutes.
+	pingProtection    = 30 * time.Second
+	maxPingProtection = 60 * time.Second
 )
 
 // ErrMessageTooLarge is reported in Request.Err when a message exceeded

@@ -546,7 +546,7 @@ func (s *session) handleCommand(size uint64) error {
 		s.remoteTTL = time.Duration(ttl) * 100 * time.Millisecond
 		protect := pingProtection
 		if s.remoteTTL > 0 {
-			protect = s.remoteTTL
+			protect = min(s.remoteTTL, maxPingProtection)
 		}
 		s.heartbeatUntil.Store(s.shared.now() + protect.Milliseconds())
 		// The PONG goes out at once; it is small, so it does not need outBuf.

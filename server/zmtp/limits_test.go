@@ -82,6 +82,28 @@ func TestServedAndHeartbeatingPeersSurviveAFlood(t *testing.T) {
 	beating.roundTrip("after pings")
 }
 
+// TestPingProtectionIsCapped: a PING claiming the largest TTL (6553.5 s)
+// protects its peer from eviction for maxPingProtection, not for 109
+// minutes of silence.
+func TestPingProtectionIsCapped(t *testing.T) {
+	srv := startServer(t, Config{MaxConnections: 4}, echoHandler)
+	p := dialRaw(t, srv)
+	p.handshake(1, "REQ")
+	p.write(appendCommand(nil, cmdPing, []byte{0xff, 0xff}))
+	if name, _ := p.readCommand(); name != cmdPong {
+		t.Fatalf("got %s, want PONG", name)
+	}
+	srv.mu.Lock()
+	var protected time.Duration
+	for sess := range srv.sessions {
+		protected = time.Duration(sess.heartbeatUntil.Load()-srv.shared.now()) * time.Millisecond
+	}
+	srv.mu.Unlock()
+	if protected > maxPingProtection || protected < maxPingProtection-5*time.Second {
+		t.Fatalf("a PING with TTL 6553.5 s protects its peer for %v, want about %v", protected, maxPingProtection)
+	}
+}
+
 // TestNoEvictionMidMessage: a peer whose message is half received is never
 // the one evicted; with nobody else evictable the newcomer is refused.
 func TestNoEvictionMidMessage(t *testing.T) {
