@@ -68,8 +68,8 @@
 //   - Config.MaxConnections (default 1024) open connections, handshaking ones
 //     included. A newcomer at the cap evicts one peer, chosen on admission
 //     by a walk over the table: never one in the middle of a message or a
-//     request, never one whose latest PING is within its TTL (30 s when the
-//     PING has none), never one that has had a reply within
+//     request, never one whose latest PING is within its TTL (at most 60 s;
+//     30 s when the PING has none), never one that has had a reply within
 //     Config.EvictableAfter (default 10 min); among the rest, peers that
 //     never had a reply go first, and within each class the one silent the
 //     longest (then the earliest admitted). With no candidate, the newcomer
