@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/textproto"
 	"os"
@@ -194,8 +195,10 @@ const budgetOverhead = server.TrainingMemoryOverhead
 // memory budget (64 MiB; the four matrices would be about 260 MB, so
 // without the budget the test fails on RSS), against a real process.
 // RAMAN_BENCH_UPLOAD_BUDGET=1 (make bench) runs the full size: four 100 MB
-// uploads against a 1 GiB budget, printing peak RSS. Those that cross the budget get 413 PAYLOAD_TOO_LARGE
-// naming it, while their client is still sending, and the server's peak
+// uploads against a 1 GiB budget, printing peak RSS. Those that cross the
+// budget get 413 PAYLOAD_TOO_LARGE (their own data set crossed it) or 503
+// SERVER_BUSY (the others held the room), naming it, while their client is
+// still sending, and the server's peak
 // RSS (VmHWM) stays under the budget plus the documented overhead.
 func TestConcurrentUploadsStayInBudget(t *testing.T) {
 	// Each upload alone crosses the budget: all four must be refused.
@@ -232,10 +235,13 @@ func TestConcurrentUploadsStayInBudget(t *testing.T) {
 		json.Unmarshal(u.body, &e)
 		switch u.status {
 		case http.StatusAccepted:
-		case http.StatusRequestEntityTooLarge:
+		case http.StatusRequestEntityTooLarge, http.StatusServiceUnavailable:
+			// 413 when its own data set crossed the budget, 503 (retryable)
+			// when the others' held the room it needed.
 			refused++
-			if e.Code != "PAYLOAD_TOO_LARGE" || !strings.Contains(e.Message, "-max-training-memory") || !strings.Contains(e.Message, strconv.FormatInt(budget, 10)) {
-				t.Errorf("upload %d: %s %q, want PAYLOAD_TOO_LARGE naming the budget", i, e.Code, e.Message)
+			want := map[int]string{http.StatusRequestEntityTooLarge: "PAYLOAD_TOO_LARGE", http.StatusServiceUnavailable: "SERVER_BUSY"}[u.status]
+			if e.Code != want || !strings.Contains(e.Message, "-max-training-memory") || !strings.Contains(e.Message, strconv.FormatInt(budget, 10)) {
+				t.Errorf("upload %d: %d %s %q, want %s naming the budget", i, u.status, e.Code, e.Message, want)
 			}
 			if u.finished.Load() {
 				t.Errorf("upload %d was refused only after its whole body (%d bytes) was sent", i, u.sent.Load())
@@ -252,7 +258,7 @@ func TestConcurrentUploadsStayInBudget(t *testing.T) {
 	for _, u := range uploads {
 		sent += u.sent.Load()
 	}
-	fmt.Printf("upload budget: 4 uploads of %d rows (%.0f MB each on the wire, %.0f MB sent in all), %d refused 413; budget %d MiB + overhead %d MiB; peak RSS %.0f MiB\n",
+	fmt.Printf("upload budget: 4 uploads of %d rows (%.0f MB each on the wire, %.0f MB sent in all), %d refused 413 or 503; budget %d MiB + overhead %d MiB; peak RSS %.0f MiB\n",
 		rows, float64(rows)*float64(2*(trainer.NumWavenumbers+4))/1e6, float64(sent)/1e6, refused, budget>>20, budgetOverhead>>20, float64(hwm)/(1<<20))
 	if hwm >= budget+budgetOverhead {
 		t.Errorf("peak RSS %d MiB, over the budget %d MiB plus overhead %d MiB", hwm>>20, budget>>20, budgetOverhead>>20)
@@ -359,4 +365,75 @@ func TestTrainingStaysInBudget(t *testing.T) {
 	if hwm := rss(t, p.cmd.Process.Pid, "VmHWM"); hwm >= budget+budgetOverhead {
 		t.Errorf("peak RSS %d MiB, over the budget %d MiB plus overhead %d MiB", hwm>>20, budget>>20, budgetOverhead>>20)
 	}
+}
+
+// tricklingUpload opens a training upload on a raw connection, sends its
+// headers, the meta part and the start of the csv part, then one byte
+// every 250 ms (4 bytes/s: inside the idle limit for ever) until the test
+// ends or the server answers.
+func tricklingUpload(t *testing.T, httpAddr string) net.Conn {
+	t.Helper()
+	conn := stalledUpload(t, httpAddr)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			if _, err := conn.Write([]byte("1")); err != nil {
+				return
+			}
+		}
+	}()
+	return conn
+}
+
+// TestTricklingUploadsFreeTheirSlots: with -training-queue 1 two uploads
+// trickling a byte every 250 ms hold both training places; a third upload
+// is refused 429 with a message naming two uploads in progress (not
+// waiting jobs). Below the 2000 bytes/s floor, once the 2 s grace has
+// passed, each trickler is answered 408 REQUEST_TIMEOUT naming the rate,
+// and a new upload is accepted: the places are free again. Without the
+// floor they would hold the places for as long as they liked.
+func TestTricklingUploadsFreeTheirSlots(t *testing.T) {
+	p := startProcess(t, t.TempDir(), "-training-queue", "1", "-upload-min-rate", "2000", "-upload-rate-grace", "2s")
+	start := time.Now()
+	tricklers := []net.Conn{tricklingUpload(t, p.httpAddr), tricklingUpload(t, p.httpAddr)}
+	time.Sleep(300 * time.Millisecond) // both handlers hold their places
+
+	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, 3, 20)), []byte(goodMeta))
+	e := errorCode(t, body)
+	if resp.StatusCode != http.StatusTooManyRequests || e.Code != "TRAINING_QUEUE_FULL" ||
+		!strings.Contains(e.Message, "2 uploads in progress") || strings.Contains(e.Message, "jobs are waiting") {
+		t.Fatalf("third upload: %d %s %q, want 429 naming 2 uploads in progress", resp.StatusCode, e.Code, e.Message)
+	}
+
+	for i, conn := range tricklers {
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("trickling upload %d got no answer: %v", i, err)
+		}
+		took := time.Since(start)
+		b, _ := io.ReadAll(resp.Body)
+		if err := validateErrorEnvelope(resp, b); err != nil {
+			failed.Add(1)
+			t.Fatal(err)
+		}
+		validated.Add(1)
+		e := errorCode(t, b)
+		if resp.StatusCode != http.StatusRequestTimeout || e.Code != "REQUEST_TIMEOUT" || !strings.Contains(e.Message, "2000 bytes/s") {
+			t.Fatalf("trickling upload %d: %d %s %q, want 408 REQUEST_TIMEOUT naming the rate", i, resp.StatusCode, e.Code, e.Message)
+		}
+		// The floor's deadline is about 3 s in (2 s grace, ~2 KB sent
+		// first); 10 s is a margin for a loaded machine, far below the
+		// 30 s idle limit a trickler otherwise never reaches.
+		if took > 10*time.Second {
+			t.Errorf("trickling upload %d answered %v after it started", i, took)
+		}
+	}
+	submitJob(t, p, 4, 20) // a place is free again: 202
 }

@@ -823,9 +823,12 @@ type ClientInterface interface {
 	// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
 	// stored, 21 KB for the cross-validation fit). The charge is taken
 	// every 128 rows, before the memory is; an upload whose data set
-	// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
-	// point, while the client is still sending, with a message naming the
-	// budget. A job gives its memory back when it ends (done, failed or
+	// would cross the budget is refused at that point, while the client
+	// is still sending, with a message naming the budget: 413
+	// `PAYLOAD_TOO_LARGE` (`retryable: false`) when its own charge alone
+	// would cross the whole budget, so that no retry can succeed; 503
+	// `SERVER_BUSY` (`retryable: true`, `Retry-After`) when it would fit
+	// but other uploads and queued or running jobs hold the room now. A job gives its memory back when it ends (done, failed or
 	// cancelled by shutdown); the running job trains with fewer parallel
 	// fits when the budget cannot hold more. The process's peak resident
 	// memory stays under the budget plus a fixed overhead of 128 MiB
@@ -848,6 +851,16 @@ type ClientInterface interface {
 	//
 	// On shutdown an upload still arriving is cut at once with 503
 	// `SHUTTING_DOWN`.
+	//
+	// Rate: an upload holds a training place while its body arrives, so
+	// the body must keep up a minimum average rate (`-upload-min-rate`,
+	// default 65536 bytes/s; 0 turns it off) once a grace period has
+	// passed (`-upload-rate-grace`, default 10 s): by start + grace +
+	// bytes received / rate, more bytes must have arrived. A body that
+	// falls behind, or stops for the idle limit (`-http-body-timeout`,
+	// default 30 s), is answered 408 `REQUEST_TIMEOUT`, whose message
+	// names the rate, and its place is freed. The 429 message says what
+	// holds the places: the running job, queued jobs, uploads in progress.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1053,9 +1066,12 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 // is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
 // stored, 21 KB for the cross-validation fit). The charge is taken
 // every 128 rows, before the memory is; an upload whose data set
-// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
-// point, while the client is still sending, with a message naming the
-// budget. A job gives its memory back when it ends (done, failed or
+// would cross the budget is refused at that point, while the client
+// is still sending, with a message naming the budget: 413
+// `PAYLOAD_TOO_LARGE` (`retryable: false`) when its own charge alone
+// would cross the whole budget, so that no retry can succeed; 503
+// `SERVER_BUSY` (`retryable: true`, `Retry-After`) when it would fit
+// but other uploads and queued or running jobs hold the room now. A job gives its memory back when it ends (done, failed or
 // cancelled by shutdown); the running job trains with fewer parallel
 // fits when the budget cannot hold more. The process's peak resident
 // memory stays under the budget plus a fixed overhead of 128 MiB
@@ -1078,6 +1094,16 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 //
 // On shutdown an upload still arriving is cut at once with 503
 // `SHUTTING_DOWN`.
+//
+// Rate: an upload holds a training place while its body arrives, so
+// the body must keep up a minimum average rate (`-upload-min-rate`,
+// default 65536 bytes/s; 0 turns it off) once a grace period has
+// passed (`-upload-rate-grace`, default 10 s): by start + grace +
+// bytes received / rate, more bytes must have arrived. A body that
+// falls behind, or stops for the idle limit (`-http-body-timeout`,
+// default 30 s), is answered 408 `REQUEST_TIMEOUT`, whose message
+// names the rate, and its place is freed. The 429 message says what
+// holds the places: the running job, queued jobs, uploads in progress.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1486,9 +1512,12 @@ type ClientWithResponsesInterface interface {
 	// is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
 	// stored, 21 KB for the cross-validation fit). The charge is taken
 	// every 128 rows, before the memory is; an upload whose data set
-	// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
-	// point, while the client is still sending, with a message naming the
-	// budget. A job gives its memory back when it ends (done, failed or
+	// would cross the budget is refused at that point, while the client
+	// is still sending, with a message naming the budget: 413
+	// `PAYLOAD_TOO_LARGE` (`retryable: false`) when its own charge alone
+	// would cross the whole budget, so that no retry can succeed; 503
+	// `SERVER_BUSY` (`retryable: true`, `Retry-After`) when it would fit
+	// but other uploads and queued or running jobs hold the room now. A job gives its memory back when it ends (done, failed or
 	// cancelled by shutdown); the running job trains with fewer parallel
 	// fits when the budget cannot hold more. The process's peak resident
 	// memory stays under the budget plus a fixed overhead of 128 MiB
@@ -1511,6 +1540,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// On shutdown an upload still arriving is cut at once with 503
 	// `SHUTTING_DOWN`.
+	//
+	// Rate: an upload holds a training place while its body arrives, so
+	// the body must keep up a minimum average rate (`-upload-min-rate`,
+	// default 65536 bytes/s; 0 turns it off) once a grace period has
+	// passed (`-upload-rate-grace`, default 10 s): by start + grace +
+	// bytes received / rate, more bytes must have arrived. A body that
+	// falls behind, or stops for the idle limit (`-http-body-timeout`,
+	// default 30 s), is answered 408 `REQUEST_TIMEOUT`, whose message
+	// names the rate, and its place is freed. The 429 message says what
+	// holds the places: the running job, queued jobs, uploads in progress.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1816,6 +1855,11 @@ type StartTrainingHTTPResult429Headers struct {
 	RetryAfter *int
 }
 
+// StartTrainingHTTPResult503Headers the declared response headers of an HTTP 503 response for StartTraining
+type StartTrainingHTTPResult503Headers struct {
+	RetryAfter *int
+}
+
 // StartTrainingHTTPResult507Headers the declared response headers of an HTTP 507 response for StartTraining
 type StartTrainingHTTPResult507Headers struct {
 	RetryAfter *int
@@ -1828,8 +1872,10 @@ type StartTrainingHTTPResult struct {
 	JSON202 *TrainingJobAccepted
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorResponse
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *ErrorResponse
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *PayloadTooLarge
+	JSON413 *ErrorResponse
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -1839,13 +1885,15 @@ type StartTrainingHTTPResult struct {
 	// JSON501 the response for an HTTP 501 `application/json` response
 	JSON501 *ErrorResponse
 	// JSON503 the response for an HTTP 503 `application/json` response
-	JSON503 *Unavailable
+	JSON503 *ErrorResponse
 	// JSON507 the response for an HTTP 507 `application/json` response
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StartTrainingHTTPResult429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartTrainingHTTPResult503Headers
 	// Headers507 the parsed response headers for an HTTP 507 response
 	Headers507 *StartTrainingHTTPResult507Headers
 }
@@ -1860,8 +1908,13 @@ func (r StartTrainingHTTPResult) GetJSON400() *ErrorResponse {
 	return r.JSON400
 }
 
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r StartTrainingHTTPResult) GetJSON408() *ErrorResponse {
+	return r.JSON408
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON413() *PayloadTooLarge {
+func (r StartTrainingHTTPResult) GetJSON413() *ErrorResponse {
 	return r.JSON413
 }
 
@@ -1886,7 +1939,7 @@ func (r StartTrainingHTTPResult) GetJSON501() *ErrorResponse {
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON503() *Unavailable {
+func (r StartTrainingHTTPResult) GetJSON503() *ErrorResponse {
 	return r.JSON503
 }
 
@@ -2167,9 +2220,12 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // is charged about 37.5 KB per row of 2048 wavenumbers (16.4 KB
 // stored, 21 KB for the cross-validation fit). The charge is taken
 // every 128 rows, before the memory is; an upload whose data set
-// would cross the budget is answered 413 `PAYLOAD_TOO_LARGE` at that
-// point, while the client is still sending, with a message naming the
-// budget. A job gives its memory back when it ends (done, failed or
+// would cross the budget is refused at that point, while the client
+// is still sending, with a message naming the budget: 413
+// `PAYLOAD_TOO_LARGE` (`retryable: false`) when its own charge alone
+// would cross the whole budget, so that no retry can succeed; 503
+// `SERVER_BUSY` (`retryable: true`, `Retry-After`) when it would fit
+// but other uploads and queued or running jobs hold the room now. A job gives its memory back when it ends (done, failed or
 // cancelled by shutdown); the running job trains with fewer parallel
 // fits when the budget cannot hold more. The process's peak resident
 // memory stays under the budget plus a fixed overhead of 128 MiB
@@ -2192,6 +2248,16 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 //
 // On shutdown an upload still arriving is cut at once with 503
 // `SHUTTING_DOWN`.
+//
+// Rate: an upload holds a training place while its body arrives, so
+// the body must keep up a minimum average rate (`-upload-min-rate`,
+// default 65536 bytes/s; 0 turns it off) once a grace period has
+// passed (`-upload-rate-grace`, default 10 s): by start + grace +
+// bytes received / rate, more bytes must have arrived. A body that
+// falls behind, or stops for the idle limit (`-http-body-timeout`,
+// default 30 s), is answered 408 `REQUEST_TIMEOUT`, whose message
+// names the rate, and its place is freed. The 429 message says what
+// holds the places: the running job, queued jobs, uploads in progress.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2480,8 +2546,15 @@ func ParseStartTrainingHTTPResult(rsp *http.Response) (*StartTrainingHTTPResult,
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
+		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -2516,7 +2589,7 @@ func ParseStartTrainingHTTPResult(rsp *http.Response) (*StartTrainingHTTPResult,
 		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest Unavailable
+		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -2549,6 +2622,16 @@ func ParseStartTrainingHTTPResult(rsp *http.Response) (*StartTrainingHTTPResult,
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartTrainingHTTPResult503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	case rsp.StatusCode == 507:
 		var headers StartTrainingHTTPResult507Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -3127,7 +3210,21 @@ func (response StartTraining400JSONResponse) VisitStartTrainingResponse(w http.R
 	return err
 }
 
-type StartTraining413JSONResponse struct{ PayloadTooLargeJSONResponse }
+type StartTraining408JSONResponse ErrorResponse
+
+func (response StartTraining408JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartTraining413JSONResponse ErrorResponse
 
 func (response StartTraining413JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
 
@@ -3209,15 +3306,25 @@ func (response StartTraining501JSONResponse) VisitStartTrainingResponse(w http.R
 	return err
 }
 
-type StartTraining503JSONResponse struct{ UnavailableJSONResponse }
+type StartTraining503ResponseHeaders struct {
+	RetryAfter *int
+}
+
+type StartTraining503JSONResponse struct {
+	Body    ErrorResponse
+	Headers StartTraining503ResponseHeaders
+}
 
 func (response StartTraining503JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3548,159 +3655,168 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"1H1rd9s2tuhf2Utz1qrUoWTJsTOt/UlJlNQzfo0lp3dOlStCJGQhJgEVAG2rbf77XXsDfEmUo8xJM/d8",
-	"aGNLJLCxsd8v/96KVLpSkktrWie/tzQ3KyUNp1/e8AXLEjvSWmn8PVLScmnxR7ZaJSJiVih58NEoiZ+Z",
-	"aMlThj/9l+aL1knrLwfl4gfuW3NAq934bVqfPn0KWjE3kRYrXKx10hrKNSi75BoWTCSZ5tBeKA38iaWr",
-	"hMNR/wjCy6vJ7O3V7eWbMICj/jGEF6PJT1dvZvj58Pz86ucRfnPcfwHheHTzfnQze3U7/lfY6bU+Ba0z",
-	"abLFQkSCSzu2SrM7/u1ON1ly0PxOGKvX3xmIhbmHiEmpLFh2z4HBoxaWQzs8uxzfvn179vpsdDmZjSdX",
-	"N8N3o7BzMpWLLEkC0JzFXSWTNSgN6oFr+DVTlvXgUtmlkHfwyAxESybveHwKoeZWr9k84SdgdcbDqVQy",
-	"4mBWLOIgDCw053FvKltBa8lZzDVRwA2+1R0uLCcCqB9lzCMlYwNWwSMTFuZ8oTSezuq1kHen8KLfawUV",
-	"xNn1irdOWkJafsc1Yoduw3ItWfKNqexWmhWPxELwGAzXD0RuWWIJ8ZPRzeXwfDa6ubm68URzzdaJYvFE",
-	"qXOmvzXBzFW8Bv4UcY7oXnKIlFyIu0zzGBKRCoT6eviv86vhm9nk6mp2PrxBWiHAbyV7YCLBq/92QIfj",
-	"n24nk7PLd7M3Vz9fhicEtEezsWq14jE8LkXC6Qs6HpIr01o8EOkoPZU11j3Jzy15hJtAxFZEt1mSAJMx",
-	"2KUw1e9TtkYaT9bAzD2E70YTOFhylthl2INXyi6Bab7NF8gChDWTrVZKWx5f8FiwCZHut77z7+hEuCEg",
-	"7+B5UVCwKOIry2Noh7eX49vr66ubyejN7GL05mw4m/zr2l39p5z1iJNfL5mUvOQymSWeJvDYQWul1Ypr",
-	"K5zkj1RMx+UyS1snv7Qurt6Mzkm6Io2N3rSC1tnl++H52ZvZ+Hr0enJze9EKWvmPs6vbyezq7exmePlu",
-	"1ApaVSDfj27GZ1eX9Ok/Lq9+viSAW0HrYnj+9urmgs4xHg/pRf9TSdO4SUkUBEWVV1sfglzIGKuFvMOr",
-	"TLkxXsRvfVfcfuXbuVIJZ5IQqPmvmdA8RhwQTsrlqi+X26r5Rx5ZXNoj/IavkvW27KSPgcsHnqgVByWJ",
-	"vFeax8KTt3sdBWj9apAutte7VvLulYrXAVy7NWgD98mFinlyJhcKNQWTwNOVXUPKVoB6NeRIEiFutHWG",
-	"SGnNEyLxmYi3d3XK7NeMG/udgVDE4Smdw+3g0AyPS+5O55+ESGVJTIQ85xBzxGsMC6aBS5XdLVGfoHID",
-	"YStAlXfGcxJ+jsVq5P4paDVB/1ZzswQRg1o46aHpUtq3t2dvwPIni/hJO41AOGsJv2e2ddKKVYZ0UDwo",
-	"s3TOaWPrBUfOSSsl7+hO6ZZmtCVSFd7RTMiFKj5y52yi6IfKgoPygVKv1gn3IYeL0LB1q3SYwNHV9q4N",
-	"BE232ETS7nq/IlHnpEwLIzE7ivUrhqcg7qRCJeg+FvIuJF0QlugMexBKkYRIddIaQC0zN1wSbW0Kwa0z",
-	"N5HNrRS/ZrygGw5eImwSDmgeqTTlMuZxJ4AHloh4Km8nb7s/9GBS6kNS4AaERcI/PH4J38/XlpvvTyFM",
-	"2dM5l3d2mYM/ldGSaRZZrk0ARiE7O0DSLLGii29C+QhalrBixhB9T6XjDkKRsSJJkAE1X2QG1bGwS9gS",
-	"ws4iLOBonRwevwxaqZD574OdzNFsLBqBZiei7VaKJ+ArFS1PQdFjLAnc9e28sG2G23GFzzCgqDJgjfW+",
-	"PrM18lEurd6zJOMNqLqSHBz8sOIaCulGWGORFQ8cCOictQy0WZKAXWrOiRWY+7lr0VS17uHONte9+Wm4",
-	"pxR7c73vk6M9n/zUiBm5EDGXEd+FmusqPgIQEn7pBzD4cAqGF4xoeina9E7k/NCDYfLI1gaRhWR0OpWs",
-	"gtPHpTLenqadc2dszumhDM0sYSDhCwsqs8R0dsmnEvVnytb4IKk7xyl7IjhlTyJFkhoQM7mf+1+C+L1X",
-	"GP0PV2i6qLoBe/L7DuuxfncXLFoKybuo25FjAR9zF4eEbekz5qjcqlWhlWMVZann/3/fuItdLKN1smCJ",
-	"KeXEnsZeEx//RM7E2DKbmW0cOD6dPXBthPMNdkiqEt6Y32kW83imOTNKmkaFaBzRcgmhoa1DJM8wfzc8",
-	"BSU5LLOUyRLTbkEvTWQscDlEp7A8NY248x8wrdma8ExCEj1gHjfZykT5VkUqqR65UZ1XDAHIXwL/0ikM",
-	"KtdcyNigtVrbpZK7167oU2EohGK5RPnwTpFK0ZlE3wmuaR3Uv+g7Cp7EsFRJbKYSyc4vnyv2dwrfsyLl",
-	"qJ1pCSUDqEajwjs16B2+7P0QOv7fQqQDajfgFyrOknLnhVZpvvc8E0kMqJiQdfHbdhjzB56EXsgnKmKJ",
-	"e6zZSjUFcebaT923SkJr1HfZCg88M05f47sNwmGX9vMbNrHLuWIxeSIVA5LFjhZZcl1hHs+hdX5aMbQ2",
-	"mmxO3DvnCJXpiDuOWIiEh9DmieFw1O9DmDusN6N/3o7Gk7DTm8rh3KgksxxweeAyRodFSAh7H9U8EfMQ",
-	"7JLZANjCcg1mnSZC3htgmk+l5kYlDzwOIBHcQCZjron5PPW4m//OAEsS9chj0EqhBdcOu/RJFyHs4odh",
-	"AF48eT+pCA+GIl0pbQ/wxpOY687pVFJs9FHkx7oeTn6qxT17MJSFQQVGxDxieirDadbvv4jwoPQT7300",
-	"SoZwJx64Cyo9sgfu7Q72JIyLqpAFYaBtOJ/K0NwnnGnZdWD10piwWLcQj/o/vmyiRbqbmihGcrnjcWsr",
-	"euQ+D1E8pMpyAwzcR86UCSBkOlqKB3xG8y7JWkbPSci/mUpnI7XZJlu74LIjVaDThWV8w0WVT52OjzKt",
-	"ubTJOje78pUQO3kQhsQLd6KxE+SE5zDk5UpJTvglKrkQ7yEk4xYkfyzuHLjE/0uW4glCv5/zaspjCuuw",
-	"nnN1gcf88Ggqi1pgomLQlqLoOQ/6vX9sy8D1n3+Gx3fZBiy5U1rYZdqodhCLM5I/6WdFj3uax1XZurXg",
-	"SvMHoTKzWwD7c+Y37IPYxMCPbLUrniGR0R+ZaRC7G/jaALIBpI1jNyH2glstoleas/tYPcr9fYZTYBsO",
-	"hOOKWHEXS/QuBFK0SlFrxv//+wlFQGsfs2uLJGoUuCF4rs/Hh93Ls+vh+dgpWcKWAauZkDyGJdf8FAox",
-	"eH0+vuF3mhvHpEpXvhIrngjJ22PLZMx0PI5YwnVQe6XjNvGyolGFJ8xyaWf1LF3BFoMmttCHjtGSq0Xr",
-	"5JfnuXyTsD592BTGr7UypkvRC4bi7uawTmE9GJJ7XjlJLqcNJSB06uTAnwbQxXgEbfz/6/edOmwB3B2c",
-	"fxZAf7kzZusUySzvIlM2xv/8O4bMwD1kValcZxTY2Ca+S8e+agErJaQ1dBSz4pHVWVphXf6EnxG1PE8H",
-	"lS01k3cNLtm5ekRlL2PIVrhbxQLIY1u4JdowT8IEEKXdQc1v2IPRU/Z05h4/JIDLX+o+xobY3GDkKtvW",
-	"buzDLvlwLpyN2SQftjExrOn3U0BnLZf0Hu/CgJPlz0QOK44p0RduVCDrWbLHxwuVuxduWsUmO3Ew3rL/",
-	"i1e3TYYmW6EG1hfqciN+47P7eUMoUPzGa/TlrCIh4R/iVQBaoSmNJFkj8UauKh2czyLX42KL3zf8SPwO",
-	"tTwy/qnzs2QpNRDQwBkHzq5GG71cj1QAeRz4CD78ncEjioVPFNKy9UDmV5Uyu/XeDiuuQOFnmSrPMG2T",
-	"gYsN7DSwhtWIZcFgu8yqJmZrsOq2Yw3PhGibvPA9/N59bJOa81vfpAHMYANXW7s2It5ZaK+VtPypQaTN",
-	"mY2WPj23dapIJVkqZ0LG/KnyQCmekbCbyWUXIG8Eu5PKWBE1RKgusgSdFC2Y5eRiCXqw8IlzdcbumJDG",
-	"WaQRS8RcE3+guXrP11MpingtUA6/SCI68iAHOs+ZVEK1PRijn1oNBCML401mCTNNMdqEP/C8BGgPdfbr",
-	"vs/NKK+z99Oax1nkYmv7ZBUP937wi+Cwh18EyDNUUuSfm8LDMkI3l278s8J7M11CRJ1H6z//8kZG4VPQ",
-	"iuv0+9zrDRT/KWgJueAa15ztbwRtisjnpfMGhmon3pYhNXg+PHclRR618VJy8bIHRnJhhKLVs/Tn3hzn",
-	"z22JzfyLJtDHldU3AHYh5EahRpLfYW9WC3DXH5FG5KttWCgs5ZBQPAuYgbC0i03479u/L4+PX7zcDq2b",
-	"iMmZ4b82glnZuQFMdJVssgYhI82ZEfLO2einOfD814wlpmbJh5ueyNc+0cb1Vk9QR3vTfef21xfWKW24",
-	"8ZOb4dklVZ+dvR/dvKNiUFfWd3N7Pcl/bSivhHY1AOurM4tyFSrQLHDZIX9/o1jwC5NUX551yhH0dzXf",
-	"5gmesJVBe3G/4H2llmY/57x+O9uu+c/LNeHno5pT8S6PA1ASQvdz6N2qIoC9VwnGRzXfZdystKJISlNp",
-	"D3OJJm93LFQSw1MlEmYsXxmIleSnkCqprJIiOoVBr1+xN/Dr5qqDvbOvmhsKdX8phm/ce9soniw5qMxG",
-	"KqUCmxBhDAt/Ff2oXzOe8RiJU2eSfBkKHlMGg+U11XuhvvSu6jD4Hbouj1Bsk/+OIAW4v7t2l9PagqpX",
-	"iV+7L1tBy3/XClq4CKKelmjwTTc4x1NJxZ0piKO4hOeKmypsNfSB/Qb2MlakzPJ4Fmdeu+zNac+QsQN5",
-	"lumkIWfK7LIkYp1CeGA9qAcuoeMWdqgPPx+O9nA8h4MLbtn24aWy3t0rUz11+V+eCN9jVjXUjF/5byAz",
-	"XIMg9+4Lq4tcImlGbg+vR1g2V9qWxIXqGvT7/f5nVFdxjM9gSze6QptxSlewXbhC0VIZLisiiZTxdvDd",
-	"RXO/KGRaxly/6LWN09MaFE1+7vg3hYB7XlMzbcWCRXbWnMit0rmxVNNXhoYCcPWKDxzdvQ0NrXlklV7v",
-	"ULzF3ewjdPOr/BS0JH/c31yvPlxuGmyc+Tks3q4SxRokTmQeGgiLfHoDQroCGaVjrk8gJENSxGjcPMpZ",
-	"P4Rej3467B/9LQymMhxdD2d3sxXXs3N86M1P9V8r354iXaYMDF8xjdSLepxPpWsNgUSQhJcVh37lP+6V",
-	"cMAD+VxUZ59R0WRvKs9KA5D0UsLmPHHPLIQUliqCRcoSn86ihPkvf+1+iMWdsOaXnvv3wy+8/PBDGACz",
-	"kHBmLEFFH+epPKWn0mk/qkZVQtrOCUjln/JHVNpAOxzM+v1+2AlgyZ+YBwQB6D8NVt1D/CIUchG6fxDc",
-	"tcv6SCbD08pZplIq2ZX8jqi2B8McusEhaPVooD3od8koiapSAi0WyTmVozwqSKmdBh+3SybJiDE+316Y",
-	"JHMhmV7vIH72BZTPtq1R89DyyzTR7vtnSlrKSB+lsntwzq2rWXU3FkDYQyzOfL1uNwzAWOQXeecqUdlU",
-	"JvQO4pdeojtOlbHw8qha49oWljYxJCs8W5QiwiPMF+y0TlqrxHQP+4cvB4PDw+6gPzju91HoMtwMwf+/",
-	"vwy7/826v/W7P34of+zNuh9+7wcvX3z6rwYd66ICahsXZ7lvnlcn2SWzYDMtDTC4YSmTJQ+1D/tHP0DF",
-	"RergL2oq6/EAlJOj62EAb34aEvreXA+hfXdwjkedysmjyuurHF/RzjHM18QbK60ibswJPvo9fP/9BZPs",
-	"jqeogdq1ervvDFXFmM7335/AT5PJ9cGgN4C/wt/HV5doeq6UtnB8fPyy5xYqy7vwhf/mWl38E25G/zy4",
-	"GV1Xnz/2pcbOyblm0X1RMm56UwlUG50XiAkDZZ+WkBBWQnshzLkRMXdSEC//FIQ1eRkoLuXpnNBAhRj1",
-	"InYkwWqfRuV3cnFQagKEeegbv84DEvhzPRhS+aQSacmX2IiKVR6uRJdo/42QFXEIrVGkvcPSajAw54l6",
-	"9GWpqAykSzxAbngYmCu7LCiCSOQvf/kL0AHNVI4euF6TqY68l/d/kt/G6SutMstByCjJqDwqk/dSPUr3",
-	"uQngUSt5N5Upt0sVO6FebagzAURMa+GLjMJa7WhYdgvkXJ9ulomG6BWHPXitYm6AatXna3dYtw+R8h9E",
-	"ovAHVZXCH86B+2Mq/+h2u8V/+NhRvw9/bFeDwR+1HpWiPiJFM7NeiOqCBHnVvxM9Lt/Dk7gD1V3Kenrk",
-	"mnwT6nfzvVx0TY6nai9uFCThZ9dX4wkckFl0gOaC74mr1CThghvir2HV11d5GOSZVSuJubIiGu+EPDup",
-	"IFHyjmuHH48AI37jdP/jn4bdw+OX1AGh47w8rwbWo1ZIVfa01kJh2NrA47IO9e3lePh2NCPgd4HMYCWi",
-	"eyp1XaBSsAoYRAkzBr1lLyW4yxskwthTxFXRJsufeESV3tvImgxv3o0m45nvVtu9v5JFvb2JxL2wXSoE",
-	"8YhcMio/9VlDJBqqNLTILyxZW17bequmr3FXxzK+6PGE7spfHlUzUkOTM5uDkp65jGsFjnSdvpTRQLte",
-	"6NgpkOdEQbWSsQevlzy6R250dhaTa6D+k9xdpaSucb1c1dP5FsDZ6P+cjSfjLz1b1a6gOrwEN1hv0X2b",
-	"SmQJCAKIOSuB7nuVWadMKH9+EKJAWTK5wby5iHg9fl8BsnC/yV7xQL0ev0dYUpagYcbjOlU7EYHWMXGH",
-	"y8k1bnUxmgzfDCfDz+0XolUWwoppWxckVYOuTs1n4/HZ5bvZ9fBm8tnVI/Pg7Nr6NqkwBsnWr3uEy9RE",
-	"FFJ4Fi29yqg+9verVxvSjBpyi+1//6jmZ/Gn8KRQLx/VHERcW2SzC7Vcx1EO9Xud1JLIvqrPr3JMq2yP",
-	"CsiFP4HNn4RBvZpZwisRIsl/p+HytX7Etajj+uxydn1z9e5mNCZiZq5Cl/LXRP8uptXQg+9s30qP/QkM",
-	"wnz9H3B9r51mk7OL0dXtlpYiRZL3U+fN05Tx9NKZ/IZaMbKIE170jHeX1q66uAqVIKisWor8og+mQ+KB",
-	"Of1Eu7WrRgHiCFfPyH3tgFXqPt9aSHBNSUyC3+ijUbK+G7Tz3Qa4mz/74IUTgpsN7VX1+Vw3/GneBJUX",
-	"czj4gCVGnZDQjZlF59bCIwX3yQlzjSf5KylPlV7DPItRorfDbsqeuvm3XfdtWAB87PVUUy92FWpUA1Rq",
-	"jTZTvbfbrXRIZFXkL/55O7odzd7enpPic6gvQDSJIra07J5Ln7nwodiPah7kIdePam58jRdigRykPDja",
-	"2YcqPUke56KqlvCAPyDbMUqhLgRzIxBlhEWj32oW8fr+VPlfbEdUUJ0BUKAgLX2WSsc/4cPfFNFb+Z0J",
-	"OyWmmqYFRKgaiuYLkyLpumkBqBzxUAE8LkW0BCbNI1oYtYkClDRowGWwxd7B5hwDhCNRJjc+8mPX5id4",
-	"Eto5QKEmD1DBue7OcpzC9iWrvA2z7JqZ4614IP7mrropRdakroNn9cke805O3CCHdji6vBpfvw471QEn",
-	"7XB0c/V2HHbqo07w8zf/vL2ahJ0mfSvsvrNQoGEUyubNvegTXU5l+Tb1mRDJQiYTbgwVvNAUlakcFpdC",
-	"pkdNSRfONLMkI9ustByK19BcmEqlwcXcAv+vcQgYwIV4FQCTyH35pApkKWkWXAOXkSJnTemp3Gyy6jir",
-	"bFG6Utw5Twlbc10157zrZ6ZScxYtESvOTYNVwoTsUq/zUb8fwNGLQQDH/QHe0HH/uPAyh5ldcml9+dtU",
-	"XirJXfezkJbrBaK88KsIfSQhIs1jfI0l+blxYavuufRdzK7RlQtStd65Lb1gT9SuR8PkjqzD7CkIS2dK",
-	"OZNUQKQzWTSrJ4wiH8KohKL2PlwCkttHpe8d7ESVgiC066l0oo2UPZlPed4g9B1malGzy3ynmLAUjtIs",
-	"ZZLgrYo1lFGVxvkCWa1KjV+r3xv0+j7fItlKtE5aL3r93gsXzlpSBNlLKPzxjjcUPPrm2MN+vyJP8kML",
-	"A9mqt6PT0Dl1SCZqQW0uhrteuqDM8EKo7kMfamqO2zcPP1ppNecxxSBYtIQIuWS+nkqgB6jOYWHWMsqz",
-	"m5qnimyfI/iHeHWK8tX37tC7BsySae5i2AC0esddpW+NLL34okGSFuZaS3XixBZKKHy9WUiRp2HWxvK0",
-	"FFiBl1T8ackyY3ns3/dii6wr8pV8+AWB7cE5qWlSU3ULhiCUuIbTQiSom8X0aY5yZwqTEKIRO1ttLgkz",
-	"FpUcCuzabA7cBz+nbAyzLkDbzVbF0tuTHXI5hy42J6sXn2UbZb41SqhNAyFfEQ+OoKbqAWWa77eGWl/c",
-	"rxnTTFohedEbB23nM7q0KF6o73NzV9yzTzaPGOJqwubGLQEbFwUyud/qvZ0ejJAE8WAspSAkBeM2m3V9",
-	"T6Yh8xf/FZYwa06ghJXKWt1uipZxgglvnWRXQcaF/0wmSf20UcKZ9j1gU+l58wTUfe40V3t1C5sKfSGv",
-	"fhztVGcyUb1ltiJ73oFUzNgAzV20etv7ov1dF3RhFZUypNlGi9iKOiAbbbTS9zg8ftkppjupBZp2jxAl",
-	"gktrTqZyzteKjDhOY6AqZkwu8bMVEs7gpcuhVDahiDowSmVVrLseDPMfN4ZIbY+PIvE/lW0m1866oIpv",
-	"aiTcmjhHxFyYeB0nU7w2YvFUEq2TzEMpb0stj1/cc77qsgT59ZHRjBAKwqIaRkfCp0Om8gUYUmoIrbFs",
-	"DagPXOFrpklBFoclDYj6EXWMT0pNpYPoBZgevHKoRbQ6weqN3yoKadqb5+N7riWyzVQ61Duvo1d4jJTn",
-	"S4yCJXtAAW+VZQmVwTtfjahhh3dY0sPA+aLGRfUEOU1aRPckNNlUOucKlQ8wlBNZwrTzBxALvkgjcAFd",
-	"ITPLfSmw09RCybO4ddJ6x60jZ1czUg5CPOz3v9rwr9rYgB2zv0qbPFv13GgA3zLbvHYB7EFtZCONAMvS",
-	"lOl166R1Lh64RK3u7pXFQrryGMvuTOvkl5a3FD7ga5WIyk7T4efmin0XaHX6SRiK3ZBcosD8thSZynY5",
-	"oArJOk9BOuPJONVVxqAXIkn8uBqV2Vy3dHbcZ9kq+CdeabnJjvusDm2h+zzqH327aXKX21fU3r4HNy3w",
-	"2KHleSKrj2z8SuSJljGFZXz4uIqzCpHmLU8VIk18p1cjkV64Bk7Kgzonab6utewEIPkjOlwLodE5cJUJ",
-	"msNco7tBZmc9lz2EsCdXv7kIab2ze6EyF1+vu71TWYaavbFS0K/0Ld/tSK18ktNHo8k8yUdZfMxQUOe+",
-	"GUSamWWnCK9XrDNXVeGMDGYqnfIBCGvKs8x5zdBwsXEPFH+iFLSSeRRdc/9EzLVrrifDRNjOaR5k32BT",
-	"N8GtYsTVjRghjSUF2Dac19VrB932msXoHDiIecJt6bI6IdnE9+fCOMY3fzrXU5fhZ8a8/ocZC0HM42ZO",
-	"DNTJ8zPMldclqaaZb95TybtyZAwpu6fYS86/zKpUoIG7JsYpzMoybTOVi0TcLS3V/5glN5XBcdQo71Z3",
-	"IR7Jn1yJT2a8vyb5oxeszs18ZnhE0Xy2e3wE+Vb+y8rztZkOuGA1w7cpA7RKyUVwIx7I3qx5PG5SCMGO",
-	"LPXskIfvYegLd00WoU++yBIaTFDD0PaAijmPVMoNwVEctrqeXOfluRQa38Y3WZKFv5hn9dH1dv5nXD8U",
-	"2irSh9honysaTSy5W5+G5zBU19QBCUNvlLlvyXY+6v9I4G7nVJxbs1f2hLYOq/MUyPVJOTOUH+CShBH+",
-	"o6qZkaAI/jpP08dTSUYWkz78RRL63VdxpqlGQUkKEbjdNwc8hHlg6Jl+x9I1bxRo+VyNlqvQqnTxfBVR",
-	"tjWb51O9Fgzx/elPFKXbc0N2iNSNvJ63pfrfcLDxZt1IsFXkEWxXbwRTuVV7EWwUNgS7Kg7w5e2CALQ9",
-	"NhLpLqD1DBf72cZH/R+/5TT3eja0knyC9javd3pAHJ33K8zRHKFCUxIXva85npy50OdgjyHlR4MXn9fB",
-	"myPC6b3jz7/XOGv63zYZjvsv9tmyHApO7/xtn522x+Z/LdvfBX9rLeK55mkvlSWR29llqNRzTruNlUlZ",
-	"qLFi2hQZNIHGs+YsRep0ZoZmj3nSWBig+AgseeKify7567iNnAaYo4ZTj6D5Rx5ZU8mJO91Vmz/2evwe",
-	"edoNntyuItsoE/FMzbR1dd55giqAeWan0viZZb5Sw4GTcA+DjyM4sAjKNPeyygDwVHqkoEHmKkhL8Kmk",
-	"y5ULuIQpJdpJ5/konnuQJs9WInhTeTw4hAvxqnMKPlon7GZkYPCiKctPIFzJSi6+bjycFlEtymznwSgG",
-	"cz84giJQFFcq8vX0USWedNShKWn+kNbbrAZWCeUApcMLvZVjCr/OC/cQUz61WU244wcbSXc3/6sh8w5W",
-	"3XEXm1NJXJQ2b8EMf4XBVBJcpgc/F1EPcskcuBtYPfyxuYBgKpmlTGdQidL6YJqLHPqJwJ6mXK6vmvAs",
-	"ktpsoz7Ap+jIIHtdBApPXNQzPHVIqFY9FqR2Qbx0QiL+y2ovKqTGKMRuy6k1S0UDyVfLtUHfwy/YgUih",
-	"cPHOkL98MuSm0kuE3K4tCkTUwj++3Vb3Uc17cGaL0cxk0Wcp1yKClFktnlzEkQ6P7JGbnI9Cc2gzOPTz",
-	"mnmSQDgIwql0lPiDe7wTwCrJTB03kVqtEShhT2jaXW6b5gBTKD9aogKKvfp88bfeMfzjFbVooJRSC6BC",
-	"80pnLrQHL3tH8I9XU+nyPQEcDvCdhU9QbbUpLIT1GTS3WVFekUeTB4c/UO9CUM01+ZsV5pRS115EkiQs",
-	"D7BZk+PpgCYSIpXzeJfocONjmZ1KavNoIHSR10bUiBx1TymIfVxkKt3G6Kx8VHM/KNEVmDv6ZNG9M+MF",
-	"1VUaaLvWR+9YKT2VEZN4vS5qYZaZjdWj9OUKFTpy92scMAuOrLximiUJT6ZygXsWFbQeGz7SQsIjVZrn",
-	"xh8lbpH2ObsHTdkuaXOd5a3B0gH1ixGZMViIJwT7gWtkaKQTvMQL8Woq234QKqqdxYI6OXwo0anijlvj",
-	"cekH+JapQRpZLilHUEsioMgh6Nu57Bv8SBojr7jjOYOb0/pEj3y083GnNkfd5FrvnQKjFja/Jp9mIOeN",
-	"WTBZmpdrhO+uLkYX52cXZxPy0Qy3XvkUVwXt8dm7yejmorN1ZaQHfH1z3uGci8xqr/lpXSdoTkKBbBXk",
-	"M7vkQhfU77uHDHvg8XZJa4hLNPR99vB1w23YyQWYu+qpDN3evhCHoicu0UufE778MJZC8+ez7vy0MUlN",
-	"NjU4mCmiLMVbmzU+NMCFkvht5rLyLs/VqdaXOHE9laWp5TQrc2tUQ4r13vsi33jc/xuhu6lQyas75N9y",
-	"uYVIkmqaEm8S7YupxCs0xWcFERqWulHVW6RRSrB6uRVZSpnN93dLHfdfTOVGWVeTqz/G28mrRZ5192ni",
-	"PxqGBwul0y6SgJuD5Ep/Ku2D/iX3N2xalj/Zg8g8BFB1+1Rkue06O7jaPVZ/d8tRLP/KzL6tZr7Vca8I",
-	"w+FX81Ob+rt3xBg8bzvG+Q9GGMhPaCgNDzaLud0YinpYwsH9n/Bajw5//LZ/KKkwjZy5nlcNtBuN4M5X",
-	"jCDsETf4d134wTdEYY6+/I9L5YGBor/YzSFvU6n/2cX1+ehidDmpZAz/98Ubbn09eEk76AK7P4uCyhEN",
-	"a7OW0VIrqTJTPvZRzStRiPzjzTiEb2bYmZP8O+ocMh2cPXDPVzYPITsoMv0gHnhelWVyEzSv4kKnzFki",
-	"YWkYblQHoyY1dcMEaP4FKbMNG2VzA8jtBud2RwlnFcVHVmRpW5QD9ss2aw/5KYgFmczOoCm8Kiq/9N0k",
-	"7WrFIe59Txn+TgAxS9HI2Og4I3PY/QmOqp8Y0Iz+2qEPamfctPQNW5PnR2XdPfh5q0Vt0/JwV/adyYsU",
-	"i9q/wP1Nxk7g+IXLmNwPbxZo7rJG3rL4joycxBW7nlYWJs8tT/cW5dnOciG3kLY1zlrD3S0VnTpv6xjM",
-	"rhKI6sSgoIVuRcotib9ffm8JpEcaTxC0JEtRghHxtjaVc1XUVcZsDA5/+MzAjk8f/sTEQfVsu9X5ty+5",
-	"uK03MbU3+p/+J7UW/6uUw9cQ1tcKbet9ZHAx6NPRdv0ofodakXUc+wlBNHuntbR2dXJwQH9WY6mMPTk+",
-	"Pn5JM5j8bs2TDkq/SMaQR6tLfvKx6k/BVun1LhVjypeL422/vrOey7/qy7k+ffj0/wIAAP//",
+	"1L1pd9vG9TD+Ve5hf+eETEGKki03oV7RNuOo1VYtzr+/0H9iCAzFsYAZZmYgik383Z9z7ww2ApTp1nWf",
+	"50ViCsssd+6+4fdOpNKVklxa0xn93tHcrJQ0nP54yxcsS+xEa6Xx70hJy6XFn2y1SkTErFDy4KNREq+Z",
+	"aMlThr/+R/NFZ9T500E5+IG7aw5otGs/TefTp09BJ+Ym0mKFg3VGnbHcgLJLrmHBRJJpDt2F0sCfWLpK",
+	"OLwcvoTw4vJ29tPl3cXbMICXw2MIzye3P1++neH18dnZ5S8TvHM8fAHhzeT6/eR69vru5h9hb9D5FHRO",
+	"pckWCxEJLu2NVZrd82+3u9slB83vhbF6852BWJgHiJiUyoJlDxwYrLWwHLrh6cXN3U8/nb45nVzczm5u",
+	"L6/H7yZhbzSViyxJAtCcxX0lkw0oDeqRa/gtU5YN4ELZpZD3sGYGoiWT9zw+gVBzqzdsnvARWJ3xcCqV",
+	"jDiYFYs4CAMLzXk8mMpO0FlyFnNNGHCNb/XHC8sJAepbueGRkrEBq2DNhIU5XyiNu7N6I+T9CbwYDjpB",
+	"BXB2s+KdUUdIy++5RujQaViuJUu+MZbdSbPikVgIHoPh+pHQLUssAf52cn0xPptNrq8vrz3SXLFNolh8",
+	"q9QZ098aYeYq3gB/ijhHcC85REouxH2meQyJSAWu+mr8j7PL8dvZ7eXl7Gx8jbhCC7+T7JGJBI/+2y06",
+	"vPn57vb29OLd7O3lLxfhiBbtwWysWq14DOulSDjdoO0hujKtxSOhjtJTWSPdUb5vySOcBCK2IrzNkgSY",
+	"jMEuhaneT9kGcTzZADMPEL6b3MLBkrPELsMBvFZ2CUzzJl0gCRDUTLZaKW15fM5jwW4Jdb/1mX9HO8IJ",
+	"AWkH94uMgkURX1keQze8u7i5u7q6vL6dvJ2dT96ejme3/7hyR/8pJz2i5DdLJiUvqUxmiccJ3HbQWWm1",
+	"4toKx/kjFdN2uczSzujXzvnl28kZcVfEscnbTtA5vXg/Pjt9O7u5mry5vb477wSd/Ofs8u52dvnT7Hp8",
+	"8W7SCTrVRb6fXN+cXl7Q1b9dXP5yQQvuBJ3z8dlPl9fntI+bmzG96H+VOI2TlEhBq6jSaudDkDMZY7WQ",
+	"93iUKTfGs/jGveL0K3fnSiWcSQKg5r9lQvMYYUAwKYervlxOq+YfeWRxaA/wa75KNk3eSZeBy0eeqBUH",
+	"JQm9V5rHwqO3ex0ZaP1oEC+a410pef9axZsArtwYNIG7cq5inpzKhUJJwSTwdGU3kLIVoFwNOaJEiBM1",
+	"9hAprXlCKD4TcXNWJ8x+y7ix3xkIRRye0D7cDA7MsF5ytzv/JEQqS2JC5DmHmCNcY1gwDVyq7H6J8gSF",
+	"GwhbWVR5ZjxH4edIrIbun4JO2+p/0twsQcSgFo57aDqU7t3d6Vuw/MkifNJe6yKctoT3me2MOrHKEA+K",
+	"B2WWzjlNbD3jyClppeQ9nSmd0oymRKzCM5oJuVDFJbfPNox+rAx4WD5QytU64j7m6yIwNE6VNhM4vGrO",
+	"2oLQdIptKO2O9ysidY7KNDAis8NYP2J4AuJeKhSC7rKQ9yHJgrAEZziAUIokRKyT1gBKmbnhknBrmwk2",
+	"9tyGNndS/JbxAm84eI6wjTigeaTSlMuYx70AHlki4qm8u/2p/8MAbkt5SALcgLCI+EfHr+D7+cZy8/0J",
+	"hCl7OuPy3i7z5U9ltGSaRZZrE4BRSM5uIWmWWNHHN6F8BDVLWDFjCL+n0lEHgchYkSRIgJovMoPiWNgl",
+	"NJiw0wiLdXRGR8evgk4qZP734U7iaFcWjUC1E8F2J8UT8JWKlieg6DGWBO74dh5Yk+B2HOEzBCiqBFgj",
+	"va9PbK10lHOr9yzJeAuoLiUHt35YcQ0FdyOosciKRw606Jy0DHRZkoBdas6JFJj73beoqlr3cK9JdW9/",
+	"Hu/Jxd5e7fvkZM8nP7VCRi5EzGXEd4HmqgqPAISEX4cBHH44AcMLQjSDFHV6x3J+GMA4WbONQWAhGp1M",
+	"JavAdL1UxuvTNHNujM05PZShmiUMJHxhQWWWiM4u+VSi/EzZBh8kcecoZU8Ap+xJpIhSh0RM7vfwSwC/",
+	"9wiTf3OEtoOqK7Cj33doj/WzO2fRUkjeR9mOFAv4mDs4RGxL15jDcqtWhVSOVZSlnv7/deUudr6MzmjB",
+	"ElPyiT2VvTY6/pmMiRvLbGaaMHB0Onvk2ghnG+zgVOV6Y36vWczjmebMKGlaBaJxSMslhIamDhE9w/zd",
+	"8ASU5LDMUiZLSLsBPTeRscDhEJzC8tS0ws5fYFqzDcGZmCRawDxu05UJ862KVFLdcqs4rygCkL8E/qUT",
+	"OKwcc8Fjg85qY5dK7h67Ik+FIReK5RL5wztFIkVnEm0nuKJxUP6i7Sh4EsNSJbGZSkQ7P3wu2N8pfM+K",
+	"lKN0piGUDKDqjQrv1eHg6NXgh9DRfwOQblG7F36u4iwpZ15oleZzzzORxICCCUkX73bDmD/yJPRMPlER",
+	"S9xj7VqqKZAzl37qoVMiWqu8y1a44Zlx8hrfbWEOu6Sfn7CNXM4Ui8kSqSiQLHa4yJKrCvF4Cq3T04qh",
+	"ttGmc+LcOUWoTEfcUcRCJDyELk8Mh5fDIYS5wXo9+fvd5OY27A2mcjw3KsksBxweuIzRYBESwsFHNU/E",
+	"PAS7ZDYAtrBcg9mkiZAPBpjmU6m5UckjjwNIBDeQyZhrIj6PPe7kvzPAkkSteQxaKdTgumGfrvRxhX28",
+	"GAbg2ZO3kwr3YCjSldL2AE88ibnunUwl+UbXIt/W1fj255rfcwBjWShUYETMI6anMpxmw+GLCDdKv/jg",
+	"o1EyhHvxyJ1Tac0eudc72JMwzqtCGoSBruF8KkPzkHCmZd8ta5DGBMW6hvhy+OOrNlyks6mxYkSXex53",
+	"Gt4jdz1E9pAqyw0wcJecKhNAyHS0FI/4jOZ94rWMnpOQ35lKpyN12TZZO+eyQ1Wg3YWlf8N5lU+cjI8y",
+	"rbm0ySZXu/KREDq5E4bYC3essRfkiOcg5PlKiU54E4VciOcQknILkq+LMwcu8f+SpbiD0M/nrJpym8I6",
+	"qOdUXcAx3zyqyqLmmKgotCUres6Cfu8fayi4/vpnaHyXbsCSe6WFXaatYgehOCP+k36W9bineVzlrY0B",
+	"V5o/CpWZ3QzY7zM/Ye/EJgJes9Uuf4ZEQl8z08J2t+C1tciWJW1tuw2w59xqEb3WnD3Eai33txlOgG0Z",
+	"EI4qYsWdL9GbEIjRKkWpGf/fbycUDq191K4GStQwcIvxXJ3dHPUvTq/GZzdOyBK0DFjNhOQxLLnmJ1Cw",
+	"wauzm2t+r7lxRKp05ZZY8URI3r2xTMZMxzcRS7gOaq/03CSeV7SK8IRZLu2sHqUryOKwjSz0kSO05HLR",
+	"Gf36PJVvI9anD9vM+I1WxvTJe8GQ3V0f1TFsAGMyzys7yfm0oQCETh0f+I8t6PxmAl38/5v3vfraArg/",
+	"OPvsAv3hzpitYySzvI9E2er/8+8YUgP34FWlcJ2RY6OJfBeOfNUCVkpIa2grZsUjq7O0Qrr8Ca8RtjyP",
+	"B5UpNZP3LSbZmVqjsJcxZCucraIB5L4tnBJ1mCdhAojS/mHNbtiD0FP2dOoeP6IFl3/UbYwttrlFyFWy",
+	"rZ3Yh1384Uw4HbONPzQhMa7J9xNAYy3n9B7uwoDj5c94DiuGKeEXTlQA61m0x8cLkbsXbDrFJDthcNPQ",
+	"/4tXmypDm65QW9YXynIj/slnD/MWV6D4J6/hl9OKhIS/idcBaIWqNKJkDcVbqao0cD4LXA+LBr1v2ZF4",
+	"D6U8Ev6Js7NkyTVwoYFTDpxejTp6OR6JALI48BF8+DuDWxQLHyikYeuOzK/KZXbLvR1aXAHCzxJVHmFq",
+	"ooHzDexUsMZVj2VBYLvUqjZia9Hqmr6GZ1y0bVb4HnbvPrpJzfitT9KyzGALVo1ZWwHvNLQ3Slr+1MLS",
+	"5sxGSx+ea+wqUkmWypmQMX+qPFCyZ0TsdnTZtZC3gt1LZayIWjxU51mCRooWzHIysQQ9WNjEuThj90xI",
+	"4zTSiCVirok+UF194JupFIW/FiiGXwQRHXqQAZ3HTCqu2gHcoJ1adQQjCeNJZgkzbT7ahD/yPAVoD3H2",
+	"277PzSius/fTmsdZ5Hxr+0QVj/Z+8IvWYY++aCHPYEkRf25zD8sIzVw68c8y7+1wCSF17q3//MtbEYVP",
+	"QSeu4+9zr7dg/KegI+SCaxxztr8StM0in+fOWxCq7bjJQ2rr+fDckRRx1NZDydnLHhDJmRGyVk/Sn3vz",
+	"Jn+uwTbzG21Lv6mMvrVg50JuZWrE+R30ZjUHd/0RaUQ+2paGwlIOCfmzgBkIS73YhP+6/vvq+PjFq6Zr",
+	"3URMzgz/rXWZlZlblommkk02IGSkOTNC3jsd/SRfPP8tY4mpafLhtiXytXe0dbzVHdTB3nbeuf71hXlK",
+	"W2b87fX49IKyz07fT67fUTKoS+u7vru6zf9sSa+EbtUB67Mzi3QVStAsYNkje38rWfALg1RfHnXKAfRX",
+	"NW/SBE/YyqC+uJ/zvpJLs59xXj+dpmn+y3JD8Pmo5pS8y+MAlITQ/Q69WVU4sPdKwfio5ruUm5VW5Elp",
+	"S+1hLtDk9Y6FSmJ4qnjCjOUrA7GS/ARSJZVVUkQncDgYVvQNvN2edbB39FVzQ67uL4XwtXuvCeLbJQeV",
+	"2UillGAT4hrDwl5FO+q3jGc8RuTUmSRbhpzHFMFgeU71XqAvrav6GvwMfRdHKKbJ/8YlBTi/O3YX02qs",
+	"alDxX7ubnaDj73WCDg6CoKchWmzTLcrxWFIxZwrkKA7hueSmClmNvWO/hbyMFSmzPJ7FmZcue1PaM2js",
+	"ljzLdNISM2V2WSKxTiE8sH6pBy6g4wZ2oA8/747263gOBufcsubmpbLe3CtDPXX+X+4I32NWteSMX/o7",
+	"kBmuQZB594XZRS6QNCOzh9c9LNsjNTlxIboOh8Ph8DOiq9jGZ6ClW02hbT+lS9guTKFoqQyXFZZEwrjp",
+	"fHfe3C9ymZY+1y96bWv3NAZ5k5/b/nXB4J6X1ExbsWCRnbUHcqt4bizl9JWuoQBcvuIjR3NvS0JrHlml",
+	"NzsEb3E2+zDd/Cg/BR3J1/ur69WHy0mDrT0/B8W7VaJYC8eJzGMLYpFNb0BIlyCjdMz1CEJSJEWMys1a",
+	"zoYhDAb062j48i9hMJXh5Go8u5+tuJ6d4UNvf67/Wbl7gniZMjB8xTRiL8pxPpWuNAQSQRxeVgz6lb88",
+	"KNcBj2RzUZ59RkmTg6k8LRVAkksJm/PEPbMQUljKCBYpS3w4iwLmv/65/yEW98KaXwfu3w+/8vLihzAA",
+	"ZiHhzFhaFV3OQ3lKT6WTfpSNqoS0vRFI5Z/yW1TaQDc8nA2Hw7AXwJI/Mb8QXMDw6XDVP8IboZCL0P2D",
+	"y924qI9kMjyp7GUqpZJ9ye8Jawcwzld3eARarQ10D4d9UkqiKpdAjUVyTukoawUpldPg43bJJCkxxsfb",
+	"C5VkLiTTmx3Iz74A81lTGzWPHT9MG+6+fyalpfT0USh7AGfcupxVd2IBhAOE4szn6/bDAIxFepH3LhOV",
+	"TWVC7yB86SU641QZC69eVnNcu8LSJIZ4hSeLkkV4gPmEnc6os0pM/2h49Orw8Oiofzg8PB4OkekynAyX",
+	"////Ou7/L+v/c9j/8UP5czDrf/h9GLx68el/WmSs8wqoJixOc9s8z06yS2bBZloaYHDNUiZLGuoeDV/+",
+	"ABUTqYd/qKms+wOQT06uxgG8/XlM4Ht7NYbu/cEZbnUqb9cqz69ydEUzxzDfEG2stIq4MSN89Hv4/vtz",
+	"Jtk9T1ECdWv5dt8Zyooxve+/H8HPt7dXB4eDQ/gz/PXm8gJVz5XSFo6Pj18N3EBlehe+8L9cq/O/w/Xk",
+	"7wfXk6vq88c+1dgZOVcseihSxs1gKoFyo/MEMWGgrNMSEsKKay+EOTci5o4L4uGfgLAmTwPFoTyeExgo",
+	"EaOexI4oWK3TqPxNJg5yTYAwd33j7dwhgb/rzpDKlYqnJR9iyytWebjiXaL5t1xWRCE0RhH2DkutwcCc",
+	"J2rt01JRGEgXeIBc8TAwV3ZZYAShyJ/+9CegDZqpnDxyvSFVHWkvr/8ku43TLa0yy0HIKMkoPSqTD1Kt",
+	"pbtuAlhrJe+nMuV2qWLH1KsFdSaAiGktfJJRWMsdDctqgZzq0+000RCt4nAAb1TMDVCu+nzjNuvmIVT+",
+	"g1AU/qCsUvjDGXB/TOUf/X6/+A8fezkcwh/NbDD4o1ajUuRHpKhm1hNRnZMgz/p3rMfFe3gS96A6S5lP",
+	"j1STT0L1br6Wi47J0VTtxa2EJLx2dXlzCwekFh2guuBr4io5STjgFvtrGfXNZe4GeWbUSmCuzIjGMyHL",
+	"TipIlLzn2sHHA8CIf3I6/5ufx/2j41dUAaHjPD2vtqy1VohV9qRWQmHYxsB6WV/13cXN+KfJjBa/a8kM",
+	"ViJ6oFTXBQoFq4BBlDBj0Fr2XIK7uEEijD1BWBVlsvyJR5Tp3QTW7fj63eT2Zuar1XbPr2SRb28i8SBs",
+	"nxJBPCCXjNJPfdQQkYYyDS3SC0s2ltembuT0tc7qSMYnPY7orPzhUTYjFTQ5tTko8ZnLuJbgSMfpUxkN",
+	"dOuJjr0CeI4VVDMZB/BmyaMHpEanZzG5Aao/yc1VCuoaV8tV3Z0vAZxN/r/Tm9ubL91bVa+gPLwEJ9g0",
+	"8L5LKbK0CFoQc1oCnfcqs06YUPz8IESGsmRyi3hzFvHm5n1lkYX5TfqKX9Sbm/e4lpQlqJjxuI7VjkWg",
+	"dkzU4WJyrVOdT27Hb8e348/NF6JWFsKKaVtnJFWFro7Npzc3pxfvZlfj69vPjh6ZR6fX1qdJhTGItn7c",
+	"lzhMjUUhhmfR0ouM6mN/vXy9xc2oILeY/vePan4afwpHhXj5qOYg4tog21Wo5TgOc6jea1QLIvusPj/K",
+	"MY3SbBWQM39aNn8SBuVqZgmuhIjE/52Ey8f6EceiiuvTi9nV9eW768kNITNzGboUvyb8dz6tlhp8p/tW",
+	"auxHcBjm4/+A43vpNLs9PZ9c3jWkFAmSvJ46L56miKfnzmQ31JKRRZzwoma8v7R21cdRKAVBZdVU5BdD",
+	"MD1iD8zJJ5qtW1UKEEY4ekbmaw+sUg/51EKCK0piEvxEH42S9dmgm892WJktxwo/Liw4laolau3Iyjna",
+	"gLnALaCBiptxT/dTIft4qbIV8lMRczIHqI+oTFLmLjG74kV8qX+vWVR9FdfVRs10DMzynGUcvnCMe7sI",
+	"vyryn6vgP8kLt7b2zhKjRiQoYmbRILfAEko+pbAEmY+uZCZ/MeWp0huYZzHKom7YT9lTP7/bd3fRkjUK",
+	"KYVwkuoETRbh8vL9HHvR21ZeXt0USjbKHkc1sF6u7kY6IkopQjJ/v5vcTWY/3Z2RLHfYVKzdJIo4jWUP",
+	"XPpgjPcuf1TzIPcif1Rz49PWEEhk8+X+3t4+hOap7DjnvrUYDvwB2Y7uEHVMyPVaZHsW7RiLyFOfn4oZ",
+	"iukISaptDQoQpKUZVmliQPDwR0gkVN4zYa+EVFsDhAilXVFPYlKkRtcAAeU9biqA9VJES2DSrFFpqjVJ",
+	"oDhICyyDBscKtlsz4DoSZXg8eFbMuMP7roLZDqcXwj6D0QFxHcdi8+PH7TfDHoQlS5XEnrmrFIR1/hWQ",
+	"ar3H3o63Dq7W1MITwc6uFjUmjVqHK7kte1w00VTltbFlKdMc8cov4i8OWdvilm06VPAs9PdoQjNy3TW6",
+	"4eTi8ubqDTKNsutMN5xcX/50E/bq/Wfw+tu/313ehr02tinsvg1qoKU/zfb5vBjSAU1l+TYV/xDRQSYT",
+	"bgxlIVFrm6kcF4dC+mBNcyo8HMyS4OqyUp0rXkMdbiqVBucIDfy/xgHgEM7F6wCYRP6Rtw9BNJZmwTVw",
+	"GSmyoJWeyu3Kt55TlRelfcudRZuwDddVHdvb42YqNWfREqHibGdYJUzIPhWgvxwOA3j54jCA4+EhntDx",
+	"8Lgw/ceZXXJpfU7iVF4oyV1JupCW6wWCvDB2CXzE4yLNY3yNJfm+cWCrHrj0peWu+pgLIk7vcShdEx6p",
+	"XeGMyb0LDrInSJq4p5QzSVldOpNFB4GEkTtKGJVQKMX7sEByu1b6wa2dsFLQCu1mKh1zJg2MdNo8mBP6",
+	"sj+1qCnLvnxPWPIRapYySeutMmZkM5VuBgWwOpXEy85wcDgY+iCYZCvRGXVeDIaDF87HuCS3vuex+POe",
+	"t2Sh+orlo+Gwwk/yTQsD2Wqwo/zTWdqIJmpBtUeGuwLHoAy7Q6geQu//aw+mtHekWmk1Rw4rAfEOIqSS",
+	"+WYqgR6g5JOF2cgoDzlrnipSSF/C38TrE5QQvqCK3jVglkxzF1gAoNF77ih9vWqpaRVVqzQw11qqkWNb",
+	"yKHw9XYmReaf2RjL05JhBZ5T8acly4zlsX/fsy1SQsmA9T4xXOwAzgpJs6Wi0QoljuHkKDHqdjZ9koPc",
+	"2SfEhKjvUaP2KGHGophGhl1rmILz4HUKkTHrvOb9bFUM3Wy3kfO5RBjLyRTBZ9lW7nUNE2otWsiAx43j",
+	"UlP1iDzNF8FDrVjxt4xpJq2QvChYhK4z5F2sGg/UFx+6Ix7YJ5u7cXE0YXMbgBYbF1lLuTPBm6ADmCAK",
+	"4sZYSp5h8pBuV1D7QllDNgn+KyxB1oygXCvlGrvZFA3jGBOeOvGuAo0LpwYpVfXdRgln2hfmTaWnzRGo",
+	"h9yTUS2gLrRCNFC9+HG4U22URUmw2YrUHbekovEJau0UQmiaxDS/K00v9LqSh7RrmRFbUVlqq5ZZmkJH",
+	"x696RcsttUDldA1RIri0ZjSVc75RMvYZvauqGpNz/GyFiHP4ygW2KpNQmAMYxRcr+ukAxvnPrc5ezZ5e",
+	"xP6nssvkxmkXlIZP1Z2NNoCEzIWS2nM8xUsjFk8l4TrxPOTytpTyeOOB81WfJUiva0aNW8gzjmIYTSEf",
+	"o5rKF2g3CkurNZZtAOWBy0bONAnIYrMkAVE+oozxkcKpdCt6AWYArx1oEayOsXr1vQpCasHn6fiBa4lk",
+	"M5UO9E45HhRmPAVfE6NgyR6RwVtlWUK1Cc4YJWzYYbLXTWNnRzKPBmC1iB6IabKpdOYhCh9gyCeyhGln",
+	"0SAUfOZM4LzsQmaW+/xsJ6mFkqdxZ9R5x61DZ5fIU3anPBoOv1pHtlovhx0N2UqdPFsNXL8GX8fcPnax",
+	"2INaH03qy5alKdObzqhzJh65RKnuzpXFQrqcJcvuTWf0a8drCh/wtYqba6fq8Et7GYXzfjv5JAw51Igv",
+	"UbSkyUWmslt2DUO0zuPCTnkyTnSVgYGFSBLfQ0hlNpctvR3nWdZv/gePtJxkx3lWO+nQeb4cvvx2Lf4u",
+	"mkfUbZ6Da+F47MDyPJLV+2h+JfREzZisc+/Tr8KsgqR5HVoFSRNffteKpOeuqpaC085Imm9qdVQBSL5G",
+	"g2shNBoHLl1Ec5hrNDdI7awnGIwhHMjVP53bul5uv1CZC3rUzd6pLP3/Xlkp8Ff6OvxupFY+8uxDBKSe",
+	"5P1FPmbIqHPbDCLNzLJXxDwq2plLdXFKBjOV9gUBCGvKvcx5TdFwAQu/KP5EeQFK5qENzf0TMdeu4wEp",
+	"JsL2TvLIxxaZurZ6FSWursQIaSwJwK7hvC5ee2i21zRGZ8BBzBNuS5PVMck2uj8TxhG++Y9TPZV+fqb3",
+	"7n+ZsHCJuefPsYE6en6GuPJkMdXWiM9bKnmplIwhZQ/ke8npl1mVClRwN0Q4hVpZxtKmcpGI+6WlpCyz",
+	"5KbSzY+6F7jRnYtH8ieXd5UZb69JvvaM1ZmZz3T0KCoCd/f0INvK36w8X2u0gQNWw67bPECrlEwE13eD",
+	"9M2axePat9DakaSe7bzxPYx9NjX5zI1ZZAl1i6hBqNk1ZM4jlXJD6yg2Wx1PbvKcafL9N+FNmmRhL+ap",
+	"Fmh6O/szrm8KdRXpXWw0zyX1i5bcjU8djRiKaypLhbFXytxd0p1fDn+k5TYDXc6s2SukRVOH1SYXZPqk",
+	"nBkKgHBJzAj/UdVwVVC4r52l6f2pxCOL9iv+IAn87lacaUocUZJcBG727a4bYe4YeqYItTTNWxla3uyk",
+	"49LmKqVVX4WVNRomfaon6CG8P/0HWWmzmcsOlroVbPW61PAbdpveTuYJGpk3QTOlJpjKRkJMsJVtEuxK",
+	"A8GXm1kaqHtsZTc4h9YzVOwbTr8c/vgtW+zXQ9SV8Bl0m7TeGwBRdF5EMkd1hLJ/iV0MvmbPeOZcn4d7",
+	"dI5/efji8zJ4u287vXf8+fdaG4D/yyrD8fDFPlOWndrpnb/sM1PzWwZfS/d3zt9a3X4uebpLZYnl9nYp",
+	"KvWY025l5bbMnlkxbYoImkDlWXOWInae+HD7Oo+KCwPkH4ElT5z3z8UIHbWR0QBzlHBqDZp/5JE1lZCj",
+	"k121pnBvbt4jTbtuoM1I/1bujidqpq1Lvs8DVBSbnErjG8n59Bm3nIT7NXg/glsWrTLNrazSATyVHiio",
+	"kLm03nL5lGfncjhcyJcyCUjmeS+ez2igjIfSYzOVx4dHcC5e907Ae+t8qLXiGTh80ZbGQEu4lJWgbF15",
+	"OCm8WhR1zZ1RDOa+mwd5oMivVKQi0KWKP+llj1rX+U1ar7MaWCUUA5QOLvRWDim8nWdTIqR8aLOaMoAX",
+	"ttIGXFO2ltwBsOqeO9+cSuIi37yxZvgzHE4lrcsM4JfC60EmmVvuFlSPfmxPgZhKZinSGVS8tN6Z5jyH",
+	"vk2zxykX66sGPIvQNdvKcPAhOlLI3hSOwpHzeoYnDgjVVNQC1c6JlkbE4r8sraSCaoxc7LZsJbRU1CV+",
+	"tdwYtD38gD2IFDIXbwz5wydFbio9R8j12iJPQC38461B/wGc2qJfNmn0Wcq1iCBlVosn53GkzSN55Crn",
+	"WmgOXQZHvok2TxIID4NwKh0m/uAe7wWwSjJTh02kVhtclLAjakGY66b5gsmVHy1RAMVefL74y+AY/vaa",
+	"6maQS6kFUPZ/pVwauoevBi/hb6+n0sV7Ajg6xHcWPkDVqB1ZCOsjaG6yIkEk9yYfHv1ABSVBNdbkT1aY",
+	"EwpdexZJnLDcwHa6kceDStCa+ag6Vdg00Zlg4NC5hssoYkp+m7s/3PAjZEekaTXSqrrNJJueU9+RJ6i1",
+	"zEFA2VLN9a+XKuFFSgmFqJltTYg6gePhi62vkdSnb8kdKRdTJrVM5b+RuSLVGg20j2ruO3a6SgdHkyx6",
+	"KKbjqF51XQ2uNyaVnsqISURp56kxy8zGai19ikZlWofTxp3MgiP7WjHNkoQnU7nAOYtUbo8B3rtEq02V",
+	"5rnCS8FqpHfOHkBThA+RwC/ZacCl0e0HI9JisBBPuOxHrpGJIW0g4p6L11PZ9R15UdQuFlRS5N2nTv3o",
+	"uTHWS99JugyHUu98SXGRWuAE2Sytvpvz+8MfSUrmqZ88Z2rmpN5aJu8xftyrNfQ3uaR/p8Cohc2PyYdW",
+	"rMc1k6V5ikr47vJ8cn52en56S3ap4dYL3OKooHtz+u52cn3eaxwZ0aBPtM9L7XMxUW16cFKXg5oTIyT9",
+	"DHmLXXKhC4r3ZWyGPfK4mVsd4hAtBcgDfN1wG/Zypu2OeipDN7dPPiKPkQtu03WCl+8KVGg7edNF3/ZO",
+	"UrVXbR3MFJ6l4q3tvCbqJESJC13mMhFcbK9XzalxImoqS/XSaRPMjVF1o9abQBQx1uPhXwjcbclZXsQj",
+	"/ZbDLUSSVEOzeJKoU00lHqEprhVIaFjqeqY3UKPk2vUUM9IOM5vP74byzKyWykYjXjPLR5Wx8shdIeWc",
+	"YpOr517xork4fYyiolGkmbEUKYVshQx+34zdqWxN2T2Boa+ZEyj8Fz23HwaUrYsyVKgYlsygymAMxVI+",
+	"m9XbGxErJCT8sx/pz1PplALNI07uxgNabOBC1u4ebc5FTmnzMR4sbRsPFs8PT3bOl8KHC4xVK1NI7c9m",
+	"YJdA8CnY1IsZ0YzHlBjeSAsPoGa4TGU9R9l9VaOiSuefeyOuhbrpVv0N7sIdv0+/irhpUa0r7CRoU6fb",
+	"vGY3CO888epZzxl90QRtrIOF0mkfOYvr8+ay6Crl0f4l942ujuVP9iAyjwFUPSgqstz2nUlZrY6tv9vw",
+	"uZRf0dq3lNaXcu/lrDv6ai6ftv4VO9x1XmS4w/svOuvI5G4pfQm2i1Vcm526h8+v+4f/wnf4Wust6oTt",
+	"up/UqhamcgcT3KblHcUGU0nVBo5kt1hy9fONpV/sGx1nUzcPWhLgR40qiKlsdVV4WD5f7DCV7WZpAYB/",
+	"w8H38ujHb4tUxVacZyNPsOq2+gt6X9HZuoeL9V/1dh5+QxDm4Ms/jpj7UIv+GO47Gl0qVTs9vzqbnE8u",
+	"bivJFd+SWpqftNyv+AFtx3+j+mEq9yl/yO3xmiGbN/0YwL/2Uc+pfKbi4at+cBa62x/73QO//7s+9jtf",
+	"5FUe95ub9/77bKiXMgnMbGS01EqqzJSPfVTziuc9v7zte/dVlTvzcP6KNgeZjs4efOArm4dN3Soy/Sge",
+	"eZ6JbHIXRJ65PJWhx7ewdAxsoQRaUqZumAI14iJjZstG3Z4AcrvRuZqjhLOK4UNehNK2LL/0U/Z78Ss/",
+	"AbEgDdgZtAXRUcmBL2vtVrPsce4HymrrBRCzFI3MrdJ3coc40V4vUBJ2a9MHtT1uu70M25C3k4qxBvBL",
+	"o1Z+2/J0R/adyRPzi3z3wH0cuhc4xsdlTM44bxZq7jIlvGX5HRm5iSvwOKkMTJ66PMWpKElyliu5Qmla",
+	"46x1nN1SoYXzMB6D2ZX2V21dGHRWTLOUW6L7X3/vCMRH6pMUdFDp6Yw6hLydbS26StOVfl+HRz98pnPY",
+	"pw//wWB5dW+79e5vn2Z4V6+m7m4VYv87+YX/T0n5r8Gsr1SSVFn1bh5cdBx3uF3fip+hVlgUx75VITUB",
+	"7CytXY0ODuj7Xktl7Oj4+PgVNYP0s7W3XCr9YjKGPEJb0pOPz34KGuVGu0SMKV8uttd8fWcOs3/VpzB/",
+	"+vDp/wQAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -62,11 +62,14 @@ func TestStartUndoesOnFailure(t *testing.T) {
 			os.WriteFile(file, nil, 0o644)
 			return Config{HTTPAddr: freeAddr(t), ZMQEndpoint: "tcp://" + freeAddr(t), RegistryDir: file}
 		}, true},
-		{"training cannot start", func(t *testing.T, _ string) Config {
+		{"signal once training started", func(t *testing.T, _ string) Config {
 			dir := t.TempDir()
-			// A job record that cannot be read fails the job manager.
+			// A job record that cannot be read is skipped with a log line
+			// (it no longer fails the start); the signal arrives then, with
+			// the training worker running.
 			os.MkdirAll(filepath.Join(dir, "jobs", "unreadable.json"), 0o755)
-			return Config{HTTPAddr: freeAddr(t), ZMQEndpoint: "tcp://" + freeAddr(t), RegistryDir: dir}
+			return Config{HTTPAddr: freeAddr(t), ZMQEndpoint: "tcp://" + freeAddr(t), RegistryDir: dir,
+				Logger: slog.New(signalOnLog{msg: "skipping unreadable job record"})}
 		}, true},
 	}
 	for _, tc := range cases {
@@ -77,9 +80,16 @@ func TestStartUndoesOnFailure(t *testing.T) {
 			}
 			defer held.Close()
 			cfg := tc.setup(t, held.Addr().String())
-			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if h, ok := handlerOf(cfg.Logger).(signalOnLog); ok {
+				h.signal = cancel
+				cfg.Logger = slog.New(h)
+			} else {
+				cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			}
 			base := runtime.NumGoroutine()
-			app, err := Start(context.Background(), cfg)
+			app, err := Start(ctx, cfg)
 			if err == nil {
 				app.Shutdown(context.Background())
 				t.Fatal("Start succeeded")
@@ -102,6 +112,30 @@ func TestStartUndoesOnFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// signalOnLog is a log handler that cancels start-up (as SIGTERM does)
+// when a record with message msg is logged.
+type signalOnLog struct {
+	msg    string
+	signal context.CancelFunc
+}
+
+func (h signalOnLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h signalOnLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h signalOnLog) WithGroup(string) slog.Handler            { return h }
+func (h signalOnLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg && h.signal != nil {
+		h.signal()
+	}
+	return nil
+}
+
+func handlerOf(l *slog.Logger) slog.Handler {
+	if l == nil {
+		return nil
+	}
+	return l.Handler()
 }
 
 // TestStartStoppedBySignal: a context cancelled during start-up (SIGTERM)

@@ -47,6 +47,18 @@ type HTTPConfig struct {
 	// but the upload) from the end of its headers (default 10 s): 1 MiB of
 	// JSON has no business taking longer. Past it the answer is 408.
 	JSONBodyTimeout time.Duration
+	// UploadMinRate is the lowest average rate, in bytes per second, at
+	// which a training upload's body must arrive once UploadRateGrace has
+	// passed (default 65536; negative turns the floor off, as the flag's
+	// 0 does). An upload holds a training slot while it arrives, so a
+	// client trickling below the floor would keep others out: its
+	// deadline is start + UploadRateGrace + bytes received / UploadMinRate
+	// (never later than the idle limit), and past it the answer is 408.
+	UploadMinRate int64
+	// UploadRateGrace is how long an upload may take before the rate
+	// floor starts to count (default 10 s): headers, the meta part, a slow
+	// start of the connection.
+	UploadRateGrace time.Duration
 	// MaxConnections caps simultaneous HTTP connections (default 256), so
 	// a flood of idle or stalled clients cannot use up the process's file
 	// descriptors, which the prediction channel and the registry need too.
@@ -71,6 +83,12 @@ func (c *HTTPConfig) defaults() {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 256
 	}
+	if c.UploadMinRate == 0 {
+		c.UploadMinRate = DefaultUploadMinRate
+	}
+	if c.UploadRateGrace <= 0 {
+		c.UploadRateGrace = DefaultUploadRateGrace
+	}
 	if c.MaxJSONBodyBytes <= 0 {
 		c.MaxJSONBodyBytes = 1 << 20
 	}
@@ -79,12 +97,20 @@ func (c *HTTPConfig) defaults() {
 	}
 }
 
+// Defaults of the upload's rate floor (HTTPConfig.UploadMinRate and
+// UploadRateGrace; flags -upload-min-rate and -upload-rate-grace).
+const (
+	DefaultUploadMinRate   = 64 << 10
+	DefaultUploadRateGrace = 10 * time.Second
+)
+
 // uploadOperation is kept out of the kin-openapi validator: the validator
 // buffers whole bodies in memory, and the upload is streamed and validated
 // by its handler instead.
 const uploadOperation = "startTraining"
 
-// uploadPath is the upload's route: its body has the idle limit only.
+// uploadPath is the upload's route: its body has the idle limit and the
+// rate floor, no total limit.
 const uploadPath = "/training/start"
 
 // NewHTTPHandler builds the management channel: echo serving the generated
@@ -124,7 +150,11 @@ func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*bodyDeadlines,
 	e.Use(limitUpload(cfg.MaxUploadBytes))
 	e.Use(validateRequests(router))
 	gen.RegisterHandlers(e, gen.NewStrictHandler(api, nil))
-	return &bodyDeadlines{next: e, idle: cfg.BodyIdleTimeout, jsonTotal: cfg.JSONBodyTimeout}, nil
+	d := &bodyDeadlines{next: e, idle: cfg.BodyIdleTimeout, jsonTotal: cfg.JSONBodyTimeout, rateGrace: cfg.UploadRateGrace}
+	if cfg.UploadMinRate > 0 {
+		d.minRate = cfg.UploadMinRate
+	}
+	return d, nil
 }
 
 // bodyDeadlines bounds every request body in time and keeps track of the
@@ -137,11 +167,16 @@ func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*bodyDeadlines,
 // a 200 MB upload on a slow line may rightly exceed. A JSON body (every
 // route but the upload) also has a total limit: at most MaxJSONBodyBytes
 // has no business taking longer, and a client that trickles one byte every
-// few seconds must not hold a connection slot for long.
+// few seconds must not hold a connection slot for long. The upload's body
+// has a rate floor instead (it may rightly take minutes): it holds a
+// training slot while it arrives, so once the grace has passed it must
+// keep up minRate bytes per second on average.
 type bodyDeadlines struct {
 	next      http.Handler
 	idle      time.Duration
 	jsonTotal time.Duration
+	minRate   int64 // upload bytes per second; 0: no floor
+	rateGrace time.Duration
 
 	mu       sync.Mutex
 	open     map[*idleBody]struct{}
@@ -157,11 +192,14 @@ func (d *bodyDeadlines) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel(nil)
 	// A copy: net/http's own request keeps its own body (see restoreBody).
 	r = r.WithContext(ctx)
+	now := time.Now()
 	b := &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: d.idle, ctx: ctx, cancel: cancel, d: d}
 	if r.URL.Path != uploadPath {
-		b.until = time.Now().Add(d.jsonTotal)
+		b.until = now.Add(d.jsonTotal)
+	} else if d.minRate > 0 {
+		b.floor = &rateFloor{start: now, grace: d.rateGrace, rate: d.minRate}
 	}
-	if b.moveDeadline(time.Now()) != nil {
+	if b.moveDeadline(now) != nil {
 		d.next.ServeHTTP(w, r) // not a deadline-capable connection (tests' recorders)
 		return
 	}
@@ -211,47 +249,104 @@ var errShuttingDown = contract.New(contract.ShuttingDown, http.StatusServiceUnav
 	"the server is shutting down; send the request again once it is back")
 
 // idleBody pushes the read deadline forward after every read that got
-// bytes, up to until when set. Reads are sequential (one handler
-// goroutine); abort may run concurrently, which the context orders.
+// bytes, up to until when set, and, for an upload, no later than its rate
+// floor allows. Reads are sequential (one handler goroutine); abort may
+// run concurrently, which the context orders.
 type idleBody struct {
 	io.ReadCloser
-	rc     *http.ResponseController
-	idle   time.Duration
-	until  time.Time // total limit; zero for none
-	last   time.Time // when the deadline was last moved
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	d      *bodyDeadlines
+	rc       *http.ResponseController
+	idle     time.Duration
+	until    time.Time  // total limit; zero for none
+	floor    *rateFloor // the upload's rate floor; nil for none
+	received int64      // body bytes read so far
+	last     time.Time  // when the deadline was last moved
+	deadline time.Time  // the read deadline in force
+	byRate   bool       // the rate floor, not the idle limit, set it
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	d        *bodyDeadlines
+}
+
+// rateFloor is an upload's minimum average rate: once received bytes have
+// arrived, more must arrive by start + grace + received/rate.
+type rateFloor struct {
+	start time.Time
+	grace time.Duration
+	rate  int64 // bytes per second
+}
+
+// deadline is when the body must have delivered more than received bytes.
+func (f *rateFloor) deadline(received int64) time.Time {
+	secs := float64(received) / float64(f.rate)
+	// Past a century the floor bounds nothing (and a Duration overflows).
+	if secs > 100*365*24*3600 {
+		return time.Time{}
+	}
+	return f.start.Add(f.grace + time.Duration(secs*float64(time.Second)))
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	b.received += int64(n)
 	// Moving the deadline costs a timer update; once a second is plenty
-	// for a limit measured in tens of seconds.
-	if now := time.Now(); n > 0 && now.Sub(b.last) > time.Second {
+	// for a limit measured in tens of seconds, unless the deadline in
+	// force is close, which only the rate floor makes it.
+	if now := time.Now(); n > 0 && (now.Sub(b.last) > time.Second || b.deadline.Sub(now) < 2*time.Second) {
 		_ = b.moveDeadline(now)
 	}
-	if err == io.EOF {
+	switch {
+	case err == io.EOF:
 		b.d.forget(b) // complete: shutdown lets its request finish
+		if b.floor != nil {
+			// The body is in: the floor has nothing left to bound, and a
+			// deadline passing while the handler still works would make
+			// net/http cancel the request.
+			b.floor = nil
+			_ = b.moveDeadline(time.Now())
+		}
+	case err != nil && b.byRate && isBodyTimeout(err) && !errors.Is(context.Cause(b.ctx), errShuttingDown):
+		err = &slowUploadError{rate: b.floor.rate, grace: b.floor.grace, received: b.received, err: err}
 	}
 	return n, err
 }
 
 func (b *idleBody) moveDeadline(now time.Time) error {
 	b.last = now
-	deadline := now.Add(b.idle)
+	deadline, byRate := now.Add(b.idle), false
 	if !b.until.IsZero() && deadline.After(b.until) {
 		deadline = b.until
+	}
+	if b.floor != nil {
+		if d := b.floor.deadline(b.received); !d.IsZero() && d.Before(deadline) {
+			deadline, byRate = d, true
+		}
 	}
 	if err := b.rc.SetReadDeadline(deadline); err != nil {
 		return err
 	}
+	b.deadline, b.byRate = deadline, byRate
 	// An abort between the check and the set above must still win.
 	if b.ctx.Err() != nil {
 		_ = b.rc.SetReadDeadline(time.Unix(1, 0))
 	}
 	return nil
 }
+
+// slowUploadError is an upload cut by its rate floor. It is a deadline
+// error (isBodyTimeout) whose message names the floor.
+type slowUploadError struct {
+	rate     int64
+	grace    time.Duration
+	received int64
+	err      error
+}
+
+func (e *slowUploadError) Error() string {
+	return fmt.Sprintf("the upload arrived slower than %d bytes/s on average (-upload-min-rate, counted after the first %v): %d bytes in; an upload holds a training slot while it arrives, so it must keep up that rate",
+		e.rate, e.grace, e.received)
+}
+
+func (e *slowUploadError) Unwrap() error { return e.err }
 
 // abort cancels the request with errShuttingDown and makes the body's
 // pending and future reads fail at once.
@@ -445,7 +540,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		switch contract.Code(body.Code) {
 		case contract.LoadInProgress:
 			c.Response().Header().Set("Retry-After", "1")
-		case contract.TrainingQueueFull:
+		case contract.TrainingQueueFull, contract.ServerBusy:
 			c.Response().Header().Set("Retry-After", "5")
 		case contract.InsufficientStorage:
 			c.Response().Header().Set("Retry-After", "30")

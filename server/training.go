@@ -153,14 +153,20 @@ func (a *API) decodeMeta(part *multipart.Part) (*gen.TrainingMeta, error) {
 
 // uploadError classifies a failure while reading the upload.
 func uploadError(err error) error {
-	var tooLarge *http.MaxBytesError
+	var (
+		tooLarge *http.MaxBytesError
+		tooSlow  *slowUploadError
+	)
 	switch {
 	case errors.As(err, &tooLarge):
 		return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge,
 			fmt.Sprintf("the upload exceeds the %d-byte limit", tooLarge.Limit))
+	case errors.As(err, &tooSlow):
+		return contract.New(contract.RequestTimeout, http.StatusRequestTimeout, tooSlow.Error())
 	case isBodyTimeout(err):
 		return errBodyTimeout
-	case errors.Is(err, trainer.ErrInvalidCSV), errors.Is(err, trainer.ErrCSVTooLarge), errors.Is(err, context.Canceled):
+	case errors.Is(err, trainer.ErrInvalidCSV), errors.Is(err, trainer.ErrCSVTooLarge), errors.Is(err, trainer.ErrMemoryBusy),
+		errors.Is(err, context.Canceled):
 		return err
 	}
 	return contract.New(contract.InvalidRequest, http.StatusBadRequest, "malformed multipart body: "+err.Error())

@@ -102,6 +102,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.Int64Var(&cfg.HTTP.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest accepted training upload in bytes")
 	fs.DurationVar(&cfg.HTTP.BodyIdleTimeout, "http-body-timeout", 30*time.Second, "a request body that stops arriving for this long gets 408 REQUEST_TIMEOUT")
 	fs.DurationVar(&cfg.HTTP.JSONBodyTimeout, "http-json-body-timeout", 10*time.Second, "a JSON request body (every route but the upload) that takes longer than this in all gets 408 REQUEST_TIMEOUT")
+	fs.Int64Var(&cfg.HTTP.UploadMinRate, "upload-min-rate", server.DefaultUploadMinRate, "lowest average rate, bytes per second, of a training upload once -upload-rate-grace has passed; an upload holds a training slot while it arrives, and one that falls behind gets 408 REQUEST_TIMEOUT (0: no floor, the idle limit only)")
+	fs.DurationVar(&cfg.HTTP.UploadRateGrace, "upload-rate-grace", server.DefaultUploadRateGrace, "how long a training upload may take before -upload-min-rate starts to count")
 	fs.IntVar(&cfg.HTTP.MaxConnections, "max-http-connections", 256, "most simultaneous management HTTP connections (plus a reserve of 16 that answers GET /health only)")
 	fs.Int64Var(&cfg.Training.MaxMemoryBytes, "max-training-memory", 0, "training memory budget in bytes, shared by uploads being parsed and the data sets of queued and running jobs; an upload that would cross it gets 413 (0: a quarter of physical memory)")
 	fs.IntVar(&cfg.Training.QueueSize, "training-queue", 4, "training jobs that may wait behind the running one (429 TRAINING_QUEUE_FULL beyond)")
@@ -125,6 +127,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	}
 	if cfg.Training.MaxMemoryBytes < 0 {
 		return cfg, opts, fmt.Errorf("-max-training-memory must be >= 0 bytes, not %d", cfg.Training.MaxMemoryBytes)
+	}
+	if cfg.HTTP.UploadMinRate < 0 {
+		return cfg, opts, fmt.Errorf("-upload-min-rate must be >= 0 bytes per second, not %d", cfg.HTTP.UploadMinRate)
+	}
+	if cfg.HTTP.UploadMinRate == 0 {
+		cfg.HTTP.UploadMinRate = -1 // off; server.HTTPConfig reads 0 as the default
+	}
+	if cfg.HTTP.UploadRateGrace <= 0 {
+		return cfg, opts, fmt.Errorf("-upload-rate-grace must be positive, not %v", cfg.HTTP.UploadRateGrace)
 	}
 	if s := cfg.Channel.Model.SaturationLevel; !(s >= 0) || math.IsInf(s, 0) {
 		return cfg, opts, fmt.Errorf("-saturation-level must be a finite number >= 0, not %v", s)

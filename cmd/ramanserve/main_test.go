@@ -71,6 +71,18 @@ func TestParseConfig(t *testing.T) {
 				t.Errorf("training memory %d", c.cfg.Training.MaxMemoryBytes)
 			}
 		}},
+		{name: "upload rate floor", env: env(), check: func(t *testing.T, c configAndOptions) {
+			if c.cfg.HTTP.UploadMinRate != 65536 || c.cfg.HTTP.UploadRateGrace != 10*time.Second {
+				t.Errorf("upload rate floor %d after %v", c.cfg.HTTP.UploadMinRate, c.cfg.HTTP.UploadRateGrace)
+			}
+		}},
+		{name: "upload rate floor off", args: []string{"-upload-min-rate", "0"}, env: env(), check: func(t *testing.T, c configAndOptions) {
+			if c.cfg.HTTP.UploadMinRate >= 0 { // negative: off (0 would be the default)
+				t.Errorf("-upload-min-rate 0 gives %d", c.cfg.HTTP.UploadMinRate)
+			}
+		}},
+		{name: "negative upload rate", args: []string{"-upload-min-rate", "-5"}, env: env(), err: "upload-min-rate"},
+		{name: "zero upload rate grace", args: []string{"-upload-rate-grace", "0s"}, env: env(), err: "upload-rate-grace"},
 		{name: "negative training memory", args: []string{"-max-training-memory", "-1"}, env: env(), err: "max-training-memory"},
 		{name: "bad environment value", env: env("RAMAN_MAX_CONNECTIONS", "many"), err: "RAMAN_MAX_CONNECTIONS"},
 		{name: "stray argument", args: []string{"serve"}, env: env(), err: "unexpected arguments"},

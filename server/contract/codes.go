@@ -46,7 +46,9 @@ const (
 	InsufficientStorage Code = "INSUFFICIENT_STORAGE"
 	// ServerBusy: a shared resource is momentarily taken. On the
 	// management channel: every regular connection slot was taken, and
-	// this connection (from the health reserve) may only ask GET /health.
+	// this connection (from the health reserve) may only ask GET /health;
+	// or a training upload's data set would fit the training memory
+	// budget, but other uploads and jobs hold it now.
 	// On the prediction channel: a message over 64 KiB arrived while the
 	// transport's shared buffer for large messages was in use.
 	ServerBusy Code = "SERVER_BUSY"
@@ -108,6 +110,7 @@ var domainCodes = []struct {
 	{inference.ErrInvalidSpectrum, InvalidSpectrum, http.StatusBadRequest},
 	{inference.ErrSpectrumOutOfRange, SpectrumOutOfRange, http.StatusBadRequest},
 	{trainer.ErrInvalidCSV, InvalidCSV, http.StatusBadRequest},
+	{trainer.ErrMemoryBusy, ServerBusy, http.StatusServiceUnavailable},
 	{trainer.ErrCSVTooLarge, PayloadTooLarge, http.StatusRequestEntityTooLarge},
 	{trainer.ErrJobNotFound, JobNotFound, http.StatusNotFound},
 	{trainer.ErrQueueFull, TrainingQueueFull, http.StatusTooManyRequests},

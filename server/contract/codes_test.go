@@ -27,6 +27,10 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("line 3: %w", trainer.ErrInvalidCSV), InvalidCSV, 400, false},
 		{trainer.ErrCSVTooLarge, PayloadTooLarge, 413, false},
 		{trainer.ErrQueueFull, TrainingQueueFull, 429, true},
+		// The data set alone crosses the budget: no retry helps.
+		{&trainer.MemoryBudgetError{Rows: 128, Charged: 900, Need: 200, Limit: 1000}, PayloadTooLarge, 413, false},
+		// Others hold the budget: the same upload may fit later.
+		{&trainer.MemoryBudgetError{Rows: 0, Charged: 0, Need: 200, Limit: 1000}, ServerBusy, 503, true},
 		{trainer.ErrJobNotFound, JobNotFound, 404, false},
 		{New(MissingPart, 0, "no csv"), MissingPart, 400, false},
 		{errors.New("disk on fire"), InternalError, 500, false},

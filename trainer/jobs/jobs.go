@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -139,6 +140,7 @@ type Manager struct {
 	// slots counts reservations, queued jobs and the running job; at most
 	// QueueSize + 1 (the running job's slot and QueueSize waiting ones).
 	slots   int
+	running bool // the worker holds a job taken off pending (one of the slots)
 	closing bool // Close began: no job starts any more
 
 	cancel context.CancelFunc
@@ -210,7 +212,10 @@ func (m *Manager) release(charged int64) {
 }
 
 // New opens the record directory, marks jobs a previous process left
-// queued or running as failed (INTERRUPTED), and starts the worker.
+// queued or running as failed (INTERRUPTED), and starts the worker. A
+// file it cannot take for a record (not a regular file, a symlink, over
+// maxRecordBytes, not a record) is skipped with a warning: it never stops
+// or stalls the start.
 func New(opts Options) (*Manager, error) {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 4
@@ -285,23 +290,21 @@ func (m *Manager) recover() error {
 		if !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(m.opts.Dir, name))
+		j, err := readRecord(m.opts.Dir, name)
 		if err != nil {
-			return fmt.Errorf("jobs: read %s: %w", name, err)
-		}
-		var j Job
-		if err := json.Unmarshal(b, &j); err != nil || j.ID == "" || j.ID+".json" != name {
+			// One bad file (a directory, a FIFO, a symlink, a huge or
+			// broken record) must not stop the server: skip it.
 			m.log.Warn("skipping unreadable job record", "file", name, "err", err)
 			continue
 		}
-		m.jobs[j.ID] = &j
+		m.jobs[j.ID] = j
 		switch j.Status {
 		case Queued:
-			if err := m.requeue(&j); err != nil {
-				m.interrupt(&j, "the server stopped while this job was queued and "+err.Error()+"; upload the data again")
+			if err := m.requeue(j); err != nil {
+				m.interrupt(j, "the server stopped while this job was queued and "+err.Error()+"; upload the data again")
 			}
 		case Running:
-			m.interrupt(&j, "the server stopped while this job was running; upload the data again")
+			m.interrupt(j, "the server stopped while this job was running; upload the data again")
 		default:
 			// A finished job's spool, if a crash left one, is ours to delete.
 			m.removeSpool(j.ID)
@@ -311,6 +314,42 @@ func (m *Manager) recover() error {
 		return m.jobs[m.pending[a].id].SubmittedAt.Before(m.jobs[m.pending[b].id].SubmittedAt)
 	})
 	return nil
+}
+
+// maxRecordBytes bounds a job record read at start-up. The largest record
+// this server writes is its meta part (at most 1 MiB on the wire, the
+// HTTP layer's bound) re-encoded, which escapes a byte to at most 6
+// ("<" is \u003c), plus a few hundred bytes of fields: under 7 MiB.
+const maxRecordBytes = 8 << 20
+
+// readRecord reads and decodes the record dir/name. It opens only a
+// regular file, without following a symlink or blocking on a FIFO, and
+// reads at most maxRecordBytes: the jobs folder is on disk, where anyone
+// with access to the registry may have put anything.
+func readRecord(dir, name string) (*Job, error) {
+	f, st, err := openRegular(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st.Size() > maxRecordBytes {
+		return nil, fmt.Errorf("%d bytes, over the %d-byte limit of a job record", st.Size(), maxRecordBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxRecordBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxRecordBytes {
+		return nil, fmt.Errorf("over the %d-byte limit of a job record", maxRecordBytes)
+	}
+	var j Job
+	if err := json.Unmarshal(b, &j); err != nil {
+		return nil, err
+	}
+	if j.ID == "" || j.ID+".json" != name {
+		return nil, fmt.Errorf("the record's job id %q does not match its file name", j.ID)
+	}
+	return &j, nil
 }
 
 // requeue reads a queued job's spool back, charging the budget, and puts
@@ -386,10 +425,32 @@ func (m *Manager) Reserve(ctx context.Context) (*Reservation, error) {
 		return nil, fmt.Errorf("%w: the server is shutting down", trainer.ErrInterrupted)
 	}
 	if m.slots >= m.opts.QueueSize+1 {
-		return nil, fmt.Errorf("%w: %d jobs are waiting or being uploaded", trainer.ErrQueueFull, m.opts.QueueSize)
+		return nil, fmt.Errorf("%w: %s", trainer.ErrQueueFull, m.slotHoldersLocked())
 	}
 	m.slots++
 	return &Reservation{m: m}, nil
+}
+
+// slotHoldersLocked says what holds the slots, for the 429 message: a
+// full queue of uploads still arriving is not "jobs waiting". Called
+// with m.mu held.
+func (m *Manager) slotHoldersLocked() string {
+	running := 0
+	if m.running {
+		running = 1
+	}
+	queued := len(m.pending)
+	uploads := m.slots - running - queued
+	return fmt.Sprintf("all %d places are taken: %s, %s and %s (-training-queue %d waiting behind the running one)",
+		m.opts.QueueSize+1, count(running, "running job", "running jobs"), count(queued, "queued job", "queued jobs"),
+		count(uploads, "upload in progress", "uploads in progress"), m.opts.QueueSize)
+}
+
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Submit queues a training on ds (whose memory, if charged, is not the
@@ -526,6 +587,7 @@ func (m *Manager) next() *task {
 	t := m.pending[0]
 	m.pending[0] = nil
 	m.pending = m.pending[1:]
+	m.running = true
 	return t
 }
 
@@ -538,7 +600,11 @@ func (m *Manager) finish(t *task) {
 	if ended {
 		m.removeSpool(t.id)
 	}
-	m.release(t.charged)
+	m.releaseBytes(t.charged)
+	m.mu.Lock()
+	m.slots--
+	m.running = false
+	m.mu.Unlock()
 	t.ds = nil
 }
 

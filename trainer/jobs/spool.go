@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 
@@ -30,10 +31,13 @@ import (
 //
 // The file is written under a temporary name, fsynced and renamed, so a
 // shutdown cut mid-write leaves no file under the job's name. Reading
-// checks the shape against the file's size before allocating, charges the
-// memory budget as rows arrive, refuses non-finite numbers, negative
-// labels and empty or duplicate ids, and verifies the checksum: a file
-// edited by hand is refused, and its job fails INTERRUPTED saying why.
+// opens a regular file only (no symlink, FIFO or device), checks the
+// shape and row count against the file's size (both the fewest and the
+// most bytes n rows can take) before allocating, sizes nothing from the
+// header's untrusted counts, charges the memory budget as rows arrive,
+// refuses non-finite numbers, negative labels and empty or duplicate ids,
+// and verifies the checksum: a file edited by hand is refused, and its
+// job fails INTERRUPTED saying why.
 
 const (
 	spoolMagic  = "RAMANDS1"
@@ -128,15 +132,14 @@ func encodeSpool(ctx context.Context, w io.Writer, ds *trainer.Dataset) error {
 // failure to read it back wraps errBadSpool, except a refused charge
 // (a *trainer.MemoryBudgetError) and os errors of opening it.
 func readSpool(path string, c trainer.Charger) (*trainer.Dataset, error) {
-	f, err := os.Open(path)
+	f, st, err := openRegular(path)
+	if errors.Is(err, errNotRegular) {
+		return nil, fmt.Errorf("%w: %w", errBadSpool, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	return decodeSpool(f, st.Size(), c)
 }
 
@@ -163,12 +166,21 @@ func decodeSpool(r io.Reader, size int64, c trainer.Charger) (*trainer.Dataset, 
 	if p < 1 || q < 1 || p > maxSpoolColumns || q > maxSpoolColumns {
 		return nil, bad("shape %d x %d", p, q)
 	}
+	// The header's n is untrusted until the checksum at the end: it must
+	// agree with the file's size both ways before anything is allocated,
+	// and nothing is sized from it. Memory grows with the rows actually
+	// read, charged before it is taken.
 	rowMin := uint64(4 + 1 + 8*(p+q))
-	if n > uint64(size)/rowMin {
+	rowMax := uint64(4 + maxSpoolID + 8*(p+q))
+	rows := uint64(size) - uint64(len(head)+sha256.Size)
+	if n > rows/rowMin {
 		return nil, bad("%d rows cannot fit in %d bytes", n, size)
 	}
+	if hi, lo := bits.Mul64(n, rowMax); hi == 0 && lo < rows {
+		return nil, bad("%d rows cannot fill %d bytes", n, size)
+	}
 	ds := trainer.NewChargedDataset(p, q, c)
-	seen := make(map[string]struct{}, n)
+	seen := make(map[string]struct{})
 	var lenBuf [4]byte
 	nums := make([]byte, 8*(p+q))
 	for i := uint64(0); i < n; i++ {
@@ -187,14 +199,15 @@ func decodeSpool(r io.Reader, size int64, c trainer.Charger) (*trainer.Dataset, 
 		if _, dup := seen[id]; dup {
 			return nil, bad("row %d: duplicate scan id", i)
 		}
-		seen[id] = struct{}{}
 		if _, err := io.ReadFull(in, nums); err != nil {
 			return nil, bad("row %d: %v", i, err)
 		}
+		// The row's charge covers its index entry too (trainer.ChargePerRow).
 		x, y, err := ds.TryAppend(id)
 		if err != nil {
 			return nil, err
 		}
+		seen[id] = struct{}{}
 		for j := range x {
 			x[j] = math.Float64frombits(binary.LittleEndian.Uint64(nums[8*j:]))
 			if math.IsNaN(x[j]) || math.IsInf(x[j], 0) {

@@ -3,10 +3,13 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -84,6 +87,59 @@ func TestSpoolRefusesDamage(t *testing.T) {
 	}
 }
 
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += n
+	return n, err
+}
+
+// TestSpoolHeaderCheckedAgainstSize: a header whose row count cannot fill
+// the file (one row in a 1 GiB file, a sparse tail that would be read to
+// the end) or cannot fit in it is refused after the header, before any row
+// is read or anything is allocated for it.
+func TestSpoolHeaderCheckedAgainstSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.dataset")
+	if err := writeSpool(context.Background(), path, smallDataset(1)); err != nil {
+		t.Fatal(err)
+	}
+	good, _ := os.ReadFile(path)
+	for _, tc := range []struct {
+		name string
+		size int64
+	}{{"one row in 1 GiB", 1 << 30}, {"one row in 1 TiB", 1 << 40}} {
+		r := &countingReader{r: bytes.NewReader(good)}
+		_, err := decodeSpool(r, tc.size, membudget.New(1<<30))
+		if !errors.Is(err, errBadSpool) || !strings.Contains(err.Error(), "cannot fill") {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if r.n > 64<<10 { // the reader's first buffered read at most
+			t.Errorf("%s: read %d bytes before refusing", tc.name, r.n)
+		}
+	}
+	// p = q = 1 and as many rows as a 1 GiB file could hold: the header is
+	// plausible, so the rows are read, and the first bad one ends it; no
+	// memory is sized from the claim.
+	head := []byte(spoolMagic + "\x01\x00\x00\x00\x01\x00\x00\x00")
+	head = binary.LittleEndian.AppendUint64(head, (1<<30)/21)
+	var st runtime.MemStats
+	runtime.ReadMemStats(&st)
+	before := st.TotalAlloc
+	_, err := decodeSpool(bytes.NewReader(head), 1<<30, membudget.New(1<<30))
+	runtime.ReadMemStats(&st)
+	if !errors.Is(err, errBadSpool) {
+		t.Errorf("crafted header: %v", err)
+	}
+	if grew := st.TotalAlloc - before; grew > 1<<20 {
+		t.Errorf("a crafted header made the reader allocate %d KiB", grew>>10)
+	}
+}
+
 // TestSpoolWriteStopsWhenCancelled: a shutdown out of grace leaves no
 // spool, not a partial one, and no temp file.
 func TestSpoolWriteStopsWhenCancelled(t *testing.T) {
@@ -111,6 +167,20 @@ func FuzzSpoolReader(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(spoolMagic + "\xff\xff\xff\xff\x01\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff"))
+	// Hostile headers: a row count the size cannot hold, one that cannot
+	// fill it, zero rows with trailing bytes, the widest shape.
+	crafted := func(p, q uint32, n uint64, tail int) []byte {
+		b := []byte(spoolMagic)
+		b = binary.LittleEndian.AppendUint32(b, p)
+		b = binary.LittleEndian.AppendUint32(b, q)
+		b = binary.LittleEndian.AppendUint64(b, n)
+		return append(b, make([]byte, tail)...)
+	}
+	f.Add(crafted(1, 1, 1<<40, 64))
+	f.Add(crafted(1, 1, 3, 21*3+32))
+	f.Add(crafted(1, 1, 1, 4096))
+	f.Add(crafted(1, 1, 0, 33))
+	f.Add(crafted(maxSpoolColumns, maxSpoolColumns, 1, 64))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		budget := membudget.New(64 << 20)
 		ds, err := decodeSpool(bytes.NewReader(data), int64(len(data)), budget)
