@@ -297,13 +297,12 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	switch {
 	case err == io.EOF:
 		b.d.forget(b) // complete: shutdown lets its request finish
-		if b.floor != nil {
-			// The body is in: the floor has nothing left to bound, and a
-			// deadline passing while the handler still works would make
-			// net/http cancel the request.
-			b.floor = nil
-			_ = b.moveDeadline(time.Now())
-		}
+		// The body is in: no limit is left to enforce, and a read deadline
+		// passing while the handler still works (a large model load) would
+		// make net/http's background read fail and cancel the request.
+		// net/http sets its own deadlines again for the next request.
+		b.floor = nil
+		_ = b.rc.SetReadDeadline(time.Time{})
 	case err != nil && b.byRate && isBodyTimeout(err) && !errors.Is(context.Cause(b.ctx), errShuttingDown):
 		err = &slowUploadError{rate: b.floor.rate, grace: b.floor.grace, received: b.received, err: err}
 	}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"ramanserve/gen"
 )
@@ -57,5 +60,43 @@ func TestPanicBecomesInternalError(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "secret detail") {
 		t.Errorf("the panic was not logged: %s", logs.String())
+	}
+}
+
+// TestHandlerOutlivesTheBodyDeadline: once a JSON body has arrived, its
+// deadline no longer applies. A handler still working after it (a large
+// model load) keeps its request context; a read deadline left set would
+// make net/http's background read fail and cancel the request.
+func TestHandlerOutlivesTheBodyDeadline(t *testing.T) {
+	const total = 300 * time.Millisecond
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-time.After(3 * total):
+			w.WriteHeader(http.StatusOK)
+		case <-r.Context().Done():
+			// The client never sees this: the connection is gone. The
+			// test sees no 200.
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: &bodyDeadlines{next: handler, idle: time.Second, jsonTotal: total}}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	resp, err := http.Post("http://"+ln.Addr().String()+"/model/load", "application/json", strings.NewReader(`{"version":"v1"}`))
+	if err != nil {
+		t.Fatalf("the request was cut after its body arrived: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, want 200: the handler's context was cancelled", resp.StatusCode)
 	}
 }
