@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/inference/regularfile"
 )
 
 // TempPrefix starts the name of every temporary file the registry (and the
@@ -64,21 +64,11 @@ func readDirQuiet(dir string) []os.DirEntry {
 // digest hashes the file at full, which must be a regular file (a final
 // symbolic link is not followed) of at most limit bytes.
 func digest(ctx context.Context, full string, limit int64) (size int64, sum string, mtime time.Time, err error) {
-	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, st, err := regularfile.Open(full)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return 0, "", time.Time{}, fmt.Errorf("%w: %s is a symbolic link, which the registry does not follow", inference.ErrModelCorrupted, filepath.Base(full))
-		}
 		return 0, "", time.Time{}, fmt.Errorf("%w: %w", inference.ErrModelCorrupted, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, "", time.Time{}, fmt.Errorf("%w: %w", inference.ErrModelCorrupted, err)
-	}
-	if !st.Mode().IsRegular() {
-		return 0, "", time.Time{}, fmt.Errorf("%w: %s is not a regular file", inference.ErrModelCorrupted, filepath.Base(full))
-	}
 	if st.Size() > limit {
 		return 0, "", time.Time{}, fmt.Errorf("%w: %s is %d bytes, over the %d-byte limit", inference.ErrModelCorrupted, filepath.Base(full), st.Size(), limit)
 	}

@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/inference/regularfile"
 )
 
 // maxSidecarBytes bounds the JSON sidecar of an imported file.
@@ -155,24 +155,18 @@ func readSidecar(path string) (sidecar, error) {
 // source is opened without following a final symlink (it has been resolved
 // already), so a swap after the check cannot redirect it.
 func (r *Registry) copyRegular(ctx context.Context, src, dst string, limit int64) (int64, string, time.Time, error) {
-	// O_NONBLOCK keeps a FIFO planted under an allowed root from blocking
-	// the open (and with it every later load); the regular-file check
-	// below then refuses it.
-	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, "", time.Time{}, fmt.Errorf("%w: no file at %q", inference.ErrModelNotFound, src)
-		}
+	// A FIFO planted under an allowed root must not block the open (and
+	// with it every later load): regularfile refuses it without blocking.
+	f, fi, err := regularfile.Open(src)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return 0, "", time.Time{}, fmt.Errorf("%w: no file at %q", inference.ErrModelNotFound, src)
+	case errors.Is(err, regularfile.ErrNotRegular):
+		return 0, "", time.Time{}, fmt.Errorf("%w: %q is not a regular file", inference.ErrPathNotAllowed, src)
+	case err != nil:
 		return 0, "", time.Time{}, fmt.Errorf("%w: open %q: %w", inference.ErrModelCorrupted, src, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, "", time.Time{}, fmt.Errorf("%w: stat %q: %w", inference.ErrModelCorrupted, src, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return 0, "", time.Time{}, fmt.Errorf("%w: %q is not a regular file", inference.ErrPathNotAllowed, src)
-	}
 	if fi.Size() > limit {
 		return 0, "", time.Time{}, fmt.Errorf("%w: %q is %d bytes, over the %d-byte limit", inference.ErrModelCorrupted, src, fi.Size(), limit)
 	}

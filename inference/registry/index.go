@@ -8,8 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"ramanserve/inference/regularfile"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -103,20 +103,16 @@ var ErrIndexCorrupt = errors.New("index.json is corrupt")
 // produce neither, so an operator did it, and there is nothing in it to
 // lose). Anything else that cannot be trusted is ErrIndexCorrupt.
 func readIndex(dir string) (*index, indexState, error) {
-	f, err := os.OpenFile(filepath.Join(dir, indexFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	f, _, err := regularfile.Open(filepath.Join(dir, indexFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return emptyIndex(), indexMissing, nil
-	}
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, indexOK, fmt.Errorf("%w: it is a symbolic link, which the registry does not follow", ErrIndexCorrupt)
-	}
-	if err != nil {
+	case errors.Is(err, regularfile.ErrNotRegular):
+		return nil, indexOK, fmt.Errorf("%w: %w", ErrIndexCorrupt, err)
+	case err != nil:
 		return nil, indexOK, fmt.Errorf("open %s: %w", indexFile, err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, indexOK, fmt.Errorf("%w: it is not a regular file", ErrIndexCorrupt)
-	}
 	b, err := io.ReadAll(io.LimitReader(f, maxIndexBytes+1))
 	if err != nil {
 		return nil, indexOK, fmt.Errorf("read %s: %w", indexFile, err)

@@ -32,6 +32,7 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/inference/registry"
+	"ramanserve/inference/regularfile"
 	"ramanserve/trainer"
 	"ramanserve/trainer/membudget"
 )
@@ -327,7 +328,7 @@ const maxRecordBytes = 8 << 20
 // reads at most maxRecordBytes: the jobs folder is on disk, where anyone
 // with access to the registry may have put anything.
 func readRecord(dir, name string) (*Job, error) {
-	f, st, err := openRegular(filepath.Join(dir, name))
+	f, st, err := regularfile.Open(filepath.Join(dir, name))
 	if err != nil {
 		return nil, err
 	}

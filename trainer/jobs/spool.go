@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 
 	"ramanserve/inference/registry"
+	"ramanserve/inference/regularfile"
 	"ramanserve/trainer"
 )
 
@@ -132,8 +133,8 @@ func encodeSpool(ctx context.Context, w io.Writer, ds *trainer.Dataset) error {
 // failure to read it back wraps errBadSpool, except a refused charge
 // (a *trainer.MemoryBudgetError) and os errors of opening it.
 func readSpool(path string, c trainer.Charger) (*trainer.Dataset, error) {
-	f, st, err := openRegular(path)
-	if errors.Is(err, errNotRegular) {
+	f, st, err := regularfile.Open(path)
+	if errors.Is(err, regularfile.ErrNotRegular) {
 		return nil, fmt.Errorf("%w: %w", errBadSpool, err)
 	}
 	if err != nil {
