@@ -699,8 +699,16 @@ type ClientInterface interface {
 	//   writing, fsyncing and removing 4 KiB; concurrent calls share one
 	//   probe). The reason names the condition and errno: disk full
 	//   (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
-	//   (`EDQUOT`), or the failing call. Loads and training uploads then
-	//   answer 507 `INSUFFICIENT_STORAGE`;
+	//   (`EDQUOT`), or the failing call. A probe that has not finished
+	//   within 1 s (a file system that hangs, such as a stalled network
+	//   mount) reads "registry storage did not answer a 4 KiB write
+	//   within 1s", answered at once; the stuck probe stays the one every
+	//   later call shares until it returns, so probes never pile up.
+	//   Loads and training uploads then answer 507
+	//   `INSUFFICIENT_STORAGE` (an upload probes before its body is read,
+	//   and a probe timeout is 507 too; a load does not probe: on a hung
+	//   disk it waits on its index write while other loads get 409
+	//   `LOAD_IN_PROGRESS`);
 	// * the model that was active before the last restart could not be
 	//   restored at start-up;
 	// * the prediction channel is not listening;
@@ -714,16 +722,32 @@ type ClientInterface interface {
 	// is up but every `predict` returns `MODEL_NOT_LOADED`.
 	//
 	// Health answers while the management connection cap
-	// (`-max-http-connections`, default 256) is full of slow clients:
-	// beyond the cap the server accepts up to 16 more connections into a
-	// health reserve. A reserve connection may ask `GET /health` only
-	// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
-	// and write on it, headers and keep-alive waits included, has at most
-	// 3 s; it may stay open for further health requests sent at least
-	// every 3 s. Beyond cap and reserve, connections wait in the kernel's
-	// accept queue. JSON bodies also have a total time limit
-	// (`-http-json-body-timeout`, default 10 s), so a client trickling a
-	// body holds a regular slot for seconds, not minutes.
+	// (`-max-http-connections`, default 256) is full of slow, stalled or
+	// silent clients. No connection waits in the kernel's accept queue
+	// for a slot: at the cap the server accepts the newcomer and closes
+	// the connection that has waited longest without a request in
+	// progress: first one that has not sent a whole request header
+	// (oldest first), then a kept-alive connection between requests
+	// (idle longest first); never one whose request is being handled.
+	// A connection is not closed this way in its first 10 ms (an idle
+	// one may be at once, but only when no newer connection is waiting
+	// to send its first request): a newcomer has that long to have its header read, and
+	// a reconnecting flood is accepted no faster than the slots turn
+	// over. A kept-alive client may thus find its idle connection closed
+	// and must connect again, as HTTP clients do.
+	//
+	// Only when every regular connection has a request in progress does a
+	// newcomer go to a health reserve of 64 connections. A reserve
+	// connection may ask `GET /health` only (anything else gets 503
+	// `SERVER_BUSY` and is closed) and every read and write on it,
+	// headers and keep-alive waits included, has at most 3 s. At the
+	// reserve's cap the same eviction applies among reserve
+	// connections; when all of them have a request in progress too, the
+	// newcomer is closed at once. Open connections stay at the cap plus
+	// 64. A request header block may be 64 KiB (431 beyond). JSON bodies
+	// also have a total time limit (`-http-json-body-timeout`, default
+	// 10 s), so a client trickling a body holds a regular slot for
+	// seconds, not minutes.
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -831,8 +855,12 @@ type ClientInterface interface {
 	// memory stays under the budget plus a fixed overhead of 128 MiB
 	// (runtime, buffers, loaded models) plus what the prediction
 	// channel's connections may hold (at most 192 MiB with the defaults;
-	// messages.md section 5). The server sets the Go soft memory limit
-	// to that sum unless `GOMEMLIMIT` is set.
+	// messages.md section 5) plus what the management channel's
+	// connections may hold in request headers: a header block may be
+	// 64 KiB (431 beyond), about 192 KiB per connection slot while it
+	// arrives, so 60 MiB for the default 256 + 64 slots (see `/health`).
+	// The server sets the Go soft memory limit to that sum unless
+	// `GOMEMLIMIT` is set.
 	//
 	// On shutdown (SIGTERM) the running job is recorded `failed` with
 	// `INTERRUPTED`; queued jobs are not started, their data sets are
@@ -879,8 +907,16 @@ type ClientInterface interface {
 //     writing, fsyncing and removing 4 KiB; concurrent calls share one
 //     probe). The reason names the condition and errno: disk full
 //     (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
-//     (`EDQUOT`), or the failing call. Loads and training uploads then
-//     answer 507 `INSUFFICIENT_STORAGE`;
+//     (`EDQUOT`), or the failing call. A probe that has not finished
+//     within 1 s (a file system that hangs, such as a stalled network
+//     mount) reads "registry storage did not answer a 4 KiB write
+//     within 1s", answered at once; the stuck probe stays the one every
+//     later call shares until it returns, so probes never pile up.
+//     Loads and training uploads then answer 507
+//     `INSUFFICIENT_STORAGE` (an upload probes before its body is read,
+//     and a probe timeout is 507 too; a load does not probe: on a hung
+//     disk it waits on its index write while other loads get 409
+//     `LOAD_IN_PROGRESS`);
 //   - the model that was active before the last restart could not be
 //     restored at start-up;
 //   - the prediction channel is not listening;
@@ -894,16 +930,32 @@ type ClientInterface interface {
 // is up but every `predict` returns `MODEL_NOT_LOADED`.
 //
 // Health answers while the management connection cap
-// (`-max-http-connections`, default 256) is full of slow clients:
-// beyond the cap the server accepts up to 16 more connections into a
-// health reserve. A reserve connection may ask `GET /health` only
-// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
-// and write on it, headers and keep-alive waits included, has at most
-// 3 s; it may stay open for further health requests sent at least
-// every 3 s. Beyond cap and reserve, connections wait in the kernel's
-// accept queue. JSON bodies also have a total time limit
-// (`-http-json-body-timeout`, default 10 s), so a client trickling a
-// body holds a regular slot for seconds, not minutes.
+// (`-max-http-connections`, default 256) is full of slow, stalled or
+// silent clients. No connection waits in the kernel's accept queue
+// for a slot: at the cap the server accepts the newcomer and closes
+// the connection that has waited longest without a request in
+// progress: first one that has not sent a whole request header
+// (oldest first), then a kept-alive connection between requests
+// (idle longest first); never one whose request is being handled.
+// A connection is not closed this way in its first 10 ms (an idle
+// one may be at once, but only when no newer connection is waiting
+// to send its first request): a newcomer has that long to have its header read, and
+// a reconnecting flood is accepted no faster than the slots turn
+// over. A kept-alive client may thus find its idle connection closed
+// and must connect again, as HTTP clients do.
+//
+// Only when every regular connection has a request in progress does a
+// newcomer go to a health reserve of 64 connections. A reserve
+// connection may ask `GET /health` only (anything else gets 503
+// `SERVER_BUSY` and is closed) and every read and write on it,
+// headers and keep-alive waits included, has at most 3 s. At the
+// reserve's cap the same eviction applies among reserve
+// connections; when all of them have a request in progress too, the
+// newcomer is closed at once. Open connections stay at the cap plus
+// 64. A request header block may be 64 KiB (431 beyond). JSON bodies
+// also have a total time limit (`-http-json-body-timeout`, default
+// 10 s), so a client trickling a body holds a regular slot for
+// seconds, not minutes.
 //
 // Corresponds with GET /health (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1061,8 +1113,12 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 // memory stays under the budget plus a fixed overhead of 128 MiB
 // (runtime, buffers, loaded models) plus what the prediction
 // channel's connections may hold (at most 192 MiB with the defaults;
-// messages.md section 5). The server sets the Go soft memory limit
-// to that sum unless `GOMEMLIMIT` is set.
+// messages.md section 5) plus what the management channel's
+// connections may hold in request headers: a header block may be
+// 64 KiB (431 beyond), about 192 KiB per connection slot while it
+// arrives, so 60 MiB for the default 256 + 64 slots (see `/health`).
+// The server sets the Go soft memory limit to that sum unless
+// `GOMEMLIMIT` is set.
 //
 // On shutdown (SIGTERM) the running job is recorded `failed` with
 // `INTERRUPTED`; queued jobs are not started, their data sets are
@@ -1356,8 +1412,16 @@ type ClientWithResponsesInterface interface {
 	//   writing, fsyncing and removing 4 KiB; concurrent calls share one
 	//   probe). The reason names the condition and errno: disk full
 	//   (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
-	//   (`EDQUOT`), or the failing call. Loads and training uploads then
-	//   answer 507 `INSUFFICIENT_STORAGE`;
+	//   (`EDQUOT`), or the failing call. A probe that has not finished
+	//   within 1 s (a file system that hangs, such as a stalled network
+	//   mount) reads "registry storage did not answer a 4 KiB write
+	//   within 1s", answered at once; the stuck probe stays the one every
+	//   later call shares until it returns, so probes never pile up.
+	//   Loads and training uploads then answer 507
+	//   `INSUFFICIENT_STORAGE` (an upload probes before its body is read,
+	//   and a probe timeout is 507 too; a load does not probe: on a hung
+	//   disk it waits on its index write while other loads get 409
+	//   `LOAD_IN_PROGRESS`);
 	// * the model that was active before the last restart could not be
 	//   restored at start-up;
 	// * the prediction channel is not listening;
@@ -1371,16 +1435,32 @@ type ClientWithResponsesInterface interface {
 	// is up but every `predict` returns `MODEL_NOT_LOADED`.
 	//
 	// Health answers while the management connection cap
-	// (`-max-http-connections`, default 256) is full of slow clients:
-	// beyond the cap the server accepts up to 16 more connections into a
-	// health reserve. A reserve connection may ask `GET /health` only
-	// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
-	// and write on it, headers and keep-alive waits included, has at most
-	// 3 s; it may stay open for further health requests sent at least
-	// every 3 s. Beyond cap and reserve, connections wait in the kernel's
-	// accept queue. JSON bodies also have a total time limit
-	// (`-http-json-body-timeout`, default 10 s), so a client trickling a
-	// body holds a regular slot for seconds, not minutes.
+	// (`-max-http-connections`, default 256) is full of slow, stalled or
+	// silent clients. No connection waits in the kernel's accept queue
+	// for a slot: at the cap the server accepts the newcomer and closes
+	// the connection that has waited longest without a request in
+	// progress: first one that has not sent a whole request header
+	// (oldest first), then a kept-alive connection between requests
+	// (idle longest first); never one whose request is being handled.
+	// A connection is not closed this way in its first 10 ms (an idle
+	// one may be at once, but only when no newer connection is waiting
+	// to send its first request): a newcomer has that long to have its header read, and
+	// a reconnecting flood is accepted no faster than the slots turn
+	// over. A kept-alive client may thus find its idle connection closed
+	// and must connect again, as HTTP clients do.
+	//
+	// Only when every regular connection has a request in progress does a
+	// newcomer go to a health reserve of 64 connections. A reserve
+	// connection may ask `GET /health` only (anything else gets 503
+	// `SERVER_BUSY` and is closed) and every read and write on it,
+	// headers and keep-alive waits included, has at most 3 s. At the
+	// reserve's cap the same eviction applies among reserve
+	// connections; when all of them have a request in progress too, the
+	// newcomer is closed at once. Open connections stay at the cap plus
+	// 64. A request header block may be 64 KiB (431 beyond). JSON bodies
+	// also have a total time limit (`-http-json-body-timeout`, default
+	// 10 s), so a client trickling a body holds a regular slot for
+	// seconds, not minutes.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1494,8 +1574,12 @@ type ClientWithResponsesInterface interface {
 	// memory stays under the budget plus a fixed overhead of 128 MiB
 	// (runtime, buffers, loaded models) plus what the prediction
 	// channel's connections may hold (at most 192 MiB with the defaults;
-	// messages.md section 5). The server sets the Go soft memory limit
-	// to that sum unless `GOMEMLIMIT` is set.
+	// messages.md section 5) plus what the management channel's
+	// connections may hold in request headers: a header block may be
+	// 64 KiB (431 beyond), about 192 KiB per connection slot while it
+	// arrives, so 60 MiB for the default 256 + 64 slots (see `/health`).
+	// The server sets the Go soft memory limit to that sum unless
+	// `GOMEMLIMIT` is set.
 	//
 	// On shutdown (SIGTERM) the running job is recorded `failed` with
 	// `INTERRUPTED`; queued jobs are not started, their data sets are
@@ -2007,8 +2091,16 @@ func (r GetTrainingJobHTTPResult) ContentType() string {
 //     writing, fsyncing and removing 4 KiB; concurrent calls share one
 //     probe). The reason names the condition and errno: disk full
 //     (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
-//     (`EDQUOT`), or the failing call. Loads and training uploads then
-//     answer 507 `INSUFFICIENT_STORAGE`;
+//     (`EDQUOT`), or the failing call. A probe that has not finished
+//     within 1 s (a file system that hangs, such as a stalled network
+//     mount) reads "registry storage did not answer a 4 KiB write
+//     within 1s", answered at once; the stuck probe stays the one every
+//     later call shares until it returns, so probes never pile up.
+//     Loads and training uploads then answer 507
+//     `INSUFFICIENT_STORAGE` (an upload probes before its body is read,
+//     and a probe timeout is 507 too; a load does not probe: on a hung
+//     disk it waits on its index write while other loads get 409
+//     `LOAD_IN_PROGRESS`);
 //   - the model that was active before the last restart could not be
 //     restored at start-up;
 //   - the prediction channel is not listening;
@@ -2022,16 +2114,32 @@ func (r GetTrainingJobHTTPResult) ContentType() string {
 // is up but every `predict` returns `MODEL_NOT_LOADED`.
 //
 // Health answers while the management connection cap
-// (`-max-http-connections`, default 256) is full of slow clients:
-// beyond the cap the server accepts up to 16 more connections into a
-// health reserve. A reserve connection may ask `GET /health` only
-// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
-// and write on it, headers and keep-alive waits included, has at most
-// 3 s; it may stay open for further health requests sent at least
-// every 3 s. Beyond cap and reserve, connections wait in the kernel's
-// accept queue. JSON bodies also have a total time limit
-// (`-http-json-body-timeout`, default 10 s), so a client trickling a
-// body holds a regular slot for seconds, not minutes.
+// (`-max-http-connections`, default 256) is full of slow, stalled or
+// silent clients. No connection waits in the kernel's accept queue
+// for a slot: at the cap the server accepts the newcomer and closes
+// the connection that has waited longest without a request in
+// progress: first one that has not sent a whole request header
+// (oldest first), then a kept-alive connection between requests
+// (idle longest first); never one whose request is being handled.
+// A connection is not closed this way in its first 10 ms (an idle
+// one may be at once, but only when no newer connection is waiting
+// to send its first request): a newcomer has that long to have its header read, and
+// a reconnecting flood is accepted no faster than the slots turn
+// over. A kept-alive client may thus find its idle connection closed
+// and must connect again, as HTTP clients do.
+//
+// Only when every regular connection has a request in progress does a
+// newcomer go to a health reserve of 64 connections. A reserve
+// connection may ask `GET /health` only (anything else gets 503
+// `SERVER_BUSY` and is closed) and every read and write on it,
+// headers and keep-alive waits included, has at most 3 s. At the
+// reserve's cap the same eviction applies among reserve
+// connections; when all of them have a request in progress too, the
+// newcomer is closed at once. Open connections stay at the cap plus
+// 64. A request header block may be 64 KiB (431 beyond). JSON bodies
+// also have a total time limit (`-http-json-body-timeout`, default
+// 10 s), so a client trickling a body holds a regular slot for
+// seconds, not minutes.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2175,8 +2283,12 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // memory stays under the budget plus a fixed overhead of 128 MiB
 // (runtime, buffers, loaded models) plus what the prediction
 // channel's connections may hold (at most 192 MiB with the defaults;
-// messages.md section 5). The server sets the Go soft memory limit
-// to that sum unless `GOMEMLIMIT` is set.
+// messages.md section 5) plus what the management channel's
+// connections may hold in request headers: a header block may be
+// 64 KiB (431 beyond), about 192 KiB per connection slot while it
+// arrives, so 60 MiB for the default 256 + 64 slots (see `/health`).
+// The server sets the Go soft memory limit to that sum unless
+// `GOMEMLIMIT` is set.
 //
 // On shutdown (SIGTERM) the running job is recorded `failed` with
 // `INTERRUPTED`; queued jobs are not started, their data sets are
@@ -3548,159 +3660,170 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"1H1rd9s2tuhf2Utz1qrUoWTJsTOt/UlJlNQzfo0lp3dOlStCJGQhJgEVAG2rbf77XXsDfEmUo8xJM/d8",
-	"aGNLJLCxsd8v/96KVLpSkktrWie/tzQ3KyUNp1/e8AXLEjvSWmn8PVLScmnxR7ZaJSJiVih58NEoiZ+Z",
-	"aMlThj/9l+aL1knrLwfl4gfuW3NAq934bVqfPn0KWjE3kRYrXKx10hrKNSi75BoWTCSZ5tBeKA38iaWr",
-	"hMNR/wjCy6vJ7O3V7eWbMICj/jGEF6PJT1dvZvj58Pz86ucRfnPcfwHheHTzfnQze3U7/lfY6bU+Ba0z",
-	"abLFQkSCSzu2SrM7/u1ON1ly0PxOGKvX3xmIhbmHiEmpLFh2z4HBoxaWQzs8uxzfvn179vpsdDmZjSdX",
-	"N8N3o7BzMpWLLEkC0JzFXSWTNSgN6oFr+DVTlvXgUtmlkHfwyAxESybveHwKoeZWr9k84SdgdcbDqVQy",
-	"4mBWLOIgDCw053FvKltBa8lZzDVRwA2+1R0uLCcCqB9lzCMlYwNWwSMTFuZ8oTSezuq1kHen8KLfawUV",
-	"xNn1irdOWkJafsc1Yoduw3ItWfKNqexWmhWPxELwGAzXD0RuWWIJ8ZPRzeXwfDa6ubm68URzzdaJYvFE",
-	"qXOmvzXBzFW8Bv4UcY7oXnKIlFyIu0zzGBKRCoT6eviv86vhm9nk6mp2PrxBWiHAbyV7YCLBq/92QIfj",
-	"n24nk7PLd7M3Vz9fhicEtEezsWq14jE8LkXC6Qs6HpIr01o8EOkoPZU11j3Jzy15hJtAxFZEt1mSAJMx",
-	"2KUw1e9TtkYaT9bAzD2E70YTOFhylthl2INXyi6Bab7NF8gChDWTrVZKWx5f8FiwCZHut77z7+hEuCEg",
-	"7+B5UVCwKOIry2Noh7eX49vr66ubyejN7GL05mw4m/zr2l39p5z1iJNfL5mUvOQymSWeJvDYQWul1Ypr",
-	"K5zkj1RMx+UyS1snv7Qurt6Mzkm6Io2N3rSC1tnl++H52ZvZ+Hr0enJze9EKWvmPs6vbyezq7exmePlu",
-	"1ApaVSDfj27GZ1eX9Ok/Lq9+viSAW0HrYnj+9urmgs4xHg/pRf9TSdO4SUkUBEWVV1sfglzIGKuFvMOr",
-	"TLkxXsRvfVfcfuXbuVIJZ5IQqPmvmdA8RhwQTsrlqi+X26r5Rx5ZXNoj/IavkvW27KSPgcsHnqgVByWJ",
-	"vFeax8KTt3sdBWj9apAutte7VvLulYrXAVy7NWgD98mFinlyJhcKNQWTwNOVXUPKVoB6NeRIEiFutHWG",
-	"SGnNEyLxmYi3d3XK7NeMG/udgVDE4Smdw+3g0AyPS+5O55+ESGVJTIQ85xBzxGsMC6aBS5XdLVGfoHID",
-	"YStAlXfGcxJ+jsVq5P4paDVB/1ZzswQRg1o46aHpUtq3t2dvwPIni/hJO41AOGsJv2e2ddKKVYZ0UDwo",
-	"s3TOaWPrBUfOSSsl7+hO6ZZmtCVSFd7RTMiFKj5y52yi6IfKgoPygVKv1gn3IYeL0LB1q3SYwNHV9q4N",
-	"BE232ETS7nq/IlHnpEwLIzE7ivUrhqcg7qRCJeg+FvIuJF0QlugMexBKkYRIddIaQC0zN1wSbW0Kwa0z",
-	"N5HNrRS/ZrygGw5eImwSDmgeqTTlMuZxJ4AHloh4Km8nb7s/9GBS6kNS4AaERcI/PH4J38/XlpvvTyFM",
-	"2dM5l3d2mYM/ldGSaRZZrk0ARiE7O0DSLLGii29C+QhalrBixhB9T6XjDkKRsSJJkAE1X2QG1bGwS9gS",
-	"ws4iLOBonRwevwxaqZD574OdzNFsLBqBZiei7VaKJ+ArFS1PQdFjLAnc9e28sG2G23GFzzCgqDJgjfW+",
-	"PrM18lEurd6zJOMNqLqSHBz8sOIaCulGWGORFQ8cCOictQy0WZKAXWrOiRWY+7lr0VS17uHONte9+Wm4",
-	"pxR7c73vk6M9n/zUiBm5EDGXEd+FmusqPgIQEn7pBzD4cAqGF4xoeina9E7k/NCDYfLI1gaRhWR0OpWs",
-	"gtPHpTLenqadc2dszumhDM0sYSDhCwsqs8R0dsmnEvVnytb4IKk7xyl7IjhlTyJFkhoQM7mf+1+C+L1X",
-	"GP0PV2i6qLoBe/L7DuuxfncXLFoKybuo25FjAR9zF4eEbekz5qjcqlWhlWMVZann/3/fuItdLKN1smCJ",
-	"KeXEnsZeEx//RM7E2DKbmW0cOD6dPXBthPMNdkiqEt6Y32kW83imOTNKmkaFaBzRcgmhoa1DJM8wfzc8",
-	"BSU5LLOUyRLTbkEvTWQscDlEp7A8NY248x8wrdma8ExCEj1gHjfZykT5VkUqqR65UZ1XDAHIXwL/0ikM",
-	"KtdcyNigtVrbpZK7167oU2EohGK5RPnwTpFK0ZlE3wmuaR3Uv+g7Cp7EsFRJbKYSyc4vnyv2dwrfsyLl",
-	"qJ1pCSUDqEajwjs16B2+7P0QOv7fQqQDajfgFyrOknLnhVZpvvc8E0kMqJiQdfHbdhjzB56EXsgnKmKJ",
-	"e6zZSjUFcebaT923SkJr1HfZCg88M05f47sNwmGX9vMbNrHLuWIxeSIVA5LFjhZZcl1hHs+hdX5aMbQ2",
-	"mmxO3DvnCJXpiDuOWIiEh9DmieFw1O9DmDusN6N/3o7Gk7DTm8rh3KgksxxweeAyRodFSAh7H9U8EfMQ",
-	"7JLZANjCcg1mnSZC3htgmk+l5kYlDzwOIBHcQCZjron5PPW4m//OAEsS9chj0EqhBdcOu/RJFyHs4odh",
-	"AF48eT+pCA+GIl0pbQ/wxpOY687pVFJs9FHkx7oeTn6qxT17MJSFQQVGxDxieirDadbvv4jwoPQT7300",
-	"SoZwJx64Cyo9sgfu7Q72JIyLqpAFYaBtOJ/K0NwnnGnZdWD10piwWLcQj/o/vmyiRbqbmihGcrnjcWsr",
-	"euQ+D1E8pMpyAwzcR86UCSBkOlqKB3xG8y7JWkbPSci/mUpnI7XZJlu74LIjVaDThWV8w0WVT52OjzKt",
-	"ubTJOje78pUQO3kQhsQLd6KxE+SE5zDk5UpJTvglKrkQ7yEk4xYkfyzuHLjE/0uW4glCv5/zaspjCuuw",
-	"nnN1gcf88Ggqi1pgomLQlqLoOQ/6vX9sy8D1n3+Gx3fZBiy5U1rYZdqodhCLM5I/6WdFj3uax1XZurXg",
-	"SvMHoTKzWwD7c+Y37IPYxMCPbLUrniGR0R+ZaRC7G/jaALIBpI1jNyH2glstoleas/tYPcr9fYZTYBsO",
-	"hOOKWHEXS/QuBFK0SlFrxv//+wlFQGsfs2uLJGoUuCF4rs/Hh93Ls+vh+dgpWcKWAauZkDyGJdf8FAox",
-	"eH0+vuF3mhvHpEpXvhIrngjJ22PLZMx0PI5YwnVQe6XjNvGyolGFJ8xyaWf1LF3BFoMmttCHjtGSq0Xr",
-	"5JfnuXyTsD592BTGr7UypkvRC4bi7uawTmE9GJJ7XjlJLqcNJSB06uTAnwbQxXgEbfz/6/edOmwB3B2c",
-	"fxZAf7kzZusUySzvIlM2xv/8O4bMwD1kValcZxTY2Ca+S8e+agErJaQ1dBSz4pHVWVphXf6EnxG1PE8H",
-	"lS01k3cNLtm5ekRlL2PIVrhbxQLIY1u4JdowT8IEEKXdQc1v2IPRU/Z05h4/JIDLX+o+xobY3GDkKtvW",
-	"buzDLvlwLpyN2SQftjExrOn3U0BnLZf0Hu/CgJPlz0QOK44p0RduVCDrWbLHxwuVuxduWsUmO3Ew3rL/",
-	"i1e3TYYmW6EG1hfqciN+47P7eUMoUPzGa/TlrCIh4R/iVQBaoSmNJFkj8UauKh2czyLX42KL3zf8SPwO",
-	"tTwy/qnzs2QpNRDQwBkHzq5GG71cj1QAeRz4CD78ncEjioVPFNKy9UDmV5Uyu/XeDiuuQOFnmSrPMG2T",
-	"gYsN7DSwhtWIZcFgu8yqJmZrsOq2Yw3PhGibvPA9/N59bJOa81vfpAHMYANXW7s2It5ZaK+VtPypQaTN",
-	"mY2WPj23dapIJVkqZ0LG/KnyQCmekbCbyWUXIG8Eu5PKWBE1RKgusgSdFC2Y5eRiCXqw8IlzdcbumJDG",
-	"WaQRS8RcE3+guXrP11MpingtUA6/SCI68iAHOs+ZVEK1PRijn1oNBCML401mCTNNMdqEP/C8BGgPdfbr",
-	"vs/NKK+z99Oax1nkYmv7ZBUP937wi+Cwh18EyDNUUuSfm8LDMkI3l278s8J7M11CRJ1H6z//8kZG4VPQ",
-	"iuv0+9zrDRT/KWgJueAa15ztbwRtisjnpfMGhmon3pYhNXg+PHclRR618VJy8bIHRnJhhKLVs/Tn3hzn",
-	"z22JzfyLJtDHldU3AHYh5EahRpLfYW9WC3DXH5FG5KttWCgs5ZBQPAuYgbC0i03479u/L4+PX7zcDq2b",
-	"iMmZ4b82glnZuQFMdJVssgYhI82ZEfLO2einOfD814wlpmbJh5ueyNc+0cb1Vk9QR3vTfef21xfWKW24",
-	"8ZOb4dklVZ+dvR/dvKNiUFfWd3N7Pcl/bSivhHY1AOurM4tyFSrQLHDZIX9/o1jwC5NUX551yhH0dzXf",
-	"5gmesJVBe3G/4H2llmY/57x+O9uu+c/LNeHno5pT8S6PA1ASQvdz6N2qIoC9VwnGRzXfZdystKJISlNp",
-	"D3OJJm93LFQSw1MlEmYsXxmIleSnkCqprJIiOoVBr1+xN/Dr5qqDvbOvmhsKdX8phm/ce9soniw5qMxG",
-	"KqUCmxBhDAt/Ff2oXzOe8RiJU2eSfBkKHlMGg+U11XuhvvSu6jD4Hbouj1Bsk/+OIAW4v7t2l9PagqpX",
-	"iV+7L1tBy3/XClq4CKKelmjwTTc4x1NJxZ0piKO4hOeKmypsNfSB/Qb2MlakzPJ4Fmdeu+zNac+QsQN5",
-	"lumkIWfK7LIkYp1CeGA9qAcuoeMWdqgPPx+O9nA8h4MLbtn24aWy3t0rUz11+V+eCN9jVjXUjF/5byAz",
-	"XIMg9+4Lq4tcImlGbg+vR1g2V9qWxIXqGvT7/f5nVFdxjM9gSze6QptxSlewXbhC0VIZLisiiZTxdvDd",
-	"RXO/KGRaxly/6LWN09MaFE1+7vg3hYB7XlMzbcWCRXbWnMit0rmxVNNXhoYCcPWKDxzdvQ0NrXlklV7v",
-	"ULzF3ewjdPOr/BS0JH/c31yvPlxuGmyc+Tks3q4SxRokTmQeGgiLfHoDQroCGaVjrk8gJENSxGjcPMpZ",
-	"P4Rej3467B/9LQymMhxdD2d3sxXXs3N86M1P9V8r354iXaYMDF8xjdSLepxPpWsNgUSQhJcVh37lP+6V",
-	"cMAD+VxUZ59R0WRvKs9KA5D0UsLmPHHPLIQUliqCRcoSn86ihPkvf+1+iMWdsOaXnvv3wy+8/PBDGACz",
-	"kHBmLEFFH+epPKWn0mk/qkZVQtrOCUjln/JHVNpAOxzM+v1+2AlgyZ+YBwQB6D8NVt1D/CIUchG6fxDc",
-	"tcv6SCbD08pZplIq2ZX8jqi2B8McusEhaPVooD3od8koiapSAi0WyTmVozwqSKmdBh+3SybJiDE+316Y",
-	"JHMhmV7vIH72BZTPtq1R89DyyzTR7vtnSlrKSB+lsntwzq2rWXU3FkDYQyzOfL1uNwzAWOQXeecqUdlU",
-	"JvQO4pdeojtOlbHw8qha49oWljYxJCs8W5QiwiPMF+y0TlqrxHQP+4cvB4PDw+6gPzju91HoMtwMwf+/",
-	"vwy7/826v/W7P34of+zNuh9+7wcvX3z6rwYd66ICahsXZ7lvnlcn2SWzYDMtDTC4YSmTJQ+1D/tHP0DF",
-	"RergL2oq6/EAlJOj62EAb34aEvreXA+hfXdwjkedysmjyuurHF/RzjHM18QbK60ibswJPvo9fP/9BZPs",
-	"jqeogdq1ervvDFXFmM7335/AT5PJ9cGgN4C/wt/HV5doeq6UtnB8fPyy5xYqy7vwhf/mWl38E25G/zy4",
-	"GV1Xnz/2pcbOyblm0X1RMm56UwlUG50XiAkDZZ+WkBBWQnshzLkRMXdSEC//FIQ1eRkoLuXpnNBAhRj1",
-	"InYkwWqfRuV3cnFQagKEeegbv84DEvhzPRhS+aQSacmX2IiKVR6uRJdo/42QFXEIrVGkvcPSajAw54l6",
-	"9GWpqAykSzxAbngYmCu7LCiCSOQvf/kL0AHNVI4euF6TqY68l/d/kt/G6SutMstByCjJqDwqk/dSPUr3",
-	"uQngUSt5N5Upt0sVO6FebagzAURMa+GLjMJa7WhYdgvkXJ9ulomG6BWHPXitYm6AatXna3dYtw+R8h9E",
-	"ovAHVZXCH86B+2Mq/+h2u8V/+NhRvw9/bFeDwR+1HpWiPiJFM7NeiOqCBHnVvxM9Lt/Dk7gD1V3Kenrk",
-	"mnwT6nfzvVx0TY6nai9uFCThZ9dX4wkckFl0gOaC74mr1CThghvir2HV11d5GOSZVSuJubIiGu+EPDup",
-	"IFHyjmuHH48AI37jdP/jn4bdw+OX1AGh47w8rwbWo1ZIVfa01kJh2NrA47IO9e3lePh2NCPgd4HMYCWi",
-	"eyp1XaBSsAoYRAkzBr1lLyW4yxskwthTxFXRJsufeESV3tvImgxv3o0m45nvVtu9v5JFvb2JxL2wXSoE",
-	"8YhcMio/9VlDJBqqNLTILyxZW17bequmr3FXxzK+6PGE7spfHlUzUkOTM5uDkp65jGsFjnSdvpTRQLte",
-	"6NgpkOdEQbWSsQevlzy6R250dhaTa6D+k9xdpaSucb1c1dP5FsDZ6P+cjSfjLz1b1a6gOrwEN1hv0X2b",
-	"SmQJCAKIOSuB7nuVWadMKH9+EKJAWTK5wby5iHg9fl8BsnC/yV7xQL0ev0dYUpagYcbjOlU7EYHWMXGH",
-	"y8k1bnUxmgzfDCfDz+0XolUWwoppWxckVYOuTs1n4/HZ5bvZ9fBm8tnVI/Pg7Nr6NqkwBsnWr3uEy9RE",
-	"FFJ4Fi29yqg+9verVxvSjBpyi+1//6jmZ/Gn8KRQLx/VHERcW2SzC7Vcx1EO9Xud1JLIvqrPr3JMq2yP",
-	"CsiFP4HNn4RBvZpZwisRIsl/p+HytX7Etajj+uxydn1z9e5mNCZiZq5Cl/LXRP8uptXQg+9s30qP/QkM",
-	"wnz9H3B9r51mk7OL0dXtlpYiRZL3U+fN05Tx9NKZ/IZaMbKIE170jHeX1q66uAqVIKisWor8og+mQ+KB",
-	"Of1Eu7WrRgHiCFfPyH3tgFXqPt9aSHBNSUyC3+ijUbK+G7Tz3Qa4mz/74IUTgpsN7VX1+Vw3/GneBJUX",
-	"czj4gCVGnZDQjZlF59bCIwX3yQlzjSf5KylPlV7DPItRorfDbsqeuvm3XfdtWAB87PVUUy92FWpUA1Rq",
-	"jTZTvbfbrXRIZFXkL/55O7odzd7enpPic6gvQDSJIra07J5Ln7nwodiPah7kIdePam58jRdigRykPDja",
-	"2YcqPUke56KqlvCAPyDbMUqhLgRzIxBlhEWj32oW8fr+VPlfbEdUUJ0BUKAgLX2WSsc/4cPfFNFb+Z0J",
-	"OyWmmqYFRKgaiuYLkyLpumkBqBzxUAE8LkW0BCbNI1oYtYkClDRowGWwxd7B5hwDhCNRJjc+8mPX5id4",
-	"Eto5QKEmD1DBue7OcpzC9iWrvA2z7JqZ4614IP7mrropRdakroNn9cke805O3CCHdji6vBpfvw471QEn",
-	"7XB0c/V2HHbqo07w8zf/vL2ahJ0mfSvsvrNQoGEUyubNvegTXU5l+Tb1mRDJQiYTbgwVvNAUlakcFpdC",
-	"pkdNSRfONLMkI9ustByK19BcmEqlwcXcAv+vcQgYwIV4FQCTyH35pApkKWkWXAOXkSJnTemp3Gyy6jir",
-	"bFG6Utw5Twlbc10157zrZ6ZScxYtESvOTYNVwoTsUq/zUb8fwNGLQQDH/QHe0HH/uPAyh5ldcml9+dtU",
-	"XirJXfezkJbrBaK88KsIfSQhIs1jfI0l+blxYavuufRdzK7RlQtStd65Lb1gT9SuR8PkjqzD7CkIS2dK",
-	"OZNUQKQzWTSrJ4wiH8KohKL2PlwCkttHpe8d7ESVgiC066l0oo2UPZlPed4g9B1malGzy3ynmLAUjtIs",
-	"ZZLgrYo1lFGVxvkCWa1KjV+r3xv0+j7fItlKtE5aL3r93gsXzlpSBNlLKPzxjjcUPPrm2MN+vyJP8kML",
-	"A9mqt6PT0Dl1SCZqQW0uhrteuqDM8EKo7kMfamqO2zcPP1ppNecxxSBYtIQIuWS+nkqgB6jOYWHWMsqz",
-	"m5qnimyfI/iHeHWK8tX37tC7BsySae5i2AC0esddpW+NLL34okGSFuZaS3XixBZKKHy9WUiRp2HWxvK0",
-	"FFiBl1T8ackyY3ns3/dii6wr8pV8+AWB7cE5qWlSU3ULhiCUuIbTQiSom8X0aY5yZwqTEKIRO1ttLgkz",
-	"FpUcCuzabA7cBz+nbAyzLkDbzVbF0tuTHXI5hy42J6sXn2UbZb41SqhNAyFfEQ+OoKbqAWWa77eGWl/c",
-	"rxnTTFohedEbB23nM7q0KF6o73NzV9yzTzaPGOJqwubGLQEbFwUyud/qvZ0ejJAE8WAspSAkBeM2m3V9",
-	"T6Yh8xf/FZYwa06ghJXKWt1uipZxgglvnWRXQcaF/0wmSf20UcKZ9j1gU+l58wTUfe40V3t1C5sKfSGv",
-	"fhztVGcyUb1ltiJ73oFUzNgAzV20etv7ov1dF3RhFZUypNlGi9iKOiAbbbTS9zg8ftkppjupBZp2jxAl",
-	"gktrTqZyzteKjDhOY6AqZkwu8bMVEs7gpcuhVDahiDowSmVVrLseDPMfN4ZIbY+PIvE/lW0m1866oIpv",
-	"aiTcmjhHxFyYeB0nU7w2YvFUEq2TzEMpb0stj1/cc77qsgT59ZHRjBAKwqIaRkfCp0Om8gUYUmoIrbFs",
-	"DagPXOFrpklBFoclDYj6EXWMT0pNpYPoBZgevHKoRbQ6weqN3yoKadqb5+N7riWyzVQ61Duvo1d4jJTn",
-	"S4yCJXtAAW+VZQmVwTtfjahhh3dY0sPA+aLGRfUEOU1aRPckNNlUOucKlQ8wlBNZwrTzBxALvkgjcAFd",
-	"ITPLfSmw09RCybO4ddJ6x60jZ1czUg5CPOz3v9rwr9rYgB2zv0qbPFv13GgA3zLbvHYB7EFtZCONAMvS",
-	"lOl166R1Lh64RK3u7pXFQrryGMvuTOvkl5a3FD7ga5WIyk7T4efmin0XaHX6SRiK3ZBcosD8thSZynY5",
-	"oArJOk9BOuPJONVVxqAXIkn8uBqV2Vy3dHbcZ9kq+CdeabnJjvusDm2h+zzqH327aXKX21fU3r4HNy3w",
-	"2KHleSKrj2z8SuSJljGFZXz4uIqzCpHmLU8VIk18p1cjkV64Bk7Kgzonab6utewEIPkjOlwLodE5cJUJ",
-	"msNco7tBZmc9lz2EsCdXv7kIab2ze6EyF1+vu71TWYaavbFS0K/0Ld/tSK18ktNHo8k8yUdZfMxQUOe+",
-	"GUSamWWnCK9XrDNXVeGMDGYqnfIBCGvKs8x5zdBwsXEPFH+iFLSSeRRdc/9EzLVrrifDRNjOaR5k32BT",
-	"N8GtYsTVjRghjSUF2Dac19VrB932msXoHDiIecJt6bI6IdnE9+fCOMY3fzrXU5fhZ8a8/ocZC0HM42ZO",
-	"DNTJ8zPMldclqaaZb95TybtyZAwpu6fYS86/zKpUoIG7JsYpzMoybTOVi0TcLS3V/5glN5XBcdQo71Z3",
-	"IR7Jn1yJT2a8vyb5oxeszs18ZnhE0Xy2e3wE+Vb+y8rztZkOuGA1w7cpA7RKyUVwIx7I3qx5PG5SCMGO",
-	"LPXskIfvYegLd00WoU++yBIaTFDD0PaAijmPVMoNwVEctrqeXOfluRQa38Y3WZKFv5hn9dH1dv5nXD8U",
-	"2irSh9honysaTSy5W5+G5zBU19QBCUNvlLlvyXY+6v9I4G7nVJxbs1f2hLYOq/MUyPVJOTOUH+CShBH+",
-	"o6qZkaAI/jpP08dTSUYWkz78RRL63VdxpqlGQUkKEbjdNwc8hHlg6Jl+x9I1bxRo+VyNlqvQqnTxfBVR",
-	"tjWb51O9Fgzx/elPFKXbc0N2iNSNvJ63pfrfcLDxZt1IsFXkEWxXbwRTuVV7EWwUNgS7Kg7w5e2CALQ9",
-	"NhLpLqD1DBf72cZH/R+/5TT3eja0knyC9javd3pAHJ33K8zRHKFCUxIXva85npy50OdgjyHlR4MXn9fB",
-	"myPC6b3jz7/XOGv63zYZjvsv9tmyHApO7/xtn522x+Z/LdvfBX9rLeK55mkvlSWR29llqNRzTruNlUlZ",
-	"qLFi2hQZNIHGs+YsRep0ZoZmj3nSWBig+AgseeKify7567iNnAaYo4ZTj6D5Rx5ZU8mJO91Vmz/2evwe",
-	"edoNntyuItsoE/FMzbR1dd55giqAeWan0viZZb5Sw4GTcA+DjyM4sAjKNPeyygDwVHqkoEHmKkhL8Kmk",
-	"y5ULuIQpJdpJ5/konnuQJs9WInhTeTw4hAvxqnMKPlon7GZkYPCiKctPIFzJSi6+bjycFlEtymznwSgG",
-	"cz84giJQFFcq8vX0USWedNShKWn+kNbbrAZWCeUApcMLvZVjCr/OC/cQUz61WU244wcbSXc3/6sh8w5W",
-	"3XEXm1NJXJQ2b8EMf4XBVBJcpgc/F1EPcskcuBtYPfyxuYBgKpmlTGdQidL6YJqLHPqJwJ6mXK6vmvAs",
-	"ktpsoz7Ap+jIIHtdBApPXNQzPHVIqFY9FqR2Qbx0QiL+y2ovKqTGKMRuy6k1S0UDyVfLtUHfwy/YgUih",
-	"cPHOkL98MuSm0kuE3K4tCkTUwj++3Vb3Uc17cGaL0cxk0Wcp1yKClFktnlzEkQ6P7JGbnI9Cc2gzOPTz",
-	"mnmSQDgIwql0lPiDe7wTwCrJTB03kVqtEShhT2jaXW6b5gBTKD9aogKKvfp88bfeMfzjFbVooJRSC6BC",
-	"80pnLrQHL3tH8I9XU+nyPQEcDvCdhU9QbbUpLIT1GTS3WVFekUeTB4c/UO9CUM01+ZsV5pRS115EkiQs",
-	"D7BZk+PpgCYSIpXzeJfocONjmZ1KavNoIHSR10bUiBx1TymIfVxkKt3G6Kx8VHM/KNEVmDv6ZNG9M+MF",
-	"1VUaaLvWR+9YKT2VEZN4vS5qYZaZjdWj9OUKFTpy92scMAuOrLximiUJT6ZygXsWFbQeGz7SQsIjVZrn",
-	"xh8lbpH2ObsHTdkuaXOd5a3B0gH1ixGZMViIJwT7gWtkaKQTvMQL8Woq234QKqqdxYI6OXwo0anijlvj",
-	"cekH+JapQRpZLilHUEsioMgh6Nu57Bv8SBojr7jjOYOb0/pEj3y083GnNkfd5FrvnQKjFja/Jp9mIOeN",
-	"WTBZmpdrhO+uLkYX52cXZxPy0Qy3XvkUVwXt8dm7yejmorN1ZaQHfH1z3uGci8xqr/lpXSdoTkKBbBXk",
-	"M7vkQhfU77uHDHvg8XZJa4hLNPR99vB1w23YyQWYu+qpDN3evhCHoicu0UufE778MJZC8+ez7vy0MUlN",
-	"NjU4mCmiLMVbmzU+NMCFkvht5rLyLs/VqdaXOHE9laWp5TQrc2tUQ4r13vsi33jc/xuhu6lQyas75N9y",
-	"uYVIkmqaEm8S7YupxCs0xWcFERqWulHVW6RRSrB6uRVZSpnN93dLHfdfTOVGWVeTqz/G28mrRZ5192ni",
-	"PxqGBwul0y6SgJuD5Ep/Ku2D/iX3N2xalj/Zg8g8BFB1+1Rkue06O7jaPVZ/d8tRLP/KzL6tZr7Vca8I",
-	"w+FX81Ob+rt3xBg8bzvG+Q9GGMhPaCgNDzaLud0YinpYwsH9n/Bajw5//LZ/KKkwjZy5nlcNtBuN4M5X",
-	"jCDsETf4d134wTdEYY6+/I9L5YGBor/YzSFvU6n/2cX1+ehidDmpZAz/98Ubbn09eEk76AK7P4uCyhEN",
-	"a7OW0VIrqTJTPvZRzStRiPzjzTiEb2bYmZP8O+ocMh2cPXDPVzYPITsoMv0gHnhelWVyEzSv4kKnzFki",
-	"YWkYblQHoyY1dcMEaP4FKbMNG2VzA8jtBud2RwlnFcVHVmRpW5QD9ss2aw/5KYgFmczOoCm8Kiq/9N0k",
-	"7WrFIe59Txn+TgAxS9HI2Og4I3PY/QmOqp8Y0Iz+2qEPamfctPQNW5PnR2XdPfh5q0Vt0/JwV/adyYsU",
-	"i9q/wP1Nxk7g+IXLmNwPbxZo7rJG3rL4joycxBW7nlYWJs8tT/cW5dnOciG3kLY1zlrD3S0VnTpv6xjM",
-	"rhKI6sSgoIVuRcotib9ffm8JpEcaTxC0JEtRghHxtjaVc1XUVcZsDA5/+MzAjk8f/sTEQfVsu9X5ty+5",
-	"uK03MbU3+p/+J7UW/6uUw9cQ1tcKbet9ZHAx6NPRdv0ofodakXUc+wlBNHuntbR2dXJwQH9WY6mMPTk+",
-	"Pn5JM5j8bs2TDkq/SMaQR6tLfvKx6k/BVun1LhVjypeL422/vrOey7/qy7k+ffj0/wIAAP//",
+	"1H1rdxu3tehfwWLPWiHTEU3KkptIn2ibcdTqVT2c2xP6csAZkIQ1AzAARhKb+L/ftfcG5kEOZbnHde/5",
+	"0EYmZ4CNjf1+8fdOovOVVkI52zn6vWOEXWllBf7jrZjzInNjY7SBfydaOaEc/MlXq0wm3EmtXny0WsFn",
+	"NlmKnMNf/2XEvHPU+dOLavEX9K19gatd+W06nz59ijqpsImRK1isc9QZqTXTbikMm3OZFUaw7lwbJh55",
+	"vsoEOxgcsPj84mb608Xt+ds4YgeDQxafjW9+vng7hc9Hp6cXv4zhm8PBSxZfj6/ej6+mr2+v/xH3+p1P",
+	"UedE2WI+l4kUyl07bfhCfLvT3SwFM2IhrTPr7yxLpb1jCVdKO+b4nWCcPRjpBOvGJ+fXtz/9dPLmZHx+",
+	"M72+ubgavRvHvaOJmhdZFjEjeLqnVbZm2jB9Lwz7rdCO99m5dkupFuyBW5YsuVqI9JjFRjiz5rNMHDFn",
+	"ChFPlFaJYHbFE8GkZXMjRNqfqE7UWQqeCoMUcAVv7Y3mTiABNI9yLRKtUsucZg9cOjYTc23gdM6spVoc",
+	"s5eDfieqIc6tV6Jz1JHKiYUwgB28DSeM4tk3prJbZVcikXMpUmaFuUdyKzKHiL8ZX52PTqfjq6uLK080",
+	"l3ydaZ7eaH3KzbcmmJlO10w8JkIAupeCJVrN5aIwImWZzCVAfTn6x+nF6O305uJiejq6AlpBwG8Vv+cy",
+	"g6v/dkDH1z/f3tycnL+bvr345Tw+QqA9mq3Tq5VI2cNSZgK/wOMBuXJj5D2SjjYT1WDdIybuhVkD7xQZ",
+	"N4ABJRLYji3hTWbEb4WwjknFVkYvjLB2orhKmVtKW3s8YnOjc9x3KXjmlswIhCxiOV8z5Chu7yYqfje+",
+	"YS/ombjPXmu3ZNyIbVYCrkFE22K10saJ9Eykkt8gtX9rMvkOzwobMmA3YG2QLTxJxMqJlHXj2/Pr28vL",
+	"i6ub8dvp2fjtyWh6849LopZPgVuR+d8suVKiYkxVZJ6M4NhRZ2X0ShgnSVkkOsXjClXknaNfO2cXb8en",
+	"KJCBLMdvO1Hn5Pz96PTk7fT6cvzm5ur2rBN1wp/Ti9ub6cVP06vR+btxJ+rUgXw/vro+uTjHT/92fvHL",
+	"OQLciTpno9OfLq7O8BzX1yN80f9VsQFsUtERQlFn786HKMgl64xUC7jKXFjrtcLWd+Xt176daZ0JrhCB",
+	"QIfSiBRwgDiplqu/XG2rZx9F4mBpj/ArscrW2+IWP2ZC3YtMrwTTCml4ZUQqiQ8Seh1kbvNqgC6217vU",
+	"avFap+uIXdIauAF9cqZTkZ2ouQblwhUT+cqtWc5XDFRxLIAkYtho6wyJNkZkSOJTmW7vSvoPWfU7y2KZ",
+	"xsd4DtqB0MweloJOF5g60UWWIiHPBEsF4DVlc26YULpYLEEFgT5k0tWAqu5MBBJ+isUa5P4p6rRB/5MR",
+	"dslkyvSc5IrBS+ne3p68ZU48OsBP3msFggws+J67zlEn1QXQQfmgKvKZwI2dFxyBk1ZaLfBO8ZamuCVQ",
+	"FdzRVKq5Lj+ic7ZR9H1twWH1QKWKm4R7H+BCNGzdKh4mIrra3rWFoPEW20iarvcrEnUgZVwYiJko1q8Y",
+	"HzO5UBr0Jn0s1SJmoCXiCp1xn8VKZjFQnXKWgXqZWaGQtjaF4NaZ28jmVsnfClHSjWBeImwSDjMi0Xku",
+	"VCrSXsTueSbTibq9+Wnvhz67qVQo6nzLpAPC3z98xb6frZ2w3x+zOOePp0It3DKAP1HJkhueOGFsxKwG",
+	"diZA8iJzcg/eZNUjYIyyFbcW6XuiiDsQRdbJLAMGNGJeWNDg0i3ZlhAmI7KEo3O0f/gq6uRShX8PdzJH",
+	"u31pJViqgLZbJR+ZWOlkecw0PsaziK5v54VtM9yOK3yCAWWdARus9/WZrZWPgrR6z7NCtKDqQglG8LOV",
+	"AOPIP49Y44mT94Ih0IG1LOvyLGNuaYRAVuD0954D69bRw71trnv78+iZUuzt5XOfHD/zyU+tmFFzmQqV",
+	"iF2ouazjIwLz8NdBxIYfjpkVJSPafg5uAImcH/pslD3wtQVkARkdTxSv4fRhqa03wXHn4L/NBD5UgJkl",
+	"LcvE3DFdOGQ6txQTBfoTbMyZV3fEKc9EcM4fZQ4kNURmor8HX4L4Z68w/h+u0HZRTQP26Pcd1mPz7s54",
+	"spRK7IFuB45l8BhdHBC2w884UbnTq1Irpzopcs///7pxl1L4o3M055mt5MQzjb02Pv4ZnYlrx11ht3FA",
+	"fDq9F8ZK8g12SKoK3lQsDE9FOjWCW61sq0K0RLRCsdji1jGQZxzejY+ZVoIti5yrCtO0oJcmKpWwHKBT",
+	"OpHbVtz5D7gxfI14RiEJTrNI22xlpHynE53Vj9yqzmuGAAsvMf/SMRvWrrmUsVFntXZLrXavXdOn0mLU",
+	"xQkF8uGdRpViCgW+E7vEdUD/SsvmUmQpW+ostRMFZOeXD4r9nYb3nMwFaGdcAl3OWgArXuhhf/9V/4eY",
+	"+H8LkQTUbsDPdFpk1c6lO/tOs1khs5SBYgLWhW+7cSruRRZ7IZ/phGf0WLuVakviDNpP33UqQmvVd8UK",
+	"Djy1pK/h3RbhsEv7+Q3b2OVU8xQ9kZoByVOiRZ5d1pjHc2iTn1YcrI02mxP2DhyhC5MI4oi5zETMuiKz",
+	"gh0MBiwODuvV+O+34+ubuNefqNHM6qxwgsHyTKgUHBapWNz/qGeZnMXMLbmLGJ87YZhd55lUd5ZxIybK",
+	"CKuze5FGLJPCskKlwiDzeeqhm//OMp5l+kGkzGgNFlw33sNP9gDCPfgwjpgXT95PKiOKscxX2rgXcONZ",
+	"KkzveKIwnPogw7EuRzc/N0KlfTZSpUHFrExFws1ExZNiMHiZwEHxL9H/aLWK2ULeC4pDPfB74e0O/igt",
+	"8g1ZEJZ1rRATFdu7THCj9gisfp4iFpsW4sHgx1dttIh30xDFQC4LkXa2Ak70eQziIddOWMYZfUSmTMRi",
+	"bpKlvIdnjNhDWcvxOcXCNxNFNlKXb7I1xaOJVBmeLq7iGxSIPiYdnxTGCOWydTC7wkqAnRCEQfEiSDT2",
+	"okB4hCEvVypygi9BycVwDzEat0yJh/LOmVDw/4rncILY70deTXVM6QjrgatLPIbDg6ksG4GJmkFbiaKn",
+	"POj3/rEtA9d//hke32Ub8GyhjXTLvFXtABanKH/yz4oeelqkddm6teDKiHupC7tbAPtzhhv2cW9k4Ae+",
+	"2hXPUMDoD9y2iN0NfG0A2QLSxrHbEHsmnJHJayP4Xaof1PN9hmPGNxwI4opUC4olehcCKFrnoDXT///9",
+	"hDKg9Ryza4skGhS4IXguT6/3985PLken16RkEVuWOcOlEilbCiOOWSkGL0+vrwRGp5FJtal9JVcik0p0",
+	"rx1XKTfpdcIzYaLGKz3axMuKVhWecSeUmzYTeyVbDNvYwuwTo2UX887Rr09z+SZhffqwKYzfGG3tHkYv",
+	"OIi7q/0mhfXZCN3z2kmCnLaYszA5yYF/G0Bn12PWhf9/877XhC1iixennwXQX+6UuyZFcif2gClb43/+",
+	"HYtm4DNkVaVcpxjY2Ca+c2JfPWcrLZWzeBS7EokzRV5jXfEInyG1PE0HtS0NV4sWl+xUP4CyVykrVrBb",
+	"zQIIsS3YEmyYR2kjluR7w4bf8AxGz/njCT2+jwBX/2j6GBtic4OR62zbuLEPu+TDqSQbs00+bGNi1NDv",
+	"xwyctSDpPd6lZSTLn4gc1hxTpC/YqETWk2QPj5cq91m46ZSb7MTB9Zb9X766bTK02QoNsL5Ql1v5TzG9",
+	"m7WEAuU/RYO+yCqSiv1Nvo6Y0WBKA0k2SLyVqyoH57PI9bjY4vcNPxK+Ay0PjH9MfpaqpAYAGpFxQHY1",
+	"2OjVeqgC0OOAR+Dh7ywcUc59ohCXbQYyv6qU2a33dlhxJQo/y1Qhw7RNBhQb2GlgjeoRy5LBdplVbczW",
+	"YtVtxxqeCNG2eeHP8HufY5s0nN/mJi1gRhu42tq1FfFkob3RyonHFpE24y5Z+vTc1qkSnRW5mkqVisfa",
+	"A5V4BsJuJ5ddgLyVfKG0dTJpiVCdFRk4KUZyJ9DFkvhg6RMHdcYXXCpLFmnCMzkzyB9grt6J9UTJMl5L",
+	"SfwyiUjkgQ50yJnUQrV9dg1+aj0QDCwMN1lk3LbFaDNxL0LV0DPU2W/PfW6KeZ1nP21EWiQUW3tOVnH/",
+	"2Q9+ERxu/4sAeYJKyvxzW3hYJeDm4o1/VnhvpkuQqEO0/vMvb2QUPkWdtEm/T73eQvGfoo5Uc2Fgzenz",
+	"jaBNEfm0dN7AUOPE2zKkAc+Hp66kzKO2XkoQL8/ASBBGIFo9S3/uzevw3JbYDF+0gX5dW30DYAohtwo1",
+	"lPyEvWkjwN18RFkZVtuwUHguWIbxLMYtiyu72Mb/uv376vDw5avt0LpNuJpa8VsrmLWdW8AEV8llayZV",
+	"YgS3Ui3IRj8OwIvfCp7ZhiUfb3oiX/tEG9dbP0ET7W33HeyvL6xT2nDjb65GJ+dYsHbyfnz1DutHqRLw",
+	"6vbyJvyzpSKTdesBWF/QWZarYE1nicse+vsb9YVfmKT68qxTQNBf9WybJ0TGVxbsxecF72u1NM9zzpu3",
+	"s+2a/7JcI34+6hnW+4o0YlqxmP6OvVtVBrCfVYLxUc92GTehNLCttIdTosnbHXOdpeyxFgmzTqwsS7US",
+	"xyzXSjutZHLMhv1Bzd6Ar9urDp6dfTXCYqj7SzF8Re9to/hmKZguXKJzLLCJAca49FfBj/qtEIVIgThN",
+	"odCXweAxZjB4KMN+Fuor76oJg99hj/II5Tbh3wBSBPvTtVNOawuqfi1+TV92oo7/rhN1YBFAPS7R4ptu",
+	"cI6nkpo7UxJHeQlPFTfV2GrkA/st7GWdzLkT6TQtvHZ5Nqc9QcYE8rQwWUvOlLtlRcQmZ/EL50F9QQkd",
+	"WphQH38+HO3heAoHZ8Lx7cMr7by7V6V6mvK/OhG8x51uKTO/8N+wwgrDJLp3X1hdRImkKbo9ohlh2Vxp",
+	"WxKXqms4GAwGn1Fd5TE+gy3T6gptximpxrt0hZKltkLVRBIq4+3gO0VzvyhkWsVcv+i1jdPjGhhNfur4",
+	"V6WAe1pTc+PknCdu2p7IrdO5dVjTV4WGIkb1ivcC3L0NDW1E4rRZ71C85d08R+iGq/wUdZR4eL65Xn+4",
+	"2jTaOPNTWLxdZZq3SJzE3rcQFvr0lklFBTLapMIcsRgNSZmCcfOgpoOY9fv41/7g4C9xNFHx+HI0XUxX",
+	"wkxP4aG3Pzf/Wfv2GOgy58yKFTdAvaDHxURRNwnLJEp4VXPoV/7jfgUHu0efC+vsCyya7E/USWUAol7K",
+	"+Exk9MxcKumwIljmPPPpLEyY//rnvQ+pXEhnf+3Tfz/8KqoPP8QR445lgluHUOHHIZWnzUSR9sNqVC2V",
+	"6x0xpf1T/ojaWNaNh9PBYBD3IrYUj9wDAgAMHoervX34IpZqHtN/ANw1ZX0UV/Fx7SwTpbTaU2KBVNtn",
+	"owDdcJ8Z/WBZdzjYQ6MkqUsJsFiUEFiO8qBZjh048LhbcoVGjPX59tIkmUnFzXoH8fMvoHy+bY3a+45f",
+	"po123z9R0lJF+jCV3WenwlHNKt1YxOI+YHHq63X34ohZB/yiFlSJyicqw3cAv/gS3nGurWOvDuo1rl3p",
+	"cBOLssKzRSUiPMJ8wU7nqLPK7N7+YP/VcLi/vzccDA8HAxC6HDYD8P/vr6O9/+Z7/xzs/fih+rM/3fvw",
+	"+yB69fLTf7XoWIoK6G1cnATfPFQnuSV3zBVGWcbZFc+5qniouz84+IHVXKQe/ENPVDMeAHJyfDmK2Nuf",
+	"R4i+t5cj1l28OIWjTtTNgw71VcRXuHPKZmvkjZXRibD2CB79nn3//RlXfCFy0EDdRr3ddxarYmzv+++P",
+	"2M83N5cvhv0h+zP76/XFOZieK20cOzw8fNWnharyLnjhv4XRZ39nV+O/v7gaX9afP/SlxuTkXPLkriwZ",
+	"t/2JYlgbHQrEpGVVa5dULK6F9mI2E1amgqQgXP4xk86GMlBYytM5ogELMZpF7ECC9T6N2r/RxQGpyVgc",
+	"Qt/wdQhIwN/NYEjtk1qkJSyxERWrPVyLLuH+GyEr5BBco0x7x5XVYNlMZPrBl6WCMlCUeGDB8LBspt2y",
+	"pAgkkT/96U8MD2gnaoydWGBnA++FllH023yTli6cYFIlWYHlUYW6U/pB0ec2Yg9Gq8VE5cItdUpCvd6D",
+	"ZyOWcGOkLzKKG7WjcdUtELg+3ywTjcErjvvsjU6FZVirPlvTYWkfJOU/kETZH1hVyv4gB+6Pifpjb2+v",
+	"/B88djAYsD+2q8HYH40elbI+Igczs1mISkGCUPVPoofyPSJLe6y+S1VPD1wTNsEWOd/LhddEPNV4caMg",
+	"CT67vLi+YS/QLHoB5oLvxKvVJMGCG+KvZdU3FyEM8sSqtcRcVRENd4KendIs02ohDOHHI8DKfwq8/+uf",
+	"R3v7h6+wA8KkoTyvAdaD0UBV7rjRQmH52rKHZRPq2/Pr0U/jKQK/C2TOVjK5w1LXOSgFpxlnScatBW/Z",
+	"SwlBeYNMWncMuCo7a8WjSLDSextZN6Ord+Ob66nvVtu9v1Zlvb1N5J10e1gI4hG55Fh+6rOGQDRYaeiA",
+	"X3i2dqKx9VZNX+uuxDK+6PEI78pfHlYzYkMTmc1RRc9CpY0CR7xOX8poWbdZ6NgrkUeioF7J2GdvliK5",
+	"A24kO4urNcP+k+CuYlLXUi9X/XS+BXA6/j8n1zfXX3q2ul2BdXgZbLDeovsulsgiEAgQJysB73tVOFIm",
+	"mD9/EYNAWXK1wbxBRLy5fl8DsnS/0V7xQL25fg+w5DwDw0ykTaomEQHWMXIH5eRatzob34zejm5Gn9sv",
+	"BqssZituXFOQ1A26JjWfXF+fnL+bXo6ubj67emLvya5tbpNLa4Fs/boHsExDRAGFF8nSq4z6Y3+9eL0h",
+	"zbAht9z+9496dpJ+io9K9fJRz5hMG4tsdqFW6xDlYL/XUSOJ7Kv6/CqHuMr2dIEg/BFs8Sgt6NXCIV6R",
+	"EFH+k4YLa/0Ia2GT9sn59PLq4t3V+BqJmVOFLuavkf4pptXStk+2b60t/4gN47D+D7C+107Tm5Oz8cXt",
+	"lpZCRRJasEO/NWY8vXRGv6FRjCzTTJRt5ntL51Z7sAqWIOiiXor8csBsD8UDJ/2Eu3XrRgHgCFYv0H3t",
+	"Maf1XdhaKkZNSVwxv9FHq1VzN9YNuw1hN3/24UsSgps98HX1+VQD/XFoggrFHAQf45nVRyh0U+7AuXXs",
+	"AYP76IRR40l4JRe5Nms2K1KQ6N14L+ePe+HbPfo2LgE+9HqqrRe7DjWoASy1Bpup2dtNK+0jWZX5i7/f",
+	"jm/H059uT1HxEepLEG2mkS0dvxPKZy58KPajnkUh5PpRz6yv8QIs2HpTfe85VOlJ8jCIqkbCg/3Bih3T",
+	"F5pCMBiBICMcGP3O8EQ098fK/3I7pIL62IASBXnls9RGByA+/E0hvVXf2bi3e7IAaxkswBLQFWU3hs2B",
+	"ljdHDDwsZbJkXNkHMDkaIwYwi9CC3GiL36NAwmFngCPTNlgjAQ+NGQyepnYOYWgICNB41O5ZjWTYvnUd",
+	"+jKrNpoZXJMH4i909205szb9HT2pYJ4xM+WIzYssY914fH5xffkm7tWHpHTj8dXFT9dxrzkuBT5/+/fb",
+	"i5uY5JZ0LJWUuqNLws0P2N/kaz+YZWX0jFwPqdiQWdbdkBm9Nk0u3XMHs7CWuSybJPBygBQ/UdXb2MGC",
+	"zMAKlQGJWscdjnSZqFF5u2jUNNR/6aZzh9K3yyubpHwNDJGJ0oZRNC/y/7WEySE7k68jxhXwdZiBAcyq",
+	"7FwYJlSi0Q3UZqI227d6ZO/NKydNkFuW8bUwdUPRO5V2oozgyRKwQg4gW2Vcqj3soj4YDCJ28HIYscPB",
+	"EC70cHBY+q+jwi2Fcr6wbqLOtRLUVy2VE2YOKC89NkQfyp7EiBRe41k4Nyzs9J1Qvj+aWmiFRCXu3ebK",
+	"v/bcQd0ftpxjgpg9BoqDM+WCKyxNMoUq2+AzjjEVaXWG+QAfiGFKuAdt7gh2JG+JELr1RJHQRDMCDbOQ",
+	"kYh975qeNyw+34MmHQa6DM+5QnjrAhOEXa0lv0RWp1Y92Bn0h/2Bz+QovpKdo87L/qD/kgJlS4xNe1EH",
+	"fy5ESymlb7vdHwxqgikcWlpWrPo7ehjJXQQy0XNsoLGCuvSiKnfMYn0X+yBWe0agfRITcnyK0Q2eLFkC",
+	"XDJbTxTDB7CCYm7XKgl5UyNyjVYVio1jENS+KwjftcwuuREUHWckT3p0lb7psooPlK2XuLAwRukjkn8g",
+	"6uD1dmmHPoxdWyfySvJFXuSJxyUvrBOpf78u/9AL84EdALbPRl7ioeQgn9Rh3N0uaYW6KOSNnf0ramEj",
+	"MvK5b8vKMpEGIoYlcl0o10P4LZt0youxNJ1rUyTzukCug2Anncg/BNatQ1l67DNERXLnj2IdUBn2dSnv",
+	"p8IqwGOGrhdvyLJCOZlhI6fA+CvyNK4BPAhMvYLjFisMQp6iqYSWQVMj4F4qQH84+AvG5nZUk4AUJdvT",
+	"b+RFINigIQqEQRVYBNP04YLIQIbvQfc6rY+x4ZOn9dYdPRNHQMqcLQu1gDWQnKTDGV4WvsLREioVj54B",
+	"iBUrDwU74MCdwWNs+TO948Bg5FIhFeB0p612qYxbwC3q+caMF1gZPtf+HvGJvWJVLr09ISRotUxaJ9B7",
+	"gmf5Rrl4g+8bU2Uw5gD4BFBzfQ8azPfts0Z/5W8FN1w5qUTZY8m6FHug9Dqwr++XJIbuu0cXIs+wmnTB",
+	"SUJg07LQKsQ/vNfcZ2MQOHAwnmMwGzG+2fTte3stulHwX+kQs/aIVbBieTTtpnEZUkNA7UjVpdAq4zBo",
+	"yTZPm2SCG99LOFFeEh8xfReCL/We79I2B5/aGxvEAvVxYFi3W6zQLySQylktgetavHjcn7rpS2O60hjt",
+	"tn7CV9hJ22rrVz7s/uErtEnQltRzcBEeolJogQljZYZLZ1IoZ8Guq29DbORJ7U4YRc0wqPzJv5oo8jXB",
+	"+TgK4wsSvqqb0sFYgI+UeEh07rtu0M73PaK1XUvpDNuDUwsetaVQBAiFuheDRhi6MUdsLo1PgDbkO1ZR",
+	"c/aw1FnlGZDtM1FdoHnr6N1e5IUbuxMrt8czYPEaYDPhHoRQYRE7UV2KJ3gAaZFjL06xRRLHa5TgggAE",
+	"ulxylWZoz442XB8A2Ls/aG89cAztwTXQ8YYDlluUrLD1BBsx/RwOryMipL+qjEtpwLowGzsBciVITacB",
+	"RWltDw9v74i6c+nCyHfnjjjTabbk9yTJvR1J0XHM1nAMfdNuasHmmdZpo2lYaTbn1jVCNJkGGimMmiiw",
+	"xEFb168BKRSP6pYFQOpBxhuoswZij8bl5YUt2YZq7iOQKWiTe5JnqUYGvCjx9eWz+Ugn8YkqkbXQFIJv",
+	"uszAgq8OaktaOKT/EtOcYSs4Jrd3LU41XP2afC/stMEG7sPBy40Rg8hfpSvdI5PLHyzoBlSIqCOjUNpA",
+	"Kv9OiJVHe5AASVak4KUgDnwe+iWzmNpHveJP8Z2tuJ/nYJB4zYbjAgFLuaY82+aZ7bG3e0lUuaXIicTa",
+	"Ue60jmjnEulV5MBzQp9drLDGqNwDzaW6mFplhZ2oVwd0EXXZwGaZTu4Cb70iK6178HLIZmKtVdrrl2FB",
+	"CUKMZ1YHgJ12PEMjZiPWuB0CLIX1RA0p4mgpd4Pk7oxM7tCA5T6CBn4AooTIE4M+c5TkVIoXUdpOqsIJ",
+	"3/BBXpPU6iTtHHXeCUfKhioDqwm5+4PBVxvx2BgOs2PCYxVoKVZ9GgDjByO0r10C+6IxyxcHPRZ5zs26",
+	"c9Q5lfdChaAWkLpUVATp+MJ2jn7teK/tA7xWi5vvdON+ae/LonQaGcHSYoQerQZMv27r+InqVmMIgYdC",
+	"oQk5sl6yVpnGuUQNXWk8P8Oq/T6rhvB/45VWm+y4z/poLrzPg8HBt5sZer59Rd3te6AxsoeElqeJrDnL",
+	"9yuR55lwHIPvPklYx1mNSENja41IM9/P20qkZ9Smj9UuFLCarRuNmRGaAMFEOWZUf2YEmxl9JxSGAJoV",
+	"SyMW99Xqn5QHa87vmOuCsqjNWOZEVQlF70qU9Kv8YI9uole+lMXnHNF5CAOLPhbWTVSIk7HEcLvslUnU",
+	"mu9EtXPkAnBbm4cSgU1QnYXMrdINoAyoB0o8YqGRViFXaoR/IhWGRqig2yDBpPPBgA02pTmdNRer6WJI",
+	"ZZ3g6UR1rRBNXd5DU7vuz1EwjaUiE64KH5KQbOP7U2mJ8e2/neuxl/wz87//w4wFIIbsCImBJnl+hrlC",
+	"9alum+zpYyGh9xLsSn6HcfDAv9zpXIL7uUbGKZ2+Kjk/UfNMLpZltMnWxoPiOBRa/dg7SY/kxxRWlG6T",
+	"F6wU8ntiRFDZYrx7SBBGW/yXtecbk3tgwXodx6YMMDpHB54G+Ui1WZlM86AQdmCpJ0f5fM9Gvj3DFkki",
+	"rJ0XGY6faWBoewzRTIDhZxGO8rD19dQ6NGFg6Ggb3z58Fq7R125JtSgjUo1Dga2ifLoD90GvAW4K18cR",
+	"aRzUNfa5sxEjo4y+RUt9Z6TJBx2elSPHreP61BwMTOSCW8wCgzfnNP5H1/Pf1bhwigP5JBnKyNI18xeJ",
+	"6Kev0sJgJZpWGF+j3TfH+MQhSP9EV3sVOGsVaGF6UofqcGu9ml9FlG1NYPvUrPgFfH/6N4rS7elQO0Tq",
+	"RvWGt6UG33Di/WZ1YLRVyhdt1+hFE7VVYRdtlK9Fu+rK4OXtsi+wPTbKpSi58AQX+wn2B4Mfv+XPfDRr",
+	"XuqOarclqtxnyNGhK22mC5L3JC76X/N3KziloYbP+PWKg+HLz+vgzd+OwPcOP/9e6y8K/Msmw+Hg5XO2",
+	"rH4tAt/5y3N22v49la9l+1MirjEIJGie7lI7FLm9XYZKs5Bgt7FyU5XjrbixZVmEBOPZCJ4DdZKZYfhD",
+	"SM/IkANaioxi81TiQ9xGUcEZaDj9wIz4KBIfzvWvo+5qTJl8c/0eeJrin9u1whvFgJ6puXHUzROKBTCU",
+	"OVHWT6b09XgETiY8DD6OQGAhlHnwsqr0zER5pIBBRn0CFfhYuEuBGqqCwXIq1Hk+xk4P4nxxWw/ZHA73",
+	"2Zl83Tv2QSEcydGMDAxfttVy+ZhjreKqaTwcs3lhUKZg/RLytlQYBaLxQD763o2rqiz8qBb9P+jhLEx/",
+	"SOdtVstWGdZjKMILvrUrMefrVeplVfDBRmkVRfBb6quY0wuBp1jqLC0Dh1swsz+z4UQhXLbPfimjHuiS",
+	"EbgbWN3/sb1MbKLKKHiVQ6nFjsu5756mqO6iXnxSVirxjSowHxZEg+xNGVI8ophjfExIqNe2l6R2hrx0",
+	"RKmJL6qwq5EaxwSYq2aTLTX+7MRqubbge/gFeyzRIFy8M+QvHw25ifISIdi1ZRmgnvvHt5unP+pZn524",
+	"cgA/WvRFLoxMWM6dkY8UccTDA3sEk/NBGsG6nO37qfwiy1g8jOKJIkr8gR7vRRiDbeIm0as1ACXdEc40",
+	"DbZpABgTbckSFFDq1efLv/QP2d9eYyMeSCk9Z9hOVJu/wLrDV/0D9rfXE0XZ2IjtD+GduS8W2GpGm0vn",
+	"qxlos7LccKIIX8P9H7BDLapngv3NSnvMqgQ4ScLqAJuVl54OcO6sz/nvEB0UvuZuorCZr4XQZSh4axA5",
+	"6J5KEPu4yETRxuCsfNQzPw6X2oiIPnlyR2a8xOp5y7rU4O4dK20mKuEKrpeiFnZZuFQ/KF86VqMjul9L",
+	"wMwxJbXihmeZyCZqDnuWfRIeGz7SgsIj10YE4w+LaID2Bb9jBnPRygWd5a3BygH1iyGZcTaXjwD2vTDA",
+	"0EAncIln8vVEdf24a1A78zn26/lQIqniHq3xsPQJhCpxjz9MoSg9Wk83gMhB6LtB9g1/RI0R6qpFYHB7",
+	"3JzbFAb4H25uWk8Ihz0beZRqU6k2chr2iHJSm+mNiWrJb0SeswBi+G7VTCFi5iHYFhOFtZWCqkpeDfCI",
+	"ga1q2Wj2Z/bqwKf6KChWBcRIJYeazqDd32lm9dwFciQtjT4qd8wWua8QnKj43cXZ+Oz05OzkBn1RK5xX",
+	"siVJsu71ybub8dVZb4s0Ud/5bp0wryOohvrklOOm7jOCUsxgk4E8cUshTcnlvhfW8nuRbjdoxLBEyxSD",
+	"PrxuhYt7QVATSU9UTHv7KlKMElG5CX5uKWeGac7SwgmTW/3sTIUtow04uC2jSeVbmwWqOI4MC8e6jXql",
+	"Xr2mkdTSRFUmJVkQnNaoh06bk2TKqgesJtpRS1Sm9Ea15eYyy+rFEnCTYEdNFFyhLT8rmQ1zkolOxRZp",
+	"VJK6WSuMFiEYI7Q/LeXzrY2a5LaQxjXcTqhQfDKsgb9fAwbwi7k2+R6QAE31o3LTWjO8f4l+ka3jxKN7",
+	"kdj7iNXdW5044fbI3q/3Qjff3XKIq99Me27jtG/cf1YkZf+r+eNt00p2xFI8bxPj/AcjKegPtTQ6RZut",
+	"STRUqRl+Ibj/E975wf6P3/Zn/0oTkNySULvUbTX2e18xUvKM+Mi/GqoYfkMUBvSFn0oMAZByWgb9qkYX",
+	"G9dOzi5Px2fj85taZvR/X1zl1nc3VbQDrj79yBcoR3Ag7FolS6OVLmz12Ec9q0Vbwseb8Rbfmrcz9/pX",
+	"0DloOpA9cCdWLoTKCYrC3Mt7EWpDbTC1Qy0pOJ9kicSVAbzR2kLVxA3DhOE0J1RmGzbK5gYs2A0UXkgy",
+	"wWuKD63lyraofi6mGhriIT9mco6uARk0pfeIJf++N7Jbr3KHve+wkqEXsZTnYGRs9E+j2U8/KFX3hyMq",
+	"VK4f+kXjjJsejeVr9HCxJ6nPftlquN60POjKvrOhML6sN4/oR4mxFlBacHnQzfJmgRGUHfOWxXdo5GTU",
+	"YHFcWxg91JDWLnuLyHJB9xe3tWStwe4OGx3IqzxkdlepR33+XdQB9ykXDsXfr793JNAjDtuJOornIMGQ",
+	"eDubyrku6mpDo4b7P3xm/NSnD//GBEn9bLvV+bcvLblttuR2N7p5/yc1Jf+rlMPXENaXGmzr58jgcmw1",
+	"0XbzKH6HRmNPmvp5dzhJrrN0bnX04gX+SNRSW3d0eHj4CicK+t3a5/ZUfpFKWYjKV/zkY/Kfoq12n10q",
+	"xlYvl8fbfn1n3Zp/1Zetffrw6f8FAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

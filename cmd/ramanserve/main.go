@@ -232,7 +232,8 @@ func newSignals() *signals {
 // limitMemory resolves the training memory budget's default (a quarter of
 // physical memory) and sets the Go soft memory limit to what the server
 // promises to stay under: the training budget plus its fixed overhead,
-// plus what the prediction channel's connections may hold. The collector
+// plus what the prediction channel's connections may hold, plus the
+// management channel's request headers. The collector
 // then reclaims garbage (the copies training makes) before the heap grows
 // past the promise. An operator's own GOMEMLIMIT wins.
 func limitMemory(cfg *server.Config, getenv func(string) string) error {
@@ -244,7 +245,7 @@ func limitMemory(cfg *server.Config, getenv func(string) string) error {
 		cfg.Training.MaxMemoryBytes = limit
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead + cfg.Channel.ConnectionMemoryBound())
+		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead + cfg.Channel.ConnectionMemoryBound() + cfg.HTTP.ConnectionMemoryBound())
 	}
 	return nil
 }
