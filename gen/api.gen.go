@@ -729,15 +729,16 @@ type ClientInterface interface {
 	// progress: first one that has not sent a whole request header
 	// (oldest first), then a kept-alive connection between requests
 	// (idle longest first); never one whose request is being handled.
-	// A connection is not closed this way in its first 10 ms (an idle
+	// A connection is not closed this way in its first 20 ms (an idle
 	// one may be at once, but only when no newer connection is waiting
-	// to send its first request): a newcomer has that long to have its header read, and
-	// a reconnecting flood is accepted no faster than the slots turn
-	// over. A kept-alive client may thus find its idle connection closed
+	// to send its first request): a newcomer has that long to have its
+	// header read, and a reconnecting flood is accepted no faster than
+	// the slots turn over. A kept-alive client may thus find its idle connection closed
 	// and must connect again, as HTTP clients do.
 	//
-	// Only when every regular connection has a request in progress does a
-	// newcomer go to a health reserve of 64 connections. A reserve
+	// When no regular connection can be closed (every one has a request
+	// in progress, or the others are younger than 20 ms), a newcomer goes
+	// to a health reserve of 64 connections. A reserve
 	// connection may ask `GET /health` only (anything else gets 503
 	// `SERVER_BUSY` and is closed) and every read and write on it,
 	// headers and keep-alive waits included, has at most 3 s. At the
@@ -937,15 +938,16 @@ type ClientInterface interface {
 // progress: first one that has not sent a whole request header
 // (oldest first), then a kept-alive connection between requests
 // (idle longest first); never one whose request is being handled.
-// A connection is not closed this way in its first 10 ms (an idle
+// A connection is not closed this way in its first 20 ms (an idle
 // one may be at once, but only when no newer connection is waiting
-// to send its first request): a newcomer has that long to have its header read, and
-// a reconnecting flood is accepted no faster than the slots turn
-// over. A kept-alive client may thus find its idle connection closed
+// to send its first request): a newcomer has that long to have its
+// header read, and a reconnecting flood is accepted no faster than
+// the slots turn over. A kept-alive client may thus find its idle connection closed
 // and must connect again, as HTTP clients do.
 //
-// Only when every regular connection has a request in progress does a
-// newcomer go to a health reserve of 64 connections. A reserve
+// When no regular connection can be closed (every one has a request
+// in progress, or the others are younger than 20 ms), a newcomer goes
+// to a health reserve of 64 connections. A reserve
 // connection may ask `GET /health` only (anything else gets 503
 // `SERVER_BUSY` and is closed) and every read and write on it,
 // headers and keep-alive waits included, has at most 3 s. At the
@@ -1442,15 +1444,16 @@ type ClientWithResponsesInterface interface {
 	// progress: first one that has not sent a whole request header
 	// (oldest first), then a kept-alive connection between requests
 	// (idle longest first); never one whose request is being handled.
-	// A connection is not closed this way in its first 10 ms (an idle
+	// A connection is not closed this way in its first 20 ms (an idle
 	// one may be at once, but only when no newer connection is waiting
-	// to send its first request): a newcomer has that long to have its header read, and
-	// a reconnecting flood is accepted no faster than the slots turn
-	// over. A kept-alive client may thus find its idle connection closed
+	// to send its first request): a newcomer has that long to have its
+	// header read, and a reconnecting flood is accepted no faster than
+	// the slots turn over. A kept-alive client may thus find its idle connection closed
 	// and must connect again, as HTTP clients do.
 	//
-	// Only when every regular connection has a request in progress does a
-	// newcomer go to a health reserve of 64 connections. A reserve
+	// When no regular connection can be closed (every one has a request
+	// in progress, or the others are younger than 20 ms), a newcomer goes
+	// to a health reserve of 64 connections. A reserve
 	// connection may ask `GET /health` only (anything else gets 503
 	// `SERVER_BUSY` and is closed) and every read and write on it,
 	// headers and keep-alive waits included, has at most 3 s. At the
@@ -2121,15 +2124,16 @@ func (r GetTrainingJobHTTPResult) ContentType() string {
 // progress: first one that has not sent a whole request header
 // (oldest first), then a kept-alive connection between requests
 // (idle longest first); never one whose request is being handled.
-// A connection is not closed this way in its first 10 ms (an idle
+// A connection is not closed this way in its first 20 ms (an idle
 // one may be at once, but only when no newer connection is waiting
-// to send its first request): a newcomer has that long to have its header read, and
-// a reconnecting flood is accepted no faster than the slots turn
-// over. A kept-alive client may thus find its idle connection closed
+// to send its first request): a newcomer has that long to have its
+// header read, and a reconnecting flood is accepted no faster than
+// the slots turn over. A kept-alive client may thus find its idle connection closed
 // and must connect again, as HTTP clients do.
 //
-// Only when every regular connection has a request in progress does a
-// newcomer go to a health reserve of 64 connections. A reserve
+// When no regular connection can be closed (every one has a request
+// in progress, or the others are younger than 20 ms), a newcomer goes
+// to a health reserve of 64 connections. A reserve
 // connection may ask `GET /health` only (anything else gets 503
 // `SERVER_BUSY` and is closed) and every read and write on it,
 // headers and keep-alive waits included, has at most 3 s. At the
@@ -3660,170 +3664,171 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"1H1rdxu3tehfwWLPWiHTEU3KkptIn2ibcdTqVT2c2xP6csAZkIQ1AzAARhKb+L/ftfcG5kEOZbnHde/5",
-	"0EYmZ4CNjf1+8fdOovOVVkI52zn6vWOEXWllBf7jrZjzInNjY7SBfydaOaEc/MlXq0wm3EmtXny0WsFn",
-	"NlmKnMNf/2XEvHPU+dOLavEX9K19gatd+W06nz59ijqpsImRK1isc9QZqTXTbikMm3OZFUaw7lwbJh55",
-	"vsoEOxgcsPj84mb608Xt+ds4YgeDQxafjW9+vng7hc9Hp6cXv4zhm8PBSxZfj6/ej6+mr2+v/xH3+p1P",
+	"1H1rdxu3tehfwWLPWiHTEU3JkpuIn2ibcdTqVT2c2xP6csAZkIQ1AzAARhKb+L/ftfcG5kEOZbnHde/5",
+	"0EYmZ4CNjf1+8fdOovOVVkI52zn+vWOEXWllBf7jrZjzInNjY7SBfydaOaEc/MlXq0wm3EmtXny0WsFn",
+	"NlmKnMNf/2XEvHPc+dOLavEX9K19gatd+W06nz59ijqpsImRK1isc9wZqTXTbikMm3OZFUaw7lwbJh55",
+	"vsoEOxwcsvj84mb608Xt+ds4YoeDIxafjW9+vng7hc9Hp6cXv4zhm6PBSxZfj6/ej6+mr2+v/xH3+p1P",
 	"UedE2WI+l4kUyl07bfhCfLvT3SwFM2IhrTPr7yxLpb1jCVdKO+b4nWCcPRjpBOvGJ+fXtz/9dPLmZHx+",
-	"M72+ubgavRvHvaOJmhdZFjEjeLqnVbZm2jB9Lwz7rdCO99m5dkupFuyBW5YsuVqI9JjFRjiz5rNMHDFn",
-	"ChFPlFaJYHbFE8GkZXMjRNqfqE7UWQqeCoMUcAVv7Y3mTiABNI9yLRKtUsucZg9cOjYTc23gdM6spVoc",
-	"s5eDfieqIc6tV6Jz1JHKiYUwgB28DSeM4tk3prJbZVcikXMpUmaFuUdyKzKHiL8ZX52PTqfjq6uLK080",
-	"l3ydaZ7eaH3KzbcmmJlO10w8JkIAupeCJVrN5aIwImWZzCVAfTn6x+nF6O305uJiejq6AlpBwG8Vv+cy",
-	"g6v/dkDH1z/f3tycnL+bvr345Tw+QqA9mq3Tq5VI2cNSZgK/wOMBuXJj5D2SjjYT1WDdIybuhVkD7xQZ",
-	"N4ABJRLYji3hTWbEb4WwjknFVkYvjLB2orhKmVtKW3s8YnOjc9x3KXjmlswIhCxiOV8z5Chu7yYqfje+",
-	"YS/ombjPXmu3ZNyIbVYCrkFE22K10saJ9Eykkt8gtX9rMvkOzwobMmA3YG2QLTxJxMqJlHXj2/Pr28vL",
-	"i6ub8dvp2fjtyWh6849LopZPgVuR+d8suVKiYkxVZJ6M4NhRZ2X0ShgnSVkkOsXjClXknaNfO2cXb8en",
-	"KJCBLMdvO1Hn5Pz96PTk7fT6cvzm5ur2rBN1wp/Ti9ub6cVP06vR+btxJ+rUgXw/vro+uTjHT/92fvHL",
-	"OQLciTpno9OfLq7O8BzX1yN80f9VsQFsUtERQlFn786HKMgl64xUC7jKXFjrtcLWd+Xt176daZ0JrhCB",
-	"QIfSiBRwgDiplqu/XG2rZx9F4mBpj/ArscrW2+IWP2ZC3YtMrwTTCml4ZUQqiQ8Seh1kbvNqgC6217vU",
-	"avFap+uIXdIauAF9cqZTkZ2ouQblwhUT+cqtWc5XDFRxLIAkYtho6wyJNkZkSOJTmW7vSvoPWfU7y2KZ",
-	"xsd4DtqB0MweloJOF5g60UWWIiHPBEsF4DVlc26YULpYLEEFgT5k0tWAqu5MBBJ+isUa5P4p6rRB/5MR",
-	"dslkyvSc5IrBS+ne3p68ZU48OsBP3msFggws+J67zlEn1QXQQfmgKvKZwI2dFxyBk1ZaLfBO8ZamuCVQ",
-	"FdzRVKq5Lj+ic7ZR9H1twWH1QKWKm4R7H+BCNGzdKh4mIrra3rWFoPEW20iarvcrEnUgZVwYiJko1q8Y",
-	"HzO5UBr0Jn0s1SJmoCXiCp1xn8VKZjFQnXKWgXqZWaGQtjaF4NaZ28jmVsnfClHSjWBeImwSDjMi0Xku",
-	"VCrSXsTueSbTibq9+Wnvhz67qVQo6nzLpAPC3z98xb6frZ2w3x+zOOePp0It3DKAP1HJkhueOGFsxKwG",
-	"diZA8iJzcg/eZNUjYIyyFbcW6XuiiDsQRdbJLAMGNGJeWNDg0i3ZlhAmI7KEo3O0f/gq6uRShX8PdzJH",
-	"u31pJViqgLZbJR+ZWOlkecw0PsaziK5v54VtM9yOK3yCAWWdARus9/WZrZWPgrR6z7NCtKDqQglG8LOV",
-	"AOPIP49Y44mT94Ih0IG1LOvyLGNuaYRAVuD0954D69bRw71trnv78+iZUuzt5XOfHD/zyU+tmFFzmQqV",
-	"iF2ouazjIwLz8NdBxIYfjpkVJSPafg5uAImcH/pslD3wtQVkARkdTxSv4fRhqa03wXHn4L/NBD5UgJkl",
-	"LcvE3DFdOGQ6txQTBfoTbMyZV3fEKc9EcM4fZQ4kNURmor8HX4L4Z68w/h+u0HZRTQP26Pcd1mPz7s54",
-	"spRK7IFuB45l8BhdHBC2w884UbnTq1Irpzopcs///7pxl1L4o3M055mt5MQzjb02Pv4ZnYlrx11ht3FA",
-	"fDq9F8ZK8g12SKoK3lQsDE9FOjWCW61sq0K0RLRCsdji1jGQZxzejY+ZVoIti5yrCtO0oJcmKpWwHKBT",
-	"OpHbVtz5D7gxfI14RiEJTrNI22xlpHynE53Vj9yqzmuGAAsvMf/SMRvWrrmUsVFntXZLrXavXdOn0mLU",
-	"xQkF8uGdRpViCgW+E7vEdUD/SsvmUmQpW+ostRMFZOeXD4r9nYb3nMwFaGdcAl3OWgArXuhhf/9V/4eY",
-	"+H8LkQTUbsDPdFpk1c6lO/tOs1khs5SBYgLWhW+7cSruRRZ7IZ/phGf0WLuVakviDNpP33UqQmvVd8UK",
-	"Djy1pK/h3RbhsEv7+Q3b2OVU8xQ9kZoByVOiRZ5d1pjHc2iTn1YcrI02mxP2DhyhC5MI4oi5zETMuiKz",
-	"gh0MBiwODuvV+O+34+ubuNefqNHM6qxwgsHyTKgUHBapWNz/qGeZnMXMLbmLGJ87YZhd55lUd5ZxIybK",
-	"CKuze5FGLJPCskKlwiDzeeqhm//OMp5l+kGkzGgNFlw33sNP9gDCPfgwjpgXT95PKiOKscxX2rgXcONZ",
-	"KkzveKIwnPogw7EuRzc/N0KlfTZSpUHFrExFws1ExZNiMHiZwEHxL9H/aLWK2ULeC4pDPfB74e0O/igt",
-	"8g1ZEJZ1rRATFdu7THCj9gisfp4iFpsW4sHgx1dttIh30xDFQC4LkXa2Ak70eQziIddOWMYZfUSmTMRi",
-	"bpKlvIdnjNhDWcvxOcXCNxNFNlKXb7I1xaOJVBmeLq7iGxSIPiYdnxTGCOWydTC7wkqAnRCEQfEiSDT2",
-	"okB4hCEvVypygi9BycVwDzEat0yJh/LOmVDw/4rncILY70deTXVM6QjrgatLPIbDg6ksG4GJmkFbiaKn",
-	"POj3/rEtA9d//hke32Ub8GyhjXTLvFXtABanKH/yz4oeelqkddm6teDKiHupC7tbAPtzhhv2cW9k4Ae+",
-	"2hXPUMDoD9y2iN0NfG0A2QLSxrHbEHsmnJHJayP4Xaof1PN9hmPGNxwI4opUC4olehcCKFrnoDXT///9",
-	"hDKg9Ryza4skGhS4IXguT6/3985PLken16RkEVuWOcOlEilbCiOOWSkGL0+vrwRGp5FJtal9JVcik0p0",
-	"rx1XKTfpdcIzYaLGKz3axMuKVhWecSeUmzYTeyVbDNvYwuwTo2UX887Rr09z+SZhffqwKYzfGG3tHkYv",
-	"OIi7q/0mhfXZCN3z2kmCnLaYszA5yYF/G0Bn12PWhf9/877XhC1iixennwXQX+6UuyZFcif2gClb43/+",
-	"HYtm4DNkVaVcpxjY2Ca+c2JfPWcrLZWzeBS7EokzRV5jXfEInyG1PE0HtS0NV4sWl+xUP4CyVykrVrBb",
-	"zQIIsS3YEmyYR2kjluR7w4bf8AxGz/njCT2+jwBX/2j6GBtic4OR62zbuLEPu+TDqSQbs00+bGNi1NDv",
-	"xwyctSDpPd6lZSTLn4gc1hxTpC/YqETWk2QPj5cq91m46ZSb7MTB9Zb9X766bTK02QoNsL5Ql1v5TzG9",
-	"m7WEAuU/RYO+yCqSiv1Nvo6Y0WBKA0k2SLyVqyoH57PI9bjY4vcNPxK+Ay0PjH9MfpaqpAYAGpFxQHY1",
-	"2OjVeqgC0OOAR+Dh7ywcUc59ohCXbQYyv6qU2a33dlhxJQo/y1Qhw7RNBhQb2GlgjeoRy5LBdplVbczW",
-	"YtVtxxqeCNG2eeHP8HufY5s0nN/mJi1gRhu42tq1FfFkob3RyonHFpE24y5Z+vTc1qkSnRW5mkqVisfa",
-	"A5V4BsJuJ5ddgLyVfKG0dTJpiVCdFRk4KUZyJ9DFkvhg6RMHdcYXXCpLFmnCMzkzyB9grt6J9UTJMl5L",
-	"SfwyiUjkgQ50yJnUQrV9dg1+aj0QDCwMN1lk3LbFaDNxL0LV0DPU2W/PfW6KeZ1nP21EWiQUW3tOVnH/",
-	"2Q9+ERxu/4sAeYJKyvxzW3hYJeDm4o1/VnhvpkuQqEO0/vMvb2QUPkWdtEm/T73eQvGfoo5Uc2Fgzenz",
-	"jaBNEfm0dN7AUOPE2zKkAc+Hp66kzKO2XkoQL8/ASBBGIFo9S3/uzevw3JbYDF+0gX5dW30DYAohtwo1",
-	"lPyEvWkjwN18RFkZVtuwUHguWIbxLMYtiyu72Mb/uv376vDw5avt0LpNuJpa8VsrmLWdW8AEV8llayZV",
-	"YgS3Ui3IRj8OwIvfCp7ZhiUfb3oiX/tEG9dbP0ET7W33HeyvL6xT2nDjb65GJ+dYsHbyfnz1DutHqRLw",
-	"6vbyJvyzpSKTdesBWF/QWZarYE1nicse+vsb9YVfmKT68qxTQNBf9WybJ0TGVxbsxecF72u1NM9zzpu3",
-	"s+2a/7JcI34+6hnW+4o0YlqxmP6OvVtVBrCfVYLxUc92GTehNLCttIdTosnbHXOdpeyxFgmzTqwsS7US",
-	"xyzXSjutZHLMhv1Bzd6Ar9urDp6dfTXCYqj7SzF8Re9to/hmKZguXKJzLLCJAca49FfBj/qtEIVIgThN",
-	"odCXweAxZjB4KMN+Fuor76oJg99hj/II5Tbh3wBSBPvTtVNOawuqfi1+TV92oo7/rhN1YBFAPS7R4ptu",
-	"cI6nkpo7UxJHeQlPFTfV2GrkA/st7GWdzLkT6TQtvHZ5Nqc9QcYE8rQwWUvOlLtlRcQmZ/EL50F9QQkd",
-	"WphQH38+HO3heAoHZ8Lx7cMr7by7V6V6mvK/OhG8x51uKTO/8N+wwgrDJLp3X1hdRImkKbo9ohlh2Vxp",
-	"WxKXqms4GAwGn1Fd5TE+gy3T6gptximpxrt0hZKltkLVRBIq4+3gO0VzvyhkWsVcv+i1jdPjGhhNfur4",
-	"V6WAe1pTc+PknCdu2p7IrdO5dVjTV4WGIkb1ivcC3L0NDW1E4rRZ71C85d08R+iGq/wUdZR4eL65Xn+4",
-	"2jTaOPNTWLxdZZq3SJzE3rcQFvr0lklFBTLapMIcsRgNSZmCcfOgpoOY9fv41/7g4C9xNFHx+HI0XUxX",
-	"wkxP4aG3Pzf/Wfv2GOgy58yKFTdAvaDHxURRNwnLJEp4VXPoV/7jfgUHu0efC+vsCyya7E/USWUAol7K",
-	"+Exk9MxcKumwIljmPPPpLEyY//rnvQ+pXEhnf+3Tfz/8KqoPP8QR445lgluHUOHHIZWnzUSR9sNqVC2V",
-	"6x0xpf1T/ojaWNaNh9PBYBD3IrYUj9wDAgAMHoervX34IpZqHtN/ANw1ZX0UV/Fx7SwTpbTaU2KBVNtn",
-	"owDdcJ8Z/WBZdzjYQ6MkqUsJsFiUEFiO8qBZjh048LhbcoVGjPX59tIkmUnFzXoH8fMvoHy+bY3a+45f",
-	"po123z9R0lJF+jCV3WenwlHNKt1YxOI+YHHq63X34ohZB/yiFlSJyicqw3cAv/gS3nGurWOvDuo1rl3p",
-	"cBOLssKzRSUiPMJ8wU7nqLPK7N7+YP/VcLi/vzccDA8HAxC6HDYD8P/vr6O9/+Z7/xzs/fih+rM/3fvw",
-	"+yB69fLTf7XoWIoK6G1cnATfPFQnuSV3zBVGWcbZFc+5qniouz84+IHVXKQe/ENPVDMeAHJyfDmK2Nuf",
-	"R4i+t5cj1l28OIWjTtTNgw71VcRXuHPKZmvkjZXRibD2CB79nn3//RlXfCFy0EDdRr3ddxarYmzv+++P",
-	"2M83N5cvhv0h+zP76/XFOZieK20cOzw8fNWnharyLnjhv4XRZ39nV+O/v7gaX9afP/SlxuTkXPLkriwZ",
-	"t/2JYlgbHQrEpGVVa5dULK6F9mI2E1amgqQgXP4xk86GMlBYytM5ogELMZpF7ECC9T6N2r/RxQGpyVgc",
-	"Qt/wdQhIwN/NYEjtk1qkJSyxERWrPVyLLuH+GyEr5BBco0x7x5XVYNlMZPrBl6WCMlCUeGDB8LBspt2y",
-	"pAgkkT/96U8MD2gnaoydWGBnA++FllH023yTli6cYFIlWYHlUYW6U/pB0ec2Yg9Gq8VE5cItdUpCvd6D",
-	"ZyOWcGOkLzKKG7WjcdUtELg+3ywTjcErjvvsjU6FZVirPlvTYWkfJOU/kETZH1hVyv4gB+6Pifpjb2+v",
-	"/B88djAYsD+2q8HYH40elbI+Igczs1mISkGCUPVPoofyPSJLe6y+S1VPD1wTNsEWOd/LhddEPNV4caMg",
-	"CT67vLi+YS/QLHoB5oLvxKvVJMGCG+KvZdU3FyEM8sSqtcRcVRENd4KendIs02ohDOHHI8DKfwq8/+uf",
-	"R3v7h6+wA8KkoTyvAdaD0UBV7rjRQmH52rKHZRPq2/Pr0U/jKQK/C2TOVjK5w1LXOSgFpxlnScatBW/Z",
-	"SwlBeYNMWncMuCo7a8WjSLDSextZN6Ord+Ob66nvVtu9v1Zlvb1N5J10e1gI4hG55Fh+6rOGQDRYaeiA",
-	"X3i2dqKx9VZNX+uuxDK+6PEI78pfHlYzYkMTmc1RRc9CpY0CR7xOX8poWbdZ6NgrkUeioF7J2GdvliK5",
-	"A24kO4urNcP+k+CuYlLXUi9X/XS+BXA6/j8n1zfXX3q2ul2BdXgZbLDeovsulsgiEAgQJysB73tVOFIm",
-	"mD9/EYNAWXK1wbxBRLy5fl8DsnS/0V7xQL25fg+w5DwDw0ykTaomEQHWMXIH5eRatzob34zejm5Gn9sv",
-	"BqssZituXFOQ1A26JjWfXF+fnL+bXo6ubj67emLvya5tbpNLa4Fs/boHsExDRAGFF8nSq4z6Y3+9eL0h",
-	"zbAht9z+9496dpJ+io9K9fJRz5hMG4tsdqFW6xDlYL/XUSOJ7Kv6/CqHuMr2dIEg/BFs8Sgt6NXCIV6R",
-	"EFH+k4YLa/0Ia2GT9sn59PLq4t3V+BqJmVOFLuavkf4pptXStk+2b60t/4gN47D+D7C+107Tm5Oz8cXt",
-	"lpZCRRJasEO/NWY8vXRGv6FRjCzTTJRt5ntL51Z7sAqWIOiiXor8csBsD8UDJ/2Eu3XrRgHgCFYv0H3t",
-	"Maf1XdhaKkZNSVwxv9FHq1VzN9YNuw1hN3/24UsSgps98HX1+VQD/XFoggrFHAQf45nVRyh0U+7AuXXs",
-	"AYP76IRR40l4JRe5Nms2K1KQ6N14L+ePe+HbPfo2LgE+9HqqrRe7DjWoASy1Bpup2dtNK+0jWZX5i7/f",
-	"jm/H059uT1HxEepLEG2mkS0dvxPKZy58KPajnkUh5PpRz6yv8QIs2HpTfe85VOlJ8jCIqkbCg/3Bih3T",
-	"F5pCMBiBICMcGP3O8EQ098fK/3I7pIL62IASBXnls9RGByA+/E0hvVXf2bi3e7IAaxkswBLQFWU3hs2B",
-	"ljdHDDwsZbJkXNkHMDkaIwYwi9CC3GiL36NAwmFngCPTNlgjAQ+NGQyepnYOYWgICNB41O5ZjWTYvnUd",
-	"+jKrNpoZXJMH4i909205szb9HT2pYJ4xM+WIzYssY914fH5xffkm7tWHpHTj8dXFT9dxrzkuBT5/+/fb",
-	"i5uY5JZ0LJWUuqNLws0P2N/kaz+YZWX0jFwPqdiQWdbdkBm9Nk0u3XMHs7CWuSybJPBygBQ/UdXb2MGC",
-	"zMAKlQGJWscdjnSZqFF5u2jUNNR/6aZzh9K3yyubpHwNDJGJ0oZRNC/y/7WEySE7k68jxhXwdZiBAcyq",
-	"7FwYJlSi0Q3UZqI227d6ZO/NKydNkFuW8bUwdUPRO5V2oozgyRKwQg4gW2Vcqj3soj4YDCJ28HIYscPB",
-	"EC70cHBY+q+jwi2Fcr6wbqLOtRLUVy2VE2YOKC89NkQfyp7EiBRe41k4Nyzs9J1Qvj+aWmiFRCXu3ebK",
-	"v/bcQd0ftpxjgpg9BoqDM+WCKyxNMoUq2+AzjjEVaXWG+QAfiGFKuAdt7gh2JG+JELr1RJHQRDMCDbOQ",
-	"kYh975qeNyw+34MmHQa6DM+5QnjrAhOEXa0lv0RWp1Y92Bn0h/2Bz+QovpKdo87L/qD/kgJlS4xNe1EH",
-	"fy5ESymlb7vdHwxqgikcWlpWrPo7ehjJXQQy0XNsoLGCuvSiKnfMYn0X+yBWe0agfRITcnyK0Q2eLFkC",
-	"XDJbTxTDB7CCYm7XKgl5UyNyjVYVio1jENS+KwjftcwuuREUHWckT3p0lb7psooPlK2XuLAwRukjkn8g",
-	"6uD1dmmHPoxdWyfySvJFXuSJxyUvrBOpf78u/9AL84EdALbPRl7ioeQgn9Rh3N0uaYW6KOSNnf0ramEj",
-	"MvK5b8vKMpEGIoYlcl0o10P4LZt0youxNJ1rUyTzukCug2Anncg/BNatQ1l67DNERXLnj2IdUBn2dSnv",
-	"p8IqwGOGrhdvyLJCOZlhI6fA+CvyNK4BPAhMvYLjFisMQp6iqYSWQVMj4F4qQH84+AvG5nZUk4AUJdvT",
-	"b+RFINigIQqEQRVYBNP04YLIQIbvQfc6rY+x4ZOn9dYdPRNHQMqcLQu1gDWQnKTDGV4WvsLREioVj54B",
-	"iBUrDwU74MCdwWNs+TO948Bg5FIhFeB0p612qYxbwC3q+caMF1gZPtf+HvGJvWJVLr09ISRotUxaJ9B7",
-	"gmf5Rrl4g+8bU2Uw5gD4BFBzfQ8azPfts0Z/5W8FN1w5qUTZY8m6FHug9Dqwr++XJIbuu0cXIs+wmnTB",
-	"SUJg07LQKsQ/vNfcZ2MQOHAwnmMwGzG+2fTte3stulHwX+kQs/aIVbBieTTtpnEZUkNA7UjVpdAq4zBo",
-	"yTZPm2SCG99LOFFeEh8xfReCL/We79I2B5/aGxvEAvVxYFi3W6zQLySQylktgetavHjcn7rpS2O60hjt",
-	"tn7CV9hJ22rrVz7s/uErtEnQltRzcBEeolJogQljZYZLZ1IoZ8Guq29DbORJ7U4YRc0wqPzJv5oo8jXB",
-	"+TgK4wsSvqqb0sFYgI+UeEh07rtu0M73PaK1XUvpDNuDUwsetaVQBAiFuheDRhi6MUdsLo1PgDbkO1ZR",
-	"c/aw1FnlGZDtM1FdoHnr6N1e5IUbuxMrt8czYPEaYDPhHoRQYRE7UV2KJ3gAaZFjL06xRRLHa5TgggAE",
-	"ulxylWZoz442XB8A2Ls/aG89cAztwTXQ8YYDlluUrLD1BBsx/RwOryMipL+qjEtpwLowGzsBciVITacB",
-	"RWltDw9v74i6c+nCyHfnjjjTabbk9yTJvR1J0XHM1nAMfdNuasHmmdZpo2lYaTbn1jVCNJkGGimMmiiw",
-	"xEFb168BKRSP6pYFQOpBxhuoswZij8bl5YUt2YZq7iOQKWiTe5JnqUYGvCjx9eWz+Ugn8YkqkbXQFIJv",
-	"uszAgq8OaktaOKT/EtOcYSs4Jrd3LU41XP2afC/stMEG7sPBy40Rg8hfpSvdI5PLHyzoBlSIqCOjUNpA",
-	"Kv9OiJVHe5AASVak4KUgDnwe+iWzmNpHveJP8Z2tuJ/nYJB4zYbjAgFLuaY82+aZ7bG3e0lUuaXIicTa",
-	"Ue60jmjnEulV5MBzQp9drLDGqNwDzaW6mFplhZ2oVwd0EXXZwGaZTu4Cb70iK6178HLIZmKtVdrrl2FB",
-	"CUKMZ1YHgJ12PEMjZiPWuB0CLIX1RA0p4mgpd4Pk7oxM7tCA5T6CBn4AooTIE4M+c5TkVIoXUdpOqsIJ",
-	"3/BBXpPU6iTtHHXeCUfKhioDqwm5+4PBVxvx2BgOs2PCYxVoKVZ9GgDjByO0r10C+6IxyxcHPRZ5zs26",
-	"c9Q5lfdChaAWkLpUVATp+MJ2jn7teK/tA7xWi5vvdON+ae/LonQaGcHSYoQerQZMv27r+InqVmMIgYdC",
-	"oQk5sl6yVpnGuUQNXWk8P8Oq/T6rhvB/45VWm+y4z/poLrzPg8HBt5sZer59Rd3te6AxsoeElqeJrDnL",
-	"9yuR55lwHIPvPklYx1mNSENja41IM9/P20qkZ9Smj9UuFLCarRuNmRGaAMFEOWZUf2YEmxl9JxSGAJoV",
-	"SyMW99Xqn5QHa87vmOuCsqjNWOZEVQlF70qU9Kv8YI9uole+lMXnHNF5CAOLPhbWTVSIk7HEcLvslUnU",
-	"mu9EtXPkAnBbm4cSgU1QnYXMrdINoAyoB0o8YqGRViFXaoR/IhWGRqig2yDBpPPBgA02pTmdNRer6WJI",
-	"ZZ3g6UR1rRBNXd5DU7vuz1EwjaUiE64KH5KQbOP7U2mJ8e2/neuxl/wz87//w4wFIIbsCImBJnl+hrlC",
-	"9alum+zpYyGh9xLsSn6HcfDAv9zpXIL7uUbGKZ2+Kjk/UfNMLpZltMnWxoPiOBRa/dg7SY/kxxRWlG6T",
-	"F6wU8ntiRFDZYrx7SBBGW/yXtecbk3tgwXodx6YMMDpHB54G+Ui1WZlM86AQdmCpJ0f5fM9Gvj3DFkki",
-	"rJ0XGY6faWBoewzRTIDhZxGO8rD19dQ6NGFg6Ggb3z58Fq7R125JtSgjUo1Dga2ifLoD90GvAW4K18cR",
-	"aRzUNfa5sxEjo4y+RUt9Z6TJBx2elSPHreP61BwMTOSCW8wCgzfnNP5H1/Pf1bhwigP5JBnKyNI18xeJ",
-	"6Kev0sJgJZpWGF+j3TfH+MQhSP9EV3sVOGsVaGF6UofqcGu9ml9FlG1NYPvUrPgFfH/6N4rS7elQO0Tq",
-	"RvWGt6UG33Di/WZ1YLRVyhdt1+hFE7VVYRdtlK9Fu+rK4OXtsi+wPTbKpSi58AQX+wn2B4Mfv+XPfDRr",
-	"XuqOarclqtxnyNGhK22mC5L3JC76X/N3KziloYbP+PWKg+HLz+vgzd+OwPcOP/9e6y8K/Msmw+Hg5XO2",
-	"rH4tAt/5y3N22v49la9l+1MirjEIJGie7lI7FLm9XYZKs5Bgt7FyU5XjrbixZVmEBOPZCJ4DdZKZYfhD",
-	"SM/IkANaioxi81TiQ9xGUcEZaDj9wIz4KBIfzvWvo+5qTJl8c/0eeJrin9u1whvFgJ6puXHUzROKBTCU",
-	"OVHWT6b09XgETiY8DD6OQGAhlHnwsqr0zER5pIBBRn0CFfhYuEuBGqqCwXIq1Hk+xk4P4nxxWw/ZHA73",
-	"2Zl83Tv2QSEcydGMDAxfttVy+ZhjreKqaTwcs3lhUKZg/RLytlQYBaLxQD763o2rqiz8qBb9P+jhLEx/",
-	"SOdtVstWGdZjKMILvrUrMefrVeplVfDBRmkVRfBb6quY0wuBp1jqLC0Dh1swsz+z4UQhXLbPfimjHuiS",
-	"EbgbWN3/sb1MbKLKKHiVQ6nFjsu5756mqO6iXnxSVirxjSowHxZEg+xNGVI8ophjfExIqNe2l6R2hrx0",
-	"RKmJL6qwq5EaxwSYq2aTLTX+7MRqubbge/gFeyzRIFy8M+QvHw25ifISIdi1ZRmgnvvHt5unP+pZn524",
-	"cgA/WvRFLoxMWM6dkY8UccTDA3sEk/NBGsG6nO37qfwiy1g8jOKJIkr8gR7vRRiDbeIm0as1ACXdEc40",
-	"DbZpABgTbckSFFDq1efLv/QP2d9eYyMeSCk9Z9hOVJu/wLrDV/0D9rfXE0XZ2IjtD+GduS8W2GpGm0vn",
-	"qxlos7LccKIIX8P9H7BDLapngv3NSnvMqgQ4ScLqAJuVl54OcO6sz/nvEB0UvuZuorCZr4XQZSh4axA5",
-	"6J5KEPu4yETRxuCsfNQzPw6X2oiIPnlyR2a8xOp5y7rU4O4dK20mKuEKrpeiFnZZuFQ/KF86VqMjul9L",
-	"wMwxJbXihmeZyCZqDnuWfRIeGz7SgsIj10YE4w+LaID2Bb9jBnPRygWd5a3BygH1iyGZcTaXjwD2vTDA",
-	"0EAncIln8vVEdf24a1A78zn26/lQIqniHq3xsPQJhCpxjz9MoSg9Wk83gMhB6LtB9g1/RI0R6qpFYHB7",
-	"3JzbFAb4H25uWk8Ihz0beZRqU6k2chr2iHJSm+mNiWrJb0SeswBi+G7VTCFi5iHYFhOFtZWCqkpeDfCI",
-	"ga1q2Wj2Z/bqwKf6KChWBcRIJYeazqDd32lm9dwFciQtjT4qd8wWua8QnKj43cXZ+Oz05OzkBn1RK5xX",
-	"siVJsu71ybub8dVZb4s0Ud/5bp0wryOohvrklOOm7jOCUsxgk4E8cUshTcnlvhfW8nuRbjdoxLBEyxSD",
-	"PrxuhYt7QVATSU9UTHv7KlKMElG5CX5uKWeGac7SwgmTW/3sTIUtow04uC2jSeVbmwWqOI4MC8e6jXql",
-	"Xr2mkdTSRFUmJVkQnNaoh06bk2TKqgesJtpRS1Sm9Ea15eYyy+rFEnCTYEdNFFyhLT8rmQ1zkolOxRZp",
-	"VJK6WSuMFiEYI7Q/LeXzrY2a5LaQxjXcTqhQfDKsgb9fAwbwi7k2+R6QAE31o3LTWjO8f4l+ka3jxKN7",
-	"kdj7iNXdW5044fbI3q/3Qjff3XKIq99Me27jtG/cf1YkZf+r+eNt00p2xFI8bxPj/AcjKegPtTQ6RZut",
-	"STRUqRl+Ibj/E975wf6P3/Zn/0oTkNySULvUbTX2e18xUvKM+Mi/GqoYfkMUBvSFn0oMAZByWgb9qkYX",
-	"G9dOzi5Px2fj85taZvR/X1zl1nc3VbQDrj79yBcoR3Ag7FolS6OVLmz12Ec9q0Vbwseb8Rbfmrcz9/pX",
-	"0DloOpA9cCdWLoTKCYrC3Mt7EWpDbTC1Qy0pOJ9kicSVAbzR2kLVxA3DhOE0J1RmGzbK5gYs2A0UXkgy",
-	"wWuKD63lyraofi6mGhriIT9mco6uARk0pfeIJf++N7Jbr3KHve+wkqEXsZTnYGRs9E+j2U8/KFX3hyMq",
-	"VK4f+kXjjJsejeVr9HCxJ6nPftlquN60POjKvrOhML6sN4/oR4mxFlBacHnQzfJmgRGUHfOWxXdo5GTU",
-	"YHFcWxg91JDWLnuLyHJB9xe3tWStwe4OGx3IqzxkdlepR33+XdQB9ykXDsXfr793JNAjDtuJOornIMGQ",
-	"eDubyrku6mpDo4b7P3xm/NSnD//GBEn9bLvV+bcvLblttuR2N7p5/yc1Jf+rlMPXENaXGmzr58jgcmw1",
-	"0XbzKH6HRmNPmvp5dzhJrrN0bnX04gX+SNRSW3d0eHj4CicK+t3a5/ZUfpFKWYjKV/zkY/Kfoq12n10q",
-	"xlYvl8fbfn1n3Zp/1Zetffrw6f8FAAD//w==",
+	"M72+ubgavRvHveOJmhdZFjEjeLqnVbZm2jB9Lwz7rdCO99m5dkupFuyBW5YsuVqIdMhiI5xZ81kmjpkz",
+	"hYgnSqtEMLviiWDSsrkRIu1PVCfqLAVPhUEKuIK39kZzJ5AAmke5FolWqWVOswcuHZuJuTZwOmfWUi2G",
+	"7OWg34lqiHPrlegcd6RyYiEMYAdvwwmjePaNqexW2ZVI5FyKlFlh7pHciswh4m/GV+ej0+n46uriyhPN",
+	"JV9nmqc3Wp9y860JZqbTNROPiRCA7qVgiVZzuSiMSFkmcwlQX47+cXoxeju9ubiYno6ugFYQ8FvF77nM",
+	"4Oq/HdDx9c+3Nzcn5++mby9+OY+PEWiPZuv0aiVS9rCUmcAv8HhArtwYeY+ko81ENVj3mCkNjFNk3MDx",
+	"lUhgL5boIkvZTBABM5AUbikt00pMVFfwZMmWsDIz4rdCWMekYiujF0ZYC5wDX34sLFCvUEyvhBJpL2Jc",
+	"pROFC1V7RWxudI4QLwXP3JIZgWeKWM7XDHmR27uJit+Nb9gLeibus9faLRk3YpsJgd/wimyxWmnjRHom",
+	"UslvkE++NYF9h2eFDRkwKggFkEo8ScTKiZR149vz69vLy4urm/Hb6dn47cloevOPS6KzT4HPUWy8WXKl",
+	"RMXSqsg8AcKxo87K6JUwTpKaSXSKxxWqyDvHv3bOLt6OT1GUA0GP33aizsn5+9Hpydvp9eX4zc3V7Vkn",
+	"6oQ/pxe3N9OLn6ZXo/N3407UqQP5fnx1fXJxjp/+7fzil3MEuBN1zkanP11cneE5rq9H+KL/q2Ig2KSi",
+	"QISiLhg6H6Ig0awzUi3gKnNhrdcnW9+Vt1/7dqZ1JrhCBAKFSiNSwAHipFqu/nK1rZ59FImDpT3Cr8Qq",
+	"W28LavyYCXUvMr0STCuk4ZURqfRMRK+DtG5eDdDF9nqXWi1e63QdsUtaAzegT850KrITNdfAXFwxka/c",
+	"muV8hawZCyCJGDbaOkOijREZkvhUptu7kuZEJv7Oslim8RDPQTsQmtnDUtDpAruTfABCngmWCsBryubc",
+	"MKF0sViC8gJNyqSrAVXdmQgk/BSLNcj9U9Rpg/4nI+ySyZTpOQkog5fSvb09ecuceHSAn7zXCgSZZvA9",
+	"d53jTqoLoIPyQVXkM4EbOy84AiettFrgneItTXFLoCq4o6lUc11+ROdso+j72oL71QOVEm8S7n2AC9Gw",
+	"dat4mIjoanvXFoLGW2wjabrer0jUgZRxYSBmoli/YjxkcqG08TomXkm1iEFNsLhCZ9xnsZJZDFSnnGWg",
+	"eGZWKKStTSG4deY2srlV8rdClHQjmJcIm4TDjEh0nguVovq655lMJ+r25qe9H/rsplK+aC1YJh0Q/sHR",
+	"K/b9bO2E/X7I4pw/ngq1cMsA/kQlS2544oSxEbMa2JkAyYvMyT14k1WPgBnLVtxapO+JIu5AFFknswwY",
+	"0Ih5YUH3S7dkW0KYzM8Sjs7xwdGrqJNLFf69v5M52i1TK8HGBbTdKvnIxEonyyHT+BjPIrq+nRe2zXA7",
+	"rvAJBpR1Bmyw3tdntlY+CtLqPc8K0YKqCyUYwc9WAiwr/zxijSdO3guGQAfWsqzLs4y5pRECWYHT33sO",
+	"7GJHD/e2ue7tz6NnSrG3l899cvzMJz+1YkbNZSpUInah5rKOjwgMx18HEdv/MGRWlIxo+zk4ECRyfuiz",
+	"UfbA1xaQBWQ0nChew+nDUltvvOPOwfObCXyoADNLWpaJuWO6cMh0bikmCvQn2Jgzr+6IU56J4Jw/yhxI",
+	"ah+Zif4efAnin73C+H+4QttFNQ3Y4993WI/NuzvjyVIqsQe6HTiWwWN0cUDYDj/jROVOr0qtnOqkyD3/",
+	"/+vGXUqBk87xnGe2khPPNPba+PhndCauHXeF3cYB8en0XhgryTfYIakqeFOxMDwV6dQIbrWyrQrREtEK",
+	"xWKLW8dAnnF4Nx6Cm8WWRc5VhWla0EsTlUpYDtApnchtK+78B9wYvkY8o5AEd1ukbbYyUr7Tic7qR25V",
+	"5zVDgIWXmH9pyPZr11zK2KizWrulVrvXrulTaTFe44QC+fBOo0oxhQLfiV3iOqB/pWVzKbKULXWWWvAs",
+	"RYAiKPZ3Gt5zMhegnXEJdDlroa94off7B6/6P8TE/1uIJKB2A36m0yKrdi7d2XeazQqZpQwUE7AufNuN",
+	"U3EvstgL+UwnPKPH2q1UWxJn0H76rlMRWqu+K1Zw4KklfQ3vtgiHXdrPb9jGLqeap+iJ1AxInhIt8uyy",
+	"xjyeQ5v8tOJgbbTZnLB34AhdmEQQR8xlJmLWFZkV7HAwYHFwWK/Gf78dX9/Evf5EjWZWZ4UTDJZnQqXg",
+	"sEjF4v5HPcvkLGZuyV3E+NwJw+w6z6S6s4wbMVFGWJ3dizRimRSWFSoVBpnPUw/d/HeW8SzTDyJlRmuw",
+	"4LrxHn6yBxDuwYdxxLx48n5SGYuMZb7Sxr2AG89SYXrDicJA7IMMx7oc3fzcCLL22UiVBhWzMhUJNxMV",
+	"T4rB4GUCB8W/RP+j1SpmC3kvKIL1wO+Ftzv4o7TIN2RBWNa1QkxUbO8ywY3aI7D6eYpYbFqIh4MfX7XR",
+	"It5NQxQDuSxE2tkKVdHnMYiHXDthGWf0EZkyEYu5SZbyHp4xYg9lLcfnFAvfTBTZSF2+ydYUySZSZXi6",
+	"uIpvUAh7SDo+KYwRymXrYHaFlQA7IQiD4kWQaOxFgfAIQ16uVOQEX4KSi+EeYjRumRIP5Z0zoeD/Fc/h",
+	"BLHfj7ya6pjSEdYDV5d4DIcHU1k2AhM1g7YSRU950O/9Y1sGrv/8Mzy+yzbg2UIb6ZZ5q9oBLE5R/uSf",
+	"FT30tEjrsnVrwZUR91IXdrcA9ucMN+wj5sjAD3y1K56hgNEfuG0Ruxv42gCyBaSNY7ch9kw4I5PXRvC7",
+	"VD+o5/sMQ8Y3HAjiilQLiiV6FwIoWuegNdP///2EMqD1HLNriyQaFLgheC5Prw/2zk8uR6fXpGQRW5Y5",
+	"w6USKVsKI4asFIOXp9dXAuPWyKTa1L6SK5FJJbrXjquUm/Q64ZkwUeOVHm3iZUWrCs+4E8pNmynBki32",
+	"29jCHBCjZRfzzvGvT3P5JmF9+rApjN8Ybe0eRi84iLurgyaF9dkI3fPaSYKctpjtMDnJgX8bQGfXY9aF",
+	"/3/zvteELWKLF6efBdBf7pS7JkVyJ/aAKVvjf/4di2bgM2RVpVynGNjYJr5zYl89ZystlbN4FLsSiTNF",
+	"XmNd8QifIbU8TQe1LQ1XixaX7FQ/gLJXKStWsFvNAgixLdgSbJhHaSOW5Hv7Db/hGYye88cTevwAAa7+",
+	"0fQxNsTmBiPX2bZxYx92yYdTSTZmm3zYxsSood+HDJy1IOk93qVlJMufiBzWHFOkL9ioRNaTZA+Plyr3",
+	"WbjplJvsxMH1lv1fvrptMrTZCg2wvlCXW/lPMb2btYQC5T9Fg77IKpKK/U2+jpjRYEoDSTZIvJWrKgfn",
+	"s8j1uNji9w0/Er4DLQ+MPyQ/S1VSAwCNyDgguxps9Go9VAHoccAj8PB3Fo4o5z5RiMs2A5lfVcrs1ns7",
+	"rLgShZ9lqpBh2iYDig3sNLBG9YhlyWC7zKo2Zmux6rZjDU+EaNu88Gf4vc+xTRrOb3OTFjCjDVxt7dqK",
+	"eLLQ3mjlxGOLSJtxlyx9em7rVInOilxNpUrFY+2BSjwDYbeTyy5A3kq+UNo6mbREqM6KDJwUI7kT6GJJ",
+	"fLD0iYM64wsulSWLNOGZnBnkDzBX78R6omQZr6UkfplEJPJABzrkTGqh2j67Bj+1HggGFoabLDJu22K0",
+	"mbgXod7oGerst+c+N8W8zrOfNiItEoqtPSerePDsB78IDnfwRYA8QSVl/rktPKwScHPxxj8rvDfTJUjU",
+	"IVr/+Zc3Mgqfok7apN+nXm+h+E9RR6q5MLDm9PlG0KaIfFo6b2CoceJtGdKA58NTV1LmUVsvJYiXZ2Ak",
+	"CCMQrZ6lP/fmdXhuS2yGL9pAv66tvgEwhZBbhRpKfsLetBHgbj6irAyrbVgoPBcsw3gW45bFlV1s43/d",
+	"/n11dPTy1XZo3SZcTa34rRXM2s4tYIKr5LI1kyoxglupFmSjDwPw4reCZ7ZhycebnsjXPtHG9dZP0ER7",
+	"230H++sL65Q23Pibq9HJOZa6nbwfX73DylOqIby6vbwJ/2yp5WTdegDWl4KW5SpYDVrisof+/kZl4hcm",
+	"qb486xQQ9Fc92+YJkfGVBXvxecH7Wi3N85zz5u1su+a/LNeIn496hpXCIo2YViymv2PvVpUB7GeVYHzU",
+	"s13GTSgabCvt4ZRo8nbHXGcpe6xFwqwTK8tSrcSQ5Vppp5VMhmy/P6jZG/B1e9XBs7OvRlgMdX8phq/o",
+	"vW0U3ywF04VLdI4FNjHAGJf+KvhRvxWiECkQpykU+jIYPMYMBg8F3M9CfeVdNWHwO+xRHqHcJvwbQIpg",
+	"f7p2ymltQdWvxa/py07U8d91og4sAqjHJVp80w3O8VRSc2dK4igv4aniphpbjXxgv4W9rJM5dyKdpoXX",
+	"Ls/mtCfImECeFiZryZlyt6yI2OQsfuE8qC8ooUMLE+rjz4ejPRxP4eBMOL59eKWdd/eqVE9T/lcngve4",
+	"0y0F6hf+G1ZYYZhE9+4Lq4sokTRFt0c0IyybK21L4lJ17Q8Gg8FnVFd5jM9gy7S6QptxSqoOL12hZKmt",
+	"UDWRhMp4O/hO0dwvCplWMdcvem3j9LgGRpOfOv5VKeCe1tTcODnniZu2J3LrdG4d1vRVoaGIUb3ivQB3",
+	"b0NDG5E4bdY7FG95N88RuuEqP0UdJR6eb67XH642jTbO/BQWb1eZ5i0SJ7H3LYSFPr1lUvm6epMKc8xi",
+	"NCRlCsbNg5oOYtbv418Hg8O/xNFExePL0XQxXQkzPYWH3v7c/Gft2yHQZc6ZFStugHojqt6nPhSWSZTw",
+	"qubQr/zH/QoOdo8+F9bZF1g02Z+ok8oARL2U8ZnI6Jm5VNJhRbDMeebTWZgw//XPex9SuZDO/tqn/374",
+	"VVQffogjxh3LBLcOocKPQypPm4ki7YfVqFoq18PWBXrKH1Eby7rx/nQwGMS9iC3FI/eAAACDx/3V3gF8",
+	"EUs1j+k/AO6asj6Kq3hYO8tEKa32lFgg1fbZKEC3f8CMfrCsuz/YQ6MkqUsJsFiUEFiO8qBZjr078Lhb",
+	"coVGjPX59tIkmUnFzXoH8fMvoHy+bY3a+45fpo123z9R0lJF+jCV3WenwlHNKt1YxOI+YHHq63X34ohZ",
+	"B/yiFlSJyicqw3cAv/gS3nGurWOvDus1rl3pcBOLssKzRSUiPMJ8wU7nuLPK7N7B4ODV/v7Bwd7+YP9o",
+	"MAChy2EzAP///jra+2++98/B3o8fqj/7070Pvw+iVy8//VeLjqWogN7GxUnwzUN1kltyx1xhlGWcXfGc",
+	"q4qHugeDwx9YzUXqwT/0RDXjASAnx5ejiL39eYToe3s5Yt3Fi1M46kTdPOhQX0V8hTunbLZG3lgZnQhr",
+	"j+HR79n3359xxRciBw3UbdTbfWexKsb2vv/+mP18c3P5Yr+/z/7M/np9cQ6m50obx46Ojl71aaGqvAte",
+	"+G9h9Nnf2dX47y+uxpf15498qTE5OZc8uStLxm1/ohjWRocCMWlZ1RQmFYtrob2YzYSVqSApCJc/ZNLZ",
+	"UAYKS3k6RzRgIUaziB1IsN6nUfs3ujggNRmLQ+gbvg4BCfi7GQypfVKLtIQlNqJitYdr0SXcfyNkFVPj",
+	"E2NxmfaOK6vBspnI9IMvS6UmK0qnBMPDspl2y5IikET+9Kc/MTygnajxvTBrNNWB90KzKfptAr8yunCC",
+	"SZVkBZZHFepO6QdFn9uIPRitFhOVC7fUKQn1eveejVjCjZG+yChu1I7GVbdA4Pp8s0w0Bq847rM3OhWW",
+	"Ya36bE2HpX2QlP9AEmV/YFUp+4McuD8m6o+9vb3yf/DY4WDA/tiuBmN/NHpUyvqIHMzMZiEqBQlC1T+J",
+	"Hsr3iCztsfouVT09cE3YBJvrfC8XXhPxVOPFjYIk+Ozy4vqGvUCz6AWYC76Hr1aTBAtuiL+WVd9chDDI",
+	"E6vWEnNVRTTcCXp2SrNMq4UwhB+PACv/KfD+r38e7R0cvcIOCJOG8rwGWA9GA1W5YaOFwvK1ZQ/LJtS3",
+	"59ejn8ZTBH4XyJytZHKHpa5zUApOM86SjFsL3rKXEoLyBpm0bgi4KntyxaNIsNJ7G1k3o6t345vrqe9W",
+	"272/VmW9vU3knXR7WAjiEbnkWH7qs4ZANFhp6IBfeLZ2orH1Vk1f667EMr7o8Rjvyl8eVjNiQxOZzVFF",
+	"z0KljQJHvE5fymhZt1no2CuRR6KgXsnYZ2+WIrkDbiQ7i6s1w/6T4K5iUtdSL1f9dL4FcDr+PyfXN9df",
+	"era6XYF1eBlssN6i+y6WyCIQCBAnKwHve1U4UiaYP38Rg0BZcrXBvEFEvLl+XwOydL/RXvFAvbl+D7Dk",
+	"PAPDTKRNqiYRAdYxcgfl5Fq3OhvfjN6Obkaf2y8GqyxmK25cU5DUDbomNZ9cX5+cv5tejq5uPrt6Yu/J",
+	"rm1uk0trgWz9uoewTENEAYUXydKrjPpjf714vSHNsCG33P73j3p2kn6Kj0v18lHPmEwbi2x2oVbrEOVg",
+	"v9dxI4nsq/r8Kke4yvZcgiD8EWzxKC3o1cIhXpEQUf6Thgtr/QhrYXv3yfn08uri3dX4GomZU4Uu5q+R",
+	"/imm1dLwT7ZvraH/mO3HYf0fYH2vnaY3J2fji9stLYWKJDRvh05tzHh66Yx+Q6MYWaaZKBvU95bOrfZg",
+	"FSxB0EW9FPnlgNkeigdO+gl369aNAsARrF6g+9pjTuu7sLVUjJqSuGJ+o49Wq+ZurBt224fd/Nn3X5IQ",
+	"3Oyer6vPp1rvh6EJKhRzEHyMZ1Yfo9BNuQPn1rEHDO6jE0aNJ+GVXOTarNmsSEGid+O9nD/uhW/36Nu4",
+	"BPjI66m2Xuw61KAGsNQabKZmbzetdIBkVeYv/n47vh1Pf7o9RcVHqC9BtJlGtnT8TiifufCh2I96FoWQ",
+	"60c9s77GC7Bg6+32vedQpSfJoyCqGgkP9gcrdsxtaArBYASCjHBg9DvDE9HcHyv/y+2QCuoDB0jC5JXD",
+	"Uhs6gMjw14TEVn1n497mTIJ/dQoB1cQ3ZxCwBNTKzjkED0uZLBlX9gHsksYcAkw1tNxAtCUUokDnYU+A",
+	"INM2mCwBWY0RD57wds54aEgRUIvUE1pNfNgmDR2aN6temxncpQfiL0QgbYm1NiUfPamFnjGS5ZjNiyxj",
+	"3Xh8fnF9+Sbu1WewdOPx1cVP13GvOY0FPn/799uLm5iEm3QslZTfo0vCzQ/Z3+RrP/dlZfSM/BOp2D6z",
+	"rLshWHpt6l665859YS1jXzZJ4OUA2WKiqrexzQU5hhUqA6q1jjucGDNRo/J20fJp2AilL88diugurwyX",
+	"8jWwViYK+ABDfpH/ryVM7rMz+TpiXAHzh0EZwNHKzoVhQiUafUVtJmqzx6tHRuG88uQE+W4ZXwtTtya9",
+	"52knygC/AlbIS2SrjEu1h63Wh4NBxA5f7kfsaLAPF3o0OCqd3FHhlkI5X303UedaCWq+lsoJMweUl24d",
+	"og8FVGJECq/xLJwbFnb6TijfRE19tkKipve+deWEe+6gFhEb/GjC7BAoDs6UC66wfskUquyVzzgGXqTV",
+	"GSYNfLSGKeEetLkj2JG8JULo1hNFkhVtDbTeQtoi9g1uet4wC32jmnQYDTM85wrhrQtWEHO1vv0SWZ1a",
+	"iWFn0N/vD3y6R/GV7Bx3XvYH/ZcUTVtiANuLOvhzIVrqLX1v7sFgUBNM4dDSsmLV39HoSD4lkImeY5eN",
+	"FdTKF1UJZhbru9hHutrTBu2DnpDjUwyBgJ5IgEtm64li+ACWWcztWiUhuWpErtH0QrExBEHtW4fwXcvs",
+	"khtBIXRG8qRHV+k7M6sgQtmfiQsLY5Q+JvkHog5eb5d26OjYtXUiryRf5EWeeFzywjqR+vfr8g9dNR/9",
+	"AWD7bOQlHkoOclwdBuftklaoi0Le2Nm/ohY2Ik+A+96tLBNpIGJYIteFcj2E37JJp7wYS8O/NkUyrwvk",
+	"Ogh20on8Q2ACO5SlQ59GKpI7fxTrgMqw+Ut5ZxZWAR4zdL14Q5YVyskMuz0FBmmRp3EN4EFg6hUct1hh",
+	"pPIU7Sm0CZoaAfdSAfqjwV8wgLej5ASkKBmofiMvAsFQDaEijLzAIpjLDxdEVjR8D7rXaT3ErlCe1vt7",
+	"9EwcAylztizUAtZAcpIOR4RZ+ArnT6hUPHoGIFas3BhskwOfB4+x5fT0hoHByO9CKsDhUVs9VRm3gFvU",
+	"841BMLAyfK79PeITe8WqXHp7jEjQapm0TqCLBc/yjZryBt83Rs9gYALwCaDm+h40mG/uZ40mzN8Kbrhy",
+	"UomyEZN1KUBBOXhgX99USQzdd48uhKdhNemCJ4XApmU1VgiSeNe6z8YgcOBgPMeIN2J8szPcNwBb9LXg",
+	"v9IhZu0xq2DFGmraTeMypIaA2pGqS6FVBmvQhm2eNskEN77hcKK8JD5m+i5EaOqN4aUBD463NzaIBerT",
+	"xrC4t1ih80gglQNdAte1uPq4P7Xcl8Z0pTHafYKEr7DdttUnqBzdg6NXaJOgLann4Eo8RKXQAhPGygyX",
+	"zqRQzoJdV9+G2MiT2p0wijpmUPmTEzZR5JCCk3IcZhwkfFU3pYOxAB8p8ZDo3LfmoJ3vG0lru5bSGbYH",
+	"zxfcbkvxChAKdccGjTD0bI7ZXBqfJW3Idyy15uxhqbPKMyDbZ6K6QPPW0bu9yAs3didWbo9nwOI1wGbC",
+	"PYDL5BexE9WloIMHkBYZenGKfZQ4g6MEFwQg0OWSqzRDe3a04foAwN79QXvrgWP8D66BjncwYLlFyQpb",
+	"T7Bb0w/r8DoiQvqrar2UBqwLs7ETIFeC1HQaUJTW9vDw9o6phZcujBx87ogznWZLfo+SvMydUwydxLgR",
+	"YTe1YPNM67TRWaw0m3PrfByHKABIyGICES1x0Nb1a0AKxaO6ZQGQepDxBuqsgdibKIAjL2zJNlSYH4FM",
+	"QZvckzxLNTLgLx5VbVP/uMJKfLoWHybCWRR1L3uiam52aX+gpqEs3VoXVeQKr7EX1RG80MgLGtRZw9MG",
+	"zn11WIPIAm78l5hCDZACdri9a/HFgWLW5LJhFw82hx8NXm4MPsTbKz1wCgoEGz+oFNSjqFqjcPVkKdwJ",
+	"sfK3FQRHkhUpODeIKZ/jfskslg2gOvKn+M5WQoPnYMd4hYijCIVlPNeUw9s8sx16c5kknFuKnCizPfzh",
+	"tI5o5xLvVcDBM1CfXaywfqncA62sunRbZYWdqFeHdBF1kcJmmU7uAku+IuOue/hyn83EWqu01y9DjhLu",
+	"m2dWB4CddjxD22cjjrkdXixl/ETtUzTTUl4IucQZmdyh3ct9dA7cB0QJUTfGlOaoAKjML6KUoFSFE76Z",
+	"hJwtqdVJ2jnuvBOOdBRVHVZzew8Gg682PrIxeGbH9MgqPlOs+jRcxg9daF+7BPZFY8IwDpEs8pybdee4",
+	"cyrvhQL6IJ+Hp1JRgaXjC9s5/rXjnb0P8FotJr/T+/ulveeLUnVkO0uL0X80NjC1u20aTFS3GnEIPBSK",
+	"WMj/9QK5ymLOJSr2SlH6+Vjt91k1m/8br7TaZMd91sd+4X0eDg6/3TzS8+0r6m7fAw23PSK0PE1kzQnD",
+	"X4k8z4TjGNj3Ccg6zmpEGppma0Sa+V7hViI9oxEAWElDca7ZutH0GaHlECybIaPaNiPYzOg7oTBy0KyG",
+	"GrG4r1b/pBxbczbIXBeUoW2GQCeqSlZ6D6SkX+WHhnQTvfJlMj6fiQo2DEP6WID6DeE1lhhul70yQVtz",
+	"uagujzwHbmuzViIyZMJZyEorvQfKrnqgxCMWMWkV8rBG+CdSYWg8C3obEixBH0PYYFOaAVrzzJqeiVTW",
+	"CZ5OVNcK0dTlPbTQ624gxeBYKjLhqqgjCck2vj+Vlhjf/tu5HvvUPzOV/D/MWACiN3C8GGiS52eYK1S2",
+	"6rapoT6EEvo6wRzldxg+D/zLnc4leK1rZJzSV6wS/xM1z+RiWQapbG30KI5aodWH3rd6JPensKL0trxg",
+	"pUjhE+OHyvbl3QOIMEjjv6w935gKBAvWa0Q2ZYDROfr9NCRIqs2qZ5o1hbADSz05Juh7NvKtH7ZIEmHt",
+	"vMhwtE0DQ9sjjmYCDD+LcJSHra+n1qHBAyNO2/j2Ubdwjb4uTKpFGchqHApsFeWzJLjPBU7SV4LWx/Fr",
+	"HNQ19tCzESOjjL5FS31ngMrHKp6Vf8et4/pEHoxn5IJbzDCDE+g0/kfXc+vVKHIKH/ncGsrI0qPzF4no",
+	"p6/SwmCVm1YYlqPdN0cExSG2/0THfBVvaxVoYTJTh2p8a32gX0WUbU13+9SsJgZ8f/o3itLtyVM7ROpG",
+	"ZYi3pQbfcA7/ZuVhtFUmGG3X/0UTtVW9F22UxkW7atbg5e2SMrA9NkqxKCfxBBf76fiHgx+/5Y+PNOtp",
+	"6o5qtyUY3WfI0aHjbaYLkvckLvpf89c0OGWv9p/xmxqH+y8/r4M3f9EC3zv6/Hutv1bwL5sMR4OXz9my",
+	"+g0LfOcvz9lp+1devpbtT/m7xpCRoHm6S+1Q5PZ2GSrN+oPdxspNVeq34saW1RQSjGcjeA7USWaG4Q8h",
+	"qyND6mgpMgrpU/kQcRsFE2eg4fQDM+KjSHwU2L+OuqsxwfLN9XvgaQqbbtchbxQaeqbmxlGnUKgxwAjo",
+	"RFk/9dLX+hE4mfAw+DgCgYVQ5sHLqrI6E+WRAgYZ9SBU4GNRMAVqqGwGS7VQ5/nQPD2Is8ttPWRztH/A",
+	"zuTr3tAHhXDcRzMysP+yrU4MQbhQtWqupvEwZPPCoEzB2ijkbakwCkSjh3zQvhtXFV/4US1pcNjDOZv+",
+	"kM7brJatMizjUIQXfGtXPs+XudRLtuCDjbItCvu21G4xpxcCT7HUWVoGDrdgZn9m+xOFcNk++6WMeqBL",
+	"RuBuYPXgx/YStIkqg+dV6qUWci5nynuaonKNes1KWeDENyrMfFgQDbI3ZUjxmGKO8ZCQUK+bL0ntDHnp",
+	"mDIaX1S9VyM1jnkzV809W2r8SYvVcm3B9/AL9liiQbh4Z8hfPhpyE+UlQrBryxJDPfePbzdmf9SzPjtx",
+	"5XB/tOiLXBiZsJw7Ix8p4oiHB/YIJueDNIJ1OTvwE/9FlrF4P4oniijxB3q8F2EMtombRK/WAJR0xzgv",
+	"NdimAWDMzyVLUECpV58v/9I/Yn97jU1+IKX0nGGrUm22A+vuv+ofsr+9nihK4kbsYB/emfsY/1aj21w6",
+	"XwRBm5WljBNF+No/+AG736J6AtnfrLRDVuXNSRJWB9is6vR0gDNtfanADtFB4WvuJgobBVsIXYY6uQaR",
+	"g+6pBLGPi0wUbQzOykc986N2qUWJ6JMnd2TGS6zMt6xLzfPesdJmohKu4HopamGXhUv1g/IVZzU6ovu1",
+	"BMwcM1krbniWiWyi5rBn2YPhseEjLSg8cm1EMP6w9gZoX/A7ZjCFrVzQWd4arBxQvxiSGWdz+Qhg3wsD",
+	"DA10Apd4Jl9PVNeP0ga1M59jL6APJZIq7tEaD0ufQKjy/fijF4qyqvV0A4gchL4bZN/+j6gxQs22CAxu",
+	"h82ZUOHHAY42N63nkcOejTxKtalUGzkNe0w5qc30xkS15Dciz1kAMXy3amYeMfMQbIuJwpJMQcUorwZ4",
+	"xMBWtSQ2+zN7degThBQUqwJipJJDKWjQ7u80s3ruAjmSlkYflTtmi9wXFk5U/O7ibHx2enJ2coO+qBXO",
+	"K9mSJFn3+uTdzfjqrLdFmqjvfCdQmAUSVEN9KsuwqfuMoMw02GQgT9xSSFNyue+ztfxepNvNHzEs0TIh",
+	"oQ+vW+HiUMoriKQnKqa9ffEpRomoSgU/t5Qzw+xoaeGEqbB+LqfCdtQGHNyW0aTyrc26Vhx1hvVm3UaZ",
+	"U69eCklqaaIqk5IsCE5r1EOnzSk1ZbEEFiHtKEEqU3qj2nJzmWX1Ggu4SbCjJgqu0JaflcyGOclEp2KL",
+	"NCpJ3SwxRosQjBHan5by+dZGKXNbSOMabicUNj4Z1sDfxgED+MVcm3wPSIAmBlKVaq3R3r9Ev/bWceLR",
+	"vUjsfcTq7q1OnHB7ZO/X+6yb7245xNXvsT23KdsPBXhWJOXgq/njbZNQdsRSPG8T4/wHIynoD7U0UUWb",
+	"bU80sKkZfiG4/xPe+eHBj9/2JwVLE5DcklDy1G019ntfMVLyjPjIvxqq2P+GKAzoCz/DGAIg5SQO+sWO",
+	"LjbFnZxdno7Pxuc3tczo/764yq3vnKpoB1x9+gExUI7gQNi1SpZGK13Y6rGPelaLtoSPN+Mtvu1vZ+71",
+	"r6Bz0HQge+BOrFwIlRMUhbmX9yKUlNpgaocSVHA+yRKJKwN4oyOGipAbhgnDSVGozDZslM0NWLAbKLyQ",
+	"ZILXFB9ay5VtUf0UTTWQxEM+ZHKOrgEZNKX3iJ0Cvu+yWy+Oh73vsJKhF7GU52BkbPRmo9lPP1ZV94cj",
+	"qm+uH/pF44ybHo3la/RwsZWpz37ZaubetDzoyr6zoZ6+LFOP6KeSsYRQWnB50M3yZoERlB3zlsV3aORk",
+	"1JcxrC2MHmpIa5ctSWS5oPuL21qy1mB3h/0R5FUeMbur1KM+Wy/qgPuUC4fi79ffOxLoEQf5RB3Fc5Bg",
+	"SLydTeVcF3W1gVT7Bz98ZrTVpw//xgRJ/Wy71fm3Ly25bbb7djc6hf8nNSX/q5TD1xDWlxps6+fI4HIk",
+	"NtF28yh+h0Y/UJr6WXo4pa6zdG51/OIF/gDVUlt3fHR09AqnFfrd2mcCVX6RSlmIylf85GPyn6KtLqFd",
+	"KsZWL5fH2359Z92af9WXrX368On/BQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -26,8 +26,9 @@ import (
 //     requests), the one idle longest first;
 //   - never one with a request being handled (http.StateActive).
 //
-// Regular slots (max) are used first. Only when every regular connection
-// has a request in progress does a newcomer go to the health reserve
+// Regular slots (max) are used first. When no regular connection can be
+// evicted now (every one has a request in progress, or the others are
+// younger than evictGrace), a newcomer goes to the health reserve
 // (healthReserveConns more), where it may only ask GET /health and every
 // read or write has at most reserveTimeout; at the reserve's cap the same
 // eviction order applies among reserve connections. When even the reserve
@@ -52,7 +53,7 @@ import (
 const (
 	healthReserveConns = 64
 	reserveTimeout     = 3 * time.Second
-	evictGrace         = 10 * time.Millisecond
+	evictGrace         = 20 * time.Millisecond
 	healthPath         = "/health"
 )
 
@@ -146,30 +147,29 @@ func (l *connLimitListener) admit(c net.Conn) (*limitedConn, error) {
 }
 
 // admitLocked decides c's admission at now: a slot (evicting a victim if
-// need be), a wait for a newcomer not read yet to become a candidate, or
-// refusal.
+// need be), a wait for a connection to become a candidate, or refusal.
+// A regular slot comes first; the reserve is used when no regular
+// connection can be evicted now, so that while a few regular connections
+// are young the reserve's turnover still admits newcomers.
 func (l *connLimitListener) admitLocked(c net.Conn, now time.Time) (lc *limitedConn, wait time.Duration, refuse bool) {
 	reserve := false
 	if l.regular >= l.max {
-		victim, wait := l.candidate(false, now)
+		victim, waitRegular := l.candidate(false, now)
 		switch {
 		case victim != nil:
 			l.evictLocked(victim)
-		case wait > 0:
-			return nil, wait, false
 		case l.reserved < healthReserveConns:
 			reserve = true
 		default:
-			victim, wait := l.candidate(true, now)
-			switch {
-			case victim != nil:
-				l.evictLocked(victim)
-				reserve = true
-			case wait > 0:
-				return nil, wait, false
-			default:
+			victim, waitReserve := l.candidate(true, now)
+			if victim == nil {
+				if wait = minPositive(waitRegular, waitReserve); wait > 0 {
+					return nil, wait, false
+				}
 				return nil, 0, true
 			}
+			l.evictLocked(victim)
+			reserve = true
 		}
 	}
 	lc = &limitedConn{Conn: c, l: l, reserve: reserve}
@@ -181,6 +181,14 @@ func (l *connLimitListener) admitLocked(c net.Conn, now time.Time) (lc *limitedC
 	}
 	l.open[lc] = struct{}{}
 	return lc, 0, false
+}
+
+// minPositive is the smaller of a and b that is above 0, or 0.
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // Eviction ranks, most evictable first, among connections in StateNew at

@@ -46,9 +46,9 @@ const (
 	// Retryable once an operator frees space or the disk answers.
 	InsufficientStorage Code = "INSUFFICIENT_STORAGE"
 	// ServerBusy: a shared resource is momentarily taken. On the
-	// management channel: every regular connection slot had a request in
-	// progress, and this connection (from the health reserve) may only ask
-	// GET /health.
+	// management channel: no regular connection slot could be freed (each
+	// had a request in progress or had just been opened), and this
+	// connection (from the health reserve) may only ask GET /health.
 	// On the prediction channel: a message over 64 KiB arrived while the
 	// transport's shared buffer for large messages was in use.
 	ServerBusy Code = "SERVER_BUSY"
