@@ -59,9 +59,10 @@ const (
 
 // headerMemoryPerConn is the most one connection slot holds while its
 // request header arrives: up to maxHeaderBytes (+4 KiB net/http allows)
-// of header, read through bufio buffers and parsed into a header map. 272
-// connections each holding a 68 KiB partial header (10,000 header lines,
-// or one long line) measured about 150 KiB each.
+// of header, read through bufio buffers and parsed into a header map. 321
+// connections (the default cap, reserve and one more) each holding a
+// 68 KiB partial header of 100-byte lines measured 154 KiB each (49 MiB
+// over the idle process); one long header line, about 50 KiB each.
 const headerMemoryPerConn = 192 << 10
 
 // ConnectionMemoryBound is the most the management channel's connections
