@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -273,25 +274,63 @@ func slowBodyClient(ctx context.Context, addr string, wg *sync.WaitGroup) {
 	}
 }
 
-// keptAlive is a raw keep-alive connection that asks GET /health.
+// keptAlive is a raw keep-alive connection that asks GET /health. At the
+// connection cap the server may close it while it is idle (eviction);
+// like any HTTP client it then connects again, and counts it.
 type keptAlive struct {
-	conn net.Conn
-	r    *bufio.Reader
+	addr      string
+	conn      net.Conn
+	r         *bufio.Reader
+	reconnect int
 }
 
 func dialKeptAlive(t *testing.T, addr string) *keptAlive {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
+	k := &keptAlive{addr: addr}
+	if err := k.dial(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return &keptAlive{conn: c, r: bufio.NewReader(c)}
+	t.Cleanup(func() { k.conn.Close() })
+	return k
 }
 
-// health asks GET /health on the connection within limit.
+func (k *keptAlive) dial(limit time.Duration) error {
+	c, err := net.DialTimeout("tcp", k.addr, limit)
+	if err != nil {
+		return err
+	}
+	k.conn, k.r = c, bufio.NewReader(c)
+	return nil
+}
+
+// health asks GET /health on the connection within limit. When the
+// server had closed the connection while it was idle (the request gets no
+// answer at all: EOF or reset at once), it asks again on a new one within
+// the same limit.
 func (k *keptAlive) health(limit time.Duration) (int, error) {
-	k.conn.SetDeadline(time.Now().Add(limit))
+	deadline := time.Now().Add(limit)
+	status, err := k.ask(deadline)
+	if err != nil && k.closedWhileIdle(err) && time.Now().Before(deadline) {
+		k.conn.Close()
+		k.reconnect++
+		if err := k.dial(time.Until(deadline)); err != nil {
+			return 0, err
+		}
+		return k.ask(deadline)
+	}
+	return status, err
+}
+
+// closedWhileIdle: the request got no answer because the server had
+// closed the connection (EOF, reset, broken pipe), not because it was
+// slow (a timeout).
+func (k *keptAlive) closedWhileIdle(err error) bool {
+	var ne net.Error
+	return !errors.As(err, &ne) || !ne.Timeout()
+}
+
+func (k *keptAlive) ask(deadline time.Time) (int, error) {
+	k.conn.SetDeadline(deadline)
 	if _, err := fmt.Fprintf(k.conn, "GET /health HTTP/1.1\r\nHost: ramanserve\r\n\r\n"); err != nil {
 		return 0, err
 	}
@@ -314,16 +353,18 @@ func freshHealth(addr string, limit time.Duration) (int, error) {
 		return 0, err
 	}
 	defer c.Close()
-	k := &keptAlive{conn: c, r: bufio.NewReader(c)}
-	return k.health(limit)
+	k := &keptAlive{addr: addr, conn: c, r: bufio.NewReader(c)}
+	return k.ask(time.Now().Add(limit))
 }
 
 // TestHealthThroughFullConnectionCap: 256 slow-body clients (one body byte
 // every 10 s on POST /model/load) fill the default management connection
 // cap. GET /health still answers within 1 s, every time, once a second for
 // 60 s (10 s with -short): from a fresh connection, from a connection kept
-// alive since before the flood, and from one kept alive since after it.
-// Any other request from a fresh connection gets 503 SERVER_BUSY.
+// alive since before the flood, and from one kept alive since after it
+// (either may be evicted while idle to admit a newcomer; it then connects
+// again within the same second). Any other request from a fresh
+// connection gets 503 SERVER_BUSY.
 func TestHealthThroughFullConnectionCap(t *testing.T) {
 	t.Parallel()
 	duration := 60 * time.Second
@@ -385,7 +426,77 @@ func TestHealthThroughFullConnectionCap(t *testing.T) {
 		n++
 		time.Sleep(time.Second - time.Since(tick))
 	}
-	t.Logf("%d slow clients: %d rounds of 3 health requests in %v, %d failures, slowest %v", flood, n, duration, failures, worst)
+	t.Logf("%d slow clients: %d rounds of 3 health requests in %v, %d failures, slowest %v; kept-alive connections evicted while idle: %d and %d times",
+		flood, n, duration, failures, worst, before.reconnect, after.reconnect)
+}
+
+// silentClient keeps one connection to addr open that never sends a byte,
+// connecting again each time the server closes it, until ctx ends.
+func silentClient(ctx context.Context, addr string, wg *sync.WaitGroup, connects *atomic.Int64) {
+	defer wg.Done()
+	buf := make([]byte, 1)
+	for ctx.Err() == nil {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		connects.Add(1)
+		stop := context.AfterFunc(ctx, func() { conn.Close() })
+		conn.Read(buf) // until the server closes it
+		stop()
+		conn.Close()
+	}
+}
+
+// TestHealthThroughSilentFlood: 600 connections that never send a byte,
+// each connecting again as soon as the server closes it, alongside 256
+// slow-body clients holding every regular slot with a request in
+// progress. GET /health from a fresh connection answers within 1 s every
+// time, twice a second for 10 s, and so does a kept-alive client (which
+// may be evicted while idle and then connects again).
+func TestHealthThroughSilentFlood(t *testing.T) {
+	t.Parallel()
+	p := startProcess(t, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	var connects atomic.Int64
+	const slow, silent = 256, 600
+	for range slow {
+		wg.Add(1)
+		go slowBodyClient(ctx, p.httpAddr, &wg)
+	}
+	for range silent {
+		wg.Add(1)
+		go silentClient(ctx, p.httpAddr, &wg, &connects)
+	}
+	time.Sleep(time.Second) // every slot taken, the rest in the accept queue
+	kept := dialKeptAlive(t, p.httpAddr)
+
+	var worst time.Duration
+	failures, n := 0, 0
+	check := func(what string, ask func() (int, error)) {
+		start := time.Now()
+		status, err := ask()
+		took := time.Since(start)
+		worst = max(worst, took)
+		if err != nil || status != 200 || took > time.Second {
+			failures++
+			t.Errorf("%s: health %d in %v: %v", what, status, took, err)
+		}
+	}
+	startConnects := connects.Load()
+	begin := time.Now()
+	for end := begin.Add(10 * time.Second); time.Now().Before(end); n++ {
+		tick := time.Now()
+		check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, time.Second) })
+		check("kept alive", func() (int, error) { return kept.health(time.Second) })
+		time.Sleep(500*time.Millisecond - time.Since(tick))
+	}
+	rate := float64(connects.Load()-startConnects) / time.Since(begin).Seconds()
+	t.Logf("%d silent and %d slow clients: %d rounds of 2 health requests, %d failures, slowest %v; silent connections closed and reopened %.0f/s; kept-alive evicted %d times",
+		silent, slow, n, failures, worst, rate, kept.reconnect)
 }
 
 // busyProbe sends POST /model/load on a fresh connection and reads the

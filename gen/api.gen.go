@@ -699,8 +699,16 @@ type ClientInterface interface {
 	//   writing, fsyncing and removing 4 KiB; concurrent calls share one
 	//   probe). The reason names the condition and errno: disk full
 	//   (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
-	//   (`EDQUOT`), or the failing call. Loads and training uploads then
-	//   answer 507 `INSUFFICIENT_STORAGE`;
+	//   (`EDQUOT`), or the failing call. A probe that has not finished
+	//   within 1 s (a file system that hangs, such as a stalled network
+	//   mount) reads "registry storage did not answer a 4 KiB write
+	//   within 1s", answered at once; the stuck probe stays the one every
+	//   later call shares until it returns, so probes never pile up.
+	//   Loads and training uploads then answer 507
+	//   `INSUFFICIENT_STORAGE` (an upload probes before its body is read,
+	//   and a probe timeout is 507 too; a load does not probe: on a hung
+	//   disk it waits on its index write while other loads get 409
+	//   `LOAD_IN_PROGRESS`);
 	// * the model that was active before the last restart could not be
 	//   restored at start-up;
 	// * the prediction channel is not listening;
@@ -714,16 +722,33 @@ type ClientInterface interface {
 	// is up but every `predict` returns `MODEL_NOT_LOADED`.
 	//
 	// Health answers while the management connection cap
-	// (`-max-http-connections`, default 256) is full of slow clients:
-	// beyond the cap the server accepts up to 16 more connections into a
-	// health reserve. A reserve connection may ask `GET /health` only
-	// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
-	// and write on it, headers and keep-alive waits included, has at most
-	// 3 s; it may stay open for further health requests sent at least
-	// every 3 s. Beyond cap and reserve, connections wait in the kernel's
-	// accept queue. JSON bodies also have a total time limit
-	// (`-http-json-body-timeout`, default 10 s), so a client trickling a
-	// body holds a regular slot for seconds, not minutes.
+	// (`-max-http-connections`, default 256) is full of slow, stalled or
+	// silent clients. No connection waits in the kernel's accept queue
+	// for a slot: at the cap the server accepts the newcomer and closes
+	// the connection that has waited longest without a request in
+	// progress: first one that has not sent a whole request header
+	// (oldest first), then a kept-alive connection between requests
+	// (idle longest first); never one whose request is being handled.
+	// A connection is not closed this way in its first 20 ms (an idle
+	// one may be at once, but only when no newer connection is waiting
+	// to send its first request): a newcomer has that long to have its
+	// header read, and a reconnecting flood is accepted no faster than
+	// the slots turn over. A kept-alive client may thus find its idle connection closed
+	// and must connect again, as HTTP clients do.
+	//
+	// When no regular connection can be closed (every one has a request
+	// in progress, or the others are younger than 20 ms), a newcomer goes
+	// to a health reserve of 64 connections. A reserve
+	// connection may ask `GET /health` only (anything else gets 503
+	// `SERVER_BUSY` and is closed) and every read and write on it,
+	// headers and keep-alive waits included, has at most 3 s. At the
+	// reserve's cap the same eviction applies among reserve
+	// connections; when all of them have a request in progress too, the
+	// newcomer is closed at once. Open connections stay at the cap plus
+	// 64. A request header block may be 64 KiB (431 beyond). JSON bodies
+	// also have a total time limit (`-http-json-body-timeout`, default
+	// 10 s), so a client trickling a body holds a regular slot for
+	// seconds, not minutes.
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -834,8 +859,12 @@ type ClientInterface interface {
 	// memory stays under the budget plus a fixed overhead of 128 MiB
 	// (runtime, buffers, loaded models) plus what the prediction
 	// channel's connections may hold (at most 192 MiB with the defaults;
-	// messages.md section 5). The server sets the Go soft memory limit
-	// to that sum unless `GOMEMLIMIT` is set.
+	// messages.md section 5) plus what the management channel's
+	// connections may hold in request headers: a header block may be
+	// 64 KiB (431 beyond), about 192 KiB per connection slot while it
+	// arrives, so 60 MiB for the default 256 + 64 slots (see `/health`).
+	// The server sets the Go soft memory limit to that sum unless
+	// `GOMEMLIMIT` is set.
 	//
 	// On shutdown (SIGTERM) the running job is recorded `failed` with
 	// `INTERRUPTED`; queued jobs are not started, their data sets are
@@ -892,8 +921,16 @@ type ClientInterface interface {
 //     writing, fsyncing and removing 4 KiB; concurrent calls share one
 //     probe). The reason names the condition and errno: disk full
 //     (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
-//     (`EDQUOT`), or the failing call. Loads and training uploads then
-//     answer 507 `INSUFFICIENT_STORAGE`;
+//     (`EDQUOT`), or the failing call. A probe that has not finished
+//     within 1 s (a file system that hangs, such as a stalled network
+//     mount) reads "registry storage did not answer a 4 KiB write
+//     within 1s", answered at once; the stuck probe stays the one every
+//     later call shares until it returns, so probes never pile up.
+//     Loads and training uploads then answer 507
+//     `INSUFFICIENT_STORAGE` (an upload probes before its body is read,
+//     and a probe timeout is 507 too; a load does not probe: on a hung
+//     disk it waits on its index write while other loads get 409
+//     `LOAD_IN_PROGRESS`);
 //   - the model that was active before the last restart could not be
 //     restored at start-up;
 //   - the prediction channel is not listening;
@@ -907,16 +944,33 @@ type ClientInterface interface {
 // is up but every `predict` returns `MODEL_NOT_LOADED`.
 //
 // Health answers while the management connection cap
-// (`-max-http-connections`, default 256) is full of slow clients:
-// beyond the cap the server accepts up to 16 more connections into a
-// health reserve. A reserve connection may ask `GET /health` only
-// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
-// and write on it, headers and keep-alive waits included, has at most
-// 3 s; it may stay open for further health requests sent at least
-// every 3 s. Beyond cap and reserve, connections wait in the kernel's
-// accept queue. JSON bodies also have a total time limit
-// (`-http-json-body-timeout`, default 10 s), so a client trickling a
-// body holds a regular slot for seconds, not minutes.
+// (`-max-http-connections`, default 256) is full of slow, stalled or
+// silent clients. No connection waits in the kernel's accept queue
+// for a slot: at the cap the server accepts the newcomer and closes
+// the connection that has waited longest without a request in
+// progress: first one that has not sent a whole request header
+// (oldest first), then a kept-alive connection between requests
+// (idle longest first); never one whose request is being handled.
+// A connection is not closed this way in its first 20 ms (an idle
+// one may be at once, but only when no newer connection is waiting
+// to send its first request): a newcomer has that long to have its
+// header read, and a reconnecting flood is accepted no faster than
+// the slots turn over. A kept-alive client may thus find its idle connection closed
+// and must connect again, as HTTP clients do.
+//
+// When no regular connection can be closed (every one has a request
+// in progress, or the others are younger than 20 ms), a newcomer goes
+// to a health reserve of 64 connections. A reserve
+// connection may ask `GET /health` only (anything else gets 503
+// `SERVER_BUSY` and is closed) and every read and write on it,
+// headers and keep-alive waits included, has at most 3 s. At the
+// reserve's cap the same eviction applies among reserve
+// connections; when all of them have a request in progress too, the
+// newcomer is closed at once. Open connections stay at the cap plus
+// 64. A request header block may be 64 KiB (431 beyond). JSON bodies
+// also have a total time limit (`-http-json-body-timeout`, default
+// 10 s), so a client trickling a body holds a regular slot for
+// seconds, not minutes.
 //
 // Corresponds with GET /health (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1077,8 +1131,12 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 // memory stays under the budget plus a fixed overhead of 128 MiB
 // (runtime, buffers, loaded models) plus what the prediction
 // channel's connections may hold (at most 192 MiB with the defaults;
-// messages.md section 5). The server sets the Go soft memory limit
-// to that sum unless `GOMEMLIMIT` is set.
+// messages.md section 5) plus what the management channel's
+// connections may hold in request headers: a header block may be
+// 64 KiB (431 beyond), about 192 KiB per connection slot while it
+// arrives, so 60 MiB for the default 256 + 64 slots (see `/health`).
+// The server sets the Go soft memory limit to that sum unless
+// `GOMEMLIMIT` is set.
 //
 // On shutdown (SIGTERM) the running job is recorded `failed` with
 // `INTERRUPTED`; queued jobs are not started, their data sets are
@@ -1382,8 +1440,16 @@ type ClientWithResponsesInterface interface {
 	//   writing, fsyncing and removing 4 KiB; concurrent calls share one
 	//   probe). The reason names the condition and errno: disk full
 	//   (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
-	//   (`EDQUOT`), or the failing call. Loads and training uploads then
-	//   answer 507 `INSUFFICIENT_STORAGE`;
+	//   (`EDQUOT`), or the failing call. A probe that has not finished
+	//   within 1 s (a file system that hangs, such as a stalled network
+	//   mount) reads "registry storage did not answer a 4 KiB write
+	//   within 1s", answered at once; the stuck probe stays the one every
+	//   later call shares until it returns, so probes never pile up.
+	//   Loads and training uploads then answer 507
+	//   `INSUFFICIENT_STORAGE` (an upload probes before its body is read,
+	//   and a probe timeout is 507 too; a load does not probe: on a hung
+	//   disk it waits on its index write while other loads get 409
+	//   `LOAD_IN_PROGRESS`);
 	// * the model that was active before the last restart could not be
 	//   restored at start-up;
 	// * the prediction channel is not listening;
@@ -1397,16 +1463,33 @@ type ClientWithResponsesInterface interface {
 	// is up but every `predict` returns `MODEL_NOT_LOADED`.
 	//
 	// Health answers while the management connection cap
-	// (`-max-http-connections`, default 256) is full of slow clients:
-	// beyond the cap the server accepts up to 16 more connections into a
-	// health reserve. A reserve connection may ask `GET /health` only
-	// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
-	// and write on it, headers and keep-alive waits included, has at most
-	// 3 s; it may stay open for further health requests sent at least
-	// every 3 s. Beyond cap and reserve, connections wait in the kernel's
-	// accept queue. JSON bodies also have a total time limit
-	// (`-http-json-body-timeout`, default 10 s), so a client trickling a
-	// body holds a regular slot for seconds, not minutes.
+	// (`-max-http-connections`, default 256) is full of slow, stalled or
+	// silent clients. No connection waits in the kernel's accept queue
+	// for a slot: at the cap the server accepts the newcomer and closes
+	// the connection that has waited longest without a request in
+	// progress: first one that has not sent a whole request header
+	// (oldest first), then a kept-alive connection between requests
+	// (idle longest first); never one whose request is being handled.
+	// A connection is not closed this way in its first 20 ms (an idle
+	// one may be at once, but only when no newer connection is waiting
+	// to send its first request): a newcomer has that long to have its
+	// header read, and a reconnecting flood is accepted no faster than
+	// the slots turn over. A kept-alive client may thus find its idle connection closed
+	// and must connect again, as HTTP clients do.
+	//
+	// When no regular connection can be closed (every one has a request
+	// in progress, or the others are younger than 20 ms), a newcomer goes
+	// to a health reserve of 64 connections. A reserve
+	// connection may ask `GET /health` only (anything else gets 503
+	// `SERVER_BUSY` and is closed) and every read and write on it,
+	// headers and keep-alive waits included, has at most 3 s. At the
+	// reserve's cap the same eviction applies among reserve
+	// connections; when all of them have a request in progress too, the
+	// newcomer is closed at once. Open connections stay at the cap plus
+	// 64. A request header block may be 64 KiB (431 beyond). JSON bodies
+	// also have a total time limit (`-http-json-body-timeout`, default
+	// 10 s), so a client trickling a body holds a regular slot for
+	// seconds, not minutes.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1523,8 +1606,12 @@ type ClientWithResponsesInterface interface {
 	// memory stays under the budget plus a fixed overhead of 128 MiB
 	// (runtime, buffers, loaded models) plus what the prediction
 	// channel's connections may hold (at most 192 MiB with the defaults;
-	// messages.md section 5). The server sets the Go soft memory limit
-	// to that sum unless `GOMEMLIMIT` is set.
+	// messages.md section 5) plus what the management channel's
+	// connections may hold in request headers: a header block may be
+	// 64 KiB (431 beyond), about 192 KiB per connection slot while it
+	// arrives, so 60 MiB for the default 256 + 64 slots (see `/health`).
+	// The server sets the Go soft memory limit to that sum unless
+	// `GOMEMLIMIT` is set.
 	//
 	// On shutdown (SIGTERM) the running job is recorded `failed` with
 	// `INTERRUPTED`; queued jobs are not started, their data sets are
@@ -2060,8 +2147,16 @@ func (r GetTrainingJobHTTPResult) ContentType() string {
 //     writing, fsyncing and removing 4 KiB; concurrent calls share one
 //     probe). The reason names the condition and errno: disk full
 //     (`ENOSPC`), read-only file system (`EROFS`), quota exhausted
-//     (`EDQUOT`), or the failing call. Loads and training uploads then
-//     answer 507 `INSUFFICIENT_STORAGE`;
+//     (`EDQUOT`), or the failing call. A probe that has not finished
+//     within 1 s (a file system that hangs, such as a stalled network
+//     mount) reads "registry storage did not answer a 4 KiB write
+//     within 1s", answered at once; the stuck probe stays the one every
+//     later call shares until it returns, so probes never pile up.
+//     Loads and training uploads then answer 507
+//     `INSUFFICIENT_STORAGE` (an upload probes before its body is read,
+//     and a probe timeout is 507 too; a load does not probe: on a hung
+//     disk it waits on its index write while other loads get 409
+//     `LOAD_IN_PROGRESS`);
 //   - the model that was active before the last restart could not be
 //     restored at start-up;
 //   - the prediction channel is not listening;
@@ -2075,16 +2170,33 @@ func (r GetTrainingJobHTTPResult) ContentType() string {
 // is up but every `predict` returns `MODEL_NOT_LOADED`.
 //
 // Health answers while the management connection cap
-// (`-max-http-connections`, default 256) is full of slow clients:
-// beyond the cap the server accepts up to 16 more connections into a
-// health reserve. A reserve connection may ask `GET /health` only
-// (anything else gets 503 `SERVER_BUSY` and is closed) and every read
-// and write on it, headers and keep-alive waits included, has at most
-// 3 s; it may stay open for further health requests sent at least
-// every 3 s. Beyond cap and reserve, connections wait in the kernel's
-// accept queue. JSON bodies also have a total time limit
-// (`-http-json-body-timeout`, default 10 s), so a client trickling a
-// body holds a regular slot for seconds, not minutes.
+// (`-max-http-connections`, default 256) is full of slow, stalled or
+// silent clients. No connection waits in the kernel's accept queue
+// for a slot: at the cap the server accepts the newcomer and closes
+// the connection that has waited longest without a request in
+// progress: first one that has not sent a whole request header
+// (oldest first), then a kept-alive connection between requests
+// (idle longest first); never one whose request is being handled.
+// A connection is not closed this way in its first 20 ms (an idle
+// one may be at once, but only when no newer connection is waiting
+// to send its first request): a newcomer has that long to have its
+// header read, and a reconnecting flood is accepted no faster than
+// the slots turn over. A kept-alive client may thus find its idle connection closed
+// and must connect again, as HTTP clients do.
+//
+// When no regular connection can be closed (every one has a request
+// in progress, or the others are younger than 20 ms), a newcomer goes
+// to a health reserve of 64 connections. A reserve
+// connection may ask `GET /health` only (anything else gets 503
+// `SERVER_BUSY` and is closed) and every read and write on it,
+// headers and keep-alive waits included, has at most 3 s. At the
+// reserve's cap the same eviction applies among reserve
+// connections; when all of them have a request in progress too, the
+// newcomer is closed at once. Open connections stay at the cap plus
+// 64. A request header block may be 64 KiB (431 beyond). JSON bodies
+// also have a total time limit (`-http-json-body-timeout`, default
+// 10 s), so a client trickling a body holds a regular slot for
+// seconds, not minutes.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2231,8 +2343,12 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // memory stays under the budget plus a fixed overhead of 128 MiB
 // (runtime, buffers, loaded models) plus what the prediction
 // channel's connections may hold (at most 192 MiB with the defaults;
-// messages.md section 5). The server sets the Go soft memory limit
-// to that sum unless `GOMEMLIMIT` is set.
+// messages.md section 5) plus what the management channel's
+// connections may hold in request headers: a header block may be
+// 64 KiB (431 beyond), about 192 KiB per connection slot while it
+// arrives, so 60 MiB for the default 256 + 64 slots (see `/health`).
+// The server sets the Go soft memory limit to that sum unless
+// `GOMEMLIMIT` is set.
 //
 // On shutdown (SIGTERM) the running job is recorded `failed` with
 // `INTERRUPTED`; queued jobs are not started, their data sets are
@@ -3655,168 +3771,179 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"1L1pd9vG9TD+Ve5hf+eETEGKki03oV7RNuOo1VYtzr+/0H9iCAzFsYAZZmYgik383Z9z7ww2ApTp1nWf",
-	"50ViCsssd+6+4fdOpNKVklxa0xn93tHcrJQ0nP54yxcsS+xEa6Xx70hJy6XFn2y1SkTErFDy4KNREq+Z",
-	"aMlThr/+R/NFZ9T500E5+IG7aw5otGs/TefTp09BJ+Ym0mKFg3VGnbHcgLJLrmHBRJJpDt2F0sCfWLpK",
-	"OLwcvoTw4vJ29tPl3cXbMICXw2MIzye3P1++neH18dnZ5S8TvHM8fAHhzeT6/eR69vru5h9hb9D5FHRO",
-	"pckWCxEJLu2NVZrd82+3u9slB83vhbF6852BWJgHiJiUyoJlDxwYrLWwHLrh6cXN3U8/nb45nVzczm5u",
-	"L6/H7yZhbzSViyxJAtCcxX0lkw0oDeqRa/gtU5YN4ELZpZD3sGYGoiWT9zw+gVBzqzdsnvARWJ3xcCqV",
-	"jDiYFYs4CAMLzXk8mMpO0FlyFnNNGHCNb/XHC8sJAepbueGRkrEBq2DNhIU5XyiNu7N6I+T9CbwYDjpB",
-	"BXB2s+KdUUdIy++5RujQaViuJUu+MZbdSbPikVgIHoPh+pHQLUssAf52cn0xPptNrq8vrz3SXLFNolh8",
-	"q9QZ098aYeYq3gB/ijhHcC85REouxH2meQyJSAWu+mr8j7PL8dvZ7eXl7Gx8jbhCC7+T7JGJBI/+2y06",
-	"vPn57vb29OLd7O3lLxfhiBbtwWysWq14DOulSDjdoO0hujKtxSOhjtJTWSPdUb5vySOcBCK2IrzNkgSY",
-	"jMEuhaneT9kGcTzZADMPEL6b3MLBkrPELsMBvFZ2CUzzJl0gCRDUTLZaKW15fM5jwW4Jdb/1mX9HO8IJ",
-	"AWkH94uMgkURX1keQze8u7i5u7q6vL6dvJ2dT96ejme3/7hyR/8pJz2i5DdLJiUvqUxmiccJ3HbQWWm1",
-	"4toKx/kjFdN2uczSzujXzvnl28kZcVfEscnbTtA5vXg/Pjt9O7u5mry5vb477wSd/Ofs8u52dvnT7Hp8",
-	"8W7SCTrVRb6fXN+cXl7Q1b9dXP5yQQvuBJ3z8dlPl9fntI+bmzG96H+VOI2TlEhBq6jSaudDkDMZY7WQ",
-	"93iUKTfGs/jGveL0K3fnSiWcSQKg5r9lQvMYYUAwKYervlxOq+YfeWRxaA/wa75KNk3eSZeBy0eeqBUH",
-	"JQm9V5rHwqO3ex0ZaP1oEC+a410pef9axZsArtwYNIG7cq5inpzKhUJJwSTwdGU3kLIVoFwNOaJEiBM1",
-	"9hAprXlCKD4TcXNWJ8x+y7ix3xkIRRye0D7cDA7MsF5ytzv/JEQqS2JC5DmHmCNcY1gwDVyq7H6J8gSF",
-	"GwhbWVR5ZjxH4edIrIbun4JO2+p/0twsQcSgFo57aDqU7t3d6Vuw/MkifNJe6yKctoT3me2MOrHKEA+K",
-	"B2WWzjlNbD3jyClppeQ9nSmd0oymRKzCM5oJuVDFJbfPNox+rAx4WD5QytU64j7m6yIwNE6VNhM4vGrO",
-	"2oLQdIptKO2O9ysidY7KNDAis8NYP2J4AuJeKhSC7rKQ9yHJgrAEZziAUIokRKyT1gBKmbnhknBrmwk2",
-	"9tyGNndS/JbxAm84eI6wjTigeaTSlMuYx70AHlki4qm8u/2p/8MAbkt5SALcgLCI+EfHr+D7+cZy8/0J",
-	"hCl7OuPy3i7z5U9ltGSaRZZrE4BRSM5uIWmWWNHHN6F8BDVLWDFjCL+n0lEHgchYkSRIgJovMoPiWNgl",
-	"NJiw0wiLdXRGR8evgk4qZP734U7iaFcWjUC1E8F2J8UT8JWKlieg6DGWBO74dh5Yk+B2HOEzBCiqBFgj",
-	"va9PbK10lHOr9yzJeAuoLiUHt35YcQ0FdyOosciKRw606Jy0DHRZkoBdas6JFJj73beoqlr3cK9JdW9/",
-	"Hu/Jxd5e7fvkZM8nP7VCRi5EzGXEd4HmqgqPAISEX4cBHH44AcMLQjSDFHV6x3J+GMA4WbONQWAhGp1M",
-	"JavAdL1UxuvTNHNujM05PZShmiUMJHxhQWWWiM4u+VSi/EzZBh8kcecoZU8Ap+xJpIhSh0RM7vfwSwC/",
-	"9wiTf3OEtoOqK7Cj33doj/WzO2fRUkjeR9mOFAv4mDs4RGxL15jDcqtWhVSOVZSlnv7/deUudr6MzmjB",
-	"ElPyiT2VvTY6/pmMiRvLbGaaMHB0Onvk2ghnG+zgVOV6Y36vWczjmebMKGlaBaJxSMslhIamDhE9w/zd",
-	"8ASU5LDMUiZLSLsBPTeRscDhEJzC8tS0ws5fYFqzDcGZmCRawDxu05UJ862KVFLdcqs4rygCkL8E/qUT",
-	"OKwcc8Fjg85qY5dK7h67Ik+FIReK5RL5wztFIkVnEm0nuKJxUP6i7Sh4EsNSJbGZSkQ7P3wu2N8pfM+K",
-	"lKN0piGUDKDqjQrv1eHg6NXgh9DRfwOQblG7F36u4iwpZ15oleZzzzORxICCCUkX73bDmD/yJPRMPlER",
-	"S9xj7VqqKZAzl37qoVMiWqu8y1a44Zlx8hrfbWEOu6Sfn7CNXM4Ui8kSqSiQLHa4yJKrCvF4Cq3T04qh",
-	"ttGmc+LcOUWoTEfcUcRCJDyELk8Mh5fDIYS5wXo9+fvd5OY27A2mcjw3KsksBxweuIzRYBESwsFHNU/E",
-	"PAS7ZDYAtrBcg9mkiZAPBpjmU6m5UckjjwNIBDeQyZhrIj6PPe7kvzPAkkSteQxaKdTgumGfrvRxhX28",
-	"GAbg2ZO3kwr3YCjSldL2AE88ibnunUwl+UbXIt/W1fj255rfcwBjWShUYETMI6anMpxmw+GLCDdKv/jg",
-	"o1EyhHvxyJ1Tac0eudc72JMwzqtCGoSBruF8KkPzkHCmZd8ta5DGBMW6hvhy+OOrNlyks6mxYkSXex53",
-	"Gt4jdz1E9pAqyw0wcJecKhNAyHS0FI/4jOZ94rWMnpOQ35lKpyN12TZZO+eyQ1Wg3YWlf8N5lU+cjI8y",
-	"rbm0ySZXu/KREDq5E4bYC3essRfkiOcg5PlKiU54E4VciOcQknILkq+LMwcu8f+SpbiD0M/nrJpym8I6",
-	"qOdUXcAx3zyqyqLmmKgotCUres6Cfu8fayi4/vpnaHyXbsCSe6WFXaatYgehOCP+k36W9bineVzlrY0B",
-	"V5o/CpWZ3QzY7zM/Ye/EJgJes9Uuf4ZEQl8z08J2t+C1tciWJW1tuw2w59xqEb3WnD3Eai33txlOgG0Z",
-	"EI4qYsWdL9GbEIjRKkWpGf/fbycUDq191K4GStQwcIvxXJ3dHPUvTq/GZzdOyBK0DFjNhOQxLLnmJ1Cw",
-	"wauzm2t+r7lxRKp05ZZY8URI3r2xTMZMxzcRS7gOaq/03CSeV7SK8IRZLu2sHqUryOKwjSz0kSO05HLR",
-	"Gf36PJVvI9anD9vM+I1WxvTJe8GQ3V0f1TFsAGMyzys7yfm0oQCETh0f+I8t6PxmAl38/5v3vfraArg/",
-	"OPvsAv3hzpitYySzvI9E2er/8+8YUgP34FWlcJ2RY6OJfBeOfNUCVkpIa2grZsUjq7O0Qrr8Ca8RtjyP",
-	"B5UpNZP3LSbZmVqjsJcxZCucraIB5L4tnBJ1mCdhAojS/mHNbtiD0FP2dOoeP6IFl3/UbYwttrlFyFWy",
-	"rZ3Yh1384Uw4HbONPzQhMa7J9xNAYy3n9B7uwoDj5c94DiuGKeEXTlQA61m0x8cLkbsXbDrFJDthcNPQ",
-	"/4tXmypDm65QW9YXynIj/slnD/MWV6D4J6/hl9OKhIS/idcBaIWqNKJkDcVbqao0cD4LXA+LBr1v2ZF4",
-	"D6U8Ev6Js7NkyTVwoYFTDpxejTp6OR6JALI48BF8+DuDWxQLHyikYeuOzK/KZXbLvR1aXAHCzxJVHmFq",
-	"ooHzDexUsMZVj2VBYLvUqjZia9Hqmr6GZ1y0bVb4HnbvPrpJzfitT9KyzGALVo1ZWwHvNLQ3Slr+1MLS",
-	"5sxGSx+ea+wqUkmWypmQMX+qPFCyZ0TsdnTZtZC3gt1LZayIWjxU51mCRooWzHIysQQ9WNjEuThj90xI",
-	"4zTSiCVirok+UF194JupFIW/FiiGXwQRHXqQAZ3HTCqu2gHcoJ1adQQjCeNJZgkzbT7ahD/yPAVoD3H2",
-	"277PzSius/fTmsdZ5Hxr+0QVj/Z+8IvWYY++aCHPYEkRf25zD8sIzVw68c8y7+1wCSF17q3//MtbEYVP",
-	"QSeu4+9zr7dg/KegI+SCaxxztr8StM0in+fOWxCq7bjJQ2rr+fDckRRx1NZDydnLHhDJmRGyVk/Sn3vz",
-	"Jn+uwTbzG21Lv6mMvrVg50JuZWrE+R30ZjUHd/0RaUQ+2paGwlIOCfmzgBkIS73YhP+6/vvq+PjFq6Zr",
-	"3URMzgz/rXWZlZlblommkk02IGSkOTNC3jsd/SRfPP8tY4mpafLhtiXytXe0dbzVHdTB3nbeuf71hXlK",
-	"W2b87fX49IKyz07fT67fUTKoS+u7vru6zf9sSa+EbtUB67Mzi3QVStAsYNkje38rWfALg1RfHnXKAfRX",
-	"NW/SBE/YyqC+uJ/zvpJLs59xXj+dpmn+y3JD8Pmo5pS8y+MAlITQ/Q69WVU4sPdKwfio5ruUm5VW5Elp",
-	"S+1hLtDk9Y6FSmJ4qnjCjOUrA7GS/ARSJZVVUkQncDgYVvQNvN2edbB39FVzQ67uL4XwtXuvCeLbJQeV",
-	"2UillGAT4hrDwl5FO+q3jGc8RuTUmSRbhpzHFMFgeU71XqAvrav6GvwMfRdHKKbJ/8YlBTi/O3YX02qs",
-	"alDxX7ubnaDj73WCDg6CoKchWmzTLcrxWFIxZwrkKA7hueSmClmNvWO/hbyMFSmzPJ7FmZcue1PaM2js",
-	"ljzLdNISM2V2WSKxTiE8sH6pBy6g4wZ2oA8/747263gOBufcsubmpbLe3CtDPXX+X+4I32NWteSMX/o7",
-	"kBmuQZB594XZRS6QNCOzh9c9LNsjNTlxIboOh8Ph8DOiq9jGZ6ClW02hbT+lS9guTKFoqQyXFZZEwrjp",
-	"fHfe3C9ymZY+1y96bWv3NAZ5k5/b/nXB4J6X1ExbsWCRnbUHcqt4bizl9JWuoQBcvuIjR3NvS0JrHlml",
-	"NzsEb3E2+zDd/Cg/BR3J1/ur69WHy0mDrT0/B8W7VaJYC8eJzGMLYpFNb0BIlyCjdMz1CEJSJEWMys1a",
-	"zoYhDAb062j48i9hMJXh5Go8u5+tuJ6d4UNvf67/Wbl7gniZMjB8xTRiL8pxPpWuNAQSQRxeVgz6lb88",
-	"KNcBj2RzUZ59RkmTg6k8LRVAkksJm/PEPbMQUljKCBYpS3w4iwLmv/65/yEW98KaXwfu3w+/8vLihzAA",
-	"ZiHhzFhaFV3OQ3lKT6WTfpSNqoS0vRFI5Z/yW1TaQDc8nA2Hw7AXwJI/Mb8QXMDw6XDVP8IboZCL0P2D",
-	"y924qI9kMjyp7GUqpZJ9ye8Jawcwzld3eARarQ10D4d9UkqiKpdAjUVyTukoawUpldPg43bJJCkxxsfb",
-	"C5VkLiTTmx3Iz74A81lTGzWPHT9MG+6+fyalpfT0USh7AGfcupxVd2IBhAOE4szn6/bDAIxFepH3LhOV",
-	"TWVC7yB86SU641QZC69eVnNcu8LSJIZ4hSeLkkV4gPmEnc6os0pM/2h49Orw8Oiofzg8PB4OkekynAyX",
-	"////Ou7/L+v/c9j/8UP5czDrf/h9GLx68el/WmSs8wqoJixOc9s8z06yS2bBZloaYHDNUiZLGuoeDV/+",
-	"ABUTqYd/qKms+wOQT06uxgG8/XlM4Ht7NYbu/cEZbnUqb9cqz69ydEUzxzDfEG2stIq4MSN89Hv4/vtz",
-	"Jtk9T1ECdWv5dt8Zyooxve+/H8HPt7dXB4eDQ/gz/PXm8gJVz5XSFo6Pj18N3EBlehe+8L9cq/O/w/Xk",
-	"7wfXk6vq88c+1dgZOVcseihSxs1gKoFyo/MEMWGgrNMSEsKKay+EOTci5o4L4uGfgLAmTwPFoTyeExgo",
-	"EaOexI4oWK3TqPxNJg5yTYAwd33j7dwhgb/rzpDKlYqnJR9iyytWebjiXaL5t1xWRCE0RhH2DkutwcCc",
-	"J2rt01JRGEgXeIBc8TAwV3ZZYAShyJ/+9CegDZqpnDxyvSFVHWkvr/8ku43TLa0yy0HIKMkoPSqTD1Kt",
-	"pbtuAlhrJe+nMuV2qWLH1KsFdSaAiGktfJJRWMsdDctqgZzq0+000RCt4nAAb1TMDVCu+nzjNuvmIVT+",
-	"g1AU/qCsUvjDGXB/TOUf/X6/+A8fezkcwh/NbDD4o1ajUuRHpKhm1hNRnZMgz/p3rMfFe3gS96A6S5lP",
-	"j1STT0L1br6Wi47J0VTtxa2EJLx2dXlzCwekFh2guuBr4io5STjgFvtrGfXNZe4GeWbUSmCuzIjGMyHL",
-	"TipIlLzn2sHHA8CIf3I6/5ufx/2j41dUAaHjPD2vtqy1VohV9qRWQmHYxsB6WV/13cXN+KfJjBa/a8kM",
-	"ViJ6oFTXBQoFq4BBlDBj0Fr2XIK7uEEijD1BWBVlsvyJR5Tp3QTW7fj63eT2Zuar1XbPr2SRb28i8SBs",
-	"nxJBPCCXjNJPfdQQkYYyDS3SC0s2ltembuT0tc7qSMYnPY7orPzhUTYjFTQ5tTko8ZnLuJbgSMfpUxkN",
-	"dOuJjr0CeI4VVDMZB/BmyaMHpEanZzG5Aao/yc1VCuoaV8tV3Z0vAZxN/r/Tm9ubL91bVa+gPLwEJ9g0",
-	"8L5LKbK0CFoQc1oCnfcqs06YUPz8IESGsmRyi3hzFvHm5n1lkYX5TfqKX9Sbm/e4lpQlqJjxuI7VjkWg",
-	"dkzU4WJyrVOdT27Hb8e348/NF6JWFsKKaVtnJFWFro7Npzc3pxfvZlfj69vPjh6ZR6fX1qdJhTGItn7c",
-	"lzhMjUUhhmfR0ouM6mN/vXy9xc2oILeY/vePan4afwpHhXj5qOYg4tog21Wo5TgOc6jea1QLIvusPj/K",
-	"MY3SbBWQM39aNn8SBuVqZgmuhIjE/52Ey8f6EceiiuvTi9nV9eW768kNITNzGboUvyb8dz6tlhp8p/tW",
-	"auxHcBjm4/+A43vpNLs9PZ9c3jWkFAmSvJ46L56miKfnzmQ31JKRRZzwoma8v7R21cdRKAVBZdVU5BdD",
-	"MD1iD8zJJ5qtW1UKEEY4ekbmaw+sUg/51EKCK0piEvxEH42S9dmgm892WJktxwo/Liw4laolau3Iyjna",
-	"gLnALaCBiptxT/dTIft4qbIV8lMRczIHqI+oTFLmLjG74kV8qX+vWVR9FdfVRs10DMzynGUcvnCMe7sI",
-	"vyryn6vgP8kLt7b2zhKjRiQoYmbRILfAEko+pbAEmY+uZCZ/MeWp0huYZzHKom7YT9lTP7/bd3fRkjUK",
-	"KYVwkuoETRbh8vL9HHvR21ZeXt0USjbKHkc1sF6u7kY6IkopQjJ/v5vcTWY/3Z2RLHfYVKzdJIo4jWUP",
-	"XPpgjPcuf1TzIPcif1Rz49PWEEhk8+X+3t4+hOap7DjnvrUYDvwB2Y7uEHVMyPVaZHsW7RiLyFOfn4oZ",
-	"iukISaptDQoQpKUZVmliQPDwR0gkVN4zYa+EVFsDhAilXVFPYlKkRtcAAeU9biqA9VJES2DSrFFpqjVJ",
-	"oDhICyyDBscKtlsz4DoSZXg8eFbMuMP7roLZDqcXwj6D0QFxHcdi8+PH7TfDHoQlS5XEnrmrFIR1/hWQ",
-	"ar3H3o63Dq7W1MITwc6uFjUmjVqHK7kte1w00VTltbFlKdMc8cov4i8OWdvilm06VPAs9PdoQjNy3TW6",
-	"4eTi8ubqDTKNsutMN5xcX/50E/bq/Wfw+tu/313ehr02tinsvg1qoKU/zfb5vBjSAU1l+TYV/xDRQSYT",
-	"bgxlIVFrm6kcF4dC+mBNcyo8HMyS4OqyUp0rXkMdbiqVBucIDfy/xgHgEM7F6wCYRP6Rtw9BNJZmwTVw",
-	"GSmyoJWeyu3Kt55TlRelfcudRZuwDddVHdvb42YqNWfREqHibGdYJUzIPhWgvxwOA3j54jCA4+EhntDx",
-	"8Lgw/ceZXXJpfU7iVF4oyV1JupCW6wWCvDB2CXzE4yLNY3yNJfm+cWCrHrj0peWu+pgLIk7vcShdEx6p",
-	"XeGMyb0LDrInSJq4p5QzSVldOpNFB4GEkTtKGJVQKMX7sEByu1b6wa2dsFLQCu1mKh1zJg2MdNo8mBP6",
-	"sj+1qCnLvnxPWPIRapYySeutMmZkM5VuBgWwOpXEy85wcDgY+iCYZCvRGXVeDIaDF87HuCS3vuex+POe",
-	"t2Sh+orlo+Gwwk/yTQsD2Wqwo/zTWdqIJmpBtUeGuwLHoAy7Q6geQu//aw+mtHekWmk1Rw4rAfEOIqSS",
-	"+WYqgR6g5JOF2cgoDzlrnipSSF/C38TrE5QQvqCK3jVglkxzF1gAoNF77ih9vWqpaRVVqzQw11qqkWNb",
-	"yKHw9XYmReaf2RjL05JhBZ5T8acly4zlsX/fsy1SQsmA9T4xXOwAzgpJs6Wi0QoljuHkKDHqdjZ9koPc",
-	"2SfEhKjvUaP2KGHGophGhl1rmILz4HUKkTHrvOb9bFUM3Wy3kfO5RBjLyRTBZ9lW7nUNE2otWsiAx43j",
-	"UlP1iDzNF8FDrVjxt4xpJq2QvChYhK4z5F2sGg/UFx+6Ix7YJ5u7cXE0YXMbgBYbF1lLuTPBm6ADmCAK",
-	"4sZYSp5h8pBuV1D7QllDNgn+KyxB1oygXCvlGrvZFA3jGBOeOvGuAo0LpwYpVfXdRgln2hfmTaWnzRGo",
-	"h9yTUS2gLrRCNFC9+HG4U22URUmw2YrUHbekovEJau0UQmiaxDS/K00v9LqSh7RrmRFbUVlqq5ZZmkJH",
-	"x696RcsttUDldA1RIri0ZjSVc75RMvYZvauqGpNz/GyFiHP4ygW2KpNQmAMYxRcr+ukAxvnPrc5ezZ5e",
-	"xP6nssvkxmkXlIZP1Z2NNoCEzIWS2nM8xUsjFk8l4TrxPOTytpTyeOOB81WfJUiva0aNW8gzjmIYTSEf",
-	"o5rKF2g3CkurNZZtAOWBy0bONAnIYrMkAVE+oozxkcKpdCt6AWYArx1oEayOsXr1vQpCasHn6fiBa4lk",
-	"M5UO9E45HhRmPAVfE6NgyR6RwVtlWUK1Cc4YJWzYYbLXTWNnRzKPBmC1iB6IabKpdOYhCh9gyCeyhGln",
-	"0SAUfOZM4LzsQmaW+/xsJ6mFkqdxZ9R5x61DZ5fIU3anPBoOv1pHtlovhx0N2UqdPFsNXL8GX8fcPnax",
-	"2INaH03qy5alKdObzqhzJh65RKnuzpXFQrqcJcvuTWf0a8drCh/wtYqba6fq8Et7GYXzfjv5JAw51Igv",
-	"UbSkyUWmslt2DUO0zuPCTnkyTnSVgYGFSBLfQ0hlNpctvR3nWdZv/gePtJxkx3lWO+nQeb4cvvx2Lf4u",
-	"mkfUbZ6Da+F47MDyPJLV+2h+JfREzZisc+/Tr8KsgqR5HVoFSRNffteKpOeuqpaC085Imm9qdVQBSL5G",
-	"g2shNBoHLl1Ec5hrNDdI7awnGIwhHMjVP53bul5uv1CZC3rUzd6pLP3/Xlkp8Ff6OvxupFY+8uxDBKSe",
-	"5P1FPmbIqHPbDCLNzLJXxDwq2plLdXFKBjOV9gUBCGvKvcx5TdFwAQu/KP5EeQFK5qENzf0TMdeu4wEp",
-	"JsL2TvLIxxaZurZ6FSWursQIaSwJwK7hvC5ee2i21zRGZ8BBzBNuS5PVMck2uj8TxhG++Y9TPZV+fqb3",
-	"7n+ZsHCJuefPsYE6en6GuPJkMdXWiM9bKnmplIwhZQ/ke8npl1mVClRwN0Q4hVpZxtKmcpGI+6WlpCyz",
-	"5KbSzY+6F7jRnYtH8ieXd5UZb69JvvaM1ZmZz3T0KCoCd/f0INvK36w8X2u0gQNWw67bPECrlEwE13eD",
-	"9M2axePat9DakaSe7bzxPYx9NjX5zI1ZZAl1i6hBqNk1ZM4jlXJD6yg2Wx1PbvKcafL9N+FNmmRhL+ap",
-	"Fmh6O/szrm8KdRXpXWw0zyX1i5bcjU8djRiKaypLhbFXytxd0p1fDn+k5TYDXc6s2SukRVOH1SYXZPqk",
-	"nBkKgHBJzAj/UdVwVVC4r52l6f2pxCOL9iv+IAn87lacaUocUZJcBG727a4bYe4YeqYItTTNWxla3uyk",
-	"49LmKqVVX4WVNRomfaon6CG8P/0HWWmzmcsOlroVbPW61PAbdpveTuYJGpk3QTOlJpjKRkJMsJVtEuxK",
-	"A8GXm1kaqHtsZTc4h9YzVOwbTr8c/vgtW+zXQ9SV8Bl0m7TeGwBRdF5EMkd1hLJ/iV0MvmbPeOZcn4d7",
-	"dI5/efji8zJ4u287vXf8+fdaG4D/yyrD8fDFPlOWndrpnb/sM1PzWwZfS/d3zt9a3X4uebpLZYnl9nYp",
-	"KvWY025l5bbMnlkxbYoImkDlWXOWInae+HD7Oo+KCwPkH4ElT5z3z8UIHbWR0QBzlHBqDZp/5JE1lZCj",
-	"k121pnBvbt4jTbtuoM1I/1bujidqpq1Lvs8DVBSbnErjG8n59Bm3nIT7NXg/glsWrTLNrazSATyVHiio",
-	"kLm03nL5lGfncjhcyJcyCUjmeS+ez2igjIfSYzOVx4dHcC5e907Ae+t8qLXiGTh80ZbGQEu4lJWgbF15",
-	"OCm8WhR1zZ1RDOa+mwd5oMivVKQi0KWKP+llj1rX+U1ar7MaWCUUA5QOLvRWDim8nWdTIqR8aLOaMoAX",
-	"ttIGXFO2ltwBsOqeO9+cSuIi37yxZvgzHE4lrcsM4JfC60EmmVvuFlSPfmxPgZhKZinSGVS8tN6Z5jyH",
-	"vk2zxykX66sGPIvQNdvKcPAhOlLI3hSOwpHzeoYnDgjVVNQC1c6JlkbE4r8sraSCaoxc7LZsJbRU1CV+",
-	"tdwYtD38gD2IFDIXbwz5wydFbio9R8j12iJPQC38461B/wGc2qJfNmn0Wcq1iCBlVosn53GkzSN55Crn",
-	"WmgOXQZHvok2TxIID4NwKh0m/uAe7wWwSjJTh02kVhtclLAjakGY66b5gsmVHy1RAMVefL74y+AY/vaa",
-	"6maQS6kFUPZ/pVwauoevBi/hb6+n0sV7Ajg6xHcWPkDVqB1ZCOsjaG6yIkEk9yYfHv1ABSVBNdbkT1aY",
-	"EwpdexZJnLDcwHa6kceDStCa+ag6Vdg00Zlg4NC5hssoYkp+m7s/3PAjZEekaTXSqrrNJJueU9+RJ6i1",
-	"zEFA2VLN9a+XKuFFSgmFqJltTYg6gePhi62vkdSnb8kdKRdTJrVM5b+RuSLVGg20j2ruO3a6SgdHkyx6",
-	"KKbjqF51XQ2uNyaVnsqISURp56kxy8zGai19ikZlWofTxp3MgiP7WjHNkoQnU7nAOYtUbo8B3rtEq02V",
-	"5rnCS8FqpHfOHkBThA+RwC/ZacCl0e0HI9JisBBPuOxHrpGJIW0g4p6L11PZ9R15UdQuFlRS5N2nTv3o",
-	"uTHWS99JugyHUu98SXGRWuAE2Sytvpvz+8MfSUrmqZ88Z2rmpN5aJu8xftyrNfQ3uaR/p8Cohc2PyYdW",
-	"rMc1k6V5ikr47vJ8cn52en56S3ap4dYL3OKooHtz+u52cn3eaxwZ0aBPtM9L7XMxUW16cFKXg5oTIyT9",
-	"DHmLXXKhC4r3ZWyGPfK4mVsd4hAtBcgDfN1wG/Zypu2OeipDN7dPPiKPkQtu03WCl+8KVGg7edNF3/ZO",
-	"UrVXbR3MFJ6l4q3tvCbqJESJC13mMhFcbK9XzalxImoqS/XSaRPMjVF1o9abQBQx1uPhXwjcbclZXsQj",
-	"/ZbDLUSSVEOzeJKoU00lHqEprhVIaFjqeqY3UKPk2vUUM9IOM5vP74byzKyWykYjXjPLR5Wx8shdIeWc",
-	"YpOr517xork4fYyiolGkmbEUKYVshQx+34zdqWxN2T2Boa+ZEyj8Fz23HwaUrYsyVKgYlsygymAMxVI+",
-	"m9XbGxErJCT8sx/pz1PplALNI07uxgNabOBC1u4ebc5FTmnzMR4sbRsPFs8PT3bOl8KHC4xVK1NI7c9m",
-	"YJdA8CnY1IsZ0YzHlBjeSAsPoGa4TGU9R9l9VaOiSuefeyOuhbrpVv0N7sIdv0+/irhpUa0r7CRoU6fb",
-	"vGY3CO888epZzxl90QRtrIOF0mkfOYvr8+ay6Crl0f4l942ujuVP9iAyjwFUPSgqstz2nUlZrY6tv9vw",
-	"uZRf0dq3lNaXcu/lrDv6ai6ftv4VO9x1XmS4w/svOuvI5G4pfQm2i1Vcm526h8+v+4f/wnf4Wust6oTt",
-	"up/UqhamcgcT3KblHcUGU0nVBo5kt1hy9fONpV/sGx1nUzcPWhLgR40qiKlsdVV4WD5f7DCV7WZpAYB/",
-	"w8H38ujHb4tUxVacZyNPsOq2+gt6X9HZuoeL9V/1dh5+QxDm4Ms/jpj7UIv+GO47Gl0qVTs9vzqbnE8u",
-	"bivJFd+SWpqftNyv+AFtx3+j+mEq9yl/yO3xmiGbN/0YwL/2Uc+pfKbi4at+cBa62x/73QO//7s+9jtf",
-	"5FUe95ub9/77bKiXMgnMbGS01EqqzJSPfVTziuc9v7zte/dVlTvzcP6KNgeZjs4efOArm4dN3Soy/Sge",
-	"eZ6JbHIXRJ65PJWhx7ewdAxsoQRaUqZumAI14iJjZstG3Z4AcrvRuZqjhLOK4UNehNK2LL/0U/Z78Ss/",
-	"AbEgDdgZtAXRUcmBL2vtVrPsce4HymrrBRCzFI3MrdJ3coc40V4vUBJ2a9MHtT1uu70M25C3k4qxBvBL",
-	"o1Z+2/J0R/adyRPzi3z3wH0cuhc4xsdlTM44bxZq7jIlvGX5HRm5iSvwOKkMTJ66PMWpKElyliu5Qmla",
-	"46x1nN1SoYXzMB6D2ZX2V21dGHRWTLOUW6L7X3/vCMRH6pMUdFDp6Yw6hLydbS26StOVfl+HRz98pnPY",
-	"pw//wWB5dW+79e5vn2Z4V6+m7m4VYv87+YX/T0n5r8Gsr1SSVFn1bh5cdBx3uF3fip+hVlgUx75VITUB",
-	"7CytXY0ODuj7Xktl7Oj4+PgVNYP0s7W3XCr9YjKGPEJb0pOPz34KGuVGu0SMKV8uttd8fWcOs3/VpzB/",
-	"+vDp/wQAAP//",
+	"1L1pdxs30ij8V3A4zzkhkyZFyZInIT/RtuxoRttocd55Qr9ssBskYTUBBkBL4iT+7/dUFdAL2ZTljMdz",
+	"74fEVC9YCrVv/Xsr0cuVVkI52xr83jLCrrSyAv94I2Y8z9yxMdrA34lWTigHP/lqlcmEO6nV3kerFVyz",
+	"yUIsOfz6HyNmrUHrL3vl4Ht01+7haFd+mtanT5+iVipsYuQKBmsNWiO1ZtothGEzLrPcCNaeacPEI1+u",
+	"MsEO+4csPr+4mby9uD1/E0fssH/E4rPjm58v3kzg+uj09OKXY7hz1H/B4uvjq/fHV5NXt9f/jDu91qeo",
+	"daJsPpvJRArlrp02fC6+3e5uFoIZMZfWmfV3lqXS3rGEK6Udc/xOMM4ejHSCteOT8+vbt29PXp8cn99M",
+	"rm8urkbvjuPOYKxmeZZFzAiedrXK1kwbpu+FYb/l2vEeO9duIdWcPXDLkgVXc5EOWWyEM2s+zcSAOZOL",
+	"eKy0SgSzK54IJi2bGSHS3li1otZC8FQYxIAreKs7mjmBCFDfyrVItEotc5o9cOnYVMy0gd05s5ZqPmQv",
+	"+r1WVAGcW69Ea9CSyom5MAAdPA0njOLZN8ayW2VXIpEzKVJmhblHdMszh4C/Ob46H51Ojq+uLq480lzy",
+	"daZ5eqP1KTffGmGmOl0z8ZgIAeBeCJZoNZPz3IiUZXIpYdWXo3+eXozeTG4uLianoyvAFVz4reL3XGZw",
+	"9N9u0fH1z7c3Nyfn7yZvLn45jwe4aA9m6/RqJVL2sJCZwBu4PUBXboy8R9TRZqxqpDtgSgPh5Bk3sH0l",
+	"EpiLJTrPUjYVhMAMOIVbSMu0EmPVFjxZsAWMzIz4LRfWManYyui5EdYC5cDNj7kF7BWK6ZVQIu1EjKt0",
+	"rHCgcq6IzYxe4ooXgmduwYzAPUVsydcMaZHbu7GK3x3fsD16Ju6xV9otGDdimwiB3vCIbL5aaeNEeiZS",
+	"yW+QTr41gn2He4UJGRAqMAXgSjxJxMqJlLXj2/Pr28vLi6ub4zeTs+M3J6PJzT8vCc8+BTpHtvF6wZUS",
+	"JUmrPPMICNuOWiujV8I4SWIm0SluV6h82Rr82jq7eHN8iqwcEPr4TStqnZy/H52evJlcXx6/vrm6PWtF",
+	"rfBzcnF7M7l4O7kanb87bkWt6iLfH19dn1yc49W/n1/8co4LbkWts9Hp24urM9zH9fUIX/S/SgKCSUoM",
+	"xFVUGUPrQxQ4mnVGqjkc5VJY6+XJ1r3i9Ct3p1pngisEIGCoNCIFGCBMyuGqL5fT6ulHkTgY2gP8Sqyy",
+	"9TajxstMqHuR6ZVgWiEOr4xIpScieh24df1oAC+2x7vUav5Kp+uIXdIYOAFdOdOpyE7UTANxccXEcuXW",
+	"bMlXSJqxAJSIYaKtPSTaGJEhik9kuj0rSU4k4u8si2UaD3EfNAOBmT0sBO0ukDvxB0DkqWCpALimbMYN",
+	"E0rn8wUIL5CkTLrKosozEwGFnyKxGrp/ilpNq39rhF0wmTI9IwZl8FDat7cnb5gTjw7gs+w0LoJUM7jP",
+	"XWvQSnUOeFA8qPLlVODEzjOOQEkrreZ4pnhKE5wSsArOaCLVTBeXaJ9NGH1fGXC/fKAU4nXEvQ/rQjBs",
+	"nSpuJiK82p61AaHxFJtQmo73KyJ1QGUcGJCZMNaPGA+ZnCttvIyJV1LNYxATLC7BGfdYrGQWA9YpZxkI",
+	"nqkVCnFrkwlu7bkJbW6V/C0XBd4I5jnCJuIwIxK9XAqVovi655lMx+r25m33xx67KYUvaguWSQeIf3D0",
+	"kn0/XTthvx+yeMkfT4Wau0VY/lglC2544oSxEbMayJkWsswzJ7vwJisfATWWrbi1iN9jRdSBILJOZhkQ",
+	"oBGz3ILsl27BtpgwqZ/FOlqDg6OXUWspVfh7fydxNGumVoKOC2C7VfKRiZVOFkOm8TGeRXR8Ow9sm+B2",
+	"HOETBCirBFgjva9PbI10FLjVe57logFUF0owWj9bCdCs/PMINZ44eS8YLjqQlmVtnmXMLYwQSAqcfncd",
+	"6MWOHu5sU92bn0fP5GJvLp/75PEzn/zUCBk1k6lQidgFmssqPCJQHH/tR2z/w5BZURCi7S3BgCCW82OP",
+	"jbIHvrYALECj4VjxCkwfFtp65R1nDpbfVOBDOahZ0rJMzBzTuUOicwsxViA/QcecenFHlPJMAC/5o1wC",
+	"Su0jMdHv/pcA/tkjHP+bIzQdVF2BHfy+Q3usn90ZTxZSiS7IdqBYBo/RwQFiO7zGCcudXhVSOdVJvvT0",
+	"/+eVu5QcJ63BjGe25BPPVPaa6PhnNCauHXe53YYB0enkXhgryTbYwanK9aZibngq0okR3GplGwWiJaQV",
+	"isUWp44BPePwbjwEM4st8iVXJaRpQM9NVCphOACndGJpG2HnL3Bj+BrhjEwSzG2RNunKiPlOJzqrbrlR",
+	"nFcUARZeYv6lIduvHHPBY6PWau0WWu0euyJPpUV/jRMK+MM7jSLF5ApsJ3aJ44D8lZbNpMhSttBZasGy",
+	"FGEVQbC/0/Cek0sB0hmHQJOz4vqK53q/d/Cy92NM9L8FSFrU7oWf6TTPypkLc/adZtNcZikDwQSkC3fb",
+	"cSruRRZ7Jp/phGf0WLOWagvkDNJP37VKRGuUd/kKNjyxJK/h3QbmsEv6+QmbyOVU8xQtkYoCyVPCRZ5d",
+	"VojHU2idnlYctI0mnRPmDhShc5MIooiZzETM2iKzgh32+ywOBuvV8T9uj69v4k5vrEZTq7PcCQbDM6FS",
+	"MFikYnHvo55mchozt+AuYnzmhGF2vcykurOMGzFWRlid3Ys0YpkUluUqFQaJz2MPnfx3lvEs0w8iZUZr",
+	"0ODacRevdGGFXbgYR8yzJ28nFb7IWC5X2rg9OPEsFaYzHCt0xD7IsK3L0c3PNSdrj41UoVAxK1ORcDNW",
+	"8Tjv918ksFH8JXofrVYxm8t7QR6sB34vvN7BH6VFuiENwrK2FWKsYnuXCW5Ul5bVW6YIxbqGeNj/6WUT",
+	"LuLZ1FgxoMtcpK0tVxVdj4E9LLUTlnFGl0iViVjMTbKQ9/CMEV3ktRyfUyzcGSvSkdp8k6zJk02oynB3",
+	"cenfIBf2kGR8khsjlMvWQe0KIwF0ghMG2Ysg1tiJAuIRhDxfKdEJboKQi+EcYlRumRIPxZkzoeD/ii9h",
+	"B7Gfj6yacpvSEdQDVRdwDJsHVVnWHBMVhbZkRU9Z0O/9Y1sKrr/+GRrfpRvwbK6NdItlo9gBKE6Q/yw/",
+	"y3roaZFWeevWgCsj7qXO7W4G7PcZTth7zJGAH/hqlz9DAaE/cNvAdjfgtbHIhiVtbLsJsGfCGZm8MoLf",
+	"pfpBPd9mGDK+YUAQVaRakC/RmxCA0XoJUjP9v99OKBxaz1G7tlCihoEbjOfy9Pqge35yOTq9JiGL0LLM",
+	"GS6VSNlCGDFkBRu8PL2+Eui3RiLVpnJLrkQmlWhfO65SbtLrhGfCRLVXOjSJ5xWNIjzjTig3qYcEC7LY",
+	"byILc0CEll3MWoNfn6byTcT69GGTGb822touei84sLurgzqG9dgIzfPKTgKfthjtMEviA/+xBZ1dH7M2",
+	"/P/1+059bRGb751+doH+cCfc1TGSO9EFomz0//l3LKqBz+BVpXCdoGNjG/nOiXz1jK20VM7iVuxKJM7k",
+	"ywrpike4htjyNB5UpjRczRtMslP9AMJepSxfwWwVDSD4tmBK0GEepY1Ysuzu1+yGZxD6kj+e0OMHuODy",
+	"j7qNscE2Nwi5Sra1E/uwiz+cStIxm/jDNiRGNfk+ZGCsBU7v4S4tI17+hOewYpgifsFEBbCeRHt4vBC5",
+	"z4JNq5hkJwyut/T/4tVtlaFJV6gt6wtluZX/EpO7aYMrUP5L1PCLtCKp2N/lq4gZDao0oGQNxRupqjRw",
+	"PgtcD4stet+wI+EeSHkg/CHZWarkGrDQiJQD0qtBRy/HQxGAFgc8Ag9/Z2GLcuYDhThs3ZH5VbnMbrm3",
+	"Q4srQPhZogoRpm00IN/ATgVrVPVYFgS2S61qIrYGrW7b1/CEi7bJCn+G3fsc3aRm/NYnaVhmtAGrrVkb",
+	"AU8a2mutnHhsYGlT7pKFD89t7SrRWb5UE6lS8Vh5oGTPgNjN6LJrIW8knyttnUwaPFRneQZGipHcCTSx",
+	"JD5Y2MRBnPE5l8qSRprwTE4N0geoq3diPVay8NdSEL8IIhJ6oAEdYiYVV22PXYOdWnUEAwnDSeYZt00+",
+	"2kzci5Bv9Axx9ttzn5tgXOfZTxuR5gn51p4TVTx49oNftA538EULeQJLivhzk3tYJWDm4ol/lnlvhksQ",
+	"qYO3/vMvb0QUPkWttI6/T73egPGfopZUM2FgzMnzlaBNFvk0d96AUG3H2zyktp4PTx1JEUdtPJTAXp4B",
+	"kcCMgLV6kv7cm9fhuS22GW40Lf26MvrGgsmF3MjUkPMT9CY1B3f9EWVlGG1DQ+FLwTL0ZzFuWVzqxTb+",
+	"8/rvy6OjFy+3Xes24WpixW+Ny6zM3LBMMJVctmZSJUZwK9WcdPRhWLz4LeeZrWny8aYl8rV3tHG81R3U",
+	"wd503kH/+sI8pQ0z/uZqdHKOqW4n74+v3mHmKeUQXt1e3oQ/G3I5WbvqgPWpoEW6CmaDFrDsoL2/kZn4",
+	"hUGqL486BQD9TU+3aUJkfGVBX3ye876SS/M847x+Otum+S+LNcLno55iprBII6YVi+l37M2qwoH9rBSM",
+	"j3q6S7kJSYNNqT2cAk1e75jpLGWPFU+YdWJlWaqVGLKlVtppJZMh2+/1K/oG3G7OOnh29NUIi67uL4Xw",
+	"Fb23DeKbhWA6d4leYoJNDGuMC3sV7KjfcpGLFJDT5AptGXQeYwSDhwTuZ4G+tK7qa/AzdCmOUEwT/oYl",
+	"RTA/HTvFtLZW1av4r+lmK2r5e62oBYMA6HGIBtt0g3I8llTMmQI5ikN4KrmpQlYj79hvIC/r5JI7kU7S",
+	"3EuXZ1PaE2hMS57kJmuImXK3KJHYLFm85/xS9yigQwMT6OPPu6P9Op6CwZlwfHvzSjtv7pWhnjr/L3cE",
+	"73GnGxLUL/wdllthmETz7guziyiQNEGzR9Q9LJsjbXPiQnTt9/v9/mdEV7GNz0DLNJpCm35Kyg4vTKFk",
+	"oa1QFZaEwnjb+U7e3C9ymZY+1y96bWP3OAZ6k5/a/lXB4J6W1Nw4OeOJmzQHcqt4bh3m9JWuoYhRvuK9",
+	"AHNvQ0IbkTht1jsEb3E2z2G64Sg/RS0lHp6vrlcfLieNNvb8FBRvV5nmDRwnsfcNiIU2vWVS+bx6kwoz",
+	"YDEqkjIF5eZBTfox6/Xw10H/8K9xNFbx8eVoMp+shJmcwkNvfq7/Wbk7BLxccmbFihvA3oiy96kOhWUS",
+	"ObyqGPQrf7lXroPdo82FefY5Jk32xuqkVABRLmV8KjJ6ZiaVdJgRLJc88+EsDJj/+kP3Qyrn0tlfe/Tv",
+	"h19FefFDHDHuWCa4dbgqvBxCedqMFUk/zEbVUrkOli7QU36L2ljWjvcn/X4/7kRsIR65XwgsoP+4v+oe",
+	"wI1YqllM/8By1xT1UVzFw8pexkpp1VVijljbY6Owuv0DZvSDZe39fheVkqTKJUBjUUJgOsqDZkus3YHH",
+	"3YIrVGKsj7cXKslUKm7WO5CffwHm821t1N63/DBNuPv+iZSW0tOHoeweOxWOclbpxCIW9wCKE5+v240j",
+	"Zh3Qi5pTJiofqwzfAfjiS3jGS20de3lYzXFtS4eTWOQVnixKFuEB5hN2WoPWKrPdg/7By/39g4Pufn//",
+	"qN8HpsthMlj+///rqPu/vPuvfvenD+XP3qT74fd+9PLFp/9pkLHkFdDbsDgJtnnITnIL7pjLjbKMsyu+",
+	"5KqkofZB//BHVjGROvCHHqu6PwD45PHlKGJvfh4h+N5cjlh7vncKWx2rmwcd8quIrnDmlE3XSBsroxNh",
+	"7QAe/Z59//0ZV3wuliCB2rV8u+8sZsXYzvffD9jPNzeXe/u9ffYD+9v1xTmonittHDs6OnrZo4HK9C54",
+	"4X+F0Wf/YFfH/9i7Or6sPn/kU43JyLnkyV2RMm57Y8UwNzokiEnLyqIwqVhcce3FbCqsTAVxQTj8IZPO",
+	"hjRQGMrjOYIBEzHqSeyAgtU6jcrfaOIA12QsDq5vuB0cEvC77gypXKl4WsIQG16xysMV7xLOv+Gyiqnw",
+	"ibG4CHvHpdZg2VRk+sGnpVKRFYVTguJh2VS7RYERiCJ/+ctfGG7QjtXxvTBrVNWB9kKxKdptAm8ZnTvB",
+	"pEqyHNOjcnWn9IOi6zZiD0ar+VgthVvolJh6tXrPRizhxkifZBTXckfjslogUP1yM000Bqs47rHXOhWW",
+	"Ya76dE2bpXkQlf9AFGV/YFYp+4MMuD/G6o9ut1v8B48d9vvsj+1sMPZHrUalyI9YgppZT0QlJ0HI+ifW",
+	"Q/EekaUdVp2lzKcHqgmTYHGdr+XCYyKaqr24kZAE1y4vrm/YHqpFe6Au+Bq+Sk4SDLjB/hpGfX0R3CBP",
+	"jFoJzJUZ0XAmaNkpzTKt5sIQfDwArPyXwPO//nnUPTh6iRUQJg3pebVlPRgNWOWGtRIKy9eWPSzqq749",
+	"vx69PZ7g4nctmbOVTO4w1XUGQsFpxlmScWvBWvZcQlDcIJPWDQFWRU2ueBQJZnpvA+tmdPXu+OZ64qvV",
+	"ds+vVZFvbxN5J10XE0E8IBcc00991BCQBjMNHdALz9ZO1KbeyulrnJVIxic9DvCs/OFhNiMWNJHaHJX4",
+	"LFRaS3DE4/SpjJa164mOnQJ4xAqqmYw99nohkjugRtKzuFozrD8J5ioGdS3VclV350sAJ8f/38n1zfWX",
+	"7q2qV2AeXgYTrLfwvo0psrgIXBAnLQHPe5U7EiYYP9+LgaEsuNog3sAiXl+/ryyyML9RX/GLen39Htay",
+	"5BkoZiKtYzWxCNCOkTooJtc41dnxzejN6Gb0ufli0MpituLG1RlJVaGrY/PJ9fXJ+bvJ5ejq5rOjJ/ae",
+	"9Nr6NEtpLaCtH/cQhqmxKMDwPFl4kVF97G8Xrza4GRbkFtP//lFPT9JP8aAQLx/1lMm0NshmFWo5DmEO",
+	"1nsNakFkn9XnRznCUbb7EgTmj8sWj9KCXM0dwhUREfk/Sbgw1k8wFpZ3n5xPLq8u3l0dXyMyc8rQxfg1",
+	"4j/5tBoK/kn3rRT0D9h+HMb/Ecb30mlyc3J2fHG7JaVQkITi7VCpjRFPz53RbqglI8s0E0WBenfh3KoL",
+	"o2AKgs6rqcgv+sx2kD1wkk84W7uqFACMYPQczdcOc1rfhamlYlSUxBXzE320WtVnY+0w235ltoAVflw2",
+	"E1iqlukHIitytDFOgVsGBipshp7uLqXqwqXKVtBPhczJ7oE+onOFmbvI7IoX4aXu3PCk+iqsq4ma8Ri4",
+	"E4Fl7L8gxr1Z8V8V+U+1CxiGwq2NvfPM6gEKipQ7MMgd4xkmn2JYAs1HKpkJLy7FUps1m+YpyKJ23F3y",
+	"x26426W7YMlaTfX7wCwTMEPyBJYX9nPkRW9TeXl1UyDZMHsc1MB6uTqNdICUUoRk/nF7fHs8eXt7irKc",
+	"sKlYu800chrH74TywRjvXf6op1HwIn/UU+vT1gBIttpBoPMcQvNUdhS4by2Gw/5g+Y5WFHVMCHotsD0H",
+	"dowD5KnPj8UMxXSIJNUeCsQ0l6UNVumjgMDw54f0U96zcWezzcKfbaxAaf71tgosAUm5s7XCw0ImC8aV",
+	"fQBVq9ZaAaMnDScQbfG5KJBBmBNWkGkr0t6TwomO/LsKPRAlzKR7gg4i5FXEmAPSwMa3gyWIWwudpV4k",
+	"6CWTjrwyTOmHZ+ztaOO4a303POnsbLxRY+2gq1ChbtmGYxu5daioLQugpoCNfhF/JRRvinY2aV7Rk9B/",
+	"Rp+cAZvlWcba8fH5xfXla2A1ZWOcdnx8dfH2Ou7UW+TA9Tf/uL24iUkGSMdSSUFXQjOc/JD9Xb7yzXhW",
+	"Rk/JaJSK7TPL2hucs9PEtaV7bjMe1tCLZ/OgX/TxpMeqfBtrj5DmWa4yoDvruMM2PmM1Kk4X1dGa4lY4",
+	"WLhDudnmpTZZvAYq5FgBJaMfNvL/WoLkPjuTryLGFbCv0L0E6EHZmTBMqESjAa/NWG0W3nVIU5+V5rUg",
+	"gzrja2GqKr53B9ixMsBxACpkurNVxqXqYv37Yb8fscMX+xE76u/DgR71jwrPwyh3C6GcT4kcq3OtBFXE",
+	"S+WEmQHIC1sbwYcsNjEihdd4FvYNAzt9J5SvbKfiZyGRyr3Do/SMeOqguh0bnBsE2SFgHOxpKbjCpDKT",
+	"q6KBQcbRGyatzjCS411oTAn3oM0drR3RW+IK3XqsSDagAogqdYglxb7qUM9qurqvHpQOXZSGL7nC9VZF",
+	"A/CrSjOFAlitSt5nq9/b7/V9DE7xlWwNWi96/d4LcnEuMKrgmTX8nIuGJFhfMH3Q71cYU9i0tCxf9XZU",
+	"n5KhD2iiZ1j6ZAXVV0Zl1J/F+i727sfmWE5z9y2k+BT9UiDpEqCS6XqsGD6AuS8zu1ZJiHgbsdSoDyPb",
+	"GIKo8fVc+K5ldsGNoLgGI37SoaP05bKlolcUzeLAwhilB8T/gNXB683cDq1Pu7ZOLEvOF3mWJx4XPLdO",
+	"pP79Kv9D+9m75GCxPTbyHA85B3kTHEZM7IJGqLJCXpvZv6LmNiLzjPuCuiwTaUBiGGIJenEH12/ZuFUc",
+	"jKWObJssmVcZcnUJdtyK/EOgZTvkpUMf28uTO78V6wDLsCJPeQ8DjAI0Zuh48YQsy5WTGZbgCvScI03j",
+	"GECDQNQr2G6+QvfxaSHcNyQCzqXC6o/6f0Wv6o48IOCipIH7iTwLBE08+O/QHQaDYIJFOCAybeA+yF6n",
+	"9RBLdXlaLbrSUzEAVOZskas5jIHoJB32bbNwC5uCqFQ8egIgUixtS6xdBEMUt7FliXaGgcDIGEYswI5e",
+	"W4VuGbcAW5Tzte48MDJc1/4c8YluviqG3u7tEqRaJq0TaPfCs3wj0b9G97V+QOgtAnjCUpf6HiSY77jA",
+	"apWxv+XccOWkEkV1LGuT14gSI4B8faUrEXTPPboQM4DRpAsGJy42LVLkgufK+zt67BgYDmyMLzEMgRDf",
+	"LNf3VdkWDWD4VzqErB2wcq2Y2E6zaRyGxBBgO2J1wbQKDxpq4fXdJpngxleBjpXnxAOm74LbrFqtX5gg",
+	"EqielA0igWoLOMy4zleoJdOSii47geoa/C84P/VBKMyBUmI0WzUJX2ENdKNVU9rdB0cvUSdBXVLPwBh6",
+	"iAqmBSqMlRkOnUmhnAW9rjoNkZFHtTthFJUxofAnrX+syOIGM2sQGk8kfFVVpYOyAJeUeEj00tdLoaXi",
+	"q3srsxbcGaYH016rOShucCzAFKqmGSphaJsN2EwaH7qu8XfMf+fsYaGz0jIg3Wes2oDz1tG7ncgzN3Yn",
+	"Vq7LMyDxysKmwj2A0ecHsWPVJk+QXyANMvTsFP0L2BilWC4wQMDLBVdphvrsaMN4gwWTAUf61gNHpywc",
+	"A23voM+WFjkrTD3GElrfQcXLCG+lFQl4SgPUhdmYCYArgWs6DSBKK3P49XYGVFdNB0YuCu6IMp1mC36P",
+	"nLxIaKDABrFxI8Jsas5mmdZprdxbaTbj1nnnGmEAoJDFqC5q4iCtq8eAGIpbdYscVuqXjCdQJQ2E3ljB",
+	"Opa5LciGqiUi4Cmok3uUZ6lGAvzFg6qpFSNXWB5Bx+J9d9ggpOonGKuKo6DQP1DSUOh0rfPSnYjH2Imq",
+	"AJ5rpAUN4qzmKwDKfXlYWZEF2PibGNcOKwXocHvX4E0AjFmTyYalVVixf9R/sdGNEk+v8CGQWyPo+EGk",
+	"oBxF0RqFoydN4U6IlT+twDiSLE/BuEFI+cSDF8xiLgeKI7+L72zJNPgS9BgvELE/pLCMLzUFVjf3bIde",
+	"XSYO5xZiSZjZ7MBxWkc0cwH3YruBgHrsYoVJZcUcqGVVudsqy+1YvTykg6iyFDbNdHIXSPIlKXftwxf7",
+	"bCrWWqWdXuEHlnDePLM6LNhpxzPUfTacy9s+34LHj5V3+loK1iGVOCOTO9R7ufcvgvmAICHsRq/YDAUA",
+	"5V5GFKeVKnfCV/iQsSW1Oklbg9Y74UhGUSpo2Uz5oN//aj09a92AdrT0LP0z+apHHX98J4zmsYvF7tXa",
+	"PmNnz3y55GbdGrRO5b1QgB9k8/BUKsp6dXxuW4NfW97Y+wCvVQIlO62/X5oL8Sh+SrqztBiSQWUD4+3b",
+	"qsFYtcu+k0BDIbOI7F/PkMvQ8kyiYC8FpW9a1nyeZQeA/+CRlpPsOM9qLzY8z8P+4bdrEnu+fUTt7XOg",
+	"jsNHBJankaze9vkroeeZcBw9tT4qXIVZBUlDJXMFSTNfwN2IpGfUlwHTm8jPNV3XKnEj1ByCZjNklHBo",
+	"BJsafScUeg7qKWojFvfU6l8U+Kw3bJnpnMLmdRfoWJURZG+BFPirfCeXdqJXPnfJB5lRwIYOVR9zEL/B",
+	"vcYSw+2iU0TNKyYXJUuS5cBtpQFORIpM2AtpaYX1QCFvvyjxiJllWoXguBH+iVQY6pmD1oYETdD7EDbI",
+	"lBqzViyzumUilXWCp2PVtkLUZXkHNfSqGUg+OJaKTLjS60hMsonuT6Ulwrf/carH5gGfaRX/XyYsWKJX",
+	"cDwbqKPnZ4grpBvrplau3oUSim1BHeV36D4P9MudXkqwWtdIOIWtWGZjjNUsk/NF4aSylX6w2P+GRh96",
+	"2+qRzJ/cisLa8oyVPIVP9IQqasp3d4VCJ42/WXm+1qoJBqwm7mzyAKOXaPdT5yapNlPRqQEYrh1I6sne",
+	"Td+zka/HwairtbM8w35DNQht952aClD8LK6j2Gx1PLUOVTfocdqGt/e6hWP0yXpSzQtHVm1ToKsoHyXB",
+	"eS7w8wZK0PjYE4+DuMbGBmzESCmju6ip73RQeV/Fs5IicOq42iYJ/RlLwS2G0MEIdBr/0dWEh7I/PLmP",
+	"fGwNeWRh0fmDRPDTrTQ3mHqoFbrlaPbNvk1x8O0/0cag9Lc1MrTQLqtFideV4tyvwsq2Wu59qqd4A7w/",
+	"/QdZ6XY7sB0sdSNdx+tS/W/4cYTNdNBoK3cz2k7KjMZqK6Uy2shXjHYlEsLL23l+oHts5MdRTOIJKvaf",
+	"LDjs//QtvwhTT3KqGqrtBmd0jyFFhzLEqc6J3xO76H3NT5xwil7tP+NDJ4f7Lz4vgzc/M4LvHX3+vcZP",
+	"SPxpleGo/+I5U5YfFsF3/vqcmbY/vfO1dH+K39U6vwTJ015ohyy3s0tRqecf7FZWbsr8yxU3tsimkKA8",
+	"G8GXgJ1Dn7D1EKI6MoSOFiIjlz7lixC1kTNxChJOPzAjPorEe4H96yi7am1FX1+/B5omt+l2rthG9qcn",
+	"am4clW+FHAP0gI6V9a1IfQImLScTfg3ej0DLwlUug5VVRnXGygMFFDIqDCmXj5na5KihxB/MRUOZ513z",
+	"PicOc+aqLpuj/QN2Jl91ht4pxHzaTcUzsP+iKREOl3ChKgk6deVhyGa5QZ6CGThI21KhF4j6QXmnfTsu",
+	"k9nwUiVocNjB5qd+k87rrJatMkzjUAQXfGtXPM+nuVSTzuDCRuIZuX0bss+Y03OBu8AUouA43Foz+4Ht",
+	"jxWuy/bYL4XXA00yWu4GVA9+ak6iG6vCeV6GXiou56LRv8cpSteo5qwUaUx8I0fOuwVRIXtduBQH5HOM",
+	"hwSEajFDgWpnSEsDimh8UWJiBdU4xs1c2YxuofE7I6vF2oLt4QfssEQDc/HGkD98VOTGynOEoNcWOWN6",
+	"5h9vTADrsRNXfHEBNfp8KYxM2JI7Ix/J44ibB/IIKueDNIK1OTvwn2EQWcbi/SgeK8LEH+nxToQ+2Dps",
+	"Er1aw6KkG2AT26CbhgVjfC5ZgABKvfh88dfeEfv7K6y8BC6lZwzrxyoNN1h7/2XvkP391VhREDdiB/vw",
+	"zsz7+LeqD2fS+SQImqxIxhwrgtf+wY9YkhhVA8j+ZKUdsjJuTpyw3MBmwqrHg0reEfeJUVijuY3OCANC",
+	"5xoug4gp+W1wf9DwA2BHqGltJea2t9M0O6S+YwD+QQUQYL7t9vopKhfSCzHLiLvGlNphU7ii/Zk8wnIx",
+	"ZYLjWP0bWYxKP4CB9lFPfc9nqpUjmuTJXTGdAPWqTV0cvDGpzVglXAFKk6fGLnKX6gfls+wq0xJOWzqZ",
+	"GUbvVtzwLBPZWM1gzqIYyGOA9y7hapfaiKDwYr4R0Lvgd8xg2B6QwC+ZNODS6PaDIWlxNpOPsOx7YYCJ",
+	"AW0A4p7JV2PV9j3dQdTOZliU6t2npH50aIyHhQ+alDkO+PUVRZHkaogF2Cyuvh34/f5PKCVD8YAITM0O",
+	"683JwlcqjjYnrcbOw5y12FE5qVQbcRw7oDjcZkhnrBpiOpHnJrBiuLeqR1sx2hL0qbHCNFRBCTgv+7jF",
+	"wEoqgXv2A3t56IOi5AgsnYCkhoT016DRvNPM6pkL6EiaifMkZfOlT6Ycq/jdxdnx2enJ2ckN2t9WOK9Y",
+	"FCjJ2tcn726Or846W6iJvMaXpIWmNEEcVtsDDevy3giKxoMeCjzULYQ0BWfzBd+W34t0uwophiEaWnX0",
+	"4HUrXBwSsAWh9FjFNLdPuEXPGGXm4HVLcUKMCBdaXWhP7BvEKqyLrq2D28KDVry1mcuLPfcwx65dS+3q",
+	"VNM/SRSPValGk9bEaYyqu7jeLqlIEMHEqx1pV0UYc1QZbiazrJpXAicJuuNYwRHa4lpBbBiHTXQqtlCj",
+	"lE71tGrUgkEBo/lpKM+0a+nbOOIVd2JQGSuEKAtpTgpcIBuvYFZop6I5YZz/TogVy1cgyJ5b2zJWjcUt",
+	"Q9b31eUSlJxZh/bDGda1AHVLnbIFt6AaWUwK+Hz9S2eALB+R8Ac/0g9jRcqPEYlAt+oeLjairgV0DzdH",
+	"EWLcfAoHi9uGg4Xzg5OdioX0YRHr9MoWLOWztUolEHyxEn61wOcdHvZ/3C6giljNQBurejUP5YBUTIbw",
+	"FVYUSaCDb1Sqwi7o+H2mcCJsgwlRYSdRk9nQ5B28BniHHOEnPYT47S+wJfdm2iy7wFmoIyolfFcaifiX",
+	"6GuWLSce3V5i7yNW9RTpxAnXJdO52kei/u6Wb6n83uRzm074pifPckoefDXXVlOnpx1uSS8y6PD+i05J",
+	"dC00FIlGm2Wd1JCu7sn06/7xv/B53MbKxDphU5+wWn3fWO1ggpu0vKMsb6ywLo9IdoMlV7+qXPr/vtFx",
+	"btsgUUOp2GCrXnCsGl0yQe96sixwrJrN7wIA/4Yj8/Dgp2+LVMVWyIMTskPbjX6Rzld0Kj/Dlfxnvbr7",
+	"3xCEAXzhM8LBV1x0kqIvTrWxqPvk7PL0+Oz4/KaSRPItqaX+pekapj9Z8Ac28r9R8TdWzyn5C36HmsEe",
+	"Ugp77M99a9ubV81Vfl/1O/CsvfkN/mfg9383lnDry6HL4359/d5/yRT0Uq4Yt2uVLIxWOrflYx/1tBJh",
+	"CJc3Ywy+/8DOfKO/gc2BpiPZg3di5UJ4mFaRm3t5L0IZhQ2ullB2MVaxx7e4dIBsoAQV3tQMU4YtK9GY",
+	"2bBRNydgwW4kl3qSCV4xfNBbUtqW5Tfxys5ofuVDJmeoAZNBWxAdVsf5BhDtakEYzH2H2XudiKV8CUbm",
+	"RpMYdPuQaK8X5Uq3sem92h433XuWr9GriwXIPfbLVleZTcuTjuw7G2rIitKsaKxAdmDavLRMqBSdjt4s",
+	"NIIyQrxl+R0auRnVIg4rA6NHMqRyFWW4ZLmiyxentWStw+wOawLJk3rE7K70xmqT36i14oYvhUO6//X3",
+	"lgR8xI6CUQuUntaghcjb2tSiqzRd6Yy5f/DjZ3psfvrwH0wKqO5tt9797dMpb+t9R9obLUv+nTzK/6ek",
+	"/Ndg1pc6y6qsejcPLr7NQbhd34qfoVYDm6a+qS+2y20tnFsN9vbwS5gLbd3g6OjoJbZN9rM1Nycs/WIq",
+	"ZSESXdKTj0N/irYqY3eJGFu+XGxv+/Wdudr+VZ+q/enDp/8TAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

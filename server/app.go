@@ -129,6 +129,12 @@ func (a *App) openRegistry(ctx context.Context) error {
 	return nil
 }
 
+// maxHeaderBytes bounds a request's header block (net/http allows 4 KiB
+// more; beyond, 431). Our clients send a few hundred bytes; the default
+// 1 MiB would let each of the max + 16 connection slots hold about 1 MiB
+// of header for ReadHeaderTimeout.
+const maxHeaderBytes = 64 << 10
+
 // serve starts both channels on the bound listeners.
 func (a *App) serve() error {
 	handler, err := newHTTPHandler(a.api, a.cfg.HTTP, a.log.With("component", "http"))
@@ -139,6 +145,7 @@ func (a *App) serve() error {
 	a.httpServer = &http.Server{
 		Handler:           reserveGate(handler),
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
 		IdleTimeout:       2 * time.Minute,
 		ConnContext:       connContext,
 		ConnState:         trackState,

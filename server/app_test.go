@@ -1,13 +1,17 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,4 +222,43 @@ func TestShutdownTwice(t *testing.T) {
 		}
 	}
 	goroutinesBackTo(t, base)
+}
+
+// TestHeaderLimit: a request whose header is over maxHeaderBytes (100 KiB
+// of one header field) is answered 431 without its header being kept, and
+// the server goes on serving.
+func TestHeaderLimit(t *testing.T) {
+	app, err := Start(context.Background(), Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Shutdown(context.Background())
+	c, err := net.Dial("tcp", app.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	big := strings.Repeat("a", 100<<10)
+	fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\n\r\n", big)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("100 KiB header: %d, want 431", resp.StatusCode)
+	}
+	// An ordinary request with an X-Request-Id sized header still fits.
+	req, _ := http.NewRequest("GET", "http://"+app.HTTPAddr()+"/health", nil)
+	req.Header.Set("X-Request-Id", strings.Repeat("r", 128))
+	req.Header.Set("User-Agent", strings.Repeat("u", 512))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("health after a refused header: %d", res.StatusCode)
+	}
 }

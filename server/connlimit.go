@@ -13,30 +13,78 @@ import (
 	"ramanserve/server/contract"
 )
 
-// The health reserve: connections accepted while every regular slot
-// (-max-http-connections) is taken. They may only ask GET /health, and
-// every read or write on them has at most reserveTimeout, so a slow or
-// silent client holds a reserve slot for seconds, not for the 30 s body
-// idle limit. A liveness probe thus gets through a cap full of slow
-// clients, from a fresh connection or a kept-alive one.
+// Admission at the management connection cap. Accept never blocks on a
+// full cap: a connection left waiting in the kernel's accept queue would
+// sit behind every connection an attacker opened before it, and each slot
+// that freed would usually go to the attacker's next one. Instead every
+// newcomer is accepted and, at the cap, the connection that has been
+// waiting longest without a request in progress is closed to make room:
+//
+//   - first one in http.StateNew (it has not sent a whole request header),
+//     the oldest first;
+//   - then one in http.StateIdle (a kept-alive connection between
+//     requests), the one idle longest first;
+//   - never one with a request being handled (http.StateActive).
+//
+// Regular slots (max) are used first. When no regular connection can be
+// evicted now (every one has a request in progress, or the others are
+// younger than evictGrace), a newcomer goes to the health reserve
+// (healthReserveConns more), where it may only ask GET /health and every
+// read or write has at most reserveTimeout; at the reserve's cap the same
+// eviction order applies among reserve connections. When even the reserve
+// is full of requests in progress, the newcomer is closed at once rather
+// than left waiting.
+//
+// A connection is not closed this way in its first evictGrace: a client
+// that has just connected has that long to have its request header read
+// (a GET /health arrives in one packet right after the handshake), and a
+// reconnecting flood is accepted no faster than slots / evictGrace a
+// second. When every candidate is younger, the accept loop waits for the
+// oldest (holding the one newcomer; the rest stay in the kernel's queue),
+// so a probe queued behind a flood of N connections waits about
+// N * evictGrace / slots. Among connections in StateNew old enough, one
+// that net/http is blocked reading without having received a byte
+// (silent) goes first, then one net/http has not read yet, then one that
+// has sent part of its header.
+//
+// Open connections stay bounded: max + healthReserveConns, plus the one
+// being admitted. A victim's slot is counted free when it is chosen, its
+// socket closed at once; net/http's Close of it later releases nothing.
 const (
-	healthReserveConns = 16
+	healthReserveConns = 64
 	reserveTimeout     = 3 * time.Second
+	evictGrace         = 20 * time.Millisecond
 	healthPath         = "/health"
 )
 
+// headerMemoryPerConn is the most one connection slot holds while its
+// request header arrives: up to maxHeaderBytes (+4 KiB net/http allows)
+// of header, read through bufio buffers and parsed into a header map. 321
+// connections (the default cap, reserve and one more) each holding a
+// 68 KiB partial header of 100-byte lines measured 154 KiB each (49 MiB
+// over the idle process); one long header line, about 50 KiB each.
+const headerMemoryPerConn = 192 << 10
+
+// ConnectionMemoryBound is the most the management channel's connections
+// hold in request headers, however the clients behave: every slot,
+// regular and reserve, plus the one being admitted, at
+// headerMemoryPerConn (60 MiB with the default 256). Request bodies are
+// bounded separately (JSON bodies by MaxJSONBodyBytes each, uploads by
+// the training budget).
+func (c HTTPConfig) ConnectionMemoryBound() int64 {
+	return int64(c.withDefaults().MaxConnections+healthReserveConns+1) * headerMemoryPerConn
+}
+
 // connLimitListener caps open connections at max regular plus
-// healthReserveConns reserve ones. Beyond both it stops accepting (the
-// kernel's backlog holds newcomers, as with netutil.LimitListener), so a
-// flood of connections cannot use up the process's file descriptors.
+// healthReserveConns reserve ones, evicting to admit newcomers (see above).
 type connLimitListener struct {
 	net.Listener
-	max   int
-	slots chan struct{} // one token per open connection, regular or reserve
+	max int
 
-	mu      sync.Mutex
-	regular int
-	open    map[*limitedConn]struct{}
+	mu       sync.Mutex
+	regular  int // open regular connections
+	reserved int // open reserve connections
+	open     map[*limitedConn]struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -47,41 +95,175 @@ func newConnLimitListener(ln net.Listener, max int) *connLimitListener {
 	return &connLimitListener{
 		Listener: ln,
 		max:      max,
-		slots:    make(chan struct{}, max+healthReserveConns),
 		open:     map[*limitedConn]struct{}{},
 		closed:   make(chan struct{}),
 	}
 }
 
-// Accept waits for a free slot, then accepts. A connection is regular when
-// fewer than max regular ones are open, reserve otherwise.
+// Accept accepts the next connection and admits it, evicting another at
+// the cap; a newcomer that cannot be admitted is closed and the next one
+// accepted. It never waits for a slot longer than evictGrace.
 func (l *connLimitListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.closed:
-		return nil, net.ErrClosed
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		lc, err := l.admit(c)
+		if err != nil {
+			return nil, err
+		}
+		if lc != nil {
+			return lc, nil
+		}
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
-	}
-	l.mu.Lock()
-	reserve := l.regular >= l.max
-	if !reserve {
-		l.regular++
-	}
-	lc := &limitedConn{Conn: c, l: l, reserve: reserve}
-	l.open[lc] = struct{}{}
-	l.mu.Unlock()
-	if reserve {
-		_ = lc.SetDeadline(time.Time{}) // clamped: reserveTimeout from now
-	}
-	return lc, nil
 }
 
-// Close closes the listener and ends an Accept waiting for a slot. It may
-// be called more than once (App.Shutdown, then http.Server.Shutdown).
+// admit gives c a slot, evicting a connection without a request in
+// progress when the slots are full. It returns nil (c closed) when every
+// slot, reserve included, has a request in progress, and net.ErrClosed
+// when the listener closes while it waits for a candidate to come of age.
+func (l *connLimitListener) admit(c net.Conn) (*limitedConn, error) {
+	for {
+		l.mu.Lock()
+		lc, wait, refuse := l.admitLocked(c, time.Now())
+		l.mu.Unlock()
+		switch {
+		case lc != nil:
+			if lc.reserve {
+				_ = lc.SetDeadline(time.Time{}) // clamped: reserveTimeout from now
+			}
+			return lc, nil
+		case refuse:
+			_ = c.Close()
+			return nil, nil
+		}
+		select {
+		case <-time.After(wait):
+		case <-l.closed:
+			_ = c.Close()
+			return nil, net.ErrClosed
+		}
+	}
+}
+
+// admitLocked decides c's admission at now: a slot (evicting a victim if
+// need be), a wait for a connection to become a candidate, or refusal.
+// A regular slot comes first; the reserve is used when no regular
+// connection can be evicted now, so that while a few regular connections
+// are young the reserve's turnover still admits newcomers.
+func (l *connLimitListener) admitLocked(c net.Conn, now time.Time) (lc *limitedConn, wait time.Duration, refuse bool) {
+	reserve := false
+	if l.regular >= l.max {
+		victim, waitRegular := l.candidate(false, now)
+		switch {
+		case victim != nil:
+			l.evictLocked(victim)
+		case l.reserved < healthReserveConns:
+			reserve = true
+		default:
+			victim, waitReserve := l.candidate(true, now)
+			if victim == nil {
+				if wait = minPositive(waitRegular, waitReserve); wait > 0 {
+					return nil, wait, false
+				}
+				return nil, 0, true
+			}
+			l.evictLocked(victim)
+			reserve = true
+		}
+	}
+	lc = &limitedConn{Conn: c, l: l, reserve: reserve}
+	lc.since.Store(now.UnixNano())
+	if reserve {
+		l.reserved++
+	} else {
+		l.regular++
+	}
+	l.open[lc] = struct{}{}
+	return lc, 0, false
+}
+
+// minPositive is the smaller of a and b that is above 0, or 0.
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// Eviction ranks, most evictable first, among connections in StateNew at
+// least evictGrace old: net/http is blocked reading one that has not sent
+// a byte (silent); net/http has not read it yet; it has sent part of its
+// header. Then connections idle between requests.
+const (
+	rankNone = iota
+	rankIdle
+	rankPartialHeader
+	rankUnread
+	rankSilent
+)
+
+// rank is c's eviction rank; rankNone while it has a request in progress.
+func (c *limitedConn) rank() int {
+	switch http.ConnState(c.state.Load()) {
+	case http.StateNew:
+		switch {
+		case c.gotBytes.Load():
+			return rankPartialHeader
+		case c.reading.Load():
+			return rankSilent
+		}
+		return rankUnread
+	case http.StateIdle:
+		return rankIdle
+	}
+	return rankNone // Active, Hijacked, Closed
+}
+
+// candidate is the connection of the given class to evict next: the
+// highest rank, the oldest in it (the one idle longest for rankIdle).
+// With no candidate, wait > 0 is when to look again (a connection in
+// StateNew younger than evictGrace, which goes before any idle one), and
+// wait == 0 means every connection has a request in progress.
+func (l *connLimitListener) candidate(reserve bool, now time.Time) (victim *limitedConn, wait time.Duration) {
+	bestRank, bestSince := rankNone, int64(0)
+	for c := range l.open {
+		if c.reserve != reserve {
+			continue
+		}
+		rank, since := c.rank(), c.since.Load()
+		if rank == rankNone {
+			continue
+		}
+		if rank != rankIdle {
+			if w := time.Unix(0, since).Add(evictGrace).Sub(now); w > 0 {
+				if wait == 0 || w < wait {
+					wait = w
+				}
+				continue
+			}
+		}
+		if rank > bestRank || (rank == bestRank && since < bestSince) {
+			victim, bestRank, bestSince = c, rank, since
+		}
+	}
+	if victim != nil && (bestRank != rankIdle || wait == 0) {
+		return victim, 0
+	}
+	return nil, min(wait, time.Millisecond)
+}
+
+// evictLocked frees victim's slot now and closes its socket. net/http,
+// blocked reading the victim's header or next request, then fails and
+// closes it again; release finds it already released.
+func (l *connLimitListener) evictLocked(victim *limitedConn) {
+	l.releaseLocked(victim)
+	_ = victim.Conn.Close()
+}
+
+// Close closes the listener and ends an admission waiting for a candidate.
+// It may be called more than once (App.Shutdown, then http.Server.Shutdown).
 func (l *connLimitListener) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.closed)
@@ -92,12 +274,23 @@ func (l *connLimitListener) Close() error {
 
 func (l *connLimitListener) release(c *limitedConn) {
 	l.mu.Lock()
-	if !c.reserve {
+	l.releaseLocked(c)
+	l.mu.Unlock()
+}
+
+// releaseLocked gives c's slot back, once: an evicted connection is
+// released when chosen and again, without effect, when net/http closes it.
+func (l *connLimitListener) releaseLocked(c *limitedConn) {
+	if c.released {
+		return
+	}
+	c.released = true
+	if c.reserve {
+		l.reserved--
+	} else {
 		l.regular--
 	}
 	delete(l.open, c)
-	l.mu.Unlock()
-	<-l.slots
 }
 
 // endConnsWithoutRequest ends every connection that has no request being
@@ -123,15 +316,33 @@ func (l *connLimitListener) endConnsWithoutRequest() {
 // sets the header, body and keep-alive deadlines through these methods.
 type limitedConn struct {
 	net.Conn
-	l         *connLimitListener
-	reserve   bool
-	state     atomic.Int32 // http.ConnState, set by trackState
-	closeOnce sync.Once
+	l       *connLimitListener
+	reserve bool
+	state   atomic.Int32 // http.ConnState, set by trackState
+	// since is when the connection entered its state (UnixNano): accepted
+	// for StateNew, answered its last request for StateIdle.
+	since    atomic.Int64
+	reading  atomic.Bool // net/http has called Read: it is serving the connection
+	gotBytes atomic.Bool // a Read returned data
+	released bool        // slot given back; guarded by l.mu
+}
+
+// Read records, for eviction, that net/http serves the connection and
+// whether the client has sent anything.
+func (c *limitedConn) Read(b []byte) (int, error) {
+	if !c.reading.Load() {
+		c.reading.Store(true)
+	}
+	n, err := c.Conn.Read(b)
+	if n > 0 && !c.gotBytes.Load() {
+		c.gotBytes.Store(true)
+	}
+	return n, err
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.closeOnce.Do(func() { c.l.release(c) })
+	c.l.release(c)
 	return err
 }
 
@@ -165,11 +376,14 @@ func (c *limitedConn) SetWriteDeadline(t time.Time) error {
 }
 
 // trackState is http.Server.ConnState: it records each connection's
-// state for endConnsWithoutRequest. net/http moves a connection to
+// state for endConnsWithoutRequest and for eviction. net/http moves a connection to
 // StateActive once a whole request header has been read, and back to
 // StateIdle once the response is written.
 func trackState(c net.Conn, s http.ConnState) {
 	if lc, ok := c.(*limitedConn); ok {
+		if s == http.StateIdle {
+			lc.since.Store(time.Now().UnixNano())
+		}
 		lc.state.Store(int32(s))
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,27 +23,45 @@ import (
 // limitedServer serves handler behind the connection limit, as Start does.
 func limitedServer(t *testing.T, max int, handler http.Handler) string {
 	t.Helper()
+	addr, _ := limitedServerListener(t, max, handler)
+	return addr
+}
+
+func limitedServerListener(t *testing.T, max int, handler http.Handler) (string, *connLimitListener) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: reserveGate(handler), ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(newConnLimitListener(ln, max))
+	l := newConnLimitListener(ln, max)
+	srv := &http.Server{Handler: reserveGate(handler), ConnContext: connContext, ConnState: trackState, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	return ln.Addr().String(), l
 }
 
 // ask sends one request on c and reads the answer.
 func ask(t *testing.T, c net.Conn, r *bufio.Reader, method, path string) (*http.Response, []byte) {
 	t.Helper()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", method, path)
-	resp, err := http.ReadResponse(r, nil)
+	resp, b, err := tryAsk(c, r, method, path, 5*time.Second)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	b, _ := io.ReadAll(resp.Body)
 	return resp, b
+}
+
+// tryAsk sends one request on c and reads the answer within limit.
+func tryAsk(c net.Conn, r *bufio.Reader, method, path string, limit time.Duration) (*http.Response, []byte, error) {
+	c.SetDeadline(time.Now().Add(limit))
+	if _, err := fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", method, path); err != nil {
+		return nil, nil, err
+	}
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
 }
 
 func dial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
@@ -53,22 +74,62 @@ func dial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
-// TestHealthReserve: with every regular slot held by a silent client, a
-// new connection lands in the reserve. There GET /health is answered,
-// keep-alive included; anything else is 503 SERVER_BUSY and closed; a
-// silent reserve connection is closed within reserveTimeout. Once a
-// regular slot frees, a new connection is regular again.
-func TestHealthReserve(t *testing.T) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	addr := limitedServer(t, 2, ok)
-	holders := make([]net.Conn, 2)
-	for i := range holders {
-		c, r := dial(t, addr)
-		if resp, _ := ask(t, c, r, "POST", "/model/load"); resp.StatusCode != 200 {
-			t.Fatalf("regular slot %d: %d", i, resp.StatusCode)
+// holdHandler answers "ok", except /hold (and any path with ?hold), which waits until release is
+// closed: a request in progress for as long as a test needs.
+func holdHandler(release <-chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" || r.URL.Query().Has("hold") {
+			select {
+			case <-release:
+			case <-r.Context().Done(): // the client went away
+			}
 		}
-		holders[i] = c
+		io.WriteString(w, "ok")
+	})
+}
+
+// holdRequests opens n connections, each with a GET /hold in progress,
+// and returns their readers.
+func holdRequests(t *testing.T, addr string, n int) ([]net.Conn, []*bufio.Reader) {
+	t.Helper()
+	conns, readers := make([]net.Conn, n), make([]*bufio.Reader, n)
+	for i := range n {
+		c, r := dial(t, addr)
+		fmt.Fprintf(c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+		conns[i], readers[i] = c, r
 	}
+	return conns, readers
+}
+
+// waitOpen waits until l has regular and reserve connections open.
+func waitOpen(t *testing.T, l *connLimitListener, regular, reserve int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l.mu.Lock()
+		reg, res := l.regular, len(l.open)-l.regular
+		l.mu.Unlock()
+		if reg == regular && res == reserve {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d regular and %d reserve connections open, want %d and %d", reg, res, regular, reserve)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHealthReserve: with every regular slot holding a request in
+// progress, a new connection lands in the reserve. There GET /health is
+// answered, keep-alive included; anything else is 503 SERVER_BUSY and
+// closed; a silent reserve connection is closed within reserveTimeout.
+// Once a regular slot frees, a new connection is regular again.
+func TestHealthReserve(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	addr, l := limitedServerListener(t, 2, holdHandler(release))
+	holders, _ := holdRequests(t, addr, 2)
+	waitOpen(t, l, 2, 0)
 
 	c, r := dial(t, addr)
 	for i := 0; i < 3; i++ {
@@ -94,50 +155,186 @@ func TestHealthReserve(t *testing.T) {
 	}
 
 	holders[0].Close()
-	time.Sleep(100 * time.Millisecond)
+	waitOpen(t, l, 1, 0)
 	c2, r2 := dial(t, addr)
 	if resp, _ := ask(t, c2, r2, "POST", "/model/load"); resp.StatusCode != 200 {
 		t.Fatalf("after a regular slot freed: %d", resp.StatusCode)
 	}
 }
 
-// TestConnectionCapHolds: beyond the cap and the reserve, connections are
-// not accepted (they wait in the kernel's queue), so they hold no file
-// descriptor and no goroutine in the server.
-func TestConnectionCapHolds(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newConnLimitListener(ln, 1)
-	defer l.Close()
-	accepted := make(chan net.Conn, 100)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				close(accepted)
-				return
+// silentFlood keeps n connections to addr open that never send a byte,
+// reconnecting each one the server closes, until ctx ends.
+func silentFlood(ctx context.Context, addr string, n int) (wait func()) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				c, err := net.DialTimeout("tcp", addr, time.Second)
+				if err != nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				stop := context.AfterFunc(ctx, func() { c.Close() })
+				c.Read(make([]byte, 1)) // until the server closes it
+				stop()
+				c.Close()
 			}
-			accepted <- c
-		}
-	}()
-	for range 1 + healthReserveConns + 5 {
-		dial(t, ln.Addr().String())
+		}()
 	}
-	time.Sleep(200 * time.Millisecond)
-	if n := len(accepted); n != 1+healthReserveConns {
-		t.Fatalf("%d connections accepted, want %d", n, 1+healthReserveConns)
-	}
-	(<-accepted).Close()
-	time.Sleep(100 * time.Millisecond)
-	if n := len(accepted); n != healthReserveConns+1 {
-		t.Fatalf("after one closed: %d waiting, want %d", n, healthReserveConns+1)
-	}
-	l.Close()
-	for c := range accepted {
+	return wg.Wait
+}
+
+// TestHealthThroughSilentFlood: five times more silent connections than
+// slots, each reconnecting as soon as the server closes it. GET /health
+// from a fresh connection answers within 1 s, every time, for 4 s; so
+// does a kept-alive connection asking every 2.9 s (it may be evicted
+// while idle, and then reconnects); a request in progress is never cut.
+func TestHealthThroughSilentFlood(t *testing.T) {
+	release := make(chan struct{})
+	addr, l := limitedServerListener(t, 8, holdHandler(release))
+	held, heldReaders := holdRequests(t, addr, 2)
+	waitOpen(t, l, 2, 0)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := silentFlood(ctx, addr, 5*(8+healthReserveConns))
+	defer func() { cancel(); wait() }()
+	time.Sleep(500 * time.Millisecond) // the flood fills every free slot
+
+	kept, keptReader := dial(t, addr)
+	lastKept := time.Time{}
+	evicted, fails, n := 0, 0, 0
+	var worst time.Duration
+	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); n++ {
+		start := time.Now()
+		c, r := dial(t, addr)
+		resp, _, err := tryAsk(c, r, "GET", "/health", time.Second)
 		c.Close()
+		took := time.Since(start)
+		worst = max(worst, took)
+		if err != nil || resp.StatusCode != 200 || took > time.Second {
+			fails++
+			t.Errorf("fresh health %d: %v after %v", n, err, took)
+		}
+		if time.Since(lastKept) > 2900*time.Millisecond {
+			lastKept = time.Now()
+			if _, _, err := tryAsk(kept, keptReader, "GET", "/health", time.Second); err != nil {
+				evicted++ // closed while idle: connect again, as any client does
+				kept.Close()
+				kept, keptReader = dial(t, addr)
+				if resp, _, err := tryAsk(kept, keptReader, "GET", "/health", time.Second); err != nil || resp.StatusCode != 200 {
+					t.Errorf("kept-alive health after reconnecting: %v", err)
+				}
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
+	t.Logf("%d fresh health requests, %d failed, slowest %v; the kept-alive connection was evicted %d times", n, fails, worst, evicted)
+
+	close(release)
+	for i, c := range held {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(heldReaders[i], nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("request in progress %d through the flood: %v", i, err)
+		}
+	}
+	l.mu.Lock()
+	open := len(l.open)
+	l.mu.Unlock()
+	if open > 8+healthReserveConns {
+		t.Errorf("%d connections open, want at most %d", open, 8+healthReserveConns)
+	}
+}
+
+// TestIdleEvictedNotActive: at the cap, a newcomer evicts the kept-alive
+// connection idle longest, never one with a request in progress; the
+// victim's slot is counted free at once and not again when net/http
+// closes it.
+func TestIdleEvictedNotActive(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	addr, l := limitedServerListener(t, 3, holdHandler(release))
+	held, _ := holdRequests(t, addr, 1)
+	idle := make([]net.Conn, 2)
+	for i := range idle {
+		c, r := dial(t, addr)
+		if resp, _ := ask(t, c, r, "GET", "/health"); resp.StatusCode != 200 {
+			t.Fatal(resp.Status)
+		}
+		idle[i] = c
+		time.Sleep(20 * time.Millisecond) // older than evictGrace
+	}
+	waitOpen(t, l, 3, 0)
+
+	c, r := dial(t, addr)
+	if resp, _ := ask(t, c, r, "GET", "/health"); resp.StatusCode != 200 {
+		t.Fatalf("newcomer at the cap: %d", resp.StatusCode)
+	}
+	idle[0].SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("connection idle longest: %v, want closed", err)
+	}
+	waitOpen(t, l, 3, 0) // not released twice
+	held[0].SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := held[0].Read(make([]byte, 1)); err == io.EOF {
+		t.Fatal("the connection with a request in progress was closed")
+	}
+	if resp, _, err := tryAsk(idle[1], bufio.NewReader(idle[1]), "GET", "/health", time.Second); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the younger idle connection: %v", err)
+	}
+}
+
+// TestReserveKeptAliveEvicted: kept-alive clients asking GET /health
+// every few seconds fill the reserve while every regular slot has a
+// request in progress; a newcomer still gets its health answer, by
+// evicting the one idle longest.
+func TestReserveKeptAliveEvicted(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	addr, l := limitedServerListener(t, 1, holdHandler(release))
+	holdRequests(t, addr, 1)
+	waitOpen(t, l, 1, 0)
+	for range healthReserveConns {
+		c, r := dial(t, addr)
+		if resp, _ := ask(t, c, r, "GET", "/health"); resp.StatusCode != 200 {
+			t.Fatal(resp.Status)
+		}
+	}
+	waitOpen(t, l, 1, healthReserveConns)
+	time.Sleep(20 * time.Millisecond) // older than evictGrace
+	c, r := dial(t, addr)
+	if resp, _, err := tryAsk(c, r, "GET", "/health", time.Second); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health with the reserve full of kept-alive connections: %v", err)
+	}
+}
+
+// TestAllActiveRefusesNewcomer: with every slot, reserve included,
+// holding a request in progress, a newcomer is closed at once instead of
+// waiting in the kernel's queue; open connections stay at the bound.
+func TestAllActiveRefusesNewcomer(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	addr, l := limitedServerListener(t, 1, holdHandler(release))
+	holdRequests(t, addr, 1)
+	waitOpen(t, l, 1, 0)
+	for range healthReserveConns {
+		c, _ := dial(t, addr)
+		fmt.Fprintf(c, "GET /health?hold HTTP/1.1\r\nHost: x\r\n\r\n") // reserve: health only, held
+	}
+	waitOpen(t, l, 1, healthReserveConns)
+	time.Sleep(100 * time.Millisecond) // every request read: all Active
+	c, _ := dial(t, addr)
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("newcomer with every slot active: %v, want closed at once", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("newcomer closed after %v, want at once", took)
+	}
+	waitOpen(t, l, 1, healthReserveConns)
 }
 
 // quietTraining is a training service whose uploads always get a slot;

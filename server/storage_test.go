@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"ramanserve/server/contract"
 )
 
 // TestWriteProbeShared: health requests that arrive while a probe runs
@@ -58,5 +60,69 @@ func TestStorageReason(t *testing.T) {
 		if !strings.Contains(got, want) || strings.Contains(got, "/secret/path") {
 			t.Errorf("storageReason(%v) = %q, want it to name %q and no path", errno, got, want)
 		}
+	}
+}
+
+// TestWriteProbeDeadline: on a file system that does not answer (a probe
+// stuck in fsync), every check returns errStorageTimeout within
+// probeTimeout, 507 INSUFFICIENT_STORAGE and retryable, with health's
+// reason naming it; the stuck probe stays the only one in flight however
+// many checks come; once it returns, the next check runs a fresh probe.
+func TestWriteProbeDeadline(t *testing.T) {
+	var p writeProbe
+	var calls, inFlight, most atomic.Int32
+	stuck := make(chan struct{})
+	hung := func() error {
+		calls.Add(1)
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-stuck
+		return nil
+	}
+	start := time.Now()
+	err := p.check(hung)
+	if took := time.Since(start); !errors.Is(err, errStorageTimeout) || took < probeTimeout || took > probeTimeout+500*time.Millisecond {
+		t.Fatalf("check on a hung disk: %v after %v, want errStorageTimeout after %v", err, took, probeTimeout)
+	}
+	if cl := contract.Classify(err); cl.Code != contract.InsufficientStorage || cl.Status != 507 || !cl.Retryable {
+		t.Fatalf("a probe timeout classifies as %+v, want 507 INSUFFICIENT_STORAGE retryable", cl)
+	}
+	if r := storageReason(err); r != "registry storage did not answer a 4 KiB write within 1s" {
+		t.Fatalf("health reason %q", r)
+	}
+
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.check(hung); !errors.Is(err, errStorageTimeout) {
+				t.Errorf("check while the probe is stuck: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n, m := calls.Load(), most.Load(); n != 1 || m != 1 {
+		t.Fatalf("21 checks on a hung disk started %d probes, %d at once; want the stuck one only", n, m)
+	}
+
+	close(stuck)
+	deadline := time.Now().Add(time.Second)
+	for {
+		p.mu.Lock()
+		running := p.running
+		p.mu.Unlock()
+		if running == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stuck probe did not finish after the disk answered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := p.check(func() error { return syscall.ENOSPC }); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("check after the disk answered: %v, want a fresh probe's ENOSPC", err)
 	}
 }

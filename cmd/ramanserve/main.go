@@ -104,7 +104,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.DurationVar(&cfg.HTTP.JSONBodyTimeout, "http-json-body-timeout", 10*time.Second, "a JSON request body (every route but the upload) that takes longer than this in all gets 408 REQUEST_TIMEOUT")
 	fs.Int64Var(&cfg.HTTP.UploadMinRate, "upload-min-rate", server.DefaultUploadMinRate, "lowest average rate, bytes per second, of a training upload once -upload-rate-grace has passed; an upload holds a training slot while it arrives, and one that falls behind gets 408 REQUEST_TIMEOUT (0: no floor, the idle limit only)")
 	fs.DurationVar(&cfg.HTTP.UploadRateGrace, "upload-rate-grace", server.DefaultUploadRateGrace, "how long a training upload may take before -upload-min-rate starts to count")
-	fs.IntVar(&cfg.HTTP.MaxConnections, "max-http-connections", 256, "most simultaneous management HTTP connections (plus a reserve of 16 that answers GET /health only)")
+	fs.IntVar(&cfg.HTTP.MaxConnections, "max-http-connections", 256, "most simultaneous management HTTP connections (at the cap the connection waiting longest without a request is closed; plus a reserve of 64 that answers GET /health only)")
 	fs.Int64Var(&cfg.Training.MaxMemoryBytes, "max-training-memory", 0, "training memory budget in bytes, shared by uploads being parsed and the data sets of queued and running jobs; an upload that would cross it gets 413 (0: a quarter of physical memory)")
 	fs.IntVar(&cfg.Training.QueueSize, "training-queue", 4, "training jobs that may wait behind the running one (429 TRAINING_QUEUE_FULL beyond)")
 	fs.Int64Var(&cfg.Channel.MaxMessageBytes, "max-message-bytes", 1<<20, "largest accepted prediction message in bytes")
@@ -243,7 +243,8 @@ func newSignals() *signals {
 // limitMemory resolves the training memory budget's default (a quarter of
 // physical memory) and sets the Go soft memory limit to what the server
 // promises to stay under: the training budget plus its fixed overhead,
-// plus what the prediction channel's connections may hold. The collector
+// plus what the prediction channel's connections may hold, plus the
+// management channel's request headers. The collector
 // then reclaims garbage (the copies training makes) before the heap grows
 // past the promise. An operator's own GOMEMLIMIT wins.
 func limitMemory(cfg *server.Config, getenv func(string) string) error {
@@ -255,7 +256,7 @@ func limitMemory(cfg *server.Config, getenv func(string) string) error {
 		cfg.Training.MaxMemoryBytes = limit
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead + cfg.Channel.ConnectionMemoryBound())
+		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead + cfg.Channel.ConnectionMemoryBound() + cfg.HTTP.ConnectionMemoryBound())
 	}
 	return nil
 }

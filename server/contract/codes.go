@@ -42,12 +42,14 @@ const (
 	NotImplemented       Code = "NOT_IMPLEMENTED"
 	InternalError        Code = "INTERNAL_ERROR"
 	// InsufficientStorage: the registry's disk cannot take a write (full,
-	// read-only or over quota). Retryable once an operator frees space.
+	// read-only or over quota) or did not answer the write probe in time.
+	// Retryable once an operator frees space or the disk answers.
 	InsufficientStorage Code = "INSUFFICIENT_STORAGE"
 	// ServerBusy: a shared resource is momentarily taken. On the
-	// management channel: every regular connection slot was taken, and
-	// this connection (from the health reserve) may only ask GET /health;
-	// or a training upload's data set would fit the training memory
+	// management channel: no regular connection slot could be freed (each
+	// had a request in progress or had just been opened), and this
+	// connection (from the health reserve) may only ask GET /health.
+	// Or: a training upload's data set would fit the training memory
 	// budget, but other uploads and jobs hold it now.
 	// On the prediction channel: a message over 64 KiB arrived while the
 	// transport's shared buffer for large messages was in use.
