@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"ramanserve/gen"
 	"ramanserve/server/contract"
@@ -227,6 +230,39 @@ func (c *limitedConn) rank() int {
 // StateNew younger than evictGrace, which goes before any idle one), and
 // wait == 0 means every connection has a request in progress.
 func (l *connLimitListener) candidate(reserve bool, now time.Time) (victim *limitedConn, wait time.Duration) {
+	for {
+		victim, wait = l.rankedCandidate(reserve, now)
+		// Whether net/http has read a connection depends on scheduling;
+		// whether its client has sent anything does not. A connection
+		// ranked silent or unread whose request is waiting in the socket
+		// (a probe accepted while the machine is busy) is not silent:
+		// it ranks with the partial headers, and the next one is tried.
+		// Each pass marks one connection, so the loop ends.
+		if victim == nil || victim.rank() < rankUnread || !pendingInput(victim.Conn) {
+			return victim, wait
+		}
+		victim.gotBytes.Store(true)
+	}
+}
+
+// pendingInput reports whether c's client has sent bytes not yet read
+// (TIOCINQ, alias FIONREAD, on the socket).
+func pendingInput(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	_ = raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	return n > 0
+}
+
+// rankedCandidate is candidate by the ranks alone.
+func (l *connLimitListener) rankedCandidate(reserve bool, now time.Time) (victim *limitedConn, wait time.Duration) {
 	bestRank, bestSince := rankNone, int64(0)
 	for c := range l.open {
 		if c.reserve != reserve {
@@ -323,7 +359,7 @@ type limitedConn struct {
 	// for StateNew, answered its last request for StateIdle.
 	since    atomic.Int64
 	reading  atomic.Bool // net/http has called Read: it is serving the connection
-	gotBytes atomic.Bool // a Read returned data
+	gotBytes atomic.Bool // the client has sent data: a Read returned some, or some waits in the socket
 	released bool        // slot given back; guarded by l.mu
 }
 
