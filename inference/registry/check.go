@@ -169,18 +169,12 @@ func (c *checker) setAside() (string, error) {
 }
 
 func (c *checker) tempFiles() {
-	for _, sub := range tempDirs {
-		for _, de := range readDirQuiet(filepath.Join(c.r.dir, sub)) {
-			if !IsTempName(de.Name()) || !de.Type().IsRegular() {
-				continue
-			}
-			rel := filepath.ToSlash(filepath.Join(sub, de.Name()))
-			repair := ""
-			if c.repair && os.Remove(filepath.Join(c.r.dir, rel)) == nil {
-				repair = "removed"
-			}
-			c.find(rel, "temp file of an interrupted write", repair)
+	for _, rel := range c.r.tempFiles() {
+		repair := ""
+		if c.repair && os.Remove(filepath.Join(c.r.dir, rel)) == nil {
+			repair = "removed"
 		}
+		c.find(rel, "temp file of an interrupted write", repair)
 	}
 }
 

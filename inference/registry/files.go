@@ -45,15 +45,24 @@ var tempDirs = []string{"", modelsDir, "jobs", quarantineDir}
 // named with TempPrefix, in the folders the server writes to. Symbolic
 // links and folders are left alone whatever their names.
 func (r *Registry) sweepTemp() {
+	for _, rel := range r.tempFiles() {
+		r.log.Warn("removing the temp file of an interrupted write", "file", rel)
+		_ = os.Remove(filepath.Join(r.dir, rel))
+	}
+}
+
+// tempFiles lists, relative to the registry folder, the regular files
+// named with TempPrefix in the folders the server writes to.
+func (r *Registry) tempFiles() []string {
+	var rels []string
 	for _, sub := range tempDirs {
 		for _, de := range readDirQuiet(filepath.Join(r.dir, sub)) {
 			if IsTempName(de.Name()) && de.Type().IsRegular() {
-				rel := filepath.ToSlash(filepath.Join(sub, de.Name()))
-				r.log.Warn("removing the temp file of an interrupted write", "file", rel)
-				_ = os.Remove(filepath.Join(r.dir, rel))
+				rels = append(rels, filepath.ToSlash(filepath.Join(sub, de.Name())))
 			}
 		}
 	}
+	return rels
 }
 
 func readDirQuiet(dir string) []os.DirEntry {
