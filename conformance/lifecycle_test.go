@@ -403,30 +403,37 @@ func TestHealthThroughFullConnectionCap(t *testing.T) {
 	}
 	after := dialKeptAlive(t, p.httpAddr)
 
-	var worst time.Duration
-	failures := 0
-	check := func(what string, ask func() (int, error)) {
-		start := time.Now()
-		status, err := ask()
-		took := time.Since(start)
-		worst = max(worst, took)
-		if err != nil || status != 200 || took > time.Second {
-			failures++
-			t.Errorf("%s: health %d in %v: %v", what, status, took, err)
-		}
-	}
+	probe := healthProbes{t: t}
 	end := time.Now().Add(duration)
 	n := 0
 	for time.Now().Before(end) {
 		tick := time.Now()
-		check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, time.Second) })
-		check("kept alive since before the flood", func() (int, error) { return before.health(time.Second) })
-		check("kept alive since after the flood", func() (int, error) { return after.health(time.Second) })
+		probe.check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, time.Second) })
+		probe.check("kept alive since before the flood", func() (int, error) { return before.health(time.Second) })
+		probe.check("kept alive since after the flood", func() (int, error) { return after.health(time.Second) })
 		n++
 		time.Sleep(time.Second - time.Since(tick))
 	}
 	t.Logf("%d slow clients: %d rounds of 3 health requests in %v, %d failures, slowest %v; kept-alive connections evicted while idle: %d and %d times",
-		flood, n, duration, failures, worst, before.reconnect, after.reconnect)
+		flood, n, duration, probe.failures, probe.worst, before.reconnect, after.reconnect)
+}
+
+// healthProbes records health requests: each must answer 200 within 1 s.
+type healthProbes struct {
+	t        *testing.T
+	worst    time.Duration
+	failures int
+}
+
+func (h *healthProbes) check(what string, ask func() (int, error)) {
+	start := time.Now()
+	status, err := ask()
+	took := time.Since(start)
+	h.worst = max(h.worst, took)
+	if err != nil || status != 200 || took > time.Second {
+		h.failures++
+		h.t.Errorf("%s: health %d in %v: %v", what, status, took, err)
+	}
 }
 
 // TestHealthThroughSilentFlood: 600 connections that never send a byte,
@@ -450,29 +457,19 @@ func TestHealthThroughSilentFlood(t *testing.T) {
 	time.Sleep(time.Second) // every slot taken, the rest in the accept queue
 	kept := dialKeptAlive(t, p.httpAddr)
 
-	var worst time.Duration
-	failures, n := 0, 0
-	check := func(what string, ask func() (int, error)) {
-		start := time.Now()
-		status, err := ask()
-		took := time.Since(start)
-		worst = max(worst, took)
-		if err != nil || status != 200 || took > time.Second {
-			failures++
-			t.Errorf("%s: health %d in %v: %v", what, status, took, err)
-		}
-	}
+	probe := healthProbes{t: t}
+	n := 0
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); n++ {
 		tick := time.Now()
-		check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, time.Second) })
-		check("kept alive", func() (int, error) { return kept.health(time.Second) })
+		probe.check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, time.Second) })
+		probe.check("kept alive", func() (int, error) { return kept.health(time.Second) })
 		time.Sleep(500*time.Millisecond - time.Since(tick))
 	}
 	if err := flood.Wait(); err != nil {
 		t.Fatalf("the flood failed: %v", err)
 	}
 	t.Logf("%d silent and %d slow clients (%s silent connections opened in %d s): %d rounds of 2 health requests, %d failures, slowest %v; kept-alive evicted %d times",
-		silent, slow, strings.TrimSpace(out.String()), seconds, n, failures, worst, kept.reconnect)
+		silent, slow, strings.TrimSpace(out.String()), seconds, n, probe.failures, probe.worst, kept.reconnect)
 }
 
 // busyProbe sends POST /model/load on a fresh connection and reads the

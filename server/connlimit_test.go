@@ -101,6 +101,18 @@ func holdRequests(t *testing.T, addr string, n int) ([]net.Conn, []*bufio.Reader
 	return conns, readers
 }
 
+// regularSlotsHeld starts a server with max regular slots, each holding a
+// GET /hold in progress until the test ends, and returns the holders.
+func regularSlotsHeld(t *testing.T, max int) (string, *connLimitListener, []net.Conn) {
+	t.Helper()
+	release := make(chan struct{})
+	addr, l := limitedServerListener(t, max, holdHandler(release))
+	t.Cleanup(func() { close(release) })
+	holders, _ := holdRequests(t, addr, max)
+	waitOpen(t, l, max, 0)
+	return addr, l, holders
+}
+
 // waitOpen waits until l has regular and reserve connections open.
 func waitOpen(t *testing.T, l *connLimitListener, regular, reserve int) {
 	t.Helper()
@@ -125,11 +137,7 @@ func waitOpen(t *testing.T, l *connLimitListener, regular, reserve int) {
 // closed; a silent reserve connection is closed within reserveTimeout.
 // Once a regular slot frees, a new connection is regular again.
 func TestHealthReserve(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	addr, l := limitedServerListener(t, 2, holdHandler(release))
-	holders, _ := holdRequests(t, addr, 2)
-	waitOpen(t, l, 2, 0)
+	addr, l, holders := regularSlotsHeld(t, 2)
 
 	c, r := dial(t, addr)
 	for i := 0; i < 3; i++ {
@@ -291,11 +299,7 @@ func TestIdleEvictedNotActive(t *testing.T) {
 // request in progress; a newcomer still gets its health answer, by
 // evicting the one idle longest.
 func TestReserveKeptAliveEvicted(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	addr, l := limitedServerListener(t, 1, holdHandler(release))
-	holdRequests(t, addr, 1)
-	waitOpen(t, l, 1, 0)
+	addr, l, _ := regularSlotsHeld(t, 1)
 	for range healthReserveConns {
 		c, r := dial(t, addr)
 		if resp, _ := ask(t, c, r, "GET", "/health"); resp.StatusCode != 200 {
@@ -314,11 +318,7 @@ func TestReserveKeptAliveEvicted(t *testing.T) {
 // holding a request in progress, a newcomer is closed at once instead of
 // waiting in the kernel's queue; open connections stay at the bound.
 func TestAllActiveRefusesNewcomer(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	addr, l := limitedServerListener(t, 1, holdHandler(release))
-	holdRequests(t, addr, 1)
-	waitOpen(t, l, 1, 0)
+	addr, l, _ := regularSlotsHeld(t, 1)
 	for range healthReserveConns {
 		c, _ := dial(t, addr)
 		fmt.Fprintf(c, "GET /health?hold HTTP/1.1\r\nHost: x\r\n\r\n") // reserve: health only, held
