@@ -85,7 +85,6 @@ type Job struct {
 	Error            *Failure   `json:"error,omitempty"`
 
 	savedAt time.Time // when the record was last written (not stored)
-	dirty   bool      // the last change is not on disk yet (not stored)
 }
 
 // Elapsed is the running time so far (or in total, once finished); zero
@@ -135,8 +134,11 @@ type Manager struct {
 	log  *slog.Logger
 	wake chan struct{} // a job was queued (capacity 1)
 
-	mu      sync.Mutex
-	jobs    map[string]*Job
+	mu   sync.Mutex
+	jobs map[string]*Job
+	// unsaved holds the jobs whose last change the disk refused; they are
+	// written by retryWrites or with the next record that is written.
+	unsaved map[string]*Job
 	pending []*task // queued jobs, oldest first
 	// slots counts reservations, queued jobs and the running job; at most
 	// QueueSize + 1 (the running job's slot and QueueSize waiting ones).
@@ -242,7 +244,7 @@ func New(opts Options) (*Manager, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	m := &Manager{opts: opts, log: opts.Logger, wake: make(chan struct{}, 1), jobs: map[string]*Job{}}
+	m := &Manager{opts: opts, log: opts.Logger, wake: make(chan struct{}, 1), jobs: map[string]*Job{}, unsaved: map[string]*Job{}}
 	if err := m.recover(); err != nil {
 		m.releasePending()
 		return nil, err
@@ -731,7 +733,7 @@ func (m *Manager) update(id string, f func(*Job)) {
 // m.mu held (or before the worker starts).
 func (m *Manager) persistOrKeep(j *Job) {
 	if err := m.persist(j); err != nil {
-		j.dirty = true
+		m.unsaved[j.ID] = j
 		m.log.Error("cannot write job record; keeping it in memory and retrying", "job", j.ID, "status", j.Status, "err", err)
 		return
 	}
@@ -762,10 +764,7 @@ func (m *Manager) flushDirty() {
 }
 
 func (m *Manager) flushDirtyLocked() {
-	for _, j := range m.jobs {
-		if !j.dirty {
-			continue
-		}
+	for _, j := range m.unsaved {
 		if err := m.persist(j); err != nil {
 			return // the disk still refuses; the next tick tries again
 		}
@@ -782,6 +781,6 @@ func (m *Manager) persist(j *Job) error {
 		return fmt.Errorf("jobs: write record: %w", err)
 	}
 	j.savedAt = time.Now()
-	j.dirty = false
+	delete(m.unsaved, j.ID)
 	return nil
 }
