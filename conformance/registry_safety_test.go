@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -349,5 +350,52 @@ func TestRegistryCheckFindsDamage(t *testing.T) {
 	p := startProcess(t, dir)
 	if active, statuses := listStatuses(t, p); active != "" || len(statuses) != 0 {
 		t.Fatalf("after repair: active %q, %v", active, statuses)
+	}
+}
+
+// TestRegistryHostileFilesAtStart: a real process starts, serves, and
+// loses nothing over a registry where someone planted a hard link as the
+// lock file (refused, the linked file untouched), or in jobs/ a FIFO, a
+// directory and a symbolic link to /dev/zero named like job records
+// (skipped: start-up neither hangs, nor fails, nor reads without end).
+func TestRegistryHostileFilesAtStart(t *testing.T) {
+	dir := registryWithModels(t)
+	precious := filepath.Join(t.TempDir(), "precious.txt")
+	if err := os.WriteFile(precious, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, ".ramanserve.lock")
+	os.Remove(lock)
+	if err := os.Link(precious, lock); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	err, stderr, took := failedStart(t, dir)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 || !strings.Contains(stderr, "hard links") || took > 5*time.Second {
+		t.Fatalf("start over a hard-linked lock file: %v after %v, want a non-zero exit naming the hard links\n%s", err, took, stderr)
+	}
+	if b, _ := os.ReadFile(precious); string(b) != "keep me" {
+		t.Fatalf("the file linked as the lock now holds %q", b)
+	}
+	os.Remove(lock)
+
+	jobs := filepath.Join(dir, "jobs")
+	os.MkdirAll(jobs, 0o755)
+	if err := syscall.Mkfifo(filepath.Join(jobs, "fifo.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(jobs, "evil.json"), 0o755)
+	os.Symlink("/dev/zero", filepath.Join(jobs, "zero.json"))
+	p := startProcess(t, dir) // fails the test if the process does not serve within 30 s
+	if res := must(p.client(t).GetHealthWithResponse(context.Background()))(t); res.StatusCode() != 200 {
+		t.Fatalf("health %d over planted job files", res.StatusCode())
+	}
+	if list := must(p.client(t).ListModelsWithResponse(context.Background()))(t).JSON200; list == nil || len(list.Models) == 0 {
+		t.Fatal("the models are gone")
+	}
+	for _, name := range []string{"fifo.json", "evil.json", "zero.json"} {
+		if _, err := os.Lstat(filepath.Join(jobs, name)); err != nil {
+			t.Errorf("the planted %s was removed: %v", name, err)
+		}
 	}
 }
