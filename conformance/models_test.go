@@ -137,7 +137,7 @@ func trainStaged(t *testing.T, base string, c *gen.ClientWithResponses, seed uin
 }
 
 // loadVersion activates a registry version and fails the test otherwise.
-func loadVersion(t *testing.T, c *gen.ClientWithResponses, version string) *gen.LoadModelResponse {
+func loadVersion(t *testing.T, c *gen.ClientWithResponses, version string) *gen.LoadResult {
 	t.Helper()
 	res := must(c.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version}))(t)
 	if res.StatusCode() != 200 || res.JSON200 == nil {

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 	"github.com/oapi-codegen/runtime"
@@ -351,8 +353,11 @@ type LoadModelRequest struct {
 	// `sklearn-import.md`).
 	Path *string `json:"path,omitempty"`
 
-	// Source `staged` promotes a staged model, `archived` re-activates an archived
-	// model (a version of the other status gets `MODEL_NOT_FOUND`; the
+	// Source Absent means `staged` (the schema states no `default`, so that
+	// generated clients keep the field optional). `staged` promotes a
+	// staged model, `archived` re-activates an archived model (a
+	// version that exists with the other status gets 409
+	// `MODEL_STATUS_MISMATCH`, whose message names its status; the
 	// currently active version is accepted and reloaded), `file` imports
 	// the `.joblib` file at `path` as a new registry entry named
 	// `version` and activates it.
@@ -366,15 +371,18 @@ type LoadModelRequest struct {
 	Version Version `json:"version"`
 }
 
-// LoadModelRequestSource `staged` promotes a staged model, `archived` re-activates an archived
-// model (a version of the other status gets `MODEL_NOT_FOUND`; the
+// LoadModelRequestSource Absent means `staged` (the schema states no `default`, so that
+// generated clients keep the field optional). `staged` promotes a
+// staged model, `archived` re-activates an archived model (a
+// version that exists with the other status gets 409
+// `MODEL_STATUS_MISMATCH`, whose message names its status; the
 // currently active version is accepted and reloaded), `file` imports
 // the `.joblib` file at `path` as a new registry entry named
 // `version` and activates it.
 type LoadModelRequestSource string
 
-// LoadModelResponse defines model for LoadModelResponse.
-type LoadModelResponse struct {
+// LoadResult Outcome of a hot swap.
+type LoadResult struct {
 	Algorithm     *string `json:"algorithm,omitempty"`
 	LoadTimeMs    int     `json:"load_time_ms"`
 	LoadedVersion string  `json:"loaded_version"`
@@ -388,6 +396,37 @@ type MetricBreakdown struct {
 	DHA *float64 `json:"DHA,omitempty"`
 	DPA *float64 `json:"DPA,omitempty"`
 	EPA *float64 `json:"EPA,omitempty"`
+}
+
+// ModelDetail One registry version in full.
+type ModelDetail struct {
+	// AddedAt When the registry recorded the version.
+	AddedAt   *time.Time `json:"added_at,omitempty"`
+	Algorithm *string    `json:"algorithm,omitempty"`
+
+	// File The model file, relative to the registry directory.
+	File             *string `json:"file,omitempty"`
+	LatentComponents *int    `json:"latent_components,omitempty"`
+
+	// Lineage Where the version came from. A model trained here carries the
+	// operator's TrainingMeta, its job and the SHA-256 and row count of
+	// the training CSV; an import carries `imported_from`; an adopted
+	// file carries none of them.
+	Lineage ModelLineage `json:"lineage"`
+
+	// Metrics Cross-validated figures of the chosen component count.
+	Metrics *TrainingMetrics `json:"metrics,omitempty"`
+
+	// Sha256 Hex SHA-256 of the model file, checked at every load; the empty string for an entry recorded before checksums were.
+	Sha256    string      `json:"sha256"`
+	SizeBytes int64       `json:"size_bytes"`
+	Status    ModelStatus `json:"status"`
+
+	// Target The analyte of a one-target imported model.
+	Target         *string   `json:"target,omitempty"`
+	TrainedAt      time.Time `json:"trained_at"`
+	TrainedSamples *int      `json:"trained_samples,omitempty"`
+	Version        string    `json:"version"`
 }
 
 // ModelInfo defines model for ModelInfo.
@@ -411,6 +450,23 @@ type ModelInfo struct {
 
 	// WavenumberRange Lower and upper wavenumber of the model's axis, cm-1.
 	WavenumberRange *[]float64 `json:"wavenumber_range,omitempty"`
+}
+
+// ModelLineage Where the version came from. A model trained here carries the
+// operator's TrainingMeta, its job and the SHA-256 and row count of
+// the training CSV; an import carries `imported_from`; an adopted
+// file carries none of them.
+type ModelLineage struct {
+	// ImportedFrom Path the `.joblib` file was imported from.
+	ImportedFrom  *string   `json:"imported_from,omitempty"`
+	JobId         *string   `json:"job_id,omitempty"`
+	Notes         *string   `json:"notes,omitempty"`
+	Operator      *string   `json:"operator,omitempty"`
+	SourceBatches *[]string `json:"source_batches,omitempty"`
+
+	// TrainingCsvSha256 Hex SHA-256 of the CSV part exactly as uploaded.
+	TrainingCsvSha256 *string `json:"training_csv_sha256,omitempty"`
+	TrainingRows      *int    `json:"training_rows,omitempty"`
 }
 
 // ModelList defines model for ModelList.
@@ -508,7 +564,7 @@ type Spectrum struct {
 
 // TrainingError defines model for TrainingError.
 type TrainingError struct {
-	// Code `TRAINING_DIVERGED`, `INTERRUPTED`, `INSUFFICIENT_STORAGE` (the registry disk could not take the model) or `INTERNAL_ERROR`.
+	// Code `TRAINING_DIVERGED`, `INTERRUPTED`, `CANCELLED` (`POST /training/{jobId}/cancel`), `INSUFFICIENT_STORAGE` (the registry disk could not take the model) or `INTERNAL_ERROR`.
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
@@ -518,8 +574,10 @@ type TrainingJob struct {
 	ElapsedSeconds *int `json:"elapsed_seconds,omitempty"`
 
 	// Error Why the job failed, on `failed`; null otherwise.
-	Error *TrainingError `json:"error"`
-	JobId string         `json:"job_id"`
+	Error      *TrainingError `json:"error"`
+	FinishedAt *time.Time     `json:"finished_at,omitempty"`
+	JobId      string         `json:"job_id"`
+	Meta       *TrainingMeta  `json:"meta,omitempty"`
 
 	// Progress Fraction of the fold x component steps done; monotonic; 1.0 only when done.
 	Progress float64 `json:"progress"`
@@ -527,12 +585,14 @@ type TrainingJob struct {
 	// Result The outcome on `done`; null while queued or running and after a failure.
 	Result *TrainingResult `json:"result"`
 
-	// Status queued -> running -> done, or failed from queued or running.
-	Status TrainingJobStatus `json:"status"`
-}
+	// Samples Rows of the training CSV.
+	Samples   *int       `json:"samples,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
 
-// TrainingJobStatus queued -> running -> done, or failed from queued or running.
-type TrainingJobStatus string
+	// Status queued -> running -> done, or failed from queued or running.
+	Status      TrainingJobStatus `json:"status"`
+	SubmittedAt *time.Time        `json:"submitted_at,omitempty"`
+}
 
 // TrainingJobAccepted defines model for TrainingJobAccepted.
 type TrainingJobAccepted struct {
@@ -542,6 +602,17 @@ type TrainingJobAccepted struct {
 	// StatusUrl Path of the form `/training/<job_id>`.
 	StatusUrl *string `json:"status_url,omitempty"`
 }
+
+// TrainingJobList defines model for TrainingJobList.
+type TrainingJobList struct {
+	Jobs []TrainingJob `json:"jobs"`
+
+	// NextCursor Cursor of the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// TrainingJobStatus queued -> running -> done, or failed from queued or running.
+type TrainingJobStatus string
 
 // TrainingMeta defines model for TrainingMeta.
 type TrainingMeta struct {
@@ -609,6 +680,18 @@ type Unavailable = ErrorResponse
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = ErrorResponse
+
+// ListTrainingJobsParams defines parameters for ListTrainingJobs.
+type ListTrainingJobsParams struct {
+	// Limit Page size, 1 to 200; absent means 50.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Status Only jobs in this state.
+	Status *TrainingJobStatus `form:"status,omitempty" json:"status,omitempty"`
+}
 
 // LoadModelJSONRequestBody defines body for LoadModel for application/json ContentType.
 type LoadModelJSONRequestBody = LoadModelRequest
@@ -820,6 +903,47 @@ type ClientInterface interface {
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
 	LoadModel(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteModel Remove a staged or archived version from the registry and its disk
+	//
+	// Removes the entry from the index first (durably), then the model
+	// file the registry holds for it in `models/`. The file a `file` load
+	// was imported from is never touched. The active version cannot be
+	// deleted: activate another first. A delete takes the same lock as a
+	// load, so it never races a swap; while a load runs the answer is 409
+	// `LOAD_IN_PROGRESS`. A training job whose result names a deleted
+	// version keeps that name in its record.
+	//
+	// Corresponds with DELETE /model/{version} (the `DeleteModel` operationId).
+	DeleteModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetModel One model version, with its lineage, metrics and checksum
+	//
+	// Corresponds with GET /model/{version} (the `GetModel` operationId).
+	GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOpenAPIJSON This document, as JSON
+	//
+	// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
+	GetOpenAPIJSON(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOpenAPIYAML This document, as YAML
+	//
+	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
+	GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTrainingJobs List training jobs, newest first
+	//
+	// Jobs are ordered by submission time, newest first (ties by job id),
+	// and come in pages of at most `limit`. `next_cursor` is null on the
+	// last page; otherwise pass it as `cursor` to get the next page, with
+	// the same `status` filter. A cursor is opaque: it names a position,
+	// so jobs submitted after the first page do not shift later pages.
+	// Records kept on disk are listed too, so a console that reloads
+	// finds every job again.
+	//
+	// Corresponds with GET /training (the `ListTrainingJobs` operationId).
+	ListTrainingJobs(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// StartTrainingWithBody Upload a training CSV and start an asynchronous training job
 	//
 	// The CSV is parsed while it streams in; the raw upload is never held in
@@ -910,6 +1034,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /training/{jobId} (the `GetTrainingJob` operationId).
 	GetTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelTrainingJob Cancel a queued or running training job
+	//
+	// A queued job is removed from the queue; a running job is stopped at
+	// its next step (within about a second). Either way the job is
+	// recorded `failed` with error code `CANCELLED` before the answer is
+	// sent, its memory and queue place are freed, and nothing is staged:
+	// a model the cancelled training would have produced is discarded.
+	// The answer is the job as recorded. A job that already ended gets
+	// 409 `JOB_FINISHED`.
+	//
+	// Corresponds with POST /training/{jobId}/cancel (the `CancelTrainingJob` operationId).
+	CancelTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetHealth Liveness and readiness
@@ -1092,6 +1229,97 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 	return c.Client.Do(req)
 }
 
+// DeleteModel Remove a staged or archived version from the registry and its disk
+//
+// Removes the entry from the index first (durably), then the model
+// file the registry holds for it in `models/`. The file a `file` load
+// was imported from is never touched. The active version cannot be
+// deleted: activate another first. A delete takes the same lock as a
+// load, so it never races a swap; while a load runs the answer is 409
+// `LOAD_IN_PROGRESS`. A training job whose result names a deleted
+// version keeps that name in its record.
+//
+// Corresponds with DELETE /model/{version} (the `DeleteModel` operationId).
+func (c *Client) DeleteModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteModelRequest(c.Server, version)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetModel One model version, with its lineage, metrics and checksum
+//
+// Corresponds with GET /model/{version} (the `GetModel` operationId).
+func (c *Client) GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelRequest(c.Server, version)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOpenAPIJSON This document, as JSON
+//
+// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
+func (c *Client) GetOpenAPIJSON(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpenAPIJSONRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOpenAPIYAML This document, as YAML
+//
+// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
+func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpenAPIYAMLRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTrainingJobs List training jobs, newest first
+//
+// Jobs are ordered by submission time, newest first (ties by job id),
+// and come in pages of at most `limit`. `next_cursor` is null on the
+// last page; otherwise pass it as `cursor` to get the next page, with
+// the same `status` filter. A cursor is opaque: it names a position,
+// so jobs submitted after the first page do not shift later pages.
+// Records kept on disk are listed too, so a console that reloads
+// finds every job again.
+//
+// Corresponds with GET /training (the `ListTrainingJobs` operationId).
+func (c *Client) ListTrainingJobs(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTrainingJobsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // StartTrainingWithBody Upload a training CSV and start an asynchronous training job
 //
 // The CSV is parsed while it streams in; the raw upload is never held in
@@ -1193,6 +1421,29 @@ func (c *Client) StartTrainingWithBody(ctx context.Context, contentType string, 
 // Corresponds with GET /training/{jobId} (the `GetTrainingJob` operationId).
 func (c *Client) GetTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetTrainingJobRequest(c.Server, jobId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelTrainingJob Cancel a queued or running training job
+//
+// A queued job is removed from the queue; a running job is stopped at
+// its next step (within about a second). Either way the job is
+// recorded `failed` with error code `CANCELLED` before the answer is
+// sent, its memory and queue place are freed, and nothing is staged:
+// a model the cancelled training would have produced is discarded.
+// The answer is the job as recorded. A job that already ended gets
+// 409 `JOB_FINISHED`.
+//
+// Corresponds with POST /training/{jobId}/cancel (the `CancelTrainingJob` operationId).
+func (c *Client) CancelTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelTrainingJobRequest(c.Server, jobId)
 	if err != nil {
 		return nil, err
 	}
@@ -1324,6 +1575,206 @@ func NewLoadModelRequestWithBody(server string, contentType string, body io.Read
 	return req, nil
 }
 
+// NewDeleteModelRequest constructs an http.Request for the DeleteModel method
+func NewDeleteModelRequest(server string, version Version) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetModelRequest constructs an http.Request for the GetModel method
+func NewGetModelRequest(server string, version Version) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOpenAPIJSONRequest constructs an http.Request for the GetOpenAPIJSON method
+func NewGetOpenAPIJSONRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/openapi.json")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOpenAPIYAMLRequest constructs an http.Request for the GetOpenAPIYAML method
+func NewGetOpenAPIYAMLRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/openapi.yaml")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListTrainingJobsRequest constructs an http.Request for the ListTrainingJobs method
+func NewListTrainingJobsRequest(server string, params *ListTrainingJobsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/training")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewStartTrainingRequestWithBody constructs an http.Request for the StartTraining method, with any body, and a specified content type
 func NewStartTrainingRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -1380,6 +1831,40 @@ func NewGetTrainingJobRequest(server string, jobId string) (*http.Request, error
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelTrainingJobRequest constructs an http.Request for the CancelTrainingJob method
+func NewCancelTrainingJobRequest(server string, jobId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "jobId", jobId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/training/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -1494,7 +1979,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
-	GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthHTTPResult, error)
+	GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error)
 
 	// GetModelInfoWithResponse Metadata of the active model
 	//
@@ -1504,7 +1989,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/info (the `GetModelInfo` operationId).
-	GetModelInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetModelInfoHTTPResult, error)
+	GetModelInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error)
 
 	// ListModelsWithResponse List every model in the registry
 	//
@@ -1519,7 +2004,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/list (the `ListModels` operationId).
-	ListModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListModelsHTTPResult, error)
+	ListModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListModelsResponse, error)
 
 	// LoadModelWithBodyWithResponse Make a model version active (hot swap)
 	//
@@ -1542,7 +2027,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
-	LoadModelWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelHTTPResult, error)
+	LoadModelWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
 
 	// LoadModelWithResponse Make a model version active (hot swap)
 	//
@@ -1565,7 +2050,58 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
-	LoadModelWithResponse(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelHTTPResult, error)
+	LoadModelWithResponse(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
+
+	// DeleteModelWithResponse Remove a staged or archived version from the registry and its disk
+	//
+	// Removes the entry from the index first (durably), then the model
+	// file the registry holds for it in `models/`. The file a `file` load
+	// was imported from is never touched. The active version cannot be
+	// deleted: activate another first. A delete takes the same lock as a
+	// load, so it never races a swap; while a load runs the answer is 409
+	// `LOAD_IN_PROGRESS`. A training job whose result names a deleted
+	// version keeps that name in its record.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /model/{version} (the `DeleteModel` operationId).
+	DeleteModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*DeleteModelResponse, error)
+
+	// GetModelWithResponse One model version, with its lineage, metrics and checksum
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /model/{version} (the `GetModel` operationId).
+	GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
+
+	// GetOpenAPIJSONWithResponse This document, as JSON
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
+	GetOpenAPIJSONWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIJSONResponse, error)
+
+	// GetOpenAPIYAMLWithResponse This document, as YAML
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
+	GetOpenAPIYAMLWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error)
+
+	// ListTrainingJobsWithResponse List training jobs, newest first
+	//
+	// Jobs are ordered by submission time, newest first (ties by job id),
+	// and come in pages of at most `limit`. `next_cursor` is null on the
+	// last page; otherwise pass it as `cursor` to get the next page, with
+	// the same `status` filter. A cursor is opaque: it names a position,
+	// so jobs submitted after the first page do not shift later pages.
+	// Records kept on disk are listed too, so a console that reloads
+	// finds every job again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /training (the `ListTrainingJobs` operationId).
+	ListTrainingJobsWithResponse(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*ListTrainingJobsResponse, error)
 
 	// StartTrainingWithBodyWithResponse Upload a training CSV and start an asynchronous training job
 	//
@@ -1641,7 +2177,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /training/start (the `StartTraining` operationId).
-	StartTrainingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingHTTPResult, error)
+	StartTrainingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingResponse, error)
 
 	// GetTrainingJobWithResponse Poll a training job
 	//
@@ -1658,10 +2194,25 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /training/{jobId} (the `GetTrainingJob` operationId).
-	GetTrainingJobWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingJobHTTPResult, error)
+	GetTrainingJobWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingJobResponse, error)
+
+	// CancelTrainingJobWithResponse Cancel a queued or running training job
+	//
+	// A queued job is removed from the queue; a running job is stopped at
+	// its next step (within about a second). Either way the job is
+	// recorded `failed` with error code `CANCELLED` before the answer is
+	// sent, its memory and queue place are freed, and nothing is staged:
+	// a model the cancelled training would have produced is discarded.
+	// The answer is the job as recorded. A job that already ended gets
+	// 409 `JOB_FINISHED`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /training/{jobId}/cancel (the `CancelTrainingJob` operationId).
+	CancelTrainingJobWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*CancelTrainingJobResponse, error)
 }
 
-type GetHealthHTTPResult struct {
+type GetHealthResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -1671,22 +2222,22 @@ type GetHealthHTTPResult struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetHealthHTTPResult) GetJSON200() *HealthStatus {
+func (r GetHealthResponse) GetJSON200() *HealthStatus {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetHealthHTTPResult) GetJSONDefault() *DefaultError {
+func (r GetHealthResponse) GetJSONDefault() *DefaultError {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r GetHealthHTTPResult) GetBody() []byte {
+func (r GetHealthResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r GetHealthHTTPResult) Status() string {
+func (r GetHealthResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -1694,7 +2245,7 @@ func (r GetHealthHTTPResult) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r GetHealthHTTPResult) StatusCode() int {
+func (r GetHealthResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -1702,14 +2253,14 @@ func (r GetHealthHTTPResult) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetHealthHTTPResult) ContentType() string {
+func (r GetHealthResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-type GetModelInfoHTTPResult struct {
+type GetModelInfoResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -1723,32 +2274,32 @@ type GetModelInfoHTTPResult struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetModelInfoHTTPResult) GetJSON200() *ModelInfo {
+func (r GetModelInfoResponse) GetJSON200() *ModelInfo {
 	return r.JSON200
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r GetModelInfoHTTPResult) GetJSON404() *ErrorResponse {
+func (r GetModelInfoResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
-func (r GetModelInfoHTTPResult) GetJSON500() *InternalError {
+func (r GetModelInfoResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetModelInfoHTTPResult) GetJSONDefault() *DefaultError {
+func (r GetModelInfoResponse) GetJSONDefault() *DefaultError {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r GetModelInfoHTTPResult) GetBody() []byte {
+func (r GetModelInfoResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r GetModelInfoHTTPResult) Status() string {
+func (r GetModelInfoResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -1756,7 +2307,7 @@ func (r GetModelInfoHTTPResult) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r GetModelInfoHTTPResult) StatusCode() int {
+func (r GetModelInfoResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -1764,14 +2315,14 @@ func (r GetModelInfoHTTPResult) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetModelInfoHTTPResult) ContentType() string {
+func (r GetModelInfoResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-type ListModelsHTTPResult struct {
+type ListModelsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -1783,27 +2334,27 @@ type ListModelsHTTPResult struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListModelsHTTPResult) GetJSON200() *ModelList {
+func (r ListModelsResponse) GetJSON200() *ModelList {
 	return r.JSON200
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
-func (r ListModelsHTTPResult) GetJSON500() *InternalError {
+func (r ListModelsResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r ListModelsHTTPResult) GetJSONDefault() *DefaultError {
+func (r ListModelsResponse) GetJSONDefault() *DefaultError {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r ListModelsHTTPResult) GetBody() []byte {
+func (r ListModelsResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r ListModelsHTTPResult) Status() string {
+func (r ListModelsResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -1811,7 +2362,7 @@ func (r ListModelsHTTPResult) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r ListModelsHTTPResult) StatusCode() int {
+func (r ListModelsResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -1819,28 +2370,28 @@ func (r ListModelsHTTPResult) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r ListModelsHTTPResult) ContentType() string {
+func (r ListModelsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-// LoadModelHTTPResult409Headers the declared response headers of an HTTP 409 response for LoadModel
-type LoadModelHTTPResult409Headers struct {
+// LoadModelResponse409Headers the declared response headers of an HTTP 409 response for LoadModel
+type LoadModelResponse409Headers struct {
 	RetryAfter *int
 }
 
-// LoadModelHTTPResult507Headers the declared response headers of an HTTP 507 response for LoadModel
-type LoadModelHTTPResult507Headers struct {
+// LoadModelResponse507Headers the declared response headers of an HTTP 507 response for LoadModel
+type LoadModelResponse507Headers struct {
 	RetryAfter *int
 }
 
-type LoadModelHTTPResult struct {
+type LoadModelResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *LoadModelResponse
+	JSON200 *LoadResult
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorResponse
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -1858,63 +2409,63 @@ type LoadModelHTTPResult struct {
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers409 the parsed response headers for an HTTP 409 response
-	Headers409 *LoadModelHTTPResult409Headers
+	Headers409 *LoadModelResponse409Headers
 	// Headers507 the parsed response headers for an HTTP 507 response
-	Headers507 *LoadModelHTTPResult507Headers
+	Headers507 *LoadModelResponse507Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r LoadModelHTTPResult) GetJSON200() *LoadModelResponse {
+func (r LoadModelResponse) GetJSON200() *LoadResult {
 	return r.JSON200
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r LoadModelHTTPResult) GetJSON400() *ErrorResponse {
+func (r LoadModelResponse) GetJSON400() *ErrorResponse {
 	return r.JSON400
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r LoadModelHTTPResult) GetJSON409() *ErrorResponse {
+func (r LoadModelResponse) GetJSON409() *ErrorResponse {
 	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r LoadModelHTTPResult) GetJSON413() *PayloadTooLarge {
+func (r LoadModelResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
 }
 
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
-func (r LoadModelHTTPResult) GetJSON415() *UnsupportedMediaType {
+func (r LoadModelResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
-func (r LoadModelHTTPResult) GetJSON500() *InternalError {
+func (r LoadModelResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
-func (r LoadModelHTTPResult) GetJSON503() *Unavailable {
+func (r LoadModelResponse) GetJSON503() *Unavailable {
 	return r.JSON503
 }
 
 // GetJSON507 returns the response for an HTTP 507 `application/json` response
-func (r LoadModelHTTPResult) GetJSON507() *InsufficientStorage {
+func (r LoadModelResponse) GetJSON507() *InsufficientStorage {
 	return r.JSON507
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r LoadModelHTTPResult) GetJSONDefault() *DefaultError {
+func (r LoadModelResponse) GetJSONDefault() *DefaultError {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r LoadModelHTTPResult) GetBody() []byte {
+func (r LoadModelResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r LoadModelHTTPResult) Status() string {
+func (r LoadModelResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -1922,7 +2473,7 @@ func (r LoadModelHTTPResult) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r LoadModelHTTPResult) StatusCode() int {
+func (r LoadModelResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -1930,29 +2481,353 @@ func (r LoadModelHTTPResult) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r LoadModelHTTPResult) ContentType() string {
+func (r LoadModelResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-// StartTrainingHTTPResult429Headers the declared response headers of an HTTP 429 response for StartTraining
-type StartTrainingHTTPResult429Headers struct {
+// DeleteModelResponse409Headers the declared response headers of an HTTP 409 response for DeleteModel
+type DeleteModelResponse409Headers struct {
 	RetryAfter *int
 }
 
-// StartTrainingHTTPResult503Headers the declared response headers of an HTTP 503 response for StartTraining
-type StartTrainingHTTPResult503Headers struct {
+// DeleteModelResponse507Headers the declared response headers of an HTTP 507 response for DeleteModel
+type DeleteModelResponse507Headers struct {
 	RetryAfter *int
 }
 
-// StartTrainingHTTPResult507Headers the declared response headers of an HTTP 507 response for StartTraining
-type StartTrainingHTTPResult507Headers struct {
+type DeleteModelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteModelResponse409Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *DeleteModelResponse507Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteModelResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteModelResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteModelResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteModelResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r DeleteModelResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteModelResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteModelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteModelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteModelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteModelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetModelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ModelDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetModelResponse) GetJSON200() *ModelDetail {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetModelResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetModelResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetModelResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetModelResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetModelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetModelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetModelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetModelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetOpenAPIJSONResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOpenAPIJSONResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetOpenAPIJSONResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOpenAPIJSONResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOpenAPIJSONResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOpenAPIJSONResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOpenAPIJSONResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetOpenAPIYAMLResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// YAML200 the response for an HTTP 200 `application/yaml` response
+	YAML200 *string
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+}
+
+// GetYAML200 returns the response for an HTTP 200 `application/yaml` response
+func (r GetOpenAPIYAMLResponse) GetYAML200() *string {
+	return r.YAML200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetOpenAPIYAMLResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOpenAPIYAMLResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOpenAPIYAMLResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOpenAPIYAMLResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOpenAPIYAMLResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListTrainingJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrainingJobList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTrainingJobsResponse) GetJSON200() *TrainingJobList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListTrainingJobsResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListTrainingJobsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r ListTrainingJobsResponse) GetJSON501() *ErrorResponse {
+	return r.JSON501
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListTrainingJobsResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTrainingJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTrainingJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTrainingJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTrainingJobsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartTrainingResponse429Headers the declared response headers of an HTTP 429 response for StartTraining
+type StartTrainingResponse429Headers struct {
 	RetryAfter *int
 }
 
-type StartTrainingHTTPResult struct {
+// StartTrainingResponse503Headers the declared response headers of an HTTP 503 response for StartTraining
+type StartTrainingResponse503Headers struct {
+	RetryAfter *int
+}
+
+// StartTrainingResponse507Headers the declared response headers of an HTTP 507 response for StartTraining
+type StartTrainingResponse507Headers struct {
+	RetryAfter *int
+}
+
+type StartTrainingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
@@ -1978,75 +2853,75 @@ type StartTrainingHTTPResult struct {
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers429 the parsed response headers for an HTTP 429 response
-	Headers429 *StartTrainingHTTPResult429Headers
+	Headers429 *StartTrainingResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
-	Headers503 *StartTrainingHTTPResult503Headers
+	Headers503 *StartTrainingResponse503Headers
 	// Headers507 the parsed response headers for an HTTP 507 response
-	Headers507 *StartTrainingHTTPResult507Headers
+	Headers507 *StartTrainingResponse507Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON202() *TrainingJobAccepted {
+func (r StartTrainingResponse) GetJSON202() *TrainingJobAccepted {
 	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON400() *ErrorResponse {
+func (r StartTrainingResponse) GetJSON400() *ErrorResponse {
 	return r.JSON400
 }
 
 // GetJSON408 returns the response for an HTTP 408 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON408() *ErrorResponse {
+func (r StartTrainingResponse) GetJSON408() *ErrorResponse {
 	return r.JSON408
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON413() *ErrorResponse {
+func (r StartTrainingResponse) GetJSON413() *ErrorResponse {
 	return r.JSON413
 }
 
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON415() *UnsupportedMediaType {
+func (r StartTrainingResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON429() *ErrorResponse {
+func (r StartTrainingResponse) GetJSON429() *ErrorResponse {
 	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON500() *InternalError {
+func (r StartTrainingResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
 // GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON501() *ErrorResponse {
+func (r StartTrainingResponse) GetJSON501() *ErrorResponse {
 	return r.JSON501
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON503() *ErrorResponse {
+func (r StartTrainingResponse) GetJSON503() *ErrorResponse {
 	return r.JSON503
 }
 
 // GetJSON507 returns the response for an HTTP 507 `application/json` response
-func (r StartTrainingHTTPResult) GetJSON507() *InsufficientStorage {
+func (r StartTrainingResponse) GetJSON507() *InsufficientStorage {
 	return r.JSON507
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r StartTrainingHTTPResult) GetJSONDefault() *DefaultError {
+func (r StartTrainingResponse) GetJSONDefault() *DefaultError {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r StartTrainingHTTPResult) GetBody() []byte {
+func (r StartTrainingResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r StartTrainingHTTPResult) Status() string {
+func (r StartTrainingResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -2054,7 +2929,7 @@ func (r StartTrainingHTTPResult) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r StartTrainingHTTPResult) StatusCode() int {
+func (r StartTrainingResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -2062,14 +2937,14 @@ func (r StartTrainingHTTPResult) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r StartTrainingHTTPResult) ContentType() string {
+func (r StartTrainingResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-type GetTrainingJobHTTPResult struct {
+type GetTrainingJobResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -2085,37 +2960,37 @@ type GetTrainingJobHTTPResult struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetTrainingJobHTTPResult) GetJSON200() *TrainingJob {
+func (r GetTrainingJobResponse) GetJSON200() *TrainingJob {
 	return r.JSON200
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r GetTrainingJobHTTPResult) GetJSON404() *ErrorResponse {
+func (r GetTrainingJobResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
-func (r GetTrainingJobHTTPResult) GetJSON500() *InternalError {
+func (r GetTrainingJobResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
 // GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r GetTrainingJobHTTPResult) GetJSON501() *ErrorResponse {
+func (r GetTrainingJobResponse) GetJSON501() *ErrorResponse {
 	return r.JSON501
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetTrainingJobHTTPResult) GetJSONDefault() *DefaultError {
+func (r GetTrainingJobResponse) GetJSONDefault() *DefaultError {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r GetTrainingJobHTTPResult) GetBody() []byte {
+func (r GetTrainingJobResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r GetTrainingJobHTTPResult) Status() string {
+func (r GetTrainingJobResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -2123,7 +2998,7 @@ func (r GetTrainingJobHTTPResult) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r GetTrainingJobHTTPResult) StatusCode() int {
+func (r GetTrainingJobResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -2131,7 +3006,97 @@ func (r GetTrainingJobHTTPResult) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetTrainingJobHTTPResult) ContentType() string {
+func (r GetTrainingJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelTrainingJobResponse507Headers the declared response headers of an HTTP 507 response for CancelTrainingJob
+type CancelTrainingJobResponse507Headers struct {
+	RetryAfter *int
+}
+
+type CancelTrainingJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrainingJob
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *ErrorResponse
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *CancelTrainingJobResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelTrainingJobResponse) GetJSON200() *TrainingJob {
+	return r.JSON200
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CancelTrainingJobResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CancelTrainingJobResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CancelTrainingJobResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r CancelTrainingJobResponse) GetJSON501() *ErrorResponse {
+	return r.JSON501
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r CancelTrainingJobResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CancelTrainingJobResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelTrainingJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelTrainingJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelTrainingJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelTrainingJobResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2201,12 +3166,12 @@ func (r GetTrainingJobHTTPResult) ContentType() string {
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /health (the `GetHealth` operationId).
-func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthHTTPResult, error) {
+func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error) {
 	rsp, err := c.GetHealth(ctx, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseGetHealthHTTPResult(rsp)
+	return ParseGetHealthResponse(rsp)
 }
 
 // GetModelInfoWithResponse Metadata of the active model
@@ -2217,12 +3182,12 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/info (the `GetModelInfo` operationId).
-func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetModelInfoHTTPResult, error) {
+func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error) {
 	rsp, err := c.GetModelInfo(ctx, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseGetModelInfoHTTPResult(rsp)
+	return ParseGetModelInfoResponse(rsp)
 }
 
 // ListModelsWithResponse List every model in the registry
@@ -2238,12 +3203,12 @@ func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqE
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/list (the `ListModels` operationId).
-func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListModelsHTTPResult, error) {
+func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListModelsResponse, error) {
 	rsp, err := c.ListModels(ctx, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseListModelsHTTPResult(rsp)
+	return ParseListModelsResponse(rsp)
 }
 
 // LoadModelWithBodyWithResponse Make a model version active (hot swap)
@@ -2267,12 +3232,12 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, reqEdi
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /model/load (the `LoadModel` operationId).
-func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelHTTPResult, error) {
+func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelResponse, error) {
 	rsp, err := c.LoadModelWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseLoadModelHTTPResult(rsp)
+	return ParseLoadModelResponse(rsp)
 }
 
 // LoadModelWithResponse Make a model version active (hot swap)
@@ -2296,12 +3261,93 @@ func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context,
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /model/load (the `LoadModel` operationId).
-func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelHTTPResult, error) {
+func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error) {
 	rsp, err := c.LoadModel(ctx, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseLoadModelHTTPResult(rsp)
+	return ParseLoadModelResponse(rsp)
+}
+
+// DeleteModelWithResponse Remove a staged or archived version from the registry and its disk
+//
+// Removes the entry from the index first (durably), then the model
+// file the registry holds for it in `models/`. The file a `file` load
+// was imported from is never touched. The active version cannot be
+// deleted: activate another first. A delete takes the same lock as a
+// load, so it never races a swap; while a load runs the answer is 409
+// `LOAD_IN_PROGRESS`. A training job whose result names a deleted
+// version keeps that name in its record.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /model/{version} (the `DeleteModel` operationId).
+func (c *ClientWithResponses) DeleteModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*DeleteModelResponse, error) {
+	rsp, err := c.DeleteModel(ctx, version, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteModelResponse(rsp)
+}
+
+// GetModelWithResponse One model version, with its lineage, metrics and checksum
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /model/{version} (the `GetModel` operationId).
+func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error) {
+	rsp, err := c.GetModel(ctx, version, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetModelResponse(rsp)
+}
+
+// GetOpenAPIJSONWithResponse This document, as JSON
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
+func (c *ClientWithResponses) GetOpenAPIJSONWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIJSONResponse, error) {
+	rsp, err := c.GetOpenAPIJSON(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOpenAPIJSONResponse(rsp)
+}
+
+// GetOpenAPIYAMLWithResponse This document, as YAML
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
+func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error) {
+	rsp, err := c.GetOpenAPIYAML(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOpenAPIYAMLResponse(rsp)
+}
+
+// ListTrainingJobsWithResponse List training jobs, newest first
+//
+// Jobs are ordered by submission time, newest first (ties by job id),
+// and come in pages of at most `limit`. `next_cursor` is null on the
+// last page; otherwise pass it as `cursor` to get the next page, with
+// the same `status` filter. A cursor is opaque: it names a position,
+// so jobs submitted after the first page do not shift later pages.
+// Records kept on disk are listed too, so a console that reloads
+// finds every job again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /training (the `ListTrainingJobs` operationId).
+func (c *ClientWithResponses) ListTrainingJobsWithResponse(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*ListTrainingJobsResponse, error) {
+	rsp, err := c.ListTrainingJobs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTrainingJobsResponse(rsp)
 }
 
 // StartTrainingWithBodyWithResponse Upload a training CSV and start an asynchronous training job
@@ -2378,12 +3424,12 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /training/start (the `StartTraining` operationId).
-func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingHTTPResult, error) {
+func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingResponse, error) {
 	rsp, err := c.StartTrainingWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseStartTrainingHTTPResult(rsp)
+	return ParseStartTrainingResponse(rsp)
 }
 
 // GetTrainingJobWithResponse Poll a training job
@@ -2401,23 +3447,44 @@ func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Cont
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /training/{jobId} (the `GetTrainingJob` operationId).
-func (c *ClientWithResponses) GetTrainingJobWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingJobHTTPResult, error) {
+func (c *ClientWithResponses) GetTrainingJobWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingJobResponse, error) {
 	rsp, err := c.GetTrainingJob(ctx, jobId, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseGetTrainingJobHTTPResult(rsp)
+	return ParseGetTrainingJobResponse(rsp)
 }
 
-// ParseGetHealthHTTPResult parses an HTTP response from a GetHealthWithResponse call
-func ParseGetHealthHTTPResult(rsp *http.Response) (*GetHealthHTTPResult, error) {
+// CancelTrainingJobWithResponse Cancel a queued or running training job
+//
+// A queued job is removed from the queue; a running job is stopped at
+// its next step (within about a second). Either way the job is
+// recorded `failed` with error code `CANCELLED` before the answer is
+// sent, its memory and queue place are freed, and nothing is staged:
+// a model the cancelled training would have produced is discarded.
+// The answer is the job as recorded. A job that already ended gets
+// 409 `JOB_FINISHED`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /training/{jobId}/cancel (the `CancelTrainingJob` operationId).
+func (c *ClientWithResponses) CancelTrainingJobWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*CancelTrainingJobResponse, error) {
+	rsp, err := c.CancelTrainingJob(ctx, jobId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelTrainingJobResponse(rsp)
+}
+
+// ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call
+func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &GetHealthHTTPResult{
+	response := &GetHealthResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -2442,15 +3509,15 @@ func ParseGetHealthHTTPResult(rsp *http.Response) (*GetHealthHTTPResult, error) 
 	return response, nil
 }
 
-// ParseGetModelInfoHTTPResult parses an HTTP response from a GetModelInfoWithResponse call
-func ParseGetModelInfoHTTPResult(rsp *http.Response) (*GetModelInfoHTTPResult, error) {
+// ParseGetModelInfoResponse parses an HTTP response from a GetModelInfoWithResponse call
+func ParseGetModelInfoResponse(rsp *http.Response) (*GetModelInfoResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &GetModelInfoHTTPResult{
+	response := &GetModelInfoResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -2489,15 +3556,15 @@ func ParseGetModelInfoHTTPResult(rsp *http.Response) (*GetModelInfoHTTPResult, e
 	return response, nil
 }
 
-// ParseListModelsHTTPResult parses an HTTP response from a ListModelsWithResponse call
-func ParseListModelsHTTPResult(rsp *http.Response) (*ListModelsHTTPResult, error) {
+// ParseListModelsResponse parses an HTTP response from a ListModelsWithResponse call
+func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &ListModelsHTTPResult{
+	response := &ListModelsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -2529,22 +3596,22 @@ func ParseListModelsHTTPResult(rsp *http.Response) (*ListModelsHTTPResult, error
 	return response, nil
 }
 
-// ParseLoadModelHTTPResult parses an HTTP response from a LoadModelWithResponse call
-func ParseLoadModelHTTPResult(rsp *http.Response) (*LoadModelHTTPResult, error) {
+// ParseLoadModelResponse parses an HTTP response from a LoadModelWithResponse call
+func ParseLoadModelResponse(rsp *http.Response) (*LoadModelResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &LoadModelHTTPResult{
+	response := &LoadModelResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest LoadModelResponse
+		var dest LoadResult
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -2610,7 +3677,7 @@ func ParseLoadModelHTTPResult(rsp *http.Response) (*LoadModelHTTPResult, error) 
 
 	switch {
 	case rsp.StatusCode == 409:
-		var headers LoadModelHTTPResult409Headers
+		var headers LoadModelResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -2620,7 +3687,7 @@ func ParseLoadModelHTTPResult(rsp *http.Response) (*LoadModelHTTPResult, error) 
 		}
 		response.Headers409 = &headers
 	case rsp.StatusCode == 507:
-		var headers LoadModelHTTPResult507Headers
+		var headers LoadModelResponse507Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -2634,15 +3701,276 @@ func ParseLoadModelHTTPResult(rsp *http.Response) (*LoadModelHTTPResult, error) 
 	return response, nil
 }
 
-// ParseStartTrainingHTTPResult parses an HTTP response from a StartTrainingWithResponse call
-func ParseStartTrainingHTTPResult(rsp *http.Response) (*StartTrainingHTTPResult, error) {
+// ParseDeleteModelResponse parses an HTTP response from a DeleteModelWithResponse call
+func ParseDeleteModelResponse(rsp *http.Response) (*DeleteModelResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &StartTrainingHTTPResult{
+	response := &DeleteModelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 409:
+		var headers DeleteModelResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 507:
+		var headers DeleteModelResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetModelResponse parses an HTTP response from a GetModelWithResponse call
+func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetModelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ModelDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetOpenAPIJSONResponse parses an HTTP response from a GetOpenAPIJSONWithResponse call
+func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOpenAPIJSONResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetOpenAPIYAMLResponse parses an HTTP response from a GetOpenAPIYAMLWithResponse call
+func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOpenAPIYAMLResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
+		var dest string
+		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.YAML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListTrainingJobsResponse parses an HTTP response from a ListTrainingJobsWithResponse call
+func ParseListTrainingJobsResponse(rsp *http.Response) (*ListTrainingJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTrainingJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrainingJobList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStartTrainingResponse parses an HTTP response from a StartTrainingWithResponse call
+func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartTrainingResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -2729,7 +4057,7 @@ func ParseStartTrainingHTTPResult(rsp *http.Response) (*StartTrainingHTTPResult,
 
 	switch {
 	case rsp.StatusCode == 429:
-		var headers StartTrainingHTTPResult429Headers
+		var headers StartTrainingResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -2739,7 +4067,7 @@ func ParseStartTrainingHTTPResult(rsp *http.Response) (*StartTrainingHTTPResult,
 		}
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
-		var headers StartTrainingHTTPResult503Headers
+		var headers StartTrainingResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -2749,7 +4077,7 @@ func ParseStartTrainingHTTPResult(rsp *http.Response) (*StartTrainingHTTPResult,
 		}
 		response.Headers503 = &headers
 	case rsp.StatusCode == 507:
-		var headers StartTrainingHTTPResult507Headers
+		var headers StartTrainingResponse507Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -2763,15 +4091,15 @@ func ParseStartTrainingHTTPResult(rsp *http.Response) (*StartTrainingHTTPResult,
 	return response, nil
 }
 
-// ParseGetTrainingJobHTTPResult parses an HTTP response from a GetTrainingJobWithResponse call
-func ParseGetTrainingJobHTTPResult(rsp *http.Response) (*GetTrainingJobHTTPResult, error) {
+// ParseGetTrainingJobResponse parses an HTTP response from a GetTrainingJobWithResponse call
+func ParseGetTrainingJobResponse(rsp *http.Response) (*GetTrainingJobResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &GetTrainingJobHTTPResult{
+	response := &GetTrainingJobResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -2817,6 +4145,87 @@ func ParseGetTrainingJobHTTPResult(rsp *http.Response) (*GetTrainingJobHTTPResul
 	return response, nil
 }
 
+// ParseCancelTrainingJobResponse parses an HTTP response from a CancelTrainingJobWithResponse call
+func ParseCancelTrainingJobResponse(rsp *http.Response) (*CancelTrainingJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelTrainingJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrainingJob
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 507:
+		var headers CancelTrainingJobResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetHealth Liveness and readiness
@@ -2831,12 +4240,30 @@ type ServerInterface interface {
 	// LoadModel Make a model version active (hot swap)
 	// (POST /model/load)
 	LoadModel(ctx echo.Context) error
+	// DeleteModel Remove a staged or archived version from the registry and its disk
+	// (DELETE /model/{version})
+	DeleteModel(ctx echo.Context, version Version) error
+	// GetModel One model version, with its lineage, metrics and checksum
+	// (GET /model/{version})
+	GetModel(ctx echo.Context, version Version) error
+	// GetOpenAPIJSON This document, as JSON
+	// (GET /openapi.json)
+	GetOpenAPIJSON(ctx echo.Context) error
+	// GetOpenAPIYAML This document, as YAML
+	// (GET /openapi.yaml)
+	GetOpenAPIYAML(ctx echo.Context) error
+	// ListTrainingJobs List training jobs, newest first
+	// (GET /training)
+	ListTrainingJobs(ctx echo.Context, params ListTrainingJobsParams) error
 	// StartTraining Upload a training CSV and start an asynchronous training job
 	// (POST /training/start)
 	StartTraining(ctx echo.Context) error
 	// GetTrainingJob Poll a training job
 	// (GET /training/{jobId})
 	GetTrainingJob(ctx echo.Context, jobId string) error
+	// CancelTrainingJob Cancel a queued or running training job
+	// (POST /training/{jobId}/cancel)
+	CancelTrainingJob(ctx echo.Context, jobId string) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -2880,6 +4307,88 @@ func (w *ServerInterfaceWrapper) LoadModel(ctx echo.Context) error {
 	return err
 }
 
+// DeleteModel converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteModel(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteModel(ctx, version)
+	return err
+}
+
+// GetModel converts echo context to params.
+func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetModel(ctx, version)
+	return err
+}
+
+// GetOpenAPIJSON converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOpenAPIJSON(ctx)
+	return err
+}
+
+// GetOpenAPIYAML converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOpenAPIYAML(ctx)
+	return err
+}
+
+// ListTrainingJobs converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTrainingJobs(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTrainingJobsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTrainingJobs(ctx, params)
+	return err
+}
+
 // StartTraining converts echo context to params.
 func (w *ServerInterfaceWrapper) StartTraining(ctx echo.Context) error {
 	var err error
@@ -2902,6 +4411,22 @@ func (w *ServerInterfaceWrapper) GetTrainingJob(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetTrainingJob(ctx, jobId)
+	return err
+}
+
+// CancelTrainingJob converts echo context to params.
+func (w *ServerInterfaceWrapper) CancelTrainingJob(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "jobId" -------------
+	var jobId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "jobId", ctx.Param("jobId"), &jobId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter jobId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CancelTrainingJob(ctx, jobId)
 	return err
 }
 
@@ -2955,9 +4480,15 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/model/load", wrapper.LoadModel, options.OperationMiddlewares["loadModel"]...)
 	router.GET(options.BaseURL+"/model/list", wrapper.ListModels, options.OperationMiddlewares["listModels"]...)
 	router.GET(options.BaseURL+"/model/info", wrapper.GetModelInfo, options.OperationMiddlewares["getModelInfo"]...)
+	router.DELETE(options.BaseURL+"/model/:version", wrapper.DeleteModel, options.OperationMiddlewares["deleteModel"]...)
+	router.GET(options.BaseURL+"/model/:version", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
+	router.GET(options.BaseURL+"/training", wrapper.ListTrainingJobs, options.OperationMiddlewares["listTrainingJobs"]...)
 	router.POST(options.BaseURL+"/training/start", wrapper.StartTraining, options.OperationMiddlewares["startTraining"]...)
 	router.GET(options.BaseURL+"/training/:jobId", wrapper.GetTrainingJob, options.OperationMiddlewares["getTrainingJob"]...)
+	router.POST(options.BaseURL+"/training/:jobId/cancel", wrapper.CancelTrainingJob, options.OperationMiddlewares["cancelTrainingJob"]...)
 	router.GET(options.BaseURL+"/health", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
+	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
+	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 
 }
 
@@ -3144,7 +4675,7 @@ type LoadModelResponseObject interface {
 	VisitLoadModelResponse(w http.ResponseWriter) error
 }
 
-type LoadModel200JSONResponse LoadModelResponse
+type LoadModel200JSONResponse LoadResult
 
 func (response LoadModel200JSONResponse) VisitLoadModelResponse(w http.ResponseWriter) error {
 
@@ -3279,6 +4810,368 @@ type LoadModeldefaultJSONResponse struct {
 }
 
 func (response LoadModeldefaultJSONResponse) VisitLoadModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteModelRequestObject struct {
+	Version Version `json:"version"`
+}
+
+type DeleteModelResponseObject interface {
+	VisitDeleteModelResponse(w http.ResponseWriter) error
+}
+
+type DeleteModel204Response struct {
+}
+
+func (response DeleteModel204Response) VisitDeleteModelResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteModel400JSONResponse ErrorResponse
+
+func (response DeleteModel400JSONResponse) VisitDeleteModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteModel404JSONResponse ErrorResponse
+
+func (response DeleteModel404JSONResponse) VisitDeleteModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteModel409ResponseHeaders struct {
+	RetryAfter *int
+}
+
+type DeleteModel409JSONResponse struct {
+	Body    ErrorResponse
+	Headers DeleteModel409ResponseHeaders
+}
+
+func (response DeleteModel409JSONResponse) VisitDeleteModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteModel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteModel500JSONResponse) VisitDeleteModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteModel507JSONResponse struct {
+	InsufficientStorageJSONResponse
+}
+
+func (response DeleteModel507JSONResponse) VisitDeleteModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(507)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteModeldefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response DeleteModeldefaultJSONResponse) VisitDeleteModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelRequestObject struct {
+	Version Version `json:"version"`
+}
+
+type GetModelResponseObject interface {
+	VisitGetModelResponse(w http.ResponseWriter) error
+}
+
+type GetModel200JSONResponse ModelDetail
+
+func (response GetModel200JSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModel400JSONResponse ErrorResponse
+
+func (response GetModel400JSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModel404JSONResponse ErrorResponse
+
+func (response GetModel404JSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetModel500JSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModeldefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetModeldefaultJSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIJSONRequestObject struct {
+}
+
+type GetOpenAPIJSONResponseObject interface {
+	VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error
+}
+
+type GetOpenAPIJSON200JSONResponse map[string]interface{}
+
+func (response GetOpenAPIJSON200JSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIJSONdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetOpenAPIJSONdefaultJSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIYAMLRequestObject struct {
+}
+
+type GetOpenAPIYAMLResponseObject interface {
+	VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error
+}
+
+type GetOpenAPIYAML200ApplicationyamlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetOpenAPIYAML200ApplicationyamlResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/yaml")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetOpenAPIYAMLdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetOpenAPIYAMLdefaultJSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTrainingJobsRequestObject struct {
+	Params ListTrainingJobsParams
+}
+
+type ListTrainingJobsResponseObject interface {
+	VisitListTrainingJobsResponse(w http.ResponseWriter) error
+}
+
+type ListTrainingJobs200JSONResponse TrainingJobList
+
+func (response ListTrainingJobs200JSONResponse) VisitListTrainingJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTrainingJobs400JSONResponse ErrorResponse
+
+func (response ListTrainingJobs400JSONResponse) VisitListTrainingJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTrainingJobs500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListTrainingJobs500JSONResponse) VisitListTrainingJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTrainingJobs501JSONResponse ErrorResponse
+
+func (response ListTrainingJobs501JSONResponse) VisitListTrainingJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTrainingJobsdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response ListTrainingJobsdefaultJSONResponse) VisitListTrainingJobsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3563,6 +5456,120 @@ func (response GetTrainingJobdefaultJSONResponse) VisitGetTrainingJobResponse(w 
 	return err
 }
 
+type CancelTrainingJobRequestObject struct {
+	JobId string `json:"jobId"`
+}
+
+type CancelTrainingJobResponseObject interface {
+	VisitCancelTrainingJobResponse(w http.ResponseWriter) error
+}
+
+type CancelTrainingJob200JSONResponse TrainingJob
+
+func (response CancelTrainingJob200JSONResponse) VisitCancelTrainingJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTrainingJob404JSONResponse ErrorResponse
+
+func (response CancelTrainingJob404JSONResponse) VisitCancelTrainingJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTrainingJob409JSONResponse ErrorResponse
+
+func (response CancelTrainingJob409JSONResponse) VisitCancelTrainingJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTrainingJob500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CancelTrainingJob500JSONResponse) VisitCancelTrainingJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTrainingJob501JSONResponse ErrorResponse
+
+func (response CancelTrainingJob501JSONResponse) VisitCancelTrainingJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTrainingJob507JSONResponse struct {
+	InsufficientStorageJSONResponse
+}
+
+func (response CancelTrainingJob507JSONResponse) VisitCancelTrainingJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(507)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTrainingJobdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response CancelTrainingJobdefaultJSONResponse) VisitCancelTrainingJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Liveness and readiness
@@ -3577,12 +5584,30 @@ type StrictServerInterface interface {
 	// LoadModel Make a model version active (hot swap)
 	// (POST /model/load)
 	LoadModel(ctx context.Context, request LoadModelRequestObject) (LoadModelResponseObject, error)
+	// DeleteModel Remove a staged or archived version from the registry and its disk
+	// (DELETE /model/{version})
+	DeleteModel(ctx context.Context, request DeleteModelRequestObject) (DeleteModelResponseObject, error)
+	// GetModel One model version, with its lineage, metrics and checksum
+	// (GET /model/{version})
+	GetModel(ctx context.Context, request GetModelRequestObject) (GetModelResponseObject, error)
+	// GetOpenAPIJSON This document, as JSON
+	// (GET /openapi.json)
+	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
+	// GetOpenAPIYAML This document, as YAML
+	// (GET /openapi.yaml)
+	GetOpenAPIYAML(ctx context.Context, request GetOpenAPIYAMLRequestObject) (GetOpenAPIYAMLResponseObject, error)
+	// ListTrainingJobs List training jobs, newest first
+	// (GET /training)
+	ListTrainingJobs(ctx context.Context, request ListTrainingJobsRequestObject) (ListTrainingJobsResponseObject, error)
 	// StartTraining Upload a training CSV and start an asynchronous training job
 	// (POST /training/start)
 	StartTraining(ctx context.Context, request StartTrainingRequestObject) (StartTrainingResponseObject, error)
 	// GetTrainingJob Poll a training job
 	// (GET /training/{jobId})
 	GetTrainingJob(ctx context.Context, request GetTrainingJobRequestObject) (GetTrainingJobResponseObject, error)
+	// CancelTrainingJob Cancel a queued or running training job
+	// (POST /training/{jobId}/cancel)
+	CancelTrainingJob(ctx context.Context, request CancelTrainingJobRequestObject) (CancelTrainingJobResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -3712,6 +5737,127 @@ func (sh *strictHandler) LoadModel(ctx echo.Context) error {
 	return nil
 }
 
+// DeleteModel operation middleware
+func (sh *strictHandler) DeleteModel(ctx echo.Context, version Version) error {
+	var request DeleteModelRequestObject
+
+	request.Version = version
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteModel(ctx.Request().Context(), request.(DeleteModelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteModel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteModelResponseObject); ok {
+		return validResponse.VisitDeleteModelResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetModel operation middleware
+func (sh *strictHandler) GetModel(ctx echo.Context, version Version) error {
+	var request GetModelRequestObject
+
+	request.Version = version
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetModel(ctx.Request().Context(), request.(GetModelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetModel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetModelResponseObject); ok {
+		return validResponse.VisitGetModelResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOpenAPIJSON operation middleware
+func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context) error {
+	var request GetOpenAPIJSONRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOpenAPIJSON(ctx.Request().Context(), request.(GetOpenAPIJSONRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOpenAPIJSON")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOpenAPIJSONResponseObject); ok {
+		return validResponse.VisitGetOpenAPIJSONResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOpenAPIYAML operation middleware
+func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context) error {
+	var request GetOpenAPIYAMLRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOpenAPIYAML(ctx.Request().Context(), request.(GetOpenAPIYAMLRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOpenAPIYAML")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOpenAPIYAMLResponseObject); ok {
+		return validResponse.VisitGetOpenAPIYAMLResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListTrainingJobs operation middleware
+func (sh *strictHandler) ListTrainingJobs(ctx echo.Context, params ListTrainingJobsParams) error {
+	var request ListTrainingJobsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTrainingJobs(ctx.Request().Context(), request.(ListTrainingJobsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTrainingJobs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTrainingJobsResponseObject); ok {
+		return validResponse.VisitListTrainingJobsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // StartTraining operation middleware
 func (sh *strictHandler) StartTraining(ctx echo.Context) error {
 	var request StartTrainingRequestObject
@@ -3766,184 +5912,246 @@ func (sh *strictHandler) GetTrainingJob(ctx echo.Context, jobId string) error {
 	return nil
 }
 
+// CancelTrainingJob operation middleware
+func (sh *strictHandler) CancelTrainingJob(ctx echo.Context, jobId string) error {
+	var request CancelTrainingJobRequestObject
+
+	request.JobId = jobId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CancelTrainingJob(ctx.Request().Context(), request.(CancelTrainingJobRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CancelTrainingJob")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CancelTrainingJobResponseObject); ok {
+		return validResponse.VisitCancelTrainingJobResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"1L1pdxs30ij8V3A4zzkhkyZFyZInIT/RtuxoRttocd55Qr9ssBskYTUBBkBL4iT+7/dUFdAL2ZTljMdz",
-	"74fEVC9YCrVv/Xsr0cuVVkI52xr83jLCrrSyAv94I2Y8z9yxMdrA34lWTigHP/lqlcmEO6nV3kerFVyz",
-	"yUIsOfz6HyNmrUHrL3vl4Ht01+7haFd+mtanT5+iVipsYuQKBmsNWiO1ZtothGEzLrPcCNaeacPEI1+u",
-	"MsEO+4csPr+4mby9uD1/E0fssH/E4rPjm58v3kzg+uj09OKXY7hz1H/B4uvjq/fHV5NXt9f/jDu91qeo",
-	"daJsPpvJRArlrp02fC6+3e5uFoIZMZfWmfV3lqXS3rGEK6Udc/xOMM4ejHSCteOT8+vbt29PXp8cn99M",
-	"rm8urkbvjuPOYKxmeZZFzAiedrXK1kwbpu+FYb/l2vEeO9duIdWcPXDLkgVXc5EOWWyEM2s+zcSAOZOL",
-	"eKy0SgSzK54IJi2bGSHS3li1otZC8FQYxIAreKs7mjmBCFDfyrVItEotc5o9cOnYVMy0gd05s5ZqPmQv",
-	"+r1WVAGcW69Ea9CSyom5MAAdPA0njOLZN8ayW2VXIpEzKVJmhblHdMszh4C/Ob46H51Ojq+uLq480lzy",
-	"daZ5eqP1KTffGmGmOl0z8ZgIAeBeCJZoNZPz3IiUZXIpYdWXo3+eXozeTG4uLianoyvAFVz4reL3XGZw",
-	"9N9u0fH1z7c3Nyfn7yZvLn45jwe4aA9m6/RqJVL2sJCZwBu4PUBXboy8R9TRZqxqpDtgSgPh5Bk3sH0l",
-	"EpiLJTrPUjYVhMAMOIVbSMu0EmPVFjxZsAWMzIz4LRfWManYyui5EdYC5cDNj7kF7BWK6ZVQIu1EjKt0",
-	"rHCgcq6IzYxe4ooXgmduwYzAPUVsydcMaZHbu7GK3x3fsD16Ju6xV9otGDdimwiB3vCIbL5aaeNEeiZS",
-	"yW+QTr41gn2He4UJGRAqMAXgSjxJxMqJlLXj2/Pr28vLi6ub4zeTs+M3J6PJzT8vCc8+BTpHtvF6wZUS",
-	"JUmrPPMICNuOWiujV8I4SWIm0SluV6h82Rr82jq7eHN8iqwcEPr4TStqnZy/H52evJlcXx6/vrm6PWtF",
-	"rfBzcnF7M7l4O7kanb87bkWt6iLfH19dn1yc49W/n1/8co4LbkWts9Hp24urM9zH9fUIX/S/SgKCSUoM",
-	"xFVUGUPrQxQ4mnVGqjkc5VJY6+XJ1r3i9Ct3p1pngisEIGCoNCIFGCBMyuGqL5fT6ulHkTgY2gP8Sqyy",
-	"9TajxstMqHuR6ZVgWiEOr4xIpScieh24df1oAC+2x7vUav5Kp+uIXdIYOAFdOdOpyE7UTANxccXEcuXW",
-	"bMlXSJqxAJSIYaKtPSTaGJEhik9kuj0rSU4k4u8si2UaD3EfNAOBmT0sBO0ukDvxB0DkqWCpALimbMYN",
-	"E0rn8wUIL5CkTLrKosozEwGFnyKxGrp/ilpNq39rhF0wmTI9IwZl8FDat7cnb5gTjw7gs+w0LoJUM7jP",
-	"XWvQSnUOeFA8qPLlVODEzjOOQEkrreZ4pnhKE5wSsArOaCLVTBeXaJ9NGH1fGXC/fKAU4nXEvQ/rQjBs",
-	"nSpuJiK82p61AaHxFJtQmo73KyJ1QGUcGJCZMNaPGA+ZnCttvIyJV1LNYxATLC7BGfdYrGQWA9YpZxkI",
-	"nqkVCnFrkwlu7bkJbW6V/C0XBd4I5jnCJuIwIxK9XAqVovi655lMx+r25m33xx67KYUvaguWSQeIf3D0",
-	"kn0/XTthvx+yeMkfT4Wau0VY/lglC2544oSxEbMayJkWsswzJ7vwJisfATWWrbi1iN9jRdSBILJOZhkQ",
-	"oBGz3ILsl27BtpgwqZ/FOlqDg6OXUWspVfh7fydxNGumVoKOC2C7VfKRiZVOFkOm8TGeRXR8Ow9sm+B2",
-	"HOETBCirBFgjva9PbI10FLjVe57logFUF0owWj9bCdCs/PMINZ44eS8YLjqQlmVtnmXMLYwQSAqcfncd",
-	"6MWOHu5sU92bn0fP5GJvLp/75PEzn/zUCBk1k6lQidgFmssqPCJQHH/tR2z/w5BZURCi7S3BgCCW82OP",
-	"jbIHvrYALECj4VjxCkwfFtp65R1nDpbfVOBDOahZ0rJMzBzTuUOicwsxViA/QcecenFHlPJMAC/5o1wC",
-	"Su0jMdHv/pcA/tkjHP+bIzQdVF2BHfy+Q3usn90ZTxZSiS7IdqBYBo/RwQFiO7zGCcudXhVSOdVJvvT0",
-	"/+eVu5QcJ63BjGe25BPPVPaa6PhnNCauHXe53YYB0enkXhgryTbYwanK9aZibngq0okR3GplGwWiJaQV",
-	"isUWp44BPePwbjwEM4st8iVXJaRpQM9NVCphOACndGJpG2HnL3Bj+BrhjEwSzG2RNunKiPlOJzqrbrlR",
-	"nFcUARZeYv6lIduvHHPBY6PWau0WWu0euyJPpUV/jRMK+MM7jSLF5ApsJ3aJ44D8lZbNpMhSttBZasGy",
-	"FGEVQbC/0/Cek0sB0hmHQJOz4vqK53q/d/Cy92NM9L8FSFrU7oWf6TTPypkLc/adZtNcZikDwQSkC3fb",
-	"cSruRRZ7Jp/phGf0WLOWagvkDNJP37VKRGuUd/kKNjyxJK/h3QbmsEv6+QmbyOVU8xQtkYoCyVPCRZ5d",
-	"VojHU2idnlYctI0mnRPmDhShc5MIooiZzETM2iKzgh32+ywOBuvV8T9uj69v4k5vrEZTq7PcCQbDM6FS",
-	"MFikYnHvo55mchozt+AuYnzmhGF2vcykurOMGzFWRlid3Ys0YpkUluUqFQaJz2MPnfx3lvEs0w8iZUZr",
-	"0ODacRevdGGFXbgYR8yzJ28nFb7IWC5X2rg9OPEsFaYzHCt0xD7IsK3L0c3PNSdrj41UoVAxK1ORcDNW",
-	"8Tjv918ksFH8JXofrVYxm8t7QR6sB34vvN7BH6VFuiENwrK2FWKsYnuXCW5Ul5bVW6YIxbqGeNj/6WUT",
-	"LuLZ1FgxoMtcpK0tVxVdj4E9LLUTlnFGl0iViVjMTbKQ9/CMEV3ktRyfUyzcGSvSkdp8k6zJk02oynB3",
-	"cenfIBf2kGR8khsjlMvWQe0KIwF0ghMG2Ysg1tiJAuIRhDxfKdEJboKQi+EcYlRumRIPxZkzoeD/ii9h",
-	"B7Gfj6yacpvSEdQDVRdwDJsHVVnWHBMVhbZkRU9Z0O/9Y1sKrr/+GRrfpRvwbK6NdItlo9gBKE6Q/yw/",
-	"y3roaZFWeevWgCsj7qXO7W4G7PcZTth7zJGAH/hqlz9DAaE/cNvAdjfgtbHIhiVtbLsJsGfCGZm8MoLf",
-	"pfpBPd9mGDK+YUAQVaRakC/RmxCA0XoJUjP9v99OKBxaz1G7tlCihoEbjOfy9Pqge35yOTq9JiGL0LLM",
-	"GS6VSNlCGDFkBRu8PL2+Eui3RiLVpnJLrkQmlWhfO65SbtLrhGfCRLVXOjSJ5xWNIjzjTig3qYcEC7LY",
-	"byILc0CEll3MWoNfn6byTcT69GGTGb822touei84sLurgzqG9dgIzfPKTgKfthjtMEviA/+xBZ1dH7M2",
-	"/P/1+059bRGb751+doH+cCfc1TGSO9EFomz0//l3LKqBz+BVpXCdoGNjG/nOiXz1jK20VM7iVuxKJM7k",
-	"ywrpike4htjyNB5UpjRczRtMslP9AMJepSxfwWwVDSD4tmBK0GEepY1Ysuzu1+yGZxD6kj+e0OMHuODy",
-	"j7qNscE2Nwi5Sra1E/uwiz+cStIxm/jDNiRGNfk+ZGCsBU7v4S4tI17+hOewYpgifsFEBbCeRHt4vBC5",
-	"z4JNq5hkJwyut/T/4tVtlaFJV6gt6wtluZX/EpO7aYMrUP5L1PCLtCKp2N/lq4gZDao0oGQNxRupqjRw",
-	"PgtcD4stet+wI+EeSHkg/CHZWarkGrDQiJQD0qtBRy/HQxGAFgc8Ag9/Z2GLcuYDhThs3ZH5VbnMbrm3",
-	"Q4srQPhZogoRpm00IN/ATgVrVPVYFgS2S61qIrYGrW7b1/CEi7bJCn+G3fsc3aRm/NYnaVhmtAGrrVkb",
-	"AU8a2mutnHhsYGlT7pKFD89t7SrRWb5UE6lS8Vh5oGTPgNjN6LJrIW8knyttnUwaPFRneQZGipHcCTSx",
-	"JD5Y2MRBnPE5l8qSRprwTE4N0geoq3diPVay8NdSEL8IIhJ6oAEdYiYVV22PXYOdWnUEAwnDSeYZt00+",
-	"2kzci5Bv9Axx9ttzn5tgXOfZTxuR5gn51p4TVTx49oNftA538EULeQJLivhzk3tYJWDm4ol/lnlvhksQ",
-	"qYO3/vMvb0QUPkWttI6/T73egPGfopZUM2FgzMnzlaBNFvk0d96AUG3H2zyktp4PTx1JEUdtPJTAXp4B",
-	"kcCMgLV6kv7cm9fhuS22GW40Lf26MvrGgsmF3MjUkPMT9CY1B3f9EWVlGG1DQ+FLwTL0ZzFuWVzqxTb+",
-	"8/rvy6OjFy+3Xes24WpixW+Ny6zM3LBMMJVctmZSJUZwK9WcdPRhWLz4LeeZrWny8aYl8rV3tHG81R3U",
-	"wd503kH/+sI8pQ0z/uZqdHKOqW4n74+v3mHmKeUQXt1e3oQ/G3I5WbvqgPWpoEW6CmaDFrDsoL2/kZn4",
-	"hUGqL486BQD9TU+3aUJkfGVBX3ye876SS/M847x+Otum+S+LNcLno55iprBII6YVi+l37M2qwoH9rBSM",
-	"j3q6S7kJSYNNqT2cAk1e75jpLGWPFU+YdWJlWaqVGLKlVtppJZMh2+/1K/oG3G7OOnh29NUIi67uL4Xw",
-	"Fb23DeKbhWA6d4leYoJNDGuMC3sV7KjfcpGLFJDT5AptGXQeYwSDhwTuZ4G+tK7qa/AzdCmOUEwT/oYl",
-	"RTA/HTvFtLZW1av4r+lmK2r5e62oBYMA6HGIBtt0g3I8llTMmQI5ikN4KrmpQlYj79hvIC/r5JI7kU7S",
-	"3EuXZ1PaE2hMS57kJmuImXK3KJHYLFm85/xS9yigQwMT6OPPu6P9Op6CwZlwfHvzSjtv7pWhnjr/L3cE",
-	"73GnGxLUL/wdllthmETz7guziyiQNEGzR9Q9LJsjbXPiQnTt9/v9/mdEV7GNz0DLNJpCm35Kyg4vTKFk",
-	"oa1QFZaEwnjb+U7e3C9ymZY+1y96bWP3OAZ6k5/a/lXB4J6W1Nw4OeOJmzQHcqt4bh3m9JWuoYhRvuK9",
-	"AHNvQ0IbkTht1jsEb3E2z2G64Sg/RS0lHp6vrlcfLieNNvb8FBRvV5nmDRwnsfcNiIU2vWVS+bx6kwoz",
-	"YDEqkjIF5eZBTfox6/Xw10H/8K9xNFbx8eVoMp+shJmcwkNvfq7/Wbk7BLxccmbFihvA3oiy96kOhWUS",
-	"ObyqGPQrf7lXroPdo82FefY5Jk32xuqkVABRLmV8KjJ6ZiaVdJgRLJc88+EsDJj/+kP3Qyrn0tlfe/Tv",
-	"h19FefFDHDHuWCa4dbgqvBxCedqMFUk/zEbVUrkOli7QU36L2ljWjvcn/X4/7kRsIR65XwgsoP+4v+oe",
-	"wI1YqllM/8By1xT1UVzFw8pexkpp1VVijljbY6Owuv0DZvSDZe39fheVkqTKJUBjUUJgOsqDZkus3YHH",
-	"3YIrVGKsj7cXKslUKm7WO5CffwHm821t1N63/DBNuPv+iZSW0tOHoeweOxWOclbpxCIW9wCKE5+v240j",
-	"Zh3Qi5pTJiofqwzfAfjiS3jGS20de3lYzXFtS4eTWOQVnixKFuEB5hN2WoPWKrPdg/7By/39g4Pufn//",
-	"qN8HpsthMlj+///rqPu/vPuvfvenD+XP3qT74fd+9PLFp/9pkLHkFdDbsDgJtnnITnIL7pjLjbKMsyu+",
-	"5KqkofZB//BHVjGROvCHHqu6PwD45PHlKGJvfh4h+N5cjlh7vncKWx2rmwcd8quIrnDmlE3XSBsroxNh",
-	"7QAe/Z59//0ZV3wuliCB2rV8u+8sZsXYzvffD9jPNzeXe/u9ffYD+9v1xTmonittHDs6OnrZo4HK9C54",
-	"4X+F0Wf/YFfH/9i7Or6sPn/kU43JyLnkyV2RMm57Y8UwNzokiEnLyqIwqVhcce3FbCqsTAVxQTj8IZPO",
-	"hjRQGMrjOYIBEzHqSeyAgtU6jcrfaOIA12QsDq5vuB0cEvC77gypXKl4WsIQG16xysMV7xLOv+Gyiqnw",
-	"ibG4CHvHpdZg2VRk+sGnpVKRFYVTguJh2VS7RYERiCJ/+ctfGG7QjtXxvTBrVNWB9kKxKdptAm8ZnTvB",
-	"pEqyHNOjcnWn9IOi6zZiD0ar+VgthVvolJh6tXrPRizhxkifZBTXckfjslogUP1yM000Bqs47rHXOhWW",
-	"Ya76dE2bpXkQlf9AFGV/YFYp+4MMuD/G6o9ut1v8B48d9vvsj+1sMPZHrUalyI9YgppZT0QlJ0HI+ifW",
-	"Q/EekaUdVp2lzKcHqgmTYHGdr+XCYyKaqr24kZAE1y4vrm/YHqpFe6Au+Bq+Sk4SDLjB/hpGfX0R3CBP",
-	"jFoJzJUZ0XAmaNkpzTKt5sIQfDwArPyXwPO//nnUPTh6iRUQJg3pebVlPRgNWOWGtRIKy9eWPSzqq749",
-	"vx69PZ7g4nctmbOVTO4w1XUGQsFpxlmScWvBWvZcQlDcIJPWDQFWRU2ueBQJZnpvA+tmdPXu+OZ64qvV",
-	"ds+vVZFvbxN5J10XE0E8IBcc00991BCQBjMNHdALz9ZO1KbeyulrnJVIxic9DvCs/OFhNiMWNJHaHJX4",
-	"LFRaS3DE4/SpjJa164mOnQJ4xAqqmYw99nohkjugRtKzuFozrD8J5ioGdS3VclV350sAJ8f/38n1zfWX",
-	"7q2qV2AeXgYTrLfwvo0psrgIXBAnLQHPe5U7EiYYP9+LgaEsuNog3sAiXl+/ryyyML9RX/GLen39Htay",
-	"5BkoZiKtYzWxCNCOkTooJtc41dnxzejN6Gb0ufli0MpituLG1RlJVaGrY/PJ9fXJ+bvJ5ejq5rOjJ/ae",
-	"9Nr6NEtpLaCtH/cQhqmxKMDwPFl4kVF97G8Xrza4GRbkFtP//lFPT9JP8aAQLx/1lMm0NshmFWo5DmEO",
-	"1nsNakFkn9XnRznCUbb7EgTmj8sWj9KCXM0dwhUREfk/Sbgw1k8wFpZ3n5xPLq8u3l0dXyMyc8rQxfg1",
-	"4j/5tBoK/kn3rRT0D9h+HMb/Ecb30mlyc3J2fHG7JaVQkITi7VCpjRFPz53RbqglI8s0E0WBenfh3KoL",
-	"o2AKgs6rqcgv+sx2kD1wkk84W7uqFACMYPQczdcOc1rfhamlYlSUxBXzE320WtVnY+0w235ltoAVflw2",
-	"E1iqlukHIitytDFOgVsGBipshp7uLqXqwqXKVtBPhczJ7oE+onOFmbvI7IoX4aXu3PCk+iqsq4ma8Ri4",
-	"E4Fl7L8gxr1Z8V8V+U+1CxiGwq2NvfPM6gEKipQ7MMgd4xkmn2JYAs1HKpkJLy7FUps1m+YpyKJ23F3y",
-	"x26426W7YMlaTfX7wCwTMEPyBJYX9nPkRW9TeXl1UyDZMHsc1MB6uTqNdICUUoRk/nF7fHs8eXt7irKc",
-	"sKlYu800chrH74TywRjvXf6op1HwIn/UU+vT1gBIttpBoPMcQvNUdhS4by2Gw/5g+Y5WFHVMCHotsD0H",
-	"dowD5KnPj8UMxXSIJNUeCsQ0l6UNVumjgMDw54f0U96zcWezzcKfbaxAaf71tgosAUm5s7XCw0ImC8aV",
-	"fQBVq9ZaAaMnDScQbfG5KJBBmBNWkGkr0t6TwomO/LsKPRAlzKR7gg4i5FXEmAPSwMa3gyWIWwudpV4k",
-	"6CWTjrwyTOmHZ+ztaOO4a303POnsbLxRY+2gq1ChbtmGYxu5daioLQugpoCNfhF/JRRvinY2aV7Rk9B/",
-	"Rp+cAZvlWcba8fH5xfXla2A1ZWOcdnx8dfH2Ou7UW+TA9Tf/uL24iUkGSMdSSUFXQjOc/JD9Xb7yzXhW",
-	"Rk/JaJSK7TPL2hucs9PEtaV7bjMe1tCLZ/OgX/TxpMeqfBtrj5DmWa4yoDvruMM2PmM1Kk4X1dGa4lY4",
-	"WLhDudnmpTZZvAYq5FgBJaMfNvL/WoLkPjuTryLGFbCv0L0E6EHZmTBMqESjAa/NWG0W3nVIU5+V5rUg",
-	"gzrja2GqKr53B9ixMsBxACpkurNVxqXqYv37Yb8fscMX+xE76u/DgR71jwrPwyh3C6GcT4kcq3OtBFXE",
-	"S+WEmQHIC1sbwYcsNjEihdd4FvYNAzt9J5SvbKfiZyGRyr3Do/SMeOqguh0bnBsE2SFgHOxpKbjCpDKT",
-	"q6KBQcbRGyatzjCS411oTAn3oM0drR3RW+IK3XqsSDagAogqdYglxb7qUM9qurqvHpQOXZSGL7nC9VZF",
-	"A/CrSjOFAlitSt5nq9/b7/V9DE7xlWwNWi96/d4LcnEuMKrgmTX8nIuGJFhfMH3Q71cYU9i0tCxf9XZU",
-	"n5KhD2iiZ1j6ZAXVV0Zl1J/F+i727sfmWE5z9y2k+BT9UiDpEqCS6XqsGD6AuS8zu1ZJiHgbsdSoDyPb",
-	"GIKo8fVc+K5ldsGNoLgGI37SoaP05bKlolcUzeLAwhilB8T/gNXB683cDq1Pu7ZOLEvOF3mWJx4XPLdO",
-	"pP79Kv9D+9m75GCxPTbyHA85B3kTHEZM7IJGqLJCXpvZv6LmNiLzjPuCuiwTaUBiGGIJenEH12/ZuFUc",
-	"jKWObJssmVcZcnUJdtyK/EOgZTvkpUMf28uTO78V6wDLsCJPeQ8DjAI0Zuh48YQsy5WTGZbgCvScI03j",
-	"GECDQNQr2G6+QvfxaSHcNyQCzqXC6o/6f0Wv6o48IOCipIH7iTwLBE08+O/QHQaDYIJFOCAybeA+yF6n",
-	"9RBLdXlaLbrSUzEAVOZskas5jIHoJB32bbNwC5uCqFQ8egIgUixtS6xdBEMUt7FliXaGgcDIGEYswI5e",
-	"W4VuGbcAW5Tzte48MDJc1/4c8YluviqG3u7tEqRaJq0TaPfCs3wj0b9G97V+QOgtAnjCUpf6HiSY77jA",
-	"apWxv+XccOWkEkV1LGuT14gSI4B8faUrEXTPPboQM4DRpAsGJy42LVLkgufK+zt67BgYDmyMLzEMgRDf",
-	"LNf3VdkWDWD4VzqErB2wcq2Y2E6zaRyGxBBgO2J1wbQKDxpq4fXdJpngxleBjpXnxAOm74LbrFqtX5gg",
-	"EqielA0igWoLOMy4zleoJdOSii47geoa/C84P/VBKMyBUmI0WzUJX2ENdKNVU9rdB0cvUSdBXVLPwBh6",
-	"iAqmBSqMlRkOnUmhnAW9rjoNkZFHtTthFJUxofAnrX+syOIGM2sQGk8kfFVVpYOyAJeUeEj00tdLoaXi",
-	"q3srsxbcGaYH016rOShucCzAFKqmGSphaJsN2EwaH7qu8XfMf+fsYaGz0jIg3Wes2oDz1tG7ncgzN3Yn",
-	"Vq7LMyDxysKmwj2A0ecHsWPVJk+QXyANMvTsFP0L2BilWC4wQMDLBVdphvrsaMN4gwWTAUf61gNHpywc",
-	"A23voM+WFjkrTD3GElrfQcXLCG+lFQl4SgPUhdmYCYArgWs6DSBKK3P49XYGVFdNB0YuCu6IMp1mC36P",
-	"nLxIaKDABrFxI8Jsas5mmdZprdxbaTbj1nnnGmEAoJDFqC5q4iCtq8eAGIpbdYscVuqXjCdQJQ2E3ljB",
-	"Opa5LciGqiUi4Cmok3uUZ6lGAvzFg6qpFSNXWB5Bx+J9d9ggpOonGKuKo6DQP1DSUOh0rfPSnYjH2Imq",
-	"AJ5rpAUN4qzmKwDKfXlYWZEF2PibGNcOKwXocHvX4E0AjFmTyYalVVixf9R/sdGNEk+v8CGQWyPo+EGk",
-	"oBxF0RqFoydN4U6IlT+twDiSLE/BuEFI+cSDF8xiLgeKI7+L72zJNPgS9BgvELE/pLCMLzUFVjf3bIde",
-	"XSYO5xZiSZjZ7MBxWkc0cwH3YruBgHrsYoVJZcUcqGVVudsqy+1YvTykg6iyFDbNdHIXSPIlKXftwxf7",
-	"bCrWWqWdXuEHlnDePLM6LNhpxzPUfTacy9s+34LHj5V3+loK1iGVOCOTO9R7ufcvgvmAICHsRq/YDAUA",
-	"5V5GFKeVKnfCV/iQsSW1Oklbg9Y74UhGUSpo2Uz5oN//aj09a92AdrT0LP0z+apHHX98J4zmsYvF7tXa",
-	"PmNnz3y55GbdGrRO5b1QgB9k8/BUKsp6dXxuW4NfW97Y+wCvVQIlO62/X5oL8Sh+SrqztBiSQWUD4+3b",
-	"qsFYtcu+k0BDIbOI7F/PkMvQ8kyiYC8FpW9a1nyeZQeA/+CRlpPsOM9qLzY8z8P+4bdrEnu+fUTt7XOg",
-	"jsNHBJankaze9vkroeeZcBw9tT4qXIVZBUlDJXMFSTNfwN2IpGfUlwHTm8jPNV3XKnEj1ByCZjNklHBo",
-	"BJsafScUeg7qKWojFvfU6l8U+Kw3bJnpnMLmdRfoWJURZG+BFPirfCeXdqJXPnfJB5lRwIYOVR9zEL/B",
-	"vcYSw+2iU0TNKyYXJUuS5cBtpQFORIpM2AtpaYX1QCFvvyjxiJllWoXguBH+iVQY6pmD1oYETdD7EDbI",
-	"lBqzViyzumUilXWCp2PVtkLUZXkHNfSqGUg+OJaKTLjS60hMsonuT6Ulwrf/carH5gGfaRX/XyYsWKJX",
-	"cDwbqKPnZ4grpBvrplau3oUSim1BHeV36D4P9MudXkqwWtdIOIWtWGZjjNUsk/NF4aSylX6w2P+GRh96",
-	"2+qRzJ/cisLa8oyVPIVP9IQqasp3d4VCJ42/WXm+1qoJBqwm7mzyAKOXaPdT5yapNlPRqQEYrh1I6sne",
-	"Td+zka/HwairtbM8w35DNQht952aClD8LK6j2Gx1PLUOVTfocdqGt/e6hWP0yXpSzQtHVm1ToKsoHyXB",
-	"eS7w8wZK0PjYE4+DuMbGBmzESCmju6ip73RQeV/Fs5IicOq42iYJ/RlLwS2G0MEIdBr/0dWEh7I/PLmP",
-	"fGwNeWRh0fmDRPDTrTQ3mHqoFbrlaPbNvk1x8O0/0cag9Lc1MrTQLqtFideV4tyvwsq2Wu59qqd4A7w/",
-	"/QdZ6XY7sB0sdSNdx+tS/W/4cYTNdNBoK3cz2k7KjMZqK6Uy2shXjHYlEsLL23l+oHts5MdRTOIJKvaf",
-	"LDjs//QtvwhTT3KqGqrtBmd0jyFFhzLEqc6J3xO76H3NT5xwil7tP+NDJ4f7Lz4vgzc/M4LvHX3+vcZP",
-	"SPxpleGo/+I5U5YfFsF3/vqcmbY/vfO1dH+K39U6vwTJ015ohyy3s0tRqecf7FZWbsr8yxU3tsimkKA8",
-	"G8GXgJ1Dn7D1EKI6MoSOFiIjlz7lixC1kTNxChJOPzAjPorEe4H96yi7am1FX1+/B5omt+l2rthG9qcn",
-	"am4clW+FHAP0gI6V9a1IfQImLScTfg3ej0DLwlUug5VVRnXGygMFFDIqDCmXj5na5KihxB/MRUOZ513z",
-	"PicOc+aqLpuj/QN2Jl91ht4pxHzaTcUzsP+iKREOl3ChKgk6deVhyGa5QZ6CGThI21KhF4j6QXmnfTsu",
-	"k9nwUiVocNjB5qd+k87rrJatMkzjUAQXfGtXPM+nuVSTzuDCRuIZuX0bss+Y03OBu8AUouA43Foz+4Ht",
-	"jxWuy/bYL4XXA00yWu4GVA9+ak6iG6vCeV6GXiou56LRv8cpSteo5qwUaUx8I0fOuwVRIXtduBQH5HOM",
-	"hwSEajFDgWpnSEsDimh8UWJiBdU4xs1c2YxuofE7I6vF2oLt4QfssEQDc/HGkD98VOTGynOEoNcWOWN6",
-	"5h9vTADrsRNXfHEBNfp8KYxM2JI7Ix/J44ibB/IIKueDNIK1OTvwn2EQWcbi/SgeK8LEH+nxToQ+2Dps",
-	"Er1aw6KkG2AT26CbhgVjfC5ZgABKvfh88dfeEfv7K6y8BC6lZwzrxyoNN1h7/2XvkP391VhREDdiB/vw",
-	"zsz7+LeqD2fS+SQImqxIxhwrgtf+wY9YkhhVA8j+ZKUdsjJuTpyw3MBmwqrHg0reEfeJUVijuY3OCANC",
-	"5xoug4gp+W1wf9DwA2BHqGltJea2t9M0O6S+YwD+QQUQYL7t9vopKhfSCzHLiLvGlNphU7ii/Zk8wnIx",
-	"ZYLjWP0bWYxKP4CB9lFPfc9nqpUjmuTJXTGdAPWqTV0cvDGpzVglXAFKk6fGLnKX6gfls+wq0xJOWzqZ",
-	"GUbvVtzwLBPZWM1gzqIYyGOA9y7hapfaiKDwYr4R0Lvgd8xg2B6QwC+ZNODS6PaDIWlxNpOPsOx7YYCJ",
-	"AW0A4p7JV2PV9j3dQdTOZliU6t2npH50aIyHhQ+alDkO+PUVRZHkaogF2Cyuvh34/f5PKCVD8YAITM0O",
-	"683JwlcqjjYnrcbOw5y12FE5qVQbcRw7oDjcZkhnrBpiOpHnJrBiuLeqR1sx2hL0qbHCNFRBCTgv+7jF",
-	"wEoqgXv2A3t56IOi5AgsnYCkhoT016DRvNPM6pkL6EiaifMkZfOlT6Ycq/jdxdnx2enJ2ckN2t9WOK9Y",
-	"FCjJ2tcn726Or846W6iJvMaXpIWmNEEcVtsDDevy3giKxoMeCjzULYQ0BWfzBd+W34t0uwophiEaWnX0",
-	"4HUrXBwSsAWh9FjFNLdPuEXPGGXm4HVLcUKMCBdaXWhP7BvEKqyLrq2D28KDVry1mcuLPfcwx65dS+3q",
-	"VNM/SRSPValGk9bEaYyqu7jeLqlIEMHEqx1pV0UYc1QZbiazrJpXAicJuuNYwRHa4lpBbBiHTXQqtlCj",
-	"lE71tGrUgkEBo/lpKM+0a+nbOOIVd2JQGSuEKAtpTgpcIBuvYFZop6I5YZz/TogVy1cgyJ5b2zJWjcUt",
-	"Q9b31eUSlJxZh/bDGda1AHVLnbIFt6AaWUwK+Hz9S2eALB+R8Ac/0g9jRcqPEYlAt+oeLjairgV0DzdH",
-	"EWLcfAoHi9uGg4Xzg5OdioX0YRHr9MoWLOWztUolEHyxEn61wOcdHvZ/3C6giljNQBurejUP5YBUTIbw",
-	"FVYUSaCDb1Sqwi7o+H2mcCJsgwlRYSdRk9nQ5B28BniHHOEnPYT47S+wJfdm2iy7wFmoIyolfFcaifiX",
-	"6GuWLSce3V5i7yNW9RTpxAnXJdO52kei/u6Wb6n83uRzm074pifPckoefDXXVlOnpx1uSS8y6PD+i05J",
-	"dC00FIlGm2Wd1JCu7sn06/7xv/B53MbKxDphU5+wWn3fWO1ggpu0vKMsb6ywLo9IdoMlV7+qXPr/vtFx",
-	"btsgUUOp2GCrXnCsGl0yQe96sixwrJrN7wIA/4Yj8/Dgp2+LVMVWyIMTskPbjX6Rzld0Kj/Dlfxnvbr7",
-	"3xCEAXzhM8LBV1x0kqIvTrWxqPvk7PL0+Oz4/KaSRPItqaX+pekapj9Z8Ac28r9R8TdWzyn5C36HmsEe",
-	"Ugp77M99a9ubV81Vfl/1O/CsvfkN/mfg9383lnDry6HL4359/d5/yRT0Uq4Yt2uVLIxWOrflYx/1tBJh",
-	"CJc3Ywy+/8DOfKO/gc2BpiPZg3di5UJ4mFaRm3t5L0IZhQ2ullB2MVaxx7e4dIBsoAQV3tQMU4YtK9GY",
-	"2bBRNydgwW4kl3qSCV4xfNBbUtqW5Tfxys5ofuVDJmeoAZNBWxAdVsf5BhDtakEYzH2H2XudiKV8CUbm",
-	"RpMYdPuQaK8X5Uq3sem92h433XuWr9GriwXIPfbLVleZTcuTjuw7G2rIitKsaKxAdmDavLRMqBSdjt4s",
-	"NIIyQrxl+R0auRnVIg4rA6NHMqRyFWW4ZLmiyxentWStw+wOawLJk3rE7K70xmqT36i14oYvhUO6//X3",
-	"lgR8xI6CUQuUntaghcjb2tSiqzRd6Yy5f/DjZ3psfvrwH0wKqO5tt9797dMpb+t9R9obLUv+nTzK/6ek",
-	"/Ndg1pc6y6qsejcPLr7NQbhd34qfoVYDm6a+qS+2y20tnFsN9vbwS5gLbd3g6OjoJbZN9rM1Nycs/WIq",
-	"ZSESXdKTj0N/irYqY3eJGFu+XGxv+/Wdudr+VZ+q/enDp/8TAAD//w==",
+	"7H1rd9vGtehfmcWetUKmIEXJkpuQnxhbcdTqVYlyTk/gSwyBITkWOMNgBpLYxv/9rr33DB4kKNGt4/au",
+	"ez60kQlgHnv2+zX/aMV6udJKKGtag3+0MmFWWhmB/3grZjxP7WmW6Qz+HWtlhbLwJ1+tUhlzK7U6+Gi0",
+	"gt9MvBBLDn/9VyZmrUHrDwfl4Af01BzgaDdumtanT5+CViJMnMkVDNYatEZqzbRdiIzNuEzzTLD2TGdM",
+	"PPHlKhXsuH/Mosur8eTHq7vLt1HAjvsnLLo4Hf909XYCv4/Oz69+PoUnJ/1XLLo9vXl/ejP54e72b1Gn",
+	"1/oUtM6UyWczGUuh7K3VGZ+Lr7e78UKwTMylsdn6G8MSae5ZzJXSlll+Lxhnj5m0grWjs8vbux9/PHtz",
+	"dno5ntyOr25G706jziBUszxNA5YJnnS1StdMZ0w/iIz9mmvLe+xS24VUc/bIDYsXXM1FMmRRJmy25tNU",
+	"DJjNchGFSqtYMLPisWDSsFkmRNILVStoLQRPRIYYcANfdUczKxAB6lu5FbFWiWFWs0cuLZuKmc5gdzZb",
+	"SzUfslf9XiuoAM6uV6I1aEllxVxkAB08DSsyxdOvjGV3yqxELGdSJMyI7AHRLU8tAn58enM5Op+c3txc",
+	"3TikuebrVPNkrPU5z742wkx1smbiKRYCwL0QLNZqJud5JhKWyqWEVV+P/nZ+NXo7GV9dTc5HN4AruPA7",
+	"xR+4TOHov96io9uf7sbjs8t3k7dXP19GA1y0A7OxerUSCXtcyFTgA9weoCvPMvmAqKOzUNVId8CUBsLJ",
+	"U57B9pWIYS4W6zxN2FQQAjPgFHYhDdNKhKoteLxgCxiZZeLXXBjLpGKrTM8zYQxQDjz8mBvAXqGYXgkl",
+	"kk7AuEpChQOVcwVsluklrngheGoXLBO4p4At+ZohLXJzH6ro3emYHdA7UY/9oO2C8UxsEyHQGx6RyVcr",
+	"nVmRXIhE8jHSyddGsG9wrzAhA0IFpgBcicexWFmRsHZ0d3l7d319dTM+fTu5OH17NpqM/3ZNePbJ0zmy",
+	"jTcLrpQoSVrlqUNA2HbQWmV6JTIrSczEOsHtCpUvW4NfWhdXb0/PkZUDQp++bQWts8v3o/Ozt5Pb69M3",
+	"45u7i1bQ8n9Oru7Gk6sfJzejy3enraBVXeT705vbs6tL/PUvl1c/X+KCW0HrYnT+49XNBe7j9naEH7q/",
+	"SgKCSUoMxFVUGUPrQ+A5mrGZVHM4yqUwxsmTrWfF6VeeTrVOBVcIQMBQmYkEYIAwKYerflxOq6cfRWxh",
+	"aAfwG7FK19uMGn9mQj2IVK8E0wpxeJWJRDoios+BW9ePBvBie7xrreY/6GQdsGsaAyegXy50ItIzNdNA",
+	"XFwxsVzZNVvyFZJmJAAlIphoaw+xzjKRIopPZLI9K0lOJOJvDItkEg1xHzQDgZk9LgTtzpM78QdA5Klg",
+	"iQC4JmzGMyaUzucLEF4gSZm0lUWVZyY8Cj9HYjV0/xS0mlb/YybMgsmE6RkxqAwPpX13d/aWWfFkAT7L",
+	"TuMiSDWD59y2Bq1E54AHxYsqX04FTmwd4/CUtNJqjmeKpzTBKQGr4IwmUs108RPtswmjHyoDHpYvlEK8",
+	"jrgPfl0Ihq1Txc0EhFfbszYgNJ5iE0rT8X5BpPaojAMDMhPGuhGjIZNzpTMnY6KVVPMIxASLSnBGPRYp",
+	"mUaAdcoaBoJnaoRC3Npkglt7bkKbOyV/zUWBN4I5jrCJOCwTsV4uhUpQfD3wVCahuhv/2P2ux8al8EVt",
+	"wTBpAfGPTl6zb6drK8y3QxYt+dO5UHO78MsPVbzgGY+tyEzAjAZypoUs89TKLnzJyldAjWUrbgzid6iI",
+	"OhBExso0BQLMxCw3IPulXbAtJkzqZ7GO1uDo5HXQWkrl/324kziaNVMjQccFsN0p+cTESseLIdP4Gk8D",
+	"Or6dB7ZNcDuO8BkClFUCrJHelye2Rjry3Oo9T3PRAKorJRitn60EaFbufYQaj618EAwX7UnLsDZPU2YX",
+	"mRBICpz+7lrQiy293Nmmurc/jfbkYm+v933zdM83PzVCRs1kIlQsdoHmugqPABTHX/oBO/wwZEYUhGh6",
+	"SzAgiOV812Oj9JGvDQAL0GgYKl6B6eNCG6e848ze8psKfCkHNUsaloqZZTq3SHR2IUIF8hN0zKkTd0Qp",
+	"ewJ4yZ/kElDqEImJ/u5/DuD3HuH0Xxyh6aDqCuzgHzu0x/rZXfB4IZXogmwHimXwGh0cILbF3zhhudWr",
+	"QionOs6Xjv7/eeUuIcdJazDjqSn5xJ7KXhMd/4TGxK3lNjfbMCA6nTyIzEiyDXZwqnK9iZhnPBHJJBPc",
+	"aGUaBaIhpBWKRQanjgA9I/9tNAQziy3yJVclpGlAx01UImE4AKe0YmkaYed+4FnG1whnZJJgboukSVdG",
+	"zLc61ml1y43ivKIIMP8Rcx8N2WHlmAseG7RWa7vQavfYFXkqDfprrFDAH95pFClZrsB2Ytc4DshfadhM",
+	"ijRhC50mBixL4VfhBfs7Dd9ZuRQgnXEINDkrrq9org97R69730VE/1uApEXtXviFTvK0nLkwZ99pNs1l",
+	"mjAQTEC68LQdJeJBpJFj8qmOeUqvNWuppkBOL/30fatEtEZ5l69gwxND8hq+bWAOu6Sfm7CJXM41T9AS",
+	"qSiQPCFc5Ol1hXgchdbpacVB22jSOWFuTxE6z2JBFDGTqYhYW6RGsON+n0XeYL05/evd6e046vRCNZoa",
+	"neZWMBieCZWAwSIVi3of9TSV04jZBbcB4zMrMmbWy1Sqe8N4JkKVCaPTB5EELJXCsFwlIkPic9hDJ/+N",
+	"YTxN9aNIWKY1aHDtqIu/dGGFXfgxCphjT85OKnyRkVyudGYP4MTTRGSdYajQEfso/bauR+Ofak7WHhup",
+	"QqFiRiYi5lmoojDv91/FsFH8S/Q+Gq0iNpcPgjxYj/xBOL2DP0mDdEMahGFtI0SoInOfCp6pLi2rt0wQ",
+	"inUN8bj//esmXMSz2T7CESp3bCm4MsjT5iKJWBshSOoqIJVA6o0cmCInhrkN1VwokXEQ03EqwQZk90Ks",
+	"cENE3x4UnV45/CrTSw2D8lDRb6QkBSziWbyQD/BSJrrIxXF2rph/4pSvNg+VJ1tYChNP0lhDijRMTx5z",
+	"IgmGUDzufx+qiJwpt+PR+O52cnF2ezEav/kpCpwq4q0JxZcCrALjRhiS2hHnWSaUTddeE/RLgAPzfiHk",
+	"eIK4dSfwtECH5lhdieHwEORuBKgRob7NlHgs0JAJBf8P60lCFbn5yNAq4SMtIYJnNATVVtDyUAPtXdZ8",
+	"JRUdu+SOzxn1791rWzq3+30X27kRBkX/lqKd21gvkWA5W2jLzCNfbavJPJ3rTNrFslFSApQnyDKXL3JL",
+	"elskVXGwNeAqEw9S52a3zHBw8BjgnPxIMY98tcsFo4A3PXLTICk24LmxyIYlbWy7CfAXwmYy/iET/D7R",
+	"j2p/M2fI+IbNQ/SWaEHuT2f1AMbrJQj65D/ftEHJ91ZYLtNmSBTUVtCzYrM8bfCV8AQOhzfg88+lp80N",
+	"lolYZ4lIWEW7qdvR3IouHGOT+vA84iM1NypidF7wPGDkaXoAlb6+tERmIrY6WzdqLim3QtlJPRJakNZh",
+	"I2lJJZwp8BwTwZM4d++iBQF4al76bJxxqaSaX7jXQaIt+NHJ620Q/CSe2O1Po+7RyevCRVSBSLwQ8T0w",
+	"acvEg8jWDEipgWhnzluragfpiB0HMfnSsEeRiWblT/5dTNCVVMNaqezr41bwAp8qNccXYeksIMB6VBaa",
+	"cYIrnq6t47VaFb4JEkpeqDb7WgH0Bcrvh7r+G4Nq+h6MeTdH3iFsChjVFlgDe4EiJXJ+2MUbztRM72NF",
+	"Pk+kGyG/6/Pbo+7l2fXo/JZsBgSyYW7BbCEyMWSFVnd9fnsjMAyHAl5nlUdyJWAP7VvLVcKz5DbmqciC",
+	"2icdmsTpGV+KrrMjEsLp1aw1+OUFhNwQOp8+bIbW3mTamC46Y1FpvDmqS58ecwppuROPnAaDt9mSXB6/",
+	"24Iubk9ZG/7/zftOfW0Bmx+cv7jAr0Iupa0wQT/tNvJdkmjXM7bSEtRy2IpZidhm+bLCFMUT/IbY8jwe",
+	"VKbMuJo3yJ5z/Qi2i0pYvoLZKgZNlQ+DSfYkTcDiZfew5gbZQwlY8qczev0IF1z+o+4y2eAaG4RcJdva",
+	"ie3kD+eldNsS+k7585pDzJcCHQk9NnJArhI8i3mWSbL5QgXchlsNdmpFxPEALY+PekpW4EIUEg1tC/1I",
+	"7nmmZ2ROWPcte3P7fohRCcTMYq7IY+oEFhbhKzzRYK2ECi0Q/6YqTehlk0+1NlCDk4k762vDwHnkpqQW",
+	"BE4THXzUUxfo3HqktJOkW088CBsfktk7mXIbL9wG9na6eaBOYvMw+Qxt483te7biGVikPEZT0bB8RVr9",
+	"bgkLE2X6cR+Xzy4UJa9OkwhrsPtr5uuQqTxNvaHisFYaVi76RfcpscAahF/UXQqLci/ybRWT7CTT2y2P",
+	"W/HptkXcZArXlrUNzGc1clQ97qcNwTf5d7GtioKJ8Rf5Q8AynSvQLfNV73dSDGsiaUM59JwDZNPQa70l",
+	"qaLOjLYtebK+MSwqx0MtBX185PBJxTcGtihnLjUHh93f5Pl36Y1NCOVzOrbRgLzxO/0Do2qMsCCwXV6B",
+	"JmJrcEpse/efCYo2+b338DTvY1rX3M31SRqWGWzAamvWRsCTg+GNVlY8NbA0ZOa75ESs03ypJlIl4qny",
+	"QqlBAGI3o8uuhbyVfK60sc5M3Qgg5KmVDzyT3Ap0FUp8sfBCe42Lz7lUhhwqMU/lNEP6GDLO7sU6VLKI",
+	"kFLaXJG2Q+iBLmufpVAJjvbYrRChqoZegYThJPOUmyYJnoLZ63SZPTSuX/d9b4KZFHu/nYkkjymatU8e",
+	"z9HeL37WOuzRZy3kGSwpMr6aArIqFsrSib/IvDcTFBCpfXz85Y83YvifglZSx9/nPm/A+E9BS6qZyGDM",
+	"yf56+iaLfJ47b0CotuNtHlJbz4fnjqTIXGo8FM9e9oCIZ0bAWh1Jv/TlrX9vi236B01Lv62MvrFgCto2",
+	"MjXk/AS9SU27rb+ijPSjbWgoYLOkGEECbTUqTTcT/fMm2uuTk1evt/VqE3M1MeLXxmVWZm5YJljzoFFL",
+	"FWeCG6nmZEYO/eLFrzlPTc3YjDaN5S+9o43jre6gDvam8/b612dmBm94msY3o7NLTC4/e3968w5rPShr",
+	"/+buekz/fDO6fHN6fn76NmLt6PrqdswOvOFx8I+PenqWfDqIuYpFGnXw64ZiCwoMVpzI5r6ST4rlGgXo",
+	"O+jB2igd+Mwsks9PC/Hw/LOebpOQSPnKgHq5X3S9kuy6n7upfpjbzqafF2uEDxj2My5TkQRMKxbR35Gz",
+	"wooI8145kjOppFl8psPpGUN7KSz/DG88d+opOiGbknw5pZw4fWim04Q9VQJMxoqVYYlWYsiWWmmrlYyH",
+	"7LDXr+hB8Lg5/3DvPKysCEJ+3lG64OX2WY4XgmkfwVQsgjVGhR0N9t2vuchFAlSQ5QptLIzZYi4D96Vc",
+	"e51xxRzaSMAApdCBtuoD2suQRDfO52DNfsZnhQJLE9TkU4oVfsaEG8TvcLZiwBVoVxzvcwnUlXWNXKS+",
+	"gUMYK5cc1pnkTp7uzSyeISpa8iTP0h0us4I8siWLSr5MSSM0MKWNRL19AfUCDJrdRR/1dH8fTpXXNvjP",
+	"lHiykzjPjG4olXuDv/t9w6tsxefCs0CyfVJu6Oc9PFDbQAC8qK7hBYCUvqP6Sh0Zdwn+BS37fwPdB0Dk",
+	"xMQphWyL9HuV3Ax6CEhLz1pBCwYB/oZDNDqmaix369gK72glEaiuqzT7SzcC4e4Jy43ImERXxGfmnj/j",
+	"b90caVvyFGrWYb/f77+gZhXbeO5YL8ro8vNhH6odLHhpvNBGqIqYQsVxOxmAgmOfFYEqQ1if9dnG7nEM",
+	"DM49t/0y8+Z5rZJnVs54bCfNaX5VDmUsVnx8gRyDfz7yr8Tj/qZl9eVy0mBjz89B8Q599w0GmXloQCz0",
+	"Pxkmlau6zBKRDViERo9MQBF/VJN+xHo9/Ouof/ynKAhVdHo9mswnK5FNzuGltz/V/1l5OgS8XHJmxIpj",
+	"6l1AtZ1UpcxSiQxJVZxPK/dzr1wHe0D/AFZh5lhS0wvVWWmsoK6S8qlI6R1QMy3Wi8klT13mEKZT/vLH",
+	"7odEzqU1v/Tovx9+EeWPH6KAcctSAbwcVoU/+0QKnYWKNCKsVdJS2Q4WttJbbos6M6wdHU76/T7YJgvx",
+	"xN1CYAH9p8NV9wiNFqlmEf0HlrumILriKhpW9hIqpVVXiTlibY+N/OoOj1gGClX7sN9FRTWucgnQYpUQ",
+	"mKz8qNkSK7vhdbvgChVb47IxC+VmKhXP1juQ/zO17E1TyDy03DBNuPv+mYTn0iuNWYU9di4sVTTRiQUs",
+	"6gEUJ66aqxsFDNVF9FpLu2A8VCl+A/DFj/CMl9pY9vq4WgHVltalUgKvcGRRsggHMJfO3Rq0VqnpHvWP",
+	"Xh8eHh11D/uHJ/0+MF0Ok8Hy/88vo+7/8O7f+93vP5R/9ibdD//oB69fffqvBu2IPFh6GxZn3o/kc9cx",
+	"j9TmmTKMsxu+5KqkofZR//g7VjHnO/APHaq67wr45On1KGBvfxoh+N5ej1h7fnAOWw3V+FH77HuiK5w5",
+	"YdM10sYq07EwZgCvfsu+/faCKz4XS5BA7Vo1xjcGc6ZN59tvB+yn8fj64LB3yP7I/nx7dQnaE0Z/T05O",
+	"XvdooDL5Hz74H5Hpi7+ym9O/HtycXlffP3GFaGRhX/P4vigoNL1QMayc8+UD0rCyZYBULKq4oSM2FUYm",
+	"grggHP4QY9ruFRjK4TmCAUPG9RJH9FlUqngr/0b7GrgmY5EP08Bj7zyDv+uOu8ovFa+gH2LDg1t5ueIJ",
+	"xfk33KsRlcUzFhVZRFGpNRg2Fal+dNnSVIJPoT+veBg21XZRYASiyB/+8AeGGzShOsUMNVALgfZ8KxJ0",
+	"GlDyWqZzK5hUcZpj8nyu7pV+VPS7CdhjptU8VEthFzohpl7t7WCCajoCi2qVRVFZS+qpfrlZRBTFOhFR",
+	"j73RiTAMKxmna9oszYOo/BuiKPsNa47Yb2TU/xaq37rdbvE/eO2432e/bdcKsN9qFcxFKuoS1Mx6mRJ5",
+	"qOpZ3EUyeodVZymrLYFq/CTYesFV+uMxEU3VPizK8anjCvxGDjVUiw5AXXAdHirp4TDgBvvzox7vGvXd",
+	"6ThiByx6e3p+Oj714//DjfrpsyapLP3NlfcLPrP0SqS6LMqDg0drR2mWajUXGR2Cg7KRfxeIZD4lokic",
+	"fNxKjn3MNKCuHdaqeA1fG/a4qK/67vJ29OPpBBe/a8mcrWR8j9VWM5A8VjPO4pQbw3RuHSsSFEhLpbFD",
+	"gFXRFkY8iRiLDbeBNR7dvDsd305cw4Td81fSKk0s76XtYvKeA+SCYw2FC6MDZmKxizVFbmZ16q2yksZZ",
+	"iS5d3c0Az8odHhbUYE096eZBSTRCJbUaGzxOV01jWLtea9MpgEf8plpM02NvXC6tU+a4WrOpyzL1+QC0",
+	"CF4HrOtCMTn977Pb8e3n7q2qvGDdRQoTrLfwvo1VWrgIXBAnVQTPe5VbkliYUHIQAddacLXBITwfenP7",
+	"vrLIwjuDSpFb1Jvb97CWJU9B+xNJHauJD4EKjtRBQerGqS5Ox6O3o/HopfkiUP0iyjOqcauq1ljH5rPb",
+	"27PLd5Pr0c34xdFj80DKc32apTQG0LYRSHc3t1c3nm2VAxdDohcmQvDDcjMBmtaWwEB0BIbOl1gYVGWR",
+	"NeYIxJTHCycCq6/9+eqHbT66He1AMf9sHGRQyNOPespksoNfU1OWciLCYmx/MKhleLiKETfKCY6y3abL",
+	"Szvcl6tqmuYWgeaqm+AoUKT7sb4vV7RZ2fQydUVlZRYceVGCVSc3WkmASyF9QNVKrBoEr7SdoT9rqgUO",
+	"mBEuozGT84Utl7C9kdGb8dn7U1z/3vKPIDwsKqOKRc5kZmxtEsCSH88uz25/qrHX3bjgIzee32BrCdYm",
+	"zz9CzsVxOrV5sAfV2eXk+ubq3c3pLbI7vyo4C8endu6xgyyUXIUNbcvIRqu0JRuwwwKa38ECnBY1GZ9d",
+	"nF7dbWlTqPD4FlS+3xRmkTgBj/ZtraRSJqko2mx1F9auujAK+vF1Xi2ofNVnpoMkzUmPwtnaVeUV8AlG",
+	"pxTJDrNa3/uppWLUWoEr5ib6aLSqz8bafrbDymxFOITGZTOBDTdS/UicmVz5jFMyDMs4tpjr0tvdpVRd",
+	"+KmyFfSnonwzB6A361xhsR/Ky+JD+Kg7z3hc/RTW1SQQ8Bi4FR5hDl+R7N/sW1ZVTZ9rejb07Sc29s5T",
+	"oweoayTccmaEZTzFejSM3aKbox5DWoqlztZsmiegzrSj7pI/df3TLj2NOmjZYBcykLcxmMt5DMvz+zlx",
+	"2ltTk6zqpkA5whpYMFfqTbdopCMkpSLM/de707vTyY9356gOEjYVazepRmFl+b1QLmLtnPYf9TTwzvmP",
+	"empctjoAyVT7oHX2ITRHZSdeDNYC3ew3lu9oqFfHhDLxGhhpfA/7iEV9fizJLqZDJKl2giNhuCx9BZVu",
+	"cAgMd35IP+UzE3U2m8X9s+3hXJp6rTlcmQjf2CDucSFjkCHmEbT1WoM4jPw2nECwxecCTwZ+TlhBqo1I",
+	"es/qN3Tk31TogShhJu0zdECyjzi3RxrY+HagF3FroVMn6bReMmnJe8iUftxjbycbx13rHuhIZ2f7wBpr",
+	"B32L2g2VzQS3kVv7vkBlG4cpYKNbxJ8IxZtSQprUi+BZ6O/R7XOA1ZesHZ1eXt1evwFWU7b3bEenN1c/",
+	"3kadeqNP+P3tX++uxhHJAGlZIikzhdAMJz9mf5E/uJaiq0xPybkhFTtkoMPUOWeniWtLu29LUdbQUXTz",
+	"oF/18aRDVX6NHRSQ5lmuUqA7rMFP0D00Kk4XLZqa7l84ArlFudnmpUFSfAZWSKiAkjFeELj/GoLkIbuQ",
+	"PwSMK2Bfvgcj0IMyM5ExoWKNjiadhWqzfQhpKq6h1ZRSXdDxk/K1yKpWonNbmVBlwHEAKqRSslXKpepi",
+	"F6/jfj9gx68OA3bSP4QDPemfFB6yn8UU6P5BKGRlofqWkbPMO8nK2pf/7jqXX/csKTDQd83Tjwr9d7WX",
+	"yFshEbqHzGp2ePRd1autZyyt+8wLP2C3NxmASV10ieBw7NjozrUdQ6sVuxrpDbWKx7EwBoZJ9ZysRere",
+	"WVJ0m9T+gCAYON07YD5bISAFpYNuX2KqwKL5SvbWfJk6IVb7nfpQ4CI2Ov7AGG+ubm5xrbMZHKnTaHrs",
+	"FARF1I11Zro6k3OpIjZLOSwb7BWsIsKfYTvtCH29YnBwsNDG/jIAtPoQdVzPhWmmHw3AdclBi0CFTxo2",
+	"uj4bMA7frzIxS9FcaEdX1+Ozq8tbb8GMEGbdN1rZTKfFIV4gmKIOyR8cBBaGXBpWRQ0hjvrHzcOMsEPI",
+	"ldtXm1pdMPdtJ2CRmwCdwt2fiIB8uOSCP3VHcxENC1xEb5Skcqw1osmz88Ew4mkFoNnAS49lVS0EG47k",
+	"qmF7StPxucAgMYWCgka5XQD1UKFGqC61EoSiUlmRzYBpFV7VsglInIkEPuOp5xxAmlbfC+U63BHWColy",
+	"0rm2Sx+4ky/ULMN4NzbtcUg0F6ql4ApT3bNcFY0MU45xD2l0ijF7FyxhSthHnd3T2lFASFyhXYeKmABS",
+	"GzohfNZA5LuTzGoOE9dFSFoMRmV8yRURRkW5gtOpNFUsgNWqVKO0+r3DXt9lWwCVtQatV71+7xUFsxYY",
+	"P3bqDvzZWLftGqcd9fsV0e43LQ3LV70dXaiIfwGjdQWCRlCfpSpjivR95AJNzVH75i7cKDMTjEAAC0By",
+	"nSJSwwuYkTszaxX7fLdMLDValCh4h8C0XRMV/NYws+CZoAg2I4ncoaN0bbNKU6lonkUUkmVKD0iDAGWB",
+	"GE2TvoAuQLM2VixL3SFwSoN4WvDcYCEk29Qg0Inpgi+w2B4bOZ0BZe/CebJ8CiYCoaJM8NrM7hM1NwE5",
+	"rlDLNpanqUg8EsMQS7AsO7h+w8JWcTCGOrNvKjW8qtJUl2DCVuBeon4HoI0MXRZHHt+7rRgLWIYdc5Rz",
+	"8yK75GDX4vHiCRmWKytTbMWFnjvqgIljAA0CUa9gu/kKA4XnhXq8oVPhXMqv/qT/J+RoO9KNQQ8hG9ZN",
+	"5JQIELk+UoMxCRgE0yv9AZFzAJ6D9mq1HmLLLp5UO5noqRgAKnO2yNUcxkB0khb7t6OExuagKhFPjgCI",
+	"FEv3DfYWotZCrMHZ0xl6AnOlwIAF2Nl7q3sMZrtlAjXlWpdeGBl+1+4c8Y1uviqG3u7x6vVClAroOYJ3",
+	"+Ub5YY3ua32B0WUP8ISlLvUD6ICu8yKrdcj6NecZV1YqUXTJYm2SqZS8COTrOl4RQffsk/XRYRhNWu+y",
+	"cSLMJ+778IFzOjudAzbGlxhwRohvtu1z3dkMupDgv9IiZM2AlWvFcjsnMHEYEkOA7YjVBdMqwhioR9R3",
+	"G6eCZ671UqgcJx4wfe91k2rXvsKIl0D1pK4TCVRbwWMdWL5CO5OWVHTb9VTX4HjG+akfYmFQlxKj2S8Q",
+	"8xX2Qmv0C5Seq6OT16jVozWmZ8xQPNsxLTACjExxaOr+BZZRdRoiI4dq9yJTVP+Pwp/s5lCRz8qk2g58",
+	"A8qYr6rGqFcWKFX0MdZL12gAbX3XUqsya8GdYXqRkDfRkNsamELVuYFmDHo3Bs5JDGywxt+xKo+DspqW",
+	"mjjpPqFqA84bS992Asfc2L1Y2S5PgcQrC5sK+yiE8oOYULXJl+oWSIMMHTtFDx1qyMVygQECXi64SlK0",
+	"CEcb7g9YMLlASN965BgZg2Og7R312dIgZ4WpQyz4d51UnYxwfo4i/V5pgLrINmYC4ErgmlaTV7+cw623",
+	"M6BmZnRg5OTjlijTarbgD8jJi9Q1ii4TG8+En03N2SzVOqn1WFOazbixzj1NGAAoZDB/B21ZkNbVY0AM",
+	"xa3aRQ4rdUvGE6iSBkIvVLCOZW4KsqEazgB4Clq1vuFdopEAf3agarqSgSss2qRjcd5vbBRa9bSFquJq",
+	"K/QPlDSUJLPWeemQx2PsBFUAzzXSggZxVvO2AeW+Pq6syABs3EPMYPIrBehwc9/gjwOMWZPTAwu+0cI4",
+	"6b/auJUCT6/wwpFj0Ov4XqSgHEXRGvijJ03hXoiVOy3POOI0T0QSEKRcitkrZjBrD8WR28U3pmQaYGGL",
+	"BycQ8Z4IYRhfakqh2dyzGTp1mTicXYglYWazC9RqHdDMBdyL7XoC6rGrFaYPF3OgllXlbqs0N6F6fUwH",
+	"UWUpbJrq+N6T5GtS7trHrw7ZVKy1Sjq9IpIi4bx5arRfsNWWp6j7bIRntqMmBY8PlQubGMqYQCqxmYzv",
+	"Ue/lzkMP5gOChLAb/cozFABUHxFQRo5UuRWu7piMLanVWdIatN4JSzKKyjXKS5WO+v0vdrdHrSvwjqs9",
+	"Sg9nvupR51/XnLh57GKxB7Xrn/CGj3y55Nm6NWidywehAD/I5uGJVFSZYvnctAa/tJyx9wE+q0SId1p/",
+	"Pze3B6AkFtKdpcFYNCobmFm1rRqEql3ePwE05HNIyf51DLnM75lJFOyloHTNy5vPs2yd9TseaTnJjvOs",
+	"9mTH8zzuH3+9y2Iut4+ovX0OdPPQCYHleSSrX//0hdDzQliOsQ6XmlOFWQVJfX+VCpKmrk6oEUkvqKEZ",
+	"JrKSp3i6rvUHCVBz8JrNkFFqeYY+v3uh0HNQT0YesainVn+ngHq9idBM55S7VA8ihKpM43EWSIG/voFf",
+	"O9Yrl6XqMn1QwPpO1R9zEL/eQc3ijJtFp0hdqphclBZPlgM3lVyJgBQZvxfS0grrgfKO3KLEE+YQa+Uz",
+	"lDLh3khEBoOFCq0NzJ5wPoQNMqULWiqWWd0ykcpYwZNQtY0QdVneQQ29agaSD44lIhW29NsTk2yi+3Np",
+	"iPDN7071WKP2wpVx/2bCgiU6BcexgTp6vkBcvrBEN13p4lwovgUIqKP8HgNQnn651UsJVusaCaewFcuU",
+	"uFA5z7lzUpnKvTDYVJZGH5ZleKCX5kYU1pZjrOQpbGjhzFwH56LTze4ezuik8W2cy/dr/ZFhwGr25CYP",
+	"yPQS7X5qlyzVZtERNQLHtQNJPdsw+Vs2ctW4mLdgzCxPsYlvDULbzZ6nAhQ/jNSUm62Op9a+HBA9Ttvw",
+	"dl43f4wuLVuqeeHIqm0KdBXl4ow4zxVec6gEjY+98TmIa2y3xEaMlDJ6Wva+bnJQOV/FXmlFFFWq9h5G",
+	"f8ZScINJKJjapfE/tdhWeU8cuY9cdBp5ZGHRuYNE8NOjJM8wyVwrdMvR7JvNkCPv23+muVLpb2tkaL41",
+	"fotKbCotQ74IK9tqvf+pXswD8P70O7LSSg/uHbx0I0HRKVH9r3g74mbGf7CVnh9sZ8gHRTf3MqE92MgW",
+	"D3alccPH21nWoHRsZCdTMOIZ8nV3Fh73v/+KANui40E9qVDW8pmGLkULk9VCxac6J0ZPfKK3M3e0Xcve",
+	"7AyIhuspoY3ZoJSy55M7MYbjWuhvJVN8yStWWbuBw2mVrkGVonja4R5XsB4fvnpZK9i8ABW/O3n5u8bL",
+	"Lf9pJeak/2qfKcsrT/GbP+0z0/alwF/KGqGIYq1DnpeFbX8TQOd51alIkCUcAeW16YIS0JCdfEBDoMhH",
+	"o5gOuSvbJGnW3n1bhGtcc9SaLCZPyIwSjKo1BMQo6D4Hr9QAgoRqq/spOmpR7bY6jxfC5YZsqBmFvh8q",
+	"p50PdiQ2g8inVzBaa0o/GPqSON60AWtBLw+mosHkGY9Jg8N7CyhkwCsqxaav4ftQbZMXzF2E+D7qaeGy",
+	"BonjqJx786LkHfdCrEylKsP5qKlgqElMv8URSkFdk5bHzW3PK5nhc+wh87UF23izXmWjdi1677WYdsMN",
+	"OV/dmTF+uZqsvSWG/Tq/pvirVQjsqALoNWi7oWrvkVaKcQskA2yHSoRGGIwROt/U42tJrn1E1j8rPf69",
+	"koAYdGlEArw3DMSSZRc4yF3kBqyCJikReG9Vs8fyd/dbuJtGniew/2VGvx8z+vf5g67URudfl9kK6Opu",
+	"oQiY60JCIWx3lUgzHq94xpfCIn/5ZStBbOvamh5Z58DSUmmss+KxEo1OvCgsM2gFPLh8oGIcuo6sMJwt",
+	"inKS4T6dqegbv3nl2rKSVcHNdv5H99BfVyZh9dh3JWjB89ag0p+5bhgHe2JTeTkVgK2W3FrxXm/xg6uV",
+	"UKPrM7Aw/1WusNGDoxmfYbSMx7aa3QDa4TSXqXWN8b8QJo6rubwYtXa7LNAMm4d8qoJrzZfpHuD62+ji",
+	"/PPA5QfeAle1S8d/GLjcLhvA5dXdnXGRP2NtEfa3STD7brpm2ALPGN8UvR4ZYW2MjEzXrtK0E1D+AbYX",
+	"BEOez6k7lY+BRxjfxeu1yxZn6AurNFALVdFBbVjJ/MQrqaVFIvUfWo15bLVmbMS6XG4FOlN9tulMppYS",
+	"LOh7zBBf8V9zMWCyVPpX2mC+ZhAqo6kopmgEyMq2PwSBFeY2asq4WciZdSmIuPVeqG7QMjCY0uFdgghj",
+	"x3IwME8xbK2M9kETuojPgCUH2he56rGMc86l2hXgqPSFw06Dz7Hha+xbIP8uAioWOOr3h+7SbHev4km/",
+	"57ner7nAoIBje9Srusrkio6WR/3+83eyfAqaTJ46PrhwX+G98s30mtbi2uRtLMb3bDs5PHqh+9v2etBL",
+	"jcfu22FhHvmuBRSNHfdj+Q2NJj99+B1Vu83miQ08C6Q/4rGe4b7/AzypILcL9GXo95sxvMHHN+itle/3",
+	"/hVP1OFXVA69x8FphoV/q0A1ur+3jU0Dzi6uz08vTi/HRSj+i8X+qq4PU2fqFeFRSIy6AKGyuN0RwHHZ",
+	"WWLFM1MU+UnLjM0EXwJlORWOP/pU6cK5tBAp5clSGaN3UAG3nXK6RygToK6YSlUk6au1O3vf3L6PglA1",
+	"3ZCKicv1vhbOYc4zS+LPl75hWmGojLvn17WWoOWkwq3BCXlaFq5y6VMXylTpUDmgZIJTVdy4XD72oKHs",
+	"J6pHxRJpRA2X7+pKtbFSqpoHdXJ4xC7kD52hy7Rirhq04gI7fNVUn41LANovkKEekRuyWZ6hEwGZIZr/",
+	"UmFqFV394jJh21FZY40/VTJxjztU6EObtC4QbNgqxepCJ+/xq11J8q72rVoLDT9s1EOTvG8oimZWzwXu",
+	"AitbC01kc83sj+wwVLgu02M/F6lEmOdAy92A6tH3zbXdoSoyUst85koeJ5W1TgVzOOUVlgYXD98o3fY1",
+	"UWAfvSny9AaUyBcNCQjVXlAFql0gLQ0oTfiz6uUrqMYxGd2WV6MtNJYjrhZrI2OeugE7LNZgGTm1xR0+",
+	"RkdD5TiCDxYXpcx65l5vrEvusTPXztTlTat8KTIZsyW3mXyiND7cPJCHj+M+ykyAJDlCqmGxSFMWHQZR",
+	"qAgTv3N1hwEmNtZhE+vVGhYl7QDvHfMBX79gdKnFC57NYTcYmnr1p94J+8sP2LgSuJSeMWy/V+mtz9qH",
+	"r3vH7C8/hIoqIwJ2dAjf+JLJreaNM2ldZRFNVvQICBXB6/DoO+zoGFSrMtzJSoOXpnkWiZyw3MBmHwWH",
+	"B5VyWO7qdbHF5TY6IwwInWu4zHiV3/qcIhp+AOwIo5hb/SLa290DOr6oFWtePQiwDcT2+inV3Ve9u8u+",
+	"Gzs9DJtygF/ysZaLKevuQ/UvFNcr/QjGCKj15MGgVoNEkzy+L6YTYAO0qWezy9DQWaiox0vqDLVFbhP9",
+	"qFzxd2VawmkX8JxhSjyoVmlKkSJryjZnDgNcCAdXu9SZ8MFkLOIDehf8nmVYCwNI4JZM0eUyk8UNhqTF",
+	"2Uw+wbIfRAZMDGgDEPdC/hCqdpYrMi6n+WyG9ckuJ5F8Sh0a43HhMpHLwqFQucqhb0wtbxnYLK6+7fn9",
+	"4fcoJcuL1h1TM8P6PUTGpZSfbE5aLUjxc9YSsstJpdpIjjYDSm7fzJMOVUOidOC4CawYnq3qJQyYwuz1",
+	"qVBhdwRBVW2v+7hFz0oq1TDsj+z1sas0oOy6MrOO1BDflcFrNO80M3pmPTqSZmIdSZl86Wr8QxW9u7o4",
+	"vTg/uzgboyFvhHWKRYGSrH179m58enPR2UJNacpme74RkReH1ZtAhnV5nwkyuOk6AFQIZFZwNtcv1/AH",
+	"kTQ4X2GIhh71PfjcCBv5viCCUDpUEc3tIjboaKByN/zdkBfRG+YETn93pruuVGEBfj0aYIq0tOKrzRYT",
+	"eL0WFq62a/WSnWpXAhLFoSrVaNKaOI1RzcGsX3VSVF1hNeOOWsaiNmBUGW4m07RarAUnCbpjqOAITfFb",
+	"QWzoh4l1IrZQo5RO9W4fqAWDAkbz01COade6iuCIN9yKQWUsn/dfSHNS4DzZOAWzQjsVzQmLZ+6FWLF8",
+	"BYJs35ZLoWrsuTRkfdecV4KSM+vQfjjDdktA3VInbMENqEYGK21ebsvUGSDLRyT8oxvpj6Ei5ScTscBQ",
+	"1AEuNqCmz/QMN0dlF7j5BA4Wt03dAmZY3DwVC+lyjY3VK1OwlBdbaJVAcD20pCmLeY/732339QpYzUAL",
+	"Vb3JVFCEzZzJ4BqSkEgCHXyjByfsgo7fld/HwjSYEBV2EjSZDU0utluAtzfhn027W+aplWBLHsx0tuwC",
+	"Z6HLD6kPSaUPu/toTE4pK57sQWweAlZ1QujYCtsl07nahrv+7ZbbAs3+z/IRuZ7xe2X6Hf0eHqriipMd",
+	"nnUnMujw/o1uKnQtNLS/DDYbVlZ9Vd635db93deNSe5umFcnbLoVpNZ2LlQ7mOAmLe/oFhcqbBdHJLvB",
+	"kgt6dumIlML2lY5z2wYJGjqYDbba2IWq0SXj9a5nu9WFqtn8LgDwL+TiHR99/3WRqtgKeXB8yXW70S/S",
+	"6X25vJPfMbXk/yF3sMui/ErUUjWWB3VMf7YPHdjI/0IjulDt04nO+x1qBruv0+1ttqIbPN+Jznegc+ZV",
+	"c/O5L51HVQVvZy/8/vcmQd25Lp21K9yoKAT1Uq4YN2sVLzKtdG5qIYc9Ygyuke1zwWpnOpI9WA+wwiry",
+	"7EE+CN+bxHhXi+9lEqrI4VtUOkA2UIK62dQMU4Z3taExs2Gjbk7AvN1ILvU4Fbxi+KC3pLQtqQIX/e9F",
+	"hNmtfMjkDDVgMmgLosOWU661dbvaZQnmvseS2E7gO1JvtL9Ht49LbK/1ipR2Y9MHtT1uuvcMX6NXF/ti",
+	"9tjPW/3yNy1POrJvjG/MVPQ7CkIFsgOTmaVhQiXodHRmYSaozMpZlt+gkZtSYHZYGRg9kr4+sugOSZYr",
+	"unxxWkPWOsxusdEWeVJPmNlVM1y9NG4rsN6QGITI+2xaUCVIfXj03UtB6q8UIX5G7/76mXR39S7m7Y0O",
+	"6Z3/Dfruz6yvdZpWWfVn8WDXTHx3wHdUMafJAUUlvkUOLD4eMr7p+yvsERsq4EjOtyZW1I1JKucL5a7k",
+	"p9Njp9Sh75GXl9JSR84mL2KFWdeuEq5ESoqAHsZ4kQMWTvhCO3HGCl4pRu1Q4ZG/ioMyROYiGYSKFzmI",
+	"eAGJ888XcCdFCR0wq0zjFe54bYA0MYflO29sGWUs2reXjtKanKm3dZ8La0J13P9+o1F8E1d7g6v7X8YW",
+	"gEa5gTYVXPkP5XtftXBhvOMOgRqO/X/Dj//dijcRLuMNhtMe/B2GQiW3KSnQzVprHJok7rZivAe4tbB2",
+	"NTg4SHXM04U2dnBycvIab5p2szXf3VergvDFciVbccnj28l4o10mhCk/Lra3/fnOBjfuU9ffpjkpscjj",
+	"ldaIdFZZLd5t+OHT/w0AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -183,3 +183,13 @@ func (a *API) GetTrainingJob(ctx context.Context, req gen.GetTrainingJobRequestO
 	}
 	return gen.GetTrainingJob200JSONResponse(job), nil
 }
+
+// ListTrainingJobs lists jobs newest first. (Stub until the lifecycle work lands.)
+func (a *API) ListTrainingJobs(ctx context.Context, req gen.ListTrainingJobsRequestObject) (gen.ListTrainingJobsResponseObject, error) {
+	return nil, contract.New(contract.NotImplemented, http.StatusNotImplemented, "GET /training is not implemented yet")
+}
+
+// CancelTrainingJob cancels a queued or running job. (Stub until the lifecycle work lands.)
+func (a *API) CancelTrainingJob(ctx context.Context, req gen.CancelTrainingJobRequestObject) (gen.CancelTrainingJobResponseObject, error) {
+	return nil, contract.New(contract.NotImplemented, http.StatusNotImplemented, "POST /training/{jobId}/cancel is not implemented yet")
+}

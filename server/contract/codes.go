@@ -57,6 +57,18 @@ const (
 	// ShuttingDown: the server stopped while the request was in progress
 	// (an upload still streaming in); retry against the restarted server.
 	ShuttingDown Code = "SHUTTING_DOWN"
+	// ModelStatusMismatch: a load names a version that exists, but with
+	// another status than its source (409; the message names the status).
+	ModelStatusMismatch Code = "MODEL_STATUS_MISMATCH"
+	// ModelActive: DELETE /model/{version} of the active version (409).
+	ModelActive Code = "MODEL_ACTIVE"
+	// JobFinished: cancelling a job that already ended (409).
+	JobFinished Code = "JOB_FINISHED"
+	// InvalidCursor: GET /training with a cursor this server did not issue (400).
+	InvalidCursor Code = "INVALID_CURSOR"
+	// Cancelled is the error code of a job ended by
+	// POST /training/{jobId}/cancel (in the job record, not an HTTP answer).
+	Cancelled Code = "CANCELLED"
 )
 
 // Codes of the prediction channel (see api/messages.md). MODEL_NOT_LOADED
