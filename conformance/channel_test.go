@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os/exec"
@@ -14,9 +15,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"ramanserve/client"
 	"ramanserve/gen"
-	"ramanserve/server/client"
-	"ramanserve/server/codec"
 	"ramanserve/trainer/synth"
 )
 
@@ -39,21 +39,23 @@ var channelScenarios = map[string]channelExpect{
 	"model_info":         {"model_info_reply", "", "id"},
 	"predict":            {"predict_reply", "", "id"},
 	"predict_mixed_ints": {"predict_reply", "", "id"},
-	"wrong_v":            {"error", "UNSUPPORTED_VERSION", "id"},
-	"unknown_type":       {"error", "UNKNOWN_TYPE", "id"},
-	"missing_id":         {"error", "MALFORMED_MESSAGE", "empty"},
-	"not_a_map":          {"error", "MALFORMED_MESSAGE", "empty"},
-	"truncated":          {"error", "MALFORMED_MESSAGE", "any"},
-	"garbage":            {"error", "MALFORMED_MESSAGE", "empty"},
-	"nan":                {"error", "INVALID_SPECTRUM", "id"},
-	"inf":                {"error", "INVALID_SPECTRUM", "id"},
-	"string_in_array":    {"error", "INVALID_SPECTRUM", "id"},
-	"short":              {"error", "INVALID_SPECTRUM", "id"},
-	"unequal":            {"error", "INVALID_SPECTRUM", "id"},
-	"decreasing":         {"error", "INVALID_SPECTRUM", "id"},
-	"shifted_axis":       {"error", "SPECTRUM_OUT_OF_RANGE", "id"},
-	"million":            {"error", "INVALID_SPECTRUM", "id"},
-	"too_large":          {"error", "MESSAGE_TOO_LARGE", "empty"},
+	// A failure has the request's reply type; "error" is left for requests
+	// whose type is unknown or could not be read.
+	"wrong_v":         {"pong", "UNSUPPORTED_VERSION", "id"},
+	"unknown_type":    {"error", "UNKNOWN_TYPE", "id"},
+	"missing_id":      {"pong", "MALFORMED_MESSAGE", "empty"},
+	"not_a_map":       {"error", "MALFORMED_MESSAGE", "empty"},
+	"truncated":       {"error", "MALFORMED_MESSAGE", "any"},
+	"garbage":         {"error", "MALFORMED_MESSAGE", "empty"},
+	"nan":             {"predict_reply", "INVALID_SPECTRUM", "id"},
+	"inf":             {"predict_reply", "INVALID_SPECTRUM", "id"},
+	"string_in_array": {"predict_reply", "INVALID_SPECTRUM", "id"},
+	"short":           {"predict_reply", "INVALID_SPECTRUM", "id"},
+	"unequal":         {"predict_reply", "INVALID_SPECTRUM", "id"},
+	"decreasing":      {"predict_reply", "INVALID_SPECTRUM", "id"},
+	"shifted_axis":    {"predict_reply", "SPECTRUM_OUT_OF_RANGE", "id"},
+	"million":         {"predict_reply", "INVALID_SPECTRUM", "id"},
+	"too_large":       {"error", "MESSAGE_TOO_LARGE", "empty"},
 }
 
 // scenarioOrder runs errors between successes, so a lost or doubled reply
@@ -117,8 +119,11 @@ func checkScenario(t *testing.T, name string, got channelResult) {
 			t.Errorf("%s: correlation_id %q, want empty", name, got.CorrelationID)
 		}
 	}
-	if code != "" && (got.Retryable == nil || *got.Retryable != (code == "INTERNAL_ERROR" || code == "SERVER_BUSY")) {
+	if code != "" && (got.Retryable == nil || *got.Retryable != (code == "SERVER_BUSY")) {
 		t.Errorf("%s: retryable = %v", name, got.Retryable)
+	}
+	if code != "" && len(got.Body) != 0 {
+		t.Errorf("%s: failure body %v, want an empty map", name, got.Body)
 	}
 	if err := validateChannelReply(got.Reply); err != nil {
 		failed.Add(1)
@@ -146,7 +151,9 @@ func validateChannelReply(reply map[string]any) error {
 	}
 	bodySchema := map[string]string{"pong": "PongBody", "predict_reply": "PredictReplyBody", "model_info_reply": "ModelInfo"}
 	typ, _ := reply["type"].(string)
-	if name, ok := bodySchema[typ]; ok {
+	// A failure has its request's reply type with an empty body: only a
+	// success carries the body schema of its type.
+	if name, ok := bodySchema[typ]; ok && reply["error"] == nil {
 		if err := spec.Components.Schemas[name].Value.VisitJSON(v.(map[string]any)["body"]); err != nil {
 			return fmt.Errorf("body of %s: %w", typ, err)
 		}
@@ -215,15 +222,15 @@ func TestChannelPyzmq(t *testing.T) {
 }
 
 // zmqClient sends raw frames through the project's Go client
-// (server/client), so the suite can send malformed requests too.
+// (package client), so the suite can send malformed requests too.
 type zmqClient struct {
-	cl *client.Client
+	cl *client.PredictionClient
 }
 
 func dialZMQ(t *testing.T, endpoint string) *zmqClient {
 	t.Helper()
 	// The per-call timeout comes from roundTrip's context.
-	cl, err := client.Dial(context.Background(), endpoint, client.Options{Timeout: time.Minute, Retries: -1})
+	cl, err := client.DialPrediction(context.Background(), endpoint, client.PredictionOptions{Timeout: time.Minute, Retries: -1})
 	if err != nil {
 		t.Fatalf("dial %s: %v", endpoint, err)
 	}
@@ -274,11 +281,11 @@ func goScenarioFrame(name string, wn, in []float64) (frame []byte, id string) {
 	}
 	switch name {
 	case "ping":
-		return codec.AppendPingRequest(nil, id, 1), id
+		return client.AppendPingRequest(nil, id, 1), id
 	case "model_info":
-		return codec.AppendModelInfoRequest(nil, id, 1), id
+		return client.AppendModelInfoRequest(nil, id, 1), id
 	case "predict":
-		return codec.AppendPredictRequest(nil, id, 1, &codec.Spectrum{Wavenumbers: wn, Intensities: in, Channel: 1, IntegrationMS: 500, ScanSeq: 7}, &codec.ScanContext{BatchID: "B-1", Port: "P1", ColumnIndex: 2}), id
+		return client.AppendPredictRequest(nil, id, 1, &client.Spectrum{Wavenumbers: wn, Intensities: in, Channel: 1, IntegrationMS: 500, ScanSeq: 7}, &client.ScanContext{BatchID: "B-1", Port: "P1", ColumnIndex: 2}), id
 	case "predict_mixed_ints":
 		mixed := make([]any, len(in))
 		for k, v := range in {
@@ -299,7 +306,7 @@ func goScenarioFrame(name string, wn, in []float64) (frame []byte, id string) {
 		b, _ := msgpack.Marshal([]int{1, 2, 3})
 		return b, ""
 	case "truncated":
-		return codec.AppendPredictRequest(nil, id, 1, &codec.Spectrum{Wavenumbers: wn, Intensities: in}, nil)[:1000], id
+		return client.AppendPredictRequest(nil, id, 1, &client.Spectrum{Wavenumbers: wn, Intensities: in}, nil)[:1000], id
 	case "garbage":
 		return []byte("\xc1\xc1 definitely not msgpack"), ""
 	case "nan":
@@ -345,7 +352,7 @@ func goResult(t *testing.T, raw []byte, id string) channelResult {
 	if err := msgpack.Unmarshal(raw, &m); err != nil {
 		t.Fatalf("reply is not a MessagePack map: %v", err)
 	}
-	rep, err := codec.DecodeReply(raw)
+	rep, err := client.DecodeReply(raw)
 	if err != nil {
 		t.Fatalf("reply does not decode: %v", err)
 	}
@@ -390,8 +397,8 @@ func TestChannelClientsAgree(t *testing.T) {
 	c := dialZMQ(t, suite.zmq)
 	frame, _ := goScenarioFrame("predict", wn, in)
 	raw := must(c.roundTrip(frame, 5*time.Second))(t)
-	rep := must(codec.DecodeReply(raw))(t)
-	pr := must(codec.DecodePredictReply(rep.Body))(t)
+	rep := must(client.DecodeReply(raw))(t)
+	pr := must(client.DecodePredictReply(rep.Body))(t)
 	py := runPython(t, suite.zmq, 0, []string{"predict", "ping", "model_info"})[0]
 	conc := py["predict"].Body["concentrations"].(map[string]any)
 	for _, name := range []string{"EPA", "DHA", "DPA"} {
@@ -432,8 +439,8 @@ func TestHostileMessagesLeaveOthersServed(t *testing.T) {
 			frame, id := goScenarioFrame(name, wn, in)
 			raw := must(hostile.roundTrip(frame, 5*time.Second))(t)
 			got := goResult(t, raw, id)
-			if got.Type != "error" || got.Code == nil || *got.Code != channelScenarios[name].code {
-				t.Fatalf("reply %s %v, want error %s", got.Type, got.Code, channelScenarios[name].code)
+			if want := channelScenarios[name]; got.Type != want.replyType || got.Code == nil || *got.Code != want.code {
+				t.Fatalf("reply %s %v, want %s %s", got.Type, got.Code, want.replyType, want.code)
 			}
 			best := time.Hour
 			for i := 0; i < 3; i++ {
@@ -457,7 +464,7 @@ func TestHostileMessagesLeaveOthersServed(t *testing.T) {
 // trained_at to the nanosecond included.
 func TestModelInfoMatchesHTTP(t *testing.T) {
 	twoModels(t)
-	cl, err := client.Dial(context.Background(), suite.zmq, client.Options{Timeout: 5 * time.Second})
+	cl, err := client.DialPrediction(context.Background(), suite.zmq, client.PredictionOptions{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,4 +497,47 @@ func TestModelInfoMatchesHTTP(t *testing.T) {
 		ch.RMSE.Value != breakdown(h.Rmse) || ch.R2.Value != breakdown(h.R2) {
 		t.Fatalf("model_info over the channel %+v\ndiffers from GET /model/info %+v", ch, h)
 	}
+}
+
+// TestChannelFailureReplyType: a predict whose spectrum is bad is answered
+// with type predict_reply, error.code INVALID_SPECTRUM and an empty body,
+// as the interface document describes, to a real libzmq client (pyzmq) and
+// to go-zeromq/zmq4 (the project's client, raw and typed). A request of
+// unknown type still gets type "error".
+func TestChannelFailureReplyType(t *testing.T) {
+	twoModels(t)
+	wn, in := testSpectrum()
+	py := runPython(t, suite.zmq, 0, []string{"nan", "unequal", "unknown_type"})[0]
+	for _, name := range []string{"nan", "unequal", "unknown_type"} {
+		got := py[name]
+		t.Logf("pyzmq %s: type=%s error.code=%s body=%v", name, got.Type, codeOf(got.Code), got.Body)
+		checkScenario(t, name, got)
+	}
+
+	c := dialZMQ(t, suite.zmq)
+	for _, name := range []string{"nan", "unequal", "unknown_type"} {
+		frame, id := goScenarioFrame(name, wn, in)
+		got := goResult(t, must(c.roundTrip(frame, 5*time.Second))(t), id)
+		t.Logf("zmq4 %s: type=%s error.code=%s body=%v", name, got.Type, codeOf(got.Code), got.Body)
+		checkScenario(t, name, got)
+	}
+
+	typed, err := client.DialPrediction(context.Background(), suite.zmq, client.PredictionOptions{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer typed.Close()
+	_, err = typed.Predict(context.Background(), &client.Spectrum{Wavenumbers: wn, Intensities: in[:len(in)-1]}, nil)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != "INVALID_SPECTRUM" || ce.Retryable {
+		t.Fatalf("typed zmq4 predict of unequal arrays: %v, want INVALID_SPECTRUM", err)
+	}
+	t.Logf("zmq4 typed client: %v", ce)
+}
+
+func codeOf(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

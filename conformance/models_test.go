@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"os"
 	"os/exec"
 	"sync"
 	"testing"
 	"time"
 
+	"ramanserve/client"
 	"ramanserve/gen"
 	"ramanserve/trainer/synth"
 )
@@ -31,40 +30,12 @@ const trainingSamples = 120
 // from meta; either may be omitted with nil) to base+/training/start.
 func multipartUpload(t *testing.T, base string, csv io.Reader, meta []byte) (*http.Response, []byte) {
 	t.Helper()
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		err := func() error {
-			if meta != nil {
-				h := textproto.MIMEHeader{}
-				h.Set("Content-Disposition", `form-data; name="meta"`)
-				h.Set("Content-Type", "application/json")
-				w, err := mw.CreatePart(h)
-				if err != nil {
-					return err
-				}
-				if _, err := w.Write(meta); err != nil {
-					return err
-				}
-			}
-			if csv != nil {
-				w, err := mw.CreateFormFile("csv", "training.csv")
-				if err != nil {
-					return err
-				}
-				if _, err := io.Copy(w, csv); err != nil {
-					return err
-				}
-			}
-			return mw.Close()
-		}()
-		pw.CloseWithError(err)
-	}()
+	contentType, pr := client.TrainingBody(meta, csv)
 	req, err := http.NewRequest(http.MethodPost, base+"/training/start", pr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Content-Type", contentType)
 	resp, err := validatingDoer{client: httpClient()}.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/client"
 	"ramanserve/gen"
-	"ramanserve/server/codec"
 )
 
 // sklearnFixture is an entry of inference/sklearn/testdata/fixtures.json:
@@ -71,13 +71,13 @@ func TestScikitLearnModelsServeTheSameNumbers(t *testing.T) {
 				for k := range wn {
 					wn[k] = 200 + 3000*float64(k)/float64(len(x)-1)
 				}
-				frame := codec.AppendPredictRequest(nil, "sk", 1, &codec.Spectrum{Wavenumbers: wn, Intensities: x}, nil)
+				frame := client.AppendPredictRequest(nil, "sk", 1, &client.Spectrum{Wavenumbers: wn, Intensities: x}, nil)
 				raw := must(c.roundTrip(frame, 5*time.Second))(t)
-				rep := must(codec.DecodeReply(raw))(t)
+				rep := must(client.DecodeReply(raw))(t)
 				if rep.Error != nil {
 					t.Fatalf("predict: %v", rep.Error)
 				}
-				pr := must(codec.DecodePredictReply(rep.Body))(t)
+				pr := must(client.DecodePredictReply(rep.Body))(t)
 				if pr.ModelVersion != version {
 					t.Fatalf("served by %s", pr.ModelVersion)
 				}

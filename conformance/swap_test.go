@@ -8,24 +8,23 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/client"
 	"ramanserve/gen"
-	"ramanserve/inference"
-	"ramanserve/server/codec"
 )
 
 // predictOnce sends one predict on c and decodes the reply.
-func predictOnce(t *testing.T, c *zmqClient, wn, in []float64) (*codec.Reply, *codec.PredictReply) {
+func predictOnce(t *testing.T, c *zmqClient, wn, in []float64) (*client.Reply, *client.PredictReply) {
 	t.Helper()
 	frame, _ := goScenarioFrame("predict", wn, in)
 	raw, err := c.roundTrip(frame, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := must(codec.DecodeReply(raw))(t)
+	rep := must(client.DecodeReply(raw))(t)
 	if rep.Error != nil {
 		t.Fatalf("predict: %v", rep.Error)
 	}
-	return rep, must(codec.DecodePredictReply(rep.Body))(t)
+	return rep, must(client.DecodePredictReply(rep.Body))(t)
 }
 
 // activate loads version with the source its registry status calls for.
@@ -55,7 +54,7 @@ func TestHotSwapUnderLoad(t *testing.T) {
 	a, b := twoModels(t)
 	wn, in := testSpectrum()
 	probe := dialZMQ(t, suite.zmq)
-	expected := map[string]inference.Breakdown{}
+	expected := map[string]client.Breakdown{}
 	for _, v := range []string{b, a} {
 		if code, err := activate(api(t), v); err != nil || code != 200 {
 			t.Fatalf("load %s: %d %v", v, code, err)
@@ -90,13 +89,13 @@ func TestHotSwapUnderLoad(t *testing.T) {
 					t.Errorf("predict during swaps: %v", err)
 					return
 				}
-				rep, err := codec.DecodeReply(raw)
+				rep, err := client.DecodeReply(raw)
 				if err != nil || rep.Error != nil {
 					failures.Add(1)
 					t.Errorf("predict during swaps: %v %v", err, rep)
 					continue
 				}
-				pr, err := codec.DecodePredictReply(rep.Body)
+				pr, err := client.DecodePredictReply(rep.Body)
 				if err != nil {
 					failures.Add(1)
 					continue
@@ -228,8 +227,8 @@ func TestChannelWithoutModel(t *testing.T) {
 	c := dialZMQ(t, endpoint)
 	for _, tc := range []struct{ scenario, replyType, code string }{
 		{"ping", "pong", ""},
-		{"predict", "error", "MODEL_NOT_LOADED"},
-		{"model_info", "error", "MODEL_NOT_LOADED"},
+		{"predict", "predict_reply", "MODEL_NOT_LOADED"},
+		{"model_info", "model_info_reply", "MODEL_NOT_LOADED"},
 	} {
 		frame, id := goScenarioFrame(tc.scenario, wn, in)
 		raw := must(c.roundTrip(frame, 5*time.Second))(t)

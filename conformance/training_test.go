@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/client"
 	"ramanserve/gen"
 	"ramanserve/inference/registry"
 	"ramanserve/server"
@@ -269,25 +268,18 @@ func TestActiveModelSurvivesKill(t *testing.T) {
 func TestTrainingRejectsBadCSVWhileStreaming(t *testing.T) {
 	rows := csvRows(3)
 	rows[2][7] = "oops"
-	pr, pw := io.Pipe()
-	t.Cleanup(func() { pw.Close() })
-	mw := multipart.NewWriter(pw)
-	go func() {
-		h := textproto.MIMEHeader{}
-		h.Set("Content-Disposition", `form-data; name="meta"`)
-		h.Set("Content-Type", "application/json")
-		w, _ := mw.CreatePart(h)
-		w.Write([]byte(goodMeta))
-		w, _ = mw.CreateFormFile("csv", "training.csv")
-		w.Write(renderCSV(rows)) // and nothing more: the upload never ends
-	}()
+	csv, csvWriter := io.Pipe()
+	t.Cleanup(func() { csvWriter.Close() })
+	go csvWriter.Write(renderCSV(rows)) // and nothing more: the upload never ends
+	contentType, pr := client.TrainingBody([]byte(goodMeta), csv)
+	t.Cleanup(func() { pr.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, suite.httpBase+"/training/start", pr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Content-Type", contentType)
 	resp, err := httpClient().Do(req)
 	if err != nil {
 		t.Fatalf("no answer while the upload was still open: %v", err)

@@ -30,11 +30,10 @@ import (
 	"sync"
 	"time"
 
+	"ramanserve/client"
 	"ramanserve/inference"
 	"ramanserve/inference/registry"
 	"ramanserve/server"
-	"ramanserve/server/client"
-	"ramanserve/server/codec"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
 )
@@ -148,10 +147,10 @@ func run() error {
 		targets = append(targets, struct{ name, endpoint string }{"python reference", ep})
 	}
 
-	spectra := make([]codec.Spectrum, 64)
+	spectra := make([]client.Spectrum, 64)
 	g := synth.New(synth.Config{Seed: 7})
 	for i := range spectra {
-		spectra[i] = codec.Spectrum{Wavenumbers: synth.Axis(), Intensities: g.Next().Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: int64(i)}
+		spectra[i] = client.Spectrum{Wavenumbers: synth.Axis(), Intensities: g.Next().Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: int64(i)}
 	}
 	fmt.Printf("load: 2048-point spectra, %v per run, GOMAXPROCS %d\n\n", *duration, runtime.GOMAXPROCS(0))
 	var results []*result
@@ -183,11 +182,11 @@ func run() error {
 func us(d time.Duration) string { return fmt.Sprintf("%.0fus", float64(d.Nanoseconds())/1e3) }
 
 // measure runs clients concurrent REQ clients for d after a warm-up.
-func measure(name, endpoint string, clients int, d time.Duration, spectra []codec.Spectrum) (*result, error) {
+func measure(name, endpoint string, clients int, d time.Duration, spectra []client.Spectrum) (*result, error) {
 	ctx := context.Background()
-	conns := make([]*client.Client, clients)
+	conns := make([]*client.PredictionClient, clients)
 	for i := range conns {
-		c, err := client.Dial(ctx, endpoint, client.Options{Timeout: 5 * time.Second, Retries: -1})
+		c, err := client.DialPrediction(ctx, endpoint, client.PredictionOptions{Timeout: 5 * time.Second, Retries: -1})
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +254,7 @@ func startServerProcess(ctx context.Context, bin, regDir, version string) (strin
 	stop := func() { cmd.Process.Kill(); cmd.Wait() }
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := client.Dial(ctx, endpoint, client.Options{Timeout: 200 * time.Millisecond, Retries: -1})
+		c, err := client.DialPrediction(ctx, endpoint, client.PredictionOptions{Timeout: 200 * time.Millisecond, Retries: -1})
 		if err == nil {
 			pong, err := c.Ping(ctx)
 			c.Close()

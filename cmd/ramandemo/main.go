@@ -7,25 +7,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"mime/multipart"
-	"net/http"
-	"net/textproto"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
-	"github.com/google/uuid"
-
+	"ramanserve/client"
 	"ramanserve/gen"
-	"ramanserve/server/codec"
 	"ramanserve/trainer/synth"
 )
 
@@ -46,11 +37,11 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	client, err := gen.NewClientWithResponses(strings.TrimRight(*httpBase, "/"))
+	mgmt, err := client.NewManagement(*httpBase)
 	if err != nil {
 		return err
 	}
-	health, err := client.GetHealthWithResponse(ctx)
+	health, err := mgmt.GetHealthWithResponse(ctx)
 	if err != nil {
 		return fmt.Errorf("is the server running (make run)? %w", err)
 	}
@@ -59,26 +50,27 @@ func run() error {
 	}
 	fmt.Printf("server %s is %s\n", deref(health.JSON200.ServerVersion), health.JSON200.Status)
 
-	// 1. Upload a synthetic training set.
-	var csv bytes.Buffer
-	if err := synth.New(synth.Config{Seed: *seed}).WriteCSV(ctx, &csv, *samples); err != nil {
-		return err
-	}
-	fmt.Printf("uploading %d synthetic spectra (%.1f MB)\n", *samples, float64(csv.Len())/1e6)
-	job, err := upload(ctx, *httpBase, csv.Bytes())
+	// 1. Upload a synthetic training set, streamed as it is generated.
+	fmt.Printf("uploading %d synthetic spectra\n", *samples)
+	csv, csvWriter := io.Pipe()
+	go func() {
+		csvWriter.CloseWithError(synth.New(synth.Config{Seed: *seed}).WriteCSV(ctx, csvWriter, *samples))
+	}()
+	notes := "make demo"
+	job, err := mgmt.StartTraining(ctx, gen.TrainingMeta{Operator: "demo", SourceBatches: &[]string{"synthetic"}, Notes: &notes}, csv)
 	if err != nil {
-		return err
+		return fmt.Errorf("upload: %w", err)
 	}
 
 	// 2. Follow the job.
 	var done *gen.TrainingJob
 	for done == nil {
-		res, err := client.GetTrainingJobWithResponse(ctx, job.JobId)
+		res, err := mgmt.GetTrainingJobWithResponse(ctx, job.JobId)
 		if err != nil {
 			return err
 		}
-		if res.JSON200 == nil {
-			return fmt.Errorf("training job: %d %s", res.StatusCode(), res.Body)
+		if err := client.HTTPError(res.HTTPResponse, res.Body); err != nil {
+			return fmt.Errorf("training job: %w", err)
 		}
 		j := res.JSON200
 		bar := strings.Repeat("#", int(j.Progress*30)) + strings.Repeat(".", 30-int(j.Progress*30))
@@ -97,85 +89,34 @@ func run() error {
 		num(done.Result.Metrics.Rmse.EPA), num(done.Result.Metrics.Rmse.DHA), num(done.Result.Metrics.Rmse.DPA))
 
 	// 3. Activate it.
-	load, err := client.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: done.Result.NewVersion})
+	load, err := mgmt.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: done.Result.NewVersion})
 	if err != nil {
 		return err
 	}
-	if load.JSON200 == nil {
-		return fmt.Errorf("load: %d %s", load.StatusCode(), load.Body)
+	if err := client.HTTPError(load.HTTPResponse, load.Body); err != nil {
+		return fmt.Errorf("load: %w", err)
 	}
 	fmt.Printf("loaded %s in %d ms (previous: %q)\n", load.JSON200.LoadedVersion, load.JSON200.LoadTimeMs, load.JSON200.PreviousVersion)
 
 	// 4. Predict over the prediction channel.
-	sock := zmq4.NewReq(ctx, zmq4.WithDialerTimeout(5*time.Second))
-	defer sock.Close()
-	if err := sock.Dial(*zmqEndpoint); err != nil {
-		return fmt.Errorf("dial %s: %w", *zmqEndpoint, err)
+	pc, err := client.DialPrediction(ctx, *zmqEndpoint, client.PredictionOptions{Timeout: 5 * time.Second})
+	if err != nil {
+		return err
 	}
+	defer pc.Close()
 	fmt.Printf("\n%-10s %-26s %-26s %s\n", "", "predicted EPA/DHA/DPA", "true EPA/DHA/DPA", "confidence")
 	g := synth.New(synth.Config{Seed: *seed + 1})
 	for i := 0; i < *predictions; i++ {
 		s := g.Next()
-		frame := codec.AppendPredictRequest(nil, uuid.NewString(), codec.Unix(time.Now()),
-			&codec.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: int64(i)}, nil)
-		if err := sock.Send(zmq4.NewMsg(frame)); err != nil {
-			return err
-		}
-		msg, err := sock.Recv()
+		pr, err := pc.Predict(ctx, &client.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: int64(i)}, nil)
 		if err != nil {
-			return err
-		}
-		rep, err := codec.DecodeReply(msg.Bytes())
-		if err != nil {
-			return err
-		}
-		if rep.Error != nil {
-			return fmt.Errorf("predict: %s: %s", rep.Error.Code, rep.Error.Message)
-		}
-		pr, err := codec.DecodePredictReply(rep.Body)
-		if err != nil {
-			return err
+			return fmt.Errorf("predict: %w", err)
 		}
 		c, cf := pr.Concentrations.Value, pr.Confidence.Value
 		fmt.Printf("scan %-5d %7.2f %7.2f %7.2f    %7.2f %7.2f %7.2f    %.2f %.2f %.2f  (%.3f ms)\n", i,
 			c[0], c[1], c[2], s.Conc[0], s.Conc[1], s.Conc[2], cf[0], cf[1], cf[2], pr.InferenceMS)
 	}
 	return nil
-}
-
-// upload streams the CSV and meta as multipart/form-data.
-func upload(ctx context.Context, base string, csv []byte) (*gen.TrainingJobAccepted, error) {
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", `form-data; name="meta"`)
-	h.Set("Content-Type", "application/json")
-	w, _ := mw.CreatePart(h)
-	w.Write([]byte(`{"operator":"demo","source_batches":["synthetic"],"notes":"make demo"}`))
-	fw, _ := mw.CreateFormFile("csv", "training.csv")
-	fw.Write(csv)
-	if err := mw.Close(); err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/training/start", &body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusAccepted {
-		return nil, fmt.Errorf("upload: %d %s", resp.StatusCode, b)
-	}
-	var acc gen.TrainingJobAccepted
-	if err := json.Unmarshal(b, &acc); err != nil {
-		return nil, errors.Join(errors.New("upload reply"), err)
-	}
-	return &acc, nil
 }
 
 func deref(s *string) string {

@@ -4,13 +4,16 @@
 // (package inference), and uses server/codec for the MessagePack envelope.
 //
 // Every request gets exactly one reply, whatever it contains: decoding
-// errors, model errors and even panics become an error reply.
+// errors, model errors and even panics become a failure reply. A failure
+// reply has the request's own reply type (pong, predict_reply,
+// model_info_reply) with error set and an empty body, as the interface
+// document describes; type "error" is left for requests whose type is
+// unknown or could not be read (codec.ReplyTypeFor, codec.Request.Type).
 package channel
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -73,33 +76,28 @@ func (h *Handler) Handle(ctx context.Context, req zmtp.Request, dst []byte) (out
 	meta := codec.ReplyMeta{ID: h.ids.Next(), TS: codec.Unix(h.opts.Now())}
 	sc := h.pool.Get().(*scratch)
 	defer h.pool.Put(sc)
+	// reqType stays unknown until the request decodes far enough to name
+	// its type: what the transport refused, or a frame that is not one
+	// well-formed map, is answered with type "error".
+	reqType := codec.TypeUnknown
 	defer func() {
 		// A bug must cost one request, not the connection or the process.
 		if r := recover(); r != nil {
 			h.log.Error("prediction request panicked", "panic", r, "request_id", string(meta.CorrelationID))
-			out = codec.AppendErrorReply(dst[:start], meta, codec.NewError(codec.CodeInternalError, "internal error while handling the request"))
+			out = codec.AppendErrorReply(dst[:start], meta, reqType, contract.Errorf(contract.InternalError, "internal error while handling the request"))
 		}
 	}()
 
-	switch {
-	case errors.Is(req.Err, zmtp.ErrPartialBytesExhausted):
-		return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeServerBusy,
-			"the server's buffer for large messages is in use; send the request again shortly"))
-	case errors.Is(req.Err, zmtp.ErrMessageTooLarge):
-		return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeMessageTooLarge, "%v", req.Err))
-	case req.Err != nil:
-		return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeMalformedMessage, "%v", req.Err))
-	case len(req.Frames) != 1:
-		return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeMalformedMessage,
-			"a request is exactly one body frame after the envelope, got %d", len(req.Frames)))
+	if err := transportError(req); err != nil {
+		return codec.AppendErrorReply(dst, meta, reqType, err)
 	}
-
 	err := codec.DecodeRequest(req.Frames[0], &sc.req)
 	meta.CorrelationID = sc.req.ID
+	reqType = sc.req.Type
 	if err != nil {
-		return codec.AppendErrorReply(dst, meta, asChannelError(err))
+		return codec.AppendErrorReply(dst, meta, reqType, asChannelError(err))
 	}
-	switch sc.req.Type {
+	switch reqType {
 	case codec.TypePing:
 		version := ""
 		if m := h.opts.Models.Active(); m != nil {
@@ -114,16 +112,34 @@ func (h *Handler) Handle(ctx context.Context, req zmtp.Request, dst []byte) (out
 	case codec.TypeModelInfo:
 		m := h.opts.Models.Active()
 		if m == nil {
-			return codec.AppendErrorReply(dst, meta, errNoModel)
+			return codec.AppendErrorReply(dst, meta, reqType, errNoModel)
 		}
 		return codec.AppendModelInfoReply(dst, meta, m.Metadata())
 	case codec.TypePredict:
 		return h.predict(dst, meta, sc)
 	}
-	return codec.AppendErrorReply(dst, meta, codec.NewError(codec.CodeUnknownType, "unknown message type"))
+	return codec.AppendErrorReply(dst, meta, codec.TypeUnknown, contract.Errorf(contract.UnknownType, "unknown message type"))
 }
 
-var errNoModel = codec.NewError(codec.CodeModelNotLoaded, "no model is loaded; load one with POST /model/load")
+// transportError is the failure of a request whose content was never
+// read: refused by the transport, or other than one body frame.
+func transportError(req zmtp.Request) *contract.Error {
+	switch {
+	case errors.Is(req.Err, zmtp.ErrPartialBytesExhausted):
+		return contract.Errorf(contract.ServerBusy,
+			"the server's buffer for large messages is in use; send the request again shortly")
+	case errors.Is(req.Err, zmtp.ErrMessageTooLarge):
+		return contract.Errorf(contract.MessageTooLarge, "%v", req.Err)
+	case req.Err != nil:
+		return contract.Errorf(contract.MalformedMessage, "%v", req.Err)
+	case len(req.Frames) != 1:
+		return contract.Errorf(contract.MalformedMessage,
+			"a request is exactly one body frame after the envelope, got %d", len(req.Frames))
+	}
+	return nil
+}
+
+var errNoModel = contract.Errorf(contract.ModelNotLoaded, "no model is loaded; load one with POST /model/load")
 
 // predict reads the active model once, so a hot swap never splits the
 // call: it runs to the end on the model it started with, and the reply
@@ -131,7 +147,7 @@ var errNoModel = codec.NewError(codec.CodeModelNotLoaded, "no model is loaded; l
 func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, sc *scratch) []byte {
 	m := h.opts.Models.Active()
 	if m == nil {
-		return codec.AppendErrorReply(dst, meta, errNoModel)
+		return codec.AppendErrorReply(dst, meta, codec.TypePredict, errNoModel)
 	}
 	spectrum := inference.Spectrum{
 		Wavenumbers: sc.req.Predict.Spectrum.Wavenumbers,
@@ -140,10 +156,10 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, sc *scratch) []byte 
 	began := time.Now()
 	if err := m.Predict(&spectrum, &sc.pred); err != nil {
 		ce := asChannelError(err)
-		if ce.Code == codec.CodeInternalError {
+		if ce.Code == contract.InternalError {
 			h.log.Error("model failed", "model", m.Metadata().Version, "err", err, "request_id", string(meta.CorrelationID))
 		}
-		return codec.AppendErrorReply(dst, meta, ce)
+		return codec.AppendErrorReply(dst, meta, codec.TypePredict, ce)
 	}
 	return codec.AppendPredictReply(dst, meta, &codec.PredictResult{
 		ModelVersion: m.Metadata().Version,
@@ -152,18 +168,19 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, sc *scratch) []byte 
 	})
 }
 
-// asChannelError turns any error into the reply's error object. Codec
-// errors carry their code; model errors are mapped by the contract's single
-// table (contract.Classify); anything else is INTERNAL_ERROR.
-func asChannelError(err error) *codec.Error {
-	var ce *codec.Error
+// asChannelError turns any error into the reply's error object. Coded
+// errors (the codec's) carry their code; model errors are mapped by the
+// contract's single table (contract.Classify); anything else is
+// INTERNAL_ERROR.
+func asChannelError(err error) *contract.Error {
+	var ce *contract.Error
 	if errors.As(err, &ce) {
 		return ce
 	}
 	code := contract.Classify(err).Code
 	switch code {
 	case contract.InvalidSpectrum, contract.SpectrumOutOfRange, contract.ModelNotLoaded:
-		return &codec.Error{Code: code, Message: err.Error(), Retryable: codec.Retryable(code)}
+		return &contract.Error{Code: code, Message: err.Error()}
 	}
-	return &codec.Error{Code: codec.CodeInternalError, Message: fmt.Sprintf("internal error: %v", err), Retryable: true}
+	return contract.Errorf(contract.InternalError, "internal error: %v", err)
 }

@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
+	"ramanserve/client"
 	"ramanserve/inference"
 	"ramanserve/server/channel"
-	"ramanserve/server/codec"
+	"ramanserve/server/contract"
 	"ramanserve/server/zmtp"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
@@ -48,9 +51,9 @@ type models struct{ m inference.Model }
 
 func (s models) Active() inference.Model { return s.m }
 
-func handle(h *channel.Handler, frames ...[]byte) *codec.Reply {
+func handle(h *channel.Handler, frames ...[]byte) *client.Reply {
 	out := h.Handle(context.Background(), zmtp.Request{Frames: frames}, nil)
-	rep, err := codec.DecodeReply(out)
+	rep, err := client.DecodeReply(out)
 	if err != nil {
 		panic(fmt.Sprintf("reply does not decode: %v", err))
 	}
@@ -59,9 +62,29 @@ func handle(h *channel.Handler, frames ...[]byte) *codec.Reply {
 
 func TestHandler(t *testing.T) {
 	wn := []float64{1, 2, 3}
-	predict := codec.AppendPredictRequest(nil, "req-1", 1, &codec.Spectrum{Wavenumbers: wn, Intensities: []float64{7, 8, 9}}, nil)
-	ping := codec.AppendPingRequest(nil, "req-2", 1)
-	info := codec.AppendModelInfoRequest(nil, "req-3", 1)
+	predict := client.AppendPredictRequest(nil, "req-1", 1, &client.Spectrum{Wavenumbers: wn, Intensities: []float64{7, 8, 9}}, nil)
+	ping := client.AppendPingRequest(nil, "req-2", 1)
+	info := client.AppendModelInfoRequest(nil, "req-3", 1)
+	// Requests that fail in the codec, to see which reply type they get.
+	envelope := func(kv ...any) []byte {
+		m := map[string]any{"v": 1, "type": "ping", "id": "req-4", "ts": 1.0}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				delete(m, kv[i].(string))
+			} else {
+				m[kv[i].(string)] = kv[i+1]
+			}
+		}
+		b, err := msgpack.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	badSpectrum := client.AppendPredictRequest(nil, "req-1", 1, &client.Spectrum{Wavenumbers: wn, Intensities: []float64{7, 8}}, nil)
+	// type twice: 0x85 map of 5 whose second entry repeats "type".
+	typeTwice := append([]byte{0x85}, client.AppendPingRequest(nil, "req-4", 1)[1:]...)
+	typeTwice = append(typeTwice[:len(typeTwice)-len("\xa4body\x80")], "\xa4type\xa4ping"...)
 	good := &fakeModel{meta: inference.Metadata{Version: "m-1", Algorithm: "fake", TrainedAt: time.Unix(0, 0)}}
 	cases := []struct {
 		name        string
@@ -69,49 +92,62 @@ func TestHandler(t *testing.T) {
 		frames      [][]byte
 		reqErr      error
 		replyType   string
-		code        codec.Code
+		code        contract.Code
 		correlation string
 	}{
 		{"ping without model", nil, [][]byte{ping}, nil, "pong", "", "req-2"},
 		{"ping with model", good, [][]byte{ping}, nil, "pong", "", "req-2"},
 		{"predict", good, [][]byte{predict}, nil, "predict_reply", "", "req-1"},
-		{"predict without model", nil, [][]byte{predict}, nil, "error", codec.CodeModelNotLoaded, "req-1"},
+		{"predict without model", nil, [][]byte{predict}, nil, "predict_reply", contract.ModelNotLoaded, "req-1"},
 		{"model_info", good, [][]byte{info}, nil, "model_info_reply", "", "req-3"},
-		{"model_info without model", nil, [][]byte{info}, nil, "error", codec.CodeModelNotLoaded, "req-3"},
-		{"invalid spectrum from the model", &fakeModel{err: fmt.Errorf("%w: wrong length", inference.ErrInvalidSpectrum)}, [][]byte{predict}, nil, "error", codec.CodeInvalidSpectrum, "req-1"},
-		{"out of range from the model", &fakeModel{err: fmt.Errorf("%w: axis", inference.ErrSpectrumOutOfRange)}, [][]byte{predict}, nil, "error", codec.CodeSpectrumOutOfRange, "req-1"},
-		{"unexpected model error", &fakeModel{err: errors.New("disk on fire")}, [][]byte{predict}, nil, "error", codec.CodeInternalError, "req-1"},
-		{"model panics", &fakeModel{pan: true}, [][]byte{predict}, nil, "error", codec.CodeInternalError, "req-1"},
-		{"garbage", good, [][]byte{[]byte("\xc1")}, nil, "error", codec.CodeMalformedMessage, ""},
-		{"two body frames", good, [][]byte{ping, ping}, nil, "error", codec.CodeMalformedMessage, ""},
-		{"no body frame", good, nil, nil, "error", codec.CodeMalformedMessage, ""},
-		{"too large", good, nil, zmtp.ErrMessageTooLarge, "error", codec.CodeMessageTooLarge, ""},
-		{"large-message buffer in use", good, nil, zmtp.ErrPartialBytesExhausted, "error", codec.CodeServerBusy, ""},
+		{"model_info without model", nil, [][]byte{info}, nil, "model_info_reply", contract.ModelNotLoaded, "req-3"},
+		{"invalid spectrum from the model", &fakeModel{err: fmt.Errorf("%w: wrong length", inference.ErrInvalidSpectrum)}, [][]byte{predict}, nil, "predict_reply", contract.InvalidSpectrum, "req-1"},
+		{"invalid spectrum from the codec", good, [][]byte{badSpectrum}, nil, "predict_reply", contract.InvalidSpectrum, "req-1"},
+		{"out of range from the model", &fakeModel{err: fmt.Errorf("%w: axis", inference.ErrSpectrumOutOfRange)}, [][]byte{predict}, nil, "predict_reply", contract.SpectrumOutOfRange, "req-1"},
+		{"unexpected model error", &fakeModel{err: errors.New("disk on fire")}, [][]byte{predict}, nil, "predict_reply", contract.InternalError, "req-1"},
+		{"model panics", &fakeModel{pan: true}, [][]byte{predict}, nil, "predict_reply", contract.InternalError, "req-1"},
+		{"ping of another version", good, [][]byte{envelope("v", 2)}, nil, "pong", contract.UnsupportedVersion, "req-4"},
+		{"ping without id", good, [][]byte{envelope("id", nil)}, nil, "pong", contract.MalformedMessage, ""},
+		{"model_info with a list body", good, [][]byte{envelope("type", "model_info", "body", []int{1})}, nil, "model_info_reply", contract.MalformedMessage, "req-4"},
+		{"unknown type", good, [][]byte{envelope("type", "reboot")}, nil, "error", contract.UnknownType, "req-4"},
+		{"type not text", good, [][]byte{envelope("type", 7)}, nil, "error", contract.MalformedMessage, "req-4"},
+		{"type repeated", good, [][]byte{typeTwice}, nil, "error", contract.MalformedMessage, "req-4"},
+		{"truncated predict", good, [][]byte{predict[:len(predict)-3]}, nil, "error", contract.MalformedMessage, "req-1"},
+		{"trailing bytes after a ping", good, [][]byte{append(append([]byte(nil), ping...), 0xc0)}, nil, "error", contract.MalformedMessage, "req-2"},
+		{"garbage", good, [][]byte{[]byte("\xc1")}, nil, "error", contract.MalformedMessage, ""},
+		{"two body frames", good, [][]byte{ping, ping}, nil, "error", contract.MalformedMessage, ""},
+		{"no body frame", good, nil, nil, "error", contract.MalformedMessage, ""},
+		{"too large", good, nil, zmtp.ErrMessageTooLarge, "error", contract.MessageTooLarge, ""},
+		{"large-message buffer in use", good, nil, zmtp.ErrPartialBytesExhausted, "error", contract.ServerBusy, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := channel.New(channel.Options{Models: models{tc.model}, ServerVersion: "v-test"})
 			out := h.Handle(context.Background(), zmtp.Request{Frames: tc.frames, Err: tc.reqErr}, nil)
-			rep, err := codec.DecodeReply(out)
+			rep, err := client.DecodeReply(out)
 			if err != nil {
 				t.Fatalf("reply does not decode: %v", err)
 			}
-			var code codec.Code
+			var code contract.Code
 			if rep.Error != nil {
-				code = rep.Error.Code
-				if rep.Error.Retryable != (code == codec.CodeInternalError || code == codec.CodeServerBusy) {
+				code = contract.Code(rep.Error.Code)
+				if rep.Error.Retryable != (code == contract.ServerBusy) {
 					t.Errorf("retryable = %v for %s", rep.Error.Retryable, code)
 				}
 				if rep.Error.Message == "" {
 					t.Error("empty error message")
 				}
+				if len(rep.Body) != 1 || rep.Body[0] != 0x80 {
+					t.Errorf("failure body % x, want an empty map", rep.Body)
+				}
 			}
 			if rep.Type != tc.replyType || code != tc.code || rep.CorrelationID != tc.correlation || rep.Version != 1 || rep.ID == "" {
 				t.Fatalf("got %s %s corr=%q v=%d, want %s %s corr=%q", rep.Type, code, rep.CorrelationID, rep.Version, tc.replyType, tc.code, tc.correlation)
 			}
-			switch rep.Type {
-			case "pong":
-				p, err := codec.DecodePong(rep.Body)
+			switch {
+			case rep.Error != nil:
+			case rep.Type == "pong":
+				p, err := client.DecodePong(rep.Body)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -122,16 +158,16 @@ func TestHandler(t *testing.T) {
 				if p.ModelVersion != want || p.ProtocolVersion != 1 || p.ServerVersion != "v-test" || p.UptimeSeconds < 0 {
 					t.Errorf("pong %+v", p)
 				}
-			case "predict_reply":
-				p, err := codec.DecodePredictReply(rep.Body)
+			case rep.Type == "predict_reply":
+				p, err := client.DecodePredictReply(rep.Body)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if p.ModelVersion != "m-1" || p.Concentrations.Value[inference.EPA] != 7 || p.InferenceMS < 0 {
+				if p.ModelVersion != "m-1" || p.Concentrations.Value[0] != 7 || p.InferenceMS < 0 {
 					t.Errorf("predict reply %+v", p)
 				}
-			case "model_info_reply":
-				mi, err := codec.DecodeModelInfoReply(rep.Body)
+			case rep.Type == "model_info_reply":
+				mi, err := client.DecodeModelInfoReply(rep.Body)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -163,9 +199,9 @@ func TestPredictReadsTheModelOnce(t *testing.T) {
 	swapper.meta.Version = "old"
 	src.m = swapper
 	h := channel.New(channel.Options{Models: src})
-	req := codec.AppendPredictRequest(nil, "r", 1, &codec.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{5}}, nil)
+	req := client.AppendPredictRequest(nil, "r", 1, &client.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{5}}, nil)
 	rep := handle(h, req)
-	p, err := codec.DecodePredictReply(rep.Body)
+	p, err := client.DecodePredictReply(rep.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,9 +243,9 @@ func BenchmarkPredict2048(b *testing.B) {
 	}
 	h := channel.New(channel.Options{Models: models{model}, ServerVersion: "bench"})
 	s := synth.New(synth.Config{Seed: 5}).Next()
-	req := codec.AppendPredictRequest(nil, "6f1c5e0a-6b1e-4a44-9a6c-2f7f3a3b0c11", 1,
-		&codec.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: 1},
-		&codec.ScanContext{BatchID: "B-1", Port: "P1", ColumnIndex: 2})
+	req := client.AppendPredictRequest(nil, "6f1c5e0a-6b1e-4a44-9a6c-2f7f3a3b0c11", 1,
+		&client.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: 1},
+		&client.ScanContext{BatchID: "B-1", Port: "P1", ColumnIndex: 2})
 	frames := [][]byte{req}
 	dst := make([]byte, 0, 4096)
 	if rep := handle(h, req); rep.Error != nil {

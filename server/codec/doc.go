@@ -1,6 +1,6 @@
 // Package codec encodes and decodes the MessagePack envelopes of the
-// prediction channel (api/messages.md) by hand, on a byte-level reader that
-// uses the MessagePack type codes of github.com/vmihailenco/msgpack/v5/msgpcode.
+// prediction channel (api/messages.md) by hand, on the byte-level reader and
+// encoders of package wire (shared with the Go client, package client).
 //
 // The server side is built for the hot path: DecodeRequest fills a reusable
 // Request without reflection and, once warmed up, without allocating; the
@@ -13,8 +13,10 @@
 // Decoding never trusts a length read from the input: every announced
 // string, array or map size is compared with the bytes left (and arrays of
 // numbers with MaxPoints) before anything is allocated, and skipping
-// unknown values is bounded by MaxSkipDepth.
+// unknown values is bounded by wire.MaxSkipDepth.
 //
-// The client side (client.go) encodes requests and decodes replies for the
-// Go client and the tests.
+// Failures are answered with the request's own reply type (ReplyTypeFor);
+// the error object is the contract's (server/contract.Error), so both
+// channels share one vocabulary and one retryability table. Encoding
+// requests and decoding replies is the client's side, in package client.
 package codec

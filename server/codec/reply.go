@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/server/contract"
+	"ramanserve/wire"
 )
 
 // ReplyMeta is what every reply envelope carries besides its type and body.
@@ -28,23 +30,23 @@ func Unix(t time.Time) float64 {
 // appendErrorField. Key order is fixed: v, type, id, correlation_id, ts,
 // body, error.
 func appendEnvelopeHead(dst []byte, typ string, m *ReplyMeta) []byte {
-	dst = appendMapHeader(dst, 7)
-	dst = appendString(dst, "v")
-	dst = appendInt(dst, ProtocolVersion)
-	dst = appendString(dst, "type")
-	dst = appendString(dst, typ)
-	dst = appendString(dst, "id")
-	dst = appendStrHeader(dst, 36)
+	dst = wire.AppendMapHeader(dst, 7)
+	dst = wire.AppendString(dst, "v")
+	dst = wire.AppendInt(dst, ProtocolVersion)
+	dst = wire.AppendString(dst, "type")
+	dst = wire.AppendString(dst, typ)
+	dst = wire.AppendString(dst, "id")
+	dst = wire.AppendStrHeader(dst, 36)
 	dst = m.ID.AppendText(dst)
-	dst = appendString(dst, "correlation_id")
-	dst = appendStringBytes(dst, m.CorrelationID)
-	dst = appendString(dst, "ts")
-	dst = appendFloat64(dst, m.TS)
-	return appendString(dst, "body")
+	dst = wire.AppendString(dst, "correlation_id")
+	dst = wire.AppendStringBytes(dst, m.CorrelationID)
+	dst = wire.AppendString(dst, "ts")
+	dst = wire.AppendFloat64(dst, m.TS)
+	return wire.AppendString(dst, "body")
 }
 
 func appendNoError(dst []byte) []byte {
-	return appendNil(appendString(dst, "error"))
+	return wire.AppendNil(wire.AppendString(dst, "error"))
 }
 
 // Pong is the body of a pong reply.
@@ -59,15 +61,15 @@ type Pong struct {
 // AppendPong appends a complete pong reply.
 func AppendPong(dst []byte, m ReplyMeta, p *Pong) []byte {
 	dst = appendEnvelopeHead(dst, TypeNamePong, &m)
-	dst = appendMapHeader(dst, 4)
-	dst = appendString(dst, "server_version")
-	dst = appendString(dst, p.ServerVersion)
-	dst = appendString(dst, "protocol_version")
-	dst = appendInt(dst, int64(p.ProtocolVersion))
-	dst = appendString(dst, "model_version")
-	dst = appendString(dst, p.ModelVersion)
-	dst = appendString(dst, "uptime_seconds")
-	dst = appendFloat64(dst, p.UptimeSeconds)
+	dst = wire.AppendMapHeader(dst, 4)
+	dst = wire.AppendString(dst, "server_version")
+	dst = wire.AppendString(dst, p.ServerVersion)
+	dst = wire.AppendString(dst, "protocol_version")
+	dst = wire.AppendInt(dst, int64(p.ProtocolVersion))
+	dst = wire.AppendString(dst, "model_version")
+	dst = wire.AppendString(dst, p.ModelVersion)
+	dst = wire.AppendString(dst, "uptime_seconds")
+	dst = wire.AppendFloat64(dst, p.UptimeSeconds)
 	return appendNoError(dst)
 }
 
@@ -84,16 +86,16 @@ type PredictResult struct {
 // diagnostics map holds only the statistics the model computed.
 func AppendPredictReply(dst []byte, m ReplyMeta, r *PredictResult) []byte {
 	dst = appendEnvelopeHead(dst, TypeNamePredictReply, &m)
-	dst = appendMapHeader(dst, 5)
-	dst = appendString(dst, "concentrations")
+	dst = wire.AppendMapHeader(dst, 5)
+	dst = wire.AppendString(dst, "concentrations")
 	dst = appendBreakdown(dst, &r.Prediction.Concentrations)
-	dst = appendString(dst, "confidence")
+	dst = wire.AppendString(dst, "confidence")
 	dst = appendBreakdown(dst, &r.Prediction.Confidence)
-	dst = appendString(dst, "model_version")
-	dst = appendString(dst, r.ModelVersion)
-	dst = appendString(dst, "inference_ms")
-	dst = appendFloat64(dst, r.InferenceMS)
-	dst = appendString(dst, "diagnostics")
+	dst = wire.AppendString(dst, "model_version")
+	dst = wire.AppendString(dst, r.ModelVersion)
+	dst = wire.AppendString(dst, "inference_ms")
+	dst = wire.AppendFloat64(dst, r.InferenceMS)
+	dst = wire.AppendString(dst, "diagnostics")
 	dst = appendDiagnostics(dst, &r.Prediction.Diagnostics)
 	return appendNoError(dst)
 }
@@ -106,11 +108,11 @@ func appendBreakdown(dst []byte, b *inference.Breakdown) []byte {
 			n++
 		}
 	}
-	dst = appendMapHeader(dst, n)
+	dst = wire.AppendMapHeader(dst, n)
 	for a := inference.Analyte(0); a < inference.NumAnalytes; a++ {
 		if b.Valid[a] {
-			dst = appendString(dst, a.String())
-			dst = appendFloat64(dst, b.Value[a])
+			dst = wire.AppendString(dst, a.String())
+			dst = wire.AppendFloat64(dst, b.Value[a])
 		}
 	}
 	return dst
@@ -141,18 +143,18 @@ func appendDiagnostics(dst []byte, d *inference.Diagnostics) []byte {
 			n += 2
 		}
 	}
-	dst = appendMapHeader(dst, n)
+	dst = wire.AppendMapHeader(dst, n)
 	if d.HasT2 {
-		dst = appendFloat64(appendString(dst, DiagT2), d.T2)
-		dst = appendFloat64(appendString(dst, DiagT2Limit), d.T2Limit)
-		dst = appendFloat64(appendString(dst, DiagT2Reduced), d.ReducedT2)
-		dst = appendFloat64(appendString(dst, DiagLeverage), d.Leverage)
+		dst = wire.AppendFloat64(wire.AppendString(dst, DiagT2), d.T2)
+		dst = wire.AppendFloat64(wire.AppendString(dst, DiagT2Limit), d.T2Limit)
+		dst = wire.AppendFloat64(wire.AppendString(dst, DiagT2Reduced), d.ReducedT2)
+		dst = wire.AppendFloat64(wire.AppendString(dst, DiagLeverage), d.Leverage)
 	}
 	if d.HasQ {
-		dst = appendFloat64(appendString(dst, DiagQ), d.Q)
+		dst = wire.AppendFloat64(wire.AppendString(dst, DiagQ), d.Q)
 		if d.HasQLim {
-			dst = appendFloat64(appendString(dst, DiagQLimit), d.QLimit)
-			dst = appendFloat64(appendString(dst, DiagQReduced), d.ReducedQ)
+			dst = wire.AppendFloat64(wire.AppendString(dst, DiagQLimit), d.QLimit)
+			dst = wire.AppendFloat64(wire.AppendString(dst, DiagQReduced), d.ReducedQ)
 		}
 	}
 	return dst
@@ -173,37 +175,37 @@ func AppendModelInfoReply(dst []byte, m ReplyMeta, meta *inference.Metadata) []b
 			n++
 		}
 	}
-	dst = appendMapHeader(dst, n)
-	dst = appendString(dst, "active_version")
-	dst = appendString(dst, meta.Version)
-	dst = appendString(dst, "algorithm")
-	dst = appendString(dst, meta.Algorithm)
+	dst = wire.AppendMapHeader(dst, n)
+	dst = wire.AppendString(dst, "active_version")
+	dst = wire.AppendString(dst, meta.Version)
+	dst = wire.AppendString(dst, "algorithm")
+	dst = wire.AppendString(dst, meta.Algorithm)
 	if meta.LatentComponents > 0 {
-		dst = appendString(dst, "latent_components")
-		dst = appendInt(dst, int64(meta.LatentComponents))
+		dst = wire.AppendString(dst, "latent_components")
+		dst = wire.AppendInt(dst, int64(meta.LatentComponents))
 	}
-	dst = appendString(dst, "trained_at")
+	dst = wire.AppendString(dst, "trained_at")
 	var stamp [64]byte
-	dst = appendStringBytes(dst, meta.TrainedAt.UTC().AppendFormat(stamp[:0], time.RFC3339Nano)) // as GET /model/info writes it
+	dst = wire.AppendStringBytes(dst, meta.TrainedAt.UTC().AppendFormat(stamp[:0], time.RFC3339Nano)) // as GET /model/info writes it
 	if meta.TrainedSamples > 0 {
-		dst = appendString(dst, "trained_samples")
-		dst = appendInt(dst, int64(meta.TrainedSamples))
+		dst = wire.AppendString(dst, "trained_samples")
+		dst = wire.AppendInt(dst, int64(meta.TrainedSamples))
 	}
 	if hasRMSE {
-		dst = appendString(dst, "rmse")
+		dst = wire.AppendString(dst, "rmse")
 		dst = appendBreakdown(dst, &meta.RMSE)
 	}
 	if hasR2 {
-		dst = appendString(dst, "r2")
+		dst = wire.AppendString(dst, "r2")
 		dst = appendBreakdown(dst, &meta.R2)
 	}
 	if hasAxis {
-		dst = appendString(dst, "wavenumber_range")
-		dst = appendArrayHeader(dst, 2)
-		dst = appendFloat64(dst, lo)
-		dst = appendFloat64(dst, hi)
-		dst = appendString(dst, "wavenumber_count")
-		dst = appendInt(dst, int64(len(meta.Wavenumbers)))
+		dst = wire.AppendString(dst, "wavenumber_range")
+		dst = wire.AppendArrayHeader(dst, 2)
+		dst = wire.AppendFloat64(dst, lo)
+		dst = wire.AppendFloat64(dst, hi)
+		dst = wire.AppendString(dst, "wavenumber_count")
+		dst = wire.AppendInt(dst, int64(len(meta.Wavenumbers)))
 	}
 	return appendNoError(dst)
 }
@@ -212,17 +214,19 @@ func anyValid(b *inference.Breakdown) bool {
 	return b.Valid[0] || b.Valid[1] || b.Valid[2]
 }
 
-// AppendErrorReply appends a complete error reply: type "error", an empty
-// body map and the error object {code, message, retryable}.
-func AppendErrorReply(dst []byte, m ReplyMeta, e *Error) []byte {
-	dst = appendEnvelopeHead(dst, TypeNameError, &m)
-	dst = appendMapHeader(dst, 0)
-	dst = appendString(dst, "error")
-	dst = appendMapHeader(dst, 3)
-	dst = appendString(dst, "code")
-	dst = appendString(dst, string(e.Code))
-	dst = appendString(dst, "message")
-	dst = appendString(dst, e.Message)
-	dst = appendString(dst, "retryable")
-	return appendBool(dst, e.Retryable)
+// AppendErrorReply appends a complete failure reply to a request of type
+// reqType: the reply type ReplyTypeFor(reqType) ("error" only for
+// TypeUnknown), an empty body map and the error object {code, message,
+// retryable}, retryable read from the contract's one table.
+func AppendErrorReply(dst []byte, m ReplyMeta, reqType MessageType, e *contract.Error) []byte {
+	dst = appendEnvelopeHead(dst, ReplyTypeFor(reqType), &m)
+	dst = wire.AppendMapHeader(dst, 0)
+	dst = wire.AppendString(dst, "error")
+	dst = wire.AppendMapHeader(dst, 3)
+	dst = wire.AppendString(dst, "code")
+	dst = wire.AppendString(dst, string(e.Code))
+	dst = wire.AppendString(dst, "message")
+	dst = wire.AppendString(dst, e.Message)
+	dst = wire.AppendString(dst, "retryable")
+	return wire.AppendBool(dst, e.Retryable())
 }

@@ -2,7 +2,6 @@ package codec
 
 import (
 	"errors"
-	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,7 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"ramanserve/client"
 	"ramanserve/inference"
+	"ramanserve/server/contract"
 )
 
 var testMeta = ReplyMeta{
@@ -156,15 +157,15 @@ func TestAppendPredictReply(t *testing.T) {
 			assertMap(t, body, tc.want)
 
 			// The client-side decoder reads back the same values.
-			rep, err := DecodeReply(data)
+			rep, err := client.DecodeReply(data)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pr, err := DecodePredictReply(rep.Body)
+			pr, err := client.DecodePredictReply(rep.Body)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if pr.Concentrations != tc.pred.Concentrations || pr.Confidence != tc.pred.Confidence || pr.ModelVersion != "v7" || pr.InferenceMS != 0.125 {
+			if pr.Concentrations != asClient(tc.pred.Concentrations) || pr.Confidence != asClient(tc.pred.Confidence) || pr.ModelVersion != "v7" || pr.InferenceMS != 0.125 {
 				t.Errorf("client decode %+v", pr)
 			}
 			if len(pr.Diagnostics) != len(tc.want["diagnostics"].(map[string]any)) {
@@ -209,16 +210,16 @@ func TestAppendModelInfoReply(t *testing.T) {
 			}
 			assertMap(t, body, tc.want)
 
-			rep, err := DecodeReply(data)
+			rep, err := client.DecodeReply(data)
 			if err != nil {
 				t.Fatal(err)
 			}
-			mi, err := DecodeModelInfoReply(rep.Body)
+			mi, err := client.DecodeModelInfoReply(rep.Body)
 			if err != nil {
 				t.Fatal(err)
 			}
 			lo, hi, ok := tc.meta.WavenumberRange()
-			if mi.ActiveVersion != tc.meta.Version || !mi.TrainedAt.Equal(trained) || mi.RMSE != tc.meta.RMSE ||
+			if mi.ActiveVersion != tc.meta.Version || !mi.TrainedAt.Equal(trained) || mi.RMSE != asClient(tc.meta.RMSE) ||
 				mi.HasWavenumberRange != ok || mi.WavenumberRange != [2]float64{lo, hi} || mi.WavenumberCount != len(tc.meta.Wavenumbers) ||
 				mi.LatentComponents != tc.meta.LatentComponents || mi.TrainedSamples != tc.meta.TrainedSamples {
 				t.Errorf("client decode %+v", mi)
@@ -227,12 +228,17 @@ func TestAppendModelInfoReply(t *testing.T) {
 	}
 }
 
+// asClient is b as the client decodes it (same analyte order).
+func asClient(b inference.Breakdown) client.Breakdown {
+	return client.Breakdown{Value: b.Value, Valid: b.Valid}
+}
+
 func TestAppendErrorReply(t *testing.T) {
-	for _, code := range []Code{CodeMalformedMessage, CodeUnsupportedVersion, CodeUnknownType, CodeInvalidSpectrum,
-		CodeSpectrumOutOfRange, CodeModelNotLoaded, CodeMessageTooLarge, CodeInternalError} {
+	for _, code := range []contract.Code{contract.MalformedMessage, contract.UnsupportedVersion, contract.UnknownType, contract.InvalidSpectrum,
+		contract.SpectrumOutOfRange, contract.ModelNotLoaded, contract.MessageTooLarge, contract.InternalError} {
 		t.Run(string(code), func(t *testing.T) {
-			data := AppendErrorReply(nil, testMeta, NewError(code, "because %d", 7))
-			body, e := checkEnvelope(t, unpack(t, data), "error")
+			data := AppendErrorReply(nil, testMeta, TypePing, contract.Errorf(code, "because %d", 7))
+			body, e := checkEnvelope(t, unpack(t, data), "pong")
 			if len(body) != 0 {
 				t.Errorf("body %v, want empty map", body)
 			}
@@ -240,20 +246,35 @@ func TestAppendErrorReply(t *testing.T) {
 			if !ok {
 				t.Fatalf("error = %#v", e)
 			}
-			assertMap(t, em, map[string]any{"code": string(code), "message": "because 7", "retryable": code == CodeInternalError})
+			assertMap(t, em, map[string]any{"code": string(code), "message": "because 7", "retryable": false})
 
-			rep, err := DecodeReply(data)
-			if err != nil || rep.Error == nil || rep.Error.Code != code || rep.Error.Message != "because 7" || rep.CorrelationID != "req-42" {
+			rep, err := client.DecodeReply(data)
+			if err != nil || rep.Error == nil || rep.Error.Code != string(code) || rep.Error.Message != "because 7" || rep.CorrelationID != "req-42" {
 				t.Errorf("client decode %+v, %v", rep, err)
 			}
 		})
 	}
 }
 
+// TestErrorReplyType: a failure is answered with the request's reply
+// type; only an unknown request type gets "error". Retryable follows the
+// contract's table.
+func TestErrorReplyType(t *testing.T) {
+	for _, tc := range []struct {
+		req  MessageType
+		want string
+	}{{TypePing, "pong"}, {TypePredict, "predict_reply"}, {TypeModelInfo, "model_info_reply"}, {TypeUnknown, "error"}} {
+		got := unpack(t, AppendErrorReply(nil, testMeta, tc.req, contract.Errorf(contract.ServerBusy, "x")))
+		if got["type"] != tc.want || got["error"].(map[string]any)["retryable"] != true {
+			t.Errorf("%v: type %v error %v, want %s", tc.req, got["type"], got["error"], tc.want)
+		}
+	}
+}
+
 func TestErrorReplyWithoutCorrelation(t *testing.T) {
 	m := testMeta
 	m.CorrelationID = nil
-	got := unpack(t, AppendErrorReply(nil, m, NewError(CodeMalformedMessage, "x")))
+	got := unpack(t, AppendErrorReply(nil, m, TypePing, contract.Errorf(contract.MalformedMessage, "x")))
 	if got["correlation_id"] != "" {
 		t.Errorf("correlation_id = %#v, want empty string", got["correlation_id"])
 	}
@@ -263,26 +284,9 @@ func TestStringEncodingSizes(t *testing.T) {
 	// Every str header form, read back by the reference decoder.
 	for _, n := range []int{0, 31, 32, 255, 256, 65535, 65536} {
 		s := strings.Repeat("x", n)
-		m := unpack(t, AppendErrorReply(nil, testMeta, &Error{Code: CodeInternalError, Message: s}))
+		m := unpack(t, AppendErrorReply(nil, testMeta, TypePing, &contract.Error{Code: contract.InternalError, Message: s}))
 		if got := m["error"].(map[string]any)["message"]; got != s {
 			t.Errorf("len %d: message length %d", n, len(got.(string)))
-		}
-	}
-}
-
-func TestAppendIntAndFloatForms(t *testing.T) {
-	for _, v := range []int64{0, 127, 128, -1, -32, -33, 255, 256, -128, -129, 65535, 65536, -32768, -32769,
-		math.MaxUint32, math.MaxUint32 + 1, math.MinInt32, math.MinInt32 - 1, math.MaxInt64, math.MinInt64} {
-		r := reader{buf: appendInt(nil, v)}
-		got, ok, err := r.readInt()
-		if err != nil || !ok || got != v || r.pos != len(r.buf) {
-			t.Errorf("appendInt(%d) read back %d ok=%v err=%v", v, got, ok, err)
-		}
-	}
-	for _, v := range []float64{0, 1, -2.5, math.MaxFloat64, math.SmallestNonzeroFloat64} {
-		b := appendFloat64(nil, v)
-		if b[0] != codeFloat64 || len(b) != 9 {
-			t.Errorf("appendFloat64(%v) = % x", v, b)
 		}
 	}
 }
@@ -303,12 +307,12 @@ func TestDecodeReplyRejectsBrokenEnvelopes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := DecodeReply(tc.data); !errors.Is(err, ErrBadReply) {
-				t.Errorf("err = %v, want ErrBadReply", err)
+			if _, err := client.DecodeReply(tc.data); !errors.Is(err, client.ErrBadReply) {
+				t.Errorf("err = %v, want client.ErrBadReply", err)
 			}
 		})
 	}
-	if rep, err := DecodeReply(pack(t, complete)); err != nil || rep.Type != "pong" || rep.CorrelationID != "b" {
+	if rep, err := client.DecodeReply(pack(t, complete)); err != nil || rep.Type != "pong" || rep.CorrelationID != "b" {
 		t.Errorf("complete envelope: %+v %v", rep, err)
 	}
 }

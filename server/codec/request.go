@@ -5,12 +5,15 @@ import (
 	"errors"
 	"math"
 	"unicode/utf8"
+
+	"ramanserve/server/contract"
+	"ramanserve/wire"
 )
 
 // Limits of the request decoder.
 const (
 	// ProtocolVersion is the only envelope version (field v) this codec speaks.
-	ProtocolVersion = 1
+	ProtocolVersion = wire.ProtocolVersion
 	// MaxPoints caps spectrum.wavenumbers and spectrum.intensities. The
 	// announced length is checked against it before anything is allocated.
 	MaxPoints = 65536
@@ -32,16 +35,31 @@ const (
 
 // Wire names of request and reply types.
 const (
-	TypeNamePing           = "ping"
-	TypeNamePredict        = "predict"
-	TypeNameModelInfo      = "model_info"
-	TypeNamePong           = "pong"
-	TypeNamePredictReply   = "predict_reply"
-	TypeNameModelInfoReply = "model_info_reply"
-	// TypeNameError is the reply type of every error reply, whatever the
-	// request type was (or even if it could not be read).
-	TypeNameError = "error"
+	TypeNamePing           = wire.TypePing
+	TypeNamePredict        = wire.TypePredict
+	TypeNameModelInfo      = wire.TypeModelInfo
+	TypeNamePong           = wire.TypePong
+	TypeNamePredictReply   = wire.TypePredictReply
+	TypeNameModelInfoReply = wire.TypeModelInfoReply
+	TypeNameError          = wire.TypeError
 )
+
+// ReplyTypeFor names the reply type of a request type; failures are
+// answered with it too (error set, body empty), as the interface document
+// says. Only TypeUnknown gets "error": a type name other than ping, predict
+// and model_info, and a request whose type could not be read reliably
+// (DecodeRequest leaves Type unknown for those; see Request.Type).
+func ReplyTypeFor(t MessageType) string {
+	switch t {
+	case TypePing:
+		return TypeNamePong
+	case TypePredict:
+		return TypeNamePredictReply
+	case TypeModelInfo:
+		return TypeNameModelInfoReply
+	}
+	return TypeNameError
+}
 
 // String returns the wire name of a request type.
 func (t MessageType) String() string {
@@ -74,7 +92,13 @@ func lookupType(name []byte) MessageType {
 // Request (copied out of the input) and stay valid until the next decode.
 type Request struct {
 	Version int64
-	Type    MessageType
+	// Type is the request type, set as soon as the envelope's type field is
+	// read, so that a failure is answered with the request's own reply type
+	// (ReplyTypeFor). It is TypeUnknown when the type cannot be trusted:
+	// the field is missing, not text, names no request type or is repeated,
+	// or the frame is not one complete, well-formed MessagePack map (empty,
+	// not a map, truncated, invalid or trailing bytes).
+	Type MessageType
 	// ID is the request id, set only when the envelope's id field is a
 	// non-empty text value of at most MaxIDLength bytes. It is set even when
 	// decoding fails later, so that error replies can carry it as
@@ -148,7 +172,7 @@ const (
 )
 
 // DecodeRequest decodes one request frame into req. It returns nil or an
-// *Error whose Code is MALFORMED_MESSAGE, UNSUPPORTED_VERSION, UNKNOWN_TYPE
+// *contract.Error whose Code is MALFORMED_MESSAGE, UNSUPPORTED_VERSION, UNKNOWN_TYPE
 // or INVALID_SPECTRUM (see errors.go for the precedence). Whatever the
 // outcome, req.ID holds the request id if it could be read.
 //
@@ -157,17 +181,26 @@ const (
 // body is skipped first and decoded once its type is known.
 func DecodeRequest(data []byte, req *Request) error {
 	req.Reset()
-	d := envelopeDecoder{r: reader{buf: data}, req: req}
-	return d.decode()
+	d := envelopeDecoder{r: wire.Reader{Buf: data}, req: req}
+	err := d.decode()
+	if err != nil && (!d.wellFormed || d.typeRepeated) {
+		req.Type = TypeUnknown
+	}
+	return err
 }
 
 type envelopeDecoder struct {
-	r   reader
+	r   wire.Reader
 	req *Request
 
-	seen      fieldSet
-	dupKey    []byte
-	versionOK bool
+	seen   fieldSet
+	dupKey []byte
+	// typeRepeated: the type key came more than once, so which one the
+	// client meant is unknown.
+	typeRepeated bool
+	// wellFormed: the frame was one complete MessagePack map.
+	wellFormed bool
+	versionOK  bool
 	// versionHuge: v is an unsigned integer above math.MaxInt64.
 	versionHuge bool
 	problem     [5]string // per envelope field, the reason it is unusable
@@ -189,14 +222,14 @@ const (
 func (d *envelopeDecoder) decode() error {
 	r := &d.r
 	d.bodyStart, d.bodyEnd = -1, -1
-	if len(r.buf) == 0 {
-		return NewError(CodeMalformedMessage, "message is empty")
+	if len(r.Buf) == 0 {
+		return contract.Errorf(contract.MalformedMessage, "message is empty")
 	}
-	n, err := r.readMapLen()
+	n, err := r.ReadMapLen()
 	if err != nil {
-		var wt wrongTypeError
+		var wt wire.WrongTypeError
 		if errors.As(err, &wt) {
-			return NewError(CodeMalformedMessage, "message is a MessagePack %s, not a map", kindName(wt.code))
+			return contract.Errorf(contract.MalformedMessage, "message is a MessagePack %s, not a map", wire.KindName(wt.Code))
 		}
 		return d.structural(err)
 	}
@@ -205,31 +238,32 @@ func (d *envelopeDecoder) decode() error {
 			return d.structural(err)
 		}
 	}
-	if r.pos != len(r.buf) {
-		return NewError(CodeMalformedMessage, "%d trailing bytes after the envelope map", len(r.buf)-r.pos)
+	if r.Pos != len(r.Buf) {
+		return contract.Errorf(contract.MalformedMessage, "%d trailing bytes after the envelope map", len(r.Buf)-r.Pos)
 	}
+	d.wellFormed = true
 	return d.verdict()
 }
 
 // structural reports a message that is not well-formed MessagePack.
 func (d *envelopeDecoder) structural(err error) error {
-	return NewError(CodeMalformedMessage, "not a valid MessagePack envelope: %v", err)
+	return contract.Errorf(contract.MalformedMessage, "not a valid MessagePack envelope: %v", err)
 }
 
 // field decodes one key/value pair of the envelope. It returns only
 // structural errors; problems with a field's type are noted for verdict.
 func (d *envelopeDecoder) field() error {
 	r := &d.r
-	key, err := r.readText()
+	key, err := r.ReadText()
 	if err != nil {
-		if _, ok := err.(wrongTypeError); !ok {
+		if _, ok := err.(wire.WrongTypeError); !ok {
 			return err
 		}
 		// A non-text key cannot be one of ours: skip it and its value.
-		if err := r.skipDepth(1); err != nil {
+		if err := r.SkipDepth(1); err != nil {
 			return err
 		}
-		return r.skipDepth(1)
+		return r.SkipDepth(1)
 	}
 	var bit fieldSet
 	switch string(key) {
@@ -244,19 +278,20 @@ func (d *envelopeDecoder) field() error {
 	case "body":
 		bit = fieldBody
 	default:
-		return r.skipDepth(1) // unknown envelope keys are ignored
+		return r.SkipDepth(1) // unknown envelope keys are ignored
 	}
 	if d.seen&bit != 0 {
+		d.typeRepeated = d.typeRepeated || bit == fieldType
 		if d.dupKey == nil {
 			d.dupKey = key
 		}
-		return r.skipDepth(1)
+		return r.SkipDepth(1)
 	}
 	d.seen |= bit
 
 	switch bit {
 	case fieldV:
-		v, inRange, err := r.readInt()
+		v, inRange, err := r.ReadInt()
 		if err != nil {
 			return d.noteWrongType(err, problemV, "v must be an integer")
 		}
@@ -264,7 +299,7 @@ func (d *envelopeDecoder) field() error {
 		d.req.Version = v
 		d.versionHuge = !inRange
 	case fieldID:
-		id, err := r.readText()
+		id, err := r.ReadText()
 		if err != nil {
 			return d.noteWrongType(err, problemID, "id must be a string")
 		}
@@ -282,17 +317,17 @@ func (d *envelopeDecoder) field() error {
 			d.req.ID = d.req.idBuf
 		}
 	case fieldType:
-		name, err := r.readText()
+		name, err := r.ReadText()
 		if err != nil {
 			return d.noteWrongType(err, problemType, "type must be a string")
 		}
 		d.typeName = name
 		d.req.Type = lookupType(name)
 	case fieldTS:
-		if r.skipNil() {
+		if r.SkipNil() {
 			return nil // a nil ts counts as absent
 		}
-		ts, err := r.readNumber()
+		ts, err := r.ReadNumber()
 		if err != nil {
 			return d.noteWrongType(err, problemTS, "ts must be a number")
 		}
@@ -306,42 +341,42 @@ func (d *envelopeDecoder) field() error {
 // noteWrongType records a wrong-typed envelope field and skips its value;
 // structural errors pass through.
 func (d *envelopeDecoder) noteWrongType(err error, which int, msg string) error {
-	wt, ok := err.(wrongTypeError)
+	wt, ok := err.(wire.WrongTypeError)
 	if !ok {
 		return err
 	}
-	d.problem[which] = msg + ", got " + kindName(wt.code)
-	return d.r.skipDepth(1)
+	d.problem[which] = msg + ", got " + wire.KindName(wt.Code)
+	return d.r.SkipDepth(1)
 }
 
 func (d *envelopeDecoder) body() error {
 	r := &d.r
-	start := r.pos
-	if r.skipNil() {
+	start := r.Pos
+	if r.SkipNil() {
 		return nil // a nil body counts as an empty one
 	}
-	c, err := r.peek()
+	c, err := r.Peek()
 	if err != nil {
 		return err
 	}
-	if !(c >= codeFixMapLow && c <= codeFixMapHigh) && c != codeMap16 && c != codeMap32 {
-		d.problem[problemBody] = "body must be a map, got " + kindName(c)
-		return r.skipDepth(1)
+	if !(c >= wire.CodeFixMapLow && c <= wire.CodeFixMapHigh) && c != wire.CodeMap16 && c != wire.CodeMap32 {
+		d.problem[problemBody] = "body must be a map, got " + wire.KindName(c)
+		return r.SkipDepth(1)
 	}
 	if d.seen&fieldType != 0 && d.req.Type == TypePredict {
 		// Fast path: decode in place. On a content error, rewind and skip
 		// the body so the rest of the envelope (notably id) is still read.
 		d.bodyDone = true
 		if d.bodyErr = decodePredictBody(r, &d.req.Predict); d.bodyErr != nil {
-			r.pos = start
-			return r.skipDepth(1)
+			r.Pos = start
+			return r.SkipDepth(1)
 		}
 		return nil
 	}
-	if err := r.skipDepth(1); err != nil {
+	if err := r.SkipDepth(1); err != nil {
 		return err
 	}
-	d.bodyStart, d.bodyEnd = start, r.pos
+	d.bodyStart, d.bodyEnd = start, r.Pos
 	return nil
 }
 
@@ -352,33 +387,33 @@ func (d *envelopeDecoder) body() error {
 func (d *envelopeDecoder) verdict() error {
 	switch {
 	case d.dupKey != nil:
-		return NewError(CodeMalformedMessage, "duplicate envelope key %q", d.dupKey)
+		return contract.Errorf(contract.MalformedMessage, "duplicate envelope key %q", d.dupKey)
 	case d.problem[problemV] != "":
-		return NewError(CodeMalformedMessage, "%s", d.problem[problemV])
+		return contract.Errorf(contract.MalformedMessage, "%s", d.problem[problemV])
 	case !d.versionOK:
-		return NewError(CodeMalformedMessage, "missing envelope field v")
+		return contract.Errorf(contract.MalformedMessage, "missing envelope field v")
 	case d.versionHuge:
-		return NewError(CodeUnsupportedVersion, "unsupported protocol version (above 2^63); this server speaks v=%d", ProtocolVersion)
+		return contract.Errorf(contract.UnsupportedVersion, "unsupported protocol version (above 2^63); this server speaks v=%d", ProtocolVersion)
 	case d.req.Version != ProtocolVersion:
-		return NewError(CodeUnsupportedVersion, "unsupported protocol version v=%d; this server speaks v=%d", d.req.Version, ProtocolVersion)
+		return contract.Errorf(contract.UnsupportedVersion, "unsupported protocol version v=%d; this server speaks v=%d", d.req.Version, ProtocolVersion)
 	case d.problem[problemID] != "":
-		return NewError(CodeMalformedMessage, "%s", d.problem[problemID])
+		return contract.Errorf(contract.MalformedMessage, "%s", d.problem[problemID])
 	case d.seen&fieldID == 0:
-		return NewError(CodeMalformedMessage, "missing envelope field id")
+		return contract.Errorf(contract.MalformedMessage, "missing envelope field id")
 	case d.problem[problemType] != "":
-		return NewError(CodeMalformedMessage, "%s", d.problem[problemType])
+		return contract.Errorf(contract.MalformedMessage, "%s", d.problem[problemType])
 	case d.seen&fieldType == 0:
-		return NewError(CodeMalformedMessage, "missing envelope field type")
+		return contract.Errorf(contract.MalformedMessage, "missing envelope field type")
 	case d.problem[problemTS] != "":
-		return NewError(CodeMalformedMessage, "%s", d.problem[problemTS])
+		return contract.Errorf(contract.MalformedMessage, "%s", d.problem[problemTS])
 	case d.problem[problemBody] != "":
-		return NewError(CodeMalformedMessage, "%s", d.problem[problemBody])
+		return contract.Errorf(contract.MalformedMessage, "%s", d.problem[problemBody])
 	case d.req.Type == TypeUnknown:
 		name := d.typeName
 		if len(name) > 64 {
 			name = name[:64]
 		}
-		return NewError(CodeUnknownType, "unknown message type %q; expected ping, predict or model_info", name)
+		return contract.Errorf(contract.UnknownType, "unknown message type %q; expected ping, predict or model_info", name)
 	case d.req.Type != TypePredict:
 		return nil
 	}
@@ -386,11 +421,11 @@ func (d *envelopeDecoder) verdict() error {
 		if d.bodyStart < 0 { // body absent or nil
 			return invalid("body.spectrum is missing")
 		}
-		sub := reader{buf: d.r.buf[:d.bodyEnd], pos: d.bodyStart}
+		sub := wire.Reader{Buf: d.r.Buf[:d.bodyEnd], Pos: d.bodyStart}
 		d.bodyErr = decodePredictBody(&sub, &d.req.Predict)
 	}
 	if d.bodyErr != nil {
-		var e *Error
+		var e *contract.Error
 		if errors.As(d.bodyErr, &e) {
 			return e
 		}
@@ -401,29 +436,29 @@ func (d *envelopeDecoder) verdict() error {
 
 // ---- predict body
 
-func invalid(format string, args ...any) *Error {
-	return NewError(CodeInvalidSpectrum, format, args...)
+func invalid(format string, args ...any) *contract.Error {
+	return contract.Errorf(contract.InvalidSpectrum, format, args...)
 }
 
-// decodePredictBody reads a body map known to start at r.pos. It returns
-// an *Error (INVALID_SPECTRUM) for content problems and a plain error for
+// decodePredictBody reads a body map known to start at r.Pos. It returns
+// an *contract.Error (INVALID_SPECTRUM) for content problems and a plain error for
 // structural ones.
-func decodePredictBody(r *reader, b *PredictBody) error {
-	n, err := r.readMapLen()
+func decodePredictBody(r *wire.Reader, b *PredictBody) error {
+	n, err := r.ReadMapLen()
 	if err != nil {
 		return err
 	}
 	var seenSpectrum, seenContext bool
 	for i := 0; i < n; i++ {
-		key, err := r.readText()
+		key, err := r.ReadText()
 		if err != nil {
-			if _, ok := err.(wrongTypeError); !ok {
+			if _, ok := err.(wire.WrongTypeError); !ok {
 				return err
 			}
-			if err := r.skipDepth(2); err != nil {
+			if err := r.SkipDepth(2); err != nil {
 				return err
 			}
-			if err := r.skipDepth(2); err != nil {
+			if err := r.SkipDepth(2); err != nil {
 				return err
 			}
 			continue
@@ -446,7 +481,7 @@ func decodePredictBody(r *reader, b *PredictBody) error {
 				return err
 			}
 		default:
-			if err := r.skipDepth(2); err != nil {
+			if err := r.SkipDepth(2); err != nil {
 				return err
 			}
 		}
@@ -458,21 +493,21 @@ func decodePredictBody(r *reader, b *PredictBody) error {
 }
 
 // submap opens a nested map field. A nil value reports present=false.
-func submap(r *reader, field string) (n int, present bool, err error) {
-	if r.skipNil() {
+func submap(r *wire.Reader, field string) (n int, present bool, err error) {
+	if r.SkipNil() {
 		return 0, false, nil
 	}
-	n, err = r.readMapLen()
+	n, err = r.ReadMapLen()
 	if err != nil {
-		if wt, ok := err.(wrongTypeError); ok {
-			return 0, false, invalid("%s must be a map, got %s", field, kindName(wt.code))
+		if wt, ok := err.(wire.WrongTypeError); ok {
+			return 0, false, invalid("%s must be a map, got %s", field, wire.KindName(wt.Code))
 		}
 		return 0, false, err
 	}
 	return n, true, nil
 }
 
-func decodeSpectrum(r *reader, s *SpectrumBody) error {
+func decodeSpectrum(r *wire.Reader, s *SpectrumBody) error {
 	n, present, err := submap(r, "body.spectrum")
 	if err != nil {
 		return err
@@ -483,15 +518,15 @@ func decodeSpectrum(r *reader, s *SpectrumBody) error {
 	var seenW, seenI bool
 	var seen keySet
 	for i := 0; i < n; i++ {
-		key, err := r.readText()
+		key, err := r.ReadText()
 		if err != nil {
-			if _, ok := err.(wrongTypeError); !ok {
+			if _, ok := err.(wire.WrongTypeError); !ok {
 				return err
 			}
-			if err := r.skipDepth(3); err != nil {
+			if err := r.SkipDepth(3); err != nil {
 				return err
 			}
-			if err := r.skipDepth(3); err != nil {
+			if err := r.SkipDepth(3); err != nil {
 				return err
 			}
 			continue
@@ -535,7 +570,7 @@ func decodeSpectrum(r *reader, s *SpectrumBody) error {
 				return err
 			}
 		default:
-			if err := r.skipDepth(3); err != nil {
+			if err := r.SkipDepth(3); err != nil {
 				return err
 			}
 		}
@@ -549,22 +584,22 @@ func decodeSpectrum(r *reader, s *SpectrumBody) error {
 	return nil
 }
 
-func decodeContext(r *reader, c *ContextBody) error {
+func decodeContext(r *wire.Reader, c *ContextBody) error {
 	n, present, err := submap(r, "body.context")
 	if err != nil || !present {
 		return err
 	}
 	var seen keySet
 	for i := 0; i < n; i++ {
-		key, err := r.readText()
+		key, err := r.ReadText()
 		if err != nil {
-			if _, ok := err.(wrongTypeError); !ok {
+			if _, ok := err.(wire.WrongTypeError); !ok {
 				return err
 			}
-			if err := r.skipDepth(3); err != nil {
+			if err := r.SkipDepth(3); err != nil {
 				return err
 			}
-			if err := r.skipDepth(3); err != nil {
+			if err := r.SkipDepth(3); err != nil {
 				return err
 			}
 			continue
@@ -592,7 +627,7 @@ func decodeContext(r *reader, c *ContextBody) error {
 				return err
 			}
 		default:
-			if err := r.skipDepth(3); err != nil {
+			if err := r.SkipDepth(3); err != nil {
 				return err
 			}
 		}
@@ -614,28 +649,28 @@ func (k *keySet) once(bit keySet, field string) error {
 	return nil
 }
 
-func optionalNumber(r *reader, field string) (float64, bool, error) {
-	if r.skipNil() {
+func optionalNumber(r *wire.Reader, field string) (float64, bool, error) {
+	if r.SkipNil() {
 		return 0, false, nil
 	}
-	v, err := r.readNumber()
+	v, err := r.ReadNumber()
 	if err != nil {
-		if wt, ok := err.(wrongTypeError); ok {
-			return 0, false, invalid("%s must be a number, got %s", field, kindName(wt.code))
+		if wt, ok := err.(wire.WrongTypeError); ok {
+			return 0, false, invalid("%s must be a number, got %s", field, wire.KindName(wt.Code))
 		}
 		return 0, false, err
 	}
 	return v, true, nil
 }
 
-func optionalText(r *reader, field string, dst []byte) ([]byte, bool, error) {
-	if r.skipNil() {
+func optionalText(r *wire.Reader, field string, dst []byte) ([]byte, bool, error) {
+	if r.SkipNil() {
 		return dst[:0], false, nil
 	}
-	v, err := r.readText()
+	v, err := r.ReadText()
 	if err != nil {
-		if wt, ok := err.(wrongTypeError); ok {
-			return dst[:0], false, invalid("%s must be a string, got %s", field, kindName(wt.code))
+		if wt, ok := err.(wire.WrongTypeError); ok {
+			return dst[:0], false, invalid("%s must be a string, got %s", field, wire.KindName(wt.Code))
 		}
 		return dst[:0], false, err
 	}
@@ -646,51 +681,51 @@ func optionalText(r *reader, field string, dst []byte) ([]byte, bool, error) {
 // The announced length is checked against MaxPoints and against the bytes
 // left before dst grows. Elements may be any MessagePack int or float;
 // anything else, and NaN or infinity, is INVALID_SPECTRUM naming the index.
-func decodeFloats(r *reader, field string, dst []float64) ([]float64, error) {
-	n, hdr, err := r.readArrayHeader()
+func decodeFloats(r *wire.Reader, field string, dst []float64) ([]float64, error) {
+	n, hdr, err := r.ReadArrayHeader()
 	if err != nil {
-		if wt, ok := err.(wrongTypeError); ok {
-			return dst[:0], invalid("%s must be an array of numbers, got %s", field, kindName(wt.code))
+		if wt, ok := err.(wire.WrongTypeError); ok {
+			return dst[:0], invalid("%s must be an array of numbers, got %s", field, wire.KindName(wt.Code))
 		}
 		return dst[:0], err
 	}
 	if n > MaxPoints {
 		return dst[:0], invalid("%s has too many points (%d, at most %d)", field, n, MaxPoints)
 	}
-	if n > uint64(r.remaining()-hdr) {
-		return dst[:0], errTruncated
+	if n > uint64(r.Remaining()-hdr) {
+		return dst[:0], wire.ErrTruncated
 	}
-	r.pos += hdr
+	r.Pos += hdr
 	if uint64(cap(dst)) < n {
 		dst = make([]float64, n)
 	}
 	dst = dst[:n]
-	buf, pos := r.buf, r.pos
+	buf, pos := r.Buf, r.Pos
 	for i := range dst {
 		var v float64
 		// float64 is what numpy and Python floats pack to: decode it inline;
 		// every other form goes through readNumber.
-		if pos+9 <= len(buf) && buf[pos] == codeFloat64 {
+		if pos+9 <= len(buf) && buf[pos] == wire.CodeFloat64 {
 			v = math.Float64frombits(binary.BigEndian.Uint64(buf[pos+1 : pos+9]))
 			pos += 9
 		} else {
-			r.pos = pos
-			v, err = r.readNumber()
+			r.Pos = pos
+			v, err = r.ReadNumber()
 			if err != nil {
-				if wt, ok := err.(wrongTypeError); ok {
-					return dst[:0], invalid("%s[%d] is %s, not a number", field, i, kindName(wt.code))
+				if wt, ok := err.(wire.WrongTypeError); ok {
+					return dst[:0], invalid("%s[%d] is %s, not a number", field, i, wire.KindName(wt.Code))
 				}
 				return dst[:0], err
 			}
-			pos = r.pos
+			pos = r.Pos
 		}
 		if v-v != 0 { // NaN or ±Inf
-			r.pos = pos
+			r.Pos = pos
 			return dst[:0], invalid("%s[%d] is not finite (%v)", field, i, v)
 		}
 		dst[i] = v
 	}
-	r.pos = pos
+	r.Pos = pos
 	return dst, nil
 }
 

@@ -8,68 +8,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
-)
+	"ramanserve/client"
+	"ramanserve/server/contract"
+	"ramanserve/wire"
 
-func TestWireCodesMatchMsgpcode(t *testing.T) {
-	pairs := []struct {
-		name      string
-		ours, ref byte
-	}{
-		{"PosFixedNumHigh", codePosFixIntMax, msgpcode.PosFixedNumHigh},
-		{"NegFixedNumLow", codeNegFixIntMin, msgpcode.NegFixedNumLow},
-		{"FixedMapLow", codeFixMapLow, msgpcode.FixedMapLow},
-		{"FixedMapHigh", codeFixMapHigh, msgpcode.FixedMapHigh},
-		{"FixedArrayLow", codeFixArrayLow, msgpcode.FixedArrayLow},
-		{"FixedArrayHigh", codeFixArrayHigh, msgpcode.FixedArrayHigh},
-		{"FixedStrLow", codeFixStrLow, msgpcode.FixedStrLow},
-		{"FixedStrHigh", codeFixStrHigh, msgpcode.FixedStrHigh},
-		{"Nil", codeNil, msgpcode.Nil},
-		{"False", codeFalse, msgpcode.False},
-		{"True", codeTrue, msgpcode.True},
-		{"Bin8", codeBin8, msgpcode.Bin8},
-		{"Bin16", codeBin16, msgpcode.Bin16},
-		{"Bin32", codeBin32, msgpcode.Bin32},
-		{"Ext8", codeExt8, msgpcode.Ext8},
-		{"Ext16", codeExt16, msgpcode.Ext16},
-		{"Ext32", codeExt32, msgpcode.Ext32},
-		{"Float", codeFloat32, msgpcode.Float},
-		{"Double", codeFloat64, msgpcode.Double},
-		{"Uint8", codeUint8, msgpcode.Uint8},
-		{"Uint16", codeUint16, msgpcode.Uint16},
-		{"Uint32", codeUint32, msgpcode.Uint32},
-		{"Uint64", codeUint64, msgpcode.Uint64},
-		{"Int8", codeInt8, msgpcode.Int8},
-		{"Int16", codeInt16, msgpcode.Int16},
-		{"Int32", codeInt32, msgpcode.Int32},
-		{"Int64", codeInt64, msgpcode.Int64},
-		{"FixExt1", codeFixExt1, msgpcode.FixExt1},
-		{"FixExt2", codeFixExt2, msgpcode.FixExt2},
-		{"FixExt4", codeFixExt4, msgpcode.FixExt4},
-		{"FixExt8", codeFixExt8, msgpcode.FixExt8},
-		{"FixExt16", codeFixExt16, msgpcode.FixExt16},
-		{"Str8", codeStr8, msgpcode.Str8},
-		{"Str16", codeStr16, msgpcode.Str16},
-		{"Str32", codeStr32, msgpcode.Str32},
-		{"Array16", codeArray16, msgpcode.Array16},
-		{"Array32", codeArray32, msgpcode.Array32},
-		{"Map16", codeMap16, msgpcode.Map16},
-		{"Map32", codeMap32, msgpcode.Map32},
-	}
-	for _, p := range pairs {
-		if p.ours != p.ref {
-			t.Errorf("%s: ours 0x%02x, msgpcode 0x%02x", p.name, p.ours, p.ref)
-		}
-	}
-}
+	"github.com/vmihailenco/msgpack/v5"
+)
 
 func TestDecodeRequestPredict(t *testing.T) {
 	w, x := axis(2048), intensities(2048)
 	mixedW := []any{int8(-3), 0, uint8(200), uint16(60000), uint32(70000), uint64(1) << 40, int64(-1) << 40, float32(1.5), 2.25, int16(-300), int32(-70000)}
 	mixedWant := []float64{-3, 0, 200, 60000, 70000, 1 << 40, -(1 << 40), 1.5, 2.25, -300, -70000}
 	deep := any("leaf")
-	for i := 0; i < MaxSkipDepth-4; i++ {
+	for i := 0; i < wire.MaxSkipDepth-4; i++ {
 		deep = []any{deep}
 	}
 
@@ -187,7 +138,7 @@ func TestDecodeRequestPingAndModelInfo(t *testing.T) {
 // fixintArray returns an array header announcing n elements followed by n
 // positive fixints, as raw MessagePack.
 func fixintArray(n int) raw {
-	b := []byte{codeArray32, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+	b := []byte{wire.CodeArray32, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
 	return append(b, bytes.Repeat([]byte{7}, n)...)
 }
 
@@ -195,7 +146,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 	good := pack(t, predictEnvelope("abc", predictBody([]float64{1, 2, 3}, []float64{4, 5, 6})))
 	idFirst := pack(t, ordered{"id", "abc", "v", 1, "type", "predict", "body", predictBody([]float64{1, 2, 3}, []float64{4, 5, 6})})
 	deep := any(1)
-	for i := 0; i < MaxSkipDepth+2; i++ {
+	for i := 0; i < wire.MaxSkipDepth+2; i++ {
 		deep = []any{deep}
 	}
 	withIntensities := func(x any) []byte {
@@ -209,81 +160,81 @@ func TestDecodeRequestErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		data    []byte
-		code    Code
+		code    contract.Code
 		wantID  string // "" means not recovered
 		message string // substring of the error message
 	}{
-		{"empty frame", nil, CodeMalformedMessage, "", "empty"},
-		{"invalid type code", []byte{0xc1}, CodeMalformedMessage, "", "map"},
-		{"top-level array", pack(t, []int{1, 2}), CodeMalformedMessage, "", "array, not a map"},
-		{"top-level string", pack(t, "ping"), CodeMalformedMessage, "", "string, not a map"},
-		{"truncated after id", good[:len(good)/2], CodeMalformedMessage, "abc", "truncated"},
-		{"truncated before id", idFirst[:3], CodeMalformedMessage, "", "truncated"},
-		{"map announcing more entries than bytes", []byte{codeMap32, 0xff, 0xff, 0xff, 0xff, 0xa1, 'v', 1}, CodeMalformedMessage, "", "truncated"},
-		{"trailing bytes", append(slices.Clone(good), 0xc0), CodeMalformedMessage, "abc", "trailing"},
-		{"missing id", pack(t, ordered{"v", 1, "type", "ping"}), CodeMalformedMessage, "", "missing envelope field id"},
-		{"integer id", pack(t, ordered{"v", 1, "type", "ping", "id", 5}), CodeMalformedMessage, "", "id must be a string, got integer"},
-		{"empty id", pack(t, ordered{"v", 1, "type", "ping", "id", ""}), CodeMalformedMessage, "", "id must not be empty"},
-		{"overlong id", pack(t, ordered{"v", 1, "type", "ping", "id", strings.Repeat("x", MaxIDLength+1)}), CodeMalformedMessage, "", "longer than 256"},
-		{"missing v", pack(t, ordered{"type", "ping", "id", "abc"}), CodeMalformedMessage, "abc", "missing envelope field v"},
-		{"string v", pack(t, ordered{"v", "1", "type", "ping", "id", "abc"}), CodeMalformedMessage, "abc", "v must be an integer, got string"},
-		{"float v", pack(t, ordered{"v", 1.0, "type", "ping", "id", "abc"}), CodeMalformedMessage, "abc", "v must be an integer, got float"},
-		{"v 2", pack(t, ordered{"v", 2, "type", "ping", "id", "abc"}), CodeUnsupportedVersion, "abc", "v=2"},
-		{"v 0", pack(t, ordered{"v", 0, "type", "ping", "id", "abc"}), CodeUnsupportedVersion, "abc", "v=0"},
-		{"v above int64", pack(t, ordered{"v", uint64(math.MaxUint64), "type", "ping", "id", "abc"}), CodeUnsupportedVersion, "abc", "above 2^63"},
-		{"v 2 wins over unknown type and missing id", pack(t, ordered{"v", 2, "type", "predict2"}), CodeUnsupportedVersion, "", "v=2"},
-		{"missing type", pack(t, ordered{"v", 1, "id", "abc"}), CodeMalformedMessage, "abc", "missing envelope field type"},
-		{"integer type", pack(t, ordered{"v", 1, "id", "abc", "type", 3}), CodeMalformedMessage, "abc", "type must be a string"},
-		{"unknown type", pack(t, ordered{"v", 1, "id", "abc", "type", "predicts"}), CodeUnknownType, "abc", `"predicts"`},
-		{"reply type sent as request", pack(t, ordered{"v", 1, "id", "abc", "type", "pong"}), CodeUnknownType, "abc", "unknown message type"},
-		{"string ts", pack(t, ordered{"v", 1, "id", "abc", "type", "ping", "ts", "now"}), CodeMalformedMessage, "abc", "ts must be a number"},
-		{"array body", pack(t, ordered{"v", 1, "id", "abc", "type", "ping", "body", []int{}}), CodeMalformedMessage, "abc", "body must be a map, got array"},
-		{"duplicate id", pack(t, ordered{"v", 1, "id", "abc", "type", "ping", "id", "def"}), CodeMalformedMessage, "abc", `duplicate envelope key "id"`},
-		{"unknown key nested too deep", pack(t, ordered{"v", 1, "id", "abc", "type", "ping", "x", deep}), CodeMalformedMessage, "abc", "deeper than 32"},
-		{"body key nested too deep", pack(t, ordered{"id", "abc", "v", 1, "type", "predict", "body", ordered{"x", deep}}), CodeMalformedMessage, "abc", "deeper than 32"},
-		{"predict without body", pack(t, ordered{"v", 1, "id", "abc", "type", "predict"}), CodeInvalidSpectrum, "abc", "body.spectrum is missing"},
-		{"predict with nil body", pack(t, ordered{"v", 1, "id", "abc", "type", "predict", "body", nil}), CodeInvalidSpectrum, "abc", "body.spectrum is missing"},
-		{"predict without spectrum", pack(t, predictEnvelope("abc", ordered{"context", ordered{}})), CodeInvalidSpectrum, "abc", "body.spectrum is missing"},
-		{"spectrum is a list", pack(t, predictEnvelope("abc", ordered{"spectrum", []int{1}})), CodeInvalidSpectrum, "abc", "body.spectrum must be a map, got array"},
-		{"spectrum is nil", pack(t, predictEnvelope("abc", ordered{"spectrum", nil})), CodeInvalidSpectrum, "abc", "body.spectrum must be a map, got nil"},
-		{"wavenumbers missing", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"intensities", []int{1}}})), CodeInvalidSpectrum, "abc", "wavenumbers is missing"},
-		{"intensities missing", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}}})), CodeInvalidSpectrum, "abc", "intensities is missing"},
-		{"intensities not an array", withIntensities("1,2,3"), CodeInvalidSpectrum, "abc", "intensities must be an array of numbers, got string"},
-		{"nil element", withIntensities([]any{1.0, 2.0, nil}), CodeInvalidSpectrum, "abc", "body.spectrum.intensities[2] is nil"},
-		{"bool element", withIntensities([]any{true, 2.0, 3.0}), CodeInvalidSpectrum, "abc", "body.spectrum.intensities[0] is boolean"},
-		{"string element", withIntensities([]any{1.0, "2", 3.0}), CodeInvalidSpectrum, "abc", "body.spectrum.intensities[1] is string"},
-		{"map element", withIntensities([]any{1.0, 2.0, map[string]int{"a": 1}}), CodeInvalidSpectrum, "abc", "intensities[2] is map"},
-		{"bin element", withIntensities([]any{1.0, []byte{1}, 3.0}), CodeInvalidSpectrum, "abc", "intensities[1] is binary"},
-		{"NaN element", withIntensities([]float64{1, math.NaN(), 3}), CodeInvalidSpectrum, "abc", "intensities[1] is not finite (NaN)"},
-		{"+Inf element", withIntensities([]float64{1, 2, math.Inf(1)}), CodeInvalidSpectrum, "abc", "intensities[2] is not finite (+Inf)"},
-		{"-Inf float32 element", withIntensities([]any{float32(math.Inf(-1)), 2.0, 3.0}), CodeInvalidSpectrum, "abc", "intensities[0] is not finite (-Inf)"},
-		{"NaN element, id after body", bodyFirst([]float64{math.NaN(), 2, 3}), CodeInvalidSpectrum, "abc", "intensities[0] is not finite"},
-		{"string element, id after body", bodyFirst([]any{1, 2, "x"}), CodeInvalidSpectrum, "abc", "intensities[2] is string"},
-		{"length mismatch", withIntensities([]float64{1, 2}), CodeInvalidSpectrum, "abc", "wavenumbers has 3 points but body.spectrum.intensities has 2"},
-		{"empty arrays", pack(t, predictEnvelope("abc", predictBody([]float64{}, []float64{}))), CodeInvalidSpectrum, "abc", "intensities is empty"},
-		{"too many points", withIntensities(fixintArray(MaxPoints + 1)), CodeInvalidSpectrum, "abc", "too many points (65537, at most 65536)"},
-		{"10^6 points, id after body", bodyFirst(fixintArray(1_000_000)), CodeInvalidSpectrum, "abc", "too many points"},
-		{"array claiming 2^32-1 points, truncated", withIntensities(raw{codeArray32, 0xff, 0xff, 0xff, 0xff, 1}), CodeMalformedMessage, "abc", "truncated"},
-		{"string channel", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}, "channel", "2"}})), CodeInvalidSpectrum, "abc", "body.spectrum.channel must be a number, got string"},
-		{"integer port", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}}, "context", ordered{"port", 1}})), CodeInvalidSpectrum, "abc", "body.context.port must be a string, got integer"},
-		{"context is a string", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}}, "context", "x"})), CodeInvalidSpectrum, "abc", "body.context must be a map"},
-		{"id not UTF-8 (bin)", pack(t, ordered{"v", 1, "type", "ping", "id", []byte{0xff, 0xfe, '-', 'i', 'd'}}), CodeMalformedMessage, "", "not valid UTF-8"},
-		{"duplicate optional spectrum key", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}, "channel", 1, "channel", 2}})), CodeInvalidSpectrum, "abc", "duplicate key body.spectrum.channel"},
-		{"duplicate context key", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}}, "context", ordered{"port", "P1", "port", "P2"}})), CodeInvalidSpectrum, "abc", "duplicate key body.context.port"},
-		{"duplicate spectrum key", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}, "intensities", []int{2}}})), CodeInvalidSpectrum, "abc", "duplicate key body.spectrum.intensities"},
+		{"empty frame", nil, contract.MalformedMessage, "", "empty"},
+		{"invalid type code", []byte{0xc1}, contract.MalformedMessage, "", "map"},
+		{"top-level array", pack(t, []int{1, 2}), contract.MalformedMessage, "", "array, not a map"},
+		{"top-level string", pack(t, "ping"), contract.MalformedMessage, "", "string, not a map"},
+		{"truncated after id", good[:len(good)/2], contract.MalformedMessage, "abc", "truncated"},
+		{"truncated before id", idFirst[:3], contract.MalformedMessage, "", "truncated"},
+		{"map announcing more entries than bytes", []byte{wire.CodeMap32, 0xff, 0xff, 0xff, 0xff, 0xa1, 'v', 1}, contract.MalformedMessage, "", "truncated"},
+		{"trailing bytes", append(slices.Clone(good), 0xc0), contract.MalformedMessage, "abc", "trailing"},
+		{"missing id", pack(t, ordered{"v", 1, "type", "ping"}), contract.MalformedMessage, "", "missing envelope field id"},
+		{"integer id", pack(t, ordered{"v", 1, "type", "ping", "id", 5}), contract.MalformedMessage, "", "id must be a string, got integer"},
+		{"empty id", pack(t, ordered{"v", 1, "type", "ping", "id", ""}), contract.MalformedMessage, "", "id must not be empty"},
+		{"overlong id", pack(t, ordered{"v", 1, "type", "ping", "id", strings.Repeat("x", MaxIDLength+1)}), contract.MalformedMessage, "", "longer than 256"},
+		{"missing v", pack(t, ordered{"type", "ping", "id", "abc"}), contract.MalformedMessage, "abc", "missing envelope field v"},
+		{"string v", pack(t, ordered{"v", "1", "type", "ping", "id", "abc"}), contract.MalformedMessage, "abc", "v must be an integer, got string"},
+		{"float v", pack(t, ordered{"v", 1.0, "type", "ping", "id", "abc"}), contract.MalformedMessage, "abc", "v must be an integer, got float"},
+		{"v 2", pack(t, ordered{"v", 2, "type", "ping", "id", "abc"}), contract.UnsupportedVersion, "abc", "v=2"},
+		{"v 0", pack(t, ordered{"v", 0, "type", "ping", "id", "abc"}), contract.UnsupportedVersion, "abc", "v=0"},
+		{"v above int64", pack(t, ordered{"v", uint64(math.MaxUint64), "type", "ping", "id", "abc"}), contract.UnsupportedVersion, "abc", "above 2^63"},
+		{"v 2 wins over unknown type and missing id", pack(t, ordered{"v", 2, "type", "predict2"}), contract.UnsupportedVersion, "", "v=2"},
+		{"missing type", pack(t, ordered{"v", 1, "id", "abc"}), contract.MalformedMessage, "abc", "missing envelope field type"},
+		{"integer type", pack(t, ordered{"v", 1, "id", "abc", "type", 3}), contract.MalformedMessage, "abc", "type must be a string"},
+		{"unknown type", pack(t, ordered{"v", 1, "id", "abc", "type", "predicts"}), contract.UnknownType, "abc", `"predicts"`},
+		{"reply type sent as request", pack(t, ordered{"v", 1, "id", "abc", "type", "pong"}), contract.UnknownType, "abc", "unknown message type"},
+		{"string ts", pack(t, ordered{"v", 1, "id", "abc", "type", "ping", "ts", "now"}), contract.MalformedMessage, "abc", "ts must be a number"},
+		{"array body", pack(t, ordered{"v", 1, "id", "abc", "type", "ping", "body", []int{}}), contract.MalformedMessage, "abc", "body must be a map, got array"},
+		{"duplicate id", pack(t, ordered{"v", 1, "id", "abc", "type", "ping", "id", "def"}), contract.MalformedMessage, "abc", `duplicate envelope key "id"`},
+		{"unknown key nested too deep", pack(t, ordered{"v", 1, "id", "abc", "type", "ping", "x", deep}), contract.MalformedMessage, "abc", "deeper than 32"},
+		{"body key nested too deep", pack(t, ordered{"id", "abc", "v", 1, "type", "predict", "body", ordered{"x", deep}}), contract.MalformedMessage, "abc", "deeper than 32"},
+		{"predict without body", pack(t, ordered{"v", 1, "id", "abc", "type", "predict"}), contract.InvalidSpectrum, "abc", "body.spectrum is missing"},
+		{"predict with nil body", pack(t, ordered{"v", 1, "id", "abc", "type", "predict", "body", nil}), contract.InvalidSpectrum, "abc", "body.spectrum is missing"},
+		{"predict without spectrum", pack(t, predictEnvelope("abc", ordered{"context", ordered{}})), contract.InvalidSpectrum, "abc", "body.spectrum is missing"},
+		{"spectrum is a list", pack(t, predictEnvelope("abc", ordered{"spectrum", []int{1}})), contract.InvalidSpectrum, "abc", "body.spectrum must be a map, got array"},
+		{"spectrum is nil", pack(t, predictEnvelope("abc", ordered{"spectrum", nil})), contract.InvalidSpectrum, "abc", "body.spectrum must be a map, got nil"},
+		{"wavenumbers missing", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"intensities", []int{1}}})), contract.InvalidSpectrum, "abc", "wavenumbers is missing"},
+		{"intensities missing", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}}})), contract.InvalidSpectrum, "abc", "intensities is missing"},
+		{"intensities not an array", withIntensities("1,2,3"), contract.InvalidSpectrum, "abc", "intensities must be an array of numbers, got string"},
+		{"nil element", withIntensities([]any{1.0, 2.0, nil}), contract.InvalidSpectrum, "abc", "body.spectrum.intensities[2] is nil"},
+		{"bool element", withIntensities([]any{true, 2.0, 3.0}), contract.InvalidSpectrum, "abc", "body.spectrum.intensities[0] is boolean"},
+		{"string element", withIntensities([]any{1.0, "2", 3.0}), contract.InvalidSpectrum, "abc", "body.spectrum.intensities[1] is string"},
+		{"map element", withIntensities([]any{1.0, 2.0, map[string]int{"a": 1}}), contract.InvalidSpectrum, "abc", "intensities[2] is map"},
+		{"bin element", withIntensities([]any{1.0, []byte{1}, 3.0}), contract.InvalidSpectrum, "abc", "intensities[1] is binary"},
+		{"NaN element", withIntensities([]float64{1, math.NaN(), 3}), contract.InvalidSpectrum, "abc", "intensities[1] is not finite (NaN)"},
+		{"+Inf element", withIntensities([]float64{1, 2, math.Inf(1)}), contract.InvalidSpectrum, "abc", "intensities[2] is not finite (+Inf)"},
+		{"-Inf float32 element", withIntensities([]any{float32(math.Inf(-1)), 2.0, 3.0}), contract.InvalidSpectrum, "abc", "intensities[0] is not finite (-Inf)"},
+		{"NaN element, id after body", bodyFirst([]float64{math.NaN(), 2, 3}), contract.InvalidSpectrum, "abc", "intensities[0] is not finite"},
+		{"string element, id after body", bodyFirst([]any{1, 2, "x"}), contract.InvalidSpectrum, "abc", "intensities[2] is string"},
+		{"length mismatch", withIntensities([]float64{1, 2}), contract.InvalidSpectrum, "abc", "wavenumbers has 3 points but body.spectrum.intensities has 2"},
+		{"empty arrays", pack(t, predictEnvelope("abc", predictBody([]float64{}, []float64{}))), contract.InvalidSpectrum, "abc", "intensities is empty"},
+		{"too many points", withIntensities(fixintArray(MaxPoints + 1)), contract.InvalidSpectrum, "abc", "too many points (65537, at most 65536)"},
+		{"10^6 points, id after body", bodyFirst(fixintArray(1_000_000)), contract.InvalidSpectrum, "abc", "too many points"},
+		{"array claiming 2^32-1 points, truncated", withIntensities(raw{wire.CodeArray32, 0xff, 0xff, 0xff, 0xff, 1}), contract.MalformedMessage, "abc", "truncated"},
+		{"string channel", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}, "channel", "2"}})), contract.InvalidSpectrum, "abc", "body.spectrum.channel must be a number, got string"},
+		{"integer port", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}}, "context", ordered{"port", 1}})), contract.InvalidSpectrum, "abc", "body.context.port must be a string, got integer"},
+		{"context is a string", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}}, "context", "x"})), contract.InvalidSpectrum, "abc", "body.context must be a map"},
+		{"id not UTF-8 (bin)", pack(t, ordered{"v", 1, "type", "ping", "id", []byte{0xff, 0xfe, '-', 'i', 'd'}}), contract.MalformedMessage, "", "not valid UTF-8"},
+		{"duplicate optional spectrum key", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}, "channel", 1, "channel", 2}})), contract.InvalidSpectrum, "abc", "duplicate key body.spectrum.channel"},
+		{"duplicate context key", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}}, "context", ordered{"port", "P1", "port", "P2"}})), contract.InvalidSpectrum, "abc", "duplicate key body.context.port"},
+		{"duplicate spectrum key", pack(t, predictEnvelope("abc", ordered{"spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{1}, "intensities", []int{2}}})), contract.InvalidSpectrum, "abc", "duplicate key body.spectrum.intensities"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var req Request
 			err := DecodeRequest(tc.data, &req)
-			var e *Error
+			var e *contract.Error
 			if !errors.As(err, &e) {
-				t.Fatalf("want *Error %s, got %v", tc.code, err)
+				t.Fatalf("want *contract.Error %s, got %v", tc.code, err)
 			}
 			if e.Code != tc.code || !strings.Contains(e.Message, tc.message) {
 				t.Errorf("got %s %q, want %s containing %q", e.Code, e.Message, tc.code, tc.message)
 			}
-			if e.Retryable {
+			if e.Retryable() {
 				t.Errorf("decode errors must not be retryable")
 			}
 			if string(req.ID) != tc.wantID || (tc.wantID == "" && req.ID != nil) {
@@ -340,9 +291,9 @@ func TestDecodeRequestZeroAllocs(t *testing.T) {
 // The independent decoder must read our encoded requests as the contract
 // says: text as str, arrays of float64.
 func TestAppendPredictRequestIsReadableByReference(t *testing.T) {
-	s := Spectrum{Wavenumbers: []float64{1, 2}, Intensities: []float64{3, 4}, Channel: 2, IntegrationMS: 50, ScanSeq: 9}
-	c := ScanContext{BatchID: "B", Port: "P", ColumnIndex: 4}
-	data := AppendPredictRequest(nil, "req-1", 12.5, &s, &c)
+	s := client.Spectrum{Wavenumbers: []float64{1, 2}, Intensities: []float64{3, 4}, Channel: 2, IntegrationMS: 50, ScanSeq: 9}
+	c := client.ScanContext{BatchID: "B", Port: "P", ColumnIndex: 4}
+	data := client.AppendPredictRequest(nil, "req-1", 12.5, &s, &c)
 
 	m := unpack(t, data)
 	if m["v"] != int8(1) || m["type"] != "predict" || m["id"] != "req-1" || m["ts"] != 12.5 {
@@ -374,8 +325,8 @@ func TestRequestEncodersRoundTrip(t *testing.T) {
 		data []byte
 		want MessageType
 	}{
-		{AppendPingRequest(nil, "a", 1), TypePing},
-		{AppendModelInfoRequest(nil, "a", 1), TypeModelInfo},
+		{client.AppendPingRequest(nil, "a", 1), TypePing},
+		{client.AppendModelInfoRequest(nil, "a", 1), TypeModelInfo},
 	} {
 		var req Request
 		if err := DecodeRequest(tc.data, &req); err != nil || req.Type != tc.want || string(req.ID) != "a" {
@@ -383,12 +334,50 @@ func TestRequestEncodersRoundTrip(t *testing.T) {
 		}
 	}
 	// msgpack.Unmarshal agrees on the shape of an empty body.
-	m := unpack(t, AppendPingRequest(nil, "a", 1))
+	m := unpack(t, client.AppendPingRequest(nil, "a", 1))
 	if b, ok := m["body"].(map[string]any); !ok || len(b) != 0 {
 		t.Errorf("ping body %#v", m["body"])
 	}
 	var v any
-	if err := msgpack.Unmarshal(AppendModelInfoRequest(nil, "a", 1), &v); err != nil {
+	if err := msgpack.Unmarshal(client.AppendModelInfoRequest(nil, "a", 1), &v); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDecodeRequestTypeForReply: a failed request keeps its type (so the
+// reply is its own reply type) as long as the frame is one well-formed map
+// with one type field naming a request type; otherwise it is TypeUnknown
+// and the reply is "error".
+func TestDecodeRequestTypeForReply(t *testing.T) {
+	ping := pack(t, ordered{"v", 1, "type", "ping", "id", "a"})
+	tests := []struct {
+		name string
+		data []byte
+		want MessageType
+	}{
+		{"unsupported version", pack(t, ordered{"v", 2, "type", "ping", "id", "a"}), TypePing},
+		{"missing id", pack(t, ordered{"v", 1, "type", "model_info"}), TypeModelInfo},
+		{"bad ts", pack(t, ordered{"v", 1, "type", "ping", "id", "a", "ts", "x"}), TypePing},
+		{"repeated id", pack(t, ordered{"v", 1, "type", "ping", "id", "a", "id", "b"}), TypePing},
+		{"invalid spectrum", pack(t, predictEnvelope("a", predictBody([]float64{1}, []float64{math.NaN()}))), TypePredict},
+		{"body before type, invalid", pack(t, ordered{"body", predictBody([]float64{1}, []float64{}), "v", 1, "type", "predict", "id", "a"}), TypePredict},
+		{"unknown type", pack(t, ordered{"v", 1, "type", "reboot", "id", "a"}), TypeUnknown},
+		{"type not text", pack(t, ordered{"v", 1, "type", 3, "id", "a"}), TypeUnknown},
+		{"type missing", pack(t, ordered{"v", 1, "id", "a"}), TypeUnknown},
+		{"type repeated", pack(t, ordered{"v", 1, "type", "ping", "id", "a", "type", "predict"}), TypeUnknown},
+		{"truncated", ping[:len(ping)-1], TypeUnknown},
+		{"trailing bytes", append(append([]byte(nil), ping...), 0xc0), TypeUnknown},
+		{"not a map", pack(t, []any{"ping"}), TypeUnknown},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var req Request
+			if err := DecodeRequest(tc.data, &req); err == nil {
+				t.Fatal("decoded without error")
+			}
+			if req.Type != tc.want {
+				t.Errorf("Type = %v, want %v (reply %s)", req.Type, tc.want, ReplyTypeFor(req.Type))
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ package contract
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"syscall"
 
@@ -71,23 +72,43 @@ const (
 	Cancelled Code = "CANCELLED"
 )
 
-// Codes of the prediction channel (see api/messages.md). MODEL_NOT_LOADED
-// is also answered by GET /model/info with no model.
+// Codes of the prediction channel (see api/messages.md, whose table gives
+// the exact condition of each). MODEL_NOT_LOADED is also answered by
+// GET /model/info with no model; SERVER_BUSY and INTERNAL_ERROR are shared
+// with the management channel (above).
 const (
-	ModelNotLoaded     Code = "MODEL_NOT_LOADED"
-	InvalidSpectrum    Code = "INVALID_SPECTRUM"
+	// ModelNotLoaded: predict or model_info while no model is active.
+	ModelNotLoaded Code = "MODEL_NOT_LOADED"
+	// InvalidSpectrum: the predict body is unusable (missing or
+	// wrong-typed field, non-numeric or non-finite element, empty or
+	// unequal arrays, too many points) or the model rejects the spectrum as
+	// malformed.
+	InvalidSpectrum Code = "INVALID_SPECTRUM"
+	// SpectrumOutOfRange: the spectrum is well formed but the model
+	// cannot be applied to it (axis mismatch, saturation).
 	SpectrumOutOfRange Code = "SPECTRUM_OUT_OF_RANGE"
+	// UnsupportedVersion: v is an integer other than 1.
 	UnsupportedVersion Code = "UNSUPPORTED_VERSION"
-	UnknownType        Code = "UNKNOWN_TYPE"
-	MalformedMessage   Code = "MALFORMED_MESSAGE"
-	MessageTooLarge    Code = "MESSAGE_TOO_LARGE"
+	// UnknownType: type is not ping, predict or model_info.
+	UnknownType Code = "UNKNOWN_TYPE"
+	// MalformedMessage: the frame is not one MessagePack map, is
+	// truncated, has trailing bytes, repeats an envelope key, or an envelope
+	// field (v, id, type, ts, body) is missing or has the wrong type; also a
+	// request with other than exactly one body frame.
+	MalformedMessage Code = "MALFORMED_MESSAGE"
+	// MessageTooLarge: the transport refused a message above the
+	// configured maximum size; its content was never read.
+	MessageTooLarge Code = "MESSAGE_TOO_LARGE"
 )
 
 // Error is an error that already carries its contract code, for failures
-// detected in the transport layer itself (validation, routing, parts).
+// detected in the transport layer itself (validation, routing, parts, and
+// the prediction channel's decoding). It is the error object of both
+// channels: its retryable flag is not stored but read from the one table,
+// Retryable(Code), so the two channels cannot disagree about a code.
 type Error struct {
 	Code    Code
-	Status  int // HTTP status; 0 means the code's default
+	Status  int // HTTP status; 0 means the code's default (unused on the prediction channel)
 	Message string
 }
 
@@ -97,6 +118,16 @@ func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 func New(code Code, status int, message string) *Error {
 	return &Error{Code: code, Status: status, Message: message}
 }
+
+// Errorf builds a coded error with the code's default status and a
+// formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Retryable reports whether a client may retry the same request unchanged,
+// on either channel.
+func (e *Error) Retryable() bool { return Retryable(e.Code) }
 
 // Classified is the contract view of an error.
 type Classified struct {
@@ -152,7 +183,9 @@ func Classify(err error) Classified {
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return Classified{Code: InternalError, Status: http.StatusServiceUnavailable, Retryable: true}
+		// A deadline that ran out inside the server still answers 503, but
+		// its retryability is the code's, as everywhere else.
+		return Classified{Code: InternalError, Status: http.StatusServiceUnavailable, Retryable: Retryable(InternalError)}
 	}
 	return Classified{Code: InternalError, Status: http.StatusInternalServerError}
 }
@@ -173,12 +206,27 @@ func StorageErrno(err error) syscall.Errno {
 	return 0
 }
 
-// Retryable reports whether a client may retry the same request unchanged.
-// Only transient conditions are: a load or training slot that is busy, a
-// disk that has no room yet, a full connection cap, a server restarting.
+// Retryable is the one retryability table of both channels: the codes for
+// which sending the same request again, unchanged and after a pause, may get
+// another answer. Every other code is final: the same request gets the same
+// answer.
+//
+// INTERNAL_ERROR is not in it, on either channel. It is what the server says
+// when it cannot classify a fault: on the prediction channel a model that
+// panicked or failed in an unmapped way on this spectrum, on the management
+// channel an unexpected error of a handler. Neither is known to be
+// transient, and a retry of a panicking spectrum panics again (a Lazy Pirate
+// client would triple the damage). Faults the server knows to be transient
+// have their own codes, listed here. The prediction channel used to call it
+// retryable and HTTP did not; HTTP's rule (documented in api/openapi.yaml as
+// "retryable: false") is the one kept.
 func Retryable(c Code) bool {
 	switch c {
-	case LoadInProgress, TrainingQueueFull, InsufficientStorage, ServerBusy, ShuttingDown:
+	case LoadInProgress, // another load or delete holds the slot for about a second
+		TrainingQueueFull,   // a training slot frees when a job ends
+		InsufficientStorage, // once an operator frees space
+		ServerBusy,          // a shared buffer, slot or memory budget is momentarily taken (both channels)
+		ShuttingDown:        // against the restarted server
 		return true
 	}
 	return false

@@ -1,16 +1,46 @@
-package codec
+package client
 
 import (
 	"errors"
 	"fmt"
 	"time"
 
-	"ramanserve/inference"
+	"ramanserve/wire"
 )
 
-// This file is the client half of the codec: encoding requests and decoding
-// replies. Clients are not the server's hot path, so decoding favours
+// This file encodes requests and decodes replies of the prediction channel
+// (api/messages.md) on the primitives of package wire, which the server's
+// codec shares. A client is not the server's hot path, so decoding favours
 // strictness and clear errors over zero allocation.
+
+// Analytes names the analytes in the order of Breakdown's arrays.
+var Analytes = [3]string{"EPA", "DHA", "DPA"}
+
+// Breakdown is one number per analyte; Valid says which the server sent
+// (an analyte the model does not predict is left out of the reply).
+type Breakdown struct {
+	Value [3]float64
+	Valid [3]bool
+}
+
+// Get returns the value of the named analyte and whether the server sent it.
+func (b *Breakdown) Get(analyte string) (float64, bool) {
+	for i, a := range Analytes {
+		if a == analyte {
+			return b.Value[i], b.Valid[i]
+		}
+	}
+	return 0, false
+}
+
+// Pong is the body of a pong reply.
+type Pong struct {
+	ServerVersion   string
+	ProtocolVersion int
+	// ModelVersion is the active model's version, "" when none is loaded.
+	ModelVersion  string
+	UptimeSeconds float64
+}
 
 // Spectrum is the body.spectrum of a predict request as a client sends it.
 type Spectrum struct {
@@ -29,69 +59,61 @@ type ScanContext struct {
 }
 
 func appendRequestHead(dst []byte, typ, id string, ts float64) []byte {
-	dst = appendMapHeader(dst, 5)
-	dst = appendString(dst, "v")
-	dst = appendInt(dst, ProtocolVersion)
-	dst = appendString(dst, "type")
-	dst = appendString(dst, typ)
-	dst = appendString(dst, "id")
-	dst = appendString(dst, id)
-	dst = appendString(dst, "ts")
-	dst = appendFloat64(dst, ts)
-	return appendString(dst, "body")
+	dst = wire.AppendMapHeader(dst, 5)
+	dst = wire.AppendString(dst, "v")
+	dst = wire.AppendInt(dst, wire.ProtocolVersion)
+	dst = wire.AppendString(dst, "type")
+	dst = wire.AppendString(dst, typ)
+	dst = wire.AppendString(dst, "id")
+	dst = wire.AppendString(dst, id)
+	dst = wire.AppendString(dst, "ts")
+	dst = wire.AppendFloat64(dst, ts)
+	return wire.AppendString(dst, "body")
 }
 
 // AppendPingRequest appends a ping request with an empty body.
 func AppendPingRequest(dst []byte, id string, ts float64) []byte {
-	return appendMapHeader(appendRequestHead(dst, TypeNamePing, id, ts), 0)
+	return wire.AppendMapHeader(appendRequestHead(dst, wire.TypePing, id, ts), 0)
 }
 
 // AppendModelInfoRequest appends a model_info request with an empty body.
 func AppendModelInfoRequest(dst []byte, id string, ts float64) []byte {
-	return appendMapHeader(appendRequestHead(dst, TypeNameModelInfo, id, ts), 0)
+	return wire.AppendMapHeader(appendRequestHead(dst, wire.TypeModelInfo, id, ts), 0)
 }
 
 // AppendPredictRequest appends a predict request. Arrays are written as
 // float64, channel, scan_seq and column_index as integers. A nil c leaves
 // the optional context out.
 func AppendPredictRequest(dst []byte, id string, ts float64, s *Spectrum, c *ScanContext) []byte {
-	dst = appendRequestHead(dst, TypeNamePredict, id, ts)
+	dst = appendRequestHead(dst, wire.TypePredict, id, ts)
 	if c == nil {
-		dst = appendMapHeader(dst, 1)
+		dst = wire.AppendMapHeader(dst, 1)
 	} else {
-		dst = appendMapHeader(dst, 2)
+		dst = wire.AppendMapHeader(dst, 2)
 	}
-	dst = appendString(dst, "spectrum")
-	dst = appendMapHeader(dst, 5)
-	dst = appendString(dst, "wavenumbers")
-	dst = appendFloatArray(dst, s.Wavenumbers)
-	dst = appendString(dst, "intensities")
-	dst = appendFloatArray(dst, s.Intensities)
-	dst = appendString(dst, "channel")
-	dst = appendInt(dst, s.Channel)
-	dst = appendString(dst, "integration_ms")
-	dst = appendFloat64(dst, s.IntegrationMS)
-	dst = appendString(dst, "scan_seq")
-	dst = appendInt(dst, s.ScanSeq)
+	dst = wire.AppendString(dst, "spectrum")
+	dst = wire.AppendMapHeader(dst, 5)
+	dst = wire.AppendString(dst, "wavenumbers")
+	dst = wire.AppendFloatArray(dst, s.Wavenumbers)
+	dst = wire.AppendString(dst, "intensities")
+	dst = wire.AppendFloatArray(dst, s.Intensities)
+	dst = wire.AppendString(dst, "channel")
+	dst = wire.AppendInt(dst, s.Channel)
+	dst = wire.AppendString(dst, "integration_ms")
+	dst = wire.AppendFloat64(dst, s.IntegrationMS)
+	dst = wire.AppendString(dst, "scan_seq")
+	dst = wire.AppendInt(dst, s.ScanSeq)
 	if c == nil {
 		return dst
 	}
-	dst = appendString(dst, "context")
-	dst = appendMapHeader(dst, 3)
-	dst = appendString(dst, "batch_id")
-	dst = appendString(dst, c.BatchID)
-	dst = appendString(dst, "port")
-	dst = appendString(dst, c.Port)
-	dst = appendString(dst, "column_index")
-	return appendInt(dst, c.ColumnIndex)
-}
-
-func appendFloatArray(dst []byte, v []float64) []byte {
-	dst = appendArrayHeader(dst, len(v))
-	for _, x := range v {
-		dst = appendFloat64(dst, x)
-	}
-	return dst
+	dst = wire.AppendString(dst, "context")
+	dst = wire.AppendMapHeader(dst, 3)
+	dst = wire.AppendString(dst, "batch_id")
+	dst = wire.AppendString(dst, c.BatchID)
+	dst = wire.AppendString(dst, "port")
+	dst = wire.AppendString(dst, c.Port)
+	dst = wire.AppendString(dst, "column_index")
+	return wire.AppendInt(dst, c.ColumnIndex)
 }
 
 // Reply is a decoded reply envelope. Body is the raw MessagePack of the
@@ -114,24 +136,24 @@ func badReply(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadReply, fmt.Sprintf(format, args...))
 }
 
-// mapEntries calls fn for every text key of the map at r.pos, with r
+// mapEntries calls fn for every text key of the map at r.Pos, with r
 // positioned on the value; fn must consume the value. Non-text keys are
 // skipped with their values.
-func mapEntries(r *reader, what string, fn func(key string) error) error {
-	n, err := r.readMapLen()
+func mapEntries(r *wire.Reader, what string, fn func(key string) error) error {
+	n, err := r.ReadMapLen()
 	if err != nil {
 		return badReply("%s: %v", what, err)
 	}
 	for i := 0; i < n; i++ {
-		key, err := r.readText()
+		key, err := r.ReadText()
 		if err != nil {
-			if _, ok := err.(wrongTypeError); !ok {
+			if _, ok := err.(wire.WrongTypeError); !ok {
 				return badReply("%s: %v", what, err)
 			}
-			if err := r.skip(); err != nil {
+			if err := r.Skip(); err != nil {
 				return badReply("%s: %v", what, err)
 			}
-			if err := r.skip(); err != nil {
+			if err := r.Skip(); err != nil {
 				return badReply("%s: %v", what, err)
 			}
 			continue
@@ -150,24 +172,24 @@ func fieldErr(field string, err error) error {
 	return badReply("%s: %v", field, err)
 }
 
-func textField(r *reader, field string) (string, error) {
-	b, err := r.readText()
+func textField(r *wire.Reader, field string) (string, error) {
+	b, err := r.ReadText()
 	if err != nil {
 		return "", fieldErr(field, err)
 	}
 	return string(b), nil
 }
 
-func numberField(r *reader, field string) (float64, error) {
-	v, err := r.readNumber()
+func numberField(r *wire.Reader, field string) (float64, error) {
+	v, err := r.ReadNumber()
 	if err != nil {
 		return 0, fieldErr(field, err)
 	}
 	return v, nil
 }
 
-func intField(r *reader, field string) (int64, error) {
-	v, ok, err := r.readInt()
+func intField(r *wire.Reader, field string) (int64, error) {
+	v, ok, err := r.ReadInt()
 	if err != nil {
 		return 0, fieldErr(field, err)
 	}
@@ -181,65 +203,64 @@ func intField(r *reader, field string) (int64, error) {
 // (v, type, id, correlation_id, ts, body, error) with its contract type; it
 // does not judge v or correlation_id, which is the caller's business.
 func DecodeReply(data []byte) (*Reply, error) {
-	r := reader{buf: data}
+	r := wire.Reader{Buf: data}
 	rep := &Reply{}
-	var seen fieldSet
-	var seenCorr, seenErr bool
+	var seenV, seenType, seenID, seenCorr, seenTS, seenBody, seenErr bool
 	err := mapEntries(&r, "envelope", func(key string) (err error) {
 		switch key {
 		case "v":
-			seen |= fieldV
+			seenV = true
 			rep.Version, err = intField(&r, "v")
 		case "type":
-			seen |= fieldType
+			seenType = true
 			rep.Type, err = textField(&r, "type")
 		case "id":
-			seen |= fieldID
+			seenID = true
 			rep.ID, err = textField(&r, "id")
 		case "correlation_id":
 			seenCorr = true
 			rep.CorrelationID, err = textField(&r, "correlation_id")
 		case "ts":
-			seen |= fieldTS
+			seenTS = true
 			rep.TS, err = numberField(&r, "ts")
 		case "body":
-			seen |= fieldBody
-			start := r.pos
-			if err := r.skip(); err != nil {
+			seenBody = true
+			start := r.Pos
+			if err := r.Skip(); err != nil {
 				return fieldErr("body", err)
 			}
-			rep.Body = data[start:r.pos:r.pos]
-			if rep.Body[0] == codeNil {
+			rep.Body = data[start:r.Pos:r.Pos]
+			if rep.Body[0] == wire.CodeNil {
 				rep.Body = nil
 			}
 		case "error":
 			seenErr = true
-			if r.skipNil() {
+			if r.SkipNil() {
 				return nil
 			}
 			rep.Error, err = decodeErrorObject(&r)
 		default:
-			err = r.skip()
+			err = r.Skip()
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if r.pos != len(data) {
-		return nil, badReply("%d trailing bytes", len(data)-r.pos)
+	if r.Pos != len(data) {
+		return nil, badReply("%d trailing bytes", len(data)-r.Pos)
 	}
-	if seen != fieldV|fieldType|fieldID|fieldTS|fieldBody || !seenCorr || !seenErr {
+	if !seenV || !seenType || !seenID || !seenCorr || !seenTS || !seenBody || !seenErr {
 		return nil, badReply("missing envelope field (have v=%t type=%t id=%t correlation_id=%t ts=%t body=%t error=%t)",
-			seen&fieldV != 0, seen&fieldType != 0, seen&fieldID != 0, seenCorr, seen&fieldTS != 0, seen&fieldBody != 0, seenErr)
+			seenV, seenType, seenID, seenCorr, seenTS, seenBody, seenErr)
 	}
-	if rep.Error == nil && rep.Type == TypeNameError {
+	if rep.Error == nil && rep.Type == wire.TypeError {
 		return nil, badReply("reply of type error without an error object")
 	}
 	return rep, nil
 }
 
-func decodeErrorObject(r *reader) (*Error, error) {
+func decodeErrorObject(r *wire.Reader) (*Error, error) {
 	e := &Error{}
 	var hasCode, hasMessage bool
 	err := mapEntries(r, "error", func(key string) (err error) {
@@ -248,17 +269,17 @@ func decodeErrorObject(r *reader) (*Error, error) {
 			hasCode = true
 			var s string
 			s, err = textField(r, "error.code")
-			e.Code = Code(s)
+			e.Code = s
 		case "message":
 			hasMessage = true
 			e.Message, err = textField(r, "error.message")
 		case "retryable":
-			e.Retryable, err = r.readBool()
+			e.Retryable, err = r.ReadBool()
 			if err != nil {
 				err = fieldErr("error.retryable", err)
 			}
 		default:
-			err = r.skip()
+			err = r.Skip()
 		}
 		return err
 	})
@@ -273,7 +294,7 @@ func decodeErrorObject(r *reader) (*Error, error) {
 
 // DecodePong decodes the body of a pong reply.
 func DecodePong(body []byte) (*Pong, error) {
-	r := reader{buf: body}
+	r := wire.Reader{Buf: body}
 	p := &Pong{}
 	err := mapEntries(&r, "pong body", func(key string) (err error) {
 		switch key {
@@ -288,7 +309,7 @@ func DecodePong(body []byte) (*Pong, error) {
 		case "uptime_seconds":
 			p.UptimeSeconds, err = numberField(&r, key)
 		default:
-			err = r.skip()
+			err = r.Skip()
 		}
 		return err
 	})
@@ -300,8 +321,8 @@ func DecodePong(body []byte) (*Pong, error) {
 
 // PredictReply is the body of a predict_reply.
 type PredictReply struct {
-	Concentrations inference.Breakdown
-	Confidence     inference.Breakdown
+	Concentrations Breakdown
+	Confidence     Breakdown
 	ModelVersion   string
 	InferenceMS    float64
 	// Diagnostics holds the keys the server sent (t2, t2_limit, t2_reduced,
@@ -311,7 +332,7 @@ type PredictReply struct {
 
 // DecodePredictReply decodes the body of a predict_reply.
 func DecodePredictReply(body []byte) (*PredictReply, error) {
-	r := reader{buf: body}
+	r := wire.Reader{Buf: body}
 	p := &PredictReply{Diagnostics: map[string]float64{}}
 	err := mapEntries(&r, "predict_reply body", func(key string) (err error) {
 		switch key {
@@ -330,7 +351,7 @@ func DecodePredictReply(body []byte) (*PredictReply, error) {
 				return err
 			})
 		default:
-			err = r.skip()
+			err = r.Skip()
 		}
 		return err
 	})
@@ -340,14 +361,16 @@ func DecodePredictReply(body []byte) (*PredictReply, error) {
 	return p, nil
 }
 
-func decodeBreakdown(r *reader, field string, b *inference.Breakdown) error {
+func decodeBreakdown(r *wire.Reader, field string, b *Breakdown) error {
 	return mapEntries(r, field, func(key string) error {
 		v, err := numberField(r, field+"."+key)
 		if err != nil {
 			return err
 		}
-		if a, ok := inference.ParseAnalyte(key); ok {
-			b.Set(a, v)
+		for i, a := range Analytes {
+			if a == key {
+				b.Value[i], b.Valid[i] = v, true
+			}
 		}
 		return nil
 	})
@@ -361,8 +384,8 @@ type ModelInfo struct {
 	LatentComponents   int
 	TrainedAt          time.Time
 	TrainedSamples     int
-	RMSE               inference.Breakdown
-	R2                 inference.Breakdown
+	RMSE               Breakdown
+	R2                 Breakdown
 	WavenumberRange    [2]float64
 	HasWavenumberRange bool
 	WavenumberCount    int
@@ -370,7 +393,7 @@ type ModelInfo struct {
 
 // DecodeModelInfoReply decodes the body of a model_info_reply.
 func DecodeModelInfoReply(body []byte) (*ModelInfo, error) {
-	r := reader{buf: body}
+	r := wire.Reader{Buf: body}
 	m := &ModelInfo{}
 	err := mapEntries(&r, "model_info_reply body", func(key string) (err error) {
 		var v int64
@@ -398,7 +421,7 @@ func DecodeModelInfoReply(body []byte) (*ModelInfo, error) {
 			err = decodeBreakdown(&r, key, &m.R2)
 		case "wavenumber_range":
 			var n int
-			if n, err = r.readArrayLen(); err != nil || n != 2 {
+			if n, err = r.ReadArrayLen(); err != nil || n != 2 {
 				return badReply("wavenumber_range must be an array of 2 numbers")
 			}
 			for i := range m.WavenumberRange {
@@ -411,7 +434,7 @@ func DecodeModelInfoReply(body []byte) (*ModelInfo, error) {
 			v, err = intField(&r, key)
 			m.WavenumberCount = int(v)
 		default:
-			err = r.skip()
+			err = r.Skip()
 		}
 		return err
 	})

@@ -1,11 +1,3 @@
-// Package client is a Go client for ramanserve's prediction channel
-// (api/messages.md), on a go-zeromq/zmq4 REQ socket.
-//
-// Each call has a timeout. When a reply does not come in time the client
-// follows the "Lazy Pirate" recipe of api/messages.md: it closes the socket
-// (a REQ socket that lost its reply is stuck), opens a new one and sends the
-// request again with a new id, up to Options.Retries times. A Client is not
-// safe for concurrent use; open one per goroutine, as with any REQ socket.
 package client
 
 import (
@@ -17,11 +9,11 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"github.com/google/uuid"
 
-	"ramanserve/server/codec"
+	"ramanserve/wire"
 )
 
-// Options configure a Client. Zero fields take the defaults.
-type Options struct {
+// PredictionOptions configure a PredictionClient. Zero fields take the defaults.
+type PredictionOptions struct {
 	Timeout time.Duration // per attempt; default 1 s
 	Retries int           // extra attempts after a timeout; default 2; negative means none
 }
@@ -29,20 +21,26 @@ type Options struct {
 // ErrTimeout is returned when no attempt got a reply in time.
 var ErrTimeout = errors.New("prediction channel: no reply")
 
-// Error is an error reply from the server: the contract's code, message
-// and whether retrying may help.
-type Error = codec.Error
-
-// Client talks to one prediction endpoint.
-type Client struct {
+// PredictionClient talks to one prediction endpoint over a go-zeromq/zmq4
+// REQ socket.
+//
+// Each call has a timeout. When a reply does not come in time the client
+// follows the "Lazy Pirate" recipe of api/messages.md: it closes the socket
+// (a REQ socket that lost its reply is stuck), opens a new one and sends the
+// request again with a new id, up to PredictionOptions.Retries times. An
+// error reply the server marks retryable (SERVER_BUSY) is sent again the
+// same way; every other error reply is returned at once as *Error. A
+// PredictionClient is not safe for concurrent use; open one per goroutine,
+// as with any REQ socket.
+type PredictionClient struct {
 	endpoint string
-	opts     Options
+	opts     PredictionOptions
 	sock     zmq4.Socket
 	buf      []byte
 }
 
-// Dial connects to endpoint, e.g. "tcp://localhost:5555".
-func Dial(ctx context.Context, endpoint string, opts Options) (*Client, error) {
+// DialPrediction connects to endpoint, e.g. "tcp://localhost:5555".
+func DialPrediction(ctx context.Context, endpoint string, opts PredictionOptions) (*PredictionClient, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = time.Second
 	}
@@ -52,14 +50,14 @@ func Dial(ctx context.Context, endpoint string, opts Options) (*Client, error) {
 	if opts.Retries < 0 {
 		opts.Retries = 0
 	}
-	c := &Client{endpoint: endpoint, opts: opts}
+	c := &PredictionClient{endpoint: endpoint, opts: opts}
 	if err := c.connect(ctx); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Client) connect(ctx context.Context) error {
+func (c *PredictionClient) connect(ctx context.Context) error {
 	sock := zmq4.NewReq(context.Background(), zmq4.WithDialerTimeout(c.opts.Timeout))
 	if err := sock.Dial(c.endpoint); err != nil {
 		sock.Close()
@@ -70,7 +68,7 @@ func (c *Client) connect(ctx context.Context) error {
 }
 
 // Close releases the socket.
-func (c *Client) Close() error {
+func (c *PredictionClient) Close() error {
 	if c.sock == nil {
 		return nil
 	}
@@ -80,41 +78,41 @@ func (c *Client) Close() error {
 }
 
 // Ping checks the server and returns its pong.
-func (c *Client) Ping(ctx context.Context) (*codec.Pong, error) {
+func (c *PredictionClient) Ping(ctx context.Context) (*Pong, error) {
 	rep, err := c.call(ctx, func(dst []byte, id string) []byte {
-		return codec.AppendPingRequest(dst, id, codec.Unix(time.Now()))
-	}, codec.TypeNamePong)
+		return AppendPingRequest(dst, id, unixNow())
+	}, wire.TypePong)
 	if err != nil {
 		return nil, err
 	}
-	return codec.DecodePong(rep.Body)
+	return DecodePong(rep.Body)
 }
 
 // Predict sends one spectrum and returns the prediction. sc may be nil.
-func (c *Client) Predict(ctx context.Context, s *codec.Spectrum, sc *codec.ScanContext) (*codec.PredictReply, error) {
+func (c *PredictionClient) Predict(ctx context.Context, s *Spectrum, sc *ScanContext) (*PredictReply, error) {
 	rep, err := c.call(ctx, func(dst []byte, id string) []byte {
-		return codec.AppendPredictRequest(dst, id, codec.Unix(time.Now()), s, sc)
-	}, codec.TypeNamePredictReply)
+		return AppendPredictRequest(dst, id, unixNow(), s, sc)
+	}, wire.TypePredictReply)
 	if err != nil {
 		return nil, err
 	}
-	return codec.DecodePredictReply(rep.Body)
+	return DecodePredictReply(rep.Body)
 }
 
 // ModelInfo returns the active model's description.
-func (c *Client) ModelInfo(ctx context.Context) (*codec.ModelInfo, error) {
+func (c *PredictionClient) ModelInfo(ctx context.Context) (*ModelInfo, error) {
 	rep, err := c.call(ctx, func(dst []byte, id string) []byte {
-		return codec.AppendModelInfoRequest(dst, id, codec.Unix(time.Now()))
-	}, codec.TypeNameModelInfoReply)
+		return AppendModelInfoRequest(dst, id, unixNow())
+	}, wire.TypeModelInfoReply)
 	if err != nil {
 		return nil, err
 	}
-	return codec.DecodeModelInfoReply(rep.Body)
+	return DecodeModelInfoReply(rep.Body)
 }
 
 // call sends a request built by build and waits for its reply, retrying
 // with a fresh socket on timeout. Error replies are returned as *Error.
-func (c *Client) call(ctx context.Context, build func(dst []byte, id string) []byte, wantType string) (*codec.Reply, error) {
+func (c *PredictionClient) call(ctx context.Context, build func(dst []byte, id string) []byte, wantType string) (*Reply, error) {
 	var lastErr error
 	for attempt := 0; attempt <= c.opts.Retries; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -135,15 +133,15 @@ func (c *Client) call(ctx context.Context, build func(dst []byte, id string) []b
 			lastErr = err
 			continue
 		}
-		rep, err := codec.DecodeReply(raw)
+		rep, err := DecodeReply(raw)
 		if err != nil {
 			return nil, err
 		}
-		if rep.Version != codec.ProtocolVersion {
-			return nil, fmt.Errorf("%w: v=%d", codec.ErrBadReply, rep.Version)
+		if rep.Version != wire.ProtocolVersion {
+			return nil, fmt.Errorf("%w: v=%d", ErrBadReply, rep.Version)
 		}
 		if rep.CorrelationID != id && rep.CorrelationID != "" {
-			return nil, fmt.Errorf("%w: correlation_id %q, sent %q", codec.ErrBadReply, rep.CorrelationID, id)
+			return nil, fmt.Errorf("%w: correlation_id %q, sent %q", ErrBadReply, rep.CorrelationID, id)
 		}
 		if rep.Error != nil {
 			if rep.Error.Retryable && attempt < c.opts.Retries {
@@ -153,7 +151,7 @@ func (c *Client) call(ctx context.Context, build func(dst []byte, id string) []b
 			return nil, rep.Error
 		}
 		if rep.Type != wantType {
-			return nil, fmt.Errorf("%w: reply type %q, want %q", codec.ErrBadReply, rep.Type, wantType)
+			return nil, fmt.Errorf("%w: reply type %q, want %q", ErrBadReply, rep.Type, wantType)
 		}
 		return rep, nil
 	}
@@ -169,7 +167,7 @@ func (c *Client) call(ctx context.Context, build func(dst []byte, id string) []b
 // suite's malformed requests). On a timeout the socket is dropped, so the
 // next call reconnects (Lazy Pirate). The wait ends at Options.Timeout or
 // ctx's deadline, whichever comes first.
-func (c *Client) RoundTrip(ctx context.Context, frame []byte) ([]byte, error) {
+func (c *PredictionClient) RoundTrip(ctx context.Context, frame []byte) ([]byte, error) {
 	if c.sock == nil {
 		if err := c.connect(ctx); err != nil {
 			return nil, err
@@ -182,7 +180,7 @@ func (c *Client) RoundTrip(ctx context.Context, frame []byte) ([]byte, error) {
 	return raw, err
 }
 
-func (c *Client) roundTrip(ctx context.Context, frame []byte) ([]byte, error) {
+func (c *PredictionClient) roundTrip(ctx context.Context, frame []byte) ([]byte, error) {
 	if err := c.sock.Send(zmq4.NewMsg(frame)); err != nil {
 		return nil, err
 	}
@@ -204,7 +202,7 @@ func (c *Client) roundTrip(ctx context.Context, frame []byte) ([]byte, error) {
 			return nil, r.err
 		}
 		if len(r.msg.Frames) != 1 {
-			return nil, fmt.Errorf("%w: %d frames", codec.ErrBadReply, len(r.msg.Frames))
+			return nil, fmt.Errorf("%w: %d frames", ErrBadReply, len(r.msg.Frames))
 		}
 		return r.msg.Frames[0], nil
 	case <-timer.C:
@@ -213,3 +211,6 @@ func (c *Client) roundTrip(ctx context.Context, frame []byte) ([]byte, error) {
 		return nil, ctx.Err()
 	}
 }
+
+// unixNow is the envelope's ts: seconds since the Unix epoch.
+func unixNow() float64 { return float64(time.Now().UnixNano()) / 1e9 }

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/client"
 	"ramanserve/inference"
 	"ramanserve/server/channel"
-	"ramanserve/server/client"
-	"ramanserve/server/codec"
 	"ramanserve/server/zmtp"
 )
 
@@ -56,9 +55,9 @@ func serve(t *testing.T, delayFirst int32, delay time.Duration) string {
 	return "tcp://" + srv.Addr().String()
 }
 
-func TestClientCalls(t *testing.T) {
+func TestPredictionCalls(t *testing.T) {
 	ep := serve(t, 0, 0)
-	c, err := client.Dial(context.Background(), ep, client.Options{Timeout: 2 * time.Second})
+	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +66,8 @@ func TestClientCalls(t *testing.T) {
 	if err != nil || pong.ModelVersion != "c-1" || pong.ProtocolVersion != 1 {
 		t.Fatalf("ping: %+v %v", pong, err)
 	}
-	pr, err := c.Predict(context.Background(), &codec.Spectrum{Wavenumbers: []float64{1, 2, 3}, Intensities: []float64{1, 2, 3}}, nil)
-	if err != nil || pr.Concentrations.Value[inference.EPA] != 42 || pr.ModelVersion != "c-1" {
+	pr, err := c.Predict(context.Background(), &client.Spectrum{Wavenumbers: []float64{1, 2, 3}, Intensities: []float64{1, 2, 3}}, nil)
+	if err != nil || pr.Concentrations.Value[0] != 42 || pr.ModelVersion != "c-1" {
 		t.Fatalf("predict: %+v %v", pr, err)
 	}
 	mi, err := c.ModelInfo(context.Background())
@@ -76,18 +75,18 @@ func TestClientCalls(t *testing.T) {
 		t.Fatalf("model info: %+v %v", mi, err)
 	}
 	// A contract error comes back typed, not retried.
-	_, err = c.Predict(context.Background(), &codec.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{1}}, nil)
+	_, err = c.Predict(context.Background(), &client.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{1}}, nil)
 	var ce *client.Error
-	if !errors.As(err, &ce) || ce.Code != codec.CodeInvalidSpectrum || ce.Retryable {
+	if !errors.As(err, &ce) || ce.Code != "INVALID_SPECTRUM" || ce.Retryable {
 		t.Fatalf("invalid spectrum: %v", err)
 	}
 }
 
-func TestClientLazyPirateRetry(t *testing.T) {
+func TestPredictionLazyPirateRetry(t *testing.T) {
 	// The first request is answered too late: the client gives up on that
 	// socket, opens a new one and succeeds on the retry.
 	ep := serve(t, 1, 400*time.Millisecond)
-	c, err := client.Dial(context.Background(), ep, client.Options{Timeout: 150 * time.Millisecond, Retries: 2})
+	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{Timeout: 150 * time.Millisecond, Retries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,9 +97,9 @@ func TestClientLazyPirateRetry(t *testing.T) {
 	}
 }
 
-func TestClientGivesUp(t *testing.T) {
+func TestPredictionGivesUp(t *testing.T) {
 	ep := serve(t, 100, 300*time.Millisecond)
-	c, err := client.Dial(context.Background(), ep, client.Options{Timeout: 50 * time.Millisecond, Retries: 1})
+	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{Timeout: 50 * time.Millisecond, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,14 +114,14 @@ func TestClientGivesUp(t *testing.T) {
 // that reconnects and works.
 func TestRoundTripSendsRawFrames(t *testing.T) {
 	ep := serve(t, 1, 300*time.Millisecond)
-	c, err := client.Dial(context.Background(), ep, client.Options{Timeout: 2 * time.Second})
+	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	ping := codec.AppendPingRequest(nil, "slow", 0)
+	ping := client.AppendPingRequest(nil, "slow", 0)
 	if _, err := c.RoundTrip(ctx, ping); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("delayed reply: err = %v, want the context's deadline", err)
 	}
@@ -132,8 +131,8 @@ func TestRoundTripSendsRawFrames(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after a timeout the client must reconnect: %v", err)
 	}
-	rep, err := codec.DecodeReply(raw)
-	if err != nil || rep.Type != "error" || rep.Error == nil || rep.Error.Code != codec.CodeMalformedMessage || rep.CorrelationID != "" {
+	rep, err := client.DecodeReply(raw)
+	if err != nil || rep.Type != "error" || rep.Error == nil || rep.Error.Code != "MALFORMED_MESSAGE" || rep.CorrelationID != "" {
 		t.Fatalf("reply to garbage: %+v %v", rep, err)
 	}
 }

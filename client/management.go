@@ -1,0 +1,99 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/textproto"
+	"strings"
+
+	"ramanserve/gen"
+)
+
+// Management is the management channel's client: the client oapi-codegen
+// generates from api/openapi.yaml (every endpoint, typed answers in
+// JSON200, JSON404, ...), plus StartTraining, the training upload typed
+// and streamed. Turn an answer outside 2xx into *Error with HTTPError.
+type Management struct {
+	*gen.ClientWithResponses
+}
+
+// NewManagement returns a client of the server at base, e.g.
+// "http://localhost:5556". Options are the generated client's
+// (gen.WithHTTPClient, gen.WithRequestEditorFn).
+func NewManagement(base string, opts ...gen.ClientOption) (*Management, error) {
+	c, err := gen.NewClientWithResponses(strings.TrimRight(base, "/"), opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Management{ClientWithResponses: c}, nil
+}
+
+// StartTraining uploads a training set (POST /training/start): meta as the
+// JSON meta part, csv streamed into the csv part as the request is sent, so
+// a large CSV is never held in memory. It returns the accepted job, or the
+// server's refusal as *Error (code, message, retryable, HTTP status), or
+// the transport's error (csv's read error among them).
+func (m *Management) StartTraining(ctx context.Context, meta gen.TrainingMeta, csv io.Reader, reqEditors ...gen.RequestEditorFn) (*gen.TrainingJobAccepted, error) {
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	contentType, body := TrainingBody(metaJSON, csv)
+	defer body.Close() // ends the writing goroutine if the request never read the body
+	res, err := m.StartTrainingWithBodyWithResponse(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	if err := HTTPError(res.HTTPResponse, res.Body); err != nil {
+		return nil, err
+	}
+	if res.JSON202 == nil {
+		return nil, fmt.Errorf("POST /training/start: status %d without a TrainingJobAccepted", res.StatusCode())
+	}
+	return res.JSON202, nil
+}
+
+// TrainingBody returns the multipart/form-data body of a training upload
+// and its Content-Type: a meta part (application/json) holding meta as
+// given, then a csv part read from csv while the body is read. A nil meta
+// or csv leaves that part out, which the server refuses with MISSING_PART:
+// it is there for tools that test the server's checks; StartTraining is
+// the typed call. The body is written by a goroutine through a pipe; it
+// ends when the body has been read to its end or closed, so the caller
+// must close body (an http.Request's transport does).
+func TrainingBody(meta []byte, csv io.Reader) (contentType string, body io.ReadCloser) {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		pw.CloseWithError(writeTrainingParts(mw, meta, csv))
+	}()
+	return mw.FormDataContentType(), pr
+}
+
+func writeTrainingParts(mw *multipart.Writer, meta []byte, csv io.Reader) error {
+	if meta != nil {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", `form-data; name="meta"`)
+		h.Set("Content-Type", "application/json")
+		w, err := mw.CreatePart(h)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(meta); err != nil {
+			return err
+		}
+	}
+	if csv != nil {
+		w, err := mw.CreateFormFile("csv", "training.csv")
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(w, csv); err != nil {
+			return err
+		}
+	}
+	return mw.Close()
+}
