@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -45,5 +46,22 @@ func TestClassify(t *testing.T) {
 		if got.Code != tc.code || got.Status != tc.status || got.Retryable != tc.retryable {
 			t.Errorf("Classify(%v) = %+v, want %s %d %v", tc.err, got, tc.code, tc.status, tc.retryable)
 		}
+	}
+}
+
+// TestRetryableIsOneTable: both channels read retryability from the same
+// table; INTERNAL_ERROR is final on both, SERVER_BUSY retryable on both.
+func TestRetryableIsOneTable(t *testing.T) {
+	for code, want := range map[Code]bool{
+		InternalError: false, ServerBusy: true, LoadInProgress: true, TrainingQueueFull: true,
+		InsufficientStorage: true, ShuttingDown: true, InvalidSpectrum: false, MalformedMessage: false,
+		MessageTooLarge: false, ModelNotLoaded: false, UnknownType: false, UnsupportedVersion: false,
+	} {
+		if Retryable(code) != want || Errorf(code, "x").Retryable() != want {
+			t.Errorf("%s: retryable %v, want %v", code, Retryable(code), want)
+		}
+	}
+	if c := Classify(context.DeadlineExceeded); c.Retryable != Retryable(c.Code) {
+		t.Errorf("deadline: %+v does not follow the table", c)
 	}
 }
