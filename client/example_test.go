@@ -198,7 +198,7 @@ func ExamplePredictionClient_Predict() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for i, analyte := range client.Analytes {
+	for i, analyte := range client.AnalyteNames() {
 		if pr.Concentrations.Valid[i] {
 			fmt.Printf("%s predicted\n", analyte)
 		}

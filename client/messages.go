@@ -13,8 +13,16 @@ import (
 // codec shares. A client is not the server's hot path, so decoding favours
 // strictness and clear errors over zero allocation.
 
-// Analytes names the analytes in the order of Breakdown's arrays.
-var Analytes = [3]string{"EPA", "DHA", "DPA"}
+// Indexes of the analytes in Breakdown's arrays.
+const (
+	EPA = iota
+	DHA
+	DPA
+)
+
+// AnalyteNames returns the analytes' wire names, in the order of
+// Breakdown's arrays.
+func AnalyteNames() [3]string { return [3]string{"EPA", "DHA", "DPA"} }
 
 // Breakdown is one number per analyte; Valid says which the server sent
 // (an analyte the model does not predict is left out of the reply).
@@ -25,7 +33,7 @@ type Breakdown struct {
 
 // Get returns the value of the named analyte and whether the server sent it.
 func (b *Breakdown) Get(analyte string) (float64, bool) {
-	for i, a := range Analytes {
+	for i, a := range AnalyteNames() {
 		if a == analyte {
 			return b.Value[i], b.Valid[i]
 		}
@@ -367,7 +375,7 @@ func decodeBreakdown(r *wire.Reader, field string, b *Breakdown) error {
 		if err != nil {
 			return err
 		}
-		for i, a := range Analytes {
+		for i, a := range AnalyteNames() {
 			if a == key {
 				b.Value[i], b.Valid[i] = v, true
 			}

@@ -165,7 +165,7 @@ func (c *PredictionClient) call(ctx context.Context, build func(dst []byte, id s
 // reply frame: one attempt, no retry and no check of the reply. It is for
 // tools that need to send what the typed calls cannot (the conformance
 // suite's malformed requests). On a timeout the socket is dropped, so the
-// next call reconnects (Lazy Pirate). The wait ends at Options.Timeout or
+// next call reconnects (Lazy Pirate). The wait ends at PredictionOptions.Timeout or
 // ctx's deadline, whichever comes first.
 func (c *PredictionClient) RoundTrip(ctx context.Context, frame []byte) ([]byte, error) {
 	if c.sock == nil {
