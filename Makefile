@@ -14,7 +14,7 @@ FUZZMINIMIZE  ?= 5s
 # sessions, jobs); every test run doubles as a data-race check.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 14m
 
-.PHONY: all build run test test-go deps generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run test test-go test-examples deps deps-c generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -35,6 +35,26 @@ deps:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS) >/dev/null; \
 		$(PY) -c 'import zmq, sklearn, joblib, msgpack, lz4.frame, numpy'; \
 	fi
+
+## deps-c: Debian's libzmq and msgpack-c development packages for the C example
+# msgpack-c's package is libmsgpack-c-dev from trixie on (pkg-config
+# msgpack-c), libmsgpack-dev before (bookworm; pkg-config msgpack).
+deps-c:
+	@if command -v cc >/dev/null && pkg-config --exists libzmq && { pkg-config --exists msgpack-c || pkg-config --exists msgpack; }; then \
+		echo "deps-c: cc, libzmq and msgpack-c present"; \
+	else \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq; \
+		MSGPACK=$$(apt-cache show libmsgpack-c-dev >/dev/null 2>&1 && echo libmsgpack-c-dev || echo libmsgpack-dev); \
+		echo "deps-c: installing gcc pkg-config libzmq3-dev $$MSGPACK"; \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends gcc libc6-dev pkg-config libzmq3-dev $$MSGPACK >/dev/null; \
+		pkg-config --exists libzmq && { pkg-config --exists msgpack-c || pkg-config --exists msgpack; }; \
+	fi
+
+## test-examples: compile examples/c (-Wall -Wextra -Werror) and run it against a real server
+# CI=true: deps-c has just installed the toolchain, so the test must not skip.
+test-examples: deps-c
+	set -o pipefail; CI=true $(GO) test -count=1 -run '^TestExampleC$$' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
 ## generate: regenerate gen/ from api/openapi.yaml
 generate:
@@ -58,14 +78,14 @@ vet:
 	$(GO) vet ./...
 
 ## test: everything CI runs
-test: deps check-generated lint test-go
+test: deps check-generated lint test-examples test-go
 
 # The conformance suite runs verbose so that its closing line, how many
 # responses were validated against api/openapi.yaml, shows in every run;
 # passing tests' own lines are filtered out.
 test-go:
 	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v '/conformance$$')
-	set -o pipefail; $(GO) test $(GOTEST_FLAGS) -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
+	set -o pipefail; $(GO) test $(GOTEST_FLAGS) -skip '^TestExampleC$$' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
 
 ## bench: every figure of the README's performance table
 bench: deps build
