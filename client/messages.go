@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"ramanserve/wire"
+	"ramanserve/server/codec/wire"
 )
 
 // This file encodes requests and decodes replies of the prediction channel

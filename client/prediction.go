@@ -9,7 +9,7 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"github.com/google/uuid"
 
-	"ramanserve/wire"
+	"ramanserve/server/codec/wire"
 )
 
 // PredictionOptions configure a PredictionClient. Zero fields take the defaults.

@@ -6,8 +6,8 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/inference"
+	"ramanserve/server/codec/wire"
 	"ramanserve/server/contract"
-	"ramanserve/wire"
 )
 
 func BenchmarkDecodePredict2048(b *testing.B) {

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/server/codec/wire"
 	"ramanserve/server/contract"
-	"ramanserve/wire"
 )
 
 // ReplyMeta is what every reply envelope carries besides its type and body.

@@ -6,8 +6,8 @@ import (
 	"math"
 	"unicode/utf8"
 
+	"ramanserve/server/codec/wire"
 	"ramanserve/server/contract"
-	"ramanserve/wire"
 )
 
 // Limits of the request decoder.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"ramanserve/client"
+	"ramanserve/server/codec/wire"
 	"ramanserve/server/contract"
-	"ramanserve/wire"
 
 	"github.com/vmihailenco/msgpack/v5"
 )

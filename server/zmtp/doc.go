@@ -12,9 +12,9 @@
 // (higher versions are accepted, as RFC 37 requires) and the NULL mechanism;
 // other mechanisms get an ERROR command and are closed; a bad signature or a
 // pre-3.0 version is closed without a reply. Then both sides send READY; ours
-// carries Socket-Type "REP". The peer's READY must carry a Socket-Type of REQ,
-// DEALER or ROUTER (names and values compared case-insensitively); anything
-// else, a missing Socket-Type, or malformed metadata gets an ERROR command
+// carries Socket-Type "REP". The peer's READY must carry a Socket-Type of REQ
+// or DEALER, the peers RFC 28 allows for REP (names and values compared
+// case-insensitively); anything else, a missing Socket-Type, or malformed metadata gets an ERROR command
 // and is closed. Every length in READY is checked against the bytes that
 // remain. The whole handshake must finish within Config.HandshakeTimeout
 // (default 5 s); it runs in the connection's goroutine, never in the accept
@@ -24,7 +24,7 @@
 //
 // A request's envelope is every frame up to and including the first empty
 // frame (the delimiter). A REQ peer's envelope is just the delimiter; a DEALER
-// or ROUTER peer may put any number of frames before it. The envelope is
+// peer may put any number of frames before it. The envelope is
 // echoed back unchanged in front of the reply frame, and the Handler sees only
 // the frames after it. A message with no empty frame has no envelope: all of
 // its frames are the body, and the reply is a single frame with no envelope.
