@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -225,6 +226,13 @@ func ParseCORSOrigin(s string) (string, error) {
 	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
 	if strings.HasSuffix(u.Host, ":") {
 		return "", bad("empty port")
+	}
+	if strings.HasPrefix(u.Host, "[") {
+		if ip, err := netip.ParseAddr(host); err != nil || !ip.Is6() || ip.Zone() != "" {
+			return "", bad("not an IPv6 address in brackets")
+		}
+	} else if strings.Trim(host, "abcdefghijklmnopqrstuvwxyz0123456789.-_") != "" {
+		return "", bad("host " + host)
 	}
 	if port != "" {
 		n, err := strconv.Atoi(port)

@@ -552,6 +552,10 @@ func TestParseCORSOrigin(t *testing.T) {
 		"https://a%2eexample":             "character",
 		"https://a.example\n":             "character",
 		"https://*.example":               "character",
+		"a://::1":                         "host",
+		"http://[fe80::1%25eth0]":         "character",
+		"http://[1.2.3.4]":                "IP-literal",
+		"http://a~b.example":              "host",
 	} {
 		if _, err := ParseCORSOrigin(in); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("ParseCORSOrigin(%q): %v, want an error saying %q", in, err, why)
