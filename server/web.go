@@ -302,20 +302,21 @@ func allowedRequestHeaders(requested []string) string {
 	return b.String()
 }
 
-// unsafeRequestHeaders are, lower case, the Fetch standard's forbidden
-// request headers and the method overrides.
-var unsafeRequestHeaders = map[string]bool{
-	"accept-charset": true, "accept-encoding": true, "access-control-request-headers": true,
-	"access-control-request-method": true, "connection": true, "content-length": true, "cookie": true,
-	"cookie2": true, "date": true, "dnt": true, "expect": true, "host": true, "keep-alive": true,
-	"origin": true, "referer": true, "set-cookie": true, "te": true, "trailer": true,
-	"transfer-encoding": true, "upgrade": true, "via": true,
-	"x-http-method": true, "x-http-method-override": true, "x-method-override": true,
+// unsafeRequestHeader reports whether name (lower case) is one of the
+// Fetch standard's forbidden request headers or a method override.
+func unsafeRequestHeader(name string) bool {
+	switch name {
+	case "accept-charset", "accept-encoding", "access-control-request-headers", "access-control-request-method",
+		"connection", "content-length", "cookie", "cookie2", "date", "dnt", "expect", "host", "keep-alive",
+		"origin", "referer", "set-cookie", "te", "trailer", "transfer-encoding", "upgrade", "via",
+		"x-http-method", "x-http-method-override", "x-method-override":
+		return true
+	}
+	return strings.HasPrefix(name, "proxy-") || strings.HasPrefix(name, "sec-")
 }
 
 func safeRequestHeader(name string) bool {
-	if name == "" || len(name) > maxAllowedHeaderLen || unsafeRequestHeaders[name] ||
-		strings.HasPrefix(name, "proxy-") || strings.HasPrefix(name, "sec-") {
+	if name == "" || len(name) > maxAllowedHeaderLen || unsafeRequestHeader(name) {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
