@@ -42,7 +42,7 @@ type App struct {
 
 	httpServer *http.Server
 	httpLn     *connLimitListener
-	bodies     *bodyDeadlines
+	bodies     *httpHandler
 	channel    *predictionChannel
 	jobs       *jobs.Manager
 	done       chan error
@@ -143,7 +143,7 @@ func (a *App) serve() error {
 	}
 	a.bodies = handler
 	a.httpServer = &http.Server{
-		Handler:           reserveGate(handler),
+		Handler:           handler, // the health reserve's gate is inside
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    maxHeaderBytes,
 		IdleTimeout:       2 * time.Minute,

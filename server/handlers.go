@@ -33,6 +33,7 @@ type API struct {
 	Started       time.Time
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
+	spec       specDocuments    // GET /openapi.yaml and /openapi.json
 	writeProbe writeProbe       // health's registry write probe, one at a time
 }
 

@@ -59,6 +59,10 @@ type HTTPConfig struct {
 	// floor starts to count (default 10 s): headers, the meta part, a slow
 	// start of the connection.
 	UploadRateGrace time.Duration
+	// CORSOrigins are the browser origins (scheme://host[:port]) whose
+	// pages may call the API (-cors-origin); empty, CORS is off. See
+	// ParseCORSOrigin and web.go.
+	CORSOrigins []string
 	// MaxConnections caps simultaneous HTTP connections (default 256), so
 	// a flood of idle or stalled clients cannot use up the process's file
 	// descriptors, which the prediction channel and the registry need too.
@@ -115,15 +119,32 @@ const uploadPath = "/training/start"
 
 // NewHTTPHandler builds the management channel: echo serving the generated
 // strict interface implemented by api, behind request validation against
-// api/openapi.yaml, with one error path for every failure.
+// api/openapi.yaml, with one error path for every failure, behind the body
+// deadlines, the health reserve's gate and the web conventions (request
+// id, CORS, access log).
 func NewHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (http.Handler, error) {
 	return newHTTPHandler(api, cfg, log)
 }
 
+// httpHandler is the management channel's handler, layered from the
+// outside in: web conventions, the health reserve's gate, body deadlines,
+// echo. Shutdown reaches the body deadlines through it.
+type httpHandler struct {
+	*webLayer
+	bodies *bodyDeadlines
+}
+
+func (h *httpHandler) abortBodies() { h.bodies.abortBodies() }
+
 // newHTTPHandler is NewHTTPHandler with the body tracking that shutdown
 // uses exposed.
-func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*bodyDeadlines, error) {
+func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*httpHandler, error) {
 	cfg.defaults()
+	spec, err := loadSpecDocuments()
+	if err != nil {
+		return nil, err
+	}
+	api.spec = spec
 	doc, err := gen.GetSwagger()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded OpenAPI document: %w", err)
@@ -142,6 +163,8 @@ func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*bodyDeadlines,
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(log)
+	routes := &routeRecorder{}
+	e.Use(routes.middleware)
 	e.Use(recoverToInternalError(log))
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit:   fmt.Sprintf("%dB", cfg.MaxJSONBodyBytes),
@@ -150,11 +173,16 @@ func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*bodyDeadlines,
 	e.Use(limitUpload(cfg.MaxUploadBytes))
 	e.Use(validateRequests(router))
 	gen.RegisterHandlers(e, gen.NewStrictHandler(api, nil))
+	routes.learn(e)
 	d := &bodyDeadlines{next: e, idle: cfg.BodyIdleTimeout, jsonTotal: cfg.JSONBodyTimeout, rateGrace: cfg.UploadRateGrace}
 	if cfg.UploadMinRate > 0 {
 		d.minRate = cfg.UploadMinRate
 	}
-	return d, nil
+	web, err := newWebLayer(reserveGate(d), cfg.CORSOrigins, log)
+	if err != nil {
+		return nil, err
+	}
+	return &httpHandler{webLayer: web, bodies: d}, nil
 }
 
 // bodyDeadlines bounds every request body in time and keeps track of the
@@ -534,7 +562,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		body, status := errorBody(err)
 		if status >= 500 {
-			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "request_id", requestID(c), "err", err)
 		}
 		switch contract.Code(body.Code) {
 		case contract.LoadInProgress:
@@ -612,7 +640,7 @@ func recoverToInternalError(log *slog.Logger) echo.MiddlewareFunc {
 					if p == http.ErrAbortHandler {
 						panic(p)
 					}
-					log.Error("handler panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					log.Error("handler panic", "request_id", requestID(c), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 					err = errors.New("handler panic")
 				}
 			}()
@@ -622,3 +650,12 @@ func recoverToInternalError(log *slog.Logger) echo.MiddlewareFunc {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// requestID is the request's id for the server's own log lines, so they
+// can be joined with its access-log line and the client's X-Request-Id.
+func requestID(c echo.Context) string {
+	if x := exchangeOf(c.Request().Context()); x != nil {
+		return x.id
+	}
+	return ""
+}

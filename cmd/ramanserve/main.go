@@ -6,6 +6,8 @@
 // -http-addr is RAMAN_HTTP_ADDR. A flag on the command line wins over the
 // environment. -allow-file-root is repeatable; its variable takes a
 // list separated by the OS path-list separator (":" on Linux).
+// -cors-origin is repeatable too; its variable takes a comma-separated
+// list.
 package main
 
 import (
@@ -44,6 +46,20 @@ type rootList []string
 
 func (r *rootList) String() string     { return strings.Join(*r, string(os.PathListSeparator)) }
 func (r *rootList) Set(v string) error { *r = append(*r, v); return nil }
+
+// originList is -cors-origin, repeatable: each value is checked (and
+// normalised) as it is set, so a bad one stops the start with its reason.
+type originList []string
+
+func (o *originList) String() string { return strings.Join(*o, ",") }
+func (o *originList) Set(v string) error {
+	origin, err := server.ParseCORSOrigin(v)
+	if err != nil {
+		return err
+	}
+	*o = append(*o, origin)
+	return nil
+}
 
 // toleranceFlag is -confidence-tolerance: "EPA=1,DHA=1,DPA=0.5", g/L.
 type toleranceFlag struct{ b *inference.Breakdown }
@@ -89,14 +105,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs := flag.NewFlagSet("ramanserve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfg   server.Config
-		opts  options
-		roots rootList
+		cfg     server.Config
+		opts    options
+		roots   rootList
+		origins originList
 	)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":5556", "management HTTP listen address")
 	fs.StringVar(&cfg.ZMQEndpoint, "zmq-addr", "tcp://*:5555", "prediction channel ZeroMQ endpoint")
 	fs.StringVar(&cfg.RegistryDir, "registry", "./var/registry", "model registry directory (created if missing)")
 	fs.Var(&roots, "allow-file-root", "directory POST /model/load may import .joblib files from (repeatable; default <registry>/import)")
+	fs.Var(&origins, "cors-origin", "browser origin, scheme://host[:port], whose pages may call the management API (repeatable; off by default; \"*\" is refused)")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.Int64Var(&cfg.HTTP.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest accepted training upload in bytes")
@@ -140,6 +158,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	if s := cfg.Channel.Model.SaturationLevel; !(s >= 0) || math.IsInf(s, 0) {
 		return cfg, opts, fmt.Errorf("-saturation-level must be a finite number >= 0, not %v", s)
 	}
+	cfg.HTTP.CORSOrigins = origins
 	cfg.AllowFileRoots = roots
 	if len(cfg.AllowFileRoots) == 0 {
 		// The registry's import/ folder, which it creates.
@@ -271,8 +290,14 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 			return
 		}
 		values := []string{v}
-		if f.Name == "allow-file-root" {
+		switch f.Name {
+		case "allow-file-root":
 			values = filepath.SplitList(v)
+		case "cors-origin": // origins hold ":", never ","
+			values = strings.Split(v, ",")
+			for i := range values {
+				values[i] = strings.TrimSpace(values[i])
+			}
 		}
 		for _, one := range values {
 			if e := fs.Set(f.Name, one); e != nil {

@@ -86,6 +86,27 @@ func TestParseConfig(t *testing.T) {
 		{name: "negative training memory", args: []string{"-max-training-memory", "-1"}, env: env(), err: "max-training-memory"},
 		{name: "bad environment value", env: env("RAMAN_MAX_CONNECTIONS", "many"), err: "RAMAN_MAX_CONNECTIONS"},
 		{name: "stray argument", args: []string{"serve"}, env: env(), err: "unexpected arguments"},
+		{name: "cors off by default", env: env(), check: func(t *testing.T, c configAndOptions) {
+			if len(c.cfg.HTTP.CORSOrigins) != 0 {
+				t.Errorf("cors origins %q", c.cfg.HTTP.CORSOrigins)
+			}
+		}},
+		{name: "cors origins", args: []string{"-cors-origin", "https://Console.Plant:443", "-cors-origin", "http://127.0.0.1:8080"}, env: env(),
+			check: func(t *testing.T, c configAndOptions) {
+				if strings.Join(c.cfg.HTTP.CORSOrigins, " ") != "https://console.plant http://127.0.0.1:8080" {
+					t.Errorf("cors origins %q", c.cfg.HTTP.CORSOrigins)
+				}
+			}},
+		{name: "cors origins from the environment", env: env("RAMAN_CORS_ORIGIN", "https://a.example, http://[::1]:3000"),
+			check: func(t *testing.T, c configAndOptions) {
+				if strings.Join(c.cfg.HTTP.CORSOrigins, " ") != "https://a.example http://[::1]:3000" {
+					t.Errorf("cors origins %q", c.cfg.HTTP.CORSOrigins)
+				}
+			}},
+		{name: "cors wildcard refused", args: []string{"-cors-origin", "*"}, env: env(), err: `"*" is not accepted`},
+		{name: "cors origin with a path refused", args: []string{"-cors-origin", "https://a.example/"}, env: env(), err: "has a path"},
+		{name: "cors origin without a scheme refused", args: []string{"-cors-origin", "localhost:3000"}, env: env(), err: "no scheme"},
+		{name: "bad cors origin in the environment", env: env("RAMAN_CORS_ORIGIN", "https://a.example,null"), err: "RAMAN_CORS_ORIGIN"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
