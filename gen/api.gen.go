@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -65,75 +66,15 @@ func (e ChannelErrorCode) Valid() bool {
 	}
 }
 
-// Defines values for ChannelReplyType.
+// Defines values for ErrorReplyType.
 const (
-	Error          ChannelReplyType = "error"
-	ModelInfoReply ChannelReplyType = "model_info_reply"
-	Pong           ChannelReplyType = "pong"
-	PredictReply   ChannelReplyType = "predict_reply"
+	Error ErrorReplyType = "error"
 )
 
-// Valid indicates whether the value is a known member of the ChannelReplyType enum.
-func (e ChannelReplyType) Valid() bool {
+// Valid indicates whether the value is a known member of the ErrorReplyType enum.
+func (e ErrorReplyType) Valid() bool {
 	switch e {
 	case Error:
-		return true
-	case ModelInfoReply:
-		return true
-	case Pong:
-		return true
-	case PredictReply:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ChannelReplyV.
-const (
-	ChannelReplyVN1 ChannelReplyV = 1
-)
-
-// Valid indicates whether the value is a known member of the ChannelReplyV enum.
-func (e ChannelReplyV) Valid() bool {
-	switch e {
-	case ChannelReplyVN1:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ChannelRequestType.
-const (
-	ChannelRequestTypeModelInfo ChannelRequestType = "model_info"
-	ChannelRequestTypePing      ChannelRequestType = "ping"
-	ChannelRequestTypePredict   ChannelRequestType = "predict"
-)
-
-// Valid indicates whether the value is a known member of the ChannelRequestType enum.
-func (e ChannelRequestType) Valid() bool {
-	switch e {
-	case ChannelRequestTypeModelInfo:
-		return true
-	case ChannelRequestTypePing:
-		return true
-	case ChannelRequestTypePredict:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ChannelRequestV.
-const (
-	ChannelRequestVN1 ChannelRequestV = 1
-)
-
-// Valid indicates whether the value is a known member of the ChannelRequestV enum.
-func (e ChannelRequestV) Valid() bool {
-	switch e {
-	case ChannelRequestVN1:
 		return true
 	default:
 		return false
@@ -179,6 +120,36 @@ func (e LoadModelRequestSource) Valid() bool {
 	}
 }
 
+// Defines values for ModelInfoReplyType.
+const (
+	ModelInfoReplyTypeModelInfoReply ModelInfoReplyType = "model_info_reply"
+)
+
+// Valid indicates whether the value is a known member of the ModelInfoReplyType enum.
+func (e ModelInfoReplyType) Valid() bool {
+	switch e {
+	case ModelInfoReplyTypeModelInfoReply:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ModelInfoRequestType.
+const (
+	ModelInfoRequestTypeModelInfo ModelInfoRequestType = "model_info"
+)
+
+// Valid indicates whether the value is a known member of the ModelInfoRequestType enum.
+func (e ModelInfoRequestType) Valid() bool {
+	switch e {
+	case ModelInfoRequestTypeModelInfo:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelStatus.
 const (
 	ModelStatusActive   ModelStatus = "active"
@@ -200,6 +171,21 @@ func (e ModelStatus) Valid() bool {
 	}
 }
 
+// Defines values for PingRequestType.
+const (
+	Ping PingRequestType = "ping"
+)
+
+// Valid indicates whether the value is a known member of the PingRequestType enum.
+func (e PingRequestType) Valid() bool {
+	switch e {
+	case Ping:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PongBodyProtocolVersion.
 const (
 	PongBodyProtocolVersionN1 PongBodyProtocolVersion = 1
@@ -209,6 +195,66 @@ const (
 func (e PongBodyProtocolVersion) Valid() bool {
 	switch e {
 	case PongBodyProtocolVersionN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PongReplyType.
+const (
+	Pong PongReplyType = "pong"
+)
+
+// Valid indicates whether the value is a known member of the PongReplyType enum.
+func (e PongReplyType) Valid() bool {
+	switch e {
+	case Pong:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PredictReplyType.
+const (
+	PredictReplyTypePredictReply PredictReplyType = "predict_reply"
+)
+
+// Valid indicates whether the value is a known member of the PredictReplyType enum.
+func (e PredictReplyType) Valid() bool {
+	switch e {
+	case PredictReplyTypePredictReply:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PredictRequestType.
+const (
+	Predict PredictRequestType = "predict"
+)
+
+// Valid indicates whether the value is a known member of the PredictRequestType enum.
+func (e PredictRequestType) Valid() bool {
+	switch e {
+	case Predict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProtocolVersion.
+const (
+	ProtocolVersionN1 ProtocolVersion = 1
+)
+
+// Valid indicates whether the value is a known member of the ProtocolVersion enum.
+func (e ProtocolVersion) Valid() bool {
+	switch e {
+	case ProtocolVersionN1:
 		return true
 	default:
 		return false
@@ -249,50 +295,19 @@ type ChannelError struct {
 // ChannelErrorCode defines model for ChannelError.Code.
 type ChannelErrorCode string
 
-// ChannelReply Reply envelope on the prediction channel.
+// ChannelReply Reply envelope on the prediction channel; `type` names its schema.
+// A failed `ping`, `predict` or `model_info` is answered with that
+// request's reply type (`pong`, `predict_reply`, `model_info_reply`),
+// `error` set and `body` an empty map; `error` replies answer only a
+// request whose type is unknown or that could not be decoded.
 type ChannelReply struct {
-	// Body PongBody, PredictReplyBody, ModelInfo or an empty map for `error`.
-	Body map[string]interface{} `json:"body"`
-
-	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
-	CorrelationId string        `json:"correlation_id"`
-	Error         *ChannelError `json:"error"`
-
-	// Id Fresh id of this reply (UUID text form).
-	Id   string           `json:"id"`
-	Ts   float64          `json:"ts"`
-	Type ChannelReplyType `json:"type"`
-	V    ChannelReplyV    `json:"v"`
+	union json.RawMessage
 }
 
-// ChannelReplyType defines model for ChannelReply.Type.
-type ChannelReplyType string
-
-// ChannelReplyV defines model for ChannelReply.V.
-type ChannelReplyV int
-
-// ChannelRequest Request envelope on the prediction channel.
+// ChannelRequest Request envelope on the prediction channel; `type` names its schema.
 type ChannelRequest struct {
-	// Body PredictRequestBody for `predict`; ignored for `ping` and `model_info`. `nil` counts as absent.
-	Body *map[string]interface{} `json:"body,omitempty"`
-
-	// Id Unique id of the message (UUID text form recommended), valid
-	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
-	// characters, so an id of multi-byte characters can pass this
-	// schema and still be refused with MALFORMED_MESSAGE.
-	Id string `json:"id"`
-
-	// Ts Seconds since the Unix epoch; optional, and `nil` counts as absent.
-	Ts   *float64           `json:"ts,omitempty"`
-	Type ChannelRequestType `json:"type"`
-	V    ChannelRequestV    `json:"v"`
+	union json.RawMessage
 }
-
-// ChannelRequestType defines model for ChannelRequest.Type.
-type ChannelRequestType string
-
-// ChannelRequestV defines model for ChannelRequest.V.
-type ChannelRequestV int
 
 // ComponentValues One number per component the active model predicts (all three for a three-target model).
 type ComponentValues struct {
@@ -309,6 +324,35 @@ type ConfidenceValues struct {
 	DPA *float64 `json:"DPA,omitempty"`
 	EPA *float64 `json:"EPA,omitempty"`
 }
+
+// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+type CorrelationId = string
+
+// EmptyBody An empty map, the body of every failed reply.
+type EmptyBody = map[string]interface{}
+
+// ErrorReply defines model for ErrorReply.
+type ErrorReply struct {
+	// Body An empty map, the body of every failed reply.
+	Body EmptyBody `json:"body"`
+
+	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+	CorrelationId CorrelationId `json:"correlation_id"`
+	Error         ChannelError  `json:"error"`
+
+	// Id Fresh id of this reply (UUID text form).
+	Id ReplyId `json:"id"`
+
+	// Ts Seconds since the Unix epoch when the reply was made.
+	Ts   ReplyTimestamp `json:"ts"`
+	Type ErrorReplyType `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// ErrorReplyType defines model for ErrorReply.Type.
+type ErrorReplyType string
 
 // ErrorResponse defines model for ErrorResponse.
 type ErrorResponse struct {
@@ -341,6 +385,9 @@ type HealthStatus struct {
 
 // HealthStatusStatus defines model for HealthStatus.Status.
 type HealthStatusStatus string
+
+// IgnoredBody Ignored by the server; `nil` counts as absent.
+type IgnoredBody = map[string]interface{}
 
 // LoadModelRequest defines model for LoadModelRequest.
 type LoadModelRequest struct {
@@ -390,6 +437,12 @@ type LoadResult struct {
 	// PreviousVersion Version active before the swap; the empty string when none was.
 	PreviousVersion string `json:"previous_version"`
 }
+
+// MessageId Unique id of the message (UUID text form recommended), valid
+// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
+// characters, so an id of multi-byte characters can pass this
+// schema and still be refused with MALFORMED_MESSAGE.
+type MessageId = string
 
 // MetricBreakdown One number per component; a component the model does not predict is omitted.
 type MetricBreakdown struct {
@@ -452,6 +505,58 @@ type ModelInfo struct {
 	WavenumberRange *[]float64 `json:"wavenumber_range,omitempty"`
 }
 
+// ModelInfoReply defines model for ModelInfoReply.
+type ModelInfoReply struct {
+	// Body ModelInfo on success; an empty map when `error` is set.
+	Body ModelInfoReply_Body `json:"body"`
+
+	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+	CorrelationId CorrelationId `json:"correlation_id"`
+
+	// Error Null on success.
+	Error *ChannelError `json:"error"`
+
+	// Id Fresh id of this reply (UUID text form).
+	Id ReplyId `json:"id"`
+
+	// Ts Seconds since the Unix epoch when the reply was made.
+	Ts   ReplyTimestamp     `json:"ts"`
+	Type ModelInfoReplyType `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// ModelInfoReply_Body ModelInfo on success; an empty map when `error` is set.
+type ModelInfoReply_Body struct {
+	union json.RawMessage
+}
+
+// ModelInfoReplyType defines model for ModelInfoReply.Type.
+type ModelInfoReplyType string
+
+// ModelInfoRequest defines model for ModelInfoRequest.
+type ModelInfoRequest struct {
+	// Body Ignored by the server; `nil` counts as absent.
+	Body *IgnoredBody `json:"body,omitempty"`
+
+	// Id Unique id of the message (UUID text form recommended), valid
+	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
+	// characters, so an id of multi-byte characters can pass this
+	// schema and still be refused with MALFORMED_MESSAGE.
+	Id MessageId `json:"id"`
+
+	// Ts Seconds since the Unix epoch; optional, and `nil` counts as absent.
+	Ts   *RequestTimestamp    `json:"ts,omitempty"`
+	Type ModelInfoRequestType `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// ModelInfoRequestType defines model for ModelInfoRequest.Type.
+type ModelInfoRequestType string
+
 // ModelLineage Where the version came from. A model trained here carries the
 // operator's TrainingMeta, its job and the SHA-256 and row count of
 // the training CSV; an import carries `imported_from`; an adopted
@@ -493,6 +598,28 @@ type ModelVersion struct {
 	Version        string    `json:"version"`
 }
 
+// PingRequest defines model for PingRequest.
+type PingRequest struct {
+	// Body Ignored by the server; `nil` counts as absent.
+	Body *IgnoredBody `json:"body,omitempty"`
+
+	// Id Unique id of the message (UUID text form recommended), valid
+	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
+	// characters, so an id of multi-byte characters can pass this
+	// schema and still be refused with MALFORMED_MESSAGE.
+	Id MessageId `json:"id"`
+
+	// Ts Seconds since the Unix epoch; optional, and `nil` counts as absent.
+	Ts   *RequestTimestamp `json:"ts,omitempty"`
+	Type PingRequestType   `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// PingRequestType defines model for PingRequest.Type.
+type PingRequestType string
+
 // PongBody defines model for PongBody.
 type PongBody struct {
 	// ModelVersion Active model version; the empty string when no model is loaded.
@@ -504,6 +631,36 @@ type PongBody struct {
 
 // PongBodyProtocolVersion defines model for PongBody.ProtocolVersion.
 type PongBodyProtocolVersion int
+
+// PongReply defines model for PongReply.
+type PongReply struct {
+	// Body PongBody on success; an empty map when `error` is set.
+	Body PongReply_Body `json:"body"`
+
+	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+	CorrelationId CorrelationId `json:"correlation_id"`
+
+	// Error Null on success.
+	Error *ChannelError `json:"error"`
+
+	// Id Fresh id of this reply (UUID text form).
+	Id ReplyId `json:"id"`
+
+	// Ts Seconds since the Unix epoch when the reply was made.
+	Ts   ReplyTimestamp `json:"ts"`
+	Type PongReplyType  `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// PongReply_Body PongBody on success; an empty map when `error` is set.
+type PongReply_Body struct {
+	union json.RawMessage
+}
+
+// PongReplyType defines model for PongReply.Type.
+type PongReplyType string
 
 // PredictContext defines model for PredictContext.
 type PredictContext struct {
@@ -525,6 +682,36 @@ type PredictDiagnostics struct {
 	T2Reduced *float64 `json:"t2_reduced,omitempty"`
 }
 
+// PredictReply defines model for PredictReply.
+type PredictReply struct {
+	// Body PredictReplyBody on success; an empty map when `error` is set.
+	Body PredictReply_Body `json:"body"`
+
+	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+	CorrelationId CorrelationId `json:"correlation_id"`
+
+	// Error Null on success.
+	Error *ChannelError `json:"error"`
+
+	// Id Fresh id of this reply (UUID text form).
+	Id ReplyId `json:"id"`
+
+	// Ts Seconds since the Unix epoch when the reply was made.
+	Ts   ReplyTimestamp   `json:"ts"`
+	Type PredictReplyType `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// PredictReply_Body PredictReplyBody on success; an empty map when `error` is set.
+type PredictReply_Body struct {
+	union json.RawMessage
+}
+
+// PredictReplyType defines model for PredictReply.Type.
+type PredictReplyType string
+
 // PredictReplyBody defines model for PredictReplyBody.
 type PredictReplyBody struct {
 	// Concentrations One number per component the active model predicts (all three for a three-target model).
@@ -543,11 +730,44 @@ type PredictReplyBody struct {
 	ModelVersion string              `json:"model_version"`
 }
 
+// PredictRequest defines model for PredictRequest.
+type PredictRequest struct {
+	Body PredictRequestBody `json:"body"`
+
+	// Id Unique id of the message (UUID text form recommended), valid
+	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
+	// characters, so an id of multi-byte characters can pass this
+	// schema and still be refused with MALFORMED_MESSAGE.
+	Id MessageId `json:"id"`
+
+	// Ts Seconds since the Unix epoch; optional, and `nil` counts as absent.
+	Ts   *RequestTimestamp  `json:"ts,omitempty"`
+	Type PredictRequestType `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// PredictRequestType defines model for PredictRequest.Type.
+type PredictRequestType string
+
 // PredictRequestBody defines model for PredictRequestBody.
 type PredictRequestBody struct {
 	Context  *PredictContext `json:"context,omitempty"`
 	Spectrum Spectrum        `json:"spectrum"`
 }
+
+// ProtocolVersion Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+type ProtocolVersion int
+
+// ReplyId Fresh id of this reply (UUID text form).
+type ReplyId = string
+
+// ReplyTimestamp Seconds since the Unix epoch when the reply was made.
+type ReplyTimestamp = float64
+
+// RequestTimestamp Seconds since the Unix epoch; optional, and `nil` counts as absent.
+type RequestTimestamp = float64
 
 // Spectrum defines model for Spectrum.
 type Spectrum struct {
@@ -698,6 +918,502 @@ type LoadModelJSONRequestBody = LoadModelRequest
 
 // StartTrainingMultipartRequestBody defines body for StartTraining for multipart/form-data ContentType.
 type StartTrainingMultipartRequestBody = TrainingUpload
+
+// AsPongReply returns the union data inside the ChannelReply as a PongReply
+func (t ChannelReply) AsPongReply() (PongReply, error) {
+	var body PongReply
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPongReply overwrites any union data inside the ChannelReply as the provided PongReply
+func (t *ChannelReply) FromPongReply(v PongReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"pong"}`))
+	t.union = b
+	return err
+}
+
+// MergePongReply performs a merge with any union data inside the ChannelReply, using the provided PongReply
+func (t *ChannelReply) MergePongReply(v PongReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"pong"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPredictReply returns the union data inside the ChannelReply as a PredictReply
+func (t ChannelReply) AsPredictReply() (PredictReply, error) {
+	var body PredictReply
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPredictReply overwrites any union data inside the ChannelReply as the provided PredictReply
+func (t *ChannelReply) FromPredictReply(v PredictReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"predict_reply"}`))
+	t.union = b
+	return err
+}
+
+// MergePredictReply performs a merge with any union data inside the ChannelReply, using the provided PredictReply
+func (t *ChannelReply) MergePredictReply(v PredictReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"predict_reply"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsModelInfoReply returns the union data inside the ChannelReply as a ModelInfoReply
+func (t ChannelReply) AsModelInfoReply() (ModelInfoReply, error) {
+	var body ModelInfoReply
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromModelInfoReply overwrites any union data inside the ChannelReply as the provided ModelInfoReply
+func (t *ChannelReply) FromModelInfoReply(v ModelInfoReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"model_info_reply"}`))
+	t.union = b
+	return err
+}
+
+// MergeModelInfoReply performs a merge with any union data inside the ChannelReply, using the provided ModelInfoReply
+func (t *ChannelReply) MergeModelInfoReply(v ModelInfoReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"model_info_reply"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsErrorReply returns the union data inside the ChannelReply as a ErrorReply
+func (t ChannelReply) AsErrorReply() (ErrorReply, error) {
+	var body ErrorReply
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromErrorReply overwrites any union data inside the ChannelReply as the provided ErrorReply
+func (t *ChannelReply) FromErrorReply(v ErrorReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"error"}`))
+	t.union = b
+	return err
+}
+
+// MergeErrorReply performs a merge with any union data inside the ChannelReply, using the provided ErrorReply
+func (t *ChannelReply) MergeErrorReply(v ErrorReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"error"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ChannelReply) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t ChannelReply) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "error":
+		return t.AsErrorReply()
+	case "model_info_reply":
+		return t.AsModelInfoReply()
+	case "pong":
+		return t.AsPongReply()
+	case "predict_reply":
+		return t.AsPredictReply()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t ChannelReply) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ChannelReply) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPingRequest returns the union data inside the ChannelRequest as a PingRequest
+func (t ChannelRequest) AsPingRequest() (PingRequest, error) {
+	var body PingRequest
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPingRequest overwrites any union data inside the ChannelRequest as the provided PingRequest
+func (t *ChannelRequest) FromPingRequest(v PingRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"ping"}`))
+	t.union = b
+	return err
+}
+
+// MergePingRequest performs a merge with any union data inside the ChannelRequest, using the provided PingRequest
+func (t *ChannelRequest) MergePingRequest(v PingRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"ping"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPredictRequest returns the union data inside the ChannelRequest as a PredictRequest
+func (t ChannelRequest) AsPredictRequest() (PredictRequest, error) {
+	var body PredictRequest
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPredictRequest overwrites any union data inside the ChannelRequest as the provided PredictRequest
+func (t *ChannelRequest) FromPredictRequest(v PredictRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"predict"}`))
+	t.union = b
+	return err
+}
+
+// MergePredictRequest performs a merge with any union data inside the ChannelRequest, using the provided PredictRequest
+func (t *ChannelRequest) MergePredictRequest(v PredictRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"predict"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsModelInfoRequest returns the union data inside the ChannelRequest as a ModelInfoRequest
+func (t ChannelRequest) AsModelInfoRequest() (ModelInfoRequest, error) {
+	var body ModelInfoRequest
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromModelInfoRequest overwrites any union data inside the ChannelRequest as the provided ModelInfoRequest
+func (t *ChannelRequest) FromModelInfoRequest(v ModelInfoRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"model_info"}`))
+	t.union = b
+	return err
+}
+
+// MergeModelInfoRequest performs a merge with any union data inside the ChannelRequest, using the provided ModelInfoRequest
+func (t *ChannelRequest) MergeModelInfoRequest(v ModelInfoRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"model_info"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ChannelRequest) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t ChannelRequest) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "model_info":
+		return t.AsModelInfoRequest()
+	case "ping":
+		return t.AsPingRequest()
+	case "predict":
+		return t.AsPredictRequest()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t ChannelRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ChannelRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsModelInfo returns the union data inside the ModelInfoReply_Body as a ModelInfo
+func (t ModelInfoReply_Body) AsModelInfo() (ModelInfo, error) {
+	var body ModelInfo
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromModelInfo overwrites any union data inside the ModelInfoReply_Body as the provided ModelInfo
+func (t *ModelInfoReply_Body) FromModelInfo(v ModelInfo) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeModelInfo performs a merge with any union data inside the ModelInfoReply_Body, using the provided ModelInfo
+func (t *ModelInfoReply_Body) MergeModelInfo(v ModelInfo) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEmptyBody returns the union data inside the ModelInfoReply_Body as a EmptyBody
+func (t ModelInfoReply_Body) AsEmptyBody() (EmptyBody, error) {
+	var body EmptyBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEmptyBody overwrites any union data inside the ModelInfoReply_Body as the provided EmptyBody
+func (t *ModelInfoReply_Body) FromEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEmptyBody performs a merge with any union data inside the ModelInfoReply_Body, using the provided EmptyBody
+func (t *ModelInfoReply_Body) MergeEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ModelInfoReply_Body) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ModelInfoReply_Body) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPongBody returns the union data inside the PongReply_Body as a PongBody
+func (t PongReply_Body) AsPongBody() (PongBody, error) {
+	var body PongBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPongBody overwrites any union data inside the PongReply_Body as the provided PongBody
+func (t *PongReply_Body) FromPongBody(v PongBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePongBody performs a merge with any union data inside the PongReply_Body, using the provided PongBody
+func (t *PongReply_Body) MergePongBody(v PongBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEmptyBody returns the union data inside the PongReply_Body as a EmptyBody
+func (t PongReply_Body) AsEmptyBody() (EmptyBody, error) {
+	var body EmptyBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEmptyBody overwrites any union data inside the PongReply_Body as the provided EmptyBody
+func (t *PongReply_Body) FromEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEmptyBody performs a merge with any union data inside the PongReply_Body, using the provided EmptyBody
+func (t *PongReply_Body) MergeEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PongReply_Body) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PongReply_Body) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPredictReplyBody returns the union data inside the PredictReply_Body as a PredictReplyBody
+func (t PredictReply_Body) AsPredictReplyBody() (PredictReplyBody, error) {
+	var body PredictReplyBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPredictReplyBody overwrites any union data inside the PredictReply_Body as the provided PredictReplyBody
+func (t *PredictReply_Body) FromPredictReplyBody(v PredictReplyBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePredictReplyBody performs a merge with any union data inside the PredictReply_Body, using the provided PredictReplyBody
+func (t *PredictReply_Body) MergePredictReplyBody(v PredictReplyBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEmptyBody returns the union data inside the PredictReply_Body as a EmptyBody
+func (t PredictReply_Body) AsEmptyBody() (EmptyBody, error) {
+	var body EmptyBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEmptyBody overwrites any union data inside the PredictReply_Body as the provided EmptyBody
+func (t *PredictReply_Body) FromEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEmptyBody performs a merge with any union data inside the PredictReply_Body, using the provided EmptyBody
+func (t *PredictReply_Body) MergeEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PredictReply_Body) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PredictReply_Body) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -5942,216 +6658,227 @@ func (sh *strictHandler) CancelTrainingJob(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rd9vGtehfmcWetUKmIEXJkpuQnxhbcdTqVYlyTk/gSwyBITkWOMNgBpLYxv/9rr33DB4kKNGt4/au",
-	"ez60kQlgHnv2+zX/aMV6udJKKGtag3+0MmFWWhmB/3grZjxP7WmW6Qz+HWtlhbLwJ1+tUhlzK7U6+Gi0",
-	"gt9MvBBLDn/9VyZmrUHrDwfl4Af01BzgaDdumtanT5+CViJMnMkVDNYatEZqzbRdiIzNuEzzTLD2TGdM",
-	"PPHlKhXsuH/Mosur8eTHq7vLt1HAjvsnLLo4Hf909XYCv4/Oz69+PoUnJ/1XLLo9vXl/ejP54e72b1Gn",
-	"1/oUtM6UyWczGUuh7K3VGZ+Lr7e78UKwTMylsdn6G8MSae5ZzJXSlll+Lxhnj5m0grWjs8vbux9/PHtz",
-	"dno5ntyOr25G706jziBUszxNA5YJnnS1StdMZ0w/iIz9mmvLe+xS24VUc/bIDYsXXM1FMmRRJmy25tNU",
-	"DJjNchGFSqtYMLPisWDSsFkmRNILVStoLQRPRIYYcANfdUczKxAB6lu5FbFWiWFWs0cuLZuKmc5gdzZb",
-	"SzUfslf9XiuoAM6uV6I1aEllxVxkAB08DSsyxdOvjGV3yqxELGdSJMyI7AHRLU8tAn58enM5Op+c3txc",
-	"3TikuebrVPNkrPU5z742wkx1smbiKRYCwL0QLNZqJud5JhKWyqWEVV+P/nZ+NXo7GV9dTc5HN4AruPA7",
-	"xR+4TOHov96io9uf7sbjs8t3k7dXP19GA1y0A7OxerUSCXtcyFTgA9weoCvPMvmAqKOzUNVId8CUBsLJ",
-	"U57B9pWIYS4W6zxN2FQQAjPgFHYhDdNKhKoteLxgCxiZZeLXXBjLpGKrTM8zYQxQDjz8mBvAXqGYXgkl",
-	"kk7AuEpChQOVcwVsluklrngheGoXLBO4p4At+ZohLXJzH6ro3emYHdA7UY/9oO2C8UxsEyHQGx6RyVcr",
-	"nVmRXIhE8jHSyddGsG9wrzAhA0IFpgBcicexWFmRsHZ0d3l7d319dTM+fTu5OH17NpqM/3ZNePbJ0zmy",
-	"jTcLrpQoSVrlqUNA2HbQWmV6JTIrSczEOsHtCpUvW4NfWhdXb0/PkZUDQp++bQWts8v3o/Ozt5Pb69M3",
-	"45u7i1bQ8n9Oru7Gk6sfJzejy3enraBVXeT705vbs6tL/PUvl1c/X+KCW0HrYnT+49XNBe7j9naEH7q/",
-	"SgKCSUoMxFVUGUPrQ+A5mrGZVHM4yqUwxsmTrWfF6VeeTrVOBVcIQMBQmYkEYIAwKYerflxOq6cfRWxh",
-	"aAfwG7FK19uMGn9mQj2IVK8E0wpxeJWJRDoios+BW9ePBvBie7xrreY/6GQdsGsaAyegXy50ItIzNdNA",
-	"XFwxsVzZNVvyFZJmJAAlIphoaw+xzjKRIopPZLI9K0lOJOJvDItkEg1xHzQDgZk9LgTtzpM78QdA5Klg",
-	"iQC4JmzGMyaUzucLEF4gSZm0lUWVZyY8Cj9HYjV0/xS0mlb/YybMgsmE6RkxqAwPpX13d/aWWfFkAT7L",
-	"TuMiSDWD59y2Bq1E54AHxYsqX04FTmwd4/CUtNJqjmeKpzTBKQGr4IwmUs108RPtswmjHyoDHpYvlEK8",
-	"jrgPfl0Ihq1Txc0EhFfbszYgNJ5iE0rT8X5BpPaojAMDMhPGuhGjIZNzpTMnY6KVVPMIxASLSnBGPRYp",
-	"mUaAdcoaBoJnaoRC3Npkglt7bkKbOyV/zUWBN4I5jrCJOCwTsV4uhUpQfD3wVCahuhv/2P2ux8al8EVt",
-	"wTBpAfGPTl6zb6drK8y3QxYt+dO5UHO78MsPVbzgGY+tyEzAjAZypoUs89TKLnzJyldAjWUrbgzid6iI",
-	"OhBExso0BQLMxCw3IPulXbAtJkzqZ7GO1uDo5HXQWkrl/324kziaNVMjQccFsN0p+cTESseLIdP4Gk8D",
-	"Or6dB7ZNcDuO8BkClFUCrJHelye2Rjry3Oo9T3PRAKorJRitn60EaFbufYQaj618EAwX7UnLsDZPU2YX",
-	"mRBICpz+7lrQiy293Nmmurc/jfbkYm+v933zdM83PzVCRs1kIlQsdoHmugqPABTHX/oBO/wwZEYUhGh6",
-	"SzAgiOV812Oj9JGvDQAL0GgYKl6B6eNCG6e848ze8psKfCkHNUsaloqZZTq3SHR2IUIF8hN0zKkTd0Qp",
-	"ewJ4yZ/kElDqEImJ/u5/DuD3HuH0Xxyh6aDqCuzgHzu0x/rZXfB4IZXogmwHimXwGh0cILbF3zhhudWr",
-	"QionOs6Xjv7/eeUuIcdJazDjqSn5xJ7KXhMd/4TGxK3lNjfbMCA6nTyIzEiyDXZwqnK9iZhnPBHJJBPc",
-	"aGUaBaIhpBWKRQanjgA9I/9tNAQziy3yJVclpGlAx01UImE4AKe0YmkaYed+4FnG1whnZJJgboukSVdG",
-	"zLc61ml1y43ivKIIMP8Rcx8N2WHlmAseG7RWa7vQavfYFXkqDfprrFDAH95pFClZrsB2Ytc4DshfadhM",
-	"ijRhC50mBixL4VfhBfs7Dd9ZuRQgnXEINDkrrq9org97R69730VE/1uApEXtXviFTvK0nLkwZ99pNs1l",
-	"mjAQTEC68LQdJeJBpJFj8qmOeUqvNWuppkBOL/30fatEtEZ5l69gwxND8hq+bWAOu6Sfm7CJXM41T9AS",
-	"qSiQPCFc5Ol1hXgchdbpacVB22jSOWFuTxE6z2JBFDGTqYhYW6RGsON+n0XeYL05/evd6e046vRCNZoa",
-	"neZWMBieCZWAwSIVi3of9TSV04jZBbcB4zMrMmbWy1Sqe8N4JkKVCaPTB5EELJXCsFwlIkPic9hDJ/+N",
-	"YTxN9aNIWKY1aHDtqIu/dGGFXfgxCphjT85OKnyRkVyudGYP4MTTRGSdYajQEfso/bauR+Ofak7WHhup",
-	"QqFiRiYi5lmoojDv91/FsFH8S/Q+Gq0iNpcPgjxYj/xBOL2DP0mDdEMahGFtI0SoInOfCp6pLi2rt0wQ",
-	"inUN8bj//esmXMSz2T7CESp3bCm4MsjT5iKJWBshSOoqIJVA6o0cmCInhrkN1VwokXEQ03EqwQZk90Ks",
-	"cENE3x4UnV45/CrTSw2D8lDRb6QkBSziWbyQD/BSJrrIxXF2rph/4pSvNg+VJ1tYChNP0lhDijRMTx5z",
-	"IgmGUDzufx+qiJwpt+PR+O52cnF2ezEav/kpCpwq4q0JxZcCrALjRhiS2hHnWSaUTddeE/RLgAPzfiHk",
-	"eIK4dSfwtECH5lhdieHwEORuBKgRob7NlHgs0JAJBf8P60lCFbn5yNAq4SMtIYJnNATVVtDyUAPtXdZ8",
-	"JRUdu+SOzxn1791rWzq3+30X27kRBkX/lqKd21gvkWA5W2jLzCNfbavJPJ3rTNrFslFSApQnyDKXL3JL",
-	"elskVXGwNeAqEw9S52a3zHBw8BjgnPxIMY98tcsFo4A3PXLTICk24LmxyIYlbWy7CfAXwmYy/iET/D7R",
-	"j2p/M2fI+IbNQ/SWaEHuT2f1AMbrJQj65D/ftEHJ91ZYLtNmSBTUVtCzYrM8bfCV8AQOhzfg88+lp80N",
-	"lolYZ4lIWEW7qdvR3IouHGOT+vA84iM1NypidF7wPGDkaXoAlb6+tERmIrY6WzdqLim3QtlJPRJakNZh",
-	"I2lJJZwp8BwTwZM4d++iBQF4al76bJxxqaSaX7jXQaIt+NHJ620Q/CSe2O1Po+7RyevCRVSBSLwQ8T0w",
-	"acvEg8jWDEipgWhnzluragfpiB0HMfnSsEeRiWblT/5dTNCVVMNaqezr41bwAp8qNccXYeksIMB6VBaa",
-	"cYIrnq6t47VaFb4JEkpeqDb7WgH0Bcrvh7r+G4Nq+h6MeTdH3iFsChjVFlgDe4EiJXJ+2MUbztRM72NF",
-	"Pk+kGyG/6/Pbo+7l2fXo/JZsBgSyYW7BbCEyMWSFVnd9fnsjMAyHAl5nlUdyJWAP7VvLVcKz5DbmqciC",
-	"2icdmsTpGV+KrrMjEsLp1aw1+OUFhNwQOp8+bIbW3mTamC46Y1FpvDmqS58ecwppuROPnAaDt9mSXB6/",
-	"24Iubk9ZG/7/zftOfW0Bmx+cv7jAr0Iupa0wQT/tNvJdkmjXM7bSEtRy2IpZidhm+bLCFMUT/IbY8jwe",
-	"VKbMuJo3yJ5z/Qi2i0pYvoLZKgZNlQ+DSfYkTcDiZfew5gbZQwlY8qczev0IF1z+o+4y2eAaG4RcJdva",
-	"ie3kD+eldNsS+k7585pDzJcCHQk9NnJArhI8i3mWSbL5QgXchlsNdmpFxPEALY+PekpW4EIUEg1tC/1I",
-	"7nmmZ2ROWPcte3P7fohRCcTMYq7IY+oEFhbhKzzRYK2ECi0Q/6YqTehlk0+1NlCDk4k762vDwHnkpqQW",
-	"BE4THXzUUxfo3HqktJOkW088CBsfktk7mXIbL9wG9na6eaBOYvMw+Qxt483te7biGVikPEZT0bB8RVr9",
-	"bgkLE2X6cR+Xzy4UJa9OkwhrsPtr5uuQqTxNvaHisFYaVi76RfcpscAahF/UXQqLci/ybRWT7CTT2y2P",
-	"W/HptkXcZArXlrUNzGc1clQ97qcNwTf5d7GtioKJ8Rf5Q8AynSvQLfNV73dSDGsiaUM59JwDZNPQa70l",
-	"qaLOjLYtebK+MSwqx0MtBX185PBJxTcGtihnLjUHh93f5Pl36Y1NCOVzOrbRgLzxO/0Do2qMsCCwXV6B",
-	"JmJrcEpse/efCYo2+b338DTvY1rX3M31SRqWGWzAamvWRsCTg+GNVlY8NbA0ZOa75ESs03ypJlIl4qny",
-	"QqlBAGI3o8uuhbyVfK60sc5M3Qgg5KmVDzyT3Ap0FUp8sfBCe42Lz7lUhhwqMU/lNEP6GDLO7sU6VLKI",
-	"kFLaXJG2Q+iBLmufpVAJjvbYrRChqoZegYThJPOUmyYJnoLZ63SZPTSuX/d9b4KZFHu/nYkkjymatU8e",
-	"z9HeL37WOuzRZy3kGSwpMr6aArIqFsrSib/IvDcTFBCpfXz85Y83YvifglZSx9/nPm/A+E9BS6qZyGDM",
-	"yf56+iaLfJ47b0CotuNtHlJbz4fnjqTIXGo8FM9e9oCIZ0bAWh1Jv/TlrX9vi236B01Lv62MvrFgCto2",
-	"MjXk/AS9SU27rb+ijPSjbWgoYLOkGEECbTUqTTcT/fMm2uuTk1evt/VqE3M1MeLXxmVWZm5YJljzoFFL",
-	"FWeCG6nmZEYO/eLFrzlPTc3YjDaN5S+9o43jre6gDvam8/b612dmBm94msY3o7NLTC4/e3968w5rPShr",
-	"/+buekz/fDO6fHN6fn76NmLt6PrqdswOvOFx8I+PenqWfDqIuYpFGnXw64ZiCwoMVpzI5r6ST4rlGgXo",
-	"O+jB2igd+Mwsks9PC/Hw/LOebpOQSPnKgHq5X3S9kuy6n7upfpjbzqafF2uEDxj2My5TkQRMKxbR35Gz",
-	"wooI8145kjOppFl8psPpGUN7KSz/DG88d+opOiGbknw5pZw4fWim04Q9VQJMxoqVYYlWYsiWWmmrlYyH",
-	"7LDXr+hB8Lg5/3DvPKysCEJ+3lG64OX2WY4XgmkfwVQsgjVGhR0N9t2vuchFAlSQ5QptLIzZYi4D96Vc",
-	"e51xxRzaSMAApdCBtuoD2suQRDfO52DNfsZnhQJLE9TkU4oVfsaEG8TvcLZiwBVoVxzvcwnUlXWNXKS+",
-	"gUMYK5cc1pnkTp7uzSyeISpa8iTP0h0us4I8siWLSr5MSSM0MKWNRL19AfUCDJrdRR/1dH8fTpXXNvjP",
-	"lHiykzjPjG4olXuDv/t9w6tsxefCs0CyfVJu6Oc9PFDbQAC8qK7hBYCUvqP6Sh0Zdwn+BS37fwPdB0Dk",
-	"xMQphWyL9HuV3Ax6CEhLz1pBCwYB/oZDNDqmaix369gK72glEaiuqzT7SzcC4e4Jy43ImERXxGfmnj/j",
-	"b90caVvyFGrWYb/f77+gZhXbeO5YL8ro8vNhH6odLHhpvNBGqIqYQsVxOxmAgmOfFYEqQ1if9dnG7nEM",
-	"DM49t/0y8+Z5rZJnVs54bCfNaX5VDmUsVnx8gRyDfz7yr8Tj/qZl9eVy0mBjz89B8Q599w0GmXloQCz0",
-	"Pxkmlau6zBKRDViERo9MQBF/VJN+xHo9/Ouof/ynKAhVdHo9mswnK5FNzuGltz/V/1l5OgS8XHJmxIpj",
-	"6l1AtZ1UpcxSiQxJVZxPK/dzr1wHe0D/AFZh5lhS0wvVWWmsoK6S8qlI6R1QMy3Wi8klT13mEKZT/vLH",
-	"7odEzqU1v/Tovx9+EeWPH6KAcctSAbwcVoU/+0QKnYWKNCKsVdJS2Q4WttJbbos6M6wdHU76/T7YJgvx",
-	"xN1CYAH9p8NV9wiNFqlmEf0HlrumILriKhpW9hIqpVVXiTlibY+N/OoOj1gGClX7sN9FRTWucgnQYpUQ",
-	"mKz8qNkSK7vhdbvgChVb47IxC+VmKhXP1juQ/zO17E1TyDy03DBNuPv+mYTn0iuNWYU9di4sVTTRiQUs",
-	"6gEUJ66aqxsFDNVF9FpLu2A8VCl+A/DFj/CMl9pY9vq4WgHVltalUgKvcGRRsggHMJfO3Rq0VqnpHvWP",
-	"Xh8eHh11D/uHJ/0+MF0Ok8Hy/88vo+7/8O7f+93vP5R/9ibdD//oB69fffqvBu2IPFh6GxZn3o/kc9cx",
-	"j9TmmTKMsxu+5KqkofZR//g7VjHnO/APHaq67wr45On1KGBvfxoh+N5ej1h7fnAOWw3V+FH77HuiK5w5",
-	"YdM10sYq07EwZgCvfsu+/faCKz4XS5BA7Vo1xjcGc6ZN59tvB+yn8fj64LB3yP7I/nx7dQnaE0Z/T05O",
-	"XvdooDL5Hz74H5Hpi7+ym9O/HtycXlffP3GFaGRhX/P4vigoNL1QMayc8+UD0rCyZYBULKq4oSM2FUYm",
-	"grggHP4QY9ruFRjK4TmCAUPG9RJH9FlUqngr/0b7GrgmY5EP08Bj7zyDv+uOu8ovFa+gH2LDg1t5ueIJ",
-	"xfk33KsRlcUzFhVZRFGpNRg2Fal+dNnSVIJPoT+veBg21XZRYASiyB/+8AeGGzShOsUMNVALgfZ8KxJ0",
-	"GlDyWqZzK5hUcZpj8nyu7pV+VPS7CdhjptU8VEthFzohpl7t7WCCajoCi2qVRVFZS+qpfrlZRBTFOhFR",
-	"j73RiTAMKxmna9oszYOo/BuiKPsNa47Yb2TU/xaq37rdbvE/eO2432e/bdcKsN9qFcxFKuoS1Mx6mRJ5",
-	"qOpZ3EUyeodVZymrLYFq/CTYesFV+uMxEU3VPizK8anjCvxGDjVUiw5AXXAdHirp4TDgBvvzox7vGvXd",
-	"6ThiByx6e3p+Oj714//DjfrpsyapLP3NlfcLPrP0SqS6LMqDg0drR2mWajUXGR2Cg7KRfxeIZD4lokic",
-	"fNxKjn3MNKCuHdaqeA1fG/a4qK/67vJ29OPpBBe/a8mcrWR8j9VWM5A8VjPO4pQbw3RuHSsSFEhLpbFD",
-	"gFXRFkY8iRiLDbeBNR7dvDsd305cw4Td81fSKk0s76XtYvKeA+SCYw2FC6MDZmKxizVFbmZ16q2yksZZ",
-	"iS5d3c0Az8odHhbUYE096eZBSTRCJbUaGzxOV01jWLtea9MpgEf8plpM02NvXC6tU+a4WrOpyzL1+QC0",
-	"CF4HrOtCMTn977Pb8e3n7q2qvGDdRQoTrLfwvo1VWrgIXBAnVQTPe5VbkliYUHIQAddacLXBITwfenP7",
-	"vrLIwjuDSpFb1Jvb97CWJU9B+xNJHauJD4EKjtRBQerGqS5Ox6O3o/HopfkiUP0iyjOqcauq1ljH5rPb",
-	"27PLd5Pr0c34xdFj80DKc32apTQG0LYRSHc3t1c3nm2VAxdDohcmQvDDcjMBmtaWwEB0BIbOl1gYVGWR",
-	"NeYIxJTHCycCq6/9+eqHbT66He1AMf9sHGRQyNOPespksoNfU1OWciLCYmx/MKhleLiKETfKCY6y3abL",
-	"Szvcl6tqmuYWgeaqm+AoUKT7sb4vV7RZ2fQydUVlZRYceVGCVSc3WkmASyF9QNVKrBoEr7SdoT9rqgUO",
-	"mBEuozGT84Utl7C9kdGb8dn7U1z/3vKPIDwsKqOKRc5kZmxtEsCSH88uz25/qrHX3bjgIzee32BrCdYm",
-	"zz9CzsVxOrV5sAfV2eXk+ubq3c3pLbI7vyo4C8endu6xgyyUXIUNbcvIRqu0JRuwwwKa38ECnBY1GZ9d",
-	"nF7dbWlTqPD4FlS+3xRmkTgBj/ZtraRSJqko2mx1F9auujAK+vF1Xi2ofNVnpoMkzUmPwtnaVeUV8AlG",
-	"pxTJDrNa3/uppWLUWoEr5ib6aLSqz8bafrbDymxFOITGZTOBDTdS/UicmVz5jFMyDMs4tpjr0tvdpVRd",
-	"+KmyFfSnonwzB6A361xhsR/Ky+JD+Kg7z3hc/RTW1SQQ8Bi4FR5hDl+R7N/sW1ZVTZ9rejb07Sc29s5T",
-	"oweoayTccmaEZTzFejSM3aKbox5DWoqlztZsmiegzrSj7pI/df3TLj2NOmjZYBcykLcxmMt5DMvz+zlx",
-	"2ltTk6zqpkA5whpYMFfqTbdopCMkpSLM/de707vTyY9356gOEjYVazepRmFl+b1QLmLtnPYf9TTwzvmP",
-	"empctjoAyVT7oHX2ITRHZSdeDNYC3ew3lu9oqFfHhDLxGhhpfA/7iEV9fizJLqZDJKl2giNhuCx9BZVu",
-	"cAgMd35IP+UzE3U2m8X9s+3hXJp6rTlcmQjf2CDucSFjkCHmEbT1WoM4jPw2nECwxecCTwZ+TlhBqo1I",
-	"es/qN3Tk31TogShhJu0zdECyjzi3RxrY+HagF3FroVMn6bReMmnJe8iUftxjbycbx13rHuhIZ2f7wBpr",
-	"B32L2g2VzQS3kVv7vkBlG4cpYKNbxJ8IxZtSQprUi+BZ6O/R7XOA1ZesHZ1eXt1evwFWU7b3bEenN1c/",
-	"3kadeqNP+P3tX++uxhHJAGlZIikzhdAMJz9mf5E/uJaiq0xPybkhFTtkoMPUOWeniWtLu29LUdbQUXTz",
-	"oF/18aRDVX6NHRSQ5lmuUqA7rMFP0D00Kk4XLZqa7l84ArlFudnmpUFSfAZWSKiAkjFeELj/GoLkIbuQ",
-	"PwSMK2Bfvgcj0IMyM5ExoWKNjiadhWqzfQhpKq6h1ZRSXdDxk/K1yKpWonNbmVBlwHEAKqRSslXKpepi",
-	"F6/jfj9gx68OA3bSP4QDPemfFB6yn8UU6P5BKGRlofqWkbPMO8nK2pf/7jqXX/csKTDQd83Tjwr9d7WX",
-	"yFshEbqHzGp2ePRd1autZyyt+8wLP2C3NxmASV10ieBw7NjozrUdQ6sVuxrpDbWKx7EwBoZJ9ZysRere",
-	"WVJ0m9T+gCAYON07YD5bISAFpYNuX2KqwKL5SvbWfJk6IVb7nfpQ4CI2Ov7AGG+ubm5xrbMZHKnTaHrs",
-	"FARF1I11Zro6k3OpIjZLOSwb7BWsIsKfYTvtCH29YnBwsNDG/jIAtPoQdVzPhWmmHw3AdclBi0CFTxo2",
-	"uj4bMA7frzIxS9FcaEdX1+Ozq8tbb8GMEGbdN1rZTKfFIV4gmKIOyR8cBBaGXBpWRQ0hjvrHzcOMsEPI",
-	"ldtXm1pdMPdtJ2CRmwCdwt2fiIB8uOSCP3VHcxENC1xEb5Skcqw1osmz88Ew4mkFoNnAS49lVS0EG47k",
-	"qmF7StPxucAgMYWCgka5XQD1UKFGqC61EoSiUlmRzYBpFV7VsglInIkEPuOp5xxAmlbfC+U63BHWColy",
-	"0rm2Sx+4ky/ULMN4NzbtcUg0F6ql4ApT3bNcFY0MU45xD2l0ijF7FyxhSthHnd3T2lFASFyhXYeKmABS",
-	"GzohfNZA5LuTzGoOE9dFSFoMRmV8yRURRkW5gtOpNFUsgNWqVKO0+r3DXt9lWwCVtQatV71+7xUFsxYY",
-	"P3bqDvzZWLftGqcd9fsV0e43LQ3LV70dXaiIfwGjdQWCRlCfpSpjivR95AJNzVH75i7cKDMTjEAAC0By",
-	"nSJSwwuYkTszaxX7fLdMLDValCh4h8C0XRMV/NYws+CZoAg2I4ncoaN0bbNKU6lonkUUkmVKD0iDAGWB",
-	"GE2TvoAuQLM2VixL3SFwSoN4WvDcYCEk29Qg0Inpgi+w2B4bOZ0BZe/CebJ8CiYCoaJM8NrM7hM1NwE5",
-	"rlDLNpanqUg8EsMQS7AsO7h+w8JWcTCGOrNvKjW8qtJUl2DCVuBeon4HoI0MXRZHHt+7rRgLWIYdc5Rz",
-	"8yK75GDX4vHiCRmWKytTbMWFnjvqgIljAA0CUa9gu/kKA4XnhXq8oVPhXMqv/qT/J+RoO9KNQQ8hG9ZN",
-	"5JQIELk+UoMxCRgE0yv9AZFzAJ6D9mq1HmLLLp5UO5noqRgAKnO2yNUcxkB0khb7t6OExuagKhFPjgCI",
-	"FEv3DfYWotZCrMHZ0xl6AnOlwIAF2Nl7q3sMZrtlAjXlWpdeGBl+1+4c8Y1uviqG3u7x6vVClAroOYJ3",
-	"+Ub5YY3ua32B0WUP8ISlLvUD6ICu8yKrdcj6NecZV1YqUXTJYm2SqZS8COTrOl4RQffsk/XRYRhNWu+y",
-	"cSLMJ+778IFzOjudAzbGlxhwRohvtu1z3dkMupDgv9IiZM2AlWvFcjsnMHEYEkOA7YjVBdMqwhioR9R3",
-	"G6eCZ671UqgcJx4wfe91k2rXvsKIl0D1pK4TCVRbwWMdWL5CO5OWVHTb9VTX4HjG+akfYmFQlxKj2S8Q",
-	"8xX2Qmv0C5Seq6OT16jVozWmZ8xQPNsxLTACjExxaOr+BZZRdRoiI4dq9yJTVP+Pwp/s5lCRz8qk2g58",
-	"A8qYr6rGqFcWKFX0MdZL12gAbX3XUqsya8GdYXqRkDfRkNsamELVuYFmDHo3Bs5JDGywxt+xKo+DspqW",
-	"mjjpPqFqA84bS992Asfc2L1Y2S5PgcQrC5sK+yiE8oOYULXJl+oWSIMMHTtFDx1qyMVygQECXi64SlK0",
-	"CEcb7g9YMLlASN965BgZg2Og7R312dIgZ4WpQyz4d51UnYxwfo4i/V5pgLrINmYC4ErgmlaTV7+cw623",
-	"M6BmZnRg5OTjlijTarbgD8jJi9Q1ii4TG8+En03N2SzVOqn1WFOazbixzj1NGAAoZDB/B21ZkNbVY0AM",
-	"xa3aRQ4rdUvGE6iSBkIvVLCOZW4KsqEazgB4Clq1vuFdopEAf3agarqSgSss2qRjcd5vbBRa9bSFquJq",
-	"K/QPlDSUJLPWeemQx2PsBFUAzzXSggZxVvO2AeW+Pq6syABs3EPMYPIrBehwc9/gjwOMWZPTAwu+0cI4",
-	"6b/auJUCT6/wwpFj0Ov4XqSgHEXRGvijJ03hXoiVOy3POOI0T0QSEKRcitkrZjBrD8WR28U3pmQaYGGL",
-	"BycQ8Z4IYRhfakqh2dyzGTp1mTicXYglYWazC9RqHdDMBdyL7XoC6rGrFaYPF3OgllXlbqs0N6F6fUwH",
-	"UWUpbJrq+N6T5GtS7trHrw7ZVKy1Sjq9IpIi4bx5arRfsNWWp6j7bIRntqMmBY8PlQubGMqYQCqxmYzv",
-	"Ue/lzkMP5gOChLAb/cozFABUHxFQRo5UuRWu7piMLanVWdIatN4JSzKKyjXKS5WO+v0vdrdHrSvwjqs9",
-	"Sg9nvupR51/XnLh57GKxB7Xrn/CGj3y55Nm6NWidywehAD/I5uGJVFSZYvnctAa/tJyx9wE+q0SId1p/",
-	"Pze3B6AkFtKdpcFYNCobmFm1rRqEql3ePwE05HNIyf51DLnM75lJFOyloHTNy5vPs2yd9TseaTnJjvOs",
-	"9mTH8zzuH3+9y2Iut4+ovX0OdPPQCYHleSSrX//0hdDzQliOsQ6XmlOFWQVJfX+VCpKmrk6oEUkvqKEZ",
-	"JrKSp3i6rvUHCVBz8JrNkFFqeYY+v3uh0HNQT0YesainVn+ngHq9idBM55S7VA8ihKpM43EWSIG/voFf",
-	"O9Yrl6XqMn1QwPpO1R9zEL/eQc3ijJtFp0hdqphclBZPlgM3lVyJgBQZvxfS0grrgfKO3KLEE+YQa+Uz",
-	"lDLh3khEBoOFCq0NzJ5wPoQNMqULWiqWWd0ykcpYwZNQtY0QdVneQQ29agaSD44lIhW29NsTk2yi+3Np",
-	"iPDN7071WKP2wpVx/2bCgiU6BcexgTp6vkBcvrBEN13p4lwovgUIqKP8HgNQnn651UsJVusaCaewFcuU",
-	"uFA5z7lzUpnKvTDYVJZGH5ZleKCX5kYU1pZjrOQpbGjhzFwH56LTze4ezuik8W2cy/dr/ZFhwGr25CYP",
-	"yPQS7X5qlyzVZtERNQLHtQNJPdsw+Vs2ctW4mLdgzCxPsYlvDULbzZ6nAhQ/jNSUm62Op9a+HBA9Ttvw",
-	"dl43f4wuLVuqeeHIqm0KdBXl4ow4zxVec6gEjY+98TmIa2y3xEaMlDJ6Wva+bnJQOV/FXmlFFFWq9h5G",
-	"f8ZScINJKJjapfE/tdhWeU8cuY9cdBp5ZGHRuYNE8NOjJM8wyVwrdMvR7JvNkCPv23+muVLpb2tkaL41",
-	"fotKbCotQ74IK9tqvf+pXswD8P70O7LSSg/uHbx0I0HRKVH9r3g74mbGf7CVnh9sZ8gHRTf3MqE92MgW",
-	"D3alccPH21nWoHRsZCdTMOIZ8nV3Fh73v/+KANui40E9qVDW8pmGLkULk9VCxac6J0ZPfKK3M3e0Xcve",
-	"7AyIhuspoY3ZoJSy55M7MYbjWuhvJVN8yStWWbuBw2mVrkGVonja4R5XsB4fvnpZK9i8ABW/O3n5u8bL",
-	"Lf9pJeak/2qfKcsrT/GbP+0z0/alwF/KGqGIYq1DnpeFbX8TQOd51alIkCUcAeW16YIS0JCdfEBDoMhH",
-	"o5gOuSvbJGnW3n1bhGtcc9SaLCZPyIwSjKo1BMQo6D4Hr9QAgoRqq/spOmpR7bY6jxfC5YZsqBmFvh8q",
-	"p50PdiQ2g8inVzBaa0o/GPqSON60AWtBLw+mosHkGY9Jg8N7CyhkwCsqxaav4ftQbZMXzF2E+D7qaeGy",
-	"BonjqJx786LkHfdCrEylKsP5qKlgqElMv8URSkFdk5bHzW3PK5nhc+wh87UF23izXmWjdi1677WYdsMN",
-	"OV/dmTF+uZqsvSWG/Tq/pvirVQjsqALoNWi7oWrvkVaKcQskA2yHSoRGGIwROt/U42tJrn1E1j8rPf69",
-	"koAYdGlEArw3DMSSZRc4yF3kBqyCJikReG9Vs8fyd/dbuJtGniew/2VGvx8z+vf5g67URudfl9kK6Opu",
-	"oQiY60JCIWx3lUgzHq94xpfCIn/5ZStBbOvamh5Z58DSUmmss+KxEo1OvCgsM2gFPLh8oGIcuo6sMJwt",
-	"inKS4T6dqegbv3nl2rKSVcHNdv5H99BfVyZh9dh3JWjB89ag0p+5bhgHe2JTeTkVgK2W3FrxXm/xg6uV",
-	"UKPrM7Aw/1WusNGDoxmfYbSMx7aa3QDa4TSXqXWN8b8QJo6rubwYtXa7LNAMm4d8qoJrzZfpHuD62+ji",
-	"/PPA5QfeAle1S8d/GLjcLhvA5dXdnXGRP2NtEfa3STD7brpm2ALPGN8UvR4ZYW2MjEzXrtK0E1D+AbYX",
-	"BEOez6k7lY+BRxjfxeu1yxZn6AurNFALVdFBbVjJ/MQrqaVFIvUfWo15bLVmbMS6XG4FOlN9tulMppYS",
-	"LOh7zBBf8V9zMWCyVPpX2mC+ZhAqo6kopmgEyMq2PwSBFeY2asq4WciZdSmIuPVeqG7QMjCY0uFdgghj",
-	"x3IwME8xbK2M9kETuojPgCUH2he56rGMc86l2hXgqPSFw06Dz7Hha+xbIP8uAioWOOr3h+7SbHev4km/",
-	"57ner7nAoIBje9Srusrkio6WR/3+83eyfAqaTJ46PrhwX+G98s30mtbi2uRtLMb3bDs5PHqh+9v2etBL",
-	"jcfu22FhHvmuBRSNHfdj+Q2NJj99+B1Vu83miQ08C6Q/4rGe4b7/AzypILcL9GXo95sxvMHHN+itle/3",
-	"/hVP1OFXVA69x8FphoV/q0A1ur+3jU0Dzi6uz08vTi/HRSj+i8X+qq4PU2fqFeFRSIy6AKGyuN0RwHHZ",
-	"WWLFM1MU+UnLjM0EXwJlORWOP/pU6cK5tBAp5clSGaN3UAG3nXK6RygToK6YSlUk6au1O3vf3L6PglA1",
-	"3ZCKicv1vhbOYc4zS+LPl75hWmGojLvn17WWoOWkwq3BCXlaFq5y6VMXylTpUDmgZIJTVdy4XD72oKHs",
-	"J6pHxRJpRA2X7+pKtbFSqpoHdXJ4xC7kD52hy7Rirhq04gI7fNVUn41LANovkKEekRuyWZ6hEwGZIZr/",
-	"UmFqFV394jJh21FZY40/VTJxjztU6EObtC4QbNgqxepCJ+/xq11J8q72rVoLDT9s1EOTvG8oimZWzwXu",
-	"AitbC01kc83sj+wwVLgu02M/F6lEmOdAy92A6tH3zbXdoSoyUst85koeJ5W1TgVzOOUVlgYXD98o3fY1",
-	"UWAfvSny9AaUyBcNCQjVXlAFql0gLQ0oTfiz6uUrqMYxGd2WV6MtNJYjrhZrI2OeugE7LNZgGTm1xR0+",
-	"RkdD5TiCDxYXpcx65l5vrEvusTPXztTlTat8KTIZsyW3mXyiND7cPJCHj+M+ykyAJDlCqmGxSFMWHQZR",
-	"qAgTv3N1hwEmNtZhE+vVGhYl7QDvHfMBX79gdKnFC57NYTcYmnr1p94J+8sP2LgSuJSeMWy/V+mtz9qH",
-	"r3vH7C8/hIoqIwJ2dAjf+JLJreaNM2ldZRFNVvQICBXB6/DoO+zoGFSrMtzJSoOXpnkWiZyw3MBmHwWH",
-	"B5VyWO7qdbHF5TY6IwwInWu4zHiV3/qcIhp+AOwIo5hb/SLa290DOr6oFWtePQiwDcT2+inV3Ve9u8u+",
-	"Gzs9DJtygF/ysZaLKevuQ/UvFNcr/QjGCKj15MGgVoNEkzy+L6YTYAO0qWezy9DQWaiox0vqDLVFbhP9",
-	"qFzxd2VawmkX8JxhSjyoVmlKkSJryjZnDgNcCAdXu9SZ8MFkLOIDehf8nmVYCwNI4JZM0eUyk8UNhqTF",
-	"2Uw+wbIfRAZMDGgDEPdC/hCqdpYrMi6n+WyG9ckuJ5F8Sh0a43HhMpHLwqFQucqhb0wtbxnYLK6+7fn9",
-	"4fcoJcuL1h1TM8P6PUTGpZSfbE5aLUjxc9YSsstJpdpIjjYDSm7fzJMOVUOidOC4CawYnq3qJQyYwuz1",
-	"qVBhdwRBVW2v+7hFz0oq1TDsj+z1sas0oOy6MrOO1BDflcFrNO80M3pmPTqSZmIdSZl86Wr8QxW9u7o4",
-	"vTg/uzgboyFvhHWKRYGSrH179m58enPR2UJNacpme74RkReH1ZtAhnV5nwkyuOk6AFQIZFZwNtcv1/AH",
-	"kTQ4X2GIhh71PfjcCBv5viCCUDpUEc3tIjboaKByN/zdkBfRG+YETn93pruuVGEBfj0aYIq0tOKrzRYT",
-	"eL0WFq62a/WSnWpXAhLFoSrVaNKaOI1RzcGsX3VSVF1hNeOOWsaiNmBUGW4m07RarAUnCbpjqOAITfFb",
-	"QWzoh4l1IrZQo5RO9W4fqAWDAkbz01COade6iuCIN9yKQWUsn/dfSHNS4DzZOAWzQjsVzQmLZ+6FWLF8",
-	"BYJs35ZLoWrsuTRkfdecV4KSM+vQfjjDdktA3VInbMENqEYGK21ebsvUGSDLRyT8oxvpj6Ei5ScTscBQ",
-	"1AEuNqCmz/QMN0dlF7j5BA4Wt03dAmZY3DwVC+lyjY3VK1OwlBdbaJVAcD20pCmLeY/732339QpYzUAL",
-	"Vb3JVFCEzZzJ4BqSkEgCHXyjByfsgo7fld/HwjSYEBV2EjSZDU0utluAtzfhn027W+aplWBLHsx0tuwC",
-	"Z6HLD6kPSaUPu/toTE4pK57sQWweAlZ1QujYCtsl07nahrv+7ZbbAs3+z/IRuZ7xe2X6Hf0eHqriipMd",
-	"nnUnMujw/o1uKnQtNLS/DDYbVlZ9Vd635db93deNSe5umFcnbLoVpNZ2LlQ7mOAmLe/oFhcqbBdHJLvB",
-	"kgt6dumIlML2lY5z2wYJGjqYDbba2IWq0SXj9a5nu9WFqtn8LgDwL+TiHR99/3WRqtgKeXB8yXW70S/S",
-	"6X25vJPfMbXk/yF3sMui/ErUUjWWB3VMf7YPHdjI/0IjulDt04nO+x1qBruv0+1ttqIbPN+Jznegc+ZV",
-	"c/O5L51HVQVvZy/8/vcmQd25Lp21K9yoKAT1Uq4YN2sVLzKtdG5qIYc9Ygyuke1zwWpnOpI9WA+wwiry",
-	"7EE+CN+bxHhXi+9lEqrI4VtUOkA2UIK62dQMU4Z3taExs2Gjbk7AvN1ILvU4Fbxi+KC3pLQtqQIX/e9F",
-	"hNmtfMjkDDVgMmgLosOWU661dbvaZQnmvseS2E7gO1JvtL9Ht49LbK/1ipR2Y9MHtT1uuvcMX6NXF/ti",
-	"9tjPW/3yNy1POrJvjG/MVPQ7CkIFsgOTmaVhQiXodHRmYSaozMpZlt+gkZtSYHZYGRg9kr4+sugOSZYr",
-	"unxxWkPWOsxusdEWeVJPmNlVM1y9NG4rsN6QGITI+2xaUCVIfXj03UtB6q8UIX5G7/76mXR39S7m7Y0O",
-	"6Z3/Dfruz6yvdZpWWfVn8WDXTHx3wHdUMafJAUUlvkUOLD4eMr7p+yvsERsq4EjOtyZW1I1JKucL5a7k",
-	"p9Njp9Sh75GXl9JSR84mL2KFWdeuEq5ESoqAHsZ4kQMWTvhCO3HGCl4pRu1Q4ZG/ioMyROYiGYSKFzmI",
-	"eAGJ888XcCdFCR0wq0zjFe54bYA0MYflO29sGWUs2reXjtKanKm3dZ8La0J13P9+o1F8E1d7g6v7X8YW",
-	"gEa5gTYVXPkP5XtftXBhvOMOgRqO/X/Dj//dijcRLuMNhtMe/B2GQiW3KSnQzVprHJok7rZivAe4tbB2",
-	"NTg4SHXM04U2dnBycvIab5p2szXf3VergvDFciVbccnj28l4o10mhCk/Lra3/fnOBjfuU9ffpjkpscjj",
-	"ldaIdFZZLd5t+OHT/w0AAP//",
+	"7L1rdxu31Sj8V7DYs1bIdEhTsuQm5CfGVhy1ulWiktMn9KsBZ0AS1hBgBhhd2vi/v2vvDcydEtXETp91",
+	"+qGNzJnBZWPfb/hXJ9LrjVZCWdMZ/auTCrPRygj8xzux4Flij9JUp/DvSCsrlIU/+WaTyIhbqdWrj0Yr",
+	"+M1EK7Hm8Nf/ScWiM+r86VUx+Ct6al7haJdums6nT5+CTixMlMoNDNYZdSbqkWm7EilbcJlkqWDdhU6Z",
+	"eODrTSLYwfCAhWfn05vvz6/P3oUBOxgesvD0aPrD+bsb+H1ycnL+0xE8ORy+ZuHV0eWPR5c3311f/SPs",
+	"DTqfgs6xMtliISMplL2yOuVL8eV2N10JloqlNDZ9/MqwWJpbFnGltGWW3wrG2X0qrWDd8Pjs6vr774/f",
+	"Hh+dTW+upueXk/dHYW80U4ssSQKWCh73tUoemU6ZvhMp+yXTlg/YmbYrqZbsnhsWrbhainjMwlTY9JHP",
+	"EzFiNs1EOFNaRYKZDY8Ek4YtUiHiwUx1gs5K8FikiAGX8FV/srACEaC6lSsRaRUbZjW759KyuVjoFHZn",
+	"00eplmP2ejjoBCXA2ceN6Iw6UlmxFClAB0/DilTx5Atj2bUyGxHJhRQxMyK9Q3TLEouAnx5dnk1Obo4u",
+	"L88vHdJc8MdE83iq9QlPvzTCzHX8yMRDJASAeyVYpNVCLrNUxCyRawmrvpj84+R88u5men5+czK5BFzB",
+	"hV8rfsdlAkf/5RYdXv1wPZ0en72/eXf+01k4wkU7MBurNxsRs/uVTAQ+wO0BuvI0lXeIOjqdqQrpjpjS",
+	"QDhZwlPYvhIRzMUinSUxmwtCYAacwq6kYVqJmeoKHq3YCkZmqfglE8Yyqdgm1ctUGAOUAw8/ZgawVyim",
+	"N0KJuBcwruKZwoGKuQK2SPUaV7wSPLErlgrcU8DW/JEhLXJzO1Ph+6Mpe0XvhAP2nbYrxlPRJEKgNzwi",
+	"k202OrUiPhWx5FOkky+NYF/hXmFCBoQKTAG4Eo8isbEiZt3w+uzq+uLi/HJ69O7m9Ojd8eRm+o8LwrNP",
+	"ns6RbbxdcaVEQdKbVG9EaiWJlUjHuD2hsnVn9HPn9Pzd0QmybkDgo3edoHN89uPk5PjdzdXF0dvp5fVp",
+	"J+j4P2/Or6c359/fXE7O3h91gk55UT8eXV4dn5/hr387O//pDBfYCTqnk5Pvzy9Pcd1XVxP80P1VEAxM",
+	"UmAcrqLMCDofAs/BjE2lWsLRrYUxTn40nuWnXXo61zoRXCHAACNlKmKAAcKkGK78cTGtnn8UkYWhHYAv",
+	"xSZ5bDJm/JkJdScSvRFMK8TZTSpi6YiGPh+zEEYOmeJrYZi0htEhDmZqgtJXxCzcSLUMAxa670OgmnCt",
+	"Y5HcSLXQISAKV+ZeADe6l3bF7IrbmXIE95VhKa4HkaobbnRluBt8CD8UQ7rfesFMhQJwKGRGWKBJFgKm",
+	"howrJtYb+8jWfDNm/iX4TAq/GkeQ+ULY/UobkeN2pm6VvlcMGQa3jpEAxs8FiwUciJOHsQTgrqXiltB5",
+	"zTcAFMRhQvEnSQ/OKOjUt7fto1N471gttP8QALbt5Qutlvl7ZYBu/YBeom8+BZ4yH8/4GjAMEe1T0NFK",
+	"nC86o5+fZi3F7J+CZ96sTvv0yzUIPPd6CcqfPpRpA0+9jToIHX4LfTyDFcVZ77BHWmbQoY+3wE8CpPM3",
+	"aaXPApve/82nXJp753Pe7fUGFOgA/Ys/8iQjkVE9wXMlmMrWc5GyjQBtwL2Px8gjK+8EwyPwZ2pYlycJ",
+	"s6tUCFQROP3dt6DLWXq5N+gENUn17ocJ/Geh0zUHcMc6A46cM2RaBIDy3cWubx7t+OanNrYPal8sVCS2",
+	"geaiDI8AlJ2fhwHb+zBmRgjmxIsZrEHpJVz/ZsAmyT1/NAAsI5QdzxQvwZS4ZpTP7K2VucCXMlANpGGJ",
+	"WFimMxswo+EcZmrNN6gXzQXxamKmOwJ4zR/kGtSDvaCzlor+Hr4E8DuPcPQbR2g/qDQVCaprx3HzlMgI",
+	"9OIxlHE4RtwlmUYaBLtfCWJMXn61SSi24CkTSmfLFdhhYBQyaQedFlXlCAb/TsctCsOkJE6DQiXXCybu",
+	"RProVQGULAOCzEXpHIctEChx5YYCOHeLeJKr56v9FHSiApw3Mn7u0yrwPwVeSD/zVVln/RR0np8Hd0cz",
+	"kPPk2Zenci2M5etNJ0eaQg2mVbYpmXfPDX6RaqsjnfwoUgMnWtcu7zw+4LYa8MT1B3QsQWMdjTN1psRW",
+	"vb6KW6c8Wkkl+oCaoM8yeI3YESCaxd848W6rN4B0aHfFOsrWQrXj8s5qd0wurM5owRMjgheq4W1A+AHN",
+	"uivLbWaaMCDpc3PnDmL0r47KEmd8g8nXspdYLFMei/gmFdxo1cbUiTETRwgNTo1qd+i/Dcdg8LJVtuaq",
+	"gDQN6GSkiiUMB+CUVqxNK+zcDzxNORIeKTKJhjnarBjk54h65S03Vl/Tq5j/iLmPxmyvdMy5fyjobB7t",
+	"SqvtY08Lt4I06DmzQoHUe6/RXEgzBVYsu8BxBmwKmLWQIonZSiexARtf+FUQ6gn4Ns2UlWvBpKUh0Pgv",
+	"OSHDpd4b7L8ZfBOSVGsAkha1feGnOs6SYubcsfBes3kmk5iB8ggCCZ52w1jciSR0qkuiI57Qa71W6jA5",
+	"cnreom87BaK18phsAxu+MeTTQyW2KfIKz12VbNyEbeRyvFQ6FXG73HEP2fyx5CAas1DJJARxp6xh3DA+",
+	"N44RbCGmYroTzWPUKkvqP48J9XlSFlqOIVTJd8Ptqt1ikGjdEgHqLI0EEeBCJiJkXZEYwQ6GQxZ6z8Xl",
+	"0d+vj66mYQ9s6bnRSWYFg+GZUDGId6lYOPio54mch2iBBowvrEiZeVwnUt0axlMBxqvRyZ2IA4ambaZi",
+	"tGyFR1aC2VeG8STR9yCktbZmprphH3/pwwr78GMYMMcNnVaRO6FDud7o1L4CBEtikfbGM4Ue+Hvpt3Ux",
+	"mf5Q8a4P2EQxvSG4MiNjEfF0psJZNhy+jmCj+JcYfDRahWwp7wS5Lu/5nXDKO39A10HMSA03rGuEmKnQ",
+	"3CaCp6pPyxqsY4Qi6R0nQi3hjA6G375pQ308mxYNB1GIrQVXBlnoUsQh6yIEUYgywGGBzCJ0YAqdLsvt",
+	"TC2FEikHXTdKJMhedivEBjdE7MSDojcoht+keq1hUD5T9BtZGgELeRqt5B28lIo+Cg2cnSvmnzgLpstn",
+	"ynMJ9FOIB2ms8Y4W4UIlRIEMoXgw/HamQvKqXU0n0+urm9Pjq9PJ9O0PYeD0eSfhypYtjjAm3T3K0lQo",
+	"mzx6c8ovAQ7MOwSRwQoSDr3A0wIdmuOsBYbDQxDzIaBGiFTNlLjP0ZAJBf8P64lnKnTzhThJAR9pCRE8",
+	"XyOodoKOh1on6MBM7WpUwYyfUqa2KlHu9w9b2M6lMKhpNKzVzEZ6jQTL2UpbZu75pmlr8mSpU2lX61bB",
+	"DFC+QQ69fpY509siLkufxoCbVNxJnZntIsrBwWOAi+4gxdzzzTaDRQFvuuemRTDV4FlbZMuSattuA/wp",
+	"4XGbkXWt5C+ZYDL2rNLjfPf6+vgds+LBgkBds1REer0WitD4jicynqnr6ff9b0BhyBUMDLQACoKhtX/4",
+	"hn09f7TCfD1mYc6XvNSaqWjFUx5ZkRrkIly5hayzxMo+fMmKV8CmZhtuDKq+M+VYEuC+sTJJwOBLxSIz",
+	"3sPa8Gc3+OP+4Ru0Wv2/91oI4lTYVEbfpYLfxvpe7e5oGTNe87oQs4q1oKCB87sAu9BrUMri/3znCqoN",
+	"74TlMmmHRM6qcmao2CJLkhZajgGzeQsz+Kkw6t1ggH0pWPIlTRRGLPbAregDDbSpek9zDWSFrUoznRc8",
+	"DxiZgndgflWXFstURFanj61aZsKtUPammj+Q86W9Vr4klXBm27NuwRP3Llp7gKfPmtjTlEsl1fLUvQ7q",
+	"wIrvH75pguAH8cCufpj0gYw9dyhBJFqJ6BYknHUOEOBDLRwP9XHlRFd+kI5T4iAmWxt2L1LRrqjLf4ob",
+	"5CIVrJXKvjnoBM8w+ULLfxaWzloFrEdNqx0nuOIJ8CUUVFrl3lGS6F4jad2IBdDnKL8b6vpvDJpUO0i1",
+	"7eJsi6TOYVRZYAXsOYoUyPlhG284Rn/+8xb/00RaC5RfnFzt98+OLyYnV2TfIZANcwtmK5GKMctV4ouT",
+	"q0uBwWvUjnRaeiQ3AvbQvbJcxTyNryKeiDSofNKjSZyS9nvRdbpPGkyyQzihLnQ+fagHpN+m2pg+ymHU",
+	"uC/3q9JnwJw2X+zEI6fBlId0Te6pz7ag06sj1oX/f/tjr7q2gC1fnTy7wC9CLoWhdYNKSRP5zki06wXb",
+	"aAk2DWzFbERk02xdYoriAX5DbHkaD0pTplwtW2TPib4Hw0/FLNvAbCVrsMyHwZ59kCZg0bq/V3FZ7aAE",
+	"rPnDMb2+jwsu/lF1b9W4Ro2Qy2RbObEn+cMzHu+GE4i+Yloxk0WRMGZciW07j4OLb0vDjEA/yG6Ru4Jr",
+	"PRtDLbztH35Hf/tuBFj1vDeo7yxLkhKAdnIDfXHnfSO6/5/sx2+EXf+tCE3Zs7cTyAtbbUeg4+J2BPuX",
+	"APhWWJ4Uem1D3Xc2s7cZIr4W6O4dsIljr2VRzyKeppJcZTMFR8KtTr8yrKTc8gAdNh/1nJxnK5HrsuiS",
+	"0fdkhTK9IC+Mdd+yt1c/In8hmZTPFXoZdQMLC/EVHuuNFfFMoePGv6kKz+O6LZ5bGaglFMCd06rmF7rn",
+	"ppCTCJw2CfhRzx03ajxS2unQjScehK0PyVt4M+c2WrkN7Bwa8UC9iczdzQvsjLdXP7INTy0TDzxCD5th",
+	"2YacIdt1a5go1fe7OOa3oWgbnZPMa3GXVrx+YwYM1/t3HNZKw4pFPxvkIuWnAuFnJVdOlDsJ7k4+yVYy",
+	"vWrERfJPm47ENn5SWVYTmE/a4mh03M5b0qjlP0XTCGVSsb/J7wKW6kyBVZltBp/JJKwoozWz0HMO0ErH",
+	"3t4tSBWtZXQJUgDgK8PCYjy0TzA0Qn7yRHxlYIty4VJZcdjdnR1/lMXYhlDlrKj/teITU87+IMF5odXS",
+	"RwWr0COhvtUvPSkneOUcaps3uo1btTjDm0FsB6O9D62E1gjv7hBQ3cUrWYmqVidpWWZQg1Vj1m2Af5GZ",
+	"4k/qM1kpOSL810j5zEYKZhL/JxsmLlXkrVZWPLTxVVDUtumAkU6ytbqRKhYPpRcKvwAIrXZRsG0h7yRf",
+	"Km2scz7XrPcssfKOp5JbgdFTiS/mgXnvR+FLLpWhMEnEEzlPES5jxtmteJwpmWdeUsZ6nvdHnAuj+D7s",
+	"VEq6HLArIWaqnNIJ4hmYTJZw06adJ+JO+Gq3Hfwov+z63g2GxnZ+OxVxFlE+0Q7v2/2dX3zROuz+ixby",
+	"BJa8jJmWvvmcTLU2zX+Z62dnrpXyi/8FXLbAjZZMThUJZYlRmedPv5qvj+jj08Wf/7iW0v4p6MRVtrsD",
+	"npcZNRy+WogUxrzZ3WlcVzqfNhhqEKrsuKmVVdbz5JH8BoOiOsYfa1e4ApUvQgUIm+eBuhXTvaqxA2y9",
+	"YgIWgBPvz3155d9raPf+QfvSqzBoiJEjX7yUG0Ccijj2BmxCyXvM2SuUFBa21EmGgyKVqt3O8TyyMf/3",
+	"qTCrPLdG+hq/WmpNe3pqjZdurSs3UkXkOrhW8oGJjY5W5aoImPCeG7bmcc2JsJXKG8j7osnHeZZfQMWI",
+	"W/NUm0vZIrCKpV2VEKqGoyQdW3VaPCviQjcVx2X1FWWkH622Xb4WLMEcIdhBWMTjTPjvx93eHB6+ftN0",
+	"mZqIqxsjfmldZmnmlmXaVKKzVKooFdxItaTY4NgvXvyS8cRUIohhPQL6e++oRtHlHVTB3kbi3rWWF0nX",
+	"MWSX4opwejk5PsM6++Mfjy7fY9sLamBweX0xpX++nZy9PTo5OXoXsm54cX41Za+8T/nVvz7q+XH86VXE",
+	"VSSSsIdft/SdoFTZUmaQuS3VI2Hnihz0PUxLqHVReGEZx8vrMjw8/6rnTRISCd8YEe+a3v5iBbZ6mE0N",
+	"9qcVZbh/1HNXTBWAQhvS36FzsOc51ztpuAuppFm9MIvgiRjKWlj+ghQr7hxnmFnSJiA41Xw4c3ihk5g9",
+	"lLIGjRUbw2KtxJittdJWKxmN2d5gWDKD4XE7P925vC/N03JfdpQunbd5ltOVYNrn9CoWwhrDPEQiE8F+",
+	"yUQmYqCCNFPoPscsZszu576rzU5nXPJ010oS9H3uaSiH93aKEWCE7iVYs1tcoUSBRXTBZHNKAH3BhDXi",
+	"dzhb8s3naJcf71P2TmldE5e73sIhjJVrDuuMMydPd2YWTxAVLfkmS5Mt0dCcPNI1Cwu+TGUUNDAVUoSD",
+	"XQH1DAzaI4Ef9Xz38FyZ17aERpV4sDdRlhrd0jXoLf7u9w2vsg1fCs8CSblLuKGfdwguNoEAeFFewzMA",
+	"KcKC1ZU6Mu4T/HNa9v8Gug+AyF11LNZwNUi/pGK7AQFp6Vkn6MAgwN9wiFZ7qcJyG8eWB75Lqd9VXaU9",
+	"FF7LbnZPWGbAbogHL88lfyKUXh+pKXlyNWtvOBwOn1Gz8m08daynRcrw07l81EYp56XRShuhSmIKFcdm",
+	"hjdlPL4orbDIS3zRZ7Xd4xiYcfnU9otalKe1Sp5aueCRvWkvfCtzKGOxVO93SBz/99O5lbjf3UVTfrmY",
+	"NKjt+SkoXmNaRotBZu5aEAvDD4ZJ5RpQpbFIRyxEo0fGoIjfq5thyAYD/Gt/ePCXMJip8OhicrO82Yj0",
+	"5gReevdD9Z+lp2PAyzVnRmw4FqMF1OaKGraxRCJDUqXYw8b9PCjWwe7Qz4YNqTIskRnM1HFhrKCukvC5",
+	"SOgdUDMt9huQa564chAsMPz5z/0PsVxKa34e0H8//CyKHz+EAeOWJQJ4OawKf/bZ8TqdKdKIsPeKlsr2",
+	"sMcXveW2qFPDuuHezXA4BNtkJR64WwgsYPiwt+nvo9Ei1SKk/8ByHykzWnEVjkt7mSmlVV+JJWLtgE38",
+	"6vb2WQoKVXdv2EdFNSpzCdBilRBYLXyv2Rqb3MHrdsUVKrbG1Sfmys1cKp4+bkH+F2rZdVPI3HXcMG24",
+	"++MTFcdFvBzr7AbsRFiqUKITC1g4ACjeUNld2A8DhuoixtOlXTE+Uwl+A/DFj/CM19pY9uagXNHUldYV",
+	"FwKvcGRRsAgHMFdP3Rl1Nonp7w/33+zt7e/394Z7h8MhMF0Ok8Hy/7+fJ/3/4f1/Dvvffij+HNz0P/xr",
+	"GLx5/en/tGhH5AnWLXXH3h/ra7uwstJmqTKMs0u+5qqgoe7+8OAbVjLne/APPVNVHzDwyaOLScDe/TBB",
+	"8L27mLDu8tUJbHWmpvfal78TXeHMWPoMtLFJdSSMGcGrX7Ovvz7lii/FGiRQt9IO4SuDVcSm9/XXI/bD",
+	"dHrxam+wx/7M/np1fgbaEyb2HR4evhnQQEX1PXzwPyLVp39nl0d/f3V5dFF+/9AVlpGFfcGj27xBkhnM",
+	"FMNKOF+/Lw0ruidKxcJSFDJkc2FkLIgLwuGPMV3RvQJDOTxHMBToz+Yi0feu5pY6+FEmlBfWhs21XeVQ",
+	"HMFQYbXbU8i6LkMxLCXoAE5XncHAeBkL64mwYY8Qv9xerTykz5xwn5cDKTBHNQscfim6oACXwm6EFvgL",
+	"xwzA+SMMA8ChPlMui8W7drGw2MA0FWcwzuR99m4ldb8mvON8t+gBKsfn8mfF267ql7G5jjEhtJSchNvw",
+	"wcGQdZsdYYD/+iSOOmRy13vIuqF3cZbOw3nUsddbDaL+q1p4ifZTDRpVZy0Fg/yB5ieDya3FCeP5hEig",
+	"f/rTnxj+08zUUb5H4Hy+Jy66bGj7qc6sYFJFSYbF/L6ZHP5uAnafarWcqbWwKx2TSC03GTVBOc83RxOa",
+	"JiwwwPPcdb2HShjpWIQD9lbHwjCsC8UeChgmhnmQkfyKDIL9ii1X2K/kUvl1pn7t9/v5/+C1g+GQ/drs",
+	"XcB+rfQfyqs716DkV7u0kH+wWlWeF8f3WHmWonYVeJafBBsOuZaTSPDE0Sof5n0iqfUv/EbuTFRKX4Gy",
+	"5lqNlsrVYcCa8PGjHmwb9f3RNGSvWPju6ORoeuTH/5cb9dOLJikt/e2598o+sfRSCmjRaQsOHm1NpVmi",
+	"1VKkdAgOykb+UyCS+VzjvBbxvlFvep9qQF07rtREG/5o2P2quurrs6vJ90c3uPhtS+ZsI6NbbDazALlv",
+	"NeMsSrgxTGfWCQJBWSyJNHYMsMr7E4sHEWEHsSawppPL90fTqxvXyXP7/KVKRRPJW2n7WA/nALni2NPB",
+	"5acCZmLzDWvycsfy1I02F62zEl26PiAjPCt3eNjgA6NhZBkFBdEIFVd6fuBxuu4ehnWrvT96OfCI35Sb",
+	"ewzYW1ee6lRprh7Z3BVu+kRbWgSvAtaF/W6O/u/x1fTqpXsrq47YByKBCR4beN/FJjW4CFwQJ0UQz3uT",
+	"WdIXMFP7VQhca8VVjUN4PvT26sfSInPfGKqkblFvr36Etax5Arq3iKtYTXwIDCCkDsoQa53q9Gg6eTeZ",
+	"Tp6bLwTFO6QE/gq3KuvsVWw+vro6Pnt/czG5nD47emTuXH/VyjRraQygbSuQri+vzi892yoGzodEH1iI",
+	"4IflpgL03IbAQHQEhs7X2KikzCIrzBGIKYtWTgSWX/vr+XdNPtqMNaH0fzIKNcrl6Uc9ZzLewq+pW3Ax",
+	"EWEx9qQdVTJ/XQcLN8ohjtLsF++lHe7LdVmZZxaB5rqtwFGgSPdjfVusqN5p5XnqCotOMXDkeUuYKrnR",
+	"SgJcCukDqtLypUXwStsb+7OmVmgBM8KVCqVyubLFEpobmbydHv94hOvfWf4RhMd5p5Z8kQuZGluZBLDk",
+	"++Oz46sfKux1Oy74uJnnN9iog3Up7oKQc1G0XmUebIZ+fHZzcXn+/vLoCtmdXxWcheNTW/fYQxZKjtqW",
+	"/vmkRpb644/YXg7Nb2ABTou6mR6fHp1fN7QpVHh8L3Tf+BxTOJ2AR+9CpcWTjBOR93vvr6zd9GEUjKLo",
+	"rNzg6fWQmR6SNCc9CmfrlpVXwCcYnWqPesxqfeunlopRv1SumJvoo9GqOhvr+tn2SrPlwSgaly0Eti9J",
+	"9D1xZgqkME6ZqCzleNdBn97ur6Xqw0+lraA3G+WbeQV6s84UNh9CeZl/CB/1lymPyp/CutoEAh4Dt8Ij",
+	"zN5rkv31Bvpl1fSp7vtj31O2tneeGD1CXSPmllMP6wT742DkHJ1M1QjeWqx1+sjmWQzqTDfsr/lD3z/t",
+	"01OwJI2mdvggbyPuMiNzrr136LS3tm7t5U2BcoQ9ucBcqXZ/p5H2kZTyJIO/Xx9dH918f32C6iBhU752",
+	"k2gUVpbfCuXyBVzI5KOeBz408lHPjSsAByCZckP+3i6E5qjs0IvBSpoB+5VlW252qGJCUdEIjDS6hX1E",
+	"ojo/tojLp0MkKV9JQMJwXXhqStcSIDDc+SH9FM/AKK3dWvDv3lPg6j8rtxQUFaatNxXcr2S0ch3SDavc",
+	"VIBx95YTCBp8LvBk4OeEFSTaiHjwpH5DR/5ViR6IEhbSPkEHJPuIc3ukgY03w+yIWyudOEmn9ZpJS75b",
+	"pvT9Dns7rB135RoLRzpb77GosHbQt6h5U3GrRRO5tc8yK7pYzgEb3SL+QijelpDTpl4ET0J/h2tnRtjQ",
+	"iHXDo7Pzq4u3wGqKe2a64dHl+fdXYa964wz8/u7v1+fTkGSAtCyWlBfkGvHD5Afsb/I7d7fNJtVzcm5I",
+	"xfYY6DBVztlr49rS7nq3DWu52qZ+0K+HeNIzVXyNWfZI8yxTCdAd9gSM0T00yU8XLZqK7p+7YblFudnl",
+	"hUGSfwZWyEwBJWO0JnD/NQTJPXYqvwsYV8C+/GUgQA/KLETKhIo0Opp0OlP17qmkqbj2YK6VJjp+Ev4o",
+	"0rKV6NxWZqZS4DgAFVIp2SbhUvUxcfNgOAzYweu9gB0O9+BAD4eHuYfsJzEHur8TClnZTH3NyFnmnWRF",
+	"Ufn/7Tv3X/84zjHQ97zW9wpddpWXyFshEbp7zGq2t/9NOaagFyypRizonhbGwv7gZgQmdd61ksOxY4qq",
+	"a+KGViu2Ktc1tYpjVQEMk+glWYt0jUxB0V1S+wOCYOB074D5XJGAFJQeOt2JqQKL5hs5eOTrxAmxyu/U",
+	"FxMXUWt4DGO8Pb+8wrUuFnCkTqMZsCMQFGE/0qnp61QupQrZIuGwbLBX0FONP8N2uiF62sXo1auVNvbn",
+	"EaDVh7DnekDOU31vAK5rDloEKnzSsMnF8Yhx+H6TikWC5kI3PL+YHp+fXXkLZoIw67/VyqY6yQ/xFMEU",
+	"9kj+4CCwMOTSsCrKRd4fHrQPM8GOpeduX11qvcnct72AhW4CdAL3fyAC8sGqU/7QnyxFOM5xEb1Rkvoc",
+	"oKv96flgGPGwAdDU8NJjWVkLwQaomWrZntJ0fC4sS0whp6BJZldAPVQBPVNnWglCUamsSBfAtHKvatGU",
+	"NEpFDJ/xxHMOvLlE3wrl+gUS1gqJctIFSYpoipMv1LzTeDc27XFMNDdTa8EV1pmlmcqvxUg4Rp2k0Qlm",
+	"TLhQFVPC3uv0ltaOAkLiCu3jTBETQGpDJ4TP2Qh9t9RFxWHimihLi6HAlK+5IsIoKVdwOqUrOnJgdUpl",
+	"3p3hYG8wdLkuQGWdUef1YDh4TaHEFUbvnboDf7a2QnO3IewPhyXR7jctDcs2gy1NuIl/AaN1nTeMoDbT",
+	"ZcYU6tvQhfnacybar4NDmRljBAJYAJIrxY/gBcyHXphHFflsw1SsNVqUKHjHwLRdU1f81jCz4qmg/AFG",
+	"ErlHR+m6hhemUt47nCgkTZUekQYBygIxmjZ9AV2A5tFYsS50h8ApDeJhxTODHUZYXYNAJ6YLvsBiB2zi",
+	"dAaUvSvnyfIJsAiEkjLBKzO7T9TSBOS4Qi3bWJ4kIvZIDEOswbLs4foNm3XygzF0RWBdqeFllaa8BDPr",
+	"BMWFSNyiNjJ2OTRZdOu2YixgGXbwVc7Ni+ySg12Lx4snZFimrEywEzl67qifKI4BNAhEvYHtZhsM057k",
+	"6nFNp8K5lF/94fAvyNG2JHuDHkI2rJvIKREgcn2kBmMSMAgmt/oDIucAPAft1Wo9xo7lPC43B9VzMQJU",
+	"5myVqSWMgegkLV4kiBIaW62qWDw4AiBSLNw32OuYWh2zFmdPb+wJzPXYASzAK+Ya3Wwx1zAVqClX7tiA",
+	"keF37c4R3+hnm3zo5o1BXi9EqYCeI3iX1/p6VOi+cqsHuuwBnljXou9AB9Q+OFvu2P1LxlOurFQi79rN",
+	"uiRTKXUUyNd14CaCHtgH62PzFHb2LhsnwnzZhA8fOKez0zlgY3yN4X6EeP3WAtec3qALCf4rLULWjFix",
+	"VmzD4AQmDkNiCLAdsTpnWnkYA/WI6m6jRPDUtYKeKceJR0zfet2kfGlBbsRLoHpS14kEyncSYhF2tkE7",
+	"k5ZU3HbmqK7F8Yzz03UQuUFdSIx2v0DEN9ibvdUvUHiu9g/foFaP1pheMEOZEY5pgRFgZIJDUzdysIzK",
+	"0xAZOVS7Familnoo/MluninyWZlE25G/fyPim7Ix6pUFStS9j/Ta9e5DW9+1+C7NmnNnmF7E5E005LYG",
+	"plB2bqAZg96NkXMSAxus8HcsieegrCaFJk66z0x1AeeNpW97gWNu7FZsbJ8nQOKlhc2FvRdC+UHMTHXJ",
+	"l+oWSIOMHTtFDx1qyPlygQECXq64ihO0CCc19wcsmFwgpG/dc4yMwTHQ9vaHbG2Qs8LUM+yk5a5HcjLC",
+	"+Tny4gelAeoirc0EwJXANa0mr34xh1tvb0TN1enAyMnHLVGm1WzF75CT54mDFF0mNp4KP5taskWidVzp",
+	"+a40W3BjnXuaMABQyGD2FNqyIK3Lx4AYilu1qwxW6paMJ1AmDYTeTME61pnJyYYaKATAU9Cq9Q34Y40E",
+	"+JMDVdvdoFxhxwQ6Fuf9xntSyp62mSq52nL9AyUNpSg96qxwyOMx9oIygJcaaUGDOKt424By3xyUVmQA",
+	"Nu4h5o/5lQJ0uLlt8ccBxjyS0wM7KaGFcTh8XbseFU8v98KRY9Dr+F6koBxF0Rr4oydN4VaIjTstzzii",
+	"JItFHBCkXILfa2YwZxLFkdvFV6ZgGmBhizsnEPHCUmEYX2tKoanv2Yydukwczq7EmjCz3QVqtQ5o5hzu",
+	"+XY9AQ3Y+QaTt/M5UMsqc7dNkpmZenNAB1FmKWye6OjWk+QbUu66B6/32Fw8ahX3BnkkRcJ588Rov2Cr",
+	"LU9Q96mFZ5pRk5zHz5QLmxjKmEAqsamMblHv5c5DD+YDgoSwG/3KCxQAVJ0SUEaOVJkVrukHGVvu6rHO",
+	"e2FJRlGxTHG79/5w+LtdMlu5FGnLHbOFhzPbDOjiI3c3U/vY+WJfVe4hx6tms/Wap4+dUedE3gkF+EE2",
+	"D4+lorogy5emM/q544y9D/BZKUK81fr7qb1tFCWxkO4sDcaiUdnAzKqmajBT3aK5K9CQz+D1SX105Wie",
+	"37OQKNgLQeluJGw/z6Kv62c80lLz2PbzLF+0iOd5MDz4crcWnzWPqNs8B7oC+5DA8jSSVe8h/53Q81RY",
+	"jrEOl5pThlkJSX3jwhKSJq5KqxVJT6lHOKYRk6d4/lhpvBeg5uA1mzGjxP4UfX63QqHnoJoKPmHhQG3+",
+	"SQH1anfOhc4od6kaRJipIo3HWSA5/vqe+N1Ib1yOsMv0QQHrL+r6mIH49Q5qFqXcrHp56lLJ5KKiBLIc",
+	"uCnlSgSkyPi9kJaWWw+Ud+QWJR4wg1srn6GUCvdGLFIYbKbQ2sDsCedDqJEpXa9YssyqlolUxgoez1TX",
+	"CFGV5T3U0MtmIPngWCwSYetXYLXR/Yk0RPjms1M9VghuoXp//n8wYcESnYLj2EAVPZ8hLl/Wo9suCHYu",
+	"FN9/C9RRfosBKE+/3Oq1BKv1EQkntxWLlLiZcp5z56QypVuG8ZIbGn1cFEGCXpoZkVtbjrGSp7DlSinm",
+	"bpTKG4Bsv1MKnTT+Wqni/cp9TTBgOXuyzgNSvUa7n65vkqpe8kUXk+HagaSevMDpazZxtdCuo9MiS/BS",
+	"oQqEmpdPzQUofhipKTZbHk/lienocWrC23nd/DG6tGyplrkjq7IpvCbcxRlxnnPQyOGkcHy8GpCDuMY+",
+	"pmzCSCmjp8VdXG0OKuer2CmtiKJK5buQ0J+xFtxgEgqmdmn8TyW2FeRpAOQ+ctFp5JG5RecOEsFPj+Is",
+	"xSRzrdAtR7PXL2cKvW//iaabhb+tlaH5q/o6VOBU6tHzu7CyxlWAn6qlVADvT5+RlZbuBNvCS2sJik6J",
+	"Gn45JaqR8R800vODZoZ8kN8uVyS0B7Vs8WBbGjd83MyyBqWjlp1MwYgnyBdwCgH27RcEWIOOR9WkQlnJ",
+	"Zxq7FC1MVpspPtcZMXriE4OtuaPdSvZmb0Q0XE0Jbc0GpZQ9n9yJMRxX3NNIpkCSdG4AAEyJ6Wxvi2Q1",
+	"ugi8/xyXCITfbeFwWiWPvVJjqk5QOoZG43IA9sHe6+e1ggv+CKCean3CU7og6mDv8PnvrovEilMRSz51",
+	"t+D/e0rM4fD1LlPyOy6p/hq/+csuM5lssZCRFMpeUejpd7NGKKJY6ZzsZWHX30zYe1p1yhNkCUdAeW27",
+	"MBU0ZCcf0BDI89EopkPuyi5Jmkfvvs3DNe7WgYosJk/IghKMyjUExCjofkmv1ACCzFTjWgF01KLabXUW",
+	"rYTLDampGbm+P1NOOx9tSWwGkU+vYLTWFH4w9CVxvPkT1oJeHkxFg8lTHpEGh/coUsiAl1SKuq/h25lq",
+	"khfMnYf4Pup57rIGieOonHvzouAdt0JsTKkqw/moqWCoTUy/wxEKQV2RlgftN4mVMsOX2MHnSwu2ab1e",
+	"pVa7FvpaStZtubH3izszps9Xk3UbYtiv80uKv0qFwJYqgEGLtjtT3R3SSjFugWSA9wwQoREGY4TOt1T5",
+	"UpJrF5H170qPP1YSEIMujEiAd81ALFh2joPcRW7AKmiTEoH3VrV7LD+738Jd3vk0gf2XGX0+ZvTH+YPO",
+	"Ve1GCJfZCujqLnYMmOsBQyFsdztnOx5veMrXwiJ/+bmRINa4CXZA1jmwtEQa66x4rESjE88LywxaAXcu",
+	"Hygfh65Hzw1ni6KcZLhPZ8ovZKpfAb8uZVVw08z/6O/569MlrB673gQdeN4ZlS4+qRrGwY7YVDTpBbBV",
+	"kltL3usGPzjfCDW5OAYL87dyhVoHlHZ8htFSHtlydgNoh/NMJtbdOPU7YeK0nMuLUWu3yxzNsHXLpzK4",
+	"Hvk62QFc/5icnrwMXH7gBrjKPVL+w8DldtkCLq/ubo2L/BVri7C7UIzZd/NHhg0IjfG3DVUjI6yLkZH5",
+	"o6s07QWUf4DNHcGQ50vqDeZj4CHGd8MBC0sN5tAXVmpfN1N5/7pxKfMTL/iWFonUf2g15rFVWuER63K5",
+	"FehM9dmmC5lYSrCg7zFDfMN/ycSIyULp32iD+ZrBTBlNRTF5G0ZWNF0iCGwwt1FTxs1KLqxLQcStD2bq",
+	"Ei0Dgykd3iWIMHYsBwPzFMPWymgfNEkFZumBJQfaF7nqsYxzyaXaFuAodeXDPo9PseEL7Fsg/ykCKhbY",
+	"Hw7HrgUzWwuuDDscDjzX+yUTGBRwbI8uiigzubyf6P5w+PQ1p5+CNpOnig8u3Jd7r3wrw7a1uCaFtcX4",
+	"jnmHe/vP9N5rrge91HjsvhkZ5pFvW0DeVnM3lt/S5vPTh8+o2tVbV7bwLJD+iMd6gfv+D/CkgtzO0Zeh",
+	"32/B8FJc3x65Ur4/+C2eqL0vqBx6j4PTDHP/Vo5qICNi1sWmAcenFydHp0dn0zwU/7vF/squD1Nl6iXh",
+	"kUuMqgChsrjtEcBp0Vliw1OTF/lJy4xNBV8DZTkVjt/7VOncubQSCeXJUhmjd1ABt51zuqAzFaCumFJV",
+	"JOmrB8Nhtf9FMFPk2GmWMNf6WjiHOU8tiT9f+oZphTNlhMIKMtdagpaTCLcGJ+RpWbjKtU9dKFKlZ8oB",
+	"JRWcquKmxfKxBw1lP1E9KpZII2q4fFdXqo2VUuU8qMO9fXYqv+uNXaYVc9WgJRfY3uu2+mxcAtB+jgzV",
+	"iNyYLbIUnQjIDNH8lwpTq+hORZcJ2w2LGmv8qZSJe9CjQh/apHWBYMM2CVYXOnmPX21Lkne1b+VaaPih",
+	"Vg9N8r6lKJpZvRS4C6xszTWR+prZn9neTOG6zID9lKcSYZ4DLbcG1f1v22u7ZyrPSC3ymUt5nFTWOhfM",
+	"4ZRXWFpcPLxWuu1rorAHV56nN6JEvnBMQCj3gspR7RRpaURpwi+qly+hGsdkdFvcNr7SWI64WT0aGfHE",
+	"DdhjkQbLyKkt7vAxOjpTjiP4YHFeyqwX7vXWuuQBO3bNZF3etMrWIpURW3ObygdK48PNA3n4OO69TAVI",
+	"kn2kGhaJJGHhXhDOFGHiN67uMMDExipsIr15hEVJO8ILfX3A1y8YXWrRiqdL2A2Gpl7/ZXDI/vYdtg0F",
+	"LqUXDJsflm42YN29N4MD9rfvZooqIwK2vwff+JLJRuvMhbSusogmy3sEzBTBa2//G+ynGZSrMtzJSroV",
+	"y7NI5ITFBup9FBwelMphuavXxQajTXRGGBA6V3CZ8TK/9TlFNPwI2BFGMRv9IrrN7gE9X9SKNa8eBNgG",
+	"orl+SnX3Ve9Yusdta6eHcVsO8HM+1mIxRd39TP2G4nql78EYAbWePBjU6JFokke3+XQCbIAudcx2GRo6",
+	"nSnq8ZI4Q22V2VjfK1f8XZqWcNoFPBeYEg+qVZJQpMiaos2ZwwAXwsHVrnUqfDAZi/iA3gW/ZSnWwgAS",
+	"uCVTdLnIZHGDIWlxtpAPsOw7kQITA9oAxD2V381UN80UGZfzbLHA+mSXk0g+pR6Ncb9ymchF4dBMucqh",
+	"r0wlbxnYLK6+6/n93rcoJX0rIuGZmhlXLwE0LqX8sD5puSDFz1lJyC4mlaqWHG1GlNxez5OeqZZE6cBx",
+	"E1gxPNtUSxgwhdnrUzOF3REEVbW9GeIWPSspVcOwP7M3B67SgLLrisw6UkN8Vwav0bzXzOiF9ehImol1",
+	"JGWytavxn6nw/fnp0enJ8enxNL9njxSLHCVZ9+r4/fTo8rTXQE1pimZ7vhGRF4fle1jGVXmfCjK46TIG",
+	"VAhkmnM2163Y8DsRtzhfYYiWGwIG8LkRvoupXQlC6ZkKaW4XsUFHA5W74e+GvIjeMCdw+kvpySEpFBbg",
+	"V6MBJk9Ly7+qt5jAuy2xcLVbqZfslbsSkCieqUKNJq2J0xjlHMzqRTN51RVWM26pZcxrAyal4RYyScrF",
+	"WnCSoDvOFByhyX/LiQ39MJGORQM1CulU7faBWjAoYDQ/DeWYdqWrCI54ya0Ylcbyef+5NCcFzpONUzBL",
+	"tFPSnLB45laIDcs2IMh2bbk0U609l8Zs6FojS1ByFj3aD2fYbgmoW+qYrbgB1chgpc3zbZl6I2T5iIR/",
+	"diP9eaZI+UlFJDAU9QoXG1DLbXqGm6OyC9x8DAeL26ZuAQssbp6LlXS5xsbqjclZyrMttAoguB5a0hTF",
+	"vAfDb5p9vQJWMdBmqtpkKsjDZs5kcA1JSCSBDl7rwQm7oON35feRMC0mRImdBG1mQ5uL7Qrg7U34J9Pu",
+	"1lliJdiSrxY6XfeBs9AFf9SHpNQF3300JaeUFQ/2VWTuAlZ2QujICtsn07ncBL36bcNtgWb/i3xErmP/",
+	"Tpl++5/DQ5VfMLPFs+5EBh3eH+imQtdCS/vLoN6wsuyr8r4tt+5vvmxMcnvDvCph050slbZzM7WFCdZp",
+	"eUu3uJnCdnFEsjWWnNOzS0ekFLYvdJxNGyRo6WA2arSxm6lWl4zXu57sVjdT7eZ3DoDfkIt3sP/tl0Wq",
+	"fCvkwfEl191WvwheZ/k75Z18xtSS/0XuYJdF+YWopWwsj6qY/mQfOrCRf0MjupnapROd9ztUDHZfpzuo",
+	"t6IbPd2Jznegc+ZVe/O53zuPqgze3k74/ccmQV27Lp2VC/SoKAT1Uq4YN48qWqVa6cxUQg47xBhcI9un",
+	"gtXOdCR7sBpghVVk6Z28E743ifGuFt/LZKZCh29h4QCpoQR1s6kYpgxvykNjpmaj1idg3m4kl3qUCF4y",
+	"fNBbUtiWVIGL/vc8wuxWPmZygRowGbQ50WHLKdfaulvusgRz32JJbC/wHalr7e/R7eMS2yu9IqWtbfpV",
+	"ZY91957hj+jVxb6YA/ZTo19+3fKkI/vK+MZMeb+jYKZAdmAyszRMqBidjs4sTAWVWTnL8is0chMKzI5L",
+	"A6NH0tdH5t0hyXJFly9Oa8hah9ktNtoiT+ohM9tqhstX9jUC6y2JQYi8T6YFlYLUe/vfPBek/kIR4if0",
+	"7i+fSXdd7WLerXVI7/036Ls7s77QSVJm1S/iwa6Z+PaA76RkTpMDikp88xxYfDxmvO77y+0RO1PAkZxv",
+	"TWyoG5NUzhfKXclPb8COqEPfPS+uBKaOnG1exBKzrlzkXIqU5AE9jPEiB8yd8Ll24owVvNCN2qHCI38V",
+	"B2WILEU8mime5yDiBSTOP5/DnRQldMBsUh1nEXX5i6WJOCzfeWOLKGPevr1wlFbkTLWt+1JYM1MHw29r",
+	"jeLbuNpbXN1/GVsAGmUNbUq48h/K975o4cJ0yx0CFRz7f4Yf/9GKNxEu4y2G0w78HYZCJbctKdDNWmkc",
+	"Gsfurmi8hbmzsnYzevUq0RFPVtrY0eHh4Ru859vN1n5zYqUKwhfLFWzFJY83k/Em20wIU3ycb6/5+dYG",
+	"N+5T19+mPSkxz+OV1ohkUVot3iz54dP/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
