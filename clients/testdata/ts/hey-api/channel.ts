@@ -27,5 +27,9 @@ export function concentrations(rep: ChannelReply): ComponentValues | undefined {
 
 /** The error of any reply: set on failures, whatever the reply type. */
 export function failure(rep: ChannelReply): ChannelError | null {
+  if (rep.type === "error") {
+    const always: ChannelError = rep.error; // an error reply always carries one
+    return always;
+  }
   return rep.error;
 }

@@ -40,7 +40,8 @@ export function concentrations(rep: S["ChannelReply"]): S["ComponentValues"] | u
 /** The error of any reply: set on failures, whatever the reply type. */
 export function failure(rep: S["ChannelReply"]): S["ChannelError"] | null {
   if (rep.type === "error") {
-    return rep.error;
+    const always: S["ChannelError"] = rep.error; // an error reply always carries one
+    return always;
   }
   return rep.error;
 }
