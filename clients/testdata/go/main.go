@@ -7,6 +7,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -23,15 +24,17 @@ import (
 // smoke counts calls and errors and prints one line per call.
 type smoke struct{ calls, errors int }
 
-func (s *smoke) call(label string, status, want int, detail string) bool {
+// call counts one call and prints its line; a status other than want is
+// an error, and the line then shows the start of the body.
+func (s *smoke) call(label string, status int, body []byte, want int, detail string) bool {
 	s.calls++
 	line := fmt.Sprintf("%s -> %d", label, status)
-	if status != want {
-		s.errors++
-		line += fmt.Sprintf(" (want %d)", want)
-	}
 	if detail != "" {
 		line += " " + detail
+	}
+	if status != want {
+		s.errors++
+		line += fmt.Sprintf(" (want %d) %.160s", want, bytes.TrimSpace(body))
 	}
 	fmt.Println(line)
 	return status == want
@@ -54,7 +57,7 @@ func (s *smoke) envelope(label string, e *ramanapi.ErrorResponse, code string, r
 
 func codeOf(e *ramanapi.ErrorResponse) string {
 	if e == nil {
-		return "<nil>"
+		return ""
 	}
 	return e.Code
 }
@@ -104,7 +107,7 @@ func (s *smoke) train(ctx context.Context, c *ramanapi.ClientWithResponses, csvP
 		s.fail("POST /training/start", "%v", err)
 		return "", ""
 	}
-	if !s.call("POST /training/start", up.StatusCode(), http.StatusAccepted, "") || up.JSON202 == nil {
+	if !s.call("POST /training/start", up.StatusCode(), up.Body, http.StatusAccepted, "") || up.JSON202 == nil {
 		return "", ""
 	}
 	job = up.JSON202.JobId
@@ -119,7 +122,7 @@ func (s *smoke) train(ctx context.Context, c *ramanapi.ClientWithResponses, csvP
 			if got.JSON200 != nil {
 				status = string(got.JSON200.Status)
 			}
-			s.call("GET /training/{jobId}", got.StatusCode(), http.StatusOK, status)
+			s.call("GET /training/{jobId}", got.StatusCode(), got.Body, http.StatusOK, status)
 			if got.JSON200 == nil || got.JSON200.Status != ramanapi.Done || got.JSON200.Result == nil {
 				s.fail("GET /training/{jobId}", "job ended %s: %s", status, got.Body)
 				return job, ""
@@ -139,7 +142,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	if err != nil {
 		return err
 	}
-	if s.call("GET /health", health.StatusCode(), http.StatusOK, "") && health.JSON200.Status != ramanapi.Ok {
+	if s.call("GET /health", health.StatusCode(), health.Body, http.StatusOK, "") && health.JSON200.Status != ramanapi.Ok {
 		s.fail("GET /health", "status %s", health.JSON200.Status)
 	}
 
@@ -147,14 +150,14 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	if err != nil {
 		return err
 	}
-	if s.call("GET /openapi.yaml", yaml.StatusCode(), http.StatusOK, "") && (yaml.YAML200 == nil || (*yaml.YAML200)["openapi"] == nil) {
+	if s.call("GET /openapi.yaml", yaml.StatusCode(), yaml.Body, http.StatusOK, "") && (yaml.YAML200 == nil || (*yaml.YAML200)["openapi"] == nil) {
 		s.fail("GET /openapi.yaml", "not the contract: %.80s", yaml.Body)
 	}
 	json, err := c.GetOpenAPIJSONWithResponse(ctx)
 	if err != nil {
 		return err
 	}
-	if s.call("GET /openapi.json", json.StatusCode(), http.StatusOK, "") && (json.JSON200 == nil || (*json.JSON200)["openapi"] == nil) {
+	if s.call("GET /openapi.json", json.StatusCode(), json.Body, http.StatusOK, "") && (json.JSON200 == nil || (*json.JSON200)["openapi"] == nil) {
 		s.fail("GET /openapi.json", "not the contract: %.80s", json.Body)
 	}
 
@@ -162,7 +165,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	if err != nil {
 		return err
 	}
-	s.call("GET /model/info", noModel.StatusCode(), http.StatusNotFound, codeOf(noModel.JSON404))
+	s.call("GET /model/info", noModel.StatusCode(), noModel.Body, http.StatusNotFound, codeOf(noModel.JSON404))
 	s.envelope("GET /model/info", noModel.JSON404, "MODEL_NOT_LOADED", false)
 
 	jobA, a := s.train(ctx, c, csvPath, "smoke-a")
@@ -173,7 +176,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	if err != nil {
 		return err
 	}
-	if s.call("GET /training", page1.StatusCode(), http.StatusOK, "") {
+	if s.call("GET /training", page1.StatusCode(), page1.Body, http.StatusOK, "") {
 		p := page1.JSON200
 		if len(p.Jobs) != 1 || p.Jobs[0].JobId != jobB || p.NextCursor == nil {
 			s.fail("GET /training", "first page %s, want job %s and a cursor", page1.Body, jobB)
@@ -182,7 +185,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 			if err != nil {
 				return err
 			}
-			if s.call("GET /training?cursor", page2.StatusCode(), http.StatusOK, "") &&
+			if s.call("GET /training?cursor", page2.StatusCode(), page2.Body, http.StatusOK, "") &&
 				(len(page2.JSON200.Jobs) != 1 || page2.JSON200.Jobs[0].JobId != jobA) {
 				s.fail("GET /training?cursor", "second page %s, want job %s", page2.Body, jobA)
 			}
@@ -193,7 +196,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	if err != nil {
 		return err
 	}
-	if s.call("GET /model/list", list.StatusCode(), http.StatusOK, "") && len(list.JSON200.Models) != 2 {
+	if s.call("GET /model/list", list.StatusCode(), list.Body, http.StatusOK, "") && len(list.JSON200.Models) != 2 {
 		s.fail("GET /model/list", "%d models, want 2", len(list.JSON200.Models))
 	}
 
@@ -201,7 +204,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	if err != nil {
 		return err
 	}
-	if s.call("GET /model/{version}", detail.StatusCode(), http.StatusOK, "") {
+	if s.call("GET /model/{version}", detail.StatusCode(), detail.Body, http.StatusOK, "") {
 		if op := detail.JSON200.Lineage.Operator; op == nil || *op != "smoke" {
 			s.fail("GET /model/{version}", "lineage %s", detail.Body)
 		}
@@ -212,13 +215,13 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	if err != nil {
 		return err
 	}
-	s.call("POST /model/load", load.StatusCode(), http.StatusOK, "")
+	s.call("POST /model/load", load.StatusCode(), load.Body, http.StatusOK, "")
 
 	info, err := c.GetModelInfoWithResponse(ctx)
 	if err != nil {
 		return err
 	}
-	if s.call("GET /model/info", info.StatusCode(), http.StatusOK, "") && info.JSON200.ActiveVersion != a {
+	if s.call("GET /model/info", info.StatusCode(), info.Body, http.StatusOK, "") && info.JSON200.ActiveVersion != a {
 		s.fail("GET /model/info", "active %s, want %s", info.JSON200.ActiveVersion, a)
 	}
 
@@ -226,34 +229,34 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	if err != nil {
 		return err
 	}
-	s.call("DELETE /model/{version} (active)", active.StatusCode(), http.StatusConflict, codeOf(active.JSON409))
+	s.call("DELETE /model/{version} (active)", active.StatusCode(), active.Body, http.StatusConflict, codeOf(active.JSON409))
 	s.envelope("DELETE /model/{version}", active.JSON409, "MODEL_ACTIVE", false)
 
 	del, err := c.DeleteModelWithResponse(ctx, b)
 	if err != nil {
 		return err
 	}
-	s.call("DELETE /model/{version}", del.StatusCode(), http.StatusNoContent, "")
+	s.call("DELETE /model/{version}", del.StatusCode(), del.Body, http.StatusNoContent, "")
 
 	gone, err := c.GetModelWithResponse(ctx, b)
 	if err != nil {
 		return err
 	}
-	s.call("GET /model/{version} (deleted)", gone.StatusCode(), http.StatusNotFound, codeOf(gone.JSON404))
+	s.call("GET /model/{version} (deleted)", gone.StatusCode(), gone.Body, http.StatusNotFound, codeOf(gone.JSON404))
 	s.envelope("GET /model/{version}", gone.JSON404, "MODEL_NOT_FOUND", false)
 
 	finished, err := c.CancelTrainingJobWithResponse(ctx, jobA)
 	if err != nil {
 		return err
 	}
-	s.call("POST /training/{jobId}/cancel (done)", finished.StatusCode(), http.StatusConflict, codeOf(finished.JSON409))
+	s.call("POST /training/{jobId}/cancel (done)", finished.StatusCode(), finished.Body, http.StatusConflict, codeOf(finished.JSON409))
 	s.envelope("POST /training/{jobId}/cancel", finished.JSON409, "JOB_FINISHED", false)
 
 	unknown, err := c.CancelTrainingJobWithResponse(ctx, "no-such-job")
 	if err != nil {
 		return err
 	}
-	s.call("POST /training/{jobId}/cancel (unknown)", unknown.StatusCode(), http.StatusNotFound, codeOf(unknown.JSON404))
+	s.call("POST /training/{jobId}/cancel (unknown)", unknown.StatusCode(), unknown.Body, http.StatusNotFound, codeOf(unknown.JSON404))
 	s.envelope("POST /training/{jobId}/cancel", unknown.JSON404, "JOB_NOT_FOUND", false)
 	return nil
 }
