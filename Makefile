@@ -14,7 +14,7 @@ FUZZMINIMIZE  ?= 5s
 # sessions, jobs); every test run doubles as a data-race check.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 14m
 
-.PHONY: all build run test test-go test-examples deps deps-c generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run test test-go test-examples test-clients deps deps-c generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -78,7 +78,7 @@ vet:
 	$(GO) vet ./...
 
 ## test: everything CI runs
-test: deps check-generated lint test-examples test-go
+test: deps check-generated lint test-go test-examples test-clients
 
 # The conformance suite runs verbose so that its closing line, how many
 # responses were validated against api/openapi.yaml, shows in every run;
@@ -86,6 +86,14 @@ test: deps check-generated lint test-examples test-go
 test-go:
 	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v '/conformance$$')
 	set -o pipefail; $(GO) test $(GOTEST_FLAGS) -skip '^TestExampleC$$' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
+
+## test-clients: generate the Go and TypeScript clients of api/openapi.yaml as a
+## consumer would, compile them and smoke-test each against an in-process server.
+## The generators come pinned: oapi-codegen from go.mod, the npm packages from
+## conformance/clients/testdata/ts/package-lock.json (npm ci).
+test-clients:
+	cd conformance/clients/testdata/ts && npm ci --no-audit --no-fund --loglevel=error
+	set -o pipefail; RAMANSERVE_TEST_CLIENTS=1 $(GO) test $(GOTEST_FLAGS) -v -run '^TestGeneratedClients$$' ./conformance/clients | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
 
 ## bench: every figure of the README's performance table
 bench: deps build

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -65,75 +66,15 @@ func (e ChannelErrorCode) Valid() bool {
 	}
 }
 
-// Defines values for ChannelReplyType.
+// Defines values for ErrorReplyType.
 const (
-	Error          ChannelReplyType = "error"
-	ModelInfoReply ChannelReplyType = "model_info_reply"
-	Pong           ChannelReplyType = "pong"
-	PredictReply   ChannelReplyType = "predict_reply"
+	Error ErrorReplyType = "error"
 )
 
-// Valid indicates whether the value is a known member of the ChannelReplyType enum.
-func (e ChannelReplyType) Valid() bool {
+// Valid indicates whether the value is a known member of the ErrorReplyType enum.
+func (e ErrorReplyType) Valid() bool {
 	switch e {
 	case Error:
-		return true
-	case ModelInfoReply:
-		return true
-	case Pong:
-		return true
-	case PredictReply:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ChannelReplyV.
-const (
-	ChannelReplyVN1 ChannelReplyV = 1
-)
-
-// Valid indicates whether the value is a known member of the ChannelReplyV enum.
-func (e ChannelReplyV) Valid() bool {
-	switch e {
-	case ChannelReplyVN1:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ChannelRequestType.
-const (
-	ChannelRequestTypeModelInfo ChannelRequestType = "model_info"
-	ChannelRequestTypePing      ChannelRequestType = "ping"
-	ChannelRequestTypePredict   ChannelRequestType = "predict"
-)
-
-// Valid indicates whether the value is a known member of the ChannelRequestType enum.
-func (e ChannelRequestType) Valid() bool {
-	switch e {
-	case ChannelRequestTypeModelInfo:
-		return true
-	case ChannelRequestTypePing:
-		return true
-	case ChannelRequestTypePredict:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ChannelRequestV.
-const (
-	ChannelRequestVN1 ChannelRequestV = 1
-)
-
-// Valid indicates whether the value is a known member of the ChannelRequestV enum.
-func (e ChannelRequestV) Valid() bool {
-	switch e {
-	case ChannelRequestVN1:
 		return true
 	default:
 		return false
@@ -179,6 +120,36 @@ func (e LoadModelRequestSource) Valid() bool {
 	}
 }
 
+// Defines values for ModelInfoReplyType.
+const (
+	ModelInfoReplyTypeModelInfoReply ModelInfoReplyType = "model_info_reply"
+)
+
+// Valid indicates whether the value is a known member of the ModelInfoReplyType enum.
+func (e ModelInfoReplyType) Valid() bool {
+	switch e {
+	case ModelInfoReplyTypeModelInfoReply:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ModelInfoRequestType.
+const (
+	ModelInfoRequestTypeModelInfo ModelInfoRequestType = "model_info"
+)
+
+// Valid indicates whether the value is a known member of the ModelInfoRequestType enum.
+func (e ModelInfoRequestType) Valid() bool {
+	switch e {
+	case ModelInfoRequestTypeModelInfo:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelStatus.
 const (
 	ModelStatusActive   ModelStatus = "active"
@@ -200,6 +171,21 @@ func (e ModelStatus) Valid() bool {
 	}
 }
 
+// Defines values for PingRequestType.
+const (
+	Ping PingRequestType = "ping"
+)
+
+// Valid indicates whether the value is a known member of the PingRequestType enum.
+func (e PingRequestType) Valid() bool {
+	switch e {
+	case Ping:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PongBodyProtocolVersion.
 const (
 	PongBodyProtocolVersionN1 PongBodyProtocolVersion = 1
@@ -209,6 +195,66 @@ const (
 func (e PongBodyProtocolVersion) Valid() bool {
 	switch e {
 	case PongBodyProtocolVersionN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PongReplyType.
+const (
+	Pong PongReplyType = "pong"
+)
+
+// Valid indicates whether the value is a known member of the PongReplyType enum.
+func (e PongReplyType) Valid() bool {
+	switch e {
+	case Pong:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PredictReplyType.
+const (
+	PredictReplyTypePredictReply PredictReplyType = "predict_reply"
+)
+
+// Valid indicates whether the value is a known member of the PredictReplyType enum.
+func (e PredictReplyType) Valid() bool {
+	switch e {
+	case PredictReplyTypePredictReply:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PredictRequestType.
+const (
+	Predict PredictRequestType = "predict"
+)
+
+// Valid indicates whether the value is a known member of the PredictRequestType enum.
+func (e PredictRequestType) Valid() bool {
+	switch e {
+	case Predict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProtocolVersion.
+const (
+	ProtocolVersionN1 ProtocolVersion = 1
+)
+
+// Valid indicates whether the value is a known member of the ProtocolVersion enum.
+func (e ProtocolVersion) Valid() bool {
+	switch e {
+	case ProtocolVersionN1:
 		return true
 	default:
 		return false
@@ -249,50 +295,19 @@ type ChannelError struct {
 // ChannelErrorCode defines model for ChannelError.Code.
 type ChannelErrorCode string
 
-// ChannelReply Reply envelope on the prediction channel.
+// ChannelReply Reply envelope on the prediction channel; `type` names its schema.
+// A failed `ping`, `predict` or `model_info` is answered with that
+// request's reply type (`pong`, `predict_reply`, `model_info_reply`),
+// `error` set and `body` an empty map; `error` replies answer only a
+// request whose type is unknown or that could not be decoded.
 type ChannelReply struct {
-	// Body PongBody, PredictReplyBody, ModelInfo or an empty map for `error`.
-	Body map[string]interface{} `json:"body"`
-
-	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
-	CorrelationId string        `json:"correlation_id"`
-	Error         *ChannelError `json:"error"`
-
-	// Id Fresh id of this reply (UUID text form).
-	Id   string           `json:"id"`
-	Ts   float64          `json:"ts"`
-	Type ChannelReplyType `json:"type"`
-	V    ChannelReplyV    `json:"v"`
+	union json.RawMessage
 }
 
-// ChannelReplyType defines model for ChannelReply.Type.
-type ChannelReplyType string
-
-// ChannelReplyV defines model for ChannelReply.V.
-type ChannelReplyV int
-
-// ChannelRequest Request envelope on the prediction channel.
+// ChannelRequest Request envelope on the prediction channel; `type` names its schema.
 type ChannelRequest struct {
-	// Body PredictRequestBody for `predict`; ignored for `ping` and `model_info`. `nil` counts as absent.
-	Body *map[string]interface{} `json:"body,omitempty"`
-
-	// Id Unique id of the message (UUID text form recommended), valid
-	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
-	// characters, so an id of multi-byte characters can pass this
-	// schema and still be refused with MALFORMED_MESSAGE.
-	Id string `json:"id"`
-
-	// Ts Seconds since the Unix epoch; optional, and `nil` counts as absent.
-	Ts   *float64           `json:"ts,omitempty"`
-	Type ChannelRequestType `json:"type"`
-	V    ChannelRequestV    `json:"v"`
+	union json.RawMessage
 }
-
-// ChannelRequestType defines model for ChannelRequest.Type.
-type ChannelRequestType string
-
-// ChannelRequestV defines model for ChannelRequest.V.
-type ChannelRequestV int
 
 // ComponentValues One number per component the active model predicts (all three for a three-target model).
 type ComponentValues struct {
@@ -309,6 +324,35 @@ type ConfidenceValues struct {
 	DPA *float64 `json:"DPA,omitempty"`
 	EPA *float64 `json:"EPA,omitempty"`
 }
+
+// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+type CorrelationId = string
+
+// EmptyBody An empty map, the body of every failed reply.
+type EmptyBody = map[string]interface{}
+
+// ErrorReply defines model for ErrorReply.
+type ErrorReply struct {
+	// Body An empty map, the body of every failed reply.
+	Body EmptyBody `json:"body"`
+
+	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+	CorrelationId CorrelationId `json:"correlation_id"`
+	Error         ChannelError  `json:"error"`
+
+	// Id Fresh id of this reply (UUID text form).
+	Id ReplyId `json:"id"`
+
+	// Ts Seconds since the Unix epoch when the reply was made.
+	Ts   ReplyTimestamp `json:"ts"`
+	Type ErrorReplyType `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// ErrorReplyType defines model for ErrorReply.Type.
+type ErrorReplyType string
 
 // ErrorResponse defines model for ErrorResponse.
 type ErrorResponse struct {
@@ -341,6 +385,9 @@ type HealthStatus struct {
 
 // HealthStatusStatus defines model for HealthStatus.Status.
 type HealthStatusStatus string
+
+// IgnoredBody Ignored by the server; `nil` counts as absent.
+type IgnoredBody = map[string]interface{}
 
 // LoadModelRequest defines model for LoadModelRequest.
 type LoadModelRequest struct {
@@ -390,6 +437,12 @@ type LoadResult struct {
 	// PreviousVersion Version active before the swap; the empty string when none was.
 	PreviousVersion string `json:"previous_version"`
 }
+
+// MessageId Unique id of the message (UUID text form recommended), valid
+// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
+// characters, so an id of multi-byte characters can pass this
+// schema and still be refused with MALFORMED_MESSAGE.
+type MessageId = string
 
 // MetricBreakdown One number per component; a component the model does not predict is omitted.
 type MetricBreakdown struct {
@@ -452,6 +505,58 @@ type ModelInfo struct {
 	WavenumberRange *[]float64 `json:"wavenumber_range,omitempty"`
 }
 
+// ModelInfoReply defines model for ModelInfoReply.
+type ModelInfoReply struct {
+	// Body ModelInfo on success; an empty map when `error` is set.
+	Body ModelInfoReply_Body `json:"body"`
+
+	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+	CorrelationId CorrelationId `json:"correlation_id"`
+
+	// Error Null on success.
+	Error *ChannelError `json:"error"`
+
+	// Id Fresh id of this reply (UUID text form).
+	Id ReplyId `json:"id"`
+
+	// Ts Seconds since the Unix epoch when the reply was made.
+	Ts   ReplyTimestamp     `json:"ts"`
+	Type ModelInfoReplyType `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// ModelInfoReply_Body ModelInfo on success; an empty map when `error` is set.
+type ModelInfoReply_Body struct {
+	union json.RawMessage
+}
+
+// ModelInfoReplyType defines model for ModelInfoReply.Type.
+type ModelInfoReplyType string
+
+// ModelInfoRequest defines model for ModelInfoRequest.
+type ModelInfoRequest struct {
+	// Body Ignored by the server; `nil` counts as absent.
+	Body *IgnoredBody `json:"body,omitempty"`
+
+	// Id Unique id of the message (UUID text form recommended), valid
+	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
+	// characters, so an id of multi-byte characters can pass this
+	// schema and still be refused with MALFORMED_MESSAGE.
+	Id MessageId `json:"id"`
+
+	// Ts Seconds since the Unix epoch; optional, and `nil` counts as absent.
+	Ts   *RequestTimestamp    `json:"ts,omitempty"`
+	Type ModelInfoRequestType `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// ModelInfoRequestType defines model for ModelInfoRequest.Type.
+type ModelInfoRequestType string
+
 // ModelLineage Where the version came from. A model trained here carries the
 // operator's TrainingMeta, its job and the SHA-256 and row count of
 // the training CSV; an import carries `imported_from`; an adopted
@@ -493,6 +598,28 @@ type ModelVersion struct {
 	Version        string    `json:"version"`
 }
 
+// PingRequest defines model for PingRequest.
+type PingRequest struct {
+	// Body Ignored by the server; `nil` counts as absent.
+	Body *IgnoredBody `json:"body,omitempty"`
+
+	// Id Unique id of the message (UUID text form recommended), valid
+	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
+	// characters, so an id of multi-byte characters can pass this
+	// schema and still be refused with MALFORMED_MESSAGE.
+	Id MessageId `json:"id"`
+
+	// Ts Seconds since the Unix epoch; optional, and `nil` counts as absent.
+	Ts   *RequestTimestamp `json:"ts,omitempty"`
+	Type PingRequestType   `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// PingRequestType defines model for PingRequest.Type.
+type PingRequestType string
+
 // PongBody defines model for PongBody.
 type PongBody struct {
 	// ModelVersion Active model version; the empty string when no model is loaded.
@@ -504,6 +631,36 @@ type PongBody struct {
 
 // PongBodyProtocolVersion defines model for PongBody.ProtocolVersion.
 type PongBodyProtocolVersion int
+
+// PongReply defines model for PongReply.
+type PongReply struct {
+	// Body PongBody on success; an empty map when `error` is set.
+	Body PongReply_Body `json:"body"`
+
+	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+	CorrelationId CorrelationId `json:"correlation_id"`
+
+	// Error Null on success.
+	Error *ChannelError `json:"error"`
+
+	// Id Fresh id of this reply (UUID text form).
+	Id ReplyId `json:"id"`
+
+	// Ts Seconds since the Unix epoch when the reply was made.
+	Ts   ReplyTimestamp `json:"ts"`
+	Type PongReplyType  `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// PongReply_Body PongBody on success; an empty map when `error` is set.
+type PongReply_Body struct {
+	union json.RawMessage
+}
+
+// PongReplyType defines model for PongReply.Type.
+type PongReplyType string
 
 // PredictContext defines model for PredictContext.
 type PredictContext struct {
@@ -525,6 +682,36 @@ type PredictDiagnostics struct {
 	T2Reduced *float64 `json:"t2_reduced,omitempty"`
 }
 
+// PredictReply defines model for PredictReply.
+type PredictReply struct {
+	// Body PredictReplyBody on success; an empty map when `error` is set.
+	Body PredictReply_Body `json:"body"`
+
+	// CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
+	CorrelationId CorrelationId `json:"correlation_id"`
+
+	// Error Null on success.
+	Error *ChannelError `json:"error"`
+
+	// Id Fresh id of this reply (UUID text form).
+	Id ReplyId `json:"id"`
+
+	// Ts Seconds since the Unix epoch when the reply was made.
+	Ts   ReplyTimestamp   `json:"ts"`
+	Type PredictReplyType `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// PredictReply_Body PredictReplyBody on success; an empty map when `error` is set.
+type PredictReply_Body struct {
+	union json.RawMessage
+}
+
+// PredictReplyType defines model for PredictReply.Type.
+type PredictReplyType string
+
 // PredictReplyBody defines model for PredictReplyBody.
 type PredictReplyBody struct {
 	// Concentrations One number per component the active model predicts (all three for a three-target model).
@@ -543,11 +730,44 @@ type PredictReplyBody struct {
 	ModelVersion string              `json:"model_version"`
 }
 
+// PredictRequest defines model for PredictRequest.
+type PredictRequest struct {
+	Body PredictRequestBody `json:"body"`
+
+	// Id Unique id of the message (UUID text form recommended), valid
+	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
+	// characters, so an id of multi-byte characters can pass this
+	// schema and still be refused with MALFORMED_MESSAGE.
+	Id MessageId `json:"id"`
+
+	// Ts Seconds since the Unix epoch; optional, and `nil` counts as absent.
+	Ts   *RequestTimestamp  `json:"ts,omitempty"`
+	Type PredictRequestType `json:"type"`
+
+	// V Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+	V ProtocolVersion `json:"v"`
+}
+
+// PredictRequestType defines model for PredictRequest.Type.
+type PredictRequestType string
+
 // PredictRequestBody defines model for PredictRequestBody.
 type PredictRequestBody struct {
 	Context  *PredictContext `json:"context,omitempty"`
 	Spectrum Spectrum        `json:"spectrum"`
 }
+
+// ProtocolVersion Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
+type ProtocolVersion int
+
+// ReplyId Fresh id of this reply (UUID text form).
+type ReplyId = string
+
+// ReplyTimestamp Seconds since the Unix epoch when the reply was made.
+type ReplyTimestamp = float64
+
+// RequestTimestamp Seconds since the Unix epoch; optional, and `nil` counts as absent.
+type RequestTimestamp = float64
 
 // Spectrum defines model for Spectrum.
 type Spectrum struct {
@@ -698,6 +918,502 @@ type LoadModelJSONRequestBody = LoadModelRequest
 
 // StartTrainingMultipartRequestBody defines body for StartTraining for multipart/form-data ContentType.
 type StartTrainingMultipartRequestBody = TrainingUpload
+
+// AsPongReply returns the union data inside the ChannelReply as a PongReply
+func (t ChannelReply) AsPongReply() (PongReply, error) {
+	var body PongReply
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPongReply overwrites any union data inside the ChannelReply as the provided PongReply
+func (t *ChannelReply) FromPongReply(v PongReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"pong"}`))
+	t.union = b
+	return err
+}
+
+// MergePongReply performs a merge with any union data inside the ChannelReply, using the provided PongReply
+func (t *ChannelReply) MergePongReply(v PongReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"pong"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPredictReply returns the union data inside the ChannelReply as a PredictReply
+func (t ChannelReply) AsPredictReply() (PredictReply, error) {
+	var body PredictReply
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPredictReply overwrites any union data inside the ChannelReply as the provided PredictReply
+func (t *ChannelReply) FromPredictReply(v PredictReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"predict_reply"}`))
+	t.union = b
+	return err
+}
+
+// MergePredictReply performs a merge with any union data inside the ChannelReply, using the provided PredictReply
+func (t *ChannelReply) MergePredictReply(v PredictReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"predict_reply"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsModelInfoReply returns the union data inside the ChannelReply as a ModelInfoReply
+func (t ChannelReply) AsModelInfoReply() (ModelInfoReply, error) {
+	var body ModelInfoReply
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromModelInfoReply overwrites any union data inside the ChannelReply as the provided ModelInfoReply
+func (t *ChannelReply) FromModelInfoReply(v ModelInfoReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"model_info_reply"}`))
+	t.union = b
+	return err
+}
+
+// MergeModelInfoReply performs a merge with any union data inside the ChannelReply, using the provided ModelInfoReply
+func (t *ChannelReply) MergeModelInfoReply(v ModelInfoReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"model_info_reply"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsErrorReply returns the union data inside the ChannelReply as a ErrorReply
+func (t ChannelReply) AsErrorReply() (ErrorReply, error) {
+	var body ErrorReply
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromErrorReply overwrites any union data inside the ChannelReply as the provided ErrorReply
+func (t *ChannelReply) FromErrorReply(v ErrorReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"error"}`))
+	t.union = b
+	return err
+}
+
+// MergeErrorReply performs a merge with any union data inside the ChannelReply, using the provided ErrorReply
+func (t *ChannelReply) MergeErrorReply(v ErrorReply) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"error"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ChannelReply) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t ChannelReply) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "error":
+		return t.AsErrorReply()
+	case "model_info_reply":
+		return t.AsModelInfoReply()
+	case "pong":
+		return t.AsPongReply()
+	case "predict_reply":
+		return t.AsPredictReply()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t ChannelReply) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ChannelReply) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPingRequest returns the union data inside the ChannelRequest as a PingRequest
+func (t ChannelRequest) AsPingRequest() (PingRequest, error) {
+	var body PingRequest
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPingRequest overwrites any union data inside the ChannelRequest as the provided PingRequest
+func (t *ChannelRequest) FromPingRequest(v PingRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"ping"}`))
+	t.union = b
+	return err
+}
+
+// MergePingRequest performs a merge with any union data inside the ChannelRequest, using the provided PingRequest
+func (t *ChannelRequest) MergePingRequest(v PingRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"ping"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPredictRequest returns the union data inside the ChannelRequest as a PredictRequest
+func (t ChannelRequest) AsPredictRequest() (PredictRequest, error) {
+	var body PredictRequest
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPredictRequest overwrites any union data inside the ChannelRequest as the provided PredictRequest
+func (t *ChannelRequest) FromPredictRequest(v PredictRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"predict"}`))
+	t.union = b
+	return err
+}
+
+// MergePredictRequest performs a merge with any union data inside the ChannelRequest, using the provided PredictRequest
+func (t *ChannelRequest) MergePredictRequest(v PredictRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"predict"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsModelInfoRequest returns the union data inside the ChannelRequest as a ModelInfoRequest
+func (t ChannelRequest) AsModelInfoRequest() (ModelInfoRequest, error) {
+	var body ModelInfoRequest
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromModelInfoRequest overwrites any union data inside the ChannelRequest as the provided ModelInfoRequest
+func (t *ChannelRequest) FromModelInfoRequest(v ModelInfoRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"model_info"}`))
+	t.union = b
+	return err
+}
+
+// MergeModelInfoRequest performs a merge with any union data inside the ChannelRequest, using the provided ModelInfoRequest
+func (t *ChannelRequest) MergeModelInfoRequest(v ModelInfoRequest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"model_info"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ChannelRequest) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t ChannelRequest) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "model_info":
+		return t.AsModelInfoRequest()
+	case "ping":
+		return t.AsPingRequest()
+	case "predict":
+		return t.AsPredictRequest()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t ChannelRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ChannelRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsModelInfo returns the union data inside the ModelInfoReply_Body as a ModelInfo
+func (t ModelInfoReply_Body) AsModelInfo() (ModelInfo, error) {
+	var body ModelInfo
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromModelInfo overwrites any union data inside the ModelInfoReply_Body as the provided ModelInfo
+func (t *ModelInfoReply_Body) FromModelInfo(v ModelInfo) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeModelInfo performs a merge with any union data inside the ModelInfoReply_Body, using the provided ModelInfo
+func (t *ModelInfoReply_Body) MergeModelInfo(v ModelInfo) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEmptyBody returns the union data inside the ModelInfoReply_Body as a EmptyBody
+func (t ModelInfoReply_Body) AsEmptyBody() (EmptyBody, error) {
+	var body EmptyBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEmptyBody overwrites any union data inside the ModelInfoReply_Body as the provided EmptyBody
+func (t *ModelInfoReply_Body) FromEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEmptyBody performs a merge with any union data inside the ModelInfoReply_Body, using the provided EmptyBody
+func (t *ModelInfoReply_Body) MergeEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ModelInfoReply_Body) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ModelInfoReply_Body) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPongBody returns the union data inside the PongReply_Body as a PongBody
+func (t PongReply_Body) AsPongBody() (PongBody, error) {
+	var body PongBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPongBody overwrites any union data inside the PongReply_Body as the provided PongBody
+func (t *PongReply_Body) FromPongBody(v PongBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePongBody performs a merge with any union data inside the PongReply_Body, using the provided PongBody
+func (t *PongReply_Body) MergePongBody(v PongBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEmptyBody returns the union data inside the PongReply_Body as a EmptyBody
+func (t PongReply_Body) AsEmptyBody() (EmptyBody, error) {
+	var body EmptyBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEmptyBody overwrites any union data inside the PongReply_Body as the provided EmptyBody
+func (t *PongReply_Body) FromEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEmptyBody performs a merge with any union data inside the PongReply_Body, using the provided EmptyBody
+func (t *PongReply_Body) MergeEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PongReply_Body) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PongReply_Body) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPredictReplyBody returns the union data inside the PredictReply_Body as a PredictReplyBody
+func (t PredictReply_Body) AsPredictReplyBody() (PredictReplyBody, error) {
+	var body PredictReplyBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPredictReplyBody overwrites any union data inside the PredictReply_Body as the provided PredictReplyBody
+func (t *PredictReply_Body) FromPredictReplyBody(v PredictReplyBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePredictReplyBody performs a merge with any union data inside the PredictReply_Body, using the provided PredictReplyBody
+func (t *PredictReply_Body) MergePredictReplyBody(v PredictReplyBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEmptyBody returns the union data inside the PredictReply_Body as a EmptyBody
+func (t PredictReply_Body) AsEmptyBody() (EmptyBody, error) {
+	var body EmptyBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEmptyBody overwrites any union data inside the PredictReply_Body as the provided EmptyBody
+func (t *PredictReply_Body) FromEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEmptyBody performs a merge with any union data inside the PredictReply_Body, using the provided EmptyBody
+func (t *PredictReply_Body) MergeEmptyBody(v EmptyBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PredictReply_Body) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PredictReply_Body) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -5942,221 +6658,232 @@ func (sh *strictHandler) CancelTrainingJob(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1rdxu3tQD6V7DYs5bJdEhRsuQm5CfGVhy1elWinNMT5nLAGZCENQSYAUYS2/i/37X3BubFoUS3jnPu",
-	"uudDG5kzA2wA+/3Cv1qRXq21Esqa1uBfrVSYtVZG4D/eiTnPEnuapjqFf0daWaEs/MnX60RG3EqtDj4a",
-	"reA3Ey3FisNf/5WKeWvQ+tNBMfgBPTUHONqNm6b16dOnoBULE6VyDYO1Bq2R2jBtlyJlcy6TLBWsPdcp",
-	"E098tU4EO+4fs/Dyajz94eru8l0YsOP+CQsvTsc/Xr2bwu+j8/Orn07hyUn/NQtvT28+nN5Mv7+7/UfY",
-	"6bU+Ba0zZbL5XEZSKHtrdcoX4uutbrwULBULaWy6eWVYLM09i7hS2jLL7wXj7DGVVrB2eHZ5e/fDD2dv",
-	"z04vx9Pb8dXN6P1p2BlM1DxLkoClgsddrZIN0ynTDyJlv2ba8h671HYp1YI9csOiJVcLEQ9ZmAqbbvgs",
-	"EQNm00yEE6VVJJhZ80gwadg8FSLuTVQraC0Fj0WKGHADX3VHcysQAapLuRWRVrFhVrNHLi2biblOYXU2",
-	"3Ui1GLLX/V4rKG2c3axFa9CSyoqFSGF38DSsSBVPvjKW3SmzFpGcSxEzI9IHRLcssbjx49Oby9H59PTm",
-	"5urGIc013ySax2Otz3n6tRFmpuMNE0+RELDdS8EireZykaUiZolcSYD6evSP86vRu+n46mp6ProBXEHA",
-	"7xR/4DKBo/96QIe3P96Nx2eX76fvrn66DAcItNtmY/V6LWL2uJSJwAe4PEBXnqbyAVFHpxNVId0BUxoI",
-	"J0t4CstXIoK5WKSzJGYzQQjMgFPYpTRMKzFRbcGjJVvCyCwVv2bCWCYVW6d6kQpjgHLg4cfMAPYKxfRa",
-	"KBF3AsZVPFE4UDFXwOapXiHES8ETu2SpwDUFbMU3DGmRm/uJCt+fjtkBvRP22PfaLhlPxTYRAr3hEZls",
-	"vdapFfGFiCUfI518bQR7hWuFCRkQKjAF4Eo8isTaipi1w7vL27vr66ub8em76cXpu7PRdPyPa8KzT57O",
-	"kW28XXKlREHSKkscAsKyg9Y61WuRWkliJtIxLleobNUa/Ny6uHp3eo6sHBD69F0raJ1dfhidn72b3l6f",
-	"vh3f3F20gpb/c3p1N55e/TC9GV2+P20FrTKQH05vbs+uLvHXv11e/XSJALeC1sXo/Iermwtcx+3tCD90",
-	"fxUEBJMUGIhQlBlD65fAczRjU6kWcJQrYYyTJ1vP8tMvPZ1pnQiucAMBQ2UqYtgD3JNiuPLHxbR69lFE",
-	"FoZ2G34j1slmm1Hjz0yoB5HotWBaIQ6vUxFLR0T0OXDr6tEAXmyPd63V4nsdbwJ2TWPgBPTLhY5Fcqbm",
-	"GoiLKyZWa7thK75G0gwFoEQIE22tIdJpKhJE8amMt2clyYlE/MqwUMbhENdBM9A2s8eloNV5cif+AIg8",
-	"EywWsK8xm/OUCaWzxRKEF0hSJm0JqOLMhEfh50isgu6fglYT9D+kwiyZjJmeE4NK8VDad3dn75gVTxb2",
-	"Z9VpBIJUM3jObWvQinUGeJC/qLLVTODE1jEOT0lrrRZ4pnhKU5wSsArOaCrVXOc/0TqbMPqhNOBh8UIh",
-	"xKuI++Dhwm3YOlVcTEB4tT1rA0LjKTahNB3vF0Rqj8o4MCAzYawbMRwyuVA6dTImXEu1CEFMsLDYzrDH",
-	"QiWTELBOWcNA8MyMUIhbdSa4teYmtLlT8tdM5HgjmOMIdcRhqYj0aiVUjOLrgScynqi78Q/db3tsXAhf",
-	"1BYMkxYQ/+jkDftmtrHCfDNk4Yo/nQu1sEsP/kRFS57yyIrUBMxoIGcCZJUlVnbhS1a8AmosW3NjEL8n",
-	"iqgDt8hYmSRAgKmYZwZkv7RLtsWESf3M4WgNjk7eBK2VVP7fhzuJo1kzNRJ0XNi2OyWfmFjraDlkGl/j",
-	"SUDHt/PAtgluxxE+Q4CyTIAV0vvyxNZIR55bfeBJJhq26koJRvCztQDNyr2Pu8YjKx8EQ6A9aRnW5knC",
-	"7DIVAkmB099dC3qxpZc721T37sfRnlzs3fW+b57u+eanxp1RcxkLFYldW3Nd3o8AFMef+wE7/GXIjMgJ",
-	"0fRWYEAQy/m2x0bJI98Y2CxAo+FE8dKePi61cco7zuwtv5nAlzJQs6RhiZhbpjOLRGeXYqJAfoKOOXPi",
-	"jihlzw1e8Se5ApQ6RGKiv/ufs/F7j3D6H47QdFBVBXbwrx3aY/XsLni0lEp0QbYDxTJ4jQ4OENvib5yw",
-	"3Op1LpVjHWUrR///vnIXk+OkNZjzxBR8Yk9lr4mOf0Rj4tZym5ntPSA6nT6I1EiyDXZwqgLeWCxSHot4",
-	"mgputDKNAtEQ0grFQoNTh4Ceof82HIKZxZbZiqtip2lAx01ULGE42E5pxco07p37gacp3+A+I5MEc1vE",
-	"TboyYr7VkU7KS24U5yVFgPmPmPtoyA5Lx5zz2KC13tilVrvHLslTadBfY4UC/vBeo0hJMwW2E7vGcUD+",
-	"SsPmUiQxW+okNmBZCg+FF+zvNXxn5UqAdMYh0OQsub7ChT7sHb3pfRsS/W9tJAG1G/ALHWdJMXNuzr7X",
-	"bJbJJGYgmIB04Wk7jMWDSELH5BMd8YRea9ZSTY6cXvrp+1aBaI3yLlvDgqeG5DV828Acdkk/N2ETuZxr",
-	"HqMlUlIgeUy4yJPrEvE4Cq3S05qDttGkc8LcniJ0lkaCKGIuExGytkiMYMf9Pgu9wXpz+ve709tx2OlN",
-	"1GhmdJJZwWB4JlQMBotULOx91LNEzkJml9wGjM+tSJnZrBKp7g3jqZioVBidPIg4YIkUhmUqFikSn8Me",
-	"OvlXhvEk0Y8iZqnWoMG1wy7+0gUIu/BjGDDHnpydlPsiQ7la69QewIknsUg7w4lCR+yj9Mu6Ho1/rDhZ",
-	"e2ykcoWKGRmLiKcTFU6yfv91BAvFv0Tvo9EqZAv5IMiD9cgfhNM7+JM0SDekQRjWNkJMVGjuE8FT1SWw",
-	"eqsYd7GqIR73v3vThIt4NttHOELljq0EVwZ52kLEIWvjDpK6CkglkHpDt02hE8PcTtRCKJFyENNRIsEG",
-	"ZPdCrHFBRN9+Kzq9Yvh1qlcaBuUTRb+RkhSwkKfRUj7AS6noIhfH2bli/olTvtp8ojzZAihMPEljDSnS",
-	"MD15zIkkGO7icf+7iQrJmXI7Ho3vbqcXZ7cXo/HbH8PAqSLemlB8JcAqMG6EIakdUZamQtlk4zVBDwIc",
-	"mPcLIccTxK07gacFOjTH6goMh4cgd0NAjRD1babEY46GTCj4f4AnnqjQzUeGVrE/0hIieEZDu9oKWn7X",
-	"QHuXFV9JSccuuONzRv0H99qWzu1+38V2boRB0b+laGc20iskWM6W2jLzyNfbajJPFjqVdrlqlJSwy1Nk",
-	"masXuSW9LeKyONgacJ2KB6kzs1tmuH3wGOCc/Egxj3y9ywWjgDc9ctMgKWr7WQOyAaTasps2/kLYVEbf",
-	"p4Lfx/pR7W/mDBmv2TxEb7EW5P50Vg9gvF6BoI//95s2KPneCctl0rwTObXl9KzYPEsafCU8hsPhDfj8",
-	"U+Fpc4OlItJpLGJW0m6qdjS3ogvH2KQ+PI/4SM2NihidFzwPGHmaHkClr4IWy1REVqebRs0l4VYoO61G",
-	"QnPSOmwkLamEMwWeYyJ4EufuXbQgAE/NS5+NUy6VVIsL9zpItCU/OnmzvQU/iid2++Ooe3TyJncRlXYk",
-	"WoroHpi0ZeJBpBsGpNRAtHPnrVWVg3TEjoOYbGXYo0hFs/In/ymm6EqqYK1U9s1xK3iBTxWa44t76Swg",
-	"wHpUFppxgiuebKzjtVrlvgkSSl6oNvtaYetzlN8Pdf03BtX0PRjzbo68Q9jke1QBsLLtOYoUyPnLLt5w",
-	"puZ6HyvyeSKthfyuz2+Pupdn16PzW7IZcJMNcwCzpUjFkOVa3fX57Y3AMBwKeJ2WHsm1gDW0by1XMU/j",
-	"24gnIg0qn3RoEqdnfCm6To9ICCdX89bg5xcQsiZ0Pv1SD629TbUxXXTGotJ4c1SVPj3mFNJiJR45DQZv",
-	"0xW5PH43gC5uT1kb/v/th04VtoAtDs5fBPCrkEthK0zRT7uNfJck2vWcrbUEtRyWYtYismm2KjFF8QS/",
-	"IbY8jwelKVOuFg2y51w/gu2iYpatYbaSQVPmw2CSPUkTsGjVPay4QfZQAlb86YxeP0KAi39UXSY1rlEj",
-	"5DLZVk5sJ384L6TbltB3yp/XHCK+EuhI6LGR2+QywbOIp6kkm2+igNtwq8FOLYk4HqDl8VHPyApcilyi",
-	"oW2hH8k9z/SczAnrvmVvbz8MMSqBmJnPFXpMnQJgIb7CYw3WykShBeLfVIUJvWryqVYGanAycWd91Qyc",
-	"R24KasHNaaKDj3rmAp1bj5R2knTrid/Cxodk9k5n3EZLt4C9nW5+U6eReZh+hrbx9vYDW/MULFIeoalo",
-	"WLYmrX63hIWJUv24j8tnF4qSV6dJhDXY/RXzdchUliTeUHFYKw0rgH7RfUossLLDL+ouuUW5F/m28kl2",
-	"kuntlsct/3TbIm4yhStgbW/msxo5qh73s4bgm/yn2FZFwcT4m/w+YKnOFOiW2br3OymGFZFUUw495wDZ",
-	"NPRab0GqqDOjbUuerFeGhcV4qKWgj48cPol4ZWCJcu5Sc3DY/U2eP0pvbEIon9OxjQbkjd/pHxiVY4Q5",
-	"ge3yCjQRW4NTYtu7/0xQtMnvvYeneR/TuuJurk7SAGZQ26utWRs3nhwMb7Wy4qmBpSEz3yUnIp1kKzWV",
-	"KhZPpRcKDQIQuxlddgHyTvKF0sY6M7UWQMgSKx94KrkV6CqU+GLuhfYaF19wqQw5VCKeyFmK9DFknN2L",
-	"zUTJPEJKaXN52g6hB7qsfZZCKTjaY7dCTFQ59AokDCeZJdw0SfAEzF6ny+yhcf2673tTzKTY++1UxFlE",
-	"0ax98niO9n7xs+CwR58FyDNYkmd8NQVkVSSUpRN/kXnXExQQqX18/OWPazH8T0ErruLvc583YPynoCXV",
-	"XKQw5nR/Pb3OIp/nzrUdqqx4m4dU4PnluSPJM5caD8Wzlz12xDMjYK2OpF/68ta/t8U2/YMm0G9Lo9cA",
-	"pqBtI1NDzk+7N61ot9VXlJF+tJqGAjZLghEk0FbDwnQz4b9vor05OXn9ZluvNhFXUyN+bQSzNHMDmGDN",
-	"g0YtVZQKbqRakBk59MCLXzOemIqxGdaN5S+9otrxlldQ3fam8/b612dmBtc8TeOb0dklJpeffTi9eY+1",
-	"HpS1f3N3PaZ/vh1dvj09Pz99F7J2eH11O2YH3vA4+NdHPTuLPx1EXEUiCTv4dUOxBQUGS05kc1/KJ8Vy",
-	"jXzrO+jBqpUOfGYWyeenhfj9/KuebZOQSPjagHq5X3S9lOy6n7upepjbzqaflhvcHzDs51wmIg6YViyk",
-	"v0NnheUR5r1yJOdSSbP8TIfTM4b2Slj+Gd547tRTdEI2JflySjlx+tBcJzF7KgWYjBVrw2KtxJCttNJW",
-	"KxkN2WGvX9KD4HFz/uHeeVhpHoT8vKN0wcvtsxwvBdM+gqlYCDCGuR0N9t2vmchEDFSQZgptLIzZYi4D",
-	"96Vce51xyRyqJWCAUui2tuwD2suQRDfO52DNfsZniQILE9RkM4oVfsaENeJ3OFsy4HK0y4/3uQTqElwj",
-	"F6lv4BDGyhUHOOPMydO9mcUzREUgT7M02eEyy8kjXbGw4MuUNEIDU9pI2Nt3o17Yg2Z30Uc929+HU+a1",
-	"Df4zJZ7sNMpSoxtK5d7i737d8Cpb84XwLJBsn4Qb+nkPD9T2JgBelGF4YUMK31EVUkfGXdr/nJb9v4Hu",
-	"AyByYuKUQrZF+r1SbgY9BKSlZ62gBYMAf8MhGh1TFZa7dWy5d7SUCFTVVZr9pbVAuHvCMiNSJtEV8Zm5",
-	"58/4W+sjbUueXM067Pf7/RfUrHwZzx3rRRFdfj7sQ7WDOS+NltoIVRJTqDhuJwNQcOyzIlBFCOuzPqut",
-	"HsfA4Nxzyy8yb57XKnlq5ZxHdtqc5lfmUMZixccXyDH49yP/Sjzub1qWXy4mDWprfm4X79B332CQmYcG",
-	"xEL/k2FSuarLNBbpgIVo9MgYFPFHNe2HrNfDv476x38Jg4kKT69H08V0LdLpObz07sfqP0tPh4CXK86M",
-	"WHNMvQuotpOqlFkikSGpkvNp7X7uFXCwB/QPYBVmhiU1vYk6K4wV1FUSPhMJvQNqpsV6MbniicscwnTK",
-	"n//c/SWWC2nNzz367y8/i+LHX8KAccsSAbwcoMKffSKFTieKNCKsVdJS2Q4WttJbbok6NawdHk77/T7Y",
-	"JkvxxB0gAED/6XDdPUKjRap5SP8BcDcURFdchcPSWiZKadVVYoFY22MjD93hEUtBoWof9ruoqEZlLgFa",
-	"rBICk5UfNVthZTe8bpdcoWJrXDZmrtzMpOLpZgfyf6aWXTeFzEPLDdOEux+eSXguvNKYVdhj58JSRROd",
-	"WMDCHuzi1FVzdcOAobqIXmtpl4xPVILfwP7iR3jGK20se3NcroBqS+tSKYFXOLIoWITbMJfO3Rq01onp",
-	"HvWP3hweHh11D/uHJ/0+MF0OkwH4/8/Po+7/8O4/+93vfin+7E27v/yrH7x5/em/GrQj8mDp7b04834k",
-	"n7uOeaQ2S5VhnN3wFVcFDbWP+sffspI534F/6Imq+q6AT55ejwL27scRbt+76xFrLw7OYakTNX7UPvue",
-	"6Apnjtlsg7SxTnUkjBnAq9+wb7654IovxAokULtSjfHKYM606XzzzYD9OB5fHxz2Dtmf2V9vry5Be8Lo",
-	"78nJyZseDVQk/8MH/yNSffF3dnP694Ob0+vy+yeuEI0s7Gse3ecFhaY3UQwr53z5gDSsaBkgFQtLbuiQ",
-	"zYSRsSAuCIc/xJi2ewWGcniO24Ah42qJI/osSlW8pX+jfQ1ck7HQh2ngsXeewd9Vx13pl5JX0A9R8+CW",
-	"Xi55QnH+mns1pLJ4xsI8iygstAbDZiLRjy5bmkrwKfTnFQ/DZtouc4xAFPnTn/7EcIFmok4xQw3UQqA9",
-	"34oEnQaUvJbqzAomVZRkmDyfqXulHxX9bgL2mGq1mKiVsEsdE1Mv93YwQTkdgYWVyqKwqCX1VL+qFxGF",
-	"kY5F2GNvdSwMw0rG2YYWS/MgKv+GKMp+w5oj9hsZ9b9N1G/dbjf/H7x23O+z37ZrBdhvlQrmPBV1BWpm",
-	"tUyJPFTVLO48Gb3DyrMU1ZZANX4SbL3gKv3xmIimKh/m5fjUcQV+I4caqkUHoC64Dg+l9HAYsMb+/KjH",
-	"u0Z9fzoO2QEL352en45P/fj/cqN++qxJSqC/vfJ+wWdAL0Wqi6I8OHi0dpRmiVYLkdIhuF028p8Ckcyn",
-	"ROSJk49bybGPqQbUtcNKFa/hG8Mel1Wo7y5vRz+cThH4XSBztpbRPVZbzUHyWM04ixJuDNOZdaxIUCAt",
-	"kcYOYa/ytjDiSURYbLi9WePRzfvT8e3UNUzYPX8prdJE8l7aLibvuY1ccqyhcGF0wEwsdrEmz80sT71V",
-	"VtI4K9Glq7sZ4Fm5w8OCGqypJ908KIhGqLhSY4PH6appDGtXa206+eYRvykX0/TYW5dL65Q5rjZs5rJM",
-	"fT4AAcGrG+u6UExP//vsdnz7uWsrKy9Yd5HABJstvG9jlRYCgQBxUkXwvNeZJYmFCSUHIXCtJVc1DuH5",
-	"0NvbDyUgc+8MKkUOqLe3HwCWFU9A+xNxFauJD4EKjtRBQerGqS5Ox6N3o/HopflCUP1CyjOqcKuy1ljF",
-	"5rPb27PL99Pr0c34xdEj80DKc3WalTQG0LZxk+5ubq9uPNsqBs6HRC9MiNsP4KYCNK0tgYHoCAydr7Aw",
-	"qMwiK8wRiCmLlk4Ell/769X323x0O9qBYv7ZOMggl6cf9YzJeAe/pqYsxUSExdj+YFDJ8HAVI26UExxl",
-	"u02Xl3a4LlfVNMssbpqrboKjQJHux/qugKhe2fQydYVFZRYceV6CVSU3giRAUEgfUJUSqwbBK21n6M+a",
-	"aoEDZoTLaEzlYmkLELYXMno7PvtwivDvLf9oh4d5ZVQO5FymxlYmASz54ezy7PbHCnvdjQs+cuP5DbaW",
-	"YG3y/OPOuThOpzIP9qA6u5xe31y9vzm9RXbnoYKzcHxq5xo7yELJVdjQtoxstFJbsgE7zHfzWwDAaVHT",
-	"8dnF6dXdljaFCo9vQeX7TWEWiRPwaN9WSiplnIi8zVZ3ae26C6OgH19n5YLK131mOkjSnPQonK1dVl4B",
-	"n2B0SpHsMKv1vZ9aKkatFbhibqKPRqvqbKztZzsszZaHQ2hcNhfYcCPRj8SZyZXPOCXDsJRji7kuvd1d",
-	"SdWFn0pLQX8qyjdzAHqzzhQW+6G8zD+Ej7qLlEflTwGuJoGAx8Ct8Ahz+Jpkf71vWVk1fa7p2dC3n6it",
-	"nSdGD1DXiLnlzAjLeIL1aBi7RTdHNYa0Eiudbtgsi0GdaYfdFX/q+qddehp20LLBLmQgbyMwl7MIwPPr",
-	"OXHaW1OTrPKiQDnCGlgwV6pNt2ikIySlPMz997vTu9PpD3fnqA4SNuWwm0SjsLL8XigXsXZO+496Fnjn",
-	"/Ec9My5bHTbJlPugdfYhNEdlJ14MVgLd7DeW7WioV8WEIvEaGGl0D+uIRHV+LMnOp0MkKXeCI2G4KnwF",
-	"pW5wuBnu/JB+imcm7NSbxf277eFcmnqlOVyRCN/YIO5xKSOQIeYRtPVKgziM/DacQLDF5wJPBn5OgCDR",
-	"RsS9Z/UbOvJXJXogSphL+wwdkOwjzu2RBha+HehF3FrqxEk6rVdMWvIeMqUf91jbSe24K90DHensbB9Y",
-	"Ye2gb1G7oaKZ4DZya98XqGjjMANsdED8hVC8KSWkSb0Int39Pbp9DrD6krXD08ur2+u3wGqK9p7t8PTm",
-	"6ofbsFNt9Am/v/v73dU4JBkgLYslZaYQmuHkx+xv8nvXUnSd6hk5N6Rihwx0mCrn7DRxbWn3bSnKGjqK",
-	"1g/6dR9PeqKKr7GDAtI8y1QCdIc1+DG6h0b56aJFU9H9c0cgtyg327wwSPLPwAqZKKBkjBcE7r+GdvKQ",
-	"XcjvA8YVsC/fgxHoQZm5SJlQkUZHk04nqt4+hDQV19BqRqku6PhJ+EakZSvRua3MRKXAcWBXSKVk64RL",
-	"1cUuXsf9fsCOXx8G7KR/CAd60j/JPWQ/iRnQ/YNQyMom6htGzjLvJCtqX/6761x+3TPATMwQMM5nJuJB",
-	"mWJemYliDBT+6lfkvpAWuZ8v63CVMofManZ49G3Z7a3nME5S9as7b3pvOgCbO28jwQEvsBNe4CIxLpCG",
-	"PlKkRtewDO1d7IekawoZjyJAk0QvyMikpp84gj/2NhkMgdt7K1brhFsROPU9YD7hISC2gYoOKmDk4dSZ",
-	"7fTYFeXkuD5BpcOlYzfbh9x2cJQO1jN9PtMPouM8I0qgq5oEAYgVvpa9DV8lIS3T1Px8vOgz432wlU+p",
-	"vYb1++Z1Cm5QD8W53l7d3OJuzueArk5b67FTEIJhN9Kp6epULqQK2TzhsLdgi+G5488waztEP7YYHBws",
-	"tbE/D4BkMOhl2CzVjwZWikYP6GfhN06PUFmShBSNYjnNcEuBlm627rh+FGu+EAY7XUWkCUvDRtdn6O9K",
-	"xTwBI4rAuLoen11d3nrT7soBjrONED+6b7WyqU5yzL5AlAA+OmccAcEjQ5nNcbUo1mAg6qBx1D92w9dG",
-	"HGFLFTcnwoPcib7tBCx0b9CMxicSwnSvvC1rOuSOd6/+SGwpZO3wLR1ed7xZo6Ss0qYvkXOYLhAZPFPj",
-	"uIO4gUbYjqPBC/7UHS3EgL3p98Oh96V7zmE1kxZhqfGKwlv+7PpxEvG01kYgP2mAt6JHYsuYTDXst9KI",
-	"pMWCcs4O/CRHAHoZyRIIr0AF+H2QnxrCgpCGnR77Cc4RSQBovrYFQJPhB55uBswtKue8o8wugetSgc9E",
-	"XQLpIoOSyop0DsIup9KieUyUihg+44mXOMDSrb4XynVGJLYlJOpXLiRSxE6cXkJNVkwOL27rEFgzSJOV",
-	"4ApLJNJM5Q0wE47xMml0grkeLsjGlLCPOr0n2FGxkAih3UwUnTPyWnRe+WyT0He1mVccba77lLQYxEz5",
-	"iiuEt6yUw7GXmnHmm9UqVTG1+r3DXt9l6QAbaw1ar3v93msKgi4x78CpyfBnY72/a7h31O+XVEK/aGlY",
-	"tu7t6F5GYg5QyBWWAiboJDZleRXq+9AFKJuzPZq7t6OuFWPkCtgrcrPZBlASXsBM7rnZqMjnSaZipdET",
-	"gQrbEBi4a76D3xpmljwVlPnASJPr0FG6dmuFiZ03XSPCTFOlB6R5gpJJ3LNJz0TXsdkYK1aFzhk4ZVM8",
-	"LXnmuU1N80TntwvaAbA9NnK6JnLFpfOA+tRd3ISSEsorM7tP1MIE5PBE68xYniQi9kgMQ6x0pmwH4Tds",
-	"0soPxlBH/7oyzMuqcBkEM2kF7iWSSaDFDl32Txbdu6UYC1iGnZaUCw+g0sMtkC8cL56QYZmyMsEWbujx",
-	"pc6pOAbQIBD1GpabrTHAfJ6bVTVdHOdSHvqT/l+Qne1IUwf9lXwfbiKnlwDb9BE+jGXBIJiW6w+InErw",
-	"HKweq/UQW73xuNwBR8/EAFCZs2WmFjAGopO02Pcf9TNsKqti8eQIgEixcPthTypqScUanISdoScwV0IO",
-	"WIAd4be6DmGWZCpQc6h0dybVwmVslXSLfOjt3sDenkBZhB5HeJfXylYrdF/pJ42hHthPAHWlH8B20IUq",
-	"WnRW+zXjKVdWKpF3V2NtUi0o6RXI13VKI4Lu2SfrswpgNGm9q88JTl/w4cNOLljh9DlYGF9hogLueL3d",
-	"o+vqZ9D1CP+VFnfWDFgBK5ZpOjGNw5AYAmxHrM6ZVh7+Ql2qutooETx1LbsmynHiAdP3XnUrd3vMnT8S",
-	"qJ7MPCKB8hUCWD+YrdE/QSDlXZo91TUELHB+6qOZ6+SFxGj2J0V8jT30Gv1Jhcfz6OQNWoNoxes5M5QH",
-	"4ZgWGI9GJjg0dY0Di7o8DZGRQ7V7kSrqG4HCn/wtE0W+TpNoO/CNSyO+LjsxvLJAKcaPkV65BhXoI3Kt",
-	"2Eqz5twZphcxeaENhTuAKZSdYmj+olds4IILwAYr/B2rOTko8knhkyHdZ6LagPPG0redwDE3di/WtssT",
-	"IPESYDNhH4VQfhAzUW3ywTsAaZChY6fo2UXrIQcXGCDg5ZKrOEFPwqjmNgOAyXVG+tYjx4gqHAMt76jP",
-	"VgY5K0w9wUYRrgOvkxHOP5aXbSgNuy7S2kywuRK4ptXeMPJzOHg7A2qCRwdGzmFuiTKtZkv+gJw8T3mk",
-	"rARi46nws6kFmydax5XefEqzOTfWhTUIAwCFDOZ9oQ8EpHX5GBBDcal2mQGkDmQ8gTJp4O5NFMCxykxO",
-	"NlT7iwYhGsy+UWKskQB/clvVdJUHV1jsS8fioibYYLbsoZ2okos21z9Q0lBy1UZnRSAHj7ETlDd4oZEW",
-	"NIizipcWKPfNcQkiA3vjHmLmm4cUdoeb+wY/LmDMhpxl2CgATZWT/uvabSZ4ern3luw0r+N7kYJyFEVr",
-	"4I+eNIV7IdbutDzj8AYb7pRLTXzNDGZ7ojhyq3hlCqbBV6DHOIGI94sIw/hKU+pVfc1m6NRl4nB2KVaE",
-	"mc2uc6t1QDPn+54v1xNQj12tMe08nwO1rDJ3WyeZmag3x3QQZZbCZomO7j1JviHlrn38+pDNxEaruNPL",
-	"I3ASzpsnRnuArbY8Qd2nFtbbjrblPH6iXLjNUKYNUolNZXSPei93kR0wH3BLCLsxHjFHAUB1NQFlckmV",
-	"WeHq1cnYklqdxa1B672wJKOozKe4jOuo3/9id8JUuknvuBKm8Ixn6x51jHZNrZvHzoE9qFwbhjfDZKsV",
-	"TzetQetcPggF+EE2D4+looomyxemNfi55Yy9X+CzUmbBTuvvp+a2EpT8RLqzNJjDgMoGZuRtqwYT1S7u",
-	"LQEa8rnHZP86hlzkhc0lCvZCULqm983nWbRc+x2PtJhkx3mWe/njeR73j7/eJUOX20fU3j4HurHqhLbl",
-	"eSSrXhv2hdDzQliOMTKX0lXesxKS+r48JSRNXH1ZI5JeUCM8TICmCMNsU+krE6Dm4DWbIaOShFSwWarv",
-	"hULPQTWJfcTCnlr/kxIxqs2n5jqjnLdq8GmiivQvZ4Hk+OsbP7YjvXbZzS5DDAWs9zx/zED8ep83i1Ju",
-	"lp085a1kclE5BVkO3JRybAJSZPxaSEvLrQfKV3NAiSfMPdfKZ7alwr0RixQGmyi0NjDrxvkQamRKF/uU",
-	"LLOqZSKVsYLHE9U2QlRleQc19LIZSD44FotE2CLe4wIWDXR/Lg0RvvndqR5rG1+4avAPJiwA0Sk4jg1U",
-	"0fMF4vIFSbrpKiDnQvGtY0Ad5fcYuPT0y61eSbBaN0g4ua1YpFJOlHMtOyeVKd0nhM2IafRhUb4JeimG",
-	"gJy15RgreQobWn8z1/k775C0u/c3Oml8++/i/UpfbRiwnHVb5wGpXqHdT222paoXq1EDeYQdSOrZRtvf",
-	"sJGr4sZ8F2PmWYLNnys7tN0kfCZA8aOYQL7Y8nhq48tI0eO0vd/O6+aP0aXzS7XIHVmVRYGuolx8GufB",
-	"+B2cFI6PdypwENfYpouNGCll9LTomd7koHK+ir3S0SiyV+5Zjf6MleAGk5cwJVDjfyqRzeJ+wXIkk3hk",
-	"btG5g8Ttp0dxlmJxglbolqPZ6020Q+/bf6YpV+Fva2Ro/kqFFpVmlVrNfBFWtnVlw6dqERjs96ffkZWW",
-	"erfv4KW1xFanRPW/4q2a9UqRYKusI9iurAjyWwCKQoigVmUQ7Er/h4+3s/NB6ahltVMw4hnydXddHve/",
-	"+4obtkXHg2oyqqzkwQ1dah8mOU4Un+mMGD3xid7OnON2Jeu3MyAarqYSN2YRU6qnTwrGGI67emErCedL",
-	"Xs3L2g0cTqtkA6oUxdMO97i69/jw9ctaQf3iXPzu5OXvGi9F/beVmJP+632mLK7KxW/+ss9M25dJfylr",
-	"hCKKlc6KXha2/Q0SnedVpzyxmnAElNemi21AQ3byAQ2BPI+RYjrkrmyTpNl4920ernFNdSuymDwhc0pM",
-	"K9eeEKOge0C8UgMIMlFbXXPRUYtqt9VZtBQxfVtTM3J9f6Kcdj7YkRAPIp9ewWitKfxg6EvieEMLwIJe",
-	"HkxhhMlTHpEGh/ddUMiAl1SKuq/hu4naJi+YOw/xfdSz3GUNEsdROffmRcE77oVYm1I1j/NRU6FZk5h+",
-	"hyMUgroiLY+b2+WXKgoW2Hvoawu2cb3OqVbzGH7wWky74Walr+7MGL9chdjeEsMezq8p/iqVJTuqR3oN",
-	"2u5EtfdIR8a4BZIBttElQiMMxgidbwbztSTXPiLr35Uef6wkIAZdGJGw3zUDsWDZOQ5yF7kBq6BJSgTe",
-	"W9Xssfzd/RbuhprnCez/mNHvx4z+OH/Qlap1jHYZ0YCu7vaSgLnuNRTCdlfQNOPxmqd8JSzyl5+3EsS2",
-	"rjvqkXUOLC2RxjorHisY6cTzbE2DVsCDywfKx6Fr7HLD2aIoJxnu05ny+wbqV/WtSlkV3Gznf3QP/TV3",
-	"EqDHfj1BC563BqW+3lXDONgTm4pLzWDbKtnDJe/1Fj+4Wgs1uj4DC/M/5Qq13i3N+AyjpTyy5ewG0A5n",
-	"mUysu1DhC2HiuJxmHfiE6TKaYdOZT+Xt2vBVssd2/WN0cf552+UH/uLbNWB8LSvwU+k6hibhrx47s8bf",
-	"gehcRWueGhGXek1wBktiK75eS7Xo+KomaSYKs3HhaRfv2MdUQBf4B+JyHUA0JoeLIXnm83o4bibYtgSE",
-	"Pt6nKMsJ785x8PsctjujhsP2yvrOqM5fsaIOuzrFmDs42zBs/GiMvwqgGtdhbYzrzDauvroTUPYENtWU",
-	"yiW/63kewQ8xOo2XyheN/dCTV2obOFF538BhKW8VL2Knfcxr0a3GLLxKC8LA5UrnplCeKzuXiaX0EPoe",
-	"awfW/NdMDJgsTJa1NphtGkyU0VQKlre/ZEWzK9oBzE6PNeULLeXcugRKXHpvom7QrjGYkOIdmrjHjmFi",
-	"WgFF4LUy2od86PpJA3Yo6I4UaMDi5QWXald4ptQNEftrPidErrFbh/ynCKgC5qjfH7qr4t1toif9nufZ",
-	"v2YCQxqOaVOH9jKLzvu4HvX7z99E9CloMtiq+OCClbnvzbeQbILFNYesAeM7FZ4cHr3Q83AbHvSx47H7",
-	"JnCYBb8LgLyd6X4Cq6G96qdffkfFtN4ytIHjgu6CeKznuO7/BX5gYM05+jL0Ws4Z3lvl21JXmlb0/hM/",
-	"2uFXVG29v8Tptbl3Lkc1urW6ja0yzi6uz08vTi/HeSLBF4tclh03psrUS8IjlxhVAULFoLvjl+Oin4qT",
-	"uORikpYZmwq+AspyCih/9IneuWtsKRLK8qXiXe9eA24743R7VipAezClWmDStis3Vb+9/RAGIMi37wXG",
-	"tOtqNxfn7uepJfHnCz4xKXKijLvd2jVUIXAS4WBwKgqBhVCufOJFkeg9UW5TQFegbnIF+Nh5iXK3qAob",
-	"GwMgarhsXdegAOv6yllcJ4dH7EJ+3xm6PDHmaqBLDrzD101dCRAEoP0cGarxxCGbZym6QJAZovNCKkwM",
-	"owuPXB5vOyw6C+BPpTzi4w4VR9EirQtjG7ZOsKbWyXv8aleKvyvwLHcAgB9qXQBI3je0AmBWLwSuAuu5",
-	"c02kDjP7MzucKITLUHEVJUJhlgaBW9vVo++aOxpMVJ5PW2Rjl7JQqZh7JpjDKa+wNDioeK1hgS8iA+vu",
-	"bZ5lOKA0xHBIm1DugJaj2gXS0oCSnD+rS0QJ1Tim0tviQsClNtjKcLkxMuKJG7DDIg12nVNb3OFjbHei",
-	"HEfwoe68gF/P3euN1figzVPLDpf1rbKVSGXEVtym8omSEHHxWPbqotCPMhUgSY6QalgkkoSFh0E4UYSJ",
-	"39LrnQDTMqt7E+n1BoCSdoC37flwtQcYHYLRkqcLWA0G1l7/pXfC/vY9tmsFLqXnDJtOlm6UYO3DN71j",
-	"9rfvJ4rqOgJ2dAjfuIrf7Zalc2ldXRRNlnfGmCjar8Ojb7GPaVCuKXEnKw1eFehZJHLCYgH17iEOD0pF",
-	"4NxVqWNj1210xj0gdK7gMuNlfuszomj4AbAjjMFudUlpb/fM6PjKbYNV3W4LsPnJNvyUqO97Pbgr7hv7",
-	"mwybMphf8hAXwBTdJibqP2gpofQjGCOg1pP/hRpsEk3y6D6fToAN0KZO5S6/BMxc6myUOENtmdlYPyrX",
-	"8qA0LeG0C9fOMaEfVKskoTgXVp664JfDABeAQmhXOhU+FI4liEDvgt+zFCt5AAkcyBQbL/Jw3GBIWpzN",
-	"5ROA/SBSYGJYeH/0LQiuiWqnmSLjcpbN51hx7zIqySPWoTHysvWi7GmiXN3TK1PJugY2i9C3Pb8//A6l",
-	"pG/AJTxTM8Pq7VvGJcSf1Cctl9P4OSvp5MWkUtVSu82AUvPrWd4T1ZDmHThuAhDDs3W1AAMTsL0+NVHY",
-	"E0RQTd6bPi7Rs5JSLQ/7M3tz7OokKDewyAskNcT3IvEazXvNjJ5bj46kmVhHUiZbuc4WExW+v7o4vTg/",
-	"uzgboyFvhHWKRY6SrH179n58enPR2UJNaYoWk779lheH5ftvhlV5nwoyuOkSDFQIZJpzNtcl2vAHETe4",
-	"jmGIhpsZevC5ETb03XAEofREhTS3izeho4GK9fB3Qz5Qb5jTdvobY90lvQq7SlRjGSZPqsu/qjdWwUvl",
-	"sOy2Xan27JTbNJAonqhCjSatidMY5QzS6gU/ec0Y1mLuqMTMKxtGpeHmMknKpWZwkqA7ThQcocl/y4nN",
-	"tXCIxRZqFNKp2uMGtWBQwGh+Gsox7UovHRzxhlsxKI3lqxZyaU4KnCcbp2CWaKekOWHpDzrtsjUIsn0b",
-	"jU1UY6exIeu7ltQSlJx5h9bDGTYZA+qWOmZLbkA1Mlgn9HIzss4AWT4i4Z/dSH8mvycSlMBA2gECG1Cr",
-	"c3qGi6OiEVx8DAeLy4aDhfODk52JpXSZ0sbqtclZyouN44pNcJ3jpClKkY/73253swtYxUCbqGprtSAP",
-	"+jmTwbXhIZEEOnit8yysgo7fNQ+IhGkwIUrsJGgyG5pcbLew396EfzZpcJUlVoIteTDX6aoLnIWu/CRP",
-	"cun2AffRmJxSVjzZg8g8BKzshNCRFbZLpnO5+Xz12y23BZr9n+Ujcjcl7JWnePR7eKjyi312xAWcyKDD",
-	"+wPdVOhaaGj6GtTbtJZ9Vd635eD+9utGVHe3iawSNt2FU2m2OFE7mGCdlnf0SJwobJJIJFtjyTk9u2RK",
-	"SsD7Sse5bYMEDX37BlvNGyeq0SXj9a5nezROVLP5nW/Af5BJeHz03ddFqnwp5MHxBePtRr9Ip/flsmZ+",
-	"x8SY/w+5g10O6FeilrKxPKhi+rPdF8FG/g/aL07UPv0Xvd+hYrD7KuNevQHj4Pn+i77vojOvmlsufuks",
-	"sPL2dvbC7z82hevO9aatXFxIJS2ol3LFuNmoaJlqpTNTCTnsEWNw7ZufC1Y705HswWqAFaDI0gf5IHxn",
-	"FeNdLb4Ty0SFDt/CwgFSQwnqxVMxTKmnGBozNRu1PgHzdiO51KNE8JLhg96Swrak+mH0v+cRZgf5kMk5",
-	"asBk0OZEhw2zXEP3drlHFMx9jwW9ncD3Ya9d+oBuH5eWX+mQKm1t0QeVNdbde4Zv0KuLeRM99tPWLRF1",
-	"y5OO7JXxbaXybk3BRIHswFRsaZhQMTodnVmYCioSc5blKzRyEwrMDksDo0fSV3fmPVHJckWXL05ryFqH",
-	"2S22CSNP6gkzuyqey1clbgXWG9KaEHmfTWoqBakPj759KUj9lSLEz+jdXz8P8K7au79duxeg839B3/2Z",
-	"9bVOkjKr/iwe7Fro7w74jkrmNDmgqEA5z+DFx0PG676/3B6xEwUcyfnWxJp6SUnlfKHcFSx1euyU+gs+",
-	"8uIqZupD2+RFLDHrygXapUhJHtDDGC9ywNwJn2snzljBi/SoCTA88hfQUIbIQsSDieJ5BiVeu+P88/m+",
-	"k6KEDph1quMsoh6FsTQRB/CdN7aIMuaXFhSO0oqcqV5msBDWTNRx/7va9QhNXO0tQvd/jC0AjbKGNiVc",
-	"+V/K975q2cV4x80ZFRz7/w0//qMVbyJcxhsMpz34OwyFSm5TUqCbtdL2NI7dHd14+3Vrae16cHCQ6Ign",
-	"S23s4OTk5A3er+5ma76xslLD4Uv9CrbiUt+3k/FGu0wIU3ycL2/7853tedynrjtPc1JinoUsrRHJvAQt",
-	"3uj5y6f/NwAA//8=",
+	"7L1rdxu31Sj8V7DYs5bJdEhTsuQm5CfGVhy1ulWinNMn9KsBZ0AS1hBgBhhd2vi/v2vvDcydEt3ETp91",
+	"+qGNzJnBZWPfb/hXJ9LrjVZCWdMZ/auTCrPRygj8x1ux4Flij9JUp/DvSCsrlIU/+WaTyIhbqdXLj0Yr",
+	"+M1EK7Hm8Nf/ScWiM+r86WUx+Et6al7iaJdums6nT5+CTixMlMoNDNYZdSbqkWm7EilbcJlkqWDdhU6Z",
+	"eODrTSLYwfCAhWfn05sfzq/P3oYBOxgesvD0aPrj+dsb+H1ycnL+0xE8ORy+YuHV0eX7o8ub76+v/hH2",
+	"Bp1PQedYmWyxkJEUyl5ZnfKl+Hq7m64ES8VSGps+vjAsluaWRVwpbZnlt4Jxdp9KK1g3PD67uv7hh+M3",
+	"x0dn05ur6fnl5N1R2BvN1CJLkoClgsd9rZJHplOm70TKfsm05QN2pu1KqiW754ZFK66WIh6zMBU2feTz",
+	"RIyYTTMRzpRWkWBmwyPBpGGLVIh4MFOdoLMSPBYpYsAlfNWfLKxABKhu5UpEWsWGWc3uubRsLhY6hd3Z",
+	"9FGq5Zi9Gg46QQlw9nEjOqOOVFYsRQrQwdOwIlU8+cpYdq3MRkRyIUXMjEjvEN2yxCLgp0eXZ5OTm6PL",
+	"y/NLhzQX/DHRPJ5qfcLTr40wcx0/MvEQCQHgXgkWabWQyywVMUvkWsKqLyb/ODmfvL2Znp/fnEwuAVdw",
+	"4deK33GZwNF/vUWHVz9eT6fHZ+9u3p7/dBaOcNEOzMbqzUbE7H4lE4EPcHuArjxN5R2ijk5nqkK6I6Y0",
+	"EE6W8BS2r0QEc7FIZ0nM5oIQmAGnsCtpmFZiprqCRyu2gpFZKn7JhLFMKrZJ9TIVxgDlwMOPmQHsFYrp",
+	"jVAi7gWMq3imcKBiroAtUr3GFa8ET+yKpQL3FLA1f2RIi9zczlT47mjKXtI74YB9r+2K8VQ0iRDoDY/I",
+	"ZJuNTq2IT0Us+RTp5Gsj2AvcK0zIgFCBKQBX4lEkNlbErBten11dX1ycX06P3t6cHr09ntxM/3FBePbJ",
+	"0zmyjTcrrpQoSHqT6o1IrSSxEukYtydUtu6Mfu6cnr89OkHWDQh89LYTdI7P3k9Ojt/eXF0cvZleXp92",
+	"go7/8+b8enpz/sPN5eTs3VEn6JQX9f7o8ur4/Ax//dvZ+U9nuMBO0DmdnPxwfnmK6766muCH7q+CYGCS",
+	"AuNwFWVG0PkQeA5mbCrVEo5uLYxx8qPxLD/t0tO51ongCgEGGClTEQMMECbFcOWPi2n1/KOILAztAHwp",
+	"NsljkzHjz0yoO5HojWBaIc5uUhFLRzT0+ZiFMHLIFF8Lw6Q1jA5xMFMTlL4iZuFGqmUYsNB9HwLVhGsd",
+	"i+RGqoUOAVG4MvcCuNG9tCtmV9zOlCO4F4aluB5Eqm640ZXhbvAh/FAM6X7rBTMVCsChkBlhgSZZCJga",
+	"Mq6YWG/sI1vzzZj5l+AzKfxqHEHmC2H3K21EjtuZulX6XjFkGNw6RgIYPxcsFnAgTh7GEoC7lopbQuc1",
+	"3wBQEIcJxZ8kPTijoFPf3raPTuG9Y7XQ/kMA2LaXL7Ra5u+VAbr1A3qJvvkUeMp8PONrwDBEtE9BRytx",
+	"vuiMfn6atRSzfwqeebM67dMv1yDw3OslKH/6UKYNPPU26iB0+C308QxWFGe9wx5pmUGHPt4CPwmQzt+k",
+	"lT4LbHr/N59yae6dz3m31xtQoAP0L77nSUYio3qC50owla3nImUbAdqAex+PkUdW3gmGR+DP1LAuTxJm",
+	"V6kQqCJw+rtvQZez9HJv0AlqkurtjxP4z0Knaw7gjnUGHDlnyLQIAOXbi13fPNrxzU9tbB/UvlioSGwD",
+	"zUUZHgEoOz8PA7b3YcyMEMyJFzNYg9JLuP7tgE2Se/5oAFhGKDueKV6CKXHNKJ/ZWytzgS9loBpIwxKx",
+	"sExnNmBGwznM1JpvUC+aC+LVxEx3BPCaP8g1qAd7QWctFf09/BzA7zzC0W8cof2g0lQkqK4dx81TIiPQ",
+	"i8dQxuEYcZdkGmkQ7H4liDF5+dUmodiCp0wonS1XYIeBUcikHXRaVJUjGPx7HaPCwONYwmJ4clE6kAVP",
+	"jGja44WsDQp9XS+YuBPpo9cTUOwMCGzlMYct4Cmx7IZ2OHcrfJLl51v5FHSiAtY3Mn7u0+rJfAq8BH/m",
+	"q7JC+ynoPD8P7o5mIM/Ksy9P5VoYy9ebTo5RhY5Mq2zTQO+eG/wi1VZHOnkvUgMnWlc97zyy4LYa8MT1",
+	"B3QsQWMdjTN1dsZWpb+KW6c8Wkkl+oC3oOwyeI14FSCaxd84MXarN4B0aJTFOsrWQrUj+s46eUz+rRzv",
+	"P09HbwPCj2jzXVluM9OEAYmmmzt3EKN/dVSWOMsc7MGWvcRimfJYxDep4EarNo5PXJvYRWhwatTJQ/9t",
+	"OAZrmK2yNVcFpGlAJ0AVcQMAp7RibVph537gacqR8EjLSTTM0WbiILNH1CtvubH6mtLF/EfMfTRme6Vj",
+	"zp1HQWfzaFdabR97WvgcpEG3mhUKROI7jbZEmikwcdkFjjNgU8CshRRJzFY6ic1MAdq54Qn1BHybZsrK",
+	"tWDS0hDoGSh5KMOl3hvsvx58G5LIawCSFrV94ac6zpJi5tzr8E6zeSaTmIFmCdIKnnbDWNyJJHR6TaIj",
+	"ntBrvVbqMDlyet6ibzsForXymGwDG74x5PBDDbcpDwu3XpVs3IRt5HK8VDoVsRdKVSi4h2z+WPIejVmo",
+	"ZBKCLFTWMG4YnxvHCLYQUzHdieYxqpwl2+BJQVgl3w23q3ZzQqLpSwSoszQSRIALmYiQdUViBDsYDlno",
+	"3RqXR3+/Prqahj0wtOdGJ5kVDIZnQsUg+6Vi4eCjnidyHqJ5GjC+sCJl5nGdSHVrGE8FWLZGJ3ciDhja",
+	"vZmK0ewVHlkJZi8M40mi70FIa23NTHXDPv7ShxX24ccwYI4bOpUj91CHcr3RqX0JCJbEIu2NZwrd8/fS",
+	"b+tiMv2x4nofsIliekNwZUbGIuLpTIWzbDh8FcFG8S8x+Gi0CtlS3gnya97zO+E0e/6AfoWYkY5uWNcI",
+	"MVOhuU0ET1WfljVYxwhF0jtOhFrCGR0Mv3vdhvp4Ns0jnCAKsbXgyiALXYo4ZF2EIApRBjgskFmEDkyh",
+	"U3S5namlUCLloAhHiQTZy26F2OCGiJ14UPQGxfCbVK81DMpnin4jMyRgIU+jlbyDl1LRR6GBs3PF/BNn",
+	"3nT5THkugU4M8SCNNd4LI1wchSiQIRQPht/NVEgut6vpZHp9dXN6fHU6mb75MQycsu8kXNnsxRHGpNhH",
+	"WZoKZZNHb2v5JcCBeW8hMlhBwqEXeFqgQ3OctcBweAhiPgTUCJGqmRL3ORoyoeD/YT3xTIVuvhAnKeAj",
+	"LSGC52sE1U7Q8VDrBB2YqV2NKpjxU8rUViXK/f5hC9u5FAY1jYYpm9lIr5FgOVtpy8w93zQNUZ4sdSrt",
+	"at0qmAHKN8ih188yZ3pbxGXp0xhwk4o7qTOzXUQ5OHgMcKEfpJh7vtlmzSjgTffctAimGjxri2xZUm3b",
+	"bYA/JTxus8CulfwlE0zGnlV6nO9eXx+/ZVY8WBCoa5aKSK/XQhEa3/FExjN1Pf2h/y0oDLmCgVEYQEGw",
+	"wvYPX7Nv5o9WmG/GLMz5kpdaMxWteMojK1KDXIQrt5B1lljZhy9Z8QoY3GzDjUHVd6YcSwLcN1YmCViD",
+	"qVhkxrtfG87uBn/cP3yNJq3/914LQZwKm8ro+1Tw21jfq929MGPGay4ZYlaxFhRRcE4ZYBd6DUpZ/J/v",
+	"eUG14a2wXCbtkMhZVc4MFVtkSdJCyzFgNm9hBj8VFr8bDLAvBTO/pInCiMUeuBV9oIE2Ve9proGssFVp",
+	"pvOC5wEjU/AOzK/q0mKZisjq9LFVy0y4FcreVJMLcr6018qXpBLObHvWZ3ji3kVrD/D0WRN7mnKppFqe",
+	"utdBHVjx/cPXTRD8KB7Y1Y+TPpCx5w4liEQrEd2ChLPOAQJ8qIXjoT6unOjKD9JxShzEZGvD7kUq2hV1",
+	"+U9xg1ykgrVS2dcHneAZJl9o+c/C0lmrgPWoabXjBFc8Ab6Egkqr3HVKEt1rJK0bsQD6HOV3Q13/jUGT",
+	"ageptl2cbZHUOYwqC6yAPUeRAjk/bOMNx+jsf97if5pIa1H0i5Or/f7Z8cXk5IrsOwSyYW7BbCVSMWa5",
+	"SnxxcnUpMLKN2pFOS4/kRsAeuleWq5in8VXEE5EGlU96NIlT0n4vuk73SYNJdog11IXOpw91b+SbVBvT",
+	"RzmMGvflflX6DJjT5oudeOQ0mA+Rrsk99cUWdHp1xLrw/2/e96prC9jy5cmzC/wq5FIYWjeolDSR74xE",
+	"u16wjZZg08BWzEZENs3WJaYoHuA3xJan8aA0ZcrVskX2nOh7MPxUzLINzFayBst8GOzZB2kCFq37exWX",
+	"1Q5KwJo/HNPr+7jg4h9V91aNa9QIuUy2lRN7kj884/FuOIHoK6YVM1kUCWPGlcC38zi44Lc0zAj0g+wW",
+	"1iu41rMB1sLb/uF39LfvRoBVz3uD+s6yJCkBaCc30Fd33jdC///JfvxGTPbfitCUPXs7gbyw1XYEOi5u",
+	"R7B/DYBvheVJodc21H1nM3ubIeJrge7eAZs49loW9SziaSrJVTZTcCTc6vSFYSXllgfosPmo5+Q8W4lc",
+	"l0WXjL4nK5TpBXlhrPuWvbl6j/yFZFI+V+hl1A0sLMRXeKw3VsQzhY4b/6YqPI/rtmBvZaCWUAB3Tqua",
+	"X+iem0JOInDaJOBHPXfcqPFIaadDN554ELY+JG/hzZzbaOU2sHNoxAP1JjJ3N59hZ7y5es82PLVMPPAI",
+	"PWyGZRtyhmzXrWGiVN/v4pjfhqJtdE4yr8VdWvH6jRkwXO/fcVgrDSsW/WyQi5SfCoSflVw5Ue4kuDv5",
+	"JFvJ9KoRF8k/bToS2/hJZVlNYD5pi6PRcTtvybGW/xRNI5RJxf4mvw9YqjMFVmW2GXwhk7CijNbMQs85",
+	"QCsde3u3IFW0ltElSAGAF4aFxXhon2BohPzkiXhhYIty4fJccdjdnR1/lMXYhlDllKn/teIT89H+IMF5",
+	"odXSRwWr0COhvtUvPSlnf+Ucaps3uo1btTjDm0FsB6O9D62E1gjv7hBQ3cUrWYmqVidpWWZQg1Vj1m2A",
+	"/ywzxZ/UF7JSckT4r5HyhY0UTDP+TzZMXKrIG62seGjjq6CobdMBI51ka3UjVSweSi8UfgEQWu2iYNtC",
+	"3kq+VNpY53yuWe9ZYuUdTyW3AqOnEl/MA/Pej8KXXCpDYZKIJ3KeIlzGjLNb8ThTMk/LpHT2PCmQOBdG",
+	"8X3YqZSROWBXQsxUOd8TxDMwmSzhpk07T8Sd8KVwO/hRftn1vRsMje38diriLKJ8oh3et/s7v/hZ67D7",
+	"n7WQJ7Dk85hp6ZsvyVRr0/yXuX5x5lqpzfhfwGUL3GjJ5FSRUJYYlXn+9KvJ/Ig+Ppf8+Y9r+e6fgk5c",
+	"Zbs74HmZUcPhq4VIYcyb3Z3GdaXzaYOhBqHKjptaWWU9Tx7JbzAoqmP8sXaFq175KlSAsHkeqFsx3asa",
+	"O8DWKyZgATjx/tyXV/69hnbvH7QvvQqDhhg58pVNuQHEqcJjb8AmlLzHnL1CSWFhSxFlOChSqdrtHM8j",
+	"G/P/kAqzynNrpC8ArKXWtKen1njp1qJzI1VEroNrJR+Y2OhoVS6ZgAnvuWFrHtecCFupvIG8nzX5OM/y",
+	"C6hScWueanMpWwRWsbSrEkLVcJSkY6tOi2dFXOim4risvqKM9KPVtsvXgiWYIwQ7CIt4nAn//bjb68PD",
+	"V6+bLlMTcXVjxC+tyyzN3LJMm0p0lkoVpYIbqZYUGxz7xYtfMp6YSgQxrEdAf+8d1Si6vIMq2NtI3LvW",
+	"8grqOobsUlwRTi8nx2dYhH/8/ujyHfbEoO4Gl9cXU/rnm8nZm6OTk6O3IeuGF+dXU/bS+5Rf/uujnh/H",
+	"n15GXEUiCXv4dUtTCkqVLWUGmdtSsRK2tchB38O0hFqLhc8s4/j8ugwPz7/qeZOERMI3RsS7prd/tgJb",
+	"PcymBvvTijLcP+q5K6YKQKEN6e/QOdjznOudNNyFVNKsPjOL4IkYylpY/hkpVtw5zjCzpE1AcKr5cObw",
+	"QicxeyhlDRorNobFWokxW2ulrVYyGrO9wbBkBsPjdn66c+1fmqflft5RunTe5llOV4Jpn9OrWAhrDPMQ",
+	"iUwE+yUTmYiBCtJMofscs5gxu5/7ljc7nXHJ010rSdD3uaehHN7bKUaAEbrPwZrd4golCiyiCyabUwLo",
+	"Z0xYI36HsyXffI52+fE+Ze+U1jVxuestHMJYueawzjhz8nRnZvEEUdGSb7I02RINzckjXbOw4MtURkED",
+	"UyFFONgVUM/AoD0S+FHPdw/PlXltS2hUiQd7E2Wp0S0thd7g737f8Crb8KXwLJCUu4Qb+nmH4GITCIAX",
+	"5TU8A5AiLFhdqSPjPsE/p2X/b6D7AIjcVcdiDVeD9EsqthsQkJaedYIODAL8DYdotZcqLLdxbHngu5T6",
+	"XdVV2kPhtexm94RlBuyGePD5ueRPhNLrIzUlT65m7Q2Hw+Ezala+jaeO9bRIGX46l496LOW8NFppI1RJ",
+	"TKHi2MzwpozHz0orLPISP+uz2u5xDMy4fGr7RS3K01olT61c8MjetBe+lTmUsViq9zskjv/76dxK3O/u",
+	"oim/XEwa1Pb8FBSvMS2jxSAzdy2IheEHw6Ry3anSWKQjFqLRI2NQxO/VzTBkgwH+tT88+EsYzFR4dDG5",
+	"Wd5sRHpzAi+9/bH6z9LTMeDlmjMjNhyL0QLqgUXd3FgikSGpUuxh434eFOtgd+hnw25VGZbIDGbquDBW",
+	"UFdJ+Fwk9A6omRabEcg1T1w5CBYY/vzn/odYLqU1Pw/ovx9+FsWPH8KAccsSAbwcVoU/++x4nc4UaUTY",
+	"mEVLZXvYAIzeclvUqWHdcO9mOByCbbISD9wtBBYwfNjb9PfRaJFqEdJ/YLmPlBmtuArHpb3MlNKqr8QS",
+	"sXbAJn51e/ssBYWquzfso6IalbkEaLFKCKwWvtdsjR3w4HW74goVW+PqE3PlZi4VTx+3IP9natl1U8jc",
+	"ddwwbbj7/omK4yJejnV2A3YiLFUo0YkFLBwAFG+o7C7shwFDdRHj6dKuGJ+pBL8B+OJHeMZrbSx7fVCu",
+	"aOpK64oLgVc4sihYhAOYq6fujDqbxPT3h/uv9/b29/t7w73D4RCYLofJYPn/38+T/v/w/j+H/e8+FH8O",
+	"bvof/jUMXr/69H9atCPyBOuWumPvj/W1XVhZabNUGcbZJV9zVdBQd3948C0rmfM9+IeeqaoPGPjk0cUk",
+	"YG9/nCD43l5MWHf58gS2OlPTe+3L34mucGYsfQba2KQ6EsaM4NVv2DffnHLFl2INEqhbaYfwwmAVsel9",
+	"882I/TidXrzcG+yxP7O/Xp2fgfaEiX2Hh4evBzRQUX0PH/yPSPXp39nl0d9fXh5dlN8/dIVlZGFf8Og2",
+	"755kBjPFsBLO1+9Lw4rWilKxsBSFDNlcGBkL4oJw+GNMV3SvwFAOzxEMBfqzuUj0vau5pfZ+lAnlhbVh",
+	"c21XORRHMFRYbQUVsq7LUAxLCTqA01VnMDBexsJ6ImzYI8Qv914rD+kzJ9zn5UAKzFHNAodfii4owKWw",
+	"VaEF/sIxA3D+CMMAcKgJlcti8a5dLCw2ME3FGYwzeZ+9W0ndrwnvON8teoDK8bn8WfG2q/plbK5jTAgt",
+	"JSfhNnxwMGTdZkcY4L8+iaMOmdz1HrJu6F2cpfNwHnVsBFeDqP+qFl6i/VSDRtVZS8Egf6D5yWBya3HC",
+	"eD4hEuif/vQnhv80M3WU7xE4n2+Yiy4b2n6qMyuYVFGSYTG/7zSHv5uA3adaLWdqLexKxyRSyx1ITVDO",
+	"883RhKYJCwzwPHdd76ESRjoW4YC90bEwDOtCsYcCholhHmQkvyKDYL9iyxX2K7lUfp2pX/v9fv4/eO1g",
+	"OGS/NnsXsF8rzYny6s41KPnVLi3kH6xWlefF8T1WnqWoXQWe5SfBhkOuHyUSPHG0yod5E0nqCwy/kTsT",
+	"ldKXoKy5PqSlcnUYsCZ8/KgH20Z9dzQN2UsWvj06OZoe+fH/5Ub99FmTlJb+5tx7ZZ9YeikFtGjDBQeP",
+	"tqbSLNFqKVI6BAdlI/8pEMl8rnFei3jfqDe9TzWgrh1XaqINfzTsflVd9fXZ1eSHoxtc/LYlc7aR0S02",
+	"m1mA3LeacRYl3BimM+sEgaAslkQaOwZY5c2LxYOIsL1YE1jTyeW7o+nVjWvzuX3+UqWiieSttH2sh3OA",
+	"XHHs6eDyUwEzsfmGNXm5Y3nqRpuL1lmJLl0fkBGelTs8bPCB0TCyjIKCaISKKz0/8Dhddw/DutXeH70c",
+	"eMRvys09BuyNK091qjRXj2zuCjd9oi0tglcB68J+N0f/9/hqevW5eyurjtgHIoEJHht438UmNbgIXBAn",
+	"RRDPe5NZ0hcwU/tlCFxrxVWNQ3g+9ObqfWmRuW8MVVK3qDdX72Eta56A7i3iKlYTHwIDCKmDMsRapzo9",
+	"mk7eTqaT5+YLQfEOKYG/wq3KOnsVm4+vro7P3t1cTC6nz44emTvXfLUyzVoaA2jbCqTry6vzS8+2ioHz",
+	"IdEHFiL4YbmpAD23ITAQHYGh8zU2KimzyApzBGLKopUTgeXX/nr+fZOPNmNNKP2fjEKNcnn6Uc+ZjLfw",
+	"a2olXExEWIwNa0eVzF/XwcKNcoijNJvJe2mH+3JdVuaZRaC5bitwFCjS/VjfFSuqd1p5nrrColMMHHne",
+	"EqZKbrSSAJdC+oCqtHxpEbzS9sb+rKkVWsCMcKVCqVyubLGE5kYmb6bH749w/TvLP4LwOO/Uki9yIVNj",
+	"K5MAlvxwfHZ89WOFvW7HBR838/wGG3WwLsVdEHIuitarzIOd0o/Pbi4uz99dHl0hu/OrgrNwfGrrHnvI",
+	"QslR29Jcn9TIUvP8EdvLofktLMBpUTfT49Oj8+uGNoUKj2+U7ruiYwqnE/DoXai0eJJxIvJm8P2VtZs+",
+	"jIJRFJ2VGzy9GjLTQ5LmpEfhbN2y8gr4BKNT7VGPWa1v/dRSMWqmyhVzE300WlVnY10/215ptjwYReOy",
+	"hcD2JYm+J85MgRTGKROVpRwvQujT2/21VH34qbQV9GajfDMvQW/WmcLmQygv8w/ho/4y5VH5U1hXm0DA",
+	"Y+BWeITZe0Wyv95dv6yaPtWaf+wbztb2zhOjR6hrxNxyanCdYH8cjJyjk6kawVuLtU4f2TyLQZ3phv01",
+	"f+j7p316Cpak0dQrH+RtxF1mZM619w6d9tbWyr28KVCOsCcXmCvV1vA00j6SUp5k8Pfro+ujmx+uT1Ad",
+	"JGzK124SjcLK8luhXL6AC5l81PPAh0Y+6rlxBeAAJFPu1t/bhdAclR16MVhJM2C/smzLtQ9VTCgqGoGR",
+	"Rrewj0hU58cWcfl0iCTl+wpIGK4LT03pzgIEhjs/pJ/iGRiltSsN/t1LDFz9Z+UKg6LCtPUag/uVjFau",
+	"fbphlWsMMO7ecgJBg88Fngz8nLCCRBsRD57Ub+jIX5TogShhIe0TdECyjzi3RxrYeDPMjri10omTdFqv",
+	"mbTku2VK3++wt8PacVfuuHCks/WSiwprB32LmjcVV140kVv7LLOii+UcsNEt4i+E4m0JOW3qRfAk9He4",
+	"k2aEDY1YNzw6O7+6eAOspriEphseXZ7/cBX2qtfRwO9v/359Pg1JBkjLYkl5Qa5LP0x+wP4mv3cX32xS",
+	"PSfnhlRsj4EOU+WcvTauLe2uF9+wlntv6gf9aognPVPF15hljzTPMpUA3WFPwBjdQ5P8dNGiqej+uRuW",
+	"W5SbXV4YJPlnYIXMFFAyRmsC919DkNxjp/L7gHEF7MvfFAL0oMxCpEyoSKOjSaczVe+eSpqKaw/mWmmi",
+	"4yfhjyItW4nObWVmKgWOA1AhlZJtEi5VHxM3D4bDgB282gvY4XAPDvRweJh7yH4Sc6D7O6GQlc3UN4yc",
+	"Zd5JVhSV/9++c//10eeI+RnG+cxEPCpTzAszU4yBwl/9itwX0iL38/XSzhu7x6xme/vfloMOegHjJNWo",
+	"hotlDG5GYHPnbS054AXmsAYuDubCmOihRmp07d/Q3sUO6LqmkHGsR2CJXpKRSVfT4Aj+2LtkMAQO9las",
+	"Nwm3InDqe8B8uklAbAMVHVTAVIxAyWxvwM4pI8q1SS4dLh27aR5y162jdLCe6fO5vhM95xlRAgMFJAhA",
+	"rPCNHDzydRLSNk3Nz8eLNrtuhdVPqd2n9XDzOgU3qIfiXG/OL68QmosFoKvT1gbsCIRg2I90avo6lUup",
+	"QrZIOMAWbDE8d/wZZu2GGEUQo5cvV9rYn0dAMhhyNGye6nsDO0WjB/Sz8BunR6gsSUKKBbKcZrilMFc/",
+	"2/Rcf8wNXwqDve0j0oSlYZOLY/R3pWKRgBFFyzi/mB6fn1150+7cLRxnmyB+9N9oZVOd5Jh9iigBfHTB",
+	"OC4EjwxlNsfdoliDgSh5e3944IavjTjBFq9uTlwPcif6thew0L1BMxqfxgnTvfC2rHG+d/fqj8SWyPOO",
+	"h9efPm5QUlZp0/eecJguEBk8U+MIQQSgEdZ54fun/KE/WYoRez0chmPvS/ecw2omLa6lxisKb/mT+8dJ",
+	"xMNGG4H8pGW9FT0SW9hmqgXeSiOSFhvKOTvwkxwB6GUkSyC8AhXg91F+argWXGnYG7Cf4ByRBIDmayAA",
+	"mgzf8/RxxNymcs47yewKuC5Vzs/UGZAuMiiprEgXIOxyKi2a2UapiOEznniJg9fh6FuhXJ9JYltCon7l",
+	"gmtFFM7pJdT01eTrRbCOgTWDNFkLrrA+Mc1UftdKwjFaKY1OMNPGhTiZEvZep7e0dlQsJK7QPs4UnTPy",
+	"WnRe+Vyf0HfZXVQcba75trQYQk75mitcb1kph2Mv3fuSA6tTag/QGQ72BkOXIwVsrDPqvBoMB68oBL3C",
+	"rA+nJsOfrS303BUb+8NhSSX0m5aGZZvBlubtJOYAhVzHFsAEncSmLK9CfRu68HB7rk37HYOoa8UYuQL2",
+	"ityM4o7wAubRL8yjinyWairWGj0RqLCNgYG7ZsD4rWFmxVNBeSeMNLkeHaXrNl+Y2HnPeSLMNFV6RJon",
+	"KJnEPdv0THQdm0djxbrQOQOnbIqHFc88t6lpnuj8dkE7WOyATZyuiVxx5TygPnEagVBSQnllZveJWpqA",
+	"HJ5onRnLk0TEHolhiLXOlO3h+g2bdfKDMXTvZF0Z5mVVuLwEM+sExS1bwMUVGKSUe5VFt24rxgKWYedn",
+	"5cIDqPRwC+QLx4snZFimrEywgz16fKkPLY4BNAhEvYHtZhsM75/kZlVNF8e5lF/94fAvyM62FAmA/kq+",
+	"DzeR00uAbfoIH8ayYBBMivYHRE4leA5Wj9V6jJ3ueVxuKqvnYgSozNkqU0sYA9FJWrydEvUzbNGrYvHg",
+	"CIBIsXD7YY9sapHNWpyEvbEnMNebCbAA7y1sdEHGHNVUoOZQubiFVAuXL1fSLfKhm9dQeXsCZRF6HOFd",
+	"XusHU6H7ylUxGOoBeGI9lL4D20EXqmjR6f2XjKdcWalE3u2ddUm1oJRjIF/XuZ0IemAfrM/poHQF7+pz",
+	"gtOX2/iwkwtWOH0ONsbXmCaCEK/fduEuNTDoeoT/SouQNSNWrBXbdzgxjcOQGAJsR6zOmVYe/kJdqrrb",
+	"KBE8dS3EZ8px4hHTt151K192kTt/JFA9mXlEAuWLLrF4P9ugf4KWVFyh56iuJWCB89M1IrlOXkiMdn9S",
+	"xDfY07/Vn1R4PPcPX6M1iFa8XjBDGTWOaYHxaGSCQ1MXe7Coy9MQGTlUuxWpolaMKPzJ3zJT5Os0ibYj",
+	"f29LxDdlJ4ZXFijB+z7Sa9fzEX1ErjV8adacO8P0IiYvtKFwBzCFslMMzV/0io1ccAHYYIW/YysFDop8",
+	"UvhkSPeZqS7gvLH0bS9wzI3dio3t8wRIvLSwubD3Qig/iJmpLvng3QJpkLFjp+jZReshXy4wQMDLFVdx",
+	"gp6ESc1tBgsm1xnpW/ccI6pwDLS9/SFbG+SsMPUMO7C5O7ecjHD+sbxoRmmAukhrMwFwJXBNq71h5Odw",
+	"6+2NqCk/HRg5h7klyrSarfgdcvI84ZSyEoiNp8LPppZskWgdV+4KUJotuLEurEEYAChkMOsOfSAgrcvH",
+	"gBiKW7WrDFbqlownUCYNhN5MwTrWmcnJhhpvoEGIBrO/uCHWSIA/OVC1XTjLFXbaoGNxURO8X6fsoZ2p",
+	"kos21z9Q0lBq26POikAOHmMvKAN4qZEWNIizipcWKPf1QWlFBmDjHmLeoV8pQIeb2xY/LmDMIznLsAMX",
+	"miqHw1e1O3fx9HLvLdlpXsf3IgXlKIrWwB89aQq3QmzcaXnG4Q02hJRLDH3FDObaojhyu3hhCqbB16DH",
+	"OIGIt+AKw/haU+pVfc9m7NRl4nB2JdaEme2uc6t1QDPncM+36wlowM43mPSfz4FaVpm7bZLMzNTrAzqI",
+	"Mkth80RHt54kX5Ny1z14tcfm4lGruDfII3ASzpsnRvsFW215grpPLazXjLblPH6mXLjNUKYNUolNZXSL",
+	"ei93kR0wHxAkhN0Yj1igAKCqpoAyuaTKrHDNYsjYcvfZdd4JSzKKiqyKK+P3h8Pf7ebiymVaWy4uLjzj",
+	"2WZAF2a5O73ax84X+7JyuT3eX5yt1zx97Iw6J/JOKMAPsnl4LBXVk1m+NJ3Rzx1n7H2Az0qZBVutv5/a",
+	"241R8hPpztJgDgMqG5iR11QNZqpbNAUGGvKZ3z4ZlO6xzfPCFhIFeyEo3TWX7edZ9AP+gkdaajrcfp7l",
+	"2zvxPA+GB1/vKuyz5hF1m+dA96ofElieRrLq5fa/E3qeCssxRuZSusowKyGpb3hZQtLEVfe1Iukp9ZbH",
+	"9HOKMMwfKw0bA9QcvGYzZlQQkgo2T/WtUOg5qJYQTFg4UJt/UiJGtavrQmeU81YNPs1Ukf7lLJAcf/1d",
+	"Ct1Ib1xuucsQQwHrPc8fMxC/3ufNopSbVS9PeSuZXFTMQpYDN6Ucm4AUGb8X0tJy64Hy1dyixANm/mvl",
+	"M9tS4d6IRQqDzRRaG5h143wINTKlOztLllnVMpHKWMHjmeoaIaqyvIcaetkMJB8ci0UibP3qtDa6P5GG",
+	"CN98carHytItVO/P/w8mLFiiU3AcG6ii5zPE5cvBdNut086F4vu2gTrKbzFw6emXW72WYLU+IuHktmKR",
+	"SjlTzrXsnFSmdHU1Xo5Eo4+L4lnQSzEE5Kwtx1jJU9hyFRlzN5HljWO230WGThp/HVnxfuWeLxiwnHVb",
+	"5wGpXqPdT9d+SVUvFaQL7XDtQFJPXvz1DZu4GnrXCWyRJXgZVQVCzUvL5gIUP4oJ5Jstj6fyggb0ODXh",
+	"7bxu/hhdOr9Uy9yRVdkU3j3v4tM4D8bv4KRwfLxSkoO4xv63bMJIKaOnxR1ubQ4q56vYKR2NInvlO7TQ",
+	"n7EW3GDyEqYEavxPJbIZ5Okj5Ugm8cjconMHieCnR3GWYnGCVuiWo9nrl3qF3rf/RLPWwt/WytD8FY8d",
+	"Kowr9Xb6XVhZ4wrJT9USPID3py/ISkt3yW3hpbXEVqdEDb+eEtWoFAkaZR1Bs7IiyG8lLAohglqVQbAt",
+	"/R8+bmbng9JRy2qnYMQT5As4hQD77isCrEHHo2oyqqzkwY1dah8mOc4Un+uMGD3xicHWnONuJeu3NyIa",
+	"rqYSt2YRU6qnTwrGGI4rCmsk4SBJOjcAAKbEdLa307IaXQTef45LBMLvtnA4rZLHXqmhWScoHUOj4T0A",
+	"+2Dv1fNawQV/BFBPtT7hKV0sdrB3+Px310VCzqmIJZ/CCv5tJeZw+GqXKfkdl1S3j9/8ZZeZTLZYyEgK",
+	"Za8o9PS7WSMUUax03PaysOtvtOw9rTrlidWEI6C8tl20Cxqykw9oCOR5jBTTIXdllyTNo3ff5uEad1tF",
+	"RRaTJ2RBiWnl2hNiFHQvqVdqAEFmqnEdBTpqUe22OotWIqZva2pGru/PlNPOR1sS4kHk0ysYrTWFHwx9",
+	"SRxvjIW1oJcHUxhh8pRHpMHh/ZsUMuAllaLua/hupprkBXPnIb6Pep67rEHiOCrn3rwoeMetEBtTquZx",
+	"PmoqNGsT029xhEJQV6TlQfsNdKWKgiV2fvragm1ar3Oq1TyGvgaXdVtuev7qzozp81WI3YYY9uv8muKv",
+	"UlmypXpk0KLtzlR3h3RkjFsgGeD9FERohMEYofOteL6W5NpFZP270uOPlQTEoAsjEuBdMxALlp3jIHeR",
+	"G7AK2qRE4L1V7R7LL+63cJe+Pk1g/2VGX44Z/XH+oHNVu0nEZUQDuroLQQPmegdRCNvd6tqOxxue8rWw",
+	"yF9+biSINW4QHpB1DiwtkcY6Kx4rGOnE82xNg1bAncsHyseha/Vzw9miKCcZ7tOZ8ou8yNNSusCrlFXB",
+	"TTP/o7/nr92XsHrslhR04HlnVLowp2oYBztiU9HcGcBWyR4uea8b/OB8I9Tk4hgszN/KFWqdc9rxGUZL",
+	"eWTL2Q2gHc4zmVh3U9nvhInTcpp14BOmy2iGLX8+lcH1yNfJDuD6x+T05PPA5Qf+3cE1YnwjK+un0nUM",
+	"TcJfA3ZsjesQ411FG54aEZd6TXAGW2JrvtlItez5qiZpZgqzceFpPxauZsIH/oG4XC8ZjcnhYkye+bwe",
+	"jpsZtiMBoQ8KL7pu84R35zj4MoftzqjlsL2yvjWq81esqMOeWjHmDs4fGbbdxBt/0cdYjeuwLsZ15o+u",
+	"vroXUPYEtjSVyiW/60UewQ8xOh0OWFhqq4ievFLTxpnKuzaOS3mreK09wTGvRbcas/AqDSADlyudm0J5",
+	"ruxCJpbSQ+h7rB3Y8F8yMWKyMFk22mC2aTBTRlMpWN58lBWtxggCmJ0ea8oXWsmFdQmUuPXBTF2iXWMw",
+	"IcU7NBHGjmFiWgFF4LUy2od8UoE5hmCHgu5IgQYsXl5yqbaFZ0q9KLG76VNC5AK7dch/ioAqYPaHw7Fr",
+	"PM7WgivDDocDz7N/yQSGNBzTputRyiw676K7Pxw+fbnvp6DNYKvigwtW5r4338CzbS2uNWdtMb5P5OHe",
+	"/jMdJ5vrQR87HrtvwYdZ8NsWkDeT3U1gtTS3/fThCyqm9YatLRwXdBfEY73Aff8H+IGBNefoy9BruWB4",
+	"FbRvCl5pWjH4LX60va+o2np/idNrc+9cjmog4WLWxVYZx6cXJ0enR2fTPJHgd4tclh03psrUS8IjlxhV",
+	"AULFoNvjl9Oin4qTuORikpYZmwq+BspyCii/94neuWtsJRLK8qXiXe9eA24753QtbSpAezClWmDStg+G",
+	"w2rXlwAEOeiyzcL9WjcX5+7nqSXx5ws+MSlypoxQqAO4hiq0nES4NTgVhZaFq1z7xIsi0XumHFBAV6Be",
+	"fsXysfMS5W5RFTY2BkDUcNm6rkEB1vWVs7gO9/bZqfy+N3Z5YszVQJcceHuv2roS4BKA9nNkqMYTx2yR",
+	"pegCQWaIzgupMDGMbhJ1ebzdsOgsgD+V8ogPelQcRZu0Loxt2CbBmlon7/GrbSn+rsCz3AEAfqh1ASB5",
+	"39IKgFm9FLgLrOfONZH6mtmf2d5M4boMFVdRIhRmadBya1Dd/669o8FM5fm0RTZ2KQuVirnngjmc8gpL",
+	"i4OK1xoW+CIy7DyXZxmOKA0xHBMQyh3QclQ7RVoaUZLzZ3WJKKEax1R6W9yxv9IGG0muHo2MeOIG7LFI",
+	"g13n1BZ3+BjbnSnHEXyoOy/g1wv3ems1Pmjz7oIU2qTK1iKVEVtzm8oHSkLEzWPZq4tC38tUgCTZR6ph",
+	"kUgSFu4F4UwRJn5Lr/cCTMuswibSm0dYlLQjvMbah6v9gtEhGK14uoTdYGDt1V8Gh+xv32OzXOBSesGw",
+	"5WfpPg/W3Xs9OGB/+36mqK4jYPt78I2r+G02jF1I6+qiaLK8M8ZMEbz29r/FLrJBuabEnayku+A8i0RO",
+	"WGyg3j3E4UGpCJy7KnVsq9tEZ4QBoXMFlxkv81ufEUXDj4AdYQy20SWl2+yZ0fOV2waruh0IsPlJc/2U",
+	"qO97PWDhIbet/U3GbRnMz3mIi8UU3SZm6je0lFD6HowRUOvJ/0LtTYkmeXSbTyfABuhSn3iXXwJmLnU2",
+	"SpyhtspsrO+Va3lQmpZw2oVrF5jQD6pVklCcCytPXfDLYYALQOFq1zoVPhSOJYhA74LfshQreQAJ3JIp",
+	"Nl7k4bjBkLQ4W8gHWPadSIGJYeH9/rcguGaqm2aKjMt5tlhgxb3LqCSPWI/GyMvWi7KnmXJ1Ty9MJesa",
+	"2Cyuvuv5/d53KCV9Ay7hmZoZV6++NC4h/rA+abmcxs9ZSScvJpWqltptRpSaX8/ynqmWNO/AcRNYMTzb",
+	"VAswMAHb61MzhT1BBNXkvR7iFj0rKdXysD+z1weuToJyA4u8QFJDfC8Sr9G808zohfXoSJqJdSRlsrXr",
+	"bDFT4bvz06PTk+PT42l+uyQpFjlKsu7V8bvp0eVpr4Ga0hQtJn37LS8Oy7cPjavyPhVkcNMVJKgQyDTn",
+	"bK5Ht+F3Im5xHcMQLfdiDOBzI3zvXrsShNIzFdLcLt6EjgYq1sPfDflAvWFO4HSpsM6dKhR2lajGMkye",
+	"VJd/VW+sgje6Ytltt1Lt2Su3aSBRPFOFGk1aE6cxyhmk1euV8poxrMXcUomZVzZMSsMtZJKUS83gJEF3",
+	"nCk4QpP/lhOba+EQiwZqFNKp2uMGtWBQwGh+Gsox7UovHRzxklsxKo3lqxZyaU4KnCcbp2CWaKekOWHp",
+	"Dzrtsg0Isl0bjc1Ua6exMRu6huASlJxFj/bDGTYZA+qWOmYrbkA1Mlgn9Hwzst4IWT4i4Z/dSH8mvycS",
+	"lMBA2ktcbECN5ukZbo6KRnDzMRwsbhsOFs4PTnYuVtJlShurNyZnKc82jiuA4DrHSVOUIh8Mv212swtY",
+	"xUCbqWprtSAP+jmTwbXhIZEEOnit8yzsgo7fNQ+IhGkxIUrsJGgzG9pcbFcAb2/CP5k0uM4SK8GWfLnQ",
+	"6boPnIWutSRPcunuB/fRlJxSVjzYl5G5C1jZCaEjK2yfTOdy6//qtw23BZr9n+UjcvdU7JSnuP8lPFT5",
+	"tUpb4gJOZNDh/YFuKnQttDR9DeptWsu+Ku/bcuv+9utGVLe3iawSNt1EVGm2OFNbmGCdlrf0SJwpbJJI",
+	"JFtjyTk9u2RKSsD7SsfZtEGClr59o0bzxplqdcl4vevJHo0z1W5+5wD4DZmEB/vffV2kyrdCHhxfMN5t",
+	"9YvgJa6/U9bMF0yM+V/kDnY5oF+JWsrG8qiK6U92XwQb+Te0X5ypXfover9DxWD3VcaDegPG0dP9F33f",
+	"RWdetbdc/L2zwMrg7e2E339sCte1601buTaSSlpQL+WKcfOoolWqlc5MJeSwQ4zBtW9+KljtTEeyB6sB",
+	"VlhFlt7JO+E7qxjvavGdWGYqdPgWFg6QGkpQL56KYUo9xdCYqdmo9QmYtxvJpR4lgpcMH/SWFLYl1Q+j",
+	"/z2PMLuVj5lcoAZMBm1OdNgwyzV075Z7RMHct1jQ2wt8H/bapQ/o9nFp+ZUOqdLWNv2ysse6e8/wR/Tq",
+	"Yt7EgP3UuCWibnnSkb0wvq1U3q0pmCmQHZiKLQ0TKkanozMLU0FFYs6yfIFGbkKB2XFpYPRI+urOvCcq",
+	"Wa7o8sVpDVnrMLvFNmHkST1kZlvFc/miykZgvSWtCZH3yaSmUpB6b//b54LUXylC/ITe/fXzAK+rvfu7",
+	"tXsBev8N+u7OrC90kpRZ9WfxYNdCf3vAd1Iyp8kBRQXKeQYvPh4zXvf95faInSngSM63JjbUS0oq5wvl",
+	"rmCpN2BH1F/wnhcXYVMf2jYvYolZV64vL0VK8oAexniRA+ZO+Fw7ccYKXmNITYDhkb+AhjJEliIezRTP",
+	"Myjx2h3nn8/hTooSOmA2qY6ziHoUxtJEHJbvvLFFlDG/tKBwlFbkTPUyg6WwZqYOht/Vrkdo42pvcHX/",
+	"ZWwBaJQ1tCnhyn8o3/uqZRfTLTdnVHDs/xl+/Ecr3kS4jLcYTjvwdxgKldy2pEA3a6XtaRy7G9Lx7vHO",
+	"ytrN6OXLREc8WWljR4eHh6/xdns3W/t9oZUaDl/qV7AVl/reTMabbDMhTPFxvr3m51vb87hPXXee9qTE",
+	"PAtZWiOSRWm1eJ/qh0//fwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1,0 +1,118 @@
+// Smoke program of the @hey-api/openapi-ts client (its fetch client,
+// generated with defaults): every endpoint of the contract once (the
+// training upload twice), a multipart upload from a Blob, and the error
+// envelope of the failures.
+// Run by clients_test.go as: node smoke.js BASE_URL TRAINING_CSV
+import { client } from "./api/client.gen";
+import {
+  cancelTrainingJob,
+  deleteModel,
+  getHealth,
+  getModel,
+  getModelInfo,
+  getOpenApijson,
+  getOpenApiyaml,
+  getTrainingJob,
+  listModels,
+  listTrainingJobs,
+  loadModel,
+  startTraining,
+} from "./api";
+import { args, sleep, Smoke } from "./common";
+
+const { base, csv } = args();
+client.setConfig({ baseUrl: base });
+const s = new Smoke();
+
+// train uploads the CSV Blob, polls the job to its end and returns its id
+// and the staged version ("" when it did not end done).
+async function train(batch: string): Promise<{ job: string; version: string }> {
+  const up = await startTraining({ body: { csv, meta: { operator: "smoke", source_batches: [batch] } } });
+  if (!s.call("POST /training/start", up.response.status, 202) || up.data === undefined) {
+    return { job: "", version: "" };
+  }
+  const job = up.data.job_id;
+  for (const deadline = Date.now() + 120_000; ; await sleep(100)) {
+    const got = await getTrainingJob({ path: { jobId: job } });
+    const status = got.data?.status;
+    if (got.response.status !== 200 || status === "done" || status === "failed" || Date.now() > deadline) {
+      s.call("GET /training/{jobId}", got.response.status, 200, `${status}`);
+      if (status !== "done") {
+        s.fail("GET /training/{jobId}", `job ended ${status}: ${JSON.stringify(got.data?.error ?? got.error)}`);
+      }
+      return { job, version: got.data?.result?.new_version ?? "" };
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const health = await getHealth();
+  s.call("GET /health", health.response.status, 200, `${health.data?.status}`);
+
+  const yaml = await getOpenApiyaml({ parseAs: "text" });
+  const text: unknown = yaml.data;
+  if (s.call("GET /openapi.yaml", yaml.response.status, 200) && (typeof text !== "string" || !text.startsWith("openapi:"))) {
+    s.fail("GET /openapi.yaml", "not the contract");
+  }
+  const json = await getOpenApijson();
+  s.call("GET /openapi.json", json.response.status, 200);
+
+  const noModel = await getModelInfo();
+  s.call("GET /model/info", noModel.response.status, 404, `${noModel.error?.code}`);
+  s.envelope("GET /model/info", noModel.error, "MODEL_NOT_LOADED", false);
+
+  const a = await train("smoke-a");
+  const b = await train("smoke-b");
+
+  const page1 = await listTrainingJobs({ query: { limit: 1 } });
+  s.call("GET /training", page1.response.status, 200, `${page1.data?.jobs.length} job(s)`);
+  const cursor = page1.data?.next_cursor;
+  if (page1.data?.jobs[0]?.job_id !== b.job || !cursor) {
+    s.fail("GET /training", `first page ${JSON.stringify(page1.data)}, want job ${b.job} and a cursor`);
+  } else {
+    const page2 = await listTrainingJobs({ query: { limit: 1, cursor } });
+    s.call("GET /training?cursor", page2.response.status, 200, `${page2.data?.jobs.length} job(s)`);
+    if (page2.data?.jobs[0]?.job_id !== a.job) {
+      s.fail("GET /training?cursor", `second page ${JSON.stringify(page2.data)}, want job ${a.job}`);
+    }
+  }
+
+  const list = await listModels();
+  s.call("GET /model/list", list.response.status, 200, `${list.data?.models.length} model(s)`);
+
+  const detail = await getModel({ path: { version: a.version } });
+  s.call("GET /model/{version}", detail.response.status, 200, `${detail.data?.status}`);
+  if (detail.data !== undefined && detail.data.lineage?.operator !== "smoke") {
+    s.fail("GET /model/{version}", `lineage ${JSON.stringify(detail.data.lineage)}`);
+  }
+
+  // source left out: absent means staged.
+  const load = await loadModel({ body: { version: a.version } });
+  s.call("POST /model/load", load.response.status, 200, `${load.data?.loaded_version}`);
+
+  const info = await getModelInfo();
+  s.call("GET /model/info", info.response.status, 200, `${info.data?.active_version}`);
+
+  const active = await deleteModel({ path: { version: a.version } });
+  s.call("DELETE /model/{version} (active)", active.response.status, 409, `${active.error?.code}`);
+  s.envelope("DELETE /model/{version}", active.error, "MODEL_ACTIVE", false);
+
+  const del = await deleteModel({ path: { version: b.version } });
+  s.call("DELETE /model/{version}", del.response.status, 204);
+
+  const gone = await getModel({ path: { version: b.version } });
+  s.call("GET /model/{version} (deleted)", gone.response.status, 404, `${gone.error?.code}`);
+  s.envelope("GET /model/{version}", gone.error, "MODEL_NOT_FOUND", false);
+
+  const finished = await cancelTrainingJob({ path: { jobId: a.job } });
+  s.call("POST /training/{jobId}/cancel (done)", finished.response.status, 409, `${finished.error?.code}`);
+  s.envelope("POST /training/{jobId}/cancel", finished.error, "JOB_FINISHED", false);
+
+  const unknown = await cancelTrainingJob({ path: { jobId: "no-such-job" } });
+  s.call("POST /training/{jobId}/cancel (unknown)", unknown.response.status, 404, `${unknown.error?.code}`);
+  s.envelope("POST /training/{jobId}/cancel", unknown.error, "JOB_NOT_FOUND", false);
+}
+
+main()
+  .catch((err: unknown) => s.fail("smoke", String(err)))
+  .finally(() => s.finish());
