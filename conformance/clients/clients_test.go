@@ -38,7 +38,7 @@ func TestGeneratedClients(t *testing.T) {
 	if os.Getenv("RAMANSERVE_TEST_CLIENTS") == "" {
 		t.Skip("run by `make test-clients`, which installs the pinned npm packages first")
 	}
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func writeTrainingCSV(t *testing.T, path string) {
 func goClient(root string) generatedClient {
 	spec := filepath.Join(root, "api", "openapi.yaml")
 	gen := func(t *testing.T, dir, generate string) {
-		copyFiles(t, filepath.Join(root, "clients", "testdata", "go"), dir, "main.go", "go.mod", "go.sum")
+		copyFiles(t, filepath.Join(root, "conformance", "clients", "testdata", "go"), dir, "main.go", "go.mod", "go.sum")
 		if err := os.MkdirAll(filepath.Join(dir, "ramanapi"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func goClient(root string) generatedClient {
 		generate: func(t *testing.T, dir string) {
 			gen(t, dir, "types,client")
 			gen(t, dir+"-skip-prune", "types,client,skip-prune")
-			copyFiles(t, filepath.Join(root, "clients", "testdata", "go"), dir+"-skip-prune", "channel.go")
+			copyFiles(t, filepath.Join(root, "conformance", "clients", "testdata", "go"), dir+"-skip-prune", "channel.go")
 		},
 		compile: func(t *testing.T, dir string) {
 			run(t, dir, "go", "build", "-o", "smoke", ".")
@@ -165,7 +165,7 @@ func goClient(root string) generatedClient {
 // Blob transform for `format: binary`) and openapi-fetch, compiled with
 // tsc --strict.
 func openapiFetchClient(root string) generatedClient {
-	ts := filepath.Join(root, "clients", "testdata", "ts")
+	ts := filepath.Join(root, "conformance", "clients", "testdata", "ts")
 	return generatedClient{
 		name: "ts-openapi-fetch",
 		generate: func(t *testing.T, dir string) {
@@ -182,7 +182,7 @@ func openapiFetchClient(root string) generatedClient {
 // heyAPIClient: @hey-api/openapi-ts with its fetch client and defaults,
 // compiled with tsc --strict.
 func heyAPIClient(root string) generatedClient {
-	ts := filepath.Join(root, "clients", "testdata", "ts")
+	ts := filepath.Join(root, "conformance", "clients", "testdata", "ts")
 	return generatedClient{
 		name: "ts-hey-api",
 		generate: func(t *testing.T, dir string) {
