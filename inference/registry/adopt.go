@@ -135,9 +135,10 @@ var notVersionChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // freeVersion is stem when that is a valid version no entry uses, else a
 // free name derived from it ("my model (2)" becomes "my-model-2-", then
-// "-2", "-3", ... on collision).
+// "-2", "-3", ... on collision). A reserved name (load, list, info) becomes
+// "<name>-1".
 func (r *Registry) freeVersion(stem string) string {
-	if ValidVersion(stem) && r.ix.Models[stem] == nil {
+	if ValidVersion(stem) && !ReservedVersion(stem) && r.ix.Models[stem] == nil {
 		return stem
 	}
 	base := notVersionChars.ReplaceAllString(stem, "-")
@@ -149,10 +150,13 @@ func (r *Registry) freeVersion(stem string) string {
 	if base == "" {
 		base = "adopted"
 	}
-	if v := base; ValidVersion(v) && r.ix.Models[v] == nil {
+	first := 2
+	if ReservedVersion(base) {
+		first = 1 // "load.npz" is adopted as load-1
+	} else if v := base; ValidVersion(v) && r.ix.Models[v] == nil {
 		return v
 	}
-	for i := 2; ; i++ {
+	for i := first; ; i++ {
 		if v := fmt.Sprintf("%s-%d", base, i); ValidVersion(v) && r.ix.Models[v] == nil {
 			return v
 		}
