@@ -852,7 +852,8 @@ type ClientInterface interface {
 	// before a crash) is read at start-up and listed as `archived`, its
 	// version being the file name without extension (or a free name derived
 	// from it); a file that cannot be read is moved to `quarantine/` instead
-	// (see `GET /health`). No model file is ever deleted by the server.
+	// (see `GET /health`). The server deletes a model file only when its
+	// version is deleted (`DELETE /model/{version}`).
 	//
 	// Corresponds with GET /model/list (the `ListModels` operationId).
 	ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -911,7 +912,10 @@ type ClientInterface interface {
 	// deleted: activate another first. A delete takes the same lock as a
 	// load, so it never races a swap; while a load runs the answer is 409
 	// `LOAD_IN_PROGRESS`. A training job whose result names a deleted
-	// version keeps that name in its record.
+	// version keeps that name in its record. The index is the commit
+	// point: if the process dies after writing it but before the file is
+	// gone, the next start removes the file (when it still has the
+	// recorded size and SHA-256) instead of listing it again as archived.
 	//
 	// Corresponds with DELETE /model/{version} (the `DeleteModel` operationId).
 	DeleteModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1040,10 +1044,14 @@ type ClientInterface interface {
 	// A queued job is removed from the queue; a running job is stopped at
 	// its next step (within about a second). Either way the job is
 	// recorded `failed` with error code `CANCELLED` before the answer is
-	// sent, its memory and queue place are freed, and nothing is staged:
+	// sent, its memory and queue place are freed (a running job's once its
+	// training has stopped, before the answer), and nothing is staged:
 	// a model the cancelled training would have produced is discarded.
 	// The answer is the job as recorded. A job that already ended gets
-	// 409 `JOB_FINISHED`.
+	// 409 `JOB_FINISHED`; so does a running job whose training had
+	// already finished and whose model was being staged (the answer
+	// waits for that to end; the job reads `done`, or `failed` if the
+	// model could not be staged).
 	//
 	// Corresponds with POST /training/{jobId}/cancel (the `CancelTrainingJob` operationId).
 	CancelTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1148,7 +1156,8 @@ func (c *Client) GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn
 // before a crash) is read at start-up and listed as `archived`, its
 // version being the file name without extension (or a free name derived
 // from it); a file that cannot be read is moved to `quarantine/` instead
-// (see `GET /health`). No model file is ever deleted by the server.
+// (see `GET /health`). The server deletes a model file only when its
+// version is deleted (`DELETE /model/{version}`).
 //
 // Corresponds with GET /model/list (the `ListModels` operationId).
 func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1237,7 +1246,10 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 // deleted: activate another first. A delete takes the same lock as a
 // load, so it never races a swap; while a load runs the answer is 409
 // `LOAD_IN_PROGRESS`. A training job whose result names a deleted
-// version keeps that name in its record.
+// version keeps that name in its record. The index is the commit
+// point: if the process dies after writing it but before the file is
+// gone, the next start removes the file (when it still has the
+// recorded size and SHA-256) instead of listing it again as archived.
 //
 // Corresponds with DELETE /model/{version} (the `DeleteModel` operationId).
 func (c *Client) DeleteModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1436,10 +1448,14 @@ func (c *Client) GetTrainingJob(ctx context.Context, jobId string, reqEditors ..
 // A queued job is removed from the queue; a running job is stopped at
 // its next step (within about a second). Either way the job is
 // recorded `failed` with error code `CANCELLED` before the answer is
-// sent, its memory and queue place are freed, and nothing is staged:
+// sent, its memory and queue place are freed (a running job's once its
+// training has stopped, before the answer), and nothing is staged:
 // a model the cancelled training would have produced is discarded.
 // The answer is the job as recorded. A job that already ended gets
-// 409 `JOB_FINISHED`.
+// 409 `JOB_FINISHED`; so does a running job whose training had
+// already finished and whose model was being staged (the answer
+// waits for that to end; the job reads `done`, or `failed` if the
+// model could not be staged).
 //
 // Corresponds with POST /training/{jobId}/cancel (the `CancelTrainingJob` operationId).
 func (c *Client) CancelTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1999,7 +2015,8 @@ type ClientWithResponsesInterface interface {
 	// before a crash) is read at start-up and listed as `archived`, its
 	// version being the file name without extension (or a free name derived
 	// from it); a file that cannot be read is moved to `quarantine/` instead
-	// (see `GET /health`). No model file is ever deleted by the server.
+	// (see `GET /health`). The server deletes a model file only when its
+	// version is deleted (`DELETE /model/{version}`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2060,7 +2077,10 @@ type ClientWithResponsesInterface interface {
 	// deleted: activate another first. A delete takes the same lock as a
 	// load, so it never races a swap; while a load runs the answer is 409
 	// `LOAD_IN_PROGRESS`. A training job whose result names a deleted
-	// version keeps that name in its record.
+	// version keeps that name in its record. The index is the commit
+	// point: if the process dies after writing it but before the file is
+	// gone, the next start removes the file (when it still has the
+	// recorded size and SHA-256) instead of listing it again as archived.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2201,10 +2221,14 @@ type ClientWithResponsesInterface interface {
 	// A queued job is removed from the queue; a running job is stopped at
 	// its next step (within about a second). Either way the job is
 	// recorded `failed` with error code `CANCELLED` before the answer is
-	// sent, its memory and queue place are freed, and nothing is staged:
+	// sent, its memory and queue place are freed (a running job's once its
+	// training has stopped, before the answer), and nothing is staged:
 	// a model the cancelled training would have produced is discarded.
 	// The answer is the job as recorded. A job that already ended gets
-	// 409 `JOB_FINISHED`.
+	// 409 `JOB_FINISHED`; so does a running job whose training had
+	// already finished and whose model was being staged (the answer
+	// waits for that to end; the job reads `done`, or `failed` if the
+	// model could not be staged).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3198,7 +3222,8 @@ func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqE
 // before a crash) is read at start-up and listed as `archived`, its
 // version being the file name without extension (or a free name derived
 // from it); a file that cannot be read is moved to `quarantine/` instead
-// (see `GET /health`). No model file is ever deleted by the server.
+// (see `GET /health`). The server deletes a model file only when its
+// version is deleted (`DELETE /model/{version}`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3277,7 +3302,10 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // deleted: activate another first. A delete takes the same lock as a
 // load, so it never races a swap; while a load runs the answer is 409
 // `LOAD_IN_PROGRESS`. A training job whose result names a deleted
-// version keeps that name in its record.
+// version keeps that name in its record. The index is the commit
+// point: if the process dies after writing it but before the file is
+// gone, the next start removes the file (when it still has the
+// recorded size and SHA-256) instead of listing it again as archived.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3460,10 +3488,14 @@ func (c *ClientWithResponses) GetTrainingJobWithResponse(ctx context.Context, jo
 // A queued job is removed from the queue; a running job is stopped at
 // its next step (within about a second). Either way the job is
 // recorded `failed` with error code `CANCELLED` before the answer is
-// sent, its memory and queue place are freed, and nothing is staged:
+// sent, its memory and queue place are freed (a running job's once its
+// training has stopped, before the answer), and nothing is staged:
 // a model the cancelled training would have produced is discarded.
 // The answer is the job as recorded. A job that already ended gets
-// 409 `JOB_FINISHED`.
+// 409 `JOB_FINISHED`; so does a running job whose training had
+// already finished and whose model was being staged (the answer
+// waits for that to end; the job reads `done`, or `failed` if the
+// model could not be staged).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6090,68 +6122,71 @@ var swaggerSpec = []string{
 	"9mTH8zzuH3+9y2Iut4+ovX0OdPPQCYHleSSrX//0hdDzQliOsQ6XmlOFWQVJfX+VCpKmrk6oEUkvqKEZ",
 	"JrKSp3i6rvUHCVBz8JrNkFFqeYY+v3uh0HNQT0YesainVn+ngHq9idBM55S7VA8ihKpM43EWSIG/voFf",
 	"O9Yrl6XqMn1QwPpO1R9zEL/eQc3ijJtFp0hdqphclBZPlgM3lVyJgBQZvxfS0grrgfKO3KLEE+YQa+Uz",
-	"lDLh3khEBoOFCq0NzJ5wPoQNMqULWiqWWd0ykcpYwZNQtY0QdVneQQ29agaSD44lIhW29NsTk2yi+3Np",
-	"iPDN7071WKP2wpVx/2bCgiU6BcexgTp6vkBcvrBEN13p4lwovgUIqKP8HgNQnn651UsJVusaCaewFcuU",
-	"uFA5z7lzUpnKvTDYVJZGH5ZleKCX5kYU1pZjrOQpbGjhzFwH56LTze4ezuik8W2cy/dr/ZFhwGr25CYP",
-	"yPQS7X5qlyzVZtERNQLHtQNJPdsw+Vs2ctW4mLdgzCxPsYlvDULbzZ6nAhQ/jNSUm62Op9a+HBA9Ttvw",
-	"dl43f4wuLVuqeeHIqm0KdBXl4ow4zxVec6gEjY+98TmIa2y3xEaMlDJ6Wva+bnJQOV/FXmlFFFWq9h5G",
-	"f8ZScINJKJjapfE/tdhWeU8cuY9cdBp5ZGHRuYNE8NOjJM8wyVwrdMvR7JvNkCPv23+muVLpb2tkaL41",
-	"fotKbCotQ74IK9tqvf+pXswD8P70O7LSSg/uHbx0I0HRKVH9r3g74mbGf7CVnh9sZ8gHRTf3MqE92MgW",
-	"D3alccPH21nWoHRsZCdTMOIZ8nV3Fh73v/+KANui40E9qVDW8pmGLkULk9VCxac6J0ZPfKK3M3e0Xcve",
-	"7AyIhuspoY3ZoJSy55M7MYbjWuhvJVN8yStWWbuBw2mVrkGVonja4R5XsB4fvnpZK9i8ABW/O3n5u8bL",
-	"Lf9pJeak/2qfKcsrT/GbP+0z0/alwF/KGqGIYq1DnpeFbX8TQOd51alIkCUcAeW16YIS0JCdfEBDoMhH",
-	"o5gOuSvbJGnW3n1bhGtcc9SaLCZPyIwSjKo1BMQo6D4Hr9QAgoRqq/spOmpR7bY6jxfC5YZsqBmFvh8q",
-	"p50PdiQ2g8inVzBaa0o/GPqSON60AWtBLw+mosHkGY9Jg8N7CyhkwCsqxaav4ftQbZMXzF2E+D7qaeGy",
-	"BonjqJx786LkHfdCrEylKsP5qKlgqElMv8URSkFdk5bHzW3PK5nhc+wh87UF23izXmWjdi1677WYdsMN",
-	"OV/dmTF+uZqsvSWG/Tq/pvirVQjsqALoNWi7oWrvkVaKcQskA2yHSoRGGIwROt/U42tJrn1E1j8rPf69",
-	"koAYdGlEArw3DMSSZRc4yF3kBqyCJikReG9Vs8fyd/dbuJtGniew/2VGvx8z+vf5g67URudfl9kK6Opu",
-	"oQiY60JCIWx3lUgzHq94xpfCIn/5ZStBbOvamh5Z58DSUmmss+KxEo1OvCgsM2gFPLh8oGIcuo6sMJwt",
-	"inKS4T6dqegbv3nl2rKSVcHNdv5H99BfVyZh9dh3JWjB89ag0p+5bhgHe2JTeTkVgK2W3FrxXm/xg6uV",
-	"UKPrM7Aw/1WusNGDoxmfYbSMx7aa3QDa4TSXqXWN8b8QJo6rubwYtXa7LNAMm4d8qoJrzZfpHuD62+ji",
-	"/PPA5QfeAle1S8d/GLjcLhvA5dXdnXGRP2NtEfa3STD7brpm2ALPGN8UvR4ZYW2MjEzXrtK0E1D+AbYX",
-	"BEOez6k7lY+BRxjfxeu1yxZn6AurNFALVdFBbVjJ/MQrqaVFIvUfWo15bLVmbMS6XG4FOlN9tulMppYS",
-	"LOh7zBBf8V9zMWCyVPpX2mC+ZhAqo6kopmgEyMq2PwSBFeY2asq4WciZdSmIuPVeqG7QMjCY0uFdgghj",
-	"x3IwME8xbK2M9kETuojPgCUH2he56rGMc86l2hXgqPSFw06Dz7Hha+xbIP8uAioWOOr3h+7SbHev4km/",
-	"57ner7nAoIBje9Srusrkio6WR/3+83eyfAqaTJ46PrhwX+G98s30mtbi2uRtLMb3bDs5PHqh+9v2etBL",
-	"jcfu22FhHvmuBRSNHfdj+Q2NJj99+B1Vu83miQ08C6Q/4rGe4b7/AzypILcL9GXo95sxvMHHN+itle/3",
-	"/hVP1OFXVA69x8FphoV/q0A1ur+3jU0Dzi6uz08vTi/HRSj+i8X+qq4PU2fqFeFRSIy6AKGyuN0RwHHZ",
-	"WWLFM1MU+UnLjM0EXwJlORWOP/pU6cK5tBAp5clSGaN3UAG3nXK6RygToK6YSlUk6au1O3vf3L6PglA1",
-	"3ZCKicv1vhbOYc4zS+LPl75hWmGojLvn17WWoOWkwq3BCXlaFq5y6VMXylTpUDmgZIJTVdy4XD72oKHs",
-	"J6pHxRJpRA2X7+pKtbFSqpoHdXJ4xC7kD52hy7Rirhq04gI7fNVUn41LANovkKEekRuyWZ6hEwGZIZr/",
-	"UmFqFV394jJh21FZY40/VTJxjztU6EObtC4QbNgqxepCJ+/xq11J8q72rVoLDT9s1EOTvG8oimZWzwXu",
-	"AitbC01kc83sj+wwVLgu02M/F6lEmOdAy92A6tH3zbXdoSoyUst85koeJ5W1TgVzOOUVlgYXD98o3fY1",
-	"UWAfvSny9AaUyBcNCQjVXlAFql0gLQ0oTfiz6uUrqMYxGd2WV6MtNJYjrhZrI2OeugE7LNZgGTm1xR0+",
-	"RkdD5TiCDxYXpcx65l5vrEvusTPXztTlTat8KTIZsyW3mXyiND7cPJCHj+M+ykyAJDlCqmGxSFMWHQZR",
-	"qAgTv3N1hwEmNtZhE+vVGhYl7QDvHfMBX79gdKnFC57NYTcYmnr1p94J+8sP2LgSuJSeMWy/V+mtz9qH",
-	"r3vH7C8/hIoqIwJ2dAjf+JLJreaNM2ldZRFNVvQICBXB6/DoO+zoGFSrMtzJSoOXpnkWiZyw3MBmHwWH",
-	"B5VyWO7qdbHF5TY6IwwInWu4zHiV3/qcIhp+AOwIo5hb/SLa290DOr6oFWtePQiwDcT2+inV3Ve9u8u+",
-	"Gzs9DJtygF/ysZaLKevuQ/UvFNcr/QjGCKj15MGgVoNEkzy+L6YTYAO0qWezy9DQWaiox0vqDLVFbhP9",
-	"qFzxd2VawmkX8JxhSjyoVmlKkSJryjZnDgNcCAdXu9SZ8MFkLOIDehf8nmVYCwNI4JZM0eUyk8UNhqTF",
-	"2Uw+wbIfRAZMDGgDEPdC/hCqdpYrMi6n+WyG9ckuJ5F8Sh0a43HhMpHLwqFQucqhb0wtbxnYLK6+7fn9",
-	"4fcoJcuL1h1TM8P6PUTGpZSfbE5aLUjxc9YSsstJpdpIjjYDSm7fzJMOVUOidOC4CawYnq3qJQyYwuz1",
-	"qVBhdwRBVW2v+7hFz0oq1TDsj+z1sas0oOy6MrOO1BDflcFrNO80M3pmPTqSZmIdSZl86Wr8QxW9u7o4",
-	"vTg/uzgboyFvhHWKRYGSrH179m58enPR2UJNacpme74RkReH1ZtAhnV5nwkyuOk6AFQIZFZwNtcv1/AH",
-	"kTQ4X2GIhh71PfjcCBv5viCCUDpUEc3tIjboaKByN/zdkBfRG+YETn93pruuVGEBfj0aYIq0tOKrzRYT",
-	"eL0WFq62a/WSnWpXAhLFoSrVaNKaOI1RzcGsX3VSVF1hNeOOWsaiNmBUGW4m07RarAUnCbpjqOAITfFb",
-	"QWzoh4l1IrZQo5RO9W4fqAWDAkbz01COade6iuCIN9yKQWUsn/dfSHNS4DzZOAWzQjsVzQmLZ+6FWLF8",
-	"BYJs35ZLoWrsuTRkfdecV4KSM+vQfjjDdktA3VInbMENqEYGK21ebsvUGSDLRyT8oxvpj6Ei5ScTscBQ",
-	"1AEuNqCmz/QMN0dlF7j5BA4Wt03dAmZY3DwVC+lyjY3VK1OwlBdbaJVAcD20pCmLeY/732339QpYzUAL",
-	"Vb3JVFCEzZzJ4BqSkEgCHXyjByfsgo7fld/HwjSYEBV2EjSZDU0utluAtzfhn027W+aplWBLHsx0tuwC",
-	"Z6HLD6kPSaUPu/toTE4pK57sQWweAlZ1QujYCtsl07nahrv+7ZbbAs3+z/IRuZ7xe2X6Hf0eHqriipMd",
-	"nnUnMujw/o1uKnQtNLS/DDYbVlZ9Vd635db93deNSe5umFcnbLoVpNZ2LlQ7mOAmLe/oFhcqbBdHJLvB",
-	"kgt6dumIlML2lY5z2wYJGjqYDbba2IWq0SXj9a5nu9WFqtn8LgDwL+TiHR99/3WRqtgKeXB8yXW70S/S",
-	"6X25vJPfMbXk/yF3sMui/ErUUjWWB3VMf7YPHdjI/0IjulDt04nO+x1qBruv0+1ttqIbPN+Jznegc+ZV",
-	"c/O5L51HVQVvZy/8/vcmQd25Lp21K9yoKAT1Uq4YN2sVLzKtdG5qIYc9Ygyuke1zwWpnOpI9WA+wwiry",
-	"7EE+CN+bxHhXi+9lEqrI4VtUOkA2UIK62dQMU4Z3taExs2Gjbk7AvN1ILvU4Fbxi+KC3pLQtqQIX/e9F",
-	"hNmtfMjkDDVgMmgLosOWU661dbvaZQnmvseS2E7gO1JvtL9Ht49LbK/1ipR2Y9MHtT1uuvcMX6NXF/ti",
-	"9tjPW/3yNy1POrJvjG/MVPQ7CkIFsgOTmaVhQiXodHRmYSaozMpZlt+gkZtSYHZYGRg9kr4+sugOSZYr",
-	"unxxWkPWOsxusdEWeVJPmNlVM1y9NG4rsN6QGITI+2xaUCVIfXj03UtB6q8UIX5G7/76mXR39S7m7Y0O",
-	"6Z3/Dfruz6yvdZpWWfVn8WDXTHx3wHdUMafJAUUlvkUOLD4eMr7p+yvsERsq4EjOtyZW1I1JKucL5a7k",
-	"p9Njp9Sh75GXl9JSR84mL2KFWdeuEq5ESoqAHsZ4kQMWTvhCO3HGCl4pRu1Q4ZG/ioMyROYiGYSKFzmI",
-	"eAGJ888XcCdFCR0wq0zjFe54bYA0MYflO29sGWUs2reXjtKanKm3dZ8La0J13P9+o1F8E1d7g6v7X8YW",
-	"gEa5gTYVXPkP5XtftXBhvOMOgRqO/X/Dj//dijcRLuMNhtMe/B2GQiW3KSnQzVprHJok7rZivAe4tbB2",
-	"NTg4SHXM04U2dnBycvIab5p2szXf3VergvDFciVbccnj28l4o10mhCk/Lra3/fnOBjfuU9ffpjkpscjj",
-	"ldaIdFZZLd5t+OHT/w0AAP//",
+	"lDLh3khEBoOFCq0NzJ5wPoQNMqULWiqWWd0ykcpYwZNQtY0QdVneqV1+kYhUYHvdqmFYKn61LUnjXgcE",
+	"35ms0MQpzqUhVmF+dz6BVW0vXDL3byZFWKJTiRzjqCP0C+ToS1F00yUwzunim4aAAsvvMWTlKZ5bvZRg",
+	"566R1ArrskyiC5XztTu3lqncJINtaGn0YVm4B5psbkRhnzlWTL7FhqbPzPV8Lnrj7O76jG4d3/i5fL/W",
+	"URkGrOZbbnKNTC/RU0ANlqXaLFOi1uG4diDCZ1ssf8tGrn4XMx2MmeUptv2tQWi7PfRUgKqIsZ1ys9Xx",
+	"1NoXEKKPahvezk/nj9Elcks1L1xftU2BdqNcZBLnucKLEZWg8bGbPgcBjw2a2IiRGkdPy27ZTS4t593Y",
+	"KxGJ4lDVbsXoAVkKbjBtBZPBNP6nFg0rb5Yjh5OLZyNXLWxAd5AIfnqU5BmmpWuFjjyafbN9cuSjAc+0",
+	"Yyo9dI0MzTfTb1FRTqXJyBdhZVvN+j/Vy38A3p9+R1Za6dq9g5dupDQ6tav/Fe9T3KoRaFOWUz1j2IeV",
+	"nd1X8JBQAa0HhJoR/Fca6mYWYd5mJ9iqDwi2U/SDop18mVEfbKSrB7vyyOHj7TRvWMFGejRJ7Ge4gbs0",
+	"8bj//VeE/xZbGNSzGmUtoWrocsQwWy5UfKpzkhvEdno7k1fbtfTRzoBYQj0ntTEdlXIGfXYpBpFcD/+t",
+	"bI4veccrazcwTNCoQJejgN7hHnfAHh++elnJ2LyBFb87efm7xts1/2md6KT/ap8pyztX8Zs/7TPT9q3E",
+	"X8ocopBmrUWfF61tfxVB53lNrFB6CUdAM266IQVUdCdu0BIpEuIoqET+0jYJrrX3HxfxItedtSbayRUz",
+	"owynahEDMQq6UMLrSIAgodpqv4qeYnQyW53HC+GSUza0lsLgCJVT/Qc7MqtBg6BXMFxsSkccOrM4XvUB",
+	"a0E3E+bCweQZj0khxIsTKGbBKxrKprPj+1BtkxfMXcQYP+pp4TMHAeaonHvbpeQd90KsTKUsxDnJqWLJ",
+	"J0LAEUkffV4upQ0VFikPmJzV4vEJGraoy7k4OOxymttqhM9FtEI1x6YRhQJNIb+sgiv4ZtunIVH6nkuS",
+	"DVVRVLVZbtXxlh9mKEnjl4GOazwEp3o2KTVvEUClWlPTLY6b28pXbMM59uj52mrAeLMeaKM2MHrvdb52",
+	"ww1EX91ZNH65Wq+9pWX4dX5N6V6rwNhRZdFrsA1C1d4jbRfjQkjl2G6W+AgRKEZAfdOUryWY95HI/6xw",
+	"/PcKOpI/pckN8N4wp0uJVOAgd5ExsKGahGDgvYHNHuHf3cvjbnJ5nsD+lxn9fszo3+c9u1IbnZVd5jCg",
+	"q7vlI2CuywulCLirWprxeMUzvhQW+csvWwl4W9cC9TYNRvR5oMVIJ14U7hk0ch5cvlUxDl33VrgZLGoq",
+	"pKL4dLGiL//mlXbLStYKN9v5Nd1D736VsHrsaxO04HlrUOl/XXcjBHtiU3n5F4CtljxciQ5s8YOrlVCj",
+	"6zMwoP9VrrDR46QZn2G0jMe2mj0Cyu80l6l1Fw98IUwcV3OlMSvA7bJAM2zO8qkKrjVfpnuA62+ji/PP",
+	"A5cfeAtc1S4o/2HgcrtsAJfX5nfGnf6MtVvYPyjB7MbpmmGLQWN80/l65Im1MfI0XbtK3k5A+R3YvlEq",
+	"bDKHef0+xyDC+DleX162kEPPYaVBXaiKDnXDSmYtXvkNarcpq56txjzBWrM7Yl0udwVdzz6bdyZTSwks",
+	"9D1m4K/4r7kYMFnaNCttMB82CJXRVHRUNFpkZVslgsAKc0c1ZTQt5My6FE/cei9UN2hVGEyZ8Q5UhLFj",
+	"OZj4QDkCWhntg1J00aEBQxW0LwpsYJksGB27wkGVvnvYyfE5NnyNfSHk30VAxRhH/f7QXUru7q086fc8",
+	"1/s1FxhCcWyPeoFXmVzRMfSo33/+zptPQZPJU8cHPau76n2zwqa1uDaEG4vxPfFODo9e6K63vR706eOx",
+	"+3ZjmKe/awFF48z9WH5DI89PH35H1W6zOWUDzwLpj3isZ7jv/wy/MyvQl6Fbc8bwhiTfALnWHqH3rzja",
+	"Dr+icugdKk4zLNx3BarR/chtbMpwdnF9fnpxejkuUh2+WKS06tkxdaZeER6FxKgLECo73B0vHZedO1Y8",
+	"M0URJfpcMsGXQFlOheOPPhW98J0tREp5yFQm6v1vwG2nnO5pygSoK6ZSdUr6au1O5De376MgVE030GJi",
+	"eL1viIsH8MyS+POlhZi2GSrj7lF2rTtoOalwa3BCnpaFq1z61JDSURUqB5RMcKo6HJfLR6cTZZdRvS+W",
+	"oCNquHxiVwqPlWjVPLOTwyN2IX/oDF0mG3PVthUP3+Grpvp3XALQfoEM9fjlkM3yDJ0IyAzR/JcKU9fo",
+	"ah2XadyOyhp2/KmS6XzcoUIq2qR1YXPDVilWbzp5j1/tKkJwtYXVWnP4YaPenOR9Q9E5s3oucBdYOVxo",
+	"IptrZn9kh6HCdZke+7lI1cI8ElruBlSPvm+unQ9VkfFb5otX8mTJ7zgVzOGUV1gaXDx8ozTe15yBffSm",
+	"yIMcUKJkNCQgVHttFah2gbQ0oDTsz+pHUEE1jsn+trx6bqGx3HO1WBsZ89QN2GGxBsvIqS3u8DGWHCrH",
+	"EXxovSgV1zP3emPdd4+duXaxLi9d5UuRyZgtuc3kE6VJ4uaBPHzU+1FmAiTJEVINi0WasugwiEJFmPid",
+	"q+sMMHG0DptYr9awKGkHeK+bD4/7BaNLLV7wbA67wcjbqz/1TthffsDGoMCl9Ixhe8PK3QWsffi6d8z+",
+	"8kOoqPIkYEeH8I0vSd1qjjmT1mUX0WRFD4ZQEbwOj77DjplB1SfuTlYavJTOs0jkhOUGNvtUODyolBtz",
+	"Vw+N3vltdEYYEDrXcJnxKr/1OVs0/ADYEQZpt/pxtLe7M3SKlCmmH5UHAbbZ2F4/lRL4rgLuMvXGThrD",
+	"phzrl3ys5WLKvgah+heaFyj9CMYIqPXkwaBWjkSTPL4vphNgA7SpJ7bLZ9FZqKiHTuoMtUVuE/2oXHF9",
+	"ZVrCaRfPnWHJAahWaUqBMGvKNnIOA1yECle71JnwsXIMygC9C37PMqw1AiRwS6bgeZn34wZD0uJsJp9g",
+	"2Q8iW7hQCiDuhfwhVO0sV2RcTvPZDOu/Xc4n+ZQ6NMbjwmV6l4VZoXKVWd+YWl44sFlcfdvz+8PvUUqW",
+	"F9k7pmaG9XuejEvZP9mctFrw4+esJbyXk0q1kXxuBlQ8sJmHHqqGRPTAcRNYMTxb1UtEMEXc61Ohwu4T",
+	"gqoGX/dxi56VVKqN2B/Z62NXyUHZi2XmIqkhvuuF12jeaWb0zHp0JM3EOpIy+dL1UAhV9O7q4vTi/Ozi",
+	"bIyGvBHWKRYFSrL27dm78enNRWcLNaUpmxn6Rk9eHFZvWhnW5X0myOCm6xZQIZBZwdlcP2LDH0TS4HyF",
+	"IRruAOjB50bYyPddEYTSoYpobhexqcQW8XdDXkRvmBM4/d2k7jpYhQ0O6tEAUyTxFV9ttvDA68uwMLhd",
+	"q0ftVLs+kCgOValGk9bEaYxqjmv9Kpmiqg2rRXfUiha1F6PKcDOZptViODhJ0B1DBUdoit8KYkM/TKwT",
+	"sYUapXSqd1NBLRgUMJqfhnJMu9a1BUe84VYMKmP5uopCmpMC58nGKZgV2qloTlicdC/EiuUrEGT7trQK",
+	"VWNPqyHru+bHEpScWYf2wxm2swLqljphC25ANTJYyfRy26vOAFk+IuEf3Uh/DBUpP5mIBYaiDnCxATXV",
+	"pme4OSprwc0ncLC4berGMMPi8alYSJfLbaxemYKlvNiirASC61EmTVksfdz/brtvWsBqBhqlkJVNvIIi",
+	"bOZMBtfwhUQS6OAbPU5hF3T8rr1BLEyDCVFhJ0GT2dDkYrsFeHsT/tkkxWWeWgm25MFMZ8sucBa6XJL6",
+	"vFT63LuPxuSUsuLJHsTmIWBVJ4SOrbBdMp2rbc7r3265LdDs/ywfkevJv1de5NHv4aEqrpDZ4Vl3IoMO",
+	"79/opkLXQkN70WCzIWjVV+V9W27d333dmOTuhoR1wqZbV2pt/UK1gwlu0vKObnyhwnZ8RLIbLLmgZ5dt",
+	"SRl6X+k4t22QoKFD3GCrTWCoGl0yXu96thtgqJrN7wIA/0Kq4fHR918XqYqtkAfHl7S3G/0ind6Xyzv5",
+	"HVNL/h9yB7sk0a9ELVVjeVDH9Gf7/IGN/C80+gvVPp3+vN+hZrD7OujeZqu/wfOd/nyHP2deNTf3+9J5",
+	"VFXwdvbC739vEtSd64JauyKPSmhQL+WKcbNW8SLTSuemFnLYI8bgGgU/F6x2piPZg/UAK6wizx7kg/C9",
+	"X4x3tfheMaGKHL5FpQNkAyWoW1DNMGV4Fx4aMxs26uYEzNuN5FKPU8Erhg96S0rbkiqc0f9eRJjdyodM",
+	"zlADJoO2IDps6eVah7erWbMw9z2WHHcC3/F743oBdPu4vP1aL05pNzZ9UNvjpnvP8DV6dbHvaI/9vHUf",
+	"wablSUf2jfGNr4p+UkGoQHZgrrY0TKgEnY7OLMwEFaU5y/IbNHJTCswOKwOjR9LXnxbdN8lyRZcvTmtc",
+	"7m4byE8K30vhhJldNdnVS/m2AusNiUGIvM+mBVWC1IdH370UpP5KEeJn9O6vn0l3V+8S397oQN/536Dv",
+	"/sz6WqdplVV/Fg92zdp3B3xHFXOaHFBUQl3kwOLjIeObvr/CHrGhAo7kfGtiRd2upHK+UO4qmjo9dkod",
+	"EB95eekvdTxt8iJWmHXtquZKpKQI6GGMFzlg4YQvtBNnrOCVbdTSubaVbwzxGqzsLmC84MUGg+0ZO+TZ",
+	"8NelUJbJXCSDUPEijxEviXE+/mJcUrbQibPKNF6zj2Xk0sQcQOA8umWksmixXzpba7Kq3np/LmAXx/3v",
+	"N5r5D5nRlHtbP0Zy31R2nYTKj+h7+FGHGvLzFJWgVFzqUqjbJWRCRW1qyDbl1pWyDktXIwkovCEgqF4R",
+	"4MpHQkWT1Hqv0TyN/P0Nwvh/WXwAuvUGAVWo5j9UAnzVEo7xjtsqapTy/41k+nebIES4jDeYkHtIOhgK",
+	"1f2m9Eg3a61FbZK4e7HxxunWwtrV4OAg1TFPF9rYwcnJyWu809zN1nxLZK0exFdFlmzFpdFvpyWOdhlT",
+	"pvy42N725ztbKblPXSel5vTMIqNZWiPSWWW1eIvmh0//NwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -18,12 +18,15 @@ type orphan struct {
 }
 
 // orphans lists the model files (.npz, .joblib) in models/ that the index
-// does not name. Temp names and other files (a README, a .joblib's
+// does not name (as an entry, or as the file of a deleted entry). Temp names and other files (a README, a .joblib's
 // sidecar) are not model files and are left alone.
 func (r *Registry) orphans() []orphan {
 	known := map[string]bool{}
 	for _, e := range r.ix.Models {
 		known[strings.TrimPrefix(e.File, modelsDir+"/")] = true
+	}
+	for _, rm := range r.ix.Removing { // deleted: not an orphan until finishRemovals decides
+		known[strings.TrimPrefix(rm.File, modelsDir+"/")] = true
 	}
 	var out []orphan
 	for _, de := range readDirQuiet(filepath.Join(r.dir, modelsDir)) {

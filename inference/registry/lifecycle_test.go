@@ -322,6 +322,13 @@ func TestDeleteSurvivesKill9(t *testing.T) {
 			}
 			if replaced {
 				os.WriteFile(p, []byte("const:7"), 0o644)
+			} else {
+				// registry check names the file as a deleted version's,
+				// not as a file without an entry.
+				rep, err := Check(context.Background(), dir, Options{Openers: map[string]OpenFunc{".npz": openConst(nil)}}, false)
+				if err != nil || len(rep.Findings) != 1 || !strings.Contains(rep.Findings[0].Problem, "deleted version") {
+					t.Fatalf("check: %v %+v", err, rep)
+				}
 			}
 			r2 := newTestRegistry(t, dir, nil)
 			_, entries := r2.List()

@@ -323,3 +323,40 @@ func TestCancelRaceWithTheEnd(t *testing.T) {
 		t.Logf("only one side of the race was met in %d iterations", iterations)
 	}
 }
+
+// TestCancelOnAReadOnlyDisk: a cancel whose record the disk refuses still
+// answers the cancelled job (Get says so too), and the record is written
+// once the disk takes writes again.
+func TestCancelOnAReadOnlyDisk(t *testing.T) {
+	dir := t.TempDir()
+	disk := &flakyDisk{}
+	pub := &publisher{block: make(chan struct{})}
+	m := open(t, jobs.Options{Dir: dir, QueueSize: 1, Publish: pub.publish, WriteFile: disk.write, RetryInterval: 20 * time.Millisecond,
+		Train: trainer.Options{Seed: 1, MaxComponents: 2}})
+	first, _ := m.Submit(context.Background(), synth.New(synth.Config{Seed: 1}).Dataset(30), jobs.Meta{Operator: "o"})
+	waitStatus(t, m, first.ID, jobs.Running)
+	queued, err := m.Submit(context.Background(), synth.New(synth.Config{Seed: 2}).Dataset(30), jobs.Meta{Operator: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk.set(true)
+	got, err := m.Cancel(context.Background(), queued.ID)
+	if err != nil || got.Status != jobs.Failed || got.Error.Code != "CANCELLED" {
+		t.Fatalf("cancel on a read-only disk: %v %+v", err, got)
+	}
+	if rec := readRecord(t, dir, queued.ID); rec.Status != jobs.Queued {
+		t.Fatalf("record written on a read-only disk? %s", rec.Status)
+	}
+	if j, _ := m.Get(context.Background(), queued.ID); j.Status != jobs.Failed {
+		t.Fatalf("Get: %s", j.Status)
+	}
+	disk.set(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for readRecord(t, dir, queued.ID).Status != jobs.Failed {
+		if time.Now().After(deadline) {
+			t.Fatal("cancelled record not written after the disk recovered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(pub.block)
+}
