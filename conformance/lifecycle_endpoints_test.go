@@ -299,6 +299,32 @@ func TestModelDetailDeleteAndStatusMismatch(t *testing.T) {
 	gr := must(c.GetModelWithResponse(ctx, "never-trained"))(t)
 	wantError(t, "GET an unknown version", 404, gr.Body, gr.StatusCode(), "MODEL_NOT_FOUND")
 
+	// load, list and info are routes, never versions: another method on
+	// them is 405 with Allow, as for any route.
+	for _, tc := range []struct {
+		method, version, allow string
+		res                    func() (*http.Response, []byte)
+	}{
+		{"GET", "load", "POST", func() (*http.Response, []byte) {
+			r := must(c.GetModelWithResponse(ctx, "load"))(t)
+			return r.HTTPResponse, r.Body
+		}},
+		{"DELETE", "list", "GET", func() (*http.Response, []byte) {
+			r := must(c.DeleteModelWithResponse(ctx, "list"))(t)
+			return r.HTTPResponse, r.Body
+		}},
+		{"DELETE", "info", "GET", func() (*http.Response, []byte) {
+			r := must(c.DeleteModelWithResponse(ctx, "info"))(t)
+			return r.HTTPResponse, r.Body
+		}},
+	} {
+		resp, body := tc.res()
+		wantError(t, tc.method+" /model/"+tc.version, 405, body, resp.StatusCode, "METHOD_NOT_ALLOWED")
+		if got := resp.Header.Get("Allow"); got != tc.allow {
+			t.Fatalf("%s /model/%s: Allow %q, want %q", tc.method, tc.version, got, tc.allow)
+		}
+	}
+
 	staged, _, _ := train(13)
 	for _, v := range []string{a, staged} { // archived, then staged
 		if dr := del(v); dr.StatusCode() != 204 {

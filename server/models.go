@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"ramanserve/gen"
@@ -13,6 +14,9 @@ import (
 
 // GetModel describes one registry version from its index entry.
 func (a *API) GetModel(ctx context.Context, req gen.GetModelRequestObject) (gen.GetModelResponseObject, error) {
+	if err := reservedRoute(http.MethodGet, req.Version); err != nil {
+		return nil, err
+	}
 	e, err := a.Registry.Describe(req.Version)
 	if err != nil {
 		return nil, versionNotFound(err)
@@ -22,11 +26,36 @@ func (a *API) GetModel(ctx context.Context, req gen.GetModelRequestObject) (gen.
 
 // DeleteModel removes a staged or archived version from the index and disk.
 func (a *API) DeleteModel(ctx context.Context, req gen.DeleteModelRequestObject) (gen.DeleteModelResponseObject, error) {
+	if err := reservedRoute(http.MethodDelete, req.Version); err != nil {
+		return nil, err
+	}
 	if err := a.Registry.Delete(ctx, req.Version); err != nil {
 		return nil, versionNotFound(err)
 	}
 	return gen.DeleteModel204Response{}, nil
 }
+
+// reservedRouteMethods are the routes beside /model/{version} and their
+// methods: the registry gives no version these names, so another method
+// on them is 405 METHOD_NOT_ALLOWED (as the router answers for a route
+// with no parameter), not a version lookup.
+var reservedRouteMethods = map[string]string{
+	"/model/load": http.MethodPost,
+	"/model/list": http.MethodGet,
+	"/model/info": http.MethodGet,
+}
+
+func reservedRoute(method, version string) error {
+	if !registry.ReservedVersion(version) {
+		return nil
+	}
+	return contract.New(contract.MethodNotAllowed, http.StatusMethodNotAllowed,
+		fmt.Sprintf("method %s not allowed on /model/%s (%s only); %q is a route, never a version", method, version, reservedRouteMethods["/model/"+version], version))
+}
+
+// reservedRouteAllow is the Allow header of a 405 on a reserved route, ""
+// for any other path.
+func reservedRouteAllow(path string) string { return reservedRouteMethods[path] }
 
 // versionNotFound makes an unknown version 404 on the /model/{version}
 // routes (a load naming one is 400, in the shared table).
