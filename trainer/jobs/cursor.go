@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"ramanserve/trainer"
 )
@@ -120,7 +121,8 @@ func (m *Manager) List(status Status, limit int, cursor string) (Page, error) {
 		}
 	}
 	// One pass keeps the limit+1 first matching jobs in order: a page
-	// costs O(jobs x limit) at worst and holds limit+1 pointers.
+	// costs one look at every job (and a binary search among at most
+	// limit+1 kept ones) and holds limit+1 pointers, whatever the cursor.
 	best := make([]*Job, 0, limit+1)
 	for _, j := range m.jobs {
 		if status != "" && j.Status != status {
@@ -130,10 +132,7 @@ func (m *Manager) List(status Status, limit int, cursor string) (Page, error) {
 		if hasAfter && !after.before(p) {
 			continue
 		}
-		i := len(best)
-		for i > 0 && p.before(positionOf(best[i-1])) {
-			i--
-		}
+		i := sort.Search(len(best), func(k int) bool { return p.before(positionOf(best[k])) })
 		if i > limit {
 			continue
 		}
