@@ -135,6 +135,9 @@ func TestDeleteImportKeepsTheOriginal(t *testing.T) {
 	if _, err := r.Load(ctx, LoadRequest{Version: "imp", Source: SourceFile, Path: src}); err != nil {
 		t.Fatal(err)
 	}
+	if e, err := r.Describe("imp"); err != nil || e.ImportedFrom != src || e.Target != "DHA" || e.JobID != "" {
+		t.Fatalf("imported entry: %+v %v", e, err)
+	}
 	other := addStaged(t, r, 1, time.Now())
 	if _, err := r.Load(ctx, LoadRequest{Version: other, Source: SourceStaged}); err != nil {
 		t.Fatal(err)

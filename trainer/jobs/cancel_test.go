@@ -21,7 +21,7 @@ import (
 // writeRecords puts finished job records in dir as a previous process
 // left them, and returns them in the listing order (newest first, ties
 // by id).
-func writeRecords(t *testing.T, dir string, n int) []jobs.Job {
+func writeRecords(t testing.TB, dir string, n int) []jobs.Job {
 	t.Helper()
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	var all []jobs.Job
