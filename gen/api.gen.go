@@ -1568,7 +1568,8 @@ type ClientInterface interface {
 	// before a crash) is read at start-up and listed as `archived`, its
 	// version being the file name without extension (or a free name derived
 	// from it); a file that cannot be read is moved to `quarantine/` instead
-	// (see `GET /health`). No model file is ever deleted by the server.
+	// (see `GET /health`). The server deletes a model file only when its
+	// version is deleted (`DELETE /model/{version}`).
 	//
 	// Corresponds with GET /model/list (the `ListModels` operationId).
 	ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1627,7 +1628,10 @@ type ClientInterface interface {
 	// deleted: activate another first. A delete takes the same lock as a
 	// load, so it never races a swap; while a load runs the answer is 409
 	// `LOAD_IN_PROGRESS`. A training job whose result names a deleted
-	// version keeps that name in its record.
+	// version keeps that name in its record. The index is the commit
+	// point: if the process dies after writing it but before the file is
+	// gone, the next start removes the file (when it still has the
+	// recorded size and SHA-256) instead of listing it again as archived.
 	//
 	// Corresponds with DELETE /model/{version} (the `DeleteModel` operationId).
 	DeleteModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1756,10 +1760,14 @@ type ClientInterface interface {
 	// A queued job is removed from the queue; a running job is stopped at
 	// its next step (within about a second). Either way the job is
 	// recorded `failed` with error code `CANCELLED` before the answer is
-	// sent, its memory and queue place are freed, and nothing is staged:
+	// sent, its memory and queue place are freed (a running job's once its
+	// training has stopped, before the answer), and nothing is staged:
 	// a model the cancelled training would have produced is discarded.
 	// The answer is the job as recorded. A job that already ended gets
-	// 409 `JOB_FINISHED`.
+	// 409 `JOB_FINISHED`; so does a running job whose training had
+	// already finished and whose model was being staged (the answer
+	// waits for that to end; the job reads `done`, or `failed` if the
+	// model could not be staged).
 	//
 	// Corresponds with POST /training/{jobId}/cancel (the `CancelTrainingJob` operationId).
 	CancelTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1864,7 +1872,8 @@ func (c *Client) GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn
 // before a crash) is read at start-up and listed as `archived`, its
 // version being the file name without extension (or a free name derived
 // from it); a file that cannot be read is moved to `quarantine/` instead
-// (see `GET /health`). No model file is ever deleted by the server.
+// (see `GET /health`). The server deletes a model file only when its
+// version is deleted (`DELETE /model/{version}`).
 //
 // Corresponds with GET /model/list (the `ListModels` operationId).
 func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1953,7 +1962,10 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 // deleted: activate another first. A delete takes the same lock as a
 // load, so it never races a swap; while a load runs the answer is 409
 // `LOAD_IN_PROGRESS`. A training job whose result names a deleted
-// version keeps that name in its record.
+// version keeps that name in its record. The index is the commit
+// point: if the process dies after writing it but before the file is
+// gone, the next start removes the file (when it still has the
+// recorded size and SHA-256) instead of listing it again as archived.
 //
 // Corresponds with DELETE /model/{version} (the `DeleteModel` operationId).
 func (c *Client) DeleteModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2152,10 +2164,14 @@ func (c *Client) GetTrainingJob(ctx context.Context, jobId string, reqEditors ..
 // A queued job is removed from the queue; a running job is stopped at
 // its next step (within about a second). Either way the job is
 // recorded `failed` with error code `CANCELLED` before the answer is
-// sent, its memory and queue place are freed, and nothing is staged:
+// sent, its memory and queue place are freed (a running job's once its
+// training has stopped, before the answer), and nothing is staged:
 // a model the cancelled training would have produced is discarded.
 // The answer is the job as recorded. A job that already ended gets
-// 409 `JOB_FINISHED`.
+// 409 `JOB_FINISHED`; so does a running job whose training had
+// already finished and whose model was being staged (the answer
+// waits for that to end; the job reads `done`, or `failed` if the
+// model could not be staged).
 //
 // Corresponds with POST /training/{jobId}/cancel (the `CancelTrainingJob` operationId).
 func (c *Client) CancelTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2715,7 +2731,8 @@ type ClientWithResponsesInterface interface {
 	// before a crash) is read at start-up and listed as `archived`, its
 	// version being the file name without extension (or a free name derived
 	// from it); a file that cannot be read is moved to `quarantine/` instead
-	// (see `GET /health`). No model file is ever deleted by the server.
+	// (see `GET /health`). The server deletes a model file only when its
+	// version is deleted (`DELETE /model/{version}`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2776,7 +2793,10 @@ type ClientWithResponsesInterface interface {
 	// deleted: activate another first. A delete takes the same lock as a
 	// load, so it never races a swap; while a load runs the answer is 409
 	// `LOAD_IN_PROGRESS`. A training job whose result names a deleted
-	// version keeps that name in its record.
+	// version keeps that name in its record. The index is the commit
+	// point: if the process dies after writing it but before the file is
+	// gone, the next start removes the file (when it still has the
+	// recorded size and SHA-256) instead of listing it again as archived.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2917,10 +2937,14 @@ type ClientWithResponsesInterface interface {
 	// A queued job is removed from the queue; a running job is stopped at
 	// its next step (within about a second). Either way the job is
 	// recorded `failed` with error code `CANCELLED` before the answer is
-	// sent, its memory and queue place are freed, and nothing is staged:
+	// sent, its memory and queue place are freed (a running job's once its
+	// training has stopped, before the answer), and nothing is staged:
 	// a model the cancelled training would have produced is discarded.
 	// The answer is the job as recorded. A job that already ended gets
-	// 409 `JOB_FINISHED`.
+	// 409 `JOB_FINISHED`; so does a running job whose training had
+	// already finished and whose model was being staged (the answer
+	// waits for that to end; the job reads `done`, or `failed` if the
+	// model could not be staged).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3914,7 +3938,8 @@ func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqE
 // before a crash) is read at start-up and listed as `archived`, its
 // version being the file name without extension (or a free name derived
 // from it); a file that cannot be read is moved to `quarantine/` instead
-// (see `GET /health`). No model file is ever deleted by the server.
+// (see `GET /health`). The server deletes a model file only when its
+// version is deleted (`DELETE /model/{version}`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3993,7 +4018,10 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 // deleted: activate another first. A delete takes the same lock as a
 // load, so it never races a swap; while a load runs the answer is 409
 // `LOAD_IN_PROGRESS`. A training job whose result names a deleted
-// version keeps that name in its record.
+// version keeps that name in its record. The index is the commit
+// point: if the process dies after writing it but before the file is
+// gone, the next start removes the file (when it still has the
+// recorded size and SHA-256) instead of listing it again as archived.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4176,10 +4204,14 @@ func (c *ClientWithResponses) GetTrainingJobWithResponse(ctx context.Context, jo
 // A queued job is removed from the queue; a running job is stopped at
 // its next step (within about a second). Either way the job is
 // recorded `failed` with error code `CANCELLED` before the answer is
-// sent, its memory and queue place are freed, and nothing is staged:
+// sent, its memory and queue place are freed (a running job's once its
+// training has stopped, before the answer), and nothing is staged:
 // a model the cancelled training would have produced is discarded.
 // The answer is the job as recorded. A job that already ended gets
-// 409 `JOB_FINISHED`.
+// 409 `JOB_FINISHED`; so does a running job whose training had
+// already finished and whose model was being staged (the answer
+// waits for that to end; the job reads `done`, or `failed` if the
+// model could not be staged).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6658,232 +6690,236 @@ func (sh *strictHandler) CancelTrainingJob(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1rdxu31Sj8V7DYs5bJdEhTsuQm5CfGVhy1ulWinNMn9KsBZ0AS1hBgBhhd2vi/v2vvDcydEt3ETp91",
-	"+qGNzJnBZWPfb/hXJ9LrjVZCWdMZ/auTCrPRygj8x1ux4Flij9JUp/DvSCsrlIU/+WaTyIhbqdXLj0Yr",
-	"+M1EK7Hm8Nf/ScWiM+r86WUx+Et6al7iaJdums6nT5+CTixMlMoNDNYZdSbqkWm7EilbcJlkqWDdhU6Z",
-	"eODrTSLYwfCAhWfn05sfzq/P3oYBOxgesvD0aPrj+dsb+H1ycnL+0xE8ORy+YuHV0eX7o8ub76+v/hH2",
-	"Bp1PQedYmWyxkJEUyl5ZnfKl+Hq7m64ES8VSGps+vjAsluaWRVwpbZnlt4Jxdp9KK1g3PD67uv7hh+M3",
-	"x0dn05ur6fnl5N1R2BvN1CJLkoClgsd9rZJHplOm70TKfsm05QN2pu1KqiW754ZFK66WIh6zMBU2feTz",
-	"RIyYTTMRzpRWkWBmwyPBpGGLVIh4MFOdoLMSPBYpYsAlfNWfLKxABKhu5UpEWsWGWc3uubRsLhY6hd3Z",
-	"9FGq5Zi9Gg46QQlw9nEjOqOOVFYsRQrQwdOwIlU8+cpYdq3MRkRyIUXMjEjvEN2yxCLgp0eXZ5OTm6PL",
-	"y/NLhzQX/DHRPJ5qfcLTr40wcx0/MvEQCQHgXgkWabWQyywVMUvkWsKqLyb/ODmfvL2Znp/fnEwuAVdw",
-	"4deK33GZwNF/vUWHVz9eT6fHZ+9u3p7/dBaOcNEOzMbqzUbE7H4lE4EPcHuArjxN5R2ijk5nqkK6I6Y0",
-	"EE6W8BS2r0QEc7FIZ0nM5oIQmAGnsCtpmFZiprqCRyu2gpFZKn7JhLFMKrZJ9TIVxgDlwMOPmQHsFYrp",
-	"jVAi7gWMq3imcKBiroAtUr3GFa8ET+yKpQL3FLA1f2RIi9zczlT47mjKXtI74YB9r+2K8VQ0iRDoDY/I",
-	"ZJuNTq2IT0Us+RTp5Gsj2AvcK0zIgFCBKQBX4lEkNlbErBten11dX1ycX06P3t6cHr09ntxM/3FBePbJ",
-	"0zmyjTcrrpQoSHqT6o1IrSSxEukYtydUtu6Mfu6cnr89OkHWDQh89LYTdI7P3k9Ojt/eXF0cvZleXp92",
-	"go7/8+b8enpz/sPN5eTs3VEn6JQX9f7o8ur4/Ax//dvZ+U9nuMBO0DmdnPxwfnmK6766muCH7q+CYGCS",
-	"AuNwFWVG0PkQeA5mbCrVEo5uLYxx8qPxLD/t0tO51ongCgEGGClTEQMMECbFcOWPi2n1/KOILAztAHwp",
-	"NsljkzHjz0yoO5HojWBaIc5uUhFLRzT0+ZiFMHLIFF8Lw6Q1jA5xMFMTlL4iZuFGqmUYsNB9HwLVhGsd",
-	"i+RGqoUOAVG4MvcCuNG9tCtmV9zOlCO4F4aluB5Eqm640ZXhbvAh/FAM6X7rBTMVCsChkBlhgSZZCJga",
-	"Mq6YWG/sI1vzzZj5l+AzKfxqHEHmC2H3K21EjtuZulX6XjFkGNw6RgIYPxcsFnAgTh7GEoC7lopbQuc1",
-	"3wBQEIcJxZ8kPTijoFPf3raPTuG9Y7XQ/kMA2LaXL7Ra5u+VAbr1A3qJvvkUeMp8PONrwDBEtE9BRytx",
-	"vuiMfn6atRSzfwqeebM67dMv1yDw3OslKH/6UKYNPPU26iB0+C308QxWFGe9wx5pmUGHPt4CPwmQzt+k",
-	"lT4LbHr/N59yae6dz3m31xtQoAP0L77nSUYio3qC50owla3nImUbAdqAex+PkUdW3gmGR+DP1LAuTxJm",
-	"V6kQqCJw+rtvQZez9HJv0AlqkurtjxP4z0Knaw7gjnUGHDlnyLQIAOXbi13fPNrxzU9tbB/UvlioSGwD",
-	"zUUZHgEoOz8PA7b3YcyMEMyJFzNYg9JLuP7tgE2Se/5oAFhGKDueKV6CKXHNKJ/ZWytzgS9loBpIwxKx",
-	"sExnNmBGwznM1JpvUC+aC+LVxEx3BPCaP8g1qAd7QWctFf09/BzA7zzC0W8cof2g0lQkqK4dx81TIiPQ",
-	"i8dQxuEYcZdkGmkQ7H4liDF5+dUmodiCp0wonS1XYIeBUcikHXRaVJUjGPx7HaPCwONYwmJ4clE6kAVP",
-	"jGja44WsDQp9XS+YuBPpo9cTUOwMCGzlMYct4Cmx7IZ2OHcrfJLl51v5FHSiAtY3Mn7u0+rJfAq8BH/m",
-	"q7JC+ynoPD8P7o5mIM/Ksy9P5VoYy9ebTo5RhY5Mq2zTQO+eG/wi1VZHOnkvUgMnWlc97zyy4LYa8MT1",
-	"B3QsQWMdjTN1dsZWpb+KW6c8Wkkl+oC3oOwyeI14FSCaxd84MXarN4B0aJTFOsrWQrUj+s46eUz+rRzv",
-	"P09HbwPCj2jzXVluM9OEAYmmmzt3EKN/dVSWOMsc7MGWvcRimfJYxDep4EarNo5PXJvYRWhwatTJQ/9t",
-	"OAZrmK2yNVcFpGlAJ0AVcQMAp7RibVph537gacqR8EjLSTTM0WbiILNH1CtvubH6mtLF/EfMfTRme6Vj",
-	"zp1HQWfzaFdabR97WvgcpEG3mhUKROI7jbZEmikwcdkFjjNgU8CshRRJzFY6ic1MAdq54Qn1BHybZsrK",
-	"tWDS0hDoGSh5KMOl3hvsvx58G5LIawCSFrV94ac6zpJi5tzr8E6zeSaTmIFmCdIKnnbDWNyJJHR6TaIj",
-	"ntBrvVbqMDlyet6ibzsForXymGwDG74x5PBDDbcpDwu3XpVs3IRt5HK8VDoVsRdKVSi4h2z+WPIejVmo",
-	"ZBKCLFTWMG4YnxvHCLYQUzHdieYxqpwl2+BJQVgl3w23q3ZzQqLpSwSoszQSRIALmYiQdUViBDsYDlno",
-	"3RqXR3+/Prqahj0wtOdGJ5kVDIZnQsUg+6Vi4eCjnidyHqJ5GjC+sCJl5nGdSHVrGE8FWLZGJ3ciDhja",
-	"vZmK0ewVHlkJZi8M40mi70FIa23NTHXDPv7ShxX24ccwYI4bOpUj91CHcr3RqX0JCJbEIu2NZwrd8/fS",
-	"b+tiMv2x4nofsIliekNwZUbGIuLpTIWzbDh8FcFG8S8x+Gi0CtlS3gnya97zO+E0e/6AfoWYkY5uWNcI",
-	"MVOhuU0ET1WfljVYxwhF0jtOhFrCGR0Mv3vdhvp4Ns0jnCAKsbXgyiALXYo4ZF2EIApRBjgskFmEDkyh",
-	"U3S5namlUCLloAhHiQTZy26F2OCGiJ14UPQGxfCbVK81DMpnin4jMyRgIU+jlbyDl1LRR6GBs3PF/BNn",
-	"3nT5THkugU4M8SCNNd4LI1wchSiQIRQPht/NVEgut6vpZHp9dXN6fHU6mb75MQycsu8kXNnsxRHGpNhH",
-	"WZoKZZNHb2v5JcCBeW8hMlhBwqEXeFqgQ3OctcBweAhiPgTUCJGqmRL3ORoyoeD/YT3xTIVuvhAnKeAj",
-	"LSGC52sE1U7Q8VDrBB2YqV2NKpjxU8rUViXK/f5hC9u5FAY1jYYpm9lIr5FgOVtpy8w93zQNUZ4sdSrt",
-	"at0qmAHKN8ih188yZ3pbxGXp0xhwk4o7qTOzXUQ5OHgMcKEfpJh7vtlmzSjgTffctAimGjxri2xZUm3b",
-	"bYA/JTxus8CulfwlE0zGnlV6nO9eXx+/ZVY8WBCoa5aKSK/XQhEa3/FExjN1Pf2h/y0oDLmCgVEYQEGw",
-	"wvYPX7Nv5o9WmG/GLMz5kpdaMxWteMojK1KDXIQrt5B1lljZhy9Z8QoY3GzDjUHVd6YcSwLcN1YmCViD",
-	"qVhkxrtfG87uBn/cP3yNJq3/914LQZwKm8ro+1Tw21jfq929MGPGay4ZYlaxFhRRcE4ZYBd6DUpZ/J/v",
-	"eUG14a2wXCbtkMhZVc4MFVtkSdJCyzFgNm9hBj8VFr8bDLAvBTO/pInCiMUeuBV9oIE2Ve9proGssFVp",
-	"pvOC5wEjU/AOzK/q0mKZisjq9LFVy0y4FcreVJMLcr6018qXpBLObHvWZ3ji3kVrD/D0WRN7mnKppFqe",
-	"utdBHVjx/cPXTRD8KB7Y1Y+TPpCx5w4liEQrEd2ChLPOAQJ8qIXjoT6unOjKD9JxShzEZGvD7kUq2hV1",
-	"+U9xg1ykgrVS2dcHneAZJl9o+c/C0lmrgPWoabXjBFc8Ab6Egkqr3HVKEt1rJK0bsQD6HOV3Q13/jUGT",
-	"ageptl2cbZHUOYwqC6yAPUeRAjk/bOMNx+jsf97if5pIa1H0i5Or/f7Z8cXk5IrsOwSyYW7BbCVSMWa5",
-	"SnxxcnUpMLKN2pFOS4/kRsAeuleWq5in8VXEE5EGlU96NIlT0n4vuk73SYNJdog11IXOpw91b+SbVBvT",
-	"RzmMGvflflX6DJjT5oudeOQ0mA+Rrsk99cUWdHp1xLrw/2/e96prC9jy5cmzC/wq5FIYWjeolDSR74xE",
-	"u16wjZZg08BWzEZENs3WJaYoHuA3xJan8aA0ZcrVskX2nOh7MPxUzLINzFayBst8GOzZB2kCFq37exWX",
-	"1Q5KwJo/HNPr+7jg4h9V91aNa9QIuUy2lRN7kj884/FuOIHoK6YVM1kUCWPGlcC38zi44Lc0zAj0g+wW",
-	"1iu41rMB1sLb/uF39LfvRoBVz3uD+s6yJCkBaCc30Fd33jdC///JfvxGTPbfitCUPXs7gbyw1XYEOi5u",
-	"R7B/DYBvheVJodc21H1nM3ubIeJrge7eAZs49loW9SziaSrJVTZTcCTc6vSFYSXllgfosPmo5+Q8W4lc",
-	"l0WXjL4nK5TpBXlhrPuWvbl6j/yFZFI+V+hl1A0sLMRXeKw3VsQzhY4b/6YqPI/rtmBvZaCWUAB3Tqua",
-	"X+iem0JOInDaJOBHPXfcqPFIaadDN554ELY+JG/hzZzbaOU2sHNoxAP1JjJ3N59hZ7y5es82PLVMPPAI",
-	"PWyGZRtyhmzXrWGiVN/v4pjfhqJtdE4yr8VdWvH6jRkwXO/fcVgrDSsW/WyQi5SfCoSflVw5Ue4kuDv5",
-	"JFvJ9KoRF8k/bToS2/hJZVlNYD5pi6PRcTtvybGW/xRNI5RJxf4mvw9YqjMFVmW2GXwhk7CijNbMQs85",
-	"QCsde3u3IFW0ltElSAGAF4aFxXhon2BohPzkiXhhYIty4fJccdjdnR1/lMXYhlDllKn/teIT89H+IMF5",
-	"odXSRwWr0COhvtUvPSlnf+Ucaps3uo1btTjDm0FsB6O9D62E1gjv7hBQ3cUrWYmqVidpWWZQg1Vj1m2A",
-	"/ywzxZ/UF7JSckT4r5HyhY0UTDP+TzZMXKrIG62seGjjq6CobdMBI51ka3UjVSweSi8UfgEQWu2iYNtC",
-	"3kq+VNpY53yuWe9ZYuUdTyW3AqOnEl/MA/Pej8KXXCpDYZKIJ3KeIlzGjLNb8ThTMk/LpHT2PCmQOBdG",
-	"8X3YqZSROWBXQsxUOd8TxDMwmSzhpk07T8Sd8KVwO/hRftn1vRsMje38diriLKJ8oh3et/s7v/hZ67D7",
-	"n7WQJ7Dk85hp6ZsvyVRr0/yXuX5x5lqpzfhfwGUL3GjJ5FSRUJYYlXn+9KvJ/Ig+Ppf8+Y9r+e6fgk5c",
-	"Zbs74HmZUcPhq4VIYcyb3Z3GdaXzaYOhBqHKjptaWWU9Tx7JbzAoqmP8sXaFq175KlSAsHkeqFsx3asa",
-	"O8DWKyZgATjx/tyXV/69hnbvH7QvvQqDhhg58pVNuQHEqcJjb8AmlLzHnL1CSWFhSxFlOChSqdrtHM8j",
-	"G/P/kAqzynNrpC8ArKXWtKen1njp1qJzI1VEroNrJR+Y2OhoVS6ZgAnvuWFrHtecCFupvIG8nzX5OM/y",
-	"C6hScWueanMpWwRWsbSrEkLVcJSkY6tOi2dFXOim4risvqKM9KPVtsvXgiWYIwQ7CIt4nAn//bjb68PD",
-	"V6+bLlMTcXVjxC+tyyzN3LJMm0p0lkoVpYIbqZYUGxz7xYtfMp6YSgQxrEdAf+8d1Si6vIMq2NtI3LvW",
-	"8grqOobsUlwRTi8nx2dYhH/8/ujyHfbEoO4Gl9cXU/rnm8nZm6OTk6O3IeuGF+dXU/bS+5Rf/uujnh/H",
-	"n15GXEUiCXv4dUtTCkqVLWUGmdtSsRK2tchB38O0hFqLhc8s4/j8ugwPz7/qeZOERMI3RsS7prd/tgJb",
-	"PcymBvvTijLcP+q5K6YKQKEN6e/QOdjznOudNNyFVNKsPjOL4IkYylpY/hkpVtw5zjCzpE1AcKr5cObw",
-	"QicxeyhlDRorNobFWokxW2ulrVYyGrO9wbBkBsPjdn66c+1fmqflft5RunTe5llOV4Jpn9OrWAhrDPMQ",
-	"iUwE+yUTmYiBCtJMofscs5gxu5/7ljc7nXHJ010rSdD3uaehHN7bKUaAEbrPwZrd4golCiyiCyabUwLo",
-	"Z0xYI36HsyXffI52+fE+Ze+U1jVxuestHMJYueawzjhz8nRnZvEEUdGSb7I02RINzckjXbOw4MtURkED",
-	"UyFFONgVUM/AoD0S+FHPdw/PlXltS2hUiQd7E2Wp0S0thd7g737f8Crb8KXwLJCUu4Qb+nmH4GITCIAX",
-	"5TU8A5AiLFhdqSPjPsE/p2X/b6D7AIjcVcdiDVeD9EsqthsQkJaedYIODAL8DYdotZcqLLdxbHngu5T6",
-	"XdVV2kPhtexm94RlBuyGePD5ueRPhNLrIzUlT65m7Q2Hw+Ezala+jaeO9bRIGX46l496LOW8NFppI1RJ",
-	"TKHi2MzwpozHz0orLPISP+uz2u5xDMy4fGr7RS3K01olT61c8MjetBe+lTmUsViq9zskjv/76dxK3O/u",
-	"oim/XEwa1Pb8FBSvMS2jxSAzdy2IheEHw6Ry3anSWKQjFqLRI2NQxO/VzTBkgwH+tT88+EsYzFR4dDG5",
-	"Wd5sRHpzAi+9/bH6z9LTMeDlmjMjNhyL0QLqgUXd3FgikSGpUuxh434eFOtgd+hnw25VGZbIDGbquDBW",
-	"UFdJ+Fwk9A6omRabEcg1T1w5CBYY/vzn/odYLqU1Pw/ovx9+FsWPH8KAccsSAbwcVoU/++x4nc4UaUTY",
-	"mEVLZXvYAIzeclvUqWHdcO9mOByCbbISD9wtBBYwfNjb9PfRaJFqEdJ/YLmPlBmtuArHpb3MlNKqr8QS",
-	"sXbAJn51e/ssBYWquzfso6IalbkEaLFKCKwWvtdsjR3w4HW74goVW+PqE3PlZi4VTx+3IP9natl1U8jc",
-	"ddwwbbj7/omK4yJejnV2A3YiLFUo0YkFLBwAFG+o7C7shwFDdRHj6dKuGJ+pBL8B+OJHeMZrbSx7fVCu",
-	"aOpK64oLgVc4sihYhAOYq6fujDqbxPT3h/uv9/b29/t7w73D4RCYLofJYPn/38+T/v/w/j+H/e8+FH8O",
-	"bvof/jUMXr/69H9atCPyBOuWumPvj/W1XVhZabNUGcbZJV9zVdBQd3948C0rmfM9+IeeqaoPGPjk0cUk",
-	"YG9/nCD43l5MWHf58gS2OlPTe+3L34mucGYsfQba2KQ6EsaM4NVv2DffnHLFl2INEqhbaYfwwmAVsel9",
-	"882I/TidXrzcG+yxP7O/Xp2fgfaEiX2Hh4evBzRQUX0PH/yPSPXp39nl0d9fXh5dlN8/dIVlZGFf8Og2",
-	"755kBjPFsBLO1+9Lw4rWilKxsBSFDNlcGBkL4oJw+GNMV3SvwFAOzxEMBfqzuUj0vau5pfZ+lAnlhbVh",
-	"c21XORRHMFRYbQUVsq7LUAxLCTqA01VnMDBexsJ6ImzYI8Qv914rD+kzJ9zn5UAKzFHNAodfii4owKWw",
-	"VaEF/sIxA3D+CMMAcKgJlcti8a5dLCw2ME3FGYwzeZ+9W0ndrwnvON8teoDK8bn8WfG2q/plbK5jTAgt",
-	"JSfhNnxwMGTdZkcY4L8+iaMOmdz1HrJu6F2cpfNwHnVsBFeDqP+qFl6i/VSDRtVZS8Egf6D5yWBya3HC",
-	"eD4hEuif/vQnhv80M3WU7xE4n2+Yiy4b2n6qMyuYVFGSYTG/7zSHv5uA3adaLWdqLexKxyRSyx1ITVDO",
-	"883RhKYJCwzwPHdd76ESRjoW4YC90bEwDOtCsYcCholhHmQkvyKDYL9iyxX2K7lUfp2pX/v9fv4/eO1g",
-	"OGS/NnsXsF8rzYny6s41KPnVLi3kH6xWlefF8T1WnqWoXQWe5SfBhkOuHyUSPHG0yod5E0nqCwy/kTsT",
-	"ldKXoKy5PqSlcnUYsCZ8/KgH20Z9dzQN2UsWvj06OZoe+fH/5Ub99FmTlJb+5tx7ZZ9YeikFtGjDBQeP",
-	"tqbSLNFqKVI6BAdlI/8pEMl8rnFei3jfqDe9TzWgrh1XaqINfzTsflVd9fXZ1eSHoxtc/LYlc7aR0S02",
-	"m1mA3LeacRYl3BimM+sEgaAslkQaOwZY5c2LxYOIsL1YE1jTyeW7o+nVjWvzuX3+UqWiieSttH2sh3OA",
-	"XHHs6eDyUwEzsfmGNXm5Y3nqRpuL1lmJLl0fkBGelTs8bPCB0TCyjIKCaISKKz0/8Dhddw/DutXeH70c",
-	"eMRvys09BuyNK091qjRXj2zuCjd9oi0tglcB68J+N0f/9/hqevW5eyurjtgHIoEJHht438UmNbgIXBAn",
-	"RRDPe5NZ0hcwU/tlCFxrxVWNQ3g+9ObqfWmRuW8MVVK3qDdX72Eta56A7i3iKlYTHwIDCKmDMsRapzo9",
-	"mk7eTqaT5+YLQfEOKYG/wq3KOnsVm4+vro7P3t1cTC6nz44emTvXfLUyzVoaA2jbCqTry6vzS8+2ioHz",
-	"IdEHFiL4YbmpAD23ITAQHYGh8zU2KimzyApzBGLKopUTgeXX/nr+fZOPNmNNKP2fjEKNcnn6Uc+ZjLfw",
-	"a2olXExEWIwNa0eVzF/XwcKNcoijNJvJe2mH+3JdVuaZRaC5bitwFCjS/VjfFSuqd1p5nrrColMMHHne",
-	"EqZKbrSSAJdC+oCqtHxpEbzS9sb+rKkVWsCMcKVCqVyubLGE5kYmb6bH749w/TvLP4LwOO/Uki9yIVNj",
-	"K5MAlvxwfHZ89WOFvW7HBR838/wGG3WwLsVdEHIuitarzIOd0o/Pbi4uz99dHl0hu/OrgrNwfGrrHnvI",
-	"QslR29Jcn9TIUvP8EdvLofktLMBpUTfT49Oj8+uGNoUKj2+U7ruiYwqnE/DoXai0eJJxIvJm8P2VtZs+",
-	"jIJRFJ2VGzy9GjLTQ5LmpEfhbN2y8gr4BKNT7VGPWa1v/dRSMWqmyhVzE300WlVnY10/215ptjwYReOy",
-	"hcD2JYm+J85MgRTGKROVpRwvQujT2/21VH34qbQV9GajfDMvQW/WmcLmQygv8w/ho/4y5VH5U1hXm0DA",
-	"Y+BWeITZe0Wyv95dv6yaPtWaf+wbztb2zhOjR6hrxNxyanCdYH8cjJyjk6kawVuLtU4f2TyLQZ3phv01",
-	"f+j7p316Cpak0dQrH+RtxF1mZM619w6d9tbWyr28KVCOsCcXmCvV1vA00j6SUp5k8Pfro+ujmx+uT1Ad",
-	"JGzK124SjcLK8luhXL6AC5l81PPAh0Y+6rlxBeAAJFPu1t/bhdAclR16MVhJM2C/smzLtQ9VTCgqGoGR",
-	"Rrewj0hU58cWcfl0iCTl+wpIGK4LT03pzgIEhjs/pJ/iGRiltSsN/t1LDFz9Z+UKg6LCtPUag/uVjFau",
-	"fbphlWsMMO7ecgJBg88Fngz8nLCCRBsRD57Ub+jIX5TogShhIe0TdECyjzi3RxrYeDPMjri10omTdFqv",
-	"mbTku2VK3++wt8PacVfuuHCks/WSiwprB32LmjcVV140kVv7LLOii+UcsNEt4i+E4m0JOW3qRfAk9He4",
-	"k2aEDY1YNzw6O7+6eAOspriEphseXZ7/cBX2qtfRwO9v/359Pg1JBkjLYkl5Qa5LP0x+wP4mv3cX32xS",
-	"PSfnhlRsj4EOU+WcvTauLe2uF9+wlntv6gf9aognPVPF15hljzTPMpUA3WFPwBjdQ5P8dNGiqej+uRuW",
-	"W5SbXV4YJPlnYIXMFFAyRmsC919DkNxjp/L7gHEF7MvfFAL0oMxCpEyoSKOjSaczVe+eSpqKaw/mWmmi",
-	"4yfhjyItW4nObWVmKgWOA1AhlZJtEi5VHxM3D4bDgB282gvY4XAPDvRweJh7yH4Sc6D7O6GQlc3UN4yc",
-	"Zd5JVhSV/9++c//10eeI+RnG+cxEPCpTzAszU4yBwl/9itwX0iL38/XSzhu7x6xme/vfloMOegHjJNWo",
-	"hotlDG5GYHPnbS054AXmsAYuDubCmOihRmp07d/Q3sUO6LqmkHGsR2CJXpKRSVfT4Aj+2LtkMAQO9las",
-	"Nwm3InDqe8B8uklAbAMVHVTAVIxAyWxvwM4pI8q1SS4dLh27aR5y162jdLCe6fO5vhM95xlRAgMFJAhA",
-	"rPCNHDzydRLSNk3Nz8eLNrtuhdVPqd2n9XDzOgU3qIfiXG/OL68QmosFoKvT1gbsCIRg2I90avo6lUup",
-	"QrZIOMAWbDE8d/wZZu2GGEUQo5cvV9rYn0dAMhhyNGye6nsDO0WjB/Sz8BunR6gsSUKKBbKcZrilMFc/",
-	"2/Rcf8wNXwqDve0j0oSlYZOLY/R3pWKRgBFFyzi/mB6fn1150+7cLRxnmyB+9N9oZVOd5Jh9iigBfHTB",
-	"OC4EjwxlNsfdoliDgSh5e3944IavjTjBFq9uTlwPcif6thew0L1BMxqfxgnTvfC2rHG+d/fqj8SWyPOO",
-	"h9efPm5QUlZp0/eecJguEBk8U+MIQQSgEdZ54fun/KE/WYoRez0chmPvS/ecw2omLa6lxisKb/mT+8dJ",
-	"xMNGG4H8pGW9FT0SW9hmqgXeSiOSFhvKOTvwkxwB6GUkSyC8AhXg91F+argWXGnYG7Cf4ByRBIDmayAA",
-	"mgzf8/RxxNymcs47yewKuC5Vzs/UGZAuMiiprEgXIOxyKi2a2UapiOEznniJg9fh6FuhXJ9JYltCon7l",
-	"gmtFFM7pJdT01eTrRbCOgTWDNFkLrrA+Mc1UftdKwjFaKY1OMNPGhTiZEvZep7e0dlQsJK7QPs4UnTPy",
-	"WnRe+Vyf0HfZXVQcba75trQYQk75mitcb1kph2Mv3fuSA6tTag/QGQ72BkOXIwVsrDPqvBoMB68oBL3C",
-	"rA+nJsOfrS303BUb+8NhSSX0m5aGZZvBlubtJOYAhVzHFsAEncSmLK9CfRu68HB7rk37HYOoa8UYuQL2",
-	"ityM4o7wAubRL8yjinyWairWGj0RqLCNgYG7ZsD4rWFmxVNBeSeMNLkeHaXrNl+Y2HnPeSLMNFV6RJon",
-	"KJnEPdv0THQdm0djxbrQOQOnbIqHFc88t6lpnuj8dkE7WOyATZyuiVxx5TygPnEagVBSQnllZveJWpqA",
-	"HJ5onRnLk0TEHolhiLXOlO3h+g2bdfKDMXTvZF0Z5mVVuLwEM+sExS1bwMUVGKSUe5VFt24rxgKWYedn",
-	"5cIDqPRwC+QLx4snZFimrEywgz16fKkPLY4BNAhEvYHtZhsM75/kZlVNF8e5lF/94fAvyM62FAmA/kq+",
-	"DzeR00uAbfoIH8ayYBBMivYHRE4leA5Wj9V6jJ3ueVxuKqvnYgSozNkqU0sYA9FJWrydEvUzbNGrYvHg",
-	"CIBIsXD7YY9sapHNWpyEvbEnMNebCbAA7y1sdEHGHNVUoOZQubiFVAuXL1fSLfKhm9dQeXsCZRF6HOFd",
-	"XusHU6H7ylUxGOoBeGI9lL4D20EXqmjR6f2XjKdcWalE3u2ddUm1oJRjIF/XuZ0IemAfrM/poHQF7+pz",
-	"gtOX2/iwkwtWOH0ONsbXmCaCEK/fduEuNTDoeoT/SouQNSNWrBXbdzgxjcOQGAJsR6zOmVYe/kJdqrrb",
-	"KBE8dS3EZ8px4hHTt151K192kTt/JFA9mXlEAuWLLrF4P9ugf4KWVFyh56iuJWCB89M1IrlOXkiMdn9S",
-	"xDfY07/Vn1R4PPcPX6M1iFa8XjBDGTWOaYHxaGSCQ1MXe7Coy9MQGTlUuxWpolaMKPzJ3zJT5Os0ibYj",
-	"f29LxDdlJ4ZXFijB+z7Sa9fzEX1ErjV8adacO8P0IiYvtKFwBzCFslMMzV/0io1ccAHYYIW/YysFDop8",
-	"UvhkSPeZqS7gvLH0bS9wzI3dio3t8wRIvLSwubD3Qig/iJmpLvng3QJpkLFjp+jZReshXy4wQMDLFVdx",
-	"gp6ESc1tBgsm1xnpW/ccI6pwDLS9/SFbG+SsMPUMO7C5O7ecjHD+sbxoRmmAukhrMwFwJXBNq71h5Odw",
-	"6+2NqCk/HRg5h7klyrSarfgdcvI84ZSyEoiNp8LPppZskWgdV+4KUJotuLEurEEYAChkMOsOfSAgrcvH",
-	"gBiKW7WrDFbqlownUCYNhN5MwTrWmcnJhhpvoEGIBrO/uCHWSIA/OVC1XTjLFXbaoGNxURO8X6fsoZ2p",
-	"kos21z9Q0lBq26POikAOHmMvKAN4qZEWNIizipcWKPf1QWlFBmDjHmLeoV8pQIeb2xY/LmDMIznLsAMX",
-	"miqHw1e1O3fx9HLvLdlpXsf3IgXlKIrWwB89aQq3QmzcaXnG4Q02hJRLDH3FDObaojhyu3hhCqbB16DH",
-	"OIGIt+AKw/haU+pVfc9m7NRl4nB2JdaEme2uc6t1QDPncM+36wlowM43mPSfz4FaVpm7bZLMzNTrAzqI",
-	"Mkth80RHt54kX5Ny1z14tcfm4lGruDfII3ASzpsnRvsFW215grpPLazXjLblPH6mXLjNUKYNUolNZXSL",
-	"ei93kR0wHxAkhN0Yj1igAKCqpoAyuaTKrHDNYsjYcvfZdd4JSzKKiqyKK+P3h8Pf7ebiymVaWy4uLjzj",
-	"2WZAF2a5O73ax84X+7JyuT3eX5yt1zx97Iw6J/JOKMAPsnl4LBXVk1m+NJ3Rzx1n7H2Az0qZBVutv5/a",
-	"241R8hPpztJgDgMqG5iR11QNZqpbNAUGGvKZ3z4ZlO6xzfPCFhIFeyEo3TWX7edZ9AP+gkdaajrcfp7l",
-	"2zvxPA+GB1/vKuyz5hF1m+dA96ofElieRrLq5fa/E3qeCssxRuZSusowKyGpb3hZQtLEVfe1Iukp9ZbH",
-	"9HOKMMwfKw0bA9QcvGYzZlQQkgo2T/WtUOg5qJYQTFg4UJt/UiJGtavrQmeU81YNPs1Ukf7lLJAcf/1d",
-	"Ct1Ib1xuucsQQwHrPc8fMxC/3ufNopSbVS9PeSuZXFTMQpYDN6Ucm4AUGb8X0tJy64Hy1dyixANm/mvl",
-	"M9tS4d6IRQqDzRRaG5h143wINTKlOztLllnVMpHKWMHjmeoaIaqyvIcaetkMJB8ci0UibP3qtDa6P5GG",
-	"CN98carHytItVO/P/w8mLFiiU3AcG6ii5zPE5cvBdNut086F4vu2gTrKbzFw6emXW72WYLU+IuHktmKR",
-	"SjlTzrXsnFSmdHU1Xo5Eo4+L4lnQSzEE5Kwtx1jJU9hyFRlzN5HljWO230WGThp/HVnxfuWeLxiwnHVb",
-	"5wGpXqPdT9d+SVUvFaQL7XDtQFJPXvz1DZu4GnrXCWyRJXgZVQVCzUvL5gIUP4oJ5Jstj6fyggb0ODXh",
-	"7bxu/hhdOr9Uy9yRVdkU3j3v4tM4D8bv4KRwfLxSkoO4xv63bMJIKaOnxR1ubQ4q56vYKR2NInvlO7TQ",
-	"n7EW3GDyEqYEavxPJbIZ5Okj5Ugm8cjconMHieCnR3GWYnGCVuiWo9nrl3qF3rf/RLPWwt/WytD8FY8d",
-	"Kowr9Xb6XVhZ4wrJT9USPID3py/ISkt3yW3hpbXEVqdEDb+eEtWoFAkaZR1Bs7IiyG8lLAohglqVQbAt",
-	"/R8+bmbng9JRy2qnYMQT5As4hQD77isCrEHHo2oyqqzkwY1dah8mOc4Un+uMGD3xicHWnONuJeu3NyIa",
-	"rqYSt2YRU6qnTwrGGI4rCmsk4SBJOjcAAKbEdLa307IaXQTef45LBMLvtnA4rZLHXqmhWScoHUOj4T0A",
-	"+2Dv1fNawQV/BFBPtT7hKV0sdrB3+Px310VCzqmIJZ/CCv5tJeZw+GqXKfkdl1S3j9/8ZZeZTLZYyEgK",
-	"Za8o9PS7WSMUUax03PaysOtvtOw9rTrlidWEI6C8tl20Cxqykw9oCOR5jBTTIXdllyTNo3ff5uEad1tF",
-	"RRaTJ2RBiWnl2hNiFHQvqVdqAEFmqnEdBTpqUe22OotWIqZva2pGru/PlNPOR1sS4kHk0ysYrTWFHwx9",
-	"SRxvjIW1oJcHUxhh8pRHpMHh/ZsUMuAllaLua/hupprkBXPnIb6Pep67rEHiOCrn3rwoeMetEBtTquZx",
-	"PmoqNGsT029xhEJQV6TlQfsNdKWKgiV2fvragm1ar3Oq1TyGvgaXdVtuev7qzozp81WI3YYY9uv8muKv",
-	"UlmypXpk0KLtzlR3h3RkjFsgGeD9FERohMEYofOteL6W5NpFZP270uOPlQTEoAsjEuBdMxALlp3jIHeR",
-	"G7AK2qRE4L1V7R7LL+63cJe+Pk1g/2VGX44Z/XH+oHNVu0nEZUQDuroLQQPmegdRCNvd6tqOxxue8rWw",
-	"yF9+biSINW4QHpB1DiwtkcY6Kx4rGOnE82xNg1bAncsHyseha/Vzw9miKCcZ7tOZ8ou8yNNSusCrlFXB",
-	"TTP/o7/nr92XsHrslhR04HlnVLowp2oYBztiU9HcGcBWyR4uea8b/OB8I9Tk4hgszN/KFWqdc9rxGUZL",
-	"eWTL2Q2gHc4zmVh3U9nvhInTcpp14BOmy2iGLX8+lcH1yNfJDuD6x+T05PPA5Qf+3cE1YnwjK+un0nUM",
-	"TcJfA3ZsjesQ411FG54aEZd6TXAGW2JrvtlItez5qiZpZgqzceFpPxauZsIH/oG4XC8ZjcnhYkye+bwe",
-	"jpsZtiMBoQ8KL7pu84R35zj4MoftzqjlsL2yvjWq81esqMOeWjHmDs4fGbbdxBt/0cdYjeuwLsZ15o+u",
-	"vroXUPYEtjSVyiW/60UewQ8xOh0OWFhqq4ievFLTxpnKuzaOS3mreK09wTGvRbcas/AqDSADlyudm0J5",
-	"ruxCJpbSQ+h7rB3Y8F8yMWKyMFk22mC2aTBTRlMpWN58lBWtxggCmJ0ea8oXWsmFdQmUuPXBTF2iXWMw",
-	"IcU7NBHGjmFiWgFF4LUy2od8UoE5hmCHgu5IgQYsXl5yqbaFZ0q9KLG76VNC5AK7dch/ioAqYPaHw7Fr",
-	"PM7WgivDDocDz7N/yQSGNBzTputRyiw676K7Pxw+fbnvp6DNYKvigwtW5r4338CzbS2uNWdtMb5P5OHe",
-	"/jMdJ5vrQR87HrtvwYdZ8NsWkDeT3U1gtTS3/fThCyqm9YatLRwXdBfEY73Aff8H+IGBNefoy9BruWB4",
-	"FbRvCl5pWjH4LX60va+o2np/idNrc+9cjmog4WLWxVYZx6cXJ0enR2fTPJHgd4tclh03psrUS8IjlxhV",
-	"AULFoNvjl9Oin4qTuORikpYZmwq+BspyCii/94neuWtsJRLK8qXiXe9eA24753QtbSpAezClWmDStg+G",
-	"w2rXlwAEOeiyzcL9WjcX5+7nqSXx5ws+MSlypoxQqAO4hiq0nES4NTgVhZaFq1z7xIsi0XumHFBAV6Be",
-	"fsXysfMS5W5RFTY2BkDUcNm6rkEB1vWVs7gO9/bZqfy+N3Z5YszVQJcceHuv2roS4BKA9nNkqMYTx2yR",
-	"pegCQWaIzgupMDGMbhJ1ebzdsOgsgD+V8ogPelQcRZu0Loxt2CbBmlon7/GrbSn+rsCz3AEAfqh1ASB5",
-	"39IKgFm9FLgLrOfONZH6mtmf2d5M4boMFVdRIhRmadBya1Dd/669o8FM5fm0RTZ2KQuVirnngjmc8gpL",
-	"i4OK1xoW+CIy7DyXZxmOKA0xHBMQyh3QclQ7RVoaUZLzZ3WJKKEax1R6W9yxv9IGG0muHo2MeOIG7LFI",
-	"g13n1BZ3+BjbnSnHEXyoOy/g1wv3ems1Pmjz7oIU2qTK1iKVEVtzm8oHSkLEzWPZq4tC38tUgCTZR6ph",
-	"kUgSFu4F4UwRJn5Lr/cCTMuswibSm0dYlLQjvMbah6v9gtEhGK14uoTdYGDt1V8Gh+xv32OzXOBSesGw",
-	"5WfpPg/W3Xs9OGB/+36mqK4jYPt78I2r+G02jF1I6+qiaLK8M8ZMEbz29r/FLrJBuabEnayku+A8i0RO",
-	"WGyg3j3E4UGpCJy7KnVsq9tEZ4QBoXMFlxkv81ufEUXDj4AdYQy20SWl2+yZ0fOV2waruh0IsPlJc/2U",
-	"qO97PWDhIbet/U3GbRnMz3mIi8UU3SZm6je0lFD6HowRUOvJ/0LtTYkmeXSbTyfABuhSn3iXXwJmLnU2",
-	"SpyhtspsrO+Va3lQmpZw2oVrF5jQD6pVklCcCytPXfDLYYALQOFq1zoVPhSOJYhA74LfshQreQAJ3JIp",
-	"Nl7k4bjBkLQ4W8gHWPadSIGJYeH9/rcguGaqm2aKjMt5tlhgxb3LqCSPWI/GyMvWi7KnmXJ1Ty9MJesa",
-	"2Cyuvuv5/d53KCV9Ay7hmZoZV6++NC4h/rA+abmcxs9ZSScvJpWqltptRpSaX8/ynqmWNO/AcRNYMTzb",
-	"VAswMAHb61MzhT1BBNXkvR7iFj0rKdXysD+z1weuToJyA4u8QFJDfC8Sr9G808zohfXoSJqJdSRlsrXr",
-	"bDFT4bvz06PTk+PT42l+uyQpFjlKsu7V8bvp0eVpr4Ga0hQtJn37LS8Oy7cPjavyPhVkcNMVJKgQyDTn",
-	"bK5Ht+F3Im5xHcMQLfdiDOBzI3zvXrsShNIzFdLcLt6EjgYq1sPfDflAvWFO4HSpsM6dKhR2lajGMkye",
-	"VJd/VW+sgje6Ytltt1Lt2Su3aSBRPFOFGk1aE6cxyhmk1euV8poxrMXcUomZVzZMSsMtZJKUS83gJEF3",
-	"nCk4QpP/lhOba+EQiwZqFNKp2uMGtWBQwGh+Gsox7UovHRzxklsxKo3lqxZyaU4KnCcbp2CWaKekOWHp",
-	"Dzrtsg0Isl0bjc1Ua6exMRu6huASlJxFj/bDGTYZA+qWOmYrbkA1Mlgn9Hwzst4IWT4i4Z/dSH8mvycS",
-	"lMBA2ktcbECN5ukZbo6KRnDzMRwsbhsOFs4PTnYuVtJlShurNyZnKc82jiuA4DrHSVOUIh8Mv212swtY",
-	"xUCbqWprtSAP+jmTwbXhIZEEOnit8yzsgo7fNQ+IhGkxIUrsJGgzG9pcbFcAb2/CP5k0uM4SK8GWfLnQ",
-	"6boPnIWutSRPcunuB/fRlJxSVjzYl5G5C1jZCaEjK2yfTOdy6//qtw23BZr9n+UjcvdU7JSnuP8lPFT5",
-	"tUpb4gJOZNDh/YFuKnQttDR9DeptWsu+Ku/bcuv+9utGVLe3iawSNt1EVGm2OFNbmGCdlrf0SJwpbJJI",
-	"JFtjyTk9u2RKSsD7SsfZtEGClr59o0bzxplqdcl4vevJHo0z1W5+5wD4DZmEB/vffV2kyrdCHhxfMN5t",
-	"9YvgJa6/U9bMF0yM+V/kDnY5oF+JWsrG8qiK6U92XwQb+Te0X5ypXfover9DxWD3VcaDegPG0dP9F33f",
-	"RWdetbdc/L2zwMrg7e2E339sCte1601buTaSSlpQL+WKcfOoolWqlc5MJeSwQ4zBtW9+KljtTEeyB6sB",
-	"VlhFlt7JO+E7qxjvavGdWGYqdPgWFg6QGkpQL56KYUo9xdCYqdmo9QmYtxvJpR4lgpcMH/SWFLYl1Q+j",
-	"/z2PMLuVj5lcoAZMBm1OdNgwyzV075Z7RMHct1jQ2wt8H/bapQ/o9nFp+ZUOqdLWNv2ysse6e8/wR/Tq",
-	"Yt7EgP3UuCWibnnSkb0wvq1U3q0pmCmQHZiKLQ0TKkanozMLU0FFYs6yfIFGbkKB2XFpYPRI+urOvCcq",
-	"Wa7o8sVpDVnrMLvFNmHkST1kZlvFc/miykZgvSWtCZH3yaSmUpB6b//b54LUXylC/ITe/fXzAK+rvfu7",
-	"tXsBev8N+u7OrC90kpRZ9WfxYNdCf3vAd1Iyp8kBRQXKeQYvPh4zXvf95faInSngSM63JjbUS0oq5wvl",
-	"rmCpN2BH1F/wnhcXYVMf2jYvYolZV64vL0VK8oAexniRA+ZO+Fw7ccYKXmNITYDhkb+AhjJEliIezRTP",
-	"Myjx2h3nn8/hTooSOmA2qY6ziHoUxtJEHJbvvLFFlDG/tKBwlFbkTPUyg6WwZqYOht/Vrkdo42pvcHX/",
-	"ZWwBaJQ1tCnhyn8o3/uqZRfTLTdnVHDs/xl+/Ecr3kS4jLcYTjvwdxgKldy2pEA3a6XtaRy7G9Lx7vHO",
-	"ytrN6OXLREc8WWljR4eHh6/xdns3W/t9oZUaDl/qV7AVl/reTMabbDMhTPFxvr3m51vb87hPXXee9qTE",
-	"PAtZWiOSRWm1eJ/qh0//fwAAAP//",
+	"7L1rd9vG1Sj8V2axZy2TKURTsuQm5CfGVhy1ulWinNMn9CsMgaE4FjjDYAa6tPF/f9feewYYgKBEN7HT",
+	"Z51+aCMTwFz27Ptt/tVJ9HKllVDWdIb/6uTCrLQyAv/xVsx5kdnDPNc5/DvRygpl4U++WmUy4VZq9fKj",
+	"0Qp+M8lCLDn89X9yMe8MO396WQ3+kp6alzjahZum8+nTp6iTCpPkcgWDdYadsXpk2i5EzuZcZkUuWHeu",
+	"cyYe+HKVCbY/2Gfx6dnk+oezq9O3ccT2BwcsPjmc/Hj29hp+Hx8fn/10CE8OBq9YfHl48f7w4vr7q8t/",
+	"xL1+51PUOVKmmM9lIoWyl1bn/EZ8vd1NFoLl4kYamz++MCyV5pYlXCltmeW3gnF2n0srWDc+Or28+uGH",
+	"ozdHh6eT68vJ2cX43WHcG07VvMiyiOWCpztaZY9M50zfiZz9UmjL++xU24VUN+yeG5YsuLoR6YjFubD5",
+	"I59lYshsXoh4qrRKBDMrnggmDZvnQqT9qepEnYXgqcgRAy7gq53x3ApEgPpWLkWiVWqY1eyeS8tmYq5z",
+	"2J3NH6W6GbFXg34nCgBnH1eiM+xIZcWNyAE6eBpW5IpnXxnLrpRZiUTOpUiZEfkdoluRWQT85PDidHx8",
+	"fXhxcXbhkOacP2aapxOtj3n+tRFmptNHJh4SIQDcC8ESrebypshFyjK5lLDq8/E/js/Gb68nZ2fXx+ML",
+	"wBVc+JXid1xmcPRfb9Hx5Y9Xk8nR6bvrt2c/ncZDXLQDs7F6tRIpu1/ITOAD3B6gK89zeYeoo/OpqpHu",
+	"kCkNhFNkPIftK5HAXCzRRZaymSAEZsAp7EIappWYqq7gyYItYGSWi18KYSyTiq1yfZMLY4By4OHHwgD2",
+	"CsX0SiiR9iLGVTpVOFA1V8TmuV7iiheCZ3bBcoF7itiSPzKkRW5upyp+dzhhL+mduM++13bBeC7WiRDo",
+	"DY/IFKuVzq1IT0Qq+QTp5Gsj2AvcK0zIgFCBKQBX4kkiVlakrBtfnV5enZ+fXUwO316fHL49Gl9P/nFO",
+	"ePbJ0zmyjTcLrpSoSHqV65XIrSSxkugUtydUsewMf+6cnL09PEbWDQh8+LYTdY5O34+Pj95eX54fvplc",
+	"XJ10oo7/8/rsanJ99sP1xfj03WEn6oSLen94cXl0doq//u307KdTXGAn6pyMj384uzjBdV9ejvFD91dF",
+	"MDBJhXG4ipARdD5EnoMZm0t1A0e3FMY4+bH2rDzt4OlM60xwhQADjJS5SAEGCJNquPDjalo9+ygSC0M7",
+	"AF+IVfa4zpjxZybUncj0SjCtEGdXuUilIxr6fMRiGDlmii+FYdIaRofYn6oxSl+Rsngl1U0csdh9HwPV",
+	"xEudiuxaqrmOAVG4MvcCuNG9tAtmF9xOlSO4F4bluB5Eqm680rXhrvEh/FAN6X7rRVMVC8ChmBlhgSZZ",
+	"DJgaM66YWK7sI1vy1Yj5l+AzKfxqHEGWC2H3C21EiduFulX6XjFkGNw6RgIYPxMsFXAgTh6mEoC7lIpb",
+	"QuclXwFQEIcJxZ8kPTijqNPc3qaPTuC9IzXX/kMA2KaXz7W6Kd8LAbrxA3qJvvkUecp8POVLwDBEtE9R",
+	"RytxNu8Mf36atVSzf4qeebM+7dMvNyDw3OsBlD99CGkDT72NOggdfgt9PIMV1VlvsUdaZtShjzfATwKk",
+	"yzdppc8Cm97/zacczL31OW/3+hoU6AD9i+95VpDIqJ/gmRJMFcuZyNlKgDbg3sdj5ImVd4LhEfgzNazL",
+	"s4zZRS4Eqgic/t6xoMtZernX70QNSfX2xzH8Z67zJQdwp7oAjlwyZFoEgPLt+bZvHm755qc2tg9qXypU",
+	"IjaB5jyERwTKzs+DiO1+GDEjBHPixfSXoPQSrn/bZ+Psnj8aAJYRyo6migcwJa6ZlDN7a2Um8KUCVANp",
+	"WCbmlunCRsxoOIepWvIV6kUzQbyamOmWAF7yB7kE9WA36iylor8HnwP4rUc4/I0jtB9UnosM1bWjdP2U",
+	"yAj04jGWaTxC3CWZRhoEu18IYkxefrVJKDbnORNKFzcLsMPAKGTS9jstqsohDP69TlFh4GkqYTE8Ow8O",
+	"ZM4zI9bt8UrWRpW+rudM3In80esJKHb6BLZwzEELeAKWvaYdztwKn2T55VY+RZ2kgvW1TJ/7tH4ynyIv",
+	"wZ/5KlRoP0Wd5+fB3dEM5Fl59uWJXApj+XLVKTGq0pFplW0a6N1zg5/n2upEZ+9FbuBEm6rnnUcW3NYa",
+	"PHH9ER1LtLaOtTN1dsZGpb+OWyc8WUgldgBvQdll8BrxKkA0i79xYuxWrwDp0ChLdVIshWpH9K118pT8",
+	"WyXef56O3gaEH9Hmu7TcFmYdBiSaru/cQQz/1VFF5ixzsAdb9pKKm5ynIr3OBTdatXF84trELmKDU6NO",
+	"Hvtv4xFYw2xRLLmqIE0DOgGqiBsAOKUVS9MKO/cDz3OOhEdaTqZhjjYTB5k9ol645bXVN5Qu5j9i7qMR",
+	"2w2OuXQeRZ3Vo11otXnsSeVzkAbdalYoEInvNNoSeaHAxGXnOE6fTQCz5lJkKVvoLDVTBWjnhifUE/Bt",
+	"Xigrl4JJS0OgZyDwUMY3ere/97r/bUwibw2QtKjNCz/RaZFVM5deh3eazQqZpQw0S5BW8LQbp+JOZLHT",
+	"azKd8Ixe67VShymR0/MWfdupEK2VxxQr2PC1IYcfarjr8rBy69XJxk3YRi5HN0rnIvVCqQ4F95DNHgPv",
+	"0YjFSmYxyEJlDeOG8ZlxjGADMVXTHWueosoZ2AZPCsI6+a64XbSbExJNXyJAXeSJIAKcy0zErCsyI9j+",
+	"YMBi79a4OPz71eHlJO6BoT0zOiusYDA8EyoF2S8Vi/sf9SyTsxjN04jxuRU5M4/LTKpbw3guwLI1OrsT",
+	"acTQ7i1Uimav8MhKMHthGM8yfQ9CWmtrpqob7+AvO7DCHfgxjpjjhk7lKD3UsVyudG5fAoJlqch7o6lC",
+	"9/y99Ns6H09+rLne+2ysmF4RXJmRqUh4PlXxtBgMXiWwUfxL9D8arWJ2I+8E+TXv+Z1wmj1/QL9CykhH",
+	"N6xrhJiq2Nxmgudqh5bVX6YIRdI7joW6gTPaH3z3ug318WzWj3CMKMSWgiuDLPRGpDHrIgRRiDLAYYHM",
+	"InZgip2iy+1U3Qglcg6KcJJJkL3sVogVbojYiQdFr18Nv8r1UsOgfKroNzJDIhbzPFnIO3gpFzsoNHB2",
+	"rph/4sybLp8qzyXQiSEepLHGe2GEi6MQBTKE4v7gu6mKyeV2ORlPri6vT44uT8aTNz/GkVP2nYQLzV4c",
+	"YUSKfVLkuVA2e/S2ll8CHJj3FiKDFSQcepGnBTo0x1krDIeHIOZjQI0YqZopcV+iIRMK/h/Wk05V7OaL",
+	"cZIKPtISIni+RlDtRB0PtU7UgZna1aiKGT+lTG1UotzvHzawnQthUNNYM2ULm+glEixnC22ZueerdUOU",
+	"Zzc6l3axbBXMAOVr5NDLZ5kzvS3SUPqsDbjKxZ3UhdksohwcPAa40A9SzD1fbbJmFPCme25aBFMDno1F",
+	"tiypse02wJ8QHrdZYFdK/lIIJlPPKj3Od6+ujt4yKx4sCNQly0Wil0uhCI3veCbTqbqa/LDzLSgMpYKB",
+	"URhAQbDC9g5es29mj1aYb0YsLvmSl1pTlSx4zhMrcoNchCu3kGWRWbkDX7LqFTC42Yobg6rvVDmWBLhv",
+	"rMwysAZzMS+Md7+uObvX+OPewWs0af2/d1sI4kTYXCbf54Lfpvpebe+FGTHecMkQs0q1oIiCc8oAu9BL",
+	"UMrS/3zPC6oNb4XlMmuHRMmqSmao2LzIshZaTgGzeQsz+Kmy+N1ggH05mPmBJgojVnvgVuwADbSpek9z",
+	"DWSFrUoznRc8jxiZgndgftWXlspcJFbnj61aZsatUPa6nlxQ8qXdVr4klXBm27M+w2P3Llp7gKfPmtiT",
+	"nEsl1c2Jex3UgQXfO3i9DoIfxQO7/HG8A2TsuUMAkWQhkluQcNY5QIAPtXA81MeVE13lQTpOiYOYYmnY",
+	"vchFu6Iu/ymukYvUsFYq+3q/Ez3D5Cst/1lYOmsVsB41rXac4IpnwJdQUGlVuk5JonuNpHUjFkBfovx2",
+	"qOu/MWhSbSHVNouzDZK6hFFtgTWwlyhSIeeHTbzhCJ39z1v8TxNpI4p+fny5t3N6dD4+viT7DoFsmFsw",
+	"W4hcjFipEp8fX14IjGyjdqTz4JFcCdhD99JylfI8vUx4JvKo9kmPJnFK2u9F1/keaTDZFrGGptD59KHp",
+	"jXyTa2N2UA6jxn2xV5c+fea0+WonHjkN5kPkS3JPfbEFnVwesi78/5v3vfraInbz8vjZBX4VcqkMrWtU",
+	"StaR75REu56zlZZg08BWzEokNi+WAVMUD/AbYsvTeBBMmXN10yJ7jvU9GH4qZcUKZguswZAPgz37IE3E",
+	"kuXObs1ltYUSsOQPR/T6Hi64+kfdvdXgGg1CDsm2dmJP8odnPN5rTiD6imnFTJEkwphRLfDtPA4u+C0N",
+	"MwL9INuF9Squ9WyAtfK2f/gd/e3bEWDd875GfadFlgUA2soN9NWd92uh//9kP/5aTPbfitCEnr2tQF7Z",
+	"alsCHRe3Jdi/BsA3wvK40mvX1H1nM3ubIeFLge7ePhs79hqKepbwPJfkKpsqOBJudf7CsEC55RE6bD7q",
+	"GTnPFqLUZdElo+/JCmV6Tl4Y675lby7fI38hmVTOFXsZdQ0Li/EVnuqVFelUoePGv6kqz+OyLdhbG6gl",
+	"FMCd06rhF7rnppKTCJw2CfhRzxw3WnuktNOh1554ELY+JG/h9YzbZOE2sHVoxAP1OjF3159hZ7y5fM9W",
+	"PLdMPPAEPWyGFStyhmzWrWGiXN9v45jfhKJtdE4yr8VdWvP6jRgwXO/fcVgrDasW/WyQi5SfGoSflVwl",
+	"UW4luDvlJBvJ9HItLlJ+uu5IbOMntWWtA/NJWxyNjttZS461/KdYN0KZVOxv8vuI5bpQYFUWq/4XMglr",
+	"ymjDLPScA7TSkbd3K1JFaxldghQAeGFYXI2H9gmGRshPnokXBrYo5y7PFYfd3tnxR1mMbQgVpkz9rxWf",
+	"mI/2BwnOc61ufFSwDj0S6hv90uMw+6vkUJu80W3cqsUZvh7EdjDa/dBKaGvh3S0Cqtt4JWtR1fokLcuM",
+	"GrBam3UT4D/LTPEn9YWslBIR/mukfGEjBdOM/5MNE5cq8kYrKx7a+Cooapt0wERnxVJdS5WKh+CFyi8A",
+	"QqtdFGxayFvJb5Q21jmfG9Z7kVl5x3PJrcDoqcQXy8C896PwGy6VoTBJwjM5yxEuI8bZrXicKlmmZVI6",
+	"e5kUSJwLo/g+7BRkZPbZpRBTFeZ7gngGJlNk3LRp55m4E74Ubgs/yi/bvneNobGt385FWiSUT7TF+3Zv",
+	"6xc/ax1277MW8gSWfB4zDb75kky1Mc1/mesXZ6612oz/BVy2wo2WTE6VCGWJUZnnT7+ezI/o43PJn/+4",
+	"ke/+Keqkdba7BZ6HjBoOX81FDmNeb+80biqdTxsMDQjVdryuldXW8+SR/AaDoj7GH2tXuOqVr0IFCJvn",
+	"gboR072qsQVsvWICFoAT7899eenfW9Pu/YP2pddhsCZGDn1lU2kAcarw2O2zMSXvMWevUFJY3FJEGfer",
+	"VKp2O8fzyLX5f8iFWZS5NdIXADZSa9rTUxu8dGPRuZEqIdfBlZIPTKx0sghLJmDCe27YkqcNJ8JGKl9D",
+	"3s+afFRm+UVUqbgxT3V9KRsEVrW0ywChGjhK0rFVp8WzIi50XXNc1l9RRvrRGtvlS8EyzBGCHcRVPM7E",
+	"/37c7fXBwavX6y5Tk3B1bcQvrcsMZm5Zps0lOkulSnLBjVQ3FBsc+cWLXwqemVoEMW5GQH/vHTUoOtxB",
+	"HextJO5da2UFdRNDtimuiCcX46NTLMI/en948Q57YlB3g4ur8wn988349M3h8fHh25h14/Ozywl76X3K",
+	"L//1Uc+O0k8vE64SkcU9/LqlKQWlygaZQeY2KFbCthYl6HuYltBosfCZZRyfX5fh4flXPVsnIZHxlRHp",
+	"tuntn63A1g9zXYP9aUEZ7h/1zBVTRaDQxvR37BzsZc71VhruXCppFp+ZRfBEDGUpLP+MFCvuHGeYWdIm",
+	"IDjVfDhzeK6zlD0EWYPGipVhqVZixJZaaauVTEZstz8IzGB43M5Pt679y8u03M87SpfOu36Wk4Vg2uf0",
+	"KhbDGuMyRCIzwX4pRCFSoIK8UOg+xyxmzO7nvuXNVmcceLobJQn6vvQ0hOG9rWIEGKH7HKzZLq4QUGAV",
+	"XTDFjBJAP2PCBvE7nA188yXalcf7lL0TrGvsctdbOISxcslhnWnh5OnWzOIJoqIlXxd5tiEaWpJHvmRx",
+	"xZepjIIGpkKKuL8toJ6BQXsk8KOebR+eC3ltS2hUiQd7nRS50S0thd7g737f8Cpb8RvhWSApdxk39PMW",
+	"wcV1IABehGt4BiBVWLC+UkfGOwT/kpb9v4HuIyByVx2LNVxrpB+o2G5AQFp61ok6MAjwNxyi1V6qsdy1",
+	"YysD30Hqd11XaQ+FN7Kb3RNWGLAb0v7n55I/EUpvjrQueUo1a3cwGAyeUbPKbTx1rCdVyvDTuXzUY6nk",
+	"pclCG6ECMYWK43qGN2U8flZaYZWX+FmfNXaPY2DG5VPbr2pRntYqeW7lnCf2ur3wLeRQxmKp3u+QOP7v",
+	"p3Mrcb+9iyZ8uZo0auz5KSheYVpGi0Fm7loQC8MPhknlulPlqciHLEajR6agiN+r60HM+n38a2+w/5c4",
+	"mqr48Hx8fXO9Evn1Mbz09sf6P4OnI8DLJWdGrDgWo0XUA4u6ubFMIkNSQexh5X7uV+tgd+hnw25VBZbI",
+	"9KfqqDJWUFfJ+Exk9A6omRabEcglz1w5CBYY/vznnQ+pvJHW/Nyn/374WVQ/fogjxi3LBPByWBX+7LPj",
+	"dT5VpBFhYxYtle1hAzB6y21R54Z1493rwWAAtslCPHC3EFjA4GF3tbOHRotU85j+A8t9pMxoxVU8CvYy",
+	"VUqrHSVuEGv7bOxXt7vHclCouruDHVRUk5BLgBarhMBq4XvNltgBD163C65QsTWuPrFUbmZS8fxxA/J/",
+	"ppbdNIXMXccN04a775+oOK7i5Vhn12fHwlKFEp1YxOI+QPGayu7inThiqC5iPF3aBeNTleE3AF/8CM94",
+	"qY1lr/fDiqautK64EHiFI4uKRTiAuXrqzrCzyszO3mDv9e7u3t7O7mD3YDAApsthMlj+//fzeOd/+M4/",
+	"Bzvffaj+7F/vfPjXIHr96tP/adGOyBOsW+qOvT/W13ZhZaUtcmUYZxd8yVVFQ929wf63LDDne/APPVV1",
+	"HzDwycPzccTe/jhG8L09H7Puzctj2OpUTe61L38nusKZsfQZaGOV60QYM4RXv2HffHPCFb8RS5BA3Vo7",
+	"hBcGq4hN75tvhuzHyeT85W5/l/2Z/fXy7BS0J0zsOzg4eN2ngarqe/jgf0SuT/7OLg7//vLi8Dx8/8AV",
+	"lpGFfc6T27J7kulPFcNKOF+/Lw2rWitKxeIgChmzmTAyFcQF4fBHmK7oXoGhHJ4jGCr0ZzOR6XtXc0vt",
+	"/SgTygtrw2baLkooDmGouN4KKmZdl6EYBwk6gNN1ZzAwXsbiZiJs3CPED3uvhUP6zAn3eRhIgTnqWeDw",
+	"S9UFBbgUtiq0wF84ZgDOHmEYAA41oXJZLN61i4XFBqapOYNxJu+zdytp+jXhHee7RQ9QGJ8rn1Vvu6pf",
+	"xmY6xYTQIDkJt+GDgzHrrneEAf7rkziakCld7zHrxt7FGZyH86hjI7gGRP1XjfAS7aceNKrPGgSD/IGW",
+	"J4PJrdUJ4/nESKB/+tOfGP7TTNVhuUfgfL5hLrpsaPu5LqxgUiVZgcX8vtMc/m4idp9rdTNVS2EXOiWR",
+	"GnYgNVGY51uiCU0TVxjgee6y2UMlTnQq4j57o1NhGNaFYg8FDBPDPMhIfkUGwX7FlivsV3Kp/DpVv+7s",
+	"7JT/g9f2BwP263rvAvZrrTlRWd25BCW/3qWF/IP1qvKyOL7Hwlmq2lXgWX4SbDjk+lEiwRNHq31YNpGk",
+	"vsDwG7kzUSl9Ccqa60MalKvDgA3h40fd3zTqu8NJzF6y+O3h8eHk0I//Lzfqp8+aJFj6mzPvlX1i6UEK",
+	"aNWGCw4ebU2lWabVjcjpEByUjfynQCTzucZlLeL9Wr3pfa4Bde2oVhNt+KNh94v6qq9OL8c/HF7j4jct",
+	"mbOVTG6x2cwc5L7VjLMk48YwXVgnCARlsWTS2BHAqmxeLB5Egu3F1oE1GV+8O5xcXrs2n5vnDyoVTSJv",
+	"pd3BejgHyAXHng4uPxUwE5tvWFOWO4ZTr7W5aJ2V6NL1ARniWbnDwwYfGA0jyyiqiEaotNbzA4/Tdfcw",
+	"rFvv/dErgUf8Jmzu0WdvXHmqU6W5emQzV7jpE21pEbwOWBf2uz78v0eXk8vP3VuoOmIfiAwmeFzD+y42",
+	"qcFF4II4KYJ43qvCkr6AmdovY+BaC64aHMLzoTeX74NFlr4xVEndot5cvoe1LHkGurdI61hNfAgMIKQO",
+	"yhBrnerkcDJ+O56Mn5svBsU7pgT+GrcKdfY6Nh9dXh6dvrs+H19Mnh09MXeu+WptmqU0BtC2FUhXF5dn",
+	"F55tVQOXQ6IPLEbww3JzAXrumsBAdASGzpfYqCRkkTXmCMRUJAsnAsPX/nr2/TofXY81ofR/Mgo1LOXp",
+	"Rz1jMt3Ar6mVcDURYTE2rB3WMn9dBws3ygGOst5M3ks73JfrsjIrLALNdVuBo0CR7sf6rlpRs9PK89QV",
+	"V51i4MjLljB1cqOVRLgU0gdUreVLi+CVtjfyZ02t0CJmhCsVyuXNwlZLWN/I+M3k6P0hrn9r+UcQHpWd",
+	"WspFzmVubG0SwJIfjk6PLn+ssdfNuODjZp7fYKMO1qW4C0LORdF6tXmwU/rR6fX5xdm7i8NLZHd+VXAW",
+	"jk9t3GMPWSg5alua65MaGTTPH7LdEprfwgKcFnU9OTo5PLta06ZQ4fGN0n1XdEzhdAIevQu1Fk8yzUTZ",
+	"DH5nYe1qB0bBKIouwgZPrwbM9JCkOelROFs3VF4Bn2B0qj3qMav1rZ9aKkbNVLlibqKPRqv6bKzrZ9sN",
+	"ZiuDUTQumwtsX5Lpe+LMFEhhnDJRWc7xIoQdentnKdUO/BRsBb3ZKN/MS9CbdaGw+RDKy/JD+GjnJudJ",
+	"+Cmsq00g4DFwKzzC7L4i2d/srh+qpk+15h/5hrONvfPM6CHqGim3nBpcZ9gfByPn6GSqR/CWYqnzRzYr",
+	"UlBnuvHOkj/s+Kc79BQsSaOpVz7I24S7zMiSa+8eOO2trZV7uClQjrAnF5gr9dbwNNIeklKZZPD3q8Or",
+	"w+sfro5RHSRsKtduMo3CyvJboVy+gAuZfNSzyIdGPuqZcQXgACQTduvvbUNojsoOvBispRmwX1mx4dqH",
+	"OiZUFY3ASJNb2Eci6vNji7hyOkSS8L4CEobLylMT3FmAwHDnh/RTPQOjtHGlwb97iYGr/6xdYVBVmLZe",
+	"Y3C/kMnCtU83rHaNAcbdW04gWuNzkScDPyesINNGpP0n9Rs68hcBPRAlzKV9gg5I9hHn9kgDG18PsyNu",
+	"LXTmJJ3WSyYt+W6Z0vdb7O2gcdy1Oy4c6Wy85KLG2kHfouZN1ZUX68itfZZZ1cVyBtjoFvEXQvG2hJw2",
+	"9SJ6Evpb3EkzxIZGrBsfnp5dnr8BVlNdQtONDy/OfriMe/XraOD3t3+/OpvEJAOkZamkvCDXpR8m32d/",
+	"k9+7i29WuZ6Rc0MqtstAh6lzzl4b15Z224tvWMu9N82DfjXAk56q6mvMskeaZ4XKgO6wJ2CK7qFxebpo",
+	"0dR0/9INyy3KzS6vDJLyM7BCpgooGaM1kfuvIUjushP5fcS4AvblbwoBelBmLnImVKLR0aTzqWp2TyVN",
+	"xbUHc6000fGT8UeRh1aic1uZqcqB4wBUSKVkq4xLtYOJm/uDQcT2X+1G7GCwCwd6MDgoPWQ/iRnQ/Z1Q",
+	"yMqm6htGzjLvJKuKyv/vjnP/7aDPEfMzjPOZiXQYUswLM1WMgcJf/4rcF9Ii9/P10s4bu8usZrt734ZB",
+	"Bz2HcbJ6VMPFMvrXQ7C5y7aWHPACc1gjFwdzYUz0UCM1uvZvaO9iB3TdUMg41iOwTN+QkUlX0+AI/ti7",
+	"ZDBEDvZWLFcZtyJy6nvEfLpJRGwDFR1UwFSKQClsr8/OKCPKtUkODpeO3awfctetIzhYz/T5TN+JnvOM",
+	"KIGBAhIEIFb4SvYf+TKLaZum4efjVZtdt8L6p9Tu03q4eZ2CG9RDca43ZxeXCM35HNDVaWt9dghCMN5J",
+	"dG52dC5vpIrZPOMAW7DF8NzxZ5i1G2MUQQxfvlxoY38eAslgyNGwWa7vDewUjR7Qz+JvnB6hiiyLKRbI",
+	"SprhlsJcO8Wq5/pjrviNMNjbPiFNWBo2Pj9Cf1cu5hkYUbSMs/PJ0dnppTftztzCcbYx4sfOG61srrMS",
+	"s08QJYCPzhnHheCRoczmuFsUazAQJW/vDfbd8I0Rx9ji1c2J60HuRN/2Iha7N2hG49M4YboX3pY1zvfu",
+	"Xv2R2BJ53vHwdiaPK5SUddr0vSccpgtEBs/UOEIQAWiEdV74nRP+sDO+EUP2ejCIR96X7jmH1UxaXEuD",
+	"V1Te8if3j5OIh5U2AvlJy3preiS2sC1UC7yVRiStNlRyduAnJQLQy0iWQHgVKsDvw/LUcC240rjXZz/B",
+	"OSIJAM03QAA0Gb/n+eOQuU2VnHdc2AVwXaqcn6pTIF1kUFJZkc9B2JVUWjWzTXKRwmc88xIHr8PRt0K5",
+	"PpPEtoRE/coF16oonNNLqOmrKdeLYB0BawZpshRcYX1iXqjyrpWMY7RSGp1hpo0LcTIl7L3Ob2ntqFhI",
+	"XKF9nCo6Z+S16LzyuT6x77I7rznaXPNtaTGEnPMlV7jeUCmHYw/ufSmB1QnaA3QG/d3+wOVIARvrDDuv",
+	"+oP+KwpBLzDrw6nJ8GdrCz13xcbeYBCohH7T0rBi1d/QvJ3EHKCQ69gCmKCz1ITyKta3sQsPt+fatN8x",
+	"iLpWipErYK/IzSjuCC9gHv3cPKrEZ6nmYqnRE4EK2wgYuGsGjN8aZhY8F5R3wkiT69FRum7zlYld9pwn",
+	"wsxzpYekeYKSSdyzTc9E17F5NFYsK50zcsqmeFjwwnObhuaJzm8XtIPF9tnY6ZrIFRfOA+oTpxEIgRLK",
+	"azO7T9SNicjhidaZsTzLROqRGIZY6kLZHq7fsGmnPBhD9042lWEeqsLhEsy0E1W3bAEXV2CQUu5Vkdy6",
+	"rRgLWIadn5ULD6DSwy2QLxwvnpBhhbIyww726PGlPrQ4BtAgEPUKtlusMLx/XJpVDV0c51J+9QeDvyA7",
+	"21AkAPor+T7cRE4vAbbpI3wYy4JBMCnaHxA5leA5WD1W6xF2uudp2FRWz8QQUJmzRaFuYAxEJ2nxdkrU",
+	"z7BFr0rFgyMAIsXK7Yc9sqlFNmtxEvZGnsBcbybAAry3cK0LMuao5gI1h9rFLaRauHy5QLcoh16/hsrb",
+	"EyiL0OMI7/JGP5ga3deuisFQD8AT66H0HdgOulJFq07vvxQ858pKJcpu76xLqgWlHAP5us7tRNB9+2B9",
+	"TgelK3hXnxOcvtzGh51csMLpc7AxvsQ0EYR487YLd6mBQdcj/FdahKwZsmqt2L7DiWkchsQQYDtidcm0",
+	"yvAX6lL13SaZ4LlrIT5VjhMPmb71qlt42UXp/JFA9WTmEQmEF11i8X6xQv8ELam6Qs9RXUvAAuena0RK",
+	"nbySGO3+pISvsKd/qz+p8njuHbxGaxCteD1nhjJqHNMC49HIDIemLvZgUYfTEBk5VLsVuaJWjCj8yd8y",
+	"VeTrNJm2Q39vS8JXoRPDKwuU4H2f6KXr+Yg+ItcaPpi15M4wvUjJC20o3AFMIXSKofmLXrGhCy4AG6zx",
+	"d2ylwEGRzyqfDOk+U9UFnDeWvu1FjrmxW7GyOzwDEg8WNhP2XgjlBzFT1SUfvFsgDTJy7BQ9u2g9lMsF",
+	"Bgh4ueAqzdCTMG64zWDB5DojfeueY0QVjoG2tzdgS4OcFaaeYgc2d+eWkxHOP1YWzSgNUBd5YyYArgSu",
+	"abU3jPwcbr29ITXlpwMj5zC3RJlWswW/Q05eJpxSVgKx8Vz42dQNm2dap7W7ApRmc26sC2sQBgAKGcy6",
+	"Qx8ISOvwGBBDcat2UcBK3ZLxBELSQOhNFaxjWZiSbKjxBhqEaDD7ixtSjQT4kwNV24WzXGGnDToWFzXB",
+	"+3VCD+1UBS7aUv9ASUOpbY+6qAI5eIy9KATwjUZa0CDOal5aoNzX+8GKDMDGPcS8Q79SgA43ty1+XMCY",
+	"R3KWYQcuNFUOBq8ad+7i6ZXeW7LTvI7vRQrKURStkT960hRuhVi50/KMwxtsCCmXGPqKGcy1RXHkdvHC",
+	"VEyDL0GPcQIRb8EVhvGlptSr5p7NyKnLxOHsQiwJM9td51briGYu4V5u1xNQn52tMOm/nAO1rJC7rbLC",
+	"TNXrfTqIkKWwWaaTW0+Sr0m56+6/2mUz8ahV2uuXETgJ580zo/2CrbY8Q92nEdZbj7aVPH6qXLjNUKYN",
+	"UonNZXKLei93kR0wHxAkhN0Yj5ijAKCqpogyuaQqrHDNYsjYcvfZdd4JSzKKiqyqK+P3BoPf7ebi2mVa",
+	"Gy4urjzjxapPF2a5O73axy4X+7J2uT3eX1wslzx/7Aw7x/JOKMAPsnl4KhXVk1l+YzrDnzvO2PsAnwWZ",
+	"BRutv5/a241R8hPpztJgDgMqG5iRt64aTFW3agoMNOQzv30yKN1jW+aFzSUK9kpQumsu28+z6gf8BY80",
+	"aDrcfp7h7Z14nvuD/a93Ffbp+hF118+B7lU/ILA8jWT1y+1/J/Q8EZZjjMyldIUwC5DUN7wMkDRz1X2t",
+	"SHpCveUx/ZwiDLPHWsPGCDUHr9mMGBWE5ILNcn0rFHoO6iUEYxb31eqflIhR7+o61wXlvNWDT1NVpX85",
+	"C6TEX3+XQjfRK5db7jLEUMB6z/PHAsSv93mzJOdm0StT3gKTi4pZyHLgJsixiUiR8XshLa20HihfzS1K",
+	"PGDmv1Y+sy0X7o1U5DDYVKG1gVk3zofQIFO6szOwzOqWiVTGCp5OVdcIUZflvdoVNKnIBF4TFRqGleJX",
+	"25I07nVA8I1JLm2c4lgaYhXmi/MJrEXdwCc8xvzBpAhLdCqRYxx1hH6GHH0BmW67p9o5XXynN1Bg+S2G",
+	"Oj3Fc6uXEuzcRyS10rqski+nyjmjnVvLBJdd43VKNPqoKrcFTRaDRs4+c6yYfIstl5cxd3dZ2Wpm8+1l",
+	"6NbxF5hV79duBoMBwzzdJtfI9RI9BXRRmFTN4kK6Ag/XDkT45FVh37Cxq7p3vcPmRYbXV9UgtH7N2UyA",
+	"qkhRhHKz4XiqLIFAH9U6vJ2fzh+jKwCQ6qZ0fdU2hbfVu4g2zoMRPzgpHB8voeQg4LFjLhszUuPoaXXr",
+	"W5tLy3k3tkpgo1hgeOsWekCWghtMd8IkQo3/qcVCozLhJIx9ElctbUB3kAh+epQWOZYzaIWOPJq9eQ1Y",
+	"7KMBT7R3rTx0rQzNXwrZoVK6oBvU78LK1i6d/FQv2gN4f/qCrDS4fW4DL22kwjq1a/D11K712pIuZcfV",
+	"M819OoKz+0oeMlVA6xGhZgz/lYbaS8eY79uL1upKovXSjqi8FrGqxIgaZQ7RpvoD+Hi9PABW0EirJ4n9",
+	"BDcAFEX4f/cV4b/GFob1bFhZS8QbudxCzLKcKj7TBckNYjv9jUnP3VracW9ILKGey9yaxky5pj4rGYNI",
+	"riptLQsIKdz5IQAwAQ/b3M/LavRReAc+LhH4SLeFYYJG1Qs6qnWi4BjWOu4DsPd3Xz2vZJzzRwD1ROtj",
+	"ntPNZvu7B89/d1VlBJ2IVPIJrODf1okOBq+2mZLfcUmNA/Cbv2wzkynmc5lIoewlxb5+N3OIQpq1lt9e",
+	"tHb9lZq9pzWxUuklHAHNuO2mX1DRnbhBS6RMpKSgEvlLuyS4Hr3/uIwXuesyaqKdXDFzyowLi1+IUdDF",
+	"qF5HAgSZqrX7MNBTjE5mq4tkIVL6tqG1lAbHVDnVf7ghIx80CHoFw8WmcsShM4vjlbWwFnQzYQ4lTJ7z",
+	"hBRCvACUYhY80FCazo7vpmqdvGDuMsb4Uc9KnzkIMEfl3NsuFe+4FWJlgnIi5ySnSjefCAFHJH30ebmU",
+	"dqqwtcCQyXktHo9lrpRD7uLgsMtZYcMIn4toTdUNtnopFWgK+eUBruCbXZ+tRmmfLrl6qspivGaZXs9b",
+	"fmDmg0Rzy0DHNR6CUz3blJq3CKBKranpFvvtN/wFtuENdtb62mrApFlH1qgpjX2NM+u23KT91Z1Fk+er",
+	"PLtrWoZf59eU7rXKnQ3VOf0W22Cquluke2NcCKkc7/8gPkIEihFQ3+roawnmbSTyvysc/1hBR/KnMrkB",
+	"3g1zupJIJQ5yFxkDG6pNCEbeG9juEf7iXh53qe7TBPZfZvTlmNEf5z07U42bWlzGOaCru3A1Yq43E6UI",
+	"uFtz2/F4xXO+FBb5y89rCXhrNzT3mwYj+jzQYqQTL7NhDRo5dy7fqhznRt5RGqXPBgJNhVQUny5WXpRG",
+	"fqnggrQga4Wb9fyand3YBc/LC9lwCArxo/40WO/JQIG/sOCVCkt1PlUNNy9tGQc6aK94dTnFmJpK3FsC",
+	"ILExVtSBpXaGwd1IdY9GtCViV3284QRrieJBoGKNNZ2thBqfH4Et/1sZVKNJUjtpwWg5T2yYyAJ6+KyQ",
+	"mXWX0v1ORDEJM+ojnxsfYjx2d/oUguuRL7MtwPWP8cnx54HLD/y7g2vI+ErW1k9dCjAKDX/12ZE1rhmQ",
+	"19pXPDciDdqKcAZbYku+Wkl10/MFbKCVY+I1PN1JhSuP8TkeQFaubZDGOgAxoiBMWfrIzRQ7z4D+AaYF",
+	"6t1lbYNz0XyZw3Zn1HLY3izaGMD7KxZPYvu0FNNEZ48MO6zi5c7oHK6H8FgXQ3izR1dK34soUQa710rl",
+	"6hz0vEzWiDERIe6zOOigiVwk6M85VWWDzlGQorzixjg4lm0HrMaEy1qvz8ilxZdGZ5kWPZeZpUwg+h7L",
+	"RFb8l0IMmayMw5U2mFgcTZXRVPVX9pllVVc5ggAWIqSaUsMWcm5drixuvT9VF2ieGcw98p5ohLHj3ZhB",
+	"QskWWhnto3u5wHRSsPhBjaUIEdapg/W2Ka4WtB3FRrZPybNzbMwi/ykiKnbaGwxGrsc8WwquDDsY9D3P",
+	"/qUQGItyTJtuwglZdNkweW8wePoe509Rm+1Yxwc9r8c8fK/WtrW4LqyNxfiWoAe7e880F11fDwZH8Nh9",
+	"t0UseNi0gLJv8HYCq6WP8acPX1BHbvbmbeG4oEYhHus57vs/w4HPSvRl6B+eM7z12/d/r/Un6f8Wj+Xu",
+	"V9SyvWfKqdilH7RENZBwKetiV5Sjk/Pjw5PD00mZM/K7hZxDF5mpM/VAeJQSoy5AqO53c+B5UrXOcRKX",
+	"nHnovMoFXwJlOV2Y3/uc/tIJuRAZJXRTnbZ3ZAK3nXG6gTgXoD2YoOybtM2aUvvm8n0cgSAHtXq9R0Oj",
+	"cY8LrPDckvjztb2Y/zpVRijUAVzvHFpOJtwanIpCy8JVLn2OTeXxmyoHFNAVqG1jtXz03lGaHhXcYw8I",
+	"RA2XmO16UWAJZ5iwd7C7x07k972RSwlkrtw9cJXuvmprQIFLANovkaEeCB6xeZGjNwaZIfpRpMIcQLo0",
+	"1qVsd+OqiQT+FKSM7/eoDo42aV3+gWGrDMunnbzHrzZVc7ha3rDZA/zQaPhA8r6l6wOz+kbgLrB0v9RE",
+	"mmtmf2a7U4XrMlRHRzlvmJBDy21Ade+79uYVU1WmTleJ90HCMTlwZ4I5nPIKS4uvjDd6U/h6QWwyWCaU",
+	"DinjNB4REMJmdyWqnSAtDSmf/bMaggSoxrFqAjkySeiFNtgzdPFoZMIzN2CPJRrsOqe2uMPHoPxUOY7g",
+	"cxTKXg167l5vbbwA2ry7C4c2qYqlyGXCltzm8oHyTXHzWOHs0gfuZS5Akuwh1bBEZBmLd6N4qggTv6XX",
+	"exFm4NZhk+jVIyxK2iHeWO7zDPyC0TeZLHh+A7vBEOarv/QP2N++x77IwKX0nGF31+DqFtbdfd3fZ3/7",
+	"fqqohCdie7vwjSvuXu8NPJfWpWnRZGUTlKkieO3ufYsNg6MwuOBOVtK1f55FIiesNtBsFOPwIKj3564h",
+	"AYY51tEZYUDoXMNlxkN+65PfaPghsCOMdq81xOmut0fplblnWMDvQIB9btbXTzUZvq0H1phy29rKZtSW",
+	"rP6cs7paTNVYZKp+Q/cQpe/BGAG1nlxB1MmWaJInt+V0AmyALl0J4BKDwMylJlaZM9QWhU31vXLdLYJp",
+	"CaddYHyOtRugWmUZRRSxyNiFGR0GuFAfrnapc+GTDjC6BfQu+C3LsWgLkMAtmbIQqgQqNxiSFmdz+QDL",
+	"vhP5wsWkAHFP5PdT1c0LRcblrJjPsbmCS54l51yPxig7FFQVblPlStxemFqCPbBZXH3X8/vd71BK+l5r",
+	"wjM1M6rfcmpc7cNBc9KwcsrPWascqCaVqpHFb4ZUhdFM6J+qloz+yHETWDE8W9VrbTDX3utTU4XtXwSV",
+	"X74e4BY9KwnKttif2et9VxJDaaBVCiipIb7tjNdo3mlm9Nx6dCTNxDqSMsXSNTGZqvjd2cnhyfHRydGk",
+	"vEiUFIsSJVn38ujd5PDipLeGmtJU3UR9pzUvDsOLpkZ1eZ8LMrjpthlUCGRecjbXjt3wO5G2eLFhiJYr",
+	"UPrwuRG+TbNdCELpqYppbhf6CoK0+Lshd6w3zAmcLuvZeXaFwgYi9bCKKbMhy6+aPXTw8l6ssO7WCnt7",
+	"YUcOEsVTVanRpDVxGiNMFq7fpFWWB2LZ7Yai27KIZRwMN5dZFlYVwkmC7jhVcISm/K0kNtetIxVrqFFJ",
+	"p3o7I9SCQQGj+Wkox7RrbZNwxAtuxTAYyxeolNKcFDhPNk7BDGgn0JywyguddsUKBNm2PeWmqrWp3IgN",
+	"XO93CUrOvEf74Qz7yQF1S52yBTegGhksCXu+71xviCwfkfDPbqQ/k98TCUpgTO8lLjaiOwXoGW6O6oNw",
+	"8ykcLG4bDhbOD052JhbSJcUbq1emZCnP9gisgOCaBEpTVZ3vD75db1wYsZqBRrl4VRe9qIw/OpPBdVwi",
+	"kQQ6eKPJMOyCjt/1iUiEaTEhAnYStZkNbS62S4C3N+GfzPZcFpmVYEu+nOt8uQOchW4wJU9ycM2H+2hC",
+	"TikrHuzLxNxFLHRC6MQKu0Omc3jLQ/3bNbcFmv2f5SNyV5JslWC69yU8VOUNWhviAk5k0OH9gW4qdC20",
+	"9PeNmh15Q1+V9225dX/7dYO7mzuC1gmbLp2q9dWcqg1MsEnLG9phThX2wySSbbDkkp5d2iqlOn6l41y3",
+	"QaKWFo3DtT6dU9XqkvF615PtOKeq3fwuAfAbcjb39777ukhVboU8OL43QLfVL4L39f5OCTxfMEfnf5E7",
+	"2GXbfiVqCY3lYR3Tn2y0CTbyb+i0OVXbtNr0foeawe4LyvvNXpvDp1tt+habzrxq7675eyekheDtbYXf",
+	"f2w22ZVrQ1y7IZRqkVAv5Ypx86iSRa6VLkwt5LBFjMF16n4qWO1MR7IH6wFWWEWR38k74ZvoGO9q8U13",
+	"pip2+BZXDpAGSlDbpZphSu3j0Jhp2KjNCZi3G8mlnmSCB4YPeksq25JKxdH/XkaY3cpHTM5RAyaDtiQ6",
+	"7I3mevd3w/RjmPsWa7d7kW+537jfA90+rgCi1gxX2samX9b22HTvGf6IXl3Mm+izn9YuBGlannRkL4zv",
+	"IFY25oqmCmQHJr1Lw4RK0enozMJcUHWfsyxfoJGbUWB2FAyMHklfyFu2vyXLFV2+OK1xSdBdID8pfFOK",
+	"A2Y2FbeHd5KuBdZb0poQeZ9MagqC1Lt73z4XpP5KEeIn9O6vn5J4Vb+modu4AqL336Dv9sz6XGdZyKo/",
+	"iwe72xI2B3zHgTlNDiiqRS+TifHxiPGm76+0R+xUAUdyvjWxorZhUjlfKHelYb0+O6RWkve8uvOcWg63",
+	"eREDZl27qT6IlJQBPYzxIgcsnfClduKMFbyxknqq17bywhCvwRL5EsYLXm4wWp+xR54Nf18RZZnciHQ4",
+	"VbxMCMVbmpyPvxyXlC104qxynRYJtbRMpUk4gMB5dKtIZXnHReVsrcmq+t0XNwJ2sT/4rnGbxogZTUnM",
+	"9WMk902w63Sq/Ii+GSK1+iE/T1lSS1W6Lhe9W0FmqqjfD9mm3Lqa4FHlaiQBhVd0ROEdHa4OZ6pokloT",
+	"O5qnlb+/QRj/l8VHoFs3CCigmv9QCfBVa2EmG66LqVHK/zOS6Y82QYhwGW8xIbeQdDAUqvtt6ZFu1lqv",
+	"3zTNqY0TXrjfWVi7Gr58memEZwtt7PDg4OB1B+jYzdZ+SW6tsMaXl1ZsxdUjrKcljjcZU6b6uNze+ucb",
+	"e1K5T11Lqvb0zDIfW1ojsnmwWrxE+MOn/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

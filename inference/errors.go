@@ -30,6 +30,14 @@ var (
 	ErrPathNotAllowed = errors.New("path not allowed")
 	// ErrVersionExists: a file load names a version already in the registry.
 	ErrVersionExists = errors.New("version already exists")
+	// ErrModelStatusMismatch: a load names a version that exists with
+	// another status than its source (staged vs archived).
+	ErrModelStatusMismatch = errors.New("model has another status")
+	// ErrModelActive: the version is the active one and cannot be deleted.
+	ErrModelActive = errors.New("model is active")
+	// ErrReservedVersion: the version name is one of the names the
+	// management routes use (load, list, info).
+	ErrReservedVersion = errors.New("version name is reserved")
 	// ErrRegistry: the registry on disk could not be read or written.
 	ErrRegistry = errors.New("registry I/O failure")
 )

@@ -346,10 +346,17 @@ func (quietTraining) Job(context.Context, string) (gen.TrainingJob, error) {
 	return gen.TrainingJob{}, nil
 }
 
+func (quietUpload) TryAcquire(int64) bool { return true }
+func (quietTraining) Jobs(context.Context, *gen.TrainingJobStatus, int, string) (gen.TrainingJobList, error) {
+	return gen.TrainingJobList{}, nil
+}
+func (quietTraining) Cancel(context.Context, string) (gen.TrainingJob, error) {
+	return gen.TrainingJob{}, nil
+}
+
 type quietUpload struct{}
 
-func (quietUpload) TryAcquire(int64) bool { return true }
-func (quietUpload) Submit(context.Context, *trainer.Dataset, gen.TrainingMeta) (gen.TrainingJobAccepted, error) {
+func (quietUpload) Submit(context.Context, *trainer.Dataset, gen.TrainingMeta, string) (gen.TrainingJobAccepted, error) {
 	return gen.TrainingJobAccepted{}, nil
 }
 func (quietUpload) Release() {}

@@ -571,6 +571,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			c.Response().Header().Set("Retry-After", "5")
 		case contract.InsufficientStorage:
 			c.Response().Header().Set("Retry-After", "30")
+		case contract.MethodNotAllowed:
+			if allow := reservedRouteAllow(c.Request().URL.Path); allow != "" {
+				c.Response().Header().Set("Allow", allow)
+			}
 		}
 		// A refused upload may still be streaming in. Closing the
 		// connection after the answer lets the answer go out at once;

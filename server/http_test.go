@@ -27,6 +27,14 @@ func (panickingTraining) Job(context.Context, string) (gen.TrainingJob, error) {
 	panic("bug in Job: secret detail")
 }
 
+func (panickingTraining) Jobs(context.Context, *gen.TrainingJobStatus, int, string) (gen.TrainingJobList, error) {
+	panic("bug in Jobs")
+}
+
+func (panickingTraining) Cancel(context.Context, string) (gen.TrainingJob, error) {
+	panic("bug in Cancel")
+}
+
 // TestPanicBecomesInternalError: a handler that panics answers 500 with
 // the ErrorResponse envelope, code INTERNAL_ERROR, and no stack trace or
 // panic text in the body; the server keeps answering afterwards.

@@ -2,18 +2,105 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"ramanserve/gen"
+	"ramanserve/inference"
+	"ramanserve/inference/registry"
 	"ramanserve/server/contract"
 )
 
-// GetModel describes one registry version. (Stub until the lifecycle work lands.)
+// GetModel describes one registry version from its index entry.
 func (a *API) GetModel(ctx context.Context, req gen.GetModelRequestObject) (gen.GetModelResponseObject, error) {
-	return nil, contract.New(contract.NotImplemented, http.StatusNotImplemented, "GET /model/{version} is not implemented yet")
+	if err := reservedRoute(http.MethodGet, req.Version); err != nil {
+		return nil, err
+	}
+	e, err := a.Registry.Describe(req.Version)
+	if err != nil {
+		return nil, versionNotFound(err)
+	}
+	return gen.GetModel200JSONResponse(modelDetail(&e)), nil
 }
 
-// DeleteModel removes a staged or archived version. (Stub until the lifecycle work lands.)
+// DeleteModel removes a staged or archived version from the index and disk.
 func (a *API) DeleteModel(ctx context.Context, req gen.DeleteModelRequestObject) (gen.DeleteModelResponseObject, error) {
-	return nil, contract.New(contract.NotImplemented, http.StatusNotImplemented, "DELETE /model/{version} is not implemented yet")
+	if err := reservedRoute(http.MethodDelete, req.Version); err != nil {
+		return nil, err
+	}
+	if err := a.Registry.Delete(ctx, req.Version); err != nil {
+		return nil, versionNotFound(err)
+	}
+	return gen.DeleteModel204Response{}, nil
+}
+
+// reservedRouteMethods are the routes beside /model/{version} and their
+// methods: the registry gives no version these names, so another method
+// on them is 405 METHOD_NOT_ALLOWED (as the router answers for a route
+// with no parameter), not a version lookup.
+var reservedRouteMethods = map[string]string{
+	"/model/load": http.MethodPost,
+	"/model/list": http.MethodGet,
+	"/model/info": http.MethodGet,
+}
+
+func reservedRoute(method, version string) error {
+	if !registry.ReservedVersion(version) {
+		return nil
+	}
+	return contract.New(contract.MethodNotAllowed, http.StatusMethodNotAllowed,
+		fmt.Sprintf("method %s not allowed on /model/%s (%s only); %q is a route, never a version", method, version, reservedRouteMethods["/model/"+version], version))
+}
+
+// reservedRouteAllow is the Allow header of a 405 on a reserved route, ""
+// for any other path.
+func reservedRouteAllow(path string) string { return reservedRouteMethods[path] }
+
+// versionNotFound makes an unknown version 404 on the /model/{version}
+// routes (a load naming one is 400, in the shared table).
+func versionNotFound(err error) error {
+	if errors.Is(err, inference.ErrModelNotFound) {
+		return contract.New(contract.ModelNotFound, http.StatusNotFound, err.Error())
+	}
+	return err
+}
+
+func modelDetail(e *registry.Entry) gen.ModelDetail {
+	d := gen.ModelDetail{
+		Version:   e.Version,
+		Status:    gen.ModelStatus(e.Status),
+		TrainedAt: e.TrainedAt,
+		SizeBytes: e.SizeBytes,
+		Sha256:    e.SHA256,
+		Algorithm: optional(e.Algorithm),
+		Target:    optional(e.Target),
+		File:      optional(e.File),
+		Lineage: gen.ModelLineage{
+			Operator:          optional(e.Operator),
+			Notes:             optional(e.Notes),
+			JobId:             optional(e.JobID),
+			TrainingCsvSha256: optional(e.TrainingCSVSHA256),
+			ImportedFrom:      optional(e.ImportedFrom),
+		},
+	}
+	if !e.AddedAt.IsZero() {
+		d.AddedAt = ptr(e.AddedAt)
+	}
+	if e.TrainedSamples > 0 {
+		d.TrainedSamples = ptr(e.TrainedSamples)
+	}
+	if len(e.SourceBatches) > 0 {
+		d.Lineage.SourceBatches = ptr(e.SourceBatches)
+	}
+	if e.TrainingRows > 0 {
+		d.Lineage.TrainingRows = ptr(e.TrainingRows)
+	}
+	if m := e.Metrics; m != nil {
+		d.Metrics = &gen.TrainingMetrics{Rmse: derefBreakdown(m.RMSE), R2: derefBreakdown(m.R2)}
+		if m.Components > 0 {
+			d.LatentComponents = ptr(m.Components)
+		}
+	}
+	return d
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +27,13 @@ type TrainingService interface {
 	Reserve(ctx context.Context) (TrainingUpload, error)
 	// Job reports a job; trainer.ErrJobNotFound for an unknown id.
 	Job(ctx context.Context, id string) (gen.TrainingJob, error)
+	// Jobs lists jobs newest first, one page of at most limit after
+	// cursor, only those in status when it is not nil;
+	// trainer.ErrInvalidCursor for a cursor the server did not issue.
+	Jobs(ctx context.Context, status *gen.TrainingJobStatus, limit int, cursor string) (gen.TrainingJobList, error)
+	// Cancel ends a queued or running job as failed/CANCELLED;
+	// trainer.ErrJobFinished when it already ended.
+	Cancel(ctx context.Context, id string) (gen.TrainingJob, error)
 }
 
 // TrainingUpload is one upload's queue slot. It is the memory budget's
@@ -33,8 +42,9 @@ type TrainingService interface {
 // fails (Release after Submit does nothing).
 type TrainingUpload interface {
 	trainer.Charger
-	// Submit queues a job on the parsed data set.
-	Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta) (gen.TrainingJobAccepted, error)
+	// Submit queues a job on the parsed data set; csvSHA256 is the hex
+	// SHA-256 of the csv part as uploaded (the model's lineage).
+	Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta, csvSHA256 string) (gen.TrainingJobAccepted, error)
 	Release()
 }
 
@@ -66,8 +76,9 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 		}
 	}
 	var (
-		meta *gen.TrainingMeta
-		ds   *trainer.Dataset
+		meta   *gen.TrainingMeta
+		ds     *trainer.Dataset
+		csvSum string
 	)
 	for {
 		part, err := req.Body.NextPart()
@@ -86,8 +97,7 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 			if ds != nil {
 				return nil, contract.New(contract.InvalidRequest, http.StatusBadRequest, "the upload has more than one csv part")
 			}
-			ds, err = csvdata.Read(ctx, part, csvdata.Options{Charger: slot})
-			if err != nil {
+			if ds, csvSum, err = readCSVPart(ctx, part, slot); err != nil {
 				return nil, uploadError(err)
 			}
 		default:
@@ -106,11 +116,29 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 	case ds == nil:
 		return nil, contract.New(contract.MissingPart, http.StatusBadRequest, "the upload has no csv part")
 	}
-	accepted, err := slot.Submit(ctx, ds, *meta)
+	accepted, err := slot.Submit(ctx, ds, *meta, csvSum)
 	if err != nil {
 		return nil, err
 	}
 	return gen.StartTraining202JSONResponse(accepted), nil
+}
+
+// readCSVPart parses the csv part as it streams in, hashing the bytes as
+// they pass (no copy of the body is kept): the hex SHA-256 is of the part
+// exactly as uploaded, to its last byte.
+func readCSVPart(ctx context.Context, part io.Reader, slot TrainingUpload) (*trainer.Dataset, string, error) {
+	h := sha256.New()
+	tee := io.TeeReader(part, h)
+	ds, err := csvdata.Read(ctx, tee, csvdata.Options{Charger: slot})
+	if err != nil {
+		return nil, "", err
+	}
+	// The reader stops at the end of the data; whatever it left unread
+	// belongs to the part too.
+	if _, err := io.Copy(io.Discard, tee); err != nil {
+		return nil, "", err
+	}
+	return ds, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // decodeMeta reads the meta part and validates it against TrainingMeta.
@@ -184,12 +212,33 @@ func (a *API) GetTrainingJob(ctx context.Context, req gen.GetTrainingJobRequestO
 	return gen.GetTrainingJob200JSONResponse(job), nil
 }
 
-// ListTrainingJobs lists jobs newest first. (Stub until the lifecycle work lands.)
+// ListTrainingJobs lists jobs newest first, one page at a time.
 func (a *API) ListTrainingJobs(ctx context.Context, req gen.ListTrainingJobsRequestObject) (gen.ListTrainingJobsResponseObject, error) {
-	return nil, contract.New(contract.NotImplemented, http.StatusNotImplemented, "GET /training is not implemented yet")
+	if a.Training == nil {
+		return nil, errTrainingUnavailable
+	}
+	limit, cursor := 0, ""
+	if req.Params.Limit != nil {
+		limit = *req.Params.Limit
+	}
+	if req.Params.Cursor != nil {
+		cursor = *req.Params.Cursor
+	}
+	list, err := a.Training.Jobs(ctx, req.Params.Status, limit, cursor)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListTrainingJobs200JSONResponse(list), nil
 }
 
-// CancelTrainingJob cancels a queued or running job. (Stub until the lifecycle work lands.)
+// CancelTrainingJob cancels a queued or running job.
 func (a *API) CancelTrainingJob(ctx context.Context, req gen.CancelTrainingJobRequestObject) (gen.CancelTrainingJobResponseObject, error) {
-	return nil, contract.New(contract.NotImplemented, http.StatusNotImplemented, "POST /training/{jobId}/cancel is not implemented yet")
+	if a.Training == nil {
+		return nil, errTrainingUnavailable
+	}
+	job, err := a.Training.Cancel(ctx, req.JobId)
+	if err != nil {
+		return nil, err
+	}
+	return gen.CancelTrainingJob200JSONResponse(job), nil
 }

@@ -28,6 +28,14 @@ func (f *fullQueue) Job(context.Context, string) (gen.TrainingJob, error) {
 	return gen.TrainingJob{}, trainer.ErrJobNotFound
 }
 
+func (f *fullQueue) Jobs(context.Context, *gen.TrainingJobStatus, int, string) (gen.TrainingJobList, error) {
+	return gen.TrainingJobList{Jobs: []gen.TrainingJob{}}, nil
+}
+
+func (f *fullQueue) Cancel(context.Context, string) (gen.TrainingJob, error) {
+	return gen.TrainingJob{}, trainer.ErrJobNotFound
+}
+
 // endlessBody is a request body that never ends and counts what the
 // server read of it.
 type endlessBody struct{ read atomic.Int64 }

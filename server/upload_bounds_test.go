@@ -36,7 +36,7 @@ func trainingServer(t *testing.T, cfg HTTPConfig, queue int, budget *membudget.B
 	t.Helper()
 	m, err := jobs.New(jobs.Options{
 		Dir: t.TempDir(), QueueSize: queue, Budget: budget,
-		Publish: func(context.Context, *trainer.Result, jobs.Meta) (string, string, error) {
+		Publish: func(context.Context, *trainer.Result, jobs.Lineage) (string, string, error) {
 			return "", "", errors.New("not publishing in this test")
 		},
 	})

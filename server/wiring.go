@@ -195,23 +195,7 @@ func (a *App) startTraining(ctx context.Context) error {
 		Budget:    membudget.New(limit),
 		Logger:    a.log.With("component", "training"),
 		Classify:  func(err error) string { return string(contract.Classify(err).Code) },
-		Publish: func(ctx context.Context, res *trainer.Result, meta jobs.Meta) (string, string, error) {
-			p := res.Params
-			return reg.AddStaged(ctx, registry.StagedModel{
-				Ext:            ".npz",
-				TrainedAt:      p.Meta.TrainedAt,
-				TrainedSamples: p.Meta.TrainedSamples,
-				Algorithm:      p.Meta.Algorithm,
-				Operator:       meta.Operator,
-				SourceBatches:  meta.SourceBatches,
-				Notes:          meta.Notes,
-				Write: func(version string, w io.Writer) error {
-					stamped := *p
-					stamped.Meta.Version = version
-					return inference.WriteArtifact(w, &stamped)
-				},
-			})
-		},
+		Publish:   publisher{reg: reg}.publish,
 	})
 	if err != nil {
 		return fmt.Errorf("training jobs: %w", err)
@@ -219,6 +203,32 @@ func (a *App) startTraining(ctx context.Context) error {
 	a.jobs = m
 	a.api.Training = trainingService{m: m, now: time.Now}
 	return nil
+}
+
+// publisher stages a trained model in the registry with its lineage and
+// cross-validated figures.
+type publisher struct{ reg *registry.Registry }
+
+func (p publisher) publish(ctx context.Context, res *trainer.Result, lin jobs.Lineage) (string, string, error) {
+	params := res.Params
+	return p.reg.AddStaged(ctx, registry.StagedModel{
+		Ext:               ".npz",
+		TrainedAt:         params.Meta.TrainedAt,
+		TrainedSamples:    params.Meta.TrainedSamples,
+		Algorithm:         params.Meta.Algorithm,
+		Operator:          lin.Operator,
+		SourceBatches:     lin.SourceBatches,
+		Notes:             lin.Notes,
+		JobID:             lin.JobID,
+		TrainingCSVSHA256: lin.CSVSHA256,
+		TrainingRows:      lin.Rows,
+		Metrics:           &registry.Metrics{RMSE: params.Meta.RMSE, R2: params.Meta.R2, Components: res.Components},
+		Write: func(version string, w io.Writer) error {
+			stamped := *params
+			stamped.Meta.Version = version
+			return inference.WriteArtifact(w, &stamped)
+		},
+	})
 }
 
 func (a *App) stopTraining(ctx context.Context) error {
@@ -248,8 +258,8 @@ type trainingUpload struct {
 	m *jobs.Manager
 }
 
-func (u trainingUpload) Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta) (gen.TrainingJobAccepted, error) {
-	jm := jobs.Meta{Operator: meta.Operator}
+func (u trainingUpload) Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta, csvSHA256 string) (gen.TrainingJobAccepted, error) {
+	jm := jobs.Meta{Operator: meta.Operator, CSVSHA256: csvSHA256}
 	if meta.SourceBatches != nil {
 		jm.SourceBatches = *meta.SourceBatches
 	}
@@ -270,8 +280,51 @@ func (s trainingService) Job(ctx context.Context, id string) (gen.TrainingJob, e
 	if err != nil {
 		return gen.TrainingJob{}, err
 	}
+	return s.trainingJob(&j), nil
+}
+
+func (s trainingService) Jobs(ctx context.Context, status *gen.TrainingJobStatus, limit int, cursor string) (gen.TrainingJobList, error) {
+	var want jobs.Status
+	if status != nil {
+		want = jobs.Status(*status)
+	}
+	page, err := s.m.List(want, limit, cursor)
+	if err != nil {
+		return gen.TrainingJobList{}, err
+	}
+	out := gen.TrainingJobList{Jobs: make([]gen.TrainingJob, 0, len(page.Jobs))}
+	for i := range page.Jobs {
+		out.Jobs = append(out.Jobs, s.trainingJob(&page.Jobs[i]))
+	}
+	if page.Next != "" {
+		out.NextCursor = &page.Next
+	}
+	return out, nil
+}
+
+func (s trainingService) Cancel(ctx context.Context, id string) (gen.TrainingJob, error) {
+	j, err := s.m.Cancel(ctx, id)
+	if err != nil {
+		return gen.TrainingJob{}, err
+	}
+	return s.trainingJob(&j), nil
+}
+
+// trainingJob converts a job record to the contract's TrainingJob.
+func (s trainingService) trainingJob(j *jobs.Job) gen.TrainingJob {
 	elapsed := int(j.Elapsed(s.now()).Seconds())
-	out := gen.TrainingJob{JobId: j.ID, Status: gen.TrainingJobStatus(j.Status), Progress: j.Progress, ElapsedSeconds: &elapsed}
+	out := gen.TrainingJob{JobId: j.ID, Status: gen.TrainingJobStatus(j.Status), Progress: j.Progress, ElapsedSeconds: &elapsed,
+		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, Samples: ptr(j.Samples)}
+	if !j.SubmittedAt.IsZero() {
+		out.SubmittedAt = ptr(j.SubmittedAt)
+	}
+	if j.Meta.Operator != "" {
+		meta := gen.TrainingMeta{Operator: j.Meta.Operator, Notes: optional(j.Meta.Notes)}
+		if len(j.Meta.SourceBatches) > 0 {
+			meta.SourceBatches = ptr(j.Meta.SourceBatches)
+		}
+		out.Meta = &meta
+	}
 	if j.Result != nil {
 		out.Result = &gen.TrainingResult{
 			NewVersion:   j.Result.NewVersion,
@@ -282,7 +335,7 @@ func (s trainingService) Job(ctx context.Context, id string) (gen.TrainingJob, e
 	if j.Error != nil {
 		out.Error = &gen.TrainingError{Code: j.Error.Code, Message: j.Error.Message}
 	}
-	return out, nil
+	return out
 }
 
 func derefBreakdown(b inference.Breakdown) gen.MetricBreakdown {

@@ -37,6 +37,14 @@ var (
 	// so far, but other uploads and queued or running jobs hold the room
 	// it needs now. Transient: the same upload may fit once they end.
 	ErrMemoryBusy = errors.New("training memory budget in use by other uploads and jobs")
+	// ErrJobFinished: the job already ended (done or failed); it cannot
+	// be cancelled.
+	ErrJobFinished = errors.New("training job already finished")
+	// ErrCancelled: the job was cancelled by a client (its error code).
+	ErrCancelled = errors.New("training job cancelled")
+	// ErrInvalidCursor: a job list cursor this server did not issue, or
+	// a damaged one.
+	ErrInvalidCursor = errors.New("invalid cursor")
 	// ErrInterrupted: the job was queued or running when the process died.
 	ErrInterrupted = errors.New("training interrupted by a restart")
 )

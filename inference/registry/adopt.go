@@ -18,12 +18,15 @@ type orphan struct {
 }
 
 // orphans lists the model files (.npz, .joblib) in models/ that the index
-// does not name. Temp names and other files (a README, a .joblib's
+// does not name (as an entry, or as the file of a deleted entry). Temp names and other files (a README, a .joblib's
 // sidecar) are not model files and are left alone.
 func (r *Registry) orphans() []orphan {
 	known := map[string]bool{}
 	for _, e := range r.ix.Models {
 		known[strings.TrimPrefix(e.File, modelsDir+"/")] = true
+	}
+	for _, rm := range r.ix.Removing { // deleted: not an orphan until finishRemovals decides
+		known[strings.TrimPrefix(rm.File, modelsDir+"/")] = true
 	}
 	var out []orphan
 	for _, de := range readDirQuiet(filepath.Join(r.dir, modelsDir)) {
@@ -135,9 +138,10 @@ var notVersionChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // freeVersion is stem when that is a valid version no entry uses, else a
 // free name derived from it ("my model (2)" becomes "my-model-2-", then
-// "-2", "-3", ... on collision).
+// "-2", "-3", ... on collision). A reserved name (load, list, info) becomes
+// "<name>-1".
 func (r *Registry) freeVersion(stem string) string {
-	if ValidVersion(stem) && r.ix.Models[stem] == nil {
+	if ValidVersion(stem) && !ReservedVersion(stem) && r.ix.Models[stem] == nil {
 		return stem
 	}
 	base := notVersionChars.ReplaceAllString(stem, "-")
@@ -149,10 +153,13 @@ func (r *Registry) freeVersion(stem string) string {
 	if base == "" {
 		base = "adopted"
 	}
-	if v := base; ValidVersion(v) && r.ix.Models[v] == nil {
+	first := 2
+	if ReservedVersion(base) {
+		first = 1 // "load.npz" is adopted as load-1
+	} else if v := base; ValidVersion(v) && r.ix.Models[v] == nil {
 		return v
 	}
-	for i := 2; ; i++ {
+	for i := first; ; i++ {
 		if v := fmt.Sprintf("%s-%d", base, i); ValidVersion(v) && r.ix.Models[v] == nil {
 			return v
 		}

@@ -94,6 +94,7 @@ func (c *checker) run(ctx context.Context) error {
 	c.tempFiles()
 	c.entries(ctx)
 	c.activePointer()
+	c.removals(ctx)
 	if err := c.orphanFiles(ctx); err != nil {
 		return err
 	}
@@ -251,6 +252,23 @@ func (c *checker) activePointer() {
 				e.Status, c.changed = want, true
 			}
 		}
+	}
+}
+
+// removals reports the files of deleted versions that a crash left
+// behind; -repair removes them as start-up does.
+func (c *checker) removals(ctx context.Context) {
+	if len(c.r.ix.Removing) == 0 {
+		return
+	}
+	for _, rm := range c.r.ix.Removing {
+		if exists(filepath.Join(c.r.dir, filepath.FromSlash(rm.File))) {
+			c.find(rm.File, "file of a deleted version, not yet removed", "removed if unchanged since the delete (else adopted)")
+		}
+	}
+	if c.repair {
+		c.r.finishRemovals(ctx)
+		c.changed = true
 	}
 }
 

@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"ramanserve/inference/regularfile"
 	"strings"
 	"time"
+
+	"ramanserve/inference"
+	"ramanserve/inference/regularfile"
 )
 
 // Status is a model's place in the registry.
@@ -44,6 +46,31 @@ type Entry struct {
 	// sidecar ({"target": "DHA"}); "" otherwise.
 	Target  string    `json:"target,omitempty"`
 	AddedAt time.Time `json:"added_at"`
+	// Lineage of a model trained here: its job, and the SHA-256 (of the
+	// CSV part exactly as uploaded) and row count of its training data.
+	JobID             string `json:"job_id,omitempty"`
+	TrainingCSVSHA256 string `json:"training_csv_sha256,omitempty"`
+	TrainingRows      int    `json:"training_rows,omitempty"`
+	// Metrics are the cross-validated figures of a model trained here, so
+	// that GET /model/{version} answers without opening the artifact.
+	Metrics *Metrics `json:"metrics,omitempty"`
+}
+
+// Metrics are the cross-validated figures of the chosen component count.
+type Metrics struct {
+	RMSE       inference.Breakdown `json:"rmse"`
+	R2         inference.Breakdown `json:"r2"`
+	Components int                 `json:"components"`
+}
+
+// removal is a model file whose entry was deleted: the index that drops
+// the entry names it, so a crash before the file is unlinked leaves a file
+// start-up removes (when it still has the recorded size and checksum)
+// instead of adopting it back.
+type removal struct {
+	File      string `json:"file"`
+	SizeBytes int64  `json:"size_bytes"`
+	SHA256    string `json:"sha256,omitempty"`
 }
 
 // SizeKB is the file size in KiB, rounded up, as listed by GET /model/list.
@@ -58,6 +85,8 @@ type index struct {
 	FormatVersion int               `json:"format_version"`
 	Active        string            `json:"active"` // "" when no model is active
 	Models        map[string]*Entry `json:"models"`
+	// Removing lists the files of deleted entries not yet unlinked.
+	Removing []removal `json:"removing,omitempty"`
 }
 
 const (
@@ -69,7 +98,8 @@ const (
 )
 
 func (ix *index) clone() *index {
-	c := &index{FormatVersion: ix.FormatVersion, Active: ix.Active, Models: make(map[string]*Entry, len(ix.Models))}
+	c := &index{FormatVersion: ix.FormatVersion, Active: ix.Active, Models: make(map[string]*Entry, len(ix.Models)),
+		Removing: append([]removal(nil), ix.Removing...)}
 	for k, v := range ix.Models {
 		e := *v
 		c.Models[k] = &e
@@ -144,6 +174,11 @@ func parseIndex(b []byte) (*index, error) {
 	for k, e := range ix.Models {
 		if err := checkEntry(k, e); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrIndexCorrupt, err)
+		}
+	}
+	for _, rm := range ix.Removing {
+		if !validModelFile(rm.File) {
+			return nil, fmt.Errorf("%w: removing names the file %q, not a model file in models/", ErrIndexCorrupt, rm.File)
 		}
 	}
 	if ix.Active != "" && !ValidVersion(ix.Active) {

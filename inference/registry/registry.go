@@ -3,7 +3,8 @@
 //
 // Layout of the registry directory:
 //
-//	index.json         every model's metadata, status and the active pointer (written atomically)
+//	index.json         every model's metadata, lineage, status and the active pointer (written atomically);
+//	                   "removing" lists files of deleted entries not yet unlinked
 //	models/<version>.* model files: .npz artifacts trained here, .joblib imports (+ .joblib.json sidecar)
 //	import/            the default allowed root for POST /model/load with source "file"
 //	jobs/              training job records (owned by package trainer)
@@ -12,7 +13,8 @@
 //	.ramanserve-tmp-*  temp files of writes in progress (the only names start-up removes)
 //
 // The registry owns its directory and never deletes a file it did not
-// write. Open takes an exclusive flock on .ramanserve.lock before reading
+// write, or adopt: Delete removes a staged or archived version's own file
+// in models/ (see Delete for the crash ordering), nothing else. Open takes an exclusive flock on .ramanserve.lock before reading
 // anything, so a second process on the same directory stops at once (its
 // error names the holder's PID) without changing a byte. Start-up removes
 // regular files named with TempPrefix in the registry folder, models/,
@@ -100,6 +102,11 @@ type Registry struct {
 	restoreErr error    // set when the active model could not be restored at start-up; guarded by mu
 	problems   []string // what start-up could not fix, for health; guarded by mu
 	lock       *dirLock // the registry directory's exclusive lock; nil once closed
+
+	// deleteCommitted, when set (by the package's tests only), runs
+	// between a delete's index write and its file removal: the crash
+	// window the kill -9 test stops the process in.
+	deleteCommitted func()
 }
 
 type activeModel struct{ model inference.Model }
@@ -110,6 +117,11 @@ var versionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // ValidVersion reports whether v is an acceptable version name.
 func ValidVersion(v string) bool { return versionPattern.MatchString(v) && !strings.Contains(v, "..") }
+
+// ReservedVersion reports whether v is a name the management routes use
+// beside /model/{version} (POST /model/load, GET /model/list, GET
+// /model/info): no model is given one, so every version has its URL.
+func ReservedVersion(v string) bool { return v == "load" || v == "list" || v == "info" }
 
 // Open opens (creating if needed) the registry in dir and restores the
 // active model. Before it reads anything it takes the registry's exclusive
@@ -181,7 +193,8 @@ func (r *Registry) open(ctx context.Context) error {
 		return err
 	}
 	r.sweepTemp()
-	if adopted := r.adoptOrphans(ctx); adopted > 0 {
+	removed := r.finishRemovals(ctx)
+	if adopted := r.adoptOrphans(ctx); adopted > 0 || removed {
 		if state != indexOK {
 			r.log.Warn("index.json was missing or empty: rebuilt from the model files, all archived", "models", adopted)
 		}
@@ -365,6 +378,9 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 	if !ValidVersion(req.Version) {
 		return LoadResult{}, fmt.Errorf("%w: version %q is not a valid version name", inference.ErrModelNotFound, req.Version)
 	}
+	if req.Source == SourceFile && ReservedVersion(req.Version) {
+		return LoadResult{}, fmt.Errorf("%w: %q names a route (/model/%s); choose another version name", inference.ErrReservedVersion, req.Version, req.Version)
+	}
 	var (
 		entry *Entry
 		err   error
@@ -439,7 +455,7 @@ func (r *Registry) lookup(req LoadRequest) (*Entry, error) {
 	case e.Status == StatusActive:
 		// Reloading the active version is allowed whatever the source.
 	case string(e.Status) != string(want):
-		return nil, fmt.Errorf("%w: version %q is %s, not %s", inference.ErrModelNotFound, req.Version, e.Status, want)
+		return nil, fmt.Errorf("%w: version %q is %s, not %s; load it with source %q", inference.ErrModelStatusMismatch, req.Version, e.Status, want, e.Status)
 	}
 	c := *e
 	return &c, nil
@@ -521,6 +537,11 @@ type StagedModel struct {
 	Operator       string
 	SourceBatches  []string
 	Notes          string
+	// Lineage and figures of the training, recorded in the entry.
+	JobID             string
+	TrainingCSVSHA256 string
+	TrainingRows      int
+	Metrics           *Metrics
 	// Write writes the model file content; it receives the version chosen.
 	Write func(version string, w io.Writer) error
 }
@@ -546,6 +567,7 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		Version: version, Status: StatusStaged, File: relPath, SizeBytes: size, SHA256: sum,
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
 		Operator: m.Operator, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
+		JobID: m.JobID, TrainingCSVSHA256: m.TrainingCSVSHA256, TrainingRows: m.TrainingRows, Metrics: m.Metrics,
 	}
 	if err := writeIndex(r.dir, next); err != nil {
 		_ = os.Remove(full)

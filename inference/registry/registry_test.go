@@ -141,8 +141,8 @@ func TestLoadStagedArchivesPrevious(t *testing.T) {
 		}
 	}
 	// Archived is re-activated only with source archived.
-	if _, err := r.Load(context.Background(), LoadRequest{Version: v1, Source: SourceStaged}); !errors.Is(err, inference.ErrModelNotFound) {
-		t.Fatalf("staged load of an archived version: %v, want ErrModelNotFound", err)
+	if _, err := r.Load(context.Background(), LoadRequest{Version: v1, Source: SourceStaged}); !errors.Is(err, inference.ErrModelStatusMismatch) || errors.Is(err, inference.ErrModelNotFound) || !strings.Contains(err.Error(), "is archived") {
+		t.Fatalf("staged load of an archived version: %v, want ErrModelStatusMismatch naming archived", err)
 	}
 	if _, err := r.Load(context.Background(), LoadRequest{Version: v1, Source: SourceArchived}); err != nil {
 		t.Fatalf("archived load: %v", err)

@@ -33,6 +33,12 @@ func TestClassify(t *testing.T) {
 		// Others hold the budget: the same upload may fit later.
 		{&trainer.MemoryBudgetError{Rows: 0, Charged: 0, Need: 200, Limit: 1000}, ServerBusy, 503, true},
 		{trainer.ErrJobNotFound, JobNotFound, 404, false},
+		{fmt.Errorf("%w: v1 is archived, not staged", inference.ErrModelStatusMismatch), ModelStatusMismatch, 409, false},
+		{inference.ErrModelActive, ModelActive, 409, false},
+		{inference.ErrReservedVersion, InvalidRequest, 400, false},
+		{trainer.ErrJobFinished, JobFinished, 409, false},
+		{trainer.ErrInvalidCursor, InvalidCursor, 400, false},
+		{trainer.ErrCancelled, Cancelled, 409, false},
 		{New(MissingPart, 0, "no csv"), MissingPart, 400, false},
 		{errors.New("disk on fire"), InternalError, 500, false},
 		// The registry's wrapping: sentinel, then the write's *PathError.

@@ -53,6 +53,16 @@ type Meta struct {
 	Operator      string   `json:"operator"`
 	SourceBatches []string `json:"source_batches,omitempty"`
 	Notes         string   `json:"notes,omitempty"`
+	// CSVSHA256 is the hex SHA-256 of the CSV part exactly as uploaded.
+	CSVSHA256 string `json:"csv_sha256,omitempty"`
+}
+
+// Lineage is what Publish records with a model: the upload's Meta, the
+// job that trained it and its row count.
+type Lineage struct {
+	Meta
+	JobID string
+	Rows  int
 }
 
 // Result is what a done job produced.
@@ -102,7 +112,7 @@ func (j *Job) Elapsed(now time.Time) time.Duration {
 
 // PublishFunc stores a trained model (as staged, in the registry) and
 // returns its version and artifact path.
-type PublishFunc func(ctx context.Context, res *trainer.Result, meta Meta) (version, artifactPath string, err error)
+type PublishFunc func(ctx context.Context, res *trainer.Result, lineage Lineage) (version, artifactPath string, err error)
 
 // Options configure a Manager.
 type Options struct {
@@ -143,8 +153,9 @@ type Manager struct {
 	// slots counts reservations, queued jobs and the running job; at most
 	// QueueSize + 1 (the running job's slot and QueueSize waiting ones).
 	slots   int
-	running bool // the worker holds a job taken off pending (one of the slots)
-	closing bool // Close began: no job starts any more
+	running bool  // the worker holds a job taken off pending (one of the slots)
+	current *task // that job, nil when none
+	closing bool  // Close began: no job starts any more
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -154,6 +165,11 @@ type task struct {
 	id      string
 	ds      *trainer.Dataset
 	charged int64 // bytes of the budget the job holds
+
+	// Set when the worker takes the task (under m.mu):
+	cancel     context.CancelFunc // stops the training (Cancel)
+	publishing bool               // the job can no longer be cancelled: its model is being staged
+	ended      chan struct{}      // closed once the slot and memory are given back
 }
 
 // Reservation is an upload's claim on a queue slot, taken before its body
@@ -270,6 +286,8 @@ func defaultClassify(err error) string {
 	switch {
 	case errors.Is(err, trainer.ErrTrainingDiverged):
 		return "TRAINING_DIVERGED"
+	case errors.Is(err, trainer.ErrCancelled):
+		return "CANCELLED"
 	case errors.Is(err, trainer.ErrInterrupted), errors.Is(err, context.Canceled):
 		return "INTERRUPTED"
 	}
@@ -371,7 +389,7 @@ func (m *Manager) requeue(j *Job) error {
 		m.releaseBytes(c.charged)
 		return fmt.Errorf("its saved data set could not be read (%v)", err)
 	}
-	m.pending = append(m.pending, &task{id: j.ID, ds: ds, charged: c.charged})
+	m.pending = append(m.pending, &task{id: j.ID, ds: ds, charged: c.charged, ended: make(chan struct{})})
 	m.slots++
 	m.log.Info("training job queued again after a restart", "job", j.ID, "samples", ds.Len())
 	return nil
@@ -490,7 +508,7 @@ func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *traine
 	}
 	r.done = true
 	m.jobs[j.ID] = j
-	m.pending = append(m.pending, &task{id: j.ID, ds: ds, charged: r.charged})
+	m.pending = append(m.pending, &task{id: j.ID, ds: ds, charged: r.charged, ended: make(chan struct{})})
 	m.signal()
 	return *j, nil
 }
@@ -512,18 +530,6 @@ func (m *Manager) Get(ctx context.Context, id string) (Job, error) {
 		return Job{}, fmt.Errorf("%w: %q", trainer.ErrJobNotFound, id)
 	}
 	return *j, nil
-}
-
-// List returns every job, newest first.
-func (m *Manager) List() []Job {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]Job, 0, len(m.jobs))
-	for _, j := range m.jobs {
-		out = append(out, *j)
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].SubmittedAt.After(out[b].SubmittedAt) })
-	return out
 }
 
 // Close stops the worker: no queued job starts any more, a running
@@ -564,7 +570,7 @@ func (m *Manager) Close(ctx context.Context) error {
 func (m *Manager) work(ctx context.Context) {
 	defer m.wg.Done()
 	for {
-		t := m.next()
+		t, jobCtx := m.next(ctx)
 		if t == nil {
 			select {
 			case <-ctx.Done():
@@ -573,25 +579,32 @@ func (m *Manager) work(ctx context.Context) {
 				continue
 			}
 		}
-		m.run(ctx, t)
+		m.run(ctx, jobCtx, t)
 		m.finish(t)
 	}
 }
 
-// next takes the oldest queued job, or nil when there is none or Close
-// began (checked under the lock Close sets closing with, so no job starts
-// after it).
-func (m *Manager) next() *task {
+// next takes the oldest queued job and marks it running, or returns nil
+// when there is none or Close began (checked under the lock Close sets
+// closing with, so no job starts after it). The job's own context, a
+// child of ctx, is what Cancel stops.
+func (m *Manager) next(ctx context.Context) (*task, context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing || len(m.pending) == 0 {
-		return nil
+		return nil, nil
 	}
 	t := m.pending[0]
 	m.pending[0] = nil
 	m.pending = m.pending[1:]
-	m.running = true
-	return t
+	m.running, m.current = true, t
+	now := m.opts.Now()
+	j := m.jobs[t.id]
+	j.Status, j.StartedAt = Running, &now
+	m.persistOrKeep(j)
+	jobCtx, cancel := context.WithCancel(ctx)
+	t.cancel = cancel
+	return t, jobCtx
 }
 
 // finish releases a job's slot and memory and deletes its spool, if a
@@ -606,47 +619,170 @@ func (m *Manager) finish(t *task) {
 	m.releaseBytes(t.charged)
 	m.mu.Lock()
 	m.slots--
-	m.running = false
+	m.running, m.current = false, nil
 	m.mu.Unlock()
 	t.ds = nil
+	close(t.ended)
 }
 
 // progressShare is the part of the progress bar the fits take; the rest is
 // publishing the model, so 1.0 means done.
 const progressShare = 0.99
 
-func (m *Manager) run(ctx context.Context, t *task) {
-	now := m.opts.Now()
-	m.update(t.id, func(j *Job) { j.Status, j.StartedAt = Running, &now })
+// run trains t under its own context (Cancel stops it), then stages the
+// model unless the job was cancelled. Which of the two wins is decided
+// under m.mu (see commitToPublish): a cancelled job stages nothing, and a
+// job whose model is being staged can no longer be cancelled.
+func (m *Manager) run(ctx, jobCtx context.Context, t *task) {
+	defer t.cancel()
+	started := m.opts.Now()
 	workers, extra := m.workers(t.ds)
 	defer m.releaseBytes(extra)
 	m.log.Info("training started", "job", t.id, "samples", t.ds.Len(), "workers", workers)
 
-	res, err := m.train(ctx, t, workers)
+	res, err := m.train(jobCtx, t, workers)
 	var version, path string
 	if err == nil {
-		version, path, err = m.opts.Publish(ctx, res, m.meta(t.id))
+		var lineage Lineage
+		if lineage, err = m.commitToPublish(t); err == nil {
+			// The manager's context, not the job's: Cancel no longer
+			// applies, and a half-staged model must not be cut short.
+			version, path, err = m.opts.Publish(ctx, res, lineage)
+		}
 	}
 	finished := m.opts.Now()
 	if err != nil {
-		failure := Failure{Code: m.opts.Classify(err), Message: err.Error()}
-		if ctx.Err() != nil {
-			// Close cancelled the job: that, not the error it surfaced
-			// as (context canceled, mid-fold), is why it failed.
-			failure = Failure{Code: m.opts.Classify(trainer.ErrInterrupted),
-				Message: "the server shut down while this job was running; upload the data again"}
-		}
-		m.update(t.id, func(j *Job) {
-			j.Status, j.FinishedAt, j.Error = Failed, &finished, &failure
-		})
-		m.log.Warn("training failed", "job", t.id, "code", failure.Code, "err", err)
+		m.fail(ctx, t, err, finished)
 		return
 	}
 	m.update(t.id, func(j *Job) {
 		j.Status, j.FinishedAt, j.Progress = Done, &finished, 1
 		j.Result = &Result{NewVersion: version, ArtifactPath: path, RMSE: res.Params.Meta.RMSE, R2: res.Params.Meta.R2, Components: res.Components}
 	})
-	m.log.Info("training done", "job", t.id, "version", version, "components", res.Components, "elapsed", finished.Sub(now))
+	m.log.Info("training done", "job", t.id, "version", version, "components", res.Components, "elapsed", finished.Sub(started))
+}
+
+// commitToPublish decides, under m.mu, that t's model is staged: from
+// here on Cancel answers JOB_FINISHED. A job Cancel already ended stages
+// nothing (trainer.ErrCancelled).
+func (m *Manager) commitToPublish(t *task) (Lineage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j := m.jobs[t.id]
+	if j.Status != Running {
+		return Lineage{}, trainer.ErrCancelled
+	}
+	t.publishing = true
+	return Lineage{Meta: j.Meta, JobID: j.ID, Rows: j.Samples}, nil
+}
+
+// fail records why a running job failed, unless Cancel already recorded
+// it as cancelled.
+func (m *Manager) fail(ctx context.Context, t *task, err error, finished time.Time) {
+	failure := Failure{Code: m.opts.Classify(err), Message: err.Error()}
+	if ctx.Err() != nil {
+		// Close cancelled the job: that, not the error it surfaced
+		// as (context canceled, mid-fold), is why it failed.
+		failure = Failure{Code: m.opts.Classify(trainer.ErrInterrupted),
+			Message: "the server shut down while this job was running; upload the data again"}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j := m.jobs[t.id]
+	if j.Status != Running {
+		return // cancelled: recorded by Cancel
+	}
+	j.Status, j.FinishedAt, j.Error = Failed, &finished, &failure
+	m.persistOrKeep(j)
+	m.log.Warn("training failed", "job", t.id, "code", failure.Code, "err", err)
+}
+
+// Cancel ends a queued or running job as failed with code CANCELLED and
+// returns its record. The record is written (or kept in memory and
+// retried, like every record) before Cancel returns. A queued job leaves
+// the queue at once, giving back its place, its memory and its saved data
+// set. A running job's training is stopped, and Cancel waits (until ctx
+// ends) for the worker to give back its place and memory, so that the
+// place is free when the caller hears of it. Nothing is staged for a
+// cancelled job. A job that ended, or whose model is already being staged,
+// is trainer.ErrJobFinished (the latter once staging ended); an unknown id
+// is trainer.ErrJobNotFound.
+func (m *Manager) Cancel(ctx context.Context, id string) (Job, error) {
+	m.mu.Lock()
+	j, ok := m.jobs[id]
+	if !ok {
+		m.mu.Unlock()
+		return Job{}, fmt.Errorf("%w: %q", trainer.ErrJobNotFound, id)
+	}
+	if t := m.current; t != nil && t.id == id {
+		return m.cancelRunning(ctx, t, j)
+	}
+	if j.Status != Queued {
+		defer m.mu.Unlock()
+		return Job{}, fmt.Errorf("%w: job %s is %s", trainer.ErrJobFinished, id, j.Status)
+	}
+	var t *task
+	for i, p := range m.pending {
+		if p.id == id {
+			t = p
+			m.pending = append(m.pending[:i], m.pending[i+1:]...)
+			break
+		}
+	}
+	if t == nil {
+		// Queued but neither waiting nor running: Close took it to
+		// save for the next start.
+		defer m.mu.Unlock()
+		return Job{}, fmt.Errorf("%w: job %s is being saved for the next start", trainer.ErrInterrupted, id)
+	}
+	m.recordCancelled(j)
+	m.slots--
+	out := *j
+	m.mu.Unlock()
+	m.releaseBytes(t.charged)
+	t.ds = nil
+	m.removeSpool(id)
+	m.log.Info("queued training job cancelled", "job", id)
+	return out, nil
+}
+
+// cancelRunning cancels the worker's job t (record j). Called with m.mu
+// held; it releases it.
+func (m *Manager) cancelRunning(ctx context.Context, t *task, j *Job) (Job, error) {
+	if t.publishing || j.Status != Running {
+		m.mu.Unlock()
+		// The job is staging its model: its end is moments away, and it
+		// is done (or failed), not cancelled.
+		select {
+		case <-t.ended:
+		case <-ctx.Done():
+			return Job{}, ctx.Err()
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return Job{}, fmt.Errorf("%w: job %s is %s", trainer.ErrJobFinished, j.ID, j.Status)
+	}
+	m.recordCancelled(j)
+	out := *j
+	t.cancel()
+	m.mu.Unlock()
+	m.log.Info("running training job cancelled", "job", j.ID)
+	select {
+	case <-t.ended:
+	case <-ctx.Done():
+	}
+	return out, nil
+}
+
+// recordCancelled marks j failed with code CANCELLED. Called with m.mu held.
+func (m *Manager) recordCancelled(j *Job) {
+	now := m.opts.Now()
+	j.Status, j.FinishedAt = Failed, &now
+	if j.StartedAt == nil {
+		j.StartedAt = &now
+	}
+	j.Error = &Failure{Code: m.opts.Classify(trainer.ErrCancelled), Message: "cancelled by POST /training/" + j.ID + "/cancel; nothing was staged"}
+	m.persistOrKeep(j)
 }
 
 // workers picks how many fits run in parallel: as many as configured when
@@ -693,6 +829,9 @@ func (m *Manager) train(ctx context.Context, t *task, workers int) (res *trainer
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		j := m.jobs[t.id]
+		if j.Status != Running {
+			return // cancelled
+		}
 		// Progress is reported as it is saved, every progressSaveInterval: a
 		// job that a crash interrupts then reads failed at the very
 		// progress a client last saw, never less.

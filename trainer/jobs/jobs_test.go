@@ -19,11 +19,11 @@ import (
 
 type publisher struct {
 	mu    sync.Mutex
-	calls []jobs.Meta
+	calls []jobs.Lineage
 	block chan struct{} // when set, Publish waits on it
 }
 
-func (p *publisher) publish(ctx context.Context, res *trainer.Result, meta jobs.Meta) (string, string, error) {
+func (p *publisher) publish(ctx context.Context, res *trainer.Result, lin jobs.Lineage) (string, string, error) {
 	if p.block != nil {
 		select {
 		case <-p.block:
@@ -33,7 +33,7 @@ func (p *publisher) publish(ctx context.Context, res *trainer.Result, meta jobs.
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls = append(p.calls, meta)
+	p.calls = append(p.calls, lin)
 	return "pls-test", "models/pls-test.npz", nil
 }
 

@@ -215,7 +215,7 @@ func TestCloseStartsNoQueuedJob(t *testing.T) {
 		dir := t.TempDir()
 		var published atomic.Int32
 		m, err := jobs.New(jobs.Options{Dir: dir, QueueSize: 4, Train: trainer.Options{Seed: 1, MaxComponents: 2},
-			Publish: func(ctx context.Context, res *trainer.Result, meta jobs.Meta) (string, string, error) {
+			Publish: func(ctx context.Context, res *trainer.Result, lin jobs.Lineage) (string, string, error) {
 				published.Add(1)
 				<-ctx.Done() // the first job holds the worker until Close
 				return "", "", ctx.Err()
@@ -351,7 +351,7 @@ func TestUnwritableRecordKeepsTheRealReason(t *testing.T) {
 	disk := &flakyDisk{}
 	pubErr := errors.New("publish: no space left on device")
 	m := open(t, jobs.Options{Dir: dir, QueueSize: 1, WriteFile: disk.write, RetryInterval: 50 * time.Millisecond,
-		Publish: func(ctx context.Context, res *trainer.Result, meta jobs.Meta) (string, string, error) {
+		Publish: func(ctx context.Context, res *trainer.Result, lin jobs.Lineage) (string, string, error) {
 			disk.set(true) // the disk goes read-only while the job runs
 			return "", "", pubErr
 		}})
