@@ -349,3 +349,42 @@ func TestDeleteSurvivesKill9(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteRemovesOnlyTheBytesItRecorded: a file that no longer holds
+// the bytes the entry recorded (replaced by hand before the delete, or
+// in the window between the index write and the unlink) is not the
+// registry's to remove: it stays, with its sidecar, and the next start
+// adopts it, as start-up does for a crash in that window.
+func TestDeleteRemovesOnlyTheBytesItRecorded(t *testing.T) {
+	for _, when := range []string{"before", "window"} {
+		t.Run(when, func(t *testing.T) {
+			dir := t.TempDir()
+			r := newTestRegistry(t, dir, nil)
+			v := addStaged(t, r, 1, time.Now())
+			p := filepath.Join(dir, "models", v+".npz")
+			replace := func() {
+				if err := os.WriteFile(p, []byte("const:8"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if when == "before" {
+				replace()
+			} else {
+				r.deleteCommitted = replace
+			}
+			if err := r.Delete(context.Background(), v); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Describe(v); !errors.Is(err, inference.ErrModelNotFound) {
+				t.Fatalf("entry still there: %v", err)
+			}
+			if b, err := os.ReadFile(p); err != nil || string(b) != "const:8" {
+				t.Fatalf("the replacing file was removed: %q %v", b, err)
+			}
+			r2 := reopen(t, r, nil)
+			if _, entries := r2.List(); len(entries) != 1 || entries[0].Status != StatusArchived || entries[0].File != "models/"+v+".npz" {
+				t.Fatalf("replacing file not adopted: %+v", entries)
+			}
+		})
+	}
+}
