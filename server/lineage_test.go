@@ -1,0 +1,85 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"testing"
+
+	"ramanserve/gen"
+	"ramanserve/trainer"
+	"ramanserve/trainer/synth"
+)
+
+// recordingTraining keeps the CSV checksum of the upload it is handed.
+type recordingTraining struct {
+	quietTraining
+	sum chan string
+}
+
+func (r recordingTraining) Reserve(context.Context) (TrainingUpload, error) {
+	return recordingUpload(r), nil
+}
+
+type recordingUpload recordingTraining
+
+func (recordingUpload) TryAcquire(int64) bool { return true }
+func (recordingUpload) Release()              {}
+func (u recordingUpload) Submit(_ context.Context, _ *trainer.Dataset, _ gen.TrainingMeta, csvSHA256 string) (gen.TrainingJobAccepted, error) {
+	u.sum <- csvSHA256
+	return gen.TrainingJobAccepted{JobId: "j"}, nil
+}
+
+// TestTrainingCSVChecksumIsOfTheBytesAsUploaded: the lineage's
+// training_csv_sha256 is the SHA-256 of the csv part byte for byte, not of
+// what the parser kept of it: a BOM, CRLF line ends and blank lines after
+// the last row are all in it.
+func TestTrainingCSVChecksumIsOfTheBytesAsUploaded(t *testing.T) {
+	var plain bytes.Buffer
+	if err := synth.New(synth.Config{Seed: 3}).WriteCSV(context.Background(), &plain, 12); err != nil {
+		t.Fatal(err)
+	}
+	variants := map[string][]byte{
+		"plain": plain.Bytes(),
+		"bom, crlf, trailing blank lines": append(append([]byte("\xef\xbb\xbf"),
+			bytes.ReplaceAll(plain.Bytes(), []byte("\n"), []byte("\r\n"))...), "\r\n\r\n\n"...),
+	}
+	for name, csv := range variants {
+		t.Run(name, func(t *testing.T) {
+			svc := recordingTraining{sum: make(chan string, 1)}
+			h, err := NewHTTPHandler(&API{Training: svc}, HTTPConfig{}, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			var body bytes.Buffer
+			mw := multipart.NewWriter(&body)
+			meta, _ := mw.CreatePart(textproto.MIMEHeader{"Content-Disposition": {`form-data; name="meta"`}, "Content-Type": {"application/json"}})
+			io.WriteString(meta, `{"operator":"op"}`)
+			part, _ := mw.CreateFormFile("csv", "t.csv")
+			part.Write(csv)
+			mw.Close()
+			resp, err := http.Post(srv.URL+"/training/start", mw.FormDataContentType(), &body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("upload: %d %s", resp.StatusCode, got)
+			}
+			want := sha256.Sum256(csv)
+			if sum := <-svc.sum; sum != hex.EncodeToString(want[:]) {
+				t.Fatalf("csv sha256 %s, want %s (of the %d bytes uploaded)", sum, hex.EncodeToString(want[:]), len(csv))
+			}
+		})
+	}
+}
