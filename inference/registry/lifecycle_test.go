@@ -388,3 +388,77 @@ func TestDeleteRemovesOnlyTheBytesItRecorded(t *testing.T) {
 		})
 	}
 }
+
+// tmpfsDir mounts a small tmpfs for the test, or skips without root or
+// CAP_SYS_ADMIN.
+func tmpfsDir(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a tmpfs: needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, out)
+	}
+	t.Cleanup(func() {
+		if err := exec.Command("umount", dir).Run(); err != nil {
+			exec.Command("umount", "-l", dir).Run()
+		}
+	})
+	return dir
+}
+
+// TestDeleteOnAFullOrReadOnlyDisk: a delete whose index write the disk
+// refuses (ENOSPC, EROFS) fails with that errno (507 on the HTTP side)
+// and deletes nothing: the entry and its file stay, and the version still
+// loads once the disk takes writes.
+func TestDeleteOnAFullOrReadOnlyDisk(t *testing.T) {
+	disk := tmpfsDir(t)
+	dir := filepath.Join(disk, "registry")
+	r := newTestRegistry(t, dir, nil)
+	v := addStaged(t, r, 1, time.Now())
+	p := filepath.Join(dir, "models", v+".npz")
+	stillThere := func(errno syscall.Errno, err error) {
+		t.Helper()
+		if !errors.Is(err, inference.ErrRegistry) || !errors.Is(err, errno) {
+			t.Fatalf("delete: %v, want ErrRegistry wrapping %v", err, errno)
+		}
+		if _, err := r.Describe(v); err != nil {
+			t.Fatalf("entry gone after a failed delete: %v", err)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != "const:1" {
+			t.Fatalf("file after a failed delete: %q %v", b, err)
+		}
+	}
+
+	filler := filepath.Join(disk, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chunk := make([]byte, 4096); ; {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	f.Close()
+	stillThere(syscall.ENOSPC, r.Delete(context.Background(), v))
+	os.Remove(filler)
+
+	if out, err := exec.Command("mount", "--bind", dir, dir).CombinedOutput(); err != nil {
+		t.Fatalf("bind mount: %v: %s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,ro,bind", dir).CombinedOutput(); err != nil {
+		exec.Command("umount", dir).Run()
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	err = r.Delete(context.Background(), v)
+	if out, uerr := exec.Command("umount", dir).CombinedOutput(); uerr != nil {
+		t.Fatalf("umount: %v: %s", uerr, out)
+	}
+	stillThere(syscall.EROFS, err)
+
+	if _, err := r.Load(context.Background(), LoadRequest{Version: v, Source: SourceStaged}); err != nil {
+		t.Fatalf("load after the failed deletes: %v", err)
+	}
+}
