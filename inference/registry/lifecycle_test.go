@@ -462,3 +462,39 @@ func TestDeleteOnAFullOrReadOnlyDisk(t *testing.T) {
 		t.Fatalf("load after the failed deletes: %v", err)
 	}
 }
+
+// TestDeletedNameIsReusable: a deleted version's name can be imported
+// again, with the same bytes or others, and the new model is kept across
+// a restart (the deleted file's removal record does not take it).
+func TestDeletedNameIsReusable(t *testing.T) {
+	for _, content := range []string{"const:4", "const:5"} {
+		t.Run(content, func(t *testing.T) {
+			dir := t.TempDir()
+			r := newTestRegistry(t, dir, nil)
+			ctx := context.Background()
+			src := filepath.Join(dir, "import", "m.joblib")
+			os.WriteFile(src, []byte("const:4"), 0o644)
+			if _, err := r.Load(ctx, LoadRequest{Version: "imp", Source: SourceFile, Path: src}); err != nil {
+				t.Fatal(err)
+			}
+			other := addStaged(t, r, 1, time.Now())
+			if _, err := r.Load(ctx, LoadRequest{Version: other, Source: SourceStaged}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Delete(ctx, "imp"); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(src, []byte(content), 0o644)
+			if _, err := r.Load(ctx, LoadRequest{Version: "imp", Source: SourceFile, Path: src}); err != nil {
+				t.Fatalf("import under the deleted name: %v", err)
+			}
+			r2 := reopen(t, r, nil)
+			if got := activeValue(t, r2); fmt.Sprint(got) != strings.TrimPrefix(content, "const:") {
+				t.Fatalf("active after restart: %v, want %s", got, content)
+			}
+			if e, err := r2.Describe("imp"); err != nil || e.Status != StatusActive {
+				t.Fatalf("imp after restart: %+v %v", e, err)
+			}
+		})
+	}
+}
