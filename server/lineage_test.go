@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
+	"strings"
 	"testing"
 
 	"ramanserve/gen"
@@ -81,5 +83,30 @@ func TestTrainingCSVChecksumIsOfTheBytesAsUploaded(t *testing.T) {
 				t.Fatalf("csv sha256 %s, want %s (of the %d bytes uploaded)", sum, hex.EncodeToString(want[:]), len(csv))
 			}
 		})
+	}
+}
+
+// TestTrainingListQueryErrors: a query parameter that cannot be read
+// (not an integer, given twice) is 400 INVALID_REQUEST naming it, as the
+// contract says, never MALFORMED_JSON: GET /training has no body.
+func TestTrainingListQueryErrors(t *testing.T) {
+	h, err := newHTTPHandler(&API{Training: quietTraining{}}, HTTPConfig{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, q := range []string{"limit=abc", "limit=1.5", "limit=1&limit=2", "status=done&status=failed"} {
+		resp, err := http.Get(srv.URL + "/training?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e gen.ErrorResponse
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		name, _, _ := strings.Cut(q, "=")
+		if resp.StatusCode != http.StatusBadRequest || e.Code != "INVALID_REQUEST" || !strings.Contains(e.Message, name) || strings.Contains(e.Message, "body") {
+			t.Errorf("GET /training?%s: %d %s %q, want 400 INVALID_REQUEST naming %s", q, resp.StatusCode, e.Code, e.Message, name)
+		}
 	}
 }
