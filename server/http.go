@@ -419,7 +419,10 @@ func limitUpload(limit int64) echo.MiddlewareFunc {
 func restoreBody(r *http.Request, body io.ReadCloser) { r.Body = body }
 
 // validateRequests checks every JSON route's request against the contract.
-// Requests that match no route pass through, so echo answers 404 or 405.
+// A request on a known path with another method passes through, so echo
+// answers 405 with Allow. A path the contract does not have is 404 here:
+// echo's router would take /model/a/b for version "a/b", and no handler
+// may see a parameter the contract's pattern was not checked against.
 func validateRequests(router routers.Router) echo.MiddlewareFunc {
 	opts := &openapi3filter.Options{
 		MultiError:         false,
@@ -432,6 +435,9 @@ func validateRequests(router routers.Router) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
 			route, params, err := router.FindRoute(req)
+			if errors.Is(err, routers.ErrPathNotFound) {
+				return echo.ErrNotFound
+			}
 			// oapi-codegen's embedded spec capitalises operation ids.
 			if err != nil || strings.EqualFold(route.Operation.OperationID, uploadOperation) {
 				return next(c)

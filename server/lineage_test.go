@@ -110,3 +110,32 @@ func TestTrainingListQueryErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsOutsideTheContractAreNotFound: a path the contract does not
+// have is 404 NOT_FOUND even where the router would take the rest of it
+// for a parameter (/model/a/b as version "a/b"): no handler sees a value
+// the contract's pattern was never checked against.
+func TestPathsOutsideTheContractAreNotFound(t *testing.T) {
+	h, err := newHTTPHandler(&API{Training: quietTraining{}}, HTTPConfig{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, mp := range [][2]string{
+		{"GET", "/model/a/b"}, {"DELETE", "/model/list/"}, {"GET", "/model/x/"}, {"DELETE", "/model/" + strings.Repeat("a", 80) + "/"},
+		{"GET", "/training/a/b"}, {"POST", "/training/a/b/cancel"},
+	} {
+		req, _ := http.NewRequest(mp[0], srv.URL+mp[1], nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e gen.ErrorResponse
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || e.Code != "NOT_FOUND" {
+			t.Errorf("%s %s: %d %s %q, want 404 NOT_FOUND", mp[0], mp[1], resp.StatusCode, e.Code, e.Message)
+		}
+	}
+}
