@@ -498,3 +498,41 @@ func TestDeletedNameIsReusable(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRepairAfterACrashMidDelete: `registry check -repair` after a
+// process died between a delete's index write and its unlink removes the
+// deleted version's file (it still has the recorded bytes) and clears the
+// removal list; the next start lists nothing and adopts nothing.
+func TestCheckRepairAfterACrashMidDelete(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	v := addStaged(t, r, 1, time.Now())
+	r.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDeleteCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	if err := cmd.Run(); err == nil {
+		t.Fatal("child not killed")
+	}
+	p := filepath.Join(dir, "models", v+".npz")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the kill came after the unlink: %v", err)
+	}
+	opts := Options{Openers: map[string]OpenFunc{".npz": openConst(nil)}}
+	if _, err := Check(context.Background(), dir, opts, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("repair left the deleted version's file: %v", err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, indexFile))
+	if strings.Contains(string(raw), `"removing"`) {
+		t.Fatalf("index still lists removals after repair: %s", raw)
+	}
+	if rep, err := Check(context.Background(), dir, opts, false); err != nil || len(rep.Findings) != 0 {
+		t.Fatalf("check after repair: %v %+v", err, rep)
+	}
+	r2 := newTestRegistry(t, dir, nil)
+	if _, entries := r2.List(); len(entries) != 0 {
+		t.Fatalf("after repair and restart: %+v", entries)
+	}
+}
