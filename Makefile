@@ -14,7 +14,7 @@ FUZZMINIMIZE  ?= 5s
 # sessions, jobs); every test run doubles as a data-race check.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 14m
 
-.PHONY: all build run test test-go test-examples test-clients deps deps-c generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run test test-go test-examples test-clients deps deps-c deps-node generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -49,6 +49,26 @@ deps-c:
 		echo "deps-c: installing gcc pkg-config libzmq3-dev $$MSGPACK"; \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends gcc libc6-dev pkg-config libzmq3-dev $$MSGPACK >/dev/null; \
 		pkg-config --exists libzmq && { pkg-config --exists msgpack-c || pkg-config --exists msgpack; }; \
+	fi
+
+## deps-node: node and npm for test-clients, from Debian when missing
+# NODE_MIN is the oldest node the pinned generators accept: the "engines"
+# of @hey-api/openapi-ts in conformance/clients/testdata/ts/package-lock.json.
+# Debian 13 (trixie) ships it; Debian 12's nodejs is 18, too old: there,
+# install NodeSource's nodejs 20 or 22 (which brings npm) and run again.
+NODE_MIN ?= 20.19
+deps-node:
+	@node_ok() { command -v node >/dev/null && node -e 'const [a,b]=process.versions.node.split(".").map(Number), [x,y]=process.argv[1].split(".").map(Number); process.exit(a>x||(a===x&&b>=y)?0:1)' $(NODE_MIN); }; \
+	if node_ok && command -v npm >/dev/null; then \
+		echo "deps-node: node $$(node --version) and npm $$(npm --version) present"; \
+	else \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		PKGS="$$(command -v node >/dev/null || echo nodejs) $$(command -v npm >/dev/null || echo npm)"; \
+		if [ -n "$${PKGS// /}" ]; then \
+			echo "deps-node: installing $$PKGS"; \
+			$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$PKGS >/dev/null; \
+		fi; \
+		node_ok && command -v npm >/dev/null || { echo "deps-node: node >= $(NODE_MIN) and npm are needed; found node $$(node --version 2>/dev/null || echo none)" >&2; exit 1; }; \
 	fi
 
 ## test-examples: compile examples/c (-Wall -Wextra -Werror) and run it against a real server
@@ -91,7 +111,7 @@ test-go:
 ## consumer would, compile them and smoke-test each against an in-process server.
 ## The generators come pinned: oapi-codegen from go.mod, the npm packages from
 ## conformance/clients/testdata/ts/package-lock.json (npm ci).
-test-clients:
+test-clients: deps-node
 	cd conformance/clients/testdata/ts && npm ci --no-audit --no-fund --loglevel=error
 	set -o pipefail; RAMANSERVE_TEST_CLIENTS=1 $(GO) test $(GOTEST_FLAGS) -v -run '^TestGeneratedClients$$' ./conformance/clients | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
 

@@ -93,6 +93,8 @@ func TestErrorEnvelopeOnEveryFailure(t *testing.T) {
 		{"null source names the field", "POST", "/model/load", "application/json", []byte(`{"version":"a","source":null}`), 400, "INVALID_REQUEST", "source", false},
 		{"unrepresentable number names the field", "POST", "/model/load", "application/json", []byte(`{"version":"a","path":1` + strings.Repeat("0", 400) + `}`), 400, "INVALID_REQUEST", `"path": value is not a valid string`, false},
 		{"over-long job id names the parameter", "GET", "/training/" + strings.Repeat("j", 129), "", nil, 400, "INVALID_REQUEST", `parameter "jobId"`, false},
+		{"non-integer limit names the parameter", "GET", "/training?limit=abc", "", nil, 400, "INVALID_REQUEST", `parameter "limit"`, false},
+		{"repeated limit names the parameter", "GET", "/training?limit=1&limit=2", "", nil, 400, "INVALID_REQUEST", "parameter limit", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

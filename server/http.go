@@ -419,7 +419,10 @@ func limitUpload(limit int64) echo.MiddlewareFunc {
 func restoreBody(r *http.Request, body io.ReadCloser) { r.Body = body }
 
 // validateRequests checks every JSON route's request against the contract.
-// Requests that match no route pass through, so echo answers 404 or 405.
+// A request on a known path with another method passes through, so echo
+// answers 405 with Allow. A path the contract does not have is 404 here:
+// echo's router would take /model/a/b for version "a/b", and no handler
+// may see a parameter the contract's pattern was not checked against.
 func validateRequests(router routers.Router) echo.MiddlewareFunc {
 	opts := &openapi3filter.Options{
 		MultiError:         false,
@@ -432,6 +435,9 @@ func validateRequests(router routers.Router) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
 			route, params, err := router.FindRoute(req)
+			if errors.Is(err, routers.ErrPathNotFound) {
+				return echo.ErrNotFound
+			}
 			// oapi-codegen's embedded spec capitalises operation ids.
 			if err != nil || strings.EqualFold(route.Operation.OperationID, uploadOperation) {
 				return next(c)
@@ -512,6 +518,12 @@ func validationError(err error) error {
 			"request body must be application/json")
 	}
 	var parseErr *openapi3filter.ParseError
+	if errors.As(err, &parseErr) && reqErr.Parameter != nil {
+		// A parameter's value is not of its type (limit=abc): the
+		// request is invalid, its body (if any) is not the problem.
+		return contract.New(contract.InvalidRequest, http.StatusBadRequest,
+			fmt.Sprintf("%s parameter %q: %s", reqErr.Parameter.In, reqErr.Parameter.Name, parseErr.Error()))
+	}
 	if errors.As(err, &parseErr) {
 		return contract.New(contract.MalformedJSON, http.StatusBadRequest, "request body is not valid JSON: "+parseErr.Error())
 	}
@@ -592,6 +604,21 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	}
 }
 
+// generatedParamError starts the message of the generated handlers' 400
+// for a parameter they cannot bind (given twice, say); the validator has
+// already passed it.
+const generatedParamError = "Invalid format for parameter "
+
+// badRequestOf codes a 400 the router or the generated handlers raised: a
+// parameter that cannot be bound is INVALID_REQUEST naming it, anything
+// else is a body that could not be decoded.
+func badRequestOf(he *echo.HTTPError) (contract.Code, string) {
+	if m, ok := he.Message.(string); ok && strings.HasPrefix(m, generatedParamError) {
+		return contract.InvalidRequest, "parameter " + strings.TrimPrefix(m, generatedParamError)
+	}
+	return contract.MalformedJSON, fmt.Sprint("request body could not be decoded: ", he.Message)
+}
+
 func errorBody(err error) (gen.ErrorResponse, int) {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
@@ -606,7 +633,7 @@ func errorBody(err error) (gen.ErrorResponse, int) {
 		case http.StatusUnsupportedMediaType:
 			code, msg = contract.UnsupportedMediaType, "unsupported content type"
 		case http.StatusBadRequest:
-			code, msg = contract.MalformedJSON, fmt.Sprint("request body could not be decoded: ", he.Message)
+			code, msg = badRequestOf(he)
 		}
 		if code == contract.InternalError {
 			return gen.ErrorResponse{Code: string(code), Message: msg, Retryable: ptr(false)}, http.StatusInternalServerError

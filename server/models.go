@@ -35,14 +35,18 @@ func (a *API) DeleteModel(ctx context.Context, req gen.DeleteModelRequestObject)
 	return gen.DeleteModel204Response{}, nil
 }
 
-// reservedRouteMethods are the routes beside /model/{version} and their
-// methods: the registry gives no version these names, so another method
-// on them is 405 METHOD_NOT_ALLOWED (as the router answers for a route
-// with no parameter), not a version lookup.
-var reservedRouteMethods = map[string]string{
-	"/model/load": http.MethodPost,
-	"/model/list": http.MethodGet,
-	"/model/info": http.MethodGet,
+// reservedRouteAllow is the method of a route beside /model/{version}
+// (its Allow header), "" for any other path: the registry gives no version
+// these names, so another method on them is 405 METHOD_NOT_ALLOWED (as the
+// router answers for a route with no parameter), not a version lookup.
+func reservedRouteAllow(path string) string {
+	switch path {
+	case "/model/load":
+		return http.MethodPost
+	case "/model/list", "/model/info":
+		return http.MethodGet
+	}
+	return ""
 }
 
 func reservedRoute(method, version string) error {
@@ -50,12 +54,8 @@ func reservedRoute(method, version string) error {
 		return nil
 	}
 	return contract.New(contract.MethodNotAllowed, http.StatusMethodNotAllowed,
-		fmt.Sprintf("method %s not allowed on /model/%s (%s only); %q is a route, never a version", method, version, reservedRouteMethods["/model/"+version], version))
+		fmt.Sprintf("method %s not allowed on /model/%s (%s only); %q is a route, never a version", method, version, reservedRouteAllow("/model/"+version), version))
 }
-
-// reservedRouteAllow is the Allow header of a 405 on a reserved route, ""
-// for any other path.
-func reservedRouteAllow(path string) string { return reservedRouteMethods[path] }
 
 // versionNotFound makes an unknown version 404 on the /model/{version}
 // routes (a load naming one is 400, in the shared table).

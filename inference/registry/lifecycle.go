@@ -51,8 +51,10 @@ func (r *Registry) Describe(version string) (Entry, error) {
 // write leaves the version listed with its file, as if the delete had not
 // been asked.
 //
-// Only a regular file at the entry's own path in models/ is removed,
-// never a symbolic link or special file put in its place, never a file
+// Only a regular file at the entry's own path in models/ that still has
+// the size and checksum the entry recorded is removed, never a file
+// replaced by hand since, a symbolic link or special file put in its place
+// (each is left for start-up to adopt or quarantine), never a file
 // another entry also names, never an import's original path (the entry
 // names the registry's copy) and never anything in quarantine/.
 func (r *Registry) Delete(ctx context.Context, version string) error {
@@ -74,7 +76,7 @@ func (r *Registry) Delete(ctx context.Context, version string) error {
 	if r.deleteCommitted != nil {
 		r.deleteCommitted()
 	}
-	r.removeFile(rm)
+	r.removeFile(ctx, rm)
 	r.mu.Lock()
 	r.ix.Removing = withoutRemoval(r.ix.Removing, rm.File)
 	r.mu.Unlock()
@@ -122,26 +124,35 @@ func withoutRemoval(list []removal, file string) []removal {
 	return out
 }
 
-// removeFile unlinks a deleted entry's file, and a .joblib's sidecar. The
-// file is first renamed to a temp name in models/ (one atomic step that
-// takes whatever is at the path), then checked to be a regular file
-// before it is unlinked; anything else is put back where it was and left
-// to start-up (which quarantines what it cannot read).
-func (r *Registry) removeFile(rm removal) {
+// removeFile unlinks a deleted entry's file, and a .joblib's sidecar,
+// when the file still holds the bytes the entry recorded. The file is
+// first renamed to a temp name in models/ (one atomic step that takes
+// whatever is at the path), then checked to be a regular file with the
+// recorded size and checksum before it is unlinked; anything else (a
+// symbolic link, a special file, a file replaced by hand) is put back
+// where it was, with its sidecar, and left to start-up, which adopts or
+// quarantines it. The delete is committed: the check runs to its end
+// even if the caller has gone.
+func (r *Registry) removeFile(ctx context.Context, rm removal) {
+	ctx = context.WithoutCancel(ctx)
 	dir := filepath.Join(r.dir, modelsDir)
 	name := strings.TrimPrefix(rm.File, modelsDir+"/")
-	for _, n := range []string{name, name + ".json"} {
-		if n != name && filepath.Ext(name) != ".joblib" {
-			continue
-		}
-		if err := r.unlinkOwn(dir, n); err != nil {
-			r.log.Warn("deleted model's file not removed", "file", modelsDir+"/"+n, "err", err)
+	if err := r.unlinkOwn(ctx, dir, name, rm); err != nil {
+		r.log.Warn("deleted model's file not removed", "file", rm.File, "err", err)
+		return
+	}
+	if filepath.Ext(name) == ".joblib" {
+		if err := r.unlinkOwn(ctx, dir, name+".json", removal{}); err != nil {
+			r.log.Warn("deleted model's sidecar not removed", "file", rm.File+".json", "err", err)
 		}
 	}
 	_ = SyncDir(dir)
 }
 
-func (r *Registry) unlinkOwn(dir, name string) error {
+// unlinkOwn removes dir/name when it is a regular file and, for a model
+// file (rm.File set), still has rm's size and checksum. A missing file is
+// not an error.
+func (r *Registry) unlinkOwn(ctx context.Context, dir, name string, rm removal) error {
 	src := filepath.Join(dir, name)
 	tmp := filepath.Join(dir, TempPrefix+"deleting-"+name)
 	if err := os.Rename(src, tmp); err != nil {
@@ -150,18 +161,30 @@ func (r *Registry) unlinkOwn(dir, name string) error {
 		}
 		return err
 	}
-	st, err := os.Lstat(tmp)
-	if err == nil && !st.Mode().IsRegular() {
-		// Not a file the registry wrote: put it back untouched.
-		if rerr := os.Rename(tmp, src); rerr != nil {
-			return fmt.Errorf("%s is not a regular file and could not be put back: %w", name, rerr)
-		}
-		return fmt.Errorf("%s is not a regular file; left in place", name)
+	why := ""
+	if st, err := os.Lstat(tmp); err != nil {
+		why = err.Error()
+	} else if !st.Mode().IsRegular() {
+		why = "not a regular file"
+	} else if rm.File != "" && !unchangedSince(ctx, tmp, rm) {
+		why = "not the bytes the registry recorded (replaced since it was written)"
 	}
-	if err != nil {
-		return err
+	if why == "" {
+		return os.Remove(tmp)
 	}
-	return os.Remove(tmp)
+	// Not the file the registry wrote: put it back untouched.
+	if err := os.Rename(tmp, src); err != nil {
+		return fmt.Errorf("%s is %s and could not be put back: %w", name, why, err)
+	}
+	return fmt.Errorf("%s is %s; left in place", name, why)
+}
+
+// unchangedSince reports whether the regular file at path has the size
+// and checksum recorded in rm (a removal recorded without a checksum, from
+// an entry that had none, is matched by size).
+func unchangedSince(ctx context.Context, path string, rm removal) bool {
+	size, sum, _, err := digest(ctx, path, max(rm.SizeBytes, 0))
+	return err == nil && size == rm.SizeBytes && (rm.SHA256 == "" || sum == rm.SHA256)
 }
 
 // finishRemovals, at start-up, removes the files of entries deleted just
@@ -182,14 +205,14 @@ func (r *Registry) finishRemovals(ctx context.Context) bool {
 			continue
 		}
 		full := filepath.Join(r.dir, filepath.FromSlash(rm.File))
-		size, sum, _, err := digest(ctx, full, max(rm.SizeBytes, 0))
-		if err != nil || size != rm.SizeBytes || (rm.SHA256 != "" && sum != rm.SHA256) {
-			if !errors.Is(err, os.ErrNotExist) {
-				r.log.Warn("a deleted model's file was replaced; it is adopted, not removed", "file", rm.File)
-			}
+		if _, err := os.Lstat(full); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		r.removeFile(rm)
+		if !unchangedSince(ctx, full, rm) {
+			r.log.Warn("a deleted model's file was replaced; it is adopted, not removed", "file", rm.File)
+			continue
+		}
+		r.removeFile(ctx, rm)
 		r.log.Warn("removed the file of a model deleted just before the last stop", "file", rm.File)
 	}
 	r.ix.Removing = nil

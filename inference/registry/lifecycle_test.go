@@ -349,3 +349,190 @@ func TestDeleteSurvivesKill9(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteRemovesOnlyTheBytesItRecorded: a file that no longer holds
+// the bytes the entry recorded (replaced by hand before the delete, or
+// in the window between the index write and the unlink) is not the
+// registry's to remove: it stays, with its sidecar, and the next start
+// adopts it, as start-up does for a crash in that window.
+func TestDeleteRemovesOnlyTheBytesItRecorded(t *testing.T) {
+	for _, when := range []string{"before", "window"} {
+		t.Run(when, func(t *testing.T) {
+			dir := t.TempDir()
+			r := newTestRegistry(t, dir, nil)
+			v := addStaged(t, r, 1, time.Now())
+			p := filepath.Join(dir, "models", v+".npz")
+			replace := func() {
+				if err := os.WriteFile(p, []byte("const:8"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if when == "before" {
+				replace()
+			} else {
+				r.deleteCommitted = replace
+			}
+			if err := r.Delete(context.Background(), v); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Describe(v); !errors.Is(err, inference.ErrModelNotFound) {
+				t.Fatalf("entry still there: %v", err)
+			}
+			if b, err := os.ReadFile(p); err != nil || string(b) != "const:8" {
+				t.Fatalf("the replacing file was removed: %q %v", b, err)
+			}
+			r2 := reopen(t, r, nil)
+			if _, entries := r2.List(); len(entries) != 1 || entries[0].Status != StatusArchived || entries[0].File != "models/"+v+".npz" {
+				t.Fatalf("replacing file not adopted: %+v", entries)
+			}
+		})
+	}
+}
+
+// tmpfsDir mounts a small tmpfs for the test, or skips without root or
+// CAP_SYS_ADMIN.
+func tmpfsDir(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a tmpfs: needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, out)
+	}
+	t.Cleanup(func() {
+		if err := exec.Command("umount", dir).Run(); err != nil {
+			exec.Command("umount", "-l", dir).Run()
+		}
+	})
+	return dir
+}
+
+// TestDeleteOnAFullOrReadOnlyDisk: a delete whose index write the disk
+// refuses (ENOSPC, EROFS) fails with that errno (507 on the HTTP side)
+// and deletes nothing: the entry and its file stay, and the version still
+// loads once the disk takes writes.
+func TestDeleteOnAFullOrReadOnlyDisk(t *testing.T) {
+	disk := tmpfsDir(t)
+	dir := filepath.Join(disk, "registry")
+	r := newTestRegistry(t, dir, nil)
+	v := addStaged(t, r, 1, time.Now())
+	p := filepath.Join(dir, "models", v+".npz")
+	stillThere := func(errno syscall.Errno, err error) {
+		t.Helper()
+		if !errors.Is(err, inference.ErrRegistry) || !errors.Is(err, errno) {
+			t.Fatalf("delete: %v, want ErrRegistry wrapping %v", err, errno)
+		}
+		if _, err := r.Describe(v); err != nil {
+			t.Fatalf("entry gone after a failed delete: %v", err)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != "const:1" {
+			t.Fatalf("file after a failed delete: %q %v", b, err)
+		}
+	}
+
+	filler := filepath.Join(disk, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chunk := make([]byte, 4096); ; {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	f.Close()
+	stillThere(syscall.ENOSPC, r.Delete(context.Background(), v))
+	os.Remove(filler)
+
+	if out, err := exec.Command("mount", "--bind", dir, dir).CombinedOutput(); err != nil {
+		t.Fatalf("bind mount: %v: %s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,ro,bind", dir).CombinedOutput(); err != nil {
+		exec.Command("umount", dir).Run()
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	err = r.Delete(context.Background(), v)
+	if out, uerr := exec.Command("umount", dir).CombinedOutput(); uerr != nil {
+		t.Fatalf("umount: %v: %s", uerr, out)
+	}
+	stillThere(syscall.EROFS, err)
+
+	if _, err := r.Load(context.Background(), LoadRequest{Version: v, Source: SourceStaged}); err != nil {
+		t.Fatalf("load after the failed deletes: %v", err)
+	}
+}
+
+// TestDeletedNameIsReusable: a deleted version's name can be imported
+// again, with the same bytes or others, and the new model is kept across
+// a restart (the deleted file's removal record does not take it).
+func TestDeletedNameIsReusable(t *testing.T) {
+	for _, content := range []string{"const:4", "const:5"} {
+		t.Run(content, func(t *testing.T) {
+			dir := t.TempDir()
+			r := newTestRegistry(t, dir, nil)
+			ctx := context.Background()
+			src := filepath.Join(dir, "import", "m.joblib")
+			os.WriteFile(src, []byte("const:4"), 0o644)
+			if _, err := r.Load(ctx, LoadRequest{Version: "imp", Source: SourceFile, Path: src}); err != nil {
+				t.Fatal(err)
+			}
+			other := addStaged(t, r, 1, time.Now())
+			if _, err := r.Load(ctx, LoadRequest{Version: other, Source: SourceStaged}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Delete(ctx, "imp"); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(src, []byte(content), 0o644)
+			if _, err := r.Load(ctx, LoadRequest{Version: "imp", Source: SourceFile, Path: src}); err != nil {
+				t.Fatalf("import under the deleted name: %v", err)
+			}
+			r2 := reopen(t, r, nil)
+			if got := activeValue(t, r2); fmt.Sprint(got) != strings.TrimPrefix(content, "const:") {
+				t.Fatalf("active after restart: %v, want %s", got, content)
+			}
+			if e, err := r2.Describe("imp"); err != nil || e.Status != StatusActive {
+				t.Fatalf("imp after restart: %+v %v", e, err)
+			}
+		})
+	}
+}
+
+// TestCheckRepairAfterACrashMidDelete: `registry check -repair` after a
+// process died between a delete's index write and its unlink removes the
+// deleted version's file (it still has the recorded bytes) and clears the
+// removal list; the next start lists nothing and adopts nothing.
+func TestCheckRepairAfterACrashMidDelete(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	v := addStaged(t, r, 1, time.Now())
+	r.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDeleteCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	if err := cmd.Run(); err == nil {
+		t.Fatal("child not killed")
+	}
+	p := filepath.Join(dir, "models", v+".npz")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the kill came after the unlink: %v", err)
+	}
+	opts := Options{Openers: map[string]OpenFunc{".npz": openConst(nil)}}
+	if _, err := Check(context.Background(), dir, opts, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("repair left the deleted version's file: %v", err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, indexFile))
+	if strings.Contains(string(raw), `"removing"`) {
+		t.Fatalf("index still lists removals after repair: %s", raw)
+	}
+	if rep, err := Check(context.Background(), dir, opts, false); err != nil || len(rep.Findings) != 0 {
+		t.Fatalf("check after repair: %v %+v", err, rep)
+	}
+	r2 := newTestRegistry(t, dir, nil)
+	if _, entries := r2.List(); len(entries) != 0 {
+		t.Fatalf("after repair and restart: %+v", entries)
+	}
+}

@@ -360,3 +360,62 @@ func TestCancelOnAReadOnlyDisk(t *testing.T) {
 	}
 	close(pub.block)
 }
+
+// TestCancelledJobsStayCancelledAfterRestart: a cancelled job, one
+// queued in this process and one queued again after a restart (its data
+// set saved in jobs/), reads failed/CANCELLED after the next restart:
+// never queued again, never trained, no saved data set left.
+func TestCancelledJobsStayCancelledAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := func(pub *publisher) jobs.Options {
+		return jobs.Options{Dir: dir, QueueSize: 4, Publish: pub.publish, Train: trainer.Options{Seed: 1, MaxComponents: 2}}
+	}
+	submit := func(m *jobs.Manager, seed uint64) string {
+		j, err := m.Submit(context.Background(), synth.New(synth.Config{Seed: seed}).Dataset(30), jobs.Meta{Operator: "o"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}
+	m, err := jobs.New(opts(&publisher{block: make(chan struct{})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, m, submit(m, 1), jobs.Running) // blocks in Publish
+	queued := submit(m, 2)
+	blocker, requeued := submit(m, 3), submit(m, 4)
+	if _, err := m.Cancel(context.Background(), queued); err != nil {
+		t.Fatal(err)
+	}
+	m.Close(context.Background()) // blocker and requeued are saved for the next start
+
+	m2, err := jobs.New(opts(&publisher{block: make(chan struct{})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, m2, blocker, jobs.Running) // blocks in Publish; requeued waits
+	if _, err := m2.Cancel(context.Background(), requeued); err != nil {
+		t.Fatal(err)
+	}
+	m2.Close(context.Background())
+
+	pub3 := &publisher{}
+	m3 := open(t, opts(pub3))
+	for _, id := range []string{queued, requeued} {
+		j, err := m3.Get(context.Background(), id)
+		if err != nil || j.Status != jobs.Failed || j.Error == nil || j.Error.Code != "CANCELLED" {
+			t.Fatalf("%s after a restart: %v %+v", id, err, j)
+		}
+		if _, err := os.Stat(filepath.Join(dir, id+".dataset")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s: saved data set left: %v", id, err)
+		}
+	}
+	// Nothing runs: a new job is the only one trained.
+	fresh := submit(m3, 5)
+	waitStatus(t, m3, fresh, jobs.Done)
+	pub3.mu.Lock()
+	defer pub3.mu.Unlock()
+	if len(pub3.calls) != 1 || pub3.calls[0].JobID != fresh {
+		t.Fatalf("published after the restart: %+v", pub3.calls)
+	}
+}

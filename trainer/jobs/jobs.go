@@ -851,12 +851,6 @@ func (m *Manager) train(ctx context.Context, t *task, workers int) (res *trainer
 // progressSaveInterval is how often a running job's progress is written.
 const progressSaveInterval = 250 * time.Millisecond
 
-func (m *Manager) meta(id string) Meta {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.jobs[id].Meta
-}
-
 // update changes a job under the lock and rewrites its record. A record
 // that cannot be written keeps the change in memory (Get reports it) and
 // is written by retryWrites or with the next record that is written.

@@ -215,7 +215,9 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	if err != nil {
 		return err
 	}
-	s.call("POST /model/load", load.StatusCode(), load.Body, http.StatusOK, "")
+	if s.call("POST /model/load", load.StatusCode(), load.Body, http.StatusOK, "") && (load.JSON200 == nil || load.JSON200.LoadedVersion != a) {
+		s.fail("POST /model/load", "answer %s, want loaded_version %s", load.Body, a)
+	}
 
 	info, err := c.GetModelInfoWithResponse(ctx)
 	if err != nil {

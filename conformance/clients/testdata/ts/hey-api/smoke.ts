@@ -47,7 +47,9 @@ async function train(batch: string): Promise<{ job: string; version: string }> {
 
 async function main(): Promise<void> {
   const health = await getHealth();
-  s.call("GET /health", health.response.status, 200, `${health.data?.status}`);
+  if (s.call("GET /health", health.response.status, 200, `${health.data?.status}`) && health.data?.status !== "ok") {
+    s.fail("GET /health", `status ${health.data?.status}, want ok`);
+  }
 
   const yaml = await getOpenApiyaml({ parseAs: "text" });
   const text: unknown = yaml.data;
@@ -55,7 +57,10 @@ async function main(): Promise<void> {
     s.fail("GET /openapi.yaml", "not the contract");
   }
   const json = await getOpenApijson();
-  s.call("GET /openapi.json", json.response.status, 200);
+  const doc: unknown = json.data;
+  if (s.call("GET /openapi.json", json.response.status, 200) && (typeof doc !== "object" || doc === null || !("openapi" in doc))) {
+    s.fail("GET /openapi.json", "not the contract");
+  }
 
   const noModel = await getModelInfo();
   s.call("GET /model/info", noModel.response.status, 404, `${noModel.error?.code}`);
@@ -78,7 +83,9 @@ async function main(): Promise<void> {
   }
 
   const list = await listModels();
-  s.call("GET /model/list", list.response.status, 200, `${list.data?.models.length} model(s)`);
+  if (s.call("GET /model/list", list.response.status, 200, `${list.data?.models.length} model(s)`) && list.data?.models.length !== 2) {
+    s.fail("GET /model/list", `${list.data?.models.length} models, want 2`);
+  }
 
   const detail = await getModel({ path: { version: a.version } });
   s.call("GET /model/{version}", detail.response.status, 200, `${detail.data?.status}`);
@@ -88,10 +95,14 @@ async function main(): Promise<void> {
 
   // source left out: absent means staged.
   const load = await loadModel({ body: { version: a.version } });
-  s.call("POST /model/load", load.response.status, 200, `${load.data?.loaded_version}`);
+  if (s.call("POST /model/load", load.response.status, 200, `${load.data?.loaded_version}`) && load.data?.loaded_version !== a.version) {
+    s.fail("POST /model/load", `loaded ${load.data?.loaded_version}, want ${a.version}`);
+  }
 
   const info = await getModelInfo();
-  s.call("GET /model/info", info.response.status, 200, `${info.data?.active_version}`);
+  if (s.call("GET /model/info", info.response.status, 200, `${info.data?.active_version}`) && info.data?.active_version !== a.version) {
+    s.fail("GET /model/info", `active ${info.data?.active_version}, want ${a.version}`);
+  }
 
   const active = await deleteModel({ path: { version: a.version } });
   s.call("DELETE /model/{version} (active)", active.response.status, 409, `${active.error?.code}`);

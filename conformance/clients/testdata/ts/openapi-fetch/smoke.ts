@@ -44,14 +44,19 @@ async function train(batch: string): Promise<{ job: string; version: string }> {
 
 async function main(): Promise<void> {
   const health = await api.GET("/health");
-  s.call("GET /health", health.response.status, 200, `${health.data?.status}`);
+  if (s.call("GET /health", health.response.status, 200, `${health.data?.status}`) && health.data?.status !== "ok") {
+    s.fail("GET /health", `status ${health.data?.status}, want ok`);
+  }
 
   const yaml = await api.GET("/openapi.yaml", { parseAs: "text" });
   if (s.call("GET /openapi.yaml", yaml.response.status, 200) && !yaml.data?.startsWith("openapi:")) {
     s.fail("GET /openapi.yaml", "not the contract");
   }
   const json = await api.GET("/openapi.json");
-  s.call("GET /openapi.json", json.response.status, 200);
+  const doc: unknown = json.data;
+  if (s.call("GET /openapi.json", json.response.status, 200) && (typeof doc !== "object" || doc === null || !("openapi" in doc))) {
+    s.fail("GET /openapi.json", "not the contract");
+  }
 
   const noModel = await api.GET("/model/info");
   s.call("GET /model/info", noModel.response.status, 404, `${noModel.error?.code}`);
@@ -74,7 +79,9 @@ async function main(): Promise<void> {
   }
 
   const list = await api.GET("/model/list");
-  s.call("GET /model/list", list.response.status, 200, `${list.data?.models.length} model(s)`);
+  if (s.call("GET /model/list", list.response.status, 200, `${list.data?.models.length} model(s)`) && list.data?.models.length !== 2) {
+    s.fail("GET /model/list", `${list.data?.models.length} models, want 2`);
+  }
 
   const detail = await api.GET("/model/{version}", { params: { path: { version: a.version } } });
   s.call("GET /model/{version}", detail.response.status, 200, `${detail.data?.status}`);
@@ -84,10 +91,14 @@ async function main(): Promise<void> {
 
   // source left out: the generated type keeps it optional.
   const load = await api.POST("/model/load", { body: { version: a.version } });
-  s.call("POST /model/load", load.response.status, 200, `${load.data?.loaded_version}`);
+  if (s.call("POST /model/load", load.response.status, 200, `${load.data?.loaded_version}`) && load.data?.loaded_version !== a.version) {
+    s.fail("POST /model/load", `loaded ${load.data?.loaded_version}, want ${a.version}`);
+  }
 
   const info = await api.GET("/model/info");
-  s.call("GET /model/info", info.response.status, 200, `${info.data?.active_version}`);
+  if (s.call("GET /model/info", info.response.status, 200, `${info.data?.active_version}`) && info.data?.active_version !== a.version) {
+    s.fail("GET /model/info", `active ${info.data?.active_version}, want ${a.version}`);
+  }
 
   const active = await api.DELETE("/model/{version}", { params: { path: { version: a.version } } });
   s.call("DELETE /model/{version} (active)", active.response.status, 409, `${active.error?.code}`);
