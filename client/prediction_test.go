@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"ramanserve/client"
 	"ramanserve/inference"
 	"ramanserve/server/channel"
+	"ramanserve/server/codec"
+	"ramanserve/server/contract"
 	"ramanserve/server/zmtp"
 )
 
@@ -134,5 +137,74 @@ func TestRoundTripSendsRawFrames(t *testing.T) {
 	rep, err := client.DecodeReply(raw)
 	if err != nil || rep.Type != "error" || rep.Error == nil || rep.Error.Code != "MALFORMED_MESSAGE" || rep.CorrelationID != "" {
 		t.Fatalf("reply to garbage: %+v %v", rep, err)
+	}
+}
+
+// TestPredictionBacksOffOnServerBusy: a retryable reply is sent again,
+// after a wait (api/messages.md 6.2: backoff with jitter), not at once: a
+// busy server must not be hammered by every rig in a loop.
+func TestPredictionBacksOffOnServerBusy(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		arrivals []time.Time
+	)
+	ids := codec.NewIDGenerator()
+	var req codec.Request
+	srv, err := zmtp.Listen("tcp://127.0.0.1:0", zmtp.Config{}, zmtp.HandlerFunc(func(ctx context.Context, r zmtp.Request, dst []byte) []byte {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		_ = codec.DecodeRequest(r.Frames[0], &req)
+		meta := codec.ReplyMeta{ID: ids.Next(), CorrelationID: req.ID}
+		return codec.AppendErrorReply(dst, meta, req.Type, contract.Errorf(contract.ServerBusy, "busy"))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(context.Background())
+	defer srv.Shutdown(context.Background())
+
+	c, err := client.DialPrediction(context.Background(), "tcp://"+srv.Addr().String(),
+		client.PredictionOptions{Timeout: 2 * time.Second, Retries: 2, Backoff: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var ce *client.Error
+	if _, err := c.Ping(context.Background()); !errors.As(err, &ce) || ce.Code != "SERVER_BUSY" {
+		t.Fatalf("err = %v, want SERVER_BUSY after the last attempt", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(arrivals) != 3 {
+		t.Fatalf("%d attempts, want 3", len(arrivals))
+	}
+	// Backoff 100 ms with jitter x0.5..1.5: at least 50 ms before the
+	// first retry, 100 ms before the second.
+	for i, min := range []time.Duration{50 * time.Millisecond, 100 * time.Millisecond} {
+		if gap := arrivals[i+1].Sub(arrivals[i]); gap < min {
+			t.Errorf("retry %d sent %v after the busy reply, want at least %v", i+1, gap, min)
+		}
+	}
+}
+
+// TestPredictionBackoffHonoursTheContext: a context that ends during the
+// wait ends the call at once with the context's error.
+func TestPredictionBackoffHonoursTheContext(t *testing.T) {
+	ep := serve(t, 100, 300*time.Millisecond)
+	c, err := client.DialPrediction(context.Background(), ep,
+		client.PredictionOptions{Timeout: 20 * time.Millisecond, Retries: 2, Backoff: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if _, err := c.Ping(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the context's deadline", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("the call outlived its context by %v", took)
 	}
 }
