@@ -70,14 +70,36 @@ func DialPrediction(ctx context.Context, endpoint string, opts PredictionOptions
 	return c, nil
 }
 
+// connect opens a socket and dials the endpoint, waiting at most the
+// per-attempt timeout or until ctx ends. zmq4 performs the ZMTP greeting
+// inside Dial with no deadline, so a peer that accepts the connection and
+// stays silent would hold Dial for ever; an abandoned Dial is left to
+// return on its own, and its socket is closed then.
 func (c *PredictionClient) connect(ctx context.Context) error {
 	sock := zmq4.NewReq(context.Background(), zmq4.WithDialerTimeout(c.opts.Timeout))
-	if err := sock.Dial(c.endpoint); err != nil {
+	dialed := make(chan error, 1)
+	go func() { dialed <- sock.Dial(c.endpoint) }()
+	timer := time.NewTimer(c.opts.Timeout)
+	defer timer.Stop()
+	var err error
+	select {
+	case err = <-dialed:
+		if err == nil {
+			c.sock = sock
+			return nil
+		}
 		sock.Close()
 		return fmt.Errorf("dial %s: %w", c.endpoint, err)
+	case <-timer.C:
+		err = ErrTimeout
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
-	c.sock = sock
-	return nil
+	go func() {
+		<-dialed
+		sock.Close()
+	}()
+	return fmt.Errorf("dial %s: %w", c.endpoint, err)
 }
 
 // Close releases the socket.

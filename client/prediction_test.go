@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -206,5 +207,59 @@ func TestPredictionBackoffHonoursTheContext(t *testing.T) {
 	}
 	if took := time.Since(began); took > 5*time.Second {
 		t.Fatalf("the call outlived its context by %v", took)
+	}
+}
+
+// TestPredictionSilentPeer: a peer that accepts the TCP connection and
+// never sends the ZMTP greeting (a wrong port, a hung process) must cost
+// a call its timeout, not block it for ever.
+func TestPredictionSilentPeer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conns := make(chan net.Conn, 16)
+	defer func() { // the silent peer hangs up when the test ends
+		ln.Close()
+		for {
+			select {
+			case conn := <-conns:
+				conn.Close()
+			default:
+				return
+			}
+		}
+	}()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case conns <- conn:
+			default:
+				conn.Close()
+			}
+		}
+	}()
+	endpoint := "tcp://" + ln.Addr().String()
+	done := make(chan error, 1)
+	go func() {
+		c, err := client.DialPrediction(context.Background(), endpoint, client.PredictionOptions{Timeout: 200 * time.Millisecond, Retries: -1})
+		if err == nil {
+			_, err = c.Ping(context.Background())
+			c.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, client.ErrTimeout) {
+			t.Fatalf("err = %v, want ErrTimeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a silent peer held DialPrediction for 10 s (timeout 200 ms)")
 	}
 }
