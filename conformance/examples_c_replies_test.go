@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestExampleCOwnsItsReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	endpoint := "tcp://" + rep.Addr().String()
-	go answerWithPaddedPong(ctx, rep)
+	go answerWithPaddedPong(ctx, rep, 64<<10)
 
 	cmd := exec.CommandContext(ctx, bin, endpoint)
 	var stdout, stderr bytes.Buffer
@@ -49,10 +50,10 @@ func TestExampleCOwnsItsReplies(t *testing.T) {
 }
 
 // answerWithPaddedPong answers every request with a pong whose body holds
-// a 64 KiB field no client knows.
-func answerWithPaddedPong(ctx context.Context, rep zmq4.Socket) {
+// a field of padding bytes that no client knows.
+func answerWithPaddedPong(ctx context.Context, rep zmq4.Socket, padding int) {
 	var req codec.Request
-	pad := strings.Repeat("x", 64<<10)
+	pad := strings.Repeat("x", padding)
 	for ctx.Err() == nil {
 		msg, err := rep.Recv()
 		if err != nil {
@@ -90,5 +91,36 @@ func answerWithPaddedPong(ctx context.Context, rep zmq4.Socket) {
 		if err := rep.Send(zmq4.NewMsg(b)); err != nil {
 			return
 		}
+	}
+}
+
+// TestExampleCRefusesHugeReplies: the example caps what it receives
+// (ZMQ_MAXMSGSIZE), so a wrong or hostile peer on the endpoint cannot make
+// it buffer any size it announces. A 2 MiB pong is dropped with its
+// connection, and the example reports the channel down (exit status 3).
+func TestExampleCRefusesHugeReplies(t *testing.T) {
+	modules := needCToolchain(t)
+	bin := buildCExample(t, t.TempDir(), modules)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep := zmq4.NewRep(ctx)
+	defer rep.Close()
+	if err := rep.Listen("tcp://127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	go answerWithPaddedPong(ctx, rep, 2<<20)
+
+	cmd := exec.CommandContext(ctx, bin, "tcp://"+rep.Addr().String())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Errorf("exit: %v, want status 3 (no reply)", err)
+	}
+	if strings.Contains(stdout.String(), "pong:") {
+		t.Errorf("the example took a 2 MiB pong")
 	}
 }

@@ -34,6 +34,10 @@ enum { EXIT_UNEXPECTED = 1, EXIT_USAGE = 2, EXIT_DOWN = 3 };
  * then close the socket, open a new one and resend with a new id. */
 enum { REPLY_TIMEOUT_MS = 2000, MAX_ATTEMPTS = 3, MAX_POINTS = 65536 };
 
+/* The largest reply accepted: the server's replies are a few hundred bytes
+ * (messages.md, section 3); a peer that sends more is not the server. */
+static const int64_t MAX_REPLY_BYTES = 1 << 20;
+
 static const char *const ANALYTES[] = {"EPA", "DHA", "DPA"};
 
 struct spectrum {
@@ -174,8 +178,10 @@ static int channel_open(struct channel *c) {
     c->sock = zmq_socket(c->ctx, ZMQ_REQ);
     if (c->sock == NULL) return -1;
     /* LINGER 0: a socket closed after a timeout drops its unsent request.
-     * RCVTIMEO/SNDTIMEO: never block for ever. */
+     * RCVTIMEO/SNDTIMEO: never block for ever. MAXMSGSIZE: libzmq drops a
+     * peer that announces a larger message instead of buffering it. */
     if (zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_setsockopt(c->sock, ZMQ_MAXMSGSIZE, &MAX_REPLY_BYTES, sizeof MAX_REPLY_BYTES) != 0 ||
         zmq_setsockopt(c->sock, ZMQ_RCVTIMEO, &timeout, sizeof timeout) != 0 ||
         zmq_setsockopt(c->sock, ZMQ_SNDTIMEO, &timeout, sizeof timeout) != 0 ||
         zmq_connect(c->sock, c->endpoint) != 0) {
