@@ -63,14 +63,34 @@ func (m *Management) StartTraining(ctx context.Context, meta gen.TrainingMeta, c
 // it is there for tools that test the server's checks; StartTraining is
 // the typed call. The body is written by a goroutine through a pipe; it
 // ends when the body has been read to its end or closed, so the caller
-// must close body (an http.Request's transport does).
+// must close body (an http.Request's transport does). Close returns once
+// that goroutine has ended: after it, csv is not read again (a server may
+// answer, 429 say, while the body is still being sent), so the caller may
+// close or reuse csv. A Read of csv under way when Close is called delays
+// it until that Read returns.
 func TrainingBody(meta []byte, csv io.Reader) (contentType string, body io.ReadCloser) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		pw.CloseWithError(writeTrainingParts(mw, meta, csv))
 	}()
-	return mw.FormDataContentType(), pr
+	return mw.FormDataContentType(), &trainingBody{PipeReader: pr, written: done}
+}
+
+// trainingBody is the reading end of a training upload's pipe; written is
+// closed when the goroutine writing the other end has returned.
+type trainingBody struct {
+	*io.PipeReader
+	written <-chan struct{}
+}
+
+// Close stops the writer (its next write fails) and waits for it to end.
+func (b *trainingBody) Close() error {
+	err := b.PipeReader.Close()
+	<-b.written
+	return err
 }
 
 func writeTrainingParts(mw *multipart.Writer, meta []byte, csv io.Reader) error {

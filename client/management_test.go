@@ -3,8 +3,12 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"ramanserve/client"
 	"ramanserve/gen"
@@ -50,4 +54,50 @@ func (f *failingReader) Read(p []byte) (int, error) {
 		return 0, errors.New("disk read failed")
 	}
 	return f.r.Read(p)
+}
+
+// TestStartTrainingLeavesTheReaderWhenItReturns: a server may answer an
+// upload before it has read the body (429 when its queue is full). The
+// caller owns csv again once StartTraining returns (closes the file,
+// reuses the buffer), so no Read of csv may run after that.
+func TestStartTrainingLeavesTheReaderWhenItReturns(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Answer at once: net/http would otherwise read up to 256 KiB of
+		// the unread body before it writes the answer.
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"code":"SERVER_BUSY","message":"queue full","retryable":true}`))
+	}))
+	defer srv.Close()
+	m, err := client.NewManagement(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv := &endlessCSV{}
+	_, err = m.StartTraining(context.Background(), gen.TrainingMeta{Operator: "t"}, csv)
+	csv.returned.Store(true)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != "SERVER_BUSY" || ce.Status != http.StatusTooManyRequests || !ce.Retryable {
+		t.Fatalf("early 429: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond) // let a straggling Read show itself
+	if n := csv.readsAfterReturn.Load(); n != 0 {
+		t.Fatalf("%d Reads of csv ran after StartTraining returned", n)
+	}
+}
+
+// endlessCSV is a slow, endless CSV: each Read takes 20 ms. It counts the
+// Reads that were running when (or began after) StartTraining returned.
+type endlessCSV struct {
+	returned         atomic.Bool
+	readsAfterReturn atomic.Int64
+}
+
+func (c *endlessCSV) Read(p []byte) (int, error) {
+	time.Sleep(20 * time.Millisecond)
+	if c.returned.Load() {
+		c.readsAfterReturn.Add(1)
+	}
+	return copy(p, "1,2.5\n"), nil
 }

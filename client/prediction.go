@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -15,8 +16,16 @@ import (
 // PredictionOptions configure a PredictionClient. Zero fields take the defaults.
 type PredictionOptions struct {
 	Timeout time.Duration // per attempt; default 1 s
-	Retries int           // extra attempts after a timeout; default 2; negative means none
+	Retries int           // extra attempts after a timeout or a retryable error; default 2; negative means none
+	// Backoff is the wait before the first retry; each later retry waits
+	// twice as long as the one before, at most maxBackoff, and every wait
+	// is scaled by a random factor in [0.5, 1.5) so that a fleet of rigs
+	// does not retry in step (api/messages.md 6.2). Default 100 ms.
+	Backoff time.Duration
 }
+
+// maxBackoff caps the wait between two attempts.
+const maxBackoff = 5 * time.Second
 
 // ErrTimeout is returned when no attempt got a reply in time.
 var ErrTimeout = errors.New("prediction channel: no reply")
@@ -26,10 +35,11 @@ var ErrTimeout = errors.New("prediction channel: no reply")
 //
 // Each call has a timeout. When a reply does not come in time the client
 // follows the "Lazy Pirate" recipe of api/messages.md: it closes the socket
-// (a REQ socket that lost its reply is stuck), opens a new one and sends the
-// request again with a new id, up to PredictionOptions.Retries times. An
-// error reply the server marks retryable (SERVER_BUSY) is sent again the
-// same way; every other error reply is returned at once as *Error. A
+// (a REQ socket that lost its reply is stuck), backs off, opens a new one
+// and sends the request again with a new id, up to
+// PredictionOptions.Retries times. An error reply the server marks
+// retryable (SERVER_BUSY) is sent again after the same backoff; every
+// other error reply is returned at once as *Error. A
 // PredictionClient is not safe for concurrent use; open one per goroutine,
 // as with any REQ socket.
 type PredictionClient struct {
@@ -50,6 +60,9 @@ func DialPrediction(ctx context.Context, endpoint string, opts PredictionOptions
 	if opts.Retries < 0 {
 		opts.Retries = 0
 	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = 100 * time.Millisecond
+	}
 	c := &PredictionClient{endpoint: endpoint, opts: opts}
 	if err := c.connect(ctx); err != nil {
 		return nil, err
@@ -57,14 +70,36 @@ func DialPrediction(ctx context.Context, endpoint string, opts PredictionOptions
 	return c, nil
 }
 
+// connect opens a socket and dials the endpoint, waiting at most the
+// per-attempt timeout or until ctx ends. zmq4 performs the ZMTP greeting
+// inside Dial with no deadline, so a peer that accepts the connection and
+// stays silent would hold Dial for ever; an abandoned Dial is left to
+// return on its own, and its socket is closed then.
 func (c *PredictionClient) connect(ctx context.Context) error {
 	sock := zmq4.NewReq(context.Background(), zmq4.WithDialerTimeout(c.opts.Timeout))
-	if err := sock.Dial(c.endpoint); err != nil {
+	dialed := make(chan error, 1)
+	go func() { dialed <- sock.Dial(c.endpoint) }()
+	timer := time.NewTimer(c.opts.Timeout)
+	defer timer.Stop()
+	var err error
+	select {
+	case err = <-dialed:
+		if err == nil {
+			c.sock = sock
+			return nil
+		}
 		sock.Close()
 		return fmt.Errorf("dial %s: %w", c.endpoint, err)
+	case <-timer.C:
+		err = ErrTimeout
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
-	c.sock = sock
-	return nil
+	go func() {
+		<-dialed
+		sock.Close()
+	}()
+	return fmt.Errorf("dial %s: %w", c.endpoint, err)
 }
 
 // Close releases the socket.
@@ -118,6 +153,11 @@ func (c *PredictionClient) call(ctx context.Context, build func(dst []byte, id s
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if attempt > 0 {
+			if err := c.backOff(ctx, attempt); err != nil {
+				return nil, err
+			}
+		}
 		if c.sock == nil {
 			if err := c.connect(ctx); err != nil {
 				lastErr = err
@@ -159,6 +199,26 @@ func (c *PredictionClient) call(ctx context.Context, build func(dst []byte, id s
 		return nil, fmt.Errorf("%w after %d attempts of %v", ErrTimeout, c.opts.Retries+1, c.opts.Timeout)
 	}
 	return nil, lastErr
+}
+
+// backOff waits before retry number retry (1 for the first): Backoff
+// doubled for each retry after the first, capped at maxBackoff, times a
+// random factor in [0.5, 1.5). It returns early with ctx's error.
+func (c *PredictionClient) backOff(ctx context.Context, retry int) error {
+	wait := c.opts.Backoff
+	for i := 1; i < retry && wait < maxBackoff; i++ {
+		wait *= 2
+	}
+	wait = min(wait, maxBackoff)
+	wait = time.Duration(float64(wait) * (0.5 + rand.Float64()))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // RoundTrip sends one already-encoded request frame and returns the raw

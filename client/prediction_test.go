@@ -3,6 +3,8 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"ramanserve/client"
 	"ramanserve/inference"
 	"ramanserve/server/channel"
+	"ramanserve/server/codec"
+	"ramanserve/server/contract"
 	"ramanserve/server/zmtp"
 )
 
@@ -134,5 +138,128 @@ func TestRoundTripSendsRawFrames(t *testing.T) {
 	rep, err := client.DecodeReply(raw)
 	if err != nil || rep.Type != "error" || rep.Error == nil || rep.Error.Code != "MALFORMED_MESSAGE" || rep.CorrelationID != "" {
 		t.Fatalf("reply to garbage: %+v %v", rep, err)
+	}
+}
+
+// TestPredictionBacksOffOnServerBusy: a retryable reply is sent again,
+// after a wait (api/messages.md 6.2: backoff with jitter), not at once: a
+// busy server must not be hammered by every rig in a loop.
+func TestPredictionBacksOffOnServerBusy(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		arrivals []time.Time
+	)
+	ids := codec.NewIDGenerator()
+	var req codec.Request
+	srv, err := zmtp.Listen("tcp://127.0.0.1:0", zmtp.Config{}, zmtp.HandlerFunc(func(ctx context.Context, r zmtp.Request, dst []byte) []byte {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		_ = codec.DecodeRequest(r.Frames[0], &req)
+		meta := codec.ReplyMeta{ID: ids.Next(), CorrelationID: req.ID}
+		return codec.AppendErrorReply(dst, meta, req.Type, contract.Errorf(contract.ServerBusy, "busy"))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(context.Background())
+	defer srv.Shutdown(context.Background())
+
+	c, err := client.DialPrediction(context.Background(), "tcp://"+srv.Addr().String(),
+		client.PredictionOptions{Timeout: 2 * time.Second, Retries: 2, Backoff: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var ce *client.Error
+	if _, err := c.Ping(context.Background()); !errors.As(err, &ce) || ce.Code != "SERVER_BUSY" {
+		t.Fatalf("err = %v, want SERVER_BUSY after the last attempt", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(arrivals) != 3 {
+		t.Fatalf("%d attempts, want 3", len(arrivals))
+	}
+	// Backoff 100 ms with jitter x0.5..1.5: at least 50 ms before the
+	// first retry, 100 ms before the second.
+	for i, min := range []time.Duration{50 * time.Millisecond, 100 * time.Millisecond} {
+		if gap := arrivals[i+1].Sub(arrivals[i]); gap < min {
+			t.Errorf("retry %d sent %v after the busy reply, want at least %v", i+1, gap, min)
+		}
+	}
+}
+
+// TestPredictionBackoffHonoursTheContext: a context that ends during the
+// wait ends the call at once with the context's error.
+func TestPredictionBackoffHonoursTheContext(t *testing.T) {
+	ep := serve(t, 100, 300*time.Millisecond)
+	c, err := client.DialPrediction(context.Background(), ep,
+		client.PredictionOptions{Timeout: 20 * time.Millisecond, Retries: 2, Backoff: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if _, err := c.Ping(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the context's deadline", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("the call outlived its context by %v", took)
+	}
+}
+
+// TestPredictionSilentPeer: a peer that accepts the TCP connection and
+// never sends the ZMTP greeting (a wrong port, a hung process) must cost
+// a call its timeout, not block it for ever.
+func TestPredictionSilentPeer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conns := make(chan net.Conn, 16)
+	defer func() { // the silent peer hangs up when the test ends
+		ln.Close()
+		for {
+			select {
+			case conn := <-conns:
+				conn.Close()
+			default:
+				return
+			}
+		}
+	}()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case conns <- conn:
+			default:
+				conn.Close()
+			}
+		}
+	}()
+	endpoint := "tcp://" + ln.Addr().String()
+	done := make(chan error, 1)
+	go func() {
+		c, err := client.DialPrediction(context.Background(), endpoint, client.PredictionOptions{Timeout: 200 * time.Millisecond, Retries: -1})
+		if err == nil {
+			_, err = c.Ping(context.Background())
+			c.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, client.ErrTimeout) {
+			t.Fatalf("err = %v, want ErrTimeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a silent peer held DialPrediction for 10 s (timeout 200 ms)")
 	}
 }

@@ -63,13 +63,20 @@ func needCToolchain(t *testing.T) []string {
 // says, with -Werror.
 func buildCExample(t *testing.T, dir string, modules []string) string {
 	t.Helper()
+	return buildCExampleWith(t, dir, modules)
+}
+
+// buildCExampleWith is buildCExample with extra compiler flags (sanitizers).
+func buildCExampleWith(t *testing.T, dir string, modules []string, extra ...string) string {
+	t.Helper()
 	flags, err := exec.Command("pkg-config", append([]string{"--cflags", "--libs"}, modules...)...).Output()
 	if err != nil {
 		t.Fatalf("pkg-config %v: %v", modules, err)
 	}
 	bin := filepath.Join(dir, "raman_client")
-	args := append([]string{"-Wall", "-Wextra", "-Werror", "-O2", "-o", bin, filepath.Join(cExampleDir, "raman_client.c")},
-		strings.Fields(string(flags))...)
+	args := append([]string{"-Wall", "-Wextra", "-Werror", "-O2"}, extra...)
+	args = append(args, "-o", bin, filepath.Join(cExampleDir, "raman_client.c"))
+	args = append(args, strings.Fields(string(flags))...)
 	args = append(args, "-lm")
 	if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("cc %s: %v\n%s", strings.Join(args, " "), err, out)

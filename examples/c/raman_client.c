@@ -34,6 +34,10 @@ enum { EXIT_UNEXPECTED = 1, EXIT_USAGE = 2, EXIT_DOWN = 3 };
  * then close the socket, open a new one and resend with a new id. */
 enum { REPLY_TIMEOUT_MS = 2000, MAX_ATTEMPTS = 3, MAX_POINTS = 65536 };
 
+/* The largest reply accepted: the server's replies are a few hundred bytes
+ * (messages.md, section 3); a peer that sends more is not the server. */
+static const int64_t MAX_REPLY_BYTES = 1 << 20;
+
 static const char *const ANALYTES[] = {"EPA", "DHA", "DPA"};
 
 struct spectrum {
@@ -174,8 +178,10 @@ static int channel_open(struct channel *c) {
     c->sock = zmq_socket(c->ctx, ZMQ_REQ);
     if (c->sock == NULL) return -1;
     /* LINGER 0: a socket closed after a timeout drops its unsent request.
-     * RCVTIMEO/SNDTIMEO: never block for ever. */
+     * RCVTIMEO/SNDTIMEO: never block for ever. MAXMSGSIZE: libzmq drops a
+     * peer that announces a larger message instead of buffering it. */
     if (zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_setsockopt(c->sock, ZMQ_MAXMSGSIZE, &MAX_REPLY_BYTES, sizeof MAX_REPLY_BYTES) != 0 ||
         zmq_setsockopt(c->sock, ZMQ_RCVTIMEO, &timeout, sizeof timeout) != 0 ||
         zmq_setsockopt(c->sock, ZMQ_SNDTIMEO, &timeout, sizeof timeout) != 0 ||
         zmq_connect(c->sock, c->endpoint) != 0) {
@@ -199,12 +205,27 @@ static int exchange(struct channel *c, const msgpack_sbuffer *req, zmq_msg_t *ms
     return 0;
 }
 
-/* round_trip sends the request built by pack and returns its reply
- * unpacked into *out, with the request id in id. On a timeout it closes
- * the socket, opens a new one and sends again with a new id, up to
- * MAX_ATTEMPTS times (Lazy Pirate). Returns 0, or EXIT_DOWN. */
+/* A reply: the received frame and the MessagePack object unpacked from
+ * it. msgpack_unpack_next does not copy strings: every str in unpacked
+ * points into frame, so frame lives as long as unpacked (reply_close). */
+struct reply {
+    zmq_msg_t frame;
+    msgpack_unpacked unpacked;
+};
+
+static void reply_close(struct reply *r) {
+    msgpack_unpacked_destroy(&r->unpacked);
+    zmq_msg_close(&r->frame);
+}
+
+/* round_trip sends the request built by pack and returns its reply in
+ * *out, with the request id in id; the caller closes it with reply_close.
+ * On a timeout it closes the socket, opens a new one and sends again with
+ * a new id, up to MAX_ATTEMPTS times (Lazy Pirate). Returns 0,
+ * EXIT_UNEXPECTED (a reply that is not one MessagePack value) or
+ * EXIT_DOWN. */
 static int round_trip(struct channel *c, pack_request_fn pack, const void *arg, char id[37],
-                      msgpack_unpacked *out) {
+                      struct reply *out) {
     for (int attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
         msgpack_sbuffer req;
         msgpack_packer pk;
@@ -213,25 +234,22 @@ static int round_trip(struct channel *c, pack_request_fn pack, const void *arg, 
         new_id(id);
         pack(&pk, id, arg);
 
-        zmq_msg_t msg;
-        zmq_msg_init(&msg);
-        int rc = exchange(c, &req, &msg);
+        zmq_msg_init(&out->frame);
+        int rc = exchange(c, &req, &out->frame);
         msgpack_sbuffer_destroy(&req);
         if (rc == 0) {
-            size_t off = 0;
-            msgpack_unpacked_init(out);
+            size_t off = 0, size = zmq_msg_size(&out->frame);
+            msgpack_unpacked_init(&out->unpacked);
             msgpack_unpack_return ur =
-                msgpack_unpack_next(out, zmq_msg_data(&msg), zmq_msg_size(&msg), &off);
-            size_t size = zmq_msg_size(&msg);
-            zmq_msg_close(&msg);
+                msgpack_unpack_next(&out->unpacked, zmq_msg_data(&out->frame), size, &off);
             if (ur != MSGPACK_UNPACK_SUCCESS || off != size) {
                 fprintf(stderr, "reply is not one MessagePack value\n");
-                msgpack_unpacked_destroy(out);
+                reply_close(out);
                 return EXIT_UNEXPECTED;
             }
             return 0;
         }
-        zmq_msg_close(&msg);
+        zmq_msg_close(&out->frame);
         fprintf(stderr, "no reply within %d ms (attempt %d of %d): %s\n", REPLY_TIMEOUT_MS, attempt,
                 MAX_ATTEMPTS, zmq_strerror(zmq_errno()));
         zmq_close(c->sock);
@@ -305,14 +323,14 @@ static int fail_on_error(const char *what, const msgpack_object *err) {
  * protocol_version 1, or this client must not talk to it. */
 static int do_ping(struct channel *c) {
     char id[37];
-    msgpack_unpacked rep;
+    struct reply rep;
     const msgpack_object *err;
     double proto;
     int rc = round_trip(c, pack_ping, NULL, id, &rep);
     if (rc != 0) return rc;
     rc = EXIT_UNEXPECTED;
-    const msgpack_object *body = lookup(&rep.data, "body");
-    if (check_envelope(&rep.data, "pong", id, &err) != 0 || fail_on_error("ping", err) != 0) goto out;
+    const msgpack_object *body = lookup(&rep.unpacked.data, "body");
+    if (check_envelope(&rep.unpacked.data, "pong", id, &err) != 0 || fail_on_error("ping", err) != 0) goto out;
     if (!number(lookup(body, "protocol_version"), &proto) || proto != 1) {
         fprintf(stderr, "server speaks another protocol_version: refusing it\n");
         goto out;
@@ -326,19 +344,19 @@ static int do_ping(struct channel *c) {
     printf(" uptime_seconds=%.3f\n", uptime);
     rc = 0;
 out:
-    msgpack_unpacked_destroy(&rep);
+    reply_close(&rep);
     return rc;
 }
 
 static int do_predict(struct channel *c, const struct spectrum *s) {
     char id[37];
-    msgpack_unpacked rep;
+    struct reply rep;
     const msgpack_object *err;
     int rc = round_trip(c, pack_predict, s, id, &rep);
     if (rc != 0) return rc;
     rc = EXIT_UNEXPECTED;
-    const msgpack_object *body = lookup(&rep.data, "body");
-    if (check_envelope(&rep.data, "predict_reply", id, &err) != 0 ||
+    const msgpack_object *body = lookup(&rep.unpacked.data, "body");
+    if (check_envelope(&rep.unpacked.data, "predict_reply", id, &err) != 0 ||
         fail_on_error("predict", err) != 0)
         goto out;
     const msgpack_object *conc = lookup(body, "concentrations");
@@ -367,7 +385,7 @@ static int do_predict(struct channel *c, const struct spectrum *s) {
     if (number(lookup(diag, "q_reduced"), &qr)) printf("  q_reduced %.3f\n", qr);
     rc = 0;
 out:
-    msgpack_unpacked_destroy(&rep);
+    reply_close(&rep);
     return rc;
 }
 
@@ -375,14 +393,14 @@ out:
  * predict_reply carrying error INVALID_SPECTRUM. */
 static int do_bad_predict(struct channel *c, const struct spectrum *s) {
     char id[37];
-    msgpack_unpacked rep;
+    struct reply rep;
     const msgpack_object *err;
     struct spectrum bad = *s;
     bad.n = 100; /* the model wants 2048 points */
     int rc = round_trip(c, pack_predict, &bad, id, &rep);
     if (rc != 0) return rc;
     rc = EXIT_UNEXPECTED;
-    if (check_envelope(&rep.data, "predict_reply", id, &err) != 0) goto out;
+    if (check_envelope(&rep.unpacked.data, "predict_reply", id, &err) != 0) goto out;
     if (err == NULL) {
         fprintf(stderr, "a 100-point spectrum was accepted\n");
         goto out;
@@ -402,7 +420,7 @@ static int do_bad_predict(struct channel *c, const struct spectrum *s) {
     }
     rc = 0;
 out:
-    msgpack_unpacked_destroy(&rep);
+    reply_close(&rep);
     return rc;
 }
 
