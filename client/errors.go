@@ -33,7 +33,9 @@ func (e *Error) Error() string {
 // its ErrorResponse body; it returns nil for a 2xx status. Use it with the
 // generated client's responses: client.HTTPError(res.HTTPResponse, res.Body).
 // A body that is not an ErrorResponse (a proxy's page, say) still gives an
-// *Error, with the code HTTP_<status> and the start of the body as message.
+// *Error, with the code HTTP_<status> and the start of the body as message;
+// it is retryable when the status itself says the condition is passing
+// (429, 502, 503, 504), since no server envelope says otherwise.
 func HTTPError(resp *http.Response, body []byte) error {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
@@ -44,11 +46,21 @@ func HTTPError(resp *http.Response, body []byte) error {
 		if len(msg) > 200 {
 			msg = msg[:200]
 		}
-		return &Error{Code: fmt.Sprintf("HTTP_%d", resp.StatusCode), Message: msg, Status: resp.StatusCode}
+		return &Error{Code: fmt.Sprintf("HTTP_%d", resp.StatusCode), Message: msg, Status: resp.StatusCode, Retryable: transientStatus(resp.StatusCode)}
 	}
 	e := &Error{Code: er.Code, Message: er.Message, Status: resp.StatusCode}
 	if er.Retryable != nil {
 		e.Retryable = *er.Retryable
 	}
 	return e
+}
+
+// transientStatus reports the HTTP statuses that mean "try again later"
+// whoever sent them (RFC 9110 sections 15.6.3-15.6.5, RFC 6585 section 4).
+func transientStatus(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }

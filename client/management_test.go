@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -100,4 +101,23 @@ func (c *endlessCSV) Read(p []byte) (int, error) {
 		c.readsAfterReturn.Add(1)
 	}
 	return copy(p, "1,2.5\n"), nil
+}
+
+// A proxy's or gateway's own answer carries no envelope: its status alone
+// says whether a retry may help.
+func TestHTTPErrorWithoutEnvelope(t *testing.T) {
+	for _, c := range []struct {
+		status    int
+		retryable bool
+	}{{429, true}, {502, true}, {503, true}, {504, true}, {500, false}, {404, false}, {400, false}} {
+		resp := &http.Response{StatusCode: c.status}
+		err := client.HTTPError(resp, []byte("<html>bad gateway</html>"))
+		var ce *client.Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("%d: got %v, want *client.Error", c.status, err)
+		}
+		if ce.Retryable != c.retryable || ce.Status != c.status || ce.Code != fmt.Sprintf("HTTP_%d", c.status) {
+			t.Errorf("%d: got %+v, want retryable %v", c.status, ce, c.retryable)
+		}
+	}
 }

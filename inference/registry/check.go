@@ -208,6 +208,9 @@ func (c *checker) entries(ctx context.Context) {
 			c.find(e.File, fmt.Sprintf("model %s: %v", v, err), repair)
 			continue
 		}
+		if ReservedVersion(v) {
+			c.reservedName(v, e)
+		}
 		if e.SHA256 == "" {
 			size, sum, _, err := digest(ctx, full, e.SizeBytes)
 			repair := ""
@@ -218,6 +221,27 @@ func (c *checker) entries(ctx context.Context) {
 			c.find(e.File, fmt.Sprintf("model %s has no recorded checksum (written before checksums were kept)", v), repair)
 		}
 	}
+}
+
+// reservedName reports an entry named like a management route (load, list,
+// info), which a registry written before those names were reserved may
+// hold: it loads, but GET and DELETE /model/{version} reach the route, not
+// the version. Repair renames the entry (and the active pointer) to a free
+// name; the file keeps its name, so nothing on disk moves.
+func (c *checker) reservedName(version string, e *Entry) {
+	repair := ""
+	if c.repair {
+		renamed := c.r.freeVersion(version)
+		delete(c.r.ix.Models, version)
+		e.Version = renamed
+		c.r.ix.Models[renamed] = e
+		if c.r.ix.Active == version {
+			c.r.ix.Active = renamed
+		}
+		c.changed = true
+		repair = "renamed to " + renamed
+	}
+	c.find(e.File, fmt.Sprintf("version %s names a route (/model/%s), so GET and DELETE /model/{version} cannot reach it", version, version), repair)
 }
 
 func (c *checker) drop(version string) {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -463,5 +464,52 @@ func TestWrittenFilesAreReadable(t *testing.T) {
 		if st.Mode().Perm()&0o044 == 0 {
 			t.Errorf("%s has mode %v: others cannot read it", name, st.Mode().Perm())
 		}
+	}
+}
+
+// A registry written before load, list and info were reserved may hold a
+// version of that name: check reports it and -repair renames the entry,
+// active pointer included, leaving the file where it is.
+func TestCheckRenamesAVersionNamedLikeARoute(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestRegistry(t, dir, nil)
+	v := addStaged(t, r, 5, time.Now())
+	r.Close()
+
+	indexPath := filepath.Join(dir, "index.json")
+	raw, err := os.ReadFile(indexPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ix map[string]any
+	if err := json.Unmarshal(raw, &ix); err != nil {
+		t.Fatal(err)
+	}
+	models := ix["models"].(map[string]any)
+	entry := models[v].(map[string]any)
+	delete(models, v)
+	entry["version"], entry["status"] = "list", "active"
+	models["list"], ix["active"] = entry, "list"
+	if raw, err = json.Marshal(ix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(indexPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := Check(context.Background(), dir, testOptions(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Unrepaired() != 1 || !strings.Contains(rep.String(), "version list names a route") {
+		t.Fatalf("want one finding about the name list:\n%s", rep)
+	}
+	if rep, err = Check(context.Background(), dir, testOptions(), true); err != nil || !strings.Contains(rep.String(), "renamed to list-1") {
+		t.Fatalf("repair: %v\n%s", err, rep)
+	}
+	r2 := newTestRegistry(t, dir, nil)
+	active, entries := r2.List()
+	if active != "list-1" || len(entries) != 1 || entries[0].Version != "list-1" || entries[0].File != "models/"+v+".npz" {
+		t.Fatalf("after repair: active %q, entries %+v", active, entries)
 	}
 }
