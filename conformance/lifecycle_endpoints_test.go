@@ -159,36 +159,58 @@ func TestTrainingListPagesFilterAndRestart(t *testing.T) {
 	}
 }
 
-// TestCancelQueuedRunningFinished: with two training places, a queued job
-// and the running one are cancelled (failed/CANCELLED, nothing staged,
+// TestCancelQueuedRunningFinished: with two training places, the running
+// job and a queued one are cancelled (failed/CANCELLED, nothing staged,
 // the place free for the next upload at once); a finished job is 409
-// JOB_FINISHED and an unknown id 404 JOB_NOT_FOUND.
+// JOB_FINISHED and an unknown id 404 JOB_NOT_FOUND. Each cancel is sent
+// right after its job is seen in the state under test, while a 1,500-row
+// job holds the worker for seconds, so that the job cannot have moved on.
 func TestCancelQueuedRunningFinished(t *testing.T) {
 	dir := t.TempDir()
 	p := startProcess(t, dir, "-training-queue", "1")
 	c := p.client(t)
 	ctx := context.Background()
+	wantCancelled := func(what, id string) {
+		t.Helper()
+		res := must(c.CancelTrainingJobWithResponse(ctx, id))(t)
+		if res.StatusCode() != 200 || res.JSON200.Status != gen.Failed || res.JSON200.Error == nil || res.JSON200.Error.Code != "CANCELLED" {
+			t.Fatalf("cancel %s: %d %s", what, res.StatusCode(), res.Body)
+		}
+	}
+	wantQueueFull := func(what string, seed uint64) {
+		t.Helper()
+		resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, seed, trainingSamples)), []byte(goodMeta))
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("%s: %d %s, want 429", what, resp.StatusCode, body)
+		}
+	}
+
+	// Running: cancelled as soon as it has made progress. Its place is
+	// free when the answer comes: two uploads are then accepted, and a
+	// third finds both places taken.
 	running := startRunningJob(t, p)
-	queued := uploadCSV(t, p, syntheticCSV(t, 5, trainingSamples), goodMeta)
-	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, 6, trainingSamples)), []byte(goodMeta))
-	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("third upload with both places taken: %d %s", resp.StatusCode, body)
+	wantCancelled("running", running)
+	first := uploadCSV(t, p, syntheticCSV(t, 5, trainingSamples), goodMeta)
+	second := uploadCSV(t, p, syntheticCSV(t, 6, trainingSamples), goodMeta)
+	for _, id := range []string{first, second} {
+		if job := waitJob(t, c, id, 3*time.Minute); job.Status != gen.Done {
+			t.Fatalf("job after the running one was cancelled: %+v", job.Error)
+		}
 	}
 
-	res := must(c.CancelTrainingJobWithResponse(ctx, queued))(t)
-	if res.StatusCode() != 200 || res.JSON200.Status != gen.Failed || res.JSON200.Error == nil || res.JSON200.Error.Code != "CANCELLED" {
-		t.Fatalf("cancel queued: %d %s", res.StatusCode(), res.Body)
+	// Queued: behind a slow running job, cancelled at once; its place is
+	// free for the next upload, after which the places are full again.
+	slow := startRunningJob(t, p)
+	queued := uploadCSV(t, p, syntheticCSV(t, 7, trainingSamples), goodMeta)
+	wantCancelled("queued", queued)
+	refill := uploadCSV(t, p, syntheticCSV(t, 8, trainingSamples), goodMeta)
+	wantQueueFull("upload with the slow job and the refill holding both places", 9)
+	wantCancelled("the slow running job", slow)
+	if job := waitJob(t, c, refill, 3*time.Minute); job.Status != gen.Done {
+		t.Fatalf("job after the cancels: %+v", job.Error)
 	}
-	// Its place is free: the next upload is accepted, and waits.
-	refill := uploadCSV(t, p, syntheticCSV(t, 7, trainingSamples), goodMeta)
 
-	res = must(c.CancelTrainingJobWithResponse(ctx, running))(t)
-	if res.StatusCode() != 200 || res.JSON200.Status != gen.Failed || res.JSON200.Error == nil || res.JSON200.Error.Code != "CANCELLED" {
-		t.Fatalf("cancel running: %d %s", res.StatusCode(), res.Body)
-	}
-	// The running job's place is free when the answer comes.
-	next := uploadCSV(t, p, syntheticCSV(t, 8, trainingSamples), goodMeta)
-	for _, id := range []string{running, queued} {
+	for _, id := range []string{running, queued, slow} {
 		job := must(c.GetTrainingJobWithResponse(ctx, id))(t).JSON200
 		if job.Status != gen.Failed || job.Error == nil || job.Error.Code != "CANCELLED" || job.Result != nil {
 			t.Fatalf("cancelled job %s reads %+v", id, job)
@@ -197,22 +219,17 @@ func TestCancelQueuedRunningFinished(t *testing.T) {
 			t.Fatalf("record of %s on disk: %+v", id, rec)
 		}
 	}
-	for _, id := range []string{refill, next} {
-		if job := waitJob(t, c, id, 3*time.Minute); job.Status != gen.Done {
-			t.Fatalf("job after the cancels: %+v", job.Error)
-		}
-	}
-	// Only the two jobs that ran to the end staged a model.
+	// Only the three jobs that ran to the end staged a model.
 	list := must(c.ListModelsWithResponse(ctx))(t).JSON200
-	if len(list.Models) != 2 {
+	if len(list.Models) != 3 {
 		t.Fatalf("models staged: %+v", list.Models)
 	}
 	files, _ := os.ReadDir(filepath.Join(dir, "models"))
-	if len(files) != 2 {
+	if len(files) != 3 {
 		t.Fatalf("models/ holds %d files", len(files))
 	}
 
-	res = must(c.CancelTrainingJobWithResponse(ctx, refill))(t)
+	res := must(c.CancelTrainingJobWithResponse(ctx, refill))(t)
 	wantError(t, "cancel a done job", 409, res.Body, res.StatusCode(), "JOB_FINISHED")
 	res = must(c.CancelTrainingJobWithResponse(ctx, running))(t)
 	wantError(t, "cancel a cancelled job", 409, res.Body, res.StatusCode(), "JOB_FINISHED")

@@ -269,10 +269,12 @@ func TestTrainingRejectsBadCSVWhileStreaming(t *testing.T) {
 	rows := csvRows(3)
 	rows[2][7] = "oops"
 	csv, csvWriter := io.Pipe()
-	t.Cleanup(func() { csvWriter.Close() })
 	go csvWriter.Write(renderCSV(rows)) // and nothing more: the upload never ends
 	contentType, pr := client.TrainingBody([]byte(goodMeta), csv)
+	// Cleanups run last first: end the CSV, then close the body, whose
+	// Close waits for the read of the CSV under way.
 	t.Cleanup(func() { pr.Close() })
+	t.Cleanup(func() { csvWriter.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, suite.httpBase+"/training/start", pr)
