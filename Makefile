@@ -121,6 +121,9 @@ bench: deps build
 	$(GO) test -run '^$$' -bench 'Predict2048' -benchmem ./server/channel ./inference
 	@echo "== codec"
 	$(GO) test -run '^$$' -bench . -benchmem ./server/codec
+	@echo "== management: the web layer per request (request id, CORS, access log); one page of GET /training among 20,000 jobs"
+	$(GO) test -run '^$$' -bench 'WebLayer' -benchmem ./server
+	$(GO) test -run '^$$' -bench 'ListPage' -benchmem ./trainer/jobs
 	@echo "== training: 2000 x 2048, CV over 1..20 components, against scikit-learn"
 	RAMAN_BENCH_TRAIN=1 $(GO) test -count=1 -run TestTrainingSpeedVsSklearn -v ./trainer | grep -E '^(training|---|ok|FAIL)'
 	@echo "== 200 MB training upload: server memory"
