@@ -110,6 +110,7 @@ func regularSlotsHeld(t *testing.T, max int) (string, *connLimitListener, []net.
 	t.Cleanup(func() { close(release) })
 	holders, _ := holdRequests(t, addr, max)
 	waitOpen(t, l, max, 0)
+	waitActive(t, l, max)
 	return addr, l, holders
 }
 
@@ -126,6 +127,33 @@ func waitOpen(t *testing.T, l *connLimitListener, regular, reserve int) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d regular and %d reserve connections open, want %d and %d", reg, res, regular, reserve)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitActive waits until n connections have a request in progress
+// (http.StateActive): only then is a holder safe from eviction, which
+// picks a connection whose header has not been read yet first. On a busy
+// machine the server may read a held request's header well after the
+// connection was counted open.
+func waitActive(t *testing.T, l *connLimitListener, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		active := 0
+		l.mu.Lock()
+		for c := range l.open {
+			if http.ConnState(c.state.Load()) == http.StateActive {
+				active++
+			}
+		}
+		l.mu.Unlock()
+		if active >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections with a request in progress, want %d", active, n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -204,6 +232,7 @@ func TestHealthThroughSilentFlood(t *testing.T) {
 	addr, l := limitedServerListener(t, 8, holdHandler(release))
 	held, heldReaders := holdRequests(t, addr, 2)
 	waitOpen(t, l, 2, 0)
+	waitActive(t, l, 2)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := silentFlood(ctx, addr, 5*(8+healthReserveConns))
@@ -265,6 +294,7 @@ func TestIdleEvictedNotActive(t *testing.T) {
 	defer close(release)
 	addr, l := limitedServerListener(t, 3, holdHandler(release))
 	held, _ := holdRequests(t, addr, 1)
+	waitActive(t, l, 1)
 	idle := make([]net.Conn, 2)
 	for i := range idle {
 		c, r := dial(t, addr)

@@ -367,6 +367,7 @@ func TestRequestIDAndCORSOnTheHealthReserve(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	holdRequests(t, addr, 1)
 	waitOpen(t, l, 1, 0)
+	waitActive(t, l, 1)
 
 	c, r := dial(t, addr)
 	for _, q := range []struct {
