@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/time/rate"
 )
 
@@ -316,16 +317,7 @@ func unsafeRequestHeader(name string) bool {
 }
 
 func safeRequestHeader(name string) bool {
-	if name == "" || len(name) > maxAllowedHeaderLen || unsafeRequestHeader(name) {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
+	return len(name) <= maxAllowedHeaderLen && !unsafeRequestHeader(name) && httpguts.ValidHeaderFieldName(name)
 }
 
 // routeRecorder is the first echo middleware: it records the route
