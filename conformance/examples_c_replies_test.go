@@ -28,15 +28,7 @@ func TestExampleCOwnsItsReplies(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rep := zmq4.NewRep(ctx)
-	defer rep.Close()
-	if err := rep.Listen("tcp://127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "tcp://" + rep.Addr().String()
-	go answerWithPaddedPong(ctx, rep, 64<<10)
-
-	cmd := exec.CommandContext(ctx, bin, endpoint)
+	cmd := exec.CommandContext(ctx, bin, paddedPongPeer(ctx, t, 64<<10))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	_ = cmd.Run() // the predict gets no predict_reply from this server: exit status 1 is expected
@@ -47,6 +39,20 @@ func TestExampleCOwnsItsReplies(t *testing.T) {
 	if !strings.Contains(stdout.String(), "pong: server_version=padded protocol_version=1 model_version=m1") {
 		t.Errorf("the C example did not print the pong")
 	}
+}
+
+// paddedPongPeer listens on a loopback REP socket, closed with the test,
+// that answers every request with answerWithPaddedPong until ctx ends, and
+// returns its endpoint.
+func paddedPongPeer(ctx context.Context, t *testing.T, padding int) string {
+	t.Helper()
+	rep := zmq4.NewRep(ctx)
+	t.Cleanup(func() { rep.Close() })
+	if err := rep.Listen("tcp://127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	go answerWithPaddedPong(ctx, rep, padding)
+	return "tcp://" + rep.Addr().String()
 }
 
 // answerWithPaddedPong answers every request with a pong whose body holds
@@ -104,14 +110,7 @@ func TestExampleCRefusesHugeReplies(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rep := zmq4.NewRep(ctx)
-	defer rep.Close()
-	if err := rep.Listen("tcp://127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	go answerWithPaddedPong(ctx, rep, 2<<20)
-
-	cmd := exec.CommandContext(ctx, bin, "tcp://"+rep.Addr().String())
+	cmd := exec.CommandContext(ctx, bin, paddedPongPeer(ctx, t, 2<<20))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

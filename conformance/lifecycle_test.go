@@ -90,15 +90,7 @@ func startRunningJob(t *testing.T, p *serverProcess) string {
 // submitJob uploads n synthetic rows and returns the accepted job's id.
 func submitJob(t *testing.T, p *serverProcess, seed uint64, n int) string {
 	t.Helper()
-	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, seed, n)), []byte(goodMeta))
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("upload: %d %s", resp.StatusCode, body)
-	}
-	var acc gen.TrainingJobAccepted
-	if err := json.Unmarshal(body, &acc); err != nil {
-		t.Fatal(err)
-	}
-	return acc.JobId
+	return uploadCSV(t, p, syntheticCSV(t, seed, n), goodMeta)
 }
 
 // jobRecordOnDisk reads a job's record from the registry's jobs folder,

@@ -29,15 +29,7 @@ func limitedServer(t *testing.T, max int, handler http.Handler) string {
 
 func limitedServerListener(t *testing.T, max int, handler http.Handler) (string, *connLimitListener) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newConnLimitListener(ln, max)
-	srv := &http.Server{Handler: reserveGate(handler), ConnContext: connContext, ConnState: trackState, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String(), l
+	return servedBehindLimit(t, max, reserveGate(handler))
 }
 
 // ask sends one request on c and reads the answer.

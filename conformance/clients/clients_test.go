@@ -173,9 +173,7 @@ func openapiFetchClient(root string) generatedClient {
 			run(t, ts, "node", "gen-openapi-typescript.mjs", filepath.Join(root, "api", "openapi.yaml"), filepath.Join(dir, "schema.ts"))
 		},
 		compile: tsc,
-		smoke: func(dir, base, csv string) *exec.Cmd {
-			return exec.Command("node", filepath.Join(dir, "out", "smoke.js"), base, csv)
-		},
+		smoke:   nodeSmoke,
 	}
 }
 
@@ -191,10 +189,13 @@ func heyAPIClient(root string) generatedClient {
 				"-i", filepath.Join(root, "api", "openapi.yaml"), "-o", filepath.Join(dir, "api"), "-c", "@hey-api/client-fetch")
 		},
 		compile: tsc,
-		smoke: func(dir, base, csv string) *exec.Cmd {
-			return exec.Command("node", filepath.Join(dir, "out", "smoke.js"), base, csv)
-		},
+		smoke:   nodeSmoke,
 	}
+}
+
+// nodeSmoke runs a compiled TypeScript smoke program against base.
+func nodeSmoke(dir, base, csv string) *exec.Cmd {
+	return exec.Command("node", filepath.Join(dir, "out", "smoke.js"), base, csv)
 }
 
 // tsDir lays out a TypeScript scratch directory: the shared tsconfig and
