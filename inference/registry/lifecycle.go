@@ -76,7 +76,9 @@ func (r *Registry) Delete(ctx context.Context, version string) error {
 	if r.deleteCommitted != nil {
 		r.deleteCommitted()
 	}
-	r.removeFile(ctx, rm)
+	if err := r.removeFile(ctx, rm); err != nil {
+		r.log.Warn("deleted model's file not removed", "file", rm.File, "err", err)
+	}
 	r.mu.Lock()
 	r.ix.Removing = withoutRemoval(r.ix.Removing, rm.File)
 	r.mu.Unlock()
@@ -131,15 +133,14 @@ func withoutRemoval(list []removal, file string) []removal {
 // recorded size and checksum before it is unlinked; anything else (a
 // symbolic link, a special file, a file replaced by hand) is put back
 // where it was, with its sidecar, and left to start-up, which adopts or
-// quarantines it. The delete is committed: the check runs to its end
-// even if the caller has gone.
-func (r *Registry) removeFile(ctx context.Context, rm removal) {
+// quarantines it; the error says why. The delete is committed: the check
+// runs to its end even if the caller has gone.
+func (r *Registry) removeFile(ctx context.Context, rm removal) error {
 	ctx = context.WithoutCancel(ctx)
 	dir := filepath.Join(r.dir, modelsDir)
 	name := strings.TrimPrefix(rm.File, modelsDir+"/")
 	if err := r.unlinkOwn(ctx, dir, name, rm); err != nil {
-		r.log.Warn("deleted model's file not removed", "file", rm.File, "err", err)
-		return
+		return err
 	}
 	if filepath.Ext(name) == ".joblib" {
 		if err := r.unlinkOwn(ctx, dir, name+".json", removal{}); err != nil {
@@ -147,6 +148,7 @@ func (r *Registry) removeFile(ctx context.Context, rm removal) {
 		}
 	}
 	_ = SyncDir(dir)
+	return nil
 }
 
 // unlinkOwn removes dir/name when it is a regular file and, for a model
@@ -189,8 +191,9 @@ func unchangedSince(ctx context.Context, path string, rm removal) bool {
 
 // finishRemovals, at start-up, removes the files of entries deleted just
 // before a crash: each listed file that no entry names and that still has
-// the size and checksum recorded when it was deleted. A file with other
-// content (one put there by hand since) is left for adoption. It reports
+// the size and checksum recorded when it was deleted (removeFile checks
+// them). A file with other content (one put there by hand since) is left
+// for adoption. It reports
 // whether the list was non-empty (the caller rewrites the index).
 func (r *Registry) finishRemovals(ctx context.Context) bool {
 	if len(r.ix.Removing) == 0 {
@@ -208,11 +211,10 @@ func (r *Registry) finishRemovals(ctx context.Context) bool {
 		if _, err := os.Lstat(full); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		if !unchangedSince(ctx, full, rm) {
-			r.log.Warn("a deleted model's file was replaced; it is adopted, not removed", "file", rm.File)
+		if err := r.removeFile(ctx, rm); err != nil {
+			r.log.Warn("a deleted model's file was not removed; it is adopted or quarantined instead", "file", rm.File, "err", err)
 			continue
 		}
-		r.removeFile(ctx, rm)
 		r.log.Warn("removed the file of a model deleted just before the last stop", "file", rm.File)
 	}
 	r.ix.Removing = nil
