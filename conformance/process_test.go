@@ -22,6 +22,28 @@ type serverProcess struct {
 	httpAddr string
 	zmq      string
 	exited   chan error
+
+	logMu sync.Mutex
+	logs  []string // the last maxKeptLogLines lines of its log (JSON)
+}
+
+// maxKeptLogLines bounds what a test process's log keeps for logLines.
+const maxKeptLogLines = 2000
+
+func (p *serverProcess) keepLog(line string) {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	if len(p.logs) == maxKeptLogLines {
+		p.logs = append(p.logs[:0], p.logs[1:]...)
+	}
+	p.logs = append(p.logs, line)
+}
+
+// logLines returns the process's recent log lines, oldest first.
+func (p *serverProcess) logLines() []string {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	return append([]string(nil), p.logs...)
 }
 
 var (
@@ -79,6 +101,7 @@ func startProcess(t *testing.T, dir string, extra ...string) *serverProcess {
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		once := sync.Once{}
 		for sc.Scan() {
+			p.keepLog(sc.Text())
 			var line struct {
 				Msg  string `json:"msg"`
 				HTTP string `json:"http"`

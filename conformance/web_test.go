@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,84 @@ func TestBadCORSOriginRefusedAtStart(t *testing.T) {
 		if !ok || exit.ExitCode() != 1 || !strings.Contains(string(out), why) || !strings.Contains(string(out), "-cors-origin") {
 			t.Errorf("-cors-origin %q: %v, output %s", value, err, out)
 		}
+	}
+}
+
+// TestHostileRequestIDsAndPathsOnARealProcess: request ids that are too
+// long, carry characters outside the safe set or come twice are replaced
+// by a generated id, never echoed; the process's access log then has one
+// line for the request, under the generated id, and neither an id nor a
+// path can add a line or a field of its own.
+func TestHostileRequestIDsAndPathsOnARealProcess(t *testing.T) {
+	p := startProcess(t, t.TempDir())
+	base := "http://" + p.httpAddr
+	plain := &http.Client{Timeout: 10 * time.Second}
+	generated := regexp.MustCompile(`^[0-9a-f]{16}-[0-9a-z]+$`)
+	var answered []string
+	for _, ids := range [][]string{
+		{strings.Repeat("a", 4096)},
+		{`x","msg":"forged","injected":"1`},
+		{"one", "two"},
+	} {
+		req, err := http.NewRequest(http.MethodGet, base+"/health", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header["X-Request-Id"] = ids
+		resp, err := plain.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		got := resp.Header.Get("X-Request-Id")
+		if !generated.MatchString(got) {
+			t.Errorf("X-Request-Id %q (sent %d bytes) answered %q, want a generated id", ids[0], len(ids[0]), got)
+		}
+		answered = append(answered, got)
+	}
+	resp, err := plain.Get(base + `/%0A%7B%22msg%22:%22forged%22%7D`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("injected path: %d, want 404", resp.StatusCode)
+	}
+	answered = append(answered, resp.Header.Get("X-Request-Id"))
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		lines := p.logLines()
+		perID := map[string]int{}
+		forged := false
+		for _, l := range lines {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				t.Fatalf("log line is not one JSON object: %q", l)
+			}
+			if rec["msg"] == "forged" || rec["injected"] != nil || strings.Contains(l, "forged") {
+				forged = true
+			}
+			if rec["msg"] == "request" {
+				id, _ := rec["request_id"].(string)
+				perID[id]++
+			}
+		}
+		if forged {
+			t.Fatalf("a request added to the log:\n%s", strings.Join(lines, "\n"))
+		}
+		missing := 0
+		for _, id := range answered {
+			if perID[id] != 1 {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("access log lines per answered id %v: %v", answered, perID)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
