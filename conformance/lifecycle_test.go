@@ -72,7 +72,14 @@ func refusedWithin(t *testing.T, addr string, limit time.Duration) time.Duration
 // running a few seconds later, and waits until it runs.
 func startRunningJob(t *testing.T, p *serverProcess) string {
 	t.Helper()
-	id := submitJob(t, p, 41, 1500)
+	return startRunningJobOf(t, p, 1500)
+}
+
+// startRunningJobOf is startRunningJob with a data set of rows rows (the
+// training time grows with them).
+func startRunningJobOf(t *testing.T, p *serverProcess, rows int) string {
+	t.Helper()
+	id := submitJob(t, p, 41, rows)
 	c := p.client(t)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
