@@ -27,6 +27,21 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AlsBaselineStepStep.
+const (
+	AlsBaseline AlsBaselineStepStep = "als_baseline"
+)
+
+// Valid indicates whether the value is a known member of the AlsBaselineStepStep enum.
+func (e AlsBaselineStepStep) Valid() bool {
+	switch e {
+	case AlsBaseline:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChannelErrorCode.
 const (
 	INTERNALERROR      ChannelErrorCode = "INTERNAL_ERROR"
@@ -60,6 +75,39 @@ func (e ChannelErrorCode) Valid() bool {
 	case UNKNOWNTYPE:
 		return true
 	case UNSUPPORTEDVERSION:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ComponentSelectionRule.
+const (
+	Fixed            ComponentSelectionRule = "fixed"
+	OneStandardError ComponentSelectionRule = "one_standard_error"
+)
+
+// Valid indicates whether the value is a known member of the ComponentSelectionRule enum.
+func (e ComponentSelectionRule) Valid() bool {
+	switch e {
+	case Fixed:
+		return true
+	case OneStandardError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DespikeStepStep.
+const (
+	Despike DespikeStepStep = "despike"
+)
+
+// Valid indicates whether the value is a known member of the DespikeStepStep enum.
+func (e DespikeStepStep) Valid() bool {
+	switch e {
+	case Despike:
 		return true
 	default:
 		return false
@@ -171,6 +219,21 @@ func (e ModelStatus) Valid() bool {
 	}
 }
 
+// Defines values for NormalizeStepStep.
+const (
+	Normalize NormalizeStepStep = "normalize"
+)
+
+// Valid indicates whether the value is a known member of the NormalizeStepStep enum.
+func (e NormalizeStepStep) Valid() bool {
+	switch e {
+	case Normalize:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PingRequestType.
 const (
 	Ping PingRequestType = "ping"
@@ -261,6 +324,36 @@ func (e ProtocolVersion) Valid() bool {
 	}
 }
 
+// Defines values for SavgolStepStep.
+const (
+	Savgol SavgolStepStep = "savgol"
+)
+
+// Valid indicates whether the value is a known member of the SavgolStepStep enum.
+func (e SavgolStepStep) Valid() bool {
+	switch e {
+	case Savgol:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SnvStepStep.
+const (
+	Snv SnvStepStep = "snv"
+)
+
+// Valid indicates whether the value is a known member of the SnvStepStep enum.
+func (e SnvStepStep) Valid() bool {
+	switch e {
+	case Snv:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TrainingJobStatus.
 const (
 	Done    TrainingJobStatus = "done"
@@ -283,6 +376,58 @@ func (e TrainingJobStatus) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// Defines values for TrainingOutlierReasons.
+const (
+	LabelResidual TrainingOutlierReasons = "label_residual"
+	Q             TrainingOutlierReasons = "q"
+	T2            TrainingOutlierReasons = "t2"
+)
+
+// Valid indicates whether the value is a known member of the TrainingOutlierReasons enum.
+func (e TrainingOutlierReasons) Valid() bool {
+	switch e {
+	case LabelResidual:
+		return true
+	case Q:
+		return true
+	case T2:
+		return true
+	default:
+		return false
+	}
+}
+
+// AlsBaselineStep Asymmetric least squares baseline (Eilers & Boelens, 2005),
+// subtracted: `iterations` rounds of solving `(W + lam D'D) z = W x`
+// with D the second-difference matrix and weights `p` where x > z and
+// `1 - p` elsewhere (all weights 1 in the first round).
+type AlsBaselineStep struct {
+	Iterations *int                `json:"iterations,omitempty"`
+	Lam        *float64            `json:"lam,omitempty"`
+	P          *float64            `json:"p,omitempty"`
+	Step       AlsBaselineStepStep `json:"step"`
+}
+
+// AlsBaselineStepStep defines model for AlsBaselineStep.Step.
+type AlsBaselineStepStep string
+
+// CVPoint defines model for CVPoint.
+type CVPoint struct {
+	Components int `json:"components"`
+
+	// R2cv One number per component; a component the model does not predict is omitted.
+	R2cv MetricBreakdown `json:"r2cv"`
+
+	// Rmsecv One number per component; a component the model does not predict is omitted.
+	Rmsecv MetricBreakdown `json:"rmsecv"`
+
+	// Score Mean over analytes of RMSECV / sd(labels).
+	Score *float64 `json:"score,omitempty"`
+
+	// ScoreSe Standard error of `score` across folds.
+	ScoreSe *float64 `json:"score_se,omitempty"`
 }
 
 // ChannelError defines model for ChannelError.
@@ -309,6 +454,36 @@ type ChannelRequest struct {
 	union json.RawMessage
 }
 
+// ComponentSelection defines model for ComponentSelection.
+type ComponentSelection struct {
+	// Components The chosen latent component count.
+	Components int `json:"components"`
+	Folds      int `json:"folds"`
+
+	// MaxComponents The largest count tried (after the caps the rows impose).
+	MaxComponents int `json:"max_components"`
+
+	// MinScoreComponents The count with the lowest CV score.
+	MinScoreComponents *int `json:"min_score_components,omitempty"`
+
+	// Rmsecv RMSECV per analyte at the chosen count, g/L.
+	Rmsecv MetricBreakdown `json:"rmsecv"`
+
+	// Rule `one_standard_error`: the smallest count whose CV score (mean
+	// over analytes of RMSECV / sd of the labels) is within one
+	// standard error (across folds) of the minimum score (Hastie,
+	// Tibshirani & Friedman, sec. 7.10). `fixed`: TrainingMeta's
+	// `components`.
+	Rule ComponentSelectionRule `json:"rule"`
+}
+
+// ComponentSelectionRule `one_standard_error`: the smallest count whose CV score (mean
+// over analytes of RMSECV / sd of the labels) is within one
+// standard error (across folds) of the minimum score (Hastie,
+// Tibshirani & Friedman, sec. 7.10). `fixed`: TrainingMeta's
+// `components`.
+type ComponentSelectionRule string
+
 // ComponentValues One number per component the active model predicts (all three for a three-target model).
 type ComponentValues struct {
 	DHA *float64 `json:"DHA,omitempty"`
@@ -327,6 +502,21 @@ type ConfidenceValues struct {
 
 // CorrelationId The request's `id`; the empty string when the request could not be decoded far enough to read it.
 type CorrelationId = string
+
+// DespikeStep Removes cosmic-ray spikes. A point is a spike when the modified
+// z-score of the spectrum's first differences (Whitaker & Hayes,
+// Chemometr. Intell. Lab. Syst. 179 (2018) 82-84) exceeds
+// `threshold`; spike points (with `width` neighbours on each side)
+// are replaced by linear interpolation between the nearest clean
+// points. The count of repaired points is reported by training.
+type DespikeStep struct {
+	Step      DespikeStepStep `json:"step"`
+	Threshold *float64        `json:"threshold,omitempty"`
+	Width     *int            `json:"width,omitempty"`
+}
+
+// DespikeStepStep defines model for DespikeStep.Step.
+type DespikeStepStep string
 
 // EmptyBody An empty map, the body of every failed reply.
 type EmptyBody = map[string]interface{}
@@ -470,6 +660,15 @@ type ModelDetail struct {
 	// Metrics Cross-validated figures of the chosen component count.
 	Metrics *TrainingMetrics `json:"metrics,omitempty"`
 
+	// Preprocessing The model's recipe, applied to every spectrum before the model; absent or empty for raw intensities. For an import, the pipeline's recognised steps in the same form.
+	Preprocessing *[]PreprocessingStep `json:"preprocessing,omitempty"`
+
+	// Regions The wavenumber ranges that enter the model; absent when every point does.
+	Regions *[]WavenumberRegion `json:"regions,omitempty"`
+
+	// ReportUrl Path of the review page, `/model/<version>/report`.
+	ReportUrl *string `json:"report_url,omitempty"`
+
 	// Sha256 Hex SHA-256 of the model file, checked at every load; the empty string for an entry recorded before checksums were.
 	Sha256    string      `json:"sha256"`
 	SizeBytes int64       `json:"size_bytes"`
@@ -480,13 +679,19 @@ type ModelDetail struct {
 	TrainedAt      time.Time `json:"trained_at"`
 	TrainedSamples *int      `json:"trained_samples,omitempty"`
 	Version        string    `json:"version"`
+
+	// WavenumberCount Points per spectrum the model expects.
+	WavenumberCount *int `json:"wavenumber_count,omitempty"`
+
+	// WavenumberRange Lower and upper wavenumber of the model's axis, cm-1.
+	WavenumberRange *[]float64 `json:"wavenumber_range,omitempty"`
 }
 
 // ModelInfo defines model for ModelInfo.
 type ModelInfo struct {
 	ActiveVersion string `json:"active_version"`
 
-	// Algorithm `PLS2-NIPALS` for models trained here; `sklearn-PLSRegression` or `sklearn-Pipeline(StandardScaler,PLSRegression)` for imports.
+	// Algorithm `PLS2-NIPALS` for models trained here; for imports `sklearn-PLSRegression` or `sklearn-Pipeline(<steps>,PLSRegression)` naming the steps before the PLS, for example `sklearn-Pipeline(StandardScaler,PLSRegression)` or `sklearn-Pipeline(savgol_filter,snv,PLSRegression)`.
 	Algorithm        string `json:"algorithm"`
 	LatentComponents *int   `json:"latent_components,omitempty"`
 
@@ -562,11 +767,17 @@ type ModelInfoRequestType string
 // the training CSV; an import carries `imported_from`; an adopted
 // file carries none of them.
 type ModelLineage struct {
+	// ExcludedScanIds TrainingMeta's `exclude_scan_ids`.
+	ExcludedScanIds *[]string `json:"excluded_scan_ids,omitempty"`
+
 	// ImportedFrom Path the `.joblib` file was imported from.
-	ImportedFrom  *string   `json:"imported_from,omitempty"`
-	JobId         *string   `json:"job_id,omitempty"`
-	Notes         *string   `json:"notes,omitempty"`
-	Operator      *string   `json:"operator,omitempty"`
+	ImportedFrom *string `json:"imported_from,omitempty"`
+	JobId        *string `json:"job_id,omitempty"`
+	Notes        *string `json:"notes,omitempty"`
+	Operator     *string `json:"operator,omitempty"`
+
+	// RowsUsed Rows that entered the model (`training_rows` less the excluded ones).
+	RowsUsed      *int      `json:"rows_used,omitempty"`
 	SourceBatches *[]string `json:"source_batches,omitempty"`
 
 	// TrainingCsvSha256 Hex SHA-256 of the CSV part exactly as uploaded.
@@ -596,6 +807,33 @@ type ModelVersion struct {
 	TrainedAt      time.Time `json:"trained_at"`
 	TrainedSamples *int      `json:"trained_samples,omitempty"`
 	Version        string    `json:"version"`
+}
+
+// NormalizeStep Divides the spectrum by its band area over `region` (trapezoidal
+// rule over the axis points inside it, in intensity x cm-1): an
+// internal standard such as the solvent band. The region must hold at
+// least two axis points, else `INVALID_TRAINING_OPTIONS`. A spectrum
+// whose band area is zero or not finite at predict time gets
+// `INVALID_SPECTRUM`.
+type NormalizeStep struct {
+	// Region An inclusive `[low, high]` range of wavenumbers, cm-1.
+	Region WavenumberRegion  `json:"region"`
+	Step   NormalizeStepStep `json:"step"`
+}
+
+// NormalizeStepStep defines model for NormalizeStep.Step.
+type NormalizeStepStep string
+
+// OutlierLimits defines model for OutlierLimits.
+type OutlierLimits struct {
+	// Q The final model's 95 % Q limit (Jackson & Mudholkar, 1979, with the calibration residuals).
+	Q float64 `json:"q"`
+
+	// StudentizedResidual The label residual limit, 3.
+	StudentizedResidual *float64 `json:"studentized_residual,omitempty"`
+
+	// T2 The final model's 95 % Hotelling T2 limit.
+	T2 float64 `json:"t2"`
 }
 
 // PingRequest defines model for PingRequest.
@@ -757,6 +995,11 @@ type PredictRequestBody struct {
 	Spectrum Spectrum        `json:"spectrum"`
 }
 
+// PreprocessingStep One step of a preprocessing recipe, told apart by `step`.
+type PreprocessingStep struct {
+	union json.RawMessage
+}
+
 // ProtocolVersion Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
 type ProtocolVersion int
 
@@ -768,6 +1011,30 @@ type ReplyTimestamp = float64
 
 // RequestTimestamp Seconds since the Unix epoch; optional, and `nil` counts as absent.
 type RequestTimestamp = float64
+
+// SavgolStep Savitzky-Golay smoothing or derivative over the point index, with
+// the edges fitted as `scipy.signal.savgol_filter(x, window,
+// polyorder, deriv, delta=1, mode="interp")`. `window` must be odd,
+// greater than `polyorder` and at most the spectrum's length, else
+// `INVALID_TRAINING_OPTIONS`.
+type SavgolStep struct {
+	// Deriv Derivative order, at most `polyorder`.
+	Deriv     *int           `json:"deriv,omitempty"`
+	Polyorder int            `json:"polyorder"`
+	Step      SavgolStepStep `json:"step"`
+	Window    int            `json:"window"`
+}
+
+// SavgolStepStep defines model for SavgolStep.Step.
+type SavgolStepStep string
+
+// SnvStep Standard normal variate, `(x - mean(x)) / std(x)` with the population (ddof 0) standard deviation. A flat spectrum is left at zero.
+type SnvStep struct {
+	Step SnvStepStep `json:"step"`
+}
+
+// SnvStepStep defines model for SnvStep.Step.
+type SnvStepStep string
 
 // Spectrum defines model for Spectrum.
 type Spectrum struct {
@@ -836,11 +1103,57 @@ type TrainingJobStatus string
 
 // TrainingMeta defines model for TrainingMeta.
 type TrainingMeta struct {
-	Notes *string `json:"notes,omitempty"`
+	// Components A fixed latent component count. Cross-validation still runs for
+	// 1..`components` (the model's RMSECV and the CV curve come from
+	// it), but does not choose: `result.component_selection.rule` is
+	// `fixed`. Above what the rows allow (min(n-1, n - largest fold -
+	// 1)): `INVALID_TRAINING_OPTIONS`. Absent: chosen by
+	// cross-validation up to `max_components`.
+	Components *int `json:"components,omitempty"`
+
+	// CvFolds K of the K-fold cross-validation. The rows left after
+	// `exclude_scan_ids` must number at least K + 2, else
+	// `INVALID_TRAINING_OPTIONS`.
+	CvFolds *int `json:"cv_folds,omitempty"`
+
+	// ExcludeScanIds Rows of the CSV left out of the model (for example outliers
+	// found in an earlier report). Each must name a `scan_id` of the
+	// CSV, else `INVALID_TRAINING_OPTIONS`. They are recorded in the
+	// lineage.
+	ExcludeScanIds *[]string `json:"exclude_scan_ids,omitempty"`
+
+	// MaxComponents The largest count cross-validation tries (capped by the rows, as
+	// for `components`). Ignored when `components` is set.
+	MaxComponents *int    `json:"max_components,omitempty"`
+	Notes         *string `json:"notes,omitempty"`
 
 	// Operator Operator user id.
-	Operator      string    `json:"operator"`
-	SourceBatches *[]string `json:"source_batches,omitempty"`
+	Operator string `json:"operator"`
+
+	// Preprocessing Steps applied in order to each spectrum, identically at training
+	// and at predict time; the model file stores them (`artifact.md`
+	// gives every formula). An unknown `step` is `INVALID_METADATA`;
+	// a parameter that cannot apply to the axis is
+	// `INVALID_TRAINING_OPTIONS`. Absent or empty: raw intensities.
+	Preprocessing *[]PreprocessingStep `json:"preprocessing,omitempty"`
+
+	// Regions Only the axis points inside these inclusive `[low, high]`
+	// wavenumber ranges (cm-1) enter the model; overlapping ranges are
+	// merged. Preprocessing runs on the whole spectrum first, so
+	// derivatives and baselines are not cut at a region edge. A range
+	// with `low > high`, outside the axis, or holding no axis point:
+	// `INVALID_TRAINING_OPTIONS`. Absent: every point.
+	Regions       *[]WavenumberRegion `json:"regions,omitempty"`
+	SourceBatches *[]string           `json:"source_batches,omitempty"`
+
+	// Wavenumbers The instrument's axis in cm-1, one value per intensity column
+	// (`wn_0` .. `wn_2047`), strictly increasing; it need not be
+	// linear. It becomes the model's stored axis, and `regions` and
+	// every wavenumber in `preprocessing` refer to it. Absent: the
+	// server's axis (`-instrument-axis`, default 2048 points evenly
+	// spaced over 200-3200 cm-1). Not increasing or not finite:
+	// `INVALID_TRAINING_OPTIONS`.
+	Wavenumbers *[]float64 `json:"wavenumbers,omitempty"`
 }
 
 // TrainingMetrics Cross-validated figures of the chosen component count.
@@ -852,14 +1165,61 @@ type TrainingMetrics struct {
 	Rmse MetricBreakdown `json:"rmse"`
 }
 
+// TrainingOutlier defines model for TrainingOutlier.
+type TrainingOutlier struct {
+	Q       *float64                 `json:"q,omitempty"`
+	Reasons []TrainingOutlierReasons `json:"reasons"`
+
+	// ReducedQ Q over its 95 % limit.
+	ReducedQ float64 `json:"reduced_q"`
+
+	// ReducedT2 T2 over its 95 % limit.
+	ReducedT2 float64 `json:"reduced_t2"`
+	ScanId    string  `json:"scan_id"`
+
+	// StudentizedResiduals Per analyte, the calibration residual divided by its standard
+	// error, `(y - yhat) / (s sqrt(1 - h))` with s the RMSEC scaled
+	// to `n - A - 1` degrees of freedom and h the leverage
+	// `1/n + T2/(n-1)`.
+	StudentizedResiduals *MetricBreakdown `json:"studentized_residuals,omitempty"`
+	T2                   *float64         `json:"t2,omitempty"`
+}
+
+// TrainingOutlierReasons defines model for TrainingOutlier.Reasons.
+type TrainingOutlierReasons string
+
 // TrainingResult defines model for TrainingResult.
 type TrainingResult struct {
 	// ArtifactPath Path of the stored model file, relative to the registry directory.
-	ArtifactPath string `json:"artifact_path"`
+	ArtifactPath       string              `json:"artifact_path"`
+	ComponentSelection *ComponentSelection `json:"component_selection,omitempty"`
+
+	// CvCurve Cross-validated figures for every component count tried, 1..`component_selection.max_components`.
+	CvCurve *[]CVPoint `json:"cv_curve,omitempty"`
+
+	// Lineage Where the version came from. A model trained here carries the
+	// operator's TrainingMeta, its job and the SHA-256 and row count of
+	// the training CSV; an import carries `imported_from`; an adopted
+	// file carries none of them.
+	Lineage *ModelLineage `json:"lineage,omitempty"`
 
 	// Metrics Cross-validated figures of the chosen component count.
-	Metrics    TrainingMetrics `json:"metrics"`
-	NewVersion string          `json:"new_version"`
+	Metrics       TrainingMetrics `json:"metrics"`
+	NewVersion    string          `json:"new_version"`
+	OutlierLimits *OutlierLimits  `json:"outlier_limits,omitempty"`
+
+	// Outliers Training spectra beyond the 95 % T2 or Q limit of the final model, or with a studentised label residual above 3 for any analyte; at most 1000, the most extreme first (`outliers_total` counts them all).
+	Outliers      *[]TrainingOutlier `json:"outliers,omitempty"`
+	OutliersTotal *int               `json:"outliers_total,omitempty"`
+
+	// ReportUrl Path of the review page, `/training/<job_id>/report`.
+	ReportUrl *string `json:"report_url,omitempty"`
+
+	// SpectraDespiked Training spectra in which at least one point was repaired.
+	SpectraDespiked *int `json:"spectra_despiked,omitempty"`
+
+	// SpikesRepaired Points the `despike` steps repaired over all training spectra; 0 without such a step.
+	SpikesRepaired *int `json:"spikes_repaired,omitempty"`
 }
 
 // TrainingUpload defines model for TrainingUpload.
@@ -882,6 +1242,9 @@ type TrainingUpload struct {
 //
 // Example: pls-20261122-101500
 type Version = string
+
+// WavenumberRegion An inclusive `[low, high]` range of wavenumbers, cm-1.
+type WavenumberRegion = []float64
 
 // DefaultError defines model for DefaultError.
 type DefaultError = ErrorResponse
@@ -1415,6 +1778,215 @@ func (t *PredictReply_Body) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsDespikeStep returns the union data inside the PreprocessingStep as a DespikeStep
+func (t PreprocessingStep) AsDespikeStep() (DespikeStep, error) {
+	var body DespikeStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDespikeStep overwrites any union data inside the PreprocessingStep as the provided DespikeStep
+func (t *PreprocessingStep) FromDespikeStep(v DespikeStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"step":"despike"}`))
+	t.union = b
+	return err
+}
+
+// MergeDespikeStep performs a merge with any union data inside the PreprocessingStep, using the provided DespikeStep
+func (t *PreprocessingStep) MergeDespikeStep(v DespikeStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"step":"despike"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSavgolStep returns the union data inside the PreprocessingStep as a SavgolStep
+func (t PreprocessingStep) AsSavgolStep() (SavgolStep, error) {
+	var body SavgolStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSavgolStep overwrites any union data inside the PreprocessingStep as the provided SavgolStep
+func (t *PreprocessingStep) FromSavgolStep(v SavgolStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"step":"savgol"}`))
+	t.union = b
+	return err
+}
+
+// MergeSavgolStep performs a merge with any union data inside the PreprocessingStep, using the provided SavgolStep
+func (t *PreprocessingStep) MergeSavgolStep(v SavgolStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"step":"savgol"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSnvStep returns the union data inside the PreprocessingStep as a SnvStep
+func (t PreprocessingStep) AsSnvStep() (SnvStep, error) {
+	var body SnvStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSnvStep overwrites any union data inside the PreprocessingStep as the provided SnvStep
+func (t *PreprocessingStep) FromSnvStep(v SnvStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"step":"snv"}`))
+	t.union = b
+	return err
+}
+
+// MergeSnvStep performs a merge with any union data inside the PreprocessingStep, using the provided SnvStep
+func (t *PreprocessingStep) MergeSnvStep(v SnvStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"step":"snv"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAlsBaselineStep returns the union data inside the PreprocessingStep as a AlsBaselineStep
+func (t PreprocessingStep) AsAlsBaselineStep() (AlsBaselineStep, error) {
+	var body AlsBaselineStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAlsBaselineStep overwrites any union data inside the PreprocessingStep as the provided AlsBaselineStep
+func (t *PreprocessingStep) FromAlsBaselineStep(v AlsBaselineStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"step":"als_baseline"}`))
+	t.union = b
+	return err
+}
+
+// MergeAlsBaselineStep performs a merge with any union data inside the PreprocessingStep, using the provided AlsBaselineStep
+func (t *PreprocessingStep) MergeAlsBaselineStep(v AlsBaselineStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"step":"als_baseline"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNormalizeStep returns the union data inside the PreprocessingStep as a NormalizeStep
+func (t PreprocessingStep) AsNormalizeStep() (NormalizeStep, error) {
+	var body NormalizeStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNormalizeStep overwrites any union data inside the PreprocessingStep as the provided NormalizeStep
+func (t *PreprocessingStep) FromNormalizeStep(v NormalizeStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"step":"normalize"}`))
+	t.union = b
+	return err
+}
+
+// MergeNormalizeStep performs a merge with any union data inside the PreprocessingStep, using the provided NormalizeStep
+func (t *PreprocessingStep) MergeNormalizeStep(v NormalizeStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"step":"normalize"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PreprocessingStep) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"step"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t PreprocessingStep) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "als_baseline":
+		return t.AsAlsBaselineStep()
+	case "despike":
+		return t.AsDespikeStep()
+	case "normalize":
+		return t.AsNormalizeStep()
+	case "savgol":
+		return t.AsSavgolStep()
+	case "snv":
+		return t.AsSnvStep()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t PreprocessingStep) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PreprocessingStep) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -1644,6 +2216,27 @@ type ClientInterface interface {
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetModelReport The model's review page, one self-contained HTML document
+	//
+	// A page for people deciding whether to promote the version. It holds
+	// inline SVG plots and nothing fetched from elsewhere (no script,
+	// style sheet, font or image from another URL), so it can be saved,
+	// mailed and archived as one file. For a model trained here it shows:
+	// the cross-validation curve per analyte with the chosen component
+	// count marked; measured against cross-validated predicted per analyte
+	// with the 1:1 line; the residuals; the regression vector per analyte
+	// over the wavenumber axis with the excluded regions shaded; T2
+	// against Q of the training spectra with the 95 % limits and the
+	// outliers labelled; the lineage and the preprocessing recipe. The
+	// figures come from the model file itself (see `artifact.md`), so the
+	// page can be rebuilt as long as the version exists. An imported or
+	// adopted model has no cross-validation record: its page shows the
+	// regression vectors, the recipe and the lineage, and says what is
+	// missing.
+	//
+	// Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
+	GetModelReport(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPIJSON This document, as JSON
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
@@ -1774,6 +2367,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /training/{jobId}/cancel (the `CancelTrainingJob` operationId).
 	CancelTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTrainingReport The review page of the model a done job trained
+	//
+	// The same page as `GET /model/{version}/report` for the job's
+	// `result.new_version`. A job that is not `done` has no model:
+	// 409 `JOB_NOT_DONE`. A job whose model was deleted since:
+	// 404 `MODEL_NOT_FOUND`.
+	//
+	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
+	GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetHealth Liveness and readiness
@@ -2001,6 +2604,37 @@ func (c *Client) GetModel(ctx context.Context, version Version, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
+// GetModelReport The model's review page, one self-contained HTML document
+//
+// A page for people deciding whether to promote the version. It holds
+// inline SVG plots and nothing fetched from elsewhere (no script,
+// style sheet, font or image from another URL), so it can be saved,
+// mailed and archived as one file. For a model trained here it shows:
+// the cross-validation curve per analyte with the chosen component
+// count marked; measured against cross-validated predicted per analyte
+// with the 1:1 line; the residuals; the regression vector per analyte
+// over the wavenumber axis with the excluded regions shaded; T2
+// against Q of the training spectra with the 95 % limits and the
+// outliers labelled; the lineage and the preprocessing recipe. The
+// figures come from the model file itself (see `artifact.md`), so the
+// page can be rebuilt as long as the version exists. An imported or
+// adopted model has no cross-validation record: its page shows the
+// regression vectors, the recipe and the lineage, and says what is
+// missing.
+//
+// Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
+func (c *Client) GetModelReport(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelReportRequest(c.Server, version)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetOpenAPIJSON This document, as JSON
 //
 // Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
@@ -2192,6 +2826,26 @@ func (c *Client) CancelTrainingJob(ctx context.Context, jobId string, reqEditors
 	return c.Client.Do(req)
 }
 
+// GetTrainingReport The review page of the model a done job trained
+//
+// The same page as `GET /model/{version}/report` for the job's
+// `result.new_version`. A job that is not `done` has no model:
+// 409 `JOB_NOT_DONE`. A job whose model was deleted since:
+// 404 `MODEL_NOT_FOUND`.
+//
+// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
+func (c *Client) GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTrainingReportRequest(c.Server, jobId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewGetHealthRequest constructs an http.Request for the GetHealth method
 func NewGetHealthRequest(server string) (*http.Request, error) {
 	var err error
@@ -2364,6 +3018,40 @@ func NewGetModelRequest(server string, version Version) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/model/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetModelReportRequest constructs an http.Request for the GetModelReport method
+func NewGetModelReportRequest(server string, version Version) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/%s/report", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2610,6 +3298,40 @@ func NewCancelTrainingJobRequest(server string, jobId string) (*http.Request, er
 	return req, nil
 }
 
+// NewGetTrainingReportRequest constructs an http.Request for the GetTrainingReport method
+func NewGetTrainingReportRequest(server string, jobId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "jobId", jobId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/training/%s/report", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -2819,6 +3541,29 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
 
+	// GetModelReportWithResponse The model's review page, one self-contained HTML document
+	//
+	// A page for people deciding whether to promote the version. It holds
+	// inline SVG plots and nothing fetched from elsewhere (no script,
+	// style sheet, font or image from another URL), so it can be saved,
+	// mailed and archived as one file. For a model trained here it shows:
+	// the cross-validation curve per analyte with the chosen component
+	// count marked; measured against cross-validated predicted per analyte
+	// with the 1:1 line; the residuals; the regression vector per analyte
+	// over the wavenumber axis with the excluded regions shaded; T2
+	// against Q of the training spectra with the 95 % limits and the
+	// outliers labelled; the lineage and the preprocessing recipe. The
+	// figures come from the model file itself (see `artifact.md`), so the
+	// page can be rebuilt as long as the version exists. An imported or
+	// adopted model has no cross-validation record: its page shows the
+	// regression vectors, the recipe and the lineage, and says what is
+	// missing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
+	GetModelReportWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error)
+
 	// GetOpenAPIJSONWithResponse This document, as JSON
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -2959,6 +3704,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /training/{jobId}/cancel (the `CancelTrainingJob` operationId).
 	CancelTrainingJobWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*CancelTrainingJobResponse, error)
+
+	// GetTrainingReportWithResponse The review page of the model a done job trained
+	//
+	// The same page as `GET /model/{version}/report` for the job's
+	// `result.new_version`. A job that is not `done` has no model:
+	// 409 `JOB_NOT_DONE`. A job whose model was deleted since:
+	// 404 `MODEL_NOT_FOUND`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
+	GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
 }
 
 type GetHealthResponse struct {
@@ -3390,6 +4147,68 @@ func (r GetModelResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetModelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetModelReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetModelReportResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetModelReportResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetModelReportResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetModelReportResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetModelReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetModelReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetModelReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetModelReportResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3852,6 +4671,75 @@ func (r CancelTrainingJobResponse) ContentType() string {
 	return ""
 }
 
+type GetTrainingReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetTrainingReportResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetTrainingReportResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetTrainingReportResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r GetTrainingReportResponse) GetJSON501() *ErrorResponse {
+	return r.JSON501
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetTrainingReportResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTrainingReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTrainingReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTrainingReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTrainingReportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetHealthWithResponse Liveness and readiness
 //
 // Always 200 while the process is up. `status` is `degraded` when any of
@@ -4059,6 +4947,35 @@ func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version 
 	return ParseGetModelResponse(rsp)
 }
 
+// GetModelReportWithResponse The model's review page, one self-contained HTML document
+//
+// A page for people deciding whether to promote the version. It holds
+// inline SVG plots and nothing fetched from elsewhere (no script,
+// style sheet, font or image from another URL), so it can be saved,
+// mailed and archived as one file. For a model trained here it shows:
+// the cross-validation curve per analyte with the chosen component
+// count marked; measured against cross-validated predicted per analyte
+// with the 1:1 line; the residuals; the regression vector per analyte
+// over the wavenumber axis with the excluded regions shaded; T2
+// against Q of the training spectra with the 95 % limits and the
+// outliers labelled; the lineage and the preprocessing recipe. The
+// figures come from the model file itself (see `artifact.md`), so the
+// page can be rebuilt as long as the version exists. An imported or
+// adopted model has no cross-validation record: its page shows the
+// regression vectors, the recipe and the lineage, and says what is
+// missing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
+func (c *ClientWithResponses) GetModelReportWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error) {
+	rsp, err := c.GetModelReport(ctx, version, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetModelReportResponse(rsp)
+}
+
 // GetOpenAPIJSONWithResponse This document, as JSON
 //
 // Returns a wrapper object for the known response body format(s).
@@ -4234,6 +5151,24 @@ func (c *ClientWithResponses) CancelTrainingJobWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseCancelTrainingJobResponse(rsp)
+}
+
+// GetTrainingReportWithResponse The review page of the model a done job trained
+//
+// The same page as `GET /model/{version}/report` for the job's
+// `result.new_version`. A job that is not `done` has no model:
+// 409 `JOB_NOT_DONE`. A job whose model was deleted since:
+// 404 `MODEL_NOT_FOUND`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
+func (c *ClientWithResponses) GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error) {
+	rsp, err := c.GetTrainingReport(ctx, jobId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTrainingReportResponse(rsp)
 }
 
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call
@@ -4569,6 +5504,53 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetModelReportResponse parses an HTTP response from a GetModelReportWithResponse call
+func ParseGetModelReportResponse(rsp *http.Response) (*GetModelReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetModelReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4986,6 +5968,60 @@ func ParseCancelTrainingJobResponse(rsp *http.Response) (*CancelTrainingJobRespo
 	return response, nil
 }
 
+// ParseGetTrainingReportResponse parses an HTTP response from a GetTrainingReportWithResponse call
+func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTrainingReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetHealth Liveness and readiness
@@ -5006,6 +6042,9 @@ type ServerInterface interface {
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
 	GetModel(ctx echo.Context, version Version) error
+	// GetModelReport The model's review page, one self-contained HTML document
+	// (GET /model/{version}/report)
+	GetModelReport(ctx echo.Context, version Version) error
 	// GetOpenAPIJSON This document, as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx echo.Context) error
@@ -5024,6 +6063,9 @@ type ServerInterface interface {
 	// CancelTrainingJob Cancel a queued or running training job
 	// (POST /training/{jobId}/cancel)
 	CancelTrainingJob(ctx echo.Context, jobId string) error
+	// GetTrainingReport The review page of the model a done job trained
+	// (GET /training/{jobId}/report)
+	GetTrainingReport(ctx echo.Context, jobId string) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -5096,6 +6138,22 @@ func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetModel(ctx, version)
+	return err
+}
+
+// GetModelReport converts echo context to params.
+func (w *ServerInterfaceWrapper) GetModelReport(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetModelReport(ctx, version)
 	return err
 }
 
@@ -5190,6 +6248,22 @@ func (w *ServerInterfaceWrapper) CancelTrainingJob(ctx echo.Context) error {
 	return err
 }
 
+// GetTrainingReport converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTrainingReport(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "jobId" -------------
+	var jobId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "jobId", ctx.Param("jobId"), &jobId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter jobId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTrainingReport(ctx, jobId)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -5242,9 +6316,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/model/info", wrapper.GetModelInfo, options.OperationMiddlewares["getModelInfo"]...)
 	router.DELETE(options.BaseURL+"/model/:version", wrapper.DeleteModel, options.OperationMiddlewares["deleteModel"]...)
 	router.GET(options.BaseURL+"/model/:version", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
+	router.GET(options.BaseURL+"/model/:version/report", wrapper.GetModelReport, options.OperationMiddlewares["getModelReport"]...)
 	router.GET(options.BaseURL+"/training", wrapper.ListTrainingJobs, options.OperationMiddlewares["listTrainingJobs"]...)
 	router.POST(options.BaseURL+"/training/start", wrapper.StartTraining, options.OperationMiddlewares["startTraining"]...)
 	router.GET(options.BaseURL+"/training/:jobId", wrapper.GetTrainingJob, options.OperationMiddlewares["getTrainingJob"]...)
+	router.GET(options.BaseURL+"/training/:jobId/report", wrapper.GetTrainingReport, options.OperationMiddlewares["getTrainingReport"]...)
 	router.POST(options.BaseURL+"/training/:jobId/cancel", wrapper.CancelTrainingJob, options.OperationMiddlewares["cancelTrainingJob"]...)
 	router.GET(options.BaseURL+"/health", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
@@ -5769,6 +6845,93 @@ type GetModeldefaultJSONResponse struct {
 }
 
 func (response GetModeldefaultJSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReportRequestObject struct {
+	Version Version `json:"version"`
+}
+
+type GetModelReportResponseObject interface {
+	VisitGetModelReportResponse(w http.ResponseWriter) error
+}
+
+type GetModelReport200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetModelReport200TexthtmlResponse) VisitGetModelReportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetModelReport400JSONResponse ErrorResponse
+
+func (response GetModelReport400JSONResponse) VisitGetModelReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReport404JSONResponse ErrorResponse
+
+func (response GetModelReport404JSONResponse) VisitGetModelReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReport500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetModelReport500JSONResponse) VisitGetModelReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReportdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetModelReportdefaultJSONResponse) VisitGetModelReportResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6330,6 +7493,107 @@ func (response CancelTrainingJobdefaultJSONResponse) VisitCancelTrainingJobRespo
 	return err
 }
 
+type GetTrainingReportRequestObject struct {
+	JobId string `json:"jobId"`
+}
+
+type GetTrainingReportResponseObject interface {
+	VisitGetTrainingReportResponse(w http.ResponseWriter) error
+}
+
+type GetTrainingReport200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetTrainingReport200TexthtmlResponse) VisitGetTrainingReportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetTrainingReport404JSONResponse ErrorResponse
+
+func (response GetTrainingReport404JSONResponse) VisitGetTrainingReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTrainingReport409JSONResponse ErrorResponse
+
+func (response GetTrainingReport409JSONResponse) VisitGetTrainingReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTrainingReport500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetTrainingReport500JSONResponse) VisitGetTrainingReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTrainingReport501JSONResponse ErrorResponse
+
+func (response GetTrainingReport501JSONResponse) VisitGetTrainingReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTrainingReportdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetTrainingReportdefaultJSONResponse) VisitGetTrainingReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Liveness and readiness
@@ -6350,6 +7614,9 @@ type StrictServerInterface interface {
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
 	GetModel(ctx context.Context, request GetModelRequestObject) (GetModelResponseObject, error)
+	// GetModelReport The model's review page, one self-contained HTML document
+	// (GET /model/{version}/report)
+	GetModelReport(ctx context.Context, request GetModelReportRequestObject) (GetModelReportResponseObject, error)
 	// GetOpenAPIJSON This document, as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
@@ -6368,6 +7635,9 @@ type StrictServerInterface interface {
 	// CancelTrainingJob Cancel a queued or running training job
 	// (POST /training/{jobId}/cancel)
 	CancelTrainingJob(ctx context.Context, request CancelTrainingJobRequestObject) (CancelTrainingJobResponseObject, error)
+	// GetTrainingReport The review page of the model a done job trained
+	// (GET /training/{jobId}/report)
+	GetTrainingReport(ctx context.Context, request GetTrainingReportRequestObject) (GetTrainingReportResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -6547,6 +7817,31 @@ func (sh *strictHandler) GetModel(ctx echo.Context, version Version) error {
 	return nil
 }
 
+// GetModelReport operation middleware
+func (sh *strictHandler) GetModelReport(ctx echo.Context, version Version) error {
+	var request GetModelReportRequestObject
+
+	request.Version = version
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetModelReport(ctx.Request().Context(), request.(GetModelReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetModelReport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetModelReportResponseObject); ok {
+		return validResponse.VisitGetModelReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetOpenAPIJSON operation middleware
 func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context) error {
 	var request GetOpenAPIJSONRequestObject
@@ -6697,242 +7992,336 @@ func (sh *strictHandler) CancelTrainingJob(ctx echo.Context, jobId string) error
 	return nil
 }
 
+// GetTrainingReport operation middleware
+func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error {
+	var request GetTrainingReportRequestObject
+
+	request.JobId = jobId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTrainingReport(ctx.Request().Context(), request.(GetTrainingReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTrainingReport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTrainingReportResponseObject); ok {
+		return validResponse.VisitGetTrainingReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1rd9vG1Sj8V2axZy2TKUhTsuQm5CfGVhy1ulWinNMn8CsMgSE5FjjDYAa6tPF/f9feewY3ghLdxE6f",
-	"dfqhjUwAc9mz77f5VyfWq7VWQlnTGf2rkwmz1soI/MdbMed5ao+yTGfw71grK5SFP/l6ncqYW6nVy49G",
-	"K/jNxEux4vDX/8nEvDPq/OllOfhLempe4miXbprOp0+fgk4iTJzJNQzWGXUm6pFpuxQZm3OZ5plg3bnO",
-	"mHjgq3Uq2MHwgEVn59ObH86vz95GATsYHrLo9Gj64/nbG/h9cnJy/tMRPDkcvmLR1dHl+6PLm++vr/4R",
-	"9QadT0HnWJl8PpexFMpeWZ3xhfh6u5suBcvEQhqbPb4wLJHmlsVcKW2Z5beCcXafSStYNzo+u7r+4Yfj",
-	"N8dHZ9Obq+n55eTdUdQbhWqep2nAMsGTvlbpI9MZ03ciY7/k2vIBO9N2KdWC3XPD4iVXC5GMWZQJmz3y",
-	"WSpGzGa5iEKlVSyYWfNYMGnYPBMiGYSqE3SWgiciQwy4hK/6k7kViAD1rVyJWKvEMKvZPZeWzcRcZ7A7",
-	"mz1KtRizV8NBJ6gAzj6uRWfUkcqKhcgAOngaVmSKp18Zy66VWYtYzqVImBHZHaJbnloE/PTo8mxycnN0",
-	"eXl+6ZDmgj+mmidTrU949rURZqaTRyYeYiEA3EvBYq3mcpFnImGpXElY9cXkHyfnk7c30/Pzm5PJJeAK",
-	"Lvxa8TsuUzj6r7fo6OrH6+n0+Ozdzdvzn86iES7agdlYvV6LhN0vZSrwAW4P0JVnmbxD1NFZqGqkO2JK",
-	"A+HkKc9g+0rEMBeLdZ4mbCYIgRlwCruUhmklQtUVPF6yJYzMMvFLLoxlUrF1pheZMAYoBx5+zA1gr1BM",
-	"r4USSS9gXCWhwoHKuQI2z/QKV7wUPLVLlgncU8BW/JEhLXJzG6ro3dGUvaR3ogH7Xtsl45nYJEKgNzwi",
-	"k6/XOrMiORWJ5FOkk6+NYC9wrzAhA0IFpgBcicexWFuRsG50fXZ1fXFxfjk9entzevT2eHIz/ccF4dkn",
-	"T+fINt4suVKiJOl1ptcis5LESqwT3J5Q+aoz+rlzev726ARZNyDw0dtO0Dk+ez85OX57c3Vx9GZ6eX3a",
-	"CTr+z5vz6+nN+Q83l5Ozd0edoFNd1Pujy6vj8zP89W9n5z+d4QI7Qed0cvLD+eUprvvqaoIfur9KgoFJ",
-	"SozDVVQZQedD4DmYsZlUCzi6lTDGyY+NZ8VpV57OtE4FVwgwwEiZiQRggDAph6t+XE6rZx9FbGFoB+BL",
-	"sU4fNxkz/syEuhOpXgumFeLsOhOJdERDn49ZBCNHTPGVMExaw+gQB6GaoPQVCYvWUi2igEXu+wioJlrp",
-	"RKQ3Us11BIjClbkXwI3upV0yu+Q2VI7gXhiW4XoQqbrRWteGu8GH8EM5pPutF4QqEoBDETPCAk2yCDA1",
-	"YlwxsVrbR7bi6zHzL8FnUvjVOIIsFsLul9qIArdzdav0vWLIMLh1jAQwfiZYIuBAnDxMJAB3JRW3hM4r",
-	"vgagIA4Tij9JenBGQae5vW0fncJ7x2qu/YcAsG0vX2i1KN6rAnTrB/QSffMp8JT5eMZXgGGIaJ+Cjlbi",
-	"fN4Z/fw0ayln/xQ882Z92qdfbkDgudcrUP70oUobeOpt1EHo8Fvo4xmsKM96hz3SMoMOfbwFfhIgXbxJ",
-	"K30W2PT+bz7lytw7n/Nur29AgQ7Qv/iepzmJjPoJnivBVL6aiYytBWgD7n08Rh5beScYHoE/U8O6PE2Z",
-	"XWZCoIrA6e++BV3O0su9QSdoSKq3P07gP3OdrTiAO9E5cOSCIdMiAJRvL3Z982jHNz+1sX1Q+xKhYrEN",
-	"NBdVeASg7Pw8DNjehzEzQjAnXsxgBUov4fq3AzZJ7/mjAWAZoew4VLwCU+KacTGzt1ZmAl/KQTWQhqVi",
-	"bpnObcCMhnMI1YqvUS+aCeLVxEx3BPCKP8gVqAd7QWclFf09/BzA7zzC0W8cof2gskykqK4dJ5unREag",
-	"F4+RTKIx4i7JNNIg2P1SEGPy8qtNQrE5z5hQOl8swQ4Do5BJO+i0qCpHMPj3OkGFgSeJhMXw9KJyIHOe",
-	"GrFpj5eyNij1dT1n4k5kj15PQLEzILBVxxy2gKfCsje0w5lb4ZMsv9jKp6ATl7C+kclzn9ZP5lPgJfgz",
-	"X1UV2k9B5/l5cHc0A3lWnn15KlfCWL5adwqMKnVkWmWbBnr33OAXmbY61ul7kRk40abqeeeRBbe1AU9c",
-	"f0DHEmysY+NMnZ2xVemv49Ypj5dSiT7gLSi7DF4jXgWIZvE3Tozd6jUgHRpliY7zlVDtiL6zTp6Qf6vA",
-	"+8/T0duA8CPafFeW29xswoBE082dO4jRvzoqT51lDvZgy14Ssch4IpKbTHCjVRvHJ65N7CIyODXq5JH/",
-	"NhqDNcyW+YqrEtI0oBOgirgBgFNasTKtsHM/8CzjSHik5aQa5mgzcZDZI+pVt7yx+obSxfxHzH00ZnuV",
-	"Yy6cR0Fn/WiXWm0fe1r6HKRBt5oVCkTiO422RJYrMHHZBY4zYFPArLkUacKWOk1MqADt3PCEegK+zXJl",
-	"5UowaWkI9AxUPJTRQu8N9l8Pvo1I5G0Akha1feGnOsnTcubC6/BOs1ku04SBZgnSCp52o0TciTRyek2q",
-	"Y57Sa71W6jAFcnreom87JaK18ph8DRu+MeTwQw13Ux6Wbr062bgJ28jleKF0JhIvlOpQcA/Z7LHiPRqz",
-	"SMk0AlmorGHcMD4zjhFsIaZyuhPNE1Q5K7bBk4KwTr5rbpft5oRE05cIUOdZLIgA5zIVEeuK1Ah2MByy",
-	"yLs1Lo/+fn10NY16YGjPjE5zKxgMz4RKQPZLxaLBRz1L5SxC8zRgfG5FxszjKpXq1jCeCbBsjU7vRBIw",
-	"tHtzlaDZKzyyEsxeGMbTVN+DkNbamlB1oz7+0ocV9uHHKGCOGzqVo/BQR3K11pl9CQiWJiLrjUOF7vl7",
-	"6bd1MZn+WHO9D9hEMb0muDIjExHzLFRRmA+Hr2LYKP4lBh+NVhFbyDtBfs17fiecZs8f0K+QMNLRDesa",
-	"IUIVmdtU8Ez1aVmDVYJQJL3jRKgFnNHB8LvXbaiPZ7N5hBNEIbYSXBlkoQuRRKyLEEQhygCHBTKLyIEp",
-	"coout6FaCCUyDopwnEqQvexWiDVuiNiJB0VvUA6/zvRKw6A8VPQbmSEBi3gWL+UdvJSJPgoNnJ0r5p84",
-	"86bLQ+W5BDoxxIM01ngvjHBxFKJAhlA8GH4XqohcblfTyfT66ub0+Op0Mn3zYxQ4Zd9JuKrZiyOMSbGP",
-	"8ywTyqaP3tbyS4AD895CZLCChEMv8LRAh+Y4a4nh8BDEfASoESFVMyXuCzRkQsH/w3qSUEVuvggnKeEj",
-	"LSGC52sE1U7Q8VDrBB2YqV2NKpnxU8rUViXK/f5hC9u5FAY1jQ1TNrexXiHBcrbUlpl7vt40RHm60Jm0",
-	"y1WrYAYo3yCHXj3LnOltkVSlz8aA60zcSZ2b7SLKwcFjgAv9IMXc8/U2a0YBb7rnpkUwNeDZWGTLkhrb",
-	"bgP8KeFxmwV2reQvuWAy8azS43z3+vr4LbPiwYJAXbFMxHq1EorQ+I6nMgnV9fSH/regMBQKBkZhAAXB",
-	"Cts/fM2+mT1aYb4Zs6jgS15qhSpe8ozHVmQGuQhXbiGrPLWyD1+y8hUwuNmaG4Oqb6gcSwLcN1amKViD",
-	"mZjnxrtfN5zdG/xx//A1mrT+33stBHEqbCbj7zPBbxN9r3b3wowZb7hkiFklWlBEwTllgF3oFShlyX++",
-	"5wXVhrfCcpm2Q6JgVQUzVGyep2kLLSeA2byFGfxUWvxuMMC+DMz8iiYKI5Z74Fb0gQbaVL2nuQaywlal",
-	"mc4LngeMTME7ML/qS0tkJmKrs8dWLTPlVih7U08uKPjSXitfkko4s+1Zn+GJexetPcDTZ03sacalkmpx",
-	"6l4HdWDJ9w9fb4LgR/HArn6c9IGMPXeoQCReivgWJJx1DhDgQy0cD/Vx5URXcZCOU+IgJl8Zdi8y0a6o",
-	"y3+KG+QiNayVyr4+6ATPMPlSy38Wls5aBaxHTasdJ7jiKfAlFFRaFa5TkuheI2ndiAXQFyi/G+r6bwya",
-	"VDtIte3ibIukLmBUW2AN7AWKlMj5YRtvOEZn//MW/9NE2oiiX5xc7ffPji8mJ1dk3yGQDXMLZkuRiTEr",
-	"VOKLk6tLgZFt1I50Vnkk1wL20L2yXCU8S65inoosqH3So0mckvZ70XW2TxpMukOsoSl0Pn1oeiPfZNqY",
-	"Psph1Lgv9+vSZ8CcNl/uxCOnwXyIbEXuqS+2oNOrI9aF/3/zvldfW8AWL0+eXeBXIZfS0LpBpWQT+c5I",
-	"tOs5W2sJNg1sxaxFbLN8VWGK4gF+Q2x5Gg8qU2ZcLVpkz4m+B8NPJSxfw2wVa7DKh8GefZAmYPGqv1dz",
-	"We2gBKz4wzG9vo8LLv9Rd281uEaDkKtkWzuxJ/nDMx7vDScQfcW0YiaPY2HMuBb4dh4HF/yWhhmBfpDd",
-	"wnol13o2wFp62z/8jv723Qiw7nnfoL6zPE0rANrJDfTVnfcbof//ZD/+Rkz234rQVD17O4G8tNV2BDou",
-	"bkewfw2Ab4XlSanXbqj7zmb2NkPMVwLdvQM2cey1KupZzLNMkqssVHAk3OrshWEV5ZYH6LD5qGfkPFuK",
-	"QpdFl4y+JyuU6Tl5Yaz7lr25eo/8hWRSMVfkZdQNLCzCV3ii11YkoULHjX9TlZ7HVVuwtzZQSyiAO6dV",
-	"wy90z00pJxE4bRLwo545brTxSGmnQ2888SBsfUjewpsZt/HSbWDn0IgH6k1s7m4+w854c/WerXlmmXjg",
-	"MXrYDMvX5AzZrlvDRJm+38Uxvw1F2+icZF6Lu7Tm9RszYLjev+OwVhpWLvrZIBcpPzUIPyu5CqLcSXB3",
-	"ikm2kunVRlyk+HTTkdjGT2rL2gTmk7Y4Gh23s5Yca/lPsWmEMqnY3+T3Act0rsCqzNeDL2QS1pTRhlno",
-	"OQdopWNv75akitYyugQpAPDCsKgcD+0TDI2QnzwVLwxsUc5dnisOu7uz44+yGNsQqpoy9b9WfGI+2h8k",
-	"OC+0WvioYB16JNS3+qUn1eyvgkNt80a3casWZ/hmENvBaO9DK6FthHd3CKju4pWsRVXrk7QsM2jAamPW",
-	"bYD/LDPFn9QXslIKRPivkfKFjRRMM/5PNkxcqsgbrax4aOOroKht0wFjneYrdSNVIh4qL5R+ARBa7aJg",
-	"20LeSr5Q2ljnfG5Y73lq5R3PJLcCo6cSXywC896PwhdcKkNhkpincpYhXMaMs1vxGCpZpGVSOnuRFEic",
-	"C6P4PuxUycgcsCshQlXN9wTxDEwmT7lp085TcSd8KdwOfpRfdn3vBkNjO7+diSSPKZ9oh/ft/s4vftY6",
-	"7P5nLeQJLPk8Zlr55ksy1cY0/2WuX5y51moz/hdw2RI3WjI5VSyUJUZlnj/9ejI/oo/PJX/+40a++6eg",
-	"k9TZ7g54XmXUcPhqLjIY82Z3p3FT6XzaYGhAqLbjTa2stp4nj+Q3GBT1Mf5Yu8JVr3wVKkDYPA/UrZju",
-	"VY0dYOsVE7AAnHh/7ssr/96Gdu8ftC+9DoMNMXLkK5sKA4hThcfegE0oeY85e4WSwqKWIspoUKZStds5",
-	"nkduzP9DJsyyyK2RvgCwkVrTnp7a4KVbi86NVDG5Dq6VfGBireNltWQCJrznhq140nAibKXyDeT9rMnH",
-	"RZZfQJWKW/NUN5eyRWCVS7uqIFQDR0k6tuq0eFbEhW5qjsv6K8pIP1pju3wlWIo5QrCDqIzHmejfj7u9",
-	"Pjx89XrTZWpirm6M+KV1mZWZW5ZpM4nOUqniTHAj1YJig2O/ePFLzlNTiyBGzQjo772jBkVXd1AHexuJ",
-	"e9daUUHdxJBdiiui6eXk+AyL8I/fH12+w54Y1N3g8vpiSv98Mzl7c3RycvQ2Yt3o4vxqyl56n/LLf33U",
-	"s+Pk08uYq1ikUQ+/bmlKQamylcwgc1spVsK2FgXoe5iW0Gix8JllHJ9fl+Hh+Vc92yQhkfK1Ecmu6e2f",
-	"rcDWD3NTg/1pSRnuH/XMFVMFoNBG9HfkHOxFzvVOGu5cKmmWn5lF8EQMZSUs/4wUK+4cZ5hZ0iYgONV8",
-	"OHN4rtOEPVSyBo0Va8MSrcSYrbTSVisZj9neYFgxg+FxOz/dufYvK9JyP+8oXTrv5llOl4Jpn9OrWARr",
-	"jIoQiUwF+yUXuUiACrJcofscs5gxu5/7ljc7nXHF090oSdD3haehGt7bKUaAEbrPwZrd4goVCiyjCyaf",
-	"UQLoZ0zYIH6HsxXffIF2xfE+Ze9U1jVxuestHMJYueKwziR38nRnZvEEUdGSb/Is3RINLcgjW7Go5MtU",
-	"RkEDUyFFNNgVUM/AoD0S+FHPdg/PVXltS2hUiQd7E+eZ0S0thd7g737f8Cpb84XwLJCUu5Qb+nmH4OIm",
-	"EAAvqmt4BiBlWLC+UkfGfYJ/Qcv+30D3ARC5q47FGq4N0q+o2G5AQFp61gk6MAjwNxyi1V6qsdyNYysC",
-	"35XU77qu0h4Kb2Q3uycsN2A3JIPPzyV/IpTeHGlT8hRq1t5wOBw+o2YV23jqWE/LlOGnc/mox1LBS+Ol",
-	"NkJVxBQqjpsZ3pTx+FlphWVe4md91tg9joEZl09tv6xFeVqr5JmVcx7bm/bCtyqHMhZL9X6HxPF/P51b",
-	"ifvdXTTVl8tJg8aen4LiNaZltBhk5q4FsTD8YJhUrjtVlohsxCI0emQCivi9uhlGbDDAv/aHB3+JglBF",
-	"RxeTm8XNWmQ3J/DS2x/r/6w8HQNerjgzYs2xGC2gHljUzY2lEhmSqsQe1u7nQbkOdod+NuxWlWOJzCBU",
-	"x6WxgrpKymcipXdAzbTYjECueOrKQbDA8Oc/9z8kciGt+XlA//3wsyh//BAFjFuWCuDlsCr82WfH6yxU",
-	"pBFhYxYtle1hAzB6y21RZ4Z1o72b4XAItslSPHC3EFjA8GFv3d9Ho0WqeUT/geU+Uma04ioaV/YSKqVV",
-	"X4kFYu2ATfzq9vZZBgpVd2/YR0U1rnIJ0GKVEFgtfK/ZCjvgwet2yRUqtsbVJxbKzUwqnj1uQf7P1LKb",
-	"ppC567hh2nD3/RMVx2W8HOvsBuxEWKpQohMLWDQAKN5Q2V3UjwKG6iLG06VdMh6qFL8B+OJHeMYrbSx7",
-	"fVCtaOpK64oLgVc4sihZhAOYq6fujDrr1PT3h/uv9/b29/t7w73D4RCYLofJYPn/38+T/v/w/j+H/e8+",
-	"lH8Obvof/jUMXr/69H9atCPyBOuWumPvj/W1XVhZafNMGcbZJV9xVdJQd3948C2rmPM9+IcOVd0HDHzy",
-	"6GISsLc/ThB8by8mrLt4eQJbDdX0Xvvyd6IrnBlLn4E21pmOhTEjePUb9s03p1zxhViBBOrW2iG8MFhF",
-	"bHrffDNiP06nFy/3Bnvsz+yvV+dnoD1hYt/h4eHrAQ1UVt/DB/8jMn36d3Z59PeXl0cX1fcPXWEZWdgX",
-	"PL4tuieZQagYVsL5+n1pWNlaUSoWVaKQEZsJIxNBXBAOf4zpiu4VGMrhOYKhRH82E6m+dzW31N6PMqG8",
-	"sDZspu2ygOIIhorqraAi1nUZilElQQdwuu4MBsbLWNRMhI16hPjV3mvVIX3mhPu8GkiBOepZ4PBL2QUF",
-	"uBS2KrTAXzhmAM4eYRgADjWhclks3rWLhcUGpqk5g3Em77N3K2n6NeEd57tFD1A1Plc8K992Vb+MzXSC",
-	"CaGV5CTchg8ORqy72REG+K9P4mhCpnC9R6wbeRdn5TycRx0bwTUg6r9qhJdoP/WgUX3WSjDIH2hxMpjc",
-	"Wp4wnk+EBPqnP/2J4T9NqI6KPQLn8w1z0WVD2890bgWTKk5zLOb3nebwdxOw+0yrRahWwi51QiK12oHU",
-	"BNU83wJNaJqoxADPc1fNHipRrBMRDdgbnQjDsC4UeyhgmBjmQUbyKzII9iu2XGG/kkvl11D92u/3i//B",
-	"awfDIft1s3cB+7XWnKio7lyBkl/v0kL+wXpVeVEc32PVWcraVeBZfhJsOOT6USLBE0erfVg0kaS+wPAb",
-	"uTNRKX0JyprrQ1opV4cBG8LHj3qwbdR3R9OIvWTR26OTo+mRH/9fbtRPnzVJZelvzr1X9omlV1JAyzZc",
-	"cPBoayrNUq0WIqNDcFA28p8CkcznGhe1iPcb9ab3mQbUteNaTbThj4bdL+urvj67mvxwdIOL37ZkztYy",
-	"vsVmM3OQ+1YzzuKUG8N0bp0gEJTFkkpjxwCronmxeBAxthfbBNZ0cvnuaHp149p8bp+/UqloYnkrbR/r",
-	"4Rwglxx7Orj8VMBMbL5hTVHuWJ16o81F66xEl64PyAjPyh0eNvjAaBhZRkFJNEIltZ4feJyuu4dh3Xrv",
-	"j14BPOI31eYeA/bGlac6VZqrRzZzhZs+0ZYWweuAdWG/m6P/e3w1vfrcvVVVR+wDkcIEjxt438UmNbgI",
-	"XBAnRRDPe51b0hcwU/tlBFxryVWDQ3g+9ObqfWWRhW8MVVK3qDdX72EtK56C7i2SOlYTHwIDCKmDMsRa",
-	"pzo9mk7eTqaT5+aLQPGOKIG/xq2qOnsdm4+vro7P3t1cTC6nz44emzvXfLU2zUoaA2jbCqTry6vzS8+2",
-	"yoGLIdEHFiH4YbmZAD13Q2AgOgJD5ytsVFJlkTXmCMSUx0snAquv/fX8+00+uhlrQun/ZBRqVMjTj3rG",
-	"ZLKFX1Mr4XIiwmJsWDuqZf66DhZulEMcZbOZvJd2uC/XZWWWWwSa67YCR4Ei3Y/1XbmiZqeV56krKjvF",
-	"wJEXLWHq5EYrCXAppA+oWsuXFsErbW/sz5paoQXMCFcqlMnF0pZL2NzI5M30+P0Rrn9n+UcQHhedWopF",
-	"zmVmbG0SwJIfjs+Or36ssdftuODjZp7fYKMO1qW4C0LORdF6tXmwU/rx2c3F5fm7y6MrZHd+VXAWjk9t",
-	"3WMPWSg5alua65MaWWmeP2J7BTS/hQU4Lepmenx6dH69oU2hwuMbpfuu6JjC6QQ8ehdqLZ5kkoqiGXx/",
-	"ae26D6NgFEXn1QZPr4bM9JCkOelROFu3qrwCPsHoVHvUY1brWz+1VIyaqXLF3EQfjVb12VjXz7ZXma0I",
-	"RtG4bC6wfUmq74kzUyCFccpEZRnHixD69HZ/JVUffqpsBb3ZKN/MS9Cbda6w+RDKy+JD+Ki/yHhc/RTW",
-	"1SYQ8Bi4FR5h9l6R7G9216+qpk+15h/7hrONvfPU6BHqGgm3nBpcp9gfByPn6GSqR/BWYqWzRzbLE1Bn",
-	"ulF/xR/6/mmfnoIlaTT1ygd5G3OXGVlw7b1Dp721tXKvbgqUI+zJBeZKvTU8jbSPpFQkGfz9+uj66OaH",
-	"6xNUBwmbirWbVKOwsvxWKJcv4EImH/Us8KGRj3pmXAE4AMlUu/X3diE0R2WHXgzW0gzYryzfcu1DHRPK",
-	"ikZgpPEt7CMW9fmxRVwxHSJJ9b4CEoar0lNTubMAgeHOD+mnfAZGaeNKg3/3EgNX/1m7wqCsMG29xuB+",
-	"KeOla59uWO0aA4y7t5xAsMHnAk8Gfk5YQaqNSAZP6jd05C8q9ECUMJf2CTog2Uec2yMNbHwzzI64tdSp",
-	"k3Rar5i05LtlSt/vsLfDxnHX7rhwpLP1kosaawd9i5o3lVdebCK39llmZRfLGWCjW8RfCMXbEnLa1Ivg",
-	"SejvcCfNCBsasW50dHZ+dfEGWE15CU03Oro8/+Eq6tWvo4Hf3/79+nwakQyQliWS8oJcl36Y/ID9TX7v",
-	"Lr5ZZ3pGzg2p2B4DHabOOXttXFvaXS++YS333jQP+tUQTzpU5deYZY80z3KVAt1hT8AE3UOT4nTRoqnp",
-	"/oUblluUm11eGiTFZ2CFhAooGaM1gfuvIUjusVP5fcC4AvblbwoBelBmLjImVKzR0aSzUDW7p5Km4tqD",
-	"uVaa6PhJ+aPIqlaic1uZUGXAcQAqpFKydcql6mPi5sFwGLCDV3sBOxzuwYEeDg8LD9lPYgZ0fycUsrJQ",
-	"fcPIWeadZGVR+f/tO/dfH32OmJ9hnM9MJKMqxbwwoWIMFP76V+S+kBa5n6+Xdt7YPWY129v/thp00HMY",
-	"J61HNVwsY3AzApu7aGvJAS8whzVwcTAXxkQPNVKja/+G9i52QNcNhYxjPQJL9YKMTLqaBkfwx94lgyFw",
-	"sLditU65FYFT3wPm000CYhuo6KACphIESm57A3ZOGVGuTXLlcOnYzeYhd906KgfrmT6f6TvRc54RJTBQ",
-	"QIIAxApfy8EjX6URbdM0/Hy8bLPrVlj/lNp9Wg83r1Nwg3oozvXm/PIKoTmfA7o6bW3AjkAIRv1YZ6av",
-	"M7mQKmLzlANswRbDc8efYdZuhFEEMXr5cqmN/XkEJIMhR8Nmmb43sFM0ekA/i75xeoTK0zSiWCAraIZb",
-	"CnP183XP9cdc84Uw2Ns+Jk1YGja5OEZ/VybmKRhRtIzzi+nx+dmVN+3O3cJxtgniR/+NVjbTaYHZp4gS",
-	"wEfnjONC8MhQZnPcLYo1GIiSt/eHB274xogTbPHq5sT1IHeib3sBi9wbNKPxaZww3Qtvyxrne3ev/khs",
-	"iTzveHj96eMaJWWdNn3vCYfpApHBMzWOEEQAGmGdF75/yh/6k4UYsdfDYTT2vnTPOaxm0uJaGryi9JY/",
-	"uX+cRDystRHIT1rWW9MjsYVtrlrgrTQiabmhgrMDPykQgF5GsgTCK1EBfh8Vp4ZrwZVGvQH7Cc4RSQBo",
-	"vgECoMnoPc8eR8xtquC8k9wugetS5XyozoB0kUFJZUU2B2FXUGnZzDbORAKf8dRLHLwOR98K5fpMEtsS",
-	"EvUrF1wro3BOL6Gmr6ZYL4J1DKwZpMlKcIX1iVmuirtWUo7RSml0ipk2LsTJlLD3OrultaNiIXGF9jFU",
-	"dM7Ia9F55XN9It9ld15ztLnm29JiCDnjK65wvVWlHI69cu9LAaxOpT1AZzjYGwxdjhSwsc6o82owHLyi",
-	"EPQSsz6cmgx/trbQc1ds7A+HFZXQb1oalq8HW5q3k5gDFHIdWwATdJqYqryK9G3kwsPtuTbtdwyirpVg",
-	"5ArYK3IzijvCC5hHPzePKvZZqplYafREoMI2BgbumgHjt4aZJc8E5Z0w0uR6dJSu23xpYhc954kws0zp",
-	"EWmeoGQS92zTM9F1bB6NFatS5wycsikeljz33KaheaLz2wXtYLEDNnG6JnLFpfOA+sRpBEJFCeW1md0n",
-	"amECcniidWYsT1OReCSGIVY6V7aH6zcs7BQHY+jeyaYyzKuqcHUJJuwE5S1bwMUVGKSUe5XHt24rxgKW",
-	"Yedn5cIDqPRwC+QLx4snZFiurEyxgz16fKkPLY4BNAhEvYbt5msM758UZlVDF8e5lF/94fAvyM62FAmA",
-	"/kq+DzeR00uAbfoIH8ayYBBMivYHRE4leA5Wj9V6jJ3ueVJtKqtnYgSozNkyVwsYA9FJWrydEvUzbNGr",
-	"EvHgCIBIsXT7YY9sapHNWpyEvbEnMNebCbAA7y3c6IKMOaqZQM2hdnELqRYuX66iWxRDb15D5e0JlEXo",
-	"cYR3eaMfTI3ua1fFYKgH4In1UPoObAddqqJlp/dfcp5xZaUSRbd31iXVglKOgXxd53Yi6IF9sD6ng9IV",
-	"vKvPCU5fbuPDTi5Y4fQ52BhfYZoIQrx524W71MCg6xH+Ky1C1oxYuVZs3+HENA5DYgiwHbG6YFpF+At1",
-	"qfpu41TwzLUQD5XjxCOmb73qVr3sonD+SKB6MvOIBKoXXWLxfr5G/wQtqbxCz1FdS8AC56drRAqdvJQY",
-	"7f6kmK+xp3+rP6n0eO4fvkZrEK14PWeGMmoc0wLj0cgUh6Yu9mBRV6chMnKodisyRa0YUfiTvyVU5Os0",
-	"qbYjf29LzNdVJ4ZXFijB+z7WK9fzEX1ErjV8ZdaCO8P0IiEvtKFwBzCFqlMMzV/0io1ccAHYYI2/YysF",
-	"Dop8WvpkSPcJVRdw3lj6thc45sZuxdr2eQokXlnYTNh7IZQfxISqSz54t0AaZOzYKXp20XoolgsMEPBy",
-	"yVWSoidh0nCbwYLJdUb61j3HiCocA21vf8hWBjkrTB1iBzZ355aTEc4/VhTNKA1QF1ljJgCuBK5ptTeM",
-	"/Bxuvb0RNeWnAyPnMLdEmVazJb9DTl4knFJWArHxTPjZ1ILNU62T2l0BSrM5N9aFNQgDAIUMZt2hDwSk",
-	"dfUYEENxq3aZw0rdkvEEqqSB0AsVrGOVm4JsqPEGGoRoMPuLGxKNBPiTA1XbhbNcYacNOhYXNcH7daoe",
-	"2lBVXLSF/oGShlLbHnVeBnLwGHtBFcALjbSgQZzVvLRAua8PKisyABv3EPMO/UoBOtzctvhxAWMeyVmG",
-	"HbjQVDkcvmrcuYunV3hvyU7zOr4XKShHUbQG/uhJU7gVYu1OyzMOb7AhpFxi6CtmMNcWxZHbxQtTMg2+",
-	"Aj3GCUS8BVcYxleaUq+aezZjpy4Th7NLsSLMbHedW60DmrmAe7FdT0ADdr7GpP9iDtSyqtxtneYmVK8P",
-	"6CCqLIXNUh3fepJ8Tcpd9+DVHpuJR62S3qCIwEk4b54a7RdsteUp6j6NsN5mtK3g8aFy4TZDmTZIJTaT",
-	"8S3qvdxFdsB8QJAQdmM8Yo4CgKqaAsrkkiq3wjWLIWPL3WfXeScsySgqsiqvjN8fDn+3m4trl2ltubi4",
-	"9Izn6wFdmOXu9Gofu1jsy9rl9nh/cb5a8eyxM+qcyDuhAD/I5uGJVFRPZvnCdEY/d5yx9wE+q2QWbLX+",
-	"fmpvN0bJT6Q7S4M5DKhsYEbepmoQqm7ZFBhoyGd++2RQuse2yAubSxTspaB011y2n2fZD/gLHmml6XD7",
-	"eVZv78TzPBgefL2rsM82j6i7eQ50r/ohgeVpJKtfbv87oeepsBxjZC6lqwqzCpL6hpcVJE1ddV8rkp5S",
-	"b3lMP6cIw+yx1rAxQM3BazZjRgUhmWCzTN8KhZ6DegnBhEUDtf4nJWLUu7rOdU45b/XgU6jK9C9ngRT4",
-	"6+9S6MZ67XLLXYYYCljvef6Yg/j1Pm8WZ9wse0XKW8XkomIWshy4qeTYBKTI+L2QllZYD5Sv5hYlHjDz",
-	"Xyuf2ZYJ90YiMhgsVGhtYNaN8yE0yJTu7KxYZnXLRCpjBU9C1TVC1GV5r3YFTSJSgddEVQ3DUvGrbUka",
-	"9zog+NYklzZOcSINsQrzxfkE1qJu4RMeY/5gUoQlOpXIMY46Qj9Djr6ATLfdU+2cLr7TGyiw/BZDnZ7i",
-	"udUrCXbuI5JaYV2WyZehcs5o59Yylcuu8TolGn1cltuCJotBI2efOVZMvsWWy8uYu7usaDWz/fYydOv4",
-	"C8zK92s3g8GA1TzdJtfI9Ao9BXRRmFTN4kK6Ag/XDkT45FVh37CJq7p3vcPmeYrXV9UgtHnN2UyAqkhR",
-	"hGKz1fFUUQKBPqpNeDs/nT9GVwAg1aJwfdU2hbfVu4g2zoMRPzgpHB8voeQg4LFjLpswUuPoaXnrW5tL",
-	"y3k3dkpgo1hg9dYt9ICsBDeY7oRJhBr/U4uFBkXCSTX2SVy1sAHdQSL46VGSZ1jOoBU68mj25jVgkY8G",
-	"PNHetfTQtTI0fylkh0rpKt2gfhdWtnHp5Kd60R7A+9MXZKWV2+e28NJGKqxTu4ZfT+3arC3pUnZcPdPc",
-	"pyM4u6/gIaECWg8INSP4rzTUXjrCfN9esFFXEmyWdgTFtYhlJUbQKHMIttUfwMeb5QGwgkZaPUnsJ7gB",
-	"oCjC/7uvCP8NtjCqZ8PKWiLe2OUWYpZlqPhM5yQ3iO0MtiY9d2tpx70RsYR6LnNrGjPlmvqsZAwiuaq0",
-	"jSwgpHDnhwDAVHjY9n5eVqOPwjvwcYnAR7otDBM0ql6lo1onqBzDRsd9APbB3qvnlYwL/gignmp9wjO6",
-	"2exg7/D5767LjKBTkUg+hRX82zrR4fDVLlPyOy6pcQB+85ddZjL5fC5jKZS9otjX72YOUUiz1vLbi9au",
-	"v1Kz97QmVii9hCOgGbfd9AsquhM3aIkUiZQUVCJ/aZcE16P3HxfxInddRk20kytmTplx1eIXYhR0MarX",
-	"kQBBQrVxHwZ6itHJbHUeL0VC3za0lsLgCJVT/UdbMvJBg6BXMFxsSkccOrM4XlkLa0E3E+ZQwuQZj0kh",
-	"xAtAKWbBKxpK09nxXag2yQvmLmKMH/Ws8JmDAHNUzr3tUvKOWyHWplJO5JzkVOnmEyHgiKSPPq9W0oYK",
-	"WwuMmJzX4vFY5ko55C4ODruc5bYa4XMRrVAtsNVLoUBTyC+r4Aq+2fXZapT26ZKrQ1UU4zXL9Hre8gMz",
-	"HySaWwY6rvEQnOo5CBXqgxYhRSliHLkYWpQjb3ZmYp3ymMz6Jeqc2MUQ46OmspCui9+pW1+RhXkt8C2a",
-	"0amY423zGLll0gReYQ1VBQCUliVtY6Ub6tdbPMpSAatpQQftdxFWrNgF9gD72grLtFnx1qh+jXw1Nuu2",
-	"3Pn91d1a0+frUbsb+pBf59fUQ2o1RlvqiAYtVkyoujskpmMEC/kR3lRCHI9YCcZqfVOmr6VC7KI7/Lti",
-	"/I8VySQpS+cAwLth+Jeys8BB7mJ4YO21ievA+y3bfddf3B/lrv99msD+y4y+HDP64/x856pxp4zLjQd0",
-	"dVfDBsx1kaJkBne/bzser3nGV8Iif/l5I1Vw4y7pQdO0Re8M2rZ04kXerkFz7M5lhhXjLOQdJXz6vCXQ",
-	"FEiZ8oltxZVu5EGrXOVWya/hZjMTqL8XuTB/cXUcDkHJCKjpDTe7R1CIslqaSyWwOgtVwyFNW8aBDttr",
-	"c132MybREveWAEhs4RV0YKmdUeUWp7rvJdgRscuO43CCtZT2SkhlgzWdr4WaXBz/9er87LcyqEY7p3bS",
-	"gtEyHttqyg1YDLNcptZdn/c7EcW0mvsf+Cz+KsZjH6pPVXA98lW6A7j+MTk9+Txw+YF/d3CNGF/L2vqp",
-	"nwLGy+GvATu2xrUt8vbFmmdGJJUGKJzBltiKr9dSLXq+1A7sB0wRh6f9RLhCHp+NAmTlGhxprFgQYwoX",
-	"FUWaoLlj/YbVaAQ5jdvFwpwz6csctjujlsP2BtzWUONfscwTG70lmNA6e2TYCxavoUY3dj3YyLoYbJw9",
-	"uqL/XkApPdhnVypXkaHnRVpJhCkT0YBFlV6fyEUqnURDVbQSHVeSqdfceMulaJBgNaaG1rqSBi6BvzCP",
-	"iwTuuUwt5SzR91jQsua/5GLEZGnGrrXBFOggVEZTfWLREZeV/e8IAlgykWhKYlvKuXVZvbj1Qagu0X4z",
-	"mCXlfeYIY8e7MdeF0kK0MtrHITOBia+hmktQYymWhRX1YGduiwBWGqRiy92n5NkFtpCR/xQBlWXtD4dj",
-	"1w2frQRXhh0OB55n/5ILjJo5pk139lRZdNHaeX84fPrG6U9Bm+1Yxwc9r0dnfFfZtrW4frGNxfjmpYd7",
-	"+8+0Qd1cD5rteOy+LySWZmxbQNHheDeB1dJx+dOHL6gjN7sIt3BcUKMQj/Uc9/2fEWpgBfoy9GTPGd5P",
-	"7jvV1zqpDH6Lb3XvK2rZ3ofmVOzCY1ugGki4hHWxf8vx6cXJ0enR2bTIbvndguNVZ56pM/WK8CgkRl2A",
-	"UIXy9hD5tGzy4yQuuR3RzZYJvgLKcrowv/fVB4W7dClSSj2ninLvcgVuO+N0V3ImQHswlQJ10jZrSu2b",
-	"q/dRAIIc1OrNbhKNFkMuBMQzS+LPVyFjpm6ojFCoA7guP7ScVLg1OBWFloWrXPlsoNI3GSoHFNAVqMFk",
-	"uXz0M1JCIbUGwG4ViBouhdx1zUBPYjW18HBvn53K73tjl7zIXGF+xam796qtVQYuAWi/QIZ6yHrM5nmG",
-	"3hhkhuhHkQqzFel6W5dc3o3Kdhf4UyW5/aBHFXu0SesyJZzf0lmYocKvttWduKrjalsK+KHRmoLkfUt/",
-	"Cmb1QuAusMlAoYk018z+zPZChesyVPFH2XmYOkTLbUB1/7v2NhuhKpK8yxKBSmo0uZpngjmc8gpLi6+M",
-	"N7po+MpGbIdYpL6OKDc2GhMQqm35ClQ7RVoaUeb9Z7UuqaAax/oO5MgkoZfaYHfT5aORMU/dgD0Wa7Dr",
-	"nNriDh/TB0LlOILPpii6Sui5e721RQRo8+7WHtqkylcikzFbcZvJB8qMxc2jo90lOtzLTIAk2UeqYbFI",
-	"UxbtBVGoCBO/pdd7AeYK12ET6/UjLEraEd6t7jMi/ILRNxkvebaA3WCw9dVfBofsb99jB2fgUnrOsA9t",
-	"5ZIZ1t17PThgf/s+VFRsFLD9PfjGlaFvdjGeS+sSymiyol1LqAhee/vfYmvjoBoGcScr6YJCzyKRE5Yb",
-	"aLa0cXhQ6UzAXesEDMhsojPCgNC5hsuMV/mtT9Oj4UfAjjAuv9G6p7vZyKVXZMlhqwEHAuzIs7l+qh7x",
-	"DUiwGpbb1qY747a0+uec1eViyhYoofoNfU6UvgdjBNR6cgVRz12iSR7fFtMJsAG6dHmBS2ECM5fabaXO",
-	"UFvmNtH3yvXhqExLOO1C+HOsMgHVKk0p9onl0C4g6jDABSVxtSudCZ8egXE4oHfBb1mG5WWABG7JlC9R",
-	"pnq5wZC0OJvLB1j2nciWLnoGiHsqvw9VN8sVGZezfD7HNhAuzZeccz0ao+ilUNbihcoV470wtVIAYLO4",
-	"+q7n93vfoZT0XeGEZ2pmXL+P1bgqjcPmpNUaLz9nrcahnFSqRr2BGVG9SLP0IFQttQeB4yawYni2rlcF",
-	"YVWA16dChY1qBBWKvh7iFj0rqRSYsT+z1weueIcSVstkVVJDfIMcr9G808zoufXoSJqJdSRl8pVrtxKq",
-	"6N356dHpyfHp8bS48pQUiwIlWffq+N306PK0t4Ga0pR9T31POC8Oq1dijevyPhNkcNO9OKgQyKzgbK5x",
-	"vOF3ImnxYsMQLZe1DOBzI3xDabsUhNKhimhuF/qqRFPxd0PuWG+YEzhdfrbz7AqFrU7qYRVT5G0WXzW7",
-	"/eA1w1gL3q2VIPeqvUNIFIeqVKNJa+I0RjWtuX7nV1HIiAXCW8qDi3KbSWW4uUzTav0jnCTojqGCIzTF",
-	"bwWxub4iidhAjVI61RsvoRYMChjNT0M5pl1r8IQjXnIrRpWxfClNIc1JgfNk4xTMCu1UNCesR0OnXb4G",
-	"QbZr97tQtba/G7Oh61IvQcmZ92g/nGHnO6BuqRO25AZUI4PFa893yOuNkOUjEv7ZjfRn8nsiQQmM6b3E",
-	"xQZ0+wE9w81RJRNuPoGDxW3DwcL5wcnOxFK69H1j9doULOXZboYlEFw7Q2nK+viD4bebLRYDVjPQKGuw",
-	"7PcXFPFHZzK43lAkkkAHb7RDhl3Q8buOFrEwLSZEhZ0EbWZDm4vtCuDtTfgn81JXeWol2JIv5zpb9YGz",
-	"0F2r5EmuXEjiPpqSU8qKB/syNncBqzohdGyF7ZPpXL2Pov7thtsCzf7P8hG5y1N2SoXd/xIequKury1x",
-	"AScy6PD+QDcVuhZaOhEHzd7BVV+V9225dX/7dYO723uX1gmbrseqdQAN1RYm2KTlLY07Q4WdO4lkGyy5",
-	"oGeXYEtJmV/pODdtkKClmeRoo6NoqFpdMl7verJxaKjaze8CAL8hu/Rg/7uvi1TFVsiD47sYdFv9Iniz",
-	"8O+UwPMFc3T+F7mDXV7wV6KWqrE8qmP6ky1BwUb+DT1BQ7VLU1Dvd6gZ7L70fdDsCjp6uimobwbqzKv2",
-	"PqC/d0JaFby9nfD7j80mu3YNk2t3mVLVFOqlXDFuHlW8zLTSuamFHHaIMbie4k8Fq53pSPZgPcAKq8iz",
-	"O3knfLsf410tvj1QqCKHb1HpAGmgBDWIqhmm1OgOjZmGjdqcgHm7kVzqcSp4xfBBb0lpW1JRO/rfiwiz",
-	"W/mYyTlqwGTQFkSHXdzcLQPdaqI0zH2LVea9wF8O0LiJBN0+rlSj1rZX2samX9b22HTvGf6IXl3Mmxiw",
-	"nzauLmlannRkL4zvdVa0EAtCBbID0/OlYUIl6HR0ZmEmqA7RWZYv0MhNKTA7rgyMHklfclw06iXLFV2+",
-	"OK1x6dpdID8pfPuMQ2a2leFXb0/dCKy3pDUh8j6Z1FQJUu/tf/tckPorRYif0Lu/fkridf1CiW7jsore",
-	"f4O+uzPrC52mVVb9WTzY3euwPeA7qZjT5ICiqvkimRgfjxlv+v4Ke8SGCjiS862JNTU4k8r5QrkrYusN",
-	"2BE1vbzn5e3sslonsY1Z1+7Ur0RKioAexniRAxZO+EI7ccYK3q1J3d9rW3lhiNdgMX8B4yUvNhhsztgj",
-	"z4a/WYmyTBYiGYWKFwmheJ+U8/EX45KyhU6cdaaTPKbmm4k0MQcQOI9uGaksbuMona01WVW/pWMhYBcH",
-	"w+8a936MmdGUxFw/RnLfVHadhMqP6Ns2UlMi8vMUxb9UT+xy0bslZEJFnYnINuXWVS+PS1cjCSi8TCSo",
-	"3ibiKoZCRZPU2u3RPK38/Q3C+L8sPgDdukFAFar5D5UAX7UWZrrlYpsapfw/I5n+aBOECJfxFhNyB0kH",
-	"Q6G635Ye6WatdSVOkowaTuVZ2hl1ltauRy9fpjrm6VIbOzo8PHzdATp2s7Vf51srrPGFsCVbcfUIm2mJ",
-	"k23GlCk/Lra3+fnW7lnuU9c8qz09s8jHltaIdF5ZLV53/OHT/x8AAP//",
+	"7L1rc9tGtij6V7q4z62QCUhRsuQkVO0PjKXYmtFrJNk5cwJfokk0yY7AbgbdkMTM+L/fWmt140VQpJLY",
+	"M/uemaq9YxFAP9f7+Y/WRC+WWgllTWvwj1YqzFIrI/CPEzHlWWJP01Sn8PdEKyuUhX/y5TKRE26lVnu/",
+	"GK3gNzOZiwWHf/2vVExbg9Z/7RWD79FTs4ej3bhpWp8+fQpasTCTVC5hsNagNVQrpu1cpGzKZZKlgrWn",
+	"OmXiiS+WiWCH/UMWXV7djX68en95EgXssH/EoovTu3dXJyP4fXh+fvXTKTw56r9i0e3pzYfTm9EP72//",
+	"HnV6rU9B60yZbDqVEymUvbU65TPx5XZ3NxcsFTNpbLr6yrBYmns24Uppyyy/F4yzx1RawdrR2eXt+x9/",
+	"PHtzdnp5N7q9u7oZvj2NOoNQTbMkCVgqeNzVKlkxnTL9IFL2a6Yt77FLbedSzdgjN2wy52om4mMWpcKm",
+	"Kz5OxIDZNBNRqLSaCGaWfCKYNGyaChH3QtUKWnPBY5EiBNzAV93h1AoEgOpWbsVEq9gwq9kjl5aNxVSn",
+	"sDubrqSaHbNX/V4rKB2cXS1Fa9CSyoqZSOF08DasSBVPvjCUvVdmKSZyKkXMjEgfENyyxOLB353eXA7P",
+	"R6c3N1c3Dmiu+SrRPL7T+pynXxpgxjpeMfE0EQKOey7YRKupnGWpiFkiFxJWfT38+/nV8GR0d3U1Oh/e",
+	"AKzgwt8r/sBlAlf/5RYd3b57f3d3dvl2dHL102U0wEW7YzZWL5ciZo9zmQh8gNsDcOVpKh8QdHQaqgrq",
+	"DpjSgDhZwlPYvhITmItNdJbEbCwIgBlQCjuXhmklQtUWfDJncxiZpeLXTBjLpGLLVM9SYQxgDjz8JTMA",
+	"vUIxvRRKxJ2AcRWHCgcq5grYNNULXPFc8MTOWSpwTwFb8BVDXOTmPlTR29M7tkfvRD32g7ZzxlOxjoSA",
+	"b3hFJlsudWpFfCFiye8QT740gH2Fe4UJGSAqEAWgSnwyEUsrYtaO3l/evr++vrq5Oz0ZXZyenA1Hd3+/",
+	"Jjj75PEcycYwMT9wIxKpxK0VS9xAHEuYkCfXqV6K1ErgMVOeGLHGAMxqsRA2lROWCG4sM79mPBWGjd2Y",
+	"rH0qE5EaFmb9/sFr9oMWiVAmYAf9/lEnCJXJxjblEyviAYukFSkenIlYqjOgWHrKjE4A0ljU/ol9wxK+",
+	"YCdfnXTYb+y/2U/sKQrVo7RzduIAFwhdN5bTqUgFkM0Ft6l8Aihhj0LO5tawaBmxx7lIBXvCdb0S7DcC",
+	"o2ifddkyYiIxgt5o8yTJP9wHkIRppjI1lpbYIUq8LB3VP1rFRogWI71qDfb7QWvBn+QiW7QGR/CHVPTH",
+	"frBGcoNWwhe1z+F/QWuq0wW3rUEr1hnQitKg9Ir7X+P4KluMafhlZfB+r78ftMTTJMmMfBAXfkSA/vLv",
+	"fkT6/Zml9HtHpQX0GxZgHMAJBW/83OKJGXnAaX3MPzA2lWqGgAuUQaYihrfx6+ItPf5FTCwM++bDtZaE",
+	"i9VbqcpPz599ejB52IavFwj5P6SC38f6EelDujDid31oJjoV64z7QnBFIgNXPFlZgRhxc3F7+uYD22Mm",
+	"bid8LBLTAfa9fhnrRw7TjEzDTLeWq5inMRNAhWCWCF+OGJ+k2hg21UlsdpqmdlGlY88PyB1w4/XNuVKi",
+	"EDLqdxiLMsxcXJ2cnqMwCSz19KQVtM4uPwzPz05Gt9enb+5u3l+0gpb/5+jq/d3o6sfRzfDy7WkraJXJ",
+	"5IfTm9uzq0v89a+XVz9dIslsBa2L4fmPVzcXSElvb4f4oftXwcJhkoIH4irKokkDOAethTDGSbRrz3L+",
+	"U3o61joRXDUccIyY54Yrf/zMAd+IZbJahwP8mQn1IBK9FEwTwVumIpaOjdPnxyyCkSOm+EIYJq1hBN69",
+	"UA1RHxAxi5ZSzaKARe77CPh4tNCxSEZSTXUErIsr8yhAPkI6bufchsqJAF8ZluJ6kM21o6WuDDfCh/BD",
+	"MaT7DXhLhKAcMSMs0v8IeGfEuGJisbQrtuDLY+Zfgs+k8KtxIkK+EPY410bk3DZT90o/KoYiDLdOtAEe",
+	"PBYsFnAhTkKPJRzuQipuCZwXfAmHgjBMIP6sMAB3FLTq29tIWOC9MzXV/kM4sE0vX2s1y98rH+jGD+gl",
+	"+uZTzvNWl3wBEIaA9iloaSWupq3Bz8/TwGL2T8GWN6vTbiGt1RPY9nrplD99LOMG3noTdhA4/BH82AIV",
+	"xV3vsEdaZtCijzecn4STzt+klW49bHr/D99yae6d73m319dOgS7Qv3grEtIFtskB6yL2BHBdsYSjhJ2/",
+	"DViuLFzf86IDMsqKhHHQ9NqCP422rSQBBda4mZlNQQVuc9DxSbfkS1IyU/1omFwstRGd7QtcSDUiQWDr",
+	"SeC8ji4LluhHWM2bDww/3z5TIQ7xJNkBXNYEo491jcOJPstCImLc0mHQreGSAzbbO0edOs2SBmEn0kqM",
+	"jJN4RsQBnOa74ElSHDmRfb9h1l4IrkL1nEAGf+JZkVwG3ALOTyrSc01VzGqXhauO/9Ydqp/0HTdWiiBU",
+	"d3Js5jLlSnp96kcAiQVXAWg+PfZtb7/f6bFoKp9EHA3YXcqlkmp2ISz/yoQqKs48Iv7k5aj1AwFJD4bZ",
+	"LolXBbzMqwGjyu+EFTlINAom/v0PPMlEA0heKcFIyEQAKDATDo1PrHwQDMmnp8eG9Dc7T4VAgwOnf3ct",
+	"IJallxFjqhTi5N0Q/rODQH1yveubpzu++anxZNRUxqDPbjqa6/J5BKCn/twP2P7HY2aEYE40NL1FDICC",
+	"fOq7Hhsmj3xl4LCMUPY4VLx0pgT6k3xmb/scC3wpsyIG4E7E1DKd2YAZDfcQqgVfopVlLEjOalKQNx5w",
+	"ocluUR43HvzOI5z+wRGaLypNRYKq/1ncTFML0TaScXSMsEvyKKEXe5wLEiq87NkkXbIpT5lQOpvNmdVo",
+	"YmYSmdOaKnEizFLe/x7zzo1Y6Adh2ESbhZx0U75iOJTpsSFbgpKN8jv9WKx7oWO01obqty6RMEfXzFJM",
+	"bJotvjLOglLYaQxr/zSXlt+L1NO2d3wlTBCqN3Ox0Ath0x47U1YkSY+d83GP3a6M7bH9b79n7YP+/ncd",
+	"9t1B97vDjre+hioCXDdzncAx0xpx0Ya1kaVFjzK284gpIWfzsc5SA+IcGiKNjEUnVByN5MuET0TMxiuW",
+	"SCV4yoDDpUtN98zGwj4Kt3V4jFeWIKOg6Xqs4KV6CgNyIJ1+MRKVHLQpwhzW0ewmtKlbTGK62kbtMt98",
+	"xczzeqv5aIvVCM+sMuRBeYDXjShT+BF2tOGcAkL8oOPVSw2SJd0uKCzWesrEg0hXXi9FNadHOy+P2W9a",
+	"SqEirEmSY7fCZ1WMfCufgtakoA8jGW/7tEpNPgVeY9zyVdmA8ilobZ8Hd0czkCS49eU7uRDG8sWylVPB",
+	"AipplU0wudUydp1qqyc6+SBSAzdaB5gHT+BwW2vniesP6FqCtXWs3amztG80MtVscXwyl0p0gdbycQIY",
+	"HQvirwBoFn9zwqjVSyJ60rBYT7KFUM3EeWcbUI5uDu5fZhNqOoR36PW4tdxmZv0MSJwaPbiLGPyjpbLE",
+	"+abI9ru23ljMUh6LeJQKbnLbd0VKIUmDWEVkcGq0AUX+2+gY5GQ2zxZcFSdNAzqhTxE1gOOUVixM49m5",
+	"H3iackQ80qoTDXM0mdSQ0iLolbe8tvqaks/8R8x9dMz2S9dc0oSWKzvXavPYd4XXDTSGVForFIhxbzXa",
+	"rtJMGaY0u8ZxgKNIYKIiiRnQeBMqADs3vOe3bzV8Z+VCMGlpCPSNlXz00Uzv9w5e975z+sDaQdKiNi/8",
+	"QsdZUsyc+93eajbOZBIzqYjhwNN2FIsHkUROFk/0hCf0WqcRO0wOnLmect8qAK2RxmRL2PCIPEFVPXwX",
+	"hoQTNqHL2UzpVMSeKVVPwT1E/p3f5DGLlEwi4vyGccP42DhCsAGZiunONY/RxFGyRT3LCKvou+SeS9fN",
+	"Vyh6OATUWToRhIBTmYiItUViBDvs91nkzeg3p397f3p7F3V6oRqOjU4yKxgMz4SKQV6VikW9X/Q4keMI",
+	"zaEBIxOFWS0Sqe4N46kIVSqMTh5EHDC0s2YqRjNrIRzimX1lGE8S/QhMWmtrQtWOuvhLF1bYhR+jgDlq",
+	"6MTkPEYjkgsQpPYiVKhF2jkOFQaoPEq/revh3btK8EmPDRXTSzpXFPwmPA1VhJ7BCWyUfIS9X4xWEZtJ",
+	"kIhh3kf+IJw2yp/Qjh0z0isNaxshQhWZ+0TwVHVpWb1FHDl34YI/nQs1gzs67H//ugn08W7Wr3CIIMQW",
+	"giuDJHQm4oi18QSRiTKAYYHEInLHFDnljNtQzYQSKQdZc5JI4L3sXoil82oCOfFH0ekVwy9TvdAwKEcL",
+	"xkzEpDoHLOLpZC4f4KVUdJFp4OxcMf/EqeRtHipPJdBoLp6ksaawLlEkEWEgw1M87H8fqohcPLd3w7v3",
+	"t6OLs9uL4d2bd1HgFFTH4cpmVhzhmJTRSZamQtlk5e0DfglwYd5fjgRWEHPoBB4X6NIcZS0gHB4Cm48A",
+	"NCLEaqbEYw6GTCj4/7CeOFSRmy/CSYrzkbZqf6FTbQUtf2pofkmaRfsSMX5OmNooRLnfP24gOzfCoKSx",
+	"Zn7J7EQvEGE5m2vLzCNfrhtPeDLTqbTzRSNjhlMeIYVebCXO9LaIy9xnbcBlKh6kzsxmFuXOwUOAC35C",
+	"jHnky00auALa9MhNA2OqnWdtkQ1Lqm276eAvCI6brAbvlfw1E0zmtkUP8+33789OmBVPFhjqgqViohcL",
+	"oQiMH3gi41C9v/ux+x2poE7AwDgkAEFmNTs4es2+Hq+sMF8fsyinS55rhWoy5xigkRqkIly5hSyyxMou",
+	"fMmKV9iEK7bkxqDoGypHkgD2jZVJwsZAr6eZ8e6+NefqGn08OCKd0v+934AQdbvxzpbDY8ZrZkQiVrEW",
+	"FFPjDIlALvQChLL4399aiGLDibBcJs0nkZOqnBgqNs2SpAGXY4Bs3kAMfiqsVG4wgL40FjErSaLVeAFu",
+	"RRdwoEnUe55qIClsFJrpvuB5wEgVfAD1q7q0WKZiYnW6apQyydEzekl4CBqCSG3b6qM6d++itgdwulXF",
+	"Lpnt8XWicstUT4Qxzk244STQYz6RSxEwDESD69DO+OHNb2UKiB8dO8GUgWKAhBDk85Q/oqVLGQng0GM/",
+	"gtCuHF8k68pSLjFch6bVMyUBs40VS+NjpQxfoO19UVHYtjgCi72i2bJBoYO7bdQx76qiWcrVDAU2kDiU",
+	"95xVt430ns6IrJqA/jsv96d8shtcU/Nq4cxGWdqAkdcgSzvKDoxDPLIln4mARXu4zD2SRB1GkTC6RwNG",
+	"zVrTnB8cvV6f6J14Yrfvhl0g+Z6TlLBnMheTe5CGrDsL4FkN3HFKYEBiTo70DqZwEJMtDHsU5CFcX578",
+	"TYyQ41QonFT29WEr2CIQFBrhVrxzlg24DZTKm0HFexFRqNEqdw0RlHvptXEjaKnNyeNuZM5/Y1D93kEC",
+	"ek70KcB8hNy6AbbIxAw8L8f+4t7FE/xmtvtxSxMhPq1PdK4f0Scas2wJs5UwsAxqoN49SROwyaK7X8Gw",
+	"HXjigj+d0esHuODijyq6bRB3c+Cp3FwFHnPcKSj8x00M9gwjNLabzZ7ndDW/9PX57UH38ux6eH5LRhI8",
+	"NcPcgtlcpOIYHzjthOU65vX57Y3AYGlUN3RaeuSodJsoCZJnoiNB5asORqsAjiPhRipe4hXX57c149Ha",
+	"BD6K8HbCE5Gujd64KMMfZjoZTWViRRoY9VD/7M9i2unBnxmJ8CbVxnRRyEZ1+uagKlr2mFPVi9vy1MT0",
+	"fHDEZ13Qxe0pa1NoQqe6NoqP2LbAL0LfttOwy5yMLP9DzeoEpkxOKjf2LN3a4s5as/DSV0wrZrIJCGbH",
+	"lShKZ050kZTSMCPQyLlbjFhBTbdG6xWutI9/ojNtNwSsutXWsO8yS5LSAe1k4/3inrm1ONJ/ZyfdWoDf",
+	"73K/ls32Ox15YYjZ8dBxcTse+5c48I1neV4orWu6vGPx3iAwQaUt1YseGzryWhZB2ISnqSQ7eKjgSrjV",
+	"6VemEnAWoDX2Fz0my/hc5MoH2lv1Yx4SQSZWH/jA3tx+OC4UzXyuyPOoESwswld4rJdWxKFCq6x/UxVu",
+	"hUVTGAVms8TApSYcQLJJi6xEzrHIfZJ/Eb3M/VhZ+gYVsMHM/MhNwZnxOpp47i967Ojf2iOlnZq19sRf",
+	"WrPnWT+aUWZEgzHyRj+WtWln7nEm/sjf4QhGiFgiDPlK/ImDhmWqIarNah56P0ZjbifzPKVqx7PO1zAx",
+	"D6MX6MJvbj+wJU8tiLcT9BgYli3JuLtZ//Ob3cHRuAkrm0gbsfkG90/Fi3HMgMd4e7W7BWlYseitTnuS",
+	"9yonvJVZ53RoJ1mllU+ykTLdrvl580/XHSNNJLSyrPXDfNa2iPrf/bghJUr+JtYNJUwq9lf5Q0DpfwJE",
+	"xN5nMltU5O9m+sRAED/2NpmCVqBFB7U4cmgCDSvGQ00MXb3k90vEV8aF7VHmKg67u/H2T7RqvEh5bwKo",
+	"S1hxIn/7PQGPJ/JBxs69W1hLV8jIxujASwWnfLyIDJARa9uUL8VvWsY8CVWaJYJewJjkJ2nyMD8FV8Ek",
+	"Red6w+qKPaH20BkwrkIlXYo9y+PETTaZAyXCJenkARQ2WAp5dGgRbJEZi3EgjNtQUSqufdTl+QO679yt",
+	"f3czPLs8u3w7urq+O7u6vI2A0/s9h4qcq8WepWG/iVQD3Cht2VQqSaH33kGCUSYzYU2oonoGXtTEhGnp",
+	"v8e4Wo+CVP7Gd0wa9cbjRvC5ymwiRXqOPrJ1UvJrsxVxKuHSvFL4/RH7f9jffL7/X/jk3mjlw1ovsniu",
+	"k3ueBmz/+2+/DwoH+IQnckx5wywVRsYZf0Fmp81ioaz8DeOv6ONNSSVjkeQT0CoD9mrHeezBzifwTluR",
+	"JECk7g5omt+TPmoPWkHr18a7KmcX/Y9VDjB161+kFlxrNfMBTdXTI5Vlo0t9WE62yIWRTY70JsGkwY+/",
+	"Hn/nzmj/YyNPXYtM2yEW7KXQV5ukYZlB7azWZt108C8ywvib+kw2mBwQ/mOC+cwmGMzI/Xc2u7go1zda",
+	"WfHURFdBJ9ukb050ki3USKpYPJVeKBWd0Kltlvo2LeRE8pnSxjq/ec02mSVWPvBUcisw8Evii/WEE8Zn",
+	"XCpj62z2mHF2L1ahknkWFGV+l3NZREIhiT5ippQA1WO3QoSqnF4FkjgQmSzhpknsScSD8HWsdmC3v+76",
+	"3ggZ7M5vpyLOJqTf78z0d3rxReuwBy9ayDNQ8jJiWvrmcxLV2jT/Ia6fnbhWyhj8D6CyBWw0JKGoiVC2",
+	"VEfo+duv5s4i+PjUze0f19JLPwWtuEp2d4DzMqGGy1cutW+0u0usLnRuyzuunFBlx+tSWWU9z17JH1Ao",
+	"qmP8a/UKV+jhi2ABns32Q90I6V7U2OFsvWACGoBj79u+vPXvrUn3/sGGpdfC0BqDKY0VS4oeqsTo5WF4",
+	"Fs0yaFger1gEr0fbaoBUKmFt2FS9cluQZ4Nu+KCcBxyUjCYbXq/a0YIWhWlsPGJ86l9VDxvfUw8+oq9W",
+	"WMS4n3fjreXNbGOrpbVtfTVf3vPv1Q9/2/vVw0TuXkexNeA69TVmcv2aU77+fo8NKa2FOXWY0iWihnJW",
+	"CGrPqtGeBa/N/2MqzDyPOpe+FFMt6Lw5cavGqjcWJDVSTcgI/V7JJyaWejIvJ8DDhI/csAWPxY4GqjXa",
+	"+KLJj/P8l4BqRm3M4FpfygZ5qFhaCRBfZpe+5Q/S/na/6r7VCV8xs9CucqxOWSxS+UBhz7nd2eXmgxZG",
+	"9kXysIp4JgybYhg7bCYyE7lc9YycKZ70KnFYbfxQxfoxCNVSJyudxiINaDb4T2L5f+8HqB/9d9iijPiw",
+	"1Yl6LKLvIrJKjwXTcRyEapYKTuG3XLEoH9Ilxli20E4/K1UJSDDmn0zXJbvyuu26QdHClVZLHK6Z+0tH",
+	"R9vz6yitr1dOkD/c5ujJvyOKnufVb3cQVW3ajto2MW863sr4B/3Db0szvNot8T4fqrzsJk7oqeILgda7",
+	"MIjVMKemByxqP7EuZrC1nzodtseMjdtPnaiwhC/1MnPVFdpxrKes3yk8IrF4kPisx4ZsmnBbqPm+Hgm3",
+	"6K3obS2gAJzq91eavC3JHzWRhpSpRhMI3gkJraOKS7v6igu7byBffCEcZiASF8FptaiEFwWhvT46evV6",
+	"3ZmO8Q5G/Nq4zNLMTQUlU4ludKkmqeAgE1Gg3LFfvPg144mphNNF9XDAP3tHtast76B67E337Z2ueW3K",
+	"OsXfpYxAlFOvk7MPpzdvsf45VbK+eX99R3++GV6+OT0/Pz2JWDu6vrq9Y3s+2mDvH7/o8Vn8aW/C1UQk",
+	"UQe/bihATkmhpRwYc18qJYMlzPOj72Bobq2c9gsLFry8AoE/z7/o8ToKiYQvjYh3TeR+sb2jepnrBo+f",
+	"5pTL/Yseu7IhAdOKRfTvyIVe5NnFOxlEplJJM39hSO0z4T0LYfkLkom4E7sxtLpJ4ONU3cBZT6eguTyV",
+	"8uMoIjzWShyzhVbaaiUnx2y/1y9ZTeFxs3y0c2WmNE9AfdlVusTV9bu8mwumffaqYhGsMcqDZ2Qi2K+Z",
+	"yEQMWJBmCgMrUCzBPHbu2xvsdMelGIiGyCl3tOVYt52iRzB47CVQs1vESQkDi7gTk40p1fEFE9aQ38Fs",
+	"KWojB7v8ep8zj5XWNXRZ2g0Uwli54LDOOHP8dGdi8QxS0ZK352phym1U0GVKrqCBKbsi6u16UFvOoDlG",
+	"7Bc93j1wq0xrG4LmlHiyo0mWGt3QPuIN/u73Da9ihpongcoVPDT08w5hZ+uHAHBRXsOWAykCxqordWjc",
+	"dWXdPS77vwHvA0ByVwcKq5WsoX5JZXYDYl1DfNYKWjAI0DccolFCr5DcF5UfHTKsubip9iir5HgAqaas",
+	"aiztMtVpqPZ7vXKRR5IBvHTlylT6cNw3H9gkSx/QnUXRvqGSthOwcWaLDOjJXGsjBiwitO3lo4+ML7Ha",
+	"SzMsmGBC5UpP9thwrB8Ee5y7gkhYoRTdaKy9kKqtuvsBU6yblzhFZtMN1X6nM3g+Sgk18IGv9zlehWpS",
+	"P5VsyazGbPbRWsXLnAu9PtyWKDJ5GOXFXCtF/KuX9lePGX/t4i7qy3GhWnACpJ0AVwnVekwxacy+poh1",
+	"PRX+yr5hB7vqwM3tBRoL0Nanf55jvbn9kNd6rAZFVnr+aAqfMqGa6kzFTCp0qPEUfnV17jo9dsonc7db",
+	"0GY4i9wqIjd2qN7cftghZu1uLlaMyvS5RFRKOw6VS+CjY8lJ5AsLCxTahG++UCGcQSvD2gzuHaB1Gyr7",
+	"+lp5/WBrmd81aLYY1N6ecGzG4koMATgFjONBp6yM850e8+WIyH1ZpgfOh/lSTMjjyEvnV9WvmiPLa+Zy",
+	"94RlRqRMxr2XV3rYkgd/ixKqz3yXiuw6mAKPZR2dwh4wicFyE54kK6zZ5ih2qJw1qhzWeFyPADZWpxQl",
+	"umDtiKdWTvkEy/uEiuoDuWqDFAfQwRJDvmY8eQCw5pKH64vTu+HJ8G4YYQnWJU/5QjhTmfVlV2FPK1/Y",
+	"AOM6pXmWHPjsPp/TP1hL6K9ixosz8ku48foF+flXoClsCI61c2EEk8o1G2HRz4l+DNhczuYfo1Ctp/W3",
+	"MXZ2PbFfP4g0IX+KfxWLUC1EOhNxj11XXTVUGY2qOs11UgocwTqlATM6VIWhlWo9eQcNDk2sMkPTE/dh",
+	"uSKeiR4b0gpcn5oIWKATR2BfUQA00+/e5RPqFKN5YW2qHMU72OXGB+VSBi+45KZQ25I15bCcpbjfYCna",
+	"nLJRx/FtZHZ98GctTUBCpTJwX0JZl5QJyA/AEWCNsQeeZAITR4vAa4pVClU7elSjfsR6PQb/Ougffht1",
+	"AgxhrNmvjpm0TAnhi/E6JpP22Bn8CWJU1ZyFhCJ2l4ruBIcWEfUboosqgbVU2NyigM2IpWJKFEza4oaR",
+	"wxUV02C/7ahbHEIXfirVSTvoH37ncU08CJWsQoUN5WJyGhz0+91XB/0+xaJjZ7rSvqtR34PtUsjvzIPt",
+	"H35XSYXFv5+13+W85jl94aKouvJ8xjQ1astFnryi/FoDgFok+8Hv7BT04s9qu8cxMK/9ue27iPYNsew7",
+	"3FCpnGd+sV4/ctHZQQujyovI88Z+N8+RDxcHNmoIsP8bwai0Lq5891DyYtjGsPWDPzCwk1c3WBDWY/HN",
+	"n5nqf130Hwg2pg6wGLNZYp/A4h0ooUK7S8Ci9op12WrObYftsbZh5tfUtvdZl8073htD9AwVR2YmPBFx",
+	"qEC1AtVtyLpsP2KxmKWCsAY7++kFkjrXMsKFO4Yq2t9T7Bt2d7AHyl/Hd9TbMbSw7pJxp18AZ+Wqy+D0",
+	"HGoUle6et+R7EW/UXFazbBVyJP9PKEvVoGjvHAVWdD8hNRb1/N0JIGp0yJtqxI96kASsYmYoGQLqGveu",
+	"sofv2dZgmfripbaUeHw2qcCpuBTounWCaj5R8fkzOcdO+uRsLFba2WqQPgHBSvPEIm+GLBJvUHBEtOXM",
+	"0yCD1qRKxg9H08wrlzS48pTkOPd+Yxl4J8gYy8STTcXCdz1sR34HI6stL6IjUB3iCfXTeJFN0nOohtuv",
+	"zrXdrvs7C209Y8R9vtQW3dTIhV7FO1yqVOxxLifzwsADAipFbDxyk7cH2MEtgL0YRv6DjdWfMLHcrTBy",
+	"Tpy8CQH1skmSwiXhFnrM+ghLOrMuCRE/3basGqEuI1OBlEGNoj5Ho99jCnaDGdU8NBA0lOld7TlpSP0f",
+	"FNalgDUI+0GootPr4Wg2Wop0dA4vnbyr/ll6egw0ccGZEaCoW3ILilBRL2ZsEUE6R65DLt3PvZKVCxUS",
+	"0hzJhNQL1VmhmyMHpRZC+I7Lt4zFRC544kyEWBz552+6H2M5k9b83KP/fvxZFD9+jIIqoOHPvqqTTkNV",
+	"tJNCGOxg+156y21Rp6Bd7I/6/T4oRnPxxN1CYAH9p/1l9wDd0FJNI/oPLHdF9Z4UV9FxaS+hUlp1lZgh",
+	"T+yxoV/d/gHZSNv7/WY7KqpeJlT2UbMF9q92tQiU659EykcuS4yl4umq2Yn9Ur9p3bltHlpumCbY/fBM",
+	"tfQiYQ5tnz12LixVV6UbC1jUg1McUWRU1I1AFwV8UTNH3EOV4DcY/gUfFYFLrw/L1Vjb0rrCyCCJ5CUZ",
+	"vQDiDszZbluD1jIx3YP+wev9/YOD7n5//6jfB22Hw2Sw/P/352H3//Dub/3u9x+Lf/ZG3Y//6AevX336",
+	"X02HvWZXWPd6qE02HzKdANEuWQA+c70lil3XDUXefQS5L6SL9jmbpcowzm74gqsC6duocpfMbR34Q4eq",
+	"GrUOWzu9Hgbs5N0Q7/vkesjas71zuJtQ3T1q32uACAHOjCI9cg2yEwzg1a/Z119fcMVnYgHiWrvSe+Ir",
+	"gyXbTefrrwfs3d3d9d5+b599w/5ye3XJtGJYaOXo6Oh1jwYqWh3AB/9HpPrib+zm9G97N6fX5fePXBVf",
+	"CvK45pP7vDWi6YWKUecb1yxBGlZ0cpeKRaW8qYiNhTOCSYLWY1Ra3CswlENMPIYCX9lYILxggXPqJk5G",
+	"Wi/VGjbWdp6f4gCGiqp9HiPWdhVjolJKMSBhNXwdOAVjUb0wUdQhTC03Vi0P6XM93efl1A+Yo1qVC34p",
+	"Ws4AWUXLdSWKHIaBw6EOky7v1kcLYxV3A9NU4otxJp9l4FZSD5WFd1w4MAYhlTOK8mfF267EOmNjHWOB",
+	"nlI6NW7DpzNFrL3efgcYhk87rZ9MniwQsXbko+xK9+FyALDLa+1E/Ve1hBjaTzXNpTprKX3FX2h+M1hs",
+	"qLhhvJ8IEfS//uu/GP5pQnWa75Hi/6m9DEYN0fZTnVln3kbbrncJ4O8mYI+pVrNQLYSd65hkAEdp0IoH",
+	"hK+ou5SDCU0TFRDgmcSi3rAmmuhYRD32RsfCMCzCjd4kdArBPEhI/okEgv0T+9uwf5IT6Z+h+me3283/",
+	"D1477PfZP9cbRbB/VrqX5Y7kBbcAyGWy5NzTlRL+eSeCDivPUhQKB5rlJ8HuTq79PSI8UbTKh3mH6B+v",
+	"3l+ewJcuoo6q64J06Zo/lnoDKDSAVtV1N+rhplHfnt5FbI9FJ6fnp3enfvx/uFE/vWiS0tLfXPnAwGeW",
+	"XvJOFX364OIDMt6yRKuZSOkSfIUT+ZtAIPOFkHIf6uNace/HVAPo2uNKAXrDV4Y9zqurfn95O/zxdISL",
+	"37RkzpZyco+dfaYgqFjNOJsk3BiMzsiUC0Qre0aSRD8m0thjODeMfgd1STyJCfYiXD+4UjrEc0fnVgJI",
+	"wKci76bnSNYs0WOOvCtfgIg7GCLBzT2ZSowGlKW6qTku+XtAa36cTYSvKxXkNV24Kg9ayx/KD4HQWTGe",
+	"zghpilPRRjD3MfDT9XYjrB1VwvqdVS9yYfuuXV3YAvLIn6T5737U2fl874Y3b0/vbkeuX/rmuy6VVTYT",
+	"eS9tF9fpgHbOsVmJK1TkK9ACf/O1mctTr/VvaZzVbZN8UgPEC3/b3M6p5R4Z5YKCQAmKV8hrsCHquLY1",
+	"xvfd9U1tOvk1EJyUu9b02BtXS9vpWVyt2NhVmfYVl2gRvHqwLmtndPq/z27vbl+6t7JeQRALE6zWaEwb",
+	"uy/hInBB3IVhwH0vM0uyGZbs2ouAQ8y5qlFjT/Pf3H4oLTK3oqC+4hb15vYDrGXBExDSRVylIETzQTtG",
+	"SkQ+ucapcif5lvki0MoiquRW4Qxlha5xhjVn1paZYCKYYn14CqFyAiBAcm5coewi0+DVl77aHEAd4CJg",
+	"Ti3xh/I16MYkefLgbUfbURMuZ9AEjFcybYgtJDiC8Ok9hbsaGQXmqRnX2RKupO6drjmn0WgQVLMQaIHe",
+	"K26aEgF4ERBhJtRTBKBuLSQqYFPxKNKSqu8jkw15Ygkr8TuAfcTZSsQL3xSIRmFZG4QP1q76YX/e/9hz",
+	"eU01ueTs9hZg5np4c7cVNCfmgYwiVRhdSCL5jRj2/ub26sbLF8XA+ZAYLxkh7hK7AYV0TbLDcwHJiy+w",
+	"fVNZlqlIMUCJgT2RrFp+7S9XP6wLPOt5CSimP5uxMMiv/hc9hptvFqzOr4Ynp6WJiASCah4NKkWFXF8f",
+	"N8oRjnJ69+7qpM4n6P5hX673FGApHJpLPIKrQNnbj/V9saJ6/6ntpDkq+mfBleeNsqq0mlZCBMNx+koj",
+	"rAYJWVri0SxvEBkwI5yjIJWzuS2WsL6R4Zu7sw+nuP6dBVU64eO8f1W+SHIJlCfxUHJydXm6GUi8UX2Q",
+	"p1hIwyIKtgUActG2dHIu4wJ1fGm9vOCq0moXVAha1gZtgk6ys7bMH88uz27fVUSIzSDr1+l5KnZZYm1K",
+	"JSgvszoPAPHo7HJ0fXP19ub0FnmKPzwk9sSLN14FNpB3p3HMovzGB8ymmXAmwhv4tTsESjhg+/mlfwcL",
+	"cFrZ6O7s4vTq/Zp2hgqUsRpDC0G5fPAtPtaYio82kXEifG27qDu3dtmFUTAxQGfl7nyv+sx0kPJw0stw",
+	"tnZZGQawh9GJ9XWY1freTy0VOSYwYZQm+sVoVZ2Ntf1s+6XZcn7rWOpUYO8pz/p8g31OzmmWAky3oy69",
+	"3V1I1YWfSlvBYEeU4cwe6OE6UzbnPvmH8FF3lvJJ+VNYV5PQg9fArfAAs/+K5Nu/I8zcXV2NzkHArqi6",
+	"rrc1+fy1In9tTLdx7Dvc1/bOE6MHKIXE3HJmhGU8weZmmAyGVvZqUspCLHS6YuMsBpG9HXUX/Knrn3bp",
+	"KYZIaUBEhEls/IW1YXLmsn/ktME8J/3i9ORsOLr7+3V1U3NX3hLNHwyrQSjL7GrpafoBolIunv3t/en7",
+	"09GP789RvSRoKrxXiUaeavm9cBTBZwH8oseBj/b/RY+NK/APh4SmcZ+i0tkF0RyWHXluXcmcY/9kmSps",
+	"nWUjThUSiorVQKUm97CPiajOj8m1+XQIJLenNx9Ob0Y/vL/9u+PZi8LyO9FKuR7/eBju/hB/imcm6rhs",
+	"wLGguA3WRkvjHDsaevpQOhYU/Lhhv1BaN4ieS6FAGaaEAmnKU+cVxHG/c+w1DMoUHEXgPaDKPIL2TzyC",
+	"3okwlazhBoI1Ohd4NPBzwgoSbUTce1YMoyv/qoQPhAlTaZ/BAyfTI+X2QAMbX88cQ9jCaqwkcOiFjxuE",
+	"i37cYW9Htet+9/7uDjNGnZpd0OOcdlMa2xppB7GQckQ8cW8Cbu0LIRQtiMcAjW4R3xKIN+WYNklBwbOn",
+	"X2rXSimppAlhPirHzscA81mSsHZ0enl1e/0GSA0w3S4mGbaj05urH28jTFlF7/WvmbYcfj/52/uru4h4",
+	"gLQslhSoSWCGkx+yv8ofaBKA6zEZS6Vi+8xgJd8y5ew0UW1pMToyt49M5lzNQKvdcKoYZQkHijhWv+hX",
+	"fbzpUBVfY2g44jzLFBZQx4auMZqbh/nteh2w0G9ztw7oXnB8vFC6889A0w4VYDK6qwP3X0Mnuc8u5A9O",
+	"OTPZ0hWTtilXZgpalpromOJBQ1VvfU2Siuvt6JIU0JCc8JVIy5YQZwY3oUqB4sCpuKCVZcKl6mJtkcN+",
+	"P2CHr/YDdtTfhws96h/lFvefxBjw/kEoJGWh+pqR8d0b3YumAf+769wJXfRhYOibcTZ4EQ/KGPOVCRVj",
+	"GKNf+YrMoU7y9MXhnXK/DxLo/sF3Za+rnsI4SdWt65y5vdEgCoqsYcYBLrDMSuACAVyUGHq8EBtd7060",
+	"6cTYiLImkHGsyMYSPSNDCogBbgR/7W3SawJ39lYslgnWYiDZOGA+gzIgsoGCDiXvxHgome302BUl+TpN",
+	"unS5dO1m/ZLbbh2li/VEH/XyjpPmlUDHIzECYCt8KXsrvkgi2qap+Q140SPdrbD6KfVqztsPepmCG5RD",
+	"ca43Vze3eJrTKYCrk9ZcalLUnejUdHUqZ1JFbJrwGRpayb9IP8Os7Qi9kmKwtzfXxv48AJTBmAvDxql+",
+	"NLBT1M1APou+dnKEypIkomAIluMMt+Tn72bLjmtuvOQzYdiCg3iFkrA0bHh9NqBiU9MEdD1aRm6yIg30",
+	"yi0cZxsifHTfaGVTneSQfYEgAXR0yjguBK8MeTb3ZmXaKtUXOugfuuFrIw6xP7ebE9eD1Im+7QQscm/Q",
+	"jD4rEaf7yqvcxvny3KvviCyRJw8vr3u3WiKnrOKmT2Z0kC4QGDxR43iCeIBGWOfV617wp+5wJgbsdb8f",
+	"HXvfnKccGGmPa6nRisL79uz+cRLxtNRGID1pWG9FjnTJQQ3nrTQCabGhnLIDPckBgF5GtATEK0ABfh/k",
+	"t4ZrwZVGnR77Ce4RUQBwvnYEgJPRB56uBsxtKqe8w8zOKXMKqEWoLgF1GWVgWJFOgdnlWFp0Ip+kAqMR",
+	"eeI5DpB0q++Fck2CiWwJifKVc9YXXn0nl1DHbpOvF48VszKAmywEV1ihNc2UJ5LLhGP0gzQ64eRkQZMe",
+	"U8I+6vSe1o6CBaWE2VWo6J6R1qKNzWcZRL5F+rRi7aUoGistxtCkfMEpNaMslMO1L/OgiuKwWqVeCK1+",
+	"b7/Xdyl0QMZag9arXr/3imJw5hjp4sRk+GdjT8sh1Qg76PdLIqHfNNqYqa+7zSgbMIrFLOWx8GwOQMh1",
+	"5AFI0Elsyvwq0veRCzdpDmVukudYG2WtGD3hQF6RmlEcA7yAFuGpWamJL7yQioVGSwQKbMdAwF0nd/zW",
+	"MDPnqaDAO0aSXMd3RODGuUByNZlKFhFipqnSA5I8Qcgk6tkkZ1Km38pYTPJzMmfghE3xNOeZpzY1yRNt",
+	"yC4IABbbY0MnayJVnDtDra8FgodQEkJ5ZWb3iZqZktsQECtJROyBGIZY6EzZDq7fsLCVX4yxGk0cNWGY",
+	"l0Xh8hJM2ArcS8STQIo9dna0bHLvtmIsQBm27VfOBYZCD5b4wuvFGzIsU1YmgKFkmKYm4jgG4CAg9RK2",
+	"my0xXOg8V6tqsjjOpfzqj/rfIjnbUPcG5FeyfbiJnFyCbTxcxAD6xmEQTPj0F0RGJXgOWo/V+hhYIYxU",
+	"6giux2IAoMzZPFMzGAPBSVr2yCWKCDgTll9zCECoWJj9DBBndtj/HrexZiTsHHsEc1ZOgALQNtZb2GPZ",
+	"hVSg5FAq7zN2ooXPQCtki3zoEjkqRWjBx8iL0OII7/Ja85sK3pdnJHcmnCeW7NMP1Hw6F0VzvS/6NeMp",
+	"V1YqsRehM0ekrE2iBQVgA/pS+HWPELpnn6yPEaPwJ2/qc4zTp9x516rzqTh5DjbGF+gmxxP3RG/k0keo",
+	"2So3aHqE/0qLJ2sGrFgrlhdzbBqHcSkSPCFOlROt3MWLslR1t5NE8BTVSFT7iBIPmL4vu+aTETVKyI0/",
+	"ErCe1DxCgUFJBcDy5dkS7RO0pMjdbeSxrsGvgvO/I7uMl8kLjtFsT5rwZag22ZNK2YZHr1EbRC1eT5mh",
+	"CD1HtEB5NDLBoRMplDWgUZenITRyoHYvUkWtNpH5k72Fst45GrgGjPvC7suyEcMLC1Sz5HGiF66nJ9qI",
+	"DJVELM2aU2eYXsRkhTY2D4IvG8VQ/UWr2MD5QIAMVug7Jl9zl0/svyTZJ1RtgHlj6dtO4IgbuxdL2+WJ",
+	"fKgsbCzsoxDKD2JC1SYbvFsgDXLsyCladlF7yJcLBBDgcs5VnKAlYVgzm2H2MprOSN565Bg1ANdA2zvo",
+	"s4VBygpTh9hhD8TqsfA8wvu8fR0opeHUsetseSY4XEy0t9orRn4Ot94OqDf5hZFxmFvCTKvZnD8gJc8j",
+	"7inKich4KvxsasamidYxua+ohBCsacqNr0JJEAAgZDCKF20gwK3L14AQilu18wxW6paMN1BGDTw9qh+A",
+	"hS3cM2o9gAohKswO5FmsEQF/ckeVilmW8LSKbAp7DdC1OK8JnHvFQhuqkok2lz+Q01Co7EpnhSMHr7ET",
+	"lA94phEXNLCzipUWMPf1YWlFBnPZ6SHGMfuVwulwc99gxwWIWZGxDEt5oKpy1H8VqqoNG04tt96SnuZl",
+	"fM9SkI8iaw381ZOkcC/E0t2WJxxeYcOTcpHxr5jBZANkR24XX5mCaPAFyDGOIVIFCcP4QlMoZ33P5tiJ",
+	"y0ThMPcJIbPZdG61Dmjm/Nzz7XoE6rGrJaYb53OglFWmbsskM6F6fUgXUSYpbJzoyb1Hydck3LUPX+27",
+	"JLJOL/fASbhvnhjtF4ypVdTAq+rWW/e25TQ+VM7dZihyD7HEpnJyj3Ivd54djNPgOXSjPwLrFLlCXQFF",
+	"hkqVWV+QgpQt6mIwaL0VlngU1Q1D/RT1oIN+P68dTl2j8c5IL92DlWO9T4wZ35bqQTP4AmifPjXVaCks",
+	"49kSu2PnNV2ax84Xu3dCL7o6g1hfbbHg6ao1aJ3LB6EAPkjn4bFUVCLN8plpDX5uOWXvI3xWCoDYqP39",
+	"1NxwiYJ3SHaWBkMtUNjACN910SBU7aLp8xxz0ij1xQeXlwuTjFHWAcZeMEqqKbnhPot+z5/xSktNpZvv",
+	"k5c6WOF9HvYP/7TZK5HZTSu4XL+i9vo9dHBhR3QszwPZmWsc6KDszwHPC2E5+shc2GL5zEpA6rt7loA0",
+	"cQXrGoEU78als5CHYbyqdKcMUHLwks0xo4y4VLBxqu9dza9qDtWQRT21/I0CMao9dPM6VFXnU6iKEEen",
+	"geTwq5hQGCc50UuXq+KiICnD1lmef8mA/XqbN5uk3Mw7eVhnSeWibD7SHLgphQIFJMj4vZCUlmsPFJPp",
+	"FiWeMJNIKx+9mQr3BtalwR7IKXoaO8c+uLOGprgsWdLMqpqJVMYKHoeqbYSo8nJnW3E0MBaJsHAjZcWw",
+	"EPwqW5LGvQ4AvjHIpYlSnEtDpMJ8djqB5RU30AkPMf9iVIQlOpHIEY4qQG9BR59Bq00DPjqji+91BQIs",
+	"v0dXp8d4bvWCimUhquXaZRFgHCpnjHZmrdxLtUzFg9SZ8ZWZ8gqSIMmi08jpZ44Uk20xj5xbpnqhCdjo",
+	"p6IbQoFGLBVdH5pmsI8qY/5h6X2MlHY9cnHAcix6nWpgNUTGoiUHWVaqeu2GTMXOp4xIGLlpXDn7fDGo",
+	"53/Nhq6QrOueNM0SZh6d5OlPKFn54y7oAZYUwnXkmy2Pp/KUKrRRrZ+3s9P5a3QJRVLNctNXZVMg3Sjn",
+	"0cZ50OMHN4XjY50sLHCF7YHZkJEYR09Rtt9o0nLWjZ0C2MgXCIOOsJPigkzVC8ENhjthrKPG/1R8oUEe",
+	"cFL2fRJVzXVAd5F4/PQozlJMj9IKDXk0uz/HUX6xzhvwTIPLwkLXSNA0jy8c60yr/XD+FFKWj+87GH2q",
+	"Zi276oSfjZTC/L4CczMtrUXsOrGr/+XErvVctTZFx1WzKXw4gtP7choSKsD1gEAzgv9KQ720IwxL7gRr",
+	"eWrBeqpYEKq1zK6gljYVNOUwBZsSb2DE9bwYWFYtn4TY+DMkwhXlOex//wUvZY1WDKohsrISnXfsAg5d",
+	"FVU+1i7VgmhRb2PAdrsSMt1xRdSqcdiNIdgUgOojqtGz5FJf10KDEO2dcQIOpkTYNvehsRoNF96qj0sE",
+	"4tJuoKIgZnVKnYBaQeka1mpxwGEf7r/aLnlc8xUc9Z3W5zylAjqH+0fbv3tfhAldiFjyO1jB7xaUjvqv",
+	"dpmSP3BJxZrwm293mclk06mcSKHsLTnE/jQdifyclU7Int+259oio+k8L57lkjDBCIjLDcV4Bcjtjgeh",
+	"epJHV5KnyZXnIW628kbl3IkUqmkRIej4PdlnphQuV876IkKBH3AvOAGAhAp4HIlQvn629I48q7PJXLjO",
+	"9DVRJtdCQuX0gcGGbAIQK+gV9CGbwjqHFi5gsaGCtfh8AJo85ROSEh/58tg5MnhJbKlbQL4P1Tp6wdy5",
+	"4/EXPc4N6cDVHJZzr9AUtONeiKUp5dE5yzml0/roCLgi6V3Si4W0oaKankxOK056zKWnwHLnHIddjjNb",
+	"dvs5N1eoZljSPJeqyQ+YlmAF32z7EDaKBXUR16HKM37rucAdrw6C7g9szi0Drdl4CU4e7YXKVXSFk6K4",
+	"MarHjGrmwOuiqVgmWG/SadKu+xY6TU1pIW3n1FP3PhURg13g207e3+dxLtCdy3xdTWdazQ+AYrWkra10",
+	"TSY7wasspLKKaHTYXGq0pNrOsNfFl5Zi7uqpnrUU+8iXfGDtNYGn8+VtXXfbk97ba0KSX+eXlEMq+VEb",
+	"cqB6DapNqNo7RKujWyvP73QUj0gJOnB984EvJULsIjv8Xjb+r2XJxCkLiwGcd80aUPDOHAa5c+yBCtjE",
+	"rgNvzGw2aH92I9WJsFwmWxDsP8To8xGjf53x70qJqoDpAuYBXF15zIC52noU4TAXk3uTLZrhOC8wb7AU",
+	"bb0DSX4QHqbq+i6abFDhpRvPg3kNqmMPLlwsH4dK4hcpmygpkDDlo914rJcoUpFZzQXXo1e1CLrhZj08",
+	"qLsfOd+/cmIpWeYoQgElvf56iRryW5bTiil9V6ehqlmpacs40FFzXrELicbIWlf+Gg4SCxsGLUXdbYsa",
+	"iFWDTLAjYBeNmD826A0unXZzUCjFQYOgvxR6mVAlwdhZsJATWe1trWXGh5XNUUsIlcRq5+z2w1u2xJgJ",
+	"OHZfKmQqLMj+RFdFYgSJaG2lGS0kCJWxq0QwMxfCBmyqqTeBXODKMOjcMcX3N+cdL9y7IAjDH0QchGpB",
+	"1k68cE/SeVH0q8d+RPHRARp5lJgXFs1cP5qBi/up1xakTjjLorBy0Y2yXgc8VFQLd8HTexEfF3ZJFI5N",
+	"rYOHyAN/4V/F+K4fAEywP9hHPPZ44ypG52iUCoME6wFDbKuD5D1fS1XksUxDPrqrqRC7Mg8YOxvDuu8O",
+	"QuWX/Le1zmS+Xmk+TlEi2xQyt6/PSgUeE1/ew1Gl3MLc1BobFaNQ+ZrDeROiej0jaY1Ipoy8UuVmGx0X",
+	"Hy5CtaRkSkVurnEmE1uO5ltPuMeo+1yPxTqYRIKqRWnWwIT0FEqnxUkRqLwyVbspE7gbhO3mZ5FTbNSC",
+	"qIISdxHsLmjxGcf5DWH6VmnDiie7N7eLpMo86424GhkkdfH6jyTx/z9J4q7UnKJSApkMqMm0C4dHZPPd",
+	"3cV5nsuxkyTx+fleOb+rxO3WUOVqKdTw+uwvt1eXf1QwrxV3bQYEGC3lE1uOP33khhElAqrW+/OusJQI",
+	"F/iUtvL9YFXaT+XjWnGiA1uO6+/Di/OXHZcf+E8/rgHjS1lZPxXQwuAx+BdIJsbVBPV2tSVPjYhL1QU5",
+	"gy2xBXUC6vi8cyC1SHPhaTcWLqvVh2YCXXYkX2P6njim2Im8YgE3IRagBKnpXoilszS5wBDnRPk8l+3u",
+	"qOGyPefeKAX+BWsepK7ZOZnisNcn8SwrF6IaecPaGHkzXrlCPZ2A4luRVUvl0hP1tGibjuJB1GNRqZcj",
+	"Ss+lTpGhyltFHpcyi5bceItdXtTIasyTqHSdLDe0R7Nwns1EJe56bMjoe8zuXPJfMzFgsjDfLrXBfCCQ",
+	"SDUl6+cdT1lRDZtOAHl8rCmiey6n1qW44NZ7obpBecBgyLB3IOMZO50FAz8pRlIro31QTiowCwSkHxX7",
+	"fDYsLwPy2KZwmFIDTGyp+pwed43CifxNBJSjfNDvHzNOLcEWgivDjvo9r6v8mgkMIXFEG2+xYh0qdZrv",
+	"P98r7lPQZDOtwoOeVkMVfNfQprW4fqC1xfh2Ukf7B1taxq2vB83VeO2+SjzmKW5aQN7BdjeG1dBR99PH",
+	"z2gbqneJbaC4V4pEOjh32Pe/h9+91OfOtZTEWt++E3ml+lnvj/gU97+gTOiVJycQ5p7KHNSAw8WsjTXX",
+	"zi6uz08vTi/v8lDPPy1SrOzEMlWiXmIeOceoMhAq17E5XuyuqOroOC6529C9lAq+AMxyyit/9Kl4uZtw",
+	"LhLKw6LyKt7VCNR2zGOW6keWCpAeTKlaC6mhFWPOm9sPUQCMXJum0kq1mpIu9IGn1vWEdCU5MG0lVEYo",
+	"lAFcZT5aTiLcGpyIQsvCVS58aGzhk8OWpT78k6q3F8tH/xpF11OdHFR7ETRcPpUrIYUetHKc/dH+AbuQ",
+	"P3SOfTsYV6Wm5Mzcf9VUNwqXALifA0M1fuuYTbMUDS5IDNF/IBWG7mdY3MxlWrWjovYT/lTK9Dp0vS1p",
+	"k9aFDTp/Xd6KFb/alITpSnCUazTBD7U6TcTvG4o1MatnZMHCiju5JFJfM/uG7YcK12Uo/Z1C1TGOlpZb",
+	"O9WD75trToUqz3gq8uVKeULkYh0L5mDKCywNPiJeKynl0/yx1nieBzKgRJHomA6hXPM6B7ULxKUBpaG9",
+	"qI5XCdQ4JjsiRSYOPdcGWwfMV0ZOeOIG7LCJBr3OiS3u8jGWLlSOInhjR15iSU/d6431ktDOSH2EaJMq",
+	"W4hUTkD1T+UTpYng5tHB7Ht1ylQAJzlArGETkSQs2g+iUBEkfkevdwJMnKmezUQvV1SddYDFlX14oF8w",
+	"+uQmc57OYDcYZPTq294R++sPaH8DKqWn1FexVPqUtfdf9w7ZX38IFWXeBuxgH75xNVnWDUpTaV10NU2W",
+	"1y7z3SH3D75zzX5L7n93s9IcsyLZmShhsYF6fTcHB6UyPdzVEXJFXOvgjGdA4FyBZcbL9NbHrNPwAyBH",
+	"GI+2VseuvV7VrJOHjGPdHXcEWJ5uff2USumrcaHpj9vGCnTHTTlm25y0xWKKemCh+gNFv5R+BGUExHpy",
+	"gVBDC8JJPrnPpxOgA7SpOb2L5wU1l2pPJk5Rm2c21o/KFaUqTUsw7Qy+VC0XRKskoZgfrA3iAoEcBLhg",
+	"HFztQqfChwWigRbwXfB7MkMjELglU5xgEffsBkPU4q5vPdCFuYsaAcC9kD+Eqp1mipTLcTadYk0kl/NC",
+	"pqQOjZEXFioS00PlMtO/MpW8OCCzuPp23rLse+SShbXaETVznEfpmd4iZsalLB7VJy0nPPs5Kwl/xaRS",
+	"1ZLvsFRzQx5eqBoS8QJHTWDF8GxZTZHFFDkvT4UKq7YJqprwuo9b9KSklG3NvmGvD10mK9nJi8wNEkN8",
+	"tTgv0bzVzOip9eBIkol1KGWyhas9Fqro7dXF6cX52cXZXal7OAgWOUiy9u3Z27vTm4vOGmhKUzQV8AVS",
+	"PTvEmoku/vW4yu/zytHAjWIUCGSaUzbXRgp9Qg02VxiioY9bDz43wndrsXNBIB0qX3d2UA+jwt99Yzun",
+	"mNNxetcSOQuw/bSphROYPIkh/6pe+g4EaCqM0q7U4+iUC2n5fviFGE1SE6cxyjk+WHOl8J74rH6slrGh",
+	"VkaeezosDTeVSVIuBgA3CbJjqOAKTf5bjmyuyFYs1kCj4E7VKoQoBVO7bCyTh0M5ol2pdogj3nArBqWx",
+	"fF5pzs1JgPNo4wTMEu6UJCdMzkajXbYERrZrKdhQNdaCPWZ91wIKWzJOO7QfzrAMLGC31DGbcwOikcFM",
+	"7u3lYjsDJPkIhN+4kb4huycilEDH5x4uNqBeaPQMN0dpvbj5GC4Wtw0XC/cHNzsWc+ly2YzVS5OTlK2l",
+	"fYtDcLV9pSmKxRz2v1uvNxywioJGIfRF8dsgj7txKoMrlEgsCWTwWq8R2AVdvyvvNBGmQYUokZOgSW1o",
+	"MrHdwnl7Ff7ZJI1FllgJuuTeVKeLLlAWaopMluRSe0L30R0ZpdApNzEPASsbIfTECtsl1bncna767ZrZ",
+	"AtX+F9mIXCvFnfJCDj6HhWropOxNfgHHMujy/oVmKjQtNLSeCJ5pFhHUewGU7Vje7uX29N2XdVNuLvJd",
+	"RXqkCNVS2aHaQCDreL6hwnWosMQ1oXONXOe47pJOKFHhC131un4SNFRdHqyV3g5Vo7nGy2TPVtgOVbNq",
+	"nh/AH8i4ODz4/ssCVb4Vsu74cj/tRpsJ9gT+k4JaP2Pc6v8gU7HLlflC2FJWpAdVSH+2djboz3+geHao",
+	"dqme7W0SFWXe14jp1ctnD56vnu2rZjvVq7lg9p8dpF0+3s5O8P2vjbB+7zoLFNf95vYDxTOhzMoV42al",
+	"JvNUK52ZijtiB/+Da77xnCPbqZWkK1adr7CKLH2QD8LXxTPeDOPr6IWq6DCSG0dqIEGVFCtKK1WERUWn",
+	"pr/WJ8h7mZC5fZIIXlKK0JJS6J1U/QVt87n32a38mElqIEXKbo50pWAxKqbrk4dg7nssx9IJfLOfWgtA",
+	"NAm59MVKfXtpa5veq+yxbvozfIUWX4yp6LGf1noG1rVSurKvjC8KmtfaDEIFvANT1qRhQsXUDp1URopt",
+	"zbVOjFziCTltj0sDo7XS1+bIK9qTVovmYJzWuBSmNqCfFL7O1BEzm+rVlOTX1i4hTwi8zwY8lRzY+wff",
+	"bXNgfyHv8TMy+ZcPrntfbRDVrjWf6vzHIbw7sb7WSVIm1S+iwa4B0mZn8LCkapNxisrL5JG8+PiY8bpd",
+	"MNdHbKiAIjm7m1hSJVCpnJ2Uu8TuTo+dUnXoR74qtY0q5Q5uItYsejO8fHN6fg5UrORFyZ196P9FCpgb",
+	"6HPpxCkr2IWf2qRUtvKVIVqDVW/yM57zfIPB+oydoBI7TxEoMxEPQpXHrmPFN2//z8clYQsNPK6rKFoE",
+	"Y2kmHI7AWXsLL2betqowxFZ4VbWd1UzALg7739caZB0zoykct3qNZNop7ToOlR/R1zem6n1kA8qrZFDh",
+	"DZef1S5OJlRUwo90U25dmY/jwgxJDAq7bgXltlsuizZUNEmlLi3N00jf3+AZ/4fEByBb1xCohDX/phzg",
+	"i+aH3m3oAFfBlP9rONO/WgUhxGW8QYX8nZxuSw5V3oQFQ+m4qaSP1TOxoty6hiwCgz9MltieEo95RaEK",
+	"IXbX4PoJlnscDkoUOe+s6L+tE1ZfbA2z6/HLw/UKNFsE3TzF5N+REP5JeS3/RpQsNx6SNLHhLv89cuRL",
+	"RvoStLarsPkf6fyFGTmlTBwfeeU8uAwOuAjyEPEGegZDovmiKRTczV5pRxLHKVWazdKkNWjNrV0O9vYS",
+	"PeHJXBs7ODo6et0CdHSzNdbwrCbP+2I3BXVwmULrIdjDTcYhU3ycb2/9841lc92nrmpucyh6nntCeYWl",
+	"1QrLW58+fvr/AgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

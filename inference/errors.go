@@ -21,6 +21,10 @@ var (
 	ErrModelCorrupted = errors.New("model corrupted")
 	// ErrUnsafeModel: a pickle asked for a global outside the allowlist.
 	ErrUnsafeModel = errors.New("model file refers to a disallowed class")
+	// ErrModelUnsupported: a pickle that is safe to read asks for a form
+	// the server cannot reproduce exactly (an allowlisted function with an
+	// argument outside the documented ones).
+	ErrModelUnsupported = errors.New("model file uses an unsupported form")
 	// ErrModelTargets: the model's targets cannot be mapped to EPA/DHA/DPA.
 	ErrModelTargets = errors.New("model targets unknown")
 	// ErrLoadInProgress: another load is running.

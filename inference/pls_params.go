@@ -1,6 +1,10 @@
 package inference
 
-import "gonum.org/v1/gonum/mat"
+import (
+	"gonum.org/v1/gonum/mat"
+
+	"ramanserve/inference/preprocess"
+)
 
 // PLSParams is the plain data from which a PLS model is built, whether it
 // was trained by package trainer, read from our .npz artifact, or imported
@@ -8,12 +12,21 @@ import "gonum.org/v1/gonum/mat"
 // what the hot path needs.
 //
 // Notation: p features (wavenumbers), a latent components, q targets.
-// A spectrum x (length p) is preprocessed as xs = (x - XMean) / XScale
+// A spectrum of the axis's length first goes through Preprocessing, then
+// only the points inside Regions are kept: that is x, of length p.
+// x is then scaled as xs = (x - XMean) / XScale
 // (element-wise; XScale is all ones for a mean-centred model).
 // The prediction is y = xs @ Coef + Intercept.
 type PLSParams struct {
 	Meta    Metadata  // Version, Algorithm, TrainedAt, ... ; Meta.Wavenumbers has length p
 	Targets []Analyte // length q (1 or 3), output order of Coef's columns
+
+	// Preprocessing is applied to each whole spectrum (on the axis
+	// Meta.Wavenumbers) before anything else; empty means raw intensities.
+	Preprocessing preprocess.Recipe
+	// Regions are the inclusive wavenumber ranges whose points enter the
+	// model, after Preprocessing; nil means every point of the axis.
+	Regions [][2]float64
 
 	XMean  []float64  // p
 	XScale []float64  // p, all > 0
@@ -38,4 +51,57 @@ type PLSParams struct {
 	// Tolerance (q) is the acceptable absolute error per target in g/L;
 	// nil means the server default.
 	Tolerance []float64
+
+	// Review is what training learned about the model (for its report);
+	// nil for imported and adopted models.
+	Review *Review
+}
+
+// Review is a trained model's own evidence, kept in its artifact so that
+// the report can be rebuilt for as long as the version exists. Rows are
+// the n training spectra that entered the model, in CSV order; columns of
+// the matrices follow Targets.
+type Review struct {
+	Selection ComponentSelection
+	// CVCurve has one point per component count tried, 1..MaxComponents.
+	CVCurve []CVPoint
+	// ScanIDs (n) of the rows used.
+	ScanIDs []string
+	// Measured (n x q) labels and CVPredicted (n x q) out-of-fold
+	// predictions at the chosen count.
+	Measured, CVPredicted *mat.Dense
+	// T2 and Q (n) of each training spectrum under the final model, and
+	// the model's 95 % limits.
+	T2, Q           []float64
+	T2Limit, QLimit float64
+	// StudentizedResiduals (n x q): (y - yhat) / (s sqrt(1 - h)) of the
+	// final model's calibration fit.
+	StudentizedResiduals *mat.Dense
+	// SpikesRepaired counts the points despike steps repaired over all
+	// rows; SpectraDespiked the rows with at least one.
+	SpikesRepaired, SpectraDespiked int
+	// ExcludedScanIDs are TrainingMeta.exclude_scan_ids.
+	ExcludedScanIDs []string
+}
+
+// Selection rules of ComponentSelection.Rule.
+const (
+	RuleOneStandardError = "one_standard_error"
+	RuleFixed            = "fixed"
+)
+
+// ComponentSelection says how the component count was chosen.
+type ComponentSelection struct {
+	Components         int
+	Rule               string // RuleOneStandardError or RuleFixed
+	MaxComponents      int
+	Folds              int
+	MinScoreComponents int
+}
+
+// CVPoint holds the cross-validated figures of one component count.
+type CVPoint struct {
+	Components     int
+	RMSECV, R2CV   []float64 // per target
+	Score, ScoreSE float64
 }

@@ -45,6 +45,9 @@ var (
 	// ErrInvalidCursor: a job list cursor this server did not issue, or
 	// a damaged one.
 	ErrInvalidCursor = errors.New("invalid cursor")
+	// ErrJobNotDone: the job is queued, running or failed, so it has no
+	// model (its report was asked for).
+	ErrJobNotDone = errors.New("training job not done")
 	// ErrInterrupted: the job was queued or running when the process died.
 	ErrInterrupted = errors.New("training interrupted by a restart")
 )

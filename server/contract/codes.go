@@ -67,6 +67,14 @@ const (
 	JobFinished Code = "JOB_FINISHED"
 	// InvalidCursor: GET /training with a cursor this server did not issue (400).
 	InvalidCursor Code = "INVALID_CURSOR"
+	// InvalidTrainingOptions: TrainingMeta's training options cannot apply
+	// to this upload or axis (400; the message names the field).
+	InvalidTrainingOptions Code = "INVALID_TRAINING_OPTIONS"
+	// ModelUnsupported: an import that is safe to read asks for something
+	// the server cannot reproduce exactly (400).
+	ModelUnsupported Code = "MODEL_UNSUPPORTED"
+	// JobNotDone: GET /training/{jobId}/report of a job with no model (409).
+	JobNotDone Code = "JOB_NOT_DONE"
 	// Cancelled is the error code of a job ended by
 	// POST /training/{jobId}/cancel (in the job record, not an HTTP answer).
 	Cancelled Code = "CANCELLED"
@@ -147,6 +155,7 @@ var domainCodes = []struct {
 	{inference.ErrLoadInProgress, LoadInProgress, http.StatusConflict},
 	{inference.ErrUnsafeModel, UnsafeModel, http.StatusBadRequest},
 	{inference.ErrModelTargets, ModelTargetsUnknown, http.StatusBadRequest},
+	{inference.ErrModelUnsupported, ModelUnsupported, http.StatusBadRequest},
 	{inference.ErrPathNotAllowed, PathNotAllowed, http.StatusBadRequest},
 	{inference.ErrVersionExists, VersionExists, http.StatusBadRequest},
 	{inference.ErrModelStatusMismatch, ModelStatusMismatch, http.StatusConflict},
@@ -163,6 +172,8 @@ var domainCodes = []struct {
 	{trainer.ErrJobNotFound, JobNotFound, http.StatusNotFound},
 	{trainer.ErrJobFinished, JobFinished, http.StatusConflict},
 	{trainer.ErrInvalidCursor, InvalidCursor, http.StatusBadRequest},
+	{trainer.ErrInvalidOptions, InvalidTrainingOptions, http.StatusBadRequest},
+	{trainer.ErrJobNotDone, JobNotDone, http.StatusConflict},
 	{trainer.ErrCancelled, Cancelled, http.StatusConflict},
 	{trainer.ErrQueueFull, TrainingQueueFull, http.StatusTooManyRequests},
 	{trainer.ErrTrainingDiverged, TrainingDiverged, http.StatusUnprocessableEntity},
