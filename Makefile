@@ -5,7 +5,7 @@ SHELL         := /bin/bash
 GO            ?= go
 PY            := /usr/bin/python3
 REDOCLY       := npx --yes @redocly/cli@2.77.0
-DEBIAN_PKGS   := python3-zmq python3-sklearn python3-joblib python3-msgpack python3-lz4 python3-numpy
+DEBIAN_PKGS   := python3-zmq python3-sklearn python3-joblib python3-msgpack python3-lz4 python3-numpy python3-scipy
 FUZZTIME      ?= 30s
 # Minimising a large new input (a 300 KB model file) can take minutes and
 # shows as 0 execs/s; bound it so the time goes to fuzzing.
@@ -27,13 +27,13 @@ run: build
 
 ## deps: Debian's Python packages for the real libzmq and scikit-learn peers used by the tests
 deps:
-	@if $(PY) -c 'import zmq, sklearn, joblib, msgpack, lz4.frame, numpy' 2>/dev/null; then \
+	@if $(PY) -c 'import zmq, sklearn, joblib, msgpack, lz4.frame, numpy, scipy.signal, scipy.sparse' 2>/dev/null; then \
 		echo "deps: Debian python packages present"; \
 	else \
 		echo "deps: installing $(DEBIAN_PKGS)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS) >/dev/null; \
-		$(PY) -c 'import zmq, sklearn, joblib, msgpack, lz4.frame, numpy'; \
+		$(PY) -c 'import zmq, sklearn, joblib, msgpack, lz4.frame, numpy, scipy.signal, scipy.sparse'; \
 	fi
 
 ## deps-c: Debian's libzmq and msgpack-c development packages for the C example
