@@ -91,6 +91,7 @@ func WriteArtifact(w io.Writer, p *PLSParams) error {
 		{"calibration_q", nil, p.CalibrationQ},
 		{"rmsecv", nil, p.RMSECV},
 		{"tolerance", nil, p.Tolerance},
+		{"scale_check", nil, scaleCheckArray(p.ScaleCheck)},
 	}
 	for _, a := range arrays {
 		var data []float64
@@ -360,6 +361,9 @@ func readArtifact(r io.ReaderAt, size int64) (*PLSParams, error) {
 		if *v.dst, err = vector(v.name, false); err != nil {
 			return nil, err
 		}
+	}
+	if p.ScaleCheck, err = readScaleCheck(vector); err != nil {
+		return nil, err
 	}
 	if n := len(p.XMean); n == 0 || n > maxArtifactFeatures {
 		return nil, fmt.Errorf("%d features", n)

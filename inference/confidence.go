@@ -26,8 +26,11 @@ import "math"
 // predictions within tolerance (the coverage) when RMSECV is a fair
 // estimate and the errors are roughly normal.
 //
-// (b) Domain factor D, from r = max(ReducedT2, ReducedQ) (the statistics
-// available for the model):
+// (b) Domain factor D, from r = max(ReducedT2, ReducedQ, ReducedScale)
+// (the statistics available for the model; ReducedScale, the scale check
+// of scalecheck.go, says whether the Raman intensity agrees with the
+// predicted composition: it catches a laser-power change, which T2 and Q
+// miss when the calibration saw a few per cent of drift):
 //
 //	D = 1                              if r <= 1
 //	D = exp(-((r - 1) / 1.25)^2)       if r > 1
@@ -45,9 +48,9 @@ import "math"
 //     spectrum lies inside the calibration domain.
 //   - Leverage unknown (no T2: no scores or calibration size): h = h̄, i.e.
 //     sigma_k = RMSECV_k.
-//   - Neither T2 nor a Q limit available: D = 1.
-//   - Nothing available (no RMSECV_k and no T2/Q limit): confidence_k is
-//     unknown and left out of the reply (Valid false).
+//   - None of T2, a Q limit or a scale check available: D = 1.
+//   - Nothing available (no RMSECV_k and no T2/Q limit/scale check):
+//     confidence_k is unknown and left out of the reply (Valid false).
 //
 // Tolerance tol_k: PLSParams.Tolerance (stored with the model), else
 // ModelOptions.Tolerance (server configuration), else DefaultTolerance.

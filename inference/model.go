@@ -83,6 +83,10 @@ type Diagnostics struct {
 	HasQLim  bool
 	QLimit   float64 // 95 % limit
 	ReducedQ float64 // Q / QLimit
+
+	// HasScale: the model carries a scale check (scalecheck.go).
+	HasScale     bool
+	ReducedScale float64 // z^2 / chi2_0.95(1) of the Raman intensity against the prediction
 }
 
 // Prediction is the result of applying a model to one spectrum.

@@ -52,8 +52,9 @@ type PLSModel struct {
 	qLimit         float64
 
 	// Confidence.
-	rmsecv    []float64 // q; NaN when unknown
-	tolerance []float64 // q
+	rmsecv    []float64   // q; NaN when unknown
+	tolerance []float64   // q
+	scale     *ScaleCheck // nil when the model has none
 
 	limits spectrumLimits
 
@@ -212,6 +213,14 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 			}
 			m.rmsecv[i] = v
 		}
+	}
+	if p.ScaleCheck != nil {
+		if err := p.ScaleCheck.check(m.q); err != nil {
+			return nil, err
+		}
+		sc := *p.ScaleCheck
+		sc.Coef = slices.Clone(sc.Coef)
+		m.scale = &sc
 	}
 	m.tolerance = make([]float64, m.q)
 	if p.Tolerance != nil && len(p.Tolerance) != m.q {
@@ -394,9 +403,15 @@ func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
 
 	*out = Prediction{}
 	for i, t := range m.targets {
-		out.Concentrations.Set(t, sc.out[i]+m.intercept[i])
+		sc.out[i] += m.intercept[i]
+		out.Concentrations.Set(t, sc.out[i])
 	}
 	m.diagnose(xs, sc.out, &out.Diagnostics)
+	if m.scale != nil {
+		// x is the model's input; sc.out[:q] now holds the predictions.
+		out.Diagnostics.HasScale = true
+		out.Diagnostics.ReducedScale = m.scale.reducedScale(s.Intensities, sc.out[:m.q])
+	}
 	m.confidence(&out.Diagnostics, &out.Confidence)
 	return nil
 }
@@ -504,13 +519,16 @@ func (m *PLSModel) qDirect(xs, t []float64) float64 {
 
 // confidence fills c per target; see the formula in confidence.go.
 func (m *PLSModel) confidence(d *Diagnostics, c *Breakdown) {
-	domainKnown := d.HasT2 || d.HasQLim
+	domainKnown := d.HasT2 || d.HasQLim || d.HasScale
 	var r float64
 	if d.HasT2 {
 		r = d.ReducedT2
 	}
 	if d.HasQLim && d.ReducedQ > r {
 		r = d.ReducedQ
+	}
+	if d.HasScale && !(d.ReducedScale <= r) { // also NaN: out of domain
+		r = d.ReducedScale
 	}
 	domain := 1.0
 	if domainKnown {

@@ -51,6 +51,9 @@ type PLSParams struct {
 	// Tolerance (q) is the acceptable absolute error per target in g/L;
 	// nil means the server default.
 	Tolerance []float64
+	// ScaleCheck is the calibration's relation between Raman intensity and
+	// predicted composition (scalecheck.go); nil when unknown.
+	ScaleCheck *ScaleCheck
 
 	// Review is what training learned about the model (for its report);
 	// nil for imported and adopted models.

@@ -305,6 +305,9 @@ func Train(ctx context.Context, ds *Dataset, opts Options, progress ProgressFunc
 	}
 	params.Targets = append([]inference.Analyte(nil), targets...)
 	params.RMSECV = append([]float64(nil), cs.RMSECV...)
+	if params.ScaleCheck, err = inference.FitScaleCheck(params, n, ds.Row); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTrainingDiverged, err)
+	}
 	params.Meta = inference.Metadata{
 		Algorithm:        Algorithm,
 		LatentComponents: chosen,

@@ -48,6 +48,9 @@ type Sample struct {
 	ScanID      string
 	Intensities []float64  // counts, on Axis()
 	Conc        [3]float64 // EPA, DHA, DPA in g/L
+	// Spikes is the number of points changed by injected cosmic-ray
+	// spikes (Config.Faults.SpikeFraction); 0 for a clean spectrum.
+	Spikes int
 }
 
 // Anomaly selects an out-of-domain spectrum for tests of the model's
@@ -77,7 +80,49 @@ type Config struct {
 	// LaserDrift is the relative rms of the multiplicative laser-power
 	// drift; 0 means 0.01, negative means none.
 	LaserDrift float64
+	// Faults are injected into every sample this generator draws (the
+	// zero value injects none). Use them for test spectra only: a model
+	// is meant to be trained on clean data and tested on faulty data.
+	Faults Faults
 }
+
+// Faults are acquisition faults of in-line Raman injected into generated
+// spectra, for robustness tests and benchmarks. The zero value is a clean
+// acquisition.
+//
+// Two generators with the same Seed draw the same mixtures, baselines,
+// drifts and noise variates whatever their Faults: the faults draw from a
+// random stream of their own. A clean and a faulty test set of one seed
+// therefore differ by the faults alone (and by the shot noise's dependence
+// on the counts).
+type Faults struct {
+	// SpikeFraction is the fraction of spectra, in [0, 1], that receive
+	// cosmic-ray spikes. An affected spectrum gets 1 to 3 spikes at random
+	// positions; a spike is 1 or 2 adjacent points (a second point at 20
+	// to 60 % of the first: the charge of one event spreads over at most
+	// two pixels), of height log-uniform in [SpikeMinCounts,
+	// SpikeMaxCounts] above the spectrum. Those heights are 0.1 to 1.5
+	// times the tallest band and 100 to 1000 times the noise: narrow,
+	// very tall points, as a cosmic ray leaves on a CCD exposure.
+	SpikeFraction float64
+	// LaserPower multiplies the Raman part of every spectrum (bands of
+	// esters and solvents), not the fluorescence: 0.85 is a laser 15 %
+	// below its nominal power (or a fouled window, a defocused probe).
+	// 0 means 1.
+	LaserPower float64
+	// FluorescenceScale multiplies the fluorescence baseline (a more
+	// fluorescent feed or a coloured impurity): 2.5 is x2.5. 0 means 1.
+	FluorescenceScale float64
+}
+
+// Heights of the injected cosmic-ray spikes, counts.
+const (
+	SpikeMinCounts = 1500
+	SpikeMaxCounts = 15000
+)
+
+// faultStream is the PCG stream of the fault draws ("FAULT").
+const faultStream = 0x4641554c54
 
 // accumulations is the number of exposures averaged into one spectrum, as
 // process Raman analysers do (e.g. 64 x 0.5 s).
@@ -88,6 +133,7 @@ const accumulations = 64
 type Generator struct {
 	cfg    Config
 	rng    *rand.Rand
+	faults *rand.Rand // draws of Config.Faults only
 	axis   []float64
 	pure   [numComponents]pureSpectrum
 	next   int
@@ -205,10 +251,17 @@ func New(cfg Config) *Generator {
 	if cfg.LaserDrift < 0 {
 		cfg.LaserDrift = 0
 	}
+	if cfg.Faults.LaserPower == 0 {
+		cfg.Faults.LaserPower = 1
+	}
+	if cfg.Faults.FluorescenceScale == 0 {
+		cfg.Faults.FluorescenceScale = 1
+	}
 	g := &Generator{
-		cfg:  cfg,
-		rng:  rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
-		axis: Axis(),
+		cfg:    cfg,
+		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
+		faults: rand.New(rand.NewPCG(cfg.Seed, faultStream)),
+		axis:   Axis(),
 	}
 	for k := 0; k < 3; k++ {
 		g.pure[k] = tabulate(g.axis, esterBands(k))
@@ -294,7 +347,7 @@ func (g *Generator) sample(kind Anomaly) Sample {
 	if kind == Contaminant {
 		amount[compToluene] = 0.10 + 0.10*g.rng.Float64()
 	}
-	laser := 1 + g.cfg.LaserDrift*g.rng.NormFloat64() // laser power / focus drift
+	laser := (1 + g.cfg.LaserDrift*g.rng.NormFloat64()) * g.cfg.Faults.LaserPower // laser power / focus drift
 	shift := g.cfg.JitterCm * g.rng.NormFloat64()
 
 	// Fluorescence: a0 + a1 x + a2 x^2 + a3 x^3 on x in [-1, 1], plus a
@@ -305,9 +358,9 @@ func (g *Generator) sample(kind Anomaly) Sample {
 	a3 := 300 * g.rng.NormFloat64()
 	expAmp := 2500 * g.rng.Float64()
 	expLen := 300 + 900*g.rng.Float64()
-	baseScale := 1.0
+	baseScale := g.cfg.Faults.FluorescenceScale
 	if kind == HeavyBaseline {
-		baseScale = 8
+		baseScale *= 8
 	}
 	exposure := 1.0
 	if kind == Saturated {
@@ -339,7 +392,35 @@ func (g *Generator) sample(kind Anomaly) Sample {
 		}
 		out.Intensities[i] = val
 	}
+	out.Spikes = g.addSpikes(out.Intensities)
 	return out
+}
+
+// addSpikes injects the cosmic-ray spikes of Faults.SpikeFraction into x
+// and returns the number of points changed. It draws from the fault
+// stream only, and the same number of draws for every spectrum, so that
+// the spikes of one spectrum do not depend on the others' faults.
+func (g *Generator) addSpikes(x []float64) int {
+	r := g.faults
+	hit := r.Float64() < g.cfg.Faults.SpikeFraction
+	count := 1 + r.IntN(3)
+	changed := 0
+	for s := 0; s < 3; s++ {
+		pos := r.IntN(len(x) - 1)
+		height := SpikeMinCounts * math.Pow(SpikeMaxCounts/SpikeMinCounts, r.Float64())
+		wide := r.IntN(2) == 1
+		second := 0.2 + 0.4*r.Float64()
+		if !hit || s >= count {
+			continue
+		}
+		x[pos] += height
+		changed++
+		if wide {
+			x[pos+1] += second * height
+			changed++
+		}
+	}
+	return changed
 }
 
 // Dataset draws n samples into a trainer.Dataset (EPA, DHA, DPA labels).
