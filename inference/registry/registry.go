@@ -541,7 +541,11 @@ type StagedModel struct {
 	JobID             string
 	TrainingCSVSHA256 string
 	TrainingRows      int
-	Metrics           *Metrics
+	// RowsUsed are the rows that entered the model (TrainingRows less
+	// ExcludedScanIDs).
+	RowsUsed        int
+	ExcludedScanIDs []string
+	Metrics         *Metrics
 	// Write writes the model file content; it receives the version chosen.
 	Write func(version string, w io.Writer) error
 }
@@ -568,6 +572,7 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
 		Operator: m.Operator, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
 		JobID: m.JobID, TrainingCSVSHA256: m.TrainingCSVSHA256, TrainingRows: m.TrainingRows, Metrics: m.Metrics,
+		RowsUsed: m.RowsUsed, ExcludedScanIDs: m.ExcludedScanIDs,
 	}
 	if err := writeIndex(r.dir, next); err != nil {
 		_ = os.Remove(full)
