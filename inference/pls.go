@@ -57,6 +57,7 @@ type PLSModel struct {
 	rmsecv    []float64   // q; NaN when unknown
 	tolerance []float64   // q
 	scale     *ScaleCheck // nil when the model has none
+	meanDiff  []float64   // XMean_i - XMean_{i-1}, for the scale check
 
 	limits spectrumLimits
 
@@ -235,6 +236,7 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 		sc := *p.ScaleCheck
 		sc.Coef = slices.Clone(sc.Coef)
 		m.scale = &sc
+		m.meanDiff = meanDifferences(p.XMean)
 	}
 	m.tolerance = make([]float64, m.q)
 	if p.Tolerance != nil && len(p.Tolerance) != m.q {
@@ -444,9 +446,9 @@ func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
 	}
 	m.diagnose(xs, sc.out, &out.Diagnostics)
 	if m.scale != nil {
-		// x is the model's input; sc.out[:q] now holds the predictions.
+		// sc.out[:q] now holds the predictions.
 		out.Diagnostics.HasScale = true
-		out.Diagnostics.ReducedScale = m.scale.reducedScale(s.Intensities, sc.out[:m.q])
+		out.Diagnostics.ReducedScale = m.scale.reducedScale(m.scaledStatistic(xs), sc.out[:m.q])
 	}
 	m.confidence(&out.Diagnostics, &out.Confidence)
 	return nil

@@ -106,15 +106,55 @@ func scaleStatistic(x []float64) float64 {
 	return 0.5 * math.Log((s0+s1)+(s2+s3))
 }
 
-// reducedScale returns z^2 / chi2_{0.95}(1) for the model input x and its
-// predictions yhat (in Targets order). A flat x gives +Inf.
-func (c *ScaleCheck) reducedScale(x, yhat []float64) float64 {
+// reducedScale returns z^2 / chi2_{0.95}(1) for a statistic s and the
+// predictions yhat (in Targets order). A flat input (s = -Inf) gives +Inf.
+func (c *ScaleCheck) reducedScale(s float64, yhat []float64) float64 {
 	expected := c.Intercept
 	for k, b := range c.Coef {
 		expected += b * yhat[k]
 	}
-	z := (scaleStatistic(x) - expected) / c.Sigma
+	z := (s - expected) / c.Sigma
 	return z * z / scaleLimit
+}
+
+// scaledStatistic returns s(x) from the centred and scaled input xs
+// that the hot path already has (x itself is never formed when regions
+// are gathered): x_i - x_{i-1} = xs_i c_i - xs_{i-1} c_{i-1} + (m_i -
+// m_{i-1}) with m = XMean and c = XScale, the mean's differences
+// precomputed in m.meanDiff. Same value as scaleStatistic(x) up to
+// rounding.
+func (m *PLSModel) scaledStatistic(xs []float64) float64 {
+	md := m.meanDiff[:len(xs)]
+	var s0, s1 float64
+	if m.unitScale {
+		i := 1
+		for ; i+1 < len(xs); i += 2 {
+			d0 := xs[i] - xs[i-1] + md[i]
+			d1 := xs[i+1] - xs[i] + md[i+1]
+			s0 += d0 * d0
+			s1 += d1 * d1
+		}
+		for ; i < len(xs); i++ {
+			d := xs[i] - xs[i-1] + md[i]
+			s0 += d * d
+		}
+		return 0.5 * math.Log(s0+s1)
+	}
+	c := m.xScale[:len(xs)]
+	for i := 1; i < len(xs); i++ {
+		d := xs[i]*c[i] - xs[i-1]*c[i-1] + md[i]
+		s0 += d * d
+	}
+	return 0.5 * math.Log(s0)
+}
+
+// meanDifferences returns m_i - m_{i-1} (0 at i = 0).
+func meanDifferences(mean []float64) []float64 {
+	d := make([]float64, len(mean))
+	for i := 1; i < len(mean); i++ {
+		d[i] = mean[i] - mean[i-1]
+	}
+	return d
 }
 
 // check validates c for a model of q targets.

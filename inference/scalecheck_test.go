@@ -1,0 +1,48 @@
+package inference_test
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	"ramanserve/inference"
+)
+
+// TestArtifactKeepsScaleCheck: a trained model carries a scale check, and
+// the artifact gives it back bit for bit.
+func TestArtifactKeepsScaleCheck(t *testing.T) {
+	p := trainedModel(t)
+	if p.ScaleCheck == nil {
+		t.Fatal("trained model has no scale check")
+	}
+	var buf bytes.Buffer
+	if err := inference.WriteArtifact(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := inference.ReadArtifact(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := p.ScaleCheck
+	if got.ScaleCheck == nil || got.ScaleCheck.Intercept != want.Intercept || got.ScaleCheck.Sigma != want.Sigma ||
+		!slices.Equal(got.ScaleCheck.Coef, want.Coef) {
+		t.Fatalf("scale check read back as %+v, want %+v", got.ScaleCheck, want)
+	}
+	// An artifact without it (written before it existed) still loads.
+	old := *p
+	old.ScaleCheck = nil
+	buf.Reset()
+	if err := inference.WriteArtifact(&buf, &old); err != nil {
+		t.Fatal(err)
+	}
+	back, err := inference.ReadArtifact(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.ScaleCheck != nil {
+		t.Fatalf("scale check %+v from an artifact without one", back.ScaleCheck)
+	}
+	if _, err := inference.NewPLSModel(back, inference.ModelOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
