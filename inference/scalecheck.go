@@ -127,18 +127,32 @@ func (m *PLSModel) scaledStatistic(xs []float64) float64 {
 	md := m.meanDiff[:len(xs)]
 	var s0, s1 float64
 	if m.unitScale {
+		// Four accumulators and the previous value carried in a
+		// register: independent chains, one load of xs per point.
+		var s2, s3 float64
+		n := len(xs)
 		i := 1
-		for ; i+1 < len(xs); i += 2 {
-			d0 := xs[i] - xs[i-1] + md[i]
-			d1 := xs[i+1] - xs[i] + md[i+1]
-			s0 += d0 * d0
-			s1 += d1 * d1
+		if n > 0 {
+			prev := xs[0]
+			for ; i+3 < n; i += 4 {
+				v := xs[i : i+4 : i+4]
+				d := md[i : i+4 : i+4]
+				d0 := v[0] - prev + d[0]
+				d1 := v[1] - v[0] + d[1]
+				d2 := v[2] - v[1] + d[2]
+				d3 := v[3] - v[2] + d[3]
+				s0 += d0 * d0
+				s1 += d1 * d1
+				s2 += d2 * d2
+				s3 += d3 * d3
+				prev = v[3]
+			}
 		}
-		for ; i < len(xs); i++ {
+		for ; i < n; i++ {
 			d := xs[i] - xs[i-1] + md[i]
 			s0 += d * d
 		}
-		return 0.5 * math.Log(s0+s1)
+		return 0.5 * math.Log((s0+s1)+(s2+s3))
 	}
 	c := m.xScale[:len(xs)]
 	for i := 1; i < len(xs); i++ {

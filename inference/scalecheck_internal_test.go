@@ -171,3 +171,27 @@ func TestFitScaleCheckIsLeastSquares(t *testing.T) {
 		t.Errorf("flat rows: err %v, want ErrScaleCheck", err)
 	}
 }
+
+// BenchmarkScaledStatistic2048 is the scale check's cost per prediction
+// on a 2048-point mean-centred model (one pass over the input).
+func BenchmarkScaledStatistic2048(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	params := smallParams(2048, true, rng)
+	m, err := NewPLSModel(params, ModelOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	xs := make([]float64, 2048)
+	for i := range xs {
+		xs[i] = 100 * rng.NormFloat64()
+	}
+	yhat := []float64{30, 20, 5}
+	var sink float64
+	b.ResetTimer()
+	for range b.N {
+		sink += m.scale.reducedScale(m.scaledStatistic(xs), yhat)
+	}
+	if math.IsNaN(sink) {
+		b.Fatal("NaN")
+	}
+}
