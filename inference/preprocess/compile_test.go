@@ -120,7 +120,7 @@ func TestApplyErrors(t *testing.T) {
 			hi = i
 		}
 	}
-	if want := 1 / (2 * (axis[hi] - axis[lo])); math.Abs(x[0]-want) > 1e-14*want {
+	if want := 2 / (2 * (axis[hi] - axis[lo])); math.Abs(x[0]-want) > 1e-14*want {
 		t.Errorf("normalized flat spectrum: %v, want %v", x[0], want)
 	}
 }
