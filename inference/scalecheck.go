@@ -208,7 +208,12 @@ func FitScaleCheck(p *PLSParams, n int, row func(i int) []float64) (*ScaleCheck,
 	if n <= q+2 {
 		return nil, fmt.Errorf("%w: %d calibration rows for %d coefficients", ErrScaleCheck, n, q+1)
 	}
-	design := mat.NewDense(n, q+1, nil)
+	// Columns of the design are the centred predictions; the intercept
+	// follows from the means. A model with fewer components than targets
+	// has collinear predictions (rank a < q): the minimum-norm least
+	// squares solution by SVD then spreads b over them, and the residual
+	// has n - rank - 1 degrees of freedom.
+	design := mat.NewDense(n, q, nil)
 	stat := mat.NewVecDense(n, nil)
 	xs := make([]float64, nf)
 	for i := 0; i < n; i++ {
@@ -224,24 +229,48 @@ func FitScaleCheck(p *PLSParams, n int, row func(i int) []float64) (*ScaleCheck,
 		for j, v := range x {
 			xs[j] = (v - p.XMean[j]) / p.XScale[j]
 		}
-		design.Set(i, 0, 1)
 		for k := 0; k < q; k++ {
-			design.Set(i, k+1, p.Intercept[k]+floatsDotCol(xs, p.Coef, k))
+			design.Set(i, k, p.Intercept[k]+floatsDotCol(xs, p.Coef, k))
 		}
 	}
-	var qr mat.QR
-	qr.Factorize(design)
-	var b mat.VecDense
-	if err := qr.SolveVecTo(&b, false, stat); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrScaleCheck, err)
+	meanS := mat.Sum(stat) / float64(n)
+	meanY := make([]float64, q)
+	for k := range meanY {
+		col := mat.Col(nil, k, design)
+		for _, v := range col {
+			meanY[k] += v / float64(n)
+		}
+		for i, v := range col {
+			design.Set(i, k, v-meanY[k])
+		}
 	}
+	for i := 0; i < n; i++ {
+		stat.SetVec(i, stat.AtVec(i)-meanS)
+	}
+	var svd mat.SVD
+	if !svd.Factorize(design, mat.SVDThin) {
+		return nil, fmt.Errorf("%w: SVD of the predictions failed", ErrScaleCheck)
+	}
+	values := svd.Values(nil)
+	rank := 0
+	for _, v := range values {
+		if v > values[0]*float64(n)*1e-13 {
+			rank++
+		}
+	}
+	if rank == 0 {
+		return nil, fmt.Errorf("%w: the calibration predictions do not vary", ErrScaleCheck)
+	}
+	var b mat.VecDense
+	svd.SolveVecTo(&b, stat, rank)
 	var resid mat.VecDense
 	resid.MulVec(design, &b)
 	resid.SubVec(stat, &resid)
-	sigma := math.Sqrt(mat.Dot(&resid, &resid) / float64(n-q-1))
-	c := &ScaleCheck{Intercept: b.AtVec(0), Coef: make([]float64, q), Sigma: sigma}
+	sigma := math.Sqrt(mat.Dot(&resid, &resid) / float64(n-rank-1))
+	c := &ScaleCheck{Intercept: meanS, Coef: make([]float64, q), Sigma: sigma}
 	for k := range c.Coef {
-		c.Coef[k] = b.AtVec(k + 1)
+		c.Coef[k] = b.AtVec(k)
+		c.Intercept -= c.Coef[k] * meanY[k]
 	}
 	if err := c.check(q); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrScaleCheck, err)

@@ -195,3 +195,43 @@ func BenchmarkScaledStatistic2048(b *testing.B) {
 		b.Fatal("NaN")
 	}
 }
+
+// TestFitScaleCheckCollinearPredictions: a model with fewer components
+// than targets predicts collinear values (here yhat_3 = yhat_1 + yhat_2);
+// the fit still succeeds, and explains s as well as the two independent
+// predictions do.
+func TestFitScaleCheckCollinearPredictions(t *testing.T) {
+	const p, n = 32, 200
+	rng := rand.New(rand.NewPCG(11, 12))
+	params := smallParams(p, true, rng)
+	params.ScaleCheck = nil
+	for j := range p {
+		params.Coef.Set(j, 2, params.Coef.At(j, 0)+params.Coef.At(j, 1))
+	}
+	rows := make([][]float64, n)
+	for i := range rows {
+		x := make([]float64, p)
+		gain := math.Exp(0.2 * rng.NormFloat64())
+		for j := range x {
+			x[j] = gain * (params.XMean[j] + 300*rng.NormFloat64())
+		}
+		rows[i] = x
+	}
+	got, err := FitScaleCheck(params, n, func(i int) []float64 { return rows[i] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := *params
+	two.Targets = two.Targets[:2]
+	two.Intercept = two.Intercept[:2]
+	two.Coef = mat.DenseCopyOf(params.Coef.Slice(0, p, 0, 2))
+	ref, err := FitScaleCheck(&two, n, func(i int) []float64 { return rows[i] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same residual; the sd differs only by the degrees of freedom, both
+	// n - 3 here.
+	if math.Abs(got.Sigma-ref.Sigma) > 1e-9*ref.Sigma {
+		t.Errorf("sigma %v with collinear predictions, %v without the redundant one", got.Sigma, ref.Sigma)
+	}
+}
