@@ -364,8 +364,12 @@ func fit(ctx context.Context, ds *Dataset, in *inputs, opts Options, progress Pr
 	params.Review = review
 	params.Targets = append([]inference.Analyte(nil), targets...)
 	params.RMSECV = append([]float64(nil), cs.RMSECV...)
-	if params.ScaleCheck, err = inference.FitScaleCheck(params, n, ds.Row); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrTrainingDiverged, err)
+	// The scale check (inference/scalecheck.go) is fitted on the rows as
+	// the model sees them. A calibration set that cannot determine it (too
+	// few rows, a flat row) leaves the model without one, as an imported
+	// model is: its confidence then uses T2 and Q alone.
+	if sc, err := inference.FitScaleCheck(params, n, ds.Row); err == nil {
+		params.ScaleCheck = sc
 	}
 	params.Meta = inference.Metadata{
 		Algorithm:        Algorithm,
