@@ -291,3 +291,26 @@ func TestRecipeModelRejects(t *testing.T) {
 		t.Fatalf("dark spectrum: err = %v, want ErrInvalidSpectrum", err)
 	}
 }
+
+// TestRecipeOverflowIsInvalidSpectrum: a valid spectrum whose band area
+// is nearly zero makes the normalised spectrum overflow; the model answers
+// INVALID_SPECTRUM instead of Inf or NaN concentrations.
+func TestRecipeOverflowIsInvalidSpectrum(t *testing.T) {
+	p := shapedModel(t, preprocess.Recipe{{Kind: preprocess.Normalize, Region: [2]float64{1400, 1500}}}, nil, 26)
+	m, err := inference.NewPLSModel(p, inference.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	axis := synth.Axis()
+	in := make([]float64, len(axis))
+	for i, w := range axis {
+		in[i] = 1e6
+		if w >= 1390 && w <= 1510 {
+			in[i] = 1e-305
+		}
+	}
+	var out inference.Prediction
+	if err := m.Predict(&inference.Spectrum{Wavenumbers: axis, Intensities: in}, &out); !errors.Is(err, inference.ErrInvalidSpectrum) {
+		t.Fatalf("err = %v (prediction %+v), want ErrInvalidSpectrum", err, out.Concentrations)
+	}
+}
