@@ -107,7 +107,8 @@ type Metadata struct {
 	TrainedSamples   int // 0 when unknown
 	RMSE             Breakdown
 	R2               Breakdown
-	// Wavenumbers is the model's axis (cm-1), one entry per feature.
+	// Wavenumbers is the model's axis (cm-1), one entry per point of the
+	// spectrum (more than the model's features when it selects regions).
 	Wavenumbers []float64
 }
 

@@ -18,7 +18,9 @@ import (
 // (element-wise; XScale is all ones for a mean-centred model).
 // The prediction is y = xs @ Coef + Intercept.
 type PLSParams struct {
-	Meta    Metadata  // Version, Algorithm, TrainedAt, ... ; Meta.Wavenumbers has length p
+	// Meta: Version, Algorithm, TrainedAt, ...; Meta.Wavenumbers is the full
+	// axis of the spectrum (length p without Regions, longer with them).
+	Meta    Metadata
 	Targets []Analyte // length q (1 or 3), output order of Coef's columns
 
 	// Preprocessing is applied to each whole spectrum (on the axis

@@ -107,6 +107,7 @@ func (r *Registry) adopt(ctx context.Context, name string) (*Entry, error) {
 	}
 	md := m.Metadata()
 	e.Algorithm, e.TrainedSamples = md.Algorithm, md.TrainedSamples
+	e.Shape = shapeOfModel(m)
 	if ext == ".npz" && !md.TrainedAt.IsZero() {
 		e.TrainedAt = md.TrainedAt.UTC()
 	}

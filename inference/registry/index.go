@@ -58,8 +58,10 @@ type Entry struct {
 	// Metrics are the cross-validated figures of a model trained here, so
 	// that GET /model/{version} answers without opening the artifact.
 	Metrics *Metrics `json:"metrics,omitempty"`
-	// Shape is the model's axis, regions and recipe (see Shape); nil when
-	// not recorded (imported and adopted models, older entries).
+	// Shape is the model's axis, regions and recipe (see Shape): recorded
+	// when a trained model is staged, and for imports, adopted files and
+	// entries from before shapes when the registry opens the model; nil
+	// until then, or for a model without axis.
 	Shape *Shape `json:"shape,omitempty"`
 }
 
