@@ -72,25 +72,33 @@ func (a *alsPlan) apply(x []float64, ws *Workspace) {
 	w, z := ws.w[:n], ws.z[:n]
 	copy(z, x)
 	a.solve(z, a.r1, a.l11, a.l21)
+	a.weights(x, z, w)
 	for it := 1; it < a.iterations; it++ {
-		changed := false
-		for i := range w {
-			wi := 1 - a.p
-			if x[i] > z[i] {
-				wi = a.p
-			}
-			changed = changed || (it == 1 || wi != w[i])
-			w[i] = wi
-		}
-		if !changed {
+		a.factorSolve(x, w, z, ws.d[:n], ws.l1[:n], ws.l2[:n])
+		last := it == a.iterations-1
+		if changed := a.solveBack(x, z, ws.d[:n], ws.l1[:n], ws.l2[:n], w, !last); !last && !changed {
 			break
 		}
-		a.factorSolve(x, w, z, ws.d[:n], ws.l1[:n], ws.l2[:n])
-		a.solveBack(z, ws.d[:n], ws.l1[:n], ws.l2[:n])
 	}
 	for i := range x {
 		x[i] -= z[i]
 	}
+}
+
+// weights sets w_i = p where x_i > z_i and 1 - p elsewhere.
+func (a *alsPlan) weights(x, z, w []float64) {
+	sel := [2]float64{1 - a.p, a.p}
+	z, w = z[:len(x)], w[:len(x)]
+	for i, xi := range x {
+		w[i] = sel[b2i(xi > z[i])]
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // factorSolve factors W + lam D'D = L diag(d) L' and runs the forward
@@ -140,17 +148,34 @@ func (a *alsPlan) solve(z, r, l1, l2 []float64) {
 		l1m1 = l1[i]
 		l2m2, l2m1 = l2m1, l2[i]
 	}
-	a.solveBack(z, r, l1, l2)
+	a.solveBack(nil, z, r, l1, l2, nil, false)
 }
 
 // solveBack: z_i = y_i / d_i - l2_i z_{i+2} - l1_i z_{i+1}, from the end.
-func (a *alsPlan) solveBack(z, r, l1, l2 []float64) {
+// With reweight it also sets the next round's weights from z as it goes
+// (one pass instead of two) and reports whether any weight changed.
+func (a *alsPlan) solveBack(x, z, r, l1, l2, w []float64, reweight bool) bool {
 	n := len(z)
 	r, l1, l2 = r[:n], l1[:n], l2[:n]
 	var zp1, zp2 float64
+	if !reweight {
+		for i := n - 1; i >= 0; i-- {
+			zi := z[i]*r[i] - l2[i]*zp2 - l1[i]*zp1
+			z[i] = zi
+			zp2, zp1 = zp1, zi
+		}
+		return false
+	}
+	x, w = x[:n], w[:n]
+	sel := [2]float64{1 - a.p, a.p}
+	changed := 0
 	for i := n - 1; i >= 0; i-- {
 		zi := z[i]*r[i] - l2[i]*zp2 - l1[i]*zp1
 		z[i] = zi
 		zp2, zp1 = zp1, zi
+		wi := sel[b2i(x[i] > zi)]
+		changed |= b2i(wi != w[i])
+		w[i] = wi
 	}
+	return changed != 0
 }
