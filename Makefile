@@ -119,6 +119,8 @@ test-clients: deps-node
 bench: deps build
 	@echo "== server-side cost of one predict (decode, validate, predict, diagnostics, encode)"
 	$(GO) test -run '^$$' -bench 'Predict2048' -benchmem ./server/channel ./inference
+	@echo "== preprocessing one 2048-point spectrum in place (savgol+snv, despike+savgol+snv, als_baseline; cpu-ns/op excludes time other processes held the cores)"
+	$(GO) test -run '^$$' -bench 'Apply' -benchmem ./inference/preprocess
 	@echo "== codec"
 	$(GO) test -run '^$$' -bench . -benchmem ./server/codec
 	@echo "== management: the web layer per request (request id, CORS, access log); one page of GET /training among 20,000 jobs"

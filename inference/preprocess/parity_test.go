@@ -210,10 +210,15 @@ func TestStepsMatchSciPy(t *testing.T) {
 	var cases []parityCase
 	for _, axis := range [][]float64{linearAxis(2048), warpedAxis(2048), warpedAxis(64)} {
 		spikes := max(1, len(axis)/400)
+		edges := syntheticSpectrum(rng, axis, 0)
+		edges[0] += 5000 // runs touching either end take their one clean neighbour
+		edges[len(edges)-1] += 7000
+		edges[len(edges)/2] -= 6000
 		X := [][]float64{
 			syntheticSpectrum(rng, axis, 0),
 			syntheticSpectrum(rng, axis, spikes),
 			syntheticSpectrum(rng, axis, 3*spikes),
+			edges,
 		}
 		n := len(axis)
 		region := [2]float64{axis[n/3], axis[n/2] + 0.5}

@@ -3,14 +3,48 @@
 // als_baseline, normalize), identically at training and at predict time,
 // and the selection of wavenumber regions.
 //
-// A Recipe is plain data (what the contract and the model artifact carry).
-// Compile checks it against an axis and returns a Pipeline, which is
-// immutable and safe for concurrent use; each caller brings its own
-// Workspace, so the hot path allocates nothing.
+// A Recipe is plain data (what the contract and the model artifact carry):
+// ParseRecipe reads its JSON form strictly and fills in defaults, and
+// Recipe.MarshalJSON writes it back with every parameter explicit. Compile
+// checks it against an axis and returns a Pipeline, which is immutable and
+// safe for concurrent use; each caller brings its own Workspace, so that
+// Pipeline.Apply, which works in place, allocates nothing.
 //
-// The formulas, with references, are on each step's function and in
-// api/artifact.md, which a NumPy/SciPy user follows to reproduce a
-// prediction.
+// The steps, on a spectrum x of n points over the axis a (cm-1):
+//
+//   - despike (Whitaker & Hayes, Chemometr. Intell. Lab. Syst. 179 (2018)
+//     82-84): with the first differences d_i = x_{i+1} - x_i,
+//     z_i = 0.6745 (d_i - median(d)) / median(|d - median(d)|), and
+//     |z_i| > threshold marks point i+1. When that MAD is 0 the mean
+//     absolute deviation takes its place, z_i = (d_i - median(d)) /
+//     (1.253314 mean(|d - median(d)|)); when that is 0 too nothing is
+//     marked. Each marked point and width neighbours on each side are
+//     replaced by the straight line over a between the nearest unmarked
+//     points (a run touching an end takes its one unmarked neighbour).
+//     Stats.Repaired counts the replaced points.
+//   - savgol (Savitzky & Golay, Anal. Chem. 36 (1964) 1627-1639): the
+//     deriv-th derivative, over the point index, of the least-squares
+//     polynomial of degree polyorder through the window around each point;
+//     the first and last window/2 points take the polynomial fitted to the
+//     first or last window points. This is
+//     scipy.signal.savgol_filter(x, window, polyorder, deriv, delta=1,
+//     mode="interp"); the coefficients here are exact to 1e-13 for every
+//     window and order (SciPy's own lose digits at large windows and
+//     orders).
+//   - snv (Barnes, Dhanoa & Lister, Appl. Spectrosc. 43 (1989) 772-777):
+//     (x - mean(x)) / std(x), population standard deviation; a flat
+//     spectrum becomes all zeros.
+//   - als_baseline (Eilers & Boelens, 2005): iterations rounds of solving
+//     (W + lam D'D) z = W x, D the second differences, W = I in the first
+//     round and then w_i = p where x_i > z_i, 1 - p elsewhere; x - z is the
+//     result. Solved by a banded L D L' factorisation, O(n) per round.
+//   - normalize: x / area, area = the trapezoidal integral of x over the
+//     axis points inside [low, high] (intensity x cm-1); a zero or
+//     non-finite area is ErrDegenerateSpectrum.
+//
+// testdata/reference.py is the same in NumPy/SciPy, and the parity tests
+// hold the two together; api/artifact.md gives a NumPy/SciPy user the
+// formulas to reproduce a prediction.
 package preprocess
 
 import (

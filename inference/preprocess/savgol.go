@@ -31,6 +31,7 @@ type savgolPlan struct {
 	n, window, half, k int
 	c                  []float64 // c[0..half]: centred coefficients, c[j] at offset +j
 	odd                bool      // deriv odd: the coefficients are antisymmetric
+	full               []float64 // the window's coefficients, full[h+j] = c[j], full[h-j] = +-c[j]
 	q                  []float64 // window x (k+1), row-major: q[j*(k+1)+m]
 	bm                 []float64 // window x (k+1), row-major: B[i][m]
 }
@@ -148,6 +149,15 @@ func newSavgolPlan(i int, s Step, n int) (*savgolPlan, error) {
 			p.c[j] = (full[h+j] + full[h-j]) / 2
 		}
 	}
+	sign := 1.0
+	if p.odd {
+		sign = -1
+	}
+	full[h] = p.c[0]
+	for j := 1; j <= h; j++ {
+		full[h+j], full[h-j] = p.c[j], sign*p.c[j]
+	}
+	p.full = full
 	return p, nil
 }
 
@@ -156,35 +166,7 @@ func (p *savgolPlan) apply(x, tmp []float64) {
 	n, h := p.n, p.half
 	src := tmp[:n]
 	copy(src, x)
-	c := p.c
-	if p.odd {
-		for i := h; i < n-h; i++ {
-			var a0, a1 float64
-			j := 1
-			for ; j+1 <= h; j += 2 {
-				a0 += c[j] * (src[i+j] - src[i-j])
-				a1 += c[j+1] * (src[i+j+1] - src[i-j-1])
-			}
-			if j <= h {
-				a0 += c[j] * (src[i+j] - src[i-j])
-			}
-			x[i] = a0 + a1
-		}
-	} else {
-		for i := h; i < n-h; i++ {
-			a0 := c[0] * src[i]
-			var a1 float64
-			j := 1
-			for ; j+1 <= h; j += 2 {
-				a0 += c[j] * (src[i+j] + src[i-j])
-				a1 += c[j+1] * (src[i+j+1] + src[i-j-1])
-			}
-			if j <= h {
-				a0 += c[j] * (src[i+j] + src[i-j])
-			}
-			x[i] = a0 + a1
-		}
-	}
+	p.interior(x, src)
 	p.edge(x, src, 0, 0, h)
 	p.edge(x, src, n-p.window, h+1, p.window)
 }
@@ -209,5 +191,66 @@ func (p *savgolPlan) edge(x, src []float64, start, from, to int) {
 			v += row[m] * g[m]
 		}
 		x[start+i] = v
+	}
+}
+
+// interior sets x[h:n-h],
+//
+//	y_i = c[0] x_i + sum_{j=1..h} c[j] (x_{i+j} +- x_{i-j}),
+//
+// four outputs at a time, sliding the right and left neighbours through
+// registers: each step over j loads two new values and keeps four
+// independent sums, so that the loop is bound by arithmetic throughput,
+// not by the latency of one running sum.
+func (p *savgolPlan) interior(x, src []float64) {
+	n, h := p.n, p.half
+	c := p.c[1:]
+	c0 := p.c[0]
+	sign := 1.0
+	if p.odd {
+		sign = -1
+	}
+	i := h
+	for ; i+4 <= n-h; i += 4 {
+		// right[t+j] = x[i+1+t+j] and left[h-1-j+t] = x[i-1-j+t], t = 0..3.
+		right := src[i+1 : i+1+len(c)+3]
+		left := src[i-len(c) : i+3]
+		right = right[3:]
+		right = right[:len(c)]
+		r0, r1, r2 := src[i+1], src[i+2], src[i+3]
+		l1, l2, l3 := src[i], src[i+1], src[i+2]
+		a0, a1, a2, a3 := c0*src[i], c0*src[i+1], c0*src[i+2], c0*src[i+3]
+		if p.odd {
+			for j, cj := range c {
+				r3 := right[j]
+				l0 := left[len(c)-1-j]
+				a0 += cj * (r0 - l0)
+				a1 += cj * (r1 - l1)
+				a2 += cj * (r2 - l2)
+				a3 += cj * (r3 - l3)
+				r0, r1, r2 = r1, r2, r3
+				l1, l2, l3 = l0, l1, l2
+			}
+		} else {
+			for j, cj := range c {
+				r3 := right[j]
+				l0 := left[len(c)-1-j]
+				a0 += cj * (r0 + l0)
+				a1 += cj * (r1 + l1)
+				a2 += cj * (r2 + l2)
+				a3 += cj * (r3 + l3)
+				r0, r1, r2 = r1, r2, r3
+				l1, l2, l3 = l0, l1, l2
+			}
+		}
+		out := x[i : i+4]
+		out[0], out[1], out[2], out[3] = a0, a1, a2, a3
+	}
+	for ; i < n-h; i++ {
+		a := c0 * src[i]
+		for j, cj := range c {
+			a += cj * (src[i+1+j] + sign*src[i-1-j])
+		}
+		x[i] = a
 	}
 }
