@@ -431,6 +431,23 @@ func trainingResult(j *jobs.Job) *gen.TrainingResult {
 	return out
 }
 
+// listedJob is a job as GET /training lists it: without the lists whose
+// size the client chose (the outliers, up to 1000 a job, and the excluded
+// scan ids, up to 100000), so that a page of 200 jobs stays small;
+// outliers_total, rows_used and GET /training/{jobId} say the rest.
+func listedJob(j gen.TrainingJob) gen.TrainingJob {
+	if j.Meta != nil {
+		j.Meta.ExcludeScanIds = nil
+	}
+	if r := j.Result; r != nil {
+		r.Outliers = nil
+		if r.Lineage != nil {
+			r.Lineage.ExcludedScanIds = nil
+		}
+	}
+	return j
+}
+
 // deref is *p, or zero for nil.
 func deref[T any](p *T) T {
 	var zero T
