@@ -121,6 +121,15 @@ func TestTrainingRecipeParityWithScikitLearn(t *testing.T) {
 	}
 	res := job.Result
 	checkReviewedResult(t, id, res, components, rows, exclude)
+	// A list page carries the figures but not the per-job lists.
+	list := listJobs(t, c, gen.ListTrainingJobsParams{})
+	if list.JSON200 == nil || len(list.JSON200.Jobs) != 1 {
+		t.Fatalf("list: %d %s", list.StatusCode(), list.Body)
+	}
+	if lr := list.JSON200.Jobs[0].Result; lr == nil || lr.Outliers != nil || lr.OutliersTotal == nil || *lr.OutliersTotal != *res.OutliersTotal ||
+		lr.CvCurve == nil || lr.ComponentSelection == nil || lr.Lineage == nil || lr.Lineage.ExcludedScanIds != nil || *lr.Lineage.RowsUsed != rows-len(exclude) {
+		t.Errorf("listed result %+v", lr)
+	}
 
 	// Test spectra, some spiked, predicted on the channel.
 	g := synth.New(synth.Config{Seed: 99})
