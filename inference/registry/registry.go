@@ -419,6 +419,9 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 	if filled.TrainedSamples == 0 {
 		filled.TrainedSamples = md.TrainedSamples
 	}
+	if filled.Shape == nil {
+		filled.Shape = shapeOfModel(model)
+	}
 	entry = &filled
 	previous, err := r.commitActive(entry)
 	if err != nil {
