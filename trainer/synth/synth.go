@@ -16,7 +16,10 @@
 //   - a multiplicative laser-power drift of the Raman part;
 //   - an axis jitter (a common shift of all bands, ~0.25 cm-1 rms);
 //   - shot noise (Gaussian with variance equal to the counts, i.e. the
-//     Poisson limit) plus read noise.
+//     Poisson limit) plus read noise;
+//   - optionally (Config.Faults, for test spectra) acquisition faults:
+//     cosmic-ray spikes in a fraction of the spectra, a laser-power change,
+//     a stronger fluorescence.
 //
 // The concentrations follow two latent variables: the elution position f
 // drives all three strongly (pairwise correlation about 0.8-0.9, as on a
