@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"ramanserve/inference"
+	"ramanserve/trainer/synth"
 )
 
 // TestArtifactKeepsScaleCheck: a trained model carries a scale check, and
@@ -44,5 +45,33 @@ func TestArtifactKeepsScaleCheck(t *testing.T) {
 	}
 	if _, err := inference.NewPLSModel(back, inference.ModelOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkPredictScaleCheck2048 compares a raw 2048-point prediction with
+// and without the scale check (the same trained model), so that the
+// check's own cost shows as the difference.
+func BenchmarkPredictScaleCheck2048(b *testing.B) {
+	p := trainedModel(b)
+	without := *p
+	without.ScaleCheck = nil
+	for _, c := range []struct {
+		name   string
+		params *inference.PLSParams
+	}{{"with", p}, {"without", &without}} {
+		m, err := inference.NewPLSModel(c.params, inference.ModelOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := inference.Spectrum{Wavenumbers: p.Meta.Wavenumbers, Intensities: synth.New(synth.Config{Seed: 99}).Next().Intensities}
+		var out inference.Prediction
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if err := m.Predict(&s, &out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
