@@ -103,7 +103,9 @@ func fixture(n int, targets []inference.Analyte, scanID func(i int) string) Mode
 	}
 }
 
-func allTargets() []inference.Analyte { return []inference.Analyte{inference.EPA, inference.DHA, inference.DPA} }
+func allTargets() []inference.Analyte {
+	return []inference.Analyte{inference.EPA, inference.DHA, inference.DPA}
+}
 
 func render(t testing.TB, m Model) string {
 	t.Helper()
