@@ -97,6 +97,12 @@ func modelDetail(e *registry.Entry) gen.ModelDetail {
 	if e.TrainingRows > 0 {
 		d.Lineage.TrainingRows = ptr(e.TrainingRows)
 	}
+	if e.RowsUsed > 0 {
+		d.Lineage.RowsUsed = ptr(e.RowsUsed)
+	}
+	if len(e.ExcludedScanIDs) > 0 {
+		d.Lineage.ExcludedScanIds = ptr(e.ExcludedScanIDs)
+	}
 	if m := e.Metrics; m != nil {
 		d.Metrics = &gen.TrainingMetrics{Rmse: derefBreakdown(m.RMSE), R2: derefBreakdown(m.R2)}
 		if m.Components > 0 {

@@ -18,6 +18,7 @@ import (
 	"ramanserve/server/contract"
 	"ramanserve/trainer"
 	"ramanserve/trainer/csvdata"
+	"ramanserve/trainer/jobs"
 )
 
 // TrainingService runs training jobs (package trainer behind an adapter).
@@ -241,4 +242,125 @@ func (a *API) CancelTrainingJob(ctx context.Context, req gen.CancelTrainingJobRe
 		return nil, err
 	}
 	return gen.CancelTrainingJob200JSONResponse(job), nil
+}
+
+// trainingOptions takes TrainingMeta's training options for the job
+// record. Their checks against the data and the axis are the trainer's
+// (jobs.Manager.SubmitReserved): INVALID_TRAINING_OPTIONS.
+func trainingOptions(meta gen.TrainingMeta) (jobs.TrainingOptions, error) {
+	var o jobs.TrainingOptions
+	if meta.Wavenumbers != nil {
+		o.Wavenumbers = *meta.Wavenumbers
+	}
+	o.Components = deref(meta.Components)
+	o.MaxComponents = deref(meta.MaxComponents)
+	o.Folds = deref(meta.CvFolds)
+	if meta.ExcludeScanIds != nil {
+		o.ExcludeScanIDs = *meta.ExcludeScanIds
+	}
+	if meta.Regions != nil {
+		for k, r := range *meta.Regions {
+			if len(r) != 2 { // the schema holds it to two numbers
+				return o, contract.New(contract.InvalidMetadata, http.StatusBadRequest, fmt.Sprintf("meta: field \"regions.%d\": a region is [low, high]", k))
+			}
+			o.Regions = append(o.Regions, [2]float64{r[0], r[1]})
+		}
+	}
+	if meta.Preprocessing != nil && len(*meta.Preprocessing) > 0 {
+		b, err := json.Marshal(*meta.Preprocessing)
+		if err != nil {
+			return o, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "meta: field \"preprocessing\": "+err.Error())
+		}
+		o.Preprocessing = b
+	}
+	return o, nil
+}
+
+// echoTrainingOptions puts a job's training options back into the meta it
+// reports; the axis is left out (2048 numbers in every job of a list).
+func echoTrainingOptions(meta *gen.TrainingMeta, o jobs.TrainingOptions) {
+	if o.Components > 0 {
+		meta.Components = ptr(o.Components)
+	}
+	if o.MaxComponents > 0 {
+		meta.MaxComponents = ptr(o.MaxComponents)
+	}
+	if o.Folds > 0 {
+		meta.CvFolds = ptr(o.Folds)
+	}
+	if len(o.ExcludeScanIDs) > 0 {
+		meta.ExcludeScanIds = ptr(o.ExcludeScanIDs)
+	}
+	if len(o.Regions) > 0 {
+		regions := make([]gen.WavenumberRegion, len(o.Regions))
+		for k, r := range o.Regions {
+			regions[k] = gen.WavenumberRegion{r[0], r[1]}
+		}
+		meta.Regions = &regions
+	}
+	if len(o.Preprocessing) > 0 {
+		var steps []gen.PreprocessingStep
+		if json.Unmarshal(o.Preprocessing, &steps) == nil {
+			meta.Preprocessing = &steps
+		}
+	}
+}
+
+// trainingResult converts a done job's result to the contract's.
+func trainingResult(j *jobs.Job) *gen.TrainingResult {
+	r := j.Result
+	out := &gen.TrainingResult{
+		NewVersion:   r.NewVersion,
+		ArtifactPath: r.ArtifactPath,
+		Metrics:      gen.TrainingMetrics{Rmse: derefBreakdown(r.RMSE), R2: derefBreakdown(r.R2)},
+		ReportUrl:    ptr("/training/" + j.ID + "/report"),
+		Lineage: &gen.ModelLineage{JobId: ptr(j.ID), Operator: optional(j.Meta.Operator), Notes: optional(j.Meta.Notes),
+			TrainingCsvSha256: optional(j.Meta.CSVSHA256), TrainingRows: ptr(j.Samples)},
+	}
+	if len(j.Meta.SourceBatches) > 0 {
+		out.Lineage.SourceBatches = ptr(j.Meta.SourceBatches)
+	}
+	if len(j.Meta.Options.ExcludeScanIDs) > 0 {
+		out.Lineage.ExcludedScanIds = ptr(j.Meta.Options.ExcludeScanIDs)
+	}
+	if r.Selection == nil {
+		return out // a record written before the review existed
+	}
+	out.Lineage.RowsUsed = ptr(r.RowsUsed)
+	out.SpikesRepaired, out.SpectraDespiked = ptr(r.SpikesRepaired), ptr(r.SpectraDespiked)
+	out.ComponentSelection = &gen.ComponentSelection{Components: r.Selection.Components, Rule: gen.ComponentSelectionRule(r.Selection.Rule),
+		MaxComponents: r.Selection.MaxComponents, Folds: r.Selection.Folds, Rmsecv: derefBreakdown(r.Selection.RMSECV)}
+	if r.Selection.MinScoreComponents > 0 {
+		out.ComponentSelection.MinScoreComponents = ptr(r.Selection.MinScoreComponents)
+	}
+	curve := make([]gen.CVPoint, len(r.CVCurve))
+	for k, pt := range r.CVCurve {
+		curve[k] = gen.CVPoint{Components: pt.Components, Rmsecv: derefBreakdown(pt.RMSECV), R2cv: derefBreakdown(pt.R2CV),
+			Score: ptr(pt.Score), ScoreSe: ptr(pt.ScoreSE)}
+	}
+	out.CvCurve = &curve
+	if r.Limits != nil {
+		out.OutlierLimits = &gen.OutlierLimits{T2: r.Limits.T2, Q: r.Limits.Q, StudentizedResidual: ptr(r.Limits.StudentizedResidual)}
+	}
+	outliers := make([]gen.TrainingOutlier, len(r.Outliers))
+	for k, o := range r.Outliers {
+		reasons := make([]gen.TrainingOutlierReasons, len(o.Reasons))
+		for i, why := range o.Reasons {
+			reasons[i] = gen.TrainingOutlierReasons(why)
+		}
+		outliers[k] = gen.TrainingOutlier{ScanId: o.ScanID, Reasons: reasons, T2: ptr(o.T2), Q: ptr(o.Q),
+			ReducedT2: o.ReducedT2, ReducedQ: o.ReducedQ, StudentizedResiduals: breakdown(o.StudentizedResiduals)}
+	}
+	out.Outliers = &outliers
+	out.OutliersTotal = ptr(r.OutliersTotal)
+	return out
+}
+
+// deref is *p, or zero for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -222,6 +222,8 @@ func (p publisher) publish(ctx context.Context, res *trainer.Result, lin jobs.Li
 		JobID:             lin.JobID,
 		TrainingCSVSHA256: lin.CSVSHA256,
 		TrainingRows:      lin.Rows,
+		RowsUsed:          lin.RowsUsed,
+		ExcludedScanIDs:   lin.Options.ExcludeScanIDs,
 		Metrics:           &registry.Metrics{RMSE: params.Meta.RMSE, R2: params.Meta.R2, Components: res.Components},
 		Shape:             registry.ShapeOf(params),
 		Write: func(version string, w io.Writer) error {
@@ -260,7 +262,11 @@ type trainingUpload struct {
 }
 
 func (u trainingUpload) Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta, csvSHA256 string) (gen.TrainingJobAccepted, error) {
-	jm := jobs.Meta{Operator: meta.Operator, CSVSHA256: csvSHA256}
+	opts, err := trainingOptions(meta)
+	if err != nil {
+		return gen.TrainingJobAccepted{}, err
+	}
+	jm := jobs.Meta{Operator: meta.Operator, CSVSHA256: csvSHA256, Options: opts}
 	if meta.SourceBatches != nil {
 		jm.SourceBatches = *meta.SourceBatches
 	}
@@ -324,14 +330,11 @@ func (s trainingService) trainingJob(j *jobs.Job) gen.TrainingJob {
 		if len(j.Meta.SourceBatches) > 0 {
 			meta.SourceBatches = ptr(j.Meta.SourceBatches)
 		}
+		echoTrainingOptions(&meta, j.Meta.Options)
 		out.Meta = &meta
 	}
 	if j.Result != nil {
-		out.Result = &gen.TrainingResult{
-			NewVersion:   j.Result.NewVersion,
-			ArtifactPath: j.Result.ArtifactPath,
-			Metrics:      gen.TrainingMetrics{Rmse: derefBreakdown(j.Result.RMSE), R2: derefBreakdown(j.Result.R2)},
-		}
+		out.Result = trainingResult(j)
 	}
 	if j.Error != nil {
 		out.Error = &gen.TrainingError{Code: j.Error.Code, Message: j.Error.Message}

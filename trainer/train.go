@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"ramanserve/inference"
+	"ramanserve/inference/preprocess"
 )
 
 // Algorithm is the Meta.Algorithm of models trained here.
@@ -37,6 +38,21 @@ type Options struct {
 	// DefaultMaxComponents. The cap actually used is
 	// min(MaxComponents, n-1, smallest training part - 1, p).
 	MaxComponents int
+	// Components, when above 0, fixes the component count (selection
+	// rule "fixed"): cross-validation still runs for 1..Components, for
+	// the CV curve and the model's RMSECV, but does not choose. Above the
+	// cap the rows allow it is ErrInvalidOptions. MaxComponents is then
+	// ignored.
+	Components int
+	// ExcludeScanIDs are rows left out of the model; each must name a
+	// row of the data set.
+	ExcludeScanIDs []string
+	// Preprocessing is applied to every row (on the whole axis) before
+	// anything else, as the model applies it at predict time.
+	Preprocessing preprocess.Recipe
+	// Regions restrict the model to the axis points inside these
+	// inclusive wavenumber ranges, after Preprocessing; nil means all.
+	Regions [][2]float64
 	// Autoscale divides every wavenumber (and label) by its standard
 	// deviation after centring (scikit-learn's scale=True). The default,
 	// false, is mean-centring only: the chemometric norm for spectra (and
@@ -94,33 +110,50 @@ type Result struct {
 type ProgressFunc func(done, total int)
 
 // TotalSteps returns the number of progress steps Train reports for n
-// samples, p features and the given options: (K + 1) x A_max, one step per
-// fold x component plus A_max for the final fit on all samples.
+// samples (rows left after exclusion), p features (points left after the
+// regions) and the given options: (K + 1) x A_max, one step per fold x
+// component plus A_max for the final fit on all samples.
 func TotalSteps(n, p int, opts Options) int {
 	folds, amax, _ := plan(n, p, opts)
 	return (folds + 1) * amax
 }
 
-// plan resolves the fold count and the component cap.
+// plan resolves the fold count and the component count cross-validation
+// runs up to, for n rows of p features. Errors name the contract's field.
 func plan(n, p int, opts Options) (folds, amax int, err error) {
 	folds = opts.Folds
 	if folds == 0 {
 		folds = DefaultFolds
 	}
+	if folds < 2 {
+		return 0, 0, optionError("cv_folds", "%d folds, need at least 2", folds)
+	}
+	if n < MinRows(folds) {
+		what := "rows"
+		if len(opts.ExcludeScanIDs) > 0 {
+			what = fmt.Sprintf("rows left after excluding %d", len(opts.ExcludeScanIDs))
+		}
+		return 0, 0, optionError("cv_folds", "%d %s; %d-fold cross-validation needs at least %d", n, what, folds, MinRows(folds))
+	}
+	largestFold := (n + folds - 1) / folds
+	allowed := min(n-1, n-largestFold-1, p)
+	if opts.Components < 0 || opts.MaxComponents < 0 {
+		return 0, 0, optionError("components", "must be positive")
+	}
+	if opts.Components > 0 {
+		if opts.Components > allowed {
+			return 0, 0, optionError("components", "%d components, but %d rows in %d folds (and %d features) allow at most %d",
+				opts.Components, n, folds, p, allowed)
+		}
+		return folds, opts.Components, nil
+	}
 	amax = opts.MaxComponents
 	if amax == 0 {
 		amax = DefaultMaxComponents
 	}
-	if folds < 2 {
-		return 0, 0, fmt.Errorf("%w: %d folds, need at least 2", ErrInvalidOptions, folds)
-	}
-	if n < MinRows(folds) {
-		return 0, 0, fmt.Errorf("%w: %d samples, %d-fold cross-validation needs at least %d", ErrInvalidOptions, n, folds, MinRows(folds))
-	}
-	largestFold := (n + folds - 1) / folds
-	amax = min(amax, n-1, n-largestFold-1, p)
+	amax = min(amax, allowed)
 	if amax < 1 {
-		return 0, 0, fmt.Errorf("%w: no component count fits %d samples", ErrInvalidOptions, n)
+		return 0, 0, optionError("max_components", "no component count fits %d rows", n)
 	}
 	return folds, amax, nil
 }
@@ -184,24 +217,39 @@ func foldAssignment(n, folds int, seed uint64) []int {
 // Progress: see ProgressFunc and TotalSteps. Cancelling ctx stops every
 // fit at the next component and returns ctx.Err().
 func Train(ctx context.Context, ds *Dataset, opts Options, progress ProgressFunc) (*Result, error) {
-	n, p, q := ds.Len(), ds.Features(), ds.NumTargets()
-	folds, amax, err := plan(n, p, opts)
+	in, err := resolve(ds, opts)
 	if err != nil {
 		return nil, err
 	}
+	prep, err := prepare(ctx, ds, in)
+	if err != nil {
+		return nil, err
+	}
+	res, err := fit(ctx, prep.ds, in, opts, progress)
+	if err != nil {
+		return nil, err
+	}
+	res.Params.Preprocessing = append(preprocess.Recipe(nil), opts.Preprocessing...)
+	if in.selected != nil {
+		res.Params.Regions = append([][2]float64(nil), opts.Regions...)
+	}
+	res.Params.Review.SpikesRepaired = prep.spikesRepaired
+	res.Params.Review.SpectraDespiked = prep.spectraDespiked
+	res.Params.Review.ExcludedScanIDs = in.excluded
+	return res, nil
+}
+
+// fit cross-validates and fits the prepared data set ds (rows and points
+// that enter the model, preprocessed) as Train documents.
+func fit(ctx context.Context, ds *Dataset, in *inputs, opts Options, progress ProgressFunc) (*Result, error) {
+	n, q := ds.Len(), ds.NumTargets()
+	folds, amax := in.folds, in.amax
 	targets := opts.Targets
 	if targets == nil {
 		targets = DefaultTargets()
 	}
 	if len(targets) != q {
 		return nil, fmt.Errorf("%w: %d targets named for %d label columns", ErrInvalidOptions, len(targets), q)
-	}
-	axis := opts.Wavenumbers
-	if axis == nil {
-		axis = DefaultWavenumbers()
-	}
-	if len(axis) != p {
-		return nil, fmt.Errorf("%w: axis has %d wavenumbers, data %d", ErrInvalidOptions, len(axis), p)
 	}
 	workers := opts.Workers
 	if workers <= 0 {
@@ -289,8 +337,14 @@ func Train(ctx context.Context, ds *Dataset, opts Options, progress ProgressFunc
 	}
 
 	stats := cvStatistics(ds, fold, folds, cvPred, sd)
+	selection := inference.ComponentSelection{Rule: inference.RuleOneStandardError, MaxComponents: amax, Folds: folds,
+		MinScoreComponents: minScore(stats)}
 	chosen := oneStandardError(stats)
+	if in.fixed {
+		chosen, selection.Rule = amax, inference.RuleFixed
+	}
 	chosen = min(chosen, final.Components())
+	selection.Components = chosen
 	cs := stats[chosen-1]
 	for j, r2 := range cs.R2CV {
 		if !(r2 > 0) {
@@ -299,10 +353,15 @@ func Train(ctx context.Context, ds *Dataset, opts Options, progress ProgressFunc
 		}
 	}
 
-	params, rmsec, r2c, err := buildParams(ds, final, chosen, sd)
+	params, cal, err := buildParams(ds, final, chosen, sd)
 	if err != nil {
 		return nil, err
 	}
+	review, err := newReview(ds, selection, stats, cvPred[chosen-1], cal, chosen)
+	if err != nil {
+		return nil, err
+	}
+	params.Review = review
 	params.Targets = append([]inference.Analyte(nil), targets...)
 	params.RMSECV = append([]float64(nil), cs.RMSECV...)
 	params.Meta = inference.Metadata{
@@ -310,7 +369,7 @@ func Train(ctx context.Context, ds *Dataset, opts Options, progress ProgressFunc
 		LatentComponents: chosen,
 		TrainedAt:        now().UTC(),
 		TrainedSamples:   n,
-		Wavenumbers:      append([]float64(nil), axis...),
+		Wavenumbers:      append([]float64(nil), in.axis...),
 	}
 	for j, a := range targets {
 		params.Meta.RMSE.Set(a, cs.RMSECV[j])
@@ -323,8 +382,8 @@ func Train(ctx context.Context, ds *Dataset, opts Options, progress ProgressFunc
 		Folds:         folds,
 		Autoscale:     opts.Autoscale,
 		CV:            stats,
-		RMSEC:         rmsec,
-		R2C:           r2c,
+		RMSEC:         cal.rmsec,
+		R2C:           cal.r2c,
 		NIter:         append([]int(nil), final.NIter[:chosen]...),
 	}, nil
 }
@@ -477,6 +536,17 @@ func cvStatistics(ds *Dataset, fold []int, folds int, cvPred [][]float64, sd []f
 	return stats
 }
 
+// minScore returns the component count with the lowest CV score.
+func minScore(stats []ComponentStats) int {
+	best := 0
+	for k := range stats {
+		if stats[k].Score < stats[best].Score {
+			best = k
+		}
+	}
+	return best + 1
+}
+
 // oneStandardError applies the one-standard-error rule to the scores and
 // returns the chosen component count.
 func oneStandardError(stats []ComponentStats) int {
@@ -495,10 +565,18 @@ func oneStandardError(stats []ComponentStats) int {
 	return best + 1
 }
 
+// calibration is the final model's fit of its own training rows.
+type calibration struct {
+	rmsec, r2c []float64 // per target
+	// t2 (n) is each row's Hotelling T2 and q (n) its Q under the final
+	// model; resid (n*q, row-major) its label residuals y - yhat.
+	t2, q, resid []float64
+}
+
 // buildParams turns the final fit, truncated to a components, into
 // PLSParams with calibration diagnostics, and returns the calibration
-// RMSEC and R2C per target.
-func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams, []float64, []float64, error) {
+// figures of the training rows.
+func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams, *calibration, error) {
 	n, p, q := ds.Len(), ds.Features(), ds.NumTargets()
 	R := m.Rotations(a)
 	Qa := m.Q.Slice(0, q, 0, a)
@@ -506,7 +584,7 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 	Pa := mat.DenseCopyOf(m.P.Slice(0, p, 0, a))
 	for _, M := range []*mat.Dense{R, coef, Pa} {
 		if !allFinite(M.RawMatrix().Data) {
-			return nil, nil, nil, fmt.Errorf("%w: final model has non-finite coefficients", ErrTrainingDiverged)
+			return nil, nil, fmt.Errorf("%w: final model has non-finite coefficients", ErrTrainingDiverged)
 		}
 	}
 
@@ -520,6 +598,7 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 	scores := make([]float64, n*a)
 	calQ := make([]float64, n)
 	press := make([]float64, q)
+	labelResid := make([]float64, n*q)
 	for i := 0; i < n; i++ {
 		for j, v := range ds.Row(i) {
 			xs[j] = (v - m.XMean[j]) / m.XScale[j]
@@ -535,6 +614,7 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 		for j, y := range ds.Labels(i) {
 			e := yhat[j] + m.YMean[j] - y
 			press[j] += e * e
+			labelResid[i*q+j] = -e
 		}
 	}
 	scoreVar := make([]float64, a)
@@ -559,7 +639,16 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 		r2c[j] = 1 - press[j]/(sd[j]*sd[j]*float64(n-1))
 	}
 	if !allFinite(calQ) || !allFinite(scoreVar) || !allFinite(rmsec) {
-		return nil, nil, nil, fmt.Errorf("%w: non-finite calibration diagnostics", ErrTrainingDiverged)
+		return nil, nil, fmt.Errorf("%w: non-finite calibration diagnostics", ErrTrainingDiverged)
+	}
+	t2 := make([]float64, n)
+	for i := range t2 {
+		for c := 0; c < a; c++ {
+			if scoreVar[c] > 0 {
+				s := scores[i*a+c]
+				t2[i] += s * s / scoreVar[c]
+			}
+		}
 	}
 	return &inference.PLSParams{
 		XMean:         append([]float64(nil), m.XMean...),
@@ -571,7 +660,7 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 		ScoreVariance: scoreVar,
 		NCalibration:  n,
 		CalibrationQ:  calQ,
-	}, rmsec, r2c, nil
+	}, &calibration{rmsec: rmsec, r2c: r2c, t2: t2, q: append([]float64(nil), calQ...), resid: labelResid}, nil
 }
 
 // Memory Train uses beyond the data set. Each parallel fit (Options.Workers
@@ -582,6 +671,13 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 // data sets live beside the data set itself. FitBytesPerRow charges 5/4 of
 // a row per fit for that, plus the out-of-fold predictions (up to
 // DefaultMaxComponents x q per row), which are shared by all fits.
+//
+// With exclusions, regions or a recipe, Train first builds a prepared copy
+// (the rows left, preprocessed, restricted to the regions) and fits on it:
+// PreparedBytes, at most one more row of intensities and labels per row,
+// which the job charges on top when it is accepted. The fits then copy
+// rows of the prepared set, no wider than the original, so the charges
+// above still cover them.
 
 // FitBytesPerRow is what one fit, and the shared predictions, need per
 // sample: the charge that lets an accepted data set train with one worker.

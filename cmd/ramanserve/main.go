@@ -27,7 +27,9 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/inference/axisfile"
 	"ramanserve/server"
+	"ramanserve/trainer"
 	"ramanserve/trainer/membudget"
 )
 
@@ -105,10 +107,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs := flag.NewFlagSet("ramanserve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfg     server.Config
-		opts    options
-		roots   rootList
-		origins originList
+		cfg      server.Config
+		opts     options
+		roots    rootList
+		origins  originList
+		axisPath string
 	)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":5556", "management HTTP listen address")
 	fs.StringVar(&cfg.ZMQEndpoint, "zmq-addr", "tcp://*:5555", "prediction channel ZeroMQ endpoint")
@@ -134,6 +137,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.DurationVar(&opts.grace, "shutdown-grace", 15*time.Second, "how long SIGTERM waits for in-flight requests")
 	fs.Float64Var(&cfg.Channel.Model.SaturationLevel, "saturation-level", 0, "detector full-scale value; 3 consecutive intensities at or above it are SPECTRUM_OUT_OF_RANGE (0: no check)")
 	fs.Var(toleranceFlag{&cfg.Channel.Model.Tolerance}, "confidence-tolerance", "acceptable error per analyte for the confidence, g/L, e.g. EPA=1,DHA=1,DPA=0.5 (default 1 each; a model's own tolerance wins)")
+	fs.StringVar(&axisPath, "instrument-axis", "", "file of the instrument's wavenumber axis, cm-1: one number per line, 2048 lines, strictly increasing; the axis of models trained here (a training's meta wavenumbers override it) and of imported models (default: 2048 points evenly spaced over 200-3200)")
 	if err := applyEnv(fs, getenv); err != nil {
 		return cfg, opts, err
 	}
@@ -157,6 +161,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	}
 	if s := cfg.Channel.Model.SaturationLevel; !(s >= 0) || math.IsInf(s, 0) {
 		return cfg, opts, fmt.Errorf("-saturation-level must be a finite number >= 0, not %v", s)
+	}
+	if axisPath != "" {
+		axis, err := axisfile.ReadFile(axisPath, trainer.NumWavenumbers)
+		if err != nil {
+			return cfg, opts, fmt.Errorf("-instrument-axis: %w", err)
+		}
+		cfg.Channel.Model.InstrumentAxis = axis
+		cfg.Training.Options.Wavenumbers = axis
 	}
 	cfg.HTTP.CORSOrigins = origins
 	cfg.AllowFileRoots = roots

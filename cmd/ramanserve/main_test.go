@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +21,27 @@ type configAndOptions struct {
 }
 
 func TestParseConfig(t *testing.T) {
+	dir := t.TempDir()
+	// axisFile writes n points 100 + 1.5 i, point dup repeating the one
+	// before it (-1: none), and returns its path.
+	axisFile := func(t *testing.T, n, dup int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			v := 100 + 1.5*float64(i)
+			if i == dup {
+				v -= 1.5
+			}
+			fmt.Fprintf(&b, "%v\n", v)
+		}
+		name := filepath.Join(dir, fmt.Sprintf("axis-%d.txt", dup))
+		if n != 2048 {
+			name = filepath.Join(dir, fmt.Sprintf("axis-n%d.txt", n))
+		}
+		if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
 	env := func(kv ...string) func(string) string {
 		return func(k string) string {
 			for i := 0; i+1 < len(kv); i += 2 {
@@ -84,6 +107,17 @@ func TestParseConfig(t *testing.T) {
 		{name: "negative upload rate", args: []string{"-upload-min-rate", "-5"}, env: env(), err: "upload-min-rate"},
 		{name: "zero upload rate grace", args: []string{"-upload-rate-grace", "0s"}, env: env(), err: "upload-rate-grace"},
 		{name: "negative training memory", args: []string{"-max-training-memory", "-1"}, env: env(), err: "max-training-memory"},
+		{name: "instrument axis", args: []string{"-instrument-axis", axisFile(t, 2048, -1)}, env: env(),
+			check: func(t *testing.T, c configAndOptions) {
+				a, b := c.cfg.Channel.Model.InstrumentAxis, c.cfg.Training.Options.Wavenumbers
+				if len(a) != 2048 || len(b) != 2048 || a[0] != 100 || a[2047] != 100+2047*1.5 || b[5] != a[5] {
+					t.Errorf("axis not taken: %d and %d points", len(a), len(b))
+				}
+			}},
+		{name: "instrument axis not increasing", args: []string{"-instrument-axis", axisFile(t, 2048, 700)}, env: env(),
+			err: "-instrument-axis: " + filepath.Join(dir, "axis-700.txt") + ": invalid instrument axis file: line 701: 1148.5 is not above line 700's 1148.5"},
+		{name: "instrument axis too short", args: []string{"-instrument-axis", axisFile(t, 2000, -1)}, env: env(), err: "2000 lines, need 2048"},
+		{name: "instrument axis missing", args: []string{"-instrument-axis", filepath.Join(dir, "none.txt")}, env: env(), err: "no such file"},
 		{name: "bad environment value", env: env("RAMAN_MAX_CONNECTIONS", "many"), err: "RAMAN_MAX_CONNECTIONS"},
 		{name: "stray argument", args: []string{"serve"}, env: env(), err: "unexpected arguments"},
 		{name: "cors off by default", env: env(), check: func(t *testing.T, c configAndOptions) {

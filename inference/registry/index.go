@@ -51,6 +51,10 @@ type Entry struct {
 	JobID             string `json:"job_id,omitempty"`
 	TrainingCSVSHA256 string `json:"training_csv_sha256,omitempty"`
 	TrainingRows      int    `json:"training_rows,omitempty"`
+	// RowsUsed are the rows that entered the model; ExcludedScanIDs the
+	// ones the upload's exclude_scan_ids left out.
+	RowsUsed        int      `json:"rows_used,omitempty"`
+	ExcludedScanIDs []string `json:"excluded_scan_ids,omitempty"`
 	// Metrics are the cross-validated figures of a model trained here, so
 	// that GET /model/{version} answers without opening the artifact.
 	Metrics *Metrics `json:"metrics,omitempty"`

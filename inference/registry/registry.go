@@ -541,7 +541,11 @@ type StagedModel struct {
 	JobID             string
 	TrainingCSVSHA256 string
 	TrainingRows      int
-	Metrics           *Metrics
+	// RowsUsed are the rows that entered the model (TrainingRows less
+	// ExcludedScanIDs).
+	RowsUsed        int
+	ExcludedScanIDs []string
+	Metrics         *Metrics
 	// Shape is recorded in the entry (ShapeOf the model's parameters).
 	Shape *Shape
 	// Write writes the model file content; it receives the version chosen.
@@ -570,7 +574,8 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
 		Operator: m.Operator, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
 		JobID: m.JobID, TrainingCSVSHA256: m.TrainingCSVSHA256, TrainingRows: m.TrainingRows, Metrics: m.Metrics,
-		Shape: m.Shape,
+		Shape:    m.Shape,
+		RowsUsed: m.RowsUsed, ExcludedScanIDs: m.ExcludedScanIDs,
 	}
 	if err := writeIndex(r.dir, next); err != nil {
 		_ = os.Remove(full)

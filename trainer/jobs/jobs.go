@@ -55,23 +55,31 @@ type Meta struct {
 	Notes         string   `json:"notes,omitempty"`
 	// CSVSHA256 is the hex SHA-256 of the CSV part exactly as uploaded.
 	CSVSHA256 string `json:"csv_sha256,omitempty"`
+	// Options are the upload's training options; kept in the record so
+	// that a job queued across a restart trains with them.
+	Options TrainingOptions `json:"options"`
 }
 
 // Lineage is what Publish records with a model: the upload's Meta, the
-// job that trained it and its row count.
+// job that trained it, its row count and the rows that entered the model
+// (Rows less Meta.Options.ExcludeScanIDs).
 type Lineage struct {
 	Meta
-	JobID string
-	Rows  int
+	JobID    string
+	Rows     int
+	RowsUsed int
 }
 
-// Result is what a done job produced.
+// Result is what a done job produced. Its size is bounded whatever the
+// upload: the CV curve has at most 64 points (the contract's cap on
+// components), Outliers at most MaxOutliers entries.
 type Result struct {
 	NewVersion   string              `json:"new_version"`
 	ArtifactPath string              `json:"artifact_path"`
 	RMSE         inference.Breakdown `json:"rmse"`
 	R2           inference.Breakdown `json:"r2"`
 	Components   int                 `json:"components"`
+	Review
 }
 
 // Failure is why a job failed: a contract code and a message.
@@ -164,7 +172,8 @@ type Manager struct {
 type task struct {
 	id      string
 	ds      *trainer.Dataset
-	charged int64 // bytes of the budget the job holds
+	opts    trainer.Options // the manager's options with the job's own
+	charged int64           // bytes of the budget the job holds
 
 	// Set when the worker takes the task (under m.mu):
 	cancel     context.CancelFunc // stops the training (Cancel)
@@ -340,8 +349,10 @@ func (m *Manager) recover() error {
 // maxRecordBytes bounds a job record read at start-up. The largest record
 // this server writes is its meta part (at most 1 MiB on the wire, the
 // HTTP layer's bound) re-encoded, which escapes a byte to at most 6
-// ("<" is \u003c), plus a few hundred bytes of fields: under 7 MiB.
-const maxRecordBytes = 8 << 20
+// ("<" is \u003c): under 7 MiB, plus the result: at most MaxOutliers
+// outliers of a scan id (at most 256 bytes, the CSV's cell bound, 6 times
+// that escaped) and about 400 bytes of numbers each, and at most 64 CV points of about 300 bytes: under 3 MiB.
+const maxRecordBytes = 16 << 20
 
 // readRecord reads and decodes the record dir/name. It opens only a
 // regular file, without following a symlink or blocking on a FIFO, and
@@ -389,7 +400,15 @@ func (m *Manager) requeue(j *Job) error {
 		m.releaseBytes(c.charged)
 		return fmt.Errorf("its saved data set could not be read (%v)", err)
 	}
-	m.pending = append(m.pending, &task{id: j.ID, ds: ds, charged: c.charged, ended: make(chan struct{})})
+	opts, err := m.jobOptions(ds, j.Meta.Options)
+	if err == nil {
+		err = chargePrepared(c, ds, opts)
+	}
+	if err != nil {
+		m.releaseBytes(c.charged)
+		return fmt.Errorf("its options no longer apply (%v)", err)
+	}
+	m.pending = append(m.pending, &task{id: j.ID, ds: ds, opts: opts, charged: c.charged, ended: make(chan struct{})})
 	m.slots++
 	m.log.Info("training job queued again after a restart", "job", j.ID, "samples", ds.Len())
 	return nil
@@ -423,12 +442,19 @@ func (m *Manager) removeSpool(id string) {
 // estimateSeconds is a rough duration for the 202 reply: the fits cost
 // about n x p x components x (folds + 1) multiply-adds, at the rate measured
 // on a 2-core machine (2000 x 2048 x 20 x 11 in about 2.5 s).
-func (m *Manager) estimateSeconds(ds *trainer.Dataset) int {
-	folds := m.opts.Train.Folds
+func estimateSeconds(ds *trainer.Dataset, opts trainer.Options) int {
+	folds := opts.Folds
 	if folds == 0 {
 		folds = trainer.DefaultFolds
 	}
-	work := float64(ds.Len()) * float64(ds.Features()) * 20 * float64(folds+1)
+	components := trainer.DefaultMaxComponents
+	switch {
+	case opts.Components > 0:
+		components = opts.Components
+	case opts.MaxComponents > 0:
+		components = opts.MaxComponents
+	}
+	work := float64(ds.Len()) * float64(ds.Features()) * float64(components) * float64(folds+1)
 	return int(math.Max(1, math.Ceil(work*2.8e-9)))
 }
 
@@ -496,8 +522,15 @@ func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *traine
 	if r.done || r.m != m {
 		return Job{}, errors.New("jobs: reservation already used")
 	}
+	opts, err := m.jobOptions(ds, meta.Options)
+	if err != nil {
+		return Job{}, err
+	}
+	if err := chargePrepared(r, ds, opts); err != nil {
+		return Job{}, err
+	}
 	j := &Job{ID: uuid.NewString(), Status: Queued, Samples: ds.Len(), SubmittedAt: m.opts.Now(),
-		EstimatedSeconds: m.estimateSeconds(ds), Meta: meta}
+		EstimatedSeconds: estimateSeconds(ds, opts), Meta: meta}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
@@ -508,7 +541,7 @@ func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *traine
 	}
 	r.done = true
 	m.jobs[j.ID] = j
-	m.pending = append(m.pending, &task{id: j.ID, ds: ds, charged: r.charged, ended: make(chan struct{})})
+	m.pending = append(m.pending, &task{id: j.ID, ds: ds, opts: opts, charged: r.charged, ended: make(chan struct{})})
 	m.signal()
 	return *j, nil
 }
@@ -636,7 +669,7 @@ const progressShare = 0.99
 func (m *Manager) run(ctx, jobCtx context.Context, t *task) {
 	defer t.cancel()
 	started := m.opts.Now()
-	workers, extra := m.workers(t.ds)
+	workers, extra := m.workers(t.ds, t.opts)
 	defer m.releaseBytes(extra)
 	m.log.Info("training started", "job", t.id, "samples", t.ds.Len(), "workers", workers)
 
@@ -657,7 +690,8 @@ func (m *Manager) run(ctx, jobCtx context.Context, t *task) {
 	}
 	m.update(t.id, func(j *Job) {
 		j.Status, j.FinishedAt, j.Progress = Done, &finished, 1
-		j.Result = &Result{NewVersion: version, ArtifactPath: path, RMSE: res.Params.Meta.RMSE, R2: res.Params.Meta.R2, Components: res.Components}
+		j.Result = &Result{NewVersion: version, ArtifactPath: path, RMSE: res.Params.Meta.RMSE, R2: res.Params.Meta.R2, Components: res.Components,
+			Review: newReview(res.Params)}
 	})
 	m.log.Info("training done", "job", t.id, "version", version, "components", res.Components, "elapsed", finished.Sub(started))
 }
@@ -673,7 +707,7 @@ func (m *Manager) commitToPublish(t *task) (Lineage, error) {
 		return Lineage{}, trainer.ErrCancelled
 	}
 	t.publishing = true
-	return Lineage{Meta: j.Meta, JobID: j.ID, Rows: j.Samples}, nil
+	return Lineage{Meta: j.Meta, JobID: j.ID, Rows: j.Samples, RowsUsed: j.Samples - len(j.Meta.Options.ExcludeScanIDs)}, nil
 }
 
 // fail records why a running job failed, unless Cancel already recorded
@@ -789,12 +823,12 @@ func (m *Manager) recordCancelled(j *Job) {
 // the budget can hold their copies of the data set, fewer when it cannot,
 // and at least one, which the job's own charge already covers. It returns
 // the count and the extra bytes charged for it.
-func (m *Manager) workers(ds *trainer.Dataset) (int, int64) {
-	want := m.opts.Train.Workers
+func (m *Manager) workers(ds *trainer.Dataset, opts trainer.Options) (int, int64) {
+	want := opts.Workers
 	if want <= 0 {
 		want = runtime.GOMAXPROCS(0)
 	}
-	folds := m.opts.Train.Folds
+	folds := opts.Folds
 	if folds == 0 {
 		folds = trainer.DefaultFolds
 	}
@@ -819,7 +853,7 @@ func (m *Manager) train(ctx context.Context, t *task, workers int) (res *trainer
 			err = fmt.Errorf("training panicked: %v", r)
 		}
 	}()
-	opts := m.opts.Train
+	opts := t.opts
 	opts.Workers = workers
 	return trainer.Train(ctx, t.ds, opts, func(done, total int) {
 		if total <= 0 {
