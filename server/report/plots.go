@@ -21,6 +21,9 @@ import (
 const (
 	plotWidth  = 5 * vg.Inch
 	plotHeight = 3.4 * vg.Inch
+	// The T2/Q plot has a row of its own and many labels.
+	wideWidth  = 9 * vg.Inch
+	wideHeight = 5 * vg.Inch
 )
 
 // analyteColors are the analytes' colours, in Analyte order.
@@ -197,7 +200,6 @@ func t2qFigure(rv *inference.Review, out []outlier) (*figure, error) {
 			return nil, err
 		}
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("95 %% T² limit %s", num(rv.T2Limit)), l)
 	}
 	if ok(rv.QLimit) {
 		l, err := segment(0, rv.QLimit, xhi, rv.QLimit, limitColor, false)
@@ -205,7 +207,6 @@ func t2qFigure(rv *inference.Review, out []outlier) (*figure, error) {
 			return nil, err
 		}
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("95 %% Q limit %s", num(rv.QLimit)), l)
 	}
 	if len(normal) > 0 {
 		s, err := scatter(normal, colorOf(inference.EPA))
@@ -220,16 +221,20 @@ func t2qFigure(rv *inference.Review, out []outlier) (*figure, error) {
 			return nil, err
 		}
 		p.Add(s)
-		p.Legend.Add(fmt.Sprintf("outliers (%d)", len(out)), s)
 	}
 	if err := addOutlierLabels(p, rv, out); err != nil {
 		return nil, err
 	}
-	svg, err := toSVG(p)
+	svg, err := toSVGSized(p, wideWidth, wideHeight)
 	if err != nil {
 		return nil, err
 	}
-	return &figure{ID: "t2q-plot", Caption: fmt.Sprintf("%d training spectra", n), SVG: svg}, nil
+	caption := fmt.Sprintf("%d training spectra. 95 %% limits (orange): T² %s (dashed), Q %s (solid). %d outliers in red",
+		n, num(rv.T2Limit), num(rv.QLimit), len(out))
+	if len(out) > MaxOutlierLabels {
+		caption += fmt.Sprintf(", the %d most extreme labelled", MaxOutlierLabels)
+	}
+	return &figure{ID: "t2q-plot", Caption: caption + ".", SVG: svg}, nil
 }
 
 // addOutlierLabels writes the scan ids of the MaxOutlierLabels most
@@ -505,8 +510,10 @@ func yRange(pts plotter.XYs) (lo, hi float64) {
 // prelude and vgsvg's opening tag (with its namespace URLs, which HTML
 // does not need) are replaced by a plain <svg> with the same viewBox.
 // Text is escaped by vgsvg; fonts are named, never embedded or fetched.
-func toSVG(p *plot.Plot) (template.HTML, error) {
-	c := vgsvg.NewWith(vgsvg.UseWH(plotWidth, plotHeight), vgsvg.EmbedFonts(false))
+func toSVG(p *plot.Plot) (template.HTML, error) { return toSVGSized(p, plotWidth, plotHeight) }
+
+func toSVGSized(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
+	c := vgsvg.NewWith(vgsvg.UseWH(w, h), vgsvg.EmbedFonts(false))
 	p.Draw(draw.New(c))
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
@@ -521,7 +528,7 @@ func toSVG(p *plot.Plot) (template.HTML, error) {
 	if end < 0 {
 		return "", fmt.Errorf("report: vgsvg wrote no <svg> element")
 	}
-	open := fmt.Sprintf(`<svg viewBox="0 0 %.6g %.6g" role="img">`, plotWidth.Points(), plotHeight.Points())
+	open := fmt.Sprintf(`<svg viewBox="0 0 %.6g %.6g" role="img">`, w.Points(), h.Points())
 	// #nosec: the SVG is vgsvg's own output; every text it holds went
 	// through html.EscapeString (vgsvg.Canvas.FillString).
 	return template.HTML(open + doc[start+end+1:]), nil

@@ -245,13 +245,22 @@ func lineageRows(m Model) []row {
 	if e.TrainingRows > 0 {
 		add("Rows in the CSV", fmt.Sprint(e.TrainingRows))
 	}
+	used, excluded := e.RowsUsed, e.ExcludedScanIDs
 	if rv := p.Review; rv != nil {
 		if n := rowsOf(rv); n > 0 {
-			add("Rows used", fmt.Sprint(n))
+			used = n
 		}
 		if len(rv.ExcludedScanIDs) > 0 {
-			add("Rows excluded", fmt.Sprintf("%d: %s", len(rv.ExcludedScanIDs), boundedList(rv.ExcludedScanIDs, MaxTableRows)))
+			excluded = rv.ExcludedScanIDs
 		}
+	}
+	if used > 0 {
+		add("Rows used", fmt.Sprint(used))
+	}
+	if len(excluded) > 0 {
+		add("Rows excluded", fmt.Sprintf("%d: %s", len(excluded), boundedList(excluded, MaxTableRows)))
+	}
+	if rv := p.Review; rv != nil {
 		add("Spikes repaired", fmt.Sprintf("%d points in %d spectra", rv.SpikesRepaired, rv.SpectraDespiked))
 	}
 	add("Imported from", e.ImportedFrom)

@@ -2,11 +2,15 @@ package report
 
 import "html/template"
 
-// ContentSecurityPolicy is the policy the page is served with, and which
-// it also states itself (a saved copy keeps it): nothing may be loaded
-// and nothing may run; only the page's own inline styles and data: images
-// apply.
-const ContentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// pagePolicy is the Content Security Policy the page states itself (a
+// saved copy keeps it): nothing may be loaded and nothing may run; only
+// the page's own inline styles and data: images apply.
+const pagePolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+// ContentSecurityPolicy is the policy the page is served with: the page's
+// own, plus frame-ancestors, which browsers take from a header only (in a
+// <meta> element it is ignored with a console error).
+const ContentSecurityPolicy = pagePolicy + "; frame-ancestors 'none'"
 
 // Section ids of the page; the browser test counts the plots in each.
 const (
@@ -21,7 +25,7 @@ const (
 )
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"csp": func() string { return ContentSecurityPolicy },
+	"csp": func() string { return pagePolicy },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -37,7 +41,7 @@ h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:1em}
 figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:.3em;background:#fff}
 figure svg{width:100%;height:auto;display:block}
-#t2-q figure{max-width:820px}
+#t2-q figure{max-width:1000px}
 figcaption{font-size:.85em;color:#555;text-align:center}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
