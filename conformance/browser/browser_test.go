@@ -159,7 +159,7 @@ const countPlotsJS = `(() => {
     }).length;
   }
   const vec = document.getElementById("regression-vectors");
-  out["shaded"] = vec ? [...vec.querySelectorAll("path")].filter(p => /fill:#b0b0b0/.test(p.getAttribute("style") || "")).length : 0;
+  out["shaded"] = vec ? [...vec.querySelectorAll("path")].filter(p => /fill:#(AF|B0){3}/i.test(p.getAttribute("style") || "")).length : 0;
   return out;
 })()`
 
