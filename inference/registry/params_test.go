@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"ramanserve/inference"
+	"ramanserve/inference/sklearn"
 )
 
 // smallParams is a 4-feature, one-target model.
@@ -94,5 +95,48 @@ func TestReadParamsOfADeletedVersionIsNotFound(t *testing.T) {
 	}
 	if _, err := r.ReadParams(context.Background(), v); !errors.Is(err, inference.ErrModelNotFound) {
 		t.Fatalf("deleted version: %v", err)
+	}
+}
+
+// An imported scikit-learn file is read through the restricted reader,
+// as a load reads it: no review, the file's own coefficients.
+func TestReadParamsReadsAnImportedJoblib(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "sklearn", "testdata", "plain_scaled.joblib"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(context.Background(), dir, Options{Openers: map[string]OpenFunc{
+		".joblib": func(ctx context.Context, path string, e Entry) (inference.Model, error) {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			p, _, err := sklearn.Load(ctx, f, sklearn.Options{Target: e.Target})
+			if err != nil {
+				return nil, err
+			}
+			p.Meta.Version = e.Version
+			return inference.NewPLSModel(p, inference.ModelOptions{})
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	imp := filepath.Join(dir, "import", "m.joblib")
+	if err := os.WriteFile(imp, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Load(context.Background(), LoadRequest{Version: "imported-1", Source: SourceFile, Path: imp}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.ReadParams(context.Background(), "imported-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Review != nil || len(p.Targets) != 3 || len(p.XMean) != 64 || p.Meta.Version != "imported-1" {
+		t.Fatalf("read back: %d targets, %d features, review %v, version %q", len(p.Targets), len(p.XMean), p.Review != nil, p.Meta.Version)
 	}
 }
