@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"ramanserve/gen"
 	"ramanserve/server/report"
@@ -39,6 +40,11 @@ func (a *API) GetTrainingReport(ctx context.Context, req gen.GetTrainingReportRe
 // it) and renders its page. inference.ErrModelNotFound for an unknown or
 // deleted version.
 func (a *API) modelReport(ctx context.Context, version string) (htmlPage, error) {
+	leave, err := a.reportGate.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	entry, err := a.Registry.Describe(version)
 	if err != nil {
 		return nil, err
@@ -65,6 +71,30 @@ func (a *API) trainingReport(ctx context.Context, jobID string) (htmlPage, error
 		return nil, fmt.Errorf("%w: job %q is %s, so it has no model to report on", trainer.ErrJobNotDone, jobID, job.Status)
 	}
 	return a.modelReport(ctx, job.Result.NewVersion)
+}
+
+// maxConcurrentReports bounds the pages read and rendered at once. One
+// page reads the version's file (an import may be hundreds of MB) and
+// allocates tens of MB while it draws (about 45 MB for 2000 training
+// rows): a client asking for many at once waits for a slot (or gives up
+// with its context) instead of multiplying that.
+const maxConcurrentReports = 2
+
+// reportGate holds the report slots; its zero value is ready.
+type reportGate struct {
+	once  sync.Once
+	slots chan struct{}
+}
+
+// enter waits for a slot; the returned func gives it back.
+func (g *reportGate) enter(ctx context.Context) (leave func(), err error) {
+	g.once.Do(func() { g.slots = make(chan struct{}, maxConcurrentReports) })
+	select {
+	case g.slots <- struct{}{}:
+		return func() { <-g.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // htmlPage is a rendered review page. It is served with a Content
