@@ -142,6 +142,8 @@ bench: deps build
 	@echo "== management: the web layer per request (request id, CORS, access log); one page of GET /training among 20,000 jobs"
 	$(GO) test -run '^$$' -bench 'WebLayer' -benchmem ./server
 	$(GO) test -run '^$$' -bench 'ListPage' -benchmem ./trainer/jobs
+	@echo "== review page: 2000 training rows x 3 analytes, two regions (render time, page bytes)"
+	$(GO) test -run '^$$' -bench 'Render2000' -benchmem ./server/report
 	@echo "== training: 2000 x 2048, CV over 1..20 components, against scikit-learn"
 	RAMAN_BENCH_TRAIN=1 $(GO) test -count=1 -run TestTrainingSpeedVsSklearn -v ./trainer | grep -E '^(training|---|ok|FAIL)'
 	@echo "== 200 MB training upload: server memory"

@@ -79,6 +79,7 @@ func TestReportPageInChromium(t *testing.T) {
 	base := startServer(t)
 	jobID := trainWithRecipe(ctx, t, base)
 	pageURL := base + "/training/" + jobID + "/report"
+	logPage(ctx, t, pageURL)
 
 	events := &pageEvents{}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
@@ -212,6 +213,27 @@ func (e *pageEvents) requestedURLs() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]string(nil), e.requests...)
+}
+
+// logPage fetches the page once over HTTP and logs its size and the
+// server's time to answer (read the model file, draw, write).
+func logPage(ctx context.Context, t *testing.T, url string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	t.Logf("report page: %d bytes in %v (%d training rows)", n, time.Since(start).Round(time.Millisecond), trainingRows)
 }
 
 // startServer runs an in-process server on loopback ports with an empty
