@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,6 +65,11 @@ func TestArtifactAlonePredictsInPython(t *testing.T) {
 			const count = 8
 			var flat []float64
 			want := make([][]float64, count)
+			pl, err := preprocess.Compile(tc.recipe, axis)
+			if err != nil {
+				t.Fatal(err)
+			}
+			repaired := 0
 			for i := range count {
 				x := g.Next().Intensities
 				if i%2 == 0 {
@@ -71,6 +77,11 @@ func TestArtifactAlonePredictsInPython(t *testing.T) {
 					x[301+97*i] += 1500
 				}
 				flat = append(flat, x...)
+				st, err := pl.Apply(slices.Clone(x), pl.NewWorkspace())
+				if err != nil {
+					t.Fatal(err)
+				}
+				repaired += st.Repaired
 				var out inference.Prediction
 				if err := m.Predict(&inference.Spectrum{Wavenumbers: axis, Intensities: x}, &out); err != nil {
 					t.Fatal(err)
@@ -79,6 +90,9 @@ func TestArtifactAlonePredictsInPython(t *testing.T) {
 					want[i] = append(want[i], out.Concentrations.Value[a])
 				}
 				want[i] = append(want[i], out.Diagnostics.T2, out.Diagnostics.Q)
+			}
+			if tc.recipe[0].Kind == preprocess.Despike && repaired == 0 {
+				t.Fatal("no spike was repaired: the despike rule would go untested")
 			}
 			specPath := filepath.Join(dir, "spectra.npy")
 			sf, err := os.Create(specPath)

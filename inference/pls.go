@@ -427,6 +427,11 @@ func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
 		blas64.General{Rows: m.k, Cols: m.p, Stride: m.p, Data: m.fused},
 		blas64.Vector{N: m.p, Inc: 1, Data: xs}, 0,
 		blas64.Vector{N: m.k, Inc: 1, Data: sc.out})
+	if m.pipeline != nil && !allFinite(sc.out) {
+		// A recipe can blow a valid spectrum up (a band area of 1e-300
+		// under normalize); no number is better than an overflowed one.
+		return invalidSpectrum("the preprocessed spectrum overflows the model")
+	}
 
 	*out = Prediction{}
 	for i, t := range m.targets {

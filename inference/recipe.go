@@ -3,6 +3,7 @@ package inference
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"ramanserve/inference/preprocess"
@@ -104,3 +105,12 @@ func (m *PLSModel) Recipe() preprocess.Recipe { return m.recipe }
 // Regions returns the model's wavenumber regions (nil when every point of
 // the axis enters the model). The returned value must not be modified.
 func (m *PLSModel) Regions() [][2]float64 { return m.regions }
+
+func allFinite(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}

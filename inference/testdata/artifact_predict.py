@@ -12,7 +12,6 @@ import sys
 import zipfile
 
 import numpy as np
-import scipy.linalg
 import scipy.signal
 import scipy.sparse
 
@@ -61,21 +60,39 @@ def als_baseline(x, lam, p, iterations):
     n = len(x)
     if n < 3:
         return np.zeros(n)
-    # lam D'D as the upper band form of solveh_banded: rows are the second
-    # superdiagonal, the first, and the main diagonal.
+    # Diagonals of D'D from its definition (integers), times lam.
     d = scipy.sparse.diags([1.0, -2.0, 1.0], [0, 1, 2], shape=(n - 2, n))
-    dtd = (lam * (d.T @ d)).todia()
-    band = np.zeros((3, n))
-    band[0, 2:] = dtd.diagonal(2)
-    band[1, 1:] = dtd.diagonal(1)
-    main = dtd.diagonal(0)
-    w = np.ones(n)
+    dtd = (d.T @ d).todia()
+    b0 = [lam * v for v in dtd.diagonal(0).tolist()]
+    b1 = [lam * v for v in dtd.diagonal(-1).tolist()] + [0.0]
+    b2 = [lam * v for v in dtd.diagonal(-2).tolist()] + [0.0, 0.0]
+    xs = [float(v) for v in x]
+    w = [1.0] * n
     z = None
     for _ in range(iterations):
-        band[2] = main + w
-        z = scipy.linalg.solveh_banded(band, w * x)
-        w = np.where(x > z, p, 1 - p)
-    return x - z
+        z = ldl_solve(xs, w, b0, b1, b2)
+        w = [p if xi > zi else 1 - p for xi, zi in zip(xs, z)]
+    return np.array([xi - zi for xi, zi in zip(xs, z)])
+
+
+def ldl_solve(x, w, b0, b1, b2):
+    """(diag(w) + lam D'D) z = w x by the L diag(d) L' sweep of artifact.md."""
+    n = len(x)
+    d, l1, l2, y = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
+
+    def at(v, i):  # terms of index below 0 are 0
+        return v[i] if i >= 0 else 0.0
+
+    for i in range(n):
+        d[i] = w[i] + b0[i] - at(l1, i - 1) * at(l1, i - 1) * at(d, i - 1) - at(l2, i - 2) * at(l2, i - 2) * at(d, i - 2)
+        r = 1 / d[i]
+        l1[i] = (b1[i] - at(l2, i - 1) * at(l1, i - 1) * at(d, i - 1)) * r
+        l2[i] = b2[i] * r
+        y[i] = w[i] * x[i] - at(l1, i - 1) * at(y, i - 1) - at(l2, i - 2) * at(y, i - 2)
+    z = [0.0] * (n + 2)  # terms of index n and above are 0
+    for i in range(n - 1, -1, -1):
+        z[i] = y[i] * (1 / d[i]) - l1[i] * z[i + 1] - l2[i] * z[i + 2]
+    return z[:n]
 
 
 def normalize(x, wn, region):
