@@ -10,6 +10,8 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -164,10 +166,9 @@ func (a *API) decodeMeta(part *multipart.Part) (*gen.TrainingMeta, error) {
 			msg := err.Error()
 			var se *openapi3.SchemaError
 			if errors.As(err, &se) {
-				if field := strings.Join(se.JSONPointer(), "."); field != "" {
-					msg = fmt.Sprintf("field %q: %s", field, se.Reason)
-				} else {
-					msg = se.Reason
+				msg = schemaMessage(nil, se)
+				if why, ok := explainStep(a.metaSchema, generic, se); ok {
+					msg = why
 				}
 			}
 			return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "meta: "+msg)
@@ -178,6 +179,80 @@ func (a *API) decodeMeta(part *multipart.Part) (*gen.TrainingMeta, error) {
 		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "meta: "+err.Error())
 	}
 	return &meta, nil
+}
+
+// schemaMessage says which field a schema error is about: `field "a.0.b":
+// reason`, the path prefixed with prefix.
+func schemaMessage(prefix []string, se *openapi3.SchemaError) string {
+	if field := strings.Join(append(prefix, se.JSONPointer()...), "."); field != "" {
+		return fmt.Sprintf("field %q: %s", field, se.Reason)
+	}
+	return se.Reason
+}
+
+// explainStep turns the schema's verdict on a preprocessing step, "value
+// doesn't match any schema from oneOf", into what is wrong with it: a
+// missing or unknown `step` name (listing the known ones), or the reason
+// the schema its `step` names gives (for example the window's maximum).
+// ok is false when se is not about one step of preprocessing.
+func explainStep(meta *openapi3.Schema, doc any, se *openapi3.SchemaError) (string, bool) {
+	path := se.JSONPointer()
+	if len(path) != 2 || path[0] != "preprocessing" {
+		return "", false
+	}
+	prop := meta.Properties["preprocessing"]
+	if prop == nil || prop.Value == nil || prop.Value.Items == nil || prop.Value.Items.Value == nil {
+		return "", false
+	}
+	steps := prop.Value.Items.Value
+	if steps.Discriminator == nil {
+		return "", false
+	}
+	list, _ := doc.(map[string]any)["preprocessing"].([]any)
+	k, err := strconv.Atoi(path[1])
+	if err != nil || k < 0 || k >= len(list) {
+		return "", false
+	}
+	item, ok := list[k].(map[string]any)
+	if !ok {
+		return "", false
+	}
+	known := make([]string, 0, len(steps.Discriminator.Mapping))
+	for name := range steps.Discriminator.Mapping {
+		known = append(known, name)
+	}
+	sort.Strings(known)
+	field := fmt.Sprintf("preprocessing.%d.step", k)
+	name, isString := item["step"].(string)
+	ref, found := steps.Discriminator.Mapping[name]
+	switch {
+	case item["step"] == nil:
+		return fmt.Sprintf("field %q: missing; a step is one of %s", field, strings.Join(known, ", ")), true
+	case !isString || !found:
+		b, _ := json.Marshal(item["step"])
+		return fmt.Sprintf("field %q: %s is not a preprocessing step (one of %s)", field, clipText(string(b), 64), strings.Join(known, ", ")), true
+	}
+	schema := ref.Value
+	for _, one := range steps.OneOf {
+		if schema == nil && one.Ref == ref.Ref {
+			schema = one.Value
+		}
+	}
+	if schema != nil {
+		var inner *openapi3.SchemaError
+		if errors.As(schema.VisitJSON(item), &inner) {
+			return schemaMessage([]string{"preprocessing", path[1]}, inner), true
+		}
+	}
+	return "", false
+}
+
+// clipText shortens s to at most n bytes for a message.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // uploadError classifies a failure while reading the upload.
@@ -354,6 +429,23 @@ func trainingResult(j *jobs.Job) *gen.TrainingResult {
 	out.Outliers = &outliers
 	out.OutliersTotal = ptr(r.OutliersTotal)
 	return out
+}
+
+// listedJob is a job as GET /training lists it: without the lists whose
+// size the client chose (the outliers, up to 1000 a job, and the excluded
+// scan ids, up to 100000), so that a page of 200 jobs stays small;
+// outliers_total, rows_used and GET /training/{jobId} say the rest.
+func listedJob(j gen.TrainingJob) gen.TrainingJob {
+	if j.Meta != nil {
+		j.Meta.ExcludeScanIds = nil
+	}
+	if r := j.Result; r != nil {
+		r.Outliers = nil
+		if r.Lineage != nil {
+			r.Lineage.ExcludedScanIds = nil
+		}
+	}
+	return j
 }
 
 // deref is *p, or zero for nil.

@@ -301,7 +301,7 @@ func (s trainingService) Jobs(ctx context.Context, status *gen.TrainingJobStatus
 	}
 	out := gen.TrainingJobList{Jobs: make([]gen.TrainingJob, 0, len(page.Jobs))}
 	for i := range page.Jobs {
-		out.Jobs = append(out.Jobs, s.trainingJob(&page.Jobs[i]))
+		out.Jobs = append(out.Jobs, listedJob(s.trainingJob(&page.Jobs[i])))
 	}
 	if page.Next != "" {
 		out.NextCursor = &page.Next

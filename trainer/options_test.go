@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"ramanserve/inference"
+	"ramanserve/inference/preprocess"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
 )
@@ -148,5 +149,43 @@ func TestTrainFixedComponentsExclusionsAndReview(t *testing.T) {
 	}
 	if rms := math.Sqrt(ss / float64(n*q)); rms < 0.7 || rms > 1.3 {
 		t.Errorf("studentised residuals have rms %v, want about 1", rms)
+	}
+}
+
+// TestTrainRecipeAndRegions: the model carries the recipe and regions,
+// its coefficients have the selected points' length and its axis the
+// whole spectrum's; a row the recipe cannot apply to (a zero band area
+// under normalize) fails the training as an options error naming it.
+func TestTrainRecipeAndRegions(t *testing.T) {
+	ds := synth.New(synth.Config{Seed: 12}).Dataset(60)
+	recipe, err := preprocess.ParseRecipe([]byte(`[{"step":"savgol","window":15,"polyorder":2,"deriv":1},{"step":"snv"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	regions := [][2]float64{{600, 1800}, {2800, 3100}}
+	res, err := trainer.Train(context.Background(), ds, trainer.Options{Seed: 1, Components: 5, Folds: 5, Preprocessing: recipe, Regions: regions}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, _ := preprocess.SelectRegions(trainer.DefaultWavenumbers(), regions)
+	p := res.Params
+	if len(p.XMean) != len(sel) || len(p.Meta.Wavenumbers) != 2048 || len(p.Regions) != 2 || len(p.Preprocessing) != 2 ||
+		p.Review == nil || p.Review.SpikesRepaired != 0 {
+		t.Fatalf("params: %d means for %d selected, axis %d, regions %v, recipe %v", len(p.XMean), len(sel), len(p.Meta.Wavenumbers), p.Regions, p.Preprocessing)
+	}
+	if _, err := inference.NewPLSModel(p, inference.ModelOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	norm, _ := preprocess.ParseRecipe([]byte(`[{"step":"normalize","region":[1000,1100]}]`))
+	axis := trainer.DefaultWavenumbers()
+	for j, w := range axis {
+		if w >= 990 && w <= 1110 {
+			ds.Row(17)[j] = 0 // the data set is ours: zero the band of one row
+		}
+	}
+	_, err = trainer.Train(context.Background(), ds, trainer.Options{Seed: 1, Folds: 5, Preprocessing: norm}, nil)
+	if !errors.Is(err, trainer.ErrInvalidOptions) || !strings.Contains(err.Error(), ds.ScanID(17)) {
+		t.Errorf("err = %v, want ErrInvalidOptions naming %s", err, ds.ScanID(17))
 	}
 }

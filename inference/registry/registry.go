@@ -574,8 +574,8 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
 		Operator: m.Operator, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
 		JobID: m.JobID, TrainingCSVSHA256: m.TrainingCSVSHA256, TrainingRows: m.TrainingRows, Metrics: m.Metrics,
-		Shape:    m.Shape,
 		RowsUsed: m.RowsUsed, ExcludedScanIDs: m.ExcludedScanIDs,
+		Shape: m.Shape,
 	}
 	if err := writeIndex(r.dir, next); err != nil {
 		_ = os.Remove(full)

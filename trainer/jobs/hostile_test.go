@@ -92,11 +92,11 @@ func TestStartDoesNotFollowSymlinkToDevZero(t *testing.T) {
 }
 
 // TestStartSkipsOversizedRecord: a record over the size limit (here a
-// well-formed one, 9 MiB of notes) is not read.
+// well-formed one, 17 MiB of notes) is not read.
 func TestStartSkipsOversizedRecord(t *testing.T) {
 	dir := t.TempDir()
 	goodRecord(t, dir)
-	b, _ := json.Marshal(jobs.Job{ID: "big-1", Status: jobs.Done, Meta: jobs.Meta{Operator: "op", Notes: strings.Repeat("n", 9<<20)}})
+	b, _ := json.Marshal(jobs.Job{ID: "big-1", Status: jobs.Done, Meta: jobs.Meta{Operator: "op", Notes: strings.Repeat("n", 17<<20)}})
 	if err := os.WriteFile(filepath.Join(dir, "big-1.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,8 @@ func TestLargestRealRecordSurvivesRestart(t *testing.T) {
 	}
 	// The record as this server writes it, in another folder.
 	other := t.TempDir()
-	writer, err := jobs.New(jobs.Options{Dir: other, Publish: (&publisher{block: make(chan struct{})}).publish})
+	writer, err := jobs.New(jobs.Options{Dir: other, Publish: (&publisher{block: make(chan struct{})}).publish,
+		Train: trainer.Options{Wavenumbers: []float64{100, 200}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -181,9 +181,13 @@ func TestRestartMarksUnfinishedJobsInterrupted(t *testing.T) {
 
 func TestFailedTrainingIsRecorded(t *testing.T) {
 	m := newManager(t, t.TempDir(), &publisher{}, 2)
-	// Too few rows for 10 folds: the trainer refuses, the job fails with
-	// a code instead of taking anything down.
-	ds := synth.New(synth.Config{Seed: 3}).Dataset(5)
+	// A constant label: the trainer refuses (R2 is undefined), the job
+	// fails with a code instead of taking anything down. (Options that
+	// cannot apply, such as too few rows, are refused at submit.)
+	ds := synth.New(synth.Config{Seed: 3}).Dataset(30)
+	for i := 0; i < ds.Len(); i++ {
+		ds.Labels(i)[1] = 4
+	}
 	j, err := m.Submit(context.Background(), ds, jobs.Meta{Operator: "a"})
 	if err != nil {
 		t.Fatal(err)
