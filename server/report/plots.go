@@ -193,15 +193,30 @@ func t2qFigure(rv *inference.Review, out []outlier) (*figure, error) {
 	p := newPlot("T² against Q of the training spectra", "Hotelling T²", "Q (residual sum of squares)")
 	_, xhi := xRange(all)
 	_, yhi := yRange(all)
-	xhi, yhi = math.Max(xhi, rv.T2Limit)*1.05, math.Max(yhi, rv.QLimit)*1.05
-	if ok(rv.T2Limit) {
+	if usable(rv.T2Limit) {
+		xhi = math.Max(xhi, rv.T2Limit)
+	}
+	if usable(rv.QLimit) {
+		yhi = math.Max(yhi, rv.QLimit)
+	}
+	xhi, yhi = xhi*1.05, yhi*1.05
+	if !(xhi > 0) {
+		xhi = 1
+	}
+	if !(yhi > 0) {
+		yhi = 1
+	}
+	// Room on the right for the labels of the points furthest out.
+	p.X.Min, p.X.Max = 0, xhi*1.12
+	p.Y.Min, p.Y.Max = 0, yhi
+	if usable(rv.T2Limit) {
 		l, err := segment(rv.T2Limit, 0, rv.T2Limit, yhi, limitColor, true)
 		if err != nil {
 			return nil, err
 		}
 		p.Add(l)
 	}
-	if ok(rv.QLimit) {
+	if usable(rv.QLimit) {
 		l, err := segment(0, rv.QLimit, xhi, rv.QLimit, limitColor, false)
 		if err != nil {
 			return nil, err
@@ -489,6 +504,9 @@ func finite(pts plotter.XYs) plotter.XYs {
 }
 
 func ok(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// usable reports whether a 95 % limit can be drawn: finite and positive.
+func usable(limit float64) bool { return ok(limit) && limit > 0 }
 
 func xRange(pts plotter.XYs) (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)

@@ -278,3 +278,18 @@ func BenchmarkRender2000(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "page-bytes")
 }
+
+// Degenerate figures (all zero, negative limits) still draw a page.
+func TestRenderDegenerateFigures(t *testing.T) {
+	m := fixture(20, allTargets(), func(i int) string { return fmt.Sprint(i) })
+	rv := m.Params.Review
+	for i := range rv.T2 {
+		rv.T2[i], rv.Q[i] = 0, 0
+	}
+	rv.T2Limit, rv.QLimit = -1, math.Inf(1)
+	m.Params.Coef.Zero()
+	page := render(t, m)
+	if sectionSVGs(page, SectionT2Q) != 1 || sectionSVGs(page, SectionVectors) != 3 {
+		t.Error("degenerate figures are not drawn")
+	}
+}
