@@ -199,7 +199,7 @@ func t2qFigure(rv *inference.Review, out []outlier) (*figure, error) {
 	if usable(rv.QLimit) {
 		yhi = math.Max(yhi, rv.QLimit)
 	}
-	xhi, yhi = xhi*1.05, yhi*1.05
+	xhi, yhi = grow(xhi, 1.05), grow(yhi, 1.05)
 	if !(xhi > 0) {
 		xhi = 1
 	}
@@ -207,7 +207,7 @@ func t2qFigure(rv *inference.Review, out []outlier) (*figure, error) {
 		yhi = 1
 	}
 	// Room on the right for the labels of the points furthest out.
-	p.X.Min, p.X.Max = 0, xhi*1.12
+	p.X.Min, p.X.Max = 0, grow(xhi, 1.12)
 	p.Y.Min, p.Y.Max = 0, yhi
 	if usable(rv.T2Limit) {
 		l, err := segment(rv.T2Limit, 0, rv.T2Limit, yhi, limitColor, true)
@@ -504,6 +504,14 @@ func finite(pts plotter.XYs) plotter.XYs {
 }
 
 func ok(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// grow scales a positive axis bound by f, unless that overflows.
+func grow(v, f float64) float64 {
+	if g := v * f; ok(g) {
+		return g
+	}
+	return v
+}
 
 // usable reports whether a 95 % limit can be drawn: finite and positive.
 func usable(limit float64) bool { return ok(limit) && limit > 0 }

@@ -293,3 +293,36 @@ func TestRenderDegenerateFigures(t *testing.T) {
 		t.Error("degenerate figures are not drawn")
 	}
 }
+
+// FuzzRenderExtremeFigures: whatever figures a model file holds (huge,
+// tiny, infinite, NaN), the page renders without an error or a panic.
+func FuzzRenderExtremeFigures(f *testing.F) {
+	f.Add(1.0, 2.0, 3.0, 4.0, 5.0, "S1")
+	f.Add(math.Inf(1), math.NaN(), -1e308, 1e308, 5e-324, "</svg>")
+	f.Add(0.0, 0.0, 0.0, 0.0, 0.0, "")
+	base := fixture(12, allTargets(), func(i int) string { return fmt.Sprint(i) })
+	f.Fuzz(func(t *testing.T, t2lim, qlim, coef, meas, t2 float64, id string) {
+		m := base
+		p := *base.Params
+		rv := *p.Review
+		p.Review = &rv
+		p.Coef = mat.DenseCopyOf(base.Params.Coef)
+		rv.Measured = mat.DenseCopyOf(base.Params.Review.Measured)
+		rv.T2 = append([]float64(nil), base.Params.Review.T2...)
+		rv.ScanIDs = append([]string(nil), base.Params.Review.ScanIDs...)
+		rv.T2Limit, rv.QLimit = t2lim, qlim
+		p.Coef.Set(5, 1, coef)
+		rv.Measured.Set(3, 0, meas)
+		rv.T2[4], rv.ScanIDs[4] = t2, id
+		m.Params = &p
+		var buf bytes.Buffer
+		start := time.Now()
+		if err := Render(&buf, m); err != nil {
+			t.Fatal(err)
+		}
+		// A correctness bound: a page that takes seconds is a hang.
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("render took %v", d)
+		}
+	})
+}
