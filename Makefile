@@ -14,7 +14,7 @@ FUZZMINIMIZE  ?= 5s
 # sessions, jobs); every test run doubles as a data-race check.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 14m
 
-.PHONY: all build run test test-go test-examples test-clients deps deps-c deps-node generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run test test-go test-examples test-clients test-browser deps deps-c deps-node deps-browser generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -25,8 +25,9 @@ build:
 run: build
 	./bin/ramanserve
 
-## deps: Debian's Python packages for the real libzmq and scikit-learn peers used by the tests
-deps:
+## deps: Debian's Python packages for the real libzmq and scikit-learn peers used by the tests,
+## and Debian's chromium for the review page's browser test
+deps: deps-browser
 	@if $(PY) -c 'import zmq, sklearn, joblib, msgpack, lz4.frame, numpy, scipy.signal, scipy.sparse' 2>/dev/null; then \
 		echo "deps: Debian python packages present"; \
 	else \
@@ -49,6 +50,17 @@ deps-c:
 		echo "deps-c: installing gcc pkg-config libzmq3-dev $$MSGPACK"; \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends gcc libc6-dev pkg-config libzmq3-dev $$MSGPACK >/dev/null; \
 		pkg-config --exists libzmq && { pkg-config --exists msgpack-c || pkg-config --exists msgpack; }; \
+	fi
+
+## deps-browser: Debian's chromium, the headless browser of test-browser
+deps-browser:
+	@if command -v chromium >/dev/null; then \
+		echo "deps-browser: $$(chromium --version 2>/dev/null | head -1) present"; \
+	else \
+		echo "deps-browser: installing chromium"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+		command -v chromium >/dev/null; \
 	fi
 
 ## deps-node: node and npm for test-clients, from Debian when missing
@@ -76,6 +88,12 @@ deps-node:
 test-examples: deps-c
 	set -o pipefail; CI=true $(GO) test -count=1 -run '^TestExampleC' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
+## test-browser: the review page in headless Chromium (no console error, every plot drawn, a full-page PNG);
+## REPORT_PNG=docs/report.png refreshes the README's screenshot
+REPORT_PNG ?=
+test-browser: deps-browser
+	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) $(GO) test -count=1 -timeout 5m -run '^TestReportPageInChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
+
 ## generate: regenerate gen/ from api/openapi.yaml
 generate:
 	cd gen && $(GO) generate .
@@ -98,13 +116,13 @@ vet:
 	$(GO) vet ./...
 
 ## test: everything CI runs
-test: deps check-generated lint test-go test-examples test-clients
+test: deps check-generated lint test-go test-examples test-clients test-browser
 
 # The conformance suite runs verbose so that its closing line, how many
 # responses were validated against api/openapi.yaml, shows in every run;
 # passing tests' own lines are filtered out.
 test-go:
-	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v '/conformance$$')
+	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -vE '/conformance(/browser)?$$')
 	set -o pipefail; $(GO) test $(GOTEST_FLAGS) -skip '^TestExampleC' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
 
 ## test-clients: generate the Go and TypeScript clients of api/openapi.yaml as a
@@ -126,6 +144,8 @@ bench: deps build
 	@echo "== management: the web layer per request (request id, CORS, access log); one page of GET /training among 20,000 jobs"
 	$(GO) test -run '^$$' -bench 'WebLayer' -benchmem ./server
 	$(GO) test -run '^$$' -bench 'ListPage' -benchmem ./trainer/jobs
+	@echo "== review page: 2000 training rows x 3 analytes, two regions (render time, page bytes)"
+	$(GO) test -run '^$$' -bench 'Render2000' -benchmem ./server/report
 	@echo "== training: 2000 x 2048, CV over 1..20 components, against scikit-learn"
 	RAMAN_BENCH_TRAIN=1 $(GO) test -count=1 -run TestTrainingSpeedVsSklearn -v ./trainer | grep -E '^(training|---|ok|FAIL)'
 	@echo "== 200 MB training upload: server memory"

@@ -35,6 +35,7 @@ type API struct {
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json
 	writeProbe writeProbe       // health's registry write probe, one at a time
+	reportGate reportGate       // review pages read and drawn at once
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)

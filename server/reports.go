@@ -1,22 +1,120 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
+	"sync"
 
 	"ramanserve/gen"
-	"ramanserve/server/contract"
+	"ramanserve/server/report"
+	"ramanserve/trainer"
 )
 
-// errReportUnavailable answers the report routes until they are built.
-var errReportUnavailable = contract.New(contract.NotImplemented, http.StatusNotImplemented, "reports are not available in this build")
-
-// GetModelReport renders the review page of one registry version.
+// GetModelReport renders the review page of one registry version. The
+// route names beside /model/{version} (load, list, info) are never
+// versions, and have no report route of their own: 404 MODEL_NOT_FOUND
+// like any name the registry does not hold.
 func (a *API) GetModelReport(ctx context.Context, req gen.GetModelReportRequestObject) (gen.GetModelReportResponseObject, error) {
-	return nil, errReportUnavailable
+	page, err := a.modelReport(ctx, req.Version)
+	if err != nil {
+		return nil, versionNotFound(err)
+	}
+	return page, nil
 }
 
 // GetTrainingReport renders the review page of the model a done job trained.
 func (a *API) GetTrainingReport(ctx context.Context, req gen.GetTrainingReportRequestObject) (gen.GetTrainingReportResponseObject, error) {
-	return nil, errReportUnavailable
+	if a.Training == nil {
+		return nil, errTrainingUnavailable
+	}
+	page, err := a.trainingReport(ctx, req.JobId)
+	if err != nil {
+		return nil, versionNotFound(err)
+	}
+	return page, nil
+}
+
+// modelReport reads the version's entry and file (without activating
+// it) and renders its page. inference.ErrModelNotFound for an unknown or
+// deleted version.
+func (a *API) modelReport(ctx context.Context, version string) (htmlPage, error) {
+	leave, err := a.reportGate.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	entry, err := a.Registry.Describe(version)
+	if err != nil {
+		return nil, err
+	}
+	params, err := a.Registry.ReadParams(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := report.Render(&buf, report.Model{Entry: entry, Params: params}); err != nil {
+		return nil, err
+	}
+	return htmlPage(buf.Bytes()), nil
+}
+
+// trainingReport is the page of the version a done job staged;
+// trainer.ErrJobNotDone while it is queued or running, or when it failed.
+func (a *API) trainingReport(ctx context.Context, jobID string) (htmlPage, error) {
+	job, err := a.Training.Job(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if job.Status != gen.Done || job.Result == nil {
+		return nil, fmt.Errorf("%w: job %q is %s, so it has no model to report on", trainer.ErrJobNotDone, jobID, job.Status)
+	}
+	return a.modelReport(ctx, job.Result.NewVersion)
+}
+
+// maxConcurrentReports bounds the pages read and rendered at once. One
+// page reads the version's file (an import may be hundreds of MB) and
+// allocates tens of MB while it draws (about 45 MB for 2000 training
+// rows): a client asking for many at once waits for a slot (or gives up
+// with its context) instead of multiplying that.
+const maxConcurrentReports = 2
+
+// reportGate holds the report slots; its zero value is ready.
+type reportGate struct {
+	once  sync.Once
+	slots chan struct{}
+}
+
+// enter waits for a slot; the returned func gives it back.
+func (g *reportGate) enter(ctx context.Context) (leave func(), err error) {
+	g.once.Do(func() { g.slots = make(chan struct{}, maxConcurrentReports) })
+	select {
+	case g.slots <- struct{}{}:
+		return func() { <-g.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// htmlPage is a rendered review page. It is served with a Content
+// Security Policy that lets nothing load or run, so even a string the
+// escaping missed could not act.
+type htmlPage []byte
+
+func (p htmlPage) VisitGetModelReportResponse(w http.ResponseWriter) error { return p.write(w) }
+
+func (p htmlPage) VisitGetTrainingReportResponse(w http.ResponseWriter) error { return p.write(w) }
+
+func (p htmlPage) write(w http.ResponseWriter) error {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", report.ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", fmt.Sprint(len(p)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(p)
+	return err
 }

@@ -1,0 +1,561 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"ramanserve/inference"
+)
+
+// Size of one plot. The page scales it to its column with CSS.
+const (
+	plotWidth  = 5 * vg.Inch
+	plotHeight = 3.4 * vg.Inch
+	// The T2/Q plot has a row of its own and many labels.
+	wideWidth  = 9 * vg.Inch
+	wideHeight = 5 * vg.Inch
+)
+
+// analyteColors are the analytes' colours, in Analyte order.
+var analyteColors = [inference.NumAnalytes]color.RGBA{
+	{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+}
+
+var (
+	guideColor   = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	limitColor   = color.RGBA{R: 0xe0, G: 0x80, B: 0x00, A: 0xff}
+	outlierColor = color.RGBA{R: 0xc0, G: 0x00, B: 0x00, A: 0xff}
+	shadeColor   = color.NRGBA{R: 0xb0, G: 0xb0, B: 0xb0, A: 0x70}
+)
+
+func colorOf(a inference.Analyte) color.Color {
+	if a >= 0 && int(a) < len(analyteColors) {
+		return analyteColors[a]
+	}
+	return guideColor
+}
+
+// cvFigures draws RMSECV against the component count, one plot per
+// analyte, with the chosen count marked.
+func cvFigures(targets []inference.Analyte, rv *inference.Review) ([]figure, error) {
+	if len(rv.CVCurve) == 0 {
+		return nil, nil
+	}
+	var figs []figure
+	for j, a := range targets {
+		var pts plotter.XYs
+		for _, pt := range rv.CVCurve {
+			if j < len(pt.RMSECV) {
+				pts = append(pts, plotter.XY{X: float64(pt.Components), Y: pt.RMSECV[j]})
+			}
+		}
+		pts = finite(pts)
+		if len(pts) == 0 {
+			continue
+		}
+		p := newPlot(a.String()+": cross-validated error", "latent components", "RMSECV (g/L)")
+		lo, hi := yRange(pts)
+		if c := rv.Selection.Components; c > 0 {
+			mark, err := segment(float64(c), lo, float64(c), hi, limitColor, true)
+			if err != nil {
+				return nil, err
+			}
+			p.Add(mark)
+			p.Legend.Add(fmt.Sprintf("chosen: %d", c), mark)
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, err
+		}
+		line.Color, points.Color = colorOf(a), colorOf(a)
+		points.Shape = draw.CircleGlyph{}
+		p.Add(line, points)
+		svg, err := toSVG(p)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, figure{ID: "cv-" + a.String(), Caption: a.String(), SVG: svg})
+	}
+	return figs, nil
+}
+
+// predictionFigures draws measured against cross-validated predicted with
+// the 1:1 line, and the residuals (measured - predicted) against the
+// prediction with the zero line, per analyte.
+func predictionFigures(targets []inference.Analyte, rv *inference.Review) (meas, res []figure, err error) {
+	if rv.Measured == nil || rv.CVPredicted == nil {
+		return nil, nil, nil
+	}
+	n, q := rv.Measured.Dims()
+	if pn, pq := rv.CVPredicted.Dims(); pn != n || pq != q || q != len(targets) {
+		return nil, nil, nil
+	}
+	rows := thin(n, nil)
+	for j, a := range targets {
+		var mp, rp plotter.XYs
+		for _, i := range rows {
+			y, yhat := rv.Measured.At(i, j), rv.CVPredicted.At(i, j)
+			mp = append(mp, plotter.XY{X: y, Y: yhat})
+			rp = append(rp, plotter.XY{X: yhat, Y: y - yhat})
+		}
+		mp, rp = finite(mp), finite(rp)
+		if len(mp) == 0 {
+			continue
+		}
+		f, err := measuredFigure(a, mp)
+		if err != nil {
+			return nil, nil, err
+		}
+		meas = append(meas, f)
+		f, err = residualFigure(a, rp)
+		if err != nil {
+			return nil, nil, err
+		}
+		res = append(res, f)
+	}
+	return meas, res, nil
+}
+
+func measuredFigure(a inference.Analyte, pts plotter.XYs) (figure, error) {
+	p := newPlot(a.String()+": measured against CV-predicted", "measured (g/L)", "CV-predicted (g/L)")
+	xlo, xhi := xRange(pts)
+	ylo, yhi := yRange(pts)
+	lo, hi := math.Min(xlo, ylo), math.Max(xhi, yhi)
+	ident, err := segment(lo, lo, hi, hi, guideColor, true)
+	if err != nil {
+		return figure{}, err
+	}
+	s, err := scatter(pts, colorOf(a))
+	if err != nil {
+		return figure{}, err
+	}
+	p.Add(ident, s)
+	p.Legend.Add("1:1", ident)
+	svg, err := toSVG(p)
+	return figure{ID: "measured-" + a.String(), Caption: a.String(), SVG: svg}, err
+}
+
+func residualFigure(a inference.Analyte, pts plotter.XYs) (figure, error) {
+	p := newPlot(a.String()+": CV residuals", "CV-predicted (g/L)", "measured − predicted (g/L)")
+	lo, hi := xRange(pts)
+	zero, err := segment(lo, 0, hi, 0, guideColor, true)
+	if err != nil {
+		return figure{}, err
+	}
+	s, err := scatter(pts, colorOf(a))
+	if err != nil {
+		return figure{}, err
+	}
+	p.Add(zero, s)
+	svg, err := toSVG(p)
+	return figure{ID: "residuals-" + a.String(), Caption: a.String(), SVG: svg}, err
+}
+
+// t2qFigure draws Q against T2 of the training rows with the 95 % limits,
+// the outliers in red and the most extreme of them labelled by scan id.
+func t2qFigure(rv *inference.Review, out []outlier) (*figure, error) {
+	n := len(rv.T2)
+	if n == 0 || len(rv.Q) != n {
+		return nil, nil
+	}
+	isOut := make(map[int]bool, len(out))
+	keep := make([]int, 0, len(out))
+	for _, o := range out {
+		isOut[o.row] = true
+		keep = append(keep, o.row)
+	}
+	var normal, flagged plotter.XYs
+	for _, i := range thin(n, keep) {
+		pt := plotter.XY{X: rv.T2[i], Y: rv.Q[i]}
+		if isOut[i] {
+			flagged = append(flagged, pt)
+		} else {
+			normal = append(normal, pt)
+		}
+	}
+	normal, flagged = finite(normal), finite(flagged)
+	all := append(append(plotter.XYs{}, normal...), flagged...)
+	if len(all) == 0 {
+		return nil, nil
+	}
+	p := newPlot("T² against Q of the training spectra", "Hotelling T²", "Q (residual sum of squares)")
+	_, xhi := xRange(all)
+	_, yhi := yRange(all)
+	if usable(rv.T2Limit) {
+		xhi = math.Max(xhi, rv.T2Limit)
+	}
+	if usable(rv.QLimit) {
+		yhi = math.Max(yhi, rv.QLimit)
+	}
+	xhi, yhi = grow(xhi, 1.05), grow(yhi, 1.05)
+	if !(xhi > 0) {
+		xhi = 1
+	}
+	if !(yhi > 0) {
+		yhi = 1
+	}
+	// Room on the right for the labels of the points furthest out.
+	p.X.Min, p.X.Max = 0, grow(xhi, 1.12)
+	p.Y.Min, p.Y.Max = 0, yhi
+	if usable(rv.T2Limit) {
+		l, err := segment(rv.T2Limit, 0, rv.T2Limit, yhi, limitColor, true)
+		if err != nil {
+			return nil, err
+		}
+		p.Add(l)
+	}
+	if usable(rv.QLimit) {
+		l, err := segment(0, rv.QLimit, xhi, rv.QLimit, limitColor, false)
+		if err != nil {
+			return nil, err
+		}
+		p.Add(l)
+	}
+	if len(normal) > 0 {
+		s, err := scatter(normal, colorOf(inference.EPA))
+		if err != nil {
+			return nil, err
+		}
+		p.Add(s)
+	}
+	if len(flagged) > 0 {
+		s, err := scatter(flagged, outlierColor)
+		if err != nil {
+			return nil, err
+		}
+		p.Add(s)
+	}
+	if err := addOutlierLabels(p, rv, out); err != nil {
+		return nil, err
+	}
+	svg, err := toSVGSized(p, wideWidth, wideHeight)
+	if err != nil {
+		return nil, err
+	}
+	caption := fmt.Sprintf("%d training spectra. 95 %% limits (orange): T² %s (dashed), Q %s (solid). %d outliers in red",
+		n, num(rv.T2Limit), num(rv.QLimit), len(out))
+	if len(out) > MaxOutlierLabels {
+		caption += fmt.Sprintf(", the %d most extreme labelled", MaxOutlierLabels)
+	}
+	return &figure{ID: "t2q-plot", Caption: caption + ".", SVG: svg}, nil
+}
+
+// addOutlierLabels writes the scan ids of the MaxOutlierLabels most
+// extreme outliers beside their points.
+func addOutlierLabels(p *plot.Plot, rv *inference.Review, out []outlier) error {
+	var lab plotter.XYLabels
+	for _, o := range out {
+		if len(lab.Labels) == MaxOutlierLabels {
+			break
+		}
+		pt := plotter.XY{X: rv.T2[o.row], Y: rv.Q[o.row]}
+		if !ok(pt.X) || !ok(pt.Y) {
+			continue
+		}
+		lab.XYs = append(lab.XYs, pt)
+		lab.Labels = append(lab.Labels, shorten(o.scanID))
+	}
+	if len(lab.Labels) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLabels(lab)
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Font.Size = vg.Points(7)
+		l.TextStyle[i].Color = outlierColor
+		l.TextStyle[i].XAlign = draw.XLeft
+	}
+	l.Offset = vg.Point{X: vg.Points(3), Y: vg.Points(2)}
+	p.Add(l)
+	return nil
+}
+
+// vectorFigures draws each analyte's regression vector in original units
+// (target units per intensity unit after preprocessing: Coef / XScale)
+// over the wavenumbers the model uses, with the excluded regions shaded.
+func vectorFigures(p *inference.PLSParams) ([]figure, error) {
+	if p.Coef == nil {
+		return nil, nil
+	}
+	nf, q := p.Coef.Dims()
+	if q != len(p.Targets) || len(p.XScale) != nf {
+		return nil, fmt.Errorf("report: coefficients are %d x %d for %d targets and %d scales", nf, q, len(p.Targets), len(p.XScale))
+	}
+	x, runs, excluded, unit := modelAxis(p, nf)
+	var figs []figure
+	for j, a := range p.Targets {
+		pl := newPlot(a.String()+": regression vector", unit, "g/L per intensity unit")
+		var all plotter.XYs
+		var lines []plot.Plotter
+		for _, r := range runs {
+			var pts plotter.XYs
+			for i := r[0]; i < r[1]; i++ {
+				pts = append(pts, plotter.XY{X: x[i], Y: p.Coef.At(i, j) / p.XScale[i]})
+			}
+			pts = finite(pts)
+			if len(pts) == 0 {
+				continue
+			}
+			all = append(all, pts...)
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return nil, err
+			}
+			l.Color = colorOf(a)
+			lines = append(lines, l)
+		}
+		if len(all) == 0 {
+			continue
+		}
+		lo, hi := yRange(all)
+		for _, ex := range excluded {
+			poly, err := plotter.NewPolygon(plotter.XYs{{X: ex[0], Y: lo}, {X: ex[1], Y: lo}, {X: ex[1], Y: hi}, {X: ex[0], Y: hi}})
+			if err != nil {
+				return nil, err
+			}
+			poly.Color = shadeColor
+			poly.LineStyle.Width = 0
+			pl.Add(poly)
+		}
+		if len(excluded) > 0 {
+			pl.Legend.Add("excluded", &shadeThumb{})
+		}
+		pl.Add(lines...)
+		svg, err := toSVG(pl)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, figure{ID: "vector-" + a.String(), Caption: a.String(), SVG: svg})
+	}
+	return figs, nil
+}
+
+// shadeThumb is the legend entry of the excluded regions.
+type shadeThumb struct{}
+
+func (shadeThumb) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(shadeColor, []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
+}
+
+// modelAxis returns the x value of each of the model's nf points, the
+// runs [start, end) of points adjacent on the full axis (drawn as one
+// line each), the excluded intervals of the full axis, and the axis
+// label. When the stored axis does not give the model's points (an import
+// without one), the x values are feature indices and nothing is shaded.
+func modelAxis(p *inference.PLSParams, nf int) (x []float64, runs [][2]int, excluded [][2]float64, unit string) {
+	axis := p.Meta.Wavenumbers
+	sel := selectedPoints(axis, p.Regions)
+	if len(sel) != nf {
+		x = make([]float64, nf)
+		for i := range x {
+			x[i] = float64(i)
+		}
+		return x, [][2]int{{0, nf}}, nil, "feature index (the model file records no matching axis)"
+	}
+	x = make([]float64, nf)
+	start := 0
+	for i, k := range sel {
+		x[i] = axis[k]
+		if i > 0 && k != sel[i-1]+1 {
+			runs = append(runs, [2]int{start, i})
+			start = i
+		}
+	}
+	runs = append(runs, [2]int{start, nf})
+	if len(p.Regions) > 0 {
+		excluded = excludedIntervals(axis, sel)
+	}
+	return x, runs, excluded, "wavenumber (cm⁻¹)"
+}
+
+// selectedPoints lists the indices of axis inside any region (inclusive);
+// every index when regions is empty.
+func selectedPoints(axis []float64, regions [][2]float64) []int {
+	sel := make([]int, 0, len(axis))
+	for i, w := range axis {
+		if len(regions) == 0 || inRegions(w, regions) {
+			sel = append(sel, i)
+		}
+	}
+	return sel
+}
+
+func inRegions(w float64, regions [][2]float64) bool {
+	for _, r := range regions {
+		if w >= math.Min(r[0], r[1]) && w <= math.Max(r[0], r[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// excludedIntervals turns the runs of unselected axis points into
+// wavenumber intervals, reaching half way to the neighbouring kept points.
+func excludedIntervals(axis []float64, sel []int) [][2]float64 {
+	kept := make([]bool, len(axis))
+	for _, k := range sel {
+		kept[k] = true
+	}
+	var out [][2]float64
+	for i := 0; i < len(axis); {
+		if kept[i] {
+			i++
+			continue
+		}
+		j := i
+		for j < len(axis) && !kept[j] {
+			j++
+		}
+		lo, hi := axis[i], axis[j-1]
+		if i > 0 {
+			lo = (axis[i-1] + axis[i]) / 2
+		}
+		if j < len(axis) {
+			hi = (axis[j-1] + axis[j]) / 2
+		}
+		if ok(lo) && ok(hi) {
+			out = append(out, [2]float64{math.Min(lo, hi), math.Max(lo, hi)})
+		}
+		i = j
+	}
+	return out
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func scatter(pts plotter.XYs, c color.Color) (*plotter.Scatter, error) {
+	s, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, err
+	}
+	s.Color = c
+	s.Radius = vg.Points(1.8)
+	s.Shape = draw.CircleGlyph{}
+	return s, nil
+}
+
+// segment is a straight guide line from (x0, y0) to (x1, y1).
+func segment(x0, y0, x1, y1 float64, c color.Color, dashed bool) (*plotter.Line, error) {
+	l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y0}, {X: x1, Y: y1}})
+	if err != nil {
+		return nil, err
+	}
+	l.Color = c
+	l.Width = vg.Points(1.2)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	return l, nil
+}
+
+// thin returns the rows to draw: all of them up to MaxPlotPoints, else an
+// even selection plus every row of keep.
+func thin(n int, keep []int) []int {
+	rows := make([]int, 0, min(n, MaxPlotPoints)+len(keep))
+	if n <= MaxPlotPoints {
+		for i := range n {
+			rows = append(rows, i)
+		}
+		return rows
+	}
+	seen := make(map[int]bool, len(keep))
+	for _, k := range keep {
+		seen[k] = true
+	}
+	for k := range MaxPlotPoints {
+		if i := k * n / MaxPlotPoints; !seen[i] {
+			rows = append(rows, i)
+		}
+	}
+	return append(rows, keep...)
+}
+
+func finite(pts plotter.XYs) plotter.XYs {
+	out := pts[:0]
+	for _, p := range pts {
+		if ok(p.X) && ok(p.Y) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func ok(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// grow scales a positive axis bound by f, unless that overflows.
+func grow(v, f float64) float64 {
+	if g := v * f; ok(g) {
+		return g
+	}
+	return v
+}
+
+// usable reports whether a 95 % limit can be drawn: finite and positive.
+func usable(limit float64) bool { return ok(limit) && limit > 0 }
+
+func xRange(pts plotter.XYs) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		lo, hi = math.Min(lo, p.X), math.Max(hi, p.X)
+	}
+	return lo, hi
+}
+
+func yRange(pts plotter.XYs) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
+	}
+	return lo, hi
+}
+
+// toSVG draws p and returns its SVG element for inlining in HTML: the XML
+// prelude and vgsvg's opening tag (with its namespace URLs, which HTML
+// does not need) are replaced by a plain <svg> with the same viewBox.
+// Text is escaped by vgsvg; fonts are named, never embedded or fetched.
+func toSVG(p *plot.Plot) (template.HTML, error) { return toSVGSized(p, plotWidth, plotHeight) }
+
+func toSVGSized(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
+	c := vgsvg.NewWith(vgsvg.UseWH(w, h), vgsvg.EmbedFonts(false))
+	p.Draw(draw.New(c))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return "", err
+	}
+	doc := buf.String()
+	start := strings.Index(doc, "<svg")
+	end := -1
+	if start >= 0 {
+		end = strings.IndexByte(doc[start:], '>')
+	}
+	if end < 0 {
+		return "", fmt.Errorf("report: vgsvg wrote no <svg> element")
+	}
+	open := fmt.Sprintf(`<svg viewBox="0 0 %.6g %.6g" role="img">`, w.Points(), h.Points())
+	// #nosec: the SVG is vgsvg's own output; every text it holds went
+	// through html.EscapeString (vgsvg.Canvas.FillString).
+	return template.HTML(open + doc[start+end+1:]), nil
+}

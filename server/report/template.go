@@ -1,0 +1,115 @@
+package report
+
+import "html/template"
+
+// pagePolicy is the Content Security Policy the page states itself (a
+// saved copy keeps it): nothing may be loaded and nothing may run; only
+// the page's own inline styles and data: images apply.
+const pagePolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+// ContentSecurityPolicy is the policy the page is served with: the page's
+// own, plus frame-ancestors, which browsers take from a header only (in a
+// <meta> element it is ignored with a console error).
+const ContentSecurityPolicy = pagePolicy + "; frame-ancestors 'none'"
+
+// Section ids of the page; the browser test counts the plots in each.
+const (
+	SectionCV        = "cv-curve"
+	SectionMeasured  = "measured-predicted"
+	SectionResiduals = "residuals"
+	SectionVectors   = "regression-vectors"
+	SectionT2Q       = "t2-q"
+	SectionOutliers  = "outliers"
+	SectionLineage   = "lineage"
+	SectionRecipe    = "recipe"
+)
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	"csp": func() string { return pagePolicy },
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{{csp}}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body{font-family:sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222;line-height:1.4}
+h1{font-size:1.5em;margin-bottom:.2em}
+h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.8em}
+.sub{color:#555;margin-top:0}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:1em}
+figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:.3em;background:#fff}
+figure svg{width:100%;height:auto;display:block}
+#t2-q figure{max-width:1000px}
+figcaption{font-size:.85em;color:#555;text-align:center}
+table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
+th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f4f4f4}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.chosen td{background:#fff3d6;font-weight:bold}
+.missing{background:#fff6e0;border:1px solid #e8c36a;padding:.6em 1em;border-radius:4px}
+.note{color:#555;font-size:.9em}
+code,.id{font-family:monospace;word-break:break-all}
+</style>
+</head>
+<body>
+<header>
+<h1>{{.Title}}</h1>
+<p class="sub">Status <strong>{{.Status}}</strong>{{with .Algorithm}} · {{.}}{{end}}{{with .Targets}} · {{.}}{{end}}</p>
+</header>
+<section id="summary">
+<table>{{range .Summary}}<tr><th>{{.Key}}</th><td>{{.Value}}</td></tr>{{end}}</table>
+</section>
+{{if .Missing}}<section id="missing" class="missing">
+<strong>Not in this model's file</strong>
+<ul>{{range .Missing}}<li>{{.}}</li>{{end}}</ul>
+</section>{{end}}
+{{range .Notes}}<p class="note">{{.}}</p>{{end}}
+{{if or .CV .Selection}}<section id="cv-curve">
+<h2>Cross-validation curve</h2>
+{{if .Selection}}<table>{{range .Selection}}<tr><th>{{.Key}}</th><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
+<div class="grid">{{range .CV}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
+{{with .CVTable}}<table><tr><th>components</th>{{range .Targets}}<th>RMSECV {{.}}</th>{{end}}<th>score</th></tr>
+{{range .Rows}}<tr{{if .Chosen}} class="chosen"{{end}}><td class="num">{{.Components}}</td>{{range .RMSECV}}<td class="num">{{.}}</td>{{end}}<td class="num">{{.Score}}</td></tr>
+{{end}}</table>{{if .More}}<p class="note">and {{.More}} more counts</p>{{end}}{{end}}
+</section>{{end}}
+{{if .Measured}}<section id="measured-predicted">
+<h2>Measured against cross-validated predicted</h2>
+<div class="grid">{{range .Measured}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
+</section>{{end}}
+{{if .Residuals}}<section id="residuals">
+<h2>Residuals</h2>
+<div class="grid">{{range .Residuals}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
+</section>{{end}}
+<section id="regression-vectors">
+<h2>Regression vectors</h2>
+{{if .Vectors}}<div class="grid">{{range .Vectors}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
+{{else}}<p class="missing">The model's file holds no finite coefficients to draw.</p>{{end}}
+</section>
+{{with .T2Q}}<section id="t2-q">
+<h2>T² against Q</h2>
+<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+</section>{{end}}
+{{with .Outliers}}<section id="outliers">
+<h2>Outliers</h2>
+{{if .Rows}}<p class="note">{{.Total}} training spectra beyond the 95 % T² or Q limit, or with a studentised label residual above 3; the most extreme first.</p>
+<table><tr><th>scan id</th><th>T²</th><th>Q</th>{{range .Targets}}<th>stud. res. {{.}}</th>{{end}}<th>beyond</th></tr>
+{{range .Rows}}<tr><td class="id">{{.ScanID}}</td><td class="num">{{.T2}}</td><td class="num">{{.Q}}</td>{{range .Studentized}}<td class="num">{{.}}</td>{{end}}<td>{{.Why}}</td></tr>
+{{end}}</table>{{if .More}}<p class="note">and {{.More}} more</p>{{end}}
+{{else}}<p>No training spectrum is beyond a limit.</p>{{end}}
+</section>{{end}}
+<section id="recipe">
+<h2>Preprocessing and regions</h2>
+{{if .Recipe}}<table><tr><th>#</th><th>step</th><th>parameters</th></tr>
+{{range .Recipe}}<tr><td class="num">{{.N}}</td><td><code>{{.Step}}</code></td><td>{{.Params}}</td></tr>
+{{end}}</table>{{else}}<p>No preprocessing: the model uses raw intensities.</p>{{end}}
+<table>{{range .Regions}}<tr><th>{{.Key}}</th><td>{{.Value}}</td></tr>{{end}}</table>
+</section>
+<section id="lineage">
+<h2>Lineage</h2>
+<table>{{range .Lineage}}<tr><th>{{.Key}}</th><td class="id">{{.Value}}</td></tr>{{end}}</table>
+</section>
+</body>
+</html>
+`))

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"ramanserve/gen"
+	"ramanserve/inference"
+	"ramanserve/inference/registry"
+	"ramanserve/trainer"
+)
+
+// jobsByID is a training service that knows a fixed set of jobs.
+type jobsByID map[string]gen.TrainingJob
+
+func (j jobsByID) Reserve(context.Context) (TrainingUpload, error) { return nil, trainer.ErrQueueFull }
+
+func (j jobsByID) Job(_ context.Context, id string) (gen.TrainingJob, error) {
+	if job, ok := j[id]; ok {
+		return job, nil
+	}
+	return gen.TrainingJob{}, trainer.ErrJobNotFound
+}
+
+func (j jobsByID) Jobs(context.Context, *gen.TrainingJobStatus, int, string) (gen.TrainingJobList, error) {
+	return gen.TrainingJobList{}, nil
+}
+
+func (j jobsByID) Cancel(context.Context, string) (gen.TrainingJob, error) {
+	return gen.TrainingJob{}, trainer.ErrJobNotFound
+}
+
+func stageSmallModel(t *testing.T, reg *registry.Registry, operator string) string {
+	t.Helper()
+	axis := []float64{500, 600, 700, 800, 900, 1000}
+	p := &inference.PLSParams{
+		Meta:    inference.Metadata{Algorithm: "PLS2-NIPALS", LatentComponents: 1, Wavenumbers: axis},
+		Targets: []inference.Analyte{inference.EPA}, XMean: make([]float64, 6), XScale: []float64{1, 1, 1, 1, 1, 1},
+		Coef: mat.NewDense(6, 1, []float64{1, -2, 3, -1, 0.5, 2}), Intercept: []float64{4},
+	}
+	v, _, err := reg.AddStaged(context.Background(), registry.StagedModel{
+		Ext: ".npz", TrainedAt: time.Now(), Algorithm: "PLS2-NIPALS", Operator: operator,
+		Write: func(_ string, w io.Writer) error { return inference.WriteArtifact(w, p) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestReportRoutes(t *testing.T) {
+	reg, err := registry.Open(context.Background(), t.TempDir(), registry.Options{Openers: modelOpeners(ChannelConfig{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	version := stageSmallModel(t, reg, `<script>alert("op")</script>`)
+	gone := stageSmallModel(t, reg, "x")
+	if err := reg.Delete(context.Background(), gone); err != nil {
+		t.Fatal(err)
+	}
+	jobs := jobsByID{
+		"done":    {JobId: "done", Status: gen.Done, Result: &gen.TrainingResult{NewVersion: version}},
+		"deleted": {JobId: "deleted", Status: gen.Done, Result: &gen.TrainingResult{NewVersion: gone}},
+		"running": {JobId: "running", Status: gen.Running},
+		"queued":  {JobId: "queued", Status: gen.Queued},
+		"failed":  {JobId: "failed", Status: gen.Failed},
+	}
+	h, err := NewHTTPHandler(&API{Registry: reg, Training: jobs}, HTTPConfig{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	for _, path := range []string{"/model/" + version + "/report", "/training/done/report"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+			t.Errorf("%s: Content-Type %q", path, ct)
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
+			t.Errorf("%s: Content-Security-Policy %q", path, csp)
+		}
+		page := string(body)
+		if !strings.Contains(page, `<section id="regression-vectors">`) || !strings.Contains(page, "<svg") || !strings.Contains(page, version) {
+			t.Errorf("%s: not the model's page", path)
+		}
+		if strings.Contains(page, "<script") || !strings.Contains(page, "&lt;script&gt;") {
+			t.Errorf("%s: the operator is not escaped", path)
+		}
+	}
+
+	for path, want := range map[string]struct {
+		status int
+		code   string
+	}{
+		"/model/nope/report":         {404, "MODEL_NOT_FOUND"},
+		"/model/" + gone + "/report": {404, "MODEL_NOT_FOUND"},
+		"/model/list/report":         {404, "MODEL_NOT_FOUND"},
+		"/training/nope/report":      {404, "JOB_NOT_FOUND"},
+		"/training/deleted/report":   {404, "MODEL_NOT_FOUND"},
+		"/training/running/report":   {409, "JOB_NOT_DONE"},
+		"/training/queued/report":    {409, "JOB_NOT_DONE"},
+		"/training/failed/report":    {409, "JOB_NOT_DONE"},
+	} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Code string }
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		_ = json.Unmarshal(body, &e)
+		if resp.StatusCode != want.status || e.Code != want.code {
+			t.Errorf("%s: %d %s, want %d %s", path, resp.StatusCode, body, want.status, want.code)
+		}
+	}
+}
