@@ -1,0 +1,178 @@
+"""Preprocessing steps of ramanserve's recipes, for scikit-learn pipelines.
+
+ramanserve imports a scikit-learn ``Pipeline`` whose steps before the
+``PLSRegression`` are ``FunctionTransformer``s of these functions (and of
+``scipy.signal.savgol_filter``). It never runs this file: it recognises each
+function by its module and name, as pickle records them
+(``ramanserve_preprocessing.snv`` ...), reads the keyword arguments from
+``kw_args`` and applies its own Go implementation of the same step, as the
+contract (api/openapi.yaml, ``PreprocessingStep``) describes it. This module
+is that description in NumPy/SciPy, so a model trained with it predicts the
+same numbers in Python and in ramanserve. api/sklearn-import.md lists the
+accepted keywords and their ranges.
+
+Every function takes ``X`` of shape (samples, features), one spectrum per
+row, as ``FunctionTransformer`` passes it, and returns a new array of the
+same shape. Keep this file importable under the name
+``ramanserve_preprocessing`` (copy it next to your training code, or put
+its directory on ``sys.path``): pickle records the module name, and
+ramanserve accepts only that one.
+
+Example::
+
+    from scipy.signal import savgol_filter
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+    from sklearn.cross_decomposition import PLSRegression
+    import ramanserve_preprocessing as rp
+
+    model = Pipeline([
+        ("despike", FunctionTransformer(rp.despike, kw_args={"threshold": 6, "width": 2})),
+        ("savgol", FunctionTransformer(savgol_filter,
+                                       kw_args={"window_length": 15, "polyorder": 2, "deriv": 1, "axis": 1})),
+        ("snv", FunctionTransformer(rp.snv)),
+        ("pls", PLSRegression(n_components=5, scale=False)),
+    ]).fit(X, Y)
+    joblib.dump(model, "model.joblib")
+"""
+import numpy as np
+from scipy.linalg import solveh_banded
+
+__all__ = ["despike", "snv", "als_baseline", "normalize"]
+
+# Whitaker & Hayes's constant: 0.6745 is the 0.75 quantile of the
+# standard normal, so that the modified z-score of normal data has unit
+# spread.
+_MODIFIED_Z = 0.6745
+
+
+def _rows(X):
+    X = np.array(X, dtype=float, copy=True)
+    if X.ndim != 2:
+        raise ValueError("X must be 2-D (samples, features), got shape %s" % (X.shape,))
+    return X
+
+
+def despike(X, threshold=6.0, width=2):
+    """Remove cosmic-ray spikes (Whitaker & Hayes, Chemometr. Intell. Lab.
+    Syst. 179 (2018) 82-84).
+
+    Per spectrum x of p points: the first differences d[i] = x[i+1] - x[i]
+    get the modified z-score z[i] = 0.6745 (d[i] - median(d)) / MAD with
+    MAD = median(|d - median(d)|). Where |z[i]| > threshold, both points of
+    that difference (i and i+1) are spikes; each spike point and its
+    ``width`` neighbours on each side are replaced by linear interpolation
+    between the nearest clean points (the nearest clean value at an edge).
+    A spectrum whose MAD is zero has no spikes. Returns the repaired
+    spectra.
+    """
+    if not 1 <= threshold <= 1000:
+        raise ValueError("threshold must be in [1, 1000]")
+    if int(width) != width or not 0 <= width <= 16:
+        raise ValueError("width must be an integer in [0, 16]")
+    width = int(width)
+    X = _rows(X)
+    p = X.shape[1]
+    idx = np.arange(p)
+    for row in X:
+        d = np.diff(row)
+        med = np.median(d)
+        mad = np.median(np.abs(d - med))
+        if not mad > 0:
+            continue
+        z = _MODIFIED_Z * (d - med) / mad
+        hits = np.flatnonzero(np.abs(z) > threshold)
+        if hits.size == 0:
+            continue
+        bad = np.zeros(p, dtype=bool)
+        for i in hits:
+            bad[max(i - width, 0):min(i + 1 + width, p - 1) + 1] = True
+        good = ~bad
+        if not good.any():
+            continue
+        row[bad] = np.interp(idx[bad], idx[good], row[good])
+    return X
+
+
+def snv(X):
+    """Standard normal variate: (x - mean(x)) / std(x) per spectrum, with
+    the population (ddof 0) standard deviation. A flat spectrum becomes
+    zeros."""
+    X = _rows(X)
+    mean = X.mean(axis=1, keepdims=True)
+    std = X.std(axis=1, keepdims=True)
+    out = X - mean
+    flat = (std == 0).ravel()
+    out[~flat] /= std[~flat]
+    out[flat] = 0.0
+    return out
+
+
+def als_baseline(X, lam=1e5, p=0.01, iterations=10):
+    """Subtract an asymmetric least squares baseline (Eilers & Boelens,
+    2005).
+
+    Per spectrum x: ``iterations`` rounds of solving (W + lam D'D) z = W x,
+    with D the (p-2) x p second-difference matrix and W = diag(w); w is all
+    ones in the first round, then p where x > z and 1 - p elsewhere.
+    Returns x - z.
+    """
+    if not 1 <= lam <= 1e12:
+        raise ValueError("lam must be in [1, 1e12]")
+    if not 0 < p < 0.5:
+        raise ValueError("p must be in (0, 0.5)")
+    if int(iterations) != iterations or not 1 <= iterations <= 50:
+        raise ValueError("iterations must be an integer in [1, 50]")
+    X = _rows(X)
+    n = X.shape[1]
+    if n < 3:
+        raise ValueError("als_baseline needs at least 3 points")
+    # D'D is symmetric with bandwidth 2: its diagonals, in the upper form
+    # solveh_banded takes (row 0 = second superdiagonal, row 2 = diagonal).
+    main = np.full(n, 6.0)
+    main[[0, -1]] = 1.0
+    main[[1, -2]] = 5.0
+    first = np.full(n - 1, -4.0)
+    first[[0, -1]] = -2.0
+    second = np.ones(n - 2)
+    out = np.empty_like(X)
+    for r, x in enumerate(X):
+        w = np.ones(n)
+        for _ in range(int(iterations)):
+            ab = np.zeros((3, n))
+            ab[0, 2:] = lam * second
+            ab[1, 1:] = lam * first
+            ab[2] = lam * main + w
+            z = solveh_banded(ab, w * x)
+            w = np.where(x > z, p, 1.0 - p)
+        out[r] = x - z
+    return out
+
+
+def normalize(X, wavenumbers, region):
+    """Divide each spectrum by its band area over ``region`` = (low, high)
+    cm-1, inclusive: the trapezoidal rule over the axis points inside it,
+    in intensity x cm-1 (an internal standard such as the solvent band).
+
+    ``wavenumbers`` is the spectra's axis (strictly increasing, one value
+    per feature); ramanserve takes it as the model's axis. The region must
+    hold at least two points. A zero or non-finite band area raises
+    ValueError (ramanserve answers INVALID_SPECTRUM).
+    """
+    X = _rows(X)
+    wn = np.asarray(wavenumbers, dtype=float)
+    if wn.ndim != 1 or wn.size != X.shape[1]:
+        raise ValueError("wavenumbers must have one value per feature")
+    if np.any(np.diff(wn) <= 0):
+        raise ValueError("wavenumbers must be strictly increasing")
+    low, high = (float(v) for v in region)
+    if not low <= high:
+        raise ValueError("region must be (low, high) with low <= high")
+    inside = (wn >= low) & (wn <= high)
+    if inside.sum() < 2:
+        raise ValueError("region holds fewer than two axis points")
+    xs, ys = wn[inside], X[:, inside]
+    area = np.sum((ys[:, 1:] + ys[:, :-1]) * np.diff(xs) / 2.0, axis=1)
+    if not np.all(np.isfinite(area)) or np.any(area == 0):
+        raise ValueError("band area is zero or not finite")
+    return X / area[:, np.newaxis]
