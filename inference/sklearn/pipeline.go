@@ -41,9 +41,9 @@ type stepFunction struct {
 // stepFunctions are the functions a FunctionTransformer may hold, keyed by
 // module.name as pickle records them (the function's __module__ and
 // __qualname__). SciPy defines savgol_filter in a private module and
-// pickle records that one: scipy.signal._savitzky_golay in SciPy 0.14 to
-// at least 1.15; the public spelling is accepted too, for a SciPy that
-// sets __module__ to it.
+// pickle records that one (scipy.signal._savitzky_golay in Debian's SciPy
+// 1.10); the public spelling is accepted too, for a SciPy that sets
+// __module__ to it.
 var stepFunctions = map[string]stepFunction{
 	"scipy.signal._savitzky_golay.savgol_filter": {"savgol_filter", savgolStep},
 	"scipy.signal.savgol_filter":                 {"savgol_filter", savgolStep},
