@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/mat"
+
+	"ramanserve/inference/preprocess"
 )
 
 // The model artifact of a trained model is a NumPy .npz file: a zip archive
@@ -23,8 +25,15 @@ import (
 // numpy.load; the server reads it with ReadArtifact. api/artifact.md is the
 // reference for the layout.
 
-// ArtifactFormat names the layout written into meta.json.
-const ArtifactFormat = "ramanserve-pls/1"
+// ArtifactFormat names the layout written into meta.json. Format 2 added
+// the recipe, the regions and the review; wavenumbers.npy became the full
+// axis of the spectrum (which with regions is longer than x_mean). Format 1
+// files are still read (they have neither recipe nor regions, so their
+// axis has x_mean's length).
+const (
+	ArtifactFormat   = "ramanserve-pls/2"
+	artifactFormatV1 = "ramanserve-pls/1"
+)
 
 // Limits applied when reading an artifact, before anything is allocated.
 const (
@@ -33,6 +42,9 @@ const (
 	maxArtifactSamples    = 1 << 22
 	maxArtifactEntryBytes = 256 << 20
 	maxArtifactMetaBytes  = 1 << 20
+	// The contract's bounds on a training job's regions and recipe.
+	maxArtifactRegions = 64
+	maxArtifactSteps   = 16
 )
 
 // artifactMeta is meta.json.
@@ -47,6 +59,13 @@ type artifactMeta struct {
 	Targets          []string           `json:"targets"`
 	RMSE             map[string]float64 `json:"rmse,omitempty"`
 	R2               map[string]float64 `json:"r2,omitempty"`
+	// Preprocessing is the recipe in the contract's form
+	// (preprocess.Recipe.MarshalJSON, read by preprocess.ParseRecipe);
+	// absent for raw intensities.
+	Preprocessing json.RawMessage `json:"preprocessing,omitempty"`
+	// Regions are inclusive [low, high] wavenumber pairs; absent when
+	// every point of the axis enters the model.
+	Regions [][]float64 `json:"regions,omitempty"`
 }
 
 // WriteArtifact writes p as an .npz artifact to w.
@@ -64,16 +83,23 @@ func WriteArtifact(w io.Writer, p *PLSParams) error {
 	for _, t := range p.Targets {
 		meta.Targets = append(meta.Targets, t.String())
 	}
-	mj, err := json.MarshalIndent(meta, "", "  ")
-	if err != nil {
+	if len(p.Preprocessing) > 0 {
+		rj, err := p.Preprocessing.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("write artifact: preprocessing: %w", err)
+		}
+		meta.Preprocessing = rj
+	}
+	for _, r := range p.Regions {
+		meta.Regions = append(meta.Regions, []float64{r[0], r[1]})
+	}
+	if err := writeJSONMember(zw, "meta.json", meta); err != nil {
 		return err
 	}
-	f, err := zw.Create("meta.json")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(mj); err != nil {
-		return err
+	if p.Review != nil {
+		if err := writeJSONMember(zw, "review.json", reviewJSON(p.Review)); err != nil {
+			return err
+		}
 	}
 	arrays := []struct {
 		name string
@@ -91,6 +117,19 @@ func WriteArtifact(w io.Writer, p *PLSParams) error {
 		{"calibration_q", nil, p.CalibrationQ},
 		{"rmsecv", nil, p.RMSECV},
 		{"tolerance", nil, p.Tolerance},
+	}
+	if r := p.Review; r != nil {
+		arrays = append(arrays, []struct {
+			name string
+			m    mat.Matrix
+			v    []float64
+		}{
+			{"review_measured", r.Measured, nil},
+			{"review_cv_predicted", r.CVPredicted, nil},
+			{"review_t2", nil, r.T2},
+			{"review_q", nil, r.Q},
+			{"review_studentized_residuals", r.StudentizedResiduals, nil},
+		}...)
 	}
 	for _, a := range arrays {
 		var data []float64
@@ -118,6 +157,19 @@ func WriteArtifact(w io.Writer, p *PLSParams) error {
 		}
 	}
 	return zw.Close()
+}
+
+func writeJSONMember(zw *zip.Writer, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	f, err := zw.Create(name)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	return err
 }
 
 func isNilDense(m mat.Matrix) bool {
@@ -271,8 +323,11 @@ func readArtifact(r io.ReaderAt, size int64) (*PLSParams, error) {
 	if err := json.Unmarshal(mb, &meta); err != nil {
 		return nil, fmt.Errorf("meta.json: %v", err)
 	}
-	if meta.Format != ArtifactFormat {
-		return nil, fmt.Errorf("format %q, want %q", meta.Format, ArtifactFormat)
+	if meta.Format != ArtifactFormat && meta.Format != artifactFormatV1 {
+		return nil, fmt.Errorf("format %q, want %q or %q", meta.Format, ArtifactFormat, artifactFormatV1)
+	}
+	if meta.Format == artifactFormatV1 && (meta.Preprocessing != nil || meta.Regions != nil) {
+		return nil, fmt.Errorf("format %q has no preprocessing or regions", meta.Format)
 	}
 	if meta.NCalibration < 0 || meta.NCalibration > maxArtifactSamples || meta.LatentComponents < 0 || meta.LatentComponents > maxArtifactComponents {
 		return nil, errors.New("meta.json: counts out of range")
@@ -364,8 +419,51 @@ func readArtifact(r io.ReaderAt, size int64) (*PLSParams, error) {
 	if n := len(p.XMean); n == 0 || n > maxArtifactFeatures {
 		return nil, fmt.Errorf("%d features", n)
 	}
-	// NewPLSModel checks the remaining dimensions against each other.
+	if n := len(p.Meta.Wavenumbers); n > maxArtifactFeatures {
+		return nil, fmt.Errorf("%d wavenumbers", n)
+	}
+	if p.Preprocessing, p.Regions, err = readRecipe(&meta); err != nil {
+		return nil, err
+	}
+	if f := files["review.json"]; f != nil {
+		if p.Review, err = readReview(f, len(p.Targets), member); err != nil {
+			return nil, fmt.Errorf("review: %w", err)
+		}
+	}
+	// NewPLSModel checks the remaining dimensions against each other, and
+	// compiles the recipe and regions against the axis.
 	return p, nil
+}
+
+// readRecipe parses meta.json's preprocessing and regions.
+func readRecipe(meta *artifactMeta) (preprocess.Recipe, [][2]float64, error) {
+	var recipe preprocess.Recipe
+	if raw := meta.Preprocessing; len(raw) > 0 && string(raw) != "null" {
+		r, err := preprocess.ParseRecipe(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("preprocessing: %v", err)
+		}
+		if len(r) > maxArtifactSteps {
+			return nil, nil, fmt.Errorf("preprocessing has %d steps, at most %d", len(r), maxArtifactSteps)
+		}
+		if len(r) > 0 {
+			recipe = r
+		}
+	}
+	if meta.Regions == nil {
+		return recipe, nil, nil
+	}
+	if n := len(meta.Regions); n == 0 || n > maxArtifactRegions {
+		return nil, nil, fmt.Errorf("%d regions, want 1 to %d", n, maxArtifactRegions)
+	}
+	regions := make([][2]float64, len(meta.Regions))
+	for i, r := range meta.Regions {
+		if len(r) != 2 {
+			return nil, nil, fmt.Errorf("regions[%d] has %d values, want [low, high]", i, len(r))
+		}
+		regions[i] = [2]float64{r[0], r[1]}
+	}
+	return recipe, regions, nil
 }
 
 // artifactBytes is WriteArtifact into memory (tests and fuzzing).

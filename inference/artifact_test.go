@@ -180,6 +180,12 @@ func FuzzReadArtifact(f *testing.F) {
 	}
 	f.Add(buf.Bytes())
 	f.Add([]byte("PK\x03\x04"))
+	// A model with recipe, regions and review (format 2).
+	buf.Reset()
+	if err := inference.WriteArtifact(&buf, withReview(shapedModel(f, derivRecipe, twoRegions, 41))); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := inference.ReadArtifact(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
@@ -192,8 +198,11 @@ func FuzzReadArtifact(f *testing.F) {
 		// must never panic.
 		if m, err := inference.NewPLSModel(got, inference.ModelOptions{}); err == nil {
 			var out inference.Prediction
-			in := make([]float64, len(got.XMean))
-			_ = m.Predict(&inference.Spectrum{Wavenumbers: got.Meta.Wavenumbers, Intensities: in}, &out)
+			in := make([]float64, m.SpectrumPoints())
+			for i := range in {
+				in[i] = float64(i % 7)
+			}
+			_ = m.Predict(&inference.Spectrum{Wavenumbers: m.Metadata().Wavenumbers, Intensities: in}, &out)
 		}
 	})
 }

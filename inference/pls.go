@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"ramanserve/inference/preprocess"
 )
 
 // PLSModel is a partial-least-squares regression model ready for the hot
@@ -57,6 +59,13 @@ type PLSModel struct {
 
 	limits spectrumLimits
 
+	// Recipe and regions (see recipe.go); all nil for a raw, full-axis
+	// model, which keeps the direct path of Predict.
+	recipe   preprocess.Recipe
+	regions  [][2]float64
+	pipeline *preprocess.Pipeline // nil: no preprocessing
+	selected []int                // p indices into the axis; nil: every point
+
 	scratch sync.Pool // *plsScratch
 }
 
@@ -65,6 +74,11 @@ type PLSModel struct {
 type plsScratch struct {
 	xs  []float64 // p
 	out []float64 // K
+	// For a model with a recipe: a copy of the spectrum's intensities
+	// (the caller's spectrum is never modified) and the pipeline's
+	// scratch buffers.
+	x  []float64 // len(axis)
+	ws *preprocess.Workspace
 }
 
 var _ Model = (*PLSModel)(nil)
@@ -238,8 +252,15 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 	if len(axis) == 0 && len(opts.InstrumentAxis) > 0 {
 		axis, source = opts.InstrumentAxis, "instrument"
 	}
+	shaped := len(p.Preprocessing) > 0 || p.Regions != nil
+	points := nFeat
 	if len(axis) > 0 {
-		if len(axis) != nFeat {
+		if shaped {
+			// The spectrum has the axis's length; the model sees the
+			// points of its regions.
+			points = len(axis)
+		}
+		if len(axis) != points {
 			return nil, corrupted("%s wavenumber axis has %d points, model has %d features", source, len(axis), nFeat)
 		}
 		if err := checkFinite(source+" wavenumber axis", axis); err != nil {
@@ -252,11 +273,19 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 		}
 		axis = slices.Clone(axis)
 	} else {
+		if shaped {
+			return nil, corrupted("model has a preprocessing recipe or regions but no wavenumber axis")
+		}
 		axis = nil
+	}
+	if shaped {
+		if err := m.compileRecipe(p, axis); err != nil {
+			return nil, err
+		}
 	}
 	m.meta.Wavenumbers = axis
 	m.limits = spectrumLimits{
-		points:          nFeat,
+		points:          points,
 		axis:            axis,
 		axisTolerance:   ro.axisTolerance,
 		maxAbsIntensity: ro.maxAbsIntensity,
@@ -267,9 +296,7 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 	if err := m.precompute(p); err != nil {
 		return nil, err
 	}
-	m.scratch.New = func() any {
-		return &plsScratch{xs: make([]float64, m.p), out: make([]float64, m.k)}
-	}
+	m.scratch.New = m.newScratch
 	return m, nil
 }
 
@@ -366,8 +393,13 @@ func (m *PLSModel) Metadata() *Metadata { return &m.meta }
 // Targets lists the analytes in output order.
 func (m *PLSModel) Targets() []Analyte { return m.targets }
 
-// Features returns p, the number of wavenumber points the model expects.
+// Features returns p, the number of points the regression uses: the
+// points of the model's regions, or the whole spectrum.
 func (m *PLSModel) Features() int { return m.p }
+
+// SpectrumPoints returns the number of points a spectrum must have (the
+// length of the model's axis when it has one).
+func (m *PLSModel) SpectrumPoints() int { return m.limits.points }
 
 // Limits returns the 95 % T2 and Q limits; ok flags say which exist.
 func (m *PLSModel) Limits() (t2Limit float64, hasT2 bool, qLimit float64, hasQ bool) {
@@ -385,7 +417,11 @@ func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
 	defer m.scratch.Put(sc)
 
 	xs := sc.xs
-	m.preprocess(s.Intensities, xs)
+	if m.pipeline == nil && m.selected == nil {
+		m.preprocess(s.Intensities, xs)
+	} else if err := m.applyRecipe(s.Intensities, sc); err != nil {
+		return err
+	}
 
 	blas64.Gemv(blas.NoTrans, 1,
 		blas64.General{Rows: m.k, Cols: m.p, Stride: m.p, Data: m.fused},

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -102,5 +103,32 @@ func modelDetail(e *registry.Entry) gen.ModelDetail {
 			d.LatentComponents = ptr(m.Components)
 		}
 	}
+	d.ReportUrl = ptr("/model/" + e.Version + "/report")
+	if s := e.Shape; s != nil {
+		shapeDetail(s, &d)
+	}
 	return d
+}
+
+// shapeDetail fills the axis, regions and recipe recorded in the entry. A
+// recipe the contract's types cannot read (an index edited by hand) is
+// left out rather than failing the description of the rest.
+func shapeDetail(s *registry.Shape, d *gen.ModelDetail) {
+	if s.WavenumberCount > 0 {
+		d.WavenumberCount = ptr(s.WavenumberCount)
+		d.WavenumberRange = ptr([]float64{s.WavenumberRange[0], s.WavenumberRange[1]})
+	}
+	if len(s.Regions) > 0 {
+		regions := make([]gen.WavenumberRegion, len(s.Regions))
+		for i, r := range s.Regions {
+			regions[i] = gen.WavenumberRegion{r[0], r[1]}
+		}
+		d.Regions = &regions
+	}
+	if len(s.Preprocessing) > 0 {
+		var steps []gen.PreprocessingStep
+		if err := json.Unmarshal(s.Preprocessing, &steps); err == nil && len(steps) > 0 {
+			d.Preprocessing = &steps
+		}
+	}
 }

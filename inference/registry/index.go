@@ -54,6 +54,9 @@ type Entry struct {
 	// Metrics are the cross-validated figures of a model trained here, so
 	// that GET /model/{version} answers without opening the artifact.
 	Metrics *Metrics `json:"metrics,omitempty"`
+	// Shape is the model's axis, regions and recipe (see Shape); nil when
+	// not recorded (imported and adopted models, older entries).
+	Shape *Shape `json:"shape,omitempty"`
 }
 
 // Metrics are the cross-validated figures of the chosen component count.

@@ -542,6 +542,8 @@ type StagedModel struct {
 	TrainingCSVSHA256 string
 	TrainingRows      int
 	Metrics           *Metrics
+	// Shape is recorded in the entry (ShapeOf the model's parameters).
+	Shape *Shape
 	// Write writes the model file content; it receives the version chosen.
 	Write func(version string, w io.Writer) error
 }
@@ -568,6 +570,7 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
 		Operator: m.Operator, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
 		JobID: m.JobID, TrainingCSVSHA256: m.TrainingCSVSHA256, TrainingRows: m.TrainingRows, Metrics: m.Metrics,
+		Shape: m.Shape,
 	}
 	if err := writeIndex(r.dir, next); err != nil {
 		_ = os.Remove(full)

@@ -1,0 +1,236 @@
+package inference
+
+import (
+	"archive/zip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// The review of a trained model (PLSParams.Review) is stored in the
+// artifact as review.json (selection, CV curve, scan ids, limits, counts)
+// beside five arrays: review_measured (n x q), review_cv_predicted
+// (n x q), review_t2 (n), review_q (n) and review_studentized_residuals
+// (n x q). api/artifact.md describes them.
+
+// maxArtifactReviewBytes bounds review.json: it carries a scan id per
+// training row and per excluded row, so it outgrows meta.json; 16 MiB
+// of JSON decodes to well under the 256 MiB one array may take.
+const maxArtifactReviewBytes = 16 << 20
+
+// maxArtifactScanIDBytes bounds one scan id (the contract allows 128).
+const maxArtifactScanIDBytes = 1024
+
+// jsonFloat is a float64 whose non-finite values (a CV score that could
+// not be computed) are written as null, which JSON allows, and read back
+// as NaN.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = jsonFloat(math.NaN())
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = jsonFloat(v)
+	return nil
+}
+
+func jsonFloats(v []float64) []jsonFloat {
+	out := make([]jsonFloat, len(v))
+	for i, x := range v {
+		out[i] = jsonFloat(x)
+	}
+	return out
+}
+
+func plainFloats(v []jsonFloat) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// artifactReview is review.json.
+type artifactReview struct {
+	Selection struct {
+		Components         int    `json:"components"`
+		Rule               string `json:"rule"`
+		MaxComponents      int    `json:"max_components"`
+		Folds              int    `json:"folds"`
+		MinScoreComponents int    `json:"min_score_components"`
+	} `json:"selection"`
+	CVCurve []struct {
+		Components int         `json:"components"`
+		RMSECV     []jsonFloat `json:"rmsecv"`
+		R2CV       []jsonFloat `json:"r2cv"`
+		Score      jsonFloat   `json:"score"`
+		ScoreSE    jsonFloat   `json:"score_se"`
+	} `json:"cv_curve"`
+	ScanIDs         []string  `json:"scan_ids,omitempty"`
+	ExcludedScanIDs []string  `json:"excluded_scan_ids,omitempty"`
+	T2Limit         jsonFloat `json:"t2_limit"`
+	QLimit          jsonFloat `json:"q_limit"`
+	SpikesRepaired  int       `json:"spikes_repaired"`
+	SpectraDespiked int       `json:"spectra_despiked"`
+}
+
+func reviewJSON(r *Review) *artifactReview {
+	a := &artifactReview{
+		ScanIDs: r.ScanIDs, ExcludedScanIDs: r.ExcludedScanIDs,
+		T2Limit: jsonFloat(r.T2Limit), QLimit: jsonFloat(r.QLimit),
+		SpikesRepaired: r.SpikesRepaired, SpectraDespiked: r.SpectraDespiked,
+	}
+	s := &a.Selection
+	s.Components, s.Rule, s.MaxComponents = r.Selection.Components, r.Selection.Rule, r.Selection.MaxComponents
+	s.Folds, s.MinScoreComponents = r.Selection.Folds, r.Selection.MinScoreComponents
+	a.CVCurve = make([]struct {
+		Components int         `json:"components"`
+		RMSECV     []jsonFloat `json:"rmsecv"`
+		R2CV       []jsonFloat `json:"r2cv"`
+		Score      jsonFloat   `json:"score"`
+		ScoreSE    jsonFloat   `json:"score_se"`
+	}, len(r.CVCurve))
+	for i, c := range r.CVCurve {
+		a.CVCurve[i].Components = c.Components
+		a.CVCurve[i].RMSECV = jsonFloats(c.RMSECV)
+		a.CVCurve[i].R2CV = jsonFloats(c.R2CV)
+		a.CVCurve[i].Score = jsonFloat(c.Score)
+		a.CVCurve[i].ScoreSE = jsonFloat(c.ScoreSE)
+	}
+	return a
+}
+
+// memberFunc reads name.npy from the archive (see readArtifact).
+type memberFunc func(name string, required bool) (shape []int, data []float64, found bool, err error)
+
+// readReview reads review.json and its arrays and checks that their
+// dimensions agree (n rows, q targets), so that a report built from them
+// cannot index out of range.
+func readReview(f *zip.File, q int, member memberFunc) (*Review, error) {
+	if f.UncompressedSize64 > maxArtifactReviewBytes {
+		return nil, errors.New("review.json is too large")
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(rc, maxArtifactReviewBytes))
+	rc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("review.json: %v", err)
+	}
+	var a artifactReview
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("review.json: %v", err)
+	}
+	if len(a.ScanIDs) > maxArtifactSamples || len(a.ExcludedScanIDs) > maxArtifactSamples {
+		return nil, fmt.Errorf("%d excluded scan ids", len(a.ExcludedScanIDs))
+	}
+	for _, ids := range [][]string{a.ScanIDs, a.ExcludedScanIDs} {
+		for i, id := range ids {
+			if len(id) > maxArtifactScanIDBytes {
+				return nil, fmt.Errorf("scan id %d is %d bytes long", i, len(id))
+			}
+		}
+	}
+	if len(a.CVCurve) > maxArtifactComponents {
+		return nil, fmt.Errorf("cv_curve has %d points, at most %d", len(a.CVCurve), maxArtifactComponents)
+	}
+	s := a.Selection
+	if s.Components < 0 || s.Components > maxArtifactComponents || s.MaxComponents < 0 || s.MaxComponents > maxArtifactComponents ||
+		s.MinScoreComponents < 0 || s.MinScoreComponents > maxArtifactComponents || s.Folds < 0 || s.Folds > maxArtifactSamples {
+		return nil, errors.New("selection counts out of range")
+	}
+	if a.SpikesRepaired < 0 || a.SpectraDespiked < 0 {
+		return nil, errors.New("despike counts out of range")
+	}
+	r := &Review{
+		Selection: ComponentSelection{Components: s.Components, Rule: s.Rule, MaxComponents: s.MaxComponents,
+			Folds: s.Folds, MinScoreComponents: s.MinScoreComponents},
+		ScanIDs: a.ScanIDs, ExcludedScanIDs: a.ExcludedScanIDs,
+		T2Limit: float64(a.T2Limit), QLimit: float64(a.QLimit),
+		SpikesRepaired: a.SpikesRepaired, SpectraDespiked: a.SpectraDespiked,
+	}
+	for i, c := range a.CVCurve {
+		if len(c.RMSECV) != q || len(c.R2CV) != q {
+			return nil, fmt.Errorf("cv_curve[%d] has %d and %d values per target, want %d", i, len(c.RMSECV), len(c.R2CV), q)
+		}
+		r.CVCurve = append(r.CVCurve, CVPoint{Components: c.Components, RMSECV: plainFloats(c.RMSECV),
+			R2CV: plainFloats(c.R2CV), Score: float64(c.Score), ScoreSE: float64(c.ScoreSE)})
+	}
+	// n is the number of training rows: every array present and the scan
+	// ids (when given) must agree on it.
+	n := -1
+	if len(a.ScanIDs) > 0 {
+		n = len(a.ScanIDs)
+	}
+	rows := func(name string, got int) error {
+		if n < 0 {
+			n = got
+		}
+		if got != n {
+			return fmt.Errorf("%s has %d rows, want %d", name, got, n)
+		}
+		return nil
+	}
+	for _, m := range []struct {
+		name string
+		dst  **mat.Dense
+	}{{"review_measured", &r.Measured}, {"review_cv_predicted", &r.CVPredicted}, {"review_studentized_residuals", &r.StudentizedResiduals}} {
+		shape, data, found, err := member(m.name, false)
+		if err != nil || !found {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if len(shape) != 2 || shape[0] == 0 || shape[1] != q {
+			return nil, fmt.Errorf("%s has shape %v, want (n, %d)", m.name, shape, q)
+		}
+		if err := rows(m.name, shape[0]); err != nil {
+			return nil, err
+		}
+		*m.dst = mat.NewDense(shape[0], q, data)
+	}
+	for _, v := range []struct {
+		name string
+		dst  *[]float64
+	}{{"review_t2", &r.T2}, {"review_q", &r.Q}} {
+		shape, data, found, err := member(v.name, false)
+		if err != nil || !found {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if len(shape) != 1 {
+			return nil, fmt.Errorf("%s has shape %v, want a vector", v.name, shape)
+		}
+		if err := rows(v.name, shape[0]); err != nil {
+			return nil, err
+		}
+		*v.dst = data
+	}
+	if n >= 0 && a.SpectraDespiked > n {
+		return nil, fmt.Errorf("%d spectra despiked of %d rows", a.SpectraDespiked, n)
+	}
+	return r, nil
+}
