@@ -44,6 +44,9 @@ __all__ = ["despike", "snv", "als_baseline", "normalize"]
 # standard normal, so that the modified z-score of normal data has unit
 # spread.
 _MODIFIED_Z = 0.6745
+# sqrt(pi/2): the same for the mean absolute deviation, the fallback when
+# the MAD is zero.
+_MEAN_AD = 1.253314
 
 
 def _rows(X):
@@ -53,18 +56,30 @@ def _rows(X):
     return X
 
 
-def despike(X, threshold=6.0, width=2):
+def despike(X, threshold=6.0, width=2, wavenumbers=None):
     """Remove cosmic-ray spikes (Whitaker & Hayes, Chemometr. Intell. Lab.
     Syst. 179 (2018) 82-84).
 
-    Per spectrum x of p points: the first differences d[i] = x[i+1] - x[i]
-    get the modified z-score z[i] = 0.6745 (d[i] - median(d)) / MAD with
-    MAD = median(|d - median(d)|). Where |z[i]| > threshold, both points of
-    that difference (i and i+1) are spikes; each spike point and its
-    ``width`` neighbours on each side are replaced by linear interpolation
-    between the nearest clean points (the nearest clean value at an edge).
-    A spectrum whose MAD is zero has no spikes. Returns the repaired
-    spectra.
+    Per spectrum x of n points, over the n-1 first differences
+    d[i] = x[i+1] - x[i]:
+
+        z[i] = 0.6745 (d[i] - median(d)) / MAD,   MAD = median(|d - median(d)|)
+
+    and |z[i]| > threshold marks point i+1 as a spike. When MAD is 0 the
+    mean absolute deviation takes its place:
+    z[i] = (d[i] - median(d)) / (1.253314 mean(|d - median(d)|)); when that
+    is 0 too nothing is a spike. Fewer than 3 differences mark nothing.
+
+    Repair: each spike marks itself and ``width`` neighbours on each side.
+    Each run of marked points [a, b] is replaced by the straight line, over
+    the wavenumber axis, between the clean points a-1 and b+1; a run
+    touching an end takes the value of its one clean neighbour; a spectrum
+    marked everywhere is left as it is.
+
+    ``wavenumbers`` is the axis the line is drawn over; without it the
+    point index is used, which is the same on an evenly spaced axis.
+    ramanserve draws it over the model's axis (``wavenumbers`` when given,
+    else the instrument axis).
     """
     if not 1 <= threshold <= 1000:
         raise ValueError("threshold must be in [1, 1000]")
@@ -72,26 +87,65 @@ def despike(X, threshold=6.0, width=2):
         raise ValueError("width must be an integer in [0, 16]")
     width = int(width)
     X = _rows(X)
-    p = X.shape[1]
-    idx = np.arange(p)
-    for row in X:
-        d = np.diff(row)
+    n = X.shape[1]
+    axis = np.arange(n, dtype=float) if wavenumbers is None else _axis(wavenumbers, n)
+    if n - 1 < 3:
+        return X
+    for x in X:
+        d = np.diff(x)
         med = np.median(d)
-        mad = np.median(np.abs(d - med))
-        if not mad > 0:
+        dev = np.abs(d - med)
+        mad = np.median(dev)
+        if mad > 0:
+            cut = threshold * mad / _MODIFIED_Z
+        elif dev.sum() > 0:
+            cut = threshold * _MEAN_AD * dev.sum() / len(d)
+        else:
             continue
-        z = _MODIFIED_Z * (d - med) / mad
-        hits = np.flatnonzero(np.abs(z) > threshold)
+        if not np.isfinite(cut):
+            continue
+        hits = np.flatnonzero(dev > cut) + 1
         if hits.size == 0:
             continue
-        bad = np.zeros(p, dtype=bool)
+        mask = np.zeros(n, dtype=bool)
         for i in hits:
-            bad[max(i - width, 0):min(i + 1 + width, p - 1) + 1] = True
-        good = ~bad
-        if not good.any():
+            mask[max(i - width, 0):min(i + width, n - 1) + 1] = True
+        if mask.all():
             continue
-        row[bad] = np.interp(idx[bad], idx[good], row[good])
+        _repair_runs(x, axis, mask)
     return X
+
+
+def _repair_runs(x, axis, mask):
+    n = len(x)
+    a = 0
+    while a < n:
+        if not mask[a]:
+            a += 1
+            continue
+        b = a
+        while b + 1 < n and mask[b + 1]:
+            b += 1
+        left, right = a - 1, b + 1
+        if left >= 0 and right < n:
+            x0, x1 = x[left], x[right]
+            a0, span = axis[left], axis[right] - axis[left]
+            for j in range(a, b + 1):
+                x[j] = x0 + (x1 - x0) * ((axis[j] - a0) / span)
+        elif left >= 0:
+            x[a:b + 1] = x[left]
+        else:
+            x[a:b + 1] = x[right]
+        a = b + 1
+
+
+def _axis(wavenumbers, n):
+    wn = np.asarray(wavenumbers, dtype=float)
+    if wn.ndim != 1 or wn.size != n:
+        raise ValueError("wavenumbers must have one value per feature")
+    if np.any(np.diff(wn) <= 0):
+        raise ValueError("wavenumbers must be strictly increasing")
+    return wn
 
 
 def snv(X):
@@ -160,11 +214,7 @@ def normalize(X, wavenumbers, region):
     ValueError (ramanserve answers INVALID_SPECTRUM).
     """
     X = _rows(X)
-    wn = np.asarray(wavenumbers, dtype=float)
-    if wn.ndim != 1 or wn.size != X.shape[1]:
-        raise ValueError("wavenumbers must have one value per feature")
-    if np.any(np.diff(wn) <= 0):
-        raise ValueError("wavenumbers must be strictly increasing")
+    wn = _axis(wavenumbers, X.shape[1])
     low, high = (float(v) for v in region)
     if not low <= high:
         raise ValueError("region must be (low, high) with low <= high")

@@ -101,7 +101,7 @@ func pipelineParams(obj *object, opts Options, info *Info) (*inference.PLSParams
 		}
 		if stepAxis != nil {
 			if axis != nil && !equalFloats(axis, stepAxis) {
-				return nil, unsupported("Pipeline step %d: normalize steps name different wavenumbers", i)
+				return nil, unsupported("Pipeline step %d names other wavenumbers than an earlier step", i)
 			}
 			axis = stepAxis
 		}
@@ -122,7 +122,7 @@ func pipelineParams(obj *object, opts Options, info *Info) (*inference.PLSParams
 			return nil, err
 		}
 		if axis != nil && len(axis) != len(params.XMean) {
-			return nil, unsupported("normalize's wavenumbers have %d points, the model %d features", len(axis), len(params.XMean))
+			return nil, unsupported("the steps' wavenumbers have %d points, the model %d features", len(axis), len(params.XMean))
 		}
 		params.Preprocessing = recipe
 		params.Meta.Wavenumbers = axis
@@ -149,7 +149,8 @@ func checkFeatureCount(fts []*object, p int) error {
 }
 
 // functionStep recognises one FunctionTransformer. It returns the step,
-// the function's name and, for normalize, the wavenumber axis it names.
+// the function's name and the wavenumber axis it names (normalize, and
+// despike when given one), else nil.
 func functionStep(o *object) (preprocess.Step, string, []float64, error) {
 	st, ok := o.state.(*dict)
 	if !ok {
@@ -331,8 +332,17 @@ func savgolStep(kw *kwargs) (preprocess.Step, error) {
 	return preprocess.Step{Kind: preprocess.Savgol, Window: w, PolyOrder: k, Deriv: d}, nil
 }
 
-// despikeStep: ramanserve_preprocessing.despike(X, threshold=6, width=2).
+// despikeStep: ramanserve_preprocessing.despike(X, threshold=6, width=2,
+// wavenumbers=None). Without wavenumbers Python interpolates over the
+// point index, which is the model's axis when that is evenly spaced.
 func despikeStep(kw *kwargs) (preprocess.Step, error) {
+	if v, ok := kw.get("wavenumbers"); ok && v != nil {
+		axis, err := axisArg(kw.fn, v)
+		if err != nil {
+			return preprocess.Step{}, err
+		}
+		kw.axis = axis
+	}
 	th, err := kw.number("threshold", 6, 1, 1000, false)
 	if err != nil {
 		return preprocess.Step{}, err
@@ -375,14 +385,9 @@ func normalizeStep(kw *kwargs) (preprocess.Step, error) {
 	if !ok {
 		return preprocess.Step{}, unsupported("normalize needs wavenumbers in kw_args")
 	}
-	axis, ok := floats(v)
-	if !ok || len(axis) < 2 {
-		return preprocess.Step{}, unsupported("normalize wavenumbers is %s, not a list or 1-D array of numbers", describe(v))
-	}
-	for i := 1; i < len(axis); i++ {
-		if !(axis[i] > axis[i-1]) {
-			return preprocess.Step{}, unsupported("normalize wavenumbers are not strictly increasing at index %d", i)
-		}
+	axis, err := axisArg(kw.fn, v)
+	if err != nil {
+		return preprocess.Step{}, err
 	}
 	r, ok := kw.get("region")
 	if !ok {
@@ -394,6 +399,20 @@ func normalizeStep(kw *kwargs) (preprocess.Step, error) {
 	}
 	kw.axis = axis
 	return preprocess.Step{Kind: preprocess.Normalize, Region: [2]float64{region[0], region[1]}}, nil
+}
+
+// axisArg reads a wavenumbers keyword: strictly increasing numbers.
+func axisArg(fn string, v any) ([]float64, error) {
+	axis, ok := floats(v)
+	if !ok || len(axis) < 2 {
+		return nil, unsupported("%s wavenumbers is %s, not a list or 1-D array of numbers", fn, describe(v))
+	}
+	for i := 1; i < len(axis); i++ {
+		if !(axis[i] > axis[i-1]) {
+			return nil, unsupported("%s wavenumbers are not strictly increasing at index %d", fn, i)
+		}
+	}
+	return axis, nil
 }
 
 // floats reads a 1-D float array, a list or a tuple of finite numbers.

@@ -95,7 +95,7 @@ accepted("pipeline_despike_snv.joblib", helper, XT, "sklearn-Pipeline(despike,sn
 X, Y = data(40, 256, spikes=4)
 XT, _ = data(4, 256, spikes=1)
 every = Pipeline([
-    ("despike", FunctionTransformer(rp.despike)),
+    ("despike", FunctionTransformer(rp.despike, kw_args={"wavenumbers": axis(256)})),
     ("als", FunctionTransformer(rp.als_baseline, kw_args={"lam": 1e4, "p": 0.02, "iterations": 8})),
     ("smooth", FunctionTransformer(scipy.signal.savgol_filter,
                                    kw_args={"window_length": 11, "polyorder": 3, "mode": "interp", "delta": 1.0, "axis": -1})),
