@@ -54,7 +54,7 @@ var wantRecipes = map[string]preprocess.Recipe{
 		{Kind: preprocess.Despike, Threshold: 6, Width: 2},
 		{Kind: preprocess.ALSBaseline, Lambda: 1e4, P: 0.02, Iterations: 8},
 		{Kind: preprocess.Savgol, Window: 11, PolyOrder: 3},
-		{Kind: preprocess.Normalize, Region: [2]float64{1350, 1550}},
+		{Kind: preprocess.Normalize, Region: [2]float64{2500, 3200}},
 	},
 }
 

@@ -38,11 +38,14 @@ def data(n, p, spikes=0):
     """Spectra-like inputs: four bands, a sloping background, laser power
     drift and, optionally, one cosmic spike in some spectra."""
     wn = axis(p)
-    bands = np.array([np.exp(-0.5 * ((wn - c) / 40.0) ** 2) for c in (800, 1450, 1650, 2900)])
+    # Bands 27 points wide (sigma) whatever p, and noise such that their
+    # slopes stay well below despike's cut: only the spikes are repaired.
+    sigma = 40.0 * 2048 / p
+    bands = np.array([np.exp(-0.5 * ((wn - c) / sigma) ** 2) for c in (800, 1450, 1650, 2900)])
     conc = np.abs(rng.normal(10, 3, size=(n, 4)))
     power = rng.uniform(0.85, 1.15, size=(n, 1))
     background = np.outer(rng.uniform(0.5, 2, n), (wn - 200) / 3000) * 300
-    x = power * (conc @ bands * 100 + 500) + background + rng.normal(0, 1, size=(n, p))
+    x = power * (conc @ bands * 50 + 500) + background + rng.normal(0, 5, size=(n, p))
     for i in range(min(spikes, n)):
         x[i, rng.integers(20, p - 20)] += 3000
     y = conc[:, :3] * np.array([1.0, 0.7, 0.3]) + rng.normal(0, 0.1, size=(n, 3))
@@ -99,7 +102,7 @@ every = Pipeline([
     ("als", FunctionTransformer(rp.als_baseline, kw_args={"lam": 1e4, "p": 0.02, "iterations": 8})),
     ("smooth", FunctionTransformer(scipy.signal.savgol_filter,
                                    kw_args={"window_length": 11, "polyorder": 3, "mode": "interp", "delta": 1.0, "axis": -1})),
-    ("normalize", FunctionTransformer(rp.normalize, kw_args={"wavenumbers": axis(256), "region": (1350.0, 1550.0)})),
+    ("normalize", FunctionTransformer(rp.normalize, kw_args={"wavenumbers": axis(256), "region": (2500.0, 3200.0)})),
     ("scale", StandardScaler()),
     ("pls", PLSRegression(n_components=4)),
 ]).fit(X, Y)
