@@ -36,7 +36,6 @@ Example::
     joblib.dump(model, "model.joblib")
 """
 import numpy as np
-from scipy.linalg import solveh_banded
 
 __all__ = ["despike", "snv", "als_baseline", "normalize"]
 
@@ -167,9 +166,9 @@ def als_baseline(X, lam=1e5, p=0.01, iterations=10):
     2005).
 
     Per spectrum x: ``iterations`` rounds of solving (W + lam D'D) z = W x,
-    with D the (p-2) x p second-difference matrix and W = diag(w); w is all
+    with D the (n-2) x n second-difference matrix and W = diag(w); w is all
     ones in the first round, then p where x > z and 1 - p elsewhere.
-    Returns x - z.
+    Returns x - z (zeros for fewer than 3 points, where D is empty).
     """
     if not 1 <= lam <= 1e12:
         raise ValueError("lam must be in [1, 1e12]")
@@ -180,27 +179,62 @@ def als_baseline(X, lam=1e5, p=0.01, iterations=10):
     X = _rows(X)
     n = X.shape[1]
     if n < 3:
-        raise ValueError("als_baseline needs at least 3 points")
-    # D'D is symmetric with bandwidth 2: its diagonals, in the upper form
-    # solveh_banded takes (row 0 = second superdiagonal, row 2 = diagonal).
-    main = np.full(n, 6.0)
-    main[[0, -1]] = 1.0
-    main[[1, -2]] = 5.0
-    first = np.full(n - 1, -4.0)
-    first[[0, -1]] = -2.0
-    second = np.ones(n - 2)
-    out = np.empty_like(X)
-    for r, x in enumerate(X):
-        w = np.ones(n)
-        for _ in range(int(iterations)):
-            ab = np.zeros((3, n))
-            ab[0, 2:] = lam * second
-            ab[1, 1:] = lam * first
-            ab[2] = lam * main + w
-            z = solveh_banded(ab, w * x)
-            w = np.where(x > z, p, 1.0 - p)
-        out[r] = x - z
-    return out
+        return np.zeros_like(X)
+    # lam D'D is symmetric pentadiagonal: its main diagonal b0 and the
+    # entries below it, b1[i] = (i+1, i) and b2[i] = (i+2, i).
+    b0 = np.full(n, 6.0)
+    b0[[0, -1]] = 1.0
+    b0[[1, -2]] = 5.0
+    b1 = np.zeros(n)
+    b1[:n - 1] = -4.0
+    b1[[0, n - 2]] = -2.0
+    b2 = np.zeros(n)
+    b2[:n - 2] = 1.0
+    b0, b1, b2 = b0 * lam, b1 * lam, b2 * lam
+    W = np.ones_like(X)
+    Z = None
+    for it in range(int(iterations)):
+        if it > 0:
+            W = np.where(X > Z, p, 1.0 - p)
+        Z = _solve_banded_ldl(X, W, b0, b1, b2)
+    return X - Z
+
+
+def _solve_banded_ldl(X, W, b0, b1, b2):
+    """Solve (W + lam D'D) z = W x for every row at once by a banded
+    L diag(d) L' factorisation (the order of operations of ramanserve's
+    Go code, so that both round alike):
+
+        d_i  = w_i + b0_i - l1_{i-1}^2 d_{i-1} - l2_{i-2}^2 d_{i-2}
+        l1_i = (b1_i - l2_{i-1} l1_{i-1} d_{i-1}) / d_i
+        l2_i = b2_i / d_i
+
+    then L y = W x forward and z = L'^-1 (y / d) backward.
+    """
+    m, n = X.shape
+    inv_d = np.empty((m, n))
+    l1 = np.empty((m, n))
+    l2 = np.empty((m, n))
+    Z = np.empty((m, n))
+    zero = np.zeros(m)
+    dm1 = dm2 = l1m1 = l2m1 = l2m2 = ym1 = ym2 = zero
+    for i in range(n):
+        di = W[:, i] + b0[i] - l1m1 * l1m1 * dm1 - l2m2 * l2m2 * dm2
+        inv = 1.0 / di
+        l1i = (b1[i] - l2m1 * l1m1 * dm1) * inv
+        l2i = b2[i] * inv
+        yi = W[:, i] * X[:, i] - l1m1 * ym1 - l2m2 * ym2
+        inv_d[:, i], l1[:, i], l2[:, i], Z[:, i] = inv, l1i, l2i, yi
+        dm2, dm1 = dm1, di
+        l1m1 = l1i
+        l2m2, l2m1 = l2m1, l2i
+        ym2, ym1 = ym1, yi
+    zp1 = zp2 = zero
+    for i in range(n - 1, -1, -1):
+        zi = Z[:, i] * inv_d[:, i] - l1[:, i] * zp1 - l2[:, i] * zp2
+        Z[:, i] = zi
+        zp2, zp1 = zp1, zi
+    return Z
 
 
 def normalize(X, wavenumbers, region):
