@@ -124,6 +124,9 @@ func pipelineParams(obj *object, opts Options, info *Info) (*inference.PLSParams
 		if axis != nil && len(axis) != len(params.XMean) {
 			return nil, unsupported("the steps' wavenumbers have %d points, the model %d features", len(axis), len(params.XMean))
 		}
+		if err := checkRecipe(recipe, axis, len(params.XMean)); err != nil {
+			return nil, err
+		}
 		params.Preprocessing = recipe
 		params.Meta.Wavenumbers = axis
 	}
@@ -131,6 +134,24 @@ func pipelineParams(obj *object, opts Options, info *Info) (*inference.PLSParams
 	info.Pipeline = true
 	info.Steps = names
 	return params, nil
+}
+
+// checkRecipe compiles the recipe for p points, so that what depends on
+// the spectrum's length (a savgol window longer than it, a normalize
+// region holding fewer than two points) fails the load rather than the
+// model's activation. Without an axis from the steps, an evenly spaced
+// stand-in serves: no other step's parameters depend on the axis values.
+func checkRecipe(recipe preprocess.Recipe, axis []float64, p int) error {
+	if axis == nil {
+		axis = make([]float64, p)
+		for i := range axis {
+			axis[i] = float64(i)
+		}
+	}
+	if _, err := preprocess.Compile(recipe, axis); err != nil {
+		return unsupported("%v", err)
+	}
+	return nil
 }
 
 // checkFeatureCount compares each FunctionTransformer's n_features_in_,

@@ -146,6 +146,12 @@ refused("refuse_als_p.joblib", [("f", FunctionTransformer(rp.als_baseline, kw_ar
 refused("refuse_normalize_no_axis.joblib",
         [("f", FunctionTransformer(rp.normalize, kw_args={"region": (600.0, 800.0)}))],
         "MODEL_UNSUPPORTED", "wavenumbers")
+refused("refuse_savgol_window_too_long.joblib",
+        [("f", FunctionTransformer(scipy.signal.savgol_filter, kw_args=dict(SAVGOL, window_length=31)))],
+        "MODEL_UNSUPPORTED", "window")
+refused("refuse_normalize_narrow_region.joblib",
+        [("f", FunctionTransformer(rp.normalize, kw_args={"wavenumbers": axis(16), "region": (201.0, 202.0)}))],
+        "MODEL_UNSUPPORTED", "region")
 refused("refuse_scaler_first.joblib",
         [("s", StandardScaler().fit(data(8, 16)[0])), ("f", FunctionTransformer(rp.snv))],
         "MODEL_UNSUPPORTED", "StandardScaler")
