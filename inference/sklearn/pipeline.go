@@ -252,7 +252,16 @@ func (k *kwargs) noOthers() error {
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return unsupported("%s kw_args %s not supported", k.fn, strings.Join(extra, ", "))
+		known := make([]string, 0, len(k.used))
+		for key := range k.used {
+			known = append(known, key)
+		}
+		sort.Strings(known)
+		accepted := "none"
+		if len(known) > 0 {
+			accepted = strings.Join(known, ", ")
+		}
+		return unsupported("%s kw_args %s not supported (accepted: %s)", k.fn, strings.Join(extra, ", "), accepted)
 	}
 	return nil
 }
