@@ -13,7 +13,11 @@
 // prediction.
 package preprocess
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"math"
+)
 
 // Errors. Messages name the field, for example "preprocessing[1].window".
 var (
@@ -68,40 +72,152 @@ type Stats struct {
 	Repaired int
 }
 
-// Pipeline is a Recipe compiled for one axis.
+// Pipeline is a Recipe compiled for one axis: every step's checks done and
+// its coefficients precomputed. It is immutable and safe for concurrent
+// use.
 type Pipeline struct {
-	// filled in by Compile
+	recipe Recipe
+	axis   []float64
+	stages []stage
 }
 
-// Workspace holds one caller's scratch buffers for Apply.
+// stage is one compiled step; only the plan of its kind is set.
+type stage struct {
+	index int // position in the recipe, for error messages
+	step  Step
+	sg    *savgolPlan
+	als   *alsPlan
+	norm  *normalizePlan
+}
+
+// Workspace holds one caller's scratch buffers for Apply. The zero value
+// is usable (Apply then sizes it on first use); NewWorkspace sizes it up
+// front so that no Apply allocates. A Workspace must not be used by two
+// goroutines at once.
 type Workspace struct {
-	// filled in by Compile's pipeline
+	n    int
+	a, b []float64 // despike differences and selection copy; savgol input copy
+	mask []bool    // despike repair mask
+	// als_baseline: weights, right-hand side / solution, LDL' factors.
+	w, z, d, l1, l2 []float64
 }
 
-// errNotBuilt marks the skeleton until the steps are implemented.
-var errNotBuilt = errors.New("preprocess: not implemented yet")
+func (ws *Workspace) size(n int) {
+	if ws.n == n && len(ws.a) == n {
+		return
+	}
+	ws.n = n
+	ws.a = make([]float64, n)
+	ws.b = make([]float64, n)
+	ws.mask = make([]bool, n)
+	ws.w = make([]float64, n)
+	ws.z = make([]float64, n)
+	ws.d = make([]float64, n)
+	ws.l1 = make([]float64, n)
+	ws.l2 = make([]float64, n)
+}
 
-// ParseRecipe reads the JSON form of a recipe (an array of the contract's
-// PreprocessingStep objects), fills in defaults and checks each step's
-// bounds that do not depend on an axis. Errors wrap ErrInvalidRecipe.
-func ParseRecipe(b []byte) (Recipe, error) { return nil, errNotBuilt }
-
-// MarshalJSON writes the recipe in the contract's form with every
-// parameter explicit, so that ParseRecipe reads back the same Recipe.
-func (r Recipe) MarshalJSON() ([]byte, error) { return nil, errNotBuilt }
+// CheckAxis reports whether axis can carry a recipe or regions: at least
+// one point, every value finite and strictly increasing. Errors wrap
+// ErrInvalidRecipe and name the field "wavenumbers".
+func CheckAxis(axis []float64) error {
+	if len(axis) == 0 {
+		return fieldErr("wavenumbers", "the axis has no point")
+	}
+	for i, v := range axis {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fieldErr(fmt.Sprintf("wavenumbers[%d]", i), "%v is not finite", v)
+		}
+		if i > 0 && !(v > axis[i-1]) {
+			return fieldErr(fmt.Sprintf("wavenumbers[%d]", i), "%v does not increase on %v: the axis must be strictly increasing", v, axis[i-1])
+		}
+	}
+	return nil
+}
 
 // Compile checks r against axis (strictly increasing wavenumbers, cm-1)
 // and returns the pipeline that applies it to spectra of len(axis)
-// points. Errors wrap ErrInvalidRecipe and name the field.
-func Compile(r Recipe, axis []float64) (*Pipeline, error) { return nil, errNotBuilt }
+// points. Errors wrap ErrInvalidRecipe and name the field, for example
+// "preprocessing[1].window".
+//
+// Besides the contract's schema bounds it checks, per step: savgol's
+// window odd, greater than polyorder and at most len(axis), deriv at most
+// polyorder; normalize's region with low <= high, inside
+// [axis[0], axis[len-1]] and holding at least two axis points.
+func Compile(r Recipe, axis []float64) (*Pipeline, error) {
+	if err := CheckAxis(axis); err != nil {
+		return nil, err
+	}
+	if err := r.checkBounds(); err != nil {
+		return nil, err
+	}
+	p := &Pipeline{
+		recipe: append(Recipe(nil), r...),
+		axis:   append([]float64(nil), axis...),
+		stages: make([]stage, len(r)),
+	}
+	for i, s := range r {
+		st := stage{index: i, step: s}
+		var err error
+		switch s.Kind {
+		case Savgol:
+			st.sg, err = newSavgolPlan(i, s, len(axis))
+		case ALSBaseline:
+			st.als = newALSPlan(s, len(axis))
+		case Normalize:
+			st.norm, err = newNormalizePlan(i, s.Region, p.axis)
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.stages[i] = st
+	}
+	return p, nil
+}
+
+// Recipe returns a copy of the recipe p was compiled from.
+func (p *Pipeline) Recipe() Recipe { return append(Recipe(nil), p.recipe...) }
+
+// Len is the number of points of the spectra p applies to.
+func (p *Pipeline) Len() int { return len(p.axis) }
 
 // NewWorkspace returns scratch buffers for Apply; one per goroutine.
-func (p *Pipeline) NewWorkspace() *Workspace { return &Workspace{} }
+func (p *Pipeline) NewWorkspace() *Workspace {
+	ws := &Workspace{}
+	ws.size(len(p.axis))
+	return ws
+}
 
-// Apply preprocesses x in place. Errors wrap ErrDegenerateSpectrum.
-func (p *Pipeline) Apply(x []float64, ws *Workspace) (Stats, error) { return Stats{}, errNotBuilt }
-
-// SelectRegions returns the sorted indices of the axis points inside any
-// of the inclusive ranges (overlaps merged). Errors wrap ErrInvalidRecipe:
-// low > high, a range outside the axis or holding no point.
-func SelectRegions(axis []float64, regions [][2]float64) ([]int, error) { return nil, errNotBuilt }
+// Apply preprocesses x in place, step after step. Errors wrap
+// ErrDegenerateSpectrum: x of another length than the axis, or a spectrum
+// a step cannot apply to (normalize over a zero or non-finite band area).
+// On error x holds the steps applied so far. With a workspace from
+// NewWorkspace, Apply allocates nothing; a nil ws is an error.
+func (p *Pipeline) Apply(x []float64, ws *Workspace) (Stats, error) {
+	var st Stats
+	if len(x) != len(p.axis) {
+		return st, fmt.Errorf("%w: %d points, the recipe's axis has %d", ErrDegenerateSpectrum, len(x), len(p.axis))
+	}
+	if ws == nil {
+		return st, fmt.Errorf("%w: no workspace", ErrDegenerateSpectrum)
+	}
+	ws.size(len(x))
+	for i := range p.stages {
+		s := &p.stages[i]
+		switch s.step.Kind {
+		case Despike:
+			st.Repaired += despike(x, p.axis, s.step.Threshold, s.step.Width, ws)
+		case Savgol:
+			s.sg.apply(x, ws.a)
+		case SNV:
+			snv(x)
+		case ALSBaseline:
+			s.als.apply(x, ws)
+		case Normalize:
+			if err := s.norm.apply(x); err != nil {
+				return st, fmt.Errorf("%w: %s: %v", ErrDegenerateSpectrum, stepField(s.index, "region"), err)
+			}
+		}
+	}
+	return st, nil
+}

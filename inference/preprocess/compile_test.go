@@ -1,0 +1,173 @@
+package preprocess
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+)
+
+func TestCompileRejects(t *testing.T) {
+	axis := linearAxis(21) // 200, 350, ..., 3200
+	for _, c := range []struct {
+		name   string
+		recipe Recipe
+		axis   []float64
+		field  string
+	}{
+		{"no axis", nil, nil, "wavenumbers"},
+		{"NaN axis", nil, []float64{1, math.NaN(), 3}, "wavenumbers[1]"},
+		{"Inf axis", nil, []float64{1, 2, math.Inf(1)}, "wavenumbers[2]"},
+		{"flat axis", nil, []float64{1, 2, 2, 3}, "wavenumbers[2]"},
+		{"decreasing axis", nil, []float64{3, 2, 1}, "wavenumbers[1]"},
+		{"even window", Recipe{{Kind: SNV}, {Kind: Savgol, Window: 14, PolyOrder: 2}}, axis, "preprocessing[1].window"},
+		{"window <= polyorder", Recipe{{Kind: Savgol, Window: 5, PolyOrder: 5}}, axis, "preprocessing[0].window"},
+		{"window > len", Recipe{{Kind: Savgol, Window: 23, PolyOrder: 2}}, axis, "preprocessing[0].window"},
+		{"deriv > polyorder", Recipe{{Kind: Savgol, Window: 7, PolyOrder: 2, Deriv: 3}}, axis, "preprocessing[0].deriv"},
+		{"schema bound", Recipe{{Kind: Despike, Threshold: 0, Width: 2}}, axis, "preprocessing[0].threshold"},
+		{"unknown kind", Recipe{{Kind: "smooth"}}, axis, "preprocessing[0].step"},
+		{"region low > high", Recipe{{Kind: Normalize, Region: [2]float64{900, 800}}}, axis, "preprocessing[0].region"},
+		{"region below axis", Recipe{{Kind: Normalize, Region: [2]float64{100, 800}}}, axis, "preprocessing[0].region"},
+		{"region above axis", Recipe{{Kind: Normalize, Region: [2]float64{3000, 3300}}}, axis, "preprocessing[0].region"},
+		{"region one point", Recipe{{Kind: Normalize, Region: [2]float64{340, 360}}}, axis, "preprocessing[0].region"},
+		{"region no point", Recipe{{Kind: Normalize, Region: [2]float64{360, 390}}}, axis, "preprocessing[0].region"},
+		{"region NaN", Recipe{{Kind: Normalize, Region: [2]float64{math.NaN(), 900}}}, axis, "preprocessing[0].region[0]"},
+	} {
+		_, err := Compile(c.recipe, c.axis)
+		var fe *FieldError
+		if !errors.Is(err, ErrInvalidRecipe) || !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%s: %v, want a FieldError on %s", c.name, err, c.field)
+		}
+	}
+	// The limits themselves compile.
+	for _, r := range []Recipe{
+		{{Kind: Savgol, Window: 21, PolyOrder: 10, Deriv: 4}},
+		{{Kind: Normalize, Region: [2]float64{200, 350}}},
+		{{Kind: Normalize, Region: [2]float64{3050, 3200}}},
+	} {
+		if _, err := Compile(r, axis); err != nil {
+			t.Errorf("%+v: %v", r, err)
+		}
+	}
+}
+
+func TestSelectRegions(t *testing.T) {
+	axis := []float64{100, 200, 300, 400, 500, 600, 700}
+	got, err := SelectRegions(axis, [][2]float64{{450, 700}, {100, 250}, {200, 300}, {550, 650}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{0, 1, 2, 4, 5, 6}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	got, err = SelectRegions(axis, nil)
+	if err != nil || len(got) != len(axis) {
+		t.Errorf("no regions: %v, %v", got, err)
+	}
+	for _, c := range []struct {
+		regions [][2]float64
+		field   string
+	}{
+		{[][2]float64{{100, 200}, {300, 250}}, "regions[1]"},
+		{[][2]float64{{50, 200}}, "regions[0]"},
+		{[][2]float64{{600, 701}}, "regions[0]"},
+		{[][2]float64{{210, 290}}, "regions[0]"},
+		{[][2]float64{{math.NaN(), 290}}, "regions[0]"},
+	} {
+		_, err := SelectRegions(axis, c.regions)
+		var fe *FieldError
+		if !errors.Is(err, ErrInvalidRecipe) || !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%v: %v, want a FieldError on %s", c.regions, err, c.field)
+		}
+	}
+}
+
+func TestApplyErrors(t *testing.T) {
+	axis := linearAxis(50)
+	p, err := Compile(Recipe{{Kind: Normalize, Region: [2]float64{1000, 1500}}}, axis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := p.NewWorkspace()
+	if _, err := p.Apply(make([]float64, 49), ws); !errors.Is(err, ErrDegenerateSpectrum) {
+		t.Errorf("short spectrum: %v", err)
+	}
+	if _, err := p.Apply(make([]float64, 50), nil); !errors.Is(err, ErrDegenerateSpectrum) {
+		t.Errorf("nil workspace: %v", err)
+	}
+	if _, err := p.Apply(make([]float64, 50), ws); !errors.Is(err, ErrDegenerateSpectrum) {
+		t.Errorf("zero band area: %v", err)
+	}
+	x := make([]float64, 50)
+	x[20] = math.Inf(1)
+	if _, err := p.Apply(x, ws); !errors.Is(err, ErrDegenerateSpectrum) {
+		t.Errorf("infinite band area: %v", err)
+	}
+	// The zero Workspace works too.
+	x = make([]float64, 50)
+	for i := range x {
+		x[i] = 2
+	}
+	if _, err := p.Apply(x, &Workspace{}); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := -1, -1
+	for i, a := range axis {
+		if a >= 1000 && a <= 1500 {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i
+		}
+	}
+	if want := 2 / (2 * (axis[hi] - axis[lo])); math.Abs(x[0]-want) > 1e-14*want {
+		t.Errorf("normalized flat spectrum: %v, want %v", x[0], want)
+	}
+}
+
+func TestSNVFlatIsZero(t *testing.T) {
+	p, err := Compile(Recipe{{Kind: SNV}}, linearAxis(2048))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float64, 2048)
+	for i := range x {
+		x[i] = 0.1
+	}
+	if _, err := p.Apply(x, p.NewWorkspace()); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range x {
+		if v != 0 {
+			t.Fatalf("x[%d] = %v, want 0", i, v)
+		}
+	}
+}
+
+func TestDespikeRepairsASpike(t *testing.T) {
+	axis := warpedAxis(200)
+	x := make([]float64, len(axis))
+	for i := range x {
+		x[i] = 100 + math.Sin(float64(i)/7)
+	}
+	clean := append([]float64(nil), x...)
+	x[100] += 5000
+	p, err := Compile(Recipe{{Kind: Despike, Threshold: 6, Width: 1}}, axis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Apply(x, p.NewWorkspace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Differences 99 (up) and 100 (down) mark points 100 and 101; width 1
+	// widens the run to 99..102.
+	if st.Repaired != 4 {
+		t.Errorf("repaired %d points, want 4", st.Repaired)
+	}
+	for i := range x {
+		if math.Abs(x[i]-clean[i]) > 0.1 {
+			t.Errorf("x[%d] = %v, clean %v", i, x[i], clean[i])
+		}
+	}
+}
