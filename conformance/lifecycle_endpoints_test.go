@@ -272,7 +272,7 @@ func sha256Hex(b []byte) string {
 
 // TestModelDetailDeleteAndStatusMismatch: GET /model/{version} gives a
 // trained model's lineage (with the SHA-256 of the CSV as uploaded and
-// the file's own checksum), metrics and size; a load with the wrong
+// the file's own checksum), metrics, size, axis and report URL; a load with the wrong
 // source is 409 MODEL_STATUS_MISMATCH naming the status; DELETE removes
 // staged and archived versions from the list and from models/, refuses
 // the active one (409 MODEL_ACTIVE), and unknown versions are 404.
@@ -315,6 +315,13 @@ func TestModelDetailDeleteAndStatusMismatch(t *testing.T) {
 		t.Fatalf("lineage meta: %s", res.Body)
 	case d.Metrics == nil || d.Metrics.Rmse.EPA == nil || d.Metrics.R2.DHA == nil || d.LatentComponents == nil || *d.LatentComponents < 1:
 		t.Fatalf("metrics: %s", res.Body)
+	case d.WavenumberCount == nil || *d.WavenumberCount != 2048 || d.WavenumberRange == nil || len(*d.WavenumberRange) != 2 ||
+		(*d.WavenumberRange)[0] != 200 || (*d.WavenumberRange)[1] != 3200:
+		t.Fatalf("axis (the default 2048 points over 200-3200 cm-1): %s", res.Body)
+	case d.ReportUrl == nil || *d.ReportUrl != "/model/"+a+"/report":
+		t.Fatalf("report_url: %s", res.Body)
+	case d.Regions != nil || d.Preprocessing != nil:
+		t.Fatalf("a raw, full-axis model reports regions or preprocessing: %s", res.Body)
 	}
 
 	src := func(s string) *gen.LoadModelRequestSource { v := gen.LoadModelRequestSource(s); return &v }

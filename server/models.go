@@ -127,8 +127,14 @@ func shapeDetail(s *registry.Shape, d *gen.ModelDetail) {
 	}
 	if len(s.Preprocessing) > 0 {
 		var steps []gen.PreprocessingStep
-		if err := json.Unmarshal(s.Preprocessing, &steps); err == nil && len(steps) > 0 {
-			d.Preprocessing = &steps
+		if err := json.Unmarshal(s.Preprocessing, &steps); err != nil || len(steps) == 0 {
+			return
 		}
+		for _, st := range steps {
+			if _, err := st.ValueByDiscriminator(); err != nil {
+				return
+			}
+		}
+		d.Preprocessing = &steps
 	}
 }
