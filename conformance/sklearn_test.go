@@ -126,3 +126,123 @@ func TestHostileModelFileIsRefused(t *testing.T) {
 		t.Fatal("the marker exists: the payload ran")
 	}
 }
+
+// sklearnPipelineFixture is an entry of
+// inference/sklearn/testdata/pipelines.json: an accepted
+// Pipeline(FunctionTransformer..., PLSRegression) with scikit-learn's
+// predictions, or a refused one with its code.
+type sklearnPipelineFixture struct {
+	File      string      `json:"file"`
+	Algorithm string      `json:"algorithm"`
+	X         [][]float64 `json:"x"`
+	Y         [][]float64 `json:"y"`
+	Error     string      `json:"error"`
+	Message   string      `json:"message"`
+}
+
+// TestScikitLearnSavgolPipelineThroughAProcess: a real ramanserve process
+// imports Pipeline(FunctionTransformer(savgol_filter, window_length=15,
+// polyorder=2, deriv=1, axis=1), PLSRegression), saved by joblib, through
+// POST /model/load (source file); predictions on the channel equal
+// scikit-learn's to 1e-9. The process refuses a savgol in another mode
+// (MODEL_UNSUPPORTED) and a FunctionTransformer of os.system
+// (UNSAFE_MODEL), and keeps serving the pipeline.
+func TestScikitLearnSavgolPipelineThroughAProcess(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(sklearnFixtures, "pipelines.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fixtures []sklearnPipelineFixture
+	if err := json.Unmarshal(b, &fixtures); err != nil {
+		t.Fatal(err)
+	}
+	byFile := map[string]sklearnPipelineFixture{}
+	for _, fx := range fixtures {
+		byFile[fx.File] = fx
+	}
+	reg := t.TempDir()
+	importDir := filepath.Join(reg, "import")
+	if err := os.MkdirAll(importDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	place := func(file string) string {
+		data, err := os.ReadFile(filepath.Join(sklearnFixtures, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(importDir, file)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	p := startProcess(t, reg)
+	hc := p.client(t)
+	src := gen.LoadModelRequestSource("file")
+
+	fx := byFile["pipeline_savgol.joblib"]
+	if fx.File == "" || len(fx.X) == 0 {
+		t.Fatal("pipelines.json has no pipeline_savgol.joblib")
+	}
+	path := place(fx.File)
+	const version = "sk-savgol"
+	res := must(hc.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version, Source: &src, Path: &path}))(t)
+	if res.StatusCode() != 200 {
+		t.Fatalf("load: %d %s", res.StatusCode(), res.Body)
+	}
+	if res.JSON200.Algorithm == nil || *res.JSON200.Algorithm != "sklearn-Pipeline(savgol_filter,PLSRegression)" {
+		t.Errorf("algorithm %v, want sklearn-Pipeline(savgol_filter,PLSRegression)", res.JSON200.Algorithm)
+	}
+
+	c := dialZMQ(t, p.zmq)
+	predictAll := func() float64 {
+		worst := 0.0
+		for i, x := range fx.X {
+			wn := make([]float64, len(x))
+			for k := range wn {
+				wn[k] = 200 + 3000*float64(k)/float64(len(x)-1)
+			}
+			frame := client.AppendPredictRequest(nil, "sk-pipe", float64(i+1), &client.Spectrum{Wavenumbers: wn, Intensities: x}, nil)
+			raw := must(c.roundTrip(frame, 10*time.Second))(t)
+			rep := must(client.DecodeReply(raw))(t)
+			if rep.Error != nil {
+				t.Fatalf("predict: %v", rep.Error)
+			}
+			pr := must(client.DecodePredictReply(rep.Body))(t)
+			if pr.ModelVersion != version {
+				t.Fatalf("served by %s", pr.ModelVersion)
+			}
+			k := 0
+			for a := range pr.Concentrations.Value {
+				if !pr.Concentrations.Valid[a] {
+					continue
+				}
+				d := math.Abs(pr.Concentrations.Value[a] - fx.Y[i][k])
+				worst = math.Max(worst, d)
+				if d > 1e-9 {
+					t.Errorf("sample %d analyte %d: %v, scikit-learn %v (|diff| %.3g)", i, a, pr.Concentrations.Value[a], fx.Y[i][k], d)
+				}
+				k++
+			}
+			if k != len(fx.Y[i]) {
+				t.Errorf("reply has %d analytes, scikit-learn %d", k, len(fx.Y[i]))
+			}
+		}
+		return worst
+	}
+	worst := predictAll()
+
+	for _, refused := range []string{"refuse_savgol_nearest.joblib", "refuse_os_system.joblib"} {
+		rf := byFile[refused]
+		if rf.Error == "" {
+			t.Fatalf("pipelines.json has no refusal %s", refused)
+		}
+		path := place(refused)
+		res := must(hc.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: "refused", Source: &src, Path: &path}))(t)
+		if res.StatusCode() != 400 || res.JSON400 == nil || res.JSON400.Code != rf.Error || !strings.Contains(res.JSON400.Message, rf.Message) {
+			t.Errorf("%s: got %d %s, want 400 %s mentioning %q", refused, res.StatusCode(), res.Body, rf.Error, rf.Message)
+		}
+	}
+	worst = math.Max(worst, predictAll())
+	t.Logf("savgol pipeline through a ramanserve process: max |diff| to scikit-learn %.3g over %d spectra (twice)", worst, len(fx.X))
+}

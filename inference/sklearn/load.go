@@ -41,13 +41,18 @@ type Options struct {
 type Info struct {
 	Compression string // none, zlib, gzip, bz2, xz, lzma or lz4
 	Layout      string // scikit-learn attribute layout: 0.24, 1.1-1.2, 1.3-1.4 or 1.5+
-	Pipeline    bool   // Pipeline(StandardScaler, PLSRegression)
+	Pipeline    bool   // a Pipeline ending in PLSRegression
+	// Steps names a Pipeline's steps as Meta.Algorithm does, for example
+	// [savgol_filter snv StandardScaler PLSRegression].
+	Steps []string
 }
 
 // Load reads a joblib or pickle file from r and returns the model's
 // parameters and how the file was read. Errors wrap inference.ErrModelCorrupted (unreadable),
-// inference.ErrUnsafeModel (a class outside the allowlist) or
-// inference.ErrModelTargets (a one-target model without its analyte).
+// inference.ErrUnsafeModel (a class or function outside the allowlist),
+// inference.ErrModelUnsupported (an allowlisted function or class in a
+// form that cannot be reproduced exactly) or inference.ErrModelTargets (a
+// one-target model without its analyte).
 func Load(ctx context.Context, r io.Reader, opts Options) (*inference.PLSParams, Info, error) {
 	var info Info
 	limit := opts.MaxDecompressedBytes
@@ -122,7 +127,7 @@ func decompress(r io.Reader, limit int64) ([]byte, string, error) {
 	return out, method, nil
 }
 
-// toParams maps a PLSRegression or Pipeline(StandardScaler, PLSRegression)
+// toParams maps a PLSRegression or a Pipeline ending in one (pipeline.go)
 // to PLSParams.
 func toParams(v any, opts Options, info *Info) (*inference.PLSParams, error) {
 	obj, ok := v.(*object)
@@ -133,29 +138,7 @@ func toParams(v any, opts Options, info *Info) (*inference.PLSParams, error) {
 	case "PLSRegression":
 		return plsParams(obj, nil, opts, info)
 	case "Pipeline":
-		st, ok := obj.state.(*dict)
-		if !ok {
-			return nil, corrupt("Pipeline state %T", obj.state)
-		}
-		steps, ok := st.get("steps").(*list)
-		if !ok || len(steps.items) != 2 {
-			return nil, corrupt("only Pipeline(StandardScaler, PLSRegression) is supported")
-		}
-		var objs [2]*object
-		for i, it := range steps.items {
-			pair, ok := it.(tuple)
-			if !ok || len(pair) != 2 {
-				return nil, corrupt("Pipeline step %d is %T", i, it)
-			}
-			if objs[i], ok = pair[1].(*object); !ok {
-				return nil, corrupt("Pipeline step %d is %T", i, pair[1])
-			}
-		}
-		if objs[0].class.name != "StandardScaler" || objs[1].class.name != "PLSRegression" {
-			return nil, corrupt("Pipeline(%s, %s) is not supported; only Pipeline(StandardScaler, PLSRegression)", objs[0].class.name, objs[1].class.name)
-		}
-		info.Pipeline = true
-		return plsParams(objs[1], objs[0], opts, info)
+		return pipelineParams(obj, opts, info)
 	}
 	return nil, corrupt("a %s is not a PLS model", obj.class)
 }

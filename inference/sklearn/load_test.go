@@ -229,7 +229,8 @@ func TestHostileFilesAreRefusedAndNothingRuns(t *testing.T) {
 }
 
 func FuzzLoad(f *testing.F) {
-	for _, name := range []string{"plain_scaled.joblib", "pipeline.joblib", "plain_scaled_protocol2.joblib", "feature_names.joblib", "plain_scaled_pickle.pkl", "plain_scaled_zlib.joblib"} {
+	for _, name := range []string{"plain_scaled.joblib", "pipeline.joblib", "plain_scaled_protocol2.joblib", "feature_names.joblib", "plain_scaled_pickle.pkl", "plain_scaled_zlib.joblib",
+		"pipeline_despike_snv.joblib", "pipeline_every_step.joblib", "refuse_os_system.joblib", "refuse_savgol_nearest.joblib", "refuse_inverse_func.joblib"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -240,7 +241,8 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, _, err := sklearn.Load(context.Background(), bytes.NewReader(data), sklearn.Options{Target: "EPA", MaxDecompressedBytes: 4 << 20})
 		if err != nil {
-			if !errors.Is(err, inference.ErrModelCorrupted) && !errors.Is(err, inference.ErrUnsafeModel) && !errors.Is(err, inference.ErrModelTargets) {
+			if !errors.Is(err, inference.ErrModelCorrupted) && !errors.Is(err, inference.ErrUnsafeModel) &&
+				!errors.Is(err, inference.ErrModelUnsupported) && !errors.Is(err, inference.ErrModelTargets) {
 				t.Fatalf("unclassified error: %v", err)
 			}
 			return

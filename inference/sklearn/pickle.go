@@ -71,6 +71,7 @@ var allowedGlobals = map[string]bool{
 	"sklearn.cross_decomposition._pls.PLSRegression": true,
 	"sklearn.pipeline.Pipeline":                      true,
 	"sklearn.preprocessing._data.StandardScaler":     true,
+	classFunctionTransformer:                         true,
 }
 
 // Classes that NEWOBJ may instantiate (their state comes by BUILD).
@@ -79,6 +80,7 @@ var instantiable = map[string]bool{
 	"sklearn.cross_decomposition._pls.PLSRegression": true,
 	"sklearn.pipeline.Pipeline":                      true,
 	"sklearn.preprocessing._data.StandardScaler":     true,
+	classFunctionTransformer:                         true,
 }
 
 func (g *global) String() string { return g.module + "." + g.name }
@@ -584,7 +586,9 @@ func (m *machine) line() (string, error) {
 
 func (m *machine) pushGlobal(module, name string) error {
 	full := module + "." + name
-	if !allowedGlobals[full] {
+	// The preprocessing functions (pipeline.go) may be named, as a
+	// FunctionTransformer's func, but never called.
+	if _, isStep := stepFunctions[full]; !allowedGlobals[full] && !isStep {
 		return unsafeGlobal(full)
 	}
 	return m.push(&global{module: module, name: name})
@@ -592,8 +596,8 @@ func (m *machine) pushGlobal(module, name string) error {
 
 // call runs one of the allowlisted functions, with its arguments checked.
 func (m *machine) call(g *global, a tuple) (any, error) {
-	switch g.name {
-	case "dtype": // numpy.dtype(kind, align, copy)
+	switch g.String() {
+	case "numpy.dtype": // numpy.dtype(kind, align, copy)
 		if len(a) < 1 {
 			return nil, corrupt("numpy.dtype without a kind")
 		}
@@ -607,7 +611,7 @@ func (m *machine) call(g *global, a tuple) (any, error) {
 			return nil, corrupt("array dtype %q is not supported (f8, f4, i8, O)", kind)
 		}
 		return &dtype{kind: kind, order: '='}, nil
-	case "scalar": // numpy.core.multiarray.scalar(dtype, bytes)
+	case "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar": // numpy.core.multiarray.scalar(dtype, bytes)
 		if len(a) != 2 {
 			return nil, corrupt("numpy scalar with %d arguments", len(a))
 		}
@@ -621,7 +625,7 @@ func (m *machine) call(g *global, a tuple) (any, error) {
 			return nil, err
 		}
 		return v[0], nil
-	case "_reconstruct": // _reconstruct(ndarray, (0,), b'b')
+	case "numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct": // _reconstruct(ndarray, (0,), b'b')
 		if len(a) != 3 {
 			return nil, corrupt("_reconstruct with %d arguments", len(a))
 		}
@@ -629,7 +633,7 @@ func (m *machine) call(g *global, a tuple) (any, error) {
 			return nil, corrupt("_reconstruct of %v", a[0])
 		}
 		return &ndarray{}, nil
-	case "encode": // _codecs.encode(str, 'latin1'): how protocol 2 spells bytes
+	case "_codecs.encode": // _codecs.encode(str, 'latin1'): how protocol 2 spells bytes
 		if len(a) != 2 {
 			return nil, corrupt("_codecs.encode with %d arguments", len(a))
 		}
