@@ -117,7 +117,7 @@ test-clients: deps-node
 
 ## bench: every figure of the README's performance table
 bench: deps build
-	@echo "== server-side cost of one predict (decode, validate, predict, diagnostics, encode)"
+	@echo "== server-side cost of one predict (decode, validate, predict, diagnostics, encode): raw, with savgol(15,2,1)+snv (goal 25 us), with als_baseline (goal 150 us)"
 	$(GO) test -run '^$$' -bench 'Predict2048' -benchmem ./server/channel ./inference
 	@echo "== codec"
 	$(GO) test -run '^$$' -bench . -benchmem ./server/codec
