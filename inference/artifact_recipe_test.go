@@ -190,7 +190,7 @@ func TestArtifactRejectsBadRecipeRegionsReview(t *testing.T) {
 }
 
 // rewriteMember copies the .npz archive with member name transformed.
-func rewriteMember(t *testing.T, data []byte, name string, f func([]byte) []byte) []byte {
+func rewriteMember(t testing.TB, data []byte, name string, f func([]byte) []byte) []byte {
 	t.Helper()
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
