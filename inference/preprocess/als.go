@@ -16,7 +16,10 @@ package preprocess
 //
 // W + lam D'D is symmetric positive definite and pentadiagonal; each round
 // factors it as L diag(d) L' (L unit lower triangular with two
-// subdiagonals) and solves in O(n), with no dense matrix. Compile stores
+// subdiagonals) and solves in O(n), with no dense matrix; from the second
+// round on (and n >= twistedMin) the factorisation is twisted, top-down and
+// bottom-up at once (see solveTwisted), which halves the length of the
+// chain of dependent divisions. Compile stores
 // the three diagonals of lam D'D and the factors of the first round's
 // I + lam D'D, which do not depend on the spectrum. A round whose weights
 // equal the previous round's would give the same z again, so the rounds
