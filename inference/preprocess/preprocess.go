@@ -30,7 +30,8 @@
 //     scipy.signal.savgol_filter(x, window, polyorder, deriv, delta=1,
 //     mode="interp"); the coefficients here are exact to 1e-13 for every
 //     window and order (SciPy's own lose digits at large windows and
-//     orders).
+//     orders). The first derivative with polyorder 1 or 2, the common
+//     case, runs on running sums in O(1) per point.
 //   - snv (Barnes, Dhanoa & Lister, Appl. Spectrosc. 43 (1989) 772-777):
 //     (x - mean(x)) / std(x), population standard deviation; a flat
 //     spectrum becomes all zeros.
