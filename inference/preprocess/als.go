@@ -16,7 +16,10 @@ package preprocess
 //
 // W + lam D'D is symmetric positive definite and pentadiagonal; each round
 // factors it as L diag(d) L' (L unit lower triangular with two
-// subdiagonals) and solves in O(n), with no dense matrix. Compile stores
+// subdiagonals) and solves in O(n), with no dense matrix; from the second
+// round on (and n >= twistedMin) the factorisation is twisted, top-down and
+// bottom-up at once (see solveTwisted), which halves the length of the
+// chain of dependent divisions. Compile stores
 // the three diagonals of lam D'D and the factors of the first round's
 // I + lam D'D, which do not depend on the spectrum. A round whose weights
 // equal the previous round's would give the same z again, so the rounds
@@ -74,9 +77,15 @@ func (a *alsPlan) apply(x []float64, ws *Workspace) {
 	a.solve(z, a.r1, a.l11, a.l21)
 	a.weights(x, z, w)
 	for it := 1; it < a.iterations; it++ {
-		a.factorSolve(x, w, z, ws.d[:n], ws.l1[:n], ws.l2[:n])
 		last := it == a.iterations-1
-		if changed := a.solveBack(x, z, ws.d[:n], ws.l1[:n], ws.l2[:n], w, !last); !last && !changed {
+		var changed bool
+		if n >= twistedMin {
+			changed = a.solveTwisted(x, w, z, ws, !last)
+		} else {
+			a.factorSolve(x, w, z, ws.d[:n], ws.l1[:n], ws.l2[:n])
+			changed = a.solveBack(x, z, ws.d[:n], ws.l1[:n], ws.l2[:n], w, !last)
+		}
+		if !last && !changed {
 			break
 		}
 	}
@@ -176,6 +185,107 @@ func (a *alsPlan) solveBack(x, z, r, l1, l2, w []float64, reweight bool) bool {
 		wi := sel[b2i(x[i] > zi)]
 		changed |= b2i(wi != w[i])
 		w[i] = wi
+	}
+	return changed != 0
+}
+
+// twistedMin is the least n solved by solveTwisted.
+const twistedMin = 8
+
+// solveTwisted solves (W + lam D'D) z = W x with a twisted factorisation:
+// the sweep of factorSolve runs down from the first row and, mirrored, up
+// from the last, in one loop, so that the two dependency chains (each
+// bound by a division's latency) overlap; they meet at rows k, k+1, whose
+// 2 x 2 system (the rows' entries less what both sweeps eliminated) gives
+// z_k, z_k+1, and the back substitutions run outwards from there, again
+// both in one loop. With reweight it sets the next round's weights on the
+// way and reports whether any changed. n >= twistedMin.
+func (a *alsPlan) solveTwisted(x, w, z []float64, ws *Workspace, reweight bool) bool {
+	n := len(x)
+	w, z = w[:n], z[:n]
+	r, l1, l2 := ws.d[:n], ws.l1[:n], ws.l2[:n]
+	b0, b1, b2 := a.b0[:n], a.b1[:n], a.b2[:n]
+	k := (n - 2) / 2 // rows 0..k-1 from the top, n-1..k+2 from the bottom
+	// The previous two rows' values of each sweep, in locals (a struct
+	// copied per row goes through memory, on the critical path).
+	var fr1, fr2, fe1, fl11, fl21, fl22, fb21, fb22, fy1, fy2 float64
+	var gr1, gr2, ge1, gl11, gl21, gl22, gb21, gb22, gy1, gy2 float64
+	for t := 0; t < n-k-2; t++ {
+		if t < k {
+			i := t
+			base := w[i] + b0[i] - fb22*fb22*fr2
+			ei := b1[i] - fl21*fe1
+			di := base - fe1*fe1*fr1
+			ri := 1 / di
+			l1i, l2i := ei*ri, b2[i]*ri
+			yi := w[i]*x[i] - fl22*fy2 - fl11*fy1
+			r[i], l1[i], l2[i], z[i] = ri, l1i, l2i, yi
+			fr2, fr1 = fr1, ri
+			fe1, fl11 = ei, l1i
+			fl22, fl21 = fl21, l2i
+			fb22, fb21 = fb21, b2[i]
+			fy2, fy1 = fy1, yi
+		}
+		// Mirrored: row j = n-1-t, whose neighbours towards the middle are
+		// j-1 (entry b1[j-1]) and j-2 (entry b2[j-2]).
+		j := n - 1 - t
+		c1, c2 := b1[j-1], b2[j-2]
+		base := w[j] + b0[j] - gb22*gb22*gr2
+		ej := c1 - gl21*ge1
+		dj := base - ge1*ge1*gr1
+		rj := 1 / dj
+		l1j, l2j := ej*rj, c2*rj
+		yj := w[j]*x[j] - gl22*gy2 - gl11*gy1
+		r[j], l1[j], l2[j], z[j] = rj, l1j, l2j, yj
+		gr2, gr1 = gr1, rj
+		ge1, gl11 = ej, l1j
+		gl22, gl21 = gl21, l2j
+		gb22, gb21 = gb21, c2
+		gy2, gy1 = gy1, yj
+	}
+	// Rows k and k+1.
+	m11 := w[k] + b0[k] - fb22*fb22*fr2 - fe1*fe1*fr1 - gb21*gb21*gr1
+	m22 := w[k+1] + b0[k+1] - fb21*fb21*fr1 - gb22*gb22*gr2 - ge1*ge1*gr1
+	m12 := b1[k] - fl21*fe1 - gl21*ge1
+	h1 := w[k]*x[k] - fl22*fy2 - fl11*fy1 - gl21*gy1
+	h2 := w[k+1]*x[k+1] - fl21*fy1 - gl22*gy2 - gl11*gy1
+	det := m11*m22 - m12*m12
+	zk, zk1 := (m22*h1-m12*h2)/det, (m11*h2-m12*h1)/det
+	z[k], z[k+1] = zk, zk1
+
+	sel := [2]float64{1 - a.p, a.p}
+	changed := 0
+	if reweight {
+		for _, i := range [2]int{k, k + 1} {
+			wi := sel[b2i(x[i] > z[i])]
+			changed |= b2i(wi != w[i])
+			w[i] = wi
+		}
+	}
+	// Back substitution outwards: z_i = y_i / d_i - l2_i z_{i+-2} - l1_i z_{i+-1}.
+	up1, up2 := zk, zk1 // z_{i+1}, z_{i+2} for the top half
+	dn1, dn2 := zk1, zk // z_{j-1}, z_{j-2} for the bottom half
+	for t := 0; t < n-k-2; t++ {
+		if t < k {
+			i := k - 1 - t
+			zi := z[i]*r[i] - l2[i]*up2 - l1[i]*up1
+			z[i] = zi
+			up2, up1 = up1, zi
+			if reweight {
+				wi := sel[b2i(x[i] > zi)]
+				changed |= b2i(wi != w[i])
+				w[i] = wi
+			}
+		}
+		j := k + 2 + t
+		zj := z[j]*r[j] - l2[j]*dn2 - l1[j]*dn1
+		z[j] = zj
+		dn2, dn1 = dn1, zj
+		if reweight {
+			wj := sel[b2i(x[j] > zj)]
+			changed |= b2i(wj != w[j])
+			w[j] = wj
+		}
 	}
 	return changed != 0
 }

@@ -3,6 +3,7 @@ package preprocess
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -73,6 +74,7 @@ func TestSelectRegions(t *testing.T) {
 		{[][2]float64{{600, 701}}, "regions[0]"},
 		{[][2]float64{{210, 290}}, "regions[0]"},
 		{[][2]float64{{math.NaN(), 290}}, "regions[0]"},
+		{make([][2]float64, MaxRegions+1), "regions"},
 	} {
 		_, err := SelectRegions(axis, c.regions)
 		var fe *FieldError
@@ -169,5 +171,33 @@ func TestDespikeRepairsASpike(t *testing.T) {
 		if math.Abs(x[i]-clean[i]) > 0.1 {
 			t.Errorf("x[%d] = %v, clean %v", i, x[i], clean[i])
 		}
+	}
+}
+
+// Apply allocates nothing with a workspace, whatever the steps; this is
+// what keeps the predict path free of garbage.
+func TestApplyAllocatesNothing(t *testing.T) {
+	axis := warpedAxis(2048)
+	p, err := Compile(Recipe{
+		{Kind: Despike, Threshold: 6, Width: 2},
+		{Kind: ALSBaseline, Lambda: 1e5, P: 0.01, Iterations: 10},
+		{Kind: Savgol, Window: 15, PolyOrder: 2, Deriv: 1},
+		{Kind: Normalize, Region: [2]float64{1400, 1500}},
+		{Kind: SNV},
+	}, axis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := p.NewWorkspace()
+	spectrum := syntheticSpectrum(rand.New(rand.NewPCG(7, 8)), axis, 3)
+	x := make([]float64, len(spectrum))
+	allocs := testing.AllocsPerRun(20, func() {
+		copy(x, spectrum)
+		if _, err := p.Apply(x, ws); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Apply allocates %v times per spectrum, want 0", allocs)
 	}
 }

@@ -208,7 +208,7 @@ func TestStepsMatchSciPy(t *testing.T) {
 	needSciPy(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var cases []parityCase
-	for _, axis := range [][]float64{linearAxis(2048), warpedAxis(2048), warpedAxis(64)} {
+	for _, axis := range [][]float64{linearAxis(2048), warpedAxis(2048), warpedAxis(64), warpedAxis(63), linearAxis(9)} {
 		spikes := max(1, len(axis)/400)
 		edges := syntheticSpectrum(rng, axis, 0)
 		edges[0] += 5000 // runs touching either end take their one clean neighbour
@@ -237,7 +237,13 @@ func TestStepsMatchSciPy(t *testing.T) {
 			{"despike+savgol(15,2,1)+snv", Recipe{{Kind: Despike, Threshold: 6, Width: 2}, {Kind: Savgol, Window: 15, PolyOrder: 2, Deriv: 1}, {Kind: SNV}}, 1e-12},
 			{"als+normalize+savgol", Recipe{{Kind: ALSBaseline, Lambda: 1e5, P: 0.01, Iterations: 10}, {Kind: Normalize, Region: region}, {Kind: Savgol, Window: 9, PolyOrder: 3}}, 1e-8},
 		} {
-			if c.recipe[0].Kind == Savgol && c.recipe[0].Window > n {
+			if _, err := Compile(c.recipe, axis); err != nil {
+				continue // a window longer than this axis
+			}
+			if n < 16 && c.recipe[0].Kind == ALSBaseline && c.recipe[0].Lambda > 1e5 {
+				// On 9 points lam = 1e7 with p = 0.05 makes the system's
+				// condition number about lam * 16 / p ~ 3e9: any two
+				// solvers (SuperLU here) may then differ by more than 1e-8.
 				continue
 			}
 			cases = append(cases, parityCase{name: fmt.Sprintf("n=%d %s", n, c.name), recipe: c.recipe, axis: axis, X: X, tol: c.tol})

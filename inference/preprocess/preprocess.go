@@ -30,14 +30,17 @@
 //     scipy.signal.savgol_filter(x, window, polyorder, deriv, delta=1,
 //     mode="interp"); the coefficients here are exact to 1e-13 for every
 //     window and order (SciPy's own lose digits at large windows and
-//     orders).
+//     orders). The first derivative with polyorder 1 or 2, the common
+//     case, runs on running sums in O(1) per point.
 //   - snv (Barnes, Dhanoa & Lister, Appl. Spectrosc. 43 (1989) 772-777):
 //     (x - mean(x)) / std(x), population standard deviation; a flat
 //     spectrum becomes all zeros.
 //   - als_baseline (Eilers & Boelens, 2005): iterations rounds of solving
 //     (W + lam D'D) z = W x, D the second differences, W = I in the first
 //     round and then w_i = p where x_i > z_i, 1 - p elsewhere; x - z is the
-//     result. Solved by a banded L D L' factorisation, O(n) per round.
+//     result. Solved by a banded (twisted) L D L' factorisation, O(n) per
+//     round; a round whose weights repeat the previous round's ends the
+//     rounds early, with the same result.
 //   - normalize: x / area, area = the trapezoidal integral of x over the
 //     axis points inside [low, high] (intensity x cm-1); a zero or
 //     non-finite area is ErrDegenerateSpectrum.

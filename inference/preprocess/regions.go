@@ -2,6 +2,9 @@ package preprocess
 
 import "fmt"
 
+// MaxRegions is the contract's maxItems of TrainingMeta.regions.
+const MaxRegions = 64
+
 // regionRange returns the index range [lo, hi] of the axis points inside
 // the inclusive region, which must have low <= high and lie inside
 // [axis[0], axis[len-1]]. hi < lo when it holds no point.
@@ -29,10 +32,14 @@ func regionRange(field string, region [2]float64, axis []float64) (lo, hi int, e
 // of the inclusive ranges (overlaps merged). Errors wrap ErrInvalidRecipe
 // and name the range, "regions[i]": low > high, a range reaching outside
 // [axis[0], axis[len-1]], or one holding no axis point. No region selects
-// every point. The axis is checked as by CheckAxis.
+// every point; more than MaxRegions is an error too. The axis is checked
+// as by CheckAxis.
 func SelectRegions(axis []float64, regions [][2]float64) ([]int, error) {
 	if err := CheckAxis(axis); err != nil {
 		return nil, err
+	}
+	if len(regions) > MaxRegions {
+		return nil, fieldErr("regions", "%d ranges, at most %d", len(regions), MaxRegions)
 	}
 	in := make([]bool, len(axis))
 	if len(regions) == 0 {

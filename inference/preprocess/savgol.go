@@ -32,6 +32,7 @@ type savgolPlan struct {
 	c                  []float64 // c[0..half]: centred coefficients, c[j] at offset +j
 	odd                bool      // deriv odd: the coefficients are antisymmetric
 	full               []float64 // the window's coefficients, full[h+j] = c[j], full[h-j] = +-c[j]
+	slope              bool      // deriv 1, polyorder 1 or 2: c[j] = j / sum_{|j|<=h} j^2 (interiorSlope)
 	q                  []float64 // window x (k+1), row-major: q[j*(k+1)+m]
 	bm                 []float64 // window x (k+1), row-major: B[i][m]
 }
@@ -158,6 +159,7 @@ func newSavgolPlan(i int, s Step, n int) (*savgolPlan, error) {
 		full[h+j], full[h-j] = p.c[j], sign*p.c[j]
 	}
 	p.full = full
+	p.slope = s.Deriv == 1 && s.PolyOrder <= 2
 	return p, nil
 }
 
@@ -166,7 +168,11 @@ func (p *savgolPlan) apply(x, tmp []float64) {
 	n, h := p.n, p.half
 	src := tmp[:n]
 	copy(src, x)
-	p.interior(x, src)
+	if p.slope {
+		p.interiorSlope(x, src)
+	} else {
+		p.interior(x, src)
+	}
 	p.edge(x, src, 0, 0, h)
 	p.edge(x, src, n-p.window, h+1, p.window)
 }
@@ -252,5 +258,41 @@ func (p *savgolPlan) interior(x, src []float64) {
 			a += cj * (src[i+1+j] + sign*src[i-1-j])
 		}
 		x[i] = a
+	}
+}
+
+// slopeBlock is how many points interiorSlope carries its running sums
+// before it sums the window afresh, which bounds the rounding they gather.
+const slopeBlock = 64
+
+// interiorSlope is interior for deriv 1 and polyorder 1 or 2, where the
+// centred coefficients are c_j = j / sum_{|j|<=h} j^2 (the quadratic term
+// does not change the slope at the centre), by running sums in O(1) per
+// point instead of O(window):
+//
+//	S_i = sum_{|j|<=h} x_{i+j},   U_i = sum_{|j|<=h} j x_{i+j},   y_i = U_i / sum j^2,
+//	S_{i+1} = S_i + x_{i+h+1} - x_{i-h},
+//	U_{i+1} = U_i + h x_{i-h} + (h+1) x_{i+h+1} - S_{i+1}.
+//
+// Every slopeBlock points the sums restart from the window itself, so the
+// rounding they gather stays below 1e-15 of the data's scale.
+func (p *savgolPlan) interiorSlope(x, src []float64) {
+	n, h := p.n, p.half
+	fh := float64(h)
+	kappa := 3 / (fh * (fh + 1) * (2*fh + 1)) // 1 / sum_{|j|<=h} j^2
+	for start := h; start < n-h; start += slopeBlock {
+		end := min(start+slopeBlock, n-h)
+		var u, s float64
+		for j, v := range src[start-h : start+h+1] {
+			u += float64(j-h) * v
+			s += v
+		}
+		x[start] = kappa * u
+		for i := start; i+1 < end; i++ {
+			out, in := src[i-h], src[i+h+1]
+			s += in - out
+			u += fh*out + (fh+1)*in - s
+			x[i+1] = kappa * u
+		}
 	}
 }
