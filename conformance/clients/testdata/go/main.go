@@ -9,6 +9,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -64,7 +65,7 @@ func codeOf(e *ramanapi.ErrorResponse) string {
 
 // upload streams the CSV file and the metadata as multipart/form-data
 // through a pipe: the body is an io.Reader, never held whole in memory.
-func upload(ctx context.Context, c *ramanapi.ClientWithResponses, csvPath, batch string) (*ramanapi.StartTrainingResponse, error) {
+func upload(ctx context.Context, c *ramanapi.ClientWithResponses, csvPath string, meta ramanapi.TrainingMeta) (*ramanapi.StartTrainingResponse, error) {
 	f, err := os.Open(csvPath)
 	if err != nil {
 		return nil, err
@@ -73,23 +74,23 @@ func upload(ctx context.Context, c *ramanapi.ClientWithResponses, csvPath, batch
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
-		pw.CloseWithError(writeParts(mw, f, batch))
+		pw.CloseWithError(writeParts(mw, f, meta))
 	}()
 	return c.StartTrainingWithBodyWithResponse(ctx, mw.FormDataContentType(), pr)
 }
 
-func writeParts(mw *multipart.Writer, csv io.Reader, batch string) error {
-	meta, err := mw.CreatePart(textproto.MIMEHeader{
+func writeParts(mw *multipart.Writer, csv io.Reader, meta ramanapi.TrainingMeta) error {
+	part, err := mw.CreatePart(textproto.MIMEHeader{
 		"Content-Disposition": {`form-data; name="meta"`},
 		"Content-Type":        {"application/json"},
 	})
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(meta, `{"operator":"smoke","source_batches":[%q]}`, batch); err != nil {
+	if err := json.NewEncoder(part).Encode(meta); err != nil {
 		return err
 	}
-	part, err := mw.CreateFormFile("csv", "training.csv")
+	part, err = mw.CreateFormFile("csv", "training.csv")
 	if err != nil {
 		return err
 	}
@@ -99,10 +100,27 @@ func writeParts(mw *multipart.Writer, csv io.Reader, batch string) error {
 	return mw.Close()
 }
 
+// reviewRecipe is a recipe built from the generated union type: a
+// Savitzky-Golay first derivative, then SNV, on two wavenumber regions.
+func reviewRecipe(meta *ramanapi.TrainingMeta) error {
+	deriv := 1
+	var savgol, snv ramanapi.PreprocessingStep
+	if err := savgol.FromSavgolStep(ramanapi.SavgolStep{Step: ramanapi.Savgol, Window: 15, Polyorder: 2, Deriv: &deriv}); err != nil {
+		return err
+	}
+	if err := snv.FromSnvStep(ramanapi.SnvStep{Step: ramanapi.Snv}); err != nil {
+		return err
+	}
+	steps := []ramanapi.PreprocessingStep{savgol, snv}
+	regions := []ramanapi.WavenumberRegion{{600, 1800}, {2800, 3100}}
+	meta.Preprocessing, meta.Regions = &steps, &regions
+	return nil
+}
+
 // train uploads the CSV, polls the job to its end and returns its id and
 // the staged version ("" when it did not end done).
-func (s *smoke) train(ctx context.Context, c *ramanapi.ClientWithResponses, csvPath, batch string) (job, version string) {
-	up, err := upload(ctx, c, csvPath, batch)
+func (s *smoke) train(ctx context.Context, c *ramanapi.ClientWithResponses, csvPath string, meta ramanapi.TrainingMeta) (job, version string) {
+	up, err := upload(ctx, c, csvPath, meta)
 	if err != nil {
 		s.fail("POST /training/start", "%v", err)
 		return "", ""
@@ -126,6 +144,9 @@ func (s *smoke) train(ctx context.Context, c *ramanapi.ClientWithResponses, csvP
 			if got.JSON200 == nil || got.JSON200.Status != ramanapi.Done || got.JSON200.Result == nil {
 				s.fail("GET /training/{jobId}", "job ended %s: %s", status, got.Body)
 				return job, ""
+			}
+			if r := got.JSON200.Result; r.ComponentSelection == nil || r.CvCurve == nil || len(*r.CvCurve) < r.ComponentSelection.Components {
+				s.fail("GET /training/{jobId}", "result without its component selection and CV curve: %s", got.Body)
 			}
 			return job, got.JSON200.Result.NewVersion
 		}
@@ -168,8 +189,12 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	s.call("GET /model/info", noModel.StatusCode(), noModel.Body, http.StatusNotFound, codeOf(noModel.JSON404))
 	s.envelope("GET /model/info", noModel.JSON404, "MODEL_NOT_LOADED", false)
 
-	jobA, a := s.train(ctx, c, csvPath, "smoke-a")
-	jobB, b := s.train(ctx, c, csvPath, "smoke-b")
+	jobA, a := s.train(ctx, c, csvPath, ramanapi.TrainingMeta{Operator: "smoke", SourceBatches: &[]string{"smoke-a"}})
+	metaB := ramanapi.TrainingMeta{Operator: "smoke", SourceBatches: &[]string{"smoke-b"}}
+	if err := reviewRecipe(&metaB); err != nil {
+		return err
+	}
+	jobB, b := s.train(ctx, c, csvPath, metaB)
 
 	limit := 1
 	page1, err := c.ListTrainingJobsWithResponse(ctx, &ramanapi.ListTrainingJobsParams{Limit: &limit})
@@ -209,6 +234,27 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 			s.fail("GET /model/{version}", "lineage %s", detail.Body)
 		}
 	}
+	withRecipe, err := c.GetModelWithResponse(ctx, b)
+	if err != nil {
+		return err
+	}
+	if s.call("GET /model/{version} (recipe)", withRecipe.StatusCode(), withRecipe.Body, http.StatusOK, "") {
+		d := withRecipe.JSON200
+		if d.Preprocessing == nil || len(*d.Preprocessing) != 2 || d.Regions == nil || len(*d.Regions) != 2 {
+			s.fail("GET /model/{version} (recipe)", "recipe and regions not reported: %s", withRecipe.Body)
+		} else if st, err := (*d.Preprocessing)[0].AsSavgolStep(); err != nil || st.Window != 15 {
+			s.fail("GET /model/{version} (recipe)", "first step %+v (%v), want savgol window 15", st, err)
+		}
+	}
+
+	report, err := c.GetModelReportWithResponse(ctx, b)
+	if err != nil {
+		return err
+	}
+	if s.call("GET /model/{version}/report", report.StatusCode(), report.Body, http.StatusOK, report.HTTPResponse.Header.Get("Content-Type")) &&
+		(!strings.HasPrefix(report.HTTPResponse.Header.Get("Content-Type"), "text/html") || !bytes.Contains(report.Body, []byte("<svg"))) {
+		s.fail("GET /model/{version}/report", "not an HTML page with plots: %.80s", report.Body)
+	}
 
 	// Source left out: absent means staged.
 	load, err := c.LoadModelWithResponse(ctx, ramanapi.LoadModelJSONRequestBody{Version: a})
@@ -246,6 +292,21 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	}
 	s.call("GET /model/{version} (deleted)", gone.StatusCode(), gone.Body, http.StatusNotFound, codeOf(gone.JSON404))
 	s.envelope("GET /model/{version}", gone.JSON404, "MODEL_NOT_FOUND", false)
+
+	orphan, err := c.GetTrainingReportWithResponse(ctx, jobB)
+	if err != nil {
+		return err
+	}
+	s.call("GET /training/{jobId}/report (model deleted)", orphan.StatusCode(), orphan.Body, http.StatusNotFound, codeOf(orphan.JSON404))
+	s.envelope("GET /training/{jobId}/report", orphan.JSON404, "MODEL_NOT_FOUND", false)
+
+	jobReport, err := c.GetTrainingReportWithResponse(ctx, jobA)
+	if err != nil {
+		return err
+	}
+	if s.call("GET /training/{jobId}/report", jobReport.StatusCode(), jobReport.Body, http.StatusOK, "") && !bytes.Contains(jobReport.Body, []byte("<svg")) {
+		s.fail("GET /training/{jobId}/report", "no plot in %.80s", jobReport.Body)
+	}
 
 	finished, err := c.CancelTrainingJobWithResponse(ctx, jobA)
 	if err != nil {

@@ -9,16 +9,29 @@ import {
   deleteModel,
   getHealth,
   getModel,
+  getModelReport,
   getModelInfo,
   getOpenApijson,
   getOpenApiyaml,
   getTrainingJob,
+  getTrainingReport,
   listModels,
   listTrainingJobs,
   loadModel,
   startTraining,
 } from "./api";
+import type { TrainingMeta } from "./api";
 import { args, sleep, Smoke } from "./common";
+
+// A recipe typed by the generated union: a Savitzky-Golay first
+// derivative, then SNV, on two wavenumber regions.
+const reviewRecipe: Pick<TrainingMeta, "preprocessing" | "regions"> = {
+  preprocessing: [{ step: "savgol", window: 15, polyorder: 2, deriv: 1 }, { step: "snv" }],
+  regions: [
+    [600, 1800],
+    [2800, 3100],
+  ],
+};
 
 const { base, csv } = args();
 client.setConfig({ baseUrl: base });
@@ -26,8 +39,8 @@ const s = new Smoke();
 
 // train uploads the CSV Blob, polls the job to its end and returns its id
 // and the staged version ("" when it did not end done).
-async function train(batch: string): Promise<{ job: string; version: string }> {
-  const up = await startTraining({ body: { csv, meta: { operator: "smoke", source_batches: [batch] } } });
+async function train(batch: string, options: Partial<TrainingMeta> = {}): Promise<{ job: string; version: string }> {
+  const up = await startTraining({ body: { csv, meta: { operator: "smoke", source_batches: [batch], ...options } } });
   if (!s.call("POST /training/start", up.response.status, 202) || up.data === undefined) {
     return { job: "", version: "" };
   }
@@ -40,7 +53,11 @@ async function train(batch: string): Promise<{ job: string; version: string }> {
       if (status !== "done") {
         s.fail("GET /training/{jobId}", `job ended ${status}: ${JSON.stringify(got.data?.error ?? got.error)}`);
       }
-      return { job, version: got.data?.result?.new_version ?? "" };
+      const result = got.data?.result;
+      if (status === "done" && (!result?.component_selection || (result.cv_curve?.length ?? 0) < result.component_selection.components)) {
+        s.fail("GET /training/{jobId}", `result without its component selection and CV curve: ${JSON.stringify(result)}`);
+      }
+      return { job, version: result?.new_version ?? "" };
     }
   }
 }
@@ -67,7 +84,7 @@ async function main(): Promise<void> {
   s.envelope("GET /model/info", noModel.error, "MODEL_NOT_LOADED", false);
 
   const a = await train("smoke-a");
-  const b = await train("smoke-b");
+  const b = await train("smoke-b", reviewRecipe);
 
   const page1 = await listTrainingJobs({ query: { limit: 1 } });
   s.call("GET /training", page1.response.status, 200, `${page1.data?.jobs.length} job(s)`);
@@ -93,6 +110,22 @@ async function main(): Promise<void> {
     s.fail("GET /model/{version}", `lineage ${JSON.stringify(detail.data.lineage)}`);
   }
 
+  const withRecipe = await getModel({ path: { version: b.version } });
+  s.call("GET /model/{version} (recipe)", withRecipe.response.status, 200, `${withRecipe.data?.preprocessing?.length} step(s)`);
+  const first = withRecipe.data?.preprocessing?.[0];
+  if (first?.step !== "savgol" || first.window !== 15 || withRecipe.data?.regions?.length !== 2) {
+    s.fail("GET /model/{version} (recipe)", `recipe and regions not reported: ${JSON.stringify(withRecipe.data)}`);
+  }
+
+  const report = await getModelReport({ path: { version: b.version }, parseAs: "text" });
+  const page: unknown = report.data;
+  if (
+    s.call("GET /model/{version}/report", report.response.status, 200, `${report.response.headers.get("content-type")}`) &&
+    (typeof page !== "string" || !page.includes("<svg"))
+  ) {
+    s.fail("GET /model/{version}/report", "not an HTML page with plots");
+  }
+
   // source left out: absent means staged.
   const load = await loadModel({ body: { version: a.version } });
   if (s.call("POST /model/load", load.response.status, 200, `${load.data?.loaded_version}`) && load.data?.loaded_version !== a.version) {
@@ -114,6 +147,16 @@ async function main(): Promise<void> {
   const gone = await getModel({ path: { version: b.version } });
   s.call("GET /model/{version} (deleted)", gone.response.status, 404, `${gone.error?.code}`);
   s.envelope("GET /model/{version}", gone.error, "MODEL_NOT_FOUND", false);
+
+  const orphan = await getTrainingReport({ path: { jobId: b.job } });
+  s.call("GET /training/{jobId}/report (model deleted)", orphan.response.status, 404, `${orphan.error?.code}`);
+  s.envelope("GET /training/{jobId}/report", orphan.error, "MODEL_NOT_FOUND", false);
+
+  const jobReport = await getTrainingReport({ path: { jobId: a.job }, parseAs: "text" });
+  const jobPage: unknown = jobReport.data;
+  if (s.call("GET /training/{jobId}/report", jobReport.response.status, 200) && (typeof jobPage !== "string" || !jobPage.includes("<svg"))) {
+    s.fail("GET /training/{jobId}/report", "no plot");
+  }
 
   const finished = await cancelTrainingJob({ path: { jobId: a.job } });
   s.call("POST /training/{jobId}/cancel (done)", finished.response.status, 409, `${finished.error?.code}`);
