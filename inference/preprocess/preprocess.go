@@ -134,7 +134,6 @@ type stage struct {
 type Workspace struct {
 	n    int
 	a, b []float64 // despike differences and selection copy; savgol input copy
-	mask []bool    // despike repair mask
 	// als_baseline: weights, right-hand side / solution, LDL' factors.
 	w, z, d, l1, l2 []float64
 }
@@ -146,7 +145,6 @@ func (ws *Workspace) size(n int) {
 	ws.n = n
 	ws.a = make([]float64, n)
 	ws.b = make([]float64, n)
-	ws.mask = make([]bool, n)
 	ws.w = make([]float64, n)
 	ws.z = make([]float64, n)
 	ws.d = make([]float64, n)
