@@ -252,8 +252,10 @@ func checkReviewedResult(t *testing.T, id string, res *gen.TrainingResult, compo
 			}
 		}
 	}
-	if res.SpikesRepaired == nil || res.SpectraDespiked == nil || *res.SpectraDespiked == 0 || *res.SpectraDespiked > rows {
-		t.Errorf("spikes %v in %v spectra", res.SpikesRepaired, res.SpectraDespiked)
+	// parityCSV spikes every fifth row; despike must leave the others
+	// alone (their bands are no spikes).
+	if res.SpikesRepaired == nil || res.SpectraDespiked == nil || *res.SpectraDespiked == 0 || *res.SpectraDespiked > (rows+4)/5 {
+		t.Errorf("spikes %v in %v spectra, want at most the %d spiked ones", res.SpikesRepaired, res.SpectraDespiked, (rows+4)/5)
 	}
 	lin := res.Lineage
 	if lin == nil || lin.RowsUsed == nil || *lin.RowsUsed != rows-len(exclude) || lin.TrainingRows == nil || *lin.TrainingRows != rows ||

@@ -23,21 +23,18 @@ import (
 // learn it from the scale check.
 //
 // The recipe is what a Raman chemometrician would choose for these
-// faults: despike (cosmic rays; threshold 150, not the contract's default
-// 6: these spectra have a signal-to-noise ratio of several hundred, and
-// the modified z-score of first differences then flags the flanks of the
-// strong bands too: at 6 it repairs about 320 points of every clean
-// spectrum, at 100 still a few tens in 1 % of them, which is enough to
-// unsettle the cross-validation; at 150 none, and it still repairs about
-// three quarters of the injected spike points, missing only the smallest
-// spikes, which cost the model little), an asymmetric-least-squares baseline
-// (fluorescence), then normalisation to the solvent band at 1030-1060
-// cm-1 (internal standard: the ethanol 1052 and hexane 1040 cm-1 bands
-// have nearly the same area per unit volume fraction, and the two solvents
-// always make up 97 % of the volume, so the band's area follows the laser
-// power and hardly the solvent ratio or the esters).
+// faults: despike with the contract's defaults (cosmic rays; threshold 6,
+// width 2: it leaves these clean spectra, of signal-to-noise ratio several
+// hundred, untouched and repairs nearly every injected spike point, see
+// trainer/synth's TestDefaultDespikeOnSyntheticSpectra), an
+// asymmetric-least-squares baseline (fluorescence), then normalisation to
+// the solvent band at 1030-1060 cm-1 (internal standard: the ethanol 1052
+// and hexane 1040 cm-1 bands have nearly the same area per unit volume
+// fraction, and the two solvents always make up 97 % of the volume, so
+// the band's area follows the laser power and hardly the solvent ratio or
+// the esters).
 var robustRecipe = preprocess.Recipe{
-	{Kind: preprocess.Despike, Threshold: 150, Width: 2},
+	{Kind: preprocess.Despike, Threshold: 6, Width: 2},
 	{Kind: preprocess.ALSBaseline, Lambda: 1e5, P: 0.01, Iterations: 10},
 	{Kind: preprocess.Normalize, Region: [2]float64{1030, 1060}},
 }

@@ -20,14 +20,15 @@ from sklearn.cross_decomposition import PLSRegression
 
 
 def despike(x, axis, threshold, width):
-    """Whitaker & Hayes: modified z-score of the first differences."""
-    n = len(x)
-    d = np.diff(x)
-    m = n - 1
+    """api/artifact.md's despike: a rising and a falling edge of the first
+    differences within width+1 points, each an outlier by its modified
+    z-score and more than twice the slope beside it."""
+    m = len(x) - 1
     if m < 3:
         return x, 0
-    med = np.median(d)
-    dev = np.abs(d - med)
+    d = np.diff(x)
+    e = d - np.median(d)
+    dev = np.abs(e)
     mad = np.median(dev)
     if mad > 0:
         cut = threshold * mad / 0.6745
@@ -35,29 +36,23 @@ def despike(x, axis, threshold, width):
         cut = threshold * 1.253314 * dev.sum() / m
     else:
         return x, 0
-    mask = np.zeros(n, dtype=bool)
-    for i in np.nonzero(dev > cut)[0]:
-        mask[max(i + 1 - width, 0):min(i + 1 + width, n - 1) + 1] = True
-    if not mask.any() or mask.all():
+    if not np.isfinite(cut):
         return x, 0
+    rise = [e[i] > cut and (i == 0 or e[i - 1] < e[i] / 2) for i in range(m)]
+    fall = [e[j] < -cut and (j == m - 1 or e[j + 1] > e[j] / 2) for j in range(m)]
     y = x.copy()
-    a = 0
-    while a < n:
-        if not mask[a]:
-            a += 1
+    repaired = 0
+    i = 0
+    while i < m:
+        ends = [j for j in range(i + 1, min(i + width + 1, m - 1) + 1) if fall[j]] if rise[i] else []
+        if not ends:
+            i += 1
             continue
-        b = a
-        while b + 1 < n and mask[b + 1]:
-            b += 1
-        left, right = a - 1, b + 1
-        if left >= 0 and right < n:
-            y[a:b + 1] = np.interp(axis[a:b + 1], [axis[left], axis[right]], [x[left], x[right]])
-        elif left >= 0:
-            y[a:b + 1] = x[left]
-        else:
-            y[a:b + 1] = x[right]
-        a = b + 1
-    return y, int(mask.sum())
+        j = ends[-1]
+        y[i + 1:j + 1] = np.interp(axis[i + 1:j + 1], [axis[i], axis[j + 1]], [x[i], x[j + 1]])
+        repaired += j - i
+        i = j + 1
+    return y, repaired
 
 
 def snv(x):

@@ -39,9 +39,8 @@ import numpy as np
 
 __all__ = ["despike", "snv", "als_baseline", "normalize"]
 
-# Whitaker & Hayes's constant: 0.6745 is the 0.75 quantile of the
-# standard normal, so that the modified z-score of normal data has unit
-# spread.
+# The modified z-score's constant: 0.6745 is the 0.75 quantile of the
+# standard normal, so that MAD / 0.6745 estimates the standard deviation.
 _MODIFIED_Z = 0.6745
 # sqrt(pi/2): the same for the mean absolute deviation, the fallback when
 # the MAD is zero.
@@ -56,29 +55,34 @@ def _rows(X):
 
 
 def despike(X, threshold=6.0, width=2, wavenumbers=None):
-    """Remove cosmic-ray spikes (Whitaker & Hayes, Chemometr. Intell. Lab.
-    Syst. 179 (2018) 82-84).
+    """Remove cosmic-ray spikes: narrow positive spikes of 1 to width+1
+    points whose rising and falling edges in the first differences are
+    outliers by their modified z-score (Iglewicz & Hoaglin; the scale of
+    Whitaker & Hayes, Chemometr. Intell. Lab. Syst. 179 (2018) 82-84) and
+    more than twice the slope beside them. The flanks of Raman bands change
+    slope gradually and are left alone, however strong the band.
 
-    Per spectrum x of n points, over the n-1 first differences
+    Per spectrum x of n points, over the m = n-1 first differences
     d[i] = x[i+1] - x[i]:
 
-        z[i] = 0.6745 (d[i] - median(d)) / MAD,   MAD = median(|d - median(d)|)
+        e = d - median(d),   MAD = median(|e|),   c = threshold MAD / 0.6745
 
-    and |z[i]| > threshold marks point i+1 as a spike. When MAD is 0 the
-    mean absolute deviation takes its place:
-    z[i] = (d[i] - median(d)) / (1.253314 mean(|d - median(d)|)); when that
-    is 0 too nothing is a spike. Fewer than 3 differences mark nothing.
+    When MAD is 0 the mean absolute deviation takes its place,
+    c = threshold 1.253314 mean(|e|); when that is 0 too, or c is not
+    finite, nothing is a spike. Fewer than 3 differences mark nothing.
 
-    Repair: each spike marks itself and ``width`` neighbours on each side.
-    Each run of marked points [a, b] is replaced by the straight line, over
-    the wavenumber axis, between the clean points a-1 and b+1; a run
-    touching an end takes the value of its one clean neighbour; a spectrum
-    marked everywhere is left as it is.
+    - A rising edge at i: e[i] > c, and i == 0 or e[i-1] < e[i] / 2.
+    - A falling edge at j: e[j] < -c, and j == m-1 or e[j+1] > e[j] / 2.
+    - Scanning i = 0, 1, ...: at a rising edge i, let j be the last falling
+      edge with i < j <= min(i + width + 1, m - 1). If there is one, points
+      i+1 .. j are a spike and become the straight line, over the
+      wavenumber axis, between x[i] and x[j+1]; the scan resumes at j+1.
 
-    ``wavenumbers`` is the axis the line is drawn over; without it the
-    point index is used, which is the same on an evenly spaced axis.
-    ramanserve draws it over the model's axis (``wavenumbers`` when given,
-    else the instrument axis).
+    Edges are tested on the differences of the input; the line's end points
+    are never part of a spike. ``wavenumbers`` is the axis the line is drawn
+    over; without it the point index is used, which is the same on an
+    evenly spaced axis. ramanserve draws it over the model's axis
+    (``wavenumbers`` when given, else the instrument axis).
     """
     if not 1 <= threshold <= 1000:
         raise ValueError("threshold must be in [1, 1000]")
@@ -88,54 +92,39 @@ def despike(X, threshold=6.0, width=2, wavenumbers=None):
     X = _rows(X)
     n = X.shape[1]
     axis = np.arange(n, dtype=float) if wavenumbers is None else _axis(wavenumbers, n)
-    if n - 1 < 3:
+    m = n - 1
+    if m < 3:
         return X
     for x in X:
         d = np.diff(x)
-        med = np.median(d)
-        dev = np.abs(d - med)
+        e = d - np.median(d)
+        dev = np.abs(e)
         mad = np.median(dev)
         if mad > 0:
-            cut = threshold * mad / _MODIFIED_Z
+            c = threshold * mad / _MODIFIED_Z
         elif dev.sum() > 0:
-            cut = threshold * _MEAN_AD * dev.sum() / len(d)
+            c = threshold * _MEAN_AD * dev.sum() / m
         else:
             continue
-        if not np.isfinite(cut):
+        if not np.isfinite(c):
             continue
-        hits = np.flatnonzero(dev > cut) + 1
-        if hits.size == 0:
-            continue
-        mask = np.zeros(n, dtype=bool)
-        for i in hits:
-            mask[max(i - width, 0):min(i + width, n - 1) + 1] = True
-        if mask.all():
-            continue
-        _repair_runs(x, axis, mask)
+        rise = e > c
+        rise[1:] &= e[:-1] < e[1:] / 2
+        fall = e < -c
+        fall[:-1] &= e[1:] > e[:-1] / 2
+        i = 0
+        while i < m:
+            ends = [j for j in range(i + 1, min(i + width + 1, m - 1) + 1) if fall[j]] if rise[i] else []
+            if not ends:
+                i += 1
+                continue
+            j = ends[-1]
+            x0, x1 = x[i], x[j + 1]
+            a0, span = axis[i], axis[j + 1] - axis[i]
+            for k in range(i + 1, j + 1):
+                x[k] = x0 + (x1 - x0) * ((axis[k] - a0) / span)
+            i = j + 1
     return X
-
-
-def _repair_runs(x, axis, mask):
-    n = len(x)
-    a = 0
-    while a < n:
-        if not mask[a]:
-            a += 1
-            continue
-        b = a
-        while b + 1 < n and mask[b + 1]:
-            b += 1
-        left, right = a - 1, b + 1
-        if left >= 0 and right < n:
-            x0, x1 = x[left], x[right]
-            a0, span = axis[left], axis[right] - axis[left]
-            for j in range(a, b + 1):
-                x[j] = x0 + (x1 - x0) * ((axis[j] - a0) / span)
-        elif left >= 0:
-            x[a:b + 1] = x[left]
-        else:
-            x[a:b + 1] = x[right]
-        a = b + 1
 
 
 def _axis(wavenumbers, n):

@@ -52,6 +52,6 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// [{"step":"despike","threshold":6,"width":2},{"step":"savgol","window":7,"polyorder":2,"deriv":1},{"step":"snv"}]
-	// repaired 6 points; x[20..23] = 0.8435 0.9551 1.1023 1.2881
+	// repaired 1 points; x[20..23] = 0.8358 0.9464 1.0922 1.2763
 	// invalid preprocessing recipe: preprocessing[0].window: 65 is more than the 64 points of the axis
 }

@@ -12,15 +12,18 @@
 //
 // The steps, on a spectrum x of n points over the axis a (cm-1):
 //
-//   - despike (Whitaker & Hayes, Chemometr. Intell. Lab. Syst. 179 (2018)
-//     82-84): with the first differences d_i = x_{i+1} - x_i,
-//     z_i = 0.6745 (d_i - median(d)) / median(|d - median(d)|), and
-//     |z_i| > threshold marks point i+1. When that MAD is 0 the mean
-//     absolute deviation takes its place, z_i = (d_i - median(d)) /
-//     (1.253314 mean(|d - median(d)|)); when that is 0 too nothing is
-//     marked. Each marked point and width neighbours on each side are
-//     replaced by the straight line over a between the nearest unmarked
-//     points (a run touching an end takes its one unmarked neighbour).
+//   - despike: narrow positive spikes of 1 to width+1 points. With the
+//     first differences d_i = x_{i+1} - x_i, e_i = d_i - median(d) and
+//     c = threshold * median(|e|) / 0.6745 (the modified z-score of the
+//     differences, the scale of Whitaker & Hayes, Chemometr. Intell. Lab.
+//     Syst. 179 (2018) 82-84; 1.253314 mean(|e|) takes the MAD's place
+//     when it is 0, and when that is 0 too nothing is a spike): a rising
+//     edge is an e_i > c with e_{i-1} < e_i/2, a falling edge an e_j < -c
+//     with e_{j+1} > e_j/2. Scanning i upwards, a rising edge at i and the
+//     last falling edge j in (i, i+width+1] make points i+1..j a spike,
+//     replaced by the straight line over a between x_i and x_{j+1}; the
+//     scan goes on after j. A band's slope changes gradually, so its
+//     flanks and top are no spike however high its signal-to-noise.
 //     Stats.Repaired counts the replaced points.
 //   - savgol (Savitzky & Golay, Anal. Chem. 36 (1964) 1627-1639): the
 //     deriv-th derivative, over the point index, of the least-squares
@@ -134,7 +137,6 @@ type stage struct {
 type Workspace struct {
 	n    int
 	a, b []float64 // despike differences and selection copy; savgol input copy
-	mask []bool    // despike repair mask
 	// als_baseline: weights, right-hand side / solution, LDL' factors.
 	w, z, d, l1, l2 []float64
 }
@@ -146,7 +148,6 @@ func (ws *Workspace) size(n int) {
 	ws.n = n
 	ws.a = make([]float64, n)
 	ws.b = make([]float64, n)
-	ws.mask = make([]bool, n)
 	ws.w = make([]float64, n)
 	ws.z = make([]float64, n)
 	ws.d = make([]float64, n)

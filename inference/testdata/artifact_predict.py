@@ -17,43 +17,39 @@ import scipy.sparse
 
 
 def despike(x, wn, threshold, width):
-    n = len(x)
-    d = np.diff(x)
-    if len(d) < 3:
+    m = len(x) - 1
+    if m < 3:
         return x
-    med = np.median(d)
-    dev = np.abs(d - med)
-    mad = np.median(dev)
+    d = np.diff(x)
+    e = d - np.median(d)
+    mad = np.median(np.abs(e))
     if mad > 0:
-        cut = threshold * mad / 0.6745
-    elif np.mean(dev) > 0:
-        cut = threshold * 1.253314 * np.mean(dev)
+        c = threshold * mad / 0.6745
+    elif np.mean(np.abs(e)) > 0:
+        c = threshold * 1.253314 * np.mean(np.abs(e))
     else:
         return x
-    marked = np.zeros(n, dtype=bool)
-    for i in np.nonzero(dev > cut)[0]:
-        marked[max(i + 1 - width, 0):min(i + 1 + width, n - 1) + 1] = True
-    if marked.all():
+    if not np.isfinite(c):
         return x
-    x = x.copy()
-    a = 0
-    while a < n:
-        if not marked[a]:
-            a += 1
+
+    def rising(i):
+        return e[i] > c and (i == 0 or e[i - 1] < e[i] / 2)
+
+    def falling(j):
+        return e[j] < -c and (j == m - 1 or e[j + 1] > e[j] / 2)
+
+    y = x.copy()
+    i = 0
+    while i < m:
+        ends = [j for j in range(i + 1, min(i + width + 1, m - 1) + 1) if falling(j)] if rising(i) else []
+        if not ends:
+            i += 1
             continue
-        b = a
-        while b + 1 < n and marked[b + 1]:
-            b += 1
-        if a > 0 and b < n - 1:
-            l, r = a - 1, b + 1
-            j = np.arange(a, b + 1)
-            x[j] = x[l] + (x[r] - x[l]) * ((wn[j] - wn[l]) / (wn[r] - wn[l]))
-        elif a > 0:
-            x[a:b + 1] = x[a - 1]
-        else:
-            x[a:b + 1] = x[b + 1]
-        a = b + 1
-    return x
+        j = ends[-1]
+        for k in range(i + 1, j + 1):
+            y[k] = x[i] + (x[j + 1] - x[i]) * ((wn[k] - wn[i]) / (wn[j + 1] - wn[i]))
+        i = j + 1
+    return y
 
 
 def als_baseline(x, lam, p, iterations):

@@ -19,40 +19,47 @@ from scipy.signal import savgol_filter
 
 
 def despike(x, axis, threshold=6.0, width=2):
-    """Whitaker & Hayes (2018) modified z-score of first differences.
+    """Narrow positive spikes between a rising and a falling edge of the
+    first differences (the package documentation of inference/preprocess).
 
     Returns (repaired spectrum, number of points replaced).
     """
     x = np.array(x, dtype=float)
-    n = x.size
     d = np.diff(x)
-    if d.size < 3:
+    m = d.size
+    if m < 3:
         return x, 0
-    med = np.median(d)
-    dev = np.abs(d - med)
+    e = d - np.median(d)
+    dev = np.abs(e)
     mad = np.median(dev)
     if mad > 0:
         cut = threshold * mad / 0.6745
     elif dev.sum() > 0:
-        cut = threshold * 1.253314 * dev.sum() / d.size
+        cut = threshold * 1.253314 * dev.sum() / m
     else:
         return x, 0
     if not np.isfinite(cut):
         return x, 0
-    mask = np.zeros(n, dtype=bool)
-    for i in np.nonzero(dev > cut)[0]:
-        p = i + 1
-        mask[max(p - width, 0):min(p + width, n - 1) + 1] = True
-    if not mask.any():
-        return x, 0
-    if mask.all():
-        return x, 0
-    clean = np.nonzero(~mask)[0]
-    bad = np.nonzero(mask)[0]
-    # np.interp holds the end values constant outside the clean points,
-    # which is the rule for runs touching an end.
-    x[bad] = np.interp(axis[bad], axis[clean], x[clean])
-    return x, int(bad.size)
+    # Rising edge at i: e[i] > cut and e[i-1] < e[i]/2 (none before i=0).
+    rise = e > cut
+    rise[1:] &= e[:-1] < e[1:] / 2
+    # Falling edge at j: e[j] < -cut and e[j+1] > e[j]/2 (none after m-1).
+    fall = e < -cut
+    fall[:-1] &= e[1:] > e[:-1] / 2
+    y = x.copy()
+    repaired = 0
+    i = 0
+    while i < m:
+        ends = [j for j in range(i + 1, min(i + width + 1, m - 1) + 1) if fall[j]] if rise[i] else []
+        if not ends:
+            i += 1
+            continue
+        j = ends[-1]
+        k = np.arange(i + 1, j + 1)
+        y[k] = x[i] + (x[j + 1] - x[i]) * ((axis[k] - axis[i]) / (axis[j + 1] - axis[i]))
+        repaired += j - i
+        i = j + 1
+    return y, repaired
 
 
 def savgol(x, window, polyorder, deriv=0):
