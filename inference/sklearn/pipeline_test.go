@@ -99,7 +99,9 @@ func TestPipelineRecipes(t *testing.T) {
 
 // TestPipelinesPredictLikeScikitLearn: the accepted pipelines, through
 // inference.NewPLSModel (the server's path), predict scikit-learn's own
-// numbers to 1e-9.
+// numbers to 1e-9; a pipeline with an als_baseline step to 1e-6, because
+// its ill-conditioned system is solved to about 1e-10 relative by any two
+// correct solvers (api/artifact.md).
 func TestPipelinesPredictLikeScikitLearn(t *testing.T) {
 	worst := 0.0
 	for _, fx := range pipelineFixtures(t) {
@@ -117,6 +119,12 @@ func TestPipelinesPredictLikeScikitLearn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			tol := 1e-9
+			for _, st := range params.Preprocessing {
+				if st.Kind == preprocess.ALSBaseline {
+					tol = 1e-6
+				}
+			}
 			for i, x := range fx.X {
 				var out inference.Prediction
 				if err := model.Predict(&inference.Spectrum{Wavenumbers: linearAxis(p), Intensities: x}, &out); err != nil {
@@ -125,7 +133,7 @@ func TestPipelinesPredictLikeScikitLearn(t *testing.T) {
 				for k, a := range model.Targets() {
 					d := math.Abs(out.Concentrations.Value[a] - fx.Y[i][k])
 					worst = math.Max(worst, d)
-					if d > 1e-9 {
+					if d > tol {
 						t.Errorf("sample %d %v: %v, scikit-learn %v (|diff| %.3g)", i, a, out.Concentrations.Value[a], fx.Y[i][k], d)
 					}
 				}

@@ -12,6 +12,7 @@ import sys
 import zipfile
 
 import numpy as np
+import scipy.linalg
 import scipy.signal
 import scipy.sparse
 
@@ -56,39 +57,21 @@ def als_baseline(x, lam, p, iterations):
     n = len(x)
     if n < 3:
         return np.zeros(n)
-    # Diagonals of D'D from its definition (integers), times lam.
+    # lam D'D in lower band form: its diagonal and two subdiagonals.
     d = scipy.sparse.diags([1.0, -2.0, 1.0], [0, 1, 2], shape=(n - 2, n))
     dtd = (d.T @ d).todia()
-    b0 = [lam * v for v in dtd.diagonal(0).tolist()]
-    b1 = [lam * v for v in dtd.diagonal(-1).tolist()] + [0.0]
-    b2 = [lam * v for v in dtd.diagonal(-2).tolist()] + [0.0, 0.0]
-    xs = [float(v) for v in x]
-    w = [1.0] * n
-    z = None
+    band = np.zeros((3, n))
+    band[0] = lam * dtd.diagonal(0)
+    band[1, :-1] = lam * dtd.diagonal(-1)
+    band[2, :-2] = lam * dtd.diagonal(-2)
+    w = np.ones(n)
+    z = x
     for _ in range(iterations):
-        z = ldl_solve(xs, w, b0, b1, b2)
-        w = [p if xi > zi else 1 - p for xi, zi in zip(xs, z)]
-    return np.array([xi - zi for xi, zi in zip(xs, z)])
-
-
-def ldl_solve(x, w, b0, b1, b2):
-    """(diag(w) + lam D'D) z = w x by the L diag(d) L' sweep of artifact.md."""
-    n = len(x)
-    d, l1, l2, y = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
-
-    def at(v, i):  # terms of index below 0 are 0
-        return v[i] if i >= 0 else 0.0
-
-    for i in range(n):
-        d[i] = w[i] + b0[i] - at(l1, i - 1) * at(l1, i - 1) * at(d, i - 1) - at(l2, i - 2) * at(l2, i - 2) * at(d, i - 2)
-        r = 1 / d[i]
-        l1[i] = (b1[i] - at(l2, i - 1) * at(l1, i - 1) * at(d, i - 1)) * r
-        l2[i] = b2[i] * r
-        y[i] = w[i] * x[i] - at(l1, i - 1) * at(y, i - 1) - at(l2, i - 2) * at(y, i - 2)
-    z = [0.0] * (n + 2)  # terms of index n and above are 0
-    for i in range(n - 1, -1, -1):
-        z[i] = y[i] * (1 / d[i]) - l1[i] * z[i + 1] - l2[i] * z[i + 2]
-    return z[:n]
+        ab = band.copy()
+        ab[0] += w
+        z = scipy.linalg.solveh_banded(ab, w * x, lower=True)
+        w = np.where(x > z, p, 1 - p)
+    return x - z
 
 
 def normalize(x, wn, region):
