@@ -146,6 +146,8 @@ bench: deps build
 	$(GO) test -run '^$$' -bench 'ListPage' -benchmem ./trainer/jobs
 	@echo "== review page: 2000 training rows x 3 analytes, two regions (render time, page bytes)"
 	$(GO) test -run '^$$' -bench 'Render2000' -benchmem ./server/report
+	@echo "== robustness: RMSEP of a raw and a recipe model with faults injected into the test spectra only; claimed confidence / observed fraction within tolerance"
+	$(GO) test -count=1 -run '^TestRobustnessUnderFaults$$' -v ./inference | grep -vE '^(=== RUN|PASS$$)'
 	@echo "== training: 2000 x 2048, CV over 1..20 components, against scikit-learn"
 	RAMAN_BENCH_TRAIN=1 $(GO) test -count=1 -run TestTrainingSpeedVsSklearn -v ./trainer | grep -E '^(training|---|ok|FAIL)'
 	@echo "== 200 MB training upload: server memory"
