@@ -6,6 +6,10 @@ GO            ?= go
 PY            := /usr/bin/python3
 REDOCLY       := npx --yes @redocly/cli@2.77.0
 DEBIAN_PKGS   := python3-zmq python3-sklearn python3-joblib python3-msgpack python3-lz4 python3-numpy python3-scipy
+# What the tests' Python peers and references import (scipy.linalg: the
+# helper module examples/python/ramanserve_preprocessing.py, which the
+# parity references import).
+PY_IMPORTS    := zmq, sklearn, joblib, msgpack, lz4.frame, numpy, scipy.signal, scipy.linalg, scipy.sparse
 FUZZTIME      ?= 30s
 # Minimising a large new input (a 300 KB model file) can take minutes and
 # shows as 0 execs/s; bound it so the time goes to fuzzing.
@@ -28,13 +32,13 @@ run: build
 ## deps: Debian's Python packages for the real libzmq and scikit-learn peers used by the tests,
 ## and Debian's chromium for the review page's browser test
 deps: deps-browser
-	@if $(PY) -c 'import zmq, sklearn, joblib, msgpack, lz4.frame, numpy, scipy.signal, scipy.sparse' 2>/dev/null; then \
+	@if $(PY) -c 'import $(PY_IMPORTS)' 2>/dev/null; then \
 		echo "deps: Debian python packages present"; \
 	else \
 		echo "deps: installing $(DEBIAN_PKGS)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS) >/dev/null; \
-		$(PY) -c 'import zmq, sklearn, joblib, msgpack, lz4.frame, numpy, scipy.signal, scipy.sparse'; \
+		$(PY) -c 'import $(PY_IMPORTS)'; \
 	fi
 
 ## deps-c: Debian's libzmq and msgpack-c development packages for the C example

@@ -38,7 +38,7 @@ Example::
 import numpy as np
 import scipy.linalg
 
-__all__ = ["despike", "snv", "als_baseline", "normalize"]
+__all__ = ["despike", "despike_with_counts", "snv", "als_baseline", "normalize"]
 
 # The modified z-score's constant: 0.6745 is the 0.75 quantile of the
 # standard normal, so that MAD / 0.6745 estimates the standard deviation.
@@ -85,47 +85,63 @@ def despike(X, threshold=6.0, width=2, wavenumbers=None):
     evenly spaced axis. ramanserve draws it over the model's axis
     (``wavenumbers`` when given, else the instrument axis).
     """
+    return despike_with_counts(X, threshold, width, wavenumbers)[0]
+
+
+def despike_with_counts(X, threshold=6.0, width=2, wavenumbers=None):
+    """``despike``, which also returns how many points it replaced in each
+    spectrum (an integer array of length samples): the figure ramanserve
+    reports as ``spikes_repaired``. It returns a pair, so it is no step of a
+    Pipeline; use ``despike`` there.
+    """
     if not 1 <= threshold <= 1000:
         raise ValueError("threshold must be in [1, 1000]")
     if int(width) != width or not 0 <= width <= 16:
         raise ValueError("width must be an integer in [0, 16]")
-    width = int(width)
     X = _rows(X)
     n = X.shape[1]
     axis = np.arange(n, dtype=float) if wavenumbers is None else _axis(wavenumbers, n)
-    m = n - 1
+    repaired = np.array([_despike_row(x, axis, threshold, int(width)) for x in X], dtype=int)
+    return X, repaired
+
+
+def _despike_row(x, axis, threshold, width):
+    """Repairs the spikes of one spectrum in place; returns the number of
+    points replaced."""
+    m = x.size - 1
     if m < 3:
-        return X
-    for x in X:
-        d = np.diff(x)
-        e = d - np.median(d)
-        dev = np.abs(e)
-        mad = np.median(dev)
-        if mad > 0:
-            c = threshold * mad / _MODIFIED_Z
-        elif dev.sum() > 0:
-            c = threshold * _MEAN_AD * dev.sum() / m
-        else:
+        return 0
+    d = np.diff(x)
+    e = d - np.median(d)
+    dev = np.abs(e)
+    mad = np.median(dev)
+    if mad > 0:
+        c = threshold * mad / _MODIFIED_Z
+    elif dev.sum() > 0:
+        c = threshold * _MEAN_AD * dev.sum() / m
+    else:
+        return 0
+    if not np.isfinite(c):
+        return 0
+    rise = e > c
+    rise[1:] &= e[:-1] < e[1:] / 2
+    fall = e < -c
+    fall[:-1] &= e[1:] > e[:-1] / 2
+    repaired = 0
+    i = 0
+    while i < m:
+        ends = [j for j in range(i + 1, min(i + width + 1, m - 1) + 1) if fall[j]] if rise[i] else []
+        if not ends:
+            i += 1
             continue
-        if not np.isfinite(c):
-            continue
-        rise = e > c
-        rise[1:] &= e[:-1] < e[1:] / 2
-        fall = e < -c
-        fall[:-1] &= e[1:] > e[:-1] / 2
-        i = 0
-        while i < m:
-            ends = [j for j in range(i + 1, min(i + width + 1, m - 1) + 1) if fall[j]] if rise[i] else []
-            if not ends:
-                i += 1
-                continue
-            j = ends[-1]
-            x0, x1 = x[i], x[j + 1]
-            a0, span = axis[i], axis[j + 1] - axis[i]
-            for k in range(i + 1, j + 1):
-                x[k] = x0 + (x1 - x0) * ((axis[k] - a0) / span)
-            i = j + 1
-    return X
+        j = ends[-1]
+        x0, x1 = x[i], x[j + 1]
+        a0, span = axis[i], axis[j + 1] - axis[i]
+        for k in range(i + 1, j + 1):
+            x[k] = x0 + (x1 - x0) * ((axis[k] - a0) / span)
+        repaired += j - i
+        i = j + 1
+    return repaired
 
 
 def _axis(wavenumbers, n):
@@ -145,7 +161,9 @@ def snv(X):
     mean = X.mean(axis=1, keepdims=True)
     std = X.std(axis=1, keepdims=True)
     out = X - mean
-    flat = (std == 0).ravel()
+    # A flat spectrum's mean need not round to its value, which would leave
+    # std at a few ulps and every point at +-1: test the values themselves.
+    flat = (std == 0).ravel() | np.all(X == X[:, :1], axis=1)
     out[~flat] /= std[~flat]
     out[flat] = 0.0
     return out

@@ -48,8 +48,9 @@
 //     axis points inside [low, high] (intensity x cm-1); a zero or
 //     non-finite area is ErrDegenerateSpectrum.
 //
-// testdata/reference.py is the same in NumPy/SciPy, and the parity tests
-// hold the two together; api/artifact.md gives a NumPy/SciPy user the
+// The helper module examples/python/ramanserve_preprocessing.py is the same
+// in NumPy/SciPy; testdata/reference.py runs recipes through it, and the
+// parity tests hold the two together; api/artifact.md gives a NumPy/SciPy user the
 // formulas to reproduce a prediction.
 package preprocess
 
