@@ -91,7 +91,7 @@ def preprocess(x, steps, wn):
             x = scipy.signal.savgol_filter(x, s["window"], s["polyorder"], deriv=s["deriv"], delta=1.0, mode="interp")
         elif kind == "snv":
             sd = x.std()
-            x = np.zeros_like(x) if sd == 0 else (x - x.mean()) / sd
+            x = np.zeros_like(x) if sd == 0 or np.all(x == x[0]) else (x - x.mean()) / sd
         elif kind == "als_baseline":
             x = als_baseline(x, s["lam"], s["p"], s["iterations"])
         elif kind == "normalize":
