@@ -51,10 +51,11 @@ type Entry struct {
 	JobID             string `json:"job_id,omitempty"`
 	TrainingCSVSHA256 string `json:"training_csv_sha256,omitempty"`
 	TrainingRows      int    `json:"training_rows,omitempty"`
-	// RowsUsed are the rows that entered the model; ExcludedScanIDs the
-	// ones the upload's exclude_scan_ids left out.
-	RowsUsed        int      `json:"rows_used,omitempty"`
-	ExcludedScanIDs []string `json:"excluded_scan_ids,omitempty"`
+	// RowsUsed are the rows that entered the model; TrainingRows less
+	// RowsUsed were left out by the upload's exclude_scan_ids. The ids
+	// themselves stay in the model file's review: this file is rewritten
+	// whole on every change, and they could add up to 1 MiB per version.
+	RowsUsed int `json:"rows_used,omitempty"`
 	// Metrics are the cross-validated figures of a model trained here, so
 	// that GET /model/{version} answers without opening the artifact.
 	Metrics *Metrics `json:"metrics,omitempty"`
