@@ -106,6 +106,14 @@ func (m *PLSModel) Recipe() preprocess.Recipe { return m.recipe }
 // the axis enters the model). The returned value must not be modified.
 func (m *PLSModel) Regions() [][2]float64 { return m.regions }
 
+// finite reports whether every figure of the prediction is a finite
+// number.
+func (p *Prediction) finite() bool {
+	d := &p.Diagnostics
+	return allFinite(p.Concentrations.Value[:]) && allFinite(p.Confidence.Value[:]) &&
+		allFinite([]float64{d.T2, d.ReducedT2, d.Leverage, d.Q, d.ReducedQ, d.ReducedScale})
+}
+
 func allFinite(v []float64) bool {
 	for _, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {

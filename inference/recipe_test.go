@@ -314,3 +314,32 @@ func TestRecipeOverflowIsInvalidSpectrum(t *testing.T) {
 		t.Fatalf("err = %v (prediction %+v), want ErrInvalidSpectrum", err, out.Concentrations)
 	}
 }
+
+// TestRecipeHugeButFiniteIsInvalidSpectrum: a band area small enough to
+// scale the spectrum by 1e150, but not to overflow the concentrations,
+// still overflows T2 and Q (sums of squares). The reply must carry no Inf
+// anywhere (t2, q and the confidence derived from them), so the model
+// answers INVALID_SPECTRUM and leaves out the 1e155 g/L figures too.
+func TestRecipeHugeButFiniteIsInvalidSpectrum(t *testing.T) {
+	p := shapedModel(t, preprocess.Recipe{{Kind: preprocess.Normalize, Region: [2]float64{1400, 1500}}}, nil, 26)
+	m, err := inference.NewPLSModel(p, inference.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	axis := synth.Axis()
+	for _, small := range []float64{1e-150, 1e-200, 1e-250} {
+		in := make([]float64, len(axis))
+		for i, w := range axis {
+			in[i] = 1000 + float64(i%7)
+			if w >= 1390 && w <= 1510 {
+				in[i] = small
+			}
+		}
+		var out inference.Prediction
+		err := m.Predict(&inference.Spectrum{Wavenumbers: axis, Intensities: in}, &out)
+		if !errors.Is(err, inference.ErrInvalidSpectrum) {
+			t.Errorf("band at %g: err = %v (concentrations %v, T2 %g, Q %g), want ErrInvalidSpectrum",
+				small, err, out.Concentrations.Value, out.Diagnostics.T2, out.Diagnostics.Q)
+		}
+	}
+}
