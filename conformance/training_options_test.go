@@ -48,6 +48,7 @@ func TestTrainingOptionErrors(t *testing.T) {
 		{"savgol window above the schema's bound", `"preprocessing":[{"step":"savgol","window":4001,"polyorder":2}]`, "INVALID_METADATA", "window"},
 		{"savgol window even", `"preprocessing":[{"step":"snv"},{"step":"savgol","window":16,"polyorder":2}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[1].window"},
 		{"savgol polyorder not below the window", `"preprocessing":[{"step":"savgol","window":5,"polyorder":5}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[0]"},
+		{"savgol deriv above polyorder", `"preprocessing":[{"step":"savgol","window":7,"polyorder":1,"deriv":2}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[0].deriv"},
 		{"region outside the axis", `"regions":[[600,1800],[3300,3400]]`, "INVALID_TRAINING_OPTIONS", "regions[1]"},
 		{"region reversed", `"regions":[[1800,600]]`, "INVALID_TRAINING_OPTIONS", "regions[0]"},
 		{"normalize band outside the axis", `"preprocessing":[{"step":"normalize","region":[50,100]}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[0].region"},
