@@ -2260,7 +2260,11 @@ type ClientInterface interface {
 	// the same `status` filter. A cursor is opaque: it names a position,
 	// so jobs submitted after the first page do not shift later pages.
 	// Records kept on disk are listed too, so a console that reloads
-	// finds every job again.
+	// finds every job again. A listed job leaves out the lists whose
+	// size the client chose, so that a page stays small: `meta.exclude_scan_ids`,
+	// `result.outliers` and `result.lineage.excluded_scan_ids`
+	// (`result.outliers_total` and `result.lineage.rows_used` count
+	// them); `GET /training/{jobId}` gives them in full.
 	//
 	// Corresponds with GET /training (the `ListTrainingJobs` operationId).
 	ListTrainingJobs(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2678,7 +2682,11 @@ func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditor
 // the same `status` filter. A cursor is opaque: it names a position,
 // so jobs submitted after the first page do not shift later pages.
 // Records kept on disk are listed too, so a console that reloads
-// finds every job again.
+// finds every job again. A listed job leaves out the lists whose
+// size the client chose, so that a page stays small: `meta.exclude_scan_ids`,
+// `result.outliers` and `result.lineage.excluded_scan_ids`
+// (`result.outliers_total` and `result.lineage.rows_used` count
+// them); `GET /training/{jobId}` gives them in full.
 //
 // Corresponds with GET /training (the `ListTrainingJobs` operationId).
 func (c *Client) ListTrainingJobs(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3591,7 +3599,11 @@ type ClientWithResponsesInterface interface {
 	// the same `status` filter. A cursor is opaque: it names a position,
 	// so jobs submitted after the first page do not shift later pages.
 	// Records kept on disk are listed too, so a console that reloads
-	// finds every job again.
+	// finds every job again. A listed job leaves out the lists whose
+	// size the client chose, so that a page stays small: `meta.exclude_scan_ids`,
+	// `result.outliers` and `result.lineage.excluded_scan_ids`
+	// (`result.outliers_total` and `result.lineage.rows_used` count
+	// them); `GET /training/{jobId}` gives them in full.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5015,7 +5027,11 @@ func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, re
 // the same `status` filter. A cursor is opaque: it names a position,
 // so jobs submitted after the first page do not shift later pages.
 // Records kept on disk are listed too, so a console that reloads
-// finds every job again.
+// finds every job again. A listed job leaves out the lists whose
+// size the client chose, so that a page stays small: `meta.exclude_scan_ids`,
+// `result.outliers` and `result.lineage.excluded_scan_ids`
+// (`result.outliers_total` and `result.lineage.rows_used` count
+// them); `GET /training/{jobId}` gives them in full.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8285,50 +8301,52 @@ var swaggerSpec = []string{
 	"2AmPWMB1iBiUIDXdC7G0liYbGGKdKH/OZts9athsd3NvlQL/gpgHma2ITqY4LPdJd5ZJFqIaecPaGHkz",
 	"Xlugnk5A8a14VSfSpieqaVFbHcWDqMeiUjlHlJ5LxSJD6atFnpQyi5ZcO4udBzUyCvMkKoUnyzX10Szs",
 	"s5kI5a7Hhoy+x+zOJf8lFwOWFObbpdKYDwQSqaJkfV/0lBWA2LQCeMfHiiK658nU2BQXnHovlDcoD2gM",
-	"GXYOZFxjq7Ng4CfFSCqplQvKyQRmgYD0I2OXz4bwMiCPbQuHKdXAxKqqT+lx1yicJL+KgHKUD/v9E8ap",
-	"KthCcKnZcb/ndJVfcoEhJJZp4y5WrEOlYvP9p8vFfQ6abKZVelDTaqiCKxzaNBZbErQ2GFdR6vjgcEfV",
-	"uM3xoLkat90BxWOe4rYB+CK2+11YDUV1P3/8E21D9UKxDRz3SpJIB+sO8/738LuXSt3ZqpII9+2KkVfQ",
-	"z3q/x6d48AVlQqc8WYHQeyo9qcENF7M2Yq6dX15fnF2evbvzoZ5/WKRY2Ymlq0y9dHn4G6N6gRBcx/Z4",
-	"sbsC2NHeuORuQ/dSJvgCTpZVXvnKpeJ5N+FcpJSHRfAqztUI3HbMY5apFcsESA+6hNZCamjFmPP69kMU",
-	"wEWudBO0Ug1W0oY+8MzYspAWkgPTVkKphUQZwCLz0XBSYcdgRRQaFo5y4UJjC58cVi114Z8E4F4MH/1r",
-	"FF1PODmo9iJp2HwqCyGFHrRynP3xwSG7TH7onLiKMBalpuTMPHjZhBuFQ4Cz74mhGr91wqZ5hgYXZIbo",
-	"P0gkhu7nCG5mM63aUYH9hD+VMr2ObHlLmqSxYYPWX+erseJX25IwLQRHGaMJfqjhNNF93wDWxIyakQUL",
-	"EXe8JFIfM/uGHYQSx6Up/Z1C1TGOloZbW9XD75sxp0LpM56KfLlSnhC5WMeCWZpyAkuDj4jXIKVcmj/C",
-	"jfs8kAElikQntAhl2GtPapd4lgaUhvYsHK8SqXFMdkSOTDf0XGmsHjBf62TCU9tgh00U6HVWbLGbj7F0",
-	"obQcwRk7PMSSmtrXG/GS0M5IpYRokjJfiCyZgOqfJY+UJoKTRwezK9eZZAJukkM8NWwi0pRFB0EUSqLE",
-	"7+j1ToCJM9W1majlmgBaB4iv7MID3YDRJzeZ82wGs8Ego5ff9o7ZX39A+xtwKTWl0ool6FPWPnjVO2J/",
-	"/SGUlHkbsMMD+MZismwalKaJsdHV1JnHLnMFIg8Ov7P1fkvuf7uziT5hRbIzccJiAnV8N0sHJZgebnGE",
-	"LIhrnZxxDYicK7TMeJnfuph1an4A7Ajj0TZw7NqbqGYdHzKOuDt2CRCebnP8lErp0LjQ9MdNIwLdSVOO",
-	"2S4nbTGYAg8slL8D9EuqFSgjINaTC4RqWtCZ5JN7350AHaBN9eltPC+ouYQ9mVpFbZ6bWK2kBaUqdUs0",
-	"bQ2+hJYLolWaUswPYoPYQCBLATYYB0e7UJlwYYFooIXzLvg9maGRCOyQKU6wiHu2jeHR4rZ0PfCFuY0a",
-	"AcK9TH4IZTvLJSmX43w6RUwkm/NCpqQOteGBhYrE9FDazPSvdCUvDtgsjr7tq5Z9j7dkYa22TE2f+Cg9",
-	"3VvETNuUxeN6p+WEZ9dnJeGv6DSRteQ7RGtuyMMLZUMiXmC5CYwYni2rKbKYIufkqVAiapsg1IRXfZyi",
-	"YyWlbGv2DXt1ZDNZyU5eZG6QGOLQ4pxE80YxrabGkSNJJsYeKZ0vLPZYKKM3V5dnlxfnl+d3pQLiIFh4",
-	"kmTt2/M3d2c3l50N0kx0UVfAAaS66xAxE23860n1vvfI0XAbxSgQJJnnbLaSFPqEGmyu0ERDKbcefK6F",
-	"K9hi5oJIOpQOd3ZQD6PC311tO6uY03I61xI5C7ACta6FE2ifxOC/qkPfgQBNwCjtCh5Hpwyk5UriF2I0",
-	"SU2c2ijn+CDmSuE9cVn9iJaxBSvD554OS81NkzQtgwHAToLsGErYQu1/84fNgmzFYoM0itupikKIUjBV",
-	"zEaYPGzKMu0K2iG2eMONGJTacnml/jYnAc4dGytgls5OSXLC5Gw02uVLuMj2hYINZSMW7Anr2ypQWJVx",
-	"2qH5cIYwsHC6ExWzOdcgGmnM5N4NF9sZIMtHIvzGtvQN2T3xQAl0fL7AwQZUDo2e4eQorRcnH8PG4rRh",
-	"Y2H/YGfHYp7YXDZt1FJ7lrIT2rdYBIvtm+gCLOao/90m3nDAKgoahdAX4LeBj7uxKoMFSqQrCWTwWrkR",
-	"mAVtv4V3mgjdoEKU2EnQpDY0mdhuYb2dCv9kksYiT00CuuSLqcoWXeAsVBeZLMmlCoX2ozsySqFTbqIf",
-	"AlY2QqiJEaZLqnO5QF312w2zBar9z7IR2WqKe+WFHP4ZFqqhlbK3+QXslUGb9y80U6FpoaH6RPBEvYig",
-	"XgugbMdydi87p+++rJtyO8h39dAjR6hCZYdyC4Osn/MtCNehRIhrOs41du3Puk06oUSFL7TVm/pJ0IC6",
-	"PNiA3g5lo7nGyWRPImyHslk19wvwOzIujg6//7JE5adC1h0H99NutJlgWeA/KKj1T4xb/R9kKra5Ml/o",
-	"tJQV6UGV0p/Ezgb9+XeAZ4dyH/RsZ5OoKPMOI6ZXh88ePI2e7VCzrerVDJj9Rwdpl5e3sxd9/2sjrN/b",
-	"ygLFdr++/UDxTCizcsm4XsvJPFNS5brijtjD/2CLbzzlyLZqJemKVecrjCLPHpIH4XDxtDPDOBy9UBYV",
-	"RrxxpEYShKRYUVoJERYVnZr+Wu/A1zIhc/skFbykFKElpdA7Cf0FbfPe+2xHfsISqiFFyq4/dKVgMQLT",
-	"dclD0Pc9wrF0Alfsp1YFEE1CNn2xgm+fmNqkX1TmWDf9ab5Giy/GVPTYTxtlA+taKW3ZV9qBgnqszSCU",
-	"cHdgylqimZAxVUQnlZFiW73WiZFLPCWn7UmpYbRWOmwOj2hPWi2ag7FbbVOY2nD8EuFwpo6Z3oZXU5Jf",
-	"W/uEPCHxPhnwVHJgHxx+t8uB/YW8x0/I5F8+uO59tUBUu1Z8qvMfh/D+zPpapWmZVT+LB9sCSNudwcOS",
-	"qk3GKYKX8ZG8+PiE8bpd0OsjJpTAkazdTSwJCTSR1k7KbWJ3p8fOCB16xdelslGl3MFtzJpFr4fvXp9d",
-	"XAAXK3lRvLMP/b/IAb2B3ksnVlnBQvxUJqUyla808RpEvfFrPOd+gsFmj52gEjtPESgzEQ9C6WPXEfHN",
-	"2f99uyRsoYHHFhZFi2Cc6AmHJbDW3sKL6ctWFYbYyl1VLWc1EzCLo/73tQJZJ0wrCsetbiOZdkqzjkPp",
-	"WnT4xoTeRzYgj5JBwBs2P6tdrEwoCcKPdFNuLMzHSWGGpAsKq24F5bJbNos2lNRJBZeW+mnk769xjf/D",
-	"4gOQrWsHqHRq/k1vgC+aH3q3pQJc5aT8X3Mz/atVEDq4jDeokL/xptuRQ+WLsGAoHdeV9LF6JlbkrWt4",
-	"RWDwh85T05Ni5RGFKozYboOtJ1iucTgocWRfWdF9W2esDmwNs+vxy6NNBJodgq5PMfl3ZIR/UF7LvxEn",
-	"88ZDkia27OW/R458yUhfotZ2lTb/I50/MyOnlInjIq+sB5fBAhdBHiLews+gSTRfNIWC294r5UjiOCOk",
-	"2TxLW4PW3Jjl4MWLVE14OlfaDI6Pj1+14Dja3hoxPKvJ8w7spuAONlNoMwR7uM04pIuP/fQ2P98Km2s/",
-	"tai5zaHoPveE8gpLoxWGtz5//Pz/BQAA//8=",
+	"GXYOZFxjq7Ng4CfFSCqplQvKyQRmgYD0I2OXz4bwMiCPwRTs9/BbKjgoUMpCpZBtEy3ToUS7LQqpFIKJ",
+	"sqqVi9BTT0IKuvj0gqfpgMCneptIW5iEjlUenVAXubJF+KurqefkyeJTMoBVPnXlAZoayNRKj3ItYls9",
+	"APdy0TnZBihlFUjSBiVmFWwLGCpVCcW6s09pute4MsmvIqAs7sN+/4Rxqpu2EFxqdtzvOW3ul1xgkI29",
+	"1pDOK/azUjn+/tMF9T4HTVbl6olR02owhyut2jQWWzS1NhhXc+v44HBHXb3N8aBBHw+Gg9LHTM5tA/Bl",
+	"fve70hvKDn/++Cdaz+qldBvupCtJQi+sO8z73yMyoVQM0NbdREB0V669gg/X+z1e14MvKDU79dKKzN6X",
+	"60kNZICYtRGV7vzy+uLs8uzdnQ+G/cNi6cpuPl299krXq79Tq1csAZpsj6i7K6AvrUxCDkl0wGWCL+Bk",
+	"WfWer1yyonekzkVKmWoEQOOcsXAfjXnMMrVimQD5SpfwbEhRr5i7Xt9+ALZOTsxN8Kka8KYNDuGZsYUz",
+	"LWgJJvaEUguJUpLFLqThpMKOwQpxNCwc5cIFDxdeS6zr6gJkCeK+GD7eZJR/QEhCaBhA0rAZZxZkC32M",
+	"5UyE44NDdpn80DlxNXMsjk/J3XvwsglZC4cAZ98TQzXC7YRN8wxNUsgM0cOSSExuyBH+zeaitaMCHQt/",
+	"KuXCHdkCoDRJYwMrrUfT16vFr7alqVqQkjKKFfxQQ7IiiagBzooZNSMbH2ISeVmtPmb2DTsIJY5LE0AA",
+	"BfNjpDENt7aqh983o3KF0ueEFRmFpUwqckKPBbM05US6Bi8ar4FuOSAEBGT3mTIDSqWJTmgRysDgntQu",
+	"8SwNKFHvWUhnJVLjmA6KHJlu6LnSWF9hvtbJhKe2wQ6bKNB8rWBnNx+jDUNpOYIzB3kQKjW1rzciSqEl",
+	"loot0SRlvhBZMmELbrLkkRJpcPLogncFTZNMwE1yiKeGTUSasuggiEJJlPgdvd4JMLWoujYTtVwThO0A",
+	"EahdAKUbMHotJ3OezWA2GIb18tveMfvrD2ihBC6lplR8sgQOy9oHr3pH7K8/hJJykwN2eADfWNSaTZPb",
+	"NDE2/pw68+huroTmweF3tiJyKUDC7myiT1iRDk6csJhAHQHP0kEJyIhbpCULc1snZ1wDIucKLTNe5rcu",
+	"qp+aHwA7woi9DaS/9ibuW8cH1SMykV0CBPDbHD8lmzq8MqcENGH0nTRl4e1yYxeDKRDTQvk7YNGkWoGu",
+	"A0oOyfhU9YPOJJ/c++4EaEltquBvI55VFkpC50ytKjvPTaxW0sJ2lbolmrYmccITBtEqTSkqCrUpGypl",
+	"KcCGK+FoFyoTLnASTdhw3gW/J0M9EoEdMqlZRWS4bQyPFrfF/YEvzG1cDRDuZfJDKNtZLkn9HufTKaJG",
+	"2awgMrZ1qA0PvVSk7ofS5u5/pSuZg8BmcfRtX9fte7wlC3u+ZWr6xMcx6t4iZtomdR7XOy2nhLs+KymR",
+	"RaeJrKUnIp51Q6ZiKBtSFQPLTWDE8GxZTSLGJEInT4USce0E4Uq86uMUHSsp5aOzb9irI5vrS56EIreF",
+	"xBCHp+ckmjeKaTU1jhxJMjH2SOl8YdHZQhm9ubo8u7w4vzy/K5VYB8HCkyRr356/uTu7uexskGaii8oL",
+	"DkLWXYeIKmkjhE+q973H1obbKEaBIMk8Z7O1ttBr1mCVhiYait314HMtXEkbMxdE0qF0yLyDeqAZ/u6q",
+	"/6Hpwkl1zvlG7hSs0a1rARfap3n4r+rggCBAE3RMu4JY0ilDjdFVHMpCjCapiVMb5SwoRKUp/EsO9wDx",
+	"RLagifjs3GGpuWmSpmW4BNhJkB1DCVuo/W/+sFkYslhskEZxO1VxGlEKppriCCSITVmmXcGDxBZvuBGD",
+	"Ulsu89bf5iTAuWNjBczS2SlJTpi+jmbNfAkX2b5guaFsRMs9YX1bJwvrVk47NB/OECgXTneiYjbnGkQj",
+	"jbnuuwF1OwNk+UiE39iWviHLMB4oga7hFzjYgArG0TOcHCU+4+Rj2FicNmws7B/s7FjME5vtp41aas9S",
+	"doIfF4tg0Y8TXcDpHPW/20RkDlhFQaMkgwIeOPCRSVZlsFCSdCWBDF4ryAKzoO23AFgToRtUiBI7CZrU",
+	"hiYT2y2st1Phn0xjWeSpSUCXfDFV2aILnIUqR5OtvVTD0X50R0YpdFtO9EPAykYINTHCdEl1Lpfwq367",
+	"YbZAtf9ZNiJbb3KvzJnDP8NCNbRS9jbPib0yaPP+hWYqNC001OcInqioEdSrJZTtWM7uZef03Zd15G6H",
+	"Qa8eeuQIVTDxUG5hkPVzvgUDPJQIAk7Hucau/Vm3aTmUyvGFtnpTPwkacKkHG+DkoWw01ziZ7EkM8lA2",
+	"q+Z+AX5HTsrR4fdflqj8VMi64wCR2o02Eyyc/AeF/f6Jkb3/g0zFNpvoC52WsiI9qFL6k+jioD//Dnjx",
+	"UO6DL+5sEhVl3qHo9OoA44On8cUdrrhVvZohxf/oMPby8nb2ou9/bQz6e1t7odju17cfKOILZVYuGddr",
+	"OZlnSqpcV9wRe/gfrGv0KVe/VStJV6y6p2EUefaQPAiHHKidGcYhDYayqMHijSM1kiCsyYrSSpi5qOjU",
+	"9Nd6B77aC5nbJ6ngJaUILSmF3kn4OGib9/55O/ITllCVLVJ2/aErhdMR3LBLr4K+7xGwphO4cki1Oolo",
+	"ErIJnpUKAImpTfpFZY5105/ma7T4YtRJj/20UVixrpXSln2lHWyqRyMNQgl3Byb1JZoJGVPNeFIZKfrX",
+	"a50Y28VTctqelBpGa6VDL/GY/6TVojkYu9U2yasNxy8RDonrmOltiD4l+bW1T1AYEu+TIWElB/bB4Xe7",
+	"HNhfyHv8hEz+5cMP31dLaLVr5bk6/3EI78+sr1Walln1s3iwLRG13Rk8LKnaZJwiAB4f64yPTxiv2wW9",
+	"PmJCCRzJ2t3EkrBSE2ntpNymvnd67Izws1d8XSqsVcqu3MasWfR6+O712cUFcLGSF8U7+9D/ixzQG+i9",
+	"dGKVFbhnbCGZylS+0sRrEBfIr/Gc+wkGmz12gkp2AUWgzEQ8CKWP7kdMPGf/9+2SsIUGHlt6FS2CcaIn",
+	"HJbAWnsLL6Yv7FUYYit3VbXg10zALI7639dKiJ0wrShgubqNZNopzToOpWvRIUATviHZgDyOCEGT2Ay2",
+	"drEyoSSQQ9JNubFAKCeFGZIuKKxLFpQLk9k841BSJxXkXuqnkb+/xjX+D4sPQLauHaDSqfk3vQG+aAbt",
+	"3ZYaeZWT8n/NzfSvVkHo4DLeoEL+xptuR5aZL1ODoXRcVxLs6rlqkbeu4RVRBJ9KsfKYSxVGbLfBVlws",
+	"V4EclDiyrz3pvq0zVgdHh/gD+OXRJkbPDkHXJ+H8OzLCPyjz59+Ik3njIUkTW/by3wNFoGSkL1Fru0qb",
+	"/5HOn5mzVMpVcpFX1oPLYIGLIA8Rb+Fn0CSaL5pCwW3vlYItcZwRFm+epa1Ba27McvDiRaomPJ0rbQbH",
+	"x8evWnAcbW+NKKdVeAEHB1RwB5tLtRmCPdxmHNLFx356m59vBRa2n1pc4eZQdJ+dQ5mXpdEKw1ufP37+",
+	"/wIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
