@@ -120,8 +120,10 @@ func TestArtifactStoresRecipeRegionsAxisAndReview(t *testing.T) {
 // TestArtifactReadsFormat1: files written before recipes (format 1, no
 // recipe, regions or review) still load.
 func TestArtifactReadsFormat1(t *testing.T) {
-	p := trainedModel(t)
-	_, data := writeRead(t, p)
+	// A format 1 file has no review.json; the trainer now fills Review.
+	p := *trainedModel(t)
+	p.Review = nil
+	_, data := writeRead(t, &p)
 	v1 := rewriteMember(t, data, "meta.json", func(b []byte) []byte {
 		return bytes.Replace(b, []byte(`"ramanserve-pls/2"`), []byte(`"ramanserve-pls/1"`), 1)
 	})
