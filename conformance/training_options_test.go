@@ -6,6 +6,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"ramanserve/gen"
+	"ramanserve/trainer"
 )
 
 // Training options (TrainingMeta's wavenumbers, components, cv_folds,
@@ -79,4 +83,38 @@ func TestTrainingOptionErrors(t *testing.T) {
 		t.Fatalf("valid options: %d %s", resp.StatusCode, body)
 	}
 	t.Logf("accepted %s", body)
+}
+
+// TestTrainingDegenerateRowFailsTheJob: a recipe that cannot apply to one
+// training row (its normalisation band is all zero) is found only while
+// the job runs, so it is the job's failure, not the upload's 400: code
+// INVALID_TRAINING_OPTIONS, the message naming the row's scan_id and the
+// step, and the code is one TrainingError documents.
+func TestTrainingDegenerateRowFailsTheJob(t *testing.T) {
+	p := startProcess(t, t.TempDir())
+	base := "http://" + p.httpAddr
+	rows := csvRows(14)
+	axis := trainer.DefaultWavenumbers()
+	for j, w := range axis {
+		if w >= 990 && w <= 1110 {
+			rows[6][1+j] = "0" // rows[6] is scan-005
+		}
+	}
+	resp, body := multipartUpload(t, base, bytes.NewReader(renderCSV(rows)),
+		optionMeta(`"cv_folds":3,"preprocessing":[{"step":"normalize","region":[1000,1100]}]`))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", resp.StatusCode, body)
+	}
+	var accepted gen.TrainingJobAccepted
+	if err := json.Unmarshal(body, &accepted); err != nil {
+		t.Fatal(err)
+	}
+	job := waitJob(t, p.client(t), accepted.JobId, time.Minute)
+	if job.Status != gen.Failed || job.Error == nil || job.Error.Code != "INVALID_TRAINING_OPTIONS" ||
+		!strings.Contains(job.Error.Message, "scan-005") || !strings.Contains(job.Error.Message, "preprocessing[0]") {
+		t.Fatalf("job %s, error %+v", job.Status, job.Error)
+	}
+	if d := spec.Components.Schemas["TrainingError"].Value.Properties["code"].Value.Description; !strings.Contains(d, "`"+job.Error.Code+"`") {
+		t.Errorf("TrainingError.code does not list %s: %q", job.Error.Code, d)
+	}
 }
