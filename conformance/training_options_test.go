@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -116,5 +117,56 @@ func TestTrainingDegenerateRowFailsTheJob(t *testing.T) {
 	}
 	if d := spec.Components.Schemas["TrainingError"].Value.Properties["code"].Value.Description; !strings.Contains(d, "`"+job.Error.Code+"`") {
 		t.Errorf("TrainingError.code does not list %s: %q", job.Error.Code, d)
+	}
+}
+
+// TestQueuedJobKeepsItsOptionsAcrossRestart: a job queued with options
+// behind a running one stays queued over a clean shutdown (SIGTERM; after
+// kill -9 its data set is not saved and it reads INTERRUPTED, as the
+// contract says): after the restart it trains with the same components,
+// folds, exclusions, recipe and regions (the record on disk carries them),
+// and the model it stages has them.
+func TestQueuedJobKeepsItsOptionsAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := startProcess(t, dir)
+	c := p.client(t)
+	base := "http://" + p.httpAddr
+	resp, body := multipartUpload(t, base, bytes.NewReader(syntheticCSV(t, 33, 1500)), []byte(goodMeta))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("long upload: %d %s", resp.StatusCode, body)
+	}
+	var long gen.TrainingJobAccepted
+	json.Unmarshal(body, &long)
+	options := `"components":3,"cv_folds":4,"exclude_scan_ids":["scan-002","scan-009"],` +
+		`"preprocessing":[{"step":"savgol","window":11,"polyorder":2,"deriv":1},{"step":"snv"}],"regions":[[600,1800],[2800,3100]]`
+	resp, body = multipartUpload(t, base, bytes.NewReader(renderCSV(csvRows(14))), optionMeta(options))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload with options: %d %s", resp.StatusCode, body)
+	}
+	var queued gen.TrainingJobAccepted
+	json.Unmarshal(body, &queued)
+	if job := must(c.GetTrainingJobWithResponse(context.Background(), queued.JobId))(t).JSON200; job.Status != gen.Queued {
+		t.Fatalf("the job with options is %s, want queued behind the long one", job.Status)
+	}
+	if err := p.terminate(t); err != nil {
+		t.Fatal(err)
+	}
+
+	p2 := startProcess(t, dir)
+	c2 := p2.client(t)
+	job := waitJob(t, c2, queued.JobId, 2*time.Minute)
+	if job.Status != gen.Done || job.Result == nil {
+		t.Fatalf("the queued job after the restart: %s %+v", job.Status, job.Error)
+	}
+	res := job.Result
+	if sel := res.ComponentSelection; sel == nil || sel.Components != 3 || sel.Folds != 4 || string(sel.Rule) != "fixed" {
+		t.Errorf("component selection %+v", res.ComponentSelection)
+	}
+	if lin := res.Lineage; lin == nil || lin.RowsUsed == nil || *lin.RowsUsed != 12 || lin.ExcludedScanIds == nil || len(*lin.ExcludedScanIds) != 2 {
+		t.Errorf("lineage %+v", res.Lineage)
+	}
+	md := must(c2.GetModelWithResponse(context.Background(), res.NewVersion))(t).JSON200
+	if md == nil || md.Regions == nil || len(*md.Regions) != 2 || md.Preprocessing == nil || len(*md.Preprocessing) != 2 {
+		t.Fatalf("model %s after the restart: %+v", res.NewVersion, md)
 	}
 }
