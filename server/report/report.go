@@ -197,7 +197,7 @@ func (v *view) addReview(p *inference.PLSParams, rv *inference.Review) error {
 	}
 	v.Outliers = newOutlierTable(p.Targets, out)
 	if n := rowsOf(rv); n > MaxPlotPoints {
-		v.Notes = append(v.Notes, fmt.Sprintf("The scatter plots draw %d of the %d training rows, evenly spaced (outliers always).", MaxPlotPoints, n))
+		v.Notes = append(v.Notes, fmt.Sprintf("The scatter plots draw %d of the %d training rows, evenly spaced (in T² against Q, the %d most extreme outliers always).", MaxPlotPoints, n, MaxPlotPoints/2))
 	}
 	return nil
 }
