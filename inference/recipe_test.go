@@ -343,3 +343,33 @@ func TestRecipeHugeButFiniteIsInvalidSpectrum(t *testing.T) {
 		}
 	}
 }
+
+// TestRecipeModelChecksTheAxis: a model with a recipe and regions still
+// holds a spectrum to its stored axis: the right length on a shifted axis
+// is refused (its regions and bands would be other wavenumbers), and the
+// caller's intensities are left as they were on success.
+func TestRecipeModelChecksTheAxis(t *testing.T) {
+	p := shapedModel(t, preprocess.Recipe{{Kind: preprocess.Savgol, Window: 15, PolyOrder: 2, Deriv: 1}, {Kind: preprocess.SNV}},
+		[][2]float64{{600, 1800}, {2800, 3100}}, 27)
+	m, err := inference.NewPLSModel(p, inference.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := synth.New(synth.Config{Seed: 28})
+	in := g.Next().Intensities
+	shifted := slices.Clone(p.Meta.Wavenumbers)
+	for i := range shifted {
+		shifted[i] += 50
+	}
+	var out inference.Prediction
+	if err := m.Predict(&inference.Spectrum{Wavenumbers: shifted, Intensities: in}, &out); err == nil {
+		t.Errorf("a spectrum on an axis shifted by 50 cm-1 was predicted: %v", out.Concentrations.Value)
+	}
+	keep := slices.Clone(in)
+	if err := m.Predict(&inference.Spectrum{Wavenumbers: p.Meta.Wavenumbers, Intensities: in}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(in, keep) {
+		t.Error("Predict changed the caller's intensities")
+	}
+}
