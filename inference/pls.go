@@ -451,13 +451,14 @@ func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
 		out.Diagnostics.ReducedScale = m.scale.reducedScale(m.scaledStatistic(xs), sc.out[:m.q])
 	}
 	m.confidence(&out.Diagnostics, &out.Confidence)
-	if m.pipeline != nil && !out.finite() {
+	if !out.finite() {
 		// A recipe can blow a valid spectrum up (a band area of 1e-200
 		// under normalize): the concentrations may stay finite while T2
-		// and Q, sums of squares, overflow. No reply is better than
+		// and Q, sums of squares, overflow; and a model file or an
+		// imported scaler may divide by 1e-303. No reply is better than
 		// figures of 1e205 g/L or an Inf statistic.
 		*out = Prediction{}
-		return invalidSpectrum("the preprocessed spectrum overflows the model")
+		return invalidSpectrum("the spectrum overflows the model (its figures are not finite)")
 	}
 	return nil
 }

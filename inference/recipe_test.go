@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"ramanserve/inference"
 	"ramanserve/inference/preprocess"
 	"ramanserve/trainer"
@@ -371,5 +373,27 @@ func TestRecipeModelChecksTheAxis(t *testing.T) {
 	}
 	if !slices.Equal(in, keep) {
 		t.Error("Predict changed the caller's intensities")
+	}
+}
+
+// TestRawModelOverflowIsInvalidSpectrum: a model without a recipe can
+// overflow too when its file (or an imported StandardScaler) carries a
+// scale of 1e-303: 1e6 / 1e-303 is +Inf, with the intensity inside
+// its bound. The reply must not carry Inf or NaN.
+func TestRawModelOverflowIsInvalidSpectrum(t *testing.T) {
+	axis := []float64{500, 600, 700, 800}
+	p := &inference.PLSParams{
+		Meta:    inference.Metadata{Algorithm: "PLS2-NIPALS", LatentComponents: 1, Wavenumbers: axis},
+		Targets: []inference.Analyte{inference.EPA}, XMean: make([]float64, 4), XScale: []float64{1e-303, 1, 1, 1},
+		Coef: mat.NewDense(4, 1, []float64{1, 1, 1, 1}), Intercept: []float64{4},
+	}
+	m, err := inference.NewPLSModel(p, inference.ModelOptions{})
+	if err != nil {
+		t.Skipf("the model is refused at load, which is as good: %v", err)
+	}
+	var out inference.Prediction
+	err = m.Predict(&inference.Spectrum{Wavenumbers: axis, Intensities: []float64{1e6, 1, 1, 1}}, &out)
+	if !errors.Is(err, inference.ErrInvalidSpectrum) {
+		t.Errorf("err = %v, concentrations %v, want ErrInvalidSpectrum", err, out.Concentrations.Value)
 	}
 }
