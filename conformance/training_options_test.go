@@ -84,6 +84,16 @@ func TestTrainingOptionErrors(t *testing.T) {
 		t.Fatalf("valid options: %d %s", resp.StatusCode, body)
 	}
 	t.Logf("accepted %s", body)
+	// The job echoes its options but not the 2048-point axis, as
+	// TrainingJob.meta says.
+	var accepted gen.TrainingJobAccepted
+	json.Unmarshal(body, &accepted)
+	job := must(gen.NewClientWithResponses(base, gen.WithHTTPClient(validatingDoer{client: httpClient()})))(t)
+	got := must(job.GetTrainingJobWithResponse(context.Background(), accepted.JobId))(t).JSON200
+	if got == nil || got.Meta == nil || got.Meta.Wavenumbers != nil || got.Meta.Components == nil || *got.Meta.Components != 2 ||
+		got.Meta.Regions == nil || got.Meta.Preprocessing == nil || got.Meta.ExcludeScanIds == nil {
+		t.Errorf("job meta %+v", got)
+	}
 }
 
 // TestTrainingDegenerateRowFailsTheJob: a recipe that cannot apply to one
