@@ -196,44 +196,124 @@ def als_baseline(X, lam=1e5, p=0.01, iterations=10):
     for it in range(int(iterations)):
         if it > 0:
             W = np.where(X > Z, p, 1.0 - p)
-        Z = _solve_banded_ldl(X, W, b0, b1, b2)
+        # ramanserve solves every round after the first by the twisted
+        # factorisation (n >= 8), and this follows it so that both round
+        # alike. (It also stops once a round's weights repeat; running the
+        # remaining rounds gives the same z to the bit.)
+        if it > 0 and n >= 8:
+            Z = _solve_twisted(X, W, b0, b1, b2)
+        else:
+            Z = _solve_banded_ldl(X, W, b0, b1, b2)
     return X - Z
 
 
 def _solve_banded_ldl(X, W, b0, b1, b2):
     """Solve (W + lam D'D) z = W x for every row at once by a banded
-    L diag(d) L' factorisation (the order of operations of ramanserve's
-    Go code, so that both round alike):
+    L diag(d) L' factorisation, in the order of operations of ramanserve's
+    Go code (inference/preprocess/als.go, factorSolve), so that both round
+    alike. With r_i = 1/d_i and e_i = d_i l1_i:
 
-        d_i  = w_i + b0_i - l1_{i-1}^2 d_{i-1} - l2_{i-2}^2 d_{i-2}
-        l1_i = (b1_i - l2_{i-1} l1_{i-1} d_{i-1}) / d_i
-        l2_i = b2_i / d_i
+        d_i  = w_i + b0_i - b2_{i-2}^2 r_{i-2} - e_{i-1}^2 r_{i-1}
+        e_i  = b1_i - l2_{i-1} e_{i-1}
+        l1_i = e_i r_i,   l2_i = b2_i r_i
+        y_i  = w_i x_i - l2_{i-2} y_{i-2} - l1_{i-1} y_{i-1}
 
-    then L y = W x forward and z = L'^-1 (y / d) backward.
+    then z_i = y_i r_i - l2_i z_{i+2} - l1_i z_{i+1} backward.
     """
     m, n = X.shape
-    inv_d = np.empty((m, n))
+    r = np.empty((m, n))
     l1 = np.empty((m, n))
     l2 = np.empty((m, n))
     Z = np.empty((m, n))
     zero = np.zeros(m)
-    dm1 = dm2 = l1m1 = l2m1 = l2m2 = ym1 = ym2 = zero
+    rm1 = rm2 = em1 = l1m1 = l2m1 = l2m2 = ym1 = ym2 = zero
+    b2m2 = 0.0
     for i in range(n):
-        di = W[:, i] + b0[i] - l1m1 * l1m1 * dm1 - l2m2 * l2m2 * dm2
-        inv = 1.0 / di
-        l1i = (b1[i] - l2m1 * l1m1 * dm1) * inv
-        l2i = b2[i] * inv
-        yi = W[:, i] * X[:, i] - l1m1 * ym1 - l2m2 * ym2
-        inv_d[:, i], l1[:, i], l2[:, i], Z[:, i] = inv, l1i, l2i, yi
-        dm2, dm1 = dm1, di
-        l1m1 = l1i
+        base = W[:, i] + b0[i] - b2m2 * b2m2 * rm2
+        ei = b1[i] - l2m1 * em1
+        di = base - em1 * em1 * rm1
+        ri = 1.0 / di
+        l1i, l2i = ei * ri, b2[i] * ri
+        yi = W[:, i] * X[:, i] - l2m2 * ym2 - l1m1 * ym1
+        r[:, i], l1[:, i], l2[:, i], Z[:, i] = ri, l1i, l2i, yi
+        rm2, rm1 = rm1, ri
+        em1, l1m1 = ei, l1i
         l2m2, l2m1 = l2m1, l2i
+        b2m2 = b2[i - 1] if i >= 1 else 0.0
         ym2, ym1 = ym1, yi
     zp1 = zp2 = zero
     for i in range(n - 1, -1, -1):
-        zi = Z[:, i] * inv_d[:, i] - l1[:, i] * zp1 - l2[:, i] * zp2
+        zi = Z[:, i] * r[:, i] - l2[:, i] * zp2 - l1[:, i] * zp1
         Z[:, i] = zi
         zp2, zp1 = zp1, zi
+    return Z
+
+
+def _solve_twisted(X, W, b0, b1, b2):
+    """The same system by ramanserve's twisted factorisation (als.go,
+    solveTwisted): the sweep above runs down over rows 0..k-1 and,
+    mirrored, up over rows n-1..k+2 (k = (n-2)//2); rows k, k+1 are the
+    2 x 2 system left, solved by Cramer's rule; the back substitutions run
+    outwards from them."""
+    m, n = X.shape
+    k = (n - 2) // 2
+    r = np.empty((m, n))
+    l1 = np.empty((m, n))
+    l2 = np.empty((m, n))
+    Z = np.empty((m, n))
+    zero = np.zeros(m)
+    fr1 = fr2 = fe1 = fl11 = fl21 = fl22 = fy1 = fy2 = zero
+    gr1 = gr2 = ge1 = gl11 = gl21 = gl22 = gy1 = gy2 = zero
+    fb21 = fb22 = gb21 = gb22 = 0.0
+    for t in range(n - k - 2):
+        if t < k:
+            i = t
+            base = W[:, i] + b0[i] - fb22 * fb22 * fr2
+            ei = b1[i] - fl21 * fe1
+            di = base - fe1 * fe1 * fr1
+            ri = 1.0 / di
+            l1i, l2i = ei * ri, b2[i] * ri
+            yi = W[:, i] * X[:, i] - fl22 * fy2 - fl11 * fy1
+            r[:, i], l1[:, i], l2[:, i], Z[:, i] = ri, l1i, l2i, yi
+            fr2, fr1 = fr1, ri
+            fe1, fl11 = ei, l1i
+            fl22, fl21 = fl21, l2i
+            fb22, fb21 = fb21, b2[i]
+            fy2, fy1 = fy1, yi
+        j = n - 1 - t
+        c1, c2 = b1[j - 1], b2[j - 2]
+        base = W[:, j] + b0[j] - gb22 * gb22 * gr2
+        ej = c1 - gl21 * ge1
+        dj = base - ge1 * ge1 * gr1
+        rj = 1.0 / dj
+        l1j, l2j = ej * rj, c2 * rj
+        yj = W[:, j] * X[:, j] - gl22 * gy2 - gl11 * gy1
+        r[:, j], l1[:, j], l2[:, j], Z[:, j] = rj, l1j, l2j, yj
+        gr2, gr1 = gr1, rj
+        ge1, gl11 = ej, l1j
+        gl22, gl21 = gl21, l2j
+        gb22, gb21 = gb21, c2
+        gy2, gy1 = gy1, yj
+    m11 = W[:, k] + b0[k] - fb22 * fb22 * fr2 - fe1 * fe1 * fr1 - gb21 * gb21 * gr1
+    m22 = W[:, k + 1] + b0[k + 1] - fb21 * fb21 * fr1 - gb22 * gb22 * gr2 - ge1 * ge1 * gr1
+    m12 = b1[k] - fl21 * fe1 - gl21 * ge1
+    h1 = W[:, k] * X[:, k] - fl22 * fy2 - fl11 * fy1 - gl21 * gy1
+    h2 = W[:, k + 1] * X[:, k + 1] - fl21 * fy1 - gl22 * gy2 - gl11 * gy1
+    det = m11 * m22 - m12 * m12
+    Z[:, k] = (m22 * h1 - m12 * h2) / det
+    Z[:, k + 1] = (m11 * h2 - m12 * h1) / det
+    up1, up2 = Z[:, k].copy(), Z[:, k + 1].copy()
+    dn1, dn2 = Z[:, k + 1].copy(), Z[:, k].copy()
+    for t in range(n - k - 2):
+        if t < k:
+            i = k - 1 - t
+            zi = Z[:, i] * r[:, i] - l2[:, i] * up2 - l1[:, i] * up1
+            Z[:, i] = zi
+            up2, up1 = up1, zi
+        j = k + 2 + t
+        zj = Z[:, j] * r[:, j] - l2[:, j] * dn2 - l1[:, j] * dn1
+        Z[:, j] = zj
+        dn2, dn1 = dn1, zj
     return Z
 
 
