@@ -231,6 +231,11 @@ func writeIndex(dir string, ix *index) error {
 	if err != nil {
 		return fmt.Errorf("encode index: %w", err)
 	}
+	// Start-up refuses a larger index as corrupt: the change fails here
+	// instead of leaving a registry the next start cannot open.
+	if len(b) > maxIndexBytes {
+		return fmt.Errorf("index.json would be %d bytes, over the %d that start-up reads; remove versions (DELETE /model/{version}) first", len(b), maxIndexBytes)
+	}
 	return WriteFileAtomic(filepath.Join(dir, indexFile), b)
 }
 
