@@ -2,10 +2,15 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"ramanserve/gen"
+	"ramanserve/trainer"
 )
 
 // Training options (TrainingMeta's wavenumbers, components, cv_folds,
@@ -48,6 +53,7 @@ func TestTrainingOptionErrors(t *testing.T) {
 		{"savgol window above the schema's bound", `"preprocessing":[{"step":"savgol","window":4001,"polyorder":2}]`, "INVALID_METADATA", "window"},
 		{"savgol window even", `"preprocessing":[{"step":"snv"},{"step":"savgol","window":16,"polyorder":2}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[1].window"},
 		{"savgol polyorder not below the window", `"preprocessing":[{"step":"savgol","window":5,"polyorder":5}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[0]"},
+		{"savgol deriv above polyorder", `"preprocessing":[{"step":"savgol","window":7,"polyorder":1,"deriv":2}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[0].deriv"},
 		{"region outside the axis", `"regions":[[600,1800],[3300,3400]]`, "INVALID_TRAINING_OPTIONS", "regions[1]"},
 		{"region reversed", `"regions":[[1800,600]]`, "INVALID_TRAINING_OPTIONS", "regions[0]"},
 		{"normalize band outside the axis", `"preprocessing":[{"step":"normalize","region":[50,100]}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[0].region"},
@@ -78,4 +84,99 @@ func TestTrainingOptionErrors(t *testing.T) {
 		t.Fatalf("valid options: %d %s", resp.StatusCode, body)
 	}
 	t.Logf("accepted %s", body)
+	// The job echoes its options but not the 2048-point axis, as
+	// TrainingJob.meta says.
+	var accepted gen.TrainingJobAccepted
+	json.Unmarshal(body, &accepted)
+	job := must(gen.NewClientWithResponses(base, gen.WithHTTPClient(validatingDoer{client: httpClient()})))(t)
+	got := must(job.GetTrainingJobWithResponse(context.Background(), accepted.JobId))(t).JSON200
+	if got == nil || got.Meta == nil || got.Meta.Wavenumbers != nil || got.Meta.Components == nil || *got.Meta.Components != 2 ||
+		got.Meta.Regions == nil || got.Meta.Preprocessing == nil || got.Meta.ExcludeScanIds == nil {
+		t.Errorf("job meta %+v", got)
+	}
+}
+
+// TestTrainingDegenerateRowFailsTheJob: a recipe that cannot apply to one
+// training row (its normalisation band is all zero) is found only while
+// the job runs, so it is the job's failure, not the upload's 400: code
+// INVALID_TRAINING_OPTIONS, the message naming the row's scan_id and the
+// step, and the code is one TrainingError documents.
+func TestTrainingDegenerateRowFailsTheJob(t *testing.T) {
+	p := startProcess(t, t.TempDir())
+	base := "http://" + p.httpAddr
+	rows := csvRows(14)
+	axis := trainer.DefaultWavenumbers()
+	for j, w := range axis {
+		if w >= 990 && w <= 1110 {
+			rows[6][1+j] = "0" // rows[6] is scan-005
+		}
+	}
+	resp, body := multipartUpload(t, base, bytes.NewReader(renderCSV(rows)),
+		optionMeta(`"cv_folds":3,"preprocessing":[{"step":"normalize","region":[1000,1100]}]`))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", resp.StatusCode, body)
+	}
+	var accepted gen.TrainingJobAccepted
+	if err := json.Unmarshal(body, &accepted); err != nil {
+		t.Fatal(err)
+	}
+	job := waitJob(t, p.client(t), accepted.JobId, time.Minute)
+	if job.Status != gen.Failed || job.Error == nil || job.Error.Code != "INVALID_TRAINING_OPTIONS" ||
+		!strings.Contains(job.Error.Message, "scan-005") || !strings.Contains(job.Error.Message, "preprocessing[0]") {
+		t.Fatalf("job %s, error %+v", job.Status, job.Error)
+	}
+	if d := spec.Components.Schemas["TrainingError"].Value.Properties["code"].Value.Description; !strings.Contains(d, "`"+job.Error.Code+"`") {
+		t.Errorf("TrainingError.code does not list %s: %q", job.Error.Code, d)
+	}
+}
+
+// TestQueuedJobKeepsItsOptionsAcrossRestart: a job queued with options
+// behind a running one stays queued over a clean shutdown (SIGTERM; after
+// kill -9 its data set is not saved and it reads INTERRUPTED, as the
+// contract says): after the restart it trains with the same components,
+// folds, exclusions, recipe and regions (the record on disk carries them),
+// and the model it stages has them.
+func TestQueuedJobKeepsItsOptionsAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := startProcess(t, dir)
+	c := p.client(t)
+	base := "http://" + p.httpAddr
+	resp, body := multipartUpload(t, base, bytes.NewReader(syntheticCSV(t, 33, 1500)), []byte(goodMeta))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("long upload: %d %s", resp.StatusCode, body)
+	}
+	var long gen.TrainingJobAccepted
+	json.Unmarshal(body, &long)
+	options := `"components":3,"cv_folds":4,"exclude_scan_ids":["scan-002","scan-009"],` +
+		`"preprocessing":[{"step":"savgol","window":11,"polyorder":2,"deriv":1},{"step":"snv"}],"regions":[[600,1800],[2800,3100]]`
+	resp, body = multipartUpload(t, base, bytes.NewReader(renderCSV(csvRows(14))), optionMeta(options))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload with options: %d %s", resp.StatusCode, body)
+	}
+	var queued gen.TrainingJobAccepted
+	json.Unmarshal(body, &queued)
+	if job := must(c.GetTrainingJobWithResponse(context.Background(), queued.JobId))(t).JSON200; job.Status != gen.Queued {
+		t.Fatalf("the job with options is %s, want queued behind the long one", job.Status)
+	}
+	if err := p.terminate(t); err != nil {
+		t.Fatal(err)
+	}
+
+	p2 := startProcess(t, dir)
+	c2 := p2.client(t)
+	job := waitJob(t, c2, queued.JobId, 2*time.Minute)
+	if job.Status != gen.Done || job.Result == nil {
+		t.Fatalf("the queued job after the restart: %s %+v", job.Status, job.Error)
+	}
+	res := job.Result
+	if sel := res.ComponentSelection; sel == nil || sel.Components != 3 || sel.Folds != 4 || string(sel.Rule) != "fixed" {
+		t.Errorf("component selection %+v", res.ComponentSelection)
+	}
+	if lin := res.Lineage; lin == nil || lin.RowsUsed == nil || *lin.RowsUsed != 12 || lin.ExcludedScanIds == nil || len(*lin.ExcludedScanIds) != 2 {
+		t.Errorf("lineage %+v", res.Lineage)
+	}
+	md := must(c2.GetModelWithResponse(context.Background(), res.NewVersion))(t).JSON200
+	if md == nil || md.Regions == nil || len(*md.Regions) != 2 || md.Preprocessing == nil || len(*md.Preprocessing) != 2 {
+		t.Fatalf("model %s after the restart: %+v", res.NewVersion, md)
+	}
 }

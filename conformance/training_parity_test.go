@@ -215,7 +215,9 @@ func TestTrainingRecipeParityWithScikitLearn(t *testing.T) {
 		t.Fatalf("GET /model/%s = %d %s", res.NewVersion, md.StatusCode(), md.Body)
 	}
 	lin := md.JSON200.Lineage
-	if lin.RowsUsed == nil || *lin.RowsUsed != rows-len(exclude) || lin.ExcludedScanIds == nil || strings.Join(*lin.ExcludedScanIds, ",") != strings.Join(exclude, ",") ||
+	// The ids are in the job's result and the model file, not in the
+	// registry's index (so not here); the counts are.
+	if lin.RowsUsed == nil || *lin.RowsUsed != rows-len(exclude) || lin.ExcludedScanIds != nil ||
 		lin.TrainingRows == nil || *lin.TrainingRows != rows {
 		t.Errorf("model lineage %+v", lin)
 	}

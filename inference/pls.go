@@ -438,11 +438,6 @@ func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
 		blas64.General{Rows: m.k, Cols: m.p, Stride: m.p, Data: m.fused},
 		blas64.Vector{N: m.p, Inc: 1, Data: xs}, 0,
 		blas64.Vector{N: m.k, Inc: 1, Data: sc.out})
-	if m.pipeline != nil && !allFinite(sc.out) {
-		// A recipe can blow a valid spectrum up (a band area of 1e-300
-		// under normalize); no number is better than an overflowed one.
-		return invalidSpectrum("the preprocessed spectrum overflows the model")
-	}
 
 	*out = Prediction{}
 	for i, t := range m.targets {
@@ -456,6 +451,15 @@ func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
 		out.Diagnostics.ReducedScale = m.scale.reducedScale(m.scaledStatistic(xs), sc.out[:m.q])
 	}
 	m.confidence(&out.Diagnostics, &out.Confidence)
+	if !out.finite() {
+		// A recipe can blow a valid spectrum up (a band area of 1e-200
+		// under normalize): the concentrations may stay finite while T2
+		// and Q, sums of squares, overflow; and a model file or an
+		// imported scaler may divide by 1e-303. No reply is better than
+		// figures of 1e205 g/L or an Inf statistic.
+		*out = Prediction{}
+		return invalidSpectrum("the spectrum overflows the model (its figures are not finite)")
+	}
 	return nil
 }
 

@@ -106,6 +106,15 @@ func (m *PLSModel) Recipe() preprocess.Recipe { return m.recipe }
 // the axis enters the model). The returned value must not be modified.
 func (m *PLSModel) Regions() [][2]float64 { return m.regions }
 
+// finite reports whether every figure a reply carries is a finite number
+// (ReducedScale is not sent, and is +Inf by design for a flat spectrum,
+// whose confidence it makes 0).
+func (p *Prediction) finite() bool {
+	d := &p.Diagnostics
+	return allFinite(p.Concentrations.Value[:]) && allFinite(p.Confidence.Value[:]) &&
+		allFinite([]float64{d.T2, d.T2Limit, d.ReducedT2, d.Leverage, d.Q, d.QLimit, d.ReducedQ})
+}
+
 func allFinite(v []float64) bool {
 	for _, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {

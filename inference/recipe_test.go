@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"ramanserve/inference"
 	"ramanserve/inference/preprocess"
 	"ramanserve/trainer"
@@ -312,5 +314,86 @@ func TestRecipeOverflowIsInvalidSpectrum(t *testing.T) {
 	var out inference.Prediction
 	if err := m.Predict(&inference.Spectrum{Wavenumbers: axis, Intensities: in}, &out); !errors.Is(err, inference.ErrInvalidSpectrum) {
 		t.Fatalf("err = %v (prediction %+v), want ErrInvalidSpectrum", err, out.Concentrations)
+	}
+}
+
+// TestRecipeHugeButFiniteIsInvalidSpectrum: a band area small enough to
+// scale the spectrum by 1e150, but not to overflow the concentrations,
+// still overflows T2 and Q (sums of squares). The reply must carry no Inf
+// anywhere (t2, q and the confidence derived from them), so the model
+// answers INVALID_SPECTRUM and leaves out the 1e155 g/L figures too.
+func TestRecipeHugeButFiniteIsInvalidSpectrum(t *testing.T) {
+	p := shapedModel(t, preprocess.Recipe{{Kind: preprocess.Normalize, Region: [2]float64{1400, 1500}}}, nil, 26)
+	m, err := inference.NewPLSModel(p, inference.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	axis := synth.Axis()
+	for _, small := range []float64{1e-150, 1e-200, 1e-250} {
+		in := make([]float64, len(axis))
+		for i, w := range axis {
+			in[i] = 1000 + float64(i%7)
+			if w >= 1390 && w <= 1510 {
+				in[i] = small
+			}
+		}
+		var out inference.Prediction
+		err := m.Predict(&inference.Spectrum{Wavenumbers: axis, Intensities: in}, &out)
+		if !errors.Is(err, inference.ErrInvalidSpectrum) {
+			t.Errorf("band at %g: err = %v (concentrations %v, T2 %g, Q %g), want ErrInvalidSpectrum",
+				small, err, out.Concentrations.Value, out.Diagnostics.T2, out.Diagnostics.Q)
+		}
+	}
+}
+
+// TestRecipeModelChecksTheAxis: a model with a recipe and regions still
+// holds a spectrum to its stored axis: the right length on a shifted axis
+// is refused (its regions and bands would be other wavenumbers), and the
+// caller's intensities are left as they were on success.
+func TestRecipeModelChecksTheAxis(t *testing.T) {
+	p := shapedModel(t, preprocess.Recipe{{Kind: preprocess.Savgol, Window: 15, PolyOrder: 2, Deriv: 1}, {Kind: preprocess.SNV}},
+		[][2]float64{{600, 1800}, {2800, 3100}}, 27)
+	m, err := inference.NewPLSModel(p, inference.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := synth.New(synth.Config{Seed: 28})
+	in := g.Next().Intensities
+	shifted := slices.Clone(p.Meta.Wavenumbers)
+	for i := range shifted {
+		shifted[i] += 50
+	}
+	var out inference.Prediction
+	if err := m.Predict(&inference.Spectrum{Wavenumbers: shifted, Intensities: in}, &out); err == nil {
+		t.Errorf("a spectrum on an axis shifted by 50 cm-1 was predicted: %v", out.Concentrations.Value)
+	}
+	keep := slices.Clone(in)
+	if err := m.Predict(&inference.Spectrum{Wavenumbers: p.Meta.Wavenumbers, Intensities: in}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(in, keep) {
+		t.Error("Predict changed the caller's intensities")
+	}
+}
+
+// TestRawModelOverflowIsInvalidSpectrum: a model without a recipe can
+// overflow too when its file (or an imported StandardScaler) carries a
+// scale of 1e-303: 1e6 / 1e-303 is +Inf, with the intensity inside
+// its bound. The reply must not carry Inf or NaN.
+func TestRawModelOverflowIsInvalidSpectrum(t *testing.T) {
+	axis := []float64{500, 600, 700, 800}
+	p := &inference.PLSParams{
+		Meta:    inference.Metadata{Algorithm: "PLS2-NIPALS", LatentComponents: 1, Wavenumbers: axis},
+		Targets: []inference.Analyte{inference.EPA}, XMean: make([]float64, 4), XScale: []float64{1e-303, 1, 1, 1},
+		Coef: mat.NewDense(4, 1, []float64{1, 1, 1, 1}), Intercept: []float64{4},
+	}
+	m, err := inference.NewPLSModel(p, inference.ModelOptions{})
+	if err != nil {
+		t.Skipf("the model is refused at load, which is as good: %v", err)
+	}
+	var out inference.Prediction
+	err = m.Predict(&inference.Spectrum{Wavenumbers: axis, Intensities: []float64{1e6, 1, 1, 1}}, &out)
+	if !errors.Is(err, inference.ErrInvalidSpectrum) {
+		t.Errorf("err = %v, concentrations %v, want ErrInvalidSpectrum", err, out.Concentrations.Value)
 	}
 }

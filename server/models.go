@@ -100,9 +100,6 @@ func modelDetail(e *registry.Entry) gen.ModelDetail {
 	if e.RowsUsed > 0 {
 		d.Lineage.RowsUsed = ptr(e.RowsUsed)
 	}
-	if len(e.ExcludedScanIDs) > 0 {
-		d.Lineage.ExcludedScanIds = ptr(e.ExcludedScanIDs)
-	}
 	if m := e.Metrics; m != nil {
 		d.Metrics = &gen.TrainingMetrics{Rmse: derefBreakdown(m.RMSE), R2: derefBreakdown(m.R2)}
 		if m.Components > 0 {

@@ -223,7 +223,6 @@ func (p publisher) publish(ctx context.Context, res *trainer.Result, lin jobs.Li
 		TrainingCSVSHA256: lin.CSVSHA256,
 		TrainingRows:      lin.Rows,
 		RowsUsed:          lin.RowsUsed,
-		ExcludedScanIDs:   lin.Options.ExcludeScanIDs,
 		Metrics:           &registry.Metrics{RMSE: params.Meta.RMSE, R2: params.Meta.R2, Components: res.Components},
 		Shape:             registry.ShapeOf(params),
 		Write: func(version string, w io.Writer) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"ramanserve/inference/preprocess"
 )
@@ -134,24 +133,15 @@ func resolveAxis(axis []float64, p int) ([]float64, error) {
 	if len(axis) != p {
 		return nil, optionError("wavenumbers", "%d values for %d intensity columns", len(axis), p)
 	}
-	if err := CheckAxis(axis); err != nil {
-		return nil, fmt.Errorf("%w: wavenumbers%w", ErrInvalidOptions, err)
+	// The recipe's own check of the axis, so that the two never disagree.
+	if err := preprocess.CheckAxis(axis); err != nil {
+		var fe *preprocess.FieldError
+		if errors.As(err, &fe) {
+			return nil, optionError(fe.Field, "%s", fe.Reason)
+		}
+		return nil, recipeError(err)
 	}
 	return axis, nil
-}
-
-// CheckAxis reports the first value of axis that is not finite or not
-// above the one before it. The error's message reads "[i]: why".
-func CheckAxis(axis []float64) error {
-	for i, v := range axis {
-		switch {
-		case math.IsNaN(v) || math.IsInf(v, 0):
-			return fmt.Errorf("[%d]: %v is not a finite number", i, v)
-		case i > 0 && !(v > axis[i-1]):
-			return fmt.Errorf("[%d]: %v is not above the previous value %v (the axis must be strictly increasing)", i, v, axis[i-1])
-		}
-	}
-	return nil
 }
 
 // resolveExclusions returns the rows left after leaving out the scan ids

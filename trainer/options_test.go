@@ -35,7 +35,7 @@ func TestCheckOptionsNamesTheField(t *testing.T) {
 		want string
 	}{
 		{"axis not increasing", trainer.Options{Wavenumbers: flat}, "wavenumbers[10]: "},
-		{"axis not finite", trainer.Options{Wavenumbers: append(append([]float64(nil), axis[:2047]...), math.Inf(1))}, "wavenumbers[2047]: +Inf is not a finite number"},
+		{"axis not finite", trainer.Options{Wavenumbers: append(append([]float64(nil), axis[:2047]...), math.Inf(1))}, "wavenumbers[2047]: +Inf is not finite"},
 		{"axis length", trainer.Options{Wavenumbers: axis[:100]}, "wavenumbers: 100 values for 2048"},
 		{"unknown exclude id", trainer.Options{ExcludeScanIDs: []string{ds.ScanID(0), "nope"}}, `exclude_scan_ids[1]: no row of the CSV has scan_id "nope"`},
 		{"duplicate exclude id", trainer.Options{ExcludeScanIDs: []string{ds.ScanID(0), ds.ScanID(0)}}, "exclude_scan_ids[1]"},

@@ -51,10 +51,11 @@ type Entry struct {
 	JobID             string `json:"job_id,omitempty"`
 	TrainingCSVSHA256 string `json:"training_csv_sha256,omitempty"`
 	TrainingRows      int    `json:"training_rows,omitempty"`
-	// RowsUsed are the rows that entered the model; ExcludedScanIDs the
-	// ones the upload's exclude_scan_ids left out.
-	RowsUsed        int      `json:"rows_used,omitempty"`
-	ExcludedScanIDs []string `json:"excluded_scan_ids,omitempty"`
+	// RowsUsed are the rows that entered the model; TrainingRows less
+	// RowsUsed were left out by the upload's exclude_scan_ids. The ids
+	// themselves stay in the model file's review: this file is rewritten
+	// whole on every change, and they could add up to 1 MiB per version.
+	RowsUsed int `json:"rows_used,omitempty"`
 	// Metrics are the cross-validated figures of a model trained here, so
 	// that GET /model/{version} answers without opening the artifact.
 	Metrics *Metrics `json:"metrics,omitempty"`
@@ -229,6 +230,11 @@ func writeIndex(dir string, ix *index) error {
 	b, err := json.MarshalIndent(ix, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode index: %w", err)
+	}
+	// Start-up refuses a larger index as corrupt: the change fails here
+	// instead of leaving a registry the next start cannot open.
+	if len(b) > maxIndexBytes {
+		return fmt.Errorf("index.json would be %d bytes, over the %d that start-up reads; remove versions (DELETE /model/{version}) first", len(b), maxIndexBytes)
 	}
 	return WriteFileAtomic(filepath.Join(dir, indexFile), b)
 }

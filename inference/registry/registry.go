@@ -545,10 +545,9 @@ type StagedModel struct {
 	TrainingCSVSHA256 string
 	TrainingRows      int
 	// RowsUsed are the rows that entered the model (TrainingRows less
-	// ExcludedScanIDs).
-	RowsUsed        int
-	ExcludedScanIDs []string
-	Metrics         *Metrics
+	// the excluded ones, whose ids the model file's review keeps).
+	RowsUsed int
+	Metrics  *Metrics
 	// Shape is recorded in the entry (ShapeOf the model's parameters).
 	Shape *Shape
 	// Write writes the model file content; it receives the version chosen.
@@ -577,8 +576,8 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
 		Operator: m.Operator, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
 		JobID: m.JobID, TrainingCSVSHA256: m.TrainingCSVSHA256, TrainingRows: m.TrainingRows, Metrics: m.Metrics,
-		RowsUsed: m.RowsUsed, ExcludedScanIDs: m.ExcludedScanIDs,
-		Shape: m.Shape,
+		RowsUsed: m.RowsUsed,
+		Shape:    m.Shape,
 	}
 	if err := writeIndex(r.dir, next); err != nil {
 		_ = os.Remove(full)

@@ -39,7 +39,7 @@ func TestClassify(t *testing.T) {
 		{trainer.ErrJobFinished, JobFinished, 409, false},
 		{trainer.ErrInvalidCursor, InvalidCursor, 400, false},
 		{trainer.ErrCancelled, Cancelled, 409, false},
-		{fmt.Errorf("%w: preprocessing[1].window 4001 exceeds the 2048 points", trainer.ErrInvalidOptions), InvalidTrainingOptions, 400, false},
+		{fmt.Errorf("%w: preprocessing[1].window 16 must be odd", trainer.ErrInvalidOptions), InvalidTrainingOptions, 400, false},
 		{fmt.Errorf("%w: savgol_filter mode 'nearest'", inference.ErrModelUnsupported), ModelUnsupported, 400, false},
 		{trainer.ErrJobNotDone, JobNotDone, 409, false},
 		{New(MissingPart, 0, "no csv"), MissingPart, 400, false},

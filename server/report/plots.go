@@ -471,22 +471,27 @@ func segment(x0, y0, x1, y1 float64, c color.Color, dashed bool) (*plotter.Line,
 	return l, nil
 }
 
-// thin returns the rows to draw: all of them up to MaxPlotPoints, else an
-// even selection plus every row of keep.
+// thin returns at most MaxPlotPoints rows to draw: all of them up to
+// MaxPlotPoints, else the first MaxPlotPoints/2 rows of keep (the
+// outliers, most extreme first) and an even selection of the others. keep
+// is capped because a model file may flag every one of millions of rows.
 func thin(n int, keep []int) []int {
-	rows := make([]int, 0, min(n, MaxPlotPoints)+len(keep))
 	if n <= MaxPlotPoints {
-		for i := range n {
-			rows = append(rows, i)
+		rows := make([]int, n)
+		for i := range rows {
+			rows[i] = i
 		}
 		return rows
 	}
+	keep = keep[:min(len(keep), MaxPlotPoints/2)]
+	rows := make([]int, 0, MaxPlotPoints)
 	seen := make(map[int]bool, len(keep))
 	for _, k := range keep {
 		seen[k] = true
 	}
-	for k := range MaxPlotPoints {
-		if i := k * n / MaxPlotPoints; !seen[i] {
+	even := MaxPlotPoints - len(keep)
+	for k := range even {
+		if i := k * n / even; !seen[i] {
 			rows = append(rows, i)
 		}
 	}

@@ -197,7 +197,7 @@ func (v *view) addReview(p *inference.PLSParams, rv *inference.Review) error {
 	}
 	v.Outliers = newOutlierTable(p.Targets, out)
 	if n := rowsOf(rv); n > MaxPlotPoints {
-		v.Notes = append(v.Notes, fmt.Sprintf("The scatter plots draw %d of the %d training rows, evenly spaced (outliers always).", MaxPlotPoints, n))
+		v.Notes = append(v.Notes, fmt.Sprintf("The scatter plots draw %d of the %d training rows, evenly spaced (in T² against Q, the %d most extreme outliers always).", MaxPlotPoints, n, MaxPlotPoints/2))
 	}
 	return nil
 }
@@ -245,14 +245,14 @@ func lineageRows(m Model) []row {
 	if e.TrainingRows > 0 {
 		add("Rows in the CSV", fmt.Sprint(e.TrainingRows))
 	}
-	used, excluded := e.RowsUsed, e.ExcludedScanIDs
+	// The excluded ids are in the model file only (the registry's entry
+	// keeps the counts).
+	used, excluded := e.RowsUsed, []string(nil)
 	if rv := p.Review; rv != nil {
 		if n := rowsOf(rv); n > 0 {
 			used = n
 		}
-		if len(rv.ExcludedScanIDs) > 0 {
-			excluded = rv.ExcludedScanIDs
-		}
+		excluded = rv.ExcludedScanIDs
 	}
 	if used > 0 {
 		add("Rows used", fmt.Sprint(used))

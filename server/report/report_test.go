@@ -326,3 +326,22 @@ func FuzzRenderExtremeFigures(f *testing.F) {
 		}
 	})
 }
+
+// TestRenderEveryRowAnOutlierIsBounded: outliers are always drawn, but a
+// model file whose every row is beyond the limits (a review.json with a
+// tiny T2 limit, 100,000 rows) must not draw them all: the T2/Q plot
+// keeps the MaxPlotPoints/2 most extreme, so the page stays the size of a
+// thinned one.
+func TestRenderEveryRowAnOutlierIsBounded(t *testing.T) {
+	const n = 100000
+	m := fixture(n, allTargets(), func(i int) string { return fmt.Sprintf("scan-%05d", i) })
+	m.Params.Review.T2Limit = 1e-9
+	page := render(t, m)
+	if sectionSVGs(page, SectionT2Q) != 1 {
+		t.Fatal("T2/Q plot missing")
+	}
+	if len(page) > 5<<20 {
+		t.Errorf("page is %d bytes for %d rows that are all outliers", len(page), n)
+	}
+	t.Logf("%d rows, all outliers: page %d bytes", n, len(page))
+}
