@@ -107,35 +107,58 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 		return nil, corrupted("model has no features (x_mean is empty)")
 	}
 	m.p = nFeat
+	for _, set := range []func(*PLSParams) error{m.setTargets, m.setScaling, m.setRegression, m.setLatentStructure} {
+		if err := set(p); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.setConfidenceInputs(p, opts); err != nil {
+		return nil, err
+	}
+	if err := m.setAxis(p, opts, ro); err != nil {
+		return nil, err
+	}
+	if err := m.precompute(p); err != nil {
+		return nil, err
+	}
+	m.scratch.New = m.newScratch
+	return m, nil
+}
 
-	// Targets.
+// setTargets checks the analytes the model predicts: 1 to 3, each once.
+func (m *PLSModel) setTargets(p *PLSParams) error {
 	m.q = len(p.Targets)
 	if m.q < 1 || m.q > NumAnalytes {
-		return nil, corrupted("model has %d targets, want 1 to %d", m.q, NumAnalytes)
+		return corrupted("model has %d targets, want 1 to %d", m.q, NumAnalytes)
 	}
 	seen := [NumAnalytes]bool{}
 	for i, t := range p.Targets {
 		if t < 0 || t >= NumAnalytes {
-			return nil, corrupted("target %d is not an analyte (%d)", i, int(t))
+			return corrupted("target %d is not an analyte (%d)", i, int(t))
 		}
 		if seen[t] {
-			return nil, corrupted("target %v appears twice", t)
+			return corrupted("target %v appears twice", t)
 		}
 		seen[t] = true
 	}
 	m.targets = slices.Clone(p.Targets)
+	return nil
+}
 
-	// Preprocessing.
+// setScaling checks the centring and scaling of x: finite means and
+// finite, positive scales, one per feature.
+func (m *PLSModel) setScaling(p *PLSParams) error {
+	nFeat := m.p
 	if err := checkFinite("x_mean", p.XMean); err != nil {
-		return nil, err
+		return err
 	}
 	if len(p.XScale) != nFeat {
-		return nil, corrupted("x_scale has %d values, x_mean %d", len(p.XScale), nFeat)
+		return corrupted("x_scale has %d values, x_mean %d", len(p.XScale), nFeat)
 	}
 	m.unitScale = true
 	for i, s := range p.XScale {
 		if !(s > 0) || math.IsInf(s, 0) {
-			return nil, corrupted("x_scale[%d] is %v, must be finite and > 0", i, s)
+			return corrupted("x_scale[%d] is %v, must be finite and > 0", i, s)
 		}
 		if s != 1 {
 			m.unitScale = false
@@ -143,95 +166,110 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 	}
 	m.xMean = slices.Clone(p.XMean)
 	m.xScale = slices.Clone(p.XScale)
+	return nil
+}
 
-	// Regression.
+// setRegression checks the coefficients (p x q) and the intercept (q).
+func (m *PLSModel) setRegression(p *PLSParams) error {
+	nFeat := m.p
 	if err := checkMatrix("coef", p.Coef, nFeat, m.q); err != nil {
-		return nil, err
+		return err
 	}
 	if len(p.Intercept) != m.q {
-		return nil, corrupted("intercept has %d values, want %d", len(p.Intercept), m.q)
+		return corrupted("intercept has %d values, want %d", len(p.Intercept), m.q)
 	}
 	if err := checkFinite("intercept", p.Intercept); err != nil {
-		return nil, err
+		return err
 	}
 	m.intercept = slices.Clone(p.Intercept)
+	return nil
+}
 
-	// Latent structure.
+// setLatentStructure checks what T2 and Q need: rotations and loadings
+// (p x a), score variances (a), the calibration size and calibration Q
+// values, and that the component count agrees with the metadata.
+func (m *PLSModel) setLatentStructure(p *PLSParams) error {
+	nFeat := m.p
 	if p.Rotations != nil {
 		r, c := p.Rotations.Dims()
 		m.a = c
 		if err := checkMatrix("rotations", p.Rotations, nFeat, c); err != nil {
-			return nil, err
+			return err
 		}
 		if r != nFeat || c < 1 {
-			return nil, corrupted("rotations are %dx%d, want %dx(>=1)", r, c, nFeat)
+			return corrupted("rotations are %dx%d, want %dx(>=1)", r, c, nFeat)
 		}
 		if c > nFeat {
-			return nil, corrupted("%d latent components for %d features", c, nFeat)
+			return corrupted("%d latent components for %d features", c, nFeat)
 		}
 	}
 	if p.Loadings != nil {
 		if p.Rotations == nil {
-			return nil, corrupted("loadings given without rotations")
+			return corrupted("loadings given without rotations")
 		}
 		if err := checkMatrix("loadings", p.Loadings, nFeat, m.a); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if p.ScoreVariance != nil {
 		if p.Rotations == nil {
-			return nil, corrupted("score variances given without rotations")
+			return corrupted("score variances given without rotations")
 		}
 		if len(p.ScoreVariance) != m.a {
-			return nil, corrupted("score_variance has %d values, want %d", len(p.ScoreVariance), m.a)
+			return corrupted("score_variance has %d values, want %d", len(p.ScoreVariance), m.a)
 		}
 		for i, v := range p.ScoreVariance {
 			if !(v > 0) || math.IsInf(v, 0) {
-				return nil, corrupted("score_variance[%d] is %v, must be finite and > 0", i, v)
+				return corrupted("score_variance[%d] is %v, must be finite and > 0", i, v)
 			}
 		}
 	}
 	if p.NCalibration < 0 {
-		return nil, corrupted("calibration size %d < 0", p.NCalibration)
+		return corrupted("calibration size %d < 0", p.NCalibration)
 	}
 	if m.meta.LatentComponents == 0 {
 		m.meta.LatentComponents = m.a
 	} else if m.a > 0 && m.meta.LatentComponents != m.a {
-		return nil, corrupted("metadata says %d latent components, rotations have %d", m.meta.LatentComponents, m.a)
+		return corrupted("metadata says %d latent components, rotations have %d", m.meta.LatentComponents, m.a)
 	}
 	if m.meta.LatentComponents < 0 {
-		return nil, corrupted("latent components %d < 0", m.meta.LatentComponents)
+		return corrupted("latent components %d < 0", m.meta.LatentComponents)
 	}
 	if p.CalibrationQ != nil {
 		for i, v := range p.CalibrationQ {
 			if !(v >= 0) || math.IsInf(v, 0) {
-				return nil, corrupted("calibration_q[%d] is %v, must be finite and >= 0", i, v)
+				return corrupted("calibration_q[%d] is %v, must be finite and >= 0", i, v)
 			}
 		}
 	}
+	return nil
+}
 
-	// Confidence inputs.
+// setConfidenceInputs checks what the confidence needs: RMSECV per
+// target (NaN when unknown), the scale check, and the tolerance (the
+// model's, else the server's, else DefaultTolerance).
+func (m *PLSModel) setConfidenceInputs(p *PLSParams, opts ModelOptions) error {
 	m.rmsecv = make([]float64, m.q)
 	for i := range m.rmsecv {
 		m.rmsecv[i] = math.NaN()
 	}
 	if p.RMSECV != nil {
 		if len(p.RMSECV) != m.q {
-			return nil, corrupted("rmsecv has %d values, want %d", len(p.RMSECV), m.q)
+			return corrupted("rmsecv has %d values, want %d", len(p.RMSECV), m.q)
 		}
 		for i, v := range p.RMSECV {
 			if math.IsNaN(v) {
 				continue
 			}
 			if !(v >= 0) || math.IsInf(v, 0) {
-				return nil, corrupted("rmsecv[%d] is %v, must be NaN (unknown) or finite and >= 0", i, v)
+				return corrupted("rmsecv[%d] is %v, must be NaN (unknown) or finite and >= 0", i, v)
 			}
 			m.rmsecv[i] = v
 		}
 	}
 	if p.ScaleCheck != nil {
 		if err := p.ScaleCheck.check(m.q); err != nil {
-			return nil, err
+			return err
 		}
 		sc := *p.ScaleCheck
 		sc.Coef = slices.Clone(sc.Coef)
@@ -240,14 +278,14 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 	}
 	m.tolerance = make([]float64, m.q)
 	if p.Tolerance != nil && len(p.Tolerance) != m.q {
-		return nil, corrupted("tolerance has %d values, want %d", len(p.Tolerance), m.q)
+		return corrupted("tolerance has %d values, want %d", len(p.Tolerance), m.q)
 	}
 	for i, t := range m.targets {
 		switch {
 		case p.Tolerance != nil:
 			v := p.Tolerance[i]
 			if !(v > 0) || math.IsInf(v, 0) {
-				return nil, corrupted("tolerance[%d] is %v, must be finite and > 0", i, v)
+				return corrupted("tolerance[%d] is %v, must be finite and > 0", i, v)
 			}
 			m.tolerance[i] = v
 		case opts.Tolerance.Valid[t]:
@@ -256,8 +294,15 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 			m.tolerance[i] = DefaultTolerance
 		}
 	}
+	return nil
+}
 
-	// Axis: the model's own, else the instrument's.
+// setAxis takes the model's own axis, else the instrument's, checks it
+// against the features (a model with a recipe or regions takes whole
+// spectra of the axis's length and sees only its regions' points),
+// compiles the recipe, and sets the limits a spectrum is validated against.
+func (m *PLSModel) setAxis(p *PLSParams, opts ModelOptions, ro resolvedOptions) error {
+	nFeat := m.p
 	axis := p.Meta.Wavenumbers
 	source := "model"
 	if len(axis) == 0 && len(opts.InstrumentAxis) > 0 {
@@ -272,26 +317,26 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 			points = len(axis)
 		}
 		if len(axis) != points {
-			return nil, corrupted("%s wavenumber axis has %d points, model has %d features", source, len(axis), nFeat)
+			return corrupted("%s wavenumber axis has %d points, model has %d features", source, len(axis), nFeat)
 		}
 		if err := checkFinite(source+" wavenumber axis", axis); err != nil {
-			return nil, err
+			return err
 		}
 		for i := 1; i < len(axis); i++ {
 			if !(axis[i] > axis[i-1]) {
-				return nil, corrupted("%s wavenumber axis not strictly increasing at index %d", source, i)
+				return corrupted("%s wavenumber axis not strictly increasing at index %d", source, i)
 			}
 		}
 		axis = slices.Clone(axis)
 	} else {
 		if shaped {
-			return nil, corrupted("model has a preprocessing recipe or regions but no wavenumber axis")
+			return corrupted("model has a preprocessing recipe or regions but no wavenumber axis")
 		}
 		axis = nil
 	}
 	if shaped {
 		if err := m.compileRecipe(p, axis); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	m.meta.Wavenumbers = axis
@@ -303,12 +348,7 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 		saturationLevel: ro.saturationLevel,
 		saturationRun:   ro.saturationRun,
 	}
-
-	if err := m.precompute(p); err != nil {
-		return nil, err
-	}
-	m.scratch.New = m.newScratch
-	return m, nil
+	return nil
 }
 
 // precompute builds the fused matrix and the diagnostic limits.
