@@ -269,70 +269,8 @@ func fit(ctx context.Context, ds *Dataset, in *inputs, opts Options, progress Pr
 	}
 
 	fold := foldAssignment(n, folds, opts.Seed)
-	// cvPred[k-1][i*q+j] is the out-of-fold prediction of sample i, target
-	// j with k components. Each fold writes only its own samples.
-	cvPred := make([][]float64, amax)
-	for k := range cvPred {
-		cvPred[k] = make([]float64, n*q)
-	}
-
-	total := (folds + 1) * amax
-	var progressMu sync.Mutex
-	done := 0
-	step := func(steps int) {
-		progressMu.Lock()
-		defer progressMu.Unlock()
-		done += steps
-		if progress != nil {
-			progress(done, total)
-		}
-	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var final *PLS
-	// Job -1 is the final fit on all samples (the largest, so it starts
-	// first); jobs 0..K-1 are the folds.
-	jobs := make(chan int, folds+1)
-	for f := -1; f < folds; f++ {
-		jobs <- f
-	}
-	close(jobs)
-	var wg sync.WaitGroup
-	var errOnce sync.Once
-	var firstErr error
-	fail := func(err error) {
-		errOnce.Do(func() { firstErr = err; cancel() })
-	}
-	for w := 0; w < min(workers, folds+1); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for f := range jobs {
-				if ctx.Err() != nil {
-					return
-				}
-				m, err := fitFold(ctx, ds, fold, f, amax, opts.Autoscale, step)
-				if err != nil {
-					fail(err)
-					return
-				}
-				if f < 0 {
-					final = m
-					continue
-				}
-				if err := predictFold(ds, fold, f, m, amax, cvPred); err != nil {
-					fail(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
+	final, cvPred, err := fitFolds(ctx, ds, fold, folds, amax, opts.Autoscale, workers, progress)
+	if err != nil {
 		return nil, err
 	}
 
@@ -393,6 +331,81 @@ func fit(ctx context.Context, ds *Dataset, in *inputs, opts Options, progress Pr
 		R2C:           cal.r2c,
 		NIter:         append([]int(nil), final.NIter[:chosen]...),
 	}, nil
+}
+
+// fitFolds runs the K fold fits and the final fit on all samples on
+// `workers` goroutines, each fit reporting a progress step per component,
+// and returns the final fit and the out-of-fold predictions:
+// cvPred[k-1][i*q+j] is sample i's prediction of target j with k
+// components. The first error cancels the other fits.
+func fitFolds(ctx context.Context, ds *Dataset, fold []int, folds, amax int, autoscale bool, workers int, progress ProgressFunc) (*PLS, [][]float64, error) {
+	n, q := ds.Len(), ds.NumTargets()
+	// Each fold writes only its own samples.
+	cvPred := make([][]float64, amax)
+	for k := range cvPred {
+		cvPred[k] = make([]float64, n*q)
+	}
+
+	total := (folds + 1) * amax
+	var progressMu sync.Mutex
+	done := 0
+	step := func(steps int) {
+		progressMu.Lock()
+		defer progressMu.Unlock()
+		done += steps
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var final *PLS
+	// Job -1 is the final fit on all samples (the largest, so it starts
+	// first); jobs 0..K-1 are the folds.
+	jobs := make(chan int, folds+1)
+	for f := -1; f < folds; f++ {
+		jobs <- f
+	}
+	close(jobs)
+	var wg sync.WaitGroup
+	var errOnce sync.Once
+	var firstErr error
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err; cancel() })
+	}
+	for w := 0; w < min(workers, folds+1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range jobs {
+				if ctx.Err() != nil {
+					return
+				}
+				m, err := fitFold(ctx, ds, fold, f, amax, autoscale, step)
+				if err != nil {
+					fail(err)
+					return
+				}
+				if f < 0 {
+					final = m
+					continue
+				}
+				if err := predictFold(ds, fold, f, m, amax, cvPred); err != nil {
+					fail(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	return final, cvPred, nil
 }
 
 // fitFold fits amax components on the samples outside fold f (all
