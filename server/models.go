@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -113,31 +112,12 @@ func modelDetail(e *registry.Entry) gen.ModelDetail {
 	return d
 }
 
-// shapeDetail fills the axis, regions and recipe recorded in the entry. A
-// recipe the contract's types cannot read (an index edited by hand) is
-// left out rather than failing the description of the rest.
+// shapeDetail fills the axis, regions and recipe recorded in the entry.
 func shapeDetail(s *registry.Shape, d *gen.ModelDetail) {
 	if s.WavenumberCount > 0 {
 		d.WavenumberCount = ptr(s.WavenumberCount)
 		d.WavenumberRange = ptr([]float64{s.WavenumberRange[0], s.WavenumberRange[1]})
 	}
-	if len(s.Regions) > 0 {
-		regions := make([]gen.WavenumberRegion, len(s.Regions))
-		for i, r := range s.Regions {
-			regions[i] = gen.WavenumberRegion{r[0], r[1]}
-		}
-		d.Regions = &regions
-	}
-	if len(s.Preprocessing) > 0 {
-		var steps []gen.PreprocessingStep
-		if err := json.Unmarshal(s.Preprocessing, &steps); err != nil || len(steps) == 0 {
-			return
-		}
-		for _, st := range steps {
-			if _, err := st.ValueByDiscriminator(); err != nil {
-				return
-			}
-		}
-		d.Preprocessing = &steps
-	}
+	d.Regions = contractRegions(s.Regions)
+	d.Preprocessing = contractRecipe(s.Preprocessing)
 }

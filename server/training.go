@@ -366,19 +366,41 @@ func echoTrainingOptions(meta *gen.TrainingMeta, o jobs.TrainingOptions) {
 	if len(o.ExcludeScanIDs) > 0 {
 		meta.ExcludeScanIds = ptr(o.ExcludeScanIDs)
 	}
-	if len(o.Regions) > 0 {
-		regions := make([]gen.WavenumberRegion, len(o.Regions))
-		for k, r := range o.Regions {
-			regions[k] = gen.WavenumberRegion{r[0], r[1]}
-		}
-		meta.Regions = &regions
+	meta.Regions = contractRegions(o.Regions)
+	meta.Preprocessing = contractRecipe(o.Preprocessing)
+}
+
+// contractRegions is a model's or job's regions as the contract spells
+// them; nil for none.
+func contractRegions(regions [][2]float64) *[]gen.WavenumberRegion {
+	if len(regions) == 0 {
+		return nil
 	}
-	if len(o.Preprocessing) > 0 {
-		var steps []gen.PreprocessingStep
-		if json.Unmarshal(o.Preprocessing, &steps) == nil {
-			meta.Preprocessing = &steps
+	out := make([]gen.WavenumberRegion, len(regions))
+	for k, r := range regions {
+		out[k] = gen.WavenumberRegion{r[0], r[1]}
+	}
+	return &out
+}
+
+// contractRecipe is a recipe's stored JSON (preprocess.Recipe's form) as
+// the contract's steps; nil for none, or for JSON the contract's types
+// cannot read (an index edited by hand), which is left out rather than
+// failing the description of the rest.
+func contractRecipe(stored []byte) *[]gen.PreprocessingStep {
+	if len(stored) == 0 {
+		return nil
+	}
+	var steps []gen.PreprocessingStep
+	if err := json.Unmarshal(stored, &steps); err != nil || len(steps) == 0 {
+		return nil
+	}
+	for _, st := range steps {
+		if _, err := st.ValueByDiscriminator(); err != nil {
+			return nil
 		}
 	}
+	return &steps
 }
 
 // trainingResult converts a done job's result to the contract's.
