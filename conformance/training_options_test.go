@@ -54,6 +54,8 @@ func TestTrainingOptionErrors(t *testing.T) {
 		{"savgol window even", `"preprocessing":[{"step":"snv"},{"step":"savgol","window":16,"polyorder":2}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[1].window"},
 		{"savgol polyorder not below the window", `"preprocessing":[{"step":"savgol","window":5,"polyorder":5}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[0]"},
 		{"savgol deriv above polyorder", `"preprocessing":[{"step":"savgol","window":7,"polyorder":1,"deriv":2}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[0].deriv"},
+		{"two als_baseline steps", `"preprocessing":[{"step":"als_baseline"},{"step":"snv"},{"step":"als_baseline","iterations":2}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[2].step"},
+		{"savgol windows over 2047 in all", `"preprocessing":[{"step":"savgol","window":2001,"polyorder":2},{"step":"savgol","window":51,"polyorder":2}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[1].window"},
 		{"region outside the axis", `"regions":[[600,1800],[3300,3400]]`, "INVALID_TRAINING_OPTIONS", "regions[1]"},
 		{"region reversed", `"regions":[[1800,600]]`, "INVALID_TRAINING_OPTIONS", "regions[0]"},
 		{"normalize band outside the axis", `"preprocessing":[{"step":"normalize","region":[50,100]}]`, "INVALID_TRAINING_OPTIONS", "preprocessing[0].region"},

@@ -79,7 +79,8 @@ var kindFields = map[Kind][]string{
 // objects; an unknown `step`, an unknown or repeated field, a missing
 // required field (savgol's window and polyorder, normalize's region), a
 // null, a number where an integer is required, a value outside the
-// contract's bounds and trailing data are all errors.
+// contract's bounds, a recipe over its cost bound (checkCost) and trailing
+// data are all errors.
 func ParseRecipe(b []byte) (Recipe, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := expectDelim(dec, '['); err != nil {
@@ -105,6 +106,9 @@ func ParseRecipe(b []byte) (Recipe, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fieldErr("preprocessing", "trailing data after the array")
+	}
+	if err := r.checkCost(); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -320,7 +324,8 @@ func (s Step) checkBounds(i int) error {
 	return nil
 }
 
-// checkBounds checks every step's schema bounds and the step count.
+// checkBounds checks every step's schema bounds, the step count and the
+// recipe's cost.
 func (r Recipe) checkBounds() error {
 	if len(r) > MaxSteps {
 		return fieldErr("preprocessing", "more than %d steps", MaxSteps)
@@ -328,6 +333,30 @@ func (r Recipe) checkBounds() error {
 	for i, s := range r {
 		if err := s.checkBounds(i); err != nil {
 			return err
+		}
+	}
+	return r.checkCost()
+}
+
+// checkCost bounds what one spectrum costs to preprocess, since every
+// predict pays it: at most one als_baseline step (each round is a banded
+// solve over the whole spectrum: up to 50 of them, about 0.5 ms for 2048
+// points), and Savitzky-Golay windows that sum to at most maxWindow
+// (a window of w costs w multiply-adds per point: 2047 of them is about
+// 2 ms). Sixteen steps of the largest kind would otherwise cost tens of
+// milliseconds per spectrum.
+func (r Recipe) checkCost() error {
+	als, windows := 0, 0
+	for i, s := range r {
+		switch s.Kind {
+		case ALSBaseline:
+			if als++; als > 1 {
+				return fieldErr(stepField(i, "step"), "a recipe holds at most one als_baseline step")
+			}
+		case Savgol:
+			if windows += s.Window; windows > maxWindow {
+				return fieldErr(stepField(i, "window"), "the savgol windows of a recipe sum to %d, more than %d", windows, maxWindow)
+			}
 		}
 	}
 	return nil

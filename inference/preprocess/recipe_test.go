@@ -15,8 +15,7 @@ func TestParseRecipeFillsDefaults(t *testing.T) {
 		{"step": "als_baseline"},
 		{"step": "normalize", "region": [1400, 1500.5]},
 		{"step": "despike", "threshold": 3.5, "width": 0},
-		{"step": "savgol", "window": 9, "polyorder": 4, "deriv": 2},
-		{"step": "als_baseline", "lam": 1e7, "p": 0.05, "iterations": 3}
+		{"step": "savgol", "window": 9, "polyorder": 4, "deriv": 2}
 	]`))
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +28,6 @@ func TestParseRecipeFillsDefaults(t *testing.T) {
 		{Kind: Normalize, Region: [2]float64{1400, 1500.5}},
 		{Kind: Despike, Threshold: 3.5, Width: 0},
 		{Kind: Savgol, Window: 9, PolyOrder: 4, Deriv: 2},
-		{Kind: ALSBaseline, Lambda: 1e7, P: 0.05, Iterations: 3},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -44,14 +42,46 @@ func TestParseRecipeFillsDefaults(t *testing.T) {
 		`{"step":"als_baseline","lam":100000,"p":0.01,"iterations":10},` +
 		`{"step":"normalize","region":[1400,1500.5]},` +
 		`{"step":"despike","threshold":3.5,"width":0},` +
-		`{"step":"savgol","window":9,"polyorder":4,"deriv":2},` +
-		`{"step":"als_baseline","lam":10000000,"p":0.05,"iterations":3}]`
+		`{"step":"savgol","window":9,"polyorder":4,"deriv":2}]`
 	if string(b) != wantJSON {
 		t.Fatalf("MarshalJSON:\n%s\nwant\n%s", b, wantJSON)
 	}
 	back, err := ParseRecipe(b)
 	if err != nil || !reflect.DeepEqual(back, got) {
 		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+}
+
+// TestRecipeCostBounded: one als_baseline step at most, and Savitzky-Golay
+// windows summing to at most 2047, whether the recipe comes as JSON or is
+// built in Go.
+func TestRecipeCostBounded(t *testing.T) {
+	ok := `[{"step":"als_baseline","lam":1e7,"p":0.05,"iterations":3},` +
+		`{"step":"savgol","window":2031,"polyorder":2},{"step":"savgol","window":15,"polyorder":2}]`
+	r, err := ParseRecipe([]byte(ok))
+	if err != nil {
+		t.Fatalf("%s: %v", ok, err)
+	}
+	if r[0] != (Step{Kind: ALSBaseline, Lambda: 1e7, P: 0.05, Iterations: 3}) {
+		t.Errorf("explicit ALS parameters read as %+v", r[0])
+	}
+	for _, tc := range []struct{ json, field string }{
+		{`[{"step":"als_baseline"},{"step":"snv"},{"step":"als_baseline","iterations":1}]`, "preprocessing[2].step"},
+		{`[{"step":"savgol","window":2001,"polyorder":2},{"step":"savgol","window":47,"polyorder":2}]`, "preprocessing[1].window"},
+	} {
+		_, err := ParseRecipe([]byte(tc.json))
+		var fe *FieldError
+		if !errors.Is(err, ErrInvalidRecipe) || !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: %v, want an error on %s", tc.json, err, tc.field)
+		}
+		axis := make([]float64, 2048)
+		for i := range axis {
+			axis[i] = float64(i)
+		}
+		built := Recipe{{Kind: ALSBaseline, Lambda: 1e5, P: 0.01, Iterations: 10}, {Kind: ALSBaseline, Lambda: 1e5, P: 0.01, Iterations: 10}}
+		if _, err := Compile(built, axis); !errors.Is(err, ErrInvalidRecipe) {
+			t.Errorf("Compile of two ALS steps: %v", err)
+		}
 	}
 }
 
