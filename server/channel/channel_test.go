@@ -241,6 +241,12 @@ func BenchmarkPredict2048(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchPredict(b, model)
+}
+
+// benchPredict measures the channel's handling of one predict request
+// for a synthetic spectrum with model active.
+func benchPredict(b *testing.B, model inference.Model) {
 	h := channel.New(channel.Options{Models: models{model}, ServerVersion: "bench"})
 	s := synth.New(synth.Config{Seed: 5}).Next()
 	req := client.AppendPredictRequest(nil, "6f1c5e0a-6b1e-4a44-9a6c-2f7f3a3b0c11", 1,

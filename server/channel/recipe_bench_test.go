@@ -10,7 +10,6 @@ import (
 	"ramanserve/inference/preprocess"
 	"ramanserve/server/channel"
 	"ramanserve/server/contract"
-	"ramanserve/server/zmtp"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
 )
@@ -69,24 +68,7 @@ func BenchmarkPredict2048ALS(b *testing.B) {
 
 func benchRecipe(b *testing.B, recipe preprocess.Recipe) {
 	model := recipeModel(b, recipe)
-	h := channel.New(channel.Options{Models: models{model}, ServerVersion: "bench"})
-	s := synth.New(synth.Config{Seed: 5}).Next()
-	req := client.AppendPredictRequest(nil, "6f1c5e0a-6b1e-4a44-9a6c-2f7f3a3b0c11", 1,
-		&client.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: 1},
-		&client.ScanContext{BatchID: "B-1", Port: "P1", ColumnIndex: 2})
-	frames := [][]byte{req}
-	dst := make([]byte, 0, 4096)
-	if rep := handle(h, req); rep.Error != nil {
-		b.Fatalf("predict: %v", rep.Error)
-	}
-	b.SetBytes(int64(len(req)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		dst = h.Handle(context.Background(), zmtp.Request{Frames: frames}, dst[:0])
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/predict")
+	benchPredict(b, model)
 }
 
 // TestDegenerateSpectrumIsInvalidSpectrum: a spectrum the recipe cannot
