@@ -66,37 +66,7 @@ func TestScikitLearnModelsServeTheSameNumbers(t *testing.T) {
 			if res.JSON200.LoadedVersion != version || res.JSON200.Algorithm == nil || !strings.HasPrefix(*res.JSON200.Algorithm, "sklearn-") {
 				t.Errorf("load response %+v", res.JSON200)
 			}
-			for i, x := range fx.X {
-				wn := make([]float64, len(x))
-				for k := range wn {
-					wn[k] = 200 + 3000*float64(k)/float64(len(x)-1)
-				}
-				frame := client.AppendPredictRequest(nil, "sk", 1, &client.Spectrum{Wavenumbers: wn, Intensities: x}, nil)
-				raw := must(c.roundTrip(frame, 5*time.Second))(t)
-				rep := must(client.DecodeReply(raw))(t)
-				if rep.Error != nil {
-					t.Fatalf("predict: %v", rep.Error)
-				}
-				pr := must(client.DecodePredictReply(rep.Body))(t)
-				if pr.ModelVersion != version {
-					t.Fatalf("served by %s", pr.ModelVersion)
-				}
-				k := 0
-				for a := range pr.Concentrations.Value {
-					if !pr.Concentrations.Valid[a] {
-						continue
-					}
-					d := math.Abs(pr.Concentrations.Value[a] - fx.Y[i][k])
-					worst = math.Max(worst, d)
-					if d > 1e-9 {
-						t.Errorf("sample %d analyte %d: %v, scikit-learn %v", i, a, pr.Concentrations.Value[a], fx.Y[i][k])
-					}
-					k++
-				}
-				if k != len(fx.Y[i]) {
-					t.Errorf("reply has %d analytes, scikit-learn %d", k, len(fx.Y[i]))
-				}
-			}
+			worst = math.Max(worst, predictLikeScikitLearn(t, c, version, fx.X, fx.Y))
 		})
 	}
 	t.Logf("scikit-learn parity through HTTP load and the prediction channel: max |diff| %.3g over %d files", worst, len(fixtures))
@@ -195,41 +165,7 @@ func TestScikitLearnSavgolPipelineThroughAProcess(t *testing.T) {
 	}
 
 	c := dialZMQ(t, p.zmq)
-	predictAll := func() float64 {
-		worst := 0.0
-		for i, x := range fx.X {
-			wn := make([]float64, len(x))
-			for k := range wn {
-				wn[k] = 200 + 3000*float64(k)/float64(len(x)-1)
-			}
-			frame := client.AppendPredictRequest(nil, "sk-pipe", float64(i+1), &client.Spectrum{Wavenumbers: wn, Intensities: x}, nil)
-			raw := must(c.roundTrip(frame, 10*time.Second))(t)
-			rep := must(client.DecodeReply(raw))(t)
-			if rep.Error != nil {
-				t.Fatalf("predict: %v", rep.Error)
-			}
-			pr := must(client.DecodePredictReply(rep.Body))(t)
-			if pr.ModelVersion != version {
-				t.Fatalf("served by %s", pr.ModelVersion)
-			}
-			k := 0
-			for a := range pr.Concentrations.Value {
-				if !pr.Concentrations.Valid[a] {
-					continue
-				}
-				d := math.Abs(pr.Concentrations.Value[a] - fx.Y[i][k])
-				worst = math.Max(worst, d)
-				if d > 1e-9 {
-					t.Errorf("sample %d analyte %d: %v, scikit-learn %v (|diff| %.3g)", i, a, pr.Concentrations.Value[a], fx.Y[i][k], d)
-				}
-				k++
-			}
-			if k != len(fx.Y[i]) {
-				t.Errorf("reply has %d analytes, scikit-learn %d", k, len(fx.Y[i]))
-			}
-		}
-		return worst
-	}
+	predictAll := func() float64 { return predictLikeScikitLearn(t, c, version, fx.X, fx.Y) }
 	worst := predictAll()
 
 	for _, refused := range []string{"refuse_savgol_nearest.joblib", "refuse_os_system.joblib"} {
@@ -245,4 +181,45 @@ func TestScikitLearnSavgolPipelineThroughAProcess(t *testing.T) {
 	}
 	worst = math.Max(worst, predictAll())
 	t.Logf("savgol pipeline through a ramanserve process: max |diff| to scikit-learn %.3g over %d spectra (twice)", worst, len(fx.X))
+}
+
+// predictLikeScikitLearn sends each of xs (on the default 200-3200 cm-1
+// axis) on the prediction channel, checks the reply comes from version
+// and equals scikit-learn's ys to 1e-9, and returns the largest
+// difference.
+func predictLikeScikitLearn(t *testing.T, c *zmqClient, version string, xs, ys [][]float64) float64 {
+	t.Helper()
+	worst := 0.0
+	for i, x := range xs {
+		wn := make([]float64, len(x))
+		for k := range wn {
+			wn[k] = 200 + 3000*float64(k)/float64(len(x)-1)
+		}
+		frame := client.AppendPredictRequest(nil, "sk", float64(i+1), &client.Spectrum{Wavenumbers: wn, Intensities: x}, nil)
+		raw := must(c.roundTrip(frame, 10*time.Second))(t)
+		rep := must(client.DecodeReply(raw))(t)
+		if rep.Error != nil {
+			t.Fatalf("predict: %v", rep.Error)
+		}
+		pr := must(client.DecodePredictReply(rep.Body))(t)
+		if pr.ModelVersion != version {
+			t.Fatalf("served by %s", pr.ModelVersion)
+		}
+		k := 0
+		for a := range pr.Concentrations.Value {
+			if !pr.Concentrations.Valid[a] {
+				continue
+			}
+			d := math.Abs(pr.Concentrations.Value[a] - ys[i][k])
+			worst = math.Max(worst, d)
+			if d > 1e-9 {
+				t.Errorf("sample %d analyte %d: %v, scikit-learn %v (|diff| %.3g)", i, a, pr.Concentrations.Value[a], ys[i][k], d)
+			}
+			k++
+		}
+		if k != len(ys[i]) {
+			t.Errorf("reply has %d analytes, scikit-learn %d", k, len(ys[i]))
+		}
+	}
+	return worst
 }
