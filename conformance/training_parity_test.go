@@ -105,7 +105,7 @@ func TestTrainingRecipeParityWithScikitLearn(t *testing.T) {
 	exclude := []string{"par-007", "par-040"}
 	regions := [][2]float64{{600, 1800}, {2800, 3100}}
 	meta := map[string]any{
-		"operator": "parity", "source_batches": []string{"P-1"},
+		"operator": "parity", "source_batches": []string{"P-1"}, "notes": "parity run",
 		"components": components, "cv_folds": 5, "exclude_scan_ids": exclude, "regions": regions,
 		"preprocessing": []map[string]any{
 			{"step": "despike", "threshold": 6, "width": 2},
@@ -129,6 +129,10 @@ func TestTrainingRecipeParityWithScikitLearn(t *testing.T) {
 	if lr := list.JSON200.Jobs[0].Result; lr == nil || lr.Outliers != nil || lr.OutliersTotal == nil || *lr.OutliersTotal != *res.OutliersTotal ||
 		lr.CvCurve == nil || lr.ComponentSelection == nil || lr.Lineage == nil || lr.Lineage.ExcludedScanIds != nil || *lr.Lineage.RowsUsed != rows-len(exclude) {
 		t.Errorf("listed result %+v", lr)
+	}
+	if lj := list.JSON200.Jobs[0]; lj.Meta == nil || lj.Meta.Operator != "parity" || lj.Meta.SourceBatches != nil || lj.Meta.Notes != nil ||
+		lj.Meta.ExcludeScanIds != nil || lj.Result.Lineage.SourceBatches != nil || job.Meta.SourceBatches == nil || job.Result.Lineage.SourceBatches == nil {
+		t.Errorf("listed meta %+v and lineage %+v: the operator stays, the lists and notes are GET /training/{jobId}'s", lj.Meta, lj.Result.Lineage)
 	}
 
 	// Test spectra, some spiked, predicted on the channel.

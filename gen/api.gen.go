@@ -2297,11 +2297,13 @@ type ClientInterface interface {
 	// the same `status` filter. A cursor is opaque: it names a position,
 	// so jobs submitted after the first page do not shift later pages.
 	// Records kept on disk are listed too, so a console that reloads
-	// finds every job again. A listed job leaves out the lists whose
-	// size the client chose, so that a page stays small: `meta.exclude_scan_ids`,
-	// `result.outliers` and `result.lineage.excluded_scan_ids`
-	// (`result.outliers_total` and `result.lineage.rows_used` count
-	// them); `GET /training/{jobId}` gives them in full.
+	// finds every job again. A listed job leaves out what the client
+	// chose the size of, so that a page stays a few MB at most:
+	// `meta.exclude_scan_ids`, `meta.source_batches`, `meta.notes`,
+	// `result.outliers` and `result.lineage`'s `excluded_scan_ids`,
+	// `source_batches` and `notes` (`result.outliers_total` and
+	// `result.lineage.rows_used` count the rows); `GET /training/{jobId}`
+	// gives them in full.
 	//
 	// Corresponds with GET /training (the `ListTrainingJobs` operationId).
 	ListTrainingJobs(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2719,11 +2721,13 @@ func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditor
 // the same `status` filter. A cursor is opaque: it names a position,
 // so jobs submitted after the first page do not shift later pages.
 // Records kept on disk are listed too, so a console that reloads
-// finds every job again. A listed job leaves out the lists whose
-// size the client chose, so that a page stays small: `meta.exclude_scan_ids`,
-// `result.outliers` and `result.lineage.excluded_scan_ids`
-// (`result.outliers_total` and `result.lineage.rows_used` count
-// them); `GET /training/{jobId}` gives them in full.
+// finds every job again. A listed job leaves out what the client
+// chose the size of, so that a page stays a few MB at most:
+// `meta.exclude_scan_ids`, `meta.source_batches`, `meta.notes`,
+// `result.outliers` and `result.lineage`'s `excluded_scan_ids`,
+// `source_batches` and `notes` (`result.outliers_total` and
+// `result.lineage.rows_used` count the rows); `GET /training/{jobId}`
+// gives them in full.
 //
 // Corresponds with GET /training (the `ListTrainingJobs` operationId).
 func (c *Client) ListTrainingJobs(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3636,11 +3640,13 @@ type ClientWithResponsesInterface interface {
 	// the same `status` filter. A cursor is opaque: it names a position,
 	// so jobs submitted after the first page do not shift later pages.
 	// Records kept on disk are listed too, so a console that reloads
-	// finds every job again. A listed job leaves out the lists whose
-	// size the client chose, so that a page stays small: `meta.exclude_scan_ids`,
-	// `result.outliers` and `result.lineage.excluded_scan_ids`
-	// (`result.outliers_total` and `result.lineage.rows_used` count
-	// them); `GET /training/{jobId}` gives them in full.
+	// finds every job again. A listed job leaves out what the client
+	// chose the size of, so that a page stays a few MB at most:
+	// `meta.exclude_scan_ids`, `meta.source_batches`, `meta.notes`,
+	// `result.outliers` and `result.lineage`'s `excluded_scan_ids`,
+	// `source_batches` and `notes` (`result.outliers_total` and
+	// `result.lineage.rows_used` count the rows); `GET /training/{jobId}`
+	// gives them in full.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5064,11 +5070,13 @@ func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, re
 // the same `status` filter. A cursor is opaque: it names a position,
 // so jobs submitted after the first page do not shift later pages.
 // Records kept on disk are listed too, so a console that reloads
-// finds every job again. A listed job leaves out the lists whose
-// size the client chose, so that a page stays small: `meta.exclude_scan_ids`,
-// `result.outliers` and `result.lineage.excluded_scan_ids`
-// (`result.outliers_total` and `result.lineage.rows_used` count
-// them); `GET /training/{jobId}` gives them in full.
+// finds every job again. A listed job leaves out what the client
+// chose the size of, so that a page stays a few MB at most:
+// `meta.exclude_scan_ids`, `meta.source_batches`, `meta.notes`,
+// `result.outliers` and `result.lineage`'s `excluded_scan_ids`,
+// `source_batches` and `notes` (`result.outliers_total` and
+// `result.lineage.rows_used` count the rows); `GET /training/{jobId}`
+// gives them in full.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8354,51 +8362,51 @@ var swaggerSpec = []string{
 	"+hLhWAuX7iwrp6IaecOaGHkzXDqgnlZE8a14VUvl0hP1OMRYJigeJB2WlGqdovRcqqQaq1BK9aiUWTTj",
 	"xlvsAqiR1ZgnUanKGrlstmAWDtlMBOTXYceMvsfszhn/ZS76TBbm25k2mA8EEqmmZP1QEbhUqp1WAO/4",
 	"lEqrm4kcW5figlPvxOoG5QGDIcPegYxr7HQWDPykGEmtjPZBObnALBCQflTq89kQXgbkMZiC+x5+K1W9",
-	"JvkBHVUglMYK7bYopFIIJsqqTi5CTz0JKejiM1OeZX0Cn+qsw3thEjqWQPVCXeIrM+GvvtiklyeLT8kA",
-	"VvnUV0CoayDXCzOYG5G6Agm4l9PW0SZAKadAkjaoMKtgU8BQqYQuFmV+TtO9xpWRv4qIsrj3u92VEpOH",
-	"3Y7X5n6ZCwyycdca0nnFfhZqTO53u88XmfwU1VmVqydGj6vBHL7ucN1YXEXhlcH4smKHvf0ttSbXx4MG",
-	"fTwYvloAZnJuGkCogb3blV5Tk/vThz/RerZaZ7rmTrpSJPTCusO8/zMiE0oFMl1BWsR8R+CLVXy4zr/i",
-	"de19RqnZq5dOZA6+3EBqIAOkrImodGcX1+enF6eXdyEY9g+LpSu7+Uz12itdr+FOrV6xBGiyOaLurkD3",
-	"dDIJOSTRAZcLPoWT5dR7vvDJisGROhEZZaoRAI13xsJ9NOQp4hzmAuQrU8KzIUW9Yu56c/se2Do5MdfB",
-	"p1awRV1wCM+tKybrQEswsSdWRiiUkhx2IQ0nE24MToijYeEopz54uPBaYsFjHyBLKP7F8PEmo/wDQhJC",
-	"wwCShss4cyBb6GMsZyIc9vbZhfyuqCvqcHxK7t7eqzpkLRwCnP0CQrIS4XbExvMcTVLIDNHDIhUmN2Bt",
-	"Vp+L1kwKdCz8qZQLd+CK4tIkrQusdB7NUMgZv9qUpupASsooVvDDCpIVSUQ1cFbM6nuy8SEmUZDVVsfM",
-	"vmK9WOG4DAEEUDA/RhrTcFdWdf/belSuWIWcsCKjsJRJRU7ooWCOprxIV+NF4yugWx4IATHnQ6ZMn1Jp",
-	"kiNahDL2eSC1CzxLfUrUexHSWYnUOKaDIkemG3qiDZaQmCyNHPHMNdhiIw2arxPs3OZjtGGsHEfw5qAA",
-	"QqXH7vVaRCm0xFI9KZqkmk9FLkdsym0unyiRBiePLnhfs1XmAm6SfTw1bCSyjCW9KIkVUeI39HorwtSi",
-	"6tqM9GxJKL19BNn2AZR+wOi1HE14fg+zwTCsV193DtmP36GFMqd6wFjso4RIy5q9150D9uN3saLc5Ijt",
-	"9+Abh1qzbnIbS+viz6mzgO7mq4T29r9xdcNLARJuZ6U5YkU6OHHCYgKrCHiODkpARtwhLTls3VVyxjUg",
-	"cq7QMuNlfuuj+qn5PrAjjNhbQ/prruO+tUJQPSITuSVAAL/18VOyqccr80pAHUbfUV0W3jY3djGYAjGN",
-	"SmT/Tlg0pReg64CSQzI+FTahM8lHD6E7AVpSM8VYFxfxrPNYETpn5lTZydymeqEcbFepW6JpZxInEGMQ",
-	"rbKMoqJQm3KhUo4CXLgSjnaqc+EDJ9GEDedd8Acy1CMRuCGTmlVEhrvG8GhxNpZPrqrYxMXVAOFeyO9i",
-	"1cznitTv4Xw8RtQolxVExrYWtRGgl4rU/Vi53P0vTCVzENgsjr4ZStd9i7dkYc93TM0chThG05mmzLik",
-	"zsPVTssp4b7PSkpk0alUK+mJCNldk6kYq5pURV+lHEYMz2bVJGJMIvTyVKwQ104QrsTrLk7Rs5JSPjr7",
-	"ir0+cLm+5EkocltIDPF4el6i+UEzo8fWkyNJJlYXZdAJnS1WyQ9XF6cX52cXZ3do6jDCOsEikCRr3p79",
-	"cHd6c9FaI01piuISHkLWX4eIKukihI+q930A9IbbKEWBQOaBs7lyYug1q7FKQxM19fw68LkRvmqPnQgi",
-	"6Vh5ZN7+aqAZ/u4LHKLpwkt13vlG7hQsQ25WAi5MSPMIX62CA4IATdAxzQpiSasMNUZXcawKMZqkJk5t",
-	"lLOgEJWm8C953APEE9mAJhKyc49LzY1llpkaIPFYEYC4/y0cNgdDloo10ihupypOI0rBVDYdgQSxKce0",
-	"K3iQ2OINt6Jfastn3obbnAQ4f2ycgFk6OyXJCdPX0aw5n8FFtitYbqxq0XKPWNeVAsPSnOMWzYczBMqF",
-	"0y11yibcgGhkMNd9O6Buq48sH4nwK9fSV2QZxgMl0DW8h4ONCGifnuHkKPEZJ5/CxuK0YWNh/2Bnh2Ii",
-	"XbafsXpmAkvZCn5cLIJDP5amgNM56H6zjsgcsYqCRkkGBTxwFCKTnMrgoCTpSgIZfKXmDMyCtt8BYI2E",
-	"qVEhSuwkqlMb6kxst7DeXoV/No1lOs+sBF1yb6zzaRs4CxXHJlt7qUyl++iOjFLothyZx4iVjRB6ZIVt",
-	"k+pcrlJY/XbNbIFq/4tsRK6k5k6ZM/t/hoXq2EnZmzwn7sqgzfs3mqnQtFBTgiR6pmhItFotoWzH8nYv",
-	"N6dvPq8jdzMMevXQI0eogonHagODXD3nGzDAY4Ug4HScV9h1OOsuLYdSOT7TVq/rJ1ENLnV/DZw8VrXm",
-	"Gi+TPYtBHqt61TwswL+Qk3Kw/+3nJaowFbLueECkZq3NBGtD/0Fhv39iZO//IFOxyyb6TKelrEj3q5T+",
-	"LLo46M//Arx4rHbBF/c2iYoy71F0OqsA4/3n8cU9rrhTveohxf/oMPby8rZ2ou9/bwz6O1d7odjuN7fv",
-	"KeILZVauGDdLNZrkWum5qbgjdvA/ONfoc65+p1aSrlh1T8Mo5vmjfBQeOdB4M4xHGoxVUYMlGEdWSIKw",
-	"JitKK2HmoqKzor+udhCqvZC5fZQJXlKK0JJS6J2Ej4O2+eCfdyM/YpIKiZGyGw5dKZyO4IZ9ehX0/YCA",
-	"Na3Il0NaKQWJJiGX4FmpACDtyqT3KnNcNf0ZvkSLL0addNhPa7UjV7VS2rIvjIdNDWikUazg7sCkPmmY",
-	"UCmVxSeVkaJ/g9aJsV08I6ftUalhtFZ69JKA+U9aLZqDsVvjkryacPyk8Ehch8xsQvQpya+NXYLCkHif",
-	"DQkrObB7+99sc2B/Ju/xMzL55w8/fFctodVcKc/V+q9DeHdmfa2zrMyqX8SDXYmozc7g45KqTcYpAuAJ",
-	"sc74+IjxVbtg0EdsrIAjObubmBFWqlTOTspd6nurw04JP3vBl6XCWqXsyk3MmiVvji/fnJ6fAxcreVGC",
-	"sw/9v8gBg4E+SCdOWYF7xhWSqUzlC0O8BnGBwhpPeJhgtN5jK6pkF1AEyr1I+7EK0f2Iieft/6FdErbQ",
-	"wOOqy6JFMJVmxGEJnLW38GKGwl6FIbZyV1ULft0LmMVB99uVEmJHzGgKWK5uI5l2SrNOY+Vb9AjQhG9I",
-	"NqCAI0LQJC6DrVmsTKwI5JB0U24dEMpRYYakCwrrkkXlwmQuzzhW1EkFuZf6qeXvb3CN/8viI5CtVw5Q",
-	"6dT8h94AnzWD9m5DjbzKSfm/5mb6d6sgdHAZr1Ehf+dNtyXLLJSpwVA6bioJdqu5akmwruEVUQSfKrEI",
-	"mEsVRuy2wVVcLFeB7Jc4cqg96b9dZawejg7xB/DLg3WMni2CbkjC+U9khH9Q5s9/ECcLxkOSJjbs5X8G",
-	"ikDJSF+i1maVNv8rnb8wZ6mUq+Qjr5wHl8ECF0EeIt3Az6BJNF/UhYK73isFW9I0JyzeeZ41+o2JtbP+",
-	"3l6mRzybaGP7h4eHrxtwHF1vtSinVXgBDwdUcAeXS7Uegn28yThkio/D9NY/3wgs7D51uML1oeghO4cy",
-	"L0ujFZY3Pn349P8FAAD//w==",
+	"Dsm3RKuxQtm0wKzUYycToZeeBBRy77GxWLCL7/xW9WOFIFSdGpgvelCtWhV+xgKJ6HF09VK9BJj4Mk74",
+	"qxNyEiyV5wTQUh+xSlbad4mx2DprrjbuCypQQfFqH51cL8xgbkSa+FIcDlysdbQJo8qXLyQNU2GmwqYg",
+	"pFJZXiz0/Jz2fI0rLn8VEWWG73e7K2UrD7sdryH+MhcYuOOuSjw7FZtcqFu53+0+X7jyU1Rnqa6eQj2u",
+	"Boj4WsZ1Y3FVilcG40uVHfb2t9SvXB8POgnwsPkKBJgdumkAoa72bmJCTZ3vTx/+RIvcau3qmnvuSpEg",
+	"DesO8/7PiHYoFd10RW4RRx7BNFYx5zr/iie39xklca+yOjE8+IcDqYFckbImIt2dXVyfn16cXt6FANs/",
+	"LD6v7Do01au0dGWHe7p6bRNIyuYovbsCMdTJOeTkRKdeLvgUTpYzGfCFT4AMztmJyCj7jUBtvIMX7rgh",
+	"TxE7MRcgs5kSRg4p/xUT2pvb98C+yTG6Dmi1glfqAk54bl2BWgeEgslCsTJCoeTl8BBpOJlwY3CCIQ0L",
+	"Rzn1AcmFJxSLKPugW6oMUAwf70TKaSB0IjQ2IGm4LDYH3IV+y3J2w2Fvn13I74papQ4bqORC7r2qQ+vC",
+	"IcDZL2ApK1FzR2w8z9HMhcwQvTZSYcIE1nv1+W3NpEDcwp9K+XUHrtAuTdK6YE3nJQ3FofGrTamvDvik",
+	"jIwFP6ygY5GUVQORxay+J7sh4hwF+W91zOwr1osVjssQ6AAlCGD0Mg13ZVX3v61H+opVyDMrshRL2Vnk",
+	"2B4K5mjKi4k1njm+AuTlwRUQxz5k3/QpPSc5okUo46kHUrvAs9Sn5L8XoaeVSI1jiilyZLqhJ9pgWYrJ",
+	"0sgRz1yDLTbSoE07YdFtPkYwxspxBG9iCsBWeuxer0WpQusu1aiiSar5VORyxKbc5vKJknNw8ujW93Vg",
+	"ZS7gJtnHU8NGIstY0ouSWBElfkOvtyJMV6quzUjPloT820fgbh+U6QeMntDRhOf3MBsM7Xr1deeQ/fgd",
+	"Wj1zqjGMBURKKLes2XvdOWA/fhcryneO2H4PvnFIOOtmvLG0LqadOguIcb7yaG//G1eLvBR04XZWmiNW",
+	"pJgTJywmsIqq5+igBI7EHXqTw+tdJWdcAyLnCi0zXua3PlOAmu8DO8IowDX0wOY6llwrBOoj2pFbAgQF",
+	"XB8/JbB6DDSvXNTh/h3VZfZtc40XgylQ2Kjs9u+EWlN6AfoTKE4k41OxFDqTfPQQuhOgeTVTjJ9xUdQ6",
+	"jxUhfmZOPZ7MbaoXykGBlbolmnZmdgJGBtEqyyjSChFZXPiVowAXAoWjnepc+GBMNIvDeRf8gYz/SARu",
+	"yKS+FdHmrjE8WpyN5ZOrVDZxsTpAuBfyu1g187kilX44H48RicplGpEBr0VtBI2ygAOIlcMD+MJUshGB",
+	"zeLom6Ec3rd4SxY+AsfUzFGIjTSdacqMSxQ9XO20nGbu+6ykWRadSrWS8ogw4DXZj7GqSX/0lc9hxPBs",
+	"Vk1MxsREL0/FCrHyBGFVvO7iFD0rKeW4s6/Y6wOXP0zeiSJfhsQQj9HnJZofNDN6bD05kmRidVFanRDf",
+	"YpX8cHVxenF+dnF2h+YTI6wTLAJJsubt2Q93pzcXrTXSlKYoWOFhaf11iEiVLur4qHrfB5BwuI1SFAhk",
+	"HjibK1GGnrgaSzc0UVMjsAOfG+ErAdmJIJKOlUf77a8Gr+HvvmgimkO8VOcdeuSiwdLmZiWIw4TUkfDV",
+	"KuAgCNAER9OsoKC0yvBldBXHqhCjSWri1EY5swqRbgqflcdSQIySDQglIeP3uNTcWGaZqQEnjxWBkvvf",
+	"wmFz0GapWCON4naqYj+iFEyl2BGcEJtyTLuCMYkt3nAr+qW2fDZvuM1JgPPHxgmYpbNTkpwwJR5NpfMZ",
+	"XGS7AvDGqhaB94h1XXkxLPc5btF8OEPwXTjdUqdswg2IRgbz57eD9Lb6yPKRCL9yLX1F1mY8UALdzXs4",
+	"2IjA++kZTo6SqXHyKWwsThs2FvYPdnYoJtJlEBqrZyawlK2AysUiOERlaQqInoPuN+sozxGrKGiUuFBA",
+	"Dkch2smpDA6ekq4kkMFX6tjALGj7HajWSJgaFaLETqI6taHOxHYL6+1V+GdTY6bzzErQJffGOp+2gbNQ",
+	"wW2y35dKX7qP7sgoha7QkXmMWNkIoUdW2DapzuXKh9Vv18wWqPa/yEbkynTulI2z/2dYqI6dlL3JG+Ou",
+	"DNq8f6OZCk0LNWVNomcKkUSrFRjKdixv93Jz+ubzOoc3Q6tXDz1yhCpAeaw2MMjVc74BVzxWCCxOx3mF",
+	"XYez7lJ9KD3kM231un4S1WBd99cAz2NVa67xMtmzuOaxqlfNwwL8C3kuB/vffl6iClMh644HWWrW2kyw",
+	"3vQfFEr8J0YL/w8yFbsMpc90WsqKdL9K6c8iloP+/C9AlsdqF8xyb5OoKPMemaezClrefx6z3GOVO9Wr",
+	"Hqb8jw6NLy9vayf6/vfGtb9z9RyK7X5z+56iyFBm5Ypxs1SjSa6VnpuKO2IH/4PzjT4XPuDUStIVqy5v",
+	"GMU8f5SPwqMRGm+G8eiFsSrqugTjyApJEH5lRWklHF5UdFb019UOQgUZMrePMsFLShFaUgq9kzB30DYf",
+	"fP5u5EdMUnEyUnbDoSuF6BGEsU/Zgr4fEASnFfkSSyvlJdEk5JJGK1UFpF2Z9F5ljqumP8OXaPHFSJYO",
+	"+2mtHuWqVkpb9oXxUKwB4TSKFdwdmCgoDRMqpVL7pDJSRHHQOjFejGfktD0qNYzWSo+IEuoIkFaL5mDs",
+	"1rjEsSYcPyk8utchM5tQgkrya2OXQDMk3mfDzEoO7N7+N9sc2J/Je/yMTP75QxrfVctyNVdKfrX+6xDe",
+	"nVlf6ywrs+oX8WBXdmqzM/i4pGqTcYpAfUL8ND4+YnzVLhj0ERsr4EjO7iZmhL8qlbOTcpdO3+qwU8Lk",
+	"XvBlqVhXKWNzE7NmyZvjyzen5+fAxUpelODsQ/8vcsBgoA/SiVNW4J5xxWkqU/nCEK9BrKGwxhMeJhit",
+	"99iKKhkLFIFyL9J+rELGAOLseft/aJeELTTwuIq1aBFMpRlxWAJn7S28mKFYWGGIrdxV1SJi9wJmcdD9",
+	"dqUs2REzmoKgq9tIpp3SrNNY+RY9qjRhJpINKGCTENyJy4prFisTKwJOJN2UWweuclSYIemCwlpnUbnY",
+	"mctdjhV1UkEDpn5q+fsbXOP/svgIZOuVA1Q6Nf+hN8Bnzcq921B3r3JS/q+5mf7dKggdXMZrVMjfedNt",
+	"yVwLpW8wlI6bStLeav5bEqxreEUUkaJKLAKOU4URu21wVRzLlSX7JY4c6ln6b1cZq4e4Q0wD/PJgHfdn",
+	"i6AbEnv+ExnhH5RN9B/EyYLxkKSJDXv5n4FMUDLSl6i1WaXN/0rnL8yDKuU/+cgr58FlsMBFkIdIN/Az",
+	"aBLNF3Wh4K73ShGYNM0J33eeZ41+Y2LtrL+3l+kRzyba2P7h4eHrBhxH11stcmoVssBDDBXcweVnrYdg",
+	"H28yDpni4zC99c83ghW7Tx1WcX0oesj4oWzO0miF5Y1PHz79fwEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -453,18 +453,19 @@ func trainingResult(j *jobs.Job) *gen.TrainingResult {
 	return out
 }
 
-// listedJob is a job as GET /training lists it: without the lists whose
-// size the client chose (the outliers, up to 1000 a job, and the excluded
-// scan ids, up to 100000), so that a page of 200 jobs stays small;
-// outliers_total, rows_used and GET /training/{jobId} say the rest.
+// listedJob is a job as GET /training lists it: without what the client
+// chose the size of (the outliers, up to 1000 a job; the excluded scan
+// ids, the source batches and the notes, up to 1 MiB of meta), so that a
+// page of 200 jobs stays a few MB at most; outliers_total, rows_used and
+// GET /training/{jobId} say the rest.
 func listedJob(j gen.TrainingJob) gen.TrainingJob {
-	if j.Meta != nil {
-		j.Meta.ExcludeScanIds = nil
+	if m := j.Meta; m != nil {
+		m.ExcludeScanIds, m.SourceBatches, m.Notes = nil, nil, nil
 	}
 	if r := j.Result; r != nil {
 		r.Outliers = nil
-		if r.Lineage != nil {
-			r.Lineage.ExcludedScanIds = nil
+		if l := r.Lineage; l != nil {
+			l.ExcludedScanIds, l.SourceBatches, l.Notes = nil, nil, nil
 		}
 	}
 	return j
