@@ -62,7 +62,7 @@ type PLSModel struct {
 	limits spectrumLimits
 
 	// Recipe and regions (see recipe.go); all nil for a raw, full-axis
-	// model, which keeps the direct path of Predict.
+	// model, whose spectrum is centred and scaled directly (no copy).
 	recipe   preprocess.Recipe
 	regions  [][2]float64
 	pipeline *preprocess.Pipeline // nil: no preprocessing
@@ -468,9 +468,7 @@ func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
 	defer m.scratch.Put(sc)
 
 	xs := sc.xs
-	if m.pipeline == nil && m.selected == nil {
-		m.preprocess(s.Intensities, xs)
-	} else if err := m.applyRecipe(s.Intensities, sc); err != nil {
+	if err := m.applyRecipe(s.Intensities, sc); err != nil {
 		return err
 	}
 

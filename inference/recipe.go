@@ -1,7 +1,6 @@
 package inference
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -36,11 +35,6 @@ func (m *PLSModel) compileRecipe(p *PLSParams, axis []float64) error {
 	if len(sel) != m.p {
 		return corrupted("regions select %d points of the axis, model has %d features", len(sel), m.p)
 	}
-	for _, i := range sel {
-		if i < 0 || i >= len(axis) {
-			return corrupted("regions select point %d outside the axis", i)
-		}
-	}
 	m.selected = sel
 	m.regions = slices.Clone(p.Regions)
 	return nil
@@ -60,17 +54,15 @@ func (m *PLSModel) newScratch() any {
 // goes through the pipeline (the caller's spectrum is left as it was), the
 // selected points are gathered, then centred and scaled as in preprocess.
 // A spectrum the recipe cannot apply to (say, a zero band area under
-// normalize) is an invalid spectrum.
+// normalize: every Apply error is a preprocess.ErrDegenerateSpectrum) is
+// an invalid spectrum.
 func (m *PLSModel) applyRecipe(in []float64, sc *plsScratch) error {
 	x := in
 	if m.pipeline != nil {
 		x = sc.x[:len(in)]
 		copy(x, in)
 		if _, err := m.pipeline.Apply(x, sc.ws); err != nil {
-			if errors.Is(err, preprocess.ErrDegenerateSpectrum) {
-				return fmt.Errorf("%w: %v", ErrInvalidSpectrum, err)
-			}
-			return fmt.Errorf("%w: preprocessing: %v", ErrInvalidSpectrum, err)
+			return fmt.Errorf("%w: %v", ErrInvalidSpectrum, err)
 		}
 	}
 	if m.selected == nil {
