@@ -295,11 +295,7 @@ func fit(ctx context.Context, ds *Dataset, in *inputs, opts Options, progress Pr
 	if err != nil {
 		return nil, err
 	}
-	review, err := newReview(ds, selection, stats, cvPred[chosen-1], cal, chosen)
-	if err != nil {
-		return nil, err
-	}
-	params.Review = review
+	params.Review = newReview(ds, selection, stats, cvPred[chosen-1], cal, chosen)
 	params.Targets = append([]inference.Analyte(nil), targets...)
 	params.RMSECV = append([]float64(nil), cs.RMSECV...)
 	// The scale check (inference/scalecheck.go) is fitted on the rows as
