@@ -431,16 +431,13 @@ func normalizeStep(kw *kwargs) (preprocess.Step, error) {
 	return preprocess.Step{Kind: preprocess.Normalize, Region: [2]float64{region[0], region[1]}}, nil
 }
 
-// axisArg reads a wavenumbers keyword: strictly increasing numbers.
+// axisArg reads a wavenumbers keyword: a list or 1-D array of at least
+// two finite numbers. That they increase strictly is the recipe's own
+// check of its axis (preprocess.CheckAxis, run by checkRecipe).
 func axisArg(fn string, v any) ([]float64, error) {
 	axis, ok := floats(v)
 	if !ok || len(axis) < 2 {
 		return nil, unsupported("%s wavenumbers is %s, not a list or 1-D array of numbers", fn, describe(v))
-	}
-	for i := 1; i < len(axis); i++ {
-		if !(axis[i] > axis[i-1]) {
-			return nil, unsupported("%s wavenumbers are not strictly increasing at index %d", fn, i)
-		}
 	}
 	return axis, nil
 }
