@@ -3,6 +3,7 @@ package sklearn
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -100,7 +101,7 @@ func pipelineParams(obj *object, opts Options, info *Info) (*inference.PLSParams
 			return nil, fmt.Errorf("%w (Pipeline step %d)", err, i)
 		}
 		if stepAxis != nil {
-			if axis != nil && !equalFloats(axis, stepAxis) {
+			if axis != nil && !slices.Equal(axis, stepAxis) {
 				return nil, unsupported("Pipeline step %d names other wavenumbers than an earlier step", i)
 			}
 			axis = stepAxis
@@ -472,18 +473,6 @@ func floats(v any) ([]float64, bool) {
 		out[i] = f
 	}
 	return out, true
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // describe names a value in an error message without echoing its content.
