@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -319,13 +320,14 @@ func (m *PLSModel) setAxis(p *PLSParams, opts ModelOptions, ro resolvedOptions) 
 		if len(axis) != points {
 			return corrupted("%s wavenumber axis has %d points, model has %d features", source, len(axis), nFeat)
 		}
-		if err := checkFinite(source+" wavenumber axis", axis); err != nil {
-			return err
-		}
-		for i := 1; i < len(axis); i++ {
-			if !(axis[i] > axis[i-1]) {
-				return corrupted("%s wavenumber axis not strictly increasing at index %d", source, i)
+		// The recipe's own definition of a usable axis, so that a model
+		// and its recipe never disagree about one.
+		if err := preprocess.CheckAxis(axis); err != nil {
+			var fe *preprocess.FieldError
+			if errors.As(err, &fe) {
+				return corrupted("%s wavenumber axis: %s: %s", source, fe.Field, fe.Reason)
 			}
+			return corrupted("%s wavenumber axis: %v", source, err)
 		}
 		axis = slices.Clone(axis)
 	} else {
