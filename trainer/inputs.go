@@ -55,28 +55,26 @@ func optionError(field, format string, args ...any) error {
 // a fixed component count against what those rows allow. Errors wrap
 // ErrInvalidOptions and name the contract's field (for example
 // "preprocessing[1].window" or "exclude_scan_ids[3]").
-func CheckOptions(ds *Dataset, opts Options) error {
-	_, err := resolve(ds, opts)
-	return err
-}
-
-// PreparedBytes is the memory Train allocates for its prepared copy of ds
-// (the rows left after exclusion, preprocessed, restricted to the
+//
+// On success it returns the memory Train allocates for its prepared copy
+// of ds (the rows left after exclusion, preprocessed, restricted to the
 // regions): 0 when the options need no copy. The job that runs the
 // training charges it to the training memory budget with the data set.
-// It assumes CheckOptions passed; on invalid options it returns 0.
-func PreparedBytes(ds *Dataset, opts Options) int64 {
+func CheckOptions(ds *Dataset, opts Options) (preparedBytes int64, err error) {
 	in, err := resolve(ds, opts)
-	if err != nil || !in.copies() {
-		return 0
+	if err != nil {
+		return 0, err
 	}
-	return preparedBytes(in.rows(ds), in.features(ds), ds.NumTargets())
+	if !in.copies() {
+		return 0, nil
+	}
+	return preparedSize(in.rows(ds), in.features(ds), ds.NumTargets()), nil
 }
 
-// preparedBytes is what a Dataset of n rows, p features and q targets
+// preparedSize is what a Dataset of n rows, p features and q targets
 // allocates: whole blocks of intensities, labels and scan id headers (the
 // ids' bytes are shared with the original).
-func preparedBytes(n, p, q int) int64 {
+func preparedSize(n, p, q int) int64 {
 	blocks := int64((n + rowsPerBlock - 1) / rowsPerBlock)
 	return blocks * rowsPerBlock * (int64(p+q)*8 + idHeaderBytes)
 }

@@ -698,10 +698,10 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 //
 // With exclusions, regions or a recipe, Train first builds a prepared copy
 // (the rows left, preprocessed, restricted to the regions) and fits on it:
-// PreparedBytes, at most one more row of intensities and labels per row,
-// which the job charges on top when it is accepted. The fits then copy
-// rows of the prepared set, no wider than the original, so the charges
-// above still cover them.
+// at most one more row of intensities and labels per row, whose size
+// CheckOptions reports and the job charges on top when it is accepted.
+// The fits then copy rows of the prepared set, no wider than the
+// original, so the charges above still cover them.
 
 // FitBytesPerRow is what one fit, and the shared predictions, need per
 // sample: the charge that lets an accepted data set train with one worker.

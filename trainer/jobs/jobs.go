@@ -400,9 +400,9 @@ func (m *Manager) requeue(j *Job) error {
 		m.releaseBytes(c.charged)
 		return fmt.Errorf("its saved data set could not be read (%v)", err)
 	}
-	opts, err := m.jobOptions(ds, j.Meta.Options)
+	opts, prepared, err := m.jobOptions(ds, j.Meta.Options)
 	if err == nil {
-		err = chargePrepared(c, ds, opts)
+		err = chargePrepared(c, ds, prepared)
 	}
 	if err != nil {
 		m.releaseBytes(c.charged)
@@ -522,11 +522,11 @@ func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *traine
 	if r.done || r.m != m {
 		return Job{}, errors.New("jobs: reservation already used")
 	}
-	opts, err := m.jobOptions(ds, meta.Options)
+	opts, prepared, err := m.jobOptions(ds, meta.Options)
 	if err != nil {
 		return Job{}, err
 	}
-	if err := chargePrepared(r, ds, opts); err != nil {
+	if err := chargePrepared(r, ds, prepared); err != nil {
 		return Job{}, err
 	}
 	j := &Job{ID: uuid.NewString(), Status: Queued, Samples: ds.Len(), SubmittedAt: m.opts.Now(),
