@@ -17,7 +17,8 @@ import (
 // it is mapped to the preprocess.Step that reproduces it in Go. Nothing in
 // the file runs. api/sklearn-import.md lists what is accepted.
 
-// The classes a Pipeline may hold.
+// The scikit-learn classes the reader accepts (allowedGlobals,
+// instantiable) and a Pipeline may hold.
 const (
 	classPLS                 = "sklearn.cross_decomposition._pls.PLSRegression"
 	classPipeline            = "sklearn.pipeline.Pipeline"
