@@ -95,12 +95,18 @@ func TestArtifactRoundTripIsExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := synth.New(synth.Config{Seed: 99}).Next()
-	sp := inference.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities}
+	samePrediction(t, m1, m2, &inference.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities})
+}
+
+// samePrediction fails t unless m1 and m2 predict sp identically (a model
+// and the same model read back from its artifact).
+func samePrediction(t *testing.T, m1, m2 inference.Model, sp *inference.Spectrum) {
+	t.Helper()
 	var o1, o2 inference.Prediction
-	if err := m1.Predict(&sp, &o1); err != nil {
+	if err := m1.Predict(sp, &o1); err != nil {
 		t.Fatal(err)
 	}
-	if err := m2.Predict(&sp, &o2); err != nil {
+	if err := m2.Predict(sp, &o2); err != nil {
 		t.Fatal(err)
 	}
 	if o1 != o2 {

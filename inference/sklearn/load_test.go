@@ -27,15 +27,21 @@ type fixture struct {
 
 func fixtures(t testing.TB) []fixture {
 	t.Helper()
-	b, err := os.ReadFile("testdata/fixtures.json")
+	return readJSONFile[[]fixture](t, "testdata/fixtures.json")
+}
+
+// readJSONFile decodes the JSON file at path into a T.
+func readJSONFile[T any](t testing.TB, path string) T {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fs []fixture
-	if err := json.Unmarshal(b, &fs); err != nil {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	return fs
+	return v
 }
 
 func load(t testing.TB, path string, opts sklearn.Options) (*inference.PLSParams, sklearn.Info, error) {

@@ -1,10 +1,8 @@
 package sklearn_test
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -29,15 +27,7 @@ type pipelineFixture struct {
 
 func pipelineFixtures(t testing.TB) []pipelineFixture {
 	t.Helper()
-	b, err := os.ReadFile("testdata/pipelines.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fs []pipelineFixture
-	if err := json.Unmarshal(b, &fs); err != nil {
-		t.Fatal(err)
-	}
-	return fs
+	return readJSONFile[[]pipelineFixture](t, "testdata/pipelines.json")
 }
 
 // wantRecipes are the recipes make_pipeline_fixtures.py's pipelines spell,
