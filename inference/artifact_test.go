@@ -46,14 +46,7 @@ func trainedModel(t testing.TB) *inference.PLSParams {
 
 func TestArtifactRoundTripIsExact(t *testing.T) {
 	p := trainedModel(t)
-	var buf bytes.Buffer
-	if err := inference.WriteArtifact(&buf, p); err != nil {
-		t.Fatal(err)
-	}
-	got, err := inference.ReadArtifact(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := writeRead(t, p)
 	if got.Meta.Version != p.Meta.Version || !got.Meta.TrainedAt.Equal(p.Meta.TrainedAt) || got.Meta.LatentComponents != p.Meta.LatentComponents ||
 		got.NCalibration != p.NCalibration || got.Meta.RMSE != p.Meta.RMSE || got.Meta.R2 != p.Meta.R2 {
 		t.Errorf("metadata differs: %+v vs %+v", got.Meta, p.Meta)
