@@ -312,14 +312,13 @@ func (m *PLSModel) setAxis(p *PLSParams, opts ModelOptions, ro resolvedOptions) 
 	shaped := len(p.Preprocessing) > 0 || p.Regions != nil
 	points := nFeat
 	if len(axis) > 0 {
-		if shaped {
-			// The spectrum has the axis's length; the model sees the
-			// points of its regions.
-			points = len(axis)
-		}
-		if len(axis) != points {
+		// A spectrum has the axis's length. Without regions every point
+		// is a feature; with them the model sees the regions' points
+		// (compileRecipe checks their count).
+		if p.Regions == nil && len(axis) != nFeat {
 			return corrupted("%s wavenumber axis has %d points, model has %d features", source, len(axis), nFeat)
 		}
+		points = len(axis)
 		// The recipe's own definition of a usable axis, so that a model
 		// and its recipe never disagree about one.
 		if err := preprocess.CheckAxis(axis); err != nil {

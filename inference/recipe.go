@@ -9,10 +9,10 @@ import (
 )
 
 // compileRecipe compiles the model's preprocessing recipe and region
-// selection against axis (the full axis, which spectra have). A recipe
-// that does not apply to the axis, or regions whose point count is not the
-// model's feature count, make the model corrupt: the parameters were
-// fitted on something else.
+// selection against axis (the full axis, which spectra have, checked by
+// setAxis). A recipe that does not apply to the axis, or regions whose
+// point count is not the model's feature count, make the model corrupt:
+// the parameters were fitted on something else.
 func (m *PLSModel) compileRecipe(p *PLSParams, axis []float64) error {
 	if len(p.Preprocessing) > 0 {
 		pl, err := preprocess.Compile(p.Preprocessing, axis)
@@ -23,10 +23,7 @@ func (m *PLSModel) compileRecipe(p *PLSParams, axis []float64) error {
 		m.recipe = slices.Clone(p.Preprocessing)
 	}
 	if p.Regions == nil {
-		if len(axis) != m.p {
-			return corrupted("wavenumber axis has %d points, model has %d features", len(axis), m.p)
-		}
-		return nil
+		return nil // setAxis checked that every point is a feature
 	}
 	sel, err := preprocess.SelectRegions(axis, p.Regions)
 	if err != nil {
