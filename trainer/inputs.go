@@ -110,11 +110,12 @@ func resolve(ds *Dataset, opts Options) (*inputs, error) {
 	return in, nil
 }
 
-// recipeError makes a preprocess error an options error; the preprocess
-// package's message already names the field.
+// recipeError makes a preprocess error (about the axis, the recipe or the
+// regions) an options error naming the same field, as optionError does.
 func recipeError(err error) error {
-	if errors.Is(err, ErrInvalidOptions) {
-		return err
+	var fe *preprocess.FieldError
+	if errors.As(err, &fe) {
+		return optionError(fe.Field, "%s", fe.Reason)
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 }
@@ -133,10 +134,6 @@ func resolveAxis(axis []float64, p int) ([]float64, error) {
 	}
 	// The recipe's own check of the axis, so that the two never disagree.
 	if err := preprocess.CheckAxis(axis); err != nil {
-		var fe *preprocess.FieldError
-		if errors.As(err, &fe) {
-			return nil, optionError(fe.Field, "%s", fe.Reason)
-		}
 		return nil, recipeError(err)
 	}
 	return axis, nil
