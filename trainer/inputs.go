@@ -92,12 +92,12 @@ func resolve(ds *Dataset, opts Options) (*inputs, error) {
 	in.excluded = append([]string(nil), opts.ExcludeScanIDs...)
 	if len(opts.Preprocessing) > 0 {
 		if in.pipeline, err = preprocess.Compile(opts.Preprocessing, in.axis); err != nil {
-			return nil, recipeError(err)
+			return nil, RecipeError(err)
 		}
 	}
 	if len(opts.Regions) > 0 {
 		if in.selected, err = preprocess.SelectRegions(in.axis, opts.Regions); err != nil {
-			return nil, recipeError(err)
+			return nil, RecipeError(err)
 		}
 		if len(in.selected) == len(in.axis) {
 			in.selected = nil // the regions cover the whole axis
@@ -110,9 +110,10 @@ func resolve(ds *Dataset, opts Options) (*inputs, error) {
 	return in, nil
 }
 
-// recipeError makes a preprocess error (about the axis, the recipe or the
-// regions) an options error naming the same field, as optionError does.
-func recipeError(err error) error {
+// RecipeError makes a preprocess error (about the axis, the recipe or the
+// regions: parsing, compiling or selecting) an ErrInvalidOptions naming
+// the same field, as every other option error does.
+func RecipeError(err error) error {
 	var fe *preprocess.FieldError
 	if errors.As(err, &fe) {
 		return optionError(fe.Field, "%s", fe.Reason)
@@ -134,7 +135,7 @@ func resolveAxis(axis []float64, p int) ([]float64, error) {
 	}
 	// The recipe's own check of the axis, so that the two never disagree.
 	if err := preprocess.CheckAxis(axis); err != nil {
-		return nil, recipeError(err)
+		return nil, RecipeError(err)
 	}
 	return axis, nil
 }

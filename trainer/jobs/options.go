@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"sort"
 
@@ -47,7 +46,7 @@ func (m *Manager) jobOptions(ds *trainer.Dataset, o TrainingOptions) (trainer.Op
 	if len(o.Preprocessing) > 0 {
 		recipe, err := preprocess.ParseRecipe(o.Preprocessing)
 		if err != nil {
-			return trainer.Options{}, 0, fmt.Errorf("%w: %w", trainer.ErrInvalidOptions, err)
+			return trainer.Options{}, 0, trainer.RecipeError(err)
 		}
 		opts.Preprocessing = recipe
 	}
