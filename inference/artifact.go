@@ -42,9 +42,6 @@ const (
 	maxArtifactSamples    = 1 << 22
 	maxArtifactEntryBytes = 256 << 20
 	maxArtifactMetaBytes  = 1 << 20
-	// The contract's bounds on a training job's regions and recipe.
-	maxArtifactRegions = 64
-	maxArtifactSteps   = 16
 )
 
 // artifactMeta is meta.json.
@@ -158,6 +155,27 @@ func WriteArtifact(w io.Writer, p *PLSParams) error {
 		}
 	}
 	return zw.Close()
+}
+
+// readJSONMember decodes the archive member f, refusing one whose
+// uncompressed size exceeds limit before reading it.
+func readJSONMember(f *zip.File, limit int64, v any) error {
+	if f.UncompressedSize64 > uint64(limit) {
+		return fmt.Errorf("%s is too large", f.Name)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return err
+	}
+	b, err := io.ReadAll(io.LimitReader(rc, limit))
+	rc.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %v", f.Name, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %v", f.Name, err)
+	}
+	return nil
 }
 
 func writeJSONMember(zw *zip.Writer, name string, v any) error {
@@ -308,21 +326,9 @@ func readArtifact(r io.ReaderAt, size int64) (*PLSParams, error) {
 	if mf == nil {
 		return nil, errors.New("meta.json is missing")
 	}
-	if mf.UncompressedSize64 > maxArtifactMetaBytes {
-		return nil, errors.New("meta.json is too large")
-	}
-	rc, err := mf.Open()
-	if err != nil {
-		return nil, err
-	}
-	mb, err := io.ReadAll(io.LimitReader(rc, maxArtifactMetaBytes))
-	rc.Close()
-	if err != nil {
-		return nil, fmt.Errorf("meta.json: %v", err)
-	}
 	var meta artifactMeta
-	if err := json.Unmarshal(mb, &meta); err != nil {
-		return nil, fmt.Errorf("meta.json: %v", err)
+	if err := readJSONMember(mf, maxArtifactMetaBytes, &meta); err != nil {
+		return nil, err
 	}
 	if meta.Format != ArtifactFormat && meta.Format != artifactFormatV1 {
 		return nil, fmt.Errorf("format %q, want %q or %q", meta.Format, ArtifactFormat, artifactFormatV1)
@@ -443,12 +449,9 @@ func readArtifact(r io.ReaderAt, size int64) (*PLSParams, error) {
 func readRecipe(meta *artifactMeta) (preprocess.Recipe, [][2]float64, error) {
 	var recipe preprocess.Recipe
 	if raw := meta.Preprocessing; len(raw) > 0 && string(raw) != "null" {
-		r, err := preprocess.ParseRecipe(raw)
+		r, err := preprocess.ParseRecipe(raw) // at most preprocess.MaxSteps steps
 		if err != nil {
 			return nil, nil, fmt.Errorf("preprocessing: %v", err)
-		}
-		if len(r) > maxArtifactSteps {
-			return nil, nil, fmt.Errorf("preprocessing has %d steps, at most %d", len(r), maxArtifactSteps)
 		}
 		if len(r) > 0 {
 			recipe = r
@@ -457,8 +460,8 @@ func readRecipe(meta *artifactMeta) (preprocess.Recipe, [][2]float64, error) {
 	if meta.Regions == nil {
 		return recipe, nil, nil
 	}
-	if n := len(meta.Regions); n == 0 || n > maxArtifactRegions {
-		return nil, nil, fmt.Errorf("%d regions, want 1 to %d", n, maxArtifactRegions)
+	if n := len(meta.Regions); n == 0 || n > preprocess.MaxRegions {
+		return nil, nil, fmt.Errorf("%d regions, want 1 to %d", n, preprocess.MaxRegions)
 	}
 	regions := make([][2]float64, len(meta.Regions))
 	for i, r := range meta.Regions {

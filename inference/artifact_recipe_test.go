@@ -104,17 +104,7 @@ func TestArtifactStoresRecipeRegionsAxisAndReview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := inference.Spectrum{Wavenumbers: p.Meta.Wavenumbers, Intensities: shapedSpectrum(32)}
-	var o1, o2 inference.Prediction
-	if err := m1.Predict(&s, &o1); err != nil {
-		t.Fatal(err)
-	}
-	if err := m2.Predict(&s, &o2); err != nil {
-		t.Fatal(err)
-	}
-	if o1 != o2 {
-		t.Errorf("predictions differ: %+v vs %+v", o1, o2)
-	}
+	samePrediction(t, m1, m2, &inference.Spectrum{Wavenumbers: p.Meta.Wavenumbers, Intensities: shapedSpectrum(32)})
 }
 
 // TestArtifactReadsFormat1: files written before recipes (format 1, no

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 
@@ -77,19 +76,22 @@ type artifactReview struct {
 		Folds              int    `json:"folds"`
 		MinScoreComponents int    `json:"min_score_components"`
 	} `json:"selection"`
-	CVCurve []struct {
-		Components int         `json:"components"`
-		RMSECV     []jsonFloat `json:"rmsecv"`
-		R2CV       []jsonFloat `json:"r2cv"`
-		Score      jsonFloat   `json:"score"`
-		ScoreSE    jsonFloat   `json:"score_se"`
-	} `json:"cv_curve"`
-	ScanIDs         []string  `json:"scan_ids,omitempty"`
-	ExcludedScanIDs []string  `json:"excluded_scan_ids,omitempty"`
-	T2Limit         jsonFloat `json:"t2_limit"`
-	QLimit          jsonFloat `json:"q_limit"`
-	SpikesRepaired  int       `json:"spikes_repaired"`
-	SpectraDespiked int       `json:"spectra_despiked"`
+	CVCurve         []artifactCVPoint `json:"cv_curve"`
+	ScanIDs         []string          `json:"scan_ids,omitempty"`
+	ExcludedScanIDs []string          `json:"excluded_scan_ids,omitempty"`
+	T2Limit         jsonFloat         `json:"t2_limit"`
+	QLimit          jsonFloat         `json:"q_limit"`
+	SpikesRepaired  int               `json:"spikes_repaired"`
+	SpectraDespiked int               `json:"spectra_despiked"`
+}
+
+// artifactCVPoint is one point of review.json's cv_curve.
+type artifactCVPoint struct {
+	Components int         `json:"components"`
+	RMSECV     []jsonFloat `json:"rmsecv"`
+	R2CV       []jsonFloat `json:"r2cv"`
+	Score      jsonFloat   `json:"score"`
+	ScoreSE    jsonFloat   `json:"score_se"`
 }
 
 func reviewJSON(r *Review) *artifactReview {
@@ -101,13 +103,7 @@ func reviewJSON(r *Review) *artifactReview {
 	s := &a.Selection
 	s.Components, s.Rule, s.MaxComponents = r.Selection.Components, r.Selection.Rule, r.Selection.MaxComponents
 	s.Folds, s.MinScoreComponents = r.Selection.Folds, r.Selection.MinScoreComponents
-	a.CVCurve = make([]struct {
-		Components int         `json:"components"`
-		RMSECV     []jsonFloat `json:"rmsecv"`
-		R2CV       []jsonFloat `json:"r2cv"`
-		Score      jsonFloat   `json:"score"`
-		ScoreSE    jsonFloat   `json:"score_se"`
-	}, len(r.CVCurve))
+	a.CVCurve = make([]artifactCVPoint, len(r.CVCurve))
 	for i, c := range r.CVCurve {
 		a.CVCurve[i].Components = c.Components
 		a.CVCurve[i].RMSECV = jsonFloats(c.RMSECV)
@@ -125,24 +121,12 @@ type memberFunc func(name string, required bool) (shape []int, data []float64, f
 // dimensions agree (n rows, q targets), so that a report built from them
 // cannot index out of range.
 func readReview(f *zip.File, q int, member memberFunc) (*Review, error) {
-	if f.UncompressedSize64 > maxArtifactReviewBytes {
-		return nil, errors.New("review.json is too large")
-	}
-	rc, err := f.Open()
-	if err != nil {
+	var a artifactReview
+	if err := readJSONMember(f, maxArtifactReviewBytes, &a); err != nil {
 		return nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(rc, maxArtifactReviewBytes))
-	rc.Close()
-	if err != nil {
-		return nil, fmt.Errorf("review.json: %v", err)
-	}
-	var a artifactReview
-	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, fmt.Errorf("review.json: %v", err)
-	}
 	if len(a.ScanIDs) > maxArtifactSamples || len(a.ExcludedScanIDs) > maxArtifactSamples {
-		return nil, fmt.Errorf("%d excluded scan ids", len(a.ExcludedScanIDs))
+		return nil, fmt.Errorf("%d scan ids and %d excluded scan ids, at most %d each", len(a.ScanIDs), len(a.ExcludedScanIDs), maxArtifactSamples)
 	}
 	for _, ids := range [][]string{a.ScanIDs, a.ExcludedScanIDs} {
 		for i, id := range ids {
@@ -196,10 +180,10 @@ func readReview(f *zip.File, q int, member memberFunc) (*Review, error) {
 		dst  **mat.Dense
 	}{{"review_measured", &r.Measured}, {"review_cv_predicted", &r.CVPredicted}, {"review_studentized_residuals", &r.StudentizedResiduals}} {
 		shape, data, found, err := member(m.name, false)
-		if err != nil || !found {
-			if err != nil {
-				return nil, err
-			}
+		if err != nil {
+			return nil, err
+		}
+		if !found {
 			continue
 		}
 		if len(shape) != 2 || shape[0] == 0 || shape[1] != q {
@@ -215,10 +199,10 @@ func readReview(f *zip.File, q int, member memberFunc) (*Review, error) {
 		dst  *[]float64
 	}{{"review_t2", &r.T2}, {"review_q", &r.Q}} {
 		shape, data, found, err := member(v.name, false)
-		if err != nil || !found {
-			if err != nil {
-				return nil, err
-			}
+		if err != nil {
+			return nil, err
+		}
+		if !found {
 			continue
 		}
 		if len(shape) != 1 {

@@ -46,14 +46,7 @@ func trainedModel(t testing.TB) *inference.PLSParams {
 
 func TestArtifactRoundTripIsExact(t *testing.T) {
 	p := trainedModel(t)
-	var buf bytes.Buffer
-	if err := inference.WriteArtifact(&buf, p); err != nil {
-		t.Fatal(err)
-	}
-	got, err := inference.ReadArtifact(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := writeRead(t, p)
 	if got.Meta.Version != p.Meta.Version || !got.Meta.TrainedAt.Equal(p.Meta.TrainedAt) || got.Meta.LatentComponents != p.Meta.LatentComponents ||
 		got.NCalibration != p.NCalibration || got.Meta.RMSE != p.Meta.RMSE || got.Meta.R2 != p.Meta.R2 {
 		t.Errorf("metadata differs: %+v vs %+v", got.Meta, p.Meta)
@@ -95,12 +88,18 @@ func TestArtifactRoundTripIsExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := synth.New(synth.Config{Seed: 99}).Next()
-	sp := inference.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities}
+	samePrediction(t, m1, m2, &inference.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities})
+}
+
+// samePrediction fails t unless m1 and m2 predict sp identically (a model
+// and the same model read back from its artifact).
+func samePrediction(t *testing.T, m1, m2 inference.Model, sp *inference.Spectrum) {
+	t.Helper()
 	var o1, o2 inference.Prediction
-	if err := m1.Predict(&sp, &o1); err != nil {
+	if err := m1.Predict(sp, &o1); err != nil {
 		t.Fatal(err)
 	}
-	if err := m2.Predict(&sp, &o2); err != nil {
+	if err := m2.Predict(sp, &o2); err != nil {
 		t.Fatal(err)
 	}
 	if o1 != o2 {

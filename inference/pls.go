@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -62,7 +63,7 @@ type PLSModel struct {
 	limits spectrumLimits
 
 	// Recipe and regions (see recipe.go); all nil for a raw, full-axis
-	// model, which keeps the direct path of Predict.
+	// model, whose spectrum is centred and scaled directly (no copy).
 	recipe   preprocess.Recipe
 	regions  [][2]float64
 	pipeline *preprocess.Pipeline // nil: no preprocessing
@@ -311,21 +312,21 @@ func (m *PLSModel) setAxis(p *PLSParams, opts ModelOptions, ro resolvedOptions) 
 	shaped := len(p.Preprocessing) > 0 || p.Regions != nil
 	points := nFeat
 	if len(axis) > 0 {
-		if shaped {
-			// The spectrum has the axis's length; the model sees the
-			// points of its regions.
-			points = len(axis)
-		}
-		if len(axis) != points {
+		// A spectrum has the axis's length. Without regions every point
+		// is a feature; with them the model sees the regions' points
+		// (compileRecipe checks their count).
+		if p.Regions == nil && len(axis) != nFeat {
 			return corrupted("%s wavenumber axis has %d points, model has %d features", source, len(axis), nFeat)
 		}
-		if err := checkFinite(source+" wavenumber axis", axis); err != nil {
-			return err
-		}
-		for i := 1; i < len(axis); i++ {
-			if !(axis[i] > axis[i-1]) {
-				return corrupted("%s wavenumber axis not strictly increasing at index %d", source, i)
+		points = len(axis)
+		// The recipe's own definition of a usable axis, so that a model
+		// and its recipe never disagree about one.
+		if err := preprocess.CheckAxis(axis); err != nil {
+			var fe *preprocess.FieldError
+			if errors.As(err, &fe) {
+				return corrupted("%s wavenumber axis: %s: %s", source, fe.Field, fe.Reason)
 			}
+			return corrupted("%s wavenumber axis: %v", source, err)
 		}
 		axis = slices.Clone(axis)
 	} else {
@@ -468,9 +469,7 @@ func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
 	defer m.scratch.Put(sc)
 
 	xs := sc.xs
-	if m.pipeline == nil && m.selected == nil {
-		m.preprocess(s.Intensities, xs)
-	} else if err := m.applyRecipe(s.Intensities, sc); err != nil {
+	if err := m.applyRecipe(s.Intensities, sc); err != nil {
 		return err
 	}
 

@@ -1,7 +1,6 @@
 package inference
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,10 +9,10 @@ import (
 )
 
 // compileRecipe compiles the model's preprocessing recipe and region
-// selection against axis (the full axis, which spectra have). A recipe
-// that does not apply to the axis, or regions whose point count is not the
-// model's feature count, make the model corrupt: the parameters were
-// fitted on something else.
+// selection against axis (the full axis, which spectra have, checked by
+// setAxis). A recipe that does not apply to the axis, or regions whose
+// point count is not the model's feature count, make the model corrupt:
+// the parameters were fitted on something else.
 func (m *PLSModel) compileRecipe(p *PLSParams, axis []float64) error {
 	if len(p.Preprocessing) > 0 {
 		pl, err := preprocess.Compile(p.Preprocessing, axis)
@@ -24,10 +23,7 @@ func (m *PLSModel) compileRecipe(p *PLSParams, axis []float64) error {
 		m.recipe = slices.Clone(p.Preprocessing)
 	}
 	if p.Regions == nil {
-		if len(axis) != m.p {
-			return corrupted("wavenumber axis has %d points, model has %d features", len(axis), m.p)
-		}
-		return nil
+		return nil // setAxis checked that every point is a feature
 	}
 	sel, err := preprocess.SelectRegions(axis, p.Regions)
 	if err != nil {
@@ -35,11 +31,6 @@ func (m *PLSModel) compileRecipe(p *PLSParams, axis []float64) error {
 	}
 	if len(sel) != m.p {
 		return corrupted("regions select %d points of the axis, model has %d features", len(sel), m.p)
-	}
-	for _, i := range sel {
-		if i < 0 || i >= len(axis) {
-			return corrupted("regions select point %d outside the axis", i)
-		}
 	}
 	m.selected = sel
 	m.regions = slices.Clone(p.Regions)
@@ -60,17 +51,15 @@ func (m *PLSModel) newScratch() any {
 // goes through the pipeline (the caller's spectrum is left as it was), the
 // selected points are gathered, then centred and scaled as in preprocess.
 // A spectrum the recipe cannot apply to (say, a zero band area under
-// normalize) is an invalid spectrum.
+// normalize: every Apply error is a preprocess.ErrDegenerateSpectrum) is
+// an invalid spectrum.
 func (m *PLSModel) applyRecipe(in []float64, sc *plsScratch) error {
 	x := in
 	if m.pipeline != nil {
 		x = sc.x[:len(in)]
 		copy(x, in)
 		if _, err := m.pipeline.Apply(x, sc.ws); err != nil {
-			if errors.Is(err, preprocess.ErrDegenerateSpectrum) {
-				return fmt.Errorf("%w: %v", ErrInvalidSpectrum, err)
-			}
-			return fmt.Errorf("%w: preprocessing: %v", ErrInvalidSpectrum, err)
+			return fmt.Errorf("%w: %v", ErrInvalidSpectrum, err)
 		}
 	}
 	if m.selected == nil {

@@ -120,15 +120,7 @@ func TestFitScaleCheckIsLeastSquares(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	params := smallParams(p, true, rng)
 	params.ScaleCheck = nil
-	rows := make([][]float64, n)
-	for i := range rows {
-		x := make([]float64, p)
-		gain := math.Exp(0.2 * rng.NormFloat64())
-		for j := range x {
-			x[j] = gain * (params.XMean[j] + 300*rng.NormFloat64())
-		}
-		rows[i] = x
-	}
+	rows := gainedRows(params, n, rng)
 	got, err := FitScaleCheck(params, n, func(i int) []float64 { return rows[i] })
 	if err != nil {
 		t.Fatal(err)
@@ -208,15 +200,7 @@ func TestFitScaleCheckCollinearPredictions(t *testing.T) {
 	for j := range p {
 		params.Coef.Set(j, 2, params.Coef.At(j, 0)+params.Coef.At(j, 1))
 	}
-	rows := make([][]float64, n)
-	for i := range rows {
-		x := make([]float64, p)
-		gain := math.Exp(0.2 * rng.NormFloat64())
-		for j := range x {
-			x[j] = gain * (params.XMean[j] + 300*rng.NormFloat64())
-		}
-		rows[i] = x
-	}
+	rows := gainedRows(params, n, rng)
 	got, err := FitScaleCheck(params, n, func(i int) []float64 { return rows[i] })
 	if err != nil {
 		t.Fatal(err)
@@ -234,4 +218,19 @@ func TestFitScaleCheckCollinearPredictions(t *testing.T) {
 	if math.Abs(got.Sigma-ref.Sigma) > 1e-9*ref.Sigma {
 		t.Errorf("sigma %v with collinear predictions, %v without the redundant one", got.Sigma, ref.Sigma)
 	}
+}
+
+// gainedRows draws n calibration rows around the model's mean, each with
+// a log-normal gain (20 % rms) on its whole spectrum.
+func gainedRows(params *PLSParams, n int, rng *rand.Rand) [][]float64 {
+	rows := make([][]float64, n)
+	for i := range rows {
+		x := make([]float64, len(params.XMean))
+		gain := math.Exp(0.2 * rng.NormFloat64())
+		for j := range x {
+			x[j] = gain * (params.XMean[j] + 300*rng.NormFloat64())
+		}
+		rows[i] = x
+	}
+	return rows
 }

@@ -1,7 +1,6 @@
 package inference_test
 
 import (
-	"bytes"
 	"slices"
 	"testing"
 
@@ -16,14 +15,7 @@ func TestArtifactKeepsScaleCheck(t *testing.T) {
 	if p.ScaleCheck == nil {
 		t.Fatal("trained model has no scale check")
 	}
-	var buf bytes.Buffer
-	if err := inference.WriteArtifact(&buf, p); err != nil {
-		t.Fatal(err)
-	}
-	got, err := inference.ReadArtifact(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := writeRead(t, p)
 	want := p.ScaleCheck
 	if got.ScaleCheck == nil || got.ScaleCheck.Intercept != want.Intercept || got.ScaleCheck.Sigma != want.Sigma ||
 		!slices.Equal(got.ScaleCheck.Coef, want.Coef) {
@@ -32,14 +24,7 @@ func TestArtifactKeepsScaleCheck(t *testing.T) {
 	// An artifact without it (written before it existed) still loads.
 	old := *p
 	old.ScaleCheck = nil
-	buf.Reset()
-	if err := inference.WriteArtifact(&buf, &old); err != nil {
-		t.Fatal(err)
-	}
-	back, err := inference.ReadArtifact(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	back, _ := writeRead(t, &old)
 	if back.ScaleCheck != nil {
 		t.Fatalf("scale check %+v from an artifact without one", back.ScaleCheck)
 	}

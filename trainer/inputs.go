@@ -55,28 +55,26 @@ func optionError(field, format string, args ...any) error {
 // a fixed component count against what those rows allow. Errors wrap
 // ErrInvalidOptions and name the contract's field (for example
 // "preprocessing[1].window" or "exclude_scan_ids[3]").
-func CheckOptions(ds *Dataset, opts Options) error {
-	_, err := resolve(ds, opts)
-	return err
-}
-
-// PreparedBytes is the memory Train allocates for its prepared copy of ds
-// (the rows left after exclusion, preprocessed, restricted to the
+//
+// On success it returns the memory Train allocates for its prepared copy
+// of ds (the rows left after exclusion, preprocessed, restricted to the
 // regions): 0 when the options need no copy. The job that runs the
 // training charges it to the training memory budget with the data set.
-// It assumes CheckOptions passed; on invalid options it returns 0.
-func PreparedBytes(ds *Dataset, opts Options) int64 {
+func CheckOptions(ds *Dataset, opts Options) (preparedBytes int64, err error) {
 	in, err := resolve(ds, opts)
-	if err != nil || !in.copies() {
-		return 0
+	if err != nil {
+		return 0, err
 	}
-	return preparedBytes(in.rows(ds), in.features(ds), ds.NumTargets())
+	if !in.copies() {
+		return 0, nil
+	}
+	return preparedSize(in.rows(ds), in.features(ds), ds.NumTargets()), nil
 }
 
-// preparedBytes is what a Dataset of n rows, p features and q targets
+// preparedSize is what a Dataset of n rows, p features and q targets
 // allocates: whole blocks of intensities, labels and scan id headers (the
 // ids' bytes are shared with the original).
-func preparedBytes(n, p, q int) int64 {
+func preparedSize(n, p, q int) int64 {
 	blocks := int64((n + rowsPerBlock - 1) / rowsPerBlock)
 	return blocks * rowsPerBlock * (int64(p+q)*8 + idHeaderBytes)
 }
@@ -94,12 +92,12 @@ func resolve(ds *Dataset, opts Options) (*inputs, error) {
 	in.excluded = append([]string(nil), opts.ExcludeScanIDs...)
 	if len(opts.Preprocessing) > 0 {
 		if in.pipeline, err = preprocess.Compile(opts.Preprocessing, in.axis); err != nil {
-			return nil, recipeError(err)
+			return nil, RecipeError(err)
 		}
 	}
 	if len(opts.Regions) > 0 {
 		if in.selected, err = preprocess.SelectRegions(in.axis, opts.Regions); err != nil {
-			return nil, recipeError(err)
+			return nil, RecipeError(err)
 		}
 		if len(in.selected) == len(in.axis) {
 			in.selected = nil // the regions cover the whole axis
@@ -112,11 +110,13 @@ func resolve(ds *Dataset, opts Options) (*inputs, error) {
 	return in, nil
 }
 
-// recipeError makes a preprocess error an options error; the preprocess
-// package's message already names the field.
-func recipeError(err error) error {
-	if errors.Is(err, ErrInvalidOptions) {
-		return err
+// RecipeError makes a preprocess error (about the axis, the recipe or the
+// regions: parsing, compiling or selecting) an ErrInvalidOptions naming
+// the same field, as every other option error does.
+func RecipeError(err error) error {
+	var fe *preprocess.FieldError
+	if errors.As(err, &fe) {
+		return optionError(fe.Field, "%s", fe.Reason)
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 }
@@ -135,11 +135,7 @@ func resolveAxis(axis []float64, p int) ([]float64, error) {
 	}
 	// The recipe's own check of the axis, so that the two never disagree.
 	if err := preprocess.CheckAxis(axis); err != nil {
-		var fe *preprocess.FieldError
-		if errors.As(err, &fe) {
-			return nil, optionError(fe.Field, "%s", fe.Reason)
-		}
-		return nil, recipeError(err)
+		return nil, RecipeError(err)
 	}
 	return axis, nil
 }

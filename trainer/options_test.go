@@ -45,7 +45,7 @@ func TestCheckOptionsNamesTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := trainer.CheckOptions(ds, tc.opts)
+			_, err := trainer.CheckOptions(ds, tc.opts)
 			if !errors.Is(err, trainer.ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ErrInvalidOptions naming %q", err, tc.want)
 			}
@@ -54,7 +54,7 @@ func TestCheckOptionsNamesTheField(t *testing.T) {
 			}
 		})
 	}
-	if err := trainer.CheckOptions(ds, trainer.Options{ExcludeScanIDs: ids(2), Components: 9}); err != nil {
+	if _, err := trainer.CheckOptions(ds, trainer.Options{ExcludeScanIDs: ids(2), Components: 9}); err != nil {
 		t.Errorf("12 rows, 9 components: %v", err)
 	}
 }

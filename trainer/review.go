@@ -28,7 +28,7 @@ const StudentizedResidualLimit = 3.0
 // with e = y - yhat of the calibration fit. A row with h_i >= 1 (it alone
 // spans a direction) has no defined residual and gets 0; when n - a - 1 <
 // 1 no residual is defined and all are 0.
-func newReview(ds *Dataset, sel inference.ComponentSelection, stats []ComponentStats, cvPred []float64, cal *calibration, a int) (*inference.Review, error) {
+func newReview(ds *Dataset, sel inference.ComponentSelection, stats []ComponentStats, cvPred []float64, cal *calibration, a int) *inference.Review {
 	n, q := ds.Len(), ds.NumTargets()
 	r := &inference.Review{
 		Selection:            sel,
@@ -56,7 +56,7 @@ func newReview(ds *Dataset, sel inference.ComponentSelection, stats []ComponentS
 	}
 	dof := n - a - 1
 	if dof < 1 {
-		return r, nil
+		return r
 	}
 	s := make([]float64, q)
 	for i := 0; i < n; i++ {
@@ -79,5 +79,5 @@ func newReview(ds *Dataset, sel inference.ComponentSelection, stats []ComponentS
 			}
 		}
 	}
-	return r, nil
+	return r
 }

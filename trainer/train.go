@@ -63,8 +63,9 @@ type Options struct {
 	Seed uint64
 	// Workers is the number of fits run in parallel; 0 means GOMAXPROCS.
 	Workers int
-	// Wavenumbers is the axis stored in the model (length p); nil means
-	// DefaultWavenumbers() (only valid for p = 2048).
+	// Wavenumbers is the axis stored in the model, one value per intensity
+	// column of the data set (before Regions select points); nil means
+	// DefaultWavenumbers() (only valid for 2048 columns).
 	Wavenumbers []float64
 	// Targets name the label columns; nil means EPA, DHA, DPA (q = 3).
 	Targets []inference.Analyte
@@ -182,10 +183,15 @@ func foldAssignment(n, folds int, seed uint64) []int {
 // Train fits a PLS2 model to ds, choosing the component count by K-fold
 // cross-validation, and returns it with its figures.
 //
+// Inputs. The excluded rows are left out, the recipe is applied to each
+// row once and the regions' points are kept (prepare); n and p below are
+// the rows and points left.
+//
 // Component selection (documented rule). The samples are shuffled with
 // Options.Seed and cut into K folds (default 10). For each fold, a NIPALS
-// PLS2 with A_max = min(20, n-1, n_train-1) components is fitted once on
-// the other folds (preprocessing estimated on them alone) and predicts
+// PLS2 with A_max = min(MaxComponents (20), n-1, n_train-1, p) components
+// (Options.Components when it fixes the count) is fitted once on the
+// other folds (centring and scaling estimated on them alone) and predicts
 // the held-out fold with k = 1..A_max components (the k-component model
 // is the first k components of the A_max fit: B_k = W_k pinv(P_k'W_k)
 // Q_k'). From the pooled out-of-fold predictions, for each k and target j:
@@ -199,7 +205,9 @@ func foldAssignment(n, folds int, seed uint64) []int {
 // count is the smallest A with Score_A <= Score_k* + SE_k* (the
 // one-standard-error rule: Hastie, Tibshirani & Friedman, The Elements of
 // Statistical Learning, 2nd ed., sec. 7.10; R pls selectNcomp "onesigma").
-// The final model is then fitted on all n samples with A components.
+// With Options.Components, A is that count (rule "fixed") and the curve
+// only reports. The final model is then fitted on all n samples with A
+// components.
 //
 // Divergence (documented rule). Train fails with ErrTrainingDiverged when
 // any fit yields a non-finite weight, loading, coefficient or prediction,
@@ -295,11 +303,7 @@ func fit(ctx context.Context, ds *Dataset, in *inputs, opts Options, progress Pr
 	if err != nil {
 		return nil, err
 	}
-	review, err := newReview(ds, selection, stats, cvPred[chosen-1], cal, chosen)
-	if err != nil {
-		return nil, err
-	}
-	params.Review = review
+	params.Review = newReview(ds, selection, stats, cvPred[chosen-1], cal, chosen)
 	params.Targets = append([]inference.Analyte(nil), targets...)
 	params.RMSECV = append([]float64(nil), cs.RMSECV...)
 	// The scale check (inference/scalecheck.go) is fitted on the rows as
@@ -694,10 +698,10 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 //
 // With exclusions, regions or a recipe, Train first builds a prepared copy
 // (the rows left, preprocessed, restricted to the regions) and fits on it:
-// PreparedBytes, at most one more row of intensities and labels per row,
-// which the job charges on top when it is accepted. The fits then copy
-// rows of the prepared set, no wider than the original, so the charges
-// above still cover them.
+// at most one more row of intensities and labels per row, whose size
+// CheckOptions reports and the job charges on top when it is accepted.
+// The fits then copy rows of the prepared set, no wider than the
+// original, so the charges above still cover them.
 
 // FitBytesPerRow is what one fit, and the shared predictions, need per
 // sample: the charge that lets an accepted data set train with one worker.

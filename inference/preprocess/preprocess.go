@@ -179,10 +179,11 @@ func CheckAxis(axis []float64) error {
 // points. Errors wrap ErrInvalidRecipe and name the field, for example
 // "preprocessing[1].window".
 //
-// Besides the contract's schema bounds it checks, per step: savgol's
-// window odd, greater than polyorder and at most len(axis), deriv at most
-// polyorder; normalize's region with low <= high, inside
-// [axis[0], axis[len-1]] and holding at least two axis points.
+// Besides the contract's schema bounds and the recipe's cost bound
+// (checkCost, as ParseRecipe) it checks, per step: savgol's window odd,
+// greater than polyorder and at most len(axis), deriv at most polyorder;
+// normalize's region with low <= high, inside [axis[0], axis[len-1]] and
+// holding at least two axis points.
 func Compile(r Recipe, axis []float64) (*Pipeline, error) {
 	if err := CheckAxis(axis); err != nil {
 		return nil, err

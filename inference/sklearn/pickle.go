@@ -60,27 +60,27 @@ type (
 // Allowlisted globals (module.name). NumPy 2 renamed numpy.core to
 // numpy._core.
 var allowedGlobals = map[string]bool{
-	"joblib.numpy_pickle.NumpyArrayWrapper":          true,
-	"numpy.ndarray":                                  true,
-	"numpy.dtype":                                    true,
-	"numpy.core.multiarray.scalar":                   true,
-	"numpy.core.multiarray._reconstruct":             true,
-	"numpy._core.multiarray.scalar":                  true,
-	"numpy._core.multiarray._reconstruct":            true,
-	"_codecs.encode":                                 true,
-	"sklearn.cross_decomposition._pls.PLSRegression": true,
-	"sklearn.pipeline.Pipeline":                      true,
-	"sklearn.preprocessing._data.StandardScaler":     true,
-	classFunctionTransformer:                         true,
+	"joblib.numpy_pickle.NumpyArrayWrapper": true,
+	"numpy.ndarray":                         true,
+	"numpy.dtype":                           true,
+	"numpy.core.multiarray.scalar":          true,
+	"numpy.core.multiarray._reconstruct":    true,
+	"numpy._core.multiarray.scalar":         true,
+	"numpy._core.multiarray._reconstruct":   true,
+	"_codecs.encode":                        true,
+	classPLS:                                true,
+	classPipeline:                           true,
+	classStandardScaler:                     true,
+	classFunctionTransformer:                true,
 }
 
 // Classes that NEWOBJ may instantiate (their state comes by BUILD).
 var instantiable = map[string]bool{
-	"joblib.numpy_pickle.NumpyArrayWrapper":          true,
-	"sklearn.cross_decomposition._pls.PLSRegression": true,
-	"sklearn.pipeline.Pipeline":                      true,
-	"sklearn.preprocessing._data.StandardScaler":     true,
-	classFunctionTransformer:                         true,
+	"joblib.numpy_pickle.NumpyArrayWrapper": true,
+	classPLS:                                true,
+	classPipeline:                           true,
+	classStandardScaler:                     true,
+	classFunctionTransformer:                true,
 }
 
 func (g *global) String() string { return g.module + "." + g.name }

@@ -3,6 +3,7 @@ package sklearn
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,7 +17,8 @@ import (
 // it is mapped to the preprocess.Step that reproduces it in Go. Nothing in
 // the file runs. api/sklearn-import.md lists what is accepted.
 
-// The classes a Pipeline may hold.
+// The scikit-learn classes the reader accepts (allowedGlobals,
+// instantiable) and a Pipeline may hold.
 const (
 	classPLS                 = "sklearn.cross_decomposition._pls.PLSRegression"
 	classPipeline            = "sklearn.pipeline.Pipeline"
@@ -100,7 +102,7 @@ func pipelineParams(obj *object, opts Options, info *Info) (*inference.PLSParams
 			return nil, fmt.Errorf("%w (Pipeline step %d)", err, i)
 		}
 		if stepAxis != nil {
-			if axis != nil && !equalFloats(axis, stepAxis) {
+			if axis != nil && !slices.Equal(axis, stepAxis) {
 				return nil, unsupported("Pipeline step %d names other wavenumbers than an earlier step", i)
 			}
 			axis = stepAxis
@@ -431,16 +433,13 @@ func normalizeStep(kw *kwargs) (preprocess.Step, error) {
 	return preprocess.Step{Kind: preprocess.Normalize, Region: [2]float64{region[0], region[1]}}, nil
 }
 
-// axisArg reads a wavenumbers keyword: strictly increasing numbers.
+// axisArg reads a wavenumbers keyword: a list or 1-D array of at least
+// two finite numbers. That they increase strictly is the recipe's own
+// check of its axis (preprocess.CheckAxis, run by checkRecipe).
 func axisArg(fn string, v any) ([]float64, error) {
 	axis, ok := floats(v)
 	if !ok || len(axis) < 2 {
 		return nil, unsupported("%s wavenumbers is %s, not a list or 1-D array of numbers", fn, describe(v))
-	}
-	for i := 1; i < len(axis); i++ {
-		if !(axis[i] > axis[i-1]) {
-			return nil, unsupported("%s wavenumbers are not strictly increasing at index %d", fn, i)
-		}
 	}
 	return axis, nil
 }
@@ -475,18 +474,6 @@ func floats(v any) ([]float64, bool) {
 		out[i] = f
 	}
 	return out, true
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // describe names a value in an error message without echoing its content.

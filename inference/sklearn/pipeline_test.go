@@ -1,10 +1,8 @@
 package sklearn_test
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -29,15 +27,7 @@ type pipelineFixture struct {
 
 func pipelineFixtures(t testing.TB) []pipelineFixture {
 	t.Helper()
-	b, err := os.ReadFile("testdata/pipelines.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fs []pipelineFixture
-	if err := json.Unmarshal(b, &fs); err != nil {
-		t.Fatal(err)
-	}
-	return fs
+	return readJSONFile[[]pipelineFixture](t, "testdata/pipelines.json")
 }
 
 // wantRecipes are the recipes make_pipeline_fixtures.py's pipelines spell,
@@ -113,31 +103,14 @@ func TestPipelinesPredictLikeScikitLearn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := len(params.XMean)
-			params.Meta.Version = "fixture"
-			model, err := inference.NewPLSModel(params, inference.ModelOptions{InstrumentAxis: linearAxis(p)})
-			if err != nil {
-				t.Fatal(err)
-			}
 			tol := 1e-9
 			for _, st := range params.Preprocessing {
 				if st.Kind == preprocess.ALSBaseline {
 					tol = 1e-6
 				}
 			}
-			for i, x := range fx.X {
-				var out inference.Prediction
-				if err := model.Predict(&inference.Spectrum{Wavenumbers: linearAxis(p), Intensities: x}, &out); err != nil {
-					t.Fatal(err)
-				}
-				for k, a := range model.Targets() {
-					d := math.Abs(out.Concentrations.Value[a] - fx.Y[i][k])
-					worst = math.Max(worst, d)
-					if d > tol {
-						t.Errorf("sample %d %v: %v, scikit-learn %v (|diff| %.3g)", i, a, out.Concentrations.Value[a], fx.Y[i][k], d)
-					}
-				}
-			}
+			w, _ := predictLikeScikitLearn(t, params, fx.X, fx.Y, tol)
+			worst = math.Max(worst, w)
 		})
 	}
 	t.Logf("max |ramanserve - scikit-learn| over the pipeline fixtures: %.3g", worst)

@@ -62,7 +62,8 @@ type Meta struct {
 
 // Lineage is what Publish records with a model: the upload's Meta, the
 // job that trained it, its row count and the rows that entered the model
-// (Rows less Meta.Options.ExcludeScanIDs).
+// (Rows less Meta.Options.ExcludeScanIDs: the trained model's own
+// TrainedSamples).
 type Lineage struct {
 	Meta
 	JobID    string
@@ -400,9 +401,9 @@ func (m *Manager) requeue(j *Job) error {
 		m.releaseBytes(c.charged)
 		return fmt.Errorf("its saved data set could not be read (%v)", err)
 	}
-	opts, err := m.jobOptions(ds, j.Meta.Options)
+	opts, prepared, err := m.jobOptions(ds, j.Meta.Options)
 	if err == nil {
-		err = chargePrepared(c, ds, opts)
+		err = chargePrepared(c, ds, prepared)
 	}
 	if err != nil {
 		m.releaseBytes(c.charged)
@@ -522,11 +523,11 @@ func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *traine
 	if r.done || r.m != m {
 		return Job{}, errors.New("jobs: reservation already used")
 	}
-	opts, err := m.jobOptions(ds, meta.Options)
+	opts, prepared, err := m.jobOptions(ds, meta.Options)
 	if err != nil {
 		return Job{}, err
 	}
-	if err := chargePrepared(r, ds, opts); err != nil {
+	if err := chargePrepared(r, ds, prepared); err != nil {
 		return Job{}, err
 	}
 	j := &Job{ID: uuid.NewString(), Status: Queued, Samples: ds.Len(), SubmittedAt: m.opts.Now(),
@@ -677,7 +678,7 @@ func (m *Manager) run(ctx, jobCtx context.Context, t *task) {
 	var version, path string
 	if err == nil {
 		var lineage Lineage
-		if lineage, err = m.commitToPublish(t); err == nil {
+		if lineage, err = m.commitToPublish(t, res.Params.Meta.TrainedSamples); err == nil {
 			// The manager's context, not the job's: Cancel no longer
 			// applies, and a half-staged model must not be cut short.
 			version, path, err = m.opts.Publish(ctx, res, lineage)
@@ -696,10 +697,10 @@ func (m *Manager) run(ctx, jobCtx context.Context, t *task) {
 	m.log.Info("training done", "job", t.id, "version", version, "components", res.Components, "elapsed", finished.Sub(started))
 }
 
-// commitToPublish decides, under m.mu, that t's model is staged: from
-// here on Cancel answers JOB_FINISHED. A job Cancel already ended stages
-// nothing (trainer.ErrCancelled).
-func (m *Manager) commitToPublish(t *task) (Lineage, error) {
+// commitToPublish decides, under m.mu, that t's model, trained on
+// rowsUsed rows, is staged: from here on Cancel answers JOB_FINISHED. A
+// job Cancel already ended stages nothing (trainer.ErrCancelled).
+func (m *Manager) commitToPublish(t *task, rowsUsed int) (Lineage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j := m.jobs[t.id]
@@ -707,7 +708,7 @@ func (m *Manager) commitToPublish(t *task) (Lineage, error) {
 		return Lineage{}, trainer.ErrCancelled
 	}
 	t.publishing = true
-	return Lineage{Meta: j.Meta, JobID: j.ID, Rows: j.Samples, RowsUsed: j.Samples - len(j.Meta.Options.ExcludeScanIDs)}, nil
+	return Lineage{Meta: j.Meta, JobID: j.ID, Rows: j.Samples, RowsUsed: rowsUsed}, nil
 }
 
 // fail records why a running job failed, unless Cancel already recorded

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"sort"
 
@@ -25,9 +24,10 @@ type TrainingOptions struct {
 }
 
 // jobOptions are the manager's trainer options with the job's own on top,
-// checked against ds (trainer.CheckOptions): errors wrap
-// trainer.ErrInvalidOptions and name the contract's field.
-func (m *Manager) jobOptions(ds *trainer.Dataset, o TrainingOptions) (trainer.Options, error) {
+// checked against ds (trainer.CheckOptions), and the bytes of the copy
+// training will prepare: errors wrap trainer.ErrInvalidOptions and name
+// the contract's field.
+func (m *Manager) jobOptions(ds *trainer.Dataset, o TrainingOptions) (trainer.Options, int64, error) {
 	opts := m.opts.Train
 	if o.Wavenumbers != nil {
 		opts.Wavenumbers = o.Wavenumbers
@@ -46,22 +46,22 @@ func (m *Manager) jobOptions(ds *trainer.Dataset, o TrainingOptions) (trainer.Op
 	if len(o.Preprocessing) > 0 {
 		recipe, err := preprocess.ParseRecipe(o.Preprocessing)
 		if err != nil {
-			return trainer.Options{}, fmt.Errorf("%w: %w", trainer.ErrInvalidOptions, err)
+			return trainer.Options{}, 0, trainer.RecipeError(err)
 		}
 		opts.Preprocessing = recipe
 	}
-	if err := trainer.CheckOptions(ds, opts); err != nil {
-		return trainer.Options{}, err
+	prepared, err := trainer.CheckOptions(ds, opts)
+	if err != nil {
+		return trainer.Options{}, 0, err
 	}
-	return opts, nil
+	return opts, prepared, nil
 }
 
-// chargePrepared charges r for the prepared copy training makes of ds
-// (trainer.PreparedBytes): with the data set's own charge, which already
+// chargePrepared charges r the n bytes of the prepared copy training
+// makes of ds (jobOptions): with the data set's own charge, which already
 // covers one fit, it keeps a job's memory under the budget whatever its
 // options. A refusal is a *trainer.MemoryBudgetError (413 or 503).
-func chargePrepared(r *Reservation, ds *trainer.Dataset, opts trainer.Options) error {
-	n := trainer.PreparedBytes(ds, opts)
+func chargePrepared(r *Reservation, ds *trainer.Dataset, n int64) error {
 	if n == 0 || r.TryAcquire(n) {
 		return nil
 	}

@@ -41,8 +41,8 @@ func TestOptionsSurviveARestartAndShapeTheResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := trainer.PreparedBytes(ds, trainer.Options{ExcludeScanIDs: opts.ExcludeScanIDs, Folds: 4, Components: 3})
-	if want <= 0 || budget.Used()-before != want {
+	want, err := trainer.CheckOptions(ds, trainer.Options{ExcludeScanIDs: opts.ExcludeScanIDs, Folds: 4, Components: 3})
+	if err != nil || want <= 0 || budget.Used()-before != want {
 		t.Errorf("submitting with exclusions charged %d bytes, want the prepared copy's %d", budget.Used()-before, want)
 	}
 	if err := m.Close(context.Background()); err != nil {
