@@ -7,13 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"ramanserve/gen"
 	"ramanserve/inference"
+	"ramanserve/inference/modelfile"
 	"ramanserve/inference/registry"
-	"ramanserve/inference/sklearn"
 	"ramanserve/server/channel"
 	"ramanserve/server/contract"
 	"ramanserve/server/zmtp"
@@ -81,7 +82,7 @@ func modelOpeners(cfg ChannelConfig) map[string]registry.OpenFunc {
 	opts := cfg.modelOptions()
 	return map[string]registry.OpenFunc{
 		".npz": func(ctx context.Context, path string, e registry.Entry) (inference.Model, error) {
-			p, err := readArtifactFile(path)
+			p, err := readModelFile(ctx, path, e)
 			if err != nil {
 				return nil, err
 			}
@@ -94,7 +95,9 @@ func modelOpeners(cfg ChannelConfig) map[string]registry.OpenFunc {
 	}
 }
 
-func readArtifactFile(path string) (*inference.PLSParams, error) {
+// readModelFile reads the parameters of the model file at path, of
+// either kind (modelfile.Read).
+func readModelFile(ctx context.Context, path string, e registry.Entry) (*inference.PLSParams, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
@@ -104,7 +107,7 @@ func readArtifactFile(path string) (*inference.PLSParams, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
 	}
-	return inference.ReadArtifact(f, st.Size())
+	return modelfile.Read(ctx, f, st.Size(), filepath.Ext(path), e.Target)
 }
 
 // predictionChannel is the bound ZMTP server with the channel handler.
@@ -354,12 +357,7 @@ func derefBreakdown(b inference.Breakdown) gen.MetricBreakdown {
 // one-target model names its analyte in its sidecar, which the registry
 // read at import (Entry.Target).
 func openJoblib(ctx context.Context, path string, e registry.Entry, opts inference.ModelOptions) (inference.Model, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
-	}
-	defer f.Close()
-	params, _, err := sklearn.Load(ctx, f, sklearn.Options{Target: e.Target})
+	params, err := readModelFile(ctx, path, e)
 	if err != nil {
 		return nil, err
 	}

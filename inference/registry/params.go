@@ -12,8 +12,8 @@ import (
 	"runtime/debug"
 
 	"ramanserve/inference"
+	"ramanserve/inference/modelfile"
 	"ramanserve/inference/regularfile"
-	"ramanserve/inference/sklearn"
 )
 
 // ReadParams reads the parameters of one version from its file, whatever
@@ -68,15 +68,7 @@ func (r *Registry) readEntryParams(ctx context.Context, e *Entry) (p *inference.
 			p, err = nil, fmt.Errorf("%w: %s could not be read (reader fault: %v)", inference.ErrModelCorrupted, filepath.Base(full), v)
 		}
 	}()
-	switch filepath.Ext(full) {
-	case ".npz":
-		return inference.ReadArtifact(io.NewSectionReader(f, 0, size), size)
-	case ".joblib":
-		p, _, err := sklearn.Load(ctx, io.NewSectionReader(f, 0, size), sklearn.Options{Target: e.Target})
-		return p, err
-	default:
-		return nil, fmt.Errorf("%w: no reader for %s files", inference.ErrModelCorrupted, filepath.Ext(full))
-	}
+	return modelfile.Read(ctx, io.NewSectionReader(f, 0, size), size, filepath.Ext(full), e.Target)
 }
 
 // checkOpenFile compares the open file with the size and SHA-256 the
