@@ -786,6 +786,11 @@ type ModelInfoRequestType string
 // the training CSV; an import carries `imported_from`; an adopted
 // file carries none of them.
 type ModelLineage struct {
+	// AuthenticatedAs The name of the token that started the training job or the
+	// import, from the server's `-auth-tokens` file; absent when
+	// authentication was off. Compare it with `operator`.
+	AuthenticatedAs *string `json:"authenticated_as,omitempty"`
+
 	// ExcludedScanIds TrainingMeta's `exclude_scan_ids`, in a training job's `result`
 	// (`GET /training/{jobId}`) only. `GET /model/{version}` leaves
 	// them out (`training_rows` less `rows_used` counts them): the
@@ -797,7 +802,9 @@ type ModelLineage struct {
 	ImportedFrom *string `json:"imported_from,omitempty"`
 	JobId        *string `json:"job_id,omitempty"`
 	Notes        *string `json:"notes,omitempty"`
-	Operator     *string `json:"operator,omitempty"`
+
+	// Operator The operator TrainingMeta named (self-declared).
+	Operator *string `json:"operator,omitempty"`
 
 	// RowsUsed Rows that entered the model (`training_rows` less the excluded ones).
 	RowsUsed      *int      `json:"rows_used,omitempty"`
@@ -1082,7 +1089,11 @@ type TrainingError struct {
 
 // TrainingJob defines model for TrainingJob.
 type TrainingJob struct {
-	ElapsedSeconds *int `json:"elapsed_seconds,omitempty"`
+	// AuthenticatedAs The name of the token that uploaded the job, from the server's
+	// `-auth-tokens` file; absent when authentication was off. The
+	// self-declared operator is `meta.operator`.
+	AuthenticatedAs *string `json:"authenticated_as,omitempty"`
+	ElapsedSeconds  *int    `json:"elapsed_seconds,omitempty"`
 
 	// Error Why the job failed, on `failed`; null otherwise.
 	Error      *TrainingError `json:"error"`
@@ -1291,6 +1302,9 @@ type WavenumberRegion = []float64
 // DefaultError defines model for DefaultError.
 type DefaultError = ErrorResponse
 
+// Forbidden defines model for Forbidden.
+type Forbidden = ErrorResponse
+
 // InsufficientStorage defines model for InsufficientStorage.
 type InsufficientStorage = ErrorResponse
 
@@ -1299,6 +1313,9 @@ type InternalError = ErrorResponse
 
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = ErrorResponse
+
+// Unauthorized defines model for Unauthorized.
+type Unauthorized = ErrorResponse
 
 // Unavailable defines model for Unavailable.
 type Unavailable = ErrorResponse
@@ -2105,7 +2122,9 @@ type ClientInterface interface {
 
 	// GetHealth Liveness and readiness
 	//
-	// Always 200 while the process is up. `status` is `degraded` when any of
+	// Always 200 while the process is up (401 only when the server runs
+	// with `-auth-tokens` and `-auth-health` and the request has no valid
+	// token; any role may ask). `status` is `degraded` when any of
 	// these holds, otherwise `ok`:
 	//
 	// * the registry directory cannot take a write (probed on each call by
@@ -2165,6 +2184,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetMetrics Prometheus metrics
+	//
+	// The server's metrics in the Prometheus text exposition format
+	// (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
+	// authentication is on. See "Metrics" at the top of this document.
+	//
+	// Corresponds with GET /metrics (the `GetMetrics` operationId).
+	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetModelInfo Metadata of the active model
 	//
@@ -2429,7 +2457,9 @@ type ClientInterface interface {
 
 // GetHealth Liveness and readiness
 //
-// Always 200 while the process is up. `status` is `degraded` when any of
+// Always 200 while the process is up (401 only when the server runs
+// with `-auth-tokens` and `-auth-health` and the request has no valid
+// token; any role may ask). `status` is `degraded` when any of
 // these holds, otherwise `ok`:
 //
 //   - the registry directory cannot take a write (probed on each call by
@@ -2490,6 +2520,25 @@ type ClientInterface interface {
 // Corresponds with GET /health (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetHealthRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMetrics Prometheus metrics
+//
+// The server's metrics in the Prometheus text exposition format
+// (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
+// authentication is on. See "Metrics" at the top of this document.
+//
+// Corresponds with GET /metrics (the `GetMetrics` operationId).
+func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMetricsRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -2910,6 +2959,33 @@ func NewGetHealthRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/health")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetMetricsRequest constructs an http.Request for the GetMetrics method
+func NewGetMetricsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/metrics")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3432,7 +3508,9 @@ type ClientWithResponsesInterface interface {
 
 	// GetHealthWithResponse Liveness and readiness
 	//
-	// Always 200 while the process is up. `status` is `degraded` when any of
+	// Always 200 while the process is up (401 only when the server runs
+	// with `-auth-tokens` and `-auth-health` and the request has no valid
+	// token; any role may ask). `status` is `degraded` when any of
 	// these holds, otherwise `ok`:
 	//
 	// * the registry directory cannot take a write (probed on each call by
@@ -3494,6 +3572,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error)
+
+	// GetMetricsWithResponse Prometheus metrics
+	//
+	// The server's metrics in the Prometheus text exposition format
+	// (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
+	// authentication is on. See "Metrics" at the top of this document.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /metrics (the `GetMetrics` operationId).
+	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
 
 	// GetModelInfoWithResponse Metadata of the active model
 	//
@@ -3778,18 +3867,32 @@ type ClientWithResponsesInterface interface {
 	GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
 }
 
+// GetHealthResponse401Headers the declared response headers of an HTTP 401 response for GetHealth
+type GetHealthResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetHealthResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *HealthStatus
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetHealthResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetHealthResponse) GetJSON200() *HealthStatus {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetHealthResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -3826,22 +3929,91 @@ func (r GetHealthResponse) ContentType() string {
 	return ""
 }
 
+// GetMetricsResponse401Headers the declared response headers of an HTTP 401 response for GetMetrics
+type GetMetricsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetMetricsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMetricsResponse401Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMetricsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetMetricsResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMetricsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMetricsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMetricsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMetricsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetModelInfoResponse401Headers the declared response headers of an HTTP 401 response for GetModelInfo
+type GetModelInfoResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetModelInfoResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ModelInfo
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetModelInfoResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetModelInfoResponse) GetJSON200() *ModelInfo {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetModelInfoResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -3888,20 +4060,34 @@ func (r GetModelInfoResponse) ContentType() string {
 	return ""
 }
 
+// ListModelsResponse401Headers the declared response headers of an HTTP 401 response for ListModels
+type ListModelsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ListModelsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ModelList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListModelsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListModelsResponse) GetJSON200() *ModelList {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListModelsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -3943,6 +4129,11 @@ func (r ListModelsResponse) ContentType() string {
 	return ""
 }
 
+// LoadModelResponse401Headers the declared response headers of an HTTP 401 response for LoadModel
+type LoadModelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // LoadModelResponse409Headers the declared response headers of an HTTP 409 response for LoadModel
 type LoadModelResponse409Headers struct {
 	RetryAfter *int
@@ -3960,6 +4151,10 @@ type LoadModelResponse struct {
 	JSON200 *LoadResult
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorResponse
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -3974,6 +4169,8 @@ type LoadModelResponse struct {
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LoadModelResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *LoadModelResponse409Headers
 	// Headers507 the parsed response headers for an HTTP 507 response
@@ -3988,6 +4185,16 @@ func (r LoadModelResponse) GetJSON200() *LoadResult {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r LoadModelResponse) GetJSON400() *ErrorResponse {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r LoadModelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r LoadModelResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -4054,6 +4261,11 @@ func (r LoadModelResponse) ContentType() string {
 	return ""
 }
 
+// DeleteModelResponse401Headers the declared response headers of an HTTP 401 response for DeleteModel
+type DeleteModelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // DeleteModelResponse409Headers the declared response headers of an HTTP 409 response for DeleteModel
 type DeleteModelResponse409Headers struct {
 	RetryAfter *int
@@ -4069,6 +4281,10 @@ type DeleteModelResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -4079,6 +4295,8 @@ type DeleteModelResponse struct {
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteModelResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *DeleteModelResponse409Headers
 	// Headers507 the parsed response headers for an HTTP 507 response
@@ -4088,6 +4306,16 @@ type DeleteModelResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteModelResponse) GetJSON400() *ErrorResponse {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteModelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteModelResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -4144,6 +4372,11 @@ func (r DeleteModelResponse) ContentType() string {
 	return ""
 }
 
+// GetModelResponse401Headers the declared response headers of an HTTP 401 response for GetModel
+type GetModelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetModelResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4151,12 +4384,16 @@ type GetModelResponse struct {
 	JSON200 *ModelDetail
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetModelResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4167,6 +4404,11 @@ func (r GetModelResponse) GetJSON200() *ModelDetail {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r GetModelResponse) GetJSON400() *ErrorResponse {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetModelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -4213,22 +4455,36 @@ func (r GetModelResponse) ContentType() string {
 	return ""
 }
 
+// GetModelReportResponse401Headers the declared response headers of an HTTP 401 response for GetModelReport
+type GetModelReportResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetModelReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetModelReportResponse401Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r GetModelReportResponse) GetJSON400() *ErrorResponse {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetModelReportResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -4275,18 +4531,32 @@ func (r GetModelReportResponse) ContentType() string {
 	return ""
 }
 
+// GetOpenAPIJSONResponse401Headers the declared response headers of an HTTP 401 response for GetOpenAPIJSON
+type GetOpenAPIJSONResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetOpenAPIJSONResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *map[string]interface{}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetOpenAPIJSONResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetOpenAPIJSONResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOpenAPIJSONResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -4323,18 +4593,32 @@ func (r GetOpenAPIJSONResponse) ContentType() string {
 	return ""
 }
 
+// GetOpenAPIYAMLResponse401Headers the declared response headers of an HTTP 401 response for GetOpenAPIYAML
+type GetOpenAPIYAMLResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetOpenAPIYAMLResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
 	YAML200 *map[string]interface{}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetOpenAPIYAMLResponse401Headers
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
 func (r GetOpenAPIYAMLResponse) GetYAML200() *map[string]interface{} {
 	return r.YAML200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOpenAPIYAMLResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -4371,6 +4655,11 @@ func (r GetOpenAPIYAMLResponse) ContentType() string {
 	return ""
 }
 
+// ListTrainingJobsResponse401Headers the declared response headers of an HTTP 401 response for ListTrainingJobs
+type ListTrainingJobsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type ListTrainingJobsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4378,12 +4667,16 @@ type ListTrainingJobsResponse struct {
 	JSON200 *TrainingJobList
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
 	JSON501 *ErrorResponse
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTrainingJobsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4394,6 +4687,11 @@ func (r ListTrainingJobsResponse) GetJSON200() *TrainingJobList {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ListTrainingJobsResponse) GetJSON400() *ErrorResponse {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListTrainingJobsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -4440,6 +4738,11 @@ func (r ListTrainingJobsResponse) ContentType() string {
 	return ""
 }
 
+// StartTrainingResponse401Headers the declared response headers of an HTTP 401 response for StartTraining
+type StartTrainingResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // StartTrainingResponse429Headers the declared response headers of an HTTP 429 response for StartTraining
 type StartTrainingResponse429Headers struct {
 	RetryAfter *int
@@ -4462,6 +4765,10 @@ type StartTrainingResponse struct {
 	JSON202 *TrainingJobAccepted
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *ErrorResponse
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -4480,6 +4787,8 @@ type StartTrainingResponse struct {
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StartTrainingResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StartTrainingResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -4496,6 +4805,16 @@ func (r StartTrainingResponse) GetJSON202() *TrainingJobAccepted {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r StartTrainingResponse) GetJSON400() *ErrorResponse {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartTrainingResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartTrainingResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON408 returns the response for an HTTP 408 `application/json` response
@@ -4572,11 +4891,18 @@ func (r StartTrainingResponse) ContentType() string {
 	return ""
 }
 
+// GetTrainingJobResponse401Headers the declared response headers of an HTTP 401 response for GetTrainingJob
+type GetTrainingJobResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetTrainingJobResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TrainingJob
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4585,11 +4911,18 @@ type GetTrainingJobResponse struct {
 	JSON501 *ErrorResponse
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTrainingJobResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetTrainingJobResponse) GetJSON200() *TrainingJob {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetTrainingJobResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -4641,6 +4974,11 @@ func (r GetTrainingJobResponse) ContentType() string {
 	return ""
 }
 
+// CancelTrainingJobResponse401Headers the declared response headers of an HTTP 401 response for CancelTrainingJob
+type CancelTrainingJobResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // CancelTrainingJobResponse507Headers the declared response headers of an HTTP 507 response for CancelTrainingJob
 type CancelTrainingJobResponse507Headers struct {
 	RetryAfter *int
@@ -4651,6 +4989,10 @@ type CancelTrainingJobResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TrainingJob
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -4663,6 +5005,8 @@ type CancelTrainingJobResponse struct {
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelTrainingJobResponse401Headers
 	// Headers507 the parsed response headers for an HTTP 507 response
 	Headers507 *CancelTrainingJobResponse507Headers
 }
@@ -4670,6 +5014,16 @@ type CancelTrainingJobResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r CancelTrainingJobResponse) GetJSON200() *TrainingJob {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelTrainingJobResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelTrainingJobResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -4731,9 +5085,16 @@ func (r CancelTrainingJobResponse) ContentType() string {
 	return ""
 }
 
+// GetTrainingReportResponse401Headers the declared response headers of an HTTP 401 response for GetTrainingReport
+type GetTrainingReportResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetTrainingReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -4744,6 +5105,13 @@ type GetTrainingReportResponse struct {
 	JSON501 *ErrorResponse
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTrainingReportResponse401Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetTrainingReportResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -4802,7 +5170,9 @@ func (r GetTrainingReportResponse) ContentType() string {
 
 // GetHealthWithResponse Liveness and readiness
 //
-// Always 200 while the process is up. `status` is `degraded` when any of
+// Always 200 while the process is up (401 only when the server runs
+// with `-auth-tokens` and `-auth-health` and the request has no valid
+// token; any role may ask). `status` is `degraded` when any of
 // these holds, otherwise `ok`:
 //
 //   - the registry directory cannot take a write (probed on each call by
@@ -4869,6 +5239,23 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 		return nil, err
 	}
 	return ParseGetHealthResponse(rsp)
+}
+
+// GetMetricsWithResponse Prometheus metrics
+//
+// The server's metrics in the Prometheus text exposition format
+// (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
+// authentication is on. See "Metrics" at the top of this document.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /metrics (the `GetMetrics` operationId).
+func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error) {
+	rsp, err := c.GetMetrics(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMetricsResponse(rsp)
 }
 
 // GetModelInfoWithResponse Metadata of the active model
@@ -5258,6 +5645,13 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5265,6 +5659,65 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetHealthResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetMetricsResponse parses an HTTP response from a GetMetricsWithResponse call
+func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMetricsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetMetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5291,6 +5744,13 @@ func ParseGetModelInfoResponse(rsp *http.Response) (*GetModelInfoResponse, error
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5312,6 +5772,19 @@ func ParseGetModelInfoResponse(rsp *http.Response) (*GetModelInfoResponse, error
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetModelInfoResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5338,6 +5811,13 @@ func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5352,6 +5832,19 @@ func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListModelsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5384,6 +5877,20 @@ func ParseLoadModelResponse(rsp *http.Response) (*LoadModelResponse, error) {
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest ErrorResponse
@@ -5437,6 +5944,16 @@ func ParseLoadModelResponse(rsp *http.Response) (*LoadModelResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers LoadModelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers LoadModelResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -5486,6 +6003,20 @@ func ParseDeleteModelResponse(rsp *http.Response) (*DeleteModelResponse, error) 
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5524,6 +6055,16 @@ func ParseDeleteModelResponse(rsp *http.Response) (*DeleteModelResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteModelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers DeleteModelResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -5577,6 +6118,13 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5598,6 +6146,19 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetModelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5624,6 +6185,13 @@ func ParseGetModelReportResponse(rsp *http.Response) (*GetModelReportResponse, e
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5645,6 +6213,19 @@ func ParseGetModelReportResponse(rsp *http.Response) (*GetModelReportResponse, e
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetModelReportResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5671,6 +6252,13 @@ func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5678,6 +6266,19 @@ func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, e
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetOpenAPIJSONResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5704,6 +6305,13 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 		}
 		response.YAML200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5711,6 +6319,19 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetOpenAPIYAMLResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5744,6 +6365,13 @@ func ParseListTrainingJobsResponse(rsp *http.Response) (*ListTrainingJobsRespons
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5765,6 +6393,19 @@ func ParseListTrainingJobsResponse(rsp *http.Response) (*ListTrainingJobsRespons
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListTrainingJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5797,6 +6438,20 @@ func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, err
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
 		var dest ErrorResponse
@@ -5864,6 +6519,16 @@ func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers StartTrainingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers StartTrainingResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -5920,6 +6585,13 @@ func ParseGetTrainingJobResponse(rsp *http.Response) (*GetTrainingJobResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5950,6 +6622,19 @@ func ParseGetTrainingJobResponse(rsp *http.Response) (*GetTrainingJobResponse, e
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTrainingJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -5973,6 +6658,20 @@ func ParseCancelTrainingJobResponse(rsp *http.Response) (*CancelTrainingJobRespo
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
@@ -6019,6 +6718,16 @@ func ParseCancelTrainingJobResponse(rsp *http.Response) (*CancelTrainingJobRespo
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelTrainingJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 507:
 		var headers CancelTrainingJobResponse507Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -6048,6 +6757,13 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6085,6 +6801,19 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTrainingReportResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -6093,6 +6822,9 @@ type ServerInterface interface {
 	// GetHealth Liveness and readiness
 	// (GET /health)
 	GetHealth(ctx echo.Context) error
+	// GetMetrics Prometheus metrics
+	// (GET /metrics)
+	GetMetrics(ctx echo.Context) error
 	// GetModelInfo Metadata of the active model
 	// (GET /model/info)
 	GetModelInfo(ctx echo.Context) error
@@ -6145,6 +6877,15 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
+	return err
+}
+
+// GetMetrics converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMetrics(ctx)
 	return err
 }
 
@@ -6389,12 +7130,15 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/training/:jobId/report", wrapper.GetTrainingReport, options.OperationMiddlewares["getTrainingReport"]...)
 	router.POST(options.BaseURL+"/training/:jobId/cancel", wrapper.CancelTrainingJob, options.OperationMiddlewares["cancelTrainingJob"]...)
 	router.GET(options.BaseURL+"/health", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
+	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 
 }
 
 type DefaultErrorJSONResponse ErrorResponse
+
+type ForbiddenJSONResponse ErrorResponse
 
 type InsufficientStorageResponseHeaders struct {
 	RetryAfter *int
@@ -6408,6 +7152,15 @@ type InsufficientStorageJSONResponse struct {
 type InternalErrorJSONResponse ErrorResponse
 
 type PayloadTooLargeJSONResponse ErrorResponse
+
+type UnauthorizedResponseHeaders struct {
+	WWWAuthenticate *string
+}
+type UnauthorizedJSONResponse struct {
+	Body ErrorResponse
+
+	Headers UnauthorizedResponseHeaders
+}
 
 type UnavailableJSONResponse ErrorResponse
 
@@ -6434,12 +7187,81 @@ func (response GetHealth200JSONResponse) VisitGetHealthResponse(w http.ResponseW
 	return err
 }
 
+type GetHealth401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetHealth401JSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthdefaultJSONResponse struct {
 	Body       ErrorResponse
 	StatusCode int
 }
 
 func (response GetHealthdefaultJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMetricsRequestObject struct {
+}
+
+type GetMetricsResponseObject interface {
+	VisitGetMetricsResponse(w http.ResponseWriter) error
+}
+
+type GetMetrics200TextResponse string
+
+func (response GetMetrics200TextResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(200)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GetMetrics401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetMetrics401JSONResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMetricsdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetMetricsdefaultJSONResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6468,6 +7290,23 @@ func (response GetModelInfo200JSONResponse) VisitGetModelInfoResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelInfo401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetModelInfo401JSONResponse) VisitGetModelInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6538,6 +7377,23 @@ func (response ListModels200JSONResponse) VisitListModelsResponse(w http.Respons
 	return err
 }
 
+type ListModels401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListModels401JSONResponse) VisitListModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListModels500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ListModels500JSONResponse) VisitListModelsResponse(w http.ResponseWriter) error {
@@ -6601,6 +7457,37 @@ func (response LoadModel400JSONResponse) VisitLoadModelResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LoadModel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response LoadModel401JSONResponse) VisitLoadModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LoadModel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response LoadModel403JSONResponse) VisitLoadModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6753,6 +7640,37 @@ func (response DeleteModel400JSONResponse) VisitDeleteModelResponse(w http.Respo
 	return err
 }
 
+type DeleteModel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteModel401JSONResponse) VisitDeleteModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteModel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteModel403JSONResponse) VisitDeleteModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteModel404JSONResponse ErrorResponse
 
 func (response DeleteModel404JSONResponse) VisitDeleteModelResponse(w http.ResponseWriter) error {
@@ -6877,6 +7795,23 @@ func (response GetModel400JSONResponse) VisitGetModelResponse(w http.ResponseWri
 	return err
 }
 
+type GetModel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetModel401JSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetModel404JSONResponse ErrorResponse
 
 func (response GetModel404JSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
@@ -6964,6 +7899,23 @@ func (response GetModelReport400JSONResponse) VisitGetModelReportResponse(w http
 	return err
 }
 
+type GetModelReport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetModelReport401JSONResponse) VisitGetModelReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetModelReport404JSONResponse ErrorResponse
 
 func (response GetModelReport404JSONResponse) VisitGetModelReportResponse(w http.ResponseWriter) error {
@@ -7030,6 +7982,23 @@ func (response GetOpenAPIJSON200JSONResponse) VisitGetOpenAPIJSONResponse(w http
 	return err
 }
 
+type GetOpenAPIJSON401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetOpenAPIJSON401JSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIJSONdefaultJSONResponse struct {
 	Body       ErrorResponse
 	StatusCode int
@@ -7071,6 +8040,23 @@ func (response GetOpenAPIYAML200ApplicationyamlResponse) VisitGetOpenAPIYAMLResp
 		defer closer.Close()
 	}
 	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetOpenAPIYAML401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetOpenAPIYAML401JSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
 	return err
 }
 
@@ -7123,6 +8109,23 @@ func (response ListTrainingJobs400JSONResponse) VisitListTrainingJobsResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTrainingJobs401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListTrainingJobs401JSONResponse) VisitListTrainingJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7204,6 +8207,37 @@ func (response StartTraining400JSONResponse) VisitStartTrainingResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartTraining401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartTraining401JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartTraining403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartTraining403JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7386,6 +8420,23 @@ func (response GetTrainingJob200JSONResponse) VisitGetTrainingJobResponse(w http
 	return err
 }
 
+type GetTrainingJob401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetTrainingJob401JSONResponse) VisitGetTrainingJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTrainingJob404JSONResponse ErrorResponse
 
 func (response GetTrainingJob404JSONResponse) VisitGetTrainingJobResponse(w http.ResponseWriter) error {
@@ -7463,6 +8514,37 @@ func (response CancelTrainingJob200JSONResponse) VisitCancelTrainingJobResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTrainingJob401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CancelTrainingJob401JSONResponse) VisitCancelTrainingJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTrainingJob403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CancelTrainingJob403JSONResponse) VisitCancelTrainingJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7587,6 +8669,23 @@ func (response GetTrainingReport200TexthtmlResponse) VisitGetTrainingReportRespo
 	return err
 }
 
+type GetTrainingReport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetTrainingReport401JSONResponse) VisitGetTrainingReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTrainingReport404JSONResponse ErrorResponse
 
 func (response GetTrainingReport404JSONResponse) VisitGetTrainingReportResponse(w http.ResponseWriter) error {
@@ -7665,6 +8764,9 @@ type StrictServerInterface interface {
 	// GetHealth Liveness and readiness
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
+	// GetMetrics Prometheus metrics
+	// (GET /metrics)
+	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
 	// GetModelInfo Metadata of the active model
 	// (GET /model/info)
 	GetModelInfo(ctx context.Context, request GetModelInfoRequestObject) (GetModelInfoResponseObject, error)
@@ -7735,6 +8837,29 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetMetrics operation middleware
+func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
+	var request GetMetricsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMetrics(ctx.Request().Context(), request.(GetMetricsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMetrics")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMetricsResponseObject); ok {
+		return validResponse.VisitGetMetricsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -8088,325 +9213,354 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L19c+M20i/6VVDacytSQsmSx54kcu0fztjJeOO3tT2TsyecK0IiZGFMAQoBWVY2891vdTcAkhJlydlk",
-	"dp979ql6NmORxGuj0a+//mdjpKczrYSyptH/ZyMXZqaVEfjHiRjzeWZP81zn8PdIKyuUhX/y2SyTI26l",
-	"VnsfjVbwmxlNxJTDv/5XLsaNfuMve0Xje/TU7GFrN66bxqdPn6JGKswolzNorNFvHKsl03YicjbmMpvn",
-	"gjXHOmfiiU9nmWAH3QOWXF7dDb6/end5kkTsoHvIkovTu7dXJwP4/fj8/OqnU3hy2H3FktvTm/enN4Pv",
-	"3t3+I2l1Gp+ixpky8/FYjqRQ9tbqnN+Lzze7u4lgubiXxubLLwxLpXlgI66UtszyB8E4W+TSCtZMzi5v",
-	"333//dmbs9PLu8Ht3dXN8Q+nSasfq/E8yyKWC562tcqWTOdMP4qc/TLXlnfYpbYTqe7Zghs2mnB1L9Ij",
-	"luTC5ks+zESf2XwuklhpNRLMzPhIMGnYOBci7cSqETUmgqciRwq4ga/ax2MrkACqU7kVI61Sw6xmCy4t",
-	"G4qxzmF2Nl9KdX/EXnU7jai0cHY5E41+Qyor7kUOq4O7YUWuePaZqeydMjMxkmMpUmZE/ojkNs8sLvzd",
-	"6c3l8fng9Obm6sYRzTVfZpqnd1qf8/xzE8xQp0smnkZCwHJPBBtpNZb381ykLJNTCaO+Pv7H+dXxyeDu",
-	"6mpwfnwDtIIDf6f4I5cZbP3nG3Ry+/bd3d3Z5Q+Dk6ufLpM+Dtots7F6NhMpW0xkJvABTg/Ilee5fETS",
-	"0XmsKke3z5SGgzPPeA7TV2IEfbGRnmcpGwoiYAacwk6kYVqJWDUFH03YBFpmufhlLoxlUrFZru9zYQyc",
-	"HHj4cW6AeoVieiaUSFsR4yqNFTZU9BWxca6nOOKJ4JmdsFzgnCI25UuGZ5Gbh1glP5zesT16J+mw77Sd",
-	"MJ6L9UMI5w23yMxnM51bkV6IVPI7PCefm8C+wLlChwwOKjAF4Ep8NBIzK1LWTN5d3r67vr66uTs9GVyc",
-	"npwdD+7+cU109smfc2Qbx5n5jhuRSSVurZjhBNJUQoc8u871TORWwh0z5pkRaxeAWU6nwuZyxDLBjWXm",
-	"lznPhWFD1yZrnspM5IbF8253/zX7TotMKBOx/W73sBXFysyHNucjK9I+S6QVOS6cSViu58Cx9JgZnQGl",
-	"saT5E/uKZXzKTr44abFf2V/ZT+wpidVC2gk7cYQLjK6dyvFY5ALY5pTbXD4BlbCFkPcTa1gyS9hiInLB",
-	"nnBcrwT7lcgo6bE2myVMZEbQG02eZeHDHpAkdDOWubE0xBZx4llpqf7ZKCayzouPhwY2biq4MqyHfHfK",
-	"n+R0Pm30D7tRYyoV/dGL1thw1Mj4dFuT4hDaHOt8ym2j30j1HBhKqZdet/R/tR2q+XRI/c229NbtdHvQ",
-	"nXgaZXMjH8WF7wWOTfl33wv9/szwup3D0qC6NYMyjlKFgjd+bvDMDDzFNT6ED4zNpbpHigeWInORwtv4",
-	"dfGWHn4UIwvNvnl/rSUd4up2VgWv5zco3x89bjvoF3hkvssFf0j1AhlLPjXid31oRjoX65t0IbgiWYMr",
-	"ni2twKN0c3F7+uY922MmbWZ8KDLTqqeV9SWHbgampqdby1XK85QJYF/QS4IvJ4yPcm0MG+ssNTt1s7JR",
-	"pWUPC+QWuHb7JlwpUUgnq3uYijLNXFydnJ6jFAp38elJI2qcXb4/Pj87Gdxen765u3l30Yga/p+Dq3d3",
-	"g6vvBzfHlz+cNqJGmb++P725Pbu6xF9/vLz66RJ5bSNqXByff391c4Es+Pb2GD90/yrufuikuDxxFGWZ",
-	"poaco8ZUGONE4bVn4eIqPR1qnQmuahY4xZPnmit//MwC34hZtlynA/yZCfUoMj0TTBOnnOUile7+p8+P",
-	"WAItJ0zxqTBMWsOIvDuxOkZFQqQsmUl1n0Qscd8nIAAkU52KbCDVWCdw53FlFgIEK7wA7ITbWDnZ4QvD",
-	"chwP3o/NZKYrzQ3wIfxQNOl+g0spQVJOmBEWL44ELt2EccXEdGaXbMpnR8y/BJ9J4UfjZIswELaYaCPC",
-	"NT1XD0ovFEPZh1snE8HlPRQsFbAhTrRPJSzuVCpuiZynfAaLgjRMJP6sFAF7FDVWp7eRscB7Z2qs/Yew",
-	"YJtevtbqPrxXXtCNH9BL9M2ncFkuL/kUKAwJ7VPU0EpcjRv9n5/ngUXvn6Itb1a73cJaqyuw7fXSKn/6",
-	"UD4buOt1p4PI4V85H1uootjrHeZIw4wa9PGG9ZOw0uFNGunWxab3/+VdLvW98z7v9vraKtAG+hdvRUZK",
-	"xDY5YF02H8FZVyzjKJqHt+GUK4uC3rOiA16UFQljv+61KX8abBtJBpqvcT0zm4Pu3ORjK3JSSvmMtNNc",
-	"LwyT05k2orV9gFOpBiQIbF0J7NfxZcEyvYDRvHnP8PPtPRXiEM+yHchlTTD6sKqqONFnVkhEjFtaDNo1",
-	"HHLE7vfOURnP51mNsJNoJQbGSTwDugGcyjzlWVYsObF9P2HWBGk5Vs8JZPAnrhXJZXBbwPpJRQqyqYpZ",
-	"zbJw1fLfukX1nb7lxkoRxepODs1E5lxJr4h9DyQx5SoClanDvu70uq0OS8bySaRJn93lXCqp7i+E5V+Y",
-	"WCXFmid0P3k5an1BQNKDZrZL4lUBb+7VgEHldzoVgSRqBRP//nuezUUNSV4pwUjIRAIoTiYsGh9Z+SgY",
-	"sk/Pjw0pfnaSC4GWCk7/bls4WJZexhNT5RAnb4/hPzsI1CfXu755uuObn2pXRo1lCorwpqW5Lq9HBAru",
-	"z92I9T4cMSMEc6Kh6UxTIBS8p77psONswZcGFgtUwaNY8dKaEumPQs/eaDoU+NLcihSIOxNjy/TcRsxo",
-	"2IdYTfkMzTNDQXJWnWa9cYEL7XaL8rhx4Xdu4fRfbKF+o/JcZGgzOEvreWoh2iYyTY6QdkkepePFFhNB",
-	"QoWXPeukSzbmORNKz+8nzGq0TTOJl9OaKnEizEw+/B670I2Y6kdh2EibqRy1c75k2JTpM8XzXC/YTBuJ",
-	"x45+BwbWY1bHKlnI1E6Sr3psBsq46bCf/C1CVpfCtmNYOpDsr+xp8E/5Ve8Ta7OngYxiJfBXeNZmU5FK",
-	"rpppCwV5ZPdzy0bsryyBA20mOksT9sQujk/YHut2Xn99cBirJvz5V//xb+K3FjH5qU7JDv1rm1is47ul",
-	"MUWMGyZVrH6aSMsfRO457lu+hKdvJmKqp8LmHXamrMiyDjvnww67XRrbYb2vv2XN/W7vmxb7Zr/9zcFR",
-	"rLBf0Ob50OhsbmEnHyVSCntivc7+4atXvYNi82Ho0rBuK0I1RBogDZHeC1KZGKyOs3qN2BQmYSdcMbuQ",
-	"I7LxisE/Zbv3yTsJpI3gfI95loWWsJmP1MyItTe28xG2hcQOaVG/K4+HWybDtmTc2GonH/H+i92d9WrE",
-	"fId/ZZJ9xRyhsK9Yj035g3D0wuRXvU7nI+NEWRHqZ3wkUjZc0mIam3N5P7EMDZR4JcPPC/4o3B3Bn6Rh",
-	"Q2EXQiigKTIOPtF86OCZEVfsXgPlKjfDjx0Gx9SQeD9mnN3wKVdsiF+Tf8ew+5ync55lS+R78IyNM64e",
-	"DK2Enhk0QCN35JlWgk30QjyKPFYTeY8HQebMyHvFs7bVbaWlEQytjUd+0l6yoQOjc1zcWOECBdZrte4w",
-	"PpN7PLdyzEcWePy9hGOLPGSewVKJGRsu8b+dWBWSnR7DunK4yMO6o8qNpnH4xDoJoo6Jr9rvUmI0tbaO",
-	"cEo3CJpz61WpusPpFuQL4wkP19tRWenUHsHpKqyar3ewoG4xnCJ11hhP3Q6ZGfTDQZIwlq0yPdbkjncy",
-	"4J0TUAKBFHTO7EKzVFgxsjpnM/kEsuLK6Pc77EchZkxathBZxoYi0wtcImK+cDUA4X0BEmZqJ+hocf1q",
-	"xcwSjomVI2ZmYmRzTnI8fGFYr+tfXchURK6Bb5ixPLfoYETf6DAQMwhPxONbFVN373XtHVl4HHc02p7C",
-	"DfidTpcvdV2UjDlR4dvSYwaHbekNUWjXcAMvt9mtG0phE1hTHYduhM/aFMJUPkWNUSEQDGS67dOq+PAp",
-	"8iaiLV+VLaafosb2fnB21AOpfltfvpNTYSyfzhpB7CkOPo2y7thvNYVf59rqkc7ei9zAjq4SzKOXaHBa",
-	"a+uJ449oW6K1caztqfPJbbQqrxjf+WgilWiDcMWHGTDNVJBADYRm8TfHo62ekRQhDUv1aD4Vql4a29no",
-	"m1IsSKD7lxmB6xbhLfpHby23c7O+BqQ/DR7dRvT/2VDzzHmxydmzNt5UwDUo0kEuuKn1kl2TakFiTWKw",
-	"azT6Jv7b5AhZ4mQ+5apYaWrQaXmKuAEsp7RiamrXzv3A85zjwSMzWqahjzobOl5mSHrlKa+NfsWqx/xH",
-	"zH10xHqlbS6ZPmZLO9Fqc9t3hX9eGgxBsUIBC/9B4+2Wz5VhSrNrbAdkEmnYWIosZXCNGhKCXPNegP1B",
-	"w3dWTkHeoybQi16K5knuda+z/7rzjTMArC0kDWrzwC90CjKF7zl46H/QbDiXWcqkoisXnjaTVDyKLHHK",
-	"d6ZHPKPXWrWnwwTiDIaJh0ZBaLU8Zj6DCQ/IZ1w1vO1yIWGHdcfl7F7pXKT+UqqugnuIIlLYySOWKJkl",
-	"JFwZ0CDoQoepbjhMRXfnmqdo0ywZn5+9CKvHd8br5JQbN1V/APU8Hwk6gGOZiYQ1RWYEO+h2WeL9Zjen",
-	"f393enuXtEDS98oKNM+ESkHgkoolnY96mMlhgv6PyInOZjnNJMrAuYhVLozOHkUaMXSszFWKfpWgbdGa",
-	"fWEYzzK9gEtaa2ti1Uza+EsbRtiGH5OIOW7o9OIQzZXIKciqewla0ETeOooVhrItpJ/W9fHd20qYWocd",
-	"K6ZntK7MyFSMeB6rhLQSmCjpVZ2PRqukJEuvqhYoHKEhybCmESJWiXnIBM9Vm4bVmaaJCyyY8qdzoe5h",
-	"jw66376uI33cmy1+emCh9yJNWJO0F7hEQWizAplF4pYpcdYYbmN1L5TIOYjzo0zC3cseQKokxQLYiV+K",
-	"VqdofpbrqYZGOZos70VKtrKIJTwfTeQjvJSLNl4a2Dtotu6Js8E1eaw8l0AvmXiSxprCnEwxh3QCGa7i",
-	"QffbWCXk0729O757dzu4OLu9OL578zaJnEXK3XBlvwq2cETWp9E8z4Wy2dIbBP0QYMN8ZA0yWEGXQyvy",
-	"Z4E2zXHWgsLhIVzzCZBGgqeaKbEIZMiEgv+F8aSxSlx/CXZSrA8qziWDK61qI2r4VUN7a1avPZWY8XPC",
-	"1EYhyv3+YQPbuREGJY01e+vcjvTUaWATbZlZ8Nm6tZRn9zqXdjKtvZhhlQfIoadbmTO9LdLy7bPW4CwX",
-	"j1LPzeYryq2DpwBnAcETs+CzTSY3BbxpwU3NxbSyniuDrBnSyrTrFv6C6LjOTPhOyV/mgsngTPA033z3",
-	"7uyEWfFk4UKdslyM9HQqFJHxI89kGqt3d9+3v3FGDBIwMGIRSBAUu/3D1+zL4dIK8+URSwJf8rcWmjgw",
-	"lCs3yEW4cgOZzjMr2/AlK15hI67YjBuDom+sHEsC2jdWotbKcjGeG+/fX4umWOOP+4ekU/q/ezUHYtVR",
-	"tLOr4IjxFb8BMatUC4q+c54DYBd6CkJZ+p/vHkCx4URYLrP6lQisKjBDxcbzLKs5yylQNq9hBj8VZmnX",
-	"GFBfngoy/LmWqxYXbkUbzkCdqPc810BWWCs0037B84iRKvgo0GBRHloqczStLGulTPLsDl4SD5ZJJZza",
-	"ttUpfe7eRW0P6HSril3y0+HrxOVmuR4JY1xcwIaVwBCZkZyJiGHIKmyHdsYPMvzMp2UOiB8FSxMoBsgI",
-	"QT7P+YLBlJWRQA4d9j0I7crdi2RdmckZxudRt/peSTjZxoqZ8VGVhk/R2TatKGxbPP/FXNFPUaPQwd7W",
-	"6ph3VdEsJwMtSRzKu8qr00Z+T2tE1lQ4/jsP96fQ2Q2OqX60sGaDeV5zIq9BlnacHS4OsWAzfi8iluzh",
-	"MPdIEnUnioTRPWowqdeaJnz/8PV6R2/FE7t9e9wGlu9vktLpGU3E6AGkIevWAu6smttxTGRAYk449I6m",
-	"sBEznxq2EBQSsD48+asY4I1T4XBS2dcHjWiLQFBohFvPnbNswG6gVF5PKj5sAIUarYIvmKjcS6+1E0Fj",
-	"eGCPu7E5/41B9XsHCeg50acg8wHe1jW0RVZduPPC6S/2XTzBb2Z74EapIzxP6x2d6wUGQaRsPoPeSiew",
-	"TGqg3j1JE7HRtN2rnLAd7sQpfzqj1/dxwMUf1eO2QdwNxFPZuQo9hrNTcPgPmy7YMwzJ2m42e/6mWwlE",
-	"uT6/3W9fnl0fn9+SkQRXzTA3YDYRuTjCB047YUHHvD6/vRGYVoHqhs5LjxyXbhInQfZMfCSqfNXC8DQ4",
-	"4+RRAy5euiuuz29XjEdrHfiw4dsRz0S+1nrtoAx/vNfZYCwzK/LIqMfVz/6oSzvf/yNDj97k2pg2Ctmo",
-	"Tt/sV0XLDnOqerFbnpuYjo+G+lMHdHF7ypoUi9Sqjo0CorYN8LPwt+087DKwkdl/udkqgymzk8qOPcu3",
-	"triz1iy89BXTipn5CASzo0rYtDMnutBpaZgRaOTcLSi04KZbw3MLV9qHP9CZttsBrLrV1k7f5TzLSgu0",
-	"k433s3vm1gLH/5OddGsRvb/L/Vo22++05IUhZsdFx8HtuOyfY8E3ruV5obSu6fLuivcGgREqbbmedtix",
-	"Y69lEYSNeJ5LsoPHCraEW51/YSoRphFaYz/qYYgG8soH2lv1IkSdkInVx5awN7fvjwpFM/SV+DtqAANL",
-	"8BWe6pkVaazQKuvfVIVbYVoXqYLpayncUiMOJFmnRVZCZVniPglfJBhUyYtBf9RDeC9H22kSqyYlofrn",
-	"e//8qIdn6aekhbkkHUaPScH7p1v2TwnLBH8UZHOeMj23rJn4Jga5Xhh4w0A/emEGcyPS4F6CLyigLVYl",
-	"l4hUqXhCGz8Fm2BEs1Pe4GpzXUd+k2IlU7ShL70CX+iIqOWDghqxTBoXEgSbTNooLfXuPtnKfm7Qi2ts",
-	"7wtuCnEFabROEPmoh+5SWHuktNM91554Sq53x/slr/Gr6UXZxOBsYM7vUbuBqFU7MoR9MdVA/XrdF11C",
-	"gyG3o0nISN1xrcMYRuZx8AIDwZvb92zGcwsy/wjdKIbNZ2Tx3qwU+8nu4H3dxKrq+D3JPjU+sYpr54jB",
-	"xeuN+G4XpGHFoLdGMpAQXFnhrRJMYM47CXCN0MlGdn275vwOn657i+rulcqw1hfzWYMrKsUPw5rEUPmr",
-	"WLceAa/4UX4XUfa0ALm58yfZcipKST3TZqCdHHlDVcEr0MyFqi15eYFhF+2heor+b3KGIr+j8ENK/Mdm",
-	"d7do/4GmnhdZNOoI6hJGnMlff0/Y94l8lKnzeRcmZGL8GBHIc8Ep4jYhq2zCmjbnM/GrlinPYoVRpyEk",
-	"F53lPrxUwVYwSTkK3tq8ZE+oUrX6jKtYSYdQwkK2jJmPJsCJcEg6ewQtFoZCbi4aBJvOjcXgGMZtrAjJ",
-	"wC50uf+I9jvEOtzdHJ9dnl3+MLi6vju7urxNQPzxc44VeZyLOUvDfhW5BrpR2rKxVJISkLzXCENv7oU1",
-	"sUpW85CTOsmEhv57LM6r0bfK7/iOqfPeol5LPldzm0mRn6PjcJ2V/FJvWh1L2DSvKX97yP4f9ncPl/I3",
-	"PnowWvkw+ot5OtHZA88j1vv262+jIipgxDM5JNgFlgsj0zl/QX67nadCWfkrBqXRx5tS64YiCx3QKCP2",
-	"asd+7P7OK/BWW0GBynf71M3vSaK3+42o8UvtXpVzLP/HakyYwPpv0pWutbr3UV7V1SM9bmOcwXE55SwI",
-	"I5uiC+oEk5rghvWgRLdGvQ+1d+pauN4OAXIvpb6VTmqGGa2s1Vqvmxb+RZYpv1N/kmEqEMJ/7VJ/sl0K",
-	"cQn+k21RLvT3jVZWPNXxVdDJNumbI53Np2qAmnjphRIcj85tvdS3aSAnkt8rbawLJlgx2M4zKx95LrkV",
-	"GA0n8cUQaOllOH7PpTJ29Zo9Ypw9iGWsZMgFJfyLkIxGnAujMn0YUSkNtMNuhYhVOckUJHFgMvOMmzqx",
-	"JxOPwsMA7nDd/rLrewO8YHd+OxfpfET6/c6X/k4vvmgcdv9FA3mGSl7GTEvf/JlMdaWb/zLXP525VsBc",
-	"/gdw2YI2ajJz1EgoW4Jhe373qwgCSD4+gX37xytJ9p+iRlpluzvQeZlRw+Yrl5s42N1PuCp0bkNfqKxQ",
-	"ZcbrUlllPM9uyb+gUFTb+PfqFQ7u5rOcAlyb7Yu6kdK9qLHD2nrBBDQAd71v+/LWv7cm3fsHG4a+EptX",
-	"G2GKKcYYUlUJXAyxiRbNMmhYHi5ZAq8n25CQKniAGya1CnwZhSzkDR+U0RCiktFkw+tVO1rUoNiVjUuM",
-	"T/2r6nHje+rRhzmuwCsZ9/Nud2t5Mtuu1dLYtr4ahvf8e6uLv+396mLi7b56xNaI69QjbQX9mhNqSa/D",
-	"jinXhzl1mHJIkhpQPyS1Z9VofwWv9f99LswkhOJLD0i3Eolfn822clVvxHM2UjmwhXdKPjEx06NJGQYE",
-	"Olxww6Y8FTsaqNZ444s6PwpJQeQm3JzWtj6UDfJQMbQSIb7MLn3LH6X99WHZ/kFnfMnMVDvgbZ2zVOTy",
-	"kWLBg93ZASWAFhY5EAq0zaT3wrAxxvbDZBIzkrNlh7AYOpXgtCZ+qFK9iGI109lS56nII+oN/pNZ/tde",
-	"hPrRX2Okp3wWN1pJhyX0XUJW6aFgOk1jBYt5nwtOYclcsSS0mrilxraTAlOg/ILIjChZlmut16FjPtSP",
-	"gu13D7522WLBrD3hBn7/xhnFW5gl74zreFT7hYX84vTu+OT47rjWeo1jXSetk9Jm0ILVzMalHm6ezCoe",
-	"Qpc1w5ZXQQgOtjmeQq90wwT4h+0Oq6qN3XH/OmGCVr3SPix9qYdXu6EjhKbKw667mT2XfuEh8i4VuvqY",
-	"MxtELGk+IdAOV82nVovtMWPT5lMrKSzzMz2bZy6vN031mHVbhYcmoNkADY4zbguzg4cq4Ra9J52tQCJw",
-	"c/5+/N/bkjy0ImKRcldrksE9ISF6UHGxV19xuRE17JRPBcswZQmZShFBaJLfHyn4+vDw1et15z4GpRjx",
-	"S+0wSz3XwfzmEt36Uo1ywUFGo2jGIz948cucO2bg/RjJaszmHz2jla0tz6C67HX77Z3AATF49QbaBesh",
-	"Cezn5Oz96c0PWM6CChPcvLu+oz/fHF++OT0/Pz1JWDO5vrqtCffZG3E1ElnSwq9r6kkQLy4lKpmHEsAX",
-	"oq6EpadGNrBHaiipiNuJk7c9VhufIXiuLsct5XpRDermLAlicELOTvJ7rro8OcZwYdSLg6r3DtCASEnd",
-	"H1WSFilR18FUfoH3LYZUJSFMDI7yERvruUq94dFXKvioh4hjgKmIOCWPFuwy7yk2pYWR5it1JF6Iv/Fy",
-	"QA1PeX/Tw3VmIzI+MyLdFZfgxZaqKtmvm6p+mizDChIKTsS0Ygn9O3FBMyFZfidTFuy3mbwwQvyZwKyp",
-	"sPzlM76Ar9YnfBeoYSUuEfixT1uKXDhdmT2zJghDsXJ/Y5TcRz08qvBADHqhqDof0+CKVmwI7KMQOcpQ",
-	"x6hzJHdkny2KBoxVYB8J45nRLhgQwwDXAxBd7QpfS6NOVeEEVuLs/mPQuZ9K6a6U4JFqJY7YVCtttZKj",
-	"I9brdEv2fni8DTdrC7JiHvLJX7axLg+9fmu1T0ZXLIExJiHsC3bml7mYixS4QD5XykOEEWPivq7RTjRe",
-	"it6piflzS1sOXd0p7gnDHl9yanaLlSpxoCJiysyHlLn8gg5XmJ87s6V4o0B2YXufM+yWxnXsQBdqOKSx",
-	"csphnOncSV47M8tnmAoNeXvqJWbQJ8UNTrlS1DAlSyWdXRdqyxrURzd+1MPdQw7Ld01NuKcST3YwmudG",
-	"19SNeoO/+3nDq5hw6q8AVSA3ws87BEyuLwLQRXkMWxakCHWsjtQd47ZDtvRn2f8N5z6CQ+5g3RB8aO3o",
-	"l4w9rkHEJcZnjagBjQB/wyZqdbnKRfMi+PBjhpjJm7DDWSVlC1g1gSQgUtNY57HqdTplkGYS8vwd5GCm",
-	"vdj05j0bzfNHdMRS8H6spG1FbDi3BaDBaKK1EX0fqd4JrQ+Mh0jv5HPEPzGxctDRHXaM1oPFxOGbIcI4",
-	"OoBZcypVU7V7EVOsHSDK8bJpx6rXavWfj69Dnb7v8bqHy1iNVldlPgOhNamCSCcBKYL4wuuDbXlfo8dB",
-	"AGOv7tOP/jD82MaBr45gxfTQ67pAQ1gF0mXhZonV+i1N9h4PE2RdQaUf2Vdsfwf7TXWGlTpCtSDyq90/",
-	"f2u9uX0f8JqrIb2Vgn+agv9MrEgklwrdwTyHX51c0+qwUz6auNmC7stLgj21Has3t+93iLi8m4gloqWG",
-	"3HJKRIiVy8ldyTN4IVZIoXv2XKmkCvOMGnOEW3HvAL/7Xej8a0RsMTWlOeJYfM2pK0BBEeO4tjkrH/U1",
-	"+M9uh3mUMXLAl/kCYq0I++IjEVIhSotYVcnrkyNWPD7uCZsbkTOZdl6O4LIF3+IWRVWPaCEVGRIR2gLI",
-	"ztuWIiYx3nPEs2yJWIyOdZOpdSUy92g1iN1YnZNuOmXNpISgm8SKcL8ciiiFsrQQOswXfyEnFmKprRlL",
-	"EUt9xnM+Fc7Ua9d08hAaLc1zPIHMwkYjgFVFjfepP7Uaf5OT3l4ELxMAW0nXb0WxgqvCxVW7O9XlNaFs",
-	"1wElOPDsgBbSZzlfUJi2xwqJVaxOCVDDLfiML03JJoAKPOhCI23QfjCkxIG+tw3HmMSVlJ1+CbkVm3Qd",
-	"HHZxMiKlCHATDP2xKsiBD4G3dTuHbEqgtWU7Ny1l1Y0QKzK3unQeM5+ivcTZq8l6zp0TAPjaAidg2CJW",
-	"CIg0y5ZtnqakNWI/rSM2FEutUiYkaNfR8xb7BFGvh0KNJgkcfTPPfZ4dhV22MWIel807WHGB0S5LFulm",
-	"7zDaj3ot9hUz6pHUUnzMVd2KrvDTF0OzlDjq6xcAtVyBjrkhIcBOhBFMKldmjiU/Z3oRsYm8n3xIYrWO",
-	"79LEfIF1hBcgiox8yP5VRCOcivxepB12XXVPE0QmwftNdFYKlkPUbaDaWBXOJQL986tJGN8oZM3RvM19",
-	"KoJI70WHHdMI3F4kIDw5QRbmlURw0/rZO4uCzjGDAcamypkL/S1uHydUlTBtXrDJdekFJYvtQTldvVdj",
-	"jd6cprZ6KWy7nNcbf9aaDbewVAb2SyjrsvPhtgDiiDD98ZFnc4GHs0g2ofjMWDWThRp0E9bpMPgXHPak",
-	"FWHY9oqN/IhJy5QQvgyDE03yDjuDP0EAr5rM8WZJCzORz5QxCZ1O2qgSWUtVY8sd05UnbbHDJcbg59tM",
-	"2sUitOGnEmBmif8BdahsCewSkfSRf+53u+1X+90u5d9gMePSvKuZLv3tsuvvBEToHnxTwUTAv5/1EQTh",
-	"5DlN86KA33oeOoNq+wZBOdQSWiv9tJK9s/87a0S++LOV2WMbCHDy3PRdFs+G/J0ddqiE6xw21mvWLiMl",
-	"amAmTZFtU1vp8Dn24WJfBzVJRX8nGgWxAXNpdk+fKZqtTdXZ/xcadlrOBtvTev6R+SMxX66LylPRxnQp",
-	"lmIGX8jW9k7aWKFUF7GkuWRttpxw22J7rGmY+SW3zR5rs0nLe3yJn6HJgZkRz0QaK1DKQek/Zm3WS1gq",
-	"7nNBpwaLQespsjpXLMyFeMcq6e0p9hW7299rqnav5Q3ZO4ZTr7p93eoXxFnZ6jI5PXc0CsjT572FXicY",
-	"1OMrl+2JjuX/AfiENSaanSNfi7p3ZABBC9HuDBDtAHg3rTA/qj4XsYqBqmRCWrXV7Cp7+Gq9NTbNz465",
-	"qMTi2UQqZxih4P6tHVRzKIvPnwGfCKU6nAIBNIP8CRhWHpIpvQG7SDZEwZEkfuZ5kEE7ZCXLkUKCXrlE",
-	"6aXnJEdB38GKKE6QMZaJJ5uLqa9A00z8DAZWW55VkCgYz6iS2ous2f6Gqtn9al/bPQK/E3HxGfP/85iL",
-	"tFMDF26a7rCpUrHFRI4mhVkQBFSKUlugj5JK8ezgUMJKLAP/wUYYQIwQcCNMnPsvFPyhKoZZVtgU3ECP",
-	"WBdpCTRpSrwmrbHxolIv5cNUHMpohaM+x6PfoTO3xgBvamLO3qBM70BIpSF7Ub+wSUasRtgH1fz0+nhw",
-	"P5iJfHAOL528rf5ZenoEPHHKmREzjojqEdV0nAieIsoyOidUSYecuZ87JdsoKiSkOZLhsROrs8KSgjco",
-	"FY/Ed1yIRSpGcsozZ1hGlPyfv2p/SOW9tObnDv33w8+i+PFDElUJDX/28H46j1URtkF2iz6onPSWm6LO",
-	"QbvoDbrdLihGE/HE3UBgAN2n3qy9j6EuUo0T+g8Md0nAf4qr5Kg0l1gprdpK3OOd2GHHfnS9fbKsN3vd",
-	"enM8ql4mVnahqUZZ7gw2ylXOJOUjyBJDqXi+rA//IJfO7nEGq2Eh5rHhmqmj3ffPlM0okoTRYt5h58IS",
-	"zDbtWMSSDqzigCJjknYSUUEmTCJG5h6rDL/BkFf4qAitfH1QhuVuSusCb0ASCdi8XgBxC+Ys/o1+Y5aZ",
-	"9n53/3Wvt7/f7nV7h90uaDscOoPh/78/H7f/D2//2m1/+6H4Z2fQ/vDPbvT61af/VbfYa3aFdX+Z2mTz",
-	"cTETelxSkv9s4D3K19E11T581oxHVEdboZ3nyoT6cOHQYzRJGUi5BX/oWFUzdWBqp9fHETt5e4z7fXJ9",
-	"zJr3e+ctNKbeLbQvOkOMAHtGkR5vDbIT9OHVL9mXX15wxe/FFMS1ZqUI0RcGa3eY1pdf9tnbu7vrvV6n",
-	"x75if7u9umRaMUTcOjw8fN2hhoqaN/DB/xG5vvg7uzn9+97N6XX5/UMH507hUdd89BCKYptOrBijSspU",
-	"NUcaXB6q6yYVS0q5ogkbCmcEk0StR6i0uFegKXcwcRmK80oF0VylC0lgV2jV91KtYUNtJ2EV+9BUUq3w",
-	"nbCmgw5LSjAKcAirKTtwUzCWrCLUJVSPMimX1C836fPb3efldDfoowrPCL8UtceAraKro5I5A83A4lBt",
-	"cYc14DMksJyHgW4qORXYk8+sciNZTQ+Ad1wKBAY6lrMow7PibVdrg7GhThGprQQhgdPwKZwJa67XYYML",
-	"w6far65MSJBKWDPxkbyl/XB5T+i7WFlR/9VKEiDNp5raV+21lLLnNzTsDKLOFTuM+5PgAf3LX/7C8E/j",
-	"PR8wR8p5ojpjGG9H08/13DrzNtp2vQ8JfzcRW+Ra3cdqKuxEpyQDOE6DVjxgfAUAXyAT6iYpKMBfEtPV",
-	"ymWJc+S80akwDKsxoEMSk3mhH2QkvyGDYL9hoTP2G7kdf4vVb+12O/w/vHbQ7bLf1isGsd8qdWtDCMKU",
-	"WyDkMltygQ1rIaJIwy1W7qWoGAE8y3eCZf5cGCoeeOJolQ+xjszl1d3g+6t3lyfwpYvapWA9kC5d2e9S",
-	"kRiFBtCquu5aPdjU6g+ndwnbY8nJ6fnp3el6MOBLOikN/c2VDz5+Zugld2ZRoRk2PiLjLcu0uhc5bYJH",
-	"dZK/UjiiB38LnvfFWpWHRa6BdG01qNfwpWGLSXXU7y5vj78/HeDgNw2Zs5kcPWCJtzEIKhicPMq4MRjX",
-	"M1cuhLHsGckyvciksUewbpjxA+qSeBIjrEK9vnClFLDnls6NBA4BH4tQR9mxrPtMDzneXWEAIm0x8pg+",
-	"uJKYGo4sAWiHs+T3Aa356XwkPJZeFHCsuCo3upIzGRbBu/B4fk+HplgVbYSHZIT7dL3uFGsmlVQmZ9VL",
-	"XKqSEjwXxsYNYI/8SZq/dpPWzut7d3zzw+nd7eDd5Y+XVz9dbt7rEr6+GckHads4Tke0E45Vqxw4m4ci",
-	"h/vNg/SXu14r5FXbq5sm+aT6eC78bnM7ofK2ZJSLCgYlKMol4E7i0XH1ywxrVqubtcI2EJ2Uy5d12BtX",
-	"VMHpWVwt2dCVG/AoczQIXl1Yl6k4OP3fZ7d3ty+dW1mvIIqFDpZrPKaJYfw4CBwQd8E7sN+zuSXZDGEK",
-	"9xK4ISZcrXBjz/Pf3L4vDTJYUVBfcYN6c/sexjLlGQjpIq1LC8DizRQYDfp7bVchqmJLfwloZQmhV1Zu",
-	"hkoweF0P68kVz/cEHUEX681T8J0TAIGSg3GFMipNTRiI9AibmGTxJA2cnJVkRxeA4JMvxKNQEeOVfDpi",
-	"/b5GsI9YgP0OOYVo/qumHPqMkeAPwUADDM5gTdC3a+IHyE9dO0LDzHxKFQV0qZz4fvfg61ZU+MfxZsI4",
-	"FEMKPoaprLrDV7zhaKWIVmL3cUW8G97UZTfxImQHy31LOus1AL9jsRB5ybbgg+gNuX6JDeB3hKC7EsHl",
-	"1rcmZpKiBzdIO6xZdfz+3PvQcTmcrQ47Xgv52ZTjA9oTbtt69ky/kgkSSvBJQ5KeVJV4nyrDP7u9hZNx",
-	"fXxzt/UAjswjmX6qJ3Eq6WKr5SPvbm6vbrwUVTQcmsR44gQ5FF2qoHavya+4GSBf8ilWKyxLbBVZDe4b",
-	"uIRJIi+/9rer79bFuhpA54htyf3qB3qDFZfpBvHx/Or45LTUETF6CUpHvwIX58rYuVYOsZXTu7dXJ6u3",
-	"IREdzMuVWgReBItW7DdpGL6tb4sRrZZb3H4BJUW5SNjyUBeyeiPRSIgtOnmmUvexRg+QliQRFuohR8wI",
-	"5w7JseZ/GML6RI7f3J29P8Xx7yyO0wofhXKNYZDk+Ch34qnk5OrydDOReNdBcfCkYQkFowMBuWh0WjmX",
-	"keUi5LxU5EDYtQu4BV1yg85EK9laG+b3Z5dnt28rgtJmkvXj9JIDFhVkTUq1KQ+z2g8Q8eDscnB9c/XD",
-	"zekt3px+8fBKI4lj41a0UBii1ThiSdjxPrP5XDhD6A382j4G9ttnvbDp38AAnO45uDu7OL16t6aDoppo",
-	"rMYYXFChH31FK6cWBUYfYmpkmgmPWpq0J9bO2tAKJs7oebkY7asuM62I7ljUPrG3ZlnlB7IvpylarR98",
-	"11KR+wVxAKijj0aram+s6XvrlXoLd4ITHMYCSy36y9+5aRgnFzzLgaabSZvebk+lasNPpalgDDBKqmbP",
-	"ROTYC1de+BA+at/nfFT+FMa1MeOTW+EJpveKpPh/IM3cXV0NzkGNqCj04mkkRErfIo7R/TwXKe2Gw3de",
-	"mzvPjO6j6JJyy5kRlvEMa3liWi36EqpJW1Mx1fmSDecpKCbNpD3lT23/tE1PMRBMw0FEmsQ6l4j6FS6X",
-	"3qHTeQPayMXpydnx4O4f19VJTVyALRp5GOL8KMvscuZ5+j4epSCE/v3d6bvTwffvzlGJJmoqfHSZxjvV",
-	"8gfhOILPkvmoh5HPhvmoh8bVs4FFQgeAT+Fq7XLQ3Ck79Ld1JbOW/cbmqrDolk1VVUooCjQAlxo9wDxG",
-	"oto/whSE7pBIbk9v3p/eDL57d/sPd2dPC/v2SCtFQQe0GG7/8PwUz0zScnnVQ0HRKayJ9tQJFvD1/KG0",
-	"LChtcsM+EmCHUEzPhAKVnxJuUFoKXYeCGTjfCZbWB5URliLyfl7MVTbujqB3Eky1rNmBaI3PRf4Y+D5h",
-	"BJk2Iu08K4aFJNhwHugkjKV95hw4zQU5tycamPh6ZiXSFuJsk8Chpz46EjZ6scPcDle2++27uzvMvXfG",
-	"hIIfB95dCLUV1g5iIeVQeeZeR9zaQ9wUFfeHQI1uEF8Tiddl69dJQdGzq18qxUHJ/SSmY2Y/x0L/QPPz",
-	"LGPN5PTy6vb6DbAauHTbmITbTE5vrr6/TTClHbWyX+bacvj95O/vru4SugOkZalMSynx2PkB+1F+R50A",
-	"XQ/JJCwV6zGDGO1lztmq49rSYgxosAKNJlzdg+6+YVUxlhR1Dzhjqxv9qos7Havia8yYwDPP5gqTsbF+",
-	"eYpG9eOwu2WYAVKzg/MKFD5YPl6YFsJnoKTGCk4yOuUj91+XLNBjF/I7pxGa+cyVCbA5V2YMqp0a6ZSi",
-	"XmPlIY69nEiSiitl7LJ50Fye8aXIy/YeZ+w3scqB48CquNCcWcalaiNq1EG3G7GDV72IHXZ7sKGH3cPg",
-	"V/hJDOHcPwqFrCxWXzJyMXjXQlEj53+3ndOkjZ4aVOOM8zSItF8+MV+YWDGGqSuVr8jo6yRPX/bDmTB6",
-	"IIH29r8p+5b1GNrJqs5r57LuDPpJVKAKMA50gQBakQt3cLFw6NfD0+hKVaPlKsW6yysCGUesTZbpezIX",
-	"gRjgWvDb3iS9JnJrb8V0liGqDcnGEfMZxhGxDRR0KLEtxUWZ21aHXVESvFPfS5tL227WN7npxlHaWM/0",
-	"0RjQctK8EuhepYsArhU+k50ln2YJTdOseEe4wUNsRRhh9VOQE5Oi2q6XKbhBORT7enN1c4urOR4DuTpp",
-	"zaXtJe2Rzk1b5/JeqoSNM36P5mTyotLP0GszQd+r6O/tTbSxP/fhyGBkiWHDXC8MzBR1M5DPki+dHKHm",
-	"WZZQyAcLZ4ZbimZoz2cthzAy4/fCsCkH8QolYWnY8fVZn7JcxhnoejSMYJgjDfTKDRx7O0b6aL/RyuY6",
-	"C5R9gSQBfHTMOA4EtwzvbO6N5zRVQo7b7x645ldaPM4yvWi7PnE8yJ3o21bEEvcG9eizdrG7L7zKbZzH",
-	"0r36ltgS+Stx89p3yxnelNWz6ZN9HaULJAbP1DiuIC6gEdb5LtsX/Kl9fC/67HW3mxx5D6TnHJhPgGNZ",
-	"4RWFj/HZ+WMn4mmmjUB+UjPeihzpcuZq1ltpJNJiQoGzAz8JBEAv47GEg1eQAvzeD7uGY8GRJq0O+wn2",
-	"EY8AnPmVJYAzmbzn+bLP3KQC5z2e2wklFAK3iNUlHF1GeSZW5GO47MIpxYsL5zHKBcZc8szfOMDSrX4Q",
-	"ytXEJ7ZFGWE+JKGIXXByCUesBBPGi8uKuSdwm0wFV4i9nc+VZ5KzjGOMhzQ64+RKQjsiU8IudP5AY0fB",
-	"gjIl7TJWtM/Ia9HG5nMpEmeQ1OOKTZtihay0GCmU8ymnBJSyUA7bPguhI8ViNUpVbhrdTq/TdZmlwMYa",
-	"/carTrfziiKNJhjP48Rk+GdtCedjQn/c73ZLIqGfNFrSO2iXsnNDuZmpuM95Kvw1ByTkCtABJegsNeX7",
-	"KtEPiQuqqQ/YrpPnWBNlrRT9/cBekZtRtAa8gGbosVmqkQcmycVUoyUCBbYjYOCjeZ6jesOzzDAz4bmg",
-	"8EJGklzL17rhxjl6gppM4G90MPNc6T5JniBkEveskzMpAXZpLOa+OpkzcsKmeJrwuec2K5KnzxWF4cNg",
-	"O+zYyZrIFSe8wIYyE2qhLITySs/uE3VvSs5ROFhZJlJPxNDEFIFzcPyGxY2wMcZqNHGsCMO8LAqXh2Di",
-	"RlSASAEXVyOXGGzsfPTgpmKsT1+FCxHPIwo9iNyI24s7ZNhcWZnBCSXDNAFVYRtwBuFQz2C68xkGRZ0H",
-	"tWpFFse+lB/9YfdrZGcbEMRAfiXbh+vIySVYoMnFRWAEADSC+b9+g8ioBM9B67FaH8FVCC0FXyi+2QdS",
-	"5mwyV/fQBpKTtGzBJYoI2BMVGqQDQEexMPsZYM7soPstTmPNSNg68gfMWTmBCkDbcKbuUg1qhCXJBUoO",
-	"JaC0oRMtfJ5dIVuEpkvsqBSHBh/jXYQWR3iXr5Q1q5z7co/ktEV8NG7YVD+C7qALUTTofckvc55zZaUS",
-	"ewl6kETOmiRaUJg5HF8KMu/Qge7YJ+sj4SjIy5v63MVZwaEqfCpOnoOJ8SkGA+CKe6Y3cEkyVFucGzQ9",
-	"wn+lxZU1fVaMFYEa3TWNzbhEEJ7RTRWYVnBkoyxVne0oEzxHNRLVPuLEfaYfygEI2YBK4ATjD+a2k5pH",
-	"R6BfUgGwMMV8hvYJGlLi9jbxp67Gr4L9vyW7jJfJixuj3p404rNYbbInlXIqD1+jNohavB4zQ3GIjmmB",
-	"8mhkhk1nUihrQKMud0PHyJHag8gVVZbGy5/sLQQPwdHAhRnylOo1KxsxvLBAmD6LkZ66EtZoI6KSouVe",
-	"A3eG7kVKVmhjQ6h/2SiG6i9axfrOBwJssMLfERGAu6xp/yXJPrFqAs0bS9+2Isfc2IOY2TbP5GNlYENh",
-	"F0Io34iJVZNs8G6A1MiRY6do2UXtIQwXGCDQ5YSrNENLwvGK2QxztNF0RvLWgqqdwjbQ9Pa7bGqQs0LX",
-	"hEUAYvVQ+DvCe/Y9TprSsOpYZL3cEywu4k9Y7RUj34cbbwvUm7BhZBzmlk6m1WzCH5GTh7wCiuUiNp4L",
-	"35u6Z+NM65TcVwSxBWMac+PBhYkCgIQMxiqjDQRu6/I2IIXiVO1kDiN1Q8YdKB8NXD2C1UDQF/eMisqg",
-	"QogKsyN5lmo8gD+5pcrF/TzjefWwKawiQ9vivCaw7hULbaxKJtogf+BNQwHBSz0vHDm4jRhoEBb4XuNZ",
-	"0HCdVay0cHJfH5RGZDBjnx5itLYfKawONw81dlygmCUZyxDmBlWVw+6rWFVt2LBqwXpLepqX8f2Vgvco",
-	"Xq2R33qSFB6EmLnd8ozDK2y4Ui7+/xUzmFLhQEFwFl+YgmnwKcgx7kIkYBXD+FRTwOrqnM2RE5eJw2GG",
-	"F1Jmvencah1Rz2Hdw3T9AeqwqxkmVYc+qOpwibvNsrmJ1esD2ogyS2HDTI8e/JF8TcJd8+BVz6XKtTrB",
-	"AydhvxFO0Q0YE8ioNGPVrbfubQs8PlbO3WYoPhFPic3l6AHlXu48OxgcwgN1oz8CcbwckF1E8a9Sza1w",
-	"hZBI2aL6NP3GD8LSHUW4eqifoh603+2GqhCKsBRhz0gv3YORI3IyRsZvS2ihHjxA4KdPdfCKhWV8Putg",
-	"6RNaiE1th8HundCLDocU8QenU54vG/3GuXwUCuiDdB6eSkUQgpbfm0b/54ZT9j7AZ6UAiI3a30/1pfQo",
-	"YohkZ2kw1AKFDYxuWRcNYtUMAd54hnyCjw+hL+P1DFHWgYu9uCgJnXfDfoam/8wtLTrZsJ+8VJsQ9/Og",
-	"e/CH9V6JP68bweX6FjXX96GFAzukZXmeyM5cSVhHZX8MeV4Iy9FH5oIzy2tWIlJft7lEpJkDdKwlUtwb",
-	"l7RDHobhslJ3OELJwUs2R4zy/nLBhrl+cJh41UyxY5Z01OxXCsSoVkcPGG1V51OsikBOp4EE+lWuHHxz",
-	"pGcuI8fFelIesbM8f5zD9ett3myUczNpheDVkspFOYukOXBTCgWKSJDxcyEpLWgPFHnqBiWeMF9KKx+j",
-	"mgv3BgYvYsn/HD2NrSMfwrpyTHFYsqSZVTUTqYwVPI1V0whRvcudbcXxwFRkwsKOlBXDQvCrTEka9zoQ",
-	"+MYglzpOcS4NsQrzp/MJhB/dwCc8xfybjyIM0YlEjnFUCXrLcfR5wtrUnEdndPFVDEGA5Q/o6vQnnls9",
-	"JQw5PGpBuyzCqGPljNHOrBW8VLNcPEo9Nx5/KiCsgiSLTiOnnzlWTLbFEDk3y/VUE7HRT0Wdm+IYsVy0",
-	"fWiawQrZjPmHpfcxHtxVP8cGyxH3q1wD0UIZS2YcZFmpVhEqCC0Oxw6HMHHdkChbDAb1/C/ZsQNadnXx",
-	"xvOMmYWTPP0KZUu/3AU/QOAkHEeYbLk9FRLH0Ea1vt7OTue30aVNSXUfTF+VSYF0o5xHG/tBjx/sFLaP",
-	"aGAI44WF39kxIzGOnqJsv9Gk5awbOwWwkS8QGh1gjdwpmaod+FuK6QhW438qvtAoBJyUfZ/EVYMO6DYS",
-	"l58epfMck8C0QkMe9e7XcRA21nkDnildXFjoahma5umFuzrzaqWzP4SVhfZ9bbpP1dxsh9z5p7FS6N8j",
-	"lNfz0pWIXSd2dT+f2LWekdek6LhqzogPR3B6X+AhsYKzHhFpJvBfaSzJHBiW3IrWsvGi9YS4KFZr+WvR",
-	"SnJYVJepFW1KL4IW17N/YFgrWTN0jT/DIhz00EH328+4KWu8ol8NkZWV6LwjF3DoEIYJ0BJRJZAXdTYG",
-	"bDcrIdMtBxVXjcOuDcGmAFQfUY2eJZfguxYahMfeGSdgYUqMbXOFMavRcOGt+jhEYC7NGi4KYlarVOOt",
-	"EZW2YQ1xBBb7oPdqu+RxzZew1Hdan/OcYIIOeofbv3tXhAldiFTyOxjB7xaUDruvdumSP3JJkFT4zde7",
-	"9GTm47EcSaHsLTnE/jAdifyclRr3/r5tTrTFi6b1vHgWJGGiERCXa4CqBcjt7g5C9SREV5KnyYEQ0W22",
-	"9Ebl4ESK1biIEHT3PdlnxhQuV85tI0aBH3AvOAGBxAruOBKhPL689I48q+ejiUjp2xVRJmghsXL6QH9D",
-	"NgGIFfQK+pBNYZ1DCxdcsbGCsfh8AOo85yOSEhd8duQcGbwktqxaQL6N1frxqqQTfdTDYEiHW82dcu4V",
-	"moJ3+LInPlvQWc4padhHR8AWSe+Snk6ljRUhlzI5rjjpETGAAsudcxxmOZzbstvPublidY+Q/0GqJj9g",
-	"XqIVfLPpQ9goFtRFXCM4MuU1r2Y8t7w6CLo/XHNuGGjNxk1w8mgnVg63FlaK4sYIqxzVzL7XRXMxyxBV",
-	"02nSrq4iOk1NaSBN59RTDz7hEoNd4NtWqJS2mAh05zKPHupMq2EBKFZL2pWRrslkJ7iVhVRWEY0O6gFV",
-	"S6rtPdaC+dxSzN1qQusKkEDigS1Yc03gaX1+W9fd9tT+5pqQ5Mf5OeWQSn7UhhyoTo1qE6vmDtHq6NYK",
-	"WayO4xErQQeuL87xuUSIXWSH33uN/3uvZLopC4sBrPeKNaC4OwMNcufYAxWw7rqOvDGz3qD9pxupToTl",
-	"MttywP7LjP48ZvTvM/5dKVEVMF3APJCrAwGNmEMQpAiHiRg9mPm0no5D3QWDgLurFXrCQniaWtV30WSD",
-	"Ci/teAjmNaiOPbpwsdAOVYooUjZRUiBhyke78VTPUKQis5oLrkevahF0w816eFC75wpAcOXEUrLMUYQC",
-	"SnrddSAe8luW04opfVfnsVqxUtOUsaHD+rxiFxKNkbUO5BsWEuEbo4aiuuUF0mPVIBPtSNhFif0PNXqD",
-	"S6fdHBRKcdAg6M+EnmWEl5g6CxbeRFZ7W2v54kP8dtQSYiUR053dvv+BzTBmApbdA6KMhQXZn/iqyIwg",
-	"Ea2pNKOBRLEydpkJZiZC2IiNNRXMkFMcGQadu0vx3c15ywv3LgjC8EeRRrGakrWTanY4ls4LaLMO+x7F",
-	"R0do5FFiXlg0E70wfRf3s4qgSJWiZgV8dFHXdxXtPFaE+Dvl+YNIjwq7JArHZqXUjQiBv/Cvon1X9QA6",
-	"6PV7eI79uXG42OEY5cIgw3rEENtqI6GadwkrH7EhQusOyCF12BIYO5vCuO/2Y+WH/Pe1yn0elTW0UwCB",
-	"m0Lm9ii0BGOZeRATx5WChbkK4EMADagYxcojK4ciXauoTdIakY0ZeaXKNWhaLj5cxGpGyZSK3FzDucxs",
-	"OZpvPeEeo+6DHoton8SCqtA7a2RCegql02KnSFRemVrZKROV8Sj8WgSOjVoQ4URxF8HughafcZzf0Enf",
-	"Km1Y8WT3JnaaVS/P1UJ1tRckVbn7ryTx/z9J4q5UgqMC9EwG1GzchsUjtvn27uI85HLsJEn8+fdeOb+r",
-	"dNutHZWrmVDH12d/u726/FcF8xUI23pCgNZyPrLl+NMFN4w4EXC1zh+3haVEuMintJX3B7F3P5WXa8mJ",
-	"D2xZrn8cX5y/bLl8w3/4cvUZn8nK+AkmDIPH4F8gmRiHfOrtajOeG5GWMBQ5gymxKdU7avm8c2C1yHPh",
-	"aTsVLqvVh2YCX3YsX2P6njii2ImAWMBNjDCbIDU9CDFzliYXGOKcKH/OZrs9qtlsf3NvlAL/hpgHCG6d",
-	"+hLhWAuX7iwrp6IaecOaGHkzXDqgnlZE8a14VUvl0hP1OMRYJigeJB2WlGqdovRcqqQaq1BK9aiUWTTj",
-	"xlvsAqiR1ZgnUanKGrlstmAWDtlMBOTXYceMvsfszhn/ZS76TBbm25k2mA8EEqmmZP1QEbhUqp1WAO/4",
-	"lEqrm4kcW5figlPvxOoG5QGDIcPegYxr7HQWDPykGEmtjPZBObnALBCQflTq89kQXgbkMZiC+x5+K1W9",
-	"Dsm3RKuxQtm0wKzUYycToZeeBBRy77GxWLCL7/xW9WOFIFSdGpgvelCtWhV+xgKJ6HF09VK9BJj4Mk74",
-	"qxNyEiyV5wTQUh+xSlbad4mx2DprrjbuCypQQfFqH51cL8xgbkSa+FIcDlysdbQJo8qXLyQNU2GmwqYg",
-	"pFJZXiz0/Jz2fI0rLn8VEWWG73e7K2UrD7sdryH+MhcYuOOuSjw7FZtcqFu53+0+X7jyU1Rnqa6eQj2u",
-	"Boj4WsZ1Y3FVilcG40uVHfb2t9SvXB8POgnwsPkKBJgdumkAoa72bmJCTZ3vTx/+RIvcau3qmnvuSpEg",
-	"DesO8/7PiHYoFd10RW4RRx7BNFYx5zr/iie39xklca+yOjE8+IcDqYFckbImIt2dXVyfn16cXt6FANs/",
-	"LD6v7Do01au0dGWHe7p6bRNIyuYovbsCMdTJOeTkRKdeLvgUTpYzGfCFT4AMztmJyCj7jUBtvIMX7rgh",
-	"TxE7MRcgs5kSRg4p/xUT2pvb98C+yTG6Dmi1glfqAk54bl2BWgeEgslCsTJCoeTl8BBpOJlwY3CCIQ0L",
-	"Rzn1AcmFJxSLKPugW6oMUAwf70TKaSB0IjQ2IGm4LDYH3IV+y3J2w2Fvn13I74papQ4bqORC7r2qQ+vC",
-	"IcDZL2ApK1FzR2w8z9HMhcwQvTZSYcIE1nv1+W3NpEDcwp9K+XUHrtAuTdK6YE3nJQ3FofGrTamvDvik",
-	"jIwFP6ygY5GUVQORxay+J7sh4hwF+W91zOwr1osVjssQ6AAlCGD0Mg13ZVX3v61H+opVyDMrshRL2Vnk",
-	"2B4K5mjKi4k1njm+AuTlwRUQxz5k3/QpPSc5okUo46kHUrvAs9Sn5L8XoaeVSI1jiilyZLqhJ9pgWYrJ",
-	"0sgRz1yDLTbSoE07YdFtPkYwxspxBG9iCsBWeuxer0WpQusu1aiiSar5VORyxKbc5vKJknNw8ujW93Vg",
-	"ZS7gJtnHU8NGIstY0ouSWBElfkOvtyJMV6quzUjPloT820fgbh+U6QeMntDRhOf3MBsM7Xr1deeQ/fgd",
-	"Wj1zqjGMBURKKLes2XvdOWA/fhcryneO2H4PvnFIOOtmvLG0LqadOguIcb7yaG//G1eLvBR04XZWmiNW",
-	"pJgTJywmsIqq5+igBI7EHXqTw+tdJWdcAyLnCi0zXua3PlOAmu8DO8IowDX0wOY6llwrBOoj2pFbAgQF",
-	"XB8/JbB6DDSvXNTh/h3VZfZtc40XgylQ2Kjs9u+EWlN6AfoTKE4k41OxFDqTfPQQuhOgeTVTjJ9xUdQ6",
-	"jxUhfmZOPZ7MbaoXykGBlbolmnZmdgJGBtEqyyjSChFZXPiVowAXAoWjnepc+GBMNIvDeRf8gYz/SARu",
-	"yKS+FdHmrjE8WpyN5ZOrVDZxsTpAuBfyu1g187kilX44H48RicplGpEBr0VtBI2ygAOIlcMD+MJUshGB",
-	"zeLom6Ec3rd4SxY+AsfUzFGIjTSdacqMSxQ9XO20nGbu+6ykWRadSrWS8ogw4DXZj7GqSX/0lc9hxPBs",
-	"Vk1MxsREL0/FCrHyBGFVvO7iFD0rKeW4s6/Y6wOXP0zeiSJfhsQQj9HnJZofNDN6bD05kmRidVFanRDf",
-	"YpX8cHVxenF+dnF2h+YTI6wTLAJJsubt2Q93pzcXrTXSlKYoWOFhaf11iEiVLur4qHrfB5BwuI1SFAhk",
-	"HjibK1GGnrgaSzc0UVMjsAOfG+ErAdmJIJKOlUf77a8Gr+HvvmgimkO8VOcdeuSiwdLmZiWIw4TUkfDV",
-	"KuAgCNAER9OsoKC0yvBldBXHqhCjSWri1EY5swqRbgqflcdSQIySDQglIeP3uNTcWGaZqQEnjxWBkvvf",
-	"wmFz0GapWCON4naqYj+iFEyl2BGcEJtyTLuCMYkt3nAr+qW2fDZvuM1JgPPHxgmYpbNTkpwwJR5NpfMZ",
-	"XGS7AvDGqhaB94h1XXkxLPc5btF8OEPwXTjdUqdswg2IRgbz57eD9Lb6yPKRCL9yLX1F1mY8UALdzXs4",
-	"2IjA++kZTo6SqXHyKWwsThs2FvYPdnYoJtJlEBqrZyawlK2AysUiOERlaQqInoPuN+sozxGrKGiUuFBA",
-	"Dkch2smpDA6ekq4kkMFX6tjALGj7HajWSJgaFaLETqI6taHOxHYL6+1V+GdTY6bzzErQJffGOp+2gbNQ",
-	"wW2y35dKX7qP7sgoha7QkXmMWNkIoUdW2DapzuXKh9Vv18wWqPa/yEbkynTulI2z/2dYqI6dlL3JG+Ou",
-	"DNq8f6OZCk0LNWVNomcKkUSrFRjKdixv93Jz+ubzOoc3Q6tXDz1yhCpAeaw2MMjVc74BVzxWCCxOx3mF",
-	"XYez7lJ9KD3kM231un4S1WBd99cAz2NVa67xMtmzuOaxqlfNwwL8C3kuB/vffl6iClMh644HWWrW2kyw",
-	"3vQfFEr8J0YL/w8yFbsMpc90WsqKdL9K6c8iloP+/C9AlsdqF8xyb5OoKPMemaezClrefx6z3GOVO9Wr",
-	"Hqb8jw6NLy9vayf6/vfGtb9z9RyK7X5z+56iyFBm5Ypxs1SjSa6VnpuKO2IH/4PzjT4XPuDUStIVqy5v",
-	"GMU8f5SPwqMRGm+G8eiFsSrqugTjyApJEH5lRWklHF5UdFb019UOQgUZMrePMsFLShFaUgq9kzB30DYf",
-	"fP5u5EdMUnEyUnbDoSuF6BGEsU/Zgr4fEASnFfkSSyvlJdEk5JJGK1UFpF2Z9F5ljqumP8OXaPHFSJYO",
-	"+2mtHuWqVkpb9oXxUKwB4TSKFdwdmCgoDRMqpVL7pDJSRHHQOjFejGfktD0qNYzWSo+IEuoIkFaL5mDs",
-	"1rjEsSYcPyk8utchM5tQgkrya2OXQDMk3mfDzEoO7N7+N9sc2J/Je/yMTP75QxrfVctyNVdKfrX+6xDe",
-	"nVlf6ywrs+oX8WBXdmqzM/i4pGqTcYpAfUL8ND4+YnzVLhj0ERsr4EjO7iZmhL8qlbOTcpdO3+qwU8Lk",
-	"XvBlqVhXKWNzE7NmyZvjyzen5+fAxUpelODsQ/8vcsBgoA/SiVNW4J5xxWkqU/nCEK9BrKGwxhMeJhit",
-	"99iKKhkLFIFyL9J+rELGAOLseft/aJeELTTwuIq1aBFMpRlxWAJn7S28mKFYWGGIrdxV1SJi9wJmcdD9",
-	"dqUs2REzmoKgq9tIpp3SrNNY+RY9qjRhJpINKGCTENyJy4prFisTKwJOJN2UWweuclSYIemCwlpnUbnY",
-	"mctdjhV1UkEDpn5q+fsbXOP/svgIZOuVA1Q6Nf+hN8Bnzcq921B3r3JS/q+5mf7dKggdXMZrVMjfedNt",
-	"yVwLpW8wlI6bStLeav5bEqxreEUUkaJKLAKOU4URu21wVRzLlSX7JY4c6ln6b1cZq4e4Q0wD/PJgHfdn",
-	"i6AbEnv+ExnhH5RN9B/EyYLxkKSJDXv5n4FMUDLSl6i1WaXN/0rnL8yDKuU/+cgr58FlsMBFkIdIN/Az",
-	"aBLNF3Wh4K73ShGYNM0J33eeZ41+Y2LtrL+3l+kRzyba2P7h4eHrBhxH11stcmoVssBDDBXcweVnrYdg",
-	"H28yDpni4zC99c83ghW7Tx1WcX0oesj4oWzO0miF5Y1PHz79fwEAAP//",
+	"7L17d9s21jf6VbD0vGdVailFcuy0ldf84cZu4xnfxpfknSlzREiELMQUoBKQZXWaL3U+wvlkZ+29AZCU",
+	"KEvpJZ057zxrPdOYInHHvu/f/ldjpKczrYSyptH/VyMXZqaVEfjHsRjzeWZP8lzn8PdIKyuUhX/y2SyT",
+	"I26lVi8+GK3gmRlNxJTDv/5XLsaNfuN/XhSNv6BfzQts7dp10/j48WPUSIUZ5XIGjTX6jSO1ZNpORM7G",
+	"XGbzXLDmWOdMPPHpLBNsv7vPkovL28H3l3cXx0nE9rsHLDk/uX1zeTyA50dnZ5fvTuCXg+5LltycXL89",
+	"uR58d3fzj6TVaXyMGt/rfCjTVKjPN6fk+8vr706Pj08ukj6zE8GsfhCKScMelF6oiA3nlklrWK4zwZpJ",
+	"LniatFiqhWFK21jxLNMLZifSMD0TOQ7yEFuaCmP4vWCKT4XBJ9iGEiIVaayaCb0vklYnVjD9U2Xm47Ec",
+	"SaHsjdU5vxefbyFuYXziXhqbL78wLJXmgY24Utoyyx8E42yRSwtLcHpxc/f996evT08ubgc3t5fXRz+c",
+	"JK1+rMbzLIsYrFBbq2zJdM70o8jZT3NteYddaDuR6p4tuGGjCVf3Ij1kSS5svuTDTPSZzeciiZVWI8HM",
+	"jI8EbMM4FyKFBYoaE8FTkeMFuIav2kdjK/D8V6dyI0ZapYZZzRZcWjYUY53D7Gy+lOr+kL3sdhpRaeHs",
+	"ciYa/YZUVtyLHFYHd8OKXPHsM1+yO2VmYiTHUqTMiPwRb9s8s7jwtyfXF0dng5Pr68trd2eu+DLTPL3V",
+	"+oznn/vADHW6ZOJpJERKJ3yk1Vjez3ORskxOJYz66ugfZ5dHx4Pby8vB2dE1nBUc+J3iczvRufxZpJ/x",
+	"vt9dHN3dvrm8Pv3nyXHSZzAGoazrDQ6cVoyrlO6r+GkujGUjnucSL3yskD5EeLaVwLfcLnmSgIRj7cC+",
+	"e/eufVT0JdZPbfKd4LnI4f5k07/EjZxPucK240YSsYW0E5YImN9f4oZUjzyT6QBHEzcStpgIxbijXnDD",
+	"jFCWiFcxKlV77I3Npbp3p/5O8UcuM7iQn3FTbt7c3d6eXvwwOL585wmxW1Zj9WwmUraYyIzWGw8dTBF2",
+	"5REvtM5jVeEnfaY0kLN5xnM4lEqMcH9Hep6lbCiIrDBgX0S6lYhVU/DRhE2g5bD1UrFZru9zYQzsOfz4",
+	"YW6ApggFBF+JtBXBgYkVNlT0FbFxrqc44ongmZ2wXOCcIjblS4YUkpuHWCU/nNyyF/RO0mHfaTthPBfr",
+	"pNGxiTtl5rOZzq1Iz0Uq+S1u4+e+9l/gXKFDBufIHzM+GomZFSlrJncXN3dXV5fXtyfHg/OT49Ojwe0/",
+	"ruj2f/THEO/GUWa+40ZkUokbK2Y4gTSV0CHPrnJgk1aC4DPmmRFrUolZTqfC5nLEMsGNZeanOc+FYUPX",
+	"JmueyEzkhsXzbnfvFftOi0woE7G9bvegFcXKzIc25yMr0j5LpHVM3CQs13PgI3rMjM7gpLGk+Y59xTI+",
+	"ZcdfHLfYz+wv7B17SmKF1/PYHVxgP+1UjsciF8DMptzm8gnJykLI+4k1LJnhnc0Fe8JxvRTsZzpGSY+1",
+	"2SxhIjOC3mjyLAsf9uBIQjdjmRtLQ2wRuZmVlupfjWIi67TmaIjkYSq4MqyH3HDKn+R0Pm30D7pRYyoV",
+	"/dGL1phj1Mj4dFuT4gDaHOt8ym2j30j1HAhKqZdet/R/tR2q+XRI/c229NbtdHvQnXgaZXMjH8W57wWu",
+	"Tfm574WePzO8buegNKhuzaCMO6lCwRs/NnhmBv7ENd5Ha8Q1agBJkTkwux/p6+ItPfwgRhaaff32Sku6",
+	"xNXtrGoDz29Qvjd63HbRz/HKfJcL/pDqBRKWfGrEr/rQjHRew9HOBVckAXLFs6UVeJWuz29OXr9lL5hJ",
+	"mxkfisy06s/K+pJDNwNT09ON5SrlecqQP0IvCb6cMD7KtTFsrLPU7NTNykaVlj0skFvg2u2bcKVEITOu",
+	"7mEqymfm/PL45AxVI5CQTo4bUeP04u3R2enx4Obq5PXt9d15I2r4fw4u724Hl98Pro8ufjhpRI0yfX17",
+	"cn1zenmBT/92cfnuAmltI2qcH519f3l9jiT45uYIP3T/KiQy6KRgnjiKsqRZc5yjhtNuauQIWEDHuEq/",
+	"DrXOBFc1C5zizXPNlT9+ZoGvxSxbrp8DfMyEehSZngkQ5YBSznKRSsf/6fNDlkDLidPNQL+j492J1RFq",
+	"tyJlyUyq+yRiifs+AQEgmepUZAOpxjoBnseVWQgQd5EB2Am3sXKywxeG5Tge5I/NZKYrzQ3wR3hQNOme",
+	"AVMiUS9hRlhkHAkw3YRxxcR0ZpdsymeHzL8En4GASqNxskUYCFtMtBGBTc8VyoIMZR9unUwEzHsoWCpg",
+	"Q5zClUpY3KlU3NJxnvIZLAqeYTriz0oRsEdRY3V6GwkLvHeqxtp/CAu26eUrre7De+UF3fgBvUTffAzM",
+	"cnnBp3DC8KB9jBpaictxo//j8zSw6P1jtOXNardbSGt1Bba9Xlrlj+/LdwN3ve520HH4Lfdjy6ko9nqH",
+	"OdIwowZ9vGH9JKx0eJNGunWx6f3fvMulvnfe591eX1sF2kD/4o3ISInYJgesy+YjuOuKZRxF8/A23HJl",
+	"UdB7VnRARlmRMPbqXpvyp8G2kWQ8v0ftGXpmNpegFfCxFTmZCvjMW8UWhsnpTBvR2j7AqVQDEgS2rgT2",
+	"6+iyYJlewGhev2X4+faeCnGIZ9kOx2VNMHq/qqo40WdWSESMW1oM2jUccsTuX5yhiSSfZ3WGAq3EwDiJ",
+	"Z0AcwKnMU55lxZIT2fcTZk2QlmP1nEAGf+JakVwG3ALWTypSkE1VzGqWhauW/9Ytqu/0DTdWiihWt3Jo",
+	"JjLnSnpF7Hs4ElOuIlCZOuzrTq/b6rBkLJ9EmvTZbc6lkur+XFj+hYlVUqx5QvzJy1HrCwKSHjSzXRKv",
+	"CnhzrwYMKs/pVoQjUSuY+Pff8mwuao7kpRKMhEw8AMXNhEXjIysfBUPy6emxIcXPTnIh0FLB6d9tCxfL",
+	"0st4Y6oU4vjNEfxnB4H6+GrXN092fPNj7cqosUxBEd60NFfl9YhAwf2xG7He+0NmRLCjm840hYOCfOqb",
+	"DjvKFnxpYLFAFTyMFS+tKR39UejZm7KHAl+aW5HC4c7E2DI9txEzGvYhVlM+Q/PMUJCcVadZb1zgQrvd",
+	"ojxuXPidWzj5jS3Ub1SeiwxtBqdpPU0tRNtEpgn5OUgepetFdsiK7bRGumRjnjOh9Px+wqxGjwGTyJzW",
+	"VIljYWby4dfYha7FVD8Kw0baTOWonfMlw6ZMnyme53rBZtpIvHb0HAhYj1kdq2QhUztJvuqxGSjjpsPe",
+	"eS5CVpfCtmNYOpDsL+xp8C/5Ve8ja7OngYxiJfAp/NZmU5FKrpppKxiWR3PLRuwvLIELbSY6SxP2xM6P",
+	"jtkL1u28+nr/IFZN+PMv/uNfxC8tIvJTnZJ34Oc2kVhHd0tjihg3TKpYvZtIyx9E7inuG76EX19PxFRP",
+	"hc077FRZkWUddsaHHXazNLbDel9/y5p73d43LfbNXvub/cNYkTuLK8aHRmdzCzv5KMlk/sR6nb2Dly97",
+	"+8Xmw9ClYd1WhGqINHA0RHovSGVisDrO6jViU5iEnXDF7EKOyMYrBv+S7d5H77qRNoL7PeZZFlrCZj5Q",
+	"MyPW3tjOB9gWEjukRf2uPB5umQzbknFjq518QP4XO571csR8h39hkn3F3EFhX7Eem/IH4c4Lk1/1Op0P",
+	"jNPJilA/4yORsuGSFtPYnMv7iWVooESWDI8X/FE4HsGfpGFDYRdCKDhTZBx8ovnQxTMjrti9FuSzwBl+",
+	"6DC4pobE+zHj7JpPuWJD/Jq8bobd5zyd8yxbIt2D39g44+rB0EromUEDNFJHnmkl2EQvxKPIYzWR93gR",
+	"ZM6MvFc8a1vdVloawdDaeOgn7SUbujA6x8WNFS5QIL1W6w7jM/mC51aO+cgCjb+Xj95fOs9gqcSMDZf4",
+	"306sCslOj2FdOTDysO6ocqNpHD6xToKoI+Kr9ruUCE2trSPc0g2C5tx6VarucroF+cL4g4fr7U5Z6dYe",
+	"wu0qrJqvdrCgbjGc4umsMZ66HTIz6IeDJGEsWyV6rMkd7WRAOyegBMJR0DmzC81SYcXI6pzN5BPIiiuj",
+	"3+uwvwkxY9KyhcgyNhTkJheO+AJrgIP3BUiYqZ2go8X1qxUzS7gmVo6YmYmRzTnJ8fCFYb2uf3UhUxG5",
+	"Br5hxvLcotsXPdbDcJhBeCIa36qYunuvanlk4Qfe0Wh7AhzwO50uP9V1UTLmRIVvS48ZXLalN0ShXcMN",
+	"vNxmt24ohU1gTXUcuhE+a1MIU/kYNUaFQDCQ6bZPq+LDx8ibiLZ8VbaYfowa2/vB2VEPpPptfflWToWx",
+	"fDprBLGnuPg0yrprv9UUfpVrq0c6eytyAzu6emAevUSD01pbTxx/RNsSrY1jbU+dT26jVXnF+M5HE6lE",
+	"G4QrPsyAaKaCBGoMc8FnjkZbPSMpQhqW6tF8KlS9NLaz0TelAKVw7j/NCFy3CG/QP3pjuZ2b9TUg/Wnw",
+	"6Dai/6+GmmfOi03OnrXxpgLYoEgHueCm1kt2RaoFiTWJwa7R6Jv4b5NDJImT+ZSrYqWpQaflKaIGsJzS",
+	"iqmpXTv3gOc5x4tHZrRMQx91NnRkZnj0ylNeG/2KVY/5j5j76JD1SttcMn3Mlnai1ea2bwv/vDQYGGSF",
+	"AhL+g0buls+VYUqzK2wHZBJp2FiKLGXARg0JQa55L8D+oOE7K6cg71ET6EUvhZgl97rX2XvV+cYZANYW",
+	"kga1eeDnOgWZwvccPPQ/aDacyyxlUhHLhV+bSSoeRZY45TvTI57Ra63a22HC4QyGiYdGcdBqacx8BhMe",
+	"kM+4anjbhSFhh3XX5fRe6VyknilVV8H9iCJS2MlDliiZJSRcGdAgiKHDVDdcpqK7M81TtGmWjM/PMsLq",
+	"9Z3xOjnl2k3VX0A9z0eCLuBYZiJhTZEZwfa7XZZ4v9n1yd/vTm5uMabuyCsr0DwTKgWBSyqWdD7oYSaH",
+	"Cfo/Iic6m+U0kygD5yJWuTA6exRpxNCxMlepoIgfd1hpzb4wDOP/gElrbU2smkkbn7RhhG14mETMUUOn",
+	"F4cYu0ROQVZ9kaAFTeStw1hhfOVC+mldHd2+qcROdtiRYnpG68qMTMWI57FKSCuBiZJe1flgtEpKsvSq",
+	"aoHCERqSDGsaIWKVmIdM8Fy1aVidaZq4wIIpfzoT6h72aL/77au6o497s8VPDyT0XqQJa5L2AkwUhDaL",
+	"gVNAVXGZEmeN4TZW90JhjGTKRpkE3sseQKokxQLIiV+KVqdofpbrqYZGOZos70VKtrKIJTwfTeQjvJSL",
+	"NjIN7B00W/eLs8E1eaw8lUAvmXiSxprCnEyBsHQDGa7ifvfbWCXk0725Pbq9uxmcn96cH92+fpNEziJV",
+	"jQlFvwq2cEjWp9E8z4Wy2dIbBP0QYMN8ZA0SWEHMoRX5u0Cb5ihrccLhR2DzCRyNBG81U2IRjiETCv4X",
+	"xpPGKnH9JdhJsT6oOJcMrrSqjajhVw3trVm99lQixs8JUxuFKPf8/Qaycy0MShpr9ta5Hemp08Am2jKz",
+	"4LN1aynP7nUu7WRay5hhlQdIoadbiTO9LdIy91lrcJaLR6nnZjOLcuvgT4CzgOCNWfDZJpObAtq04KaG",
+	"Ma2s58oga4a0Mu26hT+nc1xnJrxT8qe5YDI4E/yZb97dnR4zK54sMNQpy8VIT6dC0THGeMZY3d1+3/7G",
+	"GTFIwMA4UjiCoNjtHbxiXw6XVpgvD1kS6JLnWmjiwFCu3CAV4coNZDrPrGzDl6x4hY24YjNuDIq+sXIk",
+	"Cc6+sRK1VpaL8dx4//5aNMUafdw7IJ3S/92ruRCrjqKdXQWHjK/4DYhYhdBT5znAMNYpCGXpv797AMWG",
+	"Y2G5zOpXIpCqQAwVG8+zrOYup3CyeQ0xeFeYpV1jcPryVJDhz7VctbhwK9pwB+pEveepBpLCWqGZ9gt+",
+	"jxipgo8CDRbloaUyR9PKslbKJM/u4FPiwTKphFPbtjqlz9y7qO3BOd2qYpf8dPg6UblZrkfCGBcXsGEl",
+	"MERmJGciYhiyCtuhnfGDDD/zaZkC4kfB0gSKARJCkM9zvmAwZWUkHIcO+x6EduX4IllXZnKG8XnUrb5X",
+	"Em62sWJmfFSl4VN0tk0rCtsWz38xV/RT1Ch0sLe1OuZtVTTLyUBLEofyrvLqtJHe0xqRNRWu/87DfRc6",
+	"u8Yx1Y8W1mwwz2tu5BXI0o6yA+MQCzbj9yJiyQsc5guSRN2NImH0BTWY1GtNE7538Gq9ozfiid28OWoD",
+	"yfecpHR7RhMxegBpyLq1AJ5Vwx3HdAxIzAmX3p0pbMTMp4YtBIUErA9P/iwGyHEqFE4q+2q/EW0RCAqN",
+	"cOu9c5YN2A2UyuuPig8bQKFGq+ALplPupdfaiaAxPJDH3cic/8ag+r2DBPSc6FMc8wFy65qzRVZd4Hnh",
+	"9hf7Lp7gmdkeuFHqCO/TekdneoFBECmbz6C30g0sHzVQ756kidho2u5VbtgOPHHKn07p9T0ccPFH9bpt",
+	"EHfD4ansXOU8hrtTUPj3mxjsKYZkbTebPc/pVgJRrs5u9toXp1dHZzdkJMFVM8wNmE1ELg7xB6edsKBj",
+	"Xp3dXAtMq0B1Q+elnxyVbhIlQfJMdCSqfNXC8DS44+RRAype4hVXZzcrxqO1DnzY8M2IZyJfa712UIY/",
+	"3utsMJaZFXlk1OPqZ78X0873fs/Qo9e5NqaNQjaq09d7VdGyw5yqXuyWpyam46Oh/tABnd+csCbFIrWq",
+	"Y6OAqG0D/Cz0bTsNuwhkZPZfarZKYMrkpLJjz9KtLe6sNQsvfcW0YmY+AsHssBI27cyJLnRaGmYEGjl3",
+	"CwotqOnW8NzClfb+d3Sm7XYBq261tdt3Mc+y0gLtZOP97J65tcDxf2cn3VpE769yv5bN9jsteWGI2XHR",
+	"cXA7LvvnWPCNa3lWKK1rurxj8d4gMEKlLdfTDjty5LUsgoT8XbSxUta9zr8wlQjTCK2xH/QwRAN55QPt",
+	"rXoRok7IxOpjS9jrm7eHhaIZ+ko8jxrAwBJ8had6ZkUaK7TKFlnFwa0wrYtUKaUoA7HcoEQqPg3OCcoC",
+	"RiUSYyKclSMMGWaJ2R8iVl4/Dq6w4NlI2tBzGxszZEmu6KCxWkmeXnDD9HjcYa/1dMYxbMulLfs13+S2",
+	"wwy9FBjxiMOtq5tjJRqYJe6T8EWCcaO8Mkl4L0fzcBKrJuXZ+t9f/OuDHp6mH5MWpst0GP1MOuy/3Mn6",
+	"mLBM8EdBZvUp03PLmolvYpDrhYE3DPSjF2YwNyINHjT4gmL2YlXy+kiViid0Y1A8DQZtO/0UuLfrOvLn",
+	"MFYyRTfB0tsoCjUYDRmgg0csk8ZFPSFaBSrctNq7u50rR3aD6l/jXoB9DxIZXsO6Pf6gh47vrf2ktFOv",
+	"137xB6f+zPtfKxeZfBmsaUQ2bqdilPFcbHDYhj2r8T3qRdkM426Q8w3VngC0PLhzDBtrqskM9fYBdJsN",
+	"htyOJiFrd8fNCmMYmcfBJxhRXt+8ZTOeW9CLRuhqMmw+I6/AZsOBn+wOHupN5LyOJ5J8WOM3rLi/DhkI",
+	"J97R4XZBGlYMemu0BykKlRXeKuUFBraTkNsInWxkaTdrAQLh03WPWh3vrQxrfTGfNUqj4eBhWJM8K38W",
+	"6xY2IDZ/k99FlGEuQLfo/EH2roriVk/1GWhwh96YVxAbNAUi1yJPOFD8oj1U4TFGgBzGSDApRNOxLGh2",
+	"d6v/72gO+ySrT92BuoARZ/LnXxMafywfZeriAgozO3EOjJrkueAUlZyQ5TphTZvzmfhZy5RnscLI3BC2",
+	"jAEFPgRXwVYwSXkc3iK/ZE+odrb6jKtYSYetw0JGkZmPJkCJcEg6e0T0Eq5ScgXSINh0biwGEDFuY0Vo",
+	"D3ahy/1HtN8hHuT2+uj04vTih8Hl1e3p5cVNAiKin3OsyCtfzFka9rPINZwbpS0bSyUpSct71jA86V5Y",
+	"E6tkNVc7qZPeaOi/xiq/GqGs/I7vCC/gvQ61x+dybjMp8jN0rq6Tkp/qGe5YwqZ5a8K3B+z/Yn/3QD9/",
+	"5aMHo5VPNTifpxOdPfA8Yr1vv/42KiInRjyTQ4KmYLkwMp3zT8AAsPMURM6fMXCPPt6UfjgUWeiARhmx",
+	"lzv2Y/d2XoE32goK5r7do25+DdCA3WtEjZ9q96qch/ofq1Viku+fpE9eaXXvI+Gqq0e67sZYjKNyWl4Q",
+	"RjZFYNQJJjUBIOuBm26Neu9reepaSOMOQYSfevpWOqkZZrSyVmu9blr4T7Le+Z36g4x34SD813b3B9vu",
+	"ELvh39le58KjX2tlxVMdXQWdbJPCOtLZfKoGqMqXXihBFunc1kt9mwZyLPm90sa6gIsVo/Y8s/KR55Jb",
+	"gRGDEl8MwahehuP3XCpjV9nsIePsQSxjJUO+LGGEhIQ9olwYuepDrUqpsh12I0Ssyom4IIkDkZln3NSJ",
+	"PZl4FB7Acgd2+9Ou7w2Qwe78di7S+Yj0+52Z/k4vftI47N4nDeSZU/JpxLT0zR9JVFe6+S9x/cOJawXw",
+	"5j+AyhZnoyZ7SY2EsiWouud3v4qygMfHJ/lv/3gFiOBj1EirZHeHc14m1LD5yuVvDnb3pa4KndsQKior",
+	"VJnxulRWGc+zW/IbFIpqG3+uXuEggT7LLcC12b6oG0+6FzV2WFsvmIAG4Nj7ti9v/Htr0r3/YcPQV+IX",
+	"a6NwMQ0bw84qwZ0hftOiWQYNy8MlS+D1ZBtaVAUzccOkVsFBo5CpveGDMmJEVDKabHi9akeLGhTfs3GJ",
+	"8Vf/qnrc+J569KGgKxBUxj3ejbeWJ7ONrZbGtvXVMLzn31td/G3vVxcTufvqFVs7XCcejSzo15yQXXod",
+	"dkT5UMypw5Rnk9QAH+JRe1aN9ix4rf/vc2EmIV1BetC+lWyFegfSCqveiERupHKAFHdKPjEx06NJGSoF",
+	"Olxww6Y8FTsaqNZo4yd1fhgSp8jPuDn1b30oG+ShYmilg/hpdukb/ijtzw/L9g8640tmptpBxuucpSKX",
+	"jxQvH+zODkwCtLDIAXWgbSa9F4aNMf8BJpOYkZwtO4RX0akE8DXxQ5XqRRSrmc6WOk9FHlFv8J/M8r/0",
+	"ItSPEHbbinwWN1pJhyX0XUJW6aFgOk1jBYt5nwtOodtcsSS0mrilxraTAneh/ILIjChZlmut16FjPtSP",
+	"gu119792GXXBrD3hBp5/44ziLUQScMZ1vKr9wkJ+fnJ7dHx0e1Rrvcaxrh+t49Jm0ILVzMalZ26ezCpm",
+	"RJc1w5ZXgRr2tzmeQq/EYQJExnaHVdXG7qh/nTBBq15pH5a+1MPL3RAkQlPlYddxZk+lP/ESeZcKsT7m",
+	"zAYRS5pPCEbEVfOp1WIvmLFp86mVFJb5mZ7NM5f7nKZ6zLqtwkMTEH/gDI4zbguzg4dz4Ra9J52tYCvA",
+	"OX89RvJNSR5aEbFIuas1yeCekBA9qLjYq6+4/JEacsqngmWY1oVEpYiyNMmvj6Z8dXDw8tW6cx+jWoz4",
+	"qXaYpZ7roJBziW59qUa54CCjUcTnoR+8+GnOHTHwfoxkNa71957RytaWZ1Bd9rr99k7ggKq8yoF2wcNI",
+	"Avk5Pn17cv0D1qGhkhrXd1e39Ofro4vXJ2dnJ8cJayZXlzc18UIvRlyNRJa08OuaSihEi0vJXOahBIKG",
+	"yDRh6amRDeSRGkoq4nbi5G2PZ8dnCDCsy4FPuV5UA985S4IYnJCzk/yeqy5PjnFuGPXi4Py9AzSgdlL3",
+	"mwvcLL5AfosxWUkIpYOrfMjGeq5Sb3j01Rw+6CFiPWC6Jk7JIyo7dAKKTWlhNP5KBZRPxCj5dNARf/L+",
+	"qoc14Ra/JS7PR9z4NagJwIvVtgg8tikA73YiYlUJgCpipaRhyVRY3tkalJfxmRHprtgUn2yJq17rdVPc",
+	"u8kynBBCQoqYViyhfycuKCgAJuxkqoPzbCafmCXwTOQaLOSnz/gcvlqf8G047SuxqcBvfOpa5OINy+yH",
+	"NUHYi5X7G8MIP+jhYYXGY1APhR36mA1XuGRD5CPFEBJKAWYe4HVG9tCicMlYBfKYMJ4Z7aIlMU5yPULT",
+	"1S/x9VTqVDFOgDXuvox1lrKnUsozJfmkWolDNtVKW63k6JD1Ot2SPwN+3oadtgVdMw+YAp+2sQ6LoH5r",
+	"tQckUCyBMSYhrA125qe5mMM1zYEaKg8TR4SX+4JrO53xUnRSTUyjJ0Wl8OWd4rowLvRTbs1usWAlCltE",
+	"hJn5kLLXP6HDFeLu7mwpniocu7C9zxmuS+M6csAb6xxAGCunSP3TuZMsdyaWzxAVGvL29FtEUUgKCYXy",
+	"5ahhSphLOrsu1JY1qI/e/KCHu4dUlnlpTTirEk92MJrnpi7Y9zU+9/OGVzHp2LMAVaB3wuMdAkLXFwHO",
+	"RXkMWxakCOWsjtRd47ZDN/V32f8N9x6LhzloP2T6a1e/ZMxyDSI2Nf7WiBrQCNA3bKJWV60wmk+CkD9i",
+	"iJu9CT+eVdL2gFQTUAaidY11Hqtep1MG6iYh1vMgBzXuxcLXb9lonj+io5kSOGIlbYuKLgZQi9FEayP6",
+	"PpS/E1ofGA+T38nniIEDMhPBh3fYEVpHFhOHcYco81SssTmVqqnavYgp1g4w9chs2rHqtVr95+MHUQDr",
+	"e8z24TJWo9VVmc9AKE+qQOJJQAshuvBqf1vu3+hxEAD5q/v0N38Z/tbGga+OYMW00uu6QEpYBdLVgbPE",
+	"ap1Lkz3LQ0VZV1Trb+wrtreDfao6w0otqdpCAqvdP8+1Xt+8DZjd1ZDlSiVSTcGNJlakckiF7m6ew1Mn",
+	"17Q67ISPJm62IKTzkuJCbcfq9c3bHSJKbydiiYi5AV+AMjVi5fKyVxIxPhEvptCte65cVoV4Ro05Qu64",
+	"d4De/aoKDWuH2GJ6UnPEsQCfU8fgBEWM49rmrHzV1yBgux3mkeYowKBMFxBvR9hPvhIhV6S0iFWTwy7Z",
+	"I5deG5obkTOZdj4dxWcLxskNiqoe1UQqMpQivAkcO287i5hMSYPLsiXicTrSTabklcjjw9UgfWN1Trr3",
+	"lDWTEopyEivCfnNIshSq00L4OF8AiJx0qBCuGYMRT3/Gcz4VzpRt12wOIfRbmudoApm9jUYQs4qZwudG",
+	"1Vo0mpzsEkVwNoHwlWwZrShWwCpc3LjjqS7xC2W7Dij5gWYHxJg+y/mCwtA9XkysYnVCoCpuwWd8aUo2",
+	"DzRQgC400gbtI0NKjOh723eMiXxJ2amZkNu0SezgoIuTESlFuJvgyIhVcRz4EGhbt3PApgRcXLbj01JW",
+	"3SSxInOyS1cy8ynag5w9nrwD3Dk5gK4tcAKGLWKFoFizbNnmaUpaI/bTOmRDsdQqZUKCdh0975FIEPl8",
+	"KNRoksDVN/Pc51qSKaONGQG4bN6BjAuMdmeyuDd7B9Fe1Guxr5hRj6SW4s9c1a3oCj39ZHieEkV99Qlg",
+	"PZegY25IeLATYQSTypUaZMmPmV5EbCLvJ++TWK1j/DQxH2Id5QcORUY+cv8qIlJORX4v0g67qrrfCSaV",
+	"IB4nOisFAyLyOpzaWBXOMwJ+9KtJOO8oZM3RfM99qoVI70WHHdEI3F4kIDw5QRbmlUTAaf3snUVB55ih",
+	"AWNT5cyM/ha3lhOqSrhGn7DJdekTJYv0fhmyoFdjbd+chrfKFLYx5/XGn7XWAxeWysB+CWUdQgNwCzgc",
+	"EeaHPvJsLvByFsk0FH8aq2ayUINuwjodBv+Cy560IgxLX/EBHDJpsfS4K8XhRJO8w07hTxDAqy4B5Cxp",
+	"YSbymUAmodtJG1U61lLV2KrHxPKkLXa4RBj8fJtJu1iENjwqgaaW6B+cDpUtgVxiNQWkn3vdbvvlXrdL",
+	"+UVYZrw072omT3+77PorQTG6+99UcDHw72d9IEE4eU7TPC8g2J6HT6Gq20FQDvWk1sp/rWQn7f3KOqGf",
+	"/NnK7LENBLl5bvouS2lDftIOO1TC9g4b6zVrl3ETNTBTqMgmqq12+Rz5cLG9g5qkqb/TGQWxAXOFdk8P",
+	"KpqtTUXa+w0NOy1ng+1pPb/K/J64P1dF9bFoYzoYSzFDMaSzeyd0rFCqi1jSXLI2W064bbEXrGmY+Sm3",
+	"zR5rs0nLe7SJnqHJgZkRz0QaK1DKQek/Ym3WS1gq7nNBtwYLguspkjpXMM6FsMcq6b1Q7Ct2u/eiqdq9",
+	"ljdk7xguvurWdqtfHM7KVpeP03NXo4C9fd4b6nWCQT3Gdtme6Ej+74BRWWOi2Tmyt6h9SAYQtBDtTgDR",
+	"DoC8aYX4UQXCiFUMVCUT0qqtZlfZw1dsrrFpfnbcTSUWzyaKOcMIJS9s7aCaI1p8/gw6RyjX4hQIODNI",
+	"n4Bg5SFZ1Buwi2RKFBxJ4meeBhm0Q1ayOCnk6aVLBF96SnIY9B2siuMEGWOZeLK5mPoqRM3Ez2BgteVZ",
+	"BaqD8Yyq6X2SNdtzqJrdr/a13SPwK1E3nzH/P4+7STs1cOG06Q6bKhVbTORoUpgFQUClKLwF+iipHNMO",
+	"DiWsxjPwH2yEgsQICDfCxLn/QtEnqmSZZYVNwQ30kHXxLIEmTYnlpDU2PqncT/kyFZcyWqGoz9HoO3Tm",
+	"1hjgTU1M3WuU6R0QrTRkL+oXNsmI1Qj7oJqfXB0N7gczkQ/O4KXjN9U/S78eAk2ccmbEjCOqfkR1PSeC",
+	"p4i0jc4JVdIhZ+5xp2QbRYWENEcyPHZidVpYUpCDUgFRfMeFkKRiJKc8c4ZlrJTw41ft96m8l9b82KH/",
+	"vv9RFA/fJ1H1oOFjD/Go81gVYSlkt+iDyklvuSnqHLSL3qDb7YJiNBFP3A0EBtB96s3aexjKI9U4of/A",
+	"cJcE/qi4Sg5Lc4mV0qqtxD3yxA478qPr7ZFlvdnr1pvjUfUysbILTXXqcmewUa56KikfQZYYSsXzZX14",
+	"C7l0do8zWA17MY8N10zd2X37TOmUIgkaLeYddiYsQa3TjkUs6cAqDijyJ2knEQFQYZI0EvdYZfgNhvTC",
+	"R0Xo6Kv9MjR7U1oXWASSSMBn9gKIWzBn8W/0G7PMtPe6e696vb29dq/bO+h2Qdvh0BkM///+8aj9T97+",
+	"udv+9n3xz86g/f5f3ejVy4//q26x1+wK6/4ytcnm42Im9LikJP/x4ItGjOa5tMsbOAouoUfwXORH8/pS",
+	"cBSTtBP6F5n9E2hJ5/JnPNh99h0278oi4uve98yqBVyK5slqRQHb1X4OmSx7DGThBuywU2tYrjPBmkku",
+	"eJogCXDQYiJpIYVJhXEsip5LrTCfdcqXoGhkdGrwnmBBJRx7seQTa2eNjx8prUvXFM7xyVV+ImhytfNc",
+	"mVBqMdBODMopY5K34A8dq2pCF5yQk6ujiB2/OcJrc3x1xJr3L85aaJO+XWhfv4noKfaMmhEyXzK39OHV",
+	"L9mXX55zxe/FFKTeZqWe1xcGy+CY1pdf9tmb29urF71Oj33F/npzecG0Yghed3Bw8KpDDRXlo+CDf4pc",
+	"n/+dXZ/8/cX1yVX5/QNXGYGi6K746CHUlzedWDFGRcmpAJU0uDxUIlEqlpRSihM2FM6WKI2LdQPdz70C",
+	"TTn6hstQkD2qLeiKxkgCVUPniFcODBtqOwmr2Iemkmqx/IQ1HQpfUkLbAFpWzewChstYsgr2mFBp16LR",
+	"WbYsN+lhENzn5axI6KOKdApPijJ+wJ3QY1RJsIJmYHGoTL+DpPCJNFgZx0A3ldQb7Mkn4LmRrGaRwDsu",
+	"UwbjYcvJtuG34m1XtoaxoU4R9LCENILT8Jm+CWuulzQEvusRGVZXJuTRJayZ+IDv0n649Dh0Aa2sqP9q",
+	"JVeU5lPNAK32Wsrs9BsadgYBHIsdxv1J8IL+z//8D8M/jXcgwRwpNY5K9mHYIk0/13PrvARoIveuOHxu",
+	"IrbItbqP1VTYiU5JlHKUBo2hwD8KLMtwTKibpDgBntdOV4sAJs4f9loDpcTCJujXxZxv6AcJyS9IINgv",
+	"WDOQ/UK0+JdY/dJut8P/w2v73S77Zb34FvulUgI6RHJMuYWDXCZLLj5kLZIYz3CLlXspiq8AzfKdYMVM",
+	"F62MF54oWuVDLMl0cXk7+P7y7uIYvnTB3RTzCEK6q6Bfqrek0I5ctXq4Vvc3tfrDyW3CXrDk+OTs5PZk",
+	"PabyUzopDf31pY9Rf2boJa9wUewcNj4iGzjLtLoXOW2CB/+SP1NUp8cIDAEMi7WCKYtcw9G11dhvw5fA",
+	"caujvru4Ofr+ZICD3zRkzmZy9IDVEscg72EM+yjjxmB41Fy5SNCygynL9CKTxh7CumFiGGid4kmMsKD7",
+	"+sKVMgWfWzo3ErgEfCxCSXJHsu4zPeTIu8IARNpi5Hh+cNVlNVxZwqIPd8nvAzpF0vlIeMjFKMCdcVVu",
+	"dCW1NiyC94Ty/J4uTbEq2ggP/Qn8dL2EG2smlYw3ZxxNXEabAgnI2LgB5JE/SfOXbtLaeX1vj65/OLm9",
+	"Gdxd/O3i8t3F5r0ulaowI/kgbRvH6Q7thGMBOIfh51H9gb/5ehflrtdq4tX26qZJrr0+3gu/29xOqFI0",
+	"2TajgkAJChYK+KZ4dVwpQMOa1UKBrbANdE7KlQA77LWrT+LUVa6WbOgqd3gwQhoEry6sS2gdnPzv05vb",
+	"m0+dW1k9oxMLHSzXaEwTsz1wEDgg7mKgYL9nc0uyGaJZvkiAQ0y4WqHGnua/vnlbGmQwRqHa5wb1+uYt",
+	"jGXKM9B1RFqXPYJ10Cm+PJtPVW1XIThlS3+Y3pAQyGmFM1Ri6ut6WM/Beb4n6Ai6WG+eYhidAAgnOdio",
+	"KPHW1ETTSA/Eirk4T9LAzVnJiXVxHD5HRzwKFTFeSbsk0u/LbfvAD9jvkHqKVtRqZqpPLApuJYzXwBgX",
+	"1rQLXReGQe7+2hEaZuZTKs6hS5X597r7X7eiIswAOROG8xiyk2C0z2pUwUpQARp7opUUCFwRH81g6pLg",
+	"eBH5hJXzJd31GiDpsViAkhpMND4XwZAHncgAfkdIzSuBcG59a0JPKQhzg7TDmlX/+Y+99x2X6tvqsKO1",
+	"yKlNqWCgPeG2rSdZ9SsJNaGapTQk6UlVCZuqEvzTmxu4GVdH17dbL+DIPJIFrXoTp5IYWy0dubu+ubz2",
+	"UlTRcGgSw7ITpFDEVEHtXpNfcTNAvuRTLPzpuuqRWHJ0d/vm8vr0n8Q06gwSq3YPH6rsZVnHquqNIAlZ",
+	"U3AMcPVL5gsGB+8wVK0quALxWQwxbRoh2FElpat1yJJ37961S0/h7oHQlfg+3RRfwhS/v7z+7vT4+CSI",
+	"x2TekYbRwQeiJL0dpYiwDhn1wWrCmpw5Mws1oRXjbDq3flibEgAzgZekWHoUlitiMrB6kH9IGSq/9tfL",
+	"79Yl6hrM9ohtyc7sh6sOh12mGyT3s8uj45NSR8RjJeh7/QqgoyvG6Vo5wFZObt9cHq8KIrQIMC9XMBZW",
+	"HNa4uGqk3Pm2vi1GtFo0djvvT4qit3DbQnXbqjBAIyGO5ETJSvXaGhVMWhICWajqHjEj/F2Q9xNbDGF9",
+	"Ikevb0/fnuD4d9aEaIUPQ9HZMEhy3ZU78afk+PLiZPMh8c6vguZJwxJKp4AD5PIpaOVcTqGL8fS33JWS",
+	"0C5kHO7ABnWVVrK1NszvTy9Ob95UZNTNR9aP0wttWBqVNSlZrDzMaj9wiAenF4Or68sfrk9uUGjxi4fS",
+	"BAl7G7eihXIorcYhXHq3431m87lwpvxreNo+As7XZ72w6d/AAJzaP7g9PT+5vFtT/1FDN1ZjFDnPc/no",
+	"6/I5jTTw2GB8lmkmPK5w0p5YO2tDK5j6peflktovu8y0IhJvUPHH3pplawsc+3IisdX6wXctFTkQEamD",
+	"OvpgtKr2xpq+t16pt8COncw2Flgw1stdztHIOAWRsBzOdDNp09vtqVRttFsXU8EodlQSzAsTkWs6SBvh",
+	"Q/iofZ/zUflTGNdGksyt8Aem95IUqH/gmbm9vBycgQZXsaWIp5EQKX2LSGP381yktBsOgX1t7jwzuo+M",
+	"JeWWMyMs4xlWJMbEd/SGVdMOp2Kq8yUbzlPQCZtJe8qf2v7XNv2KoYwaLiKeSazWi7h8gbn0Dpy5IeAB",
+	"nZ8cnx4Nbv9xVZ3UxIWIo32NIRKXsswuZ56m7+FVCvL/3+9O7k4G39+dof2CTlPhZc40ijOWA2OkdH+X",
+	"54WZ3C6f64MeGleVCxYJXVg+CbG1y0Vzt+zAC0qV3Hf2C5urwphethJWT0JRZgao1OgB5jES1f4RSCR0",
+	"h4fk5uT67cn14Lu7m384nj0tXAsjrRSFzdBiuP3D+1P8ZpKWQz4YCoqvYk00ZU+wDLmnD6VlQUGfG/aB",
+	"IHVA7JgJJdKWk8NQUA1dh7I/ON+J4JmdgLYOSxH5SAVEEzCOR9A7CSYL1+xAtEbnIn8NfJ8wgkwbkXae",
+	"lYBDGne4D3QTxtI+cw+c0oiU2x8amPh6bjCeLUTCJ4FDT318L2z0Yoe5Haxs95u721tEx3B2nJJw7Gl3",
+	"oU9USDtI5JQF6Il73eHWHoTKNSoNG8JpdIP4mo54HZ5GnRQUPbv6pWo7BL9BGhJib3C2yKWFMz/PMtZM",
+	"Ti4ub65eA6kBptvGNPJmcnJ9+f1NgqATKBv/NNeWw/Pjv99d3ibEA0C8l2kJtAI732d/k99RJ3Cuh2SN",
+	"l4r1mMEqCmXKWStIS4tRzMEAN5pwdS/SjauK0dCo9sEdW93ol13c6VgVX2POD955NlcIJwDyi0jRn3EU",
+	"drcMBEIWjuA3BF0blo8XVp3wWSaViBXcZAwridx/XbpLj53L75wybuYzV8jD5lyZMWjVaqRTituOlQch",
+	"93IiSSquILvLR0NPRcaXIi+b2pyfxcQqB4oDq+KCy2YZl6qNuG773W7E9l/2InbQ7cGGHnQPgkvnnRjC",
+	"vX8ErUsrE6svGXl3vFenqPT1v9vOX9VGJxlq0MY5eUTaL9+YL0ysGMPkq8pXwd09QYMrFeZx1qMeSKC9",
+	"vW/K0RF6DO1k1fALF3TRGfSTqMDFYBzOBULcRS5gx0VzoksVb6MruI9GwxSrx68IZBzRcFmm78lSN/bl",
+	"w1jY9ibpNZFbeyumswxxp0g2jpjPkY+IbKCgQ6mZKS7K3LY67JJgHJzlpLS5tO1mfZObbhyljfVEH+0w",
+	"LSfNK4GebWIEwFb4THaWfJolNE2z4pjiBi+xFWGE1U9BTkyKmuFepuAG5VDs6/Xl9Q2u5ngMx9VJay7x",
+	"NGmPdG7aOpf3UiVsnPF7tOSTA5seQ6/NhMIV+i9eTLSxP/bhymBslGHDXC8MzBR1M5DPki+dHKHmWZZQ",
+	"0BILd8YXhGvPZy2HATTj98KE+Ahag6Or0z7laY0z0PVoGMEmShropRs49naE56P9Wiub6yyc7HM8EkBH",
+	"x4zjQHDLkGdz77egqRK241533zW/0uJRlulF2/WJ40HqRN+2Ipa4N6hHn3eO3X3hVW7jnMXu1TdElshV",
+	"jJvXvl3OkFNW7+aKDUjgYfBEjeMK4gIaYZ3buH3On9pH96LPXnW7yaF3/nrKgRkxOJYVWlG4d5+dP3Yi",
+	"nmbaCKQnNeOtyJEu67NmvZXGQ1pMKFB2oCfhANDLeC3h4hVHAZ73w67hWHCkSavD3sE+4hWAO7+yBHAn",
+	"k7c8X/aZm1SgvFULWKwux2PPprZb7Nj3p2cnlJJN7g0QkgylZiLlmmFGElrpErRWUem0Jj5rIQeGE/E/",
+	"Cd0U2OCRngJFaB0SvKQbAGZA+QRcVGbvMb+VDG7WiGyMCXSBmQrld/cTgqgcCFgRw5VQFIzwUS8o5vp0",
+	"rMJ8l5HJx2h2LxRGSKVslEmMl4FRLL3MnIq85Zz+uBy/FLSg7PGH35090OtD6O2OSsEMyQsXJAtXaIXE",
+	"4plcoZ3UqA/g8u2i3NMnOKFawW+THWOTTEh9P298IQnpS3bkbdRRSbDRebAm0u7ibdjv9lZNyuEOrJps",
+	"wwbngmfTv8SNnE85JcHFjYQ1w4dIDxBoFAWuAR2FhpMP/OlCiRsrZM2DgIbjIwJXKoKOBDDyvqqJTl3d",
+	"zxA2kWn9gIwhWEwDmSZ5gjTmIiAF5VyYu9W6Q0tWXhpiKtvNy24JX+KsC6v1DnblEhf36pyxfGlQVXRR",
+	"YByk0EehgGagDG587iMzYpQLIr47EBXXA1xkpGQbWGLLUQNSwNw29VfYM9IgbFxanMQtUSwfzYYwbVKB",
+	"JGEsV5Tx32HJzekPb+6uEpZTHI8J/uO+56kovPsN0PmDy9gEFXuqH6kcJWpxBn/G4+3j46kJgVcFkT1J",
+	"x+PWY8ZqNuO5QdiqXKC1pySEoyKPecfQjGeUs1w8Sj03zNFkX7x0rPMRCWwoSfrYkRathvdWfGFYQmRY",
+	"FrBnCLm5irhXChl0wmwZ8a6oOtv3/m/0g2GLrJmU0HxAofOQHYy5tJ0qwAjHj5F+0MXAVHZy42OwBZ2I",
+	"ci5P4vL1nTC9KkPrcWCKyCKQAb5z27Lihqq8SOZyAqUqqsRWWUri+bk0PqT2sHzSHbda8JywxpxgGCun",
+	"iJiyuYenKVpnHKnhQDVmqL2DVE0+zfB2rHy05wijWwyWknFRq0gJbs9uWDNp28y0RyLHKEv840EsEw9J",
+	"R78iw2qPeIIKx3Ru5zyDz53aPAsxqj648wvDkISB5kgWm4i9nueP4p/nf4/QL4jxvMOa8NMgf7h8qoCL",
+	"53ia1xKucoz1EXMUK+En1kStAwUyROllFNMdq26n29lv9SsDdRjbymEsjUATIvcrPPOkzy5nIkL9B1RY",
+	"3HYDLzqC7og5xgc69YqOWFGvLHIHF81IEYkuLrWQ3f6//0/E/u7iLXxIJBzIYqDQYqmUssGgU98XkNqS",
+	"VYywI9wWhMLF7AcNBBUrJsIj59mO1UhnGSYPmg670C7Fy/IH4Dgu3Z07YcWBP5l+YEmg0Hjd0tG5Snk2",
+	"xFwRPCdAQIl2j8BsB7RAg6LEedJhSSpmmV6+mIWNfcEzkVvTWYLk4gRIfMTyeSa8duyKdVtpMQGh6KVy",
+	"dXDiYfcRQHzMsXJHSNRrdDu9TtcB1oB81Og3Xna6nZeUwDDBKH7H7OCf96KmUuoRgebvdbslO51bcoaR",
+	"JawJbLta96nE9zzIw7r/u8oLN7nEUWCJFX546PTzjBQjbh5aHXRV2rkhwJlU3Oc8Fd7yAa+7yurGyexl",
+	"E0aiHxIX4l6fhVpn4mNNZP1If9HsjEItxU7DC8gGx2apRh5tEdkl/IE2vEM44aN5nuM55FlmQFfIBeVM",
+	"MRIsWr5AKTcu7Cp4Tgixm3S1PFe6T8bI8TzLiFfUmR4J1WdpLAL6ODNk5OyP4mnC514BXTFGegAcGD5m",
+	"OrAjZ35EZj7hBaCvmVALZbskr/TsPlH3phSqCJQmy0CKEhbECGhiimigjOSSuBE2BtQiIGMr9lFeto6W",
+	"h2DiRlQg/4Jir0YO7cjY+ejBTYUEPZQklQu7Q4aNcPu4vbhDhgHZyZj0YSKkCQVJEI78DKY7n2GKwlmw",
+	"tK+YZw2pbW70B92vUVzdAPvMlXeHuY6cHI5VdZ24jfG4XlTifoPIzwi/H3S/BsH6EHksTwsZGt/sUxTG",
+	"ZK7uoQ08TtKyBZdoNcKeqLw8XQAiBIUn2IDYzfa73+I01vzGoOB+WRJ58BSAruHYSkmvQKxFJzWW0K2H",
+	"wkuTOq+am0LT6zzbixVonkAnNLzLV2pRV+59uUcKoURVhRtG8m5h3yy5ApKf5jznykolXiQYzyVyUr1Y",
+	"Qoo3XF/Suzt0oTv2yXohk1IuvPfX2VIq4LpFhJMz8cHEsBg9WfIC0Ru4zH8Sa7hBbzT8V1pcWdNnxVhR",
+	"S3OWG2zGZbfzLMNTHYhWCCtF81p1tqNM8NyQ4hErR4n7TD+Uw4GzAWFSB3+gdAxZpu4K9EtMA6sJzmeo",
+	"gzqDgNvbxN+6mlAb7P8Nueq8mbbgV/UuxhGfxWqTi7EEFHPwCh0E6NjRY2YoK8gRLZ3HysgMmyY7CAof",
+	"pW7oGrmj9iByEidJ0CYXHGHecfR5IuwX4VfMyqyU3jcOqHQx0lMEvEjJbWhIDiv1GqgzdC9SCkwwttDP",
+	"Sn5SlGvRUdp3YTFABiv0Hc0CTiUrODSqArFqwpk3lr5tRY64sQcxs20OCnN5YENhF0Io34iJVZPCMtwA",
+	"qZFDR05RtyXdv1BShgLO5YSrNEO9/WjFk4rGAfSmkt15QWoibANNb6/LpgYpK3RNVjwQKIbC8wgfZ+uF",
+	"GqVh1YEbVHqCxUVQPau9rdz34cbb6jNebBjFC3BLN9NqNuGPSMlDsjRlVng12/em7tk40zqtqGhKszE3",
+	"viKMMyJmGg7JPFeoEwG3Lm8DCb8wVTuZw0jdkHEHylcDV4+wAhHJ0v1GlUDRR4A+FG/6SzVpmW6pcnE/",
+	"z3hevWwKS3/StrhAGlj3itM+ViWvfZA/kNOQQWOp50VsD24jhv2GBb7XeBc0sLOK4x5u7qv9snJBVlQy",
+	"lqnSSJ1kWePahxNTDqxEY9NB92WsqmENsGrBoU+me69oe5aCfBRZa+S3niSFByFmbrc84fA2fFwpl9T8",
+	"khnME3dIhziLL0xBNPgU5BjHEAkt0jA+1ZQ+tjpnc+jEZaJwCFuBJ7M+msJqHVHPYd3DdP0F6rDLVWUO",
+	"zTUl6jbL5iZWr/bL5mx3C4aZHj34K/mKhLvm/suew/9odUJQFpq90RrgBoyoGFRPvxrptR6AFWh8rFwE",
+	"ltGFigg6+APKvdwF+2CoNg+nG0NUEJzYoXNHlI0mFaiUpMUFy+Rp2ug3fhCWeBSBhaPLArWwvW43lPJT",
+	"BBAPe0auihcwcix3g3mq27L0qQePev7xYx1mfBEsMZ91QEPc7/Y2tRsG+uJOcWcLElhp0a3e9g+P6UVX",
+	"kaGUTt7o//ivj1E1l/zH9x/fRw0zn055vmz0G2fe4kqqFE+lIrh1y+9No/9jw2mw76HhFyWQm1p99rbs",
+	"fvaGFsecSyaYTZaXpg8tJRNM5ALXSl+aUc5nosMuQrSb82+g2grXLFYr9TXQMY7FkFnc8Gaihr8qVs9C",
+	"DTnvRd5wuM4DmMiW0wXTe4Ge7eq5WoUzrz08Xnclk0owN9Ji/imnKZyVdSNa6ZwUqfv+rISw7I3H5V19",
+	"CX6yipH6Jg0GgKO8i/a2dek0Vs2Q8Ytk3ANn+JzqMg7uEMVtkC0LWY2q+mzadd/0H0lVik42nIqyjfDX",
+	"H4L97v7vNuRKFnPdsC/W97W5vnktnM0BreXzszlVVuSK+yrQv8+ZPheWY7if8xuUF7p0uimtrnKyM1dd",
+	"ofZk44Y66AcKlhouWYKGCiyQkUQo8XqJ/JARCE8u2DBHj9BwGasqbMsRSzpq9jPFlPtcR6c7esD0ahxd",
+	"rIp0QKc5h0OvmFCYUzjSM4fr4DIGCdTLBdF8mIPY6MN32CjnZtIKKZAlUwHZxknjRa+Pz2qISAD3cyHt",
+	"Imi9lL/oBiWeEHVDK5/pmAv3BqbAgciMWjLmOfCS06uaOo0qvbcoVDVqqYwVPI0VZu1UZFBnE3S8OxWZ",
+	"QMt12aBRKCyVKaGDAl6HA74xXr+OvJxJQ/TF/OHEBWuBbCAu/sT8esLy591fmJdnkURtqrdgyx32SF/a",
+	"1FxiZ2H0vkTQ1tDfIa0nE9zqKaHA4/0MppQigzdWLhjH2XBDlF5wtzoE6VAjBdQ2DJpzxghH9MmQHjKH",
+	"Zrmeajqh9KioxFvcPZaLtk/NAQkPbZjux9L7mIrsHKLYYDnZe5XUYL0PxpIZB8VNqlWMScJ7t76IWuK6",
+	"Ib2tGIzzph+5Ukmucv94njGzcGqWX6Fs6Ze7ICIIfYzjCJMtt6cCZgkaZNfX2xml/TY6xA6p7qOySzxM",
+	"CkR55SJ6sR+MeMTwJGgfIxAQiJu8/0eMdBb61UVNbLDfOlPeTgk8FEUBjQ6go8GU/DIOvj3FTHir8T+V",
+	"WNCiTl059pNIcTB4uI3E5aef0nmO+CNaodWaevfrOAgbK+moIkY/I+E2mHVosQtzdC0V1Dw9d/w2r9Zi",
+	"/13oX2jfV8//WEVXc7U3/jD6C/37GmP1BHglY9HR4e7nk9XWwWCalB1UhSvw4djOyBFoSKzgrkd0NBP4",
+	"rzSWBBV017aiNSCYaB2LJYrVGnRKtIJLEtWBhESbkC2gxXXgCRjWCmAD8f5nSIQDD/6VUvfL7R99r/Oh",
+	"TFPhuvn2M+79GknqVzMRZSUJ6tDldblSRFT5AkOVkOR1NubFNiuZqS2HKV9Nd63NdKU8P5+4it5aB2G1",
+	"loGB1MUZ/GBhSvRzc6l1q9EY6D1lOESgYc0aYg0iYKtU7N7j0pX1+wKaFBZ7v7fD7l/xJSz1rdZnPCc8",
+	"4f3ewS5HLWRjnItU8lsYwa+Wxw52Oah3ij9ySdjV+M3Xu/Rk5uOxHEmh7A05mX83/Y1iByrRJJ6tNyfa",
+	"Ij9rPS8FBimdzgiI8jUVrTAqz7E6VJ1CEht5bx1aMTHNpXfUBMdsrMZFIpYTK8jmOaaspDJ6SykUmnv5",
+	"DA5IrICVkqTmC9FJ7xy3ej6aiJS+XZGYgoYUK6er9DckbYP0Qq+46J5g8UarMXDyWMFYfNo1dZ7zEQmj",
+	"Cz47dM5BXpKOVk0638Zq/XpVADM+6GFwTgHzdLece2WroB2+PqrHw3HeKIoZpOWgLZI+zGM6lTZWVOKE",
+	"yXEl7AYx8Sh/1wWcwCyHc1t2pTvXcazusTZgEN7Jt56Xzgq+2fSZQpRy5xJbsYoSBUquYnq1vKrK9BjV",
+	"ajcM9BDhJjixtxMrV+AGVorSc6ioGarAfa8n52KWYfkNp+UzI9VIUCCCKQ2k6Rzl6sFDCmFOAXzbCiXj",
+	"FxOBIRLMlxlx7oqwAJQSI+3KSNdEv2PcykL4q0hg+/X25ZLafY9FYz+3sHS7Ctm0ApWXeOhG1lyTq1qd",
+	"zypG7P85q7IBI6+5JvL55fic4k4F7WIDokWnRlGLVXOH3GP0SAc4KEdYiWJh7IUvFvq5JJVdRJRfKy38",
+	"uZyfGHJh/4D1XrFtFCw6nEHufPKg0NZJBZG359Y7Av5wO92xsFxmWy7Y/0E07z+Dgv159s9LJarCb+Sz",
+	"VYxPiYiCJxYjmiZi9GDm0/rDH4pHGqwatIo7HhbCH8RVlR+tVqjz0zEJ6UwGVcVHFx4a2qFylwVqD0ox",
+	"JOj56Fae6hmKe2RZdPnVGEVRBNlxsx4O2O65KpZcOZGZjJMUkYRSaHcdBpfiFMrIUoTghLjlVes+TRkb",
+	"OqiHlnJZsZhc6SqVwUJiDYqoAUNt9BtFuYqqTSra8WB78P+PH9/X6DQOUWlzCDqlwoISMhN6llHRh9QZ",
+	"8ZB9We3NzWVuiUXoXJy9xMJ07ObtD2yGMVIcU6commcsLOglRIxFZgSJj02lGQ0kipWxS8zqFMJGbKyp",
+	"6qec4sgw79hx0rvrs5ZXPFzQk+GPIo1iNSWDLxUedXyAF8DiHfY9irbuoJEnjnlB1kz0wvRdnN9qGQgq",
+	"dz0ramB5XLD1km2xorJFU54/iPSwMM2i4G5W6vWKkGYA/yrad1H90EGv38N77O+NK+4VrlEuDBKsRwyp",
+	"rzYSMvhKBf8QmTG07mAUU4fsiLHyKYz7di9Wfsh/977R1YotRTtFNTNT6AO+lA7limQ+l8knapXyzsql",
+	"MREeEZW2WPnyUKHS+CpmMmXsEgZfpZBuy+UUiljNCE9HkXtwOJeZLUfvrmOuYeJ10LGxZAmRoCrw7dox",
+	"IR2KEJWwUzxUXtFb2SmX++PQIP1aBIqNGhpl2iGcR6x8kPIzUQrXdNN3i0+Z2Gn2K8JTqFT/f8WP/4of",
+	"KH7cloqPVkpckUU4G7dh8YjWvrk9PwsxVjuJH388syzntpdY5Nr9upwJdXR1+teby4vfqgKsFO/ZEAWm",
+	"lc35yJaD1BfcMCJfQAr/3FCw23K8XOTxU8qbiqWKPpbXeMmJ4mxZ438cnZ992hr7hn/3Ne4zPpOV8RMc",
+	"OIalwr+ovg31662LmHidlmolcAZTYlMqD93yIGdA1JG6w6/tVDgIJR/0DRzAMReNyejikKJbAhAANzGW",
+	"0wD57EGImbO3udCd3+Kx+mNOiNvYmhPiBYuNQupfEZUPC4ilmGw2XDIzHyJP1Aq97tWAKtbEgKrh0kHJ",
+	"tiIKt0dJQioHoKPHIeQ7Qekl6bBEiSc78MDFQIgxM8XlmWMKFXx8WEp0nHHjjZ0B8dhqTNsKhmGiigQZ",
+	"ESzqIbmSUP477IjR9xi0OuM/zUWfycLy7QNmQWDWlOCLq2ALyEkyOedulCzVlGAykWPrMu5w6p1YXaO4",
+	"YjCDwbv4cY2dSoVx6BSyrZXRPtaK4AQMCGcqNS70BgFQQVyEKbjv4VkmOJbMn9sCHooOeKxQdC4KWuhx",
+	"AQPh4HmcA5aNxYKdf+e3qh8rRKju1GCA0w/VyuDhsdKWisck5FDoeAE18aWy8amTwZIvTIAZT0t9xCpZ",
+	"ad9BN2HrWOaq0rgvWkkZ8tU+OrlemMHciDTx5U4d8njrcBOKcqxIZyYFWGHi1KbYshJYgmlsUe6vcMXl",
+	"zyIi7LK9bveQcSz/DVqMMuyg2/EK7E9zgaFVjinj3anYGaf8iSo27nW7pfqNvbr6jXVG/uot1ONqCA8J",
+	"ofVjoW9WB+PLwR/0qBib/7u3Vj9ufTzoX8HL5qs8IvDepgHQnW7sKpCU9ihkFbz/A62Mpf42xQReKpLz",
+	"Yd1h3v8e8SgsHF+kJ3pMtfoQ7nEVkP5zRzIeUFefSVHwarhH9vD++HA+QYJJWRMB3E/Pr85Ozk8ubkOw",
+	"9e8WdlmBmqjy3xKfD8y9yusJ52lz8OVtUYPESVTkVEYnai74FK6jM4PwhU/iDs7wicgog5ewWr1DHRjj",
+	"kKdYjSEXIB2aEvQrGTQqZsHXN2+B5pMjeh3iaKUCiosj4rklScXje2LCY6yMUIS5RRUWaDiZsFU4IxwW",
+	"jnLqg9MLz3Os3KKALEi1BovhIyOlvCwC3UUDCh4Nl4nr8KjRT1zO0Dro7bFz+V3r0NeAdpC3JZd972Ud",
+	"CDUOAQhGUeiiEgx5yMbzHE13SEHRfSUVJn3NESnd5eg2kwJIGh+VcoT3W4SFR5O0LgbXeaUDBBB+tSl9",
+	"3+F5lgGf4cEK6DOJZjXIz8zqe7KFInxvEBpXx8y+Yr1Y4bgMYelRhglGstNwV1Z179t6AOtYhVzZItO6",
+	"lGFKgQSI0YNnysuWNS5KvoJP7TEDsTJeyCDsU4ph4vDyyhXawlE7x7vUpwTmTwIFLx01jmnySMaJrU+0",
+	"wUKXk6WRI565BluEQOYlTLf5GJgaK0cRvNks4DWHdKla8GW0WBOUD01SzacilyM25TaXT5RgiJPHMAoX",
+	"QruQuQD2s4e3ho1ElrGkFyWxopP4Db3eijDlsro2Iz1bUi2hPpYC87G2fsDoEh5NeH4Ps8FQupdfdw7Y",
+	"375DSy5QKT1mWJK0VDeHNXuvOvvsb9/FijAbIrbXg28cwOu6aXIsrctvoM4CELrHIOztfYNyZ1QOcnE7",
+	"K80hK2AyiBIWE1gFi3fnoAw35kCJXQWg1eOMa0DHuXKWGS/TW581Qs33gRxhcOcaKH5zHSK9FZI2EMTX",
+	"LQFi3a+Pn5LwPbS310jq4OwP67KTt8UIFIMpwMVj9RsQxJVegNIF2hYpBlR+le4kHz2E7gSoa80U45Vc",
+	"cLzOY0VYipnTqSdzm+qFLxVT6taDqOHOUKklkMeyjCLbEGjUhbu5E+BCznC0U50LH2OLpn6474I/kEMD",
+	"D4EbMul8RRKBawyvFmdj+eTwyCYuNgoO7rn8LlZNh1oFrHY8RoBll3VG9sUWtRHU0ALSJGCffWEqGdVA",
+	"ZnH0TU/ve98ilyz8Ho6omcMQi2o605QZl+x+sNppGSrD91lJFS86lWolbRsLi9VkcMeqJoU7ctQERgy/",
+	"zargCphc7eWpWCEEvCC8nVddnKInJSWcDvYVe7XvMBDI41LkTpEY4qHnvUTzg2ZGj60/jiSZWHelzHzq",
+	"wBxjlfxweX5yfnZ6fnqLNhcjrBMswpFkzZvTH25Prs9ba0ezjDjoq614dogFGFww+WGV34eyY8CNUhQI",
+	"ZB4om0MtQ+9ijSEemnhBHucPejiQqYOggc+N8LWF7UTQkY6VL2LTXw0WxOdOnycbipfqvJOS3E5CIYh4",
+	"NZrFhIyg8NUqjr50aJpwjstITq0yKjex4lgVYjRJTZzaKGfZIVpXCWLR4cEgztIGlKWAWnBUam4ss8zU",
+	"lDuLlcOwdM/CZXOI3alYOxoFd6qWNEApGAQw6p+ackS7UjoBW7xGzNeiLY9IELg5CXD+2jgBs3R3SpIT",
+	"wnqgUXY+A0a2a12ZWNUWljlkXVewXIKQM27RfDjDmjJwu6VO2YQbEI0MYoBsrz3T6iPJx0P4lWvpK7Jr",
+	"44US6EJ/gYONqBwg/YaTI0AInHwKG4vTho2F/YOdHYqJdNmkhGLqScrWOkHFIrhCQdIUMGP73W/WixdF",
+	"rKKgUT5KUUknCmFfTmVwVReIJYEMvlIZF2ZB24+sAuX5GhWiRE6iOrWhzi53A+vtVfhnM56m88xK0CVf",
+	"jHU+bQNlgce+2AK+bR5LH92SJQvduyPzGLGyEUKPrLBtUp0bHyMyv699u2a2QLX/kwxLd7gOuyVZ7f0R",
+	"Zq0jJ2Vv8vs4lkGb9yfattC0UFMoNXqmtGm0WtOxbPzyxrLPG2P8zed1kW8uTFalLUh4quW9YrWBDq+S",
+	"kw2A1rHCslxENVa4QiApzu1GWT+f6UStq0FRTaWo/lq5sFjVWoW86PdsVbBY1VsAwgL8hvSl/b1vP++h",
+	"ClMhI5LHo2vWmmZand8vdPsPjM7+D7JIu8Szz3Rbyvp6v3rSn633BWr6byj4FatdKn5500fFZuBBzDqr",
+	"Jb/6z1f88pW+nIZXX+Tr905FKC9va6fz/efmEdy5aojFdr++eetBunOESuFmqUaTXCuExy95PXZwczi/",
+	"7XOhDU57JZW06o6HUczzR/koPHCr8dYeD/Qaq6Iq6ipEtD8SBPVb0Y2pig3qUytq8moHof4qWfVHmeAl",
+	"3QsNNoV6Szhi6AII8Qhu5IdMUlV10qnDpStFN1KZAZ+JB30/IFhTK/K1oSOqPu5LgaLlyeUCV2rySbsy",
+	"6ReVOa5aGA1fomEZQ3M67J1fxwK8dkX5pS37wnjU6gAGHcUKeAfmf0rDhErR7uk0UwrGDsotRs3xjBzK",
+	"h6WG0SjqQXhCFT5SntHqjN0alw/YhOsnhQdCPGBmE5pVSUxu7BJuh4f32WC7knO9t/fNNuf6Z/JsPyP6",
+	"/4dEg95VK2E3V6ps/5a4z//jnNVXOsvK9P2TCLcrNrTZUX1UMgOQ4YzAp0K8Ov58yPiqzTIoMTZWQMac",
+	"TVDMCN9aKmfD5Q5aodVhJxKljgVflupjl7J3N1F4lrw+unh9cnYGpK/k4QmOSPRNI9kMzoMg0jgNB5iT",
+	"qwdbmcoXhggUYmKFNZ7wMMFovUdXY8VniFBIzb1I+7EKGRqIY+p9E6FdktDQ+DTLNRXGkGjpHPGcCg3d",
+	"VjysoT53YSSuMLhq3e57AbPY7367Ugn8kBlNQefVbSSzU2nWaax8ix61nzBpyT4V4HAIYcelLjaLlYkV",
+	"AdOSQsutw/M5LFXCQa6G5cWjcn1xl8ceK+qkgrZO/dQyhde4xv/lCxEI5CsXqHRr/n+bt70To/msGdq3",
+	"GyrqVy7k/zEM8M9Wj4g+MF6j3v5KhrolITEUtcUQRG4quZiraY1JsPwhJyoibJVYBISyCr1320AE1Ody",
+	"YeP9EuGHvTi+vDgJ367Sb4/4iDAa+OX+OqLVFiE85Gv9O9Lb3ylJ7D9dzg7WUJJ0NhyAfw9oi5Jzo3TE",
+	"m9UD/V/N4RPT20ppbavFBWGBi+AYkW4ggiuQ7HV47GiuqQvLd4OrKezXiBrzPGv0GxNrZ/0XLzI94tlE",
+	"G9s/ODh41YBm3WBqwYmrkBgeKaugOC4rbz0c/miTMcwUH4fZr3++EXDeferw5uvTAkLKFiX+lkYrLK/5",
+	"5lwraXVOnlb3agmo/OP7j/9fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -25,6 +25,7 @@ type Config struct {
 	HTTP           HTTPConfig
 	Channel        ChannelConfig
 	Training       TrainingConfig
+	Auth           AuthConfig // bearer tokens on the management channel (auth.go)
 	Logger         *slog.Logger
 	// WrapOpen, when set, wraps every model reader. It is a test seam: the
 	// conformance suite uses it to make a load reliably slow.

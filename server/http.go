@@ -69,6 +69,9 @@ type HTTPConfig struct {
 	// A small reserve beyond it answers GET /health only (see
 	// connlimit.go), so a full cap never silences the liveness probe.
 	MaxConnections int
+	// TLS serves the management channel over TLS when its files are set
+	// (tls.go).
+	TLS TLSConfig
 }
 
 // withDefaults returns c with every zero field set to its default.

@@ -41,6 +41,8 @@ type ChannelConfig struct {
 	// axis of the interface document, used for models that carry none
 	// (scikit-learn files).
 	Model inference.ModelOptions
+	// Curve turns CurveZMQ on when its secret key file is set (curve.go).
+	Curve CurveConfig
 }
 
 // TrainingConfig configures training jobs.

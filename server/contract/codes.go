@@ -75,6 +75,13 @@ const (
 	ModelUnsupported Code = "MODEL_UNSUPPORTED"
 	// JobNotDone: GET /training/{jobId}/report of a job with no model (409).
 	JobNotDone Code = "JOB_NOT_DONE"
+	// Unauthorized: authentication is on (-auth-tokens) and the request has
+	// no bearer token, or one the server does not know (401, with
+	// WWW-Authenticate).
+	Unauthorized Code = "UNAUTHORIZED"
+	// Forbidden: the token is known but its role does not cover the
+	// operation (403).
+	Forbidden Code = "FORBIDDEN"
 	// Cancelled is the error code of a job ended by
 	// POST /training/{jobId}/cancel (in the job record, not an HTTP answer).
 	Cancelled Code = "CANCELLED"
