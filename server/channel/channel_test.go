@@ -14,6 +14,7 @@ import (
 	"ramanserve/inference"
 	"ramanserve/server/channel"
 	"ramanserve/server/contract"
+	"ramanserve/server/metrics"
 	"ramanserve/server/zmtp"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
@@ -244,10 +245,35 @@ func BenchmarkPredict2048(b *testing.B) {
 	benchPredict(b, model)
 }
 
+// BenchmarkPredict2048Metrics is BenchmarkPredict2048 recording into the
+// server's metrics (counts, latency histograms, reduced T2 and Q,
+// confidence per analyte): the difference is the cost of metrics per
+// predict (goal: at most 1 us).
+func BenchmarkPredict2048Metrics(b *testing.B) {
+	ds := synth.New(synth.Config{Seed: 4}).Dataset(150)
+	res, err := trainer.Train(context.Background(), ds, trainer.Options{Seed: 1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.Params.Meta.Version = "bench"
+	model, err := inference.NewPLSModel(res.Params, inference.ModelOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchPredictRecorded(b, model, metrics.New(metrics.Sources{}).Channel())
+}
+
 // benchPredict measures the channel's handling of one predict request
 // for a synthetic spectrum with model active.
-func benchPredict(b *testing.B, model inference.Model) {
-	h := channel.New(channel.Options{Models: models{model}, ServerVersion: "bench"})
+func benchPredict(b *testing.B, model inference.Model) { benchPredictRecorded(b, model, nil) }
+
+// benchPredictRecorded is benchPredict with rec recording (nil: none).
+func benchPredictRecorded(b *testing.B, model inference.Model, rec channel.Recorder) {
+	opts := channel.Options{Models: models{model}, ServerVersion: "bench"}
+	if rec != nil {
+		opts.Recorder = rec
+	}
+	h := channel.New(opts)
 	s := synth.New(synth.Config{Seed: 5}).Next()
 	req := client.AppendPredictRequest(nil, "6f1c5e0a-6b1e-4a44-9a6c-2f7f3a3b0c11", 1,
 		&client.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: 1},
