@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"ramanserve/inference"
 	"ramanserve/server/codec"
@@ -77,13 +78,13 @@ var (
 
 // ChannelRecorder records the prediction channel's requests
 // (channel.Recorder). Every series is resolved when it is built, so
-// recording is atomic additions only.
+// recording is atomic additions only. ramanserve_predictions_total and
+// ramanserve_prediction_duration_seconds are the predict series of the
+// per-type metrics, copied when Prometheus scrapes (predictionsView)
+// rather than recorded twice.
 type ChannelRecorder struct {
 	requests  [numChannelTypes][numChannelCodes]prometheus.Counter
-	durations [numChannelTypes]prometheus.Observer
-
-	predictions        [numChannelCodes]prometheus.Counter
-	predictionDuration prometheus.Observer
+	durations [numChannelTypes]prometheus.Histogram
 
 	reducedT2     prometheus.Observer
 	reducedQ      prometheus.Observer
@@ -101,15 +102,6 @@ func newChannelRecorder(reg prometheus.Registerer) *ChannelRecorder {
 		Help:    "Server-side time of a prediction channel request, from its frames to its encoded reply, by message type.",
 		Buckets: channelDurationBuckets,
 	}, []string{"type"})
-	predictions := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "predictions_total",
-		Help: `Predict requests answered, by code ("OK" or the error code of the reply).`,
-	}, []string{"code"})
-	predictionDuration := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "prediction_duration_seconds",
-		Help:    "Server-side time of a predict, from its frames to its encoded reply (decode, validate, preprocess, predict, diagnostics, encode).",
-		Buckets: channelDurationBuckets,
-	})
 	reducedT2 := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "prediction_reduced_t2",
 		Help:    "Reduced Hotelling T2 (t2 / t2_limit) of successful predicts whose model computes it; above 1: outside the 95 % region.",
@@ -129,26 +121,21 @@ func newChannelRecorder(reg prometheus.Registerer) *ChannelRecorder {
 		Namespace: Namespace, Name: "predictions_outside_domain_total",
 		Help: "Successful predicts outside the calibration domain: reduced T2 above 1 or reduced Q above 1.",
 	})
-	reg.MustRegister(requests, durations, predictions, predictionDuration, reducedT2, reducedQ, confidence, outside)
-
 	r := &ChannelRecorder{
-		predictionDuration: predictionDuration,
-		reducedT2:          reducedT2,
-		reducedQ:           reducedQ,
-		outsideDomain:      outside,
+		reducedT2:     reducedT2,
+		reducedQ:      reducedQ,
+		outsideDomain: outside,
 	}
 	for i, t := range channelTypes {
-		r.durations[i] = durations.WithLabelValues(t.String())
+		r.durations[i] = durations.WithLabelValues(t.String()).(prometheus.Histogram)
 		for j, code := range channelCodes {
 			r.requests[i][j] = requests.WithLabelValues(t.String(), code)
 		}
 	}
-	for j, code := range channelCodes {
-		r.predictions[j] = predictions.WithLabelValues(code)
-	}
 	for a := range inference.NumAnalytes {
 		r.confidence[a] = confidence.WithLabelValues(inference.Analyte(a).String())
 	}
+	reg.MustRegister(requests, durations, reducedT2, reducedQ, confidence, outside, newPredictionsView(r))
 	return r
 }
 
@@ -160,13 +147,8 @@ func (r *ChannelRecorder) Answered(t codec.MessageType, code contract.Code, took
 		ti = int(codec.TypeUnknown)
 	}
 	ci := channelCodeIndex(code)
-	seconds := took.Seconds()
 	r.requests[ti][ci].Inc()
-	r.durations[ti].Observe(seconds)
-	if t == codec.TypePredict {
-		r.predictions[ci].Inc()
-		r.predictionDuration.Observe(seconds)
-	}
+	r.durations[ti].Observe(took.Seconds())
 }
 
 // Predicted records the diagnostics and confidence of a successful predict.
@@ -194,3 +176,53 @@ func (r *ChannelRecorder) Predicted(p *inference.Prediction) {
 // finite reports whether v is neither NaN nor infinite: one such value
 // would turn a histogram's sum into NaN or Inf for the process's life.
 func finite(v float64) bool { return v-v == 0 }
+
+// predictionsView reports the predict series of the per-type metrics
+// under the names operators look for first: ramanserve_predictions_total
+// and ramanserve_prediction_duration_seconds.
+type predictionsView struct {
+	r           *ChannelRecorder
+	predictions *prometheus.Desc
+	duration    *prometheus.Desc
+}
+
+func newPredictionsView(r *ChannelRecorder) *predictionsView {
+	return &predictionsView{
+		r: r,
+		predictions: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "predictions_total"),
+			`Predict requests answered, by code ("OK" or the error code of the reply).`,
+			[]string{"code"}, nil),
+		duration: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "prediction_duration_seconds"),
+			"Server-side time of a predict, from its frames to its encoded reply (decode, validate, preprocess, predict, diagnostics, encode).",
+			nil, nil),
+	}
+}
+
+func (v *predictionsView) Describe(ch chan<- *prometheus.Desc) {
+	ch <- v.predictions
+	ch <- v.duration
+}
+
+func (v *predictionsView) Collect(ch chan<- prometheus.Metric) {
+	predict := int(codec.TypePredict)
+	var m dto.Metric
+	for j, code := range channelCodes {
+		m.Reset()
+		if err := v.r.requests[predict][j].Write(&m); err != nil {
+			ch <- prometheus.NewInvalidMetric(v.predictions, err)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(v.predictions, prometheus.CounterValue, m.GetCounter().GetValue(), code)
+	}
+	m.Reset()
+	if err := v.r.durations[predict].Write(&m); err != nil {
+		ch <- prometheus.NewInvalidMetric(v.duration, err)
+		return
+	}
+	h := m.GetHistogram()
+	buckets := make(map[float64]uint64, len(h.GetBucket()))
+	for _, b := range h.GetBucket() {
+		buckets[b.GetUpperBound()] = b.GetCumulativeCount()
+	}
+	ch <- prometheus.MustNewConstHistogram(v.duration, h.GetSampleCount(), h.GetSampleSum(), buckets)
+}
