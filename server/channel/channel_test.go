@@ -13,6 +13,7 @@ import (
 	"ramanserve/client"
 	"ramanserve/inference"
 	"ramanserve/server/channel"
+	"ramanserve/server/codec"
 	"ramanserve/server/contract"
 	"ramanserve/server/metrics"
 	"ramanserve/server/zmtp"
@@ -123,8 +124,10 @@ func TestHandler(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := channel.New(channel.Options{Models: models{tc.model}, ServerVersion: "v-test"})
+			rec := &lastRequest{}
+			h := channel.New(channel.Options{Models: models{tc.model}, ServerVersion: "v-test", Recorder: rec})
 			out := h.Handle(context.Background(), zmtp.Request{Frames: tc.frames, Err: tc.reqErr}, nil)
+			rec.check(t, tc.replyType, tc.code)
 			rep, err := client.DecodeReply(out)
 			if err != nil {
 				t.Fatalf("reply does not decode: %v", err)
@@ -177,6 +180,43 @@ func TestHandler(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lastRequest is a channel.Recorder that keeps what it was told.
+type lastRequest struct {
+	answered, predicted int
+	typ                 codec.MessageType
+	code                contract.Code
+	took                time.Duration
+}
+
+func (r *lastRequest) Answered(t codec.MessageType, code contract.Code, took time.Duration) {
+	r.answered++
+	r.typ, r.code, r.took = t, code, took
+}
+
+func (r *lastRequest) Predicted(p *inference.Prediction) {
+	if p.Confidence.Valid[inference.EPA] {
+		r.predicted++
+	}
+}
+
+// check: the request was recorded once, with the code of its reply and
+// the type it was read as (unknown when the reply type is "error"), and
+// a successful predict's result once.
+func (r *lastRequest) check(t *testing.T, replyType string, code contract.Code) {
+	t.Helper()
+	want := map[string]codec.MessageType{"pong": codec.TypePing, "predict_reply": codec.TypePredict, "model_info_reply": codec.TypeModelInfo, "error": codec.TypeUnknown}[replyType]
+	if r.answered != 1 || r.typ != want || r.code != code || r.took <= 0 {
+		t.Errorf("recorded %d requests, last %v %q in %v; want 1, %v %q", r.answered, r.typ, r.code, r.took, want, code)
+	}
+	wantPredicted := 0
+	if replyType == "predict_reply" && code == "" {
+		wantPredicted = 1
+	}
+	if r.predicted != wantPredicted {
+		t.Errorf("recorded %d predictions, want %d", r.predicted, wantPredicted)
 	}
 }
 
