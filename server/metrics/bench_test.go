@@ -49,3 +49,15 @@ func BenchmarkRecordPredictParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRecordHTTPRequest is what metrics add to one management
+// request.
+func BenchmarkRecordHTTPRequest(b *testing.B) {
+	r := New(Sources{}).HTTP()
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		r.Request("/model/{version}", "GET", 200, 3*time.Millisecond)
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}

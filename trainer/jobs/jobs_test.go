@@ -119,7 +119,11 @@ func TestQueueIsBounded(t *testing.T) {
 	if _, err := m.Submit(context.Background(), ds, jobs.Meta{Operator: "c"}); !errors.Is(err, trainer.ErrQueueFull) {
 		t.Fatalf("third job: %v, want ErrQueueFull", err)
 	}
+	if got := m.CountByStatus(); len(got) != 2 || got[jobs.Running] != 1 || got[jobs.Queued] != 1 {
+		t.Fatalf("jobs by status %v, want one running and one queued", got)
+	}
 	close(p.block)
+	wait(t, m, first.ID)
 }
 
 func TestRestartMarksUnfinishedJobsInterrupted(t *testing.T) {
