@@ -117,6 +117,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.StringVar(&cfg.ZMQEndpoint, "zmq-addr", "tcp://*:5555", "prediction channel ZeroMQ endpoint")
 	fs.StringVar(&cfg.RegistryDir, "registry", "./var/registry", "model registry directory (created if missing)")
 	fs.Var(&roots, "allow-file-root", "directory POST /model/load may import .joblib files from (repeatable; default <registry>/import)")
+	fs.StringVar(&cfg.Auth.TokensFile, "auth-tokens", "", "file of management bearer tokens, one line each: role sha256(token) name (roles read, operate; SIGHUP re-reads it); off by default")
+	fs.BoolVar(&cfg.Auth.Health, "auth-health", false, "with -auth-tokens, GET /health needs a token too (any role)")
 	fs.Var(&origins, "cors-origin", "browser origin, scheme://host[:port], whose pages may call the management API (repeatable; off by default; \"*\" is refused)")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
