@@ -279,6 +279,7 @@ func TestAuthEveryOperation(t *testing.T) {
 			t.Errorf("%s with the read token: %d %s, want 2xx", op.id, resp.StatusCode, b)
 		}
 	}
+	t.Logf("auth matrix: %d operations of the contract x {no token, read, operate}, %d of them mutations", len(ops), mutations)
 	if mutations != 4 {
 		t.Errorf("%d mutations in the contract, want 4 (load, delete, train, cancel)", mutations)
 	}
