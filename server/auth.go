@@ -131,8 +131,11 @@ func (g *tokenGate) refuse(w http.ResponseWriter, r *http.Request, ce *contract.
 	}
 	h.Set("Content-Type", "application/json")
 	// The body, if any, is not read: closing lets the answer go out at
-	// once instead of after net/http drains up to 256 KiB of it.
-	if r.ContentLength != 0 {
+	// once instead of after net/http drains up to 256 KiB of it. A
+	// connection of the health reserve is closed too, as its own gate
+	// closes one that asks for anything but GET /health: a client
+	// without a token must not keep a reserve slot by asking again.
+	if lc, _ := r.Context().Value(connKey{}).(*limitedConn); r.ContentLength != 0 || (lc != nil && lc.reserve) {
 		h.Set("Connection", "close")
 	}
 	w.WriteHeader(status)

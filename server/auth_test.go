@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"ramanserve/server/auth"
+	"ramanserve/server/metrics"
 )
 
 func tokenSet(t *testing.T, lines ...string) *auth.Set {
@@ -104,5 +107,52 @@ func TestWarningWithoutAuth(t *testing.T) {
 		if warned != c.warn {
 			t.Errorf("%s, tokens %q: warned %v, want %v", c.addr, c.tokens, warned, c.warn)
 		}
+	}
+}
+
+// TestTokenGateOnTheHealthReserve: authentication comes before the
+// reserve's gate, and a refusal on a reserve connection closes it, as the
+// reserve's own 503 does: a client without a token cannot keep a reserve
+// slot by asking again. GET /health stays open there.
+func TestTokenGateOnTheHealthReserve(t *testing.T) {
+	const token = "op-token-1234"
+	release := make(chan struct{})
+	web, err := newWebLayer(reserveGate(holdHandler(release)), nil, metrics.New(metrics.Sources{}).HTTP(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	web.gate = &tokenGate{tokens: auth.NewStore(tokenSet(t, tokenLine("operate", token, "console")))}
+	addr, l := servedBehindLimit(t, 1, web)
+	t.Cleanup(func() { close(release) })
+	holder, _ := dial(t, addr)
+	fmt.Fprintf(holder, "GET /hold HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", token)
+	waitOpen(t, l, 1, 0)
+	waitActive(t, l, 1)
+
+	for _, q := range []struct {
+		method, path, authorization string
+		status                      int
+		closed                      bool
+	}{
+		{"GET", "/health", "", 200, false},
+		{"POST", "/model/load", "Bearer " + token, 503, true},
+		{"POST", "/model/load", "", 401, true},
+	} {
+		c, r := dial(t, addr)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		hdr := ""
+		if q.authorization != "" {
+			hdr = "Authorization: " + q.authorization + "\r\n"
+		}
+		fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: 0\r\n\r\n", q.method, q.path, hdr)
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != q.status || resp.Close != q.closed {
+			t.Errorf("%s %s (%q) on the reserve: %d, closed %v; want %d, closed %v", q.method, q.path, q.authorization, resp.StatusCode, resp.Close, q.status, q.closed)
+		}
+		c.Close()
 	}
 }
