@@ -35,6 +35,9 @@ type webLayer struct {
 	ids      *requestIDs
 	access   *accessLog
 	requests requestRecorder
+	// gate authenticates each request before next sees it; nil when
+	// authentication is off (see auth.go).
+	gate *tokenGate
 }
 
 // requestRecorder observes every answered request (the server's metrics):
@@ -82,6 +85,15 @@ func (l *webLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.requests.Request(x.route, r.Method, status, took)
 		l.access.write(r, x, rw, in, status, took)
 	}()
+	if l.gate != nil {
+		admitted, ok := l.gate.admit(rw, r)
+		if !ok {
+			served = true
+			return
+		}
+		r = admitted
+		x.user = authenticatedAs(r.Context())
+	}
 	l.next.ServeHTTP(rw, r)
 	served = true
 }
@@ -92,6 +104,7 @@ type exchange struct {
 	id     string
 	origin string // the request's Origin when it is listed, else ""
 	route  string // the route template, e.g. /training/{jobId}; "" for none
+	user   string // the name of the request's bearer token; "" without one
 }
 
 type exchangeKey struct{}
@@ -429,7 +442,7 @@ func (a *accessLog) write(r *http.Request, x *exchange, rw *recordingWriter, in 
 	if in != nil {
 		bytesIn = in.n
 	}
-	a.log.LogAttrs(ctx, slog.LevelInfo, "request",
+	attrs := []slog.Attr{
 		slog.String("method", method),
 		slog.String("route", x.route),
 		slog.Int("status", status), // 0: aborted before any answer
@@ -437,7 +450,11 @@ func (a *accessLog) write(r *http.Request, x *exchange, rw *recordingWriter, in 
 		slog.String("request_id", x.id),
 		slog.Int64("bytes_in", bytesIn),
 		slog.Int64("bytes_out", rw.written),
-	)
+	}
+	if x.user != "" { // the token's name, never the token
+		attrs = append(attrs, slog.String("authenticated_as", x.user))
+	}
+	a.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 }
 
 // recordingWriter records the status and counts the body bytes written.
