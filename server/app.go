@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ramanserve/inference/registry"
+	"ramanserve/server/auth"
 	"ramanserve/trainer/jobs"
 )
 
@@ -41,6 +42,7 @@ type App struct {
 	Registry *registry.Registry
 	api      *API
 
+	tokens     *auth.Store // nil: authentication off
 	httpServer *http.Server
 	httpLn     *connLimitListener
 	bodies     *httpHandler
@@ -70,9 +72,13 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 			a.undo()
 		}
 	}()
+	if err := a.loadAuth(); err != nil {
+		return nil, err
+	}
 	if err := a.listen(); err != nil {
 		return nil, err
 	}
+	a.warnWithoutAuth()
 	if err := ctx.Err(); err != nil { // a signal during start-up: nothing written yet
 		return nil, err
 	}
@@ -143,6 +149,9 @@ func (a *App) serve() error {
 		return err
 	}
 	a.bodies = handler
+	if a.tokens != nil {
+		handler.gate = &tokenGate{tokens: a.tokens, health: a.cfg.Auth.Health}
+	}
 	a.httpServer = &http.Server{
 		Handler:           handler, // the health reserve's gate is inside
 		ReadHeaderTimeout: 10 * time.Second,

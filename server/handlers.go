@@ -58,6 +58,7 @@ func (a *API) LoadModel(ctx context.Context, req gen.LoadModelRequestObject) (ge
 	}
 	lr := registry.LoadRequest{Version: body.Version, Source: source}
 	if source == registry.SourceFile {
+		lr.AuthenticatedAs = authenticatedAs(ctx) // the import's lineage
 		if body.Path == nil || *body.Path == "" {
 			return nil, contract.New(contract.InvalidRequest, http.StatusBadRequest, `field "path": required when source is "file"`)
 		}

@@ -78,6 +78,7 @@ func modelDetail(e *registry.Entry) gen.ModelDetail {
 		File:      optional(e.File),
 		Lineage: gen.ModelLineage{
 			Operator:          optional(e.Operator),
+			AuthenticatedAs:   optional(e.AuthenticatedAs),
 			Notes:             optional(e.Notes),
 			JobId:             optional(e.JobID),
 			TrainingCsvSha256: optional(e.TrainingCSVSHA256),

@@ -411,7 +411,7 @@ func trainingResult(j *jobs.Job) *gen.TrainingResult {
 		ArtifactPath: r.ArtifactPath,
 		Metrics:      gen.TrainingMetrics{Rmse: derefBreakdown(r.RMSE), R2: derefBreakdown(r.R2)},
 		ReportUrl:    ptr("/training/" + j.ID + "/report"),
-		Lineage: &gen.ModelLineage{JobId: ptr(j.ID), Operator: optional(j.Meta.Operator), Notes: optional(j.Meta.Notes),
+		Lineage: &gen.ModelLineage{JobId: ptr(j.ID), Operator: optional(j.Meta.Operator), AuthenticatedAs: optional(j.Meta.AuthenticatedAs), Notes: optional(j.Meta.Notes),
 			TrainingCsvSha256: optional(j.Meta.CSVSHA256), TrainingRows: ptr(j.Samples)},
 	}
 	if len(j.Meta.SourceBatches) > 0 {

@@ -34,6 +34,9 @@ type webLayer struct {
 	cors   corsPolicy
 	ids    *requestIDs
 	access *accessLog
+	// gate authenticates each request before next sees it; nil when
+	// authentication is off (see auth.go).
+	gate *tokenGate
 }
 
 const requestIDHeader = "X-Request-Id"
@@ -68,6 +71,15 @@ func (l *webLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	served := false
 	// Deferred: a handler aborted with http.ErrAbortHandler is logged too.
 	defer func() { l.access.write(r, x, rw, in, served, time.Since(start)) }()
+	if l.gate != nil {
+		admitted, ok := l.gate.admit(rw, r)
+		if !ok {
+			served = true
+			return
+		}
+		r = admitted
+		x.user = authenticatedAs(r.Context())
+	}
 	l.next.ServeHTTP(rw, r)
 	served = true
 }
@@ -78,6 +90,7 @@ type exchange struct {
 	id     string
 	origin string // the request's Origin when it is listed, else ""
 	route  string // the route template, e.g. /training/{jobId}; "" for none
+	user   string // the name of the request's bearer token; "" without one
 }
 
 type exchangeKey struct{}
@@ -419,7 +432,7 @@ func (a *accessLog) write(r *http.Request, x *exchange, rw *recordingWriter, in 
 	if in != nil {
 		bytesIn = in.n
 	}
-	a.log.LogAttrs(ctx, slog.LevelInfo, "request",
+	attrs := []slog.Attr{
 		slog.String("method", method),
 		slog.String("route", x.route),
 		slog.Int("status", status), // 0: aborted before any answer
@@ -427,7 +440,11 @@ func (a *accessLog) write(r *http.Request, x *exchange, rw *recordingWriter, in 
 		slog.String("request_id", x.id),
 		slog.Int64("bytes_in", bytesIn),
 		slog.Int64("bytes_out", rw.written),
-	)
+	}
+	if x.user != "" { // the token's name, never the token
+		attrs = append(attrs, slog.String("authenticated_as", x.user))
+	}
+	a.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 }
 
 // recordingWriter records the status and counts the body bytes written.

@@ -222,6 +222,7 @@ func (p publisher) publish(ctx context.Context, res *trainer.Result, lin jobs.Li
 		TrainedSamples:    params.Meta.TrainedSamples,
 		Algorithm:         params.Meta.Algorithm,
 		Operator:          lin.Operator,
+		AuthenticatedAs:   lin.AuthenticatedAs,
 		SourceBatches:     lin.SourceBatches,
 		Notes:             lin.Notes,
 		JobID:             lin.JobID,
@@ -270,7 +271,9 @@ func (u trainingUpload) Submit(ctx context.Context, ds *trainer.Dataset, meta ge
 	if err != nil {
 		return gen.TrainingJobAccepted{}, err
 	}
-	jm := jobs.Meta{Operator: meta.Operator, CSVSHA256: csvSHA256, Options: opts}
+	// The token's name comes from the request's context (the web layer's
+	// token gate), next to the operator the upload declares.
+	jm := jobs.Meta{Operator: meta.Operator, AuthenticatedAs: authenticatedAs(ctx), CSVSHA256: csvSHA256, Options: opts}
 	if meta.SourceBatches != nil {
 		jm.SourceBatches = *meta.SourceBatches
 	}
@@ -325,7 +328,7 @@ func (s trainingService) Cancel(ctx context.Context, id string) (gen.TrainingJob
 func (s trainingService) trainingJob(j *jobs.Job) gen.TrainingJob {
 	elapsed := int(j.Elapsed(s.now()).Seconds())
 	out := gen.TrainingJob{JobId: j.ID, Status: gen.TrainingJobStatus(j.Status), Progress: j.Progress, ElapsedSeconds: &elapsed,
-		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, Samples: ptr(j.Samples)}
+		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, Samples: ptr(j.Samples), AuthenticatedAs: optional(j.Meta.AuthenticatedAs)}
 	if !j.SubmittedAt.IsZero() {
 		out.SubmittedAt = ptr(j.SubmittedAt)
 	}

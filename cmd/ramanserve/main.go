@@ -117,6 +117,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.StringVar(&cfg.ZMQEndpoint, "zmq-addr", "tcp://*:5555", "prediction channel ZeroMQ endpoint")
 	fs.StringVar(&cfg.RegistryDir, "registry", "./var/registry", "model registry directory (created if missing)")
 	fs.Var(&roots, "allow-file-root", "directory POST /model/load may import .joblib files from (repeatable; default <registry>/import)")
+	fs.StringVar(&cfg.Auth.TokensFile, "auth-tokens", "", "file of management bearer tokens, one line each: role sha256(token) name (roles read, operate; SIGHUP re-reads it); off by default")
+	fs.BoolVar(&cfg.Auth.Health, "auth-health", false, "with -auth-tokens, GET /health needs a token too (any role)")
 	fs.Var(&origins, "cors-origin", "browser origin, scheme://host[:port], whose pages may call the management API (repeatable; off by default; \"*\" is refused)")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -205,6 +207,12 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 	// fails on a port in use writes nothing.
 	signals := newSignals()
 	defer signals.stop()
+	// SIGHUP is caught before the start, so one that arrives while the
+	// server starts is answered by a reload once it runs instead of
+	// killing the process (the default action).
+	hangups := make(chan os.Signal, 1)
+	signal.Notify(hangups, syscall.SIGHUP)
+	defer signal.Stop(hangups)
 	app, err := server.Start(signals.first, cfg)
 	if err != nil {
 		if signals.first.Err() != nil {
@@ -213,6 +221,13 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		}
 		return fmt.Errorf("start: %w", err)
 	}
+	reloadCtx, stopReloads := context.WithCancel(signals.first)
+	reloadsStopped := make(chan struct{})
+	go func() {
+		defer close(reloadsStopped)
+		reloadOnHangup(reloadCtx, hangups, app, cfg)
+	}()
+	defer func() { stopReloads(); <-reloadsStopped }()
 	var serveErr error
 	select {
 	case <-signals.first.Done():
@@ -269,6 +284,51 @@ func newSignals() *signals {
 		cancelFirst()
 		cancelSecond()
 	}}
+}
+
+// reloader is what a SIGHUP reloads: *server.App.
+type reloader interface {
+	Reload(ctx context.Context) error
+}
+
+// reloadOnHangup calls Reload once per SIGHUP until ctx ends, and logs
+// the files it re-read or why it could not. A failed reload keeps the
+// previous value of each part that failed and never stops the server.
+// Two SIGHUPs that arrive during one reload are answered by one more.
+func reloadOnHangup(ctx context.Context, hangups <-chan os.Signal, app reloader, cfg server.Config) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hangups:
+		}
+		if err := app.Reload(ctx); err != nil {
+			cfg.Logger.Error("SIGHUP: reload failed; what failed keeps its previous value, the rest took effect", "err", err)
+			continue
+		}
+		cfg.Logger.Info("SIGHUP: reloaded", reloadedFiles(cfg)...)
+	}
+}
+
+// reloadedFiles names, as log attributes, the configured files a reload
+// re-reads.
+func reloadedFiles(cfg server.Config) []any {
+	var attrs []any
+	for _, f := range []struct{ name, path string }{
+		{"auth_tokens", cfg.Auth.TokensFile},
+		{"tls_cert", cfg.HTTP.TLS.CertFile},
+		{"tls_key", cfg.HTTP.TLS.KeyFile},
+		{"tls_client_ca", cfg.HTTP.TLS.ClientCAFile},
+		{"zmq_curve_clients", cfg.Channel.Curve.ClientsFile},
+	} {
+		if f.path != "" {
+			attrs = append(attrs, f.name, f.path)
+		}
+	}
+	if attrs == nil {
+		attrs = []any{"files", "none configured"}
+	}
+	return attrs
 }
 
 // limitMemory resolves the training memory budget's default (a quarter of

@@ -90,7 +90,7 @@ func (r *Registry) importFile(ctx context.Context, req LoadRequest) (*Entry, err
 	}
 	entry := &Entry{
 		Version: req.Version, Status: StatusStaged, File: rel, SizeBytes: size, SHA256: sum,
-		TrainedAt: mtime.UTC(), ImportedFrom: req.Path, AddedAt: r.opts.Now().UTC(),
+		TrainedAt: mtime.UTC(), ImportedFrom: req.Path, AuthenticatedAs: req.AuthenticatedAs, AddedAt: r.opts.Now().UTC(),
 	}
 	sidecar := resolved + ".json"
 	if fi, err := os.Lstat(sidecar); err == nil {

@@ -39,9 +39,12 @@ type Entry struct {
 	TrainedSamples int       `json:"trained_samples,omitempty"`
 	Algorithm      string    `json:"algorithm,omitempty"`
 	Operator       string    `json:"operator,omitempty"`
-	SourceBatches  []string  `json:"source_batches,omitempty"`
-	Notes          string    `json:"notes,omitempty"`
-	ImportedFrom   string    `json:"imported_from,omitempty"`
+	// AuthenticatedAs is the name of the bearer token that trained or
+	// imported the model; "" when authentication was off.
+	AuthenticatedAs string   `json:"authenticated_as,omitempty"`
+	SourceBatches   []string `json:"source_batches,omitempty"`
+	Notes           string   `json:"notes,omitempty"`
+	ImportedFrom    string   `json:"imported_from,omitempty"`
 	// Target names the analyte of a one-target imported model, from its
 	// sidecar ({"target": "DHA"}); "" otherwise.
 	Target  string    `json:"target,omitempty"`

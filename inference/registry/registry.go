@@ -356,6 +356,10 @@ type LoadRequest struct {
 	Version string
 	Source  Source
 	Path    string // SourceFile only
+	// AuthenticatedAs is the name of the bearer token that asked for an
+	// import (SourceFile only), recorded in its entry; "" when
+	// authentication is off.
+	AuthenticatedAs string
 }
 
 // LoadResult reports a successful swap.
@@ -538,8 +542,11 @@ type StagedModel struct {
 	TrainedSamples int
 	Algorithm      string
 	Operator       string
-	SourceBatches  []string
-	Notes          string
+	// AuthenticatedAs is the name of the bearer token that started the
+	// training; "" when authentication was off.
+	AuthenticatedAs string
+	SourceBatches   []string
+	Notes           string
 	// Lineage and figures of the training, recorded in the entry.
 	JobID             string
 	TrainingCSVSHA256 string
@@ -574,7 +581,7 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 	next.Models[version] = &Entry{
 		Version: version, Status: StatusStaged, File: relPath, SizeBytes: size, SHA256: sum,
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
-		Operator: m.Operator, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
+		Operator: m.Operator, AuthenticatedAs: m.AuthenticatedAs, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
 		JobID: m.JobID, TrainingCSVSHA256: m.TrainingCSVSHA256, TrainingRows: m.TrainingRows, Metrics: m.Metrics,
 		RowsUsed: m.RowsUsed,
 		Shape:    m.Shape,

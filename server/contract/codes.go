@@ -194,7 +194,7 @@ func Classify(err error) Classified {
 	if errors.As(err, &ce) {
 		status := ce.Status
 		if status == 0 {
-			status = http.StatusBadRequest
+			status = defaultStatus(ce.Code)
 		}
 		return Classified{Code: ce.Code, Status: status, Retryable: Retryable(ce.Code)}
 	}
@@ -212,6 +212,18 @@ func Classify(err error) Classified {
 		return Classified{Code: InternalError, Status: http.StatusServiceUnavailable, Retryable: Retryable(InternalError)}
 	}
 	return Classified{Code: InternalError, Status: http.StatusInternalServerError}
+}
+
+// defaultStatus is the HTTP status of a coded error that names none:
+// the authentication codes have their own, every other code 400.
+func defaultStatus(c Code) int {
+	switch c {
+	case Unauthorized:
+		return http.StatusUnauthorized
+	case Forbidden:
+		return http.StatusForbidden
+	}
+	return http.StatusBadRequest
 }
 
 // storageErrnos are the errors of a disk that cannot take a write. The

@@ -50,9 +50,13 @@ const (
 
 // Meta is the operator's description of a training upload.
 type Meta struct {
-	Operator      string   `json:"operator"`
-	SourceBatches []string `json:"source_batches,omitempty"`
-	Notes         string   `json:"notes,omitempty"`
+	Operator string `json:"operator"`
+	// AuthenticatedAs is the name of the bearer token that uploaded the
+	// job (the server's -auth-tokens); "" when authentication was off.
+	// Kept beside the self-declared Operator so the two can be compared.
+	AuthenticatedAs string   `json:"authenticated_as,omitempty"`
+	SourceBatches   []string `json:"source_batches,omitempty"`
+	Notes           string   `json:"notes,omitempty"`
 	// CSVSHA256 is the hex SHA-256 of the CSV part exactly as uploaded.
 	CSVSHA256 string `json:"csv_sha256,omitempty"`
 	// Options are the upload's training options; kept in the record so

@@ -1,0 +1,199 @@
+// Package auth is bearer-token authentication of the management channel:
+// the tokens file (-auth-tokens), an immutable set of token hashes read
+// from it, a store that swaps sets atomically on reload (SIGHUP), and the
+// constant-time check of a request's Authorization header against it.
+//
+// Only SHA-256 hashes of tokens are held: the file holds no token, and a
+// token a client sends is hashed and dropped. Nothing here logs.
+package auth
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Role is what a token may do.
+type Role string
+
+// Roles: read may call every GET (and HEAD and OPTIONS); operate may call
+// everything, the mutations too.
+const (
+	Read    Role = "read"
+	Operate Role = "operate"
+)
+
+// Allows reports whether r may use method. Read is limited to the safe
+// methods (RFC 9110 section 9.2.1), which change nothing on this server.
+func (r Role) Allows(method string) bool {
+	switch r {
+	case Operate:
+		return true
+	case Read:
+		return method == "GET" || method == "HEAD" || method == "OPTIONS"
+	}
+	return false
+}
+
+// Identity is who a request authenticated as: the token's name and role.
+type Identity struct {
+	Name string
+	Role Role
+}
+
+// Bounds of the tokens file: what a file (an operator's mistake, a log
+// pointed at by accident) can make the server allocate.
+const (
+	MaxFileBytes = 1 << 20
+	MaxLineBytes = 1024
+	MaxTokens    = 10000
+	MaxNameLen   = 64
+)
+
+// entry is one token of a set: its hash, name and role.
+type entry struct {
+	hash [sha256.Size]byte
+	name string
+	role Role
+}
+
+// Set is an immutable set of tokens, as one tokens file lists them.
+type Set struct {
+	entries []entry
+}
+
+// Len is the number of tokens in s.
+func (s *Set) Len() int { return len(s.entries) }
+
+// LineError is a tokens file that does not parse: the line and why. It
+// never quotes the line: an operator who pasted a token where its hash
+// belongs must not find it in the log.
+type LineError struct {
+	Line   int
+	Reason string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
+
+// ReadFile reads and parses the tokens file at path.
+func ReadFile(path string) (*Set, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokens file: %w", err)
+	}
+	defer f.Close()
+	s, err := Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("tokens file %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Parse reads a tokens file: one token per line, "role sha256hex name",
+// fields separated by spaces or tabs; "#" starts a comment, blank lines
+// are skipped. It is strict: an unknown role, a hash that is not 64 hex
+// digits, a repeated hash or name, a name with other characters than
+// letters, digits and "-._@:", a line over MaxLineBytes, a file over
+// MaxFileBytes or MaxTokens, and a file with no token at all are errors
+// (a file truncated mid-write must not lock everyone out on reload).
+func Parse(r io.Reader) (*Set, error) {
+	limited := &io.LimitedReader{R: r, N: MaxFileBytes + 1}
+	sc := bufio.NewScanner(limited)
+	sc.Buffer(make([]byte, 0, 4096), MaxLineBytes+1)
+	var (
+		s      Set
+		hashes = map[[sha256.Size]byte]int{}
+		names  = map[string]int{}
+		line   int
+	)
+	for sc.Scan() {
+		line++
+		raw := sc.Bytes()
+		if len(raw) > MaxLineBytes {
+			return nil, &LineError{line, fmt.Sprintf("longer than %d bytes", MaxLineBytes)}
+		}
+		e, ok, err := parseLine(raw)
+		if err != nil {
+			return nil, &LineError{line, err.Error()}
+		}
+		if !ok {
+			continue
+		}
+		if prev, dup := hashes[e.hash]; dup {
+			return nil, &LineError{line, fmt.Sprintf("the same hash as line %d (one token, one name)", prev)}
+		}
+		if prev, dup := names[e.name]; dup {
+			return nil, &LineError{line, fmt.Sprintf("name %q already used on line %d", e.name, prev)}
+		}
+		if len(s.entries) == MaxTokens {
+			return nil, &LineError{line, fmt.Sprintf("more than %d tokens", MaxTokens)}
+		}
+		hashes[e.hash], names[e.name] = line, line
+		s.entries = append(s.entries, e)
+	}
+	if limited.N == 0 {
+		return nil, fmt.Errorf("over %d bytes", MaxFileBytes)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, &LineError{line + 1, fmt.Sprintf("longer than %d bytes", MaxLineBytes)}
+		}
+		return nil, err
+	}
+	if len(s.entries) == 0 {
+		return nil, errors.New("no token in the file (every request would be refused)")
+	}
+	return &s, nil
+}
+
+// parseLine parses one line; ok is false for a blank or comment line.
+func parseLine(raw []byte) (e entry, ok bool, err error) {
+	if i := bytes.IndexByte(raw, '#'); i >= 0 {
+		raw = raw[:i]
+	}
+	fields := strings.FieldsFunc(string(raw), func(c rune) bool { return c == ' ' || c == '\t' || c == '\r' })
+	switch {
+	case len(fields) == 0:
+		return entry{}, false, nil
+	case len(fields) != 3:
+		return entry{}, false, fmt.Errorf("%d fields, want 3: role sha256(token) name", len(fields))
+	}
+	role := Role(fields[0])
+	if role != Read && role != Operate {
+		// Not quoted: on a line written in the wrong order it could be the token.
+		return entry{}, false, errors.New("unknown role in field 1 (want read or operate)")
+	}
+	h := fields[1]
+	if len(h) != 2*sha256.Size {
+		return entry{}, false, fmt.Errorf("field 2 has %d characters; want the 64 hex digits of sha256(token), never the token itself", len(h))
+	}
+	if _, err := hex.Decode(e.hash[:], []byte(h)); err != nil {
+		return entry{}, false, errors.New("field 2 is not hex; want the 64 hex digits of sha256(token)")
+	}
+	if err := checkName(fields[2]); err != nil {
+		return entry{}, false, err
+	}
+	e.name, e.role = fields[2], role
+	return e, true, nil
+}
+
+// checkName keeps names fit for logs, job records and JSON: 1 to
+// MaxNameLen letters, digits and "-._@:".
+func checkName(n string) error {
+	if len(n) > MaxNameLen {
+		return fmt.Errorf("name longer than %d characters", MaxNameLen)
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._@:", c) >= 0) {
+			return fmt.Errorf("name has character %q (want letters, digits and -._@:)", c)
+		}
+	}
+	return nil
+}
