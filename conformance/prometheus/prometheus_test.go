@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,13 @@ func TestPrometheus(t *testing.T) {
 	t.Run("predictions read back through the query API", func(t *testing.T) {
 		prom.waitForPredictions(ctx, t, predicts)
 	})
+	t.Run("every series the alert rules read is scraped", func(t *testing.T) {
+		for _, sel := range alertSelectors(t) {
+			if res := prom.query(ctx, t, fmt.Sprintf(`count(%s)`, sel)); len(res) == 0 {
+				t.Errorf("alerts.yml reads %s, which the server's scrape does not have", sel)
+			}
+		}
+	})
 	t.Run("promtool check metrics", func(t *testing.T) {
 		out, err := tools.run(ctx, srv.metrics(ctx, t), "check", "metrics")
 		if err != nil {
@@ -103,6 +111,38 @@ func TestAlertRules(t *testing.T) {
 		}
 		t.Logf("promtool %s:\n%s", strings.Join(args, " "), strings.TrimSpace(out))
 	}
+}
+
+// selectorRE matches the series selectors of ramanserve metrics (and up)
+// in the expressions of alerts.yml.
+var selectorRE = regexp.MustCompile(`\b(ramanserve_[a-z0-9_]+|up)\b(\{[^}]*\})?`)
+
+// alertSelectors returns the series selectors alerts.yml uses, so that a
+// renamed metric or label value cannot leave a rule that never fires.
+func alertSelectors(t *testing.T) []string {
+	t.Helper()
+	rules, err := os.ReadFile(filepath.Join(alertsDir, "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sels []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(rules), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "summary:") || strings.HasPrefix(line, "description:") {
+			continue
+		}
+		for _, m := range selectorRE.FindAllString(line, -1) {
+			if !seen[m] {
+				seen[m] = true
+				sels = append(sels, m)
+			}
+		}
+	}
+	if len(sels) < 5 {
+		t.Fatalf("found only %v in alerts.yml", sels)
+	}
+	return sels
 }
 
 // tools are the Prometheus binaries under test.
@@ -460,18 +500,19 @@ func (p *promServer) query(ctx context.Context, t *testing.T, expr string) []sam
 	return body.Data.Result
 }
 
-// poll evaluates expr every 250 ms until done accepts its result; it
-// fails the test after 20 s (the scrape interval is 1 s).
-func (p *promServer) poll(ctx context.Context, t *testing.T, expr string, done func([]sample) bool) {
+// poll evaluates expr every 250 ms until done accepts its result, and
+// reports whether it did within 20 s (the scrape interval is 1 s); it
+// returns the last result.
+func (p *promServer) poll(ctx context.Context, t *testing.T, expr string, done func([]sample) bool) ([]sample, bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		res := p.query(ctx, t, expr)
 		if done(res) {
-			return
+			return res, true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %v after 20 s\nprometheus log:\n%s", expr, res, p.log.String())
+			return res, false
 		}
 		select {
 		case <-ctx.Done():
@@ -484,17 +525,24 @@ func (p *promServer) poll(ctx context.Context, t *testing.T, expr string, done f
 // waitForScrape waits until job's target has been scraped successfully.
 func (p *promServer) waitForScrape(ctx context.Context, t *testing.T, job string) {
 	t.Helper()
-	p.poll(ctx, t, fmt.Sprintf(`up{job=%q}`, job), func(res []sample) bool {
+	expr := fmt.Sprintf(`up{job=%q}`, job)
+	if res, ok := p.poll(ctx, t, expr, func(res []sample) bool {
 		return len(res) == 1 && res[0].float(t) == 1
-	})
+	}); !ok {
+		t.Fatalf("%s: %v after 20 s; last scrape error: %q\nprometheus log:\n%s", expr, res, p.targetError(ctx, t, job), p.log.String())
+	}
 }
 
 // requireTargetRefused waits for a scrape of job's target and requires it
 // to have failed with 401.
 func (p *promServer) requireTargetRefused(ctx context.Context, t *testing.T, job string) {
 	t.Helper()
-	p.poll(ctx, t, fmt.Sprintf(`up{job=%q}`, job), func(res []sample) bool { return len(res) == 1 })
-	if up := p.query(ctx, t, fmt.Sprintf(`up{job=%q}`, job)); up[0].float(t) != 0 {
+	expr := fmt.Sprintf(`up{job=%q}`, job)
+	up, ok := p.poll(ctx, t, expr, func(res []sample) bool { return len(res) == 1 })
+	if !ok {
+		t.Fatalf("%s: %v after 20 s: no scrape", expr, up)
+	}
+	if up[0].float(t) != 0 {
 		t.Fatalf("the scrape without a token succeeded: up = %v", up[0].Value)
 	}
 	if lastErr := p.targetError(ctx, t, job); !strings.Contains(lastErr, "401") {
@@ -554,7 +602,7 @@ func (p *promServer) predictionsTotal(ctx context.Context, t *testing.T) float64
 // over two more scrapes.
 func (p *promServer) waitForPredictions(ctx context.Context, t *testing.T, want int) {
 	t.Helper()
-	p.poll(ctx, t, predictionsExpr, func(res []sample) bool {
+	res, ok := p.poll(ctx, t, predictionsExpr, func(res []sample) bool {
 		if len(res) == 0 {
 			return false
 		}
@@ -564,6 +612,9 @@ func (p *promServer) waitForPredictions(ctx context.Context, t *testing.T, want 
 		}
 		return got == float64(want)
 	})
+	if !ok {
+		t.Fatalf("%s: %v after 20 s, want %d\nprometheus log:\n%s", predictionsExpr, res, want, p.log.String())
+	}
 	time.Sleep(2500 * time.Millisecond)
 	if got := p.predictionsTotal(ctx, t); got != float64(want) {
 		t.Fatalf("%s = %v two scrapes later, want %d", predictionsExpr, got, want)
