@@ -69,17 +69,25 @@ deps-browser:
 
 ## deps-prometheus: Debian's prometheus and promtool, for test-prometheus
 # Only the binaries are wanted: the package's service must not be left
-# running (it would hold :9090). In containers policy-rc.d already keeps
-# invoke-rc.d from starting it; elsewhere the install stops and disables it.
+# running (it would hold :9090). A policy-rc.d that denies every start
+# (the one Docker images ship, or a temporary one of ours) keeps the
+# postinst from starting it; on a systemd host it is also disabled.
+POLICY_RC_D := /usr/sbin/policy-rc.d
 deps-prometheus:
 	@if command -v prometheus >/dev/null && command -v promtool >/dev/null; then \
 		echo "deps-prometheus: $$(prometheus --version 2>&1 | head -1) present"; \
 	else \
-		echo "deps-prometheus: installing prometheus"; \
+		echo "deps-prometheus: installing prometheus (its service is not started)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		ADDED=; \
+		if [ ! -e $(POLICY_RC_D) ]; then \
+			printf '#!/bin/sh\n# make deps-prometheus: no service starts while it installs\nexit 101\n' | $$SUDO tee $(POLICY_RC_D) >/dev/null && $$SUDO chmod 755 $(POLICY_RC_D) && ADDED=1; \
+		fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+		RC=$$?; \
+		if [ -n "$$ADDED" ]; then $$SUDO rm -f $(POLICY_RC_D); fi; \
 		if [ -d /run/systemd/system ]; then $$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true; fi; \
-		command -v prometheus >/dev/null && command -v promtool >/dev/null; \
+		[ $$RC = 0 ] && command -v prometheus >/dev/null && command -v promtool >/dev/null; \
 	fi
 
 ## deps-node: node and npm for test-clients, from Debian when missing
