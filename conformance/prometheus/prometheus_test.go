@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -400,6 +401,10 @@ func startPrometheus(ctx context.Context, t *testing.T, bin string, srv *testSer
 			"--log.level=warn",
 		)
 		cmd.Stdout, cmd.Stderr = p.log, p.log
+		// Should the test binary die without running its cleanups (a
+		// -timeout panic), the kernel kills Prometheus too, so that none
+		// is left holding its port.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start prometheus: %v", err)
 		}
