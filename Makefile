@@ -170,6 +170,8 @@ test-clients: deps-node
 bench: deps build
 	@echo "== server-side cost of one predict (decode, validate, predict, diagnostics, encode): raw, with savgol(15,2,1)+snv (goal 25 us), with als_baseline (goal 150 us)"
 	$(GO) test -run '^$$' -bench 'Predict2048' -benchmem ./server/channel ./inference
+	@echo "== metrics: recording one predict (counts, latency, reduced T2/Q, confidence; goal 1 us, 0 allocs); Predict2048Metrics above is Predict2048 with them"
+	$(GO) test -run '^$$' -bench 'RecordPredict' -benchmem ./server/metrics
 	@echo "== preprocessing one 2048-point spectrum in place (savgol+snv, despike+savgol+snv, als_baseline; cpu-ns/op excludes time other processes held the cores)"
 	$(GO) test -run '^$$' -bench 'Apply' -benchmem ./inference/preprocess
 	@echo "== codec"

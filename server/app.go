@@ -13,6 +13,7 @@ import (
 
 	"ramanserve/inference/registry"
 	"ramanserve/server/auth"
+	"ramanserve/server/metrics"
 	"ramanserve/trainer/jobs"
 )
 
@@ -48,6 +49,7 @@ type App struct {
 	bodies     *httpHandler
 	channel    *predictionChannel
 	jobs       *jobs.Manager
+	metrics    *metrics.Metrics
 	done       chan error
 
 	stopping     atomic.Bool // set when Shutdown begins: listener errors are expected then
@@ -144,6 +146,8 @@ const maxHeaderBytes = 64 << 10
 
 // serve starts both channels on the bound listeners.
 func (a *App) serve() error {
+	a.metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: a.httpLn, ChannelConns: a.channel})
+	a.api.Metrics = a.metrics
 	handler, err := newHTTPHandler(a.api, a.cfg.HTTP, a.log.With("component", "http"))
 	if err != nil {
 		return err
@@ -161,7 +165,7 @@ func (a *App) serve() error {
 		ConnState:         trackState,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
-	a.channel.serve(a.Registry, a.api.ServerVersion, a.api.Started, a.log.With("component", "channel"))
+	a.channel.serve(a.Registry, a.api.ServerVersion, a.api.Started, a.metrics.Channel(), a.log.With("component", "channel"))
 	a.api.ChannelUp = a.channel.up
 	go func() {
 		err := a.httpServer.Serve(a.httpLn)

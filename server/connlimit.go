@@ -308,6 +308,14 @@ func (l *connLimitListener) Close() error {
 	return l.closeErr
 }
 
+// OpenConnections is the number of connections holding a slot now,
+// regular and reserve (the metrics read it at scrape time).
+func (l *connLimitListener) OpenConnections() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.regular + l.reserved
+}
+
 func (l *connLimitListener) release(c *limitedConn) {
 	l.mu.Lock()
 	l.releaseLocked(c)

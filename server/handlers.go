@@ -15,6 +15,7 @@ import (
 	"ramanserve/inference"
 	"ramanserve/inference/registry"
 	"ramanserve/server/contract"
+	"ramanserve/server/metrics"
 )
 
 // ProtocolVersion is the prediction channel's protocol version.
@@ -31,6 +32,9 @@ type API struct {
 	ChannelUp     func() bool
 	ServerVersion string
 	Started       time.Time
+	// Metrics is the server's registry (GET /metrics), which the web layer
+	// and LoadModel record into; nil: the handler makes its own.
+	Metrics *metrics.Metrics
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json
@@ -49,8 +53,9 @@ func BuildVersion() string {
 	return "devel"
 }
 
-// LoadModel swaps the active model.
-func (a *API) LoadModel(ctx context.Context, req gen.LoadModelRequestObject) (gen.LoadModelResponseObject, error) {
+// LoadModel swaps the active model, counting the load by its result.
+func (a *API) LoadModel(ctx context.Context, req gen.LoadModelRequestObject) (_ gen.LoadModelResponseObject, err error) {
+	defer func() { a.Metrics.ModelLoad(err) }()
 	body := req.Body
 	source := registry.SourceStaged
 	if body.Source != nil {

@@ -30,6 +30,7 @@ import (
 
 	"ramanserve/gen"
 	"ramanserve/server/contract"
+	"ramanserve/server/metrics"
 )
 
 // HTTPConfig bounds the management channel.
@@ -143,6 +144,9 @@ func (h *httpHandler) abortBodies() { h.bodies.abortBodies() }
 // uses exposed.
 func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*httpHandler, error) {
 	cfg.defaults()
+	if api.Metrics == nil { // a handler built without an App: its own registry
+		api.Metrics = metrics.New(metrics.Sources{})
+	}
 	spec, err := loadSpecDocuments()
 	if err != nil {
 		return nil, err
@@ -181,7 +185,7 @@ func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*httpHandler, e
 	if cfg.UploadMinRate > 0 {
 		d.minRate = cfg.UploadMinRate
 	}
-	web, err := newWebLayer(reserveGate(d), cfg.CORSOrigins, log)
+	web, err := newWebLayer(reserveGate(d), cfg.CORSOrigins, api.Metrics.HTTP(), log)
 	if err != nil {
 		return nil, err
 	}

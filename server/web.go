@@ -30,18 +30,26 @@ import (
 // what net/http answers itself, before any handler (a malformed request,
 // 431), has neither.
 type webLayer struct {
-	next   http.Handler
-	cors   corsPolicy
-	ids    *requestIDs
-	access *accessLog
+	next     http.Handler
+	cors     corsPolicy
+	ids      *requestIDs
+	access   *accessLog
+	requests requestRecorder
 	// gate authenticates each request before next sees it; nil when
 	// authentication is off (see auth.go).
 	gate *tokenGate
 }
 
+// requestRecorder observes every answered request (the server's metrics):
+// route is the contract's template, "" when no route matched; status 0
+// means the request ended before any answer.
+type requestRecorder interface {
+	Request(route, method string, status int, took time.Duration)
+}
+
 const requestIDHeader = "X-Request-Id"
 
-func newWebLayer(next http.Handler, origins []string, log *slog.Logger) (*webLayer, error) {
+func newWebLayer(next http.Handler, origins []string, requests requestRecorder, log *slog.Logger) (*webLayer, error) {
 	cors, err := newCORSPolicy(origins)
 	if err != nil {
 		return nil, err
@@ -50,7 +58,7 @@ func newWebLayer(next http.Handler, origins []string, log *slog.Logger) (*webLay
 	if err != nil {
 		return nil, err
 	}
-	return &webLayer{next: next, cors: cors, ids: ids, access: newAccessLog(log)}, nil
+	return &webLayer{next: next, cors: cors, ids: ids, access: newAccessLog(log), requests: requests}, nil
 }
 
 func (l *webLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -69,8 +77,14 @@ func (l *webLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = in
 	}
 	served := false
-	// Deferred: a handler aborted with http.ErrAbortHandler is logged too.
-	defer func() { l.access.write(r, x, rw, in, served, time.Since(start)) }()
+	// Deferred: a handler aborted with http.ErrAbortHandler is logged
+	// and counted too.
+	defer func() {
+		took := time.Since(start)
+		status := rw.answered(served)
+		l.requests.Request(x.route, r.Method, status, took)
+		l.access.write(r, x, rw, in, status, took)
+	}()
 	if l.gate != nil {
 		admitted, ok := l.gate.admit(rw, r)
 		if !ok {
@@ -407,7 +421,7 @@ func newAccessLog(log *slog.Logger) *accessLog {
 	return &accessLog{log: log, limit: rate.NewLimiter(accessLogLinesPerSecond, accessLogBurst)}
 }
 
-func (a *accessLog) write(r *http.Request, x *exchange, rw *recordingWriter, in *countingBody, served bool, took time.Duration) {
+func (a *accessLog) write(r *http.Request, x *exchange, rw *recordingWriter, in *countingBody, status int, took time.Duration) {
 	ctx := r.Context()
 	if !a.log.Enabled(ctx, slog.LevelInfo) {
 		return
@@ -419,10 +433,6 @@ func (a *accessLog) write(r *http.Request, x *exchange, rw *recordingWriter, in 
 	if n := a.suppressed.Swap(0); n > 0 {
 		a.log.LogAttrs(ctx, slog.LevelWarn, "access log lines suppressed",
 			slog.Int64("lines", n), slog.Int("max_per_second", accessLogLinesPerSecond))
-	}
-	status := rw.status
-	if status == 0 && served {
-		status = http.StatusOK // nothing written: net/http sends an empty 200
 	}
 	method := r.Method
 	if len(method) > maxLoggedMethodLen {
@@ -454,6 +464,16 @@ type recordingWriter struct {
 	http.ResponseWriter
 	status  int
 	written int64
+}
+
+// answered is the status the client got: the one written; 200 when the
+// handler returned without writing (net/http sends an empty 200); 0 when
+// it was aborted before any answer.
+func (w *recordingWriter) answered(served bool) int {
+	if w.status == 0 && served {
+		return http.StatusOK
+	}
+	return w.status
 }
 
 func (w *recordingWriter) WriteHeader(code int) {

@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"ramanserve/gen"
+	"ramanserve/server/metrics"
 )
 
 const (
@@ -359,7 +360,7 @@ func TestRequestIDOnEveryResponse(t *testing.T) {
 func TestRequestIDAndCORSOnTheHealthReserve(t *testing.T) {
 	release := make(chan struct{})
 	logs := &logBuffer{}
-	web, err := newWebLayer(reserveGate(holdHandler(release)), []string{listedOrigin}, slog.New(slog.NewJSONHandler(logs, nil)))
+	web, err := newWebLayer(reserveGate(holdHandler(release)), []string{listedOrigin}, metrics.New(metrics.Sources{}).HTTP(), slog.New(slog.NewJSONHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,7 +613,7 @@ func FuzzAllowedRequestHeaders(f *testing.F) {
 // nothing.
 func BenchmarkWebLayer(b *testing.B) {
 	web, err := newWebLayer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }),
-		[]string{listedOrigin}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		[]string{listedOrigin}, metrics.New(metrics.Sources{}).HTTP(), slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}

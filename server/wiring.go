@@ -157,9 +157,10 @@ func listenChannel(endpoint string, cfg ChannelConfig, log *slog.Logger) (*predi
 	return c, nil
 }
 
-// serve starts accepting prediction requests on the registry's models.
-func (c *predictionChannel) serve(reg *registry.Registry, version string, started time.Time, log *slog.Logger) {
-	c.handler.h = channel.New(channel.Options{Models: reg, ServerVersion: version, Started: started, Logger: log})
+// serve starts accepting prediction requests on the registry's models,
+// recording each into rec.
+func (c *predictionChannel) serve(reg *registry.Registry, version string, started time.Time, rec channel.Recorder, log *slog.Logger) {
+	c.handler.h = channel.New(channel.Options{Models: reg, ServerVersion: version, Started: started, Recorder: rec, Logger: log})
 	c.listening.Store(true)
 	go func() {
 		err := c.srv.Serve(context.Background())
@@ -169,6 +170,10 @@ func (c *predictionChannel) serve(reg *registry.Registry, version string, starte
 }
 
 func (c *predictionChannel) up() bool { return c.listening.Load() }
+
+// OpenConnections is the number of ZMTP connections open now, handshaking
+// ones included (the metrics read it at scrape time).
+func (c *predictionChannel) OpenConnections() int { return c.srv.Stats().OpenConnections }
 
 func (c *predictionChannel) endpoint() string {
 	addr, ok := c.srv.Addr().(*net.TCPAddr)

@@ -30,6 +30,24 @@ type Models interface {
 	Active() inference.Model
 }
 
+// Recorder observes the requests a Handler answers (the server's
+// metrics). Its methods run on the hot path, once or twice per request:
+// they must not block, and should neither allocate nor look anything up.
+type Recorder interface {
+	// Answered: a request of type t was answered with code ("" when it
+	// succeeded), took after Handle received its frames.
+	Answered(t codec.MessageType, code contract.Code, took time.Duration)
+	// Predicted: a predict succeeded with p (before its reply is encoded;
+	// p must not be kept).
+	Predicted(p *inference.Prediction)
+}
+
+// noRecorder is the Recorder of a Handler built without one.
+type noRecorder struct{}
+
+func (noRecorder) Answered(codec.MessageType, contract.Code, time.Duration) {}
+func (noRecorder) Predicted(*inference.Prediction)                          {}
+
 // Options configure a Handler.
 type Options struct {
 	Models        Models
@@ -37,6 +55,7 @@ type Options struct {
 	Started       time.Time
 	Now           func() time.Time
 	Logger        *slog.Logger
+	Recorder      Recorder // nil: nothing is recorded
 }
 
 // Handler serves the prediction channel. It is safe for concurrent use.
@@ -65,13 +84,25 @@ func New(opts Options) *Handler {
 	if opts.Started.IsZero() {
 		opts.Started = opts.Now()
 	}
+	if opts.Recorder == nil {
+		opts.Recorder = noRecorder{}
+	}
 	h := &Handler{opts: opts, log: opts.Logger, ids: codec.NewIDGenerator()}
 	h.pool.New = func() any { return new(scratch) }
 	return h
 }
 
 // Handle implements zmtp.Handler: it appends exactly one reply to dst.
-func (h *Handler) Handle(ctx context.Context, req zmtp.Request, dst []byte) (out []byte) {
+func (h *Handler) Handle(ctx context.Context, req zmtp.Request, dst []byte) []byte {
+	began := time.Now()
+	out, reqType, code := h.answer(req, dst)
+	h.opts.Recorder.Answered(reqType, code, time.Since(began))
+	return out
+}
+
+// answer appends the reply to req and returns, for the recorder, the
+// request's type and the reply's error code ("" for success).
+func (h *Handler) answer(req zmtp.Request, dst []byte) (out []byte, reqType codec.MessageType, code contract.Code) {
 	start := len(dst)
 	meta := codec.ReplyMeta{ID: h.ids.Next(), TS: codec.Unix(h.opts.Now())}
 	sc := h.pool.Get().(*scratch)
@@ -79,23 +110,27 @@ func (h *Handler) Handle(ctx context.Context, req zmtp.Request, dst []byte) (out
 	// reqType stays unknown until the request decodes far enough to name
 	// its type: what the transport refused, or a frame that is not one
 	// well-formed map, is answered with type "error".
-	reqType := codec.TypeUnknown
+	reqType = codec.TypeUnknown
 	defer func() {
 		// A bug must cost one request, not the connection or the process.
 		if r := recover(); r != nil {
 			h.log.Error("prediction request panicked", "panic", r, "request_id", string(meta.CorrelationID))
-			out = codec.AppendErrorReply(dst[:start], meta, reqType, contract.Errorf(contract.InternalError, "internal error while handling the request"))
+			code = contract.InternalError
+			out = codec.AppendErrorReply(dst[:start], meta, reqType, contract.Errorf(code, "internal error while handling the request"))
 		}
 	}()
+	fail := func(t codec.MessageType, err *contract.Error) ([]byte, codec.MessageType, contract.Code) {
+		return codec.AppendErrorReply(dst, meta, t, err), reqType, err.Code
+	}
 
 	if err := transportError(req); err != nil {
-		return codec.AppendErrorReply(dst, meta, reqType, err)
+		return fail(reqType, err)
 	}
 	err := codec.DecodeRequest(req.Frames[0], &sc.req)
 	meta.CorrelationID = sc.req.ID
 	reqType = sc.req.Type
 	if err != nil {
-		return codec.AppendErrorReply(dst, meta, reqType, asChannelError(err))
+		return fail(reqType, asChannelError(err))
 	}
 	switch reqType {
 	case codec.TypePing:
@@ -108,17 +143,18 @@ func (h *Handler) Handle(ctx context.Context, req zmtp.Request, dst []byte) (out
 			ProtocolVersion: codec.ProtocolVersion,
 			ModelVersion:    version,
 			UptimeSeconds:   h.opts.Now().Sub(h.opts.Started).Seconds(),
-		})
+		}), reqType, ""
 	case codec.TypeModelInfo:
 		m := h.opts.Models.Active()
 		if m == nil {
-			return codec.AppendErrorReply(dst, meta, reqType, errNoModel)
+			return fail(reqType, errNoModel)
 		}
-		return codec.AppendModelInfoReply(dst, meta, m.Metadata())
+		return codec.AppendModelInfoReply(dst, meta, m.Metadata()), reqType, ""
 	case codec.TypePredict:
-		return h.predict(dst, meta, sc)
+		out, code := h.predict(dst, meta, sc)
+		return out, reqType, code
 	}
-	return codec.AppendErrorReply(dst, meta, codec.TypeUnknown, contract.Errorf(contract.UnknownType, "unknown message type"))
+	return fail(codec.TypeUnknown, contract.Errorf(contract.UnknownType, "unknown message type"))
 }
 
 // transportError is the failure of a request whose content was never
@@ -143,11 +179,11 @@ var errNoModel = contract.Errorf(contract.ModelNotLoaded, "no model is loaded; l
 
 // predict reads the active model once, so a hot swap never splits the
 // call: it runs to the end on the model it started with, and the reply
-// names that model.
-func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, sc *scratch) []byte {
+// names that model. It returns the reply's error code, "" for success.
+func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, sc *scratch) ([]byte, contract.Code) {
 	m := h.opts.Models.Active()
 	if m == nil {
-		return codec.AppendErrorReply(dst, meta, codec.TypePredict, errNoModel)
+		return codec.AppendErrorReply(dst, meta, codec.TypePredict, errNoModel), errNoModel.Code
 	}
 	spectrum := inference.Spectrum{
 		Wavenumbers: sc.req.Predict.Spectrum.Wavenumbers,
@@ -159,13 +195,14 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, sc *scratch) []byte 
 		if ce.Code == contract.InternalError {
 			h.log.Error("model failed", "model", m.Metadata().Version, "err", err, "request_id", string(meta.CorrelationID))
 		}
-		return codec.AppendErrorReply(dst, meta, codec.TypePredict, ce)
+		return codec.AppendErrorReply(dst, meta, codec.TypePredict, ce), ce.Code
 	}
+	h.opts.Recorder.Predicted(&sc.pred)
 	return codec.AppendPredictReply(dst, meta, &codec.PredictResult{
 		ModelVersion: m.Metadata().Version,
 		InferenceMS:  float64(time.Since(began).Nanoseconds()) / 1e6,
 		Prediction:   &sc.pred,
-	})
+	}), ""
 }
 
 // asChannelError turns any error into the reply's error object. Coded

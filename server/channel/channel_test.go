@@ -13,7 +13,9 @@ import (
 	"ramanserve/client"
 	"ramanserve/inference"
 	"ramanserve/server/channel"
+	"ramanserve/server/codec"
 	"ramanserve/server/contract"
+	"ramanserve/server/metrics"
 	"ramanserve/server/zmtp"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
@@ -122,8 +124,10 @@ func TestHandler(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := channel.New(channel.Options{Models: models{tc.model}, ServerVersion: "v-test"})
+			rec := &lastRequest{}
+			h := channel.New(channel.Options{Models: models{tc.model}, ServerVersion: "v-test", Recorder: rec})
 			out := h.Handle(context.Background(), zmtp.Request{Frames: tc.frames, Err: tc.reqErr}, nil)
+			rec.check(t, tc.replyType, tc.code)
 			rep, err := client.DecodeReply(out)
 			if err != nil {
 				t.Fatalf("reply does not decode: %v", err)
@@ -176,6 +180,43 @@ func TestHandler(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lastRequest is a channel.Recorder that keeps what it was told.
+type lastRequest struct {
+	answered, predicted int
+	typ                 codec.MessageType
+	code                contract.Code
+	took                time.Duration
+}
+
+func (r *lastRequest) Answered(t codec.MessageType, code contract.Code, took time.Duration) {
+	r.answered++
+	r.typ, r.code, r.took = t, code, took
+}
+
+func (r *lastRequest) Predicted(p *inference.Prediction) {
+	if p.Confidence.Valid[inference.EPA] {
+		r.predicted++
+	}
+}
+
+// check: the request was recorded once, with the code of its reply and
+// the type it was read as (unknown when the reply type is "error"), and
+// a successful predict's result once.
+func (r *lastRequest) check(t *testing.T, replyType string, code contract.Code) {
+	t.Helper()
+	want := map[string]codec.MessageType{"pong": codec.TypePing, "predict_reply": codec.TypePredict, "model_info_reply": codec.TypeModelInfo, "error": codec.TypeUnknown}[replyType]
+	if r.answered != 1 || r.typ != want || r.code != code || r.took <= 0 {
+		t.Errorf("recorded %d requests, last %v %q in %v; want 1, %v %q", r.answered, r.typ, r.code, r.took, want, code)
+	}
+	wantPredicted := 0
+	if replyType == "predict_reply" && code == "" {
+		wantPredicted = 1
+	}
+	if r.predicted != wantPredicted {
+		t.Errorf("recorded %d predictions, want %d", r.predicted, wantPredicted)
 	}
 }
 
@@ -244,10 +285,35 @@ func BenchmarkPredict2048(b *testing.B) {
 	benchPredict(b, model)
 }
 
+// BenchmarkPredict2048Metrics is BenchmarkPredict2048 recording into the
+// server's metrics (counts, latency histograms, reduced T2 and Q,
+// confidence per analyte): the difference is the cost of metrics per
+// predict (goal: at most 1 us).
+func BenchmarkPredict2048Metrics(b *testing.B) {
+	ds := synth.New(synth.Config{Seed: 4}).Dataset(150)
+	res, err := trainer.Train(context.Background(), ds, trainer.Options{Seed: 1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.Params.Meta.Version = "bench"
+	model, err := inference.NewPLSModel(res.Params, inference.ModelOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchPredictRecorded(b, model, metrics.New(metrics.Sources{}).Channel())
+}
+
 // benchPredict measures the channel's handling of one predict request
 // for a synthetic spectrum with model active.
-func benchPredict(b *testing.B, model inference.Model) {
-	h := channel.New(channel.Options{Models: models{model}, ServerVersion: "bench"})
+func benchPredict(b *testing.B, model inference.Model) { benchPredictRecorded(b, model, nil) }
+
+// benchPredictRecorded is benchPredict with rec recording (nil: none).
+func benchPredictRecorded(b *testing.B, model inference.Model, rec channel.Recorder) {
+	opts := channel.Options{Models: models{model}, ServerVersion: "bench"}
+	if rec != nil {
+		opts.Recorder = rec
+	}
+	h := channel.New(opts)
 	s := synth.New(synth.Config{Seed: 5}).Next()
 	req := client.AppendPredictRequest(nil, "6f1c5e0a-6b1e-4a44-9a6c-2f7f3a3b0c11", 1,
 		&client.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: 1},

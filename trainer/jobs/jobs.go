@@ -570,6 +570,19 @@ func (m *Manager) Get(ctx context.Context, id string) (Job, error) {
 	return *j, nil
 }
 
+// CountByStatus counts the jobs this manager knows of (records read at
+// start-up included) by status. It looks at every job once, under the
+// manager's lock; a metrics scrape calls it.
+func (m *Manager) CountByStatus() map[Status]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	counts := make(map[Status]int, 4)
+	for _, j := range m.jobs {
+		counts[j.Status]++
+	}
+	return counts
+}
+
 // Close stops the worker: no queued job starts any more, a running
 // training is cancelled and its job recorded as failed (INTERRUPTED), and
 // every queued job's data set is saved (jobs/<id>.dataset) so that the next
