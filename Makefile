@@ -125,7 +125,7 @@ test-browser: deps-browser
 ## reads ramanserve_predictions_total back; promtool checks /metrics, the alert rules and their unit tests
 # CI=true: deps-prometheus has just installed prometheus, so the test must not skip.
 test-prometheus: deps-prometheus
-	set -o pipefail; CI=true RAMANSERVE_TEST_PROMETHEUS=1 $(GO) test -count=1 -timeout 3m -v ./conformance/prometheus | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
+	set -o pipefail; CI=true RAMANSERVE_TEST_PROMETHEUS=1 $(GO) test -race -count=1 -timeout 3m -v ./conformance/prometheus | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
 ## generate: regenerate gen/ from api/openapi.yaml
 generate:
