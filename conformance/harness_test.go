@@ -192,9 +192,10 @@ func validateResponse(req *http.Request, reqBody []byte, resp *http.Response, bo
 	vreq.Body = io.NopCloser(bytes.NewReader(reqBody))
 	route, params, err := router.FindRoute(vreq)
 	if err != nil {
-		// No route (404) or no such method (405): the body must still be
-		// the ErrorResponse envelope.
-		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+		// No route (404) or no such method (405), or, with -auth-tokens,
+		// 401 (checked before routing): the body must still be the
+		// ErrorResponse envelope.
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusUnauthorized {
 			return fmt.Errorf("status %d for a request that matches no route", resp.StatusCode)
 		}
 		return validateErrorEnvelope(resp, body)

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,7 +35,12 @@ type generatedClient struct {
 }
 
 // TestGeneratedClients prints, per client, "generated", "compiled", one
-// line per call of its smoke program and "smoke: N calls, 0 errors".
+// line per call of its smoke program and "smoke: N calls, 0 errors". The
+// server runs with -auth-tokens: each smoke program first shows a call
+// without its token refused 401, then makes every call with the token
+// set in its client's own way (the generated SDK's auth option for
+// hey-api, the client's headers for openapi-fetch, a request editor for
+// oapi-codegen's Go client) and finds the token's name in the lineage.
 func TestGeneratedClients(t *testing.T) {
 	if os.Getenv("RAMANSERVE_TEST_CLIENTS") == "" {
 		t.Skip("run by `make test-clients`, which installs the pinned npm packages first")
@@ -67,6 +74,7 @@ func runSmoke(t *testing.T, c generatedClient, dir, base, csv string) {
 	defer cancel()
 	cmd := c.smoke(dir, base, csv)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "RAMANSERVE_TOKEN="+smokeToken, "RAMANSERVE_TOKEN_NAME="+smokeTokenName)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -92,15 +100,28 @@ func runSmoke(t *testing.T, c generatedClient, dir, base, csv string) {
 
 var closingLine = regexp.MustCompile(`^smoke: (\d+) calls, (\d+) errors$`)
 
+// The smoke programs' operate token and its name in the tokens file.
+const (
+	smokeToken     = "smoke-operate-token-7f3c9a"
+	smokeTokenName = "smoke-client"
+)
+
 // startServer starts an in-process server on loopback with an empty
-// temporary registry and returns its HTTP base URL.
+// temporary registry and authentication on (smokeToken, role operate),
+// and returns its HTTP base URL.
 func startServer(t *testing.T) string {
 	t.Helper()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	sum := sha256.Sum256([]byte(smokeToken))
+	if err := os.WriteFile(tokens, []byte("operate "+hex.EncodeToString(sum[:])+" "+smokeTokenName+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	app, err := server.Start(context.Background(), server.Config{
 		HTTPAddr:    "127.0.0.1:0",
 		ZMQEndpoint: "tcp://127.0.0.1:0",
 		RegistryDir: t.TempDir(),
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Auth:        server.AuthConfig{TokensFile: tokens},
 	})
 	if err != nil {
 		t.Fatal(err)

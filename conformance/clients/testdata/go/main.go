@@ -3,7 +3,9 @@
 // endpoint of the contract once (the training upload twice), a multipart
 // upload streamed from an io.Reader, and the error envelope of the
 // failures. clients_test.go copies it into a scratch module beside the
-// generated package ramanapi and runs it as: smoke BASE_URL TRAINING_CSV
+// generated package ramanapi and runs it as: smoke BASE_URL TRAINING_CSV,
+// with the server's bearer token in RAMANSERVE_TOKEN (and its name, which
+// the server records as authenticated_as, in RAMANSERVE_TOKEN_NAME).
 package main
 
 import (
@@ -154,7 +156,21 @@ func (s *smoke) train(ctx context.Context, c *ramanapi.ClientWithResponses, csvP
 }
 
 func run(ctx context.Context, s *smoke, base, csvPath string) error {
-	c, err := ramanapi.NewClientWithResponses(base)
+	token, tokenName := os.Getenv("RAMANSERVE_TOKEN"), os.Getenv("RAMANSERVE_TOKEN_NAME")
+	var opts []ramanapi.ClientOption
+	if token != "" {
+		if err := refusedWithoutToken(ctx, s, base); err != nil {
+			return err
+		}
+		// oapi-codegen generates no security configuration for clients:
+		// the generated client's request editor sends the bearerAuth
+		// scheme's header.
+		opts = append(opts, ramanapi.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.Header.Set("Authorization", "Bearer "+token)
+			return nil
+		}))
+	}
+	c, err := ramanapi.NewClientWithResponses(base, opts...)
 	if err != nil {
 		return err
 	}
@@ -230,8 +246,9 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 		return err
 	}
 	if s.call("GET /model/{version}", detail.StatusCode(), detail.Body, http.StatusOK, "") {
-		if op := detail.JSON200.Lineage.Operator; op == nil || *op != "smoke" {
-			s.fail("GET /model/{version}", "lineage %s", detail.Body)
+		lin := detail.JSON200.Lineage
+		if lin.Operator == nil || *lin.Operator != "smoke" || (tokenName != "") != (lin.AuthenticatedAs != nil) || (lin.AuthenticatedAs != nil && *lin.AuthenticatedAs != tokenName) {
+			s.fail("GET /model/{version}", "lineage %s, want operator smoke, authenticated_as %q", detail.Body, tokenName)
 		}
 	}
 	withRecipe, err := c.GetModelWithResponse(ctx, b)
@@ -324,9 +341,28 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	return nil
 }
 
+// refusedWithoutToken: with authentication on, a call without the token
+// is 401 UNAUTHORIZED with the Bearer challenge.
+func refusedWithoutToken(ctx context.Context, s *smoke, base string) error {
+	anonymous, err := ramanapi.NewClientWithResponses(base)
+	if err != nil {
+		return err
+	}
+	refused, err := anonymous.ListModelsWithResponse(ctx)
+	if err != nil {
+		return err
+	}
+	s.call("GET /model/list (no token)", refused.StatusCode(), refused.Body, http.StatusUnauthorized, codeOf(refused.JSON401))
+	s.envelope("GET /model/list (no token)", refused.JSON401, "UNAUTHORIZED", false)
+	if got := refused.HTTPResponse.Header.Get("WWW-Authenticate"); got != `Bearer realm="ramanserve"` {
+		s.fail("GET /model/list (no token)", "WWW-Authenticate %q", got)
+	}
+	return nil
+}
+
 func main() {
 	if len(os.Args) != 3 || !strings.HasPrefix(os.Args[1], "http") {
-		fmt.Fprintln(os.Stderr, "usage: smoke BASE_URL TRAINING_CSV")
+		fmt.Fprintln(os.Stderr, "usage: [RAMANSERVE_TOKEN=... RAMANSERVE_TOKEN_NAME=...] smoke BASE_URL TRAINING_CSV")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

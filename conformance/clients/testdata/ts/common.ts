@@ -9,14 +9,27 @@ export interface Envelope {
   retryable?: boolean;
 }
 
-/** The arguments the Go test driver passes: the server's base URL and a training CSV. */
-export function args(): { base: string; csv: Blob } {
+/**
+ * The arguments the Go test driver passes: the server's base URL and a
+ * training CSV; and, in the environment, the bearer token of a server run
+ * with -auth-tokens (RAMANSERVE_TOKEN) and that token's name
+ * (RAMANSERVE_TOKEN_NAME), which the server records as authenticated_as.
+ */
+export function args(): { base: string; csv: Blob; token?: string; tokenName?: string } {
   const [base, csvPath] = process.argv.slice(2);
   if (!base || !csvPath) {
-    throw new Error("usage: node smoke.js BASE_URL TRAINING_CSV");
+    throw new Error("usage: [RAMANSERVE_TOKEN=... RAMANSERVE_TOKEN_NAME=...] node smoke.js BASE_URL TRAINING_CSV");
   }
-  return { base, csv: new Blob([readFileSync(csvPath)], { type: "text/csv" }) };
+  return {
+    base,
+    csv: new Blob([readFileSync(csvPath)], { type: "text/csv" }),
+    token: process.env.RAMANSERVE_TOKEN || undefined,
+    tokenName: process.env.RAMANSERVE_TOKEN_NAME || undefined,
+  };
 }
+
+/** The challenge of a 401 (WWW-Authenticate) when no token was sent. */
+export const bearerChallenge = 'Bearer realm="ramanserve"';
 
 export class Smoke {
   calls = 0;

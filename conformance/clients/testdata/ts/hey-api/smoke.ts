@@ -2,7 +2,9 @@
 // generated with defaults): every endpoint of the contract once (the
 // training upload twice), a multipart upload from a Blob, and the error
 // envelope of the failures.
-// Run by clients_test.go as: node smoke.js BASE_URL TRAINING_CSV
+// Run by clients_test.go as: node smoke.js BASE_URL TRAINING_CSV, with the
+// server's bearer token in RAMANSERVE_TOKEN (and its name in RAMANSERVE_TOKEN_NAME).
+import { createClient, createConfig } from "./api/client";
 import { client } from "./api/client.gen";
 import {
   cancelTrainingJob,
@@ -21,7 +23,7 @@ import {
   startTraining,
 } from "./api";
 import type { TrainingMeta } from "./api";
-import { args, sleep, Smoke } from "./common";
+import { args, bearerChallenge, sleep, Smoke } from "./common";
 
 // A recipe typed by the generated union: a Savitzky-Golay first
 // derivative, then SNV, on two wavenumber regions.
@@ -33,8 +35,12 @@ const reviewRecipe: Pick<TrainingMeta, "preprocessing" | "regions"> = {
   ],
 };
 
-const { base, csv } = args();
-client.setConfig({ baseUrl: base });
+const { base, csv, token, tokenName } = args();
+// The generated SDK lists the bearerAuth scheme on every operation
+// (security: [{ scheme: "bearer", type: "http" }]); the client's auth
+// option supplies its token.
+client.setConfig({ baseUrl: base, auth: token });
+const anonymous = createClient(createConfig({ baseUrl: base }));
 const s = new Smoke();
 
 // train uploads the CSV Blob, polls the job to its end and returns its id
@@ -63,6 +69,15 @@ async function train(batch: string, options: Partial<TrainingMeta> = {}): Promis
 }
 
 async function main(): Promise<void> {
+  if (token) {
+    // Authentication is on: without the token, 401 and the challenge.
+    const refused = await listModels({ client: anonymous });
+    s.call("GET /model/list (no token)", refused.response.status, 401, `${refused.error?.code}`);
+    s.envelope("GET /model/list (no token)", refused.error, "UNAUTHORIZED", false);
+    if (refused.response.headers.get("www-authenticate") !== bearerChallenge) {
+      s.fail("GET /model/list (no token)", `WWW-Authenticate ${refused.response.headers.get("www-authenticate")}`);
+    }
+  }
   const health = await getHealth();
   if (s.call("GET /health", health.response.status, 200, `${health.data?.status}`) && health.data?.status !== "ok") {
     s.fail("GET /health", `status ${health.data?.status}, want ok`);
@@ -106,8 +121,8 @@ async function main(): Promise<void> {
 
   const detail = await getModel({ path: { version: a.version } });
   s.call("GET /model/{version}", detail.response.status, 200, `${detail.data?.status}`);
-  if (detail.data !== undefined && detail.data.lineage?.operator !== "smoke") {
-    s.fail("GET /model/{version}", `lineage ${JSON.stringify(detail.data.lineage)}`);
+  if (detail.data !== undefined && (detail.data.lineage?.operator !== "smoke" || detail.data.lineage?.authenticated_as !== tokenName)) {
+    s.fail("GET /model/{version}", `lineage ${JSON.stringify(detail.data.lineage)}, want operator smoke, authenticated_as ${tokenName}`);
   }
 
   const withRecipe = await getModel({ path: { version: b.version } });

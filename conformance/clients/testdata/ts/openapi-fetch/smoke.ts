@@ -1,10 +1,11 @@
 // Smoke program of the openapi-typescript + openapi-fetch client: every
 // endpoint of the contract once (the training upload twice), a multipart
 // upload from a Blob, and the error envelope of the failures.
-// Run by clients_test.go as: node smoke.js BASE_URL TRAINING_CSV
+// Run by clients_test.go as: node smoke.js BASE_URL TRAINING_CSV, with the
+// server's bearer token in RAMANSERVE_TOKEN (and its name in RAMANSERVE_TOKEN_NAME).
 import createClient from "openapi-fetch";
 import type { components, paths } from "./schema";
-import { args, sleep, Smoke } from "./common";
+import { args, bearerChallenge, sleep, Smoke } from "./common";
 
 type TrainingMeta = components["schemas"]["TrainingMeta"];
 
@@ -18,8 +19,11 @@ const reviewRecipe: Pick<TrainingMeta, "preprocessing" | "regions"> = {
   ],
 };
 
-const { base, csv } = args();
-const api = createClient<paths>({ baseUrl: base });
+const { base, csv, token, tokenName } = args();
+// openapi-typescript generates no security configuration: openapi-fetch
+// sends the bearerAuth scheme's header from the client's headers.
+const api = createClient<paths>({ baseUrl: base, headers: token ? { Authorization: `Bearer ${token}` } : {} });
+const anonymous = createClient<paths>({ baseUrl: base });
 const s = new Smoke();
 
 // train uploads the CSV Blob, polls the job to its end and returns its id
@@ -57,6 +61,15 @@ async function train(batch: string, options: Partial<TrainingMeta> = {}): Promis
 }
 
 async function main(): Promise<void> {
+  if (token) {
+    // Authentication is on: without the token, 401 and the challenge.
+    const refused = await anonymous.GET("/model/list");
+    s.call("GET /model/list (no token)", refused.response.status, 401, `${refused.error?.code}`);
+    s.envelope("GET /model/list (no token)", refused.error, "UNAUTHORIZED", false);
+    if (refused.response.headers.get("www-authenticate") !== bearerChallenge) {
+      s.fail("GET /model/list (no token)", `WWW-Authenticate ${refused.response.headers.get("www-authenticate")}`);
+    }
+  }
   const health = await api.GET("/health");
   if (s.call("GET /health", health.response.status, 200, `${health.data?.status}`) && health.data?.status !== "ok") {
     s.fail("GET /health", `status ${health.data?.status}, want ok`);
@@ -99,8 +112,8 @@ async function main(): Promise<void> {
 
   const detail = await api.GET("/model/{version}", { params: { path: { version: a.version } } });
   s.call("GET /model/{version}", detail.response.status, 200, `${detail.data?.status}`);
-  if (detail.data !== undefined && detail.data.lineage?.operator !== "smoke") {
-    s.fail("GET /model/{version}", `lineage ${JSON.stringify(detail.data.lineage)}`);
+  if (detail.data !== undefined && (detail.data.lineage?.operator !== "smoke" || detail.data.lineage?.authenticated_as !== tokenName)) {
+    s.fail("GET /model/{version}", `lineage ${JSON.stringify(detail.data.lineage)}, want operator smoke, authenticated_as ${tokenName}`);
   }
 
   const withRecipe = await api.GET("/model/{version}", { params: { path: { version: b.version } } });

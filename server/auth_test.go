@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ramanserve/server/auth"
+)
+
+func tokenSet(t *testing.T, lines ...string) *auth.Set {
+	t.Helper()
+	set, err := auth.Parse(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func tokenLine(role, token, name string) string {
+	sum := sha256.Sum256([]byte(token))
+	return role + " " + hex.EncodeToString(sum[:]) + " " + name
+}
+
+// TestTokenGateAccessLog: the access-log line of an authenticated request
+// names its token; refused requests are logged with their 401 or 403 and
+// no name; no token, known or not, is ever written to the log.
+func TestTokenGateAccessLog(t *testing.T) {
+	const operate, read, unknown = "op-token-1234", "read-token-5678", "unknown-token-9999"
+	logs := &logBuffer{}
+	h, err := newHTTPHandler(&API{Training: quietTraining{}}, HTTPConfig{}, slog.New(slog.NewJSONHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.gate = &tokenGate{tokens: auth.NewStore(tokenSet(t, tokenLine("operate", operate, "console"), tokenLine("read", read, "dashboard")))}
+	addr, _ := servedBehindLimit(t, 16, h)
+	base := "http://" + addr
+
+	for _, c := range []struct {
+		id, method, path, token string
+		status                  int
+		name                    any
+	}{
+		{"op", "GET", "/training/job-42", operate, 200, "console"},
+		{"read", "GET", "/training/job-42", read, 200, "dashboard"},
+		{"read-post", "POST", "/training/job-42/cancel", read, 403, nil},
+		{"none", "GET", "/training/job-42", "", 401, nil},
+		{"unknown", "GET", "/training/job-42", unknown, 401, nil},
+		{"no-route", "GET", "/nope", "", 401, nil},
+	} {
+		hdr := http.Header{"X-Request-Id": {c.id}}
+		if c.token != "" {
+			hdr.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, b := send(t, c.method, base+c.path, hdr, nil)
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: %d %s, want %d", c.id, resp.StatusCode, b, c.status)
+		}
+		line := logs.accessLine(t, c.id)
+		if line["status"] != float64(c.status) || line["authenticated_as"] != c.name {
+			t.Errorf("%s: access line %v, want status %d, authenticated_as %v", c.id, line, c.status, c.name)
+		}
+	}
+	for _, tok := range []string{operate, read, unknown} {
+		if strings.Contains(logs.buf.String(), tok) {
+			t.Fatalf("a token in the log:\n%s", logs.buf.String())
+		}
+	}
+}
+
+// TestWarningWithoutAuth: the server warns when it serves the management
+// channel without authentication on an address that is not loopback, and
+// only then.
+func TestWarningWithoutAuth(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte(tokenLine("read", "t", "n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		addr, tokens string
+		warn         bool
+	}{
+		{"127.0.0.1:0", "", false},
+		{":0", "", true},
+		{":0", tokens, false},
+	} {
+		logs := &logBuffer{}
+		app, err := Start(context.Background(), Config{HTTPAddr: c.addr, ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
+			Auth: AuthConfig{TokensFile: c.tokens}, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		app.Shutdown(ctx)
+		cancel()
+		warned := strings.Contains(logs.buf.String(), "authentication is off on a management address that is not loopback")
+		if warned != c.warn {
+			t.Errorf("%s, tokens %q: warned %v, want %v", c.addr, c.tokens, warned, c.warn)
+		}
+	}
+}
