@@ -293,10 +293,7 @@ func (s *testServer) metrics(ctx context.Context, t *testing.T) []byte {
 // the operate token.
 func (s *testServer) activateModel(ctx context.Context, t *testing.T) {
 	t.Helper()
-	m, err := client.NewManagement(s.base, gen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
-		req.Header.Set("Authorization", "Bearer "+s.operateToken)
-		return nil
-	}))
+	m, err := client.NewManagement(s.base, client.WithBearerToken(s.operateToken))
 	if err != nil {
 		t.Fatal(err)
 	}
