@@ -18,7 +18,7 @@ FUZZMINIMIZE  ?= 5s
 # sessions, jobs); every test run doubles as a data-race check.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 14m
 
-.PHONY: all build run test test-go test-examples test-clients test-browser deps deps-c deps-node deps-browser generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run test test-go test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -30,8 +30,8 @@ run: build
 	./bin/ramanserve
 
 ## deps: Debian's Python packages for the real libzmq and scikit-learn peers used by the tests,
-## and Debian's chromium for the review page's browser test
-deps: deps-browser
+## Debian's chromium for the review page's browser test and Debian's prometheus (with promtool)
+deps: deps-browser deps-prometheus
 	@if $(PY) -c 'import $(PY_IMPORTS)' 2>/dev/null; then \
 		echo "deps: Debian python packages present"; \
 	else \
@@ -67,6 +67,29 @@ deps-browser:
 		command -v chromium >/dev/null; \
 	fi
 
+## deps-prometheus: Debian's prometheus and promtool, for test-prometheus
+# Only the binaries are wanted: the package's service must not be left
+# running (it would hold :9090). A policy-rc.d that denies every start
+# (the one Docker images ship, or a temporary one of ours) keeps the
+# postinst from starting it; on a systemd host it is also disabled.
+POLICY_RC_D := /usr/sbin/policy-rc.d
+deps-prometheus:
+	@if command -v prometheus >/dev/null && command -v promtool >/dev/null; then \
+		echo "deps-prometheus: $$(prometheus --version 2>&1 | head -1) present"; \
+	else \
+		echo "deps-prometheus: installing prometheus (its service is not started)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		ADDED=; \
+		if [ ! -e $(POLICY_RC_D) ]; then \
+			printf '#!/bin/sh\n# make deps-prometheus: no service starts while it installs\nexit 101\n' | $$SUDO tee $(POLICY_RC_D) >/dev/null && $$SUDO chmod 755 $(POLICY_RC_D) && ADDED=1; \
+		fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+		RC=$$?; \
+		if [ -n "$$ADDED" ]; then $$SUDO rm -f $(POLICY_RC_D); fi; \
+		if [ -d /run/systemd/system ]; then $$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true; fi; \
+		[ $$RC = 0 ] && command -v prometheus >/dev/null && command -v promtool >/dev/null; \
+	fi
+
 ## deps-node: node and npm for test-clients, from Debian when missing
 # NODE_MIN is the oldest node the pinned generators accept: the "engines"
 # of @hey-api/openapi-ts in conformance/clients/testdata/ts/package-lock.json.
@@ -98,6 +121,12 @@ REPORT_PNG ?=
 test-browser: deps-browser
 	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) $(GO) test -count=1 -timeout 5m -run '^TestReportPageInChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
+## test-prometheus: a real Prometheus scrapes an in-process server (bearer token on) and
+## reads ramanserve_predictions_total back; promtool checks /metrics, the alert rules and their unit tests
+# CI=true: deps-prometheus has just installed prometheus, so the test must not skip.
+test-prometheus: deps-prometheus
+	set -o pipefail; CI=true RAMANSERVE_TEST_PROMETHEUS=1 $(GO) test -race -count=1 -timeout 3m -v ./conformance/prometheus | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
+
 ## generate: regenerate gen/ from api/openapi.yaml
 generate:
 	cd gen && $(GO) generate .
@@ -120,13 +149,13 @@ vet:
 	$(GO) vet ./...
 
 ## test: everything CI runs
-test: deps check-generated lint test-go test-examples test-clients test-browser
+test: deps check-generated lint test-go test-examples test-clients test-browser test-prometheus
 
 # The conformance suite runs verbose so that its closing line, how many
 # responses were validated against api/openapi.yaml, shows in every run;
 # passing tests' own lines are filtered out.
 test-go:
-	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -vE '/conformance(/browser)?$$')
+	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -vE '/conformance(/browser|/prometheus)?$$')
 	set -o pipefail; $(GO) test $(GOTEST_FLAGS) -skip '^TestExampleC' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
 
 ## test-clients: generate the Go and TypeScript clients of api/openapi.yaml as a
