@@ -57,6 +57,7 @@ type counters struct {
 	panics                                    atomic.Uint64
 	evictions, frameTimeouts                  atomic.Uint64
 	partialBytesRefused                       atomic.Uint64
+	curveNotAllowed                           atomic.Uint64
 }
 
 // Stats is a snapshot of the server counters. All but OpenConnections only grow.
@@ -78,6 +79,7 @@ type Stats struct {
 	IdleTimeouts        uint64 // connections closed because the peer's PING TTL or IdleTimeout ran out
 	WriteErrors         uint64 // connections closed because a write failed or timed out
 	Panics              uint64 // panics recovered in connection goroutines
+	CurveNotAllowed     uint64 // CURVE clients refused by Config.Curve.Allow (also in HandshakesFailed)
 }
 
 // Listen binds endpoint ("tcp://*:5555", "tcp://127.0.0.1:0", "tcp://[::1]:0")
@@ -173,6 +175,7 @@ func (s *Server) Stats() Stats {
 		PartialBytesRefused: c.partialBytesRefused.Load(),
 		PartialBytes:        s.shared.partialUsed.Load(),
 		FrameTimeouts:       c.frameTimeouts.Load(),
+		CurveNotAllowed:     c.curveNotAllowed.Load(),
 	}
 }
 
