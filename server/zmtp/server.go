@@ -281,7 +281,11 @@ func (s *Server) runConn(sess *session) {
 		return
 	}
 	s.counters.handshakesCompleted.Add(1)
-	s.log.Debug("zmtp: peer connected", "remote", remote, "version", fmt.Sprintf("%d.%d", sess.peer.major, sess.peer.minor))
+	if sess.sec != nil {
+		s.log.Debug("zmtp: peer connected", "remote", remote, "version", fmt.Sprintf("%d.%d", sess.peer.major, sess.peer.minor), "curve_client", sess.client.String())
+	} else {
+		s.log.Debug("zmtp: peer connected", "remote", remote, "version", fmt.Sprintf("%d.%d", sess.peer.major, sess.peer.minor))
+	}
 
 	err := sess.serve(s.baseCtx)
 	switch {
