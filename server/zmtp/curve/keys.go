@@ -217,4 +217,6 @@ func parseSingleKey(data []byte, dst []byte) error {
 
 // Format prints a placeholder whatever the verb, so that a secret key in a
 // logged struct or error is never printed by accident.
-func (k SecretKey) Format(f fmt.State, verb rune) { _, _ = io.WriteString(f, "curve.SecretKey(redacted)") }
+func (k SecretKey) Format(f fmt.State, verb rune) {
+	_, _ = io.WriteString(f, "curve.SecretKey(redacted)")
+}
