@@ -105,6 +105,22 @@ func (p *rawPeer) curveHandshake(k curveKeys, socketType string) *curve.Session 
 	return sess
 }
 
+// curveSendInitiate runs a CURVE handshake up to sending INITIATE, for a
+// client the server is expected to refuse there.
+func (p *rawPeer) curveSendInitiate(server, pub curve.PublicKey, sec curve.SecretKey, socketType string) {
+	p.t.Helper()
+	c := p.curveStart(server, pub, sec)
+	f, err := p.readFrame()
+	if err != nil {
+		p.t.Fatalf("read WELCOME: %v", err)
+	}
+	initiate, err := c.Initiate(f.body, appendProperties(nil, []property{{name: "Socket-Type", value: []byte(socketType)}}))
+	if err != nil {
+		p.t.Fatalf("WELCOME: %v", err)
+	}
+	p.write(appendSealedCommand(nil, initiate))
+}
+
 // sealMsg encodes frames as sealed MESSAGE frames (MORE inside the boxes).
 func sealMsg(t testing.TB, sess *curve.Session, frames ...[]byte) []byte {
 	t.Helper()
@@ -219,24 +235,12 @@ func TestCurveRefusesOtherClients(t *testing.T) {
 	})
 	t.Run("client not in the allowlist", func(t *testing.T) {
 		p := dialRaw(t, srv)
-		c := p.curveStart(k.serverPub, k.strangerPub, k.strangerSec)
-		f, err := p.readFrame()
-		if err != nil {
-			t.Fatal(err)
-		}
-		initiate, err := c.Initiate(f.body, appendProperties(nil, []property{{name: "Socket-Type", value: []byte("REQ")}}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.write(appendSealedCommand(nil, initiate))
+		p.curveSendInitiate(k.serverPub, k.strangerPub, k.strangerSec, "REQ")
 		p.expectErrorThenClose(notAllowedReason)
 	})
 	t.Run("ROUTER client", func(t *testing.T) {
 		p := dialRaw(t, srv)
-		c := p.curveStart(k.serverPub, k.clientPub, k.clientSec)
-		f, _ := p.readFrame()
-		initiate, _ := c.Initiate(f.body, appendProperties(nil, []property{{name: "Socket-Type", value: []byte("ROUTER")}}))
-		p.write(appendSealedCommand(nil, initiate))
+		p.curveSendInitiate(k.serverPub, k.clientPub, k.clientSec, "ROUTER")
 		p.expectErrorThenClose("incompatible socket type")
 	})
 	t.Run("plaintext message instead of HELLO", func(t *testing.T) {
@@ -660,4 +664,36 @@ func TestCurveClientAgainstLibzmqServer(t *testing.T) {
 		reply, _ := p.recvSealed(sess)
 		assertFrames(t, reply, "", "libzmq:"+req)
 	}
+}
+
+// TestCurveAllowlistReload: replacing the allowlist (what SIGHUP does)
+// applies to the next handshake without a restart; established sessions
+// are not affected.
+func TestCurveAllowlistReload(t *testing.T) {
+	k := newCurveKeys(t)
+	allow := curve.NewAllowlist([]curve.PublicKey{k.clientPub})
+	srv := startServer(t, Config{Curve: &CurveConfig{Secret: k.serverSec, Allow: allow.Allowed}}, echoHandler)
+	established := dialRaw(t, srv)
+	sess := established.curveHandshake(k, "REQ")
+
+	stranger := curveKeys{serverPub: k.serverPub, clientPub: k.strangerPub, clientSec: k.strangerSec}
+	refused := dialRaw(t, srv)
+	refused.curveSendInitiate(k.serverPub, k.strangerPub, k.strangerSec, "REQ")
+	refused.expectErrorThenClose(notAllowedReason)
+
+	allow.Replace([]curve.PublicKey{k.strangerPub})
+	p := dialRaw(t, srv)
+	s2 := p.curveHandshake(stranger, "REQ")
+	p.write(sealMsg(t, s2, nil, []byte("now allowed")))
+	reply, _ := p.recvSealed(s2)
+	assertFrames(t, reply, "", "echo:now allowed")
+
+	// The client dropped from the list keeps its session, but cannot
+	// open a new one.
+	established.write(sealMsg(t, sess, nil, []byte("still here")))
+	reply, _ = established.recvSealed(sess)
+	assertFrames(t, reply, "", "echo:still here")
+	again := dialRaw(t, srv)
+	again.curveSendInitiate(k.serverPub, k.clientPub, k.clientSec, "REQ")
+	again.expectErrorThenClose(notAllowedReason)
 }
