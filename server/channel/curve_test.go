@@ -130,6 +130,10 @@ func TestCurvePyzmqPingAndPredict2048(t *testing.T) {
 	if overCurve.ModelVersion != "curve-test" || overCurve.Concentrations != direct.Concentrations || overCurve.Concentrations.Valid != [3]bool{true, true, true} {
 		t.Fatalf("prediction over CURVE %+v (model %s), directly %+v", overCurve.Concentrations, overCurve.ModelVersion, direct.Concentrations)
 	}
+	// Counters move just after each reply is written.
+	for deadline := time.Now().Add(2 * time.Second); srv.Stats().RequestsServed != 2 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if st := srv.Stats(); st.HandshakesCompleted != 1 || st.RequestsServed != 2 {
 		t.Fatalf("stats %+v", st)
 	}

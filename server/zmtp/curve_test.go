@@ -198,8 +198,9 @@ func TestCurveRequestReplyAndHeartbeat(t *testing.T) {
 	}
 	assertFrames(t, reply, "", "echo:after ping")
 
-	st := srv.Stats()
-	if st.HandshakesCompleted != 1 || st.RequestsServed != 3 || st.PingsReceived != 1 || st.PartialBytes != 0 {
+	// Counters move just after the reply is written.
+	waitFor(t, "the third request to be counted", func() bool { return srv.Stats().RequestsServed == 3 })
+	if st := srv.Stats(); st.HandshakesCompleted != 1 || st.PingsReceived != 1 || st.PartialBytes != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }
