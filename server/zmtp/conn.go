@@ -430,13 +430,14 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 		}
 	}
 
-	envLen, err = s.indexFrames(delimiterDiscarded)
+	envLen, err = s.indexFrames(delimiterDiscarded, 0)
 	return envLen, refused, err
 }
 
 // indexFrames rebuilds s.frames from msgBuf and frameEnds once a message is
-// complete, and finds its envelope.
-func (s *session) indexFrames(delimiterDiscarded bool) (envLen int, err error) {
+// complete, and finds its envelope. Each frame's payload follows the
+// previous frame's end after gap bytes (CURVE keeps a flags byte there).
+func (s *session) indexFrames(delimiterDiscarded bool, gap int) (envLen int, err error) {
 	if delimiterDiscarded {
 		s.sendError("message envelope too large")
 		return 0, errEnvelopeLost
@@ -445,7 +446,7 @@ func (s *session) indexFrames(delimiterDiscarded bool) (envLen int, err error) {
 	s.frames = s.frames[:0]
 	start := 0
 	for _, end := range s.frameEnds {
-		s.frames = append(s.frames, s.msgBuf[start:end:end])
+		s.frames = append(s.frames, s.msgBuf[start+gap:end:end])
 		start = end
 	}
 	for i, f := range s.frames {

@@ -129,7 +129,9 @@ func (s *session) readHandshakeCommand(want string) ([]byte, error) {
 // whose box holds the flags (MORE, COMMAND) and the payload. Each frame's
 // ciphertext is read whole into encBuf (it cannot be authenticated before
 // it is whole), under the same accounting as message buffers, and opened
-// into msgBuf; commands (PING) are answered and dropped from msgBuf.
+// into msgBuf, where each frame's payload stays behind its flags byte
+// (nothing is moved; writeSealedReply reuses that byte to seal an envelope
+// frame in place); commands (PING) are answered and dropped from msgBuf.
 //
 // Since MORE is inside the box, a frame must be opened to find the end of
 // its message: a frame whose payload alone exceeds MaxMessageSize, or one
@@ -167,24 +169,23 @@ func (s *session) readSealedMessage() (envLen int, refused error, err error) {
 			return 0, nil, err
 		}
 		start := len(s.msgBuf)
-		for cap(s.msgBuf) < start+int(plain)+1 { // Open needs a byte for the flags
-			if err := s.growMsgBuf(start + int(plain) + 1); err != nil {
+		for cap(s.msgBuf) < start+1+int(plain) { // the flags byte, then the payload
+			if err := s.growMsgBuf(start + 1 + int(plain)); err != nil {
 				s.stats().partialBytesRefused.Add(1)
 				s.sendError("server busy")
 				return 0, nil, err
 			}
 		}
-		flags, out, err := s.sec.Open(s.msgBuf, s.encBuf)
-		if err != nil {
+		if s.msgBuf, err = s.sec.OpenPlain(s.msgBuf, s.encBuf); err != nil {
 			return 0, nil, fmt.Errorf("zmtp: %w", err)
 		}
-		s.msgBuf = out
+		flags := s.msgBuf[start]
 
 		if flags&curve.FlagCommand != 0 {
 			if flags&curve.FlagMore != 0 {
 				return 0, nil, errCommandMore
 			}
-			err := s.processCommand(s.msgBuf[start:])
+			err := s.processCommand(s.msgBuf[start+1:])
 			s.msgBuf = s.msgBuf[:start]
 			if err != nil {
 				return 0, nil, err
@@ -220,7 +221,7 @@ func (s *session) readSealedMessage() (envLen int, refused error, err error) {
 			break
 		}
 	}
-	envLen, err = s.indexFrames(delimiterDiscarded)
+	envLen, err = s.indexFrames(delimiterDiscarded, 1)
 	return envLen, refused, err
 }
 
@@ -273,31 +274,52 @@ func (s *session) releaseCipherBuffer() {
 // writeSealedReply seals the envelope frames (MORE) and the reply frame
 // into encBuf, whose capacity already covers the largest frame received, and
 // writes them; usually in one Write, frame by frame when they do not fit
-// together, so that a large envelope is not copied whole a second time.
+// together. envelope is the message's first frames (s.frames[:envLen]):
+// they are sealed in place from msgBuf, where the byte in front of each is
+// free (it held the frame's flags), so a large envelope is never copied;
+// the reply, from the handler, is small.
 func (s *session) writeSealedReply(envelope [][]byte, reply []byte) error {
 	out := s.encBuf[:0]
 	var err error
-	for _, f := range envelope {
-		if out, err = s.appendSealedFrame(out, curve.FlagMore, f); err != nil {
+	start := 0
+	for i := range envelope {
+		plain := s.msgBuf[start:s.frameEnds[i]] // flags byte, then the frame
+		plain[0] = curve.FlagMore
+		if out, err = s.appendSealedFrame(out, plain); err != nil {
 			return err
 		}
+		start = s.frameEnds[i]
 	}
-	if out, err = s.appendSealedFrame(out, 0, reply); err != nil {
+	if out, err = s.flushFor(out, len(reply)+1); err != nil {
+		return err
+	}
+	out = appendFrameHeader(out, 0, len(reply)+curve.MessageOverhead)
+	if out, err = s.sec.Seal(out, 0, reply); err != nil {
 		return err
 	}
 	s.encBuf = out[:0]
 	return s.write(out)
 }
 
-// appendSealedFrame appends one MESSAGE frame to out, first writing out
-// what it holds when the frame would not fit its capacity.
-func (s *session) appendSealedFrame(out []byte, flags byte, payload []byte) ([]byte, error) {
-	if len(out) > 0 && len(out)+9+len(payload)+curve.MessageOverhead > cap(out) {
+// appendSealedFrame appends one MESSAGE frame holding plain (flags byte,
+// payload) to out.
+func (s *session) appendSealedFrame(out []byte, plain []byte) ([]byte, error) {
+	out, err := s.flushFor(out, len(plain))
+	if err != nil {
+		return out, err
+	}
+	out = appendFrameHeader(out, 0, len(plain)-1+curve.MessageOverhead)
+	return s.sec.SealPlain(out, plain)
+}
+
+// flushFor writes out what out holds when a frame with plain bytes of
+// plaintext would not fit its capacity.
+func (s *session) flushFor(out []byte, plain int) ([]byte, error) {
+	if len(out) > 0 && len(out)+9+plain-1+curve.MessageOverhead > cap(out) {
 		if err := s.write(out); err != nil {
 			return out, err
 		}
 		out = out[:0]
 	}
-	out = appendFrameHeader(out, 0, len(payload)+curve.MessageOverhead)
-	return s.sec.Seal(out, flags, payload)
+	return out, nil
 }

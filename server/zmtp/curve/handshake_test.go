@@ -410,3 +410,34 @@ func TestAllowlistReplace(t *testing.T) {
 		t.Fatal("zero Allowlist allows")
 	}
 }
+
+func TestSealPlainOpenPlain(t *testing.T) {
+	p := newParties(t, 15)
+	cs, ss := handshake(t, p, nil)
+	body, err := cs.SealPlain(nil, []byte{FlagMore, 'h', 'i'})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SealPlain and Seal produce the same layout: Open reads either.
+	plain, err := ss.OpenPlain([]byte("x"), body)
+	if err != nil || string(plain) != "x\x01hi" {
+		t.Fatalf("OpenPlain = %q, %v", plain, err)
+	}
+	body, _ = cs.Seal(nil, FlagCommand, []byte("yo"))
+	if flags, payload, err := ss.Open(nil, body); err != nil || flags != FlagCommand || string(payload) != "yo" {
+		t.Fatalf("Open = %#x %q %v", flags, payload, err)
+	}
+	for _, bad := range [][]byte{nil, {0x04}, {0x80, 'x'}} {
+		if _, err := cs.SealPlain(nil, bad); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("SealPlain(%q) = %v", bad, err)
+		}
+	}
+	// A refused SealPlain uses no nonce: the next message still opens.
+	body, _ = cs.Seal(nil, 0, []byte("next"))
+	if n := binary.BigEndian.Uint64(body[8:16]); n != 5 { // HELLO 1, INITIATE 2, then 3 and 4 above
+		t.Fatalf("nonce %d after refused seals, want 5", n)
+	}
+	if _, payload, err := ss.Open(nil, body); err != nil || string(payload) != "next" {
+		t.Fatalf("after refusals: %q %v", payload, err)
+	}
+}

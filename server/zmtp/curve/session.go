@@ -32,9 +32,25 @@ func newSession(key *[32]byte, sendPrefix, recvPrefix string, sent, received uin
 
 // Seal appends the MESSAGE command body carrying flags (FlagMore,
 // FlagCommand) and payload to dst; it is len(payload)+MessageOverhead long.
+// It copies flags and payload into a scratch buffer kept by the session (up
+// to 16 KiB); SealPlain avoids the copy when the caller has a byte free in
+// front of the payload.
 func (s *Session) Seal(dst []byte, flags byte, payload []byte) ([]byte, error) {
-	if flags&^(FlagMore|FlagCommand) != 0 {
-		return dst, fmt.Errorf("%w: flags %#x", ErrMalformed, flags)
+	s.scratch = append(append(s.scratch[:0], flags), payload...)
+	dst, err := s.SealPlain(dst, s.scratch)
+	if cap(s.scratch) > retainScratch {
+		s.scratch = nil
+	} else {
+		wipe(s.scratch)
+	}
+	return dst, err
+}
+
+// SealPlain is Seal of the box's plaintext as it is laid out inside the
+// box: plain[0] is the flags byte, plain[1:] the payload. It copies nothing.
+func (s *Session) SealPlain(dst []byte, plain []byte) ([]byte, error) {
+	if len(plain) == 0 || plain[0]&^(FlagMore|FlagCommand) != 0 {
+		return dst, fmt.Errorf("%w: no flags byte, or reserved flags set", ErrMalformed)
 	}
 	if s.sendNonce == math.MaxUint64 {
 		return dst, fmt.Errorf("%w: send nonce exhausted", ErrNonce)
@@ -43,14 +59,7 @@ func (s *Session) Seal(dst []byte, flags byte, payload []byte) ([]byte, error) {
 	nonce := shortNonce(s.sendPrefix, s.sendNonce)
 	dst = append(dst, nameMessage...)
 	dst = binary.BigEndian.AppendUint64(dst, s.sendNonce)
-	s.scratch = append(append(s.scratch[:0], flags), payload...)
-	dst = box.SealAfterPrecomputation(dst, s.scratch, &nonce, &s.key)
-	if cap(s.scratch) > retainScratch {
-		s.scratch = nil
-	} else {
-		wipe(s.scratch)
-	}
-	return dst, nil
+	return box.SealAfterPrecomputation(dst, plain, &nonce, &s.key), nil
 }
 
 // Open checks and decrypts a whole MESSAGE command body and appends its
@@ -59,24 +68,36 @@ func (s *Session) Seal(dst []byte, flags byte, payload []byte) ([]byte, error) {
 // with that capacity it allocates nothing). A body that fails, whatever
 // the reason, leaves the session's nonce where it was.
 func (s *Session) Open(dst []byte, body []byte) (flags byte, payload []byte, err error) {
+	start := len(dst)
+	out, err := s.OpenPlain(dst, body)
+	if err != nil {
+		return 0, dst, err
+	}
+	flags = out[start]
+	copy(out[start:], out[start+1:])
+	return flags, out[:len(out)-1], nil
+}
+
+// OpenPlain is Open without stripping the flags byte: it appends the box's
+// plaintext, the flags byte then the payload (len(body)-MessageOverhead+1
+// bytes), to dst, and moves nothing.
+func (s *Session) OpenPlain(dst []byte, body []byte) ([]byte, error) {
 	if len(body) < MessageOverhead || string(body[:len(nameMessage)]) != nameMessage {
-		return 0, dst, fmt.Errorf("%w: not a MESSAGE of at least %d bytes", ErrMalformed, MessageOverhead)
+		return dst, fmt.Errorf("%w: not a MESSAGE of at least %d bytes", ErrMalformed, MessageOverhead)
 	}
 	n := binary.BigEndian.Uint64(body[messageNonce:messageBox])
 	if n <= s.peerNonce {
-		return 0, dst, fmt.Errorf("%w: MESSAGE nonce %d after %d", ErrNonce, n, s.peerNonce)
+		return dst, fmt.Errorf("%w: MESSAGE nonce %d after %d", ErrNonce, n, s.peerNonce)
 	}
 	nonce := shortNonce(s.recvPrefix, n)
 	start := len(dst)
 	out, ok := box.OpenAfterPrecomputation(dst, body[messageBox:], &nonce, &s.key)
 	if !ok {
-		return 0, dst, fmt.Errorf("%w: MESSAGE does not open", ErrAuthentication)
+		return dst, fmt.Errorf("%w: MESSAGE does not open", ErrAuthentication)
 	}
-	flags = out[start]
-	if flags&^(FlagMore|FlagCommand) != 0 {
-		return 0, dst, fmt.Errorf("%w: MESSAGE flags %#x", ErrMalformed, flags)
+	if flags := out[start]; flags&^(FlagMore|FlagCommand) != 0 {
+		return dst, fmt.Errorf("%w: MESSAGE flags %#x", ErrMalformed, flags)
 	}
 	s.peerNonce = n
-	copy(out[start:], out[start+1:])
-	return flags, out[:len(out)-1], nil
+	return out, nil
 }
