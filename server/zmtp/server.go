@@ -70,7 +70,7 @@ type Stats struct {
 	HandshakesFailed    uint64 // bad signature, version, mechanism, READY, socket type, or deadline
 	RequestsServed      uint64 // replies written, RequestsTooLarge included
 	RequestsTooLarge    uint64 // requests answered with Err=ErrMessageTooLarge, PartialBytesRefused included
-	PartialBytesRefused uint64 // requests answered with Err=ErrPartialBytesExhausted
+	PartialBytesRefused uint64 // requests answered with Err=ErrPartialBytesExhausted (with CURVE: connections closed, see the package doc)
 	PartialBytes        int64  // bytes now reserved from the MaxPartialBytes pool
 	FrameTimeouts       uint64 // connections closed because a message stayed incomplete past FrameTimeout
 	PingsReceived       uint64 // PINGs answered with PONG
