@@ -115,6 +115,7 @@ func readModelFile(ctx context.Context, path string, e registry.Entry) (*inferen
 // predictionChannel is the bound ZMTP server with the channel handler.
 type predictionChannel struct {
 	srv       *zmtp.Server
+	curve     *curveAccess // nil: NULL
 	handler   deferredHandler
 	listening atomic.Bool
 	served    chan error
@@ -149,6 +150,11 @@ func listenChannel(endpoint string, cfg ChannelConfig, log *slog.Logger) (*predi
 	c := &predictionChannel{served: make(chan error, 1)}
 	tc := cfg.transportConfig()
 	tc.Logger = log
+	access, err := loadCurve(cfg.Curve, log)
+	if err != nil {
+		return nil, err
+	}
+	c.curve = access
 	srv, err := zmtp.Listen(endpoint, tc, &c.handler)
 	if err != nil {
 		return nil, err

@@ -37,6 +37,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "registry" {
 		os.Exit(runRegistry(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "keygen" {
+		os.Exit(runKeygen(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if err := run(os.Args[1:], os.Getenv, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ramanserve:", err)
 		os.Exit(1)
@@ -134,6 +137,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.DurationVar(&cfg.Channel.FrameTimeout, "frame-timeout", 10*time.Second, "a prediction message must be complete this long after its first byte arrived, or the connection is closed")
 	fs.Int64Var(&cfg.Channel.MaxPartialBytes, "max-partial-bytes", 64<<20, "bytes all prediction connections together may hold in messages beyond 64 KiB each (SERVER_BUSY, retryable, beyond)")
 	fs.DurationVar(&cfg.Channel.EvictableAfter, "evictable-after", 10*time.Minute, "at -max-connections, a peer that had a reply may be evicted only after this long silent")
+	fs.StringVar(&cfg.Channel.Curve.SecretKeyFile, "zmq-curve-secret-key", "", "file of the server's CurveZMQ secret key, Z85 (ramanserve keygen -secret-key FILE; mode 0600): turns CURVE on for the prediction channel and refuses NULL peers")
+	fs.StringVar(&cfg.Channel.Curve.ClientsFile, "zmq-curve-clients", "", "file of the client public keys, Z85, one per line (# comments), that may connect with CURVE; re-read on SIGHUP (default: any client that knows the server key)")
 	fs.DurationVar(&opts.grace, "shutdown-grace", 15*time.Second, "how long SIGTERM waits for in-flight requests")
 	fs.Float64Var(&cfg.Channel.Model.SaturationLevel, "saturation-level", 0, "detector full-scale value; 3 consecutive intensities at or above it are SPECTRUM_OUT_OF_RANGE (0: no check)")
 	fs.Var(toleranceFlag{&cfg.Channel.Model.Tolerance}, "confidence-tolerance", "acceptable error per analyte for the confidence, g/L, e.g. EPA=1,DHA=1,DPA=0.5 (default 1 each; a model's own tolerance wins)")
@@ -146,6 +151,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	}
 	if fs.NArg() > 0 {
 		return cfg, opts, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.Channel.Curve.ClientsFile != "" && cfg.Channel.Curve.SecretKeyFile == "" {
+		return cfg, opts, fmt.Errorf("-zmq-curve-clients needs -zmq-curve-secret-key: without CURVE every client is accepted")
 	}
 	if cfg.Training.MaxMemoryBytes < 0 {
 		return cfg, opts, fmt.Errorf("-max-training-memory must be >= 0 bytes, not %d", cfg.Training.MaxMemoryBytes)

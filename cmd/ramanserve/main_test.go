@@ -137,6 +137,13 @@ func TestParseConfig(t *testing.T) {
 					t.Errorf("cors origins %q", c.cfg.HTTP.CORSOrigins)
 				}
 			}},
+		{name: "curve", env: env("RAMAN_ZMQ_CURVE_SECRET_KEY", "/etc/ramanserve/curve.key", "RAMAN_ZMQ_CURVE_CLIENTS", "/etc/ramanserve/clients"),
+			check: func(t *testing.T, c configAndOptions) {
+				if c.cfg.Channel.Curve != (server.CurveConfig{SecretKeyFile: "/etc/ramanserve/curve.key", ClientsFile: "/etc/ramanserve/clients"}) {
+					t.Errorf("curve %+v", c.cfg.Channel.Curve)
+				}
+			}},
+		{name: "curve clients without a secret key", args: []string{"-zmq-curve-clients", "clients"}, env: env(), err: "-zmq-curve-clients needs -zmq-curve-secret-key"},
 		{name: "cors wildcard refused", args: []string{"-cors-origin", "*"}, env: env(), err: `"*" is not accepted`},
 		{name: "cors origin with a path refused", args: []string{"-cors-origin", "https://a.example/"}, env: env(), err: "has a path"},
 		{name: "cors origin without a scheme refused", args: []string{"-cors-origin", "localhost:3000"}, env: env(), err: "no scheme"},
