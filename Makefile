@@ -164,6 +164,8 @@ bench: deps build
 	$(GO) run ./cmd/ramanbench -server bin/ramanserve
 	@echo "== the same with ramanserve inside the benchmark process"
 	$(GO) run ./cmd/ramanbench
+	@echo "== CurveZMQ: what CURVE adds to a 2048-point predict round trip against NULL (goal: p50 <= 30 us), the Go client and pyzmq (libzmq + libsodium), ramanserve as its own processes"
+	$(GO) run ./cmd/ramanbench -curve -server bin/ramanserve
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
