@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"ramanserve/server/zmtp/curve"
 )
 
 // Defaults applied by Listen to zero Config fields.
@@ -137,6 +139,24 @@ type Config struct {
 	// connection cap only once it has been silent this long (peers that
 	// never had one may be evicted at any time). Default 10 min.
 	EvictableAfter time.Duration
+
+	// Curve, when set, turns the CURVE security mechanism (RFC 26) on and
+	// NULL off: see the package doc, section CurveZMQ.
+	Curve *CurveConfig
+}
+
+// CurveConfig is the server side of CurveZMQ.
+type CurveConfig struct {
+	// Secret is the server's long-term secret key; clients connect with its
+	// public key (ZMQ_CURVE_SERVERKEY).
+	Secret curve.SecretKey
+	// Allow decides whether a client, once it has proved that it holds the
+	// secret half of this long-term public key, may connect; nil: any
+	// client that knows the server key. It is called concurrently from
+	// connection goroutines and is read on every handshake, so a reload
+	// swaps what it consults (curve.Allowlist does that atomically) rather
+	// than the Config.
+	Allow func(curve.PublicKey) bool
 }
 
 // withDefaults validates cfg and fills zero fields.
@@ -187,11 +207,17 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
-// PerConnectionBytes bounds what one connection holds besides its share of
-// the shared pool: its own 64 KiB message allowance, the read buffer, reply
+// PerConnectionBytes bounds what one NULL connection holds besides its share
+// of the shared pool: its own 64 KiB message allowance, the read buffer, reply
 // buffers kept up to 16 KiB each, the command buffer, its goroutine and its
 // socket (api/messages.md section 5).
 const PerConnectionBytes int64 = 128 << 10
+
+// CurvePerConnectionBytes is what a CURVE connection holds beyond
+// PerConnectionBytes: its own 64 KiB allowance for the ciphertext of the
+// frame being read (beyond it, from the shared pool like message buffers),
+// the session's sealing scratch kept up to 16 KiB, and the handshake state.
+const CurvePerConnectionBytes int64 = 96 << 10
 
 // MemoryBound is the most the connections of a server with this
 // configuration hold, however the peers behave: the shared pool plus
@@ -201,5 +227,9 @@ func (cfg Config) MemoryBound() int64 {
 	// A configuration withDefaults refuses never serves; its bound is
 	// still computed from the filled fields.
 	cfg, _ = cfg.withDefaults()
-	return cfg.MaxPartialBytes + int64(cfg.MaxConnections)*PerConnectionBytes
+	perConn := PerConnectionBytes
+	if cfg.Curve != nil {
+		perConn += CurvePerConnectionBytes
+	}
+	return cfg.MaxPartialBytes + int64(cfg.MaxConnections)*perConn
 }

@@ -10,6 +10,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"ramanserve/server/zmtp/curve"
 )
 
 // Errors that end a connection after the handshake.
@@ -61,6 +63,14 @@ type session struct {
 	outBuf    []byte   // wire bytes of the reply: envelope + body frames
 	cmdBuf    []byte   // body of the current command frame
 	scratch   [8]byte  // long frame size
+
+	// CURVE only (nil/empty with NULL): the established session, the
+	// client's long-term key, and the ciphertext of the frame being read
+	// (encReserved of it from the shared pool), reused to seal replies.
+	sec         *curve.Session
+	client      curve.PublicKey
+	encBuf      []byte
+	encReserved int64
 
 	// remoteTTL is the TTL from the peer's latest PING (0 = none).
 	remoteTTL     time.Duration
@@ -123,6 +133,7 @@ func (s *session) releaseBuffers() {
 	s.shared.release(s.reserved)
 	s.reserved = 0
 	s.dropCommandBuffer()
+	s.releaseCipherBuffer()
 }
 
 // stats returns the server counters, or a throwaway set when running without a
@@ -141,9 +152,13 @@ func (s *session) handshake() error {
 	if err := s.conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout)); err != nil {
 		return fmt.Errorf("zmtp: set handshake deadline: %w", err)
 	}
+	mechanism := mechanismNull
+	if s.cfg.Curve != nil {
+		mechanism = mechanismCurve
+	}
 	// Send our whole greeting at once: libzmq reveals its version only after
 	// seeing our signature, so waiting for its 64 bytes first would deadlock.
-	if _, err := s.conn.Write(appendGreeting(s.outBuf[:0])); err != nil {
+	if _, err := s.conn.Write(appendGreeting(s.outBuf[:0], mechanism)); err != nil {
 		return fmt.Errorf("zmtp: write greeting: %w", err)
 	}
 	var raw [greetingSize]byte
@@ -165,18 +180,36 @@ func (s *session) handshake() error {
 	if _, err := io.ReadFull(s.br, raw[signatureSize+1:]); err != nil {
 		return fmt.Errorf("zmtp: read greeting: %w", err)
 	}
-	g, err := parseGreeting(raw[:])
+	g, err := parseGreeting(raw[:], mechanism)
 	if err != nil {
 		if errors.Is(err, errBadMechanism) {
-			s.sendError("unsupported security mechanism, only NULL")
+			s.sendError("unsupported security mechanism, only " + mechanism)
 		}
 		return err
 	}
 	s.peer = g
 
-	// NULL mechanism: both sides send READY without waiting for the other's.
-	ready := appendProperties(nil, []property{{name: "Socket-Type", value: []byte("REP")}})
-	if err := s.write(appendCommand(s.outBuf[:0], cmdReady, ready)); err != nil {
+	if s.cfg.Curve != nil {
+		err = s.curveHandshake()
+	} else {
+		err = s.nullHandshake()
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.conn.SetDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("zmtp: clear handshake deadline: %w", err)
+	}
+	return s.moveTo(phaseIdle, false)
+}
+
+// ourMetadata is the READY metadata we send: Socket-Type REP.
+var ourMetadata = appendProperties(nil, []property{{name: "Socket-Type", value: []byte("REP")}})
+
+// nullHandshake exchanges READY commands (NULL mechanism): both sides send
+// READY without waiting for the other's.
+func (s *session) nullHandshake() error {
+	if err := s.write(appendCommand(s.outBuf[:0], cmdReady, ourMetadata)); err != nil {
 		return fmt.Errorf("zmtp: write READY: %w", err)
 	}
 
@@ -209,6 +242,13 @@ func (s *session) handshake() error {
 		s.sendError("expected READY")
 		return fmt.Errorf("zmtp: got %q: %w", name, errExpectedReady)
 	}
+	return s.checkPeerMetadata(data)
+}
+
+// checkPeerMetadata parses the peer's metadata (from READY, or from
+// INITIATE with CURVE) and checks its Socket-Type, sending an ERROR command
+// when it is refused.
+func (s *session) checkPeerMetadata(data []byte) error {
 	props, err := parseProperties(data)
 	if err != nil {
 		s.sendError("malformed READY metadata")
@@ -223,10 +263,7 @@ func (s *session) handshake() error {
 		s.sendError("incompatible socket type; this REP server accepts REQ and DEALER")
 		return fmt.Errorf("zmtp: peer socket type %q: %w", socketType, errIncompatible)
 	}
-	if err := s.conn.SetDeadline(time.Time{}); err != nil {
-		return fmt.Errorf("zmtp: clear handshake deadline: %w", err)
-	}
-	return s.moveTo(phaseIdle, false)
+	return nil
 }
 
 // serve answers requests until the peer leaves, breaks the protocol, or the
@@ -270,6 +307,9 @@ func (s *session) serve(ctx context.Context) error {
 // is written frame by frame straight from the message buffer, so that it
 // is never copied into a second buffer of its size.
 func (s *session) writeReply(envelope [][]byte, reply []byte) error {
+	if s.sec != nil {
+		return s.writeSealedReply(envelope, reply)
+	}
 	size := 0
 	for _, f := range envelope {
 		size += 9 + len(f)
@@ -312,6 +352,9 @@ func retain(b []byte, limit int) []byte {
 // ErrPartialBytesExhausted) when the message could not be kept and its
 // payload past that point was discarded.
 func (s *session) readMessage() (envLen int, refused error, err error) {
+	if s.sec != nil {
+		return s.readSealedMessage()
+	}
 	s.msgBuf = s.msgBuf[:0]
 	s.frameEnds = s.frameEnds[:0]
 	var total int64 // payload bytes of all data frames so far
@@ -387,9 +430,16 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 		}
 	}
 
+	envLen, err = s.indexFrames(delimiterDiscarded)
+	return envLen, refused, err
+}
+
+// indexFrames rebuilds s.frames from msgBuf and frameEnds once a message is
+// complete, and finds its envelope.
+func (s *session) indexFrames(delimiterDiscarded bool) (envLen int, err error) {
 	if delimiterDiscarded {
 		s.sendError("message envelope too large")
-		return 0, nil, errEnvelopeLost
+		return 0, errEnvelopeLost
 	}
 
 	s.frames = s.frames[:0]
@@ -398,14 +448,12 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 		s.frames = append(s.frames, s.msgBuf[start:end:end])
 		start = end
 	}
-	envLen = 0
 	for i, f := range s.frames {
 		if len(f) == 0 {
-			envLen = i + 1
-			break
+			return i + 1, nil
 		}
 	}
-	return envLen, refused, nil
+	return 0, nil
 }
 
 // readFrameBody appends the next n bytes from the peer to msgBuf. The
@@ -527,6 +575,12 @@ func (s *session) handleCommand(size uint64) error {
 	if err != nil {
 		return err
 	}
+	return s.processCommand(body)
+}
+
+// processCommand acts on a command body received after the handshake (in a
+// command frame with NULL, inside a MESSAGE with CURVE).
+func (s *session) processCommand(body []byte) error {
 	name, data, err := parseCommand(body)
 	if err != nil {
 		return err
@@ -549,9 +603,8 @@ func (s *session) handleCommand(size uint64) error {
 			protect = min(s.remoteTTL, maxPingProtection)
 		}
 		s.heartbeatUntil.Store(s.shared.now() + protect.Milliseconds())
-		// The PONG goes out at once; it is small, so it does not need outBuf.
-		var pong [2 + 1 + len(cmdPong) + maxPingContext]byte
-		return s.write(appendCommand(pong[:0], cmdPong, pingCtx))
+		// The PONG goes out at once.
+		return s.writeCommand(cmdPong, pingCtx)
 	case cmdError:
 		return errPeerError
 	case cmdReady:
@@ -605,9 +658,36 @@ func (s *session) write(b []byte) error {
 	return nil
 }
 
+// writeCommand sends a small command (PONG) at once: a command frame with
+// NULL, a sealed MESSAGE with the COMMAND flag with CURVE. It does not use
+// outBuf, which may hold a reply being built.
+func (s *session) writeCommand(name string, data []byte) error {
+	var buf [2 + 1 + len(cmdPong) + maxPingContext + 9 + curve.MessageOverhead]byte
+	if s.sec == nil {
+		return s.write(appendCommand(buf[:0], name, data))
+	}
+	var plain [1 + len(cmdPong) + maxPingContext]byte
+	body := append(append(append(plain[:0], byte(len(name))), name...), data...)
+	out := appendFrameHeader(buf[:0], 0, len(body)+curve.MessageOverhead)
+	out, err := s.sec.Seal(out, curve.FlagCommand, body)
+	if err != nil {
+		return err
+	}
+	return s.write(out)
+}
+
 // sendError sends an ERROR command on a best-effort basis before we close.
 func (s *session) sendError(reason string) {
-	_ = s.write(appendErrorCommand(nil, reason))
+	if s.sec == nil {
+		_ = s.write(appendErrorCommand(nil, reason))
+		return
+	}
+	// After a CURVE handshake, commands travel sealed like messages.
+	body := appendCommandBody(nil, cmdError, errorData(reason))
+	out, err := s.sec.Seal(appendFrameHeader(nil, 0, len(body)+curve.MessageOverhead), curve.FlagCommand, body)
+	if err == nil {
+		_ = s.write(out)
+	}
 }
 
 // interruptRead wakes a goroutine blocked reading this connection so that it

@@ -5,13 +5,14 @@
 //
 // # Handshake
 //
-// The server sends its whole 64-byte greeting (version 3.1, mechanism NULL)
-// as soon as a connection is accepted; libzmq sends its greeting in stages and
+// The server sends its whole 64-byte greeting (version 3.1, mechanism NULL,
+// or CURVE with as-server set when Config.Curve is set) as soon as a
+// connection is accepted; libzmq sends its greeting in stages and
 // waits for ours. Padding bytes 1-8 of the peer's greeting are not validated
 // (libzmq puts a length there). The peer must announce major version >= 3
-// (higher versions are accepted, as RFC 37 requires) and the NULL mechanism;
+// (higher versions are accepted, as RFC 37 requires) and our mechanism;
 // other mechanisms get an ERROR command and are closed; a bad signature or a
-// pre-3.0 version is closed without a reply. Then both sides send READY; ours
+// pre-3.0 version is closed without a reply. With NULL, both sides then send READY; ours
 // carries Socket-Type "REP". The peer's READY must carry a Socket-Type of REQ
 // or DEALER, the peers RFC 28 allows for REP (names and values compared
 // case-insensitively); anything else, a missing Socket-Type, or malformed metadata gets an ERROR command
@@ -19,6 +20,35 @@
 // remain. The whole handshake must finish within Config.HandshakeTimeout
 // (default 5 s); it runs in the connection's goroutine, never in the accept
 // loop, so a silent peer delays no one else.
+//
+// # CurveZMQ
+//
+// With Config.Curve set the server speaks CURVE (RFC 26; the crypto is in
+// package curve) and only CURVE: a NULL or PLAIN peer, or a CURVE peer that
+// also claims the server role, gets an ERROR command and is closed. After
+// the greeting the peer's HELLO is answered with WELCOME, its INITIATE (the
+// cookie, the vouch, then CurveConfig.Allow on its long-term key) with
+// READY; both commands are bounded by MaxCommandSize and the handshake
+// deadline, and the INITIATE metadata must name a REQ or DEALER socket as
+// with NULL. A refused client gets ERROR "400" (not allowed, the ZAP status
+// libzmq reports as an authentication failure), "CURVE authentication
+// failed" (a box that does not open: usually a wrong server key) or
+// "malformed CURVE handshake", then the connection is closed.
+//
+// After the handshake every frame, both ways, is a MESSAGE command sent as
+// a plain frame (as libzmq does); its box holds a flags byte (0x01 MORE,
+// 0x02 COMMAND) and the payload. A frame that does not open, or whose short
+// nonce does not increase, closes the connection; PING/PONG travel inside
+// MESSAGE with the COMMAND flag. Each frame's ciphertext is read whole into
+// a second buffer (it can be authenticated only whole), under the same
+// accounting as message buffers: 64 KiB of the connection's own, beyond
+// that from MaxPartialBytes; the payload is opened into the message buffer.
+// Because MORE lives inside the box, a frame must be opened to find where
+// its message ends: a single frame over MaxMessageSize, or one the pool
+// cannot hold, gets an ERROR and is closed rather than discarded, while a
+// message over MaxMessageSize in several frames is still answered with
+// ErrMessageTooLarge. Replies are sealed into the ciphertext buffer.
+// CurvePerConnectionBytes is the extra a CURVE connection may hold.
 //
 // # Envelopes
 //

@@ -57,6 +57,7 @@ type counters struct {
 	panics                                    atomic.Uint64
 	evictions, frameTimeouts                  atomic.Uint64
 	partialBytesRefused                       atomic.Uint64
+	curveNotAllowed                           atomic.Uint64
 }
 
 // Stats is a snapshot of the server counters. All but OpenConnections only grow.
@@ -78,6 +79,7 @@ type Stats struct {
 	IdleTimeouts        uint64 // connections closed because the peer's PING TTL or IdleTimeout ran out
 	WriteErrors         uint64 // connections closed because a write failed or timed out
 	Panics              uint64 // panics recovered in connection goroutines
+	CurveNotAllowed     uint64 // CURVE clients refused by Config.Curve.Allow (also in HandshakesFailed)
 }
 
 // Listen binds endpoint ("tcp://*:5555", "tcp://127.0.0.1:0", "tcp://[::1]:0")
@@ -173,6 +175,7 @@ func (s *Server) Stats() Stats {
 		PartialBytesRefused: c.partialBytesRefused.Load(),
 		PartialBytes:        s.shared.partialUsed.Load(),
 		FrameTimeouts:       c.frameTimeouts.Load(),
+		CurveNotAllowed:     c.curveNotAllowed.Load(),
 	}
 }
 
@@ -278,7 +281,11 @@ func (s *Server) runConn(sess *session) {
 		return
 	}
 	s.counters.handshakesCompleted.Add(1)
-	s.log.Debug("zmtp: peer connected", "remote", remote, "version", fmt.Sprintf("%d.%d", sess.peer.major, sess.peer.minor))
+	if sess.sec != nil {
+		s.log.Debug("zmtp: peer connected", "remote", remote, "version", fmt.Sprintf("%d.%d", sess.peer.major, sess.peer.minor), "curve_client", sess.client.String())
+	} else {
+		s.log.Debug("zmtp: peer connected", "remote", remote, "version", fmt.Sprintf("%d.%d", sess.peer.major, sess.peer.minor))
+	}
 
 	err := sess.serve(s.baseCtx)
 	switch {

@@ -471,8 +471,8 @@ func FuzzSession(f *testing.F) {
 			_ = s.serve(context.Background())
 		}
 		// The pool never lends more than its limit, and gets everything back.
-		if used := sh.partialUsed.Load(); used > cfg.MaxPartialBytes || used != s.reserved+s.cmdReserved {
-			t.Fatalf("pool lent %d (limit %d), session holds %d+%d", used, cfg.MaxPartialBytes, s.reserved, s.cmdReserved)
+		if used := sh.partialUsed.Load(); used > cfg.MaxPartialBytes || used != s.reserved+s.cmdReserved+s.encReserved {
+			t.Fatalf("pool lent %d (limit %d), session holds %d+%d+%d", used, cfg.MaxPartialBytes, s.reserved, s.cmdReserved, s.encReserved)
 		}
 		if int64(cap(s.msgBuf)) > ownBufferSize+s.reserved {
 			t.Fatalf("message buffer of %d bytes with %d reserved", cap(s.msgBuf), s.reserved)

@@ -46,8 +46,11 @@ const (
 	cmdPong  = "PONG"
 )
 
-// mechanismNull is the only security mechanism we speak.
-const mechanismNull = "NULL"
+// Security mechanisms: NULL by default, CURVE when Config.Curve is set.
+const (
+	mechanismNull  = "NULL"
+	mechanismCurve = "CURVE"
+)
 
 // Sentinel errors of the wire parsers. They are wrapped with context where they occur.
 var (
@@ -70,14 +73,19 @@ type greeting struct {
 	asServer     byte
 }
 
-// appendGreeting appends our 64-byte greeting: signature, version 3.1, NULL, as-server 0.
-func appendGreeting(dst []byte) []byte {
+// appendGreeting appends our 64-byte greeting: signature, version 3.1, the
+// mechanism, and as-server (1 for CURVE, whose server role we take; 0 for
+// NULL, which has no roles).
+func appendGreeting(dst []byte, mechanism string) []byte {
 	var g [greetingSize]byte
 	g[0] = 0xFF
 	g[9] = 0x7F
 	g[10] = ourMajor
 	g[11] = ourMinor
-	copy(g[12:32], mechanismNull)
+	copy(g[12:32], mechanism)
+	if mechanism == mechanismCurve {
+		g[32] = 1
+	}
 	return append(dst, g[:]...)
 }
 
@@ -90,8 +98,9 @@ func checkSignature(sig []byte) error {
 	return nil
 }
 
-// parseGreeting decodes a full 64-byte greeting.
-func parseGreeting(b []byte) (greeting, error) {
+// parseGreeting decodes a full 64-byte greeting whose mechanism must be
+// want. A CURVE peer must not claim the server role, which is ours.
+func parseGreeting(b []byte, want string) (greeting, error) {
 	if len(b) != greetingSize {
 		return greeting{}, fmt.Errorf("zmtp: greeting is %d bytes, want %d: %w", len(b), greetingSize, errBadSignature)
 	}
@@ -114,8 +123,11 @@ func parseGreeting(b []byte) (greeting, error) {
 			return g, fmt.Errorf("zmtp: mechanism %q has junk after its name: %w", mech, errBadMechanism)
 		}
 	}
-	if g.mechanism != mechanismNull {
-		return g, fmt.Errorf("zmtp: peer mechanism %q: %w", g.mechanism, errBadMechanism)
+	if g.mechanism != want {
+		return g, fmt.Errorf("zmtp: peer mechanism %q, want %s: %w", g.mechanism, want, errBadMechanism)
+	}
+	if want == mechanismCurve && g.asServer != 0 {
+		return g, fmt.Errorf("zmtp: CURVE peer claims the server role: %w", errBadMechanism)
 	}
 	return g, nil
 }
@@ -145,6 +157,11 @@ func appendFrame(dst []byte, flags byte, body []byte) []byte {
 // appendCommand appends a command frame: name length, name, data.
 func appendCommand(dst []byte, name string, data []byte) []byte {
 	dst = appendFrameHeader(dst, flagCommand, 1+len(name)+len(data))
+	return appendCommandBody(dst, name, data)
+}
+
+// appendCommandBody appends a command's body: name length, name, data.
+func appendCommandBody(dst []byte, name string, data []byte) []byte {
 	dst = append(dst, byte(len(name)))
 	dst = append(dst, name...)
 	return append(dst, data...)
@@ -152,13 +169,18 @@ func appendCommand(dst []byte, name string, data []byte) []byte {
 
 // appendErrorCommand appends an ERROR command; the reason is cut to 255 bytes.
 func appendErrorCommand(dst []byte, reason string) []byte {
+	return appendCommand(dst, cmdError, errorData(reason))
+}
+
+// errorData is an ERROR command's data: the reason, cut to 255 bytes, after
+// its length.
+func errorData(reason string) []byte {
 	if len(reason) > maxErrorReason {
 		reason = reason[:maxErrorReason]
 	}
 	data := make([]byte, 0, 1+len(reason))
 	data = append(data, byte(len(reason)))
-	data = append(data, reason...)
-	return appendCommand(dst, cmdError, data)
+	return append(data, reason...)
 }
 
 // property is one READY metadata entry.

@@ -394,3 +394,19 @@ func TestSessionAllocations(t *testing.T) {
 		t.Fatalf("%v allocations per Seal", a)
 	}
 }
+
+func TestAllowlistReplace(t *testing.T) {
+	p := newParties(t, 14)
+	a := NewAllowlist([]PublicKey{p.clientPub, p.clientPub})
+	if !a.Allowed(p.clientPub) || a.Allowed(p.serverPub) || a.Len() != 1 {
+		t.Fatal("initial set wrong")
+	}
+	a.Replace([]PublicKey{p.serverPub})
+	if a.Allowed(p.clientPub) || !a.Allowed(p.serverPub) {
+		t.Fatal("replaced set wrong")
+	}
+	var zero Allowlist
+	if zero.Allowed(p.clientPub) || zero.Len() != 0 {
+		t.Fatal("zero Allowlist allows")
+	}
+}

@@ -1,0 +1,303 @@
+package zmtp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"ramanserve/server/zmtp/curve"
+)
+
+// This file is the CURVE side of a connection (RFC 26): the handshake after
+// the greeting, and reading and writing MESSAGE commands once it is done.
+// The NULL path never enters it.
+
+// CURVE handshake command names.
+const (
+	cmdHello    = "HELLO"
+	cmdInitiate = "INITIATE"
+)
+
+// errSealedMore: with CURVE, multipart structure lives inside the MESSAGE
+// boxes; a frame with MORE on the wire is not something libzmq sends.
+var errSealedMore = errors.New("zmtp: CURVE frame with MORE set on the wire")
+
+// notAllowedReason is the ERROR reason for a client whose key the allowlist
+// refuses: the ZAP status code libzmq itself sends when its authenticator
+// denies a client, which libzmq's monitor reports as
+// ZMQ_EVENT_HANDSHAKE_FAILED_AUTH with status 400.
+const notAllowedReason = "400"
+
+// curveHandshake runs HELLO/WELCOME/INITIATE/READY after the greeting. Every
+// command is bounded by MaxCommandSize and the whole by the handshake
+// deadline set by handshake.
+func (s *session) curveHandshake() error {
+	hs := curve.NewServer(s.cfg.Curve.Secret, s.cfg.Curve.Allow, nil)
+	defer s.dropCommandBuffer()
+
+	hello, err := s.readHandshakeCommand(cmdHello)
+	if err != nil {
+		return err
+	}
+	welcome, err := hs.Welcome(hello)
+	if err != nil {
+		s.sendError(curveErrorReason(err))
+		return fmt.Errorf("zmtp: CURVE HELLO: %w", err)
+	}
+	if err := s.write(appendSealedCommand(s.outBuf[:0], welcome)); err != nil {
+		return fmt.Errorf("zmtp: write WELCOME: %w", err)
+	}
+
+	initiate, err := s.readHandshakeCommand(cmdInitiate)
+	if err != nil {
+		return err
+	}
+	ready, client, metadata, sess, err := hs.Ready(initiate, ourMetadata)
+	if err != nil {
+		s.sendError(curveErrorReason(err))
+		if errors.Is(err, curve.ErrNotAllowed) {
+			s.stats().curveNotAllowed.Add(1)
+		}
+		return fmt.Errorf("zmtp: CURVE INITIATE: %w", err)
+	}
+	if err := s.checkPeerMetadata(metadata); err != nil {
+		return err
+	}
+	if err := s.write(appendSealedCommand(s.outBuf[:0], ready)); err != nil {
+		return fmt.Errorf("zmtp: write READY: %w", err)
+	}
+	s.sec, s.client = sess, client
+	return nil
+}
+
+// curveErrorReason is the ERROR reason for a failed handshake step. It says
+// no more than the failure itself shows the peer.
+func curveErrorReason(err error) string {
+	switch {
+	case errors.Is(err, curve.ErrNotAllowed):
+		return notAllowedReason
+	case errors.Is(err, curve.ErrAuthentication):
+		return "CURVE authentication failed"
+	default:
+		return "malformed CURVE handshake"
+	}
+}
+
+// appendSealedCommand frames a whole command body (name included) produced
+// by package curve as a command frame.
+func appendSealedCommand(dst []byte, body []byte) []byte {
+	dst = appendFrameHeader(dst, flagCommand, len(body))
+	return append(dst, body...)
+}
+
+// readHandshakeCommand reads one handshake command frame and returns its
+// whole body (name included; it aliases cmdBuf). An ERROR from the peer
+// ends the handshake; any other name than want gets an ERROR back.
+func (s *session) readHandshakeCommand(want string) ([]byte, error) {
+	flags, size, err := s.readFrameHeader()
+	if err != nil {
+		return nil, fmt.Errorf("zmtp: read %s: %w", want, err)
+	}
+	if flags&flagCommand == 0 || flags&flagMore != 0 {
+		s.sendError("expected " + want)
+		return nil, fmt.Errorf("zmtp: frame with flags %#x instead of %s: %w", flags, want, errExpectedReady)
+	}
+	body, err := s.readCommandBody(size)
+	if err != nil {
+		if errors.Is(err, errCommandTooLarge) {
+			s.sendError(want + " too large")
+		}
+		return nil, err
+	}
+	name, _, err := parseCommand(body)
+	if err != nil {
+		s.sendError("malformed command")
+		return nil, err
+	}
+	switch name {
+	case want:
+		return body, nil
+	case cmdError:
+		return nil, fmt.Errorf("zmtp: during the CURVE handshake: %w", errPeerError)
+	default:
+		s.sendError("expected " + want)
+		return nil, fmt.Errorf("zmtp: got %q instead of %s: %w", name, want, errExpectedReady)
+	}
+}
+
+// readSealedMessage is readMessage for CURVE: every frame is a MESSAGE
+// whose box holds the flags (MORE, COMMAND) and the payload. Each frame's
+// ciphertext is read whole into encBuf (it cannot be authenticated before
+// it is whole), under the same accounting as message buffers, and opened
+// into msgBuf; commands (PING) are answered and dropped from msgBuf.
+//
+// Since MORE is inside the box, a frame must be opened to find the end of
+// its message: a frame whose payload alone exceeds MaxMessageSize, or one
+// the shared pool cannot hold, gets an ERROR and the connection is closed.
+// A message whose frames together exceed MaxMessageSize (or
+// MaxFramesPerMessage) is still opened frame by frame, its payload
+// dropped, and answered with ErrMessageTooLarge, as with NULL.
+func (s *session) readSealedMessage() (envLen int, refused error, err error) {
+	s.msgBuf = s.msgBuf[:0]
+	s.frameEnds = s.frameEnds[:0]
+	var total int64 // payload bytes of all data frames so far
+	frameCount := 0
+	keptDelimiter, delimiterDiscarded := false, false
+	for {
+		if err := s.armReadDeadline(); err != nil {
+			return 0, nil, err
+		}
+		wireFlags, size, err := s.readFrameHeader()
+		if err != nil {
+			return 0, nil, err
+		}
+		if wireFlags&flagMore != 0 {
+			return 0, nil, errSealedMore
+		}
+		if size < curve.MessageOverhead {
+			return 0, nil, fmt.Errorf("zmtp: CURVE frame of %d bytes: %w", size, curve.ErrMalformed)
+		}
+		// Check sizes before touching memory; size may be up to 2^64-1.
+		plain := size - curve.MessageOverhead
+		if plain > uint64(s.cfg.MaxMessageSize) || plain > uint64(s.cfg.DiscardLimit-total) {
+			s.sendError("message too large")
+			return 0, nil, fmt.Errorf("zmtp: CURVE frame of %d bytes after %d: %w", size, total, errBeyondDiscard)
+		}
+		if err := s.readCipherBody(int(size)); err != nil {
+			return 0, nil, err
+		}
+		start := len(s.msgBuf)
+		for cap(s.msgBuf) < start+int(plain)+1 { // Open needs a byte for the flags
+			if err := s.growMsgBuf(start + int(plain) + 1); err != nil {
+				s.stats().partialBytesRefused.Add(1)
+				s.sendError("server busy")
+				return 0, nil, err
+			}
+		}
+		flags, out, err := s.sec.Open(s.msgBuf, s.encBuf)
+		if err != nil {
+			return 0, nil, fmt.Errorf("zmtp: %w", err)
+		}
+		s.msgBuf = out
+
+		if flags&curve.FlagCommand != 0 {
+			if flags&curve.FlagMore != 0 {
+				return 0, nil, errCommandMore
+			}
+			err := s.processCommand(s.msgBuf[start:])
+			s.msgBuf = s.msgBuf[:start]
+			if err != nil {
+				return 0, nil, err
+			}
+			if frameCount == 0 {
+				if err := s.moveTo(phaseIdle, s.served()); err != nil {
+					return 0, nil, err
+				}
+			}
+			continue
+		}
+
+		frameCount++
+		if frameCount > maxDiscardFrames {
+			s.sendError("message too large")
+			return 0, nil, fmt.Errorf("zmtp: %d frames: %w", frameCount, errBeyondDiscard)
+		}
+		n := int64(plain)
+		if refused == nil && (n > s.cfg.MaxMessageSize-total || frameCount > MaxFramesPerMessage) {
+			refused = ErrMessageTooLarge
+		}
+		total += n
+		if refused == nil {
+			keptDelimiter = keptDelimiter || n == 0
+			s.frameEnds = append(s.frameEnds, len(s.msgBuf))
+		} else {
+			s.msgBuf = s.msgBuf[:start]
+			if n == 0 && !keptDelimiter {
+				delimiterDiscarded = true
+			}
+		}
+		if flags&curve.FlagMore == 0 {
+			break
+		}
+	}
+	envLen, err = s.indexFrames(delimiterDiscarded)
+	return envLen, refused, err
+}
+
+// readCipherBody reads the next n bytes (one frame's ciphertext) into
+// encBuf, growing it as bytes arrive like readFrameBody; capacity beyond
+// ownBufferSize is reserved from the shared pool first. When the pool cannot
+// spare it, the peer gets an ERROR: the frame cannot be opened, so the end
+// of its message cannot be found.
+func (s *session) readCipherBody(n int) error {
+	s.encBuf = s.encBuf[:0]
+	for len(s.encBuf) < n {
+		if len(s.encBuf) == cap(s.encBuf) {
+			newCap := min(n, max(2*cap(s.encBuf), minGrowStep))
+			if need := int64(max(newCap-ownBufferSize, 0)) - s.encReserved; need > 0 {
+				if !s.shared.reserve(need) {
+					s.stats().partialBytesRefused.Add(1)
+					s.sendError("server busy")
+					return fmt.Errorf("zmtp: CURVE frame of %d bytes: %w", n, ErrPartialBytesExhausted)
+				}
+				s.encReserved += need
+			}
+			grown := make([]byte, len(s.encBuf), newCap)
+			copy(grown, s.encBuf)
+			s.encBuf = grown
+		}
+		m, err := s.br.Read(s.encBuf[len(s.encBuf):min(cap(s.encBuf), n)])
+		s.encBuf = s.encBuf[:len(s.encBuf)+m]
+		if err != nil && len(s.encBuf) < n {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("zmtp: read CURVE frame: %w", err)
+		}
+	}
+	return nil
+}
+
+// releaseCipherBuffer gives back encBuf's reservation, and encBuf itself
+// when it grew beyond the connection's own allowance.
+func (s *session) releaseCipherBuffer() {
+	if cap(s.encBuf) > ownBufferSize {
+		s.encBuf = nil
+	} else {
+		s.encBuf = s.encBuf[:0]
+	}
+	s.shared.release(s.encReserved)
+	s.encReserved = 0
+}
+
+// writeSealedReply seals the envelope frames (MORE) and the reply frame
+// into encBuf, whose capacity already covers the largest frame received, and
+// writes them; usually in one Write, frame by frame when they do not fit
+// together, so that a large envelope is not copied whole a second time.
+func (s *session) writeSealedReply(envelope [][]byte, reply []byte) error {
+	out := s.encBuf[:0]
+	var err error
+	for _, f := range envelope {
+		if out, err = s.appendSealedFrame(out, curve.FlagMore, f); err != nil {
+			return err
+		}
+	}
+	if out, err = s.appendSealedFrame(out, 0, reply); err != nil {
+		return err
+	}
+	s.encBuf = out[:0]
+	return s.write(out)
+}
+
+// appendSealedFrame appends one MESSAGE frame to out, first writing out
+// what it holds when the frame would not fit its capacity.
+func (s *session) appendSealedFrame(out []byte, flags byte, payload []byte) ([]byte, error) {
+	if len(out) > 0 && len(out)+9+len(payload)+curve.MessageOverhead > cap(out) {
+		if err := s.write(out); err != nil {
+			return out, err
+		}
+		out = out[:0]
+	}
+	out = appendFrameHeader(out, 0, len(payload)+curve.MessageOverhead)
+	return s.sec.Seal(out, flags, payload)
+}
