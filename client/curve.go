@@ -34,10 +34,21 @@ type CurveOptions struct {
 // speak CURVE. The client never sends a request over such a connection.
 var ErrCurveHandshake = errors.New("prediction channel: CURVE handshake failed")
 
-// errRefused marks the handshake failures that sending again cannot cure
+// refusal marks the handshake failures that sending again cannot cure
 // (the server's ERROR, a box that does not open with the server key, a
-// NULL server): the Lazy Pirate loop returns them at once.
-var errRefused = errors.New("refused")
+// server of another mechanism): the Lazy Pirate loop returns them at once.
+type refusal struct{ error }
+
+func (r refusal) Unwrap() error { return r.error }
+
+// refused marks err as a refusal.
+func refused(err error) error { return refusal{err} }
+
+// isRefusal reports whether err is, or wraps, a refusal.
+func isRefusal(err error) bool {
+	var r refusal
+	return errors.As(err, &r)
+}
 
 // ZMTP framing (RFC 23/37).
 const (
@@ -157,30 +168,30 @@ func (c *curveConn) handshake(ctx context.Context, k *curveKeys) error {
 	}
 	welcome, err := c.readCommand("WELCOME")
 	if err != nil {
-		return stepErr(ctx, "HELLO", err)
+		return stepErr(ctx, "HELLO", k.public, err)
 	}
 	initiate, err := hs.Initiate(welcome, socketTypeREQ)
 	if err != nil {
-		return fmt.Errorf("%w: %w: the server's WELCOME does not open with the server public key this client was given; "+
-			"the peer is not that server (%w)", ErrCurveHandshake, errRefused, err)
+		return refused(fmt.Errorf("%w: the server's WELCOME does not open with the server public key this client was given; "+
+			"the peer is not that server (%w)", ErrCurveHandshake, err))
 	}
 	if err := c.writeCommand(initiate); err != nil {
 		return ioErr(ctx, fmt.Errorf("sending INITIATE: %w", err))
 	}
 	ready, err := c.readCommand("READY")
 	if err != nil {
-		return stepErr(ctx, "INITIATE", err)
+		return stepErr(ctx, "INITIATE", k.public, err)
 	}
 	meta, sess, err := hs.Ready(ready)
 	if err != nil {
-		return fmt.Errorf("%w: %w: the server's READY does not open (%w)", ErrCurveHandshake, errRefused, err)
+		return refused(fmt.Errorf("%w: the server's READY does not open (%w)", ErrCurveHandshake, err))
 	}
 	st, ok, err := lookupProperty(meta, "Socket-Type")
 	if err != nil {
-		return fmt.Errorf("%w: %w: the server's READY metadata: %w", ErrCurveHandshake, errRefused, err)
+		return refused(fmt.Errorf("%w: the server's READY metadata: %w", ErrCurveHandshake, err))
 	}
 	if !ok || !(strings.EqualFold(string(st), "REP") || strings.EqualFold(string(st), "ROUTER")) {
-		return fmt.Errorf("%w: %w: the server is a %q socket; a REQ client needs REP or ROUTER", ErrCurveHandshake, errRefused, st)
+		return refused(fmt.Errorf("%w: the server is a %q socket; a REQ client needs REP or ROUTER", ErrCurveHandshake, st))
 	}
 	c.sess = sess
 	return nil
@@ -208,15 +219,15 @@ func (c *curveConn) greet(ctx context.Context) error {
 		return ioErr(ctx, fmt.Errorf("reading the server's greeting: %w", err))
 	}
 	if g[0] != 0xFF || g[9]&0x01 == 0 {
-		return fmt.Errorf("%w: %w: the peer is not a ZMTP server", ErrCurveHandshake, errRefused)
+		return refused(fmt.Errorf("%w: the peer is not a ZMTP server", ErrCurveHandshake))
 	}
 	if g[10] < 3 {
-		return fmt.Errorf("%w: %w: the server speaks ZMTP %d.%d; CURVE needs 3.0 or later", ErrCurveHandshake, errRefused, g[10], g[11])
+		return refused(fmt.Errorf("%w: the server speaks ZMTP %d.%d; CURVE needs 3.0 or later", ErrCurveHandshake, g[10], g[11]))
 	}
 	mech := strings.TrimRight(string(g[12:32]), "\x00")
 	if mech != "CURVE" {
-		return fmt.Errorf("%w: %w: the server offers the %q mechanism: it does not offer CURVE (is it started without -zmq-curve-secret-key?)",
-			ErrCurveHandshake, errRefused, mech)
+		return refused(fmt.Errorf("%w: the server offers the %q mechanism: it does not offer CURVE (is it started without -zmq-curve-secret-key?)",
+			ErrCurveHandshake, mech))
 	}
 	return nil
 }
@@ -225,19 +236,21 @@ func (c *curveConn) greet(ctx context.Context) error {
 var errServerError = errors.New("the server sent ERROR")
 
 // stepErr explains why the answer to our command (HELLO or INITIATE) did
-// not come.
-func stepErr(ctx context.Context, sent string, err error) error {
+// not come. A CURVE server that cannot open a HELLO (the client used
+// another server key) sends ERROR (ramanserve) or closes (libzmq); one
+// that does not admit the client's key after INITIATE sends ERROR.
+func stepErr(ctx context.Context, sent string, client curve.PublicKey, err error) error {
 	if cerr := ended(ctx); cerr != nil {
 		return fmt.Errorf("CURVE handshake, waiting for the answer to %s: %w", sent, cerr)
 	}
+	hint := "is the server public key this client was given the server's?"
+	if sent == "INITIATE" {
+		hint = fmt.Sprintf("does the server's allowlist (-zmq-curve-clients) name this client's public key %s?", client)
+	}
 	switch {
 	case errors.Is(err, errServerError):
-		return fmt.Errorf("%w: %w: the server refused after %s: %w", ErrCurveHandshake, errRefused, sent, err)
+		return refused(fmt.Errorf("%w: the server refused after %s: %w; %s", ErrCurveHandshake, sent, err, hint))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNRESET):
-		hint := "is the server public key right? (a CURVE server closes on a HELLO it cannot open)"
-		if sent == "INITIATE" {
-			hint = "does the server's allowlist (-zmq-curve-clients) name this client's public key?"
-		}
 		return fmt.Errorf("%w: the server closed the connection after %s: %s (%w)", ErrCurveHandshake, sent, hint, err)
 	}
 	return fmt.Errorf("%w: after %s: %w", ErrCurveHandshake, sent, err)

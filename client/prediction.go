@@ -182,7 +182,7 @@ func (c *PredictionClient) call(ctx context.Context, build func(dst []byte, id s
 		}
 		if c.conn == nil {
 			if err := c.connect(ctx); err != nil {
-				if errors.Is(err, errRefused) {
+				if isRefusal(err) {
 					return nil, err // a refusal does not pass with time
 				}
 				lastErr = err

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 
+	"ramanserve/server/zmtp"
 	"ramanserve/server/zmtp/curve"
 )
 
@@ -26,13 +26,9 @@ type CurveConfig struct {
 type curveAccess struct {
 	secret      curve.SecretKey
 	clientsFile string
-	clients     atomic.Pointer[clientSet] // nil: no allowlist, any client
+	clients     *curve.Allowlist // nil: no allowlist, any client
 	log         *slog.Logger
 }
-
-// clientSet is one version of the allowlist; it is never changed once
-// published.
-type clientSet map[curve.PublicKey]struct{}
 
 // loadCurve reads the secret key (a file group or others may read is
 // refused) and the allowlist. Nil without a secret key file: NULL.
@@ -49,6 +45,7 @@ func loadCurve(cfg CurveConfig, log *slog.Logger) (*curveAccess, error) {
 	}
 	c := &curveAccess{secret: secret, clientsFile: cfg.ClientsFile, log: log}
 	if cfg.ClientsFile != "" {
+		c.clients = curve.NewAllowlist(nil)
 		if _, err := c.reloadClients(); err != nil {
 			return nil, err
 		}
@@ -57,14 +54,13 @@ func loadCurve(cfg CurveConfig, log *slog.Logger) (*curveAccess, error) {
 	return c, nil
 }
 
-// allow is the handshake's check of a client's long-term public key.
-func (c *curveAccess) allow(k curve.PublicKey) bool {
-	set := c.clients.Load()
-	if set == nil {
-		return true
+// transport is the ZMTP server's CURVE configuration.
+func (c *curveAccess) transport() *zmtp.CurveConfig {
+	tc := &zmtp.CurveConfig{Secret: c.secret}
+	if c.clients != nil {
+		tc.Allow = c.clients.Allowed
 	}
-	_, ok := (*set)[k]
-	return ok
+	return tc
 }
 
 // reloadClients reads the allowlist file and swaps it in whole. A file
@@ -74,15 +70,12 @@ func (c *curveAccess) reloadClients() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("CurveZMQ client allowlist: %w", err)
 	}
-	set := make(clientSet, len(keys))
-	for _, k := range keys {
-		set[k] = struct{}{}
-	}
-	c.clients.Store(&set)
-	if len(set) == 0 {
+	c.clients.Replace(keys)
+	n := c.clients.Len()
+	if n == 0 {
 		c.log.Warn("the CurveZMQ client allowlist is empty: every client is refused", "file", c.clientsFile)
 	}
-	return len(set), nil
+	return n, nil
 }
 
 // reloadCurveClients re-reads the client allowlist (SIGHUP). Connections
