@@ -124,12 +124,12 @@ func run() error {
 		if err := stopApp(); err != nil {
 			return err
 		}
-		ep, stop, err := startServerProcess(ctx, *serverBin, filepath.Join(dir, "registry"), version, nil)
+		proc, err := startServerProcess(ctx, *serverBin, filepath.Join(dir, "registry"), version, nil)
 		if err != nil {
 			return fmt.Errorf("ramanserve process: %w", err)
 		}
-		defer stop()
-		endpoint = ep
+		defer proc.stop()
+		endpoint = proc.endpoint
 		fmt.Printf("ramanserve runs as its own process (%s)\n", *serverBin)
 	}
 	targets := []struct{ name, endpoint string }{{"ramanserve (Go)", endpoint}}
@@ -261,27 +261,68 @@ func measure(name, endpoint string, clients int, d time.Duration, spectra []clie
 	return all, nil
 }
 
+// serverProcess is a ramanserve binary started by startServerProcess.
+type serverProcess struct {
+	endpoint string
+	cmd      *exec.Cmd
+}
+
+func (p *serverProcess) stop() { p.cmd.Process.Kill(); p.cmd.Wait() }
+
+// cpu is the CPU time the process's threads have run so far: the sum of
+// the first field of /proc/PID/task/*/schedstat (nanoseconds on a CPU),
+// which, unlike wall time, does not count the time other processes held
+// the cores.
+func (p *serverProcess) cpu() (time.Duration, error) {
+	return threadsCPU(fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid))
+}
+
+// threadsCPU sums the on-CPU nanoseconds of the threads under taskDir.
+func threadsCPU(taskDir string) (time.Duration, error) {
+	tasks, err := os.ReadDir(taskDir)
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(taskDir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", taskDir, err)
+		}
+		total += time.Duration(ns)
+	}
+	return total, nil
+}
+
 // startServerProcess starts the ramanserve binary on the registry at
 // regDir on free loopback ports, with extra flags, and waits until its
 // prediction channel answers a ping naming version (over CURVE when
 // curve is set).
-func startServerProcess(ctx context.Context, bin, regDir, version string, curve *client.CurveOptions, extra ...string) (string, func(), error) {
+func startServerProcess(ctx context.Context, bin, regDir, version string, curve *client.CurveOptions, extra ...string) (*serverProcess, error) {
 	httpPort, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	zmqPort, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	endpoint := fmt.Sprintf("tcp://127.0.0.1:%d", zmqPort)
 	args := append([]string{"-registry", regDir, "-http-addr", fmt.Sprintf("127.0.0.1:%d", httpPort), "-zmq-addr", endpoint, "-log-level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	p := &serverProcess{endpoint: endpoint, cmd: cmd}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := client.DialPrediction(ctx, endpoint, client.PredictionOptions{Timeout: 200 * time.Millisecond, Retries: -1, Curve: curve})
@@ -289,12 +330,12 @@ func startServerProcess(ctx context.Context, bin, regDir, version string, curve 
 			pong, err := c.Ping(ctx)
 			c.Close()
 			if err == nil && pong.ModelVersion == version {
-				return endpoint, stop, nil
+				return p, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("%s did not serve %s within 30s", bin, version)
+			p.stop()
+			return nil, fmt.Errorf("%s did not serve %s within 30s", bin, version)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
