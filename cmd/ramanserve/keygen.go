@@ -68,8 +68,10 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 // run leaves nothing behind.
 func writeKeyPair(path string, public curve.PublicKey, secretZ85 string) (err error) {
 	pubPath := path + ".pub"
-	if _, err := os.Lstat(pubPath); !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s exists or cannot be checked; keygen does not overwrite keys", pubPath)
+	for _, p := range []string{path, pubPath} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s exists (or cannot be checked); keygen does not overwrite keys", p)
+		}
 	}
 	secretText := fmt.Sprintf("# CurveZMQ secret key (ramanserve keygen); public key %s\n%s\n", public, secretZ85)
 	if err := writeNewFile(path, secretText, 0o600); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,5 +94,29 @@ func TestKeygenWritesFiles(t *testing.T) {
 	}
 	if code := runKeygen([]string{"extra"}, &out, &errOut); code != 2 {
 		t.Fatalf("an unexpected argument: exit %d", code)
+	}
+}
+
+// TestStartRefusesAnOpenSecretKey: a key written by keygen starts the
+// server's CURVE; the same key made readable by the group stops the
+// start with a message saying so, before anything is served.
+func TestStartRefusesAnOpenSecretKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "server.key")
+	var out, errOut bytes.Buffer
+	if code := runKeygen([]string{"-secret-key", path}, &out, &errOut); code != 0 {
+		t.Fatalf("keygen: %s", errOut.String())
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-zmq-curve-secret-key", path, "-registry", filepath.Join(dir, "registry"),
+		"-http-addr", "127.0.0.1:0", "-zmq-addr", "tcp://127.0.0.1:0", "-max-training-memory", "67108864"}
+	err := run(args, func(string) string { return "" }, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "chmod 600") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("run = %v, want a refusal naming the file and chmod 600", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "registry")); !os.IsNotExist(err) {
+		t.Fatalf("the refused start wrote the registry: %v", err)
 	}
 }
