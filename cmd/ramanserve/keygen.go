@@ -21,8 +21,8 @@ server's public key to its clients, a client's to the server's
 -zmq-curve-clients allowlist.
 
 -secret-key FILE writes the secret key to FILE, mode 0600, and the public
-key to FILE.pub beside it, and prints only the public key. Neither file
-may exist already: keygen never overwrites a key.
+key to FILE.pub beside it, each as one Z85 line, and prints only the
+public key. Neither file may exist already: keygen never overwrites a key.
 `
 
 // runKeygen runs `ramanserve keygen ...` and returns the exit status.
@@ -73,8 +73,9 @@ func writeKeyPair(path string, public curve.PublicKey, secretZ85 string) (err er
 			return fmt.Errorf("%s exists (or cannot be checked); keygen does not overwrite keys", p)
 		}
 	}
-	secretText := fmt.Sprintf("# CurveZMQ secret key (ramanserve keygen); public key %s\n%s\n", public, secretZ85)
-	if err := writeNewFile(path, secretText, 0o600); err != nil {
+	// Bare key lines, no comment: clients read them as they are
+	// (open(path).read().strip() in pyzmq).
+	if err := writeNewFile(path, secretZ85+"\n", 0o600); err != nil {
 		return err
 	}
 	defer func() {
@@ -82,7 +83,7 @@ func writeKeyPair(path string, public curve.PublicKey, secretZ85 string) (err er
 			os.Remove(path) // ours: created exclusively above
 		}
 	}()
-	return writeNewFile(pubPath, fmt.Sprintf("# CurveZMQ public key (ramanserve keygen)\n%s\n", public), 0o644)
+	return writeNewFile(pubPath, public.String()+"\n", 0o644)
 }
 
 // writeNewFile creates path, which must not exist, with mode perm and
