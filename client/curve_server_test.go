@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,5 +89,32 @@ func TestCurveRefusals(t *testing.T) {
 	null := serve(t, 0, 0)
 	if err := dial(null, client.CurveOptions{ServerKey: serverPub}); !errors.Is(err, client.ErrCurveHandshake) {
 		t.Errorf("NULL server: err = %v, want ErrCurveHandshake", err)
+	}
+}
+
+// TestCurveRefusalIsNotRetried: when the Lazy Pirate loop reconnects
+// after a lost reply and the server now refuses the client's key, the
+// call ends at once with the refusal instead of backing off and retrying.
+func TestCurveRefusalIsNotRetried(t *testing.T) {
+	serverPub, serverSec := keyPair(t)
+	var allowed atomic.Bool
+	allowed.Store(true)
+	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec,
+		Allow: func(curve.PublicKey) bool { return allowed.Load() }}}, 1, 400*time.Millisecond)
+	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
+		Timeout: 150 * time.Millisecond, Retries: 5, Backoff: 100 * time.Millisecond, Curve: &client.CurveOptions{ServerKey: serverPub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	allowed.Store(false) // the operator removed the key; the open connection stays
+	began := time.Now()
+	_, err = c.Ping(context.Background())
+	if !errors.Is(err, client.ErrCurveHandshake) {
+		t.Fatalf("err = %v, want ErrCurveHandshake", err)
+	}
+	// Five retries would back off 100+200+400+800+1600 ms (x0.5 at least).
+	if took := time.Since(began); took > 1500*time.Millisecond {
+		t.Fatalf("the refusal was retried: %v", took)
 	}
 }
