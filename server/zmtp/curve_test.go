@@ -2,6 +2,7 @@ package zmtp
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"os"
@@ -509,4 +510,74 @@ func connGoroutines() int {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	return bytes.Count(buf, []byte("zmtp.(*Server).runConn("))
+}
+
+// FuzzCurveMessages drives an established CURVE session with frames the
+// fuzzer composes and a real client seals: any mix of MORE and COMMAND
+// flags, sizes around the limits (a 2 KiB message limit, a 96 KiB pool),
+// unsealed junk and MORE on the wire. Nothing may panic, and the pool must
+// be within its limit while the session runs and get everything back.
+func FuzzCurveMessages(f *testing.F) {
+	k := newCurveKeys(f)
+	// Each frame: control byte, length byte, then that many payload bytes.
+	// Control: 0x01 MORE, 0x02 COMMAND (inside the box), 0x04 unsealed,
+	// 0x08 MORE on the wire; 0x30 scales the length by 1, 64, 1024, 4096.
+	f.Add([]byte{0x01, 0, 0x00, 3, 'a', 'b', 'c'})
+	f.Add([]byte{0x02, 8, 4, 'P', 'I', 'N', 'G', 0, 1, 'x', 0x01, 0, 0x00, 1, 'q'})
+	f.Add([]byte{0x01, 0, 0x20, 3, 'a', 'b', 'c', 0x00, 1, 'z'})
+	f.Add([]byte{0x01, 0, 0x31, 30, 0x00, 1, 'z'})
+	f.Add([]byte{0x04, 40})
+	f.Add([]byte{0x09, 1, 'm'})
+	client0, server0 := curveSessions(f, k) // copied per input: handshakes are slow
+	f.Fuzz(func(t *testing.T, data []byte) {
+		client, server := new(curve.Session), new(curve.Session)
+		*client, *server = *client0, *server0
+		var wire []byte
+		for len(data) >= 2 {
+			ctrl, n := data[0], int(data[1])
+			data = data[2:]
+			n *= [4]int{1, 64, 1024, 4096}[ctrl>>4&3]
+			payload := make([]byte, n)
+			copy(payload, data[:min(n, len(data))])
+			data = data[min(n, len(data)):]
+			var wireFlags byte
+			if ctrl&0x08 != 0 {
+				wireFlags = flagMore
+			}
+			if ctrl&0x04 != 0 {
+				wire = appendFrame(wire, wireFlags, payload)
+				continue
+			}
+			wire = appendFrameHeader(wire, wireFlags, n+curve.MessageOverhead)
+			var err error
+			if wire, err = client.Seal(wire, ctrl&(curve.FlagMore|curve.FlagCommand), payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg, err := Config{MaxMessageSize: 2 << 10, DiscardLimit: 64 << 10, MaxPartialBytes: 96 << 10, Curve: &CurveConfig{Secret: k.serverSec}}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh := newShared(cfg)
+		var s *session
+		h := HandlerFunc(func(ctx context.Context, req Request, dst []byte) []byte {
+			if used := sh.partialUsed.Load(); used > cfg.MaxPartialBytes || used != s.reserved+s.cmdReserved+s.encReserved {
+				t.Fatalf("pool lent %d, session holds %d+%d+%d", used, s.reserved, s.cmdReserved, s.encReserved)
+			}
+			return echoHandler(ctx, req, dst)
+		})
+		s = newSession(nil, sh, cfg, h, &fuzzConn{r: bytes.NewReader(wire)})
+		s.sec = server
+		_ = s.serve(context.Background())
+		if used := sh.partialUsed.Load(); used > cfg.MaxPartialBytes || used != s.reserved+s.cmdReserved+s.encReserved {
+			t.Fatalf("pool lent %d, session holds %d+%d+%d", used, s.reserved, s.cmdReserved, s.encReserved)
+		}
+		if int64(cap(s.encBuf)) > ownBufferSize+s.encReserved {
+			t.Fatalf("cipher buffer of %d bytes with %d reserved", cap(s.encBuf), s.encReserved)
+		}
+		s.releaseBuffers()
+		if used := sh.partialUsed.Load(); used != 0 {
+			t.Fatalf("%d bytes still lent after the session ended", used)
+		}
+	})
 }

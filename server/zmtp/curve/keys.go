@@ -31,9 +31,10 @@ const (
 // PublicKey is a Curve25519 public key. Its String is Z85.
 type PublicKey [KeySize]byte
 
-// SecretKey is a Curve25519 secret key. It deliberately has no String
-// method, so that it is not printed by accident (%v prints its bytes; do
-// not log it).
+// SecretKey is a Curve25519 secret key. It has no String method (there is
+// no way to get its Z85 from this package but EncodeZ85 of its bytes), and
+// fmt prints it as a placeholder whatever the verb, so a secret key in a
+// logged configuration or error is never printed by accident.
 type SecretKey [KeySize]byte
 
 // ErrKeyFile reports a key file that is unsafe or malformed.
@@ -212,4 +213,10 @@ func parseSingleKey(data []byte, dst []byte) error {
 		return fmt.Errorf("%w: no key", ErrKeyFile)
 	}
 	return nil
+}
+
+// Format prints a placeholder whatever the verb, so that a secret key in a
+// logged struct or error is never printed by accident.
+func (k SecretKey) Format(f fmt.State, verb rune) {
+	_, _ = io.WriteString(f, "curve.SecretKey(redacted)")
 }

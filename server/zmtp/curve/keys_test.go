@@ -2,6 +2,7 @@ package curve
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,4 +161,17 @@ func FuzzParsePublicKeys(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSecretKeyIsNeverPrinted(t *testing.T) {
+	sec, err := ParseSecretKey(docServerSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := struct{ Secret SecretKey }{sec}
+	for _, out := range []string{fmt.Sprint(sec), fmt.Sprintf("%v %+v %#v %x %s %q", s, s, s, sec, sec, sec)} {
+		if strings.Contains(out, docServerSecret[:8]) || strings.Contains(out, fmt.Sprintf("%x", sec[:4])) || strings.Contains(out, fmt.Sprint(sec[0])+" ") {
+			t.Fatalf("secret printed: %s", out)
+		}
+	}
 }
