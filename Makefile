@@ -18,7 +18,7 @@ FUZZMINIMIZE  ?= 5s
 # sessions, jobs); every test run doubles as a data-race check.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 14m
 
-.PHONY: all build run test test-go test-examples test-clients test-browser deps deps-c deps-node deps-browser generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run test test-go test-examples test-clients test-browser deps deps-c deps-curl deps-node deps-browser generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -30,8 +30,8 @@ run: build
 	./bin/ramanserve
 
 ## deps: Debian's Python packages for the real libzmq and scikit-learn peers used by the tests,
-## and Debian's chromium for the review page's browser test
-deps: deps-browser
+## Debian's chromium for the review page's browser test, and curl for the TLS tests
+deps: deps-browser deps-curl
 	@if $(PY) -c 'import $(PY_IMPORTS)' 2>/dev/null; then \
 		echo "deps: Debian python packages present"; \
 	else \
@@ -65,6 +65,17 @@ deps-browser:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 		command -v chromium >/dev/null; \
+	fi
+
+## deps-curl: curl, the HTTPS client of the management channel's TLS tests (conformance/tls_test.go)
+deps-curl:
+	@if command -v curl >/dev/null; then \
+		echo "deps-curl: $$(curl --version | head -1 | cut -d' ' -f1-2) present"; \
+	else \
+		echo "deps-curl: installing curl"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends curl >/dev/null; \
+		command -v curl >/dev/null; \
 	fi
 
 ## deps-node: node and npm for test-clients, from Debian when missing
