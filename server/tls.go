@@ -126,14 +126,16 @@ func (m *managementTLS) read(log *slog.Logger) (*tls.Config, error) {
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	leaf := pair.Leaf
-	log.Info("management channel: TLS certificate", "subject", leaf.Subject.String(), "serial", leaf.SerialNumber.String(),
+	log.Info("management channel: TLS certificate", "subject", leaf.Subject.String(), "serial", fmt.Sprintf("%X", leaf.SerialNumber), // hex, as openssl x509 -serial prints it
 		"not_after", leaf.NotAfter.UTC().Format(time.RFC3339), "mutual_tls", m.files.ClientCAFile != "")
 	if now := time.Now(); now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
 		log.Warn("management channel: the TLS certificate is not valid now; clients will refuse it",
 			"not_before", leaf.NotBefore.UTC().Format(time.RFC3339), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
-	if st, err := os.Stat(m.files.KeyFile); err == nil && st.Mode().Perm()&0o077 != 0 {
-		log.Warn("management channel: the TLS key file is readable by group or others", "file", m.files.KeyFile, "mode", st.Mode().Perm().String())
+	// Group-readable is the usual way to hand a key to a service user
+	// (root:ramanserve 0640); readable by everyone is a leak.
+	if st, err := os.Stat(m.files.KeyFile); err == nil && st.Mode().Perm()&0o004 != 0 {
+		log.Warn("management channel: the TLS key file is readable by every user", "file", m.files.KeyFile, "mode", st.Mode().Perm().String())
 	}
 	return cfg, nil
 }
