@@ -13,6 +13,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"ramanserve/server/configfile"
 )
 
 // TLSConfig serves the management channel over TLS (-tls-cert, -tls-key,
@@ -111,9 +113,9 @@ func (m *managementTLS) listenerConfig() *tls.Config {
 // read reads the certificate, its key and the client CAs into a new
 // configuration, and logs what it will serve.
 func (m *managementTLS) read(log *slog.Logger) (*tls.Config, error) {
-	pair, err := tls.LoadX509KeyPair(m.files.CertFile, m.files.KeyFile)
+	pair, err := readKeyPair(m.files.CertFile, m.files.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("TLS certificate %s with key %s: %w", m.files.CertFile, m.files.KeyFile, err)
+		return nil, err
 	}
 	cfg := baseTLSConfig()
 	cfg.Certificates = []tls.Certificate{pair}
@@ -140,10 +142,31 @@ func (m *managementTLS) read(log *slog.Logger) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// maxPEMFileBytes bounds each TLS file: a certificate chain takes a few
+// KiB, a large CA bundle a few hundred.
+const maxPEMFileBytes = 1 << 20
+
+// readKeyPair reads the certificate chain and its private key.
+func readKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := configfile.Read(certFile, maxPEMFileBytes)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("TLS certificate: %w", err)
+	}
+	keyPEM, err := configfile.Read(keyFile, maxPEMFileBytes)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("TLS key: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("TLS certificate %s with key %s: %w", certFile, keyFile, err)
+	}
+	return pair, nil
+}
+
 // readCertPool reads a PEM file of CA certificates; one without any is
 // an error, since it would refuse every client.
 func readCertPool(path string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
+	b, err := configfile.Read(path, maxPEMFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("TLS client CAs: %w", err)
 	}

@@ -222,13 +222,11 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		}
 		return fmt.Errorf("start: %w", err)
 	}
+	// Reloads stop with the first SIGTERM. One in progress then is not
+	// waited for: a file system that hangs a read must not hang the exit.
 	reloadCtx, stopReloads := context.WithCancel(signals.first)
-	reloadsStopped := make(chan struct{})
-	go func() {
-		defer close(reloadsStopped)
-		reloadOnHangup(reloadCtx, hangups, app, cfg)
-	}()
-	defer func() { stopReloads(); <-reloadsStopped }()
+	defer stopReloads()
+	go reloadOnHangup(reloadCtx, hangups, app, cfg)
 	var serveErr error
 	select {
 	case <-signals.first.Done():
