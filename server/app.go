@@ -147,12 +147,9 @@ func (a *App) serve() error {
 		return err
 	}
 	a.bodies = handler
-	// ReadHeaderTimeout is also the TLS handshake's deadline: net/http
-	// gives a handshake the smallest of its read and write timeouts, so a
-	// silent TLS client cannot hold a slot past it either.
 	a.httpServer = &http.Server{
-		Handler:           handler, // the health reserve's gate is inside
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           handler,          // the health reserve's gate is inside
+		ReadHeaderTimeout: 10 * time.Second, // also the TLS handshake's: net/http gives it the smallest timeout set
 		MaxHeaderBytes:    maxHeaderBytes,
 		IdleTimeout:       2 * time.Minute,
 		ConnContext:       connContext,
