@@ -18,7 +18,7 @@ FUZZMINIMIZE  ?= 5s
 # sessions, jobs); every test run doubles as a data-race check.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 14m
 
-.PHONY: all build run test test-go test-examples test-clients test-browser deps deps-c deps-curl deps-node deps-browser generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run test test-go test-examples test-clients test-browser deps deps-c deps-node deps-browser generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -67,17 +67,6 @@ deps-browser:
 		command -v chromium >/dev/null; \
 	fi
 
-## deps-curl: curl, the HTTPS client of the management channel's TLS tests (conformance/tls_test.go)
-deps-curl:
-	@if command -v curl >/dev/null; then \
-		echo "deps-curl: $$(curl --version | head -1 | cut -d' ' -f1-2) present"; \
-	else \
-		echo "deps-curl: installing curl"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends curl >/dev/null; \
-		command -v curl >/dev/null; \
-	fi
-
 ## deps-node: node and npm for test-clients, from Debian when missing
 # NODE_MIN is the oldest node the pinned generators accept: the "engines"
 # of @hey-api/openapi-ts in conformance/clients/testdata/ts/package-lock.json.
@@ -96,6 +85,18 @@ deps-node:
 			$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$PKGS >/dev/null; \
 		fi; \
 		node_ok && command -v npm >/dev/null || { echo "deps-node: node >= $(NODE_MIN) and npm are needed; found node $$(node --version 2>/dev/null || echo none)" >&2; exit 1; }; \
+	fi
+
+.PHONY: deps-curl
+## deps-curl: curl, the HTTPS client of the management channel's TLS tests (conformance/tls_test.go)
+deps-curl:
+	@if command -v curl >/dev/null; then \
+		echo "deps-curl: $$(curl --version | head -1 | cut -d' ' -f1-2) present"; \
+	else \
+		echo "deps-curl: installing curl"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends curl >/dev/null; \
+		command -v curl >/dev/null; \
 	fi
 
 ## test-examples: compile examples/c (-Wall -Wextra -Werror) and run it against a real server
