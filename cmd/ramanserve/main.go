@@ -129,6 +129,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.Int64Var(&cfg.HTTP.UploadMinRate, "upload-min-rate", server.DefaultUploadMinRate, "lowest average rate, bytes per second, of a training upload once -upload-rate-grace has passed; an upload holds a training slot while it arrives, and one that falls behind gets 408 REQUEST_TIMEOUT (0: no floor, the idle limit only)")
 	fs.DurationVar(&cfg.HTTP.UploadRateGrace, "upload-rate-grace", server.DefaultUploadRateGrace, "how long a training upload may take before -upload-min-rate starts to count")
 	fs.IntVar(&cfg.HTTP.MaxConnections, "max-http-connections", 256, "most simultaneous management HTTP connections (at the cap the connection waiting longest without a request is closed; plus a reserve of 64 that answers GET /health only)")
+	fs.StringVar(&cfg.HTTP.TLS.CertFile, "tls-cert", "", "PEM certificate file (leaf first, then intermediates): serve the management channel over TLS 1.2+ instead of plain HTTP (needs -tls-key; SIGHUP re-reads it)")
+	fs.StringVar(&cfg.HTTP.TLS.KeyFile, "tls-key", "", "PEM private key file of -tls-cert (SIGHUP re-reads it)")
+	fs.StringVar(&cfg.HTTP.TLS.ClientCAFile, "tls-client-ca", "", "PEM file of CA certificates: require a client certificate signed by one of them (mutual TLS; needs -tls-cert; SIGHUP re-reads it)")
 	fs.Int64Var(&cfg.Training.MaxMemoryBytes, "max-training-memory", 0, "training memory budget in bytes, shared by uploads being parsed and the data sets of queued and running jobs; an upload that would cross it gets 413 (0: a quarter of physical memory)")
 	fs.IntVar(&cfg.Training.QueueSize, "training-queue", 4, "training jobs that may wait behind the running one (429 TRAINING_QUEUE_FULL beyond)")
 	fs.Int64Var(&cfg.Channel.MaxMessageBytes, "max-message-bytes", 1<<20, "largest accepted prediction message in bytes")
@@ -213,6 +216,12 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 	// fails on a port in use writes nothing.
 	signals := newSignals()
 	defer signals.stop()
+	// SIGHUP is caught before the start, so one that arrives while the
+	// server starts is answered by a reload once it runs instead of
+	// killing the process (the default action).
+	hangups := make(chan os.Signal, 1)
+	signal.Notify(hangups, syscall.SIGHUP)
+	defer signal.Stop(hangups)
 	app, err := server.Start(signals.first, cfg)
 	if err != nil {
 		if signals.first.Err() != nil {
@@ -221,6 +230,11 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		}
 		return fmt.Errorf("start: %w", err)
 	}
+	// Reloads stop with the first SIGTERM. One in progress then is not
+	// waited for: a file system that hangs a read must not hang the exit.
+	reloadCtx, stopReloads := context.WithCancel(signals.first)
+	defer stopReloads()
+	go reloadOnHangup(reloadCtx, hangups, app, cfg)
 	var serveErr error
 	select {
 	case <-signals.first.Done():
@@ -277,6 +291,51 @@ func newSignals() *signals {
 		cancelFirst()
 		cancelSecond()
 	}}
+}
+
+// reloader is what a SIGHUP reloads: *server.App.
+type reloader interface {
+	Reload(ctx context.Context) error
+}
+
+// reloadOnHangup calls Reload once per SIGHUP until ctx ends, and logs
+// the files it re-read or why it could not. A failed reload keeps the
+// previous value of each part that failed and never stops the server.
+// Two SIGHUPs that arrive during one reload are answered by one more.
+func reloadOnHangup(ctx context.Context, hangups <-chan os.Signal, app reloader, cfg server.Config) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hangups:
+		}
+		if err := app.Reload(ctx); err != nil {
+			cfg.Logger.Error("SIGHUP: reload failed; what failed keeps its previous value, the rest took effect", "err", err)
+			continue
+		}
+		cfg.Logger.Info("SIGHUP: reloaded", reloadedFiles(cfg)...)
+	}
+}
+
+// reloadedFiles names, as log attributes, the configured files a reload
+// re-reads.
+func reloadedFiles(cfg server.Config) []any {
+	var attrs []any
+	for _, f := range []struct{ name, path string }{
+		{"auth_tokens", cfg.Auth.TokensFile},
+		{"tls_cert", cfg.HTTP.TLS.CertFile},
+		{"tls_key", cfg.HTTP.TLS.KeyFile},
+		{"tls_client_ca", cfg.HTTP.TLS.ClientCAFile},
+		{"zmq_curve_clients", cfg.Channel.Curve.ClientsFile},
+	} {
+		if f.path != "" {
+			attrs = append(attrs, f.name, f.path)
+		}
+	}
+	if attrs == nil {
+		attrs = []any{"files", "none configured"}
+	}
+	return attrs
 }
 
 // limitMemory resolves the training memory budget's default (a quarter of
