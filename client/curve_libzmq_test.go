@@ -101,11 +101,12 @@ func TestCurveClientAgainstLibzmq(t *testing.T) {
 
 // TestCurveClientAnswersLibzmqHeartbeats: libzmq sends its ZMTP PINGs
 // encrypted and closes a connection whose peer does not answer within
-// the heartbeat timeout (80 ms here); the server takes 400 ms to reply,
-// so the reply arrives only if the client answered the PINGs meanwhile.
+// the heartbeat timeout (PINGs every 100 ms, 200 ms timeout here); the
+// server takes 1 s to reply, so the reply arrives only if the client
+// answered the PINGs meanwhile.
 func TestCurveClientAnswersLibzmqHeartbeats(t *testing.T) {
 	serverPub, serverSec := keyPair(t)
-	ep := startLibzmqREP(t, serverSec, "--heartbeat", "40", "--delay", "0.4")
+	ep := startLibzmqREP(t, serverSec, "--heartbeat", "100", "--delay", "1")
 	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
 		Timeout: 5 * time.Second, Retries: -1, Curve: &client.CurveOptions{ServerKey: serverPub}})
 	if err != nil {
