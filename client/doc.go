@@ -2,7 +2,10 @@
 //
 // The prediction channel (ZeroMQ + MessagePack, api/messages.md) is
 // PredictionClient: Ping, Predict and ModelInfo on a REQ socket, with the
-// Lazy Pirate retry of api/messages.md. The encoders and decoders it uses
+// Lazy Pirate retry of api/messages.md. With PredictionOptions.Curve it
+// speaks CurveZMQ (RFC 26; api/messages.md section 1.1) over a REQ
+// connection of its own, since go-zeromq/zmq4 has no CURVE; keys are
+// ramanserve/server/zmtp/curve's. The encoders and decoders it uses
 // (AppendPredictRequest, DecodeReply, ...) are exported for tools that need
 // to send or read raw frames.
 //

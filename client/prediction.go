@@ -1,16 +1,17 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/google/uuid"
 
 	"ramanserve/server/codec/wire"
+	"ramanserve/server/zmtp/curve"
 )
 
 // PredictionOptions configure a PredictionClient. Zero fields take the defaults.
@@ -22,6 +23,9 @@ type PredictionOptions struct {
 	// is scaled by a random factor in [0.5, 1.5) so that a fleet of rigs
 	// does not retry in step (api/messages.md 6.2). Default 100 ms.
 	Backoff time.Duration
+	// Curve turns CurveZMQ (RFC 26) on: the server's public key and the
+	// client's own key pair. Nil: the NULL mechanism (plaintext).
+	Curve *CurveOptions
 }
 
 // maxBackoff caps the wait between two attempts.
@@ -30,26 +34,46 @@ const maxBackoff = 5 * time.Second
 // ErrTimeout is returned when no attempt got a reply in time.
 var ErrTimeout = errors.New("prediction channel: no reply")
 
-// PredictionClient talks to one prediction endpoint over a go-zeromq/zmq4
-// REQ socket.
+// PredictionClient talks to one prediction endpoint over a REQ
+// connection: go-zeromq/zmq4's REQ socket for the NULL mechanism, or, with
+// PredictionOptions.Curve, the client's own CurveZMQ REQ connection
+// (curve.go), since zmq4 has no CURVE.
 //
 // Each call has a timeout. When a reply does not come in time the client
-// follows the "Lazy Pirate" recipe of api/messages.md: it closes the socket
-// (a REQ socket that lost its reply is stuck), backs off, opens a new one
-// and sends the request again with a new id, up to
+// follows the "Lazy Pirate" recipe of api/messages.md: it closes the
+// connection (a REQ socket that lost its reply is stuck), backs off, opens
+// a new one and sends the request again with a new id, up to
 // PredictionOptions.Retries times. An error reply the server marks
 // retryable (SERVER_BUSY) is sent again after the same backoff; every
-// other error reply is returned at once as *Error. A
-// PredictionClient is not safe for concurrent use; open one per goroutine,
-// as with any REQ socket.
+// other error reply is returned at once as *Error, and so is a CURVE
+// handshake the server refused (ErrCurveHandshake). A PredictionClient is
+// not safe for concurrent use; open one per goroutine, as with any REQ
+// socket.
 type PredictionClient struct {
 	endpoint string
 	opts     PredictionOptions
-	sock     zmq4.Socket
+	dial     dialFunc
+	conn     reqConn
 	buf      []byte
+	curveKey *curve.PublicKey // the client's CURVE public key; nil with NULL
 }
 
-// DialPrediction connects to endpoint, e.g. "tcp://localhost:5555".
+// reqConn is one REQ connection, the part the Lazy Pirate loop of call
+// throws away and dials again: zmq4's socket (NULL) or curveConn (CURVE).
+type reqConn interface {
+	// roundTrip sends one request frame and returns the one reply frame,
+	// valid until the next roundTrip. It returns when ctx ends.
+	roundTrip(ctx context.Context, frame []byte) ([]byte, error)
+	close() error
+}
+
+// dialFunc opens a reqConn to endpoint; it returns when ctx ends.
+type dialFunc func(ctx context.Context, endpoint string) (reqConn, error)
+
+// DialPrediction connects to endpoint, e.g. "tcp://localhost:5555". With
+// opts.Curve it performs the CurveZMQ handshake, and fails with
+// ErrCurveHandshake when the server refuses it or is not the server whose
+// key it was given.
 func DialPrediction(ctx context.Context, endpoint string, opts PredictionOptions) (*PredictionClient, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = time.Second
@@ -63,52 +87,50 @@ func DialPrediction(ctx context.Context, endpoint string, opts PredictionOptions
 	if opts.Backoff <= 0 {
 		opts.Backoff = 100 * time.Millisecond
 	}
-	c := &PredictionClient{endpoint: endpoint, opts: opts}
+	c := &PredictionClient{endpoint: endpoint, opts: opts, dial: dialZMQ4}
+	if opts.Curve != nil {
+		keys, err := newCurveKeys(*opts.Curve)
+		if err != nil {
+			return nil, err
+		}
+		c.dial = keys.dial
+		c.curveKey = &keys.public
+	}
 	if err := c.connect(ctx); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// connect opens a socket and dials the endpoint, waiting at most the
-// per-attempt timeout or until ctx ends. zmq4 performs the ZMTP greeting
-// inside Dial with no deadline, so a peer that accepts the connection and
-// stays silent would hold Dial for ever; an abandoned Dial is left to
-// return on its own, and its socket is closed then.
-func (c *PredictionClient) connect(ctx context.Context) error {
-	sock := zmq4.NewReq(context.Background(), zmq4.WithDialerTimeout(c.opts.Timeout))
-	dialed := make(chan error, 1)
-	go func() { dialed <- sock.Dial(c.endpoint) }()
-	timer := time.NewTimer(c.opts.Timeout)
-	defer timer.Stop()
-	var err error
-	select {
-	case err = <-dialed:
-		if err == nil {
-			c.sock = sock
-			return nil
-		}
-		sock.Close()
-		return fmt.Errorf("dial %s: %w", c.endpoint, err)
-	case <-timer.C:
-		err = ErrTimeout
-	case <-ctx.Done():
-		err = ctx.Err()
+// CurvePublicKey is the client's own CURVE public key, the one a server's
+// allowlist (-zmq-curve-clients) must name; ok is false without CURVE.
+func (c *PredictionClient) CurvePublicKey() (key curve.PublicKey, ok bool) {
+	if c.curveKey == nil {
+		return curve.PublicKey{}, false
 	}
-	go func() {
-		<-dialed
-		sock.Close()
-	}()
-	return fmt.Errorf("dial %s: %w", c.endpoint, err)
+	return *c.curveKey, true
 }
 
-// Close releases the socket.
+// connect opens a connection, waiting at most the per-attempt timeout or
+// until ctx ends.
+func (c *PredictionClient) connect(ctx context.Context) error {
+	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	conn, err := c.dial(actx, c.endpoint)
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", c.endpoint, attemptErr(ctx, err))
+	}
+	c.conn = conn
+	return nil
+}
+
+// Close releases the connection.
 func (c *PredictionClient) Close() error {
-	if c.sock == nil {
+	if c.conn == nil {
 		return nil
 	}
-	err := c.sock.Close()
-	c.sock = nil
+	err := c.conn.close()
+	c.conn = nil
 	return err
 }
 
@@ -158,8 +180,11 @@ func (c *PredictionClient) call(ctx context.Context, build func(dst []byte, id s
 				return nil, err
 			}
 		}
-		if c.sock == nil {
+		if c.conn == nil {
 			if err := c.connect(ctx); err != nil {
+				if isRefusal(err) {
+					return nil, err // a refusal does not pass with time
+				}
 				lastErr = err
 				continue
 			}
@@ -224,11 +249,11 @@ func (c *PredictionClient) backOff(ctx context.Context, retry int) error {
 // RoundTrip sends one already-encoded request frame and returns the raw
 // reply frame: one attempt, no retry and no check of the reply. It is for
 // tools that need to send what the typed calls cannot (the conformance
-// suite's malformed requests). On a timeout the socket is dropped, so the
-// next call reconnects (Lazy Pirate). The wait ends at PredictionOptions.Timeout or
-// ctx's deadline, whichever comes first.
+// suite's malformed requests). On a timeout the connection is dropped, so
+// the next call reconnects (Lazy Pirate). The wait ends at
+// PredictionOptions.Timeout or ctx's deadline, whichever comes first.
 func (c *PredictionClient) RoundTrip(ctx context.Context, frame []byte) ([]byte, error) {
-	if c.sock == nil {
+	if c.conn == nil {
 		if err := c.connect(ctx); err != nil {
 			return nil, err
 		}
@@ -236,40 +261,46 @@ func (c *PredictionClient) RoundTrip(ctx context.Context, frame []byte) ([]byte,
 	raw, err := c.roundTrip(ctx, frame)
 	if err != nil {
 		c.Close()
-	}
-	return raw, err
-}
-
-func (c *PredictionClient) roundTrip(ctx context.Context, frame []byte) ([]byte, error) {
-	if err := c.sock.Send(zmq4.NewMsg(frame)); err != nil {
 		return nil, err
 	}
-	type result struct {
-		msg zmq4.Msg
-		err error
+	return bytes.Clone(raw), nil
+}
+
+// roundTrip is one attempt on the open connection, bounded by the
+// per-attempt timeout.
+func (c *PredictionClient) roundTrip(ctx context.Context, frame []byte) ([]byte, error) {
+	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	raw, err := c.conn.roundTrip(actx, frame)
+	if err != nil {
+		return nil, attemptErr(ctx, err)
 	}
-	ch := make(chan result, 1)
-	sock := c.sock
-	go func() {
-		m, err := sock.Recv()
-		ch <- result{m, err}
-	}()
-	timer := time.NewTimer(c.opts.Timeout)
-	defer timer.Stop()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, r.err
-		}
-		if len(r.msg.Frames) != 1 {
-			return nil, fmt.Errorf("%w: %d frames", ErrBadReply, len(r.msg.Frames))
-		}
-		return r.msg.Frames[0], nil
-	case <-timer.C:
-		return nil, ErrTimeout
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	return raw, nil
+}
+
+// attemptErr names why an attempt under ctx failed: ctx's own error when
+// ctx has ended (the caller's deadline or cancel), ErrTimeout when only
+// the attempt's timeout ran out, else err itself.
+func attemptErr(ctx context.Context, err error) error {
+	if cerr := ended(ctx); cerr != nil {
+		return cerr
 	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTimeout) {
+		return fmt.Errorf("%w (%v)", ErrTimeout, err)
+	}
+	return err
+}
+
+// ended is ctx's error, or DeadlineExceeded once its deadline has passed:
+// a socket deadline set from ctx can fire a moment before ctx's own timer.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // unixNow is the envelope's ts: seconds since the Unix epoch.

@@ -39,9 +39,15 @@ func (s source) Active() inference.Model { return s.m }
 // the first delayed requests slow.
 func serve(t *testing.T, delayFirst int32, delay time.Duration) string {
 	t.Helper()
+	return serveWith(t, zmtp.Config{}, delayFirst, delay)
+}
+
+// serveWith is serve with a transport configuration (CURVE).
+func serveWith(t *testing.T, cfg zmtp.Config, delayFirst int32, delay time.Duration) string {
+	t.Helper()
 	h := channel.New(channel.Options{Models: source{&constModel{meta: inference.Metadata{Version: "c-1"}}}, ServerVersion: "t"})
 	var n atomic.Int32
-	srv, err := zmtp.Listen("tcp://127.0.0.1:0", zmtp.Config{}, zmtp.HandlerFunc(func(ctx context.Context, req zmtp.Request, dst []byte) []byte {
+	srv, err := zmtp.Listen("tcp://127.0.0.1:0", cfg, zmtp.HandlerFunc(func(ctx context.Context, req zmtp.Request, dst []byte) []byte {
 		if n.Add(1) <= delayFirst {
 			time.Sleep(delay)
 		}

@@ -46,6 +46,7 @@ type App struct {
 	tokens     *auth.Store // nil: authentication off
 	httpServer *http.Server
 	httpLn     *connLimitListener
+	tls        *managementTLS // nil: plain HTTP (tls.go)
 	bodies     *httpHandler
 	channel    *predictionChannel
 	jobs       *jobs.Manager
@@ -103,6 +104,9 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 // listen binds the management port (behind the connection limit) and the
 // prediction port, serving neither yet.
 func (a *App) listen() error {
+	if err := a.loadTLS(); err != nil { // read before binding: a bad file binds nothing
+		return err
+	}
 	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", a.cfg.HTTPAddr, err)
@@ -157,18 +161,18 @@ func (a *App) serve() error {
 		handler.gate = &tokenGate{tokens: a.tokens, health: a.cfg.Auth.Health}
 	}
 	a.httpServer = &http.Server{
-		Handler:           handler, // the health reserve's gate is inside
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           handler,          // the health reserve's gate is inside
+		ReadHeaderTimeout: 10 * time.Second, // also the TLS handshake's: net/http gives it the smallest timeout set
 		MaxHeaderBytes:    maxHeaderBytes,
 		IdleTimeout:       2 * time.Minute,
 		ConnContext:       connContext,
 		ConnState:         trackState,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		ErrorLog:          httpErrorLog(a.log),
 	}
 	a.channel.serve(a.Registry, a.api.ServerVersion, a.api.Started, a.metrics.Channel(), a.log.With("component", "channel"))
 	a.api.ChannelUp = a.channel.up
 	go func() {
-		err := a.httpServer.Serve(a.httpLn)
+		err := a.httpServer.Serve(a.httpListener())
 		if err != nil && !errors.Is(err, http.ErrServerClosed) && !a.stopping.Load() {
 			a.done <- fmt.Errorf("http server: %w", err)
 		}

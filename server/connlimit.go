@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -40,7 +41,9 @@ import (
 //
 // A connection is not closed this way in its first evictGrace: a client
 // that has just connected has that long to have its request header read
-// (a GET /health arrives in one packet right after the handshake), and a
+// (a GET /health arrives in one packet right after the handshake; over
+// TLS, a connection whose whole ClientHello has arrived has helloGrace,
+// which covers the TLS handshake's extra round trip), and a
 // reconnecting flood is accepted no faster than slots / evictGrace a
 // second. When every candidate is younger, the accept loop waits for the
 // oldest (holding the one newcomer; the rest stay in the kernel's queue),
@@ -58,6 +61,10 @@ const (
 	reserveTimeout     = 3 * time.Second
 	evictGrace         = 20 * time.Millisecond
 	healthPath         = "/health"
+	// helloGrace replaces evictGrace for a TLS connection whose whole
+	// ClientHello has arrived: its client needs another round trip, and
+	// the server a signature, before the request header can follow.
+	helloGrace = 250 * time.Millisecond
 )
 
 // headerMemoryPerConn is the most one connection slot holds while its
@@ -273,7 +280,7 @@ func (l *connLimitListener) rankedCandidate(reserve bool, now time.Time) (victim
 			continue
 		}
 		if rank != rankIdle {
-			if w := time.Unix(0, since).Add(evictGrace).Sub(now); w > 0 {
+			if w := time.Unix(0, since).Add(c.grace()).Sub(now); w > 0 {
 				if wait == 0 || w < wait {
 					wait = w
 				}
@@ -368,7 +375,16 @@ type limitedConn struct {
 	since    atomic.Int64
 	reading  atomic.Bool // net/http has called Read: it is serving the connection
 	gotBytes atomic.Bool // the client has sent data: a Read returned some, or some waits in the socket
+	tlsHello atomic.Bool // a whole TLS ClientHello has arrived (tls.go)
 	released bool        // slot given back; guarded by l.mu
+}
+
+// grace is how long c is safe from eviction after it was accepted.
+func (c *limitedConn) grace() time.Duration {
+	if c.tlsHello.Load() {
+		return helloGrace
+	}
+	return evictGrace
 }
 
 // Read records, for eviction, that net/http serves the connection and
@@ -424,12 +440,22 @@ func (c *limitedConn) SetWriteDeadline(t time.Time) error {
 // StateActive once a whole request header has been read, and back to
 // StateIdle once the response is written.
 func trackState(c net.Conn, s http.ConnState) {
-	if lc, ok := c.(*limitedConn); ok {
+	if lc, ok := limited(c); ok {
 		if s == http.StateIdle {
 			lc.since.Store(time.Now().UnixNano())
 		}
 		lc.state.Store(int32(s))
 	}
+}
+
+// limited is the *limitedConn under c: c itself, or the TCP connection
+// of a TLS one (net/http hands the hooks the *tls.Conn).
+func limited(c net.Conn) (*limitedConn, bool) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	lc, ok := c.(*limitedConn)
+	return lc, ok
 }
 
 // connKey holds, in a request's context, its *limitedConn.
@@ -438,7 +464,7 @@ type connKey struct{}
 // connContext is http.Server.ConnContext: it gives requests their
 // connection, for reserveGate.
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	if lc, ok := c.(*limitedConn); ok {
+	if lc, ok := limited(c); ok {
 		return context.WithValue(ctx, connKey{}, lc)
 	}
 	return ctx

@@ -115,6 +115,7 @@ func readModelFile(ctx context.Context, path string, e registry.Entry) (*inferen
 // predictionChannel is the bound ZMTP server with the channel handler.
 type predictionChannel struct {
 	srv       *zmtp.Server
+	curve     *curveAccess // nil: NULL
 	handler   deferredHandler
 	listening atomic.Bool
 	served    chan error
@@ -137,7 +138,19 @@ func (c ChannelConfig) transportConfig() zmtp.Config {
 		FrameTimeout:     c.FrameTimeout,
 		MaxPartialBytes:  c.MaxPartialBytes,
 		EvictableAfter:   c.EvictableAfter,
+		// The keys are read by listenChannel; what a connection holds
+		// (MemoryBound) needs to know only that CURVE is on.
+		Curve: curveOn(c.Curve),
 	}
+}
+
+// curveOn is a key-less CURVE transport configuration when CURVE is
+// configured, nil otherwise.
+func curveOn(c CurveConfig) *zmtp.CurveConfig {
+	if c.SecretKeyFile == "" {
+		return nil
+	}
+	return &zmtp.CurveConfig{}
 }
 
 // ConnectionMemoryBound is the most the prediction channel's connections
@@ -149,6 +162,14 @@ func listenChannel(endpoint string, cfg ChannelConfig, log *slog.Logger) (*predi
 	c := &predictionChannel{served: make(chan error, 1)}
 	tc := cfg.transportConfig()
 	tc.Logger = log
+	access, err := loadCurve(cfg.Curve, log)
+	if err != nil {
+		return nil, err
+	}
+	c.curve = access
+	if access != nil {
+		tc.Curve = access.transport()
+	}
 	srv, err := zmtp.Listen(endpoint, tc, &c.handler)
 	if err != nil {
 		return nil, err

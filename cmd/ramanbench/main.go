@@ -9,6 +9,12 @@
 // Both servers get an equivalent model: ramanserve trains one on synthetic
 // spectra, and the reference fits scikit-learn's PLSRegression with the same
 // number of components on the same data.
+//
+//	go run ./cmd/ramanbench -curve [-server bin/ramanserve]
+//
+// measures the CurveZMQ round-trip overhead instead (curve.go): a NULL and
+// a CURVE ramanserve with the same model, the Go client and pyzmq against
+// each, p50 and p95 and their differences.
 package main
 
 import (
@@ -70,6 +76,7 @@ func run() error {
 	samples := flag.Int("samples", 300, "synthetic training samples for the benchmark model")
 	skipPython := flag.Bool("skip-python", false, "measure ramanserve only")
 	serverBin := flag.String("server", "", "ramanserve binary to measure as its own process, like the reference (default: the server in this process)")
+	curveMode := flag.Bool("curve", false, "measure the CurveZMQ round-trip overhead instead: a NULL and a CURVE server with the same model, the Go client and pyzmq against each")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -95,31 +102,19 @@ func run() error {
 		return err
 	}
 
+	spectra := benchSpectra()
+	if *curveMode {
+		return curveOverhead(ctx, curveBench{dir: dir, python: *python, serverBin: *serverBin, duration: *duration, model: res, spectra: spectra})
+	}
+
 	// ramanserve, the real server (registry, ZMTP, channel handler), in
 	// this process on loopback.
-	app, err := server.Start(ctx, server.Config{
-		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: filepath.Join(dir, "registry"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	app, version, err := startWithModel(ctx, filepath.Join(dir, "registry"), res, server.ChannelConfig{})
 	if err != nil {
 		return err
 	}
 	stopApp := sync.OnceValue(func() error { return app.Shutdown(context.Background()) })
 	defer stopApp()
-	version, _, err := app.Registry.AddStaged(ctx, registry.StagedModel{
-		Ext: ".npz", TrainedAt: res.Params.Meta.TrainedAt, Algorithm: res.Params.Meta.Algorithm,
-		Write: func(v string, w io.Writer) error {
-			p := *res.Params
-			p.Meta.Version = v
-			return inference.WriteArtifact(w, &p)
-		},
-	})
-	if err != nil {
-		return err
-	}
-	if _, err := app.Registry.Load(ctx, registry.LoadRequest{Version: version}); err != nil {
-		return err
-	}
 	fmt.Printf("model %s: PLS2, %d components\n", version, res.Components)
 
 	endpoint := app.ZMQEndpoint()
@@ -129,12 +124,12 @@ func run() error {
 		if err := stopApp(); err != nil {
 			return err
 		}
-		ep, stop, err := startServerProcess(ctx, *serverBin, filepath.Join(dir, "registry"), version)
+		proc, err := startServerProcess(ctx, *serverBin, filepath.Join(dir, "registry"), version, nil)
 		if err != nil {
 			return fmt.Errorf("ramanserve process: %w", err)
 		}
-		defer stop()
-		endpoint = ep
+		defer proc.stop()
+		endpoint = proc.endpoint
 		fmt.Printf("ramanserve runs as its own process (%s)\n", *serverBin)
 	}
 	targets := []struct{ name, endpoint string }{{"ramanserve (Go)", endpoint}}
@@ -147,11 +142,6 @@ func run() error {
 		targets = append(targets, struct{ name, endpoint string }{"python reference", ep})
 	}
 
-	spectra := make([]client.Spectrum, 64)
-	g := synth.New(synth.Config{Seed: 7})
-	for i := range spectra {
-		spectra[i] = client.Spectrum{Wavenumbers: synth.Axis(), Intensities: g.Next().Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: int64(i)}
-	}
 	fmt.Printf("load: 2048-point spectra, %v per run, GOMAXPROCS %d\n\n", *duration, runtime.GOMAXPROCS(0))
 	var results []*result
 	for _, clients := range []int{1, 8} {
@@ -177,6 +167,44 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// benchSpectra are the requests' 2048-point spectra.
+func benchSpectra() []client.Spectrum {
+	spectra := make([]client.Spectrum, 64)
+	g := synth.New(synth.Config{Seed: 7})
+	for i := range spectra {
+		spectra[i] = client.Spectrum{Wavenumbers: synth.Axis(), Intensities: g.Next().Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: int64(i)}
+	}
+	return spectra
+}
+
+// startWithModel starts ramanserve in this process on loopback with a
+// registry at regDir, and stages and loads the trained model there.
+func startWithModel(ctx context.Context, regDir string, res *trainer.Result, channel server.ChannelConfig) (*server.App, string, error) {
+	app, err := server.Start(ctx, server.Config{
+		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: regDir, Channel: channel,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	version, _, err := app.Registry.AddStaged(ctx, registry.StagedModel{
+		Ext: ".npz", TrainedAt: res.Params.Meta.TrainedAt, Algorithm: res.Params.Meta.Algorithm,
+		Write: func(v string, w io.Writer) error {
+			p := *res.Params
+			p.Meta.Version = v
+			return inference.WriteArtifact(w, &p)
+		},
+	})
+	if err == nil {
+		_, err = app.Registry.Load(ctx, registry.LoadRequest{Version: version})
+	}
+	if err != nil {
+		app.Shutdown(context.Background())
+		return nil, "", err
+	}
+	return app, version, nil
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0fus", float64(d.Nanoseconds())/1e3) }
@@ -233,38 +261,81 @@ func measure(name, endpoint string, clients int, d time.Duration, spectra []clie
 	return all, nil
 }
 
+// serverProcess is a ramanserve binary started by startServerProcess.
+type serverProcess struct {
+	endpoint string
+	cmd      *exec.Cmd
+}
+
+func (p *serverProcess) stop() { p.cmd.Process.Kill(); p.cmd.Wait() }
+
+// cpu is the CPU time the process's threads have run so far: the sum of
+// the first field of /proc/PID/task/*/schedstat (nanoseconds on a CPU),
+// which, unlike wall time, does not count the time other processes held
+// the cores.
+func (p *serverProcess) cpu() (time.Duration, error) {
+	return threadsCPU(fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid))
+}
+
+// threadsCPU sums the on-CPU nanoseconds of the threads under taskDir.
+func threadsCPU(taskDir string) (time.Duration, error) {
+	tasks, err := os.ReadDir(taskDir)
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(taskDir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", taskDir, err)
+		}
+		total += time.Duration(ns)
+	}
+	return total, nil
+}
+
 // startServerProcess starts the ramanserve binary on the registry at
-// regDir on free loopback ports and waits until its prediction channel
-// answers a ping naming version.
-func startServerProcess(ctx context.Context, bin, regDir, version string) (string, func(), error) {
+// regDir on free loopback ports, with extra flags, and waits until its
+// prediction channel answers a ping naming version (over CURVE when
+// curve is set).
+func startServerProcess(ctx context.Context, bin, regDir, version string, curve *client.CurveOptions, extra ...string) (*serverProcess, error) {
 	httpPort, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	zmqPort, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	endpoint := fmt.Sprintf("tcp://127.0.0.1:%d", zmqPort)
-	cmd := exec.Command(bin, "-registry", regDir, "-http-addr", fmt.Sprintf("127.0.0.1:%d", httpPort), "-zmq-addr", endpoint, "-log-level", "warn")
+	args := append([]string{"-registry", regDir, "-http-addr", fmt.Sprintf("127.0.0.1:%d", httpPort), "-zmq-addr", endpoint, "-log-level", "warn"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	p := &serverProcess{endpoint: endpoint, cmd: cmd}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := client.DialPrediction(ctx, endpoint, client.PredictionOptions{Timeout: 200 * time.Millisecond, Retries: -1})
+		c, err := client.DialPrediction(ctx, endpoint, client.PredictionOptions{Timeout: 200 * time.Millisecond, Retries: -1, Curve: curve})
 		if err == nil {
 			pong, err := c.Ping(ctx)
 			c.Close()
 			if err == nil && pong.ModelVersion == version {
-				return endpoint, stop, nil
+				return p, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("%s did not serve %s within 30s", bin, version)
+			p.stop()
+			return nil, fmt.Errorf("%s did not serve %s within 30s", bin, version)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -37,6 +37,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "registry" {
 		os.Exit(runRegistry(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "keygen" {
+		os.Exit(runKeygen(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if err := run(os.Args[1:], os.Getenv, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ramanserve:", err)
 		os.Exit(1)
@@ -128,6 +131,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.Int64Var(&cfg.HTTP.UploadMinRate, "upload-min-rate", server.DefaultUploadMinRate, "lowest average rate, bytes per second, of a training upload once -upload-rate-grace has passed; an upload holds a training slot while it arrives, and one that falls behind gets 408 REQUEST_TIMEOUT (0: no floor, the idle limit only)")
 	fs.DurationVar(&cfg.HTTP.UploadRateGrace, "upload-rate-grace", server.DefaultUploadRateGrace, "how long a training upload may take before -upload-min-rate starts to count")
 	fs.IntVar(&cfg.HTTP.MaxConnections, "max-http-connections", 256, "most simultaneous management HTTP connections (at the cap the connection waiting longest without a request is closed; plus a reserve of 64 that answers GET /health only)")
+	fs.StringVar(&cfg.HTTP.TLS.CertFile, "tls-cert", "", "PEM certificate file (leaf first, then intermediates): serve the management channel over TLS 1.2+ instead of plain HTTP (needs -tls-key; SIGHUP re-reads it)")
+	fs.StringVar(&cfg.HTTP.TLS.KeyFile, "tls-key", "", "PEM private key file of -tls-cert (SIGHUP re-reads it)")
+	fs.StringVar(&cfg.HTTP.TLS.ClientCAFile, "tls-client-ca", "", "PEM file of CA certificates: require a client certificate signed by one of them (mutual TLS; needs -tls-cert; SIGHUP re-reads it)")
 	fs.Int64Var(&cfg.Training.MaxMemoryBytes, "max-training-memory", 0, "training memory budget in bytes, shared by uploads being parsed and the data sets of queued and running jobs; an upload that would cross it gets 413 (0: a quarter of physical memory)")
 	fs.IntVar(&cfg.Training.QueueSize, "training-queue", 4, "training jobs that may wait behind the running one (429 TRAINING_QUEUE_FULL beyond)")
 	fs.Int64Var(&cfg.Channel.MaxMessageBytes, "max-message-bytes", 1<<20, "largest accepted prediction message in bytes")
@@ -136,6 +142,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.DurationVar(&cfg.Channel.FrameTimeout, "frame-timeout", 10*time.Second, "a prediction message must be complete this long after its first byte arrived, or the connection is closed")
 	fs.Int64Var(&cfg.Channel.MaxPartialBytes, "max-partial-bytes", 64<<20, "bytes all prediction connections together may hold in messages beyond 64 KiB each (SERVER_BUSY, retryable, beyond)")
 	fs.DurationVar(&cfg.Channel.EvictableAfter, "evictable-after", 10*time.Minute, "at -max-connections, a peer that had a reply may be evicted only after this long silent")
+	fs.StringVar(&cfg.Channel.Curve.SecretKeyFile, "zmq-curve-secret-key", "", "file of the server's CurveZMQ secret key, Z85 (ramanserve keygen -secret-key FILE; mode 0600): turns CURVE on for the prediction channel and refuses NULL peers")
+	fs.StringVar(&cfg.Channel.Curve.ClientsFile, "zmq-curve-clients", "", "file of the client public keys, Z85, one per line (# comments), that may connect with CURVE; re-read on SIGHUP (default: any client that knows the server key)")
 	fs.DurationVar(&opts.grace, "shutdown-grace", 15*time.Second, "how long SIGTERM waits for in-flight requests")
 	fs.Float64Var(&cfg.Channel.Model.SaturationLevel, "saturation-level", 0, "detector full-scale value; 3 consecutive intensities at or above it are SPECTRUM_OUT_OF_RANGE (0: no check)")
 	fs.Var(toleranceFlag{&cfg.Channel.Model.Tolerance}, "confidence-tolerance", "acceptable error per analyte for the confidence, g/L, e.g. EPA=1,DHA=1,DPA=0.5 (default 1 each; a model's own tolerance wins)")
@@ -148,6 +156,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	}
 	if fs.NArg() > 0 {
 		return cfg, opts, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.Channel.Curve.ClientsFile != "" && cfg.Channel.Curve.SecretKeyFile == "" {
+		return cfg, opts, fmt.Errorf("-zmq-curve-clients needs -zmq-curve-secret-key: without CURVE every client is accepted")
 	}
 	if cfg.Training.MaxMemoryBytes < 0 {
 		return cfg, opts, fmt.Errorf("-max-training-memory must be >= 0 bytes, not %d", cfg.Training.MaxMemoryBytes)
@@ -221,13 +232,11 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		}
 		return fmt.Errorf("start: %w", err)
 	}
+	// Reloads stop with the first SIGTERM. One in progress then is not
+	// waited for: a file system that hangs a read must not hang the exit.
 	reloadCtx, stopReloads := context.WithCancel(signals.first)
-	reloadsStopped := make(chan struct{})
-	go func() {
-		defer close(reloadsStopped)
-		reloadOnHangup(reloadCtx, hangups, app, cfg)
-	}()
-	defer func() { stopReloads(); <-reloadsStopped }()
+	defer stopReloads()
+	go reloadOnHangup(reloadCtx, hangups, app, cfg)
 	var serveErr error
 	select {
 	case <-signals.first.Done():

@@ -118,6 +118,13 @@ func TestParseConfig(t *testing.T) {
 			err: "-instrument-axis: " + filepath.Join(dir, "axis-700.txt") + ": invalid instrument axis file: line 701: 1148.5 is not above line 700's 1148.5"},
 		{name: "instrument axis too short", args: []string{"-instrument-axis", axisFile(t, 2000, -1)}, env: env(), err: "2000 lines, need 2048"},
 		{name: "instrument axis missing", args: []string{"-instrument-axis", filepath.Join(dir, "none.txt")}, env: env(), err: "no such file"},
+		{name: "tls files", args: []string{"-tls-cert", "/etc/ramanserve/tls/cert.pem"},
+			env: env("RAMAN_TLS_CERT", "/ignored.pem", "RAMAN_TLS_KEY", "/etc/ramanserve/tls/key.pem", "RAMAN_TLS_CLIENT_CA", "/etc/ramanserve/tls/clients.pem"),
+			check: func(t *testing.T, c configAndOptions) {
+				if tls := c.cfg.HTTP.TLS; tls.CertFile != "/etc/ramanserve/tls/cert.pem" || tls.KeyFile != "/etc/ramanserve/tls/key.pem" || tls.ClientCAFile != "/etc/ramanserve/tls/clients.pem" {
+					t.Errorf("tls %+v", tls)
+				}
+			}},
 		{name: "bad environment value", env: env("RAMAN_MAX_CONNECTIONS", "many"), err: "RAMAN_MAX_CONNECTIONS"},
 		{name: "stray argument", args: []string{"serve"}, env: env(), err: "unexpected arguments"},
 		{name: "cors off by default", env: env(), check: func(t *testing.T, c configAndOptions) {
@@ -137,6 +144,13 @@ func TestParseConfig(t *testing.T) {
 					t.Errorf("cors origins %q", c.cfg.HTTP.CORSOrigins)
 				}
 			}},
+		{name: "curve", env: env("RAMAN_ZMQ_CURVE_SECRET_KEY", "/etc/ramanserve/curve.key", "RAMAN_ZMQ_CURVE_CLIENTS", "/etc/ramanserve/clients"),
+			check: func(t *testing.T, c configAndOptions) {
+				if c.cfg.Channel.Curve != (server.CurveConfig{SecretKeyFile: "/etc/ramanserve/curve.key", ClientsFile: "/etc/ramanserve/clients"}) {
+					t.Errorf("curve %+v", c.cfg.Channel.Curve)
+				}
+			}},
+		{name: "curve clients without a secret key", args: []string{"-zmq-curve-clients", "clients"}, env: env(), err: "-zmq-curve-clients needs -zmq-curve-secret-key"},
 		{name: "cors wildcard refused", args: []string{"-cors-origin", "*"}, env: env(), err: `"*" is not accepted`},
 		{name: "cors origin with a path refused", args: []string{"-cors-origin", "https://a.example/"}, env: env(), err: "has a path"},
 		{name: "cors origin without a scheme refused", args: []string{"-cors-origin", "localhost:3000"}, env: env(), err: "no scheme"},

@@ -1,0 +1,120 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ramanserve/client"
+	"ramanserve/server/zmtp"
+	"ramanserve/server/zmtp/curve"
+)
+
+// TestCurveAgainstRamanserve: the Go client over CURVE against our own
+// ZMTP server and the real channel handler: pong, a prediction, the model
+// info and a typed contract error, then the Lazy Pirate retry (a lost
+// reply, a new connection and handshake, the request sent again).
+func TestCurveAgainstRamanserve(t *testing.T) {
+	serverPub, serverSec := keyPair(t)
+	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec}}, 0, 0)
+	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
+		Timeout: 2 * time.Second, Curve: &client.CurveOptions{ServerKey: serverPub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pong, err := c.Ping(context.Background())
+	if err != nil || pong.ModelVersion != "c-1" || pong.ProtocolVersion != 1 {
+		t.Fatalf("ping: %+v %v", pong, err)
+	}
+	pr, err := c.Predict(context.Background(), &client.Spectrum{Wavenumbers: []float64{1, 2, 3}, Intensities: []float64{1, 2, 3}}, nil)
+	if err != nil || pr.Concentrations.Value[0] != 42 || pr.ModelVersion != "c-1" {
+		t.Fatalf("predict: %+v %v", pr, err)
+	}
+	if mi, err := c.ModelInfo(context.Background()); err != nil || mi.ActiveVersion != "c-1" {
+		t.Fatalf("model info: %+v %v", mi, err)
+	}
+	_, err = c.Predict(context.Background(), &client.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{1}}, nil)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != "INVALID_SPECTRUM" {
+		t.Fatalf("invalid spectrum: %v", err)
+	}
+}
+
+func TestCurveLazyPirateRetry(t *testing.T) {
+	serverPub, serverSec := keyPair(t)
+	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec}}, 1, 400*time.Millisecond)
+	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
+		Timeout: 150 * time.Millisecond, Retries: 2, Curve: &client.CurveOptions{ServerKey: serverPub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if pong, err := c.Ping(context.Background()); err != nil || pong.ModelVersion != "c-1" {
+		t.Fatalf("ping after a lost reply: %+v %v", pong, err)
+	}
+}
+
+// TestCurveRefusals against our server: a wrong server key, a key the
+// allowlist does not name, and a NULL server each fail the dial with
+// ErrCurveHandshake; the refusals the server states are not retried.
+func TestCurveRefusals(t *testing.T) {
+	serverPub, serverSec := keyPair(t)
+	otherPub, _ := keyPair(t)
+	allowedPub, allowedSec := keyPair(t)
+	_, strangerSec := keyPair(t)
+	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec,
+		Allow: func(k curve.PublicKey) bool { return k == allowedPub }}}, 0, 0)
+	dial := func(endpoint string, o client.CurveOptions) error {
+		c, err := client.DialPrediction(context.Background(), endpoint, client.PredictionOptions{Timeout: 2 * time.Second, Curve: &o})
+		if err == nil {
+			_, err = c.Ping(context.Background())
+			c.Close()
+		}
+		return err
+	}
+	if err := dial(ep, client.CurveOptions{ServerKey: serverPub, SecretKey: allowedSec}); err != nil {
+		t.Fatalf("allowed client: %v", err)
+	}
+	for name, o := range map[string]client.CurveOptions{
+		"wrong server key": {ServerKey: otherPub, SecretKey: allowedSec},
+		"not allowed":      {ServerKey: serverPub, SecretKey: strangerSec},
+	} {
+		if err := dial(ep, o); !errors.Is(err, client.ErrCurveHandshake) {
+			t.Errorf("%s: err = %v, want ErrCurveHandshake", name, err)
+		}
+	}
+	null := serve(t, 0, 0)
+	if err := dial(null, client.CurveOptions{ServerKey: serverPub}); !errors.Is(err, client.ErrCurveHandshake) {
+		t.Errorf("NULL server: err = %v, want ErrCurveHandshake", err)
+	}
+}
+
+// TestCurveRefusalIsNotRetried: when the Lazy Pirate loop reconnects
+// after a lost reply and the server now refuses the client's key, the
+// call ends at once with the refusal instead of backing off and retrying.
+func TestCurveRefusalIsNotRetried(t *testing.T) {
+	serverPub, serverSec := keyPair(t)
+	var allowed atomic.Bool
+	allowed.Store(true)
+	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec,
+		Allow: func(curve.PublicKey) bool { return allowed.Load() }}}, 1, 400*time.Millisecond)
+	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
+		Timeout: 150 * time.Millisecond, Retries: 5, Backoff: 100 * time.Millisecond, Curve: &client.CurveOptions{ServerKey: serverPub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	allowed.Store(false) // the operator removed the key; the open connection stays
+	began := time.Now()
+	_, err = c.Ping(context.Background())
+	if !errors.Is(err, client.ErrCurveHandshake) {
+		t.Fatalf("err = %v, want ErrCurveHandshake", err)
+	}
+	// Five retries would back off 100+200+400+800+1600 ms (x0.5 at least).
+	if took := time.Since(began); took > 1500*time.Millisecond {
+		t.Fatalf("the refusal was retried: %v", took)
+	}
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	unitFile = "../../deploy/ramanserve.service"
+	envFile  = "../../deploy/ramanserve.env"
+)
+
+// flagNames are the names of every flag parseConfig defines, from its
+// usage text.
+func flagNames(t *testing.T) map[string]bool {
+	t.Helper()
+	var usage bytes.Buffer
+	if _, _, err := parseConfig([]string{"-h"}, func(string) string { return "" }, &usage); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(usage.String(), -1) {
+		names[m[1]] = true
+	}
+	if len(names) < 20 {
+		t.Fatalf("only %d flags found in the usage:\n%s", len(names), usage.String())
+	}
+	return names
+}
+
+// envLine is one RAMAN_ variable of the environment file.
+type envLine struct {
+	line      int
+	name      string // RAMAN_HTTP_ADDR
+	value     string
+	commented bool
+}
+
+func readEnvFile(t *testing.T) []envLine {
+	t.Helper()
+	f, err := os.Open(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	assign := regexp.MustCompile(`^(#?)(RAMAN_[A-Z0-9_]+)=(.*)$`)
+	var lines []envLine
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		text := sc.Text()
+		if m := assign.FindStringSubmatch(text); m != nil {
+			lines = append(lines, envLine{line: n, name: m[2], value: m[3], commented: m[1] == "#"})
+			continue
+		}
+		if text != "" && !strings.HasPrefix(text, "#") {
+			t.Errorf("%s:%d: neither a comment nor RAMAN_NAME=value: %q", envFile, n, text)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+func envName(flagName string) string {
+	return "RAMAN_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// flagsOfOtherBranches are the flags issue 12 adds on branches not merged
+// here yet; the environment file lists them, commented out. Remove each
+// once its flag exists.
+var flagsOfOtherBranches = map[string]bool{
+	"RAMAN_AUTH_TOKENS": true, "RAMAN_AUTH_HEALTH": true,
+	"RAMAN_ZMQ_CURVE_SECRET_KEY": true, "RAMAN_ZMQ_CURVE_CLIENTS": true,
+}
+
+// TestEnvFileCoversEveryFlag: deploy/ramanserve.env has a line, set or
+// commented, for every flag, names no variable the server does not read,
+// and what it sets parses.
+func TestEnvFileCoversEveryFlag(t *testing.T) {
+	flags := flagNames(t)
+	lines := readEnvFile(t)
+	seen := map[string]bool{}
+	set := map[string]string{}
+	known := map[string]bool{}
+	for f := range flags {
+		known[envName(f)] = true
+	}
+	for _, l := range lines {
+		if seen[l.name] {
+			t.Errorf("%s:%d: %s appears twice", envFile, l.line, l.name)
+		}
+		seen[l.name] = true
+		if !known[l.name] && (!l.commented || !flagsOfOtherBranches[l.name]) {
+			t.Errorf("%s:%d: %s is no flag's variable", envFile, l.line, l.name)
+		}
+		if !l.commented {
+			set[l.name] = l.value
+		}
+	}
+	for f := range flags {
+		if !seen[envName(f)] {
+			t.Errorf("%s has no line for -%s (%s)", envFile, f, envName(f))
+		}
+	}
+	if _, _, err := parseConfig(nil, func(k string) string { return set[k] }, &bytes.Buffer{}); err != nil {
+		t.Errorf("the settings of %s do not parse: %v", envFile, err)
+	}
+}
+
+// unitSetting is the last value of key= in the unit file.
+func unitSetting(t *testing.T, unit, key string) string {
+	t.Helper()
+	var value string
+	found := false
+	for _, line := range strings.Split(unit, "\n") {
+		if v, ok := strings.CutPrefix(line, key+"="); ok {
+			value, found = v, true
+		}
+	}
+	if !found {
+		t.Fatalf("%s has no %s=", unitFile, key)
+	}
+	return value
+}
+
+// TestUnitStopsAfterTheGrace: systemd's stop timeout is above the
+// shutdown grace the environment file sets, so a graceful shutdown is
+// never cut by SIGKILL; SIGHUP reloads and SIGTERM stops.
+func TestUnitStopsAfterTheGrace(t *testing.T) {
+	b, err := os.ReadFile(unitFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(b)
+	stop, err := time.ParseDuration(unitSetting(t, unit, "TimeoutStopSec"))
+	if err != nil {
+		t.Fatalf("TimeoutStopSec: %v (write it with a unit, e.g. 30s)", err)
+	}
+	set := map[string]string{}
+	for _, l := range readEnvFile(t) {
+		if !l.commented {
+			set[l.name] = l.value
+		}
+	}
+	_, opts, err := parseConfig(nil, func(k string) string { return set[k] }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.grace+5*time.Second > stop {
+		t.Errorf("TimeoutStopSec %v leaves less than 5 s above the shutdown grace %v", stop, opts.grace)
+	}
+	for key, want := range map[string]string{
+		"KillSignal": "SIGTERM", "ExecReload": "/bin/kill -HUP $MAINPID", "Restart": "on-failure",
+		"EnvironmentFile": "/etc/ramanserve/ramanserve.env", "ExecStart": "/usr/local/bin/ramanserve",
+		"NoNewPrivileges": "yes", "ProtectSystem": "strict", "User": "ramanserve",
+	} {
+		if got := unitSetting(t, unit, key); got != want {
+			t.Errorf("%s=%s, want %s", key, got, want)
+		}
+	}
+}
+
+// verifyUnit runs systemd-analyze verify on unit, written as
+// ramanserve.service in a temporary directory with ExecStart pointing at
+// an executable that exists (verify checks it), and returns what it
+// printed and whether it exited 0.
+func verifyUnit(t *testing.T, tool, unit string) (string, bool) {
+	t.Helper()
+	exe, err := os.Executable() // this test binary: it exists and is executable
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit = strings.Replace(unit, "\nExecStart=/usr/local/bin/ramanserve\n", "\nExecStart="+exe+"\n", 1)
+	path := filepath.Join(t.TempDir(), "ramanserve.service")
+	if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(tool, "verify", path).CombinedOutput()
+	return strings.TrimSpace(string(out)), err == nil
+}
+
+// TestUnitVerifies: systemd-analyze verify accepts deploy/ramanserve.service
+// without a word, and refuses or warns about broken copies of it, so the
+// check can fail. Skipped where systemd-analyze is not installed.
+func TestUnitVerifies(t *testing.T) {
+	tool, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skipf("systemd-analyze not installed: %v", err)
+	}
+	b, err := os.ReadFile(unitFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(b)
+	if out, ok := verifyUnit(t, tool, unit); !ok || out != "" {
+		t.Fatalf("systemd-analyze verify %s: ok=%v\n%s", unitFile, ok, out)
+	}
+	for _, broken := range []struct{ name, old, new, says string }{
+		{"a bad value", "\nProtectSystem=strict\n", "\nProtectSystem=strictest\n", "strictest"},
+		{"a misspelt key", "\nNoNewPrivileges=yes\n", "\nNoNewPrivilege=yes\n", "NoNewPrivilege"},
+		{"a binary that does not exist", "\nExecStart=/usr/local/bin/ramanserve\n", "\nExecStart=/nonexistent/ramanserve\n", "/nonexistent/ramanserve"},
+	} {
+		if !strings.Contains(unit, broken.old) {
+			t.Fatalf("%s: the unit has no %q", broken.name, strings.TrimSpace(broken.old))
+		}
+		out, ok := verifyUnit(t, tool, strings.Replace(unit, broken.old, broken.new, 1))
+		if (ok && out == "") || !strings.Contains(out, broken.says) {
+			t.Errorf("a copy with %s passed verify: ok=%v %q", broken.name, ok, out)
+		}
+	}
+}
