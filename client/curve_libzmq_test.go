@@ -34,7 +34,7 @@ func startLibzmqREP(t *testing.T, secret curve.SecretKey, args ...string) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(debianPython, append([]string{"testdata/curve_rep_server.py", z85}, args...)...)
+	cmd := exec.Command(debianPython, append([]string{"testdata/curve_rep_server.py", "--secret=" + z85}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -139,7 +139,7 @@ func TestCurveClientNotInLibzmqAllowlist(t *testing.T) {
 	serverPub, serverSec := keyPair(t)
 	allowedPub, allowedSec := keyPair(t)
 	_, strangerSec := keyPair(t)
-	ep := startLibzmqREP(t, serverSec, "--allow", allowedPub.String())
+	ep := startLibzmqREP(t, serverSec, "--allow="+allowedPub.String()) // one argument: a Z85 key may begin with "-"
 
 	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
 		Timeout: 5 * time.Second, Curve: &client.CurveOptions{ServerKey: serverPub, SecretKey: allowedSec}})

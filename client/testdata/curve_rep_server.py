@@ -19,7 +19,7 @@ import zmq.auth.thread
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("secret")
+    ap.add_argument("--secret", required=True)  # --secret=KEY: a Z85 key may begin with "-"
     ap.add_argument("--null", action="store_true")
     ap.add_argument("--allow", action="append", default=None)
     ap.add_argument("--delay", type=float, default=0)
