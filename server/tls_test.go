@@ -192,7 +192,7 @@ func TestTLSManagementChannel(t *testing.T) {
 			switch {
 			case strings.HasPrefix(l, "DEBUG http: TLS handshake error"):
 				handshakeDebug = append(handshakeDebug, l)
-			case strings.HasPrefix(l, "WARN"), strings.HasPrefix(l, "ERROR"):
+			case strings.HasPrefix(l, "WARN http:"), strings.HasPrefix(l, "ERROR http:"): // net/http's error log
 				warnings = append(warnings, l)
 			}
 		}
