@@ -26,8 +26,8 @@ type TLSConfig struct {
 	ClientCAFile string
 }
 
-// check refuses a half-configured TLSConfig: a key without its
-// certificate, or client CAs on a plain channel.
+// check refuses a half-configured TLSConfig: a certificate without its
+// key or the other way round, or client CAs on a plain channel.
 func (c TLSConfig) check() error {
 	switch {
 	case c.CertFile == "" && c.KeyFile == "" && c.ClientCAFile == "":
@@ -38,31 +38,28 @@ func (c TLSConfig) check() error {
 	return nil
 }
 
-// tls12CipherSuites are the TLS 1.2 suites offered: ECDHE key exchange
-// (forward secrecy) with an AEAD cipher only, no CBC, no RSA key
-// exchange, no SHA-1 MAC. TLS 1.3 suites are all of this kind and are not
-// configurable.
-var tls12CipherSuites = []uint16{
-	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
-	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
-}
-
 // baseTLSConfig is what every configuration of the management channel
-// shares. ALPN offers HTTP/1.1 only: the connection cap, its eviction
-// order, the health reserve and the body deadlines all count one request
-// at a time per connection, which HTTP/2's streams would not respect.
-// Session tickets are off: a resumed session skips the client
-// certificate check, which would let a client whose CA a reload removed
-// back in. A management channel's few kept-alive connections lose
-// nothing by it.
+// shares. TLS 1.2 offers ECDHE key exchange (forward secrecy) with an
+// AEAD cipher only: no CBC, no RSA key exchange, no SHA-1 MAC. TLS 1.3's
+// suites are all of that kind; Go's default key exchange groups are kept
+// (X25519 first, with the post-quantum hybrid X25519MLKEM768 on TLS 1.3).
+// ALPN offers HTTP/1.1 only: the connection cap, its eviction order, the
+// health reserve and the body deadlines all count one request at a time
+// per connection, which HTTP/2's streams would not respect. Session
+// tickets are off: a resumed session skips the client certificate check,
+// which would let a client whose CA a reload removed back in. A
+// management channel's few kept-alive connections lose nothing by it.
 func baseTLSConfig() *tls.Config {
 	return &tls.Config{
-		MinVersion:             tls.VersionTLS12,
-		CipherSuites:           tls12CipherSuites,
+		MinVersion: tls.VersionTLS12,
+		CipherSuites: []uint16{
+			tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+			tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+			tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+			tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+			tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+			tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+		},
 		NextProtos:             []string{"http/1.1"},
 		SessionTicketsDisabled: true,
 	}

@@ -192,7 +192,7 @@ func TestTLSManagementChannel(t *testing.T) {
 			switch {
 			case strings.HasPrefix(l, "DEBUG http: TLS handshake error"):
 				handshakeDebug = append(handshakeDebug, l)
-			case strings.HasPrefix(l, "WARN"), strings.HasPrefix(l, "ERROR"):
+			case strings.HasPrefix(l, "WARN http:"), strings.HasPrefix(l, "ERROR http:"): // net/http's error log
 				warnings = append(warnings, l)
 			}
 		}
@@ -437,7 +437,7 @@ func TestTLSConnectionCap(t *testing.T) {
 	app := startTLS(t, TLSConfig{CertFile: f.cert, KeyFile: f.key}, 1, nil)
 	addr, roots := app.HTTPAddr(), f.ca.Pool()
 	dialTLS := func() (*tls.Conn, *bufio.Reader) {
-		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,9 +450,17 @@ func TestTLSConnectionCap(t *testing.T) {
 	body := `{"version":"none","source":"staged"}`
 	fmt.Fprintf(held, "POST /model/load HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:5])
 	waitActive(t, app.httpLn, 1)
+	app.httpLn.mu.Lock()
+	for c := range app.httpLn.open {
+		if !c.tlsHello.Load() {
+			t.Error("a connection past its TLS handshake is not marked as having sent its ClientHello")
+		}
+	}
+	app.httpLn.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	wait := silentFlood(ctx, addr, 2*healthReserveConns)
+	const flood = healthReserveConns + 32 // more than the reserve holds
+	wait := silentFlood(ctx, addr, flood)
 	defer func() { cancel(); wait() }()
 	time.Sleep(300 * time.Millisecond) // the flood fills the reserve
 
@@ -460,18 +468,19 @@ func TestTLSConnectionCap(t *testing.T) {
 	for i := range 10 {
 		start := time.Now()
 		c, r := dialTLS()
-		resp, _, err := tryAsk(c, r, "GET", "/health", 2*time.Second)
+		resp, _, err := tryAsk(c, r, "GET", "/health", 5*time.Second)
 		took := time.Since(start)
-		// 2 s rather than plain HTTP's 1 s: the handshake's signatures
-		// under the race detector on a loaded machine took up to 0.7 s.
-		if err != nil || resp.StatusCode != 200 || took > 2*time.Second {
+		// A correctness bound, not a latency goal: the slowest probe is
+		// logged. Under the race detector, on a machine loaded by other
+		// test runs, probes took up to 2.6 s.
+		if err != nil || resp.StatusCode != 200 || took > 5*time.Second {
 			t.Fatalf("health %d through the silent flood: %v after %v", i, err, took)
 		}
 		slowest = max(slowest, took)
 		c.Close()
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("10 GET /health over new TLS connections through %d silent reconnecting clients: slowest %v (handshake included)", 2*healthReserveConns, slowest)
+	t.Logf("10 GET /health over new TLS connections through %d silent reconnecting clients: slowest %v (handshake included)", flood, slowest)
 	c, r := dialTLS()
 	resp, b, err := tryAsk(c, r, "GET", "/model/info", time.Second)
 	var e gen.ErrorResponse
@@ -494,5 +503,41 @@ func TestTLSConnectionCap(t *testing.T) {
 	b, _ = io.ReadAll(resp.Body)
 	if json.Unmarshal(b, &e) != nil || e.Code != "MODEL_NOT_FOUND" {
 		t.Fatalf("the request in progress through the flood: %d %s, want MODEL_NOT_FOUND", resp.StatusCode, b)
+	}
+}
+
+// TestHelloGrace: at the cap, a connection whose whole TLS ClientHello
+// has arrived is not evicted in its first helloGrace, while a plain one
+// that has sent part of its header is after evictGrace; past helloGrace
+// it is a candidate like any other.
+func TestHelloGrace(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newConnLimitListener(ln, 2)
+	defer l.Close()
+	now := time.Now()
+	conn := func(hello bool) *limitedConn {
+		c := &limitedConn{l: l}
+		c.state.Store(int32(http.StateNew))
+		c.gotBytes.Store(true)
+		c.tlsHello.Store(hello)
+		c.since.Store(now.Add(-5 * evictGrace).UnixNano())
+		l.open[c] = struct{}{}
+		l.regular++
+		return c
+	}
+	handshaking, partial := conn(true), conn(false)
+	if victim, _ := l.rankedCandidate(false, now); victim != partial {
+		t.Fatalf("victim %p, want the plain partial header %p (not the TLS handshake %p)", victim, partial, handshaking)
+	}
+	l.releaseLocked(partial)
+	victim, wait := l.rankedCandidate(false, now)
+	if victim != nil || wait <= 0 {
+		t.Fatalf("a TLS handshake %v old: victim %v, wait %v; want none, a wait", 5*evictGrace, victim, wait)
+	}
+	if victim, _ := l.rankedCandidate(false, now.Add(helloGrace)); victim != handshaking {
+		t.Fatalf("a TLS handshake past helloGrace: victim %v, want it", victim)
 	}
 }
