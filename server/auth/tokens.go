@@ -15,8 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"ramanserve/server/configfile"
 )
 
 // Role is what a token may do.
@@ -81,14 +82,15 @@ type LineError struct {
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
 
-// ReadFile reads and parses the tokens file at path.
+// ReadFile reads and parses the tokens file at path. A FIFO, a device or
+// a directory is refused at once (configfile): a wrong path must fail a
+// start or a reload, not block it.
 func ReadFile(path string) (*Set, error) {
-	f, err := os.Open(path)
+	data, err := configfile.Read(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tokens file: %w", err)
 	}
-	defer f.Close()
-	s, err := Parse(f)
+	s, err := Parse(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("tokens file %s: %w", path, err)
 	}

@@ -21,11 +21,27 @@ var ErrNotRegular = errors.New("not a regular file")
 // ErrTooLarge is returned for a file over the limit.
 var ErrTooLarge = errors.New("file too large")
 
+// ErrNotPrivate is returned by ReadPrivate for a file that group or
+// others may access.
+var ErrNotPrivate = errors.New("accessible to group or others")
+
 // Read returns the content of the regular file path, at most max bytes.
 // O_NONBLOCK keeps a FIFO from blocking the open (it changes nothing for
 // a regular file); the fstat after the open checks the file actually
 // read.
 func Read(path string, max int64) ([]byte, error) {
+	return read(path, max, false)
+}
+
+// ReadPrivate is Read of a file holding a secret (a key): it is refused
+// too when group or others may read or write it, as ssh does with
+// private keys. The mode is checked on the file opened, before anything
+// is read from it.
+func ReadPrivate(path string, max int64) ([]byte, error) {
+	return read(path, max, true)
+}
+
+func read(path string, max int64, private bool) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -37,6 +53,9 @@ func Read(path string, max int64) ([]byte, error) {
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, st.Mode().Type())
+	}
+	if private && st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s: %w: mode %#o (chmod 600)", path, ErrNotPrivate, st.Mode().Perm())
 	}
 	if st.Size() > max {
 		return nil, fmt.Errorf("%s: %w: %d bytes, at most %d", path, ErrTooLarge, st.Size(), max)

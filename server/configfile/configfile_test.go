@@ -54,3 +54,32 @@ func TestRead(t *testing.T) {
 		}
 	}
 }
+
+// TestReadPrivate: a file only its owner may access is read; one group or
+// others may read or write is refused, naming the file, as is a FIFO.
+func TestReadPrivate(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "server.key")
+	if err := os.WriteFile(file, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadPrivate(file, 10); err != nil || string(b) != "secret" {
+		t.Fatalf("ReadPrivate = %q, %v", b, err)
+	}
+	for _, mode := range []os.FileMode{0o640, 0o604, 0o620, 0o602} {
+		if err := os.Chmod(file, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadPrivate(file, 10)
+		if !errors.Is(err, ErrNotPrivate) || !strings.Contains(err.Error(), "server.key") {
+			t.Errorf("mode %#o: %v, want ErrNotPrivate naming the file", mode, err)
+		}
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPrivate(fifo, 10); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("FIFO: %v, want ErrNotRegular", err)
+	}
+}

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"golang.org/x/crypto/curve25519"
 	"golang.org/x/crypto/nacl/box"
+
+	"ramanserve/server/configfile"
 )
 
 // KeySize is the size of a Curve25519 key; its Z85 text is Z85KeySize long.
@@ -166,29 +167,22 @@ func ReadPublicKeysFile(path string) ([]PublicKey, error) {
 }
 
 // readKeyFile reads a regular file of at most limit bytes; private files
-// must not be accessible to group or others.
+// must not be accessible to group or others. A FIFO, a device or a
+// directory is refused at once (configfile): a wrong path must fail a
+// start or a reload, not block it.
 func readKeyFile(path string, limit int64, private bool) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	read := configfile.Read
+	if private {
+		read = configfile.ReadPrivate
+	}
+	data, err := read(path, limit)
+	switch {
+	case errors.Is(err, configfile.ErrNotPrivate):
+		return nil, fmt.Errorf("%w: %v; a secret key must not be accessible to group or others", ErrKeyFile, err)
+	case errors.Is(err, configfile.ErrNotRegular), errors.Is(err, configfile.ErrTooLarge):
+		return nil, fmt.Errorf("%w: %v", ErrKeyFile, err)
+	case err != nil:
 		return nil, fmt.Errorf("curve: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("curve: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrKeyFile, path)
-	}
-	if private && st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%w: %s has mode %#o; a secret key must not be accessible to group or others (chmod 600)", ErrKeyFile, path, st.Mode().Perm())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("curve: read %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrKeyFile, path, limit)
 	}
 	return data, nil
 }
