@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 
+	"golang.org/x/crypto/curve25519"
 	"golang.org/x/crypto/nacl/box"
 	"golang.org/x/crypto/nacl/secretbox"
+	"golang.org/x/crypto/salsa20/salsa"
 )
 
 // Sentinel errors; the errors returned wrap one of them with context.
@@ -120,6 +122,26 @@ func randomLongNonce(r io.Reader, prefix string) ([24]byte, error) {
 	return longNonce(prefix, tail[:]), nil
 }
 
+// precompute is box.Precompute of a peer's public key that refuses a
+// low-order point: X25519 with one is all zeros whatever the secret key,
+// so a box "between" it and us has a key anyone can compute, and a HELLO,
+// or a vouch for a long-term key, made with it proves nothing. libsodium,
+// which libzmq's CURVE uses, refuses them the same way (crypto_box_beforenm
+// fails on an all-zero shared secret). It costs what box.Precompute does.
+func precompute(shared *[32]byte, peer *PublicKey, secret *SecretKey, what string) error {
+	dh, err := curve25519.X25519(secret[:], peer[:])
+	if err != nil {
+		return fmt.Errorf("%w: %s is a low-order point", ErrAuthentication, what)
+	}
+	var k [32]byte
+	copy(k[:], dh)
+	wipe(dh)
+	var zeros [16]byte
+	salsa.HSalsa20(shared, &zeros, &k, &salsa.Sigma)
+	wipe(k[:])
+	return nil
+}
+
 func wipe(b []byte) {
 	for i := range b {
 		b[i] = 0
@@ -184,7 +206,12 @@ func (c *Client) Initiate(welcome []byte, metadata []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: not a WELCOME of %d bytes", ErrMalformed, WelcomeSize)
 	}
 	nonce := longNonce(prefixWelcome, welcome[welcomeNonce:welcomeBox])
-	plain, ok := box.Open(nil, welcome[welcomeBox:], &nonce, (*[32]byte)(&c.server), (*[32]byte)(&c.shortSec))
+	var welcomeKey [32]byte
+	if err := precompute(&welcomeKey, &c.server, &c.shortSec, "the server key"); err != nil {
+		return nil, err
+	}
+	plain, ok := box.OpenAfterPrecomputation(nil, welcome[welcomeBox:], &nonce, &welcomeKey)
+	wipe(welcomeKey[:])
 	if !ok {
 		return nil, fmt.Errorf("%w: WELCOME does not open (wrong server key?)", ErrAuthentication)
 	}
@@ -204,7 +231,12 @@ func (c *Client) Initiate(welcome []byte, metadata []byte) ([]byte, error) {
 	initPlain := make([]byte, 0, KeySize+vouchSize+len(metadata))
 	initPlain = append(initPlain, c.public[:]...)
 	initPlain = append(initPlain, vouchNonce[8:]...)
-	initPlain = box.Seal(initPlain, vouchPlain, &vouchNonce, (*[32]byte)(&serverShort), (*[32]byte)(&c.secret))
+	var vouchKey [32]byte
+	if err := precompute(&vouchKey, &serverShort, &c.secret, "the server's short-term key"); err != nil {
+		return nil, err
+	}
+	initPlain = box.SealAfterPrecomputation(initPlain, vouchPlain, &vouchNonce, &vouchKey)
+	wipe(vouchKey[:])
 	initPlain = append(initPlain, metadata...)
 
 	c.nonce++
@@ -213,9 +245,10 @@ func (c *Client) Initiate(welcome []byte, metadata []byte) ([]byte, error) {
 	out = append(out, cookie...)
 	out = binary.BigEndian.AppendUint64(out, c.nonce)
 	nonce = shortNonce(prefixInitiate, c.nonce)
-	out = box.Seal(out, initPlain, &nonce, (*[32]byte)(&serverShort), (*[32]byte)(&c.shortSec))
-
-	box.Precompute(&c.shared, (*[32]byte)(&serverShort), (*[32]byte)(&c.shortSec))
+	if err := precompute(&c.shared, &serverShort, &c.shortSec, "the server's short-term key"); err != nil {
+		return nil, err
+	}
+	out = box.SealAfterPrecomputation(out, initPlain, &nonce, &c.shared)
 	wipe(c.shortSec[:])
 	c.state = stateSentInitiate
 	return out, nil
@@ -287,8 +320,13 @@ func (s *Server) Welcome(hello []byte) ([]byte, error) {
 	copy(s.clientShort[:], hello[helloClient:helloNonce])
 	n := binary.BigEndian.Uint64(hello[helloNonce:helloBox])
 	nonce := shortNonce(prefixHello, n)
+	var helloKey [32]byte // C' and s: HELLO and WELCOME
+	if err := precompute(&helloKey, &s.clientShort, &s.secret, "the client's short-term key in HELLO"); err != nil {
+		return nil, err
+	}
+	defer wipe(helloKey[:])
 	var sig [64]byte
-	plain, ok := box.Open(sig[:0], hello[helloBox:], &nonce, (*[32]byte)(&s.clientShort), (*[32]byte)(&s.secret))
+	plain, ok := box.OpenAfterPrecomputation(sig[:0], hello[helloBox:], &nonce, &helloKey)
 	if !ok {
 		return nil, fmt.Errorf("%w: HELLO does not open (the client has a wrong server key?)", ErrAuthentication)
 	}
@@ -327,7 +365,7 @@ func (s *Server) Welcome(hello []byte) ([]byte, error) {
 	out := make([]byte, welcomeBox, WelcomeSize)
 	copy(out, nameWelcome)
 	copy(out[welcomeNonce:], wNonce[8:])
-	out = box.Seal(out, plainWelcome[:], &wNonce, (*[32]byte)(&s.clientShort), (*[32]byte)(&s.secret))
+	out = box.SealAfterPrecomputation(out, plainWelcome[:], &wNonce, &helloKey)
 	s.state = stateSentWelcome
 	return out, nil
 }
@@ -369,7 +407,9 @@ func (s *Server) Ready(initiate []byte, metadata []byte) (ready []byte, client P
 	}
 	nonce := shortNonce(prefixInitiate, n)
 	var shared [32]byte
-	box.Precompute(&shared, (*[32]byte)(&s.clientShort), (*[32]byte)(&s.shortSec))
+	if err := precompute(&shared, &s.clientShort, &s.shortSec, "the client's short-term key"); err != nil {
+		return nil, client, nil, nil, err
+	}
 	defer wipe(shared[:])
 	plain, ok := box.OpenAfterPrecomputation(nil, initiate[initBox:], &nonce, &shared)
 	if !ok {
@@ -381,8 +421,13 @@ func (s *Server) Ready(initiate []byte, metadata []byte) (ready []byte, client P
 	// vouch = nonce + Box[C' + S](C->S'): the holder of c vouches for C'
 	// and for talking to us.
 	vouchNonce := longNonce(prefixVouch, plain[KeySize:KeySize+longNonceSize])
+	var vouchKey [32]byte
+	if err := precompute(&vouchKey, &client, &s.shortSec, "the client's long-term key in INITIATE"); err != nil {
+		return nil, client, nil, nil, err
+	}
 	var vouchBuf [2 * KeySize]byte
-	vouch, ok := box.Open(vouchBuf[:0], plain[KeySize+longNonceSize:KeySize+vouchSize], &vouchNonce, (*[32]byte)(&client), (*[32]byte)(&s.shortSec))
+	vouch, ok := box.OpenAfterPrecomputation(vouchBuf[:0], plain[KeySize+longNonceSize:KeySize+vouchSize], &vouchNonce, &vouchKey)
+	wipe(vouchKey[:])
 	if !ok {
 		return nil, client, nil, nil, fmt.Errorf("%w: INITIATE vouch does not open", ErrAuthentication)
 	}
