@@ -191,6 +191,11 @@ func (s *session) readSealedMessage() (envLen int, refused error, err error) {
 				return 0, nil, err
 			}
 			if frameCount == 0 {
+				// Between messages: give back what the command drew from
+				// the pool (a sealed command may be as large as a message),
+				// as NULL drops its command buffer; an idle peer must not
+				// hold it, FrameTimeout no longer reaching it.
+				s.releaseBuffers()
 				if err := s.moveTo(phaseIdle, s.served()); err != nil {
 					return 0, nil, err
 				}
