@@ -621,7 +621,19 @@ func (p *promServer) waitForPredictions(ctx context.Context, t *testing.T, want 
 	if !ok {
 		t.Fatalf("%s: %v after 20 s, want %d\nprometheus log:\n%s", predictionsExpr, res, want, p.log.String())
 	}
-	time.Sleep(2500 * time.Millisecond)
+	// Two more scrapes: the newest sample's scrape time moves on by two
+	// intervals (1 s each).
+	const scrapedAt = `max(timestamp(ramanserve_predictions_total{job="ramanserve"}))`
+	first := p.query(ctx, t, scrapedAt)
+	if len(first) == 0 {
+		t.Fatalf("%s: no sample", scrapedAt)
+	}
+	since := first[0].float(t)
+	if res, ok := p.poll(ctx, t, scrapedAt, func(res []sample) bool {
+		return len(res) > 0 && res[0].float(t) >= since+2
+	}); !ok {
+		t.Fatalf("%s: %v after 20 s, want two scrapes after %v", scrapedAt, res, since)
+	}
 	if got := p.predictionsTotal(ctx, t); got != float64(want) {
 		t.Fatalf("%s = %v two scrapes later, want %d", predictionsExpr, got, want)
 	}
