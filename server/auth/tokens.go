@@ -15,8 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"ramanserve/server/configfile"
 )
 
 // Role is what a token may do.
@@ -83,12 +84,13 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 
 // ReadFile reads and parses the tokens file at path.
 func ReadFile(path string) (*Set, error) {
-	f, err := os.Open(path)
+	// Through configfile, as the TLS files: a path set by mistake to a
+	// FIFO or a device must fail the start or the reload, not block it.
+	b, err := configfile.Read(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tokens file: %w", err)
 	}
-	defer f.Close()
-	s, err := Parse(f)
+	s, err := Parse(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("tokens file %s: %w", path, err)
 	}
