@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"golang.org/x/crypto/curve25519"
 	"golang.org/x/crypto/nacl/box"
@@ -168,7 +169,9 @@ func ReadPublicKeysFile(path string) ([]PublicKey, error) {
 // readKeyFile reads a regular file of at most limit bytes; private files
 // must not be accessible to group or others.
 func readKeyFile(path string, limit int64, private bool) ([]byte, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: a path set by mistake to a FIFO fails at the Stat below
+	// instead of blocking the start or a SIGHUP reload in the open.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("curve: %w", err)
 	}
