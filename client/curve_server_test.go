@@ -14,8 +14,7 @@ import (
 
 // TestCurveAgainstRamanserve: the Go client over CURVE against our own
 // ZMTP server and the real channel handler: pong, a prediction, the model
-// info and a typed contract error, then the Lazy Pirate retry (a lost
-// reply, a new connection and handshake, the request sent again).
+// info and a typed contract error, as over NULL (checkCalls).
 func TestCurveAgainstRamanserve(t *testing.T) {
 	serverPub, serverSec := keyPair(t)
 	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec}}, 0, 0)
@@ -25,22 +24,7 @@ func TestCurveAgainstRamanserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pong, err := c.Ping(context.Background())
-	if err != nil || pong.ModelVersion != "c-1" || pong.ProtocolVersion != 1 {
-		t.Fatalf("ping: %+v %v", pong, err)
-	}
-	pr, err := c.Predict(context.Background(), &client.Spectrum{Wavenumbers: []float64{1, 2, 3}, Intensities: []float64{1, 2, 3}}, nil)
-	if err != nil || pr.Concentrations.Value[0] != 42 || pr.ModelVersion != "c-1" {
-		t.Fatalf("predict: %+v %v", pr, err)
-	}
-	if mi, err := c.ModelInfo(context.Background()); err != nil || mi.ActiveVersion != "c-1" {
-		t.Fatalf("model info: %+v %v", mi, err)
-	}
-	_, err = c.Predict(context.Background(), &client.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{1}}, nil)
-	var ce *client.Error
-	if !errors.As(err, &ce) || ce.Code != "INVALID_SPECTRUM" {
-		t.Fatalf("invalid spectrum: %v", err)
-	}
+	checkCalls(t, c)
 }
 
 func TestCurveLazyPirateRetry(t *testing.T) {
