@@ -27,6 +27,8 @@ func TestCurveAgainstRamanserve(t *testing.T) {
 	checkCalls(t, c)
 }
 
+// TestCurveLazyPirateRetry: a reply lost over CURVE; the retry opens a new
+// connection, runs a new handshake and sends the request again.
 func TestCurveLazyPirateRetry(t *testing.T) {
 	serverPub, serverSec := keyPair(t)
 	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec}}, 1, 400*time.Millisecond)
