@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -41,6 +40,7 @@ import (
 	"ramanserve/client"
 	"ramanserve/gen"
 	"ramanserve/server"
+	"ramanserve/server/auth"
 	"ramanserve/trainer/synth"
 )
 
@@ -200,7 +200,7 @@ func startServer(t *testing.T) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	operate, read := newToken(t), newToken(t)
-	tokens := fmt.Sprintf("operate %s prometheus-test-operator\nread %s prometheus-scraper\n", hashHex(operate), hashHex(read))
+	tokens := auth.FileLine(auth.Operate, operate, "prometheus-test-operator") + auth.FileLine(auth.Read, read, "prometheus-scraper")
 	tokensFile := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokensFile, []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
@@ -236,11 +236,6 @@ func newToken(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-func hashHex(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }
 
 // requireAuthOn checks that the server refuses /metrics without a token,
