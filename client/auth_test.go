@@ -2,8 +2,6 @@ package client_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"ramanserve/client"
 	"ramanserve/gen"
 	"ramanserve/server"
+	"ramanserve/server/auth"
 )
 
 // TestWithBearerTokenAuthenticates: against a server with -auth-tokens,
@@ -24,11 +23,7 @@ import (
 func TestWithBearerTokenAuthenticates(t *testing.T) {
 	const readToken, operateToken = "read-token-of-the-dashboard", "operate-token-of-the-ci"
 	file := filepath.Join(t.TempDir(), "tokens")
-	line := func(role, token, name string) string {
-		sum := sha256.Sum256([]byte(token))
-		return role + " " + hex.EncodeToString(sum[:]) + " " + name + "\n"
-	}
-	if err := os.WriteFile(file, []byte(line("read", readToken, "dashboard")+line("operate", operateToken, "ci")), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(auth.FileLine(auth.Read, readToken, "dashboard")+auth.FileLine(auth.Operate, operateToken, "ci")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	app, err := server.Start(context.Background(), server.Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0",

@@ -72,6 +72,14 @@ func TestPredictionCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	checkCalls(t, c)
+}
+
+// checkCalls makes each call against serveWith's model: pong, a
+// prediction, the model info, and a contract error, which comes back
+// typed and not retried.
+func checkCalls(t *testing.T, c *client.PredictionClient) {
+	t.Helper()
 	pong, err := c.Ping(context.Background())
 	if err != nil || pong.ModelVersion != "c-1" || pong.ProtocolVersion != 1 {
 		t.Fatalf("ping: %+v %v", pong, err)
@@ -84,7 +92,6 @@ func TestPredictionCalls(t *testing.T) {
 	if err != nil || mi.ActiveVersion != "c-1" {
 		t.Fatalf("model info: %+v %v", mi, err)
 	}
-	// A contract error comes back typed, not retried.
 	_, err = c.Predict(context.Background(), &client.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{1}}, nil)
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Code != "INVALID_SPECTRUM" || ce.Retryable {

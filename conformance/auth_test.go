@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"ramanserve/client"
 	"ramanserve/gen"
 	"ramanserve/server"
+	"ramanserve/server/auth"
 )
 
 // newToken is a fresh random bearer token.
@@ -35,8 +35,7 @@ func newToken(t *testing.T) string {
 
 // tokenLine is the tokens file line of token: role sha256(token) name.
 func tokenLine(role, token, name string) string {
-	sum := sha256.Sum256([]byte(token))
-	return role + " " + hex.EncodeToString(sum[:]) + " " + name + "\n"
+	return auth.FileLine(auth.Role(role), token, name)
 }
 
 // writeTokens writes a tokens file (replacing it whole, as an operator's

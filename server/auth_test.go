@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,8 +26,7 @@ func tokenSet(t *testing.T, lines ...string) *auth.Set {
 }
 
 func tokenLine(role, token, name string) string {
-	sum := sha256.Sum256([]byte(token))
-	return role + " " + hex.EncodeToString(sum[:]) + " " + name
+	return strings.TrimSuffix(auth.FileLine(auth.Role(role), token, name), "\n")
 }
 
 // TestTokenGateAccessLog: the access-log line of an authenticated request

@@ -462,7 +462,7 @@ func TestTLSConnectionCap(t *testing.T) {
 	const flood = healthReserveConns + 32 // more than the reserve holds
 	wait := silentFlood(ctx, addr, flood)
 	defer func() { cancel(); wait() }()
-	time.Sleep(300 * time.Millisecond) // the flood fills the reserve
+	waitReserveFull(t, app.httpLn)
 
 	var slowest time.Duration
 	for i := range 10 {
@@ -539,5 +539,23 @@ func TestHelloGrace(t *testing.T) {
 	}
 	if victim, _ := l.rankedCandidate(false, now.Add(helloGrace)); victim != handshaking {
 		t.Fatalf("a TLS handshake past helloGrace: victim %v, want it", victim)
+	}
+}
+
+// waitReserveFull waits until a flood has filled l's health reserve.
+func waitReserveFull(t *testing.T, l *connLimitListener) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l.mu.Lock()
+		reserve := len(l.open) - l.regular
+		l.mu.Unlock()
+		if reserve >= healthReserveConns {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reserve connections open after 5 s of flood, want %d", reserve, healthReserveConns)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

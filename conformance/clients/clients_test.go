@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"ramanserve/server"
+	"ramanserve/server/auth"
 	"ramanserve/trainer/synth"
 )
 
@@ -112,8 +111,7 @@ const (
 func startServer(t *testing.T) string {
 	t.Helper()
 	tokens := filepath.Join(t.TempDir(), "tokens")
-	sum := sha256.Sum256([]byte(smokeToken))
-	if err := os.WriteFile(tokens, []byte("operate "+hex.EncodeToString(sum[:])+" "+smokeTokenName+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(auth.FileLine(auth.Operate, smokeToken, smokeTokenName)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	app, err := server.Start(context.Background(), server.Config{

@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -41,6 +40,7 @@ import (
 	"ramanserve/client"
 	"ramanserve/gen"
 	"ramanserve/server"
+	"ramanserve/server/auth"
 	"ramanserve/trainer/synth"
 )
 
@@ -200,7 +200,7 @@ func startServer(t *testing.T) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	operate, read := newToken(t), newToken(t)
-	tokens := fmt.Sprintf("operate %s prometheus-test-operator\nread %s prometheus-scraper\n", hashHex(operate), hashHex(read))
+	tokens := auth.FileLine(auth.Operate, operate, "prometheus-test-operator") + auth.FileLine(auth.Read, read, "prometheus-scraper")
 	tokensFile := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokensFile, []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
@@ -236,11 +236,6 @@ func newToken(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-func hashHex(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }
 
 // requireAuthOn checks that the server refuses /metrics without a token,
@@ -621,7 +616,19 @@ func (p *promServer) waitForPredictions(ctx context.Context, t *testing.T, want 
 	if !ok {
 		t.Fatalf("%s: %v after 20 s, want %d\nprometheus log:\n%s", predictionsExpr, res, want, p.log.String())
 	}
-	time.Sleep(2500 * time.Millisecond)
+	// Two more scrapes: the newest sample's scrape time moves on by two
+	// intervals (1 s each).
+	const scrapedAt = `max(timestamp(ramanserve_predictions_total{job="ramanserve"}))`
+	first := p.query(ctx, t, scrapedAt)
+	if len(first) == 0 {
+		t.Fatalf("%s: no sample", scrapedAt)
+	}
+	since := first[0].float(t)
+	if res, ok := p.poll(ctx, t, scrapedAt, func(res []sample) bool {
+		return len(res) > 0 && res[0].float(t) >= since+2
+	}); !ok {
+		t.Fatalf("%s: %v after 20 s, want two scrapes after %v", scrapedAt, res, since)
+	}
 	if got := p.predictionsTotal(ctx, t); got != float64(want) {
 		t.Fatalf("%s = %v two scrapes later, want %d", predictionsExpr, got, want)
 	}

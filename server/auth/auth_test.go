@@ -5,8 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"ramanserve/server/configfile"
 )
 
 func hashOf(token string) string {
@@ -176,4 +181,23 @@ func FuzzAuthenticate(f *testing.F) {
 			t.Fatalf("%q: %v", header, err)
 		}
 	})
+}
+
+// TestReadFileRefusesFIFO: a tokens path set to a FIFO fails at once
+// instead of blocking the start or a SIGHUP reload.
+func TestReadFileRefusesFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadFile(path); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, configfile.ErrNotRegular) {
+			t.Fatalf("ReadFile of a FIFO: %v, want ErrNotRegular", err)
+		}
+	case <-time.After(10 * time.Second): // a correctness bound: it blocks for ever without the fix
+		t.Fatal("ReadFile of a FIFO still blocked after 10 s")
+	}
 }

@@ -42,6 +42,13 @@ func (r Role) Allows(method string) bool {
 	return false
 }
 
+// FileLine is token's line in a tokens file, "role sha256(token) name"
+// and a newline, for the tools and tests that write such files.
+func FileLine(role Role, token, name string) string {
+	sum := sha256.Sum256([]byte(token))
+	return string(role) + " " + hex.EncodeToString(sum[:]) + " " + name + "\n"
+}
+
 // Identity is who a request authenticated as: the token's name and role.
 type Identity struct {
 	Name string

@@ -1,8 +1,8 @@
 // Package configfile reads the small files an operator points the server
-// at (TLS certificates and keys, client CAs), at start and again on every
-// SIGHUP. Such a path may be a symbolic link (certbot's live/ folder is
-// made of them) and is followed, but what it names must be a regular
-// file of bounded size: a path set by mistake to /dev/zero, a FIFO or a
+// at (TLS certificates and keys, client CAs, the bearer tokens), at start
+// and again on every SIGHUP. Such a path may be a symbolic link (certbot's
+// live/ folder is made of them) and is followed, but what it names must be
+// a regular file of bounded size: a path set by mistake to /dev/zero, a FIFO or a
 // log file must fail the start or the reload with a message, not block it
 // or fill the memory.
 package configfile

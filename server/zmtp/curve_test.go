@@ -1,13 +1,10 @@
 package zmtp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -588,83 +585,6 @@ func FuzzCurveMessages(f *testing.F) {
 			t.Fatalf("%d bytes still lent after the session ended", used)
 		}
 	})
-}
-
-// TestCurveClientAgainstLibzmqServer checks package curve's client side
-// against a libzmq CURVE REP server (pyzmq): handshake, a request sealed
-// by us opened by libzmq, and its reply opened by us.
-func TestCurveClientAgainstLibzmqServer(t *testing.T) {
-	const py = "/usr/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		t.Skipf("%s not installed", py)
-	}
-	k := newCurveKeys(t)
-	cmd := exec.Command(py, "testdata/pyzmq_curve_server.py", "2")
-	cmd.Stdin = strings.NewReader(curveSecretZ85(t, k.serverSec) + "\n")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var port int
-	if _, err := fmt.Fscan(stdout, &port); err != nil {
-		t.Fatalf("pyzmq server port: %v\n%s", err, stderr.String())
-	}
-	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), ioDeadline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	p := &rawPeer{t: t, conn: conn, br: bufio.NewReader(conn)}
-
-	p.write(clientGreeting(3, 1, "CURVE"))
-	var g [greetingSize]byte
-	_ = conn.SetReadDeadline(time.Now().Add(ioDeadline))
-	if _, err := readFullConn(p, g[:]); err != nil {
-		t.Fatal(err)
-	}
-	// libzmq writes as-server = 0 even as a CURVE server (it zero-fills
-	// bytes 32-63 and never reads them), so a client must not check it.
-	if string(g[12:18]) != "CURVE\x00" {
-		t.Fatalf("libzmq greeting % x", g)
-	}
-	c := curve.NewClient(k.serverPub, k.clientPub, k.clientSec, nil)
-	hello, err := c.Hello()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.write(appendSealedCommand(nil, hello))
-	welcome, err := p.readFrame()
-	if err != nil {
-		t.Fatalf("WELCOME: %v", err)
-	}
-	initiate, err := c.Initiate(welcome.body, appendProperties(nil, []property{{name: "Socket-Type", value: []byte("REQ")}, {name: "Identity"}}))
-	if err != nil {
-		t.Fatalf("libzmq WELCOME: %v", err)
-	}
-	p.write(appendSealedCommand(nil, initiate))
-	ready, err := p.readFrame()
-	if err != nil {
-		t.Fatalf("READY: %v", err)
-	}
-	md, sess, err := c.Ready(ready.body)
-	if err != nil {
-		t.Fatalf("libzmq READY: %v", err)
-	}
-	props, err := parseProperties(md)
-	if st, _ := lookupProperty(props, "Socket-Type"); err != nil || string(st) != "REP" {
-		t.Fatalf("libzmq metadata %q: %v", md, err)
-	}
-	for _, req := range []string{"first", strings.Repeat("big", 20000)} {
-		p.write(sealMsg(t, sess, nil, []byte(req)))
-		reply, _ := p.recvSealed(sess)
-		assertFrames(t, reply, "", "libzmq:"+req)
-	}
 }
 
 // TestCurveAllowlistReload: replacing the allowlist (what SIGHUP does)

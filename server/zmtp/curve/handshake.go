@@ -389,16 +389,8 @@ func (s *Server) Ready(initiate []byte, metadata []byte) (ready []byte, client P
 		return nil, client, nil, nil, fmt.Errorf("%w: not an INITIATE of %d to %d bytes", ErrMalformed, InitiateMinSize, InitiateMinSize+MaxMetadataSize)
 	}
 
-	// The cookie must be ours, for this client's C', with our s'.
-	cookieNonce := longNonce(prefixCookie, initiate[initCookie:initCookie+longNonceSize])
-	var keysBuf [2 * KeySize]byte
-	keys, ok := secretbox.Open(keysBuf[:0], initiate[initCookie+longNonceSize:initNonce], &cookieNonce, &s.cookieKey)
-	defer wipe(keysBuf[:])
-	if !ok {
-		return nil, client, nil, nil, fmt.Errorf("%w: INITIATE cookie does not open", ErrAuthentication)
-	}
-	if subtle.ConstantTimeCompare(keys[:KeySize], s.clientShort[:])&subtle.ConstantTimeCompare(keys[KeySize:], s.shortSec[:]) != 1 {
-		return nil, client, nil, nil, fmt.Errorf("%w: INITIATE cookie is not this connection's", ErrAuthentication)
+	if err := s.checkCookie(initiate[initCookie:initNonce]); err != nil {
+		return nil, client, nil, nil, err
 	}
 
 	n := binary.BigEndian.Uint64(initiate[initNonce:initBox])
@@ -418,21 +410,8 @@ func (s *Server) Ready(initiate []byte, metadata []byte) (ready []byte, client P
 	s.peerNonce = n
 	copy(client[:], plain[:KeySize])
 
-	// vouch = nonce + Box[C' + S](C->S'): the holder of c vouches for C'
-	// and for talking to us.
-	vouchNonce := longNonce(prefixVouch, plain[KeySize:KeySize+longNonceSize])
-	var vouchKey [32]byte
-	if err := precompute(&vouchKey, &client, &s.shortSec, "the client's long-term key in INITIATE"); err != nil {
+	if err := s.checkVouch(client, plain[KeySize:KeySize+vouchSize]); err != nil {
 		return nil, client, nil, nil, err
-	}
-	var vouchBuf [2 * KeySize]byte
-	vouch, ok := box.OpenAfterPrecomputation(vouchBuf[:0], plain[KeySize+longNonceSize:KeySize+vouchSize], &vouchNonce, &vouchKey)
-	wipe(vouchKey[:])
-	if !ok {
-		return nil, client, nil, nil, fmt.Errorf("%w: INITIATE vouch does not open", ErrAuthentication)
-	}
-	if subtle.ConstantTimeCompare(vouch[:KeySize], s.clientShort[:])&subtle.ConstantTimeCompare(vouch[KeySize:], s.public[:]) != 1 {
-		return nil, client, nil, nil, fmt.Errorf("%w: INITIATE vouch is not for this connection and server", ErrAuthentication)
 	}
 	if s.allow != nil && !s.allow(client) {
 		return nil, client, nil, nil, fmt.Errorf("%w: %s", ErrNotAllowed, client)
@@ -446,4 +425,42 @@ func (s *Server) Ready(initiate []byte, metadata []byte) (ready []byte, client P
 	binary.BigEndian.PutUint64(ready[readyNonce:], readyNonceValue)
 	ready = box.SealAfterPrecomputation(ready, metadata, &rnonce, &shared)
 	return ready, client, clientMetadata, newSession(&shared, prefixMessageS, prefixMessageC, readyNonceValue, n), nil
+}
+
+// checkCookie checks INITIATE's cookie (nonce + SecretBox[C' + s'](K)): it
+// must open with this connection's cookie key and hold this client's C'
+// and our s'.
+func (s *Server) checkCookie(cookie []byte) error {
+	cookieNonce := longNonce(prefixCookie, cookie[:longNonceSize])
+	var keysBuf [2 * KeySize]byte
+	keys, ok := secretbox.Open(keysBuf[:0], cookie[longNonceSize:], &cookieNonce, &s.cookieKey)
+	defer wipe(keysBuf[:])
+	if !ok {
+		return fmt.Errorf("%w: INITIATE cookie does not open", ErrAuthentication)
+	}
+	if subtle.ConstantTimeCompare(keys[:KeySize], s.clientShort[:])&subtle.ConstantTimeCompare(keys[KeySize:], s.shortSec[:]) != 1 {
+		return fmt.Errorf("%w: INITIATE cookie is not this connection's", ErrAuthentication)
+	}
+	return nil
+}
+
+// checkVouch checks INITIATE's vouch (nonce + Box[C' + S](C->S')): the
+// holder of the client's long-term key c vouches for C' and for talking
+// to us.
+func (s *Server) checkVouch(client PublicKey, voucher []byte) error {
+	vouchNonce := longNonce(prefixVouch, voucher[:longNonceSize])
+	var vouchKey [32]byte
+	if err := precompute(&vouchKey, &client, &s.shortSec, "the client's long-term key in INITIATE"); err != nil {
+		return err
+	}
+	var vouchBuf [2 * KeySize]byte
+	vouch, ok := box.OpenAfterPrecomputation(vouchBuf[:0], voucher[longNonceSize:], &vouchNonce, &vouchKey)
+	wipe(vouchKey[:])
+	if !ok {
+		return fmt.Errorf("%w: INITIATE vouch does not open", ErrAuthentication)
+	}
+	if subtle.ConstantTimeCompare(vouch[:KeySize], s.clientShort[:])&subtle.ConstantTimeCompare(vouch[KeySize:], s.public[:]) != 1 {
+		return fmt.Errorf("%w: INITIATE vouch is not for this connection and server", ErrAuthentication)
+	}
+	return nil
 }

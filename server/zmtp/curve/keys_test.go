@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The example key pairs of libzmq's zmq_curve(7) manual page; the public
@@ -172,6 +174,30 @@ func TestSecretKeyIsNeverPrinted(t *testing.T) {
 	for _, out := range []string{fmt.Sprint(sec), fmt.Sprintf("%v %+v %#v %x %s %q", s, s, s, sec, sec, sec)} {
 		if strings.Contains(out, docServerSecret[:8]) || strings.Contains(out, fmt.Sprintf("%x", sec[:4])) || strings.Contains(out, fmt.Sprint(sec[0])+" ") {
 			t.Fatalf("secret printed: %s", out)
+		}
+	}
+}
+
+// TestKeyFilesRefuseFIFO: a key path set to a FIFO fails at once instead
+// of blocking the start or a SIGHUP reload of the allowlist.
+func TestKeyFilesRefuseFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	for name, read := range map[string]func(string) error{
+		"secret key": func(p string) error { _, err := ReadSecretKeyFile(p); return err },
+		"allowlist":  func(p string) error { _, err := ReadPublicKeysFile(p); return err },
+	} {
+		done := make(chan error, 1)
+		go func() { done <- read(path) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrKeyFile) {
+				t.Errorf("%s from a FIFO: %v, want ErrKeyFile", name, err)
+			}
+		case <-time.After(10 * time.Second): // a correctness bound: without O_NONBLOCK the open blocks for ever
+			t.Fatalf("%s from a FIFO: still blocked after 10 s", name)
 		}
 	}
 }
