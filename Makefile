@@ -208,6 +208,8 @@ bench: deps build
 	$(GO) run ./cmd/ramanbench -server bin/ramanserve
 	@echo "== the same with ramanserve inside the benchmark process"
 	$(GO) run ./cmd/ramanbench
+	@echo "== CurveZMQ, server side: transport CPU of one 2048-point predict (37 KiB in, 0.5 KiB out) with NULL and with CURVE; the crypto alone (XSalsa20-Poly1305, x/crypto); one handshake"
+	$(GO) test -run '^$$' -bench 'PredictTransportCPU|ServerPredictCrypto|Handshake' -benchmem ./server/zmtp ./server/zmtp/curve
 	@echo "== CurveZMQ: what CURVE adds to a 2048-point predict round trip against NULL (goal: p50 <= 30 us), the Go client and pyzmq (libzmq + libsodium), ramanserve as its own processes"
 	$(GO) run ./cmd/ramanbench -curve -server bin/ramanserve
 
