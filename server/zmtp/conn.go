@@ -3,7 +3,6 @@ package zmtp
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"ramanserve/server/zmtp/curve"
+	"ramanserve/server/zmtp/wire"
 )
 
 // Errors that end a connection after the handshake.
@@ -39,7 +39,7 @@ type session struct {
 	br     *bufio.Reader
 	shared *shared
 
-	peer greeting
+	peer wire.Greeting
 
 	// state is the phase word others read (limits.go). Only this goroutine
 	// moves it, always by compare-and-swap from word, its last value: other
@@ -62,7 +62,6 @@ type session struct {
 	replyBuf  []byte   // passed to Handler as dst
 	outBuf    []byte   // wire bytes of the reply: envelope + body frames
 	cmdBuf    []byte   // body of the current command frame
-	scratch   [8]byte  // long frame size
 
 	// CURVE only (nil/empty with NULL): the established session, the
 	// client's long-term key, and the ciphertext of the frame being read
@@ -152,37 +151,37 @@ func (s *session) handshake() error {
 	if err := s.conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout)); err != nil {
 		return fmt.Errorf("zmtp: set handshake deadline: %w", err)
 	}
-	mechanism := mechanismNull
+	mechanism := wire.MechanismNull
 	if s.cfg.Curve != nil {
-		mechanism = mechanismCurve
+		mechanism = wire.MechanismCurve
 	}
 	// Send our whole greeting at once: libzmq reveals its version only after
 	// seeing our signature, so waiting for its 64 bytes first would deadlock.
-	if _, err := s.conn.Write(appendGreeting(s.outBuf[:0], mechanism)); err != nil {
+	if _, err := s.conn.Write(wire.AppendGreeting(s.outBuf[:0], mechanism, mechanism == wire.MechanismCurve)); err != nil {
 		return fmt.Errorf("zmtp: write greeting: %w", err)
 	}
-	var raw [greetingSize]byte
+	var raw [wire.GreetingSize]byte
 	// Read the signature and the major version first so that a non-ZMTP or
 	// pre-3.0 peer is refused without waiting for bytes it will never send
 	// (a ZMTP 2.0 greeting is only 12 bytes long).
-	if _, err := io.ReadFull(s.br, raw[:signatureSize]); err != nil {
+	if _, err := io.ReadFull(s.br, raw[:wire.SignatureSize]); err != nil {
 		return fmt.Errorf("zmtp: read greeting signature: %w", err)
 	}
-	if err := checkSignature(raw[:signatureSize]); err != nil {
+	if err := wire.CheckSignature(raw[:wire.SignatureSize]); err != nil {
 		return err
 	}
-	if _, err := io.ReadFull(s.br, raw[signatureSize:signatureSize+1]); err != nil {
+	if _, err := io.ReadFull(s.br, raw[wire.SignatureSize:wire.SignatureSize+1]); err != nil {
 		return fmt.Errorf("zmtp: read greeting version: %w", err)
 	}
-	if major := raw[signatureSize]; major < 3 {
-		return fmt.Errorf("zmtp: peer major version %d: %w", major, errOldVersion)
+	if major := raw[wire.SignatureSize]; major < 3 {
+		return fmt.Errorf("zmtp: peer major version %d: %w", major, wire.ErrOldVersion)
 	}
-	if _, err := io.ReadFull(s.br, raw[signatureSize+1:]); err != nil {
+	if _, err := io.ReadFull(s.br, raw[wire.SignatureSize+1:]); err != nil {
 		return fmt.Errorf("zmtp: read greeting: %w", err)
 	}
 	g, err := parseGreeting(raw[:], mechanism)
 	if err != nil {
-		if errors.Is(err, errBadMechanism) {
+		if errors.Is(err, wire.ErrBadMechanism) {
 			s.sendError("unsupported security mechanism, only " + mechanism)
 		}
 		return err
@@ -204,12 +203,12 @@ func (s *session) handshake() error {
 }
 
 // ourMetadata is the READY metadata we send: Socket-Type REP.
-var ourMetadata = appendProperties(nil, []property{{name: "Socket-Type", value: []byte("REP")}})
+var ourMetadata = wire.AppendProperties(nil, []wire.Property{{Name: "Socket-Type", Value: []byte("REP")}})
 
 // nullHandshake exchanges READY commands (NULL mechanism): both sides send
 // READY without waiting for the other's.
 func (s *session) nullHandshake() error {
-	if err := s.write(appendCommand(s.outBuf[:0], cmdReady, ourMetadata)); err != nil {
+	if err := s.write(wire.AppendCommand(s.outBuf[:0], wire.CmdReady, ourMetadata)); err != nil {
 		return fmt.Errorf("zmtp: write READY: %w", err)
 	}
 
@@ -218,7 +217,7 @@ func (s *session) nullHandshake() error {
 		return fmt.Errorf("zmtp: read READY: %w", err)
 	}
 	defer s.dropCommandBuffer() // after the READY properties, which alias it, are used
-	if flags&flagCommand == 0 || flags&flagMore != 0 {
+	if flags&wire.FlagCommand == 0 || flags&wire.FlagMore != 0 {
 		s.sendError("expected READY")
 		return fmt.Errorf("zmtp: first frame has flags %#x: %w", flags, errExpectedReady)
 	}
@@ -229,14 +228,14 @@ func (s *session) nullHandshake() error {
 		}
 		return err
 	}
-	name, data, err := parseCommand(body)
+	name, data, err := wire.ParseCommand(body)
 	if err != nil {
 		s.sendError("malformed command")
 		return err
 	}
 	switch name {
-	case cmdReady:
-	case cmdError:
+	case wire.CmdReady:
+	case wire.CmdError:
 		return fmt.Errorf("zmtp: during handshake: %w", errPeerError)
 	default:
 		s.sendError("expected READY")
@@ -249,12 +248,12 @@ func (s *session) nullHandshake() error {
 // INITIATE with CURVE) and checks its Socket-Type, sending an ERROR command
 // when it is refused.
 func (s *session) checkPeerMetadata(data []byte) error {
-	props, err := parseProperties(data)
+	props, err := wire.ParseProperties(data)
 	if err != nil {
 		s.sendError("malformed READY metadata")
 		return err
 	}
-	socketType, ok := lookupProperty(props, "Socket-Type")
+	socketType, ok := wire.LookupProperty(props, "Socket-Type")
 	if !ok {
 		s.sendError("missing Socket-Type")
 		return errNoSocketType
@@ -317,21 +316,21 @@ func (s *session) writeReply(envelope [][]byte, reply []byte) error {
 	if size+9+len(reply) <= retainReplySize {
 		out := s.outBuf[:0]
 		for _, f := range envelope {
-			out = appendFrame(out, flagMore, f)
+			out = wire.AppendFrame(out, wire.FlagMore, f)
 		}
-		out = appendFrame(out, 0, reply)
+		out = wire.AppendFrame(out, 0, reply)
 		s.outBuf = out[:0]
 		return s.write(out)
 	}
 	for _, f := range envelope {
-		if err := s.write(appendFrameHeader(s.outBuf[:0], flagMore, len(f))); err != nil {
+		if err := s.write(wire.AppendHeader(s.outBuf[:0], wire.FlagMore, len(f))); err != nil {
 			return err
 		}
 		if err := s.write(f); err != nil {
 			return err
 		}
 	}
-	if err := s.write(appendFrameHeader(s.outBuf[:0], 0, len(reply))); err != nil {
+	if err := s.write(wire.AppendHeader(s.outBuf[:0], 0, len(reply))); err != nil {
 		return err
 	}
 	return s.write(reply)
@@ -372,8 +371,8 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		if flags&flagCommand != 0 {
-			if flags&flagMore != 0 {
+		if flags&wire.FlagCommand != 0 {
+			if flags&wire.FlagMore != 0 {
 				return 0, nil, errCommandMore
 			}
 			if err := s.handleCommand(size); err != nil {
@@ -425,7 +424,7 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 				delimiterDiscarded = true
 			}
 		}
-		if flags&flagMore == 0 {
+		if flags&wire.FlagMore == 0 {
 			break
 		}
 	}
@@ -508,20 +507,8 @@ func (s *session) readFrameHeader() (flags byte, size uint64, err error) {
 	if err := s.frameStarted(); err != nil {
 		return 0, 0, err
 	}
-	if flags&flagReserved != 0 {
-		return 0, 0, fmt.Errorf("zmtp: flags %#x: %w", flags, errReservedFlags)
-	}
-	if flags&flagLong == 0 {
-		b, err := s.br.ReadByte()
-		if err != nil {
-			return 0, 0, fmt.Errorf("zmtp: read frame size: %w", err)
-		}
-		return flags, uint64(b), nil
-	}
-	if _, err := io.ReadFull(s.br, s.scratch[:8]); err != nil {
-		return 0, 0, fmt.Errorf("zmtp: read long frame size: %w", err)
-	}
-	return flags, binary.BigEndian.Uint64(s.scratch[:8]), nil
+	size, err = wire.ReadSize(s.br, flags)
+	return flags, size, err
 }
 
 // readCommandBody reads a command body of the given size into cmdBuf, refusing
@@ -582,18 +569,18 @@ func (s *session) handleCommand(size uint64) error {
 // processCommand acts on a command body received after the handshake (in a
 // command frame with NULL, inside a MESSAGE with CURVE).
 func (s *session) processCommand(body []byte) error {
-	name, data, err := parseCommand(body)
+	name, data, err := wire.ParseCommand(body)
 	if err != nil {
 		return err
 	}
 	switch name {
-	case cmdPing:
-		if !s.peer.supportsHeartbeat() {
+	case wire.CmdPing:
+		if !s.peer.SupportsHeartbeat() {
 			// ZMTP 3.0 has no heartbeats; like any unknown command, ignore it.
 			s.stats().commandsIgnored.Add(1)
 			return nil
 		}
-		ttl, pingCtx, err := parsePing(data)
+		ttl, pingCtx, err := wire.ParsePing(data)
 		if err != nil {
 			return err
 		}
@@ -605,10 +592,10 @@ func (s *session) processCommand(body []byte) error {
 		}
 		s.heartbeatUntil.Store(s.shared.now() + protect.Milliseconds())
 		// The PONG goes out at once.
-		return s.writeCommand(cmdPong, pingCtx)
-	case cmdError:
+		return s.writeCommand(wire.CmdPong, pingCtx)
+	case wire.CmdError:
 		return errPeerError
-	case cmdReady:
+	case wire.CmdReady:
 		return errUnexpectedReady
 	default:
 		// PONG (we never PING), SUBSCRIBE, CANCEL and future commands.
@@ -663,13 +650,13 @@ func (s *session) write(b []byte) error {
 // NULL, a sealed MESSAGE with the COMMAND flag with CURVE. It does not use
 // outBuf, which may hold a reply being built.
 func (s *session) writeCommand(name string, data []byte) error {
-	var buf [2 + 1 + len(cmdPong) + maxPingContext + 9 + curve.MessageOverhead]byte
+	var buf [2 + 1 + len(wire.CmdPong) + wire.MaxPingContext + 9 + curve.MessageOverhead]byte
 	if s.sec == nil {
-		return s.write(appendCommand(buf[:0], name, data))
+		return s.write(wire.AppendCommand(buf[:0], name, data))
 	}
-	var plain [1 + len(cmdPong) + maxPingContext]byte
+	var plain [1 + len(wire.CmdPong) + wire.MaxPingContext]byte
 	body := append(append(append(plain[:0], byte(len(name))), name...), data...)
-	out := appendFrameHeader(buf[:0], 0, len(body)+curve.MessageOverhead)
+	out := wire.AppendHeader(buf[:0], 0, len(body)+curve.MessageOverhead)
 	out, err := s.sec.Seal(out, curve.FlagCommand, body)
 	if err != nil {
 		return err
@@ -680,12 +667,12 @@ func (s *session) writeCommand(name string, data []byte) error {
 // sendError sends an ERROR command on a best-effort basis before we close.
 func (s *session) sendError(reason string) {
 	if s.sec == nil {
-		_ = s.write(appendErrorCommand(nil, reason))
+		_ = s.write(wire.AppendErrorCommand(nil, reason))
 		return
 	}
 	// After a CURVE handshake, commands travel sealed like messages.
-	body := appendCommandBody(nil, cmdError, errorData(reason))
-	out, err := s.sec.Seal(appendFrameHeader(nil, 0, len(body)+curve.MessageOverhead), curve.FlagCommand, body)
+	body := wire.AppendCommandBody(nil, wire.CmdError, wire.ErrorData(reason))
+	out, err := s.sec.Seal(wire.AppendHeader(nil, 0, len(body)+curve.MessageOverhead), curve.FlagCommand, body)
 	if err == nil {
 		_ = s.write(out)
 	}

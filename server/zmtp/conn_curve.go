@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"ramanserve/server/zmtp/curve"
+	"ramanserve/server/zmtp/wire"
 )
 
 // This file is the CURVE side of a connection (RFC 26): the handshake after
@@ -86,7 +87,7 @@ func curveErrorReason(err error) string {
 // appendSealedCommand frames a whole command body (name included) produced
 // by package curve as a command frame.
 func appendSealedCommand(dst []byte, body []byte) []byte {
-	dst = appendFrameHeader(dst, flagCommand, len(body))
+	dst = wire.AppendHeader(dst, wire.FlagCommand, len(body))
 	return append(dst, body...)
 }
 
@@ -98,7 +99,7 @@ func (s *session) readHandshakeCommand(want string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zmtp: read %s: %w", want, err)
 	}
-	if flags&flagCommand == 0 || flags&flagMore != 0 {
+	if flags&wire.FlagCommand == 0 || flags&wire.FlagMore != 0 {
 		s.sendError("expected " + want)
 		return nil, fmt.Errorf("zmtp: frame with flags %#x instead of %s: %w", flags, want, errExpectedReady)
 	}
@@ -109,7 +110,7 @@ func (s *session) readHandshakeCommand(want string) ([]byte, error) {
 		}
 		return nil, err
 	}
-	name, _, err := parseCommand(body)
+	name, _, err := wire.ParseCommand(body)
 	if err != nil {
 		s.sendError("malformed command")
 		return nil, err
@@ -117,7 +118,7 @@ func (s *session) readHandshakeCommand(want string) ([]byte, error) {
 	switch name {
 	case want:
 		return body, nil
-	case cmdError:
+	case wire.CmdError:
 		return nil, fmt.Errorf("zmtp: during the CURVE handshake: %w", errPeerError)
 	default:
 		s.sendError("expected " + want)
@@ -153,7 +154,7 @@ func (s *session) readSealedMessage() (envLen int, refused error, err error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		if wireFlags&flagMore != 0 {
+		if wireFlags&wire.FlagMore != 0 {
 			return 0, nil, errSealedMore
 		}
 		if size < curve.MessageOverhead {
@@ -298,7 +299,7 @@ func (s *session) writeSealedReply(envelope [][]byte, reply []byte) error {
 	if out, err = s.flushFor(out, len(reply)+1); err != nil {
 		return err
 	}
-	out = appendFrameHeader(out, 0, len(reply)+curve.MessageOverhead)
+	out = wire.AppendHeader(out, 0, len(reply)+curve.MessageOverhead)
 	if out, err = s.sec.Seal(out, 0, reply); err != nil {
 		return err
 	}
@@ -313,7 +314,7 @@ func (s *session) appendSealedFrame(out []byte, plain []byte) ([]byte, error) {
 	if err != nil {
 		return out, err
 	}
-	out = appendFrameHeader(out, 0, len(plain)-1+curve.MessageOverhead)
+	out = wire.AppendHeader(out, 0, len(plain)-1+curve.MessageOverhead)
 	return s.sec.SealPlain(out, plain)
 }
 
