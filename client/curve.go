@@ -217,7 +217,7 @@ func (c *curveConn) greet(ctx context.Context) error {
 		return refused(fmt.Errorf("%w: the server speaks ZMTP %d.%d; CURVE needs 3.0 or later", ErrCurveHandshake, peer.Major, peer.Minor))
 	case err != nil || peer.Mechanism != wire.MechanismCurve:
 		return refused(fmt.Errorf("%w: the server offers the %q mechanism: it does not offer CURVE (is it started without -zmq-curve-secret-key?)",
-			ErrCurveHandshake, strings.TrimRight(string(g[12:32]), "\x00")))
+			ErrCurveHandshake, peer.Mechanism))
 	}
 	return nil
 }
