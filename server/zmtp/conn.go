@@ -356,13 +356,7 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 	}
 	s.msgBuf = s.msgBuf[:0]
 	s.frameEnds = s.frameEnds[:0]
-	var total int64 // payload bytes of all data frames so far
-	frameCount := 0
-	// keptDelimiter: an empty frame (the delimiter) is among the kept
-	// frames. delimiterDiscarded: the delimiter came only after the limits
-	// were crossed, so the envelope was not kept and no reply could be
-	// routed back through it.
-	keptDelimiter, delimiterDiscarded := false, false
+	var tally messageTally
 	for {
 		if err := s.armReadDeadline(); err != nil {
 			return 0, nil, err
@@ -378,7 +372,7 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 			if err := s.handleCommand(size); err != nil {
 				return 0, nil, err
 			}
-			if frameCount == 0 {
+			if tally.frames == 0 {
 				// A command between messages is activity, not a message
 				// in progress.
 				if err := s.moveTo(phaseIdle, s.served()); err != nil {
@@ -387,19 +381,13 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 			}
 			continue
 		}
-		frameCount++
-		// Check sizes before touching memory. size may be up to 2^64-1, so
-		// compare against the remaining budget rather than adding first.
-		if size > uint64(s.cfg.DiscardLimit-total) || frameCount > maxDiscardFrames {
+		// Check sizes before touching memory.
+		if !tally.count(size, &s.cfg) {
 			s.sendError("message too large")
-			return 0, nil, fmt.Errorf("zmtp: frame of %d bytes after %d: %w", size, total, errBeyondDiscard)
+			return 0, nil, tally.beyondDiscard(size)
 		}
 		n := int64(size)
-		if refused == nil && (n > s.cfg.MaxMessageSize-total || frameCount > MaxFramesPerMessage) {
-			refused = ErrMessageTooLarge
-		}
-		total += n
-		if refused == nil {
+		if tally.refused == nil {
 			start := len(s.msgBuf)
 			if err := s.readFrameBody(int(n)); err != nil {
 				if !errors.Is(err, ErrPartialBytesExhausted) {
@@ -407,30 +395,81 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 				}
 				// Keep what came before this frame (the envelope), drop
 				// this frame's bytes and stream the rest to nowhere.
-				refused = err
+				tally.refused = err
 				n -= int64(len(s.msgBuf) - start)
 				s.msgBuf = s.msgBuf[:start]
 				s.stats().partialBytesRefused.Add(1)
 			} else {
-				keptDelimiter = keptDelimiter || n == 0
+				tally.kept(size)
 				s.frameEnds = append(s.frameEnds, len(s.msgBuf))
 			}
 		}
-		if refused != nil {
+		if tally.refused != nil {
 			if _, err := s.br.Discard(int(n)); err != nil {
 				return 0, nil, fmt.Errorf("zmtp: discard frame: %w", err)
 			}
-			if size == 0 && !keptDelimiter {
-				delimiterDiscarded = true
-			}
+			tally.dropped(size)
 		}
 		if flags&wire.FlagMore == 0 {
 			break
 		}
 	}
 
-	envLen, err = s.indexFrames(delimiterDiscarded, 0)
-	return envLen, refused, err
+	envLen, err = s.indexFrames(tally.delimiterDiscarded, 0)
+	return envLen, tally.refused, err
+}
+
+// messageTally counts the data frames of one message against the limits
+// while it is read, for NULL and CURVE alike. Commands between the frames
+// do not count. The buffers and their pool reservations are the reader's.
+type messageTally struct {
+	total  int64 // payload bytes of all data frames so far
+	frames int
+	// refused is set (ErrMessageTooLarge, or ErrPartialBytesExhausted by
+	// the reader) once the message cannot be kept: its later frames are
+	// read and dropped, and the handler gets refused instead.
+	refused error
+	// keptDelimiter: an empty frame (the delimiter) is among the kept
+	// frames. delimiterDiscarded: the delimiter came only after the limits
+	// were crossed, so the envelope was not kept and no reply could be
+	// routed back through it.
+	keptDelimiter, delimiterDiscarded bool
+}
+
+// count admits the next data frame, of size payload bytes: false when
+// the message goes past what is read at all (the connection then closes;
+// beyondDiscard says why), and refused is set when it goes past what is
+// kept. size may be up to 2^64-1, so it is compared against the remaining
+// budget rather than added first.
+func (t *messageTally) count(size uint64, cfg *Config) bool {
+	t.frames++
+	if size > uint64(cfg.DiscardLimit-t.total) || t.frames > maxDiscardFrames {
+		return false
+	}
+	n := int64(size)
+	if t.refused == nil && (n > cfg.MaxMessageSize-t.total || t.frames > MaxFramesPerMessage) {
+		t.refused = ErrMessageTooLarge
+	}
+	t.total += n
+	return true
+}
+
+// beyondDiscard is the error for a frame count refused.
+func (t *messageTally) beyondDiscard(size uint64) error {
+	return fmt.Errorf("zmtp: frame %d of %d bytes after %d: %w", t.frames, size, t.total, errBeyondDiscard)
+}
+
+// kept records a frame of size bytes kept with the message.
+func (t *messageTally) kept(size uint64) {
+	t.keptDelimiter = t.keptDelimiter || size == 0
+}
+
+// dropped records a frame of size bytes dropped after the message was
+// refused.
+func (t *messageTally) dropped(size uint64) {
+	if size == 0 && !t.keptDelimiter {
+		t.delimiterDiscarded = true
+	}
 }
 
 // indexFrames rebuilds s.frames from msgBuf and frameEnds once a message is

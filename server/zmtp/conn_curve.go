@@ -143,9 +143,7 @@ func (s *session) readHandshakeCommand(want string) ([]byte, error) {
 func (s *session) readSealedMessage() (envLen int, refused error, err error) {
 	s.msgBuf = s.msgBuf[:0]
 	s.frameEnds = s.frameEnds[:0]
-	var total int64 // payload bytes of all data frames so far
-	frameCount := 0
-	keptDelimiter, delimiterDiscarded := false, false
+	var tally messageTally
 	for {
 		if err := s.armReadDeadline(); err != nil {
 			return 0, nil, err
@@ -160,11 +158,12 @@ func (s *session) readSealedMessage() (envLen int, refused error, err error) {
 		if size < curve.MessageOverhead {
 			return 0, nil, fmt.Errorf("zmtp: CURVE frame of %d bytes: %w", size, curve.ErrMalformed)
 		}
-		// Check sizes before touching memory; size may be up to 2^64-1.
+		// Check sizes before touching memory (the frame is read whole to
+		// be opened, and only then counted); size may be up to 2^64-1.
 		plain := size - curve.MessageOverhead
-		if plain > uint64(s.cfg.MaxMessageSize) || plain > uint64(s.cfg.DiscardLimit-total) {
+		if plain > uint64(s.cfg.MaxMessageSize) || plain > uint64(s.cfg.DiscardLimit-tally.total) {
 			s.sendError("message too large")
-			return 0, nil, fmt.Errorf("zmtp: CURVE frame of %d bytes after %d: %w", size, total, errBeyondDiscard)
+			return 0, nil, fmt.Errorf("zmtp: CURVE frame of %d bytes after %d: %w", size, tally.total, errBeyondDiscard)
 		}
 		if err := s.readCipherBody(int(size)); err != nil {
 			return 0, nil, err
@@ -191,7 +190,7 @@ func (s *session) readSealedMessage() (envLen int, refused error, err error) {
 			if err != nil {
 				return 0, nil, err
 			}
-			if frameCount == 0 {
+			if tally.frames == 0 {
 				// Between messages: give back what the command drew from
 				// the pool (a sealed command may be as large as a message),
 				// as NULL drops its command buffer; an idle peer must not
@@ -204,31 +203,23 @@ func (s *session) readSealedMessage() (envLen int, refused error, err error) {
 			continue
 		}
 
-		frameCount++
-		if frameCount > maxDiscardFrames {
+		if !tally.count(plain, &s.cfg) {
 			s.sendError("message too large")
-			return 0, nil, fmt.Errorf("zmtp: %d frames: %w", frameCount, errBeyondDiscard)
+			return 0, nil, tally.beyondDiscard(plain)
 		}
-		n := int64(plain)
-		if refused == nil && (n > s.cfg.MaxMessageSize-total || frameCount > MaxFramesPerMessage) {
-			refused = ErrMessageTooLarge
-		}
-		total += n
-		if refused == nil {
-			keptDelimiter = keptDelimiter || n == 0
+		if tally.refused == nil {
+			tally.kept(plain)
 			s.frameEnds = append(s.frameEnds, len(s.msgBuf))
 		} else {
 			s.msgBuf = s.msgBuf[:start]
-			if n == 0 && !keptDelimiter {
-				delimiterDiscarded = true
-			}
+			tally.dropped(plain)
 		}
 		if flags&curve.FlagMore == 0 {
 			break
 		}
 	}
-	envLen, err = s.indexFrames(delimiterDiscarded, 1)
-	return envLen, refused, err
+	envLen, err = s.indexFrames(tally.delimiterDiscarded, 1)
+	return envLen, tally.refused, err
 }
 
 // readCipherBody reads the next n bytes (one frame's ciphertext) into
