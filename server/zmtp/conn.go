@@ -351,17 +351,14 @@ func retain(b []byte, limit int) []byte {
 // ErrPartialBytesExhausted) when the message could not be kept and its
 // payload past that point was discarded.
 func (s *session) readMessage() (envLen int, refused error, err error) {
+	s.msgBuf = s.msgBuf[:0]
+	s.frameEnds = s.frameEnds[:0]
 	if s.sec != nil {
 		return s.readSealedMessage()
 	}
-	s.msgBuf = s.msgBuf[:0]
-	s.frameEnds = s.frameEnds[:0]
 	var tally messageTally
 	for {
-		if err := s.armReadDeadline(); err != nil {
-			return 0, nil, err
-		}
-		flags, size, err := s.readFrameHeader()
+		flags, size, err := s.nextFrameHeader()
 		if err != nil {
 			return 0, nil, err
 		}
@@ -535,6 +532,15 @@ func (s *session) growMsgBuf(want int) error {
 	copy(grown, s.msgBuf)
 	s.msgBuf = grown
 	return nil
+}
+
+// nextFrameHeader reads the header of a message's next frame (or of a
+// command between them) under the read deadline: the handshake has its own.
+func (s *session) nextFrameHeader() (flags byte, size uint64, err error) {
+	if err := s.armReadDeadline(); err != nil {
+		return 0, 0, err
+	}
+	return s.readFrameHeader()
 }
 
 // readFrameHeader reads the flags and size of the next frame.

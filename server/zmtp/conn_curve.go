@@ -141,14 +141,9 @@ func (s *session) readHandshakeCommand(want string) ([]byte, error) {
 // MaxFramesPerMessage) is still opened frame by frame, its payload
 // dropped, and answered with ErrMessageTooLarge, as with NULL.
 func (s *session) readSealedMessage() (envLen int, refused error, err error) {
-	s.msgBuf = s.msgBuf[:0]
-	s.frameEnds = s.frameEnds[:0]
 	var tally messageTally
 	for {
-		if err := s.armReadDeadline(); err != nil {
-			return 0, nil, err
-		}
-		wireFlags, size, err := s.readFrameHeader()
+		wireFlags, size, err := s.nextFrameHeader()
 		if err != nil {
 			return 0, nil, err
 		}
