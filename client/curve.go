@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"ramanserve/server/zmtp/curve"
+	"ramanserve/server/zmtp/wire"
 )
 
 // CurveOptions turn CurveZMQ (RFC 26) on for a PredictionClient.
@@ -50,15 +50,8 @@ func isRefusal(err error) bool {
 	return errors.As(err, &r)
 }
 
-// ZMTP framing (RFC 23/37).
+// Bounds on what a server can make this client allocate.
 const (
-	frameMore    byte = 0x01
-	frameLong    byte = 0x02
-	frameCommand byte = 0x04
-	frameReserve byte = 0xF8
-
-	greetingSize = 64
-
 	// maxCommandBytes bounds a handshake command (WELCOME is 168 bytes,
 	// READY a few dozen plus the server's metadata).
 	maxCommandBytes = 64 << 10
@@ -150,7 +143,7 @@ func ioErr(ctx context.Context, err error) error {
 }
 
 // socketTypeREQ is the INITIATE metadata: we are a REQ socket.
-var socketTypeREQ = appendProperty(nil, "Socket-Type", "REQ")
+var socketTypeREQ = wire.AppendProperties(nil, []wire.Property{{Name: "Socket-Type", Value: []byte("REQ")}})
 
 // handshake runs the greeting and HELLO, WELCOME, INITIATE, READY.
 func (c *curveConn) handshake(ctx context.Context, k *curveKeys) error {
@@ -186,10 +179,11 @@ func (c *curveConn) handshake(ctx context.Context, k *curveKeys) error {
 	if err != nil {
 		return refused(fmt.Errorf("%w: the server's READY does not open (%w)", ErrCurveHandshake, err))
 	}
-	st, ok, err := lookupProperty(meta, "Socket-Type")
+	props, err := wire.ParseProperties(meta)
 	if err != nil {
 		return refused(fmt.Errorf("%w: the server's READY metadata: %w", ErrCurveHandshake, err))
 	}
+	st, ok := wire.LookupProperty(props, "Socket-Type")
 	if !ok || !(strings.EqualFold(string(st), "REP") || strings.EqualFold(string(st), "ROUTER")) {
 		return refused(fmt.Errorf("%w: the server is a %q socket; a REQ client needs REP or ROUTER", ErrCurveHandshake, st))
 	}
@@ -200,11 +194,8 @@ func (c *curveConn) handshake(ctx context.Context, k *curveKeys) error {
 // greet sends our ZMTP 3.1 greeting (mechanism CURVE, as-server 0) and
 // checks the server's.
 func (c *curveConn) greet(ctx context.Context) error {
-	var g [greetingSize]byte
-	g[0], g[9] = 0xFF, 0x7F
-	g[10], g[11] = 3, 1
-	copy(g[12:32], "CURVE")
-	if _, err := c.nc.Write(g[:]); err != nil {
+	var g [wire.GreetingSize]byte
+	if _, err := c.nc.Write(wire.AppendGreeting(g[:0], wire.MechanismCurve, false)); err != nil {
 		return ioErr(ctx, fmt.Errorf("sending the greeting: %w", err))
 	}
 	if n, err := io.ReadFull(c.r, g[:]); err != nil {
@@ -218,16 +209,15 @@ func (c *curveConn) greet(ctx context.Context) error {
 		}
 		return ioErr(ctx, fmt.Errorf("reading the server's greeting: %w", err))
 	}
-	if g[0] != 0xFF || g[9]&0x01 == 0 {
+	peer, err := wire.ParseGreeting(g[:])
+	switch {
+	case errors.Is(err, wire.ErrBadSignature):
 		return refused(fmt.Errorf("%w: the peer is not a ZMTP server", ErrCurveHandshake))
-	}
-	if g[10] < 3 {
-		return refused(fmt.Errorf("%w: the server speaks ZMTP %d.%d; CURVE needs 3.0 or later", ErrCurveHandshake, g[10], g[11]))
-	}
-	mech := strings.TrimRight(string(g[12:32]), "\x00")
-	if mech != "CURVE" {
+	case errors.Is(err, wire.ErrOldVersion):
+		return refused(fmt.Errorf("%w: the server speaks ZMTP %d.%d; CURVE needs 3.0 or later", ErrCurveHandshake, peer.Major, peer.Minor))
+	case err != nil || peer.Mechanism != wire.MechanismCurve:
 		return refused(fmt.Errorf("%w: the server offers the %q mechanism: it does not offer CURVE (is it started without -zmq-curve-secret-key?)",
-			ErrCurveHandshake, mech))
+			ErrCurveHandshake, peer.Mechanism))
 	}
 	return nil
 }
@@ -258,7 +248,7 @@ func stepErr(ctx context.Context, sent string, client curve.PublicKey, err error
 
 // writeCommand writes one command frame with body (name included).
 func (c *curveConn) writeCommand(body []byte) error {
-	c.out = appendFrameHeader(c.out[:0], frameCommand, len(body))
+	c.out = wire.AppendHeader(c.out[:0], wire.FlagCommand, len(body))
 	c.out = append(c.out, body...)
 	_, err := c.nc.Write(c.out)
 	return err
@@ -271,18 +261,18 @@ func (c *curveConn) readCommand(want string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if flags&frameCommand == 0 {
+	if flags&wire.FlagCommand == 0 {
 		return nil, fmt.Errorf("%w: a message frame where the %s command was due", ErrBadReply, want)
 	}
-	name, data, err := splitCommand(body)
+	name, data, err := wire.ParseCommand(body)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrBadReply, err)
 	}
 	switch name {
 	case want:
 		return body, nil
-	case "ERROR":
-		return nil, fmt.Errorf("%w %q", errServerError, errorReason(data))
+	case wire.CmdError:
+		return nil, fmt.Errorf("%w %q", errServerError, wire.ErrorReason(data))
 	}
 	return nil, fmt.Errorf("%w: the %s command where %s was due", ErrBadReply, name, want)
 }
@@ -294,22 +284,12 @@ func (c *curveConn) readFrame(limit int) (flags byte, body []byte, err error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if flags&frameReserve != 0 {
-		return 0, nil, fmt.Errorf("%w: reserved frame flag bits set (%#02x)", ErrBadReply, flags)
+	size, err := wire.ReadSize(c.r, flags)
+	if errors.Is(err, wire.ErrReservedFlags) {
+		return 0, nil, fmt.Errorf("%w: %w", ErrBadReply, err)
 	}
-	var size uint64
-	if flags&frameLong != 0 {
-		var b [8]byte
-		if _, err := io.ReadFull(c.r, b[:]); err != nil {
-			return 0, nil, err
-		}
-		size = binary.BigEndian.Uint64(b[:])
-	} else {
-		b, err := c.r.ReadByte()
-		if err != nil {
-			return 0, nil, err
-		}
-		size = uint64(b)
+	if err != nil {
+		return 0, nil, err
 	}
 	if size > uint64(limit) {
 		return 0, nil, fmt.Errorf("%w: a frame of %d bytes, more than the %d this client accepts", ErrBadReply, size, limit)
@@ -353,7 +333,7 @@ func (c *curveConn) roundTrip(ctx context.Context, frame []byte) ([]byte, error)
 // COMMAND bits travel inside the box), and so do we.
 func (c *curveConn) appendMessage(dst []byte, flags byte, payload []byte) ([]byte, error) {
 	n := curve.MessageOverhead + len(payload)
-	dst = appendFrameHeader(dst, 0, n)
+	dst = wire.AppendHeader(dst, 0, n)
 	start := len(dst)
 	dst, err := c.sess.Seal(dst, flags, payload)
 	if err != nil {
@@ -375,14 +355,14 @@ func (c *curveConn) readReply(ctx context.Context) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if flags&frameMore != 0 {
+		if flags&wire.FlagMore != 0 {
 			return nil, fmt.Errorf("%w: a MESSAGE frame flagged MORE", ErrBadReply)
 		}
-		if flags&frameCommand != 0 && !isMessage(body) {
+		if flags&wire.FlagCommand != 0 && !isMessage(body) {
 			// Only a failing server speaks in the clear now.
-			name, data, err := splitCommand(body)
-			if err == nil && name == "ERROR" {
-				return nil, fmt.Errorf("%w %q", errServerError, errorReason(data))
+			name, data, err := wire.ParseCommand(body)
+			if err == nil && name == wire.CmdError {
+				return nil, fmt.Errorf("%w %q", errServerError, wire.ErrorReason(data))
 			}
 			return nil, fmt.Errorf("%w: an unencrypted command after the CURVE handshake", ErrBadReply)
 		}
@@ -416,80 +396,25 @@ func isMessage(body []byte) bool { return len(body) >= 8 && string(body[:8]) == 
 // PONG (ZMTP 3.1 heartbeats, which libzmq encrypts like any command), the
 // server's ERROR ends the exchange, anything else is ignored.
 func (c *curveConn) answerCommand(body []byte) error {
-	name, data, err := splitCommand(body)
+	name, data, err := wire.ParseCommand(body)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrBadReply, err)
 	}
 	switch name {
-	case "PING":
-		if len(data) < 2 || len(data) > 2+16 {
-			return fmt.Errorf("%w: a PING of %d data bytes", ErrBadReply, len(data))
+	case wire.CmdPing:
+		_, pingCtx, err := wire.ParsePing(data)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrBadReply, err)
 		}
-		pong := append([]byte("\x04PONG"), data[2:]...)
+		pong := wire.AppendCommandBody(nil, wire.CmdPong, pingCtx)
 		out, err := c.appendMessage(nil, curve.FlagCommand, pong)
 		if err != nil {
 			return err
 		}
 		_, err = c.nc.Write(out)
 		return err
-	case "ERROR":
-		return fmt.Errorf("%w %q", errServerError, errorReason(data))
+	case wire.CmdError:
+		return fmt.Errorf("%w %q", errServerError, wire.ErrorReason(data))
 	}
 	return nil
-}
-
-// appendFrameHeader appends a frame's flags and size, short when it fits.
-func appendFrameHeader(dst []byte, flags byte, n int) []byte {
-	if n <= 255 {
-		return append(dst, flags, byte(n))
-	}
-	return binary.BigEndian.AppendUint64(append(dst, flags|frameLong), uint64(n))
-}
-
-// splitCommand splits a command body into its name and data.
-func splitCommand(body []byte) (name string, data []byte, err error) {
-	if len(body) < 1 || int(body[0]) == 0 || int(body[0]) > len(body)-1 {
-		return "", nil, fmt.Errorf("%w: a malformed command", ErrBadReply)
-	}
-	n := int(body[0])
-	return string(body[1 : 1+n]), body[1+n:], nil
-}
-
-// errorReason is an ERROR command's reason (one length byte, then text).
-func errorReason(data []byte) string {
-	if len(data) < 1 || int(data[0]) > len(data)-1 {
-		return string(data)
-	}
-	return string(data[1 : 1+int(data[0])])
-}
-
-// appendProperty appends one ZMTP metadata property (RFC 23): name
-// length, name, 4-byte value length, value.
-func appendProperty(dst []byte, name, value string) []byte {
-	dst = append(dst, byte(len(name)))
-	dst = append(dst, name...)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(value)))
-	return append(dst, value...)
-}
-
-// lookupProperty finds name (case-insensitively, RFC 37) in ZMTP
-// metadata, checking every length against the bytes present.
-func lookupProperty(meta []byte, name string) (value []byte, ok bool, err error) {
-	for rest := meta; len(rest) > 0; {
-		n := int(rest[0])
-		if n == 0 || len(rest) < 1+n+4 {
-			return nil, false, errors.New("truncated or empty property name")
-		}
-		key := string(rest[1 : 1+n])
-		size := binary.BigEndian.Uint32(rest[1+n:])
-		rest = rest[1+n+4:]
-		if uint64(size) > uint64(len(rest)) {
-			return nil, false, fmt.Errorf("property %q claims %d bytes, %d left", key, size, len(rest))
-		}
-		if !ok && strings.EqualFold(key, name) {
-			value, ok = rest[:size:size], true
-		}
-		rest = rest[size:]
-	}
-	return value, ok, nil
 }

@@ -3,7 +3,6 @@ package zmtp
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"ramanserve/server/zmtp/curve"
+	"ramanserve/server/zmtp/wire"
 )
 
 // Errors that end a connection after the handshake.
@@ -39,7 +39,7 @@ type session struct {
 	br     *bufio.Reader
 	shared *shared
 
-	peer greeting
+	peer wire.Greeting
 
 	// state is the phase word others read (limits.go). Only this goroutine
 	// moves it, always by compare-and-swap from word, its last value: other
@@ -62,7 +62,6 @@ type session struct {
 	replyBuf  []byte   // passed to Handler as dst
 	outBuf    []byte   // wire bytes of the reply: envelope + body frames
 	cmdBuf    []byte   // body of the current command frame
-	scratch   [8]byte  // long frame size
 
 	// CURVE only (nil/empty with NULL): the established session, the
 	// client's long-term key, and the ciphertext of the frame being read
@@ -152,37 +151,37 @@ func (s *session) handshake() error {
 	if err := s.conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout)); err != nil {
 		return fmt.Errorf("zmtp: set handshake deadline: %w", err)
 	}
-	mechanism := mechanismNull
+	mechanism := wire.MechanismNull
 	if s.cfg.Curve != nil {
-		mechanism = mechanismCurve
+		mechanism = wire.MechanismCurve
 	}
 	// Send our whole greeting at once: libzmq reveals its version only after
 	// seeing our signature, so waiting for its 64 bytes first would deadlock.
-	if _, err := s.conn.Write(appendGreeting(s.outBuf[:0], mechanism)); err != nil {
+	if _, err := s.conn.Write(wire.AppendGreeting(s.outBuf[:0], mechanism, mechanism == wire.MechanismCurve)); err != nil {
 		return fmt.Errorf("zmtp: write greeting: %w", err)
 	}
-	var raw [greetingSize]byte
+	var raw [wire.GreetingSize]byte
 	// Read the signature and the major version first so that a non-ZMTP or
 	// pre-3.0 peer is refused without waiting for bytes it will never send
 	// (a ZMTP 2.0 greeting is only 12 bytes long).
-	if _, err := io.ReadFull(s.br, raw[:signatureSize]); err != nil {
+	if _, err := io.ReadFull(s.br, raw[:wire.SignatureSize]); err != nil {
 		return fmt.Errorf("zmtp: read greeting signature: %w", err)
 	}
-	if err := checkSignature(raw[:signatureSize]); err != nil {
+	if err := wire.CheckSignature(raw[:wire.SignatureSize]); err != nil {
 		return err
 	}
-	if _, err := io.ReadFull(s.br, raw[signatureSize:signatureSize+1]); err != nil {
+	if _, err := io.ReadFull(s.br, raw[wire.SignatureSize:wire.SignatureSize+1]); err != nil {
 		return fmt.Errorf("zmtp: read greeting version: %w", err)
 	}
-	if major := raw[signatureSize]; major < 3 {
-		return fmt.Errorf("zmtp: peer major version %d: %w", major, errOldVersion)
+	if major := raw[wire.SignatureSize]; major < 3 {
+		return fmt.Errorf("zmtp: peer major version %d: %w", major, wire.ErrOldVersion)
 	}
-	if _, err := io.ReadFull(s.br, raw[signatureSize+1:]); err != nil {
+	if _, err := io.ReadFull(s.br, raw[wire.SignatureSize+1:]); err != nil {
 		return fmt.Errorf("zmtp: read greeting: %w", err)
 	}
 	g, err := parseGreeting(raw[:], mechanism)
 	if err != nil {
-		if errors.Is(err, errBadMechanism) {
+		if errors.Is(err, wire.ErrBadMechanism) {
 			s.sendError("unsupported security mechanism, only " + mechanism)
 		}
 		return err
@@ -204,12 +203,12 @@ func (s *session) handshake() error {
 }
 
 // ourMetadata is the READY metadata we send: Socket-Type REP.
-var ourMetadata = appendProperties(nil, []property{{name: "Socket-Type", value: []byte("REP")}})
+var ourMetadata = wire.AppendProperties(nil, []wire.Property{{Name: "Socket-Type", Value: []byte("REP")}})
 
 // nullHandshake exchanges READY commands (NULL mechanism): both sides send
 // READY without waiting for the other's.
 func (s *session) nullHandshake() error {
-	if err := s.write(appendCommand(s.outBuf[:0], cmdReady, ourMetadata)); err != nil {
+	if err := s.write(wire.AppendCommand(s.outBuf[:0], wire.CmdReady, ourMetadata)); err != nil {
 		return fmt.Errorf("zmtp: write READY: %w", err)
 	}
 
@@ -218,7 +217,7 @@ func (s *session) nullHandshake() error {
 		return fmt.Errorf("zmtp: read READY: %w", err)
 	}
 	defer s.dropCommandBuffer() // after the READY properties, which alias it, are used
-	if flags&flagCommand == 0 || flags&flagMore != 0 {
+	if flags&wire.FlagCommand == 0 || flags&wire.FlagMore != 0 {
 		s.sendError("expected READY")
 		return fmt.Errorf("zmtp: first frame has flags %#x: %w", flags, errExpectedReady)
 	}
@@ -229,14 +228,14 @@ func (s *session) nullHandshake() error {
 		}
 		return err
 	}
-	name, data, err := parseCommand(body)
+	name, data, err := wire.ParseCommand(body)
 	if err != nil {
 		s.sendError("malformed command")
 		return err
 	}
 	switch name {
-	case cmdReady:
-	case cmdError:
+	case wire.CmdReady:
+	case wire.CmdError:
 		return fmt.Errorf("zmtp: during handshake: %w", errPeerError)
 	default:
 		s.sendError("expected READY")
@@ -249,12 +248,12 @@ func (s *session) nullHandshake() error {
 // INITIATE with CURVE) and checks its Socket-Type, sending an ERROR command
 // when it is refused.
 func (s *session) checkPeerMetadata(data []byte) error {
-	props, err := parseProperties(data)
+	props, err := wire.ParseProperties(data)
 	if err != nil {
 		s.sendError("malformed READY metadata")
 		return err
 	}
-	socketType, ok := lookupProperty(props, "Socket-Type")
+	socketType, ok := wire.LookupProperty(props, "Socket-Type")
 	if !ok {
 		s.sendError("missing Socket-Type")
 		return errNoSocketType
@@ -317,21 +316,21 @@ func (s *session) writeReply(envelope [][]byte, reply []byte) error {
 	if size+9+len(reply) <= retainReplySize {
 		out := s.outBuf[:0]
 		for _, f := range envelope {
-			out = appendFrame(out, flagMore, f)
+			out = wire.AppendFrame(out, wire.FlagMore, f)
 		}
-		out = appendFrame(out, 0, reply)
+		out = wire.AppendFrame(out, 0, reply)
 		s.outBuf = out[:0]
 		return s.write(out)
 	}
 	for _, f := range envelope {
-		if err := s.write(appendFrameHeader(s.outBuf[:0], flagMore, len(f))); err != nil {
+		if err := s.write(wire.AppendHeader(s.outBuf[:0], wire.FlagMore, len(f))); err != nil {
 			return err
 		}
 		if err := s.write(f); err != nil {
 			return err
 		}
 	}
-	if err := s.write(appendFrameHeader(s.outBuf[:0], 0, len(reply))); err != nil {
+	if err := s.write(wire.AppendHeader(s.outBuf[:0], 0, len(reply))); err != nil {
 		return err
 	}
 	return s.write(reply)
@@ -352,34 +351,25 @@ func retain(b []byte, limit int) []byte {
 // ErrPartialBytesExhausted) when the message could not be kept and its
 // payload past that point was discarded.
 func (s *session) readMessage() (envLen int, refused error, err error) {
+	s.msgBuf = s.msgBuf[:0]
+	s.frameEnds = s.frameEnds[:0]
 	if s.sec != nil {
 		return s.readSealedMessage()
 	}
-	s.msgBuf = s.msgBuf[:0]
-	s.frameEnds = s.frameEnds[:0]
-	var total int64 // payload bytes of all data frames so far
-	frameCount := 0
-	// keptDelimiter: an empty frame (the delimiter) is among the kept
-	// frames. delimiterDiscarded: the delimiter came only after the limits
-	// were crossed, so the envelope was not kept and no reply could be
-	// routed back through it.
-	keptDelimiter, delimiterDiscarded := false, false
+	var tally messageTally
 	for {
-		if err := s.armReadDeadline(); err != nil {
-			return 0, nil, err
-		}
-		flags, size, err := s.readFrameHeader()
+		flags, size, err := s.nextFrameHeader()
 		if err != nil {
 			return 0, nil, err
 		}
-		if flags&flagCommand != 0 {
-			if flags&flagMore != 0 {
+		if flags&wire.FlagCommand != 0 {
+			if flags&wire.FlagMore != 0 {
 				return 0, nil, errCommandMore
 			}
 			if err := s.handleCommand(size); err != nil {
 				return 0, nil, err
 			}
-			if frameCount == 0 {
+			if tally.frames == 0 {
 				// A command between messages is activity, not a message
 				// in progress.
 				if err := s.moveTo(phaseIdle, s.served()); err != nil {
@@ -388,19 +378,13 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 			}
 			continue
 		}
-		frameCount++
-		// Check sizes before touching memory. size may be up to 2^64-1, so
-		// compare against the remaining budget rather than adding first.
-		if size > uint64(s.cfg.DiscardLimit-total) || frameCount > maxDiscardFrames {
+		// Check sizes before touching memory.
+		if !tally.count(size, &s.cfg) {
 			s.sendError("message too large")
-			return 0, nil, fmt.Errorf("zmtp: frame of %d bytes after %d: %w", size, total, errBeyondDiscard)
+			return 0, nil, tally.beyondDiscard(size)
 		}
 		n := int64(size)
-		if refused == nil && (n > s.cfg.MaxMessageSize-total || frameCount > MaxFramesPerMessage) {
-			refused = ErrMessageTooLarge
-		}
-		total += n
-		if refused == nil {
+		if tally.refused == nil {
 			start := len(s.msgBuf)
 			if err := s.readFrameBody(int(n)); err != nil {
 				if !errors.Is(err, ErrPartialBytesExhausted) {
@@ -408,30 +392,81 @@ func (s *session) readMessage() (envLen int, refused error, err error) {
 				}
 				// Keep what came before this frame (the envelope), drop
 				// this frame's bytes and stream the rest to nowhere.
-				refused = err
+				tally.refused = err
 				n -= int64(len(s.msgBuf) - start)
 				s.msgBuf = s.msgBuf[:start]
 				s.stats().partialBytesRefused.Add(1)
 			} else {
-				keptDelimiter = keptDelimiter || n == 0
+				tally.kept(size)
 				s.frameEnds = append(s.frameEnds, len(s.msgBuf))
 			}
 		}
-		if refused != nil {
+		if tally.refused != nil {
 			if _, err := s.br.Discard(int(n)); err != nil {
 				return 0, nil, fmt.Errorf("zmtp: discard frame: %w", err)
 			}
-			if size == 0 && !keptDelimiter {
-				delimiterDiscarded = true
-			}
+			tally.dropped(size)
 		}
-		if flags&flagMore == 0 {
+		if flags&wire.FlagMore == 0 {
 			break
 		}
 	}
 
-	envLen, err = s.indexFrames(delimiterDiscarded, 0)
-	return envLen, refused, err
+	envLen, err = s.indexFrames(tally.delimiterDiscarded, 0)
+	return envLen, tally.refused, err
+}
+
+// messageTally counts the data frames of one message against the limits
+// while it is read, for NULL and CURVE alike. Commands between the frames
+// do not count. The buffers and their pool reservations are the reader's.
+type messageTally struct {
+	total  int64 // payload bytes of all data frames so far
+	frames int
+	// refused is set (ErrMessageTooLarge, or ErrPartialBytesExhausted by
+	// the reader) once the message cannot be kept: its later frames are
+	// read and dropped, and the handler gets refused instead.
+	refused error
+	// keptDelimiter: an empty frame (the delimiter) is among the kept
+	// frames. delimiterDiscarded: the delimiter came only after the limits
+	// were crossed, so the envelope was not kept and no reply could be
+	// routed back through it.
+	keptDelimiter, delimiterDiscarded bool
+}
+
+// count admits the next data frame, of size payload bytes: false when
+// the message goes past what is read at all (the connection then closes;
+// beyondDiscard says why), and refused is set when it goes past what is
+// kept. size may be up to 2^64-1, so it is compared against the remaining
+// budget rather than added first.
+func (t *messageTally) count(size uint64, cfg *Config) bool {
+	t.frames++
+	if size > uint64(cfg.DiscardLimit-t.total) || t.frames > maxDiscardFrames {
+		return false
+	}
+	n := int64(size)
+	if t.refused == nil && (n > cfg.MaxMessageSize-t.total || t.frames > MaxFramesPerMessage) {
+		t.refused = ErrMessageTooLarge
+	}
+	t.total += n
+	return true
+}
+
+// beyondDiscard is the error for a frame count refused.
+func (t *messageTally) beyondDiscard(size uint64) error {
+	return fmt.Errorf("zmtp: frame %d of %d bytes after %d: %w", t.frames, size, t.total, errBeyondDiscard)
+}
+
+// kept records a frame of size bytes kept with the message.
+func (t *messageTally) kept(size uint64) {
+	t.keptDelimiter = t.keptDelimiter || size == 0
+}
+
+// dropped records a frame of size bytes dropped after the message was
+// refused.
+func (t *messageTally) dropped(size uint64) {
+	if size == 0 && !t.keptDelimiter {
+		t.delimiterDiscarded = true
+	}
 }
 
 // indexFrames rebuilds s.frames from msgBuf and frameEnds once a message is
@@ -499,6 +534,15 @@ func (s *session) growMsgBuf(want int) error {
 	return nil
 }
 
+// nextFrameHeader reads the header of a message's next frame (or of a
+// command between them) under the read deadline: the handshake has its own.
+func (s *session) nextFrameHeader() (flags byte, size uint64, err error) {
+	if err := s.armReadDeadline(); err != nil {
+		return 0, 0, err
+	}
+	return s.readFrameHeader()
+}
+
 // readFrameHeader reads the flags and size of the next frame.
 func (s *session) readFrameHeader() (flags byte, size uint64, err error) {
 	flags, err = s.br.ReadByte()
@@ -508,20 +552,8 @@ func (s *session) readFrameHeader() (flags byte, size uint64, err error) {
 	if err := s.frameStarted(); err != nil {
 		return 0, 0, err
 	}
-	if flags&flagReserved != 0 {
-		return 0, 0, fmt.Errorf("zmtp: flags %#x: %w", flags, errReservedFlags)
-	}
-	if flags&flagLong == 0 {
-		b, err := s.br.ReadByte()
-		if err != nil {
-			return 0, 0, fmt.Errorf("zmtp: read frame size: %w", err)
-		}
-		return flags, uint64(b), nil
-	}
-	if _, err := io.ReadFull(s.br, s.scratch[:8]); err != nil {
-		return 0, 0, fmt.Errorf("zmtp: read long frame size: %w", err)
-	}
-	return flags, binary.BigEndian.Uint64(s.scratch[:8]), nil
+	size, err = wire.ReadSize(s.br, flags)
+	return flags, size, err
 }
 
 // readCommandBody reads a command body of the given size into cmdBuf, refusing
@@ -582,18 +614,18 @@ func (s *session) handleCommand(size uint64) error {
 // processCommand acts on a command body received after the handshake (in a
 // command frame with NULL, inside a MESSAGE with CURVE).
 func (s *session) processCommand(body []byte) error {
-	name, data, err := parseCommand(body)
+	name, data, err := wire.ParseCommand(body)
 	if err != nil {
 		return err
 	}
 	switch name {
-	case cmdPing:
-		if !s.peer.supportsHeartbeat() {
+	case wire.CmdPing:
+		if !s.peer.SupportsHeartbeat() {
 			// ZMTP 3.0 has no heartbeats; like any unknown command, ignore it.
 			s.stats().commandsIgnored.Add(1)
 			return nil
 		}
-		ttl, pingCtx, err := parsePing(data)
+		ttl, pingCtx, err := wire.ParsePing(data)
 		if err != nil {
 			return err
 		}
@@ -605,10 +637,10 @@ func (s *session) processCommand(body []byte) error {
 		}
 		s.heartbeatUntil.Store(s.shared.now() + protect.Milliseconds())
 		// The PONG goes out at once.
-		return s.writeCommand(cmdPong, pingCtx)
-	case cmdError:
+		return s.writeCommand(wire.CmdPong, pingCtx)
+	case wire.CmdError:
 		return errPeerError
-	case cmdReady:
+	case wire.CmdReady:
 		return errUnexpectedReady
 	default:
 		// PONG (we never PING), SUBSCRIBE, CANCEL and future commands.
@@ -663,13 +695,13 @@ func (s *session) write(b []byte) error {
 // NULL, a sealed MESSAGE with the COMMAND flag with CURVE. It does not use
 // outBuf, which may hold a reply being built.
 func (s *session) writeCommand(name string, data []byte) error {
-	var buf [2 + 1 + len(cmdPong) + maxPingContext + 9 + curve.MessageOverhead]byte
+	var buf [2 + 1 + len(wire.CmdPong) + wire.MaxPingContext + 9 + curve.MessageOverhead]byte
 	if s.sec == nil {
-		return s.write(appendCommand(buf[:0], name, data))
+		return s.write(wire.AppendCommand(buf[:0], name, data))
 	}
-	var plain [1 + len(cmdPong) + maxPingContext]byte
+	var plain [1 + len(wire.CmdPong) + wire.MaxPingContext]byte
 	body := append(append(append(plain[:0], byte(len(name))), name...), data...)
-	out := appendFrameHeader(buf[:0], 0, len(body)+curve.MessageOverhead)
+	out := wire.AppendHeader(buf[:0], 0, len(body)+curve.MessageOverhead)
 	out, err := s.sec.Seal(out, curve.FlagCommand, body)
 	if err != nil {
 		return err
@@ -680,12 +712,12 @@ func (s *session) writeCommand(name string, data []byte) error {
 // sendError sends an ERROR command on a best-effort basis before we close.
 func (s *session) sendError(reason string) {
 	if s.sec == nil {
-		_ = s.write(appendErrorCommand(nil, reason))
+		_ = s.write(wire.AppendErrorCommand(nil, reason))
 		return
 	}
 	// After a CURVE handshake, commands travel sealed like messages.
-	body := appendCommandBody(nil, cmdError, errorData(reason))
-	out, err := s.sec.Seal(appendFrameHeader(nil, 0, len(body)+curve.MessageOverhead), curve.FlagCommand, body)
+	body := wire.AppendCommandBody(nil, wire.CmdError, wire.ErrorData(reason))
+	out, err := s.sec.Seal(wire.AppendHeader(nil, 0, len(body)+curve.MessageOverhead), curve.FlagCommand, body)
 	if err == nil {
 		_ = s.write(out)
 	}

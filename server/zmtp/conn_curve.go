@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"ramanserve/server/zmtp/curve"
+	"ramanserve/server/zmtp/wire"
 )
 
 // This file is the CURVE side of a connection (RFC 26): the handshake after
@@ -86,7 +87,7 @@ func curveErrorReason(err error) string {
 // appendSealedCommand frames a whole command body (name included) produced
 // by package curve as a command frame.
 func appendSealedCommand(dst []byte, body []byte) []byte {
-	dst = appendFrameHeader(dst, flagCommand, len(body))
+	dst = wire.AppendHeader(dst, wire.FlagCommand, len(body))
 	return append(dst, body...)
 }
 
@@ -98,7 +99,7 @@ func (s *session) readHandshakeCommand(want string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zmtp: read %s: %w", want, err)
 	}
-	if flags&flagCommand == 0 || flags&flagMore != 0 {
+	if flags&wire.FlagCommand == 0 || flags&wire.FlagMore != 0 {
 		s.sendError("expected " + want)
 		return nil, fmt.Errorf("zmtp: frame with flags %#x instead of %s: %w", flags, want, errExpectedReady)
 	}
@@ -109,7 +110,7 @@ func (s *session) readHandshakeCommand(want string) ([]byte, error) {
 		}
 		return nil, err
 	}
-	name, _, err := parseCommand(body)
+	name, _, err := wire.ParseCommand(body)
 	if err != nil {
 		s.sendError("malformed command")
 		return nil, err
@@ -117,7 +118,7 @@ func (s *session) readHandshakeCommand(want string) ([]byte, error) {
 	switch name {
 	case want:
 		return body, nil
-	case cmdError:
+	case wire.CmdError:
 		return nil, fmt.Errorf("zmtp: during the CURVE handshake: %w", errPeerError)
 	default:
 		s.sendError("expected " + want)
@@ -140,30 +141,24 @@ func (s *session) readHandshakeCommand(want string) ([]byte, error) {
 // MaxFramesPerMessage) is still opened frame by frame, its payload
 // dropped, and answered with ErrMessageTooLarge, as with NULL.
 func (s *session) readSealedMessage() (envLen int, refused error, err error) {
-	s.msgBuf = s.msgBuf[:0]
-	s.frameEnds = s.frameEnds[:0]
-	var total int64 // payload bytes of all data frames so far
-	frameCount := 0
-	keptDelimiter, delimiterDiscarded := false, false
+	var tally messageTally
 	for {
-		if err := s.armReadDeadline(); err != nil {
-			return 0, nil, err
-		}
-		wireFlags, size, err := s.readFrameHeader()
+		wireFlags, size, err := s.nextFrameHeader()
 		if err != nil {
 			return 0, nil, err
 		}
-		if wireFlags&flagMore != 0 {
+		if wireFlags&wire.FlagMore != 0 {
 			return 0, nil, errSealedMore
 		}
 		if size < curve.MessageOverhead {
 			return 0, nil, fmt.Errorf("zmtp: CURVE frame of %d bytes: %w", size, curve.ErrMalformed)
 		}
-		// Check sizes before touching memory; size may be up to 2^64-1.
+		// Check sizes before touching memory (the frame is read whole to
+		// be opened, and only then counted); size may be up to 2^64-1.
 		plain := size - curve.MessageOverhead
-		if plain > uint64(s.cfg.MaxMessageSize) || plain > uint64(s.cfg.DiscardLimit-total) {
+		if plain > uint64(s.cfg.MaxMessageSize) || plain > uint64(s.cfg.DiscardLimit-tally.total) {
 			s.sendError("message too large")
-			return 0, nil, fmt.Errorf("zmtp: CURVE frame of %d bytes after %d: %w", size, total, errBeyondDiscard)
+			return 0, nil, fmt.Errorf("zmtp: CURVE frame of %d bytes after %d: %w", size, tally.total, errBeyondDiscard)
 		}
 		if err := s.readCipherBody(int(size)); err != nil {
 			return 0, nil, err
@@ -190,7 +185,7 @@ func (s *session) readSealedMessage() (envLen int, refused error, err error) {
 			if err != nil {
 				return 0, nil, err
 			}
-			if frameCount == 0 {
+			if tally.frames == 0 {
 				// Between messages: give back what the command drew from
 				// the pool (a sealed command may be as large as a message),
 				// as NULL drops its command buffer; an idle peer must not
@@ -203,31 +198,23 @@ func (s *session) readSealedMessage() (envLen int, refused error, err error) {
 			continue
 		}
 
-		frameCount++
-		if frameCount > maxDiscardFrames {
+		if !tally.count(plain, &s.cfg) {
 			s.sendError("message too large")
-			return 0, nil, fmt.Errorf("zmtp: %d frames: %w", frameCount, errBeyondDiscard)
+			return 0, nil, tally.beyondDiscard(plain)
 		}
-		n := int64(plain)
-		if refused == nil && (n > s.cfg.MaxMessageSize-total || frameCount > MaxFramesPerMessage) {
-			refused = ErrMessageTooLarge
-		}
-		total += n
-		if refused == nil {
-			keptDelimiter = keptDelimiter || n == 0
+		if tally.refused == nil {
+			tally.kept(plain)
 			s.frameEnds = append(s.frameEnds, len(s.msgBuf))
 		} else {
 			s.msgBuf = s.msgBuf[:start]
-			if n == 0 && !keptDelimiter {
-				delimiterDiscarded = true
-			}
+			tally.dropped(plain)
 		}
 		if flags&curve.FlagMore == 0 {
 			break
 		}
 	}
-	envLen, err = s.indexFrames(delimiterDiscarded, 1)
-	return envLen, refused, err
+	envLen, err = s.indexFrames(tally.delimiterDiscarded, 1)
+	return envLen, tally.refused, err
 }
 
 // readCipherBody reads the next n bytes (one frame's ciphertext) into
@@ -298,7 +285,7 @@ func (s *session) writeSealedReply(envelope [][]byte, reply []byte) error {
 	if out, err = s.flushFor(out, len(reply)+1); err != nil {
 		return err
 	}
-	out = appendFrameHeader(out, 0, len(reply)+curve.MessageOverhead)
+	out = wire.AppendHeader(out, 0, len(reply)+curve.MessageOverhead)
 	if out, err = s.sec.Seal(out, 0, reply); err != nil {
 		return err
 	}
@@ -313,7 +300,7 @@ func (s *session) appendSealedFrame(out []byte, plain []byte) ([]byte, error) {
 	if err != nil {
 		return out, err
 	}
-	out = appendFrameHeader(out, 0, len(plain)-1+curve.MessageOverhead)
+	out = wire.AppendHeader(out, 0, len(plain)-1+curve.MessageOverhead)
 	return s.sec.SealPlain(out, plain)
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ramanserve/server/zmtp/curve"
+	"ramanserve/server/zmtp/wire"
 )
 
 // Sizes of a 2048-point predict on the wire: the request is about 37 KiB
@@ -129,7 +130,7 @@ func sealMsgInto(t testing.TB, dst []byte, sess *curve.Session, frames ...[]byte
 		if i < len(frames)-1 {
 			flags = curve.FlagMore
 		}
-		dst = appendFrameHeader(dst, 0, len(f)+curve.MessageOverhead)
+		dst = wire.AppendHeader(dst, 0, len(f)+curve.MessageOverhead)
 		var err error
 		if dst, err = sess.Seal(dst, flags, f); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"ramanserve/server/zmtp/curve"
+	"ramanserve/server/zmtp/wire"
 )
 
 // TestCurveCommandGivesThePoolBack: a sealed command (here one the
@@ -21,7 +22,7 @@ func TestCurveCommandGivesThePoolBack(t *testing.T) {
 	sess := p.curveHandshake(k, "REQ")
 
 	body := append([]byte("\x04JUNK"), bytes.Repeat([]byte("z"), 300<<10)...)
-	frame := appendFrameHeader(nil, 0, len(body)+curve.MessageOverhead)
+	frame := wire.AppendHeader(nil, 0, len(body)+curve.MessageOverhead)
 	frame, err := sess.Seal(frame, curve.FlagCommand, body)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ramanserve/server/zmtp/curve"
+	"ramanserve/server/zmtp/wire"
 )
 
 // curveKeys are the long-term key pairs of a CURVE test: the server, an
@@ -49,7 +50,7 @@ func startCurveServer(t testing.TB, k curveKeys, cfg Config) *Server {
 // CURVE in the server role.
 func (p *rawPeer) readCurveServerGreeting() {
 	p.t.Helper()
-	var g [greetingSize]byte
+	var g [wire.GreetingSize]byte
 	_ = p.conn.SetReadDeadline(time.Now().Add(ioDeadline))
 	if _, err := readFullConn(p, g[:]); err != nil {
 		p.t.Fatalf("read server greeting: %v", err)
@@ -82,21 +83,21 @@ func (p *rawPeer) curveHandshake(k curveKeys, socketType string) *curve.Session 
 	if err != nil {
 		p.t.Fatalf("read WELCOME: %v", err)
 	}
-	initiate, err := c.Initiate(f.body, appendProperties(nil, []property{{name: "Socket-Type", value: []byte(socketType)}}))
+	initiate, err := c.Initiate(f.body, wire.AppendProperties(nil, []wire.Property{{Name: "Socket-Type", Value: []byte(socketType)}}))
 	if err != nil {
 		p.t.Fatalf("WELCOME: %v", err)
 	}
 	p.write(appendSealedCommand(nil, initiate))
 	f, err = p.readFrame()
-	if err != nil || f.flags != flagCommand {
+	if err != nil || f.flags != wire.FlagCommand {
 		p.t.Fatalf("read READY: flags %#x, %v", f.flags, err)
 	}
 	md, sess, err := c.Ready(f.body)
 	if err != nil {
 		p.t.Fatalf("READY: %v", err)
 	}
-	props, err := parseProperties(md)
-	if st, _ := lookupProperty(props, "Socket-Type"); err != nil || string(st) != "REP" {
+	props, err := wire.ParseProperties(md)
+	if st, _ := wire.LookupProperty(props, "Socket-Type"); err != nil || string(st) != "REP" {
 		p.t.Fatalf("server metadata %q: %v", md, err)
 	}
 	return sess
@@ -111,7 +112,7 @@ func (p *rawPeer) curveSendInitiate(server, pub curve.PublicKey, sec curve.Secre
 	if err != nil {
 		p.t.Fatalf("read WELCOME: %v", err)
 	}
-	initiate, err := c.Initiate(f.body, appendProperties(nil, []property{{name: "Socket-Type", value: []byte(socketType)}}))
+	initiate, err := c.Initiate(f.body, wire.AppendProperties(nil, []wire.Property{{Name: "Socket-Type", Value: []byte(socketType)}}))
 	if err != nil {
 		p.t.Fatalf("WELCOME: %v", err)
 	}
@@ -127,7 +128,7 @@ func sealMsg(t testing.TB, sess *curve.Session, frames ...[]byte) []byte {
 		if i < len(frames)-1 {
 			flags = curve.FlagMore
 		}
-		b = appendFrameHeader(b, 0, len(f)+curve.MessageOverhead)
+		b = wire.AppendHeader(b, 0, len(f)+curve.MessageOverhead)
 		var err error
 		if b, err = sess.Seal(b, flags, f); err != nil {
 			t.Fatal(err)
@@ -144,7 +145,7 @@ func (p *rawPeer) recvSealed(sess *curve.Session) (msg [][]byte, cmds []string) 
 		if err != nil {
 			p.t.Fatalf("read reply: %v", err)
 		}
-		if f.flags&^flagLong != 0 {
+		if f.flags&^wire.FlagLong != 0 {
 			p.t.Fatalf("CURVE frame with wire flags %#x", f.flags)
 		}
 		flags, payload, err := sess.Open(nil, f.body)
@@ -152,9 +153,9 @@ func (p *rawPeer) recvSealed(sess *curve.Session) (msg [][]byte, cmds []string) 
 			p.t.Fatalf("open reply: %v", err)
 		}
 		if flags&curve.FlagCommand != 0 {
-			name, data, _ := parseCommand(payload)
+			name, data, _ := wire.ParseCommand(payload)
 			cmds = append(cmds, name+":"+string(data))
-			if name == cmdError {
+			if name == wire.CmdError {
 				return msg, cmds
 			}
 			continue
@@ -186,7 +187,7 @@ func TestCurveRequestReplyAndHeartbeat(t *testing.T) {
 
 	// A PING inside a MESSAGE with the COMMAND flag gets a sealed PONG.
 	var ping []byte
-	ping = appendFrameHeader(ping, 0, 1+len(cmdPing)+2+3+curve.MessageOverhead)
+	ping = wire.AppendHeader(ping, 0, 1+len(wire.CmdPing)+2+3+curve.MessageOverhead)
 	ping, _ = sess.Seal(ping, curve.FlagCommand, append([]byte("\x04PING\x00\x0a"), "ctx"...))
 	p.write(append(ping, sealMsg(t, sess, nil, []byte("after ping"))...))
 	reply, cmds := p.recvSealed(sess)
@@ -278,7 +279,7 @@ func TestCurveSessionViolationsClose(t *testing.T) {
 		},
 		"MORE on the wire": func(t *testing.T, p *rawPeer, sess *curve.Session) {
 			msg := sealMsg(t, sess, []byte("x"))
-			msg[0] |= flagMore
+			msg[0] |= wire.FlagMore
 			p.write(msg)
 			p.expectClosed()
 		},
@@ -340,8 +341,8 @@ func FuzzCurveSession(f *testing.F) {
 	}
 	f.Add(appendSealedCommand(nil, hello))
 	f.Add(append(appendSealedCommand(nil, hello), appendSealedCommand(nil, []byte("\x08INITIATE"))...))
-	f.Add(appendCommand(nil, cmdReady, nil))
-	f.Add(longFrameHeader(flagCommand, 1<<40))
+	f.Add(wire.AppendCommand(nil, wire.CmdReady, nil))
+	f.Add(longFrameHeader(wire.FlagCommand, 1<<40))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Config{MaxPartialBytes: 96 << 10, Curve: &CurveConfig{Secret: k.serverSec}}.withDefaults()
 		if err != nil {
@@ -537,7 +538,7 @@ func FuzzCurveMessages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		client, server := new(curve.Session), new(curve.Session)
 		*client, *server = *client0, *server0
-		var wire []byte
+		var stream []byte
 		for len(data) >= 2 {
 			ctrl, n := data[0], int(data[1])
 			data = data[2:]
@@ -547,15 +548,15 @@ func FuzzCurveMessages(f *testing.F) {
 			data = data[min(n, len(data)):]
 			var wireFlags byte
 			if ctrl&0x08 != 0 {
-				wireFlags = flagMore
+				wireFlags = wire.FlagMore
 			}
 			if ctrl&0x04 != 0 {
-				wire = appendFrame(wire, wireFlags, payload)
+				stream = wire.AppendFrame(stream, wireFlags, payload)
 				continue
 			}
-			wire = appendFrameHeader(wire, wireFlags, n+curve.MessageOverhead)
+			stream = wire.AppendHeader(stream, wireFlags, n+curve.MessageOverhead)
 			var err error
-			if wire, err = client.Seal(wire, ctrl&(curve.FlagMore|curve.FlagCommand), payload); err != nil {
+			if stream, err = client.Seal(stream, ctrl&(curve.FlagMore|curve.FlagCommand), payload); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -571,7 +572,7 @@ func FuzzCurveMessages(f *testing.F) {
 			}
 			return echoHandler(ctx, req, dst)
 		})
-		s = newSession(nil, sh, cfg, h, &fuzzConn{r: bytes.NewReader(wire)})
+		s = newSession(nil, sh, cfg, h, &fuzzConn{r: bytes.NewReader(stream)})
 		s.sec = server
 		_ = s.serve(context.Background())
 		if used := sh.partialUsed.Load(); used > cfg.MaxPartialBytes || used != s.reserved+s.cmdReserved+s.encReserved {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"ramanserve/server/zmtp/wire"
 	"strings"
 	"testing"
 	"time"
@@ -119,7 +120,7 @@ func (p *rawPeer) write(b []byte) {
 // clientGreeting builds a 64-byte greeting with the given version and
 // mechanism, and libzmq-style non-zero padding.
 func clientGreeting(major, minor byte, mechanism string) []byte {
-	g := make([]byte, greetingSize)
+	g := make([]byte, wire.GreetingSize)
 	g[0] = 0xFF
 	binary.BigEndian.PutUint64(g[1:9], 1) // what libzmq writes: identity size + 1
 	g[9] = 0x7F
@@ -131,7 +132,7 @@ func clientGreeting(major, minor byte, mechanism string) []byte {
 // readServerGreeting reads and checks the server's greeting.
 func (p *rawPeer) readServerGreeting() {
 	p.t.Helper()
-	var g [greetingSize]byte
+	var g [wire.GreetingSize]byte
 	_ = p.conn.SetReadDeadline(time.Now().Add(ioDeadline))
 	if _, err := io.ReadFull(p.br, g[:]); err != nil {
 		p.t.Fatalf("read server greeting: %v", err)
@@ -142,9 +143,9 @@ func (p *rawPeer) readServerGreeting() {
 }
 
 func readyCommand(socketType string) []byte {
-	return appendCommand(nil, cmdReady, appendProperties(nil, []property{
-		{name: "Socket-Type", value: []byte(socketType)},
-		{name: "Identity", value: nil},
+	return wire.AppendCommand(nil, wire.CmdReady, wire.AppendProperties(nil, []wire.Property{
+		{Name: "Socket-Type", Value: []byte(socketType)},
+		{Name: "Identity", Value: nil},
 	}))
 }
 
@@ -155,14 +156,14 @@ func (p *rawPeer) handshake(minor byte, socketType string) {
 	p.readServerGreeting()
 	p.write(readyCommand(socketType))
 	name, data := p.readCommand()
-	if name != cmdReady {
+	if name != wire.CmdReady {
 		p.t.Fatalf("got %s command, want READY", name)
 	}
-	props, err := parseProperties(data)
+	props, err := wire.ParseProperties(data)
 	if err != nil {
 		p.t.Fatalf("server READY: %v", err)
 	}
-	if st, _ := lookupProperty(props, "socket-type"); string(st) != "REP" {
+	if st, _ := wire.LookupProperty(props, "socket-type"); string(st) != "REP" {
 		p.t.Fatalf("server Socket-Type %q, want REP", st)
 	}
 }
@@ -179,7 +180,7 @@ func (p *rawPeer) readFrame() (frame, error) {
 		return frame{}, err
 	}
 	var size uint64
-	if flags&flagLong != 0 {
+	if flags&wire.FlagLong != 0 {
 		var b [8]byte
 		if _, err := io.ReadFull(p.br, b[:]); err != nil {
 			return frame{}, err
@@ -207,10 +208,10 @@ func (p *rawPeer) readCommand() (string, []byte) {
 	if err != nil {
 		p.t.Fatalf("read command: %v", err)
 	}
-	if f.flags&flagCommand == 0 {
+	if f.flags&wire.FlagCommand == 0 {
 		p.t.Fatalf("got a message frame %q, want a command", f.body)
 	}
-	name, data, err := parseCommand(f.body)
+	name, data, err := wire.ParseCommand(f.body)
 	if err != nil {
 		p.t.Fatalf("server command: %v", err)
 	}
@@ -222,7 +223,7 @@ func (p *rawPeer) readCommand() (string, []byte) {
 func (p *rawPeer) expectErrorThenClose(want string) {
 	p.t.Helper()
 	name, data := p.readCommand()
-	if name != cmdError {
+	if name != wire.CmdError {
 		p.t.Fatalf("got %s, want ERROR", name)
 	}
 	if len(data) < 1 || int(data[0]) != len(data)-1 {
@@ -260,9 +261,9 @@ func encodeMsg(frames ...[]byte) []byte {
 	for i, f := range frames {
 		var flags byte
 		if i < len(frames)-1 {
-			flags = flagMore
+			flags = wire.FlagMore
 		}
-		b = appendFrame(b, flags, f)
+		b = wire.AppendFrame(b, flags, f)
 	}
 	return b
 }
@@ -276,13 +277,13 @@ func (p *rawPeer) recvMsg() (msg [][]byte, cmds []string) {
 		if err != nil {
 			p.t.Fatalf("read reply: %v", err)
 		}
-		if f.flags&flagCommand != 0 {
-			name, _, _ := parseCommand(f.body)
+		if f.flags&wire.FlagCommand != 0 {
+			name, _, _ := wire.ParseCommand(f.body)
 			cmds = append(cmds, name)
 			continue
 		}
 		msg = append(msg, f.body)
-		if f.flags&flagMore == 0 {
+		if f.flags&wire.FlagMore == 0 {
 			return msg, cmds
 		}
 	}

@@ -3,6 +3,7 @@ package zmtp
 import (
 	"bytes"
 	"encoding/binary"
+	"ramanserve/server/zmtp/wire"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 
 // longFrameHeader is the header of a data frame of size bytes.
 func longFrameHeader(flags byte, size uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{flags | flagLong}, size)
+	return binary.BigEndian.AppendUint64([]byte{flags | wire.FlagLong}, size)
 }
 
 // roundTrip sends one REQ-style request and checks the echo.
@@ -66,8 +67,8 @@ func TestServedAndHeartbeatingPeersSurviveAFlood(t *testing.T) {
 	rig.roundTrip("spectrum 1")
 	beating := dialRaw(t, srv)
 	beating.handshake(1, "REQ")
-	beating.write(appendCommand(nil, cmdPing, []byte{0, 50})) // TTL 5 s
-	if name, _ := beating.readCommand(); name != cmdPong {
+	beating.write(wire.AppendCommand(nil, wire.CmdPing, []byte{0, 50})) // TTL 5 s
+	if name, _ := beating.readCommand(); name != wire.CmdPong {
 		t.Fatalf("got %s, want PONG", name)
 	}
 
@@ -89,8 +90,8 @@ func TestPingProtectionIsCapped(t *testing.T) {
 	srv := startServer(t, Config{MaxConnections: 4}, echoHandler)
 	p := dialRaw(t, srv)
 	p.handshake(1, "REQ")
-	p.write(appendCommand(nil, cmdPing, []byte{0xff, 0xff}))
-	if name, _ := p.readCommand(); name != cmdPong {
+	p.write(wire.AppendCommand(nil, wire.CmdPing, []byte{0xff, 0xff}))
+	if name, _ := p.readCommand(); name != wire.CmdPong {
 		t.Fatalf("got %s, want PONG", name)
 	}
 	srv.mu.Lock()
@@ -110,7 +111,7 @@ func TestNoEvictionMidMessage(t *testing.T) {
 	srv := startServer(t, Config{MaxConnections: 2}, echoHandler)
 	slow := dialRaw(t, srv)
 	slow.handshake(1, "REQ")
-	slow.write([]byte{flagMore, 0, 0, 10, 'h', 'a', 'l'}) // delimiter, then 3 of 10 bytes
+	slow.write([]byte{wire.FlagMore, 0, 0, 10, 'h', 'a', 'l'}) // delimiter, then 3 of 10 bytes
 	served := dialRaw(t, srv)
 	served.handshake(1, "REQ")
 	served.roundTrip("x")
@@ -158,7 +159,7 @@ func TestFrameTimeoutCutsStalledPeersOnly(t *testing.T) {
 	}
 	stalledCmd := dialRaw(t, srv)
 	stalledCmd.handshake(1, "REQ")
-	stalledCmd.write([]byte{flagCommand, 8, 4, 'P', 'I'})
+	stalledCmd.write([]byte{wire.FlagCommand, 8, 4, 'P', 'I'})
 	stalledCmd.expectClosed()
 	waitFor(t, "frame timeouts counted", func() bool { return srv.Stats().FrameTimeouts == 2 })
 
@@ -246,7 +247,7 @@ func TestLargeEnvelopeIsEchoed(t *testing.T) {
 // shared pool; when the pool cannot spare it the peer gets an ERROR.
 func TestLargeCommandsDrawOnThePool(t *testing.T) {
 	srv := startServer(t, Config{MaxPartialBytes: 8 << 10}, echoHandler)
-	unknown := func(n int) []byte { return appendCommand(nil, "FUTURE", make([]byte, n)) }
+	unknown := func(n int) []byte { return wire.AppendCommand(nil, "FUTURE", make([]byte, n)) }
 
 	ok := dialRaw(t, srv)
 	ok.handshake(1, "REQ")

@@ -282,9 +282,9 @@ func (s *Server) runConn(sess *session) {
 	}
 	s.counters.handshakesCompleted.Add(1)
 	if sess.sec != nil {
-		s.log.Debug("zmtp: peer connected", "remote", remote, "version", fmt.Sprintf("%d.%d", sess.peer.major, sess.peer.minor), "curve_client", sess.client.String())
+		s.log.Debug("zmtp: peer connected", "remote", remote, "version", fmt.Sprintf("%d.%d", sess.peer.Major, sess.peer.Minor), "curve_client", sess.client.String())
 	} else {
-		s.log.Debug("zmtp: peer connected", "remote", remote, "version", fmt.Sprintf("%d.%d", sess.peer.major, sess.peer.minor))
+		s.log.Debug("zmtp: peer connected", "remote", remote, "version", fmt.Sprintf("%d.%d", sess.peer.Major, sess.peer.Minor))
 	}
 
 	err := sess.serve(s.baseCtx)

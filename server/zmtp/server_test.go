@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"ramanserve/server/zmtp/wire"
 	"sync"
 	"testing"
 	"time"
@@ -72,8 +73,8 @@ func TestRefusesOtherSocketTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if name, _, _ := parseCommand(f.body); name != cmdReady {
-				p.br = bufio.NewReader(io.MultiReader(bytes.NewReader(append(appendFrameHeader(nil, f.flags, len(f.body)), f.body...)), p.br))
+			if name, _, _ := wire.ParseCommand(f.body); name != wire.CmdReady {
+				p.br = bufio.NewReader(io.MultiReader(bytes.NewReader(append(wire.AppendHeader(nil, f.flags, len(f.body)), f.body...)), p.br))
 			}
 			p.expectErrorThenClose("socket type")
 		})
@@ -87,9 +88,9 @@ func TestPingIsAnsweredWithPong(t *testing.T) {
 	p.handshake(1, "REQ")
 	ping := []byte{0, 50} // TTL 5 s in deciseconds
 	ping = append(ping, "ctx-42"...)
-	p.write(appendCommand(nil, cmdPing, ping))
+	p.write(wire.AppendCommand(nil, wire.CmdPing, ping))
 	name, data := p.readCommand()
-	if name != cmdPong || string(data) != "ctx-42" {
+	if name != wire.CmdPong || string(data) != "ctx-42" {
 		t.Fatalf("got %s %q, want PONG \"ctx-42\"", name, data)
 	}
 	// Requests still work after heartbeats.
@@ -144,7 +145,7 @@ func TestEnvelopeBeyondTheLimits(t *testing.T) {
 func TestHostilePeers(t *testing.T) {
 	srv := startServer(t, Config{HandshakeTimeout: 300 * time.Millisecond}, echoHandler)
 	longHeader := func(size uint64) []byte {
-		b := []byte{flagLong}
+		b := []byte{wire.FlagLong}
 		return binary.BigEndian.AppendUint64(b, size)
 	}
 	cases := []struct {
@@ -169,7 +170,7 @@ func TestHostilePeers(t *testing.T) {
 		{"READY property name past the end", func(p *rawPeer) {
 			p.write(clientGreeting(3, 1, "NULL"))
 			p.readServerGreeting()
-			p.write(appendCommand(nil, cmdReady, []byte{200, 'S', 'o'}))
+			p.write(wire.AppendCommand(nil, wire.CmdReady, []byte{200, 'S', 'o'}))
 			p.expectClosedAfterCommands()
 		}},
 		{"READY property value length huge", func(p *rawPeer) {
@@ -177,13 +178,13 @@ func TestHostilePeers(t *testing.T) {
 			p.readServerGreeting()
 			props := append([]byte{11}, "Socket-Type"...)
 			props = binary.BigEndian.AppendUint32(props, 0xFFFFFFF0)
-			p.write(appendCommand(nil, cmdReady, append(props, "REQ"...)))
+			p.write(wire.AppendCommand(nil, wire.CmdReady, append(props, "REQ"...)))
 			p.expectClosedAfterCommands()
 		}},
 		{"READY truncated", func(p *rawPeer) {
 			p.write(clientGreeting(3, 1, "NULL"))
 			p.readServerGreeting()
-			p.write([]byte{flagCommand, 40, 5, 'R', 'E', 'A'})
+			p.write([]byte{wire.FlagCommand, 40, 5, 'R', 'E', 'A'})
 			_ = p.conn.(*net.TCPConn).CloseWrite()
 			p.expectClosedAfterCommands()
 		}},
@@ -194,7 +195,7 @@ func TestHostilePeers(t *testing.T) {
 		}},
 		{"command header claiming 1 TiB", func(p *rawPeer) {
 			p.handshake(1, "REQ")
-			p.write(append([]byte{flagCommand | flagLong}, longHeader(1 << 40)[1:]...))
+			p.write(append([]byte{wire.FlagCommand | wire.FlagLong}, longHeader(1 << 40)[1:]...))
 			p.expectClosedAfterCommands()
 		}},
 		{"random bytes after the handshake", func(p *rawPeer) {
@@ -392,7 +393,7 @@ func assertPromptRoundTrip(t *testing.T, srv *Server) {
 func (p *rawPeer) expectClosedAfterGreeting() {
 	p.t.Helper()
 	_ = p.conn.SetReadDeadline(time.Now().Add(2 * ioDeadline))
-	var g [greetingSize]byte
+	var g [wire.GreetingSize]byte
 	if _, err := io.ReadFull(p.br, g[:]); err != nil {
 		if isTimeout(err) {
 			p.t.Fatal("connection still open")
@@ -414,7 +415,7 @@ func (p *rawPeer) expectClosedAfterCommands() {
 			}
 			return
 		}
-		if f.flags&flagCommand == 0 {
+		if f.flags&wire.FlagCommand == 0 {
 			p.t.Fatalf("server sent a message frame %q to a misbehaving peer", f.body)
 		}
 	}
@@ -447,12 +448,12 @@ func FuzzSession(f *testing.F) {
 	valid := append(clientGreeting(3, 1, "NULL"), readyCommand("REQ")...)
 	f.Add(false, []byte{})
 	f.Add(true, encodeMsg(nil, []byte("hello")))
-	f.Add(true, appendCommand(nil, cmdPing, []byte{0, 10, 'c'}))
-	f.Add(true, []byte{flagLong, 0, 0, 1, 0, 0, 0, 0, 0})
-	f.Add(true, append([]byte{flagMore, 0, flagLong, 0, 0, 0, 0, 0, 0x0F, 0xFF, 0xFF}, "abc"...))
-	f.Add(true, append([]byte{flagCommand, 8, 4, 'P', 'I', 'N', 'G', 0, 0}, encodeMsg(nil, []byte("x"))...))
+	f.Add(true, wire.AppendCommand(nil, wire.CmdPing, []byte{0, 10, 'c'}))
+	f.Add(true, []byte{wire.FlagLong, 0, 0, 1, 0, 0, 0, 0, 0})
+	f.Add(true, append([]byte{wire.FlagMore, 0, wire.FlagLong, 0, 0, 0, 0, 0, 0x0F, 0xFF, 0xFF}, "abc"...))
+	f.Add(true, append([]byte{wire.FlagCommand, 8, 4, 'P', 'I', 'N', 'G', 0, 0}, encodeMsg(nil, []byte("x"))...))
 	f.Add(false, clientGreeting(3, 0, "NULL"))
-	f.Add(false, append(clientGreeting(3, 1, "NULL"), appendCommand(nil, cmdReady, []byte{200, 'S'})...))
+	f.Add(false, append(clientGreeting(3, 1, "NULL"), wire.AppendCommand(nil, wire.CmdReady, []byte{200, 'S'})...))
 	var mu sync.Mutex
 	f.Fuzz(func(t *testing.T, afterHandshake bool, data []byte) {
 		mu.Lock()
