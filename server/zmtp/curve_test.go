@@ -78,17 +78,8 @@ func (p *rawPeer) curveStart(server, pub curve.PublicKey, sec curve.SecretKey) *
 // curveHandshake completes a CURVE handshake as socketType.
 func (p *rawPeer) curveHandshake(k curveKeys, socketType string) *curve.Session {
 	p.t.Helper()
-	c := p.curveStart(k.serverPub, k.clientPub, k.clientSec)
+	c := p.curveSendInitiate(k.serverPub, k.clientPub, k.clientSec, socketType)
 	f, err := p.readFrame()
-	if err != nil {
-		p.t.Fatalf("read WELCOME: %v", err)
-	}
-	initiate, err := c.Initiate(f.body, wire.AppendProperties(nil, []wire.Property{{Name: "Socket-Type", Value: []byte(socketType)}}))
-	if err != nil {
-		p.t.Fatalf("WELCOME: %v", err)
-	}
-	p.write(appendSealedCommand(nil, initiate))
-	f, err = p.readFrame()
 	if err != nil || f.flags != wire.FlagCommand {
 		p.t.Fatalf("read READY: flags %#x, %v", f.flags, err)
 	}
@@ -103,9 +94,10 @@ func (p *rawPeer) curveHandshake(k curveKeys, socketType string) *curve.Session 
 	return sess
 }
 
-// curveSendInitiate runs a CURVE handshake up to sending INITIATE, for a
-// client the server is expected to refuse there.
-func (p *rawPeer) curveSendInitiate(server, pub curve.PublicKey, sec curve.SecretKey, socketType string) {
+// curveSendInitiate runs a CURVE handshake up to sending INITIATE (for a
+// client the server is expected to refuse there, or as the first half of
+// curveHandshake) and returns the client state to read READY with.
+func (p *rawPeer) curveSendInitiate(server, pub curve.PublicKey, sec curve.SecretKey, socketType string) *curve.Client {
 	p.t.Helper()
 	c := p.curveStart(server, pub, sec)
 	f, err := p.readFrame()
@@ -117,6 +109,7 @@ func (p *rawPeer) curveSendInitiate(server, pub curve.PublicKey, sec curve.Secre
 		p.t.Fatalf("WELCOME: %v", err)
 	}
 	p.write(appendSealedCommand(nil, initiate))
+	return c
 }
 
 // sealMsg encodes frames as sealed MESSAGE frames (MORE inside the boxes).
