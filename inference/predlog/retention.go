@@ -60,6 +60,9 @@ func (w *writer) retain(justInserted int) {
 			w.l.opts.Logger.Error("prediction log: size retention failed", "err", err)
 		}
 	}
+	if err := w.vacuum(ctx); err != nil {
+		w.l.opts.Logger.Error("prediction log: incremental vacuum failed", "err", err)
+	}
 	w.updateSize()
 }
 
@@ -77,16 +80,16 @@ func (w *writer) retainAge(ctx context.Context) error {
 	return nil
 }
 
-// retainSize deletes the oldest records while the live pages exceed 3/4 of
-// MaxBytes, down to 5/8, then gives free pages back to the file system
-// when the file itself is over 3/4, and truncates the WAL.
+// retainSize deletes the oldest records while the live pages exceed 5/8
+// of MaxBytes, down to 1/2. The freed pages are reused by the next
+// records, so the file itself stops growing near 5/8 of MaxBytes.
 func (w *writer) retainSize(ctx context.Context, justInserted int) error {
-	high, low := w.l.opts.MaxBytes*3/4, w.l.opts.MaxBytes*5/8
+	high, low := w.l.opts.MaxBytes*5/8, w.l.opts.MaxBytes/2
 	s, err := w.size(ctx)
 	if err != nil {
 		return err
 	}
-	if s.liveBytes() <= high && s.fileBytes() <= high {
+	if s.liveBytes() <= high {
 		return nil
 	}
 	chunks := max(maxChunksPerPass, 2*justInserted/DeleteChunk+1)
@@ -105,13 +108,33 @@ func (w *writer) retainSize(ctx context.Context, justInserted int) error {
 			break
 		}
 	}
-	if s.fileBytes() > high && s.free > 0 {
-		if _, err := w.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, s.free)); err != nil {
-			return fmt.Errorf("incremental vacuum: %w", err)
-		}
-		if _, err := w.conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
+	return nil
+}
+
+// vacuum gives free pages back to the file system, a step at a time, when
+// they are a quarter of the file (after age retention or a lowered bound)
+// or when the file is over 3/4 of MaxBytes. A step moves at most
+// vacuumStep pages, each of which the WAL holds until the next
+// checkpoint, so the steps are small under a size bound, and each is
+// followed by a passive checkpoint (one that never waits for readers).
+func (w *writer) vacuum(ctx context.Context) error {
+	s, err := w.size(ctx)
+	if err != nil || s.free == 0 {
+		return err
+	}
+	over := w.l.opts.MaxBytes > 0 && s.fileBytes() > w.l.opts.MaxBytes*3/4
+	if !over && s.free*4 < s.pages {
+		return nil
+	}
+	step := int64(256)
+	if w.l.opts.MaxBytes > 0 {
+		step = max(16, min(step, w.l.opts.MaxBytes/32/s.pageSize))
+	}
+	if _, err := w.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, min(step, s.free))); err != nil {
+		return fmt.Errorf("incremental vacuum: %w", err)
+	}
+	if _, err := w.conn.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ const (
 	// the writer commits new records between chunks and never stalls long.
 	DeleteChunk = 1000
 	// MinMaxBytes is the smallest size bound Open accepts.
-	MinMaxBytes = 1 << 20
+	MinMaxBytes = 4 << 20
 )
 
 // Options configure Open. Zero values take the defaults.
@@ -122,12 +122,21 @@ var _ Log = (*SQLite)(nil)
 // need.
 //
 // Size bound: with MaxBytes set, the writer deletes the oldest records, in
-// transactions of DeleteChunk rows, once the live pages exceed 3/4 of
-// MaxBytes, down to 5/8; the freed pages are reused by new records and
-// given back to the file system by incremental vacuum; the WAL is truncated
-// to MaxBytes/8 after each checkpoint. The database file plus its WAL stay
-// under MaxBytes as long as one commit batch (BatchMax records) is smaller
-// than MaxBytes/8.
+// transactions of DeleteChunk rows, once the live pages exceed 5/8 of
+// MaxBytes, down to 1/2, after any batch that took them over; new records
+// reuse the freed pages, so the file stops growing near 5/8. Incremental
+// vacuum (auto_vacuum is INCREMENTAL) gives free pages back to the file
+// system, in small steps, when they are a quarter of the file or the file
+// is over 3/4 of MaxBytes. The WAL is checkpointed every MaxBytes/8 and
+// truncated back to that size. So the file stays under 5/8 of MaxBytes plus
+// one batch, the WAL under 1/8 plus one transaction (a batch, or a chunk of
+// deletions: about 400 kB for 1000 records), and both together under
+// MaxBytes as long as one commit batch (BatchMax records: about 250 bytes a
+// record without a spectrum, 5 kB with one) and one chunk are each smaller
+// than MaxBytes/8; hence MinMaxBytes.
+// A reader holding a snapshot open delays checkpoints and lets the WAL grow
+// past its share until it ends; the page queries are short for that
+// reason.
 func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
 	opts = opts.withDefaults()
 	if opts.MaxBytes != 0 && opts.MaxBytes < MinMaxBytes {
@@ -168,18 +177,25 @@ func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
 }
 
 // openDB opens the database with its pragmas on every connection and
-// brings its schema up to date. auto_vacuum must precede the first table,
-// so it comes first; on an existing file it is already set.
+// brings its schema up to date. page_size and auto_vacuum must precede the
+// first table, so they come first; on an existing file they are already
+// set and these do nothing.
 func openDB(ctx context.Context, path string, maxBytes int64) (*sql.DB, error) {
-	walLimit := int64(-1)
+	// The WAL is checkpointed every 1000 pages (4 MiB) by default; under a
+	// size bound, every MaxBytes/8, and truncated back to that after each
+	// checkpoint.
+	walLimit, walPages := int64(-1), int64(1000)
 	if maxBytes > 0 {
 		walLimit = maxBytes / 8
+		walPages = walLimit / 4096
 	}
-	dsn := path + "?_pragma=auto_vacuum(INCREMENTAL)" +
+	dsn := path + "?_pragma=page_size(4096)" +
+		"&_pragma=auto_vacuum(INCREMENTAL)" +
 		"&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(NORMAL)" +
 		"&_pragma=busy_timeout(5000)" +
 		fmt.Sprintf("&_pragma=journal_size_limit(%d)", walLimit) +
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walPages) +
 		"&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
