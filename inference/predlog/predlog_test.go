@@ -227,6 +227,39 @@ func TestSecondOpenRefused(t *testing.T) {
 	closeLog(t, l)
 }
 
+// TestOddRecords: a record without a time gets the log's clock, one with
+// an oversized spectrum is logged without it, and neither costs the batch
+// the others are in.
+func TestOddRecords(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, predlog.Options{Now: func() time.Time { return t0.Add(time.Hour) }})
+	noTime := testRecord(1, "odd", false)
+	noTime.Time = time.Time{}
+	huge := testRecord(2, "odd", false)
+	huge.Spectrum = make([]float32, predlog.MaxSpectrumPoints+1)
+	if l.Record(nil) {
+		t.Fatal("a nil record was accepted")
+	}
+	recordAll(l, testRecord(0, "odd", true), noTime, huge)
+	closeLog(t, l)
+	if st := l.Stats(); st.Committed != 3 || st.WriteFailed != 0 {
+		t.Fatalf("committed %d, failed %d", st.Committed, st.WriteFailed)
+	}
+	l = openLog(t, dir, predlog.Options{})
+	defer closeLog(t, l)
+	p, err := l.Page(context.Background(), predlog.Filter{})
+	if err != nil || len(p.Records) != 3 {
+		t.Fatalf("%d records, %v", len(p.Records), err)
+	}
+	if got := p.Records[2]; got.ScanSeq != 1 || !got.Time.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("the record without a time: %+v", got)
+	}
+	s, err := l.Page(context.Background(), predlog.Filter{WithSpectra: true})
+	if err != nil || len(s.Records) != 1 || s.Records[0].ScanSeq != 0 {
+		t.Fatalf("records with spectra: %+v, %v", s.Records, err)
+	}
+}
+
 func TestRecordAfterCloseDrops(t *testing.T) {
 	l := openLog(t, t.TempDir(), predlog.Options{})
 	closeLog(t, l)

@@ -60,14 +60,14 @@ func TestRetentionBySize(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			n := c.records
+			n, maxBytes := c.records, c.maxBytes
 			if testing.Short() {
-				n /= 10
+				n, maxBytes = n/10, predlog.MinMaxBytes
 			}
 			dir := t.TempDir()
 			// Batches of 256 keep a batch under MaxBytes/8 even with spectra
 			// (about 5 kB each), as Open's bound requires.
-			l := openLog(t, dir, predlog.Options{MaxBytes: c.maxBytes, BatchMax: 256})
+			l := openLog(t, dir, predlog.Options{MaxBytes: maxBytes, BatchMax: 256})
 			var peak atomic.Int64
 			stop, sampled := make(chan struct{}), make(chan struct{})
 			go func() { // sample the files' size every millisecond
@@ -90,9 +90,9 @@ func TestRetentionBySize(t *testing.T) {
 			close(stop)
 			<-sampled
 			st := l.Stats()
-			t.Logf("%d records, %d deleted, peak of database + WAL %d bytes, bound %d", n, st.Deleted, peak.Load(), c.maxBytes)
-			if peak.Load() > c.maxBytes {
-				t.Fatalf("database + WAL reached %d bytes, over the bound of %d", peak.Load(), c.maxBytes)
+			t.Logf("%d records, %d deleted, peak of database + WAL %d bytes, bound %d", n, st.Deleted, peak.Load(), maxBytes)
+			if peak.Load() > maxBytes {
+				t.Fatalf("database + WAL reached %d bytes, over the bound of %d", peak.Load(), maxBytes)
 			}
 			if st.Deleted == 0 || st.Committed != uint64(n) {
 				t.Fatalf("committed %d, deleted %d", st.Committed, st.Deleted)

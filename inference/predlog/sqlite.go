@@ -224,6 +224,9 @@ func openDB(ctx context.Context, path string, maxBytes int64) (*sql.DB, error) {
 
 // Record hands rec to the writer without blocking. It never allocates.
 func (l *SQLite) Record(rec *Record) bool {
+	if rec == nil {
+		return false
+	}
 	if l.closing.Load() {
 		l.dropped.Add(1)
 		return false

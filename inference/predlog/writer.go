@@ -148,8 +148,12 @@ func (w *writer) commit() error {
 
 func (w *writer) insertRecord(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, rec *Record) error {
 	a := w.args
+	at := rec.Time
+	if at.IsZero() {
+		at = w.l.opts.Now() // the zero time has no Unix nanoseconds
+	}
 	a[0] = rec.PredictionID[:]
-	a[1] = rec.Time.UnixNano()
+	a[1] = at.UnixNano()
 	a[2] = rec.ModelVersion
 	a[3] = int64(rec.Role)
 	for k := range 3 {
@@ -165,7 +169,9 @@ func (w *writer) insertRecord(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, r
 	a[16] = nullFloat(rec.Channel, rec.HasChannel)
 	a[17] = nullFloat(rec.IntegrationMS, rec.HasIntegrationMS)
 	a[18], a[19] = nil, nil
-	if rec.Spectrum != nil {
+	// A spectrum too long to store loses its spectrum, not its batch: the
+	// prediction is still logged (the transport bounds spectra far below).
+	if rec.Spectrum != nil && len(rec.Spectrum) <= MaxSpectrumPoints && len(rec.Wavenumbers) <= MaxSpectrumPoints {
 		if rec.Wavenumbers != nil {
 			id, err := w.axisID(ctx, tx, rec.Wavenumbers)
 			if err != nil {
