@@ -52,6 +52,9 @@ func TestRoundTrip(t *testing.T) {
 	if len(spectra.Records) != 25 {
 		t.Fatalf("got %d records with spectra, want 25", len(spectra.Records))
 	}
+	if &spectra.Records[0].Wavenumbers[0] != &spectra.Records[1].Wavenumbers[0] {
+		t.Error("records of one page with the same axis do not share its decoded slice")
+	}
 	for _, got := range spectra.Records {
 		i := int(got.ScanSeq)
 		if !reflect.DeepEqual(got.Spectrum, want[i].Spectrum) || !reflect.DeepEqual(got.Wavenumbers, want[i].Wavenumbers) {
@@ -271,5 +274,54 @@ func TestRecordAfterCloseDrops(t *testing.T) {
 func TestOpenRefusesBadOptions(t *testing.T) {
 	if _, err := predlog.Open(context.Background(), t.TempDir(), predlog.Options{MaxBytes: 1000}); err == nil {
 		t.Fatal("a size bound below the minimum was accepted")
+	}
+}
+
+// TestFailedBatchIsCountedAndSkipped: a batch that SQLite refuses (here a
+// trigger aborts it, as a full disk would) is rolled back and counted in
+// WriteFailed; the writer goes on with the next batches.
+func TestFailedBatchIsCountedAndSkipped(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, predlog.Options{BatchMax: 10, CommitInterval: time.Hour})
+	db := rawDB(t, dir)
+	if _, err := db.Exec(`CREATE TRIGGER poison BEFORE INSERT ON predictions
+		WHEN NEW.batch_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		batch := "good"
+		if i == 15 {
+			batch = "poison" // the second batch of ten fails as a whole
+		}
+		recordAll(l, testRecord(i, batch, false))
+	}
+	waitFor(t, "three batches", func() bool { st := l.Stats(); return st.Committed+st.WriteFailed == 30 })
+	if st := l.Stats(); st.Committed != 20 || st.WriteFailed != 10 {
+		t.Fatalf("committed %d, failed %d; want 20 and 10", st.Committed, st.WriteFailed)
+	}
+	closeLog(t, l)
+	if n := countRows(t, db, `WHERE scan_seq BETWEEN 10 AND 19`); n != 0 {
+		t.Fatalf("%d rows of the failed batch were kept", n)
+	}
+	if n := countRows(t, db, ""); n != 20 {
+		t.Fatalf("%d rows, want 20", n)
+	}
+}
+
+// TestNewerSchemaRefused: a log written by a newer server is left alone.
+func TestNewerSchemaRefused(t *testing.T) {
+	dir := t.TempDir()
+	closeLog(t, openLog(t, dir, predlog.Options{}))
+	db := rawDB(t, dir)
+	if _, err := db.Exec(`UPDATE schema_version SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := predlog.Open(context.Background(), dir, predlog.Options{}); !errors.Is(err, predlog.ErrNewerSchema) {
+		t.Fatalf("open: %v, want ErrNewerSchema", err)
+	}
+	// The refusal released the directory's lock.
+	if _, err := predlog.Open(context.Background(), dir, predlog.Options{}); !errors.Is(err, predlog.ErrNewerSchema) {
+		t.Fatalf("second open: %v, want ErrNewerSchema again", err)
 	}
 }

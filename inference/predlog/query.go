@@ -19,13 +19,17 @@ const recordColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
 	p.reduced_t2, p.reduced_q,
 	p.batch_id, p.port, p.column_index, p.scan_seq, p.channel, p.integration_ms`
 
-const spectrumColumns = `, p.spectrum, a.data`
+const spectrumColumns = `, p.spectrum, p.axis_id, a.data`
 
 // Page lists the records f selects in (Time, ID) order.
 func (l *SQLite) Page(ctx context.Context, f Filter) (Page, error) {
+	maxLimit := MaxPageLimit
+	if f.WithSpectra {
+		maxLimit = MaxSpectraPageLimit
+	}
 	limit := f.Limit
-	if limit <= 0 || limit > MaxPageLimit {
-		limit = MaxPageLimit
+	if limit <= 0 || limit > maxLimit {
+		limit = maxLimit
 	}
 	var where []string
 	var args []any
@@ -146,9 +150,13 @@ func (l *SQLite) query(ctx context.Context, q string, withSpectra bool, args ...
 	}
 	defer rows.Close()
 	var recs []Record
+	var axes map[int64][]float32 // decoded once per page
+	if withSpectra {
+		axes = make(map[int64][]float32)
+	}
 	for rows.Next() {
 		var rec Record
-		if err := scanRecord(rows, &rec, withSpectra); err != nil {
+		if err := scanRecord(rows, &rec, axes); err != nil {
 			return nil, err
 		}
 		recs = append(recs, rec)
@@ -159,7 +167,9 @@ func (l *SQLite) query(ctx context.Context, q string, withSpectra bool, args ...
 	return recs, nil
 }
 
-func scanRecord(rows *sql.Rows, rec *Record, withSpectra bool) error {
+// scanRecord reads one row of recordColumns, and of spectrumColumns when
+// axes (the page's decoded axes by id) is not nil.
+func scanRecord(rows *sql.Rows, rec *Record, axes map[int64][]float32) error {
 	var (
 		pid                         []byte
 		ts, role                    int64
@@ -168,12 +178,13 @@ func scanRecord(rows *sql.Rows, rec *Record, withSpectra bool) error {
 		batch, port                 sql.NullString
 		column, seq, channel, integ sql.NullFloat64
 		spectrum, axis              []byte
+		axisID                      sql.NullInt64
 	)
 	dest := []any{&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
 		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2],
 		&t2, &q, &batch, &port, &column, &seq, &channel, &integ}
-	if withSpectra {
-		dest = append(dest, &spectrum, &axis)
+	if axes != nil {
+		dest = append(dest, &spectrum, &axisID, &axis)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return fmt.Errorf("predlog: read a record: %w", err)
@@ -197,15 +208,22 @@ func scanRecord(rows *sql.Rows, rec *Record, withSpectra bool) error {
 	rec.ScanSeq, rec.HasScanSeq = seq.Float64, seq.Valid
 	rec.Channel, rec.HasChannel = channel.Float64, channel.Valid
 	rec.IntegrationMS, rec.HasIntegrationMS = integ.Float64, integ.Valid
-	if withSpectra {
-		if rec.Spectrum, err = decodeSpectrum(spectrum); err != nil {
-			return fmt.Errorf("record %d: %w", rec.ID, err)
-		}
-		if axis != nil {
-			if rec.Wavenumbers, err = decodeSpectrum(axis); err != nil {
-				return fmt.Errorf("record %d: axis: %w", rec.ID, err)
-			}
-		}
+	if axes == nil {
+		return nil
 	}
+	if rec.Spectrum, err = decodeSpectrum(spectrum); err != nil {
+		return fmt.Errorf("record %d: %w", rec.ID, err)
+	}
+	if !axisID.Valid || axis == nil {
+		return nil
+	}
+	if w, ok := axes[axisID.Int64]; ok {
+		rec.Wavenumbers = w
+		return nil
+	}
+	if rec.Wavenumbers, err = decodeSpectrum(axis); err != nil {
+		return fmt.Errorf("record %d: axis: %w", rec.ID, err)
+	}
+	axes[axisID.Int64] = rec.Wavenumbers
 	return nil
 }

@@ -151,18 +151,25 @@ type Filter struct {
 	ModelVersion string
 	Role         Role // 0: every role
 	Since, Until time.Time
-	// Limit caps the page; 0 or more than MaxPageLimit means MaxPageLimit.
+	// Limit caps the page; 0 or more than MaxPageLimit means MaxPageLimit
+	// (MaxSpectraPageLimit with WithSpectra).
 	Limit int
 	// Cursor continues after the last record of an earlier page with the
 	// same filter ("" for the first page). It is opaque to callers.
 	Cursor string
 	// WithSpectra reads the logged spectra too (for re-scoring); records
-	// without one are skipped.
+	// without one are skipped. Records of one page that share an axis
+	// share its Wavenumbers slice: treat it as read-only.
 	WithSpectra bool
 }
 
-// MaxPageLimit is the largest page Page returns.
-const MaxPageLimit = 10000
+// MaxPageLimit is the largest page Page returns; MaxSpectraPageLimit the
+// largest with spectra (8 kB each decoded, for 2048 points), so that one
+// request cannot make the server hold more than a few MB of spectra.
+const (
+	MaxPageLimit        = 10000
+	MaxSpectraPageLimit = 500
+)
 
 // Page is one page of records in (Time, ID) order. Next is the cursor of
 // the following page, "" when this was the last.

@@ -22,7 +22,14 @@ type writer struct {
 	args   []any
 
 	lastRetention time.Time
+	// lastFailureLog and failedSinceLog rate-limit the error log of failed
+	// batches: a full disk would otherwise log ten lines a second.
+	lastFailureLog time.Time
+	failedSinceLog int
 }
+
+// failureLogEvery is the least time between two logged batch failures.
+const failureLogEvery = time.Minute
 
 const insertSQL = `INSERT INTO predictions (
 	prediction_id, ts, model_version, role,
@@ -121,13 +128,25 @@ func (w *writer) flush() {
 	if err != nil {
 		clear(w.axes)
 		w.l.writeFailed.Add(uint64(n))
-		w.l.opts.Logger.Error("prediction log: a batch failed to commit; its records are lost", "records", n, "err", err)
+		w.logFailure(n, err)
 		return
 	}
 	w.l.committed.Add(uint64(n))
 	if w.l.opts.MaxBytes > 0 {
 		w.retain(n)
 	}
+}
+
+// logFailure logs a failed batch, at most once per failureLogEvery with the
+// records lost since the last line.
+func (w *writer) logFailure(n int, err error) {
+	w.failedSinceLog += n
+	if time.Since(w.lastFailureLog) < failureLogEvery {
+		return
+	}
+	w.l.opts.Logger.Error("prediction log: batches failed to commit; their records are lost",
+		"records", w.failedSinceLog, "err", err)
+	w.lastFailureLog, w.failedSinceLog = time.Now(), 0
 }
 
 func (w *writer) commit() error {
