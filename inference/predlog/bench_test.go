@@ -117,3 +117,34 @@ func BenchmarkPage(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRetentionSoak is the soak at the package level: a
+// million records (an active and a shadow record per spectrum, no spectra)
+// through a 64 MiB bound. It reports the peak size of the database and its
+// WAL, sampled every millisecond, against the bound, and the rate.
+func BenchmarkRetentionSoak(b *testing.B) {
+	const n, bound = 1_000_000, 64 << 20
+	for range b.N {
+		dir := b.TempDir()
+		l := openLog(b, dir, predlog.Options{MaxBytes: bound})
+		peak := samplePeakSize(dir)
+		start := time.Now()
+		for i := 0; i < n; i += 2 {
+			a := testRecord(i, "soak", false)
+			s := *a
+			s.Role, s.ModelVersion = predlog.RoleShadow, "v2"
+			recordAll(l, a, &s)
+		}
+		closeLog(b, l)
+		elapsed := time.Since(start)
+		maxSeen := peak()
+		if maxSeen > bound {
+			b.Fatalf("database + WAL reached %d bytes, over the bound of %d", maxSeen, bound)
+		}
+		b.ReportMetric(float64(maxSeen)/(1<<20), "peak-MiB")
+		b.ReportMetric(float64(bound)/(1<<20), "bound-MiB")
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "records/s")
+		b.ReportMetric(float64(l.Stats().Deleted), "deleted")
+	}
+	b.ReportMetric(0, "ns/op")
+}

@@ -68,31 +68,16 @@ func TestRetentionBySize(t *testing.T) {
 			// Batches of 256 keep a batch under MaxBytes/8 even with spectra
 			// (about 5 kB each), as Open's bound requires.
 			l := openLog(t, dir, predlog.Options{MaxBytes: maxBytes, BatchMax: 256})
-			var peak atomic.Int64
-			stop, sampled := make(chan struct{}), make(chan struct{})
-			go func() { // sample the files' size every millisecond
-				defer close(sampled)
-				for {
-					if s := filesSize(dir); s > peak.Load() {
-						peak.Store(s)
-					}
-					select {
-					case <-stop:
-						return
-					case <-time.After(time.Millisecond):
-					}
-				}
-			}()
+			peak := samplePeakSize(dir)
 			for i := range n {
 				recordAll(l, testRecord(i, "B", c.spectra && i%2 == 0))
 			}
 			closeLog(t, l)
-			close(stop)
-			<-sampled
+			maxSeen := peak()
 			st := l.Stats()
-			t.Logf("%d records, %d deleted, peak of database + WAL %d bytes, bound %d", n, st.Deleted, peak.Load(), maxBytes)
-			if peak.Load() > maxBytes {
-				t.Fatalf("database + WAL reached %d bytes, over the bound of %d", peak.Load(), maxBytes)
+			t.Logf("%d records, %d deleted, peak of database + WAL %d bytes, bound %d", n, st.Deleted, maxSeen, maxBytes)
+			if maxSeen > maxBytes {
+				t.Fatalf("database + WAL reached %d bytes, over the bound of %d", maxSeen, maxBytes)
 			}
 			if st.Deleted == 0 || st.Committed != uint64(n) {
 				t.Fatalf("committed %d, deleted %d", st.Committed, st.Deleted)
@@ -104,6 +89,31 @@ func TestRetentionBySize(t *testing.T) {
 				t.Fatalf("%d rows left, %d of them the newest", left, newest)
 			}
 		})
+	}
+}
+
+// samplePeakSize samples the size of the log's files every millisecond
+// until the returned function is called, which returns the largest seen.
+func samplePeakSize(dir string) (stop func() int64) {
+	var peak atomic.Int64
+	done, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if s := filesSize(dir); s > peak.Load() {
+				peak.Store(s)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-sampled
+		return max(peak.Load(), filesSize(dir))
 	}
 }
 
