@@ -325,3 +325,25 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatalf("second open: %v, want ErrNewerSchema again", err)
 	}
 }
+
+// TestSpectraPageIsCapped: a page with spectra holds at most
+// MaxSpectraPageLimit records, whatever limit is asked for.
+func TestSpectraPageIsCapped(t *testing.T) {
+	l := openLog(t, t.TempDir(), predlog.Options{})
+	defer closeLog(t, l)
+	for i := range predlog.MaxSpectraPageLimit + 10 {
+		recordAll(l, testRecord(i, "S", true))
+	}
+	waitFor(t, "the commit", func() bool { return l.Stats().Committed == predlog.MaxSpectraPageLimit+10 })
+	p, err := l.Page(context.Background(), predlog.Filter{WithSpectra: true, Limit: predlog.MaxPageLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Records) != predlog.MaxSpectraPageLimit || p.Next == "" {
+		t.Fatalf("%d records, next %q", len(p.Records), p.Next)
+	}
+	rest, err := l.Page(context.Background(), predlog.Filter{WithSpectra: true, Cursor: p.Next})
+	if err != nil || len(rest.Records) != 10 || rest.Next != "" {
+		t.Fatalf("the rest: %d records, next %q, %v", len(rest.Records), rest.Next, err)
+	}
+}

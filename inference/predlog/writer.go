@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
-	"unsafe"
 )
 
 // writer is the goroutine that owns the writing connection: it commits
@@ -18,8 +18,10 @@ type writer struct {
 	insert *sql.Stmt
 	codec  spectrumCodec
 	axes   map[[sha256.Size]byte]int64 // digest -> axes.id, a cache of the table
-	batch  []*Record
-	args   []any
+	// axisBytes is the buffer an axis is hashed from.
+	axisBytes []byte
+	batch     []*Record
+	args      []any
 
 	lastRetention time.Time
 	// lastFailureLog and failedSinceLog rate-limit the error log of failed
@@ -213,8 +215,11 @@ func (w *writer) insertRecord(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, r
 // answers. An axis cached from a transaction that later rolled back would
 // name a missing row, so a failed batch clears the cache (see flush).
 func (w *writer) axisID(ctx context.Context, tx *sql.Tx, axis []float32) (int64, error) {
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(axis))), 4*len(axis))
-	digest := sha256.Sum256(raw)
+	w.axisBytes = w.axisBytes[:0]
+	for _, v := range axis {
+		w.axisBytes = binary.LittleEndian.AppendUint32(w.axisBytes, math.Float32bits(v))
+	}
+	digest := sha256.Sum256(w.axisBytes)
 	if id, ok := w.axes[digest]; ok {
 		return id, nil
 	}
