@@ -1,0 +1,275 @@
+package reconcile_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"ramanserve/inference/reconcile"
+)
+
+// TestPostMatchesScenario: every record of the scenario's file matches
+// the spectrum it was built for, and the two others get their reasons.
+func TestPostMatchesScenario(t *testing.T) {
+	s := newScenario(3, 0)
+	store := &reconcile.MemoryStore{}
+	rec, err := reconcile.New(s.log, store, reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := reconcile.ParseCSV(bytes.NewReader(s.csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rec.Post(context.Background(), records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Matched != len(s.matched) || res.Replaced != 0 {
+		t.Errorf("matched %d, replaced %d; want %d, 0", res.Matched, res.Replaced, len(s.matched))
+	}
+	var unmatched []reconcile.Unmatched
+	for i, id := range s.order {
+		if reason, ok := s.unmatched[id]; ok {
+			unmatched = append(unmatched, reconcile.Unmatched{Index: i, LabSampleID: id, Reason: reason})
+		}
+	}
+	if !slices.Equal(res.Unmatched, unmatched) {
+		t.Errorf("unmatched %+v, want %+v", res.Unmatched, unmatched)
+	}
+	stored, err := store.Range(context.Background(), time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != len(s.matched) {
+		t.Fatalf("%d results in range, want %d", len(stored), len(s.matched))
+	}
+	for _, r := range stored {
+		if want := s.matched[r.LabSampleID]; r.SpectrumID != want {
+			t.Errorf("%s matched spectrum %d, want %d", r.LabSampleID, r.SpectrumID, want)
+		}
+	}
+}
+
+// TestRepostIsIdempotent is the "idempotent lab posts": posting
+// the same lab file twice leaves every n unchanged, and the second post
+// reports each of its records as replacing the first's. A corrected
+// value in a third post replaces the first without adding a pair.
+func TestRepostIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	s := newScenario(11, 0)
+	rec, err := reconcile.New(s.log, &reconcile.MemoryStore{}, reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(file []byte) reconcile.PostResult {
+		records, err := reconcile.ParseCSV(bytes.NewReader(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := rec.Post(ctx, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	ns := func() []int {
+		rep, err := rec.Performance(ctx, "v1", time.Time{}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []int
+		for _, vs := range append([]reconcile.VersionStats{rep.Version}, rep.Others...) {
+			for _, a := range vs.Analytes {
+				n = append(n, a.N)
+			}
+		}
+		return append(n, rep.Samples)
+	}
+	post(s.csv)
+	first := ns()
+	second := post(s.csv)
+	if got := ns(); !slices.Equal(got, first) {
+		t.Fatalf("n after the second post %v, after the first %v", got, first)
+	}
+	if second.Replaced != len(s.order) || second.Matched != len(s.matched) {
+		t.Errorf("second post: replaced %d, matched %d; want %d, %d", second.Replaced, second.Matched, len(s.order), len(s.matched))
+	}
+	if first[len(first)-1] != len(s.matched) {
+		t.Errorf("%d samples, want %d", first[len(first)-1], len(s.matched))
+	}
+
+	// A correction: one record again, its EPA changed.
+	before, _ := rec.Performance(ctx, "v1", time.Time{}, time.Time{})
+	third := post([]byte("lab_sample_id,batch_id,scan_seq,EPA\nL-1-00,B-1,1,999\n"))
+	if third.Replaced != 1 || third.Matched != 1 {
+		t.Errorf("correction: %+v", third)
+	}
+	after, _ := rec.Performance(ctx, "v1", time.Time{}, time.Time{})
+	if after.Samples != before.Samples || after.Version.Analytes[0].N != before.Version.Analytes[0].N {
+		t.Errorf("correction changed n: %d/%d -> %d/%d", before.Samples, before.Version.Analytes[0].N, after.Samples, after.Version.Analytes[0].N)
+	}
+	// L-1-00 had DHA; the correction has not, so DHA lost a pair.
+	if after.Version.Analytes[1].N != before.Version.Analytes[1].N-1 {
+		t.Errorf("DHA n %d after a correction without DHA, before %d", after.Version.Analytes[1].N, before.Version.Analytes[1].N)
+	}
+	if *after.Version.Analytes[0].Bias >= *before.Version.Analytes[0].Bias {
+		t.Errorf("EPA bias %v did not fall when a lab EPA rose to 999 (before %v)", *after.Version.Analytes[0].Bias, *before.Version.Analytes[0].Bias)
+	}
+}
+
+// A re-post that no longer matches replaces the earlier match: the
+// result leaves the statistics.
+func TestRepostUnmatchedReplacesMatch(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	log := &memoryLog{}
+	log.add(reconcile.Prediction{SpectrumID: 1, Time: at, BatchID: "B", ScanSeq: 5, HasScanSeq: true, ModelVersion: "v1", Role: reconcile.RoleActive, Predicted: values(10, 5, 1)})
+	store := &reconcile.MemoryStore{}
+	rec, _ := reconcile.New(log, store, reconcile.Options{})
+	post := func(r reconcile.LabRecord) reconcile.PostResult {
+		res, err := rec.Post(ctx, []reconcile.LabRecord{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	post(reconcile.LabRecord{BatchID: "B", ScanSeq: 5, HasScanSeq: true, Lab: values(11, -1, -1), LabSampleID: "S"})
+	if got, _ := store.Range(ctx, time.Time{}, time.Time{}); len(got) != 1 {
+		t.Fatalf("%d results, want 1", len(got))
+	}
+	res := post(reconcile.LabRecord{BatchID: "B", ScanSeq: 6, HasScanSeq: true, Lab: values(11, -1, -1), LabSampleID: "S"})
+	if res.Replaced != 1 || len(res.Unmatched) != 1 || res.Unmatched[0].Reason != reconcile.ReasonNoPredictionForScanSeq {
+		t.Errorf("%+v", res)
+	}
+	if got, _ := store.Range(ctx, time.Time{}, time.Time{}); len(got) != 0 {
+		t.Fatalf("%d results after the unmatched re-post, want 0", len(got))
+	}
+}
+
+// TestNearestEdges: the window's bounds are inclusive on both sides; on
+// equal distances before and after, the earlier spectrum wins; at one
+// instant, the lowest spectrum id; records of another batch never match.
+func TestNearestEdges(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const w = 60 * time.Second
+	spectrum := func(id int64, batch string, at time.Time) reconcile.Prediction {
+		return reconcile.Prediction{SpectrumID: id, Time: at, BatchID: batch, ModelVersion: "v1", Role: reconcile.RoleActive, Predicted: values(1, 1, 1)}
+	}
+	for _, tc := range []struct {
+		name    string
+		spectra []reconcile.Prediction
+		drawn   time.Time
+		want    int64 // 0: unmatched
+		reason  reconcile.Reason
+	}{
+		{"exactly one window before", []reconcile.Prediction{spectrum(1, "B", t0)}, t0.Add(w), 1, ""},
+		{"exactly one window after", []reconcile.Prediction{spectrum(1, "B", t0.Add(w))}, t0, 1, ""},
+		{"a nanosecond beyond, before", []reconcile.Prediction{spectrum(1, "B", t0)}, t0.Add(w + 1), 0, reconcile.ReasonNoneWithinWindow},
+		{"a nanosecond beyond, after", []reconcile.Prediction{spectrum(1, "B", t0.Add(w+1))}, t0, 0, reconcile.ReasonNoneWithinWindow},
+		{"tie before and after: the earlier", []reconcile.Prediction{spectrum(2, "B", t0.Add(10*time.Second)), spectrum(1, "B", t0.Add(-10*time.Second))}, t0, 1, ""},
+		{"tie at one instant: the lowest id", []reconcile.Prediction{spectrum(7, "B", t0.Add(5*time.Second)), spectrum(3, "B", t0.Add(5*time.Second))}, t0, 3, ""},
+		{"nearer after beats farther before", []reconcile.Prediction{spectrum(1, "B", t0.Add(-10*time.Second)), spectrum(2, "B", t0.Add(9*time.Second))}, t0, 2, ""},
+		{"at the instant", []reconcile.Prediction{spectrum(1, "B", t0.Add(-time.Second)), spectrum(2, "B", t0)}, t0, 2, ""},
+		{"another batch", []reconcile.Prediction{spectrum(1, "C", t0)}, t0, 0, reconcile.ReasonUnknownBatch},
+		{"batch known, other times", []reconcile.Prediction{spectrum(1, "B", t0.Add(-time.Hour)), spectrum(2, "C", t0)}, t0, 0, reconcile.ReasonNoneWithinWindow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &memoryLog{}
+			log.add(tc.spectra...)
+			store := &reconcile.MemoryStore{}
+			rec, err := reconcile.New(log, store, reconcile.Options{MatchWindow: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := rec.Post(ctx, []reconcile.LabRecord{{BatchID: "B", SampledAt: tc.drawn, Lab: values(1, -1, -1), LabSampleID: "S"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, _ := store.Range(ctx, time.Time{}, time.Time{})
+			switch {
+			case tc.want == 0 && (res.Matched != 0 || len(res.Unmatched) != 1 || res.Unmatched[0].Reason != tc.reason):
+				t.Errorf("%+v, want unmatched for %s", res, tc.reason)
+			case tc.want != 0 && (len(stored) != 1 || stored[0].SpectrumID != tc.want):
+				t.Errorf("stored %+v, want spectrum %d", stored, tc.want)
+			}
+		})
+	}
+}
+
+// TestScanSeqEdges: scan_seq takes precedence over sampled_at; a scan_seq
+// of another batch does not match; two spectra of the batch with one
+// scan_seq leave the record unmatched as ambiguous.
+func TestScanSeqEdges(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	log := &memoryLog{}
+	add := func(id int64, batch string, seq int64, at time.Time) {
+		log.add(reconcile.Prediction{SpectrumID: id, Time: at, BatchID: batch, ScanSeq: seq, HasScanSeq: true, ModelVersion: "v1", Role: reconcile.RoleActive, Predicted: values(1, 1, 1)},
+			reconcile.Prediction{SpectrumID: id, Time: at, BatchID: batch, ScanSeq: seq, HasScanSeq: true, ModelVersion: "v2", Role: reconcile.RoleShadow, Predicted: values(2, 2, 2)})
+	}
+	add(1, "B", 10, t0)
+	add(2, "B", 11, t0.Add(time.Hour))
+	add(3, "C", 12, t0)
+	add(4, "B", 20, t0)
+	add(5, "B", 20, t0.Add(time.Minute))
+	store := &reconcile.MemoryStore{}
+	rec, _ := reconcile.New(log, store, reconcile.Options{})
+	res, err := rec.Post(ctx, []reconcile.LabRecord{
+		{BatchID: "B", ScanSeq: 11, HasScanSeq: true, SampledAt: t0, Lab: values(1, -1, -1), LabSampleID: "by-seq"},
+		{BatchID: "B", ScanSeq: 12, HasScanSeq: true, Lab: values(1, -1, -1), LabSampleID: "other-batch-seq"},
+		{BatchID: "B", ScanSeq: 20, HasScanSeq: true, Lab: values(1, -1, -1), LabSampleID: "ambiguous"},
+		{BatchID: "Z", ScanSeq: 10, HasScanSeq: true, Lab: values(1, -1, -1), LabSampleID: "unknown"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []reconcile.Unmatched{
+		{Index: 1, LabSampleID: "other-batch-seq", Reason: reconcile.ReasonNoPredictionForScanSeq},
+		{Index: 2, LabSampleID: "ambiguous", Reason: reconcile.ReasonAmbiguousScanSeq},
+		{Index: 3, LabSampleID: "unknown", Reason: reconcile.ReasonUnknownBatch},
+	}
+	if res.Matched != 1 || !slices.Equal(res.Unmatched, want) {
+		t.Errorf("%+v, want 1 matched and %+v", res, want)
+	}
+	stored, _ := store.Range(ctx, time.Time{}, time.Time{})
+	if len(stored) != 1 || stored[0].SpectrumID != 2 {
+		t.Errorf("stored %+v, want the by-seq record on spectrum 2", stored)
+	}
+}
+
+// TestRangeIsHalfOpen: Performance counts spectra logged in
+// [since, until).
+func TestRangeIsHalfOpen(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	log := &memoryLog{}
+	var records []reconcile.LabRecord
+	for i := range int64(3) {
+		at := t0.Add(time.Duration(i) * time.Hour)
+		log.add(reconcile.Prediction{SpectrumID: i + 1, Time: at, BatchID: "B", ScanSeq: i, HasScanSeq: true, ModelVersion: "v1", Role: reconcile.RoleActive, Predicted: values(1, 1, 1)})
+		records = append(records, reconcile.LabRecord{BatchID: "B", ScanSeq: i, HasScanSeq: true, Lab: values(2, -1, -1), LabSampleID: string(rune('a' + i))})
+	}
+	rec, _ := reconcile.New(log, &reconcile.MemoryStore{}, reconcile.Options{})
+	if _, err := rec.Post(ctx, records); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := rec.Performance(ctx, "v1", t0, t0.Add(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Samples != 2 {
+		t.Errorf("%d samples in [t0, t0+2h), want 2", rep.Samples)
+	}
+}
+
+func TestNewRefusesWindows(t *testing.T) {
+	for _, w := range []time.Duration{-time.Second, reconcile.MaxMatchWindow + 1} {
+		if _, err := reconcile.New(&memoryLog{}, &reconcile.MemoryStore{}, reconcile.Options{MatchWindow: w}); err == nil {
+			t.Errorf("window %v accepted", w)
+		}
+	}
+}
