@@ -338,10 +338,13 @@ func setField(rec *LabRecord, index int, field, literal string) error {
 		if err != nil {
 			return recordErr(index, field, "must be an RFC 3339 time with a zone, got %q", clip(literal))
 		}
+		// The bound is on the UTC instant, as stored: a local 1970 time
+		// east of Greenwich is a 1969 instant that would not parse back.
+		t = t.UTC()
 		if t.Year() < 1970 {
-			return recordErr(index, field, "is before 1970: %q", clip(literal))
+			return recordErr(index, field, "is before 1970-01-01T00:00:00Z: %q", clip(literal))
 		}
-		rec.SampledAt = t.UTC()
+		rec.SampledAt = t
 	default:
 		a, _ := analyteNamed(field)
 		x, err := parseDecimal(literal)
