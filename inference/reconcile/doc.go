@@ -7,8 +7,8 @@
 // control chart.
 //
 // The package is domain logic only: no HTTP, no SQL. It reads the
-// prediction log through the small PredictionLog interface and keeps lab
-// results behind LabStore; MemoryStore is an in-memory LabStore.
+// prediction log through predlog.Reader (whose record type it uses) and
+// keeps lab results behind LabStore; MemoryStore is an in-memory LabStore.
 //
 // The request path for a lab post is
 //
@@ -16,5 +16,5 @@
 //
 // and for a performance query
 //
-//	Reconciler.Performance (LabStore.Range, PredictionLog.Predictions, Compute)
+//	Reconciler.Performance (LabStore.Range, predlog.Reader.ByPrediction, Statistics)
 package reconcile

@@ -3,77 +3,32 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
+	"ramanserve/inference"
+	"ramanserve/inference/predlog"
 	"ramanserve/inference/reconcile"
 )
 
-// spectraLog is a PredictionLog over a few spectra of one batch, each
-// predicted by an active model v7 and a shadow v8.
-type spectraLog []reconcile.Prediction
-
-func (l spectraLog) HasBatch(_ context.Context, batchID string) (bool, error) {
-	for _, p := range l {
-		if p.BatchID == batchID {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-func (l spectraLog) FindByScanSeq(_ context.Context, batchID string, seq int64) ([]reconcile.Prediction, error) {
-	var out []reconcile.Prediction
-	for _, p := range l {
-		if p.BatchID == batchID && p.HasScanSeq && p.ScanSeq == seq {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-// Nearest returns every spectrum within the window (a superset of what
-// the interface asks for; the Reconciler picks the nearest).
-func (l spectraLog) Nearest(_ context.Context, batchID string, t time.Time, window time.Duration) ([]reconcile.Prediction, error) {
-	var out []reconcile.Prediction
-	for _, p := range l {
-		if d := p.Time.Sub(t); p.BatchID == batchID && d >= -window && d <= window {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-func (l spectraLog) Predictions(_ context.Context, ids []int64) ([]reconcile.Prediction, error) {
-	var out []reconcile.Prediction
-	for _, p := range l {
-		for _, id := range ids {
-			if p.SpectrumID == id {
-				out = append(out, p)
-			}
-		}
-	}
-	return out, nil
-}
-
-// The lab posts a CSV file of HPLC results; the performance of the
-// active model, and of the shadow on the same spectra, follows.
+// The lab posts a CSV file of HPLC results for batch B-17, whose four
+// spectra were predicted by the active model v7 (1.5 g/L high) and the
+// shadow v8 (0.25 g/L low); the performance of both follows.
 func Example() {
-	t0 := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
-	var log spectraLog
-	for i, epa := range []float64{180, 184, 176, 190} {
-		at := t0.Add(time.Duration(i) * 30 * time.Second)
-		for _, m := range []struct {
-			version string
-			role    reconcile.Role
-			bias    float64
-		}{{"v7", reconcile.RoleActive, 1.5}, {"v8", reconcile.RoleShadow, -0.25}} {
-			var v reconcile.Values
-			v.Set(reconcile.EPA, epa+m.bias)
-			log = append(log, reconcile.Prediction{SpectrumID: int64(i + 1), Time: at, BatchID: "B-17",
-				ScanSeq: int64(100 + i), HasScanSeq: true, ModelVersion: m.version, Role: m.role, Predicted: v})
-		}
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "reconcile-example")
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
+	defer os.RemoveAll(dir)
+	log, err := logFourSpectra(ctx, dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer log.Close(ctx)
 
 	records, err := reconcile.ParseCSV(strings.NewReader(`lab_sample_id,batch_id,scan_seq,sampled_at,EPA
 HPLC-1,B-17,100,,180
@@ -91,7 +46,7 @@ HPLC-5,B-99,7,,181
 		fmt.Println(err)
 		return
 	}
-	posted, err := rec.Post(context.Background(), records)
+	posted, err := rec.Post(ctx, records)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -101,13 +56,13 @@ HPLC-5,B-99,7,,181
 		fmt.Printf("unmatched: record %d (%s): %s\n", u.Index, u.LabSampleID, u.Reason)
 	}
 
-	rep, err := rec.Performance(context.Background(), "v7", time.Time{}, time.Time{})
+	rep, err := rec.Performance(ctx, "v7", time.Time{}, time.Time{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	for _, vs := range append([]reconcile.VersionStats{rep.Version}, rep.Others...) {
-		epa := vs.Analytes[reconcile.EPA]
+		epa := vs.Analytes[inference.EPA]
 		fmt.Printf("%s %v: EPA n %d, RMSEP %.2f, bias %+.2f, slope %.2f\n", vs.Version, vs.Roles, epa.N, *epa.RMSEP, *epa.Bias, *epa.Slope)
 	}
 	// Output:
@@ -116,4 +71,33 @@ HPLC-5,B-99,7,,181
 	// unmatched: record 4 (HPLC-5): unknown_batch
 	// v7 [active]: EPA n 3, RMSEP 1.50, bias +1.50, slope 1.00
 	// v8 [shadow]: EPA n 3, RMSEP 0.25, bias -0.25, slope 1.00
+}
+
+// logFourSpectra opens a prediction log in dir holding four spectra of
+// batch B-17, 30 s apart, each predicted by v7 (active) and v8 (shadow).
+func logFourSpectra(ctx context.Context, dir string) (*predlog.SQLite, error) {
+	log, err := predlog.Open(ctx, dir, predlog.Options{})
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
+	for i, epa := range []float64{180, 184, 176, 190} {
+		id := predlog.NewPredictionID()
+		for _, m := range []struct {
+			version string
+			role    predlog.Role
+			bias    float64
+		}{{"v7", predlog.RoleActive, 1.5}, {"v8", predlog.RoleShadow, -0.25}} {
+			r := &predlog.Record{PredictionID: id, Time: t0.Add(time.Duration(i) * 30 * time.Second),
+				ModelVersion: m.version, Role: m.role, BatchID: "B-17", HasBatchID: true,
+				ScanSeq: float64(100 + i), HasScanSeq: true}
+			r.Concentrations.Set(inference.EPA, epa+m.bias)
+			log.Record(r)
+		}
+	}
+	// Close commits what is queued; opening again reads it all.
+	if err := log.Close(ctx); err != nil {
+		return nil, err
+	}
+	return predlog.Open(ctx, dir, predlog.Options{})
 }

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
+
+	"ramanserve/inference/predlog"
 )
 
 // Reason says, for machines, why a lab record was not matched.
@@ -13,17 +14,15 @@ type Reason string
 
 // The reasons a lab record is left unmatched.
 const (
-	// ReasonUnknownBatch: no spectrum of the record's batch_id is logged.
+	// ReasonUnknownBatch: no prediction of the record's batch_id is
+	// logged (or none is left: retention may have deleted it).
 	ReasonUnknownBatch Reason = "unknown_batch"
-	// ReasonNoPredictionForScanSeq: the batch is logged, but no spectrum
-	// of it has the record's scan_seq.
+	// ReasonNoPredictionForScanSeq: the batch is logged, but no active
+	// prediction of it has the record's scan_seq.
 	ReasonNoPredictionForScanSeq Reason = "no_prediction_for_scan_seq"
-	// ReasonAmbiguousScanSeq: several spectra of the batch have the
-	// record's scan_seq (a rig that restarted its count); rather than
-	// guess, the record is left unmatched.
-	ReasonAmbiguousScanSeq Reason = "ambiguous_scan_seq"
-	// ReasonNoneWithinWindow: no spectrum of the batch was logged within
-	// the match window of the record's sampled_at.
+	// ReasonNoneWithinWindow: the batch is logged, but no active
+	// prediction of it was logged within the match window of the record's
+	// sampled_at.
 	ReasonNoneWithinWindow Reason = "none_within_window"
 )
 
@@ -44,15 +43,17 @@ type Options struct {
 }
 
 // Reconciler matches lab records to logged predictions, keeps them, and
-// reports on them.
+// reports on them. It reads the prediction log through predlog.Reader
+// (its Nearest, ByScanSeq, ByPrediction and, to tell an unknown batch, a
+// one-record Page) and keeps lab results in a LabStore.
 type Reconciler struct {
-	log    PredictionLog
+	log    predlog.Reader
 	store  LabStore
 	window time.Duration
 }
 
 // New returns a Reconciler reading log and keeping results in store.
-func New(log PredictionLog, store LabStore, opts Options) (*Reconciler, error) {
+func New(log predlog.Reader, store LabStore, opts Options) (*Reconciler, error) {
 	if log == nil || store == nil {
 		return nil, errors.New("reconcile: a prediction log and a lab store are required")
 	}
@@ -88,11 +89,20 @@ type PostResult struct {
 // Post matches each record to a logged spectrum and stores them all,
 // matched or not, each replacing any earlier result with its
 // lab_sample_id: posting the same records twice leaves the same results
-// stored. records are as ParseJSON and ParseCSV return them.
+// stored, and a corrected record replaces the first without counting
+// twice. records are as ParseJSON and ParseCSV return them.
+//
+// A record is matched to the active prediction of its batch
+//   - with its scan_seq, if it has one (predlog's ByScanSeq: the latest
+//     such prediction if the rig reused the number), whether or not it
+//     also has a sampled_at;
+//   - else logged nearest its sampled_at, at most the match window before
+//     or after it, both bounds included (predlog's Nearest: of two
+//     predictions equally far before and after, the earlier).
 func (r *Reconciler) Post(ctx context.Context, records []LabRecord) (PostResult, error) {
 	var res PostResult
 	results := make([]LabResult, len(records))
-	batches := make(map[string]bool) // HasBatch, asked once per batch
+	batches := make(map[string]bool) // whether the log knows a batch, asked once per post
 	for i, rec := range records {
 		m, err := r.match(ctx, rec, batches)
 		if err != nil {
@@ -113,32 +123,33 @@ func (r *Reconciler) Post(ctx context.Context, records []LabRecord) (PostResult,
 	return res, nil
 }
 
-// match finds rec's spectrum: by scan_seq if the record has one, else the
-// spectrum logged nearest its sampled_at within the window.
+// match finds rec's spectrum, or the reason there is none.
 func (r *Reconciler) match(ctx context.Context, rec LabRecord, batches map[string]bool) (LabResult, error) {
 	res := LabResult{LabRecord: rec}
 	var (
-		spectrum Prediction
-		found    bool
-		reason   Reason
-		err      error
+		active predlog.Record
+		found  bool
+		err    error
+		reason Reason
 	)
 	if rec.HasScanSeq {
-		spectrum, found, reason, err = r.byScanSeq(ctx, rec)
+		// Exact: MaxScanSeq is 2^53.
+		active, found, err = r.log.ByScanSeq(ctx, rec.BatchID, float64(rec.ScanSeq))
+		reason = ReasonNoPredictionForScanSeq
 	} else {
-		spectrum, found, err = r.nearest(ctx, rec)
+		active, found, err = r.log.Nearest(ctx, rec.BatchID, rec.SampledAt, r.window)
 		reason = ReasonNoneWithinWindow
 	}
 	if err != nil {
 		return res, err
 	}
 	if found {
-		res.Matched, res.SpectrumID, res.SpectrumTime = true, spectrum.SpectrumID, spectrum.Time
+		res.Matched, res.PredictionID, res.SpectrumTime = true, active.PredictionID, active.Time
 		return res, nil
 	}
 	known, asked := batches[rec.BatchID]
 	if !asked {
-		if known, err = r.log.HasBatch(ctx, rec.BatchID); err != nil {
+		if known, err = r.batchKnown(ctx, rec.BatchID); err != nil {
 			return res, err
 		}
 		batches[rec.BatchID] = known
@@ -150,66 +161,11 @@ func (r *Reconciler) match(ctx context.Context, rec LabRecord, batches map[strin
 	return res, nil
 }
 
-// byScanSeq finds the one spectrum of the batch with the record's
-// scan_seq.
-func (r *Reconciler) byScanSeq(ctx context.Context, rec LabRecord) (Prediction, bool, Reason, error) {
-	preds, err := r.log.FindByScanSeq(ctx, rec.BatchID, rec.ScanSeq)
+// batchKnown reports whether any prediction of batchID is logged.
+func (r *Reconciler) batchKnown(ctx context.Context, batchID string) (bool, error) {
+	page, err := r.log.Page(ctx, predlog.Filter{BatchID: batchID, HasBatchID: true, Limit: 1})
 	if err != nil {
-		return Prediction{}, false, "", err
+		return false, err
 	}
-	preds = slices.DeleteFunc(preds, func(p Prediction) bool {
-		return p.BatchID != rec.BatchID || !p.HasScanSeq || p.ScanSeq != rec.ScanSeq
-	})
-	if len(preds) == 0 {
-		return Prediction{}, false, ReasonNoPredictionForScanSeq, nil
-	}
-	for _, p := range preds[1:] {
-		if p.SpectrumID != preds[0].SpectrumID {
-			return Prediction{}, false, ReasonAmbiguousScanSeq, nil
-		}
-	}
-	return preds[0], true, "", nil
-}
-
-// nearest picks, among the candidates the log returns, the spectrum
-// logged nearest the record's sampled_at within the window (bounds
-// included: a spectrum exactly one window away matches). On a tie
-// between a spectrum before and one after, the earlier wins (it is
-// the one logged before the sample was drawn, so of the material the
-// sample came from); on a tie at one instant, the lowest SpectrumID.
-func (r *Reconciler) nearest(ctx context.Context, rec LabRecord) (Prediction, bool, error) {
-	preds, err := r.log.Nearest(ctx, rec.BatchID, rec.SampledAt, r.window)
-	if err != nil {
-		return Prediction{}, false, err
-	}
-	var (
-		best     Prediction
-		bestDist time.Duration
-		found    bool
-	)
-	for _, p := range preds {
-		if p.BatchID != rec.BatchID {
-			continue
-		}
-		d := absDuration(p.Time.Sub(rec.SampledAt))
-		if d > r.window {
-			continue
-		}
-		if !found || d < bestDist ||
-			(d == bestDist && (p.Time.Before(best.Time) || (p.Time.Equal(best.Time) && p.SpectrumID < best.SpectrumID))) {
-			best, bestDist, found = p, d, true
-		}
-	}
-	return best, found, nil
-}
-
-// absDuration is |d|, saturating at the most negative duration.
-func absDuration(d time.Duration) time.Duration {
-	if d < 0 {
-		if d == -d { // math.MinInt64
-			return time.Duration(1<<63 - 1)
-		}
-		return -d
-	}
-	return d
+	return len(page.Records) > 0, nil
 }

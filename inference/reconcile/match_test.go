@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/inference/predlog"
 	"ramanserve/inference/reconcile"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestPostMatchesScenario(t *testing.T) {
 	s := newScenario(3, 0)
 	store := &reconcile.MemoryStore{}
-	rec, err := reconcile.New(s.log, store, reconcile.Options{})
+	rec, err := reconcile.New(loggedPredictions(t, s.preds), store, reconcile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestPostMatchesScenario(t *testing.T) {
 	var unmatched []reconcile.Unmatched
 	for i, id := range s.order {
 		if reason, ok := s.unmatched[id]; ok {
-			unmatched = append(unmatched, reconcile.Unmatched{Index: i, LabSampleID: id, Reason: reason})
+			unmatched = append(unmatched, reconcile.Unmatched{Index: i, LabSampleID: id, Reason: reconcile.Reason(reason)})
 		}
 	}
 	if !slices.Equal(res.Unmatched, unmatched) {
@@ -47,8 +48,8 @@ func TestPostMatchesScenario(t *testing.T) {
 		t.Fatalf("%d results in range, want %d", len(stored), len(s.matched))
 	}
 	for _, r := range stored {
-		if want := s.matched[r.LabSampleID]; r.SpectrumID != want {
-			t.Errorf("%s matched spectrum %d, want %d", r.LabSampleID, r.SpectrumID, want)
+		if want := s.matched[r.LabSampleID]; r.PredictionID != want {
+			t.Errorf("%s matched spectrum %s, want %s", r.LabSampleID, r.PredictionID, want)
 		}
 	}
 }
@@ -60,7 +61,7 @@ func TestPostMatchesScenario(t *testing.T) {
 func TestRepostIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	s := newScenario(11, 0)
-	rec, err := reconcile.New(s.log, &reconcile.MemoryStore{}, reconcile.Options{})
+	rec, err := reconcile.New(loggedPredictions(t, s.preds), &reconcile.MemoryStore{}, reconcile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestRepostIsIdempotent(t *testing.T) {
 		t.Errorf("%d samples, want %d", first[len(first)-1], len(s.matched))
 	}
 
-	// A correction: one record again, its EPA changed.
+	// A correction: one record again, its EPA changed, no DHA.
 	before, _ := rec.Performance(ctx, "v1", time.Time{}, time.Time{})
 	third := post([]byte("lab_sample_id,batch_id,scan_seq,EPA\nL-1-00,B-1,1,999\n"))
 	if third.Replaced != 1 || third.Matched != 1 {
@@ -111,7 +112,6 @@ func TestRepostIsIdempotent(t *testing.T) {
 	if after.Samples != before.Samples || after.Version.Analytes[0].N != before.Version.Analytes[0].N {
 		t.Errorf("correction changed n: %d/%d -> %d/%d", before.Samples, before.Version.Analytes[0].N, after.Samples, after.Version.Analytes[0].N)
 	}
-	// L-1-00 had DHA; the correction has not, so DHA lost a pair.
 	if after.Version.Analytes[1].N != before.Version.Analytes[1].N-1 {
 		t.Errorf("DHA n %d after a correction without DHA, before %d", after.Version.Analytes[1].N, before.Version.Analytes[1].N)
 	}
@@ -120,13 +120,17 @@ func TestRepostIsIdempotent(t *testing.T) {
 	}
 }
 
+// spectrum is an active prediction of batch at a time, with a scan_seq.
+func spectrum(batch string, seq float64, at time.Time) *predlog.Record {
+	return &predlog.Record{PredictionID: predlog.NewPredictionID(), Time: at, BatchID: batch, HasBatchID: true,
+		ScanSeq: seq, HasScanSeq: true, ModelVersion: "v1", Role: predlog.RoleActive, Concentrations: breakdown(1, 1, 1)}
+}
+
 // A re-post that no longer matches replaces the earlier match: the
 // result leaves the statistics.
 func TestRepostUnmatchedReplacesMatch(t *testing.T) {
 	ctx := context.Background()
-	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	log := &memoryLog{}
-	log.add(reconcile.Prediction{SpectrumID: 1, Time: at, BatchID: "B", ScanSeq: 5, HasScanSeq: true, ModelVersion: "v1", Role: reconcile.RoleActive, Predicted: values(10, 5, 1)})
+	log := loggedPredictions(t, []*predlog.Record{spectrum("B", 5, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))})
 	store := &reconcile.MemoryStore{}
 	rec, _ := reconcile.New(log, store, reconcile.Options{})
 	post := func(r reconcile.LabRecord) reconcile.PostResult {
@@ -136,11 +140,11 @@ func TestRepostUnmatchedReplacesMatch(t *testing.T) {
 		}
 		return res
 	}
-	post(reconcile.LabRecord{BatchID: "B", ScanSeq: 5, HasScanSeq: true, Lab: values(11, -1, -1), LabSampleID: "S"})
+	post(reconcile.LabRecord{BatchID: "B", ScanSeq: 5, HasScanSeq: true, Lab: breakdown(11, -1, -1), LabSampleID: "S"})
 	if got, _ := store.Range(ctx, time.Time{}, time.Time{}); len(got) != 1 {
 		t.Fatalf("%d results, want 1", len(got))
 	}
-	res := post(reconcile.LabRecord{BatchID: "B", ScanSeq: 6, HasScanSeq: true, Lab: values(11, -1, -1), LabSampleID: "S"})
+	res := post(reconcile.LabRecord{BatchID: "B", ScanSeq: 6, HasScanSeq: true, Lab: breakdown(11, -1, -1), LabSampleID: "S"})
 	if res.Replaced != 1 || len(res.Unmatched) != 1 || res.Unmatched[0].Reason != reconcile.ReasonNoPredictionForScanSeq {
 		t.Errorf("%+v", res)
 	}
@@ -149,95 +153,89 @@ func TestRepostUnmatchedReplacesMatch(t *testing.T) {
 	}
 }
 
-// TestNearestEdges: the window's bounds are inclusive on both sides; on
-// equal distances before and after, the earlier spectrum wins; at one
-// instant, the lowest spectrum id; records of another batch never match.
+// TestNearestEdges, against the real log: the window's bounds are
+// inclusive on both sides; of two spectra equally far before and after,
+// the earlier wins; a nearer one wins whatever its side; records of
+// another batch never match.
 func TestNearestEdges(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	const w = 60 * time.Second
-	spectrum := func(id int64, batch string, at time.Time) reconcile.Prediction {
-		return reconcile.Prediction{SpectrumID: id, Time: at, BatchID: batch, ModelVersion: "v1", Role: reconcile.RoleActive, Predicted: values(1, 1, 1)}
-	}
 	for _, tc := range []struct {
 		name    string
-		spectra []reconcile.Prediction
-		drawn   time.Time
-		want    int64 // 0: unmatched
+		spectra []*predlog.Record
+		want    int // index in spectra, -1: unmatched
 		reason  reconcile.Reason
 	}{
-		{"exactly one window before", []reconcile.Prediction{spectrum(1, "B", t0)}, t0.Add(w), 1, ""},
-		{"exactly one window after", []reconcile.Prediction{spectrum(1, "B", t0.Add(w))}, t0, 1, ""},
-		{"a nanosecond beyond, before", []reconcile.Prediction{spectrum(1, "B", t0)}, t0.Add(w + 1), 0, reconcile.ReasonNoneWithinWindow},
-		{"a nanosecond beyond, after", []reconcile.Prediction{spectrum(1, "B", t0.Add(w+1))}, t0, 0, reconcile.ReasonNoneWithinWindow},
-		{"tie before and after: the earlier", []reconcile.Prediction{spectrum(2, "B", t0.Add(10*time.Second)), spectrum(1, "B", t0.Add(-10*time.Second))}, t0, 1, ""},
-		{"tie at one instant: the lowest id", []reconcile.Prediction{spectrum(7, "B", t0.Add(5*time.Second)), spectrum(3, "B", t0.Add(5*time.Second))}, t0, 3, ""},
-		{"nearer after beats farther before", []reconcile.Prediction{spectrum(1, "B", t0.Add(-10*time.Second)), spectrum(2, "B", t0.Add(9*time.Second))}, t0, 2, ""},
-		{"at the instant", []reconcile.Prediction{spectrum(1, "B", t0.Add(-time.Second)), spectrum(2, "B", t0)}, t0, 2, ""},
-		{"another batch", []reconcile.Prediction{spectrum(1, "C", t0)}, t0, 0, reconcile.ReasonUnknownBatch},
-		{"batch known, other times", []reconcile.Prediction{spectrum(1, "B", t0.Add(-time.Hour)), spectrum(2, "C", t0)}, t0, 0, reconcile.ReasonNoneWithinWindow},
+		{"exactly one window before", []*predlog.Record{spectrum("B", 1, t0.Add(-w))}, 0, ""},
+		{"exactly one window after", []*predlog.Record{spectrum("B", 1, t0.Add(w))}, 0, ""},
+		{"a nanosecond beyond, before", []*predlog.Record{spectrum("B", 1, t0.Add(-w-1))}, -1, reconcile.ReasonNoneWithinWindow},
+		{"a nanosecond beyond, after", []*predlog.Record{spectrum("B", 1, t0.Add(w+1))}, -1, reconcile.ReasonNoneWithinWindow},
+		{"tie before and after: the earlier", []*predlog.Record{spectrum("B", 2, t0.Add(10*time.Second)), spectrum("B", 1, t0.Add(-10*time.Second))}, 1, ""},
+		{"nearer after beats farther before", []*predlog.Record{spectrum("B", 1, t0.Add(-10*time.Second)), spectrum("B", 2, t0.Add(9*time.Second))}, 1, ""},
+		{"at the instant", []*predlog.Record{spectrum("B", 1, t0.Add(-time.Second)), spectrum("B", 2, t0)}, 1, ""},
+		{"another batch", []*predlog.Record{spectrum("C", 1, t0)}, -1, reconcile.ReasonUnknownBatch},
+		{"batch known, other times", []*predlog.Record{spectrum("B", 1, t0.Add(-time.Hour)), spectrum("C", 2, t0)}, -1, reconcile.ReasonNoneWithinWindow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			log := &memoryLog{}
-			log.add(tc.spectra...)
 			store := &reconcile.MemoryStore{}
-			rec, err := reconcile.New(log, store, reconcile.Options{MatchWindow: w})
+			rec, err := reconcile.New(loggedPredictions(t, tc.spectra), store, reconcile.Options{MatchWindow: w})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := rec.Post(ctx, []reconcile.LabRecord{{BatchID: "B", SampledAt: tc.drawn, Lab: values(1, -1, -1), LabSampleID: "S"}})
+			res, err := rec.Post(ctx, []reconcile.LabRecord{{BatchID: "B", SampledAt: t0, Lab: breakdown(1, -1, -1), LabSampleID: "S"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			stored, _ := store.Range(ctx, time.Time{}, time.Time{})
 			switch {
-			case tc.want == 0 && (res.Matched != 0 || len(res.Unmatched) != 1 || res.Unmatched[0].Reason != tc.reason):
+			case tc.want < 0 && (res.Matched != 0 || len(res.Unmatched) != 1 || res.Unmatched[0].Reason != tc.reason):
 				t.Errorf("%+v, want unmatched for %s", res, tc.reason)
-			case tc.want != 0 && (len(stored) != 1 || stored[0].SpectrumID != tc.want):
+			case tc.want >= 0 && (len(stored) != 1 || stored[0].PredictionID != tc.spectra[tc.want].PredictionID):
 				t.Errorf("stored %+v, want spectrum %d", stored, tc.want)
 			}
 		})
 	}
 }
 
-// TestScanSeqEdges: scan_seq takes precedence over sampled_at; a scan_seq
-// of another batch does not match; two spectra of the batch with one
-// scan_seq leave the record unmatched as ambiguous.
+// TestScanSeqEdges, against the real log: scan_seq takes precedence over
+// sampled_at; a scan_seq of another batch does not match; a scan_seq the
+// rig reused matches its latest spectrum; an unknown batch is told apart.
 func TestScanSeqEdges(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	log := &memoryLog{}
-	add := func(id int64, batch string, seq int64, at time.Time) {
-		log.add(reconcile.Prediction{SpectrumID: id, Time: at, BatchID: batch, ScanSeq: seq, HasScanSeq: true, ModelVersion: "v1", Role: reconcile.RoleActive, Predicted: values(1, 1, 1)},
-			reconcile.Prediction{SpectrumID: id, Time: at, BatchID: batch, ScanSeq: seq, HasScanSeq: true, ModelVersion: "v2", Role: reconcile.RoleShadow, Predicted: values(2, 2, 2)})
+	spectra := []*predlog.Record{
+		spectrum("B", 10, t0),
+		spectrum("B", 11, t0.Add(time.Hour)),
+		spectrum("C", 12, t0),
+		spectrum("B", 20, t0),
+		spectrum("B", 20, t0.Add(time.Minute)),
 	}
-	add(1, "B", 10, t0)
-	add(2, "B", 11, t0.Add(time.Hour))
-	add(3, "C", 12, t0)
-	add(4, "B", 20, t0)
-	add(5, "B", 20, t0.Add(time.Minute))
 	store := &reconcile.MemoryStore{}
-	rec, _ := reconcile.New(log, store, reconcile.Options{})
+	rec, _ := reconcile.New(loggedPredictions(t, spectra), store, reconcile.Options{})
 	res, err := rec.Post(ctx, []reconcile.LabRecord{
-		{BatchID: "B", ScanSeq: 11, HasScanSeq: true, SampledAt: t0, Lab: values(1, -1, -1), LabSampleID: "by-seq"},
-		{BatchID: "B", ScanSeq: 12, HasScanSeq: true, Lab: values(1, -1, -1), LabSampleID: "other-batch-seq"},
-		{BatchID: "B", ScanSeq: 20, HasScanSeq: true, Lab: values(1, -1, -1), LabSampleID: "ambiguous"},
-		{BatchID: "Z", ScanSeq: 10, HasScanSeq: true, Lab: values(1, -1, -1), LabSampleID: "unknown"},
+		{BatchID: "B", ScanSeq: 11, HasScanSeq: true, SampledAt: t0, Lab: breakdown(1, -1, -1), LabSampleID: "by-seq"},
+		{BatchID: "B", ScanSeq: 12, HasScanSeq: true, Lab: breakdown(1, -1, -1), LabSampleID: "other-batch-seq"},
+		{BatchID: "B", ScanSeq: 20, HasScanSeq: true, Lab: breakdown(1, -1, -1), LabSampleID: "reused"},
+		{BatchID: "Z", ScanSeq: 10, HasScanSeq: true, Lab: breakdown(1, -1, -1), LabSampleID: "unknown"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []reconcile.Unmatched{
 		{Index: 1, LabSampleID: "other-batch-seq", Reason: reconcile.ReasonNoPredictionForScanSeq},
-		{Index: 2, LabSampleID: "ambiguous", Reason: reconcile.ReasonAmbiguousScanSeq},
 		{Index: 3, LabSampleID: "unknown", Reason: reconcile.ReasonUnknownBatch},
 	}
-	if res.Matched != 1 || !slices.Equal(res.Unmatched, want) {
-		t.Errorf("%+v, want 1 matched and %+v", res, want)
+	if res.Matched != 2 || !slices.Equal(res.Unmatched, want) {
+		t.Errorf("%+v, want 2 matched and %+v", res, want)
 	}
 	stored, _ := store.Range(ctx, time.Time{}, time.Time{})
-	if len(stored) != 1 || stored[0].SpectrumID != 2 {
-		t.Errorf("stored %+v, want the by-seq record on spectrum 2", stored)
+	got := map[string]predlog.PredictionID{}
+	for _, r := range stored {
+		got[r.LabSampleID] = r.PredictionID
+	}
+	if got["by-seq"] != spectra[1].PredictionID || got["reused"] != spectra[4].PredictionID {
+		t.Errorf("stored %+v", stored)
 	}
 }
 
@@ -246,14 +244,13 @@ func TestScanSeqEdges(t *testing.T) {
 func TestRangeIsHalfOpen(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	log := &memoryLog{}
+	var spectra []*predlog.Record
 	var records []reconcile.LabRecord
-	for i := range int64(3) {
-		at := t0.Add(time.Duration(i) * time.Hour)
-		log.add(reconcile.Prediction{SpectrumID: i + 1, Time: at, BatchID: "B", ScanSeq: i, HasScanSeq: true, ModelVersion: "v1", Role: reconcile.RoleActive, Predicted: values(1, 1, 1)})
-		records = append(records, reconcile.LabRecord{BatchID: "B", ScanSeq: i, HasScanSeq: true, Lab: values(2, -1, -1), LabSampleID: string(rune('a' + i))})
+	for i := range 3 {
+		spectra = append(spectra, spectrum("B", float64(i), t0.Add(time.Duration(i)*time.Hour)))
+		records = append(records, reconcile.LabRecord{BatchID: "B", ScanSeq: int64(i), HasScanSeq: true, Lab: breakdown(2, -1, -1), LabSampleID: string(rune('a' + i))})
 	}
-	rec, _ := reconcile.New(log, &reconcile.MemoryStore{}, reconcile.Options{})
+	rec, _ := reconcile.New(loggedPredictions(t, spectra), &reconcile.MemoryStore{}, reconcile.Options{})
 	if _, err := rec.Post(ctx, records); err != nil {
 		t.Fatal(err)
 	}
@@ -267,8 +264,9 @@ func TestRangeIsHalfOpen(t *testing.T) {
 }
 
 func TestNewRefusesWindows(t *testing.T) {
+	log := loggedPredictions(t, nil)
 	for _, w := range []time.Duration{-time.Second, reconcile.MaxMatchWindow + 1} {
-		if _, err := reconcile.New(&memoryLog{}, &reconcile.MemoryStore{}, reconcile.Options{MatchWindow: w}); err == nil {
+		if _, err := reconcile.New(log, &reconcile.MemoryStore{}, reconcile.Options{MatchWindow: w}); err == nil {
 			t.Errorf("window %v accepted", w)
 		}
 	}

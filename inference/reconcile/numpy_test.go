@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/inference"
+	"ramanserve/inference/predlog"
 	"ramanserve/inference/reconcile"
 )
 
@@ -89,7 +91,7 @@ func TestPerformanceMatchesNumPy(t *testing.T) {
 		}{{"v1", []string{"v2", "v3"}}, {"v2", []string{"v1"}}} {
 			t.Run(fmt.Sprintf("offset %g, %s", offset, asked.version), func(t *testing.T) {
 				s := newScenario(7, offset)
-				rec := postCSV(t, s.log, &reconcile.MemoryStore{}, s.csv)
+				rec := postCSV(t, loggedPredictions(t, s.preds), &reconcile.MemoryStore{}, s.csv)
 				rep, err := rec.Performance(context.Background(), asked.version, time.Time{}, time.Time{})
 				if err != nil {
 					t.Fatal(err)
@@ -105,7 +107,7 @@ func TestPerformanceMatchesNumPy(t *testing.T) {
 				gate := asked.version
 				var cases []numpyCase
 				for _, vs := range all {
-					for _, a := range reconcile.Analytes {
+					for a := range inference.Analyte(inference.NumAnalytes) {
 						for key, pr := range s.pairs(vs.Version, gate, a) {
 							cases = append(cases, numpyCase{fmt.Sprintf("%s|%s|%s", vs.Version, key, a), pr[0], pr[1]})
 						}
@@ -173,7 +175,7 @@ func fmtPtr(p *float64) string {
 
 // postCSV parses a lab file and posts it to a new Reconciler over log and
 // store.
-func postCSV(t *testing.T, log reconcile.PredictionLog, store reconcile.LabStore, csv []byte) *reconcile.Reconciler {
+func postCSV(t *testing.T, log predlog.Reader, store reconcile.LabStore, csv []byte) *reconcile.Reconciler {
 	t.Helper()
 	rec, err := reconcile.New(log, store, reconcile.Options{})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"ramanserve/inference"
 )
 
 // ErrInvalidLabRecords is wrapped by every error of ParseJSON and ParseCSV.
@@ -346,7 +348,7 @@ func setField(rec *LabRecord, index int, field, literal string) error {
 		}
 		rec.SampledAt = t
 	default:
-		a, _ := analyteNamed(field)
+		a, _ := inference.ParseAnalyte(field)
 		x, err := parseDecimal(literal)
 		if err != nil || !finiteConcentration(x) {
 			return recordErr(index, field, "must be a concentration in g/L from 0 to %g, got %q", float64(MaxConcentration), clip(literal))
@@ -354,15 +356,6 @@ func setField(rec *LabRecord, index int, field, literal string) error {
 		rec.Lab.Set(a, x+0) // +0: no negative zero
 	}
 	return nil
-}
-
-func analyteNamed(name string) (Analyte, bool) {
-	for _, a := range Analytes {
-		if a.String() == name {
-			return a, true
-		}
-	}
-	return 0, false
 }
 
 // parseDecimal accepts only decimal literals (digits, '.', an exponent,
@@ -429,7 +422,7 @@ func (p *postChecker) add(rec LabRecord) error {
 		return recordErr(i, fieldBatchID, "is required")
 	case rec.LabSampleID == "":
 		return recordErr(i, fieldLabSampleID, "is required")
-	case rec.Lab.Count() == 0:
+	case countValid(rec.Lab) == 0:
 		return recordErr(i, "", "has no concentration (EPA, DHA or DPA)")
 	case !rec.HasScanSeq && rec.SampledAt.IsZero():
 		return recordErr(i, "", "has neither scan_seq nor sampled_at")

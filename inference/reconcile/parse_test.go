@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"ramanserve/inference"
 	"ramanserve/inference/reconcile"
 )
 
@@ -35,11 +36,8 @@ func TestParseJSONAndCSVAgree(t *testing.T) {
 		t.Fatalf("JSON %+v\nCSV %+v", fromJSON, fromCSV)
 	}
 	r := fromJSON[1]
-	if r.HasScanSeq || !r.SampledAt.Equal(time.Date(2026, 11, 23, 8, 15, 0, 250e6, time.UTC)) || r.Lab.Count() != 1 {
+	if r.HasScanSeq || !r.SampledAt.Equal(time.Date(2026, 11, 23, 8, 15, 0, 250e6, time.UTC)) || r.Lab != breakdown(-1, -1, 20.1) {
 		t.Errorf("record 1: %+v", r)
-	}
-	if x, ok := r.Lab.Get(reconcile.DPA); !ok || x != 20.1 {
-		t.Errorf("DPA %v %v", x, ok)
 	}
 }
 
@@ -171,9 +169,9 @@ func encodeJSON(records []reconcile.LabRecord) []byte {
 		if !r.SampledAt.IsZero() {
 			o["sampled_at"] = r.SampledAt.Format(time.RFC3339Nano)
 		}
-		for _, a := range reconcile.Analytes {
-			if x, ok := r.Lab.Get(a); ok {
-				o[a.String()] = x
+		for a := range inference.Analyte(inference.NumAnalytes) {
+			if r.Lab.Valid[a] {
+				o[a.String()] = r.Lab.Value[a]
 			}
 		}
 		objs[i] = o
@@ -197,9 +195,9 @@ func encodeCSV(records []reconcile.LabRecord) []byte {
 		if !r.SampledAt.IsZero() {
 			row[2] = r.SampledAt.Format(time.RFC3339Nano)
 		}
-		for i, a := range reconcile.Analytes {
-			if x, ok := r.Lab.Get(a); ok {
-				row[3+i] = strconv.FormatFloat(x, 'g', -1, 64)
+		for a := range inference.NumAnalytes {
+			if r.Lab.Valid[a] {
+				row[3+a] = strconv.FormatFloat(r.Lab.Value[a], 'g', -1, 64)
 			}
 		}
 		w.Write(row)
@@ -226,15 +224,18 @@ func checkParsed(t *testing.T, records []reconcile.LabRecord) {
 			t.Fatalf("record %d: lab_sample_id %q twice", i, r.LabSampleID)
 		}
 		ids[r.LabSampleID] = true
-		if r.Lab.Count() == 0 || (!r.HasScanSeq && r.SampledAt.IsZero()) {
+		if r.Lab == (inference.Breakdown{}) || (!r.HasScanSeq && r.SampledAt.IsZero()) {
 			t.Fatalf("record %d: %+v", i, r)
 		}
 		if r.HasScanSeq && (r.ScanSeq < 0 || r.ScanSeq > reconcile.MaxScanSeq) {
 			t.Fatalf("record %d: scan_seq %d", i, r.ScanSeq)
 		}
-		for _, a := range reconcile.Analytes {
-			if x, ok := r.Lab.Get(a); ok && (!(x >= 0 && x <= reconcile.MaxConcentration) || math.Signbit(x)) {
-				t.Fatalf("record %d: %s %v", i, a, x)
+		for a, x := range r.Lab.Value {
+			if r.Lab.Valid[a] && (!(x >= 0 && x <= reconcile.MaxConcentration) || math.Signbit(x)) {
+				t.Fatalf("record %d: analyte %d: %v", i, a, x)
+			}
+			if !r.Lab.Valid[a] && x != 0 {
+				t.Fatalf("record %d: invalid analyte %d holds %v", i, a, x)
 			}
 		}
 	}

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"ramanserve/inference"
+	"ramanserve/inference/predlog"
 )
 
 // AnalyteStats are one analyte's Stats.
 type AnalyteStats struct {
-	Analyte Analyte
+	Analyte inference.Analyte
 	Stats
 }
 
@@ -29,7 +32,7 @@ type BatchBias struct {
 
 // BatchAnalyteBias is one analyte's bias over one batch.
 type BatchAnalyteBias struct {
-	Analyte Analyte
+	Analyte inference.Analyte
 	N       int
 	Bias    *float64
 }
@@ -38,8 +41,8 @@ type BatchAnalyteBias struct {
 type VersionStats struct {
 	Version string
 	// Roles are the roles the version had on the spectra counted, in the
-	// order active, shadow, rescored.
-	Roles []Role
+	// order active, shadow, rescore.
+	Roles []predlog.Role
 	// Analytes holds each analyte's statistics, in report order.
 	Analytes []AnalyteStats
 	// Batches is the per-batch bias series, ordered by FirstSampleAt,
@@ -59,7 +62,7 @@ type Report struct {
 	// Version holds the statistics of the version asked for.
 	Version VersionStats
 	// Others holds the same statistics for every other version that
-	// predicted (as active, shadow or rescored) on those same spectra,
+	// predicted (as active, shadow or re-scoring) on those same spectra,
 	// ordered by version.
 	Others []VersionStats
 }
@@ -74,7 +77,7 @@ type Report struct {
 // Each matched lab result counts once per version and analyte it has a
 // value for (two lab samples of one spectrum are two pairs). When a
 // version has several predictions on one spectrum, the active one is
-// used, else the shadow one, else a rescored one.
+// used, else the shadow one, else the first re-scoring one.
 func (r *Reconciler) Performance(ctx context.Context, version string, since, until time.Time) (Report, error) {
 	rep := Report{Since: since, Until: until}
 	results, err := r.store.Range(ctx, since, until)
@@ -87,7 +90,7 @@ func (r *Reconciler) Performance(ctx context.Context, version string, since, unt
 	}
 	// Only the spectra the version predicted on count, for every version.
 	results = slices.DeleteFunc(results, func(res LabResult) bool {
-		_, ok := spectra[res.SpectrumID].chosen[version]
+		_, ok := spectra[res.PredictionID].chosen[version]
 		return !ok
 	})
 	rep.Samples = len(results)
@@ -101,51 +104,47 @@ func (r *Reconciler) Performance(ctx context.Context, version string, since, unt
 // spectrumPredictions holds, for one spectrum, the prediction used for
 // each version and every role each version had.
 type spectrumPredictions struct {
-	chosen map[string]Prediction
-	roles  map[string][]Role
+	chosen map[string]predlog.Record
+	roles  map[string][]predlog.Role
 }
 
-// predictionsBySpectrum reads the predictions of the results' spectra.
-func (r *Reconciler) predictionsBySpectrum(ctx context.Context, results []LabResult) (map[int64]spectrumPredictions, error) {
-	ids := make([]int64, 0, len(results))
+// predictionsBySpectrum reads the predictions of the results' spectra,
+// one ByPrediction a spectrum.
+func (r *Reconciler) predictionsBySpectrum(ctx context.Context, results []LabResult) (map[predlog.PredictionID]spectrumPredictions, error) {
+	spectra := make(map[predlog.PredictionID]spectrumPredictions)
 	for _, res := range results {
-		ids = append(ids, res.SpectrumID)
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	preds, err := r.log.Predictions(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("reconcile: predictions of %d spectra: %w", len(ids), err)
-	}
-	// Role order first, so that the first prediction kept per version is
-	// the one to use; the rest of the order makes the choice among
-	// predictions of one role deterministic.
-	slices.SortStableFunc(preds, func(a, b Prediction) int {
-		return cmp.Or(cmp.Compare(roleRank(a.Role), roleRank(b.Role)), a.Time.Compare(b.Time))
-	})
-	spectra := make(map[int64]spectrumPredictions, len(ids))
-	for _, p := range preds {
-		sp, ok := spectra[p.SpectrumID]
-		if !ok {
-			sp = spectrumPredictions{chosen: map[string]Prediction{}, roles: map[string][]Role{}}
-			spectra[p.SpectrumID] = sp
+		if _, done := spectra[res.PredictionID]; done {
+			continue
 		}
-		if _, ok := sp.chosen[p.ModelVersion]; !ok {
-			sp.chosen[p.ModelVersion] = p
+		recs, err := r.log.ByPrediction(ctx, res.PredictionID)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile: predictions of spectrum %s: %w", res.PredictionID, err)
 		}
-		if !slices.Contains(sp.roles[p.ModelVersion], p.Role) {
-			sp.roles[p.ModelVersion] = append(sp.roles[p.ModelVersion], p.Role)
+		// Role order first, so that the first record kept per version is
+		// the one to use.
+		slices.SortStableFunc(recs, func(a, b predlog.Record) int {
+			return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.ID, b.ID))
+		})
+		sp := spectrumPredictions{chosen: map[string]predlog.Record{}, roles: map[string][]predlog.Role{}}
+		for _, p := range recs {
+			if _, ok := sp.chosen[p.ModelVersion]; !ok {
+				sp.chosen[p.ModelVersion] = p
+			}
+			if !slices.Contains(sp.roles[p.ModelVersion], p.Role) {
+				sp.roles[p.ModelVersion] = append(sp.roles[p.ModelVersion], p.Role)
+			}
 		}
+		spectra[res.PredictionID] = sp
 	}
 	return spectra, nil
 }
 
 // otherVersions lists, in order, the versions other than version that
 // predicted on the results' spectra.
-func otherVersions(version string, results []LabResult, spectra map[int64]spectrumPredictions) []string {
+func otherVersions(version string, results []LabResult, spectra map[predlog.PredictionID]spectrumPredictions) []string {
 	var out []string
 	for _, res := range results {
-		for v := range spectra[res.SpectrumID].chosen {
+		for v := range spectra[res.PredictionID].chosen {
 			if v != version {
 				out = append(out, v)
 			}
@@ -157,13 +156,13 @@ func otherVersions(version string, results []LabResult, spectra map[int64]spectr
 
 // versionStats pairs version's predictions with the lab results on the
 // spectra it predicted on, per analyte, overall and per batch.
-func versionStats(version string, results []LabResult, spectra map[int64]spectrumPredictions) VersionStats {
+func versionStats(version string, results []LabResult, spectra map[predlog.PredictionID]spectrumPredictions) VersionStats {
 	vs := VersionStats{Version: version}
-	var predicted, lab [numAnalytes][]float64
+	var predicted, lab [inference.NumAnalytes][]float64
 	batches := map[string]*batchPairs{}
-	var roles []Role
+	var roles []predlog.Role
 	for _, res := range results {
-		sp := spectra[res.SpectrumID]
+		sp := spectra[res.PredictionID]
 		p, ok := sp.chosen[version]
 		if !ok {
 			continue
@@ -181,9 +180,9 @@ func versionStats(version string, results []LabResult, spectra map[int64]spectru
 		if res.SpectrumTime.Before(b.first) {
 			b.first = res.SpectrumTime
 		}
-		for _, a := range Analytes {
-			y, hasLab := res.Lab.Get(a)
-			x, hasPred := p.Predicted.Get(a)
+		for a := range inference.Analyte(inference.NumAnalytes) {
+			y, hasLab := res.Lab.Value[a], res.Lab.Valid[a]
+			x, hasPred := p.Concentrations.Value[a], p.Concentrations.Valid[a]
 			if hasLab && hasPred {
 				predicted[a] = append(predicted[a], x)
 				lab[a] = append(lab[a], y)
@@ -192,9 +191,9 @@ func versionStats(version string, results []LabResult, spectra map[int64]spectru
 			}
 		}
 	}
-	slices.SortFunc(roles, func(a, b Role) int { return cmp.Compare(roleRank(a), roleRank(b)) })
+	slices.Sort(roles) // active, shadow, rescore
 	vs.Roles = roles
-	for _, a := range Analytes {
+	for a := range inference.Analyte(inference.NumAnalytes) {
 		vs.Analytes = append(vs.Analytes, AnalyteStats{Analyte: a, Stats: Statistics(predicted[a], lab[a])})
 	}
 	vs.Batches = batchSeries(batches)
@@ -204,7 +203,7 @@ func versionStats(version string, results []LabResult, spectra map[int64]spectru
 // batchPairs gathers one batch's pairs per analyte.
 type batchPairs struct {
 	first          time.Time
-	predicted, lab [numAnalytes][]float64
+	predicted, lab [inference.NumAnalytes][]float64
 }
 
 // batchSeries turns the batches' pairs into the bias series.
@@ -212,7 +211,7 @@ func batchSeries(batches map[string]*batchPairs) []BatchBias {
 	series := make([]BatchBias, 0, len(batches))
 	for id, b := range batches {
 		bb := BatchBias{BatchID: id, FirstSampleAt: b.first}
-		for _, a := range Analytes {
+		for a := range inference.Analyte(inference.NumAnalytes) {
 			s := Statistics(b.predicted[a], b.lab[a])
 			bb.Analytes = append(bb.Analytes, BatchAnalyteBias{Analyte: a, N: s.N, Bias: s.Bias})
 		}

@@ -3,65 +3,9 @@ package reconcile
 import (
 	"math"
 	"time"
+
+	"ramanserve/inference"
 )
-
-// Analyte is one of the concentrations the lab measures and the models
-// predict.
-type Analyte int
-
-// The analytes, in the order reports list them.
-const (
-	EPA Analyte = iota
-	DHA
-	DPA
-	numAnalytes
-)
-
-// Analytes lists every analyte in report order.
-var Analytes = [numAnalytes]Analyte{EPA, DHA, DPA}
-
-var analyteNames = [numAnalytes]string{"EPA", "DHA", "DPA"}
-
-// String is the analyte's name as it appears in lab files, model targets
-// and reports.
-func (a Analyte) String() string {
-	if a < 0 || a >= numAnalytes {
-		return "Analyte(?)"
-	}
-	return analyteNames[a]
-}
-
-// Values holds a concentration in g/L for any subset of the analytes.
-// The zero value holds none.
-type Values struct {
-	v   [numAnalytes]float64
-	has [numAnalytes]bool
-}
-
-// Get returns the concentration of a and whether it is present.
-func (v Values) Get(a Analyte) (float64, bool) {
-	if a < 0 || a >= numAnalytes {
-		return 0, false
-	}
-	return v.v[a], v.has[a]
-}
-
-// Set records x as the concentration of a.
-func (v *Values) Set(a Analyte, x float64) {
-	v.v[a] = x
-	v.has[a] = true
-}
-
-// Count is how many analytes are present.
-func (v Values) Count() int {
-	n := 0
-	for _, h := range v.has {
-		if h {
-			n++
-		}
-	}
-	return n
-}
 
 // Limits of a lab post. A post over any of them is refused as a whole
 // before anything is stored: they bound what a client can make the
@@ -95,11 +39,22 @@ type LabRecord struct {
 	HasScanSeq bool
 	// SampledAt is when the sample was drawn; the zero time if absent.
 	SampledAt time.Time
-	// Lab holds the measured concentrations in g/L (at least one).
-	Lab Values
+	// Lab holds the measured concentrations in g/L (at least one valid).
+	Lab inference.Breakdown
 	// LabSampleID is the lab's id for the sample, unique within a post;
 	// a later post with the same id replaces this record.
 	LabSampleID string
+}
+
+// countValid is how many analytes of b are valid.
+func countValid(b inference.Breakdown) int {
+	n := 0
+	for _, v := range b.Valid {
+		if v {
+			n++
+		}
+	}
+	return n
 }
 
 // finiteConcentration reports whether x is a concentration a lab record

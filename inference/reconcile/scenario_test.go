@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"ramanserve/inference/reconcile"
+	"ramanserve/inference"
+	"ramanserve/inference/predlog"
 )
 
 // scenario is a prediction log and a lab file whose matches the test
@@ -18,16 +19,16 @@ import (
 // a sampled_at up to 9 s from the spectrum, some without DPA; two more
 // records match nothing.
 type scenario struct {
-	log *memoryLog
+	preds []*predlog.Record
 	// csv is the lab file.
 	csv []byte
 	// matched maps each matching lab_sample_id to its spectrum, and lab
 	// to its values.
-	matched map[string]int64
-	lab     map[string]reconcile.Values
+	matched map[string]predlog.PredictionID
+	lab     map[string]inference.Breakdown
 	batch   map[string]string
 	// unmatched maps the other lab_sample_ids to their reason.
-	unmatched map[string]reconcile.Reason
+	unmatched map[string]string
 	// order lists the lab_sample_ids in file order.
 	order []string
 	t0    time.Time
@@ -38,54 +39,52 @@ type scenario struct {
 func newScenario(seed uint64, offset float64) *scenario {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	s := &scenario{
-		log:       &memoryLog{},
-		matched:   map[string]int64{},
-		lab:       map[string]reconcile.Values{},
+		matched:   map[string]predlog.PredictionID{},
+		lab:       map[string]inference.Breakdown{},
 		batch:     map[string]string{},
-		unmatched: map[string]reconcile.Reason{},
+		unmatched: map[string]string{},
 		t0:        time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC),
 	}
 	var csv bytes.Buffer
 	csv.WriteString("lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA\n")
-	id := int64(0)
 	for b := 1; b <= 4; b++ {
 		batch := fmt.Sprintf("B-%d", b)
 		start := s.t0.Add(time.Duration(b) * time.Hour)
 		truth := [3]float64{180 + 5*float64(b), 95 - 2*float64(b), 21}
 		for k := range 12 {
-			id++
+			id := predlog.NewPredictionID()
 			at := start.Add(time.Duration(k) * 20 * time.Second)
 			var actual [3]float64
 			for a := range actual {
 				actual[a] = offset + truth[a] + 4*rng.NormFloat64()
 			}
-			pred := func(version string, role reconcile.Role, bias, noise float64, analytes int) reconcile.Prediction {
-				var v reconcile.Values
+			pred := func(version string, role predlog.Role, bias, noise float64, analytes int) *predlog.Record {
+				var v inference.Breakdown
 				for a := range analytes {
-					v.Set(reconcile.Analytes[a], actual[a]+bias+noise*rng.NormFloat64())
+					v.Set(inference.Analyte(a), actual[a]+bias+noise*rng.NormFloat64())
 				}
-				return reconcile.Prediction{SpectrumID: id, Time: at, BatchID: batch, ScanSeq: int64(k + 1), HasScanSeq: true,
-					ModelVersion: version, Role: role, Predicted: v}
+				return &predlog.Record{PredictionID: id, Time: at, BatchID: batch, HasBatchID: true,
+					ScanSeq: float64(k + 1), HasScanSeq: true, ModelVersion: version, Role: role, Concentrations: v}
 			}
-			s.log.add(pred("v1", reconcile.RoleActive, 0.8*float64(b), 1.5, 3))
+			s.preds = append(s.preds, pred("v1", predlog.RoleActive, 0.8*float64(b), 1.5, 3))
 			if b >= 3 {
-				s.log.add(pred("v2", reconcile.RoleShadow, -0.3, 0.7, 2))
+				s.preds = append(s.preds, pred("v2", predlog.RoleShadow, -0.3, 0.7, 2))
 			}
 			if b <= 2 {
-				s.log.add(pred("v3", reconcile.RoleRescored, 0.1, 1.0, 3))
+				s.preds = append(s.preds, pred("v3", predlog.RoleRescore, 0.1, 1.0, 3))
 			}
 			if k%2 == 1 {
 				continue
 			}
 			sample := fmt.Sprintf("L-%d-%02d", b, k)
-			var lab reconcile.Values
+			var lab inference.Breakdown
 			cells := [3]string{}
 			for a := range 3 {
 				if a == 2 && k%4 == 0 {
 					continue // no DPA
 				}
 				y := actual[a] + 0.5*rng.NormFloat64()
-				lab.Set(reconcile.Analytes[a], y)
+				lab.Set(inference.Analyte(a), y)
 				cells[a] = strconv.FormatFloat(y, 'g', -1, 64)
 			}
 			s.matched[sample], s.lab[sample], s.batch[sample] = id, lab, batch
@@ -100,8 +99,8 @@ func newScenario(seed uint64, offset float64) *scenario {
 	}
 	csv.WriteString("L-x-1,B-9,3,,1,,\n")
 	csv.WriteString("L-x-2,B-1,," + s.t0.Format(time.RFC3339) + ",1,,\n")
-	s.unmatched["L-x-1"] = reconcile.ReasonUnknownBatch
-	s.unmatched["L-x-2"] = reconcile.ReasonNoneWithinWindow
+	s.unmatched["L-x-1"] = "unknown_batch"
+	s.unmatched["L-x-2"] = "none_within_window"
 	s.order = append(s.order, "L-x-1", "L-x-2")
 	s.csv = csv.Bytes()
 	return s
@@ -110,28 +109,27 @@ func newScenario(seed uint64, offset float64) *scenario {
 // pairs returns, by construction, the (predicted, lab) pairs of version
 // for analyte a over the spectra that only (if not "") also predicted
 // on, keyed "" for all batches and by batch id for each batch.
-func (s *scenario) pairs(version, only string, a reconcile.Analyte) map[string][2][]float64 {
+func (s *scenario) pairs(version, only string, a inference.Analyte) map[string][2][]float64 {
 	out := map[string][2][]float64{}
 	for _, sample := range s.order {
 		spectrum, ok := s.matched[sample]
 		if !ok {
 			continue
 		}
-		var pred, gate *reconcile.Prediction
-		for i := range s.log.preds {
-			p := &s.log.preds[i]
-			if p.SpectrumID == spectrum && p.ModelVersion == version {
+		var pred, gate *predlog.Record
+		for _, p := range s.preds {
+			if p.PredictionID == spectrum && p.ModelVersion == version {
 				pred = p
 			}
-			if p.SpectrumID == spectrum && p.ModelVersion == only {
+			if p.PredictionID == spectrum && p.ModelVersion == only {
 				gate = p
 			}
 		}
 		if pred == nil || (only != "" && gate == nil) {
 			continue
 		}
-		x, hasPred := pred.Predicted.Get(a)
-		y, hasLab := s.lab[sample].Get(a)
+		x, hasPred := pred.Concentrations.Value[a], pred.Concentrations.Valid[a]
+		y, hasLab := s.lab[sample].Value[a], s.lab[sample].Valid[a]
 		if !hasPred || !hasLab {
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"ramanserve/inference/predlog"
 )
 
 // LabResult is a lab record as kept: the record, and the spectrum it was
@@ -14,9 +16,10 @@ type LabResult struct {
 	LabRecord
 	// Matched reports whether the record was matched to a spectrum.
 	Matched bool
-	// SpectrumID and SpectrumTime identify the matched spectrum and when
-	// it was logged (zero if not matched).
-	SpectrumID   int64
+	// PredictionID and SpectrumTime identify the matched spectrum (its
+	// predictions share the PredictionID) and when it was logged (zero if
+	// not matched).
+	PredictionID predlog.PredictionID
 	SpectrumTime time.Time
 	// Reason says why the record was not matched ("" if it was).
 	Reason Reason
