@@ -40,7 +40,7 @@ func TestPostMatchesScenario(t *testing.T) {
 	if !slices.Equal(res.Unmatched, unmatched) {
 		t.Errorf("unmatched %+v, want %+v", res.Unmatched, unmatched)
 	}
-	stored, err := store.Range(context.Background(), time.Time{}, time.Time{})
+	stored, err := store.Range(context.Background(), time.Time{}, time.Time{}, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,14 +141,14 @@ func TestRepostUnmatchedReplacesMatch(t *testing.T) {
 		return res
 	}
 	post(reconcile.LabRecord{BatchID: "B", ScanSeq: 5, HasScanSeq: true, Lab: breakdown(11, -1, -1), LabSampleID: "S"})
-	if got, _ := store.Range(ctx, time.Time{}, time.Time{}); len(got) != 1 {
+	if got, _ := store.Range(ctx, time.Time{}, time.Time{}, 1000); len(got) != 1 {
 		t.Fatalf("%d results, want 1", len(got))
 	}
 	res := post(reconcile.LabRecord{BatchID: "B", ScanSeq: 6, HasScanSeq: true, Lab: breakdown(11, -1, -1), LabSampleID: "S"})
 	if res.Replaced != 1 || len(res.Unmatched) != 1 || res.Unmatched[0].Reason != reconcile.ReasonNoPredictionForScanSeq {
 		t.Errorf("%+v", res)
 	}
-	if got, _ := store.Range(ctx, time.Time{}, time.Time{}); len(got) != 0 {
+	if got, _ := store.Range(ctx, time.Time{}, time.Time{}, 1000); len(got) != 0 {
 		t.Fatalf("%d results after the unmatched re-post, want 0", len(got))
 	}
 }
@@ -187,7 +187,7 @@ func TestNearestEdges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stored, _ := store.Range(ctx, time.Time{}, time.Time{})
+			stored, _ := store.Range(ctx, time.Time{}, time.Time{}, 1000)
 			switch {
 			case tc.want < 0 && (res.Matched != 0 || len(res.Unmatched) != 1 || res.Unmatched[0].Reason != tc.reason):
 				t.Errorf("%+v, want unmatched for %s", res, tc.reason)
@@ -229,7 +229,7 @@ func TestScanSeqEdges(t *testing.T) {
 	if res.Matched != 2 || !slices.Equal(res.Unmatched, want) {
 		t.Errorf("%+v, want 2 matched and %+v", res, want)
 	}
-	stored, _ := store.Range(ctx, time.Time{}, time.Time{})
+	stored, _ := store.Range(ctx, time.Time{}, time.Time{}, 1000)
 	got := map[string]predlog.PredictionID{}
 	for _, r := range stored {
 		got[r.LabSampleID] = r.PredictionID

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,6 +11,14 @@ import (
 	"ramanserve/inference"
 	"ramanserve/inference/predlog"
 )
+
+// MaxReportSamples bounds the matched lab results one Performance call
+// reads (each costs a read of its spectrum's predictions).
+const MaxReportSamples = 50000
+
+// ErrRangeTooLarge: the time range holds more than MaxReportSamples
+// matched lab results; a narrower range is needed.
+var ErrRangeTooLarge = errors.New("reconcile: too many lab results in the range")
 
 // AnalyteStats are one analyte's Stats.
 type AnalyteStats struct {
@@ -72,7 +81,8 @@ type Report struct {
 // those spectra, and how every other version that predicted on the same
 // spectra compares. A version with no prediction on a matched spectrum
 // gets a report with Samples 0 (telling unknown versions apart is the
-// registry's business).
+// registry's business). More than MaxReportSamples matched results in
+// the range is ErrRangeTooLarge.
 //
 // Each matched lab result counts once per version and analyte it has a
 // value for (two lab samples of one spectrum are two pairs). When a
@@ -80,9 +90,12 @@ type Report struct {
 // used, else the shadow one, else the first re-scoring one.
 func (r *Reconciler) Performance(ctx context.Context, version string, since, until time.Time) (Report, error) {
 	rep := Report{Since: since, Until: until}
-	results, err := r.store.Range(ctx, since, until)
+	results, err := r.store.Range(ctx, since, until, MaxReportSamples+1)
 	if err != nil {
 		return rep, fmt.Errorf("reconcile: lab results: %w", err)
+	}
+	if len(results) > MaxReportSamples {
+		return rep, fmt.Errorf("%w (more than %d)", ErrRangeTooLarge, MaxReportSamples)
 	}
 	spectra, err := r.predictionsBySpectrum(ctx, results)
 	if err != nil {

@@ -32,10 +32,10 @@ type LabStore interface {
 	// same LabSampleID, all or none of them. It returns how many replaced
 	// a stored result.
 	Upsert(ctx context.Context, results []LabResult) (replaced int, err error)
-	// Range returns the matched results whose SpectrumTime is in
-	// [since, until) (a zero since or until leaves that side open),
+	// Range returns the first limit matched results whose SpectrumTime
+	// is in [since, until) (a zero since or until leaves that side open),
 	// ordered by SpectrumTime, then LabSampleID.
-	Range(ctx context.Context, since, until time.Time) ([]LabResult, error)
+	Range(ctx context.Context, since, until time.Time, limit int) ([]LabResult, error)
 }
 
 // MemoryStore is a LabStore in memory, for tests and for running without
@@ -66,7 +66,7 @@ func (s *MemoryStore) Upsert(ctx context.Context, results []LabResult) (int, err
 }
 
 // Range implements LabStore.
-func (s *MemoryStore) Range(ctx context.Context, since, until time.Time) ([]LabResult, error) {
+func (s *MemoryStore) Range(ctx context.Context, since, until time.Time, limit int) ([]LabResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (s *MemoryStore) Range(ctx context.Context, since, until time.Time) ([]LabR
 	slices.SortFunc(out, func(a, b LabResult) int {
 		return cmp.Or(a.SpectrumTime.Compare(b.SpectrumTime), cmp.Compare(a.LabSampleID, b.LabSampleID))
 	})
-	return out, nil
+	return out[:min(len(out), max(limit, 0))], nil
 }
 
 // inRange reports whether t is in [since, until), a zero bound being open.
