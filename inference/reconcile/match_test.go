@@ -3,7 +3,9 @@ package reconcile_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -269,5 +271,29 @@ func TestNewRefusesWindows(t *testing.T) {
 		if _, err := reconcile.New(log, &reconcile.MemoryStore{}, reconcile.Options{MatchWindow: w}); err == nil {
 			t.Errorf("window %v accepted", w)
 		}
+	}
+}
+
+// TestPerformanceRefusesTooManySamples: a range holding more than
+// MaxReportSamples matched results is refused before any is read.
+func TestPerformanceRefusesTooManySamples(t *testing.T) {
+	ctx := context.Background()
+	store := &reconcile.MemoryStore{}
+	results := make([]reconcile.LabResult, reconcile.MaxReportSamples+1)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range results {
+		results[i] = reconcile.LabResult{Matched: true, PredictionID: predlog.NewPredictionID(), SpectrumTime: t0.Add(time.Duration(i) * time.Second)}
+		results[i].LabSampleID = strconv.Itoa(i)
+	}
+	if _, err := store.Upsert(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := reconcile.New(loggedPredictions(t, nil), store, reconcile.Options{})
+	if _, err := rec.Performance(ctx, "v1", time.Time{}, time.Time{}); !errors.Is(err, reconcile.ErrRangeTooLarge) {
+		t.Fatalf("error %v, want ErrRangeTooLarge", err)
+	}
+	rep, err := rec.Performance(ctx, "v1", t0, t0.Add(time.Hour))
+	if err != nil || rep.Samples != 0 {
+		t.Fatalf("an hour's range: %+v, %v", rep, err)
 	}
 }
