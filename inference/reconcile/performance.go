@@ -87,7 +87,8 @@ type Report struct {
 // Each matched lab result counts once per version and analyte it has a
 // value for (two lab samples of one spectrum are two pairs). When a
 // version has several predictions on one spectrum, the active one is
-// used, else the shadow one, else the first re-scoring one.
+// used, else the shadow one, else the first re-scoring one. A lab result
+// whose spectrum the log's retention has deleted no longer counts.
 func (r *Reconciler) Performance(ctx context.Context, version string, since, until time.Time) (Report, error) {
 	rep := Report{Since: since, Until: until}
 	results, err := r.store.Range(ctx, since, until, MaxReportSamples+1)
