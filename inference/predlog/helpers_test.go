@@ -60,7 +60,8 @@ var testAxis = func() []float32 {
 }()
 
 // testSpectrum is a Raman-like scan: a few bands on a baseline, with
-// deterministic noise, so that it compresses like a real one.
+// deterministic noise, in whole detector counts, so that it compresses like
+// a real one.
 func testSpectrum(i int) (intensities, wavenumbers []float32) {
 	s := make([]float32, len(testAxis))
 	seed := uint32(i)*2654435761 + 1
@@ -68,7 +69,8 @@ func testSpectrum(i int) (intensities, wavenumbers []float32) {
 		seed = seed*1664525 + 1013904223
 		noise := float64(seed>>8)/float64(1<<24) - 0.5
 		band := 800*math.Exp(-sq(float64(w)-1650)/200) + 500*math.Exp(-sq(float64(w)-2900)/400)
-		s[k] = float32(1000 + 0.2*float64(w) + band + 15*noise)
+		// A CCD's counts are whole numbers.
+		s[k] = float32(math.Round(1000 + 0.2*float64(w) + band + 15*noise))
 	}
 	return s, testAxis
 }

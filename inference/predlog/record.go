@@ -7,6 +7,19 @@
 // to a bounded queue, never block) and Reader for the management endpoints.
 // SQLite implements both in one embedded file; a fleet may later put another
 // store (PostgreSQL) behind the same interfaces.
+//
+// The path of a record: Record puts a pointer on a bounded channel (no
+// allocation, no wait; a full queue drops the record and counts it). One
+// writer goroutine owns the database's writing connection: it commits the
+// queued records in batches (BatchMax records, or whatever arrived within
+// CommitInterval, 100 ms by default), each batch one transaction through a
+// prepared statement, compresses spectra on the way, and between batches
+// deletes old rows in chunks of DeleteChunk for the age and size bounds.
+// Readers use other connections; WAL mode lets them read beside the writer.
+//
+// What kill -9 keeps: every batch whose commit returned, that is every
+// record accepted more than CommitInterval plus one commit's time before
+// the kill (see Open for the durability choice and the size bound).
 package predlog
 
 import (
