@@ -117,8 +117,10 @@ type Scorer struct {
 
 	scored, dropped, failed atomic.Uint64
 
-	// Worker-owned, reused for every spectrum.
-	result Result
+	// Worker-owned, reused for every spectrum (a local would escape to
+	// the heap through the Model and Sink interfaces).
+	spectrum inference.Spectrum
+	result   Result
 }
 
 // item is one offered spectrum, a pooled buffer.
@@ -335,8 +337,8 @@ func (s *Scorer) score(ctx context.Context, it *item) {
 			s.fail(g, fmt.Errorf("panic: %v", p))
 		}
 	}()
-	spectrum := inference.Spectrum{Wavenumbers: it.wn, Intensities: it.in}
-	if err := g.model.Predict(&spectrum, &r.Shadow); err != nil {
+	s.spectrum = inference.Spectrum{Wavenumbers: it.wn, Intensities: it.in}
+	if err := g.model.Predict(&s.spectrum, &r.Shadow); err != nil {
 		s.fail(g, err)
 		return
 	}
