@@ -37,7 +37,8 @@ type AnalyteComparison struct {
 	DisagreeShare float64
 	// Tolerance is the active model's tolerance for the analyte (g/L), as
 	// used for the latest spectrum (it changes only when another active
-	// model, with another tolerance, is swapped in while the shadow runs).
+	// model, with another tolerance, is swapped in while the shadow runs);
+	// 0 while N is 0.
 	Tolerance float64
 }
 
@@ -51,11 +52,12 @@ type generation struct {
 
 	dropped atomic.Int64
 
-	mu       sync.Mutex // guards the fields below (the worker writes, Status reads)
-	n        int64
-	failed   int64
-	warned   bool
-	analytes [inference.NumAnalytes]runningDifference
+	mu         sync.Mutex // guards the fields below (the worker writes, Status reads)
+	n          int64
+	failed     int64
+	warned     bool // a failure was logged
+	sinkWarned bool // a sink panic was logged
+	analytes   [inference.NumAnalytes]runningDifference
 }
 
 // runningDifference accumulates d = shadow - active with Welford's
@@ -117,6 +119,16 @@ func (g *generation) fail() (first bool) {
 	g.failed++
 	first = !g.warned
 	g.warned = true
+	return first
+}
+
+// firstSinkPanic reports whether no sink panic was logged for this shadow
+// yet, and marks one logged.
+func (g *generation) firstSinkPanic() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	first := !g.sinkWarned
+	g.sinkWarned = true
 	return first
 }
 

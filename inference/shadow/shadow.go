@@ -328,7 +328,7 @@ func (s *Scorer) process(ctx context.Context, it *item) {
 
 // score predicts with the item's shadow, updates its comparison and
 // hands both predictions to the sink. A panicking model costs one
-// spectrum, not the process.
+// spectrum (counted as failed), not the process.
 func (s *Scorer) score(ctx context.Context, it *item) {
 	g := it.gen
 	r := &s.result
@@ -350,6 +350,18 @@ func (s *Scorer) score(ctx context.Context, it *item) {
 	r.PredictionID, r.Time = it.id, it.at
 	r.ActiveVersion, r.ShadowVersion = it.active.Metadata().Version, g.version
 	r.Active = it.pred
+	s.deliver(ctx, g, r)
+}
+
+// deliver hands r to the sink. A panicking sink loses that record only;
+// the first panic of each shadow is logged.
+func (s *Scorer) deliver(ctx context.Context, g *generation, r *Result) {
+	defer func() {
+		if p := recover(); p != nil && g.firstSinkPanic() {
+			s.log.Error("shadow sink panicked; the record is lost, later panics are not logged",
+				"shadow", g.version, "panic", p)
+		}
+	}()
 	s.sink.RecordShadow(ctx, r)
 }
 

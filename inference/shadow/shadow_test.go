@@ -174,11 +174,11 @@ func close12(got, want float64) bool {
 	return math.Abs(got-want) <= 1e-12*math.Max(1, math.Abs(want))
 }
 
-// TestWelfordStaysAccurate: a small spread around a large offset, which
-// running sums of d and d^2 would lose, is summarised exactly enough.
-// The differences are fed through a real shadow whose intercepts are
-// shifted, so the offset is the shift and the spread the models' own.
-func TestWelfordStaysAccurate(t *testing.T) {
+// TestLargeOffset: a shadow far from the active model (its intercepts
+// shifted by 1e6 g/L, so every spectrum disagrees and the differences are
+// a large offset with a rounding-sized spread) is still summarised as the
+// two-pass computation does.
+func TestLargeOffset(t *testing.T) {
 	rawP, _ := params(t)
 	active := newModel(t, rawP, inference.ModelOptions{})
 	shifted := *rawP
@@ -583,4 +583,52 @@ func TestConcurrentSetClearWhileScoring(t *testing.T) {
 		}
 	}
 	t.Logf("offered %d, queued %d, dropped %d, scored %d", offered.Load(), queued.Load(), tot.Dropped, tot.Scored)
+}
+
+// panicky is a real model that panics on every third spectrum it scores:
+// a bug in a model must cost that spectrum, not the worker.
+type panicky struct {
+	*inference.PLSModel
+	calls atomic.Int64
+}
+
+func (p *panicky) Predict(s *inference.Spectrum, out *inference.Prediction) error {
+	if p.calls.Add(1)%3 == 0 {
+		panic("model bug")
+	}
+	return p.PLSModel.Predict(s, out)
+}
+
+// panickySink panics on every second record.
+type panickySink struct {
+	collector
+	calls atomic.Int64
+}
+
+func (p *panickySink) RecordShadow(ctx context.Context, r *shadow.Result) {
+	if p.calls.Add(1)%2 == 0 {
+		panic("sink bug")
+	}
+	p.collector.RecordShadow(ctx, r)
+}
+
+// TestPanicsCostOneSpectrum: a panicking model fails that spectrum, a
+// panicking sink loses that record; the worker goes on.
+func TestPanicsCostOneSpectrum(t *testing.T) {
+	active, candidate := models(t)
+	sink := &panickySink{}
+	s := shadow.New(shadow.Options{Sink: sink})
+	if err := s.Set(&panicky{PLSModel: candidate}); err != nil {
+		t.Fatal(err)
+	}
+	specs := spectra(12, 42)
+	offerAll(t, s, active, specs, 0)
+	closeScorer(t, s)
+	c := s.Status().Comparison
+	if c.N != 8 || c.Failed != 4 {
+		t.Fatalf("comparison %+v: want 8 scored and 4 failed", c)
+	}
+	if n := len(sink.all()); n != 4 {
+		t.Fatalf("%d recorded, want 4 (every second of the 8 scored)", n)
+	}
 }
