@@ -9,6 +9,21 @@
 // the shadow, updates the comparison and hands both predictions to a Sink
 // (the prediction log, through an adapter in the server).
 //
+// One worker, not a pool: the server has two cores, and the active
+// predicts must keep them. One worker caps the shadow at one core whatever
+// the load, needs a few tens of microseconds a spectrum (tens of thousands
+// a second, far above the rig's rate), keeps the records in the order of
+// the predicts, and leaves the comparison a single writer.
+//
+// The shadow predicts through the model's own Predict, on an exact copy of
+// the spectrum, with the options it was built with: what it records is
+// bit-identical to what it returns once promoted.
+//
+// Set and Clear act on the spectra offered after them. A spectrum already
+// queued is scored by the shadow it was offered under and recorded with
+// that shadow's version (its record is true; its figures go to that
+// shadow's comparison, no longer reported). Close scores what is queued.
+//
 // The scorer does not know the registry: which version is the shadow, and
 // that it survives a restart, is the caller's to persist (Status.Version
 // says what to store; Set it again at start-up). Refusing a shadow equal to
