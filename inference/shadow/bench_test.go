@@ -189,3 +189,38 @@ func benchWorker(b *testing.B, raw bool) {
 	}
 	closeScorer(b, s)
 }
+
+// BenchmarkOfferAt1000PerSecond offers at the rig's full rate, 1,000
+// spectra a second (one every millisecond, the active predict done
+// beforehand), to the recipe model as shadow with a sink that copies each
+// result, and reports the spectra dropped: the issue wants 0 at this rate.
+// Run it with -benchtime 5000x (five seconds).
+func BenchmarkOfferAt1000PerSecond(b *testing.B) {
+	active, candidate := models(b)
+	specs := spectra(64, 51)
+	preds := make([]inference.Prediction, len(specs))
+	for i := range specs {
+		preds[i] = predict(b, active, &specs[i])
+	}
+	sink := &collector{}
+	s := shadow.New(shadow.Options{Sink: sink})
+	if err := s.Set(candidate); err != nil {
+		b.Fatal(err)
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	b.ResetTimer()
+	for i := range b.N {
+		<-tick.C
+		k := i % len(specs)
+		s.Offer(id(i), time.Now(), active, &specs[k], &preds[k])
+	}
+	b.StopTimer()
+	closeScorer(b, s)
+	c := s.Status().Comparison
+	b.ReportMetric(float64(c.Dropped), "dropped")
+	b.ReportMetric(float64(c.N), "scored")
+	if c.N+c.Dropped != int64(b.N) {
+		b.Fatalf("%d scored and %d dropped of %d", c.N, c.Dropped, b.N)
+	}
+}
