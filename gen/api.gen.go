@@ -309,6 +309,27 @@ func (e PredictRequestType) Valid() bool {
 	}
 }
 
+// Defines values for PredictionRole.
+const (
+	PredictionRoleActive  PredictionRole = "active"
+	PredictionRoleRescore PredictionRole = "rescore"
+	PredictionRoleShadow  PredictionRole = "shadow"
+)
+
+// Valid indicates whether the value is a known member of the PredictionRole enum.
+func (e PredictionRole) Valid() bool {
+	switch e {
+	case PredictionRoleActive:
+		return true
+	case PredictionRoleRescore:
+		return true
+	case PredictionRoleShadow:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProtocolVersion.
 const (
 	ProtocolVersionN1 ProtocolVersion = 1
@@ -348,6 +369,24 @@ const (
 func (e SnvStepStep) Valid() bool {
 	switch e {
 	case Snv:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrainingJobKind.
+const (
+	TrainingJobKindRescore  TrainingJobKind = "rescore"
+	TrainingJobKindTraining TrainingJobKind = "training"
+)
+
+// Valid indicates whether the value is a known member of the TrainingJobKind enum.
+func (e TrainingJobKind) Valid() bool {
+	switch e {
+	case TrainingJobKindRescore:
+		return true
+	case TrainingJobKindTraining:
 		return true
 	default:
 		return false
@@ -399,6 +438,27 @@ func (e TrainingOutlierReasons) Valid() bool {
 	}
 }
 
+// Defines values for UnmatchedLabResultReason.
+const (
+	NoPredictionForScanSeq UnmatchedLabResultReason = "no_prediction_for_scan_seq"
+	NoneWithinWindow       UnmatchedLabResultReason = "none_within_window"
+	UnknownBatch           UnmatchedLabResultReason = "unknown_batch"
+)
+
+// Valid indicates whether the value is a known member of the UnmatchedLabResultReason enum.
+func (e UnmatchedLabResultReason) Valid() bool {
+	switch e {
+	case NoPredictionForScanSeq:
+		return true
+	case NoneWithinWindow:
+		return true
+	case UnknownBatch:
+		return true
+	default:
+		return false
+	}
+}
+
 // AlsBaselineStep Asymmetric least squares baseline (Eilers & Boelens, 2005),
 // subtracted: `iterations` rounds of solving `(W + lam D'D) z = W x`
 // with D the second-difference matrix and weights `p` where x > z and
@@ -417,6 +477,62 @@ type AlsBaselineStep struct {
 
 // AlsBaselineStepStep defines model for AlsBaselineStep.Step.
 type AlsBaselineStepStep string
+
+// AnalyteComparison defines model for AnalyteComparison.
+type AnalyteComparison struct {
+	// DisagreeShare Share of the n spectra where |shadow - active| exceeds the analyte's tolerance; absent when n is 0.
+	DisagreeShare *float64 `json:"disagree_share,omitempty"`
+
+	// MeanDifference Mean of shadow minus active, g/L; absent when n is 0.
+	MeanDifference *float64 `json:"mean_difference,omitempty"`
+	N              int64    `json:"n"`
+
+	// Rmsd Root-mean-square of shadow minus active, g/L; absent when n is 0.
+	Rmsd *float64 `json:"rmsd,omitempty"`
+
+	// Tolerance The tolerance used, g/L.
+	Tolerance *float64 `json:"tolerance,omitempty"`
+}
+
+// AnalytePerformance defines model for AnalytePerformance.
+type AnalytePerformance struct {
+	// Bias mean(predicted - lab), g/L.
+	Bias *float64 `json:"bias,omitempty"`
+
+	// Intercept a of lab = a + b * predicted, g/L.
+	Intercept *float64 `json:"intercept,omitempty"`
+	N         int      `json:"n"`
+
+	// Rmsep sqrt(mean((predicted - lab)^2)), g/L.
+	Rmsep *float64 `json:"rmsep,omitempty"`
+
+	// Slope b of lab = a + b * predicted (ordinary least squares).
+	Slope *float64 `json:"slope,omitempty"`
+}
+
+// AnalytePerformances defines model for AnalytePerformances.
+type AnalytePerformances struct {
+	DHA *AnalytePerformance `json:"DHA,omitempty"`
+	DPA *AnalytePerformance `json:"DPA,omitempty"`
+	EPA *AnalytePerformance `json:"EPA,omitempty"`
+}
+
+// AnalyteValues One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
+type AnalyteValues struct {
+	DHA *float64 `json:"DHA,omitempty"`
+	DPA *float64 `json:"DPA,omitempty"`
+	EPA *float64 `json:"EPA,omitempty"`
+}
+
+// BatchBias defines model for BatchBias.
+type BatchBias struct {
+	BatchId string `json:"batch_id"`
+
+	// Bias One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
+	Bias           AnalyteValues `json:"bias"`
+	FirstSampledAt time.Time     `json:"first_sampled_at"`
+	N              int           `json:"n"`
+}
 
 // CVPoint defines model for CVPoint.
 type CVPoint struct {
@@ -576,8 +692,9 @@ type HealthStatus struct {
 	ActiveVersion *string `json:"active_version,omitempty"`
 
 	// DegradedReasons Present when `status` is `degraded`; one human-readable reason per condition.
-	DegradedReasons *[]string `json:"degraded_reasons,omitempty"`
-	ModelLoaded     *bool     `json:"model_loaded,omitempty"`
+	DegradedReasons *[]string            `json:"degraded_reasons,omitempty"`
+	ModelLoaded     *bool                `json:"model_loaded,omitempty"`
+	PredictionLog   *PredictionLogHealth `json:"prediction_log,omitempty"`
 
 	// ProtocolVersion Prediction channel protocol version; 1.
 	ProtocolVersion *int `json:"protocol_version,omitempty"`
@@ -597,6 +714,34 @@ type HealthStatusStatus string
 
 // IgnoredBody Ignored by the server; `nil` counts as absent.
 type IgnoredBody = map[string]interface{}
+
+// LabResult One HPLC result. Either `scan_seq` or `sampled_at` is required, and at least one analyte.
+type LabResult struct {
+	DHA     *float64 `json:"DHA,omitempty"`
+	DPA     *float64 `json:"DPA,omitempty"`
+	EPA     *float64 `json:"EPA,omitempty"`
+	BatchId string   `json:"batch_id"`
+
+	// LabSampleId The lab's id of the sample; posting it again replaces the earlier result.
+	LabSampleId string `json:"lab_sample_id"`
+
+	// SampledAt When the sample was drawn; matched to the nearest logged prediction of the batch within `-lab-match-window`.
+	SampledAt *time.Time `json:"sampled_at,omitempty"`
+
+	// ScanSeq The `scan_seq` of the spectrum taken with the sample (predict context).
+	ScanSeq *int64 `json:"scan_seq,omitempty"`
+}
+
+// LabResultsOutcome defines model for LabResultsOutcome.
+type LabResultsOutcome struct {
+	// Matched Records matched and stored, replacements included.
+	Matched  int `json:"matched"`
+	Received int `json:"received"`
+
+	// Replaced Matched records whose `lab_sample_id` was stored before; their earlier result is gone.
+	Replaced  int                  `json:"replaced"`
+	Unmatched []UnmatchedLabResult `json:"unmatched"`
+}
 
 // LoadModelRequest defines model for LoadModelRequest.
 type LoadModelRequest struct {
@@ -645,6 +790,34 @@ type LoadResult struct {
 
 	// PreviousVersion Version active before the swap; the empty string when none was.
 	PreviousVersion string `json:"previous_version"`
+}
+
+// LoggedPrediction defines model for LoggedPrediction.
+type LoggedPrediction struct {
+	BatchId     *string `json:"batch_id,omitempty"`
+	Channel     *string `json:"channel,omitempty"`
+	ColumnIndex *int    `json:"column_index,omitempty"`
+
+	// Concentrations One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
+	Concentrations AnalyteValues `json:"concentrations"`
+
+	// Confidence One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
+	Confidence    *AnalyteValues `json:"confidence,omitempty"`
+	IntegrationMs *float64       `json:"integration_ms,omitempty"`
+	ModelVersion  string         `json:"model_version"`
+	Port          *string        `json:"port,omitempty"`
+
+	// PredictionId Shared by the active, shadow and re-scored records of one spectrum.
+	PredictionId string   `json:"prediction_id"`
+	QReduced     *float64 `json:"q_reduced,omitempty"`
+
+	// Role `active`: the reply the rig got; `shadow`: the shadow model on the same spectrum; `rescore`: a re-scoring job.
+	Role      PredictionRole `json:"role"`
+	ScanSeq   *int64         `json:"scan_seq,omitempty"`
+	T2Reduced *float64       `json:"t2_reduced,omitempty"`
+
+	// Time When the server received the predict.
+	Time time.Time `json:"time"`
 }
 
 // MessageId Unique id of the message (UUID text form recommended), valid
@@ -820,6 +993,29 @@ type ModelList struct {
 	// Active Active version; null when no model is loaded.
 	Active *string        `json:"active"`
 	Models []ModelVersion `json:"models"`
+}
+
+// ModelPerformance defines model for ModelPerformance.
+type ModelPerformance struct {
+	Analytes AnalytePerformances `json:"analytes"`
+
+	// Batches This version's bias per batch, ordered by the batch's first matched sample.
+	Batches []BatchBias `json:"batches"`
+
+	// Models Every version, this one included, that scored the matched spectra, with its statistics over the spectra it scored.
+	Models  []ModelPerformanceEntry `json:"models"`
+	Since   *time.Time              `json:"since,omitempty"`
+	Until   *time.Time              `json:"until,omitempty"`
+	Version string                  `json:"version"`
+}
+
+// ModelPerformanceEntry defines model for ModelPerformanceEntry.
+type ModelPerformanceEntry struct {
+	Analytes AnalytePerformances `json:"analytes"`
+
+	// Roles How it scored those spectra.
+	Roles   []PredictionRole `json:"roles"`
+	Version string           `json:"version"`
 }
 
 // ModelStatus defines model for ModelStatus.
@@ -1025,6 +1221,27 @@ type PredictRequestBody struct {
 	Spectrum Spectrum        `json:"spectrum"`
 }
 
+// PredictionLogHealth defines model for PredictionLogHealth.
+type PredictionLogHealth struct {
+	// Dropped Records dropped since start because the log's queue was full (the reply never waits for the log).
+	Dropped      int64      `json:"dropped"`
+	LastCommitAt *time.Time `json:"last_commit_at,omitempty"`
+	QueueDepth   *int       `json:"queue_depth,omitempty"`
+
+	// Recorded Records committed since start.
+	Recorded  int64  `json:"recorded"`
+	SizeBytes *int64 `json:"size_bytes,omitempty"`
+}
+
+// PredictionLogPage defines model for PredictionLogPage.
+type PredictionLogPage struct {
+	NextCursor  *string            `json:"next_cursor"`
+	Predictions []LoggedPrediction `json:"predictions"`
+}
+
+// PredictionRole `active`: the reply the rig got; `shadow`: the shadow model on the same spectrum; `rescore`: a re-scoring job.
+type PredictionRole string
+
 // PreprocessingStep One step of a preprocessing recipe, told apart by `step`.
 type PreprocessingStep struct {
 	union json.RawMessage
@@ -1042,6 +1259,16 @@ type ReplyTimestamp = float64
 // RequestTimestamp Seconds since the Unix epoch; optional, and `nil` counts as absent.
 type RequestTimestamp = float64
 
+// RescoreResult defines model for RescoreResult.
+type RescoreResult struct {
+	Since *time.Time `json:"since,omitempty"`
+
+	// Spectra Logged spectra scored.
+	Spectra int64      `json:"spectra"`
+	Until   *time.Time `json:"until,omitempty"`
+	Version string     `json:"version"`
+}
+
 // SavgolStep Savitzky-Golay smoothing or derivative over the point index, with
 // the edges fitted as `scipy.signal.savgol_filter(x, window,
 // polyorder, deriv, delta=1, mode="interp")`. `window` must be odd
@@ -1058,6 +1285,42 @@ type SavgolStep struct {
 
 // SavgolStepStep defines model for SavgolStep.Step.
 type SavgolStepStep string
+
+// ShadowComparison defines model for ShadowComparison.
+type ShadowComparison struct {
+	Analytes struct {
+		DHA *AnalyteComparison `json:"DHA,omitempty"`
+		DPA *AnalyteComparison `json:"DPA,omitempty"`
+		EPA *AnalyteComparison `json:"EPA,omitempty"`
+	} `json:"analytes"`
+
+	// Dropped Predicts the shadow did not score because its queue was full (the reply never waits for it).
+	Dropped *int64 `json:"dropped,omitempty"`
+
+	// N Predicts scored by both models since the shadow was set.
+	N int64 `json:"n"`
+}
+
+// ShadowRequest defines model for ShadowRequest.
+type ShadowRequest struct {
+	// Version Model version name. Letters, digits, `.`, `_` and `-`, starting with a
+	// letter or digit, at most 64 characters (it names files in the registry).
+	//
+	//
+	// Example: pls-20261122-101500
+	Version Version `json:"version"`
+}
+
+// ShadowStatus defines model for ShadowStatus.
+type ShadowStatus struct {
+	Comparison *ShadowComparison `json:"comparison,omitempty"`
+
+	// Since When it was set; the comparison counts from here.
+	Since *time.Time `json:"since,omitempty"`
+
+	// Version The shadow version; null when none is set.
+	Version *string `json:"version"`
+}
 
 // SnvStep Standard normal variate, `(x - mean(x)) / std(x)` with the population (ddof 0) standard deviation. A flat spectrum is left at zero.
 type SnvStep struct {
@@ -1100,6 +1363,9 @@ type TrainingJob struct {
 	FinishedAt *time.Time     `json:"finished_at,omitempty"`
 	JobId      string         `json:"job_id"`
 
+	// Kind `rescore` for a job started by `POST /model/{version}/rescore`; absent means `training` (records written before re-scoring existed).
+	Kind *TrainingJobKind `json:"kind,omitempty"`
+
 	// Meta The upload's TrainingMeta as recorded, less `wavenumbers` (2048
 	// numbers per job; the model's file keeps the axis, and
 	// `GET /model/{version}` reports its range and count). `GET
@@ -1108,6 +1374,9 @@ type TrainingJob struct {
 
 	// Progress Fraction of the fold x component steps done; monotonic; 1.0 only when done.
 	Progress float64 `json:"progress"`
+
+	// Rescore What a `rescore` job scores and, once done, how many spectra it scored; absent for training jobs.
+	Rescore *RescoreResult `json:"rescore,omitempty"`
 
 	// Result The outcome on `done`; null while queued or running and after a failure.
 	Result *TrainingResult `json:"result"`
@@ -1120,6 +1389,9 @@ type TrainingJob struct {
 	Status      TrainingJobStatus `json:"status"`
 	SubmittedAt *time.Time        `json:"submitted_at,omitempty"`
 }
+
+// TrainingJobKind `rescore` for a job started by `POST /model/{version}/rescore`; absent means `training` (records written before re-scoring existed).
+type TrainingJobKind string
 
 // TrainingJobAccepted defines model for TrainingJobAccepted.
 type TrainingJobAccepted struct {
@@ -1290,6 +1562,18 @@ type TrainingUpload struct {
 	Meta TrainingMeta       `json:"meta"`
 }
 
+// UnmatchedLabResult defines model for UnmatchedLabResult.
+type UnmatchedLabResult struct {
+	// Index Position in the posted array, or the CSV data line (the header is line 0).
+	Index       int                      `json:"index"`
+	LabSampleId string                   `json:"lab_sample_id"`
+	Message     string                   `json:"message"`
+	Reason      UnmatchedLabResultReason `json:"reason"`
+}
+
+// UnmatchedLabResultReason defines model for UnmatchedLabResult.Reason.
+type UnmatchedLabResultReason string
+
 // Version Model version name. Letters, digits, `.`, `_` and `-`, starting with a
 // letter or digit, at most 64 characters (it names files in the registry).
 //
@@ -1323,6 +1607,34 @@ type Unavailable = ErrorResponse
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = ErrorResponse
 
+// PostLabResultsJSONBody defines parameters for PostLabResults.
+type PostLabResultsJSONBody = []LabResult
+
+// GetModelPerformanceParams defines parameters for GetModelPerformance.
+type GetModelPerformanceParams struct {
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+}
+
+// RescoreModelParams defines parameters for RescoreModel.
+type RescoreModelParams struct {
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+}
+
+// ListPredictionsParams defines parameters for ListPredictions.
+type ListPredictionsParams struct {
+	BatchId *string    `form:"batch_id,omitempty" json:"batch_id,omitempty"`
+	Since   *time.Time `form:"since,omitempty" json:"since,omitempty"`
+	Until   *time.Time `form:"until,omitempty" json:"until,omitempty"`
+
+	// Limit Page size, 1 to 10000; absent means 1000.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page (JSON), or of the `X-Next-Cursor` header (CSV).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListTrainingJobsParams defines parameters for ListTrainingJobs.
 type ListTrainingJobsParams struct {
 	// Limit Page size, 1 to 200; absent means 50.
@@ -1335,8 +1647,14 @@ type ListTrainingJobsParams struct {
 	Status *TrainingJobStatus `form:"status,omitempty" json:"status,omitempty"`
 }
 
+// PostLabResultsJSONRequestBody defines body for PostLabResults for application/json ContentType.
+type PostLabResultsJSONRequestBody = PostLabResultsJSONBody
+
 // LoadModelJSONRequestBody defines body for LoadModel for application/json ContentType.
 type LoadModelJSONRequestBody = LoadModelRequest
+
+// SetShadowJSONRequestBody defines body for SetShadow for application/json ContentType.
+type SetShadowJSONRequestBody = ShadowRequest
 
 // StartTrainingMultipartRequestBody defines body for StartTraining for multipart/form-data ContentType.
 type StartTrainingMultipartRequestBody = TrainingUpload
@@ -2185,6 +2503,42 @@ type ClientInterface interface {
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PostLabResultsWithBody Reconcile the lab's HPLC results with logged predictions
+	//
+	// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
+	// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
+	// an empty cell is an absent value). Each record is matched to one
+	// logged prediction of its batch: by `scan_seq` when given, otherwise
+	// the prediction nearest `sampled_at` within `-lab-match-window`
+	// (default 60 s). Matched records are stored; a `lab_sample_id` posted
+	// again replaces its earlier result (it is counted in `replaced`, not
+	// twice in any statistic). Records that cannot be matched are listed
+	// with their reason and stored nowhere; the others are kept. At most
+	// 10,000 records per post.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /lab-results (the `PostLabResults` operationId).
+	PostLabResultsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostLabResults Reconcile the lab's HPLC results with logged predictions
+	//
+	// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
+	// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
+	// an empty cell is an absent value). Each record is matched to one
+	// logged prediction of its batch: by `scan_seq` when given, otherwise
+	// the prediction nearest `sampled_at` within `-lab-match-window`
+	// (default 60 s). Matched records are stored; a `lab_sample_id` posted
+	// again replaces its earlier result (it is counted in `replaced`, not
+	// twice in any statistic). Records that cannot be matched are listed
+	// with their reason and stored nowhere; the others are kept. At most
+	// 10,000 records per post.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /lab-results (the `PostLabResults` operationId).
+	PostLabResults(ctx context.Context, body PostLabResultsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMetrics Prometheus metrics
 	//
 	// The server's metrics in the Prometheus text exposition format
@@ -2262,6 +2616,51 @@ type ClientInterface interface {
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
 	LoadModel(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ClearShadow Stop shadow scoring
+	//
+	// Idempotent; the records already logged stay.
+	//
+	// Corresponds with DELETE /model/shadow (the `ClearShadow` operationId).
+	ClearShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetShadow The shadow model and how it compares with the active one
+	//
+	// The shadow is a staged or archived version that scores every
+	// spectrum the active model scores, off the reply path: the rig's reply
+	// and its latency are those of the active model alone. Both outputs go
+	// to the prediction log with the same `prediction_id`. `comparison`
+	// covers the predicts scored by both since the shadow was set: n, the
+	// mean of shadow minus active, the root-mean-square difference, and the
+	// share of spectra where the two differ by more than the analyte's
+	// tolerance (the active model's, as in the confidence). `version` is
+	// null when no shadow is set. The shadow survives a restart; a swap
+	// that makes the shadow active clears it.
+	//
+	// Corresponds with GET /model/shadow (the `GetShadow` operationId).
+	GetShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetShadowWithBody Make a staged or archived version the shadow
+	//
+	// Replaces any previous shadow (its comparison starts again from zero).
+	// The version is loaded and checked as a load would check it; the
+	// active model is not touched.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /model/shadow (the `SetShadow` operationId).
+	SetShadowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetShadow Make a staged or archived version the shadow
+	//
+	// Replaces any previous shadow (its comparison starts again from zero).
+	// The version is loaded and checked as a load would check it; the
+	// active model is not touched.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /model/shadow (the `SetShadow` operationId).
+	SetShadow(ctx context.Context, body SetShadowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteModel Remove a staged or archived version from the registry and its disk
 	//
 	// Removes the entry from the index first (durably), then the model
@@ -2286,6 +2685,22 @@ type ClientInterface interface {
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
+	//
+	// Over the lab results matched to predictions of this version (as
+	// active, shadow or re-scored) whose spectra were taken in
+	// [`since`, `until`): per analyte n, RMSEP, bias (mean of predicted
+	// minus lab), and the slope and intercept of lab regressed on
+	// predicted (ordinary least squares); the same for every other version
+	// that scored those spectra; and the bias per batch in time order, for
+	// a control chart. Absent `since` means from the oldest logged
+	// prediction, absent `until` means now. A statistic that n does not
+	// support (RMSEP and bias need n >= 1, slope and intercept n >= 2 and
+	// predictions that are not all equal) is absent.
+	//
+	// Corresponds with GET /model/{version}/performance (the `GetModelPerformance` operationId).
+	GetModelPerformance(ctx context.Context, version Version, params *GetModelPerformanceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetModelReport The model's review page, one self-contained HTML document
 	//
 	// A page for people deciding whether to promote the version. It holds
@@ -2307,6 +2722,16 @@ type ClientInterface interface {
 	// Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
 	GetModelReport(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RescoreModel Score a staged or archived version on logged spectra, as a background job
+	//
+	// Needs the server to run with `-log-spectra`. The job runs in the
+	// training queue (same slots, progress, cancel and status URL as a
+	// training job; `kind` is `rescore`). Its records join the prediction
+	// log with role `rescore`, and so the performance statistics.
+	//
+	// Corresponds with POST /model/{version}/rescore (the `RescoreModel` operationId).
+	RescoreModel(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPIJSON This document, as JSON
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
@@ -2316,6 +2741,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPredictions Export the prediction log
+	//
+	// Oldest first. JSON by default; `Accept: text/csv` gives the same rows
+	// as CSV with a header line (spectra are never exported). Every filter
+	// is optional; [`since`, `until`) bounds the prediction time.
+	//
+	// Corresponds with GET /predictions (the `ListPredictions` operationId).
+	ListPredictions(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTrainingJobs List training jobs, newest first
 	//
@@ -2530,6 +2964,62 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 	return c.Client.Do(req)
 }
 
+// PostLabResultsWithBody Reconcile the lab's HPLC results with logged predictions
+//
+// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
+// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
+// an empty cell is an absent value). Each record is matched to one
+// logged prediction of its batch: by `scan_seq` when given, otherwise
+// the prediction nearest `sampled_at` within `-lab-match-window`
+// (default 60 s). Matched records are stored; a `lab_sample_id` posted
+// again replaces its earlier result (it is counted in `replaced`, not
+// twice in any statistic). Records that cannot be matched are listed
+// with their reason and stored nowhere; the others are kept. At most
+// 10,000 records per post.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /lab-results (the `PostLabResults` operationId).
+func (c *Client) PostLabResultsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostLabResultsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostLabResults Reconcile the lab's HPLC results with logged predictions
+//
+// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
+// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
+// an empty cell is an absent value). Each record is matched to one
+// logged prediction of its batch: by `scan_seq` when given, otherwise
+// the prediction nearest `sampled_at` within `-lab-match-window`
+// (default 60 s). Matched records are stored; a `lab_sample_id` posted
+// again replaces its earlier result (it is counted in `replaced`, not
+// twice in any statistic). Records that cannot be matched are listed
+// with their reason and stored nowhere; the others are kept. At most
+// 10,000 records per post.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /lab-results (the `PostLabResults` operationId).
+func (c *Client) PostLabResults(ctx context.Context, body PostLabResultsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostLabResultsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMetrics Prometheus metrics
 //
 // The server's metrics in the Prometheus text exposition format
@@ -2657,6 +3147,91 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 	return c.Client.Do(req)
 }
 
+// ClearShadow Stop shadow scoring
+//
+// Idempotent; the records already logged stay.
+//
+// Corresponds with DELETE /model/shadow (the `ClearShadow` operationId).
+func (c *Client) ClearShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClearShadowRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetShadow The shadow model and how it compares with the active one
+//
+// The shadow is a staged or archived version that scores every
+// spectrum the active model scores, off the reply path: the rig's reply
+// and its latency are those of the active model alone. Both outputs go
+// to the prediction log with the same `prediction_id`. `comparison`
+// covers the predicts scored by both since the shadow was set: n, the
+// mean of shadow minus active, the root-mean-square difference, and the
+// share of spectra where the two differ by more than the analyte's
+// tolerance (the active model's, as in the confidence). `version` is
+// null when no shadow is set. The shadow survives a restart; a swap
+// that makes the shadow active clears it.
+//
+// Corresponds with GET /model/shadow (the `GetShadow` operationId).
+func (c *Client) GetShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetShadowRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetShadowWithBody Make a staged or archived version the shadow
+//
+// Replaces any previous shadow (its comparison starts again from zero).
+// The version is loaded and checked as a load would check it; the
+// active model is not touched.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /model/shadow (the `SetShadow` operationId).
+func (c *Client) SetShadowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetShadowRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetShadow Make a staged or archived version the shadow
+//
+// Replaces any previous shadow (its comparison starts again from zero).
+// The version is loaded and checked as a load would check it; the
+// active model is not touched.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /model/shadow (the `SetShadow` operationId).
+func (c *Client) SetShadow(ctx context.Context, body SetShadowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetShadowRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DeleteModel Remove a staged or archived version from the registry and its disk
 //
 // Removes the entry from the index first (durably), then the model
@@ -2701,6 +3276,32 @@ func (c *Client) GetModel(ctx context.Context, version Version, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
+// GetModelPerformance The version's error against the lab, with the other models on the same spectra
+//
+// Over the lab results matched to predictions of this version (as
+// active, shadow or re-scored) whose spectra were taken in
+// [`since`, `until`): per analyte n, RMSEP, bias (mean of predicted
+// minus lab), and the slope and intercept of lab regressed on
+// predicted (ordinary least squares); the same for every other version
+// that scored those spectra; and the bias per batch in time order, for
+// a control chart. Absent `since` means from the oldest logged
+// prediction, absent `until` means now. A statistic that n does not
+// support (RMSEP and bias need n >= 1, slope and intercept n >= 2 and
+// predictions that are not all equal) is absent.
+//
+// Corresponds with GET /model/{version}/performance (the `GetModelPerformance` operationId).
+func (c *Client) GetModelPerformance(ctx context.Context, version Version, params *GetModelPerformanceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelPerformanceRequest(c.Server, version, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetModelReport The model's review page, one self-contained HTML document
 //
 // A page for people deciding whether to promote the version. It holds
@@ -2732,6 +3333,26 @@ func (c *Client) GetModelReport(ctx context.Context, version Version, reqEditors
 	return c.Client.Do(req)
 }
 
+// RescoreModel Score a staged or archived version on logged spectra, as a background job
+//
+// Needs the server to run with `-log-spectra`. The job runs in the
+// training queue (same slots, progress, cancel and status URL as a
+// training job; `kind` is `rescore`). Its records join the prediction
+// log with role `rescore`, and so the performance statistics.
+//
+// Corresponds with POST /model/{version}/rescore (the `RescoreModel` operationId).
+func (c *Client) RescoreModel(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRescoreModelRequest(c.Server, version, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetOpenAPIJSON This document, as JSON
 //
 // Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
@@ -2752,6 +3373,25 @@ func (c *Client) GetOpenAPIJSON(ctx context.Context, reqEditors ...RequestEditor
 // Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIYAMLRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPredictions Export the prediction log
+//
+// Oldest first. JSON by default; `Accept: text/csv` gives the same rows
+// as CSV with a header line (spectra are never exported). Every filter
+// is optional; [`since`, `until`) bounds the prediction time.
+//
+// Corresponds with GET /predictions (the `ListPredictions` operationId).
+func (c *Client) ListPredictions(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPredictionsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2976,6 +3616,46 @@ func NewGetHealthRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewPostLabResultsRequest calls the generic PostLabResults builder with application/json body
+func NewPostLabResultsRequest(server string, body PostLabResultsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostLabResultsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostLabResultsRequestWithBody constructs an http.Request for the PostLabResults method, with any body, and a specified content type
+func NewPostLabResultsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/lab-results")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetMetricsRequest constructs an http.Request for the GetMetrics method
 func NewGetMetricsRequest(server string) (*http.Request, error) {
 	var err error
@@ -3097,6 +3777,100 @@ func NewLoadModelRequestWithBody(server string, contentType string, body io.Read
 	return req, nil
 }
 
+// NewClearShadowRequest constructs an http.Request for the ClearShadow method
+func NewClearShadowRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/shadow")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetShadowRequest constructs an http.Request for the GetShadow method
+func NewGetShadowRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/shadow")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetShadowRequest calls the generic SetShadow builder with application/json body
+func NewSetShadowRequest(server string, body SetShadowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetShadowRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSetShadowRequestWithBody constructs an http.Request for the SetShadow method, with any body, and a specified content type
+func NewSetShadowRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/shadow")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeleteModelRequest constructs an http.Request for the DeleteModel method
 func NewDeleteModelRequest(server string, version Version) (*http.Request, error) {
 	var err error
@@ -3165,6 +3939,79 @@ func NewGetModelRequest(server string, version Version) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetModelPerformanceRequest constructs an http.Request for the GetModelPerformance method
+func NewGetModelPerformanceRequest(server string, version Version, params *GetModelPerformanceParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/%s/performance", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetModelReportRequest constructs an http.Request for the GetModelReport method
 func NewGetModelReportRequest(server string, version Version) (*http.Request, error) {
 	var err error
@@ -3192,6 +4039,79 @@ func NewGetModelReportRequest(server string, version Version) (*http.Request, er
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRescoreModelRequest constructs an http.Request for the RescoreModel method
+func NewRescoreModelRequest(server string, version Version, params *RescoreModelParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/%s/rescore", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -3243,6 +4163,108 @@ func NewGetOpenAPIYAMLRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListPredictionsRequest constructs an http.Request for the ListPredictions method
+func NewListPredictionsRequest(server string, params *ListPredictionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/predictions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.BatchId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "batch_id", *params.BatchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3573,6 +4595,42 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error)
 
+	// PostLabResultsWithBodyWithResponse Reconcile the lab's HPLC results with logged predictions
+	//
+	// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
+	// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
+	// an empty cell is an absent value). Each record is matched to one
+	// logged prediction of its batch: by `scan_seq` when given, otherwise
+	// the prediction nearest `sampled_at` within `-lab-match-window`
+	// (default 60 s). Matched records are stored; a `lab_sample_id` posted
+	// again replaces its earlier result (it is counted in `replaced`, not
+	// twice in any statistic). Records that cannot be matched are listed
+	// with their reason and stored nowhere; the others are kept. At most
+	// 10,000 records per post.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /lab-results (the `PostLabResults` operationId).
+	PostLabResultsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostLabResultsResponse, error)
+
+	// PostLabResultsWithResponse Reconcile the lab's HPLC results with logged predictions
+	//
+	// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
+	// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
+	// an empty cell is an absent value). Each record is matched to one
+	// logged prediction of its batch: by `scan_seq` when given, otherwise
+	// the prediction nearest `sampled_at` within `-lab-match-window`
+	// (default 60 s). Matched records are stored; a `lab_sample_id` posted
+	// again replaces its earlier result (it is counted in `replaced`, not
+	// twice in any statistic). Records that cannot be matched are listed
+	// with their reason and stored nowhere; the others are kept. At most
+	// 10,000 records per post.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /lab-results (the `PostLabResults` operationId).
+	PostLabResultsWithResponse(ctx context.Context, body PostLabResultsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostLabResultsResponse, error)
+
 	// GetMetricsWithResponse Prometheus metrics
 	//
 	// The server's metrics in the Prometheus text exposition format
@@ -3656,6 +4714,55 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
 	LoadModelWithResponse(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
 
+	// ClearShadowWithResponse Stop shadow scoring
+	//
+	// Idempotent; the records already logged stay.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /model/shadow (the `ClearShadow` operationId).
+	ClearShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ClearShadowResponse, error)
+
+	// GetShadowWithResponse The shadow model and how it compares with the active one
+	//
+	// The shadow is a staged or archived version that scores every
+	// spectrum the active model scores, off the reply path: the rig's reply
+	// and its latency are those of the active model alone. Both outputs go
+	// to the prediction log with the same `prediction_id`. `comparison`
+	// covers the predicts scored by both since the shadow was set: n, the
+	// mean of shadow minus active, the root-mean-square difference, and the
+	// share of spectra where the two differ by more than the analyte's
+	// tolerance (the active model's, as in the confidence). `version` is
+	// null when no shadow is set. The shadow survives a restart; a swap
+	// that makes the shadow active clears it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /model/shadow (the `GetShadow` operationId).
+	GetShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetShadowResponse, error)
+
+	// SetShadowWithBodyWithResponse Make a staged or archived version the shadow
+	//
+	// Replaces any previous shadow (its comparison starts again from zero).
+	// The version is loaded and checked as a load would check it; the
+	// active model is not touched.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /model/shadow (the `SetShadow` operationId).
+	SetShadowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetShadowResponse, error)
+
+	// SetShadowWithResponse Make a staged or archived version the shadow
+	//
+	// Replaces any previous shadow (its comparison starts again from zero).
+	// The version is loaded and checked as a load would check it; the
+	// active model is not touched.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /model/shadow (the `SetShadow` operationId).
+	SetShadowWithResponse(ctx context.Context, body SetShadowJSONRequestBody, reqEditors ...RequestEditorFn) (*SetShadowResponse, error)
+
 	// DeleteModelWithResponse Remove a staged or archived version from the registry and its disk
 	//
 	// Removes the entry from the index first (durably), then the model
@@ -3684,6 +4791,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
 
+	// GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
+	//
+	// Over the lab results matched to predictions of this version (as
+	// active, shadow or re-scored) whose spectra were taken in
+	// [`since`, `until`): per analyte n, RMSEP, bias (mean of predicted
+	// minus lab), and the slope and intercept of lab regressed on
+	// predicted (ordinary least squares); the same for every other version
+	// that scored those spectra; and the bias per batch in time order, for
+	// a control chart. Absent `since` means from the oldest logged
+	// prediction, absent `until` means now. A statistic that n does not
+	// support (RMSEP and bias need n >= 1, slope and intercept n >= 2 and
+	// predictions that are not all equal) is absent.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /model/{version}/performance (the `GetModelPerformance` operationId).
+	GetModelPerformanceWithResponse(ctx context.Context, version Version, params *GetModelPerformanceParams, reqEditors ...RequestEditorFn) (*GetModelPerformanceResponse, error)
+
 	// GetModelReportWithResponse The model's review page, one self-contained HTML document
 	//
 	// A page for people deciding whether to promote the version. It holds
@@ -3707,6 +4832,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
 	GetModelReportWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error)
 
+	// RescoreModelWithResponse Score a staged or archived version on logged spectra, as a background job
+	//
+	// Needs the server to run with `-log-spectra`. The job runs in the
+	// training queue (same slots, progress, cancel and status URL as a
+	// training job; `kind` is `rescore`). Its records join the prediction
+	// log with role `rescore`, and so the performance statistics.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /model/{version}/rescore (the `RescoreModel` operationId).
+	RescoreModelWithResponse(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*RescoreModelResponse, error)
+
 	// GetOpenAPIJSONWithResponse This document, as JSON
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -3720,6 +4857,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAMLWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error)
+
+	// ListPredictionsWithResponse Export the prediction log
+	//
+	// Oldest first. JSON by default; `Accept: text/csv` gives the same rows
+	// as CSV with a header line (spectra are never exported). Every filter
+	// is optional; [`since`, `until`) bounds the prediction time.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /predictions (the `ListPredictions` operationId).
+	ListPredictionsWithResponse(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*ListPredictionsResponse, error)
 
 	// ListTrainingJobsWithResponse List training jobs, newest first
 	//
@@ -3923,6 +5071,110 @@ func (r GetHealthResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetHealthResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostLabResultsResponse401Headers the declared response headers of an HTTP 401 response for PostLabResults
+type PostLabResultsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PostLabResultsResponse507Headers the declared response headers of an HTTP 507 response for PostLabResults
+type PostLabResultsResponse507Headers struct {
+	RetryAfter *int
+}
+
+type PostLabResultsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LabResultsOutcome
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostLabResultsResponse401Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *PostLabResultsResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostLabResultsResponse) GetJSON200() *LabResultsOutcome {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostLabResultsResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostLabResultsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostLabResultsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostLabResultsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostLabResultsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r PostLabResultsResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PostLabResultsResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PostLabResultsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostLabResultsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostLabResultsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostLabResultsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4261,6 +5513,255 @@ func (r LoadModelResponse) ContentType() string {
 	return ""
 }
 
+// ClearShadowResponse401Headers the declared response headers of an HTTP 401 response for ClearShadow
+type ClearShadowResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ClearShadowResponse507Headers the declared response headers of an HTTP 507 response for ClearShadow
+type ClearShadowResponse507Headers struct {
+	RetryAfter *int
+}
+
+type ClearShadowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ShadowStatus
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ClearShadowResponse401Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *ClearShadowResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ClearShadowResponse) GetJSON200() *ShadowStatus {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ClearShadowResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ClearShadowResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r ClearShadowResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ClearShadowResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ClearShadowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ClearShadowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ClearShadowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ClearShadowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetShadowResponse401Headers the declared response headers of an HTTP 401 response for GetShadow
+type GetShadowResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetShadowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ShadowStatus
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetShadowResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetShadowResponse) GetJSON200() *ShadowStatus {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetShadowResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetShadowResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetShadowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetShadowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetShadowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetShadowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetShadowResponse401Headers the declared response headers of an HTTP 401 response for SetShadow
+type SetShadowResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SetShadowResponse507Headers the declared response headers of an HTTP 507 response for SetShadow
+type SetShadowResponse507Headers struct {
+	RetryAfter *int
+}
+
+type SetShadowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ShadowStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *InsufficientStorage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetShadowResponse401Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *SetShadowResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetShadowResponse) GetJSON200() *ShadowStatus {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetShadowResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetShadowResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetShadowResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SetShadowResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SetShadowResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r SetShadowResponse) GetJSON507() *InsufficientStorage {
+	return r.JSON507
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SetShadowResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetShadowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetShadowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetShadowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetShadowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteModelResponse401Headers the declared response headers of an HTTP 401 response for DeleteModel
 type DeleteModelResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4455,6 +5956,82 @@ func (r GetModelResponse) ContentType() string {
 	return ""
 }
 
+// GetModelPerformanceResponse401Headers the declared response headers of an HTTP 401 response for GetModelPerformance
+type GetModelPerformanceResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetModelPerformanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ModelPerformance
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetModelPerformanceResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetModelPerformanceResponse) GetJSON200() *ModelPerformance {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetModelPerformanceResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetModelPerformanceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetModelPerformanceResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetModelPerformanceResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetModelPerformanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetModelPerformanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetModelPerformanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetModelPerformanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetModelReportResponse401Headers the declared response headers of an HTTP 401 response for GetModelReport
 type GetModelReportResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4525,6 +6102,96 @@ func (r GetModelReportResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetModelReportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RescoreModelResponse401Headers the declared response headers of an HTTP 401 response for RescoreModel
+type RescoreModelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RescoreModelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *TrainingJobAccepted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RescoreModelResponse401Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RescoreModelResponse) GetJSON202() *TrainingJobAccepted {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RescoreModelResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RescoreModelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RescoreModelResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RescoreModelResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RescoreModelResponse) GetJSON429() *ErrorResponse {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RescoreModelResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RescoreModelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RescoreModelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RescoreModelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RescoreModelResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4649,6 +6316,82 @@ func (r GetOpenAPIYAMLResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOpenAPIYAMLResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPredictionsResponse200Headers the declared response headers of an HTTP 200 response for ListPredictions
+type ListPredictionsResponse200Headers struct {
+	XNextCursor *string
+}
+
+// ListPredictionsResponse401Headers the declared response headers of an HTTP 401 response for ListPredictions
+type ListPredictionsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListPredictionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PredictionLogPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListPredictionsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPredictionsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPredictionsResponse) GetJSON200() *PredictionLogPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPredictionsResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPredictionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListPredictionsResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPredictionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPredictionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPredictionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPredictionsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5241,6 +6984,54 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 	return ParseGetHealthResponse(rsp)
 }
 
+// PostLabResultsWithBodyWithResponse Reconcile the lab's HPLC results with logged predictions
+//
+// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
+// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
+// an empty cell is an absent value). Each record is matched to one
+// logged prediction of its batch: by `scan_seq` when given, otherwise
+// the prediction nearest `sampled_at` within `-lab-match-window`
+// (default 60 s). Matched records are stored; a `lab_sample_id` posted
+// again replaces its earlier result (it is counted in `replaced`, not
+// twice in any statistic). Records that cannot be matched are listed
+// with their reason and stored nowhere; the others are kept. At most
+// 10,000 records per post.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /lab-results (the `PostLabResults` operationId).
+func (c *ClientWithResponses) PostLabResultsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostLabResultsResponse, error) {
+	rsp, err := c.PostLabResultsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostLabResultsResponse(rsp)
+}
+
+// PostLabResultsWithResponse Reconcile the lab's HPLC results with logged predictions
+//
+// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
+// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
+// an empty cell is an absent value). Each record is matched to one
+// logged prediction of its batch: by `scan_seq` when given, otherwise
+// the prediction nearest `sampled_at` within `-lab-match-window`
+// (default 60 s). Matched records are stored; a `lab_sample_id` posted
+// again replaces its earlier result (it is counted in `replaced`, not
+// twice in any statistic). Records that cannot be matched are listed
+// with their reason and stored nowhere; the others are kept. At most
+// 10,000 records per post.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /lab-results (the `PostLabResults` operationId).
+func (c *ClientWithResponses) PostLabResultsWithResponse(ctx context.Context, body PostLabResultsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostLabResultsResponse, error) {
+	rsp, err := c.PostLabResults(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostLabResultsResponse(rsp)
+}
+
 // GetMetricsWithResponse Prometheus metrics
 //
 // The server's metrics in the Prometheus text exposition format
@@ -5354,6 +7145,79 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 	return ParseLoadModelResponse(rsp)
 }
 
+// ClearShadowWithResponse Stop shadow scoring
+//
+// Idempotent; the records already logged stay.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /model/shadow (the `ClearShadow` operationId).
+func (c *ClientWithResponses) ClearShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ClearShadowResponse, error) {
+	rsp, err := c.ClearShadow(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClearShadowResponse(rsp)
+}
+
+// GetShadowWithResponse The shadow model and how it compares with the active one
+//
+// The shadow is a staged or archived version that scores every
+// spectrum the active model scores, off the reply path: the rig's reply
+// and its latency are those of the active model alone. Both outputs go
+// to the prediction log with the same `prediction_id`. `comparison`
+// covers the predicts scored by both since the shadow was set: n, the
+// mean of shadow minus active, the root-mean-square difference, and the
+// share of spectra where the two differ by more than the analyte's
+// tolerance (the active model's, as in the confidence). `version` is
+// null when no shadow is set. The shadow survives a restart; a swap
+// that makes the shadow active clears it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /model/shadow (the `GetShadow` operationId).
+func (c *ClientWithResponses) GetShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetShadowResponse, error) {
+	rsp, err := c.GetShadow(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetShadowResponse(rsp)
+}
+
+// SetShadowWithBodyWithResponse Make a staged or archived version the shadow
+//
+// Replaces any previous shadow (its comparison starts again from zero).
+// The version is loaded and checked as a load would check it; the
+// active model is not touched.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /model/shadow (the `SetShadow` operationId).
+func (c *ClientWithResponses) SetShadowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetShadowResponse, error) {
+	rsp, err := c.SetShadowWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetShadowResponse(rsp)
+}
+
+// SetShadowWithResponse Make a staged or archived version the shadow
+//
+// Replaces any previous shadow (its comparison starts again from zero).
+// The version is loaded and checked as a load would check it; the
+// active model is not touched.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /model/shadow (the `SetShadow` operationId).
+func (c *ClientWithResponses) SetShadowWithResponse(ctx context.Context, body SetShadowJSONRequestBody, reqEditors ...RequestEditorFn) (*SetShadowResponse, error) {
+	rsp, err := c.SetShadow(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetShadowResponse(rsp)
+}
+
 // DeleteModelWithResponse Remove a staged or archived version from the registry and its disk
 //
 // Removes the entry from the index first (durably), then the model
@@ -5394,6 +7258,30 @@ func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version 
 	return ParseGetModelResponse(rsp)
 }
 
+// GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
+//
+// Over the lab results matched to predictions of this version (as
+// active, shadow or re-scored) whose spectra were taken in
+// [`since`, `until`): per analyte n, RMSEP, bias (mean of predicted
+// minus lab), and the slope and intercept of lab regressed on
+// predicted (ordinary least squares); the same for every other version
+// that scored those spectra; and the bias per batch in time order, for
+// a control chart. Absent `since` means from the oldest logged
+// prediction, absent `until` means now. A statistic that n does not
+// support (RMSEP and bias need n >= 1, slope and intercept n >= 2 and
+// predictions that are not all equal) is absent.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /model/{version}/performance (the `GetModelPerformance` operationId).
+func (c *ClientWithResponses) GetModelPerformanceWithResponse(ctx context.Context, version Version, params *GetModelPerformanceParams, reqEditors ...RequestEditorFn) (*GetModelPerformanceResponse, error) {
+	rsp, err := c.GetModelPerformance(ctx, version, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetModelPerformanceResponse(rsp)
+}
+
 // GetModelReportWithResponse The model's review page, one self-contained HTML document
 //
 // A page for people deciding whether to promote the version. It holds
@@ -5423,6 +7311,24 @@ func (c *ClientWithResponses) GetModelReportWithResponse(ctx context.Context, ve
 	return ParseGetModelReportResponse(rsp)
 }
 
+// RescoreModelWithResponse Score a staged or archived version on logged spectra, as a background job
+//
+// Needs the server to run with `-log-spectra`. The job runs in the
+// training queue (same slots, progress, cancel and status URL as a
+// training job; `kind` is `rescore`). Its records join the prediction
+// log with role `rescore`, and so the performance statistics.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /model/{version}/rescore (the `RescoreModel` operationId).
+func (c *ClientWithResponses) RescoreModelWithResponse(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*RescoreModelResponse, error) {
+	rsp, err := c.RescoreModel(ctx, version, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRescoreModelResponse(rsp)
+}
+
 // GetOpenAPIJSONWithResponse This document, as JSON
 //
 // Returns a wrapper object for the known response body format(s).
@@ -5447,6 +7353,23 @@ func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, re
 		return nil, err
 	}
 	return ParseGetOpenAPIYAMLResponse(rsp)
+}
+
+// ListPredictionsWithResponse Export the prediction log
+//
+// Oldest first. JSON by default; `Accept: text/csv` gives the same rows
+// as CSV with a header line (spectra are never exported). Every filter
+// is optional; [`since`, `until`) bounds the prediction time.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /predictions (the `ListPredictions` operationId).
+func (c *ClientWithResponses) ListPredictionsWithResponse(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*ListPredictionsResponse, error) {
+	rsp, err := c.ListPredictions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPredictionsResponse(rsp)
 }
 
 // ListTrainingJobsWithResponse List training jobs, newest first
@@ -5672,6 +7595,104 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostLabResultsResponse parses an HTTP response from a PostLabResultsWithResponse call
+func ParsePostLabResultsResponse(rsp *http.Response) (*PostLabResultsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostLabResultsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LabResultsOutcome
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostLabResultsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 507:
+		var headers PostLabResultsResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
 	}
 
 	return response, nil
@@ -5979,6 +8000,234 @@ func ParseLoadModelResponse(rsp *http.Response) (*LoadModelResponse, error) {
 	return response, nil
 }
 
+// ParseClearShadowResponse parses an HTTP response from a ClearShadowWithResponse call
+func ParseClearShadowResponse(rsp *http.Response) (*ClearShadowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ClearShadowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ShadowStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ClearShadowResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 507:
+		var headers ClearShadowResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetShadowResponse parses an HTTP response from a GetShadowWithResponse call
+func ParseGetShadowResponse(rsp *http.Response) (*GetShadowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetShadowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ShadowStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetShadowResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetShadowResponse parses an HTTP response from a SetShadowWithResponse call
+func ParseSetShadowResponse(rsp *http.Response) (*SetShadowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetShadowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ShadowStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetShadowResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 507:
+		var headers SetShadowResponse507Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDeleteModelResponse parses an HTTP response from a DeleteModelWithResponse call
 func ParseDeleteModelResponse(rsp *http.Response) (*DeleteModelResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6164,6 +8413,73 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 	return response, nil
 }
 
+// ParseGetModelPerformanceResponse parses an HTTP response from a GetModelPerformanceWithResponse call
+func ParseGetModelPerformanceResponse(rsp *http.Response) (*GetModelPerformanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetModelPerformanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ModelPerformance
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetModelPerformanceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetModelReportResponse parses an HTTP response from a GetModelReportWithResponse call
 func ParseGetModelReportResponse(rsp *http.Response) (*GetModelReportResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6218,6 +8534,87 @@ func ParseGetModelReportResponse(rsp *http.Response) (*GetModelReportResponse, e
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetModelReportResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRescoreModelResponse parses an HTTP response from a RescoreModelWithResponse call
+func ParseRescoreModelResponse(rsp *http.Response) (*RescoreModelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RescoreModelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest TrainingJobAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RescoreModelResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -6324,6 +8721,79 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetOpenAPIYAMLResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPredictionsResponse parses an HTTP response from a ListPredictionsWithResponse call
+func ParseListPredictionsResponse(rsp *http.Response) (*ListPredictionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPredictionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PredictionLogPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListPredictionsResponse200Headers
+		if values := rsp.Header.Values("X-Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XNextCursor = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListPredictionsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -6822,6 +9292,9 @@ type ServerInterface interface {
 	// GetHealth Liveness and readiness
 	// (GET /health)
 	GetHealth(ctx echo.Context) error
+	// PostLabResults Reconcile the lab's HPLC results with logged predictions
+	// (POST /lab-results)
+	PostLabResults(ctx echo.Context) error
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx echo.Context) error
@@ -6834,21 +9307,39 @@ type ServerInterface interface {
 	// LoadModel Make a model version active (hot swap)
 	// (POST /model/load)
 	LoadModel(ctx echo.Context) error
+	// ClearShadow Stop shadow scoring
+	// (DELETE /model/shadow)
+	ClearShadow(ctx echo.Context) error
+	// GetShadow The shadow model and how it compares with the active one
+	// (GET /model/shadow)
+	GetShadow(ctx echo.Context) error
+	// SetShadow Make a staged or archived version the shadow
+	// (PUT /model/shadow)
+	SetShadow(ctx echo.Context) error
 	// DeleteModel Remove a staged or archived version from the registry and its disk
 	// (DELETE /model/{version})
 	DeleteModel(ctx echo.Context, version Version) error
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
 	GetModel(ctx echo.Context, version Version) error
+	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
+	// (GET /model/{version}/performance)
+	GetModelPerformance(ctx echo.Context, version Version, params GetModelPerformanceParams) error
 	// GetModelReport The model's review page, one self-contained HTML document
 	// (GET /model/{version}/report)
 	GetModelReport(ctx echo.Context, version Version) error
+	// RescoreModel Score a staged or archived version on logged spectra, as a background job
+	// (POST /model/{version}/rescore)
+	RescoreModel(ctx echo.Context, version Version, params RescoreModelParams) error
 	// GetOpenAPIJSON This document, as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx echo.Context) error
 	// GetOpenAPIYAML This document, as YAML
 	// (GET /openapi.yaml)
 	GetOpenAPIYAML(ctx echo.Context) error
+	// ListPredictions Export the prediction log
+	// (GET /predictions)
+	ListPredictions(ctx echo.Context, params ListPredictionsParams) error
 	// ListTrainingJobs List training jobs, newest first
 	// (GET /training)
 	ListTrainingJobs(ctx echo.Context, params ListTrainingJobsParams) error
@@ -6877,6 +9368,15 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
+	return err
+}
+
+// PostLabResults converts echo context to params.
+func (w *ServerInterfaceWrapper) PostLabResults(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PostLabResults(ctx)
 	return err
 }
 
@@ -6916,6 +9416,33 @@ func (w *ServerInterfaceWrapper) LoadModel(ctx echo.Context) error {
 	return err
 }
 
+// ClearShadow converts echo context to params.
+func (w *ServerInterfaceWrapper) ClearShadow(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ClearShadow(ctx)
+	return err
+}
+
+// GetShadow converts echo context to params.
+func (w *ServerInterfaceWrapper) GetShadow(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetShadow(ctx)
+	return err
+}
+
+// SetShadow converts echo context to params.
+func (w *ServerInterfaceWrapper) SetShadow(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetShadow(ctx)
+	return err
+}
+
 // DeleteModel converts echo context to params.
 func (w *ServerInterfaceWrapper) DeleteModel(ctx echo.Context) error {
 	var err error
@@ -6948,6 +9475,38 @@ func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
 	return err
 }
 
+// GetModelPerformance converts echo context to params.
+func (w *ServerInterfaceWrapper) GetModelPerformance(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetModelPerformanceParams
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", ctx.QueryParams(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter since: %s", err))
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", ctx.QueryParams(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter until: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetModelPerformance(ctx, version, params)
+	return err
+}
+
 // GetModelReport converts echo context to params.
 func (w *ServerInterfaceWrapper) GetModelReport(ctx echo.Context) error {
 	var err error
@@ -6961,6 +9520,38 @@ func (w *ServerInterfaceWrapper) GetModelReport(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetModelReport(ctx, version)
+	return err
+}
+
+// RescoreModel converts echo context to params.
+func (w *ServerInterfaceWrapper) RescoreModel(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RescoreModelParams
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", ctx.QueryParams(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter since: %s", err))
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", ctx.QueryParams(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter until: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RescoreModel(ctx, version, params)
 	return err
 }
 
@@ -6979,6 +9570,52 @@ func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetOpenAPIYAML(ctx)
+	return err
+}
+
+// ListPredictions converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPredictions(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPredictionsParams
+	// ------------- Optional query parameter "batch_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "batch_id", ctx.QueryParams(), &params.BatchId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter batch_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", ctx.QueryParams(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter since: %s", err))
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", ctx.QueryParams(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter until: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPredictions(ctx, params)
 	return err
 }
 
@@ -7124,6 +9761,13 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/model/:version", wrapper.DeleteModel, options.OperationMiddlewares["deleteModel"]...)
 	router.GET(options.BaseURL+"/model/:version", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
 	router.GET(options.BaseURL+"/model/:version/report", wrapper.GetModelReport, options.OperationMiddlewares["getModelReport"]...)
+	router.DELETE(options.BaseURL+"/model/shadow", wrapper.ClearShadow, options.OperationMiddlewares["clearShadow"]...)
+	router.GET(options.BaseURL+"/model/shadow", wrapper.GetShadow, options.OperationMiddlewares["getShadow"]...)
+	router.PUT(options.BaseURL+"/model/shadow", wrapper.SetShadow, options.OperationMiddlewares["setShadow"]...)
+	router.GET(options.BaseURL+"/model/:version/performance", wrapper.GetModelPerformance, options.OperationMiddlewares["getModelPerformance"]...)
+	router.POST(options.BaseURL+"/model/:version/rescore", wrapper.RescoreModel, options.OperationMiddlewares["rescoreModel"]...)
+	router.POST(options.BaseURL+"/lab-results", wrapper.PostLabResults, options.OperationMiddlewares["postLabResults"]...)
+	router.GET(options.BaseURL+"/predictions", wrapper.ListPredictions, options.OperationMiddlewares["listPredictions"]...)
 	router.GET(options.BaseURL+"/training", wrapper.ListTrainingJobs, options.OperationMiddlewares["listTrainingJobs"]...)
 	router.POST(options.BaseURL+"/training/start", wrapper.StartTraining, options.OperationMiddlewares["startTraining"]...)
 	router.GET(options.BaseURL+"/training/:jobId", wrapper.GetTrainingJob, options.OperationMiddlewares["getTrainingJob"]...)
@@ -7210,6 +9854,140 @@ type GetHealthdefaultJSONResponse struct {
 }
 
 func (response GetHealthdefaultJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostLabResultsRequestObject struct {
+	JSONBody *PostLabResultsJSONRequestBody
+	Body     io.Reader
+}
+
+type PostLabResultsResponseObject interface {
+	VisitPostLabResultsResponse(w http.ResponseWriter) error
+}
+
+type PostLabResults200JSONResponse LabResultsOutcome
+
+func (response PostLabResults200JSONResponse) VisitPostLabResultsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostLabResults400JSONResponse ErrorResponse
+
+func (response PostLabResults400JSONResponse) VisitPostLabResultsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostLabResults401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PostLabResults401JSONResponse) VisitPostLabResultsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostLabResults403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PostLabResults403JSONResponse) VisitPostLabResultsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostLabResults413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PostLabResults413JSONResponse) VisitPostLabResultsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostLabResults415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PostLabResults415JSONResponse) VisitPostLabResultsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostLabResults507JSONResponse struct {
+	InsufficientStorageJSONResponse
+}
+
+func (response PostLabResults507JSONResponse) VisitPostLabResultsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(507)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostLabResultsdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response PostLabResultsdefaultJSONResponse) VisitPostLabResultsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7610,6 +10388,282 @@ func (response LoadModeldefaultJSONResponse) VisitLoadModelResponse(w http.Respo
 	return err
 }
 
+type ClearShadowRequestObject struct {
+}
+
+type ClearShadowResponseObject interface {
+	VisitClearShadowResponse(w http.ResponseWriter) error
+}
+
+type ClearShadow200JSONResponse ShadowStatus
+
+func (response ClearShadow200JSONResponse) VisitClearShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearShadow401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ClearShadow401JSONResponse) VisitClearShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearShadow403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ClearShadow403JSONResponse) VisitClearShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearShadow507JSONResponse struct {
+	InsufficientStorageJSONResponse
+}
+
+func (response ClearShadow507JSONResponse) VisitClearShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(507)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearShadowdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response ClearShadowdefaultJSONResponse) VisitClearShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetShadowRequestObject struct {
+}
+
+type GetShadowResponseObject interface {
+	VisitGetShadowResponse(w http.ResponseWriter) error
+}
+
+type GetShadow200JSONResponse ShadowStatus
+
+func (response GetShadow200JSONResponse) VisitGetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetShadow401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetShadow401JSONResponse) VisitGetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetShadowdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetShadowdefaultJSONResponse) VisitGetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetShadowRequestObject struct {
+	Body *SetShadowJSONRequestBody
+}
+
+type SetShadowResponseObject interface {
+	VisitSetShadowResponse(w http.ResponseWriter) error
+}
+
+type SetShadow200JSONResponse ShadowStatus
+
+func (response SetShadow200JSONResponse) VisitSetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetShadow400JSONResponse ErrorResponse
+
+func (response SetShadow400JSONResponse) VisitSetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetShadow401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetShadow401JSONResponse) VisitSetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetShadow403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetShadow403JSONResponse) VisitSetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetShadow409JSONResponse ErrorResponse
+
+func (response SetShadow409JSONResponse) VisitSetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetShadow415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetShadow415JSONResponse) VisitSetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetShadow507JSONResponse struct {
+	InsufficientStorageJSONResponse
+}
+
+func (response SetShadow507JSONResponse) VisitSetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(507)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetShadowdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response SetShadowdefaultJSONResponse) VisitSetShadowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteModelRequestObject struct {
 	Version Version `json:"version"`
 }
@@ -7857,6 +10911,91 @@ func (response GetModeldefaultJSONResponse) VisitGetModelResponse(w http.Respons
 	return err
 }
 
+type GetModelPerformanceRequestObject struct {
+	Version Version `json:"version"`
+	Params  GetModelPerformanceParams
+}
+
+type GetModelPerformanceResponseObject interface {
+	VisitGetModelPerformanceResponse(w http.ResponseWriter) error
+}
+
+type GetModelPerformance200JSONResponse ModelPerformance
+
+func (response GetModelPerformance200JSONResponse) VisitGetModelPerformanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelPerformance400JSONResponse ErrorResponse
+
+func (response GetModelPerformance400JSONResponse) VisitGetModelPerformanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelPerformance401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetModelPerformance401JSONResponse) VisitGetModelPerformanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelPerformance404JSONResponse ErrorResponse
+
+func (response GetModelPerformance404JSONResponse) VisitGetModelPerformanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelPerformancedefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetModelPerformancedefaultJSONResponse) VisitGetModelPerformanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetModelReportRequestObject struct {
 	Version Version `json:"version"`
 }
@@ -7950,6 +11089,119 @@ type GetModelReportdefaultJSONResponse struct {
 }
 
 func (response GetModelReportdefaultJSONResponse) VisitGetModelReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescoreModelRequestObject struct {
+	Version Version `json:"version"`
+	Params  RescoreModelParams
+}
+
+type RescoreModelResponseObject interface {
+	VisitRescoreModelResponse(w http.ResponseWriter) error
+}
+
+type RescoreModel202JSONResponse TrainingJobAccepted
+
+func (response RescoreModel202JSONResponse) VisitRescoreModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescoreModel400JSONResponse ErrorResponse
+
+func (response RescoreModel400JSONResponse) VisitRescoreModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescoreModel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RescoreModel401JSONResponse) VisitRescoreModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescoreModel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RescoreModel403JSONResponse) VisitRescoreModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescoreModel409JSONResponse ErrorResponse
+
+func (response RescoreModel409JSONResponse) VisitRescoreModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescoreModel429JSONResponse ErrorResponse
+
+func (response RescoreModel429JSONResponse) VisitRescoreModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescoreModeldefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response RescoreModeldefaultJSONResponse) VisitRescoreModelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -8066,6 +11318,110 @@ type GetOpenAPIYAMLdefaultJSONResponse struct {
 }
 
 func (response GetOpenAPIYAMLdefaultJSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPredictionsRequestObject struct {
+	Params ListPredictionsParams
+}
+
+type ListPredictionsResponseObject interface {
+	VisitListPredictionsResponse(w http.ResponseWriter) error
+}
+
+type ListPredictions200ResponseHeaders struct {
+	XNextCursor *string
+}
+
+type ListPredictions200JSONResponse struct {
+	Body    PredictionLogPage
+	Headers ListPredictions200ResponseHeaders
+}
+
+func (response ListPredictions200JSONResponse) VisitListPredictionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XNextCursor != nil {
+		w.Header().Set("X-Next-Cursor", fmt.Sprint(*response.Headers.XNextCursor))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPredictions200TextcsvResponse struct {
+	Body          io.Reader
+	Headers       ListPredictions200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ListPredictions200TextcsvResponse) VisitListPredictionsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.XNextCursor != nil {
+		w.Header().Set("X-Next-Cursor", fmt.Sprint(*response.Headers.XNextCursor))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type ListPredictions400JSONResponse ErrorResponse
+
+func (response ListPredictions400JSONResponse) VisitListPredictionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPredictions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPredictions401JSONResponse) VisitListPredictionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPredictionsdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response ListPredictionsdefaultJSONResponse) VisitListPredictionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -8764,6 +12120,9 @@ type StrictServerInterface interface {
 	// GetHealth Liveness and readiness
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
+	// PostLabResults Reconcile the lab's HPLC results with logged predictions
+	// (POST /lab-results)
+	PostLabResults(ctx context.Context, request PostLabResultsRequestObject) (PostLabResultsResponseObject, error)
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
@@ -8776,21 +12135,39 @@ type StrictServerInterface interface {
 	// LoadModel Make a model version active (hot swap)
 	// (POST /model/load)
 	LoadModel(ctx context.Context, request LoadModelRequestObject) (LoadModelResponseObject, error)
+	// ClearShadow Stop shadow scoring
+	// (DELETE /model/shadow)
+	ClearShadow(ctx context.Context, request ClearShadowRequestObject) (ClearShadowResponseObject, error)
+	// GetShadow The shadow model and how it compares with the active one
+	// (GET /model/shadow)
+	GetShadow(ctx context.Context, request GetShadowRequestObject) (GetShadowResponseObject, error)
+	// SetShadow Make a staged or archived version the shadow
+	// (PUT /model/shadow)
+	SetShadow(ctx context.Context, request SetShadowRequestObject) (SetShadowResponseObject, error)
 	// DeleteModel Remove a staged or archived version from the registry and its disk
 	// (DELETE /model/{version})
 	DeleteModel(ctx context.Context, request DeleteModelRequestObject) (DeleteModelResponseObject, error)
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
 	GetModel(ctx context.Context, request GetModelRequestObject) (GetModelResponseObject, error)
+	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
+	// (GET /model/{version}/performance)
+	GetModelPerformance(ctx context.Context, request GetModelPerformanceRequestObject) (GetModelPerformanceResponseObject, error)
 	// GetModelReport The model's review page, one self-contained HTML document
 	// (GET /model/{version}/report)
 	GetModelReport(ctx context.Context, request GetModelReportRequestObject) (GetModelReportResponseObject, error)
+	// RescoreModel Score a staged or archived version on logged spectra, as a background job
+	// (POST /model/{version}/rescore)
+	RescoreModel(ctx context.Context, request RescoreModelRequestObject) (RescoreModelResponseObject, error)
 	// GetOpenAPIJSON This document, as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
 	// GetOpenAPIYAML This document, as YAML
 	// (GET /openapi.yaml)
 	GetOpenAPIYAML(ctx context.Context, request GetOpenAPIYAMLRequestObject) (GetOpenAPIYAMLResponseObject, error)
+	// ListPredictions Export the prediction log
+	// (GET /predictions)
+	ListPredictions(ctx context.Context, request ListPredictionsRequestObject) (ListPredictionsResponseObject, error)
 	// ListTrainingJobs List training jobs, newest first
 	// (GET /training)
 	ListTrainingJobs(ctx context.Context, request ListTrainingJobsRequestObject) (ListTrainingJobsResponseObject, error)
@@ -8837,6 +12214,58 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PostLabResults operation middleware
+func (sh *strictHandler) PostLabResults(ctx echo.Context) error {
+	var request PostLabResultsRequestObject
+
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/json") {
+		var body PostLabResultsJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.JSONBody = &body
+
+	}
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "text/csv") {
+		request.Body = ctx.Request().Body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PostLabResults(ctx.Request().Context(), request.(PostLabResultsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PostLabResults")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PostLabResultsResponseObject); ok {
+		return validResponse.VisitPostLabResultsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -8958,6 +12387,98 @@ func (sh *strictHandler) LoadModel(ctx echo.Context) error {
 	return nil
 }
 
+// ClearShadow operation middleware
+func (sh *strictHandler) ClearShadow(ctx echo.Context) error {
+	var request ClearShadowRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ClearShadow(ctx.Request().Context(), request.(ClearShadowRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ClearShadow")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ClearShadowResponseObject); ok {
+		return validResponse.VisitClearShadowResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetShadow operation middleware
+func (sh *strictHandler) GetShadow(ctx echo.Context) error {
+	var request GetShadowRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetShadow(ctx.Request().Context(), request.(GetShadowRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetShadow")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetShadowResponseObject); ok {
+		return validResponse.VisitGetShadowResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetShadow operation middleware
+func (sh *strictHandler) SetShadow(ctx echo.Context) error {
+	var request SetShadowRequestObject
+
+	var body SetShadowJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetShadow(ctx.Request().Context(), request.(SetShadowRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetShadow")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetShadowResponseObject); ok {
+		return validResponse.VisitSetShadowResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // DeleteModel operation middleware
 func (sh *strictHandler) DeleteModel(ctx echo.Context, version Version) error {
 	var request DeleteModelRequestObject
@@ -9008,6 +12529,32 @@ func (sh *strictHandler) GetModel(ctx echo.Context, version Version) error {
 	return nil
 }
 
+// GetModelPerformance operation middleware
+func (sh *strictHandler) GetModelPerformance(ctx echo.Context, version Version, params GetModelPerformanceParams) error {
+	var request GetModelPerformanceRequestObject
+
+	request.Version = version
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetModelPerformance(ctx.Request().Context(), request.(GetModelPerformanceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetModelPerformance")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetModelPerformanceResponseObject); ok {
+		return validResponse.VisitGetModelPerformanceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetModelReport operation middleware
 func (sh *strictHandler) GetModelReport(ctx echo.Context, version Version) error {
 	var request GetModelReportRequestObject
@@ -9027,6 +12574,32 @@ func (sh *strictHandler) GetModelReport(ctx echo.Context, version Version) error
 		return err
 	} else if validResponse, ok := response.(GetModelReportResponseObject); ok {
 		return validResponse.VisitGetModelReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RescoreModel operation middleware
+func (sh *strictHandler) RescoreModel(ctx echo.Context, version Version, params RescoreModelParams) error {
+	var request RescoreModelRequestObject
+
+	request.Version = version
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RescoreModel(ctx.Request().Context(), request.(RescoreModelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RescoreModel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RescoreModelResponseObject); ok {
+		return validResponse.VisitRescoreModelResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -9073,6 +12646,31 @@ func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetOpenAPIYAMLResponseObject); ok {
 		return validResponse.VisitGetOpenAPIYAMLResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListPredictions operation middleware
+func (sh *strictHandler) ListPredictions(ctx echo.Context, params ListPredictionsParams) error {
+	var request ListPredictionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPredictions(ctx.Request().Context(), request.(ListPredictionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPredictions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPredictionsResponseObject); ok {
+		return validResponse.VisitListPredictionsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -9213,357 +12811,424 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L35diJH1i/6KrH4zl2GdoJAJZVttPoPuSS71K2pNVSdbmddMiADiFISgTMSIWzXS91HuE921947InIg",
-	"EchDufue/tb62qUkM+bY8/7tnxsjPZtrJVRmGv2fG6kwc62MwD9OxJgvkuw0TXUKf4+0yoTK4J98Pk/k",
-	"iGdSq72PRit4ZkZTMePwr/+VinGj3/ifvbzxPfrV7GFrN7abxqdPn4JGLMwolXNorNFvHKsV09lUpGzM",
-	"ZbJIBWuOdcrEE5/NE8EOugcsury6G3x3dX95EgXsoHvIoovTu7dXJwN4fnx+fvX+FH457L5i0e3pzbvT",
-	"m8G397f/jFqdxqeg8Z1OhzKOhfp8c4q+u7r59uzk5PQy6rNsKlimH4Ri0rAHpZcqYMNFxmRmWKoTwZpR",
-	"KngctVishWFKZ6HiSaKXLJtKw/RcpDjII2xpJozhE8EUnwmDT7ANJUQs4lA1I3pfRK1OqGD6Z8osxmM5",
-	"kkJlt5lO+UR8voW4g/GJiTRZuvrCsFiaBzbiSumMZfxBMM6WqcxgCc4ub++/++7szdnp5d3g9u7q5vj7",
-	"06jVD9V4kSQBgxVqa5WsmE6ZfhQp+3GhM95hlzqbSjVhS27YaMrVRMRHLEpFlq74MBF9lqULEYVKq5Fg",
-	"Zs5HArZhnAoRwwIFjangsUjxAtzAV+3jcSbw/JencitGWsWGZZotuczYUIx1CrPL0pVUkyP2qttpBIWF",
-	"y1Zz0eg3pMrERKSwOrgbmUgVTz7zJbtXZi5GcixFzIxIH/G2LZIMF/7u9Oby+HxwenNzdWPvzDVfJZrH",
-	"d1qf8/RzH5ihjldMPI2EiOmEj7Qay8kiFTFL5EzCqK+P/3l+dXwyuLu6Gpwf38BZwYHfK77IpjqVP4n4",
-	"M973+8vj+7u3Vzdn/zo9ifoMxiBUZnuDA6cV4yqm+yp+XAiTsRFPU4kXPlRIHwI820rgW3aXHElAwrF2",
-	"YN+/f98+zvsS66c2+lbwVKRwf5LZX8NGymdcYdthIwrYUmZTFgmY31/DhlSPPJHxAEcTNiK2nArFuKVe",
-	"cMOMUBkRr3xUqvbYmyyVamJP/b3ij1wmcCE/46bcvr2/uzu7/H5wcvXeEWK7rCbT87mI2XIqE1pvPHQw",
-	"RdiVR7zQOg1ViZ/0mdJAzhYJT+FQKjHC/R3pRRKzoSCywoB9EelWIlRNwUdTNoWW/dZLxeapnqTCGNhz",
-	"+PHjwgBNEQoIvhJxK4ADEypsKO8rYONUz3DEU8GTbMpSgXMK2IyvGFJIbh5CFX1/esf26J2ow77V2ZTx",
-	"VKyTRssm7pVZzOc6zUR8IWLJ73AbP/e1/wLnCh0yOEfumPHRSMwzEbNmdH95e399fXVzd3oyuDg9OTse",
-	"3P3zmm7/J3cM8W4cJ+ZbbkQilbjNxBwnEMcSOuTJdQpsMpMg+Ix5YsSaVGJWs5nIUjliieAmY+bHBU+F",
-	"YUPbJmueykSkhoWLbnf/NftWi0QoE7D9bvewFYTKLIZZykeZiPsskpll4iZiqV4AH9FjZnQCJ41Fzffs",
-	"S5bwGTv54qTFfmJ/Ze/ZUxQqvJ4n9uAC+2nHcjwWqQBmNuNZKp+QrCyFnEwzw6I53tlUsCcc1yvBfqJj",
-	"FPVYm80jJhIj6I0mTxL/YQ+OJHQzlqnJaIgtIjfzwlL93Mgnsk5rjodIHmaCK8N6yA1n/EnOFrNG/7Ab",
-	"NGZS0R+9YI05Bo2Ez7Y1KQ6hzbFOZzxr9BuxXgBBKfTS6xb+r7ZDtZgNqb/5lt66nW4PuhNPo2Rh5KO4",
-	"cL3AtSk+d73Q82eG1+0cFgbVrRmUsSdVKHjjhwZPzMCduMaHYI24Bg0gKTIFZvcDfZ2/pYcfxSiDZt+8",
-	"u9aSLnF5O8vawPMblO6PHrdd9Au8Mt+mgj/EeomEJZ0Z8as+NCOd1nC0C8EVSYBc8WSVCbxKNxe3p2/e",
-	"sT1m4mbChyIxrfqzsr7k0M3A1PR0m3EV8zRmyB+hlwhfjhgfpdoYNtZJbHbqprJRhWX3C2QXuHb7plwp",
-	"kcuM1T2MRfHMXFydnJ6jagQS0ulJI2icXb47Pj87Gdxen765u7m/aAQN98/B1f3d4Oq7wc3x5fenjaBR",
-	"pK/vTm9uz64u8enfL6/eXyKtbQSNi+Pz765uLpAE394e44f2X7lEBp3kzBNHUZQ0a45z0LDaTY0cAQto",
-	"GVfh16HWieCqZoFjvHm2ueLHzyzwjZgnq/VzgI+ZUI8i0XMBohxQynkqYmn5P31+xCJoObK6Geh3dLw7",
-	"oTpG7VbELJpLNYkCFtnvIxAAopmORTKQaqwj4HlcmaUAcRcZQDblWais7PCFYSmOB/ljM5rrUnMD/BEe",
-	"5E3aZ8CUSNSLmBEZMo4ImG7EuGJiNs9WbMbnR8y9BJ+BgEqjsbKFHwhbTrURnk0vFMqCDGUfnlmZCJj3",
-	"ULBYwIZYhSuWsLgzqXhGx3nG57AoeIbpiD8rRcAeBY3q9DYSFnjvTI21+xAWbNPL11pN/HvFBd34Ab1E",
-	"33zyzHJ1yWdwwvCgfQoaWomrcaP/w/M0MO/9U7DlzXK3W0hreQW2vV5Y5U8fincDd73udtBx+C33Y8up",
-	"yPd6hznSMIMGfbxh/SSstH+TRrp1sen937zLhb533ufdXl9bBdpA9+KtSEiJ2CYHrMvmI7jriiUcRXP/",
-	"NtxylaGg96zogIyyJGHs170240+DbSNJeDpB7Rl6ZlkqQSvg40ykZCrgc2cVWxomZ3NtRGv7AGdSDUgQ",
-	"2LoS2K+ly4IlegmjefOO4efbe8rFIZ4kOxyXNcHoQ1VVsaLPPJeIGM9oMWjXcMgBm+ydo4kkXSR1hgKt",
-	"xMBYiWdAHMCqzDOeJPmSE9l3E2ZNkJZD9ZxABn/iWpFcBtwC1k8qUpBNWcxqFoWrlvvWLqrr9C03mRRB",
-	"qO7k0ExlypV0ith3cCRmXAWgMnXYV51et9Vh0Vg+iTjqs7uUSyXV5EJk/AsTqihf84j4k5Oj1hcEJD1o",
-	"ZrskXhbwFk4NGJSe063wR6JWMHHvv+PJQtQcySslGAmZeADymwmLxkeZfBQMyaejx4YUv2yaCoGWCk7/",
-	"bmdwsTJ6GW9MmUKcvD2G/+wgUJ9c7/rm6Y5vfqpdGTWWMSjCm5bmurgeASi4P3QD1vtwxIzwdnTTmcVw",
-	"UJBPfd1hx8mSrwwsFqiCR6HihTWloz/yPTtT9lDgS4tMxHC4EzHOmF5kATMa9iFUMz5H88xQkJxVp1lv",
-	"XOBcu92iPG5c+J1bOP2NLdRvVJqKBG0GZ3E9Tc1F20jGEfk5SB6l60V2yJLttEa6ZGOeMqH0YjJlmUaP",
-	"AZPInNZUiRNh5vLh19iFbsRMPwrDRtrM5Kid8hXDpkyfKZ6mesnm2ki8dvQcCFiPZTpU0VLG2TT6ssfm",
-	"oIybDnvvuAhZXXLbjmHxQLK/sqfBz/LL3ifWZk8DGYRK4FP4rc1mIpZcNeOWNyyPFhkbsb+yCC60meok",
-	"jtgTuzg+YXus23n91cFhqJrw51/dx7+IX1pE5Gc6Ju/AT20isZbuFsYUMG6YVKF6P5UZfxCpo7hv+Qp+",
-	"fTMVMz0TWdphZyoTSdJh53zYYbcrk3VY76tvWHO/2/u6xb7eb399cBQqcmdxxfjQ6GSRwU4+SjKZP7Fe",
-	"Z//w1aveQb75MHRpWLcVoBoiDRwNEU8EqUwMVsdavUZsBpPIplyxbClHZOMVg59lu/fJuW5kFsD9HvMk",
-	"8S1hMx+pmRFrb2znI2wLiR0yQ/2uOB6eMem3JeEmK3fyEflfaHnWqxFzHf6VSfYlsweFfcl6bMYfhD0v",
-	"TH7Z63Q+Mk4nK0D9jI9EzIYrWkyTpVxOphlDAyWyZHi85I/C8gj+JA0bimwphIIzRcbBJ5oPXTwz4opN",
-	"tCCfBc7wY4fBNTUk3o8ZZzd8xhUb4tfkdTNskvJ4wZNkhXQPfmPjhKsHQyuh5wYN0EgdeaKVYFO9FI8i",
-	"DdVUTvAiyJQZOVE8aWe6rbQ0gqG18chN2kk2dGF0iosbKlwgT3ozrTuMz+UeTzM55qMMaPxEPjp/6SKB",
-	"pRJzNlzhfzuhyiU7PYZ15cDI/bqjyo2mcfgksxJEHRGv2u9iIjS1tg5/SzcImovMqVJ1l9MuyBfGHTxc",
-	"b3vKCrf2CG5XbtV8vYMFdYvhFE9njfHU7pCZQz8cJAmTsSrRY01uaScD2jkFJRCOgk5ZttQsFpkYZTpl",
-	"c/kEsmJl9Psd9nch5kxmbCmShA0FucmFJb7AGuDgfQESZpxN0dFi+9WKmRVck0yOmJmLUZZykuPhC8N6",
-	"XffqUsYisA18zUzG0wzdvuixHvrDDMIT0fhWydTde13LI3M/8I5G21PggN/qePVS10XBmBPkvi09ZnDZ",
-	"Vs4QhXYNO/Bim926oeQ2gTXVcWhH+KxNwU/lU9AY5QLBQMbbPi2LD58CZyLa8lXRYvopaGzvB2dHPZDq",
-	"t/XlOzkTJuOzecOLPfnFp1HWXfutpvDrVGd6pJN3IjWwo9UD8+gkGpzW2nri+APalmBtHGt7an1yG63K",
-	"FeM7H02lEm0QrvgwAaIZCxKoMcwFn1kanek5SRHSsFiPFjOh6qWxnY2+MQUo+XP/MiNw3SK8Rf/obcaz",
-	"hVlfA9KfBo92I/o/N9QisV5scvasjTcWwAZFPEgFN7VesmtSLUisiQx2jUbfyH0bHSFJnC5mXOUrTQ1a",
-	"LU8RNYDllJmYmdq1sw94mnK8eGRGSzT0UWdDR2aGR6845bXRV6x6zH3E7EdHrFfY5oLpY77Kplptbvsu",
-	"989Lg4FBmVBAwr/XyN3ShTJMaXaN7YBMIg0bS5HEDNioISHINu8E2O81fJfJGch71AR60QshZtFE9zr7",
-	"rztfWwPA2kLSoDYP/ELHIFO4nr2H/nvNhguZxEwqYrnwazOKxaNIIqt8J3rEE3qtVXs7jD+c3jDx0MgP",
-	"Wi2NWcxhwgPyGZcNb7swJOyw7rqcTZROReyYUnkV7I8oIvmdPGKRkklEwpUBDYIYOkx1w2XKuzvXPEab",
-	"ZsH4/CwjLF/fOa+TU27sVN0F1It0JOgCjmUiItYUiRHsoNtlkfOb3Zz+4/709g5j6o6dsgLNM6FiELik",
-	"YlHnox4mchih/yOworNZzRKJMnAqQpUKo5NHEQcMHSsLFQuK+LGHldbsC8Mw/g+YtNaZCVUzauOTNoyw",
-	"DQ+jgFlqaPViH2MXyRnIqnsRWtBE2joKFcZXLqWb1vXx3dtS7GSHHSum57SuzMhYjHgaqoi0Epgo6VWd",
-	"j0arqCBLV1ULFI7QkGRY0wgRqsg8JIKnqk3D6sziyAYWzPjTuVAT2KOD7jev644+7s0WPz2Q0ImII9Yk",
-	"7QWYKAhtGQZOAVXFZYqsNYZnoZoIhTGSMRslEngvewCpkhQLICduKVqdvPl5qmcaGuVospyImGxlAYt4",
-	"OprKR3gpFW1kGtg7aLb2F2uDa/JQOSqBXjLxJE1mcnMyBcLSDWS4igfdb0IVkU/39u747v52cHF2e3F8",
-	"9+ZtFFiLVDkmFP0q2MIRWZ9GizQVKktWziDohgAb5iJrkMAKYg6twN0F2jRLWfMTDj8Cm4/gaER4q5kS",
-	"S38MmVDwvzCeOFSR7S/CTvL1QcW5YHClVW0EDbdqaG9N6rWnAjF+TpjaKETZ5x82kJ0bYVDSWLO3LrKR",
-	"nlkNbKozZpZ8vm4t5clEpzKbzmoZM6zyACn0bCtxprdFXOQ+aw3OU/Eo9cJsZlF2HdwJsBYQvDFLPt9k",
-	"clNAm5bc1DCmynpWBlkzpMq06xb+gs5xnZnwXskfF4JJ70xwZ755f392wjLxlAFDnbFUjPRsJhQdY4xn",
-	"DNX93Xftr60RgwQMjCOFIwiK3f7ha/aX4SoT5i9HLPJ0yXEtNHFgKFdqkIpwZQcyWySZbMOXLH+Fjbhi",
-	"c24Mir6hsiQJzr7JJGqtLBXjhXH+/bVoijX6uH9IOqX7u1dzIaqOop1dBUeMV/wGRKx86Kn1HGAY6wyE",
-	"svjf3z2AYsOJyLhM6lfCkypPDBUbL5Kk5i7HcLJ5DTF4n5ulbWNw+tJYkOHPtly2uPBMtOEO1Il6z1MN",
-	"JIW1QjPtF/weMFIFHwUaLIpDi2WKppVVrZRJnt3BS+LBEqmEVdu2OqXP7buo7cE53apiF/x0+DpRuXmq",
-	"R8IYGxewYSUwRGYk5yJgGLIK26Gt8YMMP4tZkQLiR97SBIoBEkKQz1O+ZDBlZSQchw77DoR2ZfkiWVfm",
-	"co7xedStnigJN9tkYm5cVKXhM3S2zUoK2xbPfz5X9FPUKHSwt7U65l1ZNEvJQEsSh3Ku8vK0kd7TGpE1",
-	"Fa7/zsN97zu7wTHVjxbWbLBIa27kNcjSlrID4xBLNucTEbBoD4e5R5KovVEkjO5Rg1G91jTl+4ev1zt6",
-	"K57Y7dvjNpB8x0kKt2c0FaMHkIYyuxbAs2q445iOAYk5/tLbM4WNmMXMsKWgkID14cmfxAA5TonCSZW9",
-	"PmgEWwSCXCPceu+sZQN2A6Xy+qPiwgZQqNHK+4LplDvptXYiaAz35HE3Mue+Mah+7yABPSf65Md8gNy6",
-	"5myRVRd4nr/9+b6LJ3hmtgduFDrC+7Te0bleYhBEzBZz6K1wA4tHDdS7J2kCNpq1e6UbtgNPnPGnM3p9",
-	"Hwec/1G+bhvEXX94SjtXOo/+7uQU/sMmBnuGIVnbzWbPc7pKIMr1+e1++/Ls+vj8lowkuGqG2QGzqUjF",
-	"Ef5gtRPmdczr89sbgWkVqG7otPCTpdJNoiRInomOBKWvWhieBnecPGpAxQu84vr8tmI8WuvAhQ3fjngi",
-	"0rXWawdl+ONEJ4OxTDKRBkY9Vj/7vZh2uv97hh69SbUxbRSyUZ2+2S+Llh1mVfV8txw1MR0XDfWHDuji",
-	"9pQ1KRapVR4bBURtG+BnoW/badilJyPz/1KzKoEpkpPSjj1Lt7a4s9YsvPQV04qZxQgEs6NS2LQ1J9rQ",
-	"aWmYEWjk3C0oNKemW8Nzc1fah9/RmbbbBSy71dZu3+UiSQoLtJON97N75tYCx/+dnXRrEb2/yv1aNNvv",
-	"tOS5IWbHRcfB7bjsn2PBN67lea60runylsU7g8AIlbZUzzrs2JLXogji83fRxkpZ9zr9wpQiTAO0xn7U",
-	"Qx8N5JQPtLfqpY86IROriy1hb27fHeWKpu8rcjxqAAOL8BUe63km4lChVTbPKvZuhVldpEohRRmI5QYl",
-	"UvGZd05QFjAqkRgTYa0cfsgwS8z+EKFy+rF3hXnPRtSGntvYmCFLckkHDVUleXrJDdPjcYe90bM5x7At",
-	"m7bs1nyT2w4z9GJgxCMOt65ujqVoYBbZT/wXEcaN8tIk4b0UzcNRqJqUZ+t+3/v5ox6exZ+iFqbLdBj9",
-	"TDrsz/ZkfYpYIvijILP6jOlFxpqRa2KQ6qWBNwz0o5dmsDAi9h40+IJi9kJV8PpIFYsndGNQPA0GbVv9",
-	"FLi37Tpw5zBUMkY3wcrZKHI1GA0ZoIMHLJHGRj0hWgUq3LTau7udS0d2g+pf416AffcSGV7Duj3+qIeW",
-	"7639pLRVr9d+cQen/sy7X0sXmXwZrGlEMm7HYpTwVGxw2Po9q/E96mXRDGNvkPUN1Z4AtDzYcwwba8rJ",
-	"DPX2AXSbDYY8G0191u6Om+XHMDKPgxcYUd7cvmNznmagF43Q1WTYYk5egc2GAzfZHTzUm8h5HU8k+bDG",
-	"b1hyfx0xEE6co8PugjQsH/TWaA9SFEorvFXK8wxsJyG34TvZyNJu1wIE/KfrHrU63lsa1vpiPmuURsPB",
-	"w7AmeVb+JNYtbEBs/i6/DSjDXIBu0fmD7F0lxa2e6jPQ4I6cMS8nNmgKRK5FnnCg+Hl7qMJjjAA5jJFg",
-	"UoimZVnQ7O5W/9/RHPYiq0/dgbqEESfyp18TGn8iH2Vs4wJyMztxDoya5KngFJUckeU6Ys0s5XPxk5Yx",
-	"T0KFkbk+bBkDClwIroKtYJLyOJxFfsWeUO1s9RlXoZIWW4f5jCKzGE2BEuGQdPKI6CVcxeQKpEGw2cJk",
-	"GEDEeBYqQnvIlrrYf0D77eNB7m6Ozy7PLr8fXF3fnV1d3kYgIro5h4q88vmcpWE/iVTDuVE6Y2OpJCVp",
-	"Oc8ahidNRGZCFVVztaM66Y2G/mus8tUIZeV2fEd4Aed1qD0+V4sskSI9R+fqOin5sZ7hjiVsmrMmfHPI",
-	"/i/2Dwf08zc+ejBauVSDi0U81ckDTwPW++arb4I8cmLEEzkkaAqWCiPjBX8BBkC2iEHk/AkD9+jjTemH",
-	"Q5H4DmiUAXu1Yz/Z/s4r8FZngoK57/apm18DNJDtN4LGj7V7VcxD/Y/VKjHJ90/SJ6+1mrhIuPLqka67",
-	"MRbjuJiW54WRTREYdYJJTQDIeuCmXaPeh1qeuhbSuEMQ4UtPX6WTmmEGlbVa63XTwr/Ieud26g8y3vmD",
-	"8F/b3R9su0Pshn9ne50Nj36jVSae6ugq6GSbFNaRThYzNUBVvvBCAbJIp1m91LdpICeST5Q2mQ24qBi1",
-	"F0kmH3kqeSYwYlDiiz4Y1clwfMKlMlmVzR4xzh7EKlTS58sSRohP2CPKhZGrLtSqkCrbYbdChKqYiAuS",
-	"OBCZRcJNndiTiEfhACx3YLc/7vreABnszm+nIl6MSL/fmenv9OKLxpHtv2ggz5ySlxHTwjd/JFGtdPNf",
-	"4vqHE9cS4M1/AJXNz0ZN9pIaCZUVoOqe3/0yygIeH5fkv/3jChDBp6ARl8nuDue8SKhh85XN3xzs7kut",
-	"Cp3bECpKK1Sa8bpUVhrPs1vyGxSKcht/rl5hIYE+yy3Atdm+qBtPuhM1dlhbJ5iABmDZ+7Yvb917a9K9",
-	"+2HD0Cvxi7VRuJiGjWFnpeBOH7+ZoVkGDcvDFYvg9WgbWlQJM3HDpKrgoIHP1N7wQRExIigYTTa8Xraj",
-	"BQ2K79m4xPire1U9bnxPPbpQ0AoElbGPd+OtxclsY6uFsW191Q/v+feqi7/t/fJiInevXrG1w3Xq0Mi8",
-	"fs0J2aXXYceUD8WsOkx5NlEN8CEetWfVaMeC1/r/LhVm6tMVpAPtq2Qr1DuQKqx6IxK5kcoCUtwr+cTE",
-	"XI+mRagU6HDJDZvxWOxooFqjjS/q/MgnTpGfcXPq3/pQNshD+dAKB/Fldulb/iiznx5W7e91wlfMzLSF",
-	"jNcpi0UqHyle3tudLZgEaGGBBepA20w8EYaNMf8BJhOZkZyvOoRX0SkF8DXxQxXrZRCquU5WOo1FGlBv",
-	"8J8k43/tBagfIex2JtJ52GhFHRbRdxFZpYeC6TgOFSzmJBWcQre5YpFvNbJLjW1HOe5C8QWRGFGwLNda",
-	"r33HfKgfBdvvHnxlM+q8WXvKDTz/2hrFW4gkYI3reFX7uYX84vTu+OT47rjWeo1jXT9aJ4XNoAWrmY1N",
-	"z9w8mSpmRJc1/ZaXgRoOtjmefK/EYTxExnaHVdnGbql/nTBBq15qH5a+0MOr3RAkfFPFYddxZkelX3iJ",
-	"nEuFWB+zZoOARc0nBCPiqvnUarE9ZrK4+dSKcsv8XM8Xic19jmM9Zt1W7qHxiD9wBscJz3Kzg4Nz4Rl6",
-	"TzpbwVaAc/56jOTbgjxUEbFIuas1yeCekBA9KLnYy6/Y/JEacspngiWY1oVEJY+yNNGvj6Z8fXj46vW6",
-	"cx+jWoz4sXaYhZ7roJBTiW59qUap4CCjUcTnkRu8+HHBLTFwfoyoGtf6e8+osrXFGZSXvW6/nRPYoypX",
-	"OdAueBiRJz8nZ+9Ob77HOjRUUuPm/vqO/nxzfPnm9Pz89CRizej66rYmXmhvxNVIJFELv66phEK0uJDM",
-	"ZR4KIGiITOOXnhrZQB6poagkbkdW3nZ4dnyOAMO6GPiU6mU58J2zyIvBETk7ye9ZdXlyjHPDqBcL5+8c",
-	"oB61k7rfXOBm+QXyW4zJinwoHVzlIzbWCxU7w6Or5vBRDxHrAdM1cUoOUdmiE1BsSguj8SsVUF6IUfJy",
-	"0BF38v6mhzXhFr8lLs9F3Lg1qAnAC9W2CDy2KQDvbipCVQqAymOlpGHRTGS8szUoL+FzI+JdsSlebIkr",
-	"X+t1U9z76cqfEEJCCphWLKJ/RzYoyAMm7GSqg/Nspi/MEngmcg0W8uUzvoCv1id85097JTYV+I1LXQts",
-	"vGGR/bAmCHuhsn9jGOFHPTwq0XgM6qGwQxezYQuXbIh8pBhCQinAzAO8zsgeWhQuGSpPHiPGE6NttCTG",
-	"Sa5HaNr6Ja6eSp0qxgmwxt6XsU5i9lRIeaYkn1grccRmWulMKzk6Yr1Ot+DPgJ+3YadtQddMPabAyzbW",
-	"YhHUb612gASKRTDGyIe1wc78uBALuKYpUEPlYOKI8HJXcG2nM16ITqqJaXSkqBC+vFNcF8aFvuTW7BYL",
-	"VqCweUSYWQwpe/0FHVaIu72zhXgqf+z89j5nuC6M69gCb6xzAGEyOUPqHy+sZLkzsXyGqNCQt6ffIopC",
-	"lEsolC9HDVPCXNTZdaG2rEF99OZHPdw9pLLIS2vCWZV4ygajRWrqgn3f4HM3b3gVk44dC1A5eic83iEg",
-	"dH0R4FwUx7BlQfJQzvJI7TVuW3RTd5fd33DvsXiYhfZDpr929QvGLNsgYlPjb42gAY0AfcMmanXVEqN5",
-	"EYT8MUPc7E348ayUtgekmoAyEK1rrNNQ9TqdIlA3CbGOB1mocScWvnnHRov0ER3NlMARKpm1qOiiB7UY",
-	"TbU2ou9C+Tu+9YFxMPmddIEYOCAzEXx4hx2jdWQ5tRh3iDJPxRqbM6maqt0LmGJtD1OPzKYdql6r1X8+",
-	"fhAFsL7DbB+uQjWqrspiDkJ5VAYSjzxaCNGF1wfbcv9GjwMPyF/ep7+7y/D3Ng68OoKKaaXXtYGUsAqk",
-	"qwNnCdU6lyZ7loOKymxRrb+zL9n+Dvap8gxLtaRqCwlUu3+ea725fecxu8shy6VKpJqCG02oSOWQCt3d",
-	"PIWnVq5pddgpH03tbEFI5wXFhdoO1ZvbdztElN5NxQoRcz2+AGVqhMrmZVcSMV6IF5Pr1j1bLqtEPIPG",
-	"AiF37DtA735VhYa1Q5xhelJzxLEAn1XH4AQFjOPapqx41dcgYLsd5pDmKMCgSBcQb0dkL74SPleksIhl",
-	"k8Mu2SNXThtaGJEyGXdejuKzBePkFkVVh2oiFRlKEd4Ejp2znQVMxqTBJckK8Tgt6SZTciXy+KgapG8y",
-	"nZLuPWPNqICiHIWKsN8skiyF6rQQPs4VACInHSqEa8ZgxNOf85TPhDVlZ2s2Bx/6Lc1zNIHM3kYjiFnJ",
-	"TOFyo2otGk1Odok8OJtA+Aq2jFYQKmAVNm7c8lSb+IWyXQeUfE+zPWJMn6V8SWHoDi8mVKE6JVAVu+Bz",
-	"vjIFmwcaKEAXGmmD9pEhJUb0ne07xES+qOjUjMht2iR2cNjFyYiYItyNd2SEKj8OfAi0rds5ZDMCLi7a",
-	"8Wkpy26SUJE52aYrmcUM7UHWHk/eAW6dHEDXljgBw5ahQlCsebJq8zgmrRH7aR2xoVhpFTMhQbsOnvdI",
-	"RIh8PhRqNI3g6ptF6nItyZTRxowAXDbnQMYFRrszWdybvcNgP+i12JfMqEdSS/FnrupWtEJPXwzPU6Co",
-	"r18A1nMFOuaGhIdsKoxgUtlSgyz6IdHLgE3lZPohCtU6xk8T8yHWUX7gUCTkI3evIiLlTKQTEXfYddn9",
-	"TjCpBPE41UkhGBCR1+HUhip3nhHwo1tNwnlHIWuB5nvuUi1EPBEddkwjsHsRgfBkBVmYVxQAp3WztxYF",
-	"nWKGBoxNFTMz+lvcWlaoKuAavWCT69InChbpgyJkQa/G2r45Da/KFLYx5/XGn7XWAxeWysB+CZVZhAbg",
-	"FnA4AswPfeTJQuDlzJNpKP40VM1oqQbdiHU6DP4Flz1qBRiWXvEBHDGZYelxW4rDiiZph53BnyCAl10C",
-	"yFni3EzkMoFMRLeTNqpwrKWqsVWPieXJLN/hAmFw821G7XwR2vCoAJpaoH9wOlSyAnKJ1RSQfu53u+1X",
-	"+90u5RdhmfHCvMuZPP3tsuuvBMXoHnxdwsXAv5/1gXjh5DlN8yKHYHsePoWqbntB2deTWiv/VclO2v+V",
-	"dUJf/Fll9tgGgtw8N32bpbQhP2mHHSpge/uNdZq1zbgJGpgplGcT1Va7fI582NjeQU3S1D/ojILYgLlC",
-	"u6cH5c3WpiLt/4aGrZazwfa0nl9lfk/cn+u8+liwMR2MxZih6NPZnRM6VCjVBSxqrlibraY8a7E91jTM",
-	"/JhmzR5rs2nLebSJnqHJgZkRT0QcKlDKQek/Zm3Wi1gsJqmgW4MFwfUMSZ0tGGdD2EMV9fYU+5Ld7e81",
-	"VbvXcobsHcPFq25tu/r54SxtdfE4PXc1ctjb572hTicY1GNsF+2JluT/DhiVNSaanSN789qHZABBC9Hu",
-	"BBDtAMibKsSPKhAGrGSgKpiQqraaXWUPV7G5xqb52XE3lVg+myhmDSOUvLC1g3KOaP75M+gcvlyLVSDg",
-	"zCB9AoKV+mRRZ8DOkylRcCSJnzkaZNAOWcripJCnVzYRfOUoyZHXd7AqjhVkTMbEU5aKmatC1IzcDAaZ",
-	"znhSgupgPKFqei+yZjsOVbP75b62ewR+JermM+b/53E3aacGNpw23mFTpWLLqRxNc7MgCKgUhbdEHyWV",
-	"Y9rBoYTVeAbug41QkBgBYUcYWfefL/pElSyTJLcp2IEesS6eJdCkKbGctMbGi8r9FC9TfimDCkV9jkbf",
-	"ozO3xgBvamLq3qBMb4FopSF7UT+3SQasRtgH1fz0+ngwGcxFOjiHl07elv8s/HoENHHGmRFzjqj6AdX1",
-	"nAoeI9I2OidUQYec28edgm0UFRLSHMnw2AnVWW5JQQ5KBUTxHRtCEouRnPHEGpaxUsIPX7Y/xHIiM/ND",
-	"h/774QeRP/wQBeWDho8dxKNOQ5WHpZDdog8qJ71lp6hT0C56g263C4rRVDxxOxAYQPepN2/vYyiPVOOI",
-	"/gPDXRH4o+IqOirMJVRKq7YSE+SJHXbsRtfbJ8t6s9etN8ej6mVClS011alLrcFG2eqppHx4WWIoFU9X",
-	"9eEt5NLZPc6gGvZiHhu2mbqz++6Z0il5EjRazDvsXGQEtU47FrCoA6s4oMifqB0FBECFSdJI3EOV4DcY",
-	"0gsf5aGjrw+K0OxNmdnAIpBEPD6zE0DsglmLf6PfmCemvd/df93r7e+3e93eYbcL2g6HzmD4//cPx+1/",
-	"8fZP3fY3H/J/dgbtDz93g9evPv2vusVesyus+8vUJpuPjZnQ44KS/MeDLxoxWqQyW93CUbAJPYKnIj1e",
-	"1JeCo5ikndC/yOwfQUs6lT/hwe6zb7F5WxYRX3e+Z1Yu4JI3T1YrCtgu93PEZNFjIHM3YIedZYalOhGs",
-	"GaWCxxGSAAstJqIWUphYGMui6LnUCvNZZ3wFikZCpwbvCRZUwrHnSz7Nsnnj0ydK69I1hXNccpWbCJpc",
-	"s0WqjC+16GknBuUUMclb8IcOVTmhC07I6fVxwE7eHuO1Obk+Zs3J3nkLbdJ3S+3qNxE9xZ5RM0LmS+aW",
-	"Prz6F/aXv1xwxSdiBlJvs1TP6wuDZXBM6y9/6bO3d3fXe71Oj33J/nZ7dcm0Yghed3h4+DoIFWPzhEuF",
-	"r6FgBv+4Zc2781vW66Ak1+u8CvJmtEpWreouQzt+o1nUzhLTHok0c8QB/n4Qq8hCg8wWGUh40Ifbe54Y",
-	"Da1MuXHfYxWY9oiDDgbzzatcwbz+JVJ98Q92c/qPvZvT6+K0Dm0BBwr2u+ajB18G33SgD6qdTnWypMFd",
-	"pEqOUrGokPkcsaGwJk9pbEgeqKj2FWjKkmHcrZw6UwlEW9tGEvYb+nCcDmPYUGdTv9l9aCoq1/SPWNOC",
-	"BUYFUBAgueUEtAg3MapiUkZUgTZvdJ6sik06tAb7eTF5E/ooA7LCk7zaIDBRdGyV8sCgGVicCO6XKxfs",
-	"8n2wgI+BbkoZQtiTyxO0I6kmu8A7NqEHw3aLOcH+t/xtW12HsaGOEZuxAIiC03AJyRFrrldeBPHAAUdU",
-	"V8an+0WsGbm49MJ+2Cw+9FRVVtR9VUlppfmUE1XLvRYSUN2G+p1BnMl8h3F/IqQj//M//8PwT+P8XDBH",
-	"yuCjyoIYXUnTT/Uis84MtOQ7jyE+NwFbplpNQjUT2VTHJPFZgog2W2BzOeSmPybUTZSfACcSzKq1CiPr",
-	"tnujgaBj/RV0P2NqOvSD9O4XJEDsFyxtyH4hsvFLqH5pt9v+/+G1g26X/bJeI4z9UqpU7QNOZjyDg1yk",
-	"njaMZS3gGc9wixV7yWvEAGl1nWBhTxtUjReeCG/pQ6wcdXl1N/ju6v7yBL60MegUmgm6hC30XygLpdDc",
-	"XTbO2FYPNrX6/eldxPZYdHJ6fnp3uh76+ZJOCkN/c+VC6Z8ZesF5nddkh40PyFTPEq0mIqVNcBhl8icK",
-	"PnVQhj7OYrlW12WZaji6WTlE3fAVCAblUd9f3h5/dzrAwW8aMmdzOXrAoo5jEEsx1H6UcGMwimuhbMBq",
-	"0Q+WJHqZSJMdwbph/hoox+JJjLDu/PrCFRIan1s6OxK4BHwsfOV0S7ImiR5y5F1+ACJuMfKPP9giuBqu",
-	"LEHm+7vk9gF9N/FiJBwyZOBR2bgqNlrJAPaL4By2PJ3QpclXRRvhEEqBn65XmmPNqJSYZ224kU28UyCo",
-	"mSxsAHnkT9L8tRu1dl7fu+Ob70/vbgf3l3+/vHp/uXmvCxU1zEg+yKyN47SHFsQQpR3UoCs+APzNleUo",
-	"dr1Wuq+2VztN8kD28V643ebZlApakwk2yAmUoJgmD8OKV8dWLDSsWa5n2PLbQOekWLCww97YMipWq+Zq",
-	"xYa2wIjDTKRB8PLC2rzbwen/Pru9u33p3IpaJJ1Y6GC1RmOamJSCg8ABcRuqBfs9X2QkmyHo5l4EHGLK",
-	"VYUaO5r/5vZdYZDeZobaqR3Um9t3MJYZT0AlE3FdkguWa6cw+GQxU7Vd+RiaLf1hFkZEWKwlzlAK/a/r",
-	"YT1V6PmeoCPoYr15CrW0AiCcZG9Ko/xgUxP0Ix1eLKYMPUkDN6eSumvDTVwqkXgUKmC8lB1KpN9VBXfx",
-	"KbDfPkMWjb3lBFqX/+S9XxhWgqE4rJktdV20CEUl1I7QMLOYUQ0Ra5hBm8x+9+CrVpBHQyBnwqgjQ+Yc",
-	"DEqqBj9UYh/QJhVUMjVwRVzQhanL1eN5gBYW+Jd012vwrsdiCbq0tyS5lAlDjn4iA/gdAUpX4vXs+tZE",
-	"yFKs6AZphzXLbv4feh86NiO51WHHawFemzLWQHvCbVvPBeuX8n580U1pSNKTqhTdVSb4Z7e3cDOuj2/u",
-	"tl7AkXkkQ1/5Js4kMbZaOnJ/c3t146SovGHfJEaPR0ihiKlmi1Stya+4GSBf8hnWJ7Vd9UgsOb6/e3t1",
-	"c/YvYhp1dpOqecZFVDtZ1rKqeltNREYfHANc/YKVhcHBO/LFtXKuQHwWI2GbRgh2XMo8ax2x6P379+3C",
-	"U7h7IHRFrk87xVcwxe+ubr49Ozk59eIxWaGkYXTwgShJZ+7JA8F94r837rAmZ9YaRE1oxTibLTI3rE15",
-	"ionAS5IvPQrLJTEZWD3IP6QMFV/729W36xJ1DbR8wLYkkfb9VYfDLuMNkvv51fHJaaEj4rES9L1+CXfS",
-	"1gy1rRxiK6d3b69OqoIILQLMy9a1hRWHNc6vGil3rq1v8hFVa9tu5/1RXpsXbpsvwlsWBmgkxJGsKFkq",
-	"slujgsmMhEDmi88HzAh3F+RkmuVDWJ/I8Zu7s3enOP6dNSFa4SNfG9cPkjyMxU7cKTm5ujzdfEicjy6n",
-	"edKwiLI+4ADZtA9aOZv6aENR3S23FS+0jWyHO7BBXaWVbK0N87uzy7PbtyUZdfORdeN0QhtWcGVNymkr",
-	"DrPcDxziwdnl4Prm6vub01sUWtzioTRBwt7GrWihHEqrcQSX3u54n2XpQlij4g08bR8D5+uznt/0r2EA",
-	"Vu0f3J1dnF7dr6n/qKGbTGOwO09T+ejKB1qN1PNYbyOXcSIc/HHUnmbZvA2tYIaaXhQrf7/qMtMKSLxB",
-	"xR97axatLXDsi/nOmdYPrmupyM+JgCLU0UejVbk31nS99Qq9eXZsZbaxwLq2Tu6y/lDGKdaFpXCmm1Gb",
-	"3m7PpGqjeT2fCgbbo5Jg9kxAHnQvbfgP4aP2JOWj4qcwro0kmWfCHZjeK1Kg/oln5u7qanAOGlzJliKe",
-	"RkLE9C0Cok0WqYhpNyxQ/NrceWJ0HxlLzDPOjMgYT7BwMubno9OunB05EzOdrthwEYNO2IzaM/7Udr+2",
-	"6VeMuNRwEfFMYlFhhA/0zKV3aM0NHrbo4vTk7Hhw98/r8qSmNpId7WsMAcNUxrLV3NH0fbxKXv7/x/3p",
-	"/engu/tztF/Qacqd4YlGcSbjwBgJlcCmo2HCuU07+6iHxhYPg0VCT5vLlWztctHsLTt0glIpRZ/9whYq",
-	"N6YXrYTlk5BXwwEqNXqAeYxEuX/EO/Hd4SG5Pb15d3oz+Pb+9p+WZ89yD8hIK0XRPbQYdv/w/uS/mahl",
-	"ARqGgsLAWBNN2VOslu7oQ2FZUNDnhn0k5B8QO+ZCibhl5TAUVH3XvjoRzncqeJJNQVuHpQhcQAWCHhjL",
-	"I+idCN0qNTsQrNG5wF0D1yeMINFGxJ1nJWCfbe7vA92EscyeuQdWaUTK7Q4NTHw9hRnPFgL2k8ChZy4M",
-	"GTZ6ucPcDivb/fb+7g5BPKwdpyAcO9qd6xMl0g4SOSUrOuJed7i1w8qyjUrDhnAa7SC+oiNeB/tRJwUF",
-	"z65+oSgQoYSQhoQQIZwtU5nBmV8kCWtGp5dXt9dvgNQA021jtnszOr25+u42QmwMlI1/XOiMw/OTf9xf",
-	"3UXEA0C8l3EBWwM7P2B/l99SJ3Cuh2SNl4r1mMFiD0XKWStIywyDrb0BbjTlaiLijauKQduo9sEdq270",
-	"qy7udKjyrzE1Ce88WyhEPQD5RcTozzj2u1vEKyELh/dLgq4Ny8dzq47/LJFKhApuMka/BPa/Niunxy7k",
-	"t1YZN4u5rTeSpVyZMWjVaqRjCi8PlcNKd3IiSSq2brxNm0NPRcJXIi2a2qyfxYQqBYoDq2Jj4NAB20b4",
-	"uYNuN2AHr3oBO+z2YEMPu4fepfNeDOHeP4LWpZUJ1V8YeXecVycvSPa/29Zf1UYnGWrQxjp5RNwv3pgv",
-	"TKgYwxyx0lfeMztFgyvVD7LWox5IoL39r4tBHHoM7STlKBHr/u0M+lGQw3cwDucCkfgCG1dkg07RpYq3",
-	"kewSWKJbxljkviKQcQTtZYmekKVu7KqcMb/tTdJrArv2mZjNE4THItk4YC6VPyCygYIOZZDGuCiLrNVh",
-	"V4Q2YS0nhc2lbTfrm9y04yhsrCP6aIdpWWleCfRsEyMAtsLnsrPisySiaZqKY4obvMSZ8CMsfwpyYpSX",
-	"NncyBTcoh2Jfb65ubnE1x2M4rlZas/mxUXukU9PWqZxIFbFxwidoyScHNj2GXpsRRVX09/am2mQ/9OHK",
-	"YAiXYcNULw3MFHUzkM+iv1g5Qi2SJKLYKubvjKtb117MWxaqaM4nwvgwDlqD4+uzPqWTjRPQ9WgY3iZK",
-	"GuiVHTj2dozno/1GqyzViT/ZF3gkgI6OGceB4JYhz+bOb0FTJQjK/e6Bbb7S4nGS6GXb9onjQepE37YC",
-	"Ftk3qEeXHo/dfeFUbmOdxfbVt0SWyFWMm9e+W82RU5bvZsUGJPAwOKLGcQVxAY3IrNu4fcGf2scT0Wev",
-	"u93oyDl/HeXAxB0cS4VW5O7dZ+ePnYinuTYC6UnNeEtypE1OrVlvpfGQ5hPylB3oiT8A9DJeS7h4+VGA",
-	"532/azgWHGnU6rD3sI94BeDOV5YAI0/e8XTVZ3ZSnvKWLWChuhqPHZvabrFj352dn1LmOLk3QEgylEGK",
-	"lGuOiVNopYvQWkUV3pr4rIUcGE7E/0R0U2CDR3oGFKF1RCiYdgCYqOXyhFGZnWAaLhncMiOSMeb5eWYq",
-	"lNvdF8R6WayyPNQsoigY4aJeUMx1WWO5+S4hk4/RbCIUBnLFjGJ8DI5i5WTmWKQt6/TH5fglpwVFjz/8",
-	"bu2BTh9Cb3dQCGaI9mwsL1yhConFM1mhndSoizNz7aLc0yfUo1rBb5MdY5NMSH0/b3whCekv7NjZqIOC",
-	"YKNTb02k3cXbcNDtVU3K/g5UTbZ+g1PBk9lfw0bKZ5xy9cJGxJr+Q6QHiIeKAteAjkLDygfudKHEjYW8",
-	"Fl5Aw/ERgSvUakcCGDhf1VTHtjypD5tItH5AxuAtpp5MkzxBGnMekIJyLsw907pDS1ZcGmIq283Ldglf",
-	"4axzq/UOduUCF3fqnMn4yqCqaKPAOEihj0IBzUAZ3LgUTWbEKBVEfHcgKrYHuMhIyTawxJalBqSA2W3q",
-	"V9gz0iBsXGY4iTuiWC6aDdHkpAJJwmRcETBBh0W3Z9+/vb+OWEpxPMb7j/uOp6Lw7jZApw82sRRU7Jl+",
-	"pKqZqMUZ/BmPtwvjpyYEXhUEICUdj2cO2lazOU8NomulAq09BSEcFXlMj4ZmHKOcp+JR6oVhlia7Gqtj",
-	"nY5IYENJ0sWOtGg1nLfiC8MiIsMyR2dDZNAqMGAhZNAKs0Vgvrw4bt/5v9EPhi2yZlQAHQKFziGLMGaz",
-	"i8o4KBw/RvpBFwMz7smNj8EWdCKKKUeRhRWwwnRVhtZjzxSRRSADfG+3peKGKr1I5nLCzsqL2ZZZSuT4",
-	"uTQu8veoeNItt1rylCDRrGAYKquImKK5h8cxWmcsqeFANeaovZNUTXz77vw2VNc+vnXL9doUtIrqkgJO",
-	"K00xbpQiZUk9L4fLHrHj8+tLELLhqpVDZy3YRyHs1i8iUiCObkhvQ4KGUd0g6SVU1eBYUNGkKYTU9jFq",
-	"SSJwpLtRDOZFpTBFqIycqDysGM8UkMg3x8beMHs2p1zFZoomChV76QyGDJMAshtUyJ6TGp+jEeYI6SLG",
-	"RjuzHIIVkmErHyj8vfJVrWEuJETNfRxwqOx2fGFQgwXtnFoM2JtF+ij+dfGPgFGWfTmw11jjWa/T86fF",
-	"Jtd5kEQrOThd7DrFiCqxQOEdfmJN1O1Q7EXIZkYB/qHqdrqdg1a/MFQPuK4s4NYI9E1ycsMzx2Cy1VwE",
-	"do3tuTDwomWblmViFKZVYuki58XrAkse0FgXkIBo80zZ3f/7/wTsHzaqxQWewgnIBwotFupqGwztdX3B",
-	"xrHivoHsavfAV7Fm32u4V1g+Ex7Z+AHY8CTBTFLTYZfa5vtl/AH4usU+8EeXkMBM3zN+UBudBm+5SalW",
-	"HwLwCJ7ShZRoXfIizYAWaJDXu486LIrFPNGrvbnf2D2eiDQznRXIh1ZMx0csXSTC2SBs5fZMZpiNkvdS",
-	"IlA4cb/7iCY/5ljGxWdtNrqdXqdr0YtACm30G6863c4rymaZYkqHvVvwz4moKZt7TBUU9rvdgjXULjnD",
-	"+B3WBOGoXASsQP4c4sd6lEFZ4tgUeIBiYajwwyNrBUlI/eTmodVBh3C2MIQ+FItJymPh7Evwui2zb6xm",
-	"VDQURfohsvkO9SnJdYZU1kQBC7kcGvdRdaAIdXgBhY2xWamRg95EoQT+QEvpEZzw0SJN8RzyJDGgkaWC",
-	"EugYiW8tV62WGxvc5v1TBN9OGnGaKt0nk+94kSTEkesMvATxtDIZojtZY29grbziacoXTs2vmHwdGhIM",
-	"H9Ne2LE18qLINOU5urOZUgtF6y8v9Ww/URNTCAgFSpMkIKuKDIQ1aGKG0LCMKHvY8BsDyieQsYoVmhdt",
-	"0MUhmLAR5DDQPEPzsRULssXowU6FxGmU15UNbkSxCGsv4PbiDhkGZCcBlkjBOKRvenkbjvwcpruYYyLI",
-	"ufdnVIzghpRjO/rD7leoFGzAAOfKOR1tR1bbwRLLVqnBqGcnkHK3QeTNhd8Pu1+B+nKEkgyPc00F3+xT",
-	"rMt0oSbQBh4nmbEll2ibw56wNIa9AEQIcn+7AebNDrrf4DTWvPOtI3fBbHgBnALQ6CxbKWhvCLxpZfMC",
-	"1PlQOJldp2Wjnm+6yApzGQo+RiMQuvrhXV4pTF6698UeKVAVFUJuGGkVuRW54HCJflzwlKtMKrEXYdSc",
-	"SEnBZRGZN+D6knWjQxe6kz1lTpSnxBbnY7cWqxLSch5HZg2pMDE+Q90JV9wRvYGFgYjIaW3Q5w//lRmu",
-	"rOmzfKyoC1v7GDZjoQ54kuCp9kTLB++i0Fie7SgRPDWk3oXKUuI+0w/FoOtkQADl3usqLUOWsb0C/VKu",
-	"F3EV0PSt2cXubeRuXU1AE/b/lhyizhie86t6R+6Iz0O1yZFbQA06fI1uGHSf6TEzlHtliZZOQeBNsGmy",
-	"NqHwUeiGrpE9ag8iJXmS1BlydBIAIkfPMmLAEZjJvMhK6X1jUWuXIz1D9JOYnLOG5LBCr546Q/cipvAP",
-	"U5TZc280+p3QHd23wUdABkv0HY0vVvHNOTQqXKFqwpk3GX3bCixxYw9inrV5Ih9LAxuKbCmEco2YUDUp",
-	"+MUOkBo5suQULQhkYclVwaGAcwnqQ4LWkeOKvxpNMOizJuv+kpRx2Aaa3n6XzQxSVuiabKUgUAyF4xEu",
-	"mtkJNUrDqgM3KPUEi4sIi5l2HgnXhx1vC/Qlv2EUlcEzupmZZlP+iJTcZ85T/oozZrje1ISNE63jkiKs",
-	"NBtz48oDWVNtouGQLFKFzkfg1sVtIOEXpppNFzBSO2TcgeLVwNUjXRJhTe1vVBYWPTGoWjoDa6xJl7dL",
-	"lYrJIuFp+bIprANL22LDlWDdS6ERoSrERnj5AzkNmY1WepFHUOE2YnC1X+CJxruggZ2VwiPg5r4+KCoX",
-	"ZKsmk2RBWXSSZU0ABZyYYvgqqqyH3VehKgePwKr5sAlykDhzhmMpyEeRtQZu60lSAE3V7pYjHM5Tgitl",
-	"M9xfMYOgARb2EmfxhcmJBp+BHGMZIkGHGsZnmpL0qnM2R1ZcJgqHGCZ4MutjVjKtA+rZr7ufrrtAHXZV",
-	"VebQKFagbvNkYUL1+qDoNLC3YJjo0YO7kq9JuGsevOpZMJhWx4e+oXMBTed2wAiRgrJPJZ5uPczN0/hQ",
-	"2Tg3o3MVEXTwB5R7uQ2pwoB47k83BgIhUrWFag8o508qUClJi/P237O40W98LzLiUYQcj44h1ML2u11f",
-	"11FRtQDYM3II7cHIsfYRZgNvg2ygHhwE/qdPdQUE8pCUxbwDGuJBt7epXT/QvXvFrcVNYNlNu3rbPzyh",
-	"F215jgK2QKP/w8+fgjKwwA8fPn0IGmYxm/F01eg3zp1dm1QpHktF2PsZn5hG/4eG1WA/QMN7BcSjWn32",
-	"rujkd4YWy5wLJphNlpemC+AlE0xgwwMLX5pRyueiwy59TKH1IqHaukRTX6XYCoYfYGVsFjacmajhrkqm",
-	"576goPPVbzhcFx5ZZsvpguntoYmwfK6q2Pa1h8fprmRS8UZdWsw/5TT5s7JuRCuckxzHwZ0VH/y+8bg4",
-	"jubj4gu1dqz6Jg2G2aO8i/a2dek0VE2fV41k3KGouMz1IijyEMXtxNokSVajEk+bdt01/UdSlbyTDaei",
-	"aCP89YfgoHvwuw25lCteN+zL9X1trm9eC2dzSGv5/GzOVCZSxV1J8N/nTF+IjGNQpfXOFBe6cLopebF0",
-	"shNbaqP2ZOOGWhwQCkkbrliEhgqslhIFKPE6ifyIESJTKtgwRb/bcBWqMobPMYs6av4TRe67jFKrOzr0",
-	"/HK0YqjypEurOftDr5hQmLk50nOLnmHzMgnhzYYqfVyA2OiCpNgo5Wba8ommBVMB2cZJ40XfmssdCUgA",
-	"d3Mh7cJrvZQlagclnhCCRSuXT5oK+wYmGoLIjFoyZpPwgmuxnKCOKr2zKJQ1aqlMJngcKsyNKsmg1iZo",
-	"eXcsEoGW66JBI1dYSlMCzoGvwwHfmBVRR17OpSH6Yv5w4oKFYTYQF3difj1h+fPuL8zLsUiiNuVbsOUO",
-	"O9g3bWousbUwOo8taGvo75CZIxM80zMqCYD305tS8jzpUNmQJ2vD9bGQ3qlt4cR9wRxQ2zA00RojLNEn",
-	"Q7rPz5qneqbphNKjvCxzfvdYKtouAQokPLRh2h8L72PCt3U7Y4PFlPoqqcHiL4xFc04+wyrgKIH/Z66i",
-	"XmS7Ib0tH4yNWTi2dbMwD8OY8SJhZmnVLLdCycotd05EEAcbx+EnW2xPeWQYNMiur7c1SrtttLgoUk2C",
-	"YuCBnxSI8srGTWM/GFeKQWDQPjqiEZWdYiyOGeks9KuNTdlgv7WmvJ3SpChWBRodQEeDGfllLJZ/jHgD",
-	"mcb/lCJu86KFxQhbIsXe4GE3EpeffooXKaK8aIVWa+rdrePAb6yko4oFGxgJt96sQ4udm6NrqaDm8YXl",
-	"t2m5MP/vQv98+zaokchgDrVnC7H8YfQX+ncF5+oJcCUv1NLh7ueT1dYhd5qUg1UGhXBB79bI4WlIqOCu",
-	"B3Q0I/ivNBkJKuiubQVrcDvBOuJNEKo1gJqggv4S1EGxBJvwQ6DFdXgPGFYFFsPHJmwiERZJ+ldK3a+2",
-	"f/SdTocyjoXt5pvPuPdrJKlfzveUpVSzI5s9Z+tSURkUDAhDktfZmH3cLOX/tmyBgXJScW0+MWVTuvRg",
-	"9NZaoLC1PBekLtbgBwtToJ+b6+5nGo2BzlOGQwQa1qwh1hgFdMQ4+e0RIHJNv89xamGxD3o77P41X8FS",
-	"32l9zlMClz7oHe5y1HzOy4WIJb+DEfxqeexwl4N6r/gjlwRkjt98tUtPZjEey5EUKrslJ/Pvpr9R7EAp",
-	"msSx9eZUZ8jPWs9LgV5KpzMConxNeTOMfbSsDlUnH+ZF3lsLXU1Mc+UcNd4xG6pxnu5mxQqyeY4p96uI",
-	"kVMIOOdOPoMDEipgpSSpuaqE0jnHM70YTUVM31YkJq8hhcrqKv0NqfEgvdArNrrHW7zRagycPFQwFpfc",
-	"Tp2nfETC6JLPj6xzkBeko6pJ55tQrV+vEizJRz30zilgnvaWc6ds5bTDFct1qEPWG0WRmbQctEXShXnM",
-	"ZjILFdW7YXJcCrtB5EHKkrYBJzDL4SIrutKt6zhUEywU6YV38q2nhbOCbzZdPhYlNtr0YSypReGoVeS0",
-	"llNVmR6jWm2HgR4i3AQr9nZCZasdwUpREhRVuEMVuO/05FTME6zFYrV8ZqQaCQpEMIWBNK2jXD044CbM",
-	"3IBvUe/Hqn7LqcAQCeZqzlh3hV8ASjySWWWka6LfCW5lLvyVJLCDevtyQe2eYAXhzy0s3VWBsSqAhJED",
-	"yGTNNbmq1fmsYsTBn7MqG5AIm2sin1uOzynulDBFNuCGdGoUtVA1d8jwRo+0B92yhJUoFsZeuMqxn0tS",
-	"2UVE+bXSwp/L+Ykh5/YPWO+KbSNn0f4McuuTB4W2TioInD233hHwh9vpTkTGZbLlgv0fRPP+MyjYn2f/",
-	"vFKiLPwGLifIuMSTwHtiMaJpKkYPZjGrP/y+kqjBElJVEHq/EO4gVlV+tFqhzk/HxCeNGVQVH214qG+H",
-	"ap/m2EgoxZCg56JbeaznKO6RZdFnPYhZIciOm/VwwHbPljTlyorMZJykiCSUQrvrYMMUp1DE7yKcLASx",
-	"L1v3acrY0GE9gJfNPcYUVlu2DhYSC5IEDRhqo9/Ia5eUbVLBjgfbVYL49OlDjU5jcas2h6BTwjEoIXOh",
-	"5wlVAImtEQ/ZV6adubnILbEioY2zl1ilkN2++57NMUaKY4IaRfOMRQZ6CRFjkRhB4mNTaUYDCUJlshXm",
-	"zgqRBWysqQSsnOHIMLvbctL7m/OWUzxs0JPhjyIOQjUjgy9VobV8gOfw7R32HYq29qCRJ445QdZM9dL0",
-	"bZxftSYI1T6f5wXRHPraev2+UFENqxlPH0R8lJtmUXA3leLNwqcZwL/y9m1UP3TQ6/fwHrt7Yyu9+WuU",
-	"CoME6xFD6suN+DzJQvVHxL/0rVuwytjiZ2KsfAzjvtsPlRvyP5xvtFq+J28nL21ncn3A1VWiXJHEZYy5",
-	"dLhCdl+xTiqCUKLSFipXK8yXna8iU1NeNCEdlqoqt2zmpgjVnFCLFLkHhwuZZMXo3XVkO0xv9zo21q8h",
-	"ElSGF147JqRDEW4VdoqHyil6lZ2yuT8Wc9OthafYqKFRPiOCpoTKBSk/E6VwQzd9t/iUaTZLfkV4Ckzs",
-	"v+LHf8UPK37cFSrRluqdkUU4Gbdh8YjWvr27OPcxVjuJH388sywiCBRY5Nr9upoLdXx99rfbq8vfqgJU",
-	"KjltiALTKkv5KCsGqS+5YUS+gBT+uaFgd8V4ucCh1BQ3FetWfSqu8YoTxdmyxv88vjh/2Rq7hn/3Ne4z",
-	"Ppel8RPoOoalwr+o2BH166yLmN4eFypScAZTYjOqFd5yUHJA1JG6w6/tWFigKhf0DRzAMheNKf/iiKJb",
-	"PNwCNyEWLQH5DFNwZRFl6Ld4rP6YE2I3tuaEOMFio5D6N8Q+xGpyMSabDVfMLIbIE7VCr3s5oIo1MaBq",
-	"uLKAva2Awu1RkpDKwhTpsQ/5jlB6iTosUuIpGzh4aCDEmJlis/kxhQo+PiokOs65ccZOjyudaUzb8oZh",
-	"oooEzOEt6j65kmopdNgxo+8xaHXOf1yIPpO55dsFzILArCnBF1chy4E9yeSc2lGyWFOCyVSOM5txh1Pv",
-	"hOoGxRWDGQzOxY9rbFUqjEOnkG2tjHaxVgTaYEA4U7GxoTcIMwviIkzBfg/PEsFBv9OLLAfhogMeKhSd",
-	"87IhepyDbVgQJOuAZWOxZBffuq3qhwpxwDs1SOv0Q7lMvH+sdEYleiJyKHScgBq5uun41Mpg0RfGg7nH",
-	"hT5CFVXatwBZ2DrWPCs17iqYIuhXpY9OqpdmsDAijlztW4vv3jrahFUdKtKZSQFWmDi1KbasAElhGluU",
-	"+2tccfmTCAghbr/bPWIca8GDFqMMO+x2nAL740JgaJVlynh3SnbGGX+i8p373W6hmGevrphnnZG/fAv1",
-	"uBzCQ0Jo/Vjom+pgzoWaZNNG/7BHlfnc3721YoLr40H/Cl42V/IT4Q03DYDudGNXgaSwRz6r4MMfaGUs",
-	"9LcpJvBKkZwP6w7z/veIR2H++CI90WMq3IigmlXY/88dyXhIXX0mRcGp4Q4/xfnj/fkECSZmTYTJP7u4",
-	"Pj+9OL2888HWv1vYZQlqosx/C3zeM/cyryc0rc3Bl3d5pRcrUZFTGZ2oqeAzuI7WDMKXLonbO8OnIqEM",
-	"XkLEdQ51YIxDHmPNi1SAdGgKALtk0CiZBd/cvgOaT47odSCpSp0ZG0fE04wkFYeiigmPoTJCEbIZ1bGg",
-	"4SQiK6Pa4LBwlDMXnJ57nkNlFwVkQSo8mQ8fGSnlZRG0MRpQ8GjYTFyL+o1+4mKG1mFvn13Ib1tHriC4",
-	"BRYuuOx7r+qgvnEIQDDyciKlYMgjNl6kaLpDCoruK6kw6WuBePQ2R7cZ5XDd+KiQI3zQIsRBmmRmY3Ct",
-	"V9oDLeFXm9L3LWpqEVYbHlSgtUk0q8HXZpmekC0UQZK90FgdM/uS9UKF4zKE+UMZJhjJTsOtrOr+N/Uw",
-	"4aHyubJ5pnUhw5QCCYaC2TPlZMsaFyWvoIA7ZEasP+gzCPuUYhhZVMJiHTx/1C7wLvUpgflF0OuFo8Yx",
-	"TR7JOLH1qTZY9XS6MnLEE9tgi3DenIRpNx8DU0NlKYIzm3lUbJ8uVQtxjRZrgvKhSarFTKRyxGY8S+UT",
-	"JRji5DGMwobQLmUqgP3s461hI5EkLOoFUajoJH5Nr7cCTLksr81Iz1dUsamPBddcrK0bMLqER1OeTmA2",
-	"GEr36qvOIfv7t2jJBSqlxwzr0xaqE7Fm73XngP3921ARZkPA9nvwjYXRXTdNjmVm8xuoMw8375Aee/tf",
-	"o9wZFINc7M5Kc8RymAyihPkEqpD89hwUQd0s9LOts1Q9zrgGdJxLZ5nxIr11WSPUfB/IEQZ3rpUeaK4D",
-	"0bd80gYCTdklwIoC6+OnJHwHoO40krqiAUd12cnbYgTyweQQ7qH6DTjtSi9B6QJtixQDKnJLd5KPHnx3",
-	"AtS1ZozxSjY4XqehIsTKxOrU00UW66UryFPo1kHV4c5QQSuQx5KEItsQztWGu9kTYEPOcLQznQoXY4um",
-	"frjvgj+QQwMPgR0y6Xx5EoFtDK8WZ2P5BMN+FOnUxkbBwb2Q34aqaVGrgNUidFvgss7IvtiiNrwaWg9E",
-	"VsyoBjKLo286et/7Brlk7vewRM0c+VhU05nFHqDssNppESrD9VnGUvOdSlVJ28bybTUZ3KGqSeEOLDWB",
-	"EcNv8zK4AiZXO3kqVAi0Lwhv53UXp+hISQGng33JXh9YDATyuOS5UySGOIB/J9F8r5nR48wdR5JMMnul",
-	"zGJmMf1CFX1/dXF6cX52cXaHNhcjMitY+CPJmrdn39+d3ly01o5mEdfR1bRx7BDLXNhg8qMyv/fF3RCj",
-	"DgUCmXrKZlHL0LtYY4iHJvbI4/xRDwcythA08LkRroKzA8FbhcqVCupXgwXxudXnyYbipDrnpCS3k1AI",
-	"1V6OZjE+I8h/Va1WIC1mKZzjIpJTq4h9Tqw4VLkYTVITpzaKWXaI1lUAsrR4MIiztAFlyaMWHBeaG8sk",
-	"MTVF5UJlkULtM3/ZLC56LNaORs6dyoUjUAoGAYz6p6Ys0S4VqMAWbxBZN2/LIRJ4bk4CnLs2VsAs3J2C",
-	"5ISwHmiUXcyBke1avSdUteV7jljXVq+XIOSMWzQfzrByD9xuqWM25QZEI4MYINsr/LT6SPLxEH5pW/qS",
-	"7Np4oQS60PdwsAEVXaTfcHIECIGTj2FjcdqwsbB/sLNDMZU2m5SwYh1J2VqNKV8EW45Jmhxm7KD79XqJ",
-	"qICVFDTKR8nrFQU+7MuqDLa2BbEkkMEr9YdhFrT9yCpQnq9RIQrkJKhTG+rscrew3k6FfzbjabZIMgm6",
-	"5N5Yp7M2UBZ47Epa4NvmsfDRHVmy0L07Mo8BKxoh9CgTWZtU58angMzva9+umS1Q7X+RYeke12G3JKv9",
-	"P8KsdWyl7E1+H8syaPP+RNsWmhZqytEGzxSQDaqVM4vGL2cs+7wxxl9/Xhf55vJvZdqChKdcRC1UG+hw",
-	"lZxsgA0PFRY/I6pR4QqepFi3G2X9fKYTta4GBTX1uPprRdlCVWsVcqLfs7XXQlVvAfAL8BvSlw72v/m8",
-	"h8pPhYxIDo+uWWuaaXV+v9DtPzA6+z/IIm0Tzz7TbSnq6/3ySX+2qhqo6b+hrFqodqmr5kwfJZuBAzHr",
-	"VAur9Z+vq+bqqVkNr76U2u+dilBc3tZO5/vPzSO4tzUn8+1+c/vOgXSnCJXCzUqNpqlWWISg4PXYwc1h",
-	"/bbPhTZY7ZVU0rI7HkaxSB/lo3DArcZZexzQa6jy2rNViGh3JAjqt6QbU60g1KcqanK1A1/llqz6o0Tw",
-	"gu6FBptcvSUcMXQB+HgEO/IjJql2PenU/tIVohupmIPLxIO+HxCsqRW4CtwB1Xh3BVfR8mRzgUuVD2VW",
-	"mfReaY5VC6PhKzQsY2hOh71365iD11aUX9qyL4xDrfZg0EGogHdg/qc0TKgY7Z5WM6VgbK/cYtQcT8ih",
-	"fFRoGI2iDoTH1zok5RmtztitsfmATbh+UjggxENmNqFZFcTkxi7hdnh4nw22KzjXe/tfb3OufybP9jOi",
-	"/39INOh9ud54s1LL/LfEff4f56y+1klSpO8vIty2pNNmR/VxwQxAhjMCn/Lx6vjzEeNVm6VXYrJQARmz",
-	"NkExJ3xrqawNl1tohVaHnUqUOpZ8VahCXsje3UThWfTm+PLN6fk5kL6Ch8c7ItE3jWTTOw+8SGM1HGBO",
-	"tupuaSpfGCJQiInl13jK/QSD9R5tJRuXIUIhNRMR90PlMzQQx9T5Jny7JKGh8WmeaiqMIdHSOeIplXO6",
-	"K3lYfRX03EhcYnDl6ugTAbM46H5Tqbd+xIymoPPyNpLZqTDrOFSuRYfaT5i0ZJ/ycDiEsGNTF5v5yoSK",
-	"gGlJoeWZxfM5KtQbQq6GRdyDYhV3m8ceKuqkhLZO/dQyhTe4xv/lCwEI5JULVLg1/7/N296J0XzWDG1n",
-	"oyvfzGb5Qv4fwwD/bPWI6APjNertr2SoWxISfelgDEHkppSLWU1rjLzlDzlRHmGrxNIjlJXovd0GIqAu",
-	"lwsb7xcIP+zFydXlqf+2Sr8d4iPCaOCXB+uIVluEcJ+v9e9Ib3+nJLH/dDnbW0NJ0tlwAP49oC0Kzo3C",
-	"EW+WD/R/NYcXprcV0tqqJRxhgfPgGBFvIIIVSPY6PHY019SF5dvB1ZRPbASNRZo0+o1pls37e3uJHvFk",
-	"qk3WPzw8fN2oj6s3Dm+X+YqJKJ66eomlRk1Nqx/8FGshj8tAGw5/K6djNtdvfXDHm0xsJv/Yr+n65xth",
-	"7O2nFsW+flF8IhilExdGKzJe882FVjLTKflv7asF+PNPHz79fwEAAP//",
+	"7P37dhs3tieOvwqWzswy2SnSlGy5E2nlD8ZSbJ3WrSXKOX3CDAtkgSSsIsAUipKYjl/q9wi/J/uufQGq",
+	"iixKlJM43TNn1prTMVUFoICNfd+f/c+dkZ3NrVEmdzsH/9zJlJtb4xT+40iN5SLNj7PMZvDvkTW5Mjn8",
+	"p5zPUz2Subbm5UdnDfzmRlM1k/Bf/ytT452Dnf94WQz+kv7qXuJoVzzNzqdPn6KdRLlRpucw2M7BTtcs",
+	"hc2nKhNjqdNFpkRjbDOhHuRsnirxuvNaxOcXvcH3FzfnR3EkXnf2RXx23Ht/cTSA37unpxc/HMNf9juv",
+	"RHx9fPXh+Grw3c31P+Jme+dTtPO9zYY6SZT5ct8Uf39x9d3J0dHxeXwg8qkSub1VRmgnbo29N5EYLnKh",
+	"cycymyrRiDMlk7gpEqucMDbvG5mm9l7kU+2EnasMF3mII82Uc3KihJEz5fAXHMMolaikbxoxPa/iZrtv",
+	"4PNPjFuMx3qklcmvc5vJifpyG9GD9amJdnm2fOFEot2tGEljbC5yeauEFPeZzmELTs6vb77//uTtyfF5",
+	"b3Ddu7jqvjuOmwd9M16kaSRgh1rWpEthM2HvVCZ+XthctsW5zafaTMS9dGI0lWaikkMRZyrPlnKYqgOR",
+	"ZwsV9401IyXcXI4UHMM4UyqBDYp2pkomKsMLcAVvtbrjXCH9Vz/lWo2sSZzIrbiXOhdDNbYZfF2eLbWZ",
+	"HIpXnfZOVNq4fDlXOwc72uRqojLYHTyNXGVGpl/4kt0YN1cjPdYqEU5ld3jbFmmOG987vjrvng6Or64u",
+	"rvjOXMplamXSs/ZUZl+aYIY2WQr1MFIqIQofWTPWk0WmEpHqmYZVX3b/cXrRPRr0Li4Gp90roBVc+I2R",
+	"i3xqM/2LSr7gfb8579703l9cnfz38VF8IGANyuQ8GxCcNUKahO6r+nmhXC5GMss0Xvi+Qf4QIW0bhU/x",
+	"KXmWgIxjjWB/+OGHVreYS61TbfydkpnK4P6ks2/7O5mcSYNj93fiSNzrfCpiBd/3bX9HmzuZ6mSAq+nv",
+	"xOJ+qoyQzL3ghjllcmJexapMLdm7PNNmwlR/Y+Sd1ClcyC94KNfvb3q9k/N3g6OLHzwj5m11uZ3PVSLu",
+	"pzql/Uaig0+EU7nDC22zvqnIkwNhLLCzRSozIEqjRni+I7tIEzFUxFYEiC9i3Ub1TUPJ0VRMYeRw9NqI",
+	"eWYnmXIOzhz++HHhgKcoAwzfqKQZAcH0DQ5UzBWJcWZnuOKpkmk+FZnCb4rETC4FckjpbvsmfnfcEy/p",
+	"mbgtvrP5VMhMrbNGFhM3xi3mc5vlKjlTiZY9PMYvfe1f4LfChALoyJOZHI3UPFeJaMQ359c3l5cXV73j",
+	"o8HZ8dFJd9D7xyXd/k+eDPFudFP3nXQq1UZd52qOH5AkGiaU6WUGYjLXoPiMZerUmlbilrOZyjM9EqmS",
+	"Lhfu54XMlBNDHlM0jnWqMif6i05n7434zqpUGReJvU5nvxn1jVsM80yOcpUciFjnLMRdLDK7ADlix8LZ",
+	"FChNxI0fxFcilTNx9OKoKX4R34ofxEPcN3g9j5hwQfy0Ej0eq0yBMJvJPNMPyFbulZ5McyfiOd7ZTIkH",
+	"XNcrJX4hMop3RUvMY6FSp+iJhkzT8OIukCRMM9aZy2mJTWI389JW/XOn+JB1XtMdInuYKWmc2EVpOJMP",
+	"eraY7Rzsd6KdmTb0j91oTThGO6mcPTWk2ocxxzabyXznYCexC2AopVl2O6X/VzuhWcyGNN/8idk67c4u",
+	"TKceRunC6Tt15meBa1P+3c9Cvz+yvE57v7SoTs2iHFOqMvDEjzsydQNPcTs/RWvMNdoBlqIzEHY/0tvF",
+	"U3b4UY1yGLZrZLrM1Vs7m8tM89WtHmyinZxkSg3cVGY1guQafgaiBSoxAtSJPJNMbb+6qUzsvWgJOcr1",
+	"nfq1Ir4lzf4CdKdUZdKM1KGQtNcoYVBCdp462ye2Dk5tUFyP9S84U9LgraO1zrRZOF5vJCYvT7df09rc",
+	"uJ/hOW3yN693apdbovds5pL1RV5Zm7fgU1rEcP6gBYeDWF9BD80V/rNYOJXgZFsNvEKP5jFivFQZjseL",
+	"qFLjUMsaBgP70phnKtHAVkVLpHLY3H51EW5/BqJkfWwJO53KofhWSPGVGIq/iDDTc6ZAUnjy5FUN93E/",
+	"Z3kDP3HtG//PXvNZ3+lSO6852uEj3ygaNku0kdmyKvCaf+TBu/WTP3rffUqbqCGgT9HO0eVnvnj8eS9+",
+	"2vyFH2S6UDX0e2GUoB0Tc5V5vogHKxYmBW3Q5TIHC1Ya/2ey+m2i0sIY4FODG08soL0mqHkftyAW3rgt",
+	"njze8sm6rflO5qPpd3ytVy47/GmgkxrrIQqcYIvj4W3/FO2gFjNw6EFKBjKvrlrmqpXrWWnhxXTV61uj",
+	"qKxQelh7zaQwGn9A3XV4++HSatKsq/tRddE9rjVle6O7p7bnDPXY7zIlbxN7bzwL+qwX3chmG2XrXUHU",
+	"qN9enV0fv/0gXgqXNFI5VOmW3ISnGbg6PSSXJpFZItBohVlifDgWcpRZ58TYpon7HKZV2vawQbzBtcc3",
+	"lcaowpGzeoaJKityZxdHx6forzy96B4dH+1EOyfnH7qnJ0eD68vjt72rm7OdaMf/5+Dipje4+H5w1T1/",
+	"d7wT7ZSNng/HV9cnF+f469/OL344RwNoJ9o5655+f3F1hnbR9XUXX+T/KtwkMElh0eIqyu6fGh0TNCt0",
+	"OdZez2BNlv46tDZV0tRscIIaHQ9XfvmRDb5S83RZoyjBz0KZOwWyTlgyX5gxolFOrx+KGEaO2WGqcyeI",
+	"vNt900WXs0pEPNdmEkci5vdjsMpjZLoDbcY2Rk5r3L3KVEJOk3wq875hg/6FExmuB43WRjy3leEG+Ef4",
+	"oRiSfwNLkfwvsXAqR2suBks4BhGgZvN8KWZyfij8Q/CaVn41bPCHhYj7qXUq2M4Lgw4agQ4JmbOjAiTI",
+	"UIlEwYGwFzTRsLkzbWRO5DyTc9gUpGEi8UdNezijaGf18zYyFnjuxIytfxE2bNPDl9ZMwnPlDd34Aj1E",
+	"73wKgnF5LmdAYUhon6Ida9TFeOfgx8d5YDH7p+iJJ6vTPsFaqzvw1OOlXf70U/lu4KnX3Q4ih99yP56g",
+	"iuKst/hGWma0Qy9v2D8NOx2epJU+udn0/G8+5dLcW5/zdo+v7QIdoH/wWqXk2XtKD1i30kZw141IJfrL",
+	"wtNwy0kjfFx1QEFZ0TD26h6byYfBUytJZTZBlzbMLPJMgz0hx7nKyH8v5z5Ude+Ens2tU82nFzjTZkCK",
+	"wJM7gfMyX1YitfewmrcfBL7+9EyFOiTTdAtyWVOMflr1H7LqU1LzhcxpM+jUcMls08EKFmmd994aNXCs",
+	"8QxIArAfeybTtNhyYvv+gwWakX3zmELmXTmsl4G0gP3ThrzWrqpmNcrKVdO/y5vqJ30vXa5V1Dc9PXRT",
+	"nUmjvXf0eyCJmTSRcGrUFn9t73aabRGP9YNK4gPRy6Q22kzOVC5fuL6Jiz2PST55PWp9Q1DzflDJ0+6x",
+	"qoK38O6lQeV3uhWBJGoVE//8lnZecTPRG4YOHLbomMs58sbm00wpDB9I+u9WDhcrp4eb//pG3ltrxjpR",
+	"ZrTRBL4s70cktBE/diKx+9OhcCoEt117lgChoJz6ui266b1cOtgssHUP+0aW9pRIfxRm9vHlocKHFrlK",
+	"gLhTNc6FXeSRcBbOoW9mco4xk6EiPavO3b1xg7d2S27c+K1HOP6NI9QfVJapFB35J0k9Ty1U21gnMSUf",
+	"kD5K14u8jpWAZo12KcYyE8rYxWQqcothfKFROK2ZEkfKzfXt5wRrrtTM3iknRtbN9KiVyaXAodyBMDLL",
+	"7L2YW6fx2tHvwMB2RW77Jr7XST6Nv9oVczDGXVv84KUIhUIKj7ITyUCLb8XD4J/6q91PoiUeBjrqG4W/",
+	"wt9aYqYSLU0jaYZo72iRi5H4VsRwod3UpkksHsRZ90i8FJ32m7++3u+bBvzzW//yr+rX5oH3+lDI/pcW",
+	"sVjmu6U1RUI6oU3f/DDVubxVmee47+US/vp2qmZ2pvKsLU5MrtK0LU7lsC2uly5vi92/fiMae53dr5vi",
+	"673W168P+4ZyTKQRcuhsusjhJO80xbEfxG57b//Vq93XxeHD0rUTnWaEZoh2QBoqmSgymQTsDoeiRmIG",
+	"H5FPpRH5vR6Ra0sN/qlbu598PoXOI7jfY5mmYSQc5iMNMxKtjeN8hGMhtUPnaN+V1yNzocOxpNLl1Uk+",
+	"ovzrs8x6NRJ+wm+FFl8JJhTxldgVM3mrmF6E/mq33f4oJFFWhPaZHKlEDJe0mS7PpJ5Mc4FRQxTJ8PO9",
+	"vFMsI+SDdmKo8nulDNAURewe6Hvo4rmRNGJiFSUS4Bd+bAu4po7U+7GQ4krOpBFDfJtSYZyYZDJZyDRd",
+	"It+Dv4lxKs2to52wc4dRYeSOMrVGiam9V3cq65upnuBF0JlwemJk2spty1jtlMAQ4KH/aK/Z0IWxGW5u",
+	"3+AGBdabW9sWcq5fyizXYznKgcdP9J1PYlqksFVqLoZL/N923xSanR3DvkoQ5GHf0eTGeDW8krMGUcfE",
+	"V4NqCTGaWl9HuKUbFM1F7k2pusvJG/LCecLD/WYqK93aELmhUOObLcKaT0QzkTprIpp8Qm4O80jQJFwu",
+	"VpmeaEjmnQJ45xSMQCAFm4n83opE5WqU20zM9QPoiiur32uLvyk1FzoX9ypNxVBR7ppi5guiAQjvBWiY",
+	"ST7F7Aee1xrhlnBNcj0qYorAgeENJ3Y7/tF7naiIB/hauFxmOeZiYRrZMBAzKE/E45uV+PPum8fjcdtG",
+	"Uo9BAn5nk+Vz8wlKzpyoSDixYwGXbekdUejX4IWXx+zULaXwCay71HmFj/oUwqd8inZGhULAnvjHXq2q",
+	"D58i7yJ64q2yx/RTtPP0PPh1NEPutnq4p2fK5XI23wlqT3HxaZV11/5JV/hlZnM7sukHlTk40VWCufMa",
+	"DX7W2n7i+iM6lmhtHWtnyokyG73KK853OZpqo1qgXMlhCkwzUaRQY+4p/sY8Ordz0iK0E4kdLWYcPPp8",
+	"p29CWcOB7p/nBK7bhPeYtHSdy3xREy0i+2lwxwdx8M8ds0g5tYwyMNbWmygQgyoZZEq62tSVSzItSK2J",
+	"HU6NTt/YvxsfIkucLmbSFDtNA7KVZ4gbwHbqXM1c7d7xDzLLJF48cqOlFuao86EHTxhQUmonTxOqf/rU",
+	"Tmgn2TuG9Fvet7UtWHENCv+S4JcOxW6JVkr+k/kyn1qzeexekXmnHab85sqAHHhnUURmC+OEseISxwHF",
+	"Rjsx1ipNBMhiR5oUD++14HcW3sv1DJRGGgLz40rJ4/HE7rb33rS/Zi/C2mnQojYv/MwmoJj4mUPu3Tsr",
+	"hgudJkIbktvw10acqDuVxmzBp3YkU3qsWXvFXKDw4N243SmotZZRLebwwQPKBnNP5RqsSTWcsO7OnUyM",
+	"zVTiJVt1F/iPqGeFkzwUsdFpTBqaAzOkCEVvuJHFdKdyeKUcso0658n7y9O3IsMH2uJYY3VADDrwwKmf",
+	"KThTxFlj0gXpMzFrEpgdJTHAlWUH2DO8J59p0H+eEf/YW+XI+Ew+nCozAS1vd+9rfDH8u4ZQUjnkWDS/",
+	"X+e1Hb5wQgdXID1+CMZyDgqrzoWcSG28TUOaupJZqjGjGI+HdJXnrKwalq8u6wdvVtJDmJCbZPLeHIoZ",
+	"7IVKUOcD3VLJDDTL1E4mYBUU3Iu/BvfO+zTjViqHLRyida9NYu/jqs79WE6AJ7z6XSzTJe8j6rGLGeqm",
+	"pnBL8zf57B7KdH3IqzHxbZLHVq519ahLVPPTYzfPXSzykZ3VaBm803VRpZHNEheOAq6ayy1eO6YR0Cec",
+	"0GaULhKVtJ/OglMjpe9osqeeJMO6Tv+h5WS8PPIIxpVtiSl9PSc+hq6GQzZuqwQNzGRijXp66QtT2qgg",
+	"8B+TzTf+jYL9rWkEK2cb9icKx1LaivIiag/bygTjT6VA4aNGS5UQ5rLOprzi5XllyS6ykSJlaaxTFYuG",
+	"Sp0SrzsdEfsch6vjv98cX/ewKKnrHUswvFAmQV5jRNz+aIepHsYYq47YzeGWs1SjvyJTfZMpZ9M7oDcM",
+	"gi9Moqhkwl89FE0vnMACKqAJa3PXN424hb+0YIUt+DGOBGuu7MMMRUqxns1tlr+MMdqhsuZh32CB2r32",
+	"n3XZ7b2vFJ+1RdcIO6d9FU4naiSzvonJgwQfSj6w9kdnTVzye6y6gdCQRae/Ew2nVN/E7jZVMjMtWlZ7",
+	"lsScmV3iu68737yp41x4Nk8kOoO6O1FJLBrkaQJapTw01Mli3qaYPecy75uJMlhklohRqvHG3yo1ZycQ",
+	"aG1+K5rtYvh5ZmcWBpUYXgKujcpvJGKZjaZA5bHIVAsVfJxdGuH/wvGShuwbr4xhRoN60C53BY+lSkJS",
+	"dATu4uvON30TU/7Nda/bu7kenJ1cn3V7b9/HEfOKalEdxsBxhEOKFIwWWaZMni598MYvAQ7MlyagHqtI",
+	"kW9G/i7QobECW1A4/BG0lBhII0blSRh1H8hQKAP/F9aT9E3M88Wk3IT9QSdnKThGu7oT7fhdw9hYWu/p",
+	"Kum8j/GsjQYv/76J7WxU70jqkLdsanPh7uV8XTeT6cRmOp/Oao0o2OUBKsIz97TkoDMpK/lrA84zdaft",
+	"wm22BHgfPAWwtxpvzL2cbwqPGOBN99LV6P+rQry6yJolrXx2/caDMlRYcs/MtWS7r/5vNl3MzECbRD3U",
+	"VTfCE2YEZFuUhzwrZ7OI4D37VVwEzcsEsUWckwzvR4nCZvkmavEWeZ1ujaUSwVryCfucxU9sglzGhcpi",
+	"xyjFvOZYay7+PMhUsmANaIsPzGyqtvcWXMHTK8rumlK6fuj53jNXhUr2I3o/eQm82lNOWtpWYV+5WNXD",
+	"4gWsHj/v1hoR112yMxIWdXHTG6N/XqiSSeUFS+Pm5uRIgLYv4BPw3GczZUhWYNVl39z0vm99zVEd2gas",
+	"dgU+D1bP3v4b8ZfhMlfuL4ciDsLfW+AY88GCs8yhqJaGFzJbpLluwZuieESMpBFz6Rz6AvuG5T6p9Brd",
+	"+CJT44XzCY9r6aVrSsje/psnjb/VzJmtcycOhVxJpNicE29nOs/J+vjXzpdA3fxI5VKn9TsR9IGgcRgx",
+	"XqRpjcBMkqds6jAYcR2+XTzy9ubw46IZ9Y1aQ5nOC/4O1mIqUY6yNR+WlugMY03LWhZIqW6D5yTIp9oo",
+	"9mM/maV3ys+i+xvo9EkpVkpcwsdJOMwzO1LOcaLkhp3AnOGRnqtIYGEtuTYoGhQ8CCU1A18KoTebsbYx",
+	"tpnI5L2ATzZOAzm0xfc2w+uPyieFm+Z6jlWENK2dGA032+Vq7nztp5MzzD6aVTzYT4iP4lsxcaPGww1n",
+	"W+t071Xtn4wi1qTWG587WP1sVKpojyi8DNd/6+X+ECa7wjXVrxb2bLDIam7kJRiszNlBO1P3Yi4nKhLx",
+	"S1zmSzL3+EaRxfeSBozrPcBTubf/Zn2i9+pBXL/vtoDle0lSuj2jqRrdKnRz0l6AYlijgo6JDMiWCJee",
+	"aQoHcYuZE/eKciTXl6d/UQOUOJ9R31h4t5+8dxzqgdNA07eeVHweJVoO1oTkOKJybyLWfghmBzyzEsi/",
+	"Qy6kLcyMx1TJgswHKK1raIvC3CDzCv9hOHf1AL+5pzNZSxPhfVqf6NTeY1ZoIhZzmK10A8uk9sKhQyIS",
+	"o1lrt3LDttGt5cMJPb6HCy7+8aizq9DGmHgqJ1ehx3B3Cg7/0yYBe4I56k/HER+XdCuZuZen13ut85PL",
+	"7uk1BXxw15zgBYupytQh/oFdACI4ci5Pr68Ugj+gTY/RDP8n5tIN4iTInomPRJW3mpivD3ecUoyAi5dk",
+	"xeXp9UogbG0CX0d1PZKpytZGr12Uk3cTmw7GOs1VFjlzt/ra7yW0s73fMxf7bWada6GSjT6rq72qatkW",
+	"7A8rTstzE9f26eF/6ILOro9Fg5Kzm9W1UYb4Uwv8IvztaR52HtjI/H+42SqDKbOTyok9yreeyO9Zi1bT",
+	"W8Ia4RYjUMwOK3Vk7LPnWjLthFNoV29XJVNw0yfrlYrcop9+x+yi7S5gNc9o7fadL9K0tEFbxau/eKrS",
+	"WiXdv3LW0lqJ02flo5VTELba8sIRs+Wm4+K23PYvseEb9/K0MFrXbHkW8d4hMEKjLbOztugyey2rIAFl",
+	"DAMZhA1osxeuUnITYcjjox2G9GhvfKC30t6HNFyKY/hkW/H2+sNhYWiGuWIvowawsJjQDBI7z1XSNxj6",
+	"KLDPQuxuVpe6WwJSA2a5wYg0chYigIRVhkYkJomylyMsGb4Sy2FV33j7OKT1hPBh3IKZWziYo3BNxQbt",
+	"mxWIt3vphB2P24IwdjAlicDV/J5vSkFCHKEEBPFIwq2r+8ZKeZSI+ZXwRoyFNLLykfAcRbTjvmkQGpj/",
+	"+8t/frTDk+RT3MT64bagP5MN+0+mrE+xSJW8UxS7mgm7yEUj9kMMMnvv4AkH89h7N1g4lYRsIHiDihj6",
+	"phRaxegBxgopwRir2Ng+BenNU0eeDvtGJxiLW3ofRWEGoyMDbPBIpNpxGjhiaqLBTbu9fR5ehWQ3mP41",
+	"MTw496CR4TWsO+OPdrgp5mIsm9drf/GEU0/z/q+Vi0wBQ9FwKh23EjVKZaY2JJ+FM6vDILovu2H4BnEA",
+	"tpYC0PPAdAwH65pPp09QbHqAAamALbblYYU1jNzd4BlOlLfXH8RcZjnYRSOM5zqxmFPobbPjwH/sFtl2",
+	"m9h5nUwk/bAmOF+JMR8KUE58NJFPQTtRLPrJ9FcyFLbOUsElBwG2lZK7EybZKNIehXvyNarPx+FxIU1O",
+	"1QoH7fxGvnBiqCXZJPhCJGyWqFKkDn994biOxSc5kX20tY+xwLnZlOxbs85j9OIF7ufBI0MeVcQCjYKG",
+	"eBv96qhmgpE8feaCdrkeuaLYyFdWaD/G1p+zenbHwKvrPs1pPtntrM+FySnmsd3jm700G11IgabCtheE",
+	"sg2V0pf+3qSa2bSOUN/b++JwRI5JKXxoz3HGr8RyV8/oM3aR1lvazY1bd72WzRx4w3peSp1yXeE76/v+",
+	"aNQJPYO3w5pYvP5FrbvQQZv4m/4uIqBLlYjFvP0HObQrnpl6tU4A1R96b32hTaCvH68v5ZOBSleMhz46",
+	"zLSjtCvUiKgojXVSGHb7sN7v6O9+llu3jqDOYcWp/uVzioGP9J1OOLuuiKORaoh1YjJTklhjTKGpWDTy",
+	"TM7VL1YnMu0brEUMvBPT8nzRoYGjEJoq133IbSke0K/UPBDS9I1miG8RMBTcYjQFVQOXZNM7BFGWJqFY",
+	"Py1CzBYux2oHIfO+ofT1/N6W54/ovENWZe+qe3J+cv5ucHHZO7k4v47BBvTf3DeU21Z8s3biF5VZoBtj",
+	"czHWRhMshQ+dYy3FROWub+JVdKq4zjyjpX9O2G21JtP4E98S5dSHFWvJ52KRp1plp5g9sc5KNiRyjzUc",
+	"mncXfrMv/rf4u8cb/085unXW+OLqs0UytemtzCKx+81fv4mK/MORTPWQskdEppxOFvIZqGf5IgGb8hcs",
+	"VaKXN6buqzRMQKuMxKtt0T/3tt6B9zZXVL7a26NpPgdaLd/biXZ+rj2rMvLOv63bCGGN/iSH0aU1E1+2",
+	"s5LHv5rhVmtnkFQM1samPMY6y6MmMW69yoz3aPenWpm6Vn+1RcXTc6lvZZKaZa6ng63Mumnjn+We9yf1",
+	"B3nnAyH8j3P+D3bOI1rdv7JDnk2Bt1Rg9Nws4PpM3xJyen1e7KfNCznScmIsGqU1UatFmus7mWmZq4r1",
+	"ulJNhbVoLl8Vs4dCilu17BsdEIIIFTFAlBDnwvoPn0tZAgdqi2ul+qYMPQSaODCZRSpdndqTqjvl++hs",
+	"IW5/3va5AQrYrZ9+ZuLt3tYPPmsdz8wAfoRKnsdMS+/8kUx1ZZr/Ya5/OHOtQHz+G3DZgjZq8BqeUxKx",
+	"iiv3rKKINei1T9FOUmW7W9B5mVFjYQUj1vx+ZRVrcBCVHap88bpWVlnPo0fyGwyK6hh/rl3BIKhf5Bbg",
+	"3jy9qRsp3asaW+ytV0zAAmDx/tSb1/65Ne3e/+GRpVfQMNZbn2TYDGpzvTM/INDHTWFlMVQjuWDnW2on",
+	"L5z4eaEWFBAcA59tUJbwPF0KA/oCdo1z3BwK33l+4Xe0k0qHqXQznT8r2wsXN0jUnDbgyaJsTBXevCO0",
+	"gry6J5/xOb8hw3i9UJrWHIXzfJIgLlmHq5KDUQ/5YLTIHEneJ8NrRYHR9jG2tUK9p+Js5UmiyhIf/8or",
+	"W4srS655xpJl6HL4Lz0RE5sfipiq1TzYLDegQT3alooF/N3DjosEw3+Abc6wvo0zEdqlCtUiJIBDohuP",
+	"WgrUsbj18oLaIhmEjcOs8ErtRSivyNGpinHf4VLE8Hj8FLp1pfHSphDPSoexKCDLbXihjHAZlVyeGx6v",
+	"esGjHUq/3cgg8a/+UXO38Tlz5ys1ViCzHf+8nWZc/pinlOLS2p58NCzvifjayuY/9Xx1M1E3XxWQ62FZ",
+	"j54evGOSkGh326JLmACC+RHVmsc1jRriEv3XO8G8Ar02//eZctNQTah9k4GVYsL6/I4VRXtjO1Pi33Cj",
+	"b4x+EGpuR9MytCtMCDJtJhO1pXt5TbN51uSHATyA0oA2owytL2UDry4vDblNUZy+ghT5vCA2R2jrspIR",
+	"lMaH3YuY+zPF4x8fJfefUCdFSrf2eSG4a3mn819ul613NpVL4WaWm/TaTCQq03dU+xdCbIwUahL1EDEK",
+	"K7qhk4lyYkx6hnQidiM9X7YJjLRdKUZo4IsmsfdR38xtusTUjohmg/9Jc/ntboQiDBud5iqb93eacVvE",
+	"jAdEAbihEjZJ+gYob5IpSWVo0og4jBozXeLYcQGqWX5ApU6Vgmi1gbowsRzaOyX2Oq//yhAcIYI3lQ5+",
+	"/5rjf02EieQ4IvK1gyIYeHbc6x51e93aQB2udZ1Oj0qHQRtW8zWM57L5Y1YBQTuiEY68isL5+imCD7My",
+	"4pXHP306Nl8NJ7KorFMqaNcr48PWl2Z4tR08aBiqvOzae4S6zmPNF8tJJZ/bDq00/rO6oVXfO/6s9+qc",
+	"ehutqkuPeV9SLRNNwOGEpOttK7CXtreqdP45BpV5ZIGcjjNciqHNp77CqxBavHhqjJz/Vhgv81SaDdHR",
+	"Rt/GHwjoQjNvQuQcVSj7UeVu9SaUE8dqqtZ17jf3kBuB+ze9QoCp21MuYH22lKxBqaQjrU2+NKrkPn7C",
+	"LHzO5rLG+0wZ65NLyIwQHECJRNx4QCB6aRoPzaZ4KVyeNB6acZGjMLfzRcqQlUlix6LTLHJVAto7iKhx",
+	"KvMiAOOhvGWOeSTtJ4G2wQr5/Ka11yXP0ArBreHUVFt8VrFgah/hUvka1RTs2hQRLFDnKArKXPz5hWNv",
+	"9vdfvalJmiyBraxDehcz17XByzRmMGszypQEe5eK2w794tXPC8m6gs/oiFdL+H7vL1o52vIXVLe97rx9",
+	"OlzoqLd6xbbBQo6DdnJ08uH46t3xURyB6tI7vrq6uezRP992z98en54eH8WiEV9eXNeURrwcSTNSadzE",
+	"t69vvv/+5O3J8XlvcN27uOq+O469JAq4Fe621AADUcnD1tMgG7QnGiiuuC5i9l34XiZyjh4aW67xyOx9",
+	"tcZXiji4FGJK+6IMsNXkL4klPZhRzP3VfSpY6NhE0x9WMGwIHI3bOL1wDHypkzhUDcFVPhRjuzCJD8H6",
+	"9vof7RAhehGZBj/Jd9Pj5GtKw29i4XG1J2H8THzq5wNOe8r7Tzus0c1+SwmSLy7we1BTa9Q3TxUbiU21",
+	"Rr2p6ptKrUdRFqKdiGcql+0n649SOXcq2RZS+Nkxyeq1Xg9K/jBdBgohFPxIWCNi+u+YRXAAYNwqaAn0",
+	"7KbPLIh+pEjnVpsaRTb4PBnwGb7A15wNl4I5y0pV1Uv/0orRFOpqYtEIQKYMlM2V/SW3KsIecmmPl7Z+",
+	"gCecqkAUzz+9M3hr/fB64eaulBSC7PQu+YjLxMqiVDTAru0b/jdWZXy0w8OKvMJUbaoW85m4ETVH2VCw",
+	"RqVfhOCIBePImlDUNanKrW9eFhstU2e5yA3L29YL6+DOkKMUQQ7qXHSygjo8tmkiHkpIVYTNkFijDsXM",
+	"Gptbo0eHYrfdKWWpJAw4+xu6RPkj3/pkq66wunspc5ApgciRvOE/EaUULulI4cojMbX3YibNcr3QJFA5",
+	"xr1K9YmMrBAccc8jx42rxtI4DzFpRAzri4MaD/SEBmUCciZbGOObtJDok8iBFtl2XKaUKV9TQOeFQalW",
+	"dqsaAyxCfA7f2q4uoSTjiuoEtxhSGO8ZE66IV+aapdz+cFnC8T6WRFFaV5ehVNdlsHK5nqH8TRas228t",
+	"rh5h67Tkp7GeELIvLnREAmehgQmdJW5vu1FP7EF9qSDcl61ji2VtpqYIaCW8uYJMgr/774ZHEeHKC2FT",
+	"9M6Cn59vB+OHPB2/XCfWtZXyNW5xbzF/l/2/iS/ZzDfWQbVr7eqXxSf9ETtDGhajMAhwZRyiVphWxOOz",
+	"Grh2BXat3NS9VVQwYkDAECojtrkY26xvdtvtcptMMiO85ORGn14xf/tBjBbZHTpQCC2gb3TejMRwkRcI",
+	"iqOptU4d+Lrxdhh94HyT2na2QFRj0FqpeWdbdNF9fT/lDjPY4xWTLUVjpk3DtHYjYUQrNIlFEdnqm91m",
+	"8+DxWhaUHAe+Y+pw2Tej1V1ZzMEsiqttPOMATUl84c3rp4BmRneD0A63ek5/85fhby1c+OoKVtS43Q4X",
+	"9cAukLcEJEvfrOsWFHDw4N++Y8XfxFdib4sAQvUL98se8to2vqvTPy613l5/CB0zq+VzjbLJaanQxvUN",
+	"GX3aYOplANQHbazZFsdyNOWvBTNJlkxHGrtv3l5/2KK6qTdVS+xXF8DsCBagbxgEbKXq/5ngpIV3Y7fT",
+	"wZ5rFeYZ7SwQ35WfAX73Wf2R14g4RyyMxkhilhEbxEBBkZC4t5koX/W1BmydtvAtWijZtcwXENxV5c++",
+	"EgGYoLSJVafPNlAFF94eXTiVCZ20nw8Z+wSg5jUq2B5CUxuKZCGWJpCd915GQidkQ6fpErthMeumWN9K",
+	"FdzhasEodo4gXAvRiEs9DOO+ITR/7uNGaeNNbAjg2+9Tygma5GvROuxmO5eZnCmONeZrXp9QhqjdYzyB",
+	"4pLOIix9xVHkgThqfUoNSZ6holCQ2iqUvEnNqG9AVHANI8tURhlB3a49sokKPDvAkx6ITN5TSaQHJ+2b",
+	"vqF6d7/hc7l0Ja8TuojAghtZhx6qIRXpHvjgZB9d8XE5RSemJKAGiYP9Dn6MSqjasiiE75uCHOQQeFun",
+	"vS9mFD8qB1ppK6tx7L6heB9jY7jFDD1yHDCl8K3kKDTwtXv8ACfu+wYRmOfpsiWThGxdnKd5KIZqaU0i",
+	"FPY4ih4PGcfYd3SozGgaw9V3i8wD+5AzqYXVqbhtPh0KNxg9/xQSbezuR3vRblN8JZy5I2Ma/yxN3Y6u",
+	"8NNnY8GWOOqbZyDDXhhOSKspvs2nyjEygtN3SsQ/pvY+ElM9mf4U9806oGwDa3PXIWWBKFLK+PKPYo+R",
+	"mcomKmmLy2oyGfUXo6YdU5uWClMQLwKotm+K7AZq5eF3k7qsopK1wACK9GW/KpmotujSCvgsYlCeWJGF",
+	"74ojkLT+69kPYjOsFoa1mXKV8METeQesVJVAdJ9xyHWlvKWYwOsyPt5uTbxjM+bLqlB4SjivD/5ovASk",
+	"sDYOzkuZnOEAQVoAcUQItnEn04XCy1kUdlMtVN804nsz6MSi3RbwX3DZ42aEJZIrUZhDoXNhlPKNsFk1",
+	"ydriBJOGrXeie1WdexIF55avSncx3U46qBJZa1MTLRiTyNN5ccIlxuC/txG3ik1owU+lNjgl/gfUYdIl",
+	"sEvsZYz8c6/Tab3a63So1r0tzm1e+u5qVfnB07rrZyIwdl5/XQFhxH8/GoUKysljluZZgff9OFbnWE+Q",
+	"7bJSzLbJqvm2Xim/93T5wApsaIE7+qzXVvOiYQxEVH3s87lifkOt/DbNJorOmuFgg2Oaqr+xJ51Ki8r2",
+	"Wu/0Y+yD68wGNQX8fycaBbUB69a3L1Uvhq0ti9/7DQOzlbPB97Re6+9+T5DZS8RFxXSSaCM0gUgQLSNg",
+	"p/k0gL5BrS4ScWMpWmI5lXlTvBQNJ9zPWd7YFS0xbfqcAuJn6HIQbiRTlfQNGOVg9HdFS+zGIlGTTNGt",
+	"GWdKJXaGrI7yEXw5Zd/Euy+N+Er09l42TGu36d3vW5YuriYW8O4XxFk56jI5PXY1ilzRx+PR3iYY1HdN",
+	"K/sTmeX/Dg0Ralw0W1eZXYc3yAGCHqLtGSD6AVA2rTA/NGeTSFQcVCUX0qqvZlvd4+0HxEiv82l+8SYP",
+	"Rt0/ClrAjhEqpH1ygipeSfH6I1CQIdLCBgTQDPInYFhZAC7xDuwC2AMVR9L4hedBDv2QFUQRykl9xaBE",
+	"S89JDoO9gz3pWZFxuVAPeaZmirHTGrH/gkFuc5lWcCGFTNPm1qe+KqFqTr8611adJD+nxcMj7v/HmzzQ",
+	"SQ24OCTZ4lC1EfdTPZpWG9lSmvQ9RlbnUmfb9NekXvgD/8LGvgOYg8IrjDlo6V8iCSjTtPAp8EIPRQdp",
+	"CSxpAjkiq/GZiY+ly1RcymiFoz7Go28wBF3jgHc1Sc9vUafnrifakb/ooPBJRqJG2QfT/PiyO5gM5iob",
+	"nMJDR++r/yz99RAL5KRwai6xTyJaGH0zVTLBtk4YnCg1/EKzA35ul3yjaJCQ5UiOx3bfnBSeFJSgeG3p",
+	"GU7iSdRIz2TKjmXsffnjV62fEj3RufuxTf/704+q+PGnOKoSGv7ssw5s1jdFYhD5LQ7A5KSn+BNtBtbF",
+	"7qDT6YBhNFUPkhcCC+g87M5be5hMpc04pv+B5S6p04CRJj4sfUvfGGtaRk1QJrZF169ud488643dTr07",
+	"Hk0v1zf5vRUzTJpgh43BuIPj1plBlxhqI7PlziN5EttnR6wmHrm7HR6mjnZrmsGu0W/A4Fi9sw7TRD0o",
+	"7twi/i0yxIjRjdGFn8hcIllRdIjJTzv6rbMFSutaG+lnJGJ5xatsC7BLlFwAWAQ3KDVoG9tsEHIi4Y9G",
+	"DaiD84Bz7Z9MJ6Uti9aaIvNSHk8E+/BIH/gCJAmjGG1xqnLqtUa3KBJxGyh7QPlwcSuOKBsIQZRQ4PZN",
+	"iu9gHQy8VNRbvHld7s3W0Dmn24F2GBo0eaWQiZijMDsHO/PUtfY6e292d/f2Wrud3f1OByxQCZPB8v/P",
+	"j93Wf8vWL53WNz8V/9ketH76Zyd68+rT/6q7AGu+nvUYptnkh+PsGzsuOS7++O4LTo0Wmc6X13A9ueBf",
+	"yUxl3UWdSt7lTL2t4L8pFBPDSDbTvyCzORDf4fDkqxvh4z4fQFTbJJd7Gy6M4yqn6jyHQpejOLoIzbbF",
+	"Se5EZlMlGnGmZBIjW2ZscRU3kesnyrHaQL9raxDvZiaXYPylRDXIu2DfaGuKLZ/m+Xzn0yeCfbDr23Xi",
+	"wRf8h6AbPF9kxgkpruRMmkKeYXpXuSlZE/5h+6YK+AAUcnzZjcTR+y5em6PLrmhMXp42MU7Qu7eCk71J",
+	"xuHMaK2iQkQusAN49C/iL385k0ZOsAU58DvtRGJH3t8HOoRr/uUvB+J9r3f5cre9K74S/3l9cS6sEYhe",
+	"v7+//ybqGyHmqdQGH0NmCv9xLRq902ux20bterf9KiqGsSZdNldPGcYJBy3iVp661khluWcO8O9btYwZ",
+	"OnC2yEHrhjn82cvUWRhlKp1/H3stt0YS7GL43qLMG77rv1Vmz/4uro7//vLq+LL8WfvcwZE436Uc3QrF",
+	"pa2uDXP00JOF+4wlDnM10mMOp8UlZKRYDBW7obXjRFWdO58iDEOxaMTTKiSmGCrkDthBmsGNMa7m7UpH",
+	"JTb+sA9gqJjhbLjiJRYN7hYQl0ADgeVWASpiPMR4tSlF3KStD4PO02V5SI/mxq+XwV1gjmpHFvgFE1rp",
+	"X82Igo2VSnMYBjYnhvsVM7KeryjGNtkOpqnUIONMHkeEV7JaTgvPcMkwJrOXMYPC34qnuYe1EEObYHOG",
+	"EmAifoYHLIpFg2OYFN7DKitQ2Tyw3OrOBDiQWDRiX61ROg9G+cDo4cqO+rdWIG/oe6pANtVZSwA1/kDD",
+	"yWCjieKE8Xxi5CP/8R//IfCfzsce4RsJI8DNrXGojrM7I7OL3ENvwyM+iou/u0jcZ9ZM+mam8qlNSAtn",
+	"hoh+dBBzRc+NQCY0TVxQgFcJZnI01Ua1gK3LYapEzKHUtxYYOjZgxZQArD2CeZDf/YoMSPwq4GnxK7GN",
+	"X/vm11arFf4/PPa60xG/rnfiF7+ySoGnWCQBoVIqKtyTU4vWygCQhpuiPEvRJBZYq59kaJOlLzXAC0+M",
+	"t/Ii9mc/v+gNvr+4OT+CNyv502DfMRpFqfm6wRBE1WHGo77eNOq7414sXor46Pj0uHe8nkT8nElKS397",
+	"4QtMHll6KaGAo/DYZVcmEYVPRGrNRGWM7s4VkvoXSmP2vQxC7sv9WmPX+8wC6ebVwg0nl6AYVFd9c37d",
+	"/f54gIvftGQp5np0myqKLzkqQBml0jnMrFsYTn0uxybT1N6n2uWHsG9Y9H0vnVAParQAG2V940qQCY9t",
+	"Ha8ELoEco5sU9s2zrElqhxJlV1iASpqCchZuyVnpLFxZ6pkX7pI/B4ynJYuR8q0hooDaLE150BWMkbAJ",
+	"PoguswldmmJXrFO+RQnIU99Wj4C+Uao24ko1O/vVY65WN6Couby/A+xRPmj3bSdubr2/ve7Vu+Pe9eDm",
+	"/G/nFz+cbz7rUktNN9K3Om/hOploQQ0x1kOR++6DIN98X87y1Jfd3nu8d93T04sfNp0sfyZFhQ/wXvjT",
+	"lvlUIOAFucWjgkEpyjMLfVjw6mSKMz0a5Kpwy1mqza1rhmMgOsGDBNlmQal+y31U2dMhzVIMucOox1Sn",
+	"RcjqxjKyx+D4v06ue9fP/bayFUkUCxMs13hMA4tKcBG4IMnpc3De80VOuhmWJL+MQUJMpVnhxp7nv73+",
+	"UFpk8GOidcqLenv9AdYykymYZCqpK/1CpwEVVKSLmamdKuQ1PTEf1ibF1IylIhkqRSR1M6wX0D0+E0wE",
+	"U6wPT+mvrAACJQf3JiGQuJpELO0bxmAh3YN2cHNW8C44BcgX2Kk7ZSIhK5AKxPpTyswKOUNw3gFWAh3w",
+	"VdQJXxUYIpKY6oPpUaKR39u6DB7KFKldoRNuMaMmouwsQz/ZXuf1X5tRkaGCkgkzwRy52DBRbDUhZSUf",
+	"Bf2E0UrND+6IT4RxdRWsskiacyNqYA9kXtPwaqzuwZYO3j1ffOMo+YLYAL5HPVVWcih5f2uylil/d4O2",
+	"IxrV1Isfd39qM4xHsy26a0l3m+o4wXrCY1uvkDyoVMM5X7atHWl62lQy7qoM/+T6Gm7GZfeq9+QFHLk7",
+	"cr5Wb+JMk2Cr5SM3V9cXV16LKgYOQ2JGf4wcioRqvsjMmv6KhwH6pZzJSSGzdkkt6d703l9cnfw3CY06",
+	"v8mqe8ZnuXtdlkVVva8mJqcPrgEr+ku6LxDeYeiuXUgFkrOYndxwSolupR6zeSjiH374oVX6Fe4eKF2x",
+	"n5M/8RV84vcXV9+dHB0dB/WYvFDaCSJ8YErau3uK5PyAlhOcO6KB5VkgbGgIa4QUs0Xul7WpejdVeElW",
+	"1AV/yqfd7wZXx9c3pxXRlsphi+oCHGO8gRZaUmPnMgNTpcZW0Lnv/GYzyiz3gqSwIqrqDAfIy6p8RYkH",
+	"RQS0MzLVyo/958V36/p+Tee7SDxR+H0QGBFcRZ1ssCtOL7pHx6WJSAPQYI0eVFDzCfnOj7KPoxz33l8c",
+	"rapJdETwXVjk6ZAeYI8LRkCmpx/rm2JF171u7+Z6cHZyfdbtvX2/hWYSi5i68xAv8A16VlQVWgnJS1Z0",
+	"Cf2MKqjqD53OFJhAtgTDNhJO+ZuqJ9O8WML6h3Tf9k4+HOP6t7bTaIcP6X9lrsIiKSZdnsRTydHF+fFm",
+	"IvFR3YIjaydiqhMCAuJCIdo5Llfm5GXPg7ghp+VaCLihG4xp2slmZZnX77tHFz8MTq7L+3F5E46TQRpL",
+	"o8hK77jKYOcXg9OLd++OfUuX7hp1rNcoH9TyXyyVbaV20uIwcFyYryXcs8VMpLoUvMCIwOopfH9yfnL9",
+	"vmIgbL6R/hi8xqwwx7tBRZ7lU6huI9zRwcn54PLq4t3V8TVyNU8bqMqRpr2R0ppoBNBhI9IlE/SByLOF",
+	"Yo/uFfza6oLacSB2A01/DQtgn8ugd3J2fHGz5ntB94jLCWNWZpm+Q8vSZt4dEBScEKDQSap8b5q4Nc3z",
+	"eQtGwZJNu8hLWZ2vOsI1I9It0euCszXKri641WUIhtzaWz+1NhT4Rwg0muijs6Y6m2j42XZLswVdiBXm",
+	"sUrTktLLcUchKflLZHBlG3GLnm7NtGlhbKP4FKw+QQvNvXQRpZQEVS+8CC+1JpkclV+FdW2UhzJXnmB2",
+	"X5H1+g+kmd7FxeAUzOeKI0s9jJRKHAMSGcqHSug0uIvX2rfL1NkDFIQYknUqFzIF9eMeIUMwil0tF56p",
+	"mc2WYrhIwCBvxK2ZfGj5v7bor5iCbOHiIU2CMCZs9yA7d/fZ1xNQKc+Oj066g94/LqsfNeXSDnRuCkRz",
+	"NrnIl3N/ZffwKgXj6+83xzfHg+9vTtF5RNRUZIekFnXJXIJWQkApXJ+JGBhch/nRDh23bodNQk7hi4eb",
+	"21w0vmX7Xn+poIaIX8XCFJGMsou2SglFL2JgwqNb+I6Rqs6PEExhOiSS6+OrD8dXg+9urv/BKsmsCD+N",
+	"rDGU7kabweeH96f4m4ubjBkzVJQXKRoYR4DTkIE/lLYFrSzpxEfCKgSdb66MSpqsTqGVEKYOvaEFR//T",
+	"fCoyhVsR+QwjxGFxLALpmRhjWjUnEK3xuchfAz8nrCC1TiXtR82PABoR7gPdhLHOH7kHbLEj5/ZEAx++",
+	"XtOPtIXd1EifsjOflw8Hfb/Ft+2vHPf7m14PcYXYiVaSjJ53F8ZchbWTRqvTNDD3OuK2AVWOBtVODIEa",
+	"eRF/JRKvQyKqU/KiR3e/1JKZgItIi0fUIomwI0DziLcXH59fXF++BVYDQreFoBWN+Pjq4vvrGOF60DD5",
+	"eWFzCb8f/f3moheTDADbioH9iMxw8tfib/o7mgToekihEG3ErnDYia/MOWutGJ1j9UEwF0ZT0C2SjbuK",
+	"VQxoc8MdWz3oVx086b4p3sZaPbzzYmEQvATUM5VgMKkbTrcMoUTupRAUljnKzYYsXGrhNTB/+gZuMubj",
+	"RPy/XKa2K870d+wJcYs5N4PMM2ncWGVCmZFNqN6ib3wjK6/wkaaixkXQSFGYKJVLlZX9nBzkcn2TAceB",
+	"XeGkUIx+txBd+HWnE4nXr3Yjsd/ZhQPd7+yHeNoPagj3/g5MXmtc3/xFUGjNh9SKdvD/1eJgYQsjlOi+",
+	"cKG57UH5xrxwfSMEFk1W3gph8Sl6u6l7M7vudkHB3t37upxBY8cwTlpN0eHYe3twABqrRxQSEugCgZYj",
+	"TrTjLGyMZ+NtJKcQYp7rROhQCVaU12BHFVCAybod+x7zIhx7g8y2iPc+V7N5ioh9pPpHwmNbRMQ2UNGh",
+	"kuoEN2WRN9vigkBj2G1VOlw6drd+yA1eR+lgPdNHJ1iTjRWjMK2ABAGIFTnX7aWcpTF9pluJCsoCoIhX",
+	"WH0V9MS4wIr3OoV0qIfiXG8vrq5xN8djIFfW1rhgPG6NbOZaNtMTbWIxTuUEwyiUPUA/w6yNmFJaDl6+",
+	"nFqX/3gAVwZzGp0YZvbewZei6Qn6WfwX1iPMIk1jSjYU4c7InHK2Wot5k9HT5nKiXMihoT3oXp4cUH3l",
+	"OAVTlpYRHNJkYF/wwnG2LtJH6601eWbTQNlnSBLAR8dC4kLwyFBmSx80ok8lhPG9zmsefmXEbpra+xbP",
+	"ietB7kTvNiMR8xM0o8eLwOleeI+C40g9P/qe2BLF6fHwWr3lHCVl9W6uOOAUEoNnahJ3EDfQqZxj9q0z",
+	"+dDqTtSBeNPpxIc+8u45B1ay4VpWeEURW3/0+3ES9TC3TiE/qVlvRY/kau2a/TYWibT4oMDZgZ8EAqCH",
+	"8VrCxStIAX4/CKeGa8GVxs22+AHOEa8A3PmVLcC0nw8yWx4I/qjAeavux765GI+9mHraXSq+Pzk9JigF",
+	"ii2BkuSopBo51xwrCdFFGqOrkPrrN/C3JkpgoIj/iOmmwAGP7Aw4QvOQcLt5AYTPy4XzaMxOsC6dvJ25",
+	"U+kYC1+DMFXGn+4zEu0YPrHI84spBUn5lCNUc30ZZeE7Tcmj5ayYKINZdImgBCuHq1iKImO2yRkXuB2/",
+	"FrygnG4Bf2dnrLeHMNUgKmWSxC85uR2u0AqLRZpc4Z00qE/y8+Oi3nNA4GW1it8mP8YmnZDmftz5QhrS",
+	"X0TXBwiikmJjs+AspdPF2/C6s7vqzw93YNVfHg44UzKdfdvfyeRMUvFqfycWjfAi8gNEcEeFa0CksMP6",
+	"gacuAg02OfnSC+e+IQbHIjIwwMgHCqc28enTPmcltfYWBUNwCAc2TfoEWcxFNhDqufDtubVt2rLy1pBQ",
+	"edq3z1v4Cr+6CBls4dQvSXFvzrlcLh2aipyCJ0ELvVMGeAbq4M7XLAunRpki5rsFU+EZ4CIjJ9sgEpvM",
+	"DcgA42M6WBHPyINwcJ3jR/SIY/lUQgS41AY0CZdLQ0gdbRFfn7x7f3MZi4ySqFwI3h94mYrKuz8Am91y",
+	"pTWY2DN7BxSMbWTs3OGfkby9p5OGUNThSHSJaeIOMhi/pdCHwLJK9PaUlHA05BEvAIbxgnKeqTttF04w",
+	"T4bzgS8b22zEufqgSfrEnSbthg8VvXAiJjasC5BFBCtexSot5WuyMlvGCo0DNOiBd9JiEJIiO424hMIF",
+	"Bp2H2hGCy+2qwECEf4n8gy4GQlBQDgVmuhBFlGvwYsbZYGV6VYe24yAUUUSgAPwhOKArMcDKgxQNIDA5",
+	"v+erIiUuVUNw2vVhmdJZWt3LjDACWTHsGzZEXNndI5MEvTPMaiRwjTla76RVk9zunV73zWVILn7iem3K",
+	"GEZzyYCk1a6ctEtpymSeV3OVD0X39PIclGy4atW8ZUa/KeU8h01EDiQxOhh8SDAwmhukvfTNamYymGja",
+	"lfKZDzBlTCOWrb9RAr5Lj5FM+8bpiSlyupGmgEW+7Tq+YUybU2kSN0UXhUmCdgZLho8AthutsD2vNT7G",
+	"I9wh8kVMTPduOcQcJcdWsVD49zLgu8K3kBJVlK/0DR/HC4cWLFjnNGIk3i6yO/XfZ3+PBMFOVLOqHTvP",
+	"dtu7gVq42jRgnbLm4G2xywzT2dQClXf4k2igbYdqL5UHUXVF33Tanfbr5kFpqaGfjmEEuhHYm5RhAL95",
+	"AZMv5yriPWa6cPAgi00WmZgCy0ZsKQrF9abEHtBZF5GCyIXXovf///9F4u+cUuSzfoECSt3OoipqKOZV",
+	"+7ng4ET53EB35TOIArN9Z+FegazAnzh5Aw48TbG02rXFueUC2FzeglxnMJBAugSN5w6C4Aez0VvwLE0q",
+	"jdQRkUrJjC6kRu9SUGkGtEEDam+JweK2iBM1T+3y5Twc7EuZqix37SXoh6ym408iW6TK+yBmjOuscywF",
+	"KmapMCj88HD62P9mLLHHZihj3um0d9sdhvMCLXTnYOdVu9N+RaVEU6yn4bsF/zlReU1NDTXI2ut0St5Q",
+	"3nKByVOiAcpRtUNzif15CJz1FI+qxrEp6wPVwr7BFw/ZC5KS+SndbbON8e584QiOK1GTTCbK+5fgcTtG",
+	"InVsGZUdRbG9jbnYpL5Gv86RKhqoYKGUQ+c+mg5UHgAPoLIxdksz8li0qJTAP9BTeggUPlpkGdKhTFMH",
+	"FlmmqKJUkPrWZNRBLHIrqYUja6ijBFnEWWbsAbl8x4s0JYlc5+AlzLOlyxHujJ29EXt51cNULryZv+Ly",
+	"9fBgsHysORJddvKiyjSVBeC8m9IIZe+vrMzMr5iJK2XjAqdJU9BVVQ7KGgwxQ4RnQZy9vxMOBoxPYGMr",
+	"XmhZ9kGXl+D6O1GBTC9zdB+zWpAvRrf8KaROo75uOLMU1SLsFoXHiyfkBPbvApFImVBkbwZ9G0h+Dp+7",
+	"mGMVzmmIZ6w4wR0Zx7z6/c5f0SjY0JZAGh905InY2gGVxRs1mHLuFVLpD4iiufD3/c5fwXw5RE1GJoWl",
+	"gk8eUKLRdGEmMAaSE3Zq0eibK+X70AUgRlDE2x0Ib/G68w1+xlp0vnnoLxhnTwAVgEXHYqVkvSESLevm",
+	"pe4LQ+V1dptVnXph6LIoLHQoeBmdQBjqh2dlOWd/NUO3PCNlCaNBKJ0gq6LwIpcCLvHPC5lJk2ujXsaY",
+	"sqgyMnBFTO4NuL7k3WjThW7nD7lX5amqyMfY2WNVAUwvkvjYkQofJmdoO+GOe6Y3YFwUxq93GPOH/9U5",
+	"7qw7EMVaqWqY/GM4DGN/yDRFqg5MK2ROo9JY/dpRqmTmyLzrG+bEB8LeljPe0wH1TAhRV80CWSd8BQ4q",
+	"hXYkVcDSZ7cLn23sb11NvhbOT/2AgzO8kFf1gdyRnPfNpkBuCUZr/w2GYTB8ZsfCUeEbMy2bgcKb4tDk",
+	"bULlozQNXSMmtVuVkT5J5gwFOgkRVGJkGUERCd1nXhal9LxjGOf7kZ0hHFBCwVlHelhp1sCdYXqVUPqH",
+	"K+vsRTQa404Yjj7g3CpggxX+js4XNnwLCY0GV980gOZdTu82I2Zu4lbN85ZM9V1lYUOV3ytl/CCubxqU",
+	"/MILpEEOmZ2iB4E8LIUpOFRAl2A+pOgd6a7Eq9EFgzFr8u7fkzGOfcXw8/Y6YuaQs8LU5CsFhWKovIzw",
+	"qeReqTEWdh2kQWUm2FyEHM2tj0j4OXi9TbCXwoFRVobM6WbmVkzlHXLyACVBxUPemeFnMxMxTq1NKoaw",
+	"sWIsnW9oyK7a1AKRLDKDwUeQ1uVjIOUXPjWfLmClvGQ8gfLVwN0jWxJxfvlvQk6kNhiJQdPSO1gTS7Y8",
+	"b1WmJotUZtXLBkfvj4XTlWDfK6kRfVPKjQj6B0oachst7aLIoMJjxMz2sMETi3fBgjirpEfAzX3zumxc",
+	"kK+aXJIlY9FrljUJFEAx5dxhNFn3O6/6ppo8ArsW0iYoQOLdGV6koBxF0Rr5oydNASxVPi3POHykBHeK",
+	"4QVeCYcoGowDi1/xwhVMQ85Aj2GBSFi6TsiZpQrJ1W92h6wuE4dDUB+kzPqcldzaiGYO+x4+11+gtrhY",
+	"NebQKVbibvN04frmzety0IBvwTC1o1t/Jd+Qctd4/WqX0ZGa7ZD6hsEFdJ3zghEzCHWflXy69TS3wOP7",
+	"hvPcnC1MRLDBb1HvlZxShdUIMlA3JgIhdDv3Loio4FIbMCnJigv+35Nk52Dnncq5Zz22UsDAEFphe51O",
+	"aLpvqH0GnBkFhF5+ZMwNKsV+CsOEZvA9IT59quuoUaSkLObYt+N1Z3fTuGGhL2+MZI+bSrAjJO3e0y8e",
+	"0YPcMagE7LBz8OM/P0VVVIcff/r0U7TjFrOZzJY7Bzun3q9NppRMtKFmFLmcuJ2DH3fYgv0JBi6ntSP8",
+	"inV1Ri2RDwJNYLF4gGyhzNe31x9EI87VQ/5y5O7iZtFqz4u8uAJHEiH6CfyHBzuJ6G/JQObR8WU3Onrf",
+	"jY4uu3GI4iYqOwT+SrDKYqRSyio3HgocHRYea51duFjQhRgzIDvQXuQM3ZL6y7VPuKQDapDOi2KjeKKx",
+	"gCmYwSQ5SiNwfaKIi4+IvUkVt2CHcRUtLpTpm5Au+gauUVuc8SJ93yNEesi5fYyo7l3MaDd9g7IFq9Tl",
+	"iKsMCuR5OByEUcGMOEoUheXw40mMl69v8ns9UpRkgc69XLtcj5ptccVrKQNyD1XYT1giqcPssMinSmfe",
+	"ACeHGBofxt5PVcZGZEkygZhFlkyI1rudqNPphB0giGiX13GFS+vyQIAEahgq8Z/FFbbCXyvQiZ7G4P0U",
+	"7fhLUJ1pFbKngtnDOPp/GIMr9uqCGgPVcTnsdsSHG1Eg35PKClWxt++e25Yh5Xv/Ag7ADPL3+4AKgkDd",
+	"4mtLd35Lkc6WBTrt9YJ/at+3AjVA5goKxXLKHFZLM0sNh/T54uV159XTL31vs6FOEoWgl693t3jjUi7B",
+	"Hu1Zeyozwo18vbu/zfJC9t6ZSrTswR34FO3sd/769Msnxi3GYz0CzeKanFi/UYIG+QiMzYy8qZvK4Qsn",
+	"3l+evvXkTcJrTU6UJai6I1c9y9ASjGatT7hXTpTzwQo2cEthjE3Ri4avZqEwRsTkVHrTjTI5V21xHvLy",
+	"ORMDXb/3GC5b6aGIKXxtca2U6O/4UMuOVzdzOyfFtpTvtkFBOwtwhU8wMOSMGGZ7kjeub5/3/1JYIgRG",
+	"aTP/FI0s0NN6IKpEKQUQlaeVUB+3kVy8VRhK50otNNkFqh1W4iGlYsxq3cPTN40ADIOmkBc4HnpnRbCP",
+	"NfpnCn8HdW7ddOp+6D9SMy8m2UAV5Tjbb+Gbr7+cqDpfP9fG+uE128QpO9twylxlRqZMmr8PTZ+pXGJh",
+	"Amc4lDe6RN2EvlCh7JT7t9VS9hk1kEf11oY2oejsJ605Qq+R92odCoL5zJQYZpi7Mlz2TRWEsCvitpn/",
+	"QoLXQ2Kw/9W3ZKpm/PdNgRrB3udA9EYog9ATIztn+C8GliDYYE73/bgAldUnGotRJt20GZAySu52ii+T",
+	"1xjzU3x5aUROLP8t5KELnmOCueBFqQfEkLPGA2Jkip9ApARQwNHTjAWnspSeU0XYQWPIe+WrXmltXK5k",
+	"0jdY3F3x43Bcje3fRKUKo7/loEDh9Kt8EkgOfBwIfGNlYR17OdWO+Iv7w5kLdhvcwFw8xXw+Y/nz7i98",
+	"lxeRxG2qt+CJO+yxhGudARyl81lPJhEzzBnQuWcTMrcz6jOF9zOEIwqgl77htGGOg4Z6gpAYxj1qQhdG",
+	"a5TA9H526DPTp2B0KOGeZ3ZmiULpJ5+OcFi6eyJTLV8j7YTEYI7/Y+l5RKzh1C0csIwJtMpqsKOgEPFc",
+	"Ut7NKoo9dZTKfaPsmKch32exGM7763IzVqxldG68SIW7Z1el36F0uVrszM1VcB3hY8vjmQBth0HN9f3m",
+	"wK4/RgZ202YSlZP3wkdpJxaGa49wHqzNwERqGB+TubDVD+UpdgX5/eivnN+5IQbK4bCtSo0p3xMGHcBE",
+	"gxnlNnCDqAQBk3KL/1OpWil6kZerVIgVh6ABHyRuP/0pWWQIU2cNRn5pdr+Pg3CwmkiV3FWk3IbQCG12",
+	"EdKt5YJWJmcsbz/XwfGoV8CPz4UBX9wrYWXiHSv1DHgFOuJPdCsEQ75BdcxVVCtfOMaBgsBD+gbuekSk",
+	"GcP/aoLrxIQnVFgYwKAZrTkSonXwvqhv1rD2ohUgu6gOVS7aBIUGI64jlcHCVhC+QqbfJmbBjUq+lN+i",
+	"880XpII15nRQRU/QlcLtQ65F57an1GUP06uR+bU3QpU0KmAhTe5fVUUgqQUfIWwCjyWC3izGPF2rGkU+",
+	"w+Ez2JgSJ61pLElRGmCB97LAw8clAjdr1LBtzKk9FJKy4BDres3SL9ogfPrzfFCfo5ntb0OoN0beSU19",
+	"cv4FvF1nlIlXyc30Ar4xtTlKtubj+iBxKSIQ0OhroLETNZtbuIyHHvWLAhms8XlclFxiG5+qpHsLKtU1",
+	"zfEHChyaYXOc79wK+lDE2FS5MPb+Szpj/2xKuc7t3O+AG9mMWoDXuDyjR7ycYQODAg4264pyzf1DR1gY",
+	"x9mDATJn1d3Az0VYI0u0NU+XCJB54LGUXjj6lRIwdO5CTrfMPABpjSeDIEja4jubT4Vd5PNF7sTE9r32",
+	"XgrxpXZSBDUxWyAutW3QSdwmdD2ZaWdN3DdY0uTKwzj6EvR5INa30wHxgLaNqrbyA2Eiz78lxif57zNt",
+	"Fl7gRh7XIW/BUy0HFr0SiR4zSH1UFH5wuuw4tNfBiBw5eu8tvwPLKjAQydeIuKYvMEEkVZk0vjanvIkv",
+	"sEmzNzCLNPZmu2TlaNc32EHfa8CVm8Y+Bia9RXZH7UN9YuMhENO9nPdNTkGqWw8ZRW/wasq5dXUuyz+f",
+	"wxRfyXhRRv25ruvSthfW/BTOJfcFZ64ge95na9QmvjBf1PCFKx+gBvszqJA8bYNQPP3FCSW1GNpG8+wX",
+	"ldlmu296VbAz9p1iRh/jFWJiFGpkDCoEv3sw6L6p3HyOwOV2MZqi8bpGMdcVivn97S8a/E8yvranVH9F",
+	"/3zjaysbCbRoSpX3iCCEfLqGUf5yFQH8ZS0edyP4ZAtvKll5zfb/tQbPGuzeGtTgqhA4xE1eNwcahT3T",
+	"/rcPHLMq/ahe46/NI8Hiqgv8Ma36Cotz2Y+EcYlQh0iZCtxskDxSS59JHCoH+mZc4DGxz46S8sYETlRG",
+	"0C4hIkjv/ARm2jeglpAbVCW0Au2rNzz/FL117MVwYfqGAwEHG6Ap26LLsQIuPwtKFqY1Al/vG1iLB5ek",
+	"yTOSKqgbHHL2uiy5Hlfjpd/0zTqJVkCLP9phyJ7GBCoynKWPZBTm+K1Sc1fCJOd0abJ7aDvoiLSvQ5rN",
+	"dN431KFc6HGlLgz7khCMH1dEwVcOF3m51oNrG/pmYg2rf+gZp+KPrEQr+GTDAwYR8hbj2/VNqJde7avQ",
+	"9HEg0BRT7fwySBZjRxsi93bfcH962ClC6ZHoGMD40oEPQoX8IQ6hscKLlTKutJAGV3KYWw/rjtAi8C4G",
+	"1VI1zlllxXy2kmZb2gBCxtH5ykrX5PoRHmXhWa1I2Nf1Zk2J800Kpe0LCsPeKmz+SruS2LfPEY01ufmF",
+	"BdXrP2dXNvQpaaxpCH47vqRArWD6bsDtbdfIz75pbAFBiCUTAZKfGStxLCwOYkjAL+b828br97kOuD87",
+	"dQw43OM6QBDRgQa9TyLR7rbO0Rb8KfVZNn94EPxI5VKnT1yw/4d43r8HB/vzkgsujKr6kyMPWuM8MkoU",
+	"0hyDge4Ws3rin8tMzlSOTOnH9cqDsBGeEDfF0zA0XEYEL/CNHMZh7tRhdWsn6GcqUMpRnyGVzxdiy8TO",
+	"UfGjAH4A6FCzUj2odOuVq63dmMvSDCvPlANAxXOoj3bWM4WppKaMpE+I9djssppEgx9PA+3XQ+kzTB6i",
+	"rRHz17Cl2Ew62oGl7hzsFH2nq96HaEsS9x1jP336qca6eTlXGaaxgv2zKSvswoM/pXIYknBLdRulHNyQ",
+	"lOovTQM0Se8RZY8FtkNqkbPVgxgGzyc6PhGWWZu++TFGnRSICEvVQZbOMVWCWjqZSFydXR9fRmKopRMN",
+	"75DlJQFhkFM2lcNmgbjhsMEd8n24gFi5Cko1fh9GCbmKOIwDSnCCrZi50TP5cx3Dv6IxBEYb1wGiiA9h",
+	"5sKdnjARh/bkfkW4fPgyLHNBJqNniupqIirKkohQmdkUYUTBKKPCGt4iAd/uCvHGNawU2QlfgtyAK3J4",
+	"S/lFY+8xBcSXmLDxFLh631v9ooFbjkvHZRMwF0HfqW/FblS7v8UDewTHWSabSuMdmaZC/byQKVoXtNjH",
+	"0lwvSzS8xq7wSv28UJhTxXcKN6yiAxVtfmWusJ5up6aPc/1ouIvPH+2nP1ptKG/LJheiP2x3KFDAdXwA",
+	"gCop+JL/CzgXQYUu8PyCXJNiKBO8KuRG5KtAfg1UiJnI/030jTVd4kAYpZGbrOodxobfqnGw9u8ZfeCd",
+	"fuEI6JScDQSGCewyKqIPxPNIbwh5XMAWmddtjEnU3NcvKgKp88lmwCCChwXmPld2nipqZc3pYvjRKAMx",
+	"sbFsOrbFSe5RkbTBiqXrD+/EHCvaJcIJ0i0bKxKlyLpV6hT5UtBTjguJ+sblS0Q6VSoHcWByhC+f4coQ",
+	"i5fNypur06b3wnGJupN3Kon6ZkaphajzeKNIFp2O2+J79POwrkU538J7ddzU3rsDRmXIrHMtboyMnsRF",
+	"dqcqcjlQxQjEnSkaLfcNFjuKmcxuVXJYJAF6wqoMXhT4wH8V4xcljWL3YBeVWq86Op0sZOqCJgnCHNZ4",
+	"hwBI1UECqmXRBI5axYXRua9bwq3mKCwG6+7tcX2ny8Xffey66C/htRk/zjf74n9T+bYrnGN2kadaZY6Q",
+	"vVKP7+fBC0tYjKV+ntSvDT2YfW7tgQG6Uh+FMiAMothSU7BYZrkeyxF29Gwyzqbqmzn1mDCUiD5c6DQv",
+	"Y62st1lCMOLgcEbVhLTwaifONTIhhyJ1GcFJkai813PlpBipjdvT+b0I5gu6Kwl9Euv1QM8jSJlHFIUr",
+	"uunbVUJN81n6GYVQ8GH/Y4v/jy1ekqEe/ChTd1rdI4VEnHGYjluwecRr3/fOTkM131a2+J8hLNGOweqD",
+	"L7mWaEOxQ1FRySUwOYIpeozScg8wivr4LpYBLTYwbYQuEg3SWUBIRyXkFkKZLgFJgqTlyFc5PHUo4ltt",
+	"EgLv813KmqAKuJB099Gu6W2Ie0CLxpLQ8CpzOs53KjT6kupex/Gu6HXvn/z3tYn2fjf+UgIL7nLxwCYu",
+	"w530qGnPv0Zae7Bz0HsizUQ1S3kTBb/7vzfpYb09YKX5XxB4iEtNVz5kca33+Tusa17IUgVxsUHxPfB+",
+	"Kl/8txJB993cPZHsfcn9qO10tprP8bvknY6oivKRmAoZnkVnRRlRstdQjm4nGZZ5frTDzTkX5a4CJUNs",
+	"TYu7mCvTvTz5z+uL898adWHWY4cf1WhjhQs63OQoLxPavXSClGRQuP/s/MBS/X/kO9eUVQeVy5U9XkrS",
+	"a5/Y4390z06ft8d+4N99jw+EnOvK+qkLPnpF4b9IvNK8PqGDgURCM6CGFPBJYibnc20mTd9eDkwHtCHg",
+	"r61EcfMqDwQH0pdNGIttANQhVeuGFgzS9Q0iQ+SWYLl1ufPQb6m7+WMohA+2hkLKWBobYwElZEQPWhb6",
+	"Ih1S05t5fiAC1hQHcYI3KLP3rm+kQ0wqLsxikDR0kTS87YzeYMwjUg9kajbb3MBrrNOcgTWpEb5MD8V6",
+	"qIAaz7tVFxkWO24oa76swIlsoTZ5oKyKrjOTD6fKTPLpzsHu3tfRzkyb8O+tVah/CYUsWj3/S7Tb9S8q",
+	"4q5mnU6nc+gjChRJgN/aPpq1sg70gaxulp4tZgGxiduulreqSE2I6rJ/YqMe8oHv7W7H1cJZ9DQ0gFIp",
+	"1ZT/Hv9X61w95K23/BrTYOPt9YfmpsXTFJuOem//zZf18hfEemonl5hG8RyAq5WLbch34fcHHcmVdJTK",
+	"htXnYWG6F4zywgnarBBsYo8wAiLTkSDIIetkofFvszY3pVj2v5wujgTdrMBKvb25ur64iv9c1eAYmWZN",
+	"eGCzFubt2I3M/z+xH27GYUlKHHSLIXremLFWAUJEAwFChkvuUd+MqAII/ZXacOs6Ow4woDFuZ9xeudOg",
+	"mCNaMdvsgYoOS+D3c+l8fmHsX8wtQnnnZdqMuMtTUSnkAfdJrrRFl4kXQZjm8ueFOsCsVk429QBQUd84",
+	"S00fcBfyotkzZXlmntYTS6DDUz3OGYUdP73dNx7G7xZj0FSyXgLvI2xSgvG0xlmPHUKNfFzfjDWIOAo7",
+	"Y+vxidQGPoHfh99SJUEG20VeNGYkBadv0EFP4ln/Are/aMDEjfG4jFiM1b04+84f1UHfxKA7tNlFPkBQ",
+	"Rp1g6zD8AxW8DlBCquJnY3P4F3YzRTw17wbnDBH+lT298QsnYu+FL83RN/HK+Nw0EUcXjdXBBwijGlPk",
+	"eWWONugkA7D6YoJi5MSUe2zyXNt5P+6boNfMsDHSIk03KRUlz0ONVvG4fN1bk677nyNb9/4oyfp5onJ/",
+	"d28LrWhVQKVLumwoMzS3vN20ALrTO9HzvUOh6uaPlN2l+TZh3JQlMnz3v4gjKpAv8hM7LnujfjcJ+Lnp",
+	"p7tfMBzhvb4eLNJXlQf6BAs2EY34/KI3ODm7PD0+Oz7vBfCw3w1GqNJ+qCp/S7I+CPeqrKcOi5vBhIAL",
+	"gKWmnbeoqY4D6xYyJWdwHTnYKu99Y49QfzJVKXV1oC7pvoYFBCMoUZm9F5n6qEbcCIBfR7Owkn/39voD",
+	"8HzKFVtvLhjgQEc2XcwMo2HIjIGJfWdtBMHvG6cMdbsEeRTzclKVVzud4bJwlTMPtlYUe/QNb0qmJDXd",
+	"7hXLR0FKWN3U7h7DtEga3J2BHmxhaUYZtXt/d0+c6e+ah4wLLrjZfKlKZveViC+7/8Dk7t7FxeC0e/Xu",
+	"mNpFAMMIxFAF9zkU40WGCQLIQTFjXBvEPF2YRCW+b0MjbvkRWvhTqW/E6yZ1oaWPzBlTigtBQjiFoigb",
+	"WrpwQXjRAp+CvNwdH5eGArqgBbcC1D6hjAtsnB+UxtU1i6/Ebt9QVSv1gSPERERmo+Wu7OreN6LWodo3",
+	"oX9C0X2j1HWAanew5hBpyuuWNVUBstrRN3TrBa3lbUCVPyDY+Zg71frNI+gRJrUzvEsH1NTCnzddMDFc",
+	"JKDwMp2FfaG/lklNYusUZOMk1qfW5S+cmE+XTo9kygM2BRfKk4bJh49AS33DHMEH5/GOOJUX8J98sDYr",
+	"nznmxVB7N/pIs5ipTI/ETOaZfiDQefx4rFxiw/FeZ2Azij28NYQvHu9Gcd8QJX5NjzcjhOGv7s3IzpcE",
+	"I36AmL4eO8ovGD1Jo6nMJvA1CAjz6q/tffG37zBfBLiUHYu9zuuvS5kiTjR237Rfi7991zeENhyJvV14",
+	"h1urrydAjHXOeH00Gfoq5a0yvvvv7t7XqHdG5boyPlntDkXROok4YfEBXFENM9LeER2UG33mpNVjhds6",
+	"OeMeEDlXaFnIMr/1gRAa/gDYEUIUrfIjUamLoTY5zQBCiM0HeQsQ4mF9/dSYhaYpLBJsxZFTGzMCX1PJ",
+	"YV3HiqfKcorFcC36WOd9gy1SkL945gOkXUvEjlgQYzzMfPYsWFtkGGADTr6TcnQbplNgrjUSLBFksDeb",
+	"9Q3Fl1O2qaeLPLH3hpOLS9P69qV4MmNs4AL6WJpSMSm2+OYKU6YArvLE1c5spjxSFCYUwX1X8pbSppAI",
+	"eMlk8xWgeDwYXi0pxvoBln2nsimXIwLhnunv+qbBnQxB1GI7z8gjAVAWQ5PGCGZofXPKcpcNYLO4+obn",
+	"97vfoJQssquYqbnDgKjk2rMkNK3cX5203D7Jz1ntrxkm1WallYc7KBzW5a4efVPT1iNibgIrhr/Nqw13",
+	"sOGG16f6RmYZkA6S+5sOfqJnJaXeTeIr8eY198WhvK4CC5TUENZgnNdo3lnh7Dj35EiaSc5Xyi1m3Oe1",
+	"b+J3F2fHZ6cnZye92OMKkGIRSFI0rk/e9Y6vzpprpFnu9RsTafuG2vHJee/Yl/YfVuU9J31z39KI+xR4",
+	"zsadLDGHsSbdB4Z4SaUdH+1woBNuSwavO5XHTS+ciKT7Jqa5OXZcKk/F39meJx+K1+p8KiQltykwOtxK",
+	"AZkLCJfhrVJDNeo/x32sgY7L3f2antVTa0dSogo1mrQmSWOUUWOxg2OpuTH3CMPeexs674VONt3ScGOd",
+	"puXWYj4/pm+4ezT/VgXXGdlErZFGIZ1IjiA9s4U0AgWM5qehmGm/v+n1QOc6uvjhnDbvCrutF2P5LjVB",
+	"mpMC568NK5ilu1PSnLDVEwblFnMQZOQAEfJOYdfFTOaokrM6PtOmhY3so74JDUD291+9IdXipTsUHUEN",
+	"2zQoOeMmfY8UkwyWNFeZtomYSgeqEdaQFIPDwC18rqRSY5ce7GlCRPgVj/QVxTXxQimMtL/ExUaEAER/",
+	"w4+jJkH48QkcbOhhAOcHJztUU83oyNQ/3LMUalJW6ShUbSZUbMIraiakXdF68nXnaxGzW2DQOzk7vrjp",
+	"xZGoGGiEr8h3BVfvKy3ZZCCrjMvxQQf3mkbI7OwbOn4UFajP15gQJXYS1ZkNtegxsN/ehH8UQWa2SHMN",
+	"tuTLsc1mLeAs8LMyFCnGpynawi/1yJPl4zCRKDsh7ChXeYtMZ2xYomi46rtrbgs0+5/lWLrBfdgOt+b/",
+	"6SQrdC0Unoaz4173qNvrln8LluHFZe/k4vwagW1Orq/hp8vuVa++q8iXTcX6+ssm4iKfAYYyx15DzOjX",
+	"eQsynrFCIzm19wybVs+HV9nJoVjvAkPJ4jL3DYVXpEJgKf1y/5QvRFHrZlAk1s2ggyJ1RD2AAQOKV51X",
+	"yKt+3qpGS0msGEql7NOKByBswG/A8/mi+WyVwyQnku9R2qh1zTTbvx9awh8IiPBv5JFm+NQvBWJVstcP",
+	"qpQeTPJqVQ0ROJjp5BX4LHO9b9BeR5AilWDZ62ENjjm7Pio+A9/Ysi1W9NZKIqpnioVKjXcdIXU8o6yZ",
+	"8fdG/yhvb3Mr+v5zoTtIXynr+W+vP/h8+4x6cbmlGU0za+zCVaIeW4Q5OG77WGpDpbtfNRwPqyDYS495",
+	"6by3xzf/7puY6S0ufDArJEHt3yu2MZdVgj21YiavTiC86Upe/VGqZMn2QodNYd5Sb0kMAYR8hIDWqamh",
+	"ItnU4dKVaqgIVc+DX8Hct9h8qBmJRM7AzuXMampynAn0PDEiakkIRdRZvvzRL/8/9q6ot2kYCP8VKy8L",
+	"UrfysCLRPZVSxFDpkADxQCvVS6w1WuRUccrUh/135LvzxU6TsqJpbGyP02o7duKz77u77wvm2EQYjdwC",
+	"sAypmSfih1vHWtC84fziKzsyJEAb28GOC51ve3Ntzw6gXMuMUDoF3JM8Uyz5ZOcWanNkjgFlnyAZQFEn",
+	"KlM4Nlh0ngF1hmEdHSYkX2fKieMOhOlSZ/KuydFdinrg491bRnNYyuEDRbb3XP2fSM3Zd32t7fbC9CUR",
+	"Lz9dvLun6rJnF6z+UuS5b98PMtx9BMj3SeDWMAACZyimxFWx8O8zIZuYJTsx1VxbM0aYoFqLmCRiEcOV",
+	"JBDw6kRMsCL/Rm4ZHst8wrwuCy+W49FsPJlOrenzIjwciITYNJhNDh7wlYY8HHs4gYsj4mAqRwYNFGg8",
+	"8RqvJE+wtzsiMaK4OnRMqblS6XCuuQ4ctK1dbIL7xRsagE/rskg3iQK0Ms1MIu0SEBJdR1jdOskaJA4O",
+	"OEdEryAafaXsLE5fvxWw4T6cz86/fgTo2BRY6RO+RoSdvFmnc+16JAUj0ilHfIrlXVAxhipb4npl5hrF",
+	"ytGhlRXp05zVECmeammhFbpq/M4zwnBxkAQWyhHTwjith8IY1vjlXOjZC3ljA3m75r+lSrzTQfOgBXcO",
+	"owt3ZhxuyGdzAP5r92hM9cct7u1fHqh/oD355kI9kIJo3Q+P9KxJnrJk5A9OojrDVqsbVtwK7D29BjSg",
+	"jjECOh96ht++i/cXswm3bdpvp2AIxTLQ8rSlJnb/JZxZIR6jvb0nKoqnfs9mNBRvOh0fwONgk/WCG94n",
+	"Hocf9IvncCCJhkee4TLWKPIt7ALXyTEq7TCCtkuVbMqs2sL+vlSyVOVoY/fmz4XdiwjXtKXl08P5mSMy",
+	"TUtlTNSLNmUeDaNVVa2H/X5eJDJfFaYaDgaDN1F7Xr1x+rHiuMrNcaIA4Erxr2u1DTo1Lb0ueIqtEr4h",
+	"t61TkartGDGK7D7cqAtiM3VjXtPd5tPsl9LKIBBrrw2ZxiWippio0rEoXAiMpEXe06pKtrT5XOiscjJI",
+	"9FNPzrt9kLAWqtfQU6LnRv35DJP2OPEhl5f1QFw6dbu4/R0AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -445,6 +445,18 @@ func (m *PLSModel) Metadata() *Metadata { return &m.meta }
 // Targets lists the analytes in output order.
 func (m *PLSModel) Targets() []Analyte { return m.targets }
 
+// Tolerance returns the acceptable absolute error per target (g/L) that
+// the confidence uses: the model's own, else the server's
+// (ModelOptions.Tolerance), else DefaultTolerance. Shadow scoring counts
+// the spectra on which another model differs from this one by more.
+func (m *PLSModel) Tolerance() Breakdown {
+	var b Breakdown
+	for i, t := range m.targets {
+		b.Set(t, m.tolerance[i])
+	}
+	return b
+}
+
 // Features returns p, the number of points the regression uses: the
 // points of the model's regions, or the whole spectrum.
 func (m *PLSModel) Features() int { return m.p }

@@ -82,6 +82,14 @@ const (
 	// Forbidden: the token is known but its role does not cover the
 	// operation (403).
 	Forbidden Code = "FORBIDDEN"
+	// ShadowIsActive: PUT /model/shadow names the active version (409).
+	ShadowIsActive Code = "SHADOW_IS_ACTIVE"
+	// NoLoggedSpectra: a re-scoring job needs logged spectra (-log-spectra)
+	// in its range, and there are none (409).
+	NoLoggedSpectra Code = "NO_LOGGED_SPECTRA"
+	// InvalidLabResults: a posted lab record cannot be parsed (400; the
+	// message names the record and field).
+	InvalidLabResults Code = "INVALID_LAB_RESULTS"
 	// Cancelled is the error code of a job ended by
 	// POST /training/{jobId}/cancel (in the job record, not an HTTP answer).
 	Cancelled Code = "CANCELLED"

@@ -1,0 +1,217 @@
+// Package predlog is the prediction log: every prediction the server makes
+// (active model, shadow model, or a re-scoring job) is recorded with its
+// context, so that a candidate model can be compared with the active one and
+// both can be reconciled with the lab's HPLC results hours later.
+//
+// Callers see two small interfaces: Recorder for the hot path (hand a record
+// to a bounded queue, never block) and Reader for the management endpoints.
+// SQLite implements both in one embedded file; a fleet may later put another
+// store (PostgreSQL) behind the same interfaces.
+//
+// The path of a record: Record puts a pointer on a bounded channel (no
+// allocation, no wait; a full queue drops the record and counts it). One
+// writer goroutine owns the database's writing connection: it commits the
+// queued records in batches (BatchMax records, or whatever arrived within
+// CommitInterval, 100 ms by default), each batch one transaction through a
+// prepared statement, compresses spectra on the way, and between batches
+// deletes old rows in chunks of DeleteChunk for the age and size bounds.
+// Readers use other connections; WAL mode lets them read beside the writer.
+//
+// What kill -9 keeps: every batch whose commit returned, that is every
+// record accepted more than CommitInterval plus one commit's time before
+// the kill (see Open for the durability choice and the size bound).
+package predlog
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"ramanserve/inference"
+)
+
+// Role says on whose behalf a record was made.
+type Role uint8
+
+// The roles of a record. The values are stored in the database: never
+// renumber them.
+const (
+	// RoleActive: the active model answered the rig with this prediction.
+	RoleActive Role = 1
+	// RoleShadow: the shadow model scored the same spectrum off the reply
+	// path; its record carries the active record's PredictionID.
+	RoleShadow Role = 2
+	// RoleRescore: a re-scoring job applied a staged or archived model to a
+	// logged spectrum; its record carries the original PredictionID and
+	// the original Time.
+	RoleRescore Role = 3
+)
+
+// String returns the contract name of the role.
+func (r Role) String() string {
+	switch r {
+	case RoleActive:
+		return "active"
+	case RoleShadow:
+		return "shadow"
+	case RoleRescore:
+		return "rescore"
+	}
+	return "unknown"
+}
+
+// ParseRole maps a contract name back to a Role.
+func ParseRole(name string) (Role, bool) {
+	switch name {
+	case "active":
+		return RoleActive, true
+	case "shadow":
+		return RoleShadow, true
+	case "rescore":
+		return RoleRescore, true
+	}
+	return 0, false
+}
+
+// PredictionID names one spectrum's predictions: the active record, the
+// shadow record and any re-scoring records of the same spectrum share it.
+// NewPredictionID makes time-ordered (version 7) UUIDs, which keep the
+// index on it appending at its right edge.
+type PredictionID = uuid.UUID
+
+// NewPredictionID returns a fresh PredictionID.
+func NewPredictionID() PredictionID {
+	id, err := uuid.NewV7()
+	if err != nil {
+		// NewV7 fails only when the system's random source does; a random
+		// (v4) id then still keeps the records apart.
+		return uuid.New()
+	}
+	return id
+}
+
+// Record is one logged prediction. Optional context fields have a Has*
+// flag, as on the prediction channel; unknown analytes are left invalid in
+// Concentrations and Confidence and stored as NULL.
+type Record struct {
+	// ID is the store's row id, set when the record is read back (0 before).
+	ID int64
+
+	PredictionID PredictionID
+	Time         time.Time
+	ModelVersion string
+	Role         Role
+
+	Concentrations inference.Breakdown
+	Confidence     inference.Breakdown
+
+	// ReducedT2 and ReducedQ are the diagnostics divided by their 95 %
+	// limits; Has* false when the model cannot compute them.
+	ReducedT2    float64
+	ReducedQ     float64
+	HasReducedT2 bool
+	HasReducedQ  bool
+
+	BatchID          string
+	Port             string
+	ColumnIndex      float64
+	ScanSeq          float64
+	Channel          float64
+	IntegrationMS    float64
+	HasBatchID       bool
+	HasPort          bool
+	HasColumnIndex   bool
+	HasScanSeq       bool
+	HasChannel       bool
+	HasIntegrationMS bool
+
+	// Spectrum holds the intensities when spectra logging is on, on the
+	// active record only (the shadow record of the same PredictionID
+	// refers to it). Wavenumbers is the axis; both are stored as float32.
+	// Nil when not logged, or when a query did not ask for it.
+	Spectrum    []float32
+	Wavenumbers []float32
+}
+
+// Recorder is the hot path: Record hands rec to a bounded queue and returns
+// at once. The store owns rec from then on (the caller must not modify it
+// or its slices). Record returns false when the record was dropped because
+// the queue was full or the log is closing; Dropped counts those.
+type Recorder interface {
+	Record(rec *Record) bool
+	Dropped() uint64
+}
+
+// Filter selects records for Page. Zero fields do not filter. The time
+// range is half-open: Since <= Time < Until.
+type Filter struct {
+	BatchID      string
+	HasBatchID   bool
+	ModelVersion string
+	Role         Role // 0: every role
+	Since, Until time.Time
+	// Limit caps the page; 0 or more than MaxPageLimit means MaxPageLimit
+	// (MaxSpectraPageLimit with WithSpectra).
+	Limit int
+	// Cursor continues after the last record of an earlier page with the
+	// same filter ("" for the first page). It is opaque to callers.
+	Cursor string
+	// WithSpectra reads the logged spectra too (for re-scoring); records
+	// without one are skipped. Records of one page that share an axis
+	// share its Wavenumbers slice: treat it as read-only.
+	WithSpectra bool
+}
+
+// MaxPageLimit is the largest page Page returns; MaxSpectraPageLimit the
+// largest with spectra (8 kB each decoded, for 2048 points), so that one
+// request cannot make the server hold more than a few MB of spectra.
+const (
+	MaxPageLimit        = 10000
+	MaxSpectraPageLimit = 500
+)
+
+// Page is one page of records in (Time, ID) order. Next is the cursor of
+// the following page, "" when this was the last.
+type Page struct {
+	Records []Record
+	Next    string
+}
+
+// Reader answers the queries of the management endpoints.
+type Reader interface {
+	// Page lists records in time order, a page at a time.
+	Page(ctx context.Context, f Filter) (Page, error)
+	// Nearest returns the active record of batchID closest in time to at,
+	// within window either side. found is false when there is none.
+	Nearest(ctx context.Context, batchID string, at time.Time, window time.Duration) (rec Record, found bool, err error)
+	// ByScanSeq returns the active record of batchID with that scan_seq
+	// (the latest, if the rig reused the number).
+	ByScanSeq(ctx context.Context, batchID string, scanSeq float64) (rec Record, found bool, err error)
+	// ByPrediction returns every record of one spectrum: active, shadow
+	// and re-scoring, in Role then ID order.
+	ByPrediction(ctx context.Context, id PredictionID) ([]Record, error)
+}
+
+// Log is the whole prediction log as the server holds it.
+type Log interface {
+	Recorder
+	Reader
+	Stats() Stats
+	// Close stops accepting records, commits those queued, and releases
+	// the store. It gives up when ctx ends (the queued records are then
+	// counted as dropped).
+	Close(ctx context.Context) error
+}
+
+// Stats are the log's counters since it was opened, for metrics and the
+// health reply.
+type Stats struct {
+	Queued      int    // records waiting in the queue now
+	QueueCap    int    // the queue's capacity
+	Committed   uint64 // records committed to the store
+	Dropped     uint64 // records refused because the queue was full or the log closing
+	WriteFailed uint64 // records lost because their batch failed to commit (disk full, I/O error)
+	Deleted     uint64 // records removed by retention
+	SizeBytes   int64  // the database's size (page_count * page_size) after the last check
+}

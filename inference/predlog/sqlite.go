@@ -1,0 +1,292 @@
+package predlog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	// modernc.org/sqlite is SQLite translated to Go: no cgo, so the server
+	// stays one static binary cross-compiled like the rest, and the race
+	// detector and fuzzing see the whole store. It is the most used pure-Go
+	// SQLite and tracks upstream SQLite releases. It is slower than the C
+	// library, which the batch writer hides: the hot path never waits for
+	// it. The version is pinned in go.mod.
+	_ "modernc.org/sqlite"
+)
+
+// DatabaseFileName is the log's file in its directory (with -wal and -shm
+// beside it while open).
+const DatabaseFileName = "predictions.db"
+
+// Defaults of Options.
+const (
+	DefaultQueueSize      = 8192
+	DefaultBatchMax       = 1024
+	DefaultCommitInterval = 100 * time.Millisecond
+	DefaultRetentionEvery = time.Second
+	// DeleteChunk is the rows one retention transaction deletes, so that
+	// the writer commits new records between chunks and never stalls long.
+	DeleteChunk = 1000
+	// MinMaxBytes is the smallest size bound Open accepts.
+	MinMaxBytes = 4 << 20
+)
+
+// Options configure Open. Zero values take the defaults.
+type Options struct {
+	// QueueSize is the bound of the hot path's queue, in records.
+	QueueSize int
+	// BatchMax commits a batch as soon as it holds this many records.
+	BatchMax int
+	// CommitInterval is the longest a record waits in a partial batch:
+	// a record Record accepted is committed within CommitInterval plus the
+	// time of one commit, unless the process is killed first. After kill
+	// -9 the log keeps every batch committed before the kill (see Open).
+	CommitInterval time.Duration
+	// Retention deletes records older than this (0 keeps them by age).
+	Retention time.Duration
+	// MaxBytes bounds the database files (0: no bound); see Open.
+	MaxBytes int64
+	// RetentionEvery is how often the writer checks age and size.
+	RetentionEvery time.Duration
+	// Logger receives write errors (slog.Default() when nil).
+	Logger *slog.Logger
+	// Now is the clock for age retention (time.Now when nil).
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.QueueSize <= 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.BatchMax <= 0 {
+		o.BatchMax = DefaultBatchMax
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = DefaultCommitInterval
+	}
+	if o.RetentionEvery <= 0 {
+		o.RetentionEvery = DefaultRetentionEvery
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// SQLite is the prediction log in one SQLite file. It implements Log.
+type SQLite struct {
+	opts  Options
+	db    *sql.DB
+	lock  *os.File
+	queue chan *Record
+
+	closing atomic.Bool
+	stop    chan struct{} // closed by Close: drain the queue, then exit
+	abandon chan struct{} // closed when Close's ctx ends: exit after the current transaction
+	done    chan struct{} // closed by the writer when it has exited
+	once    sync.Once
+
+	committed   atomic.Uint64
+	dropped     atomic.Uint64
+	writeFailed atomic.Uint64
+	deleted     atomic.Uint64
+	sizeBytes   atomic.Int64
+}
+
+var _ Log = (*SQLite)(nil)
+
+// Open opens (creating if needed) the prediction log in dir and starts its
+// writer. A second Open of the same directory, in this process or another,
+// fails with ErrLocked until the first is closed or its process dies.
+//
+// Durability: the database runs in WAL mode with synchronous=NORMAL. A
+// commit appends the batch to the WAL with write(2) and returns; the WAL is
+// fsynced at checkpoints. A process crash (kill -9, panic, OOM kill)
+// therefore loses nothing that was committed, because the data is in the
+// kernel's page cache and reaches the file anyway; only an OS crash or power
+// loss may lose the last batches committed since the previous checkpoint,
+// and even then the database is consistent (never corrupt). FULL would fsync
+// every commit, ten fsyncs a second at the default interval, for a
+// guarantee against power loss that the log, unlike the registry, does not
+// need.
+//
+// Size bound: with MaxBytes set, the writer deletes the oldest records, in
+// transactions of DeleteChunk rows, once the live pages exceed 5/8 of
+// MaxBytes, down to 1/2, after any batch that took them over; new records
+// reuse the freed pages, so the file stops growing near 5/8. Incremental
+// vacuum (auto_vacuum is INCREMENTAL) gives free pages back to the file
+// system, in small steps, when they are a quarter of the file or the file
+// is over 3/4 of MaxBytes. The WAL is checkpointed every MaxBytes/8 and
+// truncated back to that size. So the file stays under 5/8 of MaxBytes plus
+// one batch, the WAL under 1/8 plus one transaction (a batch, or a chunk of
+// deletions: about 400 kB for 1000 records), and both together under
+// MaxBytes as long as one commit batch (BatchMax records: about 250 bytes a
+// record without a spectrum, 5 kB with one) and one chunk are each smaller
+// than MaxBytes/8; hence MinMaxBytes.
+// A reader holding a snapshot open delays checkpoints and lets the WAL grow
+// past its share until it ends; the page queries are short for that
+// reason.
+func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
+	opts = opts.withDefaults()
+	if opts.MaxBytes != 0 && opts.MaxBytes < MinMaxBytes {
+		return nil, fmt.Errorf("predlog: a size bound of %d bytes is below the minimum of %d", opts.MaxBytes, MinMaxBytes)
+	}
+	if opts.Retention < 0 || opts.MaxBytes < 0 {
+		return nil, errors.New("predlog: retention and size bound must not be negative")
+	}
+	if strings.ContainsAny(dir, "?#") {
+		return nil, fmt.Errorf("predlog: the directory %q contains ? or #, which SQLite's file name parsing would cut", dir)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openDB(ctx, filepath.Join(dir, DatabaseFileName), opts.MaxBytes)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	l := &SQLite{
+		opts:    opts,
+		db:      db,
+		lock:    lock,
+		queue:   make(chan *Record, opts.QueueSize),
+		stop:    make(chan struct{}),
+		abandon: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	w, err := newWriter(ctx, l)
+	if err != nil {
+		db.Close()
+		lock.Close()
+		return nil, err
+	}
+	go w.run()
+	return l, nil
+}
+
+// openDB opens the database with its pragmas on every connection and
+// brings its schema up to date. page_size and auto_vacuum must precede the
+// first table, so they come first; on an existing file they are already
+// set and these do nothing.
+func openDB(ctx context.Context, path string, maxBytes int64) (*sql.DB, error) {
+	// The WAL is checkpointed every 1000 pages (4 MiB) by default; under a
+	// size bound, every MaxBytes/8, and truncated back to that after each
+	// checkpoint.
+	walLimit, walPages := int64(-1), int64(1000)
+	if maxBytes > 0 {
+		walLimit = maxBytes / 8
+		walPages = walLimit / 4096
+	}
+	dsn := path + "?_pragma=page_size(4096)" +
+		"&_pragma=auto_vacuum(INCREMENTAL)" +
+		"&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(NORMAL)" +
+		"&_pragma=busy_timeout(5000)" +
+		fmt.Sprintf("&_pragma=journal_size_limit(%d)", walLimit) +
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walPages) +
+		"&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("predlog: open %s: %w", path, err)
+	}
+	// The writer holds one connection; the rest serve readers, which WAL
+	// lets run beside the writer.
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	db.SetConnMaxLifetime(0)
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("predlog: open %s: %w", path, err)
+	}
+	if mode != "wal" {
+		db.Close()
+		return nil, fmt.Errorf("predlog: %s is in journal mode %q, not wal", path, mode)
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Record hands rec to the writer without blocking. It never allocates.
+func (l *SQLite) Record(rec *Record) bool {
+	if rec == nil {
+		return false
+	}
+	if l.closing.Load() {
+		l.dropped.Add(1)
+		return false
+	}
+	select {
+	case l.queue <- rec:
+		return true
+	default:
+		l.dropped.Add(1)
+		return false
+	}
+}
+
+// Dropped counts the records Record refused.
+func (l *SQLite) Dropped() uint64 { return l.dropped.Load() }
+
+// Stats returns the log's counters.
+func (l *SQLite) Stats() Stats {
+	return Stats{
+		Queued:      len(l.queue),
+		QueueCap:    cap(l.queue),
+		Committed:   l.committed.Load(),
+		Dropped:     l.dropped.Load(),
+		WriteFailed: l.writeFailed.Load(),
+		Deleted:     l.deleted.Load(),
+		SizeBytes:   l.sizeBytes.Load(),
+	}
+}
+
+// Close stops accepting records, lets the writer commit what is queued,
+// checkpoints the WAL and releases the directory. When ctx ends first the
+// writer stops after its current transaction and the records still queued
+// are counted as dropped.
+func (l *SQLite) Close(ctx context.Context) error {
+	var err error
+	l.once.Do(func() {
+		l.closing.Store(true)
+		close(l.stop)
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			err = fmt.Errorf("predlog: close: %w", ctx.Err())
+			close(l.abandon)
+			<-l.done
+		}
+		// A Record that passed the closing check just before Close may
+		// have queued after the writer's last drain: count it.
+		for range len(l.queue) {
+			<-l.queue
+			l.dropped.Add(1)
+		}
+		if _, cerr := l.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); cerr != nil && err == nil {
+			err = fmt.Errorf("predlog: close: checkpoint: %w", cerr)
+		}
+		if cerr := l.db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("predlog: close: %w", cerr)
+		}
+		if cerr := l.lock.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("predlog: close: release the lock: %w", cerr)
+		}
+	})
+	return err
+}

@@ -1,0 +1,51 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"ramanserve/gen"
+	"ramanserve/server/contract"
+)
+
+// The evidence routes of issue 13 (prediction log, shadow scoring, lab
+// reconciliation, re-scoring). Stubs answering 501 until they are built.
+
+func notYet(what string) error {
+	return contract.New(contract.NotImplemented, http.StatusNotImplemented, what+" is not implemented yet")
+}
+
+// GetShadow shows the shadow model and its comparison with the active one.
+func (a *API) GetShadow(ctx context.Context, _ gen.GetShadowRequestObject) (gen.GetShadowResponseObject, error) {
+	return nil, notYet("shadow scoring")
+}
+
+// SetShadow makes a staged or archived version the shadow.
+func (a *API) SetShadow(ctx context.Context, _ gen.SetShadowRequestObject) (gen.SetShadowResponseObject, error) {
+	return nil, notYet("shadow scoring")
+}
+
+// ClearShadow stops shadow scoring.
+func (a *API) ClearShadow(ctx context.Context, _ gen.ClearShadowRequestObject) (gen.ClearShadowResponseObject, error) {
+	return nil, notYet("shadow scoring")
+}
+
+// GetModelPerformance reports a version's error against the lab.
+func (a *API) GetModelPerformance(ctx context.Context, _ gen.GetModelPerformanceRequestObject) (gen.GetModelPerformanceResponseObject, error) {
+	return nil, notYet("performance against the lab")
+}
+
+// RescoreModel scores a version on logged spectra as a background job.
+func (a *API) RescoreModel(ctx context.Context, _ gen.RescoreModelRequestObject) (gen.RescoreModelResponseObject, error) {
+	return nil, notYet("re-scoring")
+}
+
+// PostLabResults reconciles the lab's results with logged predictions.
+func (a *API) PostLabResults(ctx context.Context, _ gen.PostLabResultsRequestObject) (gen.PostLabResultsResponseObject, error) {
+	return nil, notYet("lab reconciliation")
+}
+
+// ListPredictions exports the prediction log.
+func (a *API) ListPredictions(ctx context.Context, _ gen.ListPredictionsRequestObject) (gen.ListPredictionsResponseObject, error) {
+	return nil, notYet("the prediction log")
+}
