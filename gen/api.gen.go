@@ -738,7 +738,7 @@ type LabResultsOutcome struct {
 	Matched  int `json:"matched"`
 	Received int `json:"received"`
 
-	// Replaced Matched records whose `lab_sample_id` was stored before; their earlier result is gone.
+	// Replaced Records whose `lab_sample_id` was stored before (matched or not); their earlier result is gone.
 	Replaced  int                  `json:"replaced"`
 	Unmatched []UnmatchedLabResult `json:"unmatched"`
 }
@@ -794,9 +794,9 @@ type LoadResult struct {
 
 // LoggedPrediction defines model for LoggedPrediction.
 type LoggedPrediction struct {
-	BatchId     *string `json:"batch_id,omitempty"`
-	Channel     *string `json:"channel,omitempty"`
-	ColumnIndex *int    `json:"column_index,omitempty"`
+	BatchId     *string  `json:"batch_id,omitempty"`
+	Channel     *float64 `json:"channel,omitempty"`
+	ColumnIndex *float64 `json:"column_index,omitempty"`
 
 	// Concentrations One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
 	Concentrations AnalyteValues `json:"concentrations"`
@@ -812,9 +812,11 @@ type LoggedPrediction struct {
 	QReduced     *float64 `json:"q_reduced,omitempty"`
 
 	// Role `active`: the reply the rig got; `shadow`: the shadow model on the same spectrum; `rescore`: a re-scoring job.
-	Role      PredictionRole `json:"role"`
-	ScanSeq   *int64         `json:"scan_seq,omitempty"`
-	T2Reduced *float64       `json:"t2_reduced,omitempty"`
+	Role PredictionRole `json:"role"`
+
+	// ScanSeq As the rig sent it in `spectrum.scan_seq`.
+	ScanSeq   *float64 `json:"scan_seq,omitempty"`
+	T2Reduced *float64 `json:"t2_reduced,omitempty"`
 
 	// Time When the server received the predict.
 	Time time.Time `json:"time"`
@@ -1564,7 +1566,7 @@ type TrainingUpload struct {
 
 // UnmatchedLabResult defines model for UnmatchedLabResult.
 type UnmatchedLabResult struct {
-	// Index Position in the posted array, or the CSV data line (the header is line 0).
+	// Index The record's position in the post, from 0; the array index, or the CSV row counted after the header (the first data row is 0).
 	Index       int                      `json:"index"`
 	LabSampleId string                   `json:"lab_sample_id"`
 	Message     string                   `json:"message"`
@@ -2505,16 +2507,29 @@ type ClientInterface interface {
 
 	// PostLabResultsWithBody Reconcile the lab's HPLC results with logged predictions
 	//
-	// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
-	// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
-	// an empty cell is an absent value). Each record is matched to one
-	// logged prediction of its batch: by `scan_seq` when given, otherwise
-	// the prediction nearest `sampled_at` within `-lab-match-window`
-	// (default 60 s). Matched records are stored; a `lab_sample_id` posted
-	// again replaces its earlier result (it is counted in `replaced`, not
-	// twice in any statistic). Records that cannot be matched are listed
-	// with their reason and stored nowhere; the others are kept. At most
-	// 10,000 records per post.
+	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
+	// header names the columns, in any order, from `lab_sample_id`,
+	// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
+	// `lab_sample_id` and `batch_id` are required columns, as are at least
+	// one of `scan_seq`, `sampled_at` and at least one analyte; an empty
+	// cell is an absent value, and any other column is refused. For
+	// example:
+	//
+	//     lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA
+	//     HPLC-2291,B-17,1042,,181.5,92.0,
+	//     HPLC-2292,B-17,,2026-11-23T08:15:00Z,,,20.1
+	//
+	// Each record is matched to one logged active prediction of its batch:
+	// by `scan_seq` when given (the latest, if the rig reused the number),
+	// otherwise the prediction nearest `sampled_at` within
+	// `-lab-match-window` (default 60 s) either side. Every record is
+	// kept, one per `lab_sample_id`: posting a `lab_sample_id` again
+	// replaces its earlier result (counted in `replaced`, never twice in a
+	// statistic), so posting the same file twice changes nothing.
+	// Records that cannot be matched are listed with their reason; they
+	// are kept (a corrected re-post replaces them) but count in no
+	// statistic. A record that cannot be parsed refuses the whole post,
+	// and nothing is stored. At most 10,000 records and 4 MiB per post.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2523,16 +2538,29 @@ type ClientInterface interface {
 
 	// PostLabResults Reconcile the lab's HPLC results with logged predictions
 	//
-	// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
-	// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
-	// an empty cell is an absent value). Each record is matched to one
-	// logged prediction of its batch: by `scan_seq` when given, otherwise
-	// the prediction nearest `sampled_at` within `-lab-match-window`
-	// (default 60 s). Matched records are stored; a `lab_sample_id` posted
-	// again replaces its earlier result (it is counted in `replaced`, not
-	// twice in any statistic). Records that cannot be matched are listed
-	// with their reason and stored nowhere; the others are kept. At most
-	// 10,000 records per post.
+	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
+	// header names the columns, in any order, from `lab_sample_id`,
+	// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
+	// `lab_sample_id` and `batch_id` are required columns, as are at least
+	// one of `scan_seq`, `sampled_at` and at least one analyte; an empty
+	// cell is an absent value, and any other column is refused. For
+	// example:
+	//
+	//     lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA
+	//     HPLC-2291,B-17,1042,,181.5,92.0,
+	//     HPLC-2292,B-17,,2026-11-23T08:15:00Z,,,20.1
+	//
+	// Each record is matched to one logged active prediction of its batch:
+	// by `scan_seq` when given (the latest, if the rig reused the number),
+	// otherwise the prediction nearest `sampled_at` within
+	// `-lab-match-window` (default 60 s) either side. Every record is
+	// kept, one per `lab_sample_id`: posting a `lab_sample_id` again
+	// replaces its earlier result (counted in `replaced`, never twice in a
+	// statistic), so posting the same file twice changes nothing.
+	// Records that cannot be matched are listed with their reason; they
+	// are kept (a corrected re-post replaces them) but count in no
+	// statistic. A record that cannot be parsed refuses the whole post,
+	// and nothing is stored. At most 10,000 records and 4 MiB per post.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2966,16 +2994,29 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 
 // PostLabResultsWithBody Reconcile the lab's HPLC results with logged predictions
 //
-// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
-// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
-// an empty cell is an absent value). Each record is matched to one
-// logged prediction of its batch: by `scan_seq` when given, otherwise
-// the prediction nearest `sampled_at` within `-lab-match-window`
-// (default 60 s). Matched records are stored; a `lab_sample_id` posted
-// again replaces its earlier result (it is counted in `replaced`, not
-// twice in any statistic). Records that cannot be matched are listed
-// with their reason and stored nowhere; the others are kept. At most
-// 10,000 records per post.
+// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
+// header names the columns, in any order, from `lab_sample_id`,
+// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
+// `lab_sample_id` and `batch_id` are required columns, as are at least
+// one of `scan_seq`, `sampled_at` and at least one analyte; an empty
+// cell is an absent value, and any other column is refused. For
+// example:
+//
+//	lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA
+//	HPLC-2291,B-17,1042,,181.5,92.0,
+//	HPLC-2292,B-17,,2026-11-23T08:15:00Z,,,20.1
+//
+// Each record is matched to one logged active prediction of its batch:
+// by `scan_seq` when given (the latest, if the rig reused the number),
+// otherwise the prediction nearest `sampled_at` within
+// `-lab-match-window` (default 60 s) either side. Every record is
+// kept, one per `lab_sample_id`: posting a `lab_sample_id` again
+// replaces its earlier result (counted in `replaced`, never twice in a
+// statistic), so posting the same file twice changes nothing.
+// Records that cannot be matched are listed with their reason; they
+// are kept (a corrected re-post replaces them) but count in no
+// statistic. A record that cannot be parsed refuses the whole post,
+// and nothing is stored. At most 10,000 records and 4 MiB per post.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2994,16 +3035,29 @@ func (c *Client) PostLabResultsWithBody(ctx context.Context, contentType string,
 
 // PostLabResults Reconcile the lab's HPLC results with logged predictions
 //
-// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
-// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
-// an empty cell is an absent value). Each record is matched to one
-// logged prediction of its batch: by `scan_seq` when given, otherwise
-// the prediction nearest `sampled_at` within `-lab-match-window`
-// (default 60 s). Matched records are stored; a `lab_sample_id` posted
-// again replaces its earlier result (it is counted in `replaced`, not
-// twice in any statistic). Records that cannot be matched are listed
-// with their reason and stored nowhere; the others are kept. At most
-// 10,000 records per post.
+// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
+// header names the columns, in any order, from `lab_sample_id`,
+// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
+// `lab_sample_id` and `batch_id` are required columns, as are at least
+// one of `scan_seq`, `sampled_at` and at least one analyte; an empty
+// cell is an absent value, and any other column is refused. For
+// example:
+//
+//	lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA
+//	HPLC-2291,B-17,1042,,181.5,92.0,
+//	HPLC-2292,B-17,,2026-11-23T08:15:00Z,,,20.1
+//
+// Each record is matched to one logged active prediction of its batch:
+// by `scan_seq` when given (the latest, if the rig reused the number),
+// otherwise the prediction nearest `sampled_at` within
+// `-lab-match-window` (default 60 s) either side. Every record is
+// kept, one per `lab_sample_id`: posting a `lab_sample_id` again
+// replaces its earlier result (counted in `replaced`, never twice in a
+// statistic), so posting the same file twice changes nothing.
+// Records that cannot be matched are listed with their reason; they
+// are kept (a corrected re-post replaces them) but count in no
+// statistic. A record that cannot be parsed refuses the whole post,
+// and nothing is stored. At most 10,000 records and 4 MiB per post.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4597,16 +4651,29 @@ type ClientWithResponsesInterface interface {
 
 	// PostLabResultsWithBodyWithResponse Reconcile the lab's HPLC results with logged predictions
 	//
-	// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
-	// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
-	// an empty cell is an absent value). Each record is matched to one
-	// logged prediction of its batch: by `scan_seq` when given, otherwise
-	// the prediction nearest `sampled_at` within `-lab-match-window`
-	// (default 60 s). Matched records are stored; a `lab_sample_id` posted
-	// again replaces its earlier result (it is counted in `replaced`, not
-	// twice in any statistic). Records that cannot be matched are listed
-	// with their reason and stored nowhere; the others are kept. At most
-	// 10,000 records per post.
+	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
+	// header names the columns, in any order, from `lab_sample_id`,
+	// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
+	// `lab_sample_id` and `batch_id` are required columns, as are at least
+	// one of `scan_seq`, `sampled_at` and at least one analyte; an empty
+	// cell is an absent value, and any other column is refused. For
+	// example:
+	//
+	//     lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA
+	//     HPLC-2291,B-17,1042,,181.5,92.0,
+	//     HPLC-2292,B-17,,2026-11-23T08:15:00Z,,,20.1
+	//
+	// Each record is matched to one logged active prediction of its batch:
+	// by `scan_seq` when given (the latest, if the rig reused the number),
+	// otherwise the prediction nearest `sampled_at` within
+	// `-lab-match-window` (default 60 s) either side. Every record is
+	// kept, one per `lab_sample_id`: posting a `lab_sample_id` again
+	// replaces its earlier result (counted in `replaced`, never twice in a
+	// statistic), so posting the same file twice changes nothing.
+	// Records that cannot be matched are listed with their reason; they
+	// are kept (a corrected re-post replaces them) but count in no
+	// statistic. A record that cannot be parsed refuses the whole post,
+	// and nothing is stored. At most 10,000 records and 4 MiB per post.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4615,16 +4682,29 @@ type ClientWithResponsesInterface interface {
 
 	// PostLabResultsWithResponse Reconcile the lab's HPLC results with logged predictions
 	//
-	// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
-	// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
-	// an empty cell is an absent value). Each record is matched to one
-	// logged prediction of its batch: by `scan_seq` when given, otherwise
-	// the prediction nearest `sampled_at` within `-lab-match-window`
-	// (default 60 s). Matched records are stored; a `lab_sample_id` posted
-	// again replaces its earlier result (it is counted in `replaced`, not
-	// twice in any statistic). Records that cannot be matched are listed
-	// with their reason and stored nowhere; the others are kept. At most
-	// 10,000 records per post.
+	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
+	// header names the columns, in any order, from `lab_sample_id`,
+	// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
+	// `lab_sample_id` and `batch_id` are required columns, as are at least
+	// one of `scan_seq`, `sampled_at` and at least one analyte; an empty
+	// cell is an absent value, and any other column is refused. For
+	// example:
+	//
+	//     lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA
+	//     HPLC-2291,B-17,1042,,181.5,92.0,
+	//     HPLC-2292,B-17,,2026-11-23T08:15:00Z,,,20.1
+	//
+	// Each record is matched to one logged active prediction of its batch:
+	// by `scan_seq` when given (the latest, if the rig reused the number),
+	// otherwise the prediction nearest `sampled_at` within
+	// `-lab-match-window` (default 60 s) either side. Every record is
+	// kept, one per `lab_sample_id`: posting a `lab_sample_id` again
+	// replaces its earlier result (counted in `replaced`, never twice in a
+	// statistic), so posting the same file twice changes nothing.
+	// Records that cannot be matched are listed with their reason; they
+	// are kept (a corrected re-post replaces them) but count in no
+	// statistic. A record that cannot be parsed refuses the whole post,
+	// and nothing is stored. At most 10,000 records and 4 MiB per post.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6986,16 +7066,29 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 
 // PostLabResultsWithBodyWithResponse Reconcile the lab's HPLC results with logged predictions
 //
-// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
-// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
-// an empty cell is an absent value). Each record is matched to one
-// logged prediction of its batch: by `scan_seq` when given, otherwise
-// the prediction nearest `sampled_at` within `-lab-match-window`
-// (default 60 s). Matched records are stored; a `lab_sample_id` posted
-// again replaces its earlier result (it is counted in `replaced`, not
-// twice in any statistic). Records that cannot be matched are listed
-// with their reason and stored nowhere; the others are kept. At most
-// 10,000 records per post.
+// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
+// header names the columns, in any order, from `lab_sample_id`,
+// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
+// `lab_sample_id` and `batch_id` are required columns, as are at least
+// one of `scan_seq`, `sampled_at` and at least one analyte; an empty
+// cell is an absent value, and any other column is refused. For
+// example:
+//
+//	lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA
+//	HPLC-2291,B-17,1042,,181.5,92.0,
+//	HPLC-2292,B-17,,2026-11-23T08:15:00Z,,,20.1
+//
+// Each record is matched to one logged active prediction of its batch:
+// by `scan_seq` when given (the latest, if the rig reused the number),
+// otherwise the prediction nearest `sampled_at` within
+// `-lab-match-window` (default 60 s) either side. Every record is
+// kept, one per `lab_sample_id`: posting a `lab_sample_id` again
+// replaces its earlier result (counted in `replaced`, never twice in a
+// statistic), so posting the same file twice changes nothing.
+// Records that cannot be matched are listed with their reason; they
+// are kept (a corrected re-post replaces them) but count in no
+// statistic. A record that cannot be parsed refuses the whole post,
+// and nothing is stored. At most 10,000 records and 4 MiB per post.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7010,16 +7103,29 @@ func (c *ClientWithResponses) PostLabResultsWithBodyWithResponse(ctx context.Con
 
 // PostLabResultsWithResponse Reconcile the lab's HPLC results with logged predictions
 //
-// A JSON array of `LabResult`, or CSV (`text/csv`) with the header
-// `lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA` (that order;
-// an empty cell is an absent value). Each record is matched to one
-// logged prediction of its batch: by `scan_seq` when given, otherwise
-// the prediction nearest `sampled_at` within `-lab-match-window`
-// (default 60 s). Matched records are stored; a `lab_sample_id` posted
-// again replaces its earlier result (it is counted in `replaced`, not
-// twice in any statistic). Records that cannot be matched are listed
-// with their reason and stored nowhere; the others are kept. At most
-// 10,000 records per post.
+// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
+// header names the columns, in any order, from `lab_sample_id`,
+// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
+// `lab_sample_id` and `batch_id` are required columns, as are at least
+// one of `scan_seq`, `sampled_at` and at least one analyte; an empty
+// cell is an absent value, and any other column is refused. For
+// example:
+//
+//	lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA
+//	HPLC-2291,B-17,1042,,181.5,92.0,
+//	HPLC-2292,B-17,,2026-11-23T08:15:00Z,,,20.1
+//
+// Each record is matched to one logged active prediction of its batch:
+// by `scan_seq` when given (the latest, if the rig reused the number),
+// otherwise the prediction nearest `sampled_at` within
+// `-lab-match-window` (default 60 s) either side. Every record is
+// kept, one per `lab_sample_id`: posting a `lab_sample_id` again
+// replaces its earlier result (counted in `replaced`, never twice in a
+// statistic), so posting the same file twice changes nothing.
+// Records that cannot be matched are listed with their reason; they
+// are kept (a corrected re-post replaces them) but count in no
+// statistic. A record that cannot be parsed refuses the whole post,
+// and nothing is stored. At most 10,000 records and 4 MiB per post.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12811,424 +12917,429 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37dhs3tieOvwqWzswy2SnSlGy5E2nlD8ZSbJ3WrSXKOX3CDAtkgSSsIsAUipKYjl/q9wi/J/uufQGq",
-	"iixKlJM43TNn1prTMVUFoICNfd+f/c+dkZ3NrVEmdzsH/9zJlJtb4xT+40iN5SLNj7PMZvDvkTW5Mjn8",
-	"p5zPUz2Subbm5UdnDfzmRlM1k/Bf/ytT452Dnf94WQz+kv7qXuJoVzzNzqdPn6KdRLlRpucw2M7BTtcs",
-	"hc2nKhNjqdNFpkRjbDOhHuRsnirxuvNaxOcXvcH3FzfnR3EkXnf2RXx23Ht/cTSA37unpxc/HMNf9juv",
-	"RHx9fPXh+Grw3c31P+Jme+dTtPO9zYY6SZT5ct8Uf39x9d3J0dHxeXwg8qkSub1VRmgnbo29N5EYLnKh",
-	"cycymyrRiDMlk7gpEqucMDbvG5mm9l7kU+2EnasMF3mII82Uc3KihJEz5fAXHMMolaikbxoxPa/iZrtv",
-	"4PNPjFuMx3qklcmvc5vJifpyG9GD9amJdnm2fOFEot2tGEljbC5yeauEFPeZzmELTs6vb77//uTtyfF5",
-	"b3Ddu7jqvjuOmwd9M16kaSRgh1rWpEthM2HvVCZ+XthctsW5zafaTMS9dGI0lWaikkMRZyrPlnKYqgOR",
-	"ZwsV9401IyXcXI4UHMM4UyqBDYp2pkomKsMLcAVvtbrjXCH9Vz/lWo2sSZzIrbiXOhdDNbYZfF2eLbWZ",
-	"HIpXnfZOVNq4fDlXOwc72uRqojLYHTyNXGVGpl/4kt0YN1cjPdYqEU5ld3jbFmmOG987vjrvng6Or64u",
-	"rvjOXMplamXSs/ZUZl+aYIY2WQr1MFIqIQofWTPWk0WmEpHqmYZVX3b/cXrRPRr0Li4Gp90roBVc+I2R",
-	"i3xqM/2LSr7gfb8579703l9cnfz38VF8IGANyuQ8GxCcNUKahO6r+nmhXC5GMss0Xvi+Qf4QIW0bhU/x",
-	"KXmWgIxjjWB/+OGHVreYS61TbfydkpnK4P6ks2/7O5mcSYNj93fiSNzrfCpiBd/3bX9HmzuZ6mSAq+nv",
-	"xOJ+qoyQzL3ghjllcmJexapMLdm7PNNmwlR/Y+Sd1ClcyC94KNfvb3q9k/N3g6OLHzwj5m11uZ3PVSLu",
-	"pzql/Uaig0+EU7nDC22zvqnIkwNhLLCzRSozIEqjRni+I7tIEzFUxFYEiC9i3Ub1TUPJ0VRMYeRw9NqI",
-	"eWYnmXIOzhz++HHhgKcoAwzfqKQZAcH0DQ5UzBWJcWZnuOKpkmk+FZnCb4rETC4FckjpbvsmfnfcEy/p",
-	"mbgtvrP5VMhMrbNGFhM3xi3mc5vlKjlTiZY9PMYvfe1f4LfChALoyJOZHI3UPFeJaMQ359c3l5cXV73j",
-	"o8HZ8dFJd9D7xyXd/k+eDPFudFP3nXQq1UZd52qOH5AkGiaU6WUGYjLXoPiMZerUmlbilrOZyjM9EqmS",
-	"Lhfu54XMlBNDHlM0jnWqMif6i05n7434zqpUGReJvU5nvxn1jVsM80yOcpUciFjnLMRdLDK7ADlix8LZ",
-	"FChNxI0fxFcilTNx9OKoKX4R34ofxEPcN3g9j5hwQfy0Ej0eq0yBMJvJPNMPyFbulZ5McyfiOd7ZTIkH",
-	"XNcrJX4hMop3RUvMY6FSp+iJhkzT8OIukCRMM9aZy2mJTWI389JW/XOn+JB1XtMdInuYKWmc2EVpOJMP",
-	"eraY7Rzsd6KdmTb0j91oTThGO6mcPTWk2ocxxzabyXznYCexC2AopVl2O6X/VzuhWcyGNN/8idk67c4u",
-	"TKceRunC6Tt15meBa1P+3c9Cvz+yvE57v7SoTs2iHFOqMvDEjzsydQNPcTs/RWvMNdoBlqIzEHY/0tvF",
-	"U3b4UY1yGLZrZLrM1Vs7m8tM89WtHmyinZxkSg3cVGY1guQafgaiBSoxAtSJPJNMbb+6qUzsvWgJOcr1",
-	"nfq1Ir4lzf4CdKdUZdKM1KGQtNcoYVBCdp462ye2Dk5tUFyP9S84U9LgraO1zrRZOF5vJCYvT7df09rc",
-	"uJ/hOW3yN693apdbovds5pL1RV5Zm7fgU1rEcP6gBYeDWF9BD80V/rNYOJXgZFsNvEKP5jFivFQZjseL",
-	"qFLjUMsaBgP70phnKtHAVkVLpHLY3H51EW5/BqJkfWwJO53KofhWSPGVGIq/iDDTc6ZAUnjy5FUN93E/",
-	"Z3kDP3HtG//PXvNZ3+lSO6852uEj3ygaNku0kdmyKvCaf+TBu/WTP3rffUqbqCGgT9HO0eVnvnj8eS9+",
-	"2vyFH2S6UDX0e2GUoB0Tc5V5vogHKxYmBW3Q5TIHC1Ya/2ey+m2i0sIY4FODG08soL0mqHkftyAW3rgt",
-	"njze8sm6rflO5qPpd3ytVy47/GmgkxrrIQqcYIvj4W3/FO2gFjNw6EFKBjKvrlrmqpXrWWnhxXTV61uj",
-	"qKxQelh7zaQwGn9A3XV4++HSatKsq/tRddE9rjVle6O7p7bnDPXY7zIlbxN7bzwL+qwX3chmG2XrXUHU",
-	"qN9enV0fv/0gXgqXNFI5VOmW3ISnGbg6PSSXJpFZItBohVlifDgWcpRZ58TYpon7HKZV2vawQbzBtcc3",
-	"lcaowpGzeoaJKityZxdHx6forzy96B4dH+1EOyfnH7qnJ0eD68vjt72rm7OdaMf/5+Dipje4+H5w1T1/",
-	"d7wT7ZSNng/HV9cnF+f469/OL344RwNoJ9o5655+f3F1hnbR9XUXX+T/KtwkMElh0eIqyu6fGh0TNCt0",
-	"OdZez2BNlv46tDZV0tRscIIaHQ9XfvmRDb5S83RZoyjBz0KZOwWyTlgyX5gxolFOrx+KGEaO2WGqcyeI",
-	"vNt900WXs0pEPNdmEkci5vdjsMpjZLoDbcY2Rk5r3L3KVEJOk3wq875hg/6FExmuB43WRjy3leEG+Ef4",
-	"oRiSfwNLkfwvsXAqR2suBks4BhGgZvN8KWZyfij8Q/CaVn41bPCHhYj7qXUq2M4Lgw4agQ4JmbOjAiTI",
-	"UIlEwYGwFzTRsLkzbWRO5DyTc9gUpGEi8UdNezijaGf18zYyFnjuxIytfxE2bNPDl9ZMwnPlDd34Aj1E",
-	"73wKgnF5LmdAYUhon6Ida9TFeOfgx8d5YDH7p+iJJ6vTPsFaqzvw1OOlXf70U/lu4KnX3Q4ih99yP56g",
-	"iuKst/hGWma0Qy9v2D8NOx2epJU+udn0/G8+5dLcW5/zdo+v7QIdoH/wWqXk2XtKD1i30kZw141IJfrL",
-	"wtNwy0kjfFx1QEFZ0TD26h6byYfBUytJZTZBlzbMLPJMgz0hx7nKyH8v5z5Ude+Ens2tU82nFzjTZkCK",
-	"wJM7gfMyX1YitfewmrcfBL7+9EyFOiTTdAtyWVOMflr1H7LqU1LzhcxpM+jUcMls08EKFmmd994aNXCs",
-	"8QxIArAfeybTtNhyYvv+gwWakX3zmELmXTmsl4G0gP3ThrzWrqpmNcrKVdO/y5vqJ30vXa5V1Dc9PXRT",
-	"nUmjvXf0eyCJmTSRcGrUFn9t73aabRGP9YNK4gPRy6Q22kzOVC5fuL6Jiz2PST55PWp9Q1DzflDJ0+6x",
-	"qoK38O6lQeV3uhWBJGoVE//8lnZecTPRG4YOHLbomMs58sbm00wpDB9I+u9WDhcrp4eb//pG3ltrxjpR",
-	"ZrTRBL4s70cktBE/diKx+9OhcCoEt117lgChoJz6ui266b1cOtgssHUP+0aW9pRIfxRm9vHlocKHFrlK",
-	"gLhTNc6FXeSRcBbOoW9mco4xk6EiPavO3b1xg7d2S27c+K1HOP6NI9QfVJapFB35J0k9Ty1U21gnMSUf",
-	"kD5K14u8jpWAZo12KcYyE8rYxWQqcothfKFROK2ZEkfKzfXt5wRrrtTM3iknRtbN9KiVyaXAodyBMDLL",
-	"7L2YW6fx2tHvwMB2RW77Jr7XST6Nv9oVczDGXVv84KUIhUIKj7ITyUCLb8XD4J/6q91PoiUeBjrqG4W/",
-	"wt9aYqYSLU0jaYZo72iRi5H4VsRwod3UpkksHsRZ90i8FJ32m7++3u+bBvzzW//yr+rX5oH3+lDI/pcW",
-	"sVjmu6U1RUI6oU3f/DDVubxVmee47+US/vp2qmZ2pvKsLU5MrtK0LU7lsC2uly5vi92/fiMae53dr5vi",
-	"673W168P+4ZyTKQRcuhsusjhJO80xbEfxG57b//Vq93XxeHD0rUTnWaEZoh2QBoqmSgymQTsDoeiRmIG",
-	"H5FPpRH5vR6Ra0sN/qlbu598PoXOI7jfY5mmYSQc5iMNMxKtjeN8hGMhtUPnaN+V1yNzocOxpNLl1Uk+",
-	"ovzrs8x6NRJ+wm+FFl8JJhTxldgVM3mrmF6E/mq33f4oJFFWhPaZHKlEDJe0mS7PpJ5Mc4FRQxTJ8PO9",
-	"vFMsI+SDdmKo8nulDNAURewe6Hvo4rmRNGJiFSUS4Bd+bAu4po7U+7GQ4krOpBFDfJtSYZyYZDJZyDRd",
-	"It+Dv4lxKs2to52wc4dRYeSOMrVGiam9V3cq65upnuBF0JlwemJk2spty1jtlMAQ4KH/aK/Z0IWxGW5u",
-	"3+AGBdabW9sWcq5fyizXYznKgcdP9J1PYlqksFVqLoZL/N923xSanR3DvkoQ5GHf0eTGeDW8krMGUcfE",
-	"V4NqCTGaWl9HuKUbFM1F7k2pusvJG/LCecLD/WYqK93aELmhUOObLcKaT0QzkTprIpp8Qm4O80jQJFwu",
-	"VpmeaEjmnQJ45xSMQCAFm4n83opE5WqU20zM9QPoiiur32uLvyk1FzoX9ypNxVBR7ppi5guiAQjvBWiY",
-	"ST7F7Aee1xrhlnBNcj0qYorAgeENJ3Y7/tF7naiIB/hauFxmOeZiYRrZMBAzKE/E45uV+PPum8fjcdtG",
-	"Uo9BAn5nk+Vz8wlKzpyoSDixYwGXbekdUejX4IWXx+zULaXwCay71HmFj/oUwqd8inZGhULAnvjHXq2q",
-	"D58i7yJ64q2yx/RTtPP0PPh1NEPutnq4p2fK5XI23wlqT3HxaZV11/5JV/hlZnM7sukHlTk40VWCufMa",
-	"DX7W2n7i+iM6lmhtHWtnyokyG73KK853OZpqo1qgXMlhCkwzUaRQY+4p/sY8Ordz0iK0E4kdLWYcPPp8",
-	"p29CWcOB7p/nBK7bhPeYtHSdy3xREy0i+2lwxwdx8M8ds0g5tYwyMNbWmygQgyoZZEq62tSVSzItSK2J",
-	"HU6NTt/YvxsfIkucLmbSFDtNA7KVZ4gbwHbqXM1c7d7xDzLLJF48cqOlFuao86EHTxhQUmonTxOqf/rU",
-	"Tmgn2TuG9Fvet7UtWHENCv+S4JcOxW6JVkr+k/kyn1qzeexekXmnHab85sqAHHhnUURmC+OEseISxwHF",
-	"Rjsx1ipNBMhiR5oUD++14HcW3sv1DJRGGgLz40rJ4/HE7rb33rS/Zi/C2mnQojYv/MwmoJj4mUPu3Tsr",
-	"hgudJkIbktvw10acqDuVxmzBp3YkU3qsWXvFXKDw4N243SmotZZRLebwwQPKBnNP5RqsSTWcsO7OnUyM",
-	"zVTiJVt1F/iPqGeFkzwUsdFpTBqaAzOkCEVvuJHFdKdyeKUcso0658n7y9O3IsMH2uJYY3VADDrwwKmf",
-	"KThTxFlj0gXpMzFrEpgdJTHAlWUH2DO8J59p0H+eEf/YW+XI+Ew+nCozAS1vd+9rfDH8u4ZQUjnkWDS/",
-	"X+e1Hb5wQgdXID1+CMZyDgqrzoWcSG28TUOaupJZqjGjGI+HdJXnrKwalq8u6wdvVtJDmJCbZPLeHIoZ",
-	"7IVKUOcD3VLJDDTL1E4mYBUU3Iu/BvfO+zTjViqHLRyida9NYu/jqs79WE6AJ7z6XSzTJe8j6rGLGeqm",
-	"pnBL8zf57B7KdH3IqzHxbZLHVq519ahLVPPTYzfPXSzykZ3VaBm803VRpZHNEheOAq6ayy1eO6YR0Cec",
-	"0GaULhKVtJ/OglMjpe9osqeeJMO6Tv+h5WS8PPIIxpVtiSl9PSc+hq6GQzZuqwQNzGRijXp66QtT2qgg",
-	"8B+TzTf+jYL9rWkEK2cb9icKx1LaivIiag/bygTjT6VA4aNGS5UQ5rLOprzi5XllyS6ykSJlaaxTFYuG",
-	"Sp0SrzsdEfsch6vjv98cX/ewKKnrHUswvFAmQV5jRNz+aIepHsYYq47YzeGWs1SjvyJTfZMpZ9M7oDcM",
-	"gi9Moqhkwl89FE0vnMACKqAJa3PXN424hb+0YIUt+DGOBGuu7MMMRUqxns1tlr+MMdqhsuZh32CB2r32",
-	"n3XZ7b2vFJ+1RdcIO6d9FU4naiSzvonJgwQfSj6w9kdnTVzye6y6gdCQRae/Ew2nVN/E7jZVMjMtWlZ7",
-	"lsScmV3iu68737yp41x4Nk8kOoO6O1FJLBrkaQJapTw01Mli3qaYPecy75uJMlhklohRqvHG3yo1ZycQ",
-	"aG1+K5rtYvh5ZmcWBpUYXgKujcpvJGKZjaZA5bHIVAsVfJxdGuH/wvGShuwbr4xhRoN60C53BY+lSkJS",
-	"dATu4uvON30TU/7Nda/bu7kenJ1cn3V7b9/HEfOKalEdxsBxhEOKFIwWWaZMni598MYvAQ7MlyagHqtI",
-	"kW9G/i7QobECW1A4/BG0lBhII0blSRh1H8hQKAP/F9aT9E3M88Wk3IT9QSdnKThGu7oT7fhdw9hYWu/p",
-	"Kum8j/GsjQYv/76J7WxU70jqkLdsanPh7uV8XTeT6cRmOp/Oao0o2OUBKsIz97TkoDMpK/lrA84zdaft",
-	"wm22BHgfPAWwtxpvzL2cbwqPGOBN99LV6P+rQry6yJolrXx2/caDMlRYcs/MtWS7r/5vNl3MzECbRD3U",
-	"VTfCE2YEZFuUhzwrZ7OI4D37VVwEzcsEsUWckwzvR4nCZvkmavEWeZ1ujaUSwVryCfucxU9sglzGhcpi",
-	"xyjFvOZYay7+PMhUsmANaIsPzGyqtvcWXMHTK8rumlK6fuj53jNXhUr2I3o/eQm82lNOWtpWYV+5WNXD",
-	"4gWsHj/v1hoR112yMxIWdXHTG6N/XqiSSeUFS+Pm5uRIgLYv4BPw3GczZUhWYNVl39z0vm99zVEd2gas",
-	"dgU+D1bP3v4b8ZfhMlfuL4ciDsLfW+AY88GCs8yhqJaGFzJbpLluwZuieESMpBFz6Rz6AvuG5T6p9Brd",
-	"+CJT44XzCY9r6aVrSsje/psnjb/VzJmtcycOhVxJpNicE29nOs/J+vjXzpdA3fxI5VKn9TsR9IGgcRgx",
-	"XqRpjcBMkqds6jAYcR2+XTzy9ubw46IZ9Y1aQ5nOC/4O1mIqUY6yNR+WlugMY03LWhZIqW6D5yTIp9oo",
-	"9mM/maV3ys+i+xvo9EkpVkpcwsdJOMwzO1LOcaLkhp3AnOGRnqtIYGEtuTYoGhQ8CCU1A18KoTebsbYx",
-	"tpnI5L2ATzZOAzm0xfc2w+uPyieFm+Z6jlWENK2dGA032+Vq7nztp5MzzD6aVTzYT4iP4lsxcaPGww1n",
-	"W+t071Xtn4wi1qTWG587WP1sVKpojyi8DNd/6+X+ECa7wjXVrxb2bLDIam7kJRiszNlBO1P3Yi4nKhLx",
-	"S1zmSzL3+EaRxfeSBozrPcBTubf/Zn2i9+pBXL/vtoDle0lSuj2jqRrdKnRz0l6AYlijgo6JDMiWCJee",
-	"aQoHcYuZE/eKciTXl6d/UQOUOJ9R31h4t5+8dxzqgdNA07eeVHweJVoO1oTkOKJybyLWfghmBzyzEsi/",
-	"Qy6kLcyMx1TJgswHKK1raIvC3CDzCv9hOHf1AL+5pzNZSxPhfVqf6NTeY1ZoIhZzmK10A8uk9sKhQyIS",
-	"o1lrt3LDttGt5cMJPb6HCy7+8aizq9DGmHgqJ1ehx3B3Cg7/0yYBe4I56k/HER+XdCuZuZen13ut85PL",
-	"7uk1BXxw15zgBYupytQh/oFdACI4ci5Pr68Ugj+gTY/RDP8n5tIN4iTInomPRJW3mpivD3ecUoyAi5dk",
-	"xeXp9UogbG0CX0d1PZKpytZGr12Uk3cTmw7GOs1VFjlzt/ra7yW0s73fMxf7bWada6GSjT6rq72qatkW",
-	"7A8rTstzE9f26eF/6ILOro9Fg5Kzm9W1UYb4Uwv8IvztaR52HtjI/H+42SqDKbOTyok9yreeyO9Zi1bT",
-	"W8Ia4RYjUMwOK3Vk7LPnWjLthFNoV29XJVNw0yfrlYrcop9+x+yi7S5gNc9o7fadL9K0tEFbxau/eKrS",
-	"WiXdv3LW0lqJ02flo5VTELba8sIRs+Wm4+K23PYvseEb9/K0MFrXbHkW8d4hMEKjLbOztugyey2rIAFl",
-	"DAMZhA1osxeuUnITYcjjox2G9GhvfKC30t6HNFyKY/hkW/H2+sNhYWiGuWIvowawsJjQDBI7z1XSNxj6",
-	"KLDPQuxuVpe6WwJSA2a5wYg0chYigIRVhkYkJomylyMsGb4Sy2FV33j7OKT1hPBh3IKZWziYo3BNxQbt",
-	"mxWIt3vphB2P24IwdjAlicDV/J5vSkFCHKEEBPFIwq2r+8ZKeZSI+ZXwRoyFNLLykfAcRbTjvmkQGpj/",
-	"+8t/frTDk+RT3MT64bagP5MN+0+mrE+xSJW8UxS7mgm7yEUj9kMMMnvv4AkH89h7N1g4lYRsIHiDihj6",
-	"phRaxegBxgopwRir2Ng+BenNU0eeDvtGJxiLW3ofRWEGoyMDbPBIpNpxGjhiaqLBTbu9fR5ehWQ3mP41",
-	"MTw496CR4TWsO+OPdrgp5mIsm9drf/GEU0/z/q+Vi0wBQ9FwKh23EjVKZaY2JJ+FM6vDILovu2H4BnEA",
-	"tpYC0PPAdAwH65pPp09QbHqAAamALbblYYU1jNzd4BlOlLfXH8RcZjnYRSOM5zqxmFPobbPjwH/sFtl2",
-	"m9h5nUwk/bAmOF+JMR8KUE58NJFPQTtRLPrJ9FcyFLbOUsElBwG2lZK7EybZKNIehXvyNarPx+FxIU1O",
-	"1QoH7fxGvnBiqCXZJPhCJGyWqFKkDn994biOxSc5kX20tY+xwLnZlOxbs85j9OIF7ufBI0MeVcQCjYKG",
-	"eBv96qhmgpE8feaCdrkeuaLYyFdWaD/G1p+zenbHwKvrPs1pPtntrM+FySnmsd3jm700G11IgabCtheE",
-	"sg2V0pf+3qSa2bSOUN/b++JwRI5JKXxoz3HGr8RyV8/oM3aR1lvazY1bd72WzRx4w3peSp1yXeE76/v+",
-	"aNQJPYO3w5pYvP5FrbvQQZv4m/4uIqBLlYjFvP0HObQrnpl6tU4A1R96b32hTaCvH68v5ZOBSleMhz46",
-	"zLSjtCvUiKgojXVSGHb7sN7v6O9+llu3jqDOYcWp/uVzioGP9J1OOLuuiKORaoh1YjJTklhjTKGpWDTy",
-	"TM7VL1YnMu0brEUMvBPT8nzRoYGjEJoq133IbSke0K/UPBDS9I1miG8RMBTcYjQFVQOXZNM7BFGWJqFY",
-	"Py1CzBYux2oHIfO+ofT1/N6W54/ovENWZe+qe3J+cv5ucHHZO7k4v47BBvTf3DeU21Z8s3biF5VZoBtj",
-	"czHWRhMshQ+dYy3FROWub+JVdKq4zjyjpX9O2G21JtP4E98S5dSHFWvJ52KRp1plp5g9sc5KNiRyjzUc",
-	"mncXfrMv/rf4u8cb/085unXW+OLqs0UytemtzCKx+81fv4mK/MORTPWQskdEppxOFvIZqGf5IgGb8hcs",
-	"VaKXN6buqzRMQKuMxKtt0T/3tt6B9zZXVL7a26NpPgdaLd/biXZ+rj2rMvLOv63bCGGN/iSH0aU1E1+2",
-	"s5LHv5rhVmtnkFQM1samPMY6y6MmMW69yoz3aPenWpm6Vn+1RcXTc6lvZZKaZa6ng63Mumnjn+We9yf1",
-	"B3nnAyH8j3P+D3bOI1rdv7JDnk2Bt1Rg9Nws4PpM3xJyen1e7KfNCznScmIsGqU1UatFmus7mWmZq4r1",
-	"ulJNhbVoLl8Vs4dCilu17BsdEIIIFTFAlBDnwvoPn0tZAgdqi2ul+qYMPQSaODCZRSpdndqTqjvl++hs",
-	"IW5/3va5AQrYrZ9+ZuLt3tYPPmsdz8wAfoRKnsdMS+/8kUx1ZZr/Ya5/OHOtQHz+G3DZgjZq8BqeUxKx",
-	"iiv3rKKINei1T9FOUmW7W9B5mVFjYQUj1vx+ZRVrcBCVHap88bpWVlnPo0fyGwyK6hh/rl3BIKhf5Bbg",
-	"3jy9qRsp3asaW+ytV0zAAmDx/tSb1/65Ne3e/+GRpVfQMNZbn2TYDGpzvTM/INDHTWFlMVQjuWDnW2on",
-	"L5z4eaEWFBAcA59tUJbwPF0KA/oCdo1z3BwK33l+4Xe0k0qHqXQznT8r2wsXN0jUnDbgyaJsTBXevCO0",
-	"gry6J5/xOb8hw3i9UJrWHIXzfJIgLlmHq5KDUQ/5YLTIHEneJ8NrRYHR9jG2tUK9p+Js5UmiyhIf/8or",
-	"W4srS655xpJl6HL4Lz0RE5sfipiq1TzYLDegQT3alooF/N3DjosEw3+Abc6wvo0zEdqlCtUiJIBDohuP",
-	"WgrUsbj18oLaIhmEjcOs8ErtRSivyNGpinHf4VLE8Hj8FLp1pfHSphDPSoexKCDLbXihjHAZlVyeGx6v",
-	"esGjHUq/3cgg8a/+UXO38Tlz5ys1ViCzHf+8nWZc/pinlOLS2p58NCzvifjayuY/9Xx1M1E3XxWQ62FZ",
-	"j54evGOSkGh326JLmACC+RHVmsc1jRriEv3XO8G8Ar02//eZctNQTah9k4GVYsL6/I4VRXtjO1Pi33Cj",
-	"b4x+EGpuR9MytCtMCDJtJhO1pXt5TbN51uSHATyA0oA2owytL2UDry4vDblNUZy+ghT5vCA2R2jrspIR",
-	"lMaH3YuY+zPF4x8fJfefUCdFSrf2eSG4a3mn819ul613NpVL4WaWm/TaTCQq03dU+xdCbIwUahL1EDEK",
-	"K7qhk4lyYkx6hnQidiM9X7YJjLRdKUZo4IsmsfdR38xtusTUjohmg/9Jc/ntboQiDBud5iqb93eacVvE",
-	"jAdEAbihEjZJ+gYob5IpSWVo0og4jBozXeLYcQGqWX5ApU6Vgmi1gbowsRzaOyX2Oq//yhAcIYI3lQ5+",
-	"/5rjf02EieQ4IvK1gyIYeHbc6x51e93aQB2udZ1Oj0qHQRtW8zWM57L5Y1YBQTuiEY68isL5+imCD7My",
-	"4pXHP306Nl8NJ7KorFMqaNcr48PWl2Z4tR08aBiqvOzae4S6zmPNF8tJJZ/bDq00/rO6oVXfO/6s9+qc",
-	"ehutqkuPeV9SLRNNwOGEpOttK7CXtreqdP45BpV5ZIGcjjNciqHNp77CqxBavHhqjJz/Vhgv81SaDdHR",
-	"Rt/GHwjoQjNvQuQcVSj7UeVu9SaUE8dqqtZ17jf3kBuB+ze9QoCp21MuYH22lKxBqaQjrU2+NKrkPn7C",
-	"LHzO5rLG+0wZ65NLyIwQHECJRNx4QCB6aRoPzaZ4KVyeNB6acZGjMLfzRcqQlUlix6LTLHJVAto7iKhx",
-	"KvMiAOOhvGWOeSTtJ4G2wQr5/Ka11yXP0ArBreHUVFt8VrFgah/hUvka1RTs2hQRLFDnKArKXPz5hWNv",
-	"9vdfvalJmiyBraxDehcz17XByzRmMGszypQEe5eK2w794tXPC8m6gs/oiFdL+H7vL1o52vIXVLe97rx9",
-	"OlzoqLd6xbbBQo6DdnJ08uH46t3xURyB6tI7vrq6uezRP992z98en54eH8WiEV9eXNeURrwcSTNSadzE",
-	"t69vvv/+5O3J8XlvcN27uOq+O469JAq4Fe621AADUcnD1tMgG7QnGiiuuC5i9l34XiZyjh4aW67xyOx9",
-	"tcZXiji4FGJK+6IMsNXkL4klPZhRzP3VfSpY6NhE0x9WMGwIHI3bOL1wDHypkzhUDcFVPhRjuzCJD8H6",
-	"9vof7RAhehGZBj/Jd9Pj5GtKw29i4XG1J2H8THzq5wNOe8r7Tzus0c1+SwmSLy7we1BTa9Q3TxUbiU21",
-	"Rr2p6ptKrUdRFqKdiGcql+0n649SOXcq2RZS+Nkxyeq1Xg9K/jBdBgohFPxIWCNi+u+YRXAAYNwqaAn0",
-	"7KbPLIh+pEjnVpsaRTb4PBnwGb7A15wNl4I5y0pV1Uv/0orRFOpqYtEIQKYMlM2V/SW3KsIecmmPl7Z+",
-	"gCecqkAUzz+9M3hr/fB64eaulBSC7PQu+YjLxMqiVDTAru0b/jdWZXy0w8OKvMJUbaoW85m4ETVH2VCw",
-	"RqVfhOCIBePImlDUNanKrW9eFhstU2e5yA3L29YL6+DOkKMUQQ7qXHSygjo8tmkiHkpIVYTNkFijDsXM",
-	"Gptbo0eHYrfdKWWpJAw4+xu6RPkj3/pkq66wunspc5ApgciRvOE/EaUULulI4cojMbX3YibNcr3QJFA5",
-	"xr1K9YmMrBAccc8jx42rxtI4DzFpRAzri4MaD/SEBmUCciZbGOObtJDok8iBFtl2XKaUKV9TQOeFQalW",
-	"dqsaAyxCfA7f2q4uoSTjiuoEtxhSGO8ZE66IV+aapdz+cFnC8T6WRFFaV5ehVNdlsHK5nqH8TRas228t",
-	"rh5h67Tkp7GeELIvLnREAmehgQmdJW5vu1FP7EF9qSDcl61ji2VtpqYIaCW8uYJMgr/774ZHEeHKC2FT",
-	"9M6Cn59vB+OHPB2/XCfWtZXyNW5xbzF/l/2/iS/ZzDfWQbVr7eqXxSf9ETtDGhajMAhwZRyiVphWxOOz",
-	"Grh2BXat3NS9VVQwYkDAECojtrkY26xvdtvtcptMMiO85ORGn14xf/tBjBbZHTpQCC2gb3TejMRwkRcI",
-	"iqOptU4d+Lrxdhh94HyT2na2QFRj0FqpeWdbdNF9fT/lDjPY4xWTLUVjpk3DtHYjYUQrNIlFEdnqm91m",
-	"8+DxWhaUHAe+Y+pw2Tej1V1ZzMEsiqttPOMATUl84c3rp4BmRneD0A63ek5/85fhby1c+OoKVtS43Q4X",
-	"9cAukLcEJEvfrOsWFHDw4N++Y8XfxFdib4sAQvUL98se8to2vqvTPy613l5/CB0zq+VzjbLJaanQxvUN",
-	"GX3aYOplANQHbazZFsdyNOWvBTNJlkxHGrtv3l5/2KK6qTdVS+xXF8DsCBagbxgEbKXq/5ngpIV3Y7fT",
-	"wZ5rFeYZ7SwQ35WfAX73Wf2R14g4RyyMxkhilhEbxEBBkZC4t5koX/W1BmydtvAtWijZtcwXENxV5c++",
-	"EgGYoLSJVafPNlAFF94eXTiVCZ20nw8Z+wSg5jUq2B5CUxuKZCGWJpCd915GQidkQ6fpErthMeumWN9K",
-	"FdzhasEodo4gXAvRiEs9DOO+ITR/7uNGaeNNbAjg2+9Tygma5GvROuxmO5eZnCmONeZrXp9QhqjdYzyB",
-	"4pLOIix9xVHkgThqfUoNSZ6holCQ2iqUvEnNqG9AVHANI8tURhlB3a49sokKPDvAkx6ITN5TSaQHJ+2b",
-	"vqF6d7/hc7l0Ja8TuojAghtZhx6qIRXpHvjgZB9d8XE5RSemJKAGiYP9Dn6MSqjasiiE75uCHOQQeFun",
-	"vS9mFD8qB1ppK6tx7L6heB9jY7jFDD1yHDCl8K3kKDTwtXv8ACfu+wYRmOfpsiWThGxdnKd5KIZqaU0i",
-	"FPY4ih4PGcfYd3SozGgaw9V3i8wD+5AzqYXVqbhtPh0KNxg9/xQSbezuR3vRblN8JZy5I2Ma/yxN3Y6u",
-	"8NNnY8GWOOqbZyDDXhhOSKspvs2nyjEygtN3SsQ/pvY+ElM9mf4U9806oGwDa3PXIWWBKFLK+PKPYo+R",
-	"mcomKmmLy2oyGfUXo6YdU5uWClMQLwKotm+K7AZq5eF3k7qsopK1wACK9GW/KpmotujSCvgsYlCeWJGF",
-	"74ojkLT+69kPYjOsFoa1mXKV8METeQesVJVAdJ9xyHWlvKWYwOsyPt5uTbxjM+bLqlB4SjivD/5ovASk",
-	"sDYOzkuZnOEAQVoAcUQItnEn04XCy1kUdlMtVN804nsz6MSi3RbwX3DZ42aEJZIrUZhDoXNhlPKNsFk1",
-	"ydriBJOGrXeie1WdexIF55avSncx3U46qBJZa1MTLRiTyNN5ccIlxuC/txG3ik1owU+lNjgl/gfUYdIl",
-	"sEvsZYz8c6/Tab3a63So1r0tzm1e+u5qVfnB07rrZyIwdl5/XQFhxH8/GoUKysljluZZgff9OFbnWE+Q",
-	"7bJSzLbJqvm2Xim/93T5wApsaIE7+qzXVvOiYQxEVH3s87lifkOt/DbNJorOmuFgg2Oaqr+xJ51Ki8r2",
-	"Wu/0Y+yD68wGNQX8fycaBbUB69a3L1Uvhq0ti9/7DQOzlbPB97Re6+9+T5DZS8RFxXSSaCM0gUgQLSNg",
-	"p/k0gL5BrS4ScWMpWmI5lXlTvBQNJ9zPWd7YFS0xbfqcAuJn6HIQbiRTlfQNGOVg9HdFS+zGIlGTTNGt",
-	"GWdKJXaGrI7yEXw5Zd/Euy+N+Er09l42TGu36d3vW5YuriYW8O4XxFk56jI5PXY1ilzRx+PR3iYY1HdN",
-	"K/sTmeX/Dg0Ralw0W1eZXYc3yAGCHqLtGSD6AVA2rTA/NGeTSFQcVCUX0qqvZlvd4+0HxEiv82l+8SYP",
-	"Rt0/ClrAjhEqpH1ygipeSfH6I1CQIdLCBgTQDPInYFhZAC7xDuwC2AMVR9L4hedBDv2QFUQRykl9xaBE",
-	"S89JDoO9gz3pWZFxuVAPeaZmirHTGrH/gkFuc5lWcCGFTNPm1qe+KqFqTr8611adJD+nxcMj7v/HmzzQ",
-	"SQ24OCTZ4lC1EfdTPZpWG9lSmvQ9RlbnUmfb9NekXvgD/8LGvgOYg8IrjDlo6V8iCSjTtPAp8EIPRQdp",
-	"CSxpAjkiq/GZiY+ly1RcymiFoz7Go28wBF3jgHc1Sc9vUafnrifakb/ooPBJRqJG2QfT/PiyO5gM5iob",
-	"nMJDR++r/yz99RAL5KRwai6xTyJaGH0zVTLBtk4YnCg1/EKzA35ul3yjaJCQ5UiOx3bfnBSeFJSgeG3p",
-	"GU7iSdRIz2TKjmXsffnjV62fEj3RufuxTf/704+q+PGnOKoSGv7ssw5s1jdFYhD5LQ7A5KSn+BNtBtbF",
-	"7qDT6YBhNFUPkhcCC+g87M5be5hMpc04pv+B5S6p04CRJj4sfUvfGGtaRk1QJrZF169ud488643dTr07",
-	"Hk0v1zf5vRUzTJpgh43BuIPj1plBlxhqI7PlziN5EttnR6wmHrm7HR6mjnZrmsGu0W/A4Fi9sw7TRD0o",
-	"7twi/i0yxIjRjdGFn8hcIllRdIjJTzv6rbMFSutaG+lnJGJ5xatsC7BLlFwAWAQ3KDVoG9tsEHIi4Y9G",
-	"DaiD84Bz7Z9MJ6Uti9aaIvNSHk8E+/BIH/gCJAmjGG1xqnLqtUa3KBJxGyh7QPlwcSuOKBsIQZRQ4PZN",
-	"iu9gHQy8VNRbvHld7s3W0Dmn24F2GBo0eaWQiZijMDsHO/PUtfY6e292d/f2Wrud3f1OByxQCZPB8v/P",
-	"j93Wf8vWL53WNz8V/9ketH76Zyd68+rT/6q7AGu+nvUYptnkh+PsGzsuOS7++O4LTo0Wmc6X13A9ueBf",
-	"yUxl3UWdSt7lTL2t4L8pFBPDSDbTvyCzORDf4fDkqxvh4z4fQFTbJJd7Gy6M4yqn6jyHQpejOLoIzbbF",
-	"Se5EZlMlGnGmZBIjW2ZscRU3kesnyrHaQL9raxDvZiaXYPylRDXIu2DfaGuKLZ/m+Xzn0yeCfbDr23Xi",
-	"wRf8h6AbPF9kxgkpruRMmkKeYXpXuSlZE/5h+6YK+AAUcnzZjcTR+y5em6PLrmhMXp42MU7Qu7eCk71J",
-	"xuHMaK2iQkQusAN49C/iL385k0ZOsAU58DvtRGJH3t8HOoRr/uUvB+J9r3f5cre9K74S/3l9cS6sEYhe",
-	"v7+//ybqGyHmqdQGH0NmCv9xLRq902ux20bterf9KiqGsSZdNldPGcYJBy3iVp661khluWcO8O9btYwZ",
-	"OnC2yEHrhjn82cvUWRhlKp1/H3stt0YS7GL43qLMG77rv1Vmz/4uro7//vLq+LL8WfvcwZE436Uc3QrF",
-	"pa2uDXP00JOF+4wlDnM10mMOp8UlZKRYDBW7obXjRFWdO58iDEOxaMTTKiSmGCrkDthBmsGNMa7m7UpH",
-	"JTb+sA9gqJjhbLjiJRYN7hYQl0ADgeVWASpiPMR4tSlF3KStD4PO02V5SI/mxq+XwV1gjmpHFvgFE1rp",
-	"X82Igo2VSnMYBjYnhvsVM7KeryjGNtkOpqnUIONMHkeEV7JaTgvPcMkwJrOXMYPC34qnuYe1EEObYHOG",
-	"EmAifoYHLIpFg2OYFN7DKitQ2Tyw3OrOBDiQWDRiX61ROg9G+cDo4cqO+rdWIG/oe6pANtVZSwA1/kDD",
-	"yWCjieKE8Xxi5CP/8R//IfCfzsce4RsJI8DNrXGojrM7I7OL3ENvwyM+iou/u0jcZ9ZM+mam8qlNSAtn",
-	"hoh+dBBzRc+NQCY0TVxQgFcJZnI01Ua1gK3LYapEzKHUtxYYOjZgxZQArD2CeZDf/YoMSPwq4GnxK7GN",
-	"X/vm11arFf4/PPa60xG/rnfiF7+ySoGnWCQBoVIqKtyTU4vWygCQhpuiPEvRJBZYq59kaJOlLzXAC0+M",
-	"t/Ii9mc/v+gNvr+4OT+CNyv502DfMRpFqfm6wRBE1WHGo77eNOq7414sXor46Pj0uHe8nkT8nElKS397",
-	"4QtMHll6KaGAo/DYZVcmEYVPRGrNRGWM7s4VkvoXSmP2vQxC7sv9WmPX+8wC6ebVwg0nl6AYVFd9c37d",
-	"/f54gIvftGQp5np0myqKLzkqQBml0jnMrFsYTn0uxybT1N6n2uWHsG9Y9H0vnVAParQAG2V940qQCY9t",
-	"Ha8ELoEco5sU9s2zrElqhxJlV1iASpqCchZuyVnpLFxZ6pkX7pI/B4ynJYuR8q0hooDaLE150BWMkbAJ",
-	"PoguswldmmJXrFO+RQnIU99Wj4C+Uao24ko1O/vVY65WN6Couby/A+xRPmj3bSdubr2/ve7Vu+Pe9eDm",
-	"/G/nFz+cbz7rUktNN9K3Om/hOploQQ0x1kOR++6DIN98X87y1Jfd3nu8d93T04sfNp0sfyZFhQ/wXvjT",
-	"lvlUIOAFucWjgkEpyjMLfVjw6mSKMz0a5Kpwy1mqza1rhmMgOsGDBNlmQal+y31U2dMhzVIMucOox1Sn",
-	"RcjqxjKyx+D4v06ue9fP/bayFUkUCxMs13hMA4tKcBG4IMnpc3De80VOuhmWJL+MQUJMpVnhxp7nv73+",
-	"UFpk8GOidcqLenv9AdYykymYZCqpK/1CpwEVVKSLmamdKuQ1PTEf1ibF1IylIhkqRSR1M6wX0D0+E0wE",
-	"U6wPT+mvrAACJQf3JiGQuJpELO0bxmAh3YN2cHNW8C44BcgX2Kk7ZSIhK5AKxPpTyswKOUNw3gFWAh3w",
-	"VdQJXxUYIpKY6oPpUaKR39u6DB7KFKldoRNuMaMmouwsQz/ZXuf1X5tRkaGCkgkzwRy52DBRbDUhZSUf",
-	"Bf2E0UrND+6IT4RxdRWsskiacyNqYA9kXtPwaqzuwZYO3j1ffOMo+YLYAL5HPVVWcih5f2uylil/d4O2",
-	"IxrV1Isfd39qM4xHsy26a0l3m+o4wXrCY1uvkDyoVMM5X7atHWl62lQy7qoM/+T6Gm7GZfeq9+QFHLk7",
-	"cr5Wb+JMk2Cr5SM3V9cXV16LKgYOQ2JGf4wcioRqvsjMmv6KhwH6pZzJSSGzdkkt6d703l9cnfw3CY06",
-	"v8mqe8ZnuXtdlkVVva8mJqcPrgEr+ku6LxDeYeiuXUgFkrOYndxwSolupR6zeSjiH374oVX6Fe4eKF2x",
-	"n5M/8RV84vcXV9+dHB0dB/WYvFDaCSJ8YErau3uK5PyAlhOcO6KB5VkgbGgIa4QUs0Xul7WpejdVeElW",
-	"1AV/yqfd7wZXx9c3pxXRlsphi+oCHGO8gRZaUmPnMgNTpcZW0Lnv/GYzyiz3gqSwIqrqDAfIy6p8RYkH",
-	"RQS0MzLVyo/958V36/p+Tee7SDxR+H0QGBFcRZ1ssCtOL7pHx6WJSAPQYI0eVFDzCfnOj7KPoxz33l8c",
-	"rapJdETwXVjk6ZAeYI8LRkCmpx/rm2JF171u7+Z6cHZyfdbtvX2/hWYSi5i68xAv8A16VlQVWgnJS1Z0",
-	"Cf2MKqjqD53OFJhAtgTDNhJO+ZuqJ9O8WML6h3Tf9k4+HOP6t7bTaIcP6X9lrsIiKSZdnsRTydHF+fFm",
-	"IvFR3YIjaydiqhMCAuJCIdo5Llfm5GXPg7ghp+VaCLihG4xp2slmZZnX77tHFz8MTq7L+3F5E46TQRpL",
-	"o8hK77jKYOcXg9OLd++OfUuX7hp1rNcoH9TyXyyVbaV20uIwcFyYryXcs8VMpLoUvMCIwOopfH9yfnL9",
-	"vmIgbL6R/hi8xqwwx7tBRZ7lU6huI9zRwcn54PLq4t3V8TVyNU8bqMqRpr2R0ppoBNBhI9IlE/SByLOF",
-	"Yo/uFfza6oLacSB2A01/DQtgn8ugd3J2fHGz5ntB94jLCWNWZpm+Q8vSZt4dEBScEKDQSap8b5q4Nc3z",
-	"eQtGwZJNu8hLWZ2vOsI1I9It0euCszXKri641WUIhtzaWz+1NhT4Rwg0muijs6Y6m2j42XZLswVdiBXm",
-	"sUrTktLLcUchKflLZHBlG3GLnm7NtGlhbKP4FKw+QQvNvXQRpZQEVS+8CC+1JpkclV+FdW2UhzJXnmB2",
-	"X5H1+g+kmd7FxeAUzOeKI0s9jJRKHAMSGcqHSug0uIvX2rfL1NkDFIQYknUqFzIF9eMeIUMwil0tF56p",
-	"mc2WYrhIwCBvxK2ZfGj5v7bor5iCbOHiIU2CMCZs9yA7d/fZ1xNQKc+Oj066g94/LqsfNeXSDnRuCkRz",
-	"NrnIl3N/ZffwKgXj6+83xzfHg+9vTtF5RNRUZIekFnXJXIJWQkApXJ+JGBhch/nRDh23bodNQk7hi4eb",
-	"21w0vmX7Xn+poIaIX8XCFJGMsou2SglFL2JgwqNb+I6Rqs6PEExhOiSS6+OrD8dXg+9urv/BKsmsCD+N",
-	"rDGU7kabweeH96f4m4ubjBkzVJQXKRoYR4DTkIE/lLYFrSzpxEfCKgSdb66MSpqsTqGVEKYOvaEFR//T",
-	"fCoyhVsR+QwjxGFxLALpmRhjWjUnEK3xuchfAz8nrCC1TiXtR82PABoR7gPdhLHOH7kHbLEj5/ZEAx++",
-	"XtOPtIXd1EifsjOflw8Hfb/Ft+2vHPf7m14PcYXYiVaSjJ53F8ZchbWTRqvTNDD3OuK2AVWOBtVODIEa",
-	"eRF/JRKvQyKqU/KiR3e/1JKZgItIi0fUIomwI0DziLcXH59fXF++BVYDQreFoBWN+Pjq4vvrGOF60DD5",
-	"eWFzCb8f/f3moheTDADbioH9iMxw8tfib/o7mgToekihEG3ErnDYia/MOWutGJ1j9UEwF0ZT0C2SjbuK",
-	"VQxoc8MdWz3oVx086b4p3sZaPbzzYmEQvATUM5VgMKkbTrcMoUTupRAUljnKzYYsXGrhNTB/+gZuMubj",
-	"RPy/XKa2K870d+wJcYs5N4PMM2ncWGVCmZFNqN6ib3wjK6/wkaaixkXQSFGYKJVLlZX9nBzkcn2TAceB",
-	"XeGkUIx+txBd+HWnE4nXr3Yjsd/ZhQPd7+yHeNoPagj3/g5MXmtc3/xFUGjNh9SKdvD/1eJgYQsjlOi+",
-	"cKG57UH5xrxwfSMEFk1W3gph8Sl6u6l7M7vudkHB3t37upxBY8cwTlpN0eHYe3twABqrRxQSEugCgZYj",
-	"TrTjLGyMZ+NtJKcQYp7rROhQCVaU12BHFVCAybod+x7zIhx7g8y2iPc+V7N5ioh9pPpHwmNbRMQ2UNGh",
-	"kuoEN2WRN9vigkBj2G1VOlw6drd+yA1eR+lgPdNHJ1iTjRWjMK2ABAGIFTnX7aWcpTF9pluJCsoCoIhX",
-	"WH0V9MS4wIr3OoV0qIfiXG8vrq5xN8djIFfW1rhgPG6NbOZaNtMTbWIxTuUEwyiUPUA/w6yNmFJaDl6+",
-	"nFqX/3gAVwZzGp0YZvbewZei6Qn6WfwX1iPMIk1jSjYU4c7InHK2Wot5k9HT5nKiXMihoT3oXp4cUH3l",
-	"OAVTlpYRHNJkYF/wwnG2LtJH6601eWbTQNlnSBLAR8dC4kLwyFBmSx80ok8lhPG9zmsefmXEbpra+xbP",
-	"ietB7kTvNiMR8xM0o8eLwOleeI+C40g9P/qe2BLF6fHwWr3lHCVl9W6uOOAUEoNnahJ3EDfQqZxj9q0z",
-	"+dDqTtSBeNPpxIc+8u45B1ay4VpWeEURW3/0+3ES9TC3TiE/qVlvRY/kau2a/TYWibT4oMDZgZ8EAqCH",
-	"8VrCxStIAX4/CKeGa8GVxs22+AHOEa8A3PmVLcC0nw8yWx4I/qjAeavux765GI+9mHraXSq+Pzk9JigF",
-	"ii2BkuSopBo51xwrCdFFGqOrkPrrN/C3JkpgoIj/iOmmwAGP7Aw4QvOQcLt5AYTPy4XzaMxOsC6dvJ25",
-	"U+kYC1+DMFXGn+4zEu0YPrHI84spBUn5lCNUc30ZZeE7Tcmj5ayYKINZdImgBCuHq1iKImO2yRkXuB2/",
-	"FrygnG4Bf2dnrLeHMNUgKmWSxC85uR2u0AqLRZpc4Z00qE/y8+Oi3nNA4GW1it8mP8YmnZDmftz5QhrS",
-	"X0TXBwiikmJjs+AspdPF2/C6s7vqzw93YNVfHg44UzKdfdvfyeRMUvFqfycWjfAi8gNEcEeFa0CksMP6",
-	"gacuAg02OfnSC+e+IQbHIjIwwMgHCqc28enTPmcltfYWBUNwCAc2TfoEWcxFNhDqufDtubVt2rLy1pBQ",
-	"edq3z1v4Cr+6CBls4dQvSXFvzrlcLh2aipyCJ0ELvVMGeAbq4M7XLAunRpki5rsFU+EZ4CIjJ9sgEpvM",
-	"DcgA42M6WBHPyINwcJ3jR/SIY/lUQgS41AY0CZdLQ0gdbRFfn7x7f3MZi4ySqFwI3h94mYrKuz8Am91y",
-	"pTWY2DN7BxSMbWTs3OGfkby9p5OGUNThSHSJaeIOMhi/pdCHwLJK9PaUlHA05BEvAIbxgnKeqTttF04w",
-	"T4bzgS8b22zEufqgSfrEnSbthg8VvXAiJjasC5BFBCtexSot5WuyMlvGCo0DNOiBd9JiEJIiO424hMIF",
-	"Bp2H2hGCy+2qwECEf4n8gy4GQlBQDgVmuhBFlGvwYsbZYGV6VYe24yAUUUSgAPwhOKArMcDKgxQNIDA5",
-	"v+erIiUuVUNw2vVhmdJZWt3LjDACWTHsGzZEXNndI5MEvTPMaiRwjTla76RVk9zunV73zWVILn7iem3K",
-	"GEZzyYCk1a6ctEtpymSeV3OVD0X39PIclGy4atW8ZUa/KeU8h01EDiQxOhh8SDAwmhukvfTNamYymGja",
-	"lfKZDzBlTCOWrb9RAr5Lj5FM+8bpiSlyupGmgEW+7Tq+YUybU2kSN0UXhUmCdgZLho8AthutsD2vNT7G",
-	"I9wh8kVMTPduOcQcJcdWsVD49zLgu8K3kBJVlK/0DR/HC4cWLFjnNGIk3i6yO/XfZ3+PBMFOVLOqHTvP",
-	"dtu7gVq42jRgnbLm4G2xywzT2dQClXf4k2igbYdqL5UHUXVF33Tanfbr5kFpqaGfjmEEuhHYm5RhAL95",
-	"AZMv5yriPWa6cPAgi00WmZgCy0ZsKQrF9abEHtBZF5GCyIXXovf///9F4u+cUuSzfoECSt3OoipqKOZV",
-	"+7ng4ET53EB35TOIArN9Z+FegazAnzh5Aw48TbG02rXFueUC2FzeglxnMJBAugSN5w6C4Aez0VvwLE0q",
-	"jdQRkUrJjC6kRu9SUGkGtEEDam+JweK2iBM1T+3y5Twc7EuZqix37SXoh6ym408iW6TK+yBmjOuscywF",
-	"KmapMCj88HD62P9mLLHHZihj3um0d9sdhvMCLXTnYOdVu9N+RaVEU6yn4bsF/zlReU1NDTXI2ut0St5Q",
-	"3nKByVOiAcpRtUNzif15CJz1FI+qxrEp6wPVwr7BFw/ZC5KS+SndbbON8e584QiOK1GTTCbK+5fgcTtG",
-	"InVsGZUdRbG9jbnYpL5Gv86RKhqoYKGUQ+c+mg5UHgAPoLIxdksz8li0qJTAP9BTeggUPlpkGdKhTFMH",
-	"FlmmqKJUkPrWZNRBLHIrqYUja6ijBFnEWWbsAbl8x4s0JYlc5+AlzLOlyxHujJ29EXt51cNULryZv+Ly",
-	"9fBgsHysORJddvKiyjSVBeC8m9IIZe+vrMzMr5iJK2XjAqdJU9BVVQ7KGgwxQ4RnQZy9vxMOBoxPYGMr",
-	"XmhZ9kGXl+D6O1GBTC9zdB+zWpAvRrf8KaROo75uOLMU1SLsFoXHiyfkBPbvApFImVBkbwZ9G0h+Dp+7",
-	"mGMVzmmIZ6w4wR0Zx7z6/c5f0SjY0JZAGh905InY2gGVxRs1mHLuFVLpD4iiufD3/c5fwXw5RE1GJoWl",
-	"gk8eUKLRdGEmMAaSE3Zq0eibK+X70AUgRlDE2x0Ib/G68w1+xlp0vnnoLxhnTwAVgEXHYqVkvSESLevm",
-	"pe4LQ+V1dptVnXph6LIoLHQoeBmdQBjqh2dlOWd/NUO3PCNlCaNBKJ0gq6LwIpcCLvHPC5lJk2ujXsaY",
-	"sqgyMnBFTO4NuL7k3WjThW7nD7lX5amqyMfY2WNVAUwvkvjYkQofJmdoO+GOe6Y3YFwUxq93GPOH/9U5",
-	"7qw7EMVaqWqY/GM4DGN/yDRFqg5MK2ROo9JY/dpRqmTmyLzrG+bEB8LeljPe0wH1TAhRV80CWSd8BQ4q",
-	"hXYkVcDSZ7cLn23sb11NvhbOT/2AgzO8kFf1gdyRnPfNpkBuCUZr/w2GYTB8ZsfCUeEbMy2bgcKb4tDk",
-	"bULlozQNXSMmtVuVkT5J5gwFOgkRVGJkGUERCd1nXhal9LxjGOf7kZ0hHFBCwVlHelhp1sCdYXqVUPqH",
-	"K+vsRTQa404Yjj7g3CpggxX+js4XNnwLCY0GV980gOZdTu82I2Zu4lbN85ZM9V1lYUOV3ytl/CCubxqU",
-	"/MILpEEOmZ2iB4E8LIUpOFRAl2A+pOgd6a7Eq9EFgzFr8u7fkzGOfcXw8/Y6YuaQs8LU5CsFhWKovIzw",
-	"qeReqTEWdh2kQWUm2FyEHM2tj0j4OXi9TbCXwoFRVobM6WbmVkzlHXLyACVBxUPemeFnMxMxTq1NKoaw",
-	"sWIsnW9oyK7a1AKRLDKDwUeQ1uVjIOUXPjWfLmClvGQ8gfLVwN0jWxJxfvlvQk6kNhiJQdPSO1gTS7Y8",
-	"b1WmJotUZtXLBkfvj4XTlWDfK6kRfVPKjQj6B0oachst7aLIoMJjxMz2sMETi3fBgjirpEfAzX3zumxc",
-	"kK+aXJIlY9FrljUJFEAx5dxhNFn3O6/6ppo8ArsW0iYoQOLdGV6koBxF0Rr5oydNASxVPi3POHykBHeK",
-	"4QVeCYcoGowDi1/xwhVMQ85Aj2GBSFi6TsiZpQrJ1W92h6wuE4dDUB+kzPqcldzaiGYO+x4+11+gtrhY",
-	"NebQKVbibvN04frmzety0IBvwTC1o1t/Jd+Qctd4/WqX0ZGa7ZD6hsEFdJ3zghEzCHWflXy69TS3wOP7",
-	"hvPcnC1MRLDBb1HvlZxShdUIMlA3JgIhdDv3Loio4FIbMCnJigv+35Nk52Dnncq5Zz22UsDAEFphe51O",
-	"aLpvqH0GnBkFhF5+ZMwNKsV+CsOEZvA9IT59quuoUaSkLObYt+N1Z3fTuGGhL2+MZI+bSrAjJO3e0y8e",
-	"0YPcMagE7LBz8OM/P0VVVIcff/r0U7TjFrOZzJY7Bzun3q9NppRMtKFmFLmcuJ2DH3fYgv0JBi6ntSP8",
-	"inV1Ri2RDwJNYLF4gGyhzNe31x9EI87VQ/5y5O7iZtFqz4u8uAJHEiH6CfyHBzuJ6G/JQObR8WU3Onrf",
-	"jY4uu3GI4iYqOwT+SrDKYqRSyio3HgocHRYea51duFjQhRgzIDvQXuQM3ZL6y7VPuKQDapDOi2KjeKKx",
-	"gCmYwSQ5SiNwfaKIi4+IvUkVt2CHcRUtLpTpm5Au+gauUVuc8SJ93yNEesi5fYyo7l3MaDd9g7IFq9Tl",
-	"iKsMCuR5OByEUcGMOEoUheXw40mMl69v8ns9UpRkgc69XLtcj5ptccVrKQNyD1XYT1giqcPssMinSmfe",
-	"ACeHGBofxt5PVcZGZEkygZhFlkyI1rudqNPphB0giGiX13GFS+vyQIAEahgq8Z/FFbbCXyvQiZ7G4P0U",
-	"7fhLUJ1pFbKngtnDOPp/GIMr9uqCGgPVcTnsdsSHG1Eg35PKClWxt++e25Yh5Xv/Ag7ADPL3+4AKgkDd",
-	"4mtLd35Lkc6WBTrt9YJ/at+3AjVA5goKxXLKHFZLM0sNh/T54uV159XTL31vs6FOEoWgl693t3jjUi7B",
-	"Hu1Zeyozwo18vbu/zfJC9t6ZSrTswR34FO3sd/769Msnxi3GYz0CzeKanFi/UYIG+QiMzYy8qZvK4Qsn",
-	"3l+evvXkTcJrTU6UJai6I1c9y9ASjGatT7hXTpTzwQo2cEthjE3Ri4avZqEwRsTkVHrTjTI5V21xHvLy",
-	"ORMDXb/3GC5b6aGIKXxtca2U6O/4UMuOVzdzOyfFtpTvtkFBOwtwhU8wMOSMGGZ7kjeub5/3/1JYIgRG",
-	"aTP/FI0s0NN6IKpEKQUQlaeVUB+3kVy8VRhK50otNNkFqh1W4iGlYsxq3cPTN40ADIOmkBc4HnpnRbCP",
-	"NfpnCn8HdW7ddOp+6D9SMy8m2UAV5Tjbb+Gbr7+cqDpfP9fG+uE128QpO9twylxlRqZMmr8PTZ+pXGJh",
-	"Amc4lDe6RN2EvlCh7JT7t9VS9hk1kEf11oY2oejsJ605Qq+R92odCoL5zJQYZpi7Mlz2TRWEsCvitpn/",
-	"QoLXQ2Kw/9W3ZKpm/PdNgRrB3udA9EYog9ATIztn+C8GliDYYE73/bgAldUnGotRJt20GZAySu52ii+T",
-	"1xjzU3x5aUROLP8t5KELnmOCueBFqQfEkLPGA2Jkip9ApARQwNHTjAWnspSeU0XYQWPIe+WrXmltXK5k",
-	"0jdY3F3x43Bcje3fRKUKo7/loEDh9Kt8EkgOfBwIfGNlYR17OdWO+Iv7w5kLdhvcwFw8xXw+Y/nz7i98",
-	"lxeRxG2qt+CJO+yxhGudARyl81lPJhEzzBnQuWcTMrcz6jOF9zOEIwqgl77htGGOg4Z6gpAYxj1qQhdG",
-	"a5TA9H526DPTp2B0KOGeZ3ZmiULpJ5+OcFi6eyJTLV8j7YTEYI7/Y+l5RKzh1C0csIwJtMpqsKOgEPFc",
-	"Ut7NKoo9dZTKfaPsmKch32exGM7763IzVqxldG68SIW7Z1el36F0uVrszM1VcB3hY8vjmQBth0HN9f3m",
-	"wK4/RgZ202YSlZP3wkdpJxaGa49wHqzNwERqGB+TubDVD+UpdgX5/eivnN+5IQbK4bCtSo0p3xMGHcBE",
-	"gxnlNnCDqAQBk3KL/1OpWil6kZerVIgVh6ABHyRuP/0pWWQIU2cNRn5pdr+Pg3CwmkiV3FWk3IbQCG12",
-	"EdKt5YJWJmcsbz/XwfGoV8CPz4UBX9wrYWXiHSv1DHgFOuJPdCsEQ75BdcxVVCtfOMaBgsBD+gbuekSk",
-	"GcP/aoLrxIQnVFgYwKAZrTkSonXwvqhv1rD2ohUgu6gOVS7aBIUGI64jlcHCVhC+QqbfJmbBjUq+lN+i",
-	"880XpII15nRQRU/QlcLtQ65F57an1GUP06uR+bU3QpU0KmAhTe5fVUUgqQUfIWwCjyWC3izGPF2rGkU+",
-	"w+Ez2JgSJ61pLElRGmCB97LAw8clAjdr1LBtzKk9FJKy4BDres3SL9ogfPrzfFCfo5ntb0OoN0beSU19",
-	"cv4FvF1nlIlXyc30Ar4xtTlKtubj+iBxKSIQ0OhroLETNZtbuIyHHvWLAhms8XlclFxiG5+qpHsLKtU1",
-	"zfEHChyaYXOc79wK+lDE2FS5MPb+Szpj/2xKuc7t3O+AG9mMWoDXuDyjR7ycYQODAg4264pyzf1DR1gY",
-	"x9mDATJn1d3Az0VYI0u0NU+XCJB54LGUXjj6lRIwdO5CTrfMPABpjSeDIEja4jubT4Vd5PNF7sTE9r32",
-	"XgrxpXZSBDUxWyAutW3QSdwmdD2ZaWdN3DdY0uTKwzj6EvR5INa30wHxgLaNqrbyA2Eiz78lxif57zNt",
-	"Fl7gRh7XIW/BUy0HFr0SiR4zSH1UFH5wuuw4tNfBiBw5eu8tvwPLKjAQydeIuKYvMEEkVZk0vjanvIkv",
-	"sEmzNzCLNPZmu2TlaNc32EHfa8CVm8Y+Bia9RXZH7UN9YuMhENO9nPdNTkGqWw8ZRW/wasq5dXUuyz+f",
-	"wxRfyXhRRv25ruvSthfW/BTOJfcFZ64ge95na9QmvjBf1PCFKx+gBvszqJA8bYNQPP3FCSW1GNpG8+wX",
-	"ldlmu296VbAz9p1iRh/jFWJiFGpkDCoEv3sw6L6p3HyOwOV2MZqi8bpGMdcVivn97S8a/E8yvranVH9F",
-	"/3zjaysbCbRoSpX3iCCEfLqGUf5yFQH8ZS0edyP4ZAtvKll5zfb/tQbPGuzeGtTgqhA4xE1eNwcahT3T",
-	"/rcPHLMq/ahe46/NI8Hiqgv8Ma36Cotz2Y+EcYlQh0iZCtxskDxSS59JHCoH+mZc4DGxz46S8sYETlRG",
-	"0C4hIkjv/ARm2jeglpAbVCW0Au2rNzz/FL117MVwYfqGAwEHG6Ap26LLsQIuPwtKFqY1Al/vG1iLB5ek",
-	"yTOSKqgbHHL2uiy5Hlfjpd/0zTqJVkCLP9phyJ7GBCoynKWPZBTm+K1Sc1fCJOd0abJ7aDvoiLSvQ5rN",
-	"dN431KFc6HGlLgz7khCMH1dEwVcOF3m51oNrG/pmYg2rf+gZp+KPrEQr+GTDAwYR8hbj2/VNqJde7avQ",
-	"9HEg0BRT7fwySBZjRxsi93bfcH962ClC6ZHoGMD40oEPQoX8IQ6hscKLlTKutJAGV3KYWw/rjtAi8C4G",
-	"1VI1zlllxXy2kmZb2gBCxtH5ykrX5PoRHmXhWa1I2Nf1Zk2J800Kpe0LCsPeKmz+SruS2LfPEY01ufmF",
-	"BdXrP2dXNvQpaaxpCH47vqRArWD6bsDtbdfIz75pbAFBiCUTAZKfGStxLCwOYkjAL+b828br97kOuD87",
-	"dQw43OM6QBDRgQa9TyLR7rbO0Rb8KfVZNn94EPxI5VKnT1yw/4d43r8HB/vzkgsujKr6kyMPWuM8MkoU",
-	"0hyDge4Ws3rin8tMzlSOTOnH9cqDsBGeEDfF0zA0XEYEL/CNHMZh7tRhdWsn6GcqUMpRnyGVzxdiy8TO",
-	"UfGjAH4A6FCzUj2odOuVq63dmMvSDCvPlANAxXOoj3bWM4WppKaMpE+I9djssppEgx9PA+3XQ+kzTB6i",
-	"rRHz17Cl2Ew62oGl7hzsFH2nq96HaEsS9x1jP336qca6eTlXGaaxgv2zKSvswoM/pXIYknBLdRulHNyQ",
-	"lOovTQM0Se8RZY8FtkNqkbPVgxgGzyc6PhGWWZu++TFGnRSICEvVQZbOMVWCWjqZSFydXR9fRmKopRMN",
-	"75DlJQFhkFM2lcNmgbjhsMEd8n24gFi5Cko1fh9GCbmKOIwDSnCCrZi50TP5cx3Dv6IxBEYb1wGiiA9h",
-	"5sKdnjARh/bkfkW4fPgyLHNBJqNniupqIirKkohQmdkUYUTBKKPCGt4iAd/uCvHGNawU2QlfgtyAK3J4",
-	"S/lFY+8xBcSXmLDxFLh631v9ooFbjkvHZRMwF0HfqW/FblS7v8UDewTHWSabSuMdmaZC/byQKVoXtNjH",
-	"0lwvSzS8xq7wSv28UJhTxXcKN6yiAxVtfmWusJ5up6aPc/1ouIvPH+2nP1ptKG/LJheiP2x3KFDAdXwA",
-	"gCop+JL/CzgXQYUu8PyCXJNiKBO8KuRG5KtAfg1UiJnI/030jTVd4kAYpZGbrOodxobfqnGw9u8ZfeCd",
-	"fuEI6JScDQSGCewyKqIPxPNIbwh5XMAWmddtjEnU3NcvKgKp88lmwCCChwXmPld2nipqZc3pYvjRKAMx",
-	"sbFsOrbFSe5RkbTBiqXrD+/EHCvaJcIJ0i0bKxKlyLpV6hT5UtBTjguJ+sblS0Q6VSoHcWByhC+f4coQ",
-	"i5fNypur06b3wnGJupN3Kon6ZkaphajzeKNIFp2O2+J79POwrkU538J7ddzU3rsDRmXIrHMtboyMnsRF",
-	"dqcqcjlQxQjEnSkaLfcNFjuKmcxuVXJYJAF6wqoMXhT4wH8V4xcljWL3YBeVWq86Op0sZOqCJgnCHNZ4",
-	"hwBI1UECqmXRBI5axYXRua9bwq3mKCwG6+7tcX2ny8Xffey66C/htRk/zjf74n9T+bYrnGN2kadaZY6Q",
-	"vVKP7+fBC0tYjKV+ntSvDT2YfW7tgQG6Uh+FMiAMothSU7BYZrkeyxF29Gwyzqbqmzn1mDCUiD5c6DQv",
-	"Y62st1lCMOLgcEbVhLTwaifONTIhhyJ1GcFJkai813PlpBipjdvT+b0I5gu6Kwl9Euv1QM8jSJlHFIUr",
-	"uunbVUJN81n6GYVQ8GH/Y4v/jy1ekqEe/ChTd1rdI4VEnHGYjluwecRr3/fOTkM131a2+J8hLNGOweqD",
-	"L7mWaEOxQ1FRySUwOYIpeozScg8wivr4LpYBLTYwbYQuEg3SWUBIRyXkFkKZLgFJgqTlyFc5PHUo4ltt",
-	"EgLv813KmqAKuJB099Gu6W2Ie0CLxpLQ8CpzOs53KjT6kupex/Gu6HXvn/z3tYn2fjf+UgIL7nLxwCYu",
-	"w530qGnPv0Zae7Bz0HsizUQ1S3kTBb/7vzfpYb09YKX5XxB4iEtNVz5kca33+Tusa17IUgVxsUHxPfB+",
-	"Kl/8txJB993cPZHsfcn9qO10tprP8bvknY6oivKRmAoZnkVnRRlRstdQjm4nGZZ5frTDzTkX5a4CJUNs",
-	"TYu7mCvTvTz5z+uL898adWHWY4cf1WhjhQs63OQoLxPavXSClGRQuP/s/MBS/X/kO9eUVQeVy5U9XkrS",
-	"a5/Y4390z06ft8d+4N99jw+EnOvK+qkLPnpF4b9IvNK8PqGDgURCM6CGFPBJYibnc20mTd9eDkwHtCHg",
-	"r61EcfMqDwQH0pdNGIttANQhVeuGFgzS9Q0iQ+SWYLl1ufPQb6m7+WMohA+2hkLKWBobYwElZEQPWhb6",
-	"Ih1S05t5fiAC1hQHcYI3KLP3rm+kQ0wqLsxikDR0kTS87YzeYMwjUg9kajbb3MBrrNOcgTWpEb5MD8V6",
-	"qIAaz7tVFxkWO24oa76swIlsoTZ5oKyKrjOTD6fKTPLpzsHu3tfRzkyb8O+tVah/CYUsWj3/S7Tb9S8q",
-	"4q5mnU6nc+gjChRJgN/aPpq1sg70gaxulp4tZgGxiduulreqSE2I6rJ/YqMe8oHv7W7H1cJZ9DQ0gFIp",
-	"1ZT/Hv9X61w95K23/BrTYOPt9YfmpsXTFJuOem//zZf18hfEemonl5hG8RyAq5WLbch34fcHHcmVdJTK",
-	"htXnYWG6F4zywgnarBBsYo8wAiLTkSDIIetkofFvszY3pVj2v5wujgTdrMBKvb25ur64iv9c1eAYmWZN",
-	"eGCzFubt2I3M/z+xH27GYUlKHHSLIXremLFWAUJEAwFChkvuUd+MqAII/ZXacOs6Ow4woDFuZ9xeudOg",
-	"mCNaMdvsgYoOS+D3c+l8fmHsX8wtQnnnZdqMuMtTUSnkAfdJrrRFl4kXQZjm8ueFOsCsVk429QBQUd84",
-	"S00fcBfyotkzZXlmntYTS6DDUz3OGYUdP73dNx7G7xZj0FSyXgLvI2xSgvG0xlmPHUKNfFzfjDWIOAo7",
-	"Y+vxidQGPoHfh99SJUEG20VeNGYkBadv0EFP4ln/Are/aMDEjfG4jFiM1b04+84f1UHfxKA7tNlFPkBQ",
-	"Rp1g6zD8AxW8DlBCquJnY3P4F3YzRTw17wbnDBH+lT298QsnYu+FL83RN/HK+Nw0EUcXjdXBBwijGlPk",
-	"eWWONugkA7D6YoJi5MSUe2zyXNt5P+6boNfMsDHSIk03KRUlz0ONVvG4fN1bk677nyNb9/4oyfp5onJ/",
-	"d28LrWhVQKVLumwoMzS3vN20ALrTO9HzvUOh6uaPlN2l+TZh3JQlMnz3v4gjKpAv8hM7LnujfjcJ+Lnp",
-	"p7tfMBzhvb4eLNJXlQf6BAs2EY34/KI3ODm7PD0+Oz7vBfCw3w1GqNJ+qCp/S7I+CPeqrKcOi5vBhIAL",
-	"gKWmnbeoqY4D6xYyJWdwHTnYKu99Y49QfzJVKXV1oC7pvoYFBCMoUZm9F5n6qEbcCIBfR7Owkn/39voD",
-	"8HzKFVtvLhjgQEc2XcwMo2HIjIGJfWdtBMHvG6cMdbsEeRTzclKVVzud4bJwlTMPtlYUe/QNb0qmJDXd",
-	"7hXLR0FKWN3U7h7DtEga3J2BHmxhaUYZtXt/d0+c6e+ah4wLLrjZfKlKZveViC+7/8Dk7t7FxeC0e/Xu",
-	"mNpFAMMIxFAF9zkU40WGCQLIQTFjXBvEPF2YRCW+b0MjbvkRWvhTqW/E6yZ1oaWPzBlTigtBQjiFoigb",
-	"WrpwQXjRAp+CvNwdH5eGArqgBbcC1D6hjAtsnB+UxtU1i6/Ebt9QVSv1gSPERERmo+Wu7OreN6LWodo3",
-	"oX9C0X2j1HWAanew5hBpyuuWNVUBstrRN3TrBa3lbUCVPyDY+Zg71frNI+gRJrUzvEsH1NTCnzddMDFc",
-	"JKDwMp2FfaG/lklNYusUZOMk1qfW5S+cmE+XTo9kygM2BRfKk4bJh49AS33DHMEH5/GOOJUX8J98sDYr",
-	"nznmxVB7N/pIs5ipTI/ETOaZfiDQefx4rFxiw/FeZ2Azij28NYQvHu9Gcd8QJX5NjzcjhOGv7s3IzpcE",
-	"I36AmL4eO8ovGD1Jo6nMJvA1CAjz6q/tffG37zBfBLiUHYu9zuuvS5kiTjR237Rfi7991zeENhyJvV14",
-	"h1urrydAjHXOeH00Gfoq5a0yvvvv7t7XqHdG5boyPlntDkXROok4YfEBXFENM9LeER2UG33mpNVjhds6",
-	"OeMeEDlXaFnIMr/1gRAa/gDYEUIUrfIjUamLoTY5zQBCiM0HeQsQ4mF9/dSYhaYpLBJsxZFTGzMCX1PJ",
-	"YV3HiqfKcorFcC36WOd9gy1SkL945gOkXUvEjlgQYzzMfPYsWFtkGGADTr6TcnQbplNgrjUSLBFksDeb",
-	"9Q3Fl1O2qaeLPLH3hpOLS9P69qV4MmNs4AL6WJpSMSm2+OYKU6YArvLE1c5spjxSFCYUwX1X8pbSppAI",
-	"eMlk8xWgeDwYXi0pxvoBln2nsimXIwLhnunv+qbBnQxB1GI7z8gjAVAWQ5PGCGZofXPKcpcNYLO4+obn",
-	"97vfoJQssquYqbnDgKjk2rMkNK3cX5203D7Jz1ntrxkm1WallYc7KBzW5a4efVPT1iNibgIrhr/Nqw13",
-	"sOGG16f6RmYZkA6S+5sOfqJnJaXeTeIr8eY198WhvK4CC5TUENZgnNdo3lnh7Dj35EiaSc5Xyi1m3Oe1",
-	"b+J3F2fHZ6cnZye92OMKkGIRSFI0rk/e9Y6vzpprpFnu9RsTafuG2vHJee/Yl/YfVuU9J31z39KI+xR4",
-	"zsadLDGHsSbdB4Z4SaUdH+1woBNuSwavO5XHTS+ciKT7Jqa5OXZcKk/F39meJx+K1+p8KiQltykwOtxK",
-	"AZkLCJfhrVJDNeo/x32sgY7L3f2antVTa0dSogo1mrQmSWOUUWOxg2OpuTH3CMPeexs674VONt3ScGOd",
-	"puXWYj4/pm+4ezT/VgXXGdlErZFGIZ1IjiA9s4U0AgWM5qehmGm/v+n1QOc6uvjhnDbvCrutF2P5LjVB",
-	"mpMC568NK5ilu1PSnLDVEwblFnMQZOQAEfJOYdfFTOaokrM6PtOmhY3so74JDUD291+9IdXipTsUHUEN",
-	"2zQoOeMmfY8UkwyWNFeZtomYSgeqEdaQFIPDwC18rqRSY5ce7GlCRPgVj/QVxTXxQimMtL/ExUaEAER/",
-	"w4+jJkH48QkcbOhhAOcHJztUU83oyNQ/3LMUalJW6ShUbSZUbMIraiakXdF68nXnaxGzW2DQOzk7vrjp",
-	"xZGoGGiEr8h3BVfvKy3ZZCCrjMvxQQf3mkbI7OwbOn4UFajP15gQJXYS1ZkNtegxsN/ehH8UQWa2SHMN",
-	"tuTLsc1mLeAs8LMyFCnGpynawi/1yJPl4zCRKDsh7ChXeYtMZ2xYomi46rtrbgs0+5/lWLrBfdgOt+b/",
-	"6SQrdC0Unoaz4173qNvrln8LluHFZe/k4vwagW1Orq/hp8vuVa++q8iXTcX6+ssm4iKfAYYyx15DzOjX",
-	"eQsynrFCIzm19wybVs+HV9nJoVjvAkPJ4jL3DYVXpEJgKf1y/5QvRFHrZlAk1s2ggyJ1RD2AAQOKV51X",
-	"yKt+3qpGS0msGEql7NOKByBswG/A8/mi+WyVwyQnku9R2qh1zTTbvx9awh8IiPBv5JFm+NQvBWJVstcP",
-	"qpQeTPJqVQ0ROJjp5BX4LHO9b9BeR5AilWDZ62ENjjm7Pio+A9/Ysi1W9NZKIqpnioVKjXcdIXU8o6yZ",
-	"8fdG/yhvb3Mr+v5zoTtIXynr+W+vP/h8+4x6cbmlGU0za+zCVaIeW4Q5OG77WGpDpbtfNRwPqyDYS495",
-	"6by3xzf/7puY6S0ufDArJEHt3yu2MZdVgj21YiavTiC86Upe/VGqZMn2QodNYd5Sb0kMAYR8hIDWqamh",
-	"ItnU4dKVaqgIVc+DX8Hct9h8qBmJRM7AzuXMampynAn0PDEiakkIRdRZvvzRL/8/9q6ot2kYCP8VKy8L",
-	"UrfysCLRPZVSxFDpkADxQCvVS6w1WuRUccrUh/135LvzxU6TsqJpbGyP02o7duKz77u77wvm2EQYjdwC",
-	"sAypmSfih1vHWtC84fziKzsyJEAb28GOC51ve3Ntzw6gXMuMUDoF3JM8Uyz5ZOcWanNkjgFlnyAZQFEn",
-	"KlM4Nlh0ngF1hmEdHSYkX2fKieMOhOlSZ/KuydFdinrg491bRnNYyuEDRbb3XP2fSM3Zd32t7fbC9CUR",
-	"Lz9dvLun6rJnF6z+UuS5b98PMtx9BMj3SeDWMAACZyimxFWx8O8zIZuYJTsx1VxbM0aYoFqLmCRiEcOV",
-	"JBDw6kRMsCL/Rm4ZHst8wrwuCy+W49FsPJlOrenzIjwciITYNJhNDh7wlYY8HHs4gYsj4mAqRwYNFGg8",
-	"8RqvJE+wtzsiMaK4OnRMqblS6XCuuQ4ctK1dbIL7xRsagE/rskg3iQK0Ms1MIu0SEBJdR1jdOskaJA4O",
-	"OEdEryAafaXsLE5fvxWw4T6cz86/fgTo2BRY6RO+RoSdvFmnc+16JAUj0ilHfIrlXVAxhipb4npl5hrF",
-	"ytGhlRXp05zVECmeammhFbpq/M4zwnBxkAQWyhHTwjith8IY1vjlXOjZC3ljA3m75r+lSrzTQfOgBXcO",
-	"owt3ZhxuyGdzAP5r92hM9cct7u1fHqh/oD355kI9kIJo3Q+P9KxJnrJk5A9OojrDVqsbVtwK7D29BjSg",
-	"jjECOh96ht++i/cXswm3bdpvp2AIxTLQ8rSlJnb/JZxZIR6jvb0nKoqnfs9mNBRvOh0fwONgk/WCG94n",
-	"Hocf9IvncCCJhkee4TLWKPIt7ALXyTEq7TCCtkuVbMqs2sL+vlSyVOVoY/fmz4XdiwjXtKXl08P5mSMy",
-	"TUtlTNSLNmUeDaNVVa2H/X5eJDJfFaYaDgaDN1F7Xr1x+rHiuMrNcaIA4Erxr2u1DTo1Lb0ueIqtEr4h",
-	"t61TkartGDGK7D7cqAtiM3VjXtPd5tPsl9LKIBBrrw2ZxiWippio0rEoXAiMpEXe06pKtrT5XOiscjJI",
-	"9FNPzrt9kLAWqtfQU6LnRv35DJP2OPEhl5f1QFw6dbu4/R0AAP//",
+	"7P37dttGtieOv0otnZllsgPSpGy5E2nlD9pSYp3WrSXKOX3CDFEkimRZYBWDAnVJxy/1e4Tfk33XvlQB",
+	"IEGJchKne+bMWnM6pgDUbde+78/+587YzhfWKJO7nf1/7mTKLaxxCv9xqCZymeZHWWYz+PfYmlyZHP5T",
+	"LhapHstcW/Pyo7MGfnPjmZpL+K//lanJzv7Of7wsPv6S/upe4tcueZidT58+RTuJcuNML+BjO/s7PfMg",
+	"bD5TmZhInS4zJRoTmwl1L+eLVInXndciPjvvD787vz47jCPxurMn4tOj/vvzwyH83js5Of/hCP6y13kl",
+	"4qujyw9Hl8O311f/iJvtnU/Rznc2G+kkUebLrSn+7vzy7fHh4dFZvC/ymRK5vVFGaCdujL0zkRgtc6Fz",
+	"JzKbKtGIMyWTuCkSq5wwNh8Ymab2TuQz7YRdqAwneYBfmivn5FQJI+fK4S/4DaNUopKBacT0vIqb7YGB",
+	"5R8bt5xM9Fgrk1/lNpNT9eU2og/zU1Pt8uzhhROJdjdiLI2xucjljRJS3GU6hy04Pru6/u6743fHR2f9",
+	"4VX//LL3/VHc3B+YyTJNIwE71LImfRA2E/ZWZeLnpc1lW5zZfKbNVNxJJ8YzaaYqORBxpvLsQY5StS/y",
+	"bKnigbFmrIRbyLGCY5hkSiWwQdHOTMlEZXgBLuGtVm+SK6T/6lKu1NiaxIncijupczFSE5vB6vLsQZvp",
+	"gXjVae9EpY3LHxZqZ39Hm1xNVQa7g6eRq8zI9AtfsmvjFmqsJ1olwqnsFm/bMs1x4/tHl2e9k+HR5eX5",
+	"Jd+ZC/mQWpn0rT2R2ZcmmJFNHoS6HyuVEIWPrZno6TJTiUj1XMOsL3r/ODnvHQ775+fDk94l0ApO/NrI",
+	"ZT6zmf5FJV/wvl+f9a77788vj//76DDeFzAHZXIeDQjOGiFNQvdV/bxULhdjmWUaL/zAIH+IkLaNwqf4",
+	"lDxLQMaxRrA//PBDq1eMpdapNn6rZKYyuD/p/NvBTibn0uC3BztxJO50PhOxgvV9O9jR5lamOhnibAY7",
+	"sbibKSMkcy+4YU6ZnJhXMStTS/Yuz7SZMtVfG3krdQoX8gseytX7637/+Oz74eH5D54R87a63C4WKhF3",
+	"M53SfiPRwRLhVG7xQttsYCryZF8YC+xsmcoMiNKoMZ7v2C7TRIwUsRUB4otYt1ED01ByPBMz+HI4em3E",
+	"IrPTTDkHZw5//Lh0wFOUAYZvVNKMgGAGBj9UjBWJSWbnOOOZkmk+E5nCNUViLh8EckjpbgYm/v6oL17S",
+	"M3FbvLX5TMhMrbNGFhPXxi0XC5vlKjlViZZ9PMYvfe1f4FphQAF05MlMjsdqkatENOLrs6vri4vzy/7R",
+	"4fD06PC4N+z/44Ju/ydPhng3eql7K51KtVFXuVrgApJEw4AyvchATOYaFJ+JTJ1a00rcw3yu8kyPRaqk",
+	"y4X7eSkz5cSIvykaRzpVmRODZaez+0a8tSpVxkVit9PZa0YD45ajPJPjXCX7ItY5C3EXi8wuQY7YiXA2",
+	"BUoTceMH8ZVI5Vwcvjhsil/Et+IHcR8PDF7PQyZcED+tRE8mKlMgzOYyz/Q9spU7paez3Il4gXc2U+Ie",
+	"5/VKiV+IjOKuaIlFLFTqFD3RkGkaXuwCScIwE525nKbYJHazKG3VP3eKhazzmt4I2cNcSeNEF6XhXN7r",
+	"+XK+s7/XiXbm2tA/utGacIx2Ujl/6pNqD745sdlc5jv7O4ldAkMpjdLtlP5f7YBmOR/ReIsnRuu0O10Y",
+	"Tt2P06XTt+rUjwLXpvy7H4V+f2R6nfZeaVKdmkk5plRl4Ikfd2Tqhp7idn6K1phrtAMsRWcg7H6kt4un",
+	"7OijGufw2Z6R6UOu3tn5Qmaar271YBPt5DRTauhmMqsRJFfwMxAtUIkRoE7kmWRq+9XNZGLvREvIca5v",
+	"1a8V8S1p9BegO6Uqk2asDoSkvUYJgxKy89TZPrF1cGrD4nqsr+BUSYO3juY612bpeL6RmL482X5Oa2Pj",
+	"fobntMnfvN6pnW6J3rO5S9YneWlt3oKltIjh/EETDgexPoM+miv8Z7F0KsHBtvrwCj2ax4jxQmX4PZ5E",
+	"lRpHWtYwGNiXxiJTiQa2KloilaPm9rOLcPszECXr35aw06kciW+FFF+JkfiLCCM9ZwgkhSdPXtVwH/dz",
+	"ljdwiWtr/D+7zWet06V2UXO0o0fWKBo2S7SR2UNV4DX/yIN36yd/+L73lDZRQ0Cfop3Di8988ejzXvy0",
+	"eYUfZLpUNfR7bpSgHRMLlXm+iAcrliYFbdDlMgcLVhr/Z7L6baLSwhjgU4MbTyygvSaoeR+3IBbeuC2e",
+	"PNryybqteSvz8ewtX+uVyw5/GuqkxnqIAifY4nh42z9FO6jFDB16kJKhzKuzlrlq5XpemngxXPX61igq",
+	"K5Qe5l4zKHyNF1B3Hd59uLCaNOvqflRddI9rTdnu+Pap7TlFPfZtpuRNYu+MZ0Gf9aIb22yjbL0tiBr1",
+	"28vTq6N3H8RL4ZJGKkcq3ZKb8DBDV6eH5NIkMksEGq0wSowPx0KOM+ucmNg0cZ/DtErbHjaIN7j2+GbS",
+	"GFU4clbPMFFlRe70/PDoBP2VJ+e9w6PDnWjn+OxD7+T4cHh1cfSuf3l9uhPt+P8cnl/3h+ffDS97Z98f",
+	"7UQ7ZaPnw9Hl1fH5Gf76t7PzH87QANqJdk57J9+dX56iXXR11cMX+b8KNwkMUli0OIuy+6dGxwTNCl2O",
+	"tdczWJOlv46sTZU0NRucoEbHnyu//MgGX6pF+lCjKMHPQplbBbJOWDJfmDGiUU6vH4gYvhyzw1TnThB5",
+	"twemhy5nlYh4oc00jkTM78dglcfIdIfaTGyMnNa4O5WphJwm+UzmA8MG/QsnMpwPGq2NeGErnxviH+GH",
+	"4pP8G1iK5H+JhVM5WnMxWMIxiAA1X+QPYi4XB8I/BK9p5WfDBn+YiLibWaeC7bw06KAR6JCQOTsqQIKM",
+	"lEgUHAh7QRMNmzvXRuZEznO5gE1BGiYSf9S0hzOKdlaXt5GxwHPHZmL9i7Bhmx6+sGYanitv6MYX6CF6",
+	"51MQjA9ncg4UhoT2KdqxRp1PdvZ/fJwHFqN/ip54sjrsE6y1ugNPPV7a5U8/le8Gnnrd7SBy+C334wmq",
+	"KM56izXSNKMdennD/mnY6fAkzfTJzabnf/Mpl8be+py3e3xtF+gA/YNXKiXP3lN6wLqVNoa7bkQq0V8W",
+	"noZbThrh46oDCsqKhrFb99hc3g+fmkkqsym6tGFkkWca7Ak5yVVG/nu58KGqOyf0fGGdaj49wbk2Q1IE",
+	"ntwJHJf5shKpvYPZvPsg8PWnRyrUIZmmW5DLmmL006r/kFWfkpovZE6bQaeGU2abDmawTOu899aooWON",
+	"Z0gSgP3Yc5mmxZYT2/cLFmhGDsxjCpl35bBeBtIC9k8b8lq7qprVKCtXTf8ub6of9L10uVbRwPT1yM10",
+	"Jo323tHvgCTm0kTCqXFb/LXd7TTbIp7oe5XE+6KfSW20mZ6qXL5wAxMXex6TfPJ61PqGoOZ9r5Kn3WNV",
+	"BW/p3UvDyu90KwJJ1Com/vkt7bziZqI3DB04bNExl3Pkjc1nmVIYPpD0360cLlZODzf/9Y28d9ZMdKLM",
+	"eKMJfFHej0hoI37sRKL704FwKgS3XXueAKGgnPq6LXrpnXxwsFlg6x4MjCztKZH+OIzs48sjhQ8tc5UA",
+	"cadqkgu7zCPhLJzDwMzlAmMmI0V6Vp27e+MGb+2W3LjxW3/h6Dd+of6gskyl6Mg/Tup5aqHaxjqJKfmA",
+	"9FG6XuR1rAQ0a7RLMZGZUMYupzORWwzjC43Cac2UOFRuoW8+J1hzqeb2Vjkxtm6ux61MPgj8lNsXRmaZ",
+	"vRML6zReO/odGFhX5HZg4jud5LP4q65YgDHu2uIHL0UoFFJ4lJ1Ihlp8K+6H/9RfdT+Jlrgf6mhgFP4K",
+	"f2uJuUq0NI2kGaK942UuxuJbEcOFdjObJrG4F6e9Q/FSdNpv/vp6b2Aa8M9v/cu/ql+b+97rQyH7X1rE",
+	"YpnvluYUCemENgPzw0zn8kZlnuO+lw/w13czNbdzlWdtcWxylaZtcSJHbXH14PK26P71G9HY7XS/boqv",
+	"d1tfvz4YGMoxkUbIkbPpMoeTvNUUx74X3fbu3qtX3dfF4cPUtROdZoRmiHZAGiqZKjKZBOwOh6LGYg6L",
+	"yGfSiPxOj8m1pYb/1K3uJ59PofMI7vdEpmn4En7mI31mLFobv/MRjoXUDp2jfVeej8yFDseSSpdXB/mI",
+	"8m/AMuvVWPgBvxVafCWYUMRXoivm8kYxvQj9Vbfd/igkUVaE9pkcq0SMHmgzXZ5JPZ3lAqOGKJLh5zt5",
+	"q1hGyHvtxEjld0oZoCmK2N3TeujiubE0YmoVJRLgCj+2BVxTR+r9REhxKefSiBG+TakwTkwzmSxlmj4g",
+	"34O/iUkqzY2jnbALh1Fh5I4ytUaJmb1TtyobmJme4kXQmXB6amTaym3LWO2UwBDggV+012zowtgMN3dg",
+	"cIMC682tbQu50C9lluuJHOfA46f61icxLVPYKrUQowf83/bAFJqdncC+ShDkYd/R5MZ4NbySswZRx8RX",
+	"g2oJMZpaX0e4pRsUzWXuTam6y8kb8sJ5wsP9Zior3doQuaFQ45stwppPRDOROmsimnxCbgHjSNAkXC5W",
+	"mZ5oSOadAnjnDIxAIAWbifzOikTlapzbTCz0PeiKK7PfbYu/KbUQOhd3Kk3FSFHummLmC6IBCO8FaJhJ",
+	"PsPsBx7XGuEe4JrkelzEFIEDwxtOdDv+0TudqIg/8LVwucxyzMXCNLJRIGZQnojHNyvx5+6bx+Nx20ZS",
+	"j0ACvrXJw3PzCUrOnKhIOLETAZftwTui0K/BEy9/s1M3lcInsO5S5xk+6lMIS/kU7YwLhYA98Y+9WlUf",
+	"PkXeRfTEW2WP6ado5+lxcHU0Qu62eriv58rlcr7YCWpPcfFplnXX/klX+EVmczu26QeVOTjRVYK59RoN",
+	"LmttP3H+ER1LtDaPtTPlRJmNXuUV57scz7RRLVCu5CgFppkoUqgx9xR/Yx6d2wVpEdqJxI6Xcw4efb7T",
+	"N6Gs4UD3z3MC123Ce0xausplvqyJFpH9NLzlg9j/545ZppxaRhkYa/NNFIhBlQwzJV1t6soFmRak1sQO",
+	"h0anb+zfjQ+QJc6Wc2mKnaYPspVniBvAdupczV3t3vEPMsskXjxyo6UWxqjzoQdPGFBSaqdPE6p/+sRO",
+	"aSfZO4b0W963tS1YcQ0K/5Lglw5Et0QrJf/J4iGfWbP52/0i8047TPnNlQE58L1FEZktjRPGigv8Dig2",
+	"2omJVmkiQBY70qT4814L/t7Ce7meg9JIn8D8uFLyeDy13fbum/bX7EVYOw2a1OaJn9oEFBM/csi9+96K",
+	"0VKnidCG5Db8tREn6lalMVvwqR3LlB5r1l4xFyg8eDdudgpqrWVUywUseEjZYO6pXIM1qYYD1t2546mx",
+	"mUq8ZKvuAv8R9axwkgciNjqNSUNzYIYUoegNN7IY7kSOLpVDtlHnPHl/cfJOZPhAWxxprA6IQQceOvUz",
+	"BWeKOGtMuiAtE7MmgdlREgNcWXaAPcN78pkG/ecZ8Y+9VY6Mz+X9iTJT0PK6u1/ji+HfNYSSyhHHovn9",
+	"Oq/t6IUTOrgC6fEDMJZzUFh1LuRUauNtGtLUlcxSjRnFeDykqzxnZtWwfHVaP3izkh7ChNwkk3fmQMxh",
+	"L1SCOh/olkpmoFmmdjoFq6DgXrwa3Dvv04xbqRy18BOtO20SexdXde7HcgI84dXvYpkueR9Rj13OUTc1",
+	"hVua1+SzeyjT9T6vxsS3SR5budbVoy5RzU+P3Tx3vszHdl6jZfBO10WVxjZLXDgKuGout3jtmEZAn3BC",
+	"m3G6TFTSfjoLTo2VvqXBnnqSDOvN0yJPYFzZjpjS1nPiX+RiaPj520wYmzcP2MqtUjZwlak16uk1LE1p",
+	"x4Lkf0xIX/s3Cj64phqsHHLYqCicT2lPypOoPXUrEwxElSKGj1ovVYpYyDrj8pKn57Umu8zGirSmiU5V",
+	"LBoqdUq87nRE7JMdLo/+fn101cfqpJ73MMHnhTIJMh0j4vZHO0r1KMagdcT+DvcwTzU6LjI1MJlyNr0F",
+	"wsNo+NIkimon/B1EGfXCCaykAsvK2twNTCNu4S8tmGELfowjwSosOzNDtVKs5wub5S9jDHuorHkwMFip",
+	"dqf9si56/feVKrS26BlhF7SvwulEjWU2MDG5kmCh5Axrf3TWxCUHyKo/CC1a9P470XBKDUzsblIlM9Oi",
+	"abXnScwp2iUG/LrzzZs6FoZn80TGM+i9U5XEokEuJ6BVSkhD5SzmbYrZhS7zgZkqg9VmiRinGq/+jVIL",
+	"9gaB+ua3otkuPr/I7NzCRyXGmYB9oxYciVhm4xlQeSwy1UJNH0eXRvi/cOCkIQfGa2WY2qDutctdwWyp",
+	"pJA0HoG7+LrzzcDElIhz1e/1r6+Gp8dXp73+u/dxxMyjWl2HwXD8wgGFDMbLLFMmTx98FMdPAQ7M1yig",
+	"QqtIo29G/i7QobEmW1A4/BHUlRhII0YtShh1F8hQKAP/F+aTDEzM48Wk5YT9QW9nKUpGu7oT7fhdwyBZ",
+	"Wu/yKim/j/GsjZYv/76J7WzU80j8kNtsZnPh7uRiXUmT6dRmOp/Na60p2OUhasRz97QIoTMpa/trH1xk",
+	"6lbbpdtsEvA+eApgmYI35k4uNsVJDPCmO+lqDIFVaV6dZM2UVpZdv/GgFRUm3TOTLtkA3DJiOLbpcm6G",
+	"2iTqfutXzBgouygleVZ+ZxHte/arSA40LtPMFtMlI/1RurFZvomgvPVep4djWUWwrHxyP2f8Eych9zL8",
+	"F6k5doKCzmuZtablz8NMJUvWlrZYYGZTtb1n4RKeflQx7rFXX0+pZFBjzVsc5hx05m3rFXafuSDU5R8x",
+	"L8gZ4ZWqcm7UtnbByrWtnjNPYJVyeKPX6L/uCp+SKKoLz14b/fNSlSw3L7Ya19fHhwKMCgFLQJKZz5Uh",
+	"SYTFnQNz3f+u9TUHj2gbsKgWpAgYV7t7b8RfRg+5cn85EHFQLbyhj6ElrGvLHCoC0vBE5ss01y14UxSP",
+	"iLE0YiGdQ5fjwLBWQZaDxmiByNRk6Xxe5VoW65qKs7v35kkbczVBZ+sUjQMhV/I1Nqfe27nOczJy/rXT",
+	"MlDzP1S51Gn9TgRtI+gzRkyWaVojjpPkKdM9fIwYFt8u/vL2Vvfjgh+1mVp7nM4L/g5GaSpRSrPTIEwt",
+	"0RmGtB5quSdl1A2fk4efaqPYXf5kMuAJP4tedqDTJwVgKT8KHye5ssjsWDnH+ZgbdgJTk8d6oSKB9bvk",
+	"QaGgU3BUlJQYfClE+GzGuszEZiKTdwKWbJwGcmiL72yG1x9VW4pqLfQCixVpWDs1Gm62y9XC+RJTJ+eY",
+	"5DSvOMqfkDzFWjE/pMaRDmdb69vvV62rjALjZDQYn6JYXTaqbLRHFMWG67/1dH8Ig13inOpnC3s2XGY1",
+	"N/ICzGHm7KD7qTuxkFMVifglTvMlGZN8o8iefEkfjOsdzTO5u/dmfaD36l5cve+1gOV7SVK6PeOZGt8o",
+	"9KbSXoDaWaPgTogMyFIJl55pCj/ilnMn7hSlYq5PT/+ihihxPqOMsnCiP3nvOKIEp4GGdT2p+HRNtEus",
+	"CTl4ROXeAK1dCCYhPLPgyL9DHqstjJjHtNCCzIcorWtoi6LpIPMKN2U4d3UPv7mnE2ZLA+F9Wh/oxN5h",
+	"8mkilgsYrXQDy6T2wqG7IxLjeatbuWHbqOXy/pge38UJF/941JVWaGNMPJWTq9BjuDsFh/9pk4A9xlT4",
+	"p8OVj0u6lQTgi5Or3dbZ8UXv5IriSrhrTvCExUxl6gD/wA4GEdxEFydXlwoxJtBjgEET/yfm0g3iJMie",
+	"iY9ElbeaWBYAd5wymYCLl2TFxcnVSrxtbQBfrnU1lqnK1r5eOyknb6c2HU50mqsscuZ29bXfS2hnu79n",
+	"yve7zDrXQiUbPWKXu1XVsi3Y21aclucmru2z0P/QCZ1eHYkG5YA3q3OjRPSnJvhF+NvTPOwssJHF/3Cz",
+	"VQZTZieVE3uUbz2RRrQWFKe3hDXCLcegmB1UytU4IsAla9oJp9Cu3q4Yp+CmT5ZFFSlMP/2OSUzbXcBq",
+	"OtPa7Ttbpmlpg7YKi3/xjKi1gr1/5eSotUqqz0p7K2c6bLXlhSNmy03HyW257V9iwzfu5UlhtK7Z8izi",
+	"vUNgjEZbZudt0WP2WlZBApgZhkkIgtBmL1ylsifCgMpHOwpZ2N74QEenvQvZvhQl8Tm94t3Vh4PC0Axj",
+	"xV5GDWFiMYEmJHaRq2RgMLBSQKyFyOC8LkO4hNcGzHKDEWnkPMQXCRINjUjMRWUvR5gyrBKrbtXAePs4",
+	"ZA+F4GTcgpFb+DFHwaCKDTowK0hyd9IJO5m0BUH5YOYTYbj5Pd+U6YRwRQkI4rGEW1e3xkoVloj5lfBG",
+	"jPU6srJIeI7i5fHANAh0zP/95T8/2tFx8iluYplyW9CfyYb9J1PWp1ikSt4qiozNhV3mohH7Twwze+fg",
+	"CQfj2Ds3XDqVhKQjeINqJQamFLjFSARGIimPGYvl2D4F6c1DR54OB0YnGOl78D6KwgxGRwbY4JFIteNs",
+	"c4TuRIObdnv7dL8KyW4w/WsihHDuQSPDa1h3xh/taFNEx1g2r9f+4gmnnub9XysXmcKRouFUOmklapzK",
+	"TG3IcQtnVgd1dFd2w/AN4vBuLQWg54HpGA7WNZ9OzqDI9xDDXQHCbMvDCnMYu9vhM5wo764+iIXMcrCL",
+	"xhgtdmK5oMDeZseBX+wWSX2b2HmdTCT9sCZEU4lgHwhQTnyskk9BO1FM+sksWzIUts6BwSkHAbaVkrsT",
+	"Btko0h5FlfKlsM+H+3EhG0/VCgft/Ea+cGKkJdkk+EIkbJaoUpAPf33huFzG5yKRfbS1j7GA09mUU1wz",
+	"zyP04gXu5zEqQ7pWxAKN4o14G/3sqDSDAUN9XoR2uR67oqbJF3Bo/42tl7N6dkfAq+uW5jSf7HbW59Lk",
+	"Ot3+8c1emo0upEBTYdsLQtmGSmmlvzepZjatI9T39q44HJFjygsf2nOc8Sth4NUz+oxdpPmWdnPj1l2t",
+	"JU0H3rCe9VKnXFf4zvq+Pxp1Qs/gzagmjK9/UesudNAm/qbfRoSnqRKxXLT/IId2xTNTr9YJoPoD760v",
+	"tAn09eP1pWw1UOmK76GPDvP4KKkLNSKqfWOdFD67fVjvd/R3P8utW0dQZzDjVP/yOTXHh/pWJ5y7V8TR",
+	"SDXEcjSZKUmsMabQVCwaeSYX6herE5kODJY8Bt6JSX++ttHAUQhNBfI+5PYg7tGv1NwX0gyMZiRxEaAa",
+	"3HI8A1UDp2TTW8RqliahWD9NQsyXLseiCiHzgaEs+fzOlseP6LxDzmb/snd8dnz2/fD8on98fnYVgw3o",
+	"1zwwlDlXrFk78YvKLGfXiok2mtAvfOgcSzamKncDE6+CYMV15hlN/XPCbquln8af+JZgqj6sWEs+58s8",
+	"1So7weyJdVayIV98ouHQvLvwmz3xv8XfPaz5f8rxjbPG13CfLpOZTW9kFonuN3/9JiqyG8cy1SPKHhGZ",
+	"cjpZymeAq+XLBGzKX7Aiil7eWCGg0jAAzTISr7ZO2tl6B97bXFGVbH+XhvkcBLd8dyfa+bn2rMoAP/+2",
+	"biNET/qTHEYX1kx9ddBKucBqclytnUFSMVgbm7Ik6yyPmpy69WI23qPuT7Uyda3Ma4vCqudS38ogNdNc",
+	"TwdbGXXTxj/LPe9P6g/yzgdC+B/n/B/snEdQvH9lhzybAu+ojum5OcYrWcPrAO31KbWfNk/kUMupsWiU",
+	"1kStlmmub2WmZa4q1utK0RaWvLl8VcweCClu1MPA6ABEROCLAQmFOBdWl/hcyhIGUVtcKTUwZYQj0MSB",
+	"ySxT6erUnlTdKt+uZwtx+/O2zw1RwG799DMTb3e3fvBZ83hmBvAjVPI8Zlp6549kqivD/A9z/cOZawVJ",
+	"9N+Ayxa0UQML8ZxqilX4umfVU6whvH2KdpIq292CzsuMGmsyGBjn96vIWEOdqOxQZcXrWlllPo8eyW8w",
+	"KKrf+HPtCsZa/SK3APfm6U3dSOle1dhib71iAhYAi/en3rzyz61p9/4Pj0y9Arqx3mElw55Tm+uX+QGB",
+	"Pm4KK4uRGsslO99SO33hxM9LtaSA4AT4bIOyhBfpgzCgL2BzOsc9qPCd59eXRzupdJhKN9f5s7K9cHLD",
+	"RC1oA56s/cZU4c07QjPIq3vyGcv5DRnG62XYNOconOeTBHHBOlyVHIy6z4fjZeZI8j4ZXisKjLaPsa2V",
+	"AT4VZysPElWm+PgqL20tfC255hmylhHSuSxsavMDEVOhm8e05T43qEfbUrGAv3vY2JHQ/vexmxqWxnEm",
+	"QrtU/1qEBPCT6MajzgV1LG69vKC2SAbR6TArvFJ7EcorcnSqYtx39CBieDx+CkS70t9pU4hnpZFZFADs",
+	"NrxQBtKMSi7PDY9XveDRDqXfbmSQ+Ff/qLnd+Jy59ZUaK8jcjn/eTjMuL+Yppbg0tycfDdN7Ir62svlP",
+	"PV/dTNTNVwXkeljWg7QH75gkwNtuW/QIcUAwP6JK9rimH0Rcov96J5hXoNfG/y5TbhaqCbXvZbBSTFif",
+	"37GiaG/smkr8G270tdH3Qi3seFZGkIUBQabNZaK2dC+vaTbPGvwgQBNQGtBmMKP1qWzg1eWpIbcpSt9X",
+	"ACmfF8TmCG1dVjJi3/iwexFzf6Z4/OOj5H4JdVKkdGufF4K7krc6/+XmofW9TeWDcHPLvYBtJhKV6Vuq",
+	"/QshNgYkNYm6jxjsFd3QyVQ5MSE9QzoRu7FePLQJ87RdKUZo4IsmsXfRwCxs+oCpHRGNBv+T5vLbboQi",
+	"DPup5ipbDHaacVvEDDtEAbiREjZJBgYob5opSWVo0og4fDVmusRvxwV2Z/kBlTpVCqLVBurCwHJkb5XY",
+	"7bz+KwN8hAjeTDr4/WuO/zURjZLjiMjX9otg4OlRv3fY6/dqA3U413U6PSwdBm1YzWoYLWbzYlZxRzui",
+	"EY68Cvb5+imCD6MysJaHWX06Nl8NJ7KorFMqaNcr34etL43wajsU0vCp8rRr7xHqOo/1eCwnlXxu17XS",
+	"95/VdK363tFnvVfn1NtoVV14aP2SaplowicnwF5vW4G9tL1VpfPPMajMIxPkdJzRgxjZfOYrvAqhxZOn",
+	"/sv5b0ULM0+l2RAdbfRt/IFwMTTyJuDPcYWyH1XuVm9COXGspmpd535zD7jfuH/TKwSYuj3jAtZnS8ka",
+	"MEw60trkS6NK7uMnzMLnbC5rvM+UsT65hMwIwQGUSMSNe8S7l6Zx32yKl8LlSeO+GRc5Cgu7WKaMjJkk",
+	"diI6zSJXJYDKg4iapDIvAjAeMVzmmEfSfhLPG6yQz++Ne1XyDK0QXIGCU9tJtAojU/sIl8rXqKZg16aI",
+	"YIE6R1FQ5uLPLxx7s7f36k1N0mQJp2UdObwYua7bXqYxg1mbcaYk2LtU3HbgJ69+XkrWFXxGR7xawvd7",
+	"r2jlaMsrqG573Xn7dLjQuG/1im0DuRwH7eTw+MPR5fdHh3EEqkv/6PLy+qJP/3zXO3t3dHJydBiLRnxx",
+	"flVTGvFyLM1YpXET3766/u6743fHR2f94VX//LL3/VHsJVHArXA3pT4bCH4etp4+skF7og/FFddFzL4L",
+	"3zJFLtBDY8s1Hpm9q9b4ShEHl0JMaV+UAbaa/CWxpAczirmNu08FC42haPiDCoYNQa9xt6gXjvE1dRKH",
+	"qiG4ygdiYpcm8SFY38X/ox0hEjAi0+CSfNM+Tr6mNPwmFh5XWx/Gz4TBfj6utae8/7SjGt3st5Qg+eIC",
+	"vwc1tUYD81SxkdhUa9SfqYGp1HoUZSHaiXiuctl+sv4olQunkm2Ri58dk6xe6/Wg5A+zh0AhBLYfCWtE",
+	"TP8dswgO8I5bBS2Bnt3smQXRjxTp3GhTo8gGnyfjSsMKfM3Z6EEwZ1mpqnrpX1oxmkJdTSwaHlDM43Fz",
+	"ZX/JrYqgilza46Wt/8ATTlUgiuef3im8tX54/XBzV0oKQXZ6l3zEZWJlUSoaYNcODP8bqzI+2tFBRV5h",
+	"qjZVi/lM3Ih6sGwoWKPSL8KHxIJxZE0o6ppU5TYwL4uNlqmzXOSG5W3rhXVwZ8hRiiAHdS46WQE3ntg0",
+	"EfclpCrCZkisUQdibo3NrdHjA9Ftd0pZKgnD2f6GZlT+yLc+2aorrO5eyhxkSiByJG/4T8RAhUs6Vjjz",
+	"SMzsnZhL87BeaBKoHONepfpERlYIjrjnkePGWWNpnAewNCKG+cVBjQd6QoMSIYazpTG+FwyJPokcaJlt",
+	"x2VKmfI1BXReGJRqZbeqMcAixOfwre3qEkoyrqhOcMsRhfGeMeCKeGWuWcrtD5clHO9jSRSlefUYqHVd",
+	"BiuX6znK32TJuv3W4uoRtk5TfhrrCSH74kJHJHAW+jChs8TtbTfqiT2oLxWE+7J1bLGszdQUAa2EN1eQ",
+	"SfB3v254FBGuvBA2RYsu+Pn5djAu5On45Tqxrs2Ur3GLW5j5u+z/TXzJZr5/D6pda1e/LD7pj9iA0rAY",
+	"hY8AV8ZP1ArTinh8Vp/YnsDmmJuaxIoKRgwIGEJlxG4aE5sNTLfdLnfjJDPCS07uJ+oV83cfxHiZ3aID",
+	"hdACBkbnzUiMlnmBoDieWevUvq8bb4evD53vhdvOloiZDFor9Qhtix66r+9m3MgGW8lisqVozLVpmFY3",
+	"Eka0Qi9aFJGtgek2m/uP17Kg5Nj3jVlHDwMzXt2V5QLMorjaLTQO0JTEF968fgpoZnw7DF13q+f0N38Z",
+	"/tbCia/OYEWN63a4qAd2gbwlIFkGZl23oICDhxb3jTH+Jr4Su1sEEKor3Ct7yGu7Ba8O/7jUenf1ITTm",
+	"rJbPNcomp6VCGzcwZPRpg6mXAa4ftLFmWxzJ8YxXC2aSLJmO9O2BeXf1YYvqpv5MPWBbvABmR7AAA8Mg",
+	"YCtV/88EJy28G91OB1u7VZhntLNEfFd+BvjdZ7VhXiPiHLEwGmOJWUZsEAMFRULi3maifNXX+rx12sJ3",
+	"gqFk1zJfQHBXlT/7SgRggtImVp0+20AVnHt7dOlUJnTSfj5k7BOAmleoYHsITW0okoVYmkB23nsZCZ2Q",
+	"DZ2mD9h0i1k3xfpWquAOVgtGsVEF4VqIRlxqlRgPDPUK4HZxlDbexHYDvss/pZygSb4WrcOmuQuZybni",
+	"WGO+5vUJZYjaPcYTKC7pLILeVxxFHoij1qfUkOQZKgoFqWlDyZvUjAYGRAXXMLJMZZQR1O3aY5uowLMD",
+	"POm+yOQdlUR6cNKBGRiqd/cbvpAPruR1QhcRWHBj69BDNaIi3X0fnBygKz4up+jElATUIHGw18HFqISq",
+	"LYtC+IEpyEGOgLd12ntiTvGjcqCVtrIaxx4YivcxNoZbztEjxwFTCt9KjkIDX7vDBThxNzCIwLxIH1oy",
+	"ScjWxXGaB2KkHqxJhMJWStHjIeMY25uOlBnPYrj6bpl5YB9yJrWwOhW3zadD4Qaj559Coo3uXrQbdZvi",
+	"K+HMLRnT+Gdp6nZ0hZ8+Gwu2xFHfPAMZ9txwQlpN8W0+U46REZy+VSL+MbV3kZjp6eyneGDWAWUbWJu7",
+	"DikLRJFSxpd/FDuYzFU2VUlbXFSTyaiNGbUEmdm0VJiCeBFAtQNTZDdQoxC/m9TMFZWsJQZQpC/7VclU",
+	"tUWPZsBnEYPyxIosrCuOQNL61bMfxGZYLQxzM+Uq4f0n8g5YqSqB6D7jkOtKeUsxgddlfLxuTbxjM+bL",
+	"qlB4Sjivf/zReAlIYW0cnJcyOcMBgrQA4ogQbONWpkuFl7Mo7KZaqIFpxHdm2IlFuy3gv+Cyx80ISyRX",
+	"ojAHQufCKOX7bbNqkrXFMSYNW+9E96o6t0AKzi1fle5iup10UCWy1qYmWjAhkafz4oRLjMGvtxG3ik1o",
+	"wU+lJjsl/gfUYdIHYJfYMhn5526n03q12+lQrXtbnNm8tO5qVfn+07rrZyIwdl5/XQFhxH8/GoUKyslj",
+	"luZpgff9OFbnRE+R7bJSzLbJqvm2Xim/+3T5wApsaIE7+qzXVvOi4RuIqPrY8rlifkOt/DZ9KooGnuFg",
+	"g2Oaqr+x9Z1Ki8r2Wu/0Y+yD68yGNQX8fycaBbUB69a3L1UvPltbFr/7Gz7MVs4G39N6rb/7PUFmLxAX",
+	"FdNJoo3QBCJBtIyAnebTAAYGtbpIxI0H0RIPM5k3xUvRcML9nOWNrmiJWdPnFBA/Q5eDcGOZqmRgwCgH",
+	"o78nWqIbi0RNM0W3ZpIpldg5sjrKR/DllAMTd18a8ZXo775smFa36d3vW5YuriYW8O4XxFk56jI5PXY1",
+	"ilzRx+PR3iYY1vdkK/sTmeX/Dg0Ralw0W1eZXYU3yAGCHqLtGSD6AVA2rTA/NGeTSFQcVCUX0qqvZlvd",
+	"490HxEiv82l+8SYPRt09ClrAjhEqpH1ygCpeSfH6I1CQIdLCBgTQDPInYFhZAC7xDuwC2AMVR9L4hedB",
+	"Dv2QFUQRykl9xaBED56THAR7B1vfsyLjcqHu80zNFWOnNWK/gmFuc5lWcCGFTNPm1qe+KqFqTr861lYN",
+	"Kz+nxcMj7v/HmzzQSQ25OCTZ4lC1EXczPZ5V++VSmvQdRlYXUmfbtPGklvtD/8LGvgOYg8IzjDlo6V8i",
+	"CSjTtPAp8EQPRAdpCSxpAjkiq/GZiY+ly1RcymiFoz7Go68xBF3jgHc1Sc/vUKfnrifakb9ov/BJRqJG",
+	"2QfT/OiiN5wOFyobnsBDh++r/yz99QAL5KRwaiGxCyNaGAMzUzLBtk4YnCj1CkOzA35ul3yjaJCQ5UiO",
+	"x/bAHBeeFJSgeG3pGU7iSdRYz2XKjmXsrPnjV62fEj3VufuxTf/704+q+PGnOKoSGv7ssw5sNjBFYhD5",
+	"LfbB5KSneIk2A+uiO+x0OmAYzdS95InABDr33UVrF5OptJnE9D8w3QfqNGCkiQ9KaxkYY03LqCnKxLbo",
+	"+dl1d8mz3uh26t3xaHq5gcnvrJhj0gQ7bAzGHRw35gy6xEgbmT3sPJInsX12xGrikbvd4c/U0W5Nq9k1",
+	"+g0YHOvGLHnAX4DR7zBn1CPkLqzzkMYdcmMio/TlFVx++u7qQwHsrJJS6hfTaIPkBnDzROaUMqad6GyB",
+	"7LrW4foZyVteWSvbD+xGJbcBFs4NS03dJjYbhjxK+KNRQ2ouPeT8/CdTUGmbo7V+zTyVx5PHPjzSor4A",
+	"VsLIR1ucqJz6s9HNi0TchtswpBy6uBVHlEGEwEsopAcmxXewdgZeKmo03rwu93Nr6JxT9ECjDE2dvCLJ",
+	"hM+Rm539nUXqWrud3Tfd7u5uq9vp7nU6YLVKGAym/39+7LX+W7Z+6bS++an4z/aw9dM/O9GbV5/+V92l",
+	"WfMPrcc9zSbfHWfs2EnJ2fHHd2xwarzMdP5wBVeaQQKUzFTWW9ap8T3O7tsKMpzCNzF8yWb6F2RQ++It",
+	"fp78e2N83OcQiGrj5nI/xKVxXBlVHedA6HLkRxfh3LY4zp3IbKpEI86UTGJk5YxHruImSopEOVY16Hdt",
+	"DWLkzOUDGIwpUQ3yO9g32ppiy2d5vtj59ImgIuz6dh17wAa/EHSd58vMOCHFpZxLU8hATAkrNzJrwj/s",
+	"wFRBIoBCji56kTh838Nrc3jRE43py5Mmxhb6d1ZwgjjJRRwZLVxUoshttg+P/kX85S+n0sgpdkcHlqed",
+	"SOzY+whB73DNv/xlX7zv9y9edttd8ZX4z6vzM2GNQMT7vb29N9HACLFIpTb4GLJY+I8r0eifXIluGzXy",
+	"bvtVVHzGmvShuXrK8J1w0CJu5alrjVWWe+YA/75RDzHDDc6XOWjqMIY/e5k6C1+ZSeffx+7PrbEEWxrW",
+	"W5SGw7r+W2X29O/i8ujvLy+PLsrL2uOuj8T5LuT4Riguh3VtGKOP3i/cZyyLWKixnnAILi6hKcVipNh1",
+	"rR0nt+rc+bRi+BSLUzytQsqKkULugD2tGRAZY3HeFnVUluMPex8+FTMEDlfJxKLBHQbiEtAgsNwqqEWM",
+	"hxivNrKIm7T14aOL9KH8SY8Ax6+XAWFgjGoXF/gFk2DpX82IApSV6nT4DGxODPcrZjQ+X4WMjbsdDFOp",
+	"W8aRPPYIz2S1BBee4TJjTIAv4wyFvxVPc1dtIUY2wYYOJZBFXIYHOYpFg+OeFBLEyixQ8zwY3erOBAiR",
+	"WDRiX+FROg9GBsGI48qO+rdWYHJoPVXwm+qoJVAbf6DhZLA5RXHCeD4x8pH/+I//EPhP5+OVsEbCFXAL",
+	"axyq8OwCyewy93Dd8IiP/OLvLhJ3mTXTgZmrfGYT0tyZIaLvHcRc0acjkAkNExcU4FWCuRzPtFEtYOty",
+	"lCoRc/j1nQWGjk1bMY0A65VgHOR3vyIDEr8KeFr8Smzj14H5tdVqhf8Pj73udMSvRbD68ujv10dX/Vj8",
+	"yioFnmKROISKrKhwT05HWisdQBpuivIoRWNZYK1+kJFNHnx5Al54YryVF7Fj/Nl5f/jd+fXZIbxZybkG",
+	"m5ARLErt4A2GLapONv7q601f/f6oH4uXIj48OjnqH60nHj9nkNLU3537opRHpl5KQuDIPXbmlUlEIReR",
+	"WjNVGSPCc1Wl/oVSn33/g5Avc7fWDPYus0C6ebXYw8kHUAyqs74+u+p9dzTEyW+ashQLPb5JFcWkHBWt",
+	"jFPpHGbjLQ2nS5fjmWlq71Lt8gPYNywUv5NOqHs1XoJtsr5xJZiFx7aOZwKXQE7QtQr75lnWNLUjibIr",
+	"TEAlTUF5Djfk4HQWriz12Qt3yZ8DxuCS5Vj5dhJRQHqWpvzRFVySsAk+8C6zKV2aYlesU76tCfbn5lZ8",
+	"BA6OUrURVyrg2Rcfc4W7AUXN5YMdYI/yXrtvO3Fz6/3t9y6/P+pfDa/P/nZ2/sPZ5rMuteF0Y32j8xbO",
+	"k4kW1BBjPXy571gI8s338iwPfdHrv8d71zs5Of9h08nyMimSvI/3wp+2zGcCQTLIlR4VDEpRblro3YJX",
+	"J1OcHdIg49c9zFNtblwzHAPRCR4kyDYLSvU77r3K3hFpHsSIu5J6HHaahKxuLKOBDI/+6/iqf/XctZWt",
+	"SKJYGOBhjcc0sBAFJ4ETkpxyB+e9WFKvdypjfhmDhJhJs8KNPc9/d/WhNMng+0TrlCf17uoDzGUuUzDJ",
+	"VFJXLpZq44sw0uXc1A4VcqGeGA/rmWJq4FKRDJXCk7oR1ovuHh8JBoIh1j9PKbOsAAIlB5cooZa4muQt",
+	"7ZvMYPHdvXZwc1YwMjhtyBflqVtlIiErMAzE+lPK5gp5RnDeAYoCnfZVpApfSRiimJgehClVopHf2bqs",
+	"H8ouqZ2hE245p8aj7GBD39pu5/Vfm1GR1YKSCbPHHLnlMLlsNYllJYcFfYvRSp0Q7ohPnnF1Va+ySLRz",
+	"Y2p6D2Re0yRrou7Alg4eQV+w4yhhg9gAvkd9WFbyLnl/azKdKed3g7YjGtV0jR+7P7UZ+qPZFr21RL1N",
+	"tZ9gPeGxrVdV7lcq6Jwv9daOND1tKll6VYZ/fHUFN+Oid9l/8gKO3S05bKs3ca5JsNXykevLq/NLr0UV",
+	"Hw6fxCqAGDkUCdV8mZk1/RUPA/RLOZfTQmZ1SS3pXfffn18e/zcJjTq/yap7xmfGe12WRVW9ryYmpw/O",
+	"AVEASrovEN5B6MhdSAWSs5jR3HBKiV6lhrN5IOIffvihVfoV7h4oXbEfk5f4Cpb43fnl2+PDw6OgHpMX",
+	"SjtBhA9MSXt3T5HQHxB2gnNHNLCkC4QNfcIaIcV8mftpbar4TRVekhV1wZ/ySe/t8PLo6vqkItpSOWpR",
+	"LYFjXDjQQktq7EJmYKrU2Ao6993ibEbZ6F6QFFZEVZ3hoHpZla8o8aCIgHZGplr5sf88f7uu79d0y4vE",
+	"E8Xi+4ERwVXUyQa74uS8d3hUGog0AA3W6H4FaZ/Q8vxX9vArR/3354erahIdEawLC0Md0gPsccEIyPT0",
+	"3/qmmNFVv9e/vhqeHl+d9vrv3m+hmcQipo4+xAt8U58VVYVmQvKSFV1CTKOqq/pDpzMFJpA9gGEbCaf8",
+	"TdXTWV5MYX0hvXf94w9HOP+t7TTa4QP6X5mrMEmKfJQH8VRyeH52tJlIfCS44MjaiZhqi4CAuLiIdo5L",
+	"nDnh2fMgbuJpuX4CbugGY5p2slmZ5tX73uH5D8Pjq/J+XFyH42Rgx9JXZKXfXOVjZ+fDk/Pvvz/ybWB6",
+	"a9SxXte8X8t/sby2ldppi0PHcWG+lrDSlnOR6lLwAiMCq6fw3fHZ8dX7ioGw+Ub6Y/Aas8K88AYVhpZP",
+	"obqNcEeHx2fDi8vz7y+PrpCredpAVY407Y2U1kQjgA4b0TGZoPdFni0Ve3Qv4ddWD9SOfdENNP01TIB9",
+	"LsP+8enR+fWa7wXdIy4nXFqZZfoWLUubeXdAUHBCgEInqfL9bOLWLM8XLfgKlnnaZV7KBH3VEa4ZkW6J",
+	"XhccrVF2dcGtLsM25Nbe+KG1oWQBhE2jgT46a6qjiYYfrVsaLehCrDBPVJqWlF6OOwpJCWMigyvbiFv0",
+	"dGuuTQtjG8VSsGIFLTT30kUr4c7wIrzUmmZyXH4V5rVRHspceYLpviLr9R9IM/3z8+EJmM8VR5a6HyuV",
+	"OAYxMpRDldBpcOevtbXL1Nl9FIQYgHUqFzIF9eMOYUYw8l0tMZ6ruc0exGiZgEHeiFtzed/yf23RXzFt",
+	"2cLFQ5oEYUx48EF2dvfY1xOQLE+PDo97w/4/LqqLmnE5CDo3BSJAm1zkDwt/ZXfxKgXj6+/XR9dHw++u",
+	"T9B5RNRUZJSkFnXJXIJWQuAqXNOJuBlcu/nRjhy3e4dNQk7hC46b21w0vmV7Xn+pII2IX8XSFJGMsou2",
+	"SglF/2JgwuMbWMdYVcdH2KYwHBLJ1dHlh6PL4dvrq3+wSjIvwk9jawylyNFm8Pnh/Sn+5uIm48yMFOVS",
+	"igbGEeA0ZOAPpW1BK0s68ZHwDUHnWyijkiarU2glhKFDP2mfDJDmM5Ep3IrIZyUhdotjEUjPxBjTqjmB",
+	"aI3PRf4a+DFhBql1Kmk/an4EoIlwH+gmTHT+yD1gix05tycaWPg6DgDSFnZgI33Kzn0uPxz03RZr21s5",
+	"7vfX/T5iEbETrSQZPe8ujLkKayeNVqdpYO51xG0DEh19VDsxAmrkSfyVSLwOvahOyYse3f1SG2cCOyIt",
+	"HpGOJEKVAM0jRl98dHZ+dfEOWA0I3RYCXTTio8vz765ihPhBw+Tnpc0l/H749+vzfkwyAGwrBgMkMsPB",
+	"X4u/6bc0CND1iEIh2oiucNi9r8w5a60YnWPFQjAXxjPQLZKNu4qVD2hzwx1bPehXHTzpgSnexvo+vPNi",
+	"aRDwBNQzlWAwqRdOtwy7RO6lEBSWOcrNhixcauE1MH8GBm4ypudE/L9c2tYVp/ote0LccsENJPNMGjdR",
+	"mVBmbBOq0RgY3/zKK3ykqahJETRSFCZK5YPKyn5ODnK5gcmA48CucCIpRr9biEj8utOJxOtX3Ujsdbpw",
+	"oHudvRBP+0GN4N7fgslrjRuYvwgKrfmQWtFC/r9aHCxsYYQS3RcuNMTdL9+YF25ghMBCy8pbISw+Q283",
+	"dXxm110XFOzu7tflDBo7ge+k1RQdjr23h/ugsXoUIiGBLhCcOeLkPM7cxng23kZyCiFOuk6EDtVjRUkO",
+	"dmEBBZis24nvSy/CsTfIbIt473M1X6SI8keqfyQ8HkZEbAMVHSrDTnBTlnmzLc4JaIbdVqXDpWN364fc",
+	"4HmUDtYzfXSCNdlYMQrTCkgQgFiRC91+kPM0pmW6laigLECNeIbVV0FPjAt8ea9TSId6KI717vzyCndz",
+	"MgFyZW2Ni8zj1thmrmUzPdUmFpNUTjGMQtkD9DOM2ogppWX/5cuZdfmP+3BlMA/SiVFm7xysFE1P0M/i",
+	"v7AeYZZpGlOCogh3RuaUs9VaLpqMuLaQU+VCDg3tQe/ieJ9qMicpmLI0jeCQJgP7nCeOo/WQPlrvrMkz",
+	"mwbKPkWSAD46ERIngkeGMlv6oBEtlVDJdzuv+fMrX+ylqb1r8Zg4H+RO9G4zEjE/QSN6jAkc7oX3KDiO",
+	"1POj74ktUZweD6/Vf1igpKzezRUHnEJi8ExN4g7iBjqVc8y+dSrvW72p2hdvOp34wEfePefA6jecywqv",
+	"KGLrj64fB1H3C+sU8pOa+Vb0SK7wrtlvY5FIiwUFzg78JBAAPYzXEi5eQQrw+344NZwLzjRutsUPcI54",
+	"BeDOr2wBpv18kNnDvuBFBc5bdT8OzPlk4sXU0+5S8d3xyRHBL1BsCZQkR2XYyLkWWH2ILtIYXYXUk7+B",
+	"vzVRAgNF/EdMNwUOeGznwBGaB4T1zRMgTF8utkdjdoq17OTtzJ1KJ1gsG4SpMv50n5Fox5CLRZ5fTClI",
+	"yqccoZrrSy8L32lKHi1nxVQZzKJLBCVYOZzFQymBtskZF7gdvxa8oJxuAX9nZ6y3hzDVICplksQvOSEe",
+	"rtAKi0WaXOGd9FGf5Oe/i3rPPgGe1Sp+m/wYm3RCGvtx5wtpSH8RPR8giEqKjc2Cs5ROF2/D60531Z8f",
+	"7sCqvzwccKZkOv92sJPJuaSC18FOLBrhReQHiPqOCteQSGGH9QNPXQQ0bHLypRfOfUMMjkVkYICRDxTO",
+	"bOKTqn3OSmrtDQqG4BAObJr0CbKYi2wg1HNh7bm1bdqy8taQUHnat89b+ApXXYQMtnDql6S4N+dcLh8c",
+	"moqcgidBC71VBngG6uDO1zkLp8aZIua7BVPhEeAiIyfbIBKbzA3IAONj2l8Rz8iD8OM6x0X0iWP5VEIE",
+	"xdQGNAmXS0PoHm0RXx1///76IhYZJVG5ELzf9zIVlXd/ADa74epsMLHn9hYoGFvP2IXDPyN5e08nfUJR",
+	"VyTRI6aJO8gA/pZCHwJLMdHbU1LC0ZBHjAH4jBeUi0zdart0gnkynA+sbGKzMSlsqEn6xJ0m7YYPFb1w",
+	"IiY2rAtgRgQ4XsU3LeVrsjJbxheNA5zovnfSYhCSIjuNuITcBQadh+cRgkv0qmBChJmJ/IMuBsJWUA4F",
+	"ZroQRZTr9mLG5mBlelWHtpMgFFFEoAD8ITigKzHAyoMUDSAAOr/nqyIl9vJcO592fVCmdJZWdzIjXEFW",
+	"DAeGDRFXdvfIJEHvDLMaCVxjgdY7adUkt/snVwNzEZKLn7hemzKG0VwyIGm1KyftUpoymefVXOUD0Tu5",
+	"OAMlG65aNW+ZEXNKOc9hE5EDSYwOBh8SfBjNDdJeBmY1MxlMNO1K+cz7mDKmEf/W3ygB69ITJNOBcXpq",
+	"ipxupClgke96jm8Y0+ZMmsTN0EVhkqCdwZRhEcB2oxW257XGx3iEO0C+iInp3i2HOKXk2ComCv9+CJiw",
+	"sBZSoorylYHh43jh0IIF65y+GIl3y+xW/ffp3yNBUBXVrGrHzrNuuxuohStUAz4qaw7eFrvIMJ1NLVF5",
+	"hz+JBtp2qPZSFRFVVwxMp91pv27ul6YaevAYRq0bg71JGQbwmxcw+cNCRbzHTBcOHmSxySITU2DZiC1F",
+	"obhGldgDOusiUhC5WFv0////v0j8nVOKfNYvUECpQ1pURRrFvGo/FhycKJ8b6K58BlFgtt9buFcgK/An",
+	"Tt6AA09TLMd2bXFmuWg2lzcg1xlAJJAuwem5/SD4wWz0FjxLk0rzdUSxUjKjC6nRuxRUmiFt0JBaYmKw",
+	"uC3iRC1S+/ByEQ72pUxVlrv2A+iHrKbjTyJbpsr7IOaMBa1zLAUqRqkwKFx4OH3smTOR2JczlD7vdNrd",
+	"dochwEAL3dnfedXutF9RKdEM62n4bsF/TlVeU1NDTbV2O52SN5S3XGDylGiAclTt6lxifx42Zz3Fo6px",
+	"bMr6QLVwYPDFA/aCpGR+SnfTbGO8O186gvBK1DSTifL+JXjcTpBIHVtGZUdRbG9iLjapr+uvc6SKBipY",
+	"KOXQuY+mA5UHwAOobEzcgxl7/FpUSuAf6Ck9AAofL7MM6VCmqQOLLFNUhSpIfWsyUiEWuZXUwrE11IWC",
+	"LOIsM3afXL6TZZqSRK5z8BJO2oPLESKNnb0Re3nV/UwuvZm/4vL1kGIwfaw5Ej128qLKNJMFSL2b0RfK",
+	"3l9ZGZlfMVNXysYFTpOmoKuqHJQ1+MQcUaEFcfbBTjgYMD6Bja14oWXZB12eghvsRAWavczRfcxqQb4c",
+	"3/BSSJ1Gfd1wZimqRdhhCo8XT8gJ7PkFIpEyocjeDPo2kPwClrtcYBXOSYhnrDjBHRnHPPu9zl/RKNjQ",
+	"ykAaH3TkgdjaAZXFGzWYcu4VUukPiKK58Pe9zl/BfDlATUYmhaWCT+5TotFsaabwDSQn7O6i0TdXyveh",
+	"C0CMoIi3OxDe4nXnG1zGWnS+eeAvGGdPABWARcdipWS9IXot6+aljg0j5XV2m1WdeuHTZVFY6FDwMjqB",
+	"MNQPz8pyzv5qhm55RMoSRoNQOkFWReFFLgVc4p+XMpMm10a9jDFlUWVk4IqY3Btwfcm70aYL3c7vc6/K",
+	"U1WRj7Gzx6oCsl4k8bEjFRYm52g74Y57pjdkLBXGvHcY84f/1TnurNsXxVzRFmb/GH6G8UJkmiJVB6YV",
+	"MqdRaayudpwqmTky7waGOfG+sDfljPd0SH0WQtRVs0DWCV+B/UqhHUkVsPTZ7cJnG/tbV5OvheNTD+Hg",
+	"DC/kVX0gdywXA7MpkFuC3tp7g2EYDJ/ZiXBU+MZMy2ag8Kb4afI2ofJRGoauEZPajcpInyRzhgKdhCIq",
+	"MbKMQIqECLQoi1J63jH0893YzhFCKKHgrCM9rDRq4M4wvEoo/cOVdfYiGo1xJwxH73NuFbDBCn9H5wsb",
+	"voWERoNrYBpA8y6nd5sRMzdxoxZ5S6b6tjKxkcrvlDL+I25gGpT8whOkjxwwO0UPAnlYClNwpIAuwXxI",
+	"0TvSW4lXowsGY9bk3b8jYxx7keHydjti7pCzwtDkKwWFYqS8jPCp5F6pMRZ2HaRBZSTYXIQpza2PSPgx",
+	"eL5NsJfCgVFWhszpZuZWzOQtcvIAP0HFQ96Z4UczUzFJrU0qhrCxYiKdb4LIrtrUApEsM4PBR5DW5WMg",
+	"5ReWms+WMFOeMp5A+Wrg7pEtidjA/Dchp1IbjMSgaekdrIklW563KlPTZSqz6mWDo/fHwulKsO+V1IiB",
+	"KeVGBP0DJQ25jR7sssigwmPEzPawwVOLd8GCOKukR8DNffO6bFyQr5pckiVj0WuWNQkUQDHl3GE0Wfc6",
+	"rwammjwCuxbSJihA4t0ZXqSgHEXRGvmjJ00BLFU+Lc84fKQEd4rhBV4Jh8gbjB2Lq3jhCqYh56DHsEAk",
+	"/F0n5NxSheTqmt0Bq8vE4RAICCmzPmcltzaikcO+h+X6C9QW56vGHDrFStxtkS7dwLx5XQ4a8C0YpXZ8",
+	"46/kG1LuGq9fdRlRqdkOqW8YXEDXOU8YcYZQ91nJp1tPcws8fmA4z83ZwkQEG/wG9V7JKVVYjSADdWMi",
+	"EMK9c7+DiAoutQGTkqy44P89Tnb2d75XOfe5x/YLGBhCK2y30wmN+g213IAzo4DQy4+MuUGl2E/hntAI",
+	"vo/Ep091XTiKlJTlAnt9vO50N303TPTltZHscVMJdpGk3Xv6xUN6kLsMlYAddvZ//OenqIrq8ONPn36K",
+	"dtxyPpfZw87+zon3a5MpJRNtqIFFLqduZ//HHbZgf4IPl9PaEbLFujqjlsiHsFfsRMQB5oUyX99dfRCN",
+	"OFf3+cuxu40jcfndO/G6+3WHY8iBW5cNMwQuiii+/+BbtpLOVMEuQbgihEthQCMPkIL/jU8lQ4l18EcX",
+	"PQYzYhAjsFZXvkamdPgeI7AzVEWYFRfweyQhEnmw8g2DC8bdLnCHCpAxQ/DRAzNWKaXCG495jl4WFl+w",
+	"CWgicHVZ4URvi+/g1jDcCRrgQoC5VVpX5FcU+RlGxfSio4tedPi+Fx1e9Ojd9xcn71q7u990o7et7l+j",
+	"buf1bhR1v+6296JvdtudqPrULj0V7XZ237S63dbuq37n6/3u3n6n898R/NzuIhI2KNvsPcdaOoQEArGN",
+	"wVXKjWYjpmR/cPEZLmB/YLCtvd9l4rNTIGkOC8hcuTwSehKa/Gdq6bgrGVVaNaOBKZwWK9YOF5NWT4/s",
+	"34GJW3AfcOIt39E45Pa+AZ7H6NZYB9oOCT+85IEB5YHQsBYqWyXkfcQzIg65RpWgKIBoWqRyzDUjRe8B",
+	"uGqi4RN+tRExPwgXgjS//E6P0UKT5B/ULtdjYtF+1CDpKISDL1DqmPPVJ+2BueSGXWX09pEKpwnXgu0g",
+	"34RTZ+x4QU/Bw8DAM7AToiHF2GaZGueY/tWCmYiwRpCbVKNMWIsalKHS7EnQ4d6uTIZrbXzKT4FjjYBR",
+	"pIf5ehrty2lQAWC8v6jT6Qjfmgyefi1O9VtGM3d5nTC6sC4PfI/wNwMAxLOE0VZQgQWQ1tNw0Z+iHc97",
+	"qyOtIkVVoKK45cMfJleLvTqnHlZ1whUbczFpRZQ/4il7hfzZyXzHHfbwDnu3Fn6A5fLvt4AKcEXd5Gsr",
+	"xn5LbdiWdWHtdZwJ6jS5gnBBVjLqYuVMTSzSZ0keDunztZrXnVdPv/SdzUY6SRTis77ubvHGhXxIrUz6",
+	"1p7IjCBOX3f3tpleSBo9VYmWfbgDn6Kdvc5fn3752LjlZKLHoNBeke/0NypuQS0DtmrG3sOSytELh/LV",
+	"kzdxUxaSpfhPSXFTtxQhYtWthPhaG4rol/MzfYyM/Sql6NmmoFnDF1FR9Cxiciq96caZXKi2OAvlIJwA",
+	"hBGHO4zSrrT7xMzRtrhSSgx2fIRvx1s5uV2QPVVKs9xgF5wGZM0nGBhyRozuPskb17fPhx0oGhbi8bSZ",
+	"f4ohEOhpPf5ZopQC/8zTSijL3Egu3hkRKjZL3V7Z864dFoAipWKodN2xODCNgEeEFnjQrRnxaUWSTzS6",
+	"BQs3GzUZ3nTq/tN/pEFYDLKBKsrh3d/CN19/OVF1tn6ujfXDa7aJU3a24ZS5yoxMmTR/H5o+VbnEehhO",
+	"rClvdIm6CfSjQtkptxqspWw8UMbPs6GjLcaYvOlo1F1wph4IQqTNlBhlmDI1ehiYKvZlT8Rts/iFBK9H",
+	"YmG3v+8eVi00GZgCrISDHoHojVAGEU/GdsGoc4xnQgjXnGX+cQmWqM9vF+NMulkzALSUojyU1kBKOqZF",
+	"+armiHynfi3kGA4BC0JX4Umpe4QutMbjsGSKn0CADpUMDBrrWOcsS1lhVWAnNAR9MKgaDNHG5UomA4OY",
+	"AhX3IYdz2e2SqFRh0kE5FlX4mitLAsmBjwOBbyxorWMvJ9oRf3F/OHPBxpgbmIunmM9nLH/e/YV1eRFJ",
+	"3KZ6C564wx72utYHxcFhn2xnEjHHVBWdezYhczunlmh4P0MUrMAXGhjOVufweyhjCfmI3E4pNAwFSz6Y",
+	"mEbdMdOnHIiAHLDI7NwShdJPPgvmoHT3wP71pflgc2L4mf9Yeh6BkjhjED9YhqJaZTXY/FKIeCEp3Wu1",
+	"4QI1P8t9T/eYh2F3VZgMp5v2uG8wltA6N1mmwt2xh9zvUPqwWmPPfYBwHmGx5e+ZgKiIsfT1/eZ8An+M",
+	"jCeozTQq54yGRWknloZL3nAcLAkiF5NMKIcQu1JRemxPkLuZ/sppxRtC7xyF3arCndKM4aNDGGg4p5Qa",
+	"7mWWIE5XbvF/KsVSRdv8cnEUseIQq+KDxO2nPyXLDNERrcGEAxrd7+MwHKwmUkWPoyDlNkTkaLOLTIJa",
+	"Lmhlcsry9nMdHI96Bfz3uR7li3slrEy8Y6WeAa8glvyJboVgyDeofL4KpubrFTk+FXjIwMBdj4g0Y/hf",
+	"TSixmGeHCgvjZjSjNUdCtI4ZGQ3MGsRjtIKfGNWBGUabEPjgi+sAeTCxFWC5kGC6iVlwT50v5bfofPMF",
+	"qWCNOe1XQTt0BS/ggCEQuEMvNYTErH5kfu2NCDmNCkZNk1utVYFvajFvCBLDQ9igN4uhdteKlZHPcNQW",
+	"NqbESWt6oFJwEFjgnSxaN+AUgZs1atg2pnIfCEnJlwixvmbpFx07Pv15PqjP0cz2tiHUayNvpaaWTv8C",
+	"3q5TSgCtpAR7Ad+Y2RwlW/NxfZC4FBEIaPQ1iOyJmi8sXMYDDzZHDn3W+DwcTy6x41RV0r0DleqKxvgD",
+	"BQ6NsDm8fGYFLRQDFSoXxt59SWfsn00pV7ld+B1wY5tRt/oal2f0iJczbGBQwMFmXVGuudXtGOsxOWk1",
+	"IDWtuhv4uQhLs4m2FukD4rLu+8jjC0e/UrxJ5y6UEsjM497WeDII+aYt3tp8JuwyXyxzJ6Z24LX3UrAy",
+	"tdMQZaPQXVzqFqKTuE2gjjLTzpp4YLCSzpU/42gl6PNAiHmnA9AGbRsVC+b7wkSef0uMyvLf59osvcCN",
+	"PJxI3oKnWg4seiUSPeHeCFFRb8RZ2pPQCepupjhvNb+z/A5Mq4DeJF8jBs5fYF5SqjJpfElYeRNfUJCe",
+	"DcyieqLZLlk52g2MWaZp0IArN419DEx6y+yWOt36fNoDIKY7uRiYnIJUNx6pjN7g2ZRTOutcln8+hylW",
+	"yTBlRv25ruvSthfW/AzOJfd1jq4ge95na9QmvrBY1vCFSx9lBvszqJA8bIPAY/3FCZXcU6m5HcovKrPN",
+	"9sD0qxh77DvFRFKGycR8PNTIGMsKfvcY5ANTufkcgcvtcjxD43WNYq4qFPP721/08T/J+NqeUv0V/fON",
+	"r61sJNCiqULDA9EQ4O4aNP7LVeD5l7Uw8I3gky28qWTlNdv/1xo8a2iPawiXq0LgADd53RxoFPZM+98+",
+	"cMyq9KN6jb82jwSLqy7wx7TqS6wJZz8SxiVC+StlKnBfTPJIPfgE9lCwMjCTAgaMfXaUCzohTKwycHsJ",
+	"iEN65ycw04EBtYTcoCqhGWhfNOT5p+ivQ36GCzMwHAjY34CI2hY9jhVw1WNQsjCbFvj6wMBcPKYpDZ6R",
+	"VEHd4ICLJmTJ9bgaL/1mYNZJtIKV/dGOQtI+ZnqR4Sx9JKMwx2+UWrgSFD5n6ZPdQ9tBR6R9luV8rvOB",
+	"oWb6PmnOlyNiOxxCj+RCPFjlaJmXS4y4pGZgptaw+oeecao5ykq0gk82PE4VAb4xrOLAhDL91XYeTR8H",
+	"Ak0x1c5Pg2Qx5mESubcHBh29pFcTOBQlb2J8ad8HoUL+EIfQWOHFAi1XmkiDC4jMje8mgIg28C4G1VI1",
+	"yVllxZrukmZb2gACZNL5ykzX5PohHmXhWa1I2Nf1Zk2J800Lpe0LCsP+areGlS45se/aJBprcvMLC6rX",
+	"f86ubGiP01jTEPx2fEmBWoGS3gAX3a6RnwPT2AL5Eit1QicIZqzEsbAmjZEov5jzbxuv3+c64P7s1DHg",
+	"cI/rAEFEBxr0PolEu5s6R1vwp9Rn2fzhQfBDlUudPnHB/h/ief8eHOzPSy44N6rqT448VpLzgDxRSHMM",
+	"BrpbzuuJfyEzOVc5MqUf1wtewkZ4QtwUT8PQcBmIvoDVchiHuVUH1a2dop+pAMdHfYZUPl//LxO7QMWP",
+	"AvgBF0bNS2XI0q0XTLe6sS8nYeWZcgCogAX10c56pjCVCZQbOFCjBOyxWk2iwcXTh/bqOzgwOiOC/BHz",
+	"17Cl2Pc82oGp7uzvFC3Sq96HaEsS942KP336qca6eblQGaaxgv2zKSvs3GOOpXIUknBLNSulHNyQlOov",
+	"TQM0Se8RZY8FduFqkbPVY2cGzyc6PhENXJuB+TFGnRSICBESQJYuMFWCOomZSFyeXh1dRGKkpRMN75Dl",
+	"KQFhkFM2laNmAfTisK8i8n24gFgwDUo1rg+jhFy8Hr4DSnCCXcO5con8uY5Rh6lYxGac00MiPoSZC3d6",
+	"wkQcOun7GeH0YWVY3INMRs9VKPbCduwIjJrZFNFrwSij0ijeIgFrd4V449JpiuyElSA34Joq3lJ+0dg7",
+	"TAHxNSVsPAWuPvBWv2jgluPUcdqEB0eIi+pb0Y1q97d4YJdQYMtkU+n3JNNUqJ+XMkXrgib7WJrrRYmG",
+	"19gVXqmflwpzqvhO4YZVdKCiu7TMFZZx7tS0D6//Gu7i87/20x+tNpS3ZZML0R+2OxAo4Do+AECVFHzJ",
+	"/wWci6BCFzCSQa5JMZIJXhVyI/JVIL8GKsRM5P8m+saaLrEvDNfRreodxobfqnGw9u8ZfeCdfuEIX5ec",
+	"DYTBCuwyKqIPxPNIbwh5XMAWmddtjEnU3NcvKgKp4c5mnCpCJQbmvlB2kSrqoM7pYrholIGY2Fg2Hdvi",
+	"OPdgXNpgxdLVh+/FAoEUynV3E0WiFFm3Sp0iXwp6ynEi0cC4/AEBdpXKQRyYHFHz5zgzhIBms/L68qTp",
+	"vXCMjODkrUqigZlTaiHqPN4okkWDbaydDZkInPMtvFfHzeyd22cwkMw61+J+3OhJXGa3qiKXA1WMQdyZ",
+	"or/3wFAF41xmNyo5KJIAPWFVPl4U+MB/Fd9n6C8YoLvfRaXWq45OJ0uZuqBJgjCHOd4i7lb1IwFMteg9",
+	"SB0Kw9e5nWDCHQ4pLAbz7u8OjJ/y333sumhr4rUZ/51v9sT/JtQAVzjH7DJPtcocAcqlHlbSY2aWIEBL",
+	"bWSpTSB6MAfcUQYDdKX2HWUcIgRPpl50scxyPZFjbCTbZHhXNTALam1iKBF9tNRpXob4We/uhRjYweGM",
+	"qglp4dUGsGtkQg5Fam6DgyJRea/nykkxQCB3RfR7EcwXdFcS6CnW64GeR0hGjygKl3TTt6uEmuXz9DMK",
+	"oWBh/2OL/48tXpKhHnMrU7da3SGFRJxxmE5asHnEa9/3T09CNd9WtvifISzRjsHqgy85l2hDsUNRUckl",
+	"MDlieHpo3HLrOYr6+OapAaQ4MG1EzBIN0llASEclwCACNy/hl4Kk5chXOTx1IOIbbRLCjPTN8ZqgCriQ",
+	"dPfRrultAxMSmLAkNLzKnI7znQqNvqS613G8S3rd+yf/fW2i3d+Nv5QwqntcPLCJy3ADR+oV9a+R1h7s",
+	"HPSeSDNVzVLeRMHv/u9NeljvSlnpORkEHsKh05UPWVzr7SUP6npmslRBkBRQfPe9n8oX/61E0LXzbeJp",
+	"23e/5H7UNthbzef4XfJOx1RF+UhMhQzPoqGnJFwgbEs2zbDM86Mdbc65KDezKBlia1rc+UKZ3sXxf16d",
+	"n/3WqAuzHjv6qMYbK1zQ4SbHeZnQ7qQTpCSDwv1n5weW6v8j3zCprDqoXK7s8YMkvfaJPf5H7/TkeXvs",
+	"P/y77/G+kAtdmT8mNZBXFP6LxCuN6xM6GEgk9KBqSAFLEnO5WGgzbfquhmA6oA0Bf20linumefxBkL5s",
+	"wljsPqEOqFo3dP6QbmAQGSK3hAavyw2vfkvdzR9DIXywNRRSxtLYGAsoAXJ6rLzQjuuAei0t8n0RIM44",
+	"iBO8QZm9cwMjHUKhcWEWY56hi6ThbWf0BmMekbonU7PpYaQmOs0Zz9XixGR6INZDBWIEnMetusiw2HFD",
+	"WfNFBU5kC7XJg4lVdJ25vD9RZprPdva7u19HO3Ntwr+3VqH+JRSyaPX8L9Bu17+oiJvpdTqdzoGPKFAk",
+	"AX5r+2jWyjzQB7K6WXq+nAfEJu72W96qIjUhqsv+iY26z4fjZeZsFntfTEhkRk9DAyiVUk357/F/tc7U",
+	"fd56x68xDTbeXX1obpo8DbHpqHf33nxZL39BrCd2eoFpFM8BuFq52IZ8F35/0JFcSUepbFh9Hhame8FX",
+	"XjhBmxWCTewRRhxuOhLE1mSdLPSbbtbmphTT/pfTxZGgmxVYqXfXl1fnl/GfqxocIdOsCQ9s1sK8HbuR",
+	"+f8ntmHOOCxJiYNuOULPGzPWKkCIaCBAyOiBTKqkyYhz6K/Uhjsm2klAn41xO+P2yp0GxRxBstlmD1R0",
+	"UOq5sJDO5xfG/sXcIoJ8XqbNiJuLFZVCvs8DyZW26DHxIgjTQv68VPuY1crJph4AKhoYZ6nXCO5CXvQY",
+	"pyzPzNN6YgnreqYnOYP/49JLIIKIAsgl62XoQITEJfRYa5z12CHUP8oNzESDiKOwM3a8n0ptYAn8PvyW",
+	"Kgky2C7zoh8oKTgDgw56Es/6F7j9Rd8v7sfIZcRiou7E6Vt/VPsDE4Pu0GYX+RCRKHWCHevwD1TwOkQJ",
+	"qYqfjc3hX9hEF/HUvBucM0T4V/b0xi+ciL0XvjTGwMQr3+denfh10Vj9+BDRe2OKPK+M0QadZAhWX8z4",
+	"ipSYcoe9xTHXY7XZXTwwQa+ZYz+uZZpuUipKnocareJx+bq7Jl33Pke27v5RkvXzROVed3cLrWhVQKUP",
+	"dNlQZmjutLxpAnSnd6Lne4dC1c0fKbtL423CuClLZFj3v4gjKpAv8hM7KXujfjcJ+Lnpp90vGI7wXl8P",
+	"FumrygN9ggWbiEZ8dt4fHp9enBydHp31A3jY7wYjVOl6VZW/JVkfhHtV1lNjz81gQsAFwFLTzlvUVMeB",
+	"dQuZknO4jhxslXe+n0yoP5mplJqJUHN+X8MCghGUqMzeiUx9VGPuP8Gvo1lYyb97d/UBeD7liq33tAxw",
+	"oIQIzWgYMstJU/EN3bH3wsA4ZajJKsijmKeTqrzaYA+nhbOce7C1othjYHhTMiWp13u/mD4KUoKI144q",
+	"bqeMScNNQejBFpZmlMHi97q74lS/bR4wHD1s80qVTPeViC96/8Dk7v75+fCkd/n9EXUpAYYRiKEK7nMg",
+	"JssMEwSQg2LGuDaIebo0iUp8u5BG3PJfaOFPpXYlr5vU/JgWmTOmFBeChHAKRVE2dBLignDKd4epUJCX",
+	"HO00NRTQBS24lf4AU8q4mNk0KZTG1TmLr0R3YKiqldoPEmIiIrPRdFd2dfcbUetQHZjQtqNo+lJqdkG1",
+	"O1hziDTldcuaqgBZbSQdmkSD1vIuNDPYp24HMTdI9ptH0CNMaqd4l/apl4o/b7pgYrRMQOFlOgv7Qn8t",
+	"k5rEjj3Ixkmsz6zLXzixmD04PZYpf7ApuFCeNEw+fARaGhjmCD44j3fEqbyA/+SDtVn5zDEvhroK0iLN",
+	"cq4yPRZzmWf6nnod4OKxcokNxzudgc0odvHWCESIj7tRPDBEiV/T480Iuz9U92ZsFw8Enr6PmL4eO8pP",
+	"GD1J45nMEHYdAWFe/bW9J/5GONfApexE7HZef13KFHGi0X3Tfi3+9nZgCG04ErtdeIc7+q8nQEx0znh9",
+	"NBj6KuWNMr7pdHf3a9Q7o3JdGZ+sdoiQ71kkcsJiAVxRDSPS3hEdlPvL5qTVY4XbOjnjHhA5V2hZyDK/",
+	"9YEQ+vw+sCOEKFrlR6JSF0PdmZoBhBB7XvIWIMTD+vwJpJyGKSwS7ACTU/c8Al9TyUFdo5SnynKKyXAt",
+	"+kTnA4OdeZC/eOYDpF1LxI5YEGM8zH32LFhbZBhg31e+k3J8E4ZTYK41EiwRZLA3mw0MxZdTtqlnyzyx",
+	"d4aTi0vD+q65eDIT7BsE+liaUjEpdpbnClOmAK7yxNnObaY8UhQmFMF9V/KG0qaQCHjKZPMVoHj8Mbxa",
+	"Ukz0PUz7VmUzLkcEwj3VbwemwQ00QdRiF9nIIwFQFkOTvhHM0PqeqOXmLsBmcfYNz++736CULLKrmKm5",
+	"g4Co5NrzJPRK3VsdtNy1y49ZbesaBtVmpYOM2y8c1uVmMgNT000mYm4CM/4bo+aXGgJhnxevTw2MzDIg",
+	"HST3Nx1comclpZZh4ivx5jW3Y6K8rgILlNQQ1mCc12i+t8LZSe7JkTSTnK+UW865vfDAxN+fnx6dnhyf",
+	"HvdjjytAikUgSdG4Ov6+f3R52lwjzXKL6ZhI2/dxj4/P+ke+tP+gKu856Zvb5UbcJsFzNm6gijmMNek+",
+	"8ImXVNrx0Y6GOuFuePC6U3nc9MKJSHpgYhqbY8el8lT8ne158qF4rc6nQlJymwKjw60UkLmAcBneKvXx",
+	"o7aH3D4d6LjcVLLpWT11FCUlqlCjSWuS9I0yaiw2Di311ObWdNjycUPDx9BAqVf63ESnabmjnc+PGRhu",
+	"Ws6/VcF1xjZRa6RRSCeSI0jPbCGNQQGj8elTzLTfX/f7oHMdnv9wRpt3iU3+i2/55khBmpMC568NK5il",
+	"u1PSnLDDGAbllgsQZOQAEfJWYbPPTOaokrM6PtemBT+BpRFameztvXpDqsVLdyA6gvoEalByJk1ajxTT",
+	"DKa0UJm2iZhJB6oR1pAUH4cPt/C5kkqNzaH2keUjEX7FX/qK4pp4oRRG2l/iZCNCAKK/4eKoNxUuPoGD",
+	"DT0M4PzgZEdqphkdmdrWe5ZCvfEqjayqPayKTXhFPaywIQ93PH3d+VrE7BYY9o9Pj86v+3EkKgYa4Svy",
+	"XcHZ+0pLNhnIKuNyfNDBvaYRMjsHho4fRQXq8zUmRImdRHVmQy16DOy3N+EfRZCZL9Ncgy35cmKzeQs4",
+	"C/ysDEWK8WmKtvBLffJk+ThMJMpOCDvOVd4i0xkblij6XPXdNbcFmv3Pcixd4z5sh1vz/3SSFboWCk/D",
+	"6VG/d9jr98q/Bcvw/KL//7F3fb3t01D0q1h9+aVS1vKwImifShmiaHQTHfBAJtVLDI0WnCpOGX3Yd0e+",
+	"19d/0rR0o3Tbb3vcn8SJY1/7HN97zvRqNgdhm+l8rn91Pf7ppt1V5LSpWF+dNhEX4owOKCtwOjKBfju2",
+	"QOD5XQBILsoHI5vWHoeb4WTEtl1gMFmc1+Rj3VgVbEhJfP+UE42obRgUs20YNHSpI+JvDWD0xquNFaKt",
+	"H6FqQEqsAZS87NOAAbAd8B/0fE6azxZ8TCSRyBo3aqVmur3jqSX8j4IIb4iRNvKppxKx8vD6MBzpFpKH",
+	"VTU4wDVMR1bgWXA9kYDXQaRIZFD2OmrRMTfUR8AZkDljjzX2rUEiKgVFt6WGuQ6SOhQoW1o8tvqH373d",
+	"g8b3y0p34H7F3+dP5r9Qvn2FXlxqI9NlVcpyrYJTjwOOOcy57b7UBieKS6Z89jhePwXKXpLmpSK2hzzn",
+	"E7kw423hOJjGkNBgToXY2JRVajzVgMnNBhhBV2T100JwD3sBYePgLVqawhGAzUewap052kgipraTzquh",
+	"QlU9Er/Sbd+D+VA3Zhn/U+Nck1mN3toVA+bJKKJ6i1Csp1n40v3gHZsMo+IbIJYhNbPHfqV+dD76DfCL",
+	"n+yTMr7HkW7srJTFJk6kXjtAci1XTMgMeE+DTLHk04JbqM3hBR4o+wLJQIqSqUxJarAInoF1hmZJDhOS",
+	"r3NBnswDpna5M3nb5M4hRT0wePeW0Twt5fBEJ9t7tv5vpObsZ3kv9fTC9CUWLX64+uZI1WXv7rD6uiwK",
+	"P74/KXD3kSDf57zsaAAkztBMyVbFwp9HjDc5Swti6kTqMGY4QbFiEZrdGg6XG4OAbo9dYEX+A99Yeiz3",
+	"BfN2RXi2mIxnk4vLSx36vBMeexAJZ9MQNu3hgd3SGISjFyeAOCwKXuWTwgAFHk+2j5fcvmC83aJRRAn8",
+	"X3V0HybS1oGDpTqdTdj74g4NyKdVVWbrVABbmeUq5boLDBPtTlipn7gjiYMFjoToBZxG/yH0W5x/8TWD",
+	"CffddDadfw/UsSqx0if8jEg7eW+dJZLuaByMjD0+8lPW3gUdY0xlS+R6JpHokY+AltfGn2bkKFJc1bJS",
+	"CoRq9pvnhsPFRlLoKBKmhXZaF4UJ9PHHuhDrDXljAnmz5rOVSjxooTlpwR1xdOHMjMIJ+W4WwJeGRxNT",
+	"f9wCb5+5oP6L7MkNHfVACqKGH57oWVM8ZWGZP1iJXIatFA/WcSuI9+YzYAAlxQi4+dAL/PpbfHs1u7DX",
+	"NuM3ORhCsQxced5SE7t/E25VIV5jvD2SFMVb32dbNhR3OjsGwOtQk/UON7whHoUD+gM5PFFEwxPPoIw1",
+	"c/LNdAe75BiR7QiC+pYiXVd5vYH5fSd4JarxWs/N3271XES6pi0t3zycnznCs6wSSnXizroqOsPOsq5X",
+	"w36/KFNeLEtVDweDwZed9rx6Rf6x7Kwu1FkqgODK8Kd7sQluqlruemtfsdXCN9S2JRcpF8eMosj2w413",
+	"UWzKXWz7dPvyy/wvIYVCIlZvG3KJXWQuxUSVHZ1iC4FRtMh7WlHzlmt+LGVekw2S+VfPzru9kbAWKm74",
+	"KZnnRv/5HJP2bOJDwe9cQ7Z06vH28Z8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -40,8 +40,15 @@ var (
 	// ErrModelActive: the version is the active one and cannot be deleted.
 	ErrModelActive = errors.New("model is active")
 	// ErrReservedVersion: the version name is one of the names the
-	// management routes use (load, list, info).
+	// management routes use (load, list, info, shadow).
 	ErrReservedVersion = errors.New("version name is reserved")
+	// ErrShadowIsActive: the version asked for as the shadow is the active
+	// model; a model cannot shadow itself.
+	ErrShadowIsActive = errors.New("the version is the active model")
+	// ErrNoLoggedSpectra: re-scoring needs spectra in the prediction log,
+	// and the server does not log them (-log-spectra) or none lies in the
+	// range asked for.
+	ErrNoLoggedSpectra = errors.New("no logged spectra to re-score")
 	// ErrRegistry: the registry on disk could not be read or written.
 	ErrRegistry = errors.New("registry I/O failure")
 )

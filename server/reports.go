@@ -13,7 +13,7 @@ import (
 )
 
 // GetModelReport renders the review page of one registry version. The
-// route names beside /model/{version} (load, list, info) are never
+// route names beside /model/{version} (load, list, info, shadow) are never
 // versions, and have no report route of their own: 404 MODEL_NOT_FOUND
 // like any name the registry does not hold.
 func (a *API) GetModelReport(ctx context.Context, req gen.GetModelReportRequestObject) (gen.GetModelReportResponseObject, error) {

@@ -139,7 +139,7 @@ var notVersionChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // freeVersion is stem when that is a valid version no entry uses, else a
 // free name derived from it ("my model (2)" becomes "my-model-2-", then
-// "-2", "-3", ... on collision). A reserved name (load, list, info) becomes
+// "-2", "-3", ... on collision). A reserved name (load, list, info, shadow) becomes
 // "<name>-1".
 func (r *Registry) freeVersion(stem string) string {
 	if ValidVersion(stem) && !ReservedVersion(stem) && r.ix.Models[stem] == nil {

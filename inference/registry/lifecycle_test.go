@@ -261,7 +261,7 @@ func TestReservedVersionNames(t *testing.T) {
 	r := newTestRegistry(t, dir, nil)
 	src := filepath.Join(dir, "import", "m.joblib")
 	os.WriteFile(src, []byte("const:4"), 0o644)
-	for _, v := range []string{"load", "list", "info"} {
+	for _, v := range []string{"load", "list", "info", "shadow"} {
 		_, err := r.Load(context.Background(), LoadRequest{Version: v, Source: SourceFile, Path: src})
 		if !errors.Is(err, inference.ErrReservedVersion) {
 			t.Fatalf("import as %q: %v", v, err)

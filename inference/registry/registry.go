@@ -120,8 +120,11 @@ func ValidVersion(v string) bool { return versionPattern.MatchString(v) && !stri
 
 // ReservedVersion reports whether v is a name the management routes use
 // beside /model/{version} (POST /model/load, GET /model/list, GET
-// /model/info): no model is given one, so every version has its URL.
-func ReservedVersion(v string) bool { return v == "load" || v == "list" || v == "info" }
+// /model/info, /model/shadow): no model is given one, so every version has
+// its URL.
+func ReservedVersion(v string) bool {
+	return v == "load" || v == "list" || v == "info" || v == "shadow"
+}
 
 // Open opens (creating if needed) the registry in dir and restores the
 // active model. Before it reads anything it takes the registry's exclusive

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"ramanserve/inference"
+	"ramanserve/inference/predlog"
+	"ramanserve/inference/reconcile"
 	"ramanserve/trainer"
 )
 
@@ -175,6 +177,11 @@ var domainCodes = []struct {
 	{inference.ErrVersionExists, VersionExists, http.StatusBadRequest},
 	{inference.ErrModelStatusMismatch, ModelStatusMismatch, http.StatusConflict},
 	{inference.ErrModelActive, ModelActive, http.StatusConflict},
+	{inference.ErrShadowIsActive, ShadowIsActive, http.StatusConflict},
+	{inference.ErrNoLoggedSpectra, NoLoggedSpectra, http.StatusConflict},
+	{reconcile.ErrInvalidLabRecords, InvalidLabResults, http.StatusBadRequest},
+	{reconcile.ErrRangeTooLarge, InvalidRequest, http.StatusBadRequest},
+	{predlog.ErrBadCursor, InvalidCursor, http.StatusBadRequest},
 	{inference.ErrReservedVersion, InvalidRequest, http.StatusBadRequest},
 	{inference.ErrModelNotFound, ModelNotFound, http.StatusBadRequest},
 	{inference.ErrModelCorrupted, ModelCorrupted, http.StatusBadRequest},
