@@ -11,7 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"ramanserve/inference/predlog"
 	"ramanserve/inference/registry"
+	"ramanserve/inference/shadow"
 	"ramanserve/server/auth"
 	"ramanserve/server/metrics"
 	"ramanserve/trainer/jobs"
@@ -28,6 +30,7 @@ type Config struct {
 	Channel        ChannelConfig
 	Training       TrainingConfig
 	Auth           AuthConfig // bearer tokens on the management channel (auth.go)
+	Evidence       EvidenceConfig
 	Logger         *slog.Logger
 	// WrapOpen, when set, wraps every model reader. It is a test seam: the
 	// conformance suite uses it to make a load reliably slow.
@@ -50,6 +53,8 @@ type App struct {
 	bodies     *httpHandler
 	channel    *predictionChannel
 	jobs       *jobs.Manager
+	predlog    *predlog.SQLite // the prediction log (evidence wiring)
+	shadow     *shadow.Scorer  // the shadow model beside the active one
 	metrics    *metrics.Metrics
 	done       chan error
 
