@@ -1,0 +1,258 @@
+package conformance
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"ramanserve/client"
+	"ramanserve/gen"
+	"ramanserve/inference/predlog"
+)
+
+// commitAllowance is the time one commit of the prediction log may take on
+// top of predlog.DefaultCommitInterval: what predlog documents kill -9 may
+// lose is what was accepted less than the interval plus one commit before
+// it. One commit is a few milliseconds; the allowance is generous because
+// this machine's two cores are shared with other test runs, and the test
+// logs how close to the kill the log actually got.
+const commitAllowance = 400 * time.Millisecond
+
+// killRounds is how many times the test kills the server under load; the
+// second kill hits a log that was itself recovered from the first.
+const killRounds = 2
+
+// ack is a predict whose reply reached the client.
+type ack struct {
+	seq   int64
+	at    time.Time // when the reply arrived
+	reply *client.PredictReply
+}
+
+// predictLoad runs workers that predict as fast as the server answers,
+// each over its own connection, until stop is closed or the connection
+// fails (the server was killed). Every reply is recorded as an ack.
+type predictLoad struct {
+	mu      sync.Mutex
+	acks    []ack
+	wg      sync.WaitGroup
+	stop    chan struct{}
+	sent    atomic.Int64
+	lastErr atomic.Value
+}
+
+func startPredictLoad(t *testing.T, endpoint, batch string, round, workers int, wn []float64, samples []scanSample) *predictLoad {
+	t.Helper()
+	l := &predictLoad{stop: make(chan struct{})}
+	for w := range workers {
+		// No resend: a resent request would be a second prediction of
+		// the same scan_seq.
+		cl, err := client.DialPrediction(context.Background(), endpoint, client.PredictionOptions{Timeout: 5 * time.Second, Retries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			defer cl.Close()
+			for i := int64(0); ; i++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				seq := int64(round)*100_000_000 + int64(w)*1_000_000 + i
+				s := samples[int(i)%len(samples)]
+				l.sent.Add(1)
+				rep, err := cl.Predict(context.Background(), &client.Spectrum{Wavenumbers: wn, Intensities: s.intensities, Channel: int64(w), IntegrationMS: 250, ScanSeq: seq},
+					&client.ScanContext{BatchID: batch, Port: "P2", ColumnIndex: int64(w)})
+				if err != nil {
+					l.lastErr.Store(err)
+					return
+				}
+				at := time.Now()
+				l.mu.Lock()
+				l.acks = append(l.acks, ack{seq: seq, at: at, reply: rep})
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+func (l *predictLoad) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acks)
+}
+
+// end stops the workers (those whose server is gone have stopped already)
+// and returns the acks.
+func (l *predictLoad) end() []ack {
+	close(l.stop)
+	l.wg.Wait()
+	return l.acks
+}
+
+// integrityCheck opens the prediction log read-only (the crashed state as
+// the kill left it, or beside the running server: WAL lets a reader in)
+// and runs PRAGMA integrity_check. It returns the active rows of batch.
+func integrityCheck(t *testing.T, dir, batch string) int {
+	t.Helper()
+	path := filepath.Join(dir, predlog.DatabaseFileName)
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`PRAGMA integrity_check`)
+	if err != nil {
+		t.Fatalf("integrity_check on %s: %v", path, err)
+	}
+	var res []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if len(res) != 1 || res[0] != "ok" {
+		t.Fatalf("PRAGMA integrity_check on the prediction log: %q, want ok", res)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM predictions WHERE batch_id = ? AND role = ?`, batch, int(predlog.RoleActive)).Scan(&n); err != nil {
+		t.Fatalf("count the batch's rows: %v", err)
+	}
+	return n
+}
+
+// healthDropped reads prediction_log.dropped from GET /health (-1 when the
+// server does not answer or has no prediction_log).
+func healthDropped(c *gen.ClientWithResponses) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	res, err := c.GetHealthWithResponse(ctx)
+	if err != nil || res.JSON200 == nil || res.JSON200.PredictionLog == nil {
+		return -1
+	}
+	return res.JSON200.PredictionLog.Dropped
+}
+
+// TestPredictionLogSurvivesKill9 is the issue's "Must show: crash safety",
+// against real ramanserve processes with -log-spectra: clients predict at
+// full rate over the channel; the server is killed with SIGKILL mid-load;
+// the crashed database passes PRAGMA integrity_check (opened read-only, as
+// the kill left it); the server restarts on it and the load and the kill
+// are repeated. After a last restart, GET /predictions holds every
+// prediction whose reply arrived more than predlog.DefaultCommitInterval
+// plus one commit (commitAllowance) before its kill, with the
+// concentrations of that reply, and the database passes integrity_check
+// beside the running server.
+func TestPredictionLogSurvivesKill9(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-log-spectra"}
+	p := startProcess(t, dir, args...)
+	c := p.client(t)
+	version := trainStaged(t, "http://"+p.httpAddr, c, 404)
+	loadVersion(t, c, version)
+	wn, samples := evidenceSamples(1703, 16)
+	batch := uniqueBatch("crash")
+
+	type kill struct {
+		at      time.Time
+		acks    []ack
+		dropped int64
+	}
+	var kills []kill
+	for round := range killRounds {
+		if round > 0 {
+			p = startProcess(t, dir, args...)
+			c = p.client(t)
+		}
+		load := startPredictLoad(t, p.zmq, batch, round, 4, wn, samples)
+		// Under load for a while, and at a different point in each round.
+		deadline := time.Now().Add(60 * time.Second)
+		want := 1500 + 1000*round
+		dropped := int64(0)
+		for load.count() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d replies in 60 s (last error %v)", round, load.count(), load.lastErr.Load())
+			}
+			if d := healthDropped(c); d > dropped {
+				dropped = d
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		at := time.Now()
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.exited
+		acks := load.end()
+		kills = append(kills, kill{at: at, acks: acks, dropped: dropped})
+		rows := integrityCheck(t, dir, batch)
+		t.Logf("round %d: killed after %d replies (%d requests sent); the crashed log passes integrity_check and holds %d active rows of the batch", round, len(acks), load.sent.Load(), rows)
+	}
+
+	p = startProcess(t, dir, args...)
+	c = p.client(t)
+	if res := must(c.GetHealthWithResponse(context.Background()))(t); res.StatusCode() != http.StatusOK {
+		t.Fatalf("health after the restart: %d %s", res.StatusCode(), res.Body)
+	}
+	logged := bySeq(t, byRole(loggedPredictions(t, c, batch))[gen.PredictionRoleActive])
+	integrityCheck(t, dir, batch)
+
+	for round, k := range kills {
+		cutoff := k.at.Add(-(predlog.DefaultCommitInterval + commitAllowance))
+		var due, present, missing int
+		var firstMissing []int64
+		closest := time.Duration(-1)
+		for _, a := range k.acks {
+			rec, ok := logged[a.seq]
+			if ok {
+				present++
+				sameAs(t, fmt.Sprintf("logged scan_seq %d", a.seq), rec, a.reply, 0)
+				if rec.ModelVersion != version {
+					t.Errorf("scan_seq %d logged for %s, want %s", a.seq, rec.ModelVersion, version)
+				}
+				if before := k.at.Sub(a.at); closest < 0 || before < closest {
+					closest = before
+				}
+			}
+			if a.at.Before(cutoff) {
+				due++
+				if !ok {
+					missing++
+					if len(firstMissing) < 5 {
+						firstMissing = append(firstMissing, a.seq)
+					}
+				}
+			}
+		}
+		if missing > 0 {
+			sort.Slice(firstMissing, func(i, j int) bool { return firstMissing[i] < firstMissing[j] })
+			t.Errorf("round %d: %d of the %d predictions answered more than %v before the kill are not in the log (first: %v; the log reported %d dropped before the kill)",
+				round, missing, due, predlog.DefaultCommitInterval+commitAllowance, firstMissing, k.dropped)
+		}
+		if due == 0 {
+			t.Errorf("round %d: no reply arrived before the cutoff; the test proves nothing", round)
+		}
+		t.Logf("round %d: %d replies, %d due (answered > %v before the kill), all present: %v; %d of the %d replies in the log, the latest answered %v before the kill",
+			round, len(k.acks), due, predlog.DefaultCommitInterval+commitAllowance, missing == 0, present, len(k.acks), closest)
+	}
+}
