@@ -60,10 +60,16 @@ type authTokens struct {
 // "dashboard" and an operate token "console-ci") and health as given.
 func authServer(t *testing.T, health bool) (*server.App, authTokens) {
 	t.Helper()
+	return authServerWith(t, health, server.EvidenceConfig{})
+}
+
+// authServerWith is authServer with the evidence configuration ev.
+func authServerWith(t *testing.T, health bool, ev server.EvidenceConfig) (*server.App, authTokens) {
+	t.Helper()
 	tok := authTokens{read: newToken(t), operate: newToken(t)}
 	file := filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, file, tokenLine("read", tok.read, "dashboard"), tokenLine("operate", tok.operate, "console-ci"))
-	app := extraServer(t, server.Config{Auth: server.AuthConfig{TokensFile: file, Health: health}})
+	app := extraServer(t, server.Config{Auth: server.AuthConfig{TokensFile: file, Health: health}, Evidence: ev})
 	return app, tok
 }
 
@@ -146,6 +152,9 @@ func wantUnauthorized(t *testing.T, what string, resp *http.Response, body []byt
 type authFixtures struct {
 	active, toLoad, toDelete string // model versions: the active one, a staged one to load, a staged one to delete
 	doneJob, toCancel        string // a done job (its report); a job still queued or running
+	// labBatch has logged predictions (spectra included) with scan_seq
+	// 1 and 2: what re-scoring, the lab post and the export need.
+	labBatch, labSampleID string
 }
 
 // trainAs uploads a synthetic set with token and waits for its job; it
@@ -172,7 +181,7 @@ func submitAs(t *testing.T, base, token string, seed uint64, n int) string {
 	return id
 }
 
-func setUpAuthFixtures(t *testing.T, base string, tok authTokens) authFixtures {
+func setUpAuthFixtures(t *testing.T, base, zmq string, tok authTokens) authFixtures {
 	t.Helper()
 	c := tokenClient(t, base, tok.operate)
 	var fx authFixtures
@@ -181,6 +190,11 @@ func setUpAuthFixtures(t *testing.T, base string, tok authTokens) authFixtures {
 	_, fx.toDelete = trainAs(t, base, c, tok.operate, 23)
 	loadVersion(t, c, fx.active)
 	fx.toCancel = fx.doneJob // until the operate round submits one to cancel
+	// Logged predictions for the evidence operations.
+	fx.labBatch, fx.labSampleID = uniqueBatch("auth"), "HPLC-auth-"+newToken(t)[:8]
+	wn, samples := evidenceSamples(27, 2)
+	sendPredicts(t, zmq, fx.labBatch, 1, wn, samples)
+	waitLogged(t, c, fx.labBatch, map[gen.PredictionRole]int{gen.PredictionRoleActive: 2})
 	return fx
 }
 
@@ -224,6 +238,14 @@ func (fx authFixtures) request(t *testing.T, base string, op contractOperation) 
 	switch op.id {
 	case "loadModel":
 		return base + path, "application/json", strings.NewReader(`{"version":"` + fx.toLoad + `"}`)
+	case "setShadow":
+		// Mutations run after the load: the first active model is then
+		// archived, and may be the shadow.
+		return base + path, "application/json", strings.NewReader(`{"version":"` + fx.active + `"}`)
+	case "postLabResults":
+		return base + path, "application/json", strings.NewReader(`[{"lab_sample_id":"` + fx.labSampleID + `","batch_id":"` + fx.labBatch + `","scan_seq":1,"EPA":150.5,"DHA":80.25}]`)
+	case "listPredictions":
+		return base + path + "?batch_id=" + fx.labBatch, "", nil
 	case "startTraining":
 		ct, b := client.TrainingBody([]byte(`{"operator":"jdoe"}`), bytes.NewReader(syntheticCSV(t, 26, trainingSamples)))
 		return base + path, ct, b
@@ -250,9 +272,9 @@ func isMutation(t *testing.T, op contractOperation) bool {
 // effect on its fixture. Every response is validated against the
 // contract, 401 and 403 included.
 func TestAuthEveryOperation(t *testing.T) {
-	app, tok := authServer(t, true)
+	app, tok := authServerWith(t, true, server.EvidenceConfig{LogSpectra: true})
 	base := "http://" + app.HTTPAddr()
-	fx := setUpAuthFixtures(t, base, tok)
+	fx := setUpAuthFixtures(t, base, app.ZMQEndpoint(), tok)
 	ops := contractOperations()
 	if len(ops) < 15 {
 		t.Fatalf("the contract lists %d operations", len(ops))
@@ -275,13 +297,13 @@ func TestAuthEveryOperation(t *testing.T) {
 		}
 	}
 	t.Logf("auth matrix: %d operations of the contract x {no token, read, operate}, %d of them mutations", len(ops), mutations)
-	if mutations != 4 {
-		t.Errorf("%d mutations in the contract, want 4 (load, delete, train, cancel)", mutations)
+	if mutations != 8 {
+		t.Errorf("%d mutations in the contract, want 8 (load, delete, train, cancel, set and clear the shadow, rescore, lab results)", mutations)
 	}
 	// The operate round, mutations last, so that every GET still finds
 	// its fixture; then each mutation's effect is checked.
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].method == http.MethodGet && ops[j].method != http.MethodGet })
-	var accepted string
+	var accepted, rescoreJob string
 	for _, op := range ops {
 		if op.id == "cancelTrainingJob" {
 			// A job large enough to be queued or running still when the
@@ -293,8 +315,16 @@ func TestAuthEveryOperation(t *testing.T) {
 		if resp.StatusCode/100 != 2 {
 			t.Errorf("%s with the operate token: %d %s, want 2xx", op.id, resp.StatusCode, b)
 		}
-		if op.id == "startTraining" {
+		switch op.id {
+		case "startTraining":
 			accepted = acceptedID(t, resp, b)
+		case "rescoreModel":
+			rescoreJob = acceptedID(t, resp, b)
+		case "postLabResults":
+			var out gen.LabResultsOutcome
+			if err := json.Unmarshal(b, &out); err != nil || out.Matched != 1 {
+				t.Errorf("lab post with the operate token: %s, want 1 matched", b)
+			}
 		}
 	}
 	c := tokenClient(t, base, tok.read)
@@ -307,6 +337,19 @@ func TestAuthEveryOperation(t *testing.T) {
 	}
 	if job := must(c.GetTrainingJobWithResponse(ctx, fx.toCancel))(t).JSON200; fx.toCancel == fx.doneJob || job.Status != gen.Failed || job.Error == nil || job.Error.Code != "CANCELLED" {
 		t.Errorf("cancelled job reads %+v", job)
+	}
+	// The evidence mutations: the shadow set after the clear, the
+	// re-scoring job queued, the lab result counted.
+	if sh := must(c.GetShadowWithResponse(ctx))(t).JSON200; sh == nil || sh.Version == nil || *sh.Version != fx.active {
+		t.Errorf("shadow after PUT /model/shadow: %+v, want %s", sh, fx.active)
+	}
+	if rescoreJob == "" {
+		t.Error("the re-scoring job was not accepted")
+	} else if job := waitJob(t, c, rescoreJob, 2*time.Minute); job.Status != gen.Done || job.Kind == nil || *job.Kind != gen.TrainingJobKindRescore {
+		t.Errorf("re-scoring job: %s kind %v error %+v", job.Status, job.Kind, job.Error)
+	}
+	if perf := must(c.GetModelPerformanceWithResponse(ctx, fx.active, nil))(t).JSON200; perf == nil || perf.Analytes.EPA == nil || perf.Analytes.EPA.N < 1 {
+		t.Errorf("performance of %s after the lab post: %+v", fx.active, perf)
 	}
 	if accepted == "" {
 		t.Fatal("the operate upload was not accepted")
