@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"math"
 	"net/http"
@@ -765,8 +767,11 @@ func TestPredictionsExport(t *testing.T) {
 		if res.StatusCode() != http.StatusOK || !strings.HasPrefix(res.HTTPResponse.Header.Get("Content-Type"), "text/csv") {
 			t.Fatalf("CSV page %d: %d %s %s", pages, res.StatusCode(), res.HTTPResponse.Header.Get("Content-Type"), res.Body)
 		}
-		lines := strings.Split(strings.TrimRight(string(res.Body), "\r\n"), "\n")
-		header := strings.Split(strings.TrimRight(lines[0], "\r"), ",")
+		rows, err := csv.NewReader(bytes.NewReader(res.Body)).ReadAll()
+		if err != nil || len(rows) == 0 {
+			t.Fatalf("CSV page %d does not parse (%v): %s", pages, err, res.Body)
+		}
+		header := rows[0]
 		col := map[string]int{}
 		for i, h := range header {
 			col[h] = i
@@ -774,16 +779,12 @@ func TestPredictionsExport(t *testing.T) {
 		idCol, okID := col["prediction_id"]
 		roleCol, okRole := col["role"]
 		if !okID || !okRole {
-			t.Fatalf("CSV header %q lacks prediction_id or role", lines[0])
+			t.Fatalf("CSV header %q lacks prediction_id or role", header)
 		}
-		if len(lines)-1 > 2 {
-			t.Fatalf("CSV page of limit 2 has %d rows", len(lines)-1)
+		if len(rows)-1 > 2 {
+			t.Fatalf("CSV page of limit 2 has %d rows", len(rows)-1)
 		}
-		for _, line := range lines[1:] {
-			cells := strings.Split(strings.TrimRight(line, "\r"), ",")
-			if len(cells) != len(header) {
-				t.Fatalf("CSV row %q has %d cells for %d columns", line, len(cells), len(header))
-			}
+		for _, cells := range rows[1:] {
 			if cells[roleCol] == "active" {
 				csvIDs = append(csvIDs, cells[idCol])
 			}
