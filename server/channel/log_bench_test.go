@@ -1,0 +1,42 @@
+package channel_test
+
+import (
+	"context"
+	"testing"
+
+	"ramanserve/inference/evidence"
+	"ramanserve/inference/predlog"
+	"ramanserve/inference/shadow"
+)
+
+// BenchmarkPredict2048Logged is BenchmarkPredict2048 with the prediction
+// log and a shadow model on (a real SQLite log in a temporary directory, a
+// real scorer scoring with a second copy of the model): the difference is
+// the hot path's cost of the evidence hook. The scorer and the writer run
+// on their own goroutines; when they fall behind the full rate of the
+// benchmark, their queues drop (and count) rather than slow the predict.
+func BenchmarkPredict2048Logged(b *testing.B) { benchLogged(b, false) }
+
+// BenchmarkPredict2048LoggedSpectra is BenchmarkPredict2048Logged with
+// -log-spectra: each record carries a float32 copy of the spectrum.
+func BenchmarkPredict2048LoggedSpectra(b *testing.B) { benchLogged(b, true) }
+
+func benchLogged(b *testing.B, spectra bool) {
+	log, err := predlog.Open(context.Background(), b.TempDir(), predlog.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	collector := evidence.New(evidence.Options{Log: log, LogSpectra: spectra})
+	scorer := shadow.New(shadow.Options{Sink: collector})
+	collector.SetShadow(scorer)
+	if err := scorer.Set(benchModel(b)); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = scorer.Close(context.Background())
+		_ = log.Close(context.Background())
+		st := log.Stats()
+		b.Logf("log: committed %d, dropped %d; shadow: %+v", st.Committed, st.Dropped, scorer.Totals())
+	})
+	benchPredictWith(b, benchModel(b), nil, collector)
+}
