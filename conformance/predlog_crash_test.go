@@ -154,22 +154,26 @@ func healthDropped(c *gen.ClientWithResponses) int64 {
 }
 
 // TestPredictionLogSurvivesKill9 is the "Must show: crash safety",
-// against real ramanserve processes with -log-spectra: clients predict at
-// full rate over the channel; the server is killed with SIGKILL mid-load;
+// against real ramanserve processes with -log-spectra and a shadow set:
+// clients predict at full rate over the channel; the server is killed with SIGKILL mid-load;
 // the crashed database passes PRAGMA integrity_check (opened read-only, as
 // the kill left it); the server restarts on it and the load and the kill
 // are repeated. After a last restart, GET /predictions holds every
 // prediction whose reply arrived more than predlog.DefaultCommitInterval
 // plus one commit (commitAllowance) before its kill, with the
 // concentrations of that reply, and the database passes integrity_check
-// beside the running server.
+// beside the running server. The shadow is still set.
 func TestPredictionLogSurvivesKill9(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"-log-spectra"}
 	p := startProcess(t, dir, args...)
 	c := p.client(t)
 	version := trainStaged(t, "http://"+p.httpAddr, c, 404)
+	candidate := trainStaged(t, "http://"+p.httpAddr, c, 405)
 	loadVersion(t, c, version)
+	// A shadow too: the log takes its records beside the active ones, and
+	// the shadow must survive the kills.
+	setShadow(t, c, candidate)
 	wn, samples := evidenceSamples(1703, 16)
 	batch := uniqueBatch("crash")
 
@@ -214,8 +218,13 @@ func TestPredictionLogSurvivesKill9(t *testing.T) {
 	if res := must(c.GetHealthWithResponse(context.Background()))(t); res.StatusCode() != http.StatusOK {
 		t.Fatalf("health after the restart: %d %s", res.StatusCode(), res.Body)
 	}
-	logged := bySeq(t, byRole(loggedPredictions(t, c, batch))[gen.PredictionRoleActive])
+	if sh := getShadow(t, c); sh.Version == nil || *sh.Version != candidate {
+		t.Errorf("shadow after kill -9 and restart: %v, want %s", sh.Version, candidate)
+	}
+	roles := byRole(loggedPredictions(t, c, batch))
+	logged := bySeq(t, roles[gen.PredictionRoleActive])
 	integrityCheck(t, dir, batch)
+	t.Logf("after the last restart: %d active and %d shadow records of the batch in the log", len(roles[gen.PredictionRoleActive]), len(roles[gen.PredictionRoleShadow]))
 
 	for round, k := range kills {
 		cutoff := k.at.Add(-(predlog.DefaultCommitInterval + commitAllowance))
