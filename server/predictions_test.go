@@ -314,12 +314,25 @@ func TestPredictionsPagesAndCSV(t *testing.T) {
 	}
 }
 
+// slowModel is a real model that takes delay more per predict, so that
+// spectra are still queued for the shadow when the server shuts down.
+type slowModel struct {
+	inference.Model
+	delay time.Duration
+}
+
+func (m slowModel) Predict(s *inference.Spectrum, p *inference.Prediction) error {
+	time.Sleep(m.delay)
+	return m.Model.Predict(s, p)
+}
+
 // TestShutdownCommitsQueuedEvidence: predicts answered just before
-// SIGTERM are all in the log after Shutdown, the shadow's records too:
-// the scorer is closed before the log, and the log commits its queue.
+// SIGTERM are all in the log after Shutdown, the shadow's records too,
+// although the (slow) shadow still had most of them queued: the scorer
+// is closed before the log, and the log commits its queue.
 func TestShutdownCommitsQueuedEvidence(t *testing.T) {
 	app, axis := evidenceServer(t, EvidenceConfig{LogSpectra: true})
-	if err := app.shadow.Set(shadowModel(t)); err != nil {
+	if err := app.shadow.Set(slowModel{shadowModel(t), 10 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 20
