@@ -21,6 +21,13 @@ import (
 	"ramanserve/inference/shadow"
 )
 
+// MaxLoggedPoints bounds the spectra a record carries (four times the
+// rig's 2048 points, as the shadow's bound): only spectra the active model
+// accepted are logged, so their length is its axis's; the bound caps the
+// memory the log's queue can hold whatever model is loaded. A longer
+// spectrum's record is logged without it.
+const MaxLoggedPoints = shadow.DefaultMaxPoints
+
 // Shadow is the shadow scorer as the Collector sees it (*shadow.Scorer).
 type Shadow interface {
 	Offer(id shadow.PredictionID, at time.Time, active inference.Model, spec *inference.Spectrum, p *inference.Prediction, c *inference.ScanContext) bool
@@ -73,7 +80,7 @@ func (c *Collector) Logged(at time.Time, m inference.Model, spec *inference.Spec
 	}
 	fillPrediction(rec, p)
 	fillContext(rec, sc)
-	if c.logSpectra {
+	if c.logSpectra && len(spec.Intensities) <= MaxLoggedPoints {
 		rec.Spectrum = toFloat32(spec.Intensities)
 		rec.Wavenumbers = c.axisOf(spec.Wavenumbers)
 	}
