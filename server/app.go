@@ -93,6 +93,9 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := a.openRegistry(ctx); err != nil {
 		return nil, err
 	}
+	if err := a.startShadow(); err != nil { // TEMPORARY: see shadow_wiring.go
+		return nil, err
+	}
 	if err := a.startTraining(ctx); err != nil {
 		return nil, err
 	}
@@ -255,11 +258,12 @@ func (a *App) shutdown(ctx context.Context) error {
 	if errTrain != nil {
 		errTrain = fmt.Errorf("training: %w", errTrain)
 	}
+	errShadow := a.stopShadow(ctx) // TEMPORARY: see shadow_wiring.go
 	// Last: the training worker writes job records until it stops. Closing
 	// releases the registry's directory lock.
 	var errReg error
 	if a.Registry != nil {
 		errReg = a.Registry.Close()
 	}
-	return errors.Join(errHTTP, errCh, errTrain, errReg)
+	return errors.Join(errHTTP, errCh, errTrain, errShadow, errReg)
 }
