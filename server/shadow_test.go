@@ -126,6 +126,9 @@ func TestShadowRoutes(t *testing.T) {
 	if code, _, raw := f.do(t, http.MethodGet, "/model/shadow", ""); code != 200 || raw != `{"version":null}` {
 		t.Fatalf("GET without a shadow: %d %s", code, raw)
 	}
+	if code, body, raw := f.do(t, http.MethodPost, "/model/shadow", ""); code != 405 || body["code"] != "METHOD_NOT_ALLOWED" {
+		t.Fatalf("POST /model/shadow: %d %s", code, raw)
+	}
 	for _, tc := range []struct {
 		body       string
 		status     int
