@@ -41,6 +41,9 @@ type API struct {
 	// them out.
 	PredictionLog PredictionLogStats
 	logLosses     lossWatch // write failures of the prediction log, for health
+	// Shadow is the running shadow's comparison (GET /model/shadow); nil:
+	// the shadow is named without figures.
+	Shadow ShadowScores
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json
