@@ -9,6 +9,9 @@
 // is rewritten atomically (temp file, fsync, rename) at every status change.
 // When the process dies, records of queued or running jobs are left behind;
 // New turns them into failed with code INTERRUPTED.
+//
+// The same queue and worker run re-scoring jobs (kind rescore, see
+// rescore.go): a model applied to the prediction log's spectra.
 package jobs
 
 import (
@@ -95,7 +98,10 @@ type Failure struct {
 
 // Job is a job's record, as stored and as reported.
 type Job struct {
-	ID               string     `json:"job_id"`
+	ID string `json:"job_id"`
+	// Kind is training or rescore; "" in records written before
+	// re-scoring existed, which are training jobs (KindOf).
+	Kind             Kind       `json:"kind,omitempty"`
 	Status           Status     `json:"status"`
 	Progress         float64    `json:"progress"`
 	Samples          int        `json:"samples"`
@@ -106,6 +112,9 @@ type Job struct {
 	Meta             Meta       `json:"meta"`
 	Result           *Result    `json:"result,omitempty"`
 	Error            *Failure   `json:"error,omitempty"`
+	// Rescore is what a re-scoring job scores and scored; nil for
+	// training jobs.
+	Rescore *RescoreSpec `json:"rescore,omitempty"`
 
 	savedAt time.Time // when the record was last written (not stored)
 }
@@ -179,6 +188,8 @@ type task struct {
 	ds      *trainer.Dataset
 	opts    trainer.Options // the manager's options with the job's own
 	charged int64           // bytes of the budget the job holds
+	// rescore is set for a re-scoring job (ds is then nil).
+	rescore *rescoreTask
 
 	// Set when the worker takes the task (under m.mu):
 	cancel     context.CancelFunc // stops the training (Cancel)
@@ -333,12 +344,15 @@ func (m *Manager) recover() error {
 			continue
 		}
 		m.jobs[j.ID] = j
-		switch j.Status {
-		case Queued:
+		switch {
+		case j.KindOf() == KindRescore && (j.Status == Queued || j.Status == Running):
+			// Its model was held in memory: post the re-scoring again.
+			m.interrupt(j, "the server stopped while this re-scoring job was "+string(j.Status)+"; post the re-scoring again")
+		case j.Status == Queued:
 			if err := m.requeue(j); err != nil {
 				m.interrupt(j, "the server stopped while this job was queued and "+err.Error()+"; upload the data again")
 			}
-		case Running:
+		case j.Status == Running:
 			m.interrupt(j, "the server stopped while this job was running; upload the data again")
 		default:
 			// A finished job's spool, if a crash left one, is ours to delete.
@@ -534,7 +548,7 @@ func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *traine
 	if err := chargePrepared(r, ds, prepared); err != nil {
 		return Job{}, err
 	}
-	j := &Job{ID: uuid.NewString(), Status: Queued, Samples: ds.Len(), SubmittedAt: m.opts.Now(),
+	j := &Job{ID: uuid.NewString(), Kind: KindTraining, Status: Queued, Samples: ds.Len(), SubmittedAt: m.opts.Now(),
 		EstimatedSeconds: estimateSeconds(ds, opts), Meta: meta}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -606,6 +620,10 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	var errs []error
 	for _, t := range pending {
+		if t.rescore != nil {
+			m.interruptQueuedRescore(t)
+			continue
+		}
 		if err := writeSpool(ctx, spoolPath(m.opts.Dir, t.id), t.ds); err != nil {
 			// The next start fails the job, saying its data was not saved.
 			errs = append(errs, fmt.Errorf("save queued job %s: %w", t.id, err))
@@ -630,7 +648,11 @@ func (m *Manager) work(ctx context.Context) {
 				continue
 			}
 		}
-		m.run(ctx, jobCtx, t)
+		if t.rescore != nil {
+			m.runRescore(ctx, jobCtx, t)
+		} else {
+			m.run(ctx, jobCtx, t)
+		}
 		m.finish(t)
 	}
 }
@@ -735,8 +757,12 @@ func (m *Manager) fail(ctx context.Context, t *task, err error, finished time.Ti
 	if ctx.Err() != nil {
 		// Close cancelled the job: that, not the error it surfaced
 		// as (context canceled, mid-fold), is why it failed.
+		again := "upload the data again"
+		if t.rescore != nil {
+			again = "post the re-scoring again"
+		}
 		failure = Failure{Code: m.opts.Classify(trainer.ErrInterrupted),
-			Message: "the server shut down while this job was running; upload the data again"}
+			Message: "the server shut down while this job was running; " + again}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

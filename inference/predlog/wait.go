@@ -1,0 +1,51 @@
+package predlog
+
+import (
+	"context"
+	"errors"
+
+	"ramanserve/inference"
+)
+
+// ErrClosed is RecordWait's error once the log is closing.
+var ErrClosed = errors.New("predlog: the prediction log is closing")
+
+// RecordWait hands rec to the writer's queue like Record, but waits for
+// room instead of dropping: it is for background work (a re-scoring job)
+// that must not lose records and may be slowed down, never for the hot
+// path. A record it returns an error for was not queued, and is not
+// counted as dropped: the caller knows and says so. It fails with ctx's
+// error when ctx ends first, and with ErrClosed once Close began.
+func (l *SQLite) RecordWait(ctx context.Context, rec *Record) error {
+	if rec == nil {
+		return errors.New("predlog: nil record")
+	}
+	// Checked first: a select with both cases ready picks either.
+	if l.closing.Load() {
+		return ErrClosed
+	}
+	select {
+	case l.queue <- rec:
+		return nil
+	case <-l.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SetPrediction copies a model's prediction into rec: concentrations,
+// confidence, and the reduced T² and Q when the model computes them.
+func (rec *Record) SetPrediction(p *inference.Prediction) {
+	rec.Concentrations = p.Concentrations
+	rec.Confidence = p.Confidence
+	d := &p.Diagnostics
+	rec.ReducedT2, rec.HasReducedT2 = 0, false
+	rec.ReducedQ, rec.HasReducedQ = 0, false
+	if d.HasT2 {
+		rec.ReducedT2, rec.HasReducedT2 = d.ReducedT2, true
+	}
+	if d.HasQ && d.HasQLim {
+		rec.ReducedQ, rec.HasReducedQ = d.ReducedQ, true
+	}
+}
