@@ -109,7 +109,7 @@ func (f *shadowFixture) offer(t *testing.T, n int) {
 		if err := m.Predict(spec, &p); err != nil {
 			t.Fatal(err)
 		}
-		if !f.scorer.Offer(shadow.PredictionID{byte(i)}, time.Now(), m, spec, &p) {
+		if !f.scorer.Offer(shadow.PredictionID{byte(i)}, time.Now(), m, spec, &p, nil) {
 			t.Fatalf("spectrum %d not queued", i)
 		}
 	}
