@@ -40,7 +40,10 @@ type API struct {
 	// PredictionLog reports the log's counters in GET /health; nil leaves
 	// them out.
 	PredictionLog PredictionLogStats
-	logLosses     lossWatch // write failures of the prediction log, for health
+	// Lab serves POST /lab-results and GET /model/{version}/performance;
+	// nil answers 501.
+	Lab       LabService
+	logLosses lossWatch // write failures of the prediction log, for health
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json
