@@ -304,6 +304,7 @@ func TestPostLabResultsRefusals(t *testing.T) {
 	} {
 		var e gen.ErrorResponse
 		code := f.do(t, "POST", "/lab-results", c.contentType, []byte(c.body), &e)
+		t.Logf("%s: %d %s: %s", c.name, code, e.Code, e.Message)
 		if code != c.status || e.Code != c.code || !strings.Contains(e.Message, c.mentions) {
 			t.Errorf("%s: %d %+v, want %d %s mentioning %q", c.name, code, e, c.status, c.code, c.mentions)
 		}
