@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
 	"ramanserve/gen"
 	"ramanserve/inference"
 	"ramanserve/inference/predlog"
@@ -85,6 +88,9 @@ func (f *labFixture) do(t *testing.T, method, path, contentType string, body []b
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := validateAgainstContract(req, body, resp, data); err != nil {
+		t.Errorf("%s %s: %d %s: the answer breaks the contract: %v", method, path, resp.StatusCode, data, err)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -336,4 +342,31 @@ func TestPostLabResultsLargeCSV(t *testing.T) {
 	if code := f.do(t, "POST", "/lab-results", "text/csv", []byte(one), &e); code != 400 || e.Code != "INVALID_LAB_RESULTS" {
 		t.Fatalf("one record over MaxRecords: %d %+v", code, e)
 	}
+}
+
+// validateAgainstContract checks an answer (status, headers, body)
+// against api/openapi.yaml.
+func validateAgainstContract(req *http.Request, reqBody []byte, resp *http.Response, body []byte) error {
+	doc, err := gen.GetSwagger()
+	if err != nil {
+		return err
+	}
+	doc.Servers = nil
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return err
+	}
+	vreq := req.Clone(context.Background())
+	vreq.Body = io.NopCloser(bytes.NewReader(reqBody))
+	route, params, err := router.FindRoute(vreq)
+	if err != nil {
+		return err
+	}
+	return openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Body:                   io.NopCloser(bytes.NewReader(body)),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	})
 }
