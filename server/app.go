@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ramanserve/inference/evidence"
+	"ramanserve/inference/labstore"
 	"ramanserve/inference/predlog"
 	"ramanserve/inference/registry"
 	"ramanserve/inference/shadow"
@@ -57,6 +58,7 @@ type App struct {
 	predlog    *predlog.SQLite     // the prediction log (evidence_wiring.go)
 	shadow     *shadow.Scorer      // the shadow model beside the active one
 	collector  *evidence.Collector // the channel's hook into both
+	labstore   *labstore.SQLite    // the lab's results (lab_wiring.go)
 	metrics    *metrics.Metrics
 	done       chan error
 
@@ -96,6 +98,9 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	if err := a.openEvidence(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.openLab(ctx); err != nil {
 		return nil, err
 	}
 	if err := a.startTraining(ctx); err != nil {
@@ -264,11 +269,12 @@ func (a *App) shutdown(ctx context.Context) error {
 	// No predict and no job writes records any more: the shadow scores
 	// what is queued, then the log commits it.
 	errEvidence := a.closeEvidence(ctx)
+	errLab := a.closeLab()
 	// Last: the training worker writes job records until it stops. Closing
 	// releases the registry's directory lock.
 	var errReg error
 	if a.Registry != nil {
 		errReg = a.Registry.Close()
 	}
-	return errors.Join(errHTTP, errCh, errTrain, errEvidence, errReg)
+	return errors.Join(errHTTP, errCh, errTrain, errEvidence, errLab, errReg)
 }

@@ -40,7 +40,10 @@ type API struct {
 	// PredictionLog reports the log's counters in GET /health; nil leaves
 	// them out.
 	PredictionLog PredictionLogStats
-	logLosses     lossWatch // write failures of the prediction log, for health
+	// Lab serves POST /lab-results and GET /model/{version}/performance;
+	// nil answers 501.
+	Lab       LabService
+	logLosses lossWatch // write failures of the prediction log, for health
 	// Shadow is the running shadow's comparison (GET /model/shadow); nil:
 	// the shadow is named without figures.
 	Shadow ShadowScores

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	// The same pure-Go SQLite as the prediction log (see predlog).
-	_ "modernc.org/sqlite"
+	"modernc.org/sqlite"
 
 	"ramanserve/inference"
 	"ramanserve/inference/reconcile"
@@ -46,8 +46,8 @@ const (
 	MaxRange = reconcile.MaxReportSamples + 1
 )
 
-// ErrFull means an Upsert would take the store past MaxResults; nothing
-// of it was stored.
+// ErrFull means an Upsert found no room: it would take the store past
+// MaxResults, or the disk is full. Nothing of it was stored.
 var ErrFull = errors.New("labstore: the lab result store is full")
 
 // ErrNewerSchema means the database was written by a newer server; it is
@@ -58,7 +58,8 @@ var ErrNewerSchema = errors.New("labstore: the lab result store has a newer sche
 // concurrent use, and for use by several processes at once: SQLite's own
 // locking serialises their writes (a writer waits up to busyTimeout).
 type SQLite struct {
-	db *sql.DB
+	db         *sql.DB
+	maxResults int64
 }
 
 var _ reconcile.LabStore = (*SQLite)(nil)
@@ -85,7 +86,7 @@ func Open(ctx context.Context, dir string) (*SQLite, error) {
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	db.SetConnMaxLifetime(0)
-	s := &SQLite{db: db}
+	s := &SQLite{db: db, maxResults: MaxResults}
 	if err := s.check(ctx, path); err != nil {
 		db.Close()
 		return nil, err
@@ -146,13 +147,13 @@ func (s *SQLite) Upsert(ctx context.Context, results []reconcile.LabResult) (rep
 	defer tx.Rollback()
 	replaced, err = upsertAll(ctx, tx, results)
 	if err != nil {
-		return 0, err
+		return 0, diskFull(err)
 	}
-	if err := checkCount(ctx, tx); err != nil {
+	if err := s.checkCount(ctx, tx); err != nil {
 		return 0, err
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("labstore: upsert: commit: %w", err)
+		return 0, diskFull(fmt.Errorf("labstore: upsert: commit: %w", err))
 	}
 	return replaced, nil
 }
@@ -190,15 +191,29 @@ func upsertAll(ctx context.Context, tx *sql.Tx, results []reconcile.LabResult) (
 }
 
 // checkCount refuses a transaction that took the store past MaxResults.
-func checkCount(ctx context.Context, tx *sql.Tx) error {
+func (s *SQLite) checkCount(ctx context.Context, tx *sql.Tx) error {
 	var n int64
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM lab_results`).Scan(&n); err != nil {
 		return fmt.Errorf("labstore: upsert: count: %w", err)
 	}
-	if n > MaxResults {
-		return fmt.Errorf("%w (%d results, at most %d)", ErrFull, n, MaxResults)
+	if n > s.maxResults {
+		return fmt.Errorf("%w (%d results, at most %d)", ErrFull, n, s.maxResults)
 	}
 	return nil
+}
+
+// sqliteFull is SQLite's primary result code SQLITE_FULL: a write found
+// the disk full (the VFS reports ENOSPC so).
+const sqliteFull = 13
+
+// diskFull marks err with ErrFull when SQLite reports the disk full, so
+// that the client learns it is the server's storage (507), not a bug.
+func diskFull(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqliteFull {
+		return fmt.Errorf("%w: %w", ErrFull, err)
+	}
+	return err
 }
 
 // row is r's column values in the order of the INSERT.

@@ -281,3 +281,21 @@ func integrityCheck(t *testing.T, db *sql.DB) {
 		t.Fatalf("integrity_check: %q %v", res, err)
 	}
 }
+
+// TestFull: a post that would take the store past its bound is refused
+// whole with ErrFull; replacing stored results still works.
+func TestFull(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	labstore.SetMaxResults(s, 3)
+	upsert(t, s, matched("a", 1, 1), matched("b", 2, 2))
+	if _, err := s.Upsert(context.Background(), []reconcile.LabResult{matched("a", 1, 9), matched("c", 3, 3), matched("d", 4, 4)}); !errors.Is(err, labstore.ErrFull) {
+		t.Fatalf("past the bound: %v, want ErrFull", err)
+	}
+	if n := upsert(t, s, matched("a", 1, 9), matched("b", 2, 9), matched("c", 3, 3)); n != 2 {
+		t.Fatalf("up to the bound: replaced %d", n)
+	}
+	got := rangeAll(t, s, time.Time{}, time.Time{}, 10)
+	if fmt.Sprint(ids(got)) != "[a b c]" || got[0].Lab.Value[inference.EPA] != 9 {
+		t.Fatalf("after: %+v", got)
+	}
+}
