@@ -35,11 +35,6 @@ func (a *API) GetModelPerformance(ctx context.Context, _ gen.GetModelPerformance
 	return nil, notYet("performance against the lab")
 }
 
-// RescoreModel scores a version on logged spectra as a background job.
-func (a *API) RescoreModel(ctx context.Context, _ gen.RescoreModelRequestObject) (gen.RescoreModelResponseObject, error) {
-	return nil, notYet("re-scoring")
-}
-
 // PostLabResults reconciles the lab's results with logged predictions.
 func (a *API) PostLabResults(ctx context.Context, _ gen.PostLabResultsRequestObject) (gen.PostLabResultsResponseObject, error) {
 	return nil, notYet("lab reconciliation")
