@@ -39,8 +39,3 @@ func (a *API) GetModelPerformance(ctx context.Context, _ gen.GetModelPerformance
 func (a *API) PostLabResults(ctx context.Context, _ gen.PostLabResultsRequestObject) (gen.PostLabResultsResponseObject, error) {
 	return nil, notYet("lab reconciliation")
 }
-
-// ListPredictions exports the prediction log.
-func (a *API) ListPredictions(ctx context.Context, _ gen.ListPredictionsRequestObject) (gen.ListPredictionsResponseObject, error) {
-	return nil, notYet("the prediction log")
-}
