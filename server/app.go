@@ -109,6 +109,7 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	a.wireRescore()
 	if err := a.serve(); err != nil {
 		return nil, err
 	}

@@ -28,6 +28,8 @@ type API struct {
 	Registry *registry.Registry
 	// Training serves the training routes; nil answers 501 NOT_IMPLEMENTED.
 	Training TrainingService
+	// Rescore starts re-scoring jobs (rescore.go); nil answers 501.
+	Rescore RescoreService
 	// ChannelUp reports whether the prediction channel is listening.
 	ChannelUp     func() bool
 	ServerVersion string

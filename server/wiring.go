@@ -372,6 +372,8 @@ func (s trainingService) trainingJob(j *jobs.Job) gen.TrainingJob {
 	if j.Error != nil {
 		out.Error = &gen.TrainingError{Code: j.Error.Code, Message: j.Error.Message}
 	}
+	out.Kind = ptr(gen.TrainingJobKind(j.KindOf()))
+	out.Rescore = rescoreSpec(j)
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/inference/predlog"
+	"ramanserve/inference/reconcile"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/synth"
@@ -392,5 +394,68 @@ func TestRescoreAfterACrash(t *testing.T) {
 			!strings.Contains(j.Error.Message, "re-scoring") {
 			t.Fatalf("after Close the record reads %s %+v (%v)", j.Status, j.Error, err)
 		}
+	}
+}
+
+// TestRescoreJoinsPerformance: after a re-scoring job, lab results matched
+// to the logged spectra count for the re-scored version too (role
+// rescore), with the statistics of its own predictions, beside the
+// active version that answered the rig.
+func TestRescoreJoinsPerformance(t *testing.T) {
+	model, rows := rescoreModel(t)
+	l := openPredLog(t)
+	const n = 12
+	orig := logSpectra(t, l, rows, n, true)
+	m := newManager(t, t.TempDir(), &publisher{}, 2)
+	j, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: l, Until: rescoreT0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := wait(t, m, j.ID); done.Status != jobs.Done {
+		t.Fatalf("job %s %+v", done.Status, done.Error)
+	}
+	waitCommitted(t, l, 2*n)
+	rec, err := reconcile.New(l, &reconcile.MemoryStore{}, reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labs []reconcile.LabRecord
+	var predicted, lab []float64
+	byID := map[predlog.PredictionID]predlog.Record{}
+	for _, r := range records(t, l, predlog.Filter{Role: predlog.RoleRescore}) {
+		byID[r.PredictionID] = r
+	}
+	for id, o := range orig {
+		v := 5 + o.ScanSeq/10
+		var b inference.Breakdown
+		b.Set(inference.EPA, v)
+		labs = append(labs, reconcile.LabRecord{BatchID: o.BatchID, ScanSeq: int64(o.ScanSeq), HasScanSeq: true, Lab: b,
+			LabSampleID: "L" + id.String()})
+		predicted = append(predicted, byID[id].Concentrations.Value[inference.EPA])
+		lab = append(lab, v)
+	}
+	if res, err := rec.Post(context.Background(), labs); err != nil || res.Matched != n {
+		t.Fatalf("lab post: %+v, %v", res, err)
+	}
+	rep, err := rec.Performance(context.Background(), "cand-1", time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Samples != n || len(rep.Version.Roles) != 1 || rep.Version.Roles[0] != predlog.RoleRescore {
+		t.Fatalf("performance of the re-scored version: %d samples, roles %v", rep.Samples, rep.Version.Roles)
+	}
+	want := reconcile.Statistics(predicted, lab)
+	var got reconcile.Stats
+	for _, a := range rep.Version.Analytes {
+		if a.Analyte == inference.EPA {
+			got = a.Stats
+		}
+	}
+	// The sums run in another order than here: equal to rounding.
+	if got.N != n || got.Bias == nil || math.Abs(*got.Bias-*want.Bias) > 1e-12 || math.Abs(*got.RMSEP-*want.RMSEP) > 1e-12 {
+		t.Fatalf("EPA stats %+v, want %+v", got, want)
+	}
+	if len(rep.Others) != 1 || rep.Others[0].Version != "active-1" {
+		t.Fatalf("others: %+v", rep.Others)
 	}
 }
