@@ -12,4 +12,3 @@ import (
 func notYet(what string) error {
 	return contract.New(contract.NotImplemented, http.StatusNotImplemented, what+" is not implemented yet")
 }
-
