@@ -36,7 +36,7 @@ const commitAllowance = 400 * time.Millisecond
 var killRounds = []struct {
 	rate     int           // predicts/s over all clients; 0: as fast as answered
 	duration time.Duration // kill after this long under load
-}{{pacedRate, 3 * time.Second}, {0, 4 * time.Second}}
+}{{pacedRate, 5 * time.Second}, {0, 4 * time.Second}}
 
 // pacedRate is the paced round's load: well inside what the log commits
 // with -log-spectra and a shadow (the bench sustains 1,000/s),
