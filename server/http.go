@@ -464,7 +464,7 @@ func validateRequests(router routers.Router) echo.MiddlewareFunc {
 				in.Options = &csvOpts
 			}
 			if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
-				return validationError(err)
+				return labMediaType(req, validationError(err))
 			}
 			return next(c)
 		}

@@ -261,3 +261,13 @@ func isLabCSV(req *http.Request) bool {
 	req.Header.Set("Content-Type", mime.FormatMediaType("text/csv", params))
 	return true
 }
+
+// labMediaType names both media types in a lab post's 415.
+func labMediaType(req *http.Request, err error) error {
+	var ce *contract.Error
+	if req.URL.Path == labResultsPath && errors.As(err, &ce) && ce.Code == contract.UnsupportedMediaType {
+		return contract.New(contract.UnsupportedMediaType, http.StatusUnsupportedMediaType,
+			"lab results must be application/json or text/csv")
+	}
+	return err
+}

@@ -41,12 +41,28 @@ func wobble(i int) float64 { return 0.3 * math.Sin(float64(i)) }
 
 func startLabFixture(t *testing.T) *labFixture {
 	t.Helper()
-	app, err := Start(context.Background(), Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir()})
+	f := startLabServer(t, t.TempDir())
+	f.staged = stageSmallModel(t, f.app.Registry, "op")
+	f.logKnownPredictions(t)
+	return f
+}
+
+// startLabServer starts a server on the registry in dir.
+func startLabServer(t *testing.T, dir string) *labFixture {
+	t.Helper()
+	app, err := Start(context.Background(), Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { app.Shutdown(context.Background()) })
-	f := &labFixture{app: app, base: "http://" + app.HTTPAddr(), staged: stageSmallModel(t, app.Registry, "op")}
+	return &labFixture{app: app, base: "http://" + app.HTTPAddr()}
+}
+
+// logKnownPredictions records the fixture's predictions and waits until
+// they are committed.
+func (f *labFixture) logKnownPredictions(t *testing.T) {
+	t.Helper()
+	app := f.app
 	for i := range 10 {
 		id := predlog.NewPredictionID()
 		active := &predlog.Record{PredictionID: id, Time: labT0.Add(time.Duration(i) * 10 * time.Second), ModelVersion: "vA", Role: predlog.RoleActive,
@@ -67,7 +83,6 @@ func startLabFixture(t *testing.T) *labFixture {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return f
 }
 
 // do sends a request and decodes the JSON answer into out (if not nil).
@@ -303,8 +318,8 @@ func TestPostLabResultsRefusals(t *testing.T) {
 		{"csv bad number", "text/csv", "lab_sample_id,batch_id,scan_seq,EPA\nL0,B-1,0,9\nL1,B-1,1,x\n", 400, "INVALID_LAB_RESULTS", "record 1"},
 		{"csv ragged", "text/csv", "lab_sample_id,batch_id,scan_seq,EPA\nL0,B-1,0,9,7\n", 400, "INVALID_LAB_RESULTS", ""},
 		{"csv bad header", "text/csv", "lab_sample_id,batch,scan_seq,EPA\nL0,B-1,0,9\n", 400, "INVALID_LAB_RESULTS", "batch"},
-		{"xml", "application/xml", `<x/>`, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
-		{"no type", "", `[]`, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+		{"xml", "application/xml", `<x/>`, 415, "UNSUPPORTED_MEDIA_TYPE", "text/csv"},
+		{"no type", "", `[]`, 415, "UNSUPPORTED_MEDIA_TYPE", "text/csv"},
 		{"json over 4 MiB", "application/json", "[" + strings.Repeat(" ", reconcile.MaxInputBytes) + "]", 413, "PAYLOAD_TOO_LARGE", ""},
 		{"csv over 4 MiB", "text/csv", "lab_sample_id,batch_id,scan_seq,EPA\n" + strings.Repeat("L0,B-1,0,9\n", reconcile.MaxInputBytes/11+1), 413, "PAYLOAD_TOO_LARGE", ""},
 	} {
@@ -369,4 +384,28 @@ func validateAgainstContract(req *http.Request, reqBody []byte, resp *http.Respo
 		Body:                   io.NopCloser(bytes.NewReader(body)),
 		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
 	})
+}
+
+// TestLabResultsSurviveRestart: the App closes the lab store in its
+// shutdown and opens it again on start: the results and the statistics
+// are the same after a restart.
+func TestLabResultsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	f := startLabServer(t, dir)
+	f.logKnownPredictions(t)
+	if code := f.do(t, "POST", "/lab-results", "application/json", []byte(labPost), nil); code != 200 {
+		t.Fatalf("post: %d", code)
+	}
+	before := mustJSON(t, f.performance(t, "vA", ""))
+	if err := f.app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f = startLabServer(t, dir)
+	if after := mustJSON(t, f.performance(t, "vA", "")); after != before {
+		t.Fatalf("after a restart:\n%s\nbefore:\n%s", after, before)
+	}
+	var out gen.LabResultsOutcome
+	if code := f.do(t, "POST", "/lab-results", "application/json", []byte(labPost), &out); code != 200 || out.Replaced != 10 {
+		t.Fatalf("the same post after a restart: %d %+v", code, out)
+	}
 }
