@@ -78,10 +78,9 @@ func (w *writer) run() {
 	for {
 		select {
 		case rec := <-w.l.queue:
-			w.batch = append(w.batch, rec)
-			if len(w.batch) >= w.l.opts.BatchMax {
-				w.flush()
-			}
+			w.add(rec)
+		case rec := <-w.l.background:
+			w.add(rec)
 		case <-ticker.C:
 			w.flush()
 			if time.Since(w.lastRetention) >= w.l.opts.RetentionEvery {
@@ -95,6 +94,14 @@ func (w *writer) run() {
 	}
 }
 
+// add puts rec in the batch, committing a full batch.
+func (w *writer) add(rec *Record) {
+	w.batch = append(w.batch, rec)
+	if len(w.batch) >= w.l.opts.BatchMax {
+		w.flush()
+	}
+}
+
 // drain commits everything queued when Close was called, unless Close's
 // ctx ends first.
 func (w *writer) drain() {
@@ -105,10 +112,9 @@ func (w *writer) drain() {
 			w.batch = w.batch[:0]
 			return
 		case rec := <-w.l.queue:
-			w.batch = append(w.batch, rec)
-			if len(w.batch) >= w.l.opts.BatchMax {
-				w.flush()
-			}
+			w.add(rec)
+		case rec := <-w.l.background:
+			w.add(rec)
 		default:
 			w.flush()
 			return
