@@ -90,6 +90,9 @@ type SQLite struct {
 	db    *sql.DB
 	lock  *os.File
 	queue chan *Record
+	// background is RecordWait's queue, apart from the hot path's so that
+	// a re-scoring job never takes the room live predictions need.
+	background chan *Record
 
 	closing atomic.Bool
 	stop    chan struct{} // closed by Close: drain the queue, then exit
@@ -158,13 +161,14 @@ func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
 		return nil, err
 	}
 	l := &SQLite{
-		opts:    opts,
-		db:      db,
-		lock:    lock,
-		queue:   make(chan *Record, opts.QueueSize),
-		stop:    make(chan struct{}),
-		abandon: make(chan struct{}),
-		done:    make(chan struct{}),
+		opts:       opts,
+		db:         db,
+		lock:       lock,
+		queue:      make(chan *Record, opts.QueueSize),
+		background: make(chan *Record, opts.BatchMax),
+		stop:       make(chan struct{}),
+		abandon:    make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	w, err := newWriter(ctx, l)
 	if err != nil {
@@ -276,6 +280,10 @@ func (l *SQLite) Close(ctx context.Context) error {
 		// have queued after the writer's last drain: count it.
 		for range len(l.queue) {
 			<-l.queue
+			l.dropped.Add(1)
+		}
+		for range len(l.background) {
+			<-l.background
 			l.dropped.Add(1)
 		}
 		if _, cerr := l.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); cerr != nil && err == nil {

@@ -11,8 +11,9 @@ import (
 
 // TestRecordWaitWaitsAndNeverDrops: with the writer stalled behind another
 // connection's write lock, RecordWait waits for room instead of dropping
-// (a deadline ends the wait with its error, counted nowhere), and once the
-// writer runs again every record it accepted is committed, none dropped.
+// (a deadline ends the wait with its error, counted nowhere) while Record
+// keeps its own queue, and once the writer runs again every record either
+// accepted is committed, none dropped.
 func TestRecordWaitWaitsAndNeverDrops(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir, predlog.Options{QueueSize: 8, BatchMax: 4, CommitInterval: 5 * time.Millisecond})
@@ -45,6 +46,14 @@ func TestRecordWaitWaitsAndNeverDrops(t *testing.T) {
 	if l.Dropped() != 0 {
 		t.Fatalf("dropped %d: a RecordWait that timed out counted as dropped", l.Dropped())
 	}
+	// Background records never take the hot path's room: with RecordWait
+	// stuck, Record still has its whole queue.
+	for i := range 8 {
+		if !l.Record(testRecord(500+i, "B", false)) {
+			t.Fatalf("Record %d refused while only background records wait", i)
+		}
+	}
+	accepted += 8
 	// Many more than the queue holds: each waits for room.
 	const more = 200
 	errc := make(chan error, 1)

@@ -104,14 +104,22 @@ func (w *writer) run() {
 	}
 }
 
-// take moves the records queued now into the batch, committing each time
-// it fills.
+// take moves the records queued now, the hot path's and RecordWait's,
+// into the batch, committing each time it fills.
 func (w *writer) take() {
 	for range len(w.l.queue) {
-		w.batch = append(w.batch, <-w.l.queue)
-		if len(w.batch) >= w.l.opts.BatchMax {
-			w.flush()
-		}
+		w.add(<-w.l.queue)
+	}
+	for range len(w.l.background) {
+		w.add(<-w.l.background)
+	}
+}
+
+// add puts rec in the batch, committing a full batch.
+func (w *writer) add(rec *Record) {
+	w.batch = append(w.batch, rec)
+	if len(w.batch) >= w.l.opts.BatchMax {
+		w.flush()
 	}
 }
 
@@ -125,10 +133,9 @@ func (w *writer) drain() {
 			w.batch = w.batch[:0]
 			return
 		case rec := <-w.l.queue:
-			w.batch = append(w.batch, rec)
-			if len(w.batch) >= w.l.opts.BatchMax {
-				w.flush()
-			}
+			w.add(rec)
+		case rec := <-w.l.background:
+			w.add(rec)
 		default:
 			w.flush()
 			return
