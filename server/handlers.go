@@ -35,6 +35,9 @@ type API struct {
 	// Metrics is the server's registry (GET /metrics), which the web layer
 	// and LoadModel record into; nil: the handler makes its own.
 	Metrics *metrics.Metrics
+	// LabReports adds the lab section to the review pages; nil leaves it
+	// out.
+	LabReports LabReports
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json

@@ -22,7 +22,9 @@ func labReport(n, perBatch int, batchID func(b int) string) reconcile.Report {
 	rng := rand.New(rand.NewPCG(3, 4))
 	t0 := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
 	var pred, pred2, lab [inference.NumAnalytes][]float64
-	type acc struct{ sum [inference.NumAnalytes]float64 }
+	type acc struct {
+		sum [inference.NumAnalytes]float64
+	}
 	var batches []reconcile.BatchBias
 	var cur acc
 	flush := func(b, size int) {
