@@ -203,6 +203,8 @@ func labScatterFigure(as reconcile.AnalyteStats) (figure, error) {
 	}
 	pts = finite(pts)
 	p := newPlot(a.String()+": lab against predicted", "predicted (g/L)", "lab (g/L)")
+	// Points lie along the diagonal: the lower right corner is free.
+	p.Legend.Top = false
 	caption := fmt.Sprintf("%s: n %d, RMSEP %s g/L, bias %s g/L", a, as.N, optNum(as.RMSEP), optNum(as.Bias))
 	if len(pts) == 0 {
 		svg, err := toSVG(p)
@@ -308,7 +310,7 @@ func biasControlFigure(a inference.Analyte, batches []reconcile.BatchBias) (fig 
 			}
 			p.Add(l)
 			if y > centre {
-				p.Legend.Add("limits ±2.66 MR̄", l)
+				p.Legend.Add("control limits", l)
 			}
 		}
 		for _, pt := range pts {
@@ -336,6 +338,10 @@ func biasControlFigure(a inference.Analyte, batches []reconcile.BatchBias) (fig 
 	if lo == hi {
 		lo, hi = lo-1, hi+1
 	}
+	// Headroom for the legend above the upper limit.
+	if top := hi + 0.25*(hi-lo); ok(top) {
+		hi = top
+	}
 	p.Y.Min, p.Y.Max = lo, hi
 	if k <= maxNamedBatches {
 		ticks := make([]plot.Tick, k)
@@ -352,8 +358,11 @@ func biasControlFigure(a inference.Analyte, batches []reconcile.BatchBias) (fig 
 	}
 	caption := fmt.Sprintf("%s: %d batches, %s (%s) to %s (%s)", a, k,
 		all[0].id, timeString(all[0].at), all[k-1].id, timeString(all[k-1].at))
+	if limit > 0 {
+		caption += fmt.Sprintf("; control limits at the mean ± 2.66 × the mean moving range (± %s g/L)", num(limit))
+	}
 	if len(beyond) > 0 {
-		caption += fmt.Sprintf("; %d beyond the limits", len(beyond))
+		caption += fmt.Sprintf("; %d outside them, in red", len(beyond))
 	}
 	return &figure{ID: "bias-" + a.String(), Caption: caption, SVG: svg}, note, nil
 }

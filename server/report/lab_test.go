@@ -94,7 +94,7 @@ func TestRenderLabSectionDrawsScatterAndControlChart(t *testing.T) {
 	for _, want := range []string{
 		"120 lab results matched", "in 20 batches", "cand-2", "shadow",
 		`<tr class="this"><td class="id">pls-20261123-100000</td><td>active</td><td>EPA</td><td class="num">120</td><td class="num">` + num(*epa.RMSEP) + `</td><td class="num">` + num(*epa.Bias) + `</td><td class="num">` + num(*epa.Slope) + `</td><td class="num">` + num(*epa.Intercept) + `</td>`,
-		"1:1", "mean ", "limits ±2.66",
+		"1:1", "mean ", "control limits", "2.66 × the mean moving range",
 	} {
 		if !strings.Contains(sec, want) {
 			t.Errorf("lab section lacks %q", want)
@@ -223,4 +223,29 @@ func BenchmarkRender2000WithLab(b *testing.B) {
 		size = buf.Len()
 	}
 	b.ReportMetric(float64(size), "page-bytes")
+}
+
+// A batch whose bias jumps is outside the individuals chart's limits:
+// eight batches at 0, one at 5 g/L give a centre of 5/9, a mean moving
+// range of 5/8 and limits 2.66 × 5/8 either side; only the jump is out.
+func TestControlChartFlagsTheBatchOutOfControl(t *testing.T) {
+	var batches []reconcile.BatchBias
+	for b := range 9 {
+		bias := 0.0
+		if b == 8 {
+			bias = 5
+		}
+		batches = append(batches, reconcile.BatchBias{BatchID: fmt.Sprint("B", b),
+			Analytes: []reconcile.BatchAnalyteBias{{Analyte: inference.DHA, N: 2, Bias: &bias}}})
+	}
+	fig, note, err := biasControlFigure(inference.DHA, batches)
+	if err != nil || fig == nil || note != "" {
+		t.Fatalf("%v %v %q", fig, err, note)
+	}
+	if want := "± " + num(2.66*5.0/8) + " g/L); 1 outside them"; !strings.Contains(fig.Caption, want) {
+		t.Errorf("caption %q lacks %q", fig.Caption, want)
+	}
+	if fig, _, _ := biasControlFigure(inference.EPA, batches); fig != nil {
+		t.Error("a chart for an analyte without pairs")
+	}
 }
