@@ -27,6 +27,10 @@ const (
 	// MaxLabPlotPoints bounds the points of one lab against predicted
 	// plot; more pairs are thinned evenly in time.
 	MaxLabPlotPoints = 2000
+	// maxPlotMagnitude bounds the values drawn: beyond it (a model that
+	// predicts 1e300) the axis' tick search does not end. Such pairs still
+	// count in the table; the caption says how many are not drawn.
+	maxPlotMagnitude = 1e12
 	// maxNamedBatches is the most batches whose ids are written under a
 	// control chart; beyond it the axis counts batches.
 	maxNamedBatches = 12
@@ -201,11 +205,16 @@ func labScatterFigure(as reconcile.AnalyteStats) (figure, error) {
 		}
 		pts = append(pts, plotter.XY{X: as.Predicted[i], Y: as.Lab[i]})
 	}
-	pts = finite(pts)
+	drawn := len(pts)
+	pts = plottable(pts)
+	drawn -= len(pts)
 	p := newPlot(a.String()+": lab against predicted", "predicted (g/L)", "lab (g/L)")
 	// Points lie along the diagonal: the lower right corner is free.
 	p.Legend.Top = false
 	caption := fmt.Sprintf("%s: n %d, RMSEP %s g/L, bias %s g/L", a, as.N, optNum(as.RMSEP), optNum(as.Bias))
+	if drawn > 0 {
+		caption += fmt.Sprintf("; %d pairs not finite or beyond ±%g g/L are not drawn", drawn, maxPlotMagnitude)
+	}
 	if len(pts) == 0 {
 		svg, err := toSVG(p)
 		return figure{ID: "lab-" + a.String(), Caption: caption, SVG: svg}, err
@@ -224,7 +233,11 @@ func labScatterFigure(as reconcile.AnalyteStats) (figure, error) {
 	p.Legend.Add("1:1", ident)
 	if as.Slope != nil && as.Intercept != nil {
 		b, c := *as.Slope, *as.Intercept
-		if fit, err := segment(xlo, c+b*xlo, xhi, c+b*xhi, limitColor, false); err == nil && ok(c+b*xlo) && ok(c+b*xhi) {
+		if y0, y1 := c+b*xlo, c+b*xhi; inPlotRange(y0) && inPlotRange(y1) {
+			fit, err := segment(xlo, y0, xhi, y1, limitColor, false)
+			if err != nil {
+				return figure{}, err
+			}
 			p.Add(fit)
 			p.Legend.Add(fmt.Sprintf("fit: slope %s", num(b)), fit)
 		}
@@ -254,7 +267,7 @@ func biasControlFigure(a inference.Analyte, batches []reconcile.BatchBias) (fig 
 	var all []point
 	for _, b := range batches {
 		for _, ab := range b.Analytes {
-			if ab.Analyte == a && ab.Bias != nil && ok(*ab.Bias) {
+			if ab.Analyte == a && ab.Bias != nil && inPlotRange(*ab.Bias) {
 				all = append(all, point{id: b.BatchID, at: b.FirstSampleAt, n: ab.N, bias: *ab.Bias})
 			}
 		}
@@ -280,6 +293,9 @@ func biasControlFigure(a inference.Analyte, batches []reconcile.BatchBias) (fig 
 	var limit float64
 	if k >= 3 {
 		limit = 2.66 * mr / float64(k-1)
+	}
+	if !inPlotRange(centre+limit) || !inPlotRange(centre-limit) {
+		limit = 0
 	}
 
 	p := newPlot(a.String()+": bias by batch", "batch, in time order", "predicted − lab (g/L)")
@@ -365,4 +381,18 @@ func biasControlFigure(a inference.Analyte, batches []reconcile.BatchBias) (fig 
 		caption += fmt.Sprintf("; %d outside them, in red", len(beyond))
 	}
 	return &figure{ID: "bias-" + a.String(), Caption: caption, SVG: svg}, note, nil
+}
+
+// inPlotRange reports whether v can be drawn on an axis.
+func inPlotRange(v float64) bool { return ok(v) && math.Abs(v) <= maxPlotMagnitude }
+
+// plottable keeps the points whose coordinates can both be drawn.
+func plottable(pts plotter.XYs) plotter.XYs {
+	out := pts[:0]
+	for _, p := range pts {
+		if inPlotRange(p.X) && inPlotRange(p.Y) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

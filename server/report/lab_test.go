@@ -249,3 +249,32 @@ func TestControlChartFlagsTheBatchOutOfControl(t *testing.T) {
 		t.Error("a chart for an analyte without pairs")
 	}
 }
+
+// FuzzRenderLabSection: whatever figures the log and the lab hold (huge,
+// tiny, infinite, NaN, one batch or two), the section renders without an
+// error or a panic.
+func FuzzRenderLabSection(f *testing.F) {
+	f.Add(1.0, 2.0, 3.0, 4.0, 0.5, uint8(3))
+	f.Add(math.Inf(1), math.NaN(), -1e308, 1e308, 5e-324, uint8(1))
+	f.Add(0.0, 0.0, 0.0, 0.0, 0.0, uint8(0))
+	f.Add(1e300, -1e300, 1e300, -1e300, 1e300, uint8(2))
+	base := fixture(5, allTargets(), func(i int) string { return fmt.Sprint(i) })
+	f.Fuzz(func(t *testing.T, p0, l0, p1, l1, bias float64, batches uint8) {
+		pred, lab := []float64{p0, p1, p0 + p1}, []float64{l0, l1, l0 - l1}
+		st := reconcile.Statistics(pred, lab)
+		vs := reconcile.VersionStats{Version: "v", Roles: []predlog.Role{predlog.RoleActive},
+			Analytes: []reconcile.AnalyteStats{{Analyte: inference.EPA, Stats: st, Predicted: pred, Lab: lab}}}
+		for b := range int(batches % 8) {
+			x := bias * float64(b%3-1)
+			vs.Batches = append(vs.Batches, reconcile.BatchBias{BatchID: fmt.Sprint(b),
+				Analytes: []reconcile.BatchAnalyteBias{{Analyte: inference.EPA, N: 1, Bias: &x}}})
+		}
+		var buf bytes.Buffer
+		if err := Render(&buf, withLab(base, &LabEvidence{Report: reconcile.Report{Samples: 3, Version: vs}})); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), `<section id="`+SectionLab+`"`) {
+			t.Fatal("no lab section")
+		}
+	})
+}
