@@ -30,22 +30,7 @@ func (a *API) ClearShadow(ctx context.Context, _ gen.ClearShadowRequestObject) (
 	return nil, notYet("shadow scoring")
 }
 
-// GetModelPerformance reports a version's error against the lab.
-func (a *API) GetModelPerformance(ctx context.Context, _ gen.GetModelPerformanceRequestObject) (gen.GetModelPerformanceResponseObject, error) {
-	return nil, notYet("performance against the lab")
-}
-
 // RescoreModel scores a version on logged spectra as a background job.
 func (a *API) RescoreModel(ctx context.Context, _ gen.RescoreModelRequestObject) (gen.RescoreModelResponseObject, error) {
 	return nil, notYet("re-scoring")
-}
-
-// PostLabResults reconciles the lab's results with logged predictions.
-func (a *API) PostLabResults(ctx context.Context, _ gen.PostLabResultsRequestObject) (gen.PostLabResultsResponseObject, error) {
-	return nil, notYet("lab reconciliation")
-}
-
-// ListPredictions exports the prediction log.
-func (a *API) ListPredictions(ctx context.Context, _ gen.ListPredictionsRequestObject) (gen.ListPredictionsResponseObject, error) {
-	return nil, notYet("the prediction log")
 }

@@ -35,6 +35,15 @@ type API struct {
 	// Metrics is the server's registry (GET /metrics), which the web layer
 	// and LoadModel record into; nil: the handler makes its own.
 	Metrics *metrics.Metrics
+	// Predictions serves GET /predictions; nil answers 501.
+	Predictions PredictionService
+	// PredictionLog reports the log's counters in GET /health; nil leaves
+	// them out.
+	PredictionLog PredictionLogStats
+	// Lab serves POST /lab-results and GET /model/{version}/performance;
+	// nil answers 501.
+	Lab       LabService
+	logLosses lossWatch // write failures of the prediction log, for health
 	// LabReports adds the lab section to the review pages; nil leaves it
 	// out.
 	LabReports LabReports
@@ -178,12 +187,17 @@ func (a *API) GetHealth(ctx context.Context, _ gen.GetHealthRequestObject) (gen.
 	if a.ChannelUp != nil && !a.ChannelUp() {
 		reasons = append(reasons, "prediction channel is not listening")
 	}
+	logHealth, logReason := a.predictionLogHealth(time.Now())
+	if logReason != "" {
+		reasons = append(reasons, logReason)
+	}
 	h := gen.GetHealth200JSONResponse{
 		Status:          gen.HealthStatusStatus("ok"),
 		UptimeSeconds:   ptr(int(time.Since(a.Started).Seconds())),
 		ServerVersion:   ptr(a.ServerVersion),
 		ProtocolVersion: ptr(ProtocolVersion),
 		PythonVersion:   ptr(runtime.Version()),
+		PredictionLog:   logHealth,
 	}
 	m := a.Registry.Active()
 	h.ModelLoaded = ptr(m != nil)

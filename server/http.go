@@ -29,6 +29,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"ramanserve/gen"
+	"ramanserve/inference/reconcile"
 	"ramanserve/server/contract"
 	"ramanserve/server/metrics"
 )
@@ -175,7 +176,11 @@ func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*httpHandler, e
 	e.Use(recoverToInternalError(log))
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit:   fmt.Sprintf("%dB", cfg.MaxJSONBodyBytes),
-		Skipper: func(c echo.Context) bool { return c.Path() == "/training/start" },
+		Skipper: func(c echo.Context) bool { return c.Path() == "/training/start" || c.Path() == labResultsPath },
+	}))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+		Limit:   fmt.Sprintf("%dB", reconcile.MaxInputBytes),
+		Skipper: func(c echo.Context) bool { return c.Path() != labResultsPath },
 	}))
 	e.Use(limitUpload(cfg.MaxUploadBytes))
 	e.Use(validateRequests(router))
@@ -438,6 +443,8 @@ func validateRequests(router routers.Router) echo.MiddlewareFunc {
 		// field's default; the handlers apply the defaults themselves.
 		SkipSettingDefaults: true,
 	}
+	csvOpts := *opts
+	csvOpts.ExcludeRequestBody = true // a string; ParseCSV is its parser
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
@@ -453,6 +460,9 @@ func validateRequests(router routers.Router) echo.MiddlewareFunc {
 				return err
 			}
 			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
+			if isLabCSV(req) {
+				in.Options = &csvOpts
+			}
 			if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
 				return validationError(err)
 			}

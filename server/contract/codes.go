@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"ramanserve/inference"
+	"ramanserve/inference/labstore"
 	"ramanserve/inference/predlog"
 	"ramanserve/inference/reconcile"
 	"ramanserve/trainer"
@@ -181,6 +182,7 @@ var domainCodes = []struct {
 	{inference.ErrNoLoggedSpectra, NoLoggedSpectra, http.StatusConflict},
 	{reconcile.ErrInvalidLabRecords, InvalidLabResults, http.StatusBadRequest},
 	{reconcile.ErrRangeTooLarge, InvalidRequest, http.StatusBadRequest},
+	{labstore.ErrFull, InsufficientStorage, http.StatusInsufficientStorage},
 	{predlog.ErrBadCursor, InvalidCursor, http.StatusBadRequest},
 	{inference.ErrReservedVersion, InvalidRequest, http.StatusBadRequest},
 	{inference.ErrModelNotFound, ModelNotFound, http.StatusBadRequest},

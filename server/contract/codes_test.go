@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"ramanserve/inference"
+	"ramanserve/inference/labstore"
 	"ramanserve/trainer"
 )
 
@@ -48,6 +49,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("%w: write index.json: %w", inference.ErrRegistry, &fs.PathError{Op: "write", Path: "index.json", Err: syscall.ENOSPC}), InsufficientStorage, 507, true},
 		{fmt.Errorf("%w: %w", inference.ErrRegistry, &fs.PathError{Op: "open", Path: "x", Err: syscall.EROFS}), InsufficientStorage, 507, true},
 		{&fs.PathError{Op: "write", Path: "x", Err: syscall.EDQUOT}, InsufficientStorage, 507, true},
+		{fmt.Errorf("reconcile: store lab results: %w", labstore.ErrFull), InsufficientStorage, 507, true},
 		{&fs.PathError{Op: "open", Path: "x", Err: syscall.EACCES}, InternalError, 500, false},
 	}
 	for _, tc := range cases {
