@@ -103,6 +103,10 @@ func TestReportPageInChromium(t *testing.T) {
 			t.Errorf("section #%s is missing", id)
 		}
 	}
+	// No lab result yet: the lab section says so and draws nothing.
+	if counts["present:"+report.SectionLab] != 1 || counts[report.SectionLab] != 0 {
+		t.Errorf("without lab results, section #%s: present %d, %d plots", report.SectionLab, counts["present:"+report.SectionLab], counts[report.SectionLab])
+	}
 	if counts["shaded"] == 0 {
 		t.Error("the regression vectors shade no excluded region")
 	}
@@ -259,13 +263,7 @@ func startServer(t *testing.T) (base string, stop func()) {
 
 func startServerIn(t *testing.T, registryDir string) (base string, stop func()) {
 	t.Helper()
-	app, err := server.Start(context.Background(), server.Config{
-		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: registryDir,
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := startApp(t, registryDir)
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -278,6 +276,24 @@ func startServerIn(t *testing.T, registryDir string) (base string, stop func()) 
 	}
 	t.Cleanup(stop)
 	return "http://" + app.HTTPAddr(), stop
+}
+
+// startApp starts the server; the test's cleanup shuts it down.
+func startApp(t *testing.T, registryDir string) *server.App {
+	t.Helper()
+	app, err := server.Start(context.Background(), server.Config{
+		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: registryDir,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		app.Shutdown(ctx)
+	})
+	return app
 }
 
 // trainWithRecipe uploads synthetic spectra with trainingMeta and waits

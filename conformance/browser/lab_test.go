@@ -1,63 +1,67 @@
 package browser
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"log/slog"
+	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"ramanserve/inference"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/reconcile"
-	"ramanserve/inference/registry"
-	"ramanserve/server"
+	"ramanserve/client"
 	"ramanserve/server/report"
+	"ramanserve/trainer/synth"
 )
 
 // Lab results of the page's lab section: labBatches batches of
 // labPerBatch samples.
 const (
-	labBatches  = 8
-	labPerBatch = 6
+	labBatches  = 6
+	labPerBatch = 5
 )
 
-// TestReportPageWithLabInChromium loads the review page of a trained
-// model whose logged predictions have lab results: the lab section (lab
-// against predicted, bias by batch, per analyte) renders in Chromium
-// with the rest of the page, fetching nothing. The model is trained
-// through the API; its predictions and the shadow's are written into a
-// real prediction log and the lab's CSV is matched by a real Reconciler,
-// which the page's handler reads through server.API.LabReports.
-// RAMANSERVE_REPORT_LAB_PNG names where the screenshot goes.
+// TestReportPageWithLabInChromium goes the way a plant does: train a
+// model through the API and promote it, send predicts with a batch
+// context over the prediction channel, post the lab's CSV for those
+// spectra, and read the model's review page. Its lab section (lab against
+// predicted and bias by batch, per analyte) renders in Chromium with the
+// rest of the page, fetching nothing. RAMANSERVE_REPORT_LAB_PNG names
+// where the screenshot goes.
 func TestReportPageWithLabInChromium(t *testing.T) {
 	browserPath := chromiumOrSkip(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	dir := t.TempDir()
-	base, stop := startServerIn(t, dir)
-	version := jobVersion(ctx, t, base, trainWithRecipe(ctx, t, base))
-	stop()
-	reg, err := registry.Open(ctx, dir, registry.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
+	app := startApp(t, t.TempDir())
+	base := "http://" + app.HTTPAddr()
+	jobID := trainWithRecipe(ctx, t, base)
+	version := jobVersion(ctx, t, base, jobID)
+	post(ctx, t, base+"/model/load", "application/json", fmt.Sprintf(`{"version":%q}`, version), http.StatusOK)
+	csv := predictBatches(ctx, t, app.ZMQEndpoint())
+	// The log commits within its commit interval: wait for the lab post to
+	// match every record.
+	for {
+		body := post(ctx, t, base+"/lab-results", "text/csv", csv, http.StatusOK)
+		var out struct{ Matched int }
+		if err := json.Unmarshal(body, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Matched == labBatches*labPerBatch {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("lab post: %s", body)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	defer reg.Close()
-	rec := reconcileLab(ctx, t, version)
-	h, err := server.NewHTTPHandler(&server.API{Registry: reg, LabReports: rec}, server.HTTPConfig{}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h) // 127.0.0.1
-	defer srv.Close()
 
-	pageURL := srv.URL + "/model/" + version + "/report"
+	pageURL := base + "/training/" + jobID + "/report"
 	logPage(ctx, t, pageURL)
 	counts, png := loadInChromium(ctx, t, browserPath, pageURL)
 	// Three analytes: a lab against predicted plot and a control chart each.
@@ -77,67 +81,52 @@ func TestReportPageWithLabInChromium(t *testing.T) {
 	t.Logf("report page with lab results: plots %v; screenshot %s (%d bytes)", counts, out, len(png))
 }
 
-// reconcileLab logs, in a prediction log of its own, labBatches batches
-// of version's predictions (active, reading high by a bias that drifts
-// from batch to batch) and a candidate's (shadow), posts the lab's CSV
-// for them, and returns the Reconciler holding them.
-func reconcileLab(ctx context.Context, t *testing.T, version string) *reconcile.Reconciler {
+// predictBatches sends labBatches batches of synthetic spectra with their
+// batch id and scan_seq, and returns the lab's CSV for them: the true
+// concentrations of each spectrum.
+func predictBatches(ctx context.Context, t *testing.T, endpoint string) string {
 	t.Helper()
-	dir := t.TempDir()
-	l, err := predlog.Open(ctx, dir, predlog.Options{})
+	pc, err := client.DialPrediction(ctx, endpoint, client.PredictionOptions{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
+	defer pc.Close()
+	g := synth.New(synth.Config{Seed: 23})
 	var csv strings.Builder
 	csv.WriteString("lab_sample_id,batch_id,scan_seq,EPA,DHA,DPA\n")
-	truth := func(b, i int, a inference.Analyte) float64 {
-		return []float64{12, 8, 3}[a] + float64((b*7+i*3+int(a)*5)%11)*0.4
-	}
 	for b := range labBatches {
 		batch := fmt.Sprintf("B-2026-11-%02d", 10+b)
 		for i := range labPerBatch {
-			id := predlog.NewPredictionID()
-			at := t0.Add(time.Duration(b)*3*time.Hour + time.Duration(i)*10*time.Minute)
-			active := &predlog.Record{PredictionID: id, Time: at, ModelVersion: version, Role: predlog.RoleActive,
-				BatchID: batch, HasBatchID: true, ScanSeq: float64(i), HasScanSeq: true}
-			shadow := &predlog.Record{PredictionID: id, Time: at, ModelVersion: "candidate-2", Role: predlog.RoleShadow,
-				BatchID: batch, HasBatchID: true, ScanSeq: float64(i), HasScanSeq: true}
-			fmt.Fprintf(&csv, "HPLC-%d-%d,%s,%d", b, i, batch, i)
-			for a := range inference.Analyte(inference.NumAnalytes) {
-				y := truth(b, i, a)
-				noise := float64((b*13+i*5+int(a))%7-3) * 0.05
-				active.Concentrations.Set(a, y+0.1+0.04*float64(b)+noise)
-				shadow.Concentrations.Set(a, y-noise)
-				fmt.Fprintf(&csv, ",%.3f", y)
+			s := g.Next()
+			seq := int64(b*labPerBatch + i)
+			if _, err := pc.Predict(ctx, &client.Spectrum{Wavenumbers: synth.Axis(), Intensities: s.Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: seq},
+				&client.ScanContext{BatchID: batch}); err != nil {
+				t.Fatalf("predict: %v", err)
 			}
-			csv.WriteString("\n")
-			if !l.Record(active) || !l.Record(shadow) {
-				t.Fatal("a record was dropped")
-			}
+			fmt.Fprintf(&csv, "HPLC-%d,%s,%d,%.4f,%.4f,%.4f\n", seq, batch, seq, s.Conc[0], s.Conc[1], s.Conc[2])
 		}
 	}
-	// Closing commits the queue; open again to read it all.
-	if err := l.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if l, err = predlog.Open(ctx, dir, predlog.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close(context.Background()) })
-	rec, err := reconcile.New(l, &reconcile.MemoryStore{}, reconcile.Options{})
+	return csv.String()
+}
+
+// post sends body and fails unless the answer has status want.
+func post(ctx context.Context, t *testing.T, url, contentType, body string, want int) []byte {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	records, err := reconcile.ParseCSV(strings.NewReader(csv.String()))
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	posted, err := rec.Post(ctx, records)
-	if err != nil || posted.Matched != labBatches*labPerBatch {
-		t.Fatalf("lab post: %+v, %v", posted, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil || resp.StatusCode != want {
+		t.Fatalf("POST %s: %d %s %v", url, resp.StatusCode, bytes.TrimSpace(b), err)
 	}
-	return rec
+	return b
 }
 
 // jobVersion reads the version a done job staged.
