@@ -128,11 +128,11 @@ deps-curl:
 test-examples: deps-c
 	set -o pipefail; CI=true $(GO) test -count=1 -run '^TestExampleC' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
-## test-browser: the review page in headless Chromium (no console error, every plot drawn, a full-page PNG);
+## test-browser: the review page in headless Chromium, without and with lab results (no console error, every plot drawn, a full-page PNG);
 ## REPORT_PNG=docs/report.png refreshes the README's screenshot
 REPORT_PNG ?=
 test-browser: deps-browser
-	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) $(GO) test -count=1 -timeout 5m -run '^TestReportPageInChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
+	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) $(GO) test -count=1 -timeout 5m -run '^TestReportPage.*InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
 ## test-prometheus: a real Prometheus scrapes an in-process server (bearer token on) and
 ## reads ramanserve_predictions_total back; promtool checks /metrics, the alert rules and their unit tests
@@ -192,7 +192,7 @@ bench: deps build
 	@echo "== management: the web layer per request (request id, CORS, access log); one page of GET /training among 20,000 jobs"
 	$(GO) test -run '^$$' -bench 'WebLayer' -benchmem ./server
 	$(GO) test -run '^$$' -bench 'ListPage' -benchmem ./trainer/jobs
-	@echo "== review page: 2000 training rows x 3 analytes, two regions (render time, page bytes)"
+	@echo "== review page: 2000 training rows x 3 analytes, two regions, without and with a lab section of 2000 results in 100 batches (render time, page bytes)"
 	$(GO) test -run '^$$' -bench 'Render2000' -benchmem ./server/report
 	@echo "== robustness: RMSEP of a raw and a recipe model with faults injected into the test spectra only; claimed confidence / observed fraction within tolerance"
 	$(GO) test -count=1 -run '^TestRobustnessUnderFaults$$' -v ./inference | grep -vE '^(=== RUN|PASS$$)'

@@ -49,6 +49,9 @@ type API struct {
 	// Shadow is the running shadow's comparison (GET /model/shadow); nil:
 	// the shadow is named without figures.
 	Shadow ShadowScores
+	// LabReports adds the lab section to the review pages; nil leaves it
+	// out.
+	LabReports LabReports
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json

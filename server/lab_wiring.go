@@ -23,6 +23,7 @@ func (a *App) openLab(ctx context.Context) error {
 	}
 	a.labstore = store
 	a.api.Lab = labService{Reconciler: rec, log: a.predlog}
+	a.api.LabReports = rec
 	return nil
 }
 

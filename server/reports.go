@@ -3,14 +3,30 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"ramanserve/gen"
+	"ramanserve/inference/reconcile"
 	"ramanserve/server/report"
 	"ramanserve/trainer"
 )
+
+// LabReports gives the review page a version's performance against the
+// lab's results; *reconcile.Reconciler implements it. The API's field is
+// left nil when the server keeps no lab results: the page then has no lab
+// section.
+type LabReports interface {
+	Performance(ctx context.Context, version string, since, until time.Time) (reconcile.Report, error)
+}
+
+// labReportFallback is the range the page reports on when every lab
+// result is more than reconcile.MaxReportSamples: the last week, the
+// question a plant asks of a model in service.
+const labReportFallback = 7 * 24 * time.Hour
 
 // GetModelReport renders the review page of one registry version. The
 // route names beside /model/{version} (load, list, info, shadow) are never
@@ -53,11 +69,44 @@ func (a *API) modelReport(ctx context.Context, version string) (htmlPage, error)
 	if err != nil {
 		return nil, err
 	}
+	lab, err := a.labEvidence(ctx, version)
+	if err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
-	if err := report.Render(&buf, report.Model{Entry: entry, Params: params}); err != nil {
+	if err := report.Render(&buf, report.Model{Entry: entry, Params: params, Lab: lab}); err != nil {
 		return nil, err
 	}
 	return htmlPage(buf.Bytes()), nil
+}
+
+// labEvidence reads the version's performance against the lab over every
+// lab result, or over the last labReportFallback when they are too many;
+// nil without LabReports.
+func (a *API) labEvidence(ctx context.Context, version string) (*report.LabEvidence, error) {
+	if a.LabReports == nil {
+		return nil, nil
+	}
+	rep, err := a.LabReports.Performance(ctx, version, time.Time{}, time.Time{})
+	if !errors.Is(err, reconcile.ErrRangeTooLarge) {
+		if err != nil {
+			return nil, fmt.Errorf("lab performance of %q: %w", version, err)
+		}
+		return &report.LabEvidence{Report: rep}, nil
+	}
+	since := time.Now().Add(-labReportFallback).UTC().Truncate(time.Second)
+	rep, err = a.LabReports.Performance(ctx, version, since, time.Time{})
+	switch {
+	case errors.Is(err, reconcile.ErrRangeTooLarge):
+		return &report.LabEvidence{Unavailable: fmt.Sprintf(
+			"More than %d lab results are matched, even in the last %d days: GET /model/%s/performance?since=&until= reports on a narrower range.",
+			reconcile.MaxReportSamples, labReportFallback/(24*time.Hour), version)}, nil
+	case err != nil:
+		return nil, fmt.Errorf("lab performance of %q: %w", version, err)
+	}
+	return &report.LabEvidence{Report: rep, Narrowed: fmt.Sprintf(
+		"More than %d lab results are matched in all: this section covers the spectra of the last %d days only (GET /model/%s/performance?since=&until= reports on any range).",
+		reconcile.MaxReportSamples, labReportFallback/(24*time.Hour), version)}, nil
 }
 
 // trainingReport is the page of the version a done job staged;

@@ -102,6 +102,9 @@ func TestReportRoutes(t *testing.T) {
 		if !strings.Contains(page, `<section id="regression-vectors">`) || !strings.Contains(page, "<svg") || !strings.Contains(page, version) {
 			t.Errorf("%s: not the model's page", path)
 		}
+		if strings.Contains(page, `id="lab-performance"`) {
+			t.Errorf("%s: a lab section without lab reports", path)
+		}
 		if strings.Contains(page, "<script") || !strings.Contains(page, "&lt;script&gt;") {
 			t.Errorf("%s: the operator is not escaped", path)
 		}

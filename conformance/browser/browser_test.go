@@ -61,57 +61,33 @@ const trainingMeta = `{
 // machine and large enough for every plot to show a cloud.
 const trainingRows = 160
 
-func TestReportPageInChromium(t *testing.T) {
+// chromiumOrSkip skips the test unless RAMANSERVE_TEST_BROWSER is set,
+// and returns the browser to run.
+func chromiumOrSkip(t *testing.T) string {
+	t.Helper()
 	if os.Getenv("RAMANSERVE_TEST_BROWSER") == "" {
 		t.Skip("run by `make test-browser`, which installs chromium first")
 	}
-	browserPath := os.Getenv("RAMANSERVE_CHROMIUM")
-	if browserPath == "" {
-		p, err := exec.LookPath("chromium")
-		if err != nil {
-			t.Fatalf("chromium is not installed (make deps-browser): %v", err)
-		}
-		browserPath = p
+	if p := os.Getenv("RAMANSERVE_CHROMIUM"); p != "" {
+		return p
 	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is not installed (make deps-browser): %v", err)
+	}
+	return p
+}
+
+func TestReportPageInChromium(t *testing.T) {
+	browserPath := chromiumOrSkip(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	base := startServer(t)
+	base, _ := startServer(t)
 	jobID := trainWithRecipe(ctx, t, base)
 	pageURL := base + "/training/" + jobID + "/report"
 	logPage(ctx, t, pageURL)
-
-	events := &pageEvents{}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browserPath),
-		chromedp.NoSandbox, // the test may run as root (CI containers)
-		chromedp.WindowSize(1280, 900),
-		chromedp.Flag("lang", "en-US"),
-	)...)
-	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithListener(events.add))
-	defer cancelTab()
-
-	if err := chromedp.Do(tab, chromedp.Navigate(pageURL), chromedp.WaitReady("#lineage")); err != nil {
-		t.Fatalf("load %s: %v", pageURL, err)
-	}
-	counts, err := chromedp.Run(tab, chromedp.Evaluate[map[string]int](countPlotsJS))
-	if err != nil {
-		t.Fatalf("count the plots: %v", err)
-	}
-	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-
-	for msg := range events.problems() {
-		t.Errorf("browser reported: %s", msg)
-	}
-	for _, u := range events.requestedURLs() {
-		if u != pageURL {
-			t.Errorf("the page requested %s; it must fetch nothing but itself", u)
-		}
-	}
+	counts, png := loadInChromium(ctx, t, browserPath, pageURL)
 	// Three analytes: one plot each, and one T2/Q plot.
 	want := map[string]int{
 		report.SectionCV: 3, report.SectionMeasured: 3, report.SectionResiduals: 3,
@@ -127,11 +103,12 @@ func TestReportPageInChromium(t *testing.T) {
 			t.Errorf("section #%s is missing", id)
 		}
 	}
+	// No lab result yet: the lab section says so and draws nothing.
+	if counts["present:"+report.SectionLab] != 1 || counts[report.SectionLab] != 0 {
+		t.Errorf("without lab results, section #%s: present %d, %d plots", report.SectionLab, counts["present:"+report.SectionLab], counts[report.SectionLab])
+	}
 	if counts["shaded"] == 0 {
 		t.Error("the regression vectors shade no excluded region")
-	}
-	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) || len(png) < 10_000 {
-		t.Fatalf("screenshot is not a PNG of a page (%d bytes)", len(png))
 	}
 	out := os.Getenv("RAMANSERVE_REPORT_PNG")
 	if out == "" {
@@ -143,13 +120,54 @@ func TestReportPageInChromium(t *testing.T) {
 	t.Logf("report page: plots %v; screenshot %s (%d bytes)", counts, out, len(png))
 }
 
+// loadInChromium loads url in a fresh headless Chromium, fails the test
+// on any console error, exception or request other than url itself, and
+// returns the plots counted by countPlotsJS and a full-page PNG.
+func loadInChromium(ctx context.Context, t *testing.T, browserPath, url string) (map[string]int, []byte) {
+	t.Helper()
+	events := &pageEvents{}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browserPath),
+		chromedp.NoSandbox, // the test may run as root (CI containers)
+		chromedp.WindowSize(1280, 900),
+		chromedp.Flag("lang", "en-US"),
+	)...)
+	defer cancelAlloc()
+	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithListener(events.add))
+	defer cancelTab()
+
+	if err := chromedp.Do(tab, chromedp.Navigate(url), chromedp.WaitReady("#lineage")); err != nil {
+		t.Fatalf("load %s: %v", url, err)
+	}
+	counts, err := chromedp.Run(tab, chromedp.Evaluate[map[string]int](countPlotsJS))
+	if err != nil {
+		t.Fatalf("count the plots: %v", err)
+	}
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	for msg := range events.problems() {
+		t.Errorf("browser reported: %s", msg)
+	}
+	for _, u := range events.requestedURLs() {
+		if u != url {
+			t.Errorf("the page requested %s; it must fetch nothing but itself", u)
+		}
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) || len(png) < 10_000 {
+		t.Fatalf("screenshot is not a PNG of a page (%d bytes)", len(png))
+	}
+	return counts, png
+}
+
 // countPlotsJS counts, per section, the <svg> elements that have a
 // layout box and at least one path with drawing commands; "present:<id>"
 // is 1 for each section present, "shaded" counts the filled regions of
 // the regression vectors' plots.
 const countPlotsJS = `(() => {
   const out = {};
-  for (const id of ["cv-curve", "measured-predicted", "residuals", "regression-vectors", "t2-q", "outliers", "lineage", "recipe"]) {
+  for (const id of ["cv-curve", "measured-predicted", "residuals", "regression-vectors", "t2-q", "outliers", "lineage", "recipe", "lab-performance"]) {
     const sec = document.getElementById(id);
     out["present:" + id] = sec ? 1 : 0;
     if (!sec) { out[id] = 0; continue; }
@@ -237,11 +255,34 @@ func logPage(ctx context.Context, t *testing.T, url string) {
 }
 
 // startServer runs an in-process server on loopback ports with an empty
-// registry and returns its HTTP base URL.
-func startServer(t *testing.T) string {
+// registry and returns its HTTP base URL and a function that stops it
+// (also called at the end of the test).
+func startServer(t *testing.T) (base string, stop func()) {
+	return startServerIn(t, t.TempDir())
+}
+
+func startServerIn(t *testing.T, registryDir string) (base string, stop func()) {
+	t.Helper()
+	app := startApp(t, registryDir)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := app.Shutdown(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return "http://" + app.HTTPAddr(), stop
+}
+
+// startApp starts the server; the test's cleanup shuts it down.
+func startApp(t *testing.T, registryDir string) *server.App {
 	t.Helper()
 	app, err := server.Start(context.Background(), server.Config{
-		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
+		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: registryDir,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -252,7 +293,7 @@ func startServer(t *testing.T) string {
 		defer cancel()
 		app.Shutdown(ctx)
 	})
-	return "http://" + app.HTTPAddr()
+	return app
 }
 
 // trainWithRecipe uploads synthetic spectra with trainingMeta and waits

@@ -20,10 +20,16 @@ const MaxReportSamples = 50000
 // matched lab results; a narrower range is needed.
 var ErrRangeTooLarge = errors.New("reconcile: too many lab results in the range")
 
-// AnalyteStats are one analyte's Stats.
+// AnalyteStats are one analyte's Stats, and the pairs they were computed
+// from (for a plot of lab against predicted).
 type AnalyteStats struct {
 	Analyte inference.Analyte
 	Stats
+	// Predicted and Lab are the pairs, Predicted[i] with Lab[i], in the
+	// order of the lab results (by spectrum time), as logged and posted:
+	// Statistics leaves out the pairs that are not finite, a plot must
+	// too. Their length is bounded by MaxReportSamples.
+	Predicted, Lab []float64
 }
 
 // BatchBias is one point of a control chart of bias: a batch's lab
@@ -208,7 +214,7 @@ func versionStats(version string, results []LabResult, spectra map[predlog.Predi
 	slices.Sort(roles) // active, shadow, rescore
 	vs.Roles = roles
 	for a := range inference.Analyte(inference.NumAnalytes) {
-		vs.Analytes = append(vs.Analytes, AnalyteStats{Analyte: a, Stats: Statistics(predicted[a], lab[a])})
+		vs.Analytes = append(vs.Analytes, AnalyteStats{Analyte: a, Stats: Statistics(predicted[a], lab[a]), Predicted: predicted[a], Lab: lab[a]})
 	}
 	vs.Batches = batchSeries(batches)
 	return vs

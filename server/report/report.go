@@ -46,6 +46,9 @@ const (
 type Model struct {
 	Entry  registry.Entry
 	Params *inference.PLSParams
+	// Lab is the version's performance against the lab; nil leaves the
+	// lab section out (the server keeps no lab results).
+	Lab *LabEvidence
 }
 
 // Render writes the review page of m to w.
@@ -87,6 +90,7 @@ type view struct {
 	Lineage   []row
 	Recipe    []recipeRow
 	Regions   []row
+	Lab       *labView
 }
 
 // row is one line of a two-column table.
@@ -151,6 +155,9 @@ func newView(m Model) (*view, error) {
 		return nil, err
 	}
 	v.Vectors = vec
+	if v.Lab, err = newLabView(e.Version, m.Lab); err != nil {
+		return nil, err
+	}
 
 	rv := p.Review
 	if rv == nil {

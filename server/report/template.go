@@ -22,6 +22,8 @@ const (
 	SectionOutliers  = "outliers"
 	SectionLineage   = "lineage"
 	SectionRecipe    = "recipe"
+	// SectionLab holds lab against predicted and the bias control charts.
+	SectionLab = "lab-performance"
 )
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
@@ -47,7 +49,7 @@ table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#f4f4f4}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.chosen td{background:#fff3d6;font-weight:bold}
+tr.chosen td,tr.this td{background:#fff3d6;font-weight:bold}
 .missing{background:#fff6e0;border:1px solid #e8c36a;padding:.6em 1em;border-radius:4px}
 .note{color:#555;font-size:.9em}
 code,.id{font-family:monospace;word-break:break-all}
@@ -73,6 +75,20 @@ code,.id{font-family:monospace;word-break:break-all}
 {{with .CVTable}}<table><tr><th>components</th>{{range .Targets}}<th>RMSECV {{.}}</th>{{end}}<th>score</th></tr>
 {{range .Rows}}<tr{{if .Chosen}} class="chosen"{{end}}><td class="num">{{.Components}}</td>{{range .RMSECV}}<td class="num">{{.}}</td>{{end}}<td class="num">{{.Score}}</td></tr>
 {{end}}</table>{{if .More}}<p class="note">and {{.More}} more counts</p>{{end}}{{end}}
+</section>{{end}}
+{{with .Lab}}<section id="lab-performance">
+<h2>Against the lab</h2>
+{{if .Unavailable}}<p class="missing">{{.Unavailable}}</p>
+{{else if not .Summary}}<p>No lab result is matched to a spectrum this version predicted on yet (as the active model, the shadow or a re-scoring job). Post the lab's HPLC results to <code>POST /lab-results</code>.</p>
+{{else}}<p>{{.Summary}}</p>
+{{with .Table}}<table><tr><th>version</th><th>as</th><th>analyte</th><th>n</th><th>RMSEP (g/L)</th><th>bias (g/L)</th><th>slope</th><th>intercept (g/L)</th></tr>
+{{range .Rows}}<tr{{if .This}} class="this"{{end}}><td class="id">{{.Version}}</td><td>{{.Roles}}</td><td>{{.Analyte}}</td><td class="num">{{.N}}</td><td class="num">{{.RMSEP}}</td><td class="num">{{.Bias}}</td><td class="num">{{.Slope}}</td><td class="num">{{.Intercept}}</td></tr>
+{{end}}</table>{{if .More}}<p class="note">and {{.More}} more versions</p>{{end}}{{end}}
+<h3>Lab against predicted</h3>
+<div class="grid">{{range .Scatter}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
+<h3>Bias by batch</h3>
+<div class="grid">{{range .Control}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
+{{end}}{{range .Notes}}<p class="note">{{.}}</p>{{end}}
 </section>{{end}}
 {{if .Measured}}<section id="measured-predicted">
 <h2>Measured against cross-validated predicted</h2>
