@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"ramanserve/inference/evidence"
 	"ramanserve/inference/predlog"
 	"ramanserve/inference/registry"
 	"ramanserve/inference/shadow"
@@ -53,8 +54,9 @@ type App struct {
 	bodies     *httpHandler
 	channel    *predictionChannel
 	jobs       *jobs.Manager
-	predlog    *predlog.SQLite // the prediction log (evidence wiring)
-	shadow     *shadow.Scorer  // the shadow model beside the active one
+	predlog    *predlog.SQLite     // the prediction log (evidence_wiring.go)
+	shadow     *shadow.Scorer      // the shadow model beside the active one
+	collector  *evidence.Collector // the channel's hook into both
 	metrics    *metrics.Metrics
 	done       chan error
 
@@ -91,6 +93,9 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	if err := a.openRegistry(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.openEvidence(ctx); err != nil {
 		return nil, err
 	}
 	if err := a.startTraining(ctx); err != nil {
@@ -155,7 +160,8 @@ const maxHeaderBytes = 64 << 10
 
 // serve starts both channels on the bound listeners.
 func (a *App) serve() error {
-	a.metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: a.httpLn, ChannelConns: a.channel})
+	a.metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: a.httpLn, ChannelConns: a.channel,
+		PredictionLog: a.predlog, Shadow: a.shadow})
 	a.api.Metrics = a.metrics
 	handler, err := newHTTPHandler(a.api, a.cfg.HTTP, a.log.With("component", "http"))
 	if err != nil {
@@ -174,7 +180,7 @@ func (a *App) serve() error {
 		ConnState:         trackState,
 		ErrorLog:          httpErrorLog(a.log),
 	}
-	a.channel.serve(a.Registry, a.api.ServerVersion, a.api.Started, a.metrics.Channel(), a.log.With("component", "channel"))
+	a.channel.serve(a.Registry, a.api.ServerVersion, a.api.Started, a.metrics.Channel(), a.collector, a.log.With("component", "channel"))
 	a.api.ChannelUp = a.channel.up
 	go func() {
 		err := a.httpServer.Serve(a.httpListener())
@@ -255,11 +261,14 @@ func (a *App) shutdown(ctx context.Context) error {
 	if errTrain != nil {
 		errTrain = fmt.Errorf("training: %w", errTrain)
 	}
+	// No predict and no job writes records any more: the shadow scores
+	// what is queued, then the log commits it.
+	errEvidence := a.closeEvidence(ctx)
 	// Last: the training worker writes job records until it stops. Closing
 	// releases the registry's directory lock.
 	var errReg error
 	if a.Registry != nil {
 		errReg = a.Registry.Close()
 	}
-	return errors.Join(errHTTP, errCh, errTrain, errReg)
+	return errors.Join(errHTTP, errCh, errTrain, errEvidence, errReg)
 }

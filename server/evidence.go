@@ -44,8 +44,3 @@ func (a *API) RescoreModel(ctx context.Context, _ gen.RescoreModelRequestObject)
 func (a *API) PostLabResults(ctx context.Context, _ gen.PostLabResultsRequestObject) (gen.PostLabResultsResponseObject, error) {
 	return nil, notYet("lab reconciliation")
 }
-
-// ListPredictions exports the prediction log.
-func (a *API) ListPredictions(ctx context.Context, _ gen.ListPredictionsRequestObject) (gen.ListPredictionsResponseObject, error) {
-	return nil, notYet("the prediction log")
-}

@@ -1,6 +1,12 @@
 package server
 
-import "time"
+import (
+	"time"
+
+	"ramanserve/inference/evidence"
+	"ramanserve/inference/predlog"
+	"ramanserve/inference/shadow"
+)
 
 // EvidenceConfig configures the prediction log, shadow scoring and lab
 // reconciliation (issue 13). The log and the lab results live in the
@@ -17,4 +23,24 @@ type EvidenceConfig struct {
 	// MatchWindow is how far from a lab sample's sampled_at the nearest
 	// logged prediction of its batch may be (-lab-match-window; 0: 60 s).
 	MatchWindow time.Duration
+}
+
+// recordBytes is a generous size of one queued record without its
+// spectrum: the struct, its strings and the allocator's rounding.
+const recordBytes = 1 << 10
+
+// MemoryBound is the most the evidence path holds in memory, whatever
+// the clients send: the prediction log's queue and the batch being
+// committed (each record with its float32 spectrum, at most
+// evidence.MaxLoggedPoints, with -log-spectra), and the shadow's queue
+// of spectra. cmd/ramanserve adds it to the Go soft memory limit. With
+// 2048-point spectra the log's part is about a quarter of the bound.
+func (c EvidenceConfig) MemoryBound() int64 {
+	perRecord := int64(recordBytes)
+	if c.LogSpectra {
+		perRecord += 4 * evidence.MaxLoggedPoints
+	}
+	records := int64(predlog.DefaultQueueSize + predlog.DefaultBatchMax)
+	shadowQueue := int64(shadow.DefaultQueueSize) * shadow.DefaultMaxPoints * 16
+	return records*perRecord + shadowQueue
 }

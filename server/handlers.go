@@ -35,6 +35,12 @@ type API struct {
 	// Metrics is the server's registry (GET /metrics), which the web layer
 	// and LoadModel record into; nil: the handler makes its own.
 	Metrics *metrics.Metrics
+	// Predictions serves GET /predictions; nil answers 501.
+	Predictions PredictionService
+	// PredictionLog reports the log's counters in GET /health; nil leaves
+	// them out.
+	PredictionLog PredictionLogStats
+	logLosses     lossWatch // write failures of the prediction log, for health
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json
@@ -175,12 +181,17 @@ func (a *API) GetHealth(ctx context.Context, _ gen.GetHealthRequestObject) (gen.
 	if a.ChannelUp != nil && !a.ChannelUp() {
 		reasons = append(reasons, "prediction channel is not listening")
 	}
+	logHealth, logReason := a.predictionLogHealth(time.Now())
+	if logReason != "" {
+		reasons = append(reasons, logReason)
+	}
 	h := gen.GetHealth200JSONResponse{
 		Status:          gen.HealthStatusStatus("ok"),
 		UptimeSeconds:   ptr(int(time.Since(a.Started).Seconds())),
 		ServerVersion:   ptr(a.ServerVersion),
 		ProtocolVersion: ptr(ProtocolVersion),
 		PythonVersion:   ptr(runtime.Version()),
+		PredictionLog:   logHealth,
 	}
 	m := a.Registry.Active()
 	h.ModelLoaded = ptr(m != nil)

@@ -63,7 +63,7 @@ func newWebLayer(next http.Handler, origins []string, requests requestRecorder, 
 
 func (l *webLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	x := &exchange{id: l.ids.from(r.Header)}
+	x := &exchange{id: l.ids.from(r.Header), accept: r.Header.Get("Accept")}
 	h := w.Header()
 	h.Set(requestIDHeader, x.id)
 	x.origin = l.cors.decorate(h, r.Header)
@@ -105,6 +105,7 @@ type exchange struct {
 	origin string // the request's Origin when it is listed, else ""
 	route  string // the route template, e.g. /training/{jobId}; "" for none
 	user   string // the name of the request's bearer token; "" without one
+	accept string // the request's Accept header, for handlers with two media types
 }
 
 type exchangeKey struct{}

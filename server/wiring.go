@@ -179,9 +179,9 @@ func listenChannel(endpoint string, cfg ChannelConfig, log *slog.Logger) (*predi
 }
 
 // serve starts accepting prediction requests on the registry's models,
-// recording each into rec.
-func (c *predictionChannel) serve(reg *registry.Registry, version string, started time.Time, rec channel.Recorder, log *slog.Logger) {
-	c.handler.h = channel.New(channel.Options{Models: reg, ServerVersion: version, Started: started, Recorder: rec, Logger: log})
+// recording each into rec and logging each prediction into plog.
+func (c *predictionChannel) serve(reg *registry.Registry, version string, started time.Time, rec channel.Recorder, plog channel.PredictionLog, log *slog.Logger) {
+	c.handler.h = channel.New(channel.Options{Models: reg, ServerVersion: version, Started: started, Recorder: rec, Log: plog, Logger: log})
 	c.listening.Store(true)
 	go func() {
 		err := c.srv.Serve(context.Background())

@@ -28,6 +28,8 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/inference/axisfile"
+	"ramanserve/inference/predlog"
+	"ramanserve/inference/reconcile"
 	"ramanserve/server"
 	"ramanserve/trainer"
 	"ramanserve/trainer/membudget"
@@ -148,6 +150,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.Float64Var(&cfg.Channel.Model.SaturationLevel, "saturation-level", 0, "detector full-scale value; 3 consecutive intensities at or above it are SPECTRUM_OUT_OF_RANGE (0: no check)")
 	fs.Var(toleranceFlag{&cfg.Channel.Model.Tolerance}, "confidence-tolerance", "acceptable error per analyte for the confidence, g/L, e.g. EPA=1,DHA=1,DPA=0.5 (default 1 each; a model's own tolerance wins)")
 	fs.StringVar(&axisPath, "instrument-axis", "", "file of the instrument's wavenumber axis, cm-1: one number per line, 2048 lines, strictly increasing; the axis of models trained here (a training's meta wavenumbers override it) and of imported models (default: 2048 points evenly spaced over 200-3200)")
+	fs.BoolVar(&cfg.Evidence.LogSpectra, "log-spectra", false, "store each prediction's spectrum (float32, compressed, about 5 kB) in the prediction log, so that a model can be re-scored on it later (POST /model/{version}/rescore)")
+	fs.DurationVar(&cfg.Evidence.Retention, "prediction-log-retention", 720*time.Hour, "delete logged predictions older than this (0: keep them whatever their age, within -prediction-log-max-bytes)")
+	fs.Int64Var(&cfg.Evidence.MaxBytes, "prediction-log-max-bytes", 2<<30, fmt.Sprintf("bound on the prediction log's files, bytes: the oldest records are deleted to stay under it (at least %d)", predlog.MinMaxBytes))
+	fs.DurationVar(&cfg.Evidence.MatchWindow, "lab-match-window", 60*time.Second, fmt.Sprintf("a lab result with sampled_at is matched to the nearest logged prediction of its batch at most this far away (at most %v)", reconcile.MaxMatchWindow))
 	if err := applyEnv(fs, getenv); err != nil {
 		return cfg, opts, err
 	}
@@ -172,6 +178,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	if cfg.HTTP.UploadRateGrace <= 0 {
 		return cfg, opts, fmt.Errorf("-upload-rate-grace must be positive, not %v", cfg.HTTP.UploadRateGrace)
 	}
+	if err := checkEvidence(cfg.Evidence); err != nil {
+		return cfg, opts, err
+	}
 	if s := cfg.Channel.Model.SaturationLevel; !(s >= 0) || math.IsInf(s, 0) {
 		return cfg, opts, fmt.Errorf("-saturation-level must be a finite number >= 0, not %v", s)
 	}
@@ -190,6 +199,20 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 		cfg.AllowFileRoots = []string{filepath.Join(cfg.RegistryDir, "import")}
 	}
 	return cfg, opts, nil
+}
+
+// checkEvidence checks the prediction log's and lab matching's flags.
+func checkEvidence(e server.EvidenceConfig) error {
+	if e.Retention < 0 {
+		return fmt.Errorf("-prediction-log-retention must be >= 0, not %v", e.Retention)
+	}
+	if e.MaxBytes < predlog.MinMaxBytes {
+		return fmt.Errorf("-prediction-log-max-bytes must be at least %d bytes, not %d", predlog.MinMaxBytes, e.MaxBytes)
+	}
+	if e.MatchWindow <= 0 || e.MatchWindow > reconcile.MaxMatchWindow {
+		return fmt.Errorf("-lab-match-window must be positive and at most %v, not %v", reconcile.MaxMatchWindow, e.MatchWindow)
+	}
+	return nil
 }
 
 func run(args []string, getenv func(string) string, stderr io.Writer) error {
@@ -344,7 +367,8 @@ func reloadedFiles(cfg server.Config) []any {
 // physical memory) and sets the Go soft memory limit to what the server
 // promises to stay under: the training budget plus its fixed overhead,
 // plus what the prediction channel's connections may hold, plus the
-// management channel's request headers. The collector
+// management channel's request headers, plus the records and spectra
+// queued for the prediction log and the shadow. The collector
 // then reclaims garbage (the copies training makes) before the heap grows
 // past the promise. An operator's own GOMEMLIMIT wins.
 func limitMemory(cfg *server.Config, getenv func(string) string) error {
@@ -356,7 +380,8 @@ func limitMemory(cfg *server.Config, getenv func(string) string) error {
 		cfg.Training.MaxMemoryBytes = limit
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead + cfg.Channel.ConnectionMemoryBound() + cfg.HTTP.ConnectionMemoryBound())
+		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead + cfg.Channel.ConnectionMemoryBound() + cfg.HTTP.ConnectionMemoryBound() +
+			cfg.Evidence.MemoryBound())
 	}
 	return nil
 }

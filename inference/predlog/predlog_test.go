@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"ramanserve/inference/predlog"
 )
 
@@ -345,5 +347,31 @@ func TestSpectraPageIsCapped(t *testing.T) {
 	rest, err := l.Page(context.Background(), predlog.Filter{WithSpectra: true, Cursor: p.Next})
 	if err != nil || len(rest.Records) != 10 || rest.Next != "" {
 		t.Fatalf("the rest: %d records, next %q, %v", len(rest.Records), rest.Next, err)
+	}
+}
+
+// TestNewPredictionID: ids are version 7 UUIDs (RFC 9562 variant) of the
+// current millisecond, distinct, and made without allocating.
+func TestNewPredictionID(t *testing.T) {
+	before := time.Now().UnixMilli()
+	seen := make(map[predlog.PredictionID]bool)
+	for range 10000 {
+		id := predlog.NewPredictionID()
+		if id.Version() != 7 || id.Variant() != uuid.RFC4122 {
+			t.Fatalf("%s: version %d variant %v", id, id.Version(), id.Variant())
+		}
+		if seen[id] {
+			t.Fatalf("%s made twice", id)
+		}
+		seen[id] = true
+	}
+	id := predlog.NewPredictionID()
+	sec, nsec := id.Time().UnixTime()
+	ms := sec*1000 + nsec/1e6
+	if ms < before || ms > time.Now().UnixMilli() {
+		t.Fatalf("id time %d ms, not within [%d, now]", ms, before)
+	}
+	if n := testing.AllocsPerRun(100, func() { predlog.NewPredictionID() }); n != 0 {
+		t.Fatalf("NewPredictionID allocates %v times", n)
 	}
 }

@@ -24,6 +24,8 @@ package predlog
 
 import (
 	"context"
+	"encoding/binary"
+	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -80,14 +82,19 @@ func ParseRole(name string) (Role, bool) {
 // index on it appending at its right edge.
 type PredictionID = uuid.UUID
 
-// NewPredictionID returns a fresh PredictionID.
+// NewPredictionID returns a fresh PredictionID: a version 7 UUID of the
+// current Unix millisecond and 74 random bits. It runs on the prediction
+// channel's hot path, so it neither allocates nor locks: the random bits
+// come from the runtime's per-thread generator (math/rand/v2, seeded from
+// the system), unlike uuid.NewV7, which reads through an interface under a
+// global lock. Ids made in the same millisecond are not ordered among
+// themselves; the log orders records by time and row id, not by this id.
 func NewPredictionID() PredictionID {
-	id, err := uuid.NewV7()
-	if err != nil {
-		// NewV7 fails only when the system's random source does; a random
-		// (v4) id then still keeps the records apart.
-		return uuid.New()
-	}
+	var id PredictionID
+	ms := uint64(time.Now().UnixMilli())
+	binary.BigEndian.PutUint64(id[0:8], ms<<16) // 48 bits of time, then 16 overwritten below
+	binary.BigEndian.PutUint16(id[6:8], 0x7000|uint16(rand.Uint32())&0x0fff)
+	binary.BigEndian.PutUint64(id[8:16], 0x8000000000000000|rand.Uint64()&0x3fffffffffffffff)
 	return id
 }
 

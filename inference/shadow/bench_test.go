@@ -33,7 +33,7 @@ func BenchmarkOffer(b *testing.B) {
 	at := time.Now()
 	// Warm the buffers: the first use of each grows it to the spectrum.
 	for range shadow.DefaultQueueSize {
-		s.Offer(id(0), at, active, &spec, &pred)
+		s.Offer(id(0), at, active, &spec, &pred, nil)
 	}
 	for range shadow.DefaultQueueSize {
 		s.Discard()
@@ -43,7 +43,7 @@ func BenchmarkOffer(b *testing.B) {
 	for i := 0; i < b.N; {
 		n := min(shadow.DefaultQueueSize, b.N-i)
 		for k := range n {
-			if !s.Offer(id(i+k), at, active, &spec, &pred) {
+			if !s.Offer(id(i+k), at, active, &spec, &pred, nil) {
 				b.Fatal("dropped with room in the queue")
 			}
 		}
@@ -68,12 +68,12 @@ func BenchmarkOfferSteady(b *testing.B) {
 		b.Fatal(err)
 	}
 	at := time.Now()
-	s.Offer(id(0), at, active, &spec, &pred)
+	s.Offer(id(0), at, active, &spec, &pred, nil)
 	s.Discard()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if !s.Offer(id(i), at, active, &spec, &pred) {
+		if !s.Offer(id(i), at, active, &spec, &pred, nil) {
 			b.Fatal("dropped with an empty queue")
 		}
 		s.Discard()
@@ -94,7 +94,7 @@ func BenchmarkOfferParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if s.Offer(id(0), at, active, &spec, &pred) {
+			if s.Offer(id(0), at, active, &spec, &pred, nil) {
 				s.Discard()
 			}
 		}
@@ -110,12 +110,12 @@ func BenchmarkOfferQueueFull(b *testing.B) {
 		b.Fatal(err)
 	}
 	at := time.Now()
-	for s.Offer(id(0), at, active, &spec, &pred) {
+	for s.Offer(id(0), at, active, &spec, &pred, nil) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if s.Offer(id(i), at, active, &spec, &pred) {
+		if s.Offer(id(i), at, active, &spec, &pred, nil) {
 			b.Fatal("queued with the queue full")
 		}
 	}
@@ -130,7 +130,7 @@ func BenchmarkOfferNoShadow(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		s.Offer(id(i), at, active, &spec, &pred)
+		s.Offer(id(i), at, active, &spec, &pred, nil)
 	}
 }
 
@@ -165,7 +165,7 @@ func benchWorker(b *testing.B, raw bool) {
 	offer := func(n int) {
 		target := s.Totals().Scored + uint64(n)
 		for i := range n {
-			for !s.Offer(id(i), at, active, &spec, &pred) {
+			for !s.Offer(id(i), at, active, &spec, &pred, nil) {
 				runtime.Gosched()
 			}
 		}
@@ -213,7 +213,7 @@ func BenchmarkOfferAt1000PerSecond(b *testing.B) {
 	for i := range b.N {
 		<-tick.C
 		k := i % len(specs)
-		s.Offer(id(i), time.Now(), active, &specs[k], &preds[k])
+		s.Offer(id(i), time.Now(), active, &specs[k], &preds[k], nil)
 	}
 	b.StopTimer()
 	closeScorer(b, s)

@@ -74,6 +74,9 @@ type Result struct {
 	ShadowVersion string
 	Active        inference.Prediction
 	Shadow        inference.Prediction
+	// Context is the scan context offered with the spectrum (zero when
+	// none was), so that the shadow's record carries it too.
+	Context inference.ScanContext
 }
 
 // Sink receives the scored spectra: the server adapts the prediction log
@@ -145,6 +148,7 @@ type item struct {
 	at     time.Time
 	active inference.Model
 	pred   inference.Prediction
+	scan   inference.ScanContext
 	wn, in []float64
 }
 
@@ -211,13 +215,14 @@ func (s *Scorer) Clear() {
 }
 
 // Offer hands one answered spectrum to the shadow: id names the
-// prediction, at is its time, active is the model that answered with p.
+// prediction, at is its time, active is the model that answered with p,
+// c (nil: none) the scan context, handed back in the Result.
 // It copies spec and p (the caller may reuse them at once) and returns
 // whether the spectrum was queued: false when no shadow is set, the
 // scorer is closing, or the queue is full or the spectrum too long (both
 // counted as dropped). It never blocks and, once the pooled buffers have
 // grown to the spectra's length, does not allocate.
-func (s *Scorer) Offer(id PredictionID, at time.Time, active inference.Model, spec *inference.Spectrum, p *inference.Prediction) bool {
+func (s *Scorer) Offer(id PredictionID, at time.Time, active inference.Model, spec *inference.Spectrum, p *inference.Prediction, c *inference.ScanContext) bool {
 	g := s.current.Load()
 	if g == nil || active == nil {
 		return false
@@ -234,6 +239,10 @@ func (s *Scorer) Offer(id PredictionID, at time.Time, active inference.Model, sp
 		return false
 	}
 	it.gen, it.id, it.at, it.active, it.pred = g, id, at, active, *p
+	it.scan = inference.ScanContext{}
+	if c != nil {
+		it.scan = *c
+	}
 	it.wn = append(it.wn[:0], spec.Wavenumbers...)
 	it.in = append(it.in[:0], spec.Intensities...)
 	return s.enqueue(it)
@@ -364,7 +373,7 @@ func (s *Scorer) score(ctx context.Context, it *item) {
 	}
 	r.PredictionID, r.Time = it.id, it.at
 	r.ActiveVersion, r.ShadowVersion = it.active.Metadata().Version, g.version
-	r.Active = it.pred
+	r.Active, r.Context = it.pred, it.scan
 	s.deliver(ctx, g, r)
 }
 

@@ -23,7 +23,7 @@ func offerAll(t *testing.T, s *shadow.Scorer, active inference.Model, specs []in
 	for i := range specs {
 		preds[i] = predict(t, active, &specs[i])
 		deadline := time.Now().Add(10 * time.Second)
-		for !s.Offer(id(first+i), at.Add(time.Duration(i)*time.Millisecond), active, &specs[i], &preds[i]) {
+		for !s.Offer(id(first+i), at.Add(time.Duration(i)*time.Millisecond), active, &specs[i], &preds[i], nil) {
 			if time.Now().After(deadline) {
 				t.Fatalf("spectrum %d never queued", i)
 			}
@@ -249,7 +249,7 @@ func TestQueueFullDrops(t *testing.T) {
 		preds[i] = predict(t, active, &specs[i])
 	}
 	at := time.Now()
-	if !s.Offer(id(0), at, active, &specs[0], &preds[0]) {
+	if !s.Offer(id(0), at, active, &specs[0], &preds[0], nil) {
 		t.Fatal("the first spectrum was not queued")
 	}
 	sink.waitEntered(t) // the worker holds spectrum 0 and waits in the sink
@@ -257,7 +257,7 @@ func TestQueueFullDrops(t *testing.T) {
 	accepted := 1
 	for i := 1; i < len(specs); i++ {
 		began := time.Now()
-		ok := s.Offer(id(i), at, active, &specs[i], &preds[i])
+		ok := s.Offer(id(i), at, active, &specs[i], &preds[i], nil)
 		if took := time.Since(began); took > time.Second {
 			t.Fatalf("Offer waited %v with the queue full", took)
 		}
@@ -309,7 +309,7 @@ func TestSetResetsAndQueuedSpectraKeepTheirModel(t *testing.T) {
 		preds[i] = predict(t, active, &specs[i])
 	}
 	for i := range 5 {
-		if !s.Offer(id(i), time.Now(), active, &specs[i], &preds[i]) {
+		if !s.Offer(id(i), time.Now(), active, &specs[i], &preds[i], nil) {
 			t.Fatalf("spectrum %d not queued", i)
 		}
 	}
@@ -321,7 +321,7 @@ func TestSetResetsAndQueuedSpectraKeepTheirModel(t *testing.T) {
 		t.Fatalf("after Set: %+v", st)
 	}
 	for i := 5; i < len(specs); i++ {
-		if !s.Offer(id(i), time.Now(), active, &specs[i], &preds[i]) {
+		if !s.Offer(id(i), time.Now(), active, &specs[i], &preds[i], nil) {
 			t.Fatalf("spectrum %d not queued", i)
 		}
 	}
@@ -358,7 +358,7 @@ func TestClear(t *testing.T) {
 	defer closeScorer(t, s)
 	specs := spectra(1, 36)
 	p := predict(t, active, &specs[0])
-	if s.Offer(id(0), time.Now(), active, &specs[0], &p) {
+	if s.Offer(id(0), time.Now(), active, &specs[0], &p, nil) {
 		t.Fatal("queued without a shadow")
 	}
 	if err := s.Set(candidate); err != nil {
@@ -366,7 +366,7 @@ func TestClear(t *testing.T) {
 	}
 	s.Clear()
 	s.Clear() // idempotent
-	if s.Offer(id(0), time.Now(), active, &specs[0], &p) {
+	if s.Offer(id(0), time.Now(), active, &specs[0], &p, nil) {
 		t.Fatal("queued after Clear")
 	}
 	if st := s.Status(); st != (shadow.Status{}) {
@@ -414,7 +414,7 @@ func TestTooLongSpectrumIsDropped(t *testing.T) {
 	}
 	specs := spectra(1, 38)
 	p := predict(t, active, &specs[0])
-	if s.Offer(id(0), time.Now(), active, &specs[0], &p) {
+	if s.Offer(id(0), time.Now(), active, &specs[0], &p, nil) {
 		t.Fatal("a 2048-point spectrum was queued with MaxPoints 1000")
 	}
 	if c := s.Status().Comparison; c.Dropped != 1 {
@@ -435,7 +435,7 @@ func TestCloseDrainsAndRefuses(t *testing.T) {
 	preds := make([]inference.Prediction, len(specs))
 	for i := range specs {
 		preds[i] = predict(t, active, &specs[i])
-		if !s.Offer(id(i), time.Now(), active, &specs[i], &preds[i]) {
+		if !s.Offer(id(i), time.Now(), active, &specs[i], &preds[i], nil) {
 			t.Fatalf("spectrum %d not queued", i)
 		}
 		if i == 0 {
@@ -449,7 +449,7 @@ func TestCloseDrainsAndRefuses(t *testing.T) {
 		t.Fatalf("Close returned (%v) with the sink still holding the worker", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	if s.Offer(id(99), time.Now(), active, &specs[0], &preds[0]) {
+	if s.Offer(id(99), time.Now(), active, &specs[0], &preds[0], nil) {
 		t.Fatal("queued while closing")
 	}
 	sink.open()
@@ -460,7 +460,7 @@ func TestCloseDrainsAndRefuses(t *testing.T) {
 	if n := len(sink.all()); n != len(specs) {
 		t.Fatalf("%d of %d queued spectra scored by Close", n, len(specs))
 	}
-	if s.Offer(id(100), time.Now(), active, &specs[0], &preds[0]) {
+	if s.Offer(id(100), time.Now(), active, &specs[0], &preds[0], nil) {
 		t.Fatal("queued after Close")
 	}
 	if tot := s.Totals(); tot.Dropped != 0 {
@@ -520,7 +520,7 @@ func TestConcurrentSetClearWhileScoring(t *testing.T) {
 			for k := c; !stop.Load(); k += 4 {
 				i := k % len(specs)
 				offered.Add(1)
-				if s.Offer(id(k), time.Now(), active, &specs[i], &preds[i]) {
+				if s.Offer(id(k), time.Now(), active, &specs[i], &preds[i], nil) {
 					queued.Add(1)
 				}
 				if k%32 == c {

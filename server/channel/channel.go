@@ -14,6 +14,7 @@ package channel
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"time"
@@ -42,6 +43,14 @@ type Recorder interface {
 	Predicted(p *inference.Prediction)
 }
 
+// PredictionLog receives every prediction the channel answers, after its
+// reply is encoded (the prediction log and the shadow scorer, package
+// inference/evidence). Logged runs on the hot path: it must not block.
+// spec, p and sc are valid only during the call.
+type PredictionLog interface {
+	Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext)
+}
+
 // noRecorder is the Recorder of a Handler built without one.
 type noRecorder struct{}
 
@@ -55,22 +64,26 @@ type Options struct {
 	Started       time.Time
 	Now           func() time.Time
 	Logger        *slog.Logger
-	Recorder      Recorder // nil: nothing is recorded
+	Recorder      Recorder      // nil: nothing is recorded
+	Log           PredictionLog // nil: predictions are not logged
 }
 
 // Handler serves the prediction channel. It is safe for concurrent use.
 type Handler struct {
-	opts Options
-	log  *slog.Logger
-	ids  *codec.IDGenerator
-	pool sync.Pool // *scratch
+	opts    Options
+	log     *slog.Logger
+	ids     *codec.IDGenerator
+	pool    sync.Pool // *scratch
+	strings interner  // batch ids and ports of logged predictions
 }
 
 // scratch is the per-request state, pooled so that a warmed-up predict
 // decodes, predicts and encodes without allocating.
 type scratch struct {
 	req  codec.Request
+	spec inference.Spectrum
 	pred inference.Prediction
+	scan inference.ScanContext
 }
 
 // New returns a Handler.
@@ -88,6 +101,7 @@ func New(opts Options) *Handler {
 		opts.Recorder = noRecorder{}
 	}
 	h := &Handler{opts: opts, log: opts.Logger, ids: codec.NewIDGenerator()}
+	h.strings.seed = maphash.MakeSeed()
 	h.pool.New = func() any { return new(scratch) }
 	return h
 }
@@ -104,7 +118,8 @@ func (h *Handler) Handle(ctx context.Context, req zmtp.Request, dst []byte) []by
 // request's type and the reply's error code ("" for success).
 func (h *Handler) answer(req zmtp.Request, dst []byte) (out []byte, reqType codec.MessageType, code contract.Code) {
 	start := len(dst)
-	meta := codec.ReplyMeta{ID: h.ids.Next(), TS: codec.Unix(h.opts.Now())}
+	now := h.opts.Now()
+	meta := codec.ReplyMeta{ID: h.ids.Next(), TS: codec.Unix(now)}
 	sc := h.pool.Get().(*scratch)
 	defer h.pool.Put(sc)
 	// reqType stays unknown until the request decodes far enough to name
@@ -151,7 +166,7 @@ func (h *Handler) answer(req zmtp.Request, dst []byte) (out []byte, reqType code
 		}
 		return codec.AppendModelInfoReply(dst, meta, m.Metadata()), reqType, ""
 	case codec.TypePredict:
-		out, code := h.predict(dst, meta, sc)
+		out, code := h.predict(dst, meta, now, sc)
 		return out, reqType, code
 	}
 	return fail(codec.TypeUnknown, contract.Errorf(contract.UnknownType, "unknown message type"))
@@ -180,17 +195,19 @@ var errNoModel = contract.Errorf(contract.ModelNotLoaded, "no model is loaded; l
 // predict reads the active model once, so a hot swap never splits the
 // call: it runs to the end on the model it started with, and the reply
 // names that model. It returns the reply's error code, "" for success.
-func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, sc *scratch) ([]byte, contract.Code) {
+// A successful prediction is logged, received at now, once its reply is
+// encoded.
+func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, now time.Time, sc *scratch) ([]byte, contract.Code) {
 	m := h.opts.Models.Active()
 	if m == nil {
 		return codec.AppendErrorReply(dst, meta, codec.TypePredict, errNoModel), errNoModel.Code
 	}
-	spectrum := inference.Spectrum{
+	sc.spec = inference.Spectrum{
 		Wavenumbers: sc.req.Predict.Spectrum.Wavenumbers,
 		Intensities: sc.req.Predict.Spectrum.Intensities,
 	}
 	began := time.Now()
-	if err := m.Predict(&spectrum, &sc.pred); err != nil {
+	if err := m.Predict(&sc.spec, &sc.pred); err != nil {
 		ce := asChannelError(err)
 		if ce.Code == contract.InternalError {
 			h.log.Error("model failed", "model", m.Metadata().Version, "err", err, "request_id", string(meta.CorrelationID))
@@ -198,11 +215,35 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, sc *scratch) ([]byte
 		return codec.AppendErrorReply(dst, meta, codec.TypePredict, ce), ce.Code
 	}
 	h.opts.Recorder.Predicted(&sc.pred)
-	return codec.AppendPredictReply(dst, meta, &codec.PredictResult{
+	out := codec.AppendPredictReply(dst, meta, &codec.PredictResult{
 		ModelVersion: m.Metadata().Version,
 		InferenceMS:  float64(time.Since(began).Nanoseconds()) / 1e6,
 		Prediction:   &sc.pred,
-	}), ""
+	})
+	if h.opts.Log != nil {
+		h.fillScanContext(&sc.scan, &sc.req.Predict)
+		h.opts.Log.Logged(now, m, &sc.spec, &sc.pred, &sc.scan)
+	}
+	return out, ""
+}
+
+// fillScanContext copies the request's context fields into sc. Batch ids
+// and ports repeat for hours, so their strings come from the interner.
+func (h *Handler) fillScanContext(sc *inference.ScanContext, b *codec.PredictBody) {
+	c, s := &b.Context, &b.Spectrum
+	*sc = inference.ScanContext{
+		ColumnIndex: c.ColumnIndex, HasColumnIndex: c.HasColumnIndex,
+		ScanSeq: s.ScanSeq, HasScanSeq: s.HasScanSeq,
+		Channel: s.Channel, HasChannel: s.HasChannel,
+		IntegrationMS: s.IntegrationMS, HasIntegrationMS: s.HasIntegrationMS,
+		HasBatchID: c.HasBatchID, HasPort: c.HasPort,
+	}
+	if c.HasBatchID {
+		sc.BatchID = h.strings.get(c.BatchID)
+	}
+	if c.HasPort {
+		sc.Port = h.strings.get(c.Port)
+	}
 }
 
 // asChannelError turns any error into the reply's error object. Coded

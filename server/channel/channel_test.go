@@ -307,7 +307,13 @@ func benchPredict(b *testing.B, model inference.Model) { benchPredictRecorded(b,
 
 // benchPredictRecorded is benchPredict with rec recording (nil: none).
 func benchPredictRecorded(b *testing.B, model inference.Model, rec channel.Recorder) {
-	opts := channel.Options{Models: models{model}, ServerVersion: "bench"}
+	benchPredictWith(b, model, rec, nil)
+}
+
+// benchPredictWith is benchPredict with rec recording and log logging
+// (nil: none).
+func benchPredictWith(b *testing.B, model inference.Model, rec channel.Recorder, log channel.PredictionLog) {
+	opts := channel.Options{Models: models{model}, ServerVersion: "bench", Log: log}
 	if rec != nil {
 		opts.Recorder = rec
 	}

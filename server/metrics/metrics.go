@@ -63,6 +63,10 @@ type Sources struct {
 	Jobs         JobCounter
 	HTTPConns    ConnectionCounter // the management channel's listener
 	ChannelConns ConnectionCounter // the prediction channel's ZMTP server
+	// PredictionLog and Shadow are the prediction log and the shadow
+	// scorer (evidence.go).
+	PredictionLog PredictionLogStats
+	Shadow        ShadowTotals
 }
 
 // Metrics is one server's registry and instruments. It is safe for
@@ -93,6 +97,7 @@ func New(src Sources) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newStateCollector(src),
+		newEvidenceCollector(src),
 	)
 	return m
 }
