@@ -34,13 +34,12 @@ const (
 	evidencePaced = "paced"
 )
 
-// evidenceOffFlags start a server with the prediction log and shadow
-// scoring off; evidenceOnFlags one with the log and spectra logging on
-// (the shadow is set through PUT /model/shadow once it runs).
-var (
-	evidenceOffFlags = []string{"-prediction-log=false"}
-	evidenceOnFlags  = []string{"-log-spectra"}
-)
+// evidenceOnFlags start a server with spectra logging on; the shadow is
+// set through PUT /model/shadow once it runs. The server's log of every
+// prediction's figures and context is always on (README), so the baseline
+// ("off") is the server without -log-spectra and without a shadow, plus
+// -evidence-off-flags if a build can switch more off.
+var evidenceOnFlags = []string{"-log-spectra"}
 
 // benchScan is the scan context every predict of the -evidence modes
 // carries, as a rig's would: the log stores it with each record.
@@ -49,6 +48,7 @@ var benchScan = &client.ScanContext{BatchID: "bench-batch-0001", Port: "P1", Col
 // evidenceBench is the setting of the -evidence modes.
 type evidenceBench struct {
 	dir, serverBin string
+	offFlags       []string // the baseline's flags
 	duration       time.Duration
 	blocks         int // cost: alternating blocks per configuration
 	clients        int
@@ -234,7 +234,7 @@ func (b evidenceBench) evidenceCostRun(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	off, err := b.startEvidenceServer(ctx, "off", src, active, "", evidenceOffFlags)
+	off, err := b.startEvidenceServer(ctx, "off", src, active, "", b.offFlags)
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,8 @@ func (b evidenceBench) evidenceCostRun(ctx context.Context) error {
 	}
 	block := b.duration / time.Duration(b.blocks)
 	fmt.Printf("hot-path cost of the prediction log and shadow scoring: two ramanserve processes (%s) on copies of one registry\n", b.serverBin)
-	fmt.Printf("  off: %s\n  on:  %s, shadow %s (active %s)\n", strings.Join(evidenceOffFlags, " "), strings.Join(evidenceOnFlags, " "), shadow, active)
+	fmt.Printf("  off: no -log-spectra, no shadow %s(the log of every prediction's figures is always on)\n", strings.Join(append(b.offFlags, ""), " "))
+	fmt.Printf("  on:  %s, shadow %s (active %s)\n", strings.Join(evidenceOnFlags, " "), shadow, active)
 	fmt.Printf("%d clients at full rate, 2048-point spectra with a scan context; %d alternating blocks of %v per configuration; GOMAXPROCS %d; load average %s\n\n",
 		b.clients, b.blocks, block, runtime.GOMAXPROCS(0), loadAverage())
 

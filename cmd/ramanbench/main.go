@@ -90,6 +90,7 @@ func run() error {
 	blocks := flag.Int("blocks", 8, "-evidence cost: alternating blocks per configuration, -duration in all")
 	clients := flag.Int("clients", 8, "-evidence: concurrent REQ clients")
 	rate := flag.Float64("rate", 1000, "-evidence paced: predicts per second, all clients together")
+	offFlags := flag.String("evidence-off-flags", "", "-evidence cost: extra ramanserve flags of the baseline, space-separated (it runs without -log-spectra and without a shadow)")
 	flag.Parse()
 	ctx := context.Background()
 	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced {
@@ -128,7 +129,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		b := evidenceBench{dir: dir, serverBin: *serverBin, duration: *duration, blocks: max(*blocks, 1), clients: max(*clients, 1), rate: *rate,
+		b := evidenceBench{dir: dir, serverBin: *serverBin, offFlags: strings.Fields(*offFlags), duration: *duration, blocks: max(*blocks, 1), clients: max(*clients, 1), rate: *rate,
 			active: res, shadow: shadowRes, spectra: spectra}
 		switch *evidenceMode {
 		case evidenceCost:
