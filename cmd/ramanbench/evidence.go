@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -177,20 +178,26 @@ func (s *evidenceServer) counts(ctx context.Context) (evidenceCounts, error) {
 	return c, nil
 }
 
-// settled waits until the log's queue is empty and the counters stop
-// moving (the writer and the shadow have caught up with the last
-// predict), at most 15 s, and returns the counters.
-func (s *evidenceServer) settled(ctx context.Context) (evidenceCounts, error) {
-	deadline := time.Now().Add(15 * time.Second)
+// settled waits until the log's queue is empty and done holds (nil: the
+// counters stop moving for a second), at most 30 s, and returns the
+// counters: the writer and the shadow have caught up with the last
+// predict.
+func (s *evidenceServer) settled(ctx context.Context, done func(evidenceCounts) bool) (evidenceCounts, error) {
+	deadline := time.Now().Add(30 * time.Second)
 	last, err := s.counts(ctx)
-	for err == nil && time.Now().Before(deadline) {
+	for still := 0; err == nil && time.Now().Before(deadline); {
+		if last.queueDepth == 0 && (done != nil && done(last) || done == nil && still >= 4) {
+			return last, nil
+		}
 		time.Sleep(250 * time.Millisecond)
 		var c evidenceCounts
 		if c, err = s.counts(ctx); err != nil {
 			break
 		}
-		if c == last && c.queueDepth == 0 {
-			return c, nil
+		if c == last {
+			still++
+		} else {
+			still = 0
 		}
 		last = c
 	}
@@ -277,7 +284,7 @@ func (b evidenceBench) evidenceCostRun(ctx context.Context) error {
 	}
 	var counts [2]evidenceCounts
 	for i, s := range servers {
-		if counts[i], err = s.settled(ctx); err != nil {
+		if counts[i], err = s.settled(ctx, nil); err != nil {
 			return err
 		}
 		if cpu1[i], err = s.proc.cpu(); err != nil {
@@ -320,7 +327,7 @@ func (b evidenceBench) evidencePacedRun(ctx context.Context) error {
 		return err
 	}
 	defer closeClients(conns)
-	before, err := on.settled(ctx)
+	before, err := on.settled(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -329,14 +336,19 @@ func (b evidenceBench) evidencePacedRun(ctx context.Context) error {
 	fmt.Printf("%.0f predicts/s on an open-loop schedule over %d clients for %v; GOMAXPROCS %d; load average %s\n\n",
 		b.rate, b.clients, b.duration, runtime.GOMAXPROCS(0), loadAverage())
 	r, late := openLoop(conns, b.rate, b.duration, b.spectra, benchScan)
-	after, err := on.settled(ctx)
+	after, err := on.settled(ctx, func(c evidenceCounts) bool {
+		// Every answered predict's active record, and the shadow's record
+		// of each spectrum it scored, is committed or counted as dropped.
+		return c.recorded+c.dropped-before.recorded-before.dropped >= int64(r.requests)+c.shadowN-before.shadowN
+	})
 	if err != nil {
 		return err
 	}
 	r.sort()
-	fmt.Printf("%9s %9s %9s %9s %9s %7s %11s\n", "requests", "rate/s", "p50", "p95", "p99", "errors", "late >1ms")
-	fmt.Printf("%9d %9.1f %9s %9s %9s %7d %11d\n", r.requests, r.throughput(), us(r.percentile(0.50)), us(r.percentile(0.95)), us(r.percentile(0.99)), r.errors, late)
-	fmt.Printf("(latency: send to reply; late: predicts sent more than 1 ms after their scheduled time because the client's previous one was still out)\n")
+	fmt.Printf("%9s %9s %9s %9s %9s %7s %16s\n", "requests", "rate/s", "p50", "p95", "p99", "errors", "sent late p50/p95")
+	fmt.Printf("%9d %9.1f %9s %9s %9s %7d %16s\n", r.requests, r.throughput(), us(r.percentile(0.50)), us(r.percentile(0.95)), us(r.percentile(0.99)), r.errors,
+		us(pct(late, 0.50))+"/"+us(pct(late, 0.95)))
+	fmt.Printf("(latency: send to reply; rate: answered predicts from the first scheduled send to the last reply; sent late: behind the schedule, the client's previous predict still out or its goroutine not yet on a core)\n")
 	fmt.Printf("during the run: log %d recorded, %d dropped; shadow %d scored, %d dropped\n",
 		after.recorded-before.recorded, after.dropped-before.dropped, after.shadowN-before.shadowN, after.shadowDropped-before.shadowDropped)
 	fmt.Printf("since start (GET /health, GET /model/shadow): %s\n", after)
@@ -349,34 +361,35 @@ func (b evidenceBench) evidencePacedRun(ctx context.Context) error {
 // openLoop sends rate predicts per second, spread over the clients in
 // turn on a fixed schedule (predict j is due at start + j/rate, whatever
 // became of the earlier ones), for d. It returns the latencies (send to
-// reply) and how many predicts went out more than 1 ms late, because
-// their client was still waiting for its previous reply.
-func openLoop(conns []*client.PredictionClient, rate float64, d time.Duration, spectra []client.Spectrum, sc *client.ScanContext) (*result, int) {
+// reply) and, sorted, how late each predict went out: because its client
+// was still waiting for the previous reply, or was not scheduled on a
+// core in time.
+func openLoop(conns []*client.PredictionClient, rate float64, d time.Duration, spectra []client.Spectrum, sc *client.ScanContext) (*result, []time.Duration) {
 	ctx := context.Background()
 	n := int(rate * d.Seconds())
 	var (
 		mu   sync.Mutex
 		all  = &result{server: "on", clients: len(conns)}
-		late int
+		late = make([]time.Duration, 0, n)
+		last time.Time
 		wg   sync.WaitGroup
 	)
 	start := time.Now().Add(10 * time.Millisecond)
-	var last time.Time
 	for i, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			lat := make([]time.Duration, 0, n/len(conns)+1)
-			errs, behind := 0, 0
+			behind := make([]time.Duration, 0, n/len(conns)+1)
+			errs := 0
 			var end time.Time
 			for j := i; j < n; j += len(conns) {
 				due := start.Add(time.Duration(float64(j) / rate * float64(time.Second)))
 				if wait := time.Until(due); wait > 0 {
 					time.Sleep(wait)
-				} else if wait < -time.Millisecond {
-					behind++
 				}
 				t0 := time.Now()
+				behind = append(behind, t0.Sub(due))
 				_, err := c.Predict(ctx, &spectra[j%len(spectra)], sc)
 				end = time.Now()
 				if err != nil {
@@ -388,7 +401,7 @@ func openLoop(conns []*client.PredictionClient, rate float64, d time.Duration, s
 			mu.Lock()
 			all.latencies = append(all.latencies, lat...)
 			all.errors += errs
-			late += behind
+			late = append(late, behind...)
 			if end.After(last) {
 				last = end
 			}
@@ -398,6 +411,7 @@ func openLoop(conns []*client.PredictionClient, rate float64, d time.Duration, s
 	wg.Wait()
 	all.elapsed = last.Sub(start)
 	all.requests = len(all.latencies)
+	slices.Sort(late)
 	return all, late
 }
 
