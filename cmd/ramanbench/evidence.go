@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ramanserve/client"
 	"ramanserve/gen"
+	"ramanserve/inference/predlog"
 	"ramanserve/server"
 	"ramanserve/trainer"
 )
@@ -30,9 +32,14 @@ import (
 //	       the log, -log-spectra and a shadow on; the records the log and
 //	       the shadow dropped, from GET /health and GET /model/shadow
 //	       (goal: 0 and 0).
+//	soak:  -predictions predicts (1,000,000) at full rate to a server with
+//	       a small -prediction-log-max-bytes (-max-bytes): the peak size of
+//	       predictions.db with its WAL and shared memory, sampled every
+//	       5 ms from outside, against the bound.
 const (
 	evidenceCost  = "cost"
 	evidencePaced = "paced"
+	evidenceSoak  = "soak"
 )
 
 // evidenceOnFlags start a server with spectra logging on; the shadow is
@@ -54,6 +61,8 @@ type evidenceBench struct {
 	blocks         int // cost: alternating blocks per configuration
 	clients        int
 	rate           float64 // paced: predicts per second, all clients together
+	predictions    int     // soak: predicts in all
+	maxBytes       int64   // soak: -prediction-log-max-bytes
 	// active is served by every server; shadow is staged beside it and
 	// made the shadow where the features are on.
 	active, shadow *trainer.Result
@@ -356,6 +365,113 @@ func (b evidenceBench) evidencePacedRun(ctx context.Context) error {
 	fmt.Printf("\ndropped: log %d, shadow %d (goal 0 and 0: %s); errors %d; load average after %s\n",
 		after.dropped, after.shadowDropped, verdict(ok), r.errors, loadAverage())
 	return nil
+}
+
+// evidenceSoakRun sends b.predictions predicts at full rate to a server
+// whose prediction log is bounded by b.maxBytes, and samples the size of
+// the log's files on disk meanwhile: retention must keep them under the
+// bound all along.
+func (b evidenceBench) evidenceSoakRun(ctx context.Context) error {
+	src, active, _, err := b.evidenceRegistry(ctx)
+	if err != nil {
+		return err
+	}
+	flags := []string{"-prediction-log-max-bytes", fmt.Sprint(b.maxBytes)}
+	s, err := b.startEvidenceServer(ctx, "soak", src, active, "", flags)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	conns, err := dialClients(s.name, s.proc.endpoint, b.clients, b.spectra, benchScan)
+	if err != nil {
+		return err
+	}
+	defer closeClients(conns)
+	fmt.Printf("prediction log retention soak: ramanserve process (%s) with %s, no spectra, no shadow\n", b.serverBin, strings.Join(flags, " "))
+	fmt.Printf("%d predicts at full rate over %d clients; the log's files (%s, -wal, -shm) sampled every 5 ms; GOMAXPROCS %d; load average %s\n\n",
+		b.predictions, b.clients, predlog.DatabaseFileName, runtime.GOMAXPROCS(0), loadAverage())
+	peak := samplePeak(filepath.Join(b.dir, "registry-soak"))
+	r := countLoop(conns, b.predictions, b.spectra, benchScan)
+	after, err := s.settled(ctx, func(c evidenceCounts) bool {
+		return c.recorded+c.dropped >= int64(r.requests+b.clients*warmUp)
+	})
+	if err != nil {
+		return err
+	}
+	maxSeen := peak()
+	fmt.Printf("%d predicts in %v (%.0f/s), %d errors; %s\n", r.requests, r.elapsed.Round(time.Millisecond), r.throughput(), r.errors, after)
+	ok := maxSeen <= b.maxBytes && r.errors == 0
+	fmt.Printf("\npeak size of the log's files %.2f MiB, bound %.2f MiB (%.0f %%; goal under the bound: %s); load average after %s\n",
+		float64(maxSeen)/(1<<20), float64(b.maxBytes)/(1<<20), 100*float64(maxSeen)/float64(b.maxBytes), verdict(ok), loadAverage())
+	return nil
+}
+
+// samplePeak samples the size of the prediction log's files in dir every
+// 5 ms until the returned function is called, which returns the largest.
+func samplePeak(dir string) func() int64 {
+	size := func() int64 {
+		var total int64
+		for _, name := range []string{predlog.DatabaseFileName, predlog.DatabaseFileName + "-wal", predlog.DatabaseFileName + "-shm"} {
+			if st, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				total += st.Size()
+			}
+		}
+		return total
+	}
+	var peak int64
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			peak = max(peak, size())
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return max(peak, size())
+	}
+}
+
+// countLoop has the clients send n predicts in all, each its next as soon
+// as the last is answered.
+func countLoop(conns []*client.PredictionClient, n int, spectra []client.Spectrum, sc *client.ScanContext) *result {
+	ctx := context.Background()
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		all  = &result{server: "soak", clients: len(conns)}
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done, errs := 0, 0
+			for j := next.Add(1) - 1; j < int64(n); j = next.Add(1) - 1 {
+				if _, err := c.Predict(ctx, &spectra[j%int64(len(spectra))], sc); err != nil {
+					errs++
+					continue
+				}
+				done++
+			}
+			mu.Lock()
+			all.requests += done
+			all.errors += errs
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	all.elapsed = time.Since(start)
+	return all
 }
 
 // openLoop sends rate predicts per second, spread over the clients in

@@ -18,10 +18,11 @@
 //
 //	go run ./cmd/ramanbench -evidence cost -server bin/ramanserve [-duration 16s] [-blocks 8]
 //	go run ./cmd/ramanbench -evidence paced -server bin/ramanserve -duration 60s [-rate 1000]
+//	go run ./cmd/ramanbench -evidence soak -server bin/ramanserve [-predictions 1000000] [-max-bytes 16777216]
 //
 // measure the prediction log and shadow scoring instead (evidence.go):
 // their cost on the hot path, p95 with both on against both off, and the
-// records dropped at a sustained rate.
+// records dropped at a sustained rate, the log's size through a soak.
 package main
 
 import (
@@ -85,16 +86,19 @@ func run() error {
 	serverBin := flag.String("server", "", "ramanserve binary to measure as its own process, like the reference (default: the server in this process)")
 	curveMode := flag.Bool("curve", false, "measure the CurveZMQ round-trip overhead instead: a NULL and a CURVE server with the same model, the Go client and pyzmq against each")
 	evidenceMode := flag.String("evidence", "", "measure the prediction log and shadow scoring instead, against -server processes: "+
-		"'cost' (8 clients at full rate, both off against the log, -log-spectra and a shadow on, in alternating blocks: p95 of each) or "+
-		"'paced' (-rate predicts/s for -duration with both on: the records dropped)")
+		"'cost' (8 clients at full rate, both off against the log, -log-spectra and a shadow on, in alternating blocks: p95 of each), "+
+		"'paced' (-rate predicts/s for -duration with both on: the records dropped) or "+
+		"'soak' (-predictions predicts at full rate with -prediction-log-max-bytes -max-bytes: the peak size of the log's files)")
 	blocks := flag.Int("blocks", 8, "-evidence cost: alternating blocks per configuration, -duration in all")
 	clients := flag.Int("clients", 8, "-evidence: concurrent REQ clients")
 	rate := flag.Float64("rate", 1000, "-evidence paced: predicts per second, all clients together")
+	predictions := flag.Int("predictions", 1_000_000, "-evidence soak: predicts in all")
+	maxBytes := flag.Int64("max-bytes", 16<<20, "-evidence soak: the server's -prediction-log-max-bytes")
 	offFlags := flag.String("evidence-off-flags", "", "-evidence cost: extra ramanserve flags of the baseline, space-separated (it runs without -log-spectra and without a shadow)")
 	flag.Parse()
 	ctx := context.Background()
-	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced {
-		return fmt.Errorf("-evidence %q: want %s or %s", *evidenceMode, evidenceCost, evidencePaced)
+	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced && *evidenceMode != evidenceSoak {
+		return fmt.Errorf("-evidence %q: want %s, %s or %s", *evidenceMode, evidenceCost, evidencePaced, evidenceSoak)
 	}
 
 	dir, err := os.MkdirTemp("", "ramanbench-*")
@@ -130,14 +134,14 @@ func run() error {
 			return err
 		}
 		b := evidenceBench{dir: dir, serverBin: *serverBin, offFlags: strings.Fields(*offFlags), duration: *duration, blocks: max(*blocks, 1), clients: max(*clients, 1), rate: *rate,
-			active: res, shadow: shadowRes, spectra: spectra}
+			predictions: *predictions, maxBytes: *maxBytes, active: res, shadow: shadowRes, spectra: spectra}
 		switch *evidenceMode {
 		case evidenceCost:
 			return b.evidenceCostRun(ctx)
 		case evidencePaced:
 			return b.evidencePacedRun(ctx)
 		}
-		return fmt.Errorf("-evidence %q: want %s or %s", *evidenceMode, evidenceCost, evidencePaced)
+		return b.evidenceSoakRun(ctx)
 	}
 	if *curveMode {
 		return curveOverhead(ctx, curveBench{dir: dir, python: *python, serverBin: *serverBin, duration: *duration, model: res, spectra: spectra})
