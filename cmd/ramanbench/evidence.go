@@ -244,7 +244,8 @@ func loadAverage() string {
 // one registry, one with the log and shadow off, one with the log,
 // -log-spectra and a shadow on, and blocks of the same closed-loop load
 // alternating between them (off-on, on-off, ...), so that both see the
-// same machine, drift of the other processes' load included.
+// same machine, drift of the other processes' load included. After each
+// block the server's log and shadow catch up before the next begins.
 func (b evidenceBench) evidenceCostRun(ctx context.Context) error {
 	src, active, shadow, err := b.evidenceRegistry(ctx)
 	if err != nil {
@@ -289,6 +290,11 @@ func (b evidenceBench) evidenceCostRun(ctx context.Context) error {
 		}
 		for _, i := range order {
 			results[i].add(closedLoop(servers[i].name, conns[i], block, b.spectra, benchScan))
+			// The log's writer and the shadow catch up before the next
+			// block, so that their backlog does not load the other server's.
+			if _, err := servers[i].settled(ctx, nil); err != nil {
+				return err
+			}
 		}
 	}
 	var counts [2]evidenceCounts
