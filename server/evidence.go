@@ -15,21 +15,6 @@ func notYet(what string) error {
 	return contract.New(contract.NotImplemented, http.StatusNotImplemented, what+" is not implemented yet")
 }
 
-// GetShadow shows the shadow model and its comparison with the active one.
-func (a *API) GetShadow(ctx context.Context, _ gen.GetShadowRequestObject) (gen.GetShadowResponseObject, error) {
-	return nil, notYet("shadow scoring")
-}
-
-// SetShadow makes a staged or archived version the shadow.
-func (a *API) SetShadow(ctx context.Context, _ gen.SetShadowRequestObject) (gen.SetShadowResponseObject, error) {
-	return nil, notYet("shadow scoring")
-}
-
-// ClearShadow stops shadow scoring.
-func (a *API) ClearShadow(ctx context.Context, _ gen.ClearShadowRequestObject) (gen.ClearShadowResponseObject, error) {
-	return nil, notYet("shadow scoring")
-}
-
 // GetModelPerformance reports a version's error against the lab.
 func (a *API) GetModelPerformance(ctx context.Context, _ gen.GetModelPerformanceRequestObject) (gen.GetModelPerformanceResponseObject, error) {
 	return nil, notYet("performance against the lab")

@@ -29,6 +29,10 @@ func (a *App) openEvidence(ctx context.Context) error {
 	a.collector = evidence.New(evidence.Options{Log: log, LogSpectra: cfg.LogSpectra})
 	a.shadow = shadow.New(shadow.Options{Sink: a.collector, Logger: a.log.With("component", "shadow")})
 	a.collector.SetShadow(a.shadow)
+	a.api.Shadow = a.shadow
+	if err := a.Registry.FollowShadow(a.shadow); err != nil {
+		return fmt.Errorf("shadow: %w", err)
+	}
 	a.api.Predictions = predictionService{log: log}
 	a.api.PredictionLog = log
 	return nil

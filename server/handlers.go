@@ -35,6 +35,9 @@ type API struct {
 	// Metrics is the server's registry (GET /metrics), which the web layer
 	// and LoadModel record into; nil: the handler makes its own.
 	Metrics *metrics.Metrics
+	// Shadow is the running shadow's comparison (GET /model/shadow); nil:
+	// the shadow is named without figures.
+	Shadow ShadowScores
 	// Predictions serves GET /predictions; nil answers 501.
 	Predictions PredictionService
 	// PredictionLog reports the log's counters in GET /health; nil leaves

@@ -43,7 +43,8 @@ func (c *CheckReport) Unrepaired() int {
 // Check verifies a registry directory the way an fsck does: every model
 // file against the size and SHA-256 its entry recorded and through its
 // reader, the index against models/ (entries without a file, files
-// without an entry, a dangling active pointer), and leftover temp files.
+// without an entry, a dangling active pointer or shadow), and leftover
+// temp files.
 // It takes the registry's lock first, so it refuses to run (ErrLocked)
 // while a server has the directory open.
 //
@@ -53,7 +54,8 @@ func (c *CheckReport) Unrepaired() int {
 // index.json.corrupt-<time>); a file without an entry is adopted (archived)
 // or, when unreadable, moved to quarantine/ like a file that fails its
 // checksum (whose entry is then dropped); an entry whose file is gone is
-// dropped; a dangling active pointer is cleared; a missing checksum is
+// dropped; a dangling active pointer is cleared, and so is a shadow that
+// names no entry or the active one; a missing checksum is
 // recorded. Files already in quarantine/ are reported and left for the
 // operator.
 func Check(ctx context.Context, dir string, opts Options, repair bool) (*CheckReport, error) {
@@ -94,6 +96,7 @@ func (c *checker) run(ctx context.Context) error {
 	c.tempFiles()
 	c.entries(ctx)
 	c.activePointer()
+	c.shadowPointer()
 	c.removals(ctx)
 	if err := c.orphanFiles(ctx); err != nil {
 		return err
@@ -238,6 +241,9 @@ func (c *checker) reservedName(version string, e *Entry) {
 		if c.r.ix.Active == version {
 			c.r.ix.Active = renamed
 		}
+		if c.r.ix.Shadow == version {
+			c.r.ix.Shadow = renamed
+		}
 		c.changed = true
 		repair = "renamed to " + renamed
 	}
@@ -251,6 +257,9 @@ func (c *checker) drop(version string) {
 	delete(c.r.ix.Models, version)
 	if c.r.ix.Active == version {
 		c.r.ix.Active = ""
+	}
+	if c.r.ix.Shadow == version {
+		c.r.ix.Shadow = ""
 	}
 	c.changed = true
 }
@@ -276,6 +285,26 @@ func (c *checker) activePointer() {
 				e.Status, c.changed = want, true
 			}
 		}
+	}
+}
+
+// shadowPointer checks that the shadow names an entry other than the
+// active one (the server keeps it so; a hand edit may not). Repair clears
+// it: the server then runs without a shadow until one is set again.
+func (c *checker) shadowPointer() {
+	ix := c.r.ix
+	switch {
+	case ix.Shadow == "":
+		return
+	case ix.Models[ix.Shadow] == nil:
+		c.find(indexFile, fmt.Sprintf("the shadow names %q, which has no entry", ix.Shadow), "shadow cleared")
+	case ix.Shadow == ix.Active:
+		c.find(indexFile, fmt.Sprintf("the shadow names %q, which is the active model", ix.Shadow), "shadow cleared")
+	default:
+		return
+	}
+	if c.repair {
+		ix.Shadow, c.changed = "", true
 	}
 }
 

@@ -197,6 +197,9 @@ func (r *Registry) Problems() []string {
 	}
 	r.mu.Lock()
 	out = append(out, r.problems...)
+	if r.shadow.problem != "" {
+		out = append(out, r.shadow.problem)
+	}
 	var missing []string
 	for _, e := range r.ix.Models {
 		if !exists(filepath.Join(r.dir, filepath.FromSlash(e.File))) {

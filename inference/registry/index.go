@@ -98,6 +98,9 @@ type index struct {
 	FormatVersion int               `json:"format_version"`
 	Active        string            `json:"active"` // "" when no model is active
 	Models        map[string]*Entry `json:"models"`
+	// Shadow is the version scored beside the active one ("" or absent:
+	// none); never the active version (see shadow.go).
+	Shadow string `json:"shadow,omitempty"`
 	// Removing lists the files of deleted entries not yet unlinked.
 	Removing []removal `json:"removing,omitempty"`
 }
@@ -111,7 +114,7 @@ const (
 )
 
 func (ix *index) clone() *index {
-	c := &index{FormatVersion: ix.FormatVersion, Active: ix.Active, Models: make(map[string]*Entry, len(ix.Models)),
+	c := &index{FormatVersion: ix.FormatVersion, Active: ix.Active, Shadow: ix.Shadow, Models: make(map[string]*Entry, len(ix.Models)),
 		Removing: append([]removal(nil), ix.Removing...)}
 	for k, v := range ix.Models {
 		e := *v
@@ -196,6 +199,9 @@ func parseIndex(b []byte) (*index, error) {
 	}
 	if ix.Active != "" && !ValidVersion(ix.Active) {
 		return nil, fmt.Errorf("%w: active %q is not a valid version name", ErrIndexCorrupt, ix.Active)
+	}
+	if ix.Shadow != "" && !ValidVersion(ix.Shadow) {
+		return nil, fmt.Errorf("%w: shadow %q is not a valid version name", ErrIndexCorrupt, ix.Shadow)
 	}
 	return &ix, nil
 }

@@ -9,7 +9,7 @@ import (
 
 // FuzzParseIndex: whatever index.json holds, parseIndex does not panic,
 // and an index it accepts names only model files inside models/, under
-// keys that are valid versions, and survives a write and a read unchanged.
+// keys that are valid versions, a shadow that is a valid version name, and survives a write and a read unchanged.
 func FuzzParseIndex(f *testing.F) {
 	f.Add([]byte(`{"format_version":1,"active":"","models":{}}`))
 	f.Add([]byte(`{"format_version":1,"active":"x","models":null}`))
@@ -17,6 +17,8 @@ func FuzzParseIndex(f *testing.F) {
 	f.Add([]byte(`{"format_version":1,"active":"","models":{"a":{"version":"a","file":"models/../a.npz"}}}`))
 	f.Add([]byte(`{"format_version":1,"models":{"a":null}}`))
 	f.Add([]byte(`{"format_version":1,"models":{"a":{"version":"a","file":"models/.ramanserve-tmp-a.npz"}}}`))
+	f.Add([]byte(`{"format_version":1,"active":"a","shadow":"b","models":{"a":{"version":"a","status":"active","file":"models/a.npz"},"b":{"version":"b","status":"staged","file":"models/b.npz"}}}`))
+	f.Add([]byte(`{"format_version":1,"shadow":"../b","models":{}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ix, err := parseIndex(b)
 		if err != nil {
@@ -24,6 +26,9 @@ func FuzzParseIndex(f *testing.F) {
 				t.Fatalf("error not ErrIndexCorrupt: %v", err)
 			}
 			return
+		}
+		if ix.Shadow != "" && !ValidVersion(ix.Shadow) {
+			t.Fatalf("accepted shadow %q", ix.Shadow)
 		}
 		for k, e := range ix.Models {
 			if e == nil || e.Version != k || !ValidVersion(k) || !validModelFile(e.File) ||

@@ -65,9 +65,13 @@ func (r *Registry) Delete(ctx context.Context, version string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rm, shared, err := r.dropEntry(version)
+	rm, shared, shadowCleared, err := r.dropEntry(version)
 	if err != nil {
 		return err
+	}
+	if shadowCleared {
+		r.tellClear()
+		r.log.Info("shadow cleared: its version is deleted", "version", version)
 	}
 	if shared {
 		r.log.Warn("deleted a version whose file another entry also names; the file stays", "version", version, "file", rm.File)
@@ -87,16 +91,17 @@ func (r *Registry) Delete(ctx context.Context, version string) error {
 }
 
 // dropEntry writes the index without version's entry, its file listed
-// under removing (unless another entry names the same file: shared).
-func (r *Registry) dropEntry(version string) (rm removal, shared bool, err error) {
+// under removing (unless another entry names the same file: shared), and
+// without the shadow when version is the shadow (shadowCleared).
+func (r *Registry) dropEntry(version string) (rm removal, shared, shadowCleared bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.ix.Models[version]
 	if !ok {
-		return removal{}, false, fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, version)
+		return removal{}, false, false, fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, version)
 	}
 	if e.Status == StatusActive || r.ix.Active == version {
-		return removal{}, false, fmt.Errorf("%w: version %q is the active model; activate another version first", inference.ErrModelActive, version)
+		return removal{}, false, false, fmt.Errorf("%w: version %q is the active model; activate another version first", inference.ErrModelActive, version)
 	}
 	rm = removal{File: e.File, SizeBytes: e.SizeBytes, SHA256: e.SHA256}
 	next := r.ix.clone()
@@ -109,11 +114,17 @@ func (r *Registry) dropEntry(version string) (rm removal, shared bool, err error
 	if !shared {
 		next.Removing = append(withoutRemoval(next.Removing, rm.File), rm)
 	}
+	if next.Shadow == version {
+		next.Shadow, shadowCleared = "", true
+	}
 	if err := writeIndex(r.dir, next); err != nil {
-		return removal{}, false, fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+		return removal{}, false, false, fmt.Errorf("%w: %w", inference.ErrRegistry, err)
 	}
 	r.ix = next
-	return rm, shared, nil
+	if shadowCleared {
+		r.shadow.problem, r.shadow.restored = "", nil
+	}
+	return rm, shared, shadowCleared, nil
 }
 
 func withoutRemoval(list []removal, file string) []removal {

@@ -3,7 +3,7 @@
 //
 // Layout of the registry directory:
 //
-//	index.json         every model's metadata, lineage, status and the active pointer (written atomically);
+//	index.json         every model's metadata, lineage, status, the active pointer and the shadow (written atomically);
 //	                   "removing" lists files of deleted entries not yet unlinked
 //	models/<version>.* model files: .npz artifacts trained here, .joblib imports (+ .joblib.json sidecar)
 //	import/            the default allowed root for POST /model/load with source "file"
@@ -99,9 +99,10 @@ type Registry struct {
 	mu     sync.Mutex // guards ix and index.json writes
 	ix     *index
 
-	restoreErr error    // set when the active model could not be restored at start-up; guarded by mu
-	problems   []string // what start-up could not fix, for health; guarded by mu
-	lock       *dirLock // the registry directory's exclusive lock; nil once closed
+	shadow     shadowState // the shadow's model, follower and problem; guarded by mu
+	restoreErr error       // set when the active model could not be restored at start-up; guarded by mu
+	problems   []string    // what start-up could not fix, for health; guarded by mu
+	lock       *dirLock    // the registry directory's exclusive lock; nil once closed
 
 	// deleteCommitted, when set (by the package's tests only), runs
 	// between a delete's index write and its file removal: the crash
@@ -213,6 +214,9 @@ func (r *Registry) open(ctx context.Context) error {
 	}
 	if r.ix.Active != "" {
 		r.restoreActive(ctx)
+	}
+	if r.ix.Shadow != "" {
+		r.restoreShadow(ctx)
 	}
 	return nil
 }
@@ -430,12 +434,17 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 		filled.Shape = shapeOfModel(model)
 	}
 	entry = &filled
-	previous, err := r.commitActive(entry)
+	previous, shadowCleared, err := r.commitActive(entry)
 	if err != nil {
 		if req.Source == SourceFile {
 			r.discardFiles(entry)
 		}
 		return LoadResult{}, err
+	}
+	if shadowCleared {
+		// Before the swap: the promoted model never shadows itself.
+		r.tellClear()
+		r.log.Info("shadow cleared: it is the active model now", "version", entry.Version)
 	}
 	r.active.Store(&activeModel{model: model})
 	r.mu.Lock()
@@ -472,12 +481,12 @@ func (r *Registry) lookup(req LoadRequest) (*Entry, error) {
 }
 
 // commitActive records entry as active and the previous one as archived in
-// one atomic index write. It returns the previous active version.
-func (r *Registry) commitActive(entry *Entry) (string, error) {
+// one atomic index write, which also clears the shadow when entry is the
+// shadow (shadowCleared). It returns the previous active version.
+func (r *Registry) commitActive(entry *Entry) (previous string, shadowCleared bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	next := r.ix.clone()
-	previous := ""
 	if cur := r.Active(); cur != nil {
 		previous = cur.Metadata().Version
 	}
@@ -490,11 +499,17 @@ func (r *Registry) commitActive(entry *Entry) (string, error) {
 	e.Status = StatusActive
 	next.Models[e.Version] = &e
 	next.Active = e.Version
+	if next.Shadow == e.Version {
+		next.Shadow, shadowCleared = "", true
+	}
 	if err := writeIndex(r.dir, next); err != nil {
-		return "", fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+		return "", false, fmt.Errorf("%w: %w", inference.ErrRegistry, err)
 	}
 	r.ix = next
-	return previous, nil
+	if shadowCleared {
+		r.shadow.problem, r.shadow.restored = "", nil
+	}
+	return previous, shadowCleared, nil
 }
 
 // openVerified checks the entry's file against its recorded size and
