@@ -25,9 +25,10 @@ import (
 // (issue 13) cost the prediction channel, against ramanserve processes of
 // -server:
 //
-//	cost:  8 clients at full rate against a server with both off and one
-//	       with the log, -log-spectra and a shadow on; p95 of each and
-//	       their ratio (goal: within 10 %), errors (goal: 0).
+//	cost:  8 clients at full rate against a server with spectra logging
+//	       and shadow scoring off and one with -log-spectra and a shadow
+//	       on (the log of every prediction's figures is always on); p95
+//	       of each and their ratio (goal: within 10 %), errors (goal: 0).
 //	paced: 1,000 predicts/s on an open-loop schedule for -duration with
 //	       the log, -log-spectra and a shadow on; the records the log and
 //	       the shadow dropped, from GET /health and GET /model/shadow
