@@ -86,7 +86,7 @@ func run() error {
 	serverBin := flag.String("server", "", "ramanserve binary to measure as its own process, like the reference (default: the server in this process)")
 	curveMode := flag.Bool("curve", false, "measure the CurveZMQ round-trip overhead instead: a NULL and a CURVE server with the same model, the Go client and pyzmq against each")
 	evidenceMode := flag.String("evidence", "", "measure the prediction log and shadow scoring instead, against -server processes: "+
-		"'cost' (8 clients at full rate, both off against the log, -log-spectra and a shadow on, in alternating blocks: p95 of each), "+
+		"'cost' (8 clients at full rate, without against with -log-spectra and a shadow, in alternating blocks: p95 of each), "+
 		"'paced' (-rate predicts/s for -duration with both on: the records dropped) or "+
 		"'soak' (-predictions predicts at full rate with -prediction-log-max-bytes -max-bytes: the peak size of the log's files)")
 	blocks := flag.Int("blocks", 8, "-evidence cost: alternating blocks per configuration, -duration in all")
