@@ -19,7 +19,7 @@ import (
 const serviceUnit = "../deploy/ramanserve.service"
 
 // unitSyscalls is the set of system calls the unit's SystemCallFilter=
-// lines allow: the allow lists' groups and names, minus the "~" lists',
+// lines allow, applied in order (allow lines add, "~" lines remove),
 // expanded with `systemd-analyze syscall-filter`.
 func unitSyscalls(t *testing.T, analyze string) map[string]bool {
 	t.Helper()
@@ -57,25 +57,33 @@ func unitSyscalls(t *testing.T, analyze string) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed, denied := map[string]bool{}, map[string]bool{}
+	// systemd applies the lines in order once the first has made the
+	// filter an allow list: a "~" line removes its calls from the set, a
+	// later allow line adds its calls back (systemd.exec(5)).
+	allowed := map[string]bool{}
 	for _, line := range strings.Split(string(unit), "\n") {
 		value, ok := strings.CutPrefix(line, "SystemCallFilter=")
 		if !ok {
 			continue
 		}
-		into := allowed
-		if rest, deny := strings.CutPrefix(value, "~"); deny {
-			value, into = rest, denied
+		rest, deny := strings.CutPrefix(value, "~")
+		if deny && len(allowed) == 0 {
+			t.Fatalf("%s: the first SystemCallFilter= line is a deny list; this test expects an allow list first", serviceUnit)
 		}
-		for _, name := range strings.Fields(value) {
-			expand(name, into)
+		calls := map[string]bool{}
+		for _, name := range strings.Fields(rest) {
+			expand(name, calls)
+		}
+		for name := range calls {
+			if deny {
+				delete(allowed, name)
+			} else {
+				allowed[name] = true
+			}
 		}
 	}
 	if len(allowed) == 0 {
 		t.Fatalf("%s has no SystemCallFilter= allow list", serviceUnit)
-	}
-	for name := range denied {
-		delete(allowed, name)
 	}
 	return allowed
 }

@@ -65,24 +65,33 @@ func newWriter(ctx context.Context, l *SQLite) (*writer, error) {
 	}, nil
 }
 
-// run is the writer's loop. It commits when the batch is full or at every
-// tick of the commit interval, and checks retention every RetentionEvery.
+// maxPoll is the longest the writer leaves queued records untaken: a
+// full batch commits within it.
+const maxPoll = 10 * time.Millisecond
+
+// run is the writer's loop. It takes the queued records every poll (a
+// tenth of the commit interval, at most maxPoll), commits when the batch
+// is full and at every tick of the commit interval, and checks retention
+// every RetentionEvery. It polls rather than wait on the queue: a
+// receiver waiting on the channel would make every Record on the hot path
+// wake this goroutine (a scheduler hand-off, often a futex call, per
+// prediction); polled, Record is a buffered send that wakes no one.
 func (w *writer) run() {
 	defer close(w.l.done)
 	defer w.conn.Close()
 	defer w.insert.Close()
 	ticker := time.NewTicker(w.l.opts.CommitInterval)
 	defer ticker.Stop()
+	poll := time.NewTicker(min(max(w.l.opts.CommitInterval/10, time.Millisecond), maxPoll))
+	defer poll.Stop()
 	w.lastRetention = time.Now()
 	w.updateSize()
 	for {
 		select {
-		case rec := <-w.l.queue:
-			w.batch = append(w.batch, rec)
-			if len(w.batch) >= w.l.opts.BatchMax {
-				w.flush()
-			}
+		case <-poll.C:
+			w.take()
 		case <-ticker.C:
+			w.take()
 			w.flush()
 			if time.Since(w.lastRetention) >= w.l.opts.RetentionEvery {
 				w.lastRetention = time.Now()
@@ -91,6 +100,17 @@ func (w *writer) run() {
 		case <-w.l.stop:
 			w.drain()
 			return
+		}
+	}
+}
+
+// take moves the records queued now into the batch, committing each time
+// it fills.
+func (w *writer) take() {
+	for range len(w.l.queue) {
+		w.batch = append(w.batch, <-w.l.queue)
+		if len(w.batch) >= w.l.opts.BatchMax {
+			w.flush()
 		}
 	}
 }
