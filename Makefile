@@ -208,6 +208,13 @@ bench: deps build
 	$(GO) run ./cmd/ramanbench -server bin/ramanserve
 	@echo "== the same with ramanserve inside the benchmark process"
 	$(GO) run ./cmd/ramanbench
+	@echo "== prediction log and shadow scoring on the hot path: 8 clients at full rate against two ramanserve processes, without and with -log-spectra and a shadow, in alternating blocks (goal: p95 within 10 %, 0 errors)"
+	$(GO) run ./cmd/ramanbench -evidence cost -server bin/ramanserve -duration 30s -blocks 10
+	@echo "== 1,000 predicts/s for 60 s, open loop, to a ramanserve process with -log-spectra and a shadow: records dropped by the log (GET /health) and by the shadow (GET /model/shadow) (goal: 0 and 0)"
+	$(GO) run ./cmd/ramanbench -evidence paced -server bin/ramanserve -duration 60s -rate 1000
+	@echo "== prediction log retention: 1,000,000 records (500,000 spectra, active + shadow) through a 64 MiB bound in the package; 1,000,000 predicts to a ramanserve process with -prediction-log-max-bytes 16 MiB; peak size of the log's files (db, WAL, shm) against the bound"
+	$(GO) test -run '^$$' -bench 'RetentionSoak' -benchtime 1x ./inference/predlog
+	$(GO) run ./cmd/ramanbench -evidence soak -server bin/ramanserve -predictions 1000000 -max-bytes 16777216
 	@echo "== CurveZMQ, server side: transport CPU of one 2048-point predict (37 KiB in, 0.5 KiB out) with NULL and with CURVE; the crypto alone (XSalsa20-Poly1305, x/crypto); one handshake"
 	$(GO) test -run '^$$' -bench 'PredictTransportCPU|ServerPredictCrypto|Handshake' -benchmem ./server/zmtp ./server/zmtp/curve
 	@echo "== CurveZMQ: what CURVE adds to a 2048-point predict round trip against NULL (goal: p50 <= 30 us), the Go client and pyzmq (libzmq + libsodium), ramanserve as its own processes"

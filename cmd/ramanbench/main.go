@@ -15,6 +15,14 @@
 // measures the CurveZMQ round-trip overhead instead (curve.go): a NULL and
 // a CURVE ramanserve with the same model, the Go client and pyzmq against
 // each, p50 and p95 and their differences.
+//
+//	go run ./cmd/ramanbench -evidence cost -server bin/ramanserve [-duration 16s] [-blocks 8]
+//	go run ./cmd/ramanbench -evidence paced -server bin/ramanserve -duration 60s [-rate 1000]
+//	go run ./cmd/ramanbench -evidence soak -server bin/ramanserve [-predictions 1000000] [-max-bytes 16777216]
+//
+// measure the prediction log and shadow scoring instead (evidence.go):
+// their cost on the hot path, p95 with both on against both off, and the
+// records dropped at a sustained rate, the log's size through a soak.
 package main
 
 import (
@@ -77,8 +85,21 @@ func run() error {
 	skipPython := flag.Bool("skip-python", false, "measure ramanserve only")
 	serverBin := flag.String("server", "", "ramanserve binary to measure as its own process, like the reference (default: the server in this process)")
 	curveMode := flag.Bool("curve", false, "measure the CurveZMQ round-trip overhead instead: a NULL and a CURVE server with the same model, the Go client and pyzmq against each")
+	evidenceMode := flag.String("evidence", "", "measure the prediction log and shadow scoring instead, against -server processes: "+
+		"'cost' (8 clients at full rate, without against with -log-spectra and a shadow, in alternating blocks: p95 of each), "+
+		"'paced' (-rate predicts/s for -duration with both on: the records dropped) or "+
+		"'soak' (-predictions predicts at full rate with -prediction-log-max-bytes -max-bytes: the peak size of the log's files)")
+	blocks := flag.Int("blocks", 8, "-evidence cost: alternating blocks per configuration, -duration in all")
+	clients := flag.Int("clients", 8, "-evidence: concurrent REQ clients")
+	rate := flag.Float64("rate", 1000, "-evidence paced: predicts per second, all clients together")
+	predictions := flag.Int("predictions", 1_000_000, "-evidence soak: predicts in all")
+	maxBytes := flag.Int64("max-bytes", 16<<20, "-evidence soak: the server's -prediction-log-max-bytes")
+	offFlags := flag.String("evidence-off-flags", "", "-evidence cost: extra ramanserve flags of the baseline, space-separated (it runs without -log-spectra and without a shadow)")
 	flag.Parse()
 	ctx := context.Background()
+	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced && *evidenceMode != evidenceSoak {
+		return fmt.Errorf("-evidence %q: want %s, %s or %s", *evidenceMode, evidenceCost, evidencePaced, evidenceSoak)
+	}
 
 	dir, err := os.MkdirTemp("", "ramanbench-*")
 	if err != nil {
@@ -103,6 +124,25 @@ func run() error {
 	}
 
 	spectra := benchSpectra()
+	if *evidenceMode != "" {
+		if *serverBin == "" {
+			return fmt.Errorf("-evidence measures ramanserve processes: give -server bin/ramanserve")
+		}
+		// The shadow candidate: a second model, on other synthetic spectra.
+		shadowRes, err := trainer.Train(ctx, synth.New(synth.Config{Seed: 2027}).Dataset(*samples), trainer.Options{Seed: 2}, nil)
+		if err != nil {
+			return err
+		}
+		b := evidenceBench{dir: dir, serverBin: *serverBin, offFlags: strings.Fields(*offFlags), duration: *duration, blocks: max(*blocks, 1), clients: max(*clients, 1), rate: *rate,
+			predictions: *predictions, maxBytes: *maxBytes, active: res, shadow: shadowRes, spectra: spectra}
+		switch *evidenceMode {
+		case evidenceCost:
+			return b.evidenceCostRun(ctx)
+		case evidencePaced:
+			return b.evidencePacedRun(ctx)
+		}
+		return b.evidenceSoakRun(ctx)
+	}
 	if *curveMode {
 		return curveOverhead(ctx, curveBench{dir: dir, python: *python, serverBin: *serverBin, duration: *duration, model: res, spectra: spectra})
 	}
@@ -189,14 +229,7 @@ func startWithModel(ctx context.Context, regDir string, res *trainer.Result, cha
 	if err != nil {
 		return nil, "", err
 	}
-	version, _, err := app.Registry.AddStaged(ctx, registry.StagedModel{
-		Ext: ".npz", TrainedAt: res.Params.Meta.TrainedAt, Algorithm: res.Params.Meta.Algorithm,
-		Write: func(v string, w io.Writer) error {
-			p := *res.Params
-			p.Meta.Version = v
-			return inference.WriteArtifact(w, &p)
-		},
-	})
+	version, err := stageModel(ctx, app.Registry, res)
 	if err == nil {
 		_, err = app.Registry.Load(ctx, registry.LoadRequest{Version: version})
 	}
@@ -207,28 +240,68 @@ func startWithModel(ctx context.Context, regDir string, res *trainer.Result, cha
 	return app, version, nil
 }
 
+// stageModel adds the trained model to the registry as a staged version.
+func stageModel(ctx context.Context, reg *registry.Registry, res *trainer.Result) (string, error) {
+	version, _, err := reg.AddStaged(ctx, registry.StagedModel{
+		Ext: ".npz", TrainedAt: res.Params.Meta.TrainedAt, Algorithm: res.Params.Meta.Algorithm,
+		Write: func(v string, w io.Writer) error {
+			p := *res.Params
+			p.Meta.Version = v
+			return inference.WriteArtifact(w, &p)
+		},
+	})
+	return version, err
+}
+
 func us(d time.Duration) string { return fmt.Sprintf("%.0fus", float64(d.Nanoseconds())/1e3) }
 
 // measure runs clients concurrent REQ clients for d after a warm-up.
 func measure(name, endpoint string, clients int, d time.Duration, spectra []client.Spectrum) (*result, error) {
+	conns, err := dialClients(name, endpoint, clients, spectra, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer closeClients(conns)
+	r := closedLoop(name, conns, d, spectra, nil)
+	r.sort()
+	return r, nil
+}
+
+// dialClients connects clients REQ clients to endpoint and warms each up
+// with 50 predicts (with the scan context sc; nil: none).
+func dialClients(name, endpoint string, clients int, spectra []client.Spectrum, sc *client.ScanContext) ([]*client.PredictionClient, error) {
 	ctx := context.Background()
-	conns := make([]*client.PredictionClient, clients)
-	for i := range conns {
+	conns := make([]*client.PredictionClient, 0, clients)
+	for range clients {
 		c, err := client.DialPrediction(ctx, endpoint, client.PredictionOptions{Timeout: 5 * time.Second, Retries: -1})
 		if err != nil {
+			closeClients(conns)
 			return nil, err
 		}
-		defer c.Close()
-		for w := 0; w < 50; w++ { // warm-up
-			if _, err := c.Predict(ctx, &spectra[w%len(spectra)], nil); err != nil {
+		conns = append(conns, c)
+		for w := range warmUp {
+			if _, err := c.Predict(ctx, &spectra[w%len(spectra)], sc); err != nil {
+				closeClients(conns)
 				return nil, fmt.Errorf("%s warm-up: %w", name, err)
 			}
 		}
-		conns[i] = c
 	}
+	return conns, nil
+}
+
+func closeClients(conns []*client.PredictionClient) {
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// closedLoop has every client send its next predict as soon as the last
+// is answered, for d. The latencies it returns are unsorted.
+func closedLoop(name string, conns []*client.PredictionClient, d time.Duration, spectra []client.Spectrum, sc *client.ScanContext) *result {
+	ctx := context.Background()
 	var (
 		mu  sync.Mutex
-		all = &result{server: name, clients: clients}
+		all = &result{server: name, clients: len(conns)}
 		wg  sync.WaitGroup
 	)
 	start := time.Now()
@@ -241,7 +314,7 @@ func measure(name, endpoint string, clients int, d time.Duration, spectra []clie
 			errs := 0
 			for k := i; time.Now().Before(deadline); k++ {
 				t0 := time.Now()
-				_, err := c.Predict(ctx, &spectra[k%len(spectra)], nil)
+				_, err := c.Predict(ctx, &spectra[k%len(spectra)], sc)
 				if err != nil {
 					errs++
 					continue
@@ -257,13 +330,24 @@ func measure(name, endpoint string, clients int, d time.Duration, spectra []clie
 	wg.Wait()
 	all.elapsed = time.Since(start)
 	all.requests = len(all.latencies)
-	slices.Sort(all.latencies)
-	return all, nil
+	return all
 }
+
+// add pools o's requests into r (blocks of one configuration).
+func (r *result) add(o *result) {
+	r.latencies = append(r.latencies, o.latencies...)
+	r.requests += o.requests
+	r.errors += o.errors
+	r.elapsed += o.elapsed
+}
+
+// sort orders the latencies for percentile.
+func (r *result) sort() { slices.Sort(r.latencies) }
 
 // serverProcess is a ramanserve binary started by startServerProcess.
 type serverProcess struct {
-	endpoint string
+	endpoint string // the prediction channel
+	base     string // the management channel, http://127.0.0.1:port
 	cmd      *exec.Cmd
 }
 
@@ -322,7 +406,7 @@ func startServerProcess(ctx context.Context, bin, regDir, version string, curve 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &serverProcess{endpoint: endpoint, cmd: cmd}
+	p := &serverProcess{endpoint: endpoint, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), cmd: cmd}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := client.DialPrediction(ctx, endpoint, client.PredictionOptions{Timeout: 200 * time.Millisecond, Retries: -1, Curve: curve})
