@@ -15,6 +15,9 @@ type EvidenceConfig struct {
 	// LogSpectra stores each active prediction's spectrum (float32,
 	// compressed) so that a model can be re-scored later (-log-spectra).
 	LogSpectra bool
+	// IdlePriority runs the log's writer and the shadow scorer at idle CPU
+	// priority (-evidence-idle-priority; package idlecpu).
+	IdlePriority bool
 	// Retention deletes logged predictions older than this; 0 keeps them
 	// by age (-prediction-log-retention).
 	Retention time.Duration

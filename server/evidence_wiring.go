@@ -18,16 +18,17 @@ import (
 func (a *App) openEvidence(ctx context.Context) error {
 	cfg := a.cfg.Evidence
 	log, err := predlog.Open(ctx, a.Registry.Dir(), predlog.Options{
-		Retention: cfg.Retention,
-		MaxBytes:  cfg.MaxBytes,
-		Logger:    a.log.With("component", "prediction-log"),
+		Retention:    cfg.Retention,
+		MaxBytes:     cfg.MaxBytes,
+		IdlePriority: cfg.IdlePriority,
+		Logger:       a.log.With("component", "prediction-log"),
 	})
 	if err != nil {
 		return fmt.Errorf("prediction log: %w", err)
 	}
 	a.predlog = log
 	a.collector = evidence.New(evidence.Options{Log: log, LogSpectra: cfg.LogSpectra})
-	a.shadow = shadow.New(shadow.Options{Sink: a.collector, Logger: a.log.With("component", "shadow")})
+	a.shadow = shadow.New(shadow.Options{Sink: a.collector, IdlePriority: cfg.IdlePriority, Logger: a.log.With("component", "shadow")})
 	a.collector.SetShadow(a.shadow)
 	a.api.Shadow = a.shadow
 	if err := a.Registry.FollowShadow(a.shadow); err != nil {

@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"ramanserve/inference/idlecpu"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -151,6 +153,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.Var(toleranceFlag{&cfg.Channel.Model.Tolerance}, "confidence-tolerance", "acceptable error per analyte for the confidence, g/L, e.g. EPA=1,DHA=1,DPA=0.5 (default 1 each; a model's own tolerance wins)")
 	fs.StringVar(&axisPath, "instrument-axis", "", "file of the instrument's wavenumber axis, cm-1: one number per line, 2048 lines, strictly increasing; the axis of models trained here (a training's meta wavenumbers override it) and of imported models (default: 2048 points evenly spaced over 200-3200)")
 	fs.BoolVar(&cfg.Evidence.LogSpectra, "log-spectra", false, "store each prediction's spectrum (float32, compressed, about 5 kB) in the prediction log, so that a model can be re-scored on it later (POST /model/{version}/rescore)")
+	fs.BoolVar(&cfg.Evidence.IdlePriority, "evidence-idle-priority", true, "run the prediction log's writer and the shadow scorer at idle CPU priority, on CPU the replies leave idle: at saturation the reply's latency is unchanged and their queues drop (counted in GET /health and the metrics); false runs them at normal priority, which keeps the log complete under load at a cost in latency")
 	fs.DurationVar(&cfg.Evidence.Retention, "prediction-log-retention", 720*time.Hour, "delete logged predictions older than this (0: keep them whatever their age, within -prediction-log-max-bytes)")
 	fs.Int64Var(&cfg.Evidence.MaxBytes, "prediction-log-max-bytes", 2<<30, fmt.Sprintf("bound on the prediction log's files, bytes: the oldest records are deleted to stay under it (at least %d)", predlog.MinMaxBytes))
 	fs.DurationVar(&cfg.Evidence.MatchWindow, "lab-match-window", 60*time.Second, fmt.Sprintf("a lab result with sampled_at is matched to the nearest logged prediction of its batch at most this far away (at most %v)", reconcile.MaxMatchWindow))
@@ -232,6 +235,11 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, hopts))
 	default:
 		return fmt.Errorf("-log-format must be text or json, not %q", opts.logFormat)
+	}
+	if cfg.Evidence.IdlePriority {
+		// Each idle thread holds a scheduler slot while the kernel keeps it
+		// waiting; the channel keeps one per core (package idlecpu).
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + idlecpu.Threads)
 	}
 	if err := limitMemory(&cfg, getenv); err != nil {
 		return err

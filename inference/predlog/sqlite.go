@@ -60,6 +60,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for age retention (time.Now when nil).
 	Now func() time.Time
+	// IdlePriority runs the writer on a thread of its own at idle CPU
+	// priority (package idlecpu): it then commits only on CPU the rest of
+	// the process leaves idle, and the queue drops (counted) while the
+	// cores stay busy.
+	IdlePriority bool
 }
 
 func (o Options) withDefaults() Options {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"ramanserve/inference/idlecpu"
 	"time"
 )
 
@@ -77,6 +78,11 @@ const maxPoll = 10 * time.Millisecond
 // wake this goroutine (a scheduler hand-off, often a futex call, per
 // prediction); polled, Record is a buffered send that wakes no one.
 func (w *writer) run() {
+	if w.l.opts.IdlePriority {
+		if err := idlecpu.Enter(); err != nil {
+			w.l.opts.Logger.Warn("prediction log: the writer runs at normal priority", "err", err)
+		}
+	}
 	defer close(w.l.done)
 	defer w.conn.Close()
 	defer w.insert.Close()

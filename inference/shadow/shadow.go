@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"ramanserve/inference/idlecpu"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,11 @@ type Options struct {
 	Logger    *slog.Logger
 	// Now stamps Status.Since; nil means time.Now.
 	Now func() time.Time
+	// IdlePriority runs the worker on a thread of its own at idle CPU
+	// priority (package idlecpu): the shadow then scores only on CPU the
+	// active model's replies leave idle, and drops (counted) while the
+	// cores stay busy.
+	IdlePriority bool
 }
 
 // Scorer runs the shadow model beside the active one. Offer, Set, Clear
@@ -112,6 +118,7 @@ type Options struct {
 type Scorer struct {
 	sink      Sink
 	maxPoints int
+	idle      bool // run the worker at idle CPU priority
 	log       *slog.Logger
 	now       func() time.Time
 
@@ -178,6 +185,7 @@ func newScorer(opts Options) (*Scorer, context.Context) {
 	s := &Scorer{
 		sink:      opts.Sink,
 		maxPoints: opts.MaxPoints,
+		idle:      opts.IdlePriority,
 		log:       opts.Logger,
 		now:       opts.Now,
 		queue:     make(chan *item, opts.QueueSize),
@@ -320,11 +328,18 @@ func (s *Scorer) Close(ctx context.Context) error {
 // run is the worker: it scores the queue in order until Close, then
 // scores what is left, unless ctx (cancelled when Close gives up) ends.
 func (s *Scorer) run(ctx context.Context) {
+	if s.idle {
+		if err := idlecpu.Enter(); err != nil {
+			s.log.Warn("shadow: the worker runs at normal priority", "err", err)
+		}
+	}
 	defer close(s.done)
+	poll := time.NewTicker(pollInterval)
+	defer poll.Stop()
 	for {
 		select {
-		case it := <-s.queue:
-			s.process(ctx, it)
+		case <-poll.C:
+			s.drain(ctx)
 		case <-s.closed:
 			// No send can happen any more (Close set closing under
 			// mu): what is queued now is all there will be.
@@ -336,6 +351,24 @@ func (s *Scorer) run(ctx context.Context) {
 					return
 				}
 			}
+		}
+	}
+}
+
+// pollInterval is how often the worker looks at its queue. It polls
+// rather than wait on the queue so that Offer, a buffered send, never
+// wakes a goroutine (waking one costs the hot path a futex call and puts
+// the worker on a core at once); a spectrum waits at most this long.
+const pollInterval = time.Millisecond
+
+// drain scores what is queued now.
+func (s *Scorer) drain(ctx context.Context) {
+	for {
+		select {
+		case it := <-s.queue:
+			s.process(ctx, it)
+		default:
+			return
 		}
 	}
 }

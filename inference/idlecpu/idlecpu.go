@@ -1,0 +1,52 @@
+// Package idlecpu runs a goroutine's work on the CPU the rest of the
+// process leaves idle: the evidence workers (the prediction log's writer,
+// the shadow scorer) use it so that, on a busy machine, they never take a
+// core from the prediction channel.
+//
+// Enter locks the calling goroutine to its OS thread and gives that thread
+// Linux's SCHED_IDLE policy: the kernel runs it only when no ordinary
+// thread wants the core, and a waking ordinary thread preempts it at once.
+// Where SCHED_IDLE is refused (a system-call filter), the thread gets the
+// lowest nice value instead; where that is refused too, it keeps its
+// priority and Enter says so.
+//
+// A goroutine locked to a thread keeps holding its scheduler slot (a P)
+// while the kernel leaves that thread waiting, so the Go runtime needs one
+// slot more per such goroutine (Threads), or the prediction channel would
+// run on fewer slots than cores whenever the machine is busy. The program
+// raises GOMAXPROCS by Threads (cmd/ramanserve).
+package idlecpu
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// Threads is the number of goroutines of the server that call Enter: the
+// prediction log's writer and the shadow scorer's worker.
+const Threads = 2
+
+// lowestNice is the nice value of the fallback.
+const lowestNice = 19
+
+// Enter moves the calling goroutine, for the rest of its life, onto an OS
+// thread of its own at idle priority. The thread ends with the goroutine
+// (a locked goroutine that returns takes its thread with it), so no other
+// goroutine ever runs at that priority. It returns nil when the thread runs
+// at SCHED_IDLE or nice 19, else why not (the goroutine then runs at its
+// ordinary priority, still on its own thread).
+func Enter() error {
+	runtime.LockOSThread()
+	errIdle := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0)
+	if errIdle == nil {
+		return nil
+	}
+	errNice := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), lowestNice)
+	if errNice == nil {
+		return nil
+	}
+	return fmt.Errorf("idlecpu: the thread keeps its priority: %w", errors.Join(errIdle, errNice))
+}
