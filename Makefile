@@ -208,7 +208,8 @@ bench: deps build
 	$(GO) run ./cmd/ramanbench -server bin/ramanserve
 	@echo "== the same with ramanserve inside the benchmark process"
 	$(GO) run ./cmd/ramanbench
-	@echo "== prediction log and shadow scoring on the hot path: 8 clients at full rate against two ramanserve processes, without and with -log-spectra and a shadow, in alternating blocks (goal: p95 within 10 %, 0 errors)"
+	@echo "== prediction log and shadow scoring on the hot path: 8 clients at full rate against two ramanserve processes in alternating blocks, the log's figures and a shadow against neither, then the same with -log-spectra (goal: p95 within 10 %, 0 errors)"
+	$(GO) run ./cmd/ramanbench -evidence cost -server bin/ramanserve -duration 30s -blocks 10 -evidence-on-flags ""
 	$(GO) run ./cmd/ramanbench -evidence cost -server bin/ramanserve -duration 30s -blocks 10
 	@echo "== 1,000 predicts/s for 60 s, open loop, to a ramanserve process with -log-spectra and a shadow: records dropped by the log (GET /health) and by the shadow (GET /model/shadow) (goal: 0 and 0)"
 	$(GO) run ./cmd/ramanbench -evidence paced -server bin/ramanserve -duration 60s -rate 1000

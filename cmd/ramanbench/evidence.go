@@ -43,12 +43,11 @@ const (
 	evidenceSoak  = "soak"
 )
 
-// evidenceOnFlags start a server with spectra logging on; the shadow is
-// set through PUT /model/shadow once it runs. The server's log of every
-// prediction's figures and context is always on (README), so the baseline
-// ("off") is the server without -log-spectra and without a shadow, plus
-// -evidence-off-flags if a build can switch more off.
-var evidenceOnFlags = []string{"-log-spectra"}
+// The "on" server runs with -evidence-on-flags (default -log-spectra);
+// its shadow is set through PUT /model/shadow once it runs. The server's
+// log of every prediction's figures and context is always on (README), so
+// the baseline ("off") is the server without -log-spectra and without a
+// shadow, plus -evidence-off-flags if a build can switch more off.
 
 // benchScan is the scan context every predict of the -evidence modes
 // carries, as a rig's would: the log stores it with each record.
@@ -58,6 +57,7 @@ var benchScan = &client.ScanContext{BatchID: "bench-batch-0001", Port: "P1", Col
 type evidenceBench struct {
 	dir, serverBin string
 	offFlags       []string // the baseline's flags
+	onFlags        []string // the flags of the server with the features on
 	duration       time.Duration
 	blocks         int // cost: alternating blocks per configuration
 	clients        int
@@ -257,7 +257,7 @@ func (b evidenceBench) evidenceCostRun(ctx context.Context) error {
 		return err
 	}
 	defer off.stop()
-	on, err := b.startEvidenceServer(ctx, "on", src, active, shadow, evidenceOnFlags)
+	on, err := b.startEvidenceServer(ctx, "on", src, active, shadow, b.onFlags)
 	if err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func (b evidenceBench) evidenceCostRun(ctx context.Context) error {
 	block := b.duration / time.Duration(b.blocks)
 	fmt.Printf("hot-path cost of the prediction log and shadow scoring: two ramanserve processes (%s) on copies of one registry\n", b.serverBin)
 	fmt.Printf("  off: no -log-spectra, no shadow %s(the log of every prediction's figures is always on)\n", strings.Join(append(b.offFlags, ""), " "))
-	fmt.Printf("  on:  %s, shadow %s (active %s)\n", strings.Join(evidenceOnFlags, " "), shadow, active)
+	fmt.Printf("  on:  %s, shadow %s (active %s)\n", strings.Join(b.onFlags, " "), shadow, active)
 	fmt.Printf("%d clients at full rate, 2048-point spectra with a scan context; %d alternating blocks of %v per configuration; GOMAXPROCS %d; load average %s\n\n",
 		b.clients, b.blocks, block, runtime.GOMAXPROCS(0), loadAverage())
 
@@ -333,7 +333,7 @@ func (b evidenceBench) evidencePacedRun(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	on, err := b.startEvidenceServer(ctx, "on", src, active, shadow, evidenceOnFlags)
+	on, err := b.startEvidenceServer(ctx, "on", src, active, shadow, b.onFlags)
 	if err != nil {
 		return err
 	}
@@ -348,7 +348,7 @@ func (b evidenceBench) evidencePacedRun(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("sustained load with the prediction log and shadow scoring on: ramanserve process (%s) with %s, shadow %s (active %s)\n",
-		b.serverBin, strings.Join(evidenceOnFlags, " "), shadow, active)
+		b.serverBin, strings.Join(b.onFlags, " "), shadow, active)
 	fmt.Printf("%.0f predicts/s on an open-loop schedule over %d clients for %v; GOMAXPROCS %d; load average %s\n\n",
 		b.rate, b.clients, b.duration, runtime.GOMAXPROCS(0), loadAverage())
 	r, late := openLoop(conns, b.rate, b.duration, b.spectra, benchScan)

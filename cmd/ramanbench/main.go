@@ -94,6 +94,7 @@ func run() error {
 	rate := flag.Float64("rate", 1000, "-evidence paced: predicts per second, all clients together")
 	predictions := flag.Int("predictions", 1_000_000, "-evidence soak: predicts in all")
 	maxBytes := flag.Int64("max-bytes", 16<<20, "-evidence soak: the server's -prediction-log-max-bytes")
+	onFlags := flag.String("evidence-on-flags", "-log-spectra", "-evidence: ramanserve flags of the server with a shadow, space-separated")
 	offFlags := flag.String("evidence-off-flags", "", "-evidence cost: extra ramanserve flags of the baseline, space-separated (it runs without -log-spectra and without a shadow)")
 	flag.Parse()
 	ctx := context.Background()
@@ -133,7 +134,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		b := evidenceBench{dir: dir, serverBin: *serverBin, offFlags: strings.Fields(*offFlags), duration: *duration, blocks: max(*blocks, 1), clients: max(*clients, 1), rate: *rate,
+		b := evidenceBench{dir: dir, serverBin: *serverBin, offFlags: strings.Fields(*offFlags), onFlags: strings.Fields(*onFlags), duration: *duration, blocks: max(*blocks, 1), clients: max(*clients, 1), rate: *rate,
 			predictions: *predictions, maxBytes: *maxBytes, active: res, shadow: shadowRes, spectra: spectra}
 		switch *evidenceMode {
 		case evidenceCost:
