@@ -231,7 +231,10 @@ func backlogTime(samples []logSample, kill time.Time) time.Duration {
 // beside the running server. The shadow is still set.
 func TestPredictionLogSurvivesKill9(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"-log-spectra"}
+	// Normal priority: this test is about what a commit keeps. At idle
+	// priority (the default) the full-rate round would drop records, counted,
+	// instead of queueing them; the cost bench covers that trade.
+	args := []string{"-log-spectra", "-evidence-idle-priority=false"}
 	p := startProcess(t, dir, args...)
 	c := p.client(t)
 	version := trainStaged(t, "http://"+p.httpAddr, c, 404)

@@ -167,7 +167,7 @@ const maxHeaderBytes = 64 << 10
 // serve starts both channels on the bound listeners.
 func (a *App) serve() error {
 	a.metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: a.httpLn, ChannelConns: a.channel,
-		PredictionLog: a.predlog, Shadow: a.shadow})
+		PredictionLog: a.api.PredictionLog, Shadow: a.shadow}) // PredictionLog nil: the log is off
 	a.api.Metrics = a.metrics
 	handler, err := newHTTPHandler(a.api, a.cfg.HTTP, a.log.With("component", "http"))
 	if err != nil {

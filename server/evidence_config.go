@@ -12,6 +12,11 @@ import (
 // reconciliation (issue 13). The log and the lab results live in the
 // registry directory.
 type EvidenceConfig struct {
+	// LogOff keeps no prediction log (-prediction-log=false): nothing is
+	// recorded, the shadow runs for its comparison only, and the routes
+	// that read the log (predictions, lab results, performance, rescore)
+	// answer 501 NOT_IMPLEMENTED, or 409 NO_LOGGED_SPECTRA.
+	LogOff bool
 	// LogSpectra stores each active prediction's spectrum (float32,
 	// compressed) so that a model can be re-scored later (-log-spectra).
 	LogSpectra bool

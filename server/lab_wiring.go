@@ -10,8 +10,12 @@ import (
 
 // openLab opens the lab result store (lab-results.db in the registry
 // directory) and serves the lab routes through a Reconciler over it and
-// the prediction log. It runs after openEvidence: it needs the log.
+// the prediction log. It runs after openEvidence: it needs the log, and
+// without one (-prediction-log=false) the lab routes answer 501.
 func (a *App) openLab(ctx context.Context) error {
+	if a.predlog == nil {
+		return nil // the log is off: lab results have nothing to match
+	}
 	store, err := labstore.Open(ctx, a.Registry.Dir())
 	if err != nil {
 		return fmt.Errorf("lab results: %w", err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -363,5 +364,49 @@ func TestShutdownCommitsQueuedEvidence(t *testing.T) {
 	}
 	if len(spectra.Records) != n || len(spectra.Records[0].Spectrum) != len(axis) || spectra.Records[0].Spectrum[0] != 1 {
 		t.Fatalf("logged spectra: %d records, first %v", len(spectra.Records), spectra.Records[0].Spectrum)
+	}
+}
+
+// TestPredictionLogOff: with -prediction-log=false the server writes no
+// database, predicts still answer, the shadow still compares, and the
+// routes that read the log say they are unavailable.
+func TestPredictionLogOff(t *testing.T) {
+	app, axis := evidenceServer(t, EvidenceConfig{LogOff: true, LogSpectra: true})
+	if err := app.shadow.Set(shadowModel(t)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	sendPredicts(t, app, axis, "B-off", n)
+	deadline := time.Now().Add(10 * time.Second)
+	for app.shadow.Status().Comparison.N < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the shadow compared %d of %d spectra", app.shadow.Status().Comparison.N, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(app.Registry.Dir(), predlog.DatabaseFileName)); !os.IsNotExist(err) {
+		t.Errorf("the log is off, yet %s: %v", predlog.DatabaseFileName, err)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/predictions", ""},
+		{"POST", "/lab-results", `[{"lab_sample_id":"L1","batch_id":"B-off","scan_seq":1,"EPA":1}]`},
+		{"GET", "/model/" + app.Registry.Active().Metadata().Version + "/performance", ""},
+	} {
+		resp, body := httpDo(t, app, c.method, c.path, c.body, "")
+		if resp.StatusCode != http.StatusNotImplemented || !bytes.Contains(body, []byte(`"NOT_IMPLEMENTED"`)) {
+			t.Errorf("%s %s: %d %s, want 501 NOT_IMPLEMENTED", c.method, c.path, resp.StatusCode, body)
+		}
+	}
+	resp, body := httpDo(t, app, "POST", "/model/"+app.Registry.Active().Metadata().Version+"/rescore", "", "")
+	if resp.StatusCode != http.StatusConflict || !bytes.Contains(body, []byte(`"NO_LOGGED_SPECTRA"`)) {
+		t.Errorf("rescore: %d %s, want 409 NO_LOGGED_SPECTRA", resp.StatusCode, body)
+	}
+	resp, body = httpDo(t, app, "GET", "/health", "", "")
+	var h gen.HealthStatus
+	if err := json.Unmarshal(body, &h); err != nil || resp.StatusCode != 200 || h.PredictionLog != nil || h.Status != "ok" {
+		t.Errorf("health: %d %s", resp.StatusCode, body)
+	}
+	if _, body = httpDo(t, app, "GET", "/metrics", "", ""); bytes.Contains(body, []byte("ramanserve_prediction_log_records_total")) {
+		t.Error("metrics report a log that is off")
 	}
 }

@@ -25,9 +25,9 @@ import (
 // (issue 13) cost the prediction channel, against ramanserve processes of
 // -server:
 //
-//	cost:  8 clients at full rate against a server with spectra logging
-//	       and shadow scoring off and one with -log-spectra and a shadow
-//	       on (the log of every prediction's figures is always on); p95
+//	cost:  8 clients at full rate against a server with the log and
+//	       shadow scoring off (-prediction-log=false) and one with the log,
+//	       -evidence-on-flags (default -log-spectra) and a shadow on; p95
 //	       of each and their ratio (goal: within 10 %), errors (goal: 0).
 //	paced: 1,000 predicts/s on an open-loop schedule for -duration with
 //	       the log, -log-spectra and a shadow on; the records the log and
@@ -44,10 +44,9 @@ const (
 )
 
 // The "on" server runs with -evidence-on-flags (default -log-spectra);
-// its shadow is set through PUT /model/shadow once it runs. The server's
-// log of every prediction's figures and context is always on (README), so
-// the baseline ("off") is the server without -log-spectra and without a
-// shadow, plus -evidence-off-flags if a build can switch more off.
+// its shadow is set through PUT /model/shadow once it runs. The baseline
+// ("off") runs with -evidence-off-flags (default -prediction-log=false)
+// and without a shadow.
 
 // benchScan is the scan context every predict of the -evidence modes
 // carries, as a rig's would: the log stores it with each record.
@@ -272,7 +271,7 @@ func (b evidenceBench) evidenceCostRun(ctx context.Context) error {
 	}
 	block := b.duration / time.Duration(b.blocks)
 	fmt.Printf("hot-path cost of the prediction log and shadow scoring: two ramanserve processes (%s) on copies of one registry\n", b.serverBin)
-	fmt.Printf("  off: no -log-spectra, no shadow %s(the log of every prediction's figures is always on)\n", strings.Join(append(b.offFlags, ""), " "))
+	fmt.Printf("  off: %s, no shadow\n", strings.Join(b.offFlags, " "))
 	fmt.Printf("  on:  %s, shadow %s (active %s)\n", strings.Join(b.onFlags, " "), shadow, active)
 	fmt.Printf("%d clients at full rate, 2048-point spectra with a scan context; %d alternating blocks of %v per configuration; GOMAXPROCS %d; load average %s\n\n",
 		b.clients, b.blocks, block, runtime.GOMAXPROCS(0), loadAverage())

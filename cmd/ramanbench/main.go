@@ -95,7 +95,7 @@ func run() error {
 	predictions := flag.Int("predictions", 1_000_000, "-evidence soak: predicts in all")
 	maxBytes := flag.Int64("max-bytes", 16<<20, "-evidence soak: the server's -prediction-log-max-bytes")
 	onFlags := flag.String("evidence-on-flags", "-log-spectra", "-evidence: ramanserve flags of the server with a shadow, space-separated")
-	offFlags := flag.String("evidence-off-flags", "", "-evidence cost: extra ramanserve flags of the baseline, space-separated (it runs without -log-spectra and without a shadow)")
+	offFlags := flag.String("evidence-off-flags", "-prediction-log=false", "-evidence cost: extra ramanserve flags of the baseline, space-separated (it runs without -log-spectra and without a shadow)")
 	flag.Parse()
 	ctx := context.Background()
 	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced && *evidenceMode != evidenceSoak {

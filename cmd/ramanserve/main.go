@@ -119,6 +119,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 		roots    rootList
 		origins  originList
 		axisPath string
+		logOn    bool
 	)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":5556", "management HTTP listen address")
 	fs.StringVar(&cfg.ZMQEndpoint, "zmq-addr", "tcp://*:5555", "prediction channel ZeroMQ endpoint")
@@ -153,6 +154,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.Var(toleranceFlag{&cfg.Channel.Model.Tolerance}, "confidence-tolerance", "acceptable error per analyte for the confidence, g/L, e.g. EPA=1,DHA=1,DPA=0.5 (default 1 each; a model's own tolerance wins)")
 	fs.StringVar(&axisPath, "instrument-axis", "", "file of the instrument's wavenumber axis, cm-1: one number per line, 2048 lines, strictly increasing; the axis of models trained here (a training's meta wavenumbers override it) and of imported models (default: 2048 points evenly spaced over 200-3200)")
 	fs.BoolVar(&cfg.Evidence.LogSpectra, "log-spectra", false, "store each prediction's spectrum (float32, compressed, about 5 kB) in the prediction log, so that a model can be re-scored on it later (POST /model/{version}/rescore)")
+	fs.BoolVar(&logOn, "prediction-log", true, "keep the prediction log (predictions.db in the registry directory); false records nothing: the shadow still runs for GET /model/shadow, and GET /predictions, POST /lab-results and GET /model/{version}/performance answer 501, re-scoring 409 NO_LOGGED_SPECTRA")
 	fs.BoolVar(&cfg.Evidence.IdlePriority, "evidence-idle-priority", true, "run the prediction log's writer and the shadow scorer at idle CPU priority, on CPU the replies leave idle: at saturation the reply's latency is unchanged and their queues drop (counted in GET /health and the metrics); false runs them at normal priority, which keeps the log complete under load at a cost in latency")
 	fs.DurationVar(&cfg.Evidence.Retention, "prediction-log-retention", 720*time.Hour, "delete logged predictions older than this (0: keep them whatever their age, within -prediction-log-max-bytes)")
 	fs.Int64Var(&cfg.Evidence.MaxBytes, "prediction-log-max-bytes", 2<<30, fmt.Sprintf("bound on the prediction log's files, bytes: the oldest records are deleted to stay under it (at least %d)", predlog.MinMaxBytes))
@@ -181,6 +183,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	if cfg.HTTP.UploadRateGrace <= 0 {
 		return cfg, opts, fmt.Errorf("-upload-rate-grace must be positive, not %v", cfg.HTTP.UploadRateGrace)
 	}
+	cfg.Evidence.LogOff = !logOn
 	if err := checkEvidence(cfg.Evidence); err != nil {
 		return cfg, opts, err
 	}

@@ -35,7 +35,9 @@ type Shadow interface {
 
 // Options configure a Collector.
 type Options struct {
-	// Log receives the records; required.
+	// Log receives the records; nil logs nothing (the server's
+	// -prediction-log=false), and the shadow is still offered every
+	// spectrum.
 	Log predlog.Recorder
 	// Shadow is offered every spectrum; nil: no shadow scoring.
 	Shadow Shadow
@@ -72,6 +74,16 @@ func (c *Collector) SetShadow(s Shadow) { c.shadow = s }
 // be reused by the caller as soon as it returns.
 func (c *Collector) Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext) {
 	id := predlog.NewPredictionID()
+	if c.log != nil {
+		c.log.Record(c.activeRecord(id, at, m, spec, p, sc))
+	}
+	if c.shadow != nil {
+		c.shadow.Offer(id, at, m, spec, p, sc)
+	}
+}
+
+// activeRecord is the log's record of the active model's prediction.
+func (c *Collector) activeRecord(id predlog.PredictionID, at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext) *predlog.Record {
 	rec := &predlog.Record{
 		PredictionID: id,
 		Time:         at,
@@ -84,16 +96,16 @@ func (c *Collector) Logged(at time.Time, m inference.Model, spec *inference.Spec
 		rec.Spectrum = toFloat32(spec.Intensities)
 		rec.Wavenumbers = c.axisOf(spec.Wavenumbers)
 	}
-	c.log.Record(rec)
-	if c.shadow != nil {
-		c.shadow.Offer(id, at, m, spec, p, sc)
-	}
+	return rec
 }
 
 // RecordShadow implements shadow.Sink: the shadow's prediction becomes a
 // record beside the active one, with its PredictionID, time and context.
 // The spectrum is not stored again: the active record holds it.
 func (c *Collector) RecordShadow(_ context.Context, r *shadow.Result) {
+	if c.log == nil {
+		return
+	}
 	rec := &predlog.Record{
 		PredictionID: r.PredictionID,
 		Time:         r.Time,
