@@ -382,7 +382,9 @@ func (b evidenceBench) evidenceSoakRun(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	flags := []string{"-prediction-log-max-bytes", fmt.Sprint(b.maxBytes)}
+	// Normal priority: at full rate an idle-priority writer would drop most
+	// records, and the soak is about a million of them going through.
+	flags := []string{"-prediction-log-max-bytes", fmt.Sprint(b.maxBytes), "-evidence-idle-priority=false"}
 	s, err := b.startEvidenceServer(ctx, "soak", src, active, "", flags)
 	if err != nil {
 		return err
