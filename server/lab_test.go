@@ -66,11 +66,11 @@ func (f *labFixture) logKnownPredictions(t *testing.T) {
 	for i := range 10 {
 		id := predlog.NewPredictionID()
 		active := &predlog.Record{PredictionID: id, Time: labT0.Add(time.Duration(i) * 10 * time.Second), ModelVersion: "vA", Role: predlog.RoleActive,
-			BatchID: "B-1", HasBatchID: true, ScanSeq: float64(i), HasScanSeq: true}
+			ScanContext: inference.ScanContext{BatchID: "B-1", HasBatchID: true, ScanSeq: float64(i), HasScanSeq: true}}
 		active.Concentrations.Set(inference.EPA, 100+float64(i)+wobble(i))
 		active.Concentrations.Set(inference.DHA, 50+float64(i))
 		shadow := &predlog.Record{PredictionID: id, Time: active.Time, ModelVersion: f.staged, Role: predlog.RoleShadow,
-			BatchID: "B-1", HasBatchID: true, ScanSeq: float64(i), HasScanSeq: true}
+			ScanContext: inference.ScanContext{BatchID: "B-1", HasBatchID: true, ScanSeq: float64(i), HasScanSeq: true}}
 		shadow.Concentrations.Set(inference.EPA, 101+0.5*float64(i))
 		if !app.predlog.Record(active) || !app.predlog.Record(shadow) {
 			t.Fatal("the log refused a record")

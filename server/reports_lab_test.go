@@ -33,8 +33,8 @@ func logBatches(t *testing.T, dir, version string, t0 time.Time, batches, perBat
 	for b := range batches {
 		for i := range perBatch {
 			r := &predlog.Record{PredictionID: predlog.NewPredictionID(), Time: t0.Add(time.Duration(b*perBatch+i) * time.Minute),
-				ModelVersion: version, Role: predlog.RoleActive, BatchID: fmt.Sprintf("B-%d", b), HasBatchID: true,
-				ScanSeq: float64(i), HasScanSeq: true}
+				ModelVersion: version, Role: predlog.RoleActive,
+				ScanContext: inference.ScanContext{BatchID: fmt.Sprintf("B-%d", b), HasBatchID: true, ScanSeq: float64(i), HasScanSeq: true}}
 			r.Concentrations.Set(inference.EPA, 180+float64(i)+bias)
 			if !l.Record(r) {
 				t.Fatal("record dropped")

@@ -68,7 +68,8 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 	t0 := time.Now().Add(-time.Hour).UTC()
 	for i := range n {
 		rec := &predlog.Record{PredictionID: predlog.NewPredictionID(), Time: t0.Add(time.Duration(i) * time.Second),
-			ModelVersion: "active-0", Role: predlog.RoleActive, BatchID: "B1", HasBatchID: true, Wavenumbers: axis}
+			ModelVersion: "active-0", Role: predlog.RoleActive,
+			ScanContext: inference.ScanContext{BatchID: "B1", HasBatchID: true}, Wavenumbers: axis}
 		for _, v := range rows.Row(i) {
 			rec.Spectrum = append(rec.Spectrum, float32(v))
 		}

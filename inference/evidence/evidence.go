@@ -90,8 +90,10 @@ func (c *Collector) activeRecord(id predlog.PredictionID, at time.Time, m infere
 		ModelVersion: m.Metadata().Version,
 		Role:         predlog.RoleActive,
 	}
-	fillPrediction(rec, p)
-	fillContext(rec, sc)
+	rec.SetPrediction(p)
+	if sc != nil {
+		rec.ScanContext = *sc
+	}
 	if c.logSpectra && len(spec.Intensities) <= MaxLoggedPoints {
 		rec.Spectrum = toFloat32(spec.Intensities)
 		rec.Wavenumbers = c.axisOf(spec.Wavenumbers)
@@ -112,35 +114,9 @@ func (c *Collector) RecordShadow(_ context.Context, r *shadow.Result) {
 		ModelVersion: r.ShadowVersion,
 		Role:         predlog.RoleShadow,
 	}
-	fillPrediction(rec, &r.Shadow)
-	fillContext(rec, &r.Context)
+	rec.SetPrediction(&r.Shadow)
+	rec.ScanContext = r.Context
 	c.log.Record(rec)
-}
-
-// fillPrediction copies a prediction's figures into rec.
-func fillPrediction(rec *predlog.Record, p *inference.Prediction) {
-	rec.Concentrations = p.Concentrations
-	rec.Confidence = p.Confidence
-	d := &p.Diagnostics
-	if d.HasT2 {
-		rec.ReducedT2, rec.HasReducedT2 = d.ReducedT2, true
-	}
-	if d.HasQ && d.HasQLim {
-		rec.ReducedQ, rec.HasReducedQ = d.ReducedQ, true
-	}
-}
-
-// fillContext copies the scan context into rec.
-func fillContext(rec *predlog.Record, sc *inference.ScanContext) {
-	if sc == nil {
-		return
-	}
-	rec.BatchID, rec.HasBatchID = sc.BatchID, sc.HasBatchID
-	rec.Port, rec.HasPort = sc.Port, sc.HasPort
-	rec.ColumnIndex, rec.HasColumnIndex = sc.ColumnIndex, sc.HasColumnIndex
-	rec.ScanSeq, rec.HasScanSeq = sc.ScanSeq, sc.HasScanSeq
-	rec.Channel, rec.HasChannel = sc.Channel, sc.HasChannel
-	rec.IntegrationMS, rec.HasIntegrationMS = sc.IntegrationMS, sc.HasIntegrationMS
 }
 
 // axisOf returns the float32 axis of wn, shared with the previous

@@ -19,26 +19,18 @@ var t0 = time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
 // testRecord makes record i of batch: a millisecond apart, every field set.
 func testRecord(i int, batch string, spectrum bool) *predlog.Record {
 	rec := &predlog.Record{
-		PredictionID:     predlog.NewPredictionID(),
-		Time:             t0.Add(time.Duration(i) * time.Millisecond),
-		ModelVersion:     "v1",
-		Role:             predlog.RoleActive,
-		ReducedT2:        0.5 + float64(i)*1e-6,
-		ReducedQ:         0.25,
-		HasReducedT2:     true,
-		HasReducedQ:      true,
-		BatchID:          batch,
-		HasBatchID:       true,
-		Port:             "P1",
-		HasPort:          true,
-		ColumnIndex:      3,
-		HasColumnIndex:   true,
-		ScanSeq:          float64(i),
-		HasScanSeq:       true,
-		Channel:          1,
-		HasChannel:       true,
-		IntegrationMS:    250,
-		HasIntegrationMS: true,
+		PredictionID: predlog.NewPredictionID(),
+		Time:         t0.Add(time.Duration(i) * time.Millisecond),
+		ModelVersion: "v1",
+		Role:         predlog.RoleActive,
+		ReducedT2:    0.5 + float64(i)*1e-6,
+		ReducedQ:     0.25,
+		HasReducedT2: true,
+		HasReducedQ:  true,
+		ScanContext: inference.ScanContext{
+			BatchID: batch, HasBatchID: true, Port: "P1", HasPort: true, ColumnIndex: 3, HasColumnIndex: true,
+			ScanSeq: float64(i), HasScanSeq: true, Channel: 1, HasChannel: true, IntegrationMS: 250, HasIntegrationMS: true,
+		},
 	}
 	for a := range inference.NumAnalytes {
 		rec.Concentrations.Set(inference.Analyte(a), 10+float64(a)+float64(i)*1e-3)

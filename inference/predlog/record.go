@@ -120,18 +120,9 @@ type Record struct {
 	HasReducedT2 bool
 	HasReducedQ  bool
 
-	BatchID          string
-	Port             string
-	ColumnIndex      float64
-	ScanSeq          float64
-	Channel          float64
-	IntegrationMS    float64
-	HasBatchID       bool
-	HasPort          bool
-	HasColumnIndex   bool
-	HasScanSeq       bool
-	HasChannel       bool
-	HasIntegrationMS bool
+	// ScanContext is where and how the rig took the spectrum (batch_id,
+	// port, column_index, scan_seq, channel, integration_ms).
+	inference.ScanContext
 
 	// Spectrum holds the intensities when spectra logging is on, on the
 	// active record only (the shadow record of the same PredictionID
@@ -221,4 +212,20 @@ type Stats struct {
 	WriteFailed uint64 // records lost because their batch failed to commit (disk full, I/O error)
 	Deleted     uint64 // records removed by retention
 	SizeBytes   int64  // the database's size (page_count * page_size) after the last check
+}
+
+// SetPrediction copies a model's prediction into rec: concentrations,
+// confidence, and the reduced T² and Q when the model computes them.
+func (rec *Record) SetPrediction(p *inference.Prediction) {
+	rec.Concentrations = p.Concentrations
+	rec.Confidence = p.Confidence
+	d := &p.Diagnostics
+	rec.ReducedT2, rec.HasReducedT2 = 0, false
+	rec.ReducedQ, rec.HasReducedQ = 0, false
+	if d.HasT2 {
+		rec.ReducedT2, rec.HasReducedT2 = d.ReducedT2, true
+	}
+	if d.HasQ && d.HasQLim {
+		rec.ReducedQ, rec.HasReducedQ = d.ReducedQ, true
+	}
 }

@@ -3,8 +3,6 @@ package predlog
 import (
 	"context"
 	"errors"
-
-	"ramanserve/inference"
 )
 
 // ErrClosed is RecordWait's error once the log is closing.
@@ -33,21 +31,5 @@ func (l *SQLite) RecordWait(ctx context.Context, rec *Record) error {
 		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-}
-
-// SetPrediction copies a model's prediction into rec: concentrations,
-// confidence, and the reduced T² and Q when the model computes them.
-func (rec *Record) SetPrediction(p *inference.Prediction) {
-	rec.Concentrations = p.Concentrations
-	rec.Confidence = p.Confidence
-	d := &p.Diagnostics
-	rec.ReducedT2, rec.HasReducedT2 = 0, false
-	rec.ReducedQ, rec.HasReducedQ = 0, false
-	if d.HasT2 {
-		rec.ReducedT2, rec.HasReducedT2 = d.ReducedT2, true
-	}
-	if d.HasQ && d.HasQLim {
-		rec.ReducedQ, rec.HasReducedQ = d.ReducedQ, true
 	}
 }

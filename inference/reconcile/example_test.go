@@ -89,8 +89,8 @@ func logFourSpectra(ctx context.Context, dir string) (*predlog.SQLite, error) {
 			bias    float64
 		}{{"v7", predlog.RoleActive, 1.5}, {"v8", predlog.RoleShadow, -0.25}} {
 			r := &predlog.Record{PredictionID: id, Time: t0.Add(time.Duration(i) * 30 * time.Second),
-				ModelVersion: m.version, Role: m.role, BatchID: "B-17", HasBatchID: true,
-				ScanSeq: float64(100 + i), HasScanSeq: true}
+				ModelVersion: m.version, Role: m.role,
+				ScanContext: inference.ScanContext{BatchID: "B-17", HasBatchID: true, ScanSeq: float64(100 + i), HasScanSeq: true}}
 			r.Concentrations.Set(inference.EPA, epa+m.bias)
 			log.Record(r)
 		}

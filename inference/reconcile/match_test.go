@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/inference"
 	"ramanserve/inference/predlog"
 	"ramanserve/inference/reconcile"
 )
@@ -124,8 +125,8 @@ func TestRepostIsIdempotent(t *testing.T) {
 
 // spectrum is an active prediction of batch at a time, with a scan_seq.
 func spectrum(batch string, seq float64, at time.Time) *predlog.Record {
-	return &predlog.Record{PredictionID: predlog.NewPredictionID(), Time: at, BatchID: batch, HasBatchID: true,
-		ScanSeq: seq, HasScanSeq: true, ModelVersion: "v1", Role: predlog.RoleActive, Concentrations: breakdown(1, 1, 1)}
+	return &predlog.Record{PredictionID: predlog.NewPredictionID(), Time: at,
+		ScanContext: inference.ScanContext{BatchID: batch, HasBatchID: true, ScanSeq: seq, HasScanSeq: true}, ModelVersion: "v1", Role: predlog.RoleActive, Concentrations: breakdown(1, 1, 1)}
 }
 
 // A re-post that no longer matches replaces the earlier match: the

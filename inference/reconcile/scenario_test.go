@@ -63,8 +63,8 @@ func newScenario(seed uint64, offset float64) *scenario {
 				for a := range analytes {
 					v.Set(inference.Analyte(a), actual[a]+bias+noise*rng.NormFloat64())
 				}
-				return &predlog.Record{PredictionID: id, Time: at, BatchID: batch, HasBatchID: true,
-					ScanSeq: float64(k + 1), HasScanSeq: true, ModelVersion: version, Role: role, Concentrations: v}
+				return &predlog.Record{PredictionID: id, Time: at,
+					ScanContext: inference.ScanContext{BatchID: batch, HasBatchID: true, ScanSeq: float64(k + 1), HasScanSeq: true}, ModelVersion: version, Role: role, Concentrations: v}
 			}
 			s.preds = append(s.preds, pred("v1", predlog.RoleActive, 0.8*float64(b), 1.5, 3))
 			if b >= 3 {

@@ -280,9 +280,7 @@ func (s *scorer) score(ctx context.Context, log RescoreLog, orig *predlog.Record
 	}
 	rec := &predlog.Record{
 		PredictionID: orig.PredictionID, Time: orig.Time, ModelVersion: s.version, Role: predlog.RoleRescore,
-		BatchID: orig.BatchID, HasBatchID: orig.HasBatchID, Port: orig.Port, HasPort: orig.HasPort,
-		ColumnIndex: orig.ColumnIndex, HasColumnIndex: orig.HasColumnIndex, ScanSeq: orig.ScanSeq, HasScanSeq: orig.HasScanSeq,
-		Channel: orig.Channel, HasChannel: orig.HasChannel, IntegrationMS: orig.IntegrationMS, HasIntegrationMS: orig.HasIntegrationMS,
+		ScanContext: orig.ScanContext,
 	}
 	rec.SetPrediction(&p)
 	if err := log.RecordWait(ctx, rec); err != nil {

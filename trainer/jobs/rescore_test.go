@@ -71,8 +71,8 @@ func logSpectra(t *testing.T, l *predlog.SQLite, rows *trainer.Dataset, n int, s
 	before := l.Stats().Committed
 	for i := range n {
 		rec := &predlog.Record{PredictionID: predlog.NewPredictionID(), Time: rescoreT0.Add(time.Duration(i) * time.Second),
-			ModelVersion: "active-1", Role: predlog.RoleActive, BatchID: "B" + string(rune('0'+i%3)), HasBatchID: true,
-			ScanSeq: float64(i), HasScanSeq: true}
+			ModelVersion: "active-1", Role: predlog.RoleActive,
+			ScanContext: inference.ScanContext{BatchID: "B" + string(rune('0'+i%3)), HasBatchID: true, ScanSeq: float64(i), HasScanSeq: true}}
 		rec.Concentrations.Set(inference.EPA, 1)
 		if spectra {
 			rec.Spectrum, rec.Wavenumbers = toF32(rows.Row(i%rows.Len())), axis
