@@ -22,3 +22,24 @@ type ScanContext struct {
 	HasChannel       bool
 	HasIntegrationMS bool
 }
+
+// MaxContextTextBytes bounds the batch_id and port a ScanContext keeps, in
+// bytes of UTF-8: a longer value is cut to it. The rig's own ids are a few
+// dozen bytes; without a bound, each logged prediction could carry up to a
+// request's size (1 MiB) of text into the log's queue and database. The
+// lab's batch ids have the same bound (reconcile.MaxIDBytes), so a cut id
+// could not have been matched anyway.
+const MaxContextTextBytes = 128
+
+// CutContextText returns b cut to at most MaxContextTextBytes, at a UTF-8
+// character boundary.
+func CutContextText(b []byte) []byte {
+	if len(b) <= MaxContextTextBytes {
+		return b
+	}
+	n := MaxContextTextBytes
+	for n > 0 && b[n]&0xC0 == 0x80 { // b[n] continues the character before it
+		n--
+	}
+	return b[:n]
+}

@@ -410,3 +410,19 @@ func TestPredictionLogOff(t *testing.T) {
 		t.Error("metrics report a log that is off")
 	}
 }
+
+// TestLongBatchIDIsCut: a predict whose batch_id is far longer than any
+// rig's is answered, and its record keeps the first
+// inference.MaxContextTextBytes bytes, so that no request can put its own
+// size of text into the log.
+func TestLongBatchIDIsCut(t *testing.T) {
+	app, axis := evidenceServer(t, EvidenceConfig{})
+	long := strings.Repeat("b", 200_000)
+	sendPredicts(t, app, axis, long, 2)
+	recs := waitForRecords(t, app, long[:inference.MaxContextTextBytes], 2)
+	for _, r := range recs {
+		if len(*r.BatchId) != inference.MaxContextTextBytes {
+			t.Errorf("logged batch_id of %d bytes", len(*r.BatchId))
+		}
+	}
+}

@@ -17,7 +17,7 @@ const (
 	// per record at MaxRecords).
 	MaxInputBytes = 4 << 20
 	// MaxIDBytes bounds batch_id and lab_sample_id, in bytes of UTF-8.
-	MaxIDBytes = 128
+	MaxIDBytes = inference.MaxContextTextBytes
 	// MaxConcentration is the largest concentration accepted, in g/L: a
 	// kilogram per millilitre, far beyond any real sample, low enough
 	// that the statistics' sums of squares cannot overflow.

@@ -228,7 +228,9 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, now time.Time, sc *s
 }
 
 // fillScanContext copies the request's context fields into sc. Batch ids
-// and ports repeat for hours, so their strings come from the interner.
+// and ports repeat for hours, so their strings come from the interner;
+// they are cut to inference.MaxContextTextBytes first, so that no request
+// can put more than that into the log.
 func (h *Handler) fillScanContext(sc *inference.ScanContext, b *codec.PredictBody) {
 	c, s := &b.Context, &b.Spectrum
 	*sc = inference.ScanContext{
@@ -239,10 +241,10 @@ func (h *Handler) fillScanContext(sc *inference.ScanContext, b *codec.PredictBod
 		HasBatchID: c.HasBatchID, HasPort: c.HasPort,
 	}
 	if c.HasBatchID {
-		sc.BatchID = h.strings.get(c.BatchID)
+		sc.BatchID = h.strings.get(inference.CutContextText(c.BatchID))
 	}
 	if c.HasPort {
-		sc.Port = h.strings.get(c.Port)
+		sc.Port = h.strings.get(inference.CutContextText(c.Port))
 	}
 }
 
