@@ -56,7 +56,8 @@ type API struct {
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json
 	writeProbe writeProbe       // health's registry write probe, one at a time
-	reportGate reportGate       // review pages read and drawn at once
+	reportGate slotGate         // review pages and performance reports computed at once
+	labGate    slotGate         // lab posts checked and parsed at once (size 1; http.go)
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)

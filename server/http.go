@@ -183,6 +183,8 @@ func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*httpHandler, e
 		Skipper: func(c echo.Context) bool { return c.Path() != labResultsPath },
 	}))
 	e.Use(limitUpload(cfg.MaxUploadBytes))
+	api.labGate.size = 1
+	e.Use(api.gateLabPosts)
 	e.Use(validateRequests(router))
 	gen.RegisterHandlers(e, gen.NewStrictHandler(api, nil))
 	routes.learn(e)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/labstack/echo/v4"
 	"mime"
 	"net/http"
 	"strings"
@@ -134,6 +135,13 @@ func (a *API) GetModelPerformance(ctx context.Context, req gen.GetModelPerforman
 	if a.Lab == nil {
 		return nil, errLabUnavailable
 	}
+	// A report reads up to reconcile.MaxReportSamples spectra's
+	// predictions: it shares the review pages' slots.
+	leave, err := a.reportGate.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	var since, until time.Time
 	if req.Params.Since != nil {
 		since = *req.Params.Since
@@ -270,4 +278,22 @@ func labMediaType(req *http.Request, err error) error {
 			"lab results must be application/json or text/csv")
 	}
 	return err
+}
+
+// gateLabPosts lets one lab post at a time into the contract check and the
+// parsers: on its way a 4 MiB JSON array costs about 200 MB (the check's
+// decoded tree, the binding, the parser's records), so concurrent posts
+// must not multiply it. The others wait, within their request's time.
+func (a *API) gateLabPosts(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Path() != labResultsPath {
+			return next(c)
+		}
+		leave, err := a.labGate.enter(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		defer leave()
+		return next(c)
+	}
 }

@@ -129,15 +129,23 @@ func (a *API) trainingReport(ctx context.Context, jobID string) (htmlPage, error
 // with its context) instead of multiplying that.
 const maxConcurrentReports = 2
 
-// reportGate holds the report slots; its zero value is ready.
-type reportGate struct {
+// slotGate lets at most size requests through at once (maxConcurrentReports
+// when size is 0); the others wait for a slot or give up with their
+// context. Its zero value is ready.
+type slotGate struct {
+	size  int
 	once  sync.Once
 	slots chan struct{}
 }
 
 // enter waits for a slot; the returned func gives it back.
-func (g *reportGate) enter(ctx context.Context) (leave func(), err error) {
-	g.once.Do(func() { g.slots = make(chan struct{}, maxConcurrentReports) })
+func (g *slotGate) enter(ctx context.Context) (leave func(), err error) {
+	g.once.Do(func() {
+		if g.size <= 0 {
+			g.size = maxConcurrentReports
+		}
+		g.slots = make(chan struct{}, g.size)
+	})
 	select {
 	case g.slots <- struct{}{}:
 		return func() { <-g.slots }, nil
