@@ -343,14 +343,8 @@ func (s *Scorer) run(ctx context.Context) {
 		case <-s.closed:
 			// No send can happen any more (Close set closing under
 			// mu): what is queued now is all there will be.
-			for {
-				select {
-				case it := <-s.queue:
-					s.process(ctx, it)
-				default:
-					return
-				}
-			}
+			s.drain(ctx)
+			return
 		}
 	}
 }

@@ -112,18 +112,9 @@ func (m *Manager) SubmitRescore(ctx context.Context, req RescoreRequest) (Job, e
 	version := req.Model.Metadata().Version
 	j := &Job{ID: uuid.NewString(), Kind: KindRescore, Status: Queued, SubmittedAt: now, EstimatedSeconds: 1, Meta: req.Meta,
 		Rescore: &RescoreSpec{Version: version, Since: req.Since, Until: until}}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closing {
-		return Job{}, fmt.Errorf("%w: the server is shutting down", trainer.ErrInterrupted)
-	}
-	if err := m.persist(j); err != nil {
+	if err := m.enqueue(r, j, &task{id: j.ID, rescore: &rescoreTask{model: req.Model, log: req.Log, filter: filter}}); err != nil {
 		return Job{}, err
 	}
-	r.done = true
-	m.jobs[j.ID] = j
-	m.pending = append(m.pending, &task{id: j.ID, rescore: &rescoreTask{model: req.Model, log: req.Log, filter: filter}, ended: make(chan struct{})})
-	m.signal()
 	m.log.Info("re-scoring job queued", "job", j.ID, "version", version, "since", req.Since, "until", until)
 	return *j, nil
 }
