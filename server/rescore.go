@@ -45,7 +45,13 @@ type rescoreService struct {
 }
 
 func (s rescoreService) Rescore(ctx context.Context, version string, since, until time.Time) (gen.TrainingJobAccepted, error) {
-	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
+	// The range is checked here, against the contract, after until takes
+	// its default: a since in the future is a bad request, not bad
+	// training options.
+	if until.IsZero() {
+		until = time.Now()
+	}
+	if !since.IsZero() && !since.Before(until) {
 		return gen.TrainingJobAccepted{}, contract.New(contract.InvalidRequest, http.StatusBadRequest,
 			fmt.Sprintf("since (%s) must be before until (%s)", since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano)))
 	}

@@ -139,6 +139,8 @@ func TestRescoreEndpoint(t *testing.T) {
 	f.wantError(t, "/model/no-such-version/rescore", http.StatusBadRequest, "MODEL_NOT_FOUND")
 	f.wantError(t, "/model/"+f.version+"/rescore?since=2026-11-23T11:00:00Z&until=2026-11-23T10:00:00Z", http.StatusBadRequest, "INVALID_REQUEST")
 	f.wantError(t, "/model/"+f.version+"/rescore?since=2001-01-01T00:00:00Z&until=2001-01-02T00:00:00Z", http.StatusConflict, "NO_LOGGED_SPECTRA")
+	// A since in the future with until left to its default (now).
+	f.wantError(t, "/model/"+f.version+"/rescore?since=2999-01-01T00:00:00Z", http.StatusBadRequest, "INVALID_REQUEST")
 
 	var acc gen.TrainingJobAccepted
 	if got := f.call(t, http.MethodPost, "/model/"+f.version+"/rescore", &acc); got != http.StatusAccepted || acc.StatusUrl == nil || *acc.StatusUrl != "/training/"+acc.JobId {

@@ -66,7 +66,7 @@ func (a *API) shadowStatus() gen.ShadowStatus {
 // shadowComparison maps the scorer's comparison to the contract's; the
 // figures of an analyte are absent while its n is 0.
 func shadowComparison(c *shadow.Comparison) *gen.ShadowComparison {
-	out := &gen.ShadowComparison{N: c.N, Dropped: ptr(c.Dropped)}
+	out := &gen.ShadowComparison{N: c.N, Dropped: ptr(c.Dropped), Failed: ptr(c.Failed)}
 	out.Analytes.EPA = analyteComparison(&c.Analytes[inference.EPA])
 	out.Analytes.DHA = analyteComparison(&c.Analytes[inference.DHA])
 	out.Analytes.DPA = analyteComparison(&c.Analytes[inference.DPA])

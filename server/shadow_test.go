@@ -24,7 +24,12 @@ import (
 // whose prediction is intercept + coef . x.
 func stageEPAModel(t *testing.T, reg *registry.Registry, intercept float64) string {
 	t.Helper()
-	axis := []float64{500, 600, 700, 800, 900, 1000}
+	return stageEPAModelOn(t, reg, []float64{500, 600, 700, 800, 900, 1000}, intercept)
+}
+
+// stageEPAModelOn stages stageEPAModel's model on another 6-point axis.
+func stageEPAModelOn(t *testing.T, reg *registry.Registry, axis []float64, intercept float64) string {
+	t.Helper()
 	p := &inference.PLSParams{
 		Meta:    inference.Metadata{Algorithm: "PLS2-NIPALS", LatentComponents: 1, Wavenumbers: axis},
 		Targets: []inference.Analyte{inference.EPA}, XMean: make([]float64, 6), XScale: []float64{1, 1, 1, 1, 1, 1},
@@ -195,6 +200,38 @@ func TestShadowRoutes(t *testing.T) {
 	}
 	if f.reg.Shadow() != "" || f.scorer.Status().Version != "" {
 		t.Fatalf("after DELETE: registry %q, scorer %q", f.reg.Shadow(), f.scorer.Status().Version)
+	}
+}
+
+// TestShadowFailedCount: a shadow on another axis refuses every spectrum
+// the active model scores; GET /model/shadow shows them as failed, not in n.
+func TestShadowFailedCount(t *testing.T) {
+	f, _ := newShadowFixture(t, true)
+	other := stageEPAModelOn(t, f.reg, []float64{1500, 1600, 1700, 1800, 1900, 2000}, 4)
+	if code, _, raw := f.do(t, http.MethodPut, "/model/shadow", `{"version":"`+other+`"}`); code != 200 {
+		t.Fatalf("PUT: %d %s", code, raw)
+	}
+	const n = 4
+	m := f.reg.Active()
+	for i := range n {
+		spec := &inference.Spectrum{Wavenumbers: []float64{500, 600, 700, 800, 900, 1000}, Intensities: []float64{1, 2, 3, 4, 5, float64(i)}}
+		var p inference.Prediction
+		if err := m.Predict(spec, &p); err != nil {
+			t.Fatalf("the active model refuses spectrum %d: %v", i, err)
+		}
+		if !f.scorer.Offer(shadow.PredictionID{byte(i)}, time.Now(), m, spec, &p, nil) {
+			t.Fatalf("spectrum %d not queued", i)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); f.scorer.Status().Comparison.Failed < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the shadow failed %d of %d", f.scorer.Status().Comparison.Failed, n)
+		}
+	}
+	code, body, raw := f.do(t, http.MethodGet, "/model/shadow", "")
+	cmp, _ := body["comparison"].(map[string]any)
+	if code != 200 || cmp == nil || cmp["failed"] != float64(n) || cmp["n"] != 0.0 {
+		t.Fatalf("GET /model/shadow after %d refused spectra: %d %s", n, code, raw)
 	}
 }
 

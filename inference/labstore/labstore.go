@@ -30,6 +30,7 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/inference/reconcile"
+	"ramanserve/inference/unixnano"
 )
 
 // FileName is the store's database file in the registry directory (with
@@ -228,7 +229,7 @@ func row(r *reconcile.LabResult) []any {
 	}
 	if r.Matched {
 		predictionID = r.PredictionID[:]
-		spectrumTS = unixNano(r.SpectrumTime)
+		spectrumTS = unixnano.Of(r.SpectrumTime)
 	}
 	lab := make([]any, inference.NumAnalytes)
 	for k := range lab {
@@ -248,7 +249,7 @@ func (s *SQLite) Range(ctx context.Context, since, until time.Time, limit int) (
 	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if !since.IsZero() {
-		lo = unixNano(since)
+		lo = unixnano.Of(since)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT lab_sample_id, batch_id, scan_seq, sampled_at, epa, dha, dpa, prediction_id, spectrum_ts
 		FROM lab_results
@@ -278,7 +279,7 @@ func untilNano(until time.Time, open int64) int64 {
 	if until.IsZero() {
 		return open
 	}
-	return unixNano(until)
+	return unixnano.Of(until)
 }
 
 // scanMatched reads one row of Range's query.
@@ -312,17 +313,4 @@ func scanMatched(rows *sql.Rows) (reconcile.LabResult, error) {
 	r.Matched = true
 	r.SpectrumTime = time.Unix(0, spectrumTS).UTC()
 	return r, nil
-}
-
-// unixNano is t in Unix nanoseconds, saturated at the int64 range
-// (time.Time.UnixNano is undefined outside it): a bound in the year 3000
-// is simply later than every spectrum.
-func unixNano(t time.Time) int64 {
-	switch {
-	case t.Before(time.Unix(0, math.MinInt64)):
-		return math.MinInt64
-	case t.After(time.Unix(0, math.MaxInt64)):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
 }

@@ -3,6 +3,7 @@ package predlog_test
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -115,6 +116,29 @@ func TestQueries(t *testing.T) {
 		}
 		if len(p.Records) != 100 {
 			t.Fatalf("got %d shadow records, want 100", len(p.Records))
+		}
+	})
+	t.Run("bounds beyond UnixNano", func(t *testing.T) {
+		// time.Time.UnixNano wraps outside 1678–2262: a bound in the year
+		// 3000 must be later than every record, one in the year 1000 earlier.
+		far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+		past := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
+		p, err := l.Page(ctx, predlog.Filter{BatchID: "A", HasBatchID: true, Role: predlog.RoleActive, Since: past, Until: far, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Records) != 100 {
+			t.Fatalf("Page(1000..3000) got %d records, want 100", len(p.Records))
+		}
+		if _, ok, err := l.Nearest(ctx, "A", far, time.Hour); err != nil || ok {
+			t.Fatalf("Nearest(year 3000, 1h) = ok %v, err %v; want nothing", ok, err)
+		}
+		if _, ok, err := l.Nearest(ctx, "A", past, time.Hour); err != nil || ok {
+			t.Fatalf("Nearest(year 1000, 1h) = ok %v, err %v; want nothing", ok, err)
+		}
+		rec, ok, err := l.Nearest(ctx, "A", far, time.Duration(math.MaxInt64))
+		if err != nil || !ok || !rec.Time.Equal(t0.Add(990*time.Millisecond)) {
+			t.Fatalf("Nearest(year 3000, max window) = %v at %v, err %v; want the last record of A", ok, rec.Time, err)
 		}
 	})
 	t.Run("nearest", func(t *testing.T) {

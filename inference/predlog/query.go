@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"ramanserve/inference/unixnano"
 	"strings"
 	"time"
 
@@ -43,10 +44,10 @@ func (l *SQLite) Page(ctx context.Context, f Filter) (Page, error) {
 		where, args = append(where, `p.role = ?`), append(args, int64(f.Role))
 	}
 	if !f.Since.IsZero() {
-		where, args = append(where, `p.ts >= ?`), append(args, f.Since.UnixNano())
+		where, args = append(where, `p.ts >= ?`), append(args, unixnano.Of(f.Since))
 	}
 	if !f.Until.IsZero() {
-		where, args = append(where, `p.ts < ?`), append(args, f.Until.UnixNano())
+		where, args = append(where, `p.ts < ?`), append(args, unixnano.Of(f.Until))
 	}
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
@@ -88,7 +89,7 @@ func (l *SQLite) Nearest(ctx context.Context, batchID string, at time.Time, wind
 	if window < 0 {
 		return Record{}, false, errors.New("predlog: negative match window")
 	}
-	t, w := at.UnixNano(), window.Nanoseconds()
+	t, w := unixnano.Of(at), window.Nanoseconds()
 	lo, hi := saturatingAdd(t, -w), saturatingAdd(t, w)
 	const base = `SELECT ` + recordColumns + ` FROM predictions p WHERE p.batch_id = ? AND p.role = ? AND `
 	before, err := l.query(ctx, base+`p.ts <= ? AND p.ts >= ? ORDER BY p.ts DESC, p.id DESC LIMIT 1`, false,

@@ -3,6 +3,7 @@ package predlog
 import (
 	"context"
 	"fmt"
+	"ramanserve/inference/unixnano"
 )
 
 // Retention runs on the writer goroutine, between batches, so it never
@@ -70,7 +71,7 @@ func (w *writer) retainAge(ctx context.Context) error {
 	if w.l.opts.Retention <= 0 {
 		return nil
 	}
-	cutoff := w.l.opts.Now().Add(-w.l.opts.Retention).UnixNano()
+	cutoff := unixnano.Of(w.l.opts.Now().Add(-w.l.opts.Retention))
 	for range maxChunksPerPass {
 		n, err := w.deleteChunk(ctx, deleteOlderSQL, cutoff, DeleteChunk)
 		if err != nil || n < DeleteChunk {

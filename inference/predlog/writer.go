@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"ramanserve/inference/idlecpu"
+	"ramanserve/inference/unixnano"
 	"time"
 )
 
@@ -207,7 +208,7 @@ func (w *writer) insertRecord(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, r
 		at = w.l.opts.Now() // the zero time has no Unix nanoseconds
 	}
 	a[0] = rec.PredictionID[:]
-	a[1] = at.UnixNano()
+	a[1] = unixnano.Of(at)
 	a[2] = rec.ModelVersion
 	a[3] = int64(rec.Role)
 	for k := range 3 {
