@@ -9,6 +9,9 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -259,39 +262,52 @@ func TestModelPerformanceExact(t *testing.T) {
 }
 
 // checkStats compares a reported AnalytePerformance with n, RMSEP, bias
-// and the least-squares line of lab on predicted computed here over scans
-// [from, to) with a lab value.
+// and the least-squares line of lab on predicted over scans [from, to)
+// with a lab value, as NumPy computes them (the reconcile package's
+// independent reference, inference/reconcile/testdata/stats_numpy.py):
+// the endpoint's figures must equal it to 1e-9.
 func checkStats(t *testing.T, name string, got *gen.AnalytePerformance, pred func(int) float64, lab []float64, from, to int) {
 	t.Helper()
-	var ps, ls []float64
+	ps, ls := []float64{}, []float64{}
 	for i := from; i < to; i++ {
 		if !math.IsNaN(lab[i]) {
 			ps, ls = append(ps, pred(i)), append(ls, lab[i])
 		}
 	}
-	n := float64(len(ps))
-	var sp, sl, sse, sd float64
-	for i := range ps {
-		sp, sl = sp+ps[i], sl+ls[i]
-		sse += (ps[i] - ls[i]) * (ps[i] - ls[i])
-		sd += ps[i] - ls[i]
-	}
-	mp, ml := sp/n, sl/n
-	var sxy, sxx float64
-	for i := range ps {
-		sxy += (ps[i] - mp) * (ls[i] - ml)
-		sxx += (ps[i] - mp) * (ps[i] - mp)
-	}
-	slope := sxy / sxx
-	want := map[string]float64{"rmsep": math.Sqrt(sse / n), "bias": sd / n, "slope": slope, "intercept": ml - slope*mp}
+	want := numpyStats(t, ps, ls)
 	if got == nil || got.N != len(ps) || got.Rmsep == nil || got.Bias == nil || got.Slope == nil || got.Intercept == nil {
 		t.Fatalf("%s: %+v, want n %d with every statistic", name, got, len(ps))
 	}
 	for k, v := range map[string]float64{"rmsep": *got.Rmsep, "bias": *got.Bias, "slope": *got.Slope, "intercept": *got.Intercept} {
-		if math.Abs(v-want[k]) > 1e-9*max(1, math.Abs(want[k])) {
-			t.Errorf("%s %s: %.15g, want %.15g", name, k, v, want[k])
+		if want[k] == nil || !(math.Abs(v-*want[k]) <= 1e-9) {
+			t.Errorf("%s %s: %.15g, NumPy %v", name, k, v, want[k])
 		}
 	}
+}
+
+// numpyStats runs the NumPy reference on one set of pairs.
+func numpyStats(t *testing.T, predicted, lab []float64) map[string]*float64 {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "cases.json")
+	body, err := json.Marshal(map[string]any{"cases": []any{map[string]any{"name": "x", "predicted": predicted, "lab": lab}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("/usr/bin/python3", filepath.Join("..", "inference", "reconcile", "testdata", "stats_numpy.py"), in).Output()
+	if err != nil {
+		t.Fatalf("NumPy reference: %v", err)
+	}
+	var res []struct {
+		RMSEP, Bias, Slope, Intercept *float64
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != 1 {
+		t.Fatalf("NumPy reference said %q: %v", out, err)
+	}
+	r := res[0]
+	return map[string]*float64{"rmsep": r.RMSEP, "bias": r.Bias, "slope": r.Slope, "intercept": r.Intercept}
 }
 
 func TestPostLabResultsRefusals(t *testing.T) {
