@@ -550,29 +550,27 @@ func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *traine
 	}
 	j := &Job{ID: uuid.NewString(), Kind: KindTraining, Status: Queued, Samples: ds.Len(), SubmittedAt: m.opts.Now(),
 		EstimatedSeconds: estimateSeconds(ds, opts), Meta: meta}
-	if err := m.enqueue(r, j, &task{id: j.ID, ds: ds, opts: opts, charged: r.charged}); err != nil {
-		return Job{}, err
-	}
-	return *j, nil
+	return m.enqueue(r, j, &task{id: j.ID, ds: ds, opts: opts, charged: r.charged})
 }
 
 // enqueue records j as queued on disk and hands t, its work, to the
-// worker; r's slot passes to the job.
-func (m *Manager) enqueue(r *Reservation, j *Job, t *task) error {
+// worker; r's slot passes to the job. It returns a copy of j taken before
+// the worker can change it.
+func (m *Manager) enqueue(r *Reservation, j *Job, t *task) (Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
-		return fmt.Errorf("%w: the server is shutting down", trainer.ErrInterrupted)
+		return Job{}, fmt.Errorf("%w: the server is shutting down", trainer.ErrInterrupted)
 	}
 	if err := m.persist(j); err != nil {
-		return err
+		return Job{}, err
 	}
 	r.done = true
 	m.jobs[j.ID] = j
 	t.ended = make(chan struct{})
 	m.pending = append(m.pending, t)
 	m.signal()
-	return nil
+	return *j, nil
 }
 
 // signal wakes the worker.

@@ -112,11 +112,12 @@ func (m *Manager) SubmitRescore(ctx context.Context, req RescoreRequest) (Job, e
 	version := req.Model.Metadata().Version
 	j := &Job{ID: uuid.NewString(), Kind: KindRescore, Status: Queued, SubmittedAt: now, EstimatedSeconds: 1, Meta: req.Meta,
 		Rescore: &RescoreSpec{Version: version, Since: req.Since, Until: until}}
-	if err := m.enqueue(r, j, &task{id: j.ID, rescore: &rescoreTask{model: req.Model, log: req.Log, filter: filter}}); err != nil {
+	queued, err := m.enqueue(r, j, &task{id: j.ID, rescore: &rescoreTask{model: req.Model, log: req.Log, filter: filter}})
+	if err != nil {
 		return Job{}, err
 	}
 	m.log.Info("re-scoring job queued", "job", j.ID, "version", version, "since", req.Since, "until", until)
-	return *j, nil
+	return queued, nil
 }
 
 // anyLogged fails with inference.ErrNoLoggedSpectra unless the log holds
