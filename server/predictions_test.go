@@ -213,6 +213,9 @@ func TestPredictionsLoggedThroughTheChannel(t *testing.T) {
 	if h.PredictionLog == nil || h.PredictionLog.Recorded != 2*n || h.PredictionLog.Dropped != 0 || *h.PredictionLog.WriteFailed != 0 || h.Status != "ok" {
 		t.Errorf("health: %s", body)
 	}
+	if h.PredictionLog != nil && (h.PredictionLog.LastCommitAt == nil || h.PredictionLog.LastCommitAt.Before(began) || h.PredictionLog.LastCommitAt.After(time.Now())) {
+		t.Errorf("health: last_commit_at %v, want a time during the test", h.PredictionLog.LastCommitAt)
+	}
 	_, body = httpDo(t, app, "GET", "/metrics", "", "")
 	for _, line := range []string{
 		fmt.Sprintf(`ramanserve_prediction_log_records_total{result="committed"} %d`, 2*n),

@@ -52,6 +52,9 @@ func (a *API) predictionLogHealth(now time.Time) (*gen.PredictionLogHealth, stri
 		QueueDepth:  ptr(st.Queued),
 		SizeBytes:   ptr(st.SizeBytes),
 	}
+	if !st.LastCommitAt.IsZero() {
+		h.LastCommitAt = ptr(st.LastCommitAt.UTC())
+	}
 	last := a.logLosses.observe(st.WriteFailed, now)
 	if last.IsZero() || now.Sub(last) >= lossDegradedFor {
 		return h, ""

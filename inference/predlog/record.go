@@ -212,6 +212,9 @@ type Stats struct {
 	WriteFailed uint64 // records lost because their batch failed to commit (disk full, I/O error)
 	Deleted     uint64 // records removed by retention
 	SizeBytes   int64  // the database's size (page_count * page_size) after the last check
+	// LastCommitAt is when the latest batch committed (by the log's
+	// clock); zero before the first.
+	LastCommitAt time.Time
 }
 
 // SetPrediction copies a model's prediction into rec: concentrations,

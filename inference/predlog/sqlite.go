@@ -106,6 +106,7 @@ type SQLite struct {
 	once    sync.Once
 
 	committed   atomic.Uint64
+	lastCommit  atomic.Int64 // unixnano.Of of the latest commit; 0 before the first
 	dropped     atomic.Uint64
 	writeFailed atomic.Uint64
 	deleted     atomic.Uint64
@@ -255,13 +256,14 @@ func (l *SQLite) Dropped() uint64 { return l.dropped.Load() }
 // Stats returns the log's counters.
 func (l *SQLite) Stats() Stats {
 	return Stats{
-		Queued:      len(l.queue),
-		QueueCap:    cap(l.queue),
-		Committed:   l.committed.Load(),
-		Dropped:     l.dropped.Load(),
-		WriteFailed: l.writeFailed.Load(),
-		Deleted:     l.deleted.Load(),
-		SizeBytes:   l.sizeBytes.Load(),
+		Queued:       len(l.queue),
+		QueueCap:     cap(l.queue),
+		Committed:    l.committed.Load(),
+		LastCommitAt: lastCommitAt(l.lastCommit.Load()),
+		Dropped:      l.dropped.Load(),
+		WriteFailed:  l.writeFailed.Load(),
+		Deleted:      l.deleted.Load(),
+		SizeBytes:    l.sizeBytes.Load(),
 	}
 }
 
@@ -302,4 +304,12 @@ func (l *SQLite) Close(ctx context.Context) error {
 		}
 	})
 	return err
+}
+
+// lastCommitAt is Stats.LastCommitAt of a stored Unix time in ns.
+func lastCommitAt(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }

@@ -168,6 +168,7 @@ func (w *writer) flush() {
 		return
 	}
 	w.l.committed.Add(uint64(n))
+	w.l.lastCommit.Store(unixnano.Of(w.l.opts.Now()))
 	if w.l.opts.MaxBytes > 0 {
 		w.retain(n)
 	}
