@@ -3,8 +3,9 @@ package labstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+
+	"ramanserve/inference/sqlschema"
 )
 
 // migrations[i] takes the schema from version i to i+1. Append only: a
@@ -31,52 +32,10 @@ var migrations = []string{
 	CREATE INDEX lab_results_spectrum ON lab_results (spectrum_ts, lab_sample_id) WHERE matched = 1;`,
 }
 
-// migrate brings the schema to len(migrations), each step in its own
-// transaction together with the version it reaches.
+// migrate brings the schema to len(migrations) (package sqlschema).
 func migrate(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("labstore: create schema_version: %w", err)
+	if err := sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema); err != nil {
+		return fmt.Errorf("labstore: %w", err)
 	}
-	for {
-		done, err := migrateStep(ctx, db)
-		if err != nil || done {
-			return err
-		}
-	}
-}
-
-// migrateStep applies the next migration in one transaction, or reports
-// done.
-func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("labstore: migrate: %w", err)
-	}
-	defer tx.Rollback()
-	var version int
-	err = tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
-			return false, fmt.Errorf("labstore: migrate: %w", err)
-		}
-	case err != nil:
-		return false, fmt.Errorf("labstore: read the schema version: %w", err)
-	}
-	if version > len(migrations) {
-		return false, fmt.Errorf("%w (version %d, this server knows %d)", ErrNewerSchema, version, len(migrations))
-	}
-	if version == len(migrations) {
-		return true, nil
-	}
-	if _, err := tx.ExecContext(ctx, migrations[version]); err != nil {
-		return false, fmt.Errorf("labstore: migrate to schema %d: %w", version+1, err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, version+1); err != nil {
-		return false, fmt.Errorf("labstore: migrate to schema %d: %w", version+1, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("labstore: migrate to schema %d: %w", version+1, err)
-	}
-	return false, nil
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"ramanserve/inference/sqlschema"
 )
 
 // ErrNewerSchema means the database was written by a newer server, whose
@@ -53,54 +55,10 @@ var migrations = []string{
 	CREATE INDEX predictions_prediction ON predictions (prediction_id);`,
 }
 
-// migrate brings the schema to len(migrations), each step in its own
-// transaction together with the version it reaches.
+// migrate brings the schema to len(migrations) (package sqlschema).
 func migrate(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("predlog: create schema_version: %w", err)
+	if err := sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema); err != nil {
+		return fmt.Errorf("predlog: %w", err)
 	}
-	for {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("predlog: migrate: %w", err)
-		}
-		done, err := migrateStep(ctx, tx)
-		if err != nil {
-			tx.Rollback()
-			return err
-		}
-		if done {
-			return tx.Rollback()
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("predlog: migrate: %w", err)
-		}
-	}
-}
-
-// migrateStep applies the next migration, or reports done.
-func migrateStep(ctx context.Context, tx *sql.Tx) (done bool, err error) {
-	var version int
-	err = tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
-			return false, fmt.Errorf("predlog: migrate: %w", err)
-		}
-	case err != nil:
-		return false, fmt.Errorf("predlog: read the schema version: %w", err)
-	}
-	if version > len(migrations) {
-		return false, fmt.Errorf("%w (version %d, this server knows %d)", ErrNewerSchema, version, len(migrations))
-	}
-	if version == len(migrations) {
-		return true, nil
-	}
-	if _, err := tx.ExecContext(ctx, migrations[version]); err != nil {
-		return false, fmt.Errorf("predlog: migrate to schema %d: %w", version+1, err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, version+1); err != nil {
-		return false, fmt.Errorf("predlog: migrate to schema %d: %w", version+1, err)
-	}
-	return false, nil
+	return nil
 }
