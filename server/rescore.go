@@ -21,10 +21,12 @@ type RescoreService interface {
 	Rescore(ctx context.Context, version string, since, until time.Time) (gen.TrainingJobAccepted, error)
 }
 
+var errRescoreUnavailable = contract.New(contract.NotImplemented, http.StatusNotImplemented, "this server does not re-score")
+
 // RescoreModel scores a version on logged spectra as a background job.
 func (a *API) RescoreModel(ctx context.Context, req gen.RescoreModelRequestObject) (gen.RescoreModelResponseObject, error) {
 	if a.Rescore == nil {
-		return nil, notYet("re-scoring")
+		return nil, errRescoreUnavailable
 	}
 	accepted, err := a.Rescore.Rescore(ctx, string(req.Version), deref(req.Params.Since), deref(req.Params.Until))
 	if err != nil {
