@@ -32,7 +32,7 @@ import (
 
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/server"
 )
 

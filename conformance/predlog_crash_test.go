@@ -16,8 +16,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"ramanserve/client"
+	"ramanserve/evidence/predlog"
 	"ramanserve/gen"
-	"ramanserve/inference/predlog"
 )
 
 // commitAllowance is the time one commit of the prediction log may take on

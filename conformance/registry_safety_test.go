@@ -19,7 +19,7 @@ import (
 
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/registry/registrytest"
+	"ramanserve/registry/registrytest"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
 )

@@ -17,7 +17,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/gen"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/server"
 	"ramanserve/trainer"
 	"ramanserve/trainer/csvdata"

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"ramanserve/inference"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 )
 
 // freeAddr returns a loopback address that was free a moment ago.

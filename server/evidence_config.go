@@ -3,9 +3,9 @@ package server
 import (
 	"time"
 
-	"ramanserve/inference/evidence"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/shadow"
+	"ramanserve/evidence"
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/shadow"
 )
 
 // EvidenceConfig configures the prediction log, shadow scoring and lab

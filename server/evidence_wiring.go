@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"ramanserve/inference/evidence"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/shadow"
+	"ramanserve/evidence"
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/shadow"
 )
 
 // openEvidence opens the prediction log in the registry directory and

@@ -13,7 +13,7 @@ import (
 
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/server/contract"
 	"ramanserve/server/metrics"
 )

@@ -28,8 +28,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
-	"ramanserve/inference/reconcile"
 	"ramanserve/server/contract"
 	"ramanserve/server/metrics"
 )

@@ -16,7 +16,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"ramanserve/inference"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 )

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/reconcile"
 	"ramanserve/server/contract"
 )
 

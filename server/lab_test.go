@@ -19,10 +19,10 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/reconcile"
 )
 
 // The lab routes through real HTTP, on a real App whose prediction log
@@ -264,7 +264,7 @@ func TestModelPerformanceExact(t *testing.T) {
 // checkStats compares a reported AnalytePerformance with n, RMSEP, bias
 // and the least-squares line of lab on predicted over scans [from, to)
 // with a lab value, as NumPy computes them (the reconcile package's
-// independent reference, inference/reconcile/testdata/stats_numpy.py):
+// independent reference, evidence/reconcile/testdata/stats_numpy.py):
 // the endpoint's figures must equal it to 1e-9.
 func checkStats(t *testing.T, name string, got *gen.AnalytePerformance, pred func(int) float64, lab []float64, from, to int) {
 	t.Helper()
@@ -296,7 +296,7 @@ func numpyStats(t *testing.T, predicted, lab []float64) map[string]*float64 {
 	if err := os.WriteFile(in, body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("/usr/bin/python3", filepath.Join("..", "inference", "reconcile", "testdata", "stats_numpy.py"), in).Output()
+	out, err := exec.Command("/usr/bin/python3", filepath.Join("..", "evidence", "reconcile", "testdata", "stats_numpy.py"), in).Output()
 	if err != nil {
 		t.Fatalf("NumPy reference: %v", err)
 	}

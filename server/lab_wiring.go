@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"ramanserve/inference/labstore"
-	"ramanserve/inference/reconcile"
+	"ramanserve/evidence/labstore"
+	"ramanserve/evidence/reconcile"
 )
 
 // openLab opens the lab result store (lab-results.db in the registry

@@ -8,7 +8,7 @@ import (
 
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/server/contract"
 )
 

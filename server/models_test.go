@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 )
 
 // TestModelDetailShape: the entry's axis, regions and recipe become the

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"ramanserve/evidence/predlog"
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/predlog"
 	"ramanserve/server/contract"
 )
 

@@ -18,9 +18,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"ramanserve/client"
+	"ramanserve/evidence/predlog"
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/predlog"
 )
 
 // evidenceServer starts a server on loopback ports with a small staged

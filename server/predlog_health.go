@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"ramanserve/evidence/predlog"
 	"ramanserve/gen"
-	"ramanserve/inference/predlog"
 )
 
 // PredictionLogStats gives the prediction log's counters (*predlog.SQLite).

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
-	"ramanserve/inference/reconcile"
 	"ramanserve/server/report"
 	"ramanserve/trainer"
 )

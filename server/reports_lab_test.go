@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/reconcile"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/server/report"
 )
 

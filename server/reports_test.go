@@ -15,7 +15,7 @@ import (
 
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/trainer"
 )
 

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/evidence/predlog"
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/synth"

@@ -4,9 +4,9 @@ import (
 	"context"
 	"math"
 
+	"ramanserve/evidence/shadow"
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/inference/shadow"
 )
 
 // ShadowScores reports the running shadow and its comparison with the

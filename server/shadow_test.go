@@ -15,9 +15,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"ramanserve/evidence/shadow"
 	"ramanserve/inference"
-	"ramanserve/inference/registry"
-	"ramanserve/inference/shadow"
+	"ramanserve/registry"
 )
 
 // stageEPAModel stages a one-target (EPA) PLS model on a 6-point axis

@@ -14,7 +14,7 @@ import (
 	"ramanserve/gen"
 	"ramanserve/inference"
 	"ramanserve/inference/modelfile"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/server/channel"
 	"ramanserve/server/contract"
 	"ramanserve/server/zmtp"

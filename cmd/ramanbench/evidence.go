@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"ramanserve/client"
+	"ramanserve/evidence/predlog"
 	"ramanserve/gen"
-	"ramanserve/inference/predlog"
 	"ramanserve/server"
 	"ramanserve/trainer"
 )

@@ -46,7 +46,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/inference"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/server"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"

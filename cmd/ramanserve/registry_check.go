@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/server"
 )
 

@@ -45,7 +45,7 @@ type Recorder interface {
 
 // PredictionLog receives every prediction the channel answers, after its
 // reply is encoded (the prediction log and the shadow scorer, package
-// inference/evidence). Logged runs on the hot path: it must not block.
+// evidence). Logged runs on the hot path: it must not block.
 // spec, p and sc are valid only during the call.
 type PredictionLog interface {
 	Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext)

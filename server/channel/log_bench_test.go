@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/evidence"
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/shadow"
 	"ramanserve/inference"
-	"ramanserve/inference/evidence"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/shadow"
 	"ramanserve/server/channel"
 )
 

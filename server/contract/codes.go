@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"syscall"
 
+	"ramanserve/evidence/labstore"
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
-	"ramanserve/inference/labstore"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/reconcile"
 	"ramanserve/trainer"
 )
 

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"ramanserve/evidence/labstore"
 	"ramanserve/inference"
-	"ramanserve/inference/labstore"
 	"ramanserve/trainer"
 )
 

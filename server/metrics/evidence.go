@@ -3,8 +3,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/shadow"
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/shadow"
 )
 
 // PredictionLogStats gives the prediction log's counters (*predlog.SQLite).

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/reconcile"
 )
 
 // labReport builds a report of n lab results in batches of perBatch,

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"ramanserve/inference"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 )
 
 // Bounds of the page.

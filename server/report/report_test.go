@@ -14,7 +14,7 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/inference/preprocess"
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 )
 
 // hostile is a string that would break out of every context it could be

@@ -34,8 +34,8 @@ import (
 	"github.com/google/uuid"
 
 	"ramanserve/inference"
-	"ramanserve/inference/registry"
-	"ramanserve/inference/regularfile"
+	"ramanserve/platform/regularfile"
+	"ramanserve/registry"
 	"ramanserve/trainer"
 	"ramanserve/trainer/membudget"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/synth"

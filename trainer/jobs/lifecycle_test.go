@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"ramanserve/inference/registry"
+	"ramanserve/registry"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/membudget"

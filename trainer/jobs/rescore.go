@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"ramanserve/evidence/predlog"
 	"ramanserve/inference"
-	"ramanserve/inference/predlog"
 	"ramanserve/trainer"
 )
 

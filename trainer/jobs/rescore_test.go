@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
-	"ramanserve/inference/predlog"
-	"ramanserve/inference/reconcile"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/synth"

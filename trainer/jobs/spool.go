@@ -14,8 +14,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"ramanserve/inference/registry"
-	"ramanserve/inference/regularfile"
+	"ramanserve/platform/regularfile"
+	"ramanserve/registry"
 	"ramanserve/trainer"
 )
 

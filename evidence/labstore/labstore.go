@@ -1,0 +1,316 @@
+// Package labstore keeps the lab's HPLC results in a SQLite database
+// beside the registry (lab-results.db): the reconcile.LabStore the server
+// runs with.
+//
+// Lab results are typed in or exported by people, once, hours after the
+// samples were drawn: unlike the prediction log, losing a committed post
+// is not acceptable. The database therefore runs in WAL mode with
+// synchronous=FULL: a post that Upsert reported stored has been fsynced
+// and survives kill -9, an OS crash and power loss. Posts are rare and
+// small (at most reconcile.MaxRecords results in one transaction), so the
+// fsync per post costs nothing that matters.
+//
+// Everything is bounded: one Upsert stores at most reconcile.MaxRecords
+// results, the database at most MaxResults, and Range returns at most
+// MaxRange.
+package labstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	// The same pure-Go SQLite as the prediction log (see predlog).
+	"modernc.org/sqlite"
+
+	"ramanserve/evidence/reconcile"
+	"ramanserve/inference"
+	"ramanserve/platform/unixnano"
+)
+
+// FileName is the store's database file in the registry directory (with
+// -wal and -shm beside it while open).
+const FileName = "lab-results.db"
+
+const (
+	// MaxResults bounds the results the store keeps (about 200 bytes
+	// each): a client that posts new lab_sample_ids for ever gets
+	// ErrFull instead of filling the disk.
+	MaxResults = 1_000_000
+	// MaxRange is the most results one Range returns, whatever limit it
+	// is given: one more than a performance report may use.
+	MaxRange = reconcile.MaxReportSamples + 1
+)
+
+// ErrFull means an Upsert found no room: it would take the store past
+// MaxResults, or the disk is full. Nothing of it was stored.
+var ErrFull = errors.New("labstore: the lab result store is full")
+
+// ErrNewerSchema means the database was written by a newer server; it is
+// left untouched.
+var ErrNewerSchema = errors.New("labstore: the lab result store has a newer schema than this server knows")
+
+// SQLite is a reconcile.LabStore in one SQLite file. It is safe for
+// concurrent use, and for use by several processes at once: SQLite's own
+// locking serialises their writes (a writer waits up to busyTimeout).
+type SQLite struct {
+	db         *sql.DB
+	maxResults int64
+}
+
+var _ reconcile.LabStore = (*SQLite)(nil)
+
+// busyTimeout is how long a write waits for another connection's (or
+// process's) transaction before it fails.
+const busyTimeout = 5 * time.Second
+
+// Open opens, creating it if needed, the store in dir and brings its
+// schema up to date.
+func Open(ctx context.Context, dir string) (*SQLite, error) {
+	if strings.ContainsAny(dir, "?#") {
+		return nil, fmt.Errorf("labstore: the directory %q contains ? or #, which SQLite's file name parsing would cut", dir)
+	}
+	path := filepath.Join(dir, FileName)
+	dsn := path + "?_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(FULL)" +
+		fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeout.Milliseconds()) +
+		"&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("labstore: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	db.SetConnMaxLifetime(0)
+	s := &SQLite{db: db, maxResults: MaxResults}
+	if err := s.check(ctx, path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// check verifies that the pragmas took: WAL and FULL.
+func (s *SQLite) check(ctx context.Context, path string) error {
+	var mode string
+	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fmt.Errorf("labstore: open %s: %w", path, err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("labstore: %s is in journal mode %q, not wal", path, mode)
+	}
+	var sync int
+	if err := s.db.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+		return fmt.Errorf("labstore: open %s: %w", path, err)
+	}
+	if sync != 2 { // FULL
+		return fmt.Errorf("labstore: %s: synchronous is %d, not FULL (2)", path, sync)
+	}
+	return nil
+}
+
+// Close checkpoints the WAL into the database and closes it.
+func (s *SQLite) Close() error {
+	_, errCkpt := s.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	if errCkpt != nil {
+		errCkpt = fmt.Errorf("labstore: close: checkpoint: %w", errCkpt)
+	}
+	errClose := s.db.Close()
+	if errClose != nil {
+		errClose = fmt.Errorf("labstore: close: %w", errClose)
+	}
+	return errors.Join(errCkpt, errClose)
+}
+
+// Upsert implements reconcile.LabStore: one transaction, fsynced at
+// commit; results later in the slice replace earlier ones with the same
+// LabSampleID (and count as replacing them).
+func (s *SQLite) Upsert(ctx context.Context, results []reconcile.LabResult) (replaced int, err error) {
+	if len(results) > reconcile.MaxRecords {
+		return 0, fmt.Errorf("labstore: %d results in one upsert, more than %d", len(results), reconcile.MaxRecords)
+	}
+	if len(results) == 0 {
+		return 0, ctx.Err()
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("labstore: upsert: %w", err)
+	}
+	defer tx.Rollback()
+	replaced, err = upsertAll(ctx, tx, results)
+	if err != nil {
+		return 0, diskFull(err)
+	}
+	if err := s.checkCount(ctx, tx); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, diskFull(fmt.Errorf("labstore: upsert: commit: %w", err))
+	}
+	return replaced, nil
+}
+
+// upsertAll writes every result in tx and counts those that replaced a
+// stored one.
+func upsertAll(ctx context.Context, tx *sql.Tx, results []reconcile.LabResult) (int, error) {
+	exists, err := tx.PrepareContext(ctx, `SELECT EXISTS (SELECT 1 FROM lab_results WHERE lab_sample_id = ?)`)
+	if err != nil {
+		return 0, fmt.Errorf("labstore: upsert: %w", err)
+	}
+	defer exists.Close()
+	put, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO lab_results
+		(lab_sample_id, batch_id, scan_seq, sampled_at, epa, dha, dpa, matched, prediction_id, spectrum_ts, reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return 0, fmt.Errorf("labstore: upsert: %w", err)
+	}
+	defer put.Close()
+	replaced := 0
+	for i := range results {
+		r := &results[i]
+		var found bool
+		if err := exists.QueryRowContext(ctx, r.LabSampleID).Scan(&found); err != nil {
+			return 0, fmt.Errorf("labstore: upsert %q: %w", r.LabSampleID, err)
+		}
+		if found {
+			replaced++
+		}
+		if _, err := put.ExecContext(ctx, row(r)...); err != nil {
+			return 0, fmt.Errorf("labstore: upsert %q: %w", r.LabSampleID, err)
+		}
+	}
+	return replaced, nil
+}
+
+// checkCount refuses a transaction that took the store past MaxResults.
+func (s *SQLite) checkCount(ctx context.Context, tx *sql.Tx) error {
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM lab_results`).Scan(&n); err != nil {
+		return fmt.Errorf("labstore: upsert: count: %w", err)
+	}
+	if n > s.maxResults {
+		return fmt.Errorf("%w (%d results, at most %d)", ErrFull, n, s.maxResults)
+	}
+	return nil
+}
+
+// sqliteFull is SQLite's primary result code SQLITE_FULL: a write found
+// the disk full (the VFS reports ENOSPC so).
+const sqliteFull = 13
+
+// diskFull marks err with ErrFull when SQLite reports the disk full, so
+// that the client learns it is the server's storage (507), not a bug.
+func diskFull(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqliteFull {
+		return fmt.Errorf("%w: %w", ErrFull, err)
+	}
+	return err
+}
+
+// row is r's column values in the order of the INSERT.
+func row(r *reconcile.LabResult) []any {
+	var scanSeq, sampledAt, predictionID, spectrumTS any
+	if r.HasScanSeq {
+		scanSeq = r.ScanSeq
+	}
+	if !r.SampledAt.IsZero() {
+		// Text keeps the zone the lab wrote and any year RFC 3339 allows.
+		sampledAt = r.SampledAt.Format(time.RFC3339Nano)
+	}
+	if r.Matched {
+		predictionID = r.PredictionID[:]
+		spectrumTS = unixnano.Of(r.SpectrumTime)
+	}
+	lab := make([]any, inference.NumAnalytes)
+	for k := range lab {
+		if r.Lab.Valid[k] {
+			lab[k] = r.Lab.Value[k]
+		}
+	}
+	return []any{r.LabSampleID, r.BatchID, scanSeq, sampledAt, lab[0], lab[1], lab[2],
+		r.Matched, predictionID, spectrumTS, string(r.Reason)}
+}
+
+// Range implements reconcile.LabStore. limit is capped at MaxRange.
+func (s *SQLite) Range(ctx context.Context, since, until time.Time, limit int) ([]reconcile.LabResult, error) {
+	limit = min(limit, MaxRange)
+	if limit <= 0 {
+		return nil, ctx.Err()
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if !since.IsZero() {
+		lo = unixnano.Of(since)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT lab_sample_id, batch_id, scan_seq, sampled_at, epa, dha, dpa, prediction_id, spectrum_ts
+		FROM lab_results
+		WHERE matched = 1 AND spectrum_ts >= ? AND (? OR spectrum_ts < ?)
+		ORDER BY spectrum_ts, lab_sample_id
+		LIMIT ?`, lo, until.IsZero(), untilNano(until, hi), limit)
+	if err != nil {
+		return nil, fmt.Errorf("labstore: range: %w", err)
+	}
+	defer rows.Close()
+	var out []reconcile.LabResult
+	for rows.Next() {
+		r, err := scanMatched(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("labstore: range: %w", err)
+	}
+	return out, nil
+}
+
+// untilNano is until in Unix nanoseconds, or open when until is zero.
+func untilNano(until time.Time, open int64) int64 {
+	if until.IsZero() {
+		return open
+	}
+	return unixnano.Of(until)
+}
+
+// scanMatched reads one row of Range's query.
+func scanMatched(rows *sql.Rows) (reconcile.LabResult, error) {
+	var (
+		r            reconcile.LabResult
+		scanSeq      sql.NullInt64
+		sampledAt    sql.NullString
+		lab          [inference.NumAnalytes]sql.NullFloat64
+		predictionID []byte
+		spectrumTS   int64
+	)
+	if err := rows.Scan(&r.LabSampleID, &r.BatchID, &scanSeq, &sampledAt, &lab[0], &lab[1], &lab[2], &predictionID, &spectrumTS); err != nil {
+		return r, fmt.Errorf("labstore: range: %w", err)
+	}
+	r.ScanSeq, r.HasScanSeq = scanSeq.Int64, scanSeq.Valid
+	if sampledAt.Valid {
+		t, err := time.Parse(time.RFC3339Nano, sampledAt.String)
+		if err != nil {
+			return r, fmt.Errorf("labstore: range: %q: sampled_at: %w", r.LabSampleID, err)
+		}
+		r.SampledAt = t
+	}
+	for k := range lab {
+		r.Lab.Value[k], r.Lab.Valid[k] = lab[k].Float64, lab[k].Valid
+	}
+	if len(predictionID) != len(r.PredictionID) {
+		return r, fmt.Errorf("labstore: range: %q: a prediction id of %d bytes", r.LabSampleID, len(predictionID))
+	}
+	copy(r.PredictionID[:], predictionID)
+	r.Matched = true
+	r.SpectrumTime = time.Unix(0, spectrumTS).UTC()
+	return r, nil
+}

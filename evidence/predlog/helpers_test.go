@@ -1,0 +1,141 @@
+package predlog_test
+
+import (
+	"context"
+	"database/sql"
+	"math"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"ramanserve/evidence/predlog"
+	"ramanserve/inference"
+)
+
+// t0 is the time of record 0 in the tests.
+var t0 = time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
+
+// testRecord makes record i of batch: a millisecond apart, every field set.
+func testRecord(i int, batch string, spectrum bool) *predlog.Record {
+	rec := &predlog.Record{
+		PredictionID: predlog.NewPredictionID(),
+		Time:         t0.Add(time.Duration(i) * time.Millisecond),
+		ModelVersion: "v1",
+		Role:         predlog.RoleActive,
+		ReducedT2:    0.5 + float64(i)*1e-6,
+		ReducedQ:     0.25,
+		HasReducedT2: true,
+		HasReducedQ:  true,
+		ScanContext: inference.ScanContext{
+			BatchID: batch, HasBatchID: true, Port: "P1", HasPort: true, ColumnIndex: 3, HasColumnIndex: true,
+			ScanSeq: float64(i), HasScanSeq: true, Channel: 1, HasChannel: true, IntegrationMS: 250, HasIntegrationMS: true,
+		},
+	}
+	for a := range inference.NumAnalytes {
+		rec.Concentrations.Set(inference.Analyte(a), 10+float64(a)+float64(i)*1e-3)
+		rec.Confidence.Set(inference.Analyte(a), 0.9)
+	}
+	if spectrum {
+		rec.Spectrum, rec.Wavenumbers = testSpectrum(i)
+	}
+	return rec
+}
+
+// testAxis is the 2048-point axis every test spectrum shares.
+var testAxis = func() []float32 {
+	w := make([]float32, 2048)
+	for k := range w {
+		w[k] = 200 + float32(k)*1.5
+	}
+	return w
+}()
+
+// testSpectrum is a Raman-like scan: a few bands on a baseline, with
+// deterministic noise, in whole detector counts, so that it compresses like
+// a real one.
+func testSpectrum(i int) (intensities, wavenumbers []float32) {
+	s := make([]float32, len(testAxis))
+	seed := uint32(i)*2654435761 + 1
+	for k, w := range testAxis {
+		seed = seed*1664525 + 1013904223
+		noise := float64(seed>>8)/float64(1<<24) - 0.5
+		band := 800*math.Exp(-sq(float64(w)-1650)/200) + 500*math.Exp(-sq(float64(w)-2900)/400)
+		// A CCD's counts are whole numbers.
+		s[k] = float32(math.Round(1000 + 0.2*float64(w) + band + 15*noise))
+	}
+	return s, testAxis
+}
+
+func sq(x float64) float64 { return x * x }
+
+func openLog(t testing.TB, dir string, opts predlog.Options) *predlog.SQLite {
+	t.Helper()
+	l, err := predlog.Open(context.Background(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func closeLog(t testing.TB, l *predlog.SQLite) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordAll records every rec, waiting (not dropping) while the queue is
+// full.
+func recordAll(l predlog.Recorder, recs ...*predlog.Record) {
+	for _, rec := range recs {
+		for !l.Record(rec) {
+			runtime.Gosched()
+		}
+	}
+}
+
+// waitFor polls cond until it holds or the generous bound passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// rawDB opens the log's file directly, bypassing predlog (and its lock).
+func rawDB(t testing.TB, dir string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(dir, predlog.DatabaseFileName)+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func countRows(t testing.TB, db *sql.DB, where string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM predictions `+where, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func integrityCheck(t testing.TB, db *sql.DB) {
+	t.Helper()
+	var res string
+	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res != "ok" {
+		t.Fatalf("integrity_check: %s", res)
+	}
+}

@@ -1,0 +1,230 @@
+package predlog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"ramanserve/platform/unixnano"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// recordColumns are the columns scanRecord reads, in its order; the
+// spectrum and its axis are joined only when asked for.
+const recordColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
+	p.epa, p.dha, p.dpa, p.epa_conf, p.dha_conf, p.dpa_conf,
+	p.reduced_t2, p.reduced_q,
+	p.batch_id, p.port, p.column_index, p.scan_seq, p.channel, p.integration_ms`
+
+const spectrumColumns = `, p.spectrum, p.axis_id, a.data`
+
+// Page lists the records f selects in (Time, ID) order.
+func (l *SQLite) Page(ctx context.Context, f Filter) (Page, error) {
+	maxLimit := MaxPageLimit
+	if f.WithSpectra {
+		maxLimit = MaxSpectraPageLimit
+	}
+	limit := f.Limit
+	if limit <= 0 || limit > maxLimit {
+		limit = maxLimit
+	}
+	var where []string
+	var args []any
+	if f.HasBatchID {
+		where, args = append(where, `p.batch_id = ?`), append(args, f.BatchID)
+	}
+	if f.ModelVersion != "" {
+		where, args = append(where, `p.model_version = ?`), append(args, f.ModelVersion)
+	}
+	if f.Role != 0 {
+		where, args = append(where, `p.role = ?`), append(args, int64(f.Role))
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, `p.ts >= ?`), append(args, unixnano.Of(f.Since))
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, `p.ts < ?`), append(args, unixnano.Of(f.Until))
+	}
+	if f.Cursor != "" {
+		c, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		where, args = append(where, `(p.ts, p.id) > (?, ?)`), append(args, c.ts, c.id)
+	}
+	cols, join := recordColumns, ""
+	if f.WithSpectra {
+		cols += spectrumColumns
+		join = ` LEFT JOIN axes a ON a.id = p.axis_id`
+		where = append(where, `p.spectrum IS NOT NULL`)
+	}
+	q := `SELECT ` + cols + ` FROM predictions p` + join
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	// One row past the limit tells whether a next page exists.
+	q += ` ORDER BY p.ts, p.id LIMIT ?`
+	args = append(args, limit+1)
+	recs, err := l.query(ctx, q, f.WithSpectra, args...)
+	if err != nil {
+		return Page{}, err
+	}
+	var page Page
+	if len(recs) > limit {
+		recs = recs[:limit]
+		last := recs[limit-1]
+		page.Next = encodeCursor(cursor{ts: last.Time.UnixNano(), id: last.ID})
+	}
+	page.Records = recs
+	return page, nil
+}
+
+// Nearest returns the active record of batchID closest to at within window.
+// Of two equally close, the earlier wins.
+func (l *SQLite) Nearest(ctx context.Context, batchID string, at time.Time, window time.Duration) (Record, bool, error) {
+	if window < 0 {
+		return Record{}, false, errors.New("predlog: negative match window")
+	}
+	t, w := unixnano.Of(at), window.Nanoseconds()
+	lo, hi := saturatingAdd(t, -w), saturatingAdd(t, w)
+	const base = `SELECT ` + recordColumns + ` FROM predictions p WHERE p.batch_id = ? AND p.role = ? AND `
+	before, err := l.query(ctx, base+`p.ts <= ? AND p.ts >= ? ORDER BY p.ts DESC, p.id DESC LIMIT 1`, false,
+		batchID, int64(RoleActive), t, lo)
+	if err != nil {
+		return Record{}, false, err
+	}
+	after, err := l.query(ctx, base+`p.ts > ? AND p.ts <= ? ORDER BY p.ts, p.id LIMIT 1`, false,
+		batchID, int64(RoleActive), t, hi)
+	if err != nil {
+		return Record{}, false, err
+	}
+	switch {
+	case len(before) == 0 && len(after) == 0:
+		return Record{}, false, nil
+	case len(after) == 0:
+		return before[0], true, nil
+	case len(before) == 0:
+		return after[0], true, nil
+	}
+	if t-before[0].Time.UnixNano() <= after[0].Time.UnixNano()-t {
+		return before[0], true, nil
+	}
+	return after[0], true, nil
+}
+
+func saturatingAdd(a, b int64) int64 {
+	s := a + b
+	if b > 0 && s < a {
+		return math.MaxInt64
+	}
+	if b < 0 && s > a {
+		return math.MinInt64
+	}
+	return s
+}
+
+// ByScanSeq returns the latest active record of batchID with scanSeq.
+func (l *SQLite) ByScanSeq(ctx context.Context, batchID string, scanSeq float64) (Record, bool, error) {
+	recs, err := l.query(ctx, `SELECT `+recordColumns+` FROM predictions p
+		WHERE p.batch_id = ? AND p.scan_seq = ? AND p.role = ? ORDER BY p.id DESC LIMIT 1`, false,
+		batchID, scanSeq, int64(RoleActive))
+	if err != nil || len(recs) == 0 {
+		return Record{}, false, err
+	}
+	return recs[0], true, nil
+}
+
+// ByPrediction returns every record of one spectrum.
+func (l *SQLite) ByPrediction(ctx context.Context, id PredictionID) ([]Record, error) {
+	return l.query(ctx, `SELECT `+recordColumns+` FROM predictions p
+		WHERE p.prediction_id = ? ORDER BY p.role, p.id`, false, id[:])
+}
+
+func (l *SQLite) query(ctx context.Context, q string, withSpectra bool, args ...any) ([]Record, error) {
+	rows, err := l.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("predlog: query: %w", err)
+	}
+	defer rows.Close()
+	var recs []Record
+	var axes map[int64][]float32 // decoded once per page
+	if withSpectra {
+		axes = make(map[int64][]float32)
+	}
+	for rows.Next() {
+		var rec Record
+		if err := scanRecord(rows, &rec, axes); err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("predlog: query: %w", err)
+	}
+	return recs, nil
+}
+
+// scanRecord reads one row of recordColumns, and of spectrumColumns when
+// axes (the page's decoded axes by id) is not nil.
+func scanRecord(rows *sql.Rows, rec *Record, axes map[int64][]float32) error {
+	var (
+		pid                         []byte
+		ts, role                    int64
+		conc, conf                  [3]sql.NullFloat64
+		t2, q                       sql.NullFloat64
+		batch, port                 sql.NullString
+		column, seq, channel, integ sql.NullFloat64
+		spectrum, axis              []byte
+		axisID                      sql.NullInt64
+	)
+	dest := []any{&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
+		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2],
+		&t2, &q, &batch, &port, &column, &seq, &channel, &integ}
+	if axes != nil {
+		dest = append(dest, &spectrum, &axisID, &axis)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return fmt.Errorf("predlog: read a record: %w", err)
+	}
+	id, err := uuid.FromBytes(pid)
+	if err != nil {
+		return fmt.Errorf("predlog: record %d has a malformed prediction id", rec.ID)
+	}
+	rec.PredictionID = id
+	rec.Time = time.Unix(0, ts).UTC()
+	rec.Role = Role(role)
+	for k := range 3 {
+		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
+		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid
+	}
+	rec.ReducedT2, rec.HasReducedT2 = t2.Float64, t2.Valid
+	rec.ReducedQ, rec.HasReducedQ = q.Float64, q.Valid
+	rec.BatchID, rec.HasBatchID = batch.String, batch.Valid
+	rec.Port, rec.HasPort = port.String, port.Valid
+	rec.ColumnIndex, rec.HasColumnIndex = column.Float64, column.Valid
+	rec.ScanSeq, rec.HasScanSeq = seq.Float64, seq.Valid
+	rec.Channel, rec.HasChannel = channel.Float64, channel.Valid
+	rec.IntegrationMS, rec.HasIntegrationMS = integ.Float64, integ.Valid
+	if axes == nil {
+		return nil
+	}
+	if rec.Spectrum, err = decodeSpectrum(spectrum); err != nil {
+		return fmt.Errorf("record %d: %w", rec.ID, err)
+	}
+	if !axisID.Valid || axis == nil {
+		return nil
+	}
+	if w, ok := axes[axisID.Int64]; ok {
+		rec.Wavenumbers = w
+		return nil
+	}
+	if rec.Wavenumbers, err = decodeSpectrum(axis); err != nil {
+		return fmt.Errorf("record %d: axis: %w", rec.ID, err)
+	}
+	axes[axisID.Int64] = rec.Wavenumbers
+	return nil
+}
