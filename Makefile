@@ -179,7 +179,7 @@ test-clients: deps-node
 	cd conformance/clients/testdata/ts && npm ci --no-audit --no-fund --loglevel=error
 	set -o pipefail; RAMANSERVE_TEST_CLIENTS=1 $(GO) test $(GOTEST_FLAGS) -v -run '^TestGeneratedClients$$' ./conformance/clients | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
 
-## bench: every figure of the README's performance table
+## bench: every figure of docs/performance.md
 bench: deps build
 	@echo "== server-side cost of one predict (decode, validate, predict, diagnostics, encode): raw, with savgol(15,2,1)+snv (goal 25 us), with als_baseline (goal 150 us)"
 	$(GO) test -run '^$$' -bench 'Predict2048' -benchmem ./server/channel ./inference

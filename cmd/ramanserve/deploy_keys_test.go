@@ -11,7 +11,7 @@ import (
 	"ramanserve/server/zmtp/curve"
 )
 
-// TestServiceCurveKeyAdviceStarts: the unit and the README tell an
+// TestServiceCurveKeyAdviceStarts: the unit and docs/operations.md tell an
 // operator how to put the CurveZMQ secret key where the service reads
 // it; a key installed that way must be one the server accepts at start
 // (a secret key group or others may read stops it), or the service
@@ -28,17 +28,17 @@ func TestServiceCurveKeyAdviceStarts(t *testing.T) {
 		}
 	}
 
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	install := regexp.MustCompile(`(?m)^install -m (0[0-7]{3}) (.*)/etc/ramanserve/curve/server\.key\b.*$`)
 	m := install.FindSubmatch(readme)
 	if m == nil {
-		t.Fatal("README.md: no `install -m MODE ... /etc/ramanserve/curve/server.key` line in 'Run it as a service' (the env file points RAMAN_ZMQ_CURVE_SECRET_KEY there)")
+		t.Fatal("docs/operations.md: no `install -m MODE ... /etc/ramanserve/curve/server.key` line in 'Run it as a service' (the env file points RAMAN_ZMQ_CURVE_SECRET_KEY there)")
 	}
 	if !strings.Contains(string(m[2]), "-o ramanserve") {
-		t.Errorf("README.md: %q does not give the key to the service user, which alone may read it", m[0])
+		t.Errorf("docs/operations.md: %q does not give the key to the service user, which alone may read it", m[0])
 	}
 	mode, _ := strconv.ParseUint(string(m[1]), 8, 32)
 	_, secret, err := curve.GenerateKeyPair(nil)
@@ -54,6 +54,6 @@ func TestServiceCurveKeyAdviceStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := curve.ReadSecretKeyFile(p); err != nil {
-		t.Errorf("README.md: a key installed with mode %s is refused at start: %v", m[1], err)
+		t.Errorf("docs/operations.md: a key installed with mode %s is refused at start: %v", m[1], err)
 	}
 }

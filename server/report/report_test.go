@@ -264,7 +264,7 @@ func TestRender2000RowsIsBounded(t *testing.T) {
 }
 
 // BenchmarkRender2000 renders the page of a 2000-row, 3-analyte training
-// set with two regions (the size the README quotes).
+// set with two regions (the size docs/performance.md quotes).
 func BenchmarkRender2000(b *testing.B) {
 	m := fixture(2000, allTargets(), func(i int) string { return fmt.Sprintf("scan-%05d", i) })
 	var size int
