@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/app"
 	"ramanserve/client"
 	"ramanserve/gen"
 	"ramanserve/server"
@@ -26,7 +27,7 @@ func TestWithBearerTokenAuthenticates(t *testing.T) {
 	if err := os.WriteFile(file, []byte(auth.FileLine(auth.Read, readToken, "dashboard")+auth.FileLine(auth.Operate, operateToken, "ci")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	app, err := server.Start(context.Background(), server.Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0",
+	proc, err := app.Start(context.Background(), app.Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0",
 		RegistryDir: t.TempDir(), Auth: server.AuthConfig{TokensFile: file}})
 	if err != nil {
 		t.Fatal(err)
@@ -34,9 +35,9 @@ func TestWithBearerTokenAuthenticates(t *testing.T) {
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		app.Shutdown(ctx)
+		proc.Shutdown(ctx)
 	}()
-	base := "http://" + app.HTTPAddr()
+	base := "http://" + proc.HTTPAddr()
 	ctx := context.Background()
 	wantCode := func(what string, err error, status int, code string) {
 		t.Helper()

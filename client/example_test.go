@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/app"
 	"ramanserve/client"
 	"ramanserve/gen"
-	"ramanserve/server"
 	"ramanserve/trainer/synth"
 )
 
@@ -34,7 +34,7 @@ func runWithServer(m *testing.M) int {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	app, err := server.Start(context.Background(), server.Config{
+	proc, err := app.Start(context.Background(), app.Config{
 		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: filepath.Join(dir, "registry"),
 	})
 	if err != nil {
@@ -43,10 +43,10 @@ func runWithServer(m *testing.M) int {
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		app.Shutdown(ctx)
+		proc.Shutdown(ctx)
 	}()
-	managementURL = "http://" + app.HTTPAddr()
-	predictionEndpoint = app.ZMQEndpoint()
+	managementURL = "http://" + proc.HTTPAddr()
+	predictionEndpoint = proc.ZMQEndpoint()
 	if err := activateModel(); err != nil {
 		log.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/app"
 	"ramanserve/client"
 	"ramanserve/gen"
 	"ramanserve/server"
@@ -58,19 +59,19 @@ type authTokens struct {
 
 // authServer starts an in-process server with -auth-tokens (a read token
 // "dashboard" and an operate token "console-ci") and health as given.
-func authServer(t *testing.T, health bool) (*server.App, authTokens) {
+func authServer(t *testing.T, health bool) (*app.App, authTokens) {
 	t.Helper()
-	return authServerWith(t, health, server.EvidenceConfig{})
+	return authServerWith(t, health, app.EvidenceConfig{})
 }
 
 // authServerWith is authServer with the evidence configuration ev.
-func authServerWith(t *testing.T, health bool, ev server.EvidenceConfig) (*server.App, authTokens) {
+func authServerWith(t *testing.T, health bool, ev app.EvidenceConfig) (*app.App, authTokens) {
 	t.Helper()
 	tok := authTokens{read: newToken(t), operate: newToken(t)}
 	file := filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, file, tokenLine("read", tok.read, "dashboard"), tokenLine("operate", tok.operate, "console-ci"))
-	app := extraServer(t, server.Config{Auth: server.AuthConfig{TokensFile: file, Health: health}, Evidence: ev})
-	return app, tok
+	proc := extraServer(t, app.Config{Auth: server.AuthConfig{TokensFile: file, Health: health}, Evidence: ev})
+	return proc, tok
 }
 
 // asToken sends a request with Authorization: Bearer token ("" for none)
@@ -272,9 +273,9 @@ func isMutation(t *testing.T, op contractOperation) bool {
 // effect on its fixture. Every response is validated against the
 // contract, 401 and 403 included.
 func TestAuthEveryOperation(t *testing.T) {
-	app, tok := authServerWith(t, true, server.EvidenceConfig{LogSpectra: true})
-	base := "http://" + app.HTTPAddr()
-	fx := setUpAuthFixtures(t, base, app.ZMQEndpoint(), tok)
+	proc, tok := authServerWith(t, true, app.EvidenceConfig{LogSpectra: true})
+	base := "http://" + proc.HTTPAddr()
+	fx := setUpAuthFixtures(t, base, proc.ZMQEndpoint(), tok)
 	ops := contractOperations()
 	if len(ops) < 15 {
 		t.Fatalf("the contract lists %d operations", len(ops))
@@ -364,8 +365,8 @@ func TestAuthEveryOperation(t *testing.T) {
 // self-declared operator in the job record (also on disk), in the lineage
 // of the model the job trained, and in the lineage of a file import.
 func TestAuthenticatedAsInLineage(t *testing.T) {
-	app, tok := authServer(t, false)
-	base := "http://" + app.HTTPAddr()
+	proc, tok := authServer(t, false)
+	base := "http://" + proc.HTTPAddr()
 	c := tokenClient(t, base, tok.read)
 	ctx := context.Background()
 	jobID, version := trainAs(t, base, tokenClient(t, base, tok.operate), tok.operate, 31)
@@ -378,7 +379,7 @@ func TestAuthenticatedAsInLineage(t *testing.T) {
 		t.Errorf("job result lineage: %+v", l)
 	}
 	// The record on disk (what the next start reads) keeps it in its meta.
-	raw, err := os.ReadFile(filepath.Join(app.Registry.Dir(), "jobs", jobID+".json"))
+	raw, err := os.ReadFile(filepath.Join(proc.Registry.Dir(), "jobs", jobID+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ func TestAuthenticatedAsInLineage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(app.Registry.Dir(), "import", "lab.joblib")
+	path := filepath.Join(proc.Registry.Dir(), "import", "lab.joblib")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +416,7 @@ func TestAuthenticatedAsInLineage(t *testing.T) {
 	}
 
 	// Without auth, the field is absent.
-	plain := extraServer(t, server.Config{})
+	plain := extraServer(t, app.Config{})
 	pbase := "http://" + plain.HTTPAddr()
 	pc := apiAt(t, pbase)
 	pjob, pversion := trainAs(t, pbase, pc, "", 32)
@@ -435,8 +436,8 @@ func ptrTo[T any](v T) *T { return &v }
 // before routing; GET /health is open unless -auth-health; a CORS
 // preflight needs no token.
 func TestAuthRefusals(t *testing.T) {
-	app, tok := authServer(t, false)
-	base := "http://" + app.HTTPAddr()
+	proc, tok := authServer(t, false)
+	base := "http://" + proc.HTTPAddr()
 
 	resp, b := asToken(t, newToken(t), http.MethodGet, base+"/model/list", "", nil)
 	wantUnauthorized(t, "unknown token", resp, b, true)
@@ -490,8 +491,8 @@ func TestAuthCORSPreflight(t *testing.T) {
 	token := newToken(t)
 	writeTokens(t, tokFile, tokenLine("operate", token, "console"))
 	const origin = "https://console.plant.example"
-	app := extraServer(t, server.Config{Auth: server.AuthConfig{TokensFile: tokFile}, HTTP: server.HTTPConfig{CORSOrigins: []string{origin}}})
-	base := "http://" + app.HTTPAddr()
+	proc := extraServer(t, app.Config{Auth: server.AuthConfig{TokensFile: tokFile}, HTTP: server.HTTPConfig{CORSOrigins: []string{origin}}})
+	base := "http://" + proc.HTTPAddr()
 	req, _ := http.NewRequest(http.MethodOptions, base+"/model/load", nil)
 	req.Header.Set("Origin", origin)
 	req.Header.Set("Access-Control-Request-Method", "POST")
@@ -577,7 +578,7 @@ func TestAuthTokenRotationBySIGHUP(t *testing.T) {
 func TestAuthStartRefusesBadTokensFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, file, tokenLine("read", newToken(t), "a"), "read not-a-hash b\n")
-	_, err := server.Start(context.Background(), server.Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0",
+	_, err := app.Start(context.Background(), app.Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0",
 		RegistryDir: t.TempDir(), Auth: server.AuthConfig{TokensFile: file}})
 	if err == nil || !strings.Contains(err.Error(), "line 3") || strings.Contains(err.Error(), "not-a-hash") {
 		t.Fatalf("start with a bad tokens file: %v", err)

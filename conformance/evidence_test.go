@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"ramanserve/app"
 	"ramanserve/client"
 	"ramanserve/gen"
-	"ramanserve/server"
 	"ramanserve/trainer/synth"
 )
 
@@ -653,8 +653,8 @@ func atoi(s string) int {
 // training queue (kind rescore) and writes one rescore record per spectrum,
 // with the original prediction id, equal (same model) to the active record.
 func TestRescoreOnLoggedSpectra(t *testing.T) {
-	app := extraServer(t, serverConfigWithSpectra())
-	base := "http://" + app.HTTPAddr()
+	proc := extraServer(t, serverConfigWithSpectra())
+	base := "http://" + proc.HTTPAddr()
 	c := apiAt(t, base)
 	ctx := context.Background()
 	version := trainStaged(t, base, c, 303)
@@ -662,7 +662,7 @@ func TestRescoreOnLoggedSpectra(t *testing.T) {
 	const n = 5
 	wn, samples := evidenceSamples(1601, n)
 	batch := uniqueBatch("rescore")
-	sendPredicts(t, app.ZMQEndpoint(), batch, 1, wn, samples)
+	sendPredicts(t, proc.ZMQEndpoint(), batch, 1, wn, samples)
 	roles := waitLogged(t, c, batch, map[gen.PredictionRole]int{gen.PredictionRoleActive: n})
 
 	rs := must(c.RescoreModelWithResponse(ctx, "no-such-model-7", nil))(t)
@@ -703,8 +703,8 @@ func TestRescoreOnLoggedSpectra(t *testing.T) {
 
 // serverConfigWithSpectra is an extra server's configuration with
 // -log-spectra.
-func serverConfigWithSpectra() server.Config {
-	return server.Config{Evidence: server.EvidenceConfig{LogSpectra: true}}
+func serverConfigWithSpectra() app.Config {
+	return app.Config{Evidence: app.EvidenceConfig{LogSpectra: true}}
 }
 
 // raw2 sends a bodiless request to base+path through the validating doer.

@@ -30,18 +30,18 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"ramanserve/app"
 	"ramanserve/gen"
 	"ramanserve/inference"
 	"ramanserve/registry"
-	"ramanserve/server"
 )
 
 // target is the server under test.
 type target struct {
 	httpBase string
 	zmq      string
-	app      *server.App // nil for an external server
-	regDir   string      // "" for an external server
+	proc      *app.App // nil for an external server
+	regDir   string   // "" for an external server
 
 	slowLoads atomic.Int64 // nanoseconds each model open waits (in-process only)
 }
@@ -87,7 +87,7 @@ func runSuite(m *testing.M) (int, error) {
 	}
 	defer os.RemoveAll(dir)
 	suite = &target{regDir: dir}
-	app, err := server.Start(context.Background(), server.Config{
+	proc, err := app.Start(context.Background(), app.Config{
 		HTTPAddr:    "127.0.0.1:0",
 		ZMQEndpoint: "tcp://127.0.0.1:0",
 		RegistryDir: dir,
@@ -97,13 +97,13 @@ func runSuite(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	suite.app = app
-	suite.httpBase = "http://" + app.HTTPAddr()
-	suite.zmq = app.ZMQEndpoint()
+	suite.proc = proc
+	suite.httpBase = "http://" + proc.HTTPAddr()
+	suite.zmq = proc.ZMQEndpoint()
 	code := m.Run()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return code, app.Shutdown(ctx)
+	return code, proc.Shutdown(ctx)
 }
 
 // wrapOpen makes model opens wait while slowLoads is set, so the test of
@@ -126,33 +126,33 @@ func (tg *target) wrapOpen(open registry.OpenFunc) registry.OpenFunc {
 // It returns the HTTP base address and the prediction endpoint.
 func emptyServer(t *testing.T) (httpBase, zmqEndpoint string) {
 	t.Helper()
-	app := extraServer(t, server.Config{})
-	return "http://" + app.HTTPAddr(), app.ZMQEndpoint()
+	proc := extraServer(t, app.Config{})
+	return "http://" + proc.HTTPAddr(), proc.ZMQEndpoint()
 }
 
 // extraServer starts an in-process server of the test's own, with cfg on
 // free loopback ports and an empty temporary registry, and stops it when
 // the test ends.
-func extraServer(t *testing.T, cfg server.Config) *server.App {
+func extraServer(t *testing.T, cfg app.Config) *app.App {
 	t.Helper()
 	cfg.HTTPAddr, cfg.ZMQEndpoint, cfg.RegistryDir = "127.0.0.1:0", "tcp://127.0.0.1:0", t.TempDir()
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	app, err := server.Start(context.Background(), cfg)
+	proc, err := app.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		app.Shutdown(ctx)
+		proc.Shutdown(ctx)
 	})
-	return app
+	return proc
 }
 
 // needInProcess skips tests that control the server's files or process.
 func needInProcess(t *testing.T) {
 	t.Helper()
-	if suite.app == nil {
+	if suite.proc == nil {
 		t.Skip("needs the in-process server (CONFORMANCE_HTTP is set)")
 	}
 }

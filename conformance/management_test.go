@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/app"
 	"ramanserve/gen"
 	"ramanserve/server"
 )
@@ -32,7 +33,7 @@ func TestHealth(t *testing.T) {
 	if h.ServerVersion == nil || *h.ServerVersion == "" {
 		t.Errorf("server_version missing")
 	}
-	if suite.app != nil && h.Status != "ok" {
+	if suite.proc != nil && h.Status != "ok" {
 		t.Errorf("in-process server status = %s (%v), want ok", h.Status, h.DegradedReasons)
 	}
 }
@@ -41,7 +42,7 @@ func TestHealthDegradedWhenRegistryNotWritable(t *testing.T) {
 	needInProcess(t)
 	// Move the registry directory away: the write probe then fails, as it
 	// would on a full or read-only disk (root ignores permission bits).
-	dir := suite.app.Registry.Dir()
+	dir := suite.proc.Registry.Dir()
 	moved := dir + ".moved"
 	if err := os.Rename(dir, moved); err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestErrorEnvelopeOnEveryFailure(t *testing.T) {
 // ok with model_loaded false.
 func TestModelInfoWithoutModel(t *testing.T) {
 	c := api(t)
-	if suite.app != nil {
+	if suite.proc != nil {
 		base, _ := emptyServer(t)
 		c = apiAt(t, base)
 	} else if h := must(c.GetHealthWithResponse(context.Background()))(t); h.JSON200.ModelLoaded != nil && *h.JSON200.ModelLoaded {
@@ -241,7 +242,7 @@ func TestHTTPNotAnHTMLBody(t *testing.T) {
 // answered meanwhile.
 func TestStalledBodyIsCutOff(t *testing.T) {
 	needInProcess(t)
-	app := extraServer(t, server.Config{HTTP: server.HTTPConfig{BodyIdleTimeout: 300 * time.Millisecond}})
+	proc := extraServer(t, app.Config{HTTP: server.HTTPConfig{BodyIdleTimeout: 300 * time.Millisecond}})
 	stalled := []struct{ name, head, part string }{
 		{"json", "POST /model/load HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n", `{"vers`},
 		{"upload", "POST /training/start HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n",
@@ -249,7 +250,7 @@ func TestStalledBodyIsCutOff(t *testing.T) {
 	}
 	for _, tc := range stalled {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", app.HTTPAddr())
+			conn, err := net.Dial("tcp", proc.HTTPAddr())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -257,7 +258,7 @@ func TestStalledBodyIsCutOff(t *testing.T) {
 			if _, err := io.WriteString(conn, tc.head+tc.part); err != nil {
 				t.Fatal(err)
 			}
-			h := must(apiAt(t, "http://"+app.HTTPAddr()).GetHealthWithResponse(context.Background()))(t)
+			h := must(apiAt(t, "http://"+proc.HTTPAddr()).GetHealthWithResponse(context.Background()))(t)
 			if h.StatusCode() != 200 {
 				t.Fatalf("health while a body stalls: %d", h.StatusCode())
 			}

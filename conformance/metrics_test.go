@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"ramanserve/app"
 	"ramanserve/client"
 	"ramanserve/gen"
-	"ramanserve/server"
 	"ramanserve/trainer/synth"
 )
 
@@ -121,8 +121,8 @@ func checkMoved(t *testing.T, before, after *scrape, want []moved) {
 // answer is validated against the contract.
 func TestMetricsMove(t *testing.T) {
 	needInProcess(t)
-	app := extraServer(t, server.Config{})
-	base := "http://" + app.HTTPAddr()
+	proc := extraServer(t, app.Config{})
+	base := "http://" + proc.HTTPAddr()
 	c := apiAt(t, base)
 
 	s0 := scrapeMetrics(t, base)
@@ -167,7 +167,7 @@ func TestMetricsMove(t *testing.T) {
 
 	// Predicts: in-domain spectra, out-of-domain ones (a contaminant
 	// band), one invalid; a ping and a model_info.
-	zc := dialZMQ(t, app.ZMQEndpoint())
+	zc := dialZMQ(t, proc.ZMQEndpoint())
 	wn, _ := testSpectrum()
 	spectra := synth.New(synth.Config{Seed: 11})
 	const predicts = 12
@@ -286,8 +286,8 @@ func lintScrape(t *testing.T, s *scrape) {
 // template of the contract.
 func TestMetricsLabelsBounded(t *testing.T) {
 	needInProcess(t)
-	app := extraServer(t, server.Config{})
-	base := "http://" + app.HTTPAddr()
+	proc := extraServer(t, app.Config{})
+	base := "http://" + proc.HTTPAddr()
 	count := func(s *scrape) int { return len(s.fams["ramanserve_http_requests_total"].GetMetric()) }
 	send := func(method, path string) {
 		req, err := http.NewRequest(method, base+path, nil)

@@ -217,7 +217,7 @@ func TestConcurrentLoadsOneWins(t *testing.T) {
 // with model_loaded false.
 func TestChannelWithoutModel(t *testing.T) {
 	endpoint, httpBase := suite.zmq, suite.httpBase
-	if suite.app != nil {
+	if suite.proc != nil {
 		// The suite's server has models by now: start an empty one.
 		httpBase, endpoint = emptyServer(t)
 	} else if h := must(api(t).GetHealthWithResponse(context.Background()))(t); h.JSON200.ModelLoaded != nil && *h.JSON200.ModelLoaded {

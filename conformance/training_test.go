@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/app"
 	"ramanserve/client"
 	"ramanserve/gen"
 	"ramanserve/registry"
@@ -127,7 +128,7 @@ func TestTrainingRejectsBadUpload(t *testing.T) {
 // PAYLOAD_TOO_LARGE.
 func TestTrainingUploadLimit(t *testing.T) {
 	needInProcess(t)
-	app, err := server.Start(context.Background(), server.Config{
+	proc, err := app.Start(context.Background(), app.Config{
 		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
 		HTTP:   server.HTTPConfig{MaxUploadBytes: 256 << 10},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -135,9 +136,9 @@ func TestTrainingUploadLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer app.Shutdown(context.Background())
+	defer proc.Shutdown(context.Background())
 	csv := renderCSV(csvRows(20)) // about 400 KB
-	resp, body := multipartUpload(t, "http://"+app.HTTPAddr(), bytes.NewReader(csv), []byte(goodMeta))
+	resp, body := multipartUpload(t, "http://"+proc.HTTPAddr(), bytes.NewReader(csv), []byte(goodMeta))
 	e := errorCode(t, body)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || e.Code != "PAYLOAD_TOO_LARGE" {
 		t.Fatalf("got %d %s %s", resp.StatusCode, e.Code, e.Message)

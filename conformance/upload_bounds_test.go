@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/app"
 	"ramanserve/gen"
-	"ramanserve/server"
 	"ramanserve/trainer"
 	"ramanserve/trainer/csvdata"
 )
@@ -186,9 +186,9 @@ func TestFullQueueRefusesUploadWhileSending(t *testing.T) {
 // under the training budget plus its overhead.
 var trainingSideOnly = []string{"-max-connections", "16", "-max-partial-bytes", strconv.Itoa(1 << 20)}
 
-// budgetOverhead is server.TrainingMemoryOverhead: peak RSS must stay
+// budgetOverhead is app.TrainingMemoryOverhead: peak RSS must stay
 // under the budget plus this.
-const budgetOverhead = server.TrainingMemoryOverhead
+const budgetOverhead = app.TrainingMemoryOverhead
 
 // TestConcurrentUploadsStayInBudget: four concurrent uploads of
 // 1-character cells, each of which alone needs more than the training

@@ -25,46 +25,46 @@ type AuthConfig struct {
 
 // loadAuth reads the tokens file at start; a file that does not parse
 // fails the start, naming the line. Without a file, authentication is
-// off and a.tokens stays nil.
-func (a *App) loadAuth() error {
-	if a.cfg.Auth.TokensFile == "" {
+// off and t.tokens stays nil.
+func (t *Transports) loadAuth() error {
+	if t.cfg.Auth.TokensFile == "" {
 		return nil
 	}
-	set, err := auth.ReadFile(a.cfg.Auth.TokensFile)
+	set, err := auth.ReadFile(t.cfg.Auth.TokensFile)
 	if err != nil {
 		return fmt.Errorf("-auth-tokens: %w", err)
 	}
-	a.tokens = auth.NewStore(set)
+	t.tokens = auth.NewStore(set)
 	return nil
 }
 
 // reloadAuth re-reads the tokens file (SIGHUP). A file that fails to
 // parse is refused as a whole: the tokens in force stay, and the error
 // says why.
-func (a *App) reloadAuth(ctx context.Context) error {
-	if a.tokens == nil {
+func (t *Transports) reloadAuth(ctx context.Context) error {
+	if t.tokens == nil {
 		return nil
 	}
-	set, err := auth.ReadFile(a.cfg.Auth.TokensFile)
+	set, err := auth.ReadFile(t.cfg.Auth.TokensFile)
 	if err != nil {
-		return fmt.Errorf("-auth-tokens: %w; the %d tokens in force stay", err, a.tokens.Len())
+		return fmt.Errorf("-auth-tokens: %w; the %d tokens in force stay", err, t.tokens.Len())
 	}
-	a.tokens.Swap(set)
-	a.log.InfoContext(ctx, "auth tokens reloaded", "tokens", set.Len())
+	t.tokens.Swap(set)
+	t.log.InfoContext(ctx, "auth tokens reloaded", "tokens", set.Len())
 	return nil
 }
 
 // warnWithoutAuth warns when anyone who can reach the management address
 // may load, train and delete: authentication off on a non-loopback one.
-func (a *App) warnWithoutAuth() {
-	if a.tokens != nil {
+func (t *Transports) warnWithoutAuth() {
+	if t.tokens != nil {
 		return
 	}
-	if tcp, ok := a.httpLn.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+	if tcp, ok := t.httpLn.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
 		return
 	}
-	a.log.Warn("authentication is off on a management address that is not loopback: anyone who can reach it may load, delete and train models; set -auth-tokens",
-		"http", a.httpLn.Addr().String())
+	t.log.Warn("authentication is off on a management address that is not loopback: anyone who can reach it may load, delete and train models; set -auth-tokens",
+		"http", t.httpLn.Addr().String())
 }
 
 // tokenGate authenticates every management request before anything else

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"ramanserve/gen"
 	"ramanserve/server/auth"
+	"ramanserve/service/training"
+	"ramanserve/trainer/jobs"
 )
 
 // countingTraining counts the mutations that reached the service.
@@ -21,12 +22,12 @@ type countingTraining struct {
 	calls *atomic.Int64
 }
 
-func (c countingTraining) Reserve(ctx context.Context) (TrainingUpload, error) {
+func (c countingTraining) Reserve(ctx context.Context) (training.Upload, error) {
 	c.calls.Add(1)
 	return c.quietTraining.Reserve(ctx)
 }
 
-func (c countingTraining) Cancel(ctx context.Context, id string) (gen.TrainingJob, error) {
+func (c countingTraining) Cancel(ctx context.Context, id string) (jobs.Job, error) {
 	c.calls.Add(1)
 	return c.quietTraining.Cancel(ctx, id)
 }

@@ -92,7 +92,7 @@ func TestWarningWithoutAuth(t *testing.T) {
 		{":0", tokens, false},
 	} {
 		logs := &logBuffer{}
-		app, err := Start(context.Background(), Config{HTTPAddr: c.addr, ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
+		app, err := startProcess(context.Background(), processConfig{HTTPAddr: c.addr, ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
 			Auth: AuthConfig{TokensFile: c.tokens}, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 		if err != nil {
 			t.Fatal(err)

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"ramanserve/gen"
+	"ramanserve/service/training"
 	"ramanserve/trainer"
+	"ramanserve/trainer/jobs"
 )
 
 // limitedServer serves handler behind the connection limit, as Start does.
@@ -363,23 +365,23 @@ func TestAllActiveRefusesNewcomer(t *testing.T) {
 // nothing is ever submitted in these tests.
 type quietTraining struct{}
 
-func (quietTraining) Reserve(context.Context) (TrainingUpload, error) { return quietUpload{}, nil }
-func (quietTraining) Job(context.Context, string) (gen.TrainingJob, error) {
-	return gen.TrainingJob{}, nil
+func (quietTraining) Reserve(context.Context) (training.Upload, error) { return quietUpload{}, nil }
+func (quietTraining) Get(context.Context, string) (jobs.Job, error) {
+	return jobs.Job{}, nil
 }
 
 func (quietUpload) TryAcquire(int64) bool { return true }
-func (quietTraining) Jobs(context.Context, *gen.TrainingJobStatus, int, string) (gen.TrainingJobList, error) {
-	return gen.TrainingJobList{}, nil
+func (quietTraining) List(jobs.Status, int, string) (jobs.Page, error) {
+	return jobs.Page{}, nil
 }
-func (quietTraining) Cancel(context.Context, string) (gen.TrainingJob, error) {
-	return gen.TrainingJob{}, nil
+func (quietTraining) Cancel(context.Context, string) (jobs.Job, error) {
+	return jobs.Job{}, nil
 }
 
 type quietUpload struct{}
 
-func (quietUpload) Submit(context.Context, *trainer.Dataset, gen.TrainingMeta, string) (gen.TrainingJobAccepted, error) {
-	return gen.TrainingJobAccepted{}, nil
+func (quietUpload) Submit(context.Context, *trainer.Dataset, jobs.Meta) (jobs.Job, error) {
+	return jobs.Job{}, nil
 }
 func (quietUpload) Release() {}
 

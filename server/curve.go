@@ -80,14 +80,14 @@ func (c *curveAccess) reloadClients() (int, error) {
 
 // reloadCurveClients re-reads the client allowlist (SIGHUP). Connections
 // already established stay; the new list decides every later handshake.
-func (a *App) reloadCurveClients(ctx context.Context) error {
-	if a.channel == nil || a.channel.curve == nil || a.channel.curve.clientsFile == "" {
+func (t *Transports) reloadCurveClients(ctx context.Context) error {
+	if t.channel == nil || t.channel.curve == nil || t.channel.curve.clientsFile == "" {
 		return nil
 	}
-	n, err := a.channel.curve.reloadClients()
+	n, err := t.channel.curve.reloadClients()
 	if err != nil {
 		return fmt.Errorf("%w; the previous list stays in force", err)
 	}
-	a.log.Info("CurveZMQ client allowlist reloaded", "file", a.channel.curve.clientsFile, "clients", n)
+	t.log.Info("CurveZMQ client allowlist reloaded", "file", t.channel.curve.clientsFile, "clients", n)
 	return nil
 }

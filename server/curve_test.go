@@ -83,7 +83,7 @@ func TestCurveAllowlistReload(t *testing.T) {
 	writeSecretKey(t, keyFile, serverSec, 0o600)
 	writeClients(t, clientsFile, alicePub)
 
-	app, err := Start(context.Background(), Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0",
+	app, err := startProcess(context.Background(), processConfig{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0",
 		RegistryDir: filepath.Join(dir, "registry"), Channel: ChannelConfig{Curve: CurveConfig{SecretKeyFile: keyFile, ClientsFile: clientsFile}}})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestCurveStartRefusesBadKeys(t *testing.T) {
 		{CurveConfig{SecretKeyFile: filepath.Join(dir, "missing.key")}, "no such file"},
 		{CurveConfig{ClientsFile: filepath.Join(dir, "clients")}, "needs the server's secret key"},
 	} {
-		app, err := Start(context.Background(), Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0",
+		app, err := startProcess(context.Background(), processConfig{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0",
 			RegistryDir: filepath.Join(dir, "registry"), Channel: ChannelConfig{Curve: tc.curve}})
 		if err == nil {
 			app.Shutdown(context.Background())

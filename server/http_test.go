@@ -14,24 +14,26 @@ import (
 	"time"
 
 	"ramanserve/gen"
+	"ramanserve/service/training"
+	"ramanserve/trainer/jobs"
 )
 
 // panickingTraining is a training service with a bug: every call panics.
 type panickingTraining struct{}
 
-func (panickingTraining) Reserve(context.Context) (TrainingUpload, error) {
+func (panickingTraining) Reserve(context.Context) (training.Upload, error) {
 	panic("bug in Reserve")
 }
 
-func (panickingTraining) Job(context.Context, string) (gen.TrainingJob, error) {
+func (panickingTraining) Get(context.Context, string) (jobs.Job, error) {
 	panic("bug in Job: secret detail")
 }
 
-func (panickingTraining) Jobs(context.Context, *gen.TrainingJobStatus, int, string) (gen.TrainingJobList, error) {
+func (panickingTraining) List(jobs.Status, int, string) (jobs.Page, error) {
 	panic("bug in Jobs")
 }
 
-func (panickingTraining) Cancel(context.Context, string) (gen.TrainingJob, error) {
+func (panickingTraining) Cancel(context.Context, string) (jobs.Job, error) {
 	panic("bug in Cancel")
 }
 

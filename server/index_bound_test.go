@@ -17,6 +17,7 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/registry"
+	"ramanserve/service/models"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 )
@@ -30,7 +31,7 @@ import (
 // ids stay in the model file's review, where the report reads them.
 func TestExcludedScanIDsStayOutOfTheIndex(t *testing.T) {
 	dir := t.TempDir()
-	reg, err := registry.Open(context.Background(), dir, registry.Options{Openers: modelOpeners(ChannelConfig{})})
+	reg, err := registry.Open(context.Background(), dir, registry.Options{Openers: registry.FileOpeners(ChannelConfig{}.ModelOptions())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestExcludedScanIDsStayOutOfTheIndex(t *testing.T) {
 	}
 	lin := jobs.Lineage{Meta: jobs.Meta{Operator: "op", Options: jobs.TrainingOptions{ExcludeScanIDs: excluded}},
 		JobID: "job-1", Rows: 1010, RowsUsed: 10}
-	version, _, err := publisher{reg}.publish(context.Background(), &trainer.Result{Params: p, Components: 1}, lin)
+	version, _, err := models.Stager{Registry: reg}.Stage(context.Background(), &trainer.Result{Params: p, Components: 1}, lin)
 	if err != nil {
 		t.Fatal(err)
 	}

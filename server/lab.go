@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/labstack/echo/v4"
 	"mime"
 	"net/http"
 	"strings"
 	"time"
 
-	"ramanserve/evidence/predlog"
+	"github.com/labstack/echo/v4"
+
 	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
 	"ramanserve/inference"
@@ -39,21 +39,6 @@ type LabService interface {
 	// Logged reports whether the prediction log holds any prediction of
 	// version.
 	Logged(ctx context.Context, version string) (bool, error)
-}
-
-// labService is the LabService of a server: a Reconciler over the
-// prediction log and the lab store, and the log's reader for Logged.
-type labService struct {
-	*reconcile.Reconciler
-	log predlog.Reader
-}
-
-func (s labService) Logged(ctx context.Context, version string) (bool, error) {
-	page, err := s.log.Page(ctx, predlog.Filter{ModelVersion: version, Limit: 1})
-	if err != nil {
-		return false, err
-	}
-	return len(page.Records) > 0, nil
 }
 
 var errLabUnavailable = contract.New(contract.NotImplemented, http.StatusNotImplemented, "this server keeps no lab results")

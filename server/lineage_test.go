@@ -16,7 +16,9 @@ import (
 	"testing"
 
 	"ramanserve/gen"
+	"ramanserve/service/training"
 	"ramanserve/trainer"
+	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/synth"
 )
 
@@ -26,7 +28,7 @@ type recordingTraining struct {
 	sum chan string
 }
 
-func (r recordingTraining) Reserve(context.Context) (TrainingUpload, error) {
+func (r recordingTraining) Reserve(context.Context) (training.Upload, error) {
 	return recordingUpload(r), nil
 }
 
@@ -34,9 +36,9 @@ type recordingUpload recordingTraining
 
 func (recordingUpload) TryAcquire(int64) bool { return true }
 func (recordingUpload) Release()              {}
-func (u recordingUpload) Submit(_ context.Context, _ *trainer.Dataset, _ gen.TrainingMeta, csvSHA256 string) (gen.TrainingJobAccepted, error) {
-	u.sum <- csvSHA256
-	return gen.TrainingJobAccepted{JobId: "j"}, nil
+func (u recordingUpload) Submit(_ context.Context, _ *trainer.Dataset, meta jobs.Meta) (jobs.Job, error) {
+	u.sum <- meta.CSVSHA256
+	return jobs.Job{ID: "j"}, nil
 }
 
 // TestTrainingCSVChecksumIsOfTheBytesAsUploaded: the lineage's

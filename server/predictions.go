@@ -29,14 +29,6 @@ type PredictionService interface {
 	Page(ctx context.Context, f predlog.Filter) (predlog.Page, error)
 }
 
-// predictionService is the PredictionService of a server: the log's
-// reader.
-type predictionService struct{ log predlog.Reader }
-
-func (s predictionService) Page(ctx context.Context, f predlog.Filter) (predlog.Page, error) {
-	return s.log.Page(ctx, f)
-}
-
 var errPredictionLogUnavailable = contract.New(contract.NotImplemented, http.StatusNotImplemented, "this server keeps no prediction log")
 
 // ListPredictions exports the prediction log.

@@ -13,6 +13,7 @@ import (
 	"ramanserve/gen"
 	"ramanserve/server/report"
 	"ramanserve/trainer"
+	"ramanserve/trainer/jobs"
 )
 
 // LabReports gives the review page a version's performance against the
@@ -112,11 +113,11 @@ func (a *API) labEvidence(ctx context.Context, version string) (*report.LabEvide
 // trainingReport is the page of the version a done job staged;
 // trainer.ErrJobNotDone while it is queued or running, or when it failed.
 func (a *API) trainingReport(ctx context.Context, jobID string) (htmlPage, error) {
-	job, err := a.Training.Job(ctx, jobID)
+	job, err := a.Training.Get(ctx, jobID)
 	if err != nil {
 		return nil, err
 	}
-	if job.Status != gen.Done || job.Result == nil {
+	if job.Status != jobs.Done || job.Result == nil {
 		return nil, fmt.Errorf("%w: job %q is %s, so it has no model to report on", trainer.ErrJobNotDone, jobID, job.Status)
 	}
 	return a.modelReport(ctx, job.Result.NewVersion)

@@ -13,10 +13,10 @@ import (
 
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/reconcile"
-	"ramanserve/gen"
 	"ramanserve/inference"
 	"ramanserve/registry"
 	"ramanserve/server/report"
+	"ramanserve/trainer/jobs"
 )
 
 // logBatches records, in a real prediction log in dir, batches spectra
@@ -93,7 +93,7 @@ func labSectionOf(page string) string {
 func TestReportPageShowsLabPerformance(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	reg, err := registry.Open(ctx, dir, registry.Options{Openers: modelOpeners(ChannelConfig{})})
+	reg, err := registry.Open(ctx, dir, registry.Options{Openers: registry.FileOpeners(ChannelConfig{}.ModelOptions())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +112,8 @@ func TestReportPageShowsLabPerformance(t *testing.T) {
 	if posted, err := rec.Post(ctx, records); err != nil || posted.Matched != 20 {
 		t.Fatalf("post: %+v %v", posted, err)
 	}
-	jobs := jobsByID{"done": {JobId: "done", Status: gen.Done, Result: &gen.TrainingResult{NewVersion: version}}}
-	h, err := NewHTTPHandler(&API{Registry: reg, Training: jobs, LabReports: rec}, HTTPConfig{}, slog.New(slog.DiscardHandler))
+	known := jobsByID{"done": {ID: "done", Status: jobs.Done, Result: &jobs.Result{NewVersion: version}}}
+	h, err := NewHTTPHandler(&API{Registry: reg, Training: known, LabReports: rec}, HTTPConfig{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestReportPageShowsLabPerformance(t *testing.T) {
 // the section has nothing to draw.
 func TestReportPageNarrowsTooManyLabResults(t *testing.T) {
 	ctx := context.Background()
-	reg, err := registry.Open(ctx, t.TempDir(), registry.Options{Openers: modelOpeners(ChannelConfig{})})
+	reg, err := registry.Open(ctx, t.TempDir(), registry.Options{Openers: registry.FileOpeners(ChannelConfig{}.ModelOptions())})
 	if err != nil {
 		t.Fatal(err)
 	}

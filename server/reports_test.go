@@ -13,30 +13,31 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"ramanserve/gen"
 	"ramanserve/inference"
 	"ramanserve/registry"
+	"ramanserve/service/training"
 	"ramanserve/trainer"
+	"ramanserve/trainer/jobs"
 )
 
 // jobsByID is a training service that knows a fixed set of jobs.
-type jobsByID map[string]gen.TrainingJob
+type jobsByID map[string]jobs.Job
 
-func (j jobsByID) Reserve(context.Context) (TrainingUpload, error) { return nil, trainer.ErrQueueFull }
+func (j jobsByID) Reserve(context.Context) (training.Upload, error) { return nil, trainer.ErrQueueFull }
 
-func (j jobsByID) Job(_ context.Context, id string) (gen.TrainingJob, error) {
+func (j jobsByID) Get(_ context.Context, id string) (jobs.Job, error) {
 	if job, ok := j[id]; ok {
 		return job, nil
 	}
-	return gen.TrainingJob{}, trainer.ErrJobNotFound
+	return jobs.Job{}, trainer.ErrJobNotFound
 }
 
-func (j jobsByID) Jobs(context.Context, *gen.TrainingJobStatus, int, string) (gen.TrainingJobList, error) {
-	return gen.TrainingJobList{}, nil
+func (j jobsByID) List(jobs.Status, int, string) (jobs.Page, error) {
+	return jobs.Page{}, nil
 }
 
-func (j jobsByID) Cancel(context.Context, string) (gen.TrainingJob, error) {
-	return gen.TrainingJob{}, trainer.ErrJobNotFound
+func (j jobsByID) Cancel(context.Context, string) (jobs.Job, error) {
+	return jobs.Job{}, trainer.ErrJobNotFound
 }
 
 func stageSmallModel(t *testing.T, reg *registry.Registry, operator string) string {
@@ -58,7 +59,7 @@ func stageSmallModel(t *testing.T, reg *registry.Registry, operator string) stri
 }
 
 func TestReportRoutes(t *testing.T) {
-	reg, err := registry.Open(context.Background(), t.TempDir(), registry.Options{Openers: modelOpeners(ChannelConfig{})})
+	reg, err := registry.Open(context.Background(), t.TempDir(), registry.Options{Openers: registry.FileOpeners(ChannelConfig{}.ModelOptions())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,14 +69,14 @@ func TestReportRoutes(t *testing.T) {
 	if err := reg.Delete(context.Background(), gone); err != nil {
 		t.Fatal(err)
 	}
-	jobs := jobsByID{
-		"done":    {JobId: "done", Status: gen.Done, Result: &gen.TrainingResult{NewVersion: version}},
-		"deleted": {JobId: "deleted", Status: gen.Done, Result: &gen.TrainingResult{NewVersion: gone}},
-		"running": {JobId: "running", Status: gen.Running},
-		"queued":  {JobId: "queued", Status: gen.Queued},
-		"failed":  {JobId: "failed", Status: gen.Failed},
+	known := jobsByID{
+		"done":    {ID: "done", Status: jobs.Done, Result: &jobs.Result{NewVersion: version}},
+		"deleted": {ID: "deleted", Status: jobs.Done, Result: &jobs.Result{NewVersion: gone}},
+		"running": {ID: "running", Status: jobs.Running},
+		"queued":  {ID: "queued", Status: jobs.Queued},
+		"failed":  {ID: "failed", Status: jobs.Failed},
 	}
-	h, err := NewHTTPHandler(&API{Registry: reg, Training: jobs}, HTTPConfig{}, slog.New(slog.DiscardHandler))
+	h, err := NewHTTPHandler(&API{Registry: reg, Training: known}, HTTPConfig{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

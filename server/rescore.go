@@ -2,23 +2,19 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"time"
 
 	"ramanserve/gen"
-	"ramanserve/inference"
-	"ramanserve/registry"
 	"ramanserve/server/contract"
+	"ramanserve/service/models"
 	"ramanserve/trainer/jobs"
 )
 
 // RescoreService starts re-scoring jobs: a version of the registry applied
-// to the spectra of the prediction log, in the training queue.
+// to the spectra of the prediction log, in the training queue
+// (*models.Service).
 type RescoreService interface {
-	// Rescore queues a job scoring version on the logged spectra in
-	// [since, until) (zero: open at that end; until defaults to now).
-	Rescore(ctx context.Context, version string, since, until time.Time) (gen.TrainingJobAccepted, error)
+	Rescore(ctx context.Context, req models.RescoreRequest) (jobs.Job, error)
 }
 
 var errRescoreUnavailable = contract.New(contract.NotImplemented, http.StatusNotImplemented, "this server does not re-score")
@@ -28,66 +24,12 @@ func (a *API) RescoreModel(ctx context.Context, req gen.RescoreModelRequestObjec
 	if a.Rescore == nil {
 		return nil, errRescoreUnavailable
 	}
-	accepted, err := a.Rescore.Rescore(ctx, string(req.Version), deref(req.Params.Since), deref(req.Params.Until))
+	j, err := a.Rescore.Rescore(ctx, models.RescoreRequest{Version: string(req.Version), Since: deref(req.Params.Since),
+		Until: deref(req.Params.Until), AuthenticatedAs: authenticatedAs(ctx)})
 	if err != nil {
 		return nil, err
 	}
-	return gen.RescoreModel202JSONResponse(accepted), nil
-}
-
-// rescoreService checks a re-scoring request against the registry and the
-// server's configuration, opens the model as a load would, and queues the
-// job (jobs.Manager.SubmitRescore).
-type rescoreService struct {
-	reg  *registry.Registry
-	jobs *jobs.Manager
-	// log is the prediction log; nil when the server does not log spectra
-	// (-log-spectra off): every request is then NO_LOGGED_SPECTRA.
-	log jobs.RescoreLog
-}
-
-func (s rescoreService) Rescore(ctx context.Context, version string, since, until time.Time) (gen.TrainingJobAccepted, error) {
-	// The range is checked here, against the contract, after until takes
-	// its default: a since in the future is a bad request, not bad
-	// training options.
-	if until.IsZero() {
-		until = time.Now()
-	}
-	if !since.IsZero() && !since.Before(until) {
-		return gen.TrainingJobAccepted{}, contract.New(contract.InvalidRequest, http.StatusBadRequest,
-			fmt.Sprintf("since (%s) must be before until (%s)", since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano)))
-	}
-	// An unknown version is told before anything about the log.
-	if _, err := s.reg.Describe(version); err != nil {
-		return gen.TrainingJobAccepted{}, err
-	}
-	if s.log == nil {
-		return gen.TrainingJobAccepted{}, fmt.Errorf("%w: the server runs without -log-spectra, so no spectrum is logged to re-score", inference.ErrNoLoggedSpectra)
-	}
-	model, err := s.reg.OpenVersion(ctx, version)
-	if err != nil {
-		return gen.TrainingJobAccepted{}, err
-	}
-	j, err := s.jobs.SubmitRescore(ctx, jobs.RescoreRequest{Model: model, Log: s.log, Since: since, Until: until,
-		Meta: jobs.Meta{AuthenticatedAs: authenticatedAs(ctx)}})
-	if err != nil {
-		return gen.TrainingJobAccepted{}, err
-	}
-	url := "/training/" + j.ID
-	return gen.TrainingJobAccepted{JobId: j.ID, EstimatedDurationSeconds: ptr(j.EstimatedSeconds), StatusUrl: &url}, nil
-}
-
-// wireRescore plugs re-scoring into the API once the job manager and the
-// prediction log are open. Without -log-spectra the service has no log.
-func (a *App) wireRescore() {
-	if a.jobs == nil {
-		return
-	}
-	s := rescoreService{reg: a.Registry, jobs: a.jobs}
-	if a.cfg.Evidence.LogSpectra && a.predlog != nil {
-		s.log = a.predlog
-	}
-	a.api.Rescore = s
+	return gen.RescoreModel202JSONResponse(acceptedJob(&j)), nil
 }
 
 // rescoreSpec is a job's re-scoring spec as the contract shows it.

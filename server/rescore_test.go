@@ -14,6 +14,8 @@ import (
 	"ramanserve/gen"
 	"ramanserve/inference"
 	"ramanserve/registry"
+	"ramanserve/service/models"
+	"ramanserve/service/training"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/synth"
@@ -35,7 +37,7 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	reg, err := registry.Open(ctx, dir, registry.Options{Openers: modelOpeners(ChannelConfig{})})
+	reg, err := registry.Open(ctx, dir, registry.Options{Openers: registry.FileOpeners(ChannelConfig{}.ModelOptions())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +47,11 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	version, _, err := publisher{reg: reg}.publish(ctx, res, jobs.Lineage{Meta: jobs.Meta{Operator: "op"}})
+	version, _, err := models.Stager{Registry: reg}.Stage(ctx, res, jobs.Lineage{Meta: jobs.Meta{Operator: "op"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := jobs.New(jobs.Options{Dir: reg.JobsDir(), QueueSize: 1, Publish: publisher{reg: reg}.publish})
+	m, err := jobs.New(jobs.Options{Dir: reg.JobsDir(), QueueSize: 1, Publish: models.Stager{Registry: reg}.Stage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +81,12 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 		f.logged = append(f.logged, rec)
 	}
 	waitUntil(t, "the logged spectra to commit", func() bool { return l.Stats().Committed >= uint64(n) })
-	rs := rescoreService{reg: reg, jobs: m}
+	var spectra jobs.RescoreLog
 	if logSpectra {
-		rs.log = l
+		spectra = l
 	}
-	h, err := NewHTTPHandler(&API{Registry: reg, Training: trainingService{m: m, now: time.Now}, Rescore: rs}, HTTPConfig{}, slog.New(slog.DiscardHandler))
+	rs := models.New(reg, m, spectra)
+	h, err := NewHTTPHandler(&API{Registry: reg, Training: training.New(m), Rescore: rs}, HTTPConfig{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ type shadowFixture struct {
 
 func newShadowFixture(t *testing.T, follow bool) (*shadowFixture, string) {
 	t.Helper()
-	reg, err := registry.Open(context.Background(), t.TempDir(), registry.Options{Openers: modelOpeners(ChannelConfig{})})
+	reg, err := registry.Open(context.Background(), t.TempDir(), registry.Options{Openers: registry.FileOpeners(ChannelConfig{}.ModelOptions())})
 	if err != nil {
 		t.Fatal(err)
 	}

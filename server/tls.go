@@ -176,38 +176,38 @@ func readCertPool(path string) (*x509.CertPool, error) {
 
 // loadTLS reads the TLS files at start: a file that cannot be read fails
 // the start.
-func (a *App) loadTLS() error {
-	m, err := newManagementTLS(a.cfg.HTTP.TLS, a.log.With("component", "http"))
+func (t *Transports) loadTLS() error {
+	m, err := newManagementTLS(t.cfg.HTTP.TLS, t.log.With("component", "http"))
 	if err != nil {
 		return err
 	}
-	a.tls = m
+	t.tls = m
 	return nil
 }
 
 // httpListener is what the management server serves: the connection cap's
 // listener, under TLS when it is on. The cap counts TCP connections, and
 // sees a TLS one's handshake as its client's first bytes.
-func (a *App) httpListener() net.Listener {
-	if a.tls == nil {
-		return a.httpLn
+func (t *Transports) httpListener() net.Listener {
+	if t.tls == nil {
+		return t.httpLn
 	}
-	return tls.NewListener(a.httpLn, a.tls.listenerConfig())
+	return tls.NewListener(t.httpLn, t.tls.listenerConfig())
 }
 
 // reloadTLS re-reads the certificate, key and client CAs (SIGHUP). When a
 // file cannot be read, the previous configuration stays in force.
 // Connections already open keep the certificate they were shaken hands
 // with; new ones get the new one.
-func (a *App) reloadTLS(ctx context.Context) error {
-	if a.tls == nil {
+func (t *Transports) reloadTLS(ctx context.Context) error {
+	if t.tls == nil {
 		return nil
 	}
-	cfg, err := a.tls.read(a.log.With("component", "http"))
+	cfg, err := t.tls.read(t.log.With("component", "http"))
 	if err != nil {
 		return fmt.Errorf("%w; the previous certificate and client CAs stay in use", err)
 	}
-	a.tls.current.Store(cfg)
+	t.tls.current.Store(cfg)
 	return nil
 }
 

@@ -63,9 +63,9 @@ func newCA(t *testing.T, name string) *tlstest.CA {
 
 // startTLS starts a server whose management channel has files, at most
 // max regular connections (0: the default).
-func startTLS(t *testing.T, files TLSConfig, max int, log *slog.Logger) *App {
+func startTLS(t *testing.T, files TLSConfig, max int, log *slog.Logger) *testProcess {
 	t.Helper()
-	app, err := Start(context.Background(), Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
+	app, err := startProcess(context.Background(), processConfig{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
 		HTTP: HTTPConfig{TLS: files, MaxConnections: max}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestTLSStartRefusesBadFiles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := freeAddr(t)
 			reg := filepath.Join(t.TempDir(), "reg")
-			app, err := Start(context.Background(), Config{HTTPAddr: addr, ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: reg, HTTP: HTTPConfig{TLS: tc.files}})
+			app, err := startProcess(context.Background(), processConfig{HTTPAddr: addr, ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: reg, HTTP: HTTPConfig{TLS: tc.files}})
 			if err == nil {
 				app.Shutdown(context.Background())
 				t.Fatal("Start succeeded")

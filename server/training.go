@@ -13,42 +13,32 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"ramanserve/gen"
 	"ramanserve/server/contract"
+	"ramanserve/service/training"
 	"ramanserve/trainer"
 	"ramanserve/trainer/csvdata"
 	"ramanserve/trainer/jobs"
 )
 
-// TrainingService runs training jobs (package trainer behind an adapter).
+// TrainingService is the training job queue (*training.Service).
 type TrainingService interface {
 	// Reserve takes a queue slot for an upload before its body is read.
 	// It fails at once with trainer.ErrQueueFull when none is free.
-	Reserve(ctx context.Context) (TrainingUpload, error)
-	// Job reports a job; trainer.ErrJobNotFound for an unknown id.
-	Job(ctx context.Context, id string) (gen.TrainingJob, error)
-	// Jobs lists jobs newest first, one page of at most limit after
-	// cursor, only those in status when it is not nil;
+	Reserve(ctx context.Context) (training.Upload, error)
+	// Get reports a job; trainer.ErrJobNotFound for an unknown id.
+	Get(ctx context.Context, id string) (jobs.Job, error)
+	// List lists jobs newest first, one page of at most limit after
+	// cursor, only those in status when it is not empty;
 	// trainer.ErrInvalidCursor for a cursor the server did not issue.
-	Jobs(ctx context.Context, status *gen.TrainingJobStatus, limit int, cursor string) (gen.TrainingJobList, error)
+	List(status jobs.Status, limit int, cursor string) (jobs.Page, error)
 	// Cancel ends a queued or running job as failed/CANCELLED;
 	// trainer.ErrJobFinished when it already ended.
-	Cancel(ctx context.Context, id string) (gen.TrainingJob, error)
-}
-
-// TrainingUpload is one upload's queue slot. It is the memory budget's
-// charger for the data set being parsed, becomes the job's slot on
-// Submit, and is given back, with its memory, by Release when the upload
-// fails (Release after Submit does nothing).
-type TrainingUpload interface {
-	trainer.Charger
-	// Submit queues a job on the parsed data set; csvSHA256 is the hex
-	// SHA-256 of the csv part as uploaded (the model's lineage).
-	Submit(ctx context.Context, ds *trainer.Dataset, meta gen.TrainingMeta, csvSHA256 string) (gen.TrainingJobAccepted, error)
-	Release()
+	Cancel(ctx context.Context, id string) (jobs.Job, error)
 }
 
 // maxMetaBytes bounds the meta part; TrainingMeta's own bounds fit in it.
@@ -119,17 +109,21 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 	case ds == nil:
 		return nil, contract.New(contract.MissingPart, http.StatusBadRequest, "the upload has no csv part")
 	}
-	accepted, err := slot.Submit(ctx, ds, *meta, csvSum)
+	jm, err := jobMeta(ctx, *meta, csvSum)
 	if err != nil {
 		return nil, err
 	}
-	return gen.StartTraining202JSONResponse(accepted), nil
+	j, err := slot.Submit(ctx, ds, jm)
+	if err != nil {
+		return nil, err
+	}
+	return gen.StartTraining202JSONResponse(acceptedJob(&j)), nil
 }
 
 // readCSVPart parses the csv part as it streams in, hashing the bytes as
 // they pass (no copy of the body is kept): the hex SHA-256 is of the part
 // exactly as uploaded, to its last byte.
-func readCSVPart(ctx context.Context, part io.Reader, slot TrainingUpload) (*trainer.Dataset, string, error) {
+func readCSVPart(ctx context.Context, part io.Reader, slot trainer.Charger) (*trainer.Dataset, string, error) {
 	h := sha256.New()
 	tee := io.TeeReader(part, h)
 	ds, err := csvdata.Read(ctx, tee, csvdata.Options{Charger: slot})
@@ -281,11 +275,11 @@ func (a *API) GetTrainingJob(ctx context.Context, req gen.GetTrainingJobRequestO
 	if a.Training == nil {
 		return nil, errTrainingUnavailable
 	}
-	job, err := a.Training.Job(ctx, req.JobId)
+	j, err := a.Training.Get(ctx, req.JobId)
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetTrainingJob200JSONResponse(job), nil
+	return gen.GetTrainingJob200JSONResponse(trainingJob(&j, time.Now())), nil
 }
 
 // ListTrainingJobs lists jobs newest first, one page at a time.
@@ -300,11 +294,23 @@ func (a *API) ListTrainingJobs(ctx context.Context, req gen.ListTrainingJobsRequ
 	if req.Params.Cursor != nil {
 		cursor = *req.Params.Cursor
 	}
-	list, err := a.Training.Jobs(ctx, req.Params.Status, limit, cursor)
+	var status jobs.Status
+	if req.Params.Status != nil {
+		status = jobs.Status(*req.Params.Status)
+	}
+	page, err := a.Training.List(status, limit, cursor)
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListTrainingJobs200JSONResponse(list), nil
+	now := time.Now()
+	out := gen.TrainingJobList{Jobs: make([]gen.TrainingJob, 0, len(page.Jobs))}
+	for i := range page.Jobs {
+		out.Jobs = append(out.Jobs, listedJob(trainingJob(&page.Jobs[i], now)))
+	}
+	if page.Next != "" {
+		out.NextCursor = &page.Next
+	}
+	return gen.ListTrainingJobs200JSONResponse(out), nil
 }
 
 // CancelTrainingJob cancels a queued or running job.
@@ -312,11 +318,64 @@ func (a *API) CancelTrainingJob(ctx context.Context, req gen.CancelTrainingJobRe
 	if a.Training == nil {
 		return nil, errTrainingUnavailable
 	}
-	job, err := a.Training.Cancel(ctx, req.JobId)
+	j, err := a.Training.Cancel(ctx, req.JobId)
 	if err != nil {
 		return nil, err
 	}
-	return gen.CancelTrainingJob200JSONResponse(job), nil
+	return gen.CancelTrainingJob200JSONResponse(trainingJob(&j, time.Now())), nil
+}
+
+// jobMeta is the job record's meta of an upload's TrainingMeta: the
+// declared operator and lineage, the token's name from the request's
+// context (the web layer's token gate), and the training options.
+func jobMeta(ctx context.Context, meta gen.TrainingMeta, csvSHA256 string) (jobs.Meta, error) {
+	opts, err := trainingOptions(meta)
+	if err != nil {
+		return jobs.Meta{}, err
+	}
+	jm := jobs.Meta{Operator: meta.Operator, AuthenticatedAs: authenticatedAs(ctx), CSVSHA256: csvSHA256, Options: opts}
+	if meta.SourceBatches != nil {
+		jm.SourceBatches = *meta.SourceBatches
+	}
+	if meta.Notes != nil {
+		jm.Notes = *meta.Notes
+	}
+	return jm, nil
+}
+
+// acceptedJob is the 202 of a queued job.
+func acceptedJob(j *jobs.Job) gen.TrainingJobAccepted {
+	est := j.EstimatedSeconds
+	url := "/training/" + j.ID
+	return gen.TrainingJobAccepted{JobId: j.ID, EstimatedDurationSeconds: &est, StatusUrl: &url}
+}
+
+// trainingJob converts a job record to the contract's TrainingJob, its
+// elapsed time as of now.
+func trainingJob(j *jobs.Job, now time.Time) gen.TrainingJob {
+	elapsed := int(j.Elapsed(now).Seconds())
+	out := gen.TrainingJob{JobId: j.ID, Status: gen.TrainingJobStatus(j.Status), Progress: j.Progress, ElapsedSeconds: &elapsed,
+		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, Samples: ptr(j.Samples), AuthenticatedAs: optional(j.Meta.AuthenticatedAs)}
+	if !j.SubmittedAt.IsZero() {
+		out.SubmittedAt = ptr(j.SubmittedAt)
+	}
+	if j.Meta.Operator != "" {
+		meta := gen.TrainingMeta{Operator: j.Meta.Operator, Notes: optional(j.Meta.Notes)}
+		if len(j.Meta.SourceBatches) > 0 {
+			meta.SourceBatches = ptr(j.Meta.SourceBatches)
+		}
+		echoTrainingOptions(&meta, j.Meta.Options)
+		out.Meta = &meta
+	}
+	if j.Result != nil {
+		out.Result = trainingResult(j)
+	}
+	if j.Error != nil {
+		out.Error = &gen.TrainingError{Code: j.Error.Code, Message: j.Error.Message}
+	}
+	out.Kind = ptr(gen.TrainingJobKind(j.KindOf()))
+	out.Rescore = rescoreSpec(j)
+	return out
 }
 
 // trainingOptions takes TrainingMeta's training options for the job

@@ -13,27 +13,29 @@ import (
 	"time"
 
 	"ramanserve/gen"
+	"ramanserve/service/training"
 	"ramanserve/trainer"
+	"ramanserve/trainer/jobs"
 )
 
 // fullQueue is a training service whose queue is always full.
 type fullQueue struct{ reserved atomic.Int32 }
 
-func (f *fullQueue) Reserve(context.Context) (TrainingUpload, error) {
+func (f *fullQueue) Reserve(context.Context) (training.Upload, error) {
 	f.reserved.Add(1)
 	return nil, fmt.Errorf("%w: 4 jobs are waiting", trainer.ErrQueueFull)
 }
 
-func (f *fullQueue) Job(context.Context, string) (gen.TrainingJob, error) {
-	return gen.TrainingJob{}, trainer.ErrJobNotFound
+func (f *fullQueue) Get(context.Context, string) (jobs.Job, error) {
+	return jobs.Job{}, trainer.ErrJobNotFound
 }
 
-func (f *fullQueue) Jobs(context.Context, *gen.TrainingJobStatus, int, string) (gen.TrainingJobList, error) {
-	return gen.TrainingJobList{Jobs: []gen.TrainingJob{}}, nil
+func (f *fullQueue) List(jobs.Status, int, string) (jobs.Page, error) {
+	return jobs.Page{}, nil
 }
 
-func (f *fullQueue) Cancel(context.Context, string) (gen.TrainingJob, error) {
-	return gen.TrainingJob{}, trainer.ErrJobNotFound
+func (f *fullQueue) Cancel(context.Context, string) (jobs.Job, error) {
+	return jobs.Job{}, trainer.ErrJobNotFound
 }
 
 // endlessBody is a request body that never ends and counts what the

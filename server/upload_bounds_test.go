@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"ramanserve/gen"
+	"ramanserve/service/training"
 	"ramanserve/trainer"
 	"ramanserve/trainer/csvdata"
 	"ramanserve/trainer/jobs"
@@ -44,7 +45,7 @@ func trainingServer(t *testing.T, cfg HTTPConfig, queue int, budget *membudget.B
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
-	h, err := NewHTTPHandler(&API{Training: trainingService{m: m, now: time.Now}}, cfg, slog.New(slog.DiscardHandler))
+	h, err := NewHTTPHandler(&API{Training: training.New(m)}, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

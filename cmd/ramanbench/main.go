@@ -44,6 +44,7 @@ import (
 	"sync"
 	"time"
 
+	"ramanserve/app"
 	"ramanserve/client"
 	"ramanserve/inference"
 	"ramanserve/registry"
@@ -150,15 +151,15 @@ func run() error {
 
 	// ramanserve, the real server (registry, ZMTP, channel handler), in
 	// this process on loopback.
-	app, version, err := startWithModel(ctx, filepath.Join(dir, "registry"), res, server.ChannelConfig{})
+	proc, version, err := startWithModel(ctx, filepath.Join(dir, "registry"), res, server.ChannelConfig{})
 	if err != nil {
 		return err
 	}
-	stopApp := sync.OnceValue(func() error { return app.Shutdown(context.Background()) })
+	stopApp := sync.OnceValue(func() error { return proc.Shutdown(context.Background()) })
 	defer stopApp()
 	fmt.Printf("model %s: PLS2, %d components\n", version, res.Components)
 
-	endpoint := app.ZMQEndpoint()
+	endpoint := proc.ZMQEndpoint()
 	if *serverBin != "" {
 		// The registry now names the model active; a separate process
 		// restores it at start.
@@ -222,23 +223,23 @@ func benchSpectra() []client.Spectrum {
 
 // startWithModel starts ramanserve in this process on loopback with a
 // registry at regDir, and stages and loads the trained model there.
-func startWithModel(ctx context.Context, regDir string, res *trainer.Result, channel server.ChannelConfig) (*server.App, string, error) {
-	app, err := server.Start(ctx, server.Config{
+func startWithModel(ctx context.Context, regDir string, res *trainer.Result, channel server.ChannelConfig) (*app.App, string, error) {
+	proc, err := app.Start(ctx, app.Config{
 		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: regDir, Channel: channel,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	version, err := stageModel(ctx, app.Registry, res)
+	version, err := stageModel(ctx, proc.Registry, res)
 	if err == nil {
-		_, err = app.Registry.Load(ctx, registry.LoadRequest{Version: version})
+		_, err = proc.Registry.Load(ctx, registry.LoadRequest{Version: version})
 	}
 	if err != nil {
-		app.Shutdown(context.Background())
+		proc.Shutdown(context.Background())
 		return nil, "", err
 	}
-	return app, version, nil
+	return proc, version, nil
 }
 
 // stageModel adds the trained model to the registry as a staged version.

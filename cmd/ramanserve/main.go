@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"ramanserve/app"
 	"ramanserve/platform/idlecpu"
 	"runtime"
 	"runtime/debug"
@@ -102,7 +103,7 @@ func (t toleranceFlag) Set(v string) error {
 	return nil
 }
 
-// options are the settings of the process itself, beside server.Config.
+// options are the settings of the process itself, beside app.Config.
 type options struct {
 	logFormat, logLevel string
 	grace               time.Duration
@@ -110,11 +111,11 @@ type options struct {
 
 // parseConfig reads the flags, after the RAMAN_* environment, into the
 // server configuration.
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (server.Config, options, error) {
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (app.Config, options, error) {
 	fs := flag.NewFlagSet("ramanserve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfg      server.Config
+		cfg      app.Config
 		opts     options
 		roots    rootList
 		origins  originList
@@ -208,7 +209,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 }
 
 // checkEvidence checks the prediction log's and lab matching's flags.
-func checkEvidence(e server.EvidenceConfig) error {
+func checkEvidence(e app.EvidenceConfig) error {
 	if e.Retention < 0 {
 		return fmt.Errorf("-prediction-log-retention must be >= 0, not %v", e.Retention)
 	}
@@ -258,7 +259,7 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 	hangups := make(chan os.Signal, 1)
 	signal.Notify(hangups, syscall.SIGHUP)
 	defer signal.Stop(hangups)
-	app, err := server.Start(signals.first, cfg)
+	proc, err := app.Start(signals.first, cfg)
 	if err != nil {
 		if signals.first.Err() != nil {
 			cfg.Logger.Info("stopped by a signal during start-up")
@@ -270,17 +271,17 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 	// waited for: a file system that hangs a read must not hang the exit.
 	reloadCtx, stopReloads := context.WithCancel(signals.first)
 	defer stopReloads()
-	go reloadOnHangup(reloadCtx, hangups, app, cfg)
+	go reloadOnHangup(reloadCtx, hangups, proc, cfg)
 	var serveErr error
 	select {
 	case <-signals.first.Done():
 		cfg.Logger.Info("shutting down", "grace", opts.grace)
-	case serveErr = <-app.Done():
+	case serveErr = <-proc.Done():
 		cfg.Logger.Error("serving failed; shutting down", "err", serveErr, "grace", opts.grace)
 	}
 	sctx, cancel := context.WithTimeout(signals.second, opts.grace)
 	defer cancel()
-	err = app.Shutdown(sctx)
+	err = proc.Shutdown(sctx)
 	switch {
 	case serveErr != nil:
 		return serveErr
@@ -329,7 +330,7 @@ func newSignals() *signals {
 	}}
 }
 
-// reloader is what a SIGHUP reloads: *server.App.
+// reloader is what a SIGHUP reloads: *app.App.
 type reloader interface {
 	Reload(ctx context.Context) error
 }
@@ -338,14 +339,14 @@ type reloader interface {
 // the files it re-read or why it could not. A failed reload keeps the
 // previous value of each part that failed and never stops the server.
 // Two SIGHUPs that arrive during one reload are answered by one more.
-func reloadOnHangup(ctx context.Context, hangups <-chan os.Signal, app reloader, cfg server.Config) {
+func reloadOnHangup(ctx context.Context, hangups <-chan os.Signal, proc reloader, cfg app.Config) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hangups:
 		}
-		if err := app.Reload(ctx); err != nil {
+		if err := proc.Reload(ctx); err != nil {
 			cfg.Logger.Error("SIGHUP: reload failed; what failed keeps its previous value, the rest took effect", "err", err)
 			continue
 		}
@@ -355,7 +356,7 @@ func reloadOnHangup(ctx context.Context, hangups <-chan os.Signal, app reloader,
 
 // reloadedFiles names, as log attributes, the configured files a reload
 // re-reads.
-func reloadedFiles(cfg server.Config) []any {
+func reloadedFiles(cfg app.Config) []any {
 	var attrs []any
 	for _, f := range []struct{ name, path string }{
 		{"auth_tokens", cfg.Auth.TokensFile},
@@ -382,7 +383,7 @@ func reloadedFiles(cfg server.Config) []any {
 // queued for the prediction log and the shadow. The collector
 // then reclaims garbage (the copies training makes) before the heap grows
 // past the promise. An operator's own GOMEMLIMIT wins.
-func limitMemory(cfg *server.Config, getenv func(string) string) error {
+func limitMemory(cfg *app.Config, getenv func(string) string) error {
 	if cfg.Training.MaxMemoryBytes == 0 {
 		limit, err := membudget.DefaultLimit()
 		if err != nil {
@@ -391,7 +392,7 @@ func limitMemory(cfg *server.Config, getenv func(string) string) error {
 		cfg.Training.MaxMemoryBytes = limit
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + server.TrainingMemoryOverhead + cfg.Channel.ConnectionMemoryBound() + cfg.HTTP.ConnectionMemoryBound() +
+		debug.SetMemoryLimit(cfg.Training.MaxMemoryBytes + app.TrainingMemoryOverhead + cfg.Channel.ConnectionMemoryBound() + cfg.HTTP.ConnectionMemoryBound() +
 			cfg.Evidence.MemoryBound())
 	}
 	return nil

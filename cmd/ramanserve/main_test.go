@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/app"
 	"ramanserve/inference"
 	"ramanserve/server"
 )
 
 type configAndOptions struct {
-	cfg  server.Config
+	cfg  app.Config
 	opts options
 }
 
@@ -207,7 +208,7 @@ func TestSignals(t *testing.T) {
 // quarter of physical memory, and an explicit one is kept.
 func TestLimitMemoryDefault(t *testing.T) {
 	keep := func(string) string { return "1GiB" } // GOMEMLIMIT set: leave the runtime alone
-	var cfg server.Config
+	var cfg app.Config
 	if err := limitMemory(&cfg, keep); err != nil || cfg.Training.MaxMemoryBytes <= 0 {
 		t.Fatalf("default budget %d: %v", cfg.Training.MaxMemoryBytes, err)
 	}

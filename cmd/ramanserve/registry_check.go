@@ -7,8 +7,9 @@ import (
 	"io"
 	"strings"
 
+	"ramanserve/inference"
 	"ramanserve/registry"
-	"ramanserve/server"
+	"ramanserve/trainer"
 )
 
 // Exit statuses of `ramanserve registry check`.
@@ -47,7 +48,7 @@ func runRegistry(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprint(stderr, registryUsage)
 		return checkFailed
 	}
-	rep, err := registry.Check(ctx, dir, registry.Options{Openers: server.ModelOpeners(server.ChannelConfig{})}, repair)
+	rep, err := registry.Check(ctx, dir, registry.Options{Openers: registry.FileOpeners(inference.ModelOptions{InstrumentAxis: trainer.DefaultWavenumbers()})}, repair)
 	if err != nil {
 		fmt.Fprintln(stderr, "ramanserve registry check:", err)
 		return checkFailed

@@ -34,8 +34,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"ramanserve/app"
 	"ramanserve/client"
-	"ramanserve/server"
 	"ramanserve/server/report"
 	"ramanserve/trainer/synth"
 )
@@ -263,25 +263,25 @@ func startServer(t *testing.T) (base string, stop func()) {
 
 func startServerIn(t *testing.T, registryDir string) (base string, stop func()) {
 	t.Helper()
-	app := startApp(t, registryDir)
+	proc := startApp(t, registryDir)
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := app.Shutdown(ctx); err != nil {
+			if err := proc.Shutdown(ctx); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	t.Cleanup(stop)
-	return "http://" + app.HTTPAddr(), stop
+	return "http://" + proc.HTTPAddr(), stop
 }
 
 // startApp starts the server; the test's cleanup shuts it down.
-func startApp(t *testing.T, registryDir string) *server.App {
+func startApp(t *testing.T, registryDir string) *app.App {
 	t.Helper()
-	app, err := server.Start(context.Background(), server.Config{
+	proc, err := app.Start(context.Background(), app.Config{
 		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: registryDir,
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -291,9 +291,9 @@ func startApp(t *testing.T, registryDir string) *server.App {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		app.Shutdown(ctx)
+		proc.Shutdown(ctx)
 	})
-	return app
+	return proc
 }
 
 // trainWithRecipe uploads synthetic spectra with trainingMeta and waits

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/app"
 	"ramanserve/server"
 	"ramanserve/server/auth"
 	"ramanserve/trainer/synth"
@@ -114,7 +115,7 @@ func startServer(t *testing.T) string {
 	if err := os.WriteFile(tokens, []byte(auth.FileLine(auth.Operate, smokeToken, smokeTokenName)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	app, err := server.Start(context.Background(), server.Config{
+	proc, err := app.Start(context.Background(), app.Config{
 		HTTPAddr:    "127.0.0.1:0",
 		ZMQEndpoint: "tcp://127.0.0.1:0",
 		RegistryDir: t.TempDir(),
@@ -127,11 +128,11 @@ func startServer(t *testing.T) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := app.Shutdown(ctx); err != nil {
+		if err := proc.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return "http://" + app.HTTPAddr()
+	return "http://" + proc.HTTPAddr()
 }
 
 func writeTrainingCSV(t *testing.T, path string) {

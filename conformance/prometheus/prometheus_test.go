@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/app"
 	"ramanserve/client"
 	"ramanserve/gen"
 	"ramanserve/server"
@@ -188,7 +189,7 @@ func (tl tools) run(ctx context.Context, stdin []byte, args ...string) (string, 
 // testServer is an in-process ramanserve with authentication on: one
 // token of each role.
 type testServer struct {
-	app          *server.App
+	proc          *app.App
 	base         string
 	operateToken string
 	// readTokenFile holds the read token, as Prometheus's
@@ -209,7 +210,7 @@ func startServer(t *testing.T) *testServer {
 	if err := os.WriteFile(readFile, []byte(read+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	app, err := server.Start(context.Background(), server.Config{
+	proc, err := app.Start(context.Background(), app.Config{
 		HTTPAddr:    "127.0.0.1:0",
 		ZMQEndpoint: "tcp://127.0.0.1:0",
 		RegistryDir: filepath.Join(dir, "registry"),
@@ -222,11 +223,11 @@ func startServer(t *testing.T) *testServer {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := app.Shutdown(ctx); err != nil {
+		if err := proc.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return &testServer{app: app, base: "http://" + app.HTTPAddr(), operateToken: operate, readTokenFile: readFile}
+	return &testServer{proc: proc, base: "http://" + proc.HTTPAddr(), operateToken: operate, readTokenFile: readFile}
 }
 
 func newToken(t *testing.T) string {
@@ -336,7 +337,7 @@ func waitForJob(ctx context.Context, t *testing.T, m *client.Management, id stri
 // retries, so that the server sees exactly n), and requires n answers.
 func (s *testServer) predict(ctx context.Context, t *testing.T, n int) {
 	t.Helper()
-	c, err := client.DialPrediction(ctx, s.app.ZMQEndpoint(), client.PredictionOptions{Timeout: 5 * time.Second, Retries: -1})
+	c, err := client.DialPrediction(ctx, s.proc.ZMQEndpoint(), client.PredictionOptions{Timeout: 5 * time.Second, Retries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +384,7 @@ func startPrometheus(ctx context.Context, t *testing.T, bin string, srv *testSer
 	t.Helper()
 	dir := t.TempDir()
 	config := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(scrapeConfig, srv.readTokenFile, srv.app.HTTPAddr())), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(scrapeConfig, srv.readTokenFile, srv.proc.HTTPAddr())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A port can be taken between freePort and the bind: try a few.

@@ -14,6 +14,7 @@ import (
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
+	"ramanserve/service/models"
 	"ramanserve/trainer"
 )
 
@@ -182,6 +183,7 @@ var domainCodes = []struct {
 	{inference.ErrNoLoggedSpectra, NoLoggedSpectra, http.StatusConflict},
 	{reconcile.ErrInvalidLabRecords, InvalidLabResults, http.StatusBadRequest},
 	{reconcile.ErrRangeTooLarge, InvalidRequest, http.StatusBadRequest},
+	{models.ErrInvalidRange, InvalidRequest, http.StatusBadRequest},
 	{labstore.ErrFull, InsufficientStorage, http.StatusInsufficientStorage},
 	{predlog.ErrBadCursor, InvalidCursor, http.StatusBadRequest},
 	{inference.ErrReservedVersion, InvalidRequest, http.StatusBadRequest},

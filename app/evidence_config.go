@@ -1,4 +1,4 @@
-package server
+package app
 
 import (
 	"time"
@@ -9,7 +9,7 @@ import (
 )
 
 // EvidenceConfig configures the prediction log, shadow scoring and lab
-// reconciliation (issue 13). The log and the lab results live in the
+// reconciliation. The log and the lab results live in the
 // registry directory.
 type EvidenceConfig struct {
 	// LogOff keeps no prediction log (-prediction-log=false): nothing is

@@ -1,4 +1,4 @@
-package server
+package app
 
 import (
 	"bytes"
@@ -423,38 +423,5 @@ func TestLabResultsSurviveRestart(t *testing.T) {
 	var out gen.LabResultsOutcome
 	if code := f.do(t, "POST", "/lab-results", "application/json", []byte(labPost), &out); code != 200 || out.Replaced != 10 {
 		t.Fatalf("the same post after a restart: %d %+v", code, out)
-	}
-}
-
-// TestLabPostsOneAtATime: while one lab post holds the gate, a second
-// waits (its client gives up first), and goes through once the gate is
-// free: concurrent posts cannot multiply the memory one costs.
-func TestLabPostsOneAtATime(t *testing.T) {
-	f := startLabFixture(t)
-	leave, err := f.app.api.labGate.enter(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	post := func(timeout time.Duration) (int, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, "POST", f.base+"/lab-results", strings.NewReader(labPost))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
-	if code, err := post(300 * time.Millisecond); err == nil {
-		t.Fatalf("a second post went through the held gate: %d", code)
-	}
-	leave()
-	if code, err := post(10 * time.Second); err != nil || code != 200 {
-		t.Fatalf("after the gate was freed: %d %v", code, err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package app
 
 import (
 	"bytes"
@@ -264,7 +264,7 @@ func TestPredictionsPagesAndCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 4 || strings.Join(rows[0], ",") != strings.Join(predictionsCSVHeader, ",") {
+	if len(rows) != 4 || strings.Join(rows[0], ",") != predictionsCSVHeader {
 		t.Fatalf("CSV rows: %q", rows)
 	}
 	col := func(name string) int {
@@ -429,3 +429,8 @@ func TestLongBatchIDIsCut(t *testing.T) {
 		}
 	}
 }
+
+// predictionsCSVHeader is the CSV export's header line as the contract
+// documents it.
+const predictionsCSVHeader = "prediction_id,time,model_version,role,EPA,DHA,DPA,EPA_confidence,DHA_confidence,DPA_confidence," +
+	"t2_reduced,q_reduced,batch_id,port,column_index,scan_seq,channel,integration_ms"

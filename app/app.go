@@ -1,0 +1,340 @@
+// Package app is the composition root of a ramanserve process: it binds
+// the transports, opens the stores, builds the services on them and
+// serves, and on shutdown undoes it all in the reverse order. Nothing
+// else builds these pieces; cmd/ramanserve and the conformance suite
+// start a process through Start.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"ramanserve/evidence"
+	"ramanserve/evidence/labstore"
+	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/reconcile"
+	"ramanserve/evidence/shadow"
+	"ramanserve/registry"
+	"ramanserve/server"
+	"ramanserve/server/contract"
+	"ramanserve/server/metrics"
+	evidencesvc "ramanserve/service/evidence"
+	"ramanserve/service/models"
+	"ramanserve/service/training"
+	"ramanserve/trainer/jobs"
+	"ramanserve/trainer/membudget"
+)
+
+// App is one running server process.
+type App struct {
+	cfg        Config
+	log        *slog.Logger
+	transports *server.Transports
+	// Registry is the model registry the process serves.
+	Registry  *registry.Registry
+	jobs      *jobs.Manager
+	predlog   *predlog.SQLite     // nil: the log is off
+	shadow    *shadow.Scorer      // the shadow model beside the active one
+	collector *evidence.Collector // the channel's hook into both
+	labstore  *labstore.SQLite    // nil: the log is off
+	done      chan error
+
+	shutdownOnce chan struct{} // closed by the first Shutdown
+	shutdownDone chan struct{}
+	shutdownErr  error
+}
+
+// Start binds both ports, then opens the registry, the evidence stores
+// and the job queue, builds the services and serves both channels. When a
+// step fails, everything already started is undone: listeners closed,
+// training stopped. Start returns once both channels are serving.
+func Start(ctx context.Context, cfg Config) (_ *App, err error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &App{cfg: cfg, log: log, done: make(chan error, 1), shutdownOnce: make(chan struct{}, 1), shutdownDone: make(chan struct{})}
+	a.shutdownOnce <- struct{}{}
+	defer func() {
+		if err != nil {
+			a.undo()
+		}
+	}()
+	if a.transports, err = server.Listen(cfg.transports(), log); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil { // a signal during start-up: nothing written yet
+		return nil, err
+	}
+	if err := a.openRegistry(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.openEvidence(ctx); err != nil {
+		return nil, err
+	}
+	lab, err := a.openLab(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.startTraining(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := a.serve(lab); err != nil {
+		return nil, err
+	}
+	log.Info("ramanserve started", "http", a.HTTPAddr(), "zmq", a.ZMQEndpoint(), "registry", a.Registry.Dir(), "version", server.BuildVersion())
+	return a, nil
+}
+
+// openRegistry opens the registry (the process's first write to disk).
+func (a *App) openRegistry(ctx context.Context) error {
+	openers := registry.FileOpeners(a.cfg.Channel.ModelOptions())
+	if a.cfg.WrapOpen != nil {
+		for ext, open := range openers {
+			openers[ext] = a.cfg.WrapOpen(open)
+		}
+	}
+	reg, err := registry.Open(ctx, a.cfg.RegistryDir, registry.Options{
+		Openers:      openers,
+		AllowedRoots: a.cfg.AllowFileRoots,
+		Logger:       a.log.With("component", "registry"),
+	})
+	if err != nil {
+		return fmt.Errorf("open registry: %w", err)
+	}
+	a.Registry = reg
+	return nil
+}
+
+// openEvidence opens the prediction log in the registry directory and
+// starts the shadow scorer, whose records the evidence collector writes
+// into the log. The collector is the prediction channel's log hook. The
+// registry's shadow version is followed by the scorer
+// (Registry.FollowShadow), so the two never disagree. With the log off
+// (-prediction-log=false) the shadow still runs, for its comparison only,
+// and the routes that read the log answer 501.
+func (a *App) openEvidence(ctx context.Context) error {
+	cfg := a.cfg.Evidence
+	var rec predlog.Recorder // nil: the log is off
+	if !cfg.LogOff {
+		log, err := predlog.Open(ctx, a.Registry.Dir(), predlog.Options{
+			Retention:    cfg.Retention,
+			MaxBytes:     cfg.MaxBytes,
+			IdlePriority: cfg.IdlePriority,
+			Logger:       a.log.With("component", "prediction-log"),
+		})
+		if err != nil {
+			return fmt.Errorf("prediction log: %w", err)
+		}
+		a.predlog = log
+		rec = log
+	}
+	a.collector = evidence.New(evidence.Options{Log: rec, LogSpectra: cfg.LogSpectra && !cfg.LogOff})
+	a.shadow = shadow.New(shadow.Options{Sink: a.collector, IdlePriority: cfg.IdlePriority, Logger: a.log.With("component", "shadow")})
+	a.collector.SetShadow(a.shadow)
+	if err := a.Registry.FollowShadow(a.shadow); err != nil {
+		return fmt.Errorf("shadow: %w", err)
+	}
+	return nil
+}
+
+// openLab opens the lab result store (lab-results.db in the registry
+// directory) and the lab's use cases over it and the prediction log.
+// Without a log (-prediction-log=false) there is nothing to match, and
+// the lab routes answer 501.
+func (a *App) openLab(ctx context.Context) (*evidencesvc.Lab, error) {
+	if a.predlog == nil {
+		return nil, nil
+	}
+	store, err := labstore.Open(ctx, a.Registry.Dir())
+	if err != nil {
+		return nil, fmt.Errorf("lab results: %w", err)
+	}
+	rec, err := reconcile.New(a.predlog, store, reconcile.Options{MatchWindow: a.cfg.Evidence.MatchWindow})
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("lab results: %w", err)
+	}
+	a.labstore = store
+	return evidencesvc.NewLab(rec, a.predlog), nil
+}
+
+// startTraining opens the job queue on the registry's jobs folder; the
+// queue stages what it trains in the registry.
+func (a *App) startTraining() error {
+	limit := a.cfg.Training.MaxMemoryBytes
+	if limit <= 0 {
+		var err error
+		if limit, err = membudget.DefaultLimit(); err != nil {
+			return fmt.Errorf("training memory budget: %w; set -max-training-memory", err)
+		}
+	}
+	m, err := jobs.New(jobs.Options{
+		Dir:       a.Registry.JobsDir(),
+		QueueSize: a.cfg.Training.QueueSize,
+		Train:     a.cfg.Training.Options,
+		Budget:    membudget.New(limit),
+		Logger:    a.log.With("component", "training"),
+		Classify:  func(err error) string { return string(contract.Classify(err).Code) },
+		Publish:   models.Stager{Registry: a.Registry}.Stage,
+	})
+	if err != nil {
+		return fmt.Errorf("training jobs: %w", err)
+	}
+	a.jobs = m
+	return nil
+}
+
+// serve builds the management API on the services and starts both
+// channels.
+func (a *App) serve(lab *evidencesvc.Lab) error {
+	// Re-scoring reads spectra: without -log-spectra the service has no
+	// log, and every request is NO_LOGGED_SPECTRA.
+	var spectra jobs.RescoreLog
+	if a.cfg.Evidence.LogSpectra && a.predlog != nil {
+		spectra = a.predlog
+	}
+	api := &server.API{
+		Registry:      a.Registry,
+		Training:      training.New(a.jobs),
+		Rescore:       models.New(a.Registry, a.jobs, spectra),
+		ServerVersion: server.BuildVersion(),
+		Started:       time.Now(),
+		Shadow:        a.shadow,
+	}
+	httpConns, channelConns := a.transports.Conns()
+	var logStats metrics.PredictionLogStats // a nil *predlog.SQLite must stay a nil interface
+	if a.predlog != nil {
+		api.Predictions = a.predlog
+		api.PredictionLog = a.predlog
+		logStats = a.predlog
+	}
+	if lab != nil {
+		api.Lab = lab
+		api.LabReports = lab
+	}
+	api.Metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: httpConns, ChannelConns: channelConns,
+		PredictionLog: logStats, Shadow: a.shadow})
+	if err := a.transports.Serve(api, server.ChannelServices{Models: a.Registry, Recorder: api.Metrics.Channel(), Log: a.collector}); err != nil {
+		return err
+	}
+	go func() {
+		if err := <-a.transports.Done(); err != nil {
+			a.done <- err
+		}
+	}()
+	return nil
+}
+
+// undo releases what a failed Start had started.
+func (a *App) undo() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Shutdown(ctx); err != nil {
+		a.log.Warn("undoing a failed start", "err", err)
+	}
+}
+
+// HTTPAddr is the bound management address, e.g. "127.0.0.1:5556".
+func (a *App) HTTPAddr() string { return a.transports.HTTPAddr() }
+
+// ZMQEndpoint is a connectable prediction endpoint, e.g. "tcp://127.0.0.1:5555".
+func (a *App) ZMQEndpoint() string { return a.transports.ZMQEndpoint() }
+
+// Done delivers a fatal serving error.
+func (a *App) Done() <-chan error { return a.done }
+
+// Reload re-reads what an operator may change without a restart (SIGHUP):
+// the bearer tokens, the TLS certificates and the CurveZMQ client
+// allowlist (server.Transports.Reload).
+func (a *App) Reload(ctx context.Context) error { return a.transports.Reload(ctx) }
+
+// Shutdown stops accepting on both channels at once, cuts request bodies
+// still arriving (their clients get 503 SHUTTING_DOWN), then, all at the
+// same time, lets in-flight requests and predicts finish within ctx and
+// stops training (a running job is cancelled; queued jobs stay queued).
+// What is still open when ctx ends is closed, and ctx's error returned.
+// It may be called more than once; later calls wait for the first.
+func (a *App) Shutdown(ctx context.Context) error {
+	select {
+	case <-a.shutdownOnce:
+		a.shutdownErr = a.shutdown(ctx)
+		close(a.shutdownDone)
+	default:
+	}
+	select {
+	case <-a.shutdownDone:
+		return a.shutdownErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *App) shutdown(ctx context.Context) error {
+	if a.transports != nil {
+		a.transports.StopAccepting(ctx)
+	}
+	trainingStopped := make(chan error, 1)
+	go func() { trainingStopped <- a.stopTraining(ctx) }()
+	var errTransports error
+	if a.transports != nil {
+		errTransports = a.transports.Drain(ctx)
+	}
+	errTrain := <-trainingStopped
+	if errTrain != nil {
+		errTrain = fmt.Errorf("training: %w", errTrain)
+	}
+	// No predict and no job writes records any more: the shadow scores
+	// what is queued, then the log commits it.
+	errEvidence := a.closeEvidence(ctx)
+	errLab := a.closeLab()
+	// Last: the training worker writes job records until it stops. Closing
+	// releases the registry's directory lock.
+	var errReg error
+	if a.Registry != nil {
+		errReg = a.Registry.Close()
+	}
+	return errors.Join(errTransports, errTrain, errEvidence, errLab, errReg)
+}
+
+func (a *App) stopTraining(ctx context.Context) error {
+	if a.jobs == nil {
+		return nil
+	}
+	return a.jobs.Close(ctx)
+}
+
+// closeEvidence closes the shadow scorer first (it writes into the log),
+// then the log (it commits what is queued).
+func (a *App) closeEvidence(ctx context.Context) error {
+	var errShadow, errLog error
+	if a.shadow != nil {
+		if errShadow = a.shadow.Close(ctx); errShadow != nil {
+			errShadow = fmt.Errorf("shadow scorer: %w", errShadow)
+		}
+	}
+	if a.predlog != nil {
+		if errLog = a.predlog.Close(ctx); errLog != nil {
+			errLog = fmt.Errorf("prediction log: %w", errLog)
+		}
+	}
+	return errors.Join(errShadow, errLog)
+}
+
+// closeLab closes the lab result store, after the HTTP server (its only
+// user) has stopped.
+func (a *App) closeLab() error {
+	if a.labstore == nil {
+		return nil
+	}
+	if err := a.labstore.Close(); err != nil {
+		return fmt.Errorf("lab results: %w", err)
+	}
+	return nil
+}

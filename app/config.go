@@ -1,0 +1,52 @@
+package app
+
+import (
+	"log/slog"
+
+	"ramanserve/registry"
+	"ramanserve/server"
+	"ramanserve/trainer"
+)
+
+// Config is the whole process configuration; cmd/ramanserve fills it from
+// flags and RAMAN_* environment variables.
+type Config struct {
+	HTTPAddr       string   // e.g. ":5556"
+	ZMQEndpoint    string   // e.g. "tcp://*:5555"
+	RegistryDir    string   // e.g. "./var/registry"
+	AllowFileRoots []string // empty: the registry's import/ folder
+	HTTP           server.HTTPConfig
+	Channel        server.ChannelConfig
+	Training       TrainingConfig
+	Auth           server.AuthConfig // bearer tokens on the management channel
+	Evidence       EvidenceConfig
+	Logger         *slog.Logger
+	// WrapOpen, when set, wraps every model reader. It is a test seam: the
+	// conformance suite uses it to make a load reliably slow.
+	WrapOpen func(registry.OpenFunc) registry.OpenFunc
+}
+
+// transports is the transports' share of the configuration.
+func (c Config) transports() server.Config {
+	return server.Config{HTTPAddr: c.HTTPAddr, ZMQEndpoint: c.ZMQEndpoint, HTTP: c.HTTP, Channel: c.Channel, Auth: c.Auth}
+}
+
+// TrainingConfig configures training jobs.
+type TrainingConfig struct {
+	QueueSize int             // jobs waiting behind the running one; default 4
+	Options   trainer.Options // folds, components, preprocessing
+	// MaxMemoryBytes is the training memory budget (-max-training-memory):
+	// every upload being parsed and every data set of a queued or running
+	// job, with its training copies, is charged to it; an upload that would
+	// cross it is refused 413. 0 means membudget.DefaultLimit(), a quarter
+	// of physical memory.
+	MaxMemoryBytes int64
+}
+
+// TrainingMemoryOverhead is the fixed memory the process needs beside the
+// training budget: the Go runtime and its garbage, HTTP and prediction
+// buffers, loaded models, and the line buffers of the at most
+// -training-queue + 1 uploads being parsed (about 1.5 MiB each). Peak RSS
+// stays under the budget plus this; cmd/ramanserve sets the Go soft
+// memory limit to their sum so the collector keeps garbage within it.
+const TrainingMemoryOverhead = 128 << 20

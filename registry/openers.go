@@ -1,0 +1,63 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"ramanserve/inference"
+	"ramanserve/inference/modelfile"
+)
+
+// FileOpeners maps the registry's file extensions to model readers: .npz
+// artifacts of models trained here, and scikit-learn .joblib files read
+// with the restricted reader (nothing in them is executed). opts carries
+// the instrument axis that models without their own axis get.
+func FileOpeners(opts inference.ModelOptions) map[string]OpenFunc {
+	return map[string]OpenFunc{
+		".npz": func(ctx context.Context, path string, e Entry) (inference.Model, error) {
+			p, err := readModelFile(ctx, path, e)
+			if err != nil {
+				return nil, err
+			}
+			p.Meta.Version = e.Version
+			return inference.NewPLSModel(p, opts)
+		},
+		".joblib": func(ctx context.Context, path string, e Entry) (inference.Model, error) {
+			return openJoblib(ctx, path, e, opts)
+		},
+	}
+}
+
+// readModelFile reads the parameters of the model file at path, of
+// either kind (modelfile.Read).
+func readModelFile(ctx context.Context, path string, e Entry) (*inference.PLSParams, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
+	}
+	return modelfile.Read(ctx, f, st.Size(), filepath.Ext(path), e.Target)
+}
+
+// openJoblib reads a scikit-learn .joblib file. scikit-learn files carry
+// no wavenumber axis: the model gets the instrument axis when its feature
+// count matches it. A one-target model names its analyte in its sidecar,
+// which the registry read at import (Entry.Target).
+func openJoblib(ctx context.Context, path string, e Entry, opts inference.ModelOptions) (inference.Model, error) {
+	params, err := readModelFile(ctx, path, e)
+	if err != nil {
+		return nil, err
+	}
+	params.Meta.Version = e.Version
+	params.Meta.TrainedAt = e.TrainedAt
+	if len(opts.InstrumentAxis) != len(params.XMean) {
+		opts.InstrumentAxis = nil
+	}
+	return inference.NewPLSModel(params, opts)
+}
