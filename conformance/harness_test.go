@@ -40,7 +40,7 @@ import (
 type target struct {
 	httpBase string
 	zmq      string
-	proc      *app.App // nil for an external server
+	proc     *app.App // nil for an external server
 	regDir   string   // "" for an external server
 
 	slowLoads atomic.Int64 // nanoseconds each model open waits (in-process only)

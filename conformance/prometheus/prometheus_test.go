@@ -189,7 +189,7 @@ func (tl tools) run(ctx context.Context, stdin []byte, args ...string) (string, 
 // testServer is an in-process ramanserve with authentication on: one
 // token of each role.
 type testServer struct {
-	proc          *app.App
+	proc         *app.App
 	base         string
 	operateToken string
 	// readTokenFile holds the read token, as Prometheus's
