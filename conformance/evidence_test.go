@@ -19,7 +19,7 @@ import (
 	"ramanserve/trainer/synth"
 )
 
-// The evidence features of issue 13 through the contract: the prediction
+// The evidence features through the contract: the prediction
 // log (GET /predictions), shadow scoring (/model/shadow), lab
 // reconciliation (POST /lab-results, GET /model/{version}/performance) and
 // re-scoring (POST /model/{version}/rescore). Predicts go over the

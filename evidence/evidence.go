@@ -1,4 +1,4 @@
-// Package evidence gathers the evidence of issue 13 from the predictions
+// Package evidence gathers the evidence a model is judged on from the predictions
 // the server answers: every active prediction becomes a record of the
 // prediction log, and its spectrum is offered to the shadow model, whose
 // predictions become records of the log too, under the same PredictionID.

@@ -1,5 +1,5 @@
 // Package inference holds the domain of prediction: models, spectra,
-// diagnostics and the on-disk model registry. It knows nothing of HTTP,
+// diagnostics and the model artifact format. It knows nothing of HTTP,
 // ZeroMQ or MessagePack; the transport layer in package server maps the
 // errors defined here to contract codes.
 package inference

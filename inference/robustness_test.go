@@ -13,7 +13,7 @@ import (
 	"ramanserve/trainer/synth"
 )
 
-// Robustness study (issue 11, "Robustness"). A raw model and a model with
+// Robustness study. A raw model and a model with
 // a recipe are trained on the same clean synthetic spectra, then predict
 // test spectra into which one acquisition fault at a time is injected
 // (synth.Faults: test spectra only). The calibration and test runs see 3 %
@@ -122,7 +122,7 @@ func newModel(t *testing.T, p *inference.PLSParams) *inference.PLSModel {
 // claimed confidence exceeds the observed fraction within tolerance by at
 // most 0.1; on clean spectra they agree to 0.1 both ways (the confidence
 // is not merely pessimistic). The raw model with T2 and Q alone (no scale
-// check, as before issue 11) is shown for comparison; the test checks only
+// check) is shown for comparison; the test checks only
 // that it is over-confident under the power loss, i.e. that the scenario
 // needs the scale check.
 //

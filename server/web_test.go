@@ -153,7 +153,7 @@ func preflight(origin, method string) http.Header {
 	}
 }
 
-// TestPreflightFromListedOriginGetsAllowOrigin (issue 10, Must show): a
+// TestPreflightFromListedOriginGetsAllowOrigin: a
 // preflight from a -cors-origin origin gets 204 with
 // Access-Control-Allow-Origin naming it, the route's methods, the allowed
 // headers and a max age.
@@ -186,8 +186,7 @@ func TestPreflightFromListedOriginGetsAllowOrigin(t *testing.T) {
 	}
 }
 
-// TestPreflightFromUnlistedOriginGetsNoCORSHeaders (issue 10, Must
-// show): a preflight from an origin not listed gets no
+// TestPreflightFromUnlistedOriginGetsNoCORSHeaders: a preflight from an origin not listed gets no
 // Access-Control-* header at all, only what OPTIONS gets without CORS
 // (204 with Allow); the same with CORS off.
 func TestPreflightFromUnlistedOriginGetsNoCORSHeaders(t *testing.T) {

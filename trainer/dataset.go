@@ -1,8 +1,9 @@
 // Package trainer fits PLS2 models from labelled Raman spectra: the data
 // set store filled by the streaming CSV reader (package trainer/csvdata),
 // NIPALS PLS that reproduces scikit-learn's PLSRegression, component
-// selection by K-fold cross-validation, and the asynchronous job manager.
-// It knows nothing of HTTP; package server maps its errors to codes.
+// selection by K-fold cross-validation. The job queue that runs it is
+// package trainer/jobs. It knows nothing of HTTP; package server/contract
+// maps its errors to codes.
 package trainer
 
 import (

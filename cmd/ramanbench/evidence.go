@@ -22,7 +22,7 @@ import (
 )
 
 // The -evidence modes measure what the prediction log and shadow scoring
-// (issue 13) cost the prediction channel, against ramanserve processes of
+// cost the prediction channel, against ramanserve processes of
 // -server:
 //
 //	cost:  8 clients at full rate against a server with the log and
