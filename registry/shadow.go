@@ -90,7 +90,7 @@ func (r *Registry) SetShadow(ctx context.Context, version string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := r.commitShadow(version); err != nil {
+	if err := r.commitShadow(ctx, version); err != nil {
 		return err
 	}
 	r.log.Info("shadow set", "version", version)
@@ -124,15 +124,14 @@ func (r *Registry) shadowCandidate(version string) (*Entry, error) {
 
 // commitShadow records version ("" clears) as the shadow in one atomic
 // index write.
-func (r *Registry) commitShadow(version string) error {
+func (r *Registry) commitShadow(ctx context.Context, version string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next := r.ix.clone()
+	next := r.ix.Clone()
 	next.Shadow = version
-	if err := writeIndex(r.dir, next); err != nil {
-		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+	if err := r.commit(ctx, next); err != nil {
+		return err
 	}
-	r.ix = next
 	r.shadow.problem = ""
 	r.shadow.restored = nil
 	return nil
@@ -153,7 +152,7 @@ func (r *Registry) ClearShadow(ctx context.Context) error {
 	if r.Shadow() == "" {
 		return nil
 	}
-	if err := r.commitShadow(""); err != nil {
+	if err := r.commitShadow(ctx, ""); err != nil {
 		return err
 	}
 	r.log.Info("shadow cleared")
