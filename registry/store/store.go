@@ -32,9 +32,11 @@ import (
 //
 // Guarantees every implementation gives (registry/storetest checks them):
 //
-//   - ReadIndex returns the last committed index and its revision; an
-//     empty store returns an empty index (no entries, no pointers) and
-//     revision 0. The index returned is the caller's own copy.
+//   - ReadIndex returns the last committed index and its revision. A
+//     store with nothing recorded returns an empty index (no entries, no
+//     pointers) and revision 0; a store with a recorded index never
+//     returns revision 0, also after a restart. The index returned, like
+//     the one passed to CommitIndex, is the caller's own to change.
 //   - CommitIndex is atomic: a reader, a restart or a crash sees either
 //     the whole previous index or the whole new one, never a mixture.
 //   - CommitIndex is durable on return: once it returns nil, a reopened
@@ -54,8 +56,8 @@ type IndexStore interface {
 	CommitIndex(ctx context.Context, base Revision, next *Index) (Revision, error)
 }
 
-// Revision identifies one committed state of an index. 0 is the state of
-// a store where nothing has been committed (or whose record is empty).
+// Revision identifies one committed state of an index; 0 means nothing
+// is recorded. Revisions are compared for equality only.
 type Revision uint64
 
 // ErrConflict means the index changed since the revision a commit was
