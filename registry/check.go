@@ -46,8 +46,8 @@ func (c *CheckReport) Unrepaired() int {
 // reader, the index against models/ (entries without a file, files
 // without an entry, a dangling active pointer or shadow), and leftover
 // temp files.
-// It takes the registry's lock first, so it refuses to run (ErrLocked)
-// while a server has the directory open.
+// It takes the registry's lock first, so it refuses to run
+// (filestore.ErrLocked) while a server has the directory open.
 //
 // With repair it fixes only what is safe, and deletes nothing but its own
 // temp files: an index that is missing, empty or corrupt is rebuilt from

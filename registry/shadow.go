@@ -9,10 +9,10 @@ import (
 
 // The shadow is a staged or archived version that scores the spectra the
 // active model answers (package shadow does the scoring). Which version it
-// is lives in index.json ("shadow"), written atomically with everything
+// is lives in the index (Shadow), committed atomically with everything
 // else, so that it survives a restart and can never disagree with the
 // active pointer: a load that makes the shadow active, and a delete of the
-// shadow version, clear it in the same index write.
+// shadow version, clear it in the same commit.
 
 // ShadowFollower is told every change of the shadow: the scorer that runs
 // it (*shadow.Scorer satisfies it). The registry calls it under its load
