@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 
 	"ramanserve/inference"
+	"ramanserve/registry/filestore"
+	"ramanserve/registry/store"
 )
 
 // Finding is one problem `ramanserve registry check` found.
@@ -45,8 +46,8 @@ func (c *CheckReport) Unrepaired() int {
 // reader, the index against models/ (entries without a file, files
 // without an entry, a dangling active pointer or shadow), and leftover
 // temp files.
-// It takes the registry's lock first, so it refuses to run (ErrLocked)
-// while a server has the directory open.
+// It takes the registry's lock first, so it refuses to run
+// (filestore.ErrLocked) while a server has the directory open.
 //
 // With repair it fixes only what is safe, and deletes nothing but its own
 // temp files: an index that is missing, empty or corrupt is rebuilt from
@@ -63,12 +64,16 @@ func Check(ctx context.Context, dir string, opts Options, repair bool) (*CheckRe
 	if err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: no registry directory at %s", inference.ErrRegistry, dir)
 	}
-	r, err := lockRegistry(dir, opts)
+	files, err := filestore.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	c := &checker{r: r, repair: repair, report: &CheckReport{Dir: r.dir}}
+	defer files.Close()
+	r, err := newRegistry(files, files.Dir(), opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{r: r, files: files, repair: repair, report: &CheckReport{Dir: r.dir}}
 	if err := c.run(ctx); err != nil {
 		return nil, err
 	}
@@ -77,6 +82,7 @@ func Check(ctx context.Context, dir string, opts Options, repair bool) (*CheckRe
 
 type checker struct {
 	r       *Registry
+	files   *filestore.Store // Check is the file store's check: it sets a corrupt index.json aside
 	repair  bool
 	report  *CheckReport
 	changed bool // the index needs writing
@@ -90,7 +96,7 @@ func (c *checker) find(file, problem, repair string) {
 }
 
 func (c *checker) run(ctx context.Context) error {
-	if err := c.readIndex(); err != nil {
+	if err := c.readIndex(ctx); err != nil {
 		return err
 	}
 	c.tempFiles()
@@ -105,8 +111,11 @@ func (c *checker) run(ctx context.Context) error {
 		c.find(q, "in quarantine: read "+q+reasonSuffix+", then remove it or put a fixed copy back in models/", "")
 	}
 	if c.repair && c.changed {
-		if err := writeIndex(c.r.dir, c.r.ix); err != nil {
-			return fmt.Errorf("%w: write the repaired index: %w", inference.ErrRegistry, err)
+		c.r.mu.Lock()
+		err := c.r.commit(ctx, c.r.ix)
+		c.r.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("write the repaired index: %w", err)
 		}
 	}
 	sort.SliceStable(c.report.Findings, func(i, j int) bool { return c.report.Findings[i].File < c.report.Findings[j].File })
@@ -115,61 +124,37 @@ func (c *checker) run(ctx context.Context) error {
 
 // readIndex loads the index, or starts an empty one to rebuild. It never
 // rebuilds over an index written by a newer server.
-func (c *checker) readIndex() error {
-	ix, state, err := readIndex(c.r.dir)
+func (c *checker) readIndex(ctx context.Context) error {
+	ix, rev, err := c.r.index.ReadIndex(ctx)
 	switch {
-	case errors.Is(err, ErrIndexCorrupt):
-		if v := formatVersionOf(c.r.dir); v > indexFormatVersion {
-			return fmt.Errorf("%w: %s was written by a newer server (format_version %d); not touching it", inference.ErrRegistry, indexFile, v)
-		}
+	case errors.Is(err, filestore.ErrNewerFormat):
+		return fmt.Errorf("%w: %w; not touching it", inference.ErrRegistry, err)
+	case errors.Is(err, store.ErrIndexCorrupt):
 		repair := ""
 		if c.repair {
-			aside, err := c.setAside()
-			if err != nil {
-				return err
+			aside, aerr := c.files.SetAsideCorruptIndex(c.r.opts.Now())
+			if aerr != nil {
+				return aerr
 			}
 			repair = "set aside as " + aside + "; rebuilt from the model files"
+			if _, rev, aerr = c.r.index.ReadIndex(ctx); aerr != nil {
+				return fmt.Errorf("%w: %w", inference.ErrRegistry, aerr)
+			}
 		}
-		c.find(indexFile, err.Error(), repair)
-		c.r.ix, c.changed = emptyIndex(), true
+		c.find(filestore.IndexFile, err.Error(), repair)
+		c.r.ix, c.r.rev, c.changed = store.NewIndex(), rev, true
 	case err != nil:
 		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
-	case state != indexOK:
-		c.r.ix = ix
+	case rev == 0:
+		c.r.ix, c.r.rev = ix, rev
 		if len(c.r.orphans()) > 0 {
-			what := map[indexState]string{indexMissing: "missing", indexEmpty: "empty"}[state]
-			c.find(indexFile, what+" while models/ holds model files", "rebuilt from the model files")
+			c.find(filestore.IndexFile, "missing or empty while models/ holds model files", "rebuilt from the model files")
 			c.changed = true
 		}
 	default:
-		c.r.ix = ix
+		c.r.ix, c.r.rev = ix, rev
 	}
 	return nil
-}
-
-func formatVersionOf(dir string) int {
-	b, err := os.ReadFile(filepath.Join(dir, indexFile))
-	if err != nil || len(b) > maxIndexBytes {
-		return 0
-	}
-	var v struct {
-		FormatVersion int `json:"format_version"`
-	}
-	_ = json.Unmarshal(b, &v)
-	return v.FormatVersion
-}
-
-// setAside renames a corrupt index.json to a free index.json.corrupt-<time>.
-func (c *checker) setAside() (string, error) {
-	base := indexFile + ".corrupt-" + c.r.opts.Now().UTC().Format("20060102T150405Z")
-	name := base
-	for i := 2; exists(filepath.Join(c.r.dir, name)); i++ {
-		name = fmt.Sprintf("%s-%d", base, i)
-	}
-	if err := os.Rename(filepath.Join(c.r.dir, indexFile), filepath.Join(c.r.dir, name)); err != nil {
-		return "", fmt.Errorf("%w: set the corrupt index aside: %w", inference.ErrRegistry, err)
-	}
-	return name, SyncDir(c.r.dir)
 }
 
 func (c *checker) tempFiles() {
@@ -269,7 +254,7 @@ func (c *checker) drop(version string) {
 func (c *checker) activePointer() {
 	ix := c.r.ix
 	if ix.Active != "" && ix.Models[ix.Active] == nil {
-		c.find(indexFile, fmt.Sprintf("the active pointer names %q, which has no entry", ix.Active), "active pointer cleared")
+		c.find(filestore.IndexFile, fmt.Sprintf("the active pointer names %q, which has no entry", ix.Active), "active pointer cleared")
 		if c.repair {
 			ix.Active, c.changed = "", true
 		}
@@ -297,9 +282,9 @@ func (c *checker) shadowPointer() {
 	case ix.Shadow == "":
 		return
 	case ix.Models[ix.Shadow] == nil:
-		c.find(indexFile, fmt.Sprintf("the shadow names %q, which has no entry", ix.Shadow), "shadow cleared")
+		c.find(filestore.IndexFile, fmt.Sprintf("the shadow names %q, which has no entry", ix.Shadow), "shadow cleared")
 	case ix.Shadow == ix.Active:
-		c.find(indexFile, fmt.Sprintf("the shadow names %q, which is the active model", ix.Shadow), "shadow cleared")
+		c.find(filestore.IndexFile, fmt.Sprintf("the shadow names %q, which is the active model", ix.Shadow), "shadow cleared")
 	default:
 		return
 	}

@@ -15,6 +15,7 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/platform/regularfile"
+	"ramanserve/registry/store"
 )
 
 // TempPrefix starts the name of every temporary file the registry (and the
@@ -35,7 +36,7 @@ const (
 	maxProblems = 10
 )
 
-func isModelExt(ext string) bool { return ext == ".npz" || ext == ".joblib" }
+func isModelExt(ext string) bool { return store.IsModelExt(ext) }
 
 // tempDirs are the folders where the server writes temp files (a reason
 // file in quarantine/ is written atomically too).

@@ -3,13 +3,14 @@ package registry
 import (
 	"context"
 	"io"
+	"ramanserve/registry/filestore"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestIndexNeverOutgrowsWhatStartUpReads: start-up reads at most
-// maxIndexBytes of index.json and refuses a larger one as corrupt, so the
+// filestore.MaxIndexBytes of index.json and refuses a larger one as corrupt, so the
 // registry must never write one: the change that would cross the bound
 // fails, the index on disk stays as it was, and the registry still opens.
 // (Each trained version's entry carries its upload's free text, up to
@@ -27,7 +28,7 @@ func TestIndexNeverOutgrowsWhatStartUpReads(t *testing.T) {
 	if err := stage("small"); err != nil {
 		t.Fatal(err)
 	}
-	if err := stage(strings.Repeat("n", maxIndexBytes)); err == nil {
+	if err := stage(strings.Repeat("n", filestore.MaxIndexBytes)); err == nil {
 		t.Fatal("an entry that makes index.json larger than start-up reads was recorded")
 	}
 	if _, list := r.List(); len(list) != 1 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"ramanserve/inference"
+	"ramanserve/registry/store"
 )
 
 // Describe returns one version's entry as the index records it (lineage,
@@ -65,7 +66,7 @@ func (r *Registry) Delete(ctx context.Context, version string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rm, shared, shadowCleared, err := r.dropEntry(version)
+	rm, shared, shadowCleared, err := r.dropEntry(ctx, version)
 	if err != nil {
 		return err
 	}
@@ -93,18 +94,18 @@ func (r *Registry) Delete(ctx context.Context, version string) error {
 // dropEntry writes the index without version's entry, its file listed
 // under removing (unless another entry names the same file: shared), and
 // without the shadow when version is the shadow (shadowCleared).
-func (r *Registry) dropEntry(version string) (rm removal, shared, shadowCleared bool, err error) {
+func (r *Registry) dropEntry(ctx context.Context, version string) (rm store.Removal, shared, shadowCleared bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.ix.Models[version]
 	if !ok {
-		return removal{}, false, false, fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, version)
+		return store.Removal{}, false, false, fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, version)
 	}
 	if e.Status == StatusActive || r.ix.Active == version {
-		return removal{}, false, false, fmt.Errorf("%w: version %q is the active model; activate another version first", inference.ErrModelActive, version)
+		return store.Removal{}, false, false, fmt.Errorf("%w: version %q is the active model; activate another version first", inference.ErrModelActive, version)
 	}
-	rm = removal{File: e.File, SizeBytes: e.SizeBytes, SHA256: e.SHA256}
-	next := r.ix.clone()
+	rm = store.Removal{File: e.File, SizeBytes: e.SizeBytes, SHA256: e.SHA256}
+	next := r.ix.Clone()
 	delete(next.Models, version)
 	for _, other := range next.Models {
 		if other.File == e.File {
@@ -117,17 +118,16 @@ func (r *Registry) dropEntry(version string) (rm removal, shared, shadowCleared 
 	if next.Shadow == version {
 		next.Shadow, shadowCleared = "", true
 	}
-	if err := writeIndex(r.dir, next); err != nil {
-		return removal{}, false, false, fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+	if err := r.commit(ctx, next); err != nil {
+		return store.Removal{}, false, false, err
 	}
-	r.ix = next
 	if shadowCleared {
 		r.shadow.problem, r.shadow.restored = "", nil
 	}
 	return rm, shared, shadowCleared, nil
 }
 
-func withoutRemoval(list []removal, file string) []removal {
+func withoutRemoval(list []store.Removal, file string) []store.Removal {
 	out := list[:0:0]
 	for _, rm := range list {
 		if rm.File != file {
@@ -146,7 +146,7 @@ func withoutRemoval(list []removal, file string) []removal {
 // where it was, with its sidecar, and left to start-up, which adopts or
 // quarantines it; the error says why. The delete is committed: the check
 // runs to its end even if the caller has gone.
-func (r *Registry) removeFile(ctx context.Context, rm removal) error {
+func (r *Registry) removeFile(ctx context.Context, rm store.Removal) error {
 	ctx = context.WithoutCancel(ctx)
 	dir := filepath.Join(r.dir, modelsDir)
 	name := strings.TrimPrefix(rm.File, modelsDir+"/")
@@ -154,7 +154,7 @@ func (r *Registry) removeFile(ctx context.Context, rm removal) error {
 		return err
 	}
 	if filepath.Ext(name) == ".joblib" {
-		if err := r.unlinkOwn(ctx, dir, name+".json", removal{}); err != nil {
+		if err := r.unlinkOwn(ctx, dir, name+".json", store.Removal{}); err != nil {
 			r.log.Warn("deleted model's sidecar not removed", "file", rm.File+".json", "err", err)
 		}
 	}
@@ -165,7 +165,7 @@ func (r *Registry) removeFile(ctx context.Context, rm removal) error {
 // unlinkOwn removes dir/name when it is a regular file and, for a model
 // file (rm.File set), still has rm's size and checksum. A missing file is
 // not an error.
-func (r *Registry) unlinkOwn(ctx context.Context, dir, name string, rm removal) error {
+func (r *Registry) unlinkOwn(ctx context.Context, dir, name string, rm store.Removal) error {
 	src := filepath.Join(dir, name)
 	tmp := filepath.Join(dir, TempPrefix+"deleting-"+name)
 	if err := os.Rename(src, tmp); err != nil {
@@ -195,7 +195,7 @@ func (r *Registry) unlinkOwn(ctx context.Context, dir, name string, rm removal) 
 // unchangedSince reports whether the regular file at path has the size
 // and checksum recorded in rm (a removal recorded without a checksum, from
 // an entry that had none, is matched by size).
-func unchangedSince(ctx context.Context, path string, rm removal) bool {
+func unchangedSince(ctx context.Context, path string, rm store.Removal) bool {
 	size, sum, _, err := digest(ctx, path, max(rm.SizeBytes, 0))
 	return err == nil && size == rm.SizeBytes && (rm.SHA256 == "" || sum == rm.SHA256)
 }

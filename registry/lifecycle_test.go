@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/registry/store"
 )
 
 func addWithLineage(t *testing.T, r *Registry, value float64, at time.Time) string {
@@ -222,14 +222,11 @@ func TestDeleteNeverFollowsWhatWasSwappedIn(t *testing.T) {
 	// Two entries naming one file (a hand-edited index).
 	w := addStaged(t, r, 2, time.Now())
 	r.Close()
-	raw, _ := os.ReadFile(filepath.Join(dir, indexFile))
-	var ix index
-	json.Unmarshal(raw, &ix)
-	twin := *ix.Models[w]
-	twin.Version = "twin"
-	ix.Models["twin"] = &twin
-	b, _ := json.Marshal(&ix)
-	os.WriteFile(filepath.Join(dir, indexFile), b, 0o644)
+	editIndexOnDisk(t, dir, func(ix *store.Index) {
+		twin := *ix.Models[w]
+		twin.Version = "twin"
+		ix.Models["twin"] = &twin
+	})
 	r2 := newTestRegistry(t, dir, nil)
 	if err := r2.Delete(context.Background(), "twin"); err != nil {
 		t.Fatal(err)
@@ -248,7 +245,7 @@ func TestIndexNamingAFileOutsideModelsIsRefused(t *testing.T) {
 		`{"format_version":1,"active":"","models":{},"removing":[{"file":"../index.json","size_bytes":1}]}`,
 	} {
 		os.WriteFile(filepath.Join(dir, indexFile), []byte(body), 0o644)
-		if _, err := Open(context.Background(), dir, Options{}); !errors.Is(err, ErrIndexCorrupt) {
+		if _, err := Open(context.Background(), dir, Options{}); !errors.Is(err, store.ErrIndexCorrupt) {
 			t.Fatalf("Open over %s: %v", body, err)
 		}
 	}

@@ -1,50 +1,3 @@
-// Package registry keeps model files on disk with their metadata and holds
-// the active model for the prediction hot path.
-//
-// Layout of the registry directory:
-//
-//	index.json         every model's metadata, lineage, status, the active pointer and the shadow (written atomically);
-//	                   "removing" lists files of deleted entries not yet unlinked
-//	models/<version>.* model files: .npz artifacts trained here, .joblib imports (+ .joblib.json sidecar)
-//	import/            the default allowed root for POST /model/load with source "file"
-//	jobs/              training job records (owned by package trainer)
-//	quarantine/        model files found unreadable, each with <name>.reason.txt (never deleted by the server)
-//	.ramanserve.lock   flock held by the serving process; holds its PID
-//	.ramanserve-tmp-*  temp files of writes in progress (the only names start-up removes)
-//
-// The registry owns its directory and never deletes a file it did not
-// write, or adopt: Delete removes a staged or archived version's own file
-// in models/ (see Delete for the crash ordering), nothing else. Open takes an exclusive flock on .ramanserve.lock before reading
-// anything, so a second process on the same directory stops at once (its
-// error names the holder's PID) without changing a byte. Start-up removes
-// regular files named with TempPrefix in the registry folder, models/,
-// jobs/ and quarantine/, and nothing else. A .npz or .joblib in models/
-// with no index entry (copied in by hand, or written just before a crash)
-// is adopted as archived: version = its file stem when that is a valid,
-// unused version name, else a name derived from it; the file is read
-// through the same reader as a load (a .joblib through the restricted reader, with its
-// .joblib.json sidecar) and its SHA-256 recorded. A file that fails to read
-// (or is a symbolic link or special file, which is never followed) is
-// moved to quarantine/ with the reason beside it; health reads degraded and
-// names it for as long as it is there (quarantine/ is listed at each
-// health call, so removing the file clears it).
-//
-// Every entry records its file's size and SHA-256 (sha256) when the
-// registry writes, imports or adopts it; each open (load or restore)
-// verifies them, and a mismatch is MODEL_CORRUPTED.
-//
-// index.json missing, or empty (0 bytes or white space), is rebuilt from the
-// model files, all archived, nothing active: an atomic rename can leave
-// neither, and there is nothing in such a file to lose. A non-empty index
-// that cannot be trusted (not JSON, another format_version, models null or
-// absent, an entry that names a file outside models/) stops Open with
-// ErrIndexCorrupt and leaves every file as it is: it was written to say
-// something (statuses, the active model, notes), so the operator decides.
-// `ramanserve registry check DIR -repair` sets it aside as
-// index.json.corrupt-<time> and rebuilds the list from the files.
-//
-// The active model is an atomic pointer: a predict reads it once and runs to
-// completion on that model, so a swap never splits a call.
 package registry
 
 import (
@@ -57,15 +10,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/registry/filestore"
+	"ramanserve/registry/store"
 )
 
 // OpenFunc turns a model file in the registry into a ready Model. The entry
@@ -86,9 +39,10 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Registry is the on-disk model registry plus the active model.
+// Registry is the model registry's rules over its stores, plus the
+// active model.
 type Registry struct {
-	dir   string
+	dir   string // where the model files are
 	opts  Options
 	roots []string // resolved allowed roots
 	log   *slog.Logger
@@ -96,13 +50,15 @@ type Registry struct {
 	active atomic.Pointer[activeModel]
 
 	loadMu sync.Mutex // held for the whole of a load; TryLock gives LOAD_IN_PROGRESS
-	mu     sync.Mutex // guards ix and index.json writes
-	ix     *index
+	mu     sync.Mutex // guards ix, rev and the commits of the index
+	index  IndexStore
+	ix     *store.Index   // the index as last read or committed
+	rev    store.Revision // the revision of ix
 
-	shadow     shadowState // the shadow's model, follower and problem; guarded by mu
-	restoreErr error       // set when the active model could not be restored at start-up; guarded by mu
-	problems   []string    // what start-up could not fix, for health; guarded by mu
-	lock       *dirLock    // the registry directory's exclusive lock; nil once closed
+	shadow     shadowState  // the shadow's model, follower and problem; guarded by mu
+	restoreErr error        // set when the active model could not be restored at start-up; guarded by mu
+	problems   []string     // what start-up could not fix, for health; guarded by mu
+	closeStore func() error // closes the store Open built; nil for New, and once closed
 
 	// deleteCommitted, when set (by the package's tests only), runs
 	// between a delete's index write and its file removal: the crash
@@ -112,13 +68,6 @@ type Registry struct {
 
 type activeModel struct{ model inference.Model }
 
-// versionPattern matches the Version schema of api/openapi.yaml; versions
-// name files, so this also keeps them from escaping the models folder.
-var versionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// ValidVersion reports whether v is an acceptable version name.
-func ValidVersion(v string) bool { return versionPattern.MatchString(v) && !strings.Contains(v, "..") }
-
 // ReservedVersion reports whether v is a name the management routes use
 // beside /model/{version} (POST /model/load, GET /model/list, GET
 // /model/info, /model/shadow): no model is given one, so every version has
@@ -127,34 +76,52 @@ func ReservedVersion(v string) bool {
 	return v == "load" || v == "list" || v == "info" || v == "shadow"
 }
 
-// Open opens (creating if needed) the registry in dir and restores the
-// active model. Before it reads anything it takes the registry's exclusive
-// lock: a second process (or a second Open) fails at once with ErrLocked,
-// naming the holder's PID, having changed nothing on disk. It then removes
-// the temp files of interrupted writes (TempPrefix names only), adopts
-// model files that have no index entry (archived) and moves those that
-// cannot be read to quarantine/. A missing or empty index.json is rebuilt
-// from the model files; a corrupt one (ErrIndexCorrupt) fails Open with
-// the repair command in the message, and no file is touched.
-//
-// A model that fails to restore does not fail Open: the server starts
-// without a model and RestoreError reports why (health then reads
-// degraded). Close releases the lock.
+// Open opens (creating if needed) the registry in dir, its index kept by
+// the file store (package registry/filestore), and restores the active
+// model. Before it reads anything the store takes the directory's
+// exclusive lock: a second process (or a second Open) fails at once with
+// filestore.ErrLocked, naming the holder's PID, having changed nothing on
+// disk. Then Open works as New. Close releases the lock.
 func Open(ctx context.Context, dir string, opts Options) (*Registry, error) {
-	r, err := lockRegistry(dir, opts)
+	files, err := filestore.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := New(ctx, files, files.Dir(), opts)
+	if err != nil {
+		files.Close()
+		return nil, err
+	}
+	r.closeStore = files.Close
+	return r, nil
+}
+
+// New builds the registry whose index idx keeps and whose model files are
+// in dir, and restores the active model. It removes the temp files of
+// interrupted writes (TempPrefix names only), finishes the deletes a crash
+// interrupted, adopts model files that have no index entry (archived) and
+// moves those that cannot be read to quarantine/. A missing or empty
+// index is rebuilt from the model files; a corrupt one
+// (store.ErrIndexCorrupt) fails New with the repair command in the
+// message, and no file is touched.
+//
+// A model that fails to restore does not fail New: the server starts
+// without a model and RestoreError reports why (health then reads
+// degraded). The caller keeps idx open while it uses the registry, and
+// closes it after.
+func New(ctx context.Context, idx IndexStore, dir string, opts Options) (*Registry, error) {
+	r, err := newRegistry(idx, dir, opts)
 	if err != nil {
 		return nil, err
 	}
 	if err := r.open(ctx); err != nil {
-		r.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
-// lockRegistry creates dir if needed, takes its lock and returns a
-// registry with nothing read yet.
-func lockRegistry(dir string, opts Options) (*Registry, error) {
+// newRegistry returns a registry over idx with nothing read yet.
+func newRegistry(idx IndexStore, dir string, opts Options) (*Registry, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -168,26 +135,31 @@ func lockRegistry(dir string, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry path %q: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, fmt.Errorf("create registry folder: %w", err)
-	}
-	lock, err := lockDir(abs)
+	return &Registry{dir: abs, opts: opts, log: opts.Logger, index: idx, ix: store.NewIndex()}, nil
+}
+
+// commit records next as the index, based on the revision the registry
+// last read or committed; called with mu held. On success next is the
+// registry's index; on failure nothing changes.
+func (r *Registry) commit(ctx context.Context, next *store.Index) error {
+	rev, err := r.index.CommitIndex(ctx, r.rev, next)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
 	}
-	return &Registry{dir: abs, opts: opts, log: opts.Logger, lock: lock, ix: emptyIndex()}, nil
+	r.ix, r.rev = next, rev
+	return nil
 }
 
 func (r *Registry) open(ctx context.Context) error {
 	// The index first: a corrupt one stops everything before any write.
-	ix, state, err := readIndex(r.dir)
-	if errors.Is(err, ErrIndexCorrupt) {
+	ix, rev, err := r.index.ReadIndex(ctx)
+	if errors.Is(err, store.ErrIndexCorrupt) {
 		return fmt.Errorf("%w. Nothing in the registry was changed. Run `ramanserve registry check %s -repair` to set index.json aside and rebuild the list from the model files (every one is listed as archived)", err, r.dir)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
 	}
-	r.ix = ix
+	r.ix, r.rev = ix, rev
 	for _, sub := range []string{modelsDir, "import", "jobs"} {
 		if err := os.MkdirAll(filepath.Join(r.dir, sub), 0o755); err != nil {
 			return fmt.Errorf("create registry folder: %w", err)
@@ -199,14 +171,17 @@ func (r *Registry) open(ctx context.Context) error {
 	r.sweepTemp()
 	removed := r.finishRemovals(ctx)
 	if adopted := r.adoptOrphans(ctx); adopted > 0 || removed {
-		if state != indexOK {
-			r.log.Warn("index.json was missing or empty: rebuilt from the model files, all archived", "models", adopted)
+		if rev == 0 {
+			r.log.Warn("the index was missing or empty: rebuilt from the model files, all archived", "models", adopted)
 		}
-		if err := writeIndex(r.dir, r.ix); err != nil {
+		r.mu.Lock()
+		err := r.commit(ctx, r.ix)
+		r.mu.Unlock()
+		if err != nil {
 			// The adopted entries are served from memory and adopted
 			// again at the next start; nothing is lost.
-			r.log.Error("could not record adopted model files in index.json", "err", err)
-			r.addProblem("adopted model files could not be recorded in index.json: " + err.Error())
+			r.log.Error("could not record adopted model files in the index", "err", err)
+			r.addProblem("adopted model files could not be recorded in the index: " + err.Error())
 		}
 	}
 	if ctx.Err() != nil {
@@ -240,13 +215,18 @@ func (r *Registry) resolveRoots() error {
 	return nil
 }
 
-// Close releases the registry's lock. Call it once nothing uses the
-// registry any more (server shutdown); it is safe to call twice.
+// Close closes the store Open built (for the file store: releases the
+// directory's lock); a registry from New leaves its store to the caller.
+// Call it once nothing uses the registry any more (server shutdown); it is
+// safe to call twice.
 func (r *Registry) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	err := r.lock.release()
-	r.lock = nil
+	if r.closeStore == nil {
+		return nil
+	}
+	err := r.closeStore()
+	r.closeStore = nil
 	return err
 }
 
@@ -434,7 +414,7 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 		filled.Shape = shapeOfModel(model)
 	}
 	entry = &filled
-	previous, shadowCleared, err := r.commitActive(entry)
+	previous, shadowCleared, err := r.commitActive(ctx, entry)
 	if err != nil {
 		if req.Source == SourceFile {
 			r.discardFiles(entry)
@@ -483,10 +463,10 @@ func (r *Registry) lookup(req LoadRequest) (*Entry, error) {
 // commitActive records entry as active and the previous one as archived in
 // one atomic index write, which also clears the shadow when entry is the
 // shadow (shadowCleared). It returns the previous active version.
-func (r *Registry) commitActive(entry *Entry) (previous string, shadowCleared bool, err error) {
+func (r *Registry) commitActive(ctx context.Context, entry *Entry) (previous string, shadowCleared bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next := r.ix.clone()
+	next := r.ix.Clone()
 	if cur := r.Active(); cur != nil {
 		previous = cur.Metadata().Version
 	}
@@ -502,10 +482,9 @@ func (r *Registry) commitActive(entry *Entry) (previous string, shadowCleared bo
 	if next.Shadow == e.Version {
 		next.Shadow, shadowCleared = "", true
 	}
-	if err := writeIndex(r.dir, next); err != nil {
-		return "", false, fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+	if err := r.commit(ctx, next); err != nil {
+		return "", false, err
 	}
-	r.ix = next
 	if shadowCleared {
 		r.shadow.problem, r.shadow.restored = "", nil
 	}
@@ -595,7 +574,7 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next := r.ix.clone()
+	next := r.ix.Clone()
 	next.Models[version] = &Entry{
 		Version: version, Status: StatusStaged, File: relPath, SizeBytes: size, SHA256: sum,
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
@@ -604,11 +583,10 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		RowsUsed: m.RowsUsed,
 		Shape:    m.Shape,
 	}
-	if err := writeIndex(r.dir, next); err != nil {
+	if err := r.commit(ctx, next); err != nil {
 		_ = os.Remove(full)
-		return "", "", fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+		return "", "", err
 	}
-	r.ix = next
 	return version, relPath, nil
 }
 

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/registry/filestore"
 	"ramanserve/registry/registrytest"
+	"ramanserve/registry/store"
 )
 
 // treeHash describes every path, mode and content under dir
@@ -39,10 +41,10 @@ func TestSecondOpenIsRefusedAndChangesNothing(t *testing.T) {
 	before := treeHash(t, dir)
 
 	_, err := Open(context.Background(), dir, testOptions())
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "process "+strconv.Itoa(os.Getpid())) {
+	if !errors.Is(err, filestore.ErrLocked) || !strings.Contains(err.Error(), "process "+strconv.Itoa(os.Getpid())) {
 		t.Fatalf("second Open: %v, want ErrLocked naming pid %d", err, os.Getpid())
 	}
-	if _, err := Check(context.Background(), dir, testOptions(), true); !errors.Is(err, ErrLocked) {
+	if _, err := Check(context.Background(), dir, testOptions(), true); !errors.Is(err, filestore.ErrLocked) {
 		t.Fatalf("check -repair while locked: %v, want ErrLocked", err)
 	}
 	if after := treeHash(t, dir); after != before {
@@ -66,7 +68,7 @@ func TestRacingOpensOneWins(t *testing.T) {
 		go func() {
 			<-start
 			r, err := Open(context.Background(), dir, testOptions())
-			if err != nil && !errors.Is(err, ErrLocked) {
+			if err != nil && !errors.Is(err, filestore.ErrLocked) {
 				t.Errorf("Open: %v", err)
 			}
 			results <- r
@@ -143,7 +145,7 @@ func TestCorruptIndexRefusesAndTouchesNothing(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "models", TempPrefix+"left"), []byte("x"), 0o644)
 			before := treeHash(t, dir)
 			_, err := Open(context.Background(), dir, testOptions())
-			if !errors.Is(err, ErrIndexCorrupt) || !strings.Contains(err.Error(), "registry check "+dir+" -repair") {
+			if !errors.Is(err, store.ErrIndexCorrupt) || !strings.Contains(err.Error(), "registry check "+dir+" -repair") {
 				t.Fatalf("Open: %v, want ErrIndexCorrupt with the repair command", err)
 			}
 			if after := treeHash(t, dir); after != before {
@@ -319,7 +321,7 @@ func TestCheckFindsFlippedByteAndMissingFile(t *testing.T) {
 	os.Remove(filepath.Join(dir, "models", gone+".npz"))
 	os.WriteFile(filepath.Join(dir, "models", "orphan.npz"), []byte("const:8"), 0o644)
 	os.WriteFile(filepath.Join(dir, "jobs", TempPrefix+"job.json.1"), []byte("{"), 0o644)
-	before := treeHash(t, dir, lockFileName)
+	before := treeHash(t, dir, filestore.LockFile)
 
 	rep, err := Check(context.Background(), dir, testOptions(), false)
 	if err != nil {
@@ -339,7 +341,7 @@ func TestCheckFindsFlippedByteAndMissingFile(t *testing.T) {
 	if strings.Contains(text, good) || rep.Unrepaired() != 4 {
 		t.Errorf("want exactly 4 findings, none about %s:\n%s", good, text)
 	}
-	if after := treeHash(t, dir, lockFileName); after != before {
+	if after := treeHash(t, dir, filestore.LockFile); after != before {
 		t.Fatalf("check without -repair changed the directory:\n%s\n---\n%s", before, after)
 	}
 
@@ -407,7 +409,7 @@ func TestCheckRefusesNewerIndex(t *testing.T) {
 }
 
 func TestFreeVersion(t *testing.T) {
-	r := &Registry{ix: emptyIndex()}
+	r := &Registry{ix: store.NewIndex()}
 	r.ix.Models["taken"] = &Entry{Version: "taken"}
 	r.ix.Models["taken-2"] = &Entry{Version: "taken-2"}
 	for stem, want := range map[string]string{
@@ -434,7 +436,7 @@ func TestHardLinkedLockFileIsRefused(t *testing.T) {
 	if err := os.WriteFile(precious, []byte("keep me"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Link(precious, filepath.Join(dir, lockFileName)); err != nil {
+	if err := os.Link(precious, filepath.Join(dir, filestore.LockFile)); err != nil {
 		t.Skipf("no hard links here: %v", err)
 	}
 	r, err := Open(context.Background(), dir, testOptions())

@@ -9,10 +9,10 @@ import (
 
 // The shadow is a staged or archived version that scores the spectra the
 // active model answers (package shadow does the scoring). Which version it
-// is lives in index.json ("shadow"), written atomically with everything
+// is lives in the index (Shadow), committed atomically with everything
 // else, so that it survives a restart and can never disagree with the
 // active pointer: a load that makes the shadow active, and a delete of the
-// shadow version, clear it in the same index write.
+// shadow version, clear it in the same commit.
 
 // ShadowFollower is told every change of the shadow: the scorer that runs
 // it (*shadow.Scorer satisfies it). The registry calls it under its load
@@ -90,7 +90,7 @@ func (r *Registry) SetShadow(ctx context.Context, version string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := r.commitShadow(version); err != nil {
+	if err := r.commitShadow(ctx, version); err != nil {
 		return err
 	}
 	r.log.Info("shadow set", "version", version)
@@ -124,15 +124,14 @@ func (r *Registry) shadowCandidate(version string) (*Entry, error) {
 
 // commitShadow records version ("" clears) as the shadow in one atomic
 // index write.
-func (r *Registry) commitShadow(version string) error {
+func (r *Registry) commitShadow(ctx context.Context, version string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next := r.ix.clone()
+	next := r.ix.Clone()
 	next.Shadow = version
-	if err := writeIndex(r.dir, next); err != nil {
-		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+	if err := r.commit(ctx, next); err != nil {
+		return err
 	}
-	r.ix = next
 	r.shadow.problem = ""
 	r.shadow.restored = nil
 	return nil
@@ -153,7 +152,7 @@ func (r *Registry) ClearShadow(ctx context.Context) error {
 	if r.Shadow() == "" {
 		return nil
 	}
-	if err := r.commitShadow(""); err != nil {
+	if err := r.commitShadow(ctx, ""); err != nil {
 		return err
 	}
 	r.log.Info("shadow cleared")

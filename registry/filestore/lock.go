@@ -1,4 +1,4 @@
-package registry
+package filestore
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 	"ramanserve/inference"
 )
 
-// lockFileName is the file in the registry directory whose flock says which
+// LockFile is the file in the registry directory whose flock says which
 // process owns the directory. It is never removed: deleting it while another
 // process has it open would let two processes each lock a different inode.
-const lockFileName = ".ramanserve.lock"
+const LockFile = ".ramanserve.lock"
 
 // ErrLocked means another process holds the registry directory.
 var ErrLocked = errors.New("registry is in use by another process")
@@ -31,7 +31,7 @@ type dirLock struct{ f *os.File }
 // finds the lock held changes nothing on disk: the lock file already
 // exists (its holder created it) and only the holder writes its PID in it.
 func lockDir(dir string) (*dirLock, error) {
-	path := filepath.Join(dir, lockFileName)
+	path := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) {
 		// A registry that cannot be written still serves its models (health

@@ -1,10 +1,11 @@
-package registry
+package filestore
 
 import (
-	"encoding/json"
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"ramanserve/registry/store"
 )
 
 // FuzzParseIndex: whatever index.json holds, parseIndex does not panic,
@@ -22,21 +23,22 @@ func FuzzParseIndex(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ix, err := parseIndex(b)
 		if err != nil {
-			if !errors.Is(err, ErrIndexCorrupt) {
+			if !errors.Is(err, store.ErrIndexCorrupt) {
 				t.Fatalf("error not ErrIndexCorrupt: %v", err)
 			}
 			return
 		}
-		if ix.Shadow != "" && !ValidVersion(ix.Shadow) {
+		if ix.Shadow != "" && !store.ValidVersion(ix.Shadow) {
 			t.Fatalf("accepted shadow %q", ix.Shadow)
 		}
 		for k, e := range ix.Models {
-			if e == nil || e.Version != k || !ValidVersion(k) || !validModelFile(e.File) ||
-				filepath.Dir(filepath.Clean(e.File)) != modelsDir || !validStatus(e.Status) {
+			if e == nil || e.Version != k || !store.ValidVersion(k) || !store.ValidArtifactName(e.File) ||
+				IsTempName(filepath.Base(e.File)) ||
+				filepath.Dir(filepath.Clean(e.File)) != store.ModelsDir || !store.ValidStatus(e.Status) {
 				t.Fatalf("accepted entry %q: %+v", k, e)
 			}
 		}
-		out, err := json.Marshal(ix)
+		out, err := encodeIndex(ix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,4 +46,11 @@ func FuzzParseIndex(f *testing.F) {
 			t.Fatalf("a written index does not read back: %v\n%s", err, out)
 		}
 	})
+}
+
+func TestIndexShadowMustBeAVersionName(t *testing.T) {
+	_, err := parseIndex([]byte(`{"format_version":1,"active":"","models":{},"shadow":"../x"}`))
+	if !errors.Is(err, store.ErrIndexCorrupt) {
+		t.Fatalf("parseIndex: %v", err)
+	}
 }
