@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"ramanserve/inference"
+	"ramanserve/platform/atomicfile"
 )
 
 // Finding is one problem `ramanserve registry check` found.
@@ -169,7 +170,7 @@ func (c *checker) setAside() (string, error) {
 	if err := os.Rename(filepath.Join(c.r.dir, indexFile), filepath.Join(c.r.dir, name)); err != nil {
 		return "", fmt.Errorf("%w: set the corrupt index aside: %w", inference.ErrRegistry, err)
 	}
-	return name, SyncDir(c.r.dir)
+	return name, atomicfile.SyncDir(c.r.dir)
 }
 
 func (c *checker) tempFiles() {

@@ -17,7 +17,7 @@
 // in models/ (see Delete for the crash ordering), nothing else. Open takes an exclusive flock on .ramanserve.lock before reading
 // anything, so a second process on the same directory stops at once (its
 // error names the holder's PID) without changing a byte. Start-up removes
-// regular files named with TempPrefix in the registry folder, models/,
+// regular files named with atomicfile.TempPrefix in the registry folder, models/,
 // jobs/ and quarantine/, and nothing else. A .npz or .joblib in models/
 // with no index entry (copied in by hand, or written just before a crash)
 // is adopted as archived: version = its file stem when that is a valid,
@@ -66,6 +66,7 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/platform/atomicfile"
 )
 
 // OpenFunc turns a model file in the registry into a ready Model. The entry
@@ -131,7 +132,7 @@ func ReservedVersion(v string) bool {
 // active model. Before it reads anything it takes the registry's exclusive
 // lock: a second process (or a second Open) fails at once with ErrLocked,
 // naming the holder's PID, having changed nothing on disk. It then removes
-// the temp files of interrupted writes (TempPrefix names only), adopts
+// the temp files of interrupted writes (atomicfile.TempPrefix names only), adopts
 // model files that have no index entry (archived) and moves those that
 // cannot be read to quarantine/. A missing or empty index.json is rebuilt
 // from the model files; a corrupt one (ErrIndexCorrupt) fails Open with
@@ -300,7 +301,7 @@ const probeBytes = 4096
 // inference.ErrRegistry and the failing call's *os.PathError, so
 // errors.Is finds the errno (ENOSPC, EROFS, EDQUOT).
 func (r *Registry) Writable() error {
-	f, err := os.CreateTemp(r.dir, TempPrefix+"probe-*")
+	f, err := os.CreateTemp(r.dir, atomicfile.TempPrefix+"probe-*")
 	if err != nil {
 		return fmt.Errorf("%w: registry not writable: %w", inference.ErrRegistry, err)
 	}
@@ -634,7 +635,7 @@ func (r *Registry) newVersion(t time.Time) string {
 // and the hex SHA-256 of what it wrote.
 func writeStreamAtomic(path string, write func(io.Writer) error) (int64, string, error) {
 	dir := filepath.Dir(path)
-	tmp, err := createTemp(dir, path)
+	tmp, err := atomicfile.CreateTemp(path)
 	if err != nil {
 		return 0, "", err
 	}
@@ -656,7 +657,7 @@ func writeStreamAtomic(path string, write func(io.Writer) error) (int64, string,
 	if err := os.Rename(tmpName, path); err != nil {
 		return 0, "", err
 	}
-	return cw.n, hex.EncodeToString(h.Sum(nil)), SyncDir(dir)
+	return cw.n, hex.EncodeToString(h.Sum(nil)), atomicfile.SyncDir(dir)
 }
 
 type countingWriter struct {

@@ -34,8 +34,8 @@ import (
 	"github.com/google/uuid"
 
 	"ramanserve/inference"
+	"ramanserve/platform/atomicfile"
 	"ramanserve/platform/regularfile"
-	"ramanserve/registry"
 	"ramanserve/trainer"
 	"ramanserve/trainer/membudget"
 )
@@ -152,7 +152,7 @@ type Options struct {
 	// the parallel fits of the running one; nil means no budget.
 	Budget *membudget.Budget
 	// WriteFile writes a record atomically; nil means
-	// registry.WriteFileAtomic. It is a seam for tests of a disk that
+	// atomicfile.WriteFile. It is a seam for tests of a disk that
 	// refuses writes.
 	WriteFile func(path string, data []byte) error
 	// RetryInterval is how often records that could not be written are
@@ -277,7 +277,7 @@ func New(opts Options) (*Manager, error) {
 		opts.Classify = defaultClassify
 	}
 	if opts.WriteFile == nil {
-		opts.WriteFile = registry.WriteFileAtomic
+		opts.WriteFile = atomicfile.WriteFile
 	}
 	if opts.RetryInterval <= 0 {
 		opts.RetryInterval = 5 * time.Second
@@ -329,7 +329,7 @@ func (m *Manager) recover() error {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if registry.IsTempName(name) { // only our own temp names: never delete an operator's file
+		if atomicfile.IsTempName(name) { // only our own temp names: never delete an operator's file
 			os.Remove(filepath.Join(m.opts.Dir, name))
 			continue
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"ramanserve/registry"
+	"ramanserve/platform/atomicfile"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/membudget"
@@ -339,7 +339,7 @@ func (d *flakyDisk) write(path string, b []byte) error {
 	if off {
 		return &os.PathError{Op: "open", Path: path, Err: syscall.EROFS}
 	}
-	return registry.WriteFileAtomic(path, b)
+	return atomicfile.WriteFile(path, b)
 }
 
 // TestUnwritableRecordKeepsTheRealReason: a job fails while its record

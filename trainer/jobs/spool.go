@@ -14,8 +14,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"ramanserve/platform/atomicfile"
 	"ramanserve/platform/regularfile"
-	"ramanserve/registry"
 	"ramanserve/trainer"
 )
 
@@ -59,7 +59,7 @@ func spoolPath(dir, id string) string { return filepath.Join(dir, id+spoolSuffix
 // shutdown running out of grace stops writing.
 func writeSpool(ctx context.Context, path string, ds *trainer.Dataset) (err error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, registry.TempPrefix+filepath.Base(path)+".*")
+	tmp, err := os.CreateTemp(dir, atomicfile.TempPrefix+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
@@ -89,7 +89,7 @@ func writeSpool(ctx context.Context, path string, ds *trainer.Dataset) (err erro
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	return registry.SyncDir(dir)
+	return atomicfile.SyncDir(dir)
 }
 
 // encodeSpool writes the magic, header and rows (not the checksum).
