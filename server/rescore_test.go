@@ -16,6 +16,7 @@ import (
 	"ramanserve/registry"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
+	"ramanserve/trainer/jobs/jobfiles"
 	"ramanserve/trainer/synth"
 )
 
@@ -49,7 +50,11 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := jobs.New(jobs.Options{Dir: reg.JobsDir(), QueueSize: 1, Publish: publisher{reg: reg}.publish})
+	files, err := jobfiles.Open(reg.JobsDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := jobs.New(ctx, files, files, jobs.Options{QueueSize: 1, Publish: publisher{reg: reg}.publish})
 	if err != nil {
 		t.Fatal(err)
 	}

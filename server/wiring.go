@@ -20,6 +20,7 @@ import (
 	"ramanserve/server/zmtp"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
+	"ramanserve/trainer/jobs/jobfiles"
 	"ramanserve/trainer/membudget"
 )
 
@@ -219,8 +220,11 @@ func (a *App) startTraining(ctx context.Context) error {
 			return fmt.Errorf("training memory budget: %w; set -max-training-memory", err)
 		}
 	}
-	m, err := jobs.New(jobs.Options{
-		Dir:       reg.JobsDir(),
+	files, err := jobfiles.Open(reg.JobsDir(), a.log.With("component", "training"))
+	if err != nil {
+		return fmt.Errorf("training jobs: %w", err)
+	}
+	m, err := jobs.New(ctx, files, files, jobs.Options{
 		QueueSize: a.cfg.Training.QueueSize,
 		Train:     a.cfg.Training.Options,
 		Budget:    membudget.New(limit),

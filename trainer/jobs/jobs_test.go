@@ -39,7 +39,7 @@ func (p *publisher) publish(ctx context.Context, res *trainer.Result, lin jobs.L
 
 func newManager(t *testing.T, dir string, p *publisher, queue int) *jobs.Manager {
 	t.Helper()
-	m, err := jobs.New(jobs.Options{Dir: dir, QueueSize: queue, Publish: p.publish, Train: trainer.Options{Seed: 1, MaxComponents: 8}})
+	m, err := start(dir, jobs.Options{QueueSize: queue, Publish: p.publish, Train: trainer.Options{Seed: 1, MaxComponents: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
