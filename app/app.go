@@ -25,6 +25,7 @@ import (
 	"ramanserve/service/models"
 	"ramanserve/service/training"
 	"ramanserve/trainer/jobs"
+	"ramanserve/trainer/jobs/jobfiles"
 	"ramanserve/trainer/membudget"
 )
 
@@ -40,7 +41,6 @@ type App struct {
 	shadow    *shadow.Scorer      // the shadow model beside the active one
 	collector *evidence.Collector // the channel's hook into both
 	labstore  *labstore.SQLite    // nil: the log is off
-	done      chan error
 
 	shutdownOnce chan struct{} // closed by the first Shutdown
 	shutdownDone chan struct{}
@@ -56,7 +56,7 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &App{cfg: cfg, log: log, done: make(chan error, 1), shutdownOnce: make(chan struct{}, 1), shutdownDone: make(chan struct{})}
+	a := &App{cfg: cfg, log: log, shutdownOnce: make(chan struct{}, 1), shutdownDone: make(chan struct{})}
 	a.shutdownOnce <- struct{}{}
 	defer func() {
 		if err != nil {
@@ -79,7 +79,7 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.startTraining(); err != nil {
+	if err := a.startTraining(ctx); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -167,7 +167,7 @@ func (a *App) openLab(ctx context.Context) (*evidencesvc.Lab, error) {
 
 // startTraining opens the job queue on the registry's jobs folder; the
 // queue stages what it trains in the registry.
-func (a *App) startTraining() error {
+func (a *App) startTraining(ctx context.Context) error {
 	limit := a.cfg.Training.MaxMemoryBytes
 	if limit <= 0 {
 		var err error
@@ -175,8 +175,11 @@ func (a *App) startTraining() error {
 			return fmt.Errorf("training memory budget: %w; set -max-training-memory", err)
 		}
 	}
-	m, err := jobs.New(jobs.Options{
-		Dir:       a.Registry.JobsDir(),
+	files, err := jobfiles.Open(a.Registry.JobsDir(), a.log.With("component", "training"))
+	if err != nil {
+		return fmt.Errorf("training jobs: %w", err)
+	}
+	m, err := jobs.New(ctx, files, files, jobs.Options{
 		QueueSize: a.cfg.Training.QueueSize,
 		Train:     a.cfg.Training.Options,
 		Budget:    membudget.New(limit),
@@ -224,11 +227,6 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 	if err := a.transports.Serve(api, server.ChannelServices{Models: a.Registry, Recorder: api.Metrics.Channel(), Log: a.collector}); err != nil {
 		return err
 	}
-	go func() {
-		if err := <-a.transports.Done(); err != nil {
-			a.done <- err
-		}
-	}()
 	return nil
 }
 
@@ -248,7 +246,7 @@ func (a *App) HTTPAddr() string { return a.transports.HTTPAddr() }
 func (a *App) ZMQEndpoint() string { return a.transports.ZMQEndpoint() }
 
 // Done delivers a fatal serving error.
-func (a *App) Done() <-chan error { return a.done }
+func (a *App) Done() <-chan error { return a.transports.Done() }
 
 // Reload re-reads what an operator may change without a restart (SIGHUP):
 // the bearer tokens, the TLS certificates and the CurveZMQ client

@@ -18,7 +18,7 @@ import (
 	"ramanserve/app"
 	"ramanserve/client"
 	"ramanserve/gen"
-	"ramanserve/registry"
+	"ramanserve/platform/atomicfile"
 	"ramanserve/server"
 	"ramanserve/trainer"
 	"ramanserve/trainer/csvdata"
@@ -220,7 +220,7 @@ func TestTrainingInterruptedByKill(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(filepath.Join(dir, "models"))
 	for _, e := range entries {
-		if registry.IsTempName(e.Name()) || strings.Contains(e.Name(), ".tmp") {
+		if atomicfile.IsTempName(e.Name()) || strings.Contains(e.Name(), ".tmp") {
 			t.Errorf("partial file left in the registry: %s", e.Name())
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"ramanserve/inference"
+	"ramanserve/platform/atomicfile"
 )
 
 // orphan is a model file in models/ that no index entry names.
@@ -31,7 +32,7 @@ func (r *Registry) orphans() []orphan {
 	var out []orphan
 	for _, de := range readDirQuiet(filepath.Join(r.dir, modelsDir)) {
 		name := de.Name()
-		if known[name] || IsTempName(name) || !isModelExt(filepath.Ext(name)) || de.IsDir() {
+		if known[name] || atomicfile.IsTempName(name) || !isModelExt(filepath.Ext(name)) || de.IsDir() {
 			continue
 		}
 		out = append(out, orphan{name: name, regular: de.Type().IsRegular()})

@@ -50,7 +50,7 @@
 // takes an exclusive flock on .ramanserve.lock before reading anything,
 // so a second process on the same directory stops at once (its error
 // names the holder's PID) without changing a byte. Start-up removes
-// regular files named with TempPrefix in the registry folder, models/,
+// regular files named with atomicfile.TempPrefix in the registry folder, models/,
 // jobs/ and quarantine/, and nothing else. A .npz or .joblib in models/
 // with no index entry (copied in by hand, or written just before a crash)
 // is adopted as archived: version = its file stem when that is a valid,

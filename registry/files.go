@@ -14,19 +14,10 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/platform/atomicfile"
 	"ramanserve/platform/regularfile"
 	"ramanserve/registry/store"
 )
-
-// TempPrefix starts the name of every temporary file the registry (and the
-// job store, through WriteFileAtomic) writes. Start-up removes regular
-// files with this prefix, and nothing else: the prefix is reserved, so an
-// operator's file can only be taken for a leftover if it is named so.
-const TempPrefix = ".ramanserve-tmp-"
-
-// IsTempName reports whether a file name is one of the registry's
-// temporary names.
-func IsTempName(name string) bool { return strings.HasPrefix(name, TempPrefix) }
 
 const (
 	modelsDir     = "models"
@@ -43,7 +34,7 @@ func isModelExt(ext string) bool { return store.IsModelExt(ext) }
 var tempDirs = []string{"", modelsDir, "jobs", quarantineDir}
 
 // sweepTemp removes the temp files of interrupted writes: regular files
-// named with TempPrefix, in the folders the server writes to. Symbolic
+// named with atomicfile.TempPrefix, in the folders the server writes to. Symbolic
 // links and folders are left alone whatever their names.
 func (r *Registry) sweepTemp() {
 	for _, rel := range r.tempFiles() {
@@ -53,12 +44,12 @@ func (r *Registry) sweepTemp() {
 }
 
 // tempFiles lists, relative to the registry folder, the regular files
-// named with TempPrefix in the folders the server writes to.
+// named with atomicfile.TempPrefix in the folders the server writes to.
 func (r *Registry) tempFiles() []string {
 	var rels []string
 	for _, sub := range tempDirs {
 		for _, de := range readDirQuiet(filepath.Join(r.dir, sub)) {
-			if IsTempName(de.Name()) && de.Type().IsRegular() {
+			if atomicfile.IsTempName(de.Name()) && de.Type().IsRegular() {
 				rels = append(rels, filepath.ToSlash(filepath.Join(sub, de.Name())))
 			}
 		}
@@ -153,10 +144,10 @@ func (r *Registry) quarantine(name, reason string) (string, error) {
 		_ = os.Rename(src+".json", filepath.Join(qdir, dst+".json"))
 	}
 	note := fmt.Sprintf("file: %s/%s\nquarantined_at: %s\nreason: %s\n", modelsDir, name, r.opts.Now().UTC().Format(time.RFC3339), reason)
-	if err := WriteFileAtomic(filepath.Join(qdir, dst+reasonSuffix), []byte(note)); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(qdir, dst+reasonSuffix), []byte(note)); err != nil {
 		r.log.Error("could not write the quarantine reason", "file", dst, "err", err)
 	}
-	_ = SyncDir(filepath.Join(r.dir, modelsDir))
+	_ = atomicfile.SyncDir(filepath.Join(r.dir, modelsDir))
 	rel := quarantineDir + "/" + dst
 	r.log.Error("model file moved to quarantine", "file", modelsDir+"/"+name, "to", rel, "reason", reason)
 	return rel, nil
@@ -179,7 +170,7 @@ func (r *Registry) quarantined() []string {
 	var out []string
 	for _, de := range des {
 		n := de.Name()
-		if strings.HasSuffix(n, reasonSuffix) || IsTempName(n) || (strings.HasSuffix(n, ".json") && have[strings.TrimSuffix(n, ".json")]) {
+		if strings.HasSuffix(n, reasonSuffix) || atomicfile.IsTempName(n) || (strings.HasSuffix(n, ".json") && have[strings.TrimSuffix(n, ".json")]) {
 			continue
 		}
 		out = append(out, quarantineDir+"/"+n)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"ramanserve/inference"
+	"ramanserve/platform/atomicfile"
 	"ramanserve/registry/store"
 )
 
@@ -158,7 +159,7 @@ func (r *Registry) removeFile(ctx context.Context, rm store.Removal) error {
 			r.log.Warn("deleted model's sidecar not removed", "file", rm.File+".json", "err", err)
 		}
 	}
-	_ = SyncDir(dir)
+	_ = atomicfile.SyncDir(dir)
 	return nil
 }
 
@@ -167,7 +168,7 @@ func (r *Registry) removeFile(ctx context.Context, rm store.Removal) error {
 // not an error.
 func (r *Registry) unlinkOwn(ctx context.Context, dir, name string, rm store.Removal) error {
 	src := filepath.Join(dir, name)
-	tmp := filepath.Join(dir, TempPrefix+"deleting-"+name)
+	tmp := filepath.Join(dir, atomicfile.TempPrefix+"deleting-"+name)
 	if err := os.Rename(src, tmp); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/platform/atomicfile"
 	"ramanserve/registry/filestore"
 	"ramanserve/registry/store"
 )
@@ -98,7 +99,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Registry, error) {
 
 // New builds the registry whose index idx keeps and whose model files are
 // in dir, and restores the active model. It removes the temp files of
-// interrupted writes (TempPrefix names only), finishes the deletes a crash
+// interrupted writes (atomicfile.TempPrefix names only), finishes the deletes a crash
 // interrupted, adopts model files that have no index entry (archived) and
 // moves those that cannot be read to quarantine/. A missing or empty
 // index is rebuilt from the model files; a corrupt one
@@ -280,7 +281,7 @@ const probeBytes = 4096
 // inference.ErrRegistry and the failing call's *os.PathError, so
 // errors.Is finds the errno (ENOSPC, EROFS, EDQUOT).
 func (r *Registry) Writable() error {
-	f, err := os.CreateTemp(r.dir, TempPrefix+"probe-*")
+	f, err := os.CreateTemp(r.dir, atomicfile.TempPrefix+"probe-*")
 	if err != nil {
 		return fmt.Errorf("%w: registry not writable: %w", inference.ErrRegistry, err)
 	}
@@ -612,7 +613,7 @@ func (r *Registry) newVersion(t time.Time) string {
 // and the hex SHA-256 of what it wrote.
 func writeStreamAtomic(path string, write func(io.Writer) error) (int64, string, error) {
 	dir := filepath.Dir(path)
-	tmp, err := createTemp(dir, path)
+	tmp, err := atomicfile.CreateTemp(path)
 	if err != nil {
 		return 0, "", err
 	}
@@ -634,7 +635,7 @@ func writeStreamAtomic(path string, write func(io.Writer) error) (int64, string,
 	if err := os.Rename(tmpName, path); err != nil {
 		return 0, "", err
 	}
-	return cw.n, hex.EncodeToString(h.Sum(nil)), SyncDir(dir)
+	return cw.n, hex.EncodeToString(h.Sum(nil)), atomicfile.SyncDir(dir)
 }
 
 type countingWriter struct {

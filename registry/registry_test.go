@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/platform/atomicfile"
 )
 
 // constModel predicts the same concentration for every analyte. The
@@ -257,7 +258,7 @@ func TestRestartRestoresActiveAdoptsOrphansSweepsOwnTemp(t *testing.T) {
 	}
 	orphan := filepath.Join(dir, "models", "pls-orphan.npz")
 	os.WriteFile(orphan, []byte("const:9"), 0o644)
-	ownTemp := filepath.Join(dir, "models", TempPrefix+"x.npz.123")
+	ownTemp := filepath.Join(dir, "models", atomicfile.TempPrefix+"x.npz.123")
 	os.WriteFile(ownTemp, []byte("half"), 0o644)
 	notOurs := filepath.Join(dir, "models", ".x.npz.123.tmp")
 	os.WriteFile(notOurs, []byte("an operator's file"), 0o644)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/platform/atomicfile"
 	"ramanserve/registry/filestore"
 	"ramanserve/registry/registrytest"
 	"ramanserve/registry/store"
@@ -37,7 +38,7 @@ func TestSecondOpenIsRefusedAndChangesNothing(t *testing.T) {
 	r := newTestRegistry(t, dir, nil)
 	addStaged(t, r, 1, time.Now())
 	os.WriteFile(filepath.Join(dir, "models", "by-hand.npz"), []byte("const:2"), 0o644)
-	os.WriteFile(filepath.Join(dir, "models", TempPrefix+"left"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "models", atomicfile.TempPrefix+"left"), []byte("x"), 0o644)
 	before := treeHash(t, dir)
 
 	_, err := Open(context.Background(), dir, testOptions())
@@ -131,7 +132,7 @@ func TestCorruptIndexRefusesAndTouchesNothing(t *testing.T) {
 		"null entry":      `{"format_version":1,"active":"","models":{"a":null}}`,
 		"key mismatch":    `{"format_version":1,"active":"","models":{"a":{"version":"b","file":"models/b.npz"}}}`,
 		"file escapes":    `{"format_version":1,"active":"","models":{"a":{"version":"a","file":"models/../../etc/passwd.npz"}}}`,
-		"temp as model":   `{"format_version":1,"active":"","models":{"a":{"version":"a","file":"models/` + TempPrefix + `a.npz"}}}`,
+		"temp as model":   `{"format_version":1,"active":"","models":{"a":{"version":"a","file":"models/` + atomicfile.TempPrefix + `a.npz"}}}`,
 		"unknown status":  `{"format_version":1,"active":"","models":{"a":{"version":"a","status":"gone","file":"models/a.npz"}}}`,
 		"not a model ext": `{"format_version":1,"active":"","models":{"a":{"version":"a","status":"staged","file":"models/a.json"}}}`,
 	}
@@ -142,7 +143,7 @@ func TestCorruptIndexRefusesAndTouchesNothing(t *testing.T) {
 			addStaged(t, r, 1, time.Now())
 			r.Close()
 			os.WriteFile(filepath.Join(dir, indexFile), []byte(content), 0o644)
-			os.WriteFile(filepath.Join(dir, "models", TempPrefix+"left"), []byte("x"), 0o644)
+			os.WriteFile(filepath.Join(dir, "models", atomicfile.TempPrefix+"left"), []byte("x"), 0o644)
 			before := treeHash(t, dir)
 			_, err := Open(context.Background(), dir, testOptions())
 			if !errors.Is(err, store.ErrIndexCorrupt) || !strings.Contains(err.Error(), "registry check "+dir+" -repair") {
@@ -178,7 +179,7 @@ func TestOrphansAdoptedUnreadableQuarantined(t *testing.T) {
 		os.WriteFile(filepath.Join(models, n), []byte(c), 0o644)
 	}
 	os.Symlink(outside, filepath.Join(models, "link.npz"))
-	os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(models, TempPrefix+"link"))
+	os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(models, atomicfile.TempPrefix+"link"))
 
 	opts := testOptions()
 	opts.MaxImportBytes = 100
@@ -222,7 +223,7 @@ func TestOrphansAdoptedUnreadableQuarantined(t *testing.T) {
 	if b, _ := os.ReadFile(outside); string(b) != "const:7" {
 		t.Errorf("the symlink's target was touched: %q", b)
 	}
-	for _, keep := range []string{"README.txt", "stray.joblib.json", TempPrefix + "link"} {
+	for _, keep := range []string{"README.txt", "stray.joblib.json", atomicfile.TempPrefix + "link"} {
 		if _, err := os.Lstat(filepath.Join(models, keep)); err != nil {
 			t.Errorf("%s was removed: %v", keep, err)
 		}
@@ -320,7 +321,7 @@ func TestCheckFindsFlippedByteAndMissingFile(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "models", flipped+".npz"), []byte("const:4"), 0o644)
 	os.Remove(filepath.Join(dir, "models", gone+".npz"))
 	os.WriteFile(filepath.Join(dir, "models", "orphan.npz"), []byte("const:8"), 0o644)
-	os.WriteFile(filepath.Join(dir, "jobs", TempPrefix+"job.json.1"), []byte("{"), 0o644)
+	os.WriteFile(filepath.Join(dir, "jobs", atomicfile.TempPrefix+"job.json.1"), []byte("{"), 0o644)
 	before := treeHash(t, dir, filestore.LockFile)
 
 	rep, err := Check(context.Background(), dir, testOptions(), false)
@@ -332,7 +333,7 @@ func TestCheckFindsFlippedByteAndMissingFile(t *testing.T) {
 		"models/" + flipped + ".npz: model " + flipped + ": ", "checksum",
 		"models/" + gone + ".npz: index entry " + gone + " has no file",
 		"models/orphan.npz: model file without an index entry",
-		"jobs/" + TempPrefix + "job.json.1: temp file",
+		"jobs/" + atomicfile.TempPrefix + "job.json.1: temp file",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)

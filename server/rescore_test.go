@@ -18,6 +18,7 @@ import (
 	"ramanserve/service/training"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
+	"ramanserve/trainer/jobs/jobfiles"
 	"ramanserve/trainer/synth"
 )
 
@@ -51,7 +52,11 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := jobs.New(jobs.Options{Dir: reg.JobsDir(), QueueSize: 1, Publish: models.Stager{Registry: reg}.Stage})
+	files, err := jobfiles.Open(reg.JobsDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := jobs.New(ctx, files, files, jobs.Options{QueueSize: 1, Publish: models.Stager{Registry: reg}.Stage})
 	if err != nil {
 		t.Fatal(err)
 	}

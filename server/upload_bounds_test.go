@@ -24,6 +24,7 @@ import (
 	"ramanserve/trainer"
 	"ramanserve/trainer/csvdata"
 	"ramanserve/trainer/jobs"
+	"ramanserve/trainer/jobs/jobfiles"
 	"ramanserve/trainer/membudget"
 )
 
@@ -35,8 +36,12 @@ import (
 // manager of queue places queue+1 and the given budget (nil: none).
 func trainingServer(t *testing.T, cfg HTTPConfig, queue int, budget *membudget.Budget) (*httptest.Server, *jobs.Manager) {
 	t.Helper()
-	m, err := jobs.New(jobs.Options{
-		Dir: t.TempDir(), QueueSize: queue, Budget: budget,
+	files, err := jobfiles.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := jobs.New(context.Background(), files, files, jobs.Options{
+		QueueSize: queue, Budget: budget,
 		Publish: func(context.Context, *trainer.Result, jobs.Lineage) (string, string, error) {
 			return "", "", errors.New("not publishing in this test")
 		},

@@ -22,14 +22,14 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"strings"
 	"time"
 
-	// The same pure-Go SQLite as the prediction log (see predlog).
+	// The SQLite driver, for its error codes (diskFull).
 	"modernc.org/sqlite"
 
 	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
+	"ramanserve/platform/sqlitedb"
 	"ramanserve/platform/unixnano"
 )
 
@@ -57,7 +57,7 @@ var ErrNewerSchema = errors.New("labstore: the lab result store has a newer sche
 
 // SQLite is a reconcile.LabStore in one SQLite file. It is safe for
 // concurrent use, and for use by several processes at once: SQLite's own
-// locking serialises their writes (a writer waits up to busyTimeout).
+// locking serialises their writes (see Open).
 type SQLite struct {
 	db         *sql.DB
 	maxResults int64
@@ -65,70 +65,27 @@ type SQLite struct {
 
 var _ reconcile.LabStore = (*SQLite)(nil)
 
-// busyTimeout is how long a write waits for another connection's (or
-// process's) transaction before it fails.
-const busyTimeout = 5 * time.Second
-
 // Open opens, creating it if needed, the store in dir and brings its
-// schema up to date.
+// schema up to date. A write waits up to sqlitedb.DefaultBusyTimeout for
+// another connection's (or process's) transaction before it fails.
 func Open(ctx context.Context, dir string) (*SQLite, error) {
-	if strings.ContainsAny(dir, "?#") {
-		return nil, fmt.Errorf("labstore: the directory %q contains ? or #, which SQLite's file name parsing would cut", dir)
-	}
-	path := filepath.Join(dir, FileName)
-	dsn := path + "?_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(FULL)" +
-		fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeout.Milliseconds()) +
-		"&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitedb.Open(ctx, filepath.Join(dir, FileName), sqlitedb.Options{Synchronous: sqlitedb.Full})
 	if err != nil {
-		return nil, fmt.Errorf("labstore: open %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(4)
-	db.SetConnMaxLifetime(0)
-	s := &SQLite{db: db, maxResults: MaxResults}
-	if err := s.check(ctx, path); err != nil {
-		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("labstore: %w", err)
 	}
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}
-	return s, nil
-}
-
-// check verifies that the pragmas took: WAL and FULL.
-func (s *SQLite) check(ctx context.Context, path string) error {
-	var mode string
-	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return fmt.Errorf("labstore: open %s: %w", path, err)
-	}
-	if mode != "wal" {
-		return fmt.Errorf("labstore: %s is in journal mode %q, not wal", path, mode)
-	}
-	var sync int
-	if err := s.db.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
-		return fmt.Errorf("labstore: open %s: %w", path, err)
-	}
-	if sync != 2 { // FULL
-		return fmt.Errorf("labstore: %s: synchronous is %d, not FULL (2)", path, sync)
-	}
-	return nil
+	return &SQLite{db: db, maxResults: MaxResults}, nil
 }
 
 // Close checkpoints the WAL into the database and closes it.
 func (s *SQLite) Close() error {
-	_, errCkpt := s.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
-	if errCkpt != nil {
-		errCkpt = fmt.Errorf("labstore: close: checkpoint: %w", errCkpt)
+	if err := sqlitedb.Close(s.db); err != nil {
+		return fmt.Errorf("labstore: close: %w", err)
 	}
-	errClose := s.db.Close()
-	if errClose != nil {
-		errClose = fmt.Errorf("labstore: close: %w", errClose)
-	}
-	return errors.Join(errCkpt, errClose)
+	return nil
 }
 
 // Upsert implements reconcile.LabStore: one transaction, fsynced at

@@ -13,13 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	// modernc.org/sqlite is SQLite translated to Go: no cgo, so the server
-	// stays one static binary cross-compiled like the rest, and the race
-	// detector and fuzzing see the whole store. It is the most used pure-Go
-	// SQLite and tracks upstream SQLite releases. It is slower than the C
-	// library, which the batch writer hides: the hot path never waits for
-	// it. The version is pinned in go.mod.
-	_ "modernc.org/sqlite"
+	"ramanserve/platform/sqlitedb"
 )
 
 // DatabaseFileName is the log's file in its directory (with -wal and -shm
@@ -186,44 +180,24 @@ func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
 	return l, nil
 }
 
-// openDB opens the database with its pragmas on every connection and
-// brings its schema up to date. page_size and auto_vacuum must precede the
-// first table, so they come first; on an existing file they are already
-// set and these do nothing.
+// openDB opens the database (package sqlitedb) and brings its schema up to
+// date. auto_vacuum takes effect on a new file only; an existing file
+// keeps the mode it was created with. Pages are SQLite's default 4096
+// bytes.
 func openDB(ctx context.Context, path string, maxBytes int64) (*sql.DB, error) {
-	// The WAL is checkpointed every 1000 pages (4 MiB) by default; under a
-	// size bound, every MaxBytes/8, and truncated back to that after each
-	// checkpoint.
-	walLimit, walPages := int64(-1), int64(1000)
+	// The WAL is checkpointed every 1000 pages (4 MiB), SQLite's default;
+	// under a size bound, every MaxBytes/8, and truncated back to that
+	// after each checkpoint.
+	opts := sqlitedb.Options{Synchronous: sqlitedb.Normal, IncrementalVacuum: true}
 	if maxBytes > 0 {
-		walLimit = maxBytes / 8
-		walPages = walLimit / 4096
+		opts.JournalSizeLimit = maxBytes / 8
+		opts.WALAutocheckpoint = opts.JournalSizeLimit / 4096
 	}
-	dsn := path + "?_pragma=page_size(4096)" +
-		"&_pragma=auto_vacuum(INCREMENTAL)" +
-		"&_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(NORMAL)" +
-		"&_pragma=busy_timeout(5000)" +
-		fmt.Sprintf("&_pragma=journal_size_limit(%d)", walLimit) +
-		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walPages) +
-		"&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	// The writer holds one connection; the rest of the pool (sqlitedb's
+	// default of 4) serve readers, which WAL lets run beside the writer.
+	db, err := sqlitedb.Open(ctx, path, opts)
 	if err != nil {
-		return nil, fmt.Errorf("predlog: open %s: %w", path, err)
-	}
-	// The writer holds one connection; the rest serve readers, which WAL
-	// lets run beside the writer.
-	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(4)
-	db.SetConnMaxLifetime(0)
-	var mode string
-	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("predlog: open %s: %w", path, err)
-	}
-	if mode != "wal" {
-		db.Close()
-		return nil, fmt.Errorf("predlog: %s is in journal mode %q, not wal", path, mode)
+		return nil, fmt.Errorf("predlog: %w", err)
 	}
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
@@ -293,10 +267,7 @@ func (l *SQLite) Close(ctx context.Context) error {
 			<-l.background
 			l.dropped.Add(1)
 		}
-		if _, cerr := l.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); cerr != nil && err == nil {
-			err = fmt.Errorf("predlog: close: checkpoint: %w", cerr)
-		}
-		if cerr := l.db.Close(); cerr != nil && err == nil {
+		if cerr := sqlitedb.Close(l.db); cerr != nil && err == nil {
 			err = fmt.Errorf("predlog: close: %w", cerr)
 		}
 		if cerr := l.lock.Close(); cerr != nil && err == nil {

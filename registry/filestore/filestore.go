@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/platform/atomicfile"
 	"ramanserve/registry/store"
 )
 
@@ -116,7 +117,7 @@ func (s *Store) CommitIndex(ctx context.Context, base store.Revision, next *stor
 		return 0, fmt.Errorf("%w: the commit is based on revision %d, the index is at %d", store.ErrConflict, base, s.rev)
 	}
 	full := filepath.Join(s.dir, IndexFile)
-	if err := WriteFileAtomic(full, b); err != nil {
+	if err := atomicfile.WriteFile(full, b); err != nil {
 		// A failed directory fsync comes after the rename: the new index
 		// may be in place though not durable. Then base is no longer the
 		// index on disk, and a commit based on it must conflict.
@@ -158,7 +159,7 @@ func (s *Store) SetAsideCorruptIndex(now time.Time) (string, error) {
 		return "", fmt.Errorf("%w: set the corrupt index aside: %w", inference.ErrRegistry, err)
 	}
 	s.rev++
-	return name, SyncDir(s.dir)
+	return name, atomicfile.SyncDir(s.dir)
 }
 
 func exists(path string) bool {

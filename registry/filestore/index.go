@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"ramanserve/platform/atomicfile"
 	"ramanserve/platform/regularfile"
 	"ramanserve/registry/store"
 )
@@ -108,12 +109,12 @@ func validate(ix *store.Index) error {
 		return err
 	}
 	for k, e := range ix.Models {
-		if IsTempName(path.Base(e.File)) {
+		if atomicfile.IsTempName(path.Base(e.File)) {
 			return fmt.Errorf("%w: entry %q names the file %q, not a model file in models/", store.ErrIndexCorrupt, k, e.File)
 		}
 	}
 	for _, rm := range ix.Removing {
-		if IsTempName(path.Base(rm.File)) {
+		if atomicfile.IsTempName(path.Base(rm.File)) {
 			return fmt.Errorf("%w: removing names the file %q, not a model file in models/", store.ErrIndexCorrupt, rm.File)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"ramanserve/platform/atomicfile"
 	"ramanserve/registry/store"
 )
 
@@ -33,7 +34,7 @@ func FuzzParseIndex(f *testing.F) {
 		}
 		for k, e := range ix.Models {
 			if e == nil || e.Version != k || !store.ValidVersion(k) || !store.ValidArtifactName(e.File) ||
-				IsTempName(filepath.Base(e.File)) ||
+				atomicfile.IsTempName(filepath.Base(e.File)) ||
 				filepath.Dir(filepath.Clean(e.File)) != store.ModelsDir || !store.ValidStatus(e.Status) {
 				t.Fatalf("accepted entry %q: %+v", k, e)
 			}

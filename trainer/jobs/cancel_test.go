@@ -88,7 +88,7 @@ func pageThrough(t *testing.T, m *jobs.Manager, status jobs.Status, limit int) [
 func TestListPagesNewestFirst(t *testing.T) {
 	dir := t.TempDir()
 	want := writeRecords(t, dir, 23)
-	m := open(t, jobs.Options{Dir: dir, Publish: (&publisher{}).publish})
+	m := open(t, dir, jobs.Options{Publish: (&publisher{}).publish})
 	for _, limit := range []int{1, 5, 7, 23, 200} {
 		if got := pageThrough(t, m, "", limit); fmt.Sprint(got) != fmt.Sprint(ids(want)) {
 			t.Fatalf("limit %d:\n got %v\nwant %v", limit, got, ids(want))
@@ -115,7 +115,7 @@ func TestListPagesNewestFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Close(context.Background())
-	m2 := open(t, jobs.Options{Dir: dir, Publish: (&publisher{}).publish})
+	m2 := open(t, dir, jobs.Options{Publish: (&publisher{}).publish})
 	second, err := m2.List("", 10, first.Next)
 	if err != nil || fmt.Sprint(ids(second.Jobs)) != fmt.Sprint(ids(want[10:20])) {
 		t.Fatalf("second page after a restart: %v %v, want %v", err, ids(second.Jobs), ids(want[10:20]))
@@ -130,7 +130,7 @@ func TestListPagesNewestFirst(t *testing.T) {
 func TestListRefusesForeignCursors(t *testing.T) {
 	dir := t.TempDir()
 	writeRecords(t, dir, 3)
-	m := open(t, jobs.Options{Dir: dir, Publish: (&publisher{}).publish})
+	m := open(t, dir, jobs.Options{Publish: (&publisher{}).publish})
 	p, _ := m.List("", 1, "")
 	for _, c := range []string{"x", "!!!!", p.Next + "A", p.Next[:len(p.Next)-2], "AXsidCI6MSwiaWQiOiJ4In0", "eyJ0IjoxLCJpZCI6IngifQ", string(make([]byte, 600))} {
 		if _, err := m.List("", 1, c); !errors.Is(err, trainer.ErrInvalidCursor) {
@@ -146,7 +146,7 @@ func TestCancelQueued(t *testing.T) {
 	dir := t.TempDir()
 	budget := membudget.New(1 << 30)
 	pub := &publisher{block: make(chan struct{})}
-	m := open(t, jobs.Options{Dir: dir, QueueSize: 1, Publish: pub.publish, Budget: budget, Train: trainer.Options{Seed: 1, MaxComponents: 2}})
+	m := open(t, dir, jobs.Options{QueueSize: 1, Publish: pub.publish, Budget: budget, Train: trainer.Options{Seed: 1, MaxComponents: 2}})
 	submit := func(seed uint64) string {
 		r, err := m.Reserve(context.Background())
 		if err != nil {
@@ -198,7 +198,7 @@ func TestCancelQueued(t *testing.T) {
 func TestCancelQueuedRemovesItsSavedDataSet(t *testing.T) {
 	dir := t.TempDir()
 	pub := &publisher{block: make(chan struct{})}
-	m, err := jobs.New(jobs.Options{Dir: dir, QueueSize: 3, Publish: pub.publish, Train: trainer.Options{Seed: 1, MaxComponents: 2}})
+	m, err := start(dir, jobs.Options{QueueSize: 3, Publish: pub.publish, Train: trainer.Options{Seed: 1, MaxComponents: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestCancelQueuedRemovesItsSavedDataSet(t *testing.T) {
 	third, _ := m.Submit(context.Background(), synth.New(synth.Config{Seed: 3}).Dataset(30), jobs.Meta{Operator: "o"})
 	m.Close(context.Background())
 	pub2 := &publisher{block: make(chan struct{})}
-	m2 := open(t, jobs.Options{Dir: dir, QueueSize: 3, Publish: pub2.publish, Train: trainer.Options{Seed: 1, MaxComponents: 2}})
+	m2 := open(t, dir, jobs.Options{QueueSize: 3, Publish: pub2.publish, Train: trainer.Options{Seed: 1, MaxComponents: 2}})
 	waitStatus(t, m2, second.ID, jobs.Running) // blocks in Publish; third waits
 	spool := filepath.Join(dir, third.ID+".dataset")
 	if _, err := os.Stat(spool); err != nil {
@@ -230,7 +230,7 @@ func TestCancelRunning(t *testing.T) {
 	dir := t.TempDir()
 	budget := membudget.New(1 << 30)
 	pub := &publisher{}
-	m := open(t, jobs.Options{Dir: dir, QueueSize: 1, Publish: pub.publish, Budget: budget, Train: trainer.Options{Seed: 1, MaxComponents: 20}})
+	m := open(t, dir, jobs.Options{QueueSize: 1, Publish: pub.publish, Budget: budget, Train: trainer.Options{Seed: 1, MaxComponents: 20}})
 	r, _ := m.Reserve(context.Background())
 	j, err := m.SubmitReserved(context.Background(), r, chargedDataset(t, r, 1, 600), jobs.Meta{Operator: "op"})
 	if err != nil {
@@ -284,7 +284,7 @@ func (p *recordingPublisher) publish(ctx context.Context, res *trainer.Result, l
 // it done (and its model was staged once): never both, never neither.
 func TestCancelRaceWithTheEnd(t *testing.T) {
 	pub := &recordingPublisher{jobs: map[string]int{}}
-	m := open(t, jobs.Options{Dir: t.TempDir(), QueueSize: 1, Publish: pub.publish, Train: trainer.Options{Seed: 1, MaxComponents: 2, Folds: 2}})
+	m := open(t, t.TempDir(), jobs.Options{QueueSize: 1, Publish: pub.publish, Train: trainer.Options{Seed: 1, MaxComponents: 2, Folds: 2}})
 	ds := synth.New(synth.Config{Seed: 1}).Dataset(12)
 	rng := rand.New(rand.NewPCG(1, 2))
 	iterations := 300
@@ -329,9 +329,9 @@ func TestCancelRaceWithTheEnd(t *testing.T) {
 // once the disk takes writes again.
 func TestCancelOnAReadOnlyDisk(t *testing.T) {
 	dir := t.TempDir()
-	disk := &flakyDisk{}
+	disk := newFlakyDisk(t, dir)
 	pub := &publisher{block: make(chan struct{})}
-	m := open(t, jobs.Options{Dir: dir, QueueSize: 1, Publish: pub.publish, WriteFile: disk.write, RetryInterval: 20 * time.Millisecond,
+	m := openOn(t, disk, disk.Dir, jobs.Options{QueueSize: 1, Publish: pub.publish, RetryInterval: 20 * time.Millisecond,
 		Train: trainer.Options{Seed: 1, MaxComponents: 2}})
 	first, _ := m.Submit(context.Background(), synth.New(synth.Config{Seed: 1}).Dataset(30), jobs.Meta{Operator: "o"})
 	waitStatus(t, m, first.ID, jobs.Running)
@@ -368,7 +368,7 @@ func TestCancelOnAReadOnlyDisk(t *testing.T) {
 func TestCancelledJobsStayCancelledAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	opts := func(pub *publisher) jobs.Options {
-		return jobs.Options{Dir: dir, QueueSize: 4, Publish: pub.publish, Train: trainer.Options{Seed: 1, MaxComponents: 2}}
+		return jobs.Options{QueueSize: 4, Publish: pub.publish, Train: trainer.Options{Seed: 1, MaxComponents: 2}}
 	}
 	submit := func(m *jobs.Manager, seed uint64) string {
 		j, err := m.Submit(context.Background(), synth.New(synth.Config{Seed: seed}).Dataset(30), jobs.Meta{Operator: "o"})
@@ -377,7 +377,7 @@ func TestCancelledJobsStayCancelledAfterRestart(t *testing.T) {
 		}
 		return j.ID
 	}
-	m, err := jobs.New(opts(&publisher{block: make(chan struct{})}))
+	m, err := start(dir, opts(&publisher{block: make(chan struct{})}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +389,7 @@ func TestCancelledJobsStayCancelledAfterRestart(t *testing.T) {
 	}
 	m.Close(context.Background()) // blocker and requeued are saved for the next start
 
-	m2, err := jobs.New(opts(&publisher{block: make(chan struct{})}))
+	m2, err := start(dir, opts(&publisher{block: make(chan struct{})}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func TestCancelledJobsStayCancelledAfterRestart(t *testing.T) {
 	m2.Close(context.Background())
 
 	pub3 := &publisher{}
-	m3 := open(t, opts(pub3))
+	m3 := open(t, dir, opts(pub3))
 	for _, id := range []string{queued, requeued} {
 		j, err := m3.Get(context.Background(), id)
 		if err != nil || j.Status != jobs.Failed || j.Error == nil || j.Error.Code != "CANCELLED" {

@@ -33,7 +33,7 @@ func goodRecord(t *testing.T, dir string) {
 	}
 }
 
-// startWithin runs jobs.New on dir and fails the test if it does not
+// startWithin starts a Manager on dir and fails the test if it does not
 // return within 10 s (a FIFO once blocked it for ever) or fails.
 func startWithin(t *testing.T, dir string, budget *membudget.Budget) *jobs.Manager {
 	t.Helper()
@@ -43,7 +43,7 @@ func startWithin(t *testing.T, dir string, budget *membudget.Budget) *jobs.Manag
 	}
 	done := make(chan result, 1)
 	go func() {
-		m, err := jobs.New(jobs.Options{Dir: dir, Budget: budget, Publish: (&publisher{}).publish})
+		m, err := start(dir, jobs.Options{Budget: budget, Publish: (&publisher{}).publish})
 		done <- result{m, err}
 	}()
 	select {
@@ -123,7 +123,7 @@ func TestLargestRealRecordSurvivesRestart(t *testing.T) {
 	}
 	// The record as this server writes it, in another folder.
 	other := t.TempDir()
-	writer, err := jobs.New(jobs.Options{Dir: other, Publish: (&publisher{block: make(chan struct{})}).publish,
+	writer, err := start(other, jobs.Options{Publish: (&publisher{block: make(chan struct{})}).publish,
 		Train: trainer.Options{Wavenumbers: []float64{100, 200}}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,14 +1,16 @@
 // Package jobs runs training jobs one at a time behind a bounded queue and
-// keeps every job's record on disk, so that GET /training/{id} answers
+// keeps every job's record in a Store, so that GET /training/{id} answers
 // across restarts.
 //
 // Life of a job: Submit records it as queued and returns at once; the single
 // worker marks it running, trains (progress follows the trainer's fold x
 // component steps), hands the result to Publish (which writes the model into
 // the registry as staged) and marks it done, or failed with a code. A record
-// is rewritten atomically (temp file, fsync, rename) at every status change.
-// When the process dies, records of queued or running jobs are left behind;
-// New turns them into failed with code INTERRUPTED.
+// is saved whole (Store.Save) at every status change. Close saves the data
+// set of every queued job in the UploadSpool, and New queues those jobs
+// again. When the process dies, records of running jobs, and of queued
+// jobs without a saved data set, are left behind; New turns them into
+// failed with code INTERRUPTED.
 //
 // The same queue and worker run re-scoring jobs (kind rescore, see
 // rescore.go): a model applied to the prediction log's spectra.
@@ -16,16 +18,11 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,8 +31,6 @@ import (
 	"github.com/google/uuid"
 
 	"ramanserve/inference"
-	"ramanserve/platform/regularfile"
-	"ramanserve/registry"
 	"ramanserve/trainer"
 	"ramanserve/trainer/membudget"
 )
@@ -138,8 +133,7 @@ type PublishFunc func(ctx context.Context, res *trainer.Result, lineage Lineage)
 
 // Options configure a Manager.
 type Options struct {
-	Dir       string // where job records live; created if missing
-	QueueSize int    // jobs that may wait behind the running one; default 4
+	QueueSize int // jobs that may wait behind the running one; default 4
 	Publish   PublishFunc
 	// Classify maps a training error to its contract code (the server
 	// passes its single error mapping); nil uses a generic mapping.
@@ -151,10 +145,6 @@ type Options struct {
 	// Reservation) and every data set of a queued or running job, and for
 	// the parallel fits of the running one; nil means no budget.
 	Budget *membudget.Budget
-	// WriteFile writes a record atomically; nil means
-	// registry.WriteFileAtomic. It is a seam for tests of a disk that
-	// refuses writes.
-	WriteFile func(path string, data []byte) error
 	// RetryInterval is how often records that could not be written are
 	// tried again; default 5 s.
 	RetryInterval time.Duration
@@ -162,9 +152,11 @@ type Options struct {
 
 // Manager owns the queue, the worker and the records.
 type Manager struct {
-	opts Options
-	log  *slog.Logger
-	wake chan struct{} // a job was queued (capacity 1)
+	opts    Options
+	records Store
+	uploads UploadSpool
+	log     *slog.Logger
+	wake    chan struct{} // a job was queued (capacity 1)
 
 	mu   sync.Mutex
 	jobs map[string]*Job
@@ -255,12 +247,14 @@ func (m *Manager) release(charged int64) {
 	m.mu.Unlock()
 }
 
-// New opens the record directory, marks jobs a previous process left
-// queued or running as failed (INTERRUPTED), and starts the worker. A
-// file it cannot take for a record (not a regular file, a symlink, over
-// maxRecordBytes, not a record) is skipped with a warning: it never stops
-// or stalls the start.
-func New(opts Options) (*Manager, error) {
+// New loads the job records, queues again the jobs a previous process
+// left queued whose data set it saved, marks the other jobs it left queued
+// or running as failed (INTERRUPTED), and starts the worker. A record the
+// store cannot read is skipped with a warning: it never stops the start.
+func New(ctx context.Context, records Store, uploads UploadSpool, opts Options) (*Manager, error) {
+	if records == nil || uploads == nil {
+		return nil, errors.New("jobs: a record store and an upload spool are required")
+	}
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 4
 	}
@@ -276,17 +270,12 @@ func New(opts Options) (*Manager, error) {
 	if opts.Classify == nil {
 		opts.Classify = defaultClassify
 	}
-	if opts.WriteFile == nil {
-		opts.WriteFile = registry.WriteFileAtomic
-	}
 	if opts.RetryInterval <= 0 {
 		opts.RetryInterval = 5 * time.Second
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("jobs: %w", err)
-	}
-	m := &Manager{opts: opts, log: opts.Logger, wake: make(chan struct{}, 1), jobs: map[string]*Job{}, unsaved: map[string]*Job{}}
-	if err := m.recover(); err != nil {
+	m := &Manager{opts: opts, records: records, uploads: uploads, log: opts.Logger, wake: make(chan struct{}, 1),
+		jobs: map[string]*Job{}, unsaved: map[string]*Job{}}
+	if err := m.recover(ctx); err != nil {
 		m.releasePending()
 		return nil, err
 	}
@@ -322,25 +311,17 @@ func defaultClassify(err error) string {
 // recover loads every record: a queued job whose spool reads back is
 // queued again; running jobs, and queued jobs without a readable spool,
 // are failed as INTERRUPTED.
-func (m *Manager) recover() error {
-	entries, err := os.ReadDir(m.opts.Dir)
+func (m *Manager) recover(ctx context.Context) error {
+	records, skipped, err := m.records.LoadAll(ctx)
 	if err != nil {
-		return fmt.Errorf("jobs: %w", err)
+		return fmt.Errorf("jobs: load the records: %w", err)
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if registry.IsTempName(name) { // only our own temp names: never delete an operator's file
-			os.Remove(filepath.Join(m.opts.Dir, name))
-			continue
-		}
-		if !strings.HasSuffix(name, ".json") {
-			continue
-		}
-		j, err := readRecord(m.opts.Dir, name)
-		if err != nil {
-			// One bad file (a directory, a FIFO, a symlink, a huge or
-			// broken record) must not stop the server: skip it.
-			m.log.Warn("skipping unreadable job record", "file", name, "err", err)
+	for _, err := range skipped {
+		m.log.Warn("skipping unreadable job record", "err", err)
+	}
+	for _, j := range records {
+		if _, dup := m.jobs[j.ID]; dup {
+			m.log.Warn("skipping a second record of a job", "job", j.ID)
 			continue
 		}
 		m.jobs[j.ID] = j
@@ -349,7 +330,7 @@ func (m *Manager) recover() error {
 			// Its model was held in memory: post the re-scoring again.
 			m.interrupt(j, "the server stopped while this re-scoring job was "+string(j.Status)+"; post the re-scoring again")
 		case j.Status == Queued:
-			if err := m.requeue(j); err != nil {
+			if err := m.requeue(ctx, j); err != nil {
 				m.interrupt(j, "the server stopped while this job was queued and "+err.Error()+"; upload the data again")
 			}
 		case j.Status == Running:
@@ -365,52 +346,14 @@ func (m *Manager) recover() error {
 	return nil
 }
 
-// maxRecordBytes bounds a job record read at start-up. The largest record
-// this server writes is its meta part (at most 1 MiB on the wire, the
-// HTTP layer's bound) re-encoded, which escapes a byte to at most 6
-// ("<" is \u003c): under 7 MiB, plus the result: at most MaxOutliers
-// outliers of a scan id (at most 256 bytes, the CSV's cell bound, 6 times
-// that escaped) and about 400 bytes of numbers each, and at most 64 CV points of about 300 bytes: under 3 MiB.
-const maxRecordBytes = 16 << 20
-
-// readRecord reads and decodes the record dir/name. It opens only a
-// regular file, without following a symlink or blocking on a FIFO, and
-// reads at most maxRecordBytes: the jobs folder is on disk, where anyone
-// with access to the registry may have put anything.
-func readRecord(dir, name string) (*Job, error) {
-	f, st, err := regularfile.Open(filepath.Join(dir, name))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st.Size() > maxRecordBytes {
-		return nil, fmt.Errorf("%d bytes, over the %d-byte limit of a job record", st.Size(), maxRecordBytes)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxRecordBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxRecordBytes {
-		return nil, fmt.Errorf("over the %d-byte limit of a job record", maxRecordBytes)
-	}
-	var j Job
-	if err := json.Unmarshal(b, &j); err != nil {
-		return nil, err
-	}
-	if j.ID == "" || j.ID+".json" != name {
-		return nil, fmt.Errorf("the record's job id %q does not match its file name", j.ID)
-	}
-	return &j, nil
-}
-
 // requeue reads a queued job's spool back, charging the budget, and puts
 // the job back in the queue. Its error says why it could not.
-func (m *Manager) requeue(j *Job) error {
+func (m *Manager) requeue(ctx context.Context, j *Job) error {
 	c := &Reservation{m: m}
-	ds, err := readSpool(spoolPath(m.opts.Dir, j.ID), c)
+	ds, err := m.loadSpool(ctx, j.ID, c)
 	var mbe *trainer.MemoryBudgetError
 	switch {
-	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, ErrNoUpload):
 		return errors.New("its data set was not saved")
 	case errors.As(err, &mbe):
 		m.releaseBytes(c.charged)
@@ -453,7 +396,9 @@ func (m *Manager) interrupt(j *Job, msg string) {
 // removeSpool deletes the spool of a job that ended: a file this package
 // wrote under the job's own name.
 func (m *Manager) removeSpool(id string) {
-	if err := os.Remove(spoolPath(m.opts.Dir, id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	ctx, cancel := storeContext()
+	defer cancel()
+	if err := m.uploads.Remove(ctx, id); err != nil {
 		m.log.Warn("cannot delete a finished job's saved data set", "job", id, "err", err)
 	}
 }
@@ -607,7 +552,7 @@ func (m *Manager) CountByStatus() map[Status]int {
 
 // Close stops the worker: no queued job starts any more, a running
 // training is cancelled and its job recorded as failed (INTERRUPTED), and
-// every queued job's data set is saved (jobs/<id>.dataset) so that the next
+// every queued job's data set is saved in the UploadSpool so that the next
 // New queues it again; its record stays queued. Records that could not be
 // written are tried once more.
 func (m *Manager) Close(ctx context.Context) error {
@@ -632,7 +577,7 @@ func (m *Manager) Close(ctx context.Context) error {
 			m.interruptQueuedRescore(t)
 			continue
 		}
-		if err := writeSpool(ctx, spoolPath(m.opts.Dir, t.id), t.ds); err != nil {
+		if err := m.saveSpool(ctx, t.id, t.ds); err != nil {
 			// The next start fails the job, saying its data was not saved.
 			errs = append(errs, fmt.Errorf("save queued job %s: %w", t.id, err))
 		} else {
@@ -991,12 +936,11 @@ func (m *Manager) flushDirtyLocked() {
 	}
 }
 
+// persist saves j's record. Called with m.mu held.
 func (m *Manager) persist(j *Job) error {
-	b, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := m.opts.WriteFile(filepath.Join(m.opts.Dir, j.ID+".json"), b); err != nil {
+	ctx, cancel := storeContext()
+	defer cancel()
+	if err := m.records.Save(ctx, j); err != nil {
 		return fmt.Errorf("jobs: write record: %w", err)
 	}
 	j.savedAt = time.Now()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"ramanserve/registry"
+	"ramanserve/platform/atomicfile"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/synth"
@@ -39,7 +39,7 @@ func (p *publisher) publish(ctx context.Context, res *trainer.Result, lin jobs.L
 
 func newManager(t *testing.T, dir string, p *publisher, queue int) *jobs.Manager {
 	t.Helper()
-	m, err := jobs.New(jobs.Options{Dir: dir, QueueSize: queue, Publish: p.publish, Train: trainer.Options{Seed: 1, MaxComponents: 8}})
+	m, err := start(dir, jobs.Options{QueueSize: queue, Publish: p.publish, Train: trainer.Options{Seed: 1, MaxComponents: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestRestartMarksUnfinishedJobsInterrupted(t *testing.T) {
 		b, _ := json.Marshal(r)
 		os.WriteFile(filepath.Join(dir, r.ID+".json"), b, 0o644)
 	}
-	os.WriteFile(filepath.Join(dir, registry.TempPrefix+"x.json.123"), []byte("{"), 0o644)
+	os.WriteFile(filepath.Join(dir, atomicfile.TempPrefix+"x.json.123"), []byte("{"), 0o644)
 
 	m := newManager(t, dir, &publisher{}, 2)
 	for _, tc := range []struct {
@@ -178,7 +178,7 @@ func TestRestartMarksUnfinishedJobsInterrupted(t *testing.T) {
 	if j.Status != jobs.Failed || j.Error == nil || j.Error.Code != "INTERRUPTED" {
 		t.Errorf("record on disk: %s", b)
 	}
-	if _, err := os.Stat(filepath.Join(dir, registry.TempPrefix+"x.json.123")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, atomicfile.TempPrefix+"x.json.123")); !os.IsNotExist(err) {
 		t.Errorf("temp file left behind")
 	}
 }

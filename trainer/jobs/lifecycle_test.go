@@ -13,19 +13,39 @@ import (
 	"testing"
 	"time"
 
-	"ramanserve/registry"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
+	"ramanserve/trainer/jobs/jobfiles"
 	"ramanserve/trainer/membudget"
 	"ramanserve/trainer/synth"
 )
 
-func open(t *testing.T, opts jobs.Options) *jobs.Manager {
+// start opens the job files in dir and starts a Manager on them.
+func start(dir string, opts jobs.Options) (*jobs.Manager, error) {
+	files, err := jobfiles.Open(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	return jobs.New(context.Background(), files, files, opts)
+}
+
+// open starts a Manager on the job files in dir, closed when the test ends.
+func open(t *testing.T, dir string, opts jobs.Options) *jobs.Manager {
+	t.Helper()
+	files, err := jobfiles.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openOn(t, files, files, opts)
+}
+
+// openOn starts a Manager on records and uploads, closed when the test ends.
+func openOn(t *testing.T, records jobs.Store, uploads jobs.UploadSpool, opts jobs.Options) *jobs.Manager {
 	t.Helper()
 	if opts.Train.MaxComponents == 0 {
 		opts.Train = trainer.Options{Seed: 1, MaxComponents: 8}
 	}
-	m, err := jobs.New(opts)
+	m, err := jobs.New(context.Background(), records, uploads, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +93,7 @@ func chargedDataset(t *testing.T, r trainer.Charger, seed uint64, n int) *traine
 // failed upload) gives the slot and the memory back.
 func TestReservationHoldsTheSlot(t *testing.T) {
 	budget := membudget.New(1 << 30)
-	m := open(t, jobs.Options{Dir: t.TempDir(), QueueSize: 1, Publish: (&publisher{}).publish, Budget: budget})
+	m := open(t, t.TempDir(), jobs.Options{QueueSize: 1, Publish: (&publisher{}).publish, Budget: budget})
 	ctx := context.Background()
 	a, err := m.Reserve(ctx)
 	if err != nil {
@@ -110,7 +130,7 @@ func TestReservationHoldsTheSlot(t *testing.T) {
 // the extra workers' charge with it.
 func TestJobReleasesItsMemoryWhenItEnds(t *testing.T) {
 	budget := membudget.New(1 << 30)
-	m := open(t, jobs.Options{Dir: t.TempDir(), QueueSize: 2, Publish: (&publisher{}).publish, Budget: budget})
+	m := open(t, t.TempDir(), jobs.Options{QueueSize: 2, Publish: (&publisher{}).publish, Budget: budget})
 	r, err := m.Reserve(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +167,7 @@ func TestCloseInterruptsRunningAndKeepsQueued(t *testing.T) {
 	dir := t.TempDir()
 	pub := &publisher{block: make(chan struct{})} // the running job waits in Publish
 	budget := membudget.New(1 << 30)
-	m, err := jobs.New(jobs.Options{Dir: dir, QueueSize: 2, Publish: pub.publish, Budget: budget,
+	m, err := start(dir, jobs.Options{QueueSize: 2, Publish: pub.publish, Budget: budget,
 		Train: trainer.Options{Seed: 1, MaxComponents: 8}})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +211,7 @@ func TestCloseInterruptsRunningAndKeepsQueued(t *testing.T) {
 		t.Fatalf("running record on disk: %+v", rec)
 	}
 
-	m2 := open(t, jobs.Options{Dir: dir, QueueSize: 2, Publish: (&publisher{}).publish, Budget: budget})
+	m2 := open(t, dir, jobs.Options{QueueSize: 2, Publish: (&publisher{}).publish, Budget: budget})
 	if done := wait(t, m2, queued); done.Status != jobs.Done || done.Samples != 60 {
 		t.Fatalf("re-queued job: %+v %+v", done, done.Error)
 	}
@@ -214,7 +234,7 @@ func TestCloseStartsNoQueuedJob(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		dir := t.TempDir()
 		var published atomic.Int32
-		m, err := jobs.New(jobs.Options{Dir: dir, QueueSize: 4, Train: trainer.Options{Seed: 1, MaxComponents: 2},
+		m, err := start(dir, jobs.Options{QueueSize: 4, Train: trainer.Options{Seed: 1, MaxComponents: 2},
 			Publish: func(ctx context.Context, res *trainer.Result, lin jobs.Lineage) (string, string, error) {
 				published.Add(1)
 				<-ctx.Done() // the first job holds the worker until Close
@@ -260,7 +280,7 @@ func TestCloseStartsNoQueuedJob(t *testing.T) {
 // spools of jobs that ended are deleted.
 func TestRestartWithBadSpool(t *testing.T) {
 	dir := t.TempDir()
-	m, err := jobs.New(jobs.Options{Dir: dir, QueueSize: 4, Publish: (&publisher{block: make(chan struct{})}).publish,
+	m, err := start(dir, jobs.Options{QueueSize: 4, Publish: (&publisher{block: make(chan struct{})}).publish,
 		Train: trainer.Options{Seed: 1, MaxComponents: 8}})
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +306,7 @@ func TestRestartWithBadSpool(t *testing.T) {
 	stray := filepath.Join(dir, "not-a-job.dataset")
 	os.WriteFile(stray, []byte("operator's file"), 0o644)
 
-	m2 := open(t, jobs.Options{Dir: dir, QueueSize: 4, Publish: (&publisher{}).publish})
+	m2 := open(t, dir, jobs.Options{QueueSize: 4, Publish: (&publisher{}).publish})
 	for id, want := range map[string]string{edited: "checksum", truncated: "could not be read", missing: "was not saved"} {
 		j, _ := m2.Get(context.Background(), id)
 		if j.Status != jobs.Failed || j.Error == nil || j.Error.Code != "INTERRUPTED" || !strings.Contains(j.Error.Message, want) {
@@ -306,14 +326,14 @@ func TestRestartWithBadSpool(t *testing.T) {
 // nothing.
 func TestRestartRefusesSpoolOverBudget(t *testing.T) {
 	dir := t.TempDir()
-	m, _ := jobs.New(jobs.Options{Dir: dir, QueueSize: 2, Publish: (&publisher{block: make(chan struct{})}).publish,
+	m, _ := start(dir, jobs.Options{QueueSize: 2, Publish: (&publisher{block: make(chan struct{})}).publish,
 		Train: trainer.Options{Seed: 1, MaxComponents: 8}})
 	first, _ := m.Submit(context.Background(), synth.New(synth.Config{Seed: 1}).Dataset(40), jobs.Meta{Operator: "o"})
 	waitStatus(t, m, first.ID, jobs.Running)
 	second, _ := m.Submit(context.Background(), synth.New(synth.Config{Seed: 2}).Dataset(200), jobs.Meta{Operator: "o"})
 	m.Close(context.Background())
 	budget := membudget.New(1 << 20)
-	m2 := open(t, jobs.Options{Dir: dir, QueueSize: 2, Publish: (&publisher{}).publish, Budget: budget})
+	m2 := open(t, dir, jobs.Options{QueueSize: 2, Publish: (&publisher{}).publish, Budget: budget})
 	j, _ := m2.Get(context.Background(), second.ID)
 	if j.Status != jobs.Failed || j.Error == nil || !strings.Contains(j.Error.Message, "memory budget") {
 		t.Fatalf("job over the budget: %s %+v", j.Status, j.Error)
@@ -323,23 +343,33 @@ func TestRestartRefusesSpoolOverBudget(t *testing.T) {
 	}
 }
 
-// flakyDisk is a record writer that refuses writes (EROFS) while off is
-// set, as a registry on a read-only or full file system does.
+// flakyDisk is the job files of a folder whose record writes fail (EROFS)
+// while off is set, as on a read-only or full file system.
 type flakyDisk struct {
+	*jobfiles.Dir
 	mu  sync.Mutex
 	off bool
 }
 
+func newFlakyDisk(t *testing.T, dir string) *flakyDisk {
+	t.Helper()
+	files, err := jobfiles.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &flakyDisk{Dir: files}
+}
+
 func (d *flakyDisk) set(off bool) { d.mu.Lock(); d.off = off; d.mu.Unlock() }
 
-func (d *flakyDisk) write(path string, b []byte) error {
+func (d *flakyDisk) Save(ctx context.Context, j *jobs.Job) error {
 	d.mu.Lock()
 	off := d.off
 	d.mu.Unlock()
 	if off {
-		return &os.PathError{Op: "open", Path: path, Err: syscall.EROFS}
+		return &os.PathError{Op: "open", Path: j.ID + ".json", Err: syscall.EROFS}
 	}
-	return registry.WriteFileAtomic(path, b)
+	return d.Dir.Save(ctx, j)
 }
 
 // TestUnwritableRecordKeepsTheRealReason: a job fails while its record
@@ -348,9 +378,9 @@ func (d *flakyDisk) write(path string, b []byte) error {
 // retry writes the failure with its reason.
 func TestUnwritableRecordKeepsTheRealReason(t *testing.T) {
 	dir := t.TempDir()
-	disk := &flakyDisk{}
+	disk := newFlakyDisk(t, dir)
 	pubErr := errors.New("publish: no space left on device")
-	m := open(t, jobs.Options{Dir: dir, QueueSize: 1, WriteFile: disk.write, RetryInterval: 50 * time.Millisecond,
+	m := openOn(t, disk, disk.Dir, jobs.Options{QueueSize: 1, RetryInterval: 50 * time.Millisecond,
 		Publish: func(ctx context.Context, res *trainer.Result, lin jobs.Lineage) (string, string, error) {
 			disk.set(true) // the disk goes read-only while the job runs
 			return "", "", pubErr

@@ -11,7 +11,7 @@ import (
 func BenchmarkListPage(b *testing.B) {
 	dir := b.TempDir()
 	writeRecords(b, dir, 20000)
-	m, err := jobs.New(jobs.Options{Dir: dir, Publish: (&publisher{}).publish})
+	m, err := start(dir, jobs.Options{Publish: (&publisher{}).publish})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestOptionsSurviveARestartAndShapeTheResult(t *testing.T) {
 	dir := t.TempDir()
 	pub := &publisher{block: make(chan struct{})}
 	budget := membudget.New(1 << 30)
-	m, err := jobs.New(jobs.Options{Dir: dir, QueueSize: 2, Publish: pub.publish, Budget: budget,
+	m, err := start(dir, jobs.Options{QueueSize: 2, Publish: pub.publish, Budget: budget,
 		Train: trainer.Options{Seed: 1, MaxComponents: 8}})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestOptionsSurviveARestartAndShapeTheResult(t *testing.T) {
 	}
 
 	pub2 := &publisher{}
-	m2 := open(t, jobs.Options{Dir: dir, QueueSize: 2, Publish: pub2.publish, Budget: budget})
+	m2 := open(t, dir, jobs.Options{QueueSize: 2, Publish: pub2.publish, Budget: budget})
 	done := wait(t, m2, queued.ID)
 	if done.Status != jobs.Done {
 		t.Fatalf("re-queued job: %+v %+v", done, done.Error)
@@ -91,7 +91,7 @@ func TestOptionsSurviveARestartAndShapeTheResult(t *testing.T) {
 // kept.
 func TestSubmitRefusesOptionsThatCannotApply(t *testing.T) {
 	budget := membudget.New(1 << 30)
-	m := open(t, jobs.Options{Dir: t.TempDir(), QueueSize: 2, Publish: (&publisher{}).publish, Budget: budget})
+	m := open(t, t.TempDir(), jobs.Options{QueueSize: 2, Publish: (&publisher{}).publish, Budget: budget})
 	cases := []struct {
 		opts jobs.TrainingOptions
 		want string

@@ -11,17 +11,13 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
-	"path/filepath"
 
-	"ramanserve/platform/regularfile"
-	"ramanserve/registry"
 	"ramanserve/trainer"
 )
 
-// The spool keeps a queued job's data set across a restart: Close writes
-// jobs/<id>.dataset for every job still queued, and New reads it back and
-// queues the job again. Format (all integers little-endian):
+// The spool keeps a queued job's data set across a restart: Close saves
+// the data set of every job still queued in the UploadSpool, and New reads
+// it back and queues the job again. Format (all integers little-endian):
 //
 //	magic    8 bytes  "RAMANDS1"
 //	p, q     uint32 each: intensity and label columns
@@ -30,15 +26,14 @@ import (
 //	         p intensities then q labels (float64 bits)
 //	checksum 32 bytes: SHA-256 of everything before it
 //
-// The file is written under a temporary name, fsynced and renamed, so a
-// shutdown cut mid-write leaves no file under the job's name. Reading
-// opens a regular file only (no symlink, FIFO or device), checks the
-// shape and row count against the file's size (both the fewest and the
-// most bytes n rows can take) before allocating, sizes nothing from the
-// header's untrusted counts, charges the memory budget as rows arrive,
-// refuses non-finite numbers, negative labels and empty or duplicate ids,
-// and verifies the checksum: a file edited by hand is refused, and its
-// job fails INTERRUPTED saying why.
+// The UploadSpool stores it whole or not at all, so a shutdown cut
+// mid-write leaves nothing under the job's id. Reading checks the shape and
+// row count against the stored size (both the fewest and the most bytes n
+// rows can take) before allocating, sizes nothing from the header's
+// untrusted counts, charges the memory budget as rows arrive, refuses
+// non-finite numbers, negative labels and empty or duplicate ids, and
+// verifies the checksum: bytes changed behind the server's back are
+// refused, and their job fails INTERRUPTED saying why.
 
 const (
 	spoolMagic  = "RAMANDS1"
@@ -52,48 +47,56 @@ const (
 // errBadSpool marks a spool that cannot be read back.
 var errBadSpool = errors.New("saved data set is unreadable")
 
-func spoolPath(dir, id string) string { return filepath.Join(dir, id+spoolSuffix) }
-
-// writeSpool writes ds to path atomically (temp file, fsync, rename, fsync
-// of the directory). ctx is checked between blocks of rows, so that a
-// shutdown running out of grace stops writing.
-func writeSpool(ctx context.Context, path string, ds *trainer.Dataset) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, registry.TempPrefix+filepath.Base(path)+".*")
+// saveSpool stores ds under id in the UploadSpool. ctx is checked
+// between blocks of rows, so that a shutdown running out of grace stops
+// writing (and stores nothing).
+func (m *Manager) saveSpool(ctx context.Context, id string, ds *trainer.Dataset) error {
+	pr, pw := io.Pipe()
+	encoded := make(chan struct{})
+	go func() {
+		defer close(encoded)
+		pw.CloseWithError(encodeSpool(ctx, pw, ds))
+	}()
+	err := m.uploads.Put(ctx, id, pr)
+	// A Put that returned early stops the encoder's next write.
+	pr.CloseWithError(errors.New("jobs: the spool stopped reading"))
+	<-encoded
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
+	return nil
+}
+
+// loadSpool reads the data set saved under id, charged to c. Every failure
+// to decode it wraps errBadSpool; a refused charge is a
+// *trainer.MemoryBudgetError, and a missing one wraps ErrNoUpload.
+func (m *Manager) loadSpool(ctx context.Context, id string, c trainer.Charger) (*trainer.Dataset, error) {
+	rc, size, err := m.uploads.Open(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return decodeSpool(rc, size, c)
+}
+
+// encodeSpool writes ds in the spool format, checksum included.
+func encodeSpool(ctx context.Context, out io.Writer, ds *trainer.Dataset) error {
 	sum := sha256.New()
-	w := bufio.NewWriterSize(io.MultiWriter(tmp, sum), 1<<20)
-	if err := encodeSpool(ctx, w, ds); err != nil {
+	w := bufio.NewWriterSize(io.MultiWriter(out, sum), 1<<20)
+	if err := encodeSpoolBody(ctx, w, ds); err != nil {
 		return err
 	}
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	if _, err := tmp.Write(sum.Sum(nil)); err != nil {
+	if _, err := out.Write(sum.Sum(nil)); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("spool: fsync: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
-	return registry.SyncDir(dir)
+	return nil
 }
 
-// encodeSpool writes the magic, header and rows (not the checksum).
-func encodeSpool(ctx context.Context, w io.Writer, ds *trainer.Dataset) error {
+// encodeSpoolBody writes the magic, header and rows (not the checksum).
+func encodeSpoolBody(ctx context.Context, w io.Writer, ds *trainer.Dataset) error {
 	p, q, n := ds.Features(), ds.NumTargets(), ds.Len()
 	head := make([]byte, 0, 24)
 	head = append(head, spoolMagic...)
@@ -127,21 +130,6 @@ func encodeSpool(ctx context.Context, w io.Writer, ds *trainer.Dataset) error {
 		}
 	}
 	return nil
-}
-
-// readSpool reads a spool file into a data set charged to c. Every
-// failure to read it back wraps errBadSpool, except a refused charge
-// (a *trainer.MemoryBudgetError) and os errors of opening it.
-func readSpool(path string, c trainer.Charger) (*trainer.Dataset, error) {
-	f, st, err := regularfile.Open(path)
-	if errors.Is(err, regularfile.ErrNotRegular) {
-		return nil, fmt.Errorf("%w: %w", errBadSpool, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return decodeSpool(f, st.Size(), c)
 }
 
 // decodeSpool parses size bytes of a spool from r.
