@@ -41,6 +41,9 @@ func (a *API) RescoreModel(ctx context.Context, req gen.RescoreModelRequestObjec
 type rescoreService struct {
 	reg  *registry.Registry
 	jobs *jobs.Manager
+	// guard keeps the version from being deleted until its job is queued
+	// (and the job's, from then on); the API's Deleter is the same guard.
+	guard *rescoreGuard
 	// log is the prediction log; nil when the server does not log spectra
 	// (-log-spectra off): every request is then NO_LOGGED_SPECTRA.
 	log jobs.RescoreLog
@@ -57,6 +60,13 @@ func (s rescoreService) Rescore(ctx context.Context, version string, since, unti
 		return gen.TrainingJobAccepted{}, contract.New(contract.InvalidRequest, http.StatusBadRequest,
 			fmt.Sprintf("since (%s) must be before until (%s)", since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano)))
 	}
+	// From the registry check to the queue, a delete of version waits
+	// or is refused: no job is queued for a version that is gone.
+	queued, err := s.guard.beginQueueing(ctx, version)
+	if err != nil {
+		return gen.TrainingJobAccepted{}, err
+	}
+	defer queued()
 	// An unknown version is told before anything about the log.
 	if _, err := s.reg.Describe(version); err != nil {
 		return gen.TrainingJobAccepted{}, err
@@ -78,16 +88,19 @@ func (s rescoreService) Rescore(ctx context.Context, version string, since, unti
 }
 
 // wireRescore plugs re-scoring into the API once the job manager and the
-// prediction log are open. Without -log-spectra the service has no log.
+// prediction log are open, and deletes versions through the same guard.
+// Without -log-spectra the service has no log.
 func (a *App) wireRescore() {
 	if a.jobs == nil {
 		return
 	}
-	s := rescoreService{reg: a.Registry, jobs: a.jobs}
+	guard := newRescoreGuard(a.Registry, a.jobs)
+	s := rescoreService{reg: a.Registry, jobs: a.jobs, guard: guard}
 	if a.cfg.Evidence.LogSpectra && a.predlog != nil {
 		s.log = a.predlog
 	}
 	a.api.Rescore = s
+	a.api.Deleter = guard
 }
 
 // rescoreSpec is a job's re-scoring spec as the contract shows it.

@@ -27,11 +27,21 @@ type rescoreFixture struct {
 	jobs    *jobs.Manager
 	log     *predlog.SQLite
 	version string
+	// trained is the staged model's training result: publishing it again
+	// stages another version.
+	trained *trainer.Result
 	srv     *httptest.Server
 	logged  []*predlog.Record
 }
 
 func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
+	t.Helper()
+	return newRescoreFixtureWith(t, n, logSpectra, nil)
+}
+
+// newRescoreFixtureWith is newRescoreFixture whose re-scoring jobs see the
+// log through wrap (nil: as it is).
+func newRescoreFixtureWith(t *testing.T, n int, logSpectra bool, wrap func(jobs.RescoreLog) jobs.RescoreLog) *rescoreFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -59,7 +69,7 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close(context.Background()) })
-	f := &rescoreFixture{reg: reg, jobs: m, log: l, version: version}
+	f := &rescoreFixture{reg: reg, jobs: m, log: l, version: version, trained: res}
 	rows := g.Dataset(n)
 	axis := make([]float32, 0, 2048)
 	for _, w := range synth.Axis() {
@@ -79,11 +89,16 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 		f.logged = append(f.logged, rec)
 	}
 	waitUntil(t, "the logged spectra to commit", func() bool { return l.Stats().Committed >= uint64(n) })
-	rs := rescoreService{reg: reg, jobs: m}
+	guard := newRescoreGuard(reg, m)
+	rs := rescoreService{reg: reg, jobs: m, guard: guard}
 	if logSpectra {
 		rs.log = l
+		if wrap != nil {
+			rs.log = wrap(l)
+		}
 	}
-	h, err := NewHTTPHandler(&API{Registry: reg, Training: trainingService{m: m, now: time.Now}, Rescore: rs}, HTTPConfig{}, slog.New(slog.DiscardHandler))
+	h, err := NewHTTPHandler(&API{Registry: reg, Training: trainingService{m: m, now: time.Now}, Rescore: rs, Deleter: guard},
+		HTTPConfig{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
