@@ -203,10 +203,12 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 	if a.cfg.Evidence.LogSpectra && a.predlog != nil {
 		spectra = a.predlog
 	}
+	modelsvc := models.New(a.Registry, a.jobs, spectra)
 	api := &server.API{
 		Registry:      a.Registry,
 		Training:      training.New(a.jobs),
-		Rescore:       models.New(a.Registry, a.jobs, spectra),
+		Rescore:       modelsvc,
+		Deleter:       modelsvc,
 		ServerVersion: server.BuildVersion(),
 		Started:       time.Now(),
 		Shadow:        a.shadow,

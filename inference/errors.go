@@ -39,6 +39,10 @@ var (
 	ErrModelStatusMismatch = errors.New("model has another status")
 	// ErrModelActive: the version is the active one and cannot be deleted.
 	ErrModelActive = errors.New("model is active")
+	// ErrModelBusy: the version cannot be deleted while a re-scoring job
+	// for it is queued or running (or being queued): the job holds the
+	// model and writes records that name the version.
+	ErrModelBusy = errors.New("model is in use by a re-scoring job")
 	// ErrReservedVersion: the version name is one of the names the
 	// management routes use (load, list, info, shadow).
 	ErrReservedVersion = errors.New("version name is reserved")

@@ -30,6 +30,10 @@ type API struct {
 	Training TrainingService
 	// Rescore starts re-scoring jobs (rescore.go); nil answers 501.
 	Rescore RescoreService
+	// Deleter deletes versions (DELETE /model/{version}) under the rules
+	// of the jobs that use them (rescoreGuard); nil deletes through
+	// Registry alone, for a server that queues no such job.
+	Deleter VersionDeleter
 	// ChannelUp reports whether the prediction channel is listening.
 	ChannelUp     func() bool
 	ServerVersion string

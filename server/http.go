@@ -598,7 +598,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		switch contract.Code(body.Code) {
 		case contract.LoadInProgress:
 			c.Response().Header().Set("Retry-After", "1")
-		case contract.TrainingQueueFull, contract.ServerBusy:
+		case contract.TrainingQueueFull, contract.ServerBusy, contract.ModelBusy:
 			c.Response().Header().Set("Retry-After", "5")
 		case contract.InsufficientStorage:
 			c.Response().Header().Set("Retry-After", "30")

@@ -24,12 +24,23 @@ func (a *API) GetModel(ctx context.Context, req gen.GetModelRequestObject) (gen.
 	return gen.GetModel200JSONResponse(modelDetail(&e)), nil
 }
 
-// DeleteModel removes a staged or archived version from the index and disk.
+// VersionDeleter deletes a registry version for DELETE /model/{version}
+// (*models.Service, which keeps re-scoring's rules).
+type VersionDeleter interface {
+	Delete(ctx context.Context, version string) error
+}
+
+// DeleteModel removes a staged or archived version from the index and
+// disk, through Deleter when one is set (re-scoring's rules).
 func (a *API) DeleteModel(ctx context.Context, req gen.DeleteModelRequestObject) (gen.DeleteModelResponseObject, error) {
 	if err := reservedRoute(http.MethodDelete, req.Version); err != nil {
 		return nil, err
 	}
-	if err := a.Registry.Delete(ctx, req.Version); err != nil {
+	var deleter VersionDeleter = a.Registry
+	if a.Deleter != nil {
+		deleter = a.Deleter
+	}
+	if err := deleter.Delete(ctx, req.Version); err != nil {
 		return nil, versionNotFound(err)
 	}
 	return gen.DeleteModel204Response{}, nil

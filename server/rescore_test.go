@@ -30,11 +30,21 @@ type rescoreFixture struct {
 	jobs    *jobs.Manager
 	log     *predlog.SQLite
 	version string
+	// trained is the staged model's training result: publishing it again
+	// stages another version.
+	trained *trainer.Result
 	srv     *httptest.Server
 	logged  []*predlog.Record
 }
 
 func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
+	t.Helper()
+	return newRescoreFixtureWith(t, n, logSpectra, nil)
+}
+
+// newRescoreFixtureWith is newRescoreFixture whose re-scoring jobs see the
+// log through wrap (nil: as it is).
+func newRescoreFixtureWith(t *testing.T, n int, logSpectra bool, wrap func(jobs.RescoreLog) jobs.RescoreLog) *rescoreFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -66,7 +76,7 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close(context.Background()) })
-	f := &rescoreFixture{reg: reg, jobs: m, log: l, version: version}
+	f := &rescoreFixture{reg: reg, jobs: m, log: l, version: version, trained: res}
 	rows := g.Dataset(n)
 	axis := make([]float32, 0, 2048)
 	for _, w := range synth.Axis() {
@@ -89,9 +99,13 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 	var spectra jobs.RescoreLog
 	if logSpectra {
 		spectra = l
+		if wrap != nil {
+			spectra = wrap(l)
+		}
 	}
 	rs := models.New(reg, m, spectra)
-	h, err := NewHTTPHandler(&API{Registry: reg, Training: training.New(m), Rescore: rs}, HTTPConfig{}, slog.New(slog.DiscardHandler))
+	h, err := NewHTTPHandler(&API{Registry: reg, Training: training.New(m), Rescore: rs, Deleter: rs},
+		HTTPConfig{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

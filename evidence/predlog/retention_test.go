@@ -1,8 +1,11 @@
 package predlog_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,6 +98,76 @@ func TestRetentionBySize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSizeSharesAfterEveryBatch: at the smallest bound, after every
+// commit batch and after the retention it triggered, the database, its
+// WAL and shared memory together are under the bound, and the database
+// and the WAL each within their share of it (5/8 and 1/8) plus one
+// transaction, which the writer keeps under 1/8 of the bound. The sizes
+// are read on the writer goroutine, between its transactions.
+func TestSizeSharesAfterEveryBatch(t *testing.T) {
+	const bound = predlog.MinMaxBytes
+	cases := []struct {
+		name    string
+		records int
+		spectra bool
+	}{
+		// About twice the bound, in batches of the default size.
+		{"records", 30_000, false},
+		// Over twice the bound; a batch of the default size would hold
+		// more than the bound: the writer cuts batches by their bytes.
+		{"spectra", 2_000, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := c.records
+			if raceDetector || testing.Short() {
+				n = n * 2 / 3 // still past the bound, so retention runs
+			}
+			dir := t.TempDir()
+			var (
+				mu                    sync.Mutex
+				calls                 int
+				maxDB, maxWAL, maxAll int64
+				over                  []string
+			)
+			opts := predlog.WithAfterBatch(predlog.Options{MaxBytes: bound}, func() {
+				db, wal, shm := fileSize(dir, ""), fileSize(dir, "-wal"), fileSize(dir, "-shm")
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				maxDB, maxWAL, maxAll = max(maxDB, db), max(maxWAL, wal), max(maxAll, db+wal+shm)
+				if (db+wal+shm > bound || db > bound*5/8+bound/8 || wal > bound/8+bound/8) && len(over) < 5 {
+					over = append(over, fmt.Sprintf("database %d, WAL %d, shared memory %d", db, wal, shm))
+				}
+			})
+			l := openLog(t, dir, opts)
+			for i := range n {
+				recordAll(l, testRecord(i, "B", c.spectra))
+			}
+			closeLog(t, l)
+			mu.Lock()
+			defer mu.Unlock()
+			// Two calls a batch: after its commit, after its retention.
+			t.Logf("%d records in %d batches, %d deleted; largest: database %d (share %d), WAL %d (share %d), all %d (bound %d)",
+				n, calls/2, l.Stats().Deleted, maxDB, bound*5/8, maxWAL, bound/8, maxAll, bound)
+			if len(over) > 0 {
+				t.Fatalf("over the bound or a share plus one transaction: %s", strings.Join(over, "; "))
+			}
+			if calls == 0 || l.Stats().Deleted == 0 || maxDB < bound/2 {
+				t.Fatalf("the stream never filled the log: %d batches, %d deleted, database at most %d", calls/2, l.Stats().Deleted, maxDB)
+			}
+		})
+	}
+}
+
+func fileSize(dir, suffix string) int64 {
+	st, err := os.Stat(filepath.Join(dir, predlog.DatabaseFileName+suffix))
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // samplePeakSize samples the size of the log's files every millisecond

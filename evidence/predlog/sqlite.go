@@ -37,7 +37,8 @@ const (
 type Options struct {
 	// QueueSize is the bound of the hot path's queue, in records.
 	QueueSize int
-	// BatchMax commits a batch as soon as it holds this many records.
+	// BatchMax commits a batch as soon as it holds this many records
+	// (under MaxBytes, also once it holds about MaxBytes/16; see Open).
 	BatchMax int
 	// CommitInterval is the longest a record waits in a partial batch:
 	// a record Record accepted is committed within CommitInterval plus the
@@ -59,6 +60,11 @@ type Options struct {
 	// the process leaves idle, and the queue drops (counted) while the
 	// cores stay busy.
 	IdlePriority bool
+
+	// afterBatch, when set, is called on the writer goroutine after each
+	// batch's commit and again after the retention it triggered: the
+	// tests read the files' sizes there (export_test.go).
+	afterBatch func()
 }
 
 func (o Options) withDefaults() Options {
@@ -134,9 +140,12 @@ var _ Log = (*SQLite)(nil)
 // truncated back to that size. So the file stays under 5/8 of MaxBytes plus
 // one batch, the WAL under 1/8 plus one transaction (a batch, or a chunk of
 // deletions: about 400 kB for 1000 records), and both together under
-// MaxBytes as long as one commit batch (BatchMax records: about 250 bytes a
-// record without a spectrum, 5 kB with one) and one chunk are each smaller
-// than MaxBytes/8; hence MinMaxBytes.
+// MaxBytes as long as one commit batch and one chunk are each smaller than
+// MaxBytes/8. The writer cuts a batch at MaxBytes/16 by an estimate that
+// counts spectra uncompressed (a record takes about 250 bytes without a
+// spectrum, 5 kB with one), whatever BatchMax; a chunk is under MaxBytes/8
+// from MinMaxBytes up. The split is the writer's target; the total is the
+// bound.
 // A reader holding a snapshot open delays checkpoints and lets the WAL grow
 // past its share until it ends; the page queries are short for that
 // reason.

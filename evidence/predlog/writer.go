@@ -23,7 +23,9 @@ type writer struct {
 	// axisBytes is the buffer an axis is hashed from.
 	axisBytes []byte
 	batch     []*Record
-	args      []any
+	// batchBytes is recordBytes summed over the batch.
+	batchBytes int64
+	args       []any
 
 	lastRetention time.Time
 	// lastFailureLog and failedSinceLog rate-limit the error log of failed
@@ -122,12 +124,27 @@ func (w *writer) take() {
 	}
 }
 
-// add puts rec in the batch, committing a full batch.
+// add puts rec in the batch, committing a full batch: BatchMax records
+// or, under a size bound, batchBytesShare of it.
 func (w *writer) add(rec *Record) {
 	w.batch = append(w.batch, rec)
-	if len(w.batch) >= w.l.opts.BatchMax {
+	w.batchBytes += recordBytes(rec)
+	if len(w.batch) >= w.l.opts.BatchMax || (w.l.opts.MaxBytes > 0 && w.batchBytes >= w.l.opts.MaxBytes/batchBytesShare) {
 		w.flush()
 	}
+}
+
+// batchBytesShare: under a size bound a batch holds at most 1/16 of it by
+// recordBytes. The bound's accounting (see Open) leaves one transaction
+// an eighth; the estimate leaves the other half for the pages and index
+// entries a batch adds beyond its records' bytes. Without it, a batch of
+// BatchMax spectra (about 5 MB) would pass the smallest bound on its own.
+const batchBytesShare = 16
+
+// recordBytes overestimates what rec adds to the database: its fixed
+// fields, its strings, and its spectrum uncompressed.
+func recordBytes(rec *Record) int64 {
+	return 256 + int64(len(rec.ModelVersion)+len(rec.BatchID)+len(rec.Port)+4*len(rec.Spectrum))
 }
 
 // drain commits everything queued when Close was called, unless Close's
@@ -137,7 +154,7 @@ func (w *writer) drain() {
 		select {
 		case <-w.l.abandon:
 			w.l.dropped.Add(uint64(len(w.batch)))
-			w.batch = w.batch[:0]
+			w.batch, w.batchBytes = w.batch[:0], 0
 			return
 		case rec := <-w.l.queue:
 			w.add(rec)
@@ -160,7 +177,7 @@ func (w *writer) flush() {
 	}
 	err := w.commit()
 	clear(w.batch)
-	w.batch = w.batch[:0]
+	w.batch, w.batchBytes = w.batch[:0], 0
 	if err != nil {
 		clear(w.axes)
 		w.l.writeFailed.Add(uint64(n))
@@ -169,8 +186,16 @@ func (w *writer) flush() {
 	}
 	w.l.committed.Add(uint64(n))
 	w.l.lastCommit.Store(unixnano.Of(w.l.opts.Now()))
+	w.afterBatch()
 	if w.l.opts.MaxBytes > 0 {
 		w.retain(n)
+		w.afterBatch()
+	}
+}
+
+func (w *writer) afterBatch() {
+	if f := w.l.opts.afterBatch; f != nil {
+		f()
 	}
 }
 

@@ -67,6 +67,10 @@ const (
 	ModelStatusMismatch Code = "MODEL_STATUS_MISMATCH"
 	// ModelActive: DELETE /model/{version} of the active version (409).
 	ModelActive Code = "MODEL_ACTIVE"
+	// ModelBusy: DELETE /model/{version} while a re-scoring job for the
+	// version is queued or running (409; the message names the job).
+	// Retryable once the job ends.
+	ModelBusy Code = "MODEL_BUSY"
 	// JobFinished: cancelling a job that already ended (409).
 	JobFinished Code = "JOB_FINISHED"
 	// InvalidCursor: GET /training with a cursor this server did not issue (400).
@@ -179,6 +183,7 @@ var domainCodes = []struct {
 	{inference.ErrVersionExists, VersionExists, http.StatusBadRequest},
 	{inference.ErrModelStatusMismatch, ModelStatusMismatch, http.StatusConflict},
 	{inference.ErrModelActive, ModelActive, http.StatusConflict},
+	{inference.ErrModelBusy, ModelBusy, http.StatusConflict},
 	{inference.ErrShadowIsActive, ShadowIsActive, http.StatusConflict},
 	{inference.ErrNoLoggedSpectra, NoLoggedSpectra, http.StatusConflict},
 	{reconcile.ErrInvalidLabRecords, InvalidLabResults, http.StatusBadRequest},
@@ -279,6 +284,7 @@ func Retryable(c Code) bool {
 	switch c {
 	case LoadInProgress, // another load or delete holds the slot for about a second
 		TrainingQueueFull,   // a training slot frees when a job ends
+		ModelBusy,           // the version is free once its re-scoring job ends
 		InsufficientStorage, // once an operator frees space
 		ServerBusy,          // a shared buffer, slot or memory budget is momentarily taken (both channels)
 		ShuttingDown:        // against the restarted server

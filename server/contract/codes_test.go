@@ -36,6 +36,7 @@ func TestClassify(t *testing.T) {
 		{trainer.ErrJobNotFound, JobNotFound, 404, false},
 		{fmt.Errorf("%w: v1 is archived, not staged", inference.ErrModelStatusMismatch), ModelStatusMismatch, 409, false},
 		{inference.ErrModelActive, ModelActive, 409, false},
+		{fmt.Errorf("%w: re-scoring job j1 of version v1 is running", inference.ErrModelBusy), ModelBusy, 409, true},
 		{inference.ErrReservedVersion, InvalidRequest, 400, false},
 		{trainer.ErrJobFinished, JobFinished, 409, false},
 		{trainer.ErrInvalidCursor, InvalidCursor, 400, false},
@@ -65,7 +66,7 @@ func TestClassify(t *testing.T) {
 func TestRetryableIsOneTable(t *testing.T) {
 	for code, want := range map[Code]bool{
 		InternalError: false, ServerBusy: true, LoadInProgress: true, TrainingQueueFull: true,
-		InsufficientStorage: true, ShuttingDown: true, InvalidSpectrum: false, MalformedMessage: false,
+		InsufficientStorage: true, ShuttingDown: true, ModelBusy: true, ModelActive: false, InvalidSpectrum: false, MalformedMessage: false,
 		MessageTooLarge: false, ModelNotLoaded: false, UnknownType: false, UnsupportedVersion: false,
 	} {
 		if Retryable(code) != want || Errorf(code, "x").Retryable() != want {

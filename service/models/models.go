@@ -1,6 +1,7 @@
 // Package models holds the use cases of the model registry that span more
-// than the registry: staging a model a training job produced, and queueing
-// a re-scoring job for a registered version on the logged spectra. The
+// than the registry: staging a model a training job produced, queueing a
+// re-scoring job for a registered version on the logged spectra, and
+// deleting a version only while no such job needs it. The
 // transports call it; it knows nothing of HTTP or the prediction channel.
 package models
 
@@ -27,14 +28,15 @@ type Service struct {
 	jobs *jobs.Manager
 	// log is the prediction log's spectra; nil when the server does not
 	// log spectra, and every re-scoring request is then NO_LOGGED_SPECTRA.
-	log jobs.RescoreLog
-	now func() time.Time
+	log   jobs.RescoreLog
+	guard *rescoreGuard // keeps deletes and re-scoring of one version apart
+	now   func() time.Time
 }
 
 // New returns the service over the registry and the job queue; log is
 // nil when no spectra are logged.
 func New(reg *registry.Registry, queue *jobs.Manager, log jobs.RescoreLog) *Service {
-	return &Service{reg: reg, jobs: queue, log: log, now: time.Now}
+	return &Service{reg: reg, jobs: queue, log: log, guard: newRescoreGuard(reg, queue), now: time.Now}
 }
 
 // Stager is the job queue's publish step: it stores a trained model in
@@ -88,6 +90,13 @@ func (s *Service) Rescore(ctx context.Context, req RescoreRequest) (jobs.Job, er
 		return jobs.Job{}, fmt.Errorf("%w: since (%s) must be before until (%s)", ErrInvalidRange,
 			req.Since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
 	}
+	// From the registry check to the queue, a delete of the version waits
+	// or is refused: no job is queued for a version that is gone.
+	queued, err := s.guard.beginQueueing(ctx, req.Version)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	defer queued()
 	// An unknown version is told before anything about the log.
 	if _, err := s.reg.Describe(req.Version); err != nil {
 		return jobs.Job{}, err
@@ -101,4 +110,11 @@ func (s *Service) Rescore(ctx context.Context, req RescoreRequest) (jobs.Job, er
 	}
 	return s.jobs.SubmitRescore(ctx, jobs.RescoreRequest{Model: model, Log: s.log, Since: req.Since, Until: until,
 		Meta: jobs.Meta{AuthenticatedAs: req.AuthenticatedAs}})
+}
+
+// Delete deletes a staged or archived version unless a re-scoring job for
+// it is queued or running, or a request is queueing one
+// (inference.ErrModelBusy).
+func (s *Service) Delete(ctx context.Context, version string) error {
+	return s.guard.Delete(ctx, version)
 }

@@ -186,7 +186,10 @@ type task struct {
 	// Set when the worker takes the task (under m.mu):
 	cancel     context.CancelFunc // stops the training (Cancel)
 	publishing bool               // the job can no longer be cancelled: its model is being staged
-	ended      chan struct{}      // closed once the slot and memory are given back
+	// ended is closed once the job left this process's queue and worker
+	// (it ended, Cancel took it off the queue, or Close saved it) and its
+	// slot and memory are given back.
+	ended chan struct{}
 }
 
 // Reservation is an upload's claim on a queue slot, taken before its body
@@ -537,6 +540,36 @@ func (m *Manager) Get(ctx context.Context, id string) (Job, error) {
 	return *j, nil
 }
 
+// Wait waits until job id left this process's queue and worker, and
+// returns its record then: done or failed, or still queued when Close
+// took it off the queue to save it for the next start. It returns at once
+// for a job that already ended, and ctx's error if ctx ends first.
+func (m *Manager) Wait(ctx context.Context, id string) (Job, error) {
+	m.mu.Lock()
+	if _, ok := m.jobs[id]; !ok {
+		m.mu.Unlock()
+		return Job{}, fmt.Errorf("%w: %q", trainer.ErrJobNotFound, id)
+	}
+	var ended chan struct{}
+	if t := m.current; t != nil && t.id == id {
+		ended = t.ended
+	}
+	for _, t := range m.pending {
+		if t.id == id {
+			ended = t.ended
+		}
+	}
+	m.mu.Unlock()
+	if ended != nil {
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return Job{}, ctx.Err()
+		}
+	}
+	return m.Get(ctx, id)
+}
+
 // CountByStatus counts the jobs this manager knows of (records read at
 // start-up included) by status. It looks at every job once, under the
 // manager's lock; a metrics scrape calls it.
@@ -575,6 +608,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	for _, t := range pending {
 		if t.rescore != nil {
 			m.interruptQueuedRescore(t)
+			close(t.ended)
 			continue
 		}
 		if err := m.saveSpool(ctx, t.id, t.ds); err != nil {
@@ -584,6 +618,7 @@ func (m *Manager) Close(ctx context.Context) error {
 			m.log.Info("queued training job saved for the next start", "job", t.id)
 		}
 		m.releaseBytes(t.charged)
+		close(t.ended)
 	}
 	m.flushDirty()
 	return errors.Join(errs...)
@@ -773,6 +808,7 @@ func (m *Manager) Cancel(ctx context.Context, id string) (Job, error) {
 	m.releaseBytes(t.charged)
 	t.ds = nil
 	m.removeSpool(id)
+	close(t.ended)
 	m.log.Info("queued training job cancelled", "job", id)
 	return out, nil
 }

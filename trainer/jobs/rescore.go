@@ -120,6 +120,28 @@ func (m *Manager) SubmitRescore(ctx context.Context, req RescoreRequest) (Job, e
 	return queued, nil
 }
 
+// RescoreInProgress returns the re-scoring job of version that is running,
+// else the oldest one queued, if there is any. The job scores with a model
+// it holds in memory and writes records that name version, so that
+// version is still in use until the job ends.
+func (m *Manager) RescoreInProgress(version string) (Job, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	scores := func(t *task) bool {
+		j := m.jobs[t.id]
+		return t.rescore != nil && (j.Status == Queued || j.Status == Running) && j.Rescore != nil && j.Rescore.Version == version
+	}
+	if t := m.current; t != nil && scores(t) {
+		return *m.jobs[t.id], true
+	}
+	for _, t := range m.pending {
+		if scores(t) {
+			return *m.jobs[t.id], true
+		}
+	}
+	return Job{}, false
+}
+
 // anyLogged fails with inference.ErrNoLoggedSpectra unless the log holds
 // at least one spectrum f selects.
 func anyLogged(ctx context.Context, log RescoreLog, f predlog.Filter) error {

@@ -459,3 +459,92 @@ func TestRescoreJoinsPerformance(t *testing.T) {
 		t.Fatalf("others: %+v", rep.Others)
 	}
 }
+
+// TestRescoreInProgressAndWait: a re-scoring job holds its version while
+// queued or running, not once cancelled or ended; Wait returns when a
+// job ends, including a queued job taken off the queue by Cancel, and at
+// once for a job already ended.
+func TestRescoreInProgressAndWait(t *testing.T) {
+	model, rows := rescoreModel(t)
+	l := openPredLog(t)
+	logSpectra(t, l, rows, 10, true)
+	m := newManager(t, t.TempDir(), &publisher{}, 1)
+	version := model.Metadata().Version
+	if _, ok := m.RescoreInProgress(version); ok {
+		t.Fatal("a version in use before any job")
+	}
+	g := newGatedLog(l, 0)
+	running, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: g, Until: rescoreT0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, g.waiting, "the job to reach its gate")
+	queued, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: l, Until: rescoreT0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, ok := m.RescoreInProgress(version); !ok || j.ID != running.ID || j.Status != jobs.Running {
+		t.Fatalf("in use by %s %s (%v); want the running job %s", j.ID, j.Status, ok, running.ID)
+	}
+	if _, ok := m.RescoreInProgress("other-version"); ok {
+		t.Fatal("another version reads in use")
+	}
+
+	waited := make(chan jobs.Job, 1)
+	go func() {
+		j, err := m.Wait(context.Background(), queued.ID)
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- j
+	}()
+	if _, err := m.Cancel(context.Background(), running.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The cancelled job no longer counts; the queued one, now running or
+	// still queued, does.
+	if j, ok := m.RescoreInProgress(version); !ok || j.ID != queued.ID {
+		t.Fatalf("in use by %s (%v); want the second job %s", j.ID, ok, queued.ID)
+	}
+	if j := <-waited; j.Status != jobs.Done {
+		t.Fatalf("Wait returned the job %s (%+v)", j.Status, j.Error)
+	}
+	if _, ok := m.RescoreInProgress(version); ok {
+		t.Fatal("the version reads in use once every job ended")
+	}
+
+	// Cancel of a queued job ends its Wait too.
+	g2 := newGatedLog(l, 0)
+	blocker, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: g2, Until: rescoreT0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, g2.waiting, "the third job to reach its gate")
+	fourth, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: l, Until: rescoreT0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		j, err := m.Wait(context.Background(), fourth.ID)
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- j
+	}()
+	if _, err := m.Cancel(context.Background(), fourth.ID); err != nil {
+		t.Fatal(err)
+	}
+	if j := <-waited; j.Status != jobs.Failed || j.Error == nil || j.Error.Code != "CANCELLED" {
+		t.Fatalf("Wait of the cancelled queued job returned %s (%+v)", j.Status, j.Error)
+	}
+	close(g2.gate)
+	if j, err := m.Wait(context.Background(), blocker.ID); err != nil || j.Status != jobs.Done {
+		t.Fatalf("Wait: %s, %v", j.Status, err)
+	}
+	if j, err := m.Wait(context.Background(), blocker.ID); err != nil || j.Status != jobs.Done {
+		t.Fatalf("Wait of an ended job: %s, %v", j.Status, err)
+	}
+	if _, err := m.Wait(context.Background(), "no-such-job"); !errors.Is(err, trainer.ErrJobNotFound) {
+		t.Fatalf("Wait of an unknown job: %v", err)
+	}
+}
