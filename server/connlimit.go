@@ -481,7 +481,7 @@ func reserveGate(next http.Handler) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Connection", "close")
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryAfterSeconds(contract.HealthReserveRetryAfter))
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_ = json.NewEncoder(w).Encode(gen.ErrorResponse{
 			Code:      string(contract.ServerBusy),

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -595,13 +596,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if status >= 500 {
 			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "request_id", requestID(c), "err", err)
 		}
+		if wait := contract.RetryAfter(contract.Code(body.Code)); wait > 0 {
+			c.Response().Header().Set("Retry-After", retryAfterSeconds(wait))
+		}
 		switch contract.Code(body.Code) {
-		case contract.LoadInProgress:
-			c.Response().Header().Set("Retry-After", "1")
-		case contract.TrainingQueueFull, contract.ServerBusy, contract.ModelBusy:
-			c.Response().Header().Set("Retry-After", "5")
-		case contract.InsufficientStorage:
-			c.Response().Header().Set("Retry-After", "30")
 		case contract.MethodNotAllowed:
 			if allow := reservedRouteAllow(c.Request().URL.Path); allow != "" {
 				c.Response().Header().Set("Allow", allow)
@@ -621,6 +619,11 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		_ = c.JSON(status, body)
 	}
+}
+
+// retryAfterSeconds is a wait as Retry-After's delay-seconds, rounded up.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 // generatedParamError starts the message of the generated handlers' 400

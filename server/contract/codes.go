@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"syscall"
+	"time"
 
 	"ramanserve/evidence/labstore"
 	"ramanserve/evidence/predlog"
@@ -162,9 +163,10 @@ func (e *Error) Retryable() bool { return Retryable(e.Code) }
 
 // Classified is the contract view of an error.
 type Classified struct {
-	Code      Code
-	Status    int // HTTP status
-	Retryable bool
+	Code       Code
+	Status     int // HTTP status
+	Retryable  bool
+	RetryAfter time.Duration // 0: no Retry-After
 }
 
 // domainCodes lists, in order of precedence, which domain sentinel maps to
@@ -220,14 +222,14 @@ func Classify(err error) Classified {
 		if status == 0 {
 			status = defaultStatus(ce.Code)
 		}
-		return Classified{Code: ce.Code, Status: status, Retryable: Retryable(ce.Code)}
+		return Classified{Code: ce.Code, Status: status, Retryable: Retryable(ce.Code), RetryAfter: RetryAfter(ce.Code)}
 	}
 	if StorageErrno(err) != 0 {
-		return Classified{Code: InsufficientStorage, Status: http.StatusInsufficientStorage, Retryable: true}
+		return Classified{Code: InsufficientStorage, Status: http.StatusInsufficientStorage, Retryable: true, RetryAfter: RetryAfter(InsufficientStorage)}
 	}
 	for _, d := range domainCodes {
 		if errors.Is(err, d.err) {
-			return Classified{Code: d.code, Status: d.status, Retryable: Retryable(d.code)}
+			return Classified{Code: d.code, Status: d.status, Retryable: Retryable(d.code), RetryAfter: RetryAfter(d.code)}
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -281,14 +283,28 @@ func StorageErrno(err error) syscall.Errno {
 // retryable and HTTP did not; HTTP's rule (documented in api/openapi.yaml as
 // "retryable: false") is the one kept.
 func Retryable(c Code) bool {
-	switch c {
-	case LoadInProgress, // another load or delete holds the slot for about a second
-		TrainingQueueFull,   // a training slot frees when a job ends
-		ModelBusy,           // the version is free once its re-scoring job ends
-		InsufficientStorage, // once an operator frees space
-		ServerBusy,          // a shared buffer, slot or memory budget is momentarily taken (both channels)
-		ShuttingDown:        // against the restarted server
-		return true
-	}
-	return false
+	_, ok := retryAfter[c]
+	return ok
 }
+
+// RetryAfter is how long a client should wait before it retries a
+// retryable code (HTTP's Retry-After header); 0 for a code that is final,
+// or retryable without a fixed wait (SHUTTING_DOWN: against the restarted
+// server).
+func RetryAfter(c Code) time.Duration { return retryAfter[c] }
+
+// retryAfter is the one table of the retryable codes, with their wait.
+var retryAfter = map[Code]time.Duration{
+	LoadInProgress:      time.Second,      // another load or delete holds the slot for about a second
+	TrainingQueueFull:   5 * time.Second,  // a training slot frees when a job ends
+	ModelBusy:           5 * time.Second,  // the version is free once its re-scoring job ends
+	InsufficientStorage: 30 * time.Second, // once an operator frees space
+	ServerBusy:          5 * time.Second,  // a shared buffer, slot or memory budget is momentarily taken (both channels)
+	ShuttingDown:        0,                // against the restarted server
+}
+
+// HealthReserveRetryAfter is the wait SERVER_BUSY carries on a connection
+// of the health reserve, which answers GET /health only: the contract
+// documents a shorter wait there, since a management connection slot
+// frees as soon as any request ends.
+const HealthReserveRetryAfter = time.Second

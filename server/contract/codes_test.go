@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"syscall"
 	"testing"
+	"time"
 
 	"ramanserve/evidence/labstore"
 	"ramanserve/inference"
@@ -75,5 +76,32 @@ func TestRetryableIsOneTable(t *testing.T) {
 	}
 	if c := Classify(context.DeadlineExceeded); c.Retryable != Retryable(c.Code) {
 		t.Errorf("deadline: %+v does not follow the table", c)
+	}
+}
+
+// TestRetryAfterIsTheContracts: the waits the one table gives are those
+// api/openapi.yaml documents for each retryable code, and a final code
+// has none.
+func TestRetryAfterIsTheContracts(t *testing.T) {
+	want := map[Code]time.Duration{
+		LoadInProgress:      time.Second,
+		TrainingQueueFull:   5 * time.Second,
+		ModelBusy:           5 * time.Second,
+		ServerBusy:          5 * time.Second,
+		InsufficientStorage: 30 * time.Second,
+		ShuttingDown:        0,
+		InvalidRequest:      0,
+		InternalError:       0,
+	}
+	for code, wait := range want {
+		if got := RetryAfter(code); got != wait {
+			t.Errorf("RetryAfter(%s) = %v, want %v", code, got, wait)
+		}
+		if wait > 0 && !Retryable(code) {
+			t.Errorf("%s has a Retry-After but is not retryable", code)
+		}
+	}
+	if got := Classify(fmt.Errorf("wrapped: %w", inference.ErrModelBusy)); got.RetryAfter != 5*time.Second || !got.Retryable {
+		t.Errorf("Classify(ErrModelBusy) = %+v", got)
 	}
 }
