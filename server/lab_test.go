@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -426,14 +432,19 @@ func TestLabResultsSurviveRestart(t *testing.T) {
 	}
 }
 
-// TestLabPostsOneAtATime: while one lab post holds the gate, a second
-// waits (its client gives up first), and goes through once the gate is
-// free: concurrent posts cannot multiply the memory one costs.
-func TestLabPostsOneAtATime(t *testing.T) {
+// TestLabPostSlots: while every lab post slot is taken, another post
+// waits (its client gives up first), and goes through once a slot is
+// free: concurrent posts cannot multiply the memory one costs past
+// labPostSlots.
+func TestLabPostSlots(t *testing.T) {
 	f := startLabFixture(t)
-	leave, err := f.app.api.labGate.enter(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	var leaves []func()
+	for range labPostSlots {
+		leave, err := f.app.api.labGate.enter(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaves = append(leaves, leave)
 	}
 	post := func(timeout time.Duration) (int, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -451,10 +462,141 @@ func TestLabPostsOneAtATime(t *testing.T) {
 		return resp.StatusCode, nil
 	}
 	if code, err := post(300 * time.Millisecond); err == nil {
-		t.Fatalf("a second post went through the held gate: %d", code)
+		t.Fatalf("a post went through with every slot taken: %d", code)
 	}
-	leave()
+	leaves[0]()
 	if code, err := post(10 * time.Second); err != nil || code != 200 {
-		t.Fatalf("after the gate was freed: %d %v", code, err)
+		t.Fatalf("after a slot was freed: %d %v", code, err)
+	}
+	for _, leave := range leaves[1:] {
+		leave()
+	}
+}
+
+// TestConcurrentLabPostsEachWhole: posts at once, of the same ids with
+// other values, are each stored whole or not at all: after every round,
+// the stored values are all one post's, and exactly one post of a round
+// replaced what the other had just stored.
+func TestConcurrentLabPostsEachWhole(t *testing.T) {
+	if labPostSlots < 2 {
+		t.Skip("lab posts are taken one at a time")
+	}
+	f := startLabFixture(t)
+	postOf := func(epa float64) []byte {
+		var b strings.Builder
+		b.WriteString("lab_sample_id,batch_id,scan_seq,EPA\n")
+		for i := range 10 {
+			for k := range 100 {
+				fmt.Fprintf(&b, "C%d-%d,B-1,%d,%g\n", i, k, i, epa)
+			}
+		}
+		return []byte(b.String())
+	}
+	for round := range 5 {
+		a, b := float64(2*round+1), float64(2*round+2)
+		results := make(chan gen.LabResultsOutcome, 2)
+		for _, epa := range []float64{a, b} {
+			go func() {
+				var out gen.LabResultsOutcome
+				if code := f.do(t, "POST", "/lab-results", "text/csv", postOf(epa), &out); code != 200 {
+					t.Errorf("round %d: post of EPA %g: %d", round, epa, code)
+				}
+				results <- out
+			}()
+		}
+		first, second := <-results, <-results
+		if t.Failed() {
+			t.FailNow()
+		}
+		// Each post replaced all 1000 ids of the round before, if any;
+		// the one committed second also all of the other's.
+		replacedBefore := 1000 * min(round, 1)
+		if got := []int{first.Replaced, second.Replaced}; !(got[0] == 1000 && got[1] == replacedBefore || got[1] == 1000 && got[0] == replacedBefore) {
+			t.Fatalf("round %d: replaced %v, want 1000 and %d", round, got, replacedBefore)
+		}
+		stored, err := f.app.labstore.Range(context.Background(), time.Time{}, time.Time{}, 2000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		values := map[float64]int{}
+		for _, r := range stored {
+			if strings.HasPrefix(r.LabSampleID, "C") {
+				values[r.Lab.Value[inference.EPA]]++
+			}
+		}
+		if len(values) != 1 || (values[a] != 1000 && values[b] != 1000) {
+			t.Fatalf("round %d: the stored EPA values are %v, want one post's (%g or %g) on all 1000", round, values, a, b)
+		}
+	}
+}
+
+// TestLabPostReadOnce: a JSON lab post is refused at its first bad
+// record while the rest of its body is still arriving. Its body is read
+// once, by the parser as it streams; the contract's validator, which
+// would read the whole body first, is not attached to the route.
+func TestLabPostReadOnce(t *testing.T) {
+	h, err := newHTTPHandler(&API{Lab: countingLab{}}, HTTPConfig{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, client := io.Pipe()
+	defer client.Close()
+	go client.Write([]byte(`[{"lab_sample_id":"S","batch_id":"B","scan_seq":1,"EPA":1},7,`))
+	req := httptest.NewRequest(http.MethodPost, "/lab-results", body)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		h.ServeHTTP(rec, req)
+	}()
+	select {
+	case <-answered:
+	case <-time.After(10 * time.Second):
+		client.CloseWithError(errors.New("the test gave up"))
+		<-answered
+		t.Fatal("no answer while the body was still arriving: the route read the whole body before parsing it")
+	}
+	var e gen.ErrorResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || rec.Code != 400 || e.Code != "INVALID_REQUEST" || !strings.Contains(e.Message, "record 1") {
+		t.Fatalf("%d %s", rec.Code, rec.Body.Bytes())
+	}
+}
+
+// TestOperationMiddlewaresCoverEveryRoute: the contract's operation ids
+// are those the generated registration looks up, so that every route but
+// the two that read their own bodies gets the request validator.
+func TestOperationMiddlewaresCoverEveryRoute(t *testing.T) {
+	spec, err := loadSpecDocuments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := contractOperations(spec.json)
+	if err != nil {
+		t.Fatal(err)
+	}
+	generated, err := os.ReadFile(filepath.Join("..", "gen", "api.gen.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	looked := regexp.MustCompile(`OperationMiddlewares\["(\w+)"\]`).FindAllSubmatch(generated, -1)
+	var registered []string
+	for _, m := range looked {
+		registered = append(registered, string(m[1]))
+	}
+	slices.Sort(ops)
+	slices.Sort(registered)
+	if len(ops) < 20 || !slices.Equal(ops, registered) {
+		t.Fatalf("the contract's operations %v, the generated registration's %v", ops, registered)
+	}
+	perOperation, err := operationMiddlewares(ops, &API{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range ops {
+		validated := len(perOperation[op]) == 1 && reflect.ValueOf(perOperation[op][0]).Pointer() == reflect.ValueOf(validateRequest).Pointer()
+		if validated == (op == uploadOperation || op == labPostOperation) {
+			t.Errorf("%s: validated %v", op, validated)
+		}
 	}
 }
