@@ -425,3 +425,57 @@ func TestLabResultsSurviveRestart(t *testing.T) {
 		t.Fatalf("the same post after a restart: %d %+v", code, out)
 	}
 }
+
+// TestConcurrentLabPostsEachWhole: posts at once, of the same ids with
+// other values, are each stored whole or not at all: after every round,
+// the stored values are all one post's, and exactly one post of a round
+// replaced what the other had just stored.
+func TestConcurrentLabPostsEachWhole(t *testing.T) {
+	f := startLabFixture(t)
+	postOf := func(epa float64) []byte {
+		var b strings.Builder
+		b.WriteString("lab_sample_id,batch_id,scan_seq,EPA\n")
+		for i := range 10 {
+			for k := range 100 {
+				fmt.Fprintf(&b, "C%d-%d,B-1,%d,%g\n", i, k, i, epa)
+			}
+		}
+		return []byte(b.String())
+	}
+	for round := range 5 {
+		a, b := float64(2*round+1), float64(2*round+2)
+		results := make(chan gen.LabResultsOutcome, 2)
+		for _, epa := range []float64{a, b} {
+			go func() {
+				var out gen.LabResultsOutcome
+				if code := f.do(t, "POST", "/lab-results", "text/csv", postOf(epa), &out); code != 200 {
+					t.Errorf("round %d: post of EPA %g: %d", round, epa, code)
+				}
+				results <- out
+			}()
+		}
+		first, second := <-results, <-results
+		if t.Failed() {
+			t.FailNow()
+		}
+		// Each post replaced all 1000 ids of the round before, if any;
+		// the one committed second also all of the other's.
+		replacedBefore := 1000 * min(round, 1)
+		if got := []int{first.Replaced, second.Replaced}; !(got[0] == 1000 && got[1] == replacedBefore || got[1] == 1000 && got[0] == replacedBefore) {
+			t.Fatalf("round %d: replaced %v, want 1000 and %d", round, got, replacedBefore)
+		}
+		stored, err := f.app.labstore.Range(context.Background(), time.Time{}, time.Time{}, 2000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		values := map[float64]int{}
+		for _, r := range stored {
+			if strings.HasPrefix(r.LabSampleID, "C") {
+				values[r.Lab.Value[inference.EPA]]++
+			}
+		}
+		if len(values) != 1 || (values[a] != 1000 && values[b] != 1000) {
+			t.Fatalf("round %d: the stored EPA values are %v, want one post's (%g or %g) on all 1000", round, values, a, b)
+		}
+	}
+}

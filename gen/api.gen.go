@@ -2538,6 +2538,8 @@ type ClientInterface interface {
 	// are kept (a corrected re-post replaces them) but count in no
 	// statistic. A record that cannot be parsed refuses the whole post,
 	// and nothing is stored. At most 10,000 records and 4 MiB per post.
+	// The server takes two posts at a time (each stored whole or not at
+	// all); a further post waits for one of them to finish.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2569,6 +2571,8 @@ type ClientInterface interface {
 	// are kept (a corrected re-post replaces them) but count in no
 	// statistic. A record that cannot be parsed refuses the whole post,
 	// and nothing is stored. At most 10,000 records and 4 MiB per post.
+	// The server takes two posts at a time (each stored whole or not at
+	// all); a further post waits for one of them to finish.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3034,6 +3038,8 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // are kept (a corrected re-post replaces them) but count in no
 // statistic. A record that cannot be parsed refuses the whole post,
 // and nothing is stored. At most 10,000 records and 4 MiB per post.
+// The server takes two posts at a time (each stored whole or not at
+// all); a further post waits for one of them to finish.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3075,6 +3081,8 @@ func (c *Client) PostLabResultsWithBody(ctx context.Context, contentType string,
 // are kept (a corrected re-post replaces them) but count in no
 // statistic. A record that cannot be parsed refuses the whole post,
 // and nothing is stored. At most 10,000 records and 4 MiB per post.
+// The server takes two posts at a time (each stored whole or not at
+// all); a further post waits for one of them to finish.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4700,6 +4708,8 @@ type ClientWithResponsesInterface interface {
 	// are kept (a corrected re-post replaces them) but count in no
 	// statistic. A record that cannot be parsed refuses the whole post,
 	// and nothing is stored. At most 10,000 records and 4 MiB per post.
+	// The server takes two posts at a time (each stored whole or not at
+	// all); a further post waits for one of them to finish.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4731,6 +4741,8 @@ type ClientWithResponsesInterface interface {
 	// are kept (a corrected re-post replaces them) but count in no
 	// statistic. A record that cannot be parsed refuses the whole post,
 	// and nothing is stored. At most 10,000 records and 4 MiB per post.
+	// The server takes two posts at a time (each stored whole or not at
+	// all); a further post waits for one of them to finish.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7138,6 +7150,8 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // are kept (a corrected re-post replaces them) but count in no
 // statistic. A record that cannot be parsed refuses the whole post,
 // and nothing is stored. At most 10,000 records and 4 MiB per post.
+// The server takes two posts at a time (each stored whole or not at
+// all); a further post waits for one of them to finish.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7175,6 +7189,8 @@ func (c *ClientWithResponses) PostLabResultsWithBodyWithResponse(ctx context.Con
 // are kept (a corrected re-post replaces them) but count in no
 // statistic. A record that cannot be parsed refuses the whole post,
 // and nothing is stored. At most 10,000 records and 4 MiB per post.
+// The server takes two posts at a time (each stored whole or not at
+// all); a further post waits for one of them to finish.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13321,133 +13337,134 @@ var swaggerSpec = []string{
 	"Htq/oYqa9j7AxJuuX7XP7X1leR7BgkMBbcsn/NCSQ2WVB4QRm4t0nZC7AASFHHKDKq2iYEXTPOEjKrbJ",
 	"mzbYq8bqLuFXKhbRg/ZCoOaXLeUILDSO/kFpMjlCFu1G9ZIOQzjwAqaOGVe20wrVNXU6K8LeD4U/TXst",
 	"yA5y3UtlSo4XbP8bKvuM3QlW52yk01SMMkj/atqZML9GKzexuBtBKqVVhgqzR0EHe7s2GSpScik/OQA4",
-	"IG2hHuYKkaSrQwIFgIASg3a7zVxPN/v0S3YuXxMMvMmqhNGVNpnnewhc6pEzniSM9sJYzBHIduNsfw5q",
-	"jveWR1qH2CphbFGvjD9MruZ7dYnNv6qEK3Q0I9IKMH/EUfYa+ZOTeUmtCeEOO7cWfIDk8u+3gBLiR9Xk",
-	"K0vtfktR3Z4Fda1NgA5s0bkGDYJWMuhixUxNQDcgSe4P6cu1mpftF7tfeqvToYxjAcC2Lzt7vHHFV4nm",
-	"cV/rM54iNuzLzuE+0/NJo+cilrxv78DnoHbY/nb3y6fKLMZjObIK7Q36Tn+j4ubVMstW1ch5WBI+fGZA",
-	"vjryRm5KQrIQ/ykobuIeI0SkuhWgcitDEf1ifqaLkZFfpRA92xY0q7s6K4yeBUROhTfNKOVz0WIXvhyE",
-	"EoAg4rCEKO1an1TIHG2xGyFYWHMRvpqzcjI9R3uqkGa5xS4495CkOxgYcEaI7u7kjZvb58IOGA3z8Xjc",
-	"zD/FEPD0tBn/LFBKDhznaMXXs24lF+eM8KWuhTa55HmXBipngVIhVLrpWAxV3QM5gQXudWuCylqT5GMJ",
-	"bsHczYbdmbeduvv0H2kQ5oNsoYpiePe38M2XX09UXWyea33z8Bot5JTtfThlJlLFEyLN34emz0XGoR6G",
-	"EmuKG12gbkRLKVF2Qj0aKykbDpSAB7VvBQwxJmc6KrH0ztQjhlC+qWDDFFKmhqtQlUFDeyxqqfkvKHgd",
-	"hA25/V3btXKhSahylBcKeniiV0wogIoZ6TnB9REQDEKDU5b5p4W1RF1+Oxul3EwbHtmmEOXBtAZU0iEt",
-	"ypWDB+g7dWtBx7APWCAsDU1KPADmo1YOwCYV9AQgm4g4VGCsQ4E4L2SFlRGxwBB0waByMEQqkwkehwrA",
-	"GEruQwrnktslFomApINiLCr3NZeWZCUHPG4JfFsiaCV7OZMG+Yv5w5kLdBTdwlwcxXw5Y/nz7q9dlxOR",
-	"yG3Kt2DHHXZ44ZU+KAoOu2Q7FbMZpKrIzLEJnukZ9pKD++mjYDkwU6goW53C776MxecjUh8q32nVWvLe",
-	"xFRiSUwfcyA85MI81TONFIo/uSyYo8Lds/avwzSwNieEn+mPhecBYYoyBuGDRQyvdVYDXUMZi+Yc073W",
-	"O1Vg17jMNcOPaBhyV/nJULppjxouQwmtMeNFwsySPORuh5LVehk+NVCCefjFFr+nPBQlxNI395vyCdwx",
-	"EhCjVJOgmDPqFyUNWygqeYNxoCQIXUw8xhxCaOeF6bE9hu5m/CulFW8JvVMUdq8Kd0wzth8d2IEGM0yp",
-	"oSZwMQCcZRr+p1QsFfhswmJxFLJiH6uig4Ttxz/FixRgJbWChAMc3e3jwB+sRFIFjyND5dZH5HCz80yC",
-	"Si6oeXxO8vZLHRyPegXc96ke5at7JTSPnWOlmgGvQb38iW4Fb8jXsXy+jELn6hUpPuV5SKjsXQ+QNCP7",
-	"vxLhdSHPDhQWh+sQbDgSgk2wzSBUG9iYwRrwZFCFAhlsgy60X9xEFrQTW0Pk8wmm25gFNSP6Wn6L9vdf",
-	"kQo2mFO3jOshS3gBRwSBQK2NsZMmZPUD82tthRaql8B9GtSjrowYVAkWhJAYDvsHvFmEUbxRrAx8hqK2",
-	"dmMKnLSieSwGBy0LXPK85wVM0XKzegXbhlTuI8Yx+RKw6Tcs/bzVyec/zwf1JZrZ4T6Eeqv4PZfYC+vf",
-	"wNt1jgmgpZRgJ+DrU52BZGs8rg8il0ICsRp9BZR9LGZzbS/jkUPpQ4c+aXwOsSfjoBLiB/PaFZCzkA6Q",
-	"aQz2eQOqjgljw1UJD8xBEhVKY7AuRxqt0D/t33CWDIb6BRSc+ADMkq+qhO8b+9wNLvsPlIE4wvaI94V2",
-	"WwVYfxlTetn6f4fPQm+GXbgfkKdkmUPAOFmckJHoeCTuH2qpBfik1u/HCI/24nN/NiO4yfTc7QYBsFV7",
-	"tINHnNieGL19Zbd6zXaiFtAjKLelnGSP1bXuTaLnAqi8R9YxT1aAV9x1geVnBn/FcKLMjK8U4anDg65w",
-	"VCGwUYu91tmU6UU2X2SGTXTojLNCLDrREx9ERcYQFbroyDhqIdgpMpjIcpt7APDOP2NwJcB4oPWCkR5H",
-	"BbcNa0GzLlOBE88cgu7095lUC6dPBQ4tJmvap5rm54VdayzH1DMkyMvJKAl/7DukLaeC0pKzpaZ37LRy",
-	"SFp0JUNexDNIO0tEypWr+Ctu4jPMwSD/QV4c02gVjFhpQqUWSeINnBLXIhcSkd4ivccO0C5d+sgS05LP",
-	"Q5VhDPLOYdXhGzQbn7HrO7lDLjjceELO9tpSi33ModypKtExgmKmNEIWYcif8Qwi3iB2gsLinPKUg9LB",
-	"yZItWqKK+lqxq6uazNPviY/jiDp1AmmLl/3Pl0D5yRH4nhJ/brSlQEq5A2pqaS1zpbkmv8pEO1qJbbxu",
-	"vqjgddcuMYKrVW710LB1BIp2x+7BB+BIwaPwi0h1oxWqfhlPk9z9kPtMkLiQQgpGBMGv2d9dv4FQlbgZ",
-	"BY0zvRhNqynmpkQxv7/LAD/+J/kL9qdUx3b+fH/BXma9NfywqMhhJyG49kYbjOfrTSaeV7Z8qPswQh4A",
-	"QMdE4/9e3XEDw3QDzXZdsB3BJn9lnfM/PXeCrMlHdT93DR/JlyhHgR4zLK8BFoFcqRCa8xXgmKxDPXXR",
-	"KbtyNRy+ZitU4xwJj9zWmA49Rli4YtOHAhYNd/5/e8qhsqobRgJEjDOQrm7O8WPW3wTG9RcwVBQL625B",
-	"U7ZWMRFSlitAVhGFhHIrJ0KFFIfIvzh4ilIK9KcjqhviBe/7esrA96HaJHk79lp7Hhe5c18sgzaHCjJF",
-	"K6GYWf1l+/sSIHQjR9RFIUfFjs5HgNksJdshb9yDbi/MP/RTmGus+czrpArTJye9WwCUIhAGGv1KNDKW",
-	"KqbyI/f6RCtRCscjhy53IoCFUGUPpIOigugYQZz77O6EmJtCoxEq5cGFI8EgEUuXij2bySxU0Ouh6zJr",
-	"Xc0yNBtDiFmq1rVnMFxkxTpEqrsLlV1KkIfPsDAxLdwmeLLuwOwQFZKwV93ZWK15rVlSwwWLrb2RSOOm",
-	"QSq08QyhFSqIBqF1hghymOENQeiui1T7JEOKs5PZBFWcpjCROlUZqjvXqwVgr+y74NlJxDgjwwcos2Af",
-	"FTYAUdtktjbTDU3qGI4yD7+UdJqX1cZxgQYnuZr8FdWP/novnLUeZJHricfqG5rKV1YNXv45u7Kl+VjV",
-	"jf/6KkwJqH8LGH+rQmOxZucTVJaiooIcCwpXnYpSxvKv7wFO2+iGahes/+Og/aHaidrv0dO2tJ9gY50k",
-	"0HJGxaHaBSEmVGz++FgINlMs7CYFRzrwl8O9fIZfFqb4sxNsLYt/XE30Wpy/hM61F0tzVxWO8G7J6lzE",
-	"PzxV6FhkXCY7OMz/Q0z/P4OF/3kpWJdKlKNugUOUMw62LPDJ4N4nZBazauKf85TPRAa86sfNskC/Ed4D",
-	"uiXrAJhSsaNHDj5oIFp9L47KWzsBd23eZQQUOmTODiWFx3oOmi+mOXn0LDErgDVwswkr0exEruiO7CvM",
-	"lMIyPzBZ2pv1FFhMVYwHYh8eaOFdTjWExeOHDqsbBBGGLUChokyQdkvnHIpd7VRrXQ9NtO7wCvYkcdcH",
-	"//PnnyoM4OdzkUKyvzWRt+XOXjpkxoQPfalCobKvUKngU/d9Vx2rSrvAAnknoMljE2MWDmHYBxAgfgA9",
-	"E6QK1Y/k8Q5YBI5sq0zMIaEMG1WqgF2f35xcBWwouWF1F9egKVnCwNhGwoeNHA7LQNte4Pv2AgKshLUq",
-	"YH2QS0EQH/471gqIpeLpiuo7MSxiCJsdS+p0SpmPqOP4ZJw8KhUTEdNyj/yMYPp2ZVACCUxGzoQvibX0",
-	"xQE+OtUJYHxbux0LSF1QwK7d5OKNACYw/u1XAtyAKk9pS+lFpZcQIHeVd2Q9eq4eOscQq8OWY6jbThtR",
-	"MxGXVvzAOkHl/uYPHKCqVCSbUjtBniRM/LzgCZhXONnHigGuCjS8wa7gSv28EJB5SncKNqykA2HBS61b",
-	"i3kmoNg9b6bvy0OC6q/BLj79az/90WpDcVu2ea3dYZsjBgKu7eJoWG9Gl/zfwJ9tbYgcbNfLNc6GPIar",
-	"gp5rugro+gI9mYj8P0Tf2NAlukxRtfG63qG0/60cTm79ngEv2ulnBlHI0duCSNWWXQZ5wAt5HuoNPtvV",
-	"skXidVvDYBX39auKQOxcth3ND7HbLXOfCz1PBIvFSMaUVAuLBhkI6d9F07PFTjMHWSgV1HXefHjH5gA3",
-	"U6xOHgsUpcC6RWIEOpMgOAMTCUJlshXAkAuRWXGgMugtMoOZAVA+2dW312cN56gl/BjD70UchGqG6U6g",
-	"8zijiGMjAatKAcKAz9eiyhjm3FpmqpemS5BJqTamCWBUWNE3WqT3oiSXPVWMrLhTzJ9KqLDOe8bTO2t2",
-	"+1RpR1ilj+dlkPa/8u8TQKIdoNPtgFLrVEcj4wVPjNckrTC3c7wHdMLyRzzkdN7aFhvg+q9Tt9qYGuhi",
-	"JNbOu38QKjflvzufQ978yWkz7jvfH7L/jdgqJvcO6kWWSJEahN1MnBfCIQsXgJILXcqxCy24cEPquwUx",
-	"4UKToyJaG0DMY6vTiKeZHPMR9ClvEAi2CNUcG0ApLNcZLmSSFYHQNptHQqcAH5MA1QS18HJ/8Q0yQY8q",
-	"tgCDQYGonNt37aQIRpWa7rq98OYL+GsxyQGqmq2eh3hvjygK13jT96sXnWaz5AvKRe3C/scW/x9bvCBD",
-	"HTJhKu6lWAKFBJSXnYybdvOQ177vn5/5mue9bPE/Q1iCHQM1Wl9zLsGWkrC87pwKBTNAOnYA4sUenhj2",
-	"cr25PZS7Z9rgCWZ11FmskA4KsGrovy2gPFtJS8HRYnzuiEV3UsWIrOtbx1pVwPjU5E96Q28Llc8DhMJ5",
-	"/6pPOYPnc42+oLpXcbxrfN35J/9zbaKD342/FJD8e1RitY3LUCdcDA38exT/eDsHvCdcTUSjkKqT87v/",
-	"e/NsNtv7lpr3eoEHTSPwyvvEwc0+vUdVzYdJqgCUlFV8u8XYUkX3YWkYTxK9dERy8DX3o7INaT2v4vnd",
-	"zMCbEdaaPxJTQcMz74zMET0NmjdOUiiG/6SH29Nyii1/CobYhhZ3OReqd3X615vLi98adSHWo4efxGhr",
-	"HSA43PgoKxLakhuGSrJVuP/slNQCSkrg2soVVQeR8bU9XnHUa3fs8T9652dP22P34d99j7uMz2Vp/pDV",
-	"gV5R+18oXnFcl9FCcEu+U1+dM7skNuPzuVSThuv9ak0HsCHsX5uxoM6SDqXVSl8yYTT06BFHiGng+yNx",
-	"EyrAz8k09syQxbaAv6U68Y+hEDrYCgopIg5tjQUUYIsdoqhvWniEHenmWZd5IEgK4nhvUKqXJlTcAGAk",
-	"la8SMiS4SOrOdgZvMKSaiQc0NRsObG8sk4xQrzVMjCdHbDNUwIaW85h1FxmUhG8Bf7gqgS7toTY5yMWS",
-	"rjPjD2dCTbJprds5+C6ozaTy/95bhfq3UMiC9fO/Artd/iICajnabrfbRy6igJEE+1vLRbPW5gE+kPXN",
-	"krPFzOPaUU/04lblqQlBVfpTpMRDNhgtUqPTyPlifO48eBrqllIxu5n+Hv1380I8ZM039BrRYP3NzYfG",
-	"tsnjENuO+uDw1df18ufEeqYnV5BG8RQYwLWLrdB34fYHHMmlLJXShlUnokG+m/3KM8Nws3ywiTzC0K0A",
-	"jwQQiEkn8135G5W5Kfm0/+10cSDoRgl8783t9c3ldfTnqgYnwDQrwgPbtTBnx25l/n+FZvUphSUxc9Is",
-	"huB5I8ZahlFidYBRGq7QpIobhMsJ/kqpqK+sHnuM7gi2M2qt3WmrmEMrAbLZPRUdFTrTzLlxCZaRezHT",
-	"0GcjK9JmQC0Y84I71w0H5UqL9Yh4Aapuzn9eiC4kPlO2rYPJC0JlNHZkgl3IINdgnJFTGXcAaD3W2BFg",
-	"KscZtUiBpRegVgErlYA9igCrAByOGNtaGe0QlrDLngkV5BJT2NluMjil7RLofftbIriVwXqR5V2TUcEJ",
-	"FTjoUTzLX+ztz7sjUtdaAltgY7Fk56/dUXVDFVndoUUu8gHg9coY+nrCHxAWYAASUuQ/K53Zf0GrcUCd",
-	"dG5wyhChX8nTGz0zLHJe+MIYoYrWvk8djeHrkD1Y+vgAMM4jStIrj9GyOsnAWn0RodBiYsrSNI7Ylqy/",
-	"UHm9ZgZdCxdJsk2pKHgeKrSKx+XrwYZ0PfwS2XrwR0nWLxOVh52DPbSidQGVrPCygcyQ1I9+2wTwTteC",
-	"p3uHfKHXHym7C+NtQwIrSmS77n8TR5QnX+Anelz0Rv1uEvBL0087XzEc4by+DlLXYW94+rQWbMzq0cVl",
-	"f3B6fnV2cn5y0fcQi78b2FqpN2BZ/hZkvRfuZVmP7Y+3Q65ZLmAtNWmcRY2lL1C4kQo+s9eRgq186bpu",
-	"+RKlqUiw5dJMzHS6cmVOVjBaJSrVS5aKT2JEXXrodTALS/l3b24+WJ6PuWKbadoeNBlx8wkziKcZairQ",
-	"iigV2KEmVEYobEVt5VFE00lEVm5DCtOCWc4cJGVe7RIq2pRU8Big4Pr59EGQYiMNabBwfULIXdQ6CR9s",
-	"Qm1KsaXGYeeAncvXjSNq2mG3ea2QqvOCRVe9f0DOd//ycnDWu353gr2cLMPwxFCGQDti40UKCQLAQSGR",
-	"XCpAhl6oWMSuqVI9arovNOGnQlOnlw1sEY+LzAh5jyphfDgFoyhb+q0RrgLVa0Fyvf2BEvRhaiCgc1ow",
-	"a11UJphxMdVJnCuN63Nm37BOqLCQGpu0Iq4s4FfidNd29eB7VulQDZVvbpSXfBVaAmHxEpS5Ak053bKi",
-	"eIGX2+37VvpWa3njW750sSdMRG3k3eYhQBOR2jncpS52nHLnjReMDRexVXiJzvy+4F+LpMahrxmwcRTr",
-	"U22yZ4bNpysjRzyhDzYY4U2ghkmHT7UTxBFccB7uiBFZDpK8WaP3SQ8hLwZ7r+Ii1WImUjliM56l8gE7",
-	"wsDioXSLDMelTK3NyA7g1jDooxF1gihUSInf4eONAHrklPdmpOcrbDHRBeRzh7DnJgyepNGUp9CcAmCz",
-	"XnzbOmR/w24AlkvpMTtov/yukCliWL3zqvWS/e11qBCTPWAHHfuOq/nbSIAYy4xQTXEw8FXyO6Fca/7O",
-	"wXegdwbFwjo6WWmgj4hjkcAJ8wVQEb8dEfcO6aDYhTtDrR5K/DbJGfYAyblEy4wX+a0LhODnu5YdAZDb",
-	"Oj8ql+9gD7uGh2qFzsC0BYCUsjl/bOWAw+QWCfTJyrDHKEJUivioqp3UruqhfDJUGTqWWaigfxnwF8d8",
-	"LGlXErFBFkRQKTOXPWutLTQMoDs23Uk+uvPDCWuu1WOokSQAKp2GCuPLCdnU00UW66Wi5OLCsK63OJzM",
-	"GLqrWX0sSbDeODN5P1miACoEhtnOdCocnh4kFNn7Lvgdpk0BEdCU0ebLoUPpY3C1OBvLBzvte5FOqR7T",
-	"Eu65fB2qOrUZtqIWem0HDnwCsxga+A1vhlZ3ji62wLJsFmZfd/y+8z1IyTy7ipiaOfK4c6Y1i31H6cP1",
-	"QYu9Dd2Y5ebXflCp1vpsmW7usC623ApVRc+tgLiJnfHfqLdIoW0adMNy+lSoeJpa0gFyf9WGJeblw76x",
-	"IvuGvXpJTeswrytHTEY1hDQY4zSad5oZPc4cOaJmktGVMosZNWEPVfTu8vzk/Oz0/LQfOSgLVCw8SbL6",
-	"zem7/sn1eWODNIuN+CMk7ciJw9OL/olDkzgqy3tK+qam4gE1k3GcjdpMQw5jRbqP/cRzLO34pIcDGVPP",
-	"UPu6EVnUcMIJSTpUEY79/7F3bb1t21D4rxB+qY3KdYfWReFgD16aoRnauGic7WEOZkZiYiEKZYhyOz/0",
-	"vw/nwpsse0mXec3SxzgSJVHi4fnO5fs4dxz05+LvjOcphmK9OlsKScVtCkCHaTSQGccD7M4K1E5JHNYI",
-	"1kDuRtK7PWvqSXeZnCjvRpPXJGmMkFsb5ZV9tZ8V8ERh3C2yuE5mbhwMd5kXRaj7aetjZpqE510DfcRR",
-	"lZaZ2vg0/O5E+wh+z4yQUnDA6Po0FBvtt2fTKfhcbya/ndDkfZS1GgVjWQk5t5uTA2eXDTuYwdoJPCfU",
-	"YcSk3GoJGxkFQIT8pFASuZI1uuTsjt/kug8/AdJwgk/D4YtX5FoMzIF4LkhNNQcn57JHzyPFVQW3tFRV",
-	"XmZiIQ24RthD4geHgft4XOBSo4TeCE0+foRPeaSnlNfEBaUw0z7Am02ISIv+hw9HCn748Bm8WKf0Au8P",
-	"3uyFWuTMIW/qcukZCUhBNJL7i5X+/CS8IKU/lC1jXeiXz1+LOYcF/pgevz+anE3niYgAGrHQ8lrBu7ed",
-	"lgwZCJUxHwH44NbTcJWdM02vH7cK9OdbIERgTpI22NBKWATzbSH8TtKim1VR54AlB5dlddMHywI/K02Z",
-	"Yjyasi180pQiWTYPk4gwCFGmtar7BJ1R1knRcPG5G2ELhP13Ciyd4TzcjirpURdZYWjBRxreH03Hb8bT",
-	"cfibQ4aTD9Pjyckpcikdn57CTx/GH6ft2kv7LcV6vd9CXLQzYFCWqAfHhn7TtqDhuVQIkgskXlXYktdm",
-	"h5vmZEtT/kzD8QykGruCMymzUGVqT1/UJgxKxCYMGvnSEfUnABhwvNqiQtb1s6gakZJoAKWg+jSKALgJ",
-	"+AeUT3utZ4teJgWRrIB4tzU007tHHtV/kRDhAUWkmWR6X7xpAV4fxV+6g+RxVw194ADTKSrwVXB9phGv",
-	"I4+VyrDt9aBF7YFDH1HMwErYPhMNvzUqRLVG0bvUuNaRU8gaypYr3jcpSDi9vQdAEkz+SujnH57+auvt",
-	"K1IsNGudLqpSlysTZT1ukebgvO2u0gZPHW6lS106Hu6C2GMtdayx0R4EUfhy5/y9zX0MpvFJAJgzMTbm",
-	"tkrAUw2Y3LyAsNCVovppoWSAvTBg4+EtCT9jCsDVIzjS25zEdglTu0UX9FARkaNl/4JrX6NEWy8RmbwB",
-	"nMuV1ZYrDSNPTCwcbEIJLLP4oQfRMzYjjEauMbCMpZkRlS4j7Sb4pVf2xLA6fBcu1i91sU5mGvYOZOXL",
-	"jVA6w7gnI1Nq+XTgFntzZEEJ5ZBGHoOiVnqrtKTKBJ4x6oyXtQysWHydK6tcPxRmm4Zd4CZ3btPUgx/v",
-	"zjaau5Uc7imzvcP1fyA9Z2f6WsPyovIl0Z3/MvnpnrrLHl2y+kNZFKF9v5PhZgKtXfr0PgxAgTOSnHNd",
-	"sfjvAyGbMUsHYuqZBjPGMUG1FF2SBOcYrmQZld4zcUQd+Z/l2oXH8pAxcJuFF/PD8cnh0bt3YPqCDI9L",
-	"RGJuGs2mSx44l4YRDmxOCHFEN3qUJ4YMFJKRuzleSPeAyeYVmRElUskG6460apZzRwmfm3DjkoeGwadl",
-	"VWarVGG0MstNKmEKOBLtM6x2nqQPEkcbnJXrUJiNvlLwFEjnCQvu5+OT49O3GDq25Ovxa6SwU/DU2Uzb",
-	"EVnnLWPpaIxPOREsouzkzpaun5mZDuk7Zc0qXgc+REq7WlZqRVDNvfOcY7h0kYj0na7Tuikc4hx/3xcS",
-	"cMgbCyhYNf9brshbbTR7bbizMbp4ZXbjBfloNsD/Gh4dcv9xC7z9yg31b2hPpjbVgyWIAD8C0rMmecrc",
-	"Rf5wJ/IVtlp9drqEkb3n10AG1DJG4OCjwPDDu3gzOTly5zbttyVbxmYZPPNlS0/sbifcsUJ8i/b2nqgo",
-	"Hrqf7aKh5Ols+QC+DTrdILkRfOLd+IP+jhzuSKIRkGfYijXOfAuYYF8co7ItRhCGVOmqyus1ru8LJStV",
-	"jVewNn8/h7VI4Zq2sny+ubByRGZZpYzpJJ1VVXRGnUVdL0eDQVGmsliUph4Nh8NXnfa6emNVtkW/Lkw/",
-	"VRjgyuiva7WOBjUto567R2wVOo+5ba3WnrdjzCiyeXPjbSE24092c7p5+rv8k9LKUCAW3IZc0xTxqVSo",
-	"smVSXCMwkRYFd6tq2XLO+1LntVUT40OdkTdbLhL3QiUNWTK+77TUaV7kVLTnCh8KefFMjAGicVAPC1Ys",
-	"04gfuF+UVz9Srod5+DFQdjXCLXSmwz7beSKYMbqQF33m1uRWFjp4B2Hn3OKr4fMfxMbyI2yHo7cMY/lF",
-	"BO61m9wKKI3Fc0Mhs5U2yUy72kavQlRetgkk0qbLr8U1mn05//JXAAAA//8=",
+	"IG2hHuYKkaSrQwIFgIASg3a7zVxPN/v0S3YuXxMMPERaCmwffaLZEnfSIFY4SEzMViUzG2dAmMs8s2I2",
+	"aRwxzsaLFGgGVp93cPbefgGo9egSqhKDV9pknuMiZKrH7HiSGNwL3THHPtuN8P05qDmuXx5pHdyrhO5F",
+	"XTr+MIme79Ulth2rEuvQS42IOsDMFXen1i4eubeX1BQRuIdzqMEHSCP4/RZQwhqpmnxlkd9vKefbs5Sv",
+	"tQkNgs1B10BJ0D4HLbCYIwq4CqRD+EP6cn3qZfvF7pfe6nQo41gApO7Lzh5vXPFVonnc1/qMp4hK+7Jz",
+	"uM/0fLrquYgl79s78DmoHba/3f3yqTKL8ViOrCp9g17b36gyeoXQMnQ1cr6dhA+fGZDsjryRj5N4LkSe",
+	"CiqjuMfYFCmNBZDeyiBIv5gZ6qJz5NEpxO22hevqrsIL43YBkVPhTTNK+Vy02IUvRKHUI4h1LCE+vNah",
+	"FXJWW+xGCBbWXGyx5uyrTM+RFxcSPLdYJOceDHUHAwPOCHHlnbxxc/tcwAPjcD4TADfzTzFBPD1tRl4L",
+	"lJJD1jla8ZW0W8nFuUF8kW2hQS/5/KWBml2gVAjSbro0Q1X3EFJg+3utnkC61nSIsQSHZO7gw77Q207d",
+	"ffqPNEXzQbZQRTGw/Fv45suvJ6ouNs+1vnl4jRZyyvY+nDITqeIJkebvQ9PnIuNQiUMpPcWNLlA34rSU",
+	"KDuh7pCVlA0HSpCH2jchhuiWM1qVWHo37hFDEOFUsGEKyVrDVajKcKU9FrXU/BcUvA48hwIOruFbucQl",
+	"VDm+DIVbPNErJhSA1Iz0nIACCYIGQckpv/3TwtrALrOejVJupg2PqVOIL2FCBZoHkJDlCtED9Nq6taBL",
+	"2odKEBCHJiUeAG1SKwedkwp6AjBVRBwqcBNAaTov5KOVsbjABHVhqHIYRiqTCR6HCmAgSo5LCiST5h+L",
+	"REC6QzEKlnu5S0uykgMetwS+LQW1kr2cSYP8xfzhzAV6mW5hLo5ivpyx/Hn3167LiUjkNuVbsOMOO6Ty",
+	"Su8XhaVdmp+K2QwMQpk5NsEzPcMudnA/ffwth4QKFeXJU+DfF9D4TEjqgOV7vFrr0Bu3SiyJ6WP2hQd7",
+	"mKd6ppFC8SeXf3NUuHvW8nZoCtbahcA3/bHwPGBbUa4ifLCIHrbOaqBfKWPRnGOi2XqPDOxXl7k2/BEN",
+	"Q44yPxlKdO1Rq2co3jVmvEiYWZJv3u1QsloHAKDWTTAPv9ji95QHwYQo/uZ+UyaDO0aCgJRqEhSzVf2i",
+	"pGELRcV2MA4UI6Fzi8eYveidA5YU0NGNf6WE5i1Bf4r/7lVbjwnO9qMDO9Bghsk81H4uBmi1TMP/lMq0",
+	"Ap/HWCzLQlbso2R0kLD9+Kd4kQKgpVaQ6oCju30c+IOVSKrg62So3PpYIG52nsNQyQU1j89J3n6pg+NR",
+	"r4D7PlXCfHWvhOaxc6xUM+A1kJk/0a3gDfk6Fu6X8e9cpSRFxjwPCZW96wGSZmT/VyKwL2T4gcLiECWC",
+	"DUdCsAnzGYRqA5UzWIO8DKrwJ4NtoIn2i5uYhnZia1iAPrV1G7OgNkhfy2/R/v4rUsEGc+qWEUVkCang",
+	"iMAXqKky9vCEegJgfq2toEb1EqxQg7rjlbGKKmGKEIzDoQ6BN4vQkTfKpIHPULzYbkyBk1a0rcWwpGWB",
+	"S55324ApWm5Wr2DbkER+xDimfQIq/oalnzdZ+fzn+aC+RDM73IdQbxW/5xK7cP0beLvOMfW0lIzsBHx9",
+	"qjOQbI3H9UHkUkggVqOvANGPxWyu7WU8cviAGEogjc9hBWUcVEL8YF41A3IWEhEyjWFGb0DVMVVtuCoh",
+	"kTkwpEJRDlYESaMV+qf9G86SwSQDAaUuPvSz5Ksq4fvGPneDy/4DZSCOsD3WfqHdVgHKYMaUXrb+3+Gz",
+	"0BViF+IIZEhZ5hAwThYn5EI6Hon7h1pqAbip9fsxwqO9+NyfzQhuMj13u0HQb9Ue7eARJ7YnRm9f2a1e",
+	"s52o+fQICn0pG9qjhK17k+i5AGr+kXXMkxUgJXddSPuZwV8xkCkz42tUeOqQqCscVQip1GKvdTZlepHN",
+	"F5lhEx0646wQBU/0xIdvkTFEhf49Mo5aCLOKDCay3OYeoMPzzxhcCTAeaPpgpEdwwW3DKtSsy1TgxDOH",
+	"cD/9fSbVwulTgcOpyZr2qab5eWHXGssxdSsJ8kI2Sv8f+95sy6mghOhsqekdO60cDBddyZCR8QwS3hKR",
+	"cuVqDYub+AyzP8h/kJflNFoFI1aaUKlFkngDp8S1yIVEpLdI77H3tEvUPrLEtOTzUGUYg7xzKHn4Bs3G",
+	"5wr7HvKQhQ43njC7vbbUYh9zEHmqh3SMoJijjWBJmGwAIWondoLC4pzylMPhwcmSLVqiivpama2r18wT",
+	"/4mP44g6dQJpi5f9z5dA+ckR7J8Sf260pUBKuQNqamktc0XBJr/KRDtaiW28br6o4HXXLiWDq1Vu9dCw",
+	"dYSodsfuYQ/gSMGj8ItIdYNyJgruUHL3Q9Y1gfFC8ioYEQT8Zn93nQ5CVeJmFDTO9GI0raaYmxLF/P4u",
+	"A/z4n+Qv2J9SHdv58/0Fe5n11vDDciaH2oSw3hsNOJ6vt7d4Xtlsou7DCHkAAB0Tjf97dccN9NQNHN11",
+	"wXYEm/yVdc7/9NwJsiYf1f3cNXwkX6IcBXrMsLwGQAZypUJozteeY7IOdfNFp+zKVY/4arFQjXMMPnJb",
+	"YyL2GAHpiu0mCig43Pn/7SmHyqpuGAkQMc5Auoo9x49ZfxOS11/AUFEsrLsFx9laxURIWa4AWUUUUtmt",
+	"nAgVUhxiDuPgKUop0J+OqGKJF7zv6ykD34dqk+Tt2GuNgVzkzn2xDBcdKshRrQSBZvWX7e9LUNSNHMsX",
+	"hRyVWTofAWazlGyHvGUQur0w89FPYa6x2jSv0CpMn5z0bgE+vdA+hr8SjYyliqnwyb0+0UqUwvHIocs9",
+	"EGAhVFMEiaioIDpGEOc+uzsh5qbQ4oSKiHDhSDBIxNIlgc9mMgsVdJnoupxeVy0Nbc4Q3JbqhO0ZDBdZ",
+	"sQKSKv5CZZcS5OEzLIlMC7cJnqw7GD3EoyTUV3c2Vmtea9PUcMFia28k0rhpkAptPENohQqiQWidIXYd",
+	"5pZDELrrItU+yZDi7GQ2Qf2oKUykTvWN6s51iQHALfsueHYSMc7I8AHKLNhHhQ1AvDiZrc10Q5M6hqPM",
+	"wy8lneZltXFcoMFJriZ/RfWjv96FZ637WeS68bH6hqbylVWDl3/Ormxpe1Z147++ClNqEbClDUCrQmOx",
+	"ZucTVJaiooIcC0pmnYpS7iJQ3wMWt9EN1a6GAo+3CwjVzn4BHrdtS+MLNtZJAs1uVByqXeBlQsXmj4+F",
+	"YBvHwm5ScKQDfzncy2f4ZWGKPzvB1rL4x9VEr8X5S+hce7E0d1XhCO+WrM5F/MNThY5FxmWyg8P8P8T0",
+	"/zNY+J+XgnWpRDnqFjgsO+MA0wKfDO59QmYxqyb+OU/5TGTAq37cLEj0G+E9oFuyDoApFXuJ5LCHBqLV",
+	"9+KovLUTcNfm/U1AoUPm7PBZeKznoPlimlOxkieHieBmE9Ci2YlcuR/ZV5gphQWGYLK0N+spsIyrGA/E",
+	"DkDQPLycagiLxw8dVrcmIvRcAGFFmSDtls45lNnaqda6HhRp3eEV7EnirgP/588/VRjAz+cihWR/ayJv",
+	"y529dJiQCR/6UoVCTWGhUsGn7vt+PlaVdoEF8k5Ae8kmxiwctrEPIED8ALo1SBWqH8njHbAIHNlWmZhD",
+	"Qhm2yFQBuz6/ObkK2FByw+ourkFTsoSBsY2EDxs5EJeBhsHA9+0FBEALa1XA+iCXgsBF/HesFRBLxdMV",
+	"VZZiWMQQKjwW8+mUMh9Rx/HJOHlUKiYipuUe+RnB9O3KoPgSmIycCV+Ma+mLA3B1qhNAF7d2O5auuqCA",
+	"XbvJxRtBW2D8268EuAHVvNKW0otKLyFA7mr+yHr0XD10jiFWhy3HULedNuJ1IiKu+IF1gsr9zR84QFWp",
+	"SDalRoY8SZj4ecETMK9wso8VA1wVaHiDXcGV+nkhIPOU7hRsWEkHwoKXWrcW80xAmX3ext+XhwTVX4Nd",
+	"fPrXfvqj1YbitmzzWrvDNkcMBFzbxdGw3owu+b+BP9vaEDnMr5drnA15DFcFPdd0FdD1BXoyEfl/iL6x",
+	"oUt0maI653W9Q2n/Wzmc3Po9A160088M4p+jtwUxsi27DPKAF/I81Bt8tqtli8TrtobBKu7rVxWB2DNt",
+	"O44gosZb5j4Xep4IFouRjCmpFhYNMhDSv4umZ4udZg4sUSqo67z58I7NAeimWBc9FihKgXWLxAh0JkFw",
+	"BiYShMpkKwBAFyKz4kBl0NVkBjMDiH6yq2+vzxrOUUvINYbfizgI1QzTnUDncUYRxxYGVpUCbAOfr0WV",
+	"Mcy5tcxUL02XwJpSbUwTYLCwom+0SO9FSS57qhhZcaeYP5VQYYX5jKd31uz2qdKOsEofz8sg7X/l3ydo",
+	"RjtAp9sBpdapjkbGC54Yr0laYW7neA+4iOWPeLDrvKkutt71X6c+uTG17sVIrJ13/yBUbsp/dz6HvO2U",
+	"02bcd74/ZP8bUV1M7h3UiyyRIjUI+Jk4L4TDNC5ANBf6o2P/W3DhhtTxC2LChfZKRZw4ALfHJqsRTzM5",
+	"5iPokN4g+G0Rqjm2nlJYrjNcyCQrQrBttq2EHgU+JgGqCWrh5c7mG2SCHlVsPgaDAlE5t+/aSRGAK7X7",
+	"dXvhzRfw12KSA1Q1Wz0PkeYeURSu8abvVy86zWbJF5SL2oX9jy3+P7Z4QYY6TMRU3EuxBAoJKC87GTft",
+	"5iGvfd8/P/M1z3vZ4n+GsAQ7Bmq0vuZcgi0lYXnduYMIAYxlB11e7B6KYS/XFdyDyHumDZ5gVkedxQrp",
+	"oADohv7bAr60lbQUHC3G545YdCdVjJi+vmmtVQWMT03+pDf0tlD5PEAonPev+pQzeD7X6AuqexXHu8bX",
+	"nX/yP9cmOvjd+Euhh0CPSqy2cRnqwYuhgX+P4h9v54D3hKuJaBRSdXJ+939vns1mY+FS22Av8KBdBV55",
+	"nzi42SH4qKrtMUkVALGyim+3GFuq6HssDeNJopeOSA6+5n5UNkCt51U8v5sZeDPCWvNHYipoeOY9mTni",
+	"tkHbyEkKxfCf9HB7Wk6x2VDBENvQ4i7nQvWuTv96c3nxW6MuxHr08JMYba0DBIcbH2VFQltyw1BJtgr3",
+	"n52SWkBJCVxDu6LqIDK+tscrjnrtjj3+R+/87Gl77D78u+9xl/G5LM0fsjrQK2r/C8UrjusyWghuyfcI",
+	"rHNml8RmfD6XatJwXWet6QA2hP1rMxbU09Lhw1rpSyaMhu5A4ggxDXxnJm5CBfg5mcZuHbLYkPC3VCf+",
+	"MRRCB1tBIUXEoa2xgAJgssMy9e0Sj7AX3jzrMg9BSUEc7w1K9dKEihuAqqTyVcKkBBdJ3dnO4A2GVDPx",
+	"gKZmw8H8jWWSEd62honx5IhthgrY0HIes+4ig5LwLeAPVyXQpT3UJgf2WNJ1ZvzhTKhJNq11OwffBbWZ",
+	"VP7fe6tQ/xYKWbB+/ldgt8tfREDNTtvtdvvIRRQwkmB/a7lo1to8wAeyvllytph5XDvqxl7cqjw1IahK",
+	"f4qUeMgGo0VqdBo5X4zPnQdPQ91SKmY309+j/25eiIes+YZeIxqsv7n50Ng2eRxi21EfHL76ul7+nFjP",
+	"9OQK0iieAgO4drEV+i7c/oAjuZSlUtqw6kQ0yHezX3lmGG6WDzaRRxj6JOCRAPYx6WQOFHnVqMxNyaf9",
+	"b6eLA0E3SuB7b26vby6voz9XNTgBplkRHtiuhTk7divz/yu0yU8pLImZk2YxBM8bMdYyjBKrA4zScIUm",
+	"VdwgRFDwV0pFHW312KODR7CdUWvtTlvFHJoYkM3uqeio0BNnzo1LsIzci5mGDh9ZkTYDav6YF9y5Pjwo",
+	"V1qsR8QLUHVz/vNCdCHxmbJtHUxeECqjsRcU7EIGuQbjjJzKuANA67HGXgRTOc6oOQssvQDyCiitBOxR",
+	"hHYFyHJE99bKaIewhP39TKggl5jCznaTwSltl0Dv298Swa0M1oss79eMCk6owEGP4ln+Ym9/3peR+uUS",
+	"2AIbiyU7f+2OqhuqyOoOLXKRDwApWMbQURT+gLAAA5CQIv9Z6cz+C5qcA+qkc4NThgj9Sp7e6JlhkfPC",
+	"F8YIVbT2feqlDF+H7MHSxweArh5Rkl55jJbVSQbW6osI/xYTU5amccS2ZP2Fyus1M+iXuEiSbUpFwfNQ",
+	"oVU8Ll8PNqTr4ZfI1oM/SrJ+mag87BzsoRWtC6hkhZcNZIakTvjbJoB3uhY83TvkC73+SNldGG8bElhR",
+	"Itt1/5s4ojz5Aj/R46I36neTgF+aftr5iuEI5/V1kLoOe8PTp7VgY1aPLi77g9Pzq7OT85OLvodY/N3A",
+	"1kpdCcvytyDrvXAvy3psvLwdcs1yAWupSeMsaix9gcKNVPCZvY4UbOVL1+/LlyhNRYLNnmZiptOVK3Oy",
+	"gtEqUaleslR8EiPqD0Svg1lYyr97c/PB8nzMFdtM0/agyYjYT5hBPM1QU4EmSKnA3jihMkJhE2wrjyKa",
+	"TiKycgNUmBbMcuYgKfNql1DRpqSCxwAF18+nD4IUW3hIg4XrE0LuoqZN+GATalOKzTwOOwfsXL5uHFG7",
+	"ELvNa4VUnRcsuur9A3K++5eXg7Pe9bsT7CJlGYYnhjIE2pGHPgcOConkUgEy9ELFInbtnOpR032hCT8V",
+	"2km9bGBzelxkRsh7VAnjwykYRdnS6Y1wFaheC5Lr7Q+UoA9TAwGd04JZ698ywYyLqU7iXGlcnzP7hnVC",
+	"hYXU2B4WcWUBvxKnu7arB9+zSodqqHxbpbzkq9CMCIuXoMwVaMrplhXFC7zc6N838bdayxvfbKaL3Wgi",
+	"amDvNg8BmojUzuEudbHXlTtvvGBsuIitwkt05vcF/1okNQ4d1YCNo1ifapM9M2w+XRk54gl9sMEIbwI1",
+	"TDp8qp0gjuCC83BHjMhykOTNGr1Pegh5Mdj1FRepFjORyhGb8SyVD9iLBhYPpVtkOC5lam1GdgC3hkEH",
+	"j6gTRKFCSvwOH28E0J2nvDcjPV9hc4suIJ87hD03YfAkjaY8hbYYAJv14tvWIfsb9iGwXEqP2UH75XeF",
+	"TBHD6p1XrZfsb69DhZjsATvo2Hdczd9GAsRYZoRqioOBr5LfCRUq3K/OwXegdwbFwjo6WWmgg4ljkcAJ",
+	"8wVQEb8dEfcO6aDY/ztDrR5K/DbJGfYAyblEy4wX+a0LhODnu5YdAZDbOj8ql+9g97yGh2qFnsS0BYCU",
+	"sjl/bOGAw+QWCXToyrC7KUJUivioqpHVruqhfDJUGTqWWaigcxrwF8d8LGlXErFBFkRQKTOXPWutLTQM",
+	"oC833Uk+uvPDCWuu1WOokSQAKp2GCuPLCdnU00UW66Wi5OLCsK6rOZzMGPq6WX0sSbDeODN5J1uiACoE",
+	"htnOdCocnh4kFNn7Lvgdpk0BEdCU0ebLoUPpY3C1OBvLBzvte5FOqR7TEu65fB2qOjU4tqIWunwHDnwC",
+	"sxga+A1vhlb3rC4237JsFmZfd/y+8z1IyTy7ipiaOfK4c6Y1i30v68P1QYtdFd2Y5bbbflCp1jp8mW7u",
+	"sC42+wpVRbevgLiJnfHfqKtJoWEb9OFy+lSoeJpa0gFyf9WGJeblw76lI/uGvXpJ7fIwrytHTC41SzFO",
+	"o3mnmdHjzJEjaiYZXSmzmFH791BF7y7PT87PTs9P+5GDskDFwpMkq9+cvuufXJ83NkhTmhzyJkLSjpw4",
+	"PL3onzg0iaOyvKekb2pnHlAbG8fZqME15DBWpPvYTzzH0o7/j71ra2rbiMJ/ZccvsSdynE7iTMZMH1xC",
+	"J3QAM8G0DxUTC2nBKmLl0cpJ/ZD/3jmXvcmyCyl1Q8ljiLWSVrtnz3cu3/dHefkxz1itFC7Xsp71zOFE",
+	"SzpWM7o35469/lz8O+N5iqEYr86UQlJxmwTQoRsNZNryANurPJ1VkqXVgtWXu4Hob8+YelJ8JifKudHk",
+	"NSU0hs+tjcLOrtrPSIeiJO8GQV4rcDf2hrvKi8JXHDX1MbEiyXvbQB9wVKVlJteWhjud6BzB9cwIKQUH",
+	"jO5PQ7HRfn8+nYLP9W7y2wlN3oekliNvLCNeZ09zcuDMtmEH09s7nueECpCYlFsu4CCjAIhIPkkUY66S",
+	"Gl1ydsdvc9WHPwHSsFJTw+GrN+RaDPSeeClIxzUHJ+eqR++TiOsKHmkhq7zMxDzR4BphD4kbHAbu4+88",
+	"lxrF+0Zo8nERPueRnlNeEzeUxEz7AB82IiIt+j98OdIOxJfP4MNapRf4fvBlL+U8Zw55XZcLx0hA2qWB",
+	"0GCoMegm4RVpDKJgGitSv375Vsw4LPBxenh8MDmfziIRADRioeW9gk9vOi0ZMhAqYz4C8MGNp2ErO2NF",
+	"nx+PCvTnWyCEZ06iNtjQSlgE820g/FbSottlUeeAJQdXZXXbB8sCf5aKMsX4a8q28EVTimSZPEwk/CBE",
+	"mday7hN0RlknScOF166FLRD23yuwdI7zcDeqpCddZIWhBRdpOD6Yjt+Np2P/bxYZTk6nh5OTM+RSOjw7",
+	"gz+djj9M27WXdluK9Xa3hbhoZ8CgLFCJjg39um1Bw3MlESQXSLwqsSWvzQ43zcmGpvxYwe8ZSDVOBWtS",
+	"Yl9lakcrah0GRWIdBo1c6Yj8EwAMOF5tUSHj+hlUjUhJNICSV30aRADsBPwDyqed1rMFH5OCSEa6vNsa",
+	"muk9II/qv0iI8Igi0kwyvSveNA+vj8KVbiF52FVDCxxgOkUFvgquxwrxOvJYyQzbXvda1B449BHEDIx4",
+	"7gvR8FuDQlRjFJ1LjXsdOYWMoWy540OTgvjT23sEJMHkr/h+/v7Zr6beviLFQr1S6bwqVbnUQdbjDmkO",
+	"zttuK21w1OFGNNWm4+EpiD3WUMdqE+1BEIUfd8brbeZiMI0lAWBOh9iY2yoBTzVgcvMGwkBXiuqnhUw8",
+	"7IUBGwdvSXIaUwC2HsGS3uYk80uY2m46r4eKiBwN+xfc+wYl2nqRyJJbwLlcWW240jDyxMTC3iEUwTYL",
+	"X3oQvGMzwqiTFQaWsTQzoNJlpN0Ev/TJnmnWpe/CzfqlKlZRrODsQFa+XAupMox7MjKllk8LbrE3Jyko",
+	"oezTyGNQ1EhvlYZUmcAzRp3xtoaBFYuvc2k084dCb9Kw89zkzl2aenDxbm2juV/J4Y4y21tc/0fSc3au",
+	"bhRsLypfEt3ZL5OfHqi77Mklq0/LovDt+70MNxNobVPGd2EACpyR5JztisX/3hNJM2ZpQUwdKzBjHBOU",
+	"C9ElMXKO4SYso9J7IQ6oI/9zsrLhsdxnDNxk4cVsf3yyf3B0BKbPy/DYRCTmptFs2uSBdWkY4cDhhBBH",
+	"dINXeabJQCEZuZ3jeWJfMFq/IzOiBPrcYN2RVs1w7kjhchN2XPLQMPi0qMpsmUqMVma5ThOYAo5Euwyr",
+	"mafEBYmDA87IdUjMRl9LeAuk84QN9/PhyeHZewwdG/L18DNS2Ml76yxWZkTWectYOhrjU1YEiyg7ubOl",
+	"62YmVj59Z1KziteeC5HSqZaVShJUs9885xgu3SQgfaf7tB4K+zjH38+FCBzyxgbyds3/livyTgfNThvu",
+	"TIwu3JndcEM+mQPwv4ZH+9x/3AJvv/JA/Rvak6lJ9WAJIsAPj/SsSZ4ys5E/PIlcha2Sn60uYWDv+TOQ",
+	"ATWMETj4yDP88C3eTU4O7LVN+23IlrFZBq983dITu90Jt6wQ36K9fSAqisfuZ9toKHk6GxbAt0Gn6yU3",
+	"vCXeDRf0d+RwTxINjzzDVKxx5lvABLviGJltMIIwpEyXVV6vcH9fyqSS1XgJe/P3C9iLFK5pK8vnh/Mr",
+	"R5Isq6TWnaizrIrOqDOv68VoMCjKNCnmpa5Hw+HwTae9rl4blW3RrwvdTyUGuDL6141cBYPqllEv7Cu2",
+	"Cp2H3LZGa8/ZMWYUWX+48aYQm3YX2zldv/wo/ySV1BSIBbchVzRFfCkVqmyYFNsITKRF3tPKOmm55rhU",
+	"eW3UxPin1sjrDTcJe6GihiwZP3daqjQvciras4UPRXL5QowBonFQDwtWDNOIG7hflNc/Uq6HefgxUHY9",
+	"wiM0Vn6f7SwSzBhdJJd95tbkVhb68RbCzpnBV8OXP4i17UfYDkdvGcbwiwg8a9e5FVAai+eGQmZLpaNY",
+	"2dpGp0JUXrUJJNKhy5/FNpp9ufjyVwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

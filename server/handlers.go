@@ -61,7 +61,7 @@ type API struct {
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json
 	writeProbe writeProbe       // health's registry write probe, one at a time
 	reportGate slotGate         // review pages and performance reports computed at once
-	labGate    slotGate         // lab posts checked and parsed at once (size 1; http.go)
+	labGate    slotGate         // lab posts parsed and stored at once (labPostSlots)
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)

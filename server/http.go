@@ -114,10 +114,19 @@ const (
 	DefaultUploadRateGrace = 10 * time.Second
 )
 
-// uploadOperation is kept out of the kin-openapi validator: the validator
-// buffers whole bodies in memory, and the upload is streamed and validated
-// by its handler instead.
-const uploadOperation = "startTraining"
+// The operations whose handlers read and check their bodies themselves,
+// by operation id as api/openapi.yaml writes it. They are registered
+// without the contract's request validation (operationMiddlewares), which
+// would decode the body first, whole, in memory.
+const (
+	// uploadOperation streams its multipart body and validates the meta
+	// part itself (training.go).
+	uploadOperation = "startTraining"
+	// labPostOperation parses its body once, with reconcile's parser for
+	// its media type, which enforces every rule the contract states for
+	// it (lab.go).
+	labPostOperation = "postLabResults"
+)
 
 // uploadPath is the upload's route: its body has the idle limit and the
 // rate floor, no total limit.
@@ -184,10 +193,18 @@ func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*httpHandler, e
 		Skipper: func(c echo.Context) bool { return c.Path() != labResultsPath },
 	}))
 	e.Use(limitUpload(cfg.MaxUploadBytes))
-	api.labGate.size = 1
-	e.Use(api.gateLabPosts)
-	e.Use(validateRequests(router))
-	gen.RegisterHandlers(e, gen.NewStrictHandler(api, nil))
+	e.Use(findOperation(router))
+	api.labGate.size = labPostSlots
+	ops, err := contractOperations(spec.json)
+	if err != nil {
+		return nil, err
+	}
+	perOperation, err := operationMiddlewares(ops, api)
+	if err != nil {
+		return nil, err
+	}
+	gen.RegisterHandlersWithOptions(e, serverRoutes{ServerInterface: gen.NewStrictHandler(api, nil), api: api},
+		gen.RegisterHandlersOptions{OperationMiddlewares: perOperation})
 	routes.learn(e)
 	d := &bodyDeadlines{next: e, idle: cfg.BodyIdleTimeout, jsonTotal: cfg.JSONBodyTimeout, rateGrace: cfg.UploadRateGrace}
 	if cfg.UploadMinRate > 0 {
@@ -433,44 +450,118 @@ func limitUpload(limit int64) echo.MiddlewareFunc {
 // reset for the unread data arrives.
 func restoreBody(r *http.Request, body io.ReadCloser) { r.Body = body }
 
-// validateRequests checks every JSON route's request against the contract.
-// A request on a known path with another method passes through, so echo
-// answers 405 with Allow. A path the contract does not have is 404 here:
-// echo's router would take /model/a/b for version "a/b", and no handler
-// may see a parameter the contract's pattern was not checked against.
-func validateRequests(router routers.Router) echo.MiddlewareFunc {
-	opts := &openapi3filter.Options{
-		MultiError:         false,
-		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
-		// A null must be refused as not nullable, not replaced by the
-		// field's default; the handlers apply the defaults themselves.
-		SkipSettingDefaults: true,
+// operationMiddlewares is what each operation runs, attached at its
+// registration, after the middlewares every request passes: the
+// contract's request validation, but for the operations that read and
+// check their own bodies; the lab post waits for one of its slots
+// instead. ops are the contract's operation ids.
+func operationMiddlewares(ops []string, api *API) (map[string][]echo.MiddlewareFunc, error) {
+	perOperation := make(map[string][]echo.MiddlewareFunc, len(ops))
+	for _, op := range ops {
+		perOperation[op] = []echo.MiddlewareFunc{validateRequest}
 	}
-	csvOpts := *opts
-	csvOpts.ExcludeRequestBody = true // a string; ParseCSV is its parser
+	for _, op := range []string{uploadOperation, labPostOperation} {
+		if _, ok := perOperation[op]; !ok {
+			return nil, fmt.Errorf("the OpenAPI document has no operation %q", op)
+		}
+	}
+	perOperation[uploadOperation] = nil
+	perOperation[labPostOperation] = []echo.MiddlewareFunc{api.gateLabPosts}
+	return perOperation, nil
+}
+
+// contractOperations lists the operation ids of the OpenAPI document
+// (api/openapi.yaml as JSON), as written there: the keys of the
+// generated registration's per-operation middlewares. (The generated
+// embedded spec spells them otherwise: it capitalises them.)
+func contractOperations(doc []byte) ([]string, error) {
+	var d struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, fmt.Errorf("read the operations of the OpenAPI document: %w", err)
+	}
+	var ops []string
+	for _, item := range d.Paths {
+		for method, raw := range item {
+			switch method {
+			case "get", "put", "post", "delete", "options", "head", "patch", "trace":
+			default:
+				continue // parameters, summary, ...
+			}
+			var op struct {
+				OperationID string `json:"operationId"`
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				return nil, fmt.Errorf("read the operations of the OpenAPI document: %w", err)
+			}
+			if op.OperationID != "" {
+				ops = append(ops, op.OperationID)
+			}
+		}
+	}
+	return ops, nil
+}
+
+// contractOperationKey is where findOperation leaves a request's
+// operation on its echo context.
+const contractOperationKey = "ramanserve.contractOperation"
+
+// contractOperation is a request's operation in the contract and its path
+// parameters.
+type contractOperation struct {
+	route  *routers.Route
+	params map[string]string
+}
+
+// findOperation finds each request's operation in the contract, for
+// validateRequest. A request on a known path with another method passes
+// through, so echo answers 405 with Allow. A path the contract does not
+// have is 404 here: echo's router would take /model/a/b for version
+// "a/b", and no handler may see a parameter the contract's pattern was
+// not checked against.
+func findOperation(router routers.Router) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			req := c.Request()
-			route, params, err := router.FindRoute(req)
+			route, params, err := router.FindRoute(c.Request())
 			if errors.Is(err, routers.ErrPathNotFound) {
 				return echo.ErrNotFound
 			}
-			// oapi-codegen's embedded spec capitalises operation ids.
-			if err != nil || strings.EqualFold(route.Operation.OperationID, uploadOperation) {
-				return next(c)
-			}
-			if err := checkJSONBody(req); err != nil {
-				return err
-			}
-			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
-			if isLabCSV(req) {
-				in.Options = &csvOpts
-			}
-			if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
-				return labMediaType(req, validationError(err))
+			if err == nil {
+				c.Set(contractOperationKey, contractOperation{route: route, params: params})
 			}
 			return next(c)
 		}
+	}
+}
+
+// validationOptions are the request validator's.
+var validationOptions = &openapi3filter.Options{
+	MultiError:         false,
+	AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+	// A null must be refused as not nullable, not replaced by the
+	// field's default; the handlers apply the defaults themselves.
+	SkipSettingDefaults: true,
+}
+
+// validateRequest checks a request's parameters and JSON body against
+// its operation in the contract (found by findOperation). It is attached
+// to an operation at registration (operationMiddlewares).
+func validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		op, ok := c.Get(contractOperationKey).(contractOperation)
+		if !ok {
+			return next(c)
+		}
+		req := c.Request()
+		if err := checkJSONBody(req); err != nil {
+			return err
+		}
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: op.params, Route: op.route, Options: validationOptions}
+		if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
+			return validationError(err)
+		}
+		return next(c)
 	}
 }
 
@@ -487,15 +578,7 @@ func checkJSONBody(req *http.Request) error {
 	}
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
-		var he *echo.HTTPError
-		var mbe *http.MaxBytesError
-		if (errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge) || errors.As(err, &mbe) {
-			return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge, "request body exceeds the size limit")
-		}
-		if isBodyTimeout(err) {
-			return errBodyTimeout
-		}
-		return contract.New(contract.InvalidRequest, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return bodyReadError(err)
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	if ct := req.Header.Get("Content-Type"); isJSONMediaType(ct) {
@@ -515,6 +598,20 @@ func checkJSONBody(req *http.Request) error {
 			fmt.Sprintf("request body is not valid JSON: data after the JSON value at byte %d", dec.InputOffset()))
 	}
 	return nil
+}
+
+// bodyReadError is the answer to a request whose body could not be read:
+// 413 past the body limit, 408 past its deadline, else 400.
+func bodyReadError(err error) error {
+	var he *echo.HTTPError
+	var mbe *http.MaxBytesError
+	switch {
+	case (errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge) || errors.As(err, &mbe):
+		return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge, "request body exceeds the size limit")
+	case isBodyTimeout(err):
+		return errBodyTimeout
+	}
+	return contract.New(contract.InvalidRequest, http.StatusBadRequest, "reading the request body: "+err.Error())
 }
 
 // isJSONMediaType reports whether a Content-Type value is application/json,

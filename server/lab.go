@@ -1,11 +1,10 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -29,6 +28,16 @@ import (
 // reconcile.MaxInputBytes (http.go's body limit).
 const labResultsPath = "/lab-results"
 
+// labPostSlots is how many lab posts are read, parsed, matched and
+// stored at once; the others wait for a slot, or give up with their
+// request. The parser streams the body and holds at most
+// reconcile.MaxRecords records (the largest post raises the heap by
+// about 14 MB: BenchmarkLabPost4MiB), so the slots bound what lab posts
+// hold at once. The store commits each post in one transaction, so posts
+// at once are each stored whole or not at all; a post waits for the
+// other's commit within the store's busy timeout.
+const labPostSlots = 2
+
 // LabService reconciles lab results with the prediction log.
 type LabService interface {
 	// Post matches records to logged predictions and keeps them.
@@ -43,20 +52,65 @@ type LabService interface {
 
 var errLabUnavailable = contract.New(contract.NotImplemented, http.StatusNotImplemented, "this server keeps no lab results")
 
+// serverRoutes is the generated echo interface the server registers:
+// the strict handler's, but for the lab post. The strict handler would
+// bind a JSON post's body into []gen.LabResult before any handler ran;
+// a lab post's body is read once instead, by reconcile's parser.
+type serverRoutes struct {
+	gen.ServerInterface
+	api *API
+}
+
 // PostLabResults reconciles the lab's results with logged predictions.
-func (a *API) PostLabResults(ctx context.Context, req gen.PostLabResultsRequestObject) (gen.PostLabResultsResponseObject, error) {
-	if a.Lab == nil {
-		return nil, errLabUnavailable
-	}
-	records, err := parseLabResults(req)
+func (s serverRoutes) PostLabResults(c echo.Context) error {
+	req := c.Request()
+	out, err := s.api.postLabResults(req.Context(), req.Header.Get("Content-Type"), req.Body)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	return out.VisitPostLabResultsResponse(c.Response())
+}
+
+// errLabPostBound is what the strict interface's PostLabResults answers:
+// serverRoutes serves the route, so that the body is parsed once; a
+// handler that reached it was registered without serverRoutes.
+var errLabPostBound = errors.New("POST /lab-results reached the strict handler, whose binding decodes the body before the parser: register serverRoutes")
+
+// PostLabResults is the strict interface's form of the lab post, which
+// the server does not use: see serverRoutes.
+func (a *API) PostLabResults(context.Context, gen.PostLabResultsRequestObject) (gen.PostLabResultsResponseObject, error) {
+	return nil, errLabPostBound
+}
+
+// postLabResults parses a lab post's body with reconcile's parser for its
+// media type, the only reading of the body (the contract's validator is
+// not attached to the route: see operationMiddlewares), and reconciles
+// the records with logged predictions. The parser enforces every rule the
+// contract states for the body, and its refusals keep the contract's
+// codes: INVALID_LAB_RESULTS naming the record and the field, or, for a
+// JSON body, MALFORMED_JSON when it is not JSON and INVALID_REQUEST when
+// it is not an array of LabResult (package contract maps them).
+func (a *API) postLabResults(ctx context.Context, contentType string, body io.Reader) (gen.PostLabResults200JSONResponse, error) {
+	var out gen.PostLabResults200JSONResponse
+	if a.Lab == nil {
+		return out, errLabUnavailable
+	}
+	parse, err := labParser(contentType)
+	if err != nil {
+		return out, err
+	}
+	records, err := parse(body)
+	switch {
+	case errors.Is(err, reconcile.ErrInvalidLabRecords):
+		return out, err // a refusal of the post, coded by package contract
+	case err != nil:
+		return out, bodyReadError(err)
 	}
 	res, err := a.Lab.Post(ctx, records)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	out := gen.LabResultsOutcome{
+	out = gen.PostLabResults200JSONResponse{
 		Received:  len(records),
 		Matched:   res.Matched,
 		Replaced:  res.Replaced,
@@ -70,36 +124,26 @@ func (a *API) PostLabResults(ctx context.Context, req gen.PostLabResultsRequestO
 			Message:     unmatchedMessage(u.Reason),
 		})
 	}
-	return gen.PostLabResults200JSONResponse(out), nil
+	return out, nil
 }
 
-// parseLabResults reads the post's records with reconcile's parsers, so
-// that JSON and CSV follow the same rules and their errors
-// (INVALID_LAB_RESULTS) name the record and the field. The JSON array
-// arrives already decoded by the generated handler, after the contract's
-// schema was checked; it is encoded again, which loses nothing the schema
-// admits, for ParseJSON's record rules.
-func parseLabResults(req gen.PostLabResultsRequestObject) ([]reconcile.LabRecord, error) {
+var errLabMediaType = contract.New(contract.UnsupportedMediaType, http.StatusUnsupportedMediaType,
+	"lab results must be application/json or text/csv")
+
+// labParser is the parser of a lab post's media type. Media types
+// compare without regard to case (RFC 9110), and their parameters do not
+// choose the parser.
+func labParser(contentType string) (func(io.Reader) ([]reconcile.LabRecord, error), error) {
+	mt, _, err := mime.ParseMediaType(contentType)
 	switch {
-	case req.JSONBody != nil:
-		body, err := json.Marshal(*req.JSONBody)
-		if err != nil {
-			return nil, fmt.Errorf("encode the lab post again: %w", err)
-		}
-		return reconcile.ParseJSON(bytes.NewReader(body))
-	case req.Body != nil:
-		// The body limit (reconcile.MaxInputBytes) is the router's; the
-		// parser stops at the same size.
-		records, err := reconcile.ParseCSV(req.Body)
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge,
-				fmt.Sprintf("the lab post exceeds %d bytes", reconcile.MaxInputBytes))
-		}
-		return records, err
+	case err != nil:
+		return nil, errLabMediaType
+	case strings.EqualFold(mt, "application/json"):
+		return reconcile.ParseJSON, nil
+	case strings.EqualFold(mt, "text/csv"):
+		return reconcile.ParseCSV, nil
 	}
-	return nil, contract.New(contract.UnsupportedMediaType, http.StatusUnsupportedMediaType,
-		"lab results must be application/json or text/csv")
+	return nil, errLabMediaType
 }
 
 // unmatchedMessage explains an unmatched record's reason to a person.
@@ -236,44 +280,10 @@ func batchBias(b reconcile.BatchBias) gen.BatchBias {
 	return out
 }
 
-// isLabCSV reports whether req is a CSV lab post, and gives its
-// Content-Type the spelling the generated handler looks for (media types
-// compare without regard to case). The contract's validator leaves such a
-// body alone: its schema is a string, and kin-openapi's CSV decoder would
-// report a ragged row as malformed JSON, where ParseCSV names the row and
-// the column.
-func isLabCSV(req *http.Request) bool {
-	if req.URL.Path != labResultsPath {
-		return false
-	}
-	ct := req.Header.Get("Content-Type")
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || !strings.EqualFold(mt, "text/csv") {
-		return false
-	}
-	req.Header.Set("Content-Type", mime.FormatMediaType("text/csv", params))
-	return true
-}
-
-// labMediaType names both media types in a lab post's 415.
-func labMediaType(req *http.Request, err error) error {
-	var ce *contract.Error
-	if req.URL.Path == labResultsPath && errors.As(err, &ce) && ce.Code == contract.UnsupportedMediaType {
-		return contract.New(contract.UnsupportedMediaType, http.StatusUnsupportedMediaType,
-			"lab results must be application/json or text/csv")
-	}
-	return err
-}
-
-// gateLabPosts lets one lab post at a time into the contract check and the
-// parsers: on its way a 4 MiB JSON array costs about 200 MB (the check's
-// decoded tree, the binding, the parser's records), so concurrent posts
-// must not multiply it. The others wait, within their request's time.
+// gateLabPosts lets labPostSlots lab posts at a time into their parser
+// and the store; it is attached to the route at its registration.
 func (a *API) gateLabPosts(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if c.Path() != labResultsPath {
-			return next(c)
-		}
 		leave, err := a.labGate.enter(c.Request().Context())
 		if err != nil {
 			return err

@@ -162,6 +162,49 @@ func TestUpsertAllOrNothing(t *testing.T) {
 	}
 }
 
+// TestConcurrentUpsertsEachWhole: upserts at once of the same ids with
+// other values are each stored whole: after each round every stored
+// value is one upsert's, and the upsert committed second replaced all of
+// the first's.
+func TestConcurrentUpsertsEachWhole(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	postOf := func(epa float64) []reconcile.LabResult {
+		post := make([]reconcile.LabResult, 2000)
+		for i := range post {
+			post[i] = matched(fmt.Sprintf("C-%04d", i), i%100, epa)
+		}
+		return post
+	}
+	for round := range 5 {
+		a, b := float64(2*round+1), float64(2*round+2)
+		replaced := make(chan int, 2)
+		for _, epa := range []float64{a, b} {
+			go func() {
+				n, err := s.Upsert(context.Background(), postOf(epa))
+				if err != nil {
+					t.Errorf("round %d, EPA %g: %v", round, epa, err)
+				}
+				replaced <- n
+			}()
+		}
+		first, second := <-replaced, <-replaced
+		if t.Failed() {
+			t.FailNow()
+		}
+		before := 2000 * min(round, 1)
+		if !(first == 2000 && second == before || second == 2000 && first == before) {
+			t.Fatalf("round %d: replaced %d and %d, want 2000 and %d", round, first, second, before)
+		}
+		values := map[float64]int{}
+		for _, r := range rangeAll(t, s, time.Time{}, time.Time{}, 4000) {
+			values[r.Lab.Value[inference.EPA]]++
+		}
+		if len(values) != 1 || (values[a] != 2000 && values[b] != 2000) {
+			t.Fatalf("round %d: stored EPA values %v, want one upsert's (%g or %g) on all 2000", round, values, a, b)
+		}
+	}
+}
+
 func TestRangeOrderLimitBounds(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	// Two results on the same spectrum time order by id.

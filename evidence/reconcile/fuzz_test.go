@@ -2,7 +2,11 @@ package reconcile_test
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"testing"
+	"testing/iotest"
 
 	"ramanserve/evidence/reconcile"
 )
@@ -25,6 +29,7 @@ func FuzzParseJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		records, err := reconcile.ParseJSON(bytes.NewReader(in))
+		checkStreamed(t, reconcile.ParseJSON, in, records, err)
 		if err != nil {
 			checkParseError(t, err)
 			return
@@ -49,10 +54,25 @@ func FuzzParseCSV(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		records, err := reconcile.ParseCSV(bytes.NewReader(in))
+		checkStreamed(t, reconcile.ParseCSV, in, records, err)
 		if err != nil {
 			checkParseError(t, err)
+			if errors.Is(err, reconcile.ErrMalformedJSON) || errors.Is(err, reconcile.ErrJSONSchema) {
+				t.Fatalf("a CSV refusal wraps a JSON error: %v", err)
+			}
 			return
 		}
 		checkParsed(t, records)
 	})
+}
+
+// checkStreamed parses in again, one byte per read, and checks that the
+// outcome is the same as from one read: where the reads of a body are cut
+// changes nothing.
+func checkStreamed(t *testing.T, parse func(io.Reader) ([]reconcile.LabRecord, error), in []byte, records []reconcile.LabRecord, err error) {
+	t.Helper()
+	again, errAgain := parse(iotest.OneByteReader(bytes.NewReader(in)))
+	if fmt.Sprint(err) != fmt.Sprint(errAgain) || !sameRecords(records, again) {
+		t.Fatalf("one read: %+v, %v\none byte per read: %+v, %v", records, err, again, errAgain)
+	}
 }

@@ -188,6 +188,12 @@ var domainCodes = []struct {
 	{inference.ErrModelBusy, ModelBusy, http.StatusConflict},
 	{inference.ErrShadowIsActive, ShadowIsActive, http.StatusConflict},
 	{inference.ErrNoLoggedSpectra, NoLoggedSpectra, http.StatusConflict},
+	// A lab post's refusals all wrap ErrInvalidLabRecords; a JSON post
+	// that is not JSON, or not an array of LabResult, is answered as any
+	// other body outside the contract.
+	{reconcile.ErrMalformedJSON, MalformedJSON, http.StatusBadRequest},
+	{reconcile.ErrJSONSchema, InvalidRequest, http.StatusBadRequest},
+	{reconcile.ErrTooLarge, PayloadTooLarge, http.StatusRequestEntityTooLarge},
 	{reconcile.ErrInvalidLabRecords, InvalidLabResults, http.StatusBadRequest},
 	{reconcile.ErrRangeTooLarge, InvalidRequest, http.StatusBadRequest},
 	{models.ErrInvalidRange, InvalidRequest, http.StatusBadRequest},
