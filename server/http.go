@@ -128,10 +128,6 @@ const (
 	labPostOperation = "postLabResults"
 )
 
-// uploadPath is the upload's route: its body has the idle limit and the
-// rate floor, no total limit.
-const uploadPath = "/training/start"
-
 // NewHTTPHandler builds the management channel: echo serving the generated
 // strict interface implemented by api, behind request validation against
 // api/openapi.yaml, with one error path for every failure, behind the body
@@ -184,22 +180,13 @@ func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*httpHandler, e
 	routes := &routeRecorder{}
 	e.Use(routes.middleware)
 	e.Use(recoverToInternalError(log))
-	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
-		Limit:   fmt.Sprintf("%dB", cfg.MaxJSONBodyBytes),
-		Skipper: func(c echo.Context) bool { return c.Path() == "/training/start" || c.Path() == labResultsPath },
-	}))
-	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
-		Limit:   fmt.Sprintf("%dB", reconcile.MaxInputBytes),
-		Skipper: func(c echo.Context) bool { return c.Path() != labResultsPath },
-	}))
-	e.Use(limitUpload(cfg.MaxUploadBytes))
 	e.Use(findOperation(router))
 	api.labGate.size = labPostSlots
 	ops, err := contractOperations(spec.json)
 	if err != nil {
 		return nil, err
 	}
-	perOperation, err := operationMiddlewares(ops, api)
+	perOperation, err := operationMiddlewares(ops, api, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -254,11 +241,9 @@ func (d *bodyDeadlines) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 	now := time.Now()
 	b := &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: d.idle, ctx: ctx, cancel: cancel, d: d}
-	if r.URL.Path != uploadPath {
-		b.until = now.Add(d.jsonTotal)
-	} else if d.minRate > 0 {
-		b.floor = &rateFloor{start: now, grace: d.rateGrace, rate: d.minRate}
-	}
+	// Every body starts with the JSON total; the upload's route trades it
+	// for the rate floor (streamedUpload) before anything reads the body.
+	b.start, b.until = now, now.Add(d.jsonTotal)
 	if b.moveDeadline(now) != nil {
 		d.next.ServeHTTP(w, r) // not a deadline-capable connection (tests' recorders)
 		return
@@ -316,6 +301,7 @@ type idleBody struct {
 	io.ReadCloser
 	rc       *http.ResponseController
 	idle     time.Duration
+	start    time.Time  // when the request arrived
 	until    time.Time  // total limit; zero for none
 	floor    *rateFloor // the upload's rate floor; nil for none
 	received int64      // body bytes read so far
@@ -325,6 +311,17 @@ type idleBody struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	d        *bodyDeadlines
+}
+
+// streamed trades the JSON total for the upload's rate floor, counted
+// from the request's arrival. Its route calls it before anything reads
+// the body.
+func (b *idleBody) streamed() {
+	b.until = time.Time{}
+	if b.d.minRate > 0 {
+		b.floor = &rateFloor{start: b.start, grace: b.d.rateGrace, rate: b.d.minRate}
+	}
+	_ = b.moveDeadline(time.Now())
 }
 
 // rateFloor is an upload's minimum average rate: once received bytes have
@@ -420,16 +417,31 @@ func isBodyTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceede
 var errBodyTimeout = contract.New(contract.RequestTimeout, http.StatusRequestTimeout,
 	"the request body stopped arriving, or a JSON body took longer than its time limit; send it without pauses")
 
-// limitUpload bounds the streamed training upload: a declared length over
+// streamedUpload is the training upload's route policy. Its body may
+// rightly take minutes, so it has the rate floor instead of the JSON
+// total (bodyDeadlines); it is bounded in size: a declared length over
 // the limit is refused at once, and reading past it fails with
-// *http.MaxBytesError, which the handler answers with 413.
-func limitUpload(limit int64) echo.MiddlewareFunc {
+// *http.MaxBytesError, which the handler answers with 413. A refused
+// upload may still be streaming in: the answer closes the connection, so
+// that it goes out at once; otherwise net/http first reads up to 256 KiB
+// more of a body nobody wants, and a client that sends its whole body
+// before reading waits for nothing.
+func streamedUpload(limit int64) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if c.Path() != "/training/start" {
-				return next(c)
-			}
+		return func(c echo.Context) (err error) {
 			req := c.Request()
+			if b, ok := req.Body.(*idleBody); ok {
+				b.streamed()
+			}
+			defer func() {
+				if p := recover(); p != nil {
+					c.Response().Header().Set("Connection", "close")
+					panic(p)
+				}
+				if err != nil {
+					c.Response().Header().Set("Connection", "close")
+				}
+			}()
 			if req.ContentLength > limit {
 				return contract.New(contract.PayloadTooLarge, http.StatusRequestEntityTooLarge,
 					fmt.Sprintf("the upload exceeds the %d-byte limit", limit))
@@ -441,6 +453,11 @@ func limitUpload(limit int64) echo.MiddlewareFunc {
 	}
 }
 
+// bodyLimit bounds a request body to limit bytes (413 past it).
+func bodyLimit(limit int64) echo.MiddlewareFunc {
+	return middleware.BodyLimit(fmt.Sprintf("%dB", limit))
+}
+
 // restoreBody puts a request's body back once its handler returned.
 // net/http decides how to close a connection whose body was not read to
 // the end by looking at the request's own body: seen there, it stops
@@ -450,23 +467,26 @@ func limitUpload(limit int64) echo.MiddlewareFunc {
 // reset for the unread data arrives.
 func restoreBody(r *http.Request, body io.ReadCloser) { r.Body = body }
 
-// operationMiddlewares is what each operation runs, attached at its
-// registration, after the middlewares every request passes: the
-// contract's request validation, but for the operations that read and
-// check their own bodies; the lab post waits for one of its slots
-// instead. ops are the contract's operation ids.
-func operationMiddlewares(ops []string, api *API) (map[string][]echo.MiddlewareFunc, error) {
+// operationMiddlewares is each operation's route policy, attached at its
+// registration after the middlewares every request passes. A JSON
+// operation has the JSON body limit and the contract's request
+// validation. The training upload streams its body through its own
+// checks (streamedUpload); the lab post has the lab's body limit and
+// waits for one of its slots, and its parser checks what the validator
+// would. ops are the contract's operation ids.
+func operationMiddlewares(ops []string, api *API, cfg HTTPConfig) (map[string][]echo.MiddlewareFunc, error) {
 	perOperation := make(map[string][]echo.MiddlewareFunc, len(ops))
+	jsonPolicy := []echo.MiddlewareFunc{bodyLimit(cfg.MaxJSONBodyBytes), validateRequest}
 	for _, op := range ops {
-		perOperation[op] = []echo.MiddlewareFunc{validateRequest}
+		perOperation[op] = jsonPolicy
 	}
 	for _, op := range []string{uploadOperation, labPostOperation} {
 		if _, ok := perOperation[op]; !ok {
 			return nil, fmt.Errorf("the OpenAPI document has no operation %q", op)
 		}
 	}
-	perOperation[uploadOperation] = nil
-	perOperation[labPostOperation] = []echo.MiddlewareFunc{api.gateLabPosts}
+	perOperation[uploadOperation] = []echo.MiddlewareFunc{streamedUpload(cfg.MaxUploadBytes)}
+	perOperation[labPostOperation] = []echo.MiddlewareFunc{bodyLimit(reconcile.MaxInputBytes), api.gateLabPosts}
 	return perOperation, nil
 }
 
@@ -701,14 +721,6 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			if allow := reservedRouteAllow(c.Request().URL.Path); allow != "" {
 				c.Response().Header().Set("Allow", allow)
 			}
-		}
-		// A refused upload may still be streaming in. Closing the
-		// connection after the answer lets the answer go out at once;
-		// otherwise net/http first reads up to 256 KiB more of a body
-		// nobody wants, and a client that sends its whole body before
-		// reading waits for nothing.
-		if c.Path() == "/training/start" {
-			c.Response().Header().Set("Connection", "close")
 		}
 		if c.Request().Method == http.MethodHead {
 			_ = c.NoContent(status)
