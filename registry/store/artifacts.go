@@ -22,8 +22,9 @@ import (
 //   - Open hands out an artifact only after checking the bytes it serves
 //     against want: a size or checksum that differs, or content the store
 //     will not read, is ErrArtifactCorrupt; a name with no artifact is
-//     ErrArtifactNotFound. The bytes checked are the bytes read: a change
-//     of the stored artifact after Open never reaches the reader.
+//     ErrArtifactNotFound. The bytes checked are the bytes read: deleting,
+//     quarantining or replacing the artifact after Open does not change
+//     what the opened artifact reads.
 //   - Delete removes an artifact (and its sidecar) only while it still has
 //     want's size and checksum; any other content is left in place and
 //     reported as ErrArtifactChanged. A name with no artifact is not an
@@ -114,6 +115,3 @@ var ErrArtifactCorrupt = errors.New("the model artifact is not the one recorded"
 // ErrArtifactChanged means a delete found other content than the one it
 // was asked to remove; the content was left in place.
 var ErrArtifactChanged = errors.New("the model artifact changed since it was recorded")
-
-// SidecarName is the name of the sidecar of the .joblib artifact name.
-func SidecarName(name string) string { return name + ".json" }
