@@ -174,10 +174,10 @@ func TestStartUndoesTraining(t *testing.T) {
 	base := runtime.NumGoroutine()
 	cfg := Config{HTTPAddr: freeAddr(t), ZMQEndpoint: "tcp://" + freeAddr(t), RegistryDir: dir,
 		WrapOpen: func(open registry.OpenFunc) registry.OpenFunc {
-			return func(c context.Context, path string, e registry.Entry) (inference.Model, error) {
+			return func(c context.Context, content *io.SectionReader, e registry.Entry) (inference.Model, error) {
 				opened = true
 				cancel()
-				return open(c, path, e)
+				return open(c, content, e)
 			}
 		}}
 	_, err := Start(ctx, cfg)

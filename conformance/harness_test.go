@@ -109,7 +109,7 @@ func runSuite(m *testing.M) (int, error) {
 // wrapOpen makes model opens wait while slowLoads is set, so the test of
 // concurrent loads has a load that is reliably in progress.
 func (tg *target) wrapOpen(open registry.OpenFunc) registry.OpenFunc {
-	return func(ctx context.Context, path string, e registry.Entry) (inference.Model, error) {
+	return func(ctx context.Context, content *io.SectionReader, e registry.Entry) (inference.Model, error) {
 		if d := time.Duration(tg.slowLoads.Load()); d > 0 {
 			select {
 			case <-time.After(d):
@@ -117,7 +117,7 @@ func (tg *target) wrapOpen(open registry.OpenFunc) registry.OpenFunc {
 				return nil, ctx.Err()
 			}
 		}
-		return open(ctx, path, e)
+		return open(ctx, content, e)
 	}
 }
 

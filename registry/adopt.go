@@ -2,110 +2,102 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"strings"
 
 	"ramanserve/inference"
-	"ramanserve/platform/atomicfile"
+	"ramanserve/registry/store"
 )
 
-// orphan is a model file in models/ that no index entry names.
-type orphan struct {
-	name    string // file name in models/
-	regular bool   // false for a symbolic link or a special file
-}
-
-// orphans lists the model files (.npz, .joblib) in models/ that the index
-// does not name (as an entry, or as the file of a deleted entry). Temp names and other files (a README, a .joblib's
-// sidecar) are not model files and are left alone.
-func (r *Registry) orphans() []orphan {
+// orphans lists the artifacts (.npz, .joblib) that the index does not
+// name, as an entry or as the artifact of a deleted entry (finishRemovals
+// decides about those). A listing that fails is logged: nothing is then
+// adopted until the next start.
+func (r *Registry) orphans(ctx context.Context) []store.ArtifactInfo {
 	known := map[string]bool{}
 	for _, e := range r.ix.Models {
-		known[strings.TrimPrefix(e.File, modelsDir+"/")] = true
+		known[e.File] = true
 	}
-	for _, rm := range r.ix.Removing { // deleted: not an orphan until finishRemovals decides
-		known[strings.TrimPrefix(rm.File, modelsDir+"/")] = true
+	for _, rm := range r.ix.Removing {
+		known[rm.File] = true
 	}
-	var out []orphan
-	for _, de := range readDirQuiet(filepath.Join(r.dir, modelsDir)) {
-		name := de.Name()
-		if known[name] || atomicfile.IsTempName(name) || !isModelExt(filepath.Ext(name)) || de.IsDir() {
-			continue
+	infos, err := r.artifacts.List(ctx)
+	if err != nil {
+		r.log.Error("the model files cannot be listed; none is adopted", "err", err)
+		r.addProblem("the model files cannot be listed: " + err.Error())
+		return nil
+	}
+	var out []store.ArtifactInfo
+	for _, a := range infos {
+		if !known[a.Name] {
+			out = append(out, a)
 		}
-		out = append(out, orphan{name: name, regular: de.Type().IsRegular()})
 	}
 	return out
 }
 
 // adoptOrphans gives every orphan model file an index entry (archived), or
-// moves it to quarantine/ when it cannot be read. It changes r.ix in
-// memory and returns how many files it adopted; the caller writes the
-// index.
+// quarantines it when it cannot be read. It changes r.ix in memory and
+// returns how many files it adopted; the caller writes the index.
 func (r *Registry) adoptOrphans(ctx context.Context) int {
 	adopted := 0
-	for _, o := range r.orphans() {
-		if _, err := r.adoptOrQuarantine(ctx, o); err == nil {
+	for _, o := range r.orphans(ctx) {
+		if _, _, err := r.adoptOrQuarantine(ctx, o); err == nil {
 			adopted++
 		}
 	}
 	return adopted
 }
 
-// adoptOrQuarantine adopts one orphan or, when it fails to read, moves it
-// to quarantine/. The error says why it was not adopted.
-func (r *Registry) adoptOrQuarantine(ctx context.Context, o orphan) (*Entry, error) {
-	var (
-		e   *Entry
-		err error
-	)
-	if !o.regular {
+// adoptOrQuarantine adopts one orphan or, when it fails to read,
+// quarantines it (quarantined says where to, "" when it could not be
+// moved). The error says why it was not adopted.
+func (r *Registry) adoptOrQuarantine(ctx context.Context, o store.ArtifactInfo) (e *Entry, quarantined string, err error) {
+	if !o.Readable {
 		err = fmt.Errorf("%w: not a regular file (a symbolic link or a special file); the registry does not follow it", inference.ErrModelCorrupted)
 	} else {
-		e, err = r.adopt(ctx, o.name)
+		e, err = r.adopt(ctx, o)
 	}
 	if err == nil {
 		r.ix.Models[e.Version] = e
 		r.log.Warn("adopted a model file that had no index entry", "file", e.File, "version", e.Version, "status", e.Status, "sha256", e.SHA256)
-		return e, nil
+		return e, "", nil
 	}
 	if ctx.Err() != nil {
-		return nil, ctx.Err() // cancelled, not unreadable
+		return nil, "", ctx.Err() // cancelled, not unreadable
 	}
-	if _, qerr := r.quarantine(o.name, err.Error()); qerr != nil {
-		r.log.Error("unreadable model file could not be moved to quarantine", "file", modelsDir+"/"+o.name, "err", qerr)
-		r.addProblem(fmt.Sprintf("model file %s/%s cannot be read (%v) and could not be moved to %s/: %v", modelsDir, o.name, err, quarantineDir, qerr))
+	q, qerr := r.quarantine(ctx, o.Name, err.Error())
+	if qerr != nil {
+		r.log.Error("unreadable model file could not be moved to quarantine", "file", o.Name, "err", qerr)
+		r.addProblem(fmt.Sprintf("model file %s cannot be read (%v) and could not be moved to quarantine: %v", o.Name, err, qerr))
 	}
-	return nil, err
+	return nil, q, err
 }
 
-// adopt reads models/name through the same reader as a load (for a
+// adopt reads the artifact o through the same reader as a load (for a
 // .joblib, the restricted reader and its sidecar, as for a file load) and
-// returns its archived entry with the file's checksum recorded.
-func (r *Registry) adopt(ctx context.Context, name string) (*Entry, error) {
-	full := filepath.Join(r.dir, modelsDir, name)
-	size, sum, mtime, err := digest(ctx, full, r.opts.MaxImportBytes)
-	if err != nil {
-		return nil, err
-	}
-	ext := filepath.Ext(name)
+// returns its archived entry with the checksum of the bytes read.
+func (r *Registry) adopt(ctx context.Context, o store.ArtifactInfo) (*Entry, error) {
+	file := path.Base(o.Name)
+	ext := path.Ext(file)
 	e := &Entry{
-		Version: r.freeVersion(strings.TrimSuffix(name, ext)), Status: StatusArchived,
-		File: modelsDir + "/" + name, SizeBytes: size, SHA256: sum,
-		TrainedAt: mtime.UTC(), AddedAt: r.opts.Now().UTC(),
-		Notes: "adopted: found in " + modelsDir + "/ without an index entry",
+		Version: r.freeVersion(strings.TrimSuffix(file, ext)), Status: StatusArchived,
+		File: o.Name, TrainedAt: o.ModTime.UTC(), AddedAt: r.opts.Now().UTC(),
+		Notes: "adopted: found in " + store.ModelsDir + "/ without an index entry",
 	}
 	if ext == ".joblib" {
-		if err := r.adoptSidecar(full+".json", e); err != nil {
+		if err := r.adoptSidecar(ctx, e); err != nil {
 			return nil, err
 		}
 	}
-	m, err := r.openVerified(ctx, e)
+	m, got, err := r.openChecked(ctx, e, store.Fingerprint{}, r.opts.MaxImportBytes)
 	if err != nil {
 		return nil, err
 	}
+	e.SizeBytes, e.SHA256 = got.SizeBytes, got.SHA256
 	md := m.Metadata()
 	e.Algorithm, e.TrainedSamples = md.Algorithm, md.TrainedSamples
 	e.Shape = shapeOfModel(m)
@@ -117,15 +109,17 @@ func (r *Registry) adopt(ctx context.Context, name string) (*Entry, error) {
 
 // adoptSidecar applies a .joblib's sidecar, when there is one, as an
 // import does.
-func (r *Registry) adoptSidecar(path string, e *Entry) error {
-	fi, err := os.Lstat(path)
-	if os.IsNotExist(err) {
+func (r *Registry) adoptSidecar(ctx context.Context, e *Entry) error {
+	b, err := r.artifacts.ReadSidecar(ctx, e.File)
+	switch {
+	case errors.Is(err, store.ErrArtifactNotFound):
 		return nil
+	case errors.Is(err, store.ErrArtifactCorrupt):
+		return fmt.Errorf("%w: %w", inference.ErrModelCorrupted, err)
+	case err != nil:
+		return err
 	}
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSidecarBytes {
-		return fmt.Errorf("%w: the sidecar %s is not a regular file of at most %d bytes", inference.ErrModelCorrupted, filepath.Base(path), maxSidecarBytes)
-	}
-	sc, err := readSidecar(path)
+	sc, err := parseSidecar(b, path.Base(e.File)+".json")
 	if err != nil {
 		return err
 	}

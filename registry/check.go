@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -69,7 +70,7 @@ func Check(ctx context.Context, dir string, opts Options, repair bool) (*CheckRe
 		return nil, err
 	}
 	defer files.Close()
-	r, err := newRegistry(files, files.Dir(), opts)
+	r, err := newRegistry(files, files, files.Dir(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -100,15 +101,23 @@ func (c *checker) run(ctx context.Context) error {
 		return err
 	}
 	c.tempFiles()
-	c.entries(ctx)
+	if err := c.entries(ctx); err != nil {
+		return err
+	}
 	c.activePointer()
 	c.shadowPointer()
-	c.removals(ctx)
+	if err := c.removals(ctx); err != nil {
+		return err
+	}
 	if err := c.orphanFiles(ctx); err != nil {
 		return err
 	}
-	for _, q := range c.r.quarantined() {
-		c.find(q, "in quarantine: read "+q+reasonSuffix+", then remove it or put a fixed copy back in models/", "")
+	quarantined, err := c.r.artifacts.Quarantined(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: list the quarantine: %w", inference.ErrRegistry, err)
+	}
+	for _, q := range quarantined {
+		c.find(q, "in quarantine: read "+q+filestore.ReasonSuffix+", then remove it or put a fixed copy back in models/", "")
 	}
 	if c.repair && c.changed {
 		c.r.mu.Lock()
@@ -147,7 +156,7 @@ func (c *checker) readIndex(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
 	case rev == 0:
 		c.r.ix, c.r.rev = ix, rev
-		if len(c.r.orphans()) > 0 {
+		if len(c.r.orphans(ctx)) > 0 {
 			c.find(filestore.IndexFile, "missing or empty while models/ holds model files", "rebuilt from the model files")
 			c.changed = true
 		}
@@ -169,7 +178,11 @@ func (c *checker) tempFiles() {
 
 // entries checks every index entry's file: present, a regular file, the
 // recorded size and checksum, readable by its reader.
-func (c *checker) entries(ctx context.Context) {
+func (c *checker) entries(ctx context.Context) error {
+	present, err := c.r.artifactNames(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: list the model files: %w", inference.ErrRegistry, err)
+	}
 	versions := make([]string, 0, len(c.r.ix.Models))
 	for v := range c.r.ix.Models {
 		versions = append(versions, v)
@@ -178,17 +191,16 @@ func (c *checker) entries(ctx context.Context) {
 	c.report.Models = len(versions)
 	for _, v := range versions {
 		e := c.r.ix.Models[v]
-		full := filepath.Join(c.r.dir, filepath.FromSlash(e.File))
-		if !exists(full) {
+		if !present[e.File] {
 			c.find(e.File, fmt.Sprintf("index entry %s has no file", v), "entry dropped")
 			c.drop(v)
 			continue
 		}
-		_, err := c.r.openVerified(ctx, e)
+		_, got, err := c.r.openChecked(ctx, e, fingerprint(e), max(c.r.opts.MaxImportBytes, maxArtifactBytes))
 		if err != nil {
 			repair := ""
 			if c.repair {
-				if q, qerr := c.r.quarantine(filepath.Base(full), err.Error()); qerr == nil {
+				if q, qerr := c.r.quarantine(ctx, e.File, err.Error()); qerr == nil {
 					repair = "moved to " + q + "; entry dropped"
 					c.drop(v)
 				}
@@ -200,15 +212,15 @@ func (c *checker) entries(ctx context.Context) {
 			c.reservedName(v, e)
 		}
 		if e.SHA256 == "" {
-			size, sum, _, err := digest(ctx, full, e.SizeBytes)
 			repair := ""
-			if err == nil && c.repair {
-				e.SizeBytes, e.SHA256, c.changed = size, sum, true
+			if c.repair {
+				e.SizeBytes, e.SHA256, c.changed = got.SizeBytes, got.SHA256, true
 				repair = "checksum recorded"
 			}
 			c.find(e.File, fmt.Sprintf("model %s has no recorded checksum (written before checksums were kept)", v), repair)
 		}
 	}
+	return nil
 }
 
 // reservedName reports an entry named like a management route (load, list,
@@ -295,12 +307,16 @@ func (c *checker) shadowPointer() {
 
 // removals reports the files of deleted versions that a crash left
 // behind; -repair removes them as start-up does.
-func (c *checker) removals(ctx context.Context) {
+func (c *checker) removals(ctx context.Context) error {
 	if len(c.r.ix.Removing) == 0 {
-		return
+		return nil
+	}
+	present, err := c.r.artifactNames(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: list the model files: %w", inference.ErrRegistry, err)
 	}
 	for _, rm := range c.r.ix.Removing {
-		if exists(filepath.Join(c.r.dir, filepath.FromSlash(rm.File))) {
+		if present[rm.File] {
 			c.find(rm.File, "file of a deleted version, not yet removed", "removed if unchanged since the delete (else adopted)")
 		}
 	}
@@ -308,30 +324,31 @@ func (c *checker) removals(ctx context.Context) {
 		c.r.finishRemovals(ctx)
 		c.changed = true
 	}
+	return nil
 }
 
 // orphanFiles reports model files without an entry; -repair adopts them
 // or moves them to quarantine/.
 func (c *checker) orphanFiles(ctx context.Context) error {
-	for _, o := range c.r.orphans() {
-		rel := modelsDir + "/" + o.name
+	for _, o := range c.r.orphans(ctx) {
+		rel := o.Name
 		problem := "model file without an index entry"
-		if !o.regular {
+		if !o.Readable {
 			problem = "symbolic link or special file in models/ (never followed)"
 		}
 		if !c.repair {
 			c.find(rel, problem, "")
 			continue
 		}
-		e, err := c.r.adoptOrQuarantine(ctx, o)
+		e, quarantined, err := c.r.adoptOrQuarantine(ctx, o)
 		switch {
 		case err == nil:
 			c.changed = true
 			c.find(rel, problem, "adopted as "+e.Version+" (archived)")
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case !exists(filepath.Join(c.r.dir, rel)):
-			c.find(rel, problem+": "+err.Error(), "moved to "+quarantineDir+"/")
+		case quarantined != "":
+			c.find(rel, problem+": "+err.Error(), "moved to "+path.Dir(quarantined)+"/")
 		default:
 			c.find(rel, problem+": "+err.Error(), "")
 		}

@@ -23,13 +23,25 @@
 // wrapping the store's error) and leaves the registry's copy of the index
 // and the served model as they were.
 // A store's commit is atomic and durable on return; see
-// store.IndexStore. New builds a registry over any IndexStore; Open
-// builds it over the file store (package registry/filestore), which
-// keeps the index as index.json under the directory's lock.
+// store.IndexStore. New builds a registry over any IndexStore and
+// ArtifactStore; Open builds it over the file store (package
+// registry/filestore), which keeps the index as index.json and the
+// artifacts in models/, under the directory's lock.
 //
-// Model files (the artifacts) are written, checksummed, verified on every
-// open, quarantined and deleted by the registry itself, in the registry
-// directory, as described below.
+// The model files (the artifacts) are kept by an ArtifactStore (also
+// defined in registry/store and checked by registry/storetest): the
+// registry stores an artifact once, under a name no artifact has
+// (store.ErrArtifactExists otherwise: nothing is ever replaced), records
+// the size and SHA-256 the store returns in the entry, opens it only
+// through the store's check against them (a mismatch is
+// MODEL_CORRUPTED), deletes it only while it still has them, and asks the
+// store to quarantine one that cannot be read. The model readers
+// (OpenFunc) get the checked bytes as an io.SectionReader over the
+// store's copy (in the file store, the open file), so a swap reads the
+// artifact where the store keeps it instead of copying it into memory.
+// An import from an allowed file root reads that file as input, then
+// puts it in the store. The file store (package registry/filestore)
+// keeps the artifacts in the registry directory as described below.
 //
 // # The registry directory
 //

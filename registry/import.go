@@ -13,10 +13,8 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/platform/regularfile"
+	"ramanserve/registry/store"
 )
-
-// maxSidecarBytes bounds the JSON sidecar of an imported file.
-const maxSidecarBytes = 1 << 20
 
 // CheckImportPath applies the file-load rules before any byte of the file is
 // read: the path must be absolute, contain no ".." element, end in
@@ -61,9 +59,12 @@ func (r *Registry) underRoot(p string) bool {
 	return false
 }
 
-// importFile copies an allowed .joblib file (and its optional sidecar) into
-// models/ under the requested version. The copy is what gets opened, so
-// the registry serves exactly the bytes it lists.
+// importFile stores an allowed .joblib file (and its optional sidecar)
+// as the artifact of the requested version. The stored copy is what gets
+// opened, so the registry serves exactly the bytes it lists. The sidecar
+// is read and checked before anything is stored, and stored before the
+// artifact, so a crash never leaves an imported artifact without the
+// sidecar it came with.
 func (r *Registry) importFile(ctx context.Context, req LoadRequest) (*Entry, error) {
 	if req.Path == "" {
 		return nil, fmt.Errorf("%w: source \"file\" requires a path", inference.ErrPathNotAllowed)
@@ -78,40 +79,142 @@ func (r *Registry) importFile(ctx context.Context, req LoadRequest) (*Entry, err
 	if taken {
 		return nil, fmt.Errorf("%w: version %q is already in the registry; choose a new name", inference.ErrVersionExists, req.Version)
 	}
-	rel := "models/" + req.Version + ".joblib"
-	dst := filepath.Join(r.dir, filepath.FromSlash(rel))
-	if exists(dst) || exists(dst+".json") {
+	name := store.ModelsDir + "/" + req.Version + ".joblib"
+	if r.artifactOrSidecarExists(ctx, name) {
 		// A file put there by hand since start-up: never overwrite it.
-		return nil, fmt.Errorf("%w: %s already exists in the registry (not yet listed: it is adopted at the next start); choose a new name", inference.ErrVersionExists, rel)
+		return nil, versionFileExists(name)
 	}
-	size, sum, mtime, err := r.copyRegular(ctx, resolved, dst, r.opts.MaxImportBytes)
+	src, err := openImport(resolved)
 	if err != nil {
 		return nil, err
 	}
-	entry := &Entry{
-		Version: req.Version, Status: StatusStaged, File: rel, SizeBytes: size, SHA256: sum,
-		TrainedAt: mtime.UTC(), ImportedFrom: req.Path, AuthenticatedAs: req.AuthenticatedAs, AddedAt: r.opts.Now().UTC(),
+	defer src.f.Close()
+	if src.size > r.opts.MaxImportBytes {
+		return nil, fmt.Errorf("%w: %q is %d bytes, over the %d-byte limit", inference.ErrModelCorrupted, resolved, src.size, r.opts.MaxImportBytes)
 	}
-	sidecar := resolved + ".json"
-	if fi, err := os.Lstat(sidecar); err == nil {
-		if sidecarResolved, err := filepath.EvalSymlinks(sidecar); err == nil && r.underRoot(sidecarResolved) && fi.Size() <= maxSidecarBytes {
-			if _, _, _, err := r.copyRegular(ctx, sidecarResolved, dst+".json", maxSidecarBytes); err != nil {
-				_ = os.Remove(dst)
-				return nil, err
-			}
-			sc, err := readSidecar(dst + ".json")
-			if err != nil {
-				_ = os.Remove(dst)
-				_ = os.Remove(dst + ".json")
-				return nil, err
-			}
-			if !sc.trainedAt.IsZero() {
-				entry.TrainedAt = sc.trainedAt
-			}
-			entry.Target = sc.target
+	entry := &Entry{
+		Version: req.Version, Status: StatusStaged, File: name,
+		TrainedAt: src.mtime.UTC(), ImportedFrom: req.Path, AuthenticatedAs: req.AuthenticatedAs, AddedAt: r.opts.Now().UTC(),
+	}
+	side, err := r.readImportSidecar(resolved)
+	if err != nil {
+		return nil, err
+	}
+	if side != nil {
+		sc, err := parseSidecar(side, filepath.Base(resolved)+".json")
+		if err != nil {
+			return nil, err
+		}
+		if !sc.trainedAt.IsZero() {
+			entry.TrainedAt = sc.trainedAt
+		}
+		entry.Target = sc.target
+		if err := r.artifacts.PutSidecar(ctx, name, side); err != nil {
+			return nil, importStoreError(name, resolved, err)
 		}
 	}
+	limit := r.opts.MaxImportBytes
+	size, sum, err := r.artifacts.Put(ctx, name, func(w io.Writer) error {
+		n, err := io.Copy(w, &ctxReader{ctx: ctx, r: io.LimitReader(src.f, limit+1)})
+		if err == nil && n > limit {
+			err = fmt.Errorf("%w: %q grew over the %d-byte limit while copying", inference.ErrModelCorrupted, resolved, limit)
+		}
+		return err
+	})
+	if err != nil {
+		if side != nil && !errors.Is(err, store.ErrArtifactExists) {
+			// No artifact was stored: the sidecar put above goes too.
+			_ = r.artifacts.Delete(context.WithoutCancel(ctx), name, store.Fingerprint{})
+		}
+		return nil, importStoreError(name, resolved, err)
+	}
+	entry.SizeBytes, entry.SHA256 = size, sum
 	return entry, nil
+}
+
+// artifactOrSidecarExists reports whether the store has an artifact or a
+// sidecar named name (a listing or a read it cannot do counts as one: an
+// import then stops rather than risk overwriting).
+func (r *Registry) artifactOrSidecarExists(ctx context.Context, name string) bool {
+	present, err := r.artifactNames(ctx)
+	if err != nil || present[name] {
+		return true
+	}
+	_, err = r.artifacts.ReadSidecar(ctx, name)
+	return !errors.Is(err, store.ErrArtifactNotFound)
+}
+
+func versionFileExists(name string) error {
+	return fmt.Errorf("%w: %s already exists in the registry (not yet listed: it is adopted at the next start); choose a new name", inference.ErrVersionExists, name)
+}
+
+// importStoreError is the registry's error for a store that refuses an
+// import's artifact or sidecar.
+func importStoreError(name, src string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrArtifactExists):
+		return versionFileExists(name)
+	case errors.Is(err, inference.ErrModelCorrupted), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return fmt.Errorf("%w: copy %q into the registry: %w", inference.ErrRegistry, src, err)
+}
+
+// importSource is an opened file to import.
+type importSource struct {
+	f     *os.File
+	size  int64
+	mtime time.Time
+}
+
+// openImport opens a regular file to import. It is opened without
+// following a final symlink (it has been resolved already), so a swap
+// after the check cannot redirect it; a FIFO planted under an allowed
+// root must not block the open (and with it every later load):
+// regularfile refuses it without blocking.
+func openImport(path string) (importSource, error) {
+	f, fi, err := regularfile.Open(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return importSource{}, fmt.Errorf("%w: no file at %q", inference.ErrModelNotFound, path)
+	case errors.Is(err, regularfile.ErrNotRegular):
+		return importSource{}, fmt.Errorf("%w: %q is not a regular file", inference.ErrPathNotAllowed, path)
+	case err != nil:
+		return importSource{}, fmt.Errorf("%w: open %q: %w", inference.ErrModelCorrupted, path, err)
+	}
+	return importSource{f: f, size: fi.Size(), mtime: fi.ModTime()}, nil
+}
+
+// readImportSidecar reads the sidecar beside an import (<file>.json),
+// when there is one under an allowed root of at most
+// store.MaxSidecarBytes; nil when there is none (or it is elsewhere or
+// larger: it is then not the import's).
+func (r *Registry) readImportSidecar(resolved string) ([]byte, error) {
+	path := resolved + ".json"
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, nil
+	}
+	sidecarResolved, err := filepath.EvalSymlinks(path)
+	if err != nil || !r.underRoot(sidecarResolved) || fi.Size() > store.MaxSidecarBytes {
+		return nil, nil
+	}
+	src, err := openImport(sidecarResolved)
+	if err != nil {
+		return nil, err
+	}
+	defer src.f.Close()
+	if src.size > store.MaxSidecarBytes {
+		return nil, fmt.Errorf("%w: %q is %d bytes, over the %d-byte limit", inference.ErrModelCorrupted, sidecarResolved, src.size, store.MaxSidecarBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(src.f, store.MaxSidecarBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read the sidecar: %w", inference.ErrModelCorrupted, err)
+	}
+	if len(b) > store.MaxSidecarBytes {
+		return nil, fmt.Errorf("%w: %q grew over the %d-byte limit while being read", inference.ErrModelCorrupted, sidecarResolved, store.MaxSidecarBytes)
+	}
+	return b, nil
 }
 
 // sidecar is what an imported file's sidecar says: its training time
@@ -121,23 +224,20 @@ type sidecar struct {
 	target    string
 }
 
-// readSidecar reads an imported file's sidecar, once, at import. A sidecar
-// that is not a JSON object, or whose trained_at is not an RFC 3339 time,
-// fails the import: it was put there to say something, and silently
-// ignoring it would list the model with the wrong date (or serve a
-// one-target model without its analyte). Whether target names a known
-// analyte is the model reader's call (MODEL_TARGETS_UNKNOWN).
-func readSidecar(path string) (sidecar, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return sidecar{}, fmt.Errorf("%w: read the sidecar: %w", inference.ErrModelCorrupted, err)
-	}
+// parseSidecar reads an imported file's sidecar, named file, once, at
+// import or adoption. A sidecar that is not a JSON object, or whose
+// trained_at is not an RFC 3339 time, fails the import: it was put there
+// to say something, and silently ignoring it would list the model with
+// the wrong date (or serve a one-target model without its analyte).
+// Whether target names a known analyte is the model reader's call
+// (MODEL_TARGETS_UNKNOWN).
+func parseSidecar(b []byte, file string) (sidecar, error) {
 	var raw struct {
 		TrainedAt *string `json:"trained_at"`
 		Target    string  `json:"target"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
-		return sidecar{}, fmt.Errorf("%w: the sidecar %s is not a JSON object: %v", inference.ErrModelCorrupted, filepath.Base(path), err)
+		return sidecar{}, fmt.Errorf("%w: the sidecar %s is not a JSON object: %v", inference.ErrModelCorrupted, file, err)
 	}
 	sc := sidecar{target: raw.Target}
 	if raw.TrainedAt != nil {
@@ -148,40 +248,6 @@ func readSidecar(path string) (sidecar, error) {
 		sc.trainedAt = t.UTC()
 	}
 	return sc, nil
-}
-
-// copyRegular copies a regular file of at most limit bytes to dst
-// atomically and returns its size, SHA-256 and modification time. The
-// source is opened without following a final symlink (it has been resolved
-// already), so a swap after the check cannot redirect it.
-func (r *Registry) copyRegular(ctx context.Context, src, dst string, limit int64) (int64, string, time.Time, error) {
-	// A FIFO planted under an allowed root must not block the open (and
-	// with it every later load): regularfile refuses it without blocking.
-	f, fi, err := regularfile.Open(src)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return 0, "", time.Time{}, fmt.Errorf("%w: no file at %q", inference.ErrModelNotFound, src)
-	case errors.Is(err, regularfile.ErrNotRegular):
-		return 0, "", time.Time{}, fmt.Errorf("%w: %q is not a regular file", inference.ErrPathNotAllowed, src)
-	case err != nil:
-		return 0, "", time.Time{}, fmt.Errorf("%w: open %q: %w", inference.ErrModelCorrupted, src, err)
-	}
-	defer f.Close()
-	if fi.Size() > limit {
-		return 0, "", time.Time{}, fmt.Errorf("%w: %q is %d bytes, over the %d-byte limit", inference.ErrModelCorrupted, src, fi.Size(), limit)
-	}
-	n, sum, err := writeStreamAtomic(dst, func(w io.Writer) error {
-		_, err := io.Copy(w, &ctxReader{ctx: ctx, r: io.LimitReader(f, limit+1)})
-		return err
-	})
-	if err != nil {
-		return 0, "", time.Time{}, fmt.Errorf("%w: copy %q into the registry: %w", inference.ErrRegistry, src, err)
-	}
-	if n > limit {
-		_ = os.Remove(dst)
-		return 0, "", time.Time{}, fmt.Errorf("%w: %q grew over the %d-byte limit while copying", inference.ErrModelCorrupted, src, limit)
-	}
-	return n, sum, fi.ModTime(), nil
 }
 
 // ctxReader stops a long copy when the request is cancelled.

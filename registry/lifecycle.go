@@ -2,14 +2,9 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"ramanserve/inference"
-	"ramanserve/platform/atomicfile"
 	"ramanserve/registry/store"
 )
 
@@ -38,27 +33,28 @@ func (r *Registry) Describe(version string) (Entry, error) {
 }
 
 // Delete removes a staged or archived version: its entry from the index,
-// then its file (and a .joblib's sidecar) from models/. It takes the load
-// lock, so it never races a swap (ErrLoadInProgress while a load or
-// another delete runs). The active version is refused (ErrModelActive),
-// also when it is recorded active but failed to restore: it is restored
-// at the next start.
+// then its artifact (and a .joblib's sidecar) from the artifact store. It
+// takes the load lock, so it never races a swap (ErrLoadInProgress while
+// a load or another delete runs). The active version is refused
+// (ErrModelActive), also when it is recorded active but failed to
+// restore: it is restored at the next start.
 //
 // The index write is the commit point. The index that drops the entry
-// lists the file under "removing" with its size and checksum; the file is
-// then renamed to a temp name (which start-up sweeps) and unlinked. A
-// crash after the index write therefore never brings the version back:
-// start-up removes a listed file that still has the recorded size and
-// checksum, before it adopts unindexed files. A crash before the index
-// write leaves the version listed with its file, as if the delete had not
-// been asked.
+// lists the artifact under "removing" with its size and checksum; the
+// artifact is then removed (the file store renames it to a temp name,
+// which start-up sweeps, and unlinks it). A crash after the index write
+// therefore never brings the version back: start-up removes a listed
+// artifact that still has the recorded size and checksum, before it
+// adopts unindexed files. A crash before the index write leaves the
+// version listed with its file, as if the delete had not been asked.
 //
-// Only a regular file at the entry's own path in models/ that still has
-// the size and checksum the entry recorded is removed, never a file
-// replaced by hand since, a symbolic link or special file put in its place
-// (each is left for start-up to adopt or quarantine), never a file
-// another entry also names, never an import's original path (the entry
-// names the registry's copy) and never anything in quarantine/.
+// Only the artifact at the entry's own name that still has the size and
+// checksum the entry recorded is removed (store.ArtifactStore.Delete),
+// never a file replaced by hand since, a symbolic link or special file
+// put in its place (each is left for start-up to adopt or quarantine),
+// never an artifact another entry also names, never an import's original
+// path (the entry names the registry's copy) and never anything
+// quarantined.
 func (r *Registry) Delete(ctx context.Context, version string) error {
 	if !r.loadMu.TryLock() {
 		return inference.ErrLoadInProgress
@@ -138,75 +134,22 @@ func withoutRemoval(list []store.Removal, file string) []store.Removal {
 	return out
 }
 
-// removeFile unlinks a deleted entry's file, and a .joblib's sidecar,
-// when the file still holds the bytes the entry recorded. The file is
-// first renamed to a temp name in models/ (one atomic step that takes
-// whatever is at the path), then checked to be a regular file with the
-// recorded size and checksum before it is unlinked; anything else (a
-// symbolic link, a special file, a file replaced by hand) is put back
-// where it was, with its sidecar, and left to start-up, which adopts or
-// quarantines it; the error says why. The delete is committed: the check
-// runs to its end even if the caller has gone.
+// removeFile removes a deleted entry's artifact (and a .joblib's
+// sidecar) when it still holds the bytes the entry recorded: the
+// artifact store removes nothing else (store.ArtifactStore.Delete; the
+// file store puts back a symbolic link, a special file or a file replaced
+// by hand, and start-up adopts or quarantines it). The delete is
+// committed: the check runs to its end even if the caller has gone.
 func (r *Registry) removeFile(ctx context.Context, rm store.Removal) error {
-	ctx = context.WithoutCancel(ctx)
-	dir := filepath.Join(r.dir, modelsDir)
-	name := strings.TrimPrefix(rm.File, modelsDir+"/")
-	if err := r.unlinkOwn(ctx, dir, name, rm); err != nil {
-		return err
-	}
-	if filepath.Ext(name) == ".joblib" {
-		if err := r.unlinkOwn(ctx, dir, name+".json", store.Removal{}); err != nil {
-			r.log.Warn("deleted model's sidecar not removed", "file", rm.File+".json", "err", err)
-		}
-	}
-	_ = atomicfile.SyncDir(dir)
-	return nil
+	return r.artifacts.Delete(context.WithoutCancel(ctx), rm.File, store.Fingerprint{SizeBytes: rm.SizeBytes, SHA256: rm.SHA256})
 }
 
-// unlinkOwn removes dir/name when it is a regular file and, for a model
-// file (rm.File set), still has rm's size and checksum. A missing file is
-// not an error.
-func (r *Registry) unlinkOwn(ctx context.Context, dir, name string, rm store.Removal) error {
-	src := filepath.Join(dir, name)
-	tmp := filepath.Join(dir, atomicfile.TempPrefix+"deleting-"+name)
-	if err := os.Rename(src, tmp); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	why := ""
-	if st, err := os.Lstat(tmp); err != nil {
-		why = err.Error()
-	} else if !st.Mode().IsRegular() {
-		why = "not a regular file"
-	} else if rm.File != "" && !unchangedSince(ctx, tmp, rm) {
-		why = "not the bytes the registry recorded (replaced since it was written)"
-	}
-	if why == "" {
-		return os.Remove(tmp)
-	}
-	// Not the file the registry wrote: put it back untouched.
-	if err := os.Rename(tmp, src); err != nil {
-		return fmt.Errorf("%s is %s and could not be put back: %w", name, why, err)
-	}
-	return fmt.Errorf("%s is %s; left in place", name, why)
-}
-
-// unchangedSince reports whether the regular file at path has the size
-// and checksum recorded in rm (a removal recorded without a checksum, from
-// an entry that had none, is matched by size).
-func unchangedSince(ctx context.Context, path string, rm store.Removal) bool {
-	size, sum, _, err := digest(ctx, path, max(rm.SizeBytes, 0))
-	return err == nil && size == rm.SizeBytes && (rm.SHA256 == "" || sum == rm.SHA256)
-}
-
-// finishRemovals, at start-up, removes the files of entries deleted just
-// before a crash: each listed file that no entry names and that still has
-// the size and checksum recorded when it was deleted (removeFile checks
-// them). A file with other content (one put there by hand since) is left
-// for adoption. It reports
-// whether the list was non-empty (the caller rewrites the index).
+// finishRemovals, at start-up, removes the artifacts of entries deleted
+// just before a crash: each listed artifact that no entry names and that
+// still has the size and checksum recorded when it was deleted
+// (removeFile checks them). Other content (put there by hand since) is
+// left for adoption. It reports whether the list was non-empty (the
+// caller rewrites the index).
 func (r *Registry) finishRemovals(ctx context.Context) bool {
 	if len(r.ix.Removing) == 0 {
 		return false
@@ -215,12 +158,13 @@ func (r *Registry) finishRemovals(ctx context.Context) bool {
 	for _, e := range r.ix.Models {
 		named[e.File] = true
 	}
+	present, err := r.artifactNames(ctx)
+	if err != nil {
+		r.log.Warn("the model files cannot be listed; the deleted ones left by a crash are removed at a later start", "err", err)
+		return false
+	}
 	for _, rm := range r.ix.Removing {
-		if named[rm.File] {
-			continue
-		}
-		full := filepath.Join(r.dir, filepath.FromSlash(rm.File))
-		if _, err := os.Lstat(full); errors.Is(err, os.ErrNotExist) {
+		if named[rm.File] || !present[rm.File] {
 			continue
 		}
 		if err := r.removeFile(ctx, rm); err != nil {

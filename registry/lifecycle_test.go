@@ -162,10 +162,10 @@ func TestDeleteImportKeepsTheOriginal(t *testing.T) {
 func TestDeleteTakesTheLoadLock(t *testing.T) {
 	dir := t.TempDir()
 	gate, entered := make(chan struct{}), make(chan struct{}, 1)
-	slow := func(ctx context.Context, path string, e Entry) (inference.Model, error) {
+	slow := func(ctx context.Context, content *io.SectionReader, e Entry) (inference.Model, error) {
 		entered <- struct{}{}
 		<-gate
-		return openConst(nil)(ctx, path, e)
+		return openConst(nil)(ctx, content, e)
 	}
 	r, err := Open(context.Background(), dir, Options{Openers: map[string]OpenFunc{".npz": slow}})
 	if err != nil {

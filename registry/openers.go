@@ -2,9 +2,8 @@ package registry
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
+	"io"
+	"path"
 
 	"ramanserve/inference"
 	"ramanserve/inference/modelfile"
@@ -16,41 +15,33 @@ import (
 // the instrument axis that models without their own axis get.
 func FileOpeners(opts inference.ModelOptions) map[string]OpenFunc {
 	return map[string]OpenFunc{
-		".npz": func(ctx context.Context, path string, e Entry) (inference.Model, error) {
-			p, err := readModelFile(ctx, path, e)
+		".npz": func(ctx context.Context, content *io.SectionReader, e Entry) (inference.Model, error) {
+			p, err := readModelFile(ctx, content, e)
 			if err != nil {
 				return nil, err
 			}
 			p.Meta.Version = e.Version
 			return inference.NewPLSModel(p, opts)
 		},
-		".joblib": func(ctx context.Context, path string, e Entry) (inference.Model, error) {
-			return openJoblib(ctx, path, e, opts)
+		".joblib": func(ctx context.Context, content *io.SectionReader, e Entry) (inference.Model, error) {
+			return openJoblib(ctx, content, e, opts)
 		},
 	}
 }
 
-// readModelFile reads the parameters of the model file at path, of
-// either kind (modelfile.Read).
-func readModelFile(ctx context.Context, path string, e Entry) (*inference.PLSParams, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", inference.ErrModelCorrupted, err)
-	}
-	return modelfile.Read(ctx, f, st.Size(), filepath.Ext(path), e.Target)
+// readModelFile reads the parameters of a model artifact of either kind
+// (modelfile.Read), at the offsets its format needs: the content is never
+// read into memory whole.
+func readModelFile(ctx context.Context, content *io.SectionReader, e Entry) (*inference.PLSParams, error) {
+	return modelfile.Read(ctx, content, content.Size(), path.Ext(e.File), e.Target)
 }
 
 // openJoblib reads a scikit-learn .joblib file. scikit-learn files carry
 // no wavenumber axis: the model gets the instrument axis when its feature
 // count matches it. A one-target model names its analyte in its sidecar,
 // which the registry read at import (Entry.Target).
-func openJoblib(ctx context.Context, path string, e Entry, opts inference.ModelOptions) (inference.Model, error) {
-	params, err := readModelFile(ctx, path, e)
+func openJoblib(ctx context.Context, content *io.SectionReader, e Entry, opts inference.ModelOptions) (inference.Model, error) {
+	params, err := readModelFile(ctx, content, e)
 	if err != nil {
 		return nil, err
 	}

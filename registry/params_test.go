@@ -107,13 +107,8 @@ func TestReadParamsReadsAnImportedJoblib(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := Open(context.Background(), dir, Options{Openers: map[string]OpenFunc{
-		".joblib": func(ctx context.Context, path string, e Entry) (inference.Model, error) {
-			f, err := os.Open(path)
-			if err != nil {
-				return nil, err
-			}
-			defer f.Close()
-			p, _, err := sklearn.Load(ctx, f, sklearn.Options{Target: e.Target})
+		".joblib": func(ctx context.Context, content *io.SectionReader, e Entry) (inference.Model, error) {
+			p, _, err := sklearn.Load(ctx, content, sklearn.Options{Target: e.Target})
 			if err != nil {
 				return nil, err
 			}

@@ -8,6 +8,9 @@ type (
 	// IndexStore keeps the index: see store.IndexStore for what every
 	// implementation guarantees.
 	IndexStore = store.IndexStore
+	// ArtifactStore keeps the model files: see store.ArtifactStore for
+	// what every implementation guarantees.
+	ArtifactStore = store.ArtifactStore
 	// Entry is one model in the registry.
 	Entry = store.Entry
 	// Status is a model's place in the registry.

@@ -2,13 +2,12 @@ package registry
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
@@ -22,9 +21,13 @@ import (
 	"ramanserve/registry/store"
 )
 
-// OpenFunc turns a model file in the registry into a ready Model. The entry
-// gives the version and metadata the model must report.
-type OpenFunc func(ctx context.Context, path string, entry Entry) (inference.Model, error)
+// OpenFunc turns a model artifact into a ready Model. content is the
+// artifact's bytes, already checked against the size and checksum the
+// entry recorded; it is valid only until OpenFunc returns, so a reader
+// keeps nothing of it but what it parsed. Reading at any offset lets an
+// .npz reader jump to its members instead of holding the file in memory.
+// The entry gives the version and metadata the model must report.
+type OpenFunc func(ctx context.Context, content *io.SectionReader, entry Entry) (inference.Model, error)
 
 // Options configure a Registry.
 type Options struct {
@@ -43,7 +46,7 @@ type Options struct {
 // Registry is the model registry's rules over its stores, plus the
 // active model.
 type Registry struct {
-	dir   string // where the model files are
+	dir   string // the registry directory: the default import root, jobs/, temp names
 	opts  Options
 	roots []string // resolved allowed roots
 	log   *slog.Logger
@@ -55,6 +58,8 @@ type Registry struct {
 	index  IndexStore
 	ix     *store.Index   // the index as last read or committed
 	rev    store.Revision // the revision of ix
+
+	artifacts ArtifactStore // the model files
 
 	shadow     shadowState  // the shadow's model, follower and problem; guarded by mu
 	restoreErr error        // set when the active model could not be restored at start-up; guarded by mu
@@ -77,8 +82,9 @@ func ReservedVersion(v string) bool {
 	return v == "load" || v == "list" || v == "info" || v == "shadow"
 }
 
-// Open opens (creating if needed) the registry in dir, its index kept by
-// the file store (package registry/filestore), and restores the active
+// Open opens (creating if needed) the registry in dir, its index and its
+// model files kept by the file store (package registry/filestore), and
+// restores the active
 // model. Before it reads anything the store takes the directory's
 // exclusive lock: a second process (or a second Open) fails at once with
 // filestore.ErrLocked, naming the holder's PID, having changed nothing on
@@ -88,7 +94,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := New(ctx, files, files.Dir(), opts)
+	r, err := New(ctx, files, files, files.Dir(), opts)
 	if err != nil {
 		files.Close()
 		return nil, err
@@ -97,21 +103,22 @@ func Open(ctx context.Context, dir string, opts Options) (*Registry, error) {
 	return r, nil
 }
 
-// New builds the registry whose index idx keeps and whose model files are
-// in dir, and restores the active model. It removes the temp files of
-// interrupted writes (atomicfile.TempPrefix names only), finishes the deletes a crash
+// New builds the registry whose index idx keeps and whose model files
+// arts keeps, over the registry directory dir, and restores the active
+// model. It removes the temp files of interrupted writes in dir
+// (atomicfile.TempPrefix names only), finishes the deletes a crash
 // interrupted, adopts model files that have no index entry (archived) and
-// moves those that cannot be read to quarantine/. A missing or empty
-// index is rebuilt from the model files; a corrupt one
-// (store.ErrIndexCorrupt) fails New with the repair command in the
-// message, and no file is touched.
+// quarantines those that cannot be read. A missing or empty index is
+// rebuilt from the model files; a corrupt one (store.ErrIndexCorrupt)
+// fails New with the repair command in the message, and nothing is
+// changed.
 //
 // A model that fails to restore does not fail New: the server starts
 // without a model and RestoreError reports why (health then reads
-// degraded). The caller keeps idx open while it uses the registry, and
-// closes it after.
-func New(ctx context.Context, idx IndexStore, dir string, opts Options) (*Registry, error) {
-	r, err := newRegistry(idx, dir, opts)
+// degraded). The caller keeps the stores open while it uses the
+// registry, and closes them after.
+func New(ctx context.Context, idx IndexStore, arts ArtifactStore, dir string, opts Options) (*Registry, error) {
+	r, err := newRegistry(idx, arts, dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +128,8 @@ func New(ctx context.Context, idx IndexStore, dir string, opts Options) (*Regist
 	return r, nil
 }
 
-// newRegistry returns a registry over idx with nothing read yet.
-func newRegistry(idx IndexStore, dir string, opts Options) (*Registry, error) {
+// newRegistry returns a registry over its stores with nothing read yet.
+func newRegistry(idx IndexStore, arts ArtifactStore, dir string, opts Options) (*Registry, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -136,7 +143,7 @@ func newRegistry(idx IndexStore, dir string, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry path %q: %w", dir, err)
 	}
-	return &Registry{dir: abs, opts: opts, log: opts.Logger, index: idx, ix: store.NewIndex()}, nil
+	return &Registry{dir: abs, opts: opts, log: opts.Logger, index: idx, artifacts: arts, ix: store.NewIndex()}, nil
 }
 
 // commit records next as the index, based on the revision the registry
@@ -161,7 +168,7 @@ func (r *Registry) open(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
 	}
 	r.ix, r.rev = ix, rev
-	for _, sub := range []string{modelsDir, "import", "jobs"} {
+	for _, sub := range []string{filestore.ModelsDir, "import", "jobs"} {
 		if err := os.MkdirAll(filepath.Join(r.dir, sub), 0o755); err != nil {
 			return fmt.Errorf("create registry folder: %w", err)
 		}
@@ -391,13 +398,13 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 	model, err := r.openVerified(ctx, entry)
 	if err != nil {
 		if req.Source == SourceFile {
-			r.discardFiles(entry)
+			r.discardFiles(ctx, entry)
 		}
 		return LoadResult{}, fmt.Errorf("load %q: %w", entry.Version, err)
 	}
 	if err := ctx.Err(); err != nil {
 		if req.Source == SourceFile {
-			r.discardFiles(entry)
+			r.discardFiles(ctx, entry)
 		}
 		return LoadResult{}, err
 	}
@@ -418,7 +425,7 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 	previous, shadowCleared, err := r.commitActive(ctx, entry)
 	if err != nil {
 		if req.Source == SourceFile {
-			r.discardFiles(entry)
+			r.discardFiles(ctx, entry)
 		}
 		return LoadResult{}, err
 	}
@@ -492,32 +499,45 @@ func (r *Registry) commitActive(ctx context.Context, entry *Entry) (previous str
 	return previous, shadowCleared, nil
 }
 
-// openVerified checks the entry's file against its recorded size and
-// checksum, then reads it.
+// openVerified opens the entry's artifact, checked against its recorded
+// size and checksum, and reads it.
 func (r *Registry) openVerified(ctx context.Context, e *Entry) (inference.Model, error) {
-	if err := r.verifyFile(ctx, e); err != nil {
-		return nil, err
+	m, _, err := r.openChecked(ctx, e, fingerprint(e), max(r.opts.MaxImportBytes, maxArtifactBytes))
+	return m, err
+}
+
+// openChecked opens e's artifact checked against want (at most limit
+// bytes when want records no size) and reads it with e's reader. It
+// returns the fingerprint of the bytes read.
+func (r *Registry) openChecked(ctx context.Context, e *Entry, want store.Fingerprint, limit int64) (inference.Model, store.Fingerprint, error) {
+	art, err := r.artifacts.Open(ctx, e.File, want, limit)
+	if err != nil {
+		return nil, store.Fingerprint{}, artifactError(e, err)
 	}
-	return r.openEntry(ctx, e)
+	defer art.Close()
+	m, err := r.openEntry(ctx, art, e)
+	if err != nil {
+		return nil, store.Fingerprint{}, err
+	}
+	return m, store.Fingerprint{SizeBytes: art.Size(), SHA256: art.SHA256()}, nil
 }
 
 // A reader that panics on a hostile file is a bug in the reader, but it
 // must not take the server down (at start-up, restoring the active model,
 // nothing else would catch it) or leave a load marked in progress: the
 // panic becomes a MODEL_CORRUPTED error naming the file.
-func (r *Registry) openEntry(ctx context.Context, e *Entry) (m inference.Model, err error) {
-	path := filepath.Join(r.dir, filepath.FromSlash(e.File))
-	open, ok := r.opts.Openers[filepath.Ext(path)]
+func (r *Registry) openEntry(ctx context.Context, art store.Artifact, e *Entry) (m inference.Model, err error) {
+	open, ok := r.opts.Openers[path.Ext(e.File)]
 	if !ok {
-		return nil, fmt.Errorf("%w: no reader for %s files", inference.ErrModelCorrupted, filepath.Ext(path))
+		return nil, fmt.Errorf("%w: no reader for %s files", inference.ErrModelCorrupted, path.Ext(e.File))
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("model reader panicked", "version", e.Version, "file", e.File, "panic", p, "stack", string(debug.Stack()))
-			m, err = nil, fmt.Errorf("%w: %s could not be read (reader fault: %v)", inference.ErrModelCorrupted, filepath.Base(path), p)
+			m, err = nil, fmt.Errorf("%w: %s could not be read (reader fault: %v)", inference.ErrModelCorrupted, path.Base(e.File), p)
 		}
 	}()
-	m, err = open(ctx, path, *e)
+	m, err = open(ctx, io.NewSectionReader(art, 0, art.Size()), *e)
 	if err != nil {
 		return nil, err
 	}
@@ -527,10 +547,12 @@ func (r *Registry) openEntry(ctx context.Context, e *Entry) (m inference.Model, 
 	return m, nil
 }
 
-func (r *Registry) discardFiles(e *Entry) {
-	p := filepath.Join(r.dir, filepath.FromSlash(e.File))
-	_ = os.Remove(p)
-	_ = os.Remove(p + ".json")
+// discardFiles removes the artifact of an import that did not become an
+// entry, while it still holds the bytes the import wrote.
+func (r *Registry) discardFiles(ctx context.Context, e *Entry) {
+	if err := r.artifacts.Delete(context.WithoutCancel(ctx), e.File, fingerprint(e)); err != nil {
+		r.log.Warn("the artifact of a failed import was not removed", "file", e.File, "err", err)
+	}
 }
 
 // StagedModel describes a trained model to add as staged.
@@ -559,24 +581,36 @@ type StagedModel struct {
 	Write func(version string, w io.Writer) error
 }
 
-// AddStaged writes a new model file atomically and records it as staged. A
-// crash at any point leaves either no trace in the list or the complete model.
-// It returns the version and the file path relative to the registry.
+// AddStaged stores a new model artifact and records it as staged. A
+// crash at any point leaves either no trace in the list or the complete
+// model. It returns the version and the artifact's name.
 func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPath string, err error) {
 	if err := ctx.Err(); err != nil {
 		return "", "", err
 	}
-	version = r.newVersion(m.TrainedAt)
-	relPath = "models/" + version + m.Ext
-	full := filepath.Join(r.dir, filepath.FromSlash(relPath))
-	size, sum, err := writeStreamAtomic(full, func(w io.Writer) error { return m.Write(version, w) })
+	var (
+		size  int64
+		sum   string
+		taken = map[string]bool{}
+	)
+	for {
+		version = r.newVersion(m.TrainedAt, taken)
+		relPath = store.ModelsDir + "/" + version + m.Ext
+		size, sum, err = r.artifacts.Put(ctx, relPath, func(w io.Writer) error { return m.Write(version, w) })
+		if !errors.Is(err, store.ErrArtifactExists) || len(taken) >= maxVersionTries {
+			break
+		}
+		// A file copied in by hand, or a training finished in the same
+		// second: Put never replaces it, the next name is tried.
+		taken[version] = true
+	}
 	if err != nil {
 		return "", "", fmt.Errorf("%w: write %s: %w", inference.ErrRegistry, relPath, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	next := r.ix.Clone()
-	next.Models[version] = &Entry{
+	e := &Entry{
 		Version: version, Status: StatusStaged, File: relPath, SizeBytes: size, SHA256: sum,
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
 		Operator: m.Operator, AuthenticatedAs: m.AuthenticatedAs, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
@@ -584,67 +618,29 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		RowsUsed: m.RowsUsed,
 		Shape:    m.Shape,
 	}
+	next.Models[version] = e
 	if err := r.commit(ctx, next); err != nil {
-		_ = os.Remove(full)
+		r.discardFiles(ctx, e)
 		return "", "", err
 	}
 	return version, relPath, nil
 }
 
+// maxVersionTries bounds how many taken names AddStaged skips.
+const maxVersionTries = 100
+
 // newVersion names a trained model after its training time, e.g.
-// "pls-20261122-101500", with a numeric suffix on collision.
-func (r *Registry) newVersion(t time.Time) string {
+// "pls-20261122-101500", with a numeric suffix on collision with an entry
+// or a name in taken.
+func (r *Registry) newVersion(t time.Time, taken map[string]bool) string {
 	base := "pls-" + t.UTC().Format("20060102-150405")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := base
 	for i := 2; ; i++ {
-		if _, taken := r.ix.Models[v]; !taken {
-			if _, err := os.Stat(filepath.Join(r.dir, "models", v+".npz")); errors.Is(err, os.ErrNotExist) {
-				return v
-			}
+		if _, inIndex := r.ix.Models[v]; !inIndex && !taken[v] {
+			return v
 		}
 		v = fmt.Sprintf("%s-%d", base, i)
 	}
-}
-
-// writeStreamAtomic streams content into a temp file beside path, fsyncs
-// it, renames it over path and fsyncs the directory. It returns the size
-// and the hex SHA-256 of what it wrote.
-func writeStreamAtomic(path string, write func(io.Writer) error) (int64, string, error) {
-	dir := filepath.Dir(path)
-	tmp, err := atomicfile.CreateTemp(path)
-	if err != nil {
-		return 0, "", err
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-	h := sha256.New()
-	cw := &countingWriter{w: io.MultiWriter(tmp, h)}
-	if err := write(cw); err != nil {
-		tmp.Close()
-		return 0, "", err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return 0, "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return 0, "", err
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return 0, "", err
-	}
-	return cw.n, hex.EncodeToString(h.Sum(nil)), atomicfile.SyncDir(dir)
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

@@ -40,7 +40,7 @@ func (m *constModel) Predict(_ *inference.Spectrum, out *inference.Prediction) e
 // openConst reads files of the form "const:<float>"; "panic" makes it
 // panic. Anything else is corrupted. A non-nil gate makes the open wait (a slow load).
 func openConst(gate <-chan struct{}) OpenFunc {
-	return func(ctx context.Context, path string, e Entry) (inference.Model, error) {
+	return func(ctx context.Context, content *io.SectionReader, e Entry) (inference.Model, error) {
 		if gate != nil {
 			select {
 			case <-gate:
@@ -48,7 +48,7 @@ func openConst(gate <-chan struct{}) OpenFunc {
 				return nil, ctx.Err()
 			}
 		}
-		b, err := os.ReadFile(path)
+		b, err := io.ReadAll(content)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", inference.ErrModelCorrupted, err)
 		}

@@ -63,7 +63,7 @@ func TestShapeOfOpenedModels(t *testing.T) {
 		Coef:      mat.NewDense(3, 1, []float64{1, 2, 3}),
 		Intercept: []float64{1},
 	}
-	open := func(ctx context.Context, path string, e Entry) (inference.Model, error) {
+	open := func(ctx context.Context, _ *io.SectionReader, e Entry) (inference.Model, error) {
 		q := *p
 		q.Meta.Version = e.Version
 		return inference.NewPLSModel(&q, inference.ModelOptions{})

@@ -1,5 +1,6 @@
-// Package filestore keeps the model registry's index in a directory: the
-// embedded store.IndexStore of a single server.
+// Package filestore keeps the model registry's record in a directory:
+// the embedded store.IndexStore and store.ArtifactStore of a single
+// server.
 //
 // index.json holds the whole index and is replaced atomically (temp file,
 // fsync, rename, fsync of the directory) on every commit. The directory
@@ -7,7 +8,8 @@
 // .ramanserve.lock, taken by Open before anything is read: with a single
 // writer, the store's revision is a counter it keeps in memory, and a
 // compare-and-swap is a comparison with it under the store's mutex
-// followed by the atomic write.
+// followed by the atomic write. The artifacts are the files in models/
+// (see artifacts.go).
 package filestore
 
 import (
@@ -33,7 +35,16 @@ type Store struct {
 	mu   sync.Mutex     // serializes commits and guards rev and lock
 	rev  store.Revision // the revision of index.json as this store last read or wrote it
 	lock *dirLock       // nil once closed
+
+	// publishMu makes "no file at the name" and the rename that puts one
+	// there a single step for the artifact writers and the quarantine.
+	publishMu sync.Mutex
 }
+
+var (
+	_ store.IndexStore    = (*Store)(nil)
+	_ store.ArtifactStore = (*Store)(nil)
+)
 
 // Open creates dir if needed and takes its exclusive lock without waiting:
 // while another process (or another Open in this one) holds it, Open fails

@@ -1,5 +1,6 @@
-// Package store defines what the model registry records and the contract
-// of the stores that keep that record.
+// Package store defines what the model registry records and the contracts
+// of the stores that keep that record: IndexStore for the index, and
+// ArtifactStore for the model artifacts (the bytes each entry names).
 //
 // The registry (package registry) owns the rules: which version may become
 // active, staged, archived or the shadow, and in which order a swap, a
@@ -10,9 +11,10 @@
 // (ErrConflict), so two writers (two replicas sharing a database, or two
 // goroutines) can never both apply a change to the same state.
 //
-// The embedded implementation is package registry/filestore (index.json in
-// the registry directory, under the directory's lock); package
-// registry/storetest is the contract every implementation runs.
+// The embedded implementation of both is package registry/filestore
+// (index.json and models/ in the registry directory, under the
+// directory's lock); package registry/storetest is the contract every
+// implementation runs.
 package store
 
 import (

@@ -1,7 +1,7 @@
 // Package storetest is the contract every registry store runs: the
-// guarantees store.IndexStore documents, checked against a real
-// implementation. An implementation's own test calls Run with an Opener
-// for its stores.
+// guarantees store.IndexStore and store.ArtifactStore document, checked
+// against a real implementation. An implementation's own test calls Run
+// with an Opener for its stores.
 package storetest
 
 import (
@@ -13,22 +13,36 @@ import (
 	"testing"
 	"time"
 
-	"ramanserve/registry"
 	"ramanserve/registry/store"
 )
 
 // Opener makes the stores the suite runs on.
 type Opener struct {
-	// New returns a store with nothing committed. The caller's test
-	// cleanup closes it.
-	New func(t *testing.T) registry.IndexStore
+	// New returns an index store with nothing committed. The caller's
+	// test cleanup closes it.
+	New func(t *testing.T) store.IndexStore
 	// Reopen closes s and returns a new store over the same record, as a
 	// restart of the process does.
-	Reopen func(t *testing.T, s registry.IndexStore) registry.IndexStore
+	Reopen func(t *testing.T, s store.IndexStore) store.IndexStore
+
+	// NewArtifacts returns an artifact store with nothing stored. The
+	// caller's test cleanup closes it.
+	NewArtifacts func(t *testing.T) store.ArtifactStore
+	// ReopenArtifacts closes s and returns a new store over the same
+	// artifacts, as a restart of the process does.
+	ReopenArtifacts func(t *testing.T, s store.ArtifactStore) store.ArtifactStore
+	// Corrupt changes one byte of the stored artifact name behind the
+	// store's back, keeping its size, as a failing disk or a hand edit
+	// does.
+	Corrupt func(t *testing.T, s store.ArtifactStore, name string)
 }
 
-// Run runs the contract's subtests, each on a new store.
+// Run runs the contract's subtests, each on a new store: the index
+// store's, then the artifact store's.
 func Run(t *testing.T, o Opener) {
+	if o.New == nil || o.Reopen == nil || o.NewArtifacts == nil || o.ReopenArtifacts == nil || o.Corrupt == nil {
+		t.Fatal("storetest.Opener needs New, Reopen, NewArtifacts, ReopenArtifacts and Corrupt")
+	}
 	tests := []struct {
 		name string
 		run  func(t *testing.T, o Opener)
@@ -43,6 +57,7 @@ func Run(t *testing.T, o Opener) {
 		{"ReopenPreservesState", testReopen},
 		{"ConcurrentCommitsOneWinsPerRevision", testConcurrentCommits},
 	}
+	tests = append(tests, artifactTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, o) })
 	}
@@ -82,7 +97,7 @@ func withEntry(ix *store.Index, v string) *store.Index {
 	return next
 }
 
-func read(t *testing.T, s registry.IndexStore) (*store.Index, store.Revision) {
+func read(t *testing.T, s store.IndexStore) (*store.Index, store.Revision) {
 	t.Helper()
 	ix, rev, err := s.ReadIndex(context.Background())
 	if err != nil {
@@ -91,7 +106,7 @@ func read(t *testing.T, s registry.IndexStore) (*store.Index, store.Revision) {
 	return ix, rev
 }
 
-func commit(t *testing.T, s registry.IndexStore, base store.Revision, ix *store.Index) store.Revision {
+func commit(t *testing.T, s store.IndexStore, base store.Revision, ix *store.Index) store.Revision {
 	t.Helper()
 	rev, err := s.CommitIndex(context.Background(), base, ix)
 	if err != nil {
