@@ -112,6 +112,8 @@ func WriteArtifact(w io.Writer, p *PLSParams) error {
 		{"x_loadings", p.Loadings, nil},
 		{"score_variance", nil, p.ScoreVariance},
 		{"calibration_q", nil, p.CalibrationQ},
+		{"heldout_t2", nil, p.HeldOutT2},
+		{"heldout_q", nil, p.HeldOutQ},
 		{"rmsecv", nil, p.RMSECV},
 		{"tolerance", nil, p.Tolerance},
 		{"scale_check", nil, scaleCheckArray(p.ScaleCheck)},
@@ -418,7 +420,8 @@ func readArtifact(r io.ReaderAt, size int64) (*PLSParams, error) {
 	for _, v := range []struct {
 		name string
 		dst  *[]float64
-	}{{"score_variance", &p.ScoreVariance}, {"calibration_q", &p.CalibrationQ}, {"rmsecv", &p.RMSECV}, {"tolerance", &p.Tolerance}} {
+	}{{"score_variance", &p.ScoreVariance}, {"calibration_q", &p.CalibrationQ}, {"heldout_t2", &p.HeldOutT2}, {"heldout_q", &p.HeldOutQ},
+		{"rmsecv", &p.RMSECV}, {"tolerance", &p.Tolerance}} {
 		if *v.dst, err = vector(v.name, false); err != nil {
 			return nil, err
 		}

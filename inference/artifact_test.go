@@ -58,6 +58,7 @@ func TestArtifactRoundTripIsExact(t *testing.T) {
 		{"wavenumbers", got.Meta.Wavenumbers, p.Meta.Wavenumbers}, {"x_mean", got.XMean, p.XMean},
 		{"x_scale", got.XScale, p.XScale}, {"intercept", got.Intercept, p.Intercept},
 		{"score_variance", got.ScoreVariance, p.ScoreVariance}, {"calibration_q", got.CalibrationQ, p.CalibrationQ},
+		{"heldout_t2", got.HeldOutT2, p.HeldOutT2}, {"heldout_q", got.HeldOutQ, p.HeldOutQ},
 		{"rmsecv", got.RMSECV, p.RMSECV},
 	}
 	for _, v := range vectors {

@@ -243,6 +243,35 @@ func (m *PLSModel) setLatentStructure(p *PLSParams) error {
 			}
 		}
 	}
+	return m.checkHeldOut(p)
+}
+
+// checkHeldOut checks the held-out T2 and Q values: one per calibration
+// sample, finite and >= 0, and only for a statistic the model computes.
+func (m *PLSModel) checkHeldOut(p *PLSParams) error {
+	for _, h := range []struct {
+		name, needs string
+		v           []float64
+		usable      bool
+	}{
+		{"heldout_t2", "score variances", p.HeldOutT2, p.ScoreVariance != nil},
+		{"heldout_q", "loadings", p.HeldOutQ, p.Loadings != nil},
+	} {
+		if h.v == nil {
+			continue
+		}
+		if !h.usable {
+			return corrupted("%s given without %s", h.name, h.needs)
+		}
+		if len(h.v) != p.NCalibration {
+			return corrupted("%s has %d values, want one per calibration sample (%d)", h.name, len(h.v), p.NCalibration)
+		}
+		for i, v := range h.v {
+			if !(v >= 0) || math.IsInf(v, 0) {
+				return corrupted("%s[%d] is %v, must be finite and >= 0", h.name, i, v)
+			}
+		}
+	}
 	return nil
 }
 
@@ -386,7 +415,7 @@ func (m *PLSModel) precompute(p *PLSParams) error {
 	}
 
 	if p.Rotations != nil && p.ScoreVariance != nil && p.NCalibration > m.a {
-		lim, err := HotellingT2Limit(m.a, p.NCalibration, DiagnosticsAlpha)
+		lim, err := ModelT2Limit(m.a, p.NCalibration, p.HeldOutT2)
 		if err != nil {
 			return corrupted("T2 limit: %v", err)
 		}
@@ -399,10 +428,10 @@ func (m *PLSModel) precompute(p *PLSParams) error {
 			m.invScoreVar[i] = 1 / v
 		}
 	}
-	if m.hasQ && len(p.CalibrationQ) >= 2 {
-		// A degenerate calibration Q (all equal, all zero) has no
-		// distribution to fit: the model then simply has no Q limit.
-		if lim, err := BoxQLimit(p.CalibrationQ, DiagnosticsAlpha); err == nil {
+	if m.hasQ && (len(p.CalibrationQ) >= 2 || len(p.HeldOutQ) > 0) {
+		// A degenerate Q (all equal, all zero) has no distribution to
+		// fit: the model then simply has no Q limit.
+		if lim, err := ModelQLimit(p.CalibrationQ, p.HeldOutQ); err == nil {
 			m.hasQLim = true
 			m.qLimit = lim
 		}

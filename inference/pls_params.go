@@ -44,9 +44,20 @@ type PLSParams struct {
 	// NCalibration is the number of calibration samples n (needed for the
 	// T2 limit and leverage).
 	NCalibration int
-	// CalibrationQ are Q values of the calibration samples (for Box's
-	// approximation of the Q limit); nil when unknown.
+	// CalibrationQ are Q values of the calibration samples under the
+	// model itself; nil when unknown. They set the Q limit when HeldOutQ
+	// is absent.
 	CalibrationQ []float64
+	// HeldOutT2 and HeldOutQ (n each) are the cross-validated T2 and Q of
+	// the calibration samples: each sample's statistics under the model of
+	// the cross-validation fold fitted without it (T2 with that model's
+	// score variances). HeldOutQ is on the final model's scale: a sample's
+	// Q times the final model's mean calibration Q over its fold model's
+	// mean Q of the fold's training rows. They stand for new spectra, and
+	// the 95 % limits are their conformal quantiles (HeldOutLimit); nil
+	// when unknown (imported models, artifacts written without them), and
+	// the limits then come from NCalibration and CalibrationQ.
+	HeldOutT2, HeldOutQ []float64
 	// RMSECV (q) is the cross-validated RMSE per target, used for the
 	// prediction uncertainty in the confidence; NaN or nil when unknown.
 	RMSECV []float64

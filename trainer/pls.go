@@ -30,6 +30,14 @@ type PLS struct {
 	YMean, YScale []float64 // q
 	// W (x_weights_), P (x_loadings_) are p x A; Q (y_loadings_) is q x A.
 	W, P, Q *mat.Dense
+	// ScoreVariance (A) is the variance (ddof 1) of each component's
+	// training scores t_k (x_scores_[:, k]); their mean is zero because X
+	// is centred.
+	ScoreVariance []float64
+	// ResidualSS (A): ResidualSS[k-1] is the sum over the training rows
+	// of their Q with k components, ||X_k||_F^2 of the centred, scaled X
+	// deflated by components 1..k.
+	ResidualSS []float64
 	// NIter is the number of power iterations per component.
 	NIter []int
 }
@@ -233,6 +241,8 @@ func fitPLSInPlace(ctx context.Context, X, Y *mat.Dense, components int, autosca
 		P.SetCol(k, loading)
 		Q.SetCol(k, qk)
 		m.NIter = append(m.NIter, iter)
+		m.ScoreVariance = append(m.ScoreVariance, tt/float64(n-1))
+		m.ResidualSS = append(m.ResidualSS, sumSquares(xg))
 		if onComponent != nil {
 			onComponent(k + 1)
 		}
@@ -420,6 +430,16 @@ func quadForm(G, d []float64) float64 {
 		for b := 0; b < q; b++ {
 			s += d[a] * G[a*q+b] * d[b]
 		}
+	}
+	return s
+}
+
+// sumSquares returns the sum of the squared entries of g.
+func sumSquares(g blas64.General) float64 {
+	s := 0.0
+	for i := 0; i < g.Rows; i++ {
+		row := g.Data[i*g.Stride : i*g.Stride+g.Cols]
+		s += dot(row, row)
 	}
 	return s
 }

@@ -16,9 +16,10 @@ const StudentizedResidualLimit = 3.0
 // selection, the CV curve, the measured labels and the out-of-fold
 // predictions at the chosen count (cvPred, row-major n x q), and each
 // row's T2, Q and studentised residuals under the final model of a
-// components. The 95 % limits are the model's own (inference's formulas,
-// as NewPLSModel computes them); a limit that cannot be computed (Q all
-// zero when the model reproduces the spectra exactly) is 0, meaning none.
+// components. The 95 % limits are the model's own (inference.ModelT2Limit
+// and ModelQLimit of the held-out T2 and Q, as NewPLSModel computes them);
+// a limit that cannot be computed (Q all zero when the model reproduces
+// the spectra exactly) is 0, meaning none.
 //
 // Studentised residual (the contract's TrainingOutlier):
 //
@@ -28,7 +29,7 @@ const StudentizedResidualLimit = 3.0
 // with e = y - yhat of the calibration fit. A row with h_i >= 1 (it alone
 // spans a direction) has no defined residual and gets 0; when n - a - 1 <
 // 1 no residual is defined and all are 0.
-func newReview(ds *Dataset, sel inference.ComponentSelection, stats []ComponentStats, cvPred []float64, cal *calibration, a int) *inference.Review {
+func newReview(ds *Dataset, sel inference.ComponentSelection, stats []ComponentStats, cvPred, heldOutT2, heldOutQ []float64, cal *calibration, a int) *inference.Review {
 	n, q := ds.Len(), ds.NumTargets()
 	r := &inference.Review{
 		Selection:            sel,
@@ -48,10 +49,10 @@ func newReview(ds *Dataset, sel inference.ComponentSelection, stats []ComponentS
 		r.ScanIDs[i] = ds.ScanID(i)
 		r.Measured.SetRow(i, ds.Labels(i))
 	}
-	if lim, err := inference.HotellingT2Limit(a, n, inference.DiagnosticsAlpha); err == nil {
+	if lim, err := inference.ModelT2Limit(a, n, heldOutT2); err == nil {
 		r.T2Limit = lim
 	}
-	if lim, err := inference.BoxQLimit(cal.q, inference.DiagnosticsAlpha); err == nil {
+	if lim, err := inference.ModelQLimit(cal.q, heldOutQ); err == nil {
 		r.QLimit = lim
 	}
 	dof := n - a - 1

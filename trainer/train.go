@@ -219,8 +219,11 @@ func foldAssignment(n, folds int, seed uint64) []int {
 // cross-validated RMSECV_jA and R2CV_jA; RMSEC and R2C (fit on all
 // samples) are in Result. Params also carries the diagnostics the model
 // engine needs: rotations R = W pinv(P'W), loadings P, the ddof-1
-// variance of each calibration score t = xs R, and each calibration
-// sample's Q = ||xs - t P'||^2.
+// variance of each calibration score t = xs R, each calibration sample's
+// Q = ||xs - t P'||^2, and each sample's held-out T2 and Q at the chosen
+// count (under its fold's model, Q rescaled to the final model: see
+// outOfFold.heldOutQ), to which the model fits its 95 % limits
+// (inference.HeldOutLimit).
 //
 // Progress: see ProgressFunc and TotalSteps. Cancelling ctx stops every
 // fit at the next component and returns ctx.Err().
@@ -277,12 +280,12 @@ func fit(ctx context.Context, ds *Dataset, in *inputs, opts Options, progress Pr
 	}
 
 	fold := foldAssignment(n, folds, opts.Seed)
-	final, cvPred, err := fitFolds(ctx, ds, fold, folds, amax, opts.Autoscale, workers, progress)
+	final, oof, err := fitFolds(ctx, ds, fold, folds, amax, opts.Autoscale, workers, progress)
 	if err != nil {
 		return nil, err
 	}
 
-	stats := cvStatistics(ds, fold, folds, cvPred, sd)
+	stats := cvStatistics(ds, fold, folds, oof.pred, sd)
 	selection := inference.ComponentSelection{Rule: inference.RuleOneStandardError, MaxComponents: amax, Folds: folds,
 		MinScoreComponents: minScore(stats)}
 	chosen := oneStandardError(stats)
@@ -303,7 +306,9 @@ func fit(ctx context.Context, ds *Dataset, in *inputs, opts Options, progress Pr
 	if err != nil {
 		return nil, err
 	}
-	params.Review = newReview(ds, selection, stats, cvPred[chosen-1], cal, chosen)
+	params.HeldOutT2 = oof.t2[chosen-1]
+	params.HeldOutQ = oof.heldOutQ(fold, chosen, final.ResidualSS[chosen-1]/float64(n))
+	params.Review = newReview(ds, selection, stats, oof.pred[chosen-1], params.HeldOutT2, params.HeldOutQ, cal, chosen)
 	params.Targets = append([]inference.Analyte(nil), targets...)
 	params.RMSECV = append([]float64(nil), cs.RMSECV...)
 	// The scale check (inference/scalecheck.go) is fitted on the rows as
@@ -337,18 +342,71 @@ func fit(ctx context.Context, ds *Dataset, in *inputs, opts Options, progress Pr
 	}, nil
 }
 
+// outOfFold is what each sample's fold model, fitted without it, says
+// about it, for k = 1..amax components (index k-1).
+type outOfFold struct {
+	// pred[k-1][i*q+j] is sample i's prediction of target j.
+	pred [][]float64
+	// t2[k-1][i] and q[k-1][i] are sample i's Hotelling T2 and Q under
+	// its fold model, which stand in for a new spectrum's under the final
+	// model.
+	t2, q [][]float64
+	// trainQ[f][k-1] is the mean Q of fold f's training rows under its
+	// own model (in-sample).
+	trainQ [][]float64
+}
+
+func newOutOfFold(n, q, folds, amax int) *outOfFold {
+	o := &outOfFold{pred: make([][]float64, amax), t2: make([][]float64, amax), q: make([][]float64, amax),
+		trainQ: make([][]float64, folds)}
+	for k := range amax {
+		o.pred[k] = make([]float64, n*q)
+		o.t2[k] = make([]float64, n)
+		o.q[k] = make([]float64, n)
+	}
+	for f := range folds {
+		o.trainQ[f] = make([]float64, amax)
+	}
+	return o
+}
+
+// heldOutQ returns the held-out Q of the k-component fold models on the
+// scale of the final model, whose mean calibration Q is finalMeanQ:
+// sample i's Q under the model of its fold f, times finalMeanQ over the
+// mean Q of fold f's training rows under that model.
+//
+// The final model, fitted on all rows, can leave a different amount of
+// the spectra unexplained than the fold models (its last components may
+// capture another source of variation), and a new spectrum's Q follows
+// the final model's. Dividing each Q by the mean training Q of the model
+// that computed it makes the statistic comparable across models (a
+// normalised nonconformity score, as in Papadopoulos, Vovk & Gammerman,
+// "Regression conformal prediction with nearest neighbours", J. Artif.
+// Intell. Res. 40 (2011) 815-840, but per model rather than per sample);
+// the limit fitted to the normalised values is put back on the final
+// model's scale. T2 needs no such step: each model divides its scores by
+// its own calibration variances, so every model's mean training T2 is
+// a (n-1)/n. A fold whose training rows have zero Q is left as it is.
+func (o *outOfFold) heldOutQ(fold []int, k int, finalMeanQ float64) []float64 {
+	out := make([]float64, len(fold))
+	for i, f := range fold {
+		ratio := 1.0
+		if trainQ := o.trainQ[f][k-1]; trainQ > 0 {
+			ratio = finalMeanQ / trainQ
+		}
+		out[i] = o.q[k-1][i] * ratio
+	}
+	return out
+}
+
 // fitFolds runs the K fold fits and the final fit on all samples on
 // `workers` goroutines, each fit reporting a progress step per component,
-// and returns the final fit and the out-of-fold predictions:
-// cvPred[k-1][i*q+j] is sample i's prediction of target j with k
-// components. The first error cancels the other fits.
-func fitFolds(ctx context.Context, ds *Dataset, fold []int, folds, amax int, autoscale bool, workers int, progress ProgressFunc) (*PLS, [][]float64, error) {
+// and returns the final fit and the out-of-fold figures. The first error
+// cancels the other fits.
+func fitFolds(ctx context.Context, ds *Dataset, fold []int, folds, amax int, autoscale bool, workers int, progress ProgressFunc) (*PLS, *outOfFold, error) {
 	n, q := ds.Len(), ds.NumTargets()
 	// Each fold writes only its own samples.
-	cvPred := make([][]float64, amax)
-	for k := range cvPred {
-		cvPred[k] = make([]float64, n*q)
-	}
+	oof := newOutOfFold(n, q, folds, amax)
 
 	total := (folds + 1) * amax
 	var progressMu sync.Mutex
@@ -395,7 +453,7 @@ func fitFolds(ctx context.Context, ds *Dataset, fold []int, folds, amax int, aut
 					final = m
 					continue
 				}
-				if err := predictFold(ds, fold, f, m, amax, cvPred); err != nil {
+				if err := predictFold(ds, fold, f, m, amax, oof); err != nil {
 					fail(err)
 					return
 				}
@@ -409,7 +467,7 @@ func fitFolds(ctx context.Context, ds *Dataset, fold []int, folds, amax int, aut
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	return final, cvPred, nil
+	return final, oof, nil
 }
 
 // fitFold fits amax components on the samples outside fold f (all
@@ -448,10 +506,11 @@ func fitFold(ctx context.Context, ds *Dataset, fold []int, f, amax int, autoscal
 	return m, nil
 }
 
-// predictFold writes the out-of-fold predictions of fold f for k =
-// 1..amax components. Past the components m extracted, the last model
+// predictFold writes the out-of-fold predictions, T2 and Q of fold f for
+// k = 1..amax components. Past the components m extracted, the last model
 // stands (scikit-learn's zero components add nothing).
-func predictFold(ds *Dataset, fold []int, f int, m *PLS, amax int, cvPred [][]float64) error {
+func predictFold(ds *Dataset, fold []int, f int, m *PLS, amax int, oof *outOfFold) error {
+	cvPred := oof.pred
 	p, q := ds.Features(), ds.NumTargets()
 	var test []int
 	for i, g := range fold {
@@ -482,7 +541,47 @@ func predictFold(ds *Dataset, fold []int, f int, m *PLS, amax int, cvPred [][]fl
 			}
 		}
 	}
+	heldOutDiagnostics(Xs, test, m, amax, oof)
+	trainRows := float64(len(fold) - len(test))
+	for k := 1; k <= amax; k++ {
+		oof.trainQ[f][k-1] = m.ResidualSS[min(k, m.Components())-1] / trainRows
+	}
 	return nil
+}
+
+// heldOutDiagnostics writes T2 and Q of the held-out rows Xs (centred and
+// scaled by the fold model m; row r is sample test[r]) for k = 1..amax
+// components. The scores come by NIPALS deflation of each row,
+//
+//	t_k = r_{k-1}' w_k,  r_k = r_{k-1} - t_k p_k,  r_0 = xs,
+//
+// which equals xs R_k for every k (P'W is upper triangular), so that one
+// pass per component gives T2_k = sum_{c<=k} t_c^2 / s_c^2 (s_c^2 the
+// fold's training score variance) and Q_k = ||r_k||^2 for all k at once.
+// A component with zero score variance adds nothing to T2, as in
+// buildParams.
+func heldOutDiagnostics(Xs *mat.Dense, test []int, m *PLS, amax int, oof *outOfFold) {
+	_, p := Xs.Dims()
+	fitted := m.Components()
+	wg, pg := m.W.RawMatrix(), m.P.RawMatrix()
+	resid := make([]float64, p)
+	rv := blas64.Vector{N: p, Inc: 1, Data: resid}
+	for r, i := range test {
+		copy(resid, Xs.RawRowView(r))
+		t2, q := 0.0, blas64.Dot(rv, rv)
+		for k := 0; k < amax; k++ {
+			if k < fitted {
+				t := blas64.Dot(rv, blas64.Vector{N: p, Inc: wg.Stride, Data: wg.Data[k:]})
+				if v := m.ScoreVariance[k]; v > 0 {
+					t2 += t * t / v
+				}
+				blas64.Axpy(-t, blas64.Vector{N: p, Inc: pg.Stride, Data: pg.Data[k:]}, rv)
+				q = blas64.Dot(rv, rv)
+			}
+			oof.t2[k][i] = t2
+			oof.q[k][i] = q
+		}
+	}
 }
 
 // labelSD is the ddof-1 standard deviation of label column j.
@@ -693,8 +792,9 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 // copies die with the fit but the next fit may allocate before the
 // collector frees them. Measured on 2000 x 2048 with 2 workers: about 2.3
 // data sets live beside the data set itself. FitBytesPerRow charges 5/4 of
-// a row per fit for that, plus the out-of-fold predictions (up to
-// DefaultMaxComponents x q per row), which are shared by all fits.
+// a row per fit for that, plus the out-of-fold predictions, T2 and Q (up
+// to DefaultMaxComponents x (q + 2) per row), which are shared by all
+// fits.
 //
 // With exclusions, regions or a recipe, Train first builds a prepared copy
 // (the rows left, preprocessed, restricted to the regions) and fits on it:
@@ -706,7 +806,7 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 // FitBytesPerRow is what one fit, and the shared predictions, need per
 // sample: the charge that lets an accepted data set train with one worker.
 func FitBytesPerRow(p, q int) int64 {
-	return WorkerBytesPerRow(p, q) + int64(DefaultMaxComponents*q*8)
+	return WorkerBytesPerRow(p, q) + int64(DefaultMaxComponents*(q+2)*8)
 }
 
 // WorkerBytesPerRow is what each further parallel fit needs per sample.
