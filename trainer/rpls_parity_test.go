@@ -33,13 +33,15 @@ const (
 	regenerateRelTol = 1e-12
 )
 
-// rSet is one data set of the pls package, resampled to 2048 points.
+// rSet is one data set of the pls package, resampled to 2048 points
+// (or as shipped: then axis is its own, in source points from 0).
 type rSet struct {
 	name      string
 	train     *trainer.Dataset
 	testX     *mat.Dense
 	testY     []float64
 	trainRows int
+	axis      []float64
 }
 
 // resample2048 interpolates a spectrum of p evenly spaced points linearly
@@ -58,10 +60,22 @@ func resample2048(x []float64) []float64 {
 	return out
 }
 
-// loadRSet reads testdata/rpls/<name>.csv: training rows are gasoline's
-// first 50 and yarn's rows whose train column is true.
+// loadRSet reads testdata/rpls/<name>.csv resampled to 2048 points:
+// training rows are gasoline's first 50 and yarn's rows whose train
+// column is true.
 func loadRSet(t testing.TB, name string) *rSet {
 	t.Helper()
+	return loadRSetPoints(t, name, true)
+}
+
+// loadRSetPoints is loadRSet, with the spectra as shipped when resample
+// is false.
+func loadRSetPoints(t testing.TB, name string, resample bool) *rSet {
+	t.Helper()
+	points := resample2048
+	if !resample {
+		points = func(x []float64) []float64 { return x }
+	}
 	records := readCSV(t, filepath.Join(rplsDir, name+".csv"))
 	header := records[0]
 	trainCol := -1
@@ -71,7 +85,11 @@ func loadRSet(t testing.TB, name string) *rSet {
 			trainCol, first = c, c+1
 		}
 	}
-	s := &rSet{name: name, train: trainer.NewDataset(trainer.NumWavenumbers, 1)}
+	p := trainer.NumWavenumbers
+	if !resample {
+		p = len(header) - first
+	}
+	s := &rSet{name: name, train: trainer.NewDataset(p, 1), axis: trainer.LinearAxis(0, float64(p-1), p)}
 	var testRows [][]float64
 	for r, rec := range records[1:] {
 		raw := make([]float64, len(rec)-first)
@@ -84,14 +102,14 @@ func loadRSet(t testing.TB, name string) *rSet {
 			isTrain = rec[trainCol] == "true"
 		}
 		if isTrain {
-			s.train.AppendRow(rec[0], resample2048(raw), []float64{y})
+			s.train.AppendRow(rec[0], points(raw), []float64{y})
 			continue
 		}
-		testRows = append(testRows, resample2048(raw))
+		testRows = append(testRows, points(raw))
 		s.testY = append(s.testY, y)
 	}
 	s.trainRows = s.train.Len()
-	s.testX = mat.NewDense(len(testRows), trainer.NumWavenumbers, nil)
+	s.testX = mat.NewDense(len(testRows), p, nil)
 	for i, row := range testRows {
 		s.testX.SetRow(i, row)
 	}
