@@ -45,6 +45,9 @@ type Entry struct {
 	SourceBatches   []string `json:"source_batches,omitempty"`
 	Notes           string   `json:"notes,omitempty"`
 	ImportedFrom    string   `json:"imported_from,omitempty"`
+	// Annotations are the training request's annotations (a console's
+	// own data, bounded by the contract), as compact JSON.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 	// Target names the analyte of a one-target imported model, from its
 	// sidecar ({"target": "DHA"}); "" otherwise.
 	Target  string    `json:"target,omitempty"`

@@ -251,6 +251,7 @@ func (p publisher) publish(ctx context.Context, res *trainer.Result, lin jobs.Li
 		AuthenticatedAs:   lin.AuthenticatedAs,
 		SourceBatches:     lin.SourceBatches,
 		Notes:             lin.Notes,
+		Annotations:       lin.Annotations,
 		JobID:             lin.JobID,
 		TrainingCSVSHA256: lin.CSVSHA256,
 		TrainingRows:      lin.Rows,
@@ -305,6 +306,9 @@ func (u trainingUpload) Submit(ctx context.Context, ds *trainer.Dataset, meta ge
 	}
 	if meta.Notes != nil {
 		jm.Notes = *meta.Notes
+	}
+	if jm.Annotations, err = compactAnnotations(meta.Annotations); err != nil {
+		return gen.TrainingJobAccepted{}, err
 	}
 	j, err := u.m.SubmitReserved(ctx, u.Reservation, ds, jm)
 	if err != nil {
@@ -364,6 +368,7 @@ func (s trainingService) trainingJob(j *jobs.Job) gen.TrainingJob {
 			meta.SourceBatches = ptr(j.Meta.SourceBatches)
 		}
 		echoTrainingOptions(&meta, j.Meta.Options)
+		meta.Annotations = contractAnnotations(j.Meta.Annotations)
 		out.Meta = &meta
 	}
 	if j.Result != nil {

@@ -29,8 +29,10 @@ const (
 	// same model in exact arithmetic.
 	rmsepRelTol = 1e-9
 	// regenerateRelTol bounds the drift of a regenerated R reference from
-	// the committed one (another BLAS may round differently).
-	regenerateRelTol = 1e-12
+	// the committed one: R computes with whichever BLAS the machine has,
+	// and Debian's reference BLAS and OpenBLAS round differently (up to
+	// 1.1e-11 apart on these files), far inside rmsepRelTol.
+	regenerateRelTol = 1e-10
 )
 
 // rSet is one data set of the pls package, resampled to 2048 points
