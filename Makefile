@@ -18,7 +18,7 @@ FUZZMINIMIZE  ?= 5s
 # sessions, jobs); every test run doubles as a data-race check.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 14m
 
-.PHONY: all build run test test-go test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run test test-go deps-r r-reference test-r rule-evidence test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -161,8 +161,33 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+## deps-r: Debian's r-cran-pls (it brings R), for the R pls reference of the cross-validation
+deps-r:
+	@if Rscript -e 'library(pls)' >/dev/null 2>&1; then \
+		echo "deps-r: $$(Rscript -e 'cat(R.version.string, "pls", as.character(packageVersion("pls")))' 2>/dev/null) present"; \
+	else \
+		echo "deps-r: installing r-cran-pls"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends r-cran-pls >/dev/null; \
+		Rscript -e 'library(pls)' >/dev/null; \
+	fi
+
+## r-reference: rewrite trainer/testdata/rpls (the data sets and R pls's CV curves and component choices)
+r-reference: deps-r
+	Rscript trainer/testdata/rpls/reference.R trainer/testdata/rpls
+
+## test-r: regenerate the R pls reference in a temporary folder and fail on any difference from the committed one
+# The parity test itself (ours against the committed reference) is part of test-go.
+test-r: deps-r
+	set -o pipefail; RAMANSERVE_TEST_R=1 $(GO) test -count=1 -run '^TestRReferenceIsCurrent$$' -v ./trainer | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
+
+## rule-evidence: held-out RMSEP of every component rule and segment type on gasoline, yarn and synthetic spectra
+## (the table in api/openapi.yaml, TrainingMeta's component_rule)
+rule-evidence:
+	set -o pipefail; RAMAN_RULE_EVIDENCE=1 $(GO) test -count=1 -timeout 20m -run '^TestRuleEvidence$$' -v ./trainer | grep -vE '^(=== RUN|PASS$$)'
+
 ## test: everything CI runs
-test: deps check-generated lint test-go test-examples test-clients test-browser test-prometheus
+test: deps check-generated lint test-go test-r test-examples test-clients test-browser test-prometheus
 
 # The conformance suite runs verbose so that its closing line, how many
 # responses were validated against api/openapi.yaml, shows in every run;

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,6 +39,16 @@ func linearAxisJSON(lo, step float64, dup int) string {
 	return string(b)
 }
 
+// scanIDsJSON is the JSON array of csvRows' scan ids from..to-1.
+func scanIDsJSON(from, to int) string {
+	ids := make([]string, 0, to-from)
+	for i := from; i < to; i++ {
+		ids = append(ids, fmt.Sprintf("scan-%03d", i))
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
 func TestTrainingOptionErrors(t *testing.T) {
 	base := "http://" + startProcess(t, t.TempDir()).httpAddr
 	csv := renderCSV(csvRows(14))
@@ -64,11 +75,23 @@ func TestTrainingOptionErrors(t *testing.T) {
 		{"components above the rows", `"components":12`, "INVALID_TRAINING_OPTIONS", "components"},
 		{"wavenumbers not increasing", `"wavenumbers":` + linearAxisJSON(200, 1.5, 700), "INVALID_TRAINING_OPTIONS", "wavenumbers[700]"},
 		{"wavenumbers too few", `"wavenumbers":[1,2,3]`, "INVALID_METADATA", "wavenumbers"},
+		{"misspelt field", `"cv_fold":5`, "INVALID_METADATA", `field "cv_fold" is not a TrainingMeta field`},
+		{"two unknown fields", `"zeta":1,"cv_fold":5`, "INVALID_METADATA", `fields "cv_fold", "zeta" are not TrainingMeta fields`},
+		{"unknown cv_segments", `"cv_segments":"blocks"`, "INVALID_METADATA", "cv_segments"},
+		{"unknown component_rule", `"component_rule":"elbow"`, "INVALID_METADATA", "component_rule"},
+		{"cv_folds above the bound", `"cv_folds":100001`, "INVALID_METADATA", "cv_folds"},
+		{"annotations over 16 KiB", `"annotations":{"form":"` + strings.Repeat("x", 16<<10) + `"}`, "INVALID_METADATA", "annotations"},
+		{"annotations not an object", `"annotations":[1]`, "INVALID_METADATA", "annotations"},
+		{"more folds than rows", `"cv_folds":15`, "INVALID_TRAINING_OPTIONS", "cv_folds"},
+		{"leave-one-out on too few rows", `"cv_folds":2,"exclude_scan_ids":` + scanIDsJSON(1, 13), "INVALID_TRAINING_OPTIONS", "cv_folds: leave-one-out on 2 rows"},
+		{"randomization with one count", `"component_rule":"randomization","max_components":1`, "INVALID_TRAINING_OPTIONS", "component_rule"},
+		{"a rule with a fixed count", `"component_rule":"onesigma","components":3`, "INVALID_TRAINING_OPTIONS", "component_rule"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := multipartUpload(t, base, bytes.NewReader(csv), optionMeta(tc.extra))
 			e := wantError(t, tc.name, http.StatusBadRequest, body, resp.StatusCode, tc.code)
+			t.Logf("%s: %s", e.Code, e.Message)
 			if !strings.Contains(e.Message, tc.field) {
 				t.Errorf("message %q does not name %s", e.Message, tc.field)
 			}
@@ -180,5 +203,62 @@ func TestQueuedJobKeepsItsOptionsAcrossRestart(t *testing.T) {
 	md := must(c2.GetModelWithResponse(context.Background(), res.NewVersion))(t).JSON200
 	if md == nil || md.Regions == nil || len(*md.Regions) != 2 || md.Preprocessing == nil || len(*md.Preprocessing) != 2 {
 		t.Fatalf("model %s after the restart: %+v", res.NewVersion, md)
+	}
+}
+
+// TestTrainingRuleSegmentsAndAnnotations: a job trained with leave-one-out
+// (cv_folds equal to the rows), interleaved segments and the
+// randomization rule reports them in its component selection and echoes
+// them in its meta; its annotations come back unchanged in the job's meta,
+// its lineage and the model's lineage, and GET /training leaves them out.
+func TestTrainingRuleSegmentsAndAnnotations(t *testing.T) {
+	p := startProcess(t, t.TempDir())
+	c := p.client(t)
+	base := "http://" + p.httpAddr
+	annotations := `{"console":{"form":"v2","fields":[1,2]},"ticket":"QA-7"}`
+	resp, body := multipartUpload(t, base, bytes.NewReader(renderCSV(csvRows(14))),
+		optionMeta(`"cv_folds":14,"cv_segments":"interleaved","component_rule":"randomization","max_components":4,"annotations":`+annotations))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", resp.StatusCode, body)
+	}
+	var accepted gen.TrainingJobAccepted
+	if err := json.Unmarshal(body, &accepted); err != nil {
+		t.Fatal(err)
+	}
+	job := waitJob(t, c, accepted.JobId, time.Minute)
+	if job.Status != gen.Done || job.Result == nil {
+		t.Fatalf("job %s, error %+v", job.Status, job.Error)
+	}
+	sel := job.Result.ComponentSelection
+	if sel == nil || sel.Rule != gen.ComponentSelectionRuleRandomization || sel.CvSegments == nil ||
+		*sel.CvSegments != gen.ComponentSelectionCvSegmentsInterleaved || sel.Folds != 14 || sel.MaxComponents != 4 {
+		t.Errorf("component selection %+v", sel)
+	}
+	m := job.Meta
+	if m == nil || m.CvFolds == nil || *m.CvFolds != 14 || m.CvSegments == nil || *m.CvSegments != gen.TrainingMetaCvSegmentsInterleaved ||
+		m.ComponentRule == nil || *m.ComponentRule != gen.TrainingMetaComponentRuleRandomization {
+		t.Errorf("job meta %+v", m)
+	}
+	same := func(where string, got *map[string]any) {
+		t.Helper()
+		var want map[string]any
+		json.Unmarshal([]byte(annotations), &want)
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(want)
+		if got == nil || string(gb) != string(wb) {
+			t.Errorf("%s annotations %s, want %s", where, gb, wb)
+		}
+	}
+	same("job meta", m.Annotations)
+	same("job lineage", job.Result.Lineage.Annotations)
+	md := must(c.GetModelWithResponse(context.Background(), job.Result.NewVersion))(t).JSON200
+	if md == nil {
+		t.Fatal("no model detail")
+	}
+	same("model lineage", md.Lineage.Annotations)
+	list := must(c.ListTrainingJobsWithResponse(context.Background(), nil))(t).JSON200
+	if list == nil || len(list.Jobs) != 1 || list.Jobs[0].Meta == nil || list.Jobs[0].Meta.Annotations != nil ||
+		list.Jobs[0].Result == nil || list.Jobs[0].Result.Lineage.Annotations != nil {
+		t.Errorf("GET /training lists annotations: %+v", list)
 	}
 }

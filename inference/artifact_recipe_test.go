@@ -28,7 +28,7 @@ func withReview(p *inference.PLSParams) *inference.PLSParams {
 		return v
 	}
 	r := &inference.Review{
-		Selection: inference.ComponentSelection{Components: 4, Rule: inference.RuleOneStandardError, MaxComponents: 10, Folds: 5, MinScoreComponents: 5},
+		Selection: inference.ComponentSelection{Components: 4, Rule: inference.RuleRandomization, Segments: "interleaved", MaxComponents: 10, Folds: 5, MinScoreComponents: 5},
 		ScanIDs:   []string{"s1", "s2", "s3", "s4", "s5", "s6", "s\"7\u00e9"},
 		Measured:  mat.NewDense(n, q, seq(n*q, 10)), CVPredicted: mat.NewDense(n, q, seq(n*q, 9.5)),
 		T2: seq(n, 1.5), Q: seq(n, 0.25), T2Limit: 9.25, QLimit: 1.75,

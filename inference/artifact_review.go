@@ -72,6 +72,7 @@ type artifactReview struct {
 	Selection struct {
 		Components         int    `json:"components"`
 		Rule               string `json:"rule"`
+		Segments           string `json:"cv_segments,omitempty"`
 		MaxComponents      int    `json:"max_components"`
 		Folds              int    `json:"folds"`
 		MinScoreComponents int    `json:"min_score_components"`
@@ -101,7 +102,7 @@ func reviewJSON(r *Review) *artifactReview {
 		SpikesRepaired: r.SpikesRepaired, SpectraDespiked: r.SpectraDespiked,
 	}
 	s := &a.Selection
-	s.Components, s.Rule, s.MaxComponents = r.Selection.Components, r.Selection.Rule, r.Selection.MaxComponents
+	s.Components, s.Rule, s.Segments, s.MaxComponents = r.Selection.Components, r.Selection.Rule, r.Selection.Segments, r.Selection.MaxComponents
 	s.Folds, s.MinScoreComponents = r.Selection.Folds, r.Selection.MinScoreComponents
 	a.CVCurve = make([]artifactCVPoint, len(r.CVCurve))
 	for i, c := range r.CVCurve {
@@ -147,7 +148,7 @@ func readReview(f *zip.File, q int, member memberFunc) (*Review, error) {
 		return nil, errors.New("despike counts out of range")
 	}
 	r := &Review{
-		Selection: ComponentSelection{Components: s.Components, Rule: s.Rule, MaxComponents: s.MaxComponents,
+		Selection: ComponentSelection{Components: s.Components, Rule: s.Rule, Segments: s.Segments, MaxComponents: s.MaxComponents,
 			Folds: s.Folds, MinScoreComponents: s.MinScoreComponents},
 		ScanIDs: a.ScanIDs, ExcludedScanIDs: a.ExcludedScanIDs,
 		T2Limit: float64(a.T2Limit), QLimit: float64(a.QLimit),

@@ -103,13 +103,19 @@ type Review struct {
 // Selection rules of ComponentSelection.Rule.
 const (
 	RuleOneStandardError = "one_standard_error"
+	RuleOneSigma         = "onesigma"
+	RuleRandomization    = "randomization"
 	RuleFixed            = "fixed"
 )
 
 // ComponentSelection says how the component count was chosen.
 type ComponentSelection struct {
-	Components         int
-	Rule               string // RuleOneStandardError or RuleFixed
+	Components int
+	Rule       string // RuleOneStandardError, RuleOneSigma, RuleRandomization or RuleFixed
+	// Segments is how rows were assigned to the folds (random,
+	// consecutive or interleaved); "" in models trained before it was
+	// recorded, which used random segments.
+	Segments           string
 	MaxComponents      int
 	Folds              int
 	MinScoreComponents int

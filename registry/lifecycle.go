@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"ramanserve/inference"
@@ -19,6 +20,7 @@ func (r *Registry) Describe(version string) (Entry, error) {
 	if ok {
 		c = *e
 		c.SourceBatches = append([]string(nil), e.SourceBatches...)
+		c.Annotations = append(json.RawMessage(nil), e.Annotations...)
 	}
 	r.mu.Unlock()
 	if !ok {

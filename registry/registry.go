@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -567,6 +568,8 @@ type StagedModel struct {
 	AuthenticatedAs string
 	SourceBatches   []string
 	Notes           string
+	// Annotations are the training request's annotations, compact JSON.
+	Annotations json.RawMessage
 	// Lineage and figures of the training, recorded in the entry.
 	JobID             string
 	TrainingCSVSHA256 string
@@ -614,7 +617,7 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		Version: version, Status: StatusStaged, File: relPath, SizeBytes: size, SHA256: sum,
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
 		Operator: m.Operator, AuthenticatedAs: m.AuthenticatedAs, SourceBatches: m.SourceBatches, Notes: m.Notes, AddedAt: r.opts.Now().UTC(),
-		JobID: m.JobID, TrainingCSVSHA256: m.TrainingCSVSHA256, TrainingRows: m.TrainingRows, Metrics: m.Metrics,
+		Annotations: m.Annotations, JobID: m.JobID, TrainingCSVSHA256: m.TrainingCSVSHA256, TrainingRows: m.TrainingRows, Metrics: m.Metrics,
 		RowsUsed: m.RowsUsed,
 		Shape:    m.Shape,
 	}

@@ -105,6 +105,7 @@ func modelDetail(e *registry.Entry) gen.ModelDetail {
 	if len(e.SourceBatches) > 0 {
 		d.Lineage.SourceBatches = ptr(e.SourceBatches)
 	}
+	d.Lineage.Annotations = contractAnnotations(e.Annotations)
 	if e.TrainingRows > 0 {
 		d.Lineage.TrainingRows = ptr(e.TrainingRows)
 	}

@@ -151,11 +151,20 @@ func (a *API) decodeMeta(part *multipart.Part) (*gen.TrainingMeta, error) {
 	if len(b) > maxMetaBytes {
 		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "the meta part is larger than 1 MiB")
 	}
+	return a.parseMeta(b)
+}
+
+// parseMeta parses and validates the meta part's bytes: JSON, no field
+// TrainingMeta does not define, the schema, the annotations' size.
+func (a *API) parseMeta(b []byte) (*gen.TrainingMeta, error) {
 	var generic any
 	if err := json.Unmarshal(b, &generic); err != nil {
 		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "meta is not valid JSON: "+err.Error())
 	}
 	if a.metaSchema != nil {
+		if unknown := unknownFields(a.metaSchema, generic); len(unknown) > 0 {
+			return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "meta: "+unknownFieldsMessage(unknown))
+		}
 		if err := a.metaSchema.VisitJSON(generic); err != nil {
 			msg := err.Error()
 			var se *openapi3.SchemaError
@@ -172,7 +181,75 @@ func (a *API) decodeMeta(part *multipart.Part) (*gen.TrainingMeta, error) {
 	if err := json.Unmarshal(b, &meta); err != nil {
 		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "meta: "+err.Error())
 	}
+	if a, err := compactAnnotations(meta.Annotations); err != nil || len(a) > maxAnnotationBytes {
+		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest,
+			fmt.Sprintf("meta: field \"annotations\": %d bytes as compact JSON, at most %d", len(a), maxAnnotationBytes))
+	}
 	return &meta, nil
+}
+
+// maxAnnotationBytes bounds TrainingMeta.annotations as compact JSON: they
+// are kept in every job record and in the registry's index entry of the
+// model, which stay small.
+const maxAnnotationBytes = 16 << 10
+
+// compactAnnotations is TrainingMeta.annotations as compact JSON, as the
+// job and the registry keep them; nil for none.
+func compactAnnotations(a *map[string]any) (json.RawMessage, error) {
+	if a == nil {
+		return nil, nil
+	}
+	return json.Marshal(*a)
+}
+
+// contractAnnotations is stored annotations as the contract's object; nil
+// for none, or for JSON that is not an object (a record edited by hand),
+// which is left out rather than failing the rest.
+func contractAnnotations(stored json.RawMessage) *map[string]any {
+	if len(stored) == 0 {
+		return nil
+	}
+	var a map[string]any
+	if err := json.Unmarshal(stored, &a); err != nil || a == nil {
+		return nil
+	}
+	return &a
+}
+
+// unknownFields lists, sorted, the keys of the meta object that its
+// schema does not define. The schema refuses them too, but names only the
+// first, in no fixed order; a client fixing a misspelt option wants all.
+func unknownFields(schema *openapi3.Schema, doc any) []string {
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var unknown []string
+	for k := range obj {
+		if _, known := schema.Properties[k]; !known {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	return unknown
+}
+
+// unknownFieldsMessage names the unknown fields (at most 8, each clipped)
+// and where a console's own data belongs.
+func unknownFieldsMessage(unknown []string) string {
+	const most = 8
+	quoted := make([]string, 0, min(len(unknown), most))
+	for _, k := range unknown[:min(len(unknown), most)] {
+		quoted = append(quoted, strconv.Quote(clipText(k, 64)))
+	}
+	list := strings.Join(quoted, ", ")
+	if len(unknown) > most {
+		list += fmt.Sprintf(" and %d more", len(unknown)-most)
+	}
+	if len(unknown) == 1 {
+		return fmt.Sprintf("field %s is not a TrainingMeta field; a console's own data goes in \"annotations\"", list)
+	}
+	return fmt.Sprintf("fields %s are not TrainingMeta fields; a console's own data goes in \"annotations\"", list)
 }
 
 // schemaMessage says which field a schema error is about: `field "a.0.b":
@@ -340,6 +417,9 @@ func jobMeta(ctx context.Context, meta gen.TrainingMeta, csvSHA256 string) (jobs
 	if meta.Notes != nil {
 		jm.Notes = *meta.Notes
 	}
+	if jm.Annotations, err = compactAnnotations(meta.Annotations); err != nil {
+		return jobs.Meta{}, err
+	}
 	return jm, nil
 }
 
@@ -365,6 +445,7 @@ func trainingJob(j *jobs.Job, now time.Time) gen.TrainingJob {
 			meta.SourceBatches = ptr(j.Meta.SourceBatches)
 		}
 		echoTrainingOptions(&meta, j.Meta.Options)
+		meta.Annotations = contractAnnotations(j.Meta.Annotations)
 		out.Meta = &meta
 	}
 	if j.Result != nil {
@@ -389,6 +470,12 @@ func trainingOptions(meta gen.TrainingMeta) (jobs.TrainingOptions, error) {
 	o.Components = deref(meta.Components)
 	o.MaxComponents = deref(meta.MaxComponents)
 	o.Folds = deref(meta.CvFolds)
+	if meta.CvSegments != nil {
+		o.Segments = string(*meta.CvSegments)
+	}
+	if meta.ComponentRule != nil {
+		o.Rule = string(*meta.ComponentRule)
+	}
 	if meta.ExcludeScanIds != nil {
 		o.ExcludeScanIDs = *meta.ExcludeScanIds
 	}
@@ -421,6 +508,12 @@ func echoTrainingOptions(meta *gen.TrainingMeta, o jobs.TrainingOptions) {
 	}
 	if o.Folds > 0 {
 		meta.CvFolds = ptr(o.Folds)
+	}
+	if o.Segments != "" {
+		meta.CvSegments = ptr(gen.TrainingMetaCvSegments(o.Segments))
+	}
+	if o.Rule != "" {
+		meta.ComponentRule = ptr(gen.TrainingMetaComponentRule(o.Rule))
 	}
 	if len(o.ExcludeScanIDs) > 0 {
 		meta.ExcludeScanIds = ptr(o.ExcludeScanIDs)
@@ -476,6 +569,7 @@ func trainingResult(j *jobs.Job) *gen.TrainingResult {
 	if len(j.Meta.SourceBatches) > 0 {
 		out.Lineage.SourceBatches = ptr(j.Meta.SourceBatches)
 	}
+	out.Lineage.Annotations = contractAnnotations(j.Meta.Annotations)
 	if len(j.Meta.Options.ExcludeScanIDs) > 0 {
 		out.Lineage.ExcludedScanIds = ptr(j.Meta.Options.ExcludeScanIDs)
 	}
@@ -486,6 +580,9 @@ func trainingResult(j *jobs.Job) *gen.TrainingResult {
 	out.SpikesRepaired, out.SpectraDespiked = ptr(r.SpikesRepaired), ptr(r.SpectraDespiked)
 	out.ComponentSelection = &gen.ComponentSelection{Components: r.Selection.Components, Rule: gen.ComponentSelectionRule(r.Selection.Rule),
 		MaxComponents: r.Selection.MaxComponents, Folds: r.Selection.Folds, Rmsecv: derefBreakdown(r.Selection.RMSECV)}
+	if r.Selection.Segments != "" {
+		out.ComponentSelection.CvSegments = ptr(gen.ComponentSelectionCvSegments(r.Selection.Segments))
+	}
 	if r.Selection.MinScoreComponents > 0 {
 		out.ComponentSelection.MinScoreComponents = ptr(r.Selection.MinScoreComponents)
 	}
@@ -514,17 +611,18 @@ func trainingResult(j *jobs.Job) *gen.TrainingResult {
 
 // listedJob is a job as GET /training lists it: without what the client
 // chose the size of (the outliers, up to 1000 a job; the excluded scan
-// ids, the source batches and the notes, up to 1 MiB of meta), so that a
+// ids, the source batches, the notes and the annotations, up to 1 MiB of
+// meta), so that a
 // page of 200 jobs stays a few MB at most; outliers_total, rows_used and
 // GET /training/{jobId} say the rest.
 func listedJob(j gen.TrainingJob) gen.TrainingJob {
 	if m := j.Meta; m != nil {
-		m.ExcludeScanIds, m.SourceBatches, m.Notes = nil, nil, nil
+		m.ExcludeScanIds, m.SourceBatches, m.Notes, m.Annotations = nil, nil, nil, nil
 	}
 	if r := j.Result; r != nil {
 		r.Outliers = nil
 		if l := r.Lineage; l != nil {
-			l.ExcludedScanIds, l.SourceBatches, l.Notes = nil, nil, nil
+			l.ExcludedScanIds, l.SourceBatches, l.Notes, l.Annotations = nil, nil, nil, nil
 		}
 	}
 	return j

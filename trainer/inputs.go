@@ -18,8 +18,10 @@ type inputs struct {
 	selected []int                // columns (axis points) kept; nil means all
 	pipeline *preprocess.Pipeline // nil without a recipe
 	folds    int
-	amax     int // components cross-validation runs up to
-	fixed    bool
+	amax     int    // components cross-validation runs up to
+	fixed    bool   // Options.Components fixes the count
+	segments string // Options.Segments, "" resolved to SegmentsRandom
+	rule     string // Options.Rule, "" resolved to DefaultRule
 }
 
 // rows is the number of rows that enter the model.
@@ -81,7 +83,16 @@ func preparedSize(n, p, q int) int64 {
 
 // resolve checks opts against ds and resolves them (see CheckOptions).
 func resolve(ds *Dataset, opts Options) (*inputs, error) {
-	in := &inputs{}
+	in := &inputs{segments: opts.Segments, rule: opts.Rule}
+	if err := checkSegmentsAndRule(opts); err != nil {
+		return nil, err
+	}
+	if in.segments == "" {
+		in.segments = SegmentsRandom
+	}
+	if in.rule == "" {
+		in.rule = DefaultRule
+	}
 	var err error
 	if in.axis, err = resolveAxis(opts.Wavenumbers, ds.Features()); err != nil {
 		return nil, err

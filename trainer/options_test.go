@@ -42,6 +42,12 @@ func TestCheckOptionsNamesTheField(t *testing.T) {
 		{"rows after exclusion", trainer.Options{ExcludeScanIDs: ids(3)}, "cv_folds: 11 rows left after excluding 3; 10-fold cross-validation needs at least 12"},
 		{"components above the rows", trainer.Options{Components: 12}, "components: 12 components, but 14 rows in 10 folds"},
 		{"one fold", trainer.Options{Folds: 1}, "cv_folds"},
+		{"unknown segments", trainer.Options{Segments: "blocks"}, `cv_segments: "blocks" is not one of random, consecutive, interleaved`},
+		{"unknown rule", trainer.Options{Rule: "elbow"}, `component_rule: "elbow" is not one of one_standard_error, onesigma, randomization`},
+		{"more folds than rows", trainer.Options{Folds: 15}, "cv_folds: 15 folds for 14 rows; at most 14 (leave-one-out)"},
+		{"leave-one-out on too few rows", trainer.Options{Folds: 2, ExcludeScanIDs: ids(12)}, "cv_folds: leave-one-out on 2 rows left after excluding 12; it needs at least 3"},
+		{"randomization with one count", trainer.Options{Rule: inference.RuleRandomization, MaxComponents: 1}, "component_rule: randomization tests smaller counts against the best one and needs at least 2 counts to try"},
+		{"a rule and a fixed count", trainer.Options{Rule: inference.RuleOneSigma, Components: 3}, `component_rule: "onesigma" chooses the count, but components fixes it at 3`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,6 +62,12 @@ func TestCheckOptionsNamesTheField(t *testing.T) {
 	}
 	if _, err := trainer.CheckOptions(ds, trainer.Options{ExcludeScanIDs: ids(2), Components: 9}); err != nil {
 		t.Errorf("12 rows, 9 components: %v", err)
+	}
+	if _, err := trainer.CheckOptions(ds, trainer.Options{Folds: 14, Segments: trainer.SegmentsInterleaved, Rule: inference.RuleRandomization}); err != nil {
+		t.Errorf("leave-one-out on 14 rows: %v", err)
+	}
+	if _, err := trainer.CheckOptions(ds, trainer.Options{Folds: 3, ExcludeScanIDs: ids(11)}); err != nil {
+		t.Errorf("leave-one-out on the 3 rows left: %v", err)
 	}
 }
 

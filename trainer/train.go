@@ -28,12 +28,33 @@ const DefaultMaxComponents = 20
 // Options.Seed.
 const foldSeedStream = 0x52414d414e // "RAMAN"
 
-// Options control Train. The zero value means: 10 folds, up to 20
-// components, mean-centring, seed 0, one worker per CPU, the default
-// 2048-point axis and the targets EPA, DHA, DPA.
+// How Options.Segments assigns the n rows (in data set order, after
+// exclusion) to the K folds.
+const (
+	// SegmentsRandom: a permutation seeded with Options.Seed, cut into K
+	// contiguous parts (the default).
+	SegmentsRandom = "random"
+	// SegmentsConsecutive: contiguous blocks in row order.
+	SegmentsConsecutive = "consecutive"
+	// SegmentsInterleaved: row i (from 0) goes to fold i mod K.
+	SegmentsInterleaved = "interleaved"
+)
+
+// Options control Train. The zero value means: 10 random folds, up to 20
+// components chosen by DefaultRule, mean-centring, seed 0, one worker per
+// CPU, the default 2048-point axis and the targets EPA, DHA, DPA.
 type Options struct {
-	// Folds is K of K-fold cross-validation; 0 means DefaultFolds.
+	// Folds is K of K-fold cross-validation; 0 means DefaultFolds. K
+	// equal to the rows left is leave-one-out.
 	Folds int
+	// Segments assigns rows to folds: SegmentsRandom (also ""),
+	// SegmentsConsecutive or SegmentsInterleaved.
+	Segments string
+	// Rule chooses the component count from the CV curve (see
+	// selection.go): inference.RuleOneStandardError, RuleOneSigma or
+	// RuleRandomization; "" means DefaultRule. It must be "" when
+	// Components fixes the count.
+	Rule string
 	// MaxComponents caps the components tried; 0 means
 	// DefaultMaxComponents. The cap actually used is
 	// min(MaxComponents, n-1, smallest training part - 1, p).
@@ -59,7 +80,8 @@ type Options struct {
 	// R pls's default), because autoscaling inflates the noise of
 	// wavenumbers without signal to the same weight as the bands.
 	Autoscale bool
-	// Seed seeds the shuffle that assigns samples to folds.
+	// Seed seeds the shuffle that assigns samples to folds (random
+	// segments) and the sign flips of the randomization rule.
 	Seed uint64
 	// Workers is the number of fits run in parallel; 0 means GOMAXPROCS.
 	Workers int
@@ -81,8 +103,14 @@ type ComponentStats struct {
 	// Score is the selection criterion: the mean over targets of
 	// RMSECV_j / sd(y_j).
 	Score float64
-	// ScoreSE is the standard error of Score across folds.
+	// ScoreSE is the standard error of Score the rule reads: across
+	// folds (one_standard_error, fixed), or from the CV residuals
+	// (onesigma, randomization; selection.go).
 	ScoreSE float64
+	// PValue is the randomization rule's p-value of this count against
+	// the count of lowest Score; NaN when not tested (other rules, and
+	// counts from the lowest on).
+	PValue float64
 }
 
 // Result is a trained model and its figures.
@@ -121,6 +149,10 @@ func TotalSteps(n, p int, opts Options) int {
 
 // plan resolves the fold count and the component count cross-validation
 // runs up to, for n rows of p features. Errors name the contract's field.
+//
+// K-fold cross-validation needs at least K + 2 rows (MinRows), except
+// leave-one-out (K = n), which needs 3: every training part must keep
+// more rows than one component needs.
 func plan(n, p int, opts Options) (folds, amax int, err error) {
 	folds = opts.Folds
 	if folds == 0 {
@@ -129,12 +161,18 @@ func plan(n, p int, opts Options) (folds, amax int, err error) {
 	if folds < 2 {
 		return 0, 0, optionError("cv_folds", "%d folds, need at least 2", folds)
 	}
-	if n < MinRows(folds) {
-		what := "rows"
-		if len(opts.ExcludeScanIDs) > 0 {
-			what = fmt.Sprintf("rows left after excluding %d", len(opts.ExcludeScanIDs))
-		}
-		return 0, 0, optionError("cv_folds", "%d %s; %d-fold cross-validation needs at least %d", n, what, folds, MinRows(folds))
+	what := "rows"
+	if len(opts.ExcludeScanIDs) > 0 {
+		what = fmt.Sprintf("rows left after excluding %d", len(opts.ExcludeScanIDs))
+	}
+	switch {
+	case folds > n:
+		return 0, 0, optionError("cv_folds", "%d folds for %d %s; at most %d (leave-one-out)", folds, n, what, n)
+	case folds == n && n < minLeaveOneOutRows:
+		return 0, 0, optionError("cv_folds", "leave-one-out on %d %s; it needs at least %d", n, what, minLeaveOneOutRows)
+	case folds < n && n < MinRows(folds):
+		return 0, 0, optionError("cv_folds", "%d %s; %d-fold cross-validation needs at least %d (or cv_folds = %d, leave-one-out)",
+			n, what, folds, MinRows(folds), n)
 	}
 	largestFold := (n + folds - 1) / folds
 	allowed := min(n-1, n-largestFold-1, p)
@@ -146,6 +184,9 @@ func plan(n, p int, opts Options) (folds, amax int, err error) {
 			return 0, 0, optionError("components", "%d components, but %d rows in %d folds (and %d features) allow at most %d",
 				opts.Components, n, folds, p, allowed)
 		}
+		if opts.Rule != "" {
+			return 0, 0, optionError("component_rule", "%q chooses the count, but components fixes it at %d; give one of the two", opts.Rule, opts.Components)
+		}
 		return folds, opts.Components, nil
 	}
 	amax = opts.MaxComponents
@@ -156,23 +197,66 @@ func plan(n, p int, opts Options) (folds, amax int, err error) {
 	if amax < 1 {
 		return 0, 0, optionError("max_components", "no component count fits %d rows", n)
 	}
+	if opts.Rule == inference.RuleRandomization && amax < 2 {
+		return 0, 0, optionError("component_rule", "randomization tests smaller counts against the best one and needs at least 2 counts to try; max_components, %d rows in %d folds and %d features allow %d",
+			n, folds, p, amax)
+	}
 	return folds, amax, nil
 }
 
-// foldAssignment returns fold[i] in [0, K) for each sample: a seeded
-// random permutation cut into K contiguous parts whose sizes differ by at
-// most one (the first n mod K parts get one more, as scikit-learn's
-// KFold).
-func foldAssignment(n, folds int, seed uint64) []int {
-	perm := rand.New(rand.NewPCG(seed, foldSeedStream)).Perm(n)
+// minLeaveOneOutRows is the fewest rows leave-one-out accepts: each
+// training part of n-1 rows must fit one component on n-2 degrees of
+// freedom.
+const minLeaveOneOutRows = 3
+
+// checkSegmentsAndRule refuses a segment type or rule this package does
+// not know, naming the contract's field.
+func checkSegmentsAndRule(opts Options) error {
+	switch opts.Segments {
+	case "", SegmentsRandom, SegmentsConsecutive, SegmentsInterleaved:
+	default:
+		return optionError("cv_segments", "%q is not one of %s, %s, %s", opts.Segments, SegmentsRandom, SegmentsConsecutive, SegmentsInterleaved)
+	}
+	switch opts.Rule {
+	case "", inference.RuleOneStandardError, inference.RuleOneSigma, inference.RuleRandomization:
+	default:
+		return optionError("component_rule", "%q is not one of %s, %s, %s", opts.Rule,
+			inference.RuleOneStandardError, inference.RuleOneSigma, inference.RuleRandomization)
+	}
+	return nil
+}
+
+// foldAssignment returns fold[i] in [0, K) for each of the n rows, as
+// Options.Segments says. Random and consecutive segments cut a sequence
+// (a seeded permutation, or the rows in order) into K contiguous parts
+// whose sizes differ by at most one, the first n mod K parts one longer:
+// the sizes of scikit-learn's KFold and of R pls's cvsegments, which give
+// ceiling(n/K) rows to the first K - (K ceiling(n/K) - n) segments and one
+// fewer to the rest, the same counts.
+func foldAssignment(n, folds int, segments string, seed uint64) []int {
 	fold := make([]int, n)
+	if segments == SegmentsInterleaved {
+		for i := range fold {
+			fold[i] = i % folds
+		}
+		return fold
+	}
+	var order []int
+	if segments == SegmentsConsecutive {
+		order = make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+	} else {
+		order = rand.New(rand.NewPCG(seed, foldSeedStream)).Perm(n)
+	}
 	pos := 0
 	for f := 0; f < folds; f++ {
 		size := n / folds
 		if f < n%folds {
 			size++
 		}
-		for _, i := range perm[pos : pos+size] {
+		for _, i := range order[pos : pos+size] {
 			fold[i] = f
 		}
 		pos += size
@@ -187,8 +271,10 @@ func foldAssignment(n, folds int, seed uint64) []int {
 // row once and the regions' points are kept (prepare); n and p below are
 // the rows and points left.
 //
-// Component selection (documented rule). The samples are shuffled with
-// Options.Seed and cut into K folds (default 10). For each fold, a NIPALS
+// Component selection (documented rule). The samples are assigned to K
+// folds (default 10) as Options.Segments says: by default shuffled with
+// Options.Seed and cut into K parts (foldAssignment); K = n is
+// leave-one-out. For each fold, a NIPALS
 // PLS2 with A_max = min(MaxComponents (20), n-1, n_train-1, p) components
 // (Options.Components when it fixes the count) is fitted once on the
 // other folds (centring and scaling estimated on them alone) and predicts
@@ -201,10 +287,11 @@ func foldAssignment(n, folds int, seed uint64) []int {
 //	Score_k   = (1/q) sum_j RMSECV_jk / sd_j        (sd_j: ddof 1 over all n)
 //
 // The per-fold score s_fk is the same mean with RMSE over fold f only,
-// and SE_k = sd_f(s_fk) / sqrt(K). With k* = argmin_k Score_k, the chosen
-// count is the smallest A with Score_A <= Score_k* + SE_k* (the
-// one-standard-error rule: Hastie, Tibshirani & Friedman, The Elements of
-// Statistical Learning, 2nd ed., sec. 7.10; R pls selectNcomp "onesigma").
+// and SE_k = sd_f(s_fk) / sqrt(K). With k* = argmin_k Score_k, the
+// one_standard_error rule chooses the smallest A with Score_A <= Score_k*
+// + SE_k* (Hastie, Tibshirani & Friedman, The Elements of Statistical
+// Learning, 2nd ed., sec. 7.10); the onesigma and randomization rules (R
+// pls's selectNcomp) are defined in selection.go; Options.Rule picks one.
 // With Options.Components, A is that count (rule "fixed") and the curve
 // only reports. The final model is then fitted on all n samples with A
 // components.
@@ -279,19 +366,16 @@ func fit(ctx context.Context, ds *Dataset, in *inputs, opts Options, progress Pr
 		}
 	}
 
-	fold := foldAssignment(n, folds, opts.Seed)
+	fold := foldAssignment(n, folds, in.segments, opts.Seed)
 	final, oof, err := fitFolds(ctx, ds, fold, folds, amax, opts.Autoscale, workers, progress)
 	if err != nil {
 		return nil, err
 	}
 
 	stats := cvStatistics(ds, fold, folds, oof.pred, sd)
-	selection := inference.ComponentSelection{Rule: inference.RuleOneStandardError, MaxComponents: amax, Folds: folds,
+	chosen, rule := chooseComponents(ds, in, stats, oof.pred, sd, opts.Seed)
+	selection := inference.ComponentSelection{Rule: rule, Segments: in.segments, MaxComponents: amax, Folds: folds,
 		MinScoreComponents: minScore(stats)}
-	chosen := oneStandardError(stats)
-	if in.fixed {
-		chosen, selection.Rule = amax, inference.RuleFixed
-	}
 	chosen = min(chosen, final.Components())
 	selection.Components = chosen
 	cs := stats[chosen-1]
@@ -634,7 +718,7 @@ func cvStatistics(ds *Dataset, fold []int, folds int, cvPred [][]float64, sd []f
 				foldPress[fold[i]*q+j] += e * e
 			}
 		}
-		st := ComponentStats{Components: k + 1, RMSECV: make([]float64, q), R2CV: make([]float64, q)}
+		st := ComponentStats{Components: k + 1, RMSECV: make([]float64, q), R2CV: make([]float64, q), PValue: math.NaN()}
 		for j := 0; j < q; j++ {
 			st.RMSECV[j] = math.Sqrt(press[j] / float64(n))
 			st.R2CV[j] = 1 - press[j]/ssTot[j]

@@ -204,8 +204,11 @@ type Entry struct {
 	// imported the model; "" when authentication was off.
 	AuthenticatedAs string   `json:"authenticated_as,omitempty"`
 	SourceBatches   []string `json:"source_batches,omitempty"`
-	Notes           string   `json:"notes,omitempty"`
-	ImportedFrom    string   `json:"imported_from,omitempty"`
+	// Annotations are the training request's annotations (a console's
+	// own data, bounded by the contract), as compact JSON.
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Notes        string          `json:"notes,omitempty"`
+	ImportedFrom string          `json:"imported_from,omitempty"`
 	// Target names the analyte of a one-target imported model, from its
 	// sidecar ({"target": "DHA"}); "" otherwise.
 	Target  string    `json:"target,omitempty"`

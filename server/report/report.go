@@ -25,6 +25,7 @@ import (
 
 	"ramanserve/inference"
 	"ramanserve/registry"
+	"ramanserve/trainer"
 )
 
 // Bounds of the page.
@@ -285,7 +286,11 @@ func selectionRows(rv *inference.Review) []row {
 	rule := s.Rule
 	switch s.Rule {
 	case inference.RuleOneStandardError:
-		rule = "one standard error: the fewest components whose CV score is within one standard error of the best"
+		rule = "one standard error: the fewest components whose CV score is within one standard error (across folds) of the best"
+	case inference.RuleOneSigma:
+		rule = "onesigma (R pls): the fewest components whose CV score less its own standard error (from the CV residuals) is below the best"
+	case inference.RuleRandomization:
+		rule = fmt.Sprintf("randomization (van der Voet): the fewest components not significantly worse than the best (p > %g)", trainer.RandomizationAlpha)
 	case inference.RuleFixed:
 		rule = "fixed: the count was given in the training options"
 	}
@@ -294,7 +299,11 @@ func selectionRows(rv *inference.Review) []row {
 		rows = append(rows, row{"Counts tried", fmt.Sprintf("1 to %d", s.MaxComponents)})
 	}
 	if s.Folds > 0 {
-		rows = append(rows, row{"Cross-validation folds", fmt.Sprint(s.Folds)})
+		folds := fmt.Sprint(s.Folds)
+		if s.Segments != "" {
+			folds += ", " + s.Segments + " segments"
+		}
+		rows = append(rows, row{"Cross-validation folds", folds})
 	}
 	if s.MinScoreComponents > 0 {
 		rows = append(rows, row{"Lowest CV score at", fmt.Sprintf("%d components", s.MinScoreComponents)})

@@ -57,6 +57,7 @@ func (st Stager) Stage(ctx context.Context, res *trainer.Result, lin jobs.Lineag
 		AuthenticatedAs:   lin.AuthenticatedAs,
 		SourceBatches:     lin.SourceBatches,
 		Notes:             lin.Notes,
+		Annotations:       lin.Annotations,
 		JobID:             lin.JobID,
 		TrainingCSVSHA256: lin.CSVSHA256,
 		TrainingRows:      lin.Rows,

@@ -18,6 +18,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +61,9 @@ type Meta struct {
 	// Options are the upload's training options; kept in the record so
 	// that a job queued across a restart trains with them.
 	Options TrainingOptions `json:"options"`
+	// Annotations are the console's own data (TrainingMeta.annotations),
+	// compact JSON kept and echoed, never read; nil when none.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 }
 
 // Lineage is what Publish records with a model: the upload's Meta, the

@@ -18,6 +18,8 @@ type TrainingOptions struct {
 	Components     int             `json:"components,omitempty"`
 	MaxComponents  int             `json:"max_components,omitempty"`
 	Folds          int             `json:"cv_folds,omitempty"`
+	Segments       string          `json:"cv_segments,omitempty"`
+	Rule           string          `json:"component_rule,omitempty"`
 	ExcludeScanIDs []string        `json:"exclude_scan_ids,omitempty"`
 	Regions        [][2]float64    `json:"regions,omitempty"`
 	Preprocessing  json.RawMessage `json:"preprocessing,omitempty"`
@@ -34,6 +36,12 @@ func (m *Manager) jobOptions(ds *trainer.Dataset, o TrainingOptions) (trainer.Op
 	}
 	if o.Folds > 0 {
 		opts.Folds = o.Folds
+	}
+	if o.Segments != "" {
+		opts.Segments = o.Segments
+	}
+	if o.Rule != "" {
+		opts.Rule = o.Rule
 	}
 	if o.MaxComponents > 0 {
 		opts.MaxComponents = o.MaxComponents
@@ -89,6 +97,7 @@ type Review struct {
 type Selection struct {
 	Components         int                 `json:"components"`
 	Rule               string              `json:"rule"`
+	Segments           string              `json:"cv_segments,omitempty"`
 	MaxComponents      int                 `json:"max_components"`
 	Folds              int                 `json:"folds"`
 	MinScoreComponents int                 `json:"min_score_components"`
@@ -138,7 +147,7 @@ func newReview(p *inference.PLSParams) Review {
 		return Review{}
 	}
 	out := Review{SpikesRepaired: r.SpikesRepaired, SpectraDespiked: r.SpectraDespiked, RowsUsed: len(r.ScanIDs)}
-	sel := &Selection{Components: r.Selection.Components, Rule: r.Selection.Rule, MaxComponents: r.Selection.MaxComponents,
+	sel := &Selection{Components: r.Selection.Components, Rule: r.Selection.Rule, Segments: r.Selection.Segments, MaxComponents: r.Selection.MaxComponents,
 		Folds: r.Selection.Folds, MinScoreComponents: r.Selection.MinScoreComponents}
 	for k, pt := range r.CVCurve {
 		c := CVPoint{Components: pt.Components, Score: pt.Score, ScoreSE: pt.ScoreSE}

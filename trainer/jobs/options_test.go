@@ -97,7 +97,10 @@ func TestSubmitRefusesOptionsThatCannotApply(t *testing.T) {
 		want string
 	}{
 		{jobs.TrainingOptions{ExcludeScanIDs: []string{"no-such-scan"}}, "exclude_scan_ids[0]"},
-		{jobs.TrainingOptions{Folds: 20}, "cv_folds"},
+		{jobs.TrainingOptions{Folds: 19}, "cv_folds"},
+		{jobs.TrainingOptions{Folds: 21}, "cv_folds"},
+		{jobs.TrainingOptions{Segments: "blocks"}, "cv_segments"},
+		{jobs.TrainingOptions{Rule: "randomization", MaxComponents: 1}, "component_rule"},
 		{jobs.TrainingOptions{Components: 30}, "components"},
 		{jobs.TrainingOptions{Wavenumbers: []float64{1, 2, 3}}, "wavenumbers"},
 	}
