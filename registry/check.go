@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"ramanserve/inference"
 	"ramanserve/registry/filestore"
 	"ramanserve/registry/store"
 )
@@ -63,7 +62,7 @@ func (c *CheckReport) Unrepaired() int {
 func Check(ctx context.Context, dir string, opts Options, repair bool) (*CheckReport, error) {
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("%w: no registry directory at %s", inference.ErrRegistry, dir)
+		return nil, fmt.Errorf("%w: no registry directory at %s", store.ErrRegistry, dir)
 	}
 	files, err := filestore.Open(dir)
 	if err != nil {
@@ -114,7 +113,7 @@ func (c *checker) run(ctx context.Context) error {
 	}
 	quarantined, err := c.r.artifacts.Quarantined(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: list the quarantine: %w", inference.ErrRegistry, err)
+		return fmt.Errorf("%w: list the quarantine: %w", store.ErrRegistry, err)
 	}
 	for _, q := range quarantined {
 		c.find(q, "in quarantine: read "+q+filestore.ReasonSuffix+", then remove it or put a fixed copy back in models/", "")
@@ -137,7 +136,7 @@ func (c *checker) readIndex(ctx context.Context) error {
 	ix, rev, err := c.r.index.ReadIndex(ctx)
 	switch {
 	case errors.Is(err, filestore.ErrNewerFormat):
-		return fmt.Errorf("%w: %w; not touching it", inference.ErrRegistry, err)
+		return fmt.Errorf("%w: %w; not touching it", store.ErrRegistry, err)
 	case errors.Is(err, store.ErrIndexCorrupt):
 		repair := ""
 		if c.repair {
@@ -147,13 +146,13 @@ func (c *checker) readIndex(ctx context.Context) error {
 			}
 			repair = "set aside as " + aside + "; rebuilt from the model files"
 			if _, rev, aerr = c.r.index.ReadIndex(ctx); aerr != nil {
-				return fmt.Errorf("%w: %w", inference.ErrRegistry, aerr)
+				return fmt.Errorf("%w: %w", store.ErrRegistry, aerr)
 			}
 		}
 		c.find(filestore.IndexFile, err.Error(), repair)
 		c.r.ix, c.r.rev, c.changed = store.NewIndex(), rev, true
 	case err != nil:
-		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+		return fmt.Errorf("%w: %w", store.ErrRegistry, err)
 	case rev == 0:
 		c.r.ix, c.r.rev = ix, rev
 		if len(c.r.orphans(ctx)) > 0 {
@@ -181,7 +180,7 @@ func (c *checker) tempFiles() {
 func (c *checker) entries(ctx context.Context) error {
 	present, err := c.r.artifactNames(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: list the model files: %w", inference.ErrRegistry, err)
+		return fmt.Errorf("%w: list the model files: %w", store.ErrRegistry, err)
 	}
 	versions := make([]string, 0, len(c.r.ix.Models))
 	for v := range c.r.ix.Models {
@@ -313,7 +312,7 @@ func (c *checker) removals(ctx context.Context) error {
 	}
 	present, err := c.r.artifactNames(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: list the model files: %w", inference.ErrRegistry, err)
+		return fmt.Errorf("%w: list the model files: %w", store.ErrRegistry, err)
 	}
 	for _, rm := range c.r.ix.Removing {
 		if present[rm.File] {

@@ -19,7 +19,7 @@
 // refuses a change made on stale state (store.ErrConflict) instead of
 // losing another writer's: each rule decides on a copy of the index and
 // commits it whole, and a commit is the point where its change happens.
-// A commit the store refuses fails the operation (inference.ErrRegistry,
+// A commit the store refuses fails the operation (store.ErrRegistry,
 // wrapping the store's error) and leaves the registry's copy of the index
 // and the served model as they were.
 // A store's commit is atomic and durable on return; see

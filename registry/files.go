@@ -69,7 +69,7 @@ func artifactError(e *Entry, err error) error {
 	case errors.Is(err, store.ErrArtifactCorrupt):
 		return fmt.Errorf("%w: %w", inference.ErrModelCorrupted, err)
 	default:
-		return fmt.Errorf("%w: open %s: %w", inference.ErrRegistry, e.File, err)
+		return fmt.Errorf("%w: open %s: %w", store.ErrRegistry, e.File, err)
 	}
 }
 

@@ -23,28 +23,28 @@ import (
 // ErrModelNotFound for an allowed path where no file exists.
 func (r *Registry) CheckImportPath(p string) (string, error) {
 	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("%w: %q is not an absolute path", inference.ErrPathNotAllowed, p)
+		return "", fmt.Errorf("%w: %q is not an absolute path", ErrPathNotAllowed, p)
 	}
 	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
 		if part == ".." {
-			return "", fmt.Errorf("%w: %q contains a '..' element", inference.ErrPathNotAllowed, p)
+			return "", fmt.Errorf("%w: %q contains a '..' element", ErrPathNotAllowed, p)
 		}
 	}
 	if !strings.HasSuffix(p, ".joblib") {
-		return "", fmt.Errorf("%w: %q does not end in .joblib", inference.ErrPathNotAllowed, p)
+		return "", fmt.Errorf("%w: %q does not end in .joblib", ErrPathNotAllowed, p)
 	}
 	resolved, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && r.underRoot(filepath.Clean(p)) {
-			return "", fmt.Errorf("%w: no file at %q", inference.ErrModelNotFound, p)
+			return "", fmt.Errorf("%w: no file at %q", ErrModelNotFound, p)
 		}
-		return "", fmt.Errorf("%w: %q cannot be resolved under an allowed root", inference.ErrPathNotAllowed, p)
+		return "", fmt.Errorf("%w: %q cannot be resolved under an allowed root", ErrPathNotAllowed, p)
 	}
 	if !r.underRoot(resolved) {
-		return "", fmt.Errorf("%w: %q resolves to %q, outside the allowed roots", inference.ErrPathNotAllowed, p, resolved)
+		return "", fmt.Errorf("%w: %q resolves to %q, outside the allowed roots", ErrPathNotAllowed, p, resolved)
 	}
 	if !strings.HasSuffix(resolved, ".joblib") {
-		return "", fmt.Errorf("%w: %q resolves to a file not ending in .joblib", inference.ErrPathNotAllowed, p)
+		return "", fmt.Errorf("%w: %q resolves to a file not ending in .joblib", ErrPathNotAllowed, p)
 	}
 	return resolved, nil
 }
@@ -67,7 +67,7 @@ func (r *Registry) underRoot(p string) bool {
 // sidecar it came with.
 func (r *Registry) importFile(ctx context.Context, req LoadRequest) (*Entry, error) {
 	if req.Path == "" {
-		return nil, fmt.Errorf("%w: source \"file\" requires a path", inference.ErrPathNotAllowed)
+		return nil, fmt.Errorf("%w: source \"file\" requires a path", ErrPathNotAllowed)
 	}
 	resolved, err := r.CheckImportPath(req.Path)
 	if err != nil {
@@ -77,7 +77,7 @@ func (r *Registry) importFile(ctx context.Context, req LoadRequest) (*Entry, err
 	_, taken := r.ix.Models[req.Version]
 	r.mu.Unlock()
 	if taken {
-		return nil, fmt.Errorf("%w: version %q is already in the registry; choose a new name", inference.ErrVersionExists, req.Version)
+		return nil, fmt.Errorf("%w: version %q is already in the registry; choose a new name", ErrVersionExists, req.Version)
 	}
 	name := store.ModelsDir + "/" + req.Version + ".joblib"
 	if r.artifactOrSidecarExists(ctx, name) {
@@ -145,7 +145,7 @@ func (r *Registry) artifactOrSidecarExists(ctx context.Context, name string) boo
 }
 
 func versionFileExists(name string) error {
-	return fmt.Errorf("%w: %s already exists in the registry (not yet listed: it is adopted at the next start); choose a new name", inference.ErrVersionExists, name)
+	return fmt.Errorf("%w: %s already exists in the registry (not yet listed: it is adopted at the next start); choose a new name", ErrVersionExists, name)
 }
 
 // importStoreError is the registry's error for a store that refuses an
@@ -157,7 +157,7 @@ func importStoreError(name, src string, err error) error {
 	case errors.Is(err, inference.ErrModelCorrupted), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
-	return fmt.Errorf("%w: copy %q into the registry: %w", inference.ErrRegistry, src, err)
+	return fmt.Errorf("%w: copy %q into the registry: %w", store.ErrRegistry, src, err)
 }
 
 // importSource is an opened file to import.
@@ -176,9 +176,9 @@ func openImport(path string) (importSource, error) {
 	f, fi, err := regularfile.Open(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return importSource{}, fmt.Errorf("%w: no file at %q", inference.ErrModelNotFound, path)
+		return importSource{}, fmt.Errorf("%w: no file at %q", ErrModelNotFound, path)
 	case errors.Is(err, regularfile.ErrNotRegular):
-		return importSource{}, fmt.Errorf("%w: %q is not a regular file", inference.ErrPathNotAllowed, path)
+		return importSource{}, fmt.Errorf("%w: %q is not a regular file", ErrPathNotAllowed, path)
 	case err != nil:
 		return importSource{}, fmt.Errorf("%w: open %q: %w", inference.ErrModelCorrupted, path, err)
 	}

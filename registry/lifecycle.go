@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"ramanserve/inference"
 	"ramanserve/registry/store"
 )
 
@@ -24,7 +23,7 @@ func (r *Registry) Describe(version string) (Entry, error) {
 	}
 	r.mu.Unlock()
 	if !ok {
-		return Entry{}, fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, version)
+		return Entry{}, fmt.Errorf("%w: version %q is not in the registry", ErrModelNotFound, version)
 	}
 	if c.Status == StatusActive {
 		if m := r.Active(); m == nil || m.Metadata().Version != c.Version {
@@ -59,7 +58,7 @@ func (r *Registry) Describe(version string) (Entry, error) {
 // quarantined.
 func (r *Registry) Delete(ctx context.Context, version string) error {
 	if !r.loadMu.TryLock() {
-		return inference.ErrLoadInProgress
+		return ErrLoadInProgress
 	}
 	defer r.loadMu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -98,10 +97,10 @@ func (r *Registry) dropEntry(ctx context.Context, version string) (rm store.Remo
 	defer r.mu.Unlock()
 	e, ok := r.ix.Models[version]
 	if !ok {
-		return store.Removal{}, false, false, fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, version)
+		return store.Removal{}, false, false, fmt.Errorf("%w: version %q is not in the registry", ErrModelNotFound, version)
 	}
 	if e.Status == StatusActive || r.ix.Active == version {
-		return store.Removal{}, false, false, fmt.Errorf("%w: version %q is the active model; activate another version first", inference.ErrModelActive, version)
+		return store.Removal{}, false, false, fmt.Errorf("%w: version %q is the active model; activate another version first", ErrModelActive, version)
 	}
 	rm = store.Removal{File: e.File, SizeBytes: e.SizeBytes, SHA256: e.SHA256}
 	next := r.ix.Clone()

@@ -62,7 +62,7 @@ func TestDescribeAnswersFromTheIndex(t *testing.T) {
 	check(r)
 	r2 := reopen(t, r, nil)
 	check(r2)
-	if _, err := r2.Describe("nope"); !errors.Is(err, inference.ErrModelNotFound) {
+	if _, err := r2.Describe("nope"); !errors.Is(err, ErrModelNotFound) {
 		t.Fatalf("unknown version: %v", err)
 	}
 }
@@ -94,24 +94,24 @@ func TestDeleteStagedArchivedNotActive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := r.Delete(ctx, b); !errors.Is(err, inference.ErrModelActive) {
+	if err := r.Delete(ctx, b); !errors.Is(err, ErrModelActive) {
 		t.Fatalf("delete active: %v", err)
 	}
-	if err := r.Delete(ctx, "never"); !errors.Is(err, inference.ErrModelNotFound) {
+	if err := r.Delete(ctx, "never"); !errors.Is(err, ErrModelNotFound) {
 		t.Fatalf("delete unknown: %v", err)
 	}
 	for _, v := range []string{a, c} {
 		if err := r.Delete(ctx, v); err != nil {
 			t.Fatalf("delete %s: %v", v, err)
 		}
-		if _, err := r.Describe(v); !errors.Is(err, inference.ErrModelNotFound) {
+		if _, err := r.Describe(v); !errors.Is(err, ErrModelNotFound) {
 			t.Fatalf("%s still described: %v", v, err)
 		}
 	}
 	if files := modelFiles(t, dir); len(files) != 1 || files[0] != b+".npz" {
 		t.Fatalf("models/ holds %v, want only %s.npz", files, b)
 	}
-	if err := r.Delete(ctx, a); !errors.Is(err, inference.ErrModelNotFound) {
+	if err := r.Delete(ctx, a); !errors.Is(err, ErrModelNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 	r2 := reopen(t, r, nil)
@@ -179,7 +179,7 @@ func TestDeleteTakesTheLoadLock(t *testing.T) {
 		done <- err
 	}()
 	<-entered // the load holds the lock, reading the file
-	if err := r.Delete(context.Background(), b); !errors.Is(err, inference.ErrLoadInProgress) {
+	if err := r.Delete(context.Background(), b); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("delete during a load: %v", err)
 	}
 	close(gate)
@@ -260,7 +260,7 @@ func TestReservedVersionNames(t *testing.T) {
 	os.WriteFile(src, []byte("const:4"), 0o644)
 	for _, v := range []string{"load", "list", "info", "shadow"} {
 		_, err := r.Load(context.Background(), LoadRequest{Version: v, Source: SourceFile, Path: src})
-		if !errors.Is(err, inference.ErrReservedVersion) {
+		if !errors.Is(err, ErrReservedVersion) {
 			t.Fatalf("import as %q: %v", v, err)
 		}
 	}
@@ -372,7 +372,7 @@ func TestDeleteRemovesOnlyTheBytesItRecorded(t *testing.T) {
 			if err := r.Delete(context.Background(), v); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.Describe(v); !errors.Is(err, inference.ErrModelNotFound) {
+			if _, err := r.Describe(v); !errors.Is(err, ErrModelNotFound) {
 				t.Fatalf("entry still there: %v", err)
 			}
 			if b, err := os.ReadFile(p); err != nil || string(b) != "const:8" {
@@ -417,7 +417,7 @@ func TestDeleteOnAFullOrReadOnlyDisk(t *testing.T) {
 	p := filepath.Join(dir, "models", v+".npz")
 	stillThere := func(errno syscall.Errno, err error) {
 		t.Helper()
-		if !errors.Is(err, inference.ErrRegistry) || !errors.Is(err, errno) {
+		if !errors.Is(err, store.ErrRegistry) || !errors.Is(err, errno) {
 			t.Fatalf("delete: %v, want ErrRegistry wrapping %v", err, errno)
 		}
 		if _, err := r.Describe(v); err != nil {

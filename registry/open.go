@@ -16,7 +16,7 @@ import (
 // version: ErrModelNotFound.
 func (r *Registry) OpenVersion(ctx context.Context, version string) (inference.Model, error) {
 	if !ValidVersion(version) {
-		return nil, fmt.Errorf("%w: version %q is not a valid version name", inference.ErrModelNotFound, version)
+		return nil, fmt.Errorf("%w: version %q is not a valid version name", ErrModelNotFound, version)
 	}
 	r.mu.Lock()
 	e, ok := r.ix.Models[version]
@@ -26,7 +26,7 @@ func (r *Registry) OpenVersion(ctx context.Context, version string) (inference.M
 	}
 	r.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, version)
+		return nil, fmt.Errorf("%w: version %q is not in the registry", ErrModelNotFound, version)
 	}
 	return r.openVerified(ctx, &c)
 }

@@ -40,7 +40,7 @@ func TestOpenVersion(t *testing.T) {
 		t.Fatalf("active predicts %g after OpenVersion, want 2", got)
 	}
 	for _, v := range []string{"nope", "../x", ""} {
-		if _, err := r.OpenVersion(ctx, v); !errors.Is(err, inference.ErrModelNotFound) {
+		if _, err := r.OpenVersion(ctx, v); !errors.Is(err, ErrModelNotFound) {
 			t.Fatalf("OpenVersion(%q): %v, want ErrModelNotFound", v, err)
 		}
 	}

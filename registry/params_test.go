@@ -52,7 +52,7 @@ func TestReadParamsReadsAStagedArtifactWithoutActivating(t *testing.T) {
 	}
 
 	// Unknown versions are not found; a changed file is corrupted.
-	if _, err := r.ReadParams(context.Background(), "nope"); !errors.Is(err, inference.ErrModelNotFound) {
+	if _, err := r.ReadParams(context.Background(), "nope"); !errors.Is(err, ErrModelNotFound) {
 		t.Fatalf("unknown version: %v", err)
 	}
 	e, _ := r.Describe(v)
@@ -93,7 +93,7 @@ func TestReadParamsOfADeletedVersionIsNotFound(t *testing.T) {
 	if err := r.Delete(context.Background(), v); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ReadParams(context.Background(), v); !errors.Is(err, inference.ErrModelNotFound) {
+	if _, err := r.ReadParams(context.Background(), v); !errors.Is(err, ErrModelNotFound) {
 		t.Fatalf("deleted version: %v", err)
 	}
 }

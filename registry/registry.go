@@ -153,7 +153,7 @@ func newRegistry(idx IndexStore, arts ArtifactStore, dir string, opts Options) (
 func (r *Registry) commit(ctx context.Context, next *store.Index) error {
 	rev, err := r.index.CommitIndex(ctx, r.rev, next)
 	if err != nil {
-		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+		return fmt.Errorf("%w: %w", store.ErrRegistry, err)
 	}
 	r.ix, r.rev = next, rev
 	return nil
@@ -166,7 +166,7 @@ func (r *Registry) open(ctx context.Context) error {
 		return fmt.Errorf("%w. Nothing in the registry was changed. Run `ramanserve registry check %s -repair` to set index.json aside and rebuild the list from the model files (every one is listed as archived)", err, r.dir)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %w", inference.ErrRegistry, err)
+		return fmt.Errorf("%w: %w", store.ErrRegistry, err)
 	}
 	r.ix, r.rev = ix, rev
 	for _, sub := range []string{filestore.ModelsDir, "import", "jobs"} {
@@ -286,12 +286,12 @@ const probeBytes = 4096
 // Writable probes that the registry directory can take a write: it writes
 // probeBytes to a temporary file, fsyncs it (a network file system may
 // report a full disk or quota only then), and removes it. The error wraps
-// inference.ErrRegistry and the failing call's *os.PathError, so
+// store.ErrRegistry and the failing call's *os.PathError, so
 // errors.Is finds the errno (ENOSPC, EROFS, EDQUOT).
 func (r *Registry) Writable() error {
 	f, err := os.CreateTemp(r.dir, atomicfile.TempPrefix+"probe-*")
 	if err != nil {
-		return fmt.Errorf("%w: registry not writable: %w", inference.ErrRegistry, err)
+		return fmt.Errorf("%w: registry not writable: %w", store.ErrRegistry, err)
 	}
 	name := f.Name()
 	defer os.Remove(name)
@@ -303,7 +303,7 @@ func (r *Registry) Writable() error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("%w: registry not writable: %w", inference.ErrRegistry, err)
+		return fmt.Errorf("%w: registry not writable: %w", store.ErrRegistry, err)
 	}
 	return nil
 }
@@ -372,14 +372,14 @@ type LoadResult struct {
 func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error) {
 	start := time.Now()
 	if !r.loadMu.TryLock() {
-		return LoadResult{}, inference.ErrLoadInProgress
+		return LoadResult{}, ErrLoadInProgress
 	}
 	defer r.loadMu.Unlock()
 	if !ValidVersion(req.Version) {
-		return LoadResult{}, fmt.Errorf("%w: version %q is not a valid version name", inference.ErrModelNotFound, req.Version)
+		return LoadResult{}, fmt.Errorf("%w: version %q is not a valid version name", ErrModelNotFound, req.Version)
 	}
 	if req.Source == SourceFile && ReservedVersion(req.Version) {
-		return LoadResult{}, fmt.Errorf("%w: %q names a route (/model/%s); choose another version name", inference.ErrReservedVersion, req.Version, req.Version)
+		return LoadResult{}, fmt.Errorf("%w: %q names a route (/model/%s); choose another version name", ErrReservedVersion, req.Version, req.Version)
 	}
 	var (
 		entry *Entry
@@ -457,13 +457,13 @@ func (r *Registry) lookup(req LoadRequest) (*Entry, error) {
 	defer r.mu.Unlock()
 	e, ok := r.ix.Models[req.Version]
 	if !ok {
-		return nil, fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, req.Version)
+		return nil, fmt.Errorf("%w: version %q is not in the registry", ErrModelNotFound, req.Version)
 	}
 	switch {
 	case e.Status == StatusActive:
 		// Reloading the active version is allowed whatever the source.
 	case string(e.Status) != string(want):
-		return nil, fmt.Errorf("%w: version %q is %s, not %s; load it with source %q", inference.ErrModelStatusMismatch, req.Version, e.Status, want, e.Status)
+		return nil, fmt.Errorf("%w: version %q is %s, not %s; load it with source %q", ErrModelStatusMismatch, req.Version, e.Status, want, e.Status)
 	}
 	c := *e
 	return &c, nil
@@ -608,7 +608,7 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		taken[version] = true
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("%w: write %s: %w", inference.ErrRegistry, relPath, err)
+		return "", "", fmt.Errorf("%w: write %s: %w", store.ErrRegistry, relPath, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

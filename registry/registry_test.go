@@ -142,7 +142,7 @@ func TestLoadStagedArchivesPrevious(t *testing.T) {
 		}
 	}
 	// Archived is re-activated only with source archived.
-	if _, err := r.Load(context.Background(), LoadRequest{Version: v1, Source: SourceStaged}); !errors.Is(err, inference.ErrModelStatusMismatch) || errors.Is(err, inference.ErrModelNotFound) || !strings.Contains(err.Error(), "is archived") {
+	if _, err := r.Load(context.Background(), LoadRequest{Version: v1, Source: SourceStaged}); !errors.Is(err, ErrModelStatusMismatch) || errors.Is(err, ErrModelNotFound) || !strings.Contains(err.Error(), "is archived") {
 		t.Fatalf("staged load of an archived version: %v, want ErrModelStatusMismatch naming archived", err)
 	}
 	if _, err := r.Load(context.Background(), LoadRequest{Version: v1, Source: SourceArchived}); err != nil {
@@ -175,12 +175,12 @@ func TestFailedLoadsKeepPreviousActive(t *testing.T) {
 	}{
 		// First, so that a load lock left held would fail every case after it.
 		{"reader panics", LoadRequest{Version: "bad0", Source: SourceFile, Path: write("panics.joblib", "panic")}, inference.ErrModelCorrupted},
-		{"unknown version", LoadRequest{Version: "nope", Source: SourceStaged}, inference.ErrModelNotFound},
+		{"unknown version", LoadRequest{Version: "nope", Source: SourceStaged}, ErrModelNotFound},
 		{"corrupted file", LoadRequest{Version: "bad1", Source: SourceFile, Path: write("corrupt.joblib", "garbage")}, inference.ErrModelCorrupted},
 		{"truncated file", LoadRequest{Version: "bad2", Source: SourceFile, Path: write("trunc.joblib", "const:")}, inference.ErrModelCorrupted},
-		{"wrong path", LoadRequest{Version: "bad3", Source: SourceFile, Path: filepath.Join(importDir, "missing.joblib")}, inference.ErrModelNotFound},
-		{"path outside roots", LoadRequest{Version: "bad4", Source: SourceFile, Path: "/etc/passwd.joblib"}, inference.ErrPathNotAllowed},
-		{"invalid version name", LoadRequest{Version: "../x", Source: SourceStaged}, inference.ErrModelNotFound},
+		{"wrong path", LoadRequest{Version: "bad3", Source: SourceFile, Path: filepath.Join(importDir, "missing.joblib")}, ErrModelNotFound},
+		{"path outside roots", LoadRequest{Version: "bad4", Source: SourceFile, Path: "/etc/passwd.joblib"}, ErrPathNotAllowed},
+		{"invalid version name", LoadRequest{Version: "../x", Source: SourceStaged}, ErrModelNotFound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,7 +234,7 @@ func TestConcurrentLoadsOneWins(t *testing.T) {
 		switch err := <-results; {
 		case err == nil:
 			ok++
-		case errors.Is(err, inference.ErrLoadInProgress):
+		case errors.Is(err, ErrLoadInProgress):
 			busy++
 		default:
 			t.Errorf("unexpected error %v", err)
@@ -326,14 +326,14 @@ func TestCheckImportPath(t *testing.T) {
 		want       error
 	}{
 		{"inside root", inside, nil},
-		{"dot-dot escape", filepath.Join(root, "..", "..", filepath.Base(outside), "secret.joblib"), inference.ErrPathNotAllowed},
-		{"dot-dot staying inside", root + "/sub/../ok.joblib", inference.ErrPathNotAllowed},
-		{"symlink out of root", filepath.Join(root, "escape.joblib"), inference.ErrPathNotAllowed},
-		{"symlinked directory out of root", filepath.Join(root, "dirlink", "secret.joblib"), inference.ErrPathNotAllowed},
-		{"relative path", "import/ok.joblib", inference.ErrPathNotAllowed},
-		{"not .joblib", filepath.Join(root, "model.txt"), inference.ErrPathNotAllowed},
-		{"absolute outside", secret, inference.ErrPathNotAllowed},
-		{"missing inside root", filepath.Join(root, "missing.joblib"), inference.ErrModelNotFound},
+		{"dot-dot escape", filepath.Join(root, "..", "..", filepath.Base(outside), "secret.joblib"), ErrPathNotAllowed},
+		{"dot-dot staying inside", root + "/sub/../ok.joblib", ErrPathNotAllowed},
+		{"symlink out of root", filepath.Join(root, "escape.joblib"), ErrPathNotAllowed},
+		{"symlinked directory out of root", filepath.Join(root, "dirlink", "secret.joblib"), ErrPathNotAllowed},
+		{"relative path", "import/ok.joblib", ErrPathNotAllowed},
+		{"not .joblib", filepath.Join(root, "model.txt"), ErrPathNotAllowed},
+		{"absolute outside", secret, ErrPathNotAllowed},
+		{"missing inside root", filepath.Join(root, "missing.joblib"), ErrModelNotFound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -367,7 +367,7 @@ func TestImportCopiesFileAndSidecar(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "models", "imported-1.joblib.json")); err != nil {
 		t.Fatalf("sidecar not copied: %v", err)
 	}
-	if _, err := r.Load(context.Background(), LoadRequest{Version: "imported-1", Source: SourceFile, Path: src}); !errors.Is(err, inference.ErrPathNotAllowed) && !errors.Is(err, inference.ErrVersionExists) && !errors.Is(err, inference.ErrModelNotFound) {
+	if _, err := r.Load(context.Background(), LoadRequest{Version: "imported-1", Source: SourceFile, Path: src}); !errors.Is(err, ErrPathNotAllowed) && !errors.Is(err, ErrVersionExists) && !errors.Is(err, ErrModelNotFound) {
 		t.Fatalf("re-import: %v", err)
 	}
 	r2 := reopen(t, r, nil)
@@ -417,7 +417,7 @@ func TestImportRefusesFIFOWithoutBlocking(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if !errors.Is(err, inference.ErrPathNotAllowed) {
+		if !errors.Is(err, ErrPathNotAllowed) {
 			t.Fatalf("err = %v, want ErrPathNotAllowed", err)
 		}
 	case <-time.After(10 * time.Second):

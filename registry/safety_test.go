@@ -303,7 +303,7 @@ func TestImportNeverOverwritesAFileInModels(t *testing.T) {
 	src := filepath.Join(dir, "import", "m.joblib")
 	os.WriteFile(src, []byte("const:2"), 0o644)
 	_, err := r.Load(context.Background(), LoadRequest{Version: "v1", Source: SourceFile, Path: src})
-	if !errors.Is(err, inference.ErrVersionExists) {
+	if !errors.Is(err, ErrVersionExists) {
 		t.Fatalf("import over a file placed by hand: %v, want VERSION_EXISTS", err)
 	}
 	if b, _ := os.ReadFile(placed); string(b) != "const:1" {

@@ -71,12 +71,12 @@ func (r *Registry) FollowShadow(f ShadowFollower) error {
 // model is opened through the same readers and checks as a load (size,
 // checksum, reader), under the same lock: a concurrent load, delete or
 // shadow change fails at once with ErrLoadInProgress. Unknown version:
-// ErrModelNotFound; the active version: inference.ErrShadowIsActive. The
+// ErrModelNotFound; the active version: ErrShadowIsActive. The
 // index write is the commit point; the follower is then Set. Setting the
 // current shadow again reopens it (its comparison starts again).
 func (r *Registry) SetShadow(ctx context.Context, version string) error {
 	if !r.loadMu.TryLock() {
-		return inference.ErrLoadInProgress
+		return ErrLoadInProgress
 	}
 	defer r.loadMu.Unlock()
 	entry, err := r.shadowCandidate(version)
@@ -101,22 +101,22 @@ func (r *Registry) SetShadow(ctx context.Context, version string) error {
 // the shadow.
 func (r *Registry) shadowCandidate(version string) (*Entry, error) {
 	if !ValidVersion(version) {
-		return nil, fmt.Errorf("%w: version %q is not a valid version name", inference.ErrModelNotFound, version)
+		return nil, fmt.Errorf("%w: version %q is not a valid version name", ErrModelNotFound, version)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.ix.Models[version]
 	if !ok {
-		return nil, fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, version)
+		return nil, fmt.Errorf("%w: version %q is not in the registry", ErrModelNotFound, version)
 	}
 	// The index's active pointer, not only the serving model: a version
 	// recorded active that failed to restore becomes active again at the
 	// next start, and would then shadow itself.
 	if e.Status == StatusActive || r.ix.Active == version {
-		return nil, fmt.Errorf("%w: %q is the active model; the shadow must be another version", inference.ErrShadowIsActive, version)
+		return nil, fmt.Errorf("%w: %q is the active model; the shadow must be another version", ErrShadowIsActive, version)
 	}
 	if m := r.Active(); m != nil && m.Metadata().Version == version {
-		return nil, fmt.Errorf("%w: %q is the active model; the shadow must be another version", inference.ErrShadowIsActive, version)
+		return nil, fmt.Errorf("%w: %q is the active model; the shadow must be another version", ErrShadowIsActive, version)
 	}
 	c := *e
 	return &c, nil
@@ -143,7 +143,7 @@ func (r *Registry) commitShadow(ctx context.Context, version string) error {
 // (ErrLoadInProgress while a load, delete or shadow change runs).
 func (r *Registry) ClearShadow(ctx context.Context) error {
 	if !r.loadMu.TryLock() {
-		return inference.ErrLoadInProgress
+		return ErrLoadInProgress
 	}
 	defer r.loadMu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -203,9 +203,9 @@ func (r *Registry) restoreShadow(ctx context.Context) {
 		e, ok := r.ix.Models[version]
 		switch {
 		case !ok:
-			return fmt.Errorf("%w: version %q is not in the registry", inference.ErrModelNotFound, version)
+			return fmt.Errorf("%w: version %q is not in the registry", ErrModelNotFound, version)
 		case e.Status == StatusActive || r.ix.Active == version:
-			return fmt.Errorf("%w: %q", inference.ErrShadowIsActive, version)
+			return fmt.Errorf("%w: %q", ErrShadowIsActive, version)
 		}
 		m, err := r.openVerified(ctx, e)
 		if err != nil {

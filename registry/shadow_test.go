@@ -137,9 +137,9 @@ func TestSetShadowChecksLikeALoad(t *testing.T) {
 		version string
 		want    error
 	}{
-		{"no-such-version", inference.ErrModelNotFound},
-		{"../escape", inference.ErrModelNotFound},
-		{active, inference.ErrShadowIsActive},
+		{"no-such-version", ErrModelNotFound},
+		{"../escape", ErrModelNotFound},
+		{active, ErrShadowIsActive},
 		{broken, inference.ErrModelCorrupted},
 	} {
 		if err := r.SetShadow(ctx, tc.version); !errors.Is(err, tc.want) {
@@ -212,7 +212,7 @@ func TestPromotingTheShadowClearsItInTheSameWrite(t *testing.T) {
 		t.Fatalf("follower %q %v, want %v", cur, ev, want)
 	}
 	// Now b is active: it cannot shadow itself, a can.
-	if err := r.SetShadow(ctx, b); !errors.Is(err, inference.ErrShadowIsActive) {
+	if err := r.SetShadow(ctx, b); !errors.Is(err, ErrShadowIsActive) {
 		t.Fatalf("SetShadow(active) = %v", err)
 	}
 	if err := r.SetShadow(ctx, a); err != nil {
@@ -310,10 +310,10 @@ func TestShadowTakesTheLoadLock(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := r.Load(ctx, LoadRequest{Version: a}); done <- err }()
 	waitLoadLocked(t, r)
-	if err := r.SetShadow(ctx, b); !errors.Is(err, inference.ErrLoadInProgress) {
+	if err := r.SetShadow(ctx, b); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("SetShadow during a load: %v", err)
 	}
-	if err := r.ClearShadow(ctx); !errors.Is(err, inference.ErrLoadInProgress) {
+	if err := r.ClearShadow(ctx); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("ClearShadow during a load: %v", err)
 	}
 	gate <- struct{}{}
@@ -323,10 +323,10 @@ func TestShadowTakesTheLoadLock(t *testing.T) {
 
 	go func() { done <- r.SetShadow(ctx, b) }()
 	waitLoadLocked(t, r)
-	if _, err := r.Load(ctx, LoadRequest{Version: b}); !errors.Is(err, inference.ErrLoadInProgress) {
+	if _, err := r.Load(ctx, LoadRequest{Version: b}); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("Load during SetShadow: %v", err)
 	}
-	if err := r.Delete(ctx, b); !errors.Is(err, inference.ErrLoadInProgress) {
+	if err := r.Delete(ctx, b); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("Delete during SetShadow: %v", err)
 	}
 	gate <- struct{}{}
@@ -379,7 +379,7 @@ func TestConcurrentLoadsAndShadowChanges(t *testing.T) {
 				switch rng.IntN(4) {
 				case 0:
 					_, err = r.Load(ctx, LoadRequest{Version: v, Source: SourceArchived})
-					if errors.Is(err, inference.ErrModelStatusMismatch) {
+					if errors.Is(err, ErrModelStatusMismatch) {
 						_, err = r.Load(ctx, LoadRequest{Version: v, Source: SourceStaged})
 					}
 				case 1, 2:
@@ -387,8 +387,8 @@ func TestConcurrentLoadsAndShadowChanges(t *testing.T) {
 				case 3:
 					err = r.ClearShadow(ctx)
 				}
-				if err != nil && !errors.Is(err, inference.ErrLoadInProgress) && !errors.Is(err, inference.ErrShadowIsActive) &&
-					!errors.Is(err, inference.ErrModelStatusMismatch) {
+				if err != nil && !errors.Is(err, ErrLoadInProgress) && !errors.Is(err, ErrShadowIsActive) &&
+					!errors.Is(err, ErrModelStatusMismatch) {
 					t.Errorf("unexpected error: %v", err)
 				}
 			}

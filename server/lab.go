@@ -15,6 +15,7 @@ import (
 	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
 	"ramanserve/inference"
+	"ramanserve/registry"
 	"ramanserve/server/contract"
 )
 
@@ -201,7 +202,7 @@ func (a *API) versionKnown(ctx context.Context, version string) error {
 	if err == nil {
 		return nil
 	}
-	if !errors.Is(err, inference.ErrModelNotFound) {
+	if !errors.Is(err, registry.ErrModelNotFound) {
 		return err
 	}
 	logged, err := a.Lab.Logged(ctx, version)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"ramanserve/gen"
-	"ramanserve/inference"
 	"ramanserve/registry"
 	"ramanserve/server/contract"
 )
@@ -71,7 +70,7 @@ func reservedRoute(method, version string) error {
 // versionNotFound makes an unknown version 404 on the /model/{version}
 // routes (a load naming one is 400, in the shared table).
 func versionNotFound(err error) error {
-	if errors.Is(err, inference.ErrModelNotFound) {
+	if errors.Is(err, registry.ErrModelNotFound) {
 		return contract.New(contract.ModelNotFound, http.StatusNotFound, err.Error())
 	}
 	return err

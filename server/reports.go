@@ -54,7 +54,7 @@ func (a *API) GetTrainingReport(ctx context.Context, req gen.GetTrainingReportRe
 }
 
 // modelReport reads the version's entry and file (without activating
-// it) and renders its page. inference.ErrModelNotFound for an unknown or
+// it) and renders its page. registry.ErrModelNotFound for an unknown or
 // deleted version.
 func (a *API) modelReport(ctx context.Context, version string) (htmlPage, error) {
 	leave, err := a.reportGate.enter(ctx)

@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	"ramanserve/inference"
 	"ramanserve/platform/atomicfile"
 	"ramanserve/registry/store"
 )
@@ -167,7 +166,7 @@ func (s *Store) SetAsideCorruptIndex(now time.Time) (string, error) {
 		name = fmt.Sprintf("%s-%d", base, i)
 	}
 	if err := os.Rename(filepath.Join(s.dir, IndexFile), filepath.Join(s.dir, name)); err != nil {
-		return "", fmt.Errorf("%w: set the corrupt index aside: %w", inference.ErrRegistry, err)
+		return "", fmt.Errorf("%w: set the corrupt index aside: %w", store.ErrRegistry, err)
 	}
 	s.rev++
 	return name, atomicfile.SyncDir(s.dir)

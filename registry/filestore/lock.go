@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"ramanserve/registry/store"
 	"strconv"
 	"strings"
 	"syscall"
-
-	"ramanserve/inference"
 )
 
 // LockFile is the file in the registry directory whose flock says which
@@ -39,16 +38,16 @@ func lockDir(dir string) (*dirLock, error) {
 		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: open the lock file %s: %w", inference.ErrRegistry, path, err)
+		return nil, fmt.Errorf("%w: open the lock file %s: %w", store.ErrRegistry, path, err)
 	}
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%w: the lock file %s is not a regular file", inference.ErrRegistry, path)
+		return nil, fmt.Errorf("%w: the lock file %s is not a regular file", store.ErrRegistry, path)
 	} else if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink != 1 {
 		// The holder writes its PID into the lock file: a hard link would
 		// make that overwrite a file the server did not write.
 		f.Close()
-		return nil, fmt.Errorf("%w: the lock file %s has %d hard links, and the server would write its PID into every one of them; replace it with a file of its own", inference.ErrRegistry, path, sys.Nlink)
+		return nil, fmt.Errorf("%w: the lock file %s has %d hard links, and the server would write its PID into every one of them; replace it with a file of its own", store.ErrRegistry, path, sys.Nlink)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder := readHolder(f)
@@ -56,7 +55,7 @@ func lockDir(dir string) (*dirLock, error) {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%w: %s is locked by process %s (lock file %s); stop that process or use another registry directory", ErrLocked, dir, holder, path)
 		}
-		return nil, fmt.Errorf("%w: lock %s: %w", inference.ErrRegistry, path, err)
+		return nil, fmt.Errorf("%w: lock %s: %w", store.ErrRegistry, path, err)
 	}
 	// Only the holder writes: the PID is for the message above, not for
 	// deciding anything, so a failed write (full disk) is not fatal.

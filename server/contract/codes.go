@@ -15,8 +15,10 @@ import (
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
+	"ramanserve/registry"
 	"ramanserve/service/models"
 	"ramanserve/trainer"
+	"ramanserve/trainer/jobs"
 )
 
 // Code is a machine-readable error code of the contract.
@@ -177,17 +179,17 @@ var domainCodes = []struct {
 	code   Code
 	status int
 }{
-	{inference.ErrLoadInProgress, LoadInProgress, http.StatusConflict},
+	{registry.ErrLoadInProgress, LoadInProgress, http.StatusConflict},
 	{inference.ErrUnsafeModel, UnsafeModel, http.StatusBadRequest},
 	{inference.ErrModelTargets, ModelTargetsUnknown, http.StatusBadRequest},
 	{inference.ErrModelUnsupported, ModelUnsupported, http.StatusBadRequest},
-	{inference.ErrPathNotAllowed, PathNotAllowed, http.StatusBadRequest},
-	{inference.ErrVersionExists, VersionExists, http.StatusBadRequest},
-	{inference.ErrModelStatusMismatch, ModelStatusMismatch, http.StatusConflict},
-	{inference.ErrModelActive, ModelActive, http.StatusConflict},
-	{inference.ErrModelBusy, ModelBusy, http.StatusConflict},
-	{inference.ErrShadowIsActive, ShadowIsActive, http.StatusConflict},
-	{inference.ErrNoLoggedSpectra, NoLoggedSpectra, http.StatusConflict},
+	{registry.ErrPathNotAllowed, PathNotAllowed, http.StatusBadRequest},
+	{registry.ErrVersionExists, VersionExists, http.StatusBadRequest},
+	{registry.ErrModelStatusMismatch, ModelStatusMismatch, http.StatusConflict},
+	{registry.ErrModelActive, ModelActive, http.StatusConflict},
+	{models.ErrModelBusy, ModelBusy, http.StatusConflict},
+	{registry.ErrShadowIsActive, ShadowIsActive, http.StatusConflict},
+	{jobs.ErrNoLoggedSpectra, NoLoggedSpectra, http.StatusConflict},
 	// A lab post's refusals all wrap ErrInvalidLabRecords; a JSON post
 	// that is not JSON, or not an array of LabResult, is answered as any
 	// other body outside the contract.
@@ -199,8 +201,8 @@ var domainCodes = []struct {
 	{models.ErrInvalidRange, InvalidRequest, http.StatusBadRequest},
 	{labstore.ErrFull, InsufficientStorage, http.StatusInsufficientStorage},
 	{predlog.ErrBadCursor, InvalidCursor, http.StatusBadRequest},
-	{inference.ErrReservedVersion, InvalidRequest, http.StatusBadRequest},
-	{inference.ErrModelNotFound, ModelNotFound, http.StatusBadRequest},
+	{registry.ErrReservedVersion, InvalidRequest, http.StatusBadRequest},
+	{registry.ErrModelNotFound, ModelNotFound, http.StatusBadRequest},
 	{inference.ErrModelCorrupted, ModelCorrupted, http.StatusBadRequest},
 	{inference.ErrModelNotLoaded, ModelNotLoaded, http.StatusNotFound},
 	{inference.ErrInvalidSpectrum, InvalidSpectrum, http.StatusBadRequest},

@@ -11,6 +11,9 @@ import (
 
 	"ramanserve/evidence/labstore"
 	"ramanserve/inference"
+	"ramanserve/registry"
+	"ramanserve/registry/store"
+	"ramanserve/service/models"
 	"ramanserve/trainer"
 )
 
@@ -21,11 +24,11 @@ func TestClassify(t *testing.T) {
 		status    int
 		retryable bool
 	}{
-		{fmt.Errorf("load: %w", inference.ErrLoadInProgress), LoadInProgress, 409, true},
+		{fmt.Errorf("load: %w", registry.ErrLoadInProgress), LoadInProgress, 409, true},
 		{fmt.Errorf("x: %w: %w", inference.ErrModelCorrupted, inference.ErrUnsafeModel), UnsafeModel, 400, false},
 		{fmt.Errorf("x: %w", inference.ErrModelCorrupted), ModelCorrupted, 400, false},
-		{inference.ErrModelNotFound, ModelNotFound, 400, false},
-		{inference.ErrPathNotAllowed, PathNotAllowed, 400, false},
+		{registry.ErrModelNotFound, ModelNotFound, 400, false},
+		{registry.ErrPathNotAllowed, PathNotAllowed, 400, false},
 		{inference.ErrModelNotLoaded, ModelNotLoaded, 404, false},
 		{fmt.Errorf("line 3: %w", trainer.ErrInvalidCSV), InvalidCSV, 400, false},
 		{trainer.ErrCSVTooLarge, PayloadTooLarge, 413, false},
@@ -35,10 +38,10 @@ func TestClassify(t *testing.T) {
 		// Others hold the budget: the same upload may fit later.
 		{&trainer.MemoryBudgetError{Rows: 0, Charged: 0, Need: 200, Limit: 1000}, ServerBusy, 503, true},
 		{trainer.ErrJobNotFound, JobNotFound, 404, false},
-		{fmt.Errorf("%w: v1 is archived, not staged", inference.ErrModelStatusMismatch), ModelStatusMismatch, 409, false},
-		{inference.ErrModelActive, ModelActive, 409, false},
-		{fmt.Errorf("%w: re-scoring job j1 of version v1 is running", inference.ErrModelBusy), ModelBusy, 409, true},
-		{inference.ErrReservedVersion, InvalidRequest, 400, false},
+		{fmt.Errorf("%w: v1 is archived, not staged", registry.ErrModelStatusMismatch), ModelStatusMismatch, 409, false},
+		{registry.ErrModelActive, ModelActive, 409, false},
+		{fmt.Errorf("%w: re-scoring job j1 of version v1 is running", models.ErrModelBusy), ModelBusy, 409, true},
+		{registry.ErrReservedVersion, InvalidRequest, 400, false},
 		{trainer.ErrJobFinished, JobFinished, 409, false},
 		{trainer.ErrInvalidCursor, InvalidCursor, 400, false},
 		{trainer.ErrCancelled, Cancelled, 409, false},
@@ -48,8 +51,8 @@ func TestClassify(t *testing.T) {
 		{New(MissingPart, 0, "no csv"), MissingPart, 400, false},
 		{errors.New("disk on fire"), InternalError, 500, false},
 		// The registry's wrapping: sentinel, then the write's *PathError.
-		{fmt.Errorf("%w: write index.json: %w", inference.ErrRegistry, &fs.PathError{Op: "write", Path: "index.json", Err: syscall.ENOSPC}), InsufficientStorage, 507, true},
-		{fmt.Errorf("%w: %w", inference.ErrRegistry, &fs.PathError{Op: "open", Path: "x", Err: syscall.EROFS}), InsufficientStorage, 507, true},
+		{fmt.Errorf("%w: write index.json: %w", store.ErrRegistry, &fs.PathError{Op: "write", Path: "index.json", Err: syscall.ENOSPC}), InsufficientStorage, 507, true},
+		{fmt.Errorf("%w: %w", store.ErrRegistry, &fs.PathError{Op: "open", Path: "x", Err: syscall.EROFS}), InsufficientStorage, 507, true},
 		{&fs.PathError{Op: "write", Path: "x", Err: syscall.EDQUOT}, InsufficientStorage, 507, true},
 		{fmt.Errorf("reconcile: store lab results: %w", labstore.ErrFull), InsufficientStorage, 507, true},
 		{&fs.PathError{Op: "open", Path: "x", Err: syscall.EACCES}, InternalError, 500, false},
@@ -101,7 +104,7 @@ func TestRetryAfterIsTheContracts(t *testing.T) {
 			t.Errorf("%s has a Retry-After but is not retryable", code)
 		}
 	}
-	if got := Classify(fmt.Errorf("wrapped: %w", inference.ErrModelBusy)); got.RetryAfter != 5*time.Second || !got.Retryable {
+	if got := Classify(fmt.Errorf("wrapped: %w", models.ErrModelBusy)); got.RetryAfter != 5*time.Second || !got.Retryable {
 		t.Errorf("Classify(ErrModelBusy) = %+v", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"ramanserve/inference"
+	"ramanserve/registry"
 	"ramanserve/server/codec"
 	"ramanserve/server/contract"
 	"ramanserve/trainer/jobs"
@@ -196,8 +197,8 @@ func TestHTTPRecorderBoundsLabels(t *testing.T) {
 func TestModelLoads(t *testing.T) {
 	m := New(Sources{})
 	m.ModelLoad(nil)
-	m.ModelLoad(fmt.Errorf("load: %w", inference.ErrModelNotFound))
-	m.ModelLoad(inference.ErrLoadInProgress)
+	m.ModelLoad(fmt.Errorf("load: %w", registry.ErrModelNotFound))
+	m.ModelLoad(registry.ErrLoadInProgress)
 	m.ModelLoad(errors.New("something else"))
 	f := gathered(t, m)
 	for result, want := range map[string]float64{"OK": 1, "MODEL_NOT_FOUND": 1, "LOAD_IN_PROGRESS": 1, "INTERNAL_ERROR": 1} {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"ramanserve/inference"
 	"ramanserve/registry"
 	"ramanserve/trainer/jobs"
 )
@@ -14,7 +13,7 @@ import (
 // A re-scoring job holds its model in memory and writes records that name
 // the version, so a version is not deleted while a job for it is queued or
 // running, or while a request is between its registry check and the queue
-// (inference.ErrModelBusy: MODEL_BUSY). A re-scoring request for a version
+// (ErrModelBusy: MODEL_BUSY). A re-scoring request for a version
 // being deleted waits for the delete to end, then checks the registry: it
 // finds the version gone (MODEL_NOT_FOUND), or still there if the delete
 // failed. Either way no job is queued for a version that is gone.
@@ -71,8 +70,8 @@ func (g *rescoreGuard) beginQueueing(ctx context.Context, version string) (done 
 
 // Delete deletes version from the registry unless a re-scoring job for it
 // is queued or running, or a request is queueing one
-// (inference.ErrModelBusy). A second delete of a version already being
-// deleted is inference.ErrLoadInProgress, as the registry answers any
+// (ErrModelBusy). A second delete of a version already being
+// deleted is registry.ErrLoadInProgress, as the registry answers any
 // delete while another runs.
 func (g *rescoreGuard) Delete(ctx context.Context, version string) error {
 	deleted, err := g.beginDelete(version)
@@ -88,15 +87,15 @@ func (g *rescoreGuard) beginDelete(version string) (chan struct{}, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.deleting[version]; ok {
-		return nil, fmt.Errorf("%w: version %q is being deleted", inference.ErrLoadInProgress, version)
+		return nil, fmt.Errorf("%w: version %q is being deleted", registry.ErrLoadInProgress, version)
 	}
 	if g.queueing[version] > 0 {
 		return nil, fmt.Errorf("%w: a re-scoring job for version %q is being queued; retry once it ended (GET /training lists it)",
-			inference.ErrModelBusy, version)
+			ErrModelBusy, version)
 	}
 	if j, ok := g.jobs.RescoreInProgress(version); ok {
 		return nil, fmt.Errorf("%w: re-scoring job %s of version %q is %s; retry once it ended (GET /training/%s), or cancel it (POST /training/%s/cancel)",
-			inference.ErrModelBusy, j.ID, version, j.Status, j.ID, j.ID)
+			ErrModelBusy, j.ID, version, j.Status, j.ID, j.ID)
 	}
 	deleted := make(chan struct{})
 	g.deleting[version] = deleted

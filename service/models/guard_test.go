@@ -74,7 +74,7 @@ func TestRescoreGuardOrdersDeleteAndQueueing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Delete(ctx, f.version); !errors.Is(err, inference.ErrModelBusy) {
+	if err := g.Delete(ctx, f.version); !errors.Is(err, ErrModelBusy) {
 		t.Fatalf("delete while a re-scoring is being queued: %v, want ErrModelBusy", err)
 	}
 	done()
@@ -91,7 +91,7 @@ func TestRescoreGuardOrdersDeleteAndQueueing(t *testing.T) {
 	} else {
 		done()
 	}
-	if err := g.Delete(ctx, f.version); !errors.Is(err, inference.ErrLoadInProgress) {
+	if err := g.Delete(ctx, f.version); !errors.Is(err, registry.ErrLoadInProgress) {
 		t.Fatalf("a second delete of the version: %v, want ErrLoadInProgress", err)
 	}
 	waiter := make(chan error, 1)
@@ -103,7 +103,7 @@ func TestRescoreGuardOrdersDeleteAndQueueing(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.endDelete(f.version, deleted)
-	if err := <-waiter; !errors.Is(err, inference.ErrModelNotFound) {
+	if err := <-waiter; !errors.Is(err, registry.ErrModelNotFound) {
 		t.Fatalf("re-scoring a version deleted meanwhile: %v, want ErrModelNotFound", err)
 	}
 	if _, ok := f.jobs.RescoreInProgress(f.version); ok {

@@ -103,7 +103,7 @@ func (s *Service) Rescore(ctx context.Context, req RescoreRequest) (jobs.Job, er
 		return jobs.Job{}, err
 	}
 	if s.log == nil {
-		return jobs.Job{}, fmt.Errorf("%w: the server runs without -log-spectra, so no spectrum is logged to re-score", inference.ErrNoLoggedSpectra)
+		return jobs.Job{}, fmt.Errorf("%w: the server runs without -log-spectra, so no spectrum is logged to re-score", jobs.ErrNoLoggedSpectra)
 	}
 	model, err := s.reg.OpenVersion(ctx, req.Version)
 	if err != nil {
@@ -115,7 +115,7 @@ func (s *Service) Rescore(ctx context.Context, req RescoreRequest) (jobs.Job, er
 
 // Delete deletes a staged or archived version unless a re-scoring job for
 // it is queued or running, or a request is queueing one
-// (inference.ErrModelBusy).
+// (ErrModelBusy).
 func (s *Service) Delete(ctx context.Context, version string) error {
 	return s.guard.Delete(ctx, version)
 }

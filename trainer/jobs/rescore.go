@@ -84,7 +84,7 @@ type rescoreTask struct {
 }
 
 // SubmitRescore queues a re-scoring job. It fails with trainer.ErrQueueFull
-// when every place of the queue is taken, with inference.ErrNoLoggedSpectra
+// when every place of the queue is taken, with ErrNoLoggedSpectra
 // when no logged spectrum lies in the range, and with a trainer.ErrInvalidOptions
 // error for a range that ends before it starts.
 func (m *Manager) SubmitRescore(ctx context.Context, req RescoreRequest) (Job, error) {
@@ -142,7 +142,7 @@ func (m *Manager) RescoreInProgress(version string) (Job, bool) {
 	return Job{}, false
 }
 
-// anyLogged fails with inference.ErrNoLoggedSpectra unless the log holds
+// anyLogged fails with ErrNoLoggedSpectra unless the log holds
 // at least one spectrum f selects.
 func anyLogged(ctx context.Context, log RescoreLog, f predlog.Filter) error {
 	f.Limit = 1
@@ -152,7 +152,7 @@ func anyLogged(ctx context.Context, log RescoreLog, f predlog.Filter) error {
 	}
 	if len(page.Records) == 0 {
 		return fmt.Errorf("%w: the prediction log holds no spectrum of an active prediction between %s and %s",
-			inference.ErrNoLoggedSpectra, rangeEnd(f.Since, "the start"), f.Until.Format(time.RFC3339Nano))
+			ErrNoLoggedSpectra, rangeEnd(f.Since, "the start"), f.Until.Format(time.RFC3339Nano))
 	}
 	return nil
 }

@@ -201,7 +201,7 @@ func widen(x []float32) []float64 {
 }
 
 // TestRescoreNeedsLoggedSpectra: a range without logged spectra, and a log
-// of predictions without spectra, are ErrNoLoggedSpectra at submission,
+// of predictions without spectra, are jobs.ErrNoLoggedSpectra at submission,
 // and take no place in the queue.
 func TestRescoreNeedsLoggedSpectra(t *testing.T) {
 	model, rows := rescoreModel(t)
@@ -212,8 +212,8 @@ func TestRescoreNeedsLoggedSpectra(t *testing.T) {
 		{Model: model, Log: l, Until: rescoreT0.Add(time.Hour)},                                      // no spectra logged
 		{Model: model, Log: l, Since: rescoreT0.Add(-time.Hour), Until: rescoreT0.Add(-time.Minute)}, // nothing in range
 	} {
-		if _, err := m.SubmitRescore(context.Background(), req); !errors.Is(err, inference.ErrNoLoggedSpectra) {
-			t.Fatalf("SubmitRescore(%v..%v): %v, want ErrNoLoggedSpectra", req.Since, req.Until, err)
+		if _, err := m.SubmitRescore(context.Background(), req); !errors.Is(err, jobs.ErrNoLoggedSpectra) {
+			t.Fatalf("SubmitRescore(%v..%v): %v, want jobs.ErrNoLoggedSpectra", req.Since, req.Until, err)
 		}
 	}
 	if _, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: l, Since: rescoreT0, Until: rescoreT0}); !errors.Is(err, trainer.ErrInvalidOptions) {
