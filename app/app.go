@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"ramanserve/evidence/reconcile"
 	"ramanserve/evidence/shadow"
 	"ramanserve/registry"
+	"ramanserve/registry/filestore"
 	"ramanserve/server"
 	"ramanserve/server/contract"
 	"ramanserve/server/metrics"
@@ -35,12 +37,13 @@ type App struct {
 	log        *slog.Logger
 	transports *server.Transports
 	// Registry is the model registry the process serves.
-	Registry  *registry.Registry
-	jobs      *jobs.Manager
-	predlog   *predlog.SQLite     // nil: the log is off
-	shadow    *shadow.Scorer      // the shadow model beside the active one
-	collector *evidence.Collector // the channel's hook into both
-	labstore  *labstore.SQLite    // nil: the log is off
+	Registry      *registry.Registry
+	registryStore io.Closer // the registry's store, closed after the registry
+	jobs          *jobs.Manager
+	predlog       *predlog.SQLite     // nil: the log is off
+	shadow        *shadow.Scorer      // the shadow model beside the active one
+	collector     *evidence.Collector // the channel's hook into both
+	labstore      *labstore.SQLite    // nil: the log is off
 
 	shutdownOnce chan struct{} // closed by the first Shutdown
 	shutdownDone chan struct{}
@@ -100,15 +103,21 @@ func (a *App) openRegistry(ctx context.Context) error {
 			openers[ext] = a.cfg.WrapOpen(open)
 		}
 	}
-	reg, err := registry.Open(ctx, a.cfg.RegistryDir, registry.Options{
+	// The embedded store: the registry's directory, under its lock.
+	files, err := filestore.Open(a.cfg.RegistryDir)
+	if err != nil {
+		return fmt.Errorf("open registry: %w", err)
+	}
+	reg, err := registry.New(ctx, files, files, files.Dir(), registry.Options{
 		Openers:      openers,
 		AllowedRoots: a.cfg.AllowFileRoots,
 		Logger:       a.log.With("component", "registry"),
 	})
 	if err != nil {
+		files.Close()
 		return fmt.Errorf("open registry: %w", err)
 	}
-	a.Registry = reg
+	a.Registry, a.registryStore = reg, files
 	return nil
 }
 
@@ -162,7 +171,7 @@ func (a *App) openLab(ctx context.Context) (*evidencesvc.Lab, error) {
 		return nil, fmt.Errorf("lab results: %w", err)
 	}
 	a.labstore = store
-	return evidencesvc.NewLab(rec, a.predlog), nil
+	return evidencesvc.NewLab(rec, a.predlog, a.Registry), nil
 }
 
 // startTraining opens the job queue on the registry's jobs folder; the
@@ -299,6 +308,9 @@ func (a *App) shutdown(ctx context.Context) error {
 	var errReg error
 	if a.Registry != nil {
 		errReg = a.Registry.Close()
+	}
+	if a.registryStore != nil {
+		errReg = errors.Join(errReg, a.registryStore.Close())
 	}
 	return errors.Join(errTransports, errTrain, errEvidence, errLab, errReg)
 }

@@ -22,7 +22,7 @@ import (
 const ProtocolVersion = 1
 
 // API implements gen.StrictServerInterface: a thin layer that turns
-// requests into registry and trainer calls and their results into
+// requests into calls on the services it holds and their results into
 // contract types. Failures are returned as errors; errorHandler maps them.
 type API struct {
 	Registry *registry.Registry

@@ -1,8 +1,9 @@
 // Package server is the transport layer: the management HTTP API (this
-// file and handlers.go), with the prediction channel's ZMTP transport,
-// MessagePack codec and dispatcher in subpackages. It turns requests into
-// calls on packages inference and trainer and maps their errors to the
-// contract in one place (package contract).
+// file and handlers.go) and the two channels' listeners (Transports), with
+// the prediction channel's ZMTP transport, MessagePack codec and
+// dispatcher in subpackages. Each request is decoded, handed to one
+// service method (package service/..., the registry, the job queue), and
+// its error mapped to the contract in one place (package contract).
 package server
 
 import (

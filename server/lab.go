@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
 	"ramanserve/inference"
-	"ramanserve/registry"
 	"ramanserve/server/contract"
 )
 
@@ -24,10 +22,6 @@ import (
 //
 //	handler (parse the body, check the query) -> LabService -> reconcile.Reconciler
 //	                                             (predlog reader + labstore)
-
-// labResultsPath is the route whose body may be as large as
-// reconcile.MaxInputBytes (http.go's body limit).
-const labResultsPath = "/lab-results"
 
 // labPostSlots is how many lab posts are read, parsed, matched and
 // stored at once; the others wait for a slot, or give up with their
@@ -182,9 +176,6 @@ func (a *API) GetModelPerformance(ctx context.Context, req gen.GetModelPerforman
 	if req.Params.Since != nil && req.Params.Until != nil && !since.Before(until) {
 		return nil, contract.New(contract.InvalidRequest, http.StatusBadRequest, "since must be before until")
 	}
-	if err := a.versionKnown(ctx, req.Version); err != nil {
-		return nil, err
-	}
 	rep, err := a.Lab.Performance(ctx, req.Version, since, until)
 	if err != nil {
 		return nil, err
@@ -192,28 +183,6 @@ func (a *API) GetModelPerformance(ctx context.Context, req gen.GetModelPerforman
 	out := modelPerformance(req.Version, rep)
 	out.Since, out.Until = req.Params.Since, req.Params.Until
 	return gen.GetModelPerformance200JSONResponse(out), nil
-}
-
-// versionKnown is nil when version is in the registry or in the
-// prediction log (a deleted version's predictions still have a
-// performance), else MODEL_NOT_FOUND.
-func (a *API) versionKnown(ctx context.Context, version string) error {
-	_, err := a.Registry.Describe(version)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, registry.ErrModelNotFound) {
-		return err
-	}
-	logged, err := a.Lab.Logged(ctx, version)
-	if err != nil {
-		return err
-	}
-	if !logged {
-		return contract.New(contract.ModelNotFound, http.StatusNotFound,
-			fmt.Sprintf("model version %q is neither in the registry nor in the prediction log", version))
-	}
-	return nil
 }
 
 // modelPerformance maps a report to the contract's shape: the version

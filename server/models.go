@@ -29,17 +29,18 @@ type VersionDeleter interface {
 	Delete(ctx context.Context, version string) error
 }
 
+var errDeleteUnavailable = contract.New(contract.NotImplemented, http.StatusNotImplemented, "this server deletes no models")
+
 // DeleteModel removes a staged or archived version from the index and
-// disk, through Deleter when one is set (re-scoring's rules).
+// disk, through Deleter (*models.Service, which keeps re-scoring's rules).
 func (a *API) DeleteModel(ctx context.Context, req gen.DeleteModelRequestObject) (gen.DeleteModelResponseObject, error) {
 	if err := reservedRoute(http.MethodDelete, req.Version); err != nil {
 		return nil, err
 	}
-	var deleter VersionDeleter = a.Registry
-	if a.Deleter != nil {
-		deleter = a.Deleter
+	if a.Deleter == nil {
+		return nil, errDeleteUnavailable
 	}
-	if err := deleter.Delete(ctx, req.Version); err != nil {
+	if err := a.Deleter.Delete(ctx, req.Version); err != nil {
 		return nil, versionNotFound(err)
 	}
 	return gen.DeleteModel204Response{}, nil

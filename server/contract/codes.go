@@ -16,6 +16,7 @@ import (
 	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
 	"ramanserve/registry"
+	evidencesvc "ramanserve/service/evidence"
 	"ramanserve/service/models"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
@@ -199,6 +200,7 @@ var domainCodes = []struct {
 	{reconcile.ErrInvalidLabRecords, InvalidLabResults, http.StatusBadRequest},
 	{reconcile.ErrRangeTooLarge, InvalidRequest, http.StatusBadRequest},
 	{models.ErrInvalidRange, InvalidRequest, http.StatusBadRequest},
+	{evidencesvc.ErrUnknownVersion, ModelNotFound, http.StatusNotFound},
 	{labstore.ErrFull, InsufficientStorage, http.StatusInsufficientStorage},
 	{predlog.ErrBadCursor, InvalidCursor, http.StatusBadRequest},
 	{registry.ErrReservedVersion, InvalidRequest, http.StatusBadRequest},
@@ -287,9 +289,8 @@ func StorageErrno(err error) syscall.Errno {
 // channel an unexpected error of a handler. Neither is known to be
 // transient, and a retry of a panicking spectrum panics again (a Lazy Pirate
 // client would triple the damage). Faults the server knows to be transient
-// have their own codes, listed here. The prediction channel used to call it
-// retryable and HTTP did not; HTTP's rule (documented in api/openapi.yaml as
-// "retryable: false") is the one kept.
+// have their own codes, listed in retryAfter. Both channels say
+// "retryable: false" for it (api/openapi.yaml, api/messages.md).
 func Retryable(c Code) bool {
 	_, ok := retryAfter[c]
 	return ok
