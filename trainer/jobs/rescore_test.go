@@ -281,7 +281,10 @@ func TestRescoreCancelAndQueueFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitClosed(t, g.waiting, "the job to reach its gate")
-	queued, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: l, Until: rescoreT0.Add(time.Hour)})
+	// The second job waits at a gate of its own, so that it cannot end
+	// before the test has seen it hold the version.
+	gq := newGatedLog(l, 0)
+	queued, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: gq, Until: rescoreT0.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +482,10 @@ func TestRescoreInProgressAndWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitClosed(t, g.waiting, "the job to reach its gate")
-	queued, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: l, Until: rescoreT0.Add(time.Hour)})
+	// The second job waits at a gate of its own, so that it cannot end
+	// before the test has seen it hold the version.
+	gq := newGatedLog(l, 0)
+	queued, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: gq, Until: rescoreT0.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,6 +512,7 @@ func TestRescoreInProgressAndWait(t *testing.T) {
 	if j, ok := m.RescoreInProgress(version); !ok || j.ID != queued.ID {
 		t.Fatalf("in use by %s (%v); want the second job %s", j.ID, ok, queued.ID)
 	}
+	close(gq.gate)
 	if j := <-waited; j.Status != jobs.Done {
 		t.Fatalf("Wait returned the job %s (%+v)", j.Status, j.Error)
 	}
