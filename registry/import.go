@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ramanserve/inference"
+	"ramanserve/platform/ctxio"
 	"ramanserve/platform/regularfile"
 	"ramanserve/registry/store"
 )
@@ -115,7 +116,7 @@ func (r *Registry) importFile(ctx context.Context, req LoadRequest) (*Entry, err
 	}
 	limit := r.opts.MaxImportBytes
 	size, sum, err := r.artifacts.Put(ctx, name, func(w io.Writer) error {
-		n, err := io.Copy(w, &ctxReader{ctx: ctx, r: io.LimitReader(src.f, limit+1)})
+		n, err := io.Copy(w, ctxio.Reader(ctx, io.LimitReader(src.f, limit+1)))
 		if err == nil && n > limit {
 			err = fmt.Errorf("%w: %q grew over the %d-byte limit while copying", inference.ErrModelCorrupted, resolved, limit)
 		}
@@ -248,17 +249,4 @@ func parseSidecar(b []byte, file string) (sidecar, error) {
 		sc.trainedAt = t.UTC()
 	}
 	return sc, nil
-}
-
-// ctxReader stops a long copy when the request is cancelled.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

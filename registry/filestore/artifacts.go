@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ramanserve/platform/atomicfile"
+	"ramanserve/platform/ctxio"
 	"ramanserve/platform/regularfile"
 	"ramanserve/registry/store"
 )
@@ -205,7 +206,7 @@ func (s *Store) Open(ctx context.Context, name string, want store.Fingerprint, m
 // a shorter content (a file truncated meanwhile) is ErrArtifactCorrupt.
 func hashAll(ctx context.Context, r io.Reader, size int64, name string) (string, error) {
 	h := sha256.New()
-	n, err := io.Copy(h, &ctxReader{ctx: ctx, r: r})
+	n, err := io.Copy(h, ctxio.Reader(ctx, r))
 	switch {
 	case ctx.Err() != nil:
 		return "", ctx.Err()
@@ -226,19 +227,6 @@ type fileArtifact struct {
 
 func (a *fileArtifact) SHA256() string { return a.sum }
 func (a *fileArtifact) Close() error   { return a.f.Close() }
-
-// ctxReader stops a long read when the caller is gone.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
 
 // ReadSidecar reads models/<file>.json, a regular file of at most
 // store.MaxSidecarBytes.
