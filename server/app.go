@@ -55,7 +55,7 @@ type App struct {
 	bodies     *httpHandler
 	channel    *predictionChannel
 	jobs       *jobs.Manager
-	predlog    *predlog.SQLite     // the prediction log (evidence_wiring.go)
+	predlog    *predlog.Writer     // the prediction log (evidence_wiring.go)
 	shadow     *shadow.Scorer      // the shadow model beside the active one
 	collector  *evidence.Collector // the channel's hook into both
 	labstore   *labstore.SQLite    // the lab's results (lab_wiring.go)

@@ -7,6 +7,7 @@ import (
 
 	"ramanserve/evidence"
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/shadow"
 )
 
@@ -21,7 +22,7 @@ func (a *App) openEvidence(ctx context.Context) error {
 	cfg := a.cfg.Evidence
 	var rec predlog.Recorder // nil: the log is off
 	if !cfg.LogOff {
-		log, err := predlog.Open(ctx, a.Registry.Dir(), predlog.Options{
+		log, err := sqlitelog.OpenLog(ctx, a.Registry.Dir(), predlog.Options{
 			Retention:    cfg.Retention,
 			MaxBytes:     cfg.MaxBytes,
 			IdlePriority: cfg.IdlePriority,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
 	"ramanserve/inference"
@@ -23,10 +24,10 @@ import (
 // of version (active), each batch perBatch spectra a minute apart, EPA
 // predicted 180 + the spectrum's number + bias; it returns the log opened
 // again (every record committed).
-func logBatches(t *testing.T, dir, version string, t0 time.Time, batches, perBatch int, bias float64) *predlog.SQLite {
+func logBatches(t *testing.T, dir, version string, t0 time.Time, batches, perBatch int, bias float64) *predlog.Writer {
 	t.Helper()
 	ctx := context.Background()
-	l, err := predlog.Open(ctx, dir, predlog.Options{})
+	l, err := sqlitelog.OpenLog(ctx, dir, predlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func logBatches(t *testing.T, dir, version string, t0 time.Time, batches, perBat
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err = predlog.Open(ctx, dir, predlog.Options{})
+	l, err = sqlitelog.OpenLog(ctx, dir, predlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/gen"
 	"ramanserve/inference"
 	"ramanserve/registry"
@@ -26,7 +27,7 @@ import (
 type rescoreFixture struct {
 	reg     *registry.Registry
 	jobs    *jobs.Manager
-	log     *predlog.SQLite
+	log     *predlog.Writer
 	version string
 	srv     *httptest.Server
 	logged  []*predlog.Record
@@ -59,7 +60,7 @@ func newRescoreFixture(t *testing.T, n int, logSpectra bool) *rescoreFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
-	l, err := predlog.Open(ctx, dir, predlog.Options{CommitInterval: 5 * time.Millisecond})
+	l, err := sqlitelog.OpenLog(ctx, dir, predlog.Options{CommitInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package predlog_test
+package sqlitelog_test
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 )
 
 // TestRetentionByAge: records older than the retention are deleted, in
@@ -126,7 +127,7 @@ func samplePeakSize(dir string) (stop func() int64) {
 // file caught mid-rename or unreadable counts as 0).
 func filesSize(dir string) int64 {
 	var total int64
-	for _, name := range []string{predlog.DatabaseFileName, predlog.DatabaseFileName + "-wal", predlog.DatabaseFileName + "-shm"} {
+	for _, name := range []string{sqlitelog.DatabaseFileName, sqlitelog.DatabaseFileName + "-wal", sqlitelog.DatabaseFileName + "-shm"} {
 		st, err := os.Stat(filepath.Join(dir, name))
 		if err == nil {
 			total += st.Size()
