@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,8 +165,10 @@ func TestReportPageNarrowsTooManyLabResults(t *testing.T) {
 			Matched: true, PredictionID: page.Records[0].PredictionID, SpectrumTime: page.Records[0].Time}
 		results[i].Lab.Set(inference.EPA, 180)
 	}
-	if _, err := store.Upsert(ctx, results); err != nil {
-		t.Fatal(err)
+	for chunk := range slices.Chunk(results, reconcile.MaxRecords) {
+		if _, err := store.Upsert(ctx, chunk); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rec, err := reconcile.New(log, store, reconcile.Options{})
 	if err != nil {
