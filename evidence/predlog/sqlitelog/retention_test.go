@@ -1,4 +1,4 @@
-package predlog_test
+package sqlitelog_test
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 )
 
 // TestRetentionByAge: records older than the retention are deleted, in
@@ -132,7 +133,7 @@ func TestSizeSharesAfterEveryBatch(t *testing.T) {
 				maxDB, maxWAL, maxAll int64
 				over                  []string
 			)
-			opts := predlog.WithAfterBatch(predlog.Options{MaxBytes: bound}, func() {
+			l := openLog(t, dir, predlog.Options{MaxBytes: bound, AfterBatch: func() {
 				db, wal, shm := fileSize(dir, ""), fileSize(dir, "-wal"), fileSize(dir, "-shm")
 				mu.Lock()
 				defer mu.Unlock()
@@ -141,8 +142,7 @@ func TestSizeSharesAfterEveryBatch(t *testing.T) {
 				if (db+wal+shm > bound || db > bound*5/8+bound/8 || wal > bound/8+bound/8) && len(over) < 5 {
 					over = append(over, fmt.Sprintf("database %d, WAL %d, shared memory %d", db, wal, shm))
 				}
-			})
-			l := openLog(t, dir, opts)
+			}})
 			for i := range n {
 				recordAll(l, testRecord(i, "B", c.spectra))
 			}
@@ -163,7 +163,7 @@ func TestSizeSharesAfterEveryBatch(t *testing.T) {
 }
 
 func fileSize(dir, suffix string) int64 {
-	st, err := os.Stat(filepath.Join(dir, predlog.DatabaseFileName+suffix))
+	st, err := os.Stat(filepath.Join(dir, sqlitelog.DatabaseFileName+suffix))
 	if err != nil {
 		return 0
 	}
@@ -199,7 +199,7 @@ func samplePeakSize(dir string) (stop func() int64) {
 // file caught mid-rename or unreadable counts as 0).
 func filesSize(dir string) int64 {
 	var total int64
-	for _, name := range []string{predlog.DatabaseFileName, predlog.DatabaseFileName + "-wal", predlog.DatabaseFileName + "-shm"} {
+	for _, name := range []string{sqlitelog.DatabaseFileName, sqlitelog.DatabaseFileName + "-wal", sqlitelog.DatabaseFileName + "-shm"} {
 		st, err := os.Stat(filepath.Join(dir, name))
 		if err == nil {
 			total += st.Size()
