@@ -16,6 +16,7 @@ import (
 	"ramanserve/evidence"
 	"ramanserve/evidence/labstore"
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/evidence/shadow"
 	"ramanserve/registry"
@@ -40,7 +41,7 @@ type App struct {
 	Registry      *registry.Registry
 	registryStore io.Closer // the registry's store, closed after the registry
 	jobs          *jobs.Manager
-	predlog       *predlog.SQLite     // nil: the log is off
+	predlog       *predlog.Writer     // nil: the log is off
 	shadow        *shadow.Scorer      // the shadow model beside the active one
 	collector     *evidence.Collector // the channel's hook into both
 	labstore      *labstore.SQLite    // nil: the log is off
@@ -132,7 +133,7 @@ func (a *App) openEvidence(ctx context.Context) error {
 	cfg := a.cfg.Evidence
 	var rec predlog.Recorder // nil: the log is off
 	if !cfg.LogOff {
-		log, err := predlog.Open(ctx, a.Registry.Dir(), predlog.Options{
+		log, err := sqlitelog.OpenLog(ctx, a.Registry.Dir(), predlog.Options{
 			Retention:    cfg.Retention,
 			MaxBytes:     cfg.MaxBytes,
 			IdlePriority: cfg.IdlePriority,
@@ -223,7 +224,7 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 		Shadow:        a.shadow,
 	}
 	httpConns, channelConns := a.transports.Conns()
-	var logStats metrics.PredictionLogStats // a nil *predlog.SQLite must stay a nil interface
+	var logStats metrics.PredictionLogStats // a nil *predlog.Writer must stay a nil interface
 	if a.predlog != nil {
 		api.Predictions = a.predlog
 		api.PredictionLog = a.predlog

@@ -19,6 +19,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/gen"
 	"ramanserve/inference"
 )
@@ -345,7 +346,7 @@ func TestShutdownCommitsQueuedEvidence(t *testing.T) {
 	if err := app.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	log, err := predlog.Open(context.Background(), dir, predlog.Options{})
+	log, err := sqlitelog.OpenLog(context.Background(), dir, predlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,8 +388,8 @@ func TestPredictionLogOff(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, err := os.Stat(filepath.Join(app.Registry.Dir(), predlog.DatabaseFileName)); !os.IsNotExist(err) {
-		t.Errorf("the log is off, yet %s: %v", predlog.DatabaseFileName, err)
+	if _, err := os.Stat(filepath.Join(app.Registry.Dir(), sqlitelog.DatabaseFileName)); !os.IsNotExist(err) {
+		t.Errorf("the log is off, yet %s: %v", sqlitelog.DatabaseFileName, err)
 	}
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/predictions", ""},

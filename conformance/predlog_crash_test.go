@@ -17,6 +17,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/gen"
 )
 
@@ -135,7 +136,7 @@ func (l *predictLoad) end() []ack {
 // and runs PRAGMA integrity_check. It returns the active rows of batch.
 func integrityCheck(t *testing.T, dir, batch string) int {
 	t.Helper()
-	path := filepath.Join(dir, predlog.DatabaseFileName)
+	path := filepath.Join(dir, sqlitelog.DatabaseFileName)
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"ramanserve/evidence"
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/shadow"
 	"ramanserve/inference"
 )
@@ -35,7 +36,7 @@ func model(t *testing.T, version string, coef []float64) inference.Model {
 func TestCollector(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	log, err := predlog.Open(ctx, dir, predlog.Options{})
+	log, err := sqlitelog.OpenLog(ctx, dir, predlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestCollector(t *testing.T) {
 	if err := log.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	log, err = predlog.Open(ctx, dir, predlog.Options{})
+	log, err = sqlitelog.OpenLog(ctx, dir, predlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestCollector(t *testing.T) {
 // over MaxLoggedPoints is not copied.
 func TestCollectorBounds(t *testing.T) {
 	ctx := context.Background()
-	log, err := predlog.Open(ctx, t.TempDir(), predlog.Options{})
+	log, err := sqlitelog.OpenLog(ctx, t.TempDir(), predlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

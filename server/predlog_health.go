@@ -9,7 +9,7 @@ import (
 	"ramanserve/gen"
 )
 
-// PredictionLogStats gives the prediction log's counters (*predlog.SQLite).
+// PredictionLogStats gives the prediction log's counters (*predlog.Writer).
 type PredictionLogStats interface {
 	Stats() predlog.Stats
 }

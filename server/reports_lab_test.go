@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
 	"ramanserve/registry"
@@ -23,10 +25,10 @@ import (
 // of version (active), each batch perBatch spectra a minute apart, EPA
 // predicted 180 + the spectrum's number + bias; it returns the log opened
 // again (every record committed).
-func logBatches(t *testing.T, dir, version string, t0 time.Time, batches, perBatch int, bias float64) *predlog.SQLite {
+func logBatches(t *testing.T, dir, version string, t0 time.Time, batches, perBatch int, bias float64) *predlog.Writer {
 	t.Helper()
 	ctx := context.Background()
-	l, err := predlog.Open(ctx, dir, predlog.Options{})
+	l, err := sqlitelog.OpenLog(ctx, dir, predlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func logBatches(t *testing.T, dir, version string, t0 time.Time, batches, perBat
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err = predlog.Open(ctx, dir, predlog.Options{})
+	l, err = sqlitelog.OpenLog(ctx, dir, predlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +165,10 @@ func TestReportPageNarrowsTooManyLabResults(t *testing.T) {
 			Matched: true, PredictionID: page.Records[0].PredictionID, SpectrumTime: page.Records[0].Time}
 		results[i].Lab.Set(inference.EPA, 180)
 	}
-	if _, err := store.Upsert(ctx, results); err != nil {
-		t.Fatal(err)
+	for chunk := range slices.Chunk(results, reconcile.MaxRecords) {
+		if _, err := store.Upsert(ctx, chunk); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rec, err := reconcile.New(log, store, reconcile.Options{})
 	if err != nil {

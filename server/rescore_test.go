@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/gen"
 	"ramanserve/inference"
 	"ramanserve/registry"
@@ -28,7 +29,7 @@ import (
 type rescoreFixture struct {
 	reg     *registry.Registry
 	jobs    *jobs.Manager
-	log     *predlog.SQLite
+	log     *predlog.Writer
 	version string
 	// trained is the staged model's training result: publishing it again
 	// stages another version.
@@ -71,7 +72,7 @@ func newRescoreFixtureWith(t *testing.T, n int, logSpectra bool, wrap func(jobs.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
-	l, err := predlog.Open(ctx, dir, predlog.Options{CommitInterval: 5 * time.Millisecond})
+	l, err := sqlitelog.OpenLog(ctx, dir, predlog.Options{CommitInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

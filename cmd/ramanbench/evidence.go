@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"ramanserve/client"
-	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/gen"
 	"ramanserve/server"
 	"ramanserve/trainer"
@@ -397,7 +397,7 @@ func (b evidenceBench) evidenceSoakRun(ctx context.Context) error {
 	defer closeClients(conns)
 	fmt.Printf("prediction log retention soak: ramanserve process (%s) with %s, no spectra, no shadow\n", b.serverBin, strings.Join(flags, " "))
 	fmt.Printf("%d predicts at full rate over %d clients; the log's files (%s, -wal, -shm) sampled every 5 ms; GOMAXPROCS %d; load average %s\n\n",
-		b.predictions, b.clients, predlog.DatabaseFileName, runtime.GOMAXPROCS(0), loadAverage())
+		b.predictions, b.clients, sqlitelog.DatabaseFileName, runtime.GOMAXPROCS(0), loadAverage())
 	peak := samplePeak(filepath.Join(b.dir, "registry-soak"))
 	r := countLoop(conns, b.predictions, b.spectra, benchScan)
 	after, err := s.settled(ctx, func(c evidenceCounts) bool {
@@ -419,7 +419,7 @@ func (b evidenceBench) evidenceSoakRun(ctx context.Context) error {
 func samplePeak(dir string) func() int64 {
 	size := func() int64 {
 		var total int64
-		for _, name := range []string{predlog.DatabaseFileName, predlog.DatabaseFileName + "-wal", predlog.DatabaseFileName + "-shm"} {
+		for _, name := range []string{sqlitelog.DatabaseFileName, sqlitelog.DatabaseFileName + "-wal", sqlitelog.DatabaseFileName + "-shm"} {
 			if st, err := os.Stat(filepath.Join(dir, name)); err == nil {
 				total += st.Size()
 			}

@@ -5,21 +5,21 @@
 //
 // Callers see two small interfaces: Recorder for the hot path (hand a record
 // to a bounded queue, never block) and Reader for the management endpoints.
-// SQLite implements both in one embedded file; a fleet may later put another
-// store (PostgreSQL) behind the same interfaces.
+// Writer implements both over a Store, the storage: package sqlitelog keeps
+// it in one embedded SQLite file; a fleet may put another store
+// (PostgreSQL) behind the same interface, which predlogtest checks.
 //
 // The path of a record: Record puts a pointer on a bounded channel (no
 // allocation, no wait; a full queue drops the record and counts it). One
-// writer goroutine owns the database's writing connection: it commits the
-// queued records in batches (BatchMax records, or whatever arrived within
-// CommitInterval, 100 ms by default), each batch one transaction through a
-// prepared statement, compresses spectra on the way, and between batches
-// deletes old rows in chunks of DeleteChunk for the age and size bounds.
-// Readers use other connections; WAL mode lets them read beside the writer.
+// writer goroutine hands the queued records to the store in batches
+// (BatchMax records, or whatever arrived within CommitInterval, 100 ms by
+// default), each batch one Store.Append, and between batches deletes old
+// records in chunks of DeleteChunk for the age and size bounds. Readers go
+// to the store directly.
 //
-// What kill -9 keeps: every batch whose commit returned, that is every
+// What kill -9 keeps: every batch whose Append returned, that is every
 // record accepted more than CommitInterval plus one commit's time before
-// the kill (see Open for the durability choice and the size bound).
+// the kill, as far as the store keeps what it committed (sqlitelog does).
 package predlog
 
 import (
@@ -211,7 +211,7 @@ type Stats struct {
 	Dropped     uint64 // records refused because the queue was full or the log closing
 	WriteFailed uint64 // records lost because their batch failed to commit (disk full, I/O error)
 	Deleted     uint64 // records removed by retention
-	SizeBytes   int64  // the database's size (page_count * page_size) after the last check
+	SizeBytes   int64  // the store's size (Size.Bytes) after the last check
 	// LastCommitAt is when the latest batch committed (by the log's
 	// clock); zero before the first.
 	LastCommitAt time.Time

@@ -8,7 +8,7 @@ import "testing"
 // is left out. It shows what a predict pays: no allocation, no wait.
 func BenchmarkRecordAccept(b *testing.B) {
 	const round = 4096
-	l := &SQLite{queue: make(chan *Record, round)}
+	l := &Writer{queue: make(chan *Record, round)}
 	rec := &Record{}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -16,7 +16,7 @@ var ErrClosed = errors.New("predlog: the prediction log is closing")
 // both in the same batches. A record it returns an error for was not queued, and is not
 // counted as dropped: the caller knows and says so. It fails with ctx's
 // error when ctx ends first, and with ErrClosed once Close began.
-func (l *SQLite) RecordWait(ctx context.Context, rec *Record) error {
+func (l *Writer) RecordWait(ctx context.Context, rec *Record) error {
 	if rec == nil {
 		return errors.New("predlog: nil record")
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
 )
@@ -75,8 +76,8 @@ HPLC-5,B-99,7,,181
 
 // logFourSpectra opens a prediction log in dir holding four spectra of
 // batch B-17, 30 s apart, each predicted by v7 (active) and v8 (shadow).
-func logFourSpectra(ctx context.Context, dir string) (*predlog.SQLite, error) {
-	log, err := predlog.Open(ctx, dir, predlog.Options{})
+func logFourSpectra(ctx context.Context, dir string) (*predlog.Writer, error) {
+	log, err := sqlitelog.OpenLog(ctx, dir, predlog.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -99,5 +100,5 @@ func logFourSpectra(ctx context.Context, dir string) (*predlog.SQLite, error) {
 	if err := log.Close(ctx); err != nil {
 		return nil, err
 	}
-	return predlog.Open(ctx, dir, predlog.Options{})
+	return sqlitelog.OpenLog(ctx, dir, predlog.Options{})
 }

@@ -5,17 +5,18 @@ import (
 	"testing"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/inference"
 )
 
-// loggedPredictions is a real prediction log (predlog.SQLite in a
+// loggedPredictions is a real prediction log (predlog over sqlitelog in a
 // temporary directory) holding recs, every one committed: they are
 // recorded, the log closed (which commits the queue) and opened again.
-func loggedPredictions(t testing.TB, recs []*predlog.Record) *predlog.SQLite {
+func loggedPredictions(t testing.TB, recs []*predlog.Record) *predlog.Writer {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	l, err := predlog.Open(ctx, dir, predlog.Options{})
+	l, err := sqlitelog.OpenLog(ctx, dir, predlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func loggedPredictions(t testing.TB, recs []*predlog.Record) *predlog.SQLite {
 	if s := l.Stats(); s.Committed != uint64(len(recs)) {
 		t.Fatalf("%d records committed of %d", s.Committed, len(recs))
 	}
-	l, err = predlog.Open(ctx, dir, predlog.Options{})
+	l, err = sqlitelog.OpenLog(ctx, dir, predlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -286,8 +286,10 @@ func TestPerformanceRefusesTooManySamples(t *testing.T) {
 		results[i] = reconcile.LabResult{Matched: true, PredictionID: predlog.NewPredictionID(), SpectrumTime: t0.Add(time.Duration(i) * time.Second)}
 		results[i].LabSampleID = strconv.Itoa(i)
 	}
-	if _, err := store.Upsert(ctx, results); err != nil {
-		t.Fatal(err)
+	for chunk := range slices.Chunk(results, reconcile.MaxRecords) {
+		if _, err := store.Upsert(ctx, chunk); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rec, _ := reconcile.New(loggedPredictions(t, nil), store, reconcile.Options{})
 	if _, err := rec.Performance(ctx, "v1", time.Time{}, time.Time{}); !errors.Is(err, reconcile.ErrRangeTooLarge) {

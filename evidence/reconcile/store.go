@@ -3,6 +3,7 @@ package reconcile
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -26,11 +27,12 @@ type LabResult struct {
 }
 
 // LabStore keeps lab results, one per lab_sample_id. Implementations must
-// be safe for concurrent use.
+// be safe for concurrent use; labstoretest.Run is their contract. The
+// embedded one is package labstore.
 type LabStore interface {
-	// Upsert stores results, each replacing any stored result with the
-	// same LabSampleID, all or none of them. It returns how many replaced
-	// a stored result.
+	// Upsert stores results (at most MaxRecords), each replacing any
+	// stored result with the same LabSampleID, all or none of them. It
+	// returns how many replaced a stored result.
 	Upsert(ctx context.Context, results []LabResult) (replaced int, err error)
 	// Range returns the first limit matched results whose SpectrumTime
 	// is in [since, until) (a zero since or until leaves that side open),
@@ -49,6 +51,9 @@ type MemoryStore struct {
 func (s *MemoryStore) Upsert(ctx context.Context, results []LabResult) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
+	}
+	if len(results) > MaxRecords {
+		return 0, fmt.Errorf("reconcile: %d results in one upsert, more than %d", len(results), MaxRecords)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

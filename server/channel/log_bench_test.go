@@ -7,6 +7,7 @@ import (
 
 	"ramanserve/evidence"
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/shadow"
 	"ramanserve/inference"
 	"ramanserve/server/channel"
@@ -25,7 +26,7 @@ func BenchmarkPredict2048Logged(b *testing.B) { benchLogged(b, false) }
 func BenchmarkPredict2048LoggedSpectra(b *testing.B) { benchLogged(b, true) }
 
 func benchLogged(b *testing.B, spectra bool) {
-	log, err := predlog.Open(context.Background(), b.TempDir(), predlog.Options{})
+	log, err := sqlitelog.OpenLog(context.Background(), b.TempDir(), predlog.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

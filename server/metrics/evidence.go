@@ -7,7 +7,7 @@ import (
 	"ramanserve/evidence/shadow"
 )
 
-// PredictionLogStats gives the prediction log's counters (*predlog.SQLite).
+// PredictionLogStats gives the prediction log's counters (*predlog.Writer).
 type PredictionLogStats interface {
 	Stats() predlog.Stats
 }

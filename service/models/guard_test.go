@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/inference"
 	"ramanserve/registry"
 	"ramanserve/trainer"
@@ -19,7 +20,7 @@ import (
 type guardFixture struct {
 	reg     *registry.Registry
 	jobs    *jobs.Manager
-	log     *predlog.SQLite
+	log     *predlog.Writer
 	version string
 }
 
@@ -49,7 +50,7 @@ func newGuardFixture(t *testing.T) *guardFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
-	l, err := predlog.Open(ctx, dir, predlog.Options{CommitInterval: 5 * time.Millisecond})
+	l, err := sqlitelog.OpenLog(ctx, dir, predlog.Options{CommitInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ const (
 // List returns jobs newest first (submitted time, ties by id), at most
 // limit of them (DefaultPageSize when limit <= 0, at most MaxPageSize),
 // starting after cursor ("" for the first page), only those in status when
-// it is not "". Records read from disk at start-up are included. A cursor
+// it is not "". Records loaded at start-up are included. A cursor
 // this package did not encode fails with trainer.ErrInvalidCursor.
 func (m *Manager) List(status Status, limit int, cursor string) (Page, error) {
 	if limit <= 0 {

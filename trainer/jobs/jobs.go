@@ -164,7 +164,7 @@ type Manager struct {
 
 	mu   sync.Mutex
 	jobs map[string]*Job
-	// unsaved holds the jobs whose last change the disk refused; they are
+	// unsaved holds the jobs whose last change the store refused; they are
 	// written by retryWrites or with the next record that is written.
 	unsaved map[string]*Job
 	pending []*task // queued jobs, oldest first
@@ -505,7 +505,7 @@ func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *traine
 	return m.enqueue(r, j, &task{id: j.ID, ds: ds, opts: opts, charged: r.charged})
 }
 
-// enqueue records j as queued on disk and hands t, its work, to the
+// enqueue records j as queued in the store and hands t, its work, to the
 // worker; r's slot passes to the job. It returns a copy of j taken before
 // the worker can change it.
 func (m *Manager) enqueue(r *Reservation, j *Job, t *task) (Job, error) {
@@ -941,7 +941,7 @@ func (m *Manager) persistOrKeep(j *Job) {
 		m.log.Error("cannot write job record; keeping it in memory and retrying", "job", j.ID, "status", j.Status, "err", err)
 		return
 	}
-	// The disk takes writes again: write what it refused before.
+	// The store takes writes again: write what it refused before.
 	m.flushDirtyLocked()
 }
 
@@ -970,7 +970,7 @@ func (m *Manager) flushDirty() {
 func (m *Manager) flushDirtyLocked() {
 	for _, j := range m.unsaved {
 		if err := m.persist(j); err != nil {
-			return // the disk still refuses; the next tick tries again
+			return // the store still refuses; the next tick tries again
 		}
 		m.log.Info("job record written after an earlier failure", "job", j.ID, "status", j.Status)
 	}

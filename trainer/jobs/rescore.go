@@ -57,7 +57,7 @@ type RescoreSpec struct {
 
 // RescoreLog is the prediction log as a re-scoring job sees it: it pages
 // the logged spectra and writes the new records, waiting for room in the
-// log's queue rather than dropping (*predlog.SQLite implements it).
+// log's queue rather than dropping (*predlog.Writer implements it).
 type RescoreLog interface {
 	Page(ctx context.Context, f predlog.Filter) (predlog.Page, error)
 	RecordWait(ctx context.Context, rec *predlog.Record) error

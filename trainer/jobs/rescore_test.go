@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
 	"ramanserve/trainer"
@@ -51,9 +52,9 @@ func rescoreModel(t *testing.T) (inference.Model, *trainer.Dataset) {
 	return rescoreM, rescoreRows
 }
 
-func openPredLog(t *testing.T) *predlog.SQLite {
+func openPredLog(t *testing.T) *predlog.Writer {
 	t.Helper()
-	l, err := predlog.Open(context.Background(), t.TempDir(), predlog.Options{CommitInterval: 5 * time.Millisecond})
+	l, err := sqlitelog.OpenLog(context.Background(), t.TempDir(), predlog.Options{CommitInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func openPredLog(t *testing.T) *predlog.SQLite {
 // logSpectra logs n active predictions a second apart from rescoreT0,
 // cycling through rows' spectra, with a batch id and scan_seq, and waits
 // until they are committed. It returns them by PredictionID.
-func logSpectra(t *testing.T, l *predlog.SQLite, rows *trainer.Dataset, n int, spectra bool) map[predlog.PredictionID]*predlog.Record {
+func logSpectra(t *testing.T, l *predlog.Writer, rows *trainer.Dataset, n int, spectra bool) map[predlog.PredictionID]*predlog.Record {
 	t.Helper()
 	axis := toF32(synth.Axis())
 	out := make(map[predlog.PredictionID]*predlog.Record, n)
@@ -86,7 +87,7 @@ func logSpectra(t *testing.T, l *predlog.SQLite, rows *trainer.Dataset, n int, s
 	return out
 }
 
-func waitCommitted(t *testing.T, l *predlog.SQLite, n uint64) {
+func waitCommitted(t *testing.T, l *predlog.Writer, n uint64) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for l.Stats().Committed < n {

@@ -36,9 +36,8 @@ import (
 // refused, and their job fails INTERRUPTED saying why.
 
 const (
-	spoolMagic  = "RAMANDS1"
-	spoolSuffix = ".dataset"
-	maxSpoolID  = 64 << 10
+	spoolMagic = "RAMANDS1"
+	maxSpoolID = 64 << 10
 	// maxSpoolColumns bounds p and q, far above the contract's 2048 and 3,
 	// so a bad header cannot claim rows of gigabytes.
 	maxSpoolColumns = 1 << 16

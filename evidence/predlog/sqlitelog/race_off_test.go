@@ -1,6 +1,6 @@
 //go:build !race
 
-package predlog_test
+package sqlitelog_test
 
 // raceDetector: see race_on_test.go.
 const raceDetector = false

@@ -1,4 +1,4 @@
-package predlog
+package sqlitelog
 
 import (
 	"bytes"

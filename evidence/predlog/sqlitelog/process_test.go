@@ -1,4 +1,4 @@
-package predlog_test
+package sqlitelog_test
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 )
 
 // The test binary doubles as the child process of the tests below: with
@@ -28,8 +29,8 @@ func TestMain(m *testing.M) {
 }
 
 func runChild(role, dir string) int {
-	l, err := predlog.Open(context.Background(), dir, predlog.Options{CommitInterval: 20 * time.Millisecond})
-	if errors.Is(err, predlog.ErrLocked) {
+	l, err := sqlitelog.OpenLog(context.Background(), dir, predlog.Options{CommitInterval: 20 * time.Millisecond})
+	if errors.Is(err, sqlitelog.ErrLocked) {
 		fmt.Println("locked")
 		return 3
 	}
@@ -52,7 +53,7 @@ func runChild(role, dir string) int {
 // to the last accepted one was accepted, in order). Whenever the writer's
 // committed count grows, it prints "committed S": every scan up to S is in
 // a committed transaction. The parent kills it with SIGKILL.
-func recordUntilKilled(l *predlog.SQLite) {
+func recordUntilKilled(l *predlog.Writer) {
 	go func() {
 		var last uint64
 		for {
@@ -160,7 +161,7 @@ func TestSecondProcessRefused(t *testing.T) {
 	if !lines.Scan() || lines.Text() != "open" {
 		t.Fatalf("holder: %q", lines.Text())
 	}
-	if _, err := predlog.Open(context.Background(), dir, predlog.Options{}); !errors.Is(err, predlog.ErrLocked) {
+	if _, err := sqlitelog.OpenLog(context.Background(), dir, predlog.Options{}); !errors.Is(err, sqlitelog.ErrLocked) {
 		t.Fatalf("open beside another process: %v, want ErrLocked", err)
 	}
 	second, lines2 := startChild(t, "hold", dir)

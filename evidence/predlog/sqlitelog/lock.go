@@ -1,4 +1,4 @@
-package predlog
+package sqlitelog
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 const lockFileName = "predictions.db.lock"
 
 // ErrLocked means another process (or another Open in this one) has the log.
-var ErrLocked = errors.New("predlog: the prediction log is in use by another process")
+var ErrLocked = errors.New("sqlitelog: the prediction log is in use by another process")
 
 // lockDir takes an exclusive flock on dir's log lock file without waiting.
 // SQLite would let two processes share the file safely, but two writers

@@ -1,4 +1,4 @@
-package predlog
+package sqlitelog
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // ErrNewerSchema means the database was written by a newer server, whose
 // schema this one does not know; it is left untouched.
-var ErrNewerSchema = errors.New("predlog: the prediction log has a newer schema than this server knows")
+var ErrNewerSchema = errors.New("sqlitelog: the prediction log has a newer schema than this server knows")
 
 // migrations[i] takes the schema from version i to i+1. Append only: a
 // released migration is never edited.
@@ -58,7 +58,7 @@ var migrations = []string{
 // migrate brings the schema to len(migrations) (package sqlschema).
 func migrate(ctx context.Context, db *sql.DB) error {
 	if err := sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema); err != nil {
-		return fmt.Errorf("predlog: %w", err)
+		return fmt.Errorf("sqlitelog: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package predlog_test
+package sqlitelog_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 )
 
 // BenchmarkRecordDrop is Record with the queue full: the writer is stalled
@@ -84,7 +85,7 @@ func BenchmarkThroughput(b *testing.B) {
 				recordAll(l, recs...)
 				closeLog(b, l)
 				total += time.Since(start)
-				st, err := os.Stat(filepath.Join(dir, predlog.DatabaseFileName))
+				st, err := os.Stat(filepath.Join(dir, sqlitelog.DatabaseFileName))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package predlog_test
+package sqlitelog_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package predlog_test
+package sqlitelog_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/inference"
 )
 
@@ -69,16 +70,16 @@ func testSpectrum(i int) (intensities, wavenumbers []float32) {
 
 func sq(x float64) float64 { return x * x }
 
-func openLog(t testing.TB, dir string, opts predlog.Options) *predlog.SQLite {
+func openLog(t testing.TB, dir string, opts predlog.Options) *predlog.Writer {
 	t.Helper()
-	l, err := predlog.Open(context.Background(), dir, opts)
+	l, err := sqlitelog.OpenLog(context.Background(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-func closeLog(t testing.TB, l *predlog.SQLite) {
+func closeLog(t testing.TB, l *predlog.Writer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -112,7 +113,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // rawDB opens the log's file directly, bypassing predlog (and its lock).
 func rawDB(t testing.TB, dir string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(dir, predlog.DatabaseFileName)+"?_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", filepath.Join(dir, sqlitelog.DatabaseFileName)+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}

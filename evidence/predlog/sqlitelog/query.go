@@ -1,4 +1,4 @@
-package predlog
+package sqlitelog
 
 import (
 	"context"
@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"ramanserve/platform/unixnano"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+
+	"ramanserve/evidence/predlog"
+	"ramanserve/platform/unixnano"
 )
 
 // recordColumns are the columns scanRecord reads, in its order; the
@@ -22,11 +24,11 @@ const recordColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
 
 const spectrumColumns = `, p.spectrum, p.axis_id, a.data`
 
-// Page lists the records f selects in (Time, ID) order.
-func (l *SQLite) Page(ctx context.Context, f Filter) (Page, error) {
-	maxLimit := MaxPageLimit
+// Page implements predlog.Reader: the records f selects in (Time, ID) order.
+func (s *Store) Page(ctx context.Context, f predlog.Filter) (predlog.Page, error) {
+	maxLimit := predlog.MaxPageLimit
 	if f.WithSpectra {
-		maxLimit = MaxSpectraPageLimit
+		maxLimit = predlog.MaxSpectraPageLimit
 	}
 	limit := f.Limit
 	if limit <= 0 || limit > maxLimit {
@@ -52,7 +54,7 @@ func (l *SQLite) Page(ctx context.Context, f Filter) (Page, error) {
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
 		if err != nil {
-			return Page{}, err
+			return predlog.Page{}, err
 		}
 		where, args = append(where, `(p.ts, p.id) > (?, ?)`), append(args, c.ts, c.id)
 	}
@@ -69,11 +71,11 @@ func (l *SQLite) Page(ctx context.Context, f Filter) (Page, error) {
 	// One row past the limit tells whether a next page exists.
 	q += ` ORDER BY p.ts, p.id LIMIT ?`
 	args = append(args, limit+1)
-	recs, err := l.query(ctx, q, f.WithSpectra, args...)
+	recs, err := s.query(ctx, q, f.WithSpectra, args...)
 	if err != nil {
-		return Page{}, err
+		return predlog.Page{}, err
 	}
-	var page Page
+	var page predlog.Page
 	if len(recs) > limit {
 		recs = recs[:limit]
 		last := recs[limit-1]
@@ -85,26 +87,26 @@ func (l *SQLite) Page(ctx context.Context, f Filter) (Page, error) {
 
 // Nearest returns the active record of batchID closest to at within window.
 // Of two equally close, the earlier wins.
-func (l *SQLite) Nearest(ctx context.Context, batchID string, at time.Time, window time.Duration) (Record, bool, error) {
+func (s *Store) Nearest(ctx context.Context, batchID string, at time.Time, window time.Duration) (predlog.Record, bool, error) {
 	if window < 0 {
-		return Record{}, false, errors.New("predlog: negative match window")
+		return predlog.Record{}, false, errors.New("sqlitelog: negative match window")
 	}
 	t, w := unixnano.Of(at), window.Nanoseconds()
 	lo, hi := saturatingAdd(t, -w), saturatingAdd(t, w)
 	const base = `SELECT ` + recordColumns + ` FROM predictions p WHERE p.batch_id = ? AND p.role = ? AND `
-	before, err := l.query(ctx, base+`p.ts <= ? AND p.ts >= ? ORDER BY p.ts DESC, p.id DESC LIMIT 1`, false,
-		batchID, int64(RoleActive), t, lo)
+	before, err := s.query(ctx, base+`p.ts <= ? AND p.ts >= ? ORDER BY p.ts DESC, p.id DESC LIMIT 1`, false,
+		batchID, int64(predlog.RoleActive), t, lo)
 	if err != nil {
-		return Record{}, false, err
+		return predlog.Record{}, false, err
 	}
-	after, err := l.query(ctx, base+`p.ts > ? AND p.ts <= ? ORDER BY p.ts, p.id LIMIT 1`, false,
-		batchID, int64(RoleActive), t, hi)
+	after, err := s.query(ctx, base+`p.ts > ? AND p.ts <= ? ORDER BY p.ts, p.id LIMIT 1`, false,
+		batchID, int64(predlog.RoleActive), t, hi)
 	if err != nil {
-		return Record{}, false, err
+		return predlog.Record{}, false, err
 	}
 	switch {
 	case len(before) == 0 && len(after) == 0:
-		return Record{}, false, nil
+		return predlog.Record{}, false, nil
 	case len(after) == 0:
 		return before[0], true, nil
 	case len(before) == 0:
@@ -128,49 +130,49 @@ func saturatingAdd(a, b int64) int64 {
 }
 
 // ByScanSeq returns the latest active record of batchID with scanSeq.
-func (l *SQLite) ByScanSeq(ctx context.Context, batchID string, scanSeq float64) (Record, bool, error) {
-	recs, err := l.query(ctx, `SELECT `+recordColumns+` FROM predictions p
+func (s *Store) ByScanSeq(ctx context.Context, batchID string, scanSeq float64) (predlog.Record, bool, error) {
+	recs, err := s.query(ctx, `SELECT `+recordColumns+` FROM predictions p
 		WHERE p.batch_id = ? AND p.scan_seq = ? AND p.role = ? ORDER BY p.id DESC LIMIT 1`, false,
-		batchID, scanSeq, int64(RoleActive))
+		batchID, scanSeq, int64(predlog.RoleActive))
 	if err != nil || len(recs) == 0 {
-		return Record{}, false, err
+		return predlog.Record{}, false, err
 	}
 	return recs[0], true, nil
 }
 
 // ByPrediction returns every record of one spectrum.
-func (l *SQLite) ByPrediction(ctx context.Context, id PredictionID) ([]Record, error) {
-	return l.query(ctx, `SELECT `+recordColumns+` FROM predictions p
+func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]predlog.Record, error) {
+	return s.query(ctx, `SELECT `+recordColumns+` FROM predictions p
 		WHERE p.prediction_id = ? ORDER BY p.role, p.id`, false, id[:])
 }
 
-func (l *SQLite) query(ctx context.Context, q string, withSpectra bool, args ...any) ([]Record, error) {
-	rows, err := l.db.QueryContext(ctx, q, args...)
+func (s *Store) query(ctx context.Context, q string, withSpectra bool, args ...any) ([]predlog.Record, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("predlog: query: %w", err)
+		return nil, fmt.Errorf("sqlitelog: query: %w", err)
 	}
 	defer rows.Close()
-	var recs []Record
+	var recs []predlog.Record
 	var axes map[int64][]float32 // decoded once per page
 	if withSpectra {
 		axes = make(map[int64][]float32)
 	}
 	for rows.Next() {
-		var rec Record
+		var rec predlog.Record
 		if err := scanRecord(rows, &rec, axes); err != nil {
 			return nil, err
 		}
 		recs = append(recs, rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("predlog: query: %w", err)
+		return nil, fmt.Errorf("sqlitelog: query: %w", err)
 	}
 	return recs, nil
 }
 
 // scanRecord reads one row of recordColumns, and of spectrumColumns when
 // axes (the page's decoded axes by id) is not nil.
-func scanRecord(rows *sql.Rows, rec *Record, axes map[int64][]float32) error {
+func scanRecord(rows *sql.Rows, rec *predlog.Record, axes map[int64][]float32) error {
 	var (
 		pid                         []byte
 		ts, role                    int64
@@ -188,15 +190,15 @@ func scanRecord(rows *sql.Rows, rec *Record, axes map[int64][]float32) error {
 		dest = append(dest, &spectrum, &axisID, &axis)
 	}
 	if err := rows.Scan(dest...); err != nil {
-		return fmt.Errorf("predlog: read a record: %w", err)
+		return fmt.Errorf("sqlitelog: read a record: %w", err)
 	}
 	id, err := uuid.FromBytes(pid)
 	if err != nil {
-		return fmt.Errorf("predlog: record %d has a malformed prediction id", rec.ID)
+		return fmt.Errorf("sqlitelog: record %d has a malformed prediction id", rec.ID)
 	}
 	rec.PredictionID = id
 	rec.Time = time.Unix(0, ts).UTC()
-	rec.Role = Role(role)
+	rec.Role = predlog.Role(role)
 	for k := range 3 {
 		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
 		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid

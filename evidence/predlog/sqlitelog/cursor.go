@@ -1,13 +1,11 @@
-package predlog
+package sqlitelog
 
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
-)
 
-// ErrBadCursor means a page cursor was not one this log handed out.
-var ErrBadCursor = errors.New("predlog: invalid cursor")
+	"ramanserve/evidence/predlog"
+)
 
 // A cursor is the keyset position of the last record of a page: its time
 // (Unix nanoseconds) and row id, the order Page sorts by. It is opaque to
@@ -35,25 +33,25 @@ func encodeCursor(c cursor) string {
 
 func decodeCursor(s string) (cursor, error) {
 	if len(s) == 0 || len(s) > maxCursorLen {
-		return cursor{}, ErrBadCursor
+		return cursor{}, predlog.ErrBadCursor
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(b) < 3 || b[0] != cursorFormat {
-		return cursor{}, ErrBadCursor
+		return cursor{}, predlog.ErrBadCursor
 	}
 	ts, n := binary.Varint(b[1:])
 	if n <= 0 {
-		return cursor{}, ErrBadCursor
+		return cursor{}, predlog.ErrBadCursor
 	}
 	id, m := binary.Varint(b[1+n:])
 	if m <= 0 || 1+n+m != len(b) || id < 0 {
-		return cursor{}, ErrBadCursor
+		return cursor{}, predlog.ErrBadCursor
 	}
 	c := cursor{ts: ts, id: id}
 	// One text per position: a cursor that re-encodes differently (a
 	// non-minimal varint) was not made here.
 	if encodeCursor(c) != s {
-		return cursor{}, ErrBadCursor
+		return cursor{}, predlog.ErrBadCursor
 	}
 	return c, nil
 }

@@ -1,6 +1,7 @@
-package predlog_test
+package sqlitelog_test
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 )
 
 // TestRetentionByAge: records older than the retention are deleted, in
@@ -33,11 +35,14 @@ func TestRetentionByAge(t *testing.T) {
 	if l.Stats().Deleted != 0 {
 		t.Fatal("retention deleted records younger than the retention")
 	}
-	full := l.Stats().SizeBytes
+	// The size with every record committed, read from the database: the
+	// log's SizeBytes follows a commit only once the writer's next
+	// retention pass has run.
+	db := rawDB(t, dir)
+	full := databaseBytes(t, db)
 	// An hour after t0+3.5 s: the 3500 records before it are too old.
 	now.Store(t0.Add(time.Hour + 3500*time.Millisecond).UnixNano())
 	waitFor(t, "age retention", func() bool { return l.Stats().Deleted == 3500 })
-	db := rawDB(t, dir)
 	if got := countRows(t, db, `WHERE scan_seq >= 3500`); got != 1500 {
 		t.Fatalf("%d of the 1500 young records left, %d rows in all", got, countRows(t, db, ""))
 	}
@@ -46,6 +51,17 @@ func TestRetentionByAge(t *testing.T) {
 	}
 	// Incremental vacuum gives the freed pages back: the file shrinks.
 	waitFor(t, "the file to shrink", func() bool { return l.Stats().SizeBytes < full*3/5 })
+}
+
+// databaseBytes is the database's pages as db sees them, committed WAL
+// frames included: what the log's Size reports as Bytes.
+func databaseBytes(t testing.TB, db *sql.DB) int64 {
+	t.Helper()
+	var n int64
+	if err := db.QueryRow(`SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestRetentionBySize: through a stream of records many times the bound,
@@ -132,7 +148,7 @@ func TestSizeSharesAfterEveryBatch(t *testing.T) {
 				maxDB, maxWAL, maxAll int64
 				over                  []string
 			)
-			opts := predlog.WithAfterBatch(predlog.Options{MaxBytes: bound}, func() {
+			l := openLog(t, dir, predlog.Options{MaxBytes: bound, AfterBatch: func() {
 				db, wal, shm := fileSize(dir, ""), fileSize(dir, "-wal"), fileSize(dir, "-shm")
 				mu.Lock()
 				defer mu.Unlock()
@@ -141,8 +157,7 @@ func TestSizeSharesAfterEveryBatch(t *testing.T) {
 				if (db+wal+shm > bound || db > bound*5/8+bound/8 || wal > bound/8+bound/8) && len(over) < 5 {
 					over = append(over, fmt.Sprintf("database %d, WAL %d, shared memory %d", db, wal, shm))
 				}
-			})
-			l := openLog(t, dir, opts)
+			}})
 			for i := range n {
 				recordAll(l, testRecord(i, "B", c.spectra))
 			}
@@ -163,7 +178,7 @@ func TestSizeSharesAfterEveryBatch(t *testing.T) {
 }
 
 func fileSize(dir, suffix string) int64 {
-	st, err := os.Stat(filepath.Join(dir, predlog.DatabaseFileName+suffix))
+	st, err := os.Stat(filepath.Join(dir, sqlitelog.DatabaseFileName+suffix))
 	if err != nil {
 		return 0
 	}
@@ -199,7 +214,7 @@ func samplePeakSize(dir string) (stop func() int64) {
 // file caught mid-rename or unreadable counts as 0).
 func filesSize(dir string) int64 {
 	var total int64
-	for _, name := range []string{predlog.DatabaseFileName, predlog.DatabaseFileName + "-wal", predlog.DatabaseFileName + "-shm"} {
+	for _, name := range []string{sqlitelog.DatabaseFileName, sqlitelog.DatabaseFileName + "-wal", sqlitelog.DatabaseFileName + "-shm"} {
 		st, err := os.Stat(filepath.Join(dir, name))
 		if err == nil {
 			total += st.Size()

@@ -1,4 +1,4 @@
-package predlog_test
+package sqlitelog_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/sqlitelog"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -248,7 +249,7 @@ func TestBatchCommit(t *testing.T) {
 func TestSecondOpenRefused(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir, predlog.Options{})
-	if _, err := predlog.Open(context.Background(), dir, predlog.Options{}); !errors.Is(err, predlog.ErrLocked) {
+	if _, err := sqlitelog.OpenLog(context.Background(), dir, predlog.Options{}); !errors.Is(err, sqlitelog.ErrLocked) {
 		t.Fatalf("second open: %v, want ErrLocked", err)
 	}
 	closeLog(t, l)
@@ -265,7 +266,7 @@ func TestOddRecords(t *testing.T) {
 	noTime := testRecord(1, "odd", false)
 	noTime.Time = time.Time{}
 	huge := testRecord(2, "odd", false)
-	huge.Spectrum = make([]float32, predlog.MaxSpectrumPoints+1)
+	huge.Spectrum = make([]float32, sqlitelog.MaxSpectrumPoints+1)
 	if l.Record(nil) {
 		t.Fatal("a nil record was accepted")
 	}
@@ -298,7 +299,7 @@ func TestRecordAfterCloseDrops(t *testing.T) {
 }
 
 func TestOpenRefusesBadOptions(t *testing.T) {
-	if _, err := predlog.Open(context.Background(), t.TempDir(), predlog.Options{MaxBytes: 1000}); err == nil {
+	if _, err := sqlitelog.OpenLog(context.Background(), t.TempDir(), predlog.Options{MaxBytes: 1000}); err == nil {
 		t.Fatal("a size bound below the minimum was accepted")
 	}
 }
@@ -343,11 +344,11 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := predlog.Open(context.Background(), dir, predlog.Options{}); !errors.Is(err, predlog.ErrNewerSchema) {
+	if _, err := sqlitelog.OpenLog(context.Background(), dir, predlog.Options{}); !errors.Is(err, sqlitelog.ErrNewerSchema) {
 		t.Fatalf("open: %v, want ErrNewerSchema", err)
 	}
 	// The refusal released the directory's lock.
-	if _, err := predlog.Open(context.Background(), dir, predlog.Options{}); !errors.Is(err, predlog.ErrNewerSchema) {
+	if _, err := sqlitelog.OpenLog(context.Background(), dir, predlog.Options{}); !errors.Is(err, sqlitelog.ErrNewerSchema) {
 		t.Fatalf("second open: %v, want ErrNewerSchema again", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build race
 
-package predlog_test
+package sqlitelog_test
 
 // raceDetector is true when the tests run with -race, which makes the
 // writer about thirty times slower: the longest streams are shortened.

@@ -1,9 +1,11 @@
-package predlog
+package sqlitelog
 
 import (
 	"math"
 	"reflect"
 	"testing"
+
+	"ramanserve/evidence/predlog"
 )
 
 // FuzzDecodeCursor: the cursor comes from a client's query string. Any text
@@ -18,8 +20,8 @@ func FuzzDecodeCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := decodeCursor(s)
 		if err != nil {
-			if err != ErrBadCursor {
-				t.Fatalf("error %v is not ErrBadCursor", err)
+			if err != predlog.ErrBadCursor {
+				t.Fatalf("error %v is not predlog.ErrBadCursor", err)
 			}
 			return
 		}

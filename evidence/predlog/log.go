@@ -1,0 +1,233 @@
+package predlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultQueueSize      = 8192
+	DefaultBatchMax       = 1024
+	DefaultCommitInterval = 100 * time.Millisecond
+	DefaultRetentionEvery = time.Second
+	// DeleteChunk is the rows one retention transaction deletes, so that
+	// the writer commits new records between chunks and never stalls long.
+	DeleteChunk = 1000
+	// MinMaxBytes is the smallest size bound New accepts: one commit
+	// batch and one chunk of deletions must each stay well under the
+	// bound (see sqlitelog for how the embedded store spends it).
+	MinMaxBytes = 4 << 20
+)
+
+// Options configure New. Zero values take the defaults.
+type Options struct {
+	// QueueSize is the bound of the hot path's queue, in records.
+	QueueSize int
+	// BatchMax commits a batch as soon as it holds this many records
+	// (under MaxBytes, also once it holds about MaxBytes/16 by an
+	// estimate that counts spectra uncompressed).
+	BatchMax int
+	// CommitInterval is the longest a record waits in a partial batch:
+	// a record Record accepted is committed within CommitInterval plus the
+	// time of one commit, unless the process is killed first. What a
+	// crash keeps of the committed batches is the store's to say.
+	CommitInterval time.Duration
+	// Retention deletes records older than this (0 keeps them by age).
+	Retention time.Duration
+	// MaxBytes bounds the store's size (0: no bound): once the bytes
+	// holding records exceed 5/8 of it, the oldest records are deleted,
+	// in transactions of DeleteChunk, down to 1/2.
+	MaxBytes int64
+	// RetentionEvery is how often the writer checks age and size.
+	RetentionEvery time.Duration
+	// Logger receives write errors (slog.Default() when nil).
+	Logger *slog.Logger
+	// Now is the clock for age retention (time.Now when nil).
+	Now func() time.Time
+	// IdlePriority runs the writer on a thread of its own at idle CPU
+	// priority (package idlecpu): it then commits only on CPU the rest of
+	// the process leaves idle, and the queue drops (counted) while the
+	// cores stay busy.
+	IdlePriority bool
+	// AfterBatch, when set, is called on the writer goroutine after each
+	// batch's commit and again after the retention it triggered, when
+	// nothing else writes to the store: tests read the store's files
+	// there. The writer waits for it.
+	AfterBatch func()
+}
+
+func (o Options) withDefaults() Options {
+	if o.QueueSize <= 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.BatchMax <= 0 {
+		o.BatchMax = DefaultBatchMax
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = DefaultCommitInterval
+	}
+	if o.RetentionEvery <= 0 {
+		o.RetentionEvery = DefaultRetentionEvery
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Writer is the prediction log over a Store: the hot path's bounded
+// queue, RecordWait's queue, one goroutine that commits both in batches
+// (Store.Append) and applies retention between batches, and the counters.
+// Reads go straight to the store. It implements Log.
+type Writer struct {
+	opts  Options
+	store Store
+	queue chan *Record
+	// background is RecordWait's queue, apart from the hot path's so that
+	// a re-scoring job never takes the room live predictions need.
+	background chan *Record
+
+	closing atomic.Bool
+	stop    chan struct{} // closed by Close: drain the queue, then exit
+	abandon chan struct{} // closed when Close's ctx ends: exit after the current transaction
+	done    chan struct{} // closed by the writer when it has exited
+	once    sync.Once
+
+	committed   atomic.Uint64
+	lastCommit  atomic.Int64 // unixnano.Of of the latest commit; 0 before the first
+	dropped     atomic.Uint64
+	writeFailed atomic.Uint64
+	deleted     atomic.Uint64
+	sizeBytes   atomic.Int64
+}
+
+var _ Log = (*Writer)(nil)
+
+// New starts the log's writer over store, which it owns from then on:
+// Close closes it.
+func New(ctx context.Context, store Store, opts Options) (*Writer, error) {
+	opts = opts.withDefaults()
+	if opts.MaxBytes != 0 && opts.MaxBytes < MinMaxBytes {
+		return nil, fmt.Errorf("predlog: a size bound of %d bytes is below the minimum of %d", opts.MaxBytes, MinMaxBytes)
+	}
+	if opts.Retention < 0 || opts.MaxBytes < 0 {
+		return nil, errors.New("predlog: retention and size bound must not be negative")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l := &Writer{
+		opts:       opts,
+		store:      store,
+		queue:      make(chan *Record, opts.QueueSize),
+		background: make(chan *Record, opts.BatchMax),
+		stop:       make(chan struct{}),
+		abandon:    make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	go newWriter(l).run()
+	return l, nil
+}
+
+// Record hands rec to the writer without blocking. It never allocates.
+func (l *Writer) Record(rec *Record) bool {
+	if rec == nil {
+		return false
+	}
+	if l.closing.Load() {
+		l.dropped.Add(1)
+		return false
+	}
+	select {
+	case l.queue <- rec:
+		return true
+	default:
+		l.dropped.Add(1)
+		return false
+	}
+}
+
+// Dropped counts the records Record refused.
+func (l *Writer) Dropped() uint64 { return l.dropped.Load() }
+
+// Stats returns the log's counters.
+func (l *Writer) Stats() Stats {
+	return Stats{
+		Queued:       len(l.queue),
+		QueueCap:     cap(l.queue),
+		Committed:    l.committed.Load(),
+		LastCommitAt: lastCommitAt(l.lastCommit.Load()),
+		Dropped:      l.dropped.Load(),
+		WriteFailed:  l.writeFailed.Load(),
+		Deleted:      l.deleted.Load(),
+		SizeBytes:    l.sizeBytes.Load(),
+	}
+}
+
+// Close stops accepting records, lets the writer commit what is queued,
+// and closes the store. When ctx ends first the writer stops after its
+// current transaction and the records still queued are counted as
+// dropped; the store is closed all the same.
+func (l *Writer) Close(ctx context.Context) error {
+	var err error
+	l.once.Do(func() {
+		l.closing.Store(true)
+		close(l.stop)
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			err = fmt.Errorf("predlog: close: %w", ctx.Err())
+			close(l.abandon)
+			<-l.done
+		}
+		// A Record that passed the closing check just before Close may
+		// have queued after the writer's last drain: count it.
+		for range len(l.queue) {
+			<-l.queue
+			l.dropped.Add(1)
+		}
+		for range len(l.background) {
+			<-l.background
+			l.dropped.Add(1)
+		}
+		if cerr := l.store.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
+			err = fmt.Errorf("predlog: close: %w", cerr)
+		}
+	})
+	return err
+}
+
+// lastCommitAt is Stats.LastCommitAt of a stored Unix time in ns.
+func lastCommitAt(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// Page implements Reader through the store.
+func (l *Writer) Page(ctx context.Context, f Filter) (Page, error) { return l.store.Page(ctx, f) }
+
+// Nearest implements Reader through the store.
+func (l *Writer) Nearest(ctx context.Context, batchID string, at time.Time, window time.Duration) (Record, bool, error) {
+	return l.store.Nearest(ctx, batchID, at, window)
+}
+
+// ByScanSeq implements Reader through the store.
+func (l *Writer) ByScanSeq(ctx context.Context, batchID string, scanSeq float64) (Record, bool, error) {
+	return l.store.ByScanSeq(ctx, batchID, scanSeq)
+}
+
+// ByPrediction implements Reader through the store.
+func (l *Writer) ByPrediction(ctx context.Context, id PredictionID) ([]Record, error) {
+	return l.store.ByPrediction(ctx, id)
+}
