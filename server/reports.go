@@ -12,7 +12,6 @@ import (
 	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
 	"ramanserve/server/report"
-	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 )
 
@@ -111,14 +110,14 @@ func (a *API) labEvidence(ctx context.Context, version string) (*report.LabEvide
 }
 
 // trainingReport is the page of the version a done job staged;
-// trainer.ErrJobNotDone while it is queued or running, or when it failed.
+// jobs.ErrJobNotDone while it is queued or running, or when it failed.
 func (a *API) trainingReport(ctx context.Context, jobID string) (htmlPage, error) {
 	job, err := a.Training.Get(ctx, jobID)
 	if err != nil {
 		return nil, err
 	}
 	if job.Status != jobs.Done || job.Result == nil {
-		return nil, fmt.Errorf("%w: job %q is %s, so it has no model to report on", trainer.ErrJobNotDone, jobID, job.Status)
+		return nil, fmt.Errorf("%w: job %q is %s, so it has no model to report on", jobs.ErrJobNotDone, jobID, job.Status)
 	}
 	return a.modelReport(ctx, job.Result.NewVersion)
 }

@@ -16,20 +16,19 @@ import (
 	"ramanserve/inference"
 	"ramanserve/registry"
 	"ramanserve/service/training"
-	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 )
 
 // jobsByID is a training service that knows a fixed set of jobs.
 type jobsByID map[string]jobs.Job
 
-func (j jobsByID) Reserve(context.Context) (training.Upload, error) { return nil, trainer.ErrQueueFull }
+func (j jobsByID) Reserve(context.Context) (training.Upload, error) { return nil, jobs.ErrQueueFull }
 
 func (j jobsByID) Get(_ context.Context, id string) (jobs.Job, error) {
 	if job, ok := j[id]; ok {
 		return job, nil
 	}
-	return jobs.Job{}, trainer.ErrJobNotFound
+	return jobs.Job{}, jobs.ErrJobNotFound
 }
 
 func (j jobsByID) List(jobs.Status, int, string) (jobs.Page, error) {
@@ -37,7 +36,7 @@ func (j jobsByID) List(jobs.Status, int, string) (jobs.Page, error) {
 }
 
 func (j jobsByID) Cancel(context.Context, string) (jobs.Job, error) {
-	return jobs.Job{}, trainer.ErrJobNotFound
+	return jobs.Job{}, jobs.ErrJobNotFound
 }
 
 func stageSmallModel(t *testing.T, reg *registry.Registry, operator string) string {

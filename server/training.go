@@ -28,16 +28,16 @@ import (
 // TrainingService is the training job queue (*training.Service).
 type TrainingService interface {
 	// Reserve takes a queue slot for an upload before its body is read.
-	// It fails at once with trainer.ErrQueueFull when none is free.
+	// It fails at once with jobs.ErrQueueFull when none is free.
 	Reserve(ctx context.Context) (training.Upload, error)
-	// Get reports a job; trainer.ErrJobNotFound for an unknown id.
+	// Get reports a job; jobs.ErrJobNotFound for an unknown id.
 	Get(ctx context.Context, id string) (jobs.Job, error)
 	// List lists jobs newest first, one page of at most limit after
 	// cursor, only those in status when it is not empty;
-	// trainer.ErrInvalidCursor for a cursor the server did not issue.
+	// jobs.ErrInvalidCursor for a cursor the server did not issue.
 	List(status jobs.Status, limit int, cursor string) (jobs.Page, error)
 	// Cancel ends a queued or running job as failed/CANCELLED;
-	// trainer.ErrJobFinished when it already ended.
+	// jobs.ErrJobFinished when it already ended.
 	Cancel(ctx context.Context, id string) (jobs.Job, error)
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"ramanserve/gen"
 	"ramanserve/service/training"
-	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
 )
 
@@ -23,11 +22,11 @@ type fullQueue struct{ reserved atomic.Int32 }
 
 func (f *fullQueue) Reserve(context.Context) (training.Upload, error) {
 	f.reserved.Add(1)
-	return nil, fmt.Errorf("%w: 4 jobs are waiting", trainer.ErrQueueFull)
+	return nil, fmt.Errorf("%w: 4 jobs are waiting", jobs.ErrQueueFull)
 }
 
 func (f *fullQueue) Get(context.Context, string) (jobs.Job, error) {
-	return jobs.Job{}, trainer.ErrJobNotFound
+	return jobs.Job{}, jobs.ErrJobNotFound
 }
 
 func (f *fullQueue) List(jobs.Status, int, string) (jobs.Page, error) {
@@ -35,7 +34,7 @@ func (f *fullQueue) List(jobs.Status, int, string) (jobs.Page, error) {
 }
 
 func (f *fullQueue) Cancel(context.Context, string) (jobs.Job, error) {
-	return jobs.Job{}, trainer.ErrJobNotFound
+	return jobs.Job{}, jobs.ErrJobNotFound
 }
 
 // endlessBody is a request body that never ends and counts what the

@@ -5,11 +5,10 @@ import (
 	"fmt"
 )
 
-// Sentinel errors of training. Package server maps them to contract codes:
-// ErrInvalidCSV -> 400 INVALID_CSV, ErrCSVTooLarge -> 413 PAYLOAD_TOO_LARGE,
-// ErrTrainingDiverged -> job error TRAINING_DIVERGED, ErrQueueFull -> 429
-// TRAINING_QUEUE_FULL, ErrMemoryBusy -> 503 SERVER_BUSY, ErrJobNotFound ->
-// 404 JOB_NOT_FOUND.
+// Sentinel errors of training; server/contract maps them to contract
+// codes (ErrInvalidCSV -> 400 INVALID_CSV, ErrCSVTooLarge -> 413
+// PAYLOAD_TOO_LARGE, ErrTrainingDiverged -> job error TRAINING_DIVERGED,
+// ErrMemoryBusy -> 503 SERVER_BUSY). The job queue's are package jobs'.
 var (
 	// ErrInvalidCSV: the training CSV is malformed. The wrapping error
 	// (a *CSVError) names the line and column.
@@ -23,10 +22,6 @@ var (
 	// ErrInvalidOptions: the training options or data shape are unusable
 	// (for example more folds than samples).
 	ErrInvalidOptions = errors.New("invalid training options")
-	// ErrQueueFull: a training runs and the bounded queue is full.
-	ErrQueueFull = errors.New("training queue full")
-	// ErrJobNotFound: no job with this id exists.
-	ErrJobNotFound = errors.New("training job not found")
 	// ErrMemoryBudget: the training memory budget cannot hold the data
 	// set. A *MemoryBudgetError carries it and also unwraps to
 	// ErrCSVTooLarge (413 PAYLOAD_TOO_LARGE) when the data set alone is
@@ -37,19 +32,6 @@ var (
 	// so far, but other uploads and queued or running jobs hold the room
 	// it needs now. Transient: the same upload may fit once they end.
 	ErrMemoryBusy = errors.New("training memory budget in use by other uploads and jobs")
-	// ErrJobFinished: the job already ended (done or failed); it cannot
-	// be cancelled.
-	ErrJobFinished = errors.New("training job already finished")
-	// ErrCancelled: the job was cancelled by a client (its error code).
-	ErrCancelled = errors.New("training job cancelled")
-	// ErrInvalidCursor: a job list cursor this server did not issue, or
-	// a damaged one.
-	ErrInvalidCursor = errors.New("invalid cursor")
-	// ErrJobNotDone: the job is queued, running or failed, so it has no
-	// model (its report was asked for).
-	ErrJobNotDone = errors.New("training job not done")
-	// ErrInterrupted: the job was queued or running when the process died.
-	ErrInterrupted = errors.New("training interrupted by a restart")
 )
 
 // MemoryBudgetError is a data set refused memory by its Charger. Its

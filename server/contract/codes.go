@@ -212,15 +212,15 @@ var domainCodes = []struct {
 	{trainer.ErrInvalidCSV, InvalidCSV, http.StatusBadRequest},
 	{trainer.ErrMemoryBusy, ServerBusy, http.StatusServiceUnavailable},
 	{trainer.ErrCSVTooLarge, PayloadTooLarge, http.StatusRequestEntityTooLarge},
-	{trainer.ErrJobNotFound, JobNotFound, http.StatusNotFound},
-	{trainer.ErrJobFinished, JobFinished, http.StatusConflict},
-	{trainer.ErrInvalidCursor, InvalidCursor, http.StatusBadRequest},
+	{jobs.ErrJobNotFound, JobNotFound, http.StatusNotFound},
+	{jobs.ErrJobFinished, JobFinished, http.StatusConflict},
+	{jobs.ErrInvalidCursor, InvalidCursor, http.StatusBadRequest},
 	{trainer.ErrInvalidOptions, InvalidTrainingOptions, http.StatusBadRequest},
-	{trainer.ErrJobNotDone, JobNotDone, http.StatusConflict},
-	{trainer.ErrCancelled, Cancelled, http.StatusConflict},
-	{trainer.ErrQueueFull, TrainingQueueFull, http.StatusTooManyRequests},
+	{jobs.ErrJobNotDone, JobNotDone, http.StatusConflict},
+	{jobs.ErrCancelled, Cancelled, http.StatusConflict},
+	{jobs.ErrQueueFull, TrainingQueueFull, http.StatusTooManyRequests},
 	{trainer.ErrTrainingDiverged, TrainingDiverged, http.StatusUnprocessableEntity},
-	{trainer.ErrInterrupted, Interrupted, http.StatusInternalServerError},
+	{jobs.ErrInterrupted, Interrupted, http.StatusInternalServerError},
 }
 
 // Classify maps any error to its contract code, HTTP status and

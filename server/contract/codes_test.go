@@ -15,6 +15,7 @@ import (
 	"ramanserve/registry/store"
 	"ramanserve/service/models"
 	"ramanserve/trainer"
+	"ramanserve/trainer/jobs"
 )
 
 func TestClassify(t *testing.T) {
@@ -32,22 +33,22 @@ func TestClassify(t *testing.T) {
 		{inference.ErrModelNotLoaded, ModelNotLoaded, 404, false},
 		{fmt.Errorf("line 3: %w", trainer.ErrInvalidCSV), InvalidCSV, 400, false},
 		{trainer.ErrCSVTooLarge, PayloadTooLarge, 413, false},
-		{trainer.ErrQueueFull, TrainingQueueFull, 429, true},
+		{jobs.ErrQueueFull, TrainingQueueFull, 429, true},
 		// The data set alone crosses the budget: no retry helps.
 		{&trainer.MemoryBudgetError{Rows: 128, Charged: 900, Need: 200, Limit: 1000}, PayloadTooLarge, 413, false},
 		// Others hold the budget: the same upload may fit later.
 		{&trainer.MemoryBudgetError{Rows: 0, Charged: 0, Need: 200, Limit: 1000}, ServerBusy, 503, true},
-		{trainer.ErrJobNotFound, JobNotFound, 404, false},
+		{jobs.ErrJobNotFound, JobNotFound, 404, false},
 		{fmt.Errorf("%w: v1 is archived, not staged", registry.ErrModelStatusMismatch), ModelStatusMismatch, 409, false},
 		{registry.ErrModelActive, ModelActive, 409, false},
 		{fmt.Errorf("%w: re-scoring job j1 of version v1 is running", models.ErrModelBusy), ModelBusy, 409, true},
 		{registry.ErrReservedVersion, InvalidRequest, 400, false},
-		{trainer.ErrJobFinished, JobFinished, 409, false},
-		{trainer.ErrInvalidCursor, InvalidCursor, 400, false},
-		{trainer.ErrCancelled, Cancelled, 409, false},
+		{jobs.ErrJobFinished, JobFinished, 409, false},
+		{jobs.ErrInvalidCursor, InvalidCursor, 400, false},
+		{jobs.ErrCancelled, Cancelled, 409, false},
 		{fmt.Errorf("%w: preprocessing[1].window 16 must be odd", trainer.ErrInvalidOptions), InvalidTrainingOptions, 400, false},
 		{fmt.Errorf("%w: savgol_filter mode 'nearest'", inference.ErrModelUnsupported), ModelUnsupported, 400, false},
-		{trainer.ErrJobNotDone, JobNotDone, 409, false},
+		{jobs.ErrJobNotDone, JobNotDone, 409, false},
 		{New(MissingPart, 0, "no csv"), MissingPart, 400, false},
 		{errors.New("disk on fire"), InternalError, 500, false},
 		// The registry's wrapping: sentinel, then the write's *PathError.

@@ -28,7 +28,7 @@ type Service struct{ *jobs.Manager }
 func New(queue *jobs.Manager) *Service { return &Service{Manager: queue} }
 
 // Reserve takes a queue slot for an upload before its body is read. It
-// fails at once with trainer.ErrQueueFull when none is free.
+// fails at once with jobs.ErrQueueFull when none is free.
 func (s *Service) Reserve(ctx context.Context) (Upload, error) {
 	r, err := s.Manager.Reserve(ctx)
 	if err != nil {

@@ -133,7 +133,7 @@ func TestListRefusesForeignCursors(t *testing.T) {
 	m := open(t, dir, jobs.Options{Publish: (&publisher{}).publish})
 	p, _ := m.List("", 1, "")
 	for _, c := range []string{"x", "!!!!", p.Next + "A", p.Next[:len(p.Next)-2], "AXsidCI6MSwiaWQiOiJ4In0", "eyJ0IjoxLCJpZCI6IngifQ", string(make([]byte, 600))} {
-		if _, err := m.List("", 1, c); !errors.Is(err, trainer.ErrInvalidCursor) {
+		if _, err := m.List("", 1, c); !errors.Is(err, jobs.ErrInvalidCursor) {
 			t.Errorf("cursor %q: %v", c, err)
 		}
 	}
@@ -162,7 +162,7 @@ func TestCancelQueued(t *testing.T) {
 	waitStatus(t, m, running, jobs.Running)
 	usedByRunning := budget.Used()
 	queued := submit(2)
-	if _, err := m.Reserve(context.Background()); !errors.Is(err, trainer.ErrQueueFull) {
+	if _, err := m.Reserve(context.Background()); !errors.Is(err, jobs.ErrQueueFull) {
 		t.Fatalf("queue not full: %v", err)
 	}
 	j, err := m.Cancel(context.Background(), queued)
@@ -180,15 +180,15 @@ func TestCancelQueued(t *testing.T) {
 		t.Fatalf("the cancelled job's place is not free: %v", err)
 	}
 	r.Release()
-	if _, err := m.Cancel(context.Background(), queued); !errors.Is(err, trainer.ErrJobFinished) {
+	if _, err := m.Cancel(context.Background(), queued); !errors.Is(err, jobs.ErrJobFinished) {
 		t.Fatalf("second cancel: %v", err)
 	}
-	if _, err := m.Cancel(context.Background(), "no-such-job"); !errors.Is(err, trainer.ErrJobNotFound) {
+	if _, err := m.Cancel(context.Background(), "no-such-job"); !errors.Is(err, jobs.ErrJobNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}
 	close(pub.block)
 	waitStatus(t, m, running, jobs.Done)
-	if _, err := m.Cancel(context.Background(), running); !errors.Is(err, trainer.ErrJobFinished) {
+	if _, err := m.Cancel(context.Background(), running); !errors.Is(err, jobs.ErrJobFinished) {
 		t.Fatalf("cancel done: %v", err)
 	}
 }
@@ -309,7 +309,7 @@ func TestCancelRaceWithTheEnd(t *testing.T) {
 			if got.Status != jobs.Failed || final.Status != jobs.Failed || final.Error.Code != "CANCELLED" || staged != 0 {
 				t.Fatalf("iteration %d: cancelled, final %+v, staged %d", i, final, staged)
 			}
-		case errors.Is(err, trainer.ErrJobFinished):
+		case errors.Is(err, jobs.ErrJobFinished):
 			finished++
 			if final.Status != jobs.Done || staged != 1 {
 				t.Fatalf("iteration %d: finished, final %s, staged %d", i, final.Status, staged)

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-
-	"ramanserve/trainer"
 )
 
 // A list cursor names a position in the job order (submitted time newest
@@ -46,10 +44,10 @@ func encodeCursor(p position) string {
 	return base64.RawURLEncoding.EncodeToString(append([]byte{cursorVersion}, b...))
 }
 
-// decodeCursor parses a cursor; every failure wraps trainer.ErrInvalidCursor.
+// decodeCursor parses a cursor; every failure wraps ErrInvalidCursor.
 func decodeCursor(s string) (position, error) {
 	invalid := func(why string) (position, error) {
-		return position{}, fmt.Errorf("%w: %s; pass the next_cursor of a previous page, or none", trainer.ErrInvalidCursor, why)
+		return position{}, fmt.Errorf("%w: %s; pass the next_cursor of a previous page, or none", ErrInvalidCursor, why)
 	}
 	if len(s) == 0 || len(s) > maxCursorBytes {
 		return invalid(fmt.Sprintf("a cursor is 1 to %d characters", maxCursorBytes))
@@ -93,7 +91,7 @@ const (
 // limit of them (DefaultPageSize when limit <= 0, at most MaxPageSize),
 // starting after cursor ("" for the first page), only those in status when
 // it is not "". Records loaded at start-up are included. A cursor
-// this package did not encode fails with trainer.ErrInvalidCursor.
+// this package did not encode fails with ErrInvalidCursor.
 func (m *Manager) List(status Status, limit int, cursor string) (Page, error) {
 	if limit <= 0 {
 		limit = DefaultPageSize
@@ -117,7 +115,7 @@ func (m *Manager) List(status Status, limit int, cursor string) (Page, error) {
 		// well-formed position naming no job (made up, or one whose
 		// record was removed) is refused too.
 		if j, ok := m.jobs[after.ID]; !ok || positionOf(j) != after {
-			return Page{}, fmt.Errorf("%w: it names no job of this server; pass the next_cursor of a previous page, or none", trainer.ErrInvalidCursor)
+			return Page{}, fmt.Errorf("%w: it names no job of this server; pass the next_cursor of a previous page, or none", ErrInvalidCursor)
 		}
 	}
 	// One pass keeps the limit+1 first matching jobs in order: a page

@@ -3,8 +3,6 @@ package jobs
 import (
 	"errors"
 	"testing"
-
-	"ramanserve/trainer"
 )
 
 // FuzzDecodeCursor: any string either decodes to a position that encodes
@@ -20,7 +18,7 @@ func FuzzDecodeCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		p, err := decodeCursor(s)
 		if err != nil {
-			if !errors.Is(err, trainer.ErrInvalidCursor) {
+			if !errors.Is(err, ErrInvalidCursor) {
 				t.Fatalf("decodeCursor(%q): %v, not ErrInvalidCursor", s, err)
 			}
 			return

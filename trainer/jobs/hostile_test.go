@@ -101,7 +101,7 @@ func TestStartSkipsOversizedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := startWithin(t, dir, nil)
-	if _, err := m.Get(context.Background(), "big-1"); !errors.Is(err, trainer.ErrJobNotFound) {
+	if _, err := m.Get(context.Background(), "big-1"); !errors.Is(err, jobs.ErrJobNotFound) {
 		t.Fatalf("the oversized record was loaded: %v", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestQueueFullSaysWhatHoldsTheSlots(t *testing.T) {
 		defer r.Release()
 	}
 	_, err := m.Reserve(context.Background())
-	if !errors.Is(err, trainer.ErrQueueFull) || !strings.Contains(err.Error(), "0 running jobs, 0 queued jobs and 2 uploads in progress") {
+	if !errors.Is(err, jobs.ErrQueueFull) || !strings.Contains(err.Error(), "0 running jobs, 0 queued jobs and 2 uploads in progress") {
 		t.Fatalf("got %v", err)
 	}
 }

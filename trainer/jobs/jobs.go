@@ -307,9 +307,9 @@ func defaultClassify(err error) string {
 	switch {
 	case errors.Is(err, trainer.ErrTrainingDiverged):
 		return "TRAINING_DIVERGED"
-	case errors.Is(err, trainer.ErrCancelled):
+	case errors.Is(err, ErrCancelled):
 		return "CANCELLED"
-	case errors.Is(err, trainer.ErrInterrupted), errors.Is(err, context.Canceled):
+	case errors.Is(err, ErrInterrupted), errors.Is(err, context.Canceled):
 		return "INTERRUPTED"
 	}
 	return "INTERNAL_ERROR"
@@ -394,7 +394,7 @@ func (m *Manager) interrupt(j *Job, msg string) {
 	}
 	// Progress stays where the record last saved it: it never goes back,
 	// even across a restart.
-	j.Error = &Failure{Code: m.opts.Classify(trainer.ErrInterrupted), Message: msg}
+	j.Error = &Failure{Code: m.opts.Classify(ErrInterrupted), Message: msg}
 	m.persistOrKeep(j)
 	m.removeSpool(j.ID)
 	m.log.Info("training job interrupted by a restart", "job", j.ID, "reason", msg)
@@ -430,9 +430,9 @@ func estimateSeconds(ds *trainer.Dataset, opts trainer.Options) int {
 }
 
 // Reserve takes a queue slot for an upload before its body is read. It
-// fails at once with trainer.ErrQueueFull when every slot is taken (by
+// fails at once with ErrQueueFull when every slot is taken (by
 // the running job, queued jobs and other uploads), and with
-// trainer.ErrInterrupted once Close began.
+// ErrInterrupted once Close began.
 func (m *Manager) Reserve(ctx context.Context) (*Reservation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -440,10 +440,10 @@ func (m *Manager) Reserve(ctx context.Context) (*Reservation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
-		return nil, fmt.Errorf("%w: the server is shutting down", trainer.ErrInterrupted)
+		return nil, fmt.Errorf("%w: the server is shutting down", ErrInterrupted)
 	}
 	if m.slots >= m.opts.QueueSize+1 {
-		return nil, fmt.Errorf("%w: %s", trainer.ErrQueueFull, m.slotHoldersLocked())
+		return nil, fmt.Errorf("%w: %s", ErrQueueFull, m.slotHoldersLocked())
 	}
 	m.slots++
 	return &Reservation{m: m}, nil
@@ -472,7 +472,7 @@ func count(n int, one, many string) string {
 }
 
 // Submit queues a training on ds (whose memory, if charged, is not the
-// manager's to release). It fails with trainer.ErrQueueFull when every
+// manager's to release). It fails with ErrQueueFull when every
 // slot is taken. Uploads use Reserve and SubmitReserved instead.
 func (m *Manager) Submit(ctx context.Context, ds *trainer.Dataset, meta Meta) (Job, error) {
 	r, err := m.Reserve(ctx)
@@ -512,7 +512,7 @@ func (m *Manager) enqueue(r *Reservation, j *Job, t *task) (Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
-		return Job{}, fmt.Errorf("%w: the server is shutting down", trainer.ErrInterrupted)
+		return Job{}, fmt.Errorf("%w: the server is shutting down", ErrInterrupted)
 	}
 	if err := m.persist(j); err != nil {
 		return Job{}, err
@@ -539,7 +539,7 @@ func (m *Manager) Get(ctx context.Context, id string) (Job, error) {
 	defer m.mu.Unlock()
 	j, ok := m.jobs[id]
 	if !ok {
-		return Job{}, fmt.Errorf("%w: %q", trainer.ErrJobNotFound, id)
+		return Job{}, fmt.Errorf("%w: %q", ErrJobNotFound, id)
 	}
 	return *j, nil
 }
@@ -552,7 +552,7 @@ func (m *Manager) Wait(ctx context.Context, id string) (Job, error) {
 	m.mu.Lock()
 	if _, ok := m.jobs[id]; !ok {
 		m.mu.Unlock()
-		return Job{}, fmt.Errorf("%w: %q", trainer.ErrJobNotFound, id)
+		return Job{}, fmt.Errorf("%w: %q", ErrJobNotFound, id)
 	}
 	var ended chan struct{}
 	if t := m.current; t != nil && t.id == id {
@@ -730,13 +730,13 @@ func (m *Manager) run(ctx, jobCtx context.Context, t *task) {
 
 // commitToPublish decides, under m.mu, that t's model, trained on
 // rowsUsed rows, is staged: from here on Cancel answers JOB_FINISHED. A
-// job Cancel already ended stages nothing (trainer.ErrCancelled).
+// job Cancel already ended stages nothing (ErrCancelled).
 func (m *Manager) commitToPublish(t *task, rowsUsed int) (Lineage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j := m.jobs[t.id]
 	if j.Status != Running {
-		return Lineage{}, trainer.ErrCancelled
+		return Lineage{}, ErrCancelled
 	}
 	t.publishing = true
 	return Lineage{Meta: j.Meta, JobID: j.ID, Rows: j.Samples, RowsUsed: rowsUsed}, nil
@@ -753,7 +753,7 @@ func (m *Manager) fail(ctx context.Context, t *task, err error, finished time.Ti
 		if t.rescore != nil {
 			again = "post the re-scoring again"
 		}
-		failure = Failure{Code: m.opts.Classify(trainer.ErrInterrupted),
+		failure = Failure{Code: m.opts.Classify(ErrInterrupted),
 			Message: "the server shut down while this job was running; " + again}
 	}
 	m.mu.Lock()
@@ -775,21 +775,21 @@ func (m *Manager) fail(ctx context.Context, t *task, err error, finished time.Ti
 // ends) for the worker to give back its place and memory, so that the
 // place is free when the caller hears of it. Nothing is staged for a
 // cancelled job. A job that ended, or whose model is already being staged,
-// is trainer.ErrJobFinished (the latter once staging ended); an unknown id
-// is trainer.ErrJobNotFound.
+// is ErrJobFinished (the latter once staging ended); an unknown id
+// is ErrJobNotFound.
 func (m *Manager) Cancel(ctx context.Context, id string) (Job, error) {
 	m.mu.Lock()
 	j, ok := m.jobs[id]
 	if !ok {
 		m.mu.Unlock()
-		return Job{}, fmt.Errorf("%w: %q", trainer.ErrJobNotFound, id)
+		return Job{}, fmt.Errorf("%w: %q", ErrJobNotFound, id)
 	}
 	if t := m.current; t != nil && t.id == id {
 		return m.cancelRunning(ctx, t, j)
 	}
 	if j.Status != Queued {
 		defer m.mu.Unlock()
-		return Job{}, fmt.Errorf("%w: job %s is %s", trainer.ErrJobFinished, id, j.Status)
+		return Job{}, fmt.Errorf("%w: job %s is %s", ErrJobFinished, id, j.Status)
 	}
 	var t *task
 	for i, p := range m.pending {
@@ -803,7 +803,7 @@ func (m *Manager) Cancel(ctx context.Context, id string) (Job, error) {
 		// Queued but neither waiting nor running: Close took it to
 		// save for the next start.
 		defer m.mu.Unlock()
-		return Job{}, fmt.Errorf("%w: job %s is being saved for the next start", trainer.ErrInterrupted, id)
+		return Job{}, fmt.Errorf("%w: job %s is being saved for the next start", ErrInterrupted, id)
 	}
 	m.recordCancelled(j)
 	m.slots--
@@ -831,7 +831,7 @@ func (m *Manager) cancelRunning(ctx context.Context, t *task, j *Job) (Job, erro
 		}
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		return Job{}, fmt.Errorf("%w: job %s is %s", trainer.ErrJobFinished, j.ID, j.Status)
+		return Job{}, fmt.Errorf("%w: job %s is %s", ErrJobFinished, j.ID, j.Status)
 	}
 	m.recordCancelled(j)
 	out := *j
@@ -852,7 +852,7 @@ func (m *Manager) recordCancelled(j *Job) {
 	if j.StartedAt == nil {
 		j.StartedAt = &now
 	}
-	j.Error = &Failure{Code: m.opts.Classify(trainer.ErrCancelled), Message: "cancelled by POST /training/" + j.ID + "/cancel; nothing was staged"}
+	j.Error = &Failure{Code: m.opts.Classify(ErrCancelled), Message: "cancelled by POST /training/" + j.ID + "/cancel; nothing was staged"}
 	m.persistOrKeep(j)
 }
 

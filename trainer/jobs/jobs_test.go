@@ -92,7 +92,7 @@ func TestJobRunsToDone(t *testing.T) {
 	if len(p.calls) != 1 || p.calls[0].Operator != "op" {
 		t.Fatalf("publish calls: %+v", p.calls)
 	}
-	if _, err := m.Get(context.Background(), "nope"); !errors.Is(err, trainer.ErrJobNotFound) {
+	if _, err := m.Get(context.Background(), "nope"); !errors.Is(err, jobs.ErrJobNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
 }
@@ -116,7 +116,7 @@ func TestQueueIsBounded(t *testing.T) {
 	if _, err := m.Submit(context.Background(), ds, jobs.Meta{Operator: "b"}); err != nil {
 		t.Fatalf("second job (fills the queue of 1): %v", err)
 	}
-	if _, err := m.Submit(context.Background(), ds, jobs.Meta{Operator: "c"}); !errors.Is(err, trainer.ErrQueueFull) {
+	if _, err := m.Submit(context.Background(), ds, jobs.Meta{Operator: "c"}); !errors.Is(err, jobs.ErrQueueFull) {
 		t.Fatalf("third job: %v, want ErrQueueFull", err)
 	}
 	if got := m.CountByStatus(); len(got) != 2 || got[jobs.Running] != 1 || got[jobs.Queued] != 1 {

@@ -103,7 +103,7 @@ func TestReservationHoldsTheSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Reserve(ctx); !errors.Is(err, trainer.ErrQueueFull) {
+	if _, err := m.Reserve(ctx); !errors.Is(err, jobs.ErrQueueFull) {
 		t.Fatalf("third reservation: %v, want ErrQueueFull", err)
 	}
 	if !a.TryAcquire(1000) || budget.Used() != 1000 {

@@ -83,7 +83,7 @@ type rescoreTask struct {
 	filter predlog.Filter
 }
 
-// SubmitRescore queues a re-scoring job. It fails with trainer.ErrQueueFull
+// SubmitRescore queues a re-scoring job. It fails with ErrQueueFull
 // when every place of the queue is taken, with ErrNoLoggedSpectra
 // when no logged spectrum lies in the range, and with a trainer.ErrInvalidOptions
 // error for a range that ends before it starts.
@@ -343,7 +343,7 @@ func (m *Manager) interruptQueuedRescore(t *task) {
 	if j.StartedAt == nil {
 		j.StartedAt = &now
 	}
-	j.Error = &Failure{Code: m.opts.Classify(trainer.ErrInterrupted),
+	j.Error = &Failure{Code: m.opts.Classify(ErrInterrupted),
 		Message: "the server shut down while this re-scoring job was queued; post the re-scoring again"}
 	m.persistOrKeep(j)
 }

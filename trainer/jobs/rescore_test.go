@@ -282,14 +282,11 @@ func TestRescoreCancelAndQueueFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitClosed(t, g.waiting, "the job to reach its gate")
-	// The second job waits at a gate of its own, so that it cannot end
-	// before the test has seen it hold the version.
-	gq := newGatedLog(l, 0)
-	queued, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: gq, Until: rescoreT0.Add(time.Hour)})
+	queued, err := m.SubmitRescore(context.Background(), jobs.RescoreRequest{Model: model, Log: l, Until: rescoreT0.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.SubmitRescore(context.Background(), req); !errors.Is(err, trainer.ErrQueueFull) {
+	if _, err := m.SubmitRescore(context.Background(), req); !errors.Is(err, jobs.ErrQueueFull) {
 		t.Fatalf("third job: %v, want ErrQueueFull", err)
 	}
 	j, _ := m.Get(context.Background(), running.ID)
@@ -552,7 +549,7 @@ func TestRescoreInProgressAndWait(t *testing.T) {
 	if j, err := m.Wait(context.Background(), blocker.ID); err != nil || j.Status != jobs.Done {
 		t.Fatalf("Wait of an ended job: %s, %v", j.Status, err)
 	}
-	if _, err := m.Wait(context.Background(), "no-such-job"); !errors.Is(err, trainer.ErrJobNotFound) {
+	if _, err := m.Wait(context.Background(), "no-such-job"); !errors.Is(err, jobs.ErrJobNotFound) {
 		t.Fatalf("Wait of an unknown job: %v", err)
 	}
 }
