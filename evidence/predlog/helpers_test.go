@@ -97,10 +97,11 @@ func recordAll(l predlog.Recorder, recs ...*predlog.Record) {
 	}
 }
 
-// waitFor polls cond until it holds or the generous bound passes.
+// waitFor polls cond until it holds or the deadline, generous for a
+// machine busy with other test binaries under -race, passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/platform/race"
 )
 
 // The test binary doubles as the child process of the tests below: with
@@ -99,6 +100,14 @@ func TestCrashSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
+	// Each round kills at a different point, well into the run: past
+	// minCommits+stepCommits*round commits and 5000 scans (a WAL
+	// checkpoint or more). A commit of a full batch takes seconds under
+	// -race, where the rounds kill after fewer commits.
+	minCommits, stepCommits := 20, 15
+	if race.Enabled {
+		minCommits, stepCommits = 5, 3
+	}
 	for round := range 3 {
 		t.Run(strconv.Itoa(round), func(t *testing.T) {
 			dir := t.TempDir()
@@ -114,8 +123,7 @@ func TestCrashSafety(t *testing.T) {
 				if acked, _ = strconv.ParseInt(s, 10, 64); acked < 0 {
 					t.Fatalf("child: %s", line)
 				}
-				// Kill at a different point in each round, well into the run.
-				if commits++; commits >= 20+15*round && acked > 5000 {
+				if commits++; commits >= minCommits+stepCommits*round && acked > 5000 {
 					break
 				}
 			}
