@@ -68,9 +68,12 @@ func TestRetentionBySize(t *testing.T) {
 	}
 	if race.Enabled {
 		// The writer is about thirty times slower under -race: a fifth of
-		// the long stream, 40k records, still about 2.5 times the bound.
-		// make bench's RetentionSoak streams a million.
+		// the long stream, 40k records, still about 2.5 times the bound,
+		// and a quarter of the stream with spectra through a quarter of
+		// its bound. Without -race (make test-quick, make bench) the full
+		// sizes run; make bench's RetentionSoak streams a million.
 		cases[0].records /= 5
+		cases[1].records, cases[1].maxBytes = cases[1].records/4, cases[1].maxBytes/4
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,9 +82,13 @@ func TestRetentionBySize(t *testing.T) {
 				n, maxBytes = n/10, predlog.MinMaxBytes
 			}
 			dir := t.TempDir()
-			// Batches of 256 keep a batch under MaxBytes/8 even with spectra
-			// (about 5 kB each), as Open's bound requires.
-			l := openLog(t, dir, predlog.Options{MaxBytes: maxBytes, BatchMax: 256})
+			// Batches of at most 256 records, and under MaxBytes/8 with
+			// spectra (about 5 kB each), as Open's bound requires.
+			batchMax := 256
+			if c.spectra {
+				batchMax = min(batchMax, int(maxBytes/8/5000))
+			}
+			l := openLog(t, dir, predlog.Options{MaxBytes: maxBytes, BatchMax: batchMax})
 			peak := samplePeakSize(dir)
 			for i := range n {
 				recordAll(l, testRecord(i, "B", c.spectra && i%2 == 0))
