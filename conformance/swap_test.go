@@ -16,7 +16,7 @@ import (
 func predictOnce(t *testing.T, c *zmqClient, wn, in []float64) (*client.Reply, *client.PredictReply) {
 	t.Helper()
 	frame, _ := goScenarioFrame("predict", wn, in)
-	raw, err := c.roundTrip(frame, 5*time.Second)
+	raw, err := c.roundTrip(frame, replyTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestHotSwapUnderLoad(t *testing.T) {
 			defer wg.Done()
 			for !stop.Load() {
 				frame, _ := goScenarioFrame("predict", wn, in)
-				raw, err := c.roundTrip(frame, 5*time.Second)
+				raw, err := c.roundTrip(frame, replyTimeout)
 				if err != nil {
 					failures.Add(1)
 					t.Errorf("predict during swaps: %v", err)
@@ -231,7 +231,7 @@ func TestChannelWithoutModel(t *testing.T) {
 		{"model_info", "model_info_reply", "MODEL_NOT_LOADED"},
 	} {
 		frame, id := goScenarioFrame(tc.scenario, wn, in)
-		raw := must(c.roundTrip(frame, 5*time.Second))(t)
+		raw := must(c.roundTrip(frame, replyTimeout))(t)
 		got := goResult(t, raw, id)
 		code := ""
 		if got.Code != nil {
