@@ -272,6 +272,7 @@ func isMutation(t *testing.T, op contractOperation) bool {
 // effect on its fixture. Every response is validated against the
 // contract, 401 and 403 included.
 func TestAuthEveryOperation(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	app, tok := authServerWith(t, true, server.EvidenceConfig{LogSpectra: true})
 	base := "http://" + app.HTTPAddr()
 	fx := setUpAuthFixtures(t, base, app.ZMQEndpoint(), tok)
@@ -364,6 +365,7 @@ func TestAuthEveryOperation(t *testing.T) {
 // self-declared operator in the job record (also on disk), in the lineage
 // of the model the job trained, and in the lineage of a file import.
 func TestAuthenticatedAsInLineage(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	app, tok := authServer(t, false)
 	base := "http://" + app.HTTPAddr()
 	c := tokenClient(t, base, tok.read)
@@ -517,6 +519,7 @@ func TestAuthCORSPreflight(t *testing.T) {
 // works and the old one gets 401, without a restart. A file that does
 // not parse is refused on SIGHUP and the tokens in force stay.
 func TestAuthTokenRotationBySIGHUP(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
 	old, rotated := newToken(t), newToken(t)
