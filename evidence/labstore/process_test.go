@@ -119,9 +119,6 @@ func readStored(t *testing.T, lines *bufio.Scanner, stop func(p int) bool) int {
 // SIGKILL mid-way: the database is intact, holds every post the child saw
 // stored, and holds each post whole or not at all.
 func TestCrashSafety(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
 	for round := range 3 {
 		t.Run(strconv.Itoa(round), func(t *testing.T) {
 			dir := t.TempDir()
@@ -163,9 +160,6 @@ func TestCrashSafety(t *testing.T) {
 // (SQLite serialises their transactions); every post of both is stored,
 // and this process reads the other's.
 func TestSecondProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
 	dir := t.TempDir()
 	s := openStore(t, dir)
 	_, lines := startChild(t, "other", dir)

@@ -97,9 +97,6 @@ func startChild(t *testing.T, role, dir string) (*exec.Cmd, *bufio.Scanner) {
 // SIGKILL mid-way, reopens the log: the database is intact and holds every
 // scan the child saw committed before the kill.
 func TestCrashSafety(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
 	// Each round kills at a different point, well into the run: past
 	// minCommits+stepCommits*round commits and 5000 scans (a WAL
 	// checkpoint or more). A commit of a full batch takes seconds under
@@ -160,9 +157,6 @@ func TestCrashSafety(t *testing.T) {
 // TestSecondProcessRefused: while one process has the log open, another is
 // refused; once the first dies (kill -9), the log opens again.
 func TestSecondProcessRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
 	dir := t.TempDir()
 	holder, lines := startChild(t, "hold", dir)
 	if !lines.Scan() || lines.Text() != "open" {
