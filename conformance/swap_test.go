@@ -10,6 +10,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/gen"
+	"ramanserve/platform/race"
 )
 
 // predictOnce sends one predict on c and decodes the reply.
@@ -69,7 +70,13 @@ func TestHotSwapUnderLoad(t *testing.T) {
 		t.Fatal("the two models give identical outputs; the test could not see a mixed reply")
 	}
 
-	const clients, swaps = 4, 60
+	const clients = 4
+	swaps := 60
+	if race.Enabled {
+		// A swap (a model load) takes a second under -race on a busy
+		// machine: 16 still interleave with the predicts.
+		swaps = 16
+	}
 	var (
 		stop                     atomic.Bool
 		replies, mixed, failures atomic.Int64
