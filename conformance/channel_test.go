@@ -205,6 +205,11 @@ func splitRepeats(names []string) [][]string {
 }
 
 func TestChannelPyzmq(t *testing.T) {
+	// Parallel: it runs once every sequential test is done, so no swap
+	// of the suite's active model can come between; the tests it runs
+	// beside have servers of their own. Each Python client takes a second
+	// to start.
+	t.Parallel()
 	a, _ := twoModels(t)
 	for _, hb := range []int{0, 100} {
 		t.Run(fmt.Sprintf("heartbeat=%dms", hb), func(t *testing.T) {

@@ -232,8 +232,7 @@ func backlogTime(samples []logSample, kill time.Time) time.Duration {
 // database passes integrity_check beside the running server. The shadow
 // is still set.
 func TestPredictionLogSurvivesKill9(t *testing.T) {
-	// Not parallel: at full rate the log's writer must keep up with four
-	// clients, and a CPU shared with the parallel tests makes it drop.
+	t.Parallel() // its own server or process: runs beside the others
 	dir := t.TempDir()
 	// Normal priority: this test is about what a commit keeps. At idle
 	// priority (the default) the full-rate round would drop records, counted,
