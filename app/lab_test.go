@@ -13,10 +13,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"ramanserve/evidence/predlog"
@@ -378,12 +380,7 @@ func TestPostLabResultsLargeCSV(t *testing.T) {
 // validateAgainstContract checks an answer (status, headers, body)
 // against api/openapi.yaml.
 func validateAgainstContract(req *http.Request, reqBody []byte, resp *http.Response, body []byte) error {
-	doc, err := gen.GetSwagger()
-	if err != nil {
-		return err
-	}
-	doc.Servers = nil
-	router, err := gorillamux.NewRouter(doc)
+	router, err := contractRouter()
 	if err != nil {
 		return err
 	}
@@ -479,3 +476,14 @@ func TestConcurrentLabPostsEachWhole(t *testing.T) {
 		}
 	}
 }
+
+// contractRouter parses api/openapi.yaml and builds its router once per
+// test binary: doing it for every answer took seconds under -race.
+var contractRouter = sync.OnceValues(func() (routers.Router, error) {
+	doc, err := gen.GetSwagger()
+	if err != nil {
+		return nil, err
+	}
+	doc.Servers = nil
+	return gorillamux.NewRouter(doc)
+})

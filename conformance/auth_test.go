@@ -273,6 +273,7 @@ func isMutation(t *testing.T, op contractOperation) bool {
 // effect on its fixture. Every response is validated against the
 // contract, 401 and 403 included.
 func TestAuthEveryOperation(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	proc, tok := authServerWith(t, true, app.EvidenceConfig{LogSpectra: true})
 	base := "http://" + proc.HTTPAddr()
 	fx := setUpAuthFixtures(t, base, proc.ZMQEndpoint(), tok)
@@ -365,6 +366,7 @@ func TestAuthEveryOperation(t *testing.T) {
 // self-declared operator in the job record (also on disk), in the lineage
 // of the model the job trained, and in the lineage of a file import.
 func TestAuthenticatedAsInLineage(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	proc, tok := authServer(t, false)
 	base := "http://" + proc.HTTPAddr()
 	c := tokenClient(t, base, tok.read)
@@ -518,6 +520,7 @@ func TestAuthCORSPreflight(t *testing.T) {
 // works and the old one gets 401, without a restart. A file that does
 // not parse is refused on SIGHUP and the tokens in force stay.
 func TestAuthTokenRotationBySIGHUP(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
 	old, rotated := newToken(t), newToken(t)

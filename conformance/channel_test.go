@@ -93,7 +93,7 @@ func checkScenario(t *testing.T, name string, got channelResult) {
 	t.Helper()
 	want := channelScenarios[name]
 	if got.Timeout {
-		t.Fatalf("%s: no reply within 5 s", name)
+		t.Fatalf("%s: no reply within a minute", name)
 	}
 	code := ""
 	if got.Code != nil {
@@ -205,6 +205,11 @@ func splitRepeats(names []string) [][]string {
 }
 
 func TestChannelPyzmq(t *testing.T) {
+	// Parallel: it runs once every sequential test is done, so no swap
+	// of the suite's active model can come between; the tests it runs
+	// beside have servers of their own. Each Python client takes a second
+	// to start.
+	t.Parallel()
 	a, _ := twoModels(t)
 	for _, hb := range []int{0, 100} {
 		t.Run(fmt.Sprintf("heartbeat=%dms", hb), func(t *testing.T) {
@@ -377,7 +382,7 @@ func TestChannelZmq4(t *testing.T) {
 	c := dialZMQ(t, suite.zmq)
 	for _, name := range scenarioOrder {
 		frame, id := goScenarioFrame(name, wn, in)
-		raw, err := c.roundTrip(frame, 5*time.Second)
+		raw, err := c.roundTrip(frame, replyTimeout)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -396,7 +401,7 @@ func TestChannelClientsAgree(t *testing.T) {
 	wn, in := testSpectrum()
 	c := dialZMQ(t, suite.zmq)
 	frame, _ := goScenarioFrame("predict", wn, in)
-	raw := must(c.roundTrip(frame, 5*time.Second))(t)
+	raw := must(c.roundTrip(frame, replyTimeout))(t)
 	rep := must(client.DecodeReply(raw))(t)
 	pr := must(client.DecodePredictReply(rep.Body))(t)
 	py := runPython(t, suite.zmq, 0, []string{"predict", "ping", "model_info"})[0]
@@ -437,7 +442,7 @@ func TestHostileMessagesLeaveOthersServed(t *testing.T) {
 	for _, name := range []string{"garbage", "truncated", "not_a_map", "wrong_v", "missing_id", "nan", "inf", "million", "too_large"} {
 		t.Run(name, func(t *testing.T) {
 			frame, id := goScenarioFrame(name, wn, in)
-			raw := must(hostile.roundTrip(frame, 5*time.Second))(t)
+			raw := must(hostile.roundTrip(frame, replyTimeout))(t)
 			got := goResult(t, raw, id)
 			if want := channelScenarios[name]; got.Type != want.replyType || got.Code == nil || *got.Code != want.code {
 				t.Fatalf("reply %s %v, want %s %s", got.Type, got.Code, want.replyType, want.code)
@@ -446,7 +451,7 @@ func TestHostileMessagesLeaveOthersServed(t *testing.T) {
 			for i := 0; i < 3; i++ {
 				ping, pingID := goScenarioFrame("ping", wn, in)
 				start := time.Now()
-				raw := must(good.roundTrip(ping, 5*time.Second))(t)
+				raw := must(good.roundTrip(ping, replyTimeout))(t)
 				best = min(best, time.Since(start))
 				if pong := goResult(t, raw, pingID); pong.Type != "pong" || !pong.CorrelationOK {
 					t.Fatalf("the other client's ping got %s (correlation ok %v)", pong.Type, pong.CorrelationOK)
@@ -464,7 +469,7 @@ func TestHostileMessagesLeaveOthersServed(t *testing.T) {
 // trained_at to the nanosecond included.
 func TestModelInfoMatchesHTTP(t *testing.T) {
 	twoModels(t)
-	cl, err := client.DialPrediction(context.Background(), suite.zmq, client.PredictionOptions{Timeout: 5 * time.Second})
+	cl, err := client.DialPrediction(context.Background(), suite.zmq, client.PredictionOptions{Timeout: replyTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,12 +522,12 @@ func TestChannelFailureReplyType(t *testing.T) {
 	c := dialZMQ(t, suite.zmq)
 	for _, name := range []string{"nan", "unequal", "unknown_type"} {
 		frame, id := goScenarioFrame(name, wn, in)
-		got := goResult(t, must(c.roundTrip(frame, 5*time.Second))(t), id)
+		got := goResult(t, must(c.roundTrip(frame, replyTimeout))(t), id)
 		t.Logf("zmq4 %s: type=%s error.code=%s body=%v", name, got.Type, codeOf(got.Code), got.Body)
 		checkScenario(t, name, got)
 	}
 
-	typed, err := client.DialPrediction(context.Background(), suite.zmq, client.PredictionOptions{Timeout: 5 * time.Second})
+	typed, err := client.DialPrediction(context.Background(), suite.zmq, client.PredictionOptions{Timeout: replyTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

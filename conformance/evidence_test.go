@@ -653,6 +653,7 @@ func atoi(s string) int {
 // training queue (kind rescore) and writes one rescore record per spectrum,
 // with the original prediction id, equal (same model) to the active record.
 func TestRescoreOnLoggedSpectra(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	proc := extraServer(t, serverConfigWithSpectra())
 	base := "http://" + proc.HTTPAddr()
 	c := apiAt(t, base)

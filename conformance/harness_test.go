@@ -159,6 +159,12 @@ func needInProcess(t *testing.T) {
 
 func httpClient() *http.Client { return &http.Client{Timeout: 60 * time.Second} }
 
+// replyTimeout is how long a test waits for a prediction channel reply it
+// expects. A healthy server answers in milliseconds; the bound only stops
+// a hung test, and is generous for -race on a machine busy with other
+// test binaries.
+const replyTimeout = time.Minute
+
 // validatingDoer sends a request and validates its response against the
 // contract. An invalid or undocumented response fails the call.
 type validatingDoer struct{ client *http.Client }

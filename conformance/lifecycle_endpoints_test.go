@@ -56,6 +56,7 @@ func listJobs(t *testing.T, c *gen.ClientWithResponses, params gen.ListTrainingJ
 // status filter applies; a damaged or made-up cursor is 400
 // INVALID_CURSOR and a limit out of range 400 INVALID_REQUEST.
 func TestTrainingListPagesFilterAndRestart(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	dir := t.TempDir()
 	p := startProcess(t, dir)
 	c := p.client(t)
@@ -163,6 +164,7 @@ func TestTrainingListPagesFilterAndRestart(t *testing.T) {
 // soon as it runs, the queued one while a job of 1,500 rows or more holds
 // the worker.
 func TestCancelQueuedRunningFinished(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	dir := t.TempDir()
 	p := startProcess(t, dir, "-training-queue", "1")
 	c := p.client(t)
@@ -277,6 +279,7 @@ func sha256Hex(b []byte) string {
 // staged and archived versions from the list and from models/, refuses
 // the active one (409 MODEL_ACTIVE), and unknown versions are 404.
 func TestModelDetailDeleteAndStatusMismatch(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	dir := t.TempDir()
 	p := startProcess(t, dir)
 	c := p.client(t)

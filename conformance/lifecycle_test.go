@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"ramanserve/gen"
+	"ramanserve/platform/race"
 )
 
 // The server's lifecycle against a real process: start-up order, SIGTERM,
@@ -358,7 +359,8 @@ func freshHealth(addr string, limit time.Duration) (int, error) {
 // TestHealthThroughFullConnectionCap: 256 slow-body clients (one body byte
 // every 10 s on POST /model/load) fill the default management connection
 // cap. GET /health still answers within 1 s, every time, once a second for
-// 60 s (10 s with -short): from a fresh connection, from a connection kept
+// 60 s (15 s under -race, 10 s with -short; make bench runs the 60 s
+// without either): from a fresh connection, from a connection kept
 // alive since before the flood, and from one kept alive since after it
 // (either may be evicted while idle to admit a newcomer; it then connects
 // again within the same second). Any other request from a fresh
@@ -366,8 +368,12 @@ func freshHealth(addr string, limit time.Duration) (int, error) {
 func TestHealthThroughFullConnectionCap(t *testing.T) {
 	t.Parallel()
 	duration := 60 * time.Second
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		duration = 10 * time.Second
+	case race.Enabled:
+		// Past one 10 s interval of the slow clients' body bytes.
+		duration = 15 * time.Second
 	}
 	p := startProcess(t, t.TempDir())
 	before := dialKeptAlive(t, p.httpAddr)

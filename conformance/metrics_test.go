@@ -120,6 +120,7 @@ func checkMoved(t *testing.T, before, after *scrape, want []moved) {
 // connections of both channels. Real TCP throughout; every /metrics
 // answer is validated against the contract.
 func TestMetricsMove(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	needInProcess(t)
 	proc := extraServer(t, app.Config{})
 	base := "http://" + proc.HTTPAddr()

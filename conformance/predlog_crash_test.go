@@ -228,9 +228,12 @@ func backlogTime(samples []logSample, kill time.Time) time.Duration {
 // are repeated. After a last restart, GET /predictions holds every
 // prediction whose reply arrived more than predlog.DefaultCommitInterval
 // plus one commit (commitAllowance) before its kill, with the
-// concentrations of that reply, and the database passes integrity_check
-// beside the running server. The shadow is still set.
+// concentrations of that reply (less at most as many as the log counted
+// dropped, should its writer fall behind the full-rate clients), and the
+// database passes integrity_check beside the running server. The shadow
+// is still set.
 func TestPredictionLogSurvivesKill9(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	dir := t.TempDir()
 	// Normal priority: this test is about what a commit keeps. At idle
 	// priority (the default) the full-rate round would drop records, counted,
@@ -332,9 +335,17 @@ func TestPredictionLogSurvivesKill9(t *testing.T) {
 				}
 			}
 		}
+		// A record the log refused (its queue full: the writer fell
+		// behind the full-rate clients on a busy machine) was never
+		// committed, and is counted as dropped: the missing ones may be
+		// those, and no more.
 		if missing > 0 {
 			sort.Slice(firstMissing, func(i, j int) bool { return firstMissing[i] < firstMissing[j] })
-			t.Errorf("round %d: %d of the %d predictions answered more than %v before the kill are not in the log, the oldest answered %v before it (first: %v; the log reported %d dropped before the kill)",
+			report := t.Errorf
+			if int64(missing) <= k.dropped {
+				report = t.Logf
+			}
+			report("round %d: %d of the %d predictions answered more than %v before the kill are not in the log, the oldest answered %v before it (first: %v; the log reported %d dropped before the kill)",
 				round, missing, due, bound, oldestMissing, firstMissing, k.dropped)
 		}
 		if due == 0 {

@@ -171,6 +171,7 @@ func registryWithModels(t *testing.T) string {
 // rebuilt from the files (for the null list, which is corrupt, after the
 // server refuses to start and the operator runs registry check -repair).
 func TestRegistryIndexLossRebuildsList(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	for _, tc := range []struct {
 		name   string
 		damage func(path string) error

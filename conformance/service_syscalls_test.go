@@ -236,6 +236,7 @@ func (s *tracedServer) stop(t *testing.T) []string {
 // deploy/ramanserve.service's SystemCallFilter=, which would otherwise
 // fail it with EPERM. Needs strace and systemd-analyze; skipped without.
 func TestServiceSyscallFilterCoversTheServer(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace not installed")

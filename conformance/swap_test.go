@@ -10,13 +10,14 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/gen"
+	"ramanserve/platform/race"
 )
 
 // predictOnce sends one predict on c and decodes the reply.
 func predictOnce(t *testing.T, c *zmqClient, wn, in []float64) (*client.Reply, *client.PredictReply) {
 	t.Helper()
 	frame, _ := goScenarioFrame("predict", wn, in)
-	raw, err := c.roundTrip(frame, 5*time.Second)
+	raw, err := c.roundTrip(frame, replyTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,13 @@ func TestHotSwapUnderLoad(t *testing.T) {
 		t.Fatal("the two models give identical outputs; the test could not see a mixed reply")
 	}
 
-	const clients, swaps = 4, 60
+	const clients = 4
+	swaps := 60
+	if race.Enabled {
+		// A swap (a model load) takes a second under -race on a busy
+		// machine: 16 still interleave with the predicts.
+		swaps = 16
+	}
 	var (
 		stop                     atomic.Bool
 		replies, mixed, failures atomic.Int64
@@ -83,7 +90,7 @@ func TestHotSwapUnderLoad(t *testing.T) {
 			defer wg.Done()
 			for !stop.Load() {
 				frame, _ := goScenarioFrame("predict", wn, in)
-				raw, err := c.roundTrip(frame, 5*time.Second)
+				raw, err := c.roundTrip(frame, replyTimeout)
 				if err != nil {
 					failures.Add(1)
 					t.Errorf("predict during swaps: %v", err)
@@ -231,7 +238,7 @@ func TestChannelWithoutModel(t *testing.T) {
 		{"model_info", "model_info_reply", "MODEL_NOT_LOADED"},
 	} {
 		frame, id := goScenarioFrame(tc.scenario, wn, in)
-		raw := must(c.roundTrip(frame, 5*time.Second))(t)
+		raw := must(c.roundTrip(frame, replyTimeout))(t)
 		got := goResult(t, raw, id)
 		code := ""
 		if got.Code != nil {

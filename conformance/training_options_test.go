@@ -162,6 +162,7 @@ func TestTrainingDegenerateRowFailsTheJob(t *testing.T) {
 // folds, exclusions, recipe and regions (the record on disk carries them),
 // and the model it stages has them.
 func TestQueuedJobKeepsItsOptionsAcrossRestart(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	dir := t.TempDir()
 	p := startProcess(t, dir)
 	c := p.client(t)

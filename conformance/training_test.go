@@ -173,6 +173,7 @@ func TestTrainingJobLifecycle(t *testing.T) {
 // reads failed with INTERRUPTED, no partial model is listed, and the
 // previously active model is served again.
 func TestTrainingInterruptedByKill(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	dir := t.TempDir()
 	p := startProcess(t, dir)
 	c := p.client(t)
@@ -235,6 +236,7 @@ func TestTrainingInterruptedByKill(t *testing.T) {
 // TestActiveModelSurvivesKill: after a swap and kill -9, the restarted
 // server serves the model that was active.
 func TestActiveModelSurvivesKill(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	dir := t.TempDir()
 	p := startProcess(t, dir)
 	c := p.client(t)

@@ -272,6 +272,7 @@ func TestConcurrentUploadsStayInBudget(t *testing.T) {
 // and once the registry is writable again the record is written with that
 // reason. Needs root (mount); skipped otherwise.
 func TestReadOnlyRegistryKeepsFailureReason(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to bind-mount the registry read-only")
 	}
@@ -351,6 +352,7 @@ func TestReadOnlyRegistryKeepsFailureReason(t *testing.T) {
 // holds the data set and one fit but not a second: the job is done and
 // the server's peak RSS stays under the budget plus the overhead.
 func TestTrainingStaysInBudget(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
 	const budget = 100_000_000
 	p := startProcess(t, t.TempDir(), append(trainingSideOnly, "-max-training-memory", strconv.Itoa(budget))...)
 	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, 5, 2000)), []byte(goodMeta))

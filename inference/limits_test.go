@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"ramanserve/inference"
+	"ramanserve/platform/race"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
 )
@@ -48,7 +49,7 @@ type beyondCounts struct{ t2, q int }
 //	go test ./inference -run DiagnosticLimitsHoldForNewSpectra -v
 func TestDiagnosticLimitsHoldForNewSpectra(t *testing.T) {
 	calibrations := limitsSeeds
-	if raceDetector {
+	if race.Enabled {
 		// Training is several times slower under the race detector. One
 		// calibration still runs every path, but its rates are only
 		// shown: the band holds for the pooled rate, not for one model.
@@ -131,7 +132,7 @@ func TestDiagnosticLimitsHoldForNewSpectra(t *testing.T) {
 			beyond int
 		}{{"T2", sum.t2}, {"Q", sum.q}} {
 			rate := float64(r.beyond) / float64(spectra)
-			if !raceDetector && (rate < inference.DiagnosticsAlpha-limitsAllowed || rate > inference.DiagnosticsAlpha+limitsAllowed) {
+			if !race.Enabled && (rate < inference.DiagnosticsAlpha-limitsAllowed || rate > inference.DiagnosticsAlpha+limitsAllowed) {
 				t.Errorf("%d components: %.1f %% of new spectra beyond the %s limit, want %.1f %% +- %.1f %%",
 					a, 100*rate, r.name, 100*inference.DiagnosticsAlpha, 100*limitsAllowed)
 			}

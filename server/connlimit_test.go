@@ -108,10 +108,15 @@ func regularSlotsHeld(t *testing.T, max int) (string, *connLimitListener, []net.
 	return addr, l, holders
 }
 
+// waitLimit bounds waitOpen and waitActive: the states come within
+// milliseconds, but a machine busy with other -race binaries can delay the
+// server's goroutines by seconds.
+const waitLimit = 30 * time.Second
+
 // waitOpen waits until l has regular and reserve connections open.
 func waitOpen(t *testing.T, l *connLimitListener, regular, reserve int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for {
 		l.mu.Lock()
 		reg, res := l.regular, len(l.open)-l.regular
@@ -133,7 +138,7 @@ func waitOpen(t *testing.T, l *connLimitListener, regular, reserve int) {
 // connection was counted open.
 func waitActive(t *testing.T, l *connLimitListener, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for {
 		active := 0
 		l.mu.Lock()
@@ -231,7 +236,11 @@ func TestHealthThroughSilentFlood(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := silentFlood(ctx, addr, 5*(8+healthReserveConns))
 	defer func() { cancel(); wait() }()
-	time.Sleep(500 * time.Millisecond) // the flood fills every free slot
+	waitUntil(t, "the flood to fill every regular slot", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.regular == 8
+	})
 
 	kept, keptReader := dial(t, addr)
 	lastKept := time.Time{}
@@ -348,7 +357,7 @@ func TestAllActiveRefusesNewcomer(t *testing.T) {
 		fmt.Fprintf(c, "GET /health?hold HTTP/1.1\r\nHost: x\r\n\r\n") // reserve: health only, held
 	}
 	waitOpen(t, l, 1, healthReserveConns)
-	time.Sleep(100 * time.Millisecond) // every request read: all Active
+	waitActive(t, l, 1+healthReserveConns) // every request read
 	c, _ := dial(t, addr)
 	start := time.Now()
 	c.SetReadDeadline(time.Now().Add(3 * time.Second))

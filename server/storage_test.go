@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"ramanserve/server/contract"
@@ -17,36 +18,42 @@ import (
 // TestWriteProbeShared: health requests that arrive while a probe runs
 // share it, so a flood of them costs one write at a time; a later request
 // runs a fresh probe.
+// In a synctest bubble, so that the probe is released only once all 20
+// checks wait on it (synctest.Wait), however slowly the goroutines start,
+// and the probe timeout runs on the bubble's clock, which stands still
+// while the test goroutine works.
 func TestWriteProbeShared(t *testing.T) {
-	var p writeProbe
-	var calls atomic.Int32
-	release := make(chan struct{})
-	probe := func() error {
-		calls.Add(1)
-		<-release
-		return syscall.ENOSPC
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 20)
-	for range 20 {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- p.check(probe) }()
-	}
-	time.Sleep(100 * time.Millisecond)
-	close(release)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if !errors.Is(err, syscall.ENOSPC) {
-			t.Fatalf("shared probe result = %v", err)
+	synctest.Test(t, func(t *testing.T) {
+		var p writeProbe
+		var calls atomic.Int32
+		release := make(chan struct{})
+		probe := func() error {
+			calls.Add(1)
+			<-release
+			return syscall.ENOSPC
 		}
-	}
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("20 concurrent checks ran %d probes, want 1", n)
-	}
-	if err := p.check(func() error { return nil }); err != nil {
-		t.Fatalf("a later check reused an old result: %v", err)
-	}
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for range 20 {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- p.check(probe) }()
+		}
+		synctest.Wait() // every check waits on the one probe
+		close(release)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("shared probe result = %v", err)
+			}
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("20 concurrent checks ran %d probes, want 1", n)
+		}
+		if err := p.check(func() error { return nil }); err != nil {
+			t.Fatalf("a later check reused an old result: %v", err)
+		}
+	})
 }
 
 func TestStorageReason(t *testing.T) {

@@ -443,23 +443,34 @@ func TestAccessLogLine(t *testing.T) {
 // TestAccessLogFloodIsBounded: a burst of requests beyond the access
 // log's rate is counted, not written: every request is either on its own
 // line or in the suppressed count logged before the next line written.
+//
+// The flood lasts until it has sent 300 requests more than the limiter can
+// have let through (the burst, and the rate over the time taken), so that
+// a slow, busy machine floods as surely as an idle one; it gives up, as a
+// failure, if requests come slower than the rate.
 func TestAccessLogFloodIsBounded(t *testing.T) {
 	base, logs := webServer(t, HTTPConfig{})
 	client := &http.Client{Timeout: 10 * time.Second}
-	const n = accessLogBurst + 300
+	const beyond, maxRequests = 300, 50 * accessLogBurst
 	start := time.Now()
-	for i := range n {
+	n := 0
+	for ; n < accessLogBurst+int(time.Since(start).Seconds()*accessLogLinesPerSecond)+beyond; n++ {
+		if n == maxRequests {
+			t.Fatalf("%d requests in %v, slower than the access log's %d lines a second: no flood", n, time.Since(start), accessLogLinesPerSecond)
+		}
 		resp, err := client.Get(base + "/no/such/route")
 		if err != nil {
-			t.Fatalf("request %d: %v", i, err)
+			t.Fatalf("request %d: %v", n, err)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
 	took := time.Since(start)
-	time.Sleep(100 * time.Millisecond) // the limiter refills
+	// One more request, its line written once the limiter has a token
+	// again, brings the suppressed count out.
+	time.Sleep(time.Second / accessLogLinesPerSecond * 2)
 	send(t, "GET", base+"/no/such/route", nil, nil)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		lines := len(logs.lines(t, "request"))
 		suppressed := 0

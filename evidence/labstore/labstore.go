@@ -65,6 +65,12 @@ type SQLite struct {
 
 var _ reconcile.LabStore = (*SQLite)(nil)
 
+// busyTimeout is how long a write waits for another connection's (or
+// process's) transaction before it fails. SQLite's busy handler polls,
+// and a writer that commits back to back can hold the lock through every
+// poll: the tests of two processes posting at full rate set it longer.
+var busyTimeout = 5 * time.Second
+
 // Open opens, creating it if needed, the store in dir and brings its
 // schema up to date. A write waits up to sqlitedb.DefaultBusyTimeout for
 // another connection's (or process's) transaction before it fails.

@@ -14,6 +14,7 @@ import (
 
 	"ramanserve/evidence/labstore"
 	"ramanserve/evidence/reconcile"
+	"ramanserve/platform/race"
 )
 
 // The test binary doubles as the child process of the tests below: with
@@ -23,7 +24,22 @@ const childEnv = "LABSTORE_TEST_CHILD"
 // postSize is the results of each of a child's posts.
 const postSize = 500
 
+// concurrentPosts is how many posts each of two processes makes at once in
+// TestSecondProcess; under -race, where a post takes tens of times longer,
+// fewer.
+var concurrentPosts = 20
+
+// concurrentBusyTimeout is how long a post waits for the other process's
+// transaction in these tests. Both post back to back, so one process can
+// hold the lock through every poll of the other's busy handler, for as
+// long as its whole run takes on a busy machine.
+const concurrentBusyTimeout = 2 * time.Minute
+
 func TestMain(m *testing.M) {
+	if race.Enabled {
+		concurrentPosts = 6
+	}
+	labstore.SetBusyTimeout(concurrentBusyTimeout)
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role, os.Getenv("LABSTORE_TEST_DIR")))
 	}
@@ -32,14 +48,15 @@ func TestMain(m *testing.M) {
 
 // runChild upserts posts of postSize results, post p holding ids
 // "<role>-p-0" ... ; after each Upsert returns it prints "stored p". The
-// role "crash" posts until killed, others post 20 posts and exit.
+// role "crash" posts until killed, others post concurrentPosts posts and
+// exit.
 func runChild(role, dir string) int {
 	s, err := labstore.Open(context.Background(), dir)
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
 	}
-	for p := 0; role == "crash" || p < 20; p++ {
+	for p := 0; role == "crash" || p < concurrentPosts; p++ {
 		if _, err := s.Upsert(context.Background(), post(role, p)); err != nil {
 			fmt.Println("error:", err)
 			return 1
@@ -102,9 +119,6 @@ func readStored(t *testing.T, lines *bufio.Scanner, stop func(p int) bool) int {
 // SIGKILL mid-way: the database is intact, holds every post the child saw
 // stored, and holds each post whole or not at all.
 func TestCrashSafety(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
 	for round := range 3 {
 		t.Run(strconv.Itoa(round), func(t *testing.T) {
 			dir := t.TempDir()
@@ -146,23 +160,20 @@ func TestCrashSafety(t *testing.T) {
 // (SQLite serialises their transactions); every post of both is stored,
 // and this process reads the other's.
 func TestSecondProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
 	dir := t.TempDir()
 	s := openStore(t, dir)
 	_, lines := startChild(t, "other", dir)
-	for p := range 20 {
+	for p := range concurrentPosts {
 		if _, err := s.Upsert(context.Background(), post("self", p)); err != nil {
 			t.Fatalf("post %d beside the other process: %v", p, err)
 		}
 	}
-	if last := readStored(t, lines, nil); last != 19 {
+	if last := readStored(t, lines, nil); last != concurrentPosts-1 {
 		t.Fatalf("the other process stored up to post %d", last)
 	}
 	got := rangeAll(t, s, time.Time{}, time.Time{}, labstore.MaxRange)
-	if len(got) != 2*20*postSize {
-		t.Fatalf("%d results, want %d", len(got), 2*20*postSize)
+	if len(got) != 2*concurrentPosts*postSize {
+		t.Fatalf("%d results, want %d", len(got), 2*concurrentPosts*postSize)
 	}
 	// Posts overlap in spectrum time: the range is ordered by time, then id.
 	for i := 1; i < len(got); i++ {

@@ -15,6 +15,7 @@ import (
 
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/predlog/sqlitelog"
+	"ramanserve/platform/race"
 )
 
 // The test binary doubles as the child process of the tests below: with
@@ -97,8 +98,13 @@ func startChild(t *testing.T, role, dir string) (*exec.Cmd, *bufio.Scanner) {
 // SIGKILL mid-way, reopens the log: the database is intact and holds every
 // scan the child saw committed before the kill.
 func TestCrashSafety(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
+	// Each round kills at a different point, well into the run: past
+	// minCommits+stepCommits*round commits and 5000 scans (a WAL
+	// checkpoint or more). A commit of a full batch takes seconds under
+	// -race, where the rounds kill after fewer commits.
+	minCommits, stepCommits := 20, 15
+	if race.Enabled {
+		minCommits, stepCommits = 5, 3
 	}
 	for round := range 3 {
 		t.Run(strconv.Itoa(round), func(t *testing.T) {
@@ -115,8 +121,7 @@ func TestCrashSafety(t *testing.T) {
 				if acked, _ = strconv.ParseInt(s, 10, 64); acked < 0 {
 					t.Fatalf("child: %s", line)
 				}
-				// Kill at a different point in each round, well into the run.
-				if commits++; commits >= 20+15*round && acked > 5000 {
+				if commits++; commits >= minCommits+stepCommits*round && acked > 5000 {
 					break
 				}
 			}
@@ -153,9 +158,6 @@ func TestCrashSafety(t *testing.T) {
 // TestSecondProcessRefused: while one process has the log open, another is
 // refused; once the first dies (kill -9), the log opens again.
 func TestSecondProcessRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
 	dir := t.TempDir()
 	holder, lines := startChild(t, "hold", dir)
 	if !lines.Scan() || lines.Text() != "open" {
