@@ -214,11 +214,13 @@ test-go:
 
 ## test-quick: the inner loop: every package's tests, the conformance suite's included, without
 ## the race detector; no browser, npm, Prometheus or C toolchain (those tests skip)
-# -short shortens what only runs long (the 60 s connection-cap soak to
-# 10 s, the cancel race to 50 rounds, the retention streams to a tenth);
-# it skips no test.
+# -short shortens what only runs long (the connection-cap soak from 60 s
+# to 10 s, the silent flood's health checks from 10 s to 4, the cancel race
+# to 50 rounds, the retention streams to a tenth);
+# it skips no test. -parallel 6: most of the conformance suite's parallel
+# tests wait on processes of their own rather than use the CPU.
 test-quick:
-	$(GO) test -short -count=1 -parallel 4 -timeout 3m -skip '^TestExampleC' $(QUICK_PACKAGES)
+	$(GO) test -short -count=1 -parallel 6 -timeout 3m -skip '^TestExampleC' $(QUICK_PACKAGES)
 QUICK_PACKAGES = $$($(GO) list ./... | grep -vE '/conformance/(browser|prometheus|clients)$$')
 
 ## test-under-load: make test three times in a row while a second make test runs at the same time

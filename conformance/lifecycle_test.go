@@ -448,9 +448,16 @@ func (h *healthProbes) check(what string, ask func() (int, error)) {
 // an attacker elsewhere on the network would be. GET /health from a fresh
 // connection answers within 1 s every time, twice a second for 10 s, and
 // so does a kept-alive client (which may be evicted while idle and then
-// connects again).
+// connects again). With -short the health checks last 4 s.
 func TestHealthThroughSilentFlood(t *testing.T) {
-	const silent, slow, seconds = 600, 256, 12
+	const silent, slow = 600, 256
+	window := 10 * time.Second
+	if testing.Short() {
+		window = 4 * time.Second
+	}
+	// The flood outlasts the wait for a full cap and the health checks;
+	// it is stopped once they are done.
+	seconds := int((window + 20*time.Second) / time.Second)
 	p := startProcess(t, t.TempDir())
 	flood := exec.Command("python3", "testdata/http_flood.py", p.httpAddr, fmt.Sprint(silent), fmt.Sprint(slow), fmt.Sprint(seconds))
 	var out bytes.Buffer
@@ -459,22 +466,32 @@ func TestHealthThroughSilentFlood(t *testing.T) {
 		t.Fatalf("start the flood: %v", err)
 	}
 	t.Cleanup(func() { flood.Process.Kill(); flood.Wait() })
-	time.Sleep(time.Second) // every slot taken, the rest in the accept queue
+	// Every regular slot taken: a fresh connection lands in the health
+	// reserve, where anything but GET /health is 503 SERVER_BUSY.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if resp, _ := busyProbe(t, p.httpAddr); resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request from a fresh connection got 503 SERVER_BUSY with %d slow clients", slow)
+		}
+	}
 	kept := dialKeptAlive(t, p.httpAddr)
 
 	probe := healthProbes{t: t}
 	n := 0
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); n++ {
+	for end := time.Now().Add(window); time.Now().Before(end); n++ {
 		tick := time.Now()
 		probe.check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, time.Second) })
 		probe.check("kept alive", func() (int, error) { return kept.health(time.Second) })
 		time.Sleep(500*time.Millisecond - time.Since(tick))
 	}
+	flood.Process.Signal(syscall.SIGTERM) // it prints its count and exits 0
 	if err := flood.Wait(); err != nil {
 		t.Fatalf("the flood failed: %v", err)
 	}
-	t.Logf("%d silent and %d slow clients (%s silent connections opened in %d s): %d rounds of 2 health requests, %d failures, slowest %v; kept-alive evicted %d times",
-		silent, slow, strings.TrimSpace(out.String()), seconds, n, probe.failures, probe.worst, kept.reconnect)
+	t.Logf("%d silent and %d slow clients (%s silent connections opened): %d rounds of 2 health requests in %v, %d failures, slowest %v; kept-alive evicted %d times",
+		silent, slow, strings.TrimSpace(out.String()), n, window, probe.failures, probe.worst, kept.reconnect)
 }
 
 // busyProbe sends POST /model/load on a fresh connection and reads the

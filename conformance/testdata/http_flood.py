@@ -4,8 +4,11 @@ and connect again as soon as the server closes them, and SLOW clients that
 send a JSON request's header and then one body byte every 10 s.
 
 usage: http_flood.py HOST:PORT SILENT SLOW SECONDS
-Prints one line: how many silent connections were opened.
+Prints one line: how many silent connections were opened, after SECONDS or
+at SIGTERM, whichever comes first.
 """
+import os
+import signal
 import socket
 import sys
 import threading
@@ -56,6 +59,12 @@ def slow_client():
             time.sleep(0.1)
 
 
+def stop(*_):
+    print(opened[0], flush=True)
+    os._exit(0)
+
+
+signal.signal(signal.SIGTERM, stop)
 threads = [threading.Thread(target=silent_client, daemon=True) for _ in range(silent)]
 threads += [threading.Thread(target=slow_client, daemon=True) for _ in range(slow)]
 for t in threads:
