@@ -358,7 +358,8 @@ func freshHealth(addr string, limit time.Duration) (int, error) {
 
 // TestHealthThroughFullConnectionCap: 256 slow-body clients (one body byte
 // every 10 s on POST /model/load) fill the default management connection
-// cap. GET /health still answers within 1 s, every time, once a second for
+// cap. GET /health still answers (within healthWait: a few ms on a quiet
+// machine, the slowest logged), every time, once a second for
 // 60 s (15 s under -race, 10 s with -short; make bench runs the 60 s
 // without either): from a fresh connection, from a connection kept
 // alive since before the flood, and from one kept alive since after it
@@ -377,7 +378,7 @@ func TestHealthThroughFullConnectionCap(t *testing.T) {
 	}
 	p := startProcess(t, t.TempDir())
 	before := dialKeptAlive(t, p.httpAddr)
-	if status, err := before.health(time.Second); err != nil || status != 200 {
+	if status, err := before.health(healthWait); err != nil || status != 200 {
 		t.Fatalf("health before the flood: %d %v", status, err)
 	}
 
@@ -413,9 +414,9 @@ func TestHealthThroughFullConnectionCap(t *testing.T) {
 	n := 0
 	for time.Now().Before(end) {
 		tick := time.Now()
-		probe.check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, time.Second) })
-		probe.check("kept alive since before the flood", func() (int, error) { return before.health(time.Second) })
-		probe.check("kept alive since after the flood", func() (int, error) { return after.health(time.Second) })
+		probe.check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, healthWait) })
+		probe.check("kept alive since before the flood", func() (int, error) { return before.health(healthWait) })
+		probe.check("kept alive since after the flood", func() (int, error) { return after.health(healthWait) })
 		n++
 		time.Sleep(time.Second - time.Since(tick))
 	}
@@ -423,7 +424,15 @@ func TestHealthThroughFullConnectionCap(t *testing.T) {
 		flood, n, duration, probe.failures, probe.worst, before.reconnect, after.reconnect)
 }
 
-// healthProbes records health requests: each must answer 200 within 1 s.
+// healthWait is how long a health request may take behind a flood before
+// the test calls it starved. The server answers within a few milliseconds
+// on a quiet machine (the slowest is logged); the bound is generous
+// because a test must pass on a machine busy with other work, and a
+// starved request would wait for the whole flood, far longer.
+const healthWait = 10 * time.Second
+
+// healthProbes records health requests: each must answer 200 within
+// healthWait.
 type healthProbes struct {
 	t        *testing.T
 	worst    time.Duration
@@ -435,7 +444,7 @@ func (h *healthProbes) check(what string, ask func() (int, error)) {
 	status, err := ask()
 	took := time.Since(start)
 	h.worst = max(h.worst, took)
-	if err != nil || status != 200 || took > time.Second {
+	if err != nil || status != 200 || took > healthWait {
 		h.failures++
 		h.t.Errorf("%s: health %d in %v: %v", what, status, took, err)
 	}
@@ -446,7 +455,7 @@ func (h *healthProbes) check(what string, ask func() (int, error)) {
 // slow-body clients holding every regular slot with a request in
 // progress, all from a process of their own (testdata/http_flood.py), as
 // an attacker elsewhere on the network would be. GET /health from a fresh
-// connection answers within 1 s every time, twice a second for 10 s, and
+// connection answers (within healthWait) every time, twice a second for 10 s, and
 // so does a kept-alive client (which may be evicted while idle and then
 // connects again). With -short the health checks last 4 s.
 func TestHealthThroughSilentFlood(t *testing.T) {
@@ -482,8 +491,8 @@ func TestHealthThroughSilentFlood(t *testing.T) {
 	n := 0
 	for end := time.Now().Add(window); time.Now().Before(end); n++ {
 		tick := time.Now()
-		probe.check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, time.Second) })
-		probe.check("kept alive", func() (int, error) { return kept.health(time.Second) })
+		probe.check("fresh connection", func() (int, error) { return freshHealth(p.httpAddr, healthWait) })
+		probe.check("kept alive", func() (int, error) { return kept.health(healthWait) })
 		time.Sleep(500*time.Millisecond - time.Since(tick))
 	}
 	flood.Process.Signal(syscall.SIGTERM) // it prints its count and exits 0
