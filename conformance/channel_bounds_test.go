@@ -173,9 +173,10 @@ func closedByServer(conns []net.Conn, wait time.Duration) int {
 
 // pySession is a running pyzmq_session.py client.
 type pySession struct {
-	t   *testing.T
-	in  io.WriteCloser
-	out *bufio.Scanner
+	t    *testing.T
+	in   io.WriteCloser
+	out  *bufio.Scanner
+	kill func() // ends the client; its stdout then ends too
 }
 
 type pyReply struct {
@@ -218,7 +219,7 @@ func startPySession(t *testing.T, endpoint string, heartbeatMS int) *pySession {
 			t.Logf("pyzmq client stderr: %s", stderr.String())
 		}
 	})
-	return &pySession{t: t, in: in, out: bufio.NewScanner(out)}
+	return &pySession{t: t, in: in, out: bufio.NewScanner(out), kill: func() { cmd.Process.Kill() }}
 }
 
 // do sends one command and returns the client's report.
@@ -227,8 +228,18 @@ func (s *pySession) do(cmd string) pyReply {
 	if _, err := io.WriteString(s.in, cmd+"\n"); err != nil {
 		s.t.Fatalf("pyzmq client: %v", err)
 	}
-	if !s.out.Scan() {
-		s.t.Fatalf("pyzmq client exited: %v", s.out.Err())
+	// The client answers within its own send and receive timeouts; past a
+	// generous bound it is stuck, and the test fails instead of hanging.
+	scanned := make(chan bool, 1)
+	go func() { scanned <- s.out.Scan() }()
+	select {
+	case ok := <-scanned:
+		if !ok {
+			s.t.Fatalf("pyzmq client exited: %v", s.out.Err())
+		}
+	case <-time.After(60 * time.Second):
+		s.kill()
+		s.t.Fatalf("pyzmq client did not answer %q within 60 s", cmd)
 	}
 	var r pyReply
 	if err := json.Unmarshal(s.out.Bytes(), &r); err != nil {
@@ -236,6 +247,11 @@ func (s *pySession) do(cmd string) pyReply {
 	}
 	return r
 }
+
+// pongWait is how long a served client may wait for its pong before the
+// test calls it starved or cut: a few ms on a quiet machine (each is
+// logged); generous, because a test must pass on a busy machine.
+const pongWait = 10 * time.Second
 
 // expectPong sends a ping and requires the pong within limit.
 func (s *pySession) expectPong(what string, limit time.Duration) pyReply {
@@ -295,8 +311,8 @@ func TestChannelSilentPeersCannotLockOutClients(t *testing.T) {
 	silent := silentPeers(t, p.zmq, 1024, nil)
 
 	client := startPySession(t, p.zmq, 0)
-	client.expectPong("new client with 1,024 silent peers connected", time.Second)
-	client.expectPong("second request", time.Second)
+	client.expectPong("new client with 1,024 silent peers connected", pongWait)
+	client.expectPong("second request", pongWait)
 	if n := closedByServer(silent, 500*time.Millisecond); n < 1 {
 		t.Fatalf("no silent peer was evicted, yet the table was full")
 	} else {
@@ -327,7 +343,7 @@ func TestChannelStalledFramesHoldLittleMemory(t *testing.T) {
 			waitRSSSettled(t, pid)
 
 			client := startPySession(t, p.zmq, 0)
-			client.expectPong("client beside 1,000 stalled frames", time.Second)
+			client.expectPong("client beside 1,000 stalled frames", pongWait)
 			r := client.do("predict")
 			if r.Timeout || r.Code != "MODEL_NOT_LOADED" {
 				t.Fatalf("2048-point predict: got %+v, want it read and answered MODEL_NOT_LOADED", r)
@@ -354,8 +370,8 @@ func TestChannelServedClientsSurviveEvictionPressure(t *testing.T) {
 	p := startProcess(t, t.TempDir(), "-max-connections", "64")
 	plain := startPySession(t, p.zmq, 0)
 	beating := startPySession(t, p.zmq, 100)
-	plain.expectPong("client without heartbeats, first request", time.Second)
-	beating.expectPong("client with heartbeats, first request", time.Second)
+	plain.expectPong("client without heartbeats, first request", pongWait)
+	beating.expectPong("client with heartbeats, first request", pongWait)
 
 	pressure := 3 * time.Second
 	var silent []net.Conn
@@ -368,14 +384,14 @@ func TestChannelServedClientsSurviveEvictionPressure(t *testing.T) {
 	}
 	time.Sleep(time.Second) // silent for longer than the pressure lasted
 
-	plain.expectPong("client without heartbeats, after the flood", time.Second)
-	beating.expectPong("client with heartbeats, after the flood", time.Second)
+	plain.expectPong("client without heartbeats, after the flood", pongWait)
+	beating.expectPong("client with heartbeats, after the flood", pongWait)
 	evicted := cutEarly + closedByServer(silent, 500*time.Millisecond)
 	t.Logf("%d silent peers opened, %d evicted (%d during their handshake)", opened, evicted, cutEarly)
 	if evicted < opened-64 {
 		t.Fatalf("only %d of %d silent peers evicted: the table was not under pressure", evicted, opened)
 	}
-	startPySession(t, p.zmq, 0).expectPong("a newcomer after the flood", time.Second)
+	startPySession(t, p.zmq, 0).expectPong("a newcomer after the flood", pongWait)
 }
 
 // TestChannelFrameTimeout: a peer that stalls in the middle of a frame is
@@ -384,7 +400,7 @@ func TestChannelServedClientsSurviveEvictionPressure(t *testing.T) {
 func TestChannelFrameTimeout(t *testing.T) {
 	p := startProcess(t, t.TempDir(), "-frame-timeout", "1s")
 	idle := startPySession(t, p.zmq, 0)
-	idle.expectPong("idle client, first request", time.Second)
+	idle.expectPong("idle client, first request", pongWait)
 
 	stalled := silentPeers(t, p.zmq, 1, append(binary.BigEndian.AppendUint64([]byte{0x02}, 1000), "abc"...))
 	start := time.Now()
@@ -397,5 +413,5 @@ func TestChannelFrameTimeout(t *testing.T) {
 		t.Fatalf("stalled peer cut after %v, before its 1 s frame timeout", elapsed)
 	}
 	time.Sleep(time.Second) // idle well past the frame timeout
-	idle.expectPong("idle client, after 2 s of silence", time.Second)
+	idle.expectPong("idle client, after 2 s of silence", pongWait)
 }

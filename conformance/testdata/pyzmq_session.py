@@ -32,9 +32,15 @@ sock.setsockopt(zmq.RECONNECT_IVL, -1)
 if opts.get("heartbeat_ms"):
     ivl = int(opts["heartbeat_ms"])
     sock.setsockopt(zmq.HEARTBEAT_IVL, ivl)
-    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3 * ivl)
+    # A PONG later than this drops the connection (and, reconnection being
+    # off, the session): on a machine busy with other work the server may
+    # answer a PING later than a few intervals without being at fault.
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, max(3 * ivl, 10000))
     sock.setsockopt(zmq.HEARTBEAT_TTL, 10 * ivl)
 timeout_ms = int(opts.get("timeout_ms", 3000))
+# A REQ socket without a peer blocks in send; with reconnection off, a cut
+# connection would block it for ever. The send waits timeout_ms at most.
+sock.setsockopt(zmq.SNDTIMEO, timeout_ms)
 
 wavenumbers = [400.0 + 1.5 * k for k in range(2048)]
 rng = random.Random(7)
@@ -68,7 +74,14 @@ for line in sys.stdin:
     if not first:
         started = time.monotonic()
     first = False
-    sock.send(msgpack.packb(msg, use_bin_type=True))
+    try:
+        sock.send(msgpack.packb(msg, use_bin_type=True))
+    except zmq.Again:
+        # No connection to send on: reported as a timeout, and the
+        # session ends (a REQ socket that did not send cannot go on).
+        print(json.dumps({"timeout": True, "unsent": True,
+                          "ms": (time.monotonic() - started) * 1000}), flush=True)
+        break
     out = {}
     if sock.poll(timeout_ms):
         rep = msgpack.unpackb(sock.recv(), raw=False)
