@@ -32,9 +32,15 @@ sock.setsockopt(zmq.RECONNECT_IVL, -1)
 if opts.get("heartbeat_ms"):
     ivl = int(opts["heartbeat_ms"])
     sock.setsockopt(zmq.HEARTBEAT_IVL, ivl)
-    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3 * ivl)
+    # libzmq drops a connection whose PONG is later than this; on a busy
+    # machine 3 intervals (300 ms) passed with the server merely off the
+    # CPU. PINGs still flow every interval.
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, max(3 * ivl, 10000))
     sock.setsockopt(zmq.HEARTBEAT_TTL, 10 * ivl)
 timeout_ms = int(opts.get("timeout_ms", 3000))
+# Without a connection (refused or cut, and no reconnection) a REQ send
+# blocks for good: it too gives up after timeout_ms and reports a timeout.
+sock.setsockopt(zmq.SNDTIMEO, timeout_ms)
 
 wavenumbers = [400.0 + 1.5 * k for k in range(2048)]
 rng = random.Random(7)
@@ -68,7 +74,11 @@ for line in sys.stdin:
     if not first:
         started = time.monotonic()
     first = False
-    sock.send(msgpack.packb(msg, use_bin_type=True))
+    try:
+        sock.send(msgpack.packb(msg, use_bin_type=True))
+    except zmq.Again:
+        print(json.dumps({"timeout": True, "ms": (time.monotonic() - started) * 1000}), flush=True)
+        continue
     out = {}
     if sock.poll(timeout_ms):
         rep = msgpack.unpackb(sock.recv(), raw=False)
