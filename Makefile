@@ -18,7 +18,7 @@ FUZZMINIMIZE  ?= 5s
 # sessions, jobs); every test run doubles as a data-race check. What only
 # proves scale runs shorter under -race (platform/race) and at full size in
 # make bench. -timeout is per package: the longest, the conformance suite,
-# takes about 6 minutes under -race on a busy 2-core machine, and make test
+# takes about 7 minutes under -race on a busy 2-core machine, and make test
 # as a whole should take at most 10.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 10m
 
