@@ -272,7 +272,8 @@ func TestConcurrentUploadsStayInBudget(t *testing.T) {
 // and once the registry is writable again the record is written with that
 // reason. Needs root (mount); skipped otherwise.
 func TestReadOnlyRegistryKeepsFailureReason(t *testing.T) {
-	t.Parallel() // its own server or process: runs beside the others
+	// Not parallel: mounts are the machine's, and a remount beside
+	// another test's mount can fail busy.
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to bind-mount the registry read-only")
 	}
