@@ -342,7 +342,9 @@ func TestShadowTakesTheLoadLock(t *testing.T) {
 // blocked at the gate, in its open).
 func waitLoadLocked(t *testing.T, r *Registry) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	// Generous: a goroutine just started may wait long for a core on a
+	// machine busy with other tests.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		if r.loadMu.TryLock() {
 			r.loadMu.Unlock()
 			continue
