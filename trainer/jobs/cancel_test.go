@@ -145,7 +145,7 @@ func TestListRefusesForeignCursors(t *testing.T) {
 func TestCancelQueued(t *testing.T) {
 	dir := t.TempDir()
 	budget := membudget.New(1 << 30)
-	pub := &publisher{block: make(chan struct{})}
+	pub := &publisher{block: make(chan struct{}), entered: make(chan struct{})}
 	m := open(t, dir, jobs.Options{QueueSize: 1, Publish: pub.publish, Budget: budget, Train: trainer.Options{Seed: 1, MaxComponents: 2}})
 	submit := func(seed uint64) string {
 		r, err := m.Reserve(context.Background())
@@ -159,7 +159,9 @@ func TestCancelQueued(t *testing.T) {
 		return j.ID
 	}
 	running := submit(1)
-	waitStatus(t, m, running, jobs.Running)
+	// The running job's charge grows while it fits; it is measured once
+	// the job waits to publish, when it no longer moves.
+	<-pub.entered
 	usedByRunning := budget.Used()
 	queued := submit(2)
 	if _, err := m.Reserve(context.Background()); !errors.Is(err, jobs.ErrQueueFull) {

@@ -21,9 +21,17 @@ type publisher struct {
 	mu    sync.Mutex
 	calls []jobs.Lineage
 	block chan struct{} // when set, Publish waits on it
+
+	// entered, when set, is closed as the first Publish begins: the
+	// job's training is over and its memory charge no longer moves.
+	entered     chan struct{}
+	enteredOnce sync.Once
 }
 
 func (p *publisher) publish(ctx context.Context, res *trainer.Result, lin jobs.Lineage) (string, string, error) {
+	if p.entered != nil {
+		p.enteredOnce.Do(func() { close(p.entered) })
+	}
 	if p.block != nil {
 		select {
 		case <-p.block:
