@@ -22,7 +22,7 @@ FUZZMINIMIZE  ?= 5s
 # as a whole should take at most 10.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 10m
 
-.PHONY: all build run test test-go test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -35,8 +35,8 @@ run: build
 
 ## deps: Debian's Python packages for the real libzmq and scikit-learn peers used by the tests,
 ## Debian's chromium for the review page's browser test, Debian's prometheus (with promtool),
-## and curl for the TLS tests
-deps: deps-browser deps-prometheus deps-curl
+## curl for the TLS tests, and Debian's postgresql for the fleet's store
+deps: deps-browser deps-prometheus deps-curl deps-postgres
 	@if $(PY) -c 'import $(PY_IMPORTS)' 2>/dev/null; then \
 		echo "deps: Debian python packages present"; \
 	else \
@@ -117,6 +117,18 @@ deps-node:
 
 .PHONY: deps-curl
 ## deps-curl: curl, the HTTPS client of the management channel's TLS tests (conformance/tls_test.go)
+## deps-postgres: Debian's postgresql server (the tests start a throw-away cluster of their own,
+## .ci/postgres) and openssl for the cluster's test certificates
+deps-postgres:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v openssl >/dev/null; then \
+		echo "deps-postgres: $$(ls -d /usr/lib/postgresql/*/bin | head -1) present"; \
+	else \
+		echo "deps-postgres: installing postgresql openssl"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends postgresql openssl >/dev/null; \
+		ls /usr/lib/postgresql/*/bin/initdb >/dev/null; \
+	fi
+
 deps-curl:
 	@if command -v curl >/dev/null; then \
 		echo "deps-curl: $$(curl --version | head -1 | cut -d' ' -f1-2) present"; \
@@ -202,8 +214,14 @@ test: deps check-generated lint test-go test-r test-examples test-clients test-b
 # run; passing tests' own lines are filtered out.
 CONFORMANCE_FILTER := ^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)
 OTHER_PACKAGES      = $$($(GO) list ./... | grep -vE '/conformance(/browser|/prometheus)?$$')
-test-go:
+# Both runs share one throw-away PostgreSQL cluster (.ci/postgres starts it
+# and removes it afterwards); each test takes a database of its own in it.
+# RAMANSERVE_TEST_POSTGRES_REQUIRED turns a missing cluster into a failure
+# rather than a skip.
+test-go: deps-postgres
 	$(GO) test $(GOTEST_FLAGS) -c -o /dev/null ./conformance
+	RAMANSERVE_TEST_POSTGRES_REQUIRED=1 .ci/postgres run -- $(MAKE) --no-print-directory test-go-in-cluster
+test-go-in-cluster:
 	@set -o pipefail; out=$$(mktemp); \
 	echo "$(GO) test $(GOTEST_FLAGS) -skip '^TestExampleC' -v ./conformance (in the background)"; \
 	{ $(GO) test $(GOTEST_FLAGS) -skip '^TestExampleC' -v ./conformance 2>&1 | grep -vE '$(CONFORMANCE_FILTER)' >$$out; echo $$? >$$out.rc; } & \

@@ -1,0 +1,96 @@
+package pgdb_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"ramanserve/platform/pgdb"
+	"ramanserve/platform/pgtest"
+)
+
+// TestOpenMigratesOnce: replicas opening one database at once apply the
+// migrations once; a later open finds nothing to do.
+func TestOpenMigratesOnce(t *testing.T) {
+	u := pgtest.Database(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := pgdb.Open(context.Background(), u, pgdb.Options{Migrate: true})
+			if err == nil {
+				p.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+	}
+	p, err := pgdb.Open(context.Background(), u, pgdb.Options{})
+	if err != nil {
+		t.Fatalf("open without migrating after the migration: %v", err)
+	}
+	defer p.Close()
+	var applied int
+	if err := p.QueryRow(context.Background(), `SELECT count(*) FROM ramanserve_schema_version WHERE version_id > 0`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	if applied != pgdb.Migrations() {
+		t.Fatalf("%d migrations recorded, want each of the %d once", applied, pgdb.Migrations())
+	}
+}
+
+// TestOpenRefusesANewerSchema: a schema version beyond this build's is
+// refused, and nothing is changed.
+func TestOpenRefusesANewerSchema(t *testing.T) {
+	u := pgtest.Database(t)
+	p, err := pgdb.Open(context.Background(), u, pgdb.Options{Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	pgtest.Exec(t, u, `INSERT INTO ramanserve_schema_version (version_id, is_applied) VALUES (999999, true)`)
+	_, err = pgdb.Open(context.Background(), u, pgdb.Options{Migrate: true})
+	if !errors.Is(err, pgdb.ErrSchemaNewer) {
+		t.Fatalf("open against a newer schema: %v", err)
+	}
+	t.Log(err)
+}
+
+// TestOpenWithoutMigrateRefusesAnOldSchema: a server told not to migrate
+// refuses a database that needs it, naming the command.
+func TestOpenWithoutMigrateRefusesAnOldSchema(t *testing.T) {
+	u := pgtest.Database(t)
+	_, err := pgdb.Open(context.Background(), u, pgdb.Options{})
+	if err == nil || !strings.Contains(err.Error(), "ramanserve migrate") {
+		t.Fatalf("open of an empty database without migrating: %v", err)
+	}
+}
+
+// TestPasswordNeverInTheURL: a URL with a password is refused before any
+// connection, and the error does not repeat it.
+func TestPasswordNeverInTheURL(t *testing.T) {
+	for _, u := range []string{
+		"postgres://alice:s3cret-pw@127.0.0.1:1/db",
+		"postgresql://alice@127.0.0.1:1/db?password=s3cret-pw",
+	} {
+		_, err := pgdb.Open(context.Background(), u, pgdb.Options{})
+		if !errors.Is(err, pgdb.ErrPasswordInURL) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	for _, u := range []string{"mysql://x", "host=127.0.0.1 password=s3cret-pw", "postgres://%zz"} {
+		_, err := pgdb.Open(context.Background(), u, pgdb.Options{})
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: %v", u, err)
+		}
+	}
+}
