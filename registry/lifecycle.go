@@ -57,10 +57,11 @@ func (r *Registry) Describe(version string) (Entry, error) {
 // path (the entry names the registry's copy) and never anything
 // quarantined.
 func (r *Registry) Delete(ctx context.Context, version string) error {
-	if !r.loadMu.TryLock() {
-		return ErrLoadInProgress
+	release, err := r.exclusive(ctx)
+	if err != nil {
+		return err
 	}
-	defer r.loadMu.Unlock()
+	defer release()
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -42,6 +42,13 @@ type Options struct {
 	Logger         *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// FleetLock, when set, is the lock the processes sharing the stores
+	// take for a load, a delete or a shadow change (see FleetLock); it
+	// also tells the registry that other processes change the index, so
+	// it catches up with the store before each such change. Nil: this
+	// process alone writes the stores (the embedded store's directory
+	// lock sees to that).
+	FleetLock FleetLock
 }
 
 // Registry is the model registry's rules over its stores, plus the
@@ -73,7 +80,14 @@ type Registry struct {
 	deleteCommitted func()
 }
 
-type activeModel struct{ model inference.Model }
+// activeModel is the model served, with the checksum of the artifact it
+// was read from: a replica following another's swap compares the index's
+// active entry with it, so that a version re-stored under the same name is
+// opened again.
+type activeModel struct {
+	model  inference.Model
+	sha256 string
+}
 
 // ReservedVersion reports whether v is a name the management routes use
 // beside /model/{version} (POST /model/load, GET /model/list, GET
@@ -251,7 +265,7 @@ func (r *Registry) restoreActive(ctx context.Context) {
 		r.log.Error("active model not restored", "version", e.Version, "err", err)
 		return
 	}
-	r.active.Store(&activeModel{model: m})
+	r.active.Store(&activeModel{model: m, sha256: e.SHA256})
 	r.log.Info("active model restored", "version", e.Version)
 }
 
@@ -371,20 +385,18 @@ type LoadResult struct {
 // stays active and the index is unchanged.
 func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error) {
 	start := time.Now()
-	if !r.loadMu.TryLock() {
-		return LoadResult{}, ErrLoadInProgress
+	release, err := r.exclusive(ctx)
+	if err != nil {
+		return LoadResult{}, err
 	}
-	defer r.loadMu.Unlock()
+	defer release()
 	if !ValidVersion(req.Version) {
 		return LoadResult{}, fmt.Errorf("%w: version %q is not a valid version name", ErrModelNotFound, req.Version)
 	}
 	if req.Source == SourceFile && ReservedVersion(req.Version) {
 		return LoadResult{}, fmt.Errorf("%w: %q names a route (/model/%s); choose another version name", ErrReservedVersion, req.Version, req.Version)
 	}
-	var (
-		entry *Entry
-		err   error
-	)
+	var entry *Entry
 	switch req.Source {
 	case SourceStaged, SourceArchived, "":
 		entry, err = r.lookup(req)
@@ -435,7 +447,7 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 		r.tellClear()
 		r.log.Info("shadow cleared: it is the active model now", "version", entry.Version)
 	}
-	r.active.Store(&activeModel{model: model})
+	r.active.Store(&activeModel{model: model, sha256: entry.SHA256})
 	r.mu.Lock()
 	r.restoreErr = nil
 	r.mu.Unlock()
@@ -612,7 +624,6 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next := r.ix.Clone()
 	e := &Entry{
 		Version: version, Status: StatusStaged, File: relPath, SizeBytes: size, SHA256: sum,
 		TrainedAt: m.TrainedAt.UTC(), TrainedSamples: m.TrainedSamples, Algorithm: m.Algorithm,
@@ -621,8 +632,15 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		RowsUsed: m.RowsUsed,
 		Shape:    m.Shape,
 	}
-	next.Models[version] = e
-	if err := r.commit(ctx, next); err != nil {
+	add := func(next *store.Index) error {
+		if _, taken := next.Models[version]; taken {
+			// Another replica recorded the name since: its entry stays.
+			return fmt.Errorf("%w: %w: version %q was recorded by another process", store.ErrRegistry, store.ErrConflict, version)
+		}
+		next.Models[version] = e
+		return nil
+	}
+	if err := r.commitAdding(ctx, add); err != nil {
 		r.discardFiles(ctx, e)
 		return "", "", err
 	}

@@ -34,6 +34,10 @@ type shadowState struct {
 	// problem says why the recorded shadow is not running (restore
 	// failed); health lists it until the shadow is set or cleared.
 	problem string
+	// following is the version the follower was last Set to ("" after a
+	// Clear): a replica compares it with the index's shadow to follow
+	// another replica's change.
+	following string
 }
 
 // Shadow returns the shadow version recorded in the index, "" when none.
@@ -55,6 +59,10 @@ func (r *Registry) FollowShadow(f ShadowFollower) error {
 	r.mu.Lock()
 	m := r.shadow.restored
 	r.shadow.follower, r.shadow.restored = f, nil
+	r.shadow.following = ""
+	if m != nil {
+		r.shadow.following = m.Metadata().Version
+	}
 	r.mu.Unlock()
 	if m == nil {
 		f.Clear()
@@ -75,10 +83,11 @@ func (r *Registry) FollowShadow(f ShadowFollower) error {
 // index write is the commit point; the follower is then Set. Setting the
 // current shadow again reopens it (its comparison starts again).
 func (r *Registry) SetShadow(ctx context.Context, version string) error {
-	if !r.loadMu.TryLock() {
-		return ErrLoadInProgress
+	release, err := r.exclusive(ctx)
+	if err != nil {
+		return err
 	}
-	defer r.loadMu.Unlock()
+	defer release()
 	entry, err := r.shadowCandidate(version)
 	if err != nil {
 		return err
@@ -142,10 +151,11 @@ func (r *Registry) commitShadow(ctx context.Context, version string) error {
 // writes nothing). It takes the load lock like SetShadow
 // (ErrLoadInProgress while a load, delete or shadow change runs).
 func (r *Registry) ClearShadow(ctx context.Context) error {
-	if !r.loadMu.TryLock() {
-		return ErrLoadInProgress
+	release, err := r.exclusive(ctx)
+	if err != nil {
+		return err
 	}
-	defer r.loadMu.Unlock()
+	defer release()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -164,6 +174,7 @@ func (r *Registry) ClearShadow(ctx context.Context) error {
 func (r *Registry) tellSet(m inference.Model) error {
 	r.mu.Lock()
 	f := r.shadow.follower
+	r.shadow.following = m.Metadata().Version
 	r.mu.Unlock()
 	if f == nil {
 		return nil
@@ -181,6 +192,7 @@ func (r *Registry) tellSet(m inference.Model) error {
 func (r *Registry) tellClear() {
 	r.mu.Lock()
 	f := r.shadow.follower
+	r.shadow.following = ""
 	r.mu.Unlock()
 	if f != nil {
 		f.Clear()

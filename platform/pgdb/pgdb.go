@@ -21,11 +21,13 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -33,6 +35,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"ramanserve/platform/storeerr"
 )
 
 //go:embed migrations/*.sql
@@ -228,4 +232,34 @@ func provider(db *sql.DB, locking bool) (*goose.Provider, error) {
 func Migrations() int {
 	entries, _ := fs.Glob(migrations, "migrations/*.sql")
 	return len(entries)
+}
+
+// Classify wraps err with storeerr.ErrUnavailable when it says the
+// database could not be reached or the connection was lost (rather than
+// that a statement was refused), so that callers answer "try again"
+// (STORE_UNAVAILABLE) instead of a failure of the request itself. Other
+// errors, and nil, are returned as they are.
+func Classify(err error) error {
+	if err == nil || errors.Is(err, storeerr.ErrUnavailable) {
+		return err
+	}
+	if Unreachable(err) {
+		return fmt.Errorf("%w: %w", storeerr.ErrUnavailable, err)
+	}
+	return err
+}
+
+// Unreachable reports whether err is a connection failure: a dial or
+// I/O error, a connection closed under the statement, a server shutting
+// down (class 57P) or a connection exception (class 08).
+func Unreachable(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return strings.HasPrefix(pg.Code, "08") || strings.HasPrefix(pg.Code, "57P")
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "conn closed")
 }

@@ -15,6 +15,7 @@ import (
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
+	"ramanserve/platform/storeerr"
 	"ramanserve/registry"
 	evidencesvc "ramanserve/service/evidence"
 	"ramanserve/service/models"
@@ -63,6 +64,10 @@ const (
 	// On the prediction channel: a message over 64 KiB arrived while the
 	// transport's shared buffer for large messages was in use.
 	ServerBusy Code = "SERVER_BUSY"
+	// StoreUnavailable: the shared store (the fleet's PostgreSQL database)
+	// cannot be reached now; the hot path keeps serving, management
+	// routes that need the store answer this until it is back.
+	StoreUnavailable Code = "STORE_UNAVAILABLE"
 	// ShuttingDown: the server stopped while the request was in progress
 	// (an upload still streaming in); retry against the restarted server.
 	ShuttingDown Code = "SHUTTING_DOWN"
@@ -180,6 +185,9 @@ var domainCodes = []struct {
 	code   Code
 	status int
 }{
+	// First: a store that cannot be reached says nothing about the
+	// request, whatever the domain error wrapping it.
+	{storeerr.ErrUnavailable, StoreUnavailable, http.StatusServiceUnavailable},
 	{registry.ErrLoadInProgress, LoadInProgress, http.StatusConflict},
 	{inference.ErrUnsafeModel, UnsafeModel, http.StatusBadRequest},
 	{inference.ErrModelTargets, ModelTargetsUnknown, http.StatusBadRequest},
@@ -310,6 +318,7 @@ var retryAfter = map[Code]time.Duration{
 	InsufficientStorage: 30 * time.Second, // once an operator frees space
 	ServerBusy:          5 * time.Second,  // a shared buffer, slot or memory budget is momentarily taken (both channels)
 	ShuttingDown:        0,                // against the restarted server
+	StoreUnavailable:    2 * time.Second,  // the store reconnects on its own once the database answers
 }
 
 // HealthReserveRetryAfter is the wait SERVER_BUSY carries on a connection

@@ -11,6 +11,7 @@ import (
 
 	"ramanserve/evidence/labstore"
 	"ramanserve/inference"
+	"ramanserve/platform/storeerr"
 	"ramanserve/registry"
 	"ramanserve/registry/store"
 	"ramanserve/service/models"
@@ -57,6 +58,9 @@ func TestClassify(t *testing.T) {
 		{&fs.PathError{Op: "write", Path: "x", Err: syscall.EDQUOT}, InsufficientStorage, 507, true},
 		{fmt.Errorf("reconcile: store lab results: %w", labstore.ErrFull), InsufficientStorage, 507, true},
 		{&fs.PathError{Op: "open", Path: "x", Err: syscall.EACCES}, InternalError, 500, false},
+		// A store that cannot be reached, whatever wraps it.
+		{fmt.Errorf("%w: read index: %w: dial tcp: connection refused", store.ErrRegistry, storeerr.ErrUnavailable), StoreUnavailable, 503, true},
+		{fmt.Errorf("job j1: %w: %w", jobs.ErrJobNotFound, storeerr.ErrUnavailable), StoreUnavailable, 503, true},
 	}
 	for _, tc := range cases {
 		got := Classify(tc.err)
