@@ -106,6 +106,7 @@ type Writer struct {
 	lastCommit  atomic.Int64 // unixnano.Of of the latest commit; 0 before the first
 	dropped     atomic.Uint64
 	writeFailed atomic.Uint64
+	storeDown   atomic.Bool // a batch waits for the store to come back
 	deleted     atomic.Uint64
 	sizeBytes   atomic.Int64
 }
@@ -168,6 +169,7 @@ func (l *Writer) Stats() Stats {
 		LastCommitAt: lastCommitAt(l.lastCommit.Load()),
 		Dropped:      l.dropped.Load(),
 		WriteFailed:  l.writeFailed.Load(),
+		StoreDown:    l.storeDown.Load(),
 		Deleted:      l.deleted.Load(),
 		SizeBytes:    l.sizeBytes.Load(),
 	}

@@ -212,6 +212,9 @@ type Stats struct {
 	WriteFailed uint64 // records lost because their batch failed to commit (disk full, I/O error)
 	Deleted     uint64 // records removed by retention
 	SizeBytes   int64  // the store's size (Size.Bytes) after the last check
+	// StoreDown: a batch is waiting for the store to come back (the
+	// fleet's database cannot be reached); records queue meanwhile.
+	StoreDown bool
 	// LastCommitAt is when the latest batch committed (by the log's
 	// clock); zero before the first.
 	LastCommitAt time.Time

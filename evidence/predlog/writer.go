@@ -2,9 +2,11 @@ package predlog
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"ramanserve/platform/idlecpu"
+	"ramanserve/platform/storeerr"
 	"ramanserve/platform/unixnano"
 )
 
@@ -21,6 +23,9 @@ type writer struct {
 	// batches: a full disk would otherwise log ten lines a second.
 	lastFailureLog time.Time
 	failedSinceLog int
+	// storeRetry is the pause before the next try of a batch while the
+	// store is unavailable.
+	storeRetry time.Duration
 }
 
 // failureLogEvery is the least time between two logged batch failures.
@@ -135,13 +140,21 @@ func (w *writer) drain() {
 
 // flush commits the batch in one Append. A failed batch (full disk, I/O
 // error) is rolled back by the store, logged and counted, and the writer
-// goes on: the hot path never learns of it but through Stats.
+// goes on: the hot path never learns of it but through Stats. A store
+// that cannot be reached (storeerr.ErrUnavailable: the fleet's database
+// is down) is waited for instead: the batch is kept and tried again
+// until it commits or Close gives up, while new records wait in the
+// queue and, once it is full, are dropped and counted.
 func (w *writer) flush() {
 	n := len(w.batch)
 	if n == 0 {
 		return
 	}
 	err := w.l.store.Append(context.Background(), w.batch)
+	for errors.Is(err, storeerr.ErrUnavailable) && w.waitForStore(err) {
+		err = w.l.store.Append(context.Background(), w.batch)
+	}
+	w.l.storeDown.Store(false)
 	clear(w.batch)
 	w.batch, w.batchBytes = w.batch[:0], 0
 	if err != nil {
@@ -156,6 +169,29 @@ func (w *writer) flush() {
 		w.retain(n)
 		w.afterBatch()
 	}
+}
+
+// Pauses between two tries of a batch while the store is unavailable.
+const (
+	storeRetryFirst = 50 * time.Millisecond
+	storeRetryMax   = time.Second
+)
+
+// waitForStore pauses before the next try of a batch the store could not
+// take, doubling the pause up to storeRetryMax. It returns false when
+// Close's ctx has ended (the batch is then counted as failed).
+func (w *writer) waitForStore(err error) bool {
+	if !w.l.storeDown.Swap(true) {
+		w.storeRetry = storeRetryFirst
+		w.l.opts.Logger.Warn("prediction log: the store is unavailable; the batch waits and new records queue", "records", len(w.batch), "err", err)
+	}
+	select {
+	case <-w.l.abandon:
+		return false
+	case <-time.After(w.storeRetry):
+	}
+	w.storeRetry = min(2*w.storeRetry, storeRetryMax)
+	return true
 }
 
 // afterBatch calls Options.AfterBatch, if set.

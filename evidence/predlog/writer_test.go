@@ -2,11 +2,14 @@ package predlog_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/platform/storeerr"
 )
 
 // batchStore is a predlog.Store that keeps nothing: it notes the spectrum
@@ -89,4 +92,94 @@ func TestBatchesCutByBytesUnderABound(t *testing.T) {
 			t.Fatalf("without a bound the stream committed in %d batches, want 1 (BatchMax records, or Close)", len(batches))
 		}
 	})
+}
+
+// downStore is a store the writer cannot reach until up is closed: every
+// Append before that fails with storeerr.ErrUnavailable, as the fleet's
+// database does while it is down. It counts the records it took.
+type downStore struct {
+	batchStore
+	up       chan struct{}
+	failures chan struct{} // one send per refused Append, without blocking
+	took     atomic.Int64
+}
+
+func (s *downStore) Append(ctx context.Context, recs []*predlog.Record) error {
+	select {
+	case <-s.up:
+	default:
+		select {
+		case s.failures <- struct{}{}:
+		default:
+		}
+		return fmt.Errorf("append: %w: dial tcp: connection refused", storeerr.ErrUnavailable)
+	}
+	s.took.Add(int64(len(recs)))
+	return nil
+}
+
+// TestBatchWaitsForAnUnavailableStore: while the store cannot be
+// reached, the batch is kept and tried again, records queue behind it up
+// to the queue's bound and the rest are counted as dropped; when the
+// store is back everything accepted is committed. Nothing is counted as
+// failed, and every record offered is committed or counted.
+func TestBatchWaitsForAnUnavailableStore(t *testing.T) {
+	const queue, offered = 64, 200
+	s := &downStore{up: make(chan struct{}), failures: make(chan struct{}, 1)}
+	l, err := predlog.New(context.Background(), s, predlog.Options{QueueSize: queue, BatchMax: 16, CommitInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	for range 16 { // the first batch: it meets the store down
+		if l.Record(&predlog.Record{ModelVersion: "v1"}) {
+			accepted++
+		}
+	}
+	<-s.failures
+	<-s.failures // a second try: the batch is retried, not dropped
+	if !l.Stats().StoreDown {
+		t.Fatal("Stats does not say the store is down")
+	}
+	for range offered - 16 {
+		if l.Record(&predlog.Record{ModelVersion: "v1"}) {
+			accepted++
+		}
+	}
+	close(s.up)
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Stats()
+	if st.WriteFailed != 0 || st.StoreDown {
+		t.Fatalf("after the store came back: %+v", st)
+	}
+	if int(s.took.Load()) != accepted || int(st.Committed) != accepted || accepted+int(st.Dropped) != offered {
+		t.Fatalf("offered %d, accepted %d, committed %d (store took %d), dropped %d", offered, accepted, st.Committed, s.took.Load(), st.Dropped)
+	}
+	if accepted > queue+16 {
+		t.Fatalf("accepted %d records while the store was down; the queue holds %d and the waiting batch 16", accepted, queue)
+	}
+	t.Logf("store down: %d of %d records accepted and committed once it was back, %d dropped and counted", accepted, offered, st.Dropped)
+}
+
+// TestCloseGivesUpOnAnUnavailableStore: a store that never comes back
+// does not hold Close past its ctx; the waiting batch is counted as
+// failed.
+func TestCloseGivesUpOnAnUnavailableStore(t *testing.T) {
+	s := &downStore{up: make(chan struct{}), failures: make(chan struct{}, 1)}
+	l, err := predlog.New(context.Background(), s, predlog.Options{BatchMax: 4, CommitInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		l.Record(&predlog.Record{ModelVersion: "v1"})
+	}
+	<-s.failures
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l.Close(ctx)
+	if st := l.Stats(); st.WriteFailed+st.Dropped != 4 || st.Committed != 0 {
+		t.Fatalf("after Close gave up: %+v", st)
+	}
 }
