@@ -14,6 +14,10 @@ type Config struct {
 	HTTPAddr       string   // e.g. ":5556"
 	ZMQEndpoint    string   // e.g. "tcp://*:5555"
 	RegistryDir    string   // e.g. "./var/registry"
+	// Store is the URL of the PostgreSQL database every replica of a
+	// fleet shares (postgres://…); "" keeps everything in RegistryDir
+	// (the embedded store).
+	Store string
 	AllowFileRoots []string // empty: the registry's import/ folder
 	HTTP           server.HTTPConfig
 	Channel        server.ChannelConfig

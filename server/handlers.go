@@ -56,6 +56,9 @@ type API struct {
 	// LabReports adds the lab section to the review pages; nil leaves it
 	// out.
 	LabReports LabReports
+	// Store is the shared store's monitor; nil for the embedded store.
+	// While it cannot reach the store, health reads degraded.
+	Store metrics.StoreState
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json
@@ -194,6 +197,11 @@ func (a *API) GetHealth(ctx context.Context, _ gen.GetHealthRequestObject) (gen.
 		reasons = append(reasons, "the previously active model could not be restored: "+err.Error())
 	}
 	reasons = append(reasons, a.Registry.Problems()...) // quarantined files, entries without a file
+	if a.Store != nil {
+		if err, since := a.Store.Err(); err != nil {
+			reasons = append(reasons, fmt.Sprintf("the shared store cannot be reached (since %s): %v; predictions go on with the model served, routes that need the store answer STORE_UNAVAILABLE", since.UTC().Format(time.RFC3339), err))
+		}
+	}
 	if a.ChannelUp != nil && !a.ChannelUp() {
 		reasons = append(reasons, "prediction channel is not listening")
 	}

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"ramanserve/app"
 	"ramanserve/platform/idlecpu"
+	"ramanserve/platform/pgdb"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -41,6 +42,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "registry" {
 		os.Exit(runRegistry(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "migrate" {
+		os.Exit(runMigrate(context.Background(), os.Args[2:], os.Getenv, os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "keygen" {
 		os.Exit(runKeygen(os.Args[2:], os.Stdout, os.Stderr))
@@ -124,7 +128,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":5556", "management HTTP listen address")
 	fs.StringVar(&cfg.ZMQEndpoint, "zmq-addr", "tcp://*:5555", "prediction channel ZeroMQ endpoint")
-	fs.StringVar(&cfg.RegistryDir, "registry", "./var/registry", "model registry directory (created if missing)")
+	fs.StringVar(&cfg.RegistryDir, "registry", "./var/registry", "model registry directory (created if missing); with -store, it holds only a cache of model files and the import/ folder")
+	fs.StringVar(&cfg.Store, "store", "", "postgres://user@host:port/db?sslmode=verify-full&sslrootcert=FILE: keep all state (registry, models, jobs, prediction log, lab results) in that PostgreSQL database, shared by every replica started with it; the password comes from PGPASSFILE, PGPASSWORD or a passfile= parameter, never from the URL (default: the embedded store in -registry)")
 	fs.Var(&roots, "allow-file-root", "directory POST /model/load may import .joblib files from (repeatable; default <registry>/import)")
 	fs.StringVar(&cfg.Auth.TokensFile, "auth-tokens", "", "file of management bearer tokens, one line each: role sha256(token) name (roles read, operate; SIGHUP re-reads it); off by default")
 	fs.BoolVar(&cfg.Auth.Health, "auth-health", false, "with -auth-tokens, GET /health needs a token too (any role)")
@@ -168,6 +173,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	}
 	if fs.NArg() > 0 {
 		return cfg, opts, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.Store != "" {
+		if _, err := pgdb.ParseConfig(cfg.Store); err != nil {
+			return cfg, opts, fmt.Errorf("-store: %w", err)
+		}
 	}
 	if cfg.Channel.Curve.ClientsFile != "" && cfg.Channel.Curve.SecretKeyFile == "" {
 		return cfg, opts, fmt.Errorf("-zmq-curve-clients needs -zmq-curve-secret-key: without CURVE every client is accepted")

@@ -67,6 +67,15 @@ type Sources struct {
 	// scorer (evidence.go).
 	PredictionLog PredictionLogStats
 	Shadow        ShadowTotals
+	// Store is the shared store's monitor (a fleet on PostgreSQL); nil
+	// for the embedded store, which has no such metric.
+	Store StoreState
+}
+
+// StoreState is whether the shared store answers (pgdb.Monitor).
+type StoreState interface {
+	// Err is nil while the store answers.
+	Err() (err error, since time.Time)
 }
 
 // Metrics is one server's registry and instruments. It is safe for
@@ -93,6 +102,17 @@ func New(src Sources) *Metrics {
 	}
 	reg.MustRegister(m.loads)
 	m.loads.WithLabelValues(CodeOK)
+	if src.Store != nil {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "store_up",
+			Help: "1 while the shared store (the fleet's PostgreSQL database) answers, 0 while it does not; absent with the embedded store.",
+		}, func() float64 {
+			if err, _ := src.Store.Err(); err != nil {
+				return 0
+			}
+			return 1
+		}))
+	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
