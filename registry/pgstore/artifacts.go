@@ -70,6 +70,9 @@ func checkName(name string) error {
 // Put stores the content write writes under name, in one transaction:
 // the chunks as they come, then the row that names them, which fails if
 // another artifact took the name meanwhile (see store.ArtifactStore).
+// One transaction makes a failed or interrupted Put (even a crash) leave
+// nothing to clean up; the price is that Put holds one of the pool's
+// connections for as long as write runs.
 func (s *ArtifactStore) Put(ctx context.Context, name string, write func(io.Writer) error) (int64, string, error) {
 	if err := checkName(name); err != nil {
 		return 0, "", err

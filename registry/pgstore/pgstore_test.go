@@ -36,15 +36,15 @@ func openPool(t *testing.T, url string) *pgxpool.Pool {
 	return pool
 }
 
-// replicas remembers which database and pool each store of the contract
+// openedStores remembers which database and pool each store of the contract
 // runs on, so that Reopen can restart it and Corrupt can reach behind it.
-type replicas struct {
+type openedStores struct {
 	mu    sync.Mutex
 	url   map[any]string
 	pools map[any]*pgxpool.Pool
 }
 
-func (r *replicas) open(t *testing.T, url string, newStore func(*pgxpool.Pool) any) any {
+func (r *openedStores) open(t *testing.T, url string, newStore func(*pgxpool.Pool) any) any {
 	pool := openPool(t, url)
 	s := newStore(pool)
 	r.mu.Lock()
@@ -55,7 +55,7 @@ func (r *replicas) open(t *testing.T, url string, newStore func(*pgxpool.Pool) a
 
 // reopen closes the pool of s and opens a store on a new one, as a
 // restarted replica does.
-func (r *replicas) reopen(t *testing.T, s any, newStore func(*pgxpool.Pool) any) any {
+func (r *openedStores) reopen(t *testing.T, s any, newStore func(*pgxpool.Pool) any) any {
 	r.mu.Lock()
 	url, pool := r.url[s], r.pools[s]
 	r.mu.Unlock()
@@ -63,7 +63,7 @@ func (r *replicas) reopen(t *testing.T, s any, newStore func(*pgxpool.Pool) any)
 	return r.open(t, url, newStore)
 }
 
-func (r *replicas) pool(s any) *pgxpool.Pool {
+func (r *openedStores) pool(s any) *pgxpool.Pool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.pools[s]
@@ -77,7 +77,7 @@ func contractOptions(t *testing.T) pgstore.ArtifactOptions {
 }
 
 func TestStoreContract(t *testing.T) {
-	r := &replicas{url: map[any]string{}, pools: map[any]*pgxpool.Pool{}}
+	r := &openedStores{url: map[any]string{}, pools: map[any]*pgxpool.Pool{}}
 	newIndex := func(pool *pgxpool.Pool) any { return pgstore.NewIndex(pool) }
 	newArtifacts := func(t *testing.T) func(*pgxpool.Pool) any {
 		opts := contractOptions(t)
