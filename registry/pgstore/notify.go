@@ -8,11 +8,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// IndexChannel is the channel CommitIndex notifies (pg_notify) with the
-// new revision, in the commit's transaction: listeners hear of a commit
-// only once it is visible.
-const IndexChannel = "ramanserve_registry"
-
 // unlockTimeout bounds the release of the fleet lock.
 const unlockTimeout = 5 * time.Second
 
@@ -91,7 +86,7 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, signal func()) error {
 	// state: it is closed (Hijack) when listening ends.
 	pc := conn.Hijack()
 	defer pc.Close(context.Background())
-	if _, err := pc.Exec(ctx, `LISTEN `+IndexChannel); err != nil {
+	if _, err := pc.Exec(ctx, `LISTEN `+NotifyChannel); err != nil {
 		return err
 	}
 	signal()
