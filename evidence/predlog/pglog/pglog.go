@@ -30,8 +30,12 @@
 // Compact does nothing: autovacuum makes the space of deleted rows
 // reusable (the migration lowers its threshold on the records table), and
 // a VACUUM from every replica after every retention pass would repeat its
-// work. The file system gets space back only through VACUUM FULL, which
-// locks the table, an operator's decision.
+// work and stall each writer for as long as it takes. Until autovacuum
+// comes by (it looks every autovacuum_naptime, a minute by default), new
+// rows take new pages, so under a size bound Bytes may pass the bound by
+// about a minute of writes; LiveBytes, which retention follows, does not.
+// The file system gets space back only through VACUUM FULL, which locks
+// the table, an operator's decision.
 package pglog
 
 import (
