@@ -13,7 +13,9 @@ import (
 // once the row passes about 2 kB, as a spectrum of a few hundred points
 // does. The shuffle is what makes that pay: the sign, exponent and high
 // mantissa bytes of neighbouring points are nearly equal and their planes
-// compress well, where interleaved float32s barely compress at all.
+// compress well, where interleaved float32s barely compress at all. (A
+// 2048-point scan, peak and baseline under counting noise: 8192 bytes
+// interleaved stay 8192, pglz gives up; shuffled they take 2429.)
 //
 // This is not sqlitelog's encoding (which deflates in Go), whose codec is
 // private to that package; predlog has no shared one.

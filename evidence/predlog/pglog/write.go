@@ -48,6 +48,9 @@ func (s *Store) Append(ctx context.Context, recs []*predlog.Record) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
+	if len(recs) == 0 {
+		return nil
+	}
 	b := s.encodeBatch(recs)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if len(b.axes) > 0 {
