@@ -1,0 +1,305 @@
+package pglog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"ramanserve/evidence/predlog"
+	"ramanserve/platform/unixnano"
+)
+
+// recordColumns are what scanRecord reads, in its order; spectrumColumns
+// follow them when a query asks for spectra (with the axes joined as a).
+const (
+	recordColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
+	p.epa, p.dha, p.dpa, p.epa_conf, p.dha_conf, p.dpa_conf,
+	p.reduced_t2, p.reduced_q,
+	p.batch_id, p.port, p.column_index, p.scan_seq, p.channel, p.integration_ms`
+	spectrumColumns = `, p.spectrum, p.axis_digest, a.data`
+)
+
+// conditions gathers a query's WHERE terms and their numbered arguments.
+type conditions struct {
+	terms []string
+	args  []any
+}
+
+// arg adds v as the next argument and returns its placeholder.
+func (c *conditions) arg(v any) string {
+	c.args = append(c.args, v)
+	return "$" + strconv.Itoa(len(c.args))
+}
+
+func (c *conditions) add(term string) { c.terms = append(c.terms, term) }
+
+func (c *conditions) where() string {
+	if len(c.terms) == 0 {
+		return ""
+	}
+	return ` WHERE ` + strings.Join(c.terms, ` AND `)
+}
+
+// pageLimit is the records a page of f holds at most.
+func pageLimit(f predlog.Filter) int {
+	most := predlog.MaxPageLimit
+	if f.WithSpectra {
+		most = predlog.MaxSpectraPageLimit
+	}
+	if f.Limit <= 0 || f.Limit > most {
+		return most
+	}
+	return f.Limit
+}
+
+// pageQuery is the query of one page of f, asking one row past limit to
+// learn whether another page follows.
+func pageQuery(f predlog.Filter, limit int) (string, []any, error) {
+	var c conditions
+	if f.HasBatchID {
+		c.add(`p.batch_id = ` + c.arg(f.BatchID))
+	}
+	if f.ModelVersion != "" {
+		c.add(`p.model_version = ` + c.arg(f.ModelVersion))
+	}
+	if f.Role != 0 {
+		c.add(`p.role = ` + c.arg(int16(f.Role)))
+	}
+	if !f.Since.IsZero() {
+		c.add(`p.ts >= ` + c.arg(unixnano.Of(f.Since)))
+	}
+	if !f.Until.IsZero() {
+		c.add(`p.ts < ` + c.arg(unixnano.Of(f.Until)))
+	}
+	if f.Cursor != "" {
+		after, err := parseCursor(f.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		c.add(`(p.ts, p.id) > (` + c.arg(after.ts) + `, ` + c.arg(after.id) + `)`)
+	}
+	cols, join := recordColumns, ``
+	if f.WithSpectra {
+		cols += spectrumColumns
+		join = ` LEFT JOIN predlog_axes a ON a.digest = p.axis_digest`
+		c.add(`p.spectrum IS NOT NULL`)
+	}
+	q := `SELECT ` + cols + ` FROM predlog_records p` + join + c.where() +
+		` ORDER BY p.ts, p.id LIMIT ` + c.arg(limit+1)
+	return q, c.args, nil
+}
+
+// Page implements predlog.Reader: the records f selects in (Time, ID)
+// order, after f.Cursor.
+func (s *Store) Page(ctx context.Context, f predlog.Filter) (predlog.Page, error) {
+	if err := s.usable(); err != nil {
+		return predlog.Page{}, err
+	}
+	limit := pageLimit(f)
+	q, args, err := pageQuery(f, limit)
+	if err != nil {
+		return predlog.Page{}, err
+	}
+	recs, err := s.query(ctx, f.WithSpectra, q, args...)
+	if err != nil {
+		return predlog.Page{}, err
+	}
+	var page predlog.Page
+	if len(recs) > limit {
+		recs = recs[:limit]
+		last := recs[limit-1]
+		page.Next = cursor{ts: unixnano.Of(last.Time), id: last.ID}.String()
+	}
+	page.Records = recs
+	return page, nil
+}
+
+// nearestSQL is the active record of a batch just at or before a time and
+// the one just after it, each within its bound, in one round trip.
+const nearestSQL = `(SELECT ` + recordColumns + ` FROM predlog_records p
+		WHERE p.batch_id = $1 AND p.role = $2 AND p.ts <= $3 AND p.ts >= $4
+		ORDER BY p.ts DESC, p.id DESC LIMIT 1)
+	UNION ALL
+	(SELECT ` + recordColumns + ` FROM predlog_records p
+		WHERE p.batch_id = $1 AND p.role = $2 AND p.ts > $3 AND p.ts <= $5
+		ORDER BY p.ts, p.id LIMIT 1)`
+
+// Nearest implements predlog.Reader. Of two records equally close, the
+// earlier wins.
+func (s *Store) Nearest(ctx context.Context, batchID string, at time.Time, window time.Duration) (predlog.Record, bool, error) {
+	if err := s.usable(); err != nil {
+		return predlog.Record{}, false, err
+	}
+	if window < 0 {
+		return predlog.Record{}, false, errors.New("pglog: negative match window")
+	}
+	t, w := unixnano.Of(at), window.Nanoseconds()
+	recs, err := s.query(ctx, false, nearestSQL, batchID, int16(predlog.RoleActive), t, saturatingSub(t, w), saturatingAdd(t, w))
+	if err != nil || len(recs) == 0 {
+		return predlog.Record{}, false, err
+	}
+	best := recs[0]
+	for _, r := range recs[1:] {
+		d, bestD := distance(r, t), distance(best, t)
+		if d < bestD || (d == bestD && r.Time.Before(best.Time)) {
+			best = r
+		}
+	}
+	return best, true, nil
+}
+
+// distance is how far rec is from t (Unix ns), saturated.
+func distance(rec predlog.Record, t int64) uint64 {
+	ts := unixnano.Of(rec.Time)
+	if ts >= t {
+		return uint64(ts) - uint64(t)
+	}
+	return uint64(t) - uint64(ts)
+}
+
+// saturatingAdd is a+b for b >= 0, at most math.MaxInt64.
+func saturatingAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// saturatingSub is a-b for b >= 0, at least math.MinInt64.
+func saturatingSub(a, b int64) int64 {
+	if a < math.MinInt64+b {
+		return math.MinInt64
+	}
+	return a - b
+}
+
+// ByScanSeq implements predlog.Reader: of the active records of batchID
+// with scanSeq, the latest appended.
+func (s *Store) ByScanSeq(ctx context.Context, batchID string, scanSeq float64) (predlog.Record, bool, error) {
+	if err := s.usable(); err != nil {
+		return predlog.Record{}, false, err
+	}
+	recs, err := s.query(ctx, false, `SELECT `+recordColumns+` FROM predlog_records p
+		WHERE p.batch_id = $1 AND p.scan_seq = $2 AND p.role = $3 ORDER BY p.id DESC LIMIT 1`,
+		batchID, scanSeq, int16(predlog.RoleActive))
+	if err != nil || len(recs) == 0 {
+		return predlog.Record{}, false, err
+	}
+	return recs[0], true, nil
+}
+
+// ByPrediction implements predlog.Reader.
+func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]predlog.Record, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	return s.query(ctx, false, `SELECT `+recordColumns+` FROM predlog_records p
+		WHERE p.prediction_id = $1 ORDER BY p.role, p.id`, pgtype.UUID{Bytes: id, Valid: true})
+}
+
+// query runs q and reads its rows as records, with their spectra when
+// withSpectra (the columns of spectrumColumns follow).
+func (s *Store) query(ctx context.Context, withSpectra bool, q string, args ...any) ([]predlog.Record, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pglog: query: %w", err)
+	}
+	defer rows.Close()
+	var axes axisCache
+	var recs []predlog.Record
+	for rows.Next() {
+		var rec predlog.Record
+		if err := scanRecord(rows, &rec, withSpectra, &axes); err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pglog: query: %w", err)
+	}
+	return recs, nil
+}
+
+// axisCache holds a page's decoded axes by digest: records on the same
+// axis share its slice, decoded once.
+type axisCache map[string][]float32
+
+func (c *axisCache) get(digest, data []byte) ([]float32, error) {
+	if w, ok := (*c)[string(digest)]; ok {
+		return w, nil
+	}
+	w, err := decodeSpectrum(data)
+	if err != nil {
+		return nil, err
+	}
+	if *c == nil {
+		*c = make(axisCache)
+	}
+	(*c)[string(digest)] = w
+	return w, nil
+}
+
+// scanRecord reads one row of recordColumns, and of spectrumColumns when
+// withSpectra.
+func scanRecord(rows pgx.Rows, rec *predlog.Record, withSpectra bool, axes *axisCache) error {
+	var (
+		pid                         pgtype.UUID
+		ts                          int64
+		role                        int16
+		conc, conf                  [3]pgtype.Float8
+		t2, q                       pgtype.Float8
+		batch, port                 pgtype.Text
+		column, seq, channel, integ pgtype.Float8
+		spectrum, digest, axis      []byte
+	)
+	dest := []any{&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
+		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2],
+		&t2, &q, &batch, &port, &column, &seq, &channel, &integ}
+	if withSpectra {
+		dest = append(dest, &spectrum, &digest, &axis)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return fmt.Errorf("pglog: read a record: %w", err)
+	}
+	rec.PredictionID = pid.Bytes
+	rec.Time = time.Unix(0, ts).UTC()
+	rec.Role = predlog.Role(role)
+	for k := range 3 {
+		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
+		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid
+	}
+	rec.ReducedT2, rec.HasReducedT2 = t2.Float64, t2.Valid
+	rec.ReducedQ, rec.HasReducedQ = q.Float64, q.Valid
+	rec.BatchID, rec.HasBatchID = batch.String, batch.Valid
+	rec.Port, rec.HasPort = port.String, port.Valid
+	rec.ColumnIndex, rec.HasColumnIndex = column.Float64, column.Valid
+	rec.ScanSeq, rec.HasScanSeq = seq.Float64, seq.Valid
+	rec.Channel, rec.HasChannel = channel.Float64, channel.Valid
+	rec.IntegrationMS, rec.HasIntegrationMS = integ.Float64, integ.Valid
+	if !withSpectra {
+		return nil
+	}
+	return scanSpectrum(rec, spectrum, digest, axis, axes)
+}
+
+// scanSpectrum decodes a record's stored spectrum and its axis.
+func scanSpectrum(rec *predlog.Record, spectrum, digest, axis []byte, axes *axisCache) error {
+	var err error
+	if rec.Spectrum, err = decodeSpectrum(spectrum); err != nil {
+		return fmt.Errorf("pglog: record %d: %w", rec.ID, err)
+	}
+	if digest == nil || axis == nil {
+		return nil
+	}
+	if rec.Wavenumbers, err = axes.get(digest, axis); err != nil {
+		return fmt.Errorf("pglog: record %d: axis: %w", rec.ID, err)
+	}
+	return nil
+}
