@@ -15,7 +15,9 @@ import (
 
 	"ramanserve/evidence"
 	"ramanserve/evidence/labstore"
+	"ramanserve/evidence/labstore/pglab"
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/pglog"
 	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/evidence/shadow"
@@ -44,7 +46,8 @@ type App struct {
 	predlog       *predlog.Writer     // nil: the log is off
 	shadow        *shadow.Scorer      // the shadow model beside the active one
 	collector     *evidence.Collector // the channel's hook into both
-	labstore      *labstore.SQLite    // nil: the log is off
+	labstore      io.Closer           // nil: the log is off, or the lab store needs no closing
+	shared        *sharedStore        // nil: the embedded store
 
 	shutdownOnce chan struct{} // closed by the first Shutdown
 	shutdownDone chan struct{}
@@ -73,6 +76,11 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := ctx.Err(); err != nil { // a signal during start-up: nothing written yet
 		return nil, err
 	}
+	if cfg.Store != "" {
+		if a.shared, err = openShared(ctx, cfg.Store, log); err != nil {
+			return nil, err
+		}
+	}
 	if err := a.openRegistry(ctx); err != nil {
 		return nil, err
 	}
@@ -92,7 +100,7 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := a.serve(lab); err != nil {
 		return nil, err
 	}
-	log.Info("ramanserve started", "http", a.HTTPAddr(), "zmq", a.ZMQEndpoint(), "registry", a.Registry.Dir(), "version", server.BuildVersion())
+	log.Info("ramanserve started", "http", a.HTTPAddr(), "zmq", a.ZMQEndpoint(), "registry", a.Registry.Dir(), "shared_store", a.shared != nil, "version", server.BuildVersion())
 	return a, nil
 }
 
@@ -104,16 +112,30 @@ func (a *App) openRegistry(ctx context.Context) error {
 			openers[ext] = a.cfg.WrapOpen(open)
 		}
 	}
+	opts := registry.Options{
+		Openers:      openers,
+		AllowedRoots: a.cfg.AllowFileRoots,
+		Logger:       a.log.With("component", "registry"),
+	}
+	if a.shared != nil {
+		// The fleet's store: the index and the artifacts in the database;
+		// the directory keeps a cache of model files and import/.
+		idx, arts, lock := a.shared.registryStores(a.cfg.RegistryDir)
+		opts.FleetLock = lock
+		reg, err := registry.New(ctx, idx, arts, a.cfg.RegistryDir, opts)
+		if err != nil {
+			return fmt.Errorf("open registry: %w", err)
+		}
+		a.Registry = reg
+		a.shared.follow(reg, a.log)
+		return nil
+	}
 	// The embedded store: the registry's directory, under its lock.
 	files, err := filestore.Open(a.cfg.RegistryDir)
 	if err != nil {
 		return fmt.Errorf("open registry: %w", err)
 	}
-	reg, err := registry.New(ctx, files, files, files.Dir(), registry.Options{
-		Openers:      openers,
-		AllowedRoots: a.cfg.AllowFileRoots,
-		Logger:       a.log.With("component", "registry"),
-	})
+	reg, err := registry.New(ctx, files, files, files.Dir(), opts)
 	if err != nil {
 		files.Close()
 		return fmt.Errorf("open registry: %w", err)
@@ -133,7 +155,7 @@ func (a *App) openEvidence(ctx context.Context) error {
 	cfg := a.cfg.Evidence
 	var rec predlog.Recorder // nil: the log is off
 	if !cfg.LogOff {
-		log, err := sqlitelog.OpenLog(ctx, a.Registry.Dir(), predlog.Options{
+		log, err := a.openLog(ctx, predlog.Options{
 			Retention:    cfg.Retention,
 			MaxBytes:     cfg.MaxBytes,
 			IdlePriority: cfg.IdlePriority,
@@ -154,6 +176,33 @@ func (a *App) openEvidence(ctx context.Context) error {
 	return nil
 }
 
+// openLog opens the prediction log on the fleet's database, or on
+// predictions.db in the registry directory.
+func (a *App) openLog(ctx context.Context, opts predlog.Options) (*predlog.Writer, error) {
+	if a.shared == nil {
+		return sqlitelog.OpenLog(ctx, a.Registry.Dir(), opts)
+	}
+	s, err := pglog.New(a.shared.pool, pglog.Options{Replica: a.shared.replica})
+	if err != nil {
+		return nil, err
+	}
+	return predlog.New(ctx, s, opts)
+}
+
+// labStore opens the lab result store on the fleet's database, or
+// lab-results.db in the registry directory; closer is nil when the store
+// needs no closing of its own.
+func (a *App) labStore(ctx context.Context) (reconcile.LabStore, io.Closer, error) {
+	if a.shared != nil {
+		return pglab.New(a.shared.pool), nil, nil
+	}
+	s, err := labstore.Open(ctx, a.Registry.Dir())
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s, nil
+}
+
 // openLab opens the lab result store (lab-results.db in the registry
 // directory) and the lab's use cases over it and the prediction log.
 // Without a log (-prediction-log=false) there is nothing to match, and
@@ -162,16 +211,18 @@ func (a *App) openLab(ctx context.Context) (*evidencesvc.Lab, error) {
 	if a.predlog == nil {
 		return nil, nil
 	}
-	store, err := labstore.Open(ctx, a.Registry.Dir())
+	store, closer, err := a.labStore(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lab results: %w", err)
 	}
 	rec, err := reconcile.New(a.predlog, store, reconcile.Options{MatchWindow: a.cfg.Evidence.MatchWindow})
 	if err != nil {
-		store.Close()
+		if closer != nil {
+			closer.Close()
+		}
 		return nil, fmt.Errorf("lab results: %w", err)
 	}
-	a.labstore = store
+	a.labstore = closer
 	return evidencesvc.NewLab(rec, a.predlog, a.Registry), nil
 }
 
@@ -234,8 +285,13 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 		api.Lab = lab
 		api.LabReports = lab
 	}
+	var storeState metrics.StoreState // nil interface for the embedded store
+	if a.shared != nil {
+		storeState = a.shared.monitor
+		api.Store = a.shared.monitor
+	}
 	api.Metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: httpConns, ChannelConns: channelConns,
-		PredictionLog: logStats, Shadow: a.shadow})
+		PredictionLog: logStats, Shadow: a.shadow, Store: storeState})
 	if err := a.transports.Serve(api, server.ChannelServices{Models: a.Registry, Recorder: api.Metrics.Channel(), Log: a.collector}); err != nil {
 		return err
 	}
@@ -312,6 +368,9 @@ func (a *App) shutdown(ctx context.Context) error {
 	}
 	if a.registryStore != nil {
 		errReg = errors.Join(errReg, a.registryStore.Close())
+	}
+	if a.shared != nil {
+		a.shared.close()
 	}
 	return errors.Join(errTransports, errTrain, errEvidence, errLab, errReg)
 }

@@ -42,7 +42,7 @@ func dbError(doing string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", doing, err)
 	}
-	return fmt.Errorf("%w: %s: %w", store.ErrRegistry, doing, pgdb.Explain(err))
+	return fmt.Errorf("%w: %s: %w", store.ErrRegistry, doing, pgdb.Classify(pgdb.Explain(err)))
 }
 
 func isUniqueViolation(err error) bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/platform/pgdb"
 	"ramanserve/platform/unixnano"
 )
 
@@ -209,7 +210,7 @@ func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]pr
 func (s *Store) query(ctx context.Context, withSpectra bool, q string, args ...any) ([]predlog.Record, error) {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("pglog: query: %w", err)
+		return nil, fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
 	}
 	defer rows.Close()
 	var axes axisCache
@@ -222,7 +223,7 @@ func (s *Store) query(ctx context.Context, withSpectra bool, q string, args ...a
 		recs = append(recs, rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pglog: query: %w", err)
+		return nil, fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
 	}
 	return recs, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/platform/pgdb"
 	"ramanserve/platform/unixnano"
 )
 
@@ -50,7 +51,7 @@ func (s *Store) delete(ctx context.Context, query string, args ...any) (int64, e
 	}
 	var n int64
 	if err := s.pool.QueryRow(ctx, query, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("pglog: delete: %w", err)
+		return 0, fmt.Errorf("pglog: delete: %w", pgdb.Classify(err))
 	}
 	return n, nil
 }
@@ -69,7 +70,7 @@ func (s *Store) Size(ctx context.Context) (predlog.Size, error) {
 	}
 	var size predlog.Size
 	if err := s.pool.QueryRow(ctx, sizeSQL).Scan(&size.Bytes, &size.LiveBytes); err != nil {
-		return predlog.Size{}, fmt.Errorf("pglog: size: %w", err)
+		return predlog.Size{}, fmt.Errorf("pglog: size: %w", pgdb.Classify(err))
 	}
 	size.LiveBytes = max(0, min(size.LiveBytes, size.Bytes))
 	return size, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/platform/pgdb"
 	"ramanserve/platform/unixnano"
 )
 
@@ -68,7 +69,7 @@ func (s *Store) Append(ctx context.Context, recs []*predlog.Record) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("pglog: append %d records: %w", len(recs), err)
+		return fmt.Errorf("pglog: append %d records: %w", len(recs), pgdb.Classify(err))
 	}
 	return nil
 }

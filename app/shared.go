@@ -1,0 +1,85 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"ramanserve/platform/pgdb"
+	"ramanserve/registry"
+	"ramanserve/registry/pgstore"
+)
+
+// sharedStore is a fleet's store: the PostgreSQL database every replica
+// started with the same -store shares, and this replica's watchers of it.
+// Without -store the process has none and keeps everything in its
+// registry directory (the embedded store).
+type sharedStore struct {
+	pool    *pgxpool.Pool
+	monitor *pgdb.Monitor
+	// replica names this process in the fleet (records it logs, its row
+	// in fleet_replicas): host name, process id and a random suffix, so a
+	// restarted replica is a new one.
+	replica string
+
+	stop context.CancelFunc // ends the watchers
+	wg   sync.WaitGroup
+}
+
+// openShared opens the database (migrating its schema, under the
+// advisory lock, when this build is newer) and returns the store with
+// nothing running yet.
+func openShared(ctx context.Context, url string, log *slog.Logger) (*sharedStore, error) {
+	pool, err := pgdb.Open(ctx, url, pgdb.Options{Migrate: true, MaxConns: 16, Logger: log.With("component", "store")})
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	suffix := make([]byte, 3)
+	rand.Read(suffix)
+	s := &sharedStore{pool: pool, replica: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(suffix))}
+	return s, nil
+}
+
+// registryStores are the registry's stores in the database, the model
+// files cached under dir's cache/ folder (deleted at any time without
+// harm), and the fleet's load lock.
+func (s *sharedStore) registryStores(dir string) (*pgstore.IndexStore, *pgstore.ArtifactStore, registry.FleetLock) {
+	arts := pgstore.NewArtifacts(s.pool, pgstore.ArtifactOptions{CacheDir: filepath.Join(dir, "cache")})
+	return pgstore.NewIndex(s.pool), arts, pgstore.NewFleetLock(s.pool)
+}
+
+// follow starts the watchers: the registry catches up on every commit
+// another replica notifies (and every 2 s, should a notification be
+// lost), and the monitor pings the database for health, catching up too
+// when it answers again after an outage.
+func (s *sharedStore) follow(reg *registry.Registry, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	refresh := func(ctx context.Context) {
+		if err := reg.Refresh(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("could not catch up with the fleet's registry", "err", err)
+		}
+	}
+	s.monitor = pgdb.NewMonitor(s.pool, pgdb.MonitorOptions{OnUp: refresh, Logger: log.With("component", "store")})
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); pgstore.Watch(ctx, s.pool, pgstore.WatchOptions{Logger: log.With("component", "registry")}, refresh) }()
+	go func() { defer s.wg.Done(); s.monitor.Run(ctx) }()
+}
+
+// close stops the watchers and closes the pool, after every store on it
+// is closed.
+func (s *sharedStore) close() {
+	if s.stop != nil {
+		s.stop()
+	}
+	s.wg.Wait()
+	s.pool.Close()
+}
