@@ -46,7 +46,8 @@ type App struct {
 	predlog       *predlog.Writer     // nil: the log is off
 	shadow        *shadow.Scorer      // the shadow model beside the active one
 	collector     *evidence.Collector // the channel's hook into both
-	labstore      io.Closer           // nil: the log is off, or the lab store needs no closing
+	labstore      reconcile.LabStore  // nil: the log is off
+	labCloser     io.Closer           // nil: nothing to close (the fleet's database is closed last)
 	shared        *sharedStore        // nil: the embedded store
 
 	shutdownOnce chan struct{} // closed by the first Shutdown
@@ -222,7 +223,7 @@ func (a *App) openLab(ctx context.Context) (*evidencesvc.Lab, error) {
 		}
 		return nil, fmt.Errorf("lab results: %w", err)
 	}
-	a.labstore = closer
+	a.labstore, a.labCloser = store, closer
 	return evidencesvc.NewLab(rec, a.predlog, a.Registry), nil
 }
 
@@ -402,10 +403,10 @@ func (a *App) closeEvidence(ctx context.Context) error {
 // closeLab closes the lab result store, after the HTTP server (its only
 // user) has stopped.
 func (a *App) closeLab() error {
-	if a.labstore == nil {
+	if a.labCloser == nil {
 		return nil
 	}
-	if err := a.labstore.Close(); err != nil {
+	if err := a.labCloser.Close(); err != nil {
 		return fmt.Errorf("lab results: %w", err)
 	}
 	return nil
