@@ -122,7 +122,7 @@ func (a *App) openRegistry(ctx context.Context) error {
 		// The fleet's store: the index and the artifacts in the database;
 		// the directory keeps a cache of model files and import/.
 		idx, arts, lock := a.shared.registryStores(a.cfg.RegistryDir)
-		opts.FleetLock = lock
+		opts.Fleet = lock
 		reg, err := registry.New(ctx, idx, arts, a.cfg.RegistryDir, opts)
 		if err != nil {
 			return fmt.Errorf("open registry: %w", err)
@@ -371,7 +371,7 @@ func (a *App) shutdown(ctx context.Context) error {
 		errReg = errors.Join(errReg, a.registryStore.Close())
 	}
 	if a.shared != nil {
-		a.shared.close()
+		a.shared.close(ctx)
 	}
 	return errors.Join(errTransports, errTrain, errEvidence, errLab, errReg)
 }

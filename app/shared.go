@@ -28,6 +28,7 @@ type sharedStore struct {
 	// in fleet_replicas): host name, process id and a random suffix, so a
 	// restarted replica is a new one.
 	replica string
+	fleet   *pgstore.Fleet // the registry's side of the fleet
 
 	stop context.CancelFunc // ends the watchers
 	wg   sync.WaitGroup
@@ -51,9 +52,10 @@ func openShared(ctx context.Context, url string, log *slog.Logger) (*sharedStore
 // registryStores are the registry's stores in the database, the model
 // files cached under dir's cache/ folder (deleted at any time without
 // harm), and the fleet's load lock.
-func (s *sharedStore) registryStores(dir string) (*pgstore.IndexStore, *pgstore.ArtifactStore, registry.FleetLock) {
+func (s *sharedStore) registryStores(dir string) (*pgstore.IndexStore, *pgstore.ArtifactStore, registry.Fleet) {
 	arts := pgstore.NewArtifacts(s.pool, pgstore.ArtifactOptions{CacheDir: filepath.Join(dir, "cache")})
-	return pgstore.NewIndex(s.pool), arts, pgstore.NewFleetLock(s.pool)
+	s.fleet = pgstore.NewFleet(s.pool, s.replica)
+	return pgstore.NewIndex(s.pool), arts, s.fleet
 }
 
 // follow starts the watchers: the registry catches up on every commit
@@ -76,10 +78,15 @@ func (s *sharedStore) follow(reg *registry.Registry, log *slog.Logger) {
 
 // close stops the watchers and closes the pool, after every store on it
 // is closed.
-func (s *sharedStore) close() {
+func (s *sharedStore) close(ctx context.Context) {
 	if s.stop != nil {
 		s.stop()
 	}
 	s.wg.Wait()
+	if s.fleet != nil {
+		// No load waits for a replica that is gone; a crash leaves the row
+		// to age out instead.
+		s.fleet.Leave(ctx)
+	}
 	s.pool.Close()
 }

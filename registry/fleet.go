@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"ramanserve/registry/store"
 )
@@ -14,9 +15,14 @@ import (
 // behind. Three things keep the copies in step:
 //
 //   - a load, a delete or a shadow change takes the fleet's lock
-//     (FleetLock) beside the process's own, so one runs at a time across
-//     the fleet, and first catches up with the store: it decides on the
-//     index every replica will see, and previous_version is the fleet's;
+//     (Fleet.TryLock) beside the process's own, so one runs at a time
+//     across the fleet, and first catches up with the store: it decides
+//     on the index every replica will see, and previous_version is the
+//     fleet's;
+//   - a load answers once every live replica serves the new model
+//     (Fleet.AwaitServed, bounded by ConvergeTimeout), still holding the
+//     fleet's lock: when POST /model/load returns, the whole fleet serves
+//     the new version, and the next swap cannot begin before;
 //   - every other replica catches up when told of a commit (Refresh,
 //     which the process calls on the store's change notification and on
 //     a timer as a fallback): it reads the index and, if the active or
@@ -25,31 +31,52 @@ import (
 //   - an additive commit (a trained model staged) that meets a newer
 //     revision reads the index again and retries (AddStaged).
 
-// FleetLock is exclusive across the processes sharing the registry's
-// stores.
-type FleetLock interface {
-	// TryLock takes the lock without waiting. It fails with an error
-	// wrapping ErrLoadInProgress when another process holds it; release
-	// gives it back.
+// Fleet is what the processes sharing the registry's stores do
+// together: a lock exclusive across them, and a record of the index
+// revision each one serves.
+type Fleet interface {
+	// TryLock takes the fleet's lock without waiting. It fails with an
+	// error wrapping ErrLoadInProgress when another process holds it;
+	// release gives it back.
 	TryLock(ctx context.Context) (release func(), err error)
+	// Served records that this process serves the index at rev (its
+	// active and shadow models are the ones rev names).
+	Served(ctx context.Context, rev store.Revision) error
+	// AwaitServed waits until every other live process serves rev or a
+	// later revision, or ctx ends; it returns the processes still behind
+	// then.
+	AwaitServed(ctx context.Context, rev store.Revision) (behind []string, err error)
 }
 
+// ConvergeTimeout bounds how long a load waits for the rest of the
+// fleet to serve the new model before it answers anyway (and logs the
+// replicas behind): the fleet's goal is every replica within 1 s.
+const ConvergeTimeout = 2 * time.Second
+
 // exclusive takes the process's load lock and, in a fleet, the fleet's
-// lock, and catches up with the store; release gives both back. A lock
-// held elsewhere is ErrLoadInProgress at once.
+// lock, and catches up with the store; release gives both back. A load,
+// delete or shadow change already running here or elsewhere is
+// ErrLoadInProgress at once. In a fleet, a catch-up running here (which
+// holds the load lock while it opens another replica's model) is waited
+// for instead: it is not a change the caller should be told to retry.
 func (r *Registry) exclusive(ctx context.Context) (release func(), err error) {
-	if !r.loadMu.TryLock() {
-		return nil, ErrLoadInProgress
-	}
-	if r.opts.FleetLock == nil {
+	if r.opts.Fleet == nil {
+		if !r.loadMu.TryLock() {
+			return nil, ErrLoadInProgress
+		}
 		return r.loadMu.Unlock, nil
 	}
-	unlock, err := r.opts.FleetLock.TryLock(ctx)
+	if !r.changing.CompareAndSwap(false, true) {
+		return nil, ErrLoadInProgress
+	}
+	r.loadMu.Lock()
+	unlockHere := func() { r.loadMu.Unlock(); r.changing.Store(false) }
+	unlock, err := r.opts.Fleet.TryLock(ctx)
 	if err != nil {
-		r.loadMu.Unlock()
+		unlockHere()
 		return nil, err
 	}
-	release = func() { unlock(); r.loadMu.Unlock() }
+	release = func() { unlock(); unlockHere() }
 	if err := r.catchUp(ctx); err != nil {
 		release()
 		return nil, err
@@ -83,27 +110,61 @@ func (r *Registry) Revision() store.Revision {
 // than this process's, and makes the served and shadow models follow it;
 // called with loadMu held.
 func (r *Registry) catchUp(ctx context.Context) error {
-	ix, err := r.readNewer(ctx)
+	ix, rev, err := r.readNewer(ctx)
 	if err != nil {
 		return err
 	}
-	return errors.Join(r.followActive(ctx, ix), r.followShadow(ctx, ix))
+	if err := errors.Join(r.followActive(ctx, ix), r.followShadow(ctx, ix)); err != nil {
+		return err
+	}
+	return r.served(ctx, rev)
+}
+
+// served tells the fleet this process serves rev; a failure to record it
+// only delays another replica's load (up to ConvergeTimeout).
+func (r *Registry) served(ctx context.Context, rev store.Revision) error {
+	if r.opts.Fleet == nil {
+		return nil
+	}
+	if err := r.opts.Fleet.Served(ctx, rev); err != nil {
+		return fmt.Errorf("%w: record the revision served: %w", store.ErrRegistry, err)
+	}
+	return nil
+}
+
+// awaitFleet waits, after a swap committed at rev, until the other
+// replicas serve it too, at most ConvergeTimeout; called under the
+// fleet's lock. Replicas still behind then are logged: they catch up on
+// their own, and the load has succeeded all the same.
+func (r *Registry) awaitFleet(ctx context.Context, rev store.Revision) {
+	if r.opts.Fleet == nil {
+		return
+	}
+	if err := r.served(ctx, rev); err != nil {
+		r.log.Warn("could not record the revision this replica serves", "err", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ConvergeTimeout)
+	defer cancel()
+	behind, err := r.opts.Fleet.AwaitServed(ctx, rev)
+	if len(behind) > 0 || (err != nil && !errors.Is(err, context.DeadlineExceeded)) {
+		r.log.Warn("replicas not yet serving the new model", "revision", rev, "behind", behind, "err", err)
+	}
 }
 
 // readNewer reads the store's index and adopts it if its revision is not
 // this process's; it returns the index now held (the caller's to read,
 // not to change).
-func (r *Registry) readNewer(ctx context.Context) (*store.Index, error) {
+func (r *Registry) readNewer(ctx context.Context) (*store.Index, store.Revision, error) {
 	ix, rev, err := r.index.ReadIndex(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", store.ErrRegistry, err)
+		return nil, 0, fmt.Errorf("%w: %w", store.ErrRegistry, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rev != r.rev {
 		r.ix, r.rev = ix, rev
 	}
-	return r.ix.Clone(), nil
+	return r.ix.Clone(), r.rev, nil
 }
 
 // followActive swaps in the index's active model when it is not the one

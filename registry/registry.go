@@ -42,13 +42,13 @@ type Options struct {
 	Logger         *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// FleetLock, when set, is the lock the processes sharing the stores
-	// take for a load, a delete or a shadow change (see FleetLock); it
-	// also tells the registry that other processes change the index, so
-	// it catches up with the store before each such change. Nil: this
-	// process alone writes the stores (the embedded store's directory
-	// lock sees to that).
-	FleetLock FleetLock
+	// Fleet, when set, is what the processes sharing the stores do
+	// together (see Fleet): the lock a load, a delete or a shadow change
+	// takes, and the revisions each serves. It also tells the registry
+	// that other processes change the index, so it catches up with the
+	// store before each such change. Nil: this process alone writes the
+	// stores (the embedded store's directory lock sees to that).
+	Fleet Fleet
 }
 
 // Registry is the model registry's rules over its stores, plus the
@@ -62,6 +62,9 @@ type Registry struct {
 	active atomic.Pointer[activeModel]
 
 	loadMu sync.Mutex // held for the whole of a load; TryLock gives LOAD_IN_PROGRESS
+	// changing is set for the whole of a load, delete or shadow change in
+	// a fleet, where loadMu is also held by catch-ups (see exclusive).
+	changing atomic.Bool
 	mu     sync.Mutex // guards ix, rev and the commits of the index
 	index  IndexStore
 	ix     *store.Index   // the index as last read or committed
@@ -215,6 +218,11 @@ func (r *Registry) open(ctx context.Context) error {
 	}
 	if r.ix.Shadow != "" {
 		r.restoreShadow(ctx)
+	}
+	if err := r.served(ctx, r.rev); err != nil {
+		// Another replica's load waits for this one (ConvergeTimeout)
+		// until the next catch-up records it.
+		r.log.Warn("could not record the revision this replica serves", "err", err)
 	}
 	return nil
 }
@@ -452,6 +460,7 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 	r.restoreErr = nil
 	r.mu.Unlock()
 	r.log.Info("model activated", "version", entry.Version, "previous", previous, "source", req.Source)
+	r.awaitFleet(ctx, r.Revision())
 	return LoadResult{
 		Loaded:    entry.Version,
 		Previous:  previous,
