@@ -1,0 +1,220 @@
+package conformance
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ramanserve/client"
+	"ramanserve/platform/pgtest"
+	"ramanserve/platform/race"
+)
+
+// startFleet runs n ramanserve processes sharing the PostgreSQL database
+// at url (-store), each with a registry directory of its own (its cache
+// of model files and import/).
+func startFleet(t *testing.T, url string, n int, extra ...string) []*serverProcess {
+	t.Helper()
+	replicas := make([]*serverProcess, n)
+	for i := range replicas {
+		replicas[i] = startProcess(t, t.TempDir(), append([]string{"-store", url}, extra...)...)
+	}
+	return replicas
+}
+
+// fleetReply is one predict of the fleet test: which replica answered,
+// when it was sent and answered, and the version it names.
+type fleetReply struct {
+	replica    int
+	sent, recv time.Time
+	version    string
+}
+
+// swapRecord is one load of the fleet test: the version, when the load
+// was sent and when it answered.
+type swapRecord struct {
+	version    string
+	sent, done time.Time
+}
+
+// activeDuring reports whether version was the fleet's active version at
+// some moment of [from, to]: a version is active from when its load was
+// sent until the next load answered (each load answers once every
+// replica serves its version), the first from the start.
+func activeDuring(swaps []swapRecord, version string, from, to time.Time) bool {
+	for i, s := range swaps {
+		if s.version != version {
+			continue
+		}
+		start := s.sent
+		if i == 0 {
+			start = time.Time{}
+		}
+		end := time.Now().Add(time.Hour)
+		if i+1 < len(swaps) {
+			end = swaps[i+1].done
+		}
+		if !start.After(to) && !end.Before(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFleetSwapsUnderLoad: three replicas on one database, clients
+// predicting on every replica without pause, loads sent to replicas
+// chosen at random. Every reply carries exactly the output of the model
+// it names, and names a version that was the fleet's active one at some
+// moment while the request was in flight; no predict fails; once a load
+// answers, every replica serves its version.
+func TestFleetSwapsUnderLoad(t *testing.T) {
+	url := pgtest.Database(t)
+	clientsPerReplica, swaps := 8, 50
+	if race.Enabled || testing.Short() {
+		clientsPerReplica, swaps = 2, 12
+	}
+	fleet := startFleet(t, url, 3)
+	a := trainStaged(t, "http://"+fleet[0].httpAddr, fleet[0].client(t), 303)
+	b := trainStaged(t, "http://"+fleet[1].httpAddr, fleet[1].client(t), 404)
+	wn, in := testSpectrum()
+	probes := make([]*zmqClient, len(fleet))
+	for i, p := range fleet {
+		probes[i] = dialZMQ(t, p.zmq)
+	}
+	expected := map[string]client.Breakdown{}
+	history := []swapRecord{}
+	for i, v := range []string{b, a} {
+		sent := time.Now()
+		if code, err := activate(fleet[i].client(t), v); err != nil || code != 200 {
+			t.Fatalf("load %s: %d %v", v, code, err)
+		}
+		history = append(history, swapRecord{version: v, sent: sent, done: time.Now()})
+		for r, probe := range probes {
+			_, pr := predictOnce(t, probe, wn, in)
+			if pr.ModelVersion != v {
+				t.Fatalf("when the load of %s answered, replica %d served %s", v, r, pr.ModelVersion)
+			}
+			expected[v] = pr.Concentrations
+		}
+	}
+	if expected[a].Value == expected[b].Value {
+		t.Fatal("the two models give identical outputs; the test could not see a mixed reply")
+	}
+
+	var (
+		stop              atomic.Bool
+		mixedOutput, fail atomic.Int64
+		mu                sync.Mutex
+		replies           []fleetReply
+		wg                sync.WaitGroup
+	)
+	for r, p := range fleet {
+		for range clientsPerReplica {
+			c := dialZMQ(t, p.zmq)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var mine []fleetReply
+				defer func() { mu.Lock(); replies = append(replies, mine...); mu.Unlock() }()
+				for !stop.Load() {
+					frame, _ := goScenarioFrame("predict", wn, in)
+					sent := time.Now()
+					raw, err := c.roundTrip(frame, replyTimeout)
+					recv := time.Now()
+					if err != nil {
+						fail.Add(1)
+						t.Errorf("replica %d: predict during swaps: %v", r, err)
+						return
+					}
+					rep, err := client.DecodeReply(raw)
+					if err != nil || rep.Error != nil {
+						fail.Add(1)
+						t.Errorf("replica %d: predict during swaps: %v %v", r, err, rep)
+						continue
+					}
+					pr, err := client.DecodePredictReply(rep.Body)
+					if err != nil {
+						fail.Add(1)
+						continue
+					}
+					if want, ok := expected[pr.ModelVersion]; !ok || want.Value != pr.Concentrations.Value {
+						mixedOutput.Add(1)
+					}
+					mine = append(mine, fleetReply{replica: r, sent: sent, recv: recv, version: pr.ModelVersion})
+				}
+			}()
+		}
+	}
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	var loadTimes []time.Duration
+	busy, lagging := 0, 0
+	for i := range swaps {
+		v := b
+		if i%2 == 1 {
+			v = a
+		}
+		r := rng.IntN(len(fleet))
+		sent := time.Now()
+		code, err := activate(fleet[r].client(t), v)
+		done := time.Now()
+		if code == 409 {
+			// Another replica was still catching up on the last swap
+			// and held this one's load lock: retryable, and counted.
+			busy++
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil || code != 200 {
+			t.Fatalf("swap %d to %s on replica %d: %d %v", i, v, r, code, err)
+		}
+		history = append(history, swapRecord{version: v, sent: sent, done: done})
+		loadTimes = append(loadTimes, done.Sub(sent))
+		for q, probe := range probes {
+			if _, pr := predictOnce(t, probe, wn, in); pr.ModelVersion != v {
+				lagging++
+				t.Errorf("swap %d: when the load of %s on replica %d answered, replica %d served %s", i, v, r, q, pr.ModelVersion)
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	notActive := 0
+	for _, rep := range replies {
+		if !activeDuring(history, rep.version, rep.sent, rep.recv) {
+			notActive++
+			if notActive <= 3 {
+				t.Errorf("replica %d answered %s for a request in flight %s..%s, when it was not the fleet's active version",
+					rep.replica, rep.version, rep.sent.Format("15:04:05.000000"), rep.recv.Format("15:04:05.000000"))
+			}
+		}
+	}
+	slices.Sort(loadTimes)
+	pct := func(p float64) time.Duration { return loadTimes[min(len(loadTimes)-1, int(p*float64(len(loadTimes))))] }
+	t.Logf("fleet of %d replicas, %d clients each: %d swaps from random replicas (%d answered LOAD_IN_PROGRESS), %d replies; %d with another model's output, %d naming a version not active during the request, %d failed; replicas not serving the new version when its load answered: %d",
+		len(fleet), clientsPerReplica, len(loadTimes), busy, len(replies), mixedOutput.Load(), notActive, fail.Load(), lagging)
+	t.Logf("fleet swap: time until all %d replicas serve the new version (the load's round trip, which answers when they do): p50 %v, p99 %v, max %v",
+		len(fleet), pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), loadTimes[len(loadTimes)-1].Round(time.Microsecond))
+	if mixedOutput.Load() != 0 || notActive != 0 || fail.Load() != 0 || lagging != 0 {
+		t.Fatalf("%d mixed outputs, %d replies of an inactive version, %d failed predicts, %d lagging replicas", mixedOutput.Load(), notActive, fail.Load(), lagging)
+	}
+	if len(loadTimes) < swaps/2 {
+		t.Fatalf("only %d of %d swaps happened", len(loadTimes), swaps)
+	}
+	seen := map[string]int{}
+	for _, rep := range replies {
+		seen[fmt.Sprint(rep.replica, rep.version)]++
+	}
+	for r := range fleet {
+		for _, v := range []string{a, b} {
+			if seen[fmt.Sprint(r, v)] == 0 {
+				t.Errorf("replica %d never answered with %s: the swaps did not interleave with the load", r, v)
+			}
+		}
+	}
+}
