@@ -96,11 +96,12 @@ func run() error {
 	predictions := flag.Int("predictions", 1_000_000, "-evidence soak: predicts in all")
 	maxBytes := flag.Int64("max-bytes", 16<<20, "-evidence soak: the server's -prediction-log-max-bytes")
 	onFlags := flag.String("evidence-on-flags", "-log-spectra", "-evidence: ramanserve flags of the server with a shadow, space-separated")
+	storeURL := flag.String("store", "", "-evidence store: postgres://… of the database the fleet server uses (the password from PGPASSFILE)")
 	offFlags := flag.String("evidence-off-flags", "-prediction-log=false", "-evidence cost: extra ramanserve flags of the baseline, space-separated (it runs without -log-spectra and without a shadow)")
 	flag.Parse()
 	ctx := context.Background()
-	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced && *evidenceMode != evidenceSoak {
-		return fmt.Errorf("-evidence %q: want %s, %s or %s", *evidenceMode, evidenceCost, evidencePaced, evidenceSoak)
+	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced && *evidenceMode != evidenceSoak && *evidenceMode != evidenceStore {
+		return fmt.Errorf("-evidence %q: want %s, %s, %s or %s", *evidenceMode, evidenceCost, evidencePaced, evidenceSoak, evidenceStore)
 	}
 
 	dir, err := os.MkdirTemp("", "ramanbench-*")
@@ -142,6 +143,8 @@ func run() error {
 			return b.evidenceCostRun(ctx)
 		case evidencePaced:
 			return b.evidencePacedRun(ctx)
+		case evidenceStore:
+			return b.storeCostRun(ctx, *storeURL)
 		}
 		return b.evidenceSoakRun(ctx)
 	}
