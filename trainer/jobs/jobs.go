@@ -14,6 +14,11 @@
 //
 // The same queue and worker run re-scoring jobs (kind rescore, see
 // rescore.go): a model applied to the prediction log's spectra.
+//
+// In a fleet (Options.Fleet, lease.go) there is no process-local queue
+// for training: jobs wait in a shared LeaseStore, and each replica's
+// workers claim them under a lease that another replica takes over when
+// its runner dies.
 package jobs
 
 import (

@@ -258,7 +258,7 @@ func (m *Manager) claim(ctx context.Context) (*task, context.Context, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	t := &task{id: j.ID, owner: owner, ended: make(chan struct{})}
+	t := &task{id: j.ID, owner: owner, renewed: time.Now(), ended: make(chan struct{})}
 	m.mu.Lock()
 	m.jobs[j.ID] = j
 	m.held[j.ID] = t
