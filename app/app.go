@@ -31,6 +31,7 @@ import (
 	"ramanserve/service/training"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/jobs/jobfiles"
+	"ramanserve/trainer/jobs/pgjobs"
 	"ramanserve/trainer/membudget"
 )
 
@@ -227,8 +228,9 @@ func (a *App) openLab(ctx context.Context) (*evidencesvc.Lab, error) {
 	return evidencesvc.NewLab(rec, a.predlog, a.Registry), nil
 }
 
-// startTraining opens the job queue on the registry's jobs folder; the
-// queue stages what it trains in the registry.
+// startTraining opens the job queue on the registry's jobs folder, or in
+// a fleet on the shared database; the queue stages what it trains in the
+// registry.
 func (a *App) startTraining(ctx context.Context) error {
 	limit := a.cfg.Training.MaxMemoryBytes
 	if limit <= 0 {
@@ -237,18 +239,33 @@ func (a *App) startTraining(ctx context.Context) error {
 			return fmt.Errorf("training memory budget: %w; set -max-training-memory", err)
 		}
 	}
-	files, err := jobfiles.Open(a.Registry.JobsDir(), a.log.With("component", "training"))
-	if err != nil {
-		return fmt.Errorf("training jobs: %w", err)
-	}
-	m, err := jobs.New(ctx, files, files, jobs.Options{
+	opts := jobs.Options{
 		QueueSize: a.cfg.Training.QueueSize,
 		Train:     a.cfg.Training.Options,
 		Budget:    membudget.New(limit),
 		Logger:    a.log.With("component", "training"),
 		Classify:  func(err error) string { return string(contract.Classify(err).Code) },
 		Publish:   models.Stager{Registry: a.Registry}.Stage,
-	})
+		Workers:   a.cfg.Training.Workers,
+	}
+	var (
+		records jobs.Store
+		spool   jobs.UploadSpool
+	)
+	if a.shared != nil {
+		// A fleet: jobs are accepted into the shared database and run by
+		// whichever replica has a free worker, under a lease.
+		store := pgjobs.New(a.shared.pool)
+		records, spool = store, store
+		opts.Fleet = &jobs.FleetOptions{Replica: a.shared.replica}
+	} else {
+		files, err := jobfiles.Open(a.Registry.JobsDir(), a.log.With("component", "training"))
+		if err != nil {
+			return fmt.Errorf("training jobs: %w", err)
+		}
+		records, spool = files, files
+	}
+	m, err := jobs.New(ctx, records, spool, opts)
 	if err != nil {
 		return fmt.Errorf("training jobs: %w", err)
 	}

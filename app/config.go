@@ -45,6 +45,10 @@ type TrainingConfig struct {
 	// cross it is refused 413. 0 means membudget.DefaultLimit(), a quarter
 	// of physical memory.
 	MaxMemoryBytes int64
+	// Workers is how many training jobs a replica of a fleet runs at once
+	// (-training-workers); 0 makes a replica that never trains. The
+	// embedded store always runs one.
+	Workers int
 }
 
 // TrainingMemoryOverhead is the fixed memory the process needs beside the

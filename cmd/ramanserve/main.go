@@ -146,6 +146,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	fs.StringVar(&cfg.HTTP.TLS.KeyFile, "tls-key", "", "PEM private key file of -tls-cert (SIGHUP re-reads it)")
 	fs.StringVar(&cfg.HTTP.TLS.ClientCAFile, "tls-client-ca", "", "PEM file of CA certificates: require a client certificate signed by one of them (mutual TLS; needs -tls-cert; SIGHUP re-reads it)")
 	fs.Int64Var(&cfg.Training.MaxMemoryBytes, "max-training-memory", 0, "training memory budget in bytes, shared by uploads being parsed and the data sets of queued and running jobs; an upload that would cross it gets 413 (0: a quarter of physical memory)")
+	fs.IntVar(&cfg.Training.Workers, "training-workers", 1, "with -store: training jobs this replica runs at once, taken from the fleet's shared queue (0: this replica never trains, it only accepts jobs and answers about them)")
 	fs.IntVar(&cfg.Training.QueueSize, "training-queue", 4, "training jobs that may wait behind the running one (429 TRAINING_QUEUE_FULL beyond)")
 	fs.Int64Var(&cfg.Channel.MaxMessageBytes, "max-message-bytes", 1<<20, "largest accepted prediction message in bytes")
 	fs.IntVar(&cfg.Channel.MaxConnections, "max-connections", 1024, "most simultaneous prediction-channel connections")

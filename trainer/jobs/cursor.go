@@ -108,6 +108,15 @@ func (m *Manager) List(status Status, limit int, cursor string) (Page, error) {
 		}
 		after, hasAfter = p, true
 	}
+	if m.leases != nil {
+		// A fleet replica lists the shared store's records, as every
+		// other replica does.
+		ctx, cancel := storeContext()
+		defer cancel()
+		if err := m.refresh(ctx); err != nil {
+			return Page{}, err
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if hasAfter {

@@ -14,6 +14,11 @@
 //
 // The same queue and worker run re-scoring jobs (kind rescore, see
 // rescore.go): a model applied to the prediction log's spectra.
+//
+// In a fleet (Options.Fleet, lease.go) there is no process-local queue
+// for training: jobs wait in a shared LeaseStore, and each replica's
+// workers claim them under a lease that another replica takes over when
+// its runner dies.
 package jobs
 
 import (
@@ -114,6 +119,10 @@ type Job struct {
 	// Rescore is what a re-scoring job scores and scored; nil for
 	// training jobs.
 	Rescore *RescoreSpec `json:"rescore,omitempty"`
+	// Attempts counts the runs a fleet started of this job (LeaseStore
+	// Claim): 2 or more means a runner died holding it and another
+	// replica ran it again. 0 for the embedded queue, which never retries.
+	Attempts int `json:"attempts,omitempty"`
 
 	savedAt time.Time // when the record was last written (not stored)
 }
@@ -152,6 +161,14 @@ type Options struct {
 	// RetryInterval is how often records that could not be written are
 	// tried again; default 5 s.
 	RetryInterval time.Duration
+	// Fleet, when set, makes the Manager one replica of a fleet sharing
+	// its Store (a LeaseStore) and UploadSpool: see lease.go. Without it
+	// the Manager runs its own queue, one job at a time.
+	Fleet *FleetOptions
+	// Workers is how many training jobs a fleet replica runs at once;
+	// 0 means it never trains (it only accepts jobs and answers about
+	// them). The embedded queue always runs one.
+	Workers int
 }
 
 // Manager owns the queue, the worker and the records.
@@ -177,6 +194,13 @@ type Manager struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// Fleet mode (lease.go); nil outside a fleet.
+	leases LeaseStore
+	// held are the jobs whose lease this replica holds (under mu): the
+	// training jobs its workers claimed, and its re-scoring jobs.
+	held      map[string]*task
+	claimWake chan struct{} // a job was accepted here (capacity 1)
 }
 
 type task struct {
@@ -194,6 +218,14 @@ type task struct {
 	// (it ended, Cancel took it off the queue, or Close saved it) and its
 	// slot and memory are given back.
 	ended chan struct{}
+
+	// In a fleet (under m.mu): owner names this run's lease ("" outside a
+	// fleet), renewed is when the lease was last renewed, and lost is set
+	// once the lease is no longer this run's: it then writes and stages
+	// nothing.
+	owner   string
+	renewed time.Time
+	lost    bool
 }
 
 // Reservation is an upload's claim on a queue slot, taken before its body
@@ -281,7 +313,15 @@ func New(ctx context.Context, records Store, uploads UploadSpool, opts Options) 
 		opts.RetryInterval = 5 * time.Second
 	}
 	m := &Manager{opts: opts, records: records, uploads: uploads, log: opts.Logger, wake: make(chan struct{}, 1),
-		jobs: map[string]*Job{}, unsaved: map[string]*Job{}}
+		jobs: map[string]*Job{}, unsaved: map[string]*Job{}, claimWake: make(chan struct{}, 1)}
+	if opts.Fleet != nil {
+		fleet := *opts.Fleet
+		m.opts.Fleet = &fleet
+		if err := m.startFleet(ctx); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
 	if err := m.recover(ctx); err != nil {
 		m.releasePending()
 		return nil, err
@@ -356,18 +396,32 @@ func (m *Manager) recover(ctx context.Context) error {
 // requeue reads a queued job's spool back, charging the budget, and puts
 // the job back in the queue. Its error says why it could not.
 func (m *Manager) requeue(ctx context.Context, j *Job) error {
+	t, err := m.prepareTask(ctx, j)
+	if err != nil {
+		return err
+	}
+	m.pending = append(m.pending, t)
+	m.slots++
+	m.log.Info("training job queued again after a restart", "job", j.ID, "samples", t.ds.Len())
+	return nil
+}
+
+// prepareTask reads a queued job's saved data set back, charging the
+// budget, and checks its options: the job's work, ready to run. Its error
+// says why it could not.
+func (m *Manager) prepareTask(ctx context.Context, j *Job) (*task, error) {
 	c := &Reservation{m: m}
 	ds, err := m.loadSpool(ctx, j.ID, c)
 	var mbe *trainer.MemoryBudgetError
 	switch {
 	case errors.Is(err, ErrNoUpload):
-		return errors.New("its data set was not saved")
+		return nil, errors.New("its data set was not saved")
 	case errors.As(err, &mbe):
 		m.releaseBytes(c.charged)
-		return fmt.Errorf("its saved data set does not fit the training memory budget (%d bytes)", c.Limit())
+		return nil, fmt.Errorf("its saved data set does not fit the training memory budget (%d bytes)", c.Limit())
 	case err != nil:
 		m.releaseBytes(c.charged)
-		return fmt.Errorf("its saved data set could not be read (%v)", err)
+		return nil, fmt.Errorf("its saved data set could not be read (%v)", err)
 	}
 	opts, prepared, err := m.jobOptions(ds, j.Meta.Options)
 	if err == nil {
@@ -375,12 +429,9 @@ func (m *Manager) requeue(ctx context.Context, j *Job) error {
 	}
 	if err != nil {
 		m.releaseBytes(c.charged)
-		return fmt.Errorf("its options no longer apply (%v)", err)
+		return nil, fmt.Errorf("its options no longer apply (%v)", err)
 	}
-	m.pending = append(m.pending, &task{id: j.ID, ds: ds, opts: opts, charged: c.charged, ended: make(chan struct{})})
-	m.slots++
-	m.log.Info("training job queued again after a restart", "job", j.ID, "samples", ds.Len())
-	return nil
+	return &task{id: j.ID, ds: ds, opts: opts, charged: c.charged, ended: make(chan struct{})}, nil
 }
 
 // interrupt records a job the previous process left unfinished as failed
@@ -502,6 +553,9 @@ func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *traine
 	}
 	j := &Job{ID: uuid.NewString(), Kind: KindTraining, Status: Queued, Samples: ds.Len(), SubmittedAt: m.opts.Now(),
 		EstimatedSeconds: estimateSeconds(ds, opts), Meta: meta}
+	if m.leases != nil {
+		return m.submitShared(ctx, r, ds, j)
+	}
 	return m.enqueue(r, j, &task{id: j.ID, ds: ds, opts: opts, charged: r.charged})
 }
 
@@ -514,7 +568,18 @@ func (m *Manager) enqueue(r *Reservation, j *Job, t *task) (Job, error) {
 	if m.closing {
 		return Job{}, fmt.Errorf("%w: the server is shutting down", ErrInterrupted)
 	}
-	if err := m.persist(j); err != nil {
+	if m.leases != nil {
+		// A fleet replica runs this job from its memory: it holds the
+		// job's lease from the start, so that no other replica claims it.
+		t.owner, t.renewed = m.newOwner(), time.Now()
+		ctx, cancel := storeContext()
+		defer cancel()
+		if err := m.leases.Hold(ctx, j, t.owner, m.opts.Fleet.Lease); err != nil {
+			return Job{}, fmt.Errorf("jobs: write record: %w", err)
+		}
+		j.savedAt = time.Now()
+		m.held[j.ID] = t
+	} else if err := m.persist(j); err != nil {
 		return Job{}, err
 	}
 	r.done = true
@@ -535,6 +600,9 @@ func (m *Manager) signal() {
 
 // Get returns a copy of a job's record.
 func (m *Manager) Get(ctx context.Context, id string) (Job, error) {
+	if m.leases != nil {
+		return m.getShared(ctx, id)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j, ok := m.jobs[id]
@@ -549,6 +617,9 @@ func (m *Manager) Get(ctx context.Context, id string) (Job, error) {
 // took it off the queue to save it for the next start. It returns at once
 // for a job that already ended, and ctx's error if ctx ends first.
 func (m *Manager) Wait(ctx context.Context, id string) (Job, error) {
+	if m.leases != nil {
+		return m.waitShared(ctx, id)
+	}
 	m.mu.Lock()
 	if _, ok := m.jobs[id]; !ok {
 		m.mu.Unlock()
@@ -685,6 +756,7 @@ func (m *Manager) finish(t *task) {
 	m.mu.Lock()
 	m.slots--
 	m.running, m.current = false, nil
+	delete(m.held, t.id)
 	m.mu.Unlock()
 	t.ds = nil
 	close(t.ended)
@@ -710,6 +782,9 @@ func (m *Manager) run(ctx, jobCtx context.Context, t *task) {
 	if err == nil {
 		var lineage Lineage
 		if lineage, err = m.commitToPublish(t, res.Params.Meta.TrainedSamples); err == nil {
+			err = m.confirmLease(ctx, t)
+		}
+		if err == nil {
 			// The manager's context, not the job's: Cancel no longer
 			// applies, and a half-staged model must not be cut short.
 			version, path, err = m.opts.Publish(ctx, res, lineage)
@@ -735,6 +810,9 @@ func (m *Manager) commitToPublish(t *task, rowsUsed int) (Lineage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j := m.jobs[t.id]
+	if t.lost {
+		return Lineage{}, ErrLeaseLost
+	}
 	if j.Status != Running {
 		return Lineage{}, ErrCancelled
 	}
@@ -745,6 +823,18 @@ func (m *Manager) commitToPublish(t *task, rowsUsed int) (Lineage, error) {
 // fail records why a running job failed, unless Cancel already recorded
 // it as cancelled.
 func (m *Manager) fail(ctx context.Context, t *task, err error, finished time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t.lost {
+		// The job is another runner's, or was cancelled: its record is
+		// theirs to write.
+		return
+	}
+	if ctx.Err() != nil && t.owner != "" && t.rescore == nil {
+		// A fleet replica shutting down: another replica runs the job.
+		m.giveBackLocked(t)
+		return
+	}
 	failure := Failure{Code: m.opts.Classify(err), Message: err.Error()}
 	if ctx.Err() != nil {
 		// Close cancelled the job: that, not the error it surfaced
@@ -756,8 +846,6 @@ func (m *Manager) fail(ctx context.Context, t *task, err error, finished time.Ti
 		failure = Failure{Code: m.opts.Classify(ErrInterrupted),
 			Message: "the server shut down while this job was running; " + again}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	j := m.jobs[t.id]
 	if j.Status != Running {
 		return // cancelled: recorded by Cancel
@@ -778,6 +866,14 @@ func (m *Manager) fail(ctx context.Context, t *task, err error, finished time.Ti
 // is ErrJobFinished (the latter once staging ended); an unknown id
 // is ErrJobNotFound.
 func (m *Manager) Cancel(ctx context.Context, id string) (Job, error) {
+	if m.leases != nil {
+		return m.cancelShared(ctx, id)
+	}
+	return m.cancelLocal(ctx, id)
+}
+
+// cancelLocal cancels a job of this process's own queue and worker.
+func (m *Manager) cancelLocal(ctx context.Context, id string) (Job, error) {
 	m.mu.Lock()
 	j, ok := m.jobs[id]
 	if !ok {
@@ -807,6 +903,7 @@ func (m *Manager) Cancel(ctx context.Context, id string) (Job, error) {
 	}
 	m.recordCancelled(j)
 	m.slots--
+	delete(m.held, id)
 	out := *j
 	m.mu.Unlock()
 	m.releaseBytes(t.charged)
@@ -847,13 +944,17 @@ func (m *Manager) cancelRunning(ctx context.Context, t *task, j *Job) (Job, erro
 
 // recordCancelled marks j failed with code CANCELLED. Called with m.mu held.
 func (m *Manager) recordCancelled(j *Job) {
-	now := m.opts.Now()
+	m.markCancelled(j, m.opts.Now())
+	m.persistOrKeep(j)
+}
+
+// markCancelled changes j into a job cancelled at now.
+func (m *Manager) markCancelled(j *Job, now time.Time) {
 	j.Status, j.FinishedAt = Failed, &now
 	if j.StartedAt == nil {
 		j.StartedAt = &now
 	}
 	j.Error = &Failure{Code: m.opts.Classify(ErrCancelled), Message: "cancelled by POST /training/" + j.ID + "/cancel; nothing was staged"}
-	m.persistOrKeep(j)
 }
 
 // workers picks how many fits run in parallel: as many as configured when
@@ -936,7 +1037,14 @@ func (m *Manager) update(id string, f func(*Job)) {
 // persistOrKeep writes j, or marks it to be written later. Called with
 // m.mu held (or before the worker starts).
 func (m *Manager) persistOrKeep(j *Job) {
-	if err := m.persist(j); err != nil {
+	err := m.persist(j)
+	if errors.Is(err, ErrLeaseLost) {
+		// Not ours to write any more: the job's new runner (or its
+		// canceller) wrote its record.
+		m.log.Warn("job record not written: its lease was lost", "job", j.ID, "status", j.Status)
+		return
+	}
+	if err != nil {
 		m.unsaved[j.ID] = j
 		m.log.Error("cannot write job record; keeping it in memory and retrying", "job", j.ID, "status", j.Status, "err", err)
 		return
@@ -969,7 +1077,11 @@ func (m *Manager) flushDirty() {
 
 func (m *Manager) flushDirtyLocked() {
 	for _, j := range m.unsaved {
-		if err := m.persist(j); err != nil {
+		err := m.persist(j)
+		if errors.Is(err, ErrLeaseLost) {
+			continue
+		}
+		if err != nil {
 			return // the store still refuses; the next tick tries again
 		}
 		m.log.Info("job record written after an earlier failure", "job", j.ID, "status", j.Status)
@@ -980,10 +1092,31 @@ func (m *Manager) flushDirtyLocked() {
 func (m *Manager) persist(j *Job) error {
 	ctx, cancel := storeContext()
 	defer cancel()
-	if err := m.records.Save(ctx, j); err != nil {
+	if err := m.save(ctx, j); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			delete(m.unsaved, j.ID)
+		}
 		return fmt.Errorf("jobs: write record: %w", err)
 	}
 	j.savedAt = time.Now()
 	delete(m.unsaved, j.ID)
 	return nil
+}
+
+// save writes j's record: under its lease when this fleet replica holds
+// one (a lost lease stops the job here), plainly otherwise. Called with
+// m.mu held.
+func (m *Manager) save(ctx context.Context, j *Job) error {
+	t := m.held[j.ID]
+	if m.leases == nil || t == nil || t.owner == "" {
+		return m.records.Save(ctx, j)
+	}
+	if t.lost {
+		return ErrLeaseLost
+	}
+	err := m.leases.SaveLeased(ctx, j, t.owner)
+	if errors.Is(err, ErrLeaseLost) {
+		m.loseLocked(t)
+	}
+	return err
 }

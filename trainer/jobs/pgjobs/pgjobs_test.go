@@ -228,3 +228,10 @@ func readUpload(t *testing.T, s *pgjobs.Store, id string) string {
 	}
 	return string(b)
 }
+
+func TestLeaseStoreContract(t *testing.T) {
+	jobstoretest.RunLeaseStore(t, func(t *testing.T) func(t *testing.T) jobs.LeaseStore {
+		url := pgtest.Database(t)
+		return func(t *testing.T) jobs.LeaseStore { return pgjobs.New(openPool(t, url)) }
+	})
+}
