@@ -72,7 +72,10 @@ func (s *sharedStore) follow(reg *registry.Registry, log *slog.Logger) {
 	}
 	s.monitor = pgdb.NewMonitor(s.pool, pgdb.MonitorOptions{OnUp: refresh, Logger: log.With("component", "store")})
 	s.wg.Add(2)
-	go func() { defer s.wg.Done(); pgstore.Watch(ctx, s.pool, pgstore.WatchOptions{Logger: log.With("component", "registry")}, refresh) }()
+	go func() {
+		defer s.wg.Done()
+		pgstore.Watch(ctx, s.pool, pgstore.WatchOptions{Logger: log.With("component", "registry")}, refresh)
+	}()
 	go func() { defer s.wg.Done(); s.monitor.Run(ctx) }()
 }
 

@@ -65,10 +65,10 @@ type Registry struct {
 	// changing is set for the whole of a load, delete or shadow change in
 	// a fleet, where loadMu is also held by catch-ups (see exclusive).
 	changing atomic.Bool
-	mu     sync.Mutex // guards ix, rev and the commits of the index
-	index  IndexStore
-	ix     *store.Index   // the index as last read or committed
-	rev    store.Revision // the revision of ix
+	mu       sync.Mutex // guards ix, rev and the commits of the index
+	index    IndexStore
+	ix       *store.Index   // the index as last read or committed
+	rev      store.Revision // the revision of ix
 
 	artifacts ArtifactStore // the model files
 
