@@ -67,7 +67,9 @@ type Counts struct {
 	Copied, Skipped int64
 }
 
-func (c Counts) String() string { return fmt.Sprintf("%d copied, %d already there", c.Copied, c.Skipped) }
+func (c Counts) String() string {
+	return fmt.Sprintf("%d copied, %d already there", c.Copied, c.Skipped)
+}
 
 // Summary is the outcome of a copy.
 type Summary struct {
@@ -81,8 +83,8 @@ type Summary struct {
 	// LogResumedAfter is the time of the last record a previous run had
 	// copied; zero when this run started the log's copy.
 	LogResumedAfter time.Time
-	LabResults Counts
-	Elapsed    time.Duration
+	LabResults      Counts
+	Elapsed         time.Duration
 }
 
 // String renders the summary for the terminal, one kind a line.
