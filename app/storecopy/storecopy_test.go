@@ -26,6 +26,7 @@ import (
 	"ramanserve/evidence/reconcile/labstoretest"
 	"ramanserve/platform/pgdb"
 	"ramanserve/platform/pgtest"
+	"ramanserve/registry"
 	"ramanserve/registry/filestore"
 	"ramanserve/registry/store"
 	"ramanserve/trainer/jobs"
@@ -203,6 +204,10 @@ func TestCopyEverythingThenAgain(t *testing.T) {
 		t.Fatalf("first copy: %+v", sum)
 	}
 	assertCopied(t, src, dst, want)
+	rep, err := registry.CheckStores(ctx, "target", dst.Index, dst.Artifacts)
+	if err != nil || len(rep.Findings) != 0 || rep.Models != 3 {
+		t.Fatalf("check of the target: %v\n%s", err, rep)
+	}
 
 	again, err := storecopy.Copy(ctx, &src.Stores, dst, storecopy.Options{LogBatch: logBatch})
 	if err != nil {

@@ -47,4 +47,9 @@ func TestRunStoreCopiesEmptyRegistry(t *testing.T) {
 			t.Fatalf("exit %d\n%s", code, stderr.String())
 		}
 	}
+	var stdout, stderr bytes.Buffer
+	if code := runRegistry(context.Background(), []string{"check", "-store", url}, &stdout, &stderr); code != checkClean ||
+		!strings.Contains(stdout.String(), "no problems found") {
+		t.Fatalf("registry check -store: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
 }
