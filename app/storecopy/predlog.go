@@ -140,7 +140,7 @@ func skipCopied(ctx context.Context, src *logReader, skip int64, last *predlog.R
 			return fmt.Errorf("%w: it has %d records at %v, the source fewer", ErrLogDiverged, skip, last.Time)
 		}
 	}
-	if rec.PredictionID != last.PredictionID || rec.Role != last.Role || rec.ModelVersion != last.ModelVersion {
+	if rec == nil || rec.PredictionID != last.PredictionID || rec.Role != last.Role || rec.ModelVersion != last.ModelVersion {
 		return fmt.Errorf("%w: its last record (prediction %v, %v, model %s at %v) is not the source's at that place", ErrLogDiverged, last.PredictionID, last.Role, last.ModelVersion, last.Time)
 	}
 	return nil
