@@ -46,6 +46,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "migrate" {
 		os.Exit(runMigrate(context.Background(), os.Args[2:], os.Getenv, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "store" {
+		os.Exit(runStore(context.Background(), os.Args[2:], os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "keygen" {
 		os.Exit(runKeygen(os.Args[2:], os.Stdout, os.Stderr))
 	}

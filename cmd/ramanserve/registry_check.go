@@ -5,10 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"ramanserve/inference"
+	"ramanserve/platform/pgdb"
 	"ramanserve/registry"
+	"ramanserve/registry/pgstore"
 	"ramanserve/trainer"
 )
 
@@ -20,6 +23,7 @@ const (
 )
 
 const registryUsage = `usage: ramanserve registry check DIR [-repair]
+       ramanserve registry check -store postgres://user@host:port/db
 
 Verifies a registry directory: every model file against the size and
 SHA-256 recorded in index.json and through its reader, the index against
@@ -34,6 +38,10 @@ an entry are adopted as archived; unreadable files and files failing their
 checksum move to quarantine/ with a reason file; entries whose file is gone
 are dropped. It takes the registry's lock, so it refuses to run while a
 server has the directory open.
+
+-store checks a fleet's registry in its database instead: every index
+entry's artifact against its recorded size and SHA-256, the pointers,
+and artifacts without an entry. It repairs nothing.
 `
 
 // runRegistry runs `ramanserve registry ...` and returns the exit status.
@@ -42,13 +50,18 @@ func runRegistry(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprint(stderr, registryUsage)
 		return checkFailed
 	}
-	dir, repair, err := parseCheckArgs(args[1:])
+	a, err := parseCheckArgs(args[1:])
 	if err != nil {
 		fmt.Fprintln(stderr, "ramanserve registry check:", err)
 		fmt.Fprint(stderr, registryUsage)
 		return checkFailed
 	}
-	rep, err := registry.Check(ctx, dir, registry.Options{Openers: registry.FileOpeners(inference.ModelOptions{InstrumentAxis: trainer.DefaultWavenumbers()})}, repair)
+	var rep *registry.CheckReport
+	if a.storeURL != "" {
+		rep, err = checkStore(ctx, a.storeURL, stderr)
+	} else {
+		rep, err = registry.Check(ctx, a.dir, registry.Options{Openers: registry.FileOpeners(inference.ModelOptions{InstrumentAxis: trainer.DefaultWavenumbers()})}, a.repair)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "ramanserve registry check:", err)
 		return checkFailed
@@ -60,15 +73,25 @@ func runRegistry(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	return checkClean
 }
 
-// parseCheckArgs takes DIR and -repair in either order.
-func parseCheckArgs(args []string) (dir string, repair bool, err error) {
+// checkArgs are the arguments of `registry check`: a directory (and
+// -repair), or a store URL.
+type checkArgs struct {
+	dir, storeURL string
+	repair        bool
+}
+
+// parseCheckArgs takes DIR and -repair in either order, or -store URL
+// alone.
+func parseCheckArgs(args []string) (checkArgs, error) {
+	var a checkArgs
 	fs := flag.NewFlagSet("ramanserve registry check", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.BoolVar(&repair, "repair", false, "fix what is safe to fix")
+	fs.BoolVar(&a.repair, "repair", false, "fix what is safe to fix")
+	fs.StringVar(&a.storeURL, "store", "", "postgres:// URL of a fleet's store to check instead of a directory")
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return "", false, err
+			return checkArgs{}, err
 		}
 		if fs.NArg() == 0 {
 			break
@@ -76,8 +99,29 @@ func parseCheckArgs(args []string) (dir string, repair bool, err error) {
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if len(positional) != 1 || strings.TrimSpace(positional[0]) == "" {
-		return "", false, fmt.Errorf("want exactly one registry directory, got %q", positional)
+	if a.storeURL != "" {
+		if len(positional) > 0 || a.repair {
+			return checkArgs{}, fmt.Errorf("-store takes no directory and no -repair")
+		}
+		return a, nil
 	}
-	return positional[0], repair, nil
+	if len(positional) != 1 || strings.TrimSpace(positional[0]) == "" {
+		return checkArgs{}, fmt.Errorf("want exactly one registry directory, got %q", positional)
+	}
+	a.dir = positional[0]
+	return a, nil
+}
+
+// checkStore checks the registry in the database at url, reading only.
+func checkStore(ctx context.Context, url string, stderr io.Writer) (*registry.CheckReport, error) {
+	cfg, err := pgdb.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgdb.Open(ctx, url, pgdb.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	return registry.CheckStores(ctx, pgdb.Describe(cfg), pgstore.NewIndex(pool), pgstore.NewArtifacts(pool, pgstore.ArtifactOptions{}))
 }

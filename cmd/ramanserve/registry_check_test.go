@@ -14,8 +14,12 @@ func TestParseCheckArgs(t *testing.T) {
 		args   []string
 		dir    string
 		repair bool
+		store  string
 		err    bool
 	}{
+		{args: []string{"-store", "postgres://u@h/db"}, store: "postgres://u@h/db"},
+		{args: []string{"-store", "postgres://u@h/db", "d"}, err: true},
+		{args: []string{"-store", "postgres://u@h/db", "-repair"}, err: true},
 		{args: []string{"d"}, dir: "d"},
 		{args: []string{"d", "-repair"}, dir: "d", repair: true},
 		{args: []string{"-repair", "d"}, dir: "d", repair: true},
@@ -24,9 +28,9 @@ func TestParseCheckArgs(t *testing.T) {
 		{args: []string{"a", "b"}, err: true},
 		{args: []string{"d", "-force"}, err: true},
 	} {
-		dir, repair, err := parseCheckArgs(tc.args)
-		if (err != nil) != tc.err || dir != tc.dir || repair != tc.repair {
-			t.Errorf("parseCheckArgs(%q) = %q, %v, %v", tc.args, dir, repair, err)
+		a, err := parseCheckArgs(tc.args)
+		if (err != nil) != tc.err || a.dir != tc.dir || a.repair != tc.repair || a.storeURL != tc.store {
+			t.Errorf("parseCheckArgs(%q) = %+v, %v", tc.args, a, err)
 		}
 	}
 }

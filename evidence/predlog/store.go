@@ -28,6 +28,12 @@ type Store interface {
 	DeleteOldest(ctx context.Context, limit int) (int64, error)
 	// Size reports the storage the store takes now.
 	Size(ctx context.Context) (Size, error)
+	// Last returns the record last in (Time, ID) order, the order of
+	// Page; found is false when the store holds none. A copy into this
+	// store (ramanserve store copy) resumes after it: Page reads only
+	// forward, and without Last finding where a previous run stopped
+	// would mean reading the whole log.
+	Last(ctx context.Context) (rec Record, found bool, err error)
 	// Compact gives space freed by deletions back to the file system, a
 	// bounded step at a time; the log calls it after each retention
 	// pass. A store that needs no such step does nothing.

@@ -196,6 +196,19 @@ func (s *Store) ByScanSeq(ctx context.Context, batchID string, scanSeq float64) 
 	return recs[0], true, nil
 }
 
+// Last implements predlog.Store: the record last in (Time, ID) order,
+// read backwards along the (ts, id) index.
+func (s *Store) Last(ctx context.Context) (predlog.Record, bool, error) {
+	if err := s.usable(); err != nil {
+		return predlog.Record{}, false, err
+	}
+	recs, err := s.query(ctx, false, `SELECT `+recordColumns+` FROM predlog_records p ORDER BY p.ts DESC, p.id DESC LIMIT 1`)
+	if err != nil || len(recs) == 0 {
+		return predlog.Record{}, false, err
+	}
+	return recs[0], true, nil
+}
+
 // ByPrediction implements predlog.Reader.
 func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]predlog.Record, error) {
 	if err := s.usable(); err != nil {

@@ -54,6 +54,25 @@ func Run(t *testing.T, newStorage NewStorage) {
 		}
 	})
 
+	t.Run("LastIsTheLastInPageOrder", func(t *testing.T) {
+		s := fresh(t)
+		if _, found, err := s.Last(ctx); found || err != nil {
+			t.Fatalf("Last of an empty store: %v %v", found, err)
+		}
+		// The latest time wins over the latest append; of equal times,
+		// the later append.
+		late, tie := Record(5, "B", false), Record(5, "B", false)
+		mustAppend(t, s, Record(1, "B", false), late, tie, Record(3, "B", false))
+		last, found, err := s.Last(ctx)
+		if err != nil || !found || last.PredictionID != tie.PredictionID || !last.Time.Equal(tie.Time) {
+			t.Fatalf("Last = %v (found %v, %v), want the record %v", last.PredictionID, found, err, tie.PredictionID)
+		}
+		page := pageAll(t, s, predlog.Filter{}, 0)
+		if page[len(page)-1].ID != last.ID {
+			t.Fatalf("Last has ID %d, the last record of Page %d", last.ID, page[len(page)-1].ID)
+		}
+	})
+
 	t.Run("RoundTripKeepsEveryField", func(t *testing.T) {
 		s := fresh(t)
 		want := []*predlog.Record{Record(0, "B1", true), Record(1, "B1", false), bareRecord(2)}

@@ -140,6 +140,16 @@ func (s *Store) ByScanSeq(ctx context.Context, batchID string, scanSeq float64) 
 	return recs[0], true, nil
 }
 
+// Last implements predlog.Store: the record last in (Time, ID) order,
+// read backwards along the ts index (which holds the rowid).
+func (s *Store) Last(ctx context.Context) (predlog.Record, bool, error) {
+	recs, err := s.query(ctx, `SELECT `+recordColumns+` FROM predictions p ORDER BY p.ts DESC, p.id DESC LIMIT 1`, false)
+	if err != nil || len(recs) == 0 {
+		return predlog.Record{}, false, err
+	}
+	return recs[0], true, nil
+}
+
 // ByPrediction returns every record of one spectrum.
 func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]predlog.Record, error) {
 	return s.query(ctx, `SELECT `+recordColumns+` FROM predictions p
