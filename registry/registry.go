@@ -641,7 +641,12 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		RowsUsed: m.RowsUsed,
 		Shape:    m.Shape,
 	}
+	var already string // the version a job's model was staged as by another runner
 	add := func(next *store.Index) error {
+		if v := stagedForJob(next, m.JobID); v != "" {
+			already = v
+			return errStagedForJob
+		}
 		if _, taken := next.Models[version]; taken {
 			// Another replica recorded the name since: its entry stays.
 			return fmt.Errorf("%w: %w: version %q was recorded by another process", store.ErrRegistry, store.ErrConflict, version)
@@ -649,11 +654,35 @@ func (r *Registry) AddStaged(ctx context.Context, m StagedModel) (version, relPa
 		next.Models[version] = e
 		return nil
 	}
-	if err := r.commitAdding(ctx, add); err != nil {
+	if err := r.commitAdding(ctx, add); errors.Is(err, errStagedForJob) {
+		// A job's model is staged once: a runner that lost its lease and
+		// reached this point after the runner that took the job over gets
+		// the first model's version, and its own file is removed.
+		r.discardFiles(ctx, e)
+		r.log.Warn("the job's model was already staged; this runner's copy is discarded", "job", m.JobID, "version", already)
+		return already, r.ix.Models[already].File, nil
+	} else if err != nil {
 		r.discardFiles(ctx, e)
 		return "", "", err
 	}
 	return version, relPath, nil
+}
+
+// errStagedForJob: the index already holds a model of the job.
+var errStagedForJob = errors.New("the job's model is already staged")
+
+// stagedForJob returns the version of ix staged by job, "" when none
+// (or when jobID is "": a model not trained here).
+func stagedForJob(ix *store.Index, jobID string) string {
+	if jobID == "" {
+		return ""
+	}
+	for v, e := range ix.Models {
+		if e.JobID == jobID {
+			return v
+		}
+	}
+	return ""
 }
 
 // maxVersionTries bounds how many taken names AddStaged skips.

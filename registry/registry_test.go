@@ -424,3 +424,34 @@ func TestImportRefusesFIFOWithoutBlocking(t *testing.T) {
 		t.Fatal("load of a FIFO blocked")
 	}
 }
+
+// TestJobStagedOnce: a second model of the same training job (a runner
+// that lost its lease staging after the one that took the job over) gets
+// the first model's version; its file is removed and the index holds one
+// entry.
+func TestJobStagedOnce(t *testing.T) {
+	r := newTestRegistry(t, t.TempDir(), nil)
+	stage := func(value float64, at time.Time) (string, string) {
+		v, file, err := r.AddStaged(context.Background(), StagedModel{
+			Ext: ".npz", TrainedAt: at, Algorithm: "const", JobID: "job-1",
+			Write: func(_ string, w io.Writer) error { _, err := fmt.Fprintf(w, "const:%g", value); return err },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, file
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	first, file := stage(1, at)
+	second, file2 := stage(2, at.Add(time.Minute))
+	if second != first || file2 != file {
+		t.Fatalf("the job's second model was staged as %s (%s), the first as %s (%s)", second, file2, first, file)
+	}
+	if _, entries := r.List(); len(entries) != 1 {
+		t.Fatalf("%d entries after staging one job twice", len(entries))
+	}
+	names, err := r.artifactNames(context.Background())
+	if err != nil || len(names) != 1 {
+		t.Fatalf("artifacts after staging one job twice: %v %v", names, err)
+	}
+}
