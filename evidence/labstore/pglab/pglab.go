@@ -87,7 +87,7 @@ SELECT count(*) FILTER (WHERE NOT inserted), count(*) FILTER (WHERE inserted) FR
 // Upsert implements reconcile.LabStore: one transaction, one statement.
 // Results later in the slice replace earlier ones with the same
 // LabSampleID, and count as replacing them, as in the embedded store.
-func (s *Store) Upsert(ctx context.Context, results []reconcile.LabResult) (int, error) {
+func (s *Store) upsert(ctx context.Context, results []reconcile.LabResult) (int, error) {
 	if len(results) > reconcile.MaxRecords {
 		return 0, fmt.Errorf("pglab: %d results in one upsert, more than %d", len(results), reconcile.MaxRecords)
 	}
@@ -221,7 +221,7 @@ const rangeSQL = `SELECT lab_sample_id, batch_id, scan_seq, sampled_at, epa, dha
 
 // Range implements reconcile.LabStore. limit is capped at
 // labstore.MaxRange.
-func (s *Store) Range(ctx context.Context, since, until time.Time, limit int) ([]reconcile.LabResult, error) {
+func (s *Store) rangeOf(ctx context.Context, since, until time.Time, limit int) ([]reconcile.LabResult, error) {
 	limit = min(limit, labstore.MaxRange)
 	if limit <= 0 {
 		return nil, ctx.Err()

@@ -30,7 +30,7 @@ const claimable = `status IN ('queued', 'running') AND (lease_until IS NULL OR l
 // change its record and writes it with the lease. Jobs are taken in the
 // order their rows were last written: for a queued job, when it was
 // accepted.
-func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, start func(*jobs.Job)) (*jobs.Job, error) {
+func (s *Store) claim(ctx context.Context, owner string, lease time.Duration, start func(*jobs.Job)) (*jobs.Job, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgjobs: claim: %w", err)
@@ -84,7 +84,7 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, st
 }
 
 // Hold implements jobs.LeaseStore.
-func (s *Store) Hold(ctx context.Context, j *jobs.Job, owner string, lease time.Duration) error {
+func (s *Store) hold(ctx context.Context, j *jobs.Job, owner string, lease time.Duration) error {
 	if err := checkID(j.ID); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (s *Store) Hold(ctx context.Context, j *jobs.Job, owner string, lease time.
 // Renew implements jobs.LeaseStore. A lease that ran out is renewed too
 // while no one claimed the job: the row lock orders the renewal and any
 // claim, so the job still has one runner.
-func (s *Store) Renew(ctx context.Context, id, owner string, lease time.Duration) error {
+func (s *Store) renew(ctx context.Context, id, owner string, lease time.Duration) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE training_jobs SET lease_until = now() + $3 * interval '1 millisecond'
 		WHERE job_id = $1 AND lease_owner = $2 AND status IN ('queued', 'running')`, id, owner, lease.Milliseconds())
 	if err != nil {
@@ -117,7 +117,7 @@ func (s *Store) Renew(ctx context.Context, id, owner string, lease time.Duration
 }
 
 // SaveLeased implements jobs.LeaseStore.
-func (s *Store) SaveLeased(ctx context.Context, j *jobs.Job, owner string) error {
+func (s *Store) saveLeased(ctx context.Context, j *jobs.Job, owner string) error {
 	record, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("pgjobs: encode %s: %w", j.ID, err)
@@ -138,7 +138,7 @@ func (s *Store) SaveLeased(ctx context.Context, j *jobs.Job, owner string) error
 }
 
 // Load implements jobs.LeaseStore.
-func (s *Store) Load(ctx context.Context, id string) (*jobs.Job, error) {
+func (s *Store) load(ctx context.Context, id string) (*jobs.Job, error) {
 	var (
 		size   int64
 		record []byte
@@ -159,7 +159,7 @@ func (s *Store) Load(ctx context.Context, id string) (*jobs.Job, error) {
 }
 
 // Update implements jobs.LeaseStore.
-func (s *Store) Update(ctx context.Context, id string, change func(*jobs.Job) error) (*jobs.Job, error) {
+func (s *Store) update(ctx context.Context, id string, change func(*jobs.Job) error) (*jobs.Job, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgjobs: update %s: %w", id, err)

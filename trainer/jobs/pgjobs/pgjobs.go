@@ -65,7 +65,7 @@ func checkID(id string) error {
 
 // Save implements jobs.Store: one statement replaces the record whole.
 // The lease columns are left as they are: they belong to the runner.
-func (s *Store) Save(ctx context.Context, j *jobs.Job) error {
+func (s *Store) save(ctx context.Context, j *jobs.Job) error {
 	if err := checkID(j.ID); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (s *Store) Save(ctx context.Context, j *jobs.Job) error {
 // LoadAll implements jobs.Store. A record it cannot take (over
 // maxRecordBytes, not the JSON of a job, or a job whose id is not its
 // row's) is skipped; the load fails only when the query does.
-func (s *Store) LoadAll(ctx context.Context) ([]*jobs.Job, []error, error) {
+func (s *Store) loadAll(ctx context.Context) ([]*jobs.Job, []error, error) {
 	// An oversized record is reported by its length and never fetched.
 	rows, err := s.pool.Query(ctx, `SELECT job_id, octet_length(record),
 		CASE WHEN octet_length(record) <= $1 THEN record END

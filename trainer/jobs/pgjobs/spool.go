@@ -20,7 +20,7 @@ const chunkSize = 1 << 20
 // row (so that two Puts of one id take turns), drops the chunks stored
 // before and writes the new ones as r yields them: a failure of r, of the
 // database or of ctx rolls all of it back.
-func (s *Store) Put(ctx context.Context, id string, r io.Reader) error {
+func (s *Store) put(ctx context.Context, id string, r io.Reader) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (c *ctxReader) Read(b []byte) (int, error) {
 // replaces them; its rows are read as the caller reads, a chunk at a
 // time. The reader holds one of the pool's connections, and reads under
 // ctx, until it is closed.
-func (s *Store) Open(ctx context.Context, id string) (io.ReadCloser, int64, error) {
+func (s *Store) open(ctx context.Context, id string) (io.ReadCloser, int64, error) {
 	if err := checkID(id); err != nil {
 		return nil, 0, err
 	}
@@ -181,7 +181,7 @@ func (c *chunkReader) Close() error {
 
 // Remove implements jobs.UploadSpool: the upload row goes, and its chunks
 // with it (ON DELETE CASCADE).
-func (s *Store) Remove(ctx context.Context, id string) error {
+func (s *Store) remove(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
