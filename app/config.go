@@ -11,13 +11,13 @@ import (
 // Config is the whole process configuration; cmd/ramanserve fills it from
 // flags and RAMAN_* environment variables.
 type Config struct {
-	HTTPAddr       string   // e.g. ":5556"
-	ZMQEndpoint    string   // e.g. "tcp://*:5555"
-	RegistryDir    string   // e.g. "./var/registry"
+	HTTPAddr    string // e.g. ":5556"
+	ZMQEndpoint string // e.g. "tcp://*:5555"
+	RegistryDir string // e.g. "./var/registry"
 	// Store is the URL of the PostgreSQL database every replica of a
 	// fleet shares (postgres://…); "" keeps everything in RegistryDir
 	// (the embedded store).
-	Store string
+	Store          string
 	AllowFileRoots []string // empty: the registry's import/ folder
 	HTTP           server.HTTPConfig
 	Channel        server.ChannelConfig
