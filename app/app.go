@@ -50,6 +50,7 @@ type App struct {
 	labstore      reconcile.LabStore  // nil: the log is off
 	labCloser     io.Closer           // nil: nothing to close (the fleet's database is closed last)
 	shared        *sharedStore        // nil: the embedded store
+	fleet         *membership         // this process in GET /fleet; nil until built
 
 	shutdownOnce chan struct{} // closed by the first Shutdown
 	shutdownDone chan struct{}
@@ -99,9 +100,13 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if a.fleet, err = a.openFleet(); err != nil {
+		return nil, err
+	}
 	if err := a.serve(lab); err != nil {
 		return nil, err
 	}
+	a.fleet.join()
 	log.Info("ramanserve started", "http", a.HTTPAddr(), "zmq", a.ZMQEndpoint(), "registry", a.Registry.Dir(), "shared_store", a.shared != nil, "version", server.BuildVersion())
 	return a, nil
 }
@@ -309,7 +314,8 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 		api.Store = a.shared.monitor
 	}
 	api.Metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: httpConns, ChannelConns: channelConns,
-		PredictionLog: logStats, Shadow: a.shadow, Store: storeState})
+		PredictionLog: logStats, Shadow: a.shadow, Store: storeState, Fleet: a.fleet.heartbeat})
+	api.Fleet = a.fleet.service
 	if err := a.transports.Serve(api, server.ChannelServices{Models: a.Registry, Recorder: api.Metrics.Channel(), Log: a.collector}); err != nil {
 		return err
 	}
@@ -364,6 +370,7 @@ func (a *App) shutdown(ctx context.Context) error {
 	if a.transports != nil {
 		a.transports.StopAccepting(ctx)
 	}
+	a.fleet.leave(ctx, a.log) // first: this replica stops serving now
 	trainingStopped := make(chan error, 1)
 	go func() { trainingStopped <- a.stopTraining(ctx) }()
 	var errTransports error

@@ -2,11 +2,7 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -42,11 +38,7 @@ func openShared(ctx context.Context, url string, log *slog.Logger) (*sharedStore
 	if err != nil {
 		return nil, err
 	}
-	host, _ := os.Hostname()
-	suffix := make([]byte, 3)
-	rand.Read(suffix)
-	s := &sharedStore{pool: pool, replica: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(suffix))}
-	return s, nil
+	return &sharedStore{pool: pool, replica: newReplicaID()}, nil
 }
 
 // registryStores are the registry's stores in the database, the model

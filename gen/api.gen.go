@@ -763,6 +763,15 @@ type ErrorResponse struct {
 	Retryable *bool  `json:"retryable,omitempty"`
 }
 
+// Fleet defines model for Fleet.
+type Fleet struct {
+	// GoneAfterSeconds A replica whose last heartbeat is older than this is `gone`; 10.
+	GoneAfterSeconds int `json:"gone_after_seconds"`
+
+	// Replicas Oldest first (by `started_at`), ties by `id`.
+	Replicas []Replica `json:"replicas"`
+}
+
 // HealthStatus defines model for HealthStatus.
 type HealthStatus struct {
 	ActiveVersion *string `json:"active_version,omitempty"`
@@ -1335,6 +1344,39 @@ type PreprocessingStep struct {
 
 // ProtocolVersion Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
 type ProtocolVersion int
+
+// Replica defines model for Replica.
+type Replica struct {
+	// Gone No heartbeat for more than `gone_after_seconds`.
+	Gone bool `json:"gone"`
+
+	// Host The host name of the machine (or container) it runs on.
+	Host string `json:"host"`
+
+	// HttpAddress The management address it bound, e.g. `0.0.0.0:5556` (all interfaces) or `10.0.0.7:5556`.
+	HttpAddress string `json:"http_address"`
+
+	// Id The replica's id, `host-pid-random`; a restarted process is a new replica.
+	Id            string    `json:"id"`
+	LastHeartbeat time.Time `json:"last_heartbeat"`
+
+	// Ready At its last heartbeat, the replica served the model the fleet's
+	// registry names as active (none named: not ready) and reached the
+	// store.
+	Ready bool `json:"ready"`
+
+	// ShadowVersion The shadow version named in the registry; null when none is set.
+	ShadowVersion *string `json:"shadow_version"`
+
+	// StartedAt Its first heartbeat.
+	StartedAt time.Time `json:"started_at"`
+
+	// VersionServed The model version it serves; null when none is active.
+	VersionServed *string `json:"version_served"`
+
+	// ZmqEndpoint The prediction endpoint it bound, e.g. `tcp://10.0.0.7:5555`.
+	ZmqEndpoint string `json:"zmq_endpoint"`
+}
 
 // ReplyId Fresh id of this reply (UUID text form).
 type ReplyId = string
@@ -2723,6 +2765,25 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetFleet The replicas of the fleet
+	//
+	// Every replica that shares this server's store, as their rows in the
+	// fleet's database say (`-store postgres://…`): each replica writes its
+	// row every second (its heartbeat) and deletes it when it shuts down
+	// cleanly. A replica with no heartbeat for more than
+	// `gone_after_seconds` (10) is shown with `gone: true`: it crashed, was
+	// killed, hangs or cannot reach the database. Ten missed heartbeats in a
+	// row are needed, so a pause or a database restart of a few seconds does
+	// not show a live replica as gone. A gone replica's row is deleted an
+	// hour after its last heartbeat. Every time is the database's clock, so
+	// the replicas' clocks need not agree.
+	//
+	// A server without `-store` (the embedded store) answers with itself as
+	// the only replica. Needs the `read` role when authentication is on.
+	//
+	// Corresponds with GET /fleet (the `GetFleet` operationId).
+	GetFleet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetHealth Liveness and readiness
 	//
 	// Always 200 while the process is up (401 only when the server runs
@@ -3211,6 +3272,35 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
 	GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetFleet The replicas of the fleet
+//
+// Every replica that shares this server's store, as their rows in the
+// fleet's database say (`-store postgres://…`): each replica writes its
+// row every second (its heartbeat) and deletes it when it shuts down
+// cleanly. A replica with no heartbeat for more than
+// `gone_after_seconds` (10) is shown with `gone: true`: it crashed, was
+// killed, hangs or cannot reach the database. Ten missed heartbeats in a
+// row are needed, so a pause or a database restart of a few seconds does
+// not show a live replica as gone. A gone replica's row is deleted an
+// hour after its last heartbeat. Every time is the database's clock, so
+// the replicas' clocks need not agree.
+//
+// A server without `-store` (the embedded store) answers with itself as
+// the only replica. Needs the `read` role when authentication is on.
+//
+// Corresponds with GET /fleet (the `GetFleet` operationId).
+func (c *Client) GetFleet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetFleetRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetHealth Liveness and readiness
@@ -3950,6 +4040,33 @@ func (c *Client) GetTrainingReport(ctx context.Context, jobId string, reqEditors
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetFleetRequest constructs an http.Request for the GetFleet method
+func NewGetFleetRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fleet")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetHealthRequest constructs an http.Request for the GetHealth method
@@ -4891,6 +5008,27 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetFleetWithResponse The replicas of the fleet
+	//
+	// Every replica that shares this server's store, as their rows in the
+	// fleet's database say (`-store postgres://…`): each replica writes its
+	// row every second (its heartbeat) and deletes it when it shuts down
+	// cleanly. A replica with no heartbeat for more than
+	// `gone_after_seconds` (10) is shown with `gone: true`: it crashed, was
+	// killed, hangs or cannot reach the database. Ten missed heartbeats in a
+	// row are needed, so a pause or a database restart of a few seconds does
+	// not show a live replica as gone. A gone replica's row is deleted an
+	// hour after its last heartbeat. Every time is the database's clock, so
+	// the replicas' clocks need not agree.
+	//
+	// A server without `-store` (the embedded store) answers with itself as
+	// the only replica. Needs the `read` role when authentication is on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fleet (the `GetFleet` operationId).
+	GetFleetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetFleetResponse, error)
+
 	// GetHealthWithResponse Liveness and readiness
 	//
 	// Always 200 while the process is up (401 only when the server runs
@@ -5415,6 +5553,82 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
 	GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
+}
+
+// GetFleetResponse401Headers the declared response headers of an HTTP 401 response for GetFleet
+type GetFleetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetFleetResponse503Headers the declared response headers of an HTTP 503 response for GetFleet
+type GetFleetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetFleetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Fleet
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetFleetResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetFleetResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetFleetResponse) GetJSON200() *Fleet {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetFleetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetFleetResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetFleetResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetFleetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetFleetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetFleetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetFleetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetHealthResponse401Headers the declared response headers of an HTTP 401 response for GetHealth
@@ -7327,6 +7541,33 @@ func (r GetTrainingReportResponse) ContentType() string {
 	return ""
 }
 
+// GetFleetWithResponse The replicas of the fleet
+//
+// Every replica that shares this server's store, as their rows in the
+// fleet's database say (`-store postgres://…`): each replica writes its
+// row every second (its heartbeat) and deletes it when it shuts down
+// cleanly. A replica with no heartbeat for more than
+// `gone_after_seconds` (10) is shown with `gone: true`: it crashed, was
+// killed, hangs or cannot reach the database. Ten missed heartbeats in a
+// row are needed, so a pause or a database restart of a few seconds does
+// not show a live replica as gone. A gone replica's row is deleted an
+// hour after its last heartbeat. Every time is the database's clock, so
+// the replicas' clocks need not agree.
+//
+// A server without `-store` (the embedded store) answers with itself as
+// the only replica. Needs the `read` role when authentication is on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fleet (the `GetFleet` operationId).
+func (c *ClientWithResponses) GetFleetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetFleetResponse, error) {
+	rsp, err := c.GetFleet(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetFleetResponse(rsp)
+}
+
 // GetHealthWithResponse Liveness and readiness
 //
 // Always 200 while the process is up (401 only when the server runs
@@ -8000,6 +8241,76 @@ func (c *ClientWithResponses) GetTrainingReportWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseGetTrainingReportResponse(rsp)
+}
+
+// ParseGetFleetResponse parses an HTTP response from a GetFleetWithResponse call
+func ParseGetFleetResponse(rsp *http.Response) (*GetFleetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetFleetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Fleet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetFleetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetFleetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call
@@ -9761,6 +10072,9 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetFleet The replicas of the fleet
+	// (GET /fleet)
+	GetFleet(ctx echo.Context) error
 	// GetHealth Liveness and readiness
 	// (GET /health)
 	GetHealth(ctx echo.Context) error
@@ -9832,6 +10146,15 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetFleet converts echo context to params.
+func (w *ServerInterfaceWrapper) GetFleet(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetFleet(ctx)
+	return err
 }
 
 // GetHealth converts echo context to params.
@@ -10247,6 +10570,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/training/:jobId/cancel", wrapper.CancelTrainingJob, options.OperationMiddlewares["cancelTrainingJob"]...)
 	router.GET(options.BaseURL+"/health", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
+	router.GET(options.BaseURL+"/fleet", wrapper.GetFleet, options.OperationMiddlewares["getFleet"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 
@@ -10281,6 +10605,85 @@ type UnauthorizedJSONResponse struct {
 type UnavailableJSONResponse ErrorResponse
 
 type UnsupportedMediaTypeJSONResponse ErrorResponse
+
+type GetFleetRequestObject struct {
+}
+
+type GetFleetResponseObject interface {
+	VisitGetFleetResponse(w http.ResponseWriter) error
+}
+
+type GetFleet200JSONResponse Fleet
+
+func (response GetFleet200JSONResponse) VisitGetFleetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFleet401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetFleet401JSONResponse) VisitGetFleetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFleet503ResponseHeaders struct {
+	RetryAfter *int
+}
+
+type GetFleet503JSONResponse struct {
+	Body    ErrorResponse
+	Headers GetFleet503ResponseHeaders
+}
+
+func (response GetFleet503JSONResponse) VisitGetFleetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFleetdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetFleetdefaultJSONResponse) VisitGetFleetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type GetHealthRequestObject struct {
 }
@@ -12613,6 +13016,9 @@ func (response GetTrainingReportdefaultJSONResponse) VisitGetTrainingReportRespo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetFleet The replicas of the fleet
+	// (GET /fleet)
+	GetFleet(ctx context.Context, request GetFleetRequestObject) (GetFleetResponseObject, error)
 	// GetHealth Liveness and readiness
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -12691,6 +13097,29 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetFleet operation middleware
+func (sh *strictHandler) GetFleet(ctx echo.Context) error {
+	var request GetFleetRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetFleet(ctx.Request().Context(), request.(GetFleetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetFleet")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetFleetResponseObject); ok {
+		return validResponse.VisitGetFleetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // GetHealth operation middleware
@@ -13307,483 +13736,499 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17chtHly+4lQz0nRBgF0CAImWLDP9Bi5TFNiXyIynp9me4UQlUAkixkAlXFgjCnxUxq5kFzBJmKbOS",
-	"ifPIeqFAgPKre+7tiP5MFaryefLkef7OvxojO5tbo0zqGkf/aiTKza1xCv9xqsZyEadnSWIT+PfImlSZ",
-	"FP6U83msRzLV1ux9ctbAMzeaqpmEv/5HosaNo8a/7eWN79Gvbg9bu+ZuGp8/fw4akXKjRM+hscZR48Ss",
-	"hE2nKhFjqeNFokRzbBOhHuRsHitx0D0Q4bvL28Hry/fvTsNAHHQPRfj27PbN5ekAnp9cXFx+PINfDrvP",
-	"RXhzdv3h7Hrw/fub/whbncbnoPHaJkMdRcr8dXMKX19ef39+enr2LjwS6VSJ1N4pI7QTd8YuTSCGi1To",
-	"1InExko0w0TJKGyJyConjE37RsaxXYp0qp2wc5XgII+xpZlyTk6UMHKmHD7BNoxSkYr6phnS+ypsdfoG",
-	"pn9u3GI81iOtTHqT2kRO1F+3ELcwPjXRLk1Wz5yItLsTI2mMTUUq75SQYpnoFJbg/N3N+9evz1+dn727",
-	"HdzcXl6f/HAWto76ZryI40DACrWtiVfCJsLeq0T8srCp7Ih3Np1qMxFL6cRoKs1ERcciTFSarOQwVkci",
-	"TRYq7BtrRkq4uRwp2IZxolQECxQ0pkpGKsEDcA1ftU/GqUL6L0/lRo2siZxIrVhKnYqhGtsEZpcmK20m",
-	"x+J5t9MICguXruaqcdTQJlUTlcDq4G6kKjEy/osP2Xvj5mqkx1pFwqnkHk/bIk5x4W/Prt+dXAzOrq8v",
-	"r/nMXMlVbGV0a+2FTP5qghnaaCXUw0ipiCh8ZM1YTxaJikSsZxpGfXXyHxeXJ6eD28vLwcXJNdAKDvy9",
-	"kYt0ahP9q4r+wvP+/t3J+9s3l9fn/zw7DY8EjEGZlHsDgrNGSBPReVW/LJRLxUgmicYD3zfIHwKkbaPw",
-	"Ld4lzxKQcawR7MePH9sneV9qnWrD75VMVALnJ559128kciYNtt1vhIFY6nQqQgXz+67f0OZexjoa4Gj6",
-	"jVAsp8oIydwLTphTJiXmlY/K1JK9SxNtJkz17428lzqGA/kXbsrNm/e3t+fvfhicXn70jJiX1aV2PleR",
-	"WE51TOuNRAdThF25xwNtk74p3SdHwlhgZ4tYJkCURo1wf0d2EUdiqIitCLi+iHUb1TdNJUdTMYWWs63X",
-	"RswTO0mUc7Dn8OOnhQOeogwwfKOiVgAE0zfYUN5XIMaJneGIp0rG6VQkCucUiJlcCeSQ0t31TfjD2a3Y",
-	"o3fCjvjeplMhE7XOGvmaeG/cYj63SaqityrS8ha38a8+9s9wrtChADryZCZHIzVPVSSa4ft3N++vri6v",
-	"b89OB2/PTs9PBrf/cUWn/7MnQzwbJ7H7XjoVa6NuUjXHCUSRhg5lfJXANZlqEHzGMnZqTSpxq9lMpYke",
-	"iVhJlwr3y0ImyokhtymaZzpWiRP9Rbe7/0J8b1WsjAvEfrd72Ar6xi2GaSJHqYqORKhTvsRdKBK7gHvE",
-	"joWzMVCaCJsfxdciljNx+uy0JX4V34mP4iHsGzyep0y4cP20Iz0eq0TBZTaTaaIfkK0slZ5MUyfCOZ7Z",
-	"RIkHHNdzJX4lMgp7oi3moVCxU/RGU8Zx9mEPSBK6GevEpTTEFrGbeWGp/tXIJ7LOa06GyB5mShonengb",
-	"zuSDni1mjaPDbtCYaUP/6AVrl2PQiOVsW5PqENoc22Qm08ZRI7ILYCiFXnrdwv/VdmgWsyH1N9/SW7fT",
-	"7UF36mEUL5y+V299L3Bsis99L/T8keF1O4eFQXVrBuWYUpWBN35qyNgNPMU1fg7WmGvQAJaiE7jsfqKv",
-	"87fs8JMapdDsiZHxKlWv7GwuE81Ht7yxkXZykig1cFOZ1FwkN/AYiBaoxAgQJ9JEMrX95qYyskvRFnKU",
-	"6nv1W+n6ltT7M5CdYpVIM1LHQtJa4w2DN2R3295uWTrYtUF+PNZn8FZJg6eOxjrTZuF4vIGY7F3sPqa1",
-	"vnE9s/e0SV8cNGqHW6D3ZOai9UFeW5u2YSptYjh/0oCzjVgfwS2qK/yzWDgVYWc7NVyhR/MYMV6pBNvj",
-	"QZSpcahlDYOBdWnOExVpYKuiLWI5bO0+ugCXP4GrZL1tCSsdy6H4TkjxtRiKr0TW01O6QFLYuvOqhvu4",
-	"X5K0iVNcm+N/7reeNE8X23nN1g4fmaNo2iTSRiar8oXX+jM33q3v/Ombk23SRA0BfQ4ap1df+OHZl334",
-	"efMMP8h4oWro99IoQSsm5irxfBE3VixMDNKgS2UKGqw0/mfS+m2k4lwZ4F2DE08soLN2UfM67kAsvHA7",
-	"vHm245t1S/O9TEfT7/lYVw47/DTQUY32EGScYIft4WX/HDRQihk4tCBFA5mWRy1T1U71rDDwvLvy8a0R",
-	"VCqUno29plNojSdQdxxefbiymiTr8nqUTXSPS03J/uh+2/K8RTn2+0TJu8gujWdBX/ShG9lk4916nxM1",
-	"yrfXb2/OXn0Qe8JFzVgOVbwjN+FuBm7D9eRSaSKZRAIVV+gpxA9C0q8XsUJ7kTsScpRY58TYxhH8Lyh0",
-	"1qiBb2CADYQoQ4dj/aCi8DhXsF59AOVKRwsZO9G8ORvcCTumFpyezGQYiNtEaqPN5K1K5TMnwmwRBzCK",
-	"sIW6YP4By+KJNJGd6V9RkA5JzH4qiy0QSbadTA61xDaVxqjc7FSluEgVxc63l6dnF2hdvbg8OT07bQSN",
-	"83cfTi7OTwc3V2evbq/fv20EDf/n4PL97eDy9eD65N0PZ42gUVTRPpxd35xfvsOnP767/PgO1bVG0Hh7",
-	"cvH68votanE3Nyf4If+VG3Wgk1z/xlEUjVU1EjHIgWggrWUmme5b+HVobaykqVngCOVPbq748SMLfK3m",
-	"8apGrIPHQpl7BTezsKRsMRtHEwJ9fixCaDlk865OnaDD2OmbEzSQq0iEc20mYSBC/j4UQGR4RQy0GdsQ",
-	"7wXjlipREZl40qlM+4bND8+cSHA8qGI3w7ktNTfAH+FB3iQ/A7025DPjVErnBvR2oGyhZvN0JWZyfiz8",
-	"S/CZVn40bJ7IBiKWU+tUpukvDJqTBJpPZMpmFbjvhkpECjaEbbaRhsWdaSNTIueZnMOiIA0TiT9qiIA9",
-	"ChrV6W1kg/DeuRlb/yEs2KaXr6yZZO8VF3TjB/QSffM5u8ZX7+QMKAwJ7XPQsEZdjhtHPz3OsfPePwdb",
-	"3ix3u+UiKK/AttcLq/z55+LZwF2vOx1EDr/nfGyhinyvd5gjDTNo0Mcb1k/DSmdv0ki3Lja9/7t3udD3",
-	"zvu82+trq0Ab6F+8UTHZIbdJLeuX9gjOuhGxROte9jaccpJfHxd0RvcDpyaz+vbfoLNMicQunQC2J6Rz",
-	"emJUJFJLdi2UAJpr93XeatjK9Gm4tJFgnEjhAxV5b49O0UacqJFNIlAMl1M9mqKWLPhaD9FoxBcpPWoE",
-	"jZE1To0WoLs3WA+NlbxXUe0dhqNdn+aP3v6CUk0bjfXsGlS/LGTsJ4vLgGOCmWA/bWtU2y7KC71ft9Az",
-	"+TDYtpexTCbowoC9E2miQX+U41QlNDw5d/lA9GxunWpt3+KZNgMS/LbSEvbLN5sSsV3CaF59EPj59p5y",
-	"8VfG8Q4Hbk0Q/rlqL2ZRt6DWCZnSYhDd45BZh4cRLOINwi2Kr3T/0e3o53u0TdrsmyYwxEKTIlJjbZQT",
-	"So6mLfQvsZiLlFFur2/yBh1LpZ6OvQQLYlBReG0gy6rI06gLPdSS9qNC7MIb/Aal53QYsk2rFb78+ztq",
-	"3jn3QfskmtRYx2ZO7sg+nk4TpXCtJP3dToH0U3q59V9f7X5lzVhHyow2GiWuiusRCG3ET91A9H4+Fk5l",
-	"4QauM4uEY3fXtx1xEi/lysFiAcM87htZWFOS6kZZz97jP1T40iJVEYh7sRqnwi7SQDhkW30zk3P0Yg0V",
-	"yZJ1DoiNC7yzoXjjwu/cwtnvbKF+o5JExXiozqMNnCET30MNiirQLsncdLzIDlxyMddI0GIsE6GMXUym",
-	"cF+Aoiw03gtr19CpcnN99yXus2s1s/fKiZF1Mz1qJ3IlsCl3JIxMErsUc+s0Hjt6DjdbT6S2b8KljtJp",
-	"+HVPzK02qeuIj57Pk3Mqt/E7EQ20+E48DP6lv+59Fm3xMNBB3yh8Cr+1xUxFWppm1Mr876NFKkbiOxHC",
-	"gXZTG0eheBBvT07Fnuh2XnxzcNg3Tfjnd/7j39RvrSNvh6Mgil/beNX4C7kwpkBIJ7Tpm49Tnco7lXgP",
-	"4Ru5gl9fTdXMzlSadMS5SVUcd8SFHHbEzcqlHdH75qVo7nd737bEt/vtbw+O+4aifqQB6cTGixR28l5T",
-	"ZMGD6HX2D58/7x3kmw9D1050WwGqWtoBaahookgtFLA67BwciRlMIp1KI9KlHtFtowb/0u3e51zmCeB8",
-	"j2UcZy1hM5+omZFob2znE2wLCQY6RR22OB6ZCp1tSyxdWu7kE97wfaN9P77D74QWXwsmFPG16ImZvFNM",
-	"L0J/3et0PglJlBWgDipHIMOtaDEdCHWTaSrQj4tWK3i8lPeK7wj5oJ0YqnSplAGaIrvNA82HDp4bSSMm",
-	"VlFoB87wU0egdYpUmLGQ4lrOpBFD/JqCk5yYJDJayDheId+D38Q4lubO0UrYuUM/PXJHGVujxNQu1b1K",
-	"+maqJ3gQdCJAupVxO7VtY7VTAp2yx37SXvagAwMyoHRp3+ACZaw3tbYj5FzvySTVYzlKgcdP9L0PKwM5",
-	"xKVqLoYr/G+nb3LZy45hXSVc5Nm6o1kBIwjgk5SFizomXnVzRsRoamXh7JRuEAUXqVcX6w4nL8gz5wkP",
-	"15uprHBqM9mfnL8vdnA0b/EvI3XW+Jh5h9wc+pEgSbhUVJmeaErmnQJ45xTkOiAFm4h0aUWkUjVKbSLm",
-	"+kHFrlUZ/X5H/KjUHLUVFcdiqGJWkIj5wtUAhPfMCewX41G4X2uEW8ExSfUo9/ICB4YvnOh1/atLHamA",
-	"G/hWuFQmKUbHYWDfMCNmEJ6Ix7dKEQG9F497SHf1bZ/BDfi9jVZPjfAoGKyCPATIjgUctpU3tqHthgde",
-	"bLNbN5Tc7rHu5OARPmo3yaYCCm8uELBv5LFPy+LD58CbwbZ8VbQKfw4a2/vB2VEPqdvp5Vs9Uy6Vs3kj",
-	"E3vyg0+jrDv2W50TV4lN7cjGH1TiYEerBHPvJRqc1tp64vgD2pZgbRxre8qhSxst5xV3iBxNtVFtEK7k",
-	"MAamGSkSqDEaGJ8xj07tnKQI7URkR4sZu/O+3LAdURx3RvdPM3TXLcIbDCO7SWW6qPHfkf40uOeNOPpX",
-	"wyxiDvajmJi18UYKrkEVDRIlXW0w0RWpFiTWhA67RsN26L8Nj5ElThczafKVpgZZyzPEDWA5dapmrnbt",
-	"+IFMEokHj0yFsYU+6vwEmbUPKCm2k+2E6t++sBNaSbYAIv0W121tCSrmT+E/EvzRsegVaKVg4Ziv0qk1",
-	"m9u+zWMhtcMg7FQZuAd+sHhFJgvjhLHiCtsBwUY7MdYqjgTcxY4kKW7eS8E/WPgu1TM0lGETGLFYCOcP",
-	"J7bX2X/R+ZYNDGu7QYPaPPC3NgLBxPecOet+sGK40HEktKF7G35thpG6V3HIGnxsRzKm11q1R8xlFJ4Z",
-	"Pu4aObXWMqrFHCY8oPg8ty36Y+1Www7rztz5xNhERf5mK68C/4hyVraTxyI0Og5JQnOghuTBARtOZN7d",
-	"hRxeK4ds40nX6KVR4s3VxSuR4NcdcaYxmSMEAXng1C/kncrd4iEJirQGGOQKnJBiTuA8s/nsCaaVL9T2",
-	"v0zDf+yrYiDDTD5cKDMBEbC3/y1+mP27hopiOeTQAf6+zug6fOaEjvxpo9ePQZNOQZrVqZATqY1XeEiM",
-	"VzKJNQaA4/aQIPOUkZWjKMrD+uh1TnoJbeNRIpfmWMxgLXL7u1EyAbEztpMJqAw5a+PZ4NqhoKmNCNux",
-	"HLaxifZSm8guw7JA/lgIhye8+lUs0iWvIwq5ixkKria3KvOcfDAWBSY/pOUQhl1i/SpnvrzVBar5+bFj",
-	"6S4X6cjOakQQXuk6t9rIJpHLtgKOmkstHjumEfR8CG1G8SJSUWd70KIaKX1PnW17k7TuzcMiM2FYWo6Q",
-	"sgxSYm5kf2j68dtEGJu2jlkFLlM2cJWJNWr7HBamsGKZWPDYDf7ef5EzyTW5obLJ2UIF2f4U1qQ4iNpd",
-	"tzJCT1zBZfooTy5TxFzWaZ7XPDwvUtlFMlIkUo11rELRVLFT4qDbFaGP9rg++8f7s5tbTCY78eYnaF4o",
-	"EyHTMSLsfLLDWA9D9FoEbAxxq1ms0aqRqL5JlLPxPRAehgMsTKQo1cWfQbzAnjmBiW+gdlmbur5phm18",
-	"0oYRtuFhGAiWb9nSmSWXhXo2t0m6F6KzTyWt477BxMKl9tO6Orl9U0oa7IgTI+yc1lU4HamRTPomJDsT",
-	"TJQsZZ1PzpqwYB2pGotQ3UXXgBNNp1TfhO4uVjIxbRpWZxaFHFFfYMAH3Zcv6lgY7s2WAHUQiicqCkWT",
-	"7FFAqxQ/iJJbyMsUsn1dpn0zUQaTAyMxijUe/Tul5mwqAtnOL0Wrkzc/T+zMQqOyb+gZeT8CEcpkNAUq",
-	"D0Wi2qgGYO/SCP8Le1Wasm+8yIa+LfWgHdoQmNlSBiiJQwJX8aD7sm9CikS6uT25fX8zeHt+8/bk9tWb",
-	"MGDmUU6GxGgAbOGY/AmjRZIok8Yr7+LxQ4AN8yklKO0qEvdbgT8LtGks5uYUDj+CuBICaYQoYgmjlhkZ",
-	"CmXgf2E8Ud+E3B8FmOXrg6bQgneNVrURNPyqoQctrreHFSTjx3jWRrWYn29iO7kQWJHz6Pohm9rUpsIt",
-	"5XxdSJPxxCY6nc5qVS1Y5QGKyzO3/QqhPSmqAmsNzhN1r+3CbdYXeB08BfCdgidmKeebnCgGeNNSuhot",
-	"oXqblwdZM6TKtOsXHqSiXN97Yowsa4c7uhNHNl7MzECbSD3s/IkZAWXnmT9PCsfNXYFP/hTJgfplmtlh",
-	"uKTBP0o3Nkk3EZRX7evkcMyCydQun4vBCRrEScj2HHGMCDq2gJi8lFmrd/4ySFS0YGlphwkmNla7mx2u",
-	"4e1HBeMTNvnrCWV4akxRDLMxZzLzrukl+0+cEMryj6gXZKnwQlUxOGxXvaBybMv7zAOoUg4v9Br91x3h",
-	"t3QV1flu3xv9y0IVNDd/bTXfvz8/FaBUCJgCksxspgzdRBje0zfvb1+3v2XPEi0D5kDDLQLK1f7hC/HV",
-	"cJUq99WxCDPRwlsB0O+EaYiJQ0FAGh7IbBGnug1fivwVMZJGzKVzaI/sG5YqSHPQ6EoQiRpjbBHe3Wth",
-	"vGsizv7hi606ZjW+Zuf4jWMhK8EcmzMl7EynKSk5/7VjNlDyP1Wp1HH9SmTSRibPGDFexHHNdRxF21T3",
-	"rDEf1CYKlr3dte7HL36UZmr1cdov+B2U0ljiLe3j2PzQIp2gv2tVyz0ppHDwlLSJWBvFtvSt0ZAX/C6a",
-	"4IFOt16AhbgqfJ3ulXliR8o5DkjdsBIYmz3ScxUITLcmCwp5pDJDRUGIwY8y959NWJYZ20QkcilgysZp",
-	"IIeOeG0TPP4o2pLLa67nmFtK3dqJ0XCyXarmzmcEOznDCKhZyYq+5ebJ54rBIzVWdtjbWsP/bVm7Sshr",
-	"TkqD8RGG5WmjyEZrRC5uOP47D/dj1tk1jql+tLBmg0VScyKvQB1mzg6yn1qKuZyoQIR7OMw9Uib5RJE+",
-	"uUcNhvVW6KncP3xRE+WqHsTNm5M2sHx/kxROz2iqRncKram0FiB21gi4YyID0lSyQ880hY24xYzCaOuH",
-	"p39VA7xxviDrNbewbz137G6C3UDFup5UfLQl6iXWZAF6ROVeAa2dCMf2Pik/zH9DFqsdlJjHpNCczAd4",
-	"W9fQFrna4c7LzZTZvqsHeOa2x7sWOsLztN7RhV1i6GokFnPorXACi6T2zKG5IxCjWbtXOmG7iOXy4Zxe",
-	"38cB5/941JSWS2NMPKWdK9FjdnZyDv/zpgv2HHMBtvsyH7/pKpAjVxc3++1351cnFzdhXRj5VCXqGH9g",
-	"A4PIzERXFzfXCiFB0GKAThP/E3PpJnESZM/ER4LSVy3Mi4AzTmFOwMULd8XVxU3FGbfWwQ0H8t6MZKyS",
-	"tdZrB+Xk/cTGg7GOU5UEztxXP/ujLu1k/4+M2H5VjKFXkbjeL4uWHXGSZwOUuYnr+CDyP3VAb2/ORJMC",
-	"y1vlsVEc+bYB/iX8bTsPe5exkfn/5mZVBlNkJ6Ude5RvbYkxWvOY01fCGuEWIxDMjkv5euwR4Jw97YRT",
-	"qFfvlo2Uc9OteWF5fNPPf2CE024HsBzrtHb63i3iuLBAO/nM//JwqbWMxf/KkVNrqWRfFBNXDIPYaclz",
-	"Q8yOi46D23HZ/4oF37iWF7nSuqbL8xXvDQIjVNoSO+uIE2avRREkw55DNwkhRtrkmStlBAXoUPlkh1mI",
-	"tlc+0NBpl1koMHlJfMCveHXz4ThXNLO+Qn9HDWBgIWFcRHaeqqhv0LGSI+JlnsFZXfgwppPktuh6zyid",
-	"2YrCUEmgKjQUYtz+Yk72/ILIkm9CAdUPePQG3dXIWebWJOA81F0xPpaNK9lKweJitrPqG6+WZxFNmU80",
-	"bEPPbWzMkQ+qpPr2TQVvcCmdsONxRxDgE6UtItKf3+pN0VcIahXB/T+ScNjr5lhZQ/4k+yLEHCJZmiS8",
-	"R276sG+aBE3nf9/71yc7PI8+hy1MD+8I+plU538xQX8OKY2RHHIzYRepaIa+iUFilw7ecNCPXbrBwqko",
-	"C4SCLyh/o28K/mJ0gKADlGKr3UzGMavFIDRw14En/77REToYV940kmvfaD8B1T8QsXYcAY8Ar6jn02rv",
-	"HoJYOikbLA41jknY90wQxNNft8ef7HCTI8lY1urXfvGEU0/z/tcS/yAvqGg6FY/bkRrFMlEb4u6yPasD",
-	"xFoWrT98gtirXEsBaPBgOoaNda3tMSHkcB+gly0Duttxs7IxjNz94Am2m1c3H8RcJimoYyN0Utfyn4ps",
-	"7ie7Q6Dhpluk7iomsbTGM1RynB8LkIm8i5R3QTuRD3pr5C/pJzuH3uCQs3tzJ9m6kXWy8SZ9FHvMI9g8",
-	"HRTKZUGAqvZy0M4v5DMnhlqSKoQfBMImkSr4FvHpM8cpPD4EitSynU2bOejSpjjnmnGeofEw434eyTSL",
-	"Egv4QiM3J55GPzpKF2FYWR+OoV2qRy7Ps/JJJdq3sfN0qnt3Bry6bmpO887upvQuTKrj3V/fbBzaaLnK",
-	"aCpb9pxQdqFSmukfTaqJjdUGNAVd2GDrsk17ig+g4n2u7tEXrCKNt7CaG5fuZi2QO+MN68E2dTJ9ie+s",
-	"r/ujzi40SN4Na6IH9K9q3XIP0sSP+vuAUFdVJBbzzp9kRy8ZhOrFOgFUf+ydBLk0gS4GPL4UJAciXd4e",
-	"mgYxfJBiyVAionw8lkmh2d29iX+gmf1J1uQ6gnoHI471r1+SB32q73XEIYO5+45EQ0yRk4mSxBpD8oiF",
-	"opkmcq5+tTqScd9gGmbGOzHW0OdbGtgKoSlp33v6VuIBzVmtIyFN32jGm88x09xiNAVRA4dk43tE9JYm",
-	"ohADGoSYLVyKiR5Cpn1Dwfnp0hb7D2i/s1DR2+uT83fn734YXF7dnl++uwlB9fRz7hsK2MvnrJ34VSWW",
-	"g3rFWBtNmBneY49pJBOVur4Jq+BjYZ1WSEP/Em9fNR3V+B3fEXLXezNryedykcZaJRcYtLHOSjaEqY81",
-	"bJq3Ur48FP+H+IcHv/93Obpz1vi88reLaGrjO5kEovfym5dBHlQ5krEeUtBKjmS3MwRfuohAp/wVs7To",
-	"442JCSrOOqBRBuL5zrFCO6/AG5sqyty93aduvgScNN1vBI1faveqCKz039ZahahVf5Od6sqaic9YqmQp",
-	"VGPyavUMuhUzbWNTcGad5lETyreeYMdr1Pu59k5dSz3bIdnrqdRX6aRmmOtRaJVeNy38k7wCfqf+JKdA",
-	"Rgj/2yfwJ/sEEIzwv7IfgFWBV5Q+9dTQ5kqw8jqMf30k7+fNAznVcmIsKqU1zrJFnOp7mWiZqpL2WskV",
-	"w0w7l1av2WMhxZ1a9Y3OwJEI9DJDZyHOhUktPoSzgIvUETdK9U0RdQkkcWAyi1i6OrEnVvfKF3Xa4br9",
-	"Zdf3BnjB7vz2E+N993d+8UnjeGLg8SNU8jRmWvjmz2SqlW7+N3P905lrCcH1vwGXzWmjBqriKUkcVUi9",
-	"J6VxrKHOfQ4aUZnt7kDnRUaNqSAM1vPHJYKsIWGUVqg043WprDSeR7fkdygU5Tb+Xr2CMW7/klOAa7N9",
-	"UTdSuhc1dlhbL5iABsDX+7Yvb/x7a9K9/+GRoZeAQNbr8CRYmWxz2jS/INDGTW5lMVQjuWDjW2wnz5z4",
-	"ZaEW5BAcA59tUnDyPF4JA/ICljB0XKkMv3l6WnvQiKXDCL6ZTp8UZIaDG0RqTguwNeUcI5Q3rwiNIC2v",
-	"yRdM53cFNmMdywGBRm0eamxdumnnNLuCPPJUanlmfdPETYy0uwvE+d4l1T1odcRHLF/nM81kosRQgZoM",
-	"3ZDfGmse9LpYPAhTczOQXsTbi61zwQZ4nUpdgi9AOsi2LsjIeuu5uGJRtnwqjHpIB6NF4kgA2eplzNO7",
-	"dnc1riVhbnM3FjsJSkN8fJbXti4ZJiQPBdcpZIB+Tsqb2PRYhJRm6AsZclEoVCdsIVXDsyCsgkplMY6w",
-	"9CAmJnJARhGjOveMYJNozaQyH3Wcfj25ozZFCYEDMSa/lPmSJbekaFtG9/dwBQSo5uE2DPdSMbRNnq5K",
-	"1b8gwxbc8EER4zQoWH43vF52BgQNCn7eeE/gr/5Vc7/xPXPv82QqwPCOH++mIBQns003KIxt66vZ8La4",
-	"GSuLv+398mKiilKVE9a9075GQGYklIRF3OuIE8J7EMyPCEcgrClHUsRor7cFej1irf/XiXLTLJdT+1Ia",
-	"lVTO+jCXir6xscQwXRBwot8b/SDU3I6mRXBf6BCu9pmM1I5W9jUB70mdH2fAEHSrbMaZWh/KBl5dHBpy",
-	"mxx4oIIV+jRfPjuq62LCEXnIRx/koQdPvOj//GABP4W6W6Rwap/mibyR9zr99W7V/sHGciXczHLhbJuI",
-	"SCX6njIvM08jY8WaSD0EjMOL1vhoopwYk7glnQjdSM9XHYKj7ZRSQZr4oYnsMuibuY1XGOESUG/wnziV",
-	"3/UCvMKw+HCqknm/0Qo7ImTQJ/JDDpWwUdQ3QHmTREmSYKQRYdZqyHSJbYc5rGrxBRU7VfAl1vors47l",
-	"0N4rsd89+IbhVTJH5lQ6eP4tu0FbKK6xOxX52lHuE317dntyenJ7UuuvxLGu0+lpYTNowWpmw1g9mydT",
-	"hYTtima25WUc1oNtBJ/1yrBmHgF3e4hC2avKV2WdUEGrXmoflr7Qw/PdAGKzporDrj1HKOs8VhC1GFvz",
-	"pSUKC+0/qUJh+buzL/quzra5Ubm88lUPCqJlpAk6nrCUvaICauPuyqVOv0Sv3KRF1Y3SoxE0JV/+FWSm",
-	"AGOF7ZiicaWZKAIQW6G6BPPTRpgvGKR5ZHwcOjVciaFNpz4JML9ZeexUUT39vYByZltIFBH7RjvUn4go",
-	"RD1vAo4dlY7foxJo9bgWg/xqgA24To9T6TEXUPFfeqkFw+ynnOP85Ku8BkyVtrQ2UNaogql/i+76lMVl",
-	"sfyJgoAPBCJdR7CzKxBh8wHrJUjTfGi1xJ5wadR8aIV5PMnczhcxI6tGkR2LbiuPK8qKEsA9Oo5lmjvL",
-	"POK8TDHmp7MVDx5UpS+vdn1TsOJVCC4HSqqtDVxGGqp9hdEUauRnUL5jBDlBwSjnQy788tzCF4eHz1/U",
-	"BLgWoHzWkefznmuGmSYao821GSVKglJO+Y/HfvBYSsqVsiTDapbnHz2jytYWZ1Be9rr99qGLWXHL6hHb",
-	"BbI7zESo0/MPZ9c/nJ2GAchXt2fX1++vbumfr07evTq7uDg7DUUzvLq8qUlj2RtJM1Jx2MKvb96/fn3+",
-	"6vzs3e3g5vby+uSHs9Bflxm0ibsr1GlB8Pxs6amRDSIeNRSW7CshG1h8yR05RzOSLebjJHZZTgOXIszs",
-	"HiGF6FG0XjVQT2LWF0Z/a1cK28usitT9cQnmiND5uB7YM8cQrDoKs8QyOMrHYmwXJvLuch3TOnyyQ0SS",
-	"RvAinJIvbMmB8pQy0cLc9HJ50PCJMOpPx0X3lPfvdlgjQP6edDGfCOLXoCYvrG+2JYaJTXlht1PVN6W8",
-	"nDyFRzsRzlQqO1tzxWI5dyraFfn6yf7j8rFedyB/nK4yCiGJMRDWiJD+DvkKzhBAd3IwAz276RNz5h9J",
-	"qLrTpkaOzQyzjEsOM/D5gcOVYM5SyYDb8x9VNLssByoUTe8J8HjuDP5QsP0i7ianYfnb1jewxfILRPH0",
-	"3XsLX61v3m12citZp6JUXpFS+opXqWiC8t03/G/MoPlkh8el+wrD6imzz0dNB1x7uT65kNL0XK4kIGvC",
-	"q65FGYl9s5cvtIyd5YREVC/WkyDhzJA1F3Ew6uyIsoR/PbZxJB4KYGYE3xFZo47FzBqbWqNHx6LX6RYi",
-	"iiJGPP4dxcz8lu+8s2V7Xd25lCncKRmRI3nDnwiTC4d0pHDkgZjapZhJs1pPCioV4yzmkjL4Ro5V/yRy",
-	"3DhqTGP0GKdGhDC+MBPjgZ5Q60UU6mRhjK8lRFefRA60SHbjMoWshppkR38ZFNKpd8oHwYTRp/Ct3XJI",
-	"CndcnkniFkNyuT6hw8r1ylyzkIeRHZZsex8LeCmM64SxfNfvYOVSPcP7N1qwbL/zdfUIW6chb4cDQ1TH",
-	"MJcRCb+HGiYAn7Cz60JtWYP6tE44Lzs7QIvSTE3CVsUHWwGvwed+3vAqgqD5S9jkLmd4/HQ9GCey3cm6",
-	"TqxrI+Vj3OYSeP4s+38TX7KJ98Kj2LV29IvXJ/2IBUwNX6PQSCOzY9VdpqXr8WkK/G2ROeQ1IeF6jmRK",
-	"YJ3krnGoiiOwN0jOVAw26huEgAA5b81OHXgAKc3QmsbZ7CrFImRL0zfYjTZl/IQ/FqgBbTbY+TPsVGCf",
-	"zaLawjbGGWGek36S6tGdwkr3HJvVAsFZqTa++O83l+9IvC6AypLJMlEyckdceaBvMpMHit5qNLUqwiyr",
-	"lKVj0l2KOADPnGDMsc0QB8EGcINWR5ywkf/FQd/cqRUhyvdeiB/19yASoQFrlOIUqplXuZdhXVJhIUVj",
-	"pdUMm7W4/C8Oas5RubLw5oLblTLeQFRc7zhTV159EKNFcp9pJn3DcquvKRx2xDvrASoKFYhFk4prj/UD",
-	"q48kjx097sR5RfY9Cq+Rqeh1BGU0c0FDibDuOLy7r4K8XeBdlULSoon/4dKfShp0j/WNN7bCJ1z4eU+4",
-	"DN4X86HcsQjrClqHrYA8WaOptQ5EIu7ee3nuvuqIZKA/3WGdHLsUGlS9UQUcLMu2suMMApHqZYq7fFdA",
-	"a44Gn8h1h8N65mosdoEwWbnuQPxCMjPPsdM3ffNVYbdE81rMY9DisRb8O+isOVPp1EbiO9HPSkX3G63Q",
-	"o24IAteAtb2jQdKy3Im2uDkb3PkCn/z0qwCk20Rh2WpaHmhjKjMelE8CBQSiNvjt1Yc80y2gtr8Tzd7e",
-	"Ly0cxWI2+ARLopu4xC2xJ5qwQsL9kqRN02rhPzWN0Yi26LUIN9UanIZfavT8ayeunzkRAglc4Vxc1EwG",
-	"d609bs1Pa6YN0skVMMmvfKF4LqEdiua9NCJSifhgVRqI3suXBwhGg+v8bMNKw2j65WLcvOLII2HhsmX1",
-	"dD5XSTtBz05W9xKaoSK6tDa0Lv+5L9pEhF/95z6agqPBp//cR5dJqhDfBDVX+JpL09p7Jbqgvb58+VLQ",
-	"sLBIqRjHep4JtdBV0ykVqSgnDTlTxN7z8hoEOgtfto5pM0YkUGFjvviDNPC9dlzO9jsyXketQMxp30fi",
-	"a9HtHMIMet1ul1JcR1OrR3j/baDNuSdIJbqdbk80YZd90REZz6eyxSwYzuprm0AjhdJVvj4sZiqSOZAL",
-	"hBSoBpax409WpYC6D/HacGZ8EVx/WqD7r5HWv+Lkz5szNquVDonPYUHWJpGj+CXAGuui+Ua6VKtA3Oqh",
-	"m+pEcund/RfidaJVNJMmEE6NOuKbTq/bQtYAcwHO6sh0aRGemqolkn4EqjJc5RoovFvgTccsiDhMYIkz",
-	"jgOvDLWBZUyoSjUWWL7XiGw1XCExBsJZYGsyJVpfKj2ZOiFjLPkrc/RimCwFBxT7Rtsp3URUZLeFFk0U",
-	"BSRDxsLsgF78zud3mzViquKoDao/Lu1Rhq5ljZhIZwlTuW+Ao4pe+7DLXBMICSjdwUF/d34NXP+g28tS",
-	"qqmEAJfc6pvUYqhBKxArmZhnTuz3SnZcJ5r7L76t/9rfMwddEiX2uzWFXRlBRyV7+FsYiOfZPgR9g0wL",
-	"TSz8sMVoSMQDSpOl8Rz22i+6frh98w2+Sj/Bh/vdri/1Uh1LR7yi1eXr0MD84WMcBBN2r+tJFZiI6CIb",
-	"Yn4aUolvilVBuadtjYJNOoKt/I1W/jfh1ITKXv0m1o8ePcQLTPwmSuxV/NY3v7Xb7bX/h7b9OuBu+g/F",
-	"b+LgSHQ7z/dfit/Ec/hz//mB+E3s458Hh6LuWzgsarTACJDfxCG++s235QbyP2sawEgaXIDoy0ZQWryn",
-	"NoGxMYUVoAkc5h/DF/zxYa/+4/ISFD6r/bOuhbo1eP7iKWOoX4TH2wCyF3AiC/P/Ft7o9V6U//yG/lz/",
-	"rjz1l/Ba9+Vh+c+8ncrH5VnnfdT/Wfm4OuFeF3tE0tsy8sqW89uH5T/pw+7L9Q9r5/yi/GfeUPXruklD",
-	"L/V/Vr/eNOuXjw0emRdw1sKke/tHotfpfbPX7Xz77V63c/ANt9brdOHf38IvBwcbHlZaLa9IfdM9bOUl",
-	"PNyHh8/h4QG+eQAP4X8Ou2tNl5frCaPe3vTaWtY2Xvvw0cbh7vpNSLOCN/HwvYQZHx7C592nPISLoKDK",
-	"TBkHhfU+m4hUq6jN/6QLQRvRe+llp/0DutODLAG4t1+8gzKZHq/cHqVf1El4oplfgHg7UoRKoaTrYpYj",
-	"a04TpegeBHm4cO2izsMCbfN5AJJlKyt+0jczkMrzgpZ88XntKqu75p6JyHZEOJN3ihBn2uqe8t5CkKnd",
-	"ImG5HCtXl4uX+dVsBGVthLJaK/OutYWVMcCr5fJB/Y8EwYVX7Q0dUQLNhkuaytRg7WHKfel0ykaFosGG",
-	"lXfvhvamCoFeANAp+0anrUAMF2leUoYU9yOPaNnJbSWkp2lrOrCGodCub0Icf9gRJ6giLb31iUSiOLZL",
-	"0Zxp0zTtXoAaZyyTCVAfOoTafdNrtY4eR9lBs8qRF06Hq4q1AFZlMRepxfJARVNEZg8iK/iLg23I26P7",
-	"AYpf6/v0oz8hP7Zx4NURVJyWvW5HfCQdGxYC5LVxyr6UOkTRH8V3wlAcUZHFNE2m+j1vHYO8u2Lx8kdh",
-	"lIqcyF/4UXwt9jviLSg/JENiDDGdZpuIsVqqhCV2/AWUi8dX/gw0D5yudkKKsU6DvvGewWyQI+tSGMjX",
-	"ogevuMqqg2LaLQbT7m9YeX98N1vjSCPQBqElffDwhjVtUWFO6UBJz+v0/khrU/Uxs4TtjUH8zyMBmgwo",
-	"86AjzBZk6s1qoSBbW6Rw41jxI6iZI2tSPVnYhUPkS8ex1VRhBrbEJyTiI2igRTpy4T4Mj4rNDGM7ukNt",
-	"L7HLbM6Z7QQ6DXnhOrCqaKIqtNZvEK92I32n0zaWNuDPfnxt46jppovxOFbfvZaxU62wRLYBo50lLhUG",
-	"mIr4kQdE5qp71ocxTwsZrjQFrstavv6VLIkYKtq8JisIrpbSsTaTptn7sUWryZtEPf4o2qL5Y/mttjBk",
-	"6PI6DjoDjCLqzusquRQuAT2akkmHV5y2aGFSv+wFWSE8ImOkaKKtrdsSE2CIqeUDQNOntYd2MtNVZe0L",
-	"TfYbRFCvbVI5MlS/Br+p2oSATMoXEBEjZWv7beWoMe6o9tapnojHvbFwopBHcTRxAYS26JOwBPbl+oaC",
-	"mbRB+IesUvHcJmmLGQfmNmD4jyyERFHbffPq5sMOCGu3PpA5q+NDdo++YV9EBXn4iXXZ8qg9z6VKTsGg",
-	"scDSdvxOmiwUfTR47EonyDC65EjXX7uuUoQBb44kZjqzRMRyF65tUvIUVJMd9rsd4SvkE+BGUQLAunYq",
-	"ffLll4EjFxaxHMy4C1zypY+zWjiVCB11nl4tb0stsRsMHPHVw7QhrohlxIDsfFRuIHREsWFxvBIglbBh",
-	"icxGFSS+4ypoJXrKCFtbNEOZpHosR1jluG/ozNIhZuiaFlZaXpg7Y5eG8z3rXZBwjcPtIGeKE33StWjG",
-	"DApRu8ecQWSscpau56LhzIOB18ZKNiVFPOZghVSvuhAl2Qr6BoRC1h/YV8xI5yjpdkY2Upl0llVmOxKJ",
-	"XBIso6/LBiyQPFR+wedy5QrRlBj6iIK+dWiGHBJQ6JH3GfUxxDws5seGlIHbJMHvsIuTUREhPuZgvH2T",
-	"k4McAm/rdg7FjC7iYpYTLWU5iaxvKNmG8blBY0lt5sei3CnJKWDA15YsCi37BotPzuNVW0YRxXBhP61j",
-	"MVQrayKhNFyRweOuPlRYxFCZ0bSsp8ABT+5V0kaETFw2n4uMC0zmdMxHavYOg/2g1xJfC2fuyeyIP0tT",
-	"t6IVfvrkMngFjvriCUXxLg1ng9cAgKZT5Rid2el7JcKfYrsMxFRPpj+HfbNeS6+J+KDr1fSAKGJKt/av",
-	"oow4U8lERR1xVc7kBhWLAzuWUxsXwLFQPiELfZ5aSLKIX02Xpd+AhIgBYww9qqKJ6ogTGgHvRQhqErtk",
-	"YF4hZvX42fs8nwQRS2FspohUusVf7NWnQv3AJ2xyHZxoIdb9oFgaqFcTx78Zd756KWy7nNcbfzQPAG5h",
-	"bRzslzIpV0KC2wKII0CZ8V7GC3QaFsBlCY+tb5rh0gy6oeh0BPwFhz1sBQjTWMkuOBY6RWUMd3voRZOk",
-	"I84R/sL64HCvlFMMRh606ZFxXUinkzaqQNba1ETBj+nK02m+wwXG4OfbDNv5IrThURhkDp8C/wPqMPEK",
-	"2KUcqYj45363236+3+0S3i5FMeTzLiPbPk6EZXp7WvGp7sG3pfpT+O9Hsysy4eSxCKq3eanTx8uUjfUE",
-	"2S4LxSPvxCkbatbReve3QxhVKqblJdee9FkVlATawGJyj02fUXs34PXuUqJbSVdFH8kCrgmBNmhgSEaO",
-	"rlsbdf0Y+2Csu0ENiPA/iEZBbEDs3N3hcvNma6F5939Hw6zlbIipXMcbdn9kfb2r3I0ZbIRHRkdzlNdv",
-	"8ebLvkGpLhBhcyXaYjWVKQWPUORIT7TFtOVz5YifoXER4wDYlRsa0RYnoi16oYjUJFF0asaJUpGdIasj",
-	"Q62HdOybsLdnxNfidn+vadq9lg8r3xE+sZowx6ufE2dpq4vk9NjRyIEaHs+z8jrBYC4J52lznCyz/D+g",
-	"FnSNMXZnpLub7AsyuKEteHcGiHYAvJuqUXGgzkaBKJmiC8biqlV2V9nj1QcsD1sXq/uX17c2avkocDIb",
-	"RgjMc2sHZcz0/PNHylFlIQ2sQADNIH8ChpVk4Ok+MDsHF0fBkSR+4XmQQ49DCdWcIpyec2GEleckx5m+",
-	"A0JYwIKMS4V6SBM187a6ZuhnMEhtKuNSbSoh47i1865Xb6ia3S/3tQvE2hdVt34krP3x+ta0UwNGZop2",
-	"2FRtvLkyFVSNAARUwihZYsbQXGrGc9mSKAFduoH/YGPJZcyt5BGGnIzjP6IbUMZxblPggR6LLtISaNJU",
-	"aIG0xicm9BcOU34ogwpHfYxHv8fUqpoEaFeDOPIKZXoOmdKO7EVHuU0yEDXCPqjmZ1cng8lgrpLBBbx0",
-	"+qb8z8KvxwhlJ4VTc5kA1wwoonKqZKQSDJwmnSPTIef8uFOwjaJCQpojGR47fXOeW1LwBqXgW3yHk1Mj",
-	"NdIzGQtWhUB3+enr9s+RnujU/dSh//78k8of/hwGZULDxz6bziZ9kye8kt3iCFROeounaBPQLnqDbrcL",
-	"itFUPUgeCAyg+9Cbt/cxSVibcUj/geGuqMiykSY8Lsylb4w1baMmeCditDiNrrfPXp9et97xRn6wvkmX",
-	"lpwQuYMLbemtCszfUBuZrBqP5P/tnvVXTah19w1upo523xuuI3Uhh5vAoDIc8HVllizgz0Dpd5hl4EMA",
-	"5wiGSF4LMmMio/TYRuxxenXzIa9pqaJCSjPTaDP3vGAgGXpDnOjuUF0ulkOuZLNJ+N2clOyFtaL+wGZU",
-	"Mhsgat0gxyIcjG0yyPAB4EejBsCTtBkwOM5WaAVa5urAs6E8nhS9EbrtbbG4A3o+OuJCpalKXECHxwUi",
-	"7MBpGJBXLmyHAYXsY/EHvKT7JsZvELgKPsoBkl4ciNFUJnIETYqmTjn1HCTKLCLUC5JM+Oy5aRw15rFr",
-	"73f3X/R6+/vtXrd32O2C1iqhMxj+f/500v6nbP/abb/8Of+zM2j//K9u8OL55/9Rd2jW7EPrEQ5mk+2O",
-	"M1HtuGDs+POLVTs1WiQ6Xd3AkWagYiUTlZws6sT4E85a36lsKblvQmjJJhwnciS+x+Y5rBlf97lx4pqJ",
-	"Mke/46wdtD5SqGe5n2Ohi54fnQdudMR56kRiYyWaYaJkFAqKzkFziApbeFNEyrGoQc+1NZg+M5MrUBhj",
-	"ohrkd7ButDT5kk/TdN74/Jngqu36cp170Gg/EUpHWiTGCSmu5Uya/A7EVGdR8BW00JfeN2WgaqCQs6uT",
-	"QJy+OcFjc3p1IpqTvQuK0L5dWsHAJ3QvYs+o4aIQRWazI3Ltf/XVW2nkRM1Ae2miOBDZkbcRgtzhWl99",
-	"dSTe3N5e7fU6PfE1ZVVZI7DY7+Hh4YuA/L9SG3wNWSz8cSOatxc3otdBibzXeR7kzVgTr1rVXYZ2so0W",
-	"YTuNXXukktQzB/j3nVqFHBw8W6QgqUMffu9l7KxPHeHvY61M2h5JysX46qsclxXm9U+V2Lf/ENdn/9i7",
-	"PrsqTuuQOmFg7Ss5uhOKsShdB/qg3AJcZ4T7mauRHrMLLixUdAjFULHpWjsGbdCp83AZ6L6n6xR3qxC0",
-	"PlTIHZzNizKiL87roo5iCPxmH2EYA8PwM/pTKJpcXDksFDsCllsG1g5xE8NqDW+Osc4bncerYpO+Cg1/",
-	"XgSlhz7KBezhCYI70L9aATkoS9CwmOCROhHC+Qq5IpCHAMXURgfdlEBDsSePf84jqeJfwjuM8YnALsVa",
-	"B9lv+dvHPlFiaCOsZV0o9ITT8IUWQtFkvye5BBEWDcQ8XxCnujIZjHkomqFHLirsB6OTo8exsqL+qwpU",
-	"P82nDMBf7rUArO83NNsZrMud7zDuD4Vp/Nu//ZvAfzrvr4Q5UhIqJXwg/gZNP7GL1JcMhVe85xefu0As",
-	"E2smfUPZTCS5M0NE2ztcc3mJ8oxMqJswpwAvEszkaKqNagNbl8NYiZDdr68sMHREiMMwAsThgn44JwAY",
-	"EMbbRkr8RmyjGuYPrx10u+K33Fl9ffaP92c3t6H4jUUK3MU8RBAFWVHinhx4uAaJgzTcEsVe3p5cvL68",
-	"fnt2OgDW6jsZ2mjlYXfwwBPjLX14eXp2MXh3eTt4ffn+3Sl8WcISAZ2Qc4u8FMYNVmQj3+rBplZ/OLsN",
-	"xZ4IT88uzm7P1hNan9JJYeivLj3Y0iNDLwQhsOd+qDB/NyCXi4itmaiEq9K6LMiKPNhcgzmLlynA6vKw",
-	"lokF0k3LIEZOrkAwKI/6/bubk9dnAxz8piFLMdejO4RpH4NYimBMo1g6h1GHC8MwIEV/ZhzbZaxdegzr",
-	"hiitS+mEelCjBegm6wtXwDh+bOl4JHAI5BhNq7BunmVNYjuUeHdlA1BRS1Ccwx0ZOJ2FI4t1QvOz5PcB",
-	"fXDRYqR8SesgqzaJeVZZoxVQ8GwRvONdJhM6NPmqWKd8aXW4T90dhuq1qUAp3qrNsAQ/y7b4kOFlDQhq",
-	"Lu03gD3KB+2+64atndf39uT6h7Pbm8H7dz++u/z4bvNeW6PaqUwmKi2FFDLRghhirC+hmufauyx1sNj1",
-	"1cntGzx3JxcXlx837SxPkzzJR3gu/G7LdIpJxGxKD3IGpSg2Lasfj0cnURwd0iTl161msTZ3rpVtA9EJ",
-	"biTcbRaE6ldTNboD9krWEWlWYggzySytRHBIaMXZMRT34Ox/nt/c3jx1bkUtkigWOlit8ZgmwgLgIHBA",
-	"kkPuYL/nGJtKFBK7vRBuiKk0FW7sef6rmw+FQWa2T9ROeVCvbj7AWGYyBpVMRXUwaBi1T+BC8WJmarvK",
-	"YqG29MdIBCgqlW6GohnmCJ8TboBkNIgS4FJGFIQPUXdRYRC85IAATwyIvwDNPXMCtFMgIYxMAgIqxHoV",
-	"QpfJuFUGFwC5D54WsSTIwMroB3UrtA6G9/hKwULBEq0vDwX3swALU8pMuoyhURN8pn2hfgSdeNAOTn4F",
-	"YJvDnjxYnrpXBpawiOFMV1fMwds+TgroNcOxRqdDGebaI/xlXlgMb8KFF810aeuilig6pnaETrjFDNlQ",
-	"agtRyvvdg29aQR6VgzcrRr85MiticFw1CKcSg4O20aCC34Ur4oN/XB0aZYF43EgaoYlX1aQFUFRzMWTf",
-	"B5JjwAmxMfwOmUUT5xf6LIawkgFQjkG2xgdNw0vPQYYvRpHKTekcwRqBi9ROFGETVzEuiPQruUN5dg62",
-	"Cm9UXIScOFIY3753KDXhxEbrh4xy3zfIn6JZDqD5qfdzh5HQWx1xshY6uQllEvRZJMR1/MajElaf81lJ",
-	"2pHsrU0pbrJ8BZ/f3MBZvzq5vt3KEkfunrhMmTfONIkatZz9/fXN5bWXa/OGsyYRbyjEO4PEnHSRmDWN",
-	"AvcSJH45k5NciuiRoHjy/vbN5fX5P+kar7NkVQ1mPivJaxcsPNRbz0Iyw+EYEG+4oI3AUToWo7V7miQf",
-	"jDFvOqXESQktsnUswo8fP7YLT4GbgBgc+j55is9hiq8vr78/Pz09yxQWsgtqJ+goA5vV3gCXJ1NlBQcy",
-	"c5toIngcXP/UhDVCCp9d0tqMLRorPPYVAc7v8sXJ94Prs5v3FyVhI5bDNuVxOS6TA3pBQbGYywThxesu",
-	"RUc+BFhzzA/wV3uu15UFTA5zKCpXJbUKREOQl0l5Lr7275ffr2tg9QBDj8PSHmWsFY6ijjZoeheXJ6dn",
-	"hY5IJtNmbMOjUv1lKh7kWznEVs5u31yeVgVX2iKYF0JQOqQH43F/8BgxtAm39TIf0c3tye37m8Hb85u3",
-	"J7ev3uwgK4ZY02qiIuIFMhlNNSWxFIVHGglJAKx6MDgBYodtkISOPRNIVnIYq0A45U+qnkzTfAjrEzl5",
-	"dXv+4QzHv7PmTCt8TP+VqcoGSb6o9U6+f3/zH1u6qJaD8sK677a5BYIU0TLWQNGQ+VABMvpt01H9ZIcY",
-	"LZkdjNFUmgm8H2bLeiTSZKFCAov0V4dC4ZLYLBE0Al2I8Bo+a5/AfX8kDstL78/O6eW7s81Hx0cs5PeU",
-	"diKkecCx4jkSPTHELAfme85MhwKVajQaw0LWLwDRV6s0zJs3J6eXHwfnN0UquXqf7QJX/yq0wmfPb1qx",
-	"sXeXg4vLH344Ox3cXJ29ur0+WTsz65t6VHsrIbxpO7aTNoc4hLmZpVBQZzETsS442dBzVd2F1+fvzm/e",
-	"lBTZzXzKb4PX7BTmLzQJmLO4C+VlBM41OH83uLq+/OH67AZ5vT8xKLKTRrjxcAQsgV+9vw33Km/xFiD1",
-	"Mz3UkSzaT0sU2cso8lsYI5sPB7fnb88u36+ZEdHS51Iq8yiTRN+jkQQkVLJsZbJu5mvTUaw4wqkZtqdp",
-	"Om9DK4jEaRdpIaj5eVe4Fk8SDYjYW7NotQV2WETWTq29811rQ3EvWH6HOvrkrCn3Jpq+t16ht0yIZN1p",
-	"rOK4oP+wC11Iin0UCfC6Ztimt9szbdropsungslXaGxwey6oeO6zD+Gj9iSRo+KnMK6NgoRMlaep3nMy",
-	"xPwHktXt5eXg4uT6h7OSTVY9jDDVmJDkDIUDRrQbx4zwXJ27jJ09QgnCwwERDJFYIhJ8hs2UfzhTM5us",
-	"xHARTRRu8kw+tP2vbfoVI/AtnE2kSWCRVF45EzoQy6JUEe3t2en5yeD2P67Kk/LICGinx4RbZVLKyKSW",
-	"EA0mB83/x/uz92eD1+8v0A7K+ZtZcFRsUQhPJYhzhH/PsJuIr8g3ySc7JE8ALRIyE48J29rloPEpO/SC",
-	"XwkMXvwmFiZ3yhW9DWVK8I4HkMZSObqDeYxUuX8E5sy6QyK5Obv+cHad3b5wH+Se1JE1hqI9aTF4//D8",
-	"5L+5sMWlAIaKwoJFE11isBsy4w+FZUGFWzrxiepkgbA8V0ZFrRxvrND1SDKsgY9ridOpSBQuRZYPjPD6",
-	"jm9JeidE92zNDgRrfM4DKmZ9wghi61TUeVRvy7DAs/NAJ2Gs00fOARtvkLl7ooGJr0M1I21NbcyCmkW4",
-	"QI8RAOrR1rkdVrb79vL6bPD+3cmHk/OLk+8vzurUOty2cawUCgNX1qWTRN384wL2H5UBDE6CnTza2/t/",
-	"/8//K2xl+gOsw1C6io9jNMU8muWxKBQfFRMrvPE8d5Ag4SRqHuuRBBqhtZLM49EKg6CnGP6a6FRlZZWA",
-	"e9HovH6PNLGryFZduH122/qxgIqF5IHpYx7QsbS2b97f3mIpDra1F9bV34u5haF0bZKapeM4uzgfFSq5",
-	"Ue3EEE46D+IbYh91xTvqNI/gUcr2pmigbaz1QWuKaHmSVv6I62iFZ+8ub65eARuHrWkjznszPLu+fH0T",
-	"YoUL1JZ/WdhUwvPTf7y/vGX7KSj8XLCLtgs7P0ALKnYCPGNIHlNtRE+AelO+lWpVa50+TVTHBCk0BAH/",
-	"qtLC827IIDzZ15gGjPxULAzi/SOeb4Q+55Nsd4tVR8iKm8WOyBRlkqbMLe/ZZ6CT9w1wSYziC/i/nAHb",
-	"E2/192xwdIs5SO0qAl5j3FglQpmRjSiVq2/mHGTg5W2SArn6GKeoozc5liuVFN0h7At3fcMnOPDx5hgk",
-	"08aqoQfdbiAOnvcCcdjtwYYedg8zt/tHNQSeeq8MHvi++cpj2nqoRX9phf+zzTEFbQxkQJuaY0c8g27m",
-	"oNEIXLk0la+y6JkpOsXQk+ct5D3Qb3r73xYD7ewY2onLkXwcotMZHIFI7YtwADvkAqoBx/ByggehVsBp",
-	"JEsloj1oRFaxFWFXjkZAJrGdkMmFQUMwWoi3nWFSA8/t1GweY5Er0rwC4eHgA2IbKEQSWkOEi7JIWx1x",
-	"SXUW2MRb2Fzadre+yU0eR2Fj/YWKBuMW64pGEcAGXrJwZcu57qzkLA5pmq4SPCDzmh48wvKnIIOHOUqG",
-	"l9ekQxkf+3p1eX2DqzkeA7myJMxYFGF7ZBPXtomeaBOKcSwn6G2lICN6DL02Q4p8O9rbm1qX/nQERwbD",
-	"pZ0YJnbpYKZoDwHZN/yKZTSziOOQ4phFdmZkSqGd7cW8xZCuczlRLgu1ozU4uTo/otTtcawn05SGkfl9",
-	"yOpzyQPH3k6QPtqvrEkTG2eU/RZJAvjomJBractQHpLet0xTpcrB+90Dbr7S4kkc22Wb+8TxIHeib1uB",
-	"CPkN6tGDTmF3z7yZy3FAD7/6htgShfPg5rVvV3O8TMtns2IVVkgMnqlJXEFcQKdSDu1pv5UP7ZOJOhIv",
-	"ut3w2AfoeM6BSbI4lgqvyENwHp0/dqIe5tYRak3NeEsyOgNB1Ky3sUik+YQyzg78JCMAehmPJRy8nBTg",
-	"+VG2azgWHGnYYtQePAJw5itLgNGBH2SyOhI8qYzzlm3ifXM5HvtrarsNX7w+vzgjlBZyQYMA6gitATnX",
-	"HJOU0W4fov3aTeX+4YsmPmvhDQwU8W8h45YjWPgMOELrmKDhSiD2jMmBhoIJQl6QCT51Kh5jTn12mSrj",
-	"d/cJ8bhccSwPBw4pUlH5yERUIXyGdm7Qj8nM6qyYKIPBtpGgOEyHo1gV4uxbHJiFy/FbzguKUVnwO3sI",
-	"vK6JEUlBIeAs3OO8GThCFRaLNFnhndSojwX27aLcc0QgxrWC32YzUr1MSH0/bvsiCekrceK9VkFBsLFJ",
-	"ZsGn3cXTcNDtVZ1M2RmoOnGyDU6UjGff9RuJnEnKi+83QtHMPkR+gJWZUeAaECk0WD7w1EV1Nk1KDp7c",
-	"42SIwfEVmTHAwPvjpzbyuRc+tC229g4vhsxLkbFpkifIGpEHDaKcC3NPre3QkhWXhi6V7Q4nXsLnOOvc",
-	"j7WDp6lwi3tV2aVy5VAN50hdCVLovTLAM1AGdx4OQTg1ShQx3x2YCvcABxk52YYrscXcgJRb3qajyvWM",
-	"PAgb1wRDfkscy0ccoxKoDQKRptIQCFBHhDfnP7x5fxWKhGItXRbjc+TvVBTe/QbY5I5BHEDvm9l7RXBk",
-	"oMU5/BnJ2xuaqQmFR4Vql8SsqnKRbUv+OIEZ22hJKwjhqG0jFAlB9dNFOU/UvbYLJ5gnw/7AzMY2GXGw",
-	"C0iSPr6PkM9uvf/ymRMhsWGd1yXD+p7V8n6FsG4WZovl9cKsmt6Rt5GjZ5zcjc2wULgGFDqP4iV8TZEy",
-	"5hiVjEP+wRBvYx/lRAFxRBHF9N6QIXxYmK7K0HacXYp4ReAF+DGz/5cc06UXyUVF9Zf8mlevlNDf59r5",
-	"7IzjIqXzbbWUCZXVYsGwb1gRcUVTmowitHwxq5HANeaovZNUTff27cVN31xlOQhbjtemxAJUlwzctNoV",
-	"Y/spm4HU83JKw7E4ubh6B0I2HLVyegMDaxVSI7JFRA4k0WWd2eegYVQ3SHrpm2oCA6ho2hXSHo4wslRj",
-	"+Ud/ogTMS4+RTPuGwR6HmT5HgZWvThyfMKbNqTSRm6KJwkSZdAZDhkkA2w0qbM9LjY/xCHeMfBHzV7zJ",
-	"E2sLkdEwHygV6PYlEWEuJETlRq++4e3g8kCgnVOLgXi1SO7VP9/+IxCEaFNOvnBsmOx1ehm1cCJ7Vh6Q",
-	"JQevi10lGPWqFii8w0+iibodir2UbEhJWH3T7XQ7B62jwlB9ZA5lp6bKjEDfpLAXeOYvmHQ1VwGvMdOF",
-	"gxf52uQrEyPlWYktOAE5lZ3YAxpCAxIQGdNB3P4//3cg/sGRhz45ACigYEgMyoX2MP3C9wUbJ4r7BrIr",
-	"70GQMdsfLJwruCvwEUcUwYbHMaI2uI54Zzm3PpV3WP+Gwgoz0uXCOEfZxQ9qo9fg+TaZFVMJEexOyYQO",
-	"pEbrUibSDGiBBvjFACMYOiKM1Dy2q715trF7MlZJ6jorkA9ZTMdHXNyC2OYso5hTNZdJSrgP/sAi4uRY",
-	"YnFD0tupgESRFDKihYu2SptBTpxYq0S7ApmzXHy+1on4DV/1fO03wQUYeTlR8qnLaSgFgZKyn4V0ujxw",
-	"hS9GmYM12TEDmHbEb1mBsUdDSrfVGsslJYky71zFKcdfiqaP1wtLFjdtXKok1VzyRJtZwDPjxkl9CTNR",
-	"W8HMu0DK1mYuW0lFwDhsJS8ZBktwo3zZ4uIiPMuXcr5IK/FWa8XTYIcaQSPVKeai5vRbuvrwSGXElNFb",
-	"o1CbvtHt9DpdxqAE/aZx1Hje6XaeUy7rFBM6mWvDnxOV1iR1xkvY9f1ut2Bn58MsMPpVNEHszguRVi5W",
-	"j9u2HtFWlmU3BbmhwtE3+OEx29diMmxId9fqYHhPunCEIRmpSSIj5S2XiAJN0OmOde6iCTK0dyFnO9YD",
-	"y9SZ6EUTRXeUn6gqFSillJ8GL6AYO3YrM/KFQVHchX+gDf4YCHG0SBLkcDKOHXlafGEpbJ2DNCnLuqBw",
-	"jKyhwnlEiEli7BE5E8aLOCZZr851QECdK5ciRie7EQL2H6iHqVx4A1LFmeAxLamAURzDQSL3AR7Sqcyr",
-	"f7sptVD0K8hSz/yJmbhCOgjcYXEMWpBKQQ3ASlJY3o29Uv1GtjFwCOGCrPg3ZNG7URyC6zeCvEy4TNEx",
-	"wQJnuhjd8VRIUUNN0HBqAwrcMsWMljimHXICLrQYhC0K/CRLRqbJAcnPYbqLOaaBXmReyIp7xZHZhUd/",
-	"2P0G1c0NNeKl8aEC3BHr0cDAvLqMOU9e1ZF+gygGA34/7H4DivExysgyyrkyvnlEcZXThZlgETAgJ52K",
-	"pdS5Y47CG+kAECPIA2kciIXioPsSp7EWdtM69geMw6KACpYyixgs2AWwLChrfYVS+EPltUGblM3FWdPr",
-	"N6tXC9C8iAE68K4sJo1VU0SKPVKaCpoapBOkr+b+iYIrL/xlIRNpUm3UXogx5yoh04kIyXAGx5fsZh06",
-	"0J30IfVKIqW1+sgYtoWWqlfnMctsooeJYWg3WeIzpjdgMC8uJu4wUgcrYKW4su5I5GNFKwtbXrEZBqyS",
-	"cYxUnTGtLHUHpZvybEexkokjw0HfMCc+EvaumHIVD6iAfRYroVnU0xEfgaNSpjfdKsMM/DvkvQ39qasJ",
-	"T8X+31AYg3ez5PdVffjFSM77ZlP4RQH78fAFihvomLVj4SjzmpmWTUCVirFpsmOiWFvoho4Rk9qdSljo",
-	"Q0WZwhMIxlpiPAgi+RIk3bx4ldL7jmvqLkH8SkiEj8ncXgm2yLgzdK8iCtpyRW0wjyFBjyYGkRxxKKk1",
-	"Ff6OZj02qeQ3NKryfdMEmncpfdsKmLmJOzVP2zLW96WBDVW6VMr4RlzfNClkjQdIjRwzO0XbFNnuciMD",
-	"BZaCYhqj3e2kEmWCxj2MNCG/0ZLMPCTSJghILGaUmgRdkxUeBIqh8neEzwXyQo2xsOpwG5R6gsVFnOzU",
-	"el+X74PH2wJNPNswiqWSKZ3M1FJlAA2rwHYRyl71ZjLfm5mIcWxtVDKxGCvG0jEytmEnQGyBSBYJFSiF",
-	"27q4DaQHwFTT6QJGykPGHSgeDVw9slIgOD3/RrVu0MeHRgtvuo8sWYl4qRI1WcQyKR822Hq/LRxkCOte",
-	"Cmjqm0JEUyZ/kIqBetLKLvK4R9xGTE3KFnhi8SxYuM5KQU1wcl8cFNVW8oKQsbtghvCSZU3YE1BMUXRH",
-	"Y8hh93nflEO+sB6wD3Yi15s3lPkrBe9RvFoDv/UkKYBywrvlGYf3weFKMb7Nc+EQ+onBy3EWz1zONOQM",
-	"5Bi+EAkA3gk5s5SiX52zO2ZxmTgcItEhZdZHmqXWBtRztu7ZdP0B6ojLqpkAza0F7jaPF65vXhwU3VF8",
-	"CrB0hj+SL0i4ax487zGkX6uTBayi2wqdMjxgBLpD2acSBbsenJrx+L7h6FRnc205TfToDuVeyYGQmE4m",
-	"M+rG8D2sLMSF5APK+NdmQdVyGx79H7EkGkeNH1RKdxTVtUeXI2ph+90uYrKRvxchM+cYIgWf7n1i0CfC",
-	"AtkGvEU9+AL9nz/XFdTOg50W8w5oiAfd3qZ2s4HuvTeSbbkqamC7uHrbPzylFxG6oYQs1Dj66V+fgzKs",
-	"0E8/f/45aLjFbCaTVeOoceE9JqRKyUjDv0BDlhPXOPqpwRrsz9BwMYsHMcOsq1NqiXwI/MuORZjhjFHQ",
-	"96ubD6IZpuoh3Ru5+zAQ169fiYPet12OTsi4dVExQ+S8gCJHVr7+DMlMJfAsxMtDvC5G1PMIXfg3Vewc",
-	"SARiObs6YTQ9RtEDbbXSGqnSWXtcAoSxkrJRMYKMh7KjKw9mvqFzwYUfcuC7HOXSUP2CPiZd4I1kfNEN",
-	"tN/x9ZUVYOL05txiw5VyGW8LFXAhQN0qzCvwMwr8CIN8eMHZ1Ulw+uYkOL06oW/fXF28au/vv+wF37d7",
-	"3wS97sF+EPS+7XUOg5f7nW5Qfmuf3gr2u/sv2r1ee//5bffbo97hUbf7zwAed3pYioHiJtEvg8nciEkH",
-	"1za67SnpgZWYgv7B2cM4gaO+Ga4Kq0x8dgIkzQ4nmWIJHj32eUMiUQsSXRQDFbaCvsmNFhVth9EMyrtH",
-	"+m/fhG04DzjwNmdx5hH5L4DncXkFBCLIyqP7KfcNCA8ExzhXSZWQjzBmlTjkGlWCoABX0zyWI06Ry4vf",
-	"wFETTR+mr40I+UU4ECT5pUsszWyEJMuzdqkeEYv2vealgFDQxw8oKNF5m2Wnb65xNq5UPmSost2EY8F6",
-	"kDca6oQNL2gpWPUNvAMrIZpSjGySqBEVXm/DSEQ2R7g3CSSDS+CDMFQYPV10uLaVwXBqoQ8mywspIGIh",
-	"yWHeCqt99iAKAAw4G3S7XW6bGOWBeKu/53Ia6MMrsH2ytqdLWklHNRfwxqQYc1azaQSMXS9TuGbj1rGQ",
-	"YrxIkGZw9iSljDnZ1EsPqWWTUN01eGVdmnFcgp7OsI+edA3uhJKbY0hur5TwOWh4rl/uqQqSWEJJ5GpH",
-	"f9qNnq/V5SIFeavuWkdTPxN1QFZ6f6YqB48dJ8vpKisBlhnUsAGWCP64CZQwm+oGX5ua+3uScHdMwO2s",
-	"QyzZpAbcifRzlAKL0ceIT8MyRLZJXy5PHXSfb//otU2GOooUQpMf9Hb44kquYiujW2svZELo3ge9w12G",
-	"lwVCv1WRlrdwBj4HjcPuN9s/PjduMR7rEYjSN2S1/Z0iYyYQAkM3I2/bieXwmcOb3ZM38XG+ngs+zYLI",
-	"6GuastBYADuvdYLcFmOOvd+XLToFj/AmR3DT52WSRzhgcip86UaJnKuOeJelj3FQG/o6lhh5IEvxhxQN",
-	"3RE3Sol+w3utG16/Su2ceHEhdHiDRvI2A5XewsCQM2LEwlbeuL583uHBwDE+xoQW829RQTJ6WvfpFygl",
-	"h/70tJLlv28kF28GyVLjyf5JTnqy+WuHmfZIqej+Xzdp9k0zg+JD3T+T6hnssCJDjDUaJHMDH3bf2rTr",
-	"vuk/UxXNO9lAFcWQhd/DNw/+uqvq3fq+Ntc3r9UhTtndhVOmKjEyZtL8Y2j6rUolerY5WKy40AXqJryr",
-	"EmWDLLyRsnFDGTqWMmRAu0HvlldajVpmZtxjQWDsiRLDBMMAh6u+KcM+n4iwY+a/0sXrQcjY4eALZ5aT",
-	"p/omx+lid0tG9EYog2BfIztnwFWG8gp8dluqDCZJ9o3P2RCjRLppK8MmK/iXKFSH1AMM9fPwEQFZbf1c",
-	"yCSduUoIWIwHpR4QtdcaD0GWKH4DsZ1U1DdoJkBACVmIdCxjGqIK6t1QZTcMR0D0DYK3lAyX7EhmyT9S",
-	"scJAmqIXLLdyl6YENwe+DgS+Kbi5lr1caEf8xf3pzAW62sRcPMV8OWP5+84vzMtfkcRtyqdgyxn2FR9q",
-	"rV/slvYBpCYSM1QIderZhEztjKqB4vnM/G85tF7fcAYGO/6z1KwsxpYrCZK/6oFsSJlya9SSmT6XkfYQ",
-	"LfPEzixRKD3ykV3HhbMHmrfHQAFtFx3f/GPhfcQI5ChYbLCIwlhlNVjhXYhwLimEsVpriOp+4tjh5Ibc",
-	"DRvKssFwCDXmt0CXCwyuHS9i4ZZsm/crFK+qsB0cVYXjyCZbbM9kYMLoxV9fb45k8NvIULraTIJiHHQ2",
-	"Ke3EwnAaJ/aDaW5k3JIRJy574wCQAhm66VcOld/g9Gf/706IGBQ6D40OoKPBjIJ5uIxnhBCVqRUqj1n2",
-	"MFs+4K6Y8EesOPOS8Ubi8tNP0SJBYGBrMNSBevfrOMg2VhOpoq1TkHCb+QJpsfMYhlouaGX0lu/bLzVw",
-	"PGoV8O1zjtVfbpWwMvKGlXoGXIGG+hvNCpki3yS4jTKOqM/BZc9YxkP6Bs56QKQZwn81AaRj7CgKLB4H",
-	"JlgzJATrcMlB36yhGwcV6OCgDsc32AQ+Cy2uY8PCwCqYqlnQ9CZmweXk/iq7RfflX0gFa8zpqIwDpEv4",
-	"IscMmYLgMX1DtZAxUwWZX2cjFFmzBAbW4iqjZYSxWnAxgtDxWGFozWKU+bUEfOQz7C+GhSlw0pry3+SW",
-	"BBa4lHnVIhwicLNmDdvG9IRjISnsE6uLrGn6ebGqz3+fDepLJLPDXQj1vZH3UlM1w/8C1q63FHpaCnP3",
-	"F3xzalO82VqPy4PEpYhAQKKvKUYSqdncwmH0CB3sSmCJzyN8pRJFQmowz8fCexYDERAspKhAMQrpcFXC",
-	"D/QQZoV0L8o1084ask9nX3hNhoIMFCZRZa6fpVzVXb6v4L0bmvafeAdSD5t97e+sXyqMyk+FscvO/zp8",
-	"FqvrbMMJwggpYA6BkKxxYiyk55G0fiSlFuDWOn8cIzzeic/93YzgJrVzvxoM2Fhv0Q4eMWJnxJjpV7DU",
-	"Fd2Ji/iPMOGBo6EzbL+qNYnfCxBNwoP7rBBx/si7tJ85ekqOTJ26LPtJJh7Rv8ZQRUBoHfG9TafCLtL5",
-	"InViYvteOSt4wWNbyPlAxhAW6qDpKOwQDjIxmBC4zT2WYMibcTQTZDxYPMfpDBuIlo3ym9MjYQJ/PUt0",
-	"9/PvM20WXp4KPLpU2oa32u6XBcw10mOu+hTkKZIc/j/OalzmsM/p0vI3MKwclJtMyRiR8QwD3mKVSOOz",
-	"WIuL+IyiP9h+kCd8tToFJVa7vjGLOM4UnBLXYhMSk94iuaca/j5Q+xiIaSnnfZOSD/IuB5CCL3g0Waww",
-	"zdxZikLHE8+1DzJpqSM+5sU4ONPWM4JijDZBnFGwAbqo/bUTFCbnhaccxBJ3lnXRElU0KwncPhM4D/xn",
-	"Pk492sRfSBus7H//DZTvHIN1GvX3elsKpJQboKZAa6lPN3f5UWbasUZt4nXzRQ2vu/YhGdKscq2Hu20S",
-	"VL7f9gxQA7cULQq/qsS2OGaiYA5lcz9GXTOENgavohLBcI3w3FeM6ZsSN2OncWoXo2k9xdyUKOaPNxlQ",
-	"43+TvWB3SvVs5++3F+yk1oPiR+lMHg+MsPzXChntVcsE7dUW7WlmboTcAUCGidb/f2XHNczjNfTr6sV2",
-	"jIv8F8uc/91jJ1ibfFT288fwkXiJshfoMcXyGqE+2JSKrrlCknSkHnxVdDLKrnz2SJYt1jfjHN2RzdYU",
-	"iD0mqMNi2Z4CvpL09n/Y5b4B0Y08ASqiEWifsef5sbhdB9LODmDfsC/saAP6OmjFTEhpLgCBIIqh7HBP",
-	"9A1RHCGFc+Yw3VIoPx1zxpIsWN+rIQMv+2ad5KHvSoE177nzLZZB3vsGY1RrodtF86D7sgQg38oRuOmS",
-	"4zRLbyOgaJaS7pCXXiOzF0U+ZkOYW8o2zTO0CsNnI72fQBZeSNnc8JRpZKxNxIlP/vOJNarkjicOXa5c",
-	"ghPhnCIMRCUB0TOCKLfZUaZ4XiqKk4ho4kQwRMTaB4HPZjrtG6x2c+Rjen22NJaLJEhqzhOGPRgu0mIG",
-	"JGf89Q1MJcjdZ5QSmRROE77Z9ACNhHTKWM1+b0BqrpS7axXT5WPt/DBYhHYZQ+j0DXqDSDsjVESKLUcn",
-	"9JH3VGdBhuxnZ7UJ80ddYSBNzm80d77aFkK5wbdo2YnVOGXFBymzoB8VFsCDE1RGuiZJneJW5u6Xkkxz",
-	"UK8cF2hwkovJf6H4cVutZlapIhn6qqaiuSap/MWiwcHfsyobykfWnfi/XoQpFfbYULyjUyOxgNr5BJGl",
-	"KKgQx8KUWS+ilGt/NHcAs24d9c22MiCPF/nom61VPjJEwA3lasTYxjFWzjJR32yDxVMmcn++L4TK4RZW",
-	"k50jPfzlcCeb4Ze5Kf7uAFtg8Y+LiZkUlx1Cb9qLtLurc0dkZsn6WMQ/PVToVKVSx1s4zP9CTP+/Bwv/",
-	"+0KwLo0qe90Cj5LoPBRfkAWDZzYht5jVE/9cJnKmUuRVP60nJGYLkVlAN0QdIFMqVgDKATUdeqvv1XF5",
-	"aSdors2rEqFAR8zZ47PIyM5R8qUwp2ImTw4TId06oEW7F/p0P9avKFKKEgxRZemu51NQGlfRH0h1u2zS",
-	"N5VQQ5w8NXRYX1CMcZkR3pfuBA1LOpeYZgtDbRxloEhVg1ewI4nzIWx8/vxzjQK8N1cJBvuDirwpdvbS",
-	"o43GcpilKhRyCotlHHzoflaFC0Rp71hg6wSW6W2Tz8KjZmcOBPQfYI0VbfrmJ7Z4ByJEQzYIE3MMKKNS",
-	"wyYQ129vzq4CMdTSiab3a/CQgDDItxHLYSuHeHNYeB35PhxABLQArQLnh7EUDC6StQNaQKSNTFacWUpu",
-	"Ecf1BiiZzyYc+UgyThaMk3ulIiZinu5xNiIcPswMky+RyeiZypJxgb4kQqInNkbcetDbKXXVOwVg7gUk",
-	"N4a2IP93NhPkBpzzykvKHxq7RAe5z/lj7THj6n1vGBJNXHJydcOwCQmWsJbVd6IX1K5v/sI+iUpFsikV",
-	"VJVxLNQvCxmjekWDfSwZ4KpAw2vsCo/ULwuFkad8pnDB/j/2rra5bVtL/xWMZ3YiTSnHduNsKs1+cFxv",
-	"6tZvayvdvbPsmLAIWUwoUEtQcXxn7n/fwXMOQJCiXDt13KTNt4QWQRAEzvt5noYNRA0vG8ONVFYKbfYb",
-	"0Up7SNQ9Glbx4aP99rnNhnBZ1kWt3cc2IwEFt+XyaNRvxof8C4hnWx+iBpD2ek2KK5niqFDkmo8Chb5g",
-	"J/Mm/0rsjRVbYig09zm37Q5d+GvNdPLmYya8eKWfGULWp2gLoa9bcRnVCS+SeWQ3+GpXKxZZ1q1Ng3Wc",
-	"1ydVgcR0uB5HkPgIrHBfqGKRK5GqSZZyUS1eGjoQ5d+h67kpDisHw5lp9HVe/PpGLAB0E/ZFTxWpUohu",
-	"lRtFwSQkZzCRKNamugW0vlKVVQe6Al/OHDMD+QP71W/Pj/ouUMvINUZ+UGkU6zmVO8HmcU6RJHIMa0oB",
-	"28DXa3FnjHBhLTMrbsyQwZrKwpgBYLCoo2+yLD+ohl72u2Ji1Z0W/qvEmjrM57J8b91uXyrtNlZj8LoN",
-	"0v6rHp+hGe0DtofbMGqd6WiydClz4y1Jq8ztHD8AF7E5iIdRr8m9iQLcj8583SlTiFMm1s57vBNrN+X/",
-	"cjGHmizOWTNunB92xb8Rqoupo4PFssozVRqCks1dFMKhZQfg3zWrNbNWI4QbM08fcsIBKVqIEwfaBKJG",
-	"TmRZZVM5qTbnKRuymMaCCOM0tetcLbO8CiHYVslmwX7hcxIwTcgK5ycz/uXKNqGIKlEG4qHYVC7s2/pS",
-	"DA3MJN1uLbz7gnitR3XNjLXzCGnuDkPhnE76/fpFZ9U8/4R2Ufti33zxb754oEMdJmKpPmTqBjsk4rrs",
-	"fDqwi0ey9qfx8ZHveb6XL/5nKEv4MejResq5RGtawuq+cwcRAvRuB4ofcv5S2stx+Xt6Ai+0EQkWPbJZ",
-	"rJKOAkA3it8GyOVW03JyNMzPjUTyPtMpYfp6qmlrChhfmvyuWLHbYu3rANE472/1JWf4fW3RB6Z7l8Q7",
-	"p9tdfPLr9Yl2Hk2+BOwUe9xitU7KMHM2pQa+jOYf7+cgeiL1teoHpTq1vPvr1tms0oE3yL69wgMRCh15",
-	"Xzi4yus96iIrZ60CECtr+A7D3FIHW3lmhMzz4sZtkp2nXI9O2uJe3cXzaG7gxYR6ze/IqZDjWTOpS8Jt",
-	"AyHpdYlm+HfF1fqynJDGKnDEVqy404XSe2eHP1+cnvzRrAuLnuLqnZqs7QNEwE1OqnCj3UgjyEi2Bvef",
-	"XZIaoKREjioxNB1UJVtrfCvJrv2dNf7H3vHRw9bYDfzoazwUcpE15o+qDoqK2n+ReqXnuooWhlvyBBM9",
-	"KewriblcLDJ93XdECdZ1gA9h/zpIFbOlOnxYq33ZhSnAO6VGhGngOb+kiTXwc6qCeGCykOryj3Qnfp4d",
-	"wh+2Y4eEiENrcwEBYLLDMvVEnCNiWVxUQ+EhKDmJ46NBZXFjYi0NoCq5fZUxKREi6TnfGdFglJqpj+Rq",
-	"9h3M3zTLK8bbJoINmY/EaqpAXFnJY9ohMrSErwF/OGuALt3DbHJgjw1bZy4/Hil9Xc02hts7r6KNeab9",
-	"/+9tQn0RBlnU/v5n8Nuzf6qIaXS3tra2Ri6jQJkEe23TZbNa80AMpL1Y2Xw597h280zz/6PV0oSoq/wp",
-	"0epjdTlZlqYoExeL8bXziDT07E6l6mb+e/I/gxP1sRrs8228B3v7F7/2102eHrHuU+/svnzaKH+9WY+K",
-	"6zOUUTwEBrB1sDXFLtz6IJDcqFJpLFh3IRrq3ewoz4ygxfLJJo4IgyeBPgmwj9kmc6DIt/3O2pR62l+c",
-	"LY4N3W+A7+2/Pb84PU/+XNPgAEKzIz2w3gpzfuxa4f9zcUWllEhLUuWkWV4h8saCtQmjJHqAUbq6JZcq",
-	"7TMiKOKVmWau5GLq0cETLGey2TrT1jAHiQH77H4XjQJOnIU0rsAycTdWBRg+qnBvRkwrWjfcOR4e0itg",
-	"XML9gKpbyP9bqiEKn7na1sHkRbE2BbGMYRUq1BpMKw4q0wpgr6cFcRHMsmnF5Cx49QDkFSitDOwRQrsC",
-	"spzQvZkFqiKETPCXxBq1xJx2touMoLR9Bb7fXsuVtDq4WFY1EzgZOLFGgJ7Uc/ZPe/pDHiuK0hLYgpiq",
-	"G3H82n2qYawTaztscoj8EkjBWQquWvyBYAEuoSFVfVkXlf0f6POBOunC4Fwhwlc50ps8MyJxUfjgGbFO",
-	"WuMzSzdGR/VgY/BLoKsnXKTXfMamtUkurdeXMP4tFabcmP5IrKn6i7W3a+Zg4lzm+TqjIog8dFgVd+vX",
-	"nRXtuvspunXnc2nWT1OVu9s797CK2goqv6XDBp0BMGFZrZ0AnemN6OHRId/o9Tl1d/C8dUhgoUa27/2F",
-	"BKL89oU8KaZhNOrRNOCnlp9uP2E6wkV9HaSuw97w+9N6sKnoJSen48vD47Ojg+ODk7GHWHw0sLUG32VT",
-	"/wa63iv3pq4nSu/1kGtWClhPLTPOo6bWFzRulErO7XHkZKu8cXxfvkVppnIie5qreVHeujYnqxitEVUW",
-	"N6JU79SE+YH4driFjfq7/YtfrcynWrHVMm0PmkyI/YwZJMuKLBWQIJWKuHFibZQmenWrjxKeTq6qJrUu",
-	"poVZzh0kZd3tEmtelFLJFFBw43r6UKRE4ZEZaly/ZuQuJm2iHw7QmxKSeexu74jj7HV/xHQhdplbjVTb",
-	"34vkbO8fqPken55eHu2dvzkgFikrMPxmaEKgjTz0OSQoCskzDWTopU5V6uicesnAjTDApYBO6kUfiV9+",
-	"yYqR97gTxqdTKIuyhumNcRW4XwvF9fYCF+hjalDQ9V4wLf6Wa6q4mBV5WhuN7TmL78R2rKmRmoiHCVcW",
-	"+JU03daq7vwgOgOqsfa0SnXLV0BGRM1LaHPFnnK2ZUfzgmy0L3iHE1bLviebGRIbTTKiRXCLRwBNvNWO",
-	"cZaGxHXlvjcdMHG1TK3By/vMrwv9NdxqEoxqEOOk1meFqZ4ZsZjdmmwicx6wLxhvgixM/vjcO8ESwSXn",
-	"cUaMqmqQ5NUevXfFFepiiE+YXlIv56rMJmIuqzL7SFw0eHm0brHjeJOV1mcUOzg1AgweyXaUxJp24iv6",
-	"eT8CO09zbSbF4pbILYZAPncIe27CiCRNZrIELQZgs77/981d8QvxEFgpVUzFztaLV0GliBG97ZebL8Qv",
-	"r2NNmOyR2Nm297iev5UCiGlWMaopPQyxSvle6VjTem3vvILdGYWNdfxlMwMGEyciIQnrF+AmfvtEWjva",
-	"ByGzfEVWPVr8Vrcz1oC2c2MvCxnKW5cIoeGHVhwByK0tj5rtO8Se1/dQraCv5SUAUsrq/InCgR5TeyRg",
-	"6KqI3ZQgKlU66iKy+r3uoXoy3Bk6zapYgzkN8sUJH7u1OzexIRHEUClzVz1rvS1yDMD4zmdSTt77xynr",
-	"rvVS9EgyAFVRxpryyzn71LNllRY3mouLg8c6vnx8mSl43aw9lufUb1yZmsmWdwA3AmO286JUDk8PBUX2",
-	"vCv5nsqmsAl4yuTz1dChPBiOlhTT7KOd9gdVzrgf027c4+x1rHtMnW1VLfjjIwc+QVUMfRrDu6HdbOgh",
-	"+ZYVs5h9z8n77R+gJVeoks3I486ZzXnqiah32w8NWRXdM5uE7v6hmW4xfJlhHbAOyb5i3cH2FbE0sTP+",
-	"hVlNAsI28HA5eyrWsizt1sF2f7mFV6zbhz2lo/hOvHzBdHlU11UjJjfIUoyzaN4UwhTTym1HskwqPlJm",
-	"ORdLnYPhPHlzenxwfHR4fDhOHJQFGRZ+S4rexeGb8cH5cX9la2amhrxJaGsnTh0enowPHJrEqKnvueib",
-	"ifIjprFxko2p01HD2FHuY4d4Tq0d74qryyxltlJ7u1FV0nfKibZ0rBN6NueOg/5cXGd/nmIozqpzpZBU",
-	"3Kas02FaDWTG4wD7uwKeVaKlNYLZl3sN0t++E/XE+ExGVG1Gk9UkaYwQWxvEznW1n6MOBSXvGkJeT3C3",
-	"Fww3zfI8ZBx19TGxtp/Q1A30DYyqSZGqla1RayfSI9jP7CFNrAFGz6ehWGj/9HY8tjbXj6f/fUKLdy4r",
-	"NQzGcuR1XpuTAeeODRuYwdkJLCcwQCIpt1yAlh0BECE/KJAxl7KCSc7m+DzTA3vJehqeamp39/uXZFo8",
-	"NyOxJYjHNbNGzrRP7yPFdWmntFBlVqRiJo01jdBDUg9uBx7gd4FJDfK+IUQ+NuF3PNJ3lNfEgVLItD/H",
-	"ZCMC0qK/4eWIOxAvn9oP65le7PezX/ZKzTLGkDdVsagRCYi7tEE02OQYrBfhe+IYBGEaM1K/2HolEg4L",
-	"XI4Pjw9O345BPh84aIRCy2cFs3edluwykFfGeATWBneWhq/sjDV9fqgK2PMdLkQgTqIut6ETsMiut3Ph",
-	"7wQtmi/zKrO+5PNpUc4HVrLYy0pTphi/pmwL3zSmSJbLw0QiDEIUk0pVA3KdQeukaLjmvSthC7j9Dwos",
-	"vcU63A8q6W9dZIXQQh1pOD4Y7/24N94Lr3nP8PRsfHh6cgEspcOLC3vpbO983M299LSlWK+ethAXcsYK",
-	"lAWY6FjQr8oWCJ6pgpOcA3hVoSWvSw63xcmapvxY29+zI9XSCl6kxCHL1BPtqFU3KBKrbtCwLh1RH60D",
-	"Yw2vrqiQM/2cVw1PSbQcpaD6tBEB8AvwByCfnrSerfExKYjkqMt7naGZ/iPiqH5GQISvKCLNINNPhZsW",
-	"+OvD5k73Lnmzq4Y2uHXTKSrwSe56rOGvA8dKpWh7HXWwPXDooxEzcOS5m6JltzYKUZ1QrE1qnHVgCjlB",
-	"2fHExwYFCZe3/xWABJO9Etr5+xe/unr7khgLza2ezMpCF0vTyHrcI83Bedu7Shtq6HBHmurT8XYWhB7r",
-	"oGONi/bAicLHTXi/JXUMprUlrDNnmr4xt1Vaf6rlJrcfIJzrSlH9Sa5k4HshYFO7t0Q5jRSAr0fwoLcZ",
-	"0fyST+0PXdBDRUCODv3LPvs9KNr6kUjl3Pq5XFntsNIQeWJg4UAJRfaYNV/6eeMd2xFGI28RWEZpZgNK",
-	"lz3ttvNLn+yZYV76nn3YoND5bRRrqzuAypcZoXSKuCd7ptTy6Z1b9ObInBLKIYw8gqKOeqtwoMrkPCPq",
-	"jMc6BFYUX2fKcebvCrOOwy4wkzfu09SDzXtnG83DSg6fKLN9h+n/lfScvdXvtT1eVL4kesnPp68fqbvs",
-	"b5esPivyPJTvDxLcDKB1FzN+HQagwBlRzvmuWPx5JGQ7ZumdmCrWVoxxTFAtRI/IyDmGK5lGpb8pDqgj",
-	"/0be+vBYFiIGrpPwItnfO9k/ODqyoi/I8PhEJHLTEJs+eeBNGvZwrHKCiyN6jVd5ZkhAAYzcr/FM+heM",
-	"Vp/IiCgNfm4r3QGr5jB3lKhzE35cstAQfFqURbqcKEQr08xMpF0CjkTXGVa3TrIOEjcUnKPrUMhGXyv7",
-	"FoDztAfuPw9PDi9+QujYga83PyOFnYK3TmPtRmSet5SpoxGf8iRYBNnJnS29emViHcJ3yopZvEZ1iJS0",
-	"WlpoRa6a/+YZx3DpIQ3Qd3pOp1LYxxp/0wuRNchbByg4NX9ZrMh7KZonbbhzMbrmyew1D+TfRgH+2e7R",
-	"Pvcfd7i3n6hQfwf2ZOxSPShBtO5HAHrWBk9JfOQPmqiusNXqxvMSNuQ9fwYSoA4xAoMPA8Fvv8WPpycH",
-	"/t62/HZgy2iWwZ0vOnpi7zbCPSrElyhvHwmK4mu3s300lCydNRvgy4DTDZIbwRbvNTf0N8/hgSAaAXiG",
-	"q1jjzLewC1wXx6h0jRC0Q6rJssyqW5zvKyVLVe4t7dn839/sWaRwTVdZPk8urByRaVoqYzaijWWZbww3",
-	"ZlW1GD5/nhcTmc8KUw13d3dfbnTX1RvHsi0GVW4GE4UAV0r/e69uG4OajlF/86/YSXTexLZ1XHu1HGNE",
-	"kdXJ7a0LsZn6Zr+mq7cfZR+UVoYCsdZsyDQtEd9KhSprFsU3AhNoUTBbVcmOe44LnVWOTYx/6oW8WfOQ",
-	"Zi9U1KIl43lPCj3J8oyK9nzhQy6vNsWeddE4qIeCFYc0Ug88yIvr/6BcD+PwI1B2PYQKjXXYZ5tEghGj",
-	"c3k1YGxNbmWhH98B2Jk4/2p3a1usHD/y7TB6xzAOX0RA165iK4Aai9eGQmZLbaJY+9rGmoWomHYRJJLS",
-	"5c/iG83+9du//j8AAP//",
+	"7L17chtHly+4lQz0nRBgF0CAImWLDP9Bi5TFNkXy40O63YYblUAlgBQLmXBlgST8SRGzmlnALGGWMiuZ",
+	"OI+sFwoEKD++vjH33ujPVKEqnydPnufv/LMxsrO5NcqkrnHwz0ai3Nwap/Afx2osF3F6kiQ2gX+PrEmV",
+	"SeFPOZ/HeiRTbc3OJ2cNPHOjqZpJ+Ot/JGrcOGj8207e+A796nawtSvupvHly5egESk3SvQcGmscNI7M",
+	"Uth0qhIxljpeJEo0xzYR6lHO5rESe909EZ5f3AzeXtyeH4eB2Ovui/D9yc27i+MBPD86O7v4eAK/7Hdf",
+	"ivD65OrDydXgx9vr/whbncaXoPHWJkMdRcr8fXMK315c/Xh6fHxyHh6IdKpEau+UEdqJO2MfTCCGi1To",
+	"1InExko0w0TJKGyJyConjE37RsaxfRDpVDth5yrBQR5iSzPlnJwoYeRMOXyCbRilIhX1TTOk91XY6vQN",
+	"TP/UuMV4rEdamfQ6tYmcqL9vIW5gfGqiXZosXzgRaXcnRtIYm4pU3ikhxUOiU1iC0/Pr27dvT9+cnpzf",
+	"DK5vLq6OfjoJWwd9M17EcSBghdrWxEthE2HvVSJ+W9hUdsS5TafaTMSDdGI0lWaiokMRJipNlnIYqwOR",
+	"JgsV9o01IyXcXI4UbMM4USqCBQoaUyUjleABuIKv2kfjVCH9l6dyrUbWRE6kVjxInYqhGtsEZpcmS20m",
+	"h+Jlt9MICguXLueqcdDQJlUTlcDq4G6kKjEy/psP2a1xczXSY60i4VRyj6dtEae48DcnV+dHZ4OTq6uL",
+	"Kz4zl3IZWxndWHsmk7+bYIY2Wgr1OFIqIgofWTPWk0WiIhHrmYZRXx79x9nF0fHg5uJicHZ0BbSCA781",
+	"cpFObaJ/V9HfeN5vz49ub95dXJ3+58lxeCBgDMqk3BsQnDVCmojOq/ptoVwqRjJJNB74vkH+ECBtG4Vv",
+	"8S55loCMY4VgP3782D7K+1KrVBv+qGSiEjg/8eyHfiORM2mw7X4jDMSDTqciVDC/H/oNbe5lrKMBjqbf",
+	"CMXDVBkhmXvBCXPKpMS88lGZWrJ3aaLNhKn+1sh7qWM4kH/jply/u725OT3/aXB88dEzYl5Wl9r5XEXi",
+	"YapjWm8kOpgi7Mo9Hmib9E3pPjkQxgI7W8QyAaI0aoT7O7KLOBJDRWxFwPVFrNuovmkqOZqKKbScbb02",
+	"Yp7YSaKcgz2HHz8tHPAUZYDhGxW1AiCYvsGG8r4CMU7sDEc8VTJOpyJROKdAzORSIIeU7q5vwp9ObsQO",
+	"vRN2xI82nQqZqFXWyNfErXGL+dwmqYreq0jLG9zGv/vYv8C5QocC6MiTmRyN1DxVkWiGt+fXt5eXF1c3",
+	"J8eD9yfHp0eDm/+4pNP/xZMhno2j2P0onYq1UdepmuMEokhDhzK+TOCaTDUIPmMZO7UilbjlbKbSRI9E",
+	"rKRLhfttIRPlxJDbFM0THavEif6i2919JX60KlbGBWK3291vBX3jFsM0kaNURQci1Clf4i4UiV3APWLH",
+	"wtkYKE2EzY/iWxHLmTh+cdwSv4sfxEfxGPYNHs9jJly4ftqRHo9VouAym8k00Y/IVh6UnkxTJ8I5ntlE",
+	"iUcc10slficyCnuiLeahULFT9EZTxnH2YQ9IEroZ68SlNMQWsZt5Yan+2cgnssprjobIHmZKGid6eBvO",
+	"5KOeLWaNg/1u0JhpQ//oBSuXY9CI5WxTk2of2hzbZCbTxkEjsgtgKIVeet3C/6vt0CxmQ+pvvqG3bqfb",
+	"g+7U4yheOH2v3vte4NgUn/te6PkTw+t29guD6tYMyjGlKgNv/NKQsRt4imv8Gqww16ABLEUncNn9Ql/n",
+	"b9nhJzVKodkjI+Nlqt7Y2Vwmmo9ueWMj7eQkUWrgpjKpuUiu4TEQLVCJESBOpIlkavvspjKyD6It5CjV",
+	"9+pz6fqW1PsLkJ1ilUgzUodC0lrjDYM3ZHfT3m5YOti1QX48VmfwXkmDp47GOtNm4Xi8gZjsnG0/ppW+",
+	"cT2z97RJX+01aodboPdk5qLVQV5Zm7ZhKm1iOH/RgLONWB3BDaor/LNYOBVhZ1s1XKFH8xQxXqoE2+NB",
+	"lKlxqGUNg4F1ac4TFWlgq6ItYjlsbT+6AJc/gatktW0JKx3LofhBSPGtGIpvRNbTc7pAUti486qG+7jf",
+	"krSJU1yZ43/ttp41Txfbec3WDp+Yo2jaJNJGJsvyhdf6Kzfere788bujTdJEDQF9CRrHl1/54cnXffhl",
+	"/Qw/yHihauj3wihBKybmKvF8ETdWLEwM0qBLZQoarDT+Z9L6baTiXBngXYMTTyygs3JR8zpuQSy8cFu8",
+	"ebLlm3VL86NMR9Mf+VhXDjv8NNBRjfYQZJxgi+3hZf8SNFCKGTi0IEUDmZZHLVPVTvWsMPC8u/LxrRFU",
+	"KpSejb2mU2iNJ1B3HN58uLSaJOvyepRNdE9LTcnu6H7T8rxHOfbHRMm7yD4Yz4K+6kM3ssnau/U+J2qU",
+	"b6/eX5+8+SB2hIuasRyqeEtuwt0M3JrryaXSRDKJBCqu0FOIH4SkXy9ihfYidyDkKLHOibGNI/hfUOis",
+	"UQPfwAAbCFGGDsf6UUXhYa5gvfkAypWOFjJ2onl9MrgTdkwtOD2ZyTAQN4nURpvJe5XKF06E2SIOYBRh",
+	"C3XB/AOWxRNpIjvTv6MgHZKY/VwWWyCSbDuZHGqJbSqNUbnZqUpxkSqKne8vjk/O0Lp6dnF0fHLcCBqn",
+	"5x+Ozk6PB9eXJ29urm7fN4KG/3NwcXszuHg7uDo6/+mkETSKKtqHk6vr04tzfPrz+cXHc1TXGkHj/dHZ",
+	"24ur96jFXV8f4Yf8V27UgU5y/RtHUTRW1UjEIAeigbSWmWS6b+HXobWxkqZmgSOUP7m54sdPLPCVmsfL",
+	"GrEOHgtl7hXczMKSssVsHE0I9PmhCKHlkM27OnWCDmOnb47QQK4iEc61mYSBCPn7UACR4RUx0GZsQ7wX",
+	"jHtQiYrIxJNOZdo3bH544USC40EVuxnObam5Af4ID/Im+RnotSGfGadSOjegtwNlCzWbp0sxk/ND4V+C",
+	"z7Tyo2HzRDYQ8TC1TmWa/sKgOUmg+USmbFaB+26oRKRgQ9hmG2lY3Jk2MiVynsk5LArSMJH4k4YI2KOg",
+	"UZ3eWjYI752asfUfwoKte/nSmkn2XnFB135AL9E3X7JrfHkuZ0BhSGhfgoY16mLcOPjlaY6d9/4l2PBm",
+	"udsNF0F5BTa9XljlL78Wzwbuet3pIHL4I+djA1Xke73FHGmYQYM+XrN+GlY6e5NGunGx6f0/vMuFvrfe",
+	"5+1eX1kF2kD/4rWKyQ65SWpZvbRHcNaNiCVa97K34ZST/Pq0oDO6Hzg1mdW3/w6dZUok9sEJYHtCOqcn",
+	"RkUitWTXQgmguXJf562GrUyfhksbCcaJFD5Qkff26BRtxIka2SQCxfBhqkdT1JIFX+shGo34IqVHjaAx",
+	"ssap0QJ09wbrobGS9yqqvcNwtKvT/NnbX1CqaaOxnl2D6reFjP1kcRlwTDAT7KdtjWrbRXmhd+sWeiYf",
+	"B5v2MpbJBF0YsHciTTToj3KcqoSGJ+cuH4ieza1Trc1bPNNmQILfRlrCfvlmUyK2DzCaNx8Efr65p1z8",
+	"lXG8xYFbEYR/rdqLWdQtqHVCprQYRPc4ZNbhYQSLeI1wi+Ir3X90O/r5HmySNvumCQyx0KSI1Fgb5YSS",
+	"o2kL/Uss5iJllNvrm7xBx1Kpp2MvwYIYVBReG8iyKvI06kKPtaT9pBC78Aa/Qek5HYZs02qFL//+lpp3",
+	"zn3QPokmNdaxmZM7so+n00QpXCtJf7dTIP2UXm7991e731gz1pEyo7VGicviegRCG/FLNxC9Xw+FU1m4",
+	"gevMIuHY3fV9RxzFD3LpYLGAYR72jSysKUl1o6xn7/EfKnxpkaoIxL1YjVNhF2kgHLKtvpnJOXqxhopk",
+	"yToHxNoF3tpQvHbht27h5A+2UL9RSaJiPFSn0RrOkInvoQZFFWiXZG46XmQHLrmYayRoMZaJUMYuJlO4",
+	"L0BRFhrvhZVr6Fi5ub77GvfZlZrZe+XEyLqZHrUTuRTYlDsQRiaJfRBz6zQeO3oON1tPpLZvwgcdpdPw",
+	"256YW21S1xEfPZ8n51Ru43ciGmjxg3gc/FN/2/si2uJxoIO+UfgUfmuLmYq0NM2olfnfR4tUjMQPIoQD",
+	"7aY2jkLxKN4fHYsd0e28+m5vv2+a8M8f/Mef1efWgbfDURDF7228avyFXBhTIKQT2vTNx6lO5Z1KvIfw",
+	"nVzCr2+mamZnKk064tSkKo474kwOO+J66dKO6H33WjR3u73vW+L73fb3e4d9Q1E/0oB0YuNFCjt5rymy",
+	"4FH0Orv7L1/29vLNh6FrJ7qtAFUt7YA0VDRRpBYKWB12Do7EDCaRTqUR6YMe0W2jBv/U7d6XXOYJ4HyP",
+	"ZRxnLWEzn6iZkWivbecTbAsJBjpFHbY4HpkKnW1LLF1a7uQT3vB9o30/vsMfhBbfCiYU8a3oiZm8U0wv",
+	"Qn/b63Q+CUmUFaAOKkcgwy1pMR0IdZNpKtCPi1YrePwg7xXfEfJROzFU6YNSBmiK7DaPNB86eG4kjZhY",
+	"RaEdOMNPHYHWKVJhxkKKKzmTRgzxawpOcmKSyGgh43iJfA9+E+NYmjtHK2HnDv30yB1lbI0SU/ug7lXS",
+	"N1M9wYOgEwHSrYzbqW0bq50S6JQ99JP2sgcdGJABpUv7BhcoY72ptR0h53pHJqkey1EKPH6i731YGcgh",
+	"LlVzMVzifzt9k8tedgzrKuEiz9YdzQoYQQCfpCxc1DHxqpszIkZTKwtnp3SNKLhIvbpYdzh5QV44T3i4",
+	"3kxlhVObyf7k/H21haN5g38ZqbPGx8w75ObQjwRJwqWiyvREUzLvFMA7pyDXASnYRKQPVkQqVaPUJmKu",
+	"H1XsWpXR73bEz0rNUVtRcSyGKmYFiZgvXA1AeC+cwH4xHoX7tUa4JRyTVI9yLy9wYPjCiV7Xv/qgIxVw",
+	"A98Ll8okxeg4DOwbZsQMwhPx+FYpIqD36mkP6ba+7RO4AX+00fK5ER4Fg1WQhwDZsYDDtvTGNrTd8MCL",
+	"bXbrhpLbPVadHDzCJ+0m2VRA4c0FAvaNPPVpWXz4Engz2IavilbhL0Fjcz84O+ohdVu9fKNnyqVyNm9k",
+	"Yk9+8GmUdcd+o3PiMrGpHdn4g0oc7GiVYO69RIPTWllPHH9A2xKsjGNlTzl0aa3lvOIOkaOpNqoNwpUc",
+	"xsA0I0UCNUYD4zPm0amdkxShnYjsaDFjd97XG7YjiuPO6P55hu66RXgbK5VuPF/llZmAYogX44Bil+oi",
+	"hshAPJKsM6AMMFUySYdK4k1l4wivZxAsYIW0EyG0HB76CKOnFX1qvk4jjCNgg3RDNodLESIHQ89d2AoE",
+	"TAOuMRC1oR+dqtlWBK9HMqf0hkwSuVxZ8mxYQd0y1e3AOwzku05luqjxoJIGO7jno3Dwz4ZZxBxuSVFJ",
+	"KxQTKRBEVDRIlHS14VyXpNyRYAmrky4cuhZC/214iJfSdDGTJqd1apD1bEP0UlrB1Su+tFbeMB9b6KPO",
+	"U5PZW+Esx3aymVX4t8/shFaSbbDIQYrrtrIEFQO08B8J/uhQ9AqntUB682U6tWZ92zd5NKp2GAafKgM3",
+	"8U8WhZRkYZwwVlxiOyBaaifGWsWRAGnIkSzLzXs95CcL36V6hqZKbAJjRgsJFeHE9jq7rzrfs4lnZTdo",
+	"UOsH/t5GIBr6njN36U9WDBc6joQ2JDnBr80wUvcqDtmGEtuRjOm1Vi2TcxmFZ6anu0ZOrbVXxWIOEy5y",
+	"mWfJFdhh3Zk7nRibqMjLFuVV4B9R0s128lCERschycgOFME8PGPNicy7O5PDK+WQcT9LkLkwSry7PHsj",
+	"Evy6I040ptOEoKIMnPqN/IN5YEJIojqtAYYZw11EUT9wntmA+Qzj1lfaW77OxvLUV8VQkpl8PFNmAkJ4",
+	"b/d7/DD7dw0VxXLIwRv8fZ3Ze/jCCR3500avH4q5dSnoEzoVciK18SonKVJKJrHGEHzcHhIlnzOychxL",
+	"eVgfvdZPL6F3IkrkgzkUM1iL3ANilEzgxovtZAJKW87aeDa4dijqayPCdiyHbWyi/aBNZB/Cskr0VBCN",
+	"J7z6VSzSJa8jqhmLGaoOJrfr85x8OByFhj+m5SCSbaItK2e+vNUFqvn1qWPpLhbpyM5qhEBe6TrH5sgm",
+	"kcu2Ao6aSy0eO6YR9D0JbUbxIlJRZ3PYqBopfU+dbXqT7B7rh0VCV1hajpDyPFJibmQBavrx20QYm7YO",
+	"2QhRpmzgKiDNbJ7DwhRWbCvB6tZ/kTPJzTIWL1SQ7U9hTYqDqN11KyP0hRac1s8QfueyTve/4uF5kcou",
+	"kpEikWqsYxWKpoqdEnvdrgh9vM3VyT9uT65vMJ3vyBsAoXmhTIRMx4iw88kOYz0M0W8UsDnKLWexRrtS",
+	"ovomUc7G90B4GJCxMJGiZCN/BvECe+EEph6C4mtt6vqmGbbxSRtG2IaHYSBYw2Bbc5beF+rZ3CbpToju",
+	"VpW0DvsGUzsftJ/W5dHNu1LaZkccGWHntK7C6UiNZNI3IVn6YKJkq+x8ctaEBftU1VyHBgd0zjjRdEr1",
+	"TejuYiUT06ZhdWZRyDkNBQa81339qo6F4d5sSBEAoXiiolA0ySIItEoRnCi5hbxMIXs4ZNo3E2UwPTMS",
+	"o1jj0b9Tas7GOpDt/FK0Onnz88TOLDQq+4aekf8pEKFMRlOg8lAkqo1qAPYujfC/sF+rKfvGi2zoXVSP",
+	"2qEVh5kt5eCSOCRwFfe6r/smpFiw65ujm9vrwfvT6/dHN2/ehQEzj3I6KsZjYAuH5NEZLZJEmTReeieb",
+	"HwJsmE/qQWlXkbjfCvxZoE1jMTencPgRxJUQSCNEEUsY9ZCRoVAG/hfGE/VNyP1RiF++PmiMLvg3aVUb",
+	"QcOvGvow43qLZEEyfopnrTVM8PN1bCcXAityHl0/ZNWc2lS4BzlfFdJkPLGJTqezWlULVnmA4vLMbb5C",
+	"aE+KqsBKg/NE3Wu7cOv1BV4HTwF8p+CJeZDzdW4sA7zpQboaLaF6m5cHWTOkyrTrFx6kolzfe2aUMmuH",
+	"Wzp0RzZezMxAm0g9bv2JGQFl57lXzwqIzp2xz/4UyYH6ZZrZYrikwT9JNzZJ1xGUV+3r5HDMQ8rULp8N",
+	"wykyxEnI+h9xlA66FoGYvJRZq3f+NkhUtGBpaYsJJjZW25sdruDtJwXjI3a66Anl2GpMEg2zMWcy87YJ",
+	"PrvPnBDK8k+oF2Sp8EJVMTxvW72gcmzL+8wDqFIOL/QK/dcd4fd0FdV5z2+N/m2hCpqbv7aat7enxwKU",
+	"CgFTQJKZzZShmwgDrPrm9uZt+3v27dEyYBY63CKgXO3uvxLfDJepct8cijATLbwVAD1/mAiaOBQEpOGB",
+	"zBZxqtvwpchfESNpxFw6h/bOvmGpgjQHjc4ckagxRnfh3b0SSL0i4uzuv9qoY1YjnLaOoDkUshJOsz5X",
+	"xc50mpKS8987agYl/2OVSh3Xr0QmbWTyjBHjRRzXXMdRtEl1zxrzYYWiYNnbXut++uJHaaZWH6f9gt9B",
+	"KY0l3tI+ktAPLdIJehyXtdyTgjoHz0lcibVR7M3YGI96xu+iEwTodOMFWIhsw9fpXpkndqSc45DgNSuB",
+	"0fEjPVeBwIR3sqCQTzAzVBSEGPwoc8DahGWZsU1EIh8ETNk4DeTQEW9tgscfRVtyOs71HLN7qVs7MRpO",
+	"tkvV3PmcbCdnGIM229oPcVmcK4bv1FjZYW9rDf83Ze0qobgFUhqMj/EsTxtFNlojCjKA47/1cD9mnV3h",
+	"mOpHC2s2WCQ1J/IS1GHm7CD7qQcxlxMViHAHh7lDyiSfKNInd6jBsN4KPZW7+69q4ozVo7h+d9QGlu9v",
+	"ksLpGU3V6E6hNZXWAsTOGgF3TGRAmkp26JmmsBG3mFEgc/3w9O9qgDfOV+Qd5xb2jeeO3U2wG6hY15OK",
+	"j3dFvcSaLESSqNwroLUT4ejqZ2Xo+W/IYrWFEvOUFJqT+QBv6xraomAHuPNyM2W27+oRnrnNjshCR3ie",
+	"Vjs6sw8YPByJxRx6K5zAIqm9cGjuCMRo1u6VTtg2Yrl8PKXXd3HA+T+eNKXl0hgTT2nnSvSYnZ2cw/+6",
+	"7oI9xWyMzb7Mp2+6CujL5dn1bvv89PLo7DqsC+SfqkQd4g9sYBCZmejy7PpKISgLWgzQaeJ/Yi7dJE6C",
+	"7Jn4SFD6qoWZKXDGKdAMuHjhrrg8u64441Y6uOZQ6uuRjFWy0nrtoJy8n9h4MNZxqpLAmfvqZ3/WpZ3s",
+	"/pkx82+KWQwqEle7ZdGyI47yfIwyN3EdH8b/lw7o/fWJaFJof6s8Nork3zTAv4W/beZh5xkbmf9vblZl",
+	"MEV2UtqxJ/nWhiivFY85fSWsEW4xAsHssJQxyR4BzprUTjiFevV2+WA5N92YmZdHmP36J8aYbXcAy9Fm",
+	"K6fvfBHHhQXaymf+twesreSM/neOXVtJ5vuqqMRiGMRWS54bYrZcdBzclsv+dyz42rU8y5XWFV2er3hv",
+	"EBih0pbYWUccMXstiiAZ+h+6SQiz0yYvXCknK0CHyic7zILkvfKBhk77kAVjk5fEh1yLN9cfDnNFM+sr",
+	"9HfUAAYWEspIZOepivoGHSs5JmHmGZzVBXBjQk9ui673jNKZrSgMlRS2QkMhZk4s5mTPL4gs+SYUcBWB",
+	"R6/RXY2cZW5Ngi5E3ZXj+0RppWBxMd9c9Y1Xy7OIpswnGrah5zY25sgHVVJ9+6aC+PggnbDjcUcQ5BYl",
+	"jiLWot/qddFXCCsWwf0/knDY6+ZYWUP+JPsixCwuWZokvEdu+rBvmgQO6H/f+ecnOzyNvoQtTNDvCPqZ",
+	"VOd/MkF/CSmRlBxyM2EXqWiGvolBYh8cvOGgH/vgBgunoiwQCr6gDJq+KfiL0QGCDlCKbnczGcesFoPQ",
+	"wF0Hnvz7RkfoYFx600iufaP9BFT/QMTacQ4CQuyink+rvX0IYumkrLE41DgmYd8zQRBPf90ef7LDdY4k",
+	"Y1mrX/nFE049zftfS/yDvKCi6VQ8bkdqFMtErYm7y/asDpLsoWj94RPEXuVaCkCDB9MxbKxrbY4JIYf7",
+	"AL1sGdTglpuVjWHk7gfPsN28uf4g5jJJQR0boZO6lv9UZHM/2S0CDdfdInVXMYmlNZ6hkuP8UIBM5F2k",
+	"vAvaiXzQGyN/ST/ZOvQGh5zdm1vJ1o2sk7U36ZPobx5D6PmwXC4LAlS1l4N2fiFfODHUklQh/CAQNolU",
+	"wbeIT184DhH3IVCklm1t2sxhr9bFOdeM8wSNhxn381iyWZRYwBcauTnxNPrRUcIOA/v6cAztUj1yeaab",
+	"T+vRvo2tp1PduxPg1XVTc5p3djuld2FSHW//+nrj0FrLVUZT2bLnhLINldJM/2xSTWys1uBZ6MIGW5dt",
+	"2nN8ABXvc3WPvmIVabyF1Vy7dNcrgdwZb1gNtqmT6Ut8Z3Xdn3R2oUHyblgTPaB/V6uWe5AmftY/BoR7",
+	"qyKxmHf+Ijt6ySBUL9YJoPpD7yTIpQl0MeDxpSA5EOny9tA0iOGDFEuGEhFlRLJMCs1u7038E83sz7Im",
+	"1xHUOYw41r9/TSb6sb7XEYcM5u47Eg0xSVEmShJrDMkjFopmmsi5+t3qSMZ9g4mwGe/EWEOf8WpgK4Qm",
+	"2ATv6VuKRzRntQ6ENH2jGfE/R61zi9EURA0cko3vEVNdmohCDGgQYrZwKSZ6CJn2DQXnpw+22H9A+52F",
+	"it5cHZ2en57/NLi4vDm9OL8OQfX0c+4bCtjL56yd+F0lloN6xVgbTagl3mOPaSQTlbq+Cavwb2GdVkhD",
+	"/xpvXzUh2Pgd3xL02Hsza8nnYpHGWiVnGLSxykrWhKmPNWyat1K+3hf/h/iHLz/w73J056zxmf3vF9HU",
+	"xncyCUTv9XevgzyociRjPaSglRxLcGsQxHQRgU75O2Zp0cdrExNUnHVAowzEy61jhbZegXc2VZQ7fbNL",
+	"3XwNPGy62wgav9XuVRHa6n9ZaxXihv2L7FSX1kx8xlIlS6Eak1erZ9CtmGkb64Iz6zSPmlC+1QQ7XqPe",
+	"r7V36krq2RbJXs+lvkonNcNcjUKr9Lpu4Z/lFfA79Rc5BTJC+N8+gb/YJ4BwkP+d/QCsCryh9KnnhjZX",
+	"gpVXCynUR/J+WT+QYy0nxqJSWuMsW8SpvpeJlqkqaa+VXDHMtHNp9Zo9FFLcqWXf6AyeimBHM3wc4lyY",
+	"1OJDOAvIVB1xrVTfFHGvQBIHJrOIpasTe2J1r3xZrS2u29+2fW+AF+zWbz8z3nd36xefNY5nBh4/QSXP",
+	"Y6aFb/5Kplrp5n8z17+cuZYwdP8X4LI5bdSAhTwniaMKavisNI4V3L8vQSMqs90t6LzIqDEVhOGS/rxE",
+	"kBUsktIKlWa8KpWVxvPklvwBhaLcxr9Wr2CU4b/lFODabF7UtZTuRY0t1tYLJqAB8PW+6ctr/96KdO9/",
+	"eGLoJSCQ1UpICdaGW582zS8ItHGTW1kM1Ugu2PgW28kLJ35bqAU5BMfAZ5sUnDyPl8KAvIBFJB3XisNv",
+	"np/WHjRi6TCCb6bTZwWZ4eAGkZrTAmxMOccI5fUrQiNIy2vyFdP5Q4HNWEl0QLBd64caW5eu2znNriCP",
+	"/ZVanlnfNHETI+3uAnG6c0GVJ1od8RELCPpMM5koMVSgJkM35LfGqhO9LpZvwtTcDCYZ0Y5i61ywBl6n",
+	"UhniK5AOsq0LMrLeeC4uWZQtnwqjHtPBaJE4EkA2ehnz9K7tXY0rSZib3I3FToLSEJ+e5ZWtS4YJyUPB",
+	"lSK5RAIn5U1seihCSjP0pSS5LBeqE7aQquFZENahpcIkB1j8ERMTOSCjiBKee0awSbRmUqGVOk6/mtxR",
+	"m6KE0I0Yk1/KfMmSW1K0LaP7m9Cv1DzchKJfKke3ztNVqbsYZOiOaz4ooswGBcvvmtfLzoCgQcHPa+8J",
+	"/NW/au7XvmfufZ5MBZrf8ePtFITiZDbpBoWxbXw1G94GN2Nl8Te9X15MVFGqcsKqd9pXaciMhJLQoHsd",
+	"cUR4D4L5EeEIhDUFYYoo+fW2QI+l9nzUuZoAaFtAlaOkAA9XG64CsBXD5QuYY1Pr1mTAwC+lqLMZ4f+J",
+	"pkUMtFRqo5JWAZKr1lw6TdP5QEZRotyayLaZNHKCkDGC34M2h3ZhokCozqQjwm4H///B/v7+q5BAzNED",
+	"NZYj5VqYP9Cjd76jd2qHotdCUOOmIApSIEKYeHuuozaXPjhENucD7ZjpINYDYzTg12uyEVw6yDZpe0km",
+	"UbLOHnBE9dXLgIJBxtj1SFJ0XzGYCR2nsVLpC5eHqTGyhfSVF0UTYyMxsuoAHWc4ghbnnkuCXJqqvkEM",
+	"nVKUX4GYiNNvQIejC8ZHlFIwly7njJbjgYwqWDQ2XtE54GENvFnqA1+y1dved8wjHtAKP5V1mqXPprQd",
+	"rm4+tPBbTen32W8DZaK5L6y22m8B98q/uHKG0tH8YGeneEz2w804FKg1IZOoHOXKsFbWZ4UaPFWXtmjl",
+	"iBB2ZK2k420wKyvwNlFumuXBa18IqpIGXx8iWLHVrC2QT8I1EOmt0Y9Cze1oWoSmhw5BLZrJSG3poVxR",
+	"jp/V+WEGqkMS+XqMvtWhrKG44tBQUstBWypI18+Lg+Ign7p8GkRt85FbedjWM5Wkvz7Qyk+hji4LEs/z",
+	"ojiu5b1Of79btn+ysVwKN7M2nYI0axMRqUTfU9Z6FqXB59pE6jFgFHn0ZEYTBXwNVVXpROhGer7sEJh6",
+	"p5RG18QPTWQfgr6Z23iJ0YEB9Qb/iVP5Qy9APoal81OVzPuNVtgRIQPmUQzHUAkbRX0DlDdJlEw9nm2Y",
+	"tRoyXWLbYQ4KXnxBxU4V4jBqYz2yjuXQ3iux2937jqGpsiCQqXTw/HsOIWmhqsuhKCgTHuTxJO9Pbo6O",
+	"j26OamM9cKyrdHpc2AxasJrZMM7Z+slUAc27oplteRlFfG8TwWe9MiSkx2/fHN5VjkhhNaNOIaNVL7UP",
+	"S1/o4eV28OZZU8Vh154jvC+eKuddjEv82gK7hfafVV+3/N3JV31X5xdaa5i79DV7Cmp5pKnwCVUC8EYe",
+	"kAm3N8zp9GtscussUHWj9EguTcmKUwXVLsA8CzumTAZpJorAF5doaoL5aSPMVwzSPDE+DjsdLsXQplOf",
+	"QJ3frDx2xIlU6R8F4zSbwkmJ2Nfa8P9CNDbqeR3o9qh0/J7U3qvHtRggXQMKw1XmnEoPufyX/9JLLZii",
+	"NGV8iGdf5ZtUja9XKp6zuGzSeKYg4IMoyU4kOFAgEGHzEav9SNN8bLXEjnBp1HxshXks3tzOFzGjUkeR",
+	"HYtuK4/JzErqwD06jmWaBxr4eikyxXjJzsZqJs7cbxm2WLsuBQ9IheBykLnayvZllLbaVxiJpkZ+ljMl",
+	"YgSIQsEo50Mu/Pq87Ff7+y9f1SQHFGDQVuum5D3XDDNNNGbqaDNKlHTaTCh3/NAPHgshulKGeVjNkP+z",
+	"Z1TZ2uIMystet98+7DsrzVw9YtsUnAgzEer49MPJ1U8nx2EA8tXNydXV7eUN/fPN0fmbk7Ozk+NQNMPL",
+	"i+uaFMCdkTQjFYct/Pr69u3b0zenJ+c3g+ubi6ujn05Cf11msFDurlBlDEu/ZEtPjawR8aihsGSbDtk4",
+	"7QvGyTma4G0xlzGxD2UIDSnCzGYcUngzRTpXg5wlZsxi5ox2pZDnzCND3R+WIOLI/sPVLF84hq/WUZgl",
+	"5cJRPhRjuzCRDzXSMa3DJztEkx8Cv+GUfFlmTjKidDOyy5WLW4fPLALy/KoenvL+3Q5rBMg/kmrrk+j8",
+	"GtTk1PbNpqRasS6n9gata8Wcxjz9UTsRzlQqOxvzbGM5dyratmrAs2Nvysd6Nfjm43SZUQhJjIGwRoT0",
+	"d8hXcIaevFVwDtCzmz4Tb+SJZNQ7bWrk2MypxTUdYAbe5DtcCuYslezhHf9RRbPL8kdD0fReVF8Lg4Fz",
+	"Cn4zxCzmFFZ/2/oGNnjNgCiev3vv4avVzbvJTm4lY1+UigNTOnTxKhVNUL77hv+N2Yef7PCwdF9hShJl",
+	"RfuMk4Aq0K1JzKYUZ5crCcia8KprUTZ33+zkCy1jZzmZG9WL1QRyODPkCZvUOyPeJrJUO2Bs40g8FoAg",
+	"CfooskYdipk1NrVGjw5Fr9MtRGNGjBb/B0px+i3femfL9rq6cylTuFMyIkfyhj8RYhwO6UjhyAMxtQ9i",
+	"Js1yNaGyVEq6mIfPwEV5nY9nkePaUWMKuMeHNiKMqEQSi/FAT6j1IoJ/sjDGV8Kjq08iB1ok23GZQkZY",
+	"TaK4vwwKUBRb5dIVPBFbmkq3yr8r3HF5Fp5bDClc5RkdVq5X5pqFHLbssGTb+1SwYGFcR4yDvnoHK5fq",
+	"Gd6/0YJl+62vqyfYOg15M5QiIuKGuYxI2GfUMIGfbeEV4XFsWIP6lHg4L1sHjxSlmZpk10r8SgX4C5/7",
+	"ecOrCCDpL2GTh+vA4+frwTiRzQEqq8S6MlI+xm0u4OrPsv838SWb+AgmFLtWjn7x+qQfsfy24WsUGmlk",
+	"dqy6y7R0PT5Pgb8pMoe8ojFcz5FMCeiY3DUOVXEsigCSM5Uyj/oG4XNAzluxUwcefE8zLLFxNrtKsYTm",
+	"g+kb7EabMvbMnwtygzYb7PwFdiqwz2ZRbWEb44zqRZB+kurRnUr7JlEc19oCwVmpNr7479cX5yReFwC5",
+	"yWSZKBm5A67a0jeZyQNFbzWaWnIcQ58oHZPuUsRQeeEE4zWuh4cJ1gDDtDriiI38r/b65k4tqRpH75X4",
+	"Wf8IIhEasEYpTqGatZp7GVYlFRZSNNYJz3Cti8v/aq/mHJXr4ten13u7GokrhKOkna/Wn6krbz6I0SK5",
+	"zzSTvmG51VfEDzvi3Hpwn0L9fNF8mOrRVIz1I6uPJI8dPO3EeUP2PQpNlKnodQShQXA5XoklMXB4d98E",
+	"ebvAu2Kq7PrmAxu9m/gfLlytpEH3WN94Yyt8QtiGYke4DBodc0ndoQhn2gywhQJEZNgKyJM1mlrrQCTi",
+	"7r2X5+6bjkgG+tMd1hizD0KDqjeqACtmmap2nMHHUrVncZfvCmjN0eATue5wWC9cjcUuEMar5y4Qv5HM",
+	"zHPs9E3ffFPYLdG8EvMYtHgVq1F6Dp01Zyqd2kj8IPoN/2K/0Qo9YpEgYCJY2zsaJC3LnWiL65PBnS9P",
+	"zU+/CUC6TZRQcjSl5YE2pjLjQfkkUEAgaoPf3nzIs4QDavsH0ezt/NbCUSxmg0+wJLqJS9wSO6IJKyTc",
+	"b0naNK0W/lPTGI1oi16LMKetwWn4pfaVNK9eOBECCVziXFzUTAZ3rR1uzU9rpg3SySUwyW9ESLE++ndc",
+	"/FA076URkUrEB6vSQPRev95DIC9c5xdrVhpG02+UWuIVRx4JC5ctq6fzuUraCXp2sqrN0AyVgKe1oXX5",
+	"r13RJiL85r920RQcDT791y66TFKF2FCoucLXXFjd3ivRBe319evXgoaFJbbFONbzTKiFrppOqUhFOWnI",
+	"mSL2npcmIsBu+LJ1SJsx4uAiaMwXzpEGvteOi7H/QMbrqBWIOe37SHwrup19mEGv2+0SPMBoavUI7781",
+	"tDn3BKlEt9PtiSbssi/YJOP5VLaYBcNZfWsTaKRQ9s9XN8csbzIHcnGlAtXAMnb8yRp4ch5QVhWHx645",
+	"M76Euz8t0P23SOvfcOL89Qmb1UqHxOf/IWuTyFH8EoD26UTznXSpVoG40UM31YnkwvG7r8TbRKtoJk0g",
+	"nBp1xHedXreFrAHmApzVkenSIrQ/1fol/QhUZbjKNVB4t8CbDlkQcZj8F2ccB14ZagPLmNgF1WsXkb7X",
+	"GOc0XCIxBsJZYGsyJVp/UHoydULGWLBe5sjvMFkKDij2jbZTuomoRHwLLZooCkiG24bZAb34nc/vNmvE",
+	"VMVRG1R/XNqDDJnQGjGRzhIefd8ARxW99n6XuSYQElC6g4N+fnoFXH+v28vgKCgEjssV9k1qMdSgFYil",
+	"TMwLJ3Z7JTuuE83dV9/Xf+3vmb0uiRK73Zqy5Iw+ppId/C0MxMtsH4K+QaaFJhZ+2GIkOeIBpcnSePZ7",
+	"7VddP9y++Q5fpZ/gw91u15fJqo6lI97Q6vJ1aGD+8DEOggm71/WkCkxEdJENMT8NKYKQYlVQ7mlbo2CT",
+	"DmArP9PKfxZOTahk4GexevToIV5g4rMosVfxuW8+t9vtlf+Dtv064G76D8VnsXcgup2Xu6/FZ/ES/tx9",
+	"uSc+i138c29f1H0Lh0WNFhgB8lns46vffV9uIP+zpgGMpMEFiL5uBKXFe24TGBtTWAGawH7+MXzBH+/3",
+	"6j8uL0Hhs9o/61qoW4OXr54zhvpFeLoNIHsBJ7Iw/+/hjV7vVfnP7+jP1e/KU38Nr3Vf75f/zNupfFye",
+	"dd5H/Z+Vj6sT7nWxRyS9DSOvbDm/vV/+kz7svl79sHbOr8p/5g1Vv66bNPRS/2f163Wzfv3U4JF5AWct",
+	"TLq3eyB6nd53O93O99/vdDt733FrvU4X/v09/LK3t+ZhpdXyitQ33cNWXsPDXXj4Eh7u4Zt78BD+Z7+7",
+	"0nR5uZ4x6s1Nr6xlbeO1D59sHO6uz0KaJbyJh+81zHh/Hz7vPuchXAQFVWbKGFKs99lEpFpFbf4nXQja",
+	"iN5rLzvt7tGdHmTgCb3d4h2UyfR45fYoda1OwhPN/ALE25EiVArlsBezHJV4mihF9yDIw4VrF3UeFmib",
+	"LwOQLFtZ4ai+mYFUnhcD5ovPa1dZzUr3QkS2I8KZvFOE1tVW95QzHIJM7RYJy+WpHMaqXPjRr2YjKGsj",
+	"hAhQmXetLaxcP6GShYDqfySo1ELV3tARpYIDcElTiS9MEqG8wU6nbFQoGmxYefduaG+qEOgFAJ2yb3Ta",
+	"CsRwkebluEhxP/BowJ3cVkJ6mramA2sYCu36JsTxhx1xhCrSg7c+kUgUx/ZBNGfaNE27F6DGGctkAtSH",
+	"DqF23/RarYOnEcrQrHLghdPhsmItgFVZzEVqsbRa0RSR2YPICv5qb1PVgtH9AMWv1X362Z+Qn9s48OoI",
+	"Kk7LXrcjPpKODQsB8to4ZV9KHRrzz+IHYSiOqMhimiZT/V62DkHeXbJ4+bMwSkVO5C/8LL4Vux3xHpQf",
+	"kiExhphOs03EWD2ohCV2/AWUi6dX/gQ0D5wuJuiMdRr0jfcMZoMcWZfCQL4VPXjFVVYdFNNuMZh2d83K",
+	"++O73hpHGoE2CMvrg4fXrGmLihpLB0p6XuP8Z1qbqo+ZJWxvDOJ/HgjQZECZBx1htiBTb1ZHCtnaIoUb",
+	"x4qfQc0cWZPqycIuHKIGO46tpupcsCU+mRsfQQMt0pEL92F4UGxmGNvRHWp7iX3I5pzZTqDTkBeuA6uK",
+	"JqpCa/0G8Wo30nc6bWNZGP7s57c2jppuuhiPY/XDWxk71QpLZBswUmTiUmGAqYifeUBkrrpnfRhzXH26",
+	"XM51WcvXv5MlEUNFm1dkBcHVUjrWZtI0Oz+3aDV5k6jHn0VbNH8uv9UWhgxdXsdBZ4BRRN15TTqXwiWg",
+	"R1My6fCK0xYtTOqXvSArhAdkjBRNtLV1W2ICDDG1fABo+rT20E5muqqsfaHJfoMI6q1NKkeGan/hN1Wb",
+	"EJBJ+QIiYiSkC7+tHDXGHdXeOtUT8bQ3Fk4U8iiOJi4AeBd9EpaAEl3fUDCTNgidk1V5n9skbTHjwNwG",
+	"DP+RhZAoartv3lx/2AKd8sYHMmc10Mju0Tfsi6igtj+zpmUetee5VMkpGDQWWBaU30mThaKPBk9d6QS3",
+	"SJcc6for11WKJRSaI4koESwRsdyFa5uUPAXVZIfdbkcwiiGDFRUlAKwJqtJnX34ZsHxhEcvBjNtAzV/4",
+	"OKuFU4nQUef5lUY31GG8xsARX3lRG+KKWIIRyM5H5QZCRxQbFsdLAVIJG5bIbFRBMT2sAv6ip4zqEohm",
+	"KJNUj+UIK8T3DZ1ZOsQM+9XCKvULc2fsg+Fc+XoXJFzjcDvImeJEn3QlmjGDkdXuKWcQGaucpeu5aDjz",
+	"hRRqYyWbkiIec6BXqvVfiJJsBX0DQiHrD+wr5ioRKOl2RjZSmXSWVbU8EIl8IEhbX9MSWCB5qPyCz+XS",
+	"FaIpMfQRBX3r0Aw5JJDlA+8z6mOIeVjEFggJvaBJgt9+FyejIkLLzYHM+yYnBzkE3tbt7IsZXcTFLCda",
+	"ynISWd9Qsg3XNgCNJbWZH4typySngAFfe2BR6KFvsHDvPF62ZRRRDBf20zoUQ7W0JhJKwxUZPO3qQ4VF",
+	"DJUZTct6Chzw5F4lbUQXxmXzOA64wGROx3ykZm8/2A16LfGtcOaezI74szR1K1rhp88uIVrgqK+eUVD0",
+	"wjCSRg14cjpVjpHtnb5XIvwltg+BmOrJ9Newb1brkDYRW3m1EikQRUxQFf5VlBFnKpmoqCMuyygYlIeP",
+	"DTxMbVwAFkT5hCz0eWohySJ+NV2WfgMSIgaMMWyziiaqI45oBLwXIahJ7JKBeYWY1eNn7/N8EkR7hrGZ",
+	"IsrzBn+xV58KtVefscl1UMyFWPe9Ylm1Xk0c//qaHdVLYdPlvNr4k3kAcAtr42C/lEm5ihzcFkAcAcqM",
+	"9zJeoNOwAMxNWJZ90wwfzKAbik5HwF9w2MNWgBC3leyCQ6FTVMZwt4deNEk64hShg6wPDvdKOcVg5EGb",
+	"HlXchXQ6aaMKZK1NTRT8mK48neY7XGAMfr7NsJ0vQhsehUHm8CnwP6AOEy+BXcqRioh/7na77Ze73S5h",
+	"lVMUQz7vMir400RYprfnFe7r7n1fqt2H/34yuyITTp6KoHqfl4l+usTjWE+Q7bJQPPJOnLKhZhXpfHcz",
+	"/Ful2mRervJZn1UBnaANLMT51PQZ8XwN1vkWOwRUUEVuygKuCb07aGBIRo5MXht1/RT7YJzQQQ0A+z+I",
+	"RkFsQNzx7aHG82ZrYc13/0DDrOWsialcxWp3f2Zt0svcjRmshZZHR3OU177y5su+QakuEGFzKdpiOZUp",
+	"BY9Q5EhPtMW05XPliJ+hcRHjANiVGxrRFkeiLXqhiNQkUXRqxolSkZ0hqyNDrYfD7Zuwt2PEt+Jmd6dp",
+	"2r2WDyvfEnq2mjDHq58TZ2mri+T01NHIgRqezrPyOsFgLgkjb32cLLP8P6GOfo0xdmuU0OvsCzK4oS14",
+	"ewaIdgC8m6pRcaDORoEomaILxuKqVXZb2ePNByytXRerG+dlFjfWVvElGSnFI9kC27R6R2Bw8MOToPNs",
+	"GCEg5I0dlOtN5J8/UcovC2lgBQJoBvkTMKwkKzzhA7PzwgwoOJLELzwPcuhxKFWEoAinl1xUZuk5yWGm",
+	"74AQFrAg41KhHtNEzbytrhn6GQxSm8q4VNdPyDhubb3r1RuqZvfLfW0DTzm3Sbo5nJ3KA2IEd/B0WPsO",
+	"NVmfgcc7NWBUu2iLTdXGmytTQZVcQEAljJIHzBiaS814LhsSJaBLN/AfrC1Xj7mVPMKQk3H8R3QDyjjO",
+	"bQo80EPRRVoCTZqK1JDW+MyEflVEMvKHMqhw1Kd49C2mVtUkQLsaxJE3KNNzyJR2ZC86yG2SgagR9kE1",
+	"P7k8GkwGc5UMzuCl43flfxZ+PUQYUCmcmssEuGZAEZVTJSOVYOA06RyZDjnnx52CbRQVEtIcyfDY6ZvT",
+	"3JKCNygF3+I7nJwaqZGeyViwKgS6yy/ftn+N9ESn7pcO/ffXX1T+8NcwKBMaPvbZdDbpmzzhlewWB6By",
+	"0ls8RZuAdtEbdLtdUIym6lHyQGAA3cfevL2LScLajEP6Dwx3SQXqjTThYWEufWOsaRs1wTsRo8VpdL1d",
+	"9vr0uvWON/KD9U36YMkJkTu40JbeqkCkDrWRybLxRP7f9ll/1YRad9/gZupo99ZwDb4zOVwHBpXVUKgD",
+	"1hvZJHoBSr/DLAMfAjhHIFnyWpAZExmlxzZij9Ob6w95PWAVFVKamUabuecFA8nQG+JEd4vKnLEcchWw",
+	"dcLv+qRkL6wV9Qc2o5LZABE/Bzko22Bsk0GGDwA/GjUAnqTNgMFxNkIr0DJXB54N5emk6LWwl+9LgHVG",
+	"zlRHnKk0VYkL6PC4QIQdOA0D8sqF7TCgkH0snIOXdN/E+A0CV8FHOUDSqz0xmspEjqBJ0dQpp56DROmq",
+	"uH9M+Oy5aRw05rFr73Z3X/V6u7vtXre33+2C1iqhMxj+f/1y1P5P2f692379a/5nZ9D+9Z/d4NXLL/+j",
+	"7tCs2IdWIxzMOtsdZ6LaccHY8dcX+ndqtEh0uryGI80g70omKjla1InxR5y1vlXJZ3LfhNCSTThO5ED8",
+	"iM1zWDO+7nPjxBUTZY5+x1k7aH2kUM9yP4dCFz0/Og/c6IjT1InExko0w0TJKBQUnYPmEBW28KaIlGNR",
+	"g55razB9ZiaXoDDGRDXI7xCQEseeL/k0TeeNL18I6t/WoEJ6wH0/EUpHWiTGCSmu5Eya/A7EVGdR8BW0",
+	"0JfeN2WQf6CQk8ujQBy/O8Jjc3x5JJqTnTOK0L55sIKBT+heZNjO4ZKEKDKbHZBr/5tv3ucIqU0UByI7",
+	"8jZCkDtc65tvDsS7m5vLnV6nJ76lrCprBBZK39/ffxWQ/1dqg68hi4U/rkXz5uxa9Dookfc6L4O8GWvi",
+	"Zau6y9BOttEibKexa49UknrmAP++U8uQg4NnixQkdejD772MnfWpI/x9rJVJ2yNJuRjffJNjWsO8/lMl",
+	"9v0/xNXJP3auTi6L09qnTrgowaUc3QnFOL6uA31QbgGuM8L9zNVIj9kFFxaq4YRiqNh0rR2DNujUebgM",
+	"dN/TdYq7VQhaHyrkDs7mBW3RF+d1UUcxBH6zDzCMgUuYMPpTKJpcmD4sFIoDllsuShDiJobIsk/N2PrH",
+	"FGOdNzqPl8UmfQUv/rxY0AP6KDTHTxDcgf7VCshBWYLVxgSP1IkQzlfI1dQ8fDKmNjropgS4jD352hE8",
+	"kir+JbzDGJ8I7FKsE5P9lr996BMlhjYCSTMsFMnDafgiNaFost+TXIIIiwZini8mVl2ZrAREKJqhRy4q",
+	"7AdXdkCPY2VF/VeVMic0n3LxknKvhaIkfkOznQkPSzuM+0NhGv/2b/8m8J/O+ythjpSESgkfiL9B00/s",
+	"IvXlluEV7/nF5y4QD4k1k76hbCaS3Jkhou0drjmZYBQAKmJMJtRNmFOAFwkYLroNbF0OYyVCdr++scDQ",
+	"ESEOwwgQhwv64ZwAYEAYbxsp8ZnYRjXMH17b63bF59xZfXXyj9uT65tQfGaRAncxDxFEQVaUuCcHHq5A",
+	"4iANt0Sxl/dHZ28vrt6fHA+AtfpOhjZaetgdPPDEeEsfXhyfnA3OL24Gby9uz4/hyxKWCOiEnFuUwQY7",
+	"j4FXMrJxq3vrWv3p5CYUOyI8Pjk7uTlZTWh9TieFob+58GBLTwy9EITAnvuhwvzdgFwuIrZmohKu6O2y",
+	"ICvyYHP9+ixepgCry8N6SCyQbloGMXJyCYJBedS359dHb08GOPh1Q5Zirkd3WOJiDGIpgjGNYukcRh0u",
+	"DMOAFP2ZcWwfYu3SQ1g3RGl9kE6oRzVagG6yunAFfPinlo5HAodAjtG0CuvmWdYktkOJd1c2ABW1BMU5",
+	"3JGB01k4slhjOT9Lfh/QBxctRkqoRzlK42WQVerFPKus0UpBhWwRvONdJhM6NPmqWKcEfwz3qbvDUL02",
+	"FXfGW7UZluBn2RYfMrysAUHNpf0GsEf5qN0P3bC19freHF39dHJzPbg9//n84uP5+r22RrVTmUxUWgop",
+	"ZKIFMcRYX346z7V3WepgsevLo5t3eO6Ozs4uPq7bWZ4meZIP8Fz43ZbpFJOI2ZQe5AxKUWxa2Plkh7Ee",
+	"hnh0EsXRIU1Sft1yFmtz51rZNhCd4EbC3WZBqH4zVaM7YK9kHZFmKYYwk8zSSgSHhFacHZcxGJz8z9Pr",
+	"m+vnzq2oRRLFIuD3Co9pIiwADgIHJDnkDvZ7jrGpRCGx2wnhhphKU+HGnue/uf5QGGRm+0TtlAf15voD",
+	"jGUmY1DJVFQHg4ZR+wQuFC9mprarLBZqQ3+MRICiUulmKJphCGKfcAMko0GUAJcyoiB8iLqLCoPgJQcE",
+	"eGJA/AVo7oUToJ0CCWFkEhBQIdarELpMxq0yuADIffC0iCVBBlZGP6hboVUwvKdXChYKlmh1eSi4nwVY",
+	"mFJm0mUMjZrgM+0YuwpBJx61g5NfAdjmsCcPlqfulYElLGI409UVc/C2j5MCes1wrNHpUIa59gh/mRcW",
+	"w5tw4UUzfbB1UUsUHVM7QifcYoZsKLWFKOXd7t53rSCPysGbFaPfHJkVMTiuGoRTicFB22hQwe/CFfHB",
+	"P64OjbJAPG4kjdDEq2rSAiiquRiy7wPJMeCE2Bh+h8yiifMLfRZDWMkAKMcgW+ODpuGllyDDF6NI5bp0",
+	"jmCFwEVqJ4qwiasYF0T6ldyhPDsHW4U3Ki5CThwpjG/XO5SaVORi5ZBR7vsa+VM0ywE0v/R+7TASeqsj",
+	"jlZCJ9ehTII+i4S4it94UMLqcz4rSTuSvbUpxU2Wr+DT62s465dHVzcbWeLI3ROXKfPGmSZRo5az315d",
+	"X1x5uTZvOGsS8YZCvDNIzEkXiVnRKHAvQeKXMznJpYgeCYpHtzfvLq5O/5Ou8TpLVtVg5rOSvHbBwkO9",
+	"9SwkMxyOAfGGC9oIHKVDMVq5p0nywRjzplNKHJXQIluHIvz48WO78BS4CYjBoe+Tp/gSpvj24urH0+Pj",
+	"k0xhIbugdoKOMrBZ7Q1weTJVVnAgM7eJJoLHwfVPTVgjpPDZJa312KKxwmNfEeD8Lp8d/Ti4Orm+PSsJ",
+	"G7EctimPy3GJMdALCorFXCYIL153KTryIcCaY36Av9pzva4sYHKYQ1G5KqlVIBqCvEzKc/G1f7/4cVUD",
+	"qwcYehqW9iBjrXAUdbRG0zu7ODo+KXREMpk2YxselGrXc0kfbmUfWzm5eXdxXBVcaYtgXghB6ZAejMf9",
+	"wWPE0Cbc1ut8RNc3Rze314P3p9fvj27evNtCVgyxHuBERcQLZDKaakpiKQqPNBKSAFj1YHACxA5bIwkd",
+	"eiaQLOUwVoFwyp9UPZmm+RBWJ3L05ub0wwmOf2vNmVb4kP4rU5UNknxRq538eHv9Hxu6qJbS88K677a5",
+	"AYIU0TJWQNGQ+VDxRvpt3VH9ZIcYLZkdjNFUmgm8H2bLeiDSZKFCAov0V4dC4ZLYLBE0Al2I8Ao+ax/B",
+	"fX8g9stL78/O8cX5yfqj4yMW8ntKOxHSPOBY8RyJnhhilgPzPWfmGliW83yAb60x+hB9tUrDvH53dHzx",
+	"cXB6XaSSy9tsF7hyYqEVPnt+04qNnV8Mzi5++unkeHB9efLm5upo5cysbupB7a2E8Kbt2E7aHOIQ5maW",
+	"QkGdxUzEuuBkQ89VdRfenp6fXr8rKbLr+ZTfBq/ZKcxfaBIwZ3EXyssInGtwej64vLr46erkGnm9PzEo",
+	"spNGuPZwBCyBX97ehDuVt3gLkPqZHupIFu2nJYrsZRT5PYyRzYeDm9P3Jxe3K2ZEtPS5lErkyiTR92gk",
+	"AQmVLFuZrJv52nQUK45waobtaZrO29AKInHaRVoIan7ZFa7Fk0QDIvbWLFptgR0WkbVTa+9819pQ3AuW",
+	"36GOPjlryr2Jpu+tV+gtEyJZdxqrOC7oP+xCF5JiH0UCvK4Ztunt9kybNrrp8qlg8hUaG9yOCyqe++xD",
+	"+Kg9SeSo+CmMa60gIVPlaar3kgwx/4FkdXNxMTg7uvrppGSTVY8jTDUmJDlD4YAR7cYhIzxX5y5jZw9Q",
+	"gvBwQARDJB4QCT7DZso/nKmZTZZiuIgmCjd5Jh/b/tc2/YoR+BbOJtIksEgqTZ8JHYhlUaom+f7k+PRo",
+	"cPMfl+VJeWQEtNNjwq0yKWVkUkuIBpOD5v/j9uT2ZPD29gztoJy/mQVHxRaF8FSCOEf49wy7ifiKfJN8",
+	"skPyBNAiITPxmLCtbQ4an7J9L/iVwODFZ7EwuVOu6G0oU4J3PIA0lsrRHcxjpMr9IzBn1h0SyfXJ1YeT",
+	"q+z2hfsg96SOrDEU7UmLwfuH5yf/zYUtLgUwVBQWLJroEoPdkBl/KCwLKtzSiU9UJwuE5bkyKmrleGOF",
+	"rkeSYQ18XEucTkWicCmyfGCE13d8S9I7Ibpna3YgWOFzHlAx6xNGEFunos6TeluGBZ6dBzoJY50+cQ7Y",
+	"eIPM3RMNTHwVqhlpa2pjFtQswgV6jABQjzbObb+y3TcXVyeD2/OjD0enZ0c/np3UqXW4bVgQE4SBS+vS",
+	"SaKu/3EG+4/KAAYnwU4e7Oz8v//n/xW2Mv0B1mEoXcXHgbUxcbyFws1iYoU3nucOEiQcX6lzKlnMlczj",
+	"0QqDoKcY/proVGVllYB70ei8fo80sa3IVl24XXbb+rGAioXkgeljHtCxtLbvbm9usBQH29oL6+rvxdzC",
+	"ULo2Sc3ScZxdnE8KldyodmIIJ50H8R2xj7riHXWaR/AkZXtTNNA21vqgNUW0PEkrf8B1tMKT84vryzfA",
+	"xmFr2ojz3gxPri7eXodY4QK15d8WNpXw/Pgftxc3bD8FhZ8LdtF2Yed7aEHFToBnDMljqo3oCVBvyrdS",
+	"rWqt0+eJ6pgghYYg4F9VWnjZDRmEJ/sa04CRn4qFQbx/xPON0Od8lO1useoIWXGz2BGZokzSlLnlPfsM",
+	"dPK+AS6JUXwB/5czYHvivf6RDY5uMQepXUXAa4wbq0QoM7IRpXL1zZyDDLy8TVIgVx/jFHX0JsdyqZKi",
+	"O4R94VgSF09w4OPNMUimjVVD97rdQOy97AViv9uDDd3v7mdu949qCDz1Xhk88H3zjce09VCL/tIK/2eb",
+	"YwraGMiANjXHjngG3cxBoxG48sFUvsqiZ6boFENPnreQ90C/6e1+Xwy0s2NoJy5H8nGITmdwACK1L8IB",
+	"7JALqAYcw8sJHoRaAaeRLJWI9qARWcVWhF05wqLIsZ2QyYVBQzBaiLedYVIDz+3UbB5jkSvSvALh4eAD",
+	"YhsoRBJaQ4SLskhbHXFBdRbYxFvYXNp2t7rJTR5HYWP9hYoG4xbrikYRwAZesnBly7nuLOUsDrmKbyV4",
+	"QOY1PXiE5U9BBg9zlAwvr0mHMj729ebi6hpXczwGcmVJmLEowvbIJq5tEz3RJhTjWE7Q20pBRvQYem2G",
+	"FPl2sLMztS795QCODIZLOzFM7IODmaI9BGTf8BuW0cwijkOKYxbZmZEphXa2F/MWQ7rO5US5LNSO1uDo",
+	"8vSAUrfHsZ5MUxpG5vchq88FDxx7O0L6aL+xJk1snFH2eyQJ4KNjQq6lLUN5SHrfMk2Vqq7vdve4+UqL",
+	"R3FsH9rcJ44HuRN92wpEyG9Qjx50Crt74c1cjgN6+NV3xJYonAc3r32znONlWj6bFauwQmLwTE3iCuIC",
+	"OpVyaE/7vXxsH03UgXjV7YaHPkDHcw5MksWxVHhFHoLz5PyxE/U4t45Qa2rGW5LRGQiiZr2NRSLNJ5Rx",
+	"duAnGQHQy3gs4eDlpADPD7Jdw7HgSMMWo/bgEYAzX1kCjA78IJPlgeBJZZy3bBPvm4vx2F9Tm2344u3p",
+	"2QmhtJALGgRQR2gNyLnmmKSMdvsQ7dduKnf3XzXxWQtvYKCIfwsZtxzBwmfAEVqHBA1XArFnTA40FEwQ",
+	"8oJM8KlT8Rhz6rPLVBm/u8+Ix+WKY3k4cEiRispHJqIK4TO0c4N+TGZWZ8VEGQy2jQTFYTocxbIQZ9/i",
+	"wCxcjs85LyhGZcHv7CHwuiZGJAWFgLNwh/Nm4AhVWCzSZIV3UqM+Fti3i3LPAYEY1wp+681I9TIh9f20",
+	"7YskpG/EkfdaBQXBxiaZBZ92F0/DXrdXdTJlZ6DqxMk2OFEynv3QbyRyJikvvt8IRTP7EPkBVmZGgWtA",
+	"pNBg+cBTF9XZNCk5eHKPkyEGx1dkxgAD74+f2sjnXvjQttjaO7wYMi9FxqZJniBrRB40iHIuzD21tkNL",
+	"VlwaulQ2O5x4CV/irHM/1haepsIt7lVll8qlQzWcI3UlSKH3ygDPQBnceTgE4dQoUcR8t2Aq3AMcZORk",
+	"a67EFnMDUm55mw4q1zPyIGxcEwz5DXEsH3GMSqA2CESaSkMgQB0RXp/+9O72MhQJxVq6LMbnwN+pKLz7",
+	"DbDJHYM4gN43s/eK4MhAi3P4M5K3NzRTEwqPCtUuiVlV5SLblvxxAjO20ZJWEMJR20YoEoLqp4tynqh7",
+	"bRdOME+G/YGZjW0y4mAXkCR9fB8hn914/+ULJ0JiwzqvS4b1Pavl/Qph3SzMFsvrhVk1vQNvI0fPOLkb",
+	"m2GhcA0odB7FS/iaImXMMSoZh/yDId7GPsqJAuKIIorpvSFD+LAwXZWh7Ti7FPGKwAvwY2b/LzmmSy+S",
+	"i4rqL/k1r14pob/PtfPZGYdFSufb6kEmVFaLBcO+YUXEFU1pMorQ8sWsRgLXmKP2TlI13ds3Z9d9c5nl",
+	"IGw4XusSC1BdMnDTaleM7adsBlLPyykNh+Lo7PIchGw4auX0BgbWKqRGZIuIHEiiyzqzz0HDqG6Q9NI3",
+	"1QQGUNG0K6Q9HGBkqcbyj/5ECZiXHiOZ9g2DPQ4zfY4CK98cOT5hTJtTaSI3RROFiTLpDIYMkwC2G1TY",
+	"npcan+IR7hD5IuaveJMn1hYio2E+UCrQ7UsiwlxIiMqNXn3D28HlgUA7pxYD8WaR3Kv/fP+PQBCiTTn5",
+	"wrFhstfpZdTCiexZeUCWHLwudplg1KtaoPAOP4km6nYo9lKyISVh9U230+3stQ4KQ/WROZSdmiozAn2T",
+	"wl7gmb9g0uVcBbzGTBcOXuRrk69MjJRnJbbgBORUdmIPaAgNSEBkTAdx8//834H4B0ce+uQAoICCITEo",
+	"F9rD9AvfF2ycKO4byK68BwgojEZYqtGhVOpxfDy50PSzcn9sC6T7RsL1KLhmEn7tmRU095Ptm2Rh4P7B",
+	"ZxylJEY2jhEIwnXEueV0/VTeYUkdilTMTgPX2jnIZAkYmDcK8AU1K2YnIn6ekgmdcY0Gq0xKGtCaD/CL",
+	"AQZFdEQYqXlslzvzjFZ2ZKyS1HWWIHKy5I+PuF4GceJZRoTHai6TlKAkPA9AEMuxxHqJZAqgmhRF6srO",
+	"AaxlldyDnN6x/Il2hZPDovbpSifiM77qWeVnwTUdeTlRmKpLkyjFlZL9IIsSdXksDN+1Msd/smPGRO2I",
+	"z1nNsiejVDeVL8uFL4li9FzFKYd0iqYPAQxLRjxtXKoklXHy5yAzqmf2kqP6qmiitiia96qUDdhcCZPq",
+	"inEkTF6FDJbgWvlKyMVFeJEv5XyRVkK4VuqxwQ41gkaqU0xvzem3dJviicqIKaO3RqHcfaPb6XW6DGsJ",
+	"KlPjoPGy0+28pPTYKeaI0sGFvyb0n3LeozdXkguA8AKnMvGGrsy2h6sTMK6i5thOLw15zpL5Rpxcrnel",
+	"HJRdIOzj0CmVZWEphqpBkoVhqmSSDpVkw0mkYkVfZAZRN12kTkSomIxiJU28JLWau0BoYJs3hKbJLKi2",
+	"b8KJNWqADmpfhzIUzV4XydBNgYxIIoH32Kx+AB2PEunIcCxd39zpGKsdT6WZoLqf5V9IpjW/Qh1xowzS",
+	"v4ryYZGlk5YBI3FRl8ETI8VcLhxX08vWmUVyFjPVAy+bw1PZx75h9GhGu889PdIJmAgs0YQKA+HzF84n",
+	"z9MSw6XWN1O7SNh3D5uBtSKzEfsabngLUOWmbHQv0MM4uvMlgbJ+3Av6weXwc3KSKMWeBT6PeZALkhEb",
+	"OdRsqKLIO8JamRWXVSYQ7jGXGRVJOKfcZ0ecZ8EAbKJAdbGuHDeatimfONNFT6PGQeMnlb7F04SFUNFG",
+	"hWdst9ulAvZoIESMpTn2Cl/ufGKUAEoe3YTUQB1gpvIqlgK5LCUfTr+dTuFpCISNI6zqw88xEA2r8u51",
+	"e+v6zSayc2skKwcqgo/2uy//tFmV8gTrZlfjtz0oSS0b/K5FzxUfUNpBNsHCAAvWzhp0Xj45qRUPMgcV",
+	"wUbRW7nb8fnlsgAHkUPF0JzwMtq81sf0IpdQx8K9s5lMlhlmBothPlmHqS6VE5cjBSIk6a/wNUv7a7n8",
+	"UfwAV/tut1vwz3qBDbMmRHOv2ysUsK4oZB7vczUSumwDWRccjYaqvsEPD9kvE5NBXLq7VgfDQtOFI+zh",
+	"SE0SGSnv8cLqAVRyw7Gttui6Cu1dyFny9YBkda5d0USTD+rdVM1QxjHnNcMLaP4Yu6UZ+YLSaCaBf6Dv",
+	"9hCkjdEiSVCMlXHs6N70BQmxdQ7uJ3SOgqEKKI20E5Q2ksTYA3JCjxdxTDaCOpczATwvXYrYzux+Dtjv",
+	"rB6ncuEdDxUntMdCpsJ3cQycn9zOeONPOYDeV9nHRSj4o2WpZ/7ETFwhjRB0H7j8hFHpg03usAIhlgXl",
+	"aIZ+I9sYYN2gWFX84rLoFS8OwfUbAb9E7ilrRgx87dLF6I6nQgY+YvycEoeGGpliJmQce8kGlJYYbm9K",
+	"GCALeGYBBJKfw3QXc4QPOMuiVypueUfmeh79fvc7NFPWhydg4hWFmHFHzF/gSvVmVsyV9SYy6TeIYvfg",
+	"9/3udyK19hBtKzLKRW9884Di8acLM8HikUBOICJJnQd0UFg8HQBiBHkAphMTlYq97mucxkq4ZuvQHzAO",
+	"pwUqeJBZpHnBnowighdNKG7KQ8ySFdEmZTdj1vSq+uTNSeiWwsBOeFcWk42rqYXFHim9EU3U0gmyc+Z+",
+	"7UIISPjbQibSpNqonRBzlVRCJncRksMFji/5Wzp0oDvpY+qNiwSH4CMq2YfmgXN9qiV7Ddi1CxPDlCDy",
+	"4GZMb8AgkCGFKDqM8MTKiSmurDsQ+VjROs8eO2yGgQ5lHCNVZ0wrS/lEFbY8W5CYE0cG575hTnwg7F0x",
+	"VTceAJGoKIux06zP64iPwEEJIYRulWFWNCLkvQ39qatJa8D+31H4WybYZfdVfdjeSM77Zl3YXgEzeP8V",
+	"CvMY0GPHwhFiBzMtm/SN0zE2Tf4vtF0UuqFjxKR2pxLW7NHASmFtVP5AYhwhIsATlOm8eJXS+45rsT+A",
+	"jp2Q6ScmN20lSC/jztC9iijY1xWtiHnsIUbCYPDhAacgWFPh7+gOYlN8fkOjgNQ3TZYe8dtWwMxN3Kl5",
+	"2iZLUGFgQ5U+KGV8I65vmhTqzAOkRg6ZnaJPg3w+uXGaEhKm0kQx+muOKtGJ6BTCCEWSdh/IPUB2iwSB",
+	"7MWMUlqha/LegkAxVP6O8DmkXqgxFlYdboNST7C4WF8htT5GwvfB420dCJlvGMXgypROZmqpogwqsGxP",
+	"J9QD717xvZmJGMfWRiXTvLFiLB1XVDDsPI4tEMkiocLWcFsXt4GMPTDVdLqAkfKQcQeKRwNXj6zbWNSE",
+	"f6MaaajMo7Hbu3wjS94FXqpETRaxTMqHDbbebwsHp8O6lwJh+6YQCZvJH2RHQr12aRd5vDxuI6a0Zgs8",
+	"Qe0VARnKwbBwcl/tFc2dpOaTk7RgvvaSZU24LFBM0T6DRvT97su+KYcKYx15HyRLlgfvYPFXCt6jeLUG",
+	"futJUrhTas675RmHj93AlWJctJfCIWQgF73AWYDW7JmGnIEcwxciFQ5xQs4sQbtU5+wOWVwmDocIpkiZ",
+	"9RHKqbUB9ZytezZdf4A64qJqXkY3XYG7zeOF65tXe8UwBj4FWHLJH8lXJNw19172GAq21ckSHTDcAZ35",
+	"PGAESCWrQjl7YjWpIePxfcNZDc7mJtE00aM7lHslB9BjGrLMqBvDvrEiHdtOAkKK0WZBVdbrrAB0R/2V",
+	"ZgDq4Rqv4nXWgDxIdjH/ejX/D+isjEjXOPjln1+CMhzdL79++bWo1Z55TzupUjLS8K+CSssaLKmzhexP",
+	"xJq0rk6pJfIh0Eg7FmGGT0nJQm+uP4hmmKrHdGfk7sNAXL19I/Z633c5qi3j1kXFDBFXA4o4XPq6ZSQz",
+	"lUAXEWcVcR4ZidUjO+LfVOl5IBHA6+TyiFFYGX0VtNVKa6RKZ+1x6SjG2MtG5f0yDDJKVx7MfE3nggsG",
+	"5YCpOTqyobo3fUzWwxvJ+GJN6KTh6ysr3MewGLlZniusM04jKuBCgLpVmFfgZxT4EQb58IKTy6Pg+N1R",
+	"cHx5RN++uzx7097dfd0Lfmz3vgt63b3dIOh93+vsB693O92g/NYuvRXsdndftXu99u7Lm+73B739g273",
+	"PwN43OlhCR8yNqM/H0FAEMsUrm0M96JkOVZiCvoHo07gBA76ZrgsrDLx2QmQNAcqyBRLt+mxzzcViVqQ",
+	"6KIY4LYV9E1utKhoO4yCU9490n/7JmzDecCBtzn7P8/kegU8j8vyIIBNJwtB5in3DQgPBOM7V0mVkA/Q",
+	"QE8ccoUqQVCAq2keyxGnVudF0+CoiaZP79JGhPwiHAiS/NIHLOmPVm3QK7RL9YhYtO81LyGHgj5+QMHs",
+	"zjumOn1zhbNxpbJTQ5XtJhwL1oO8Z0gnbHhBS8Gyb+AdWAnRlGJkk0SNUgxIb8NIRDZHuDcJXIlA4jUI",
+	"Q4XR00WHa1sZDKek+yDkvAAPIt2SHOZdbdpnnaMAwEDlQbfb5baJUe6J9/pHLsOEsR8Ftk8u1fSBVtJR",
+	"rR68MSk3idVsGgHXPJEpXLNx61BIMV4kSDM4e5JSxgxS4KWH1LJJqO4avLQuzTgulSzIMPOedQ1uha6e",
+	"Yw9vrrDzJWh4rl/uqQquW0LX5Sp5f9mNnq/VxSIFeavuWkd/LhN1QK5Yf6YqB4+94w/TZVY6MjOoYQMs",
+	"EXT/Rht+HaTDHwFv2BK4obMKzWeTGlBA0s9RCixmrSCuGcsQ2SZ9vTy1R26Tpz96a5OhjiKFJS32elt8",
+	"cSmXsZXRjbVnMqGqEHu9/W2GlyXQvFeRljdwBtC7893mj0+NW4zHegSi9DVZbRt/kpsDGLoZedtOLIcv",
+	"HN7snryJj/P1XIiFKYiMvhY2C42FIhm1TpCbYq6Kjxdii04hkmhdAFHT5/NTJFHA5FT40o0SOVdPeRr7",
+	"ptbVKK6VEv2Gj3ZqeP0qtXPixYWUkzUayfusGMEGBoacESPdNvLG1eXzDg8GHPOxibSY/xIVJKOn1Viw",
+	"p/xlOW7KWnLxZpAMUoXsnxTcRTZ/7RChBSkVw8ZWTZp908wgXFH3z6R6BsmtyBBjDCEoGPiw+9a6XfdN",
+	"/5WqaN7JGqoohrr9Eb659/ddVeer+9pc3bxWhzhldxtOmarEyJhJ88+h6fcqlRi+xG7g4kIXqJtwEkuU",
+	"DbLwWsrGDWXIccqsBO0GvVteaTXqITPjHgoq4pEoMUwwfHy47JtyuYAjEXbM/He6eD14JTscfMHlctJt",
+	"3+T4juxuyYjeCGUQJHJk5wzUzRCQgc+KTpXB5Pq+8bl+FIvTyjAtC/4lCvEk9QBDxD3sUEBWWz8XMkln",
+	"rhICpORBqUdEe7fGQ1cmit9ATEAV9Q2aCRCISBYi5MtYuKiCejdU2Q3DYW59g6BfJcMlO5JZ8vcBUCUv",
+	"WG7lLk2pEMzTXJsUU8tezrQj/uL+cuYCXa1jLp5i/kgcy7/q/MK8/BVJ3KZ8CjacYV8pqNb6xW5pn3hg",
+	"IjFDhVCnnk3I1M6oijSez8z/lkOy9g1n7rHjP0vpzXIzuAIt+aseyYaUKbdGPTDTp+iLDNprntiZJQql",
+	"Rz5897Bw9kDz9thZDiPNhPA/Ft5HbFnOnsAGi+i9VVaT2Bn6UueSQt+rNeqoXjSOHU5uyN2woSwbDKfe",
+	"YKQQdLnApIzxIhbugW3zfoXiZRXuiUNncRzZZIvtmQyEHr34q+vNkQx+GxmCXZtJUMyfySalnVgYTv/H",
+	"fjA9moxbMmLAC28cAFLg2Er8lVOs1jj92f+7FZISpVxBowPoaDCjYB4u/xwhtHFqhcpzXTw8o4+qLiaK",
+	"EyvOvGS8kbj89FO0SBBQ3hoMdaDe/ToOso3lmES0dQoSbjNfIC12HsNQywWtjN7zffu1Bo4nrQK+fc7N",
+	"/dutElZG3rBSz4ArkIL/QrNCpsg3CaapjD/tsRvYM5bxkL6Bsx4QaYbwX02FNTBBAAUWjx8WrBgSglWY",
+	"/aBvVlDxgwrkfFCH/x6sAy2HFlcxxWFgFSzuLNlmHbPgMqR/l92i+/pvpIIV5nRQxo/TJVyqQ4bawsDl",
+	"vqEa+pjhiMyvsxbCslkCkWxxdeoyMmUtKCVBr3mMSbRmcXWSFeCWPzMwVTRr2DamtR0KSWGfvS0iV/9F",
+	"Nqivkcz2tyHUWyPvpaYquP8NrF3vKfS0lMvkL/jm1KZ4s7WelgeJSxGBgERfU8QqUrO5hcPokZ3YlcAS",
+	"n0eGTCWKhNRgnseL9ywGImDeRlGBYvTq4bKEO+uhLwtpwpSjrJ01ZJ/OvvCaDAUZKEy+zVw/D3JZd/m+",
+	"gfeuadp/4R1IPaz3tZ9bv1SYEZMKYx86///hs1iVbRO+HEZIAXMIhGSNE2MhPY+k9SMptQDT2fkzI/S3",
+	"4XP/akZwndq5Xw0G+q23aAdPGLEzYsz0K1jqiu7EyVwjzGrjaOgME7ZqTeL3AkQh8qk6S6xUcuBd2i8o",
+	"42RJjkzKBaKsWZn4SjA1hioC0OyIH206FXaRzhepExPb98pZwQse20JiHzKGsFA/U0dhh/DzicGEwG3u",
+	"sXRP3oyjmSDjwaJrTmeYcrRshIuRHggT+OtZoruff59ps/DyVOBRCdM2vNV2vy1grpEec7XAIE+t5/D/",
+	"cVYbOS8XkD5Y/gaGlRdzIFMyRmS8wIC3WCXSePSD4iK+oOgPth/kicKtTkGJ1a5vzCKOMwWnxLXYhMSk",
+	"t0ju9b2iQCjk8odATA9y3jcp+SDvcuBB+IJHk8UK08ydpSh0PPFcMyeTljriY17EiREaPCMoxmgTNCYF",
+	"G6CL2l87QWFyXnjK88JwZ1kXLVFFswL84REk8sB/5uPUo038hbTGyv6vv4HynWOQZ6P+td6WAinlBqgp",
+	"0FrqYUpcfpSZdqxR63jdfFHD6658SIY0y1zr4W6bVGLFb3sGxIRbihaF31ViWxwzUTCHsrkfo6659AIG",
+	"r6ISwTC/8NxXGuubEjdjp3FqF6NpPcVclyjmzzcZUOP/InvB9pTq2c6/3l6wlVoPit//x963Nrdta2v/",
+	"FYxn3ok0pa+N8ybS7A+O45O69e3YSs/ZU2ZMSIRsxhSoEpQve6b//QzWBQAvcpzUcZK23xJaBEFwYWFd",
+	"nwfbmRhHEjlgWgR46016ufVOsreeSyP4BAAGJvp/XduxhZXfYk1oHmxDWOQntjm/99oJ8ibvtf14G95T",
+	"L1HPAt3nWJ4CRBSFUiE1FyBhpOqWuiV6GJS94+4R1y0W66lHBaawNRZiTxEiN6R7C3D5JMf/7VeOtTXd",
+	"MBOgUpxBxh17rI/FqE3A4DZgrCkXNljC2mG9YhKkyhtA1hCFUnZ7TsQaJQ4ZJggeAk8psJ+G1LEkg+h7",
+	"s2TgVazbIm+f3SDm5Mwdj1gnB4k11Kh2Un6I3vONVzXikb5nbsBDjtosOUaA1Sw138FTdmLYCysf3RTm",
+	"BXab+g6tYPoUpOcXcOWFCNlhr5KMTDOdUuMT3w6YBL2Whq4zXsGLUE8RFKKigciKIPUxO4QD8RSD1ESE",
+	"L44Cg0KccRH4bJZVsQaWtAHX9HK3NNAMIxwC9QnbbzBeVGEHJHX8xdq+SuTTZ9gSWQa7CX7ZczgWgJBN",
+	"GP/8bazV3KBJ7YeYKHlmeBpkQhunENZiDdkg9M4QTRdryyEJPeBMtSsypDw7uU3QP2qCifSov1FfMUsj",
+	"QIDaeyGyk6tpRY4PSGbgHwULwAg0jZm2LKk38Cl9+qVm0zzvdo4DGbzwZvITmh+jJgtmg304YTZs0WtZ",
+	"Kk9sGjz/OquyhHa4a8c/vQlTI4RaQvq01mGxWLfzE0yW0FBBjQUts2yi1Dmjeg8gQegPYv0x+qj7yaFi",
+	"/VF2KIcku4TmTEyLPAfGRZ3G+mNwqkqn5svnQpBGPVhNSo5swl+2HxQz/Lw0xdcusLUq/n4z0VlxbhNy",
+	"aC/NzFVXOsKFJbtrEb94qdAbVcks/4iG+Rsp/e9DhX+9EqxjrepZt8hBRTGEa+SKwV1MyCxm3cI/l6Wc",
+	"qQp01W/thkS3EC4CuqTqAJRSyBzngZgNZKuv1bC+tBcQrvVsdmDQoXJmfBaZFnOwfLHMKezk8TAR0rQB",
+	"LVY3E273I/8KK6WwwRBclo12PwW2cYX5QOR7LMpYN0oN4eVxoO1uIkrC8wdYeDwTMrukcwlttnaqKwOH",
+	"fNcMeEUPFHHahCt//PG+wwFen6sSiv2ti7ysdvaYUapzOXatCkFPYUj/w6X7jr3RmtKcWKDoBNC7r2LO",
+	"gtkWXAIB8gfAzZXpWP9GEe9IJBDItsbEHArKkKJeR+L08GzvJBLjTBrR47wGTckKBuY2cjkOcDxNXszR",
+	"uQCQQQC0sF4FvB/UUhC4iBvHegFppmV5R52lmBYxxFODzXxFSZWPaOO4YhyflUpJiOl1h25GMH37ZtB8",
+	"CUommynXjGvlSwKVRlnkwHdi/XZsXeWkgH33AK6ToC0w/+3eBLQB9bzSktKNuriBBDn3/JH36LR6zIEh",
+	"0YMlx1S3nTYi2iFGv/qX2Iw619f/YAtNpVBsakTcMs+F+n0hc3CvcLL3NQOcBDLcUlewpX5fKKg8pT0F",
+	"C1azgbDhZWWwkspKQZv9StRqD4m6R4NV/PTR3n9psyFclmVRa/7YZijggNvgPBr2m9Em/wbi2daH8MQD",
+	"7lyTYixT2CoYuaatgKEvsJNJyL8Te6NlSwyEpj7npt2hC3etnk5ee8yEF630M4OMLBhtQdYOqy4jn/BC",
+	"nYd2g6t2tWqRdN3SNFjHfn3SIxAZcpfjCCKPjVXuc1XMcyVSNclSKqpFpOmCy79D13NN7FeMtZxp6Os8",
+	"+/WtmAPQTdgXPVV4lILqVrlRGEyC5AxMJIq1qe6AkkWpyh4HugKetRnMDEiDyK9+d3rQ50AtIdcYea3S",
+	"KNYzLHcCm4edIomkStaUAmwDV69FnTGCw1rmsrgxAwJrKgtjVgEGCzv6JovyWtXOZScVE3vcaeG+Sqyx",
+	"w3wmyyvrdrtSaRas2uC+DdL+y49P0Iz2AZuDTTBq2XQ0WbqQuXGWpD3M7RyvARexPoij37iR1woRC4S8",
+	"zYIsrrpFDBvYdgAFcylTO+/RVqx5yv/NMQdPMsrWDI/zalv8P0R1MT46WCyqPFOlQbzwnKMQzLIQkEZQ",
+	"IDYDEJxJNlcQwo2J3xVywgGZZogTh+iw2F0jyyqbykm1NkvJkIVpzJFoVGO7zniR5VUIwdYmKQfWJJeT",
+	"ANMErXB6MuFftsQEI6pINQsPBaHisG/jSxGkPL6uWwvnvkC81kF3Z8baeYg0d4+hcIo7/WH9opfVLP+M",
+	"dlH7Yv/44v/44sEZypiIpbrO1A1ISER12fl01S4e6tqfRocHruf5Qb741zgswY+BHq2nnEu0pCXM950z",
+	"REghygVDl9e44jHtBUw3C+2B3J3Shkiw6KHNYg/pKAB0w/htwHhhT1pKjob5uaFIrjKdIqYvs9n3rSlg",
+	"XGnyh6Jlt8Xa1QFC47y71ZWcwe+9RR+Y7l0a7xRv5/jk9+sTbT2afglYjXaoxWqZlrEy4vIG30bzj/Nz",
+	"IHoi9YXqB6U6Xt/9detsjo7PD47fvt17c352src7Ot1JQvBVf+ABgRZueVc4KABFkE8Lu3pD0S7c4VNl",
+	"YcjwHYS5papdZJEZIfO8uGEh2XrK9eiku+/5Lp5HcwPPJthrfk9OBR1P6LPglYf6wrGcXF2U0Az/oRgv",
+	"L8sJ6Q8DR6xlxR3Pld452f/57Pjoz2ZdSPUU4w9qsrQPEAJuclKFgnYjjUAj2RrcX7skNUBJiZhiNzQd",
+	"VCUba3wn0a79yBr/e+fw4NPWmAd+9DUeCDnPavOHqg6Mitp/4fGKz+WKFoJbcixCPSnsK4mZnM8zfdFn",
+	"NhzrOoAPYf+6mipi2WZ8WHv6kgtTAF+hGiKmgeOKBOYNdVtZywP4w7KQIvnPdCd+GQmhD9shISHi0NJc",
+	"QACYzFimjsB5iOy882ogHAQlJXFcNKgsbkyspQGoSmpfJUxKCJH02HdGMphrqMRCV7PPMH/TLK8IbxtZ",
+	"lGQ+FO1UgRhbzWOaITJoCV8C/nBSA116gNnEYI81W2cmbw+UvqguVwabWy+jlVmm3f8fbEJ9EwZZ1Pz+",
+	"J+C3Z/9REdGvb2xsbAw5o4CZBHttjbNZjXlADKS5WNlsMXO4drNM0/+jdmlC1FX+lGh1W51PFqUpyoRj",
+	"Ma52HiINPSupWN1Mf0/+d/VI3Varu3QbyWBv9+zX/rLJ4yOWfeqt7RdPG+X3wnpQXJxAGcWnwAA2NrbG",
+	"2AWvDwSSa1UqtQXrLkSDejc7yjMjcLFcsokiwsCTgJ8EsI/JJmNQ5Lt+Z22Kn/Y3Z4uDQPdr4Hu7707P",
+	"jk+Tr2sa7IHS7EgPLLfC2I9dqvx/LsZYSglpSaycNIsxRN5IsdZhlEQPYJTGd+hSpX1CBIV4ZaaJY7+Y",
+	"OnTwBJYzWWvsaWuYA4kB+exOioYBJ85cGi6wTPjGqgCGjyqUzYjoqH3DHfPw4LkCtHpwP0DVzeXvCwXE",
+	"Z1xtyzB5UaxNgeyUsAoV1BpMK+aehBUAWU8L5CK4zKYVkbPAqwcgr4DSSsAeIbQrQJYjujdR/VWIkAn8",
+	"JbGGWmJKO9tFhqC0fQW6317LlbRncLGoMFwKgXkwcGINAXo8nrP/2N0fkhVilBbBFoBr7fA1f6pBrBNr",
+	"O6xRiPwckIKzFDjO4Q8IC3AOJ6Tyl3VR2f8BeRWgTnIYnCpE6CpFepNnRiQchQ+eEeukMT7ejaND9WBt",
+	"8HNAV0+oSK/+jDVrk5xbry8h/FssTLkx/aFYUvUXa2fXzIDBeZHny4yKIPLQYVXcf75utU7X7c85W7e+",
+	"1Mn6eUfl9ubWA6yi5gGV3+FmgzMDwIRltXQCuKdXok+PDrlGry95dgfPW4YEFp7I9r2/kUCUE1/QJ8U0",
+	"jEY92gn4ueWnm0+YjuCoL0PqMvaGk0/rwaailxwdj873D08O9g73jkYOYvHRwNZqPMn18zc4693hXj/r",
+	"16E7YTnkmtUC1lPLDHvU2PoCjRulkjO7HSnZKm+Y78u1KF2qHMmeZmpWlHfc5mQPRmtElcWNKNUHNSF+",
+	"ILod3MJa/d3u2a9W52OtWLtM24EmI2I/YQYBS2hJXO/TUiE3TqyN0uDjw3mU0HRyVdUp2WFaMMsZQ1L6",
+	"bpdY06KUSqYABTfy04eDFCk8MoON6xeE3EWkTfjDVehNCck8tje3xGH2uj8kuhC7zI1Gqs0fRXKy82+o",
+	"+R4dH58f7Jy+3UMWKaswnDDUIdCGDvocNCgUkmcakKEXOlUp0zn1klUeYRUuBXRSz/uQ+KWXrAh5jzph",
+	"XDoFsyhLmN4IV4H6taC43l6gAn2YGhzQXhZMg7/lAisuLos89UZjc87iB7EZa2ykRsJ6xJUF/EqcbmNV",
+	"t16JzoBqrB2tkm/5CsiIsHkJ2lxBpti27GhekLX2BedwgtWy68hmBshGkwxxEXjxiFEXRe0Q9tIAua74",
+	"e+MGE+NFag1ekjO3LvjXUNQkMKqBGsdj/bIw1TMj5pd3JpvInAbsC8KbQAuTPj71TpBG4OQ87BGjKg+S",
+	"3O7R+1CMoS4GeejxJfVipspsImayKrNb5KKBl4fWLXIcb7LS+oxiC3aNAAaPZDNKYo2S+BJ/3o+Anae+",
+	"NpNifofkFgNAPmeEPZ4wRJIml7IEWgyAzfrx/69ti1+Qh8BqqWIqtjaevwwqRYzobb5Yey5+eR1rxGSP",
+	"xNamvYd7/loFENOsIlRTfBjEKuWV0rHG9drcegl2ZxQ21tGXzQwwmLCKBE3oX4Ca+O0Tce1QDgJGcbD7",
+	"ZSWgxa8tzrAGKM41WRYy1LecCMHhB1YdAZBbUx/V23eQPa/voFqBo5yWAJBS2vNHCgd8jPdIgKGrQnZT",
+	"hKhU6bCLyOpj3UN+MtQZOs2qWANzGugXVj5WtDuF2KAKIqiUGVfPWm8LHQP7mrwn5eTKPU5Zd62XQo8k",
+	"AVAVZawxv5yTT325qNLiRlNxcfBYlGkqUJoCr5u1x/Ic+40r45lsSQKoERhmOytKxXh6UFBk97uSV1g2",
+	"BUJAU0afz0OH0mCwtaSYZrd22teqvKR+TCu4h9nrWPfKhcY4wHgxnarSRAw+gVUMfRzDuaFhCpzoL5+Z",
+	"GvmWVbMw+x7r+81XcEq2+PDN0OHOmbVZKgzxom03HxqyKvIza6xi/qGZbjB8mYEPWIdkX7HuYPuKSJvY",
+	"Gf9CrCYBYRvwcLE9FWtZllZ0QNxfbMAr+vZhR+kofhAvnhNdHtZ1ecTkGlmKYYvmbSFMMa1YHNEyqWhL",
+	"mcVMLHSujIl18vb4cO/wYP9wf5QwlAUaFk4kRe9s/+1o7/Sw3xLNzHjImwRFO+HjcP9otMdoEsP6eU9F",
+	"32CHWh2KNDas2eAHsYYaxo5yHzvEOrZ2fCjG51lKbKX2dqOqpM+HE4p0rBN8NuWOg/5cuE7+PMZQ2Krj",
+	"UkgsblPW6TCNBjLjcIDdXQHPKtLSGkHsy70a6W+fVT0yPqMR5c1otJokjhFiawOxs6/2Y+pQoORdQsjr",
+	"CO52guGmWZ6HjKNcHxNr+wmNb6CvYVRNilS1RMOfTniOgDyThzSxBhg+H4cipf3Tu9HI2lxvjv/nCBfv",
+	"VFZqEIzF5HXuNEcDjrcNGZjB3gksJ2CAhKTcYm4PMgyACHmtgIy5lBWY5GSOzzK9ai9ZT8NRTW1v//gC",
+	"TYt1MxQbAnlcM2vkTPv4PlJclHZKc1VmRSoupbGmEfSQ+MHtwKvwu8CkBvK+Aah8EMIfaKQfMK8JG0pB",
+	"pn0dJhshkBb+DV4OuQPh5VP7YR3Ti/1+9suO1WVGGPKmKuYekQC5S2tEg3WOQb8IPyLHIBCmESP1842X",
+	"IqGwwPlo/3Dv+N0oiUTNQUMUWtorMHvutCSXAb0ywiOwNjhbGq6yM9b4+eGoAHu+w4UI1EnU5TZ0AhbZ",
+	"9WYX/l7QotkirzLrS65Pi3K2ajWLvaw0Zorh15htoZtGGMniPEwkwiBEMalUtYquM9A6KRyufm8rbAFu",
+	"/ycFlt7BOjwMKulvXWQFoQUfaTjcG+282RnthNecZ3h8Mto/PjoDLKX9szN76WTndNTNvfS0pVgvn7YQ",
+	"F/SMVShzYKIjRd/WLaB4pgqc5ByAVxW05HXp4aY6WdKUH2v7e3KkGqeCUylxyDL1RBLVdoMi0XaDBr50",
+	"RN1aB8YaXl1RITb92KsGT0k0HKWg+rQWAXAL8Ccgn560nq32MTGIxNTlvc7QTP8RcVS/ICDCdxSRJpDp",
+	"p8JNC/z1QV3SnUte76pBAbduOkYFPstdjzX464BjpVJoex12sD1Q6KMWM2Dy3DXRsFtrhaisFL1JDXsd",
+	"MIVYUXY88bFBQcLl7X8HIMFor4R2/u7Zr1xvXyJjobnTk8uy0MXC1LIeD0hzUN72vtIGDx3OpKkuHW9n",
+	"geixDB1rONoDThR83ITkLfExmIZIWGfO1H1jaqu0/lTDTW4+QLDrilH9Sa5k4HtBwMa7t0g5DSkAV4/g",
+	"QG8zpPlFn9ptuqCHCoEcGf3LPvsKKNr6kUjlzPq5VFnNWGkQeSJg4eAQiuw2q7/0eu0dmxFGI+8gsAyl",
+	"mTUoXfK0m84vfrJnhnjpe/Zhq4XO76JY27MDUPkyI5ROIe5Jnim2fDrnFnpzZI4J5RBGHoKiTL1VMKgy",
+	"Os8QdYbHMgIrFF9nijnzt4VZxmEXmMkrD2nqAeG9t43m00oOnyizfY/p/530nL3TV9puLyxfEr3k5+PX",
+	"j9Rd9rdLVp8UeR7q909S3ASgdR8zvg8DYOAMKedcVyz8eShkM2bpnJgq1laNUUxQzUUPycgphiuJRqW/",
+	"JvawI/9G3rnwWBYiBi7T8CLZ3Tna3Ts4sKovyPC4RCTkpkFtuuSBM2nIw7GHE7g4old7lWcGFRSAkbs1",
+	"vpTuBaP2EwkRpcbPbbU7wKox5o4SPjfhxkULDYJP87JIFxMF0co0MxNpl4Ai0T7DyuskfZC4dsAxXYeC",
+	"bPSFsm8BcJ52w/3X/tH+2U8QOmbw9fpnxLBT8NZprHlE4nlLiToa4lOOBAshO6mzpedXJtYhfKesiMVr",
+	"6EOkeKqlhVboqrlvnlEMFx9SA33H53QeCruwxv+cC5E1yBsbKNg1f1msyAcdNE/acMcxuvrO7NU35N/m",
+	"APza7tEu9R93uLefeaB+BPZkxKkeKEG07kcAetYET0lc5A9OIl9hq9WN4yWs6Xv6DKhAGTECBh8Eit9+",
+	"izfHR3vu3qb+ZrBlaJaBO5939MTeb4Q7VIhvUd8+EhTF925nu2goWjpLBODbgNMNkhuBiPfqAv2P5/CJ",
+	"IBoBeAZXrFHmW9gF9sUxKl2iBO2QarIos+oO9vdYyVKVOwu7N397b/cihmu6yvJpcmHliEzTUhmzEq0s",
+	"ynxlsHJZVfPB+npeTGR+WZhqsL29/WKlu67eMMu2WK1yszpREOBK8X9X6q42qOkY9b17xU6i8zq2LXPt",
+	"eT1GiCLtye0sC7EZf7Nb0/btB9m10spgINaaDZnGJaJbsVBlyaK4RmAELQpmqyrZcc9hobOK2cTop07J",
+	"myUPqfdCRQ1aMpr3pNCTLM+waM8VPuRyvCZ2rItGQT0oWGGkET/wal5c/AtzPYTDD4GyiwEcobEO+2yT",
+	"SBBidC7Hq4StSa0s+ON7ADsT9q+2NzZFa/uhbwejdwzD+CICzto2tgJQY9HaYMhsoU0Ua1fb6FmIimkX",
+	"QSIeuvRZXKPZH+//+L8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

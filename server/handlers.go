@@ -59,6 +59,9 @@ type API struct {
 	// Store is the shared store's monitor; nil for the embedded store.
 	// While it cannot reach the store, health reads degraded.
 	Store metrics.StoreState
+	// Fleet lists the replicas sharing the store (GET /fleet); nil
+	// answers 501.
+	Fleet FleetService
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json

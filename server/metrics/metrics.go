@@ -70,6 +70,15 @@ type Sources struct {
 	// Store is the shared store's monitor (a fleet on PostgreSQL); nil
 	// for the embedded store, which has no such metric.
 	Store StoreState
+	// Fleet counts the replicas alive (the fleet's heartbeat); nil
+	// leaves ramanserve_fleet_replicas out.
+	Fleet FleetSize
+}
+
+// FleetSize is how many replicas the fleet's membership saw alive
+// (fleet.Heartbeat).
+type FleetSize interface {
+	ReplicasAlive() int
 }
 
 // StoreState is whether the shared store answers (pgdb.Monitor).
@@ -112,6 +121,12 @@ func New(src Sources) *Metrics {
 			}
 			return 1
 		}))
+	}
+	if src.Fleet != nil {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "fleet_replicas",
+			Help: "Replicas of the fleet seen alive (GET /fleet, not gone), this one included, at its last heartbeat that reached the store; 1 with the embedded store.",
+		}, func() float64 { return float64(src.Fleet.ReplicasAlive()) }))
 	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),

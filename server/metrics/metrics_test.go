@@ -310,3 +310,29 @@ func TestWriteText(t *testing.T) {
 		t.Error("no predictions_total OK line")
 	}
 }
+
+type storeState struct{ err error }
+
+func (s storeState) Err() (error, time.Time) { return s.err, time.Time{} }
+
+type fleetSize int
+
+func (n fleetSize) ReplicasAlive() int { return int(n) }
+
+// TestFleetMetrics: ramanserve_store_up and ramanserve_fleet_replicas
+// read their sources at scrape time, and are absent without them.
+func TestFleetMetrics(t *testing.T) {
+	fams := gathered(t, New(Sources{Store: storeState{errors.New("down")}, Fleet: fleetSize(3)}))
+	if got := gaugeOf(t, fams, "ramanserve_fleet_replicas", nil); got != 3 {
+		t.Errorf("ramanserve_fleet_replicas: %v, want 3", got)
+	}
+	if got := gaugeOf(t, fams, "ramanserve_store_up", nil); got != 0 {
+		t.Errorf("ramanserve_store_up with the store down: %v, want 0", got)
+	}
+	fams = gathered(t, New(Sources{}))
+	for _, name := range []string{"ramanserve_fleet_replicas", "ramanserve_store_up"} {
+		if fams[name] != nil {
+			t.Errorf("%s without its source: present", name)
+		}
+	}
+}
