@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 
@@ -25,8 +26,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("labstore: %w", err)
 	}
-	if err := sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema); err != nil {
+	err = sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema)
+	if err != nil && !errors.Is(err, ErrNewerSchema) { // which names the store
 		return fmt.Errorf("labstore: %w", err)
 	}
-	return nil
+	return err
 }

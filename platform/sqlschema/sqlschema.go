@@ -43,7 +43,10 @@ import (
 // opener comes first, and each migration's transaction refuses to record
 // a version already recorded, so the migration of an opener that lost
 // the race rolls back whole, its effects with it. That opener then finds
-// the version applied and carries on from there.
+// the version applied and carries on from there. db should begin its
+// transactions IMMEDIATE, as package sqlitedb's do, so that an opener
+// waits for another's write lock (up to the busy timeout) rather than
+// fails on a snapshot another wrote past.
 func Migrate(ctx context.Context, db *sql.DB, migrations fs.FS, newer error) error {
 	target, err := checkMigrations(migrations)
 	if err != nil {

@@ -30,8 +30,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("sqlitelog: %w", err)
 	}
-	if err := sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema); err != nil {
+	err = sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema)
+	if err != nil && !errors.Is(err, ErrNewerSchema) { // which names the store
 		return fmt.Errorf("sqlitelog: %w", err)
 	}
-	return nil
+	return err
 }
