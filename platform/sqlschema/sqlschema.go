@@ -149,7 +149,8 @@ func appliedByAnother(ctx context.Context, db *sql.DB, store versionStore, err e
 
 // NewerError is the refusal of a schema at version current by a build
 // whose newest migration is target: it wraps newer, the store's own
-// sentinel, and tells the operator what to do.
+// sentinel, and tells the operator what to do. The PostgreSQL store
+// (package pgdb) refuses with it too, so that every store says it alike.
 func NewerError(newer error, current, target int64) error {
 	return fmt.Errorf("%w (schema version %d, this server knows up to %d): upgrade the server", newer, current, target)
 }
