@@ -3,39 +3,32 @@ package labstore
 import (
 	"context"
 	"database/sql"
+	"embed"
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"ramanserve/platform/sqlschema"
 )
 
-// migrations[i] takes the schema from version i to i+1. Append only: a
-// released migration is never edited.
+// migrationFiles holds the store's goose migrations, NNNNN_name.sql:
+// migration N takes the schema from version N-1 to N (version N of
+// schema_version before goose). Append only: a released migration is
+// never edited.
 //
-// One row per lab_sample_id. Times of spectra are Unix nanoseconds (UTC),
-// as in the prediction log; sampled_at is RFC 3339 text as the lab gave
-// it (it is kept, never queried). Absent values are NULL. The partial
-// index serves Range: matched results by spectrum time, then id.
-var migrations = []string{
-	`CREATE TABLE lab_results (
-		lab_sample_id TEXT    NOT NULL PRIMARY KEY,
-		batch_id      TEXT    NOT NULL,
-		scan_seq      INTEGER,
-		sampled_at    TEXT,
-		epa REAL, dha REAL, dpa REAL,
-		matched       INTEGER NOT NULL,
-		prediction_id BLOB,
-		spectrum_ts   INTEGER,
-		reason        TEXT    NOT NULL,
-		CHECK (matched IN (0, 1)),
-		CHECK (matched = 0 OR (prediction_id IS NOT NULL AND spectrum_ts IS NOT NULL))
-	);
-	CREATE INDEX lab_results_spectrum ON lab_results (spectrum_ts, lab_sample_id) WHERE matched = 1;`,
-}
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
 
-// migrate brings the schema to len(migrations) (package sqlschema).
+// migrate brings the schema up to the newest migration (package
+// sqlschema); a file from a newer server is refused with ErrNewerSchema.
 func migrate(ctx context.Context, db *sql.DB) error {
-	if err := sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema); err != nil {
+	migrations, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
 		return fmt.Errorf("labstore: %w", err)
 	}
-	return nil
+	err = sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema)
+	if err != nil && !errors.Is(err, ErrNewerSchema) { // which names the store
+		return fmt.Errorf("labstore: %w", err)
+	}
+	return err
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"ramanserve/platform/sqlschema"
 	"ramanserve/platform/storeerr"
 )
 
@@ -192,7 +193,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, o Options) error {
 		return fmt.Errorf("read the schema version: %w", err)
 	}
 	if current > target {
-		return fmt.Errorf("%w (schema version %d, this server knows up to %d): upgrade the server", ErrSchemaNewer, current, target)
+		return sqlschema.NewerError(ErrSchemaNewer, current, target)
 	}
 	if current == target {
 		return nil

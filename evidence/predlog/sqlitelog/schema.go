@@ -3,8 +3,10 @@ package sqlitelog
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"ramanserve/platform/sqlschema"
 )
@@ -13,52 +15,24 @@ import (
 // schema this one does not know; it is left untouched.
 var ErrNewerSchema = errors.New("sqlitelog: the prediction log has a newer schema than this server knows")
 
-// migrations[i] takes the schema from version i to i+1. Append only: a
-// released migration is never edited.
+// migrationFiles holds the log's goose migrations, NNNNN_name.sql:
+// migration N takes the schema from version N-1 to N (version N of
+// schema_version before goose). Append only: a released migration is
+// never edited.
 //
-// Times are Unix nanoseconds (UTC). Optional numbers and unknown analytes
-// are NULL. The indexes serve the queries of the issue: ts for time ranges,
-// age retention and the oldest-first trim; (batch_id, ts) for a batch's
-// export and the nearest prediction to a lab sample; (batch_id, scan_seq)
-// for a lab sample named by its scan; (model_version, ts) for a model's
-// performance; prediction_id for the active + shadow + rescore records of
-// one spectrum. Each index includes the rowid, the keyset tiebreaker.
-var migrations = []string{
-	`CREATE TABLE axes (
-		id     INTEGER PRIMARY KEY,
-		digest BLOB NOT NULL UNIQUE,
-		data   BLOB NOT NULL
-	);
-	CREATE TABLE predictions (
-		id             INTEGER PRIMARY KEY,
-		prediction_id  BLOB    NOT NULL,
-		ts             INTEGER NOT NULL,
-		model_version  TEXT    NOT NULL,
-		role           INTEGER NOT NULL,
-		epa REAL, dha REAL, dpa REAL,
-		epa_conf REAL, dha_conf REAL, dpa_conf REAL,
-		reduced_t2     REAL,
-		reduced_q      REAL,
-		batch_id       TEXT,
-		port           TEXT,
-		column_index   REAL,
-		scan_seq       REAL,
-		channel        REAL,
-		integration_ms REAL,
-		axis_id        INTEGER,
-		spectrum       BLOB
-	);
-	CREATE INDEX predictions_ts ON predictions (ts);
-	CREATE INDEX predictions_batch_ts ON predictions (batch_id, ts);
-	CREATE INDEX predictions_batch_seq ON predictions (batch_id, scan_seq);
-	CREATE INDEX predictions_model_ts ON predictions (model_version, ts);
-	CREATE INDEX predictions_prediction ON predictions (prediction_id);`,
-}
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
 
-// migrate brings the schema to len(migrations) (package sqlschema).
+// migrate brings the schema up to the newest migration (package
+// sqlschema); a file from a newer server is refused with ErrNewerSchema.
 func migrate(ctx context.Context, db *sql.DB) error {
-	if err := sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema); err != nil {
+	migrations, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
 		return fmt.Errorf("sqlitelog: %w", err)
 	}
-	return nil
+	err = sqlschema.Migrate(ctx, db, migrations, ErrNewerSchema)
+	if err != nil && !errors.Is(err, ErrNewerSchema) { // which names the store
+		return fmt.Errorf("sqlitelog: %w", err)
+	}
+	return err
 }
