@@ -262,7 +262,7 @@ func (a *App) startTraining(ctx context.Context) error {
 		// whichever replica has a free worker, under a lease.
 		store := pgjobs.New(a.shared.pool)
 		records, spool = store, store
-		opts.Fleet = &jobs.FleetOptions{Replica: a.shared.replica}
+		opts.Fleet = &jobs.FleetOptions{Replica: a.shared.replica, Lease: a.cfg.Training.Lease}
 	} else {
 		files, err := jobfiles.Open(a.Registry.JobsDir(), a.log.With("component", "training"))
 		if err != nil {

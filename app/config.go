@@ -2,6 +2,7 @@ package app
 
 import (
 	"log/slog"
+	"time"
 
 	"ramanserve/registry"
 	"ramanserve/server"
@@ -49,6 +50,10 @@ type TrainingConfig struct {
 	// (-training-workers); 0 makes a replica that never trains. The
 	// embedded store always runs one.
 	Workers int
+	// Lease is how long a fleet's training job stays with a runner that
+	// stopped renewing it (a killed replica) before another replica takes
+	// it over (-training-lease; 0: 20 s).
+	Lease time.Duration
 }
 
 // TrainingMemoryOverhead is the fixed memory the process needs beside the

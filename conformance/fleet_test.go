@@ -1,9 +1,12 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -389,4 +392,55 @@ func countRows(t *testing.T, url, query string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestFleetTrainingSurvivesItsRunnerKilled: a replica running a training
+// job is killed with kill -9; another replica takes the job over once the
+// lease runs out, finishes it, and exactly one model is staged; the job's
+// record says it ran twice.
+func TestFleetTrainingSurvivesItsRunnerKilled(t *testing.T) {
+	url := pgtest.Database(t)
+	const lease = 3 * time.Second
+	runner := startFleet(t, url, 1, "-training-lease", lease.String())[0]
+	// Enough rows that the fit lasts while the runner is killed.
+	resp, body := multipartUpload(t, "http://"+runner.httpAddr, bytes.NewReader(syntheticCSV(t, 606, 1500)),
+		[]byte(`{"operator":"conformance","notes":"killed runner"}`))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /training/start = %d %s", resp.StatusCode, body)
+	}
+	var acc gen.TrainingJobAccepted
+	if err := json.Unmarshal(body, &acc); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		j := must(runner.client(t).GetTrainingJobWithResponse(context.Background(), acc.JobId))(t).JSON200
+		if j != nil && j.Status == gen.Running {
+			break
+		}
+		if time.Now().After(deadline) || (j != nil && (j.Status == gen.Done || j.Status == gen.Failed)) {
+			t.Fatalf("the job did not run on the first replica: %+v", j)
+		}
+	}
+	// The replica that takes over starts only now, so that the job could
+	// only have been claimed by the runner.
+	other := startFleet(t, url, 1, "-training-lease", lease.String())[0]
+	runner.kill()
+	killed := time.Now()
+	job := waitJob(t, other.client(t), acc.JobId, 3*time.Minute)
+	if job.Status != gen.Done || job.Result == nil {
+		t.Fatalf("the job ended %s: %+v", job.Status, job.Error)
+	}
+	took := time.Since(killed)
+	attempts := countRows(t, url, `SELECT attempts FROM training_jobs WHERE job_id = '`+acc.JobId+`'`)
+	list := must(other.client(t).ListModelsWithResponse(context.Background()))(t).JSON200
+	staged := 0
+	for _, m := range list.Models {
+		if m.Version == job.Result.NewVersion {
+			staged++
+		}
+	}
+	t.Logf("training runner killed with kill -9: the job finished on the other replica %v later (lease %v), %d runs, %d models in the registry", took.Round(time.Millisecond), lease, attempts, len(list.Models))
+	if attempts != 2 || len(list.Models) != 1 || staged != 1 {
+		t.Fatalf("%d runs, %d models staged (the job's %d)", attempts, len(list.Models), staged)
+	}
 }

@@ -149,6 +149,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	fs.StringVar(&cfg.HTTP.TLS.KeyFile, "tls-key", "", "PEM private key file of -tls-cert (SIGHUP re-reads it)")
 	fs.StringVar(&cfg.HTTP.TLS.ClientCAFile, "tls-client-ca", "", "PEM file of CA certificates: require a client certificate signed by one of them (mutual TLS; needs -tls-cert; SIGHUP re-reads it)")
 	fs.Int64Var(&cfg.Training.MaxMemoryBytes, "max-training-memory", 0, "training memory budget in bytes, shared by uploads being parsed and the data sets of queued and running jobs; an upload that would cross it gets 413 (0: a quarter of physical memory)")
+	fs.DurationVar(&cfg.Training.Lease, "training-lease", 20*time.Second, "with -store: how long a training job stays with a replica that stopped renewing its lease (killed, or cut off from the database) before another replica takes it over and runs it again (at least 3s)")
 	fs.IntVar(&cfg.Training.Workers, "training-workers", 1, "with -store: training jobs this replica runs at once, taken from the fleet's shared queue (0: this replica never trains, it only accepts jobs and answers about them)")
 	fs.IntVar(&cfg.Training.QueueSize, "training-queue", 4, "training jobs that may wait behind the running one (429 TRAINING_QUEUE_FULL beyond)")
 	fs.Int64Var(&cfg.Channel.MaxMessageBytes, "max-message-bytes", 1<<20, "largest accepted prediction message in bytes")
@@ -185,6 +186,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	}
 	if cfg.Channel.Curve.ClientsFile != "" && cfg.Channel.Curve.SecretKeyFile == "" {
 		return cfg, opts, fmt.Errorf("-zmq-curve-clients needs -zmq-curve-secret-key: without CURVE every client is accepted")
+	}
+	if cfg.Training.Lease < 3*time.Second {
+		return cfg, opts, fmt.Errorf("-training-lease must be at least 3s (it is renewed every third of it), not %v", cfg.Training.Lease)
+	}
+	if cfg.Training.Workers < 0 {
+		return cfg, opts, fmt.Errorf("-training-workers must be >= 0, not %d", cfg.Training.Workers)
 	}
 	if cfg.Training.MaxMemoryBytes < 0 {
 		return cfg, opts, fmt.Errorf("-max-training-memory must be >= 0 bytes, not %d", cfg.Training.MaxMemoryBytes)
