@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +23,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/gen"
+	"ramanserve/platform/pgdb"
 	"ramanserve/platform/pgtest"
 	"ramanserve/platform/race"
 )
@@ -443,4 +449,105 @@ func TestFleetTrainingSurvivesItsRunnerKilled(t *testing.T) {
 	if attempts != 2 || len(list.Models) != 1 || staged != 1 {
 		t.Fatalf("%d runs, %d models staged (the job's %d)", attempts, len(list.Models), staged)
 	}
+}
+
+// TestFleetStartRefusals: a server given a store it cannot use stops at
+// once with exit status 1 and a message naming the problem, never the
+// password, and writes nothing (its registry directory is not created).
+func TestFleetStartRefusals(t *testing.T) {
+	url := pgtest.Database(t)
+	admin := pgtest.AdminURL(t)
+	const secret = "n0t-the-Password"
+	dir := t.TempDir()
+	wrongPass := filepath.Join(dir, "wrong.pgpass")
+	os.WriteFile(wrongPass, []byte("*:*:*:*:"+secret+"\n"), 0o600)
+	// A role that may log in and nothing else: it cannot create the
+	// schema in a database it does not own.
+	pgtest.Exec(t, admin, `DROP ROLE IF EXISTS ramanserve_nogrants`)
+	pgtest.Exec(t, admin, `CREATE ROLE ramanserve_nogrants LOGIN PASSWORD 'nogrants-pw'`)
+	t.Cleanup(func() { pgtest.Exec(t, admin, `DROP OWNED BY ramanserve_nogrants`); pgtest.Exec(t, admin, `DROP ROLE IF EXISTS ramanserve_nogrants`) })
+	noGrantsPass := filepath.Join(dir, "nogrants.pgpass")
+	os.WriteFile(noGrantsPass, []byte("*:*:*:ramanserve_nogrants:nogrants-pw\n"), 0o600)
+	// A peer that is not PostgreSQL: it greets as an SSH server does, and
+	// hangs up.
+	notPG := bannerServer(t, "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n")
+	closed := freeLoopbackPort(t)
+	newer := pgtest.Database(t)
+	p, err := pgdb.Open(context.Background(), newer, pgdb.Options{Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	pgtest.Exec(t, newer, `INSERT INTO ramanserve_schema_version (version_id, is_applied) VALUES (999999, true)`)
+
+	withUser := func(u, user string) string { return strings.Replace(u, "ramanserve_test@", user+"@", 1) }
+	cases := []struct {
+		name, url, passfile, want string
+	}{
+		{"wrong password", url, wrongPass, "refused the role's credentials"},
+		{"unreachable host", fmt.Sprintf("postgres://ramanserve_test@127.0.0.1:%d/x?sslmode=disable&connect_timeout=5", closed), "", "cannot reach the database"},
+		{"not PostgreSQL", "postgres://ramanserve_test@" + notPG + "/x?sslmode=disable", "", "did not answer as PostgreSQL"},
+		{"role without grants", withUser(url, "ramanserve_nogrants"), noGrantsPass, "lacks a privilege"},
+		{"newer schema", newer, "", "newer than this server knows"},
+		{"password in the URL", strings.Replace(url, "ramanserve_test@", "ramanserve_test:"+secret+"@", 1), "", "holds a password"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := filepath.Join(t.TempDir(), "registry")
+			cmd := exec.Command(serverBinary(t), "-http-addr", "127.0.0.1:0", "-zmq-addr", "tcp://127.0.0.1:0", "-registry", reg, "-store", tc.url)
+			if tc.passfile != "" {
+				cmd.Env = append(os.Environ(), "PGPASSFILE="+tc.passfile)
+			}
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("exit %v, want status 1\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.want) || strings.Contains(string(out), secret) || strings.Contains(string(out), "nogrants-pw") {
+				t.Fatalf("the message does not say %q, or holds the password:\n%s", tc.want, out)
+			}
+			if _, err := os.Stat(reg); !os.IsNotExist(err) {
+				t.Fatalf("the refused start wrote its registry directory: %v", err)
+			}
+			t.Logf("%s: %s", tc.name, strings.TrimSpace(lastLine(string(out))))
+		})
+	}
+}
+
+// bannerServer accepts connections on a loopback port, writes banner to
+// each and closes it; it returns the address.
+func bannerServer(t *testing.T, banner string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(banner))
+			c.Close()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// freeLoopbackPort returns a loopback port nothing listens on.
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }

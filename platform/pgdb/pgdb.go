@@ -167,8 +167,11 @@ func Explain(err error) error {
 		}
 		return err
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer from the database within the connect timeout (a peer that is not PostgreSQL, or a network that drops the connection): %w", err)
+	}
 	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connect: connection refused") {
+	if errors.As(err, &ne) || strings.Contains(err.Error(), "connect: connection refused") {
 		return fmt.Errorf("cannot reach the database: %w", err)
 	}
 	if strings.Contains(err.Error(), "unexpected EOF") || strings.Contains(err.Error(), "failed to receive message") ||
