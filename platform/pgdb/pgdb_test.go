@@ -3,6 +3,8 @@ package pgdb_test
 import (
 	"context"
 	"errors"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -93,4 +95,35 @@ func TestPasswordNeverInTheURL(t *testing.T) {
 			t.Errorf("%q: %v", u, err)
 		}
 	}
+}
+
+// TestVerifyFullTLS: with sslmode=verify-full and the cluster's CA the
+// connection is TLS and checked; a CA that did not sign the server's
+// certificate is refused.
+func TestVerifyFullTLS(t *testing.T) {
+	u := pgtest.Database(t)
+	ca := pgtest.CA(t)
+	if ca == "" {
+		t.Skip("the test cluster has no CA")
+	}
+	tlsURL := strings.Replace(u, "sslmode=disable", "sslmode=verify-full&sslrootcert="+ca, 1)
+	p, err := pgdb.Open(context.Background(), tlsURL, pgdb.Options{Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var ssl bool
+	if err := p.QueryRow(context.Background(), `SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()`).Scan(&ssl); err != nil || !ssl {
+		t.Fatalf("connection with verify-full: ssl %v, %v", ssl, err)
+	}
+	other := filepath.Join(t.TempDir(), "other-ca.pem")
+	if out, err := exec.Command("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+		"-days", "1", "-subj", "/CN=another CA", "-keyout", filepath.Join(t.TempDir(), "k.pem"), "-out", other).CombinedOutput(); err != nil {
+		t.Fatalf("openssl: %v\n%s", err, out)
+	}
+	_, err = pgdb.Open(context.Background(), strings.Replace(u, "sslmode=disable", "sslmode=verify-full&sslrootcert="+other, 1), pgdb.Options{})
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a server certificate signed by another CA: %v", err)
+	}
+	t.Logf("another CA: %v", err)
 }
