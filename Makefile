@@ -22,7 +22,7 @@ FUZZMINIMIZE  ?= 5s
 # as a whole should take at most 10.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 10m
 
-.PHONY: all build run test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run run-fleet test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -189,6 +189,11 @@ deps-r:
 	fi
 
 ## r-reference: rewrite trainer/testdata/rpls (the data sets and R pls's CV curves and component choices)
+## run-fleet: three replicas on one throw-away PostgreSQL database (127.0.0.1:5556, :5566, :5576;
+## prediction ports :5555, :5565, :5575); Ctrl-C stops them and removes the database
+run-fleet: build deps-postgres
+	.ci/postgres run -- deploy/run-fleet bin/ramanserve
+
 r-reference: deps-r
 	Rscript trainer/testdata/rpls/reference.R trainer/testdata/rpls
 
