@@ -22,7 +22,7 @@ FUZZMINIMIZE  ?= 5s
 # as a whole should take at most 10.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 10m
 
-.PHONY: all build run run-fleet test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run run-fleet bench-fleet bench-fleet-in-cluster test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated lint vet bench fuzz demo clean
 
 all: build
 
@@ -308,6 +308,21 @@ bench: deps build
 	$(GO) test -run '^$$' -bench 'PredictTransportCPU|ServerPredictCrypto|Handshake' -benchmem ./server/zmtp ./server/zmtp/curve
 	@echo "== CurveZMQ: what CURVE adds to a 2048-point predict round trip against NULL (goal: p50 <= 30 us), the Go client and pyzmq (libzmq + libsodium), ramanserve as its own processes"
 	$(GO) run ./cmd/ramanbench -curve -server bin/ramanserve
+	$(MAKE) --no-print-directory bench-fleet
+
+## bench-fleet: the fleet's figures on a throw-away PostgreSQL cluster (docs/fleet.md); part of make bench
+bench-fleet: build deps-postgres
+	RAMANSERVE_TEST_POSTGRES_REQUIRED=1 .ci/postgres run -- $(MAKE) --no-print-directory bench-fleet-in-cluster
+bench-fleet-in-cluster:
+	@echo "== fleet: 3 replicas, 8 clients each, 50 swaps from random replicas; PostgreSQL killed for 30 s under load; a training runner killed with kill -9; 100 load races"
+	set -o pipefail; $(GO) test -count=1 -run '^TestFleet(SwapsUnderLoad|SurvivesTheDatabaseKilled|TrainingSurvivesItsRunnerKilled)$$' -v ./conformance | grep -E '^(---|ok|FAIL|[[:space:]]+fleet_test)'
+	set -o pipefail; $(GO) test -count=1 -run '^TestFleetLoadRace$$' -v ./app | grep -E '^(---|ok|FAIL|[[:space:]]+fleet_test)'
+	@echo "== the hot path on the fleet's store against the embedded one: 8 clients at full rate, alternating blocks (goal: p95 within 5 %)"
+	$(GO) run ./cmd/ramanbench -evidence store -store "$$RAMANSERVE_TEST_POSTGRES" -server bin/ramanserve -duration 30s -blocks 10
+	@echo "== the prediction log of a fleet: 3 replicas x 1,000 predicts/s for 60 s (goal: 180,000 rows, 0 dropped, every row visible from every replica)"
+	$(GO) run ./cmd/ramanbench -evidence fleetlog -store "$$RAMANSERVE_TEST_POSTGRES" -server bin/ramanserve -duration 60s -rate 1000 -clients 4
+	@echo "== store copy: 20 models, 1,000 jobs, 1,000,000 log rows into PostgreSQL"
+	set -o pipefail; RAMAN_BENCH_STORE_COPY=1 $(GO) test -count=1 -timeout 30m -run '^TestStoreCopyFigure$$' -v ./app/storecopy | grep -vE '^(=== RUN|PASS$$)'
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:

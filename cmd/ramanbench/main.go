@@ -100,8 +100,8 @@ func run() error {
 	offFlags := flag.String("evidence-off-flags", "-prediction-log=false", "-evidence cost: extra ramanserve flags of the baseline, space-separated (it runs without -log-spectra and without a shadow)")
 	flag.Parse()
 	ctx := context.Background()
-	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced && *evidenceMode != evidenceSoak && *evidenceMode != evidenceStore {
-		return fmt.Errorf("-evidence %q: want %s, %s, %s or %s", *evidenceMode, evidenceCost, evidencePaced, evidenceSoak, evidenceStore)
+	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced && *evidenceMode != evidenceSoak && *evidenceMode != evidenceStore && *evidenceMode != evidenceFleetLog {
+		return fmt.Errorf("-evidence %q: want %s, %s, %s, %s or %s", *evidenceMode, evidenceCost, evidencePaced, evidenceSoak, evidenceStore, evidenceFleetLog)
 	}
 
 	dir, err := os.MkdirTemp("", "ramanbench-*")
@@ -145,6 +145,8 @@ func run() error {
 			return b.evidencePacedRun(ctx)
 		case evidenceStore:
 			return b.storeCostRun(ctx, *storeURL)
+		case evidenceFleetLog:
+			return b.fleetLogRun(ctx, *storeURL)
 		}
 		return b.evidenceSoakRun(ctx)
 	}

@@ -6,9 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime"
+	"sync"
 
 	"ramanserve/app"
 	"ramanserve/client"
+	"ramanserve/gen"
 	"ramanserve/registry"
 )
 
@@ -84,4 +87,103 @@ func (b evidenceBench) startFleetServer(ctx context.Context, name, url, active s
 		return nil, err
 	}
 	return &evidenceServer{name: name, proc: proc, mgmt: mgmt}, nil
+}
+
+// evidenceFleetLog is the -evidence mode that measures the prediction
+// log of a fleet: three replicas on the database of -store, each paced
+// at -rate predicts/s for -duration, then every replica pages through
+// the whole log (goal at 1,000/s for 60 s: 180,000 rows, 0 dropped, all
+// of them visible from every replica).
+const evidenceFleetLog = "fleetlog"
+
+// fleetLogRun runs the -evidence fleetlog measurement.
+func (b evidenceBench) fleetLogRun(ctx context.Context, url string) error {
+	if url == "" {
+		return fmt.Errorf("-evidence fleetlog needs -store postgres://… (make bench starts a throw-away cluster)")
+	}
+	_, active, _, err := b.evidenceRegistry(ctx)
+	if err != nil {
+		return err
+	}
+	if err := storeActive(ctx, url, filepath.Join(b.dir, "registry-seed"), b, active); err != nil {
+		return fmt.Errorf("store the model in %s: %w", url, err)
+	}
+	var fleet []*evidenceServer
+	for i := range 3 {
+		s, err := b.startFleetServer(ctx, fmt.Sprintf("replica-%d", i+1), url, active)
+		if err != nil {
+			return err
+		}
+		defer s.stop()
+		fleet = append(fleet, s)
+	}
+	before := make([]evidenceCounts, len(fleet))
+	conns := make([][]*client.PredictionClient, len(fleet))
+	for i, s := range fleet {
+		if conns[i], err = dialClients(s.name, s.proc.endpoint, b.clients, b.spectra, benchScan); err != nil {
+			return err
+		}
+		defer closeClients(conns[i])
+		if before[i], err = s.settled(ctx, nil); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("the prediction log of a fleet: 3 ramanserve processes (%s) on one PostgreSQL database, each at %.0f predicts/s (open loop, %d clients) for %v; GOMAXPROCS %d; load average %s\n\n",
+		b.serverBin, b.rate, b.clients, b.duration, runtime.GOMAXPROCS(0), loadAverage())
+	results := make([]*result, len(fleet))
+	var wg sync.WaitGroup
+	for i := range fleet {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i], _ = openLoop(conns[i], b.rate, b.duration, b.spectra, benchScan) }()
+	}
+	wg.Wait()
+	var answered, recorded, dropped int64
+	for i, s := range fleet {
+		after, err := s.settled(ctx, func(c evidenceCounts) bool {
+			return c.recorded+c.dropped-before[i].recorded-before[i].dropped >= int64(results[i].requests)
+		})
+		if err != nil {
+			return err
+		}
+		results[i].sort()
+		fmt.Printf("%s: %d answered (%d errors), p95 %s; log %d recorded, %d dropped\n", s.name, results[i].requests, results[i].errors,
+			us(results[i].percentile(0.95)), after.recorded-before[i].recorded, after.dropped-before[i].dropped)
+		answered += int64(results[i].requests)
+		recorded += after.recorded - before[i].recorded
+		dropped += after.dropped - before[i].dropped
+	}
+	visible := make([]int, len(fleet))
+	for i, s := range fleet {
+		if visible[i], err = countLog(ctx, s.mgmt); err != nil {
+			return fmt.Errorf("%s: GET /predictions: %w", s.name, err)
+		}
+	}
+	ok := dropped == 0 && recorded == answered
+	for _, v := range visible {
+		ok = ok && int64(v) == recorded
+	}
+	fmt.Printf("\n%d predicts answered, %d records committed, %d dropped; rows seen through GET /predictions from each replica: %v (goal: every answered predict committed, 0 dropped, all rows from every replica: %s); load average after %s\n",
+		answered, recorded, dropped, visible, verdict(ok), loadAverage())
+	return nil
+}
+
+// countLog pages through the whole prediction log through one replica's
+// GET /predictions and returns how many records it holds.
+func countLog(ctx context.Context, m *client.Management) (int, error) {
+	n, limit := 0, 10000
+	var cursor *string
+	for {
+		page, err := m.ListPredictionsWithResponse(ctx, &gen.ListPredictionsParams{Limit: &limit, Cursor: cursor})
+		if err != nil {
+			return n, err
+		}
+		if page.JSON200 == nil {
+			return n, fmt.Errorf("%d %s", page.StatusCode(), page.Body)
+		}
+		n += len(page.JSON200.Predictions)
+		if page.JSON200.NextCursor == nil || *page.JSON200.NextCursor == "" {
+			return n, nil
+		}
+		cursor = page.JSON200.NextCursor
+	}
 }
