@@ -96,7 +96,7 @@ func withAuthorization(t *testing.T, authorization, method, url, contentType str
 		return sendWithAuthorization(t, authorization, method, url, contentType, nil)
 	}
 	// A training upload refused 507 because the write probe outlasted its
-	// 1 s on a disk busy with the other tests is sent again, as a client
+	// timeout on a disk busy with the other tests is sent again, as a client
 	// honouring "retryable" would (multipartUpload does the same): each
 	// attempt reads its own copy of the body.
 	data, err := io.ReadAll(body)

@@ -30,7 +30,7 @@ const trainingSamples = 120
 // from meta; either may be omitted with nil) to base+/training/start.
 func multipartUpload(t *testing.T, base string, csv io.Reader, meta []byte) (*http.Response, []byte) {
 	t.Helper()
-	// A write probe slower than the server's 1 s (a disk busy with the
+	// A write probe slower than the server's -storage-probe-timeout (a disk busy with the
 	// other tests' fsyncs) answers 507, retryable, before the body is read:
 	// the upload is sent again, as a client honouring "retryable" would,
 	// when its body can be read again. No test is about a slow disk.

@@ -38,6 +38,10 @@ import (
 
 // HTTPConfig bounds the management channel.
 type HTTPConfig struct {
+	// StorageProbeTimeout is how long health and a training upload wait
+	// for the registry's 4 KiB write probe before they say the storage
+	// does not answer (default DefaultStorageProbeTimeout).
+	StorageProbeTimeout time.Duration
 	// MaxJSONBodyBytes bounds JSON request bodies (default 1 MiB).
 	MaxJSONBodyBytes int64
 	// MaxUploadBytes bounds a training upload (default 512 MiB).
@@ -85,6 +89,9 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 }
 
 func (c *HTTPConfig) defaults() {
+	if c.StorageProbeTimeout <= 0 {
+		c.StorageProbeTimeout = DefaultStorageProbeTimeout
+	}
 	if c.BodyIdleTimeout <= 0 {
 		c.BodyIdleTimeout = 30 * time.Second
 	}
@@ -152,6 +159,7 @@ func (h *httpHandler) abortBodies() { h.bodies.abortBodies() }
 // uses exposed.
 func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*httpHandler, error) {
 	cfg.defaults()
+	api.writeProbe.timeout = cfg.StorageProbeTimeout
 	if api.Metrics == nil { // a handler built without an App: its own registry
 		api.Metrics = metrics.New(metrics.Sources{})
 	}

@@ -15,33 +15,46 @@ import (
 // writeProbe runs the registry's write probe for GET /health, one at a
 // time: callers that arrive while a probe is running share its result, so
 // a flood of health requests costs one write and fsync at a time, never
-// one each. Each caller waits at most probeTimeout: on a hung file system
-// (a network mount stalled in fsync) the caller gets errStorageTimeout at
-// once, and the stuck probe stays the shared one, so no more than one
+// one each. Each caller waits at most the probe's timeout: on a hung
+// file system (a network mount stalled in fsync) the caller gets a
+// *probeTimeoutError at once, and the stuck probe stays the shared one, so no more than one
 // probe goroutine is ever in flight; the first caller after it returns
 // starts a fresh one.
 type writeProbe struct {
-	timeout time.Duration // 0: probeTimeout; a test seam
+	timeout time.Duration // 0: DefaultStorageProbeTimeout (HTTPConfig.StorageProbeTimeout)
 
 	mu      sync.Mutex
 	running *probeRun
 }
 
-// probeTimeout is how long a caller waits for the write probe.
-const probeTimeout = time.Second
+// DefaultStorageProbeTimeout is how long a caller waits for the write
+// probe by default (-storage-probe-timeout): long enough for an fsync on
+// a disk busy with other writers, short enough that a hung mount shows
+// at once.
+const DefaultStorageProbeTimeout = 5 * time.Second
 
 type probeRun struct {
 	done chan struct{}
 	err  error
 }
 
-// errStorageTimeout is a probe that did not finish within probeTimeout.
+// probeTimeoutError is a probe that did not finish within its timeout.
 // It is 507 INSUFFICIENT_STORAGE (retryable), like a full disk.
-var errStorageTimeout = contract.New(contract.InsufficientStorage, http.StatusInsufficientStorage,
-	fmt.Sprintf("registry storage did not answer a 4 KiB write within %v", probeTimeout))
+type probeTimeoutError struct{ coded *contract.Error }
+
+func newProbeTimeoutError(d time.Duration) *probeTimeoutError {
+	return &probeTimeoutError{coded: contract.New(contract.InsufficientStorage, http.StatusInsufficientStorage,
+		fmt.Sprintf("registry storage did not answer a 4 KiB write within %v", d))}
+}
+
+func (e *probeTimeoutError) Error() string { return e.coded.Error() }
+
+// Unwrap gives the contract's coded error, which Classify maps.
+func (e *probeTimeoutError) Unwrap() error { return e.coded }
 
 // check runs probe, or joins the one already running, and returns its
-// error, or errStorageTimeout when it has not finished within the timeout.
+// error, or a *probeTimeoutError when it has not finished within the
+// timeout.
 func (p *writeProbe) check(probe func() error) error {
 	p.mu.Lock()
 	run := p.running
@@ -54,7 +67,7 @@ func (p *writeProbe) check(probe func() error) error {
 
 	timeout := p.timeout
 	if timeout <= 0 {
-		timeout = probeTimeout
+		timeout = DefaultStorageProbeTimeout
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -62,7 +75,7 @@ func (p *writeProbe) check(probe func() error) error {
 	case <-run.done:
 		return run.err
 	case <-timer.C:
-		return errStorageTimeout
+		return newProbeTimeoutError(timeout)
 	}
 }
 
@@ -78,8 +91,8 @@ func (p *writeProbe) run(run *probeRun, probe func() error) {
 // storageReason is health's degraded reason for a failed write probe: it
 // names the condition and the errno, so an operator knows what to fix.
 func storageReason(err error) string {
-	if errors.Is(err, errStorageTimeout) {
-		return errStorageTimeout.Message
+	if pt := (*probeTimeoutError)(nil); errors.As(err, &pt) {
+		return pt.coded.Message
 	}
 	const prefix = "registry directory cannot take a write: "
 	switch contract.StorageErrno(err) {

@@ -76,7 +76,8 @@ func TestStorageReason(t *testing.T) {
 // reason naming it; the stuck probe stays the only one in flight however
 // many checks come; once it returns, the next check runs a fresh probe.
 func TestWriteProbeDeadline(t *testing.T) {
-	var p writeProbe
+	const probeTimeout = time.Second
+	p := writeProbe{timeout: probeTimeout}
 	var calls, inFlight, most atomic.Int32
 	stuck := make(chan struct{})
 	hung := func() error {
@@ -90,8 +91,8 @@ func TestWriteProbeDeadline(t *testing.T) {
 	}
 	start := time.Now()
 	err := p.check(hung)
-	if took := time.Since(start); !errors.Is(err, errStorageTimeout) || took < probeTimeout || took > probeTimeout+500*time.Millisecond {
-		t.Fatalf("check on a hung disk: %v after %v, want errStorageTimeout after %v", err, took, probeTimeout)
+	if took := time.Since(start); !errors.As(err, new(*probeTimeoutError)) || took < probeTimeout || took > probeTimeout+500*time.Millisecond {
+		t.Fatalf("check on a hung disk: %v after %v, want a probe timeout after %v", err, took, probeTimeout)
 	}
 	if cl := contract.Classify(err); cl.Code != contract.InsufficientStorage || cl.Status != 507 || !cl.Retryable {
 		t.Fatalf("a probe timeout classifies as %+v, want 507 INSUFFICIENT_STORAGE retryable", cl)
@@ -105,7 +106,7 @@ func TestWriteProbeDeadline(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.check(hung); !errors.Is(err, errStorageTimeout) {
+			if err := p.check(hung); !errors.As(err, new(*probeTimeoutError)) {
 				t.Errorf("check while the probe is stuck: %v", err)
 			}
 		}()

@@ -139,6 +139,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	fs.Var(&origins, "cors-origin", "browser origin, scheme://host[:port], whose pages may call the management API (repeatable; off by default; \"*\" is refused)")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&cfg.HTTP.StorageProbeTimeout, "storage-probe-timeout", server.DefaultStorageProbeTimeout, "how long GET /health and a training upload wait for the registry's 4 KiB write probe (write, fsync, remove) before they report the storage as not answering (health degraded, upload 507 INSUFFICIENT_STORAGE)")
 	fs.Int64Var(&cfg.HTTP.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest accepted training upload in bytes")
 	fs.DurationVar(&cfg.HTTP.BodyIdleTimeout, "http-body-timeout", 30*time.Second, "a request body that stops arriving for this long gets 408 REQUEST_TIMEOUT")
 	fs.DurationVar(&cfg.HTTP.JSONBodyTimeout, "http-json-body-timeout", 10*time.Second, "a JSON request body (every route but the upload) that takes longer than this in all gets 408 REQUEST_TIMEOUT")
