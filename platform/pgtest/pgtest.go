@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"ramanserve/platform/pgdb"
 )
 
 // The environment .ci/postgres sets.
@@ -97,4 +100,16 @@ func CA(t testing.TB) string {
 	t.Helper()
 	AdminURL(t)
 	return os.Getenv(envCA)
+}
+
+// Open opens the database at url as a replica does at start (pgdb.Open,
+// migrating its schema) and closes the pool when t ends.
+func Open(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgdb.Open(context.Background(), url, pgdb.Options{Migrate: true})
+	if err != nil {
+		t.Fatalf("open the test database: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

@@ -17,24 +17,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"ramanserve/platform/pgdb"
 	"ramanserve/platform/pgtest"
 	"ramanserve/registry/pgstore"
 	"ramanserve/registry/store"
 	"ramanserve/registry/storetest"
 )
-
-// openPool opens and migrates the database at url, as a replica starting
-// does; the test's cleanup closes the pool (closing it twice is harmless).
-func openPool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgdb.Open(context.Background(), url, pgdb.Options{Migrate: true})
-	if err != nil {
-		t.Fatalf("open the test database: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
 
 // openedStores remembers which database and pool each store of the contract
 // runs on, so that Reopen can restart it and Corrupt can reach behind it.
@@ -45,7 +32,7 @@ type openedStores struct {
 }
 
 func (r *openedStores) open(t *testing.T, url string, newStore func(*pgxpool.Pool) any) any {
-	pool := openPool(t, url)
+	pool := pgtest.Open(t, url)
 	s := newStore(pool)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -120,7 +107,7 @@ func corrupt(t *testing.T, pool *pgxpool.Pool, name string) {
 // them wins each round, and both then read the winner's index.
 func TestReplicasRacingOneBase(t *testing.T) {
 	url := pgtest.Database(t)
-	replicas := []*pgstore.IndexStore{pgstore.NewIndex(openPool(t, url)), pgstore.NewIndex(openPool(t, url))}
+	replicas := []*pgstore.IndexStore{pgstore.NewIndex(pgtest.Open(t, url)), pgstore.NewIndex(pgtest.Open(t, url))}
 	ctx := context.Background()
 	ix, base, err := replicas[0].ReadIndex(ctx)
 	if err != nil {
@@ -172,7 +159,7 @@ func TestReplicasRacingOneBase(t *testing.T) {
 // pgstore.NotifyChannel, and a refused one announces nothing.
 func TestCommitNotifiesTheFleet(t *testing.T) {
 	url := pgtest.Database(t)
-	s := pgstore.NewIndex(openPool(t, url))
+	s := pgstore.NewIndex(pgtest.Open(t, url))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	listener, err := pgx.Connect(ctx, url)
@@ -208,7 +195,7 @@ func TestCommitNotifiesTheFleet(t *testing.T) {
 // Index.Validate is refused on read, never handed to the registry.
 func TestIndexEditedByHandIsCorrupt(t *testing.T) {
 	url := pgtest.Database(t)
-	pool := openPool(t, url)
+	pool := pgtest.Open(t, url)
 	s := pgstore.NewIndex(pool)
 	if _, err := s.CommitIndex(context.Background(), 0, store.NewIndex()); err != nil {
 		t.Fatal(err)
@@ -251,7 +238,7 @@ func countChunks(t *testing.T, pool *pgxpool.Pool) int {
 // a few chunks is stored as that many rows and read back whole through a
 // cache file, also after the cache directory is removed.
 func TestArtifactLargerThanAChunk(t *testing.T) {
-	pool := openPool(t, pgtest.Database(t))
+	pool := pgtest.Open(t, pgtest.Database(t))
 	cacheDir := filepath.Join(t.TempDir(), "cache") // created on first use
 	s := pgstore.NewArtifacts(pool, pgstore.ArtifactOptions{CacheDir: cacheDir})
 	ctx := context.Background()
@@ -291,7 +278,7 @@ func TestArtifactLargerThanAChunk(t *testing.T) {
 // TestFailedPutLeavesNoChunks: a writer that fails after several chunks
 // leaves no row behind, not even chunks no artifact names.
 func TestFailedPutLeavesNoChunks(t *testing.T) {
-	pool := openPool(t, pgtest.Database(t))
+	pool := pgtest.Open(t, pgtest.Database(t))
 	s := pgstore.NewArtifacts(pool, pgstore.ArtifactOptions{ChunkBytes: 64 << 10})
 	boom := errors.New("the writer failed")
 	_, _, err := s.Put(context.Background(), "models/f.npz", func(w io.Writer) error {

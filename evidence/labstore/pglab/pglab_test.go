@@ -7,39 +7,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"ramanserve/evidence/labstore"
 	"ramanserve/evidence/labstore/pglab"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/evidence/reconcile/labstoretest"
-	"ramanserve/platform/pgdb"
 	"ramanserve/platform/pgtest"
 )
-
-// openPool opens, migrating it, the database at url, as a replica does at
-// start; the pool is closed when t ends.
-func openPool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgdb.Open(context.Background(), url, pgdb.Options{Migrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
 
 // newStore is a store on a fresh database, and the database's URL.
 func newStore(t *testing.T) (*pglab.Store, string) {
 	t.Helper()
 	url := pgtest.Database(t)
-	return pglab.New(openPool(t, url)), url
+	return pglab.New(pgtest.Open(t, url)), url
 }
 
 func TestStoreContract(t *testing.T) {
 	labstoretest.Run(t, func(t *testing.T) func(t *testing.T) reconcile.LabStore {
 		url := pgtest.Database(t)
-		return func(t *testing.T) reconcile.LabStore { return pglab.New(openPool(t, url)) }
+		return func(t *testing.T) reconcile.LabStore { return pglab.New(pgtest.Open(t, url)) }
 	})
 }
 
@@ -48,7 +33,7 @@ func TestStoreContract(t *testing.T) {
 func TestReplicasSeeEachOthersWrites(t *testing.T) {
 	ctx := context.Background()
 	a, url := newStore(t)
-	b := pglab.New(openPool(t, url))
+	b := pglab.New(pgtest.Open(t, url))
 	if _, err := a.Upsert(ctx, []reconcile.LabResult{labstoretest.Matched("x", 1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +58,7 @@ func TestTiesSortInByteOrder(t *testing.T) {
 	ctx := context.Background()
 	s, url := newStore(t)
 	var collation string
-	if err := openPool(t, url).QueryRow(ctx, `SELECT collation_name FROM information_schema.columns
+	if err := pgtest.Open(t, url).QueryRow(ctx, `SELECT collation_name FROM information_schema.columns
 		WHERE table_name = 'lab_results' AND column_name = 'lab_sample_id'`).Scan(&collation); err != nil || collation != "C" {
 		t.Fatalf("lab_sample_id has collation %q (%v), want C", collation, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/predlog/predlogtest"
+	"ramanserve/platform/pgtest"
 )
 
 // BenchmarkAppend appends batches of 1024 records, the writer's default
@@ -19,7 +20,7 @@ func BenchmarkAppend(b *testing.B) {
 	}{{"no spectra", 0}, {"spectra 2048", 2048}} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
-			s := newStore(b, openPool(b, newDatabase(b)), "bench")
+			s := newStore(b, pgtest.Open(b, newDatabase(b)), "bench")
 			batch := benchBatch(predlog.DefaultBatchMax, c.points)
 			b.ResetTimer()
 			for b.Loop() {

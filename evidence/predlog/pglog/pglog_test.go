@@ -2,8 +2,6 @@ package pglog_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"math"
 	"sync"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/predlog/pglog"
 	"ramanserve/evidence/predlog/predlogtest"
-	"ramanserve/platform/pgdb"
 	"ramanserve/platform/pgtest"
 )
 
@@ -23,20 +20,8 @@ import (
 func newDatabase(t testing.TB) string {
 	t.Helper()
 	u := pgtest.Database(t)
-	openPool(t, u) // migrates
+	pgtest.Open(t, u) // migrates
 	return u
-}
-
-// openPool opens a pool on the database at u, migrating it, closed when t
-// ends (after the stores over it, whose cleanups run first).
-func openPool(t testing.TB, u string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgdb.Open(context.Background(), u, pgdb.Options{Migrate: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
 }
 
 func newStore(t testing.TB, pool *pgxpool.Pool, replica string) *pglog.Store {
@@ -53,14 +38,14 @@ func newStore(t testing.TB, pool *pgxpool.Pool, replica string) *pglog.Store {
 // replica gets one.
 func TestStoreContract(t *testing.T) {
 	predlogtest.Run(t, func(t *testing.T) func(t *testing.T) predlog.Store {
-		pool := openPool(t, pgtest.Database(t))
+		pool := pgtest.Open(t, pgtest.Database(t))
 		return func(t *testing.T) predlog.Store { return newStore(t, pool, "r1") }
 	})
 }
 
 // TestCloseLeavesThePoolOpen: the store does not own its pool.
 func TestCloseLeavesThePoolOpen(t *testing.T) {
-	pool := openPool(t, newDatabase(t))
+	pool := pgtest.Open(t, newDatabase(t))
 	s := newStore(t, pool, "r1")
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -87,7 +72,7 @@ func TestTwoReplicasAppendingAtOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(replicas))
 	for r, name := range replicas {
-		stores[r] = newStore(t, openPool(t, u), name)
+		stores[r] = newStore(t, pgtest.Open(t, u), name)
 		wg.Go(func() {
 			for b := range batches {
 				var recs []*predlog.Record
@@ -135,7 +120,7 @@ func TestTwoReplicasAppendingAtOnce(t *testing.T) {
 	if err != nil || len(rows.Records) != batches*size/10 {
 		t.Fatalf("replica a reads %d of replica b's spectra (%v), want %d", len(rows.Records), err, batches*size/10)
 	}
-	pool := openPool(t, u)
+	pool := pgtest.Open(t, u)
 	for _, name := range replicas {
 		var n int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM predlog_records WHERE replica = $1`, name).Scan(&n); err != nil || n != batches*size {
@@ -149,7 +134,7 @@ func TestTwoReplicasAppendingAtOnce(t *testing.T) {
 // old ones. Closing the log closes the store, not the pool.
 func TestWriterEndToEnd(t *testing.T) {
 	ctx := context.Background()
-	pool := openPool(t, newDatabase(t))
+	pool := pgtest.Open(t, newDatabase(t))
 	now := time.Now()
 	l, err := predlog.New(ctx, newStore(t, pool, "r1"), predlog.Options{
 		CommitInterval: 10 * time.Millisecond,
@@ -193,7 +178,7 @@ func TestWriterEndToEnd(t *testing.T) {
 // bound however much is written, deleting the oldest.
 func TestWriterSizeBound(t *testing.T) {
 	ctx := context.Background()
-	pool := openPool(t, newDatabase(t))
+	pool := pgtest.Open(t, newDatabase(t))
 	const bound = predlog.MinMaxBytes
 	l, err := predlog.New(ctx, newStore(t, pool, "r1"), predlog.Options{MaxBytes: bound, CommitInterval: 10 * time.Millisecond})
 	if err != nil {

@@ -54,7 +54,7 @@ func (s *stager) count(id string) int {
 // pool, as a replica process does.
 func replica(t *testing.T, url, name string, workers int, lease time.Duration, p jobs.PublishFunc) *jobs.Manager {
 	t.Helper()
-	store := pgjobs.New(openPool(t, url))
+	store := pgjobs.New(pgtest.Open(t, url))
 	m, err := jobs.New(context.Background(), store, store, jobs.Options{
 		Publish: p,
 		Train:   trainer.Options{Seed: 1, MaxComponents: 4, Folds: 3},
@@ -127,7 +127,7 @@ func TestFleetTakesOverTheJobOfADeadRunner(t *testing.T) {
 	lease := time.Second
 	// The dead runner is a claim made through the store whose holder then
 	// vanishes: nothing renews it.
-	dead := pgjobs.New(openPool(t, url))
+	dead := pgjobs.New(pgtest.Open(t, url))
 	st := newStager()
 	front := replica(t, url, "front", 0, lease, st.publish)
 	id := submitTo(t, front, 2)

@@ -9,45 +9,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"ramanserve/platform/pgdb"
 	"ramanserve/platform/pgtest"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/jobs/jobstoretest"
 	"ramanserve/trainer/jobs/pgjobs"
 )
 
-// openPool opens, migrating it, the database at url, as a replica does at
-// start; the pool is closed when t ends.
-func openPool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgdb.Open(context.Background(), url, pgdb.Options{Migrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 // newStore is a store on a fresh database, and the database's URL.
 func newStore(t *testing.T) (*pgjobs.Store, string) {
 	t.Helper()
 	url := pgtest.Database(t)
-	return pgjobs.New(openPool(t, url)), url
+	return pgjobs.New(pgtest.Open(t, url)), url
 }
 
 func TestStoreContract(t *testing.T) {
 	jobstoretest.RunStore(t, func(t *testing.T) func(t *testing.T) jobs.Store {
 		url := pgtest.Database(t)
-		return func(t *testing.T) jobs.Store { return pgjobs.New(openPool(t, url)) }
+		return func(t *testing.T) jobs.Store { return pgjobs.New(pgtest.Open(t, url)) }
 	})
 }
 
 func TestUploadSpoolContract(t *testing.T) {
 	jobstoretest.RunUploadSpool(t, func(t *testing.T) func(t *testing.T) jobs.UploadSpool {
 		url := pgtest.Database(t)
-		return func(t *testing.T) jobs.UploadSpool { return pgjobs.New(openPool(t, url)) }
+		return func(t *testing.T) jobs.UploadSpool { return pgjobs.New(pgtest.Open(t, url)) }
 	})
 }
 
@@ -56,7 +41,7 @@ func TestUploadSpoolContract(t *testing.T) {
 func TestReplicasSeeEachOthersWrites(t *testing.T) {
 	ctx := context.Background()
 	a, url := newStore(t)
-	b := pgjobs.New(openPool(t, url))
+	b := pgjobs.New(pgtest.Open(t, url))
 	j := &jobs.Job{ID: "j1", Status: jobs.Queued, SubmittedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
 	if err := a.Save(ctx, j); err != nil {
 		t.Fatal(err)
@@ -121,7 +106,7 @@ func TestRecordIsTheJobsJSON(t *testing.T) {
 		status string
 		record []byte
 	)
-	pool := openPool(t, url)
+	pool := pgtest.Open(t, url)
 	if err := pool.QueryRow(ctx, `SELECT status, record FROM training_jobs WHERE job_id = 'nul'`).Scan(&status, &record); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +139,7 @@ func TestSaveLeavesTheLease(t *testing.T) {
 		attempts int
 		status   string
 	)
-	err := openPool(t, url).QueryRow(ctx, `SELECT lease_owner, attempts, status FROM training_jobs WHERE job_id = 'j'`).Scan(&owner, &attempts, &status)
+	err := pgtest.Open(t, url).QueryRow(ctx, `SELECT lease_owner, attempts, status FROM training_jobs WHERE job_id = 'j'`).Scan(&owner, &attempts, &status)
 	if err != nil || owner != "replica-1" || attempts != 2 || status != string(jobs.Running) {
 		t.Fatalf("after Save: owner %q, attempts %d, status %q, %v", owner, attempts, status, err)
 	}
@@ -232,6 +217,6 @@ func readUpload(t *testing.T, s *pgjobs.Store, id string) string {
 func TestLeaseStoreContract(t *testing.T) {
 	jobstoretest.RunLeaseStore(t, func(t *testing.T) func(t *testing.T) jobs.LeaseStore {
 		url := pgtest.Database(t)
-		return func(t *testing.T) jobs.LeaseStore { return pgjobs.New(openPool(t, url)) }
+		return func(t *testing.T) jobs.LeaseStore { return pgjobs.New(pgtest.Open(t, url)) }
 	})
 }
