@@ -465,7 +465,10 @@ func TestFleetStartRefusals(t *testing.T) {
 	// schema in a database it does not own.
 	pgtest.Exec(t, admin, `DROP ROLE IF EXISTS ramanserve_nogrants`)
 	pgtest.Exec(t, admin, `CREATE ROLE ramanserve_nogrants LOGIN PASSWORD 'nogrants-pw'`)
-	t.Cleanup(func() { pgtest.Exec(t, admin, `DROP OWNED BY ramanserve_nogrants`); pgtest.Exec(t, admin, `DROP ROLE IF EXISTS ramanserve_nogrants`) })
+	t.Cleanup(func() {
+		pgtest.Exec(t, admin, `DROP OWNED BY ramanserve_nogrants`)
+		pgtest.Exec(t, admin, `DROP ROLE IF EXISTS ramanserve_nogrants`)
+	})
 	noGrantsPass := filepath.Join(dir, "nogrants.pgpass")
 	os.WriteFile(noGrantsPass, []byte("*:*:*:ramanserve_nogrants:nogrants-pw\n"), 0o600)
 	// A peer that is not PostgreSQL: it greets as an SSH server does, and
