@@ -184,3 +184,33 @@ func TestFleetFollowsSwapsAndShadow(t *testing.T) {
 		t.Fatalf("replica a lists active %q and %d entries", active, len(entries))
 	}
 }
+
+// TestFleetRefusesACorruptedArtifact: a model whose bytes in the database
+// were changed behind the fleet's back (same size, other content) is
+// refused MODEL_CORRUPTED by a load on any replica, and every replica
+// keeps serving the model it had.
+func TestFleetRefusesACorruptedArtifact(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := replica(t, url, nil), replica(t, url, nil)
+	v1, v2 := stageSmallModel(t, a.Registry, "op"), stageSmallModel(t, a.Registry, "op")
+	if code, errCode := postLoad(t, a, v1, "staged"); code != 200 {
+		t.Fatalf("load %s: %d %s", v1, code, errCode)
+	}
+	entry, err := a.Registry.Describe(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, url, `UPDATE registry_artifact_chunks c
+		SET data = set_byte(c.data, length(c.data) / 2, get_byte(c.data, length(c.data) / 2) # 255)
+		FROM registry_artifacts r WHERE c.artifact_id = r.id AND c.seq = 0 AND r.name = '`+entry.File+`'`)
+	for _, r := range []*App{b, a} {
+		if code, errCode := postLoad(t, r, v2, "staged"); code != 400 || errCode != "MODEL_CORRUPTED" {
+			t.Fatalf("load of the corrupted %s: %d %s", v2, code, errCode)
+		}
+	}
+	for _, r := range []*App{a, b} {
+		if got := servedVersion(r); got != v1 {
+			t.Fatalf("a replica serves %q after the refused load, want %s", got, v1)
+		}
+	}
+}
