@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -212,5 +214,38 @@ func TestFleetRefusesACorruptedArtifact(t *testing.T) {
 		if got := servedVersion(r); got != v1 {
 			t.Fatalf("a replica serves %q after the refused load, want %s", got, v1)
 		}
+	}
+}
+
+// TestFleetServesAFileImportedOnOneReplica: a scikit-learn file loaded
+// from one replica's import/ folder is stored in the database, so the
+// other replica serves it too, with no copy of the file of its own.
+func TestFleetServesAFileImportedOnOneReplica(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := replica(t, url, nil), replica(t, url, nil)
+	src, err := os.ReadFile(filepath.Join("..", "inference", "sklearn", "testdata", "layout1.5_scaled.joblib"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(a.Registry.Dir(), "import", "plant.joblib")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]string{"version": "plant-1", "source": "file", "path": path})
+	res, err := http.Post("http://"+a.HTTPAddr()+"/model/load", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("import on replica a: %d %s", res.StatusCode, raw)
+	}
+	os.Remove(path)
+	if got := servedVersion(b); got != "plant-1" {
+		t.Fatalf("when the import on a answered, b served %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(b.Registry.Dir(), "import", "plant.joblib")); !os.IsNotExist(err) {
+		t.Fatalf("b has a copy of a's import: %v", err)
 	}
 }
