@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -50,6 +51,9 @@ func (s *sharedStore) registryStores(dir string) (*pgstore.IndexStore, *pgstore.
 	return pgstore.NewIndex(s.pool), arts, s.fleet
 }
 
+// refreshTimeout bounds one catch-up with the fleet's registry.
+const refreshTimeout = 30 * time.Second
+
 // follow starts the watchers: the registry catches up on every commit
 // another replica notifies (and every 2 s, should a notification be
 // lost), and the monitor pings the database for health, catching up too
@@ -58,6 +62,11 @@ func (s *sharedStore) follow(reg *registry.Registry, log *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	refresh := func(ctx context.Context) {
+		// Bounded: a load on this replica waits for a catch-up in
+		// progress, and a database that stopped answering mid-way must not
+		// hold it for longer.
+		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+		defer cancel()
 		if err := reg.Refresh(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("could not catch up with the fleet's registry", "err", err)
 		}
