@@ -90,7 +90,9 @@ func (s *sharedStore) close(ctx context.Context) {
 	if s.fleet != nil {
 		// No load waits for a replica that is gone; a crash leaves the row
 		// to age out instead.
-		s.fleet.Leave(ctx)
+		leaveCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s.fleet.Leave(leaveCtx)
+		cancel()
 	}
 	s.pool.Close()
 }
