@@ -554,3 +554,29 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestFleetStopsWithTheDatabaseDown: SIGTERM while the database is down
+// stops the replica within its shutdown grace: leaving the fleet, the
+// heartbeat, the watchers and the store monitor do not wait for the
+// database.
+func TestFleetStopsWithTheDatabaseDown(t *testing.T) {
+	cluster := pgtest.NewCluster(t)
+	const grace = 3 * time.Second
+	p := startFleet(t, cluster.URL, 1, "-shutdown-grace", grace.String())[0]
+	cluster.Kill(t)
+	c := dialZMQ(t, p.zmq)
+	wn, in := testSpectrum()
+	for range 50 {
+		frame, _ := goScenarioFrame("ping", wn, in)
+		if _, err := c.roundTrip(frame, replyTimeout); err != nil {
+			t.Fatalf("ping with the database down: %v", err)
+		}
+	}
+	start := time.Now()
+	err := p.terminate(t)
+	took := time.Since(start)
+	t.Logf("SIGTERM with the database down: exit %v after %v (grace %v)", err, took.Round(time.Millisecond), grace)
+	if took > grace+5*time.Second {
+		t.Fatalf("the replica took %v to stop, its grace is %v", took, grace)
+	}
+}
