@@ -196,7 +196,16 @@ func (r *Registry) open(ctx context.Context) error {
 	}
 	r.sweepTemp()
 	removed := r.finishRemovals(ctx)
-	if adopted := r.adoptOrphans(ctx); adopted > 0 || removed {
+	adopted := 0
+	if r.opts.Fleet == nil {
+		// Only a store this process alone writes has orphans to adopt: in
+		// a fleet, an artifact without an entry may be another replica's
+		// model between its Put and its index commit, and adopting it would
+		// race that commit. The shared stores write both in transactions;
+		// `ramanserve registry check -store` reports a true orphan.
+		adopted = r.adoptOrphans(ctx)
+	}
+	if adopted > 0 || removed {
 		if rev == 0 {
 			r.log.Warn("the index was missing or empty: rebuilt from the model files, all archived", "models", adopted)
 		}
