@@ -312,6 +312,9 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 	if a.shared != nil {
 		storeState = a.shared.monitor
 		api.Store = a.shared.monitor
+		// GET /model/shadow shows the fleet's comparison, every
+		// replica's spectra counted.
+		api.Shadow = a.shared.shadowView(a.shadow, a.log)
 	}
 	api.Metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: httpConns, ChannelConns: channelConns,
 		PredictionLog: logStats, Shadow: a.shadow, Store: storeState, Fleet: a.fleet.heartbeat})

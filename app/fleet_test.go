@@ -249,3 +249,50 @@ func TestFleetServesAFileImportedOnOneReplica(t *testing.T) {
 		t.Fatalf("b has a copy of a's import: %v", err)
 	}
 }
+
+// TestFleetShadowComparisonCountsEveryReplica: spectra scored on two
+// replicas are all in the shadow comparison either one answers.
+func TestFleetShadowComparisonCountsEveryReplica(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := replica(t, url, nil), replica(t, url, nil)
+	v1, v2 := stageSmallModel(t, a.Registry, "op"), stageSmallModel(t, a.Registry, "op")
+	if code, errCode := postLoad(t, a, v1, "staged"); code != 200 {
+		t.Fatalf("load: %d %s", code, errCode)
+	}
+	if err := a.Registry.SetShadow(context.Background(), v2); err != nil {
+		t.Fatal(err)
+	}
+	axis := []float64{500, 600, 700, 800, 900, 1000}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("a minute without %s", what)
+			}
+		}
+	}
+	waitFor("b running the shadow", func() bool { return b.shadow.Status().Version == v2 })
+	sendPredicts(t, a, axis, "batch-a", 7)
+	sendPredicts(t, b, axis, "batch-b", 5)
+	shadowN := func(r *App) int64 {
+		res, err := http.Get("http://" + r.HTTPAddr() + "/model/shadow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var st struct {
+			Version    string `json:"version"`
+			Comparison struct {
+				N int64 `json:"n"`
+			} `json:"comparison"`
+		}
+		json.NewDecoder(res.Body).Decode(&st)
+		if st.Version != v2 {
+			return -1
+		}
+		return st.Comparison.N
+	}
+	for _, r := range []*App{a, b} {
+		waitFor("the fleet's 12 spectra in GET /model/shadow", func() bool { return shadowN(r) == 12 })
+	}
+}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"ramanserve/evidence/shadow"
+	"ramanserve/evidence/shadow/pgshadow"
 	"ramanserve/platform/pgdb"
 	"ramanserve/registry"
 	"ramanserve/registry/pgstore"
@@ -27,6 +29,7 @@ type sharedStore struct {
 	replica string
 	fleet   *pgstore.Fleet // the registry's side of the fleet
 
+	ctx  context.Context    // the watchers' context, ended by stop
 	stop context.CancelFunc // ends the watchers
 	wg   sync.WaitGroup
 }
@@ -60,7 +63,7 @@ const refreshTimeout = 30 * time.Second
 // when it answers again after an outage.
 func (s *sharedStore) follow(reg *registry.Registry, log *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.stop = cancel
+	s.ctx, s.stop = ctx, cancel
 	refresh := func(ctx context.Context) {
 		// Bounded: a load on this replica waits for a catch-up in
 		// progress, and a database that stopped answering mid-way must not
@@ -78,6 +81,16 @@ func (s *sharedStore) follow(reg *registry.Registry, log *slog.Logger) {
 		pgstore.Watch(ctx, s.pool, pgstore.WatchOptions{Logger: log.With("component", "registry")}, refresh)
 	}()
 	go func() { defer s.wg.Done(); s.monitor.Run(ctx) }()
+}
+
+// shadowView is the fleet's shadow comparison around local: every second
+// this replica posts its own and reads the others' (shadow.FleetView),
+// until close.
+func (s *sharedStore) shadowView(local *shadow.Scorer, log *slog.Logger) *shadow.FleetView {
+	view := shadow.NewFleetView(local, pgshadow.New(s.pool, s.replica), time.Second, log.With("component", "shadow"))
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); view.Run(s.ctx) }()
+	return view
 }
 
 // close stops the watchers and closes the pool, after every store on it
