@@ -1108,6 +1108,31 @@ type ModelPerformanceEntry struct {
 	Version string           `json:"version"`
 }
 
+// ModelReview The numbers behind a trained model's review (`GET /model/{version}/review` defines them).
+type ModelReview struct {
+	// Analytes The analytes in the order of every per-analyte array.
+	Analytes []string `json:"analytes"`
+
+	// Components One entry per component of the model, 1..A.
+	Components []ReviewComponent `json:"components"`
+
+	// Leverage Leverage of each training row, in training order (`1/n + t_i'(T'T)^-1 t_i`).
+	Leverage []float64 `json:"leverage"`
+
+	// Rmsec Calibration RMSE per analyte with A components, g/L.
+	Rmsec []float64 `json:"rmsec"`
+
+	// Rmsecv Cross-validated RMSE per analyte with A components, g/L.
+	Rmsecv  []float64 `json:"rmsecv"`
+	Version string    `json:"version"`
+
+	// Vip VIP per variable, in the order of `wavenumbers`.
+	Vip []float64 `json:"vip"`
+
+	// Wavenumbers The p axis points the model uses, cm-1, increasing.
+	Wavenumbers []float64 `json:"wavenumbers"`
+}
+
 // ModelStatus defines model for ModelStatus.
 type ModelStatus string
 
@@ -1395,6 +1420,22 @@ type RescoreResult struct {
 	Spectra int64      `json:"spectra"`
 	Until   *time.Time `json:"until,omitempty"`
 	Version string     `json:"version"`
+}
+
+// ReviewComponent defines model for ReviewComponent.
+type ReviewComponent struct {
+	// Components The model truncated to this many components.
+	Components int `json:"components"`
+
+	// Q2 Cross-validated Q2 per analyte; absent when the model file's CV curve lacks this count.
+	Q2 *[]float64 `json:"q2,omitempty"`
+
+	// R2x Share of the X sum of squares this component explains.
+	R2x           float64 `json:"r2x"`
+	R2xCumulative float64 `json:"r2x_cumulative"`
+
+	// R2y Cumulative R2 of the calibration fit, per analyte.
+	R2y []float64 `json:"r2y"`
 }
 
 // SavgolStep Savitzky-Golay smoothing or derivative over the point index, with
@@ -3117,6 +3158,49 @@ type ClientInterface interface {
 	// Corresponds with POST /model/{version}/rescore (the `RescoreModel` operationId).
 	RescoreModel(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetModelReview Every number behind the review page's figures, as JSON
+	//
+	// The review at SIMCA depth, computed from the model file alone (see
+	// `artifact.md`), so it exists as long as the version does. Notation:
+	// n training rows, p variables the model uses (the axis points inside
+	// its regions, after the preprocessing recipe), q analytes, A
+	// components; X the training spectra as the model sees them
+	// (preprocessed, region-selected, centred, and scaled when trained
+	// with `autoscale`); T = X R the scores, W the NIPALS weights, P the
+	// X loadings, c_ka the Y loading of analyte k on component a, in g/L.
+	//
+	// * `vip` (p, in axis order, beside `wavenumbers`): variable importance
+	//   in the projection (Wold, Johansson & Cocchi 1993; Chong & Jun,
+	//   Chemometr. Intell. Lab. Syst. 78 (2005) 103-112),
+	//   `VIP_j = sqrt(p * sum_a SS_a (w_ja/||w_a||)^2 / sum_a SS_a)` with
+	//   `SS_a = sum_k (c_ka/s_k)^2 t_a't_a`, the Y variance component a
+	//   explains with every analyte at unit variance (`s_k` the standard
+	//   deviation, ddof 1, of analyte k's training labels), as SIMCA's
+	//   default unit-variance Y. The mean of VIP^2 is 1: variables above
+	//   1 matter more than average.
+	// * `components` (A): for the model truncated to `components`
+	//   components, `r2x` = `t_a't_a ||p_a||^2 / ||X||^2` (this component
+	//   alone) and `r2x_cumulative`; `r2y` per analyte, cumulative,
+	//   `1 - sum_i (y_ik - yhat_ik)^2 / sum_i (y_ik - mean_k)^2` of the fit
+	//   with that many components; `q2` per analyte,
+	//   `1 - PRESS/SS_Y` of the pooled out-of-fold predictions of
+	//   training's K-fold cross-validation (the folds and segments in
+	//   `selection`; each fold centred and scaled on its own rows; SS_Y
+	//   about the mean of all n labels), the same as the CV curve's R2.
+	// * `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
+	//   the intercept's share included (the convention of the
+	//   studentised residuals on the page).
+	// * `rmsec` (`sqrt(SS_res/n)` of the fit with A components) beside
+	//   `rmsecv`.
+	//
+	// The route names beside /model/{version} are never versions: 404
+	// `MODEL_NOT_FOUND` like any name the registry does not hold. An
+	// imported or adopted model has no record of its training: 409
+	// `NO_TRAINING_RECORD`.
+	//
+	// Corresponds with GET /model/{version}/review (the `GetModelReview` operationId).
+	GetModelReview(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPIJSON This document, as JSON
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
@@ -3796,6 +3880,59 @@ func (c *Client) GetModelReport(ctx context.Context, version Version, reqEditors
 // Corresponds with POST /model/{version}/rescore (the `RescoreModel` operationId).
 func (c *Client) RescoreModel(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRescoreModelRequest(c.Server, version, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetModelReview Every number behind the review page's figures, as JSON
+//
+// The review at SIMCA depth, computed from the model file alone (see
+// `artifact.md`), so it exists as long as the version does. Notation:
+// n training rows, p variables the model uses (the axis points inside
+// its regions, after the preprocessing recipe), q analytes, A
+// components; X the training spectra as the model sees them
+// (preprocessed, region-selected, centred, and scaled when trained
+// with `autoscale`); T = X R the scores, W the NIPALS weights, P the
+// X loadings, c_ka the Y loading of analyte k on component a, in g/L.
+//
+//   - `vip` (p, in axis order, beside `wavenumbers`): variable importance
+//     in the projection (Wold, Johansson & Cocchi 1993; Chong & Jun,
+//     Chemometr. Intell. Lab. Syst. 78 (2005) 103-112),
+//     `VIP_j = sqrt(p * sum_a SS_a (w_ja/||w_a||)^2 / sum_a SS_a)` with
+//     `SS_a = sum_k (c_ka/s_k)^2 t_a't_a`, the Y variance component a
+//     explains with every analyte at unit variance (`s_k` the standard
+//     deviation, ddof 1, of analyte k's training labels), as SIMCA's
+//     default unit-variance Y. The mean of VIP^2 is 1: variables above
+//     1 matter more than average.
+//   - `components` (A): for the model truncated to `components`
+//     components, `r2x` = `t_a't_a ||p_a||^2 / ||X||^2` (this component
+//     alone) and `r2x_cumulative`; `r2y` per analyte, cumulative,
+//     `1 - sum_i (y_ik - yhat_ik)^2 / sum_i (y_ik - mean_k)^2` of the fit
+//     with that many components; `q2` per analyte,
+//     `1 - PRESS/SS_Y` of the pooled out-of-fold predictions of
+//     training's K-fold cross-validation (the folds and segments in
+//     `selection`; each fold centred and scaled on its own rows; SS_Y
+//     about the mean of all n labels), the same as the CV curve's R2.
+//   - `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
+//     the intercept's share included (the convention of the
+//     studentised residuals on the page).
+//   - `rmsec` (`sqrt(SS_res/n)` of the fit with A components) beside
+//     `rmsecv`.
+//
+// The route names beside /model/{version} are never versions: 404
+// `MODEL_NOT_FOUND` like any name the registry does not hold. An
+// imported or adopted model has no record of its training: 409
+// `NO_TRAINING_RECORD`.
+//
+// Corresponds with GET /model/{version}/review (the `GetModelReview` operationId).
+func (c *Client) GetModelReview(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelReviewRequest(c.Server, version)
 	if err != nil {
 		return nil, err
 	}
@@ -4599,6 +4736,40 @@ func NewRescoreModelRequest(server string, version Version, params *RescoreModel
 	return req, nil
 }
 
+// NewGetModelReviewRequest constructs an http.Request for the GetModelReview method
+func NewGetModelReviewRequest(server string, version Version) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/%s/review", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetOpenAPIJSONRequest constructs an http.Request for the GetOpenAPIJSON method
 func NewGetOpenAPIJSONRequest(server string) (*http.Request, error) {
 	var err error
@@ -5383,6 +5554,51 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /model/{version}/rescore (the `RescoreModel` operationId).
 	RescoreModelWithResponse(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*RescoreModelResponse, error)
+
+	// GetModelReviewWithResponse Every number behind the review page's figures, as JSON
+	//
+	// The review at SIMCA depth, computed from the model file alone (see
+	// `artifact.md`), so it exists as long as the version does. Notation:
+	// n training rows, p variables the model uses (the axis points inside
+	// its regions, after the preprocessing recipe), q analytes, A
+	// components; X the training spectra as the model sees them
+	// (preprocessed, region-selected, centred, and scaled when trained
+	// with `autoscale`); T = X R the scores, W the NIPALS weights, P the
+	// X loadings, c_ka the Y loading of analyte k on component a, in g/L.
+	//
+	// * `vip` (p, in axis order, beside `wavenumbers`): variable importance
+	//   in the projection (Wold, Johansson & Cocchi 1993; Chong & Jun,
+	//   Chemometr. Intell. Lab. Syst. 78 (2005) 103-112),
+	//   `VIP_j = sqrt(p * sum_a SS_a (w_ja/||w_a||)^2 / sum_a SS_a)` with
+	//   `SS_a = sum_k (c_ka/s_k)^2 t_a't_a`, the Y variance component a
+	//   explains with every analyte at unit variance (`s_k` the standard
+	//   deviation, ddof 1, of analyte k's training labels), as SIMCA's
+	//   default unit-variance Y. The mean of VIP^2 is 1: variables above
+	//   1 matter more than average.
+	// * `components` (A): for the model truncated to `components`
+	//   components, `r2x` = `t_a't_a ||p_a||^2 / ||X||^2` (this component
+	//   alone) and `r2x_cumulative`; `r2y` per analyte, cumulative,
+	//   `1 - sum_i (y_ik - yhat_ik)^2 / sum_i (y_ik - mean_k)^2` of the fit
+	//   with that many components; `q2` per analyte,
+	//   `1 - PRESS/SS_Y` of the pooled out-of-fold predictions of
+	//   training's K-fold cross-validation (the folds and segments in
+	//   `selection`; each fold centred and scaled on its own rows; SS_Y
+	//   about the mean of all n labels), the same as the CV curve's R2.
+	// * `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
+	//   the intercept's share included (the convention of the
+	//   studentised residuals on the page).
+	// * `rmsec` (`sqrt(SS_res/n)` of the fit with A components) beside
+	//   `rmsecv`.
+	//
+	// The route names beside /model/{version} are never versions: 404
+	// `MODEL_NOT_FOUND` like any name the registry does not hold. An
+	// imported or adopted model has no record of its training: 409
+	// `NO_TRAINING_RECORD`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /model/{version}/review (the `GetModelReview` operationId).
+	GetModelReviewWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReviewResponse, error)
 
 	// GetOpenAPIJSONWithResponse This document, as JSON
 	//
@@ -6828,6 +7044,96 @@ func (r RescoreModelResponse) ContentType() string {
 	return ""
 }
 
+// GetModelReviewResponse401Headers the declared response headers of an HTTP 401 response for GetModelReview
+type GetModelReviewResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetModelReviewResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ModelReview
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetModelReviewResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetModelReviewResponse) GetJSON200() *ModelReview {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetModelReviewResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetModelReviewResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetModelReviewResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetModelReviewResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetModelReviewResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetModelReviewResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetModelReviewResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetModelReviewResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetModelReviewResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetModelReviewResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetOpenAPIJSONResponse401Headers the declared response headers of an HTTP 401 response for GetOpenAPIJSON
 type GetOpenAPIJSONResponse401Headers struct {
 	WWWAuthenticate *string
@@ -8023,6 +8329,57 @@ func (c *ClientWithResponses) RescoreModelWithResponse(ctx context.Context, vers
 		return nil, err
 	}
 	return ParseRescoreModelResponse(rsp)
+}
+
+// GetModelReviewWithResponse Every number behind the review page's figures, as JSON
+//
+// The review at SIMCA depth, computed from the model file alone (see
+// `artifact.md`), so it exists as long as the version does. Notation:
+// n training rows, p variables the model uses (the axis points inside
+// its regions, after the preprocessing recipe), q analytes, A
+// components; X the training spectra as the model sees them
+// (preprocessed, region-selected, centred, and scaled when trained
+// with `autoscale`); T = X R the scores, W the NIPALS weights, P the
+// X loadings, c_ka the Y loading of analyte k on component a, in g/L.
+//
+//   - `vip` (p, in axis order, beside `wavenumbers`): variable importance
+//     in the projection (Wold, Johansson & Cocchi 1993; Chong & Jun,
+//     Chemometr. Intell. Lab. Syst. 78 (2005) 103-112),
+//     `VIP_j = sqrt(p * sum_a SS_a (w_ja/||w_a||)^2 / sum_a SS_a)` with
+//     `SS_a = sum_k (c_ka/s_k)^2 t_a't_a`, the Y variance component a
+//     explains with every analyte at unit variance (`s_k` the standard
+//     deviation, ddof 1, of analyte k's training labels), as SIMCA's
+//     default unit-variance Y. The mean of VIP^2 is 1: variables above
+//     1 matter more than average.
+//   - `components` (A): for the model truncated to `components`
+//     components, `r2x` = `t_a't_a ||p_a||^2 / ||X||^2` (this component
+//     alone) and `r2x_cumulative`; `r2y` per analyte, cumulative,
+//     `1 - sum_i (y_ik - yhat_ik)^2 / sum_i (y_ik - mean_k)^2` of the fit
+//     with that many components; `q2` per analyte,
+//     `1 - PRESS/SS_Y` of the pooled out-of-fold predictions of
+//     training's K-fold cross-validation (the folds and segments in
+//     `selection`; each fold centred and scaled on its own rows; SS_Y
+//     about the mean of all n labels), the same as the CV curve's R2.
+//   - `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
+//     the intercept's share included (the convention of the
+//     studentised residuals on the page).
+//   - `rmsec` (`sqrt(SS_res/n)` of the fit with A components) beside
+//     `rmsecv`.
+//
+// The route names beside /model/{version} are never versions: 404
+// `MODEL_NOT_FOUND` like any name the registry does not hold. An
+// imported or adopted model has no record of its training: 409
+// `NO_TRAINING_RECORD`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /model/{version}/review (the `GetModelReview` operationId).
+func (c *ClientWithResponses) GetModelReviewWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReviewResponse, error) {
+	rsp, err := c.GetModelReview(ctx, version, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetModelReviewResponse(rsp)
 }
 
 // GetOpenAPIJSONWithResponse This document, as JSON
@@ -9411,6 +9768,87 @@ func ParseRescoreModelResponse(rsp *http.Response) (*RescoreModelResponse, error
 	return response, nil
 }
 
+// ParseGetModelReviewResponse parses an HTTP response from a GetModelReviewWithResponse call
+func ParseGetModelReviewResponse(rsp *http.Response) (*GetModelReviewResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetModelReviewResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ModelReview
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetModelReviewResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetOpenAPIJSONResponse parses an HTTP response from a GetOpenAPIJSONWithResponse call
 func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10117,6 +10555,9 @@ type ServerInterface interface {
 	// RescoreModel Score a staged or archived version on logged spectra, as a background job
 	// (POST /model/{version}/rescore)
 	RescoreModel(ctx echo.Context, version Version, params RescoreModelParams) error
+	// GetModelReview Every number behind the review page's figures, as JSON
+	// (GET /model/{version}/review)
+	GetModelReview(ctx echo.Context, version Version) error
 	// GetOpenAPIJSON This document, as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx echo.Context) error
@@ -10350,6 +10791,22 @@ func (w *ServerInterfaceWrapper) RescoreModel(ctx echo.Context) error {
 	return err
 }
 
+// GetModelReview converts echo context to params.
+func (w *ServerInterfaceWrapper) GetModelReview(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetModelReview(ctx, version)
+	return err
+}
+
 // GetOpenAPIJSON converts echo context to params.
 func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
 	var err error
@@ -10556,6 +11013,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/model/:version", wrapper.DeleteModel, options.OperationMiddlewares["deleteModel"]...)
 	router.GET(options.BaseURL+"/model/:version", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
 	router.GET(options.BaseURL+"/model/:version/report", wrapper.GetModelReport, options.OperationMiddlewares["getModelReport"]...)
+	router.GET(options.BaseURL+"/model/:version/review", wrapper.GetModelReview, options.OperationMiddlewares["getModelReview"]...)
 	router.DELETE(options.BaseURL+"/model/shadow", wrapper.ClearShadow, options.OperationMiddlewares["clearShadow"]...)
 	router.GET(options.BaseURL+"/model/shadow", wrapper.GetShadow, options.OperationMiddlewares["getShadow"]...)
 	router.PUT(options.BaseURL+"/model/shadow", wrapper.SetShadow, options.OperationMiddlewares["setShadow"]...)
@@ -12112,6 +12570,118 @@ func (response RescoreModeldefaultJSONResponse) VisitRescoreModelResponse(w http
 	return err
 }
 
+type GetModelReviewRequestObject struct {
+	Version Version `json:"version"`
+}
+
+type GetModelReviewResponseObject interface {
+	VisitGetModelReviewResponse(w http.ResponseWriter) error
+}
+
+type GetModelReview200JSONResponse ModelReview
+
+func (response GetModelReview200JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReview400JSONResponse ErrorResponse
+
+func (response GetModelReview400JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReview401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetModelReview401JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReview404JSONResponse ErrorResponse
+
+func (response GetModelReview404JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReview409JSONResponse ErrorResponse
+
+func (response GetModelReview409JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReview500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetModelReview500JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReviewdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetModelReviewdefaultJSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIJSONRequestObject struct {
 }
 
@@ -13061,6 +13631,9 @@ type StrictServerInterface interface {
 	// RescoreModel Score a staged or archived version on logged spectra, as a background job
 	// (POST /model/{version}/rescore)
 	RescoreModel(ctx context.Context, request RescoreModelRequestObject) (RescoreModelResponseObject, error)
+	// GetModelReview Every number behind the review page's figures, as JSON
+	// (GET /model/{version}/review)
+	GetModelReview(ctx context.Context, request GetModelReviewRequestObject) (GetModelReviewResponseObject, error)
 	// GetOpenAPIJSON This document, as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
@@ -13531,6 +14104,31 @@ func (sh *strictHandler) RescoreModel(ctx echo.Context, version Version, params 
 	return nil
 }
 
+// GetModelReview operation middleware
+func (sh *strictHandler) GetModelReview(ctx echo.Context, version Version) error {
+	var request GetModelReviewRequestObject
+
+	request.Version = version
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetModelReview(ctx.Request().Context(), request.(GetModelReviewRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetModelReview")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetModelReviewResponseObject); ok {
+		return validResponse.VisitGetModelReviewResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetOpenAPIJSON operation middleware
 func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context) error {
 	var request GetOpenAPIJSONRequestObject
@@ -13736,499 +14334,524 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17chtHly+4lQz0nRBgF0CAImWLDP9Bi5TFNkXy40O63YYblUAlgBQLmXBlgST8SRGzmlnALGGWMiuZ",
-	"OI+sFwoEKD++vjH33ujPVKEqnydPnufv/LMxsrO5NcqkrnHwz0ai3Nwap/Afx2osF3F6kiQ2gX+PrEmV",
-	"SeFPOZ/HeiRTbc3OJ2cNPHOjqZpJ+Ot/JGrcOGj8207e+A796nawtSvupvHly5egESk3SvQcGmscNI7M",
-	"Uth0qhIxljpeJEo0xzYR6lHO5rESe909EZ5f3AzeXtyeH4eB2Ovui/D9yc27i+MBPD86O7v4eAK/7Hdf",
-	"ivD65OrDydXgx9vr/whbncaXoPHWJkMdRcr8fXMK315c/Xh6fHxyHh6IdKpEau+UEdqJO2MfTCCGi1To",
-	"1InExko0w0TJKGyJyConjE37RsaxfRDpVDth5yrBQR5iSzPlnJwoYeRMOXyCbRilIhX1TTOk91XY6vQN",
-	"TP/UuMV4rEdamfQ6tYmcqL9vIW5gfGqiXZosXzgRaXcnRtIYm4pU3ikhxUOiU1iC0/Pr27dvT9+cnpzf",
-	"DK5vLq6OfjoJWwd9M17EcSBghdrWxEthE2HvVSJ+W9hUdsS5TafaTMSDdGI0lWaiokMRJipNlnIYqwOR",
-	"JgsV9o01IyXcXI4UbMM4USqCBQoaUyUjleABuIKv2kfjVCH9l6dyrUbWRE6kVjxInYqhGtsEZpcmS20m",
-	"h+Jlt9MICguXLueqcdDQJlUTlcDq4G6kKjEy/psP2a1xczXSY60i4VRyj6dtEae48DcnV+dHZ4OTq6uL",
-	"Kz4zl3IZWxndWHsmk7+bYIY2Wgr1OFIqIgofWTPWk0WiIhHrmYZRXx79x9nF0fHg5uJicHZ0BbSCA781",
-	"cpFObaJ/V9HfeN5vz49ub95dXJ3+58lxeCBgDMqk3BsQnDVCmojOq/ptoVwqRjJJNB74vkH+ECBtG4Vv",
-	"8S55loCMY4VgP3782D7K+1KrVBv+qGSiEjg/8eyHfiORM2mw7X4jDMSDTqciVDC/H/oNbe5lrKMBjqbf",
-	"CMXDVBkhmXvBCXPKpMS88lGZWrJ3aaLNhKn+1sh7qWM4kH/jply/u725OT3/aXB88dEzYl5Wl9r5XEXi",
-	"YapjWm8kOpgi7Mo9Hmib9E3pPjkQxgI7W8QyAaI0aoT7O7KLOBJDRWxFwPVFrNuovmkqOZqKKbScbb02",
-	"Yp7YSaKcgz2HHz8tHPAUZYDhGxW1AiCYvsGG8r4CMU7sDEc8VTJOpyJROKdAzORSIIeU7q5vwp9ObsQO",
-	"vRN2xI82nQqZqFXWyNfErXGL+dwmqYreq0jLG9zGv/vYv8C5QocC6MiTmRyN1DxVkWiGt+fXt5eXF1c3",
-	"J8eD9yfHp0eDm/+4pNP/xZMhno2j2P0onYq1UdepmuMEokhDhzK+TOCaTDUIPmMZO7UilbjlbKbSRI9E",
-	"rKRLhfttIRPlxJDbFM0THavEif6i2919JX60KlbGBWK3291vBX3jFsM0kaNURQci1Clf4i4UiV3APWLH",
-	"wtkYKE2EzY/iWxHLmTh+cdwSv4sfxEfxGPYNHs9jJly4ftqRHo9VouAym8k00Y/IVh6UnkxTJ8I5ntlE",
-	"iUcc10slficyCnuiLeahULFT9EZTxnH2YQ9IEroZ68SlNMQWsZt5Yan+2cgnssprjobIHmZKGid6eBvO",
-	"5KOeLWaNg/1u0JhpQ//oBSuXY9CI5WxTk2of2hzbZCbTxkEjsgtgKIVeet3C/6vt0CxmQ+pvvqG3bqfb",
-	"g+7U4yheOH2v3vte4NgUn/te6PkTw+t29guD6tYMyjGlKgNv/NKQsRt4imv8Gqww16ABLEUncNn9Ql/n",
-	"b9nhJzVKodkjI+Nlqt7Y2Vwmmo9ueWMj7eQkUWrgpjKpuUiu4TEQLVCJESBOpIlkavvspjKyD6It5CjV",
-	"9+pz6fqW1PsLkJ1ilUgzUodC0lrjDYM3ZHfT3m5YOti1QX48VmfwXkmDp47GOtNm4Xi8gZjsnG0/ppW+",
-	"cT2z97RJX+01aodboPdk5qLVQV5Zm7ZhKm1iOH/RgLONWB3BDaor/LNYOBVhZ1s1XKFH8xQxXqoE2+NB",
-	"lKlxqGUNg4F1ac4TFWlgq6ItYjlsbT+6AJc/gatktW0JKx3LofhBSPGtGIpvRNbTc7pAUti486qG+7jf",
-	"krSJU1yZ43/ttp41Txfbec3WDp+Yo2jaJNJGJsvyhdf6Kzfere788bujTdJEDQF9CRrHl1/54cnXffhl",
-	"/Qw/yHihauj3wihBKybmKvF8ETdWLEwM0qBLZQoarDT+Z9L6baTiXBngXYMTTyygs3JR8zpuQSy8cFu8",
-	"ebLlm3VL86NMR9Mf+VhXDjv8NNBRjfYQZJxgi+3hZf8SNFCKGTi0IEUDmZZHLVPVTvWsMPC8u/LxrRFU",
-	"KpSejb2mU2iNJ1B3HN58uLSaJOvyepRNdE9LTcnu6H7T8rxHOfbHRMm7yD4Yz4K+6kM3ssnau/U+J2qU",
-	"b6/eX5+8+SB2hIuasRyqeEtuwt0M3JrryaXSRDKJBCqu0FOIH4SkXy9ihfYidyDkKLHOibGNI/hfUOis",
-	"UQPfwAAbCFGGDsf6UUXhYa5gvfkAypWOFjJ2onl9MrgTdkwtOD2ZyTAQN4nURpvJe5XKF06E2SIOYBRh",
-	"C3XB/AOWxRNpIjvTv6MgHZKY/VwWWyCSbDuZHGqJbSqNUbnZqUpxkSqKne8vjk/O0Lp6dnF0fHLcCBqn",
-	"5x+Ozk6PB9eXJ29urm7fN4KG/3NwcXszuHg7uDo6/+mkETSKKtqHk6vr04tzfPrz+cXHc1TXGkHj/dHZ",
-	"24ur96jFXV8f4Yf8V27UgU5y/RtHUTRW1UjEIAeigbSWmWS6b+HXobWxkqZmgSOUP7m54sdPLPCVmsfL",
-	"GrEOHgtl7hXczMKSssVsHE0I9PmhCKHlkM27OnWCDmOnb47QQK4iEc61mYSBCPn7UACR4RUx0GZsQ7wX",
-	"jHtQiYrIxJNOZdo3bH544USC40EVuxnObam5Af4ID/Im+RnotSGfGadSOjegtwNlCzWbp0sxk/ND4V+C",
-	"z7Tyo2HzRDYQ8TC1TmWa/sKgOUmg+USmbFaB+26oRKRgQ9hmG2lY3Jk2MiVynsk5LArSMJH4k4YI2KOg",
-	"UZ3eWjYI752asfUfwoKte/nSmkn2XnFB135AL9E3X7JrfHkuZ0BhSGhfgoY16mLcOPjlaY6d9/4l2PBm",
-	"udsNF0F5BTa9XljlL78Wzwbuet3pIHL4I+djA1Xke73FHGmYQYM+XrN+GlY6e5NGunGx6f0/vMuFvrfe",
-	"5+1eX1kF2kD/4rWKyQ65SWpZvbRHcNaNiCVa97K34ZST/Pq0oDO6Hzg1mdW3/w6dZUok9sEJYHtCOqcn",
-	"RkUitWTXQgmguXJf562GrUyfhksbCcaJFD5Qkff26BRtxIka2SQCxfBhqkdT1JIFX+shGo34IqVHjaAx",
-	"ssap0QJ09wbrobGS9yqqvcNwtKvT/NnbX1CqaaOxnl2D6reFjP1kcRlwTDAT7KdtjWrbRXmhd+sWeiYf",
-	"B5v2MpbJBF0YsHciTTToj3KcqoSGJ+cuH4ieza1Trc1bPNNmQILfRlrCfvlmUyK2DzCaNx8Efr65p1z8",
-	"lXG8xYFbEYR/rdqLWdQtqHVCprQYRPc4ZNbhYQSLeI1wi+Ir3X90O/r5HmySNvumCQyx0KSI1Fgb5YSS",
-	"o2kL/Uss5iJllNvrm7xBx1Kpp2MvwYIYVBReG8iyKvI06kKPtaT9pBC78Aa/Qek5HYZs02qFL//+lpp3",
-	"zn3QPokmNdaxmZM7so+n00QpXCtJf7dTIP2UXm7991e731gz1pEyo7VGicviegRCG/FLNxC9Xw+FU1m4",
-	"gevMIuHY3fV9RxzFD3LpYLGAYR72jSysKUl1o6xn7/EfKnxpkaoIxL1YjVNhF2kgHLKtvpnJOXqxhopk",
-	"yToHxNoF3tpQvHbht27h5A+2UL9RSaJiPFSn0RrOkInvoQZFFWiXZG46XmQHLrmYayRoMZaJUMYuJlO4",
-	"L0BRFhrvhZVr6Fi5ub77GvfZlZrZe+XEyLqZHrUTuRTYlDsQRiaJfRBz6zQeO3oON1tPpLZvwgcdpdPw",
-	"256YW21S1xEfPZ8n51Ru43ciGmjxg3gc/FN/2/si2uJxoIO+UfgUfmuLmYq0NM2olfnfR4tUjMQPIoQD",
-	"7aY2jkLxKN4fHYsd0e28+m5vv2+a8M8f/Mef1efWgbfDURDF7228avyFXBhTIKQT2vTNx6lO5Z1KvIfw",
-	"nVzCr2+mamZnKk064tSkKo474kwOO+J66dKO6H33WjR3u73vW+L73fb3e4d9Q1E/0oB0YuNFCjt5rymy",
-	"4FH0Orv7L1/29vLNh6FrJ7qtAFUt7YA0VDRRpBYKWB12Do7EDCaRTqUR6YMe0W2jBv/U7d6XXOYJ4HyP",
-	"ZRxnLWEzn6iZkWivbecTbAsJBjpFHbY4HpkKnW1LLF1a7uQT3vB9o30/vsMfhBbfCiYU8a3oiZm8U0wv",
-	"Qn/b63Q+CUmUFaAOKkcgwy1pMR0IdZNpKtCPi1YrePwg7xXfEfJROzFU6YNSBmiK7DaPNB86eG4kjZhY",
-	"RaEdOMNPHYHWKVJhxkKKKzmTRgzxawpOcmKSyGgh43iJfA9+E+NYmjtHK2HnDv30yB1lbI0SU/ug7lXS",
-	"N1M9wYOgEwHSrYzbqW0bq50S6JQ99JP2sgcdGJABpUv7BhcoY72ptR0h53pHJqkey1EKPH6i731YGcgh",
-	"LlVzMVzifzt9k8tedgzrKuEiz9YdzQoYQQCfpCxc1DHxqpszIkZTKwtnp3SNKLhIvbpYdzh5QV44T3i4",
-	"3kxlhVObyf7k/H21haN5g38ZqbPGx8w75ObQjwRJwqWiyvREUzLvFMA7pyDXASnYRKQPVkQqVaPUJmKu",
-	"H1XsWpXR73bEz0rNUVtRcSyGKmYFiZgvXA1AeC+cwH4xHoX7tUa4JRyTVI9yLy9wYPjCiV7Xv/qgIxVw",
-	"A98Ll8okxeg4DOwbZsQMwhPx+FYpIqD36mkP6ba+7RO4AX+00fK5ER4Fg1WQhwDZsYDDtvTGNrTd8MCL",
-	"bXbrhpLbPVadHDzCJ+0m2VRA4c0FAvaNPPVpWXz4Engz2IavilbhL0Fjcz84O+ohdVu9fKNnyqVyNm9k",
-	"Yk9+8GmUdcd+o3PiMrGpHdn4g0oc7GiVYO69RIPTWllPHH9A2xKsjGNlTzl0aa3lvOIOkaOpNqoNwpUc",
-	"xsA0I0UCNUYD4zPm0amdkxShnYjsaDFjd97XG7YjiuPO6P55hu66RXgbK5VuPF/llZmAYogX44Bil+oi",
-	"hshAPJKsM6AMMFUySYdK4k1l4wivZxAsYIW0EyG0HB76CKOnFX1qvk4jjCNgg3RDNodLESIHQ89d2AoE",
-	"TAOuMRC1oR+dqtlWBK9HMqf0hkwSuVxZ8mxYQd0y1e3AOwzku05luqjxoJIGO7jno3Dwz4ZZxBxuSVFJ",
-	"KxQTKRBEVDRIlHS14VyXpNyRYAmrky4cuhZC/214iJfSdDGTJqd1apD1bEP0UlrB1Su+tFbeMB9b6KPO",
-	"U5PZW+Esx3aymVX4t8/shFaSbbDIQYrrtrIEFQO08B8J/uhQ9AqntUB682U6tWZ92zd5NKp2GAafKgM3",
-	"8U8WhZRkYZwwVlxiOyBaaifGWsWRAGnIkSzLzXs95CcL36V6hqZKbAJjRgsJFeHE9jq7rzrfs4lnZTdo",
-	"UOsH/t5GIBr6njN36U9WDBc6joQ2JDnBr80wUvcqDtmGEtuRjOm1Vi2TcxmFZ6anu0ZOrbVXxWIOEy5y",
-	"mWfJFdhh3Zk7nRibqMjLFuVV4B9R0s128lCERschycgOFME8PGPNicy7O5PDK+WQcT9LkLkwSry7PHsj",
-	"Evy6I040ptOEoKIMnPqN/IN5YEJIojqtAYYZw11EUT9wntmA+Qzj1lfaW77OxvLUV8VQkpl8PFNmAkJ4",
-	"b/d7/DD7dw0VxXLIwRv8fZ3Ze/jCCR3500avH4q5dSnoEzoVciK18SonKVJKJrHGEHzcHhIlnzOychxL",
-	"eVgfvdZPL6F3IkrkgzkUM1iL3ANilEzgxovtZAJKW87aeDa4dijqayPCdiyHbWyi/aBNZB/Cskr0VBCN",
-	"J7z6VSzSJa8jqhmLGaoOJrfr85x8OByFhj+m5SCSbaItK2e+vNUFqvn1qWPpLhbpyM5qhEBe6TrH5sgm",
-	"kcu2Ao6aSy0eO6YR9D0JbUbxIlJRZ3PYqBopfU+dbXqT7B7rh0VCV1hajpDyPFJibmQBavrx20QYm7YO",
-	"2QhRpmzgKiDNbJ7DwhRWbCvB6tZ/kTPJzTIWL1SQ7U9hTYqDqN11KyP0hRac1s8QfueyTve/4uF5kcou",
-	"kpEikWqsYxWKpoqdEnvdrgh9vM3VyT9uT65vMJ3vyBsAoXmhTIRMx4iw88kOYz0M0W8UsDnKLWexRrtS",
-	"ovomUc7G90B4GJCxMJGiZCN/BvECe+EEph6C4mtt6vqmGbbxSRtG2IaHYSBYw2Bbc5beF+rZ3CbpToju",
-	"VpW0DvsGUzsftJ/W5dHNu1LaZkccGWHntK7C6UiNZNI3IVn6YKJkq+x8ctaEBftU1VyHBgd0zjjRdEr1",
-	"TejuYiUT06ZhdWZRyDkNBQa81339qo6F4d5sSBEAoXiiolA0ySIItEoRnCi5hbxMIXs4ZNo3E2UwPTMS",
-	"o1jj0b9Tas7GOpDt/FK0Onnz88TOLDQq+4aekf8pEKFMRlOg8lAkqo1qAPYujfC/sF+rKfvGi2zoXVSP",
-	"2qEVh5kt5eCSOCRwFfe6r/smpFiw65ujm9vrwfvT6/dHN2/ehQEzj3I6KsZjYAuH5NEZLZJEmTReeieb",
-	"HwJsmE/qQWlXkbjfCvxZoE1jMTencPgRxJUQSCNEEUsY9ZCRoVAG/hfGE/VNyP1RiF++PmiMLvg3aVUb",
-	"QcOvGvow43qLZEEyfopnrTVM8PN1bCcXAityHl0/ZNWc2lS4BzlfFdJkPLGJTqezWlULVnmA4vLMbb5C",
-	"aE+KqsBKg/NE3Wu7cOv1BV4HTwF8p+CJeZDzdW4sA7zpQboaLaF6m5cHWTOkyrTrFx6kolzfe2aUMmuH",
-	"Wzp0RzZezMxAm0g9bv2JGQFl57lXzwqIzp2xz/4UyYH6ZZrZYrikwT9JNzZJ1xGUV+3r5HDMQ8rULp8N",
-	"wykyxEnI+h9xlA66FoGYvJRZq3f+NkhUtGBpaYsJJjZW25sdruDtJwXjI3a66Anl2GpMEg2zMWcy87YJ",
-	"PrvPnBDK8k+oF2Sp8EJVMTxvW72gcmzL+8wDqFIOL/QK/dcd4fd0FdV5z2+N/m2hCpqbv7aat7enxwKU",
-	"CgFTQJKZzZShmwgDrPrm9uZt+3v27dEyYBY63CKgXO3uvxLfDJepct8cijATLbwVAD1/mAiaOBQEpOGB",
-	"zBZxqtvwpchfESNpxFw6h/bOvmGpgjQHjc4ckagxRnfh3b0SSL0i4uzuv9qoY1YjnLaOoDkUshJOsz5X",
-	"xc50mpKS8987agYl/2OVSh3Xr0QmbWTyjBHjRRzXXMdRtEl1zxrzYYWiYNnbXut++uJHaaZWH6f9gt9B",
-	"KY0l3tI+ktAPLdIJehyXtdyTgjoHz0lcibVR7M3YGI96xu+iEwTodOMFWIhsw9fpXpkndqSc45DgNSuB",
-	"0fEjPVeBwIR3sqCQTzAzVBSEGPwoc8DahGWZsU1EIh8ETNk4DeTQEW9tgscfRVtyOs71HLN7qVs7MRpO",
-	"tkvV3PmcbCdnGIM229oPcVmcK4bv1FjZYW9rDf83Ze0qobgFUhqMj/EsTxtFNlojCjKA47/1cD9mnV3h",
-	"mOpHC2s2WCQ1J/IS1GHm7CD7qQcxlxMViHAHh7lDyiSfKNInd6jBsN4KPZW7+69q4ozVo7h+d9QGlu9v",
-	"ksLpGU3V6E6hNZXWAsTOGgF3TGRAmkp26JmmsBG3mFEgc/3w9O9qgDfOV+Qd5xb2jeeO3U2wG6hY15OK",
-	"j3dFvcSaLESSqNwroLUT4ejqZ2Xo+W/IYrWFEvOUFJqT+QBv6xraomAHuPNyM2W27+oRnrnNjshCR3ie",
-	"Vjs6sw8YPByJxRx6K5zAIqm9cGjuCMRo1u6VTtg2Yrl8PKXXd3HA+T+eNKXl0hgTT2nnSvSYnZ2cw/+6",
-	"7oI9xWyMzb7Mp2+6CujL5dn1bvv89PLo7DqsC+SfqkQd4g9sYBCZmejy7PpKISgLWgzQaeJ/Yi7dJE6C",
-	"7Jn4SFD6qoWZKXDGKdAMuHjhrrg8u64441Y6uOZQ6uuRjFWy0nrtoJy8n9h4MNZxqpLAmfvqZ3/WpZ3s",
-	"/pkx82+KWQwqEle7ZdGyI47yfIwyN3EdH8b/lw7o/fWJaFJof6s8Nork3zTAv4W/beZh5xkbmf9vblZl",
-	"MEV2UtqxJ/nWhiivFY85fSWsEW4xAsHssJQxyR4BzprUTjiFevV2+WA5N92YmZdHmP36J8aYbXcAy9Fm",
-	"K6fvfBHHhQXaymf+twesreSM/neOXVtJ5vuqqMRiGMRWS54bYrZcdBzclsv+dyz42rU8y5XWFV2er3hv",
-	"EBih0pbYWUccMXstiiAZ+h+6SQiz0yYvXCknK0CHyic7zILkvfKBhk77kAVjk5fEh1yLN9cfDnNFM+sr",
-	"9HfUAAYWEspIZOepivoGHSs5JmHmGZzVBXBjQk9ui673jNKZrSgMlRS2QkMhZk4s5mTPL4gs+SYUcBWB",
-	"R6/RXY2cZW5Ngi5E3ZXj+0RppWBxMd9c9Y1Xy7OIpswnGrah5zY25sgHVVJ9+6aC+PggnbDjcUcQ5BYl",
-	"jiLWot/qddFXCCsWwf0/knDY6+ZYWUP+JPsixCwuWZokvEdu+rBvmgQO6H/f+ecnOzyNvoQtTNDvCPqZ",
-	"VOd/MkF/CSmRlBxyM2EXqWiGvolBYh8cvOGgH/vgBgunoiwQCr6gDJq+KfiL0QGCDlCKbnczGcesFoPQ",
-	"wF0Hnvz7RkfoYFx600iufaP9BFT/QMTacQ4CQuyink+rvX0IYumkrLE41DgmYd8zQRBPf90ef7LDdY4k",
-	"Y1mrX/nFE049zftfS/yDvKCi6VQ8bkdqFMtErYm7y/asDpLsoWj94RPEXuVaCkCDB9MxbKxrbY4JIYf7",
-	"AL1sGdTglpuVjWHk7gfPsN28uf4g5jJJQR0boZO6lv9UZHM/2S0CDdfdInVXMYmlNZ6hkuP8UIBM5F2k",
-	"vAvaiXzQGyN/ST/ZOvQGh5zdm1vJ1o2sk7U36ZPobx5D6PmwXC4LAlS1l4N2fiFfODHUklQh/CAQNolU",
-	"wbeIT184DhH3IVCklm1t2sxhr9bFOdeM8wSNhxn381iyWZRYwBcauTnxNPrRUcIOA/v6cAztUj1yeaab",
-	"T+vRvo2tp1PduxPg1XVTc5p3djuld2FSHW//+nrj0FrLVUZT2bLnhLINldJM/2xSTWys1uBZ6MIGW5dt",
-	"2nN8ABXvc3WPvmIVabyF1Vy7dNcrgdwZb1gNtqmT6Ut8Z3Xdn3R2oUHyblgTPaB/V6uWe5AmftY/BoR7",
-	"qyKxmHf+Ijt6ySBUL9YJoPpD7yTIpQl0MeDxpSA5EOny9tA0iOGDFEuGEhFlRLJMCs1u7038E83sz7Im",
-	"1xHUOYw41r9/TSb6sb7XEYcM5u47Eg0xSVEmShJrDMkjFopmmsi5+t3qSMZ9g4mwGe/EWEOf8WpgK4Qm",
-	"2ATv6VuKRzRntQ6ENH2jGfE/R61zi9EURA0cko3vEVNdmohCDGgQYrZwKSZ6CJn2DQXnpw+22H9A+52F",
-	"it5cHZ2en57/NLi4vDm9OL8OQfX0c+4bCtjL56yd+F0lloN6xVgbTagl3mOPaSQTlbq+Cavwb2GdVkhD",
-	"/xpvXzUh2Pgd3xL02Hsza8nnYpHGWiVnGLSxykrWhKmPNWyat1K+3hf/h/iHLz/w73J056zxmf3vF9HU",
-	"xncyCUTv9XevgzyociRjPaSglRxLcGsQxHQRgU75O2Zp0cdrExNUnHVAowzEy61jhbZegXc2VZQ7fbNL",
-	"3XwNPGy62wgav9XuVRHa6n9ZaxXihv2L7FSX1kx8xlIlS6Eak1erZ9CtmGkb64Iz6zSPmlC+1QQ7XqPe",
-	"r7V36krq2RbJXs+lvkonNcNcjUKr9Lpu4Z/lFfA79Rc5BTJC+N8+gb/YJ4BwkP+d/QCsCryh9KnnhjZX",
-	"gpVXCynUR/J+WT+QYy0nxqJSWuMsW8SpvpeJlqkqaa+VXDHMtHNp9Zo9FFLcqWXf6AyeimBHM3wc4lyY",
-	"1OJDOAvIVB1xrVTfFHGvQBIHJrOIpasTe2J1r3xZrS2u29+2fW+AF+zWbz8z3nd36xefNY5nBh4/QSXP",
-	"Y6aFb/5Kplrp5n8z17+cuZYwdP8X4LI5bdSAhTwniaMKavisNI4V3L8vQSMqs90t6LzIqDEVhOGS/rxE",
-	"kBUsktIKlWa8KpWVxvPklvwBhaLcxr9Wr2CU4b/lFODabF7UtZTuRY0t1tYLJqAB8PW+6ctr/96KdO9/",
-	"eGLoJSCQ1UpICdaGW582zS8ItHGTW1kM1Ugu2PgW28kLJ35bqAU5BMfAZ5sUnDyPl8KAvIBFJB3XisNv",
-	"np/WHjRi6TCCb6bTZwWZ4eAGkZrTAmxMOccI5fUrQiNIy2vyFdP5Q4HNWEl0QLBd64caW5eu2znNriCP",
-	"/ZVanlnfNHETI+3uAnG6c0GVJ1od8RELCPpMM5koMVSgJkM35LfGqhO9LpZvwtTcDCYZ0Y5i61ywBl6n",
-	"UhniK5AOsq0LMrLeeC4uWZQtnwqjHtPBaJE4EkA2ehnz9K7tXY0rSZib3I3FToLSEJ+e5ZWtS4YJyUPB",
-	"lSK5RAIn5U1seihCSjP0pSS5LBeqE7aQquFZENahpcIkB1j8ERMTOSCjiBKee0awSbRmUqGVOk6/mtxR",
-	"m6KE0I0Yk1/KfMmSW1K0LaP7m9Cv1DzchKJfKke3ztNVqbsYZOiOaz4ooswGBcvvmtfLzoCgQcHPa+8J",
-	"/NW/au7XvmfufZ5MBZrf8ePtFITiZDbpBoWxbXw1G94GN2Nl8Te9X15MVFGqcsKqd9pXaciMhJLQoHsd",
-	"cUR4D4L5EeEIhDUFYYoo+fW2QI+l9nzUuZoAaFtAlaOkAA9XG64CsBXD5QuYY1Pr1mTAwC+lqLMZ4f+J",
-	"pkUMtFRqo5JWAZKr1lw6TdP5QEZRotyayLaZNHKCkDGC34M2h3ZhokCozqQjwm4H///B/v7+q5BAzNED",
-	"NZYj5VqYP9Cjd76jd2qHotdCUOOmIApSIEKYeHuuozaXPjhENucD7ZjpINYDYzTg12uyEVw6yDZpe0km",
-	"UbLOHnBE9dXLgIJBxtj1SFJ0XzGYCR2nsVLpC5eHqTGyhfSVF0UTYyMxsuoAHWc4ghbnnkuCXJqqvkEM",
-	"nVKUX4GYiNNvQIejC8ZHlFIwly7njJbjgYwqWDQ2XtE54GENvFnqA1+y1dved8wjHtAKP5V1mqXPprQd",
-	"rm4+tPBbTen32W8DZaK5L6y22m8B98q/uHKG0tH8YGeneEz2w804FKg1IZOoHOXKsFbWZ4UaPFWXtmjl",
-	"iBB2ZK2k420wKyvwNlFumuXBa18IqpIGXx8iWLHVrC2QT8I1EOmt0Y9Cze1oWoSmhw5BLZrJSG3poVxR",
-	"jp/V+WEGqkMS+XqMvtWhrKG44tBQUstBWypI18+Lg+Ign7p8GkRt85FbedjWM5Wkvz7Qyk+hji4LEs/z",
-	"ojiu5b1Of79btn+ysVwKN7M2nYI0axMRqUTfU9Z6FqXB59pE6jFgFHn0ZEYTBXwNVVXpROhGer7sEJh6",
-	"p5RG18QPTWQfgr6Z23iJ0YEB9Qb/iVP5Qy9APoal81OVzPuNVtgRIQPmUQzHUAkbRX0DlDdJlEw9nm2Y",
-	"tRoyXWLbYQ4KXnxBxU4V4jBqYz2yjuXQ3iux2937jqGpsiCQqXTw/HsOIWmhqsuhKCgTHuTxJO9Pbo6O",
-	"j26OamM9cKyrdHpc2AxasJrZMM7Z+slUAc27oplteRlFfG8TwWe9MiSkx2/fHN5VjkhhNaNOIaNVL7UP",
-	"S1/o4eV28OZZU8Vh154jvC+eKuddjEv82gK7hfafVV+3/N3JV31X5xdaa5i79DV7Cmp5pKnwCVUC8EYe",
-	"kAm3N8zp9GtscussUHWj9EguTcmKUwXVLsA8CzumTAZpJorAF5doaoL5aSPMVwzSPDE+DjsdLsXQplOf",
-	"QJ3frDx2xIlU6R8F4zSbwkmJ2Nfa8P9CNDbqeR3o9qh0/J7U3qvHtRggXQMKw1XmnEoPufyX/9JLLZii",
-	"NGV8iGdf5ZtUja9XKp6zuGzSeKYg4IMoyU4kOFAgEGHzEav9SNN8bLXEjnBp1HxshXks3tzOFzGjUkeR",
-	"HYtuK4/JzErqwD06jmWaBxr4eikyxXjJzsZqJs7cbxm2WLsuBQ9IheBykLnayvZllLbaVxiJpkZ+ljMl",
-	"YgSIQsEo50Mu/Pq87Ff7+y9f1SQHFGDQVuum5D3XDDNNNGbqaDNKlHTaTCh3/NAPHgshulKGeVjNkP+z",
-	"Z1TZ2uIMystet98+7DsrzVw9YtsUnAgzEer49MPJ1U8nx2EA8tXNydXV7eUN/fPN0fmbk7Ozk+NQNMPL",
-	"i+uaFMCdkTQjFYct/Pr69u3b0zenJ+c3g+ubi6ujn05Cf11msFDurlBlDEu/ZEtPjawR8aihsGSbDtk4",
-	"7QvGyTma4G0xlzGxD2UIDSnCzGYcUngzRTpXg5wlZsxi5ox2pZDnzCND3R+WIOLI/sPVLF84hq/WUZgl",
-	"5cJRPhRjuzCRDzXSMa3DJztEkx8Cv+GUfFlmTjKidDOyy5WLW4fPLALy/KoenvL+3Q5rBMg/kmrrk+j8",
-	"GtTk1PbNpqRasS6n9gata8Wcxjz9UTsRzlQqOxvzbGM5dyratmrAs2Nvysd6Nfjm43SZUQhJjIGwRoT0",
-	"d8hXcIaevFVwDtCzmz4Tb+SJZNQ7bWrk2MypxTUdYAbe5DtcCuYslezhHf9RRbPL8kdD0fReVF8Lg4Fz",
-	"Cn4zxCzmFFZ/2/oGNnjNgCiev3vv4avVzbvJTm4lY1+UigNTOnTxKhVNUL77hv+N2Yef7PCwdF9hShJl",
-	"RfuMk4Aq0K1JzKYUZ5crCcia8KprUTZ33+zkCy1jZzmZG9WL1QRyODPkCZvUOyPeJrJUO2Bs40g8FoAg",
-	"CfooskYdipk1NrVGjw5Fr9MtRGNGjBb/B0px+i3femfL9rq6cylTuFMyIkfyhj8RYhwO6UjhyAMxtQ9i",
-	"Js1yNaGyVEq6mIfPwEV5nY9nkePaUWMKuMeHNiKMqEQSi/FAT6j1IoJ/sjDGV8Kjq08iB1ok23GZQkZY",
-	"TaK4vwwKUBRb5dIVPBFbmkq3yr8r3HF5Fp5bDClc5RkdVq5X5pqFHLbssGTb+1SwYGFcR4yDvnoHK5fq",
-	"Gd6/0YJl+62vqyfYOg15M5QiIuKGuYxI2GfUMIGfbeEV4XFsWIP6lHg4L1sHjxSlmZpk10r8SgX4C5/7",
-	"ecOrCCDpL2GTh+vA4+frwTiRzQEqq8S6MlI+xm0u4OrPsv838SWb+AgmFLtWjn7x+qQfsfy24WsUGmlk",
-	"dqy6y7R0PT5Pgb8pMoe8ojFcz5FMCeiY3DUOVXEsigCSM5Uyj/oG4XNAzluxUwcefE8zLLFxNrtKsYTm",
-	"g+kb7EabMvbMnwtygzYb7PwFdiqwz2ZRbWEb44zqRZB+kurRnUr7JlEc19oCwVmpNr7479cX5yReFwC5",
-	"yWSZKBm5A67a0jeZyQNFbzWaWnIcQ58oHZPuUsRQeeEE4zWuh4cJ1gDDtDriiI38r/b65k4tqRpH75X4",
-	"Wf8IIhEasEYpTqGatZp7GVYlFRZSNNYJz3Cti8v/aq/mHJXr4ten13u7GokrhKOkna/Wn6krbz6I0SK5",
-	"zzSTvmG51VfEDzvi3Hpwn0L9fNF8mOrRVIz1I6uPJI8dPO3EeUP2PQpNlKnodQShQXA5XoklMXB4d98E",
-	"ebvAu2Kq7PrmAxu9m/gfLlytpEH3WN94Yyt8QtiGYke4DBodc0ndoQhn2gywhQJEZNgKyJM1mlrrQCTi",
-	"7r2X5+6bjkgG+tMd1hizD0KDqjeqACtmmap2nMHHUrVncZfvCmjN0eATue5wWC9cjcUuEMar5y4Qv5HM",
-	"zHPs9E3ffFPYLdG8EvMYtHgVq1F6Dp01Zyqd2kj8IPoN/2K/0Qo9YpEgYCJY2zsaJC3LnWiL65PBnS9P",
-	"zU+/CUC6TZRQcjSl5YE2pjLjQfkkUEAgaoPf3nzIs4QDavsH0ezt/NbCUSxmg0+wJLqJS9wSO6IJKyTc",
-	"b0naNK0W/lPTGI1oi16LMKetwWn4pfaVNK9eOBECCVziXFzUTAZ3rR1uzU9rpg3SySUwyW9ESLE++ndc",
-	"/FA076URkUrEB6vSQPRev95DIC9c5xdrVhpG02+UWuIVRx4JC5ctq6fzuUraCXp2sqrN0AyVgKe1oXX5",
-	"r13RJiL85r920RQcDT791y66TFKF2FCoucLXXFjd3ivRBe319evXgoaFJbbFONbzTKiFrppOqUhFOWnI",
-	"mSL2npcmIsBu+LJ1SJsx4uAiaMwXzpEGvteOi7H/QMbrqBWIOe37SHwrup19mEGv2+0SPMBoavUI7781",
-	"tDn3BKlEt9PtiSbssi/YJOP5VLaYBcNZfWsTaKRQ9s9XN8csbzIHcnGlAtXAMnb8yRp4ch5QVhWHx645",
-	"M76Euz8t0P23SOvfcOL89Qmb1UqHxOf/IWuTyFH8EoD26UTznXSpVoG40UM31YnkwvG7r8TbRKtoJk0g",
-	"nBp1xHedXreFrAHmApzVkenSIrQ/1fol/QhUZbjKNVB4t8CbDlkQcZj8F2ccB14ZagPLmNgF1WsXkb7X",
-	"GOc0XCIxBsJZYGsyJVp/UHoydULGWLBe5sjvMFkKDij2jbZTuomoRHwLLZooCkiG24bZAb34nc/vNmvE",
-	"VMVRG1R/XNqDDJnQGjGRzhIefd8ARxW99n6XuSYQElC6g4N+fnoFXH+v28vgKCgEjssV9k1qMdSgFYil",
-	"TMwLJ3Z7JTuuE83dV9/Xf+3vmb0uiRK73Zqy5Iw+ppId/C0MxMtsH4K+QaaFJhZ+2GIkOeIBpcnSePZ7",
-	"7VddP9y++Q5fpZ/gw91u15fJqo6lI97Q6vJ1aGD+8DEOggm71/WkCkxEdJENMT8NKYKQYlVQ7mlbo2CT",
-	"DmArP9PKfxZOTahk4GexevToIV5g4rMosVfxuW8+t9vtlf+Dtv064G76D8VnsXcgup2Xu6/FZ/ES/tx9",
-	"uSc+i138c29f1H0Lh0WNFhgB8lns46vffV9uIP+zpgGMpMEFiL5uBKXFe24TGBtTWAGawH7+MXzBH+/3",
-	"6j8uL0Hhs9o/61qoW4OXr54zhvpFeLoNIHsBJ7Iw/+/hjV7vVfnP7+jP1e/KU38Nr3Vf75f/zNupfFye",
-	"dd5H/Z+Vj6sT7nWxRyS9DSOvbDm/vV/+kz7svl79sHbOr8p/5g1Vv66bNPRS/2f163Wzfv3U4JF5AWct",
-	"TLq3eyB6nd53O93O99/vdDt733FrvU4X/v09/LK3t+ZhpdXyitQ33cNWXsPDXXj4Eh7u4Zt78BD+Z7+7",
-	"0nR5uZ4x6s1Nr6xlbeO1D59sHO6uz0KaJbyJh+81zHh/Hz7vPuchXAQFVWbKGFKs99lEpFpFbf4nXQja",
-	"iN5rLzvt7tGdHmTgCb3d4h2UyfR45fYoda1OwhPN/ALE25EiVArlsBezHJV4mihF9yDIw4VrF3UeFmib",
-	"LwOQLFtZ4ai+mYFUnhcD5ovPa1dZzUr3QkS2I8KZvFOE1tVW95QzHIJM7RYJy+WpHMaqXPjRr2YjKGsj",
-	"hAhQmXetLaxcP6GShYDqfySo1ELV3tARpYIDcElTiS9MEqG8wU6nbFQoGmxYefduaG+qEOgFAJ2yb3Ta",
-	"CsRwkebluEhxP/BowJ3cVkJ6mramA2sYCu36JsTxhx1xhCrSg7c+kUgUx/ZBNGfaNE27F6DGGctkAtSH",
-	"DqF23/RarYOnEcrQrHLghdPhsmItgFVZzEVqsbRa0RSR2YPICv5qb1PVgtH9AMWv1X362Z+Qn9s48OoI",
-	"Kk7LXrcjPpKODQsB8to4ZV9KHRrzz+IHYSiOqMhimiZT/V62DkHeXbJ4+bMwSkVO5C/8LL4Vux3xHpQf",
-	"kiExhphOs03EWD2ohCV2/AWUi6dX/gQ0D5wuJuiMdRr0jfcMZoMcWZfCQL4VPXjFVVYdFNNuMZh2d83K",
-	"++O73hpHGoE2CMvrg4fXrGmLihpLB0p6XuP8Z1qbqo+ZJWxvDOJ/HgjQZECZBx1htiBTb1ZHCtnaIoUb",
-	"x4qfQc0cWZPqycIuHKIGO46tpupcsCU+mRsfQQMt0pEL92F4UGxmGNvRHWp7iX3I5pzZTqDTkBeuA6uK",
-	"JqpCa/0G8Wo30nc6bWNZGP7s57c2jppuuhiPY/XDWxk71QpLZBswUmTiUmGAqYifeUBkrrpnfRhzXH26",
-	"XM51WcvXv5MlEUNFm1dkBcHVUjrWZtI0Oz+3aDV5k6jHn0VbNH8uv9UWhgxdXsdBZ4BRRN15TTqXwiWg",
-	"R1My6fCK0xYtTOqXvSArhAdkjBRNtLV1W2ICDDG1fABo+rT20E5muqqsfaHJfoMI6q1NKkeGan/hN1Wb",
-	"EJBJ+QIiYiSkC7+tHDXGHdXeOtUT8bQ3Fk4U8iiOJi4AeBd9EpaAEl3fUDCTNgidk1V5n9skbTHjwNwG",
-	"DP+RhZAoartv3lx/2AKd8sYHMmc10Mju0Tfsi6igtj+zpmUetee5VMkpGDQWWBaU30mThaKPBk9d6QS3",
-	"SJcc6for11WKJRSaI4koESwRsdyFa5uUPAXVZIfdbkcwiiGDFRUlAKwJqtJnX34ZsHxhEcvBjNtAzV/4",
-	"OKuFU4nQUef5lUY31GG8xsARX3lRG+KKWIIRyM5H5QZCRxQbFsdLAVIJG5bIbFRBMT2sAv6ip4zqEohm",
-	"KJNUj+UIK8T3DZ1ZOsQM+9XCKvULc2fsg+Fc+XoXJFzjcDvImeJEn3QlmjGDkdXuKWcQGaucpeu5aDjz",
-	"hRRqYyWbkiIec6BXqvVfiJJsBX0DQiHrD+wr5ioRKOl2RjZSmXSWVbU8EIl8IEhbX9MSWCB5qPyCz+XS",
-	"FaIpMfQRBX3r0Aw5JJDlA+8z6mOIeVjEFggJvaBJgt9+FyejIkLLzYHM+yYnBzkE3tbt7IsZXcTFLCda",
-	"ynISWd9Qsg3XNgCNJbWZH4typySngAFfe2BR6KFvsHDvPF62ZRRRDBf20zoUQ7W0JhJKwxUZPO3qQ4VF",
-	"DJUZTct6Chzw5F4lbUQXxmXzOA64wGROx3ykZm8/2A16LfGtcOaezI74szR1K1rhp88uIVrgqK+eUVD0",
-	"wjCSRg14cjpVjpHtnb5XIvwltg+BmOrJ9Newb1brkDYRW3m1EikQRUxQFf5VlBFnKpmoqCMuyygYlIeP",
-	"DTxMbVwAFkT5hCz0eWohySJ+NV2WfgMSIgaMMWyziiaqI45oBLwXIahJ7JKBeYWY1eNn7/N8EkR7hrGZ",
-	"IsrzBn+xV58KtVefscl1UMyFWPe9Ylm1Xk0c//qaHdVLYdPlvNr4k3kAcAtr42C/lEm5ihzcFkAcAcqM",
-	"9zJeoNOwAMxNWJZ90wwfzKAbik5HwF9w2MNWgBC3leyCQ6FTVMZwt4deNEk64hShg6wPDvdKOcVg5EGb",
-	"HlXchXQ6aaMKZK1NTRT8mK48neY7XGAMfr7NsJ0vQhsehUHm8CnwP6AOEy+BXcqRioh/7na77Ze73S5h",
-	"lVMUQz7vMir400RYprfnFe7r7n1fqt2H/34yuyITTp6KoHqfl4l+usTjWE+Q7bJQPPJOnLKhZhXpfHcz",
-	"/Ful2mRervJZn1UBnaANLMT51PQZ8XwN1vkWOwRUUEVuygKuCb07aGBIRo5MXht1/RT7YJzQQQ0A+z+I",
-	"RkFsQNzx7aHG82ZrYc13/0DDrOWsialcxWp3f2Zt0svcjRmshZZHR3OU177y5su+QakuEGFzKdpiOZUp",
-	"BY9Q5EhPtMW05XPliJ+hcRHjANiVGxrRFkeiLXqhiNQkUXRqxolSkZ0hqyNDrYfD7Zuwt2PEt+Jmd6dp",
-	"2r2WDyvfEnq2mjDHq58TZ2mri+T01NHIgRqezrPyOsFgLgkjb32cLLP8P6GOfo0xdmuU0OvsCzK4oS14",
-	"ewaIdgC8m6pRcaDORoEomaILxuKqVXZb2ePNByytXRerG+dlFjfWVvElGSnFI9kC27R6R2Bw8MOToPNs",
-	"GCEg5I0dlOtN5J8/UcovC2lgBQJoBvkTMKwkKzzhA7PzwgwoOJLELzwPcuhxKFWEoAinl1xUZuk5yWGm",
-	"74AQFrAg41KhHtNEzbytrhn6GQxSm8q4VNdPyDhubb3r1RuqZvfLfW0DTzm3Sbo5nJ3KA2IEd/B0WPsO",
-	"NVmfgcc7NWBUu2iLTdXGmytTQZVcQEAljJIHzBiaS814LhsSJaBLN/AfrC1Xj7mVPMKQk3H8R3QDyjjO",
-	"bQo80EPRRVoCTZqK1JDW+MyEflVEMvKHMqhw1Kd49C2mVtUkQLsaxJE3KNNzyJR2ZC86yG2SgagR9kE1",
-	"P7k8GkwGc5UMzuCl43flfxZ+PUQYUCmcmssEuGZAEZVTJSOVYOA06RyZDjnnx52CbRQVEtIcyfDY6ZvT",
-	"3JKCNygF3+I7nJwaqZGeyViwKgS6yy/ftn+N9ESn7pcO/ffXX1T+8NcwKBMaPvbZdDbpmzzhlewWB6By",
-	"0ls8RZuAdtEbdLtdUIym6lHyQGAA3cfevL2LScLajEP6Dwx3SQXqjTThYWEufWOsaRs1wTsRo8VpdL1d",
-	"9vr0uvWON/KD9U36YMkJkTu40JbeqkCkDrWRybLxRP7f9ll/1YRad9/gZupo99ZwDb4zOVwHBpXVUKgD",
-	"1hvZJHoBSr/DLAMfAjhHIFnyWpAZExmlxzZij9Ob6w95PWAVFVKamUabuecFA8nQG+JEd4vKnLEcchWw",
-	"dcLv+qRkL6wV9Qc2o5LZABE/Bzko22Bsk0GGDwA/GjUAnqTNgMFxNkIr0DJXB54N5emk6LWwl+9LgHVG",
-	"zlRHnKk0VYkL6PC4QIQdOA0D8sqF7TCgkH0snIOXdN/E+A0CV8FHOUDSqz0xmspEjqBJ0dQpp56DROmq",
-	"uH9M+Oy5aRw05rFr73Z3X/V6u7vtXre33+2C1iqhMxj+f/1y1P5P2f692379a/5nZ9D+9Z/d4NXLL/+j",
-	"7tCs2IdWIxzMOtsdZ6LaccHY8dcX+ndqtEh0uryGI80g70omKjla1InxR5y1vlXJZ3LfhNCSTThO5ED8",
-	"iM1zWDO+7nPjxBUTZY5+x1k7aH2kUM9yP4dCFz0/Og/c6IjT1InExko0w0TJKBQUnYPmEBW28KaIlGNR",
-	"g55razB9ZiaXoDDGRDXI7xCQEseeL/k0TeeNL18I6t/WoEJ6wH0/EUpHWiTGCSmu5Eya/A7EVGdR8BW0",
-	"0JfeN2WQf6CQk8ujQBy/O8Jjc3x5JJqTnTOK0L55sIKBT+heZNjO4ZKEKDKbHZBr/5tv3ucIqU0UByI7",
-	"8jZCkDtc65tvDsS7m5vLnV6nJ76lrCprBBZK39/ffxWQ/1dqg68hi4U/rkXz5uxa9Dookfc6L4O8GWvi",
-	"Zau6y9BOttEibKexa49UknrmAP++U8uQg4NnixQkdejD772MnfWpI/x9rJVJ2yNJuRjffJNjWsO8/lMl",
-	"9v0/xNXJP3auTi6L09qnTrgowaUc3QnFOL6uA31QbgGuM8L9zNVIj9kFFxaq4YRiqNh0rR2DNujUebgM",
-	"dN/TdYq7VQhaHyrkDs7mBW3RF+d1UUcxBH6zDzCMgUuYMPpTKJpcmD4sFIoDllsuShDiJobIsk/N2PrH",
-	"FGOdNzqPl8UmfQUv/rxY0AP6KDTHTxDcgf7VCshBWYLVxgSP1IkQzlfI1dQ8fDKmNjropgS4jD352hE8",
-	"kir+JbzDGJ8I7FKsE5P9lr996BMlhjYCSTMsFMnDafgiNaFost+TXIIIiwZini8mVl2ZrAREKJqhRy4q",
-	"7AdXdkCPY2VF/VeVMic0n3LxknKvhaIkfkOznQkPSzuM+0NhGv/2b/8m8J/O+ythjpSESgkfiL9B00/s",
-	"IvXlluEV7/nF5y4QD4k1k76hbCaS3Jkhou0drjmZYBQAKmJMJtRNmFOAFwkYLroNbF0OYyVCdr++scDQ",
-	"ESEOwwgQhwv64ZwAYEAYbxsp8ZnYRjXMH17b63bF59xZfXXyj9uT65tQfGaRAncxDxFEQVaUuCcHHq5A",
-	"4iANt0Sxl/dHZ28vrt6fHA+AtfpOhjZaetgdPPDEeEsfXhyfnA3OL24Gby9uz4/hyxKWCOiEnFuUwQY7",
-	"j4FXMrJxq3vrWv3p5CYUOyI8Pjk7uTlZTWh9TieFob+58GBLTwy9EITAnvuhwvzdgFwuIrZmohKu6O2y",
-	"ICvyYHP9+ixepgCry8N6SCyQbloGMXJyCYJBedS359dHb08GOPh1Q5Zirkd3WOJiDGIpgjGNYukcRh0u",
-	"DMOAFP2ZcWwfYu3SQ1g3RGl9kE6oRzVagG6yunAFfPinlo5HAodAjtG0CuvmWdYktkOJd1c2ABW1BMU5",
-	"3JGB01k4slhjOT9Lfh/QBxctRkqoRzlK42WQVerFPKus0UpBhWwRvONdJhM6NPmqWKcEfwz3qbvDUL02",
-	"FXfGW7UZluBn2RYfMrysAUHNpf0GsEf5qN0P3bC19freHF39dHJzPbg9//n84uP5+r22RrVTmUxUWgop",
-	"ZKIFMcRYX346z7V3WepgsevLo5t3eO6Ozs4uPq7bWZ4meZIP8Fz43ZbpFJOI2ZQe5AxKUWxa2Plkh7Ee",
-	"hnh0EsXRIU1Sft1yFmtz51rZNhCd4EbC3WZBqH4zVaM7YK9kHZFmKYYwk8zSSgSHhFacHZcxGJz8z9Pr",
-	"m+vnzq2oRRLFIuD3Co9pIiwADgIHJDnkDvZ7jrGpRCGx2wnhhphKU+HGnue/uf5QGGRm+0TtlAf15voD",
-	"jGUmY1DJVFQHg4ZR+wQuFC9mprarLBZqQ3+MRICiUulmKJphCGKfcAMko0GUAJcyoiB8iLqLCoPgJQcE",
-	"eGJA/AVo7oUToJ0CCWFkEhBQIdarELpMxq0yuADIffC0iCVBBlZGP6hboVUwvKdXChYKlmh1eSi4nwVY",
-	"mFJm0mUMjZrgM+0YuwpBJx61g5NfAdjmsCcPlqfulYElLGI409UVc/C2j5MCes1wrNHpUIa59gh/mRcW",
-	"w5tw4UUzfbB1UUsUHVM7QifcYoZsKLWFKOXd7t53rSCPysGbFaPfHJkVMTiuGoRTicFB22hQwe/CFfHB",
-	"P64OjbJAPG4kjdDEq2rSAiiquRiy7wPJMeCE2Bh+h8yiifMLfRZDWMkAKMcgW+ODpuGllyDDF6NI5bp0",
-	"jmCFwEVqJ4qwiasYF0T6ldyhPDsHW4U3Ki5CThwpjG/XO5SaVORi5ZBR7vsa+VM0ywE0v/R+7TASeqsj",
-	"jlZCJ9ehTII+i4S4it94UMLqcz4rSTuSvbUpxU2Wr+DT62s465dHVzcbWeLI3ROXKfPGmSZRo5az315d",
-	"X1x5uTZvOGsS8YZCvDNIzEkXiVnRKHAvQeKXMznJpYgeCYpHtzfvLq5O/5Ou8TpLVtVg5rOSvHbBwkO9",
-	"9SwkMxyOAfGGC9oIHKVDMVq5p0nywRjzplNKHJXQIluHIvz48WO78BS4CYjBoe+Tp/gSpvj24urH0+Pj",
-	"k0xhIbugdoKOMrBZ7Q1weTJVVnAgM7eJJoLHwfVPTVgjpPDZJa312KKxwmNfEeD8Lp8d/Ti4Orm+PSsJ",
-	"G7EctimPy3GJMdALCorFXCYIL153KTryIcCaY36Av9pzva4sYHKYQ1G5KqlVIBqCvEzKc/G1f7/4cVUD",
-	"qwcYehqW9iBjrXAUdbRG0zu7ODo+KXREMpk2YxselGrXc0kfbmUfWzm5eXdxXBVcaYtgXghB6ZAejMf9",
-	"wWPE0Cbc1ut8RNc3Rze314P3p9fvj27evNtCVgyxHuBERcQLZDKaakpiKQqPNBKSAFj1YHACxA5bIwkd",
-	"eiaQLOUwVoFwyp9UPZmm+RBWJ3L05ub0wwmOf2vNmVb4kP4rU5UNknxRq538eHv9Hxu6qJbS88K677a5",
-	"AYIU0TJWQNGQ+VDxRvpt3VH9ZIcYLZkdjNFUmgm8H2bLeiDSZKFCAov0V4dC4ZLYLBE0Al2I8Ao+ax/B",
-	"fX8g9stL78/O8cX5yfqj4yMW8ntKOxHSPOBY8RyJnhhilgPzPWfmGliW83yAb60x+hB9tUrDvH53dHzx",
-	"cXB6XaSSy9tsF7hyYqEVPnt+04qNnV8Mzi5++unkeHB9efLm5upo5cysbupB7a2E8Kbt2E7aHOIQ5maW",
-	"QkGdxUzEuuBkQ89VdRfenp6fXr8rKbLr+ZTfBq/ZKcxfaBIwZ3EXyssInGtwej64vLr46erkGnm9PzEo",
-	"spNGuPZwBCyBX97ehDuVt3gLkPqZHupIFu2nJYrsZRT5PYyRzYeDm9P3Jxe3K2ZEtPS5lErkyiTR92gk",
-	"AQmVLFuZrJv52nQUK45waobtaZrO29AKInHaRVoIan7ZFa7Fk0QDIvbWLFptgR0WkbVTa+9819pQ3AuW",
-	"36GOPjlryr2Jpu+tV+gtEyJZdxqrOC7oP+xCF5JiH0UCvK4Ztunt9kybNrrp8qlg8hUaG9yOCyqe++xD",
-	"+Kg9SeSo+CmMa60gIVPlaar3kgwx/4FkdXNxMTg7uvrppGSTVY8jTDUmJDlD4YAR7cYhIzxX5y5jZw9Q",
-	"gvBwQARDJB4QCT7DZso/nKmZTZZiuIgmCjd5Jh/b/tc2/YoR+BbOJtIksEgqTZ8JHYhlUaom+f7k+PRo",
-	"cPMfl+VJeWQEtNNjwq0yKWVkUkuIBpOD5v/j9uT2ZPD29gztoJy/mQVHxRaF8FSCOEf49wy7ifiKfJN8",
-	"skPyBNAiITPxmLCtbQ4an7J9L/iVwODFZ7EwuVOu6G0oU4J3PIA0lsrRHcxjpMr9IzBn1h0SyfXJ1YeT",
-	"q+z2hfsg96SOrDEU7UmLwfuH5yf/zYUtLgUwVBQWLJroEoPdkBl/KCwLKtzSiU9UJwuE5bkyKmrleGOF",
-	"rkeSYQ18XEucTkWicCmyfGCE13d8S9I7Ibpna3YgWOFzHlAx6xNGEFunos6TeluGBZ6dBzoJY50+cQ7Y",
-	"eIPM3RMNTHwVqhlpa2pjFtQswgV6jABQjzbObb+y3TcXVyeD2/OjD0enZ0c/np3UqXW4bVgQE4SBS+vS",
-	"SaKu/3EG+4/KAAYnwU4e7Oz8v//n/xW2Mv0B1mEoXcXHgbUxcbyFws1iYoU3nucOEiQcX6lzKlnMlczj",
-	"0QqDoKcY/proVGVllYB70ei8fo80sa3IVl24XXbb+rGAioXkgeljHtCxtLbvbm9usBQH29oL6+rvxdzC",
-	"ULo2Sc3ScZxdnE8KldyodmIIJ50H8R2xj7riHXWaR/AkZXtTNNA21vqgNUW0PEkrf8B1tMKT84vryzfA",
-	"xmFr2ojz3gxPri7eXodY4QK15d8WNpXw/Pgftxc3bD8FhZ8LdtF2Yed7aEHFToBnDMljqo3oCVBvyrdS",
-	"rWqt0+eJ6pgghYYg4F9VWnjZDRmEJ/sa04CRn4qFQbx/xPON0Od8lO1useoIWXGz2BGZokzSlLnlPfsM",
-	"dPK+AS6JUXwB/5czYHvivf6RDY5uMQepXUXAa4wbq0QoM7IRpXL1zZyDDLy8TVIgVx/jFHX0JsdyqZKi",
-	"O4R94VgSF09w4OPNMUimjVVD97rdQOy97AViv9uDDd3v7mdu949qCDz1Xhk88H3zjce09VCL/tIK/2eb",
-	"YwraGMiANjXHjngG3cxBoxG48sFUvsqiZ6boFENPnreQ90C/6e1+Xwy0s2NoJy5H8nGITmdwACK1L8IB",
-	"7JALqAYcw8sJHoRaAaeRLJWI9qARWcVWhF05wqLIsZ2QyYVBQzBaiLedYVIDz+3UbB5jkSvSvALh4eAD",
-	"YhsoRBJaQ4SLskhbHXFBdRbYxFvYXNp2t7rJTR5HYWP9hYoG4xbrikYRwAZesnBly7nuLOUsDrmKbyV4",
-	"QOY1PXiE5U9BBg9zlAwvr0mHMj729ebi6hpXczwGcmVJmLEowvbIJq5tEz3RJhTjWE7Q20pBRvQYem2G",
-	"FPl2sLMztS795QCODIZLOzFM7IODmaI9BGTf8BuW0cwijkOKYxbZmZEphXa2F/MWQ7rO5US5LNSO1uDo",
-	"8vSAUrfHsZ5MUxpG5vchq88FDxx7O0L6aL+xJk1snFH2eyQJ4KNjQq6lLUN5SHrfMk2Vqq7vdve4+UqL",
-	"R3FsH9rcJ44HuRN92wpEyG9Qjx50Crt74c1cjgN6+NV3xJYonAc3r32znONlWj6bFauwQmLwTE3iCuIC",
-	"OpVyaE/7vXxsH03UgXjV7YaHPkDHcw5MksWxVHhFHoLz5PyxE/U4t45Qa2rGW5LRGQiiZr2NRSLNJ5Rx",
-	"duAnGQHQy3gs4eDlpADPD7Jdw7HgSMMWo/bgEYAzX1kCjA78IJPlgeBJZZy3bBPvm4vx2F9Tm2344u3p",
-	"2QmhtJALGgRQR2gNyLnmmKSMdvsQ7dduKnf3XzXxWQtvYKCIfwsZtxzBwmfAEVqHBA1XArFnTA40FEwQ",
-	"8oJM8KlT8Rhz6rPLVBm/u8+Ix+WKY3k4cEiRispHJqIK4TO0c4N+TGZWZ8VEGQy2jQTFYTocxbIQZ9/i",
-	"wCxcjs85LyhGZcHv7CHwuiZGJAWFgLNwh/Nm4AhVWCzSZIV3UqM+Fti3i3LPAYEY1wp+681I9TIh9f20",
-	"7YskpG/EkfdaBQXBxiaZBZ92F0/DXrdXdTJlZ6DqxMk2OFEynv3QbyRyJikvvt8IRTP7EPkBVmZGgWtA",
-	"pNBg+cBTF9XZNCk5eHKPkyEGx1dkxgAD74+f2sjnXvjQttjaO7wYMi9FxqZJniBrRB40iHIuzD21tkNL",
-	"VlwaulQ2O5x4CV/irHM/1haepsIt7lVll8qlQzWcI3UlSKH3ygDPQBnceTgE4dQoUcR8t2Aq3AMcZORk",
-	"a67EFnMDUm55mw4q1zPyIGxcEwz5DXEsH3GMSqA2CESaSkMgQB0RXp/+9O72MhQJxVq6LMbnwN+pKLz7",
-	"DbDJHYM4gN43s/eK4MhAi3P4M5K3NzRTEwqPCtUuiVlV5SLblvxxAjO20ZJWEMJR20YoEoLqp4tynqh7",
-	"bRdOME+G/YGZjW0y4mAXkCR9fB8hn914/+ULJ0JiwzqvS4b1Pavl/Qph3SzMFsvrhVk1vQNvI0fPOLkb",
-	"m2GhcA0odB7FS/iaImXMMSoZh/yDId7GPsqJAuKIIorpvSFD+LAwXZWh7Ti7FPGKwAvwY2b/LzmmSy+S",
-	"i4rqL/k1r14pob/PtfPZGYdFSufb6kEmVFaLBcO+YUXEFU1pMorQ8sWsRgLXmKP2TlI13ds3Z9d9c5nl",
-	"IGw4XusSC1BdMnDTaleM7adsBlLPyykNh+Lo7PIchGw4auX0BgbWKqRGZIuIHEiiyzqzz0HDqG6Q9NI3",
-	"1QQGUNG0K6Q9HGBkqcbyj/5ECZiXHiOZ9g2DPQ4zfY4CK98cOT5hTJtTaSI3RROFiTLpDIYMkwC2G1TY",
-	"npcan+IR7hD5IuaveJMn1hYio2E+UCrQ7UsiwlxIiMqNXn3D28HlgUA7pxYD8WaR3Kv/fP+PQBCiTTn5",
-	"wrFhstfpZdTCiexZeUCWHLwudplg1KtaoPAOP4km6nYo9lKyISVh9U230+3stQ4KQ/WROZSdmiozAn2T",
-	"wl7gmb9g0uVcBbzGTBcOXuRrk69MjJRnJbbgBORUdmIPaAgNSEBkTAdx8//834H4B0ce+uQAoICCITEo",
-	"F9rD9AvfF2ycKO4byK68BwgojEZYqtGhVOpxfDy50PSzcn9sC6T7RsL1KLhmEn7tmRU095Ptm2Rh4P7B",
-	"ZxylJEY2jhEIwnXEueV0/VTeYUkdilTMTgPX2jnIZAkYmDcK8AU1K2YnIn6ekgmdcY0Gq0xKGtCaD/CL",
-	"AQZFdEQYqXlslzvzjFZ2ZKyS1HWWIHKy5I+PuF4GceJZRoTHai6TlKAkPA9AEMuxxHqJZAqgmhRF6srO",
-	"AaxlldyDnN6x/Il2hZPDovbpSifiM77qWeVnwTUdeTlRmKpLkyjFlZL9IIsSdXksDN+1Msd/smPGRO2I",
-	"z1nNsiejVDeVL8uFL4li9FzFKYd0iqYPAQxLRjxtXKoklXHy5yAzqmf2kqP6qmiitiia96qUDdhcCZPq",
-	"inEkTF6FDJbgWvlKyMVFeJEv5XyRVkK4VuqxwQ41gkaqU0xvzem3dJviicqIKaO3RqHcfaPb6XW6DGsJ",
-	"KlPjoPGy0+28pPTYKeaI0sGFvyb0n3LeozdXkguA8AKnMvGGrsy2h6sTMK6i5thOLw15zpL5Rpxcrnel",
-	"HJRdIOzj0CmVZWEphqpBkoVhqmSSDpVkw0mkYkVfZAZRN12kTkSomIxiJU28JLWau0BoYJs3hKbJLKi2",
-	"b8KJNWqADmpfhzIUzV4XydBNgYxIIoH32Kx+AB2PEunIcCxd39zpGKsdT6WZoLqf5V9IpjW/Qh1xowzS",
-	"v4ryYZGlk5YBI3FRl8ETI8VcLhxX08vWmUVyFjPVAy+bw1PZx75h9GhGu889PdIJmAgs0YQKA+HzF84n",
-	"z9MSw6XWN1O7SNh3D5uBtSKzEfsabngLUOWmbHQv0MM4uvMlgbJ+3Av6weXwc3KSKMWeBT6PeZALkhEb",
-	"OdRsqKLIO8JamRWXVSYQ7jGXGRVJOKfcZ0ecZ8EAbKJAdbGuHDeatimfONNFT6PGQeMnlb7F04SFUNFG",
-	"hWdst9ulAvZoIESMpTn2Cl/ufGKUAEoe3YTUQB1gpvIqlgK5LCUfTr+dTuFpCISNI6zqw88xEA2r8u51",
-	"e+v6zSayc2skKwcqgo/2uy//tFmV8gTrZlfjtz0oSS0b/K5FzxUfUNpBNsHCAAvWzhp0Xj45qRUPMgcV",
-	"wUbRW7nb8fnlsgAHkUPF0JzwMtq81sf0IpdQx8K9s5lMlhlmBothPlmHqS6VE5cjBSIk6a/wNUv7a7n8",
-	"UfwAV/tut1vwz3qBDbMmRHOv2ysUsK4oZB7vczUSumwDWRccjYaqvsEPD9kvE5NBXLq7VgfDQtOFI+zh",
-	"SE0SGSnv8cLqAVRyw7Gttui6Cu1dyFny9YBkda5d0USTD+rdVM1QxjHnNcMLaP4Yu6UZ+YLSaCaBf6Dv",
-	"9hCkjdEiSVCMlXHs6N70BQmxdQ7uJ3SOgqEKKI20E5Q2ksTYA3JCjxdxTDaCOpczATwvXYrYzux+Dtjv",
-	"rB6ncuEdDxUntMdCpsJ3cQycn9zOeONPOYDeV9nHRSj4o2WpZ/7ETFwhjRB0H7j8hFHpg03usAIhlgXl",
-	"aIZ+I9sYYN2gWFX84rLoFS8OwfUbAb9E7ilrRgx87dLF6I6nQgY+YvycEoeGGpliJmQce8kGlJYYbm9K",
-	"GCALeGYBBJKfw3QXc4QPOMuiVypueUfmeh79fvc7NFPWhydg4hWFmHFHzF/gSvVmVsyV9SYy6TeIYvfg",
-	"9/3udyK19hBtKzLKRW9884Di8acLM8HikUBOICJJnQd0UFg8HQBiBHkAphMTlYq97mucxkq4ZuvQHzAO",
-	"pwUqeJBZpHnBnowighdNKG7KQ8ySFdEmZTdj1vSq+uTNSeiWwsBOeFcWk42rqYXFHim9EU3U0gmyc+Z+",
-	"7UIISPjbQibSpNqonRBzlVRCJncRksMFji/5Wzp0oDvpY+qNiwSH4CMq2YfmgXN9qiV7Ddi1CxPDlCDy",
-	"4GZMb8AgkCGFKDqM8MTKiSmurDsQ+VjROs8eO2yGgQ5lHCNVZ0wrS/lEFbY8W5CYE0cG575hTnwg7F0x",
-	"VTceAJGoKIux06zP64iPwEEJIYRulWFWNCLkvQ39qatJa8D+31H4WybYZfdVfdjeSM77Zl3YXgEzeP8V",
-	"CvMY0GPHwhFiBzMtm/SN0zE2Tf4vtF0UuqFjxKR2pxLW7NHASmFtVP5AYhwhIsATlOm8eJXS+45rsT+A",
-	"jp2Q6ScmN20lSC/jztC9iijY1xWtiHnsIUbCYPDhAacgWFPh7+gOYlN8fkOjgNQ3TZYe8dtWwMxN3Kl5",
-	"2iZLUGFgQ5U+KGV8I65vmhTqzAOkRg6ZnaJPg3w+uXGaEhKm0kQx+muOKtGJ6BTCCEWSdh/IPUB2iwSB",
-	"7MWMUlqha/LegkAxVP6O8DmkXqgxFlYdboNST7C4WF8htT5GwvfB420dCJlvGMXgypROZmqpogwqsGxP",
-	"J9QD717xvZmJGMfWRiXTvLFiLB1XVDDsPI4tEMkiocLWcFsXt4GMPTDVdLqAkfKQcQeKRwNXj6zbWNSE",
-	"f6MaaajMo7Hbu3wjS94FXqpETRaxTMqHDbbebwsHp8O6lwJh+6YQCZvJH2RHQr12aRd5vDxuI6a0Zgs8",
-	"Qe0VARnKwbBwcl/tFc2dpOaTk7RgvvaSZU24LFBM0T6DRvT97su+KYcKYx15HyRLlgfvYPFXCt6jeLUG",
-	"futJUrhTas675RmHj93AlWJctJfCIWQgF73AWYDW7JmGnIEcwxciFQ5xQs4sQbtU5+wOWVwmDocIpkiZ",
-	"9RHKqbUB9ZytezZdf4A64qJqXkY3XYG7zeOF65tXe8UwBj4FWHLJH8lXJNw19172GAq21ckSHTDcAZ35",
-	"PGAESCWrQjl7YjWpIePxfcNZDc7mJtE00aM7lHslB9BjGrLMqBvDvrEiHdtOAkKK0WZBVdbrrAB0R/2V",
-	"ZgDq4Rqv4nXWgDxIdjH/ejX/D+isjEjXOPjln1+CMhzdL79++bWo1Z55TzupUjLS8K+CSssaLKmzhexP",
-	"xJq0rk6pJfIh0Eg7FmGGT0nJQm+uP4hmmKrHdGfk7sNAXL19I/Z633c5qi3j1kXFDBFXA4o4XPq6ZSQz",
-	"lUAXEWcVcR4ZidUjO+LfVOl5IBHA6+TyiFFYGX0VtNVKa6RKZ+1x6SjG2MtG5f0yDDJKVx7MfE3nggsG",
-	"5YCpOTqyobo3fUzWwxvJ+GJN6KTh6ysr3MewGLlZniusM04jKuBCgLpVmFfgZxT4EQb58IKTy6Pg+N1R",
-	"cHx5RN++uzx7097dfd0Lfmz3vgt63b3dIOh93+vsB693O92g/NYuvRXsdndftXu99u7Lm+73B739g273",
-	"PwN43OlhCR8yNqM/H0FAEMsUrm0M96JkOVZiCvoHo07gBA76ZrgsrDLx2QmQNAcqyBRLt+mxzzcViVqQ",
-	"6KIY4LYV9E1utKhoO4yCU9490n/7JmzDecCBtzn7P8/kegU8j8vyIIBNJwtB5in3DQgPBOM7V0mVkA/Q",
-	"QE8ccoUqQVCAq2keyxGnVudF0+CoiaZP79JGhPwiHAiS/NIHLOmPVm3QK7RL9YhYtO81LyGHgj5+QMHs",
-	"zjumOn1zhbNxpbJTQ5XtJhwL1oO8Z0gnbHhBS8Gyb+AdWAnRlGJkk0SNUgxIb8NIRDZHuDcJXIlA4jUI",
-	"Q4XR00WHa1sZDKek+yDkvAAPIt2SHOZdbdpnnaMAwEDlQbfb5baJUe6J9/pHLsOEsR8Ftk8u1fSBVtJR",
-	"rR68MSk3idVsGgHXPJEpXLNx61BIMV4kSDM4e5JSxgxS4KWH1LJJqO4avLQuzTgulSzIMPOedQ1uha6e",
-	"Yw9vrrDzJWh4rl/uqQquW0LX5Sp5f9mNnq/VxSIFeavuWkd/LhN1QK5Yf6YqB4+94w/TZVY6MjOoYQMs",
-	"EXT/Rht+HaTDHwFv2BK4obMKzWeTGlBA0s9RCixmrSCuGcsQ2SZ9vTy1R26Tpz96a5OhjiKFJS32elt8",
-	"cSmXsZXRjbVnMqGqEHu9/W2GlyXQvFeRljdwBtC7893mj0+NW4zHegSi9DVZbRt/kpsDGLoZedtOLIcv",
-	"HN7snryJj/P1XIiFKYiMvhY2C42FIhm1TpCbYq6Kjxdii04hkmhdAFHT5/NTJFHA5FT40o0SOVdPeRr7",
-	"ptbVKK6VEv2Gj3ZqeP0qtXPixYWUkzUayfusGMEGBoacESPdNvLG1eXzDg8GHPOxibSY/xIVJKOn1Viw",
-	"p/xlOW7KWnLxZpAMUoXsnxTcRTZ/7RChBSkVw8ZWTZp908wgXFH3z6R6BsmtyBBjDCEoGPiw+9a6XfdN",
-	"/5WqaN7JGqoohrr9Eb659/ddVeer+9pc3bxWhzhldxtOmarEyJhJ88+h6fcqlRi+xG7g4kIXqJtwEkuU",
-	"DbLwWsrGDWXIccqsBO0GvVteaTXqITPjHgoq4pEoMUwwfHy47JtyuYAjEXbM/He6eD14JTscfMHlctJt",
-	"3+T4juxuyYjeCGUQJHJk5wzUzRCQgc+KTpXB5Pq+8bl+FIvTyjAtC/4lCvEk9QBDxD3sUEBWWz8XMkln",
-	"rhICpORBqUdEe7fGQ1cmit9ATEAV9Q2aCRCISBYi5MtYuKiCejdU2Q3DYW59g6BfJcMlO5JZ8vcBUCUv",
-	"WG7lLk2pEMzTXJsUU8tezrQj/uL+cuYCXa1jLp5i/kgcy7/q/MK8/BVJ3KZ8CjacYV8pqNb6xW5pn3hg",
-	"IjFDhVCnnk3I1M6oijSez8z/lkOy9g1n7rHjP0vpzXIzuAIt+aseyYaUKbdGPTDTp+iLDNprntiZJQql",
-	"Rz5897Bw9kDz9thZDiPNhPA/Ft5HbFnOnsAGi+i9VVaT2Bn6UueSQt+rNeqoXjSOHU5uyN2woSwbDKfe",
-	"YKQQdLnApIzxIhbugW3zfoXiZRXuiUNncRzZZIvtmQyEHr34q+vNkQx+GxmCXZtJUMyfySalnVgYTv/H",
-	"fjA9moxbMmLAC28cAFLg2Er8lVOs1jj92f+7FZISpVxBowPoaDCjYB4u/xwhtHFqhcpzXTw8o4+qLiaK",
-	"EyvOvGS8kbj89FO0SBBQ3hoMdaDe/ToOso3lmES0dQoSbjNfIC12HsNQywWtjN7zffu1Bo4nrQK+fc7N",
-	"/dutElZG3rBSz4ArkIL/QrNCpsg3CaapjD/tsRvYM5bxkL6Bsx4QaYbwX02FNTBBAAUWjx8WrBgSglWY",
-	"/aBvVlDxgwrkfFCH/x6sAy2HFlcxxWFgFSzuLNlmHbPgMqR/l92i+/pvpIIV5nRQxo/TJVyqQ4bawsDl",
-	"vqEa+pjhiMyvsxbCslkCkWxxdeoyMmUtKCVBr3mMSbRmcXWSFeCWPzMwVTRr2DamtR0KSWGfvS0iV/9F",
-	"Nqivkcz2tyHUWyPvpaYquP8NrF3vKfS0lMvkL/jm1KZ4s7WelgeJSxGBgERfU8QqUrO5hcPokZ3YlcAS",
-	"n0eGTCWKhNRgnseL9ywGImDeRlGBYvTq4bKEO+uhLwtpwpSjrJ01ZJ/OvvCaDAUZKEy+zVw/D3JZd/m+",
-	"gfeuadp/4R1IPaz3tZ9bv1SYEZMKYx86///hs1iVbRO+HEZIAXMIhGSNE2MhPY+k9SMptQDT2fkzI/S3",
-	"4XP/akZwndq5Xw0G+q23aAdPGLEzYsz0K1jqiu7EyVwjzGrjaOgME7ZqTeL3AkQh8qk6S6xUcuBd2i8o",
-	"42RJjkzKBaKsWZn4SjA1hioC0OyIH206FXaRzhepExPb98pZwQse20JiHzKGsFA/U0dhh/DzicGEwG3u",
-	"sXRP3oyjmSDjwaJrTmeYcrRshIuRHggT+OtZoruff59ps/DyVOBRCdM2vNV2vy1grpEec7XAIE+t5/D/",
-	"cVYbOS8XkD5Y/gaGlRdzIFMyRmS8wIC3WCXSePSD4iK+oOgPth/kicKtTkGJ1a5vzCKOMwWnxLXYhMSk",
-	"t0ju9b2iQCjk8odATA9y3jcp+SDvcuBB+IJHk8UK08ydpSh0PPFcMyeTljriY17EiREaPCMoxmgTNCYF",
-	"G6CL2l87QWFyXnjK88JwZ1kXLVFFswL84REk8sB/5uPUo038hbTGyv6vv4HynWOQZ6P+td6WAinlBqgp",
-	"0FrqYUpcfpSZdqxR63jdfFHD6658SIY0y1zr4W6bVGLFb3sGxIRbihaF31ViWxwzUTCHsrkfo6659AIG",
-	"r6ISwTC/8NxXGuubEjdjp3FqF6NpPcVclyjmzzcZUOP/InvB9pTq2c6/3l6wlVoPit//x963Nrdta2v/",
-	"FYxn3ok0pa+N8ybS7A+O45O69e3YSs/ZU2ZMSIRsxhSoEpQve6b//QzWBQAvcpzUcZK23xJaBEFwYWFd",
-	"nwfbmRhHEjlgWgR46016ufVOsreeSyP4BAAGJvp/XduxhZXfYk1oHmxDWOQntjm/99oJ8ibvtf14G95T",
-	"L1HPAt3nWJ4CRBSFUiE1FyBhpOqWuiV6GJS94+4R1y0W66lHBaawNRZiTxEiN6R7C3D5JMf/7VeOtTXd",
-	"MBOgUpxBxh17rI/FqE3A4DZgrCkXNljC2mG9YhKkyhtA1hCFUnZ7TsQaJQ4ZJggeAk8psJ+G1LEkg+h7",
-	"s2TgVazbIm+f3SDm5Mwdj1gnB4k11Kh2Un6I3vONVzXikb5nbsBDjtosOUaA1Sw138FTdmLYCysf3RTm",
-	"BXab+g6tYPoUpOcXcOWFCNlhr5KMTDOdUuMT3w6YBL2Whq4zXsGLUE8RFKKigciKIPUxO4QD8RSD1ESE",
-	"L44Cg0KccRH4bJZVsQaWtAHX9HK3NNAMIxwC9QnbbzBeVGEHJHX8xdq+SuTTZ9gSWQa7CX7ZczgWgJBN",
-	"GP/8bazV3KBJ7YeYKHlmeBpkQhunENZiDdkg9M4QTRdryyEJPeBMtSsypDw7uU3QP2qCifSov1FfMUsj",
-	"QIDaeyGyk6tpRY4PSGbgHwULwAg0jZm2LKk38Cl9+qVm0zzvdo4DGbzwZvITmh+jJgtmg304YTZs0WtZ",
-	"Kk9sGjz/OquyhHa4a8c/vQlTI4RaQvq01mGxWLfzE0yW0FBBjQUts2yi1Dmjeg8gQegPYv0x+qj7yaFi",
-	"/VF2KIcku4TmTEyLPAfGRZ3G+mNwqkqn5svnQpBGPVhNSo5swl+2HxQz/Lw0xdcusLUq/n4z0VlxbhNy",
-	"aC/NzFVXOsKFJbtrEb94qdAbVcks/4iG+Rsp/e9DhX+9EqxjrepZt8hBRTGEa+SKwV1MyCxm3cI/l6Wc",
-	"qQp01W/thkS3EC4CuqTqAJRSyBzngZgNZKuv1bC+tBcQrvVsdmDQoXJmfBaZFnOwfLHMKezk8TAR0rQB",
-	"LVY3E273I/8KK6WwwRBclo12PwW2cYX5QOR7LMpYN0oN4eVxoO1uIkrC8wdYeDwTMrukcwlttnaqKwOH",
-	"fNcMeEUPFHHahCt//PG+wwFen6sSiv2ti7ysdvaYUapzOXatCkFPYUj/w6X7jr3RmtKcWKDoBNC7r2LO",
-	"gtkWXAIB8gfAzZXpWP9GEe9IJBDItsbEHArKkKJeR+L08GzvJBLjTBrR47wGTckKBuY2cjkOcDxNXszR",
-	"uQCQQQC0sF4FvB/UUhC4iBvHegFppmV5R52lmBYxxFODzXxFSZWPaOO4YhyflUpJiOl1h25GMH37ZtB8",
-	"CUommynXjGvlSwKVRlnkwHdi/XZsXeWkgH33AK6ToC0w/+3eBLQB9bzSktKNuriBBDn3/JH36LR6zIEh",
-	"0YMlx1S3nTYi2iFGv/qX2Iw619f/YAtNpVBsakTcMs+F+n0hc3CvcLL3NQOcBDLcUlewpX5fKKg8pT0F",
-	"C1azgbDhZWWwkspKQZv9StRqD4m6R4NV/PTR3n9psyFclmVRa/7YZijggNvgPBr2m9Em/wbi2daH8MQD",
-	"7lyTYixT2CoYuaatgKEvsJNJyL8Te6NlSwyEpj7npt2hC3etnk5ee8yEF630M4OMLBhtQdYOqy4jn/BC",
-	"nYd2g6t2tWqRdN3SNFjHfn3SIxAZcpfjCCKPjVXuc1XMcyVSNclSKqpFpOmCy79D13NN7FeMtZxp6Os8",
-	"+/WtmAPQTdgXPVV4lILqVrlRGEyC5AxMJIq1qe6AkkWpyh4HugKetRnMDEiDyK9+d3rQ50AtIdcYea3S",
-	"KNYzLHcCm4edIomkStaUAmwDV69FnTGCw1rmsrgxAwJrKgtjVgEGCzv6JovyWtXOZScVE3vcaeG+Sqyx",
-	"w3wmyyvrdrtSaRas2uC+DdL+y49P0Iz2AZuDTTBq2XQ0WbqQuXGWpD3M7RyvARexPoij37iR1woRC4S8",
-	"zYIsrrpFDBvYdgAFcylTO+/RVqx5yv/NMQdPMsrWDI/zalv8P0R1MT46WCyqPFOlQbzwnKMQzLIQkEZQ",
-	"IDYDEJxJNlcQwo2J3xVywgGZZogTh+iw2F0jyyqbykm1NkvJkIVpzJFoVGO7zniR5VUIwdYmKQfWJJeT",
-	"ANMErXB6MuFftsQEI6pINQsPBaHisG/jSxGkPL6uWwvnvkC81kF3Z8baeYg0d4+hcIo7/WH9opfVLP+M",
-	"dlH7Yv/44v/44sEZypiIpbrO1A1ISER12fl01S4e6tqfRocHruf5Qb741zgswY+BHq2nnEu0pCXM950z",
-	"REghygVDl9e44jHtBUw3C+2B3J3Shkiw6KHNYg/pKAB0w/htwHhhT1pKjob5uaFIrjKdIqYvs9n3rSlg",
-	"XGnyh6Jlt8Xa1QFC47y71ZWcwe+9RR+Y7l0a7xRv5/jk9+sTbT2afglYjXaoxWqZlrEy4vIG30bzj/Nz",
-	"IHoi9YXqB6U6Xt/9detsjo7PD47fvt17c352src7Ot1JQvBVf+ABgRZueVc4KABFkE8Lu3pD0S7c4VNl",
-	"YcjwHYS5papdZJEZIfO8uGEh2XrK9eiku+/5Lp5HcwPPJthrfk9OBR1P6LPglYf6wrGcXF2U0Az/oRgv",
-	"L8sJ6Q8DR6xlxR3Pld452f/57Pjoz2ZdSPUU4w9qsrQPEAJuclKFgnYjjUAj2RrcX7skNUBJiZhiNzQd",
-	"VCUba3wn0a79yBr/e+fw4NPWmAd+9DUeCDnPavOHqg6Mitp/4fGKz+WKFoJbcixCPSnsK4mZnM8zfdFn",
-	"NhzrOoAPYf+6mipi2WZ8WHv6kgtTAF+hGiKmgeOKBOYNdVtZywP4w7KQIvnPdCd+GQmhD9shISHi0NJc",
-	"QACYzFimjsB5iOy882ogHAQlJXFcNKgsbkyspQGoSmpfJUxKCJH02HdGMphrqMRCV7PPMH/TLK8IbxtZ",
-	"lGQ+FO1UgRhbzWOaITJoCV8C/nBSA116gNnEYI81W2cmbw+UvqguVwabWy+jlVmm3f8fbEJ9EwZZ1Pz+",
-	"J+C3Z/9REdGvb2xsbAw5o4CZBHttjbNZjXlADKS5WNlsMXO4drNM0/+jdmlC1FX+lGh1W51PFqUpyoRj",
-	"Ma52HiINPSupWN1Mf0/+d/VI3Varu3QbyWBv9+zX/rLJ4yOWfeqt7RdPG+X3wnpQXJxAGcWnwAA2NrbG",
-	"2AWvDwSSa1UqtQXrLkSDejc7yjMjcLFcsokiwsCTgJ8EsI/JJmNQ5Lt+Z22Kn/Y3Z4uDQPdr4Hu7707P",
-	"jk+Tr2sa7IHS7EgPLLfC2I9dqvx/LsZYSglpSaycNIsxRN5IsdZhlEQPYJTGd+hSpX1CBIV4ZaaJY7+Y",
-	"OnTwBJYzWWvsaWuYA4kB+exOioYBJ85cGi6wTPjGqgCGjyqUzYjoqH3DHfPw4LkCtHpwP0DVzeXvCwXE",
-	"Z1xtyzB5UaxNgeyUsAoV1BpMK+aehBUAWU8L5CK4zKYVkbPAqwcgr4DSSsAeIbQrQJYjujdR/VWIkAn8",
-	"JbGGWmJKO9tFhqC0fQW6317LlbRncLGoMFwKgXkwcGINAXo8nrP/2N0fkhVilBbBFoBr7fA1f6pBrBNr",
-	"O6xRiPwckIKzFDjO4Q8IC3AOJ6Tyl3VR2f8BeRWgTnIYnCpE6CpFepNnRiQchQ+eEeukMT7ejaND9WBt",
-	"8HNAV0+oSK/+jDVrk5xbry8h/FssTLkx/aFYUvUXa2fXzIDBeZHny4yKIPLQYVXcf75utU7X7c85W7e+",
-	"1Mn6eUfl9ubWA6yi5gGV3+FmgzMDwIRltXQCuKdXok+PDrlGry95dgfPW4YEFp7I9r2/kUCUE1/QJ8U0",
-	"jEY92gn4ueWnm0+YjuCoL0PqMvaGk0/rwaailxwdj873D08O9g73jkYOYvHRwNZqPMn18zc4693hXj/r",
-	"16E7YTnkmtUC1lPLDHvU2PoCjRulkjO7HSnZKm+Y78u1KF2qHMmeZmpWlHfc5mQPRmtElcWNKNUHNSF+",
-	"ILod3MJa/d3u2a9W52OtWLtM24EmI2I/YQYBS2hJXO/TUiE3TqyN0uDjw3mU0HRyVdUp2WFaMMsZQ1L6",
-	"bpdY06KUSqYABTfy04eDFCk8MoON6xeE3EWkTfjDVehNCck8tje3xGH2uj8kuhC7zI1Gqs0fRXKy82+o",
-	"+R4dH58f7Jy+3UMWKaswnDDUIdCGDvocNCgUkmcakKEXOlUp0zn1klUeYRUuBXRSz/uQ+KWXrAh5jzph",
-	"XDoFsyhLmN4IV4H6taC43l6gAn2YGhzQXhZMg7/lAisuLos89UZjc87iB7EZa2ykRsJ6xJUF/EqcbmNV",
-	"t16JzoBqrB2tkm/5CsiIsHkJ2lxBpti27GhekLX2BedwgtWy68hmBshGkwxxEXjxiFEXRe0Q9tIAua74",
-	"e+MGE+NFag1ekjO3LvjXUNQkMKqBGsdj/bIw1TMj5pd3JpvInAbsC8KbQAuTPj71TpBG4OQ87BGjKg+S",
-	"3O7R+1CMoS4GeejxJfVipspsImayKrNb5KKBl4fWLXIcb7LS+oxiC3aNAAaPZDNKYo2S+BJ/3o+Anae+",
-	"NpNifofkFgNAPmeEPZ4wRJIml7IEWgyAzfrx/69ti1+Qh8BqqWIqtjaevwwqRYzobb5Yey5+eR1rxGSP",
-	"xNamvYd7/loFENOsIlRTfBjEKuWV0rHG9drcegl2ZxQ21tGXzQwwmLCKBE3oX4Ca+O0Tce1QDgJGcbD7",
-	"ZSWgxa8tzrAGKM41WRYy1LecCMHhB1YdAZBbUx/V23eQPa/voFqBo5yWAJBS2vNHCgd8jPdIgKGrQnZT",
-	"hKhU6bCLyOpj3UN+MtQZOs2qWANzGugXVj5WtDuF2KAKIqiUGVfPWm8LHQP7mrwn5eTKPU5Zd62XQo8k",
-	"AVAVZawxv5yTT325qNLiRlNxcfBYlGkqUJoCr5u1x/Ic+40r45lsSQKoERhmOytKxXh6UFBk97uSV1g2",
-	"BUJAU0afz0OH0mCwtaSYZrd22teqvKR+TCu4h9nrWPfKhcY4wHgxnarSRAw+gVUMfRzDuaFhCpzoL5+Z",
-	"GvmWVbMw+x7r+81XcEq2+PDN0OHOmbVZKgzxom03HxqyKvIza6xi/qGZbjB8mYEPWIdkX7HuYPuKSJvY",
-	"Gf9CrCYBYRvwcLE9FWtZllZ0QNxfbMAr+vZhR+kofhAvnhNdHtZ1ecTkGlmKYYvmbSFMMa1YHNEyqWhL",
-	"mcVMLHSujIl18vb4cO/wYP9wf5QwlAUaFk4kRe9s/+1o7/Sw3xLNzHjImwRFO+HjcP9otMdoEsP6eU9F",
-	"32CHWh2KNDas2eAHsYYaxo5yHzvEOrZ2fCjG51lKbKX2dqOqpM+HE4p0rBN8NuWOg/5cuE7+PMZQ2Krj",
-	"UkgsblPW6TCNBjLjcIDdXQHPKtLSGkHsy70a6W+fVT0yPqMR5c1otJokjhFiawOxs6/2Y+pQoORdQsjr",
-	"CO52guGmWZ6HjKNcHxNr+wmNb6CvYVRNilS1RMOfTniOgDyThzSxBhg+H4cipf3Tu9HI2lxvjv/nCBfv",
-	"VFZqEIzF5HXuNEcDjrcNGZjB3gksJ2CAhKTcYm4PMgyACHmtgIy5lBWY5GSOzzK9ai9ZT8NRTW1v//gC",
-	"TYt1MxQbAnlcM2vkTPv4PlJclHZKc1VmRSoupbGmEfSQ+MHtwKvwu8CkBvK+Aah8EMIfaKQfMK8JG0pB",
-	"pn0dJhshkBb+DV4OuQPh5VP7YR3Ti/1+9suO1WVGGPKmKuYekQC5S2tEg3WOQb8IPyLHIBCmESP1842X",
-	"IqGwwPlo/3Dv+N0oiUTNQUMUWtorMHvutCSXAb0ywiOwNjhbGq6yM9b4+eGoAHu+w4UI1EnU5TZ0AhbZ",
-	"9WYX/l7QotkirzLrS65Pi3K2ajWLvaw0Zorh15htoZtGGMniPEwkwiBEMalUtYquM9A6KRyufm8rbAFu",
-	"/ycFlt7BOjwMKulvXWQFoQUfaTjcG+282RnthNecZ3h8Mto/PjoDLKX9szN76WTndNTNvfS0pVgvn7YQ",
-	"F/SMVShzYKIjRd/WLaB4pgqc5ByAVxW05HXp4aY6WdKUH2v7e3KkGqeCUylxyDL1RBLVdoMi0XaDBr50",
-	"RN1aB8YaXl1RITb92KsGT0k0HKWg+rQWAXAL8Ccgn560nq32MTGIxNTlvc7QTP8RcVS/ICDCdxSRJpDp",
-	"p8JNC/z1QV3SnUte76pBAbduOkYFPstdjzX464BjpVJoex12sD1Q6KMWM2Dy3DXRsFtrhaisFL1JDXsd",
-	"MIVYUXY88bFBQcLl7X8HIMFor4R2/u7Zr1xvXyJjobnTk8uy0MXC1LIeD0hzUN72vtIGDx3OpKkuHW9n",
-	"geixDB1rONoDThR83ITkLfExmIZIWGfO1H1jaqu0/lTDTW4+QLDrilH9Sa5k4HtBwMa7t0g5DSkAV4/g",
-	"QG8zpPlFn9ptuqCHCoEcGf3LPvsKKNr6kUjlzPq5VFnNWGkQeSJg4eAQiuw2q7/0eu0dmxFGI+8gsAyl",
-	"mTUoXfK0m84vfrJnhnjpe/Zhq4XO76JY27MDUPkyI5ROIe5Jnim2fDrnFnpzZI4J5RBGHoKiTL1VMKgy",
-	"Os8QdYbHMgIrFF9nijnzt4VZxmEXmMkrD2nqAeG9t43m00oOnyizfY/p/530nL3TV9puLyxfEr3k5+PX",
-	"j9Rd9rdLVp8UeR7q909S3ASgdR8zvg8DYOAMKedcVyz8eShkM2bpnJgq1laNUUxQzUUPycgphiuJRqW/",
-	"JvawI/9G3rnwWBYiBi7T8CLZ3Tna3Ts4sKovyPC4RCTkpkFtuuSBM2nIw7GHE7g4old7lWcGFRSAkbs1",
-	"vpTuBaP2EwkRpcbPbbU7wKox5o4SPjfhxkULDYJP87JIFxMF0co0MxNpl4Ai0T7DyuskfZC4dsAxXYeC",
-	"bPSFsm8BcJ52w/3X/tH+2U8QOmbw9fpnxLBT8NZprHlE4nlLiToa4lOOBAshO6mzpedXJtYhfKesiMVr",
-	"6EOkeKqlhVboqrlvnlEMFx9SA33H53QeCruwxv+cC5E1yBsbKNg1f1msyAcdNE/acMcxuvrO7NU35N/m",
-	"APza7tEu9R93uLefeaB+BPZkxKkeKEG07kcAetYET0lc5A9OIl9hq9WN4yWs6Xv6DKhAGTECBh8Eit9+",
-	"izfHR3vu3qb+ZrBlaJaBO5939MTeb4Q7VIhvUd8+EhTF925nu2goWjpLBODbgNMNkhuBiPfqAv2P5/CJ",
-	"IBoBeAZXrFHmW9gF9sUxKl2iBO2QarIos+oO9vdYyVKVOwu7N397b/cihmu6yvJpcmHliEzTUhmzEq0s",
-	"ynxlsHJZVfPB+npeTGR+WZhqsL29/WKlu67eMMu2WK1yszpREOBK8X9X6q42qOkY9b17xU6i8zq2LXPt",
-	"eT1GiCLtye0sC7EZf7Nb0/btB9m10spgINaaDZnGJaJbsVBlyaK4RmAELQpmqyrZcc9hobOK2cTop07J",
-	"myUPqfdCRQ1aMpr3pNCTLM+waM8VPuRyvCZ2rItGQT0oWGGkET/wal5c/AtzPYTDD4GyiwEcobEO+2yT",
-	"SBBidC7Hq4StSa0s+ON7ADsT9q+2NzZFa/uhbwejdwzD+CICzto2tgJQY9HaYMhsoU0Ua1fb6FmIimkX",
-	"QSIeuvRZXKPZH+//+L8AAAD//w==",
+	"7P37chu3ti8KvwqKa39lMmlSpCw5sVT5g7HkWCuypOji7DXDTDbYDZKwmgDTAEUx0676nuY8wHmE8yjn",
+	"SU6NMYC+sSlSzmWuXbX2rjUjN7txHRgY19/4VyPSs7lWQlnTOPpXIxVmrpUR+I8TMeaLxJ6mqU7h35FW",
+	"VigLf/L5PJERt1KrvY9GK3hmoqmYcfjrf6Vi3Dhq/Mde3vge/Wr2sLVr103j8+fPQSMWJkrlHBprHDX6",
+	"asW0nYqUjblMFqlgzbFOmXjks3ki2EH3gIUXl7fDt5d3FydhwA66hyx8f3r77vJkCM/75+eXP5/CL4fd",
+	"lyy8Ob3+cHo9/P7u5r/CVqfxOWi81elIxrFQf9+cwreX19+fnZycXoRHzE4Fs/peKCYNu1d6qQI2Wlgm",
+	"rWGpTgRrhqngcdhisRaGKW0HiieJXjI7lYbpuUhxkMfY0kwYwyeCKT4TBp9gG0qIWMQD1QzpfRG2OgMF",
+	"0z9TZjEey0gKZW+sTvlE/H0LcQvjExNpbLp6YVgszT2LuFLaMsvvBeNsmUoLS3B2cXP39u3Zm7PTi9vh",
+	"ze3ldf+H07B1NFDjRZIEDFaorVWyYjpl+kGk7LeFtrzDLrSdSjVhS25YNOVqIuJjFqbCpis+SsQRs+lC",
+	"hAOlVSSYmfNIwDaMUyFiWKCgMRU8FikegGv4qt0fW4H0X57KjYi0ig2zmi25tGwkxjqF2dl0JdXkmL3s",
+	"dhpBYeHsai4aRw2prJiIFFYHd8OKVPHkbz5kd8rMRSTHUsTMiPQBT9sisbjwt6fXF/3z4en19eW1OzNX",
+	"fJVoHt9qfc7Tv5tgRjpeMfEYCREThUdajeVkkYqYJXImYdRX/f86v+yfDG8vL4fn/WugFRz4neILO9Wp",
+	"/F3Ef+N5v7vo392+u7w++8fpSXjEYAxCWdcbEJxWjKuYzqv4bSGMZRFPU4kHfqCQPwRI20rgW26XPEtA",
+	"xrFGsD///HO7n/cl1qk2/F7wVKRwfpLZd4NGymdcYduDRhiwpbRTFgqY33eDhlQPPJHxEEczaIRsORWK",
+	"cce94IQZoSwxr3xUqpbsjU2lmjiqv1P8gcsEDuTfuCk37+5ub88ufhieXP7sGbFbVmP1fC5itpzKhNYb",
+	"iQ6mCLvygAdapwNVuk+OmNLAzhYJT4EolYhwfyO9SGI2EsRWGFxfxLqVGKim4NGUTaHlbOulYvNUT1Jh",
+	"DOw5/PhxYYCnCAUMX4m4FQDBDBQ2lPcVsHGqZzjiqeCJnbJU4JwCNuMrhhySm/uBCn84vWV79E7YYd9r",
+	"O2U8Feus0V0Td8os5nOdWhG/F7Hkt7iNf/exf4FzhQ4Z0JEnMx5FYm5FzJrh3cXN3dXV5fXt6cnw/enJ",
+	"WX94+19XdPo/ezLEs9FPzPfciEQqcWPFHCcQxxI65MlVCteklSD4jHlixJpUYlazmbCpjFgiuLHM/Lbg",
+	"qTBs5NpkzVOZiNSwwaLb3X/FvtciEcoEbL/bPWwFA2UWI5vyyIr4iIXSukvchCzVC7hH9JgZnQClsbD5",
+	"M/uaJXzGTl6ctNjv7Dv2M3sMBwqP54kjXLh+2rEcj0Uq4DKbcZvKR2QrSyEnU2tYOMczmwr2iON6Kdjv",
+	"REZhj7XZPGQiMYLeaPIkyT7sAUlCN2OZGktDbBG7mReW6l+NfCLrvKY/QvYwE1wZ1sPbcMYf5Wwxaxwd",
+	"doPGTCr6Ry9YuxyDRsJn25oUh9DmWKczbhtHjVgvgKEUeul1C/+vtkO1mI2ov/mW3rqdbg+6E49RsjDy",
+	"Qbz3vcCxKT73vdDzJ4bX7RwWBtWtGZRxlCoUvPFLgydm6Cmu8WuwxlyDBrAUmcJl9wt9nb+lRx9FZKHZ",
+	"vuLJyoo3ejbnqXRHt7yxsTR8kgoxNFOe1lwkN/AYiBaoRDEQJ2zKHbV9MlMe6yVrMx5Z+SA+la5vTr2/",
+	"ANkpESlXkThmnNYabxi8Ibvb9nbL0sGuDfPjsT6D94IrPHU01plUC+PGG7DJ3vnuY1rrG9cze08q++qg",
+	"UTvcAr2nMxOvD/Jaa9uGqbSJ4fxFA842Yn0Et6iuuJ/ZwogYO9up4Qo9qqeI8Uqk2J4bRJkaR5LXMBhY",
+	"l+Y8FbEEtsraLOGj1u6jC3D5U7hK1tvmsNIJH7HvGGdfsxH7imU9PacLJIWtOy9quI/5LbVNnOLaHP+5",
+	"33rWPE2i5zVbO3pijqyp01gqnq7KF17rr9x4s77zJ+/626SJGgL6HDROrr7ww9Mv+/Dz5hl+4MlC1NDv",
+	"pRKMVozNRer5Im4sW6gEpEFjuQUNliv/M2n9OhZJrgy4XYMTTyygs3ZRu3XcgVjcwu3w5umOb9Ytzffc",
+	"RtPv3bGuHHb4aSjjGu0hyDjBDtvjlv1z0EApZmjQghQPuS2PmlvRtnJWGHjeXfn41ggqFUrPxl7TKbTm",
+	"JlB3HN58uNKSJOvyepRNdE9LTel+9LBted6jHPt9Kvh9rJfKs6Av+tBEOt14tz7kRI3y7fX7m9M3H9ge",
+	"M3Ez4SOR7MhNXDdDs+F6MparmKcxQ8UVegrxg5D060Ui0F5kjhiPUm0MG+skhv8FhU4rMfQNDLGBEGXo",
+	"cCwfRRwe5wrWmw+gXMl4wRPDmjenw3umx9SCkZMZDwN2m3KppJq8F5a/MCzMFnEIowhbqAvmHzhZPOUq",
+	"1jP5OwrSIYnZz2WxBSLJttORQy2xTblSIjc7VSkuFkWx8/3lyek5WlfPL/snpyeNoHF28aF/fnYyvLk6",
+	"fXN7ffe+ETT8n8PLu9vh5dvhdf/ih9NG0CiqaB9Or2/OLi/w6Y8Xlz9foLrWCBrv++dvL6/foxZ3c9PH",
+	"D91fuVEHOsn1bxxF0VhVIxGDHIgG0lpmkum+hV9HWieCq5oFjlH+dM0VP35iga/FPFnViHXwmAn1IOBm",
+	"ZpqULcfG0YRAnx+zEFoOnXlXWsPoMHYGqo8GchGzcC7VJAxY6L4PGRAZXhFDqcY6xHtBmaVIRUwmHjvl",
+	"dqCc+eGFYSmOB1XsZjjXpeaG+CM8yJt0z0CvDd2ZMcLSuQG9HSibidncrtiMz4+Zfwk+k8KPxpknsoGw",
+	"5VQbkWn6C4XmJIbmE26dWQXuu5FgsYANcTbbWMLizqTilsh5xuewKEjDROJPGiJgj4JGdXob2SC8d6bG",
+	"2n8IC7bp5SutJtl7xQXd+AG9RN98zq7x1QWfAYUhoX0OGlqJy3Hj6JenOXbe++dgy5vlbrdcBOUV2PZ6",
+	"YZU//1o8G7jrdaeDyOGPnI8tVJHv9Q5zpGEGDfp4w/pJWOnsTRrp1sWm9//wLhf63nmfd3t9bRVoA/2L",
+	"NyIhO+Q2qWX90o7grCuWcLTuZW/DKSf59WlBJ3oYGjGZ1bf/Dp1lgqV6aRiwPcaNkRMlYmY12bVQAmiu",
+	"3dd5q2Er06fh0kaCMczCByL23h5p0UacikinMSiGy6mMpqglM3eth2g0chcpPWoEjUgrI6IF6O4Np4cm",
+	"gj+IuPYOw9GuT/NHb39BqaaNxnrnGhS/LXjiJ4vLgGOCmWA/ba1EWy/KC71ft9Az/jjctpcJTyfowoC9",
+	"YzaVoD/ysRUpDY/PTT4QOZtrI1rbt3gm1ZAEv620hP26m02wRC9hNG8+MPx8e0+5+MuTZIcDtyYI/1q1",
+	"FztRt6DWMW5pMYjucchOh4cRLJINwi2Kr3T/0e3o53u0TdocqCYwxEKTLBZjqYRhgkfTFvqXnJiLlFFu",
+	"b6DyBo2TSj0dewkWxKCi8NpAllWRp1EXeqwl7SeF2IU3+A1Lz+kwZJtWK3z593fUvHPug/ZJNKk5Hdtx",
+	"ckP2cTtNhcC14vR32wLpW3q59d9f7X6j1VjGQkUbjRJXxfUImFTsl27Aer8eMyOycAPTmcXMOHfXtx3W",
+	"T5Z8ZWCxgGEeDxQvrClJdVHWs/f4jwS+tLAiBnEvEWPL9MIGzCDbGqgZn6MXayRIlqxzQGxc4J0NxRsX",
+	"fucWTv9gC/UblaYiwUN1Fm/gDJn4HkpQVIF2Seam40V24JKLuUaCZmOeMqH0YjKF+wIUZSbxXli7hk6E",
+	"mcv7L3GfXYuZfhCGRdrMZNRO+YphU+aIKZ6mesnm2kg8dvQcbrYes3qgwqWM7TT8usfmWiprOuxnz+fJ",
+	"OZXb+A2Lh5J9xx6H/5Jf9z6zNnscymCgBD6F39psJmLJVTNuZf73aGFZxL5jIRxoM9VJHLJH9r5/wvZY",
+	"t/Pqm4PDgWrCP7/zH38Sn1pH3g5HQRS/t/Gq8RdyYUwB44ZJNVA/T6Xl9yL1HsJ3fAW/vpmKmZ4Jm3bY",
+	"mbIiSTrsnI867GZlbIf1vnnNmvvd3rct9u1++9uD44GiqB+uQDrRycLCTj5Iiix4ZL3O/uHLl72DfPNh",
+	"6NKwbitAVUsaIA0RTwSphQxWxzkHIzaDSdgpV8wuZUS3jRj+S7Z7n3OZJ4DzPeZJkrWEzXykZiLW3tjO",
+	"R9gWEgykRR22OB5umcy2JeHGljv5iDf8QEnfj+/wOybZ18wRCvua9diM3wtHL0x+3et0PjJOlBWgDsoj",
+	"kOFWtJgGhLrJ1DL046LVCh4v+YNwdwR/lIaNhF0KoYCmyG7zSPOhg2cirthECwrtwBl+7DC0TpEKM2ac",
+	"XfMZV2yEX1NwkmGTlMcLniQr5HvwGxsnXN0bWgk9N+inR+7IE60Em+qleBDpQE3lBA+CTBlItzxpW91W",
+	"WhrB0Cl77CftZQ86MCADcmMHChcoY71W6w7jc7nHUyvHPLLA4yfywYeVgRxirJiz0Qr/2xmoXPbSY1hX",
+	"Dhd5tu5oVsAIAvjEOuGijolX3ZwxMZpaWTg7pRtEwYX16mLd4XQL8sJ4wsP1dlRWOLWZ7E/O31c7OJq3",
+	"+JeROmt8zG6HzBz64SBJGMuqTI81ueOdDHjnFOQ6IAWdMrvULBZWRFanbC4fRWJaldHvd9iPQsxRWxFJ",
+	"wkYicQoSMV+4GoDwXhiG/WI8iutXK2ZWcEysjHIvL3Bg+MKwXte/upSxCFwD3zJjeWoxOg4D+0YZMYPw",
+	"RDy+VYoI6L162kO6q2/7FG7A73W8em6ER8FgFeQhQHrM4LCtvLENbTdu4MU2u3VDye0e604ON8In7SbZ",
+	"VEDhzQUC5xt56tOy+PA58GawLV8VrcKfg8b2fnB21IM1O718K2fCWD6bNzKxJz/4NMq6Y7/VOXGVaqsj",
+	"nXwQqYEdrRLMg5docFpr64njD2hbgrVxrO2pC13aaDmvuEN4NJVKtEG44qMEmGYsSKDGaGB85ni01XOS",
+	"IqRhsY4WM+fO+3LDdkxx3BndP8/QXbcIbxMh7NbzVV6ZCSiGeDEOKXapLmKIDMQRdzoDygBTwVM7Ehxv",
+	"Kp3EeD2DYAErJA0LoeXw2EcYPa3oU/N1GmESAxukG7I5WrEQORh67sJWwGAacI2BqA39SCtmOxG8jHhO",
+	"6Q2epny1tuTZsIK6ZarbgXcYyHdjuV3UeFBJgx0+uKNw9K+GWiQu3JKiktYoJhYgiIh4mApuasO5rki5",
+	"I8ESVscuDLoWQv9teIyX0nQx4yqndWrQ6dmK6KW0gutXfGmtvGE+0dBHnacms7fCWU70ZDur8G+f6wmt",
+	"pLPBIgcprtvaElQM0Mx/xNxHx6xXOK0F0puv7FSrzW3f5tGo0mAYvBUKbuIfNAop6UIZpjS7wnZAtJSG",
+	"jaVIYgbSkCFZ1jXv9ZAfNHxn5QxNldgExowWEirCie519l91vnUmnrXdoEFtHvh7HYNo6HvO3KU/aDZa",
+	"yCRmUpHkBL82w1g8iCR0NpRERzyh11q1TM5kFJ6Znu4bObXWXhWLOUy4yGWeJVdgh3Vn7myidCpiL1uU",
+	"V8H9iJJutpPHLFQyCUlGNqAI5uEZG05k3t05H10Lg4z7WYLMpRLs3dX5G5bi1x12KjGdJgQVZWjEb+Qf",
+	"zAMTQhLVaQ0wzBjuIor6gfPsDJjPMG59ob3ly2wsT31VDCWZ8cdzoSYghPf2v8UPs3/XUFHCRy54w31f",
+	"Z/YevTBMxv600evHbK6NBX1CWsYnXCqvcpIiJXiaSAzBx+0hUfI5IyvHsZSH9bPX+ukl9E7EKV+qYzaD",
+	"tcg9IErwFG68RE8moLTlrM3NBtcORX2pWNhO+KiNTbSXUsV6GZZVoqeCaDzh1a9ikS7dOqKasZih6qBy",
+	"u76bkw+Ho9DwR1sOItkl2rJy5stbXaCaX586luZyYSM9qxEC3UrXOTYjncYm2wo4asZqPHaORtD3xKSK",
+	"kkUs4s72sFERCflAnW17k+wem4dFQldYWo6Q8jwsMTeyADX9+HXKlLatY2eEKFM2cBWQZrbPYaEKK7aT",
+	"YHXnv8iZ5HYZyy1UkO1PYU2Kg6jddc1j9IUWnNbPEH7nvE73v3bD8yKVXqSRIJFqLBMRsqZIjGAH3S4L",
+	"fbzN9elPd6c3t5jO1/cGQGieCRUj01Es7HzUo0SOQvQbBc4cZVazRKJdKRUDlQqjkwcgPAzIWKhYULKR",
+	"P4N4gb0wDFMPQfHV2pqBaoZtfNKGEbbhYRgwp2E4W3OW3hfK2Vyndi9Ed6tIW8cDhamdS+mnddW/fVdK",
+	"2+ywvmJ6TuvKjIxFxNOBCsnSBxMlW2Xno9EqLNinquY6NDigc8awphFioEJznwieqjYNqzOLQ5fTUGDA",
+	"B93Xr+pYGO7NlhQBEIonIg5ZkyyCQKsUwYmSW+iWKXQeDm4HaiIUpmfGLEokHv17IebOWAeynV+KVidv",
+	"fp7qmYZG+UDRM/I/BSzkaTQFKg9ZKtqoBmDvXDH/i/NrNflAeZENvYviURq04jhmSzm4JA4xXMWD7uuB",
+	"CikW7Oa2f3t3M3x/dvO+f/vmXRg45lFOR8V4DGzhmDw60SJNhbLJyjvZ/BBgw3xSD0q7gsT9VuDPAm2a",
+	"E3NzCocfQVwJgTRCFLGYEsuMDJlQ8L8wnnigQtcfhfjl64PG6IJ/k1a1ETT8qqEPM6m3SBYk46d41kbD",
+	"hHu+ie3kQmBFzqPrh6yaU22ZWfL5upDGk4lOpZ3OalUtWOUhisszs/0KoT0pqgJrDc5T8SD1wmzWF9w6",
+	"eApwdwqemCWfb3JjKeBNS25qtITqbV4eZM2QKtOuX3iQinJ975lRyk473NGhG+lkMVNDqWLxuPMnKgLK",
+	"znOvnhUQnTtjn/0pkgP162hmh+GSBv8k3ejUbiIor9rXyeGYh5SpXT4bxqXIECch63/sonTQtQjE5KXM",
+	"Wr3zt2Eq4oWTlnaYYKoTsbvZ4RreflIw7juni5xQjq3EJNEwG3MmM++a4LP/zAmhLP+EekGWCi9UFcPz",
+	"dtULKse2vM9uAFXKcQu9Rv91R/g9XUV13vM7JX9biILm5q+t5t3d2QkDpYLBFJBkZjOh6CbCAKuBurt9",
+	"2/7W+fZoGTALHW4RUK72D1+xr0YrK8xXxyzMRAtvBUDPHyaCpgYFAa7cQGaLxMo2fMnyV1jEFZtzY9De",
+	"OVBOqiDNQaIzh6VijNFdeHevBVKviTj7h6+26pjVCKedI2iOGa+E02zOVdEzaS0pOf+9o2ZQ8j8Rlsuk",
+	"fiUyaSOTZxQbL5Kk5jqO422qe9aYDytkBcve7lr30xc/SjO1+jjtF/wOSmnC8Zb2kYR+aLFM0eO4quWe",
+	"FNQ5fE7iSiKVcN6MrfGo5+5ddIIAnW69AAuRbfg63SvzVEfCGBcSvGElMDo+knMRMEx4JwsK+QQzQ0VB",
+	"iMGPMgesTp0sM9YpS/mSwZSVkUAOHfZWp3j8UbQlp+NczjG7l7rVEyXhZBsr5sbnZBs+wxi02c5+iKvi",
+	"XDF8p8bKDntba/i/LWtXKcUtkNKgfIxnedoostEaUZABHP+dh/tz1tk1jql+tLBmw0VacyKvQB12nB1k",
+	"P7Fkcz4RAQv3cJh7pEy6E0X65B41GNZboad8//BVTZyxeGQ37/ptYPn+JimcnmgqonuB1lRaCxA7awTc",
+	"MZEBaSrZoXc0hY2YxYwCmeuHJ38XQ7xxviDvOLewbz13zt0Eu4GKdT2p+HhX1Eu0ykIkicq9Alo7ERdd",
+	"/awMPf8NWax2UGKekkJzMh/ibV1DWxTsAHdebqbM9l08wjOz3RFZ6AjP03pH53qJwcMxW8yht8IJLJLa",
+	"C4PmjoBFs3avdMJ2Ecv54xm9vo8Dzv/xpCktl8Yc8ZR2rkSP2dnJOfyvmy7YM8zG2O7LfPqmq4C+XJ3f",
+	"7Lcvzq765zdhXSD/VKTiGH9wBgaWmYmuzm+uBYKyoMUAnSb+J8elm8RJkD0THwlKX7UwMwXOOAWaARcv",
+	"3BVX5zcVZ9xaBzculPom4olI11qvHZThDxOdDMcysSINjHqofvZnXdrp/p8ZM/+mmMUgYna9XxYtO6yf",
+	"52OUuYnp+DD+v3RA729OWZNC+1vlsVEk/7YB/i38bTsPu8jYyPx/uFmVwRTZSWnHnuRbW6K81jzm9BXT",
+	"iplFBILZcSlj0nkEXNakNMwI1Kt3ywfLuenWzLw8wuzXPzHGbLcDWI42Wzt9F4skKSzQTj7zvz1gbS1n",
+	"9L9z7NpaMt8XRSUWwyB2WvLcELPjouPgdlz2v2PBN67lea60runy7or3BoEIlbZUzzqs79hrUQTJ0P/Q",
+	"TUKYnTp9YUo5WQE6VD7qURYk75UPNHTqZRaMTV4SH3LN3tx8OM4Vzayv0N9RQxhYSCgjsZ5bEQ8UOlZy",
+	"TMLMMzirC+DGhJ7cFl3vGaUzW1EYKilshYZCzJxYzMmeXxBZ8k0o4CoCj96guyo+y9yaBF2IuquL72Ol",
+	"lYLFxXxzMVBeLc8imjKfaNiGntvYmCEfVEn1HagK4uOSG6bH4w4jyC1KHEWsRb/Vm6KvEFYshvs/4nDY",
+	"6+ZYWUP3SfZFiFlcvDRJeI/c9OFANQkc0P++96+PenQWfw5bmKDfYfQzqc7/cgT9OaREUnLIzZheWNYM",
+	"fRPDVC8NvGGgH700w4URcRYIBV9QBs1AFfzF6ABBByhFt5sZTxKnFoPQ4LoOPPkPlIzRwbjyppFc+0b7",
+	"Caj+AUukcTkICLGLej6t9u4hiKWTssHiUOOYhH3PBEE8/XV7/FGPNjmSlHZa/dovnnDqad7/WuIf5AVl",
+	"TSOScTsWUcJTsSHuLtuzOkiyZdH6406Q8yrXUgAaPBwdw8aa1vaYEHK4D9HLlkEN7rhZ2Rgi8zB8hu3m",
+	"zc0HNuepBXUsQid1Lf+pyOZ+sjsEGm66RequYhJLazxDJcf5MQOZyLtI3S5Iw/JBb438Jf1k59AbHHJ2",
+	"b+4kWzeyTjbepE+iv3kMoefDcpksCFDUXg7S+IV8YdhIclKF8IOA6TQWBd8iPn1hXIi4D4EitWxn02YO",
+	"e7UpzrlmnKdoPMy4n8eSzaLEAnehkZsTT6MfHSXsOGBfH44hjZWRyTPdfFqP9G3sPJ3q3p0Cr66bmpFu",
+	"Z3dTehfKymT31zcbhzZarjKaypY9J5RdqJRm+meTaqoTsQHPQhY2WJts057jA6h4n6t79AWrSOMtrObG",
+	"pbvGy3iDgIYqvGEjMZUq9pKKN51kNzlr1goie/RrmIEboHRR43krbM1Gq3XmZMHDn2d/zUXazoAcYMGe",
+	"l8HwFIDFpRIFGSf3nRbtIgHrdTr9Z+SdwIpkKAh1I0pgXrW6y7n7BSfPo2kuN6Z6iaJk9oAWqRn29hT7",
+	"mtmhfNG8fXHb+me7B/8IW8+14Kw5eWZGROsjfMMTOSLXP9nkijAbyOn6+TqaDCjzD4/koWYodSbCv344",
+	"T1nDH2QNmOiHsysSoXkqQRoI1ug8zE1yJvyj4yu0VX/c5hSk6eyPuQC5MMJZ/2CEUSq4kWryx4azyx1Q",
+	"HDAtYVBGI8nOi6fKJwFIiu6yInyzF4fW4wvrzBglUWv9qnnSv48+mPtRTcCU/F2sOyuBHH6U3wcE9S1i",
+	"tph3/iLXYckGXq/JMrjoj71fNFeg0KuKEgvFBYMWm7eH3hCMmKbwWVQCKQncqeHQ7O4BFH+iZ/FZDrQ6",
+	"grqAESfy9y8B3ziRDzJ2UdJ5xAJpw5iXzVPBSRoMKQggZE2b8rn4XcuYJwOFuf+ZuFg8uVLBVjBJSDE+",
+	"uGHFHvEMt44YVwMlXZGTHKjTLKIpaFc4JJ08YBkJrmKKqqJBsNnCWMxtY9wOFOUj2aUu9h/QfmfR8bfX",
+	"/bOLs4sfhpdXt2eXFzdhh/WzOQ8UxSjnc5aG/S5S7fIY2FgqSUBNPkgJM+cmwpqBCquIl2GdIYyG/iUB",
+	"DlUMBOV3fEecdx/AUUs+lwubSJGeY5zaOivZkJkzlrBpXgh7fcj+f+wnX3HlP3l0b7TyYCbvF/FUJ/c8",
+	"DVjv9TevgzyOPCpc1hl86s64r3YRC2Xl75iYSh9vzMUSSdYBjTJgL3cOj9x5Bd5pKwgu4nafuvkSRGy7",
+	"3wgav9XuVRHN7/9YAz1CJf6bTPNXWk18kmYlMasahlxrWqFbMTOwbIpHrzO21EQvr+cUuzXq/Vp7p65l",
+	"2+6Q3/pc6qt0UjPM9cDbSq+bFv5ZjlC/U3+RHzQjhP9xg/7FblBEwP3v7Pp01o83lDH63GyOSn7Geu2Y",
+	"+uSFz5sHciL5RGm0w9XEBywSK1FTs6JksKukx2JysbHVa/aYcXYvVgMlM0Q+QlrOIMGIc2Een49aL4Dx",
+	"ddiNEANVhPoDSRyYzCLhpk7sKVoTdrhuf9v1vSFesDu//cwUh/2dX3zWOJ6Za/EElTyPmRa++SuZaqWb",
+	"/2GufzlzLcGG/x/AZXPaqMFHek7eWhXH9VmZa2tQp5+DRlxmuzvQeZFRY/abQ4j783Lf1uCXSitUmvG6",
+	"VFYaz5Nb8gcUinIb/169wgGr/y2nANdm+6JupHQvauywtl4wAQ3AXe/bvrzx761J9/6HJ4Zewj5aL/6W",
+	"YjnMzUgR7gWGbj2KpGEjEfGFM74levLCsN8WYkExEGPgs03Kx5gnK6ZAXsC6ucaVx8Rvno/kETQSbjBo",
+	"eSbts+JqcXDDWMxpAbaibGBSxuYVoRHY8pp8wXT+UC4HFk8eElLh5qEm2thNOyed99vDHVrtZjZQTdzE",
+	"WJr7gJ3tXVKxnVaH/Yw1U31yLU8FGwlQk6EbCtXBQju9LlasQzSCDBkeAd4SbUywAVGsUgznC8Bdsq0L",
+	"MrLeei6unChbPhVKPNphtEgNCSBbAyvyjNbdoyvW8s63eTOKnQSlIT49y2tdl/8XkofCFcd1VWFcHvJE",
+	"22MWUma1r57rKhGiOqEL2WmeBWHpbarFdIT1bjEX28WgFQsj5J4RbBKtmVRbqo7Tr+ez1XpVEa0W05BK",
+	"yX5ZPp9F2zJG/BDgn5iH2wqHlCpwbnLuV0rNBhmg7YYPisDaQcHyu+H1sjMgaFC+x8Z7An/1r6qHje+p",
+	"B58aWKlGYtzj3RSE4mS26QaFsW19NRvelsiKyuJve7+8mKiiVOWE9YAcX5gmMxJyAsDvdVifIG6Y40cE",
+	"nRLW1MAqFgaptwV6+MjnA23W5HzoApAm5UF5hO5wHXOymCFUgFmcarMh6Q9+KQXazgjylDU1wj5aLpVI",
+	"WwUUwlpz6dTa+ZDHcSrMBsfxjCs+QZQs5t6DNkd6oeKAic6kw8JuB///0eHh4auQ6jagB2rMI2FamDLV",
+	"o3e+oXdqhyI3ou7jpiDwW8BCmHh7LuO2q/ZyjGzOxxY7poPwNg6WBr/ekIBl7DDbpN0lmVTwOntA36KH",
+	"r4yhGmSMXUacApqL8ZvoOE2EsC9MHpnrwHy4LzbLmhgOjsGkR+g4wxG0HNwGJ5S5qRgohA0rBTYXiIk4",
+	"/RZATLpgfBA9xa/Kcpp8OQRSiYJFY+sVnWO81iA6Wh/rl63e7r5jN+IhrfBTifYZYoCl7TB186GF32lK",
+	"v89+GwoVz30tyZrYixzqz7+4doZsND/a2ysek8NwO/QOak3IJCpHuTKstfVZowZP1aUtWjsiBJdbK+l4",
+	"G8zaCrxNhZlm0B/S176rIH/UR0VXbDXrsRXEPZ1wDUR6p+QjE3MdTYvVOKBDUItmPBY7eijXlONndX6c",
+	"4YiRRL4ZlnR9KBsorjg0lNRynKoKuP/zQj9dXGNdCiECVfpg1TxS9ZlK0l8fW+qnUE+X5dC8Z9dN87lD",
+	"C4VZL4TMIYGW1KoQZrY9afO3/e3hbD/tF4PZyvAOa/kWbz6waJE+gFYX3RNeTV7N7Q8F3+0/bilA/7+Z",
+	"WcywNjpVqfad+1hK8ThPuFRmx8OW7j8Oo8VsQeAnu0JA7ddcwm+yVtj1flaurRASMZY2KK7xnxrqVq6n",
+	"tf/YWJsaDbuOUAui+fPCjW74g7S/36/aP+iEr5iZaW2nFC3KYpHKB1qOLJzIXUAqFo+Bq/CCLvd4IuAC",
+	"RpsKNyw0kZyvOlTopFNKcW/ihyrWy2Cg5jpZYVBjQL3BfxLLv+sFSK3fDaja3nzQaIUdFjowWwo2Ggmm",
+	"43iggEVOUsGtx5oPs1ZDx0Cx7TAv2FF8QSRGFAKGaoOSso75SD8Itt89+MbBRmbRSlNu4Pm3LtaphTYZ",
+	"FzOFystRHvj0/vS2f9K/7dcGJeFY12nzpLAZtGA1s3EYpJsnUy020mXNbMvLFT4OtnHmrFcH1+xrq2yP",
+	"QyyHTjl9uM5yQKteah+WvtDDy91Kj2RNFYdde45QsKG8P2lqAzkLgelfWvy+0P6zat+Xvzv9ou/qHJgb",
+	"LchXvp5ewX4USypKRlV6vDUSlJfdLcjSfonxeJOptG6UHmWtyZ2GX0GcDTAHUo8py5CriSBg5BXaRGF+",
+	"UjH1BYNUT4zPpYSMVmyk7dSDm+QioBs7YjgL+0eBstW2VA8i9o3Opr8QKZV63lQQIyodvyfNTNXjWkxe",
+	"qgFscxVgjbDHrjSn/9KL15g+PHXYTc+WObfpxF+u/T5ncZ3t7ZmCgI/2JYMmcxEtAQubj1iJj6vmY6vF",
+	"9pixcfOxFeZBo3M9XySuYkQc6zHrtvLg4azcHdyj44TbPCLG1zLjFgN7O1srjRn1sGN8be26FFx1FYLL",
+	"AWDXRLZ1BNXaVxxKXI3ky2eCJQjeiILRH0ncyDFTXh0evnxVk7hXgChdr2n2VJrHjU0lZtHmeRyU2XHs",
+	"B49Fik0J/SWsotf82TOqbG0576O47HX77fMTTn0QSvWI7VIMKsxEqJOzD6fXP5yehAHIV7en19d3V7f0",
+	"zzf9izen5+enJyFrhleXNzXp+XsRV5FIwhZ+fXP39u3Zm7PTi9vhze3ldf+H09Bflxlko7kvVADFsmzZ",
+	"0lMjG0Q8aigsOVFC50XxxVz5HH1FuogzgPliRXgrzsLMuRFSHD6F5Fej8TmiWWBWqzSl2PzMdUjdH5fg",
+	"W8lQ6SpNvzCutISMwwwwA47yMRvrhYp9TJxMaB0+6hHaphGUFaekzLKYAEyp4GRAxu266J8PT6+vL6/D",
+	"Zxboen7FLU95/6lHNQLkH4HB8Anufg1q8C4GahvgBduEd3GLZuAi3kAOTSANC2fC8s5WDIyEz42Id63o",
+	"8+wgsfKxXo8S+3m6yiiEJMaAacVC+jt0V3BW2WCnKDKgZzN9JhbYE0AR91LVyLGZ99XVW4IZeN/EaMUc",
+	"Z1lPqKWPKppdhu0QsqZ39/s6VQ7UruDgxXoCDl7C37a+gS3uXSCK5+/ee/hqffNus5NbQdNhpcL9BFVS",
+	"vEpZE5TvgfLZyXORwvodl+4rzJ0jxBKfGhVQddgNoCkEP2JyJQFZE151LUJaGai9fKF5YrQDWkH1Yh3c",
+	"Bc4MuWwn9V6ztykv1fUZ6yRmjwXjGMESxlqJYzbTSlutZHTMep1uIWw4dpVc/kCZbL/lO+9s2bBcdy65",
+	"hTslI3Ikb/gTy3/AIY0EjjxgU70kE+ka2EFG5RiIVMDIcaCCeQ2uZ5HjxlEjPIuv3aBYGFP5QifGAz2h",
+	"1ovVddKFUr5KLV19HDnQIt2NyxRSF2tAXPxlUICJ2inps+Ay29Gmv1OiaOGOy9NFzWJEcVXP6LByvTqu",
+	"WUi2zA5Ltr1PRbUWxtV3NUrW72BhrJzh/RsvnGy/83X1BFunIW+HOUa0+jCXEQmXlBomYNId3HduHFvW",
+	"oB6uBs7LzlFORWmmxt5fCbSqWtThuZ83vIrgzv4SVnlcGTx+vh6ME9keSbVOrGsjdce47Yqr+7Ps/018",
+	"Sac+1A7FrrWjX7w+6UcgWvqtETSgkUZmx6q7TEvX4/MU+Nsic0jJqPPCMLieY26pCAH5FQ2q4liwCCRn",
+	"QuKIBwqh7UDOW7NTBx4YV7qSAcro7CrF8tZLNVDYjVRlXLg/F4AObTbY+QvslGGfzaLa4myMM6rlRPqJ",
+	"ldG9sAOVCheA3QLBWYg2vvifN5cXJF4XimWQyTIVPDZHrqLaQGUmDxS9RTTVFOEAfaJ0TLpLEd/shWEO",
+	"S3kzdFuwAbSt1WF9Z+R/dTBQ92JFlbJ6r9iP8nsQidCAFVmcQjW9OvcyrEsqTkiRFi63rOZEcflfHdSc",
+	"o4w7DNNFXUTiO1epPBdXCONQGhaB6lgoOOr9j/5CHygnt2oljJzMeNhhF9oD7+VsKWTN5VRGUzaWj059",
+	"JHns6Gknzhuy71EMLbes12GE1ORK5XMsV4XDu/8qyNsF3pVQ1fU3H5zRu4n/OXLaLFfoHhuoDJVGjxnh",
+	"DrM9ZrKyJZj0bI5ZOJNqiC0U4JvDVkCerGiqtQGRyHXvvTz3X3VYOpQf77H+p14yCapeVHEBZynVepyB",
+	"mnykNbwvwZqYePiRXHc4rBemxmIXMOXVcxOw30hmdnPsDNRAfVXYLda8ZvMEtHiRiMheQGfNmbBTHbPv",
+	"2KDhXxw0WqFHE2QEGghre0+DpGW5Z212czq8Z3Qx+qdfBSDdpoKAbnB5oI0pz3hQPgkUEIja4Lc3H/J0",
+	"9oDa/o41e3u/tXAUi9nwIyyJbOISt9gea8IKMfNbapuq1cJ/ShqjYm3Wa1E9CK1wGn6pfZXr6xeGhUAC",
+	"VzgXEzfT4X1rz7XmpzWThIhzBUzyKxZSUJr8HRc/ZM0HrlgsUvZBCxuw3uvXBwiyiev8YsNKw2gGjVJL",
+	"bsWRR8LCZcvq6Xwu0naKnp2xY48GmoEJf+fWhtbln/usTUT41T/30RQcDz/+cx9dJlYgbiNqrvA1ngty",
+	"l3ZBe339+jWjYTEjJ4qNEznPhFroqmmEiEWckwafCWLvedlAKqYBX7aOaTMiFwUHjfmidlzB99LQPMV3",
+	"ZLyOWwGb075H7GvW7RzCDHrdbpdwLKKplhHefxtoc+4JUrBup9tjTdhlX0yRJ/MpbzkWDGf1rU6hkUJJ",
+	"XucL5ghHQOZAV/iwQDWwjB1/soaenIeU/ufiuDecGdrV77LTAt1/jbT+lUN4uDl1ZrXSIfGJqsjaOHIU",
+	"vwSgfRrWfMeNlSJgt3JkpjLlSnokibepFPGMq4AZEXXYN51et4WsAeYCnNWQ6VJj2R2qw0/6EajKcJVL",
+	"oPBugTcdO0HEYJZqkmN9RXo2kgqWMdWLCd3DsXyQGJA3WiExBsxoYGvcEq0vhZxMDeOJvBd4eHxVFpgs",
+	"BQcU+0bbKd1EjCdaiRZaNFEU4K4UBswO6MXvfH63acWmIonboPrj0h5l2GhasQk3mmrFDBRwVNZrH3Yd",
+	"1wRCAko3cNAvzq6B6x90exluCsVqulLCA2U1hhq0ArbiqXph2H6vZMc1rLn/6tv6r/09c9AlUWK/y8wK",
+	"LgIro0zddsigIt3D38KAvcz2IRgoZFrFOJiWQ3klHlCaLI3nsNd+1fXDHahv8FX6CT7c73Z9CcvqWDrs",
+	"Da2uuw4VzB8+xkE4wu51PakCE2FdZEOOn4YU6kqxKij3tLUSsElHsJWfaOU/MSMmVM73E1s/evQQLzD2",
+	"iZXYK/s0UJ/a7fba/0Hbfh1wN/2H7BM7OGLdzsv91+wTewl/7r88YJ/YPv55cMjqvoXDIqIFRoB8Yof4",
+	"6jfflhvI/6xpACNpcAHiLxtBafGe2wTGxhRWgCZwmH8MX7iPD3v1H5eXoPBZ7Z91LdStwctXzxlD/SI8",
+	"3QaQPYMTWZj/t/BGr/eq/Oc39Of6d+Wpv4bXuq8Py3/m7VQ+Ls8676P+z8rH1Qn3utgjkt6WkVe23L19",
+	"WP6TPuy+Xv+wds6vyn/mDVW/rps09FL/Z/XrTbN+/dTgkXkBZy1Murd/xHqd3jd73c633+51OwffuNZ6",
+	"nS78+1v45eBgw8NKq+UVqW+6h628hof78PAlPDzANw/gIfzPYXet6fJyPWPU25teW8vaxmsfPtk43F2f",
+	"GFcreBMP32uY8eEhfN59zkO4CAqqzNSBnTm9T6fMShG33T/pQpCK9V572Wn/gO70IEP56O0X76BMpscr",
+	"t0c5lnUSHmvmFyDejhShkrs1KXLWVQyYpkLQPQjycOHaRZ3HCbTNlwFIlq2sqONAzUAqzwv1u4vPa1dZ",
+	"PWnzgsW6w8IZvxcEK9cWD5TcHoJMbRapk8stHyWiXJTZr2YjKGsjBF1RmXetLeyp2Oo+qv8xozJIVXtD",
+	"h5VCo+GSpvKbmM1ECa6dTtmoUDTYOOXdu6GzUGn0AoBOOVDStgI2Wti8VCYp7kceqb+T20pIT5NadWAN",
+	"QybNQIU4/rDD+qgiLb31iUSiJNFL1pxJ1VTtXoAaZ8LTCVAfOoTaA9VrtY6ehtJDs8qRF05Hq4q1AFZl",
+	"MWdWY9nToikisweRFfzVwbbg9OhhiOLX+j796E/Ij20ceHUEFadlr9thP5OODQsB8trYOl9KXaWEH9l3",
+	"TFEcUZHFNFWm+r1sHYO8u3Li5Y9MCREblr/wI/ua7XfYe1B+SIbEGGI6zTplY7EUqZPY8RdQLp5e+VPQ",
+	"PHC6mEk2ljYYKO8ZzAYZaWNhIF+zHrxiKqsOimm3GEy7v2Hl/fHdbI0jjUAqhMz3wcMb1rQFyvxAcQNK",
+	"uk9YEOxHWpuqj9lJ2N4Y5P55xECTAWUedITZgky9WY1HZGsLCzeOZj+CmhlpZeVkoRcGEf2Ni62mypmw",
+	"JR51AB9BAy3SkQv3YXhUbGaU6Ogetb1UL7M5Z7YT6DR0C9eBVUUTVaG1QYN4tYnkvbRtLNnmPvvxrU7i",
+	"ppkuxuNEfPeWJ0a0whLZBg7SNDWWKWAq7Ec3IDJXPTh9GJOxfV5nznWdli9/J0sihoo2r8kKgqslZCLV",
+	"pKn2fmzRarpNoh5/ZG3W/LH8VpspMnR5HQedAUoQdef1Yo2FS0BGUzLpuBWnLVoo65e9ICuER2SMZE20",
+	"tXVbbAIM0Wp3AGj6tPbQTma6qqx9oclBgwjqrU4rR4bQvfGbqk0IyKR8ARExEiSL31YXNeY6qr11qifi",
+	"aW8snCjkUS6auFBco+iT0IToaQaKgpmkQownnsJTF2XQcowDcxsw/IcXQqKo7YF6c/NhBxjVWx/InNUn",
+	"JbvHQDlfRKWiyjPrTedRe55LlZyCQWOBJbvdOzZdCPpouC1dyl9ypOuvXVcWyxs1I45wJk4icnIXrm1a",
+	"8hRUkx32ux3m4DYdqlZRAsB63cI++/LLir4UFrEczLhLGZhLH2e1MCJlMu48vwr4lhrJNxg44qsiS+XA",
+	"xK0mS5mPyg2YjCk2LElWDKQSZ1gis1EFbve4ikyNnjJC9WfNkKdWjnlkO7M4HCg6s3SIHT5dq8P6ii3U",
+	"vdJL5UAd6l2QcI3D7cBnwiX62LVoxgzvWJqnnEFkrDKaruei4cwXOaqNlWxyinjMEYkXClawECXZCgYK",
+	"hEKnPzhfsavghJJuJ9KxyKSzrOL0EUv5krCXfb1pYIHkofILPucrU4imxNBHFPS1QTPkiNDAj7zPaIAh",
+	"5mERBCMkmI0mCX6HXZyMiAnWOS8yMlA5OfAR8LZu55DN6CIuZjnRUpaTyAaKkm1c3SHQWKzO/FiUO8Vd",
+	"ChjwtaUThZYDhUX158mqzeOYYriwn9YxG4mVVjETEq7I4GlXHyosbCRUNC3rKXDA0weRthEGG5fNA47g",
+	"ApM5HfORmr3DYD/otdjXzKgHMjviz1zVrWiFnz67vHeBo756RrHvS+UgX2pQvu1UGFd1xsgHwcJfEr0M",
+	"2FROpr+GA7VeI7yJIODrVcKBKBLCVPGvoow4E+lExB12VYZrIcAIbGA51UkBARPlE7LQ56mFJIv41TRZ",
+	"+g1IiBgw5vDFRTwRHdanEbi9CEFNci4ZmFeIWT1+9j7PJ0VYchibKsKRb/EXe/WpUBf9GZtchxleiHU/",
+	"KJY87dXE8W+up1W9FLZdzl9Q7kEqA/sllHUVXuG2oCoPwFAeeLJAp2EBQZ5AVweqGS7VsBuyTofBX3DY",
+	"w1aAWMyV7IJjJi0qY7jbIy+apB12hhhX2geHe6WcYjDyoE0Pf29COp20UQWylqomCn5MV560+Q4XGIOf",
+	"bzNs54vQhkdhkDl8CvwPqEMlK2CXPBIx8c/9brf9cr/bJVB9imLI512Gr3+aCMv09ryiut2Db0t1dfHf",
+	"T2ZXZMLJUxFUVIfZbE9GH8sJsl2fRe2dOGVDzTok//52nMJKJei8lPSzPqsij0EbWCT7qek7aP4NoPy7",
+	"5J0LbqoQY1nANcHMBw0Mycgh9Gujrp9iHw7QdlhTKeAnolEQGxAgf3dM/LzZWvz9/T/QsNNyNsRUrhcV",
+	"MH9m3fCr3I0ZbKyBgI7mOK9L6c2XA4VSXcDC5oq12WrKLQWPUORIj7XZtOVz5YifoXER4wCcKzdUrM36",
+	"rM16IYvFJBV0asapELGeIasjQ63HbR4oV8Ppdn+vqdq9lg8r3xEjuZow51Y/J87SVhfJ6amjkSOKPJ1n",
+	"5XWC4ZwTmOPmOFnH8nP1ImAEdPsgcptFljCVisjqdFWb3VNjjN0ZzvYm+4IMbmgL3p0Boh0A76ZqVByo",
+	"szEWCwvrjMVVq+yussebD1eI21NXRywvgby1CJAvl0wpHukOILzVOwKDg5dPVkdwhhFC7N7aQbkwSv75",
+	"E2V2s5AGp0AAzSB/AoaVZhVSfGB2XkEEBUeS+JnnQQY9DqXSJRTh9NJVP1oVwFecvgNCWOAEGWOZeLSp",
+	"mHlbXTP0MxhabXlSqrnLeJK0dt716g1Vs/vlvnbBUZ3r1G4PZ3cF/+Z8IoKnw9r3qMn6DDy3U0MHvxjv",
+	"sKlSeXOlZVRyCARUwihZYsbQnEsHPLQlUQK6NEP/QV31i6z4WehGGLpkHP8R3YA8SXKbghvoMesiLYEm",
+	"TdWUSGt8ZkK/KEJu+UMZVDjqUzz6DlOrahKgTV21PJTpXciUNGQvOsptkgGrEfZBNT+96g8nw7lIh+fw",
+	"0sm78j8Lvx4jXi1nRsx5ClwzoIjKqeCxSDFwmnSOTIecu8edgm0UFRLSHMnw2Bmos9ySgjcoBd/iOy45",
+	"NRaRnPHE17ME3eWXr9u/xnIirfmlQ//99ReRP/w1DMqEho99Np1OBypPeCW7xRGonPSWm6JOQbvoDbvd",
+	"LihGU/HI3UBgAN3H3ry9j0nCUo1D+g8Md4Xl0kLFVXhcmMtAKa3aSkzwTsRocRpdb995fXrdescb+cEG",
+	"yi41OSFyBxfa0lsVLN+RVDxdNZ7I/9s966+aUGseGq6ZOtq9U64+7jkfbUIty4p91CFARjqNX4DSbzDL",
+	"wIcAzhHxmLwWZMZERumxjZzH6c3Nh7xWv4gLKc2ORpu55wUDydAbYlh3h6rZCR+5cnWbhN/NScleWCvq",
+	"D86MSmYDhKYd5uiBw7FOhxk+APyoxBB4klRDB46zFVqBlrk68GwoTydFb8RnfV9CVlR8JjrsXFgrUhPQ",
+	"4TEBCztwGobklQvbYUAh+1jhCS/pgUrwGwSugo9ygKRXByya8pRH0CRrSutSz0GiNFWASkf4znPTOGrM",
+	"E9Pe7+6/6vX299u9bu+w2wWtlUNnMPx//tJv/4O3f++2X/+a/9kZtn/9Vzd49fLz/6o7NGv2ofUIB7XJ",
+	"ducyUfW4YOxwZTi/HH5hv2QsqLEUGBEtUmlXN3CkXTUCwVOR9hd1YnzfZa2vpaezmux0ct+E0JJOXZzI",
+	"Efsem3dhzfi6z41j144oc2w7l7WD1kcK9Sz3c8xk0fMj88CNDjuzhqU6EawZpoLHIaPoHDSHiLCFN0Us",
+	"jBM16LnUCtNnZnwFCmNCVIP8DpFTcez5kk+tnTc+f6aaFLoGvtRXhvAToXSkRaoM4+yaz7jK70BMdWYF",
+	"X0ELfekDVa5GARRyetUP2Mm7Ph6bk6s+a072zilC+3apmQM+oXvR4cuOViREkdnsiFz7X331PofybaI4",
+	"EOvI2whB7jCtr746Yu9ub6/2ep0e+5qyqrRiIPCxw8PDVwH5f7lU+BqyWPjjhjVvz29Yr4MSea/zMsib",
+	"0SpZtaq7DO1kG83Ctk1MOxKp9cwB/n0vVqELDp4tLEjq0Iffe54Y7VNH3PeJFMq2I065GF99lYOvw7z+",
+	"IVL9/id2ffrT3vXpVXFah9SJq55xxaN7JhzgtOlAH5RbgOuMcD9zEcmxc8GFhbJNIRsJZ7qWxoE2SGs8",
+	"XAa67+k6xd0qBK2PBHIHo/Ni8+iL87qooRgCv9lHGMbgau049KeQNeEzPWZhoaIhsNxy9YwQNzFEln2m",
+	"xto/phjrvNF5sio26UvNuc+LlWegj0Jz7gmCO9C/WoErbF3Ef8cED2tYCOcrdGX/PM43pjYa6KaEDI49",
+	"+SInbiRVoFZ4x4HRIrBLsaBR9lv+9rFPlBjpGCTNsFDNEafhqymFrOn8nuQSRFg0EPN81bvqymS1SkLW",
+	"DD1yUWE/XAkS9DhWVtR/VanHQ/MpV9kp91qonuM3NNuZ8Li0w7g/FKbxH//xHwz/aby/EuZISaiU8IH4",
+	"GzT9VC+sc0qhR8Z7fvG5Cdgy1WoyUJTNRJK7Y4hoe4drjqcYBYCKmCMT6ibMKcCLBA7XvA1snY8SwULn",
+	"fn2jgaEjQhyGESAOF/TjcgKAAWG8bSzYJ2Ib1TB/eO2g22Wfcmf19elPd6c3tyH75EQK3MU8RBAFWVbi",
+	"ni7wcA0SB2m4xYq9vO+fv728fn96MgTW6jsZ6XjlYXfwwBPjLX14eXJ6Pry4vB2+vby7OIEvS1gioBO6",
+	"3KIM39p4DLySkc21erCp1R9Ob0O2x8KT0/PT29P1hNbndFIY+ptLD7b0xNALQQjOcz8SmL8bkMuFJVpN",
+	"REqb4GOH5O+UjnTzrt/eP3yVx8sU8J/dsJapBtK1ZRAjw1cgGJRHfXdx0397OsTBbxoyZ3MZ3WMtljGI",
+	"pQjGFCXcGIw6XCgHA1L0ZyaJXibS2GNYN0RpXXLDxKOIFqCbrC9coZDBU0vnRgKHgI/RtArr5lnWJNEj",
+	"jndXNgARtxjFOdyTgdNoOLJYDDw/S34f0AcXLyLBxCOPbLIKspLSmGeVNVqp/JEtgne883RChyZfFW0E",
+	"cx/DfWruMVSvTVXI8VZthiX4WWeLDx28rAJBzdhBA9gjf5Tmu27Y2nl9b/vXP5ze3gzvLn68uPz5YvNe",
+	"ayXalqcTYUshhY5oQQxR2tdJz3PtTZY6WOz6qn/7Ds9d//z88udNO+umSZ7kIzwXfre5nWISsTOlBzmD",
+	"EhSbFnY+6lEiRyEenVS46JAmKb9mNUukujetbBuITnAj4W7TIFS/mYroHtgrWUe4WrERzCSztBLBIaEV",
+	"Z+fqbQxP//fZze3Nc+dW1CKJYhGZfo3HNBEWAAeBA+Iu5A72e46xqUQhidkL4YaYclXhxp7nv7n5UBhk",
+	"ZvtE7dQN6s3NB4aY3wmoZCKug0HDqH0CF0oWM1XbVRYLtaU/h0SAolLpZiiaYagWBOEGcIcGUQJcyoiC",
+	"8CHqLioMgucuIMATA+IvQHMvDAPtFEgII5OAgAqxXoXQZTJulcEFQO6Dp0UsCTKwOvSDuhVaB8N7eqVg",
+	"oWCJ1peHgvudAAtTyky6DkOjJvhMGoddhaATj9LAya8AbLuwJw+WJx6EgiUsYjjT1ZW44G0fJwX0muFY",
+	"o9OhDHPtEf4yLyyGN+HCs6Zd6rqoJYqOqR2hYWYxQzZkdSFKeb978E0ryKNy8GbF6DdDZkUMjqsG4VRi",
+	"cNA2GlTwu3BFfPCPqUOjLBCPibhiknhVTVoARTUXQ/Z9IDkGnBAbw++QWTRxfqHPYggrGQDlGGStfNA0",
+	"vPQSZPhiFCnflM4RrBE4s3oiCJu4inFBpF/JHcqzc7BVeKPiInSJI4Xx7XuHUpOqsawdMsp93yB/smY5",
+	"gOaX3q8dh4Te6rD+WujkJpRJ0GeRENfxG49KWH3GZyVhPQBgJqoUN1m+gs9ubuCsX/Wvb7eyxMg8EJcp",
+	"88aZJFGjlrPfXd9cXnu5Nm84axLxhkK8M0jMsYtUrWkUuJcg8fMZn+RSRI8Exf7d7bvL67N/0DVeZ8mq",
+	"Gsx8VpLXLpzwUG89C8kMh2NAvOGCNgJH6ZhFa/c0ST4YY940QrB+CS2ydczCn3/+uV14CtwExODQ9+mm",
+	"+BKm+Pby+vuzk5PTTGEhu6A0jI4ysFnpDXB5MlVWcCAzt7EmgsfB9U9NaMU489klrc3YoonAY18R4Pwu",
+	"n/e/H16f3tydl4SNhI/alMdlXC080AsKisWcpwgvXncpGvIhwJpjfoC/2nO9rixgujCHonJVUqtANAR5",
+	"mZTn4mv/efn9ugZWDzD0NCztUcZa4SjKeIOmd37ZPzktdEQymVRjHaKri8TZrASSb+UQWzm9fXd5UhVc",
+	"aYtgXghBaZAelMf9oVopBG3i2nqdj+jmtn97dzN8f3bzvn/75t0OsmKIhSsnIiZewNNoKimJpSg80khI",
+	"AnCqhwMnQOywDZLQsWcC6YqPEhEwI/xJlZOpzYewPpH+m9uzD6c4/p01Z1rhY/ovtyIbJPmi1jv5/u7m",
+	"v7Z0Ua356IV1321zCwQpomWsgaIh86Eqo/TbpqP6UY8wWjI7GNGUqwm8H2bLesRsuhAhgUX6q0OgcEls",
+	"lggagS5YeA2ftftw3x+xw/LSX1zm4uL16ZvL6zW6Lk7wQYplZRNghKRn0nR5rOfownZh+ahdTEns0J6D",
+	"VKVJ1LUxfKI4Nn+uTy4vTjcfax9Nkd+h0rCQ1hiOvFt/onUHf+tG528NV59Iuxwk4KkbDFJE+63SMG/e",
+	"9U8ufx6e3RQp+OouW0BXfrTQiuMLfgkr+3F++cMPpyfDm6vTN7fX/bXzvE5wR7U3JkKvthM9abvwizA3",
+	"ARWqUi1mLJEFByB61aq78Pbs4uzmXUnJ3sxD/TZ4rVNgbkWTQEOLu1BeRuCqw7OL4dX15Q/Xpzd4D/nT",
+	"jOoEaasbD27gtIOru9twr/KW2wI8mY4e6o4T2nZLp6WXnZZvYYzOtDm8PXt/enm3ZuJEK6SxVGeap6l8",
+	"QAMOSM9kdcvk8MwPKONEuOirZtieWjtvQyuIEqoXthBw/bLLTMtNEo2b2FuzaFEGVl1E/bZa3/uupaKY",
+	"HCwNRB19NFqVe2NN31uv0Ft2TJ1eNxZJUtDNnHufcYrLZCnw4WbYprfbM6na6ELMp4KJYWgIMXsmqEQV",
+	"ZB/CR+1JyqPipzCujUIOt8LTVO8lGYn+C8nq9vJyeN6//uG0ZC8WjxGmQRPKnaJQxZh249ihT1fnzhOj",
+	"j5B5eagigkhiS0Spz3Cj8g9nYqbTFRst4onATZ7xx7b/tU2/YnaAJgZp0xWwbxB2YHh+PofOpJqVZH1/",
+	"enLWH97+11V5Uh61AX0ImAwslKVsUWoJkWpyQP+f7k7vTodv787RRutyS7PArUSjgmA5iJqEze8gQRH7",
+	"0d1yH/WIvBS0SMhMPF5ta5eD5k7ZoRdKS0D17BNbqNxhWPSElCnBO0VAUrQ8uod5RKLcP4KGZt0hkdyc",
+	"Xn84vc4kA7gPci9vpJWiSFRaDLd/eH7y30zYcmUKRoJCllkT3XWwGzzjD4VlQWMAN+wj1fACQX4ulIhb",
+	"ORZaoeuIO8gFH3OT2ClLBS5FlquM0P/G3ZL0Toiu45odCNb4nAd7zPqEESTaiLjzpE6Z4ZRn54FOwlja",
+	"J86BMywhc/dEAxNfh5FG2gL5wQnJCGXo8QtAdds6t8PKdt9eXp8O7y76H/pn5/3vz0/rVE7cNqwqC8LA",
+	"lTZ2koqbn85h/1FRwcAp2Mmjvb3/9///f4WtTLeBdRhxU/G/YIFZHG+h+jmbaOYN+7nzBgnHl7udcieC",
+	"c8fj0UKEgKwYmptKK7KST8C9aHTe9oA0sas4WV24fedS9mMB4Q3JA1PbPNhkaW3f3d3eYpkQ5wcorKu/",
+	"F3PrR+naJBVQJkl2cT4p8LpGpWEjOOluEN8Q+6grLFKnFQVPUrY3kwNtYx0SWlNE8uO08keuxld4enF5",
+	"c/UG2DhsTRsx6Jvh6fXl25sQq2+gJv/bQlsOz09+uru8dbZdabNiYrRd2PkBWnexE+AZI/LmSsV6DFSv",
+	"8q1Uq/ZL+zw1ApO30EgF/KtKCy+7oQMIyr7GFGXkp2yhsBYBYg3H6A/vZ7tbrIhCFuYsroVblEmaPPcK",
+	"ZJ8lUomBAi6JEYaB+6/Lzu2x9/J7Zww1i7lTP2zKlRmLlAkV6ZjSzAZq7gIgvLxNUqCrjObS59HTnfCV",
+	"SIuuGuenx7rSeIIDHwuPATxtLL170O0G7OBlL2CH3R5s6GH3MAsJ+FmMgKc+CIUHfqC+8ni7HgbSX1rh",
+	"/267eIc2Blmgvc+4IAEHCJoDWiOo5lJVvsoie6bosEMvo7fe90C/6e1/WwwC1GNoJylHGbrwoc7wCERq",
+	"XyAE2KGrQhy4+GKXfEKIGnAayYqKSBQSUV90RdjlEVYWT/SEzEEO0AQjmdy2OwjXwHM7MZsnWICLNK+A",
+	"eaj6gNgGCpGEJBHjoixsq8MuqQaEMz8XNpe23axvctONo7Cx/kJFY3bL6YpKEPgHXrJwZfO57Kz4LAld",
+	"KexKYAPP6424EZY/BRk8zBE8vLzGDcr42Neby+sbXM3xGMjVScIOJyNsRzo1bZ3KiVQhGyd8gp5gCoCi",
+	"x9BrM6SovKO9vak29pcjODIYym3YKNVLAzNFWw3IvuFXTkZTiyQJKcaaZWeGWwo7bS/mLQc3O+cTYbIw",
+	"QFqD/tXZEaWVjxM5mVoaRuaTIovUpRs49tZH+mi/0cqmOsko+z2SBPDRMaHq0pahPMS935umyibCYgVS",
+	"13ylxX6S6GXb9YnjQe5E37YCFro3qEcPiIXdvfAmOOOCjdyr74gtUagRbl77djXHy7R8NisWa4HE4Jka",
+	"xxXEBTTCurCj9nv+2O5PxBF71e2Gxz54yHMOTODFsVR4RR4e9OT8sRPxONeGEHVqxluS0R1IRc16K41E",
+	"mk8o4+zATzICoJfxWMLBy0kBnh9lu4ZjwZGGLYcohEcAznxlCTBy8QNPV0fMTSrjvGV7/UBdjsf+mtru",
+	"X2Bvz85PCUGmYMAiJAnkXHNMoEafQoi2dTPl+4evmvishTcwUMR/hA5THYHMZ8ARWscEW1cC2Hd4IWgo",
+	"mCAcB7kHrBHJGPP9s8tUKL+7z4gVdtXQ8lDlkKIohY+aRBXCZ4/nzoaETMBGs4lQGAgcM4oRNTiKVSEH",
+	"oOWCxnA5PuW8oBgxBr8774XXNTFaKigEw4V7LqcHjlCFxSJNVngnNerjlH27KPccEcByreC32YxULxNS",
+	"30/bvkhC+or1vUctKAg2Os28C7S7eBoOur2qAyw7A1UHU7bBqeDJ7LtBI+UzTjn7g0bImtmHyA+wajQK",
+	"XEMihYaTDzx1UQ1QZcn5lHvDFDE4d0VmDDDwsQJTHfu8EB92l2h9jxdD5kHJ2DTJE2SNyAMaUc6FuVut",
+	"O7RkxaWhS2W7M8wt4Uucde5j28ELVrjFvapsLF8ZVMNdFDEHKfRBKOAZKIMbD9XAjIhSQcx3B6bieoCD",
+	"jJxsw5XYctyAlFu3TUeV6xl5EDYuCSL9ljiWj4ZGJVAqBEm1XBFAUYeFN2c/vLu7CllKcaAmiz868neq",
+	"dbX5cQN0eu8AJkDvm+kHQVBpoMUZ/BnJ2xuaqQmBR4XqqiROVXUFwDX5Chlmk6MlrSCEo7aNMClURoAu",
+	"ynkqHqReGOZ4MuwPzGys08gF4oAk6WMPCZXt1vtWXxgWEhuWec00rD1aLT1YCDl3wmyx9F+YVfo78jZy",
+	"9NqTI6MZForqgELnEcaYr3dSxkOjcnbIPxz83NhHYJEThSiimHocOnghJ0xXZWg9zi5FvCLwAvw5s/+X",
+	"nOalF8l9RrWh/JpXr5TQ3+fS+MyR4yKlu9tqyVMq+eUEw4FyiogpmtJ4HKPly7EaDlxjjto7SdV0b9+e",
+	"3wzUVZYfseV4bUp6QHVJwU0rTTHvgDItSD0vp1scs/751QUI2XDUyqkXDvSrkLaRLSJyII7u9Mw+Bw2j",
+	"ukHSy0BVkytARZOmkJJxhFGvEktT+hPFYF5yjGQ6UA6IcpTpcxT0+aZv3AlztDnlKjZTNFGoOJPOYMgw",
+	"CWC7QYXteanxKR5hjpEvYm6NN3li3SMyGuYDpeLhvlwjzIWEqNzoNVBuO1zpItDOqcWAvVmkD+If738K",
+	"GKHtlBNDjDNM9jq9jFpckn1WutBJDl4Xu0oxIlcsUHiHn1gTdTsUeykRkhLEBqrb6XYOWkeFofqoIcqc",
+	"tUJFoG9SSA488xeMXc1F4NbY0YWBF9216a5MjOJ3SmzBCejS7Ik9oCE0IAHR4U2w2//n/w7YTy4q0icu",
+	"AAUUDIlBuQggpob4vmDjWHHfQHZ1e4Bgx2iEpfohQliPMeTJhaaflSJ0tkC6bzhcj8zVc8KvPbOC5n7Q",
+	"A5UuFNw/+MxFULFIJwmCVJgOu9AOSsDyeyz3Q1GU2WlwdYCOMlkCBuaNAu6CmhUzJxHbT/CUzrhEg1Um",
+	"JQ1pzYf4xRADNjosjMU80au9eUYrezwRqTWdFYicTvLHR66WB3HiWUaEJ2LOU0swF54HIMDmmGMtRzIF",
+	"UL2MInVl5wDWskruQU7vWJpFmsLJcaL22Von7BO+6lnlJ+bqTbrlRGGqLoWjFPNK9oMsgtXkcTruruU5",
+	"NpUeO7zWDvuU1VN7MoJ2W2m1XPjiKEbPRWJduClr+vDEsGTEk8pYwanElD8HmVE9s5f06yu2sdqCbd6r",
+	"UjZguyqdVPPMRenkFdJgCW6Er9JcXIQX+VLOF7YSXrZWKw52qBE0rLSYepvTb+k2xROVEVNGb41CKf5G",
+	"t9PrdB3kJqhMjaPGy06385JSd6eYv0oHF/6a0H/KOZneXEkuAMIynPLUG7oy2x6uTuAwH6WLO/XSkOcs",
+	"mW/E8NVmV8pR2QXifBzSUskYJ8VQpUqyMEwFT+1IcGc4iUUi6IvMIGqmC2tYjIpJlAiukhWp1a4LhC3W",
+	"eUNomswCfgcqnGglhuig9jUyQ9bsdZEMzRTIiCQSeM+Z1Y+g4yjlhgzH3AzUvUywEvOUqwmq+1luCHe0",
+	"5leow26FQvoXcT4ssnTSMmCUMOoyeGI4m/OFcZX+snV2IrkTM8XSLZvBUznAvmH0aEZ7yD093DCYCCzR",
+	"hIoW4fMXxif20xLDpTZQU71Ine8eNgPrWGYj9vXl8BagqlLZ6F6ghzG69+WKsn7MC/rB5NB4fJIK4TwL",
+	"7jzmQS5IRs7IIWYjEcfeEdbKrLhOZQLhHvOsUZGEc+r67LCLLBjAmShQXawrFY6mbcp1znTRs7hx1PhB",
+	"2Ld4mrBIK9qo8Iztd7tUXB8NhIj/NMde4cu9jw7BgBJbt6FIUAeYRb2O80AuS+4Op99OI/A0BEwnMVYc",
+	"cs8xSA4rBh90e5v6zSayd6e4Uw5EDB8ddl/+abMq5TDWza7Gb3tUklq2+F2Lnit3QGkHnQkWBliwdtYg",
+	"B7uTYzVb8hzwBBtFb+V+x+e+8wJURQ5jQ3PCy2j7Wp/Qi668OxYVns14usrwPJwY5hOJHNVZPjE5iiHC",
+	"pf4KXztpfyOX7ydLuNr3u92Cf9YLbJjRwZoH3V6huHZFIfNYpOtR2mUbyKbAbTRUDRR+eOz8MgkZxLm5",
+	"b3UwZNUuDOEix2KS8lh4jxdWNqByIMbZaouuq1Dfhy6Dvx4src61y5po8kG9myot8iRxOdfwApo/xmal",
+	"Il/sGs0k8A/03R6DtBEt0hTFWJ4khu5NXywRW3eJB4QcUjBUAaWRdoLSRpoqfURO6PEiSchGUOdyJvDp",
+	"lbGIO+3cz4HzO4vHKV94x0PFCe1xmqkoX5IA5ye3M974UxfcP5ZKwnWGi1DwR/NSz+4TNTGFFEfQfeDy",
+	"Y0rYpU7vsToilix10QyDRrYxwLpBsar4xXnRK14cghk0AvcSuae0ihwot7GL6N5NhQx8xPhduh4aarjF",
+	"LM0k8ZINKC0J3N6UzEAW8MwCCCQ/h+ku5ghtcJ5Fr1Tc8obM9W70h91v0ExZH56ASWEUYuY6cvwFrlRv",
+	"ZsU8Xm8i436DKHYPfj/sfsOs1sdoW+FxLnrjm0eUKzBdqAkWtgRyAhGJyzygg0L26QAQI8gDMA2bCMsO",
+	"uq9xGmvhmq1jf8BcOC1QwZJnUfAFezKKCF40obgpD39LVkSdlt2MWdPr6pM3J6FbCgM74V1eTISupj0W",
+	"e6TUSzRRc8PIzpn7tQshIOFvC55yZaUSeyHmUYmUTO4sJIcLHF/yt3ToQHfso/XGRYJq8BGVzofmQX19",
+	"GqjzGjjXLkwM05XIg5sxvaEDqAwpRNFghCdWdbS4suaI5WNF67zz2GEzDoSRJwlSdca0snRUVGHLswWJ",
+	"OTVkcB4ox4mPmL4vphEnQyASEWcxdtLp8zJ2R+CohF5Ct8ooK2gRur0N/amrSbnA/t9R+Fsm2GX3VX3Y",
+	"XsTnA7UpbK+AZ3z4CoV5DOjRY2YITcQxLZ0OlJEJNk3+L7RdFLqhY+RI7V6kTrNHAyuFtVFpBo5xhIhO",
+	"TzCr8+JVSu8bVyd+CTp2SqafhNy0lSC9jDtD9yKmYF9TtCLmsYcYCYPBh0cuPUKrCn9Hd5Azxec3NApI",
+	"A9V00iN+2wocc2P3Ym7bZAkqDGwk7FII5RsxA9WkUGc3QGrk2LFT9GmQzyc3TlOyxJSrOEF/Tb8SnYhO",
+	"IYxQJGl3Se4BslukCLLPZpRuC12T9xYEipHwd4TPb/VCjdKw6nAblHqCxcXaD1b7GAnfhxtv64jxfMMo",
+	"BpdbOplWU7UbVGCdPZ0QGbx7xfemJmycaB2XTPNKszE3rtqDcs7jRAORLFIqug23dXEbyNgDU7XTBYzU",
+	"DRl3oHg0cPXIuo0FV9xvVL8NlXk0dnuXb6zJu+CWKhWTRcLT8mGDrffb4oLTYd1LgbADVYiEzeQPsiOh",
+	"XrvSizxeHrcR022zBZ6g9opgEeVgWDi5rw6K5k5S88lJWjBfe8myJlwWKKZon0Ej+mH35UCVQ4Wxxr0P",
+	"kiXLg3ew+CsF71G8WgO/9SQp3Asxd7vlGYeP3cCVcphtL5lBOENXkANnAVqzZxp8BnKMuxCpqIlhfKYJ",
+	"dqY6Z3PsxGXicIiuipRZH6FstQ6o52zds+n6A9Rhl1XzMrrpCtxtnizMQL06KIYxuFOA5aD8kXxFwl3z",
+	"4GXPwdS2OlmiA4Y7oDPfDRjBW8mqUM6eWE9qyHj8QLmsBqNzk6hNZXSPci93AfSYq8Qz6sawb6yW52wn",
+	"AaHYSLWgCvB1VgC6o/5KMwD1cINX8SZrQB4ku5h/uZr/B3RWh5bXOPrlX5+DMlTeL79+/rWo1Z57Tzup",
+	"UjyW8K+CSus0WFJnC5mpiIOpTZ1SS+RDgJZ6zMIMO5OShd7cfGDN0IpHuxeZhzBg12/fsIPet10X1ZZx",
+	"66JihmiwAUUcrnxNNZKZSoCQiAGLGJQOJdajTuLfVIV6yBFc7PSq7xBiHTIsaKuV1kiVztpzZa0c/l82",
+	"Ku+XcQCodOXBzDd0zlwxoxzMNUduVlSTZ4CJhHgjKV9ICp007vrKigo6yI7cLO+qvzsMSVTAGQN1qzCv",
+	"wM8o8CMM8uEFp1f94ORdPzi56tO3767O37T391/3gu/bvW+CXvdgPwh63/Y6h8Hr/U43KL+1T28F+939",
+	"V+1er73/8rb77VHv8Kjb/UcAjzs9LC9Exmb05yNACeKswrWN4V6ULOeUmIL+4XIYcQJHAzVaFVaZ+OwE",
+	"SNoFKnCLZeXk2OfCslQsSHQRDny3FQxUbrSoaDsOoae8e6T/DlTYhvOAA287ZII8k+sV8DxXMgjBdTpZ",
+	"CLKb8kCB8EAQw3ORVgn5CA30xCHXqBIEBbia5gmPXNp3XtANjhpr+vQuqVjoXoQDQZKfXcpIOKs26BXS",
+	"WBkRi/a95uXtUNDHDyiY3XjHVGegrnE2plQSaySy3YRj4fQg7xmSqTO8oKVgNVDwDqwEa3IW6TQVkcWA",
+	"9DaMhGVzhHuTgJ8IwF6CMFQYPV10uLaVwbh0eR+EnBcHQhReksO8q036jHgUAByIetDtdl3bxCgP2Hv5",
+	"vSsRhbEfBbZPLlW7pJU0VEcIb0zKTXJqNo3A1WPhFq7ZpHXMOBsvUqQZnD1JKWMHoOClB6udSajuGrzS",
+	"xmYcl8opZHh+z7oGd0J+z3GRt1f/+Rw0PNcv91QF/i0h/7oKfn/ZjZ6v1eXCgrxVd62jP9cRdUCuWH+m",
+	"KgfPeceX01VW1jIzqGEDTiLo/o02/Dq4iT8CLLEjqERnHTZQpzWAhaSfoxRYzFpBzDUnQ2Sb9OXy1AG5",
+	"TZ7+6K1ORzKOBZbbOOjt8MUVXyWax7dan/OUKlYc9A53GV6WQPNexJLfwhlA78432z8+U2YxHssIROkb",
+	"sto2/iQ3BzB0FXnbTsJHLwze7J68iY+767kQC1MQGX2dbic0Fgp41DpBbou5Kj5eyFl0CpFEmwKImj6f",
+	"nyKJAkdOhS9NlPK5eMrTOFC1rkZ2IwQbNHy0U8PrV1bPiRcXUk42aCTvs0IJWxgYckaMdNvKG9eXzzs8",
+	"HBiaj02kxfy3qCAZPa3Hgj3lL8sxXTaSizeDZHAvZP+k4C6y+UuD6DFIqRg2tm7SHKhmBi+Lun8m1TsA",
+	"34oMMcYQgoKBD7tvbdp13/RfqYrmnWygimKo2x/hmwd/31V1sb6vzfXNa3WIU3Z34ZRWpIonjjT/HJp+",
+	"LyzH8CXnBi4udIG6CcOxRNkgC2+kbNxQB4dOmZWg3aB3yyutSiwzM+4xowIjqWCjFMPHR6uBKpcy6LOw",
+	"o+a/08XrgTWdw8EXgy4n3Q5Ujj3p3C0Z0SsmFAJYRnruQMQdPGXgs6KtUJhcP1A+149icVoZ3mbBv0Qh",
+	"nqQeYIi4h0QKyGrr50Im6cxVQmCZblDiEZHotfKwmqlwbyBeoYgHCs0ECJLECxHyZZxeVEG9G6rshnFh",
+	"bgOFgGQlw6VzJDvJ3wdAlbxguZW7NKVCME9zY1JMLXs5l4b4i/nLmQt0tYm5eIr5I3Es/67zC/PyVyRx",
+	"m/Ip2HKGfRWjWuuXc0v7xAMVsxkqhNJ6NsGtnlGFazyfmf8th4sdKJe55xz/WUpvlpvhquOSv+qRbEiZ",
+	"cqvE0jF9ir7IYMfmqZ5polB65MN3jwtnDzRvj+tlMNKMMf9j4X3EvXXZE9hgEVm4ympSPUNf6pxT6Hu1",
+	"fh7Vssaxw8kNXTfOUJYNxqXeYKQQdLnApIzxImFm6WzzfoWSVRXuyYXO4jiyyRbbUxlAPnrx19fbRTL4",
+	"bXTw8FJNgmL+TDYpadhCufR/7AfTo8m4xWMHeOGNA0AKLrYSf3UpVhuc/s7/uxOSEqVcQaND6Gg4o2Ae",
+	"V5o6Rthlq5nIc108dKSPqi4mihMrzrxkbiNx+emneJEi2L1WGOpAvft1HGYb62IS0dbJSLjNfIG02HkM",
+	"Qy0X1Dx+7+7bLzVwPGkV8O273Ny/3SqheewNK/UMuAJ3+G80K2SKfJNgmsrY2B67wXnGMh4yUHDWAyLN",
+	"EP4rqegHJgigwOLxw4I1Q0KwXgIgGKg1xP6gAocf1GHTB5sA1aHFdbxzGFgFJzxLttnELFyJ1L/LbtF9",
+	"/TdSwRpzOirjx8kSLtWxg9rCwOWBovr+mOGIzK+zEV6zWQK4bLnK2WXUzFrATIJe8/iXaM1ylVPWgFv+",
+	"zMBU1qxh25jWdsw4hX32dohc/TfZoL5EMjvchVDvFH/gkir0/jewdr2n0NNSLpO/4JtTbfFmaz0tDxKX",
+	"IgIBib6mwFYsZnMNh9EjOzlXwv/H3tU2tY1k67/SRdUt7DuywUzIJnblA0PYLDO8XexkZmo1azVWGyvI",
+	"LUctAd7K/Pdbfc7pF8kyIdkEks18A9uSWt2nT5/X5yGLzyBDFhxMQryh6+OFcxYKEaBvw3egCFn7YlnB",
+	"DjXQl16bMPYoJyqTGJ+2VxhPBosMBDTf2tTPDV82Hb77+ndDfO0veAbiE9bn2k8yM1XQEVMwmd10vx89",
+	"C4xxH8KXgwoprRwCxsnjhFpIoyNx/tBK9WA6u5+zQv8+eu6xFcGwyBZmNgiEuDmiHdwRxLbCaP0rPdU1",
+	"34mauSbQ1UbV0BYTth5Not8FgEJkWnWWwKLSNyntTew4WWIiE3uBsGuW54alpiFQhQCaXfZTVsxYVhaL",
+	"slDsMguNc+ZlwdPMa+wDxRB53J5JHHUR2x8VTKS1zTXQCrnbKHwTUDxACKcSiymH04a4GEWfycAczxzS",
+	"/fT9PJGlsacCg0pYdPSvOupdqd81TqbEZBi41noq/59a3mZHZVDcZHSNHpYjmsBQMlRkbELBWypyLg36",
+	"gT+Jm1j9QfED1yjc7npObKJCKcs0tQ5ORWtRCIlEr8yvk2uBhVCg5QdamG74IpQF5iCvHPCgvoJGY2uF",
+	"8c1VhlXosOOJz8daS132qyOYIoQGowj8Gm2ExsRiA0hRm2Mn8F7OGE+uLwxWlnzRilS0asAfBkHCFf6T",
+	"HscnZrk5kNZE2R//BHIrRyDPUjxutsUTJReAmmlZKwxMiXJbmWQnk2KdrluUDbru3JRkcLl0Xg89toX0",
+	"L2bZLRATLClEFP4t8qxNNRNeOJTC/VB1TbQQULwKTgTB/OrPDQtaKCvajJLGRVZOZs0SM6xIzOcPGeDN",
+	"HylecH9JNWrn8eMF93LrteOH7UwGRxL5aVbI+bbq1HdbjUR0LZtGcAkADEy0/3ttxxWs/BVGh/rBNoBJ",
+	"fmCb81uvnSBv8k7bz2zDO+olqlmguxzLc4CIolAqpOY8JIxY3FK3RAuDskvTPWK7xUI5dajAFLbGQuwp",
+	"QuT6VHQeLh838X+9yqGskFFgts107Bl9zEarBAx2A4aScmH9NYwi2ismQSqcAaQNUShl1+dEKFHikGGC",
+	"4CHwlAL7aUAdS9yLvtdLBp6HclXk9bNrpKEmc2fuWCUuCSXUqDbSkbDWk+3nFVKUtmNuwEOO2ixNjACr",
+	"WSq+g6MTxbAXVj7aISwy7DZ1HVre8ClIb17AlhciZIf+lGRkmsiYGp/M5YBJ0FrR0FU2LngR6imCQlQ0",
+	"EI0iiF3MDuFAHP0hNRHhi6PAoBAnpgh8Pk+KUAKDW9/U9JpuaaBARjgE6hPWa3BRFn4HJHX8hVK/SuDS",
+	"Z9gSmXu7CX7ZsjgWgJBNGP9mbbTVXKNwbfuYKGmizDDIhFZWIXRDCdkg9M4QTRdryyEJ3TeZaltkSHl2",
+	"cpugf1R5A2lRf6O8MgySAAGqr4XITiqmBTk+IJmef+RNgEGgqY10xZJ6CUvp0i8Vm+ZJs3PsyeClM5Mf",
+	"0PwY1Rk6a8zIkWHqZq0VS+WBTYMnjzMrayiRm3b8w5swFbKqNYRU3QaLRbudH2Gy+IYKaixomTUmSpXP",
+	"qnUPEoR2P5Qfora6m7gqlB9krrJIsmso2Ng0S1Ngg5RxKD8EpypkrL58LgQp3r3ZpORID77ZvVfM8NPS",
+	"FI9dYKtV/N1morXi7CY0ob04UVdN6QgblmyuRfzipUIvRcGT9AMa5jtS+t+GCn+8EqxTKapZt8BCRRkI",
+	"18AWg9uYkCrnzcK/4DmfiwJ01T9XGxLtRNgI6JqqA1BKPnOcA2JWkK2+FoPq1F5CuNax2YFBh8rZ4LMQ",
+	"N18osczJ7+RxMBFcrQJadHqRafcj/worpbDBEFyW7dV+Cmzj8vOByEWZ5aGslRrCy+ONdptJMgnPH2Dh",
+	"8UxI9JQuOLTZ6qFu9C3yXT3gFdxTxGkTbvz55x8NDvDWQuRQ7K9d5HW1s6cGpTrlF7ZVwesp9Ol/TOm+",
+	"ZZbUprRJLFB0AqjnO5izMGwLNoEA+QPg5kpkKP9JEe+ARRDI1sbEAgrKkD5fBuz8eHhwFrCLhCvWMnkN",
+	"GpIWDMxtpPzCw/FUabZA5wJABgHQQnsV8H5QS0HgIvY+2guIE8nzJXWWYlpEEU8NNvNlOVU+oo1ji3Fc",
+	"ViomIabXHdgRwfD1m0HzJSiZZC5sM66WLw5UGnmWAt+J9tuxddUkBfS7e3CdBG2B+W/7JqANqOeVppQu",
+	"lNkNJMhNzx95j1arhyYwxFow5Zjq1sNGRDvE6BcvWC9onF/3gx00lXyxqZCE8zRl4l3JU3CvcLB3NQOc",
+	"eTK8oq5gS70rBVSe0p6CCavYQNjwstHfiHkhoM1+I1hpDwma7waz+PF3++NLmw3+tKyLWpvFVgMGB9y2",
+	"yaNhvxlt8q8gnq19CEc8YM81zi54DFsFI9e0FTD0BXYyCfk3Ym+s2BJ9JqnPuW53yMx+Vk0ndz9nwotm",
+	"elMhIwtGW5C1Q6vLwCW8UOeh3WCrXbVaJF23Ng3WsF8f9AhEhtz1OILIY6OV+0Jki1SwWEySmIpqEWk6",
+	"M+XfvuvZZYeFwVpOJPR1Dt+8YgsAuvH7oqcCj1JQ3SJVAoNJkJyBgQShVMUSKFmEKPRxIAvgWZvDyIA0",
+	"iPzq1+dHbROoJeQaxa9FHIRyjuVOYPMYp4gjqZI2pQDbwNZrUWcMM2EtNctuVJ/AmvJMqQ7AYGFH36TM",
+	"r0XlXLZSMdHHnWR2VUKJHeZznl9pt9uWShvBqtzctUHqv9z9CZpRP6DX74FRa0xHlcQlT5W1JPVhrsd4",
+	"DbiI1ZtY+o0bfi0QsYDx28TL4opbxLCBbQdQMDMe63GPdkJphvx/JubgSEaNNWPu83yX/Q+iuigXHczK",
+	"Ik1ErhAvPDVRCMOy4JFGUCA2ARCcSbIQEMINid8VcsIemaaPE4fosNhdw/MimfJJ0Z3HZMjCMBZINCqx",
+	"XeeiTNLCh2BbJVAH1iSPIDuUZIXTkwn/ckVMMKKKVLPwUBAqE/atrRRByuPr2rmw7gvEay10d6K0nYdI",
+	"c3cYCue40+/XLzor5ukntIvqF/vLF//LF/fOUIOJSHzwCxBgrMtOpx09eahr/zE6PrI9z/fyxR/jsAQ/",
+	"Bnq0HnIswZqWMNd3biBCMpaXBrq8whWPaS9guimlA3K3ShsiwayFNos+pAMP0A3jtx7jhT5pKTnq5+cG",
+	"LLpKZIyYvobNvq1NAWVLk99mK3ZbKG0dIDTO20ttyRn83ln0nunepPHO8XITn/x2faKdz6ZfPFajPWqx",
+	"WqdltIzYvMHX0fxj/RyInnB5KdpeqY7Td/+9dTYnp+Oj01evDl6Oh2cH+6PzvcgHX3UHHhBo4Za3hYMM",
+	"UATNaaFnb8BWC3fMqVIqMnz7fm6pWC2ySBTjaZrdGCHZecj5aKS7b7kuns/mBg4n2Gt+R04FHU/oszAz",
+	"D/WFF3xydZlDM/zb7OLeZTlbeFLeiWpChykv2PDweH+PxWJRzAJwNEpbKlOzhqEqG4zhUDZYw0lhep3W",
+	"mL9axoCBGskpQymdyZ9nN/rAYNc8T/T8K+/h0D2M9c3au4AiCy2OiKKMhRmXSHqEVRbrzP52wN4Z90UF",
+	"bA97T3AxB+y3ZieE+0MB3oRiJuahbLkniDigIXSUSAEkLGATIYtcEKarmnDA6IASJ/QNDT4+L4sMvo7a",
+	"AzZiL9hv7Bx3JtXX/wr/nRye7R0N2Y1ILmf6bD3D4/c3SA0ngKw+GV9x+O3v5kNg+SCf8oplniPJOCAW",
+	"Xm4dmU7s62QRsdYCgQz1PFPwlKjwIufkqajdtwtFnow+VAHR2hzN2VuCVW39mqVxwH7OZlwqlWEcc+cp",
+	"288mk1nCes+f/zhg+zMtL/TNz6WEtuX9mZhnc1HkXeA1StMuO+IXXTZcqqLL/vaMtXa2t3fbrLf9Y6fX",
+	"2yEW3jeHZ+O37AVT7/KitWD/y1Q5H3M2HI45a92M3/Kt9+9vxvz9+/a/dtiW923bI9qEX7+AL69YS0/s",
+	"lhpf6SuKMd8sxjwKaKZhHrRF4U0toGrfAmIOOcMY1zZLwQtWyqRw17YiNb4i0ueCy5jnAKgfi+uEqK3j",
+	"OJuyXlBZ0E3lpBV8YMDEVbijkRHcQP7px3Xs435HW85E+98cnv1rR2vjXt/bf5BR0vfoaSeoEB77DePX",
+	"IteOGgiO20MRa+21+7Zoy4RCSjkhIsnKj/W93b8Bi/Kd24i9YBFNMXv/fqHXCZbp/fvf9F9QJJsoPyDC",
+	"UC8RQ3K+czuelPMy5fqoiQb6k2Xkxy0C5r5HiemxDqx0wlrLcXLFOmw548U4uXIS4r7SkwaSEFmmjaQw",
+	"1AOMGiHkkvmaJXq3Ux2CfezZ+cFwuDUcjn+3t1tkGeCLl0Unm3amWRrXMkT6YrPum4r9gr9ZCRdgNTFC",
+	"1wIewOVcoN6Ep6Oi0j7tANks8C6otHydRTwA2Y0EJT3Qe+V3mHZokC08QeJpyqQTRRvCJBW6/wZDXZuK",
+	"ne9Q779ASYpYS3qUdaB62n0WzcYJe8F6W5L9wIpxsslao81R+1+dnv4vgnm03GraKN00nBoGPRmnwRHu",
+	"0ywDq2dRxvpDBGCkwJeFs+CXAvlDo3yuxER7/qBRhsNxLtSWbPvrj4u/5y1620P5xztcI1b9yCRtKRNL",
+	"6rV+hhOZ07XLg6k+e7L9xHaSe2XoaXKFxPUuK2wJTYxZN8vSuMv2ZCi9yBNrDDwR9B6hmZo16VMR6snp",
+	"2JpO5wf7p+cvo7tjRmCKfOlkDT1mHQcSxvn+iit9z2V6/jjvlHTWahLyx46EIUIvRdkvxCyxmC42Kga8",
+	"ISDpYAb8PDw9+UrCYD4/u+eWrKiM04WQe2eHNPL/SGVQbCS70HboWnDCTBY5nxS+J3zDFcMovvaBHrtn",
+	"zoNxbFxUUXByAn1e/HvM8e97x0cfN8fmxp99jvuML5LK+KHsHMs29F8Y/8PnmpJ7woO1NKctzvQrsTlf",
+	"LBJ52TZ0nYkKJSQ59LedWEwycIwMgYU2dMhoyoBQXQwQdM2S2QM1oLgttPkKBMdYhE6Icv8JfMqXkRBa",
+	"2AYJ8SFR1xYreYwuhmxhadyIAYsw9tdnFiOfqsysradtxFByBVj6hK9DoPmQw21Zv9oaOOIWLZK2wSGf",
+	"JmlBhEBI88rTAVutZWIXWSljVc/hA2bVGnS6swoq7D3iugaNvhKMnfPbIyEvi9lGv7fzLNiYJ9L+f+8Y",
+	"71cRMQ7q638GicXk3yJgPS3xgJY9MCVPWOqkP+uacrvaOCBJW5+sZF7OLfD2PJH0f7BaOx00xaoiKW6L",
+	"8aTMVZY7N8k090IqtKUlFdsv6fvot86JuC06+3QZyWBrf/imvW7w+Ih1S72z+/Rhy5CcsB5ll2dQ5/0x",
+	"OOW1jS3RqTHzA5UulTL6yoQ1Rw2hIYdMDZwsWw1HfhMQueGSADkLmYKGtWXZbiyed8P+6pIFINDtCjr4",
+	"/uvz4el59LimwQEozYb6pfVhYmPgrlX+P2cX2OsF/je2dqnyAkoDSLFWcV5ZC3BeL5aY84nbRFkABRWJ",
+	"BEGAolZDXxTBdEbd2p7WfgOwrFFS0UrRwCPtXHBlOsAic2GRAQVh4ctmQGE8hwhiiELxXAHeb7gesLQX",
+	"/F0pgJnZtAMaHO8glCpD+nyYhQKKoW2EGWcAZD3OkCxtlkwLYo+EV/dYKIBGgpAHfe4J4FRC+iHiIi8Q",
+	"wh8IFkMJzY4UP9STDFUz+hXoev1ZKrg+g7OywHoOCHmAgRNKqCDC4zn5t979Pps6lpEgGhyQQR//ZJaq",
+	"H8pI2w5dquEZA5VJEit9AMMXiFs2hhNSuI9lVuj/gF0XYPFNnQ6VsNOnVIoSbSoWmTIh7xmhjGr3x6vx",
+	"7tDeVLn5GOifIuoiqj6jq22ScalEHBFBB1bO36j2gK1pSwqltWvmWpKnZZquMyq81GiDVXH3+bqzcrru",
+	"fsrZuvOlTtZPOyp3ezv3sIrqB1S6xM0GZwawnfBi7QBwT28EH5++tkgUX/Ls9p63DqrYP5H1e38lmXIr",
+	"vqBPsqmfLv9sJ+Cn9sf1HjBeZMJBhvPDgANa+dQebAzRotH48Pjs6OD44GRkMeA/Gxq0Xx+jquevd9bb",
+	"w7161m9B+/R6TGitBbSnlijjUWNvPnSW54LP9XakalB+YwiJLYbCTKTIRjsX8yxfGhwGfTBqIyrPblgu",
+	"3ooJEZjS5eAWVhqE9odvtM7HZpbVPlLL6oKUYgRqyvMCLRVgac0FkneGUgkJPj6cRxENJxVFpdAJhwWj",
+	"nBvMfNeOH0qalFzw2MbtafhwkCLHIKSisI4URINYZfGHHWie99kGd3s77Dj5qT0gPkM9zTWkh96PLDrb",
+	"+x2aUkenp+OjvfNXB5g60ArDJcwrGM0Dy80EGhQ6XRMJ1DWljEVs+GZbUcfcoQMfeXy3T9pQmUovWRA0",
+	"OLXq23ovLPNaQ0VNwG8EKAHdv/oD6iCGocEB7WRB1QgmL7EkfJalsTMa62NmP7BeKBHpqct+tcQXALCP",
+	"w63N6s5z1ljxEUrL++owKTy2VERXABwekCljWzZ0V/NKf7V1OMFq2bdsmH2ky4wGOAlm8hBBlkTtGPZS",
+	"H8l4zXrjBmMXZawNXpIzOy/4rS9qHCifQY3jsT7LVLGp2GK2VMmEp3TDNiNAPLQwafGpuZs0gqkehj2i",
+	"ROFYXFZBRN5mF1C4D3YWgXTIci7yZMLmvMiTWyTLhJcHbAlyHG+SXPuMbAd2DQOKwagXRKFESXyGP28H",
+	"QB9anZtJtlhiFL8P1EwGAtwMGCJJkxnPgbcP0pY//q27y35BojStpbIp29l+8swrZVes1XvafcJ++SmU",
+	"SBoVsJ2evsbkt1dSrtOkINoFfBjEKvmVkKHE+ertPKNKFw/5g1Y2UUCxaFQkaEL3AoQypp+Ic4dy4LgV",
+	"kQCIF1gesyrOMAcozhVZZtzXt6ZSC2/f1+oIkKbr+qiKL4D03m3LJQHJYpoCSM6vjh855vAxziOBnAwQ",
+	"snOJGPoiHjQx7X4I3sANhqBrIEkP1M6gX4zy0aLdKMQKVRBhOc5Ne5/2ttAx0K9p9iSfXNnHCe2utWIA",
+	"cSGE3CwPJRbApuRTz8oizm4kdT96j0WZpqKRKRBPa3ssTREQqVBUQuQkgJCKYLTzLBcG8BsKk/R+F/wK",
+	"09sgBDRk9PkctwHdDLYWZ9PkVg/7WuQzAozRgnuc/BTKVl5KjANclNOpyFVg0PEwv9TGe1g31K/RJX7+",
+	"TVVhB9ZqFkbfMvq+9xxOSdf+QUpNDSwwturOY6aowmi3/lCf9t08s0J77B6ayBoFseq7gLXPRhzKBjri",
+	"gLSJHvEvRLvoMUoDUbCxp0LJ81yLDoj70214RYdvZDnn2Q/s6RPi88bGE0fpUmFzVMaieZUxlU0LI45o",
+	"mRS0pVQ5Z6VMhVKhjF6dHh8cHx0eH44ig7WHhoUVSdYaHr4aHZwft1dEM1EOkzNC0TYVU9HhyejAwN0N",
+	"quc9daWCHap1KPJsGs0GPwglNFk15I31Lbaw9/xtdjFOYmyC7erLlSiitjmcUKRDGeGzqbjVAxCCz8mf",
+	"xxiKsepMrxYWQQjtdKgawoWyRCWuhsPSEmFIRxvQeXYhtBwzlBSAy2obVQ+8uFR84sxotJo43sMn/9Hn",
+	"hldFhbaMYrvbf4PpHr7++98P9w8PTkbj4ej0fE/rZMvAvefdbpqkqfJOA1PAH0q9hMohfFVAdCdZLFZE",
+	"w51OeI6APJOHNNEGGD4fb0VK+x+vRyNtc708/fUEJ++cF6Lv3cuwa9vTHA04s23IwPT2jmc5AUU9JOXK",
+	"hT7IMABiytNYzgswyckcnyeyoz/Snoblwt3d/fEpmhZbasC2gUIfwozZdNrG9+HsMtdDWog8yWI240qb",
+	"RtDk7m6ub9yB33kmNbCL90HlgxD+QHf6AfOasKEElAJvwWADrLHD7+DlkNwcXj7WC2upKPX66ZXFUgDI",
+	"fKgiWzjINKD2rzKhV0nQ3ST8iCTowOisxUzE7Mn2MxZRWGA8Ojw+OH09igJWcdCQJoP2CozeQMGQy4Be",
+	"GQGmaRvcWBq29SyUuPxwVIA93+BCeOokaHIbGhFV9XwbF/5OVNV5mRaJ9iW3plk+72jNoj8WEjPF8GvM",
+	"ttBFI4xkmTxMwPwgRDYpRNFB1xl4ZwXernrtStgC3P6PCiy9hnm4H5brd90FAqEFF2k4Phjtvdwb7fmf",
+	"Wc/w9Gx0eHoyBLDXw+FQf3S2dz5qJod92F6RZw9bKQV6RiuUBVBlk6Jf1S2geKYCnOQUmCEEYIY06eG6",
+	"OlmDGhZK/XtypGqnglUpoU+D+0ASteoGBWzVDeq70hFxqx0YbXg1RYWM6We8amyvqDlKXntcJQJgJ+A/",
+	"wKR90IabymJiEEkvZpmmrNUYmml/RqKHL4jY9g1FpIkF56GAnT1/vV+VdOuSVztuUMC1m45RgU9y10MJ",
+	"/joA7YoYcHkGDXR0FPqoxAxCieLWZTW7tdIpZ5SiM6lhrwPoqVGUDU/83KiF/vS2vwEWE7RXfDt/f/jG",
+	"NATnSKmulnIyyzOZlaqS9bhHmoPytneVNjhuo1zU0vF6FEhvYbgtlIn2gBMFixuRvEUuBlMTCe3Mqapv",
+	"TLgv2p+qucn1BzDjumJUf5IK7vleELBx7i0MGVMAth7BsnIkWM+MPrXddB7IAzZFGHhi/ewr4JBuByzm",
+	"c+3nUuunAXOGyBMxn3iHUKC3WfWltyrvWI8wKr6EwDKUZla4PsjTrju/uGSbWG4pWEs/rJPJdBmEUp8d",
+	"0GWSKCZkDHFP8kwRk8Y6twAewFNMKPs8VxAUNdzAmWF9QecZos7wWEMRAd2hiYgp+L3L1DqSbc9M3rhP",
+	"uTUI753F1h9XcvhAme07TP9vpHnhtbySenth+RJrRT+f/vSZ4C++u2T1WZamvn7/KMVNCL/rE9V7XhgA",
+	"A2fIiW0bleHrAeP1mKV1YgrsFaaYoFiwltZOiaQYLieex3aXHSBk2A1f2vBY4kOar9PwLNrfO9k/ODrS",
+	"qs/L8NhEJOSmQW3a5IE1acjD0YcTuDisVXmVTYUKCtiS7BzPuH3BYPWJBNlogLKwpOZSxID7bEBBBXO5",
+	"CXtftNAg+LTIs7icCIhWxomacD0FFIl2GVYzT9wFiSsHnOETFJCNvhT6LYBvQG+4vx+eHA7/AaFjww5V",
+	"XUYMO3lvHYfS3JGIqDFNSfEpy9KLnALUet9yMxNKn1+AF0QzPHAhUjzV4kwKdNXsmicUw8WHVFip8DmN",
+	"h8I+zPFf50KgDfLaBvJ2zX8tmP29DpoH74eDHVvZma3qhvxuDsDHdo/2CSCpwb39xAP1A7iMI5PqgRJE",
+	"7X54qMx1dMfIRv7gJHIVtlLcWOL0ir6nZUAFavot4eZ9T/HrtXh5enJgr63rb8MGA80ycOWTBtCeu41w",
+	"C1v3Nerbz4SV963b2TYaipbOGgH4ehqJybb0RLxVFei/PIePRPnz+phNxRplvpmeYFccI+I1SlDfUkzK",
+	"PCmWsL8vBM9FvlfqvfnPP/RexHBNU1k+Dc6vHOFxnAulNoKNMk83+huzolj0t7bSbMLTWaaK/u7u7tON",
+	"5rp6ZKjWtk2nSFVnIiDAFeN/V2JZualquOsf9hXrtwe4gyr5hiEDd3qMer1XB7e3LsSm3MV2TlcvP0qu",
+	"hRQKA7HabEgkThFdioUqaybFNgIjqqo3WlHwhmuOM5kUhu6YfmqVvFrzkGovVFDjTaZxTzI5SVKE1nGF",
+	"Dym/6LI97aJRUA8KVgwUortxJ80uX2Cuh4jCIFB22YcjNJR+n20UMKK0SflFh8D/qZUFf3wHo0Bk/Kvd",
+	"7R5b2X7o28HdG25jABAZnLWr4G/A3UtzgyGzUqoglLa20dGkZtMmBnc8dGlZbKPZn3/8+f8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

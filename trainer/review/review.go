@@ -53,7 +53,8 @@ type Component struct {
 	// about its mean explained by the fit with 1..Components components.
 	R2Y []float64
 	// Q2 (q) is 1 - PRESS/SS_Y of the cross-validated predictions with
-	// 1..Components components (the trainer's K-fold CV, see Compute).
+	// 1..Components components (the trainer's K-fold CV, see Compute);
+	// nil when the artifact's CV curve lacks this count.
 	Q2 []float64
 }
 
@@ -289,7 +290,7 @@ func (m *modelView) components(yLoadings *mat.Dense, labels labelStats, curve []
 	fittedSS := make([]float64, m.q)
 	cumulative := 0.0
 	for c := 0; c < m.a; c++ {
-		comp := Component{Components: c + 1, R2Y: make([]float64, m.q), Q2: nanSlice(m.q)}
+		comp := Component{Components: c + 1, R2Y: make([]float64, m.q)}
 		if totalX > 0 {
 			comp.R2X = explained[c] / totalX
 		}
@@ -298,11 +299,13 @@ func (m *modelView) components(yLoadings *mat.Dense, labels labelStats, curve []
 		for k := 0; k < m.q; k++ {
 			v := yLoadings.At(k, c)
 			fittedSS[k] += v * v * m.scoreSS[c]
-			comp.R2Y[k] = fittedSS[k] / labels.ss[k]
+			if labels.ss[k] > 0 {
+				comp.R2Y[k] = fittedSS[k] / labels.ss[k]
+			}
 		}
 		for _, pt := range curve {
 			if pt.Components == c+1 && len(pt.R2CV) == m.q {
-				copy(comp.Q2, pt.R2CV)
+				comp.Q2 = append([]float64(nil), pt.R2CV...)
 			}
 		}
 		out[c] = comp
@@ -321,12 +324,4 @@ func leverage(t2 []float64, n int) []float64 {
 		h[i] = 1/float64(n) + v/float64(n-1)
 	}
 	return h
-}
-
-func nanSlice(n int) []float64 {
-	s := make([]float64, n)
-	for i := range s {
-		s[i] = math.NaN()
-	}
-	return s
 }
