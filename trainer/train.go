@@ -778,6 +778,8 @@ type calibration struct {
 	// t2 (n) is each row's Hotelling T2 and q (n) its Q under the final
 	// model; resid (n*q, row-major) its label residuals y - yhat.
 	t2, q, resid []float64
+	// scores (n x a) are the rows' X scores under the final model.
+	scores *mat.Dense
 }
 
 // buildParams turns the final fit, truncated to a components, into
@@ -858,16 +860,17 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 		}
 	}
 	return &inference.PLSParams{
-		XMean:         append([]float64(nil), m.XMean...),
-		XScale:        append([]float64(nil), m.XScale...),
-		Coef:          coef,
-		Intercept:     append([]float64(nil), m.YMean...),
-		Rotations:     R,
-		Loadings:      Pa,
-		ScoreVariance: scoreVar,
-		NCalibration:  n,
-		CalibrationQ:  calQ,
-	}, &calibration{rmsec: rmsec, r2c: r2c, t2: t2, q: append([]float64(nil), calQ...), resid: labelResid}, nil
+			XMean:         append([]float64(nil), m.XMean...),
+			XScale:        append([]float64(nil), m.XScale...),
+			Coef:          coef,
+			Intercept:     append([]float64(nil), m.YMean...),
+			Rotations:     R,
+			Loadings:      Pa,
+			ScoreVariance: scoreVar,
+			NCalibration:  n,
+			CalibrationQ:  calQ,
+		}, &calibration{rmsec: rmsec, r2c: r2c, t2: t2, q: append([]float64(nil), calQ...), resid: labelResid,
+			scores: mat.NewDense(n, a, scores)}, nil
 }
 
 // Memory Train uses beyond the data set. Each parallel fit (Options.Workers

@@ -89,6 +89,7 @@ type view struct {
 	T2Q       *figure
 	// Components, VIP and Influence are trainer/review's figures.
 	Components *componentTable
+	Scores     *figure
 	VIP        *figure
 	Influence  []figure
 	Outliers   *outlierTable

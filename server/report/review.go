@@ -53,6 +53,9 @@ func (v *view) addFigures(p *inference.PLSParams) error {
 	if v.VIP, err = vipFigure(figs); err != nil {
 		return err
 	}
+	if v.Scores, err = scoresFigure(p); err != nil {
+		return err
+	}
 	v.Influence, err = influenceFigures(p.Targets, p.Review, figs)
 	return err
 }

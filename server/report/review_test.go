@@ -41,7 +41,7 @@ func trainedModel(t *testing.T) Model {
 func TestRenderReviewFigures(t *testing.T) {
 	m := trainedModel(t)
 	page := render(t, m)
-	for id, want := range map[string]int{SectionVIP: 1, SectionInfluence: 3, SectionCV: 3} {
+	for id, want := range map[string]int{SectionVIP: 1, SectionInfluence: 3, SectionCV: 3, SectionScores: 1} {
 		if got := sectionSVGs(page, id); got != want {
 			t.Errorf("section %s: %d plots with paths, want %d", id, got, want)
 		}
@@ -68,6 +68,17 @@ func TestRenderReviewFigures(t *testing.T) {
 		t.Error("a trained model's page says something is missing")
 	}
 	assertSelfContained(t, page)
+}
+
+// TestRenderWithoutScores: a file written before the scores were kept
+// has every other review figure and no scores plot.
+func TestRenderWithoutScores(t *testing.T) {
+	m := trainedModel(t)
+	m.Params.Review.Scores = nil
+	page := render(t, m)
+	if strings.Contains(page, `<section id="`+SectionScores+`"`) || sectionSVGs(page, SectionVIP) != 1 {
+		t.Error("scores plot without scores, or the other figures missing")
+	}
 }
 
 // TestRenderReviewOfInconsistentFile: a file whose arrays disagree gets

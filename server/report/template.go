@@ -44,6 +44,7 @@ h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1
 figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:.3em;background:#fff}
 figure svg{width:100%;height:auto;display:block}
 #t2-q figure,#vip figure{max-width:1000px}
+#scores figure{max-width:640px}
 figcaption{font-size:.85em;color:#555;text-align:center}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
@@ -110,6 +111,10 @@ code,.id{font-family:monospace;word-break:break-all}
 {{if .Vectors}}<div class="grid">{{range .Vectors}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
 {{else}}<p class="missing">The model's file holds no finite coefficients to draw.</p>{{end}}
 </section>
+{{with .Scores}}<section id="scores">
+<h2>Scores</h2>
+<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+</section>{{end}}
 {{with .VIP}}<section id="vip">
 <h2>Variable importance</h2>
 <figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>

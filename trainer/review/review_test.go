@@ -91,6 +91,7 @@ type referenceFigures struct {
 	Q2            [][]float64 `json:"q2"`
 	Leverage      []float64   `json:"leverage"`
 	RMSEC         []float64   `json:"rmsec"`
+	Scores        [][]float64 `json:"scores"`
 }
 
 const python = "/usr/bin/python3"
@@ -185,6 +186,13 @@ func TestReviewParityWithNumPy(t *testing.T) {
 				worst["r2x_cumulative"] = math.Max(worst["r2x_cumulative"], maxDiff([]float64{c.R2XCumulative}, []float64{ref.R2XCumulative[a]}))
 				worst["r2y"] = math.Max(worst["r2y"], maxDiff(c.R2Y, ref.R2Y[a]))
 				worst["q2"] = math.Max(worst["q2"], maxDiff(c.Q2, ref.Q2[a]))
+			}
+			scores := params.Review.Scores
+			if scores == nil {
+				t.Fatal("the artifact keeps no scores")
+			}
+			for i, row := range ref.Scores {
+				worst["scores"] = math.Max(worst["scores"], maxDiff(scores.RawRowView(i), row))
 			}
 			for what, d := range worst {
 				if !(d <= parityTolerance) {

@@ -10,7 +10,8 @@ Usage: review_reference.py input.json output.json
 input.json: {"X": n x N, "Y": n x q, "wavenumbers": N, "regions": [[lo, hi], ...],
              "components": A, "folds": K, "autoscale": bool}
 Folds are interleaved (row i in fold i mod K). Output: vip (p),
-r2x (A), r2x_cumulative (A), r2y (A x q), q2 (A x q), leverage (n), rmsec (q).
+r2x (A), r2x_cumulative (A), r2y (A x q), q2 (A x q), leverage (n), rmsec (q),
+scores (n x A: the X scores the artifact keeps for the scores plot).
 """
 import json
 import sys
@@ -85,6 +86,7 @@ def main(src, dst):
         json.dump({
             "vip": vip.tolist(), "r2x": r2x.tolist(), "r2x_cumulative": np.cumsum(r2x).tolist(),
             "r2y": r2y.tolist(), "q2": q2.tolist(), "leverage": leverage.tolist(), "rmsec": rmsec.tolist(),
+            "scores": T.tolist(),
         }, f)
 
 
