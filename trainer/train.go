@@ -859,18 +859,19 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 			}
 		}
 	}
+	cal := &calibration{rmsec: rmsec, r2c: r2c, t2: t2, q: append([]float64(nil), calQ...), resid: labelResid,
+		scores: mat.NewDense(n, a, scores)}
 	return &inference.PLSParams{
-			XMean:         append([]float64(nil), m.XMean...),
-			XScale:        append([]float64(nil), m.XScale...),
-			Coef:          coef,
-			Intercept:     append([]float64(nil), m.YMean...),
-			Rotations:     R,
-			Loadings:      Pa,
-			ScoreVariance: scoreVar,
-			NCalibration:  n,
-			CalibrationQ:  calQ,
-		}, &calibration{rmsec: rmsec, r2c: r2c, t2: t2, q: append([]float64(nil), calQ...), resid: labelResid,
-			scores: mat.NewDense(n, a, scores)}, nil
+		XMean:         append([]float64(nil), m.XMean...),
+		XScale:        append([]float64(nil), m.XScale...),
+		Coef:          coef,
+		Intercept:     append([]float64(nil), m.YMean...),
+		Rotations:     R,
+		Loadings:      Pa,
+		ScoreVariance: scoreVar,
+		NCalibration:  n,
+		CalibrationQ:  calQ,
+	}, cal, nil
 }
 
 // Memory Train uses beyond the data set. Each parallel fit (Options.Workers
