@@ -3138,7 +3138,15 @@ type ClientInterface interface {
 	// with the 1:1 line; the residuals; the regression vector per analyte
 	// over the wavenumber axis with the excluded regions shaded; T2
 	// against Q of the training spectra with the 95 % limits and the
-	// outliers labelled; the lineage and the preprocessing recipe. The
+	// outliers labelled; the lineage and the preprocessing recipe; and
+	// the review at SIMCA depth (the numbers of
+	// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
+	// the CV curve on a log axis, a table per component (R2X, R2X
+	// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
+	// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
+	// ellipse (files that keep `review_scores`, models of two or more
+	// components), and per analyte the influence plot (leverage against
+	// studentised residual, limits 3 (A+1)/n and ±3). The
 	// figures come from the model file itself (see `artifact.md`), so the
 	// page can be rebuilt as long as the version exists. An imported or
 	// adopted model has no cross-validation record: its page shows the
@@ -3850,7 +3858,15 @@ func (c *Client) GetModelPerformance(ctx context.Context, version Version, param
 // with the 1:1 line; the residuals; the regression vector per analyte
 // over the wavenumber axis with the excluded regions shaded; T2
 // against Q of the training spectra with the 95 % limits and the
-// outliers labelled; the lineage and the preprocessing recipe. The
+// outliers labelled; the lineage and the preprocessing recipe; and
+// the review at SIMCA depth (the numbers of
+// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
+// the CV curve on a log axis, a table per component (R2X, R2X
+// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
+// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
+// ellipse (files that keep `review_scores`, models of two or more
+// components), and per analyte the influence plot (leverage against
+// studentised residual, limits 3 (A+1)/n and ±3). The
 // figures come from the model file itself (see `artifact.md`), so the
 // page can be rebuilt as long as the version exists. An imported or
 // adopted model has no cross-validation record: its page shows the
@@ -5531,7 +5547,15 @@ type ClientWithResponsesInterface interface {
 	// with the 1:1 line; the residuals; the regression vector per analyte
 	// over the wavenumber axis with the excluded regions shaded; T2
 	// against Q of the training spectra with the 95 % limits and the
-	// outliers labelled; the lineage and the preprocessing recipe. The
+	// outliers labelled; the lineage and the preprocessing recipe; and
+	// the review at SIMCA depth (the numbers of
+	// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
+	// the CV curve on a log axis, a table per component (R2X, R2X
+	// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
+	// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
+	// ellipse (files that keep `review_scores`, models of two or more
+	// components), and per analyte the influence plot (leverage against
+	// studentised residual, limits 3 (A+1)/n and ±3). The
 	// figures come from the model file itself (see `artifact.md`), so the
 	// page can be rebuilt as long as the version exists. An imported or
 	// adopted model has no cross-validation record: its page shows the
@@ -8295,7 +8319,15 @@ func (c *ClientWithResponses) GetModelPerformanceWithResponse(ctx context.Contex
 // with the 1:1 line; the residuals; the regression vector per analyte
 // over the wavenumber axis with the excluded regions shaded; T2
 // against Q of the training spectra with the 95 % limits and the
-// outliers labelled; the lineage and the preprocessing recipe. The
+// outliers labelled; the lineage and the preprocessing recipe; and
+// the review at SIMCA depth (the numbers of
+// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
+// the CV curve on a log axis, a table per component (R2X, R2X
+// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
+// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
+// ellipse (files that keep `review_scores`, models of two or more
+// components), and per analyte the influence plot (leverage against
+// studentised residual, limits 3 (A+1)/n and ±3). The
 // figures come from the model file itself (see `artifact.md`), so the
 // page can be rebuilt as long as the version exists. An imported or
 // adopted model has no cross-validation record: its page shows the
@@ -14729,129 +14761,133 @@ var swaggerSpec = []string{
 	"EP4rqegHJgigwOLxw4I1Q0KwXgIgGKg1xP6gAocf1GHTB5sA1aHFdbxzGFgFJzxLttnELFyJ1L/LbtF9",
 	"/TdSwRpzOirjx8kSLtWxg9rCwOWBovr+mOGIzK+zEV6zWQK4bLnK2WXUzFrATIJe8/iXaM1ylVPWgFv+",
 	"zMBU1qxh25jWdsw4hX32dohc/TfZoL5EMjvchVDvFH/gkir0/jewdr2n0NNSLpO/4JtTbfFmaz0tDxKX",
-	"IgIBib6mwFYsZnMNh9EjOzlXwv/H3tU2tY1k67/SRdUt7DuywUzIJnblA0PYLDO8XexkZmo1azVWGyvI",
-	"LUctAd7K/Pdbfc7pF8kyIdkEks18A9uSWt2nT5/X5yGLzyBDFhxMQryh6+OFcxYKEaBvw3egCFn7YlnB",
-	"DjXQl16bMPYoJyqTGJ+2VxhPBosMBDTf2tTPDV82Hb77+ndDfO0veAbiE9bn2k8yM1XQEVMwmd10vx89",
-	"C4xxH8KXgwoprRwCxsnjhFpIoyNx/tBK9WA6u5+zQv8+eu6xFcGwyBZmNgiEuDmiHdwRxLbCaP0rPdU1",
-	"34mauSbQ1UbV0BYTth5Not8FgEJkWnWWwKLSNyntTew4WWIiE3uBsGuW54alpiFQhQCaXfZTVsxYVhaL",
-	"slDsMguNc+ZlwdPMa+wDxRB53J5JHHUR2x8VTKS1zTXQCrnbKHwTUDxACKcSiymH04a4GEWfycAczxzS",
-	"/fT9PJGlsacCg0pYdPSvOupdqd81TqbEZBi41noq/59a3mZHZVDcZHSNHpYjmsBQMlRkbELBWypyLg36",
-	"gT+Jm1j9QfED1yjc7npObKJCKcs0tQ5ORWtRCIlEr8yvk2uBhVCg5QdamG74IpQF5iCvHPCgvoJGY2uF",
-	"8c1VhlXosOOJz8daS132qyOYIoQGowj8Gm2ExsRiA0hRm2Mn8F7OGE+uLwxWlnzRilS0asAfBkHCFf6T",
-	"HscnZrk5kNZE2R//BHIrRyDPUjxutsUTJReAmmlZKwxMiXJbmWQnk2KdrluUDbru3JRkcLl0Xg89toX0",
-	"L2bZLRATLClEFP4t8qxNNRNeOJTC/VB1TbQQULwKTgTB/OrPDQtaKCvajJLGRVZOZs0SM6xIzOcPGeDN",
-	"HylecH9JNWrn8eMF93LrteOH7UwGRxL5aVbI+bbq1HdbjUR0LZtGcAkADEy0/3ttxxWs/BVGh/rBNoBJ",
-	"fmCb81uvnSBv8k7bz2zDO+olqlmguxzLc4CIolAqpOY8JIxY3FK3RAuDskvTPWK7xUI5dajAFLbGQuwp",
-	"QuT6VHQeLh838X+9yqGskFFgts107Bl9zEarBAx2A4aScmH9NYwi2ismQSqcAaQNUShl1+dEKFHikGGC",
-	"4CHwlAL7aUAdS9yLvtdLBp6HclXk9bNrpKEmc2fuWCUuCSXUqDbSkbDWk+3nFVKUtmNuwEOO2ixNjACr",
-	"WSq+g6MTxbAXVj7aISwy7DZ1HVre8ClIb17AlhciZIf+lGRkmsiYGp/M5YBJ0FrR0FU2LngR6imCQlQ0",
-	"EI0iiF3MDuFAHP0hNRHhi6PAoBAnpgh8Pk+KUAKDW9/U9JpuaaBARjgE6hPWa3BRFn4HJHX8hVK/SuDS",
-	"Z9gSmXu7CX7ZsjgWgJBNGP9mbbTVXKNwbfuYKGmizDDIhFZWIXRDCdkg9M4QTRdryyEJ3TeZaltkSHl2",
-	"cpugf1R5A2lRf6O8MgySAAGqr4XITiqmBTk+IJmef+RNgEGgqY10xZJ6CUvp0i8Vm+ZJs3PsyeClM5Mf",
-	"0PwY1Rk6a8zIkWHqZq0VS+WBTYMnjzMrayiRm3b8w5swFbKqNYRU3QaLRbudH2Gy+IYKaixomTUmSpXP",
-	"qnUPEoR2P5Qfora6m7gqlB9krrJIsmso2Ng0S1Ngg5RxKD8EpypkrL58LgQp3r3ZpORID77ZvVfM8NPS",
-	"FI9dYKtV/N1morXi7CY0ob04UVdN6QgblmyuRfzipUIvRcGT9AMa5jtS+t+GCn+8EqxTKapZt8BCRRkI",
-	"18AWg9uYkCrnzcK/4DmfiwJ01T9XGxLtRNgI6JqqA1BKPnOcA2JWkK2+FoPq1F5CuNax2YFBh8rZ4LMQ",
-	"N18osczJ7+RxMBFcrQJadHqRafcj/worpbDBEFyW7dV+Cmzj8vOByEWZ5aGslRrCy+ONdptJMgnPH2Dh",
-	"8UxI9JQuOLTZ6qFu9C3yXT3gFdxTxGkTbvz55x8NDvDWQuRQ7K9d5HW1s6cGpTrlF7ZVwesp9Ol/TOm+",
-	"ZZbUprRJLFB0AqjnO5izMGwLNoEA+QPg5kpkKP9JEe+ARRDI1sbEAgrKkD5fBuz8eHhwFrCLhCvWMnkN",
-	"GpIWDMxtpPzCw/FUabZA5wJABgHQQnsV8H5QS0HgIvY+2guIE8nzJXWWYlpEEU8NNvNlOVU+oo1ji3Fc",
-	"ViomIabXHdgRwfD1m0HzJSiZZC5sM66WLw5UGnmWAt+J9tuxddUkBfS7e3CdBG2B+W/7JqANqOeVppQu",
-	"lNkNJMhNzx95j1arhyYwxFow5Zjq1sNGRDvE6BcvWC9onF/3gx00lXyxqZCE8zRl4l3JU3CvcLB3NQOc",
-	"eTK8oq5gS70rBVSe0p6CCavYQNjwstHfiHkhoM1+I1hpDwma7waz+PF3++NLmw3+tKyLWpvFVgMGB9y2",
-	"yaNhvxlt8q8gnq19CEc8YM81zi54DFsFI9e0FTD0BXYyCfk3Ym+s2BJ9JqnPuW53yMx+Vk0ndz9nwotm",
-	"elMhIwtGW5C1Q6vLwCW8UOeh3WCrXbVaJF23Ng3WsF8f9AhEhtz1OILIY6OV+0Jki1SwWEySmIpqEWk6",
-	"M+XfvuvZZYeFwVpOJPR1Dt+8YgsAuvH7oqcCj1JQ3SJVAoNJkJyBgQShVMUSKFmEKPRxIAvgWZvDyIA0",
-	"iPzq1+dHbROoJeQaxa9FHIRyjuVOYPMYp4gjqZI2pQDbwNZrUWcMM2EtNctuVJ/AmvJMqQ7AYGFH36TM",
-	"r0XlXLZSMdHHnWR2VUKJHeZznl9pt9uWShvBqtzctUHqv9z9CZpRP6DX74FRa0xHlcQlT5W1JPVhrsd4",
-	"DbiI1ZtY+o0bfi0QsYDx28TL4opbxLCBbQdQMDMe63GPdkJphvx/JubgSEaNNWPu83yX/Q+iuigXHczK",
-	"Ik1ErhAvPDVRCMOy4JFGUCA2ARCcSbIQEMINid8VcsIemaaPE4fosNhdw/MimfJJ0Z3HZMjCMBZINCqx",
-	"XeeiTNLCh2BbJVAH1iSPIDuUZIXTkwn/ckVMMKKKVLPwUBAqE/atrRRByuPr2rmw7gvEay10d6K0nYdI",
-	"c3cYCue40+/XLzor5ukntIvqF/vLF//LF/fOUIOJSHzwCxBgrMtOpx09eahr/zE6PrI9z/fyxR/jsAQ/",
-	"Bnq0HnIswZqWMNd3biBCMpaXBrq8whWPaS9guimlA3K3ShsiwayFNos+pAMP0A3jtx7jhT5pKTnq5+cG",
-	"LLpKZIyYvobNvq1NAWVLk99mK3ZbKG0dIDTO20ttyRn83ln0nunepPHO8XITn/x2faKdz6ZfPFajPWqx",
-	"WqdltIzYvMHX0fxj/RyInnB5KdpeqY7Td/+9dTYnp+Oj01evDl6Oh2cH+6PzvcgHX3UHHhBo4Za3hYMM",
-	"UATNaaFnb8BWC3fMqVIqMnz7fm6pWC2ySBTjaZrdGCHZecj5aKS7b7kuns/mBg4n2Gt+R04FHU/oszAz",
-	"D/WFF3xydZlDM/zb7OLeZTlbeFLeiWpChykv2PDweH+PxWJRzAJwNEpbKlOzhqEqG4zhUDZYw0lhep3W",
-	"mL9axoCBGskpQymdyZ9nN/rAYNc8T/T8K+/h0D2M9c3au4AiCy2OiKKMhRmXSHqEVRbrzP52wN4Z90UF",
-	"bA97T3AxB+y3ZieE+0MB3oRiJuahbLkniDigIXSUSAEkLGATIYtcEKarmnDA6IASJ/QNDT4+L4sMvo7a",
-	"AzZiL9hv7Bx3JtXX/wr/nRye7R0N2Y1ILmf6bD3D4/c3SA0ngKw+GV9x+O3v5kNg+SCf8oplniPJOCAW",
-	"Xm4dmU7s62QRsdYCgQz1PFPwlKjwIufkqajdtwtFnow+VAHR2hzN2VuCVW39mqVxwH7OZlwqlWEcc+cp",
-	"288mk1nCes+f/zhg+zMtL/TNz6WEtuX9mZhnc1HkXeA1StMuO+IXXTZcqqLL/vaMtXa2t3fbrLf9Y6fX",
-	"2yEW3jeHZ+O37AVT7/KitWD/y1Q5H3M2HI45a92M3/Kt9+9vxvz9+/a/dtiW923bI9qEX7+AL69YS0/s",
-	"lhpf6SuKMd8sxjwKaKZhHrRF4U0toGrfAmIOOcMY1zZLwQtWyqRw17YiNb4i0ueCy5jnAKgfi+uEqK3j",
-	"OJuyXlBZ0E3lpBV8YMDEVbijkRHcQP7px3Xs435HW85E+98cnv1rR2vjXt/bf5BR0vfoaSeoEB77DePX",
-	"IteOGgiO20MRa+21+7Zoy4RCSjkhIsnKj/W93b8Bi/Kd24i9YBFNMXv/fqHXCZbp/fvf9F9QJJsoPyDC",
-	"UC8RQ3K+czuelPMy5fqoiQb6k2Xkxy0C5r5HiemxDqx0wlrLcXLFOmw548U4uXIS4r7SkwaSEFmmjaQw",
-	"1AOMGiHkkvmaJXq3Ux2CfezZ+cFwuDUcjn+3t1tkGeCLl0Unm3amWRrXMkT6YrPum4r9gr9ZCRdgNTFC",
-	"1wIewOVcoN6Ep6Oi0j7tANks8C6otHydRTwA2Y0EJT3Qe+V3mHZokC08QeJpyqQTRRvCJBW6/wZDXZuK",
-	"ne9Q779ASYpYS3qUdaB62n0WzcYJe8F6W5L9wIpxsslao81R+1+dnv4vgnm03GraKN00nBoGPRmnwRHu",
-	"0ywDq2dRxvpDBGCkwJeFs+CXAvlDo3yuxER7/qBRhsNxLtSWbPvrj4u/5y1620P5xztcI1b9yCRtKRNL",
-	"6rV+hhOZ07XLg6k+e7L9xHaSe2XoaXKFxPUuK2wJTYxZN8vSuMv2ZCi9yBNrDDwR9B6hmZo16VMR6snp",
-	"2JpO5wf7p+cvo7tjRmCKfOlkDT1mHQcSxvn+iit9z2V6/jjvlHTWahLyx46EIUIvRdkvxCyxmC42Kga8",
-	"ISDpYAb8PDw9+UrCYD4/u+eWrKiM04WQe2eHNPL/SGVQbCS70HboWnDCTBY5nxS+J3zDFcMovvaBHrtn",
-	"zoNxbFxUUXByAn1e/HvM8e97x0cfN8fmxp99jvuML5LK+KHsHMs29F8Y/8PnmpJ7woO1NKctzvQrsTlf",
-	"LBJ52TZ0nYkKJSQ59LedWEwycIwMgYU2dMhoyoBQXQwQdM2S2QM1oLgttPkKBMdYhE6Icv8JfMqXkRBa",
-	"2AYJ8SFR1xYreYwuhmxhadyIAYsw9tdnFiOfqsysradtxFByBVj6hK9DoPmQw21Zv9oaOOIWLZK2wSGf",
-	"JmlBhEBI88rTAVutZWIXWSljVc/hA2bVGnS6swoq7D3iugaNvhKMnfPbIyEvi9lGv7fzLNiYJ9L+f+8Y",
-	"71cRMQ7q638GicXk3yJgPS3xgJY9MCVPWOqkP+uacrvaOCBJW5+sZF7OLfD2PJH0f7BaOx00xaoiKW6L",
-	"8aTMVZY7N8k090IqtKUlFdsv6fvot86JuC06+3QZyWBrf/imvW7w+Ih1S72z+/Rhy5CcsB5ll2dQ5/0x",
-	"OOW1jS3RqTHzA5UulTL6yoQ1Rw2hIYdMDZwsWw1HfhMQueGSADkLmYKGtWXZbiyed8P+6pIFINDtCjr4",
-	"/uvz4el59LimwQEozYb6pfVhYmPgrlX+P2cX2OsF/je2dqnyAkoDSLFWcV5ZC3BeL5aY84nbRFkABRWJ",
-	"BEGAolZDXxTBdEbd2p7WfgOwrFFS0UrRwCPtXHBlOsAic2GRAQVh4ctmQGE8hwhiiELxXAHeb7gesLQX",
-	"/F0pgJnZtAMaHO8glCpD+nyYhQKKoW2EGWcAZD3OkCxtlkwLYo+EV/dYKIBGgpAHfe4J4FRC+iHiIi8Q",
-	"wh8IFkMJzY4UP9STDFUz+hXoev1ZKrg+g7OywHoOCHmAgRNKqCDC4zn5t979Pps6lpEgGhyQQR//ZJaq",
-	"H8pI2w5dquEZA5VJEit9AMMXiFs2hhNSuI9lVuj/gF0XYPFNnQ6VsNOnVIoSbSoWmTIh7xmhjGr3x6vx",
-	"7tDeVLn5GOifIuoiqj6jq22ScalEHBFBB1bO36j2gK1pSwqltWvmWpKnZZquMyq81GiDVXH3+bqzcrru",
-	"fsrZuvOlTtZPOyp3ezv3sIrqB1S6xM0GZwawnfBi7QBwT28EH5++tkgUX/Ls9p63DqrYP5H1e38lmXIr",
-	"vqBPsqmfLv9sJ+Cn9sf1HjBeZMJBhvPDgANa+dQebAzRotH48Pjs6OD44GRkMeA/Gxq0Xx+jquevd9bb",
-	"w7161m9B+/R6TGitBbSnlijjUWNvPnSW54LP9XakalB+YwiJLYbCTKTIRjsX8yxfGhwGfTBqIyrPblgu",
-	"3ooJEZjS5eAWVhqE9odvtM7HZpbVPlLL6oKUYgRqyvMCLRVgac0FkneGUgkJPj6cRxENJxVFpdAJhwWj",
-	"nBvMfNeOH0qalFzw2MbtafhwkCLHIKSisI4URINYZfGHHWie99kGd3s77Dj5qT0gPkM9zTWkh96PLDrb",
-	"+x2aUkenp+OjvfNXB5g60ArDJcwrGM0Dy80EGhQ6XRMJ1DWljEVs+GZbUcfcoQMfeXy3T9pQmUovWRA0",
-	"OLXq23ovLPNaQ0VNwG8EKAHdv/oD6iCGocEB7WRB1QgmL7EkfJalsTMa62NmP7BeKBHpqct+tcQXALCP",
-	"w63N6s5z1ljxEUrL++owKTy2VERXABwekCljWzZ0V/NKf7V1OMFq2bdsmH2ky4wGOAlm8hBBlkTtGPZS",
-	"H8l4zXrjBmMXZawNXpIzOy/4rS9qHCifQY3jsT7LVLGp2GK2VMmEp3TDNiNAPLQwafGpuZs0gqkehj2i",
-	"ROFYXFZBRN5mF1C4D3YWgXTIci7yZMLmvMiTWyTLhJcHbAlyHG+SXPuMbAd2DQOKwagXRKFESXyGP28H",
-	"QB9anZtJtlhiFL8P1EwGAtwMGCJJkxnPgbcP0pY//q27y35BojStpbIp29l+8swrZVes1XvafcJ++SmU",
-	"SBoVsJ2evsbkt1dSrtOkINoFfBjEKvmVkKHE+ertPKNKFw/5g1Y2UUCxaFQkaEL3AoQypp+Ic4dy4LgV",
-	"kQCIF1gesyrOMAcozhVZZtzXt6ZSC2/f1+oIkKbr+qiKL4D03m3LJQHJYpoCSM6vjh855vAxziOBnAwQ",
-	"snOJGPoiHjQx7X4I3sANhqBrIEkP1M6gX4zy0aLdKMQKVRBhOc5Ne5/2ttAx0K9p9iSfXNnHCe2utWIA",
-	"cSGE3CwPJRbApuRTz8oizm4kdT96j0WZpqKRKRBPa3ssTREQqVBUQuQkgJCKYLTzLBcG8BsKk/R+F/wK",
-	"09sgBDRk9PkctwHdDLYWZ9PkVg/7WuQzAozRgnuc/BTKVl5KjANclNOpyFVg0PEwv9TGe1g31K/RJX7+",
-	"TVVhB9ZqFkbfMvq+9xxOSdf+QUpNDSwwturOY6aowmi3/lCf9t08s0J77B6ayBoFseq7gLXPRhzKBjri",
-	"gLSJHvEvRLvoMUoDUbCxp0LJ81yLDoj70214RYdvZDnn2Q/s6RPi88bGE0fpUmFzVMaieZUxlU0LI45o",
-	"mRS0pVQ5Z6VMhVKhjF6dHh8cHx0eH44ig7WHhoUVSdYaHr4aHZwft1dEM1EOkzNC0TYVU9HhyejAwN0N",
-	"quc9daWCHap1KPJsGs0GPwglNFk15I31Lbaw9/xtdjFOYmyC7erLlSiitjmcUKRDGeGzqbjVAxCCz8mf",
-	"xxiKsepMrxYWQQjtdKgawoWyRCWuhsPSEmFIRxvQeXYhtBwzlBSAy2obVQ+8uFR84sxotJo43sMn/9Hn",
-	"hldFhbaMYrvbf4PpHr7++98P9w8PTkbj4ej0fE/rZMvAvefdbpqkqfJOA1PAH0q9hMohfFVAdCdZLFZE",
-	"w51OeI6APJOHNNEGGD4fb0VK+x+vRyNtc708/fUEJ++cF6Lv3cuwa9vTHA04s23IwPT2jmc5AUU9JOXK",
-	"hT7IMABiytNYzgswyckcnyeyoz/Snoblwt3d/fEpmhZbasC2gUIfwozZdNrG9+HsMtdDWog8yWI240qb",
-	"RtDk7m6ub9yB33kmNbCL90HlgxD+QHf6AfOasKEElAJvwWADrLHD7+DlkNwcXj7WC2upKPX66ZXFUgDI",
-	"fKgiWzjINKD2rzKhV0nQ3ST8iCTowOisxUzE7Mn2MxZRWGA8Ojw+OH09igJWcdCQJoP2CozeQMGQy4Be",
-	"GQGmaRvcWBq29SyUuPxwVIA93+BCeOokaHIbGhFV9XwbF/5OVNV5mRaJ9iW3plk+72jNoj8WEjPF8GvM",
-	"ttBFI4xkmTxMwPwgRDYpRNFB1xl4ZwXernrtStgC3P6PCiy9hnm4H5brd90FAqEFF2k4Phjtvdwb7fmf",
-	"Wc/w9Gx0eHoyBLDXw+FQf3S2dz5qJod92F6RZw9bKQV6RiuUBVBlk6Jf1S2geKYCnOQUmCEEYIY06eG6",
-	"OlmDGhZK/XtypGqnglUpoU+D+0ASteoGBWzVDeq70hFxqx0YbXg1RYWM6We8amyvqDlKXntcJQJgJ+A/",
-	"wKR90IabymJiEEkvZpmmrNUYmml/RqKHL4jY9g1FpIkF56GAnT1/vV+VdOuSVztuUMC1m45RgU9y10MJ",
-	"/joA7YoYcHkGDXR0FPqoxAxCieLWZTW7tdIpZ5SiM6lhrwPoqVGUDU/83KiF/vS2vwEWE7RXfDt/f/jG",
-	"NATnSKmulnIyyzOZlaqS9bhHmoPytneVNjhuo1zU0vF6FEhvYbgtlIn2gBMFixuRvEUuBlMTCe3Mqapv",
-	"TLgv2p+qucn1BzDjumJUf5IK7vleELBx7i0MGVMAth7BsnIkWM+MPrXddB7IAzZFGHhi/ewr4JBuByzm",
-	"c+3nUuunAXOGyBMxn3iHUKC3WfWltyrvWI8wKr6EwDKUZla4PsjTrju/uGSbWG4pWEs/rJPJdBmEUp8d",
-	"0GWSKCZkDHFP8kwRk8Y6twAewFNMKPs8VxAUNdzAmWF9QecZos7wWEMRAd2hiYgp+L3L1DqSbc9M3rhP",
-	"uTUI753F1h9XcvhAme07TP9vpHnhtbySenth+RJrRT+f/vSZ4C++u2T1WZamvn7/KMVNCL/rE9V7XhgA",
-	"A2fIiW0bleHrAeP1mKV1YgrsFaaYoFiwltZOiaQYLieex3aXHSBk2A1f2vBY4kOar9PwLNrfO9k/ODrS",
-	"qs/L8NhEJOSmQW3a5IE1acjD0YcTuDisVXmVTYUKCtiS7BzPuH3BYPWJBNlogLKwpOZSxID7bEBBBXO5",
-	"CXtftNAg+LTIs7icCIhWxomacD0FFIl2GVYzT9wFiSsHnOETFJCNvhT6LYBvQG+4vx+eHA7/AaFjww5V",
-	"XUYMO3lvHYfS3JGIqDFNSfEpy9KLnALUet9yMxNKn1+AF0QzPHAhUjzV4kwKdNXsmicUw8WHVFip8DmN",
-	"h8I+zPFf50KgDfLaBvJ2zX8tmP29DpoH74eDHVvZma3qhvxuDsDHdo/2CSCpwb39xAP1A7iMI5PqgRJE",
-	"7X54qMx1dMfIRv7gJHIVtlLcWOL0ir6nZUAFavot4eZ9T/HrtXh5enJgr63rb8MGA80ycOWTBtCeu41w",
-	"C1v3Nerbz4SV963b2TYaipbOGgH4ehqJybb0RLxVFei/PIePRPnz+phNxRplvpmeYFccI+I1SlDfUkzK",
-	"PCmWsL8vBM9FvlfqvfnPP/RexHBNU1k+Dc6vHOFxnAulNoKNMk83+huzolj0t7bSbMLTWaaK/u7u7tON",
-	"5rp6ZKjWtk2nSFVnIiDAFeN/V2JZualquOsf9hXrtwe4gyr5hiEDd3qMer1XB7e3LsSm3MV2TlcvP0qu",
-	"hRQKA7HabEgkThFdioUqaybFNgIjqqo3WlHwhmuOM5kUhu6YfmqVvFrzkGovVFDjTaZxTzI5SVKE1nGF",
-	"Dym/6LI97aJRUA8KVgwUortxJ80uX2Cuh4jCIFB22YcjNJR+n20UMKK0SflFh8D/qZUFf3wHo0Bk/Kvd",
-	"7R5b2X7o28HdG25jABAZnLWr4G/A3UtzgyGzUqoglLa20dGkZtMmBnc8dGlZbKPZn3/8+f8BAAD//w==",
+	"IgIBib6mwFYsZnMNh9EjOzlXwv/H3rcut21rbd8KxjPfWPpKyZYSZyfS5IfruKlbn7alpMlsdouwCFmM",
+	"KVAhSNvak17Uewvvlb2DtRYOlCjHyU7spO0/WxJJEFhYWMfnIYvPIEMWHExCvKHr44VzFgoRoG/Dd6AI",
+	"Wft8UcEONdCXXpsw9ignKpMYn7ZXGE8GiwwENN/a1M81X9Qdvnv6dwN87a94BuIT1ufajzMzVdARUzCZ",
+	"Xbf/OnoWGOM+hi8HFVJaOQSMk8cJtZBGR+L8oZXqwXS2v2SF/l303EMrgkGRzc1sEAhxfUQ7uCWIbYXR",
+	"+ld6qpd8J2rmGkNXG1VDW0zY5WgS/S4AFCLTqrMAFpWeSWlvYsfJAhOZ2AuEXbM8Nyw1NYEqBNBssx+z",
+	"YsqyspiXhWIXWWicMy8LnmZeYx8ohsjj9kziqI3Y/qhgIq1troBWyN1G4ZuA4gFCOJVYTDmcNsTFKHpM",
+	"BuZ45pDup+9niSyNPRUYVMKipX/VUu9L/a5xMiEmw8C11lP5/8TyNjsqg+I6o2v0sBzRBIaSoSJjEwre",
+	"UpFzadAP/EncxOoPih+4RuFm23NiExVKWaapdXAqWotCSCR6ZX6VXAkshAIt39fCdM3noSwwB3npgAf1",
+	"FTQaWyuMb64yrEKHHU98PtZaarPfHMEUITQYReDXaCM0JhYbQIraHDuB93LGeHJ9YbCy5ItWpKKxBPxh",
+	"ECRc4T/pcXxilpsDaU2U/eFPILdyBPIsxcNmWzxRcgGoqZa1wsCUKLeVSXYyKdbpunlZo+vOTEkGlwvn",
+	"9dBjG0j/YpbdAjHBkkJE4T8iz5pUM+GFQyncD1XXRAsBxavgRBDMr/7csKCFsqLNKGlcZOV4Wi8xg4rE",
+	"fPmQAd78geIFd5dUo3YePl5wJ7deO37YzmRwJJGfZoWcb2uZ+m6rloiuYdMILgGAgYnmn9d2XMHKX2F0",
+	"WD7Y+jDJ92xzfu+1E+RN3mr7mW14S71ENQt0m2N5BhBRFEqF1JyHhBGLG+qWaGBQdmG6R2y3WCgnDhWY",
+	"wtZYiD1BiFyfis7D5eMm/q9XOZQVMgrMtpmOPaOP2XCVgMFuwFBSLqy3hlFEe8UkSIUzgLQhCqXs+pwI",
+	"JUocMkwQPASeUmA/9aljiXvR9+WSgWehXBV5/ewl0lCTuTN3rBKXhBJqVGvpSFjj8fazCilK0zE34CFH",
+	"bZYmRoDVLBXfwdGJYtgLKx/tEOYZdpu6Di1v+BSkNy9gywsRskN/SjIySWRMjU/mcsAkaKxo6CobF7wI",
+	"9RRBISoaiEYRxC5mh3Agjv6QmojwxVFgUIgTUwQ+myVFKIHBrWdqek23NFAgIxwC9QnrNTgvC78Dkjr+",
+	"QqlfJXDpM2yJzL3dBL9sWBwLQMgmjH+zNtpqXqJwbfqYKGmizDDIhFZWIbRDCdkg9M4QTRdryyEJ3TOZ",
+	"altkSHl2cpugf1R5A2lQf6O8NAySAAGqr4XITiomBTk+IJmef+RNgEGgWRrpiiX1ApbSpV8qNs3jeufY",
+	"k8ELZybfo/kxXGboXGJGjgxTN2usWCr3bBo8fphZWUOJXLfj79+EqZBVrSGkatdYLNrt/ASTxTdUUGNB",
+	"y6wxUap8Vo07kCA0e6H8GLXV7cRVofwoc5VFkl1DwcYmWZoCG6SMQ/kxOFUhY/X1cyFI8e7NJiVHOvDN",
+	"zp1ihp+XpnjoAlut4m83E60VZzehCe3FibqsS0fYsGR9LeJXLxV6IQqepB/RMH8hpf99qPCHK8E6kaKa",
+	"dQssVJSBcA1sMbiNCalyVi/8c57zmShAV/1rtSHRToSNgK6pOgCl5DPHOSBmBdnqK9GvTu0FhGsdmx0Y",
+	"dKicDT4LcfOFEsuc/E4eBxPB1SqgRasTmXY/8q+wUgobDMFl2V7tp8A2Lj8fiFyUWR7KpVJDeHm80U49",
+	"SSbh+QMsPJ4JiZ7SOYc2Wz3UjZ5FvlsOeAV3FHHahBt//PF7jQO8NRc5FPtrF3ld7eyJQalO+bltVfB6",
+	"Cn36H1O6b5kltSltEgsUnQDq+RbmLAzbgk0gQP4AuLkSGcp/UcQ7YBEEsrUxMYeCMqTPlwE7Oxrsnwbs",
+	"POGKNUxeg4akBQNzGyk/93A8VZrN0bkAkEEAtNBeBbwf1FIQuIi9j/YC4kTyfEGdpZgWUcRTg818WU6V",
+	"j2jj2GIcl5WKSYjpdft2RDB8/WbQfAlKJpkJ24yr5YsDlUaepcB3ov12bF01SQH97h5cJ0FbYP7bvglo",
+	"A+p5pSmlC2V2DQly0/NH3qPV6qEJDLEGTDmmuvWwEdEOMfrFc9YJaufX/aCLppIvNhWScJ6mTLwveQru",
+	"FQ72tmaAU0+GV9QVbKn3pYDKU9pTMGEVGwgbXjZ6GzEvBLTZbwQr7SFB/d1gFj/9br9/bbPBn5Z1UWuz",
+	"2KrP4IDbNnk07DejTf4NxLO1D+GIB+y5xtk5j2GrYOSatgKGvsBOJiH/TuyNFVuixyT1OS/bHTKzn1XT",
+	"ye0vmfCimd5UyMiC0RZk7dDqMnAJL9R5aDfYaletFknXrU2D1ezXez0CkSF3PY4g8tho5T4X2TwVLBbj",
+	"JKaiWkSazkz5t+96ttlBYbCWEwl9nYPXL9kcgG78vuiJwKMUVLdIlcBgEiRnYCBBKFWxAEoWIQp9HMgC",
+	"eNZmMDIgDSK/+tXZYdMEagm5RvErEQehnGG5E9g8xiniSKqkTSnANrD1WtQZw0xYS02za9UjsKY8U6oF",
+	"MFjY0Tcu8ytROZetVIz1cSeZXZVQYof5jOeX2u22pdJGsCo3d22Q+i93f4Jm1A/o9Dpg1BrTUSVxyVNl",
+	"LUl9mOsxXgEuYvUmln7jml8JRCxg/CbxsrjiBjFsYNsBFMyUx3rcw24ozZD/aWIOjmTUWDPmPs922P9D",
+	"VBflooNZWaSJyBXihacmCmFYFjzSCArEJgCCM07mAGYRG4BZYJnmBRscHO3tsljMiymm4vCVkBTtVv7r",
+	"Zg/MqD1DGwH/vDbqhTQCgbjvvab1Bui9NLuAKdOquIDidMBiN8vNGmfdNwE7674J5biclSlHS/Cs+xbe",
+	"759df0WaAXt9cAqfeCtiJjGUnfY2zA5Gl6nMp+g4pdRdmvGfs0KkgISj10v/OVeCNQD/H20OQPyPcBpG",
+	"eMcosFpsAmUshJuMhX6oW8iW9EUeE0OTtAQw+zkwq6aCCIRphHofl7GQRYKgCSisgZGMR6yx+0OnuYUY",
+	"mf/7P4+wByokHl/I/XukqT4eIKIAYxcVz4tkwsdFexaTwwKzN0dCWYltWedlkhY+1N4qUT6wY3lE6KEk",
+	"b4ueTDinK+oAI+dIKQwPBeVhwvtLO5KoA1CsrcxbNxXi8haiPVHankdEwVsMwjPU6HfrC54Ws/Qz2oL1",
+	"i/0dc/k75uLZSgb7kjTyHAQY6+/TSUtPHp6pPw+PDm1v+51iLg9hFIEyhF68+xxLsKb1z+ELGCiYjOWl",
+	"gahvpdlFiw5dyqUDo1EpHWC/PZwh4s8aaJtqYyzwgPswTu8xm2iLipLgfh62z6LLRMaI3UyTFTW1yads",
+	"Cfq7bMU+D6Wt9wSABHupLS2E3zvPzXPR6jTeGV5u4tDfr+/b/WL6xWOv2qVWunVaRsuIzQ99G01e1p+F",
+	"KBmXF6LplWQ5fffnrac6Phkdnrx8uf9iNDjd3xue7UY+yK478IAoDbe8LRBlgBZpTgs9e322WqBlTpVS",
+	"kYPT83OIxWoxTaIYT9Ps2ghJ9z7nY3i2e3B8cPxy9M9X+6/2Rz+9OjyMWMN1a30xd38wRkyBW3JnGGCA",
+	"fhoz81BHes7Hlxc5gB68y87vXH5F7set6DW17k0AHkZpS6KWrGGovgdjOJQ11nBSmJ62NeavljFgGkcS",
+	"0lBK59rl2bU+MNgVzxM9/8p7OHSJYx279iKhmEaLI6JlYwHOBZJbYTXNOveuGbD3xrFQAdv1XY8+e1Pv",
+	"bHJ/KMCPUUzFLJQN9wQRBzSElhIpgMEFbCxkkQvC7lVjDlgsUMqGMQDDg8DLIoOvo2afDdlz9oadeY5Y",
+	"wH6D/44PTncPB+xaJBdTfbae4vH7BkoAEkDQH48uOfz2rfkQ2FzIkbpkmRcwYByQKS+2Dk3H/VUyj1hj",
+	"joCVep4pSE6+a+RcR6UdW7NQ5MnoQxWQy83RnL0j+NzGb1kaB+yXbMqlUhnGq7tP2F42Hk8T1nn27FGf",
+	"7U21vNA3v5QS2tP3pmKWzUSRt4G/Kk3b7JCft9lgoYo2+8dT1uhub+80WWf7UavT6RLb8uuD09E79pyp",
+	"93nRmLP/r/3sEWeDwYizxvXoHd/68OF6xD98aP67y7a8b5seoSr8+jl8eckaemK31OhSX1GM+GYx4lFA",
+	"Mw3zoC0Kb2oBPf0GkJEo6IH5C7MUvGClTAp3bSNSo0si9y64jHkOxAmxuEqIwjyOswnrBJUF3VROWiHW",
+	"Af6zwh2NzO8G2lE/rmUf9xZtOZPVeX1w+u+u1sadnrf/IHOo79HRTlAhPJYjxtH/xk55t4ci1tht9mxx",
+	"ngl5lXJMhKGVH+t7u38DFuXdm4g9ZxFNMfvwYa7XCZbpw4c3+i8ohk6UH/hiqJeICTvv3oxcRCTq608W",
+	"kR9RCJgXMYHF7rAWrHTCGotRcslabDHlxSi5dBLivtKTBpIQWUaVpDAUE4waXuSC+Zolet+tDsE+9vRs",
+	"fzDYGgxGb+3t5lkGOPJl0comrUmWxkuZQH2xWfdNxX7F36yEC7BqHCGKAffhYiZQb8LTUVFpn7aPrCV4",
+	"F1Ravs4ivofsWoKS7uu98hamHRqhC0+QeJoy6UTRhqpJhZoQ16ZiZ13CeKBITsQa0qMmBNXT7LFoOkrY",
+	"c9bZkuwHVoySTdYYbg6b/2519H8RzKPl0NNG6abhTjEo2TgN40xeCWnAWA17a03MyMGW8AuBPLFRPlNi",
+	"rD1/0CiDwSgXaks2/fXHxd/1Fr3psTngHa6Qk2BokvOUcSf1unyGE2nXlct3qh57vP3YIgZ47QZpAiSe",
+	"Cy/7b4lrjFk3zdK4zXZlKL3IE6sNPBHEIqHWmjXpUbHx8cnImk5n+3snZy+i22NGYIp87aQcPWYd1xXG",
+	"+f6OK/2VyzH9cd4q6axRJ+QPHQlDJGaK3Z+LaWKxe2xUDPhhQNLBDPhlcHL8jYTBfB5+zy1ZURkncyF3",
+	"Tw9o5P+VyqDYSHau7dC1IJSZLHI+LnxP+JorhlF87QM9dG+kB9dZu6ii4OQEmjlecAy8f2SO3+4eHX7a",
+	"HJsbf/E57jE+Tyrjh/YCLM/Rf2H8D59rWisI99fS2TY406/EZnw+T+RF09CyJiqUkOTQ37ZiMc7AMTJE",
+	"JdrQIaMpA+J80UdwPageyuIFUkCKm0Kbr5DWwmYDQg78b2Byvo6E0MLWSIgPfbu2KM1j7jGkGgvjRvRZ",
+	"hLG/HrNcCFRNaG09bSOGkivgTCAcJSJHgFx9w/rV1sARN2iRNA3e/CRJCyJ+QjpfnvbZas0aO89KGavl",
+	"Wg3AJluDQnhaQf+9Q1zXsA5UgrEzfnMo5EUx3eh1uk+DjVki7f93jvF+ExHjYHn9TyGxmPxHBKyjJR5Q",
+	"0fumtA1L2vRnbVNWuTQOSLkuT1YyK2cWYH2WSPo/WK2RD+piVZEUN8VoXOYqy52bZJq4IRXa0JKKbbb0",
+	"ffSmdSxuitYeXUYy2NgbvG6uGzw+Yt1Sd3ee3G+5mRPWw+ziFOr5PwWPfmljS3RqzPxARVOlXaIyYfVR",
+	"Q2i8IlMDJ8tWPZLfBIR9uCRAwkOmoGHnWTRrmyTcsL+5ZAEIdLOCAr/36mxwchY9rGmwD0qzpk5tfZjY",
+	"GLhrlf8v2Tn29IH/jS18qjyH0gBSrFU8X9YAPN/zBeZ84iZRU0BBRSJBEKDew9BURTCdUXtpT2u/Adj0",
+	"KKlopajvkbPOuTKdfpG5sMiAarLwZTOgMJ5DfjGEsHiuAL87XA+Y6XP+vhTAwG3aPg1eexBKlek3UzgL",
+	"BRS92wgzzgDIepwhKd40mRTEEgqv7rGNAF0IIUz6HCPAnYU0U8Q5XyBVAxBphhKaWil+qCcZSl70K9D1",
+	"+rNUcH0GZ2WB9RwQ8gADJ5RQKYbHc/Ifvft91nwsI0HUPyD9PvrRLFUvlJG2HdpUqzUCypokVvoAhi8Q",
+	"n24EJ6RwH8us0P8BizLQH5h6LGpVoE+pFCXaVCwy5WDeM0IZLd0fr8a7Qxtb5eYjoPmKqFus+oy2tklG",
+	"pRJxREQs2CFxrZp9tqb9LJTWrplpSZ6UabrOqPBSozVWxe3na3fldN35nLO1+7VO1s87Knc63TtYRcsH",
+	"VLrAzQZnBrDa8GLtAHBPbwSfnr62iCNf8+z2nrcOkto/kfV7fyOZciu+oE+yiZ8u/2In4Of2QXbuMV5k",
+	"wkGG28WAQFr51B5sDNGi4ejg6PRw/2j/eGix/r8Y6rdfH6Oq56931tvDvXrWb0Gb/Hrsb60FtKeWKONR",
+	"IwYDIAjkgs/0dqSqX35tiKctVsZUpMg6PBOzLF8YvA19MGojKs+uWS7eiTER1dLl4BZWGsH2Bq+1zsem",
+	"pdV+Ycveg9RxBF7L8wItFWDjzQWStIZSCQk+PpxHEQ0nFUWl0AmHBaOcGW4EB7sQSpqUXPDYxu1p+HCQ",
+	"IpckpKKwjhREg9iD8YctAEnwWSV3Ol12lPzY7BNvpZ7mJUSPziMWne6+hebj4cnJ6HD37OU+pg60wnAJ",
+	"8woWd99ycIEGhY7mRAJFUSljERte4UbUMndowUcer/HjJlSm0ksWBAFPkAy23gvLvNZQjhPAHwGHQJe3",
+	"/oA6xWFotsDaMJ9XiUQvsPR/mqWxMxqXx8x+YJ1QIqJXm/1mCU6ASAGHuzSr3WestuIjlJbf12GPeKy4",
+	"iKIBeEsgU8a2rOmi55U+eutwgtWyZ1lPe0iLGvVxEszkIVIwidoR7KUeki6b9cYNxs7LWBu8JGd2XvBb",
+	"X9Q4UHuDGsdjfZqpYlOx+XShkjFP6YZNRsCHaGHS4lMTP2kEUz0Me0SJwrH1rILFvMvOoUED7CwCY5Hl",
+	"TOTJmM14kSc3SIoKLw8YIuQ4Xie59hlZF3YNAyrJqBNEoURJfIo/bwZAE1udm3E2X2AUvwcUXAbq3QwY",
+	"IknjKc+BnxHSlo/+0d5hvyIhntZS2YR1tx8/9QrkFWt0nrQfs19/DCWSgwWs29HXmPz2Ssp1khREr4EP",
+	"g1glvxQylDhfne5TqnTxEF5oZRMFVJpGRYImdC9AaHL6iTh3KAeOQxOJnniB5TGr4gxzgOJckWXGfX1r",
+	"KrXw9j2tjgBRfFkfVXEkkMa9aTlDIFlMUwDJ+dXxI5cgPsZ5JJCTAeJ9LpErQcT9Okblj8FYuMEQRBEk",
+	"6YHCG/SLUT5atGuFWKEKIszOmWnj1N4WOgb6Nc2e5ONL+zih3bVGDGA9hISc5aHEAtiUfOppWcTZtaQu",
+	"V++xKNNUNDIBgnFtj6UpAl8VikqInAQQIhWMdpblwgC7Q2GS3u+CX2J6G4SAhow+n+OwoJvB1uJsktzo",
+	"YV+JfErAQFpwj5IfQ9nIS4lxgPNyMhG5CgwKIuaXmngP64b6NbrjKZdIdu+zQGs1C6NvGH3feQanpGs6",
+	"IaWm+hYAXbVnMVNUYbSz/FCf3t88s0Jv7R6ayCWqadVzAWufdTqUNbTTAWkTPeJfiV7TYw4HQmhjT4WS",
+	"57kWHRD3J9vwig7HCs/g7s4T9gN78ph427HxxFH3VFg7lbFoXmZMZZPCiCNaJgVtKVXOWClToVQoo5cn",
+	"R/tHhwdHB8PIYCqiYWFFkjUGBy+H+2dHzRXRTJTDXo1QtE3FVHRwPNw3sIb96nlP3cdgh2odinyqRrPB",
+	"D0IJzXQ1eWN9iy3EGHiXnY+SGJud2/pyJYqoaQ4nFOlQRvhsKm71gKLgc/LnMYZirDrTk4dFEEI7HWoJ",
+	"yURZQhpXw2HppzCkow3oPDsXWo4ZSgrAojWNqgf+Yyo+cWY0Wk0c7+GTPOlzw6uiQltGsZ3tf8B0D179",
+	"9NPB3sH+8XA0GJ6c7WqdbJnWd73bTZI0Vd5pYAr4Q6mXUDkktwpY8jiLxYpouNMJzxGQZ/KQxtoAw+fj",
+	"rUhp//xqONQ214uT345x8s54IXrevQyLuj3N0YAz24YMTG/veJbTrFTUa1bO9UGGARBTnsZyXoBJTub4",
+	"LJEt/ZH2NCzn8c7OoydoWmypPttmRZlLCDNmk0kT34ezi1wPaS7yJIvZlCttGgGYgbu5vnELfueZ1MAi",
+	"3wOVD0L4A93pB8xrwoYSUAq8BYMNsMYOv4OXQxJ7ePlYL6ylHNXrp1cWSwEg86GKbO6g8ZI4XWa8r5Ld",
+	"u0l4hGT3wNytxUzE7PH2UxZRWGA0PDjaP3k1jAJWcdCQDoX2CozeQP6Qy4BeGQHjaRvcWBq29SyUuPxw",
+	"VIA9X+NCeOokqHMbapFz9XwbF/5W9NxZmRaJ9iW3Jlk+a2nNoj8WEjPF8GvMttBFQ4xkmTxMwPwgRDYu",
+	"RNFC1xn4hQXernrtStgC3P5PCiy9gnm4G2bvX7oLBEILLtJwtD/cfbE73PU/s57hyenw4OR4AKC+B4OB",
+	"/uh092xYTwJ8v70iT++3Ugr0jFYoc6BEJ0W/qltA8UwEOMkpMIAIwIap08PL6mQNOlwo9e/JkVo6FaxK",
+	"CX2643uSqFU3KGCrblDPlY6IG+3AaMOrLipkTD/jVWN7xZKj5LXHVSIAdgL+C+zhe224qSwmBpH0YpZp",
+	"yhq1oZnmFyT0+IrIfN9RRJrYju4LwNvz13tVSbcuebXjBgVcu+kYFfgsdz2U4K8DoLKIAX+pX0M7SKGP",
+	"SswglChubbZkt1Y65YxSdCY17HUAtzWKsuaJXxqd0p/e5nfAVoP2im/n7w1em4bgHKnz1UKOp3kms1JV",
+	"sh53SHNQ3va20gbHYZWLpXS8HgXSmBgOE2WiPeBEweJGJG+Ri8EsiYR25lTVNyZ8H+1PLbnJyw9gxnXF",
+	"qP44FdzzvSBg49xbGDKmAGw9gmVfSbCeGX1qu+k8kAdsijAw1PrZl8AV3gxYzGfaz6XWTwPaDZEnYrjx",
+	"DqFAb7PqS29V3nE5wqj4AgLLUJpZ4XQhT3vZ+cUl28RyS8Ea+mGtTKaLIJT67IAuk0QxIWOIe5JnithD",
+	"1rkF8ACeYkLZ5zODoKjhgM4Muw86zxB1hscaKhDoDk1ETMHvHabWkal7ZvLGXcqtQXhvLbb+tJLDe8ps",
+	"32L6fyfNC6/kpdTbC8uXWCP65eTHLwR/8ZdLVp9maerr909S3ITkvD5RveuFATBwhtzntlEZvu4zvhyz",
+	"tE5Mgb3CFBMUc9bQ2imRFMPlxOfZbLN9hIa75gsbHkt86Pp1Gp5Fe7vHe/uHh1r1eRkem4iE3DSoTZs8",
+	"sCYNeTj6cAIXhzUqr7KpUEEBK5ad4ym3LxisPpHglAwgGpbUXIgY8L0N+KtgLjdh74sWGgSf5nkWl2MB",
+	"0co4UWOup4Ai0S7DauaJuyBx5YAzvJECstEXQr8F8EroDffTwfHB4GcIHRsWsOoyYtjJe+s4lOaORDiO",
+	"aUqKT1k2ZuSOoNb7hpuZUPo8ErwgOum+C5HiqRZnUqCrZtc8oRguPqTCPobPqT0U9mCO/z4XAm2QL20g",
+	"b9f8aUkL7nTQ3Hs/HOzYys5sVDfkX+YAfGj3aI8Akmrc2888UD+Cvzk0qR4oQdTuxxokQ32XyEb+4CRy",
+	"FbZSXFuC/Iq+p2VABWr6LeHmPU/x67V4cXK8b69d1t+G9QeaZeDKxzWgPbcb4Ra27lvUt18IK+97t7Nt",
+	"NBQtnTUC8O00EpNt6Yl4oyrQf3sOn4jy5/Uxm4o1ynwzPcGuOEbEa5SgvqUYl3lSLGB/nwuei3y31Hvz",
+	"X7/rvYjhmrqyfBqcXznC4zgXSm0EG2WebvQ2pkUx721tpdmYp9NMFb2dnZ0nG/V19chErm2bVpGq1lhA",
+	"gCvG/y7FonJTVXPX3+0rLt8e4A6qJCuG9N3pMer1Xh3c7roQm3IX2zldvfwwuRJSKAzEarMhkThFdCkW",
+	"qqyZFNsIjKiq3mhFwWuuOcpkUhhaa/qpVfJqzUOqvVDBEj82jXucyXGSIrSOK3xI+Xmb7WoXjYJ6ULBi",
+	"oBDdjVtpdvEccz1ECAeBsoseHKGh9Ptso4ARdVHKz1tE8kCtLPjjW5gjIuNf7Wx32Mr2Q98O7l5zGwOA",
+	"yOCsXQV/A45mmhsMmZVSBaG0tY2ODjeb1DH146FLy2Ibzf74/Y//CwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
