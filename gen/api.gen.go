@@ -1108,6 +1108,31 @@ type ModelPerformanceEntry struct {
 	Version string           `json:"version"`
 }
 
+// ModelReview The numbers behind a trained model's review (`GET /model/{version}/review` defines them).
+type ModelReview struct {
+	// Analytes The analytes in the order of every per-analyte array.
+	Analytes []string `json:"analytes"`
+
+	// Components One entry per component of the model, 1..A.
+	Components []ReviewComponent `json:"components"`
+
+	// Leverage Leverage of each training row, in training order (`1/n + t_i'(T'T)^-1 t_i`).
+	Leverage []float64 `json:"leverage"`
+
+	// Rmsec Calibration RMSE per analyte with A components, g/L.
+	Rmsec []float64 `json:"rmsec"`
+
+	// Rmsecv Cross-validated RMSE per analyte with A components, g/L.
+	Rmsecv  []float64 `json:"rmsecv"`
+	Version string    `json:"version"`
+
+	// Vip VIP per variable, in the order of `wavenumbers`.
+	Vip []float64 `json:"vip"`
+
+	// Wavenumbers The p axis points the model uses, cm-1, increasing.
+	Wavenumbers []float64 `json:"wavenumbers"`
+}
+
 // ModelStatus defines model for ModelStatus.
 type ModelStatus string
 
@@ -1395,6 +1420,22 @@ type RescoreResult struct {
 	Spectra int64      `json:"spectra"`
 	Until   *time.Time `json:"until,omitempty"`
 	Version string     `json:"version"`
+}
+
+// ReviewComponent defines model for ReviewComponent.
+type ReviewComponent struct {
+	// Components The model truncated to this many components.
+	Components int `json:"components"`
+
+	// Q2 Cross-validated Q2 per analyte; absent when the model file's CV curve lacks this count.
+	Q2 *[]float64 `json:"q2,omitempty"`
+
+	// R2x Share of the X sum of squares this component explains.
+	R2x           float64 `json:"r2x"`
+	R2xCumulative float64 `json:"r2x_cumulative"`
+
+	// R2y Cumulative R2 of the calibration fit, per analyte.
+	R2y []float64 `json:"r2y"`
 }
 
 // SavgolStep Savitzky-Golay smoothing or derivative over the point index, with
@@ -3097,7 +3138,15 @@ type ClientInterface interface {
 	// with the 1:1 line; the residuals; the regression vector per analyte
 	// over the wavenumber axis with the excluded regions shaded; T2
 	// against Q of the training spectra with the 95 % limits and the
-	// outliers labelled; the lineage and the preprocessing recipe. The
+	// outliers labelled; the lineage and the preprocessing recipe; and
+	// the review at SIMCA depth (the numbers of
+	// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
+	// the CV curve on a log axis, a table per component (R2X, R2X
+	// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
+	// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
+	// ellipse (files that keep `review_scores`, models of two or more
+	// components), and per analyte the influence plot (leverage against
+	// studentised residual, limits 3 (A+1)/n and ±3). The
 	// figures come from the model file itself (see `artifact.md`), so the
 	// page can be rebuilt as long as the version exists. An imported or
 	// adopted model has no cross-validation record: its page shows the
@@ -3116,6 +3165,49 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /model/{version}/rescore (the `RescoreModel` operationId).
 	RescoreModel(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetModelReview Every number behind the review page's figures, as JSON
+	//
+	// The review at SIMCA depth, computed from the model file alone (see
+	// `artifact.md`), so it exists as long as the version does. Notation:
+	// n training rows, p variables the model uses (the axis points inside
+	// its regions, after the preprocessing recipe), q analytes, A
+	// components; X the training spectra as the model sees them
+	// (preprocessed, region-selected, centred, and scaled when trained
+	// with `autoscale`); T = X R the scores, W the NIPALS weights, P the
+	// X loadings, c_ka the Y loading of analyte k on component a, in g/L.
+	//
+	// * `vip` (p, in axis order, beside `wavenumbers`): variable importance
+	//   in the projection (Wold, Johansson & Cocchi 1993; Chong & Jun,
+	//   Chemometr. Intell. Lab. Syst. 78 (2005) 103-112),
+	//   `VIP_j = sqrt(p * sum_a SS_a (w_ja/||w_a||)^2 / sum_a SS_a)` with
+	//   `SS_a = sum_k (c_ka/s_k)^2 t_a't_a`, the Y variance component a
+	//   explains with every analyte at unit variance (`s_k` the standard
+	//   deviation, ddof 1, of analyte k's training labels), as SIMCA's
+	//   default unit-variance Y. The mean of VIP^2 is 1: variables above
+	//   1 matter more than average.
+	// * `components` (A): for the model truncated to `components`
+	//   components, `r2x` = `t_a't_a ||p_a||^2 / ||X||^2` (this component
+	//   alone) and `r2x_cumulative`; `r2y` per analyte, cumulative,
+	//   `1 - sum_i (y_ik - yhat_ik)^2 / sum_i (y_ik - mean_k)^2` of the fit
+	//   with that many components; `q2` per analyte,
+	//   `1 - PRESS/SS_Y` of the pooled out-of-fold predictions of
+	//   training's K-fold cross-validation (the folds and segments in
+	//   `selection`; each fold centred and scaled on its own rows; SS_Y
+	//   about the mean of all n labels), the same as the CV curve's R2.
+	// * `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
+	//   the intercept's share included (the convention of the
+	//   studentised residuals on the page).
+	// * `rmsec` (`sqrt(SS_res/n)` of the fit with A components) beside
+	//   `rmsecv`.
+	//
+	// The route names beside /model/{version} are never versions: 404
+	// `MODEL_NOT_FOUND` like any name the registry does not hold. An
+	// imported or adopted model has no record of its training: 409
+	// `NO_TRAINING_RECORD`.
+	//
+	// Corresponds with GET /model/{version}/review (the `GetModelReview` operationId).
+	GetModelReview(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPIJSON This document, as JSON
 	//
@@ -3766,7 +3858,15 @@ func (c *Client) GetModelPerformance(ctx context.Context, version Version, param
 // with the 1:1 line; the residuals; the regression vector per analyte
 // over the wavenumber axis with the excluded regions shaded; T2
 // against Q of the training spectra with the 95 % limits and the
-// outliers labelled; the lineage and the preprocessing recipe. The
+// outliers labelled; the lineage and the preprocessing recipe; and
+// the review at SIMCA depth (the numbers of
+// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
+// the CV curve on a log axis, a table per component (R2X, R2X
+// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
+// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
+// ellipse (files that keep `review_scores`, models of two or more
+// components), and per analyte the influence plot (leverage against
+// studentised residual, limits 3 (A+1)/n and ±3). The
 // figures come from the model file itself (see `artifact.md`), so the
 // page can be rebuilt as long as the version exists. An imported or
 // adopted model has no cross-validation record: its page shows the
@@ -3796,6 +3896,59 @@ func (c *Client) GetModelReport(ctx context.Context, version Version, reqEditors
 // Corresponds with POST /model/{version}/rescore (the `RescoreModel` operationId).
 func (c *Client) RescoreModel(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRescoreModelRequest(c.Server, version, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetModelReview Every number behind the review page's figures, as JSON
+//
+// The review at SIMCA depth, computed from the model file alone (see
+// `artifact.md`), so it exists as long as the version does. Notation:
+// n training rows, p variables the model uses (the axis points inside
+// its regions, after the preprocessing recipe), q analytes, A
+// components; X the training spectra as the model sees them
+// (preprocessed, region-selected, centred, and scaled when trained
+// with `autoscale`); T = X R the scores, W the NIPALS weights, P the
+// X loadings, c_ka the Y loading of analyte k on component a, in g/L.
+//
+//   - `vip` (p, in axis order, beside `wavenumbers`): variable importance
+//     in the projection (Wold, Johansson & Cocchi 1993; Chong & Jun,
+//     Chemometr. Intell. Lab. Syst. 78 (2005) 103-112),
+//     `VIP_j = sqrt(p * sum_a SS_a (w_ja/||w_a||)^2 / sum_a SS_a)` with
+//     `SS_a = sum_k (c_ka/s_k)^2 t_a't_a`, the Y variance component a
+//     explains with every analyte at unit variance (`s_k` the standard
+//     deviation, ddof 1, of analyte k's training labels), as SIMCA's
+//     default unit-variance Y. The mean of VIP^2 is 1: variables above
+//     1 matter more than average.
+//   - `components` (A): for the model truncated to `components`
+//     components, `r2x` = `t_a't_a ||p_a||^2 / ||X||^2` (this component
+//     alone) and `r2x_cumulative`; `r2y` per analyte, cumulative,
+//     `1 - sum_i (y_ik - yhat_ik)^2 / sum_i (y_ik - mean_k)^2` of the fit
+//     with that many components; `q2` per analyte,
+//     `1 - PRESS/SS_Y` of the pooled out-of-fold predictions of
+//     training's K-fold cross-validation (the folds and segments in
+//     `selection`; each fold centred and scaled on its own rows; SS_Y
+//     about the mean of all n labels), the same as the CV curve's R2.
+//   - `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
+//     the intercept's share included (the convention of the
+//     studentised residuals on the page).
+//   - `rmsec` (`sqrt(SS_res/n)` of the fit with A components) beside
+//     `rmsecv`.
+//
+// The route names beside /model/{version} are never versions: 404
+// `MODEL_NOT_FOUND` like any name the registry does not hold. An
+// imported or adopted model has no record of its training: 409
+// `NO_TRAINING_RECORD`.
+//
+// Corresponds with GET /model/{version}/review (the `GetModelReview` operationId).
+func (c *Client) GetModelReview(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelReviewRequest(c.Server, version)
 	if err != nil {
 		return nil, err
 	}
@@ -4599,6 +4752,40 @@ func NewRescoreModelRequest(server string, version Version, params *RescoreModel
 	return req, nil
 }
 
+// NewGetModelReviewRequest constructs an http.Request for the GetModelReview method
+func NewGetModelReviewRequest(server string, version Version) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/%s/review", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetOpenAPIJSONRequest constructs an http.Request for the GetOpenAPIJSON method
 func NewGetOpenAPIJSONRequest(server string) (*http.Request, error) {
 	var err error
@@ -5360,7 +5547,15 @@ type ClientWithResponsesInterface interface {
 	// with the 1:1 line; the residuals; the regression vector per analyte
 	// over the wavenumber axis with the excluded regions shaded; T2
 	// against Q of the training spectra with the 95 % limits and the
-	// outliers labelled; the lineage and the preprocessing recipe. The
+	// outliers labelled; the lineage and the preprocessing recipe; and
+	// the review at SIMCA depth (the numbers of
+	// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
+	// the CV curve on a log axis, a table per component (R2X, R2X
+	// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
+	// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
+	// ellipse (files that keep `review_scores`, models of two or more
+	// components), and per analyte the influence plot (leverage against
+	// studentised residual, limits 3 (A+1)/n and ±3). The
 	// figures come from the model file itself (see `artifact.md`), so the
 	// page can be rebuilt as long as the version exists. An imported or
 	// adopted model has no cross-validation record: its page shows the
@@ -5383,6 +5578,51 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /model/{version}/rescore (the `RescoreModel` operationId).
 	RescoreModelWithResponse(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*RescoreModelResponse, error)
+
+	// GetModelReviewWithResponse Every number behind the review page's figures, as JSON
+	//
+	// The review at SIMCA depth, computed from the model file alone (see
+	// `artifact.md`), so it exists as long as the version does. Notation:
+	// n training rows, p variables the model uses (the axis points inside
+	// its regions, after the preprocessing recipe), q analytes, A
+	// components; X the training spectra as the model sees them
+	// (preprocessed, region-selected, centred, and scaled when trained
+	// with `autoscale`); T = X R the scores, W the NIPALS weights, P the
+	// X loadings, c_ka the Y loading of analyte k on component a, in g/L.
+	//
+	// * `vip` (p, in axis order, beside `wavenumbers`): variable importance
+	//   in the projection (Wold, Johansson & Cocchi 1993; Chong & Jun,
+	//   Chemometr. Intell. Lab. Syst. 78 (2005) 103-112),
+	//   `VIP_j = sqrt(p * sum_a SS_a (w_ja/||w_a||)^2 / sum_a SS_a)` with
+	//   `SS_a = sum_k (c_ka/s_k)^2 t_a't_a`, the Y variance component a
+	//   explains with every analyte at unit variance (`s_k` the standard
+	//   deviation, ddof 1, of analyte k's training labels), as SIMCA's
+	//   default unit-variance Y. The mean of VIP^2 is 1: variables above
+	//   1 matter more than average.
+	// * `components` (A): for the model truncated to `components`
+	//   components, `r2x` = `t_a't_a ||p_a||^2 / ||X||^2` (this component
+	//   alone) and `r2x_cumulative`; `r2y` per analyte, cumulative,
+	//   `1 - sum_i (y_ik - yhat_ik)^2 / sum_i (y_ik - mean_k)^2` of the fit
+	//   with that many components; `q2` per analyte,
+	//   `1 - PRESS/SS_Y` of the pooled out-of-fold predictions of
+	//   training's K-fold cross-validation (the folds and segments in
+	//   `selection`; each fold centred and scaled on its own rows; SS_Y
+	//   about the mean of all n labels), the same as the CV curve's R2.
+	// * `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
+	//   the intercept's share included (the convention of the
+	//   studentised residuals on the page).
+	// * `rmsec` (`sqrt(SS_res/n)` of the fit with A components) beside
+	//   `rmsecv`.
+	//
+	// The route names beside /model/{version} are never versions: 404
+	// `MODEL_NOT_FOUND` like any name the registry does not hold. An
+	// imported or adopted model has no record of its training: 409
+	// `NO_TRAINING_RECORD`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /model/{version}/review (the `GetModelReview` operationId).
+	GetModelReviewWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReviewResponse, error)
 
 	// GetOpenAPIJSONWithResponse This document, as JSON
 	//
@@ -6828,6 +7068,96 @@ func (r RescoreModelResponse) ContentType() string {
 	return ""
 }
 
+// GetModelReviewResponse401Headers the declared response headers of an HTTP 401 response for GetModelReview
+type GetModelReviewResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetModelReviewResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ModelReview
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetModelReviewResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetModelReviewResponse) GetJSON200() *ModelReview {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetModelReviewResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetModelReviewResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetModelReviewResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetModelReviewResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetModelReviewResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetModelReviewResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetModelReviewResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetModelReviewResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetModelReviewResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetModelReviewResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetOpenAPIJSONResponse401Headers the declared response headers of an HTTP 401 response for GetOpenAPIJSON
 type GetOpenAPIJSONResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7989,7 +8319,15 @@ func (c *ClientWithResponses) GetModelPerformanceWithResponse(ctx context.Contex
 // with the 1:1 line; the residuals; the regression vector per analyte
 // over the wavenumber axis with the excluded regions shaded; T2
 // against Q of the training spectra with the 95 % limits and the
-// outliers labelled; the lineage and the preprocessing recipe. The
+// outliers labelled; the lineage and the preprocessing recipe; and
+// the review at SIMCA depth (the numbers of
+// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
+// the CV curve on a log axis, a table per component (R2X, R2X
+// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
+// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
+// ellipse (files that keep `review_scores`, models of two or more
+// components), and per analyte the influence plot (leverage against
+// studentised residual, limits 3 (A+1)/n and ±3). The
 // figures come from the model file itself (see `artifact.md`), so the
 // page can be rebuilt as long as the version exists. An imported or
 // adopted model has no cross-validation record: its page shows the
@@ -8023,6 +8361,57 @@ func (c *ClientWithResponses) RescoreModelWithResponse(ctx context.Context, vers
 		return nil, err
 	}
 	return ParseRescoreModelResponse(rsp)
+}
+
+// GetModelReviewWithResponse Every number behind the review page's figures, as JSON
+//
+// The review at SIMCA depth, computed from the model file alone (see
+// `artifact.md`), so it exists as long as the version does. Notation:
+// n training rows, p variables the model uses (the axis points inside
+// its regions, after the preprocessing recipe), q analytes, A
+// components; X the training spectra as the model sees them
+// (preprocessed, region-selected, centred, and scaled when trained
+// with `autoscale`); T = X R the scores, W the NIPALS weights, P the
+// X loadings, c_ka the Y loading of analyte k on component a, in g/L.
+//
+//   - `vip` (p, in axis order, beside `wavenumbers`): variable importance
+//     in the projection (Wold, Johansson & Cocchi 1993; Chong & Jun,
+//     Chemometr. Intell. Lab. Syst. 78 (2005) 103-112),
+//     `VIP_j = sqrt(p * sum_a SS_a (w_ja/||w_a||)^2 / sum_a SS_a)` with
+//     `SS_a = sum_k (c_ka/s_k)^2 t_a't_a`, the Y variance component a
+//     explains with every analyte at unit variance (`s_k` the standard
+//     deviation, ddof 1, of analyte k's training labels), as SIMCA's
+//     default unit-variance Y. The mean of VIP^2 is 1: variables above
+//     1 matter more than average.
+//   - `components` (A): for the model truncated to `components`
+//     components, `r2x` = `t_a't_a ||p_a||^2 / ||X||^2` (this component
+//     alone) and `r2x_cumulative`; `r2y` per analyte, cumulative,
+//     `1 - sum_i (y_ik - yhat_ik)^2 / sum_i (y_ik - mean_k)^2` of the fit
+//     with that many components; `q2` per analyte,
+//     `1 - PRESS/SS_Y` of the pooled out-of-fold predictions of
+//     training's K-fold cross-validation (the folds and segments in
+//     `selection`; each fold centred and scaled on its own rows; SS_Y
+//     about the mean of all n labels), the same as the CV curve's R2.
+//   - `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
+//     the intercept's share included (the convention of the
+//     studentised residuals on the page).
+//   - `rmsec` (`sqrt(SS_res/n)` of the fit with A components) beside
+//     `rmsecv`.
+//
+// The route names beside /model/{version} are never versions: 404
+// `MODEL_NOT_FOUND` like any name the registry does not hold. An
+// imported or adopted model has no record of its training: 409
+// `NO_TRAINING_RECORD`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /model/{version}/review (the `GetModelReview` operationId).
+func (c *ClientWithResponses) GetModelReviewWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReviewResponse, error) {
+	rsp, err := c.GetModelReview(ctx, version, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetModelReviewResponse(rsp)
 }
 
 // GetOpenAPIJSONWithResponse This document, as JSON
@@ -9411,6 +9800,87 @@ func ParseRescoreModelResponse(rsp *http.Response) (*RescoreModelResponse, error
 	return response, nil
 }
 
+// ParseGetModelReviewResponse parses an HTTP response from a GetModelReviewWithResponse call
+func ParseGetModelReviewResponse(rsp *http.Response) (*GetModelReviewResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetModelReviewResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ModelReview
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetModelReviewResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetOpenAPIJSONResponse parses an HTTP response from a GetOpenAPIJSONWithResponse call
 func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10117,6 +10587,9 @@ type ServerInterface interface {
 	// RescoreModel Score a staged or archived version on logged spectra, as a background job
 	// (POST /model/{version}/rescore)
 	RescoreModel(ctx echo.Context, version Version, params RescoreModelParams) error
+	// GetModelReview Every number behind the review page's figures, as JSON
+	// (GET /model/{version}/review)
+	GetModelReview(ctx echo.Context, version Version) error
 	// GetOpenAPIJSON This document, as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx echo.Context) error
@@ -10350,6 +10823,22 @@ func (w *ServerInterfaceWrapper) RescoreModel(ctx echo.Context) error {
 	return err
 }
 
+// GetModelReview converts echo context to params.
+func (w *ServerInterfaceWrapper) GetModelReview(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetModelReview(ctx, version)
+	return err
+}
+
 // GetOpenAPIJSON converts echo context to params.
 func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
 	var err error
@@ -10556,6 +11045,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/model/:version", wrapper.DeleteModel, options.OperationMiddlewares["deleteModel"]...)
 	router.GET(options.BaseURL+"/model/:version", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
 	router.GET(options.BaseURL+"/model/:version/report", wrapper.GetModelReport, options.OperationMiddlewares["getModelReport"]...)
+	router.GET(options.BaseURL+"/model/:version/review", wrapper.GetModelReview, options.OperationMiddlewares["getModelReview"]...)
 	router.DELETE(options.BaseURL+"/model/shadow", wrapper.ClearShadow, options.OperationMiddlewares["clearShadow"]...)
 	router.GET(options.BaseURL+"/model/shadow", wrapper.GetShadow, options.OperationMiddlewares["getShadow"]...)
 	router.PUT(options.BaseURL+"/model/shadow", wrapper.SetShadow, options.OperationMiddlewares["setShadow"]...)
@@ -12112,6 +12602,118 @@ func (response RescoreModeldefaultJSONResponse) VisitRescoreModelResponse(w http
 	return err
 }
 
+type GetModelReviewRequestObject struct {
+	Version Version `json:"version"`
+}
+
+type GetModelReviewResponseObject interface {
+	VisitGetModelReviewResponse(w http.ResponseWriter) error
+}
+
+type GetModelReview200JSONResponse ModelReview
+
+func (response GetModelReview200JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReview400JSONResponse ErrorResponse
+
+func (response GetModelReview400JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReview401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetModelReview401JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReview404JSONResponse ErrorResponse
+
+func (response GetModelReview404JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReview409JSONResponse ErrorResponse
+
+func (response GetModelReview409JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReview500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetModelReview500JSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReviewdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetModelReviewdefaultJSONResponse) VisitGetModelReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIJSONRequestObject struct {
 }
 
@@ -13061,6 +13663,9 @@ type StrictServerInterface interface {
 	// RescoreModel Score a staged or archived version on logged spectra, as a background job
 	// (POST /model/{version}/rescore)
 	RescoreModel(ctx context.Context, request RescoreModelRequestObject) (RescoreModelResponseObject, error)
+	// GetModelReview Every number behind the review page's figures, as JSON
+	// (GET /model/{version}/review)
+	GetModelReview(ctx context.Context, request GetModelReviewRequestObject) (GetModelReviewResponseObject, error)
 	// GetOpenAPIJSON This document, as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
@@ -13531,6 +14136,31 @@ func (sh *strictHandler) RescoreModel(ctx echo.Context, version Version, params 
 	return nil
 }
 
+// GetModelReview operation middleware
+func (sh *strictHandler) GetModelReview(ctx echo.Context, version Version) error {
+	var request GetModelReviewRequestObject
+
+	request.Version = version
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetModelReview(ctx.Request().Context(), request.(GetModelReviewRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetModelReview")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetModelReviewResponseObject); ok {
+		return validResponse.VisitGetModelReviewResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetOpenAPIJSON operation middleware
 func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context) error {
 	var request GetOpenAPIJSONRequestObject
@@ -13736,499 +14366,528 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17chtHly+4lQz2nRBgF0CAImWLDP9Bi5TFNiXy40O+3YYblUAlgBQLmXBlgiT8WRGzmlnALGGWMiuZ",
-	"OI+sB1AgQPnx9Y2590Z/pgpV+Tx58jx/5587QzudWaOMdzuH/9zJlJtZ4xT+40SN5Dz1p1lmM/j30Bqv",
-	"jIc/5WyW6qH02prdT84aeOaGEzWV8Nf/yNRo53Dn33aLxnfpV7eLrV1xNzufP3+OdhLlhpmeQWM7hzvH",
-	"ZiGsn6hMjKRO55kSjZHNhHqU01mqxH5nX8QfLm76by9uP5zEkdjvHIj4/enNu4uTPjw/Pj+/+OkUfjno",
-	"vBTx9enVx9Or/ve31/8RN9s7n6OdtzYb6CRR5u+bU/z24ur7s5OT0w/xofATJby9U0ZoJ+6MfTCRGMy9",
-	"0N6JzKZKNOJMySRuisQqJ4z1PSPT1D4IP9FO2JnKcJBH2NJUOSfHShg5VQ6fYBtGqUQlPdOI6X0VN9s9",
-	"A9M/M24+GumhVsZfe5vJsfr7FuIGxqfG2vls8cKJRLs7MZTGWC+8vFNCiodMe1iCsw/Xt2/fnr05O/1w",
-	"07++ubg6/uE0bh72zGieppGAFWpZky6EzYS9V5n4dW69bIsP1k+0GYsH6cRwIs1YJUcizpTPFnKQqkPh",
-	"s7mKe8aaoRJuJocKtmGUKZXAAkU7EyUTleEBuIKvWscjr5D+q1O5VkNrEie8FQ9SezFQI5vB7Hy20GZ8",
-	"JF522jtRaeH8YqZ2Dne08WqsMlgd3A2vMiPTv/mQ3Ro3U0M90ioRTmX3eNrmqceFvzm9+nB83j+9urq4",
-	"4jNzKReplcmNtecy+7sJZmCThVCPQ6USovChNSM9nmcqEameahj15fF/nF8cn/RvLi7658dXQCs48Fsj",
-	"535iM/2bSv7G83774fj25t3F1dl/np7EhwLGoIzn3oDgrBHSJHRe1a9z5bwYyizTeOB7BvlDhLRtFL7F",
-	"uxRYAjKOFYL96aefWsdFX2qVauPvlcxUBucnnX7X28nkVBpsu7cTR+JB+4mIFczvu96ONvcy1UkfR9Pb",
-	"icXDRBkhmXvBCXPKeGJexahMLdk7n2kzZqq/NfJe6hQO5N+4Kdfvbm9uzj780D+5+CkwYl5W5+1sphLx",
-	"MNEprTcSHUwRduUeD7TNeqZynxwKY4GdzVOZAVEaNcT9Hdp5moiBIrYi4Poi1m1UzzSUHE7EBFrOt14b",
-	"McvsOFPOwZ7Dj5/mDniKMsDwjUqaERBMz2BDRV+RGGV2iiOeKJn6icgUzikSU7kQyCGlu+uZ+IfTG7FL",
-	"78Rt8b31EyEztcoa+Zq4NW4+m9nMq+S9SrS8wW38u4/9C5wrdCiAjgKZyeFQzbxKRCO+/XB9e3l5cXVz",
-	"etJ/f3pydty/+Y9LOv2fAxni2ThO3ffSqVQbde3VDCeQJBo6lOllBtek1yD4jGTq1IpU4hbTqfKZHopU",
-	"SeeF+3UuM+XEgNsUjVOdqsyJ3rzT2XslvrcqVcZFYq/TOWhGPePmA5/JoVfJoYi150vcxSKzc7hH7Eg4",
-	"mwKlibjxk/hapHIqTl6cNMVv4jvxk3iMewaP5wkTLlw/rUSPRipTcJlNpc/0I7KVB6XHE+9EPMMzmynx",
-	"iON6qcRvREZxV7TELBYqdYreaMg0zT/sAklCNyOdOU9DbBK7mZWW6p87xURWec3xANnDVEnjRBdvw6l8",
-	"1NP5dOfwoBPtTLWhf3Sjlcsx2knldFOT6gDaHNlsKv3O4U5i58BQSr10O6X/V9uhmU8H1N9sQ2+ddqcL",
-	"3anHYTp3+l69D73AsSk/D73Q8yeG12kflAbVqRmUY0pVBt74eUemrh8obueXaIW5RjvAUnQGl93P9HXx",
-	"lh18UkMPzR4bmS68emOnM5lpPrrVjU20k+NMqb6byKzmIrmGx0C0QCVGgDjhM8nU9rubyMQ+iJaQQ6/v",
-	"1e+V61tS7y9AdkpVJs1QHQlJa403DN6QnU17u2HpYNf6xfFYncF7JQ2eOhrrVJu54/FGYrx7vv2YVvrG",
-	"9czf08a/2t+pHW6J3rOpS1YHeWWtb8FUWsRw/qIB5xuxOoIbVFf4ZzF3KsHOtmp4iR7NU8R4qTJsjwdR",
-	"pcaBljUMBtalMctUooGtipZI5aC5/egiXP4MrpLVtiWsdCoH4jshxddiIL4SeU/P6QJJYePOqxru437N",
-	"fAOnuDLH/9prPmueLrWzmq0dPDFH0bBZoo3MFtULr/lXbrxb3fmTd8ebpIkaAvoc7ZxcfuGHp1/24ef1",
-	"M/wo07mqod8LowStmJipLPBF3FgxNylIg85LDxqsNOFn0vptotJCGeBdgxNPLKC9clHzOm5BLLxwW7x5",
-	"uuWbdUvzvfTDyfd8rJcOO/zU10mN9hDlnGCL7eFl/xztoBTTd2hBSvrSV0ctvWp5PS0NvOiuenxrBJUl",
-	"Ss/HXtMptMYTqDsObz5eWk2SdXU9qia6p6WmbG94v2l53qMc+32m5F1iH0xgQV/0oRvabO3del8QNcq3",
-	"V++vT998FLvCJY1UDlS6JTfhbvpuzfXkvDSJzBKBiiv0FOMHMenX81ShvcgdCjnMrHNiZNME/hcUOmtU",
-	"PzTQxwZilKHjkX5USXxUKFhvPoJypZO5TJ1oXJ/274QdUQtOj6cyjsRNJrXRZvxeefnCiThfxD6MIm6i",
-	"Llh8wLJ4Jk1ip/o3FKRjErOfy2JLRJJvJ5NDLbFNpDGqMDstU1yiymLn+4uT03O0rp5fHJ+cnuxEO2cf",
-	"Ph6fn530ry9P39xc3b7fiXbCn/2L25v+xdv+1fGHH053op2yivbx9Or67OIDPv3xw8VPH1Bd24l23h+f",
-	"v724eo9a3PX1MX7IfxVGHeik0L9xFGVjVY1EDHIgGkhrmUmu+5Z+HVibKmlqFjhB+ZObK3/8xAJfqVm6",
-	"qBHr4LFQ5l7BzSwsKVvMxtGEQJ8fiRhajtm8q70TdBjbPXOMBnKViHimzTiORMzfxwKIDK+IvjYjG+O9",
-	"YNyDylRCJh4/kb5n2PzwwokMx4MqdiOe2UpzffwRHhRN8jPQa2M+M055OjegtwNlCzWd+YWYytmRCC/B",
-	"Z1qF0bB5Ih+IeJhYp3JNf27QnCTQfCI9m1XgvhsokSjYELbZJhoWd6qN9ETOUzmDRUEaJhJ/0hABexTt",
-	"LE9vLRuE987MyIYPYcHWvXxpzTh/r7ygaz+gl+ibz/k1vvggp0BhSGifox1r1MVo5/Dnpzl20fvnaMOb",
-	"1W43XATVFdj0emmVP/9SPhu463Wng8jhj5yPDVRR7PUWc6RhRjv08Zr107DS+Zs00o2LTe//4V0u9b31",
-	"Pm/3+soq0AaGF69VSnbITVLL6qU9hLNuRCrRupe/Daec5NenBZ3hfd+p8bS+/XfoLFMisw9OANsT0jk9",
-	"NioR3pJdCyWAxsp9XbQaN3N9Gi5tJBgnPHygkuDt0R5txJka2iwBxfBhoocT1JIFX+sxGo34IqVHO9HO",
-	"0BqnhnPQ3XdYD02VvFdJ7R2Go12d5o/B/oJSTQuN9ewaVL/OZRomi8uAY4KZYD8ta1TLzqsLvVe30FP5",
-	"2N+0l6nMxujCgL0TPtOgP8qRVxkNT85cMRA9nVmnmpu3eKpNnwS/jbSE/fLNpkRqH2A0bz4K/HxzT4X4",
-	"K9N0iwO3Igj/smwvZlG3pNYJ6WkxiO5xyKzDwwjm6RrhFsVXuv/odgzzPdwkbfZMAxhiqUmRqJE2ygkl",
-	"h5Mm+pdYzEXKqLbXM0WDjqXSQMdBggUxqCy87iDLWpKnURd6rCXtJ4XYeTD49SvP6TDkm1YrfIX3t9S8",
-	"C+6D9kk0qbGOzZzckX3cTzKlcK0k/d3yQPqeXm7+91e731gz0okyw7VGicvyekRCG/FzJxLdX46EU3m4",
-	"gWtPE+HY3fVtWxynD3LhYLGAYR71jCytKUl1w7zn4PEfKHxp7lUC4l6qRl7YuY+EQ7bVM1M5Qy/WQJEs",
-	"WeeAWLvAWxuK1y781i2c/sEW6jcqy1SKh+osWcMZcvE91qCoAu2SzE3Hi+zAFRdzjQQtRjITytj5eAL3",
-	"BSjKQuO9sHINnSg303df4j67UlN7r5wYWjfVw1YmFwKbcofCyCyzD2JmncZjR8/hZusKb3smftCJn8Rf",
-	"d8XMauNdW/wU+Dw5pwobvxNJX4vvxGP/n/rr7mfREo99HfWMwqfwW0tMVaKlaSTN3P8+nHsxFN+JGA60",
-	"m9g0icWjeH98InZFp/3qm/2DnmnAP78LH/+ufm8eBjscBVH81sKrJlzIpTFFQjqhTc/8NNFe3qkseAjf",
-	"yQX8+maipnaqfNYWZ8arNG2Lczloi+uF823R/ea1aOx1ut82xbd7rW/3j3qGon6kAenEpnMPO3mvKbLg",
-	"UXTbewcvX3b3i82HoWsnOs0IVS3tgDRUMlakFgpYHXYODsUUJuEn0gj/oId026j+P3Wr+7mQeSI43yOZ",
-	"pnlL2MwnamYoWmvb+QTbQoKB9qjDlscjvdD5tqTS+Wonn/CG7xkd+gkdfie0+FowoYivRVdM5Z1iehH6",
-	"6267/UlIoqwIdVA5BBluQYvpQKgbT7xAPy5areDxg7xXfEfIR+3EQPkHpQzQFNltHmk+dPDcUBoxtopC",
-	"O3CGn9oCrVOkwoyEFFdyKo0Y4NcUnOTEOJPJXKbpAvke/CZGqTR3jlbCzhz66ZE7ytQaJSb2Qd2rrGcm",
-	"eowHQWcCpFuZtrxtGaudEuiUPQqTDrIHHRiQAaXzPYMLlLNeb21byJnelZnXIzn0wOPH+j6ElYEc4rya",
-	"icEC/9vumUL2siNYVwkXeb7uaFbACAL4xLNwUcfEl92cCTGaWlk4P6VrRMG5D+pi3eHkBXnhAuHhejOV",
-	"lU5tLvuT8/fVFo7mDf5lpM4aHzPvkJtBPxIkCefFMtMTDcm8UwDvnIBcB6RgM+EfrEiUV0NvMzHTjyp1",
-	"zaXR77XFj0rNUFtRaSoGKmUFiZgvXA1AeC+cwH4xHoX7tUa4BRwTr4eFlxc4MHzhRLcTXn3QiYq4gW+F",
-	"8zLzGB2HgX2DnJhBeCIe36xEBHRfPe0h3da3fQo34Pc2WTw3wqNksIqKECA7EnDYFsHYhrYbHni5zU7d",
-	"UAq7x6qTg0f4pN0knwoovIVAwL6Rpz6tig+fo2AG2/BV2Sr8OdrZ3A/OjnrwbquXb/RUOS+ns51c7CkO",
-	"Po2y7thvdE5cZtbboU0/qszBji4TzH2QaHBaK+uJ449oW6KVcazsKYcurbWcL7lD5HCijWqBcCUHKTDN",
-	"RJFAjdHA+Ix5tLczkiK0E4kdzqfszvtyw3ZCcdw53T/P0F23CG9TpfzG81VdmTEohngx9il2qS5iiAzE",
-	"Q8k6A8oAEyUzP1ASbyqbJng9g2ABK6SdiKHl+ChEGD2t6FPzdRphmgAbpBuyMViIGDkYeu7iZiRgGnCN",
-	"gagN/WivplsRvB7KgtJ3ZJbJxcqS58OK6papbgfeYSDftZd+XuNBJQ22f89H4fCfO2aecrglRSWtUEyi",
-	"QBBRST9T0tWGc12SckeCJayOnzt0LcTh2/gIL6XJfCpNQevUIOvZhuilsoKrV3xlrYJhPrXQR52nJre3",
-	"wllO7Xgzqwhvn9sxrSTbYJGDlNdtZQmWDNAifCT4oyPRLZ3WEunNFn5izfq2b4poVO0wDN4rAzfxDxaF",
-	"lGxunDBWXGI7IFpqJ0ZapYkAaciRLMvNBz3kBwvfeT1FUyU2gTGjpYSKeGy77b1X7W/ZxLOyGzSo9QN/",
-	"bxMQDUPPubv0BysGc50mQhuSnODXRpyoe5XGbENJ7VCm9Fqzlsm5nMJz09PdTkGttVfFfAYTLnOZZ8kV",
-	"2GHdmTsbG5upJMgW1VXgH1HSzXfySMRGpzHJyA4UwSI8Y82JLLo7l4Mr5ZBxP0uQuTBKvLs8fyMy/Lot",
-	"TjWm08SgovSd+pX8g0VgQkyiOq0BhhnDXURRP3Ce2YD5DOPWF9pbvszG8tRX5VCSqXw8V2YMQnh371v8",
-	"MP93DRWlcsDBG/x9ndl78MIJnYTTRq8fiZl1HvQJ7YUcS22CykmKlJJZqjEEH7eHRMnnjKwax1Id1k9B",
-	"66eX0DuRZPLBHIkprEXhATFKZnDjpXY8BqWtYG08G1w7FPW1EXErlYMWNtF60CaxD3FVJXoqiCYQXv0q",
-	"lumS1xHVjPkUVQdT2PV5TiEcjkLDH301iGSbaMulM1/d6hLV/PLUsXQXcz+00xohkFe6zrE5tFni8q2A",
-	"o+a8xWPHNIK+J6HNMJ0nKmlvDhtVQ6XvqbNNb5LdY/2wSOiKK8sRU56HJ+ZGFqBGGL/NhLG+ecRGiCpl",
-	"A1cBaWbzHOamtGJbCVa34YuCSW6WsXihonx/SmtSHkTtrluZoC+05LR+hvA7k3W6/xUPL4hUdp4NFYlU",
-	"I52qWDRU6pTY73REHOJtrk7/cXt6fYPpfMfBAAjNC2USZDpGxO1PdpDqQYx+o4jNUW4xTTXalTLVM5ly",
-	"Nr0HwsOAjLlJFCUbhTOIF9gLJzD1EBRfa73rmUbcwictGGELHsaRYA2Dbc15el+spzOb+d0Y3a0qax71",
-	"DKZ2Pugwrcvjm3eVtM22ODbCzmhdhdOJGsqsZ2Ky9MFEyVbZ/uSsiUv2qWVzHRoc0DnjRMMp1TOxu0uV",
-	"zEyLhtWeJjHnNJQY8H7n9as6FoZ7syFFAITisUpi0SCLINAqRXCi5BbzMsXs4ZC+Z8bKYHpmIoapxqN/",
-	"p9SMjXUg24WlaLaL5meZnVpoVPYMPSP/UyRimQ0nQOWxyFQL1QDsXRoRfmG/VkP2TBDZ0LuoHrVDKw4z",
-	"W8rBJXFI4Crud173TEyxYNc3xze31/33Z9fvj2/evIsjZh7VdFSMx8AWjsijM5xnmTI+XQQnWxgCbFhI",
-	"6kFpV5G434zCWaBNYzG3oHD4EcSVGEgjRhFLGPWQk6FQBv4XxpP0TMz9UYhfsT5ojC75N2lVd6KdsGro",
-	"w0zrLZIlyfgpnrXWMMHP17GdQghckvPo+iGr5sR64R7kbFVIk+nYZtpPprWqFqxyH8Xlqdt8hdCelFWB",
-	"lQZnmbrXdu7W6wu8DoEC+E7BE/MgZ+vcWAZ404N0NVrC8m1eHWTNkJamXb/wIBUV+t4zo5RZO9zSoTu0",
-	"6Xxq+tok6nHrT8wQKLvIvXpWQHThjH32p0gO1C/TzBbDJQ3+SbqxmV9HUEG1r5PDMQ8pV7tCNgynyBAn",
-	"Iet/wlE66FoEYgpSZq3e+Ws/U8mcpaUtJpjZVG1vdriCt58UjI/Z6aLHlGOrMUk0zsecy8zbJvjsPXNC",
-	"KMs/oV6QpSIIVeXwvG31gqVjW91nHsAy5fBCr9B/3RF+T1dRnff81uhf56qkuYVrq3F7e3YiQKkQMAUk",
-	"melUGbqJMMCqZ25v3ra+Zd8eLQNmocMtAsrV3sEr8dVg4ZX76kjEuWgRrADo+cNE0MyhICAND2Q6T71u",
-	"wZeieEUMpREz6RzaO3uGpQrSHDQ6c0SmRhjdhXf3SiD1ioizd/Bqo465HOG0dQTNkZBL4TTrc1XsVHtP",
-	"Ss5/76gZlPxPlJc6rV+JXNrI5RkjRvM0rbmOk2ST6p43FsIKRcmyt73W/fTFj9JMrT5O+wW/g1KaSryl",
-	"QyRhGFqiM/Q4Lmq5JwV19p+TuJJqo9ibsTEe9ZzfRScI0OnGC7AU2Yav070yy+xQOcchwWtWAqPjh3qm",
-	"IoEJ72RBIZ9gbqgoCTH4Ue6AtRnLMiObiUw+CJiycRrIoS3e2gyPP4q25HSc6Rlm91K3dmw0nGzn1cyF",
-	"nGwnpxiDNt3aD3FZniuG79RY2WFvaw3/N1XtKqO4BVIaTIjxrE4bRTZaIwoygOO/9XB/yju7wjHVjxbW",
-	"rD/Pak7kJajDzNlB9lMPYibHKhLxLg5zl5RJPlGkT+5Sg3G9FXoi9w5e1cQZq0dx/e64BSw/3CSl0zOc",
-	"qOGdQmsqrQWInTUC7ojIgDSV/NAzTWEjbj6lQOb64enfVB9vnC/IOy4s7BvPHbubYDdQsa4nlRDvinqJ",
-	"NXmIJFF5UEBrJ8LR1c/K0AvfkMVqCyXmKSm0IPM+3tY1tEXBDnDnFWbKfN/VIzxzmx2RpY7wPK12dG4f",
-	"MHg4EfMZ9FY6gWVSe+HQ3BGJ4bTVrZywbcRy+XhGr+/hgIt/PGlKK6QxJp7KzlXoMT87BYf/Zd0Fe4bZ",
-	"GJt9mU/fdEugL5fn13utD2eXx+fXcV0g/0Rl6gh/YAODyM1El+fXVwpBWdBigE6T8BNz6QZxEmTPxEei",
-	"yldNzEyBM06BZsDFS3fF5fn1kjNupYNrDqW+HspUZSut1w7KyfuxTfsjnXqVRc7cL3/2Z13a2d6fGTP/",
-	"ppzFoBJxtVcVLdviuMjHqHIT1w5h/H/pgN5fn4oGhfY3q2OjSP5NA/xb+NtmHvYhZyOz/83NlhlMmZ1U",
-	"duxJvrUhymvFY05fCWuEmw9BMDuqZEyyR4CzJrUTTqFevV0+WMFNN2bmFRFmv/yJMWbbHcBqtNnK6fsw",
-	"T9PSAm3lM//bA9ZWckb/O8eurSTzfVFUYjkMYqslLwwxWy46Dm7LZf87FnztWp4XSuuKLs9XfDAIDFFp",
-	"y+y0LY6ZvZZFkBz9D90khNlpsxeukpMVoUPlkx3kQfJB+UBDp33Ig7HJSxJCrsWb649HhaKZ9xWHO6oP",
-	"A4sJZSSxM6+SnkHHSoFJmHsGp3UB3JjQU9ii6z2jdGaXFIalFLZSQzFmTsxnZM8viSzFJpRwFYFHr9Fd",
-	"jZzmbk2CLkTdleP7RGWlYHEx31z1TFDL84im3Ccat6DnFjbmyAdVUX17Zgnx8UE6YUejtiDILUocRazF",
-	"sNXroq8QViyB+38o4bDXzXFpDfmT/IsYs7hkZZLwHrnp455pEDhg+H33n5/s4Cz5HDcxQb8t6GdSnf/J",
-	"BP05pkRScshNhZ170YhDE/3MPjh4w0E/9sH1504leSAUfEEZND1T8hejAwQdoBTd7qYyTVktBqGBu44C",
-	"+feMTtDBuAimkUL7RvsJqP6RSLXjHASE2EU9n1Z7+xDEyklZY3GocUzCvueCIJ7+uj3+ZAfrHEnGsla/",
-	"8ksgnHqaD79W+Ad5QUXDqXTUStQwlZlaE3eX71kdJNlD2frDJ4i9yrUUgAYPpmPYWNfcHBNCDvc+etly",
-	"qMEtNysfw9Dd959hu3lz/VHMZOZBHRuik7qW/yzJ5mGyWwQarrtF6q5iEktrPEMVx/mRAJkouEh5F7QT",
-	"xaA3Rv6SfrJ16A0OOb83t5Ktd/JO1t6kT6K/BQyh58NyuTwIUNVeDtqFhXzhxEBLUoXwg0jYLFEl3yI+",
-	"feE4RDyEQJFatrVps4C9WhfnXDPOUzQe5twvYMnmUWIRX2jk5sTTGEZHCTsM7BvCMbTzeuiKTLeQ1qND",
-	"G1tPZ3nvToFX103Nad7Z7ZTeufE63f719cahtZarnKbyZS8IZRsqpZn+2aSa2VStwbPQpQ22Lt+05/gA",
-	"lrzPy3v0BatI4y2t5tqlu14J5M55w2qwTZ1MX+E7q+v+pLMLDZJ3g5roAf2bWrXcgzTxo/4+ItxblYj5",
-	"rP0X2dErBqF6sU4A1R8FJ0EhTaCLAY8vBcmBSFe0h6ZBDB+kWDKUiCgjkmVSaHZ7b+KfaGZ/ljW5jqA+",
-	"wIhT/duXZKKf6HudcMhg4b4j0RCTFGWmJLHGmDxisWj4TM7Ub1YnMu0ZTITNeSfGGoaMVwNbITTBJgRP",
-	"30I8ojmreSik6RnNiP8Fap2bDycgauCQbHqPmOrSJBRiQIMQ07nzmOghpO8ZCs73D7bcf0T7nYeK3lwd",
-	"n304+/BD/+Ly5uziw3UMqmeYc89QwF4xZ+3EbyqzHNQrRtpoQi0JHntMIxkr73omXoZ/i+u0Qhr6l3j7",
-	"lhOCTdjxLUGPgzezlnwu5j7VKjvHoI1VVrImTH2kYdOClfL1gfg/xD9C+YF/l8M7Z03I7H8/TyY2vZNZ",
-	"JLqvv3kdFUGVQ5nqAQWtFFiCW4Mg+nkCOuVvmKVFH69NTFBp3gGNMhIvt44V2noF3lmvKHf6Zo+6+RJ4",
-	"WL+3E+38WrtXZWir/2WtVYgb9i+yU11aMw4ZS0tZCssxebV6Bt2KubaxLjizTvOoCeVbTbDjNer+Unun",
-	"rqSebZHs9VzqW+qkZpirUWhLva5b+Gd5BcJO/UVOgZwQ/rdP4C/2CSAc5H9nPwCrAm8ofeq5oc1Lwcqr",
-	"hRTqI3k/rx/IiZZjY1EprXGWzVOv72WmpVcV7XUpVwwz7ZxfvmaPhBR3atEzOoenItjRHB+HOBcmtYQQ",
-	"zhIyVVtcK9UzZdwrkMSBycxT6erEnlTdq1BWa4vr9tdt3+vjBbv128+M993b+sVnjeOZgcdPUMnzmGnp",
-	"m7+SqS5187+Z61/OXCsYuv8LcNmCNmrAQp6TxLEMavisNI4V3L/P0U5SZbtb0HmZUWMqCMMl/XmJICtY",
-	"JJUVqsx4VSqrjOfJLfkDCkW1jX+tXsEow3/LKcC12byoayk9iBpbrG0QTEAD4Ot905fX4b0V6T788MTQ",
-	"K0Agq5WQMqwNtz5tml8QaOMmt7IYqKGcs/EtteMXTvw6V3NyCI6AzzYoOHmWLoQBeQGLSDquFYffPD+t",
-	"PdpJpcMIvqn2zwoyw8H1EzWjBdiYco4RyutXhEbgq2vyBdP5Q4HNWEm0T7Bd64eaWufX7ZxmV1DA/vKW",
-	"Z9YzDdzERLu7SJztXlDliWZb/IQFBEOmmcyUGChQk6Eb8ltj1YluB8s3YWpuDpOMaEepdS5aA6+zVBni",
-	"C5AO8q2LcrLeeC4uWZStngqjHn1/OM8cCSAbvYxFetf2rsaVJMxN7sZyJ1FliE/P8srWJcPE5KHgSpFc",
-	"IoGT8sbWH4mY0gxDKUkuy4XqhC2lagQWhHVoqTDJIRZ/xMREDsgoo4QXnhFsEq2ZVGiljtOvJnfUpigh",
-	"dCPG5FcyX/LkFo+2ZXR/E/qVmsWbUPQr5ejWebqW6i5GObrjmg/KKLNRyfK75vWqMyDaoeDntfcE/hpe",
-	"Nfdr3zP3IU9mCZrf8ePtFITyZDbpBqWxbXw1H94GN+PS4m96v7qYqKIsywmr3ulQpSE3EkpCg+62xTHh",
-	"PQjmR4QjENcUhCmj5NfbAgOW2vNR52oCoG0JVY6SAgJcbbwKwFYOly9hjk2sW5MBA79Uos6mhP8nGhYx",
-	"0LzURmXNEiRXrbl04v2sL5MkU25NZNtUGjlGyBjB70GbAzs3SSRUe9wWcaeN///w4ODgVUwg5uiBGsmh",
-	"ck3MH+jSO9/QO7VD0WshqHFTEAUpEjFMvDXTSYtLHxwhmwuBdsx0EOuBMRrw6zXZCM73803aXpLJlKyz",
-	"BxxTffUqoGCUM3Y9lBTdVw5mQsdpqpR/4YowNUa2kKHyomhgbCRGVh2i4wxH0OTcc0mQSxPVM4ihU4ny",
-	"KxETcfoN6HB0wYSIUgrm0tWc0Wo8kFEli8bGK7oAPKyBN/Mh8CVfve19xzziPq3wU1mnefqsp+1wdfOh",
-	"hd9qSr9Nf+0rk8xCYbXVfku4V+HFlTPkh7PD3d3yMTmIN+NQoNaETGLpKC8Na2V9VqghUHVli1aOCGFH",
-	"1ko6wQazsgJvM+UmeR68DoWgltLg60MEl2w1awvkk3ANRHpr9KNQMzuclKHpoUNQi6YyUVt6KFeU42d1",
-	"fpSD6pBEvh6jb3UoayiuPDSU1ArQliWk6+fFQXGQT10+DaK2hcitImzrmUrSXx9oFaZQR5clied5URzX",
-	"8l773+4WrR9sKhfCTa31E5BmbSYSlel7ylrPozT4XJtEPUaMIo+ezGSsgK+hqiqdiN1QzxZtAlNvV9Lo",
-	"GvihSexD1DMzmy4wOjCi3uA/qZffdSPkY1g636ts1ttpxm0RM2AexXAMlLBJ0jNAeeNMSR/wbOO81Zjp",
-	"EtuOC1Dw8gsqdaoUh1Eb65F3LAf2Xom9zv43DE2VB4FMpIPn33IISRNVXQ5FQZnwsIgneX96c3xyfHNc",
-	"G+uBY12l05PSZtCC1cyGcc7WT2YZ0LwjGvmWV1HE9zcRfN4rQ0IG/PbN4V3ViBRWM+oUMlr1Svuw9KUe",
-	"Xm4Hb543VR527TnC++Kpct7luMQvLbBbav9Z9XWr351+0Xd1fqG1hrnLULOnpJYnmgqfUCWAYOQBmXB7",
-	"w5z2X2KTW2eBqhtlQHJpSFacllDtIsyzsCPKZJBmrAh8cYGmJpifNsJ8wSDNE+PjsNPBQgysn4QE6uJm",
-	"5bEjTqTyfxSM02wKJyViX2vD/wvR2KjndaDbw8rxe1J7Xz6u5QDpGlAYrjLnlD/i8l/hyyC1YIrShPEh",
-	"nn2Vb1I1vlypeM7isknjmYJACKIkO5HgQIFIxI1HrPYjTeOx2RS7wvmk8diMi1i8mZ3NU0alThI7Ep1m",
-	"EZOZl9SBe3SUSl8EGoR6KdJjvGR7YzUTZ+63DFusXZeSB2SJ4AqQudrK9lWUttpXGImmRn6WUyVSBIhC",
-	"wajgQy7+8rzsVwcHL1/VJAeUYNBW66YUPdcM02caM3W0GWZKOm3GlDt+FAaPhRBdJcM8Xs6Q/7NntLS1",
-	"5RlUl71uv0PYd16aefmIbVNwIs5FqJOzj6dXP5yexBHIVzenV1e3lzf0zzfHH96cnp+fnsSiEV9eXNek",
-	"AO4OpRmqNG7i19e3b9+evTk7/XDTv765uDr+4TQO12UOC+XuSlXGsPRLvvTUyBoRjxqKK7bpmI3ToWCc",
-	"nKEJ3pZzGTP7UIXQkCLObcYxhTdTpPNykLPEjFnMnNGuEvKce2So+6MKRBzZf7ia5QvH8NU6ifOkXDjK",
-	"R2Jk5yYJoUY6pXX4ZAdo8kPgN5xSKMvMSUaUbkZ2uWpx6/iZRUCeX9UjUN6/20GNAPlHUm1DEl1Yg5qc",
-	"2p7ZlFQr1uXU3qB1rZzTWKQ/aifiqfKyvTHPNpUzp5JtqwY8O/ameqxXg29+mixyCiGJMRLWiJj+jvkK",
-	"ztGTtwrOAXp2k2fijTyRjHqnTY0cmzu1uKYDzCCYfAcLwZxlKXt4N3y0pNnl+aOxaAQvaqiFwcA5Jb8Z",
-	"YhZzCmu4bUMDG7xmQBTP37338NXq5t3kJ3cpY19UigNTOnT5KhUNUL57hv+N2Yef7OCocl9hShJlRYeM",
-	"k4gq0K1JzKYUZ1coCcia8KprUjZ3z+wWCy1TZzmZG9WL1QRyODPkCRvXOyPeZrJSO2Bk00Q8loAgCfoo",
-	"sUYdiak11lujh0ei2+6UojETRov/A6U4w5ZvvbNVe13duZQe7pScyJG84U+EGIdDOlQ48khM7IOYSrNY",
-	"TaislJIu5+EzcFFR5+NZ5Lh21JgCHvChjYgTKpHEYjzQE2q9iOCfzY0JlfDo6pPIgebZdlymlBFWkyge",
-	"LoMSFMVWuXQlT8SWptKt8u9Kd1yRhefmAwpXeUaHS9crc81SDlt+WPLtfSpYsDSuY8ZBX72DlfN6ivdv",
-	"MmfZfuvr6gm2TkPeDKWIiLhxISMS9hk1TOBnW3hFeBwb1qA+JR7Oy9bBI2VppibZdSl+ZQn4C5+HecOr",
-	"CCAZLmFThOvA4+frwTiRzQEqq8S6MlI+xi0u4BrOcvg38SWbhQgmFLtWjn75+qQfsfy24WsUGtnJ7Vh1",
-	"l2nlenyeAn9TZg5FRWO4nhPpCeiY3DUOVXEsigCSM5UyT3oG4XNAzluxU0cBfE8zLLFxNr9KsYTmg+kZ",
-	"7EabKvbMnwtygzYb7PwFdiqwz0ZZbWEb45TqRZB+4vXwTvmeyRTHtTZBcFaqhS/++/XFBxKvS4DcZLLM",
-	"lEzcIVdt6Znc5IGitxpOLDmOoU+Ujkl3KWOovHCC8RrXw8NEa4Bhmm1xzEb+V/s9c6cWVI2j+0r8qL8H",
-	"kQgNWEOPU1jOWi28DKuSCgspGuuE57jW5eV/tV9zjqp18evT64NdjcQVwlHSLlTrz9WVNx/FcJ7d55pJ",
-	"z7DcGirix23xwQZwn1L9fNF4mOjhRIz0I6uPJI8dPu3EeUP2PQpNlF5024LQILgcr8SSGDi8u6+iol3g",
-	"XSlVdn3zkY3eDfwPF65W0qB7rGeCsRU+IWxDsStcDo2OuaTuSMRTbfrYQgkiMm5G5MkaTqx1IBJx98HL",
-	"c/dVW2R9/ekOa4zZB6FB1RsuASvmmap2lMPHUrVncVfsCmjNSf8Tue5wWC9cjcUuEiao5y4Sv5LMzHNs",
-	"90zPfFXaLdG4ErMUtHiVqqH/AJ01pspPbCK+E72d8GJvpxkHxCJBwESwtnc0SFqWO9ES16f9u1Cemp9+",
-	"FYF0mymh5HBCywNtTGTOg4pJoIBA1Aa/vflYZAlH1PZ3otHd/bWJo5hP+59gSXQDl7gpdkUDVki4XzPf",
-	"MM0m/lPTGI1oiW6TMKetwWmEpQ6VNK9eOBEDCVziXFzSyPp3zV1uLUxrqg3SySUwya9ETLE++jdc/Fg0",
-	"7qURicrER6t8JLqvX+8jkBeu84s1Kw2j6e1UWuIVRx4JC5cva6DzmcpaGXp28qrN0AyVgKe1oXX5rz3R",
-	"IiL86r/20BSc9D/91x66TLxCbCjUXOFrLqxu75XogPb6+vVrQcPCEttilOpZLtRCVw2nVKKSgjTkVBF7",
-	"L0oTEWA3fNk8os0YcnARNBYK50gD32vHxdi/I+N10ozEjPZ9KL4WnfYBzKDb6XQIHmA4sXqI998a2pwF",
-	"glSi0+50RQN2ORRskulsIpvMguGsvrUZNFIq+xeqm2OWN5kDubhSiWpgGdvhZPUDOfcpq4rDY9ecmVDC",
-	"PZwW6P5rpPWvOHH++pTNapVDEvL/kLVJ5ChhCUD7dKLxTjqvVSRu9MBNdCa5cPzeK/E20yqZShMJp4Zt",
-	"8U2722kia4C5AGd1ZLq0CO1PtX5JPwJVGa5yDRTeKfGmIxZEHCb/pTnHgVcG2sAyZnZO9dpFou81xjkN",
-	"FkiMkXAW2Jr0ROsPSo8nTsgUC9bLAvkdJkvBAeW+0XZKNxGViG+iRRNFAclw2zA7oJew88XdZo2YqDRp",
-	"geqPS3uYIxNaI8bSWcKj7xngqKLbOugw1wRCAkp3cNA/nF0B19/vdHM4CgqB43KFPeMthho0I7GQmXnh",
-	"xF63Ysd1orH36tv6r8M9s98hUWKvU1OWnNHHVLaLv8WReJnvQ9QzyLTQxMIPm4wkRzygMlkaz0G39aoT",
-	"htsz3+Cr9BN8uNfphDJZy2Npize0unwdGpg/fIyDYMLudgKpAhMRHWRDzE9jiiCkWBWUe1rWKNikQ9jK",
-	"32nlfxdOjalk4O9i9ejRQ7zAxO+iwl7F7z3ze6vVWvk/aDusA+5m+FD8LvYPRaf9cu+1+F28hD/3Xu6L",
-	"38Ue/rl/IOq+hcOihnOMAPldHOCr33xbbaD4s6YBjKTBBUi+bASVxXtuExgbU1oBmsBB8TF8wR8fdOs/",
-	"ri5B6bPaP+taqFuDl6+eM4b6RXi6DSB7ASeyNP9v4Y1u91X1z2/oz9XvqlN/Da91Xh9U/yzaWfq4Ouui",
-	"j/o/lz5ennC3gz0i6W0Y+dKW89sH1T/pw87r1Q9r5/yq+mfR0PLXdZOGXur/XP563axfPzV4ZF7AWUuT",
-	"7u4dim67+81up/3tt7ud9v433Fq33YF/fwu/7O+vebjUanVF6pvuYiuv4eEePHwJD/fxzX14CP9z0Flp",
-	"urpczxj15qZX1rK28dqHTzYOd9fvQpoFvImH7zXM+OAAPu885yFcBCVVZsIYUqz32Ux4rZIW/5MuBG1E",
-	"93WQnfb26U6PcvCE7l75Dsplerxyu5S6VifhiUZxAeLtSBEqpXLY82mBSjzJlKJ7EOTh0rWLOg8LtI2X",
-	"EUiWzbxwVM9MQSovigHzxRe0q7xmpXshEtsW8VTeKULraql7yhmOQaZ284zlci8HqaoWfgyruRNVtRFC",
-	"BFiad60trFo/YSkLAdX/RFCphWV7Q1tUCg7AJU0lvjBJhPIG2+2qUaFssGHlPbihg6lCoBcAdMqe0b4Z",
-	"icHcF+W4SHE/DGjA7cJWQnqatqYNaxgL7XomxvHHbXGMKtJDsD6RSJSm9kE0pto0TKsbocaZymwM1IcO",
-	"oVbPdJvNw6cRytCschiE08FiyVoAqzKfCW+xtFrZFJHbg8gK/mp/U9WC4X0fxa/VffoxnJAfWzjw5REs",
-	"OS27nbb4iXRsWAiQ10aefSl1aMw/iu+EoTiiMotpmFz1e9k8Anl3weLlj8IolThRvPCj+FrstcV7UH5I",
-	"hsQYYjrNNhMj9aAyltjxF1Aunl75U9A8cLqYoDPSPuqZ4BnMBzm0zsNAvhZdeMUtrToopp1yMO3empUP",
-	"x3e9NY40Am0QljcED69Z0yYVNZYOlPSixvmPtDbLPmaWsIMxiP95KECTAWUedITpnEy9eR0pZGtzDzeO",
-	"FT+Cmjm0xuvx3M4dogY7jq2m6lywJSGZGx9BA03SkUv3YXxYbmaQ2uEdanuZfcjnnNtOoNOYF64Nq4om",
-	"qlJrvR3i1W6o77RvYVkY/uzHtzZNGm4yH41S9d1bmTrVjCtkGzFSZOa8MMBUxI88IDJX3bM+jDmuIV2u",
-	"4Lqs5evfyJKIoaKNK7KC4GopnWozbpjdH5u0mrxJ1OOPoiUaP1bfaglDhq6g46AzwCii7qImnfNwCejh",
-	"hEw6vOK0RXPjw7KXZIX4kIyRooG2tk5TjIEhessHgKZPaw/t5KarpbUvNdnbIYJ6a7OlI0O1v/CbZZsQ",
-	"kEn1AiJiJKSLsK0cNcYd1d46yyfiaW8snCjkURxNXALwLvskLAElup6hYCZtEDonr/I+s5lvMuPA3AYM",
-	"/5GlkChqu2feXH/cAp3yJgQy5zXQyO7RM+yLWEJtf2ZNyyJqL3CpilMw2pljWVB+x2dzRR/1n7rSCW6R",
-	"LjnS9VeuK48lFBpDiSgRLBGx3IVrm1U8BcvJDnudtmAUQwYrKksAWBNU+WdffjmwfGkRq8GM20DNX4Q4",
-	"q7lTmdBJ+/mVRjfUYbzGwJFQeVEb4opYghHILkTlRkInFBuWpgsBUgkblshstIRierQM+IueMqpLIBqx",
-	"zLweySFWiO8ZOrN0iBn2q4lV6ufmztgHw7ny9S5IuMbhdpBTxYk+fiWaMYeR1e4pZxAZq5yl67lsOAuF",
-	"FGpjJRuSIh4LoFeq9V+KkmxGPQNCIesP7CvmKhEo6baHNlG5dJZXtTwUmXwgSNtQ0xJYIHmowoLP5MKV",
-	"oikx9BEFfevQDDkgkOXD4DPqYYh5XMYWiAm9oEGC30EHJ6MSQsstgMx7piAHOQDe1mkfiCldxOUsJ1rK",
-	"ahJZz1CyDdc2AI3F29yPRblTklPAgK89sCj00DNYuHeWLloySSiGC/tpHomBWliTCKXhioyedvWhwiIG",
-	"ygwnVT0FDnh2r7IWogvjsgUcB1xgMqdjPlKjexDtRd2m+Fo4c09mR/xZmroVXeKnzy4hWuKor55RUPTC",
-	"MJJGDXiynyjHyPZO3ysR/5zah0hM9HjyS9wzq3VIG4itvFqJFIgiJaiK8CrKiFOVjVXSFpdVFAzKw8cG",
-	"HiY2LQELonxCFvoitZBkkbCaLk+/AQkRA8YYtlklY9UWxzQC3osY1CR2ycC8YszqCbMPeT4Zoj3D2EwZ",
-	"5XmDvzioT6Xaq8/Y5Doo5lKs+365rFq3Jo5/fc2O5Uth0+W82viTeQBwC2vjYL+U8VxFDm4LII4IZcZ7",
-	"mc7RaVgC5iYsy55pxA+m34lFuy3gLzjscTNCiNul7IIjoT0qY7jbgyCaZG1xhtBBNgSHB6WcYjCKoM2A",
-	"Ku5iOp20USWy1qYmCn5EV572xQ6XGEOYbyNuFYvQgkdxlDt8SvwPqMOkC2CXcqgS4p97nU7r5V6nQ1jl",
-	"FMVQzLuKCv40EVbp7XmF+zr731Zq9+G/n8yuyIWTpyKo3hdlop8u8TjSY2S7LBQPgxOnaqhZRTrf2wz/",
-	"tlRtsihX+azPlgGdoA0sxPnU9BnxfA3W+RY7BFSwjNyUB1wTene0gyEZBTJ5bdT1U+yDcUL7NQDs/yAa",
-	"BbEBcce3hxovmq2FNd/7Aw2zlrMmpnIVq939mbVJLws3ZrQWWh4dzUlR+yqYL3sGpbpIxI2FaInFRHoK",
-	"HqHIka5oiUkz5MoRP0PjIsYBsCs3NqIljkVLdGORqHGm6NSMMqUSO0VWR4baAIfbM3F314ivxc3ebsO0",
-	"us0QVr4l9OxywhyvfkGcla0uk9NTR6MAang6zyroBP2ZJIy89XGyzPL/hDr6NcbYrVFCr/MvyOCGtuDt",
-	"GSDaAfBuWo6KA3U2iUTFFF0yFi9bZbeVPd58xNLadbG6aVFmcWNtlVCSkVI8si2wTZfvCAwOfngSdJ4N",
-	"IwSEvLGDar2J4vMnSvnlIQ2sQADNIH8ChpXlhSdCYHZRmAEFR5L4ReBBDj0OlYoQFOH0kovKLAInOcr1",
-	"HRDCIhZknBfq0WdqGmx1jTjMoO+tl2mlrp+QadrceteXb6ia3a/2tQ085cxmfnM4O5UHxAju6Omw9l1q",
-	"sj4Dj3eqz6h2yRabqk0wV3pBlVxAQCWMkgfMGJpJzXguGxIloEvXDx+sLVePuZU8wpiTccJHdAPKNC1s",
-	"CjzQI9FBWgJNmorUkNb4zIR+VUYyCocyWuKoT/HoW0ytqkmAdjWII29QpueQKe3IXnRY2CQjUSPsg2p+",
-	"enncH/dnKuufw0sn76r/LP16hDCgUjg1kxlwzYgiKidKJirDwGnSOXIdcsaP2yXbKCokpDmS4bHdM2eF",
-	"JQVvUAq+xXc4OTVRQz2VqWBVCHSXn79u/ZLosfbu5zb995efVfHwlziqEho+Dtl0NuuZIuGV7BaHoHLS",
-	"WzxFm4F20e13Oh1QjCbqUfJAYACdx+6stYdJwtqMYvoPDHdBBeqNNPFRaS49Y6xpGTXGOxGjxWl03T32",
-	"+nQ79Y438oP1jH+w5IQoHFxoS28uQaQOtJHZYueJ/L/ts/6WE2rd/Q43U0e7t4Zr8J3LwTowqLyGQh2w",
-	"3tBmyQtQ+h1mGYQQwBkCyZLXgsyYyCgDthF7nN5cfyzqAauklNLMNNooPC8YSIbeECc6W1TmTOWAq4Ct",
-	"E37XJyUHYa2sP7AZlcwGiPjZL0DZ+iOb9XN8APjRqD7wJG36DI6zEVqBlnl54PlQnk6KXgt7+b4CWGfk",
-	"VLXFufJeZS6iw+MiEbfhNPTJKxe34ohC9rFwDl7SPZPiNwhcBR8VAEmv9sVwIjM5hCZFQ3tOPQeJ0i3j",
-	"/jHhs+dm53BnlrrWXmfvVbe7t9fqdroHnQ5orRI6g+H/18/Hrf+Urd86rde/FH+2+61f/tmJXr38/D/q",
-	"Ds2KfWg1wsGss91xJqodlYwdf32hf6eG80z7xTUcaQZ5VzJT2fG8Tow/5qz1rUo+k/smhpZsxnEih+J7",
-	"bJ7DmvH1kBsnrpgoC/Q7ztpB6yOFelb7ORK67PnRReBGW5x5JzKbKtGIMyWTWFB0DppDVNzEmyJRjkUN",
-	"eq6twfSZqVyAwpgS1SC/Q0BKHHux5BPvZzufPxPUv61BhQyA+2EilI40z4wTUlzJqTTFHYipzqLkK2ii",
-	"L71nqiD/QCGnl8eROHl3jMfm5PJYNMa75xShffNgBQOf0L3IsJ2DBQlRZDY7JNf+V1+9LxBSGygOJHYY",
-	"bIQgd7jmV18dinc3N5e73XZXfE1ZVdYILJR+cHDwKiL/r9QGX0MWC39ci8bN+bXotlEi77ZfRkUz1qSL",
-	"5vIuQzv5Rou45VPXGqrMB+YA/75Ti5iDg6dzD5I69BH2XqbOhtQR/j7VyvjWUFIuxldfFZjWMK//VJl9",
-	"/w9xdfqP3avTy/K0DqgTLkpwKYd3QjGOr2tDH5RbgOuMcD8zNdQjdsHFpWo4sRgoNl1rx6AN2rsAl4Hu",
-	"e7pOcbdKQesDhdzB2aKgLfrigi7qKIYgbPYhhjFwCRNGf4pFgwvTx6VCccByq0UJYtzEGFn2mRnZ8Jhi",
-	"rItGZ+mi3GSo4MWflwt6QB+l5vgJgjvQv5oROSgrsNqY4OGdiOF8xVxNLcAnY2qjg24qgMvYU6gdwSNZ",
-	"xr+EdxjjE4FdynVi8t+Kt49CosTAJiBpxqUieTiNUKQmFg32e5JLEGHRQMwLxcSWVyYvARGLRhyQi0r7",
-	"wZUd0OO4tKLhq6UyJzSfavGSaq+loiRhQ/OdiY8qO4z7Q2Ea//Zv/ybwny74K2GOlIRKCR+Iv0HTz+zc",
-	"h3LL8Erw/OJzF4mHzJpxz1A2E0nuzBDR9g7XnMwwCgAVMSYT6iYuKCCIBAwX3QK2LgepEjG7X99YYOiI",
-	"EIdhBIjDBf1wTgAwIIy3TZT4ndjGcpg/vLbf6YjfC2f11ek/bk+vb2LxO4sUuItFiCAKsqLCPTnwcAUS",
-	"B2m4Kcq9vD8+f3tx9f70pA+sNXQysMkiwO7ggSfGW/nw4uT0vP/h4qb/9uL2wwl8WcESAZ2Qc4ty2GAX",
-	"MPAqRjZudX9dqz+c3sRiV8Qnp+enN6erCa3P6aQ09DcXAWzpiaGXghDYcz9QmL8bkctFpNaMVcYVvV0e",
-	"ZEUebK5fn8fLlGB1eVgPmQXS9VUQIycXIBhUR3374fr47WkfB79uyFLM9PAOS1yMQCxFMKZhKp3DqMO5",
-	"YRiQsj8zTe1Dqp0/gnVDlNYH6YR6VMM56CarC1fCh39q6XgkcAjkCE2rsG6BZY1TO5B4d+UDUElTUJzD",
-	"HRk4nYUjizWWi7MU9gF9cMl8qIR6lEOfLqK8Ui/mWeWNLhVUyBchON5lNqZDU6yKdUrwx3CfujsM1WtR",
-	"cWe8VRtxBX6WbfExw8saENSc7+0Ae5SP2n3XiZtbr+/N8dUPpzfX/dsPP364+OnD+r22RrW8zMbKV0IK",
-	"mWhBDDE2lJ8ucu1dnjpY7vry+OYdnrvj8/OLn9btLE+TPMmHeC7Cbks/wSRiNqVHBYNSFJsWtz/ZQaoH",
-	"MR6dTHF0SIOUX7eYptrcuWa+DUQnuJFwt1kQqt9M1PAO2CtZR6RZiAHMJLe0EsEhoZVnx2UM+qf/8+z6",
-	"5vq5cytrkUSxCPi9wmMaCAuAg8ABSQ65g/2eYWwqUUjqdmO4ISbSLHHjwPPfXH8sDTK3faJ2yoN6c/0R",
-	"xjKVKahkKqmDQcOofQIXSudTU9tVHgu1oT9GIkBRqXIzlM0wBLFPuAGS0SAqgEs5URA+RN1FhUHwkgMC",
-	"AjEg/gI098IJ0E6BhDAyCQioFOtVCl0m41YVXADkPnhaxpIgAyujH9St0CoY3tMrBQsFS7S6PBTczwIs",
-	"TCk36TKGRk3wmXaMXYWgE4/awclfAtjmsKcAlqfulYElLGM409WVcvB2iJMCes1xrNHpUIW5Dgh/uRcW",
-	"w5tw4UXDP9i6qCWKjqkdoRNuPkU25G0pSnmvs/9NMyqicvBmxeg3R2ZFDI5bDsJZisFB22i0hN+FKxKC",
-	"f1wdGmWJeNxQGqGJV9WkBVBUczlkPwSSY8AJsTH8DplFA+cXhyyGeCkDoBqDbE0ImoaXXoIMX44ilevS",
-	"OaIVAhfejhVhEy9jXBDpL+UOFdk52Cq8seQi5MSR0vj2gkOpQUUuVg4Z5b6vkT9FoxpA83P3lzYjoTfb",
-	"4ngldHIdyiTos0iIq/iNhxWsPheykrQj2VubStxk9Qo+u76Gs355fHWzkSUO3T1xmSpvnGoSNWo5++3V",
-	"9cVVkGuLhvMmEW8oxjuDxBw/z8yKRoF7CRK/nMpxIUV0SVA8vr15d3F19p90jddZspYNZiErKWgXLDzU",
-	"W89iMsPhGBBvuKSNwFE6EsOVe5okH4wxbzilxHEFLbJ5JOKffvqpVXoK3ATE4Dj0yVN8CVN8e3H1/dnJ",
-	"yWmusJBdUDtBRxnYrA4GuCKZKi84kJvbRAPB4+D6pyasEVKE7JLmemzRVOGxXxLgwi6fH3/fvzq9vj2v",
-	"CBupHLQoj8txiTHQC0qKxUxmCC9edyk68iHAmmN+QLjaC72uKmBymENZuaqoVSAagrxMynP5tX+/+H5V",
-	"A6sHGHoalvYwZ61wFHWyRtM7vzg+OS11RDKZNiMbH1Zq13NJH27lAFs5vXl3cbIsuNIWwbwQgtIhPZiA",
-	"+4PHiKFNuK3XxYiub45vbq/778+u3x/fvHm3hawYYz3AsUqIF8hsONGUxFIWHmkkJAGw6sHgBIgdtkYS",
-	"OgpMIFvIQaoi4VQ4qXo88cUQVidy/Obm7OMpjn9rzZlW+Ij+K73KB0m+qNVOvr+9/o8NXSyX0gvCeui2",
-	"sQGCFNEyVkDRkPlQ8Ub6bd1R/WQHGC2ZH4zhRJoxvB/ny3oofDZXMYFFhqtDoXBJbJYIGoEuRHwFn7WO",
-	"4b4/FAfVpQ9n5+Tiw+n6oxMiFop7SjsR0zzgWPEciZ4YYpYD8wNn5hpYlvN8gG+tMfoQfTUrw7x+d3xy",
-	"8VP/7LpMJZe3+S5w5cRSK3z2wqaVG/tw0T+/+OGH05P+9eXpm5ur45Uzs7qph7W3EsKbtlI7bnGIQ1yY",
-	"WUoFdeZTkeqSkw09V8u78Pbsw9n1u4oiu55PhW0Imp3C/IUGAXOWd6G6jMC5+mcf+pdXFz9cnV4jrw8n",
-	"BkV20gjXHo6IJfDL25t4d+kt3gKkfqaHOpJF+2mFIrs5RX4LY2TzYf/m7P3pxe2KGREtfc5TiVyZZfoe",
-	"jSQgoZJlK5d1c1+bTlLFEU6NuDXxftaCVhCJ0859Kaj5ZUe4Jk8SDYjYW6NstQV2WEbW9tbeha61obgX",
-	"LL9DHX1y1lR7E43QW7fUWy5Esu40Umla0n/YhS4kxT6KDHhdI27R262pNi100xVTweQrNDa4XRctee7z",
-	"D+Gj1jiTw/KnMK61goT0KtBU9yUZYv4Dyerm4qJ/fnz1w2nFJqseh5hqTEhyhsIBE9qNI0Z4Xp67TJ09",
-	"RAkiwAERDJF4QCT4HJup+HCqpjZbiME8GSvc5Kl8bIVfW/QrRuBbOJtIk8AiqTR9LnQglkWlmuT705Oz",
-	"4/7Nf1xWJxWQEdBOjwm3ynjKyKSWEA2mAM3/x+3p7Wn/7e052kE5fzMPjkotCuFegjhH+PcMu4n4inyT",
-	"fLID8gTQIiEzCZiwzW0OGp+ygyD4VcDgxe9ibgqnXNnbUKWE4HgAaczL4R3MY6iq/SMwZ94dEsn16dXH",
-	"06v89oX7oPCkDq0xFO1Ji8H7h+en+M3FTS4FMFAUFiwa6BKD3ZA5fygtCyrc0olPVCcLhOWZMippFnhj",
-	"pa6HkmENQlxL6iciU7gUeT4wwus7viXpnRjdszU7EK3wuQComPcJI0itU0n7Sb0txwLPzwOdhJH2T5wD",
-	"Nt4gcw9EAxNfhWpG2prYlAU1i3CBASMA1KONcztY2u6bi6vT/u2H44/HZ+fH35+f1ql1uG1YEBOEgUvr",
-	"/DhT1/84h/1HZQCDk2AnD3d3/9//8/+Km7n+AOswkG7Jx4G1MXG8pcLNYmxFMJ4XDhIknFCpcyJZzJXM",
-	"49EKg6CnGP6aaa/yskrAvWh0Qb9HmthWZFteuD1224axgIqF5IHpYwHQsbK2725vbrAUB9vaS+sa7sXC",
-	"wlC5NknN0mmaX5xPCpXcqHZiACedB/ENsY+64h11mkf0JGUHUzTQNtb6oDVFtDxJK3/IdbTi0w8X15dv",
-	"gI3D1rQQ570Rn15dvL2OscIFasu/zq2X8PzkH7cXN2w/BYWfC3bRdmHn+2hBxU6AZwzIY6rh7oYdlmPV",
-	"wsc1V/cB3pDVe6tW+db+ecI8plChqQg43DK1vOzEDNOTf42JwshxxdxgRQBE/E3QK32c73+5LgnZefPo",
-	"EulRamnIwjaffwZae88AH8U4v4j/yzmyXfFef88mSTefgVyvElgW40YqE8oMbULJXj0z4zCEIJGTnMj1",
-	"yTiJHf3NqVyorOwwYW85Fs3FMx6FiHQMo2lhXdH9TicS+y+7kTjodGHLDzoHuWP+JzUArnuvDLKEnvkq",
-	"oN4GMMZwrcX/s8VRBy0MdUCrm2NXPcNyFrDSCG35YJa+yuNrJug2Q19fsKF3QQPq7n1bDsWzI2gnrcb6",
-	"cRBPu38IQnco0wEMk0usRhzlyykghGsB55VsmYgHoRF7xS6Jw3KIZZNTOyajDMOKYDwRbzsDqUaBH6rp",
-	"LMUyWKSbRSIAxkfEWFDMJDyHBBdl7pttcUGVGNgIXNpc2na3uskNHkdpY8OViyblJmuTRhEEB17DcKnL",
-	"mW4v5DSNuc7vUniBLKp+8Airn4KUHhc4GkGikw61AOzrzcXVNa7maATkyoyA0Sri1tBmrmUzPdYmFqNU",
-	"jtEfS2FI9Bh6bcQUG3e4uzuxzv98CEcGA6qdGGT2wcFM0WIC0nH8FUtxZp6mMUU6i/zMSE/Bn635rMmg",
-	"rzM5Vi4PxqM1OL48O6Tk7lGqxxNPw8g9Q2QXuuCBY2/HSB+tN9b4zKY5Zb9HkgBOOyJsW9oylJhk8D7T",
-	"VKku+15nn5tfavE4Te1Di/vE8SB3om+bkYj5DeoxwFJhdy+CIcxxyA+/+o7YEgX84Oa1bhYzvG6rZ3PJ",
-	"bqyQGAJTk7iCuIBOeQ7+ab2Xj63jsToUrzqd+CiE8ATOgWm0OJYlXlEE6Tw5f+xEPc6sI1ybmvFWpHiG",
-	"iqhZb2ORSIsJ5Zwd+ElOAPQyHks4eAUpwPPDfNdwLDjSuMm4PngE4MwvLQHGD36U2eJQ8KRyzlu1mvfM",
-	"xWgUrqnNVn7x9uz8lHBcyEkNIqojPAfkXDNMY0bLfowWbjeRewevGvisiTcwUMS/xYxsjnDiU+AIzSMC",
-	"j6vA3DNqB5oSxgiKQUZ671Q6wqz7/DJVJuzuMyJ2uSZZETAcUyyjCrGLqGSEHO7C5J+SIdZZMVYGw3ET",
-	"QZGaDkexKEXiNzl0C5fj94IXlOO24Hf2IQRtFGOWolJIWrzLmTVwhJZYLNLkEu+kRkO0cGgX5Z5Dgjmu",
-	"FQ3XG5rqpUbq+2nrGElIX4nj4NeKSoKNzXIbP+0unob9TnfZDZWfgWU3T77BmZLp9LveTiankjLnezux",
-	"aOQfIj/A2s0ocPWJFHZYPgjURZU4jScXUOGTMsTg+IrMGWAUPPYTm4TsjBD8llp7hxdD7sfI2TTJE2Sv",
-	"KMIKURKGuXtr27Rk5aWhS2WzS4qX8CXOuvB0beGLKt3iQZl2Xi4cKuocyytBCr1XBngGiuMuACYIp4aZ",
-	"Iua7BVPhHuAgIydbcyU2mRuQ+svbdLh0PSMPwsY1AZXfEMcKMcmoJmqDUKVeGoIJaov4+uyHd7eXscgo",
-	"GtPlUUCH4U5F4T1sgM3uGOYBNMOpvVcEWAZ6nsOfkbyDKZqaUHhUqLpJysosl+G25LETmNONtraSEI76",
-	"OIKVEJg/XZSzTN1rO3eCeTLsD8xsZLMhh8OAJBkiAAkb7SZ4OF84ERMb1kXlMqwAulwAsBT4zcJsuQBf",
-	"nNfbOwxWdPSdk0OyEZdK24DKF3C+RKg6UkUlo6JyyD8YBG4U4qAoZI4oopwAHDPIDwvTyzK0HeWXIl4R",
-	"eAH+lHsIKq7ryovkxKIKTWHNl6+UONzn2oX8jaMypfNt9SAzKrzFgmHPsCLiysY2mSRoG2NWI4FrzFC/",
-	"J6ma7u2b8+ueucyzFDYcr3WpB6guGbhptStH/1O+Aynw1aSHI3F8fvkBhGw4atUECIbeKiVP5IuIHEii",
-	"Uzu34EHDqG6Q9NIzyykOoKJpV0qMOMTYU40FIsOJEjAvPUIy7RmGgxzk+hyFXr45dnzCmDYn0iRugkYM",
-	"k+TSGQwZJgFsN1pie0FqfIpHuCPki5jhEoyiWH2IzIrFQKmEdyiaCHMhIaowi/UMbwcXEALtnFqMxJt5",
-	"dq/+8/0/IkGYN9X0DMemy267m1MLp7rnBQRZcgi62GWGcbFqjsI7/CQaqNuh2EvpiJSm1TOddqe93zws",
-	"DTXE7lD+qldmCPomBcbAs3DB+MVMRbzGTBcOXuRrk69MjKVnJbbkJuRkd2IPaCqNSEBk1Adx8//835H4",
-	"B8cmhvQBoICSqTGqluLDBI3QF2ycKO8byK68Bwg5jGZaquKhlA9IP4FcaPp5QUC2FtJ9I+F6FFxVCb8O",
-	"zAqa+8H2TDY3cP/gM45jEkObpggV4drig+WEfi/vsOgOxTLmp4Gr8RzmsgQMLBgF+IKalvMXEWFPyYzO",
-	"uEaDVS4l9WnN+/hFH8Mm2iJO1Cy1i91ZTiu7MlWZd+0FiJws+eMjrqhBnHiaE+GJmsnME9hE4AEIczmS",
-	"WFGRTAFUtaJMXfk5gLVcJveooHcskKJd6eSwqH220on4HV8NrPJ3wVUfeTlRmKpLpKhEnpL9II8jdUW0",
-	"DN+1skCIsiNGTW2L3/OqZk/GsW4qcFYIXxLF6JlKPQd9ikYIEowrRjxtnFeSCj2Fc5Cb3XN7yXF93TRR",
-	"WzYt+F2qJm6ulUmVxzhWpqhTBktwrUKt5PIivCiWcjb3S0FeKxXbYId2oh2vPSbAFvRbuU3xROXElNPb",
-	"Tqkg/k6n3W13GPgSVKadw52X7U77JSXQTjCLlA4u/DWm/1QzI4O5kpwEhCg4kVkwdOW2PVydiJEXNUd/",
-	"BmkocJbce+LkYr2z5bDqJGEviPZUuIWlGKoXSRaGiZKZHyjJhpNEpYq+yA2ibjL3TiSomAxTJU26ILWa",
-	"u0DwYFs0hKbJPOy2Z+KxNaqPLuxQqTIWjW4HydBNgIxIIoH32Kx+CB0PM+nIcCxdz9zpFOshT6QZo7qf",
-	"Z2hIprWwQm1xowzSv0qKYZGlk5YBY3VRl8ETI8VMzh3X28vXmUVyFjPVAy+bw1PZw75h9GhGuy98QdIJ",
-	"mAgs0ZhKB+HzFy6k19MSw6XWMxM7z9i7D5uB1STzEYcqb3gLUG2nfHQv0Ac5vAtFg/J+3Av6wRUAdXKc",
-	"KcWeBT6PRRgMkhEbOdR0oJIkuMqauRWXVSYQ7jHbGRVJOKfcZ1t8yMMF2ESB6mJdwW40bVPGca6LniU7",
-	"hzs/KP8WTxOWSkUbFZ6xvU6HStyjgRBRmGbYK3y5+4lxBCi9dBOWA3WAucyraAvk1JR8OMN2OoWnIRI2",
-	"TbDuDz/HUDWs27vf6a7rN5/I7q2RrByoBD466Lz802ZVySSsm12NZ/ewIrVs8MyWPVd8QGkH2QQLAyxZ",
-	"O2vwe/nkeCseZAE7go2iP3OvHTLQZQkwogCToTnhZbR5rU/oRS6yjqV9p1OZLXJUDRbDQjoPU52XY1dg",
-	"CSJo6S/wNUv7a7n8cfoAV/tep1Py4AaBDfMqRGO/0y2VuF5SyAIi6GqsdNUGsi58Gg1VPYMfHrFfJiWD",
-	"uHR3zTYGjvq5I3TiRI0zmajg8cL6AlSUw7Gttuy6iu1dzHn09ZBldc5f0UCTD+rdVO9QpilnPsMLaP4Y",
-	"uYUZhpLTaCaBf6B39wikjeE8y1CMlWnq6N4MJQuxdQ7/J/yOkqEKKI20E5Q2sszYQ3JTj+ZpSjaCOqc0",
-	"QUAvnEf0Z3ZQR+yZVo8TOQ+OhyU3dUBLptJ4aQqcnxzTeONPOMQ+1OHHRXiWx1pWxgaNUv6/GbtSNiIo",
-	"SHBDCqP8g83uxBRLi3JERG8n3zruE8skVt3rsuJc50EeuN5OxG+QA8uaIYNnOz8f3vFkyQRIVwOn1aEp",
-	"R3rMpkzTIPuAWpPC/U5JB2Qjz22EcChmMN35DCEIzvMImCXHvSODPg/9oPMNGjLrQxwweYvC1Lgj5kBw",
-	"6QZDLObbBiOaDFtIWwK/H3S+Ed7aI7S+yKQQzvHNQ4rpn8zNmFbW3aEQJXURFEKh9by6yCqKIE4nxsqL",
-	"/c5rnMZKyGfzKBxBDskF0nqQebR6yeKMQkQQXij2KsDUkp3RZlVHZN70qoIVDE7ouMLgUHhXlhOWl9MT",
-	"yz1SiiQasaUTZAktPN+lMJL417nMpPHaqN0Y851URkZ5EZNLBg44eWTadOTb/tEH8yNBKoSoTPayBfDd",
-	"kK7JfgV2/sLEMK2IfLw5W+wzkGRMYY4Oo0Sx+qLHlXWHohgr2u/Zp4fNMFiiTFOk6pyt5WmjqORWZwsy",
-	"debIJN0zzKsPhb0rp/umfSASleRxepo1fp3wETisoIzQvTPIC0/EvLdxOHU1qRHY/zsKoctFv/xGqw/9",
-	"G8pZz6wL/SvhDh+8QnEfg4LsSDhC/WCOZbOecTrFpslDhtaNUjd0jJjU7lTGuj+aYCk0jkooSIxFRBR5",
-	"gkOdlS9bet9xPfcH0MIzMg6l5MhdCvTL+Td0rxIKGHZlO2MRv4ixMhjAeMhpDNYs3QDoMGJjfXGHowjV",
-	"Mw2WL/HbZsTMTdypmW+Rrag0sIHyD0qZ0IjrmQaFS/MAqZEjZqfo9SCvUGG+pqSGiTRJih6d46UIR3Qb",
-	"YZQjycMP5EAgy0aGYPhiSmmx0DX5d0HkGKhwR4Q81CD2GAurDrdBpSdYXKzR4G2Iogh98Hibh0IWG0Zx",
-	"vNLTyfSWqtKgissWd0JOCA6Y0JsZi1FqbVIx3hsrRtJxVQbD7uXUApHMMyqODfd5eRvIHART9ZM5jJSH",
-	"jDtQPhq4emT/xsIo/BvVWUN1H83hwSmcWPI/8FJlajxPZVY9bLD1YVs4wB3WvRJM2zOlaNpcQiFLE2q+",
-	"CzsvYu5xGzEtNl/gMeq3COpQDaiFk/tqv2wQJUMAuVFLBu4ge9aE3ALFlC04aGY/6LzsmWq4MdaiD4G2",
-	"ZJsILphwpeA9ildrFLaeJIU7pWa8W4FxhOgOXCnGVnspHMIOcuEMnAXo1YFpyCnIMXwhUvERJ+TUEjzM",
-	"8pzdEQvUxOEQBRUpsz7K2VsbUc/5uufTDQeoLS6WDdDoyCtxt1k6dz3zar8c6MCnAMs2hSP5iiS7xv7L",
-	"LsPJNtt5sgQGRKC7nweMIKtkd6hmYKwmRuQ8vmc4M8LZwmjqMz28Q8lYchA+pjLLnLoxdByr2rF1JSK0",
-	"GW3mVKm9zk5Ad9RfaSigHq7xKl5nLygCbeezLzcE/AGtllHtdg5//ufnqApp9/Mvn38p673nwRdPypZM",
-	"NPyrpPSyjksKbymDFPEqratTe4l8CHjSjkScY1xSwtGb64+iEXv16HeH7j6OxNXbN2K/+22H495ybl1W",
-	"3RC1NaKYxEWofUYyUwW4EbFaESuS0VwDOiT+TdWi+xJBwE4vjxnJlRFcQZ9dao2U7bw9Lj/FOH35qILn",
-	"hoFK6cqDma/pXHDRoQJ0tUBYNlQ7p4cJf3gjmVDwCd04fH3lxf8YWqMw3HOVdsZ6RBVdCFC3SvOKwoyi",
-	"MMKoGF50enkcnbw7jk4uj+nbd5fnb1p7e6+70fet7jdRt7O/F0Xdb7vtg+j1XrsTVd/ao7eivc7eq1a3",
-	"29p7edP59rB7cNjp/GcEj9tdLANE5mj0+COQCOKhwrWNAWGUcMdKTEn/YOQKnMBhzwwWpVUmPjsGkuZQ",
-	"Bumx/JsehZxVkak5iS6KQXKbUc8UZo0lbYeRdKq7R/pvz8QtOA848BYjCBQK+ivgeVzaB0Fw2nmQMk+5",
-	"Z0B4ICjgmcqWCfkQTfjEIVeoEgQFuJpmqRxyenZReA2OmmiEFDFtRMwvwoEgyc8/6KFiuzfoFdp5PSQW",
-	"HXotytChoI8fULi7C66rds9c4WxcpXTVQOW7CceC9aDgO9IZm2bQUrDoGXgHVkI0pBjaLFNDjyHrLRiJ",
-	"yOcI9yYBNBHQvAZhqDR6uuhwbZcGw2ntIUy5KOKDaLkkhwVnnA6Z6ygAMNh51Ol0uG1ilPvivf6eSzlh",
-	"dEiJ7ZPT1T/QSjqq94M3JuU3sZpNI+C6KdLDNZs20aQzz5BmcPYkpYwY6CBID96y0ajuGry0zuccl8oe",
-	"5Lh7z7oGt0JoL/CLN1fp+RztBK5f7WkZoLeC0MuV9v6yG71Yq4u5B3mr7lpHjy8TdUTO2nCmlg4e+88f",
-	"Jou8/GRuTcMGWCLo/I1W/jpYiD8CALEl+EN7Fd7PZjXAgqSfoxRYzmtBbDSWIfJN+nJ5ap8cK09/9NZm",
-	"A50kCsti7He3+OJSLlIrkxtrz2VGlSX2uwfbDC9PsXmvEi1v4Ayg/+ebzR+fGTcfjfQQROlrstru/EmO",
-	"EGDoZhhsO6kcvHB4swfyJj7O13MpWqYkMoZ62iw0lgpt1LpJbsrZLCGiiC06pVijdSFGjYAJQLFGEZNT",
-	"6Us3zORMPeWL7JlaZ6S4Vkr0dkI81E7Qr7ydES8uJaWs0Uje5wUNNjAw5IwYC7eRN64uX3CJMGhZiF6k",
-	"xfyXqCA5Pa1Giz3lUSuwV9aSSzCD5LAsZP+k8C+y+WuHKC9IqRhYtmrS7JlGDgOLun8u1TPQ7pIMMcIg",
-	"g5KBD7tvrtv10PRfqYoWnayhinIw3B/hm/t/31X1YXVfG6ub12wTp+xswym9yoxMmTT/HJp+r7zEACd2",
-	"FJcXukTdhLVYoWyQhddSNm4ow5ZT7iVoN+jdCkqrUQ+5GfdIUCGQTIlBhgHmg0XPVEsOHIu4bWa/0cUb",
-	"ADDZ4RCKNlcTd3umwIhkd0tO9EYog0CTQztjsG+GkYxCZrVXBhP0eyZkA1K0TjPHxSz5lygIlNQDDCIP",
-	"0EURWW3DXMgknbtKCNSSB6UeETHemgB/mSl+A3EFVdIzaCZAMCNZiqGv4umiChrcUFU3DAfC9QwCh1UM",
-	"l+xqZsk/hEhVvGCFlbsypVK4T2Nt2kwteznXjviL+8uZC3S1jrkEivkjkS7/qvML8wpXJHGb6inYcIZD",
-	"taFa6xe7pUNqgknEFBVC7QObkN5OqRI1ns/c/1bAuvYM5/ZxaECe9Jtnb3AVW/JXPZINKVdujXpgpk/x",
-	"GTk82CyzU0sUSo9CgO9R6eyB5h3wtxzGogkRfiy9j/i0nF+BDZYRgJdZTWan6EudSQqOX65zRzWncexw",
-	"cmPuhg1l+WA4OQdjiaDLOaZtjOapcA9smw8rlC6WIaM4uBbHkU+23J7JgezRi7+63hzJELaRYdy1GUfl",
-	"DJt8UtqJuWGAAOwHE6jJuCUTBs0IxgEgBY6+xF85CWuN05/9v1uhMVFSFjTah476Uwr34RLSCcIjeytU",
-	"kQ0TIB5D3HU5lZxYce4l443E5aefknmGoPTWYKgD9R7WsZ9vLEctoq1TkHCb+wJpsYsYhlouaGXynu/b",
-	"LzVwPGkVCO1z9u7fbpWwMgmGlXoGvARL+C80K+SKfIOgnqoY1gHdgT1jOQ/pGTjrEZFmDP/VVJwDUwhQ",
-	"YAkYZNGKISFaheqPemYFWT9agq2P6jDko3XA59DiKi45DGwJzztPx1nHLLiU6d9lt+i8/hupYIU5HVYx",
-	"6HQF2+qI4bowtLlnqA4/5kAi82uvhcFsVIAom1zhuopuWQtsSfBtAacSrVlc4WQF2uXPDF0VjRq2jYlv",
-	"R0JSYGh3i9jWf5EN6ksks4NtCPXWyHupqZLufwNr13sKTq1kO4ULvjGxHm+25tPyIHEpIhCQ6GsKYSVq",
-	"OrNwGAM6FLsSWOIL6JJeokhIDRaZvnjPYiACZnaUFShGwB4sKti1AT6zlEhMWczaWUP26fyLoMlQkIHC",
-	"9Nzc9fMgF3WX7xt475qm/RfegdTDel/7BxuWCnNmvDD2of3/Hz6Lld02YdRhhBQwh0hI1jgxFjLwSFo/",
-	"klJLUJ/tPzOGfxs+969mBNfezsJqMFhwvUU7esKInRNjrl/BUi/pTpzuNcS8N46GznFll61J/F6EOEUh",
-	"mWeB1U4Og0v7BeWkLMiRSdlClFcrs1BNpsZQRSCcbfG99RNh5342906MbS8oZyUveGpLqX/IGOJSDU6d",
-	"xG3C4CcGEwO3ucfyP0UzjmaCjAcLtzmd49LRshFyhj8UJgrXs0R3P/8+1WYe5KkoIBv6FrzVcr/OYa6J",
-	"HnHFwahIvucEgVFeX7koOeAfLH8DwyoKQpApGSMyXmDAW6oyaQI+QnkRX1D0B9sPilTiZrukxGrXM2ae",
-	"prmCU+FabEJi0ptn9/peUSAUcvkjIKYHOesZTz7IuwK8EL7g0eSxwjRzZykKHU88193JpaW2+KkoBMUY",
-	"DoERlGO0CV6Tgg3QRR2unag0uSA8FZljuLOsi1aoorEEDRIwJorAf+bj1KPNwoW0xsr+r7+Bip1joGij",
-	"/rXelhIpFQaoCdCaD0AmrjjKTDvWqHW8bjav4XVXISRDmkWh9XC3DSrTErY9h2rCLUWLwm8qs02OmSiZ",
-	"Q9ncj1HXXL4Bg1dRiWCoYHgeqpX1TIWbsdPY2/lwUk8x1xWK+fNNBv8fe9/a3Latrf1XMJ55J9KUvjbO",
-	"m0izPziOT+rWt2MrPWdPmTEhEbIZU6BKUL7smf73M1gXALzIcVLHSdp+S2gRBMGFhXV9Hhz8K8ULHi6p",
-	"rHa+frzgQW69dfywl4mRJpFHpkWit96kqFvvJIzruTSCTwBgYKL/17UdW3j7LeaF5sE2hEV+Ypvze6+d",
-	"IG/yXtuPt+E99RL1LNB9juUpgEhRKBVScwFWRqpuqVuih0HZO+4ecd1isZ56ZGEKW2Mh9hRhdkPKuAC5",
-	"T3L8337lWFvTDTMBKsUZZNyxx/pYjNokDm4DxppyYYMlzB/WKyZBqrwBZA1RKGW350SsUeKQpYIAJPCU",
-	"AvtpSB1LMoi+N0sGXsW6LfL22Q1yT87c8Yh1gpFYQ41qJ22I6D3feFUjL+l79gc85KB7wXr7GCPAapaa",
-	"7+BpPzHshZWPbgrzAvtRfYdWMH0K0vMLuPJCBPWwV0lGpplOqfGJbwfUgl5LQ9dZs+BFqKcIClHRQGRF",
-	"kPqYHQKGeJpCaiLCF0eBQSHOuAh8NsuqWAPT2oBrermfGqiKETCBOontNxgvqrADkjr+Ym1fJfLpM2yJ",
-	"LIPdBL/sOaQLQNkmngD+NtZqblCt9kPUlDwzPA0yoY1TCGuxhmwQemeIt4u15ZCEHnCm2hUZUp6d3Cbo",
-	"HzXBRHrU36ivmOkRQELtvRDZydW0IscHJDPwj4IFYIyaxkxbltQb+JQ+/VKzaZ53O8eBDF54M/kJzY9R",
-	"k0mzwWCcMKO26LUslSc2DZ5/nVVZQl3cteOf3oSpkUotIY5a67BYrNv5CSZLaKigxoKWWTZR6rxTvQcQ",
-	"KfQHsf4YBdX9BFOx/ijDlMOaXUKVJqZFngNro05j/THAVaVT8+VzIUjFHqwmJUc24S/bD4oZfl6a4msX",
-	"2FoVf7+Z6Kw4twk5tJdm5qorHeHCkt21iF+8VOiNqmSWf0TD/I2U/vehwr9eCdaxVvWsW+TApBjkNXLF",
-	"4C4mZBazbuGfy1LOVAW66rd2Q6JbCBcBXVJ1AEopZJ/zUM0GstXXalhf2gsI13pGPDDoUDn3yIiTaTEH",
-	"yxfLnMJOHg8TIU0b0GJ1M+F2P/KvsFIKGwzBZdlo91NgG1eYD0TOyKKMdaPUEF4eB9ruJrMkxH8Ajscz",
-	"IbNLOpfQZmunujJw2HjNgFf0QBGnTbjyxx/vOxzg9bkqodjfusjLamePGcc6l2PXqhD0FIYUQly67xgg",
-	"rSnNiQWKTgBF/CrmLJiPwSUQIH8A/F6ZjvVvFPGORAKBbGtMzKGgDGnudSROD8/2TiIxzqQRPc5r0JSs",
-	"YGBuI5fjAOnT5MUcnQuAIQRAC+tVwPtBLQWBi7hxrBeQZlqWd9RZimkRQ0w22MxXlFT5iDaOK8bxWamU",
-	"hJhed+hmBNO3bwbNl6BksplyzbhWviSQbZRFDowo1m/H1lVOCth3DwA9CdoC89/uTUAbUM8rLSndqIsb",
-	"SJBzzx95j06rxxwYEj1Yckx122kj5h2i+Kt/ic2oc339D7bQVArFpkbmLfNcqN8XMgf3Cid7XzPASSDD",
-	"LXUFW+r3hYLKU9pTsGA1GwgbXlYGK6msEBJqJWq1h0Tdo8Eqfvpo77+02RAuy7KoNX9sMxRwwG1wHg37",
-	"zWiTfwPxbOtDeGoCd65JMZYpbBWMXNNWwNAX2Mkk5N+JvdGyJQZCU59z0+7QhbtWTyevPWbCi1b6mUHO",
-	"Foy2IK+HVZeRT3ihzkO7wVW7WrVIum5pGqxjvz7pEYgsu8uRBpHpxir3uSrmuRKpmmQpFdUiFnXB5d+h",
-	"67km9itGY8409HWe/fpWzAHoJuyLnio8SkF1q9woDCZBcgYmEsXaVHdA2qJUZY8DXQFX2wxmBrRC5Fe/",
-	"Oz3oc6CWkGuMvFZpFOsZljuBzcNOkUTaJWtKAbaBq9eizhjBYS1zWdyYAYE1lYUxqwCDhR19k0V5rWrn",
-	"spOKiT3utHBfJdbYYT6T5ZV1u12pNAtWbXDfBmn/5ccn8Eb7gM3BJhi1bDqaLF3I3DhL0h7mdo7XgJxY",
-	"H8QRdNzIa4WIBULeZkEWV90ihg1sO4CCuZSpnfdoK9Y85f/mmIMnKmVrhsd5tS3+H6K6GB8dLBZVnqnS",
-	"IKJ4zlEI5mEIaCUoEJsBCM4kmysI4cbEEQs54YCQM8SJQ/xY7K6RZZVN5aRam6VkyMI05khWqrFdZ7zI",
-	"8iqEYGsTnQOvkstJgGmCVjg9mRAyW2KCEVWkq4WHglBx2LfxpQh0Hl/XrYVzXyBe68C9M2PtPESau8dQ",
-	"OMWd/rB+0ctqln9Gu6h9sX988X988eAMZUzEUl1n6gYkJKK67Hy6ahcPde1Po8MD1/P8IF/8axyW4MdA",
-	"j9ZTziVa0hLm+84ZIqQQ5YLBzWt885j2Ai6chfZQ705pQyRY9NBmsYd0FAC6Yfw24MSwJy0lR8P83FAk",
-	"V5lOEfWXGfH71hQwrjT5Q9Gy22Lt6gChcd7d6krO4Pfeog9M9y6Nd4q3c3zy+/WJth5NvwS8RzvUYrVM",
-	"y1gZcXmDb6P5x/k5ED2R+kL1g1Idr+/+unU2R8fnB8dv3+69OT872dsdne4kIfiqP/CAYgu3vCscFIAi",
-	"yKeFXb2haBfu8KmyMGT4DsLcUtUussiMkHle3LCQbD3lenRS5vd8F8+juYFnE+w1vyengo4n9FnwykN9",
-	"4VhOri5KaIb/UIyXl+WEBImBI9ay4o7nSu+c7P98dnz0Z7MupHqK8Qc1WdoHCAE3OalCQbuRRqCRbA3u",
-	"r12SGqCkREzCG5oOqpKNNb6TaNd+ZI3/vXN48GlrzAM/+hoPhJxntflDVQdGRe2/8HjF53JFC8EtOZ6h",
-	"nhT2lcRMzueZvugzX451HcCHsH9dTRXxcDM+rD19yYUpgNFQDRHTwLFJAjeHuq2s5QEMY1lIovxnuhO/",
-	"jITQh+2QkBBxaGkuIABMZixTR/E8RP7eeTUQDoKSkjguGlQWNybW0gBUJbWvEiYlhEh67DsjXcw1VGKh",
-	"q9lnmL9plleEt408SzIfinaqQIyt5jHNEBm0hC8BfzipgS49wGxisMearTOTtwdKX1SXK4PNrZfRyizT",
-	"7v8PNqG+CYMsan7/E/Dbs/+oiAjaNzY2NoacUcBMgr22xtmsxjwgBtJcrGy2mDlcu1mm6f9RuzQh6ip/",
-	"SrS6rc4ni9IUZcKxGFc7D5GGnpVUrG6mvyf/u3qkbqvVXbqNZLC3e/Zrf9nk8RHLPvXW9ounjfJ7YT0o",
-	"Lk6gjOJTYAAbG1tj7ILXBwLJtSqV2oJ1F6JBvZsd5ZkRuFgu2UQRYeBJwE8C2MdkkzEo8l2/szbFT/ub",
-	"s8VBoPs18L3dd6dnx6fJ1zUN9kBpdqQHllth7McuVf4/F2MspYS0JFZOmsUYIm+kWOswSqIHMErjO3Sp",
-	"0j4hgkK8MtPEwl9MHTp4AsuZrDX2tDXMgcSAfHYnRcOANWcuDRdYJnxjVQDDRxXKZkSE1b7hjpl68FwB",
-	"4j24H6Dq5vL3hQJqNK62ZZi8KNamQP5KWIUKag2mFbNTwgqArKcFchFcZtOKyFng1QOQV0BpJWCPENoV",
-	"IMsR3ZvIACtEyAT+klhDLTGlne0iQ1DavgLdb6/lStozuFhUGC6FwDwYOLGGAD0ez9l/7O4P6QwxSotg",
-	"C8DGdviaP9Ug1om1HdYoRH4OSMFZCizo8AeEBTiHE1L5y7qo7P+A3gpQJzkMThUidJUivckzIxKOwgfP",
-	"iHXSGB/vxtGherA2+DmgqydUpFd/xpq1Sc6t15cQ/i0WptyY/lAsqfqLtbNrZsDxvMjzZUZFEHnosCru",
-	"P1+3Wqfr9uecrVtf6mT9vKNye3PrAVZR84DK73CzwZkBYMKyWjoB3NMr0adHh1yj15c8u4PnLUMCC09k",
-	"+97fSCDKiS/ok2IaRqMe7QT83PLTzSdMR3DUlyF1GXvDyaf1YFPRS46OR+f7hycHe4d7RyMHsfhoYGs1",
-	"JuX6+Ruc9e5wr5/169CdsBxyzWoB66llhj1qbH2Bxo1SyZndjpRslTfM9+ValC5VjmRPMzUryjtuc7IH",
-	"ozWiyuJGlOqDmhA/EN0ObmGt/m737Fer87FWrF2m7UCTEbGfMIOAR7QkNvhpqZAbJ9ZGafDx4TxKaDq5",
-	"quqk7TAtmOWMISl9t0usaVFKJVOAghv56cNBihQemcHG9QtC7iLSJvzhKvSmhGQe25tb4jB73R8SXYhd",
-	"5kYj1eaPIjnZ+TfUfI+Oj88Pdk7f7iGLlFUYThjqEGhDB30OGhQKyTMNyNALnaqU6Zx6ySqPsAqXAjqp",
-	"531I/NJLVoS8R50wLp2CWZQlTG+Eq0D9WlBcby9QgT5MDQ5oLwumwd9ygRUXl0WeeqOxOWfxg9iMNTZS",
-	"I6U94soCfiVOt7GqW69EZ0A11o5Wybd8BWRE2LwEba4gU2xbdjQvyFr7gnM4wWrZdWQzA2SjSYa4CLx4",
-	"xLmLonYIe2mAXFf8vXGDifEitQYvyZlbF/xrKGoSGNVAjeOxflmY6pkR88s7k01kTgP2BeFNoIVJH596",
-	"J0gjcHIe9ohRlQdJbvfofSjGUBeDTPX4knoxU2U2ETNZldktctHAy0PrFjmON1lpfUaxBbtGAINHshkl",
-	"sUZJfIk/70fAzlNfm0kxv0NyiwEgnzPCHk8YIkmTS1kCLQbAZv34/9e2xS/IQ2C1VDEVWxvPXwaVIkb0",
-	"Nl+sPRe/vI41YrJHYmvT3sM9f60CiGlWEaopPgxilfJK6Vjjem1uvQS7Mwob6+jLZgYYTFhFgib0L0BN",
-	"/PaJuHYoBwHnONj9shLQ4tcWZ1gDFOeaLAsZ6ltOhODwA6uOAMitqY/q7TvIntd3UK3AYk5LAEgp7fkj",
-	"hQM+xnskwNBVIf8pQlSqdNhFZPWx7iE/GeoMnWZVrIE5DfQLKx8r2p1CbFAFEVTKjKtnrbeFjoF9Td6T",
-	"cnLlHqesu9ZLoUeSAKiKMtaYX87Jp75cVGlxo6m4OHgsyjQVKE2B183aY3mO/caV8Vy3JAHUCAyznRWl",
-	"Yjw9KCiy+13JKyybAiGgKaPP56FDaTDYWlJMs1s77WtVXlI/phXcw+x1rHvlQmMcYLyYTlVpIgafwCqG",
-	"Po7h3NAwBU70l89MjXzLqlmYfY/1/eYrOCVbjPlm6HDnzNosFYZ40babDw1ZFfmZNVYx/9BMNxi+zMAH",
-	"rEOyr1h3sH1FpE3sjH8hVpOAsA14uNieirUsSys6IO4vNuAVffuwo3QUP4gXz4kuD+u6PGJyjSzFsEXz",
-	"thCmmFYsjmiZVLSlzGImFjpXxsQ6eXt8uHd4sH+4P0oYygINCyeSone2/3a0d3rYb4lmZjzkTYKinfBx",
-	"uH802mM0iWH9vKeib7BDrQ5FGhvWbPCDWEMNY0e5jx1iHVs7PhTj8ywltlJ7u1FV0ufDCUU61gk+m3LH",
-	"QX8uXCd/HmMobNVxKSQWtynrdJhGA5lxOMDuroBnFWlpjSB+5l6N8bfPqh45odGI8mY0Wk0SxwixtYH6",
-	"2Vf7MXUoUPIuIeR1BHc7wXDTLM9DxlGuj4m1/YTGN9DXMKomRapaouFPJzxHQJ7JQ5pYAwyfj0OR0v7p",
-	"3Whkba43x/9zhIt3Kis1CMZi8jp3mqMBx9uGDMxg7wSWEzBAQlJuMbcHGQZAhLxWpT3QSlmBSU7m+CzT",
-	"q/aS9TQc1dT29o8v0LRYN0OxIZDHNbNGzrSP7yPFRWmnNFdlVqTiUhprGkEPiR/cDrwKvwtMaiDvG4DK",
-	"ByH8gUb6AfOasKEUZNrXYbIRAmnh3+DlkDsQXj61H9YxvdjvZ7/sWF1mhCFvqmLuEQmQu7RGNFjnGPSL",
-	"8CNyDAJhGjFSP994KRIKC5yP9g/3jt+NkkjUHDREoaW9ArPnTktyGdArIzwCa4OzpeEqO2ONnx+OCrDn",
-	"O1yIQJ1EXW5DJ2CRXW924e8FLZot8iqzvuT6tChnq1az2MtKY6YYfo3ZFrpphJEszsNEIgxCFJNKVavo",
-	"OgOtk8Lh6ve2whbg9n9SYOkdrMPDoJL+1kVWEFrwkYbDvdHOm53RTnjNeYbHJ6P946MzwFLaPzuzl052",
-	"Tkfd3EtPW4r18mkLcUHPWIUyByY6UvRt3QKKZ6rASc4BeFVBS16XHm6qkyVN+bG2vydHqnEqOJUShyxT",
-	"TyRRbTcoEm03aOBLR9StdWCs4dUVFWLTj71q8JREw1EKqk9rEQC3AH8C8ulJ69lqHxODSExd3usMzfQf",
-	"EUf1CwIifEcRaQKZfirctMBfH9Ql3bnk9a4aFHDrpmNU4LPc9ViDvw44ViqFttdhB9sDhT5qMQMmz10T",
-	"Dbu1VojKStGb1LDXAVOIFWXHEx8bFCRc3v53ABKM9kpo5++e/cr19iUyFpo7PbksC10sTC3r8YA0B+Vt",
-	"7ytt8NDhTJrq0vF2Fogey9CxhqM94ETBx01I3hIfg2mIhHXmTN03prZK60813OTmAwS7rhjVn+RKBr4X",
-	"BGy8e4uU05ACcPUIDvQ2Q5pf9Kndpgt6qBDIkdG/7LOvgKKtH4lUzqyfS5XVjJUGkScCFg4Oochus/pL",
-	"r9fesRlhNPIOAstQmlmD0iVPu+n84id7ZoiXvmcftlro/C6KtT07AJUvM0LpFOKe5Jliy6dzbqE3R+aY",
-	"UA5h5CEoytRbBYMqo/MMUWd4LCOwQvF1ppgzf1uYZRx2gZm88pCmHhDee9toPq3k8Iky2/eY/t9Jz9k7",
-	"faXt9sLyJdFLfj5+/UjdZX+7ZPVJkeehfv8kxU0AWvcx4/swAAbOkHLOdcXCn4dCNmOWzompYm3VGMUE",
-	"1Vz0kIycYriSaFT6a2IPO/Jv5J0Lj2UhYuAyDS+S3Z2j3b2DA6v6ggyPS0RCbhrUpkseOJOGPBx7OIGL",
-	"I3q1V3lmUEEBGLlb40vpXjBqP5EQUWr83Fa7A6waY+4o4XMTbly00CD4NC+LdDFREK1MMzORdgkoEu0z",
-	"rLxO0geJawcc03UoyEZfKPsWAOdpN9x/7R/tn/0EoWMGX69/Rgw7BW+dxppHJJ63lKijIT7lSLAQspM6",
-	"W3p+ZWIdwnfKili8hj5EiqdaWmiFrpr75hnFcPEhNdB3fE7nobALa/zPuRBZg7yxgYJd85fFinzQQfOk",
-	"DXcco6vvzF59Q/5tDsCv7R7tUv9xh3v7mQfqR2BPRpzqgRJE634EoGdN8JTERf7gJPIVtlrdOF7Cmr6n",
-	"z4AKlBEjYPBBoPjtt3hzfLTn7m3qbwZbhmYZuPN5R0/s/Ua4Q4X4FvXtI0FRfO92touGoqWzRAC+DTjd",
-	"ILkRiHivLtD/eA6fCKIRgGdwxRplvoVdYF8co9IlStAOqSaLMqvuYH+PlSxVubOwe/O393YvYrimqyyf",
-	"JhdWjsg0LZUxK9HKosxXBiuXVTUfrK/nxUTml4WpBtvb2y9WuuvqDbNsi9UqN6sTBQGuFP93pe5qg5qO",
-	"Ud+7V+wkOq9j2zLXntdjhCjSntzOshCb8Te7NW3ffpBdK60MBmKt2ZBpXCK6FQtVliyKawRG0KJgtqqS",
-	"HfccFjqrmE2MfuqUvFnykHovVNSgJaN5Two9yfIMi/Zc4UMux2tix7poFNSDghVGGvEDr+bFxb8w10M4",
-	"/BAouxjAERrrsM82iQQhRudyvErYmtTKgj++B7AzYf9qe2NTtLYf+nYwescwjC8i4KxtYysANRatDYbM",
-	"FtpEsXa1jZ6FqJh2ESTioUufxTWa/fH+j/8LAAD//w==",
+	"7P37chu3ti8KvwqKa39lMmlSpCw5sVT5g7HkWCuypOji7DXDTDbYDZKwmgDTAEUx0676nuY8wHmE8yjn",
+	"SU6NMYC+sSlSzmWuXbX2rjUjN7txHRgY19/4VyPSs7lWQlnTOPpXIxVmrpUR+I8TMeaLxJ6mqU7h35FW",
+	"VigLf/L5PJERt1KrvY9GK3hmoqmYcfjrf6Vi3Dhq/Mde3vge/Wr2sLVr103j8+fPQSMWJkrlHBprHDX6",
+	"asW0nYqUjblMFqlgzbFOmXjks3ki2EH3gIUXl7fDt5d3FydhwA66hyx8f3r77vJkCM/75+eXP5/CL4fd",
+	"lyy8Ob3+cHo9/P7u5r/CVqfxOWi81elIxrFQf9+cwreX19+fnZycXoRHzE4Fs/peKCYNu1d6qQI2Wlgm",
+	"rWGpTgRrhqngcdhisRaGKW0HiieJXjI7lYbpuUhxkMfY0kwYwyeCKT4TBp9gG0qIWMQD1QzpfRG2OgMF",
+	"0z9TZjEey0gKZW+sTvlE/H0LcQvjExNpbLp6YVgszT2LuFLaMsvvBeNsmUoLS3B2cXP39u3Zm7PTi9vh",
+	"ze3ldf+H07B1NFDjRZIEDFaorVWyYjpl+kGk7LeFtrzDLrSdSjVhS25YNOVqIuJjFqbCpis+SsQRs+lC",
+	"hAOlVSSYmfNIwDaMUyFiWKCgMRU8FikegGv4qt0fW4H0X57KjYi0ig2zmi25tGwkxjqF2dl0JdXkmL3s",
+	"dhpBYeHsai4aRw2prJiIFFYHd8OKVPHkbz5kd8rMRSTHUsTMiPQBT9sisbjwt6fXF/3z4en19eW1OzNX",
+	"fJVoHt9qfc7Tv5tgRjpeMfEYCREThUdajeVkkYqYJXImYdRX/f86v+yfDG8vL4fn/WugFRz4neILO9Wp",
+	"/F3Ef+N5v7vo392+u7w++8fpSXjEYAxCWdcbEJxWjKuYzqv4bSGMZRFPU4kHfqCQPwRI20rgW26XPEtA",
+	"xrFGsD///HO7n/cl1qk2/F7wVKRwfpLZd4NGymdcYduDRhiwpbRTFgqY33eDhlQPPJHxEEczaIRsORWK",
+	"cce94IQZoSwxr3xUqpbsjU2lmjiqv1P8gcsEDuTfuCk37+5ub88ufhieXP7sGbFbVmP1fC5itpzKhNYb",
+	"iQ6mCLvygAdapwNVuk+OmNLAzhYJT4EolYhwfyO9SGI2EsRWGFxfxLqVGKim4NGUTaHlbOulYvNUT1Jh",
+	"DOw5/PhxYYCnCAUMX4m4FQDBDBQ2lPcVsHGqZzjiqeCJnbJU4JwCNuMrhhySm/uBCn84vWV79E7YYd9r",
+	"O2U8Feus0V0Td8os5nOdWhG/F7Hkt7iNf/exf4FzhQ4Z0JEnMx5FYm5FzJrh3cXN3dXV5fXt6cnw/enJ",
+	"WX94+19XdPo/ezLEs9FPzPfciEQqcWPFHCcQxxI65MlVCteklSD4jHlixJpUYlazmbCpjFgiuLHM/Lbg",
+	"qTBs5NpkzVOZiNSwwaLb3X/FvtciEcoEbL/bPWwFA2UWI5vyyIr4iIXSukvchCzVC7hH9JgZnQClsbD5",
+	"M/uaJXzGTl6ctNjv7Dv2M3sMBwqP54kjXLh+2rEcj0Uq4DKbcZvKR2QrSyEnU2tYOMczmwr2iON6Kdjv",
+	"REZhj7XZPGQiMYLeaPIkyT7sAUlCN2OZGktDbBG7mReW6l+NfCLrvKY/QvYwE1wZ1sPbcMYf5Wwxaxwd",
+	"doPGTCr6Ry9YuxyDRsJn25oUh9DmWKczbhtHjVgvgKEUeul1C/+vtkO1mI2ov/mW3rqdbg+6E49RsjDy",
+	"Qbz3vcCxKT73vdDzJ4bX7RwWBtWtGZRxlCoUvPFLgydm6Cmu8WuwxlyDBrAUmcJl9wt9nb+lRx9FZKHZ",
+	"vuLJyoo3ejbnqXRHt7yxsTR8kgoxNFOe1lwkN/AYiBaoRDEQJ2zKHbV9MlMe6yVrMx5Z+SA+la5vTr2/",
+	"ANkpESlXkThmnNYabxi8Ibvb9nbL0sGuDfPjsT6D94IrPHU01plUC+PGG7DJ3vnuY1rrG9cze08q++qg",
+	"UTvcAr2nMxOvD/Jaa9uGqbSJ4fxFA842Yn0Et6iuuJ/ZwogYO9up4Qo9qqeI8Uqk2J4bRJkaR5LXMBhY",
+	"l+Y8FbEEtsraLOGj1u6jC3D5U7hK1tvmsNIJH7HvGGdfsxH7imU9PacLJIWtOy9quI/5LbVNnOLaHP+5",
+	"33rWPE2i5zVbO3pijqyp01gqnq7KF17rr9x4s77zJ+/626SJGgL6HDROrr7ww9Mv+/Dz5hl+4MlC1NDv",
+	"pRKMVozNRer5Im4sW6gEpEFjuQUNliv/M2n9OhZJrgy4XYMTTyygs3ZRu3XcgVjcwu3w5umOb9Ytzffc",
+	"RtPv3bGuHHb4aSjjGu0hyDjBDtvjlv1z0EApZmjQghQPuS2PmlvRtnJWGHjeXfn41ggqFUrPxl7TKbTm",
+	"JlB3HN58uNKSJOvyepRNdE9LTel+9LBted6jHPt9Kvh9rJfKs6Av+tBEOt14tz7kRI3y7fX7m9M3H9ge",
+	"M3Ez4SOR7MhNXDdDs+F6MparmKcxQ8UVegrxg5D060Ui0F5kjhiPUm0MG+skhv8FhU4rMfQNDLGBEGXo",
+	"cCwfRRwe5wrWmw+gXMl4wRPDmjenw3umx9SCkZMZDwN2m3KppJq8F5a/MCzMFnEIowhbqAvmHzhZPOUq",
+	"1jP5OwrSIYnZz2WxBSLJttORQy2xTblSIjc7VSkuFkWx8/3lyek5WlfPL/snpyeNoHF28aF/fnYyvLk6",
+	"fXN7ffe+ETT8n8PLu9vh5dvhdf/ih9NG0CiqaB9Or2/OLi/w6Y8Xlz9foLrWCBrv++dvL6/foxZ3c9PH",
+	"D91fuVEHOsn1bxxF0VhVIxGDHIgG0lpmkum+hV9HWieCq5oFjlH+dM0VP35iga/FPFnViHXwmAn1IOBm",
+	"ZpqULcfG0YRAnx+zEFoOnXlXWsPoMHYGqo8GchGzcC7VJAxY6L4PGRAZXhFDqcY6xHtBmaVIRUwmHjvl",
+	"dqCc+eGFYSmOB1XsZjjXpeaG+CM8yJt0z0CvDd2ZMcLSuQG9HSibidncrtiMz4+Zfwk+k8KPxpknsoGw",
+	"5VQbkWn6C4XmJIbmE26dWQXuu5FgsYANcTbbWMLizqTilsh5xuewKEjDROJPGiJgj4JGdXob2SC8d6bG",
+	"2n8IC7bp5SutJtl7xQXd+AG9RN98zq7x1QWfAYUhoX0OGlqJy3Hj6JenOXbe++dgy5vlbrdcBOUV2PZ6",
+	"YZU//1o8G7jrdaeDyOGPnI8tVJHv9Q5zpGEGDfp4w/pJWOnsTRrp1sWm9//wLhf63nmfd3t9bRVoA/2L",
+	"NyIhO+Q2qWX90o7grCuWcLTuZW/DKSf59WlBJ3oYGjGZ1bf/Dp1lgqV6aRiwPcaNkRMlYmY12bVQAmiu",
+	"3dd5q2Er06fh0kaCMczCByL23h5p0UacikinMSiGy6mMpqglM3eth2g0chcpPWoEjUgrI6IF6O4Np4cm",
+	"gj+IuPYOw9GuT/NHb39BqaaNxnrnGhS/LXjiJ4vLgGOCmWA/ba1EWy/KC71ft9Az/jjctpcJTyfowoC9",
+	"YzaVoD/ysRUpDY/PTT4QOZtrI1rbt3gm1ZAEv620hP26m02wRC9hNG8+MPx8e0+5+MuTZIcDtyYI/1q1",
+	"FztRt6DWMW5pMYjucchOh4cRLJINwi2Kr3T/0e3o53u0TdocqCYwxEKTLBZjqYRhgkfTFvqXnJiLlFFu",
+	"b6DyBo2TSj0dewkWxKCi8NpAllWRp1EXeqwl7SeF2IU3+A1Lz+kwZJtWK3z593fUvHPug/ZJNKk5Hdtx",
+	"ckP2cTtNhcC14vR32wLpW3q59d9f7X6j1VjGQkUbjRJXxfUImFTsl27Aer8eMyOycAPTmcXMOHfXtx3W",
+	"T5Z8ZWCxgGEeDxQvrClJdVHWs/f4jwS+tLAiBnEvEWPL9MIGzCDbGqgZn6MXayRIlqxzQGxc4J0NxRsX",
+	"fucWTv9gC/UblaYiwUN1Fm/gDJn4HkpQVIF2Seam40V24JKLuUaCZmOeMqH0YjKF+wIUZSbxXli7hk6E",
+	"mcv7L3GfXYuZfhCGRdrMZNRO+YphU+aIKZ6mesnm2kg8dvQcbrYes3qgwqWM7TT8usfmWiprOuxnz+fJ",
+	"OZXb+A2Lh5J9xx6H/5Jf9z6zNnscymCgBD6F39psJmLJVTNuZf73aGFZxL5jIRxoM9VJHLJH9r5/wvZY",
+	"t/Pqm4PDgWrCP7/zH38Sn1pH3g5HQRS/t/Gq8RdyYUwB44ZJNVA/T6Xl9yL1HsJ3fAW/vpmKmZ4Jm3bY",
+	"mbIiSTrsnI867GZlbIf1vnnNmvvd3rct9u1++9uD44GiqB+uQDrRycLCTj5Iiix4ZL3O/uHLl72DfPNh",
+	"6NKwbitAVUsaIA0RTwSphQxWxzkHIzaDSdgpV8wuZUS3jRj+S7Z7n3OZJ4DzPeZJkrWEzXykZiLW3tjO",
+	"R9gWEgykRR22OB5umcy2JeHGljv5iDf8QEnfj+/wOybZ18wRCvua9diM3wtHL0x+3et0PjJOlBWgDsoj",
+	"kOFWtJgGhLrJ1DL046LVCh4v+YNwdwR/lIaNhF0KoYCmyG7zSPOhg2cirthECwrtwBl+7DC0TpEKM2ac",
+	"XfMZV2yEX1NwkmGTlMcLniQr5HvwGxsnXN0bWgk9N+inR+7IE60Em+qleBDpQE3lBA+CTBlItzxpW91W",
+	"WhrB0Cl77CftZQ86MCADcmMHChcoY71W6w7jc7nHUyvHPLLA4yfywYeVgRxirJiz0Qr/2xmoXPbSY1hX",
+	"Dhd5tu5oVsAIAvjEOuGijolX3ZwxMZpaWTg7pRtEwYX16mLd4XQL8sJ4wsP1dlRWOLWZ7E/O31c7OJq3",
+	"+JeROmt8zG6HzBz64SBJGMuqTI81ueOdDHjnFOQ6IAWdMrvULBZWRFanbC4fRWJaldHvd9iPQsxRWxFJ",
+	"wkYicQoSMV+4GoDwXhiG/WI8iutXK2ZWcEysjHIvL3Bg+MKwXte/upSxCFwD3zJjeWoxOg4D+0YZMYPw",
+	"RDy+VYoI6L162kO6q2/7FG7A73W8em6ER8FgFeQhQHrM4LCtvLENbTdu4MU2u3VDye0e604ON8In7SbZ",
+	"VEDhzQUC5xt56tOy+PA58GawLV8VrcKfg8b2fnB21IM1O718K2fCWD6bNzKxJz/4NMq6Y7/VOXGVaqsj",
+	"nXwQqYEdrRLMg5docFpr64njD2hbgrVxrO2pC13aaDmvuEN4NJVKtEG44qMEmGYsSKDGaGB85ni01XOS",
+	"IqRhsY4WM+fO+3LDdkxx3BndP8/QXbcIbxMh7NbzVV6ZCSiGeDEOKXapLmKIDMQRdzoDygBTwVM7Ehxv",
+	"Kp3EeD2DYAErJA0LoeXw2EcYPa3oU/N1GmESAxukG7I5WrEQORh67sJWwGAacI2BqA39SCtmOxG8jHhO",
+	"6Q2epny1tuTZsIK6ZarbgXcYyHdjuV3UeFBJgx0+uKNw9K+GWiQu3JKiktYoJhYgiIh4mApuasO5rki5",
+	"I8ESVscuDLoWQv9teIyX0nQx4yqndWrQ6dmK6KW0gutXfGmtvGE+0dBHnacms7fCWU70ZDur8G+f6wmt",
+	"pLPBIgcprtvaElQM0Mx/xNxHx6xXOK0F0puv7FSrzW3f5tGo0mAYvBUKbuIfNAop6UIZpjS7wnZAtJSG",
+	"jaVIYgbSkCFZ1jXv9ZAfNHxn5QxNldgExowWEirCie519l91vnUmnrXdoEFtHvh7HYNo6HvO3KU/aDZa",
+	"yCRmUpHkBL82w1g8iCR0NpRERzyh11q1TM5kFJ6Znu4bObXWXhWLOUy4yGWeJVdgh3Vn7myidCpiL1uU",
+	"V8H9iJJutpPHLFQyCUlGNqAI5uEZG05k3t05H10Lg4z7WYLMpRLs3dX5G5bi1x12KjGdJgQVZWjEb+Qf",
+	"zAMTQhLVaQ0wzBjuIor6gfPsDJjPMG59ob3ly2wsT31VDCWZ8cdzoSYghPf2v8UPs3/XUFHCRy54w31f",
+	"Z/YevTBMxv600evHbK6NBX1CWsYnXCqvcpIiJXiaSAzBx+0hUfI5IyvHsZSH9bPX+ukl9E7EKV+qYzaD",
+	"tcg9IErwFG68RE8moLTlrM3NBtcORX2pWNhO+KiNTbSXUsV6GZZVoqeCaDzh1a9ikS7dOqKasZih6qBy",
+	"u76bkw+Ho9DwR1sOItkl2rJy5stbXaCaX586luZyYSM9qxEC3UrXOTYjncYm2wo4asZqPHaORtD3xKSK",
+	"kkUs4s72sFERCflAnW17k+wem4dFQldYWo6Q8jwsMTeyADX9+HXKlLatY2eEKFM2cBWQZrbPYaEKK7aT",
+	"YHXnv8iZ5HYZyy1UkO1PYU2Kg6jddc1j9IUWnNbPEH7nvE73v3bD8yKVXqSRIJFqLBMRsqZIjGAH3S4L",
+	"fbzN9elPd6c3t5jO1/cGQGieCRUj01Es7HzUo0SOQvQbBc4cZVazRKJdKRUDlQqjkwcgPAzIWKhYULKR",
+	"P4N4gb0wDFMPQfHV2pqBaoZtfNKGEbbhYRgwp2E4W3OW3hfK2Vyndi9Ed6tIW8cDhamdS+mnddW/fVdK",
+	"2+ywvmJ6TuvKjIxFxNOBCsnSBxMlW2Xno9EqLNinquY6NDigc8awphFioEJznwieqjYNqzOLQ5fTUGDA",
+	"B93Xr+pYGO7NlhQBEIonIg5ZkyyCQKsUwYmSW+iWKXQeDm4HaiIUpmfGLEokHv17IebOWAeynV+KVidv",
+	"fp7qmYZG+UDRM/I/BSzkaTQFKg9ZKtqoBmDvXDH/i/NrNflAeZENvYviURq04jhmSzm4JA4xXMWD7uuB",
+	"CikW7Oa2f3t3M3x/dvO+f/vmXRg45lFOR8V4DGzhmDw60SJNhbLJyjvZ/BBgw3xSD0q7gsT9VuDPAm2a",
+	"E3NzCocfQVwJgTRCFLGYEsuMDJlQ8L8wnnigQtcfhfjl64PG6IJ/k1a1ETT8qqEPM6m3SBYk46d41kbD",
+	"hHu+ie3kQmBFzqPrh6yaU22ZWfL5upDGk4lOpZ3OalUtWOUhisszs/0KoT0pqgJrDc5T8SD1wmzWF9w6",
+	"eApwdwqemCWfb3JjKeBNS25qtITqbV4eZM2QKtOuX3iQinJ975lRyk473NGhG+lkMVNDqWLxuPMnKgLK",
+	"znOvnhUQnTtjn/0pkgP162hmh+GSBv8k3ejUbiIor9rXyeGYh5SpXT4bxqXIECch63/sonTQtQjE5KXM",
+	"Wr3zt2Eq4oWTlnaYYKoTsbvZ4RreflIw7juni5xQjq3EJNEwG3MmM++a4LP/zAmhLP+EekGWCi9UFcPz",
+	"dtULKse2vM9uAFXKcQu9Rv91R/g9XUV13vM7JX9biILm5q+t5t3d2QkDpYLBFJBkZjOh6CbCAKuBurt9",
+	"2/7W+fZoGTALHW4RUK72D1+xr0YrK8xXxyzMRAtvBUDPHyaCpgYFAa7cQGaLxMo2fMnyV1jEFZtzY9De",
+	"OVBOqiDNQaIzh6VijNFdeHevBVKviTj7h6+26pjVCKedI2iOGa+E02zOVdEzaS0pOf+9o2ZQ8j8Rlsuk",
+	"fiUyaSOTZxQbL5Kk5jqO422qe9aYDytkBcve7lr30xc/SjO1+jjtF/wOSmnC8Zb2kYR+aLFM0eO4quWe",
+	"FNQ5fE7iSiKVcN6MrfGo5+5ddIIAnW69AAuRbfg63SvzVEfCGBcSvGElMDo+knMRMEx4JwsK+QQzQ0VB",
+	"iMGPMgesTp0sM9YpS/mSwZSVkUAOHfZWp3j8UbQlp+NczjG7l7rVEyXhZBsr5sbnZBs+wxi02c5+iKvi",
+	"XDF8p8bKDntba/i/LWtXKcUtkNKgfIxnedoostEaUZABHP+dh/tz1tk1jql+tLBmw0VacyKvQB12nB1k",
+	"P7Fkcz4RAQv3cJh7pEy6E0X65B41GNZboad8//BVTZyxeGQ37/ptYPn+JimcnmgqonuB1lRaCxA7awTc",
+	"MZEBaSrZoXc0hY2YxYwCmeuHJ38XQ7xxviDvOLewbz13zt0Eu4GKdT2p+HhX1Eu0ykIkicq9Alo7ERdd",
+	"/awMPf8NWax2UGKekkJzMh/ibV1DWxTsAHdebqbM9l08wjOz3RFZ6AjP03pH53qJwcMxW8yht8IJLJLa",
+	"C4PmjoBFs3avdMJ2Ecv54xm9vo8Dzv/xpCktl8Yc8ZR2rkSP2dnJOfyvmy7YM8zG2O7LfPqmq4C+XJ3f",
+	"7Lcvzq765zdhXSD/VKTiGH9wBgaWmYmuzm+uBYKyoMUAnSb+J8elm8RJkD0THwlKX7UwMwXOOAWaARcv",
+	"3BVX5zcVZ9xaBzculPom4olI11qvHZThDxOdDMcysSINjHqofvZnXdrp/p8ZM/+mmMUgYna9XxYtO6yf",
+	"52OUuYnp+DD+v3RA729OWZNC+1vlsVEk/7YB/i38bTsPu8jYyPx/uFmVwRTZSWnHnuRbW6K81jzm9BXT",
+	"iplFBILZcSlj0nkEXNakNMwI1Kt3ywfLuenWzLw8wuzXPzHGbLcDWI42Wzt9F4skKSzQTj7zvz1gbS1n",
+	"9L9z7NpaMt8XRSUWwyB2WvLcELPjouPgdlz2v2PBN67lea60runy7or3BoEIlbZUzzqs79hrUQTJ0P/Q",
+	"TUKYnTp9YUo5WQE6VD7qURYk75UPNHTqZRaMTV4SH3LN3tx8OM4Vzayv0N9RQxhYSCgjsZ5bEQ8UOlZy",
+	"TMLMMzirC+DGhJ7cFl3vGaUzW1EYKilshYZCzJxYzMmeXxBZ8k0o4CoCj96guyo+y9yaBF2IuquL72Ol",
+	"lYLFxXxzMVBeLc8imjKfaNiGntvYmCEfVEn1HagK4uOSG6bH4w4jyC1KHEWsRb/Vm6KvEFYshvs/4nDY",
+	"6+ZYWUP3SfZFiFlcvDRJeI/c9OFANQkc0P++96+PenQWfw5bmKDfYfQzqc7/cgT9OaREUnLIzZheWNYM",
+	"fRPDVC8NvGGgH700w4URcRYIBV9QBs1AFfzF6ABBByhFt5sZTxKnFoPQ4LoOPPkPlIzRwbjyppFc+0b7",
+	"Caj+AUukcTkICLGLej6t9u4hiKWTssHiUOOYhH3PBEE8/XV7/FGPNjmSlHZa/dovnnDqad7/WuIf5AVl",
+	"TSOScTsWUcJTsSHuLtuzOkiyZdH6406Q8yrXUgAaPBwdw8aa1vaYEHK4D9HLlkEN7rhZ2Rgi8zB8hu3m",
+	"zc0HNuepBXUsQid1Lf+pyOZ+sjsEGm66RequYhJLazxDJcf5MQOZyLtI3S5Iw/JBb438Jf1k59AbHHJ2",
+	"b+4kWzeyTjbepE+iv3kMoefDcpksCFDUXg7S+IV8YdhIclKF8IOA6TQWBd8iPn1hXIi4D4EitWxn02YO",
+	"e7UpzrlmnKdoPMy4n8eSzaLEAnehkZsTT6MfHSXsOGBfH44hjZWRyTPdfFqP9G3sPJ3q3p0Cr66bmpFu",
+	"Z3dTehfKymT31zcbhzZarjKaypY9J5RdqJRm+meTaqoTsQHPQhY2WJts057jA6h4n6t79AWrSOMtrObG",
+	"pbvGy3iDgIYqvGEjMZUq9pKKN51kNzlr1goie/RrmIEboHRR43krbM1Gq3XmZMHDn2d/zUXazoAcYMGe",
+	"l8HwFIDFpRIFGSf3nRbtIgHrdTr9Z+SdwIpkKAh1I0pgXrW6y7n7BSfPo2kuN6Z6iaJk9oAWqRn29hT7",
+	"mtmhfNG8fXHb+me7B/8IW8+14Kw5eWZGROsjfMMTOSLXP9nkijAbyOn6+TqaDCjzD4/koWYodSbCv344",
+	"T1nDH2QNmOiHsysSoXkqQRoI1ug8zE1yJvyj4yu0VX/c5hSk6eyPuQC5MMJZ/2CEUSq4kWryx4azyx1Q",
+	"HDAtYVBGI8nOi6fKJwFIiu6yInyzF4fW4wvrzBglUWv9qnnSv48+mPtRTcCU/F2sOyuBHH6U3wcE9S1i",
+	"tph3/iLXYckGXq/JMrjoj71fNFeg0KuKEgvFBYMWm7eH3hCMmKbwWVQCKQncqeHQ7O4BFH+iZ/FZDrQ6",
+	"grqAESfy9y8B3ziRDzJ2UdJ5xAJpw5iXzVPBSRoMKQggZE2b8rn4XcuYJwOFuf+ZuFg8uVLBVjBJSDE+",
+	"uGHFHvEMt44YVwMlXZGTHKjTLKIpaFc4JJ08YBkJrmKKqqJBsNnCWMxtY9wOFOUj2aUu9h/QfmfR8bfX",
+	"/bOLs4sfhpdXt2eXFzdhh/WzOQ8UxSjnc5aG/S5S7fIY2FgqSUBNPkgJM+cmwpqBCquIl2GdIYyG/iUB",
+	"DlUMBOV3fEecdx/AUUs+lwubSJGeY5zaOivZkJkzlrBpXgh7fcj+f+wnX3HlP3l0b7TyYCbvF/FUJ/c8",
+	"DVjv9TevgzyOPCpc1hl86s64r3YRC2Xl75iYSh9vzMUSSdYBjTJgL3cOj9x5Bd5pKwgu4nafuvkSRGy7",
+	"3wgav9XuVRHN7/9YAz1CJf6bTPNXWk18kmYlMasahlxrWqFbMTOwbIpHrzO21EQvr+cUuzXq/Vp7p65l",
+	"2+6Q3/pc6qt0UjPM9cDbSq+bFv5ZjlC/U3+RHzQjhP9xg/7FblBEwP3v7Pp01o83lDH63GyOSn7Geu2Y",
+	"+uSFz5sHciL5RGm0w9XEBywSK1FTs6JksKukx2JysbHVa/aYcXYvVgMlM0Q+QlrOIMGIc2Een49aL4Dx",
+	"ddiNEANVhPoDSRyYzCLhpk7sKVoTdrhuf9v1vSFesDu//cwUh/2dX3zWOJ6Za/EElTyPmRa++SuZaqWb",
+	"/2GufzlzLcGG/x/AZXPaqMFHek7eWhXH9VmZa2tQp5+DRlxmuzvQeZFRY/abQ4j783Lf1uCXSitUmvG6",
+	"VFYaz5Nb8gcUinIb/169wgGr/y2nANdm+6JupHQvauywtl4wAQ3AXe/bvrzx761J9/6HJ4Zewj5aL/6W",
+	"YjnMzUgR7gWGbj2KpGEjEfGFM74levLCsN8WYkExEGPgs03Kx5gnK6ZAXsC6ucaVx8Rvno/kETQSbjBo",
+	"eSbts+JqcXDDWMxpAbaibGBSxuYVoRHY8pp8wXT+UC4HFk8eElLh5qEm2thNOyed99vDHVrtZjZQTdzE",
+	"WJr7gJ3tXVKxnVaH/Yw1U31yLU8FGwlQk6EbCtXBQju9LlasQzSCDBkeAd4SbUywAVGsUgznC8Bdsq0L",
+	"MrLeei6unChbPhVKPNphtEgNCSBbAyvyjNbdoyvW8s63eTOKnQSlIT49y2tdl/8XkofCFcd1VWFcHvJE",
+	"22MWUma1r57rKhGiOqEL2WmeBWHpbarFdIT1bjEX28WgFQsj5J4RbBKtmVRbqo7Tr+ez1XpVEa0W05BK",
+	"yX5ZPp9F2zJG/BDgn5iH2wqHlCpwbnLuV0rNBhmg7YYPisDaQcHyu+H1sjMgaFC+x8Z7An/1r6qHje+p",
+	"B58aWKlGYtzj3RSE4mS26QaFsW19NRvelsiKyuJve7+8mKiiVOWE9YAcX5gmMxJyAsDvdVifIG6Y40cE",
+	"nRLW1MAqFgaptwV6+MjnA23W5HzoApAm5UF5hO5wHXOymCFUgFmcarMh6Q9+KQXazgjylDU1wj5aLpVI",
+	"WwUUwlpz6dTa+ZDHcSrMBsfxjCs+QZQs5t6DNkd6oeKAic6kw8JuB///0eHh4auQ6jagB2rMI2FamDLV",
+	"o3e+oXdqhyI3ou7jpiDwW8BCmHh7LuO2q/ZyjGzOxxY7poPwNg6WBr/ekIBl7DDbpN0lmVTwOntA36KH",
+	"r4yhGmSMXUacApqL8ZvoOE2EsC9MHpnrwHy4LzbLmhgOjsGkR+g4wxG0HNwGJ5S5qRgohA0rBTYXiIk4",
+	"/RZATLpgfBA9xa/Kcpp8OQRSiYJFY+sVnWO81iA6Wh/rl63e7r5jN+IhrfBTifYZYoCl7TB186GF32lK",
+	"v89+GwoVz30tyZrYixzqz7+4doZsND/a2ysek8NwO/QOak3IJCpHuTKstfVZowZP1aUtWjsiBJdbK+l4",
+	"G8zaCrxNhZlm0B/S176rIH/UR0VXbDXrsRXEPZ1wDUR6p+QjE3MdTYvVOKBDUItmPBY7eijXlONndX6c",
+	"4YiRRL4ZlnR9KBsorjg0lNRynKoKuP/zQj9dXGNdCiECVfpg1TxS9ZlK0l8fW+qnUE+X5dC8Z9dN87lD",
+	"C4VZL4TMIYGW1KoQZrY9afO3/e3hbD/tF4PZyvAOa/kWbz6waJE+gFYX3RNeTV7N7Q8F3+0/bilA/7+Z",
+	"WcywNjpVqfad+1hK8ThPuFRmx8OW7j8Oo8VsQeAnu0JA7ddcwm+yVtj1flaurRASMZY2KK7xnxrqVq6n",
+	"tf/YWJsaDbuOUAui+fPCjW74g7S/36/aP+iEr5iZaW2nFC3KYpHKB1qOLJzIXUAqFo+Bq/CCLvd4IuAC",
+	"RpsKNyw0kZyvOlTopFNKcW/ihyrWy2Cg5jpZYVBjQL3BfxLLv+sFSK3fDaja3nzQaIUdFjowWwo2Ggmm",
+	"43iggEVOUsGtx5oPs1ZDx0Cx7TAv2FF8QSRGFAKGaoOSso75SD8Itt89+MbBRmbRSlNu4Pm3LtaphTYZ",
+	"FzOFystRHvj0/vS2f9K/7dcGJeFY12nzpLAZtGA1s3EYpJsnUy020mXNbMvLFT4OtnHmrFcH1+xrq2yP",
+	"QyyHTjl9uM5yQKteah+WvtDDy91Kj2RNFYdde45QsKG8P2lqAzkLgelfWvy+0P6zat+Xvzv9ou/qHJgb",
+	"LchXvp5ewX4USypKRlV6vDUSlJfdLcjSfonxeJOptG6UHmWtyZ2GX0GcDTAHUo8py5CriSBg5BXaRGF+",
+	"UjH1BYNUT4zPpYSMVmyk7dSDm+QioBs7YjgL+0eBstW2VA8i9o3Opr8QKZV63lQQIyodvyfNTNXjWkxe",
+	"qgFscxVgjbDHrjSn/9KL15g+PHXYTc+WObfpxF+u/T5ncZ3t7ZmCgI/2JYMmcxEtAQubj1iJj6vmY6vF",
+	"9pixcfOxFeZBo3M9XySuYkQc6zHrtvLg4azcHdyj44TbPCLG1zLjFgN7O1srjRn1sGN8be26FFx1FYLL",
+	"AWDXRLZ1BNXaVxxKXI3ky2eCJQjeiILRH0ncyDFTXh0evnxVk7hXgChdr2n2VJrHjU0lZtHmeRyU2XHs",
+	"B49Fik0J/SWsotf82TOqbG0576O47HX77fMTTn0QSvWI7VIMKsxEqJOzD6fXP5yehAHIV7en19d3V7f0",
+	"zzf9izen5+enJyFrhleXNzXp+XsRV5FIwhZ+fXP39u3Zm7PTi9vhze3ldf+H09Bflxlko7kvVADFsmzZ",
+	"0lMjG0Q8aigsOVFC50XxxVz5HH1FuogzgPliRXgrzsLMuRFSHD6F5Fej8TmiWWBWqzSl2PzMdUjdH5fg",
+	"W8lQ6SpNvzCutISMwwwwA47yMRvrhYp9TJxMaB0+6hHaphGUFaekzLKYAEyp4GRAxu266J8PT6+vL6/D",
+	"Zxboen7FLU95/6lHNQLkH4HB8Anufg1q8C4GahvgBduEd3GLZuAi3kAOTSANC2fC8s5WDIyEz42Id63o",
+	"8+wgsfKxXo8S+3m6yiiEJMaAacVC+jt0V3BW2WCnKDKgZzN9JhbYE0AR91LVyLGZ99XVW4IZeN/EaMUc",
+	"Z1lPqKWPKppdhu0QsqZ39/s6VQ7UruDgxXoCDl7C37a+gS3uXSCK5+/ee/hqffNus5NbQdNhpcL9BFVS",
+	"vEpZE5TvgfLZyXORwvodl+4rzJ0jxBKfGhVQddgNoCkEP2JyJQFZE151LUJaGai9fKF5YrQDWkH1Yh3c",
+	"Bc4MuWwn9V6ztykv1fUZ6yRmjwXjGMESxlqJYzbTSlutZHTMep1uIWw4dpVc/kCZbL/lO+9s2bBcdy65",
+	"hTslI3Ikb/gTy3/AIY0EjjxgU70kE+ka2EFG5RiIVMDIcaCCeQ2uZ5HjxlEjPIuv3aBYGFP5QifGAz2h",
+	"1ovVddKFUr5KLV19HDnQIt2NyxRSF2tAXPxlUICJ2inps+Ay29Gmv1OiaOGOy9NFzWJEcVXP6LByvTqu",
+	"WUi2zA5Ltr1PRbUWxtV3NUrW72BhrJzh/RsvnGy/83X1BFunIW+HOUa0+jCXEQmXlBomYNId3HduHFvW",
+	"oB6uBs7LzlFORWmmxt5fCbSqWtThuZ83vIrgzv4SVnlcGTx+vh6ME9keSbVOrGsjdce47Yqr+7Ps/018",
+	"Sac+1A7FrrWjX7w+6UcgWvqtETSgkUZmx6q7TEvX4/MU+Nsic0jJqPPCMLieY26pCAH5FQ2q4liwCCRn",
+	"QuKIBwqh7UDOW7NTBx4YV7qSAcro7CrF8tZLNVDYjVRlXLg/F4AObTbY+QvslGGfzaLa4myMM6rlRPqJ",
+	"ldG9sAOVCheA3QLBWYg2vvifN5cXJF4XimWQyTIVPDZHrqLaQGUmDxS9RTTVFOEAfaJ0TLpLEd/shWEO",
+	"S3kzdFuwAbSt1WF9Z+R/dTBQ92JFlbJ6r9iP8nsQidCAFVmcQjW9OvcyrEsqTkiRFi63rOZEcflfHdSc",
+	"o4w7DNNFXUTiO1epPBdXCONQGhaB6lgoOOr9j/5CHygnt2oljJzMeNhhF9oD7+VsKWTN5VRGUzaWj059",
+	"JHns6Gknzhuy71EMLbes12GE1ORK5XMsV4XDu/8qyNsF3pVQ1fU3H5zRu4n/OXLaLFfoHhuoDJVGjxnh",
+	"DrM9ZrKyJZj0bI5ZOJNqiC0U4JvDVkCerGiqtQGRyHXvvTz3X3VYOpQf77H+p14yCapeVHEBZynVepyB",
+	"mnykNbwvwZqYePiRXHc4rBemxmIXMOXVcxOw30hmdnPsDNRAfVXYLda8ZvMEtHiRiMheQGfNmbBTHbPv",
+	"2KDhXxw0WqFHE2QEGghre0+DpGW5Z212czq8Z3Qx+qdfBSDdpoKAbnB5oI0pz3hQPgkUEIja4Lc3H/J0",
+	"9oDa/o41e3u/tXAUi9nwIyyJbOISt9gea8IKMfNbapuq1cJ/ShqjYm3Wa1E9CK1wGn6pfZXr6xeGhUAC",
+	"VzgXEzfT4X1rz7XmpzWThIhzBUzyKxZSUJr8HRc/ZM0HrlgsUvZBCxuw3uvXBwiyiev8YsNKw2gGjVJL",
+	"bsWRR8LCZcvq6Xwu0naKnp2xY48GmoEJf+fWhtbln/usTUT41T/30RQcDz/+cx9dJlYgbiNqrvA1ngty",
+	"l3ZBe339+jWjYTEjJ4qNEznPhFroqmmEiEWckwafCWLvedlAKqYBX7aOaTMiFwUHjfmidlzB99LQPMV3",
+	"ZLyOWwGb075H7GvW7RzCDHrdbpdwLKKplhHefxtoc+4JUrBup9tjTdhlX0yRJ/MpbzkWDGf1rU6hkUJJ",
+	"XucL5ghHQOZAV/iwQDWwjB1/soaenIeU/ufiuDecGdrV77LTAt1/jbT+lUN4uDl1ZrXSIfGJqsjaOHIU",
+	"vwSgfRrWfMeNlSJgt3JkpjLlSnokibepFPGMq4AZEXXYN51et4WsAeYCnNWQ6VJj2R2qw0/6EajKcJVL",
+	"oPBugTcdO0HEYJZqkmN9RXo2kgqWMdWLCd3DsXyQGJA3WiExBsxoYGvcEq0vhZxMDeOJvBd4eHxVFpgs",
+	"BQcU+0bbKd1EjCdaiRZaNFEU4K4UBswO6MXvfH63acWmIonboPrj0h5l2GhasQk3mmrFDBRwVNZrH3Yd",
+	"1wRCAko3cNAvzq6B6x90exluCsVqulLCA2U1hhq0ArbiqXph2H6vZMc1rLn/6tv6r/09c9AlUWK/y8wK",
+	"LgIro0zddsigIt3D38KAvcz2IRgoZFrFOJiWQ3klHlCaLI3nsNd+1fXDHahv8FX6CT7c73Z9CcvqWDrs",
+	"Da2uuw4VzB8+xkE4wu51PakCE2FdZEOOn4YU6kqxKij3tLUSsElHsJWfaOU/MSMmVM73E1s/evQQLzD2",
+	"iZXYK/s0UJ/a7fba/0Hbfh1wN/2H7BM7OGLdzsv91+wTewl/7r88YJ/YPv55cMjqvoXDIqIFRoB8Yof4",
+	"6jfflhvI/6xpACNpcAHiLxtBafGe2wTGxhRWgCZwmH8MX7iPD3v1H5eXoPBZ7Z91LdStwctXzxlD/SI8",
+	"3QaQPYMTWZj/t/BGr/eq/Oc39Of6d+Wpv4bXuq8Py3/m7VQ+Ls8676P+z8rH1Qn3utgjkt6WkVe23L19",
+	"WP6TPuy+Xv+wds6vyn/mDVW/rps09FL/Z/XrTbN+/dTgkXkBZy1Murd/xHqd3jd73c633+51OwffuNZ6",
+	"nS78+1v45eBgw8NKq+UVqW+6h628hof78PAlPDzANw/gIfzPYXet6fJyPWPU25teW8vaxmsfPtk43F2f",
+	"GFcreBMP32uY8eEhfN59zkO4CAqqzNSBnTm9T6fMShG33T/pQpCK9V572Wn/gO70IEP56O0X76BMpscr",
+	"t0c5lnUSHmvmFyDejhShkrs1KXLWVQyYpkLQPQjycOHaRZ3HCbTNlwFIlq2sqONAzUAqzwv1u4vPa1dZ",
+	"PWnzgsW6w8IZvxcEK9cWD5TcHoJMbRapk8stHyWiXJTZr2YjKGsjBF1RmXetLeyp2Oo+qv8xozJIVXtD",
+	"h5VCo+GSpvKbmM1ECa6dTtmoUDTYOOXdu6GzUGn0AoBOOVDStgI2Wti8VCYp7kceqb+T20pIT5NadWAN",
+	"QybNQIU4/rDD+qgiLb31iUSiJNFL1pxJ1VTtXoAaZ8LTCVAfOoTaA9VrtY6ehtJDs8qRF05Hq4q1AFZl",
+	"MWdWY9nToikisweRFfzVwbbg9OhhiOLX+j796E/Ij20ceHUEFadlr9thP5OODQsB8trYOl9KXaWEH9l3",
+	"TFEcUZHFNFWm+r1sHYO8u3Li5Y9MCREblr/wI/ua7XfYe1B+SIbEGGI6zTplY7EUqZPY8RdQLp5e+VPQ",
+	"PHC6mEk2ljYYKO8ZzAYZaWNhIF+zHrxiKqsOimm3GEy7v2Hl/fHdbI0jjUAqhMz3wcMb1rQFyvxAcQNK",
+	"uk9YEOxHWpuqj9lJ2N4Y5P55xECTAWUedITZgky9WY1HZGsLCzeOZj+CmhlpZeVkoRcGEf2Ni62mypmw",
+	"JR51AB9BAy3SkQv3YXhUbGaU6Ogetb1UL7M5Z7YT6DR0C9eBVUUTVaG1QYN4tYnkvbRtLNnmPvvxrU7i",
+	"ppkuxuNEfPeWJ0a0whLZBg7SNDWWKWAq7Ec3IDJXPTh9GJOxfV5nznWdli9/J0sihoo2r8kKgqslZCLV",
+	"pKn2fmzRarpNoh5/ZG3W/LH8VpspMnR5HQedAUoQdef1Yo2FS0BGUzLpuBWnLVoo65e9ICuER2SMZE20",
+	"tXVbbAIM0Wp3AGj6tPbQTma6qqx9oclBgwjqrU4rR4bQvfGbqk0IyKR8ARExEiSL31YXNeY6qr11qifi",
+	"aW8snCjkUS6auFBco+iT0IToaQaKgpmkQownnsJTF2XQcowDcxsw/IcXQqKo7YF6c/NhBxjVWx/InNUn",
+	"JbvHQDlfRKWiyjPrTedRe55LlZyCQWOBJbvdOzZdCPpouC1dyl9ypOuvXVcWyxs1I45wJk4icnIXrm1a",
+	"8hRUkx32ux3m4DYdqlZRAsB63cI++/LLir4UFrEczLhLGZhLH2e1MCJlMu48vwr4lhrJNxg44qsiS+XA",
+	"xK0mS5mPyg2YjCk2LElWDKQSZ1gis1EFbve4ikyNnjJC9WfNkKdWjnlkO7M4HCg6s3SIHT5dq8P6ii3U",
+	"vdJL5UAd6l2QcI3D7cBnwiX62LVoxgzvWJqnnEFkrDKaruei4cwXOaqNlWxyinjMEYkXClawECXZCgYK",
+	"hEKnPzhfsavghJJuJ9KxyKSzrOL0EUv5krCXfb1pYIHkofILPucrU4imxNBHFPS1QTPkiNDAj7zPaIAh",
+	"5mERBCMkmI0mCX6HXZyMiAnWOS8yMlA5OfAR8LZu55DN6CIuZjnRUpaTyAaKkm1c3SHQWKzO/FiUO8Vd",
+	"ChjwtaUThZYDhUX158mqzeOYYriwn9YxG4mVVjETEq7I4GlXHyosbCRUNC3rKXDA0weRthEGG5fNA47g",
+	"ApM5HfORmr3DYD/otdjXzKgHMjviz1zVrWiFnz67vHeBo756RrHvS+UgX2pQvu1UGFd1xsgHwcJfEr0M",
+	"2FROpr+GA7VeI7yJIODrVcKBKBLCVPGvoow4E+lExB12VYZrIcAIbGA51UkBARPlE7LQ56mFJIv41TRZ",
+	"+g1IiBgw5vDFRTwRHdanEbi9CEFNci4ZmFeIWT1+9j7PJ0VYchibKsKRb/EXe/WpUBf9GZtchxleiHU/",
+	"KJY87dXE8W+up1W9FLZdzl9Q7kEqA/sllHUVXuG2oCoPwFAeeLJAp2EBQZ5AVweqGS7VsBuyTofBX3DY",
+	"w1aAWMyV7IJjJi0qY7jbIy+apB12hhhX2geHe6WcYjDyoE0Pf29COp20UQWylqomCn5MV560+Q4XGIOf",
+	"bzNs54vQhkdhkDl8CvwPqEMlK2CXPBIx8c/9brf9cr/bJVB9imLI512Gr3+aCMv09ryiut2Db0t1dfHf",
+	"T2ZXZMLJUxFUVIfZbE9GH8sJsl2fRe2dOGVDzTok//52nMJKJei8lPSzPqsij0EbWCT7qek7aP4NoPy7",
+	"5J0LbqoQY1nANcHMBw0Mycgh9Gujrp9iHw7QdlhTKeAnolEQGxAgf3dM/LzZWvz9/T/QsNNyNsRUrhcV",
+	"MH9m3fCr3I0ZbKyBgI7mOK9L6c2XA4VSXcDC5oq12WrKLQWPUORIj7XZtOVz5YifoXER4wCcKzdUrM36",
+	"rM16IYvFJBV0asapELGeIasjQ63HbR4oV8Ppdn+vqdq9lg8r3xEjuZow51Y/J87SVhfJ6amjkSOKPJ1n",
+	"5XWC4ZwTmOPmOFnH8nP1ImAEdPsgcptFljCVisjqdFWb3VNjjN0ZzvYm+4IMbmgL3p0Boh0A76ZqVByo",
+	"szEWCwvrjMVVq+yussebD1eI21NXRywvgby1CJAvl0wpHukOILzVOwKDg5dPVkdwhhFC7N7aQbkwSv75",
+	"E2V2s5AGp0AAzSB/AoaVZhVSfGB2XkEEBUeS+JnnQQY9DqXSJRTh9NJVP1oVwFecvgNCWOAEGWOZeLSp",
+	"mHlbXTP0MxhabXlSqrnLeJK0dt716g1Vs/vlvnbBUZ3r1G4PZ3cF/+Z8IoKnw9r3qMn6DDy3U0MHvxjv",
+	"sKlSeXOlZVRyCARUwihZYsbQnEsHPLQlUQK6NEP/QV31i6z4WehGGLpkHP8R3YA8SXKbghvoMesiLYEm",
+	"TdWUSGt8ZkK/KEJu+UMZVDjqUzz6DlOrahKgTV21PJTpXciUNGQvOsptkgGrEfZBNT+96g8nw7lIh+fw",
+	"0sm78j8Lvx4jXi1nRsx5ClwzoIjKqeCxSDFwmnSOTIecu8edgm0UFRLSHMnw2Bmos9ySgjcoBd/iOy45",
+	"NRaRnPHE17ME3eWXr9u/xnIirfmlQ//99ReRP/w1DMqEho99Np1OBypPeCW7xRGonPSWm6JOQbvoDbvd",
+	"LihGU/HI3UBgAN3H3ry9j0nCUo1D+g8Md4Xl0kLFVXhcmMtAKa3aSkzwTsRocRpdb995fXrdescb+cEG",
+	"yi41OSFyBxfa0lsVLN+RVDxdNZ7I/9s966+aUGseGq6ZOtq9U64+7jkfbUIty4p91CFARjqNX4DSbzDL",
+	"wIcAzhHxmLwWZMZERumxjZzH6c3Nh7xWv4gLKc2ORpu55wUDydAbYlh3h6rZCR+5cnWbhN/NScleWCvq",
+	"D86MSmYDhKYd5uiBw7FOhxk+APyoxBB4klRDB46zFVqBlrk68GwoTydFb8RnfV9CVlR8JjrsXFgrUhPQ",
+	"4TEBCztwGobklQvbYUAh+1jhCS/pgUrwGwSugo9ygKRXByya8pRH0CRrSutSz0GiNFWASkf4znPTOGrM",
+	"E9Pe7+6/6vX299u9bu+w2wWtlUNnMPx//tJv/4O3f++2X/+a/9kZtn/9Vzd49fLz/6o7NGv2ofUIB7XJ",
+	"ducyUfW4YOxwZTi/HH5hv2QsqLEUGBEtUmlXN3CkXTUCwVOR9hd1YnzfZa2vpaezmux0ct+E0JJOXZzI",
+	"Efsem3dhzfi6z41j144oc2w7l7WD1kcK9Sz3c8xk0fMj88CNDjuzhqU6EawZpoLHIaPoHDSHiLCFN0Us",
+	"jBM16LnUCtNnZnwFCmNCVIP8DpFTcez5kk+tnTc+f6aaFLoGvtRXhvAToXSkRaoM4+yaz7jK70BMdWYF",
+	"X0ELfekDVa5GARRyetUP2Mm7Ph6bk6s+a072zilC+3apmQM+oXvR4cuOViREkdnsiFz7X331PofybaI4",
+	"EOvI2whB7jCtr746Yu9ub6/2ep0e+5qyqrRiIPCxw8PDVwH5f7lU+BqyWPjjhjVvz29Yr4MSea/zMsib",
+	"0SpZtaq7DO1kG83Ctk1MOxKp9cwB/n0vVqELDp4tLEjq0Iffe54Y7VNH3PeJFMq2I065GF99lYOvw7z+",
+	"IVL9/id2ffrT3vXpVXFah9SJq55xxaN7JhzgtOlAH5RbgOuMcD9zEcmxc8GFhbJNIRsJZ7qWxoE2SGs8",
+	"XAa67+k6xd0qBK2PBHIHo/Ni8+iL87qooRgCv9lHGMbgau049KeQNeEzPWZhoaIhsNxy9YwQNzFEln2m",
+	"xto/phjrvNF5sio26UvNuc+LlWegj0Jz7gmCO9C/WoErbF3Ef8cED2tYCOcrdGX/PM43pjYa6KaEDI49",
+	"+SInbiRVoFZ4x4HRIrBLsaBR9lv+9rFPlBjpGCTNsFDNEafhqymFrOn8nuQSRFg0EPN81bvqymS1SkLW",
+	"DD1yUWE/XAkS9DhWVtR/VanHQ/MpV9kp91qonuM3NNuZ8Li0w7g/FKbxH//xHwz/aby/EuZISaiU8IH4",
+	"GzT9VC+sc0qhR8Z7fvG5Cdgy1WoyUJTNRJK7Y4hoe4drjqcYBYCKmCMT6ibMKcCLBA7XvA1snY8SwULn",
+	"fn2jgaEjQhyGESAOF/TjcgKAAWG8bSzYJ2Ib1TB/eO2g22Wfcmf19elPd6c3tyH75EQK3MU8RBAFWVbi",
+	"ni7wcA0SB2m4xYq9vO+fv728fn96MgTW6jsZ6XjlYXfwwBPjLX14eXJ6Pry4vB2+vby7OIEvS1gioBO6",
+	"3KIM39p4DLySkc21erCp1R9Ob0O2x8KT0/PT29P1hNbndFIY+ptLD7b0xNALQQjOcz8SmL8bkMuFJVpN",
+	"REqb4GOH5O+UjnTzrt/eP3yVx8sU8J/dsJapBtK1ZRAjw1cgGJRHfXdx0397OsTBbxoyZ3MZ3WMtljGI",
+	"pQjGFCXcGIw6XCgHA1L0ZyaJXibS2GNYN0RpXXLDxKOIFqCbrC9coZDBU0vnRgKHgI/RtArr5lnWJNEj",
+	"jndXNgARtxjFOdyTgdNoOLJYDDw/S34f0AcXLyLBxCOPbLIKspLSmGeVNVqp/JEtgne883RChyZfFW0E",
+	"cx/DfWruMVSvTVXI8VZthiX4WWeLDx28rAJBzdhBA9gjf5Tmu27Y2nl9b/vXP5ze3gzvLn68uPz5YvNe",
+	"ayXalqcTYUshhY5oQQxR2tdJz3PtTZY6WOz6qn/7Ds9d//z88udNO+umSZ7kIzwXfre5nWISsTOlBzmD",
+	"EhSbFnY+6lEiRyEenVS46JAmKb9mNUukujetbBuITnAj4W7TIFS/mYroHtgrWUe4WrERzCSztBLBIaEV",
+	"Z+fqbQxP//fZze3Nc+dW1CKJYhGZfo3HNBEWAAeBA+Iu5A72e46xqUQhidkL4YaYclXhxp7nv7n5UBhk",
+	"ZvtE7dQN6s3NB4aY3wmoZCKug0HDqH0CF0oWM1XbVRYLtaU/h0SAolLpZiiaYagWBOEGcIcGUQJcyoiC",
+	"8CHqLioMgucuIMATA+IvQHMvDAPtFEgII5OAgAqxXoXQZTJulcEFQO6Dp0UsCTKwOvSDuhVaB8N7eqVg",
+	"oWCJ1peHgvudAAtTyky6DkOjJvhMGoddhaATj9LAya8AbLuwJw+WJx6EgiUsYjjT1ZW44G0fJwX0muFY",
+	"o9OhDHPtEf4yLyyGN+HCs6Zd6rqoJYqOqR2hYWYxQzZkdSFKeb978E0ryKNy8GbF6DdDZkUMjqsG4VRi",
+	"cNA2GlTwu3BFfPCPqUOjLBCPibhiknhVTVoARTUXQ/Z9IDkGnBAbw++QWTRxfqHPYggrGQDlGGStfNA0",
+	"vPQSZPhiFCnflM4RrBE4s3oiCJu4inFBpF/JHcqzc7BVeKPiInSJI4Xx7XuHUpOqsawdMsp93yB/smY5",
+	"gOaX3q8dh4Te6rD+WujkJpRJ0GeRENfxG49KWH3GZyVhPQBgJqoUN1m+gs9ubuCsX/Wvb7eyxMg8EJcp",
+	"88aZJFGjlrPfXd9cXnu5Nm84axLxhkK8M0jMsYtUrWkUuJcg8fMZn+RSRI8Exf7d7bvL67N/0DVeZ8mq",
+	"Gsx8VpLXLpzwUG89C8kMh2NAvOGCNgJH6ZhFa/c0ST4YY940QrB+CS2ydczCn3/+uV14CtwExODQ9+mm",
+	"+BKm+Pby+vuzk5PTTGEhu6A0jI4ysFnpDXB5MlVWcCAzt7EmgsfB9U9NaMU489klrc3YoonAY18R4Pwu",
+	"n/e/H16f3tydl4SNhI/alMdlXC080AsKisWcpwgvXncpGvIhwJpjfoC/2nO9rixgujCHonJVUqtANAR5",
+	"mZTn4mv/efn9ugZWDzD0NCztUcZa4SjKeIOmd37ZPzktdEQymVRjHaKri8TZrASSb+UQWzm9fXd5UhVc",
+	"aYtgXghBaZAelMf9oVopBG3i2nqdj+jmtn97dzN8f3bzvn/75t0OsmKIhSsnIiZewNNoKimJpSg80khI",
+	"AnCqhwMnQOywDZLQsWcC6YqPEhEwI/xJlZOpzYewPpH+m9uzD6c4/p01Z1rhY/ovtyIbJPmi1jv5/u7m",
+	"v7Z0Ua356IV1321zCwQpomWsgaIh86Eqo/TbpqP6UY8wWjI7GNGUqwm8H2bLesRsuhAhgUX6q0OgcEls",
+	"lggagS5YeA2ftftw3x+xw/LSX1zm4uL16ZvL6zW6Lk7wQYplZRNghKRn0nR5rOfownZh+ahdTEns0J6D",
+	"VKVJ1LUxfKI4Nn+uTy4vTjcfax9Nkd+h0rCQ1hiOvFt/onUHf+tG528NV59Iuxwk4KkbDFJE+63SMG/e",
+	"9U8ufx6e3RQp+OouW0BXfrTQiuMLfgkr+3F++cMPpyfDm6vTN7fX/bXzvE5wR7U3JkKvthM9abvwizA3",
+	"ARWqUi1mLJEFByB61aq78Pbs4uzmXUnJ3sxD/TZ4rVNgbkWTQEOLu1BeRuCqw7OL4dX15Q/Xpzd4D/nT",
+	"jOoEaasbD27gtIOru9twr/KW2wI8mY4e6o4T2nZLp6WXnZZvYYzOtDm8PXt/enm3ZuJEK6SxVGeap6l8",
+	"QAMOSM9kdcvk8MwPKONEuOirZtieWjtvQyuIEqoXthBw/bLLTMtNEo2b2FuzaFEGVl1E/bZa3/uupaKY",
+	"HCwNRB19NFqVe2NN31uv0Ft2TJ1eNxZJUtDNnHufcYrLZCnw4WbYprfbM6na6ELMp4KJYWgIMXsmqEQV",
+	"ZB/CR+1JyqPipzCujUIOt8LTVO8lGYn+C8nq9vJyeN6//uG0ZC8WjxGmQRPKnaJQxZh249ihT1fnzhOj",
+	"j5B5eagigkhiS0Spz3Cj8g9nYqbTFRst4onATZ7xx7b/tU2/YnaAJgZp0xWwbxB2YHh+PofOpJqVZH1/",
+	"enLWH97+11V5Uh61AX0ImAwslKVsUWoJkWpyQP+f7k7vTodv787RRutyS7PArUSjgmA5iJqEze8gQRH7",
+	"0d1yH/WIvBS0SMhMPF5ta5eD5k7ZoRdKS0D17BNbqNxhWPSElCnBO0VAUrQ8uod5RKLcP4KGZt0hkdyc",
+	"Xn84vc4kA7gPci9vpJWiSFRaDLd/eH7y30zYcmUKRoJCllkT3XWwGzzjD4VlQWMAN+wj1fACQX4ulIhb",
+	"ORZaoeuIO8gFH3OT2ClLBS5FlquM0P/G3ZL0Toiu45odCNb4nAd7zPqEESTaiLjzpE6Z4ZRn54FOwlja",
+	"J86BMywhc/dEAxNfh5FG2gL5wQnJCGXo8QtAdds6t8PKdt9eXp8O7y76H/pn5/3vz0/rVE7cNqwqC8LA",
+	"lTZ2koqbn85h/1FRwcAp2Mmjvb3/9///f4WtTLeBdRhxU/G/YIFZHG+h+jmbaOYN+7nzBgnHl7udcieC",
+	"c8fj0UKEgKwYmptKK7KST8C9aHTe9oA0sas4WV24fedS9mMB4Q3JA1PbPNhkaW3f3d3eYpkQ5wcorKu/",
+	"F3PrR+naJBVQJkl2cT4p8LpGpWEjOOluEN8Q+6grLFKnFQVPUrY3kwNtYx0SWlNE8uO08keuxld4enF5",
+	"c/UG2DhsTRsx6Jvh6fXl25sQq2+gJv/bQlsOz09+uru8dbZdabNiYrRd2PkBWnexE+AZI/LmSri7YYf5",
+	"RLTxcc3VfYg3ZPneqjUMSPs8RQPTu9CMBRyuSi0vu6GDEMq+xiRm5LhsobBaAaIRx+gx72f7X6yZQjbo",
+	"LPKFW5Ramjz3G2SfJVKJgQI+ijGIgfuvy9/tsffye2cuNYu5U1BsypUZi5QJFemYEtEGau5CJLxETnKi",
+	"q53mEuzRF57wlUiLzhznycfK03jGAx8tjyE+bSzOe9DtBuzgZS9gh90ebPlh9zALGvhZjIDrPgiFLGGg",
+	"vvKIvB4o0l9r4f9uu4iINoZhoEXQuDACBxmaQ14j7OZSVb7KYn+m6NJDP6S37/dAA+rtf1sME9RjaCcp",
+	"xyG6AKPO8AiEbl9CBBimq1McuAhkl55CmBtwXsnOilgVEnFhdEUc5hHWHk/0hAxGDvIEY53ctjuQ18Dz",
+	"QzGbJ1iii3SzgHkw+4AYC4qZhDUR46IsbKvDLqlKhDNQFzaXtt2sb3LTjaOwsf7KRXN3y2mTShA8CF7D",
+	"cKnzueys+CwJXbHsSugDzyuSuBGWPwUpPcwxPrxExw1qAdjXm8vrG1zN8RjI1TECh6QRtiOdmrZO5USq",
+	"kI0TPkFfMYVI0WPotRlS3N7R3t5UG/vLERwZDPY2bJTqpYGZojUHpOPwKyfFqUWShBSFzbIzwy0FprYX",
+	"85YDpJ3ziTBZoCCtQf/q7IgSz8eJnEwtDSPzWpHN6tINHHvrI32032hlU51klP0eSQI47Zhwd2nLUGLi",
+	"3jNOU2UTYbFGqWu+0mI/SfSy7frE8SB3om9bAQvdG9Sjh8zC7l54I51x4Uju1XfEligYCTevfbua43Vb",
+	"PpsVm7ZAYvBMjeMK4gIaYV1gUvs9f2z3J+KIvep2w2MfXuQ5B6b44lgqvCIPIHpy/tiJeJxrQ5g7NeMt",
+	"SfEOxqJmvZVGIs0nlHF24CcZAdDLeCzh4OWkAM+Psl3DseBIw5bDHMIjAGe+sgQY2/iBp6sj5iaVcd6y",
+	"RX+gLsdjf01t90Cwt2fnp4QxUzBxEdYEcq45plij1yFE67uZ8v3DV0181sIbGCjiP0KHuo5Q5zPgCK1j",
+	"ArYrQfA7RBE0JUwQsIMcCNaIZIyIANllKpTf3WdEE7t6aXkwc0hxlsLHVaKS4fPLc3dEQkZio9lEKAwV",
+	"jhlFkRocxaqQJdByYWW4HJ9yXlCMKYPfnX/Da6MYTxUUwuXCPZf1A0eowmKRJiu8kxr1kcy+XZR7jgiC",
+	"uVY03Gxoqpcaqe+nrWMkIX3F+t7nFhQEG51m/gfaXTwNB91e1UWWnYGqCyrb4FTwZPbdoJHyGaes/kEj",
+	"ZM3sQ+QHWFcaBa4hkULDyQeeuqhKqLLknsr9ZYoYnLsiMwYY+GiCqY595ogPzEu0vseLIfOxZGya5Amy",
+	"V+QhjygJw9yt1h1asuLS0KWy3V3mlvAlzjr3wu3gJyvc4l6ZNpavDCrqLs6YgxT6IBTwDBTHjQdzYEZE",
+	"qSDmuwNTcT3AQUZOtuFKbDluQOqv26ajyvWMPAgblwSifkscy8dLo5ooFcKoWq4IwqjDwpuzH97dXYUs",
+	"pUhRk0UoHfk71brq/bgBOr13EBSgGc70gyAwNdDzDP6M5O1N0dSEwKNClVcSp8y6EuGavIkM883R1lYQ",
+	"wlEfRyAVKjRAF+U8FQ9SLwxzPBn2B2Y21mnkQnVAkvTRiYTbduu9ry8MC4kNy7yqGlYnrRYnLASlO2G2",
+	"WBwwzGoBHnkrOvr1ydXRDAtld0Dl8xhkzFdEKSOmUcE75B8OoG7sY7TIzUIUUUxODh0AkROmqzK0HmeX",
+	"Il4ReAH+nHkISm710ovkYKPqUX7Nq1dK6O9zaXxuyXGR0t1tteQpFQVzguFAOUXEFI1tPI7RNuZYDQeu",
+	"MUf9nqRqurdvz28G6irLoNhyvDalRaC6pOCmlaaYmUC5GKTAlxMyjln//OoChGw4auXkDAcLVkjsyBYR",
+	"ORBHh3tmwYOGUd0g6WWgqukXoKJJU0jaOMK4WInFK/2JYjAvOUYyHSgHVTnK9DkKC33TN+6EOdqcchWb",
+	"KRoxVJxJZzBkmASw3aDC9rzU+BSPMMfIFzH7xhtFsTISmRXzgVJ5cV/QEeZCQlRuFhsotx2uuBFo59Ri",
+	"wN4s0gfxj/c/BYzweMqpI8aZLnudXkYtLg0/K27oJAevi12lGLMrFii8w0+sibodir2UKkkpZAPV7XQ7",
+	"B62jwlB9XBHl1lqhItA3KWgHnvkLxq7mInBr7OjCwIvu2nRXJsb5OyW24CZ0ifjEHtBUGpCA6BAp2O3/",
+	"838H7CcXN+lTG4ACCqbGoFwmEJNHfF+wcay4byC7uj1AOGQ001KFESGsRyHy5ELTz4oVOmsh3Tccrkfm",
+	"Kj7h155ZQXM/6IFKFwruH3zmYqxYpJMEYSxMh11oBzZg+T0WBKI4y+w0uEpBR5ksAQPzRgF3Qc2KuZWI",
+	"/id4SmdcosEqk5KGtOZD/GKIIR0dFsZinujV3jyjlT2eiNSazgpETif54yNX7YM48SwjwhMx56klIAzP",
+	"AxCCc8yx2iOZAqiiRpG6snMAa1kl9yCndyzeIk3h5DhR+2ytE/YJX/Ws8hNzFSndcqIwVZfkUYqKJftB",
+	"FuNq8kged9fyHL1Kjx2ia4d9yiquPRlju634Wi58cRSj5yKxLiCVNX0AY1gy4kllrOBUhMqfg8zsntlL",
+	"+vU13VhtSTfvdymbuF0dT6qK5uJ48hpqsAQ3wtdxLi7Ci3wp5wtbCUBbqyYHO9QIGlZaTM7N6bd0m+KJ",
+	"yogpo7dGoVh/o9vpdboOlBNUpsZR42Wn23lJyb1TzHClgwt/Teg/5axNb64kJwGhHU556g1dmW0PVydw",
+	"qJDSRaZ6achzlsx7Yvhqs7PlqOwkcV4QaamojJNiqJYlWRimgqd2JLgznMQiEfRFZhA104U1LEbFJEoE",
+	"V8mK1GrXBQIb67whNE1mIcEDFU60EkN0YfsqmiFr9rpIhmYKZEQSCbznzOpH0HGUckOGY24G6l4mWKt5",
+	"ytUE1f0se4Q7WvMr1GG3QiH9izgfFlk6aRkwjhh1GTwxnM35wrhagNk6O5HciZli6ZbN4KkcYN8wejSj",
+	"PeS+IG4YTASWaEJljfD5C+NT/2mJ4VIbqKlepM67D5uBlS6zEfsKdHgLUN2pbHQv0AcZ3fuCRlk/5gX9",
+	"YHLwPD5JhXCeBXce8zAYJCNn5BCzkYhj7yprZVZcpzKBcI+Z2KhIwjl1fXbYRRYu4EwUqC7WFRNH0zZl",
+	"Q2e66FncOGr8IOxbPE1YxhVtVHjG9rtdKr+PBkJEiJpjr/Dl3keHcUCpr9twJqgDzLNeR4IgpyZ3h9Nv",
+	"pxF4GgKmkxhrErnnGEaHNYUPur1N/WYT2btT3CkHIoaPDrsv/7RZlbIc62ZX49k9KkktWzyzRc+VO6C0",
+	"g84ECwMsWDtrsIXdybGaLXkOiYKNoj9zv+Oz43kBzCIHuqE54WW0fa1P6EVXAB7LDs9mPF1liB9ODPOp",
+	"Ro7qLJ+YHOcQAVV/ha+dtL+Ry/eTJVzt+91uwYPrBTbM+WDNg26vUH67opB5tNL1OO6yDWRTaDcaqgYK",
+	"Pzx2fpmEDOLc3Lc6GNRqF4aQk2MxSXksvMcLax9QwRDjbLVF11Wo70OX418Pp1bn/GVNNPmg3k21GHmS",
+	"uKxseAHNH2OzUpEvh41mEvgHenePQdqIFmmKYixPEkP3pi+niK271ATCFikYqoDSSDtBaSNNlT4iN/V4",
+	"kSRkI6hzShM89cpYRKZ2DurAeabF45QvvOOh4qb2SM5Uti9JgPOTYxpv/KkL/x9LJeE6w0V4lseal8YG",
+	"jRI2gZqYQqYkKEhwQzIl7FKn92yGZU9dRMSgkW2d6xNLOJbd67zkXHeDPDSDRuDeIAeWVpED9jZ2Ed27",
+	"yZIJkK4Gl/KHphxuMdMzSbzsA2pNAvc7JUSQjTyzEcKhmMN0F3OERzjPImAqjntDBn039MPuN2jIrA9x",
+	"wMQyClNzHTkOBJeuN8RiLrA3onG/hbQl8Pth9xtmtT5G6wuPc+Ec3zyifIPpQk1oZc09ClFc5kEhFPbv",
+	"VhdZRR7EadhEWHbQfY3TWAv5bB37I+hCcoG0ljyLpC9YnFGI8MILxV55CF2yM+q07IjMml5XsLzBCR1X",
+	"GBwK7/JiMnU1dbLYI6VvohGbG0aW0NzzXQgjCX9b8JQrK5XYCzEXS6RklGchuWTggJNHpkNHvmMfrTc/",
+	"EtyDj8p0XjYPDOxTSZ1fwTl/YWKY8kQ+3owtDh3IZUhhjgajRLEypMWVNUcsHyva751PD5txQI48SZCq",
+	"M7aWpbSiklueLcjUqSGT9EA5Xn3E9H0xFTkZApGIOIvTk07jl7E7AkclBBS6d0ZZUYzQ7W3oT11N2gb2",
+	"/45C6DLRL7vR6kP/Ij4fqE2hfwVM5MNXKO5jUJAeM0OIJI5j6XSgjEywafKQoXWj0A0dI0dq9yJ1uj+a",
+	"YCk0jso7cIxFRIR7gmqdFy9bet+4WvNL0MJTMg4l5MitBPpl/Bu6FzEFDJuinTGPX8RYGQxgPHIpFlpV",
+	"bgB0GDljfX6Howg1UE0nX+K3rcAxN3Yv5rZNtqLCwEbCLoVQvhEzUE0Kl3YDpEaOHTtFrwd5hXLzNSVc",
+	"TLmKE/To9CsRjug2wihHkoeX5EAgy0aKQP1sRim70DX5d0HkGAl/R/gcWS/2KA2rDrdBqSdYXKwfYbWP",
+	"ovB9uPG2jhjPN4zieLmlk2k1VcxBFddZ3AnVwTtgfG9qwsaJ1nHJeK80G3PjKkYo515ONBDJIqXC3XCf",
+	"F7eBzEEwVTtdwEjdkHEHikcDV4/s31i0xf1GNeBQ3UdzuHcKx5r8D26pUjFZJDwtHzbYer8tLsAd1r0U",
+	"TDtQhWjaTEIhSxNqviu9yGPucRsxZTdb4Anqtwg4UQ6ohZP76qBoECVDALlRCwZuL3vWhNwCxRQtOGhm",
+	"P+y+HKhyuDHWyfeBtmSb8C4Yf6XgPYpXa+C3niSFeyHmbrc84/DRHbhSDvftJTMIieiKeuAsQK/2TIPP",
+	"QI5xFyIVRjGMzzRB11TnbI6dQE0cDhFakTLro5yt1gH1nK17Nl1/gDrssmqARkdegbvNk4UZqFcHxUAH",
+	"dwqwpJQ/kq9IsmsevOw5qNtWJ0uWwIAIdPe7ASMALNkdyhkY64kRGY8fKJcZYXRuNLWpjO5RMuYuCB/z",
+	"nXhG3Rg6jhX3nHUlICQcqRZURb7OTkB31F9pKKAebvAq3mQvyANtF/MvNwT8Aa3WIe41jn751+egDLf3",
+	"y6+ffy3qvefeF0/KFo8l/Kug9DodlxTeQnYrYmlqU6f2EvkQKKYeszDD36SEozc3H1gztOLR7kXmIQzY",
+	"9ds37KD3bdfFvWXcuqi6IaJsQDGJK1+XjWSmEqgk4sgijqVDmvXIlfg3VbIecgQoO73qO5RZhy4L+myl",
+	"NVK2s/ZcaSyHIZiNyntuHIgqXXkw8w2dM1cQKQeEzdGfFdX1GWAyIt5IyhejQjeOu76ywoQO9iM33LsK",
+	"8g6HElV0xkDdKswr8DMK/AiDfHjB6VU/OHnXD06u+vTtu6vzN+39/de94Pt275ug1z3YD4Let73OYfB6",
+	"v9MNym/t01vBfnf/VbvXa++/vO1+e9Q7POp2/xHA404PSxSRORo9/ghyglitcG1jQBgl3DklpqB/uDxI",
+	"nMDRQI1WhVUmPjsBknahDNxiaTo59vm0LBULEl2EA/BtBQOVmzUq2o5D+SnvHum/AxW24TzgwNsO3SBX",
+	"0F8Bz3NlhxCgp5MFKbspDxQIDwRTPBdplZCP0IRPHHKNKkFQgKtpnvDIpY7nReHgqLGmTxGTioXuRTgQ",
+	"JPnZpYyEs3uDXiGNlRGxaN9rXiIPBX38gMLdjXdddQbqGmdjSmW1RiLbTTgWTg/yviOZOtMMWgpWAwXv",
+	"wEqwJmeRTlMRWQxZb8NIWDZHuDcJPIpA8CUIQ4XR00WHa1sZjEu592HKeYEhRPIlOcw746TPqkcBwAGx",
+	"B91u17VNjPKAvZffuzJTGB1SYPvkdLVLWklDtYjwxqT8Jqdm0whcTRdu4ZpNWmjSWaRIMzh7klLGDoTB",
+	"Sw9WO6NR3TV4pY3NOC6VZMgwAZ91De6EHp9jK2+vIPQ5aHiuX+6pCh5cQg92VQD/shs9X6vLhQV5q+5a",
+	"R4+vI+qAnLX+TFUOnvOfL6errDRmZk3DBpxE0P0brfx1kBV/BJxiR2CKzjr0oE5rQA9JP0cpsJjXgrht",
+	"TobINunL5akDcqw8/dFbnY5kHAss2XHQ2+GLK75KNI9vtT7nKVW9OOgd7jK8LMXmvYglv4UzgP6fb7Z/",
+	"fKbMYjyWEYjSN2S1bfxJjhBg6Crytp2Ej14YvNk9eRMfd9dzIVqmIDL6Wt9OaCwUAal1k9wWs1l8RJGz",
+	"6BRijTaFGDU9JgDFGgWOnApfmijlc/GUL3Kgap2R7EYINmj4eKiG16+snhMvLiSlbNBI3mfFFrYwMOSM",
+	"GAu3lTeuL593iThANR+9SIv5b1FBMnpajxZ7yqOW48JsJBdvBskgY8j+SeFfZPOXBhFokFIxsGzdpDlQ",
+	"zQyiFnX/TKp3IMAVGWKMQQYFAx9239q0677pv1IVzTvZQBXFYLg/wjcP/r6r6mJ9X5vrm9fqEKfs7sIp",
+	"rUgVTxxp/jk0/V5YjgFOzlFcXOgCdRMOZImyQRbeSNm4oQ5SnXIvQbtB75ZXWpVYZmbcY0ZFSlLBRikG",
+	"mI9WA1Uuh9BnYUfNf6eL14NzOoeDLyhdTtwdqBy/0rlbMqJXTCgEwYz03AGRO4jLwGdWW6EwQX+gfDYg",
+	"Reu0MszOgn+JgkBJPcAgcg+rFJDV1s+FTNKZq4QAN92gxCOi2WvloTlT4d5AzEMRDxSaCRBoiRdi6MtY",
+	"v6iCejdU2Q3jAuEGCkHNSoZL52p2kr8PkSp5wXIrd2lKhXCf5sa0mVr2ci4N8RfzlzMX6GoTc/EU80ci",
+	"Xf5d5xfm5a9I4jblU7DlDPtKSLXWL+eW9qkJKmYzVAil9WyCWz2jKtl4PjP/Ww45O1Aut8+FBmRJv1n2",
+	"hquwS/6qR7IhZcqtEkvH9Ck+I4Mum6d6polC6ZEP8D0unD3QvD02mMFYNMb8j4X3ETvX5Vdgg0V04iqr",
+	"SfUMfalzTsHx1Rp8VA8bxw4nN3TdOENZNhiXnIOxRNDlAtM2xouEmaWzzfsVSlZVyCgXXIvjyCZbbE9l",
+	"IPvoxV9fbxfJ4LfRQcxLNQmKGTbZpKRhC+UAArAfTKAm4xaPHWiGNw4AKbjoS/zVJWFtcPo7/+9OaEyU",
+	"lAWNDqGj4YzCfVx56xihm61mIs+G8fCTPu66mEpOrDjzkrmNxOWnn+JFioD5WmGoA/Xu13GYbayLWkRb",
+	"JyPhNvMF0mLnMQy1XFDz+L27b7/UwPGkVcC377J3/3arhOaxN6zUM+AKZOK/0ayQKfJNgnoq42t7dAfn",
+	"Gct4yEDBWQ+INEP4r6TCIZhCgAKLxyAL1gwJwXoZgWCg1lD/gwqkflCHbx9sAmWHFtcx02FgFazxLB1n",
+	"E7NwZVb/LrtF9/XfSAVrzOmojEEnS9hWxw6uC0ObB4qPtEPLJubX2QjR2SyBZLZc9e0y8mYt6CbBt3kM",
+	"TbRmueora9Auf2boKmvWsG1MfDtmnAJDezvEtv6bbFBfIpkd7kKod4o/cElVfv8bWLveU3BqKdvJX/DN",
+	"qbZ4s7WelgeJSxGBgERfU6Qr/v/Y+9bltm2t7VvBeOYbS18p2VLi7ESa/HAdN3Xr07aUNJnNbhEWIYsx",
+	"BSoEaVt70ot6b+G9snew1sKBEuU42YmdtP1nSyIJAgsL6/g8YjbP9GY06FCUSiCLz6BLFhxMQryh6/SF",
+	"cxYKEaCzw3egCJ37fFHBHzXwmV4jMXYxJyqTGJ+2VxhPBosMBLTn2tTPNV/UHb57+ncDfO2veAbiE9bn",
+	"2o8zM1XQM1MwmV23/zp6FljnPoZRBxVSWjkEjJPHCbWQRkfi/KGV6kF9tr9kDf9d9NxDK4JBkc3NbBCQ",
+	"cX1EO7gliG2F0fpXeqqXfCdq9xpD3xtVQ1tc2eVoEv0uAJwi08yzACaWnklpb2JPygITmdgthH21PDdM",
+	"NzWBKgThbLMfs2LKsrKYl4ViF1lonDMvC55mXusfKIbI4wdN4qiN/ACoYCKtba6AmsjdRuGbgOIBUjmV",
+	"WFw6nDZEzih6TAbmeOaQ7qfvZ4ksjT0VGGTDoqV/1VLvS/2ucTIhNsTANd9Tg8DEcj87OoTiOqNr9LAc",
+	"WQWGkqEiYxMK3lKRc2nwEfxJ3MTqD4ofuFbiZttzYhMVSlmmqXVwKlqLQkgkemV+lVwJLIQCLd/XwnTN",
+	"56EsMAd56cAL9RU0GlsrjG+uMqxChx1PnEDWWmqz3xxJFWE4GEXg12gjvCYWG0CK2hw7gfdyxnhynWOw",
+	"suSLVqSisQQNYjAmXOE/6XF8YpabA2lNlP3hTyC3cgQULcXDZls8UXIBqKmWtcIAmSi3lUl2MinW6bp5",
+	"WaPrzkxJBpcL5/XQYxtIIWOW3UI1wZJCROE/Is+aVDPhhUMp3A9V10QtAcWr4EQQVLD+3DCphbKizShp",
+	"XGTleFovMYOKxHz5kAHe/IHiBXeXVKN2Hj5ecCe3Xjt+2MtkkCaR42aF4G9rmT5vq5bMrmHTCC4BgIGJ",
+	"5p/XdlzB219hhVg+2Powyfdsc37vtRPkTd5q+5lteEu9RDULdJtjeQYgUhRKhdSch5URixvqlmhgUHZh",
+	"ukdst1goJw5ZmMLWWIg9QZhdn87OQ+7jJv6vVzmUFUILzLaZjj2jj9lwlcTBbsBQUi6st4aVRHvFJEiF",
+	"M4C0IQql7PqcCCVKHLJUEIAEnlJgP/WpY4l70fflkoFnoVwVef3sJeJRk7kzd6ySn4QSalRrKU1Y4/H2",
+	"swqxStOxP+AhB90L2tvHGAFWs1R8B0dJimEvrHy0Q5hn2I/qOrS84VOQ3ryALS9EUA/9KcnIJJExNT6Z",
+	"ywG1oLGioauMXvAi1FMEhahoIBpFELuYHQKGOApFaiLCF0eBQSFOTBH4bJYUoQQWuJ6p6TX91ECjjIAJ",
+	"1Ems1+C8LPwOSOr4C6V+lcClz7AlMvd2E/yyYZEuAGWbeALM2mireYkGtumjpqSJMsMgE1pZhdAOJWSD",
+	"0DtDvF2sLYckdM9kqm2RIeXZyW2C/lHlDaRB/Y3y0rBQAkiovhYiO6mYFOT4gGR6/pE3AQajZmmkK5bU",
+	"C1hKl36p2DSP651jTwYvnJl8j+bHcJnlc4ldOTJs36yxYqncs2nw+GFmZQ2tct2Ov38TpkJ4tYbUql1j",
+	"sWi38xNMFt9QQY0FLbPGRKlyYjXuQKTQ7IXyY/RYt5NfhfKj7FcWa3YNjRubZGkKjJIyDuXHAFeFjNXX",
+	"z4UgTbw3m5Qc6cA3O3eKGX5emuKhC2y1ir/dTLRWnN2EJrQXJ+qyLh1hw5L1tYhfvVTohSh4kn5Ew/yF",
+	"lP73ocIfrgTrRIpq1i2wYFIG5DWwxeA2JqTKWb3wz3nOZ6IAXfWv1YZEOxE2Arqm6gCUks8+56CaFWSr",
+	"r0S/OrUXEK51jHhg0KFybpARR/x+ocQyJ7+Tx8FEcLUKaNHqRKbdj/wrrJTCBkNwWbZX+ymwjcvPByKf",
+	"ZZaHcqnUEF4eb7RTT7RJiP8AHI9nQqKndM6hzVYPdaNnsfGWA17BHUWcNuHGH3/8XuMAb81FDsX+2kVe",
+	"Vzt7YnCsU35uWxW8nkKfQsiU7lt2Sm1Km8QCRSeAvr6FOQvDx2ATCJA/AH6vRIbyXxTxDlgEgWxtTMyh",
+	"oAwp+GXAzo4G+6cBO0+4Yg2T16AhacHA3EbKzz2kT5Vmc3QuAIYQAC20VwHvB7UUBC5i76O9gDiRPF9Q",
+	"ZymmRRQx2WAzX5ZT5SPaOLYYx2WlYhJiet2+HREMX78ZNF+CkklmwjbjavniQLaRZykwomi/HVtXTVJA",
+	"v7sH6EnQFpj/tm8C2oB6XmlK6UKZXUOC3PT8kfdotXpoAkOsAVOOqW49bMS8QxR/8Zx1gtr5dT/ooqnk",
+	"i02FaJynKRPvS56Ce4WDva0Z4NST4RV1BVvqfSmg8pT2FExYxQbChpeN3kbMC4SE2ghW2kOC+rvBLH76",
+	"3X7/2maDPy3rotZmsVWfwQG3bfJo2G9Gm/wbiGdrH8JRE9hzjbNzHsNWwcg1bQUMfYGdTEL+ndgbK7ZE",
+	"j0nqc162O2RmP6umk9tfMuFFM72pkLMFoy3I66HVZeASXqjz0G6w1a5aLZKuW5sGq9mv93oEIsvueqRB",
+	"ZLrRyn0usnkqWCzGSUxFtYhFnZnyb9/1bLODwqAxJxL6OgevX7I5AN34fdETgUcpqG6RKoHBJEjOwECC",
+	"UKpiAaQtQhT6OJAFcLXNYGRAK0R+9auzw6YJ1BJyjeJXIg5COcNyJ7B5jFPEkXZJm1KAbWDrtagzhpmw",
+	"lppm16pHYE15plQLYLCwo29c5leici5bqRjr404yuyqhxA7zGc8vtdttS6WNYFVu7tog9V/u/gTeqB/Q",
+	"6XXAqDWmo0rikqfKWpL6MNdjvALkxOpNLEHHNb8SiFjA+E3iZXHFDWLYwLYDKJgpj/W4h91QmiH/08Qc",
+	"HFGpsWbMfZ7tsP+HqC7KRQezskgTkStEFE9NFMLwMHi0EhSITQAEZ5zMAcwiNhC0wFTNCzY4ONrbZbGY",
+	"F1NMxeErIW3arRzazR6YUXuGWAL+eW3UC2kEgnnfe03rDdB7aXYBU6ZVcQHF6YDWbpabNc66bwJ21n0T",
+	"ynE5K1OOluBZ9y283z+7/oo0A/b64BQ+8VbETGIoO+1tmB2MLlOZT9FxSqm7NOM/Z4VIAQlHr5f+c64E",
+	"awBDANocwAkQ4TSM8I5RYLXYBMpYCFkZC/1Qt5At6Ys8JoYmaQlw93NgZ00FkRDTCPU+LmMhiwRBE1BY",
+	"AyMZj1hj94dOcwtRNP/3fx5hD1RIXMCQ+/eIV308QMQJxi4qnhfJhI+L9iwmhwVmb46ktBLbss7LJC18",
+	"qL1Vsn3gz/LI1ENJ3hY9mZBQV9QBRs6RlhgeCsrDhPeXdiSRC6BYW5m3birE5S2Ie6K0PY+IgrcYhGeo",
+	"0e/WFzwtZulntAXrF/s75vJ3zMWzlQz2JWnkOQgw1t+nk5aePDxTfx4eHdre9jvFXB7CKAJlCL149zmW",
+	"YE3rn8MXMFAwGctLA2LfSrOLFh26lEsHzqNSOkh/ezhDxJ810DbVxljgAfdhnN7jPtEWFSXB/Txsn0WX",
+	"iYwR3ZkmK2pqk0/ZEvR32Yp9Hkpb7wkACfZSW1oIv3eem+ei1Wm8M7zcxKG/X9+3+8X0i8dvtUutdOu0",
+	"jJYRmx/6Npq8rD8LUTIuL0TTK8ly+u7PW091fDI6PHn5cv/FaHC6vzc82418kF134AGVGm55WyDKAC3S",
+	"nBZ69vpstUDLnCqlIgen5+cQi9VimkQxnqbZtRGS7n3Ox/Bs9+D44Pjl6J+v9l/tj356dXgYsYbr1vpi",
+	"7v5gjJgCt+TOMMAA/TRm5qGO9JyPLy9yAD14l53fufyK3I9b0Wtq3ZsAPIzSlkQtWcNQfQ/GcChrrOGk",
+	"MD1ta8xfLWPARY40paGUzrXLs2t9YLArnid6/pX3cOgSxzp27UVCMY0WR0TLxgKcC6S/wmqade5dM2Dv",
+	"jWOhArbrux599qbe2eT+UIBBo5iKWSgb7gkiDmgILSVSAIML2FjIIheE3avGHLBYoJQNYwCGKYGXRQZf",
+	"R80+G7Ln7A078xyxgP0G/x0fnO4eDti1SC6m+mw9xeP3DZQAJACfPx5dcvjtW/Mh8L2QI3XJMi9gwDgg",
+	"U15sHZqO+6tkHrHGHAEr9TxTkJx818i5jko7tmahyJPRhyogl5ujOXtH8LmN37I0Dtgv2ZRLpTKMV3ef",
+	"sL1sPJ4mrPPs2aM+25tqeaFvfikltKfvTcUsm4kibwPDVZq22SE/b7PBQhVt9o+nrNHd3t5pss72o1an",
+	"0yU+5tcHp6N37DlT7/OiMWf/X/vZI84GgxFnjevRO7714cP1iH/40Px3l2153zY9ylX49XP48pI19MRu",
+	"qdGlvqIY8c1ixKOAZhrmQVsU3tQCevoNICNR0APzF2YpeMFKmRTu2kakRpdE/11wGfMcqBVicZUQyXkc",
+	"ZxPWCSoLuqmctEKsA/xnhTsaueENtKN+XMs+7i3aciar8/rg9N9drY07PW//QeZQ36OjnaBCeDxIjKP/",
+	"jZ3ybg9FrLHb7NniPBPyKuWYKEUrP9b3dv8GLMq7NxF7ziKaYvbhw1yvEyzThw9v9F9QDJ0oP/DFUC8R",
+	"V3bevRm5iEjU158sIj+iEDAvYgKL3WEtWOmENRaj5JK12GLKi1Fy6STEfaUnDSQhspwrSWF4MBg1vMgF",
+	"8zVL9L5bHYJ97OnZ/mCwNRiM3trbzbMMcOTLopVNWpMsjZcygfpis+6biv2Kv1kJF2DVOEIUA+7DxUyg",
+	"3oSno6LSPm0feU3wLqi0fJ1FfA/ZtQQl3dd75S1MOzRCF54g8TRl0omiDVWTCjUhrk3FzrqE8UCRnIg1",
+	"pEdeCKqn2WPRdJSw56yzJdkPrBglm6wx3Bw2/93q6P8imEfLsqeN0k3DrmJQsnEaxpm8EtKAsRp+15qY",
+	"kYMt4RcCmWSjfKbEWHv+oFEGg1Eu1JZs+uuPi7/rLXrTY3PAO1whJ8HQJOcp407qdfkMJ1qvK5fvVD32",
+	"ePuxRQzw2g3SBGg+F17231LbGLNumqVxm+3KUHqRJ1YbeCKIRUKtNWvSo2Lj45ORNZ3O9vdOzl5Et8eM",
+	"wBT52kk5esw6NiyM8/0dV/orl2P647xV0lmjTsgfOhKGSMwUuz8X08Ri99ioGPDDgKSDGfDL4OT4GwmD",
+	"+Uz9nluyojJO5kLunh7QyP8rlUGxkexc26FrQSgzWeR8XPie8DVXDKP42gd66N5ID66zdlFFwckJNHO8",
+	"4Bh4/8gcv909Ovy0OTY3/uJz3GN8nlTGD+0FWJ6j/8L4Hz7XtFYQ7q8lvG1wpl+Jzfh8nsiLpiFuTVQo",
+	"Icmhv23FYpyBY2SISrShQ0ZTBtT6oo/gelA9lMULJIkUN4U2XyGthc0GhBz438DkfB0JoYWtkRAf+nZt",
+	"UZrH3GNINRbGjeizCGN/PWa5EKia0Np62kYMJVfAmUA4SkSOALn6hvWrrYEjbtAiaRq8+UmSFkT8hIS/",
+	"PO2z1Zo1dp6VMlbLtRqATbYGhfC0gv57h7iuYR2oBGNn/OZQyItiutHrdJ8GG7NE2v/vHOP9JiLGwfL6",
+	"n0JiMfmPCFhHSzygovdNaRuWtOnP2qascmkckHJdnqxkVs4swPoskfR/sFojH9TFqiIpborRuMxVljs3",
+	"yTRxQyq0oSUV22zp++hN61jcFK09uoxksLE3eN1cN3h8xLql7u48ud9yMyesh9nFKdTzfwoe/dLGlujU",
+	"mPmBiqZKu0RlwuqjhtB4RaYGTpateiS/CQj7cEmAhIdMQcPOs2jWNkm4YX9zyQIQ6GYFBX7v1dng5Cx6",
+	"WNNgH5RmTZ3a+jCxMXDXKv9fsnPs6QP/G1v4VHkOpQGkWKt4vqwBeL7nC8z5xE2ipoCCikSCIEC9h6Gp",
+	"imA6o/bSntZ+A7DpUVLRSlHfo2+dc2U6/SJzYZEB1WThy2ZAYTyH/GIoY/FcAQZ4uB4w0+f8fSmAo9u0",
+	"fRq89iCUKtNvpnAWCih6txFmnAGQ9ThDUrxpMimIJRRe3WMbAboQQpj0OUaAOwtppoiVvkCqBiDSDCU0",
+	"tVL8UE8ylLzoV6Dr9Wep4PoMzsoC6zkg5AEGTiihUgyP5+Q/evf7vPpYRoKof0ALfvSjWapeKCNtO7Sp",
+	"VmsElDVJrPQBDF8gPt0ITkjhPpZZof8DnmWgPzD1WNSqQJ9SKUq0qVhkysG8Z4QyWro/Xo13hza2ys1H",
+	"QPMVUbdY9RltbZOMSiXiiIhYsEPiWjX7bE37WSitXTPTkjwp03SdUeGlRmusitvP1+7K6brzOWdr92ud",
+	"rJ93VO50unewipYPqHSBmw3ODGC14cXaAeCe3gg+PX1tEUe+5tntPW8dJLV/Iuv3/kYy5VZ8QZ9kEz9d",
+	"/sVOwM/tg+zcY7zIhIMMt4sBgbTyqT3YGKJFw9HB0enh/tH+8dBi/X8x1G+/PkZVz1/vrLeHe/Ws34I2",
+	"+fXY31oLaE8tUcajRgwGQBDIBZ/p7UhVv/zaEE9brIypSJF1eCZmWb4weBv6YNRGVJ5ds1y8E2MiqqXL",
+	"wS2sNILtDV5rnY9NS6v9wpa9B6njCLyW5wVaKsDGmwskaQ2lEhJ8fDiPIhpOKopKoRMOC0Y5M9wIDnYh",
+	"lDQpueCxjdvT8OEgRS5JSEVhHSmIBrEH4w9bAJLgs0rudLrsKPmx2SfeSj3NS4genUcsOt19C83Hw5OT",
+	"0eHu2ct9TB1oheES5hUs7r7l4AINCh3NiQSKolLGIja8wo2oZe7Qgo88XuPHTahMpZcsCAKeIBlsvReW",
+	"ea2hHCeAPwIOgS5v/QF1isPQbIG1YT6vEoleYOn/NEtjZzQuj5n9wDqhRESvNvvNEpwAkQIOd2lWu89Y",
+	"bcVHKC2/r8Me8VhxEUUD8JZApoxtWdNFzyt99NbhBKtlz7Ke9pAWNerjJJjJQ6RgErUj2Es9JF02640b",
+	"jJ2XsTZ4Sc7svOC3vqhxoPYGNY7H+jRTxaZi8+lCJWOe0g2bjIAP0cKkxacmftIIpnoY9ogShWPrWQWL",
+	"eZedQ4MG2FkExiLLmciTMZvxIk9ukBQVXh4wRMhxvE5y7TOyLuwaBlSSUSeIQomS+BR/3gyAJrY6N+Ns",
+	"vsAofg8ouAzUuxkwRJLGU54DPyOkLR/9o73DfkVCPK2lsgnrbj9+6hXIK9boPGk/Zr/+GEokBwtYt6Ov",
+	"MfntlZTrJCmIXgMfBrFKfilkKHG+Ot2nVOniIbzQyiYKqDSNigRN6F6A0OT0E3HuUA4chyYSPfECy2NW",
+	"xRnmAMW5IsuM+/rWVGrh7XtaHQGi+LI+quJIII1703KGQLKYpgCS86vjRy5BfIzzSCAnA8T7XCJXgoj7",
+	"dYzKH4OxcIMhiCJI0gOFN+gXo3y0aNcKsUIVRJidM9PGqb0tdAz0a5o9yceX9nFCu2uNGMB6CAk5y0OJ",
+	"BbAp+dTTsoiza0ldrt5jUaapaGQCBOPaHktTBL4qFJUQOQkgRCoY7SzLhQF2h8Ikvd8Fv8T0NggBDRl9",
+	"PsdhQTeDrcXZJLnRw74S+ZSAgbTgHiU/hrKRlxLjAOflZCJyFRgURMwvNfEe1g31a3THUy6R7N5ngdZq",
+	"FkbfMPq+8wxOSdd0QkpN9S0AumrPYqaowmhn+aE+vb95ZoXe2j00kUtU06rnAtY+63Qoa2inA9ImesS/",
+	"Er2mxxwOhNDGngolz3MtOiDuT7bhFR2OFZ7B3Z0n7Af25DHxtmPjiaPuqbB2KmPRvMyYyiaFEUe0TAra",
+	"UqqcsVKmQqlQRi9PjvaPDg+ODoaRwVREw8KKJGsMDl4O98+OmiuimSiHvRqhaJuKqejgeLhvYA371fOe",
+	"uo/BDtU6FPlUjWaDH4QSmulq8sb6FluIMfAuOx8lMTY7t/XlShRR0xxOKNKhjPDZVNzqAUXB5+TPYwzF",
+	"WHWmJw+LIIR2OtQSkomyhDSuhsPST2FIRxvQeXYutBwzlBSARWsaVQ/8x1R84sxotJo43sMnedLnhldF",
+	"hbaMYjvb/4DpHrz66aeDvYP94+FoMDw529U62TKt73q3myRpqrzTwBTwh1IvoXJIbhWw5HEWixXRcKcT",
+	"niMgz+QhjbUBhs/HW5HS/vnVcKhtrhcnvx3j5J3xQvS8exkWdXuaowFntg0ZmN7e8SynWamo16yc64MM",
+	"AyCmPI3lvACTnMzxWSJb+iPtaVjO452dR0/QtNhSfbbNijKXEGbMJpMmvg9nF7ke0lzkSRazKVfaNAIw",
+	"A3dzfeMW/M4zqYFFvgcqH4TwB7rTD5jXhA0loBR4CwYbYI0dfgcvhyT28PKxXlhLOarXT68slgJA5kMV",
+	"2dxB4yVxusx4XyW7d5PwCMnugblbi5mI2ePtpyyisMBoeHC0f/JqGAWs4qAhHQrtFRi9gfwhlwG9MgLG",
+	"0za4sTRs61kocfnhqAB7vsaF8NRJUOc21CLn6vk2Lvyt6LmzMi0S7UtuTbJ81tKaRX8sJGaK4deYbaGL",
+	"hhjJMnmYgPlBiGxciKKFrjPwCwu8XfXalbAFuP2fFFh6BfNwN8zev3QXCIQWXKThaH+4+2J3uOt/Zj3D",
+	"k9PhwcnxAEB9DwYD/dHp7tmwngT4fntFnt5vpRToGa1Q5kCJTop+VbeA4pkIcJJTYAARgA1Tp4eX1cka",
+	"dLhQ6t+TI7V0KliVEvp0x/ckUatuUMBW3aCeKx0RN9qB0YZXXVTImH7Gq8b2iiVHyWuPq0QA7AT8F9jD",
+	"99pwU1lMDCLpxSzTlDVqQzPNL0jo8RWR+b6jiDSxHd0XgLfnr/eqkm5d8mrHDQq4dtMxKvBZ7noowV8H",
+	"QGURA/5Sv4Z2kEIflZhBKFHc2mzJbq10yhml6Exq2OsAbmsUZc0TvzQ6pT+9ze+ArQbtFd/O3xu8Ng3B",
+	"OVLnq4UcT/NMZqWqZD3ukOagvO1tpQ2OwyoXS+l4PQqkMTEcJspEe8CJgsWNSN4iF4NZEgntzKmqb0z4",
+	"PtqfWnKTlx/AjOuKUf1xKrjne0HAxrm3MGRMAdh6BMu+kmA9M/rUdtN5IA/YFGFgqPWzL4ErvBmwmM+0",
+	"n0utnwa0GyJPxHDjHUKB3mbVl96qvONyhFHxBQSWoTSzwulCnvay84tLtonlloI19MNamUwXQSj12QFd",
+	"JoliQsYQ9yTPFLGHrHML4AE8xYSyz2cGQVHDAZ0Zdh90niHqDI81VCDQHZqImILfO0ytI1P3zOSNu5Rb",
+	"g/DeWmz9aSWH95TZvsX0/06aF17JS6m3F5YvsUb0y8mPXwj+4i+XrD7N0tTX75+kuAnJeX2ietcLA2Dg",
+	"DLnPbaMyfN1nfDlmaZ2YAnuFKSYo5qyhtVMiKYbLic+z2Wb7CA13zRc2PJb40PXrNDyL9naP9/YPD7Xq",
+	"8zI8NhEJuWlQmzZ5YE0a8nD04QQuDmtUXmVToYICViw7x1NuXzBYfSLBKRlANCypuRAx4Hsb8FfBXG7C",
+	"3hctNAg+zfMsLscCopVxosZcTwFFol2G1cwTd0HiygFneCMFZKMvhH4L4JXQG+6ng+ODwc8QOjYsYNVl",
+	"xLCT99ZxKM0diXAc05QUn7JszMgdQa33DTczofR5JHhBdNJ9FyLFUy3OpEBXza55QjFcfEiFfQyfU3so",
+	"7MEc/30uBNogX9pA3q7505IW3Omgufd+ONixlZ3ZqG7Iv8wB+NDu0R4BJNW4t595oH4Ef3NoUj1Qgqjd",
+	"jzVIhvoukY38wUnkKmyluLYE+RV9T8uACtT0W8LNe57i12vx4uR43167rL8N6w80y8CVj2tAe243wi1s",
+	"3beob78QVt73bmfbaChaOmsE4NtpJCbb0hPxRlWg//YcPhHlz+tjNhVrlPlmeoJdcYyI1yhBfUsxLvOk",
+	"WMD+Phc8F/luqffmv37XexHDNXVl+TQ4v3KEx3EulNoINso83ehtTIti3tvaSrMxT6eZKno7OztPNurr",
+	"6pGJXNs2rSJVrbGAAFeM/12KReWmquauv9tXXL49wB1USVYM6bvTY9TrvTq43XUhNuUutnO6evlhciWk",
+	"UBiI1WZDInGK6FIsVFkzKbYRGFFVvdGKgtdcc5TJpDC01vRTq+TVmodUe6GCJX5sGvc4k+MkRWgdV/iQ",
+	"8vM229UuGgX1oGDFQCG6G7fS7OI55nqIEA4CZRc9OEJD6ffZRgEj6qKUn7eI5IFaWfDHtzBHRMa/2tnu",
+	"sJXth74d3L3mNgYAkcFZuwr+BhzNNDcYMiulCkJpaxsdHW42qWPqx0OXlsU2mv3x+x//FwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

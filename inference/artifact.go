@@ -129,6 +129,7 @@ func WriteArtifact(w io.Writer, p *PLSParams) error {
 			{"review_t2", nil, r.T2},
 			{"review_q", nil, r.Q},
 			{"review_studentized_residuals", r.StudentizedResiduals, nil},
+			{"review_scores", r.Scores, nil},
 		}...)
 	}
 	for _, a := range arrays {

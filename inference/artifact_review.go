@@ -13,9 +13,10 @@ import (
 
 // The review of a trained model (PLSParams.Review) is stored in the
 // artifact as review.json (selection, CV curve, scan ids, limits, counts)
-// beside five arrays: review_measured (n x q), review_cv_predicted
-// (n x q), review_t2 (n), review_q (n) and review_studentized_residuals
-// (n x q). api/artifact.md describes them.
+// beside six arrays: review_measured (n x q), review_cv_predicted
+// (n x q), review_t2 (n), review_q (n), review_studentized_residuals
+// (n x q) and review_scores (n x a, absent in older files).
+// api/artifact.md describes them.
 
 // maxArtifactReviewBytes bounds review.json: it carries a scan id per
 // training row and per excluded row, so it outgrows meta.json; 16 MiB
@@ -194,6 +195,21 @@ func readReview(f *zip.File, q int, member memberFunc) (*Review, error) {
 			return nil, err
 		}
 		*m.dst = mat.NewDense(shape[0], q, data)
+	}
+	shape, data, found, err := member("review_scores", false)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		// The component count is checked against the rotations by the
+		// review's users (trainer/review, the report).
+		if len(shape) != 2 || shape[0] == 0 || shape[1] == 0 || shape[1] > maxArtifactComponents {
+			return nil, fmt.Errorf("review_scores has shape %v, want (n, a)", shape)
+		}
+		if err := rows("review_scores", shape[0]); err != nil {
+			return nil, err
+		}
+		r.Scores = mat.NewDense(shape[0], shape[1], data)
 	}
 	for _, v := range []struct {
 		name string

@@ -93,6 +93,11 @@ type Review struct {
 	// StudentizedResiduals (n x q): (y - yhat) / (s sqrt(1 - h)) of the
 	// final model's calibration fit.
 	StudentizedResiduals *mat.Dense
+	// Scores (n x a) are the training rows' X scores t = xs Rotations
+	// under the final model, for the review's scores plot; nil in files
+	// written before they were kept (nothing else derives them: T2 and Q
+	// do not determine the scores).
+	Scores *mat.Dense
 	// SpikesRepaired counts the points despike steps repaired over all
 	// rows; SpectraDespiked the rows with at least one.
 	SpikesRepaired, SpectraDespiked int

@@ -40,6 +40,7 @@ func newReview(ds *Dataset, sel inference.ComponentSelection, stats []ComponentS
 		T2:                   cal.t2,
 		Q:                    cal.q,
 		StudentizedResiduals: mat.NewDense(n, q, nil),
+		Scores:               cal.scores,
 	}
 	for k, st := range stats {
 		r.CVCurve[k] = inference.CVPoint{Components: st.Components, RMSECV: append([]float64(nil), st.RMSECV...),

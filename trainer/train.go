@@ -778,6 +778,8 @@ type calibration struct {
 	// t2 (n) is each row's Hotelling T2 and q (n) its Q under the final
 	// model; resid (n*q, row-major) its label residuals y - yhat.
 	t2, q, resid []float64
+	// scores (n x a) are the rows' X scores under the final model.
+	scores *mat.Dense
 }
 
 // buildParams turns the final fit, truncated to a components, into
@@ -857,6 +859,8 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 			}
 		}
 	}
+	cal := &calibration{rmsec: rmsec, r2c: r2c, t2: t2, q: append([]float64(nil), calQ...), resid: labelResid,
+		scores: mat.NewDense(n, a, scores)}
 	return &inference.PLSParams{
 		XMean:         append([]float64(nil), m.XMean...),
 		XScale:        append([]float64(nil), m.XScale...),
@@ -867,7 +871,7 @@ func buildParams(ds *Dataset, m *PLS, a int, sd []float64) (*inference.PLSParams
 		ScoreVariance: scoreVar,
 		NCalibration:  n,
 		CalibrationQ:  calQ,
-	}, &calibration{rmsec: rmsec, r2c: r2c, t2: t2, q: append([]float64(nil), calQ...), resid: labelResid}, nil
+	}, cal, nil
 }
 
 // Memory Train uses beyond the data set. Each parallel fit (Options.Workers

@@ -92,13 +92,18 @@ func TestReportPageInChromium(t *testing.T) {
 	want := map[string]int{
 		report.SectionCV: 3, report.SectionMeasured: 3, report.SectionResiduals: 3,
 		report.SectionVectors: 3, report.SectionT2Q: 1,
+		report.SectionVIP: 1, report.SectionInfluence: 3,
+	}
+	// The scores plot needs two components; with them, it is drawn.
+	if counts["present:"+report.SectionScores] == 1 && counts[report.SectionScores] != 1 {
+		t.Errorf("section #%s: %d rendered plots with drawn paths, want 1", report.SectionScores, counts[report.SectionScores])
 	}
 	for id, n := range want {
 		if counts[id] != n {
 			t.Errorf("section #%s: %d rendered plots with drawn paths, want %d", id, counts[id], n)
 		}
 	}
-	for _, id := range []string{report.SectionOutliers, report.SectionLineage, report.SectionRecipe} {
+	for _, id := range []string{report.SectionOutliers, report.SectionLineage, report.SectionRecipe, report.SectionComponents} {
 		if counts["present:"+id] != 1 {
 			t.Errorf("section #%s is missing", id)
 		}
@@ -167,7 +172,7 @@ func loadInChromium(ctx context.Context, t *testing.T, browserPath, url string) 
 // the regression vectors' plots.
 const countPlotsJS = `(() => {
   const out = {};
-  for (const id of ["cv-curve", "measured-predicted", "residuals", "regression-vectors", "t2-q", "outliers", "lineage", "recipe", "lab-performance"]) {
+  for (const id of ["cv-curve", "measured-predicted", "residuals", "regression-vectors", "t2-q", "outliers", "lineage", "recipe", "lab-performance", "components", "scores", "vip", "influence"]) {
     const sec = document.getElementById(id);
     out["present:" + id] = sec ? 1 : 0;
     if (!sec) { out[id] = 0; continue; }

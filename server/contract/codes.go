@@ -21,6 +21,7 @@ import (
 	"ramanserve/service/models"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
+	"ramanserve/trainer/review"
 )
 
 // Code is a machine-readable error code of the contract.
@@ -92,6 +93,9 @@ const (
 	ModelUnsupported Code = "MODEL_UNSUPPORTED"
 	// JobNotDone: GET /training/{jobId}/report of a job with no model (409).
 	JobNotDone Code = "JOB_NOT_DONE"
+	// NoTrainingRecord: GET /model/{version}/review of an imported or
+	// adopted model, whose file keeps no record of its training (409).
+	NoTrainingRecord Code = "NO_TRAINING_RECORD"
 	// Unauthorized: authentication is on (-auth-tokens) and the request has
 	// no bearer token, or one the server does not know (401, with
 	// WWW-Authenticate).
@@ -225,6 +229,7 @@ var domainCodes = []struct {
 	{jobs.ErrInvalidCursor, InvalidCursor, http.StatusBadRequest},
 	{trainer.ErrInvalidOptions, InvalidTrainingOptions, http.StatusBadRequest},
 	{jobs.ErrJobNotDone, JobNotDone, http.StatusConflict},
+	{review.ErrNoTrainingRecord, NoTrainingRecord, http.StatusConflict},
 	{jobs.ErrCancelled, Cancelled, http.StatusConflict},
 	{jobs.ErrQueueFull, TrainingQueueFull, http.StatusTooManyRequests},
 	{trainer.ErrTrainingDiverged, TrainingDiverged, http.StatusUnprocessableEntity},

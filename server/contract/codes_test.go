@@ -17,6 +17,7 @@ import (
 	"ramanserve/service/models"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
+	"ramanserve/trainer/review"
 )
 
 func TestClassify(t *testing.T) {
@@ -50,6 +51,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("%w: preprocessing[1].window 16 must be odd", trainer.ErrInvalidOptions), InvalidTrainingOptions, 400, false},
 		{fmt.Errorf("%w: savgol_filter mode 'nearest'", inference.ErrModelUnsupported), ModelUnsupported, 400, false},
 		{jobs.ErrJobNotDone, JobNotDone, 409, false},
+		{review.ErrNoTrainingRecord, NoTrainingRecord, 409, false},
 		{New(MissingPart, 0, "no csv"), MissingPart, 400, false},
 		{errors.New("disk on fire"), InternalError, 500, false},
 		// The registry's wrapping: sentinel, then the write's *PathError.

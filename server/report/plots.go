@@ -65,8 +65,16 @@ func cvFigures(targets []inference.Analyte, rv *inference.Review) ([]figure, err
 		if len(pts) == 0 {
 			continue
 		}
-		p := newPlot(a.String()+": cross-validated error", "latent components", "RMSECV (g/L)")
+		p := newPlot(a.String()+": cross-validated error", "latent components", "RMSECV (g/L), log scale")
 		lo, hi := yRange(pts)
+		// A log axis shows the curve's flat tail, where the rules choose,
+		// as plainly as its steep start.
+		if lo > 0 {
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		} else {
+			p.Y.Label.Text = "RMSECV (g/L)"
+		}
 		if c := rv.Selection.Components; c > 0 {
 			mark, err := segment(float64(c), lo, float64(c), hi, limitColor, true)
 			if err != nil {

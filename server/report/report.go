@@ -87,11 +87,16 @@ type view struct {
 	Residuals []figure
 	Vectors   []figure
 	T2Q       *figure
-	Outliers  *outlierTable
-	Lineage   []row
-	Recipe    []recipeRow
-	Regions   []row
-	Lab       *labView
+	// Components, VIP and Influence are trainer/review's figures.
+	Components *componentTable
+	Scores     *figure
+	VIP        *figure
+	Influence  []figure
+	Outliers   *outlierTable
+	Lineage    []row
+	Recipe     []recipeRow
+	Regions    []row
+	Lab        *labView
 }
 
 // row is one line of a two-column table.
@@ -204,6 +209,9 @@ func (v *view) addReview(p *inference.PLSParams, rv *inference.Review) error {
 		v.Missing = append(v.Missing, "The model's file holds no T² and Q of its training rows.")
 	}
 	v.Outliers = newOutlierTable(p.Targets, out)
+	if err := v.addFigures(p); err != nil {
+		return err
+	}
 	if n := rowsOf(rv); n > MaxPlotPoints {
 		v.Notes = append(v.Notes, fmt.Sprintf("The scatter plots draw %d of the %d training rows, evenly spaced (in T² against Q, the %d most extreme outliers always).", MaxPlotPoints, n, MaxPlotPoints/2))
 	}
@@ -230,7 +238,7 @@ func summaryRows(m Model) []row {
 		for j, t := range p.Targets {
 			parts[j] = t.String() + " " + num(p.RMSECV[j])
 		}
-		rows = append(rows, row{"RMSECV (g/L)", strings.Join(parts, ", ")})
+		rows = append(rows, row{summaryRMSECVKey, strings.Join(parts, ", ")})
 	}
 	return rows
 }

@@ -43,7 +43,8 @@ h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:1em}
 figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:.3em;background:#fff}
 figure svg{width:100%;height:auto;display:block}
-#t2-q figure{max-width:1000px}
+#t2-q figure,#vip figure{max-width:1000px}
+#scores figure{max-width:640px}
 figcaption{font-size:.85em;color:#555;text-align:center}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
@@ -90,6 +91,13 @@ code,.id{font-family:monospace;word-break:break-all}
 <div class="grid">{{range .Control}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
 {{end}}{{range .Notes}}<p class="note">{{.}}</p>{{end}}
 </section>{{end}}
+{{with .Components}}<section id="components">
+<h2>Components</h2>
+<p class="note">R²X: share of the X sum of squares (preprocessed, centred, scaled as the model does) each component explains; R²Y: cumulative, of the calibration fit; Q²: 1 − PRESS/SS of the cross-validated predictions. The model's count is highlighted.</p>
+<table><tr><th>components</th><th>R²X</th><th>R²X cumulative</th>{{range .Targets}}<th>R²Y {{.}}</th>{{end}}{{range .Targets}}<th>Q² {{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr{{if .Chosen}} class="chosen"{{end}}><td class="num">{{.Components}}</td><td class="num">{{.R2X}}</td><td class="num">{{.R2XCumulative}}</td>{{range .R2Y}}<td class="num">{{.}}</td>{{end}}{{range .Q2}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</table>
+</section>{{end}}
 {{if .Measured}}<section id="measured-predicted">
 <h2>Measured against cross-validated predicted</h2>
 <div class="grid">{{range .Measured}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
@@ -103,9 +111,21 @@ code,.id{font-family:monospace;word-break:break-all}
 {{if .Vectors}}<div class="grid">{{range .Vectors}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
 {{else}}<p class="missing">The model's file holds no finite coefficients to draw.</p>{{end}}
 </section>
+{{with .Scores}}<section id="scores">
+<h2>Scores</h2>
+<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+</section>{{end}}
+{{with .VIP}}<section id="vip">
+<h2>Variable importance</h2>
+<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+</section>{{end}}
 {{with .T2Q}}<section id="t2-q">
 <h2>T² against Q</h2>
 <figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+</section>{{end}}
+{{if .Influence}}<section id="influence">
+<h2>Influence</h2>
+<div class="grid">{{range .Influence}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
 </section>{{end}}
 {{with .Outliers}}<section id="outliers">
 <h2>Outliers</h2>
