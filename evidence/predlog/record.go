@@ -189,6 +189,14 @@ type Reader interface {
 	// ByPrediction returns every record of one spectrum: active, shadow
 	// and re-scoring, in Role then ID order.
 	ByPrediction(ctx context.Context, id PredictionID) ([]Record, error)
+	// ByPredictions is ByPrediction for a set of spectra at once: every
+	// record of each spectrum in ids, grouped by PredictionID, each group
+	// in Role then ID order. An id with no record has no entry; an id
+	// given twice is read once. A report over tens of thousands of
+	// spectra reads them in one statement (or a few, where a statement's
+	// parameters are bounded) instead of paying a round trip each; the
+	// answer holds every record, so the caller bounds len(ids).
+	ByPredictions(ctx context.Context, ids []PredictionID) (map[PredictionID][]Record, error)
 }
 
 // Log is the whole prediction log as the server holds it.

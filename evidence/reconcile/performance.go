@@ -13,7 +13,7 @@ import (
 )
 
 // MaxReportSamples bounds the matched lab results one Performance call
-// reads (each costs a read of its spectrum's predictions).
+// reads (and the predictions of their spectra it holds at once).
 const MaxReportSamples = 50000
 
 // ErrRangeTooLarge: the time range holds more than MaxReportSamples
@@ -128,35 +128,47 @@ type spectrumPredictions struct {
 	roles  map[string][]predlog.Role
 }
 
-// predictionsBySpectrum reads the predictions of the results' spectra,
-// one ByPrediction a spectrum.
+// predictionsBySpectrum reads the predictions of the results' spectra in
+// one set-based read (predlog.Reader.ByPredictions): a report over tens
+// of thousands of spectra would otherwise pay a query each. A spectrum
+// the log no longer holds gets an entry with no version.
 func (r *Reconciler) predictionsBySpectrum(ctx context.Context, results []LabResult) (map[predlog.PredictionID]spectrumPredictions, error) {
-	spectra := make(map[predlog.PredictionID]spectrumPredictions)
-	for _, res := range results {
-		if _, done := spectra[res.PredictionID]; done {
-			continue
+	ids := make([]predlog.PredictionID, len(results))
+	for i, res := range results {
+		ids[i] = res.PredictionID
+	}
+	records, err := r.log.ByPredictions(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: predictions of %d spectra: %w", len(results), err)
+	}
+	spectra := make(map[predlog.PredictionID]spectrumPredictions, len(records))
+	for _, id := range ids {
+		if _, done := spectra[id]; !done {
+			spectra[id] = choosePredictions(records[id])
 		}
-		recs, err := r.log.ByPrediction(ctx, res.PredictionID)
-		if err != nil {
-			return nil, fmt.Errorf("reconcile: predictions of spectrum %s: %w", res.PredictionID, err)
-		}
-		// Role order first, so that the first record kept per version is
-		// the one to use.
-		slices.SortStableFunc(recs, func(a, b predlog.Record) int {
-			return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.ID, b.ID))
-		})
-		sp := spectrumPredictions{chosen: map[string]predlog.Record{}, roles: map[string][]predlog.Role{}}
-		for _, p := range recs {
-			if _, ok := sp.chosen[p.ModelVersion]; !ok {
-				sp.chosen[p.ModelVersion] = p
-			}
-			if !slices.Contains(sp.roles[p.ModelVersion], p.Role) {
-				sp.roles[p.ModelVersion] = append(sp.roles[p.ModelVersion], p.Role)
-			}
-		}
-		spectra[res.PredictionID] = sp
 	}
 	return spectra, nil
+}
+
+// choosePredictions picks, from one spectrum's records, the one used for
+// each version (active, else shadow, else the first re-scoring) and
+// gathers every role each version had.
+func choosePredictions(recs []predlog.Record) spectrumPredictions {
+	// Role order first, so that the first record kept per version is the
+	// one to use (the log's order already, kept whatever a store does).
+	slices.SortStableFunc(recs, func(a, b predlog.Record) int {
+		return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.ID, b.ID))
+	})
+	sp := spectrumPredictions{chosen: map[string]predlog.Record{}, roles: map[string][]predlog.Role{}}
+	for _, p := range recs {
+		if _, ok := sp.chosen[p.ModelVersion]; !ok {
+			sp.chosen[p.ModelVersion] = p
+		}
+		if !slices.Contains(sp.roles[p.ModelVersion], p.Role) {
+			sp.roles[p.ModelVersion] = append(sp.roles[p.ModelVersion], p.Role)
+		}
+	}
+	return sp
 }
 
 // otherVersions lists, in order, the versions other than version that

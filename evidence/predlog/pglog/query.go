@@ -218,27 +218,58 @@ func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]pr
 		WHERE p.prediction_id = $1 ORDER BY p.role, p.id`, pgtype.UUID{Bytes: id, Valid: true})
 }
 
+// ByPredictions implements predlog.Reader: the records of every spectrum
+// in ids in one statement, by the prediction_id index; the statement's
+// Role then ID order keeps each spectrum's records in that order.
+func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID) (map[predlog.PredictionID][]predlog.Record, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	out := make(map[predlog.PredictionID][]predlog.Record)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	param := make([]pgtype.UUID, len(ids))
+	for i, id := range ids {
+		param[i] = pgtype.UUID{Bytes: id, Valid: true}
+	}
+	err := s.each(ctx, false, func(rec *predlog.Record) { out[rec.PredictionID] = append(out[rec.PredictionID], *rec) },
+		`SELECT `+recordColumns+` FROM predlog_records p
+		WHERE p.prediction_id = ANY($1) ORDER BY p.role, p.id`, param)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // query runs q and reads its rows as records, with their spectra when
 // withSpectra (the columns of spectrumColumns follow).
 func (s *Store) query(ctx context.Context, withSpectra bool, q string, args ...any) ([]predlog.Record, error) {
+	var recs []predlog.Record
+	err := s.each(ctx, withSpectra, func(rec *predlog.Record) { recs = append(recs, *rec) }, q, args...)
+	return recs, err
+}
+
+// each runs q and hands each record it reads to use, which must not keep
+// the pointer: a large read need not hold its rows twice.
+func (s *Store) each(ctx context.Context, withSpectra bool, use func(*predlog.Record), q string, args ...any) error {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
+		return fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
 	}
 	defer rows.Close()
 	var axes axisCache
-	var recs []predlog.Record
 	for rows.Next() {
 		var rec predlog.Record
 		if err := scanRecord(rows, &rec, withSpectra, &axes); err != nil {
-			return nil, err
+			return err
 		}
-		recs = append(recs, rec)
+		use(&rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
+		return fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
 	}
-	return recs, nil
+	return nil
 }
 
 // axisCache holds a page's decoded axes by digest: records on the same

@@ -267,6 +267,49 @@ func Run(t *testing.T, newStorage NewStorage) {
 		assertRecords(t, got, []*predlog.Record{active, shadow, rescore1, rescore2}, false)
 	})
 
+	t.Run("ByPredictionsIsByPredictionOfEachSpectrum", func(t *testing.T) {
+		s := fresh(t)
+		// More spectra than one SQLite statement takes parameters, each
+		// with an active and a shadow record; the first spectrum also
+		// with re-scoring records appended before its active one.
+		const spectra = 1200
+		var active, shadows []*predlog.Record
+		for i := range spectra {
+			a, sh := Record(i, "B", false), Record(i, "B", false)
+			sh.PredictionID, sh.Role, sh.ModelVersion = a.PredictionID, predlog.RoleShadow, "v2"
+			active, shadows = append(active, a), append(shadows, sh)
+		}
+		rescore1, rescore2 := Record(0, "B", false), Record(0, "B", false)
+		rescore1.PredictionID, rescore2.PredictionID = active[0].PredictionID, active[0].PredictionID
+		rescore1.Role, rescore2.Role, rescore2.ModelVersion = predlog.RoleRescore, predlog.RoleRescore, "v9"
+		mustAppend(t, s, rescore1, shadows[0])
+		mustAppend(t, s, append(append([]*predlog.Record{}, active...), shadows[1:]...)...)
+		mustAppend(t, s, rescore2)
+
+		unknown := predlog.NewPredictionID()
+		ids := []predlog.PredictionID{unknown, active[0].PredictionID}
+		for i := spectra - 1; i >= 0; i-- {
+			ids = append(ids, active[i].PredictionID)
+		}
+		got, err := s.ByPredictions(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != spectra {
+			t.Fatalf("ByPredictions: %d spectra, want %d (the unknown one has no entry, a repeated one entry)", len(got), spectra)
+		}
+		if _, ok := got[unknown]; ok {
+			t.Fatal("ByPredictions: an entry for an id with no record")
+		}
+		assertRecords(t, got[active[0].PredictionID], []*predlog.Record{active[0], shadows[0], rescore1, rescore2}, false)
+		for i := 1; i < spectra; i++ {
+			assertRecords(t, got[active[i].PredictionID], []*predlog.Record{active[i], shadows[i]}, false)
+		}
+		if none, err := s.ByPredictions(ctx, nil); len(none) != 0 || err != nil {
+			t.Fatalf("ByPredictions of no id: %d %v", len(none), err)
+		}
+	})
+
 	t.Run("AppendIsOneTransaction", func(t *testing.T) {
 		s := fresh(t)
 		ended, cancel := context.WithCancel(ctx)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,28 +157,78 @@ func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]pr
 		WHERE p.prediction_id = ? ORDER BY p.role, p.id`, false, id[:])
 }
 
+// ByPredictions implements predlog.Reader: the records of every spectrum
+// in ids, read by the prediction_id index in statements of at most
+// maxIDsPerStatement ids. Each id is read in one statement only, so its
+// records arrive together in the statement's Role then ID order.
+func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID) (map[predlog.PredictionID][]predlog.Record, error) {
+	distinct := distinctIDs(ids)
+	out := make(map[predlog.PredictionID][]predlog.Record, len(distinct))
+	collect := func(rec *predlog.Record) { out[rec.PredictionID] = append(out[rec.PredictionID], *rec) }
+	for chunk := range slices.Chunk(distinct, maxIDsPerStatement) {
+		q := `SELECT ` + recordColumns + ` FROM predictions p
+		WHERE p.prediction_id IN (?` + strings.Repeat(`, ?`, len(chunk)-1) + `) ORDER BY p.role, p.id`
+		args := make([]any, len(chunk))
+		for i := range chunk {
+			args[i] = chunk[i][:]
+		}
+		if err := s.each(ctx, q, false, collect, args...); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// maxIDsPerStatement keeps ByPredictions' statements within 999
+// parameters, the lowest bound SQLite builds have had on one statement
+// (SQLITE_MAX_VARIABLE_NUMBER); a few dozen statements for a report's
+// tens of thousands of spectra cost little beside the rows they read.
+const maxIDsPerStatement = 999
+
+// distinctIDs returns ids without repeats, in their first order.
+func distinctIDs(ids []predlog.PredictionID) []predlog.PredictionID {
+	seen := make(map[predlog.PredictionID]struct{}, len(ids))
+	out := make([]predlog.PredictionID, 0, len(ids))
+	for _, id := range ids {
+		if _, ok := seen[id]; !ok {
+			seen[id] = struct{}{}
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// query runs q and returns the records it reads (with spectra when
+// withSpectra, the columns of spectrumColumns following).
 func (s *Store) query(ctx context.Context, q string, withSpectra bool, args ...any) ([]predlog.Record, error) {
+	var recs []predlog.Record
+	err := s.each(ctx, q, withSpectra, func(rec *predlog.Record) { recs = append(recs, *rec) }, args...)
+	return recs, err
+}
+
+// each runs q and hands each record it reads to use, which must not keep
+// the pointer: a large read need not hold its rows twice.
+func (s *Store) each(ctx context.Context, q string, withSpectra bool, use func(*predlog.Record), args ...any) error {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlitelog: query: %w", err)
+		return fmt.Errorf("sqlitelog: query: %w", err)
 	}
 	defer rows.Close()
-	var recs []predlog.Record
-	var axes map[int64][]float32 // decoded once per page
+	var axes map[int64][]float32 // decoded once per query
 	if withSpectra {
 		axes = make(map[int64][]float32)
 	}
 	for rows.Next() {
 		var rec predlog.Record
 		if err := scanRecord(rows, &rec, axes); err != nil {
-			return nil, err
+			return err
 		}
-		recs = append(recs, rec)
+		use(&rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlitelog: query: %w", err)
+		return fmt.Errorf("sqlitelog: query: %w", err)
 	}
-	return recs, nil
+	return nil
 }
 
 // scanRecord reads one row of recordColumns, and of spectrumColumns when
