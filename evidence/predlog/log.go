@@ -235,6 +235,6 @@ func (l *Writer) ByPrediction(ctx context.Context, id PredictionID) ([]Record, e
 }
 
 // ByPredictions implements Reader through the store.
-func (l *Writer) ByPredictions(ctx context.Context, ids []PredictionID) (map[PredictionID][]Record, error) {
-	return l.store.ByPredictions(ctx, ids)
+func (l *Writer) ByPredictions(ctx context.Context, ids []PredictionID, use func(recs []Record) error) error {
+	return l.store.ByPredictions(ctx, ids, use)
 }

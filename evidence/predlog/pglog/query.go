@@ -25,6 +25,10 @@ const (
 	p.reduced_t2, p.reduced_q,
 	p.batch_id, p.port, p.column_index, p.scan_seq, p.channel, p.integration_ms`
 	spectrumColumns = `, p.spectrum, p.axis_digest, a.data`
+	// figureColumns are what scanFigures reads (ByPredictions): a
+	// record's identity and figures, without its context and diagnostics.
+	figureColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
+	p.epa, p.dha, p.dpa, p.epa_conf, p.dha_conf, p.dpa_conf`
 )
 
 // conditions gathers a query's WHERE terms and their numbered arguments.
@@ -218,28 +222,63 @@ func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]pr
 		WHERE p.prediction_id = $1 ORDER BY p.role, p.id`, pgtype.UUID{Bytes: id, Valid: true})
 }
 
-// ByPredictions implements predlog.Reader: the records of every spectrum
-// in ids in one statement, by the prediction_id index; the statement's
-// Role then ID order keeps each spectrum's records in that order.
-func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID) (map[predlog.PredictionID][]predlog.Record, error) {
+// ByPredictions implements predlog.Reader in one statement: the ids as
+// one uuid[] parameter, looked up in the prediction_id index, and the
+// rows ordered by spectrum so that they can be handed on a spectrum at a
+// time.
+func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID, use func(recs []predlog.Record) error) error {
 	if err := s.usable(); err != nil {
-		return nil, err
+		return err
 	}
-	out := make(map[predlog.PredictionID][]predlog.Record)
 	if len(ids) == 0 {
-		return out, nil
+		return nil
 	}
 	param := make([]pgtype.UUID, len(ids))
 	for i, id := range ids {
 		param[i] = pgtype.UUID{Bytes: id, Valid: true}
 	}
-	err := s.each(ctx, false, func(rec *predlog.Record) { out[rec.PredictionID] = append(out[rec.PredictionID], *rec) },
-		`SELECT `+recordColumns+` FROM predlog_records p
-		WHERE p.prediction_id = ANY($1) ORDER BY p.role, p.id`, param)
+	rows, err := s.pool.Query(ctx, `SELECT `+figureColumns+` FROM predlog_records p
+		WHERE p.prediction_id = ANY($1) ORDER BY p.prediction_id, p.role, p.id`, param)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
 	}
-	return out, nil
+	defer rows.Close()
+	groups := predlog.NewSpectrumGroups(use)
+	for rows.Next() {
+		var rec predlog.Record
+		if err := scanFigures(rows, &rec); err != nil {
+			return err
+		}
+		if err := groups.Add(&rec); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
+	}
+	return groups.Flush()
+}
+
+// scanFigures reads one row of figureColumns.
+func scanFigures(rows pgx.Rows, rec *predlog.Record) error {
+	var (
+		pid        pgtype.UUID
+		ts         int64
+		role       int16
+		conc, conf [3]pgtype.Float8
+	)
+	if err := rows.Scan(&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
+		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2]); err != nil {
+		return fmt.Errorf("pglog: read a record: %w", err)
+	}
+	rec.PredictionID = pid.Bytes
+	rec.Time = time.Unix(0, ts).UTC()
+	rec.Role = predlog.Role(role)
+	for k := range 3 {
+		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
+		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid
+	}
+	return nil
 }
 
 // query runs q and reads its rows as records, with their spectra when

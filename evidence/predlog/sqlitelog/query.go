@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +21,11 @@ const recordColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
 	p.epa, p.dha, p.dpa, p.epa_conf, p.dha_conf, p.dpa_conf,
 	p.reduced_t2, p.reduced_q,
 	p.batch_id, p.port, p.column_index, p.scan_seq, p.channel, p.integration_ms`
+
+// figureColumns are the columns scanFigures reads: a record's identity
+// and figures, without its scan context and diagnostics.
+const figureColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
+	p.epa, p.dha, p.dpa, p.epa_conf, p.dha_conf, p.dpa_conf`
 
 const spectrumColumns = `, p.spectrum, p.axis_id, a.data`
 
@@ -157,45 +161,47 @@ func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]pr
 		WHERE p.prediction_id = ? ORDER BY p.role, p.id`, false, id[:])
 }
 
-// ByPredictions implements predlog.Reader: the records of every spectrum
-// in ids, read by the prediction_id index in statements of at most
-// maxIDsPerStatement ids. Each id is read in one statement only, so its
-// records arrive together in the statement's Role then ID order.
-func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID) (map[predlog.PredictionID][]predlog.Record, error) {
-	distinct := distinctIDs(ids)
-	out := make(map[predlog.PredictionID][]predlog.Record, len(distinct))
-	collect := func(rec *predlog.Record) { out[rec.PredictionID] = append(out[rec.PredictionID], *rec) }
-	for chunk := range slices.Chunk(distinct, maxIDsPerStatement) {
-		q := `SELECT ` + recordColumns + ` FROM predictions p
-		WHERE p.prediction_id IN (?` + strings.Repeat(`, ?`, len(chunk)-1) + `) ORDER BY p.role, p.id`
-		args := make([]any, len(chunk))
-		for i := range chunk {
-			args[i] = chunk[i][:]
+// ByPredictions implements predlog.Reader in one statement. The ids
+// travel as one blob of 16 bytes each (a single parameter, however many:
+// SQLite bounds a statement's parameters), which a recursive CTE cuts
+// back into ids; SQLite looks each up in the prediction_id index, whose
+// order gives the rows grouped by spectrum without a sort.
+func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID, use func(recs []predlog.Record) error) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	const q = `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?2)
+		SELECT ` + figureColumns + ` FROM predictions p
+		WHERE p.prediction_id IN (SELECT substr(?1, i * 16 + 1, 16) FROM k)
+		ORDER BY p.prediction_id, p.id`
+	rows, err := s.db.QueryContext(ctx, q, packIDs(ids), len(ids))
+	if err != nil {
+		return fmt.Errorf("sqlitelog: query: %w", err)
+	}
+	defer rows.Close()
+	groups := predlog.NewSpectrumGroups(use)
+	for rows.Next() {
+		var rec predlog.Record
+		if err := scanFigures(rows, &rec); err != nil {
+			return err
 		}
-		if err := s.each(ctx, q, false, collect, args...); err != nil {
-			return nil, err
+		if err := groups.Add(&rec); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlitelog: query: %w", err)
+	}
+	return groups.Flush()
 }
 
-// maxIDsPerStatement keeps ByPredictions' statements within 999
-// parameters, the lowest bound SQLite builds have had on one statement
-// (SQLITE_MAX_VARIABLE_NUMBER); a few dozen statements for a report's
-// tens of thousands of spectra cost little beside the rows they read.
-const maxIDsPerStatement = 999
-
-// distinctIDs returns ids without repeats, in their first order.
-func distinctIDs(ids []predlog.PredictionID) []predlog.PredictionID {
-	seen := make(map[predlog.PredictionID]struct{}, len(ids))
-	out := make([]predlog.PredictionID, 0, len(ids))
+// packIDs lays ids end to end, 16 bytes each.
+func packIDs(ids []predlog.PredictionID) []byte {
+	packed := make([]byte, 0, len(ids)*len(predlog.PredictionID{}))
 	for _, id := range ids {
-		if _, ok := seen[id]; !ok {
-			seen[id] = struct{}{}
-			out = append(out, id)
-		}
+		packed = append(packed, id[:]...)
 	}
-	return out
+	return packed
 }
 
 // query runs q and returns the records it reads (with spectra when
@@ -227,6 +233,31 @@ func (s *Store) each(ctx context.Context, q string, withSpectra bool, use func(*
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlitelog: query: %w", err)
+	}
+	return nil
+}
+
+// scanFigures reads one row of figureColumns.
+func scanFigures(rows *sql.Rows, rec *predlog.Record) error {
+	var (
+		pid        []byte
+		ts, role   int64
+		conc, conf [3]sql.NullFloat64
+	)
+	if err := rows.Scan(&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
+		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2]); err != nil {
+		return fmt.Errorf("sqlitelog: read a record: %w", err)
+	}
+	id, err := uuid.FromBytes(pid)
+	if err != nil {
+		return fmt.Errorf("sqlitelog: record %d has a malformed prediction id", rec.ID)
+	}
+	rec.PredictionID = id
+	rec.Time = time.Unix(0, ts).UTC()
+	rec.Role = predlog.Role(role)
+	for k := range 3 {
+		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
+		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid
 	}
 	return nil
 }
