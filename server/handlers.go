@@ -56,6 +56,10 @@ type API struct {
 	// LabReports adds the lab section to the review pages; nil leaves it
 	// out.
 	LabReports LabReports
+	// ReportSlotWait bounds how long a review page or a performance
+	// report waits for a report slot before it is answered 503
+	// SERVER_BUSY; 0 means DefaultReportSlotWait.
+	ReportSlotWait time.Duration
 	// Store is the shared store's monitor; nil for the embedded store.
 	// While it cannot reach the store, health reads degraded.
 	Store metrics.StoreState

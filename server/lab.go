@@ -159,13 +159,6 @@ func (a *API) GetModelPerformance(ctx context.Context, req gen.GetModelPerforman
 	if a.Lab == nil {
 		return nil, errLabUnavailable
 	}
-	// A report reads up to reconcile.MaxReportSamples spectra's
-	// predictions: it shares the review pages' slots.
-	leave, err := a.reportGate.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
 	var since, until time.Time
 	if req.Params.Since != nil {
 		since = *req.Params.Since
@@ -176,6 +169,14 @@ func (a *API) GetModelPerformance(ctx context.Context, req gen.GetModelPerforman
 	if req.Params.Since != nil && req.Params.Until != nil && !since.Before(until) {
 		return nil, contract.New(contract.InvalidRequest, http.StatusBadRequest, "since must be before until")
 	}
+	// A report reads up to reconcile.MaxReportSamples spectra's
+	// predictions: it shares the review pages' slots, and waits for one
+	// at most ReportSlotWait (503 SERVER_BUSY after).
+	leave, err := a.enterReportGate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	rep, err := a.Lab.Performance(ctx, req.Version, since, until)
 	if err != nil {
 		return nil, err

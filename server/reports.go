@@ -11,6 +11,7 @@ import (
 
 	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
+	"ramanserve/server/contract"
 	"ramanserve/server/report"
 	"ramanserve/trainer/jobs"
 )
@@ -56,7 +57,7 @@ func (a *API) GetTrainingReport(ctx context.Context, req gen.GetTrainingReportRe
 // it) and renders its page. registry.ErrModelNotFound for an unknown or
 // deleted version.
 func (a *API) modelReport(ctx context.Context, version string) (htmlPage, error) {
-	leave, err := a.reportGate.enter(ctx)
+	leave, err := a.enterReportGate(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +126,20 @@ func (a *API) trainingReport(ctx context.Context, jobID string) (htmlPage, error
 // maxConcurrentReports bounds the pages read and rendered at once. One
 // page reads the version's file (an import may be hundreds of MB) and
 // allocates tens of MB while it draws (about 45 MB for 2000 training
-// rows): a client asking for many at once waits for a slot (or gives up
-// with its context) instead of multiplying that.
+// rows): a client asking for many at once waits for a slot (at most
+// ReportSlotWait, or until it gives up with its context) instead of
+// multiplying that.
 const maxConcurrentReports = 2
+
+// DefaultReportSlotWait is how long a review page or a performance report
+// waits for one of the maxConcurrentReports slots before it is answered
+// 503 SERVER_BUSY (retryable, with Retry-After). While it waits, its
+// client holds one of the capped management connections
+// (-max-http-connections): without a bound, a burst of reports would
+// queue behind each other for as long as the reports take, each holding
+// a connection throughout. Five seconds covers a few reports of the
+// largest range (reconcile.MaxReportSamples) ahead of it.
+const DefaultReportSlotWait = 5 * time.Second
 
 // slotGate lets at most size requests through at once (maxConcurrentReports
 // when size is 0); the others wait for a slot or give up with their
@@ -138,8 +150,16 @@ type slotGate struct {
 	slots chan struct{}
 }
 
-// enter waits for a slot; the returned func gives it back.
+// enter waits for a slot, as long as ctx lasts; the returned func gives
+// it back.
 func (g *slotGate) enter(ctx context.Context) (leave func(), err error) {
+	return g.enterWithin(ctx, nil)
+}
+
+// enterWithin waits for a slot until ctx ends or bound fires (nil: no
+// bound); a bound that fires first is 503 SERVER_BUSY, which tells the
+// client to come back rather than that its request failed.
+func (g *slotGate) enterWithin(ctx context.Context, bound <-chan time.Time) (leave func(), err error) {
 	g.once.Do(func() {
 		if g.size <= 0 {
 			g.size = maxConcurrentReports
@@ -151,7 +171,22 @@ func (g *slotGate) enter(ctx context.Context) (leave func(), err error) {
 		return func() { <-g.slots }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-bound:
+		return nil, contract.New(contract.ServerBusy, http.StatusServiceUnavailable,
+			"every report slot is taken by other review pages and performance reports; retry after the Retry-After delay")
 	}
+}
+
+// enterReportGate takes one of the report slots (review pages and
+// performance reports share them), waiting at most ReportSlotWait.
+func (a *API) enterReportGate(ctx context.Context) (leave func(), err error) {
+	wait := a.ReportSlotWait
+	if wait <= 0 {
+		wait = DefaultReportSlotWait
+	}
+	bound := time.NewTimer(wait)
+	defer bound.Stop()
+	return a.reportGate.enterWithin(ctx, bound.C)
 }
 
 // htmlPage is a rendered review page. It is served with a Content

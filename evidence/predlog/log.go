@@ -233,3 +233,8 @@ func (l *Writer) ByScanSeq(ctx context.Context, batchID string, scanSeq float64)
 func (l *Writer) ByPrediction(ctx context.Context, id PredictionID) ([]Record, error) {
 	return l.store.ByPrediction(ctx, id)
 }
+
+// ByPredictions implements Reader through the store.
+func (l *Writer) ByPredictions(ctx context.Context, ids []PredictionID, use func(recs []Record) error) error {
+	return l.store.ByPredictions(ctx, ids, use)
+}

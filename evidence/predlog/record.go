@@ -189,6 +189,19 @@ type Reader interface {
 	// ByPrediction returns every record of one spectrum: active, shadow
 	// and re-scoring, in Role then ID order.
 	ByPrediction(ctx context.Context, id PredictionID) ([]Record, error)
+	// ByPredictions reads the records of many spectra in one query, for
+	// a report over tens of thousands of them that would otherwise pay a
+	// round trip each. It calls use once for each spectrum of ids the
+	// store holds records of, with that spectrum's records in Role then
+	// ID order; spectra come in no promised order, and an id given twice
+	// is read once. The records carry ID, PredictionID, Time,
+	// ModelVersion, Role, Concentrations and Confidence only: comparing
+	// models needs no more, and the scan context and diagnostics would
+	// be about a third of the read (ByPrediction has them). use must not
+	// keep recs, which the store reuses; an error from use ends the read
+	// and is returned. Records are handed over as they are read, so a
+	// large read holds one spectrum's at a time.
+	ByPredictions(ctx context.Context, ids []PredictionID, use func(recs []Record) error) error
 }
 
 // Log is the whole prediction log as the server holds it.

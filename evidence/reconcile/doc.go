@@ -16,5 +16,5 @@
 //
 // and for a performance query
 //
-//	Reconciler.Performance (LabStore.Range, predlog.Reader.ByPrediction, Statistics)
+//	Reconciler.Performance (LabStore.Range, predlog.Reader.ByPredictions, Statistics)
 package reconcile

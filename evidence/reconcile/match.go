@@ -44,7 +44,7 @@ type Options struct {
 
 // Reconciler matches lab records to logged predictions, keeps them, and
 // reports on them. It reads the prediction log through predlog.Reader
-// (its Nearest, ByScanSeq, ByPrediction and, to tell an unknown batch, a
+// (its Nearest, ByScanSeq, ByPredictions and, to tell an unknown batch, a
 // one-record Page) and keeps lab results in a LabStore.
 type Reconciler struct {
 	log    predlog.Reader

@@ -13,7 +13,7 @@ import (
 )
 
 // MaxReportSamples bounds the matched lab results one Performance call
-// reads (each costs a read of its spectrum's predictions).
+// reads (and the predictions of their spectra it holds at once).
 const MaxReportSamples = 50000
 
 // ErrRangeTooLarge: the time range holds more than MaxReportSamples
@@ -110,7 +110,7 @@ func (r *Reconciler) Performance(ctx context.Context, version string, since, unt
 	}
 	// Only the spectra the version predicted on count, for every version.
 	results = slices.DeleteFunc(results, func(res LabResult) bool {
-		_, ok := spectra[res.PredictionID].chosen[version]
+		_, ok := spectra[res.PredictionID].of(version)
 		return !ok
 	})
 	rep.Samples = len(results)
@@ -121,42 +121,81 @@ func (r *Reconciler) Performance(ctx context.Context, version string, since, unt
 	return rep, nil
 }
 
-// spectrumPredictions holds, for one spectrum, the prediction used for
-// each version and every role each version had.
-type spectrumPredictions struct {
-	chosen map[string]predlog.Record
-	roles  map[string][]predlog.Role
+// spectrumPredictions holds, for one spectrum, what each version that
+// predicted on it predicted. A spectrum has a handful at most, so a
+// slice searched in order costs less than a map per spectrum (a report
+// holds tens of thousands).
+type spectrumPredictions []versionPrediction
+
+// versionPrediction is one version's prediction on one spectrum: the
+// concentrations of the record used, and every role the version had.
+type versionPrediction struct {
+	version        string
+	concentrations inference.Breakdown
+	roles          roleSet
 }
 
-// predictionsBySpectrum reads the predictions of the results' spectra,
-// one ByPrediction a spectrum.
+// of returns version's prediction on the spectrum; ok is false when it
+// made none.
+func (sp spectrumPredictions) of(version string) (p versionPrediction, ok bool) {
+	for _, p := range sp {
+		if p.version == version {
+			return p, true
+		}
+	}
+	return versionPrediction{}, false
+}
+
+// roleSet is a set of roles, bit r standing for predlog.Role r.
+type roleSet uint8
+
+func (s roleSet) with(r predlog.Role) roleSet { return s | 1<<r }
+
+// roles lists the set in role order (active, shadow, rescore).
+func (s roleSet) roles() []predlog.Role {
+	var out []predlog.Role
+	for r := range predlog.Role(8) {
+		if s&(1<<r) != 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// predictionsBySpectrum reads the predictions of the results' spectra in
+// one set-based read (predlog.Reader.ByPredictions): a report over tens
+// of thousands of spectra would otherwise pay a query each. A spectrum
+// the log no longer holds gets no entry, as one with no prediction.
 func (r *Reconciler) predictionsBySpectrum(ctx context.Context, results []LabResult) (map[predlog.PredictionID]spectrumPredictions, error) {
-	spectra := make(map[predlog.PredictionID]spectrumPredictions)
-	for _, res := range results {
-		if _, done := spectra[res.PredictionID]; done {
-			continue
-		}
-		recs, err := r.log.ByPrediction(ctx, res.PredictionID)
-		if err != nil {
-			return nil, fmt.Errorf("reconcile: predictions of spectrum %s: %w", res.PredictionID, err)
-		}
-		// Role order first, so that the first record kept per version is
-		// the one to use.
-		slices.SortStableFunc(recs, func(a, b predlog.Record) int {
-			return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.ID, b.ID))
-		})
-		sp := spectrumPredictions{chosen: map[string]predlog.Record{}, roles: map[string][]predlog.Role{}}
-		for _, p := range recs {
-			if _, ok := sp.chosen[p.ModelVersion]; !ok {
-				sp.chosen[p.ModelVersion] = p
-			}
-			if !slices.Contains(sp.roles[p.ModelVersion], p.Role) {
-				sp.roles[p.ModelVersion] = append(sp.roles[p.ModelVersion], p.Role)
-			}
-		}
-		spectra[res.PredictionID] = sp
+	ids := make([]predlog.PredictionID, len(results))
+	for i, res := range results {
+		ids[i] = res.PredictionID
+	}
+	spectra := make(map[predlog.PredictionID]spectrumPredictions, len(results))
+	err := r.log.ByPredictions(ctx, ids, func(recs []predlog.Record) error {
+		spectra[recs[0].PredictionID] = choosePredictions(recs)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: predictions of %d spectra: %w", len(results), err)
 	}
 	return spectra, nil
+}
+
+// choosePredictions picks, from one spectrum's records in Role then ID
+// order, the one used for each version (active, else shadow, else the
+// first re-scoring) and gathers every role each version had.
+func choosePredictions(recs []predlog.Record) spectrumPredictions {
+	var sp spectrumPredictions
+	for _, rec := range recs {
+		i := slices.IndexFunc(sp, func(p versionPrediction) bool { return p.version == rec.ModelVersion })
+		if i < 0 {
+			i = len(sp)
+			sp = append(sp, versionPrediction{version: rec.ModelVersion, concentrations: rec.Concentrations})
+		}
+		sp[i].roles = sp[i].roles.with(rec.Role)
+	}
+	return sp
 }
 
 // otherVersions lists, in order, the versions other than version that
@@ -164,14 +203,14 @@ func (r *Reconciler) predictionsBySpectrum(ctx context.Context, results []LabRes
 func otherVersions(version string, results []LabResult, spectra map[predlog.PredictionID]spectrumPredictions) []string {
 	var out []string
 	for _, res := range results {
-		for v := range spectra[res.PredictionID].chosen {
-			if v != version {
-				out = append(out, v)
+		for _, p := range spectra[res.PredictionID] {
+			if p.version != version && !slices.Contains(out, p.version) {
+				out = append(out, p.version)
 			}
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	return out
 }
 
 // versionStats pairs version's predictions with the lab results on the
@@ -180,18 +219,13 @@ func versionStats(version string, results []LabResult, spectra map[predlog.Predi
 	vs := VersionStats{Version: version}
 	var predicted, lab [inference.NumAnalytes][]float64
 	batches := map[string]*batchPairs{}
-	var roles []predlog.Role
+	var roles roleSet
 	for _, res := range results {
-		sp := spectra[res.PredictionID]
-		p, ok := sp.chosen[version]
+		p, ok := spectra[res.PredictionID].of(version)
 		if !ok {
 			continue
 		}
-		for _, role := range sp.roles[version] {
-			if !slices.Contains(roles, role) {
-				roles = append(roles, role)
-			}
-		}
+		roles |= p.roles
 		b := batches[res.BatchID]
 		if b == nil {
 			b = &batchPairs{first: res.SpectrumTime}
@@ -202,7 +236,7 @@ func versionStats(version string, results []LabResult, spectra map[predlog.Predi
 		}
 		for a := range inference.Analyte(inference.NumAnalytes) {
 			y, hasLab := res.Lab.Value[a], res.Lab.Valid[a]
-			x, hasPred := p.Concentrations.Value[a], p.Concentrations.Valid[a]
+			x, hasPred := p.concentrations.Value[a], p.concentrations.Valid[a]
 			if hasLab && hasPred {
 				predicted[a] = append(predicted[a], x)
 				lab[a] = append(lab[a], y)
@@ -211,8 +245,7 @@ func versionStats(version string, results []LabResult, spectra map[predlog.Predi
 			}
 		}
 	}
-	slices.Sort(roles) // active, shadow, rescore
-	vs.Roles = roles
+	vs.Roles = roles.roles()
 	for a := range inference.Analyte(inference.NumAnalytes) {
 		vs.Analytes = append(vs.Analytes, AnalyteStats{Analyte: a, Stats: Statistics(predicted[a], lab[a]), Predicted: predicted[a], Lab: lab[a]})
 	}

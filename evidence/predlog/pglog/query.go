@@ -25,6 +25,10 @@ const (
 	p.reduced_t2, p.reduced_q,
 	p.batch_id, p.port, p.column_index, p.scan_seq, p.channel, p.integration_ms`
 	spectrumColumns = `, p.spectrum, p.axis_digest, a.data`
+	// figureColumns are what scanFigures reads (ByPredictions): a
+	// record's identity and figures, without its context and diagnostics.
+	figureColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
+	p.epa, p.dha, p.dpa, p.epa_conf, p.dha_conf, p.dpa_conf`
 )
 
 // conditions gathers a query's WHERE terms and their numbered arguments.
@@ -218,27 +222,93 @@ func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]pr
 		WHERE p.prediction_id = $1 ORDER BY p.role, p.id`, pgtype.UUID{Bytes: id, Valid: true})
 }
 
+// ByPredictions implements predlog.Reader in one statement: the ids as
+// one uuid[] parameter, looked up in the prediction_id index, and the
+// rows ordered by spectrum so that they can be handed on a spectrum at a
+// time.
+func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID, use func(recs []predlog.Record) error) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	param := make([]pgtype.UUID, len(ids))
+	for i, id := range ids {
+		param[i] = pgtype.UUID{Bytes: id, Valid: true}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+figureColumns+` FROM predlog_records p
+		WHERE p.prediction_id = ANY($1) ORDER BY p.prediction_id, p.role, p.id`, param)
+	if err != nil {
+		return fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
+	}
+	defer rows.Close()
+	groups := predlog.NewSpectrumGroups(use)
+	for rows.Next() {
+		var rec predlog.Record
+		if err := scanFigures(rows, &rec); err != nil {
+			return err
+		}
+		if err := groups.Add(&rec); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
+	}
+	return groups.Flush()
+}
+
+// scanFigures reads one row of figureColumns.
+func scanFigures(rows pgx.Rows, rec *predlog.Record) error {
+	var (
+		pid        pgtype.UUID
+		ts         int64
+		role       int16
+		conc, conf [3]pgtype.Float8
+	)
+	if err := rows.Scan(&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
+		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2]); err != nil {
+		return fmt.Errorf("pglog: read a record: %w", err)
+	}
+	rec.PredictionID = pid.Bytes
+	rec.Time = time.Unix(0, ts).UTC()
+	rec.Role = predlog.Role(role)
+	for k := range 3 {
+		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
+		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid
+	}
+	return nil
+}
+
 // query runs q and reads its rows as records, with their spectra when
 // withSpectra (the columns of spectrumColumns follow).
 func (s *Store) query(ctx context.Context, withSpectra bool, q string, args ...any) ([]predlog.Record, error) {
+	var recs []predlog.Record
+	err := s.each(ctx, withSpectra, func(rec *predlog.Record) { recs = append(recs, *rec) }, q, args...)
+	return recs, err
+}
+
+// each runs q and hands each record it reads to use, which must not keep
+// the pointer: a large read need not hold its rows twice.
+func (s *Store) each(ctx context.Context, withSpectra bool, use func(*predlog.Record), q string, args ...any) error {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
+		return fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
 	}
 	defer rows.Close()
 	var axes axisCache
-	var recs []predlog.Record
 	for rows.Next() {
 		var rec predlog.Record
 		if err := scanRecord(rows, &rec, withSpectra, &axes); err != nil {
-			return nil, err
+			return err
 		}
-		recs = append(recs, rec)
+		use(&rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
+		return fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
 	}
-	return recs, nil
+	return nil
 }
 
 // axisCache holds a page's decoded axes by digest: records on the same

@@ -267,6 +267,52 @@ func Run(t *testing.T, newStorage NewStorage) {
 		assertRecords(t, got, []*predlog.Record{active, shadow, rescore1, rescore2}, false)
 	})
 
+	t.Run("ByPredictionsIsByPredictionOfEachSpectrum", func(t *testing.T) {
+		s := fresh(t)
+		// More spectra than the 999 parameters some SQLite builds allow a
+		// statement, each with an active and a shadow record; the first
+		// spectrum also with re-scoring records appended around them.
+		const spectra = 1200
+		var active, shadows []*predlog.Record
+		for i := range spectra {
+			a, sh := Record(i, "B", false), Record(i, "B", false)
+			sh.PredictionID, sh.Role, sh.ModelVersion = a.PredictionID, predlog.RoleShadow, "v2"
+			active, shadows = append(active, a), append(shadows, sh)
+		}
+		rescore1, rescore2 := Record(0, "B", false), Record(0, "B", false)
+		rescore1.PredictionID, rescore2.PredictionID = active[0].PredictionID, active[0].PredictionID
+		rescore1.Role, rescore2.Role, rescore2.ModelVersion = predlog.RoleRescore, predlog.RoleRescore, "v9"
+		mustAppend(t, s, rescore1, shadows[0])
+		mustAppend(t, s, append(append([]*predlog.Record{}, active...), shadows[1:]...)...)
+		mustAppend(t, s, rescore2)
+
+		unknown := predlog.NewPredictionID()
+		ids := []predlog.PredictionID{unknown, active[0].PredictionID}
+		for i := spectra - 1; i >= 0; i-- {
+			ids = append(ids, active[i].PredictionID)
+		}
+		got := byPredictions(t, s, ids)
+		if len(got) != spectra {
+			t.Fatalf("ByPredictions: %d spectra, want %d (the unknown one none, the repeated one once)", len(got), spectra)
+		}
+		if _, ok := got[unknown]; ok {
+			t.Fatal("ByPredictions: records for an id with none")
+		}
+		assertRecords(t, got[active[0].PredictionID], figuresOf(active[0], shadows[0], rescore1, rescore2), false)
+		for i := 1; i < spectra; i++ {
+			assertRecords(t, got[active[i].PredictionID], figuresOf(active[i], shadows[i]), false)
+		}
+		if none := byPredictions(t, s, nil); len(none) != 0 {
+			t.Fatalf("ByPredictions of no id: %d spectra", len(none))
+		}
+		stop := errors.New("enough")
+		calls := 0
+		err := s.ByPredictions(ctx, ids, func([]predlog.Record) error { calls++; return stop })
+		if !errors.Is(err, stop) || calls != 1 {
+			t.Fatalf("ByPredictions whose use fails: %d calls, %v; want 1 call and its error", calls, err)
+		}
+	})
+
 	t.Run("AppendIsOneTransaction", func(t *testing.T) {
 		s := fresh(t)
 		ended, cancel := context.WithCancel(ctx)
@@ -518,6 +564,36 @@ func Record(i int, batch string, spectrum bool) *predlog.Record {
 		}
 	}
 	return rec
+}
+
+// byPredictions reads ids' spectra with ByPredictions, failing t if a
+// spectrum comes twice.
+func byPredictions(t *testing.T, s predlog.Store, ids []predlog.PredictionID) map[predlog.PredictionID][]predlog.Record {
+	t.Helper()
+	out := make(map[predlog.PredictionID][]predlog.Record)
+	err := s.ByPredictions(context.Background(), ids, func(recs []predlog.Record) error {
+		id := recs[0].PredictionID
+		if _, twice := out[id]; twice {
+			return fmt.Errorf("spectrum %s handed twice", id)
+		}
+		out[id] = slices.Clone(recs)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ByPredictions: %v", err)
+	}
+	return out
+}
+
+// figuresOf is recs as ByPredictions reads them: without scan context,
+// diagnostics or spectrum.
+func figuresOf(recs ...*predlog.Record) []*predlog.Record {
+	out := make([]*predlog.Record, len(recs))
+	for i, r := range recs {
+		out[i] = &predlog.Record{PredictionID: r.PredictionID, Time: r.Time, ModelVersion: r.ModelVersion, Role: r.Role,
+			Concentrations: r.Concentrations, Confidence: r.Confidence}
+	}
+	return out
 }
 
 // bareRecord is record i with no optional field: no batch, no context, no

@@ -22,6 +22,11 @@ const recordColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
 	p.reduced_t2, p.reduced_q,
 	p.batch_id, p.port, p.column_index, p.scan_seq, p.channel, p.integration_ms`
 
+// figureColumns are the columns scanFigures reads: a record's identity
+// and figures, without its scan context and diagnostics.
+const figureColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
+	p.epa, p.dha, p.dpa, p.epa_conf, p.dha_conf, p.dpa_conf`
+
 const spectrumColumns = `, p.spectrum, p.axis_id, a.data`
 
 // Page implements predlog.Reader: the records f selects in (Time, ID) order.
@@ -156,28 +161,105 @@ func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]pr
 		WHERE p.prediction_id = ? ORDER BY p.role, p.id`, false, id[:])
 }
 
-func (s *Store) query(ctx context.Context, q string, withSpectra bool, args ...any) ([]predlog.Record, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+// ByPredictions implements predlog.Reader in one statement. The ids
+// travel as one blob of 16 bytes each (a single parameter, however many:
+// SQLite bounds a statement's parameters), which a recursive CTE cuts
+// back into ids; SQLite looks each up in the prediction_id index, whose
+// order gives the rows grouped by spectrum without a sort.
+func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID, use func(recs []predlog.Record) error) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	const q = `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?2)
+		SELECT ` + figureColumns + ` FROM predictions p
+		WHERE p.prediction_id IN (SELECT substr(?1, i * 16 + 1, 16) FROM k)
+		ORDER BY p.prediction_id, p.id`
+	rows, err := s.db.QueryContext(ctx, q, packIDs(ids), len(ids))
 	if err != nil {
-		return nil, fmt.Errorf("sqlitelog: query: %w", err)
+		return fmt.Errorf("sqlitelog: query: %w", err)
 	}
 	defer rows.Close()
+	groups := predlog.NewSpectrumGroups(use)
+	for rows.Next() {
+		var rec predlog.Record
+		if err := scanFigures(rows, &rec); err != nil {
+			return err
+		}
+		if err := groups.Add(&rec); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlitelog: query: %w", err)
+	}
+	return groups.Flush()
+}
+
+// packIDs lays ids end to end, 16 bytes each.
+func packIDs(ids []predlog.PredictionID) []byte {
+	packed := make([]byte, 0, len(ids)*len(predlog.PredictionID{}))
+	for _, id := range ids {
+		packed = append(packed, id[:]...)
+	}
+	return packed
+}
+
+// query runs q and returns the records it reads (with spectra when
+// withSpectra, the columns of spectrumColumns following).
+func (s *Store) query(ctx context.Context, q string, withSpectra bool, args ...any) ([]predlog.Record, error) {
 	var recs []predlog.Record
-	var axes map[int64][]float32 // decoded once per page
+	err := s.each(ctx, q, withSpectra, func(rec *predlog.Record) { recs = append(recs, *rec) }, args...)
+	return recs, err
+}
+
+// each runs q and hands each record it reads to use, which must not keep
+// the pointer: a large read need not hold its rows twice.
+func (s *Store) each(ctx context.Context, q string, withSpectra bool, use func(*predlog.Record), args ...any) error {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("sqlitelog: query: %w", err)
+	}
+	defer rows.Close()
+	var axes map[int64][]float32 // decoded once per query
 	if withSpectra {
 		axes = make(map[int64][]float32)
 	}
 	for rows.Next() {
 		var rec predlog.Record
 		if err := scanRecord(rows, &rec, axes); err != nil {
-			return nil, err
+			return err
 		}
-		recs = append(recs, rec)
+		use(&rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlitelog: query: %w", err)
+		return fmt.Errorf("sqlitelog: query: %w", err)
 	}
-	return recs, nil
+	return nil
+}
+
+// scanFigures reads one row of figureColumns.
+func scanFigures(rows *sql.Rows, rec *predlog.Record) error {
+	var (
+		pid        []byte
+		ts, role   int64
+		conc, conf [3]sql.NullFloat64
+	)
+	if err := rows.Scan(&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
+		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2]); err != nil {
+		return fmt.Errorf("sqlitelog: read a record: %w", err)
+	}
+	id, err := uuid.FromBytes(pid)
+	if err != nil {
+		return fmt.Errorf("sqlitelog: record %d has a malformed prediction id", rec.ID)
+	}
+	rec.PredictionID = id
+	rec.Time = time.Unix(0, ts).UTC()
+	rec.Role = predlog.Role(role)
+	for k := range 3 {
+		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
+		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid
+	}
+	return nil
 }
 
 // scanRecord reads one row of recordColumns, and of spectrumColumns when
