@@ -123,11 +123,38 @@ func Open(ctx context.Context, path string, opts Options) (*sql.DB, error) {
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
 	db.SetConnMaxLifetime(0)
-	if err := check(ctx, db, path, opts.Synchronous); err != nil {
+	if err := checkWithin(ctx, db, path, opts.Synchronous, busy); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return db, nil
+}
+
+// checkWithin runs check, again while it fails with SQLITE_BUSY, for at
+// most the busy timeout. The first connection to a new file switches it
+// to WAL, which needs the file's exclusive lock; SQLite answers that
+// switch SQLITE_BUSY at once, without its busy handler, while another
+// process or pool opens the same new file. A connection that failed is
+// not kept, so the next try opens a fresh one.
+func checkWithin(ctx context.Context, db *sql.DB, path string, want Synchronous, busy time.Duration) error {
+	deadline := time.Now().Add(busy)
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		err := check(ctx, db, path, want)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (primary code 5).
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
 // check verifies that WAL mode and the synchronous level took.
