@@ -262,22 +262,14 @@ func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID, u
 // scanFigures reads one row of figureColumns.
 func scanFigures(rows pgx.Rows, rec *predlog.Record) error {
 	var (
-		pid        pgtype.UUID
-		ts         int64
-		role       int16
-		conc, conf [3]pgtype.Float8
+		pid  pgtype.UUID
+		cols predlog.Columns
 	)
-	if err := rows.Scan(&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
-		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2]); err != nil {
+	if err := rows.Scan(append([]any{&rec.ID, &pid, &cols.Time, &rec.ModelVersion, &cols.Role}, cols.Figures()...)...); err != nil {
 		return fmt.Errorf("pglog: read a record: %w", err)
 	}
 	rec.PredictionID = pid.Bytes
-	rec.Time = time.Unix(0, ts).UTC()
-	rec.Role = predlog.Role(role)
-	for k := range 3 {
-		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
-		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid
-	}
+	cols.FillFigures(rec)
 	return nil
 }
 
@@ -334,18 +326,11 @@ func (c *axisCache) get(digest, data []byte) ([]float32, error) {
 // withSpectra.
 func scanRecord(rows pgx.Rows, rec *predlog.Record, withSpectra bool, axes *axisCache) error {
 	var (
-		pid                         pgtype.UUID
-		ts                          int64
-		role                        int16
-		conc, conf                  [3]pgtype.Float8
-		t2, q                       pgtype.Float8
-		batch, port                 pgtype.Text
-		column, seq, channel, integ pgtype.Float8
-		spectrum, digest, axis      []byte
+		pid                    pgtype.UUID
+		cols                   predlog.Columns
+		spectrum, digest, axis []byte
 	)
-	dest := []any{&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
-		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2],
-		&t2, &q, &batch, &port, &column, &seq, &channel, &integ}
+	dest := append(append([]any{&rec.ID, &pid, &cols.Time, &rec.ModelVersion, &cols.Role}, cols.Figures()...), cols.Context()...)
 	if withSpectra {
 		dest = append(dest, &spectrum, &digest, &axis)
 	}
@@ -353,20 +338,8 @@ func scanRecord(rows pgx.Rows, rec *predlog.Record, withSpectra bool, axes *axis
 		return fmt.Errorf("pglog: read a record: %w", err)
 	}
 	rec.PredictionID = pid.Bytes
-	rec.Time = time.Unix(0, ts).UTC()
-	rec.Role = predlog.Role(role)
-	for k := range 3 {
-		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
-		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid
-	}
-	rec.ReducedT2, rec.HasReducedT2 = t2.Float64, t2.Valid
-	rec.ReducedQ, rec.HasReducedQ = q.Float64, q.Valid
-	rec.BatchID, rec.HasBatchID = batch.String, batch.Valid
-	rec.Port, rec.HasPort = port.String, port.Valid
-	rec.ColumnIndex, rec.HasColumnIndex = column.Float64, column.Valid
-	rec.ScanSeq, rec.HasScanSeq = seq.Float64, seq.Valid
-	rec.Channel, rec.HasChannel = channel.Float64, channel.Valid
-	rec.IntegrationMS, rec.HasIntegrationMS = integ.Float64, integ.Valid
+	cols.FillFigures(rec)
+	cols.FillContext(rec)
 	if !withSpectra {
 		return nil
 	}

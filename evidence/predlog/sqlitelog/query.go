@@ -240,25 +240,23 @@ func (s *Store) each(ctx context.Context, q string, withSpectra bool, use func(*
 // scanFigures reads one row of figureColumns.
 func scanFigures(rows *sql.Rows, rec *predlog.Record) error {
 	var (
-		pid        []byte
-		ts, role   int64
-		conc, conf [3]sql.NullFloat64
+		pid  []byte
+		cols predlog.Columns
 	)
-	if err := rows.Scan(&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
-		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2]); err != nil {
+	if err := rows.Scan(append([]any{&rec.ID, &pid, &cols.Time, &rec.ModelVersion, &cols.Role}, cols.Figures()...)...); err != nil {
 		return fmt.Errorf("sqlitelog: read a record: %w", err)
 	}
+	return fill(rec, pid, &cols)
+}
+
+// fill sets rec's prediction id and figures from the columns read.
+func fill(rec *predlog.Record, pid []byte, cols *predlog.Columns) error {
 	id, err := uuid.FromBytes(pid)
 	if err != nil {
 		return fmt.Errorf("sqlitelog: record %d has a malformed prediction id", rec.ID)
 	}
 	rec.PredictionID = id
-	rec.Time = time.Unix(0, ts).UTC()
-	rec.Role = predlog.Role(role)
-	for k := range 3 {
-		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
-		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid
-	}
+	cols.FillFigures(rec)
 	return nil
 }
 
@@ -266,43 +264,23 @@ func scanFigures(rows *sql.Rows, rec *predlog.Record) error {
 // axes (the page's decoded axes by id) is not nil.
 func scanRecord(rows *sql.Rows, rec *predlog.Record, axes map[int64][]float32) error {
 	var (
-		pid                         []byte
-		ts, role                    int64
-		conc, conf                  [3]sql.NullFloat64
-		t2, q                       sql.NullFloat64
-		batch, port                 sql.NullString
-		column, seq, channel, integ sql.NullFloat64
-		spectrum, axis              []byte
-		axisID                      sql.NullInt64
+		pid            []byte
+		cols           predlog.Columns
+		spectrum, axis []byte
+		axisID         sql.NullInt64
 	)
-	dest := []any{&rec.ID, &pid, &ts, &rec.ModelVersion, &role,
-		&conc[0], &conc[1], &conc[2], &conf[0], &conf[1], &conf[2],
-		&t2, &q, &batch, &port, &column, &seq, &channel, &integ}
+	dest := append(append([]any{&rec.ID, &pid, &cols.Time, &rec.ModelVersion, &cols.Role}, cols.Figures()...), cols.Context()...)
 	if axes != nil {
 		dest = append(dest, &spectrum, &axisID, &axis)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return fmt.Errorf("sqlitelog: read a record: %w", err)
 	}
-	id, err := uuid.FromBytes(pid)
-	if err != nil {
-		return fmt.Errorf("sqlitelog: record %d has a malformed prediction id", rec.ID)
+	if err := fill(rec, pid, &cols); err != nil {
+		return err
 	}
-	rec.PredictionID = id
-	rec.Time = time.Unix(0, ts).UTC()
-	rec.Role = predlog.Role(role)
-	for k := range 3 {
-		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = conc[k].Float64, conc[k].Valid
-		rec.Confidence.Value[k], rec.Confidence.Valid[k] = conf[k].Float64, conf[k].Valid
-	}
-	rec.ReducedT2, rec.HasReducedT2 = t2.Float64, t2.Valid
-	rec.ReducedQ, rec.HasReducedQ = q.Float64, q.Valid
-	rec.BatchID, rec.HasBatchID = batch.String, batch.Valid
-	rec.Port, rec.HasPort = port.String, port.Valid
-	rec.ColumnIndex, rec.HasColumnIndex = column.Float64, column.Valid
-	rec.ScanSeq, rec.HasScanSeq = seq.Float64, seq.Valid
-	rec.Channel, rec.HasChannel = channel.Float64, channel.Valid
-	rec.IntegrationMS, rec.HasIntegrationMS = integ.Float64, integ.Valid
+	cols.FillContext(rec)
+	var err error
 	if axes == nil {
 		return nil
 	}
