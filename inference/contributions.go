@@ -2,6 +2,7 @@ package inference
 
 import (
 	"errors"
+	"math"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -171,31 +172,47 @@ func (m *PLSModel) PredictWithContributions(s *Spectrum, out *Prediction, top in
 func (m *PLSModel) explain(xs []float64, sc *plsScratch, d *Diagnostics, top int, c *Contributions) {
 	sc.ensureContributionBuffers(m.p, m.a)
 	t := sc.out[m.q : m.q+m.a]
+	cont := sc.contributions
 	*c = Contributions{T2: c.T2, Q: c.Q}
 	if m.hasT2 {
 		w := sc.scoreWeights
 		for i, v := range t {
 			w[i] = v * m.invScoreVar[i]
 		}
-		cont := sc.contributions
 		blas64.Gemv(blas.Trans, 1, m.fusedBlock(m.q), blas64.Vector{N: m.a, Inc: 1, Data: w}, 0,
 			blas64.Vector{N: m.p, Inc: 1, Data: cont})
+		// cont holds R w; one pass finishes each contribution and keeps
+		// the largest.
+		s := &c.T2
+		s.Top = s.Top[:0]
+		floor := topFloor(s.Top, top)
 		for j, x := range xs {
-			cont[j] *= x
+			v := cont[j] * x
+			cont[j] = v
+			if v > floor {
+				s.Top, floor = m.keepTop(s.Top, top, j, v)
+			}
 		}
 		c.HasT2 = true
-		m.summarise(cont, d.T2, top, &c.T2)
+		m.sumRegions(cont, d.T2, s)
 	}
 	if m.hasQ {
-		cont := sc.contributions
-		copy(cont, xs)
-		blas64.Gemv(blas.Trans, -1, m.fusedBlock(m.q+m.a), blas64.Vector{N: m.a, Inc: 1, Data: t}, 1,
+		blas64.Gemv(blas.Trans, 1, m.fusedBlock(m.q+m.a), blas64.Vector{N: m.a, Inc: 1, Data: t}, 0,
 			blas64.Vector{N: m.p, Inc: 1, Data: cont})
-		for j, e := range cont {
-			cont[j] = e * e
+		// cont holds P t; the residual is e = xs - P t.
+		s := &c.Q
+		s.Top = s.Top[:0]
+		floor := topFloor(s.Top, top)
+		for j, x := range xs {
+			e := x - cont[j]
+			v := e * e
+			cont[j] = v
+			if v > floor {
+				s.Top, floor = m.keepTop(s.Top, top, j, v)
+			}
 		}
 		c.HasQ = true
-		m.summarise(cont, d.Q, top, &c.Q)
+		m.sumRegions(cont, d.Q, s)
 	}
 }
 
@@ -205,10 +222,44 @@ func (m *PLSModel) fusedBlock(row int) blas64.General {
 	return blas64.General{Rows: m.a, Cols: m.p, Stride: m.p, Data: m.fused[row*m.p : (row+m.a)*m.p]}
 }
 
-// summarise fills s from one statistic's per-variable contributions.
-func (m *PLSModel) summarise(cont []float64, total float64, top int, s *ContributionSummary) {
+// topFloor is the value a contribution must exceed to enter a top list
+// of at most k entries holding top: -Inf while it has room (NaN never
+// enters), +Inf when k is 0, else its last entry. The scan compares
+// against it inline and calls keepTop only for the few that enter.
+func topFloor(top []VariableContribution, k int) float64 {
+	switch {
+	case k == 0:
+		return math.Inf(1)
+	case len(top) < k:
+		return math.Inf(-1)
+	}
+	return top[len(top)-1].Value
+}
+
+// keepTop inserts variable j's contribution v into the list top (largest
+// first, at most k entries; v exceeds its floor), the smallest entry
+// falling out when it is full. Of equal values the lower variable stays
+// first. It returns the list and its new floor.
+func (m *PLSModel) keepTop(top []VariableContribution, k, j int, v float64) ([]VariableContribution, float64) {
+	n := len(top)
+	if n < k {
+		top = append(top, VariableContribution{})
+	} else {
+		n--
+	}
+	i := n
+	for i > 0 && top[i-1].Value < v {
+		top[i] = top[i-1]
+		i--
+	}
+	top[i] = VariableContribution{Wavenumber: m.variableWavenumbers[j], Value: v}
+	return top, topFloor(top, k)
+}
+
+// sumRegions sets the total and the region sums of s from the
+// per-variable contributions.
+func (m *PLSModel) sumRegions(cont []float64, total float64, s *ContributionSummary) {
 	s.Total = total
-	s.Top = largestContributions(cont, m.variableWavenumbers, top, s.Top[:0])
 	if cap(s.Regions) < len(m.contributionRegions) {
 		s.Regions = make([]RegionContribution, len(m.contributionRegions))
 	}
@@ -219,34 +270,6 @@ func (m *PLSModel) summarise(cont []float64, total float64, top int, s *Contribu
 	for _, run := range m.regionRuns {
 		s.Regions[run.region].Value += floats.Sum(cont[run.start:run.end])
 	}
-}
-
-// largestContributions appends to dst the k largest values of cont, each
-// with its variable's wavenumber, largest first; of equal values the
-// lower variable comes first. One pass keeps a sorted list of at most k:
-// most values are below its last entry and cost one comparison.
-func largestContributions(cont, wavenumbers []float64, k int, dst []VariableContribution) []VariableContribution {
-	if k == 0 {
-		return dst
-	}
-	for j, v := range cont {
-		n := len(dst)
-		if n == k && !(v > dst[n-1].Value) {
-			continue
-		}
-		if n < k {
-			dst = append(dst, VariableContribution{})
-		} else {
-			n-- // the smallest entry falls out
-		}
-		i := n
-		for i > 0 && dst[i-1].Value < v {
-			dst[i] = dst[i-1]
-			i--
-		}
-		dst[i] = VariableContribution{Wavenumber: wavenumbers[j], Value: v}
-	}
-	return dst
 }
 
 // ensureContributionBuffers sizes the per-call buffers contributions need;
