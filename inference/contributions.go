@@ -2,6 +2,7 @@ package inference
 
 import (
 	"errors"
+	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/blas"
@@ -130,9 +131,9 @@ func firstRegionHolding(regions [][2]float64, w float64) int {
 func (m *PLSModel) CanExplain() error {
 	switch {
 	case !m.hasT2 && !m.hasQ:
-		return errors.Join(ErrNoContributions, errors.New("the model computes neither T2 nor Q (no diagnostics)"))
+		return fmt.Errorf("%w: it computes neither T2 nor Q (no diagnostics)", ErrNoContributions)
 	case m.variableWavenumbers == nil:
-		return errors.Join(ErrNoContributions, errors.New("the model has no wavenumber axis to name its variables by"))
+		return fmt.Errorf("%w: it has no wavenumber axis to name its variables by", ErrNoContributions)
 	}
 	return nil
 }
