@@ -173,7 +173,7 @@ func (m *PLSModel) PredictWithContributions(s *Spectrum, out *Prediction, top in
 func (m *PLSModel) explain(xs []float64, sc *plsScratch, d *Diagnostics, top int, c *Contributions) {
 	sc.ensureContributionBuffers(m.p, m.a)
 	t := sc.out[m.q : m.q+m.a]
-	cont := sc.contributions
+	cont := sc.contributions[:len(xs)] // the same length: no bounds checks in the scans
 	*c = Contributions{T2: c.T2, Q: c.Q}
 	if m.hasT2 {
 		w := sc.scoreWeights
