@@ -15,6 +15,9 @@ func TestChannelSchemasDiscriminate(t *testing.T) {
 	pong := `{"server_version":"x","protocol_version":1,"model_version":"","uptime_seconds":1.0}`
 	predict := `{"concentrations":{"EPA":1.0},"confidence":{},"model_version":"a","inference_ms":0.5}`
 	fail := func(code string) string { return `{"code":"` + code + `","message":"m","retryable":false}` }
+	summary := `{"total":2.0,"top":[{"wavenumber":1655.2,"value":1.5}],"regions":[{"region":[600.0,1800.0],"value":2.0}]}`
+	explained := `{"concentrations":{"EPA":1.0},"confidence":{},"model_version":"a","inference_ms":0.5,"contributions":{"q":` + summary + `,"t2":` + summary + `}}`
+	noTotal := `{"concentrations":{"EPA":1.0},"confidence":{},"model_version":"a","inference_ms":0.5,"contributions":{"q":{"top":[],"regions":[]}}}`
 	replies := []struct {
 		name, msg string
 		valid     bool
@@ -22,6 +25,9 @@ func TestChannelSchemasDiscriminate(t *testing.T) {
 		{"pong", `{` + env + `,"type":"pong","body":` + pong + `,"error":null}`, true},
 		{"predict_reply", `{` + env + `,"type":"predict_reply","body":` + predict + `,"error":null}`, true},
 		{"failed predict", `{` + env + `,"type":"predict_reply","body":{},"error":` + fail("INVALID_SPECTRUM") + `}`, true},
+		{"predict_reply with contributions", `{` + env + `,"type":"predict_reply","body":` + explained + `,"error":null}`, true},
+		{"contributions without total", `{` + env + `,"type":"predict_reply","body":` + noTotal + `,"error":null}`, false},
+		{"refused options", `{` + env + `,"type":"predict_reply","body":{},"error":` + fail("INVALID_REQUEST") + `}`, true},
 		{"failed model_info", `{` + env + `,"type":"model_info_reply","body":{},"error":` + fail("MODEL_NOT_LOADED") + `}`, true},
 		{"unknown type", `{` + env + `,"type":"error","body":{},"error":` + fail("UNKNOWN_TYPE") + `}`, true},
 		{"predict_reply with a pong body", `{` + env + `,"type":"predict_reply","body":` + pong + `,"error":null}`, false},
@@ -43,6 +49,8 @@ func TestChannelSchemasDiscriminate(t *testing.T) {
 		{"ping", `{"v":1,"type":"ping","id":"a"}`, true},
 		{"model_info", `{"v":1,"type":"model_info","id":"a","ts":null,"body":null}`, true},
 		{"predict", `{"v":1,"type":"predict","id":"a","ts":1.5,"body":{"spectrum":{"wavenumbers":[1.0],"intensities":[2.0]}}}`, true},
+		{"predict with contributions", `{"v":1,"type":"predict","id":"a","body":{"spectrum":{"wavenumbers":[1.0],"intensities":[2.0]},"options":{"contributions":10}}}`, true},
+		{"predict with 65 contributions", `{"v":1,"type":"predict","id":"a","body":{"spectrum":{"wavenumbers":[1.0],"intensities":[2.0]},"options":{"contributions":65}}}`, false},
 		{"predict without body", `{"v":1,"type":"predict","id":"a"}`, false},
 		{"predict with a spectrum-less body", `{"v":1,"type":"predict","id":"a","body":{}}`, false},
 		{"a reply type", `{"v":1,"type":"pong","id":"a"}`, false},

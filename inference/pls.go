@@ -69,6 +69,11 @@ type PLSModel struct {
 	pipeline *preprocess.Pipeline // nil: no preprocessing
 	selected []int                // p indices into the axis; nil: every point
 
+	// Contributions (contributions.go); nil without an axis.
+	variableWavenumbers []float64    // p: the axis point of each variable
+	contributionRegions [][2]float64 // the model's regions, or the whole axis
+	regionRuns          []regionRun  // the variables of each region, in runs
+
 	scratch sync.Pool // *plsScratch
 }
 
@@ -82,6 +87,10 @@ type plsScratch struct {
 	// scratch buffers.
 	x  []float64 // len(axis)
 	ws *preprocess.Workspace
+	// For predictions that ask for contributions, allocated on first use:
+	// one statistic's per-variable contributions (p) and t_a / s_a^2 (a).
+	contributions []float64
+	scoreWeights  []float64
 }
 
 var _ Model = (*PLSModel)(nil)
@@ -122,6 +131,7 @@ func NewPLSModel(p *PLSParams, opts ModelOptions) (*PLSModel, error) {
 	if err := m.precompute(p); err != nil {
 		return nil, err
 	}
+	m.setContributionLayout()
 	m.scratch.New = m.newScratch
 	return m, nil
 }
@@ -503,6 +513,14 @@ func (m *PLSModel) Limits() (t2Limit float64, hasT2 bool, qLimit float64, hasQ b
 // and fills out with concentrations, confidences and diagnostics. It does
 // not allocate once the model is warm.
 func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
+	return m.predict(s, out, nil)
+}
+
+// predict is Predict; when then is not nil it is called with the
+// preprocessed spectrum and the scratch (whose out holds the fused
+// product) once out is complete and finite, before the scratch goes back
+// to the pool: what explains a prediction works on its very numbers.
+func (m *PLSModel) predict(s *Spectrum, out *Prediction, then func(xs []float64, sc *plsScratch)) error {
 	if err := m.limits.validateSpectrum(s); err != nil {
 		return err
 	}
@@ -539,6 +557,9 @@ func (m *PLSModel) Predict(s *Spectrum, out *Prediction) error {
 		// figures of 1e205 g/L or an Inf statistic.
 		*out = Prediction{}
 		return invalidSpectrum("the spectrum overflows the model (its figures are not finite)")
+	}
+	if then != nil {
+		then(xs, sc)
 	}
 	return nil
 }

@@ -127,3 +127,21 @@ func BenchmarkPredict2048(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPredict2048Contributions is BenchmarkPredict2048 with the
+// contributions of the top 10 variables and the region sums of T2 and Q:
+// the difference is the model's share of what an explained prediction
+// costs (goal, with the encoding: at most 15 us more).
+func BenchmarkPredict2048Contributions(b *testing.B) {
+	m := model(b, inference.ModelOptions{})
+	s := inference.Spectrum{Wavenumbers: synth.Axis(), Intensities: synth.New(synth.Config{Seed: 8}).Next().Intensities}
+	var out inference.Prediction
+	var c inference.Contributions
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := m.PredictWithContributions(&s, &out, 10, &c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -80,10 +80,11 @@ type Handler struct {
 // scratch is the per-request state, pooled so that a warmed-up predict
 // decodes, predicts and encodes without allocating.
 type scratch struct {
-	req  codec.Request
-	spec inference.Spectrum
-	pred inference.Prediction
-	scan inference.ScanContext
+	req     codec.Request
+	spec    inference.Spectrum
+	pred    inference.Prediction
+	scan    inference.ScanContext
+	explain inference.Contributions // filled when the request asks for contributions
 }
 
 // New returns a Handler.
@@ -202,12 +203,24 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, now time.Time, sc *s
 	if m == nil {
 		return codec.AppendErrorReply(dst, meta, codec.TypePredict, errNoModel), errNoModel.Code
 	}
+	explainer, refused := explainerFor(m, &sc.req.Predict.Options)
+	if refused != nil {
+		return codec.AppendErrorReply(dst, meta, codec.TypePredict, refused), refused.Code
+	}
 	sc.spec = inference.Spectrum{
 		Wavenumbers: sc.req.Predict.Spectrum.Wavenumbers,
 		Intensities: sc.req.Predict.Spectrum.Intensities,
 	}
 	began := time.Now()
-	if err := m.Predict(&sc.spec, &sc.pred); err != nil {
+	var err error
+	var contributions *inference.Contributions
+	if explainer != nil {
+		contributions = &sc.explain
+		err = explainer.PredictWithContributions(&sc.spec, &sc.pred, sc.req.Predict.Options.Contributions, contributions)
+	} else {
+		err = m.Predict(&sc.spec, &sc.pred)
+	}
+	if err != nil {
 		ce := asChannelError(err)
 		if ce.Code == contract.InternalError {
 			h.log.Error("model failed", "model", m.Metadata().Version, "err", err, "request_id", string(meta.CorrelationID))
@@ -216,15 +229,36 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, now time.Time, sc *s
 	}
 	h.opts.Recorder.Predicted(&sc.pred)
 	out := codec.AppendPredictReply(dst, meta, &codec.PredictResult{
-		ModelVersion: m.Metadata().Version,
-		InferenceMS:  float64(time.Since(began).Nanoseconds()) / 1e6,
-		Prediction:   &sc.pred,
+		ModelVersion:  m.Metadata().Version,
+		InferenceMS:   float64(time.Since(began).Nanoseconds()) / 1e6,
+		Prediction:    &sc.pred,
+		Contributions: contributions,
 	})
 	if h.opts.Log != nil {
 		h.fillScanContext(&sc.scan, &sc.req.Predict)
 		h.opts.Log.Logged(now, m, &sc.spec, &sc.pred, &sc.scan)
 	}
 	return out, ""
+}
+
+// explainerFor returns the model that answers a request for
+// contributions: nil, nil when the request asks for none (the plain
+// Predict, as before options existed); INVALID_REQUEST when the active
+// model cannot explain its statistics (no T2 nor Q, no axis, or a kind of
+// model without contributions). The request is well formed, and another
+// model may answer it, so it is not INVALID_SPECTRUM.
+func explainerFor(m inference.Model, o *codec.PredictOptions) (inference.ContributionModel, *contract.Error) {
+	if !o.HasContributions {
+		return nil, nil
+	}
+	cm, ok := m.(inference.ContributionModel)
+	if !ok {
+		return nil, contract.Errorf(contract.InvalidRequest, "the active model (%s) has no contributions to report", m.Metadata().Version)
+	}
+	if err := cm.CanExplain(); err != nil {
+		return nil, contract.Errorf(contract.InvalidRequest, "the active model (%s) cannot give contributions: %v", m.Metadata().Version, err)
+	}
+	return cm, nil
 }
 
 // fillScanContext copies the request's context fields into sc. Batch ids

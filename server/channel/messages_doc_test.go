@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"regexp"
@@ -354,12 +355,14 @@ func (c *formatChecker) value(key string) {
 		}
 	case code >= 0x90 && code <= 0x9f:
 		c.seen["fixarray"] = true
-		if key != "wavenumber_range" {
-			c.fail("array under %q", key)
+		c.array(key, int(code&0x0f))
+	case code == 0xdc:
+		c.seen["array16"] = true
+		n := c.uint(2)
+		if n < 16 {
+			c.fail("array16 for %d entries: fixarray is shorter", n)
 		}
-		for range int(code & 0x0f) {
-			c.value(key)
-		}
+		c.array(key, n)
 	case code == 0xc0:
 		if key != "error" {
 			c.fail("nil under %q", key)
@@ -390,6 +393,25 @@ func (c *formatChecker) value(key string) {
 	}
 }
 
+// array checks the n entries of an array under key: the two bounds of
+// wavenumber_range or of a contribution's region, or the entries of a
+// contribution summary's top and regions (maps). Entries take the key of
+// their array.
+func (c *formatChecker) array(key string, n int) {
+	switch key {
+	case "wavenumber_range", "region":
+		if n != 2 {
+			c.fail("%q has %d entries, want 2", key, n)
+		}
+	case "top", "regions":
+	default:
+		c.fail("array under %q", key)
+	}
+	for range n {
+		c.value(key)
+	}
+}
+
 func (c *formatChecker) fail0(msg string) bool {
 	c.fail("%s", msg)
 	return true
@@ -408,6 +430,13 @@ func request(t *testing.T, typ, id string, body map[string]any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// withContributions is a predict body asking for K contributions.
+func withContributions(body map[string]any, k int) map[string]any {
+	out := maps.Clone(body)
+	out["options"] = map[string]any{"contributions": k}
+	return out
 }
 
 func TestMessagesDocWireFormats(t *testing.T) {
@@ -430,6 +459,8 @@ func TestMessagesDocWireFormats(t *testing.T) {
 		{"predict", loaded, [][]byte{request(t, "predict", "a", spectrum)}},
 		{"predict, 100 points", loaded, [][]byte{request(t, "predict", "b", short)}},
 		{"predict without model", empty, [][]byte{request(t, "predict", "c", spectrum)}},
+		{"predict with 20 contributions", loaded, [][]byte{request(t, "predict", "g", withContributions(spectrum, 20))}},
+		{"predict with 3 contributions", loaded, [][]byte{request(t, "predict", "h", withContributions(spectrum, 3))}},
 		{"model_info", loaded, [][]byte{request(t, "model_info", "d", nil)}},
 		{"model_info without model", empty, [][]byte{request(t, "model_info", "e", nil)}},
 		{"unknown type", loaded, [][]byte{request(t, "calibrate", "f", nil)}},
@@ -447,7 +478,7 @@ func TestMessagesDocWireFormats(t *testing.T) {
 		}
 	}
 	// The cases reach every format the table lists.
-	for _, f := range []string{"fixmap", "fixarray", "fixstr", "str8", "str16", "float64", "uint16"} {
+	for _, f := range []string{"fixmap", "fixarray", "array16", "fixstr", "str8", "str16", "float64", "uint16"} {
 		if !seen[f] {
 			t.Errorf("no reply used %s: the cases no longer cover messages.md 2.1", f)
 		}

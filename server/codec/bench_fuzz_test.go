@@ -49,6 +49,9 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add(pack(f, ordered{"v", 2, "type", "model_info", "id", []byte("p"), "x", ordered{"y", []any{nil, true, "s"}}}))
 	f.Add(pack(f, predictEnvelope("abc", predictBody([]any{1, nil}, []any{"a", map[string]int{}}))))
 	f.Add(client.AppendPredictRequest(nil, "id", 1, &client.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{2}}, &client.ScanContext{Port: "p"}))
+	f.Add(pack(f, predictEnvelope("o", append(predictBody([]float64{1}, []float64{2}), "options", ordered{"contributions", 10}))))
+	f.Add(pack(f, predictEnvelope("o", ordered{"options", ordered{"x", nil, "contributions", 64.0}, "spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{2}}})))
+	f.Add(pack(f, predictEnvelope("o", append(predictBody([]float64{1}, []float64{2}), "options", ordered{"contributions", 65, "contributions", -1}))))
 	f.Add([]byte{wire.CodeArray32, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x81, 0xa1, 'v', wire.CodeExt32, 0xff, 0xff, 0xff, 0xff, 1})
 
@@ -70,7 +73,7 @@ func FuzzDecodeRequest(f *testing.F) {
 				t.Fatalf("unclassified error %T %v", err, err)
 			}
 			switch e.Code {
-			case contract.MalformedMessage, contract.UnsupportedVersion, contract.UnknownType, contract.InvalidSpectrum:
+			case contract.MalformedMessage, contract.UnsupportedVersion, contract.UnknownType, contract.InvalidSpectrum, contract.InvalidRequest:
 			default:
 				t.Fatalf("unexpected code %s", e.Code)
 			}
@@ -78,6 +81,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if req.Version != ProtocolVersion || req.Type == TypeUnknown || len(req.ID) == 0 {
 			t.Fatalf("accepted v=%d type=%v id=%q", req.Version, req.Type, req.ID)
+		}
+		if o := req.Predict.Options; o.Contributions < 0 || o.Contributions > inference.MaxTopContributions || (!o.HasContributions && o.Contributions != 0) {
+			t.Fatalf("accepted options %+v", o)
 		}
 		if req.Type == TypePredict {
 			if len(s.Intensities) == 0 || len(s.Wavenumbers) != len(s.Intensities) {
@@ -92,7 +98,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		// Decoding is deterministic: a reused Request gives the same answer.
 		var again Request
 		again.Predict.Spectrum.Wavenumbers = make([]float64, 3, 100)
-		if err2 := DecodeRequest(data, &again); err2 != nil || string(again.ID) != string(req.ID) || again.Type != req.Type {
+		if err2 := DecodeRequest(data, &again); err2 != nil || string(again.ID) != string(req.ID) || again.Type != req.Type || again.Predict.Options != req.Predict.Options {
 			t.Fatalf("second decode differs: %v", err2)
 		}
 	})

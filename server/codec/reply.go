@@ -79,6 +79,10 @@ type PredictResult struct {
 	// InferenceMS is the time spent in the model, in milliseconds.
 	InferenceMS float64
 	Prediction  *inference.Prediction
+	// Contributions, when not nil, adds body.contributions (the request
+	// asked for them). nil writes the reply byte for byte as a request
+	// without options gets it.
+	Contributions *inference.Contributions
 }
 
 // AppendPredictReply appends a complete predict_reply. Analytes the model
@@ -86,7 +90,11 @@ type PredictResult struct {
 // diagnostics map holds only the statistics the model computed.
 func AppendPredictReply(dst []byte, m ReplyMeta, r *PredictResult) []byte {
 	dst = appendEnvelopeHead(dst, TypeNamePredictReply, &m)
-	dst = wire.AppendMapHeader(dst, 5)
+	fields := 5
+	if r.Contributions != nil {
+		fields++
+	}
+	dst = wire.AppendMapHeader(dst, fields)
 	dst = wire.AppendString(dst, "concentrations")
 	dst = appendBreakdown(dst, &r.Prediction.Concentrations)
 	dst = wire.AppendString(dst, "confidence")
@@ -97,7 +105,52 @@ func AppendPredictReply(dst []byte, m ReplyMeta, r *PredictResult) []byte {
 	dst = wire.AppendFloat64(dst, r.InferenceMS)
 	dst = wire.AppendString(dst, "diagnostics")
 	dst = appendDiagnostics(dst, &r.Prediction.Diagnostics)
+	if r.Contributions != nil {
+		dst = wire.AppendString(dst, "contributions")
+		dst = appendContributions(dst, r.Contributions)
+	}
 	return appendNoError(dst)
+}
+
+// appendContributions writes {q, t2}, each present when the model
+// computes the statistic, as diagnostics q and t2 are.
+func appendContributions(dst []byte, c *inference.Contributions) []byte {
+	n := 0
+	if c.HasQ {
+		n++
+	}
+	if c.HasT2 {
+		n++
+	}
+	dst = wire.AppendMapHeader(dst, n)
+	if c.HasQ {
+		dst = appendContributionSummary(wire.AppendString(dst, DiagQ), &c.Q)
+	}
+	if c.HasT2 {
+		dst = appendContributionSummary(wire.AppendString(dst, DiagT2), &c.T2)
+	}
+	return dst
+}
+
+// appendContributionSummary writes {total, top: [{wavenumber, value}],
+// regions: [{region: [low, high], value}]}.
+func appendContributionSummary(dst []byte, s *inference.ContributionSummary) []byte {
+	dst = wire.AppendMapHeader(dst, 3)
+	dst = wire.AppendFloat64(wire.AppendString(dst, "total"), s.Total)
+	dst = wire.AppendArrayHeader(wire.AppendString(dst, "top"), len(s.Top))
+	for _, v := range s.Top {
+		dst = wire.AppendMapHeader(dst, 2)
+		dst = wire.AppendFloat64(wire.AppendString(dst, "wavenumber"), v.Wavenumber)
+		dst = wire.AppendFloat64(wire.AppendString(dst, "value"), v.Value)
+	}
+	dst = wire.AppendArrayHeader(wire.AppendString(dst, "regions"), len(s.Regions))
+	for _, r := range s.Regions {
+		dst = wire.AppendMapHeader(dst, 2)
+		dst = wire.AppendArrayHeader(wire.AppendString(dst, "region"), 2)
+		dst = wire.AppendFloat64(wire.AppendFloat64(dst, r.Region[0]), r.Region[1])
+		dst = wire.AppendFloat64(wire.AppendString(dst, "value"), r.Value)
+	}
+	return dst
 }
 
 // appendBreakdown writes {EPA, DHA, DPA} with the valid entries only.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"unicode/utf8"
 
+	"ramanserve/inference"
 	"ramanserve/server/codec/wire"
 	"ramanserve/server/contract"
 )
@@ -116,6 +117,19 @@ type Request struct {
 type PredictBody struct {
 	Spectrum SpectrumBody
 	Context  ContextBody
+	Options  PredictOptions
+}
+
+// PredictOptions is body.options: what the client asks the reply to carry
+// beyond the prediction. The zero value asks for nothing, and the reply is
+// then exactly what it was before options existed.
+type PredictOptions struct {
+	// Contributions is K, how many variables to list by their
+	// contribution to T2 and Q (0 to inference.MaxTopContributions); set
+	// only when HasContributions. K = 0 still asks for the totals and the
+	// region sums.
+	Contributions    int
+	HasContributions bool
 }
 
 // SpectrumBody is body.spectrum. Wavenumbers and Intensities are required;
@@ -172,8 +186,9 @@ const (
 )
 
 // DecodeRequest decodes one request frame into req. It returns nil or an
-// *contract.Error whose Code is MALFORMED_MESSAGE, UNSUPPORTED_VERSION, UNKNOWN_TYPE
-// or INVALID_SPECTRUM (see errors.go for the precedence). Whatever the
+// *contract.Error whose Code is MALFORMED_MESSAGE, UNSUPPORTED_VERSION, UNKNOWN_TYPE,
+// INVALID_SPECTRUM or INVALID_REQUEST (body.options; see verdict for the
+// precedence). Whatever the
 // outcome, req.ID holds the request id if it could be read.
 //
 // Keys may come in any order. When type precedes body (as every known
@@ -441,14 +456,15 @@ func invalid(format string, args ...any) *contract.Error {
 }
 
 // decodePredictBody reads a body map known to start at r.Pos. It returns
-// an *contract.Error (INVALID_SPECTRUM) for content problems and a plain error for
-// structural ones.
+// an *contract.Error (INVALID_SPECTRUM, or INVALID_REQUEST for
+// body.options) for content problems and a plain error for structural
+// ones. The first problem met in the bytes is the one reported.
 func decodePredictBody(r *wire.Reader, b *PredictBody) error {
 	n, err := r.ReadMapLen()
 	if err != nil {
 		return err
 	}
-	var seenSpectrum, seenContext bool
+	var seenSpectrum, seenContext, seenOptions bool
 	for i := 0; i < n; i++ {
 		key, err := r.ReadText()
 		if err != nil {
@@ -478,6 +494,14 @@ func decodePredictBody(r *wire.Reader, b *PredictBody) error {
 			}
 			seenContext = true
 			if err := decodeContext(r, &b.Context); err != nil {
+				return err
+			}
+		case "options":
+			if seenOptions {
+				return invalidRequest("duplicate key body.options")
+			}
+			seenOptions = true
+			if err := decodeOptions(r, &b.Options); err != nil {
 				return err
 			}
 		default:
@@ -633,6 +657,80 @@ func decodeContext(r *wire.Reader, c *ContextBody) error {
 		}
 	}
 	return nil
+}
+
+// invalidRequest reports a well-formed predict whose options ask for
+// something the server does not give: not a bad spectrum, so not
+// INVALID_SPECTRUM.
+func invalidRequest(format string, args ...any) *contract.Error {
+	return contract.Errorf(contract.InvalidRequest, format, args...)
+}
+
+// decodeOptions reads body.options (nil counts as absent). Unknown keys
+// are ignored, as at every level of the envelope; a known key given twice
+// or of the wrong type, and a value out of range, are INVALID_REQUEST.
+func decodeOptions(r *wire.Reader, o *PredictOptions) error {
+	if r.SkipNil() {
+		return nil
+	}
+	n, err := r.ReadMapLen()
+	if err != nil {
+		if wt, ok := err.(wire.WrongTypeError); ok {
+			return invalidRequest("body.options must be a map, got %s", wire.KindName(wt.Code))
+		}
+		return err
+	}
+	var seen keySet
+	for i := 0; i < n; i++ {
+		key, err := r.ReadText()
+		if err != nil {
+			if _, ok := err.(wire.WrongTypeError); !ok {
+				return err
+			}
+			if err := r.SkipDepth(3); err != nil {
+				return err
+			}
+			if err := r.SkipDepth(3); err != nil {
+				return err
+			}
+			continue
+		}
+		switch string(key) {
+		case "contributions":
+			if seen&1 != 0 {
+				return invalidRequest("duplicate key body.options.contributions")
+			}
+			seen |= 1
+			if o.Contributions, o.HasContributions, err = decodeTopCount(r, "body.options.contributions"); err != nil {
+				return err
+			}
+		default:
+			if err := r.SkipDepth(3); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// decodeTopCount reads a count of 0 to inference.MaxTopContributions, as
+// any MessagePack int or a float with an integral value (what a client
+// going through JSON may send); nil counts as absent.
+func decodeTopCount(r *wire.Reader, field string) (int, bool, error) {
+	if r.SkipNil() {
+		return 0, false, nil
+	}
+	v, err := r.ReadNumber()
+	if err != nil {
+		if wt, ok := err.(wire.WrongTypeError); ok {
+			return 0, false, invalidRequest("%s must be an integer, got %s", field, wire.KindName(wt.Code))
+		}
+		return 0, false, err
+	}
+	if !(v >= 0 && v <= inference.MaxTopContributions) || v != math.Trunc(v) {
+		return 0, false, invalidRequest("%s must be an integer from 0 to %d, got %v", field, inference.MaxTopContributions, v)
+	}
+	return int(v), true, nil
 }
 
 // keySet remembers which optional keys of one map were given, one bit

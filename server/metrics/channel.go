@@ -25,6 +25,7 @@ var channelCodes = [...]string{
 	string(contract.MessageTooLarge),
 	string(contract.ServerBusy),
 	string(contract.InternalError),
+	string(contract.InvalidRequest),
 	codeOther,
 }
 
@@ -54,6 +55,8 @@ func channelCodeIndex(code contract.Code) int {
 		return 8
 	case contract.InternalError:
 		return 9
+	case contract.InvalidRequest:
+		return 10
 	}
 	return numChannelCodes - 1
 }
