@@ -39,13 +39,13 @@ func (t *Transports) loadAuth() error {
 }
 
 // reloadAuth re-reads the tokens file (SIGHUP). A file that fails to
-// parse is refused as a whole: the tokens in force stay, and the error
-// says why.
+// parse, or that may be half-written (auth.ReloadFile), is refused as a
+// whole: the tokens in force stay, and the error says why.
 func (t *Transports) reloadAuth(ctx context.Context) error {
 	if t.tokens == nil {
 		return nil
 	}
-	set, err := auth.ReadFile(t.cfg.Auth.TokensFile)
+	set, err := auth.ReloadFile(ctx, t.cfg.Auth.TokensFile)
 	if err != nil {
 		return fmt.Errorf("-auth-tokens: %w; the %d tokens in force stay", err, t.tokens.Len())
 	}
