@@ -139,7 +139,7 @@ func (g *tokenGate) refuse(w http.ResponseWriter, r *http.Request, ce *contract.
 		h.Set("Connection", "close")
 	}
 	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_ = json.NewEncoder(w).Encode(body)
-	}
+	// Written for HEAD too: net/http drops it then, and sends the
+	// Content-Length the GET would have, as RFC 9110 asks of HEAD.
+	_ = json.NewEncoder(w).Encode(body)
 }
