@@ -94,26 +94,21 @@ func (s Settle) wait(ctx context.Context, d time.Duration) error {
 // seen half-way: only writing a new file and renaming it over the old one
 // is atomic, which is what operators are told to do.
 func ReadSettled(ctx context.Context, path string, max int64, access Access, s Settle) ([]byte, error) {
-	attempts := s.Attempts
-	if attempts <= 0 {
-		attempts = 3
-	}
 	v, err := readVersion(path, max, access)
-	for i := 1; ; i++ {
-		if err == nil && (s.Quiet <= 0 || time.Since(v.mtime) >= s.Quiet) {
+	for attempt := 1; ; attempt++ {
+		switch {
+		case err == nil && s.settled(v):
 			return v.data, nil
-		}
-		if i == attempts {
+		case err != nil && !errors.Is(err, ErrChanging):
+			return nil, err
+		case attempt >= s.attempts():
 			if err == nil {
-				err = fmt.Errorf("%s: %w: modified again within %v, %d times", path, ErrChanging, s.Quiet, attempts)
+				err = fmt.Errorf("%s: %w: modified again within %v, %d times", path, ErrChanging, s.Quiet, attempt)
 			}
 			return nil, err
 		}
-		if err != nil && !errors.Is(err, ErrChanging) {
-			return nil, err
-		}
-		if werr := s.wait(ctx, s.Quiet); werr != nil {
-			return nil, fmt.Errorf("%s: %w", path, werr)
+		if err := s.wait(ctx, s.Quiet); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		prev, prevErr := v, err
 		v, err = readVersion(path, max, access)
@@ -121,4 +116,17 @@ func ReadSettled(ctx context.Context, path string, max int64, access Access, s S
 			return v.data, nil
 		}
 	}
+}
+
+// settled reports whether v was last modified at least s.Quiet ago (a
+// modification time in the future is not).
+func (s Settle) settled(v version) bool {
+	return s.Quiet <= 0 || time.Since(v.mtime) >= s.Quiet
+}
+
+func (s Settle) attempts() int {
+	if s.Attempts <= 0 {
+		return 3
+	}
+	return s.Attempts
 }
