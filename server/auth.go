@@ -39,13 +39,13 @@ func (t *Transports) loadAuth() error {
 }
 
 // reloadAuth re-reads the tokens file (SIGHUP). A file that fails to
-// parse is refused as a whole: the tokens in force stay, and the error
-// says why.
+// parse, or that may be half-written (auth.ReloadFile), is refused as a
+// whole: the tokens in force stay, and the error says why.
 func (t *Transports) reloadAuth(ctx context.Context) error {
 	if t.tokens == nil {
 		return nil
 	}
-	set, err := auth.ReadFile(t.cfg.Auth.TokensFile)
+	set, err := auth.ReloadFile(ctx, t.cfg.Auth.TokensFile)
 	if err != nil {
 		return fmt.Errorf("-auth-tokens: %w; the %d tokens in force stay", err, t.tokens.Len())
 	}
@@ -139,7 +139,7 @@ func (g *tokenGate) refuse(w http.ResponseWriter, r *http.Request, ce *contract.
 		h.Set("Connection", "close")
 	}
 	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_ = json.NewEncoder(w).Encode(body)
-	}
+	// Written for HEAD too: net/http drops it then, and sends the
+	// Content-Length the GET would have, as RFC 9110 asks of HEAD.
+	_ = json.NewEncoder(w).Encode(body)
 }

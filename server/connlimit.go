@@ -470,12 +470,13 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
-// reserveGate lets a reserve connection ask GET /health only; anything
-// else gets 503 SERVER_BUSY and the connection is closed.
+// reserveGate lets a reserve connection ask GET /health (or HEAD, its
+// body left out) only; anything else gets 503 SERVER_BUSY and the
+// connection is closed.
 func reserveGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		lc, _ := r.Context().Value(connKey{}).(*limitedConn)
-		if lc == nil || !lc.reserve || (r.Method == http.MethodGet && r.URL.Path == healthPath) {
+		if lc == nil || !lc.reserve || ((r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path == healthPath) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -51,7 +51,7 @@ func tryAsk(c net.Conn, r *bufio.Reader, method, path string, limit time.Duratio
 	if _, err := fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", method, path); err != nil {
 		return nil, nil, err
 	}
-	resp, err := http.ReadResponse(r, nil)
+	resp, err := http.ReadResponse(r, &http.Request{Method: method}) // a HEAD answer has no body to read
 	if err != nil {
 		return nil, nil, err
 	}
@@ -160,8 +160,8 @@ func waitActive(t *testing.T, l *connLimitListener, n int) {
 }
 
 // TestHealthReserve: with every regular slot holding a request in
-// progress, a new connection lands in the reserve. There GET /health is
-// answered, keep-alive included; anything else is 503 SERVER_BUSY and
+// progress, a new connection lands in the reserve. There GET /health (and
+// HEAD) is answered, keep-alive included; anything else is 503 SERVER_BUSY and
 // closed; a silent reserve connection is closed within reserveTimeout.
 // Once a regular slot frees, a new connection is regular again.
 func TestHealthReserve(t *testing.T) {
@@ -173,6 +173,9 @@ func TestHealthReserve(t *testing.T) {
 			t.Fatalf("health on a reserve connection: %d close=%v", resp.StatusCode, resp.Close)
 		}
 		time.Sleep(time.Second) // inside reserveTimeout: kept alive
+	}
+	if resp, body := ask(t, c, r, "HEAD", "/health"); resp.StatusCode != 200 || resp.Close || len(body) != 0 {
+		t.Fatalf("HEAD /health on a reserve connection: %d close=%v body %q", resp.StatusCode, resp.Close, body)
 	}
 	resp, body := ask(t, c, r, "POST", "/model/load")
 	var e gen.ErrorResponse

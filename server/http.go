@@ -199,8 +199,9 @@ func newHTTPHandler(api *API, cfg HTTPConfig, log *slog.Logger) (*httpHandler, e
 	if err != nil {
 		return nil, err
 	}
-	gen.RegisterHandlersWithOptions(e, serverRoutes{ServerInterface: gen.NewStrictHandler(api, nil), api: api},
-		gen.RegisterHandlersOptions{OperationMiddlewares: perOperation})
+	handlers := serverRoutes{ServerInterface: gen.NewStrictHandler(api, nil), api: api}
+	gen.RegisterHandlersWithOptions(e, handlers, gen.RegisterHandlersOptions{OperationMiddlewares: perOperation})
+	registerHeadHealth(e, handlers, perOperation)
 	routes.learn(e)
 	d := &bodyDeadlines{next: e, idle: cfg.BodyIdleTimeout, jsonTotal: cfg.JSONBodyTimeout, rateGrace: cfg.UploadRateGrace}
 	if cfg.UploadMinRate > 0 {
@@ -475,6 +476,22 @@ func bodyLimit(limit int64) echo.MiddlewareFunc {
 // closes at once, and the client's kernel throws the answer away when the
 // reset for the unread data arrives.
 func restoreBody(r *http.Request, body io.ReadCloser) { r.Body = body }
+
+// healthOperation is GET /health's operation id in the contract.
+const healthOperation = "getHealth"
+
+// registerHeadHealth serves HEAD /health beside the generated routes:
+// load balancers and uptime checkers probe with HEAD, and a 405 reads as
+// down to them. It is GET /health's own handler under GET /health's route
+// policy; net/http sends its status and headers (Content-Length included)
+// and drops the body it writes, as RFC 9110 section 9.3.2 asks. The
+// contract says so in GET /health's description rather than with an
+// operation of its own, which would be a second handler to keep in step
+// with the first.
+func registerHeadHealth(e *echo.Echo, handlers gen.ServerInterface, perOperation map[string][]echo.MiddlewareFunc) {
+	get := gen.ServerInterfaceWrapper{Handler: handlers}
+	e.HEAD(healthPath, get.GetHealth, perOperation[healthOperation]...)
+}
 
 // operationMiddlewares is each operation's route policy, attached at its
 // registration after the middlewares every request passes. A JSON

@@ -160,10 +160,12 @@ func readKeyPair(certFile, keyFile string) (tls.Certificate, error) {
 	return pair, nil
 }
 
-// readCertPool reads a PEM file of CA certificates; one without any is
-// an error, since it would refuse every client.
+// readCertPool reads a PEM file of client CA certificates; one without
+// any is an error, since it would refuse every client, and so is one
+// others may write, since any local user could add a CA of their own and
+// sign themselves a client certificate.
 func readCertPool(path string) (*x509.CertPool, error) {
-	b, err := configfile.Read(path, maxPEMFileBytes)
+	b, err := configfile.ReadTrusted(path, maxPEMFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("TLS client CAs: %w", err)
 	}

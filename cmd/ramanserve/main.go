@@ -134,7 +134,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	fs.StringVar(&cfg.RegistryDir, "registry", "./var/registry", "model registry directory (created if missing); with -store, it holds only a cache of model files and the import/ folder")
 	fs.StringVar(&cfg.Store, "store", "", "postgres://user@host:port/db?sslmode=verify-full&sslrootcert=FILE: keep all state (registry, models, jobs, prediction log, lab results) in that PostgreSQL database, shared by every replica started with it; the password comes from PGPASSFILE, PGPASSWORD or a passfile= parameter, never from the URL (default: the embedded store in -registry)")
 	fs.Var(&roots, "allow-file-root", "directory POST /model/load may import .joblib files from (repeatable; default <registry>/import)")
-	fs.StringVar(&cfg.Auth.TokensFile, "auth-tokens", "", "file of management bearer tokens, one line each: role sha256(token) name (roles read, operate; SIGHUP re-reads it); off by default")
+	fs.StringVar(&cfg.Auth.TokensFile, "auth-tokens", "", "file of management bearer tokens, one line each: role sha256(token) name (roles read, operate; SIGHUP re-reads it: write a new file and rename it over the old one; refused if others may write it); off by default")
 	fs.BoolVar(&cfg.Auth.Health, "auth-health", false, "with -auth-tokens, GET /health needs a token too (any role)")
 	fs.Var(&origins, "cors-origin", "browser origin, scheme://host[:port], whose pages may call the management API (repeatable; off by default; \"*\" is refused)")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")

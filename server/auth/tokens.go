@@ -10,12 +10,14 @@ package auth
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"ramanserve/server/configfile"
 )
@@ -89,19 +91,59 @@ type LineError struct {
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
 
-// ReadFile reads and parses the tokens file at path. A FIFO, a device or
-// a directory is refused at once (configfile): a wrong path must fail a
-// start or a reload, not block it.
+// ReloadQuiet is how long the tokens file must have gone unmodified
+// before a reload takes it as read; one modified more recently is read
+// again after ReloadQuiet, and taken only if it did not change meanwhile
+// (configfile.ReadSettled). It is what a script or an editor rewriting the
+// file in place, in one go, needs to finish.
+const ReloadQuiet = time.Second
+
+// ReadFile reads and parses the tokens file at path, at start. A FIFO, a
+// device or a directory is refused at once (configfile): a wrong path
+// must fail a start or a reload, not block it. So is a file others may
+// write: any local user could add a token of their own.
 func ReadFile(path string) (*Set, error) {
-	data, err := configfile.Read(path, MaxFileBytes)
+	return readFile(context.Background(), path, configfile.Settle{})
+}
+
+// ReloadFile is ReadFile on SIGHUP, when a set is in force and is kept
+// unless the new file is whole: a file modified within ReloadQuiet is
+// read until it stops changing (see ReadFile and checkWhole for the
+// rest). A file still changing, or cut mid-line, is an error; only a new
+// file renamed over the old one is sure to be read whole, which is what
+// operators are told to do.
+func ReloadFile(ctx context.Context, path string) (*Set, error) {
+	return readFile(ctx, path, configfile.Settle{Quiet: ReloadQuiet})
+}
+
+func readFile(ctx context.Context, path string, settle configfile.Settle) (*Set, error) {
+	data, err := configfile.ReadSettled(ctx, path, MaxFileBytes, configfile.Trusted, settle)
 	if err != nil {
 		return nil, fmt.Errorf("tokens file: %w", err)
+	}
+	if err := checkWhole(data); err != nil {
+		return nil, fmt.Errorf("tokens file %s: %w", path, err)
 	}
 	s, err := Parse(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("tokens file %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// ErrNotWhole is a tokens file that does not end with a newline: a write
+// cut short, whose last line may be a prefix of the one meant (a name
+// cut short parses as another name).
+var ErrNotWhole = errors.New("does not end with a newline: it may be half-written (write a new file, then rename it over this one)")
+
+// checkWhole refuses a file whose last line has no newline. Every line a
+// tool writes (FileLine, echo, an editor) ends with one, so a file
+// without it is one caught in the middle of a write.
+func checkWhole(data []byte) error {
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return ErrNotWhole
+	}
+	return nil
 }
 
 // Parse reads a tokens file: one token per line, "role sha256hex name",

@@ -2,6 +2,7 @@ package configfile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,5 +82,33 @@ func TestReadPrivate(t *testing.T) {
 	}
 	if _, err := ReadPrivate(fifo, 10); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("FIFO: %v, want ErrNotRegular", err)
+	}
+}
+
+// TestReadTrusted: a file that grants access is read whatever group and
+// others may read, and refused, naming the file and its mode, when others
+// may write it (group-writable is how a file is shared with the service's
+// group, and stays allowed).
+func TestReadTrusted(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("grant"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o600, 0o644, 0o664, 0o440} {
+		if err := os.Chmod(file, mode); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := ReadTrusted(file, 10); err != nil || string(b) != "grant" {
+			t.Errorf("mode %#o: ReadTrusted = %q, %v", mode, b, err)
+		}
+	}
+	for _, mode := range []os.FileMode{0o666, 0o602, 0o777} {
+		if err := os.Chmod(file, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadTrusted(file, 10)
+		if !errors.Is(err, ErrWorldWritable) || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), fmt.Sprintf("%#o", mode)) {
+			t.Errorf("mode %#o: %v, want ErrWorldWritable naming the file and its mode", mode, err)
+		}
 	}
 }

@@ -103,7 +103,7 @@ func parseKey(z85 string, dst []byte) error {
 // lines starting with # ignored. A file that group or others may read or
 // write is refused, as ssh does with private keys.
 func ReadSecretKeyFile(path string) (SecretKey, error) {
-	data, err := readKeyFile(path, maxKeyFileSize, true)
+	data, err := readKeyFile(path, maxKeyFileSize, configfile.Private)
 	if err != nil {
 		return SecretKey{}, err
 	}
@@ -117,7 +117,7 @@ func ReadSecretKeyFile(path string) (SecretKey, error) {
 // ReadPublicKeyFile reads a file holding one Z85 public key (blank lines and
 // # comments ignored).
 func ReadPublicKeyFile(path string) (PublicKey, error) {
-	data, err := readKeyFile(path, maxKeyFileSize, false)
+	data, err := readKeyFile(path, maxKeyFileSize, configfile.Public)
 	if err != nil {
 		return PublicKey{}, err
 	}
@@ -153,9 +153,11 @@ func ParsePublicKeys(r io.Reader) ([]PublicKey, error) {
 	return keys, nil
 }
 
-// ReadPublicKeysFile reads a public keys file (see ParsePublicKeys).
+// ReadPublicKeysFile reads a public keys file (see ParsePublicKeys). Such
+// a file is an allowlist: one others may write is refused, or any local
+// user could list their own key.
 func ReadPublicKeysFile(path string) ([]PublicKey, error) {
-	data, err := readKeyFile(path, maxKeysFileSize, false)
+	data, err := readKeyFile(path, maxKeysFileSize, configfile.Trusted)
 	if err != nil {
 		return nil, err
 	}
@@ -166,19 +168,18 @@ func ReadPublicKeysFile(path string) ([]PublicKey, error) {
 	return keys, nil
 }
 
-// readKeyFile reads a regular file of at most limit bytes; private files
-// must not be accessible to group or others. A FIFO, a device or a
-// directory is refused at once (configfile): a wrong path must fail a
-// start or a reload, not block it.
-func readKeyFile(path string, limit int64, private bool) ([]byte, error) {
-	read := configfile.Read
-	if private {
-		read = configfile.ReadPrivate
-	}
-	data, err := read(path, limit)
+// readKeyFile reads a regular file of at most limit bytes whose mode
+// access allows (configfile: a secret key must not be accessible to group
+// or others, an allowlist not writable by others). A FIFO, a device or a
+// directory is refused at once: a wrong path must fail a start or a
+// reload, not block it.
+func readKeyFile(path string, limit int64, access configfile.Access) ([]byte, error) {
+	data, err := configfile.ReadAs(path, limit, access)
 	switch {
 	case errors.Is(err, configfile.ErrNotPrivate):
 		return nil, fmt.Errorf("%w: %v; a secret key must not be accessible to group or others", ErrKeyFile, err)
+	case errors.Is(err, configfile.ErrWorldWritable):
+		return nil, fmt.Errorf("%w: %v; any user could add their own key to it", ErrKeyFile, err)
 	case errors.Is(err, configfile.ErrNotRegular), errors.Is(err, configfile.ErrTooLarge):
 		return nil, fmt.Errorf("%w: %v", ErrKeyFile, err)
 	case err != nil:
