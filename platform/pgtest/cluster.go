@@ -32,9 +32,14 @@ type Cluster struct {
 
 // NewCluster starts a new cluster in a temporary directory and stops and
 // removes it when t ends. Without PostgreSQL's server binaries the test
-// is skipped, or failed where a cluster is required (make test).
+// is skipped, or failed where a cluster is required (make test); under
+// -short (make test-quick) it is skipped.
 func NewCluster(t testing.TB) *Cluster {
 	t.Helper()
+	if testing.Short() {
+		// make test-quick, the inner loop, runs no database.
+		t.Skip("-short: no PostgreSQL cluster")
+	}
 	bin := serverBinDir()
 	if bin == "" {
 		if os.Getenv(envRequired) != "" {
