@@ -239,8 +239,10 @@ test-go-in-cluster:
 ## the race detector; no browser, npm, Prometheus or C toolchain (those tests skip)
 # -short shortens what only runs long (the connection-cap soak from 60 s
 # to 10 s, the silent flood's health checks from 10 s to 4, the cancel race
-# to 50 rounds, the retention streams to a tenth);
-# it skips no test. -parallel 6: most of the conformance suite's parallel
+# to 50 rounds, the retention streams to a tenth), and skips three long
+# process tests of the conformance suite (the syscall filter under strace,
+# training at the memory budget, kill -9 rounds of the log) and the tests
+# that start a PostgreSQL cluster; make test runs them all. -parallel 6: most of the conformance suite's parallel
 # tests wait on processes of their own rather than use the CPU.
 test-quick:
 	$(GO) test -short -count=1 -parallel 6 -timeout 3m -skip '^TestExampleC' $(QUICK_PACKAGES)

@@ -149,6 +149,17 @@ func extraServer(t *testing.T, cfg app.Config) *app.App {
 	return proc
 }
 
+// longProcessTest skips, in the inner loop (-short: make test-quick), a
+// test whose point is a whole process under load, a tracer or a large
+// training set; make test runs it in full. These few hold more than half
+// of the suite's time under -short.
+func longProcessTest(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a long process test; make test runs it")
+	}
+}
+
 // needInProcess skips tests that control the server's files or process.
 func needInProcess(t *testing.T) {
 	t.Helper()

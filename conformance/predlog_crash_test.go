@@ -234,6 +234,7 @@ func backlogTime(samples []logSample, kill time.Time) time.Duration {
 // is still set.
 func TestPredictionLogSurvivesKill9(t *testing.T) {
 	t.Parallel() // its own server or process: runs beside the others
+	longProcessTest(t)
 	dir := t.TempDir()
 	// Normal priority: this test is about what a commit keeps. At idle
 	// priority (the default) the full-rate round would drop records, counted,

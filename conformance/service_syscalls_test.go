@@ -237,6 +237,7 @@ func (s *tracedServer) stop(t *testing.T) []string {
 // fail it with EPERM. Needs strace and systemd-analyze; skipped without.
 func TestServiceSyscallFilterCoversTheServer(t *testing.T) {
 	t.Parallel() // its own server or process: runs beside the others
+	longProcessTest(t)
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace not installed")

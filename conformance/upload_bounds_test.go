@@ -354,6 +354,7 @@ func TestReadOnlyRegistryKeepsFailureReason(t *testing.T) {
 // the server's peak RSS stays under the budget plus the overhead.
 func TestTrainingStaysInBudget(t *testing.T) {
 	t.Parallel() // its own server or process: runs beside the others
+	longProcessTest(t)
 	const budget = 100_000_000
 	p := startProcess(t, t.TempDir(), append(trainingSideOnly, "-max-training-memory", strconv.Itoa(budget))...)
 	resp, body := multipartUpload(t, "http://"+p.httpAddr, bytes.NewReader(syntheticCSV(t, 5, 2000)), []byte(goodMeta))
