@@ -446,6 +446,9 @@ func TestFleetTrainingSurvivesItsRunnerKilled(t *testing.T) {
 		}
 	}
 	t.Logf("training runner killed with kill -9: the job finished on the other replica %v later (lease %v), %d runs, %d models in the registry", took.Round(time.Millisecond), lease, attempts, len(list.Models))
+	if job.Attempts == nil || *job.Attempts != 2 {
+		t.Errorf("GET /training/{id} says attempts %v, want 2", job.Attempts)
+	}
 	if attempts != 2 || len(list.Models) != 1 || staged != 1 {
 		t.Fatalf("%d runs, %d models staged (the job's %d)", attempts, len(list.Models), staged)
 	}

@@ -439,6 +439,9 @@ func trainingJob(j *jobs.Job, now time.Time) gen.TrainingJob {
 	if !j.SubmittedAt.IsZero() {
 		out.SubmittedAt = ptr(j.SubmittedAt)
 	}
+	if j.Attempts > 0 {
+		out.Attempts = ptr(j.Attempts)
+	}
 	if j.Meta.Operator != "" {
 		meta := gen.TrainingMeta{Operator: j.Meta.Operator, Notes: optional(j.Meta.Notes)}
 		if len(j.Meta.SourceBatches) > 0 {
