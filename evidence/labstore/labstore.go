@@ -65,17 +65,26 @@ type SQLite struct {
 
 var _ reconcile.LabStore = (*SQLite)(nil)
 
-// busyTimeout is how long a write waits for another connection's (or
-// process's) transaction before it fails. SQLite's busy handler polls,
-// and a writer that commits back to back can hold the lock through every
-// poll: the tests of two processes posting at full rate set it longer.
-var busyTimeout = 5 * time.Second
+// WriteWait is how long a write waits for another connection's (or
+// process's) transaction before it fails. The server takes two lab posts
+// at once, and one post of 10,000 results commits with a full fsync: on
+// a disk busy with other writers the second waits for seconds, which
+// must not fail it.
+const WriteWait = 30 * time.Second
 
 // Open opens, creating it if needed, the store in dir and brings its
-// schema up to date. A write waits up to sqlitedb.DefaultBusyTimeout for
-// another connection's (or process's) transaction before it fails.
+// schema up to date. A write waits up to WriteWait for another
+// connection's (or process's) transaction before it fails.
 func Open(ctx context.Context, dir string) (*SQLite, error) {
-	db, err := sqlitedb.Open(ctx, filepath.Join(dir, FileName), sqlitedb.Options{Synchronous: sqlitedb.Full})
+	return OpenWaiting(ctx, dir, WriteWait)
+}
+
+// OpenWaiting is Open with writes that wait up to wait for another
+// transaction. SQLite's busy handler polls, and a writer that commits
+// back to back can hold the lock through every poll: two processes that
+// post at full rate need longer than WriteWait.
+func OpenWaiting(ctx context.Context, dir string, wait time.Duration) (*SQLite, error) {
+	db, err := sqlitedb.Open(ctx, filepath.Join(dir, FileName), sqlitedb.Options{Synchronous: sqlitedb.Full, BusyTimeout: wait})
 	if err != nil {
 		return nil, fmt.Errorf("labstore: %w", err)
 	}

@@ -39,7 +39,6 @@ func TestMain(m *testing.M) {
 	if race.Enabled {
 		concurrentPosts = 6
 	}
-	labstore.SetBusyTimeout(concurrentBusyTimeout)
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role, os.Getenv("LABSTORE_TEST_DIR")))
 	}
@@ -51,7 +50,7 @@ func TestMain(m *testing.M) {
 // role "crash" posts until killed, others post concurrentPosts posts and
 // exit.
 func runChild(role, dir string) int {
-	s, err := labstore.Open(context.Background(), dir)
+	s, err := labstore.OpenWaiting(context.Background(), dir, concurrentBusyTimeout)
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
