@@ -25,9 +25,10 @@ import (
 // top of predlog.DefaultCommitInterval: what predlog documents kill -9 may
 // lose is what was accepted less than the interval plus one commit before
 // it. One commit is a few milliseconds; the allowance is generous because
-// this machine's two cores are shared with other test runs, and the test
-// logs how close to the kill the log actually got.
-const commitAllowance = 400 * time.Millisecond
+// this machine's two cores may be shared with another whole make test
+// (make test-under-load), where one fsync took 0.9 s, and the test logs
+// how close to the kill the log actually got.
+const commitAllowance = 2 * time.Second
 
 // killRounds are the loads under which the test kills the server, one
 // after the other on the same registry (the second kill hits a log that
