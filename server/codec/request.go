@@ -466,17 +466,11 @@ func decodePredictBody(r *wire.Reader, b *PredictBody) error {
 	}
 	var seenSpectrum, seenContext, seenOptions bool
 	for i := 0; i < n; i++ {
-		key, err := r.ReadText()
+		key, skipped, err := nextKey(r, 2)
 		if err != nil {
-			if _, ok := err.(wire.WrongTypeError); !ok {
-				return err
-			}
-			if err := r.SkipDepth(2); err != nil {
-				return err
-			}
-			if err := r.SkipDepth(2); err != nil {
-				return err
-			}
+			return err
+		}
+		if skipped {
 			continue
 		}
 		switch string(key) {
@@ -542,17 +536,11 @@ func decodeSpectrum(r *wire.Reader, s *SpectrumBody) error {
 	var seenW, seenI bool
 	var seen keySet
 	for i := 0; i < n; i++ {
-		key, err := r.ReadText()
+		key, skipped, err := nextKey(r, 3)
 		if err != nil {
-			if _, ok := err.(wire.WrongTypeError); !ok {
-				return err
-			}
-			if err := r.SkipDepth(3); err != nil {
-				return err
-			}
-			if err := r.SkipDepth(3); err != nil {
-				return err
-			}
+			return err
+		}
+		if skipped {
 			continue
 		}
 		switch string(key) {
@@ -615,17 +603,11 @@ func decodeContext(r *wire.Reader, c *ContextBody) error {
 	}
 	var seen keySet
 	for i := 0; i < n; i++ {
-		key, err := r.ReadText()
+		key, skipped, err := nextKey(r, 3)
 		if err != nil {
-			if _, ok := err.(wire.WrongTypeError); !ok {
-				return err
-			}
-			if err := r.SkipDepth(3); err != nil {
-				return err
-			}
-			if err := r.SkipDepth(3); err != nil {
-				return err
-			}
+			return err
+		}
+		if skipped {
 			continue
 		}
 		switch string(key) {
@@ -682,17 +664,11 @@ func decodeOptions(r *wire.Reader, o *PredictOptions) error {
 	}
 	var seen keySet
 	for i := 0; i < n; i++ {
-		key, err := r.ReadText()
+		key, skipped, err := nextKey(r, 3)
 		if err != nil {
-			if _, ok := err.(wire.WrongTypeError); !ok {
-				return err
-			}
-			if err := r.SkipDepth(3); err != nil {
-				return err
-			}
-			if err := r.SkipDepth(3); err != nil {
-				return err
-			}
+			return err
+		}
+		if skipped {
 			continue
 		}
 		switch string(key) {
@@ -731,6 +707,26 @@ func decodeTopCount(r *wire.Reader, field string) (int, bool, error) {
 		return 0, false, invalidRequest("%s must be an integer from 0 to %d, got %v", field, inference.MaxTopContributions, v)
 	}
 	return int(v), true, nil
+}
+
+// nextKey reads the next key of a map at depth. The envelope's keys are
+// text: a key of another type is skipped together with its value
+// (skipped), as an unknown key is.
+func nextKey(r *wire.Reader, depth int) (key []byte, skipped bool, err error) {
+	key, err = r.ReadText()
+	if err == nil {
+		return key, false, nil
+	}
+	if _, ok := err.(wire.WrongTypeError); !ok {
+		return nil, false, err
+	}
+	if err := r.SkipDepth(depth); err != nil {
+		return nil, false, err
+	}
+	if err := r.SkipDepth(depth); err != nil {
+		return nil, false, err
+	}
+	return nil, true, nil
 }
 
 // keySet remembers which optional keys of one map were given, one bit
