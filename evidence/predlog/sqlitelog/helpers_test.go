@@ -10,33 +10,19 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/evidence/predlog/predlogtest"
 	"ramanserve/evidence/predlog/sqlitelog"
-	"ramanserve/inference"
 )
 
 // t0 is the time of record 0 in the tests.
 var t0 = time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
 
-// testRecord makes record i of batch: a millisecond apart, every field set.
+// testRecord makes record i of batch as the contract suite does
+// (predlogtest.Record: a millisecond apart from t0, every field set), with
+// a 2048-point Raman-like spectrum when spectrum is set, so that sizes
+// and compression are those of real scans.
 func testRecord(i int, batch string, spectrum bool) *predlog.Record {
-	rec := &predlog.Record{
-		PredictionID: predlog.NewPredictionID(),
-		Time:         t0.Add(time.Duration(i) * time.Millisecond),
-		ModelVersion: "v1",
-		Role:         predlog.RoleActive,
-		ReducedT2:    0.5 + float64(i)*1e-6,
-		ReducedQ:     0.25,
-		HasReducedT2: true,
-		HasReducedQ:  true,
-		ScanContext: inference.ScanContext{
-			BatchID: batch, HasBatchID: true, Port: "P1", HasPort: true, ColumnIndex: 3, HasColumnIndex: true,
-			ScanSeq: float64(i), HasScanSeq: true, Channel: 1, HasChannel: true, IntegrationMS: 250, HasIntegrationMS: true,
-		},
-	}
-	for a := range inference.NumAnalytes {
-		rec.Concentrations.Set(inference.Analyte(a), 10+float64(a)+float64(i)*1e-3)
-		rec.Confidence.Set(inference.Analyte(a), 0.9)
-	}
+	rec := predlogtest.Record(i, batch, false)
 	if spectrum {
 		rec.Spectrum, rec.Wavenumbers = testSpectrum(i)
 	}
