@@ -439,10 +439,21 @@ func (c *limitedConn) SetWriteDeadline(t time.Time) error {
 // state for endConnsWithoutRequest and for eviction. net/http moves a connection to
 // StateActive once a whole request header has been read, and back to
 // StateIdle once the response is written.
+//
+// On a reserve connection a request's answer gets its reserveTimeout from
+// the moment its header has been read: net/http sets no write deadline
+// before a connection's first answer (only after each answer), so the
+// first one would otherwise have to be written within reserveTimeout of
+// admission, which a machine busy for a few seconds misses.
 func trackState(c net.Conn, s http.ConnState) {
 	if lc, ok := limited(c); ok {
-		if s == http.StateIdle {
+		switch s {
+		case http.StateIdle:
 			lc.since.Store(time.Now().UnixNano())
+		case http.StateActive:
+			if lc.reserve {
+				_ = lc.SetWriteDeadline(time.Time{}) // clamped: reserveTimeout from now
+			}
 		}
 		lc.state.Store(int32(s))
 	}

@@ -201,6 +201,32 @@ func TestHealthReserve(t *testing.T) {
 	}
 }
 
+// TestReserveAnswerTimedFromRequest: a reserve connection's first request
+// arrives late in its reserveTimeout and takes a second to answer; the
+// answer still arrives, because its write deadline counts from the
+// request, not from the connection's admission.
+func TestReserveAnswerTimedFromRequest(t *testing.T) {
+	release := make(chan struct{})
+	hold := holdHandler(release)
+	addr, l := limitedServerListener(t, 1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == healthPath {
+			time.Sleep(time.Second)
+		}
+		hold.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { close(release) })
+	holdRequests(t, addr, 1)
+	waitActive(t, l, 1)
+
+	c, r := dial(t, addr)
+	waitOpen(t, l, 1, 1) // admitted to the reserve: its first deadlines are set
+	time.Sleep(reserveTimeout - 500*time.Millisecond)
+	resp, _, err := tryAsk(c, r, "GET", healthPath, 10*time.Second)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("late health request on a reserve connection: %v %v", resp, err)
+	}
+}
+
 // silentFlood keeps n connections to addr open that never send a byte,
 // reconnecting each one the server closes, until ctx ends.
 func silentFlood(ctx context.Context, addr string, n int) (wait func()) {
