@@ -49,10 +49,12 @@ type beyondCounts struct{ t2, q int }
 //	go test ./inference -run DiagnosticLimitsHoldForNewSpectra -v
 func TestDiagnosticLimitsHoldForNewSpectra(t *testing.T) {
 	calibrations := limitsSeeds
-	if race.Enabled {
-		// Training is several times slower under the race detector. One
-		// calibration still runs every path, but its rates are only
-		// shown: the band holds for the pooled rate, not for one model.
+	if race.Enabled || testing.Short() {
+		// Training is several times slower under the race detector, and
+		// -short is the inner loop. One calibration still runs every
+		// path; under -race its rates are only shown (the band holds for
+		// the pooled rate, not for one model), while -short checks this
+		// one seeded calibration, whose rates are fixed.
 		calibrations = calibrations[:1]
 	}
 	model := make([][]beyondCounts, len(limitsComponents))  // [component][calibration]

@@ -35,7 +35,7 @@ func TestServiceCurveKeyAdviceStarts(t *testing.T) {
 	install := regexp.MustCompile(`(?m)^install -m (0[0-7]{3}) (.*)/etc/ramanserve/curve/server\.key\b.*$`)
 	m := install.FindSubmatch(readme)
 	if m == nil {
-		t.Fatal("docs/operations.md: no `install -m MODE ... /etc/ramanserve/curve/server.key` line in 'Run it as a service' (the env file points RAMAN_ZMQ_CURVE_SECRET_KEY there)")
+		t.Fatal("docs/operations.md: no `install -m MODE ... /etc/ramanserve/curve/server.key` line in 'Run it as a service' (the settings file points zmq-curve-secret-key there)")
 	}
 	if !strings.Contains(string(m[2]), "-o ramanserve") {
 		t.Errorf("docs/operations.md: %q does not give the key to the service user, which alone may read it", m[0])

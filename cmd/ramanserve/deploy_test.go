@@ -15,13 +15,13 @@ import (
 )
 
 const (
-	unitFile = "../../deploy/ramanserve.service"
-	envFile  = "../../deploy/ramanserve.env"
+	unitFile    = "../../deploy/ramanserve.service"
+	exampleFile = "../../deploy/ramanserve.yaml"
 )
 
 // flagNames are the names of every flag parseConfig defines, from its
 // usage text.
-func flagNames(t *testing.T) map[string]bool {
+func flagNames(t testing.TB) map[string]bool {
 	t.Helper()
 	var usage bytes.Buffer
 	if _, _, err := parseConfig([]string{"-h"}, func(string) string { return "" }, &usage); !errors.Is(err, flag.ErrHelp) {
@@ -37,32 +37,34 @@ func flagNames(t *testing.T) map[string]bool {
 	return names
 }
 
-// envLine is one RAMAN_ variable of the environment file.
-type envLine struct {
+// exampleLine is one key of the example configuration file, set or
+// commented.
+type exampleLine struct {
 	line      int
-	name      string // RAMAN_HTTP_ADDR
-	value     string
+	name      string
 	commented bool
 }
 
-func readEnvFile(t *testing.T) []envLine {
+// readExampleFile reads the keys of deploy/ramanserve.yaml: each line is a
+// comment, blank, or "[#]name: value".
+func readExampleFile(t *testing.T) []exampleLine {
 	t.Helper()
-	f, err := os.Open(envFile)
+	f, err := os.Open(exampleFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	assign := regexp.MustCompile(`^(#?)(RAMAN_[A-Z0-9_]+)=(.*)$`)
-	var lines []envLine
+	key := regexp.MustCompile(`^(#?)([a-z0-9-]+): \S`)
+	var lines []exampleLine
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		text := sc.Text()
-		if m := assign.FindStringSubmatch(text); m != nil {
-			lines = append(lines, envLine{line: n, name: m[2], value: m[3], commented: m[1] == "#"})
+		if m := key.FindStringSubmatch(text); m != nil {
+			lines = append(lines, exampleLine{line: n, name: m[2], commented: m[1] == "#"})
 			continue
 		}
 		if text != "" && !strings.HasPrefix(text, "#") {
-			t.Errorf("%s:%d: neither a comment nor RAMAN_NAME=value: %q", envFile, n, text)
+			t.Errorf("%s:%d: neither a comment nor name: value: %q", exampleFile, n, text)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -71,41 +73,29 @@ func readEnvFile(t *testing.T) []envLine {
 	return lines
 }
 
-func envName(flagName string) string {
-	return "RAMAN_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// TestEnvFileCoversEveryFlag: deploy/ramanserve.env has a line, set or
-// commented, for every flag, names no variable the server does not read,
-// and what it sets parses.
-func TestEnvFileCoversEveryFlag(t *testing.T) {
+// TestExampleFileCoversEveryFlag: deploy/ramanserve.yaml has a line, set
+// or commented, for every flag but -config, names no key the server does
+// not read, and what it sets parses.
+func TestExampleFileCoversEveryFlag(t *testing.T) {
 	flags := flagNames(t)
-	lines := readEnvFile(t)
+	delete(flags, configFlag)
 	seen := map[string]bool{}
-	set := map[string]string{}
-	known := map[string]bool{}
-	for f := range flags {
-		known[envName(f)] = true
-	}
-	for _, l := range lines {
+	for _, l := range readExampleFile(t) {
 		if seen[l.name] {
-			t.Errorf("%s:%d: %s appears twice", envFile, l.line, l.name)
+			t.Errorf("%s:%d: %s appears twice", exampleFile, l.line, l.name)
 		}
 		seen[l.name] = true
-		if !known[l.name] {
-			t.Errorf("%s:%d: %s is no flag's variable", envFile, l.line, l.name)
-		}
-		if !l.commented {
-			set[l.name] = l.value
+		if !flags[l.name] {
+			t.Errorf("%s:%d: %s is no flag", exampleFile, l.line, l.name)
 		}
 	}
 	for f := range flags {
-		if !seen[envName(f)] {
-			t.Errorf("%s has no line for -%s (%s)", envFile, f, envName(f))
+		if !seen[f] {
+			t.Errorf("%s has no line for -%s", exampleFile, f)
 		}
 	}
-	if _, _, err := parseConfig(nil, func(k string) string { return set[k] }, &bytes.Buffer{}); err != nil {
-		t.Errorf("the settings of %s do not parse: %v", envFile, err)
+	if _, _, err := parseConfig([]string{"-config", exampleFile}, func(string) string { return "" }, &bytes.Buffer{}); err != nil {
+		t.Errorf("the settings of %s do not parse: %v", exampleFile, err)
 	}
 }
 
@@ -126,7 +116,7 @@ func unitSetting(t *testing.T, unit, key string) string {
 }
 
 // TestUnitStopsAfterTheGrace: systemd's stop timeout is above the
-// shutdown grace the environment file sets, so a graceful shutdown is
+// shutdown grace the example settings file sets, so a graceful shutdown is
 // never cut by SIGKILL; SIGHUP reloads and SIGTERM stops.
 func TestUnitStopsAfterTheGrace(t *testing.T) {
 	b, err := os.ReadFile(unitFile)
@@ -138,13 +128,7 @@ func TestUnitStopsAfterTheGrace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TimeoutStopSec: %v (write it with a unit, e.g. 30s)", err)
 	}
-	set := map[string]string{}
-	for _, l := range readEnvFile(t) {
-		if !l.commented {
-			set[l.name] = l.value
-		}
-	}
-	_, opts, err := parseConfig(nil, func(k string) string { return set[k] }, &bytes.Buffer{})
+	_, opts, err := parseConfig([]string{"-config", exampleFile}, func(string) string { return "" }, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +137,7 @@ func TestUnitStopsAfterTheGrace(t *testing.T) {
 	}
 	for key, want := range map[string]string{
 		"KillSignal": "SIGTERM", "ExecReload": "/bin/kill -HUP $MAINPID", "Restart": "on-failure",
-		"EnvironmentFile": "/etc/ramanserve/ramanserve.env", "ExecStart": "/usr/local/bin/ramanserve",
+		"ExecStart":       "/usr/local/bin/ramanserve -config /etc/ramanserve/ramanserve.yaml",
 		"NoNewPrivileges": "yes", "ProtectSystem": "strict", "User": "ramanserve",
 	} {
 		if got := unitSetting(t, unit, key); got != want {
@@ -172,7 +156,7 @@ func verifyUnit(t *testing.T, tool, unit string) (string, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unit = strings.Replace(unit, "\nExecStart=/usr/local/bin/ramanserve\n", "\nExecStart="+exe+"\n", 1)
+	unit = strings.Replace(unit, "\nExecStart=/usr/local/bin/ramanserve ", "\nExecStart="+exe+" ", 1)
 	path := filepath.Join(t.TempDir(), "ramanserve.service")
 	if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
 		t.Fatal(err)
@@ -200,7 +184,7 @@ func TestUnitVerifies(t *testing.T) {
 	for _, broken := range []struct{ name, old, new, says string }{
 		{"a bad value", "\nProtectSystem=strict\n", "\nProtectSystem=strictest\n", "strictest"},
 		{"a misspelt key", "\nNoNewPrivileges=yes\n", "\nNoNewPrivilege=yes\n", "NoNewPrivilege"},
-		{"a binary that does not exist", "\nExecStart=/usr/local/bin/ramanserve\n", "\nExecStart=/nonexistent/ramanserve\n", "/nonexistent/ramanserve"},
+		{"a binary that does not exist", "\nExecStart=/usr/local/bin/ramanserve ", "\nExecStart=/nonexistent/ramanserve ", "/nonexistent/ramanserve"},
 	} {
 		if !strings.Contains(unit, broken.old) {
 			t.Fatalf("%s: the unit has no %q", broken.name, strings.TrimSpace(broken.old))

@@ -3,8 +3,9 @@
 //
 // Every flag can also be set with an environment variable named after it in
 // upper case with a RAMAN_ prefix and dashes as underscores, e.g.
-// -http-addr is RAMAN_HTTP_ADDR. A flag on the command line wins over the
-// environment. -allow-file-root is repeatable; its variable takes a
+// -http-addr is RAMAN_HTTP_ADDR, or in the YAML file -config names (see
+// config.go). A flag on the command line wins over the environment, which
+// wins over the file. -allow-file-root is repeatable; its variable takes a
 // list separated by the OS path-list separator (":" on Linux).
 // -cors-origin is repeatable too; its variable takes a comma-separated
 // list.
@@ -48,6 +49,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "store" {
 		os.Exit(runStore(context.Background(), os.Args[2:], os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "config" {
+		os.Exit(runConfig(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "keygen" {
 		os.Exit(runKeygen(os.Args[2:], os.Stdout, os.Stderr))
@@ -114,10 +118,12 @@ func (t toleranceFlag) Set(v string) error {
 type options struct {
 	logFormat, logLevel string
 	grace               time.Duration
+	// settings are every flag's effective value and its source.
+	settings []setting
 }
 
-// parseConfig reads the flags, after the RAMAN_* environment, into the
-// server configuration.
+// parseConfig reads the flags, then the RAMAN_* environment, then the
+// -config file (config.go), into the server configuration.
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (app.Config, options, error) {
 	fs := flag.NewFlagSet("ramanserve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -129,6 +135,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		axisPath string
 		logOn    bool
 	)
+	fs.String(configFlag, "", "YAML file of settings: flag names without the dash as keys, e.g. \"http-addr: :5556\"; a flag on the command line, then its RAMAN_* variable, win over the file; an unknown key is an error (ramanserve config print shows the result)")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":5556", "management HTTP listen address")
 	fs.StringVar(&cfg.ZMQEndpoint, "zmq-addr", "tcp://*:5555", "prediction channel ZeroMQ endpoint")
 	fs.StringVar(&cfg.RegistryDir, "registry", "./var/registry", "model registry directory (created if missing); with -store, it holds only a cache of model files and the import/ folder")
@@ -171,12 +178,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	fs.DurationVar(&cfg.Evidence.Retention, "prediction-log-retention", 720*time.Hour, "delete logged predictions older than this (0: keep them whatever their age, within -prediction-log-max-bytes)")
 	fs.Int64Var(&cfg.Evidence.MaxBytes, "prediction-log-max-bytes", 2<<30, fmt.Sprintf("bound on the prediction log's files, bytes: the oldest records are deleted to stay under it (at least %d)", predlog.MinMaxBytes))
 	fs.DurationVar(&cfg.Evidence.MatchWindow, "lab-match-window", 60*time.Second, fmt.Sprintf("a lab result with sampled_at is matched to the nearest logged prediction of its batch at most this far away (at most %v)", reconcile.MaxMatchWindow))
-	if err := applyEnv(fs, getenv); err != nil {
+	settings, err := applySources(fs, args, getenv)
+	if err != nil {
 		return cfg, opts, err
 	}
-	if err := fs.Parse(args); err != nil {
-		return cfg, opts, err
-	}
+	opts.settings = settings
 	if fs.NArg() > 0 {
 		return cfg, opts, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
@@ -420,15 +426,20 @@ func limitMemory(cfg *app.Config, getenv func(string) string) error {
 	return nil
 }
 
-// applyEnv sets each flag from RAMAN_<NAME> when that variable is set.
-func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
-	var err error
+// applyEnv sets each flag not in skip from RAMAN_<NAME> when that
+// variable is set, and returns the names of the flags it set.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string, skip map[string]string) ([]string, error) {
+	var (
+		err error
+		set []string
+	)
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "RAMAN_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		v := getenv(name)
-		if v == "" || err != nil {
+		if v == "" || err != nil || skip[f.Name] != "" {
 			return
 		}
+		set = append(set, f.Name)
 		values := []string{v}
 		switch f.Name {
 		case "allow-file-root":
@@ -446,5 +457,5 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 			}
 		}
 	})
-	return err
+	return set, err
 }
