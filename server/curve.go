@@ -18,6 +18,11 @@ type CurveConfig struct {
 	// ClientsFile lists the client public keys (Z85, one per line) that
 	// may connect. Empty: any client that knows the server key.
 	ClientsFile string
+	// HelloRate and HelloBurst bound the HELLOs answered per source
+	// address (zmtp.CurveConfig); 0 takes the defaults, a negative rate
+	// turns the limit off.
+	HelloRate  float64
+	HelloBurst int
 }
 
 // curveAccess is the prediction channel's CURVE state: the server's secret
@@ -26,6 +31,8 @@ type CurveConfig struct {
 type curveAccess struct {
 	secret      curve.SecretKey
 	clientsFile string
+	helloRate   float64
+	helloBurst  int
 	clients     *curve.Allowlist // nil: no allowlist, any client
 	log         *slog.Logger
 }
@@ -43,7 +50,7 @@ func loadCurve(cfg CurveConfig, log *slog.Logger) (*curveAccess, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CurveZMQ secret key: %w", err)
 	}
-	c := &curveAccess{secret: secret, clientsFile: cfg.ClientsFile, log: log}
+	c := &curveAccess{secret: secret, clientsFile: cfg.ClientsFile, helloRate: cfg.HelloRate, helloBurst: cfg.HelloBurst, log: log}
 	if cfg.ClientsFile != "" {
 		c.clients = curve.NewAllowlist(nil)
 		if _, err := c.reloadClients(); err != nil {
@@ -56,7 +63,7 @@ func loadCurve(cfg CurveConfig, log *slog.Logger) (*curveAccess, error) {
 
 // transport is the ZMTP server's CURVE configuration.
 func (c *curveAccess) transport() *zmtp.CurveConfig {
-	tc := &zmtp.CurveConfig{Secret: c.secret}
+	tc := &zmtp.CurveConfig{Secret: c.secret, HelloRate: c.helloRate, HelloBurst: c.helloBurst}
 	if c.clients != nil {
 		tc.Allow = c.clients.Allowed
 	}

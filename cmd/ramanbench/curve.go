@@ -121,7 +121,7 @@ func curveOverhead(ctx context.Context, b curveBench) error {
 			cpuDiff(r.curve, r.null, func(s curveSample) time.Duration { return s.clientCPU }),
 			cpuDiff(r.curve, r.null, func(s curveSample) time.Duration { return s.serverCPU }))
 	}
-	return nil
+	return helloFlood(ctx, b, curveSrv, curveOpts, serverPub)
 }
 
 // cpuDiff is the difference of a CPU figure per request, "-" when unknown.

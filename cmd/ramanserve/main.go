@@ -36,6 +36,7 @@ import (
 	"ramanserve/inference"
 	"ramanserve/inference/axisfile"
 	"ramanserve/server"
+	"ramanserve/server/zmtp"
 	"ramanserve/trainer"
 	"ramanserve/trainer/membudget"
 )
@@ -168,6 +169,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	fs.DurationVar(&cfg.Channel.EvictableAfter, "evictable-after", 10*time.Minute, "at -max-connections, a peer that had a reply may be evicted only after this long silent")
 	fs.StringVar(&cfg.Channel.Curve.SecretKeyFile, "zmq-curve-secret-key", "", "file of the server's CurveZMQ secret key, Z85 (ramanserve keygen -secret-key FILE; mode 0600): turns CURVE on for the prediction channel and refuses NULL peers")
 	fs.StringVar(&cfg.Channel.Curve.ClientsFile, "zmq-curve-clients", "", "file of the client public keys, Z85, one per line (# comments), that may connect with CURVE; re-read on SIGHUP (default: any client that knows the server key)")
+	fs.Float64Var(&cfg.Channel.Curve.HelloRate, "zmq-curve-hello-rate", zmtp.DefaultHelloRate, "with CURVE: HELLOs a second answered from one source address (an IPv6 /64); beyond it and -zmq-curve-hello-burst a HELLO gets ERROR \"300\" (libzmq reconnects) before any cryptography (negative: no limit)")
+	fs.IntVar(&cfg.Channel.Curve.HelloBurst, "zmq-curve-hello-burst", zmtp.DefaultHelloBurst, "with CURVE: HELLOs answered at once from one source address before -zmq-curve-hello-rate applies")
 	fs.DurationVar(&opts.grace, "shutdown-grace", 15*time.Second, "how long SIGTERM waits for in-flight requests")
 	fs.Float64Var(&cfg.Channel.Model.SaturationLevel, "saturation-level", 0, "detector full-scale value; 3 consecutive intensities at or above it are SPECTRUM_OUT_OF_RANGE (0: no check)")
 	fs.Var(toleranceFlag{&cfg.Channel.Model.Tolerance}, "confidence-tolerance", "acceptable error per analyte for the confidence, g/L, e.g. EPA=1,DHA=1,DPA=0.5 (default 1 each; a model's own tolerance wins)")

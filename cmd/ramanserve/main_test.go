@@ -147,7 +147,7 @@ func TestParseConfig(t *testing.T) {
 			}},
 		{name: "curve", env: env("RAMAN_ZMQ_CURVE_SECRET_KEY", "/etc/ramanserve/curve.key", "RAMAN_ZMQ_CURVE_CLIENTS", "/etc/ramanserve/clients"),
 			check: func(t *testing.T, c configAndOptions) {
-				if c.cfg.Channel.Curve != (server.CurveConfig{SecretKeyFile: "/etc/ramanserve/curve.key", ClientsFile: "/etc/ramanserve/clients"}) {
+				if c.cfg.Channel.Curve != (server.CurveConfig{SecretKeyFile: "/etc/ramanserve/curve.key", ClientsFile: "/etc/ramanserve/clients", HelloRate: 20, HelloBurst: 40}) {
 					t.Errorf("curve %+v", c.cfg.Channel.Curve)
 				}
 			}},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"ramanserve/server/zmtp/curve"
@@ -157,6 +158,13 @@ type CurveConfig struct {
 	// swaps what it consults (curve.Allowlist does that atomically) rather
 	// than the Config.
 	Allow func(curve.PublicKey) bool
+	// HelloRate is how many HELLOs a second one source address (an IPv6
+	// /64) gets answered, HelloBurst how many at once; beyond them a
+	// HELLO gets ERROR "300" and is closed unread further (hellolimit.go).
+	// 0 takes DefaultHelloRate and DefaultHelloBurst; a negative rate
+	// turns the limit off.
+	HelloRate  float64
+	HelloBurst int
 }
 
 // withDefaults validates cfg and fills zero fields.
@@ -203,6 +211,19 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("zmtp: MaxConnections %d is negative", cfg.MaxConnections)
 	case cfg.MaxPartialBytes < 0:
 		return cfg, fmt.Errorf("zmtp: MaxPartialBytes %d is negative", cfg.MaxPartialBytes)
+	}
+	if cfg.Curve != nil {
+		c := *cfg.Curve
+		if c.HelloRate == 0 {
+			c.HelloRate = DefaultHelloRate
+		}
+		if c.HelloBurst == 0 {
+			c.HelloBurst = DefaultHelloBurst
+		}
+		if math.IsNaN(c.HelloRate) || math.IsInf(c.HelloRate, 0) || c.HelloBurst < 0 {
+			return cfg, fmt.Errorf("zmtp: CURVE HELLO rate %v and burst %d: want a finite rate and a burst >= 0", c.HelloRate, c.HelloBurst)
+		}
+		cfg.Curve = &c
 	}
 	return cfg, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"ramanserve/server/zmtp/curve"
 	"ramanserve/server/zmtp/wire"
@@ -23,6 +24,9 @@ const (
 // boxes; a frame with MORE on the wire is not something libzmq sends.
 var errSealedMore = errors.New("zmtp: CURVE frame with MORE set on the wire")
 
+// errHelloLimited: a HELLO beyond its source address's rate (hellolimit.go).
+var errHelloLimited = errors.New("zmtp: CURVE HELLO beyond its source address's rate")
+
 // notAllowedReason is the ERROR reason for a client whose key the allowlist
 // refuses: the ZAP status code libzmq itself sends when its authenticator
 // denies a client, which libzmq's monitor reports as
@@ -39,6 +43,11 @@ func (s *session) curveHandshake() error {
 	hello, err := s.readHandshakeCommand(cmdHello)
 	if err != nil {
 		return err
+	}
+	if s.srv != nil && s.srv.hellos != nil && !s.srv.hellos.allow(s.conn.RemoteAddr(), time.Now()) {
+		s.stats().curveHellosLimited.Add(1)
+		s.sendError(helloTemporaryFailure)
+		return errHelloLimited
 	}
 	welcome, err := hs.Welcome(hello)
 	if err != nil {

@@ -110,6 +110,9 @@ func (s *Server) housekeep() {
 		case <-t.C:
 		}
 		s.shared.tick()
+		if s.hellos != nil {
+			s.hellos.forgetIdle(time.Now())
+		}
 		expired = s.cutStalled(s.shared.now(), limit, expired[:0])
 		clear(expired)
 	}

@@ -28,7 +28,8 @@ type Server struct {
 	ln       net.Listener
 	log      *slog.Logger
 	counters counters
-	shared   *shared // coarse clock and partial-message pool (limits.go)
+	shared   *shared       // coarse clock and partial-message pool (limits.go)
+	hellos   *helloLimiter // CURVE HELLOs per source address; nil without CURVE or with no limit
 
 	draining atomic.Bool // set once: no new connections or requests
 	serving  atomic.Bool // Serve has been called
@@ -58,6 +59,7 @@ type counters struct {
 	evictions, frameTimeouts                  atomic.Uint64
 	partialBytesRefused                       atomic.Uint64
 	curveNotAllowed                           atomic.Uint64
+	curveHellosLimited                        atomic.Uint64
 }
 
 // Stats is a snapshot of the server counters. All but OpenConnections only grow.
@@ -80,6 +82,7 @@ type Stats struct {
 	WriteErrors         uint64 // connections closed because a write failed or timed out
 	Panics              uint64 // panics recovered in connection goroutines
 	CurveNotAllowed     uint64 // CURVE clients refused by Config.Curve.Allow (also in HandshakesFailed)
+	CurveHellosLimited  uint64 // CURVE HELLOs beyond their source address's rate (also in HandshakesFailed)
 }
 
 // Listen binds endpoint ("tcp://*:5555", "tcp://127.0.0.1:0", "tcp://[::1]:0")
@@ -100,8 +103,13 @@ func Listen(endpoint string, cfg Config, h Handler) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zmtp: bind %s: %w", endpoint, err)
 	}
+	var hellos *helloLimiter
+	if cfg.Curve != nil {
+		hellos = newHelloLimiter(cfg.Curve.HelloRate, cfg.Curve.HelloBurst)
+	}
 	baseCtx, cancel := context.WithCancel(context.Background())
 	return &Server{
+		hellos:     hellos,
 		cfg:        cfg,
 		h:          h,
 		ln:         ln,
@@ -176,6 +184,7 @@ func (s *Server) Stats() Stats {
 		PartialBytes:        s.shared.partialUsed.Load(),
 		FrameTimeouts:       c.frameTimeouts.Load(),
 		CurveNotAllowed:     c.curveNotAllowed.Load(),
+		CurveHellosLimited:  c.curveHellosLimited.Load(),
 	}
 }
 
@@ -233,6 +242,12 @@ func (s *Server) admit(conn net.Conn) {
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
+	if s.hellos != nil && s.hellos.exhausted(conn.RemoteAddr(), time.Now()) {
+		s.mu.Unlock()
+		s.counters.curveHellosLimited.Add(1)
 		_ = conn.Close()
 		return
 	}
