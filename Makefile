@@ -243,10 +243,13 @@ test-go-in-cluster:
 # to 50 rounds, the retention streams to a tenth), and skips three long
 # process tests of the conformance suite (the syscall filter under strace,
 # training at the memory budget, kill -9 rounds of the log) and the tests
-# that start a PostgreSQL cluster; make test runs them all. -parallel 6: most of the conformance suite's parallel
-# tests wait on processes of their own rather than use the CPU.
+# that start a PostgreSQL cluster; it checks the diagnostic limits on one
+# calibration and kills the log's writer in one round; make test runs them
+# all. -parallel 6 and -p 4: most of the conformance suite's parallel tests,
+# and packages such as server, wait on processes and timers of their own
+# rather than use the CPU.
 test-quick:
-	$(GO) test -short -count=1 -parallel 6 -timeout 3m -skip '^TestExampleC' $(QUICK_PACKAGES)
+	$(GO) test -short -count=1 -p 4 -parallel 6 -timeout 3m -skip '^TestExampleC' $(QUICK_PACKAGES)
 QUICK_PACKAGES = $$($(GO) list ./... | grep -vE '/conformance/(browser|prometheus|clients)$$')
 
 ## test-under-load: make test three times in a row while a second make test runs at the same time
