@@ -17,6 +17,8 @@ import (
 	"ramanserve/inference/sklearn"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // exportCase is a model to export and the spectra to predict with it.
@@ -126,6 +128,53 @@ func predictions(t testing.TB, p *inference.PLSParams, c *exportCase) [][]float6
 		out[i] = append(out[i], t2, q)
 	}
 	return out
+}
+
+// smallModel is a model of 24 points with every part an export writes:
+// a recipe of every step, two regions, scaling, latent structure and
+// training scores (a small fuzz seed).
+func smallModel() *inference.PLSParams {
+	const points, q, a, n = 24, 3, 2, 6
+	axis := linearAxis(points)
+	regions := [][2]float64{{200, 900}, {2000, 2700}}
+	sel, err := preprocess.SelectRegions(axis, regions)
+	if err != nil {
+		panic(err)
+	}
+	p := len(sel)
+	fill := func(r, c int, seed float64) *mat.Dense {
+		m := mat.NewDense(r, c, nil)
+		for i := 0; i < r; i++ {
+			for j := 0; j < c; j++ {
+				m.Set(i, j, math.Sin(seed+float64(i*c+j)))
+			}
+		}
+		return m
+	}
+	params := &inference.PLSParams{
+		Meta:    inference.Metadata{Algorithm: "PLS2-NIPALS", LatentComponents: a, Wavenumbers: axis},
+		Targets: []inference.Analyte{inference.EPA, inference.DHA, inference.DPA},
+		Preprocessing: preprocess.Recipe{
+			{Kind: preprocess.Despike, Threshold: 6, Width: 2},
+			{Kind: preprocess.ALSBaseline, Lambda: 1e3, P: 0.02, Iterations: 3},
+			{Kind: preprocess.Savgol, Window: 5, PolyOrder: 2, Deriv: 1},
+			{Kind: preprocess.Normalize, Region: [2]float64{1000, 1500}},
+			{Kind: preprocess.SNV},
+		},
+		Regions:   regions,
+		XMean:     make([]float64, p),
+		XScale:    make([]float64, p),
+		Coef:      fill(p, q, 1),
+		Intercept: []float64{1, 2, 3},
+		Rotations: fill(p, a, 2),
+		Loadings:  fill(p, a, 3),
+		Review:    &inference.Review{Scores: fill(n, a, 4)},
+	}
+	for i := range params.XMean {
+		params.XMean[i] = float64(i)
+		params.XScale[i] = 1 + float64(i)/10
+	}
+	return params
 }
 
 func exportJoblib(t testing.TB, p *inference.PLSParams) []byte {
