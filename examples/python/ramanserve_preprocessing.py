@@ -9,7 +9,9 @@ function by its module and name, as pickle records them
 contract (api/openapi.yaml, ``PreprocessingStep``) describes it. This module
 is that description in NumPy/SciPy, so a model trained with it predicts the
 same numbers in Python and in ramanserve. api/sklearn-import.md lists the
-accepted keywords and their ranges.
+accepted keywords and their ranges. A model exported by ramanserve
+(``GET /model/{version}/export``) is such a Pipeline too, and loads with
+``joblib.load`` once this module is importable.
 
 Every function takes ``X`` of shape (samples, features), one spectrum per
 row, as ``FunctionTransformer`` passes it, and returns a new array of the
