@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -98,5 +99,71 @@ func TestExportModelRoute(t *testing.T) {
 		if err := json.Unmarshal(body, &env); err != nil || resp.StatusCode != tc.status || env.Code != tc.code {
 			t.Errorf("%s: %d %s, want %d %s", tc.path, resp.StatusCode, body, tc.status, tc.code)
 		}
+	}
+}
+
+// fixedExporter exports every version as the same bytes.
+type fixedExporter struct{}
+
+func (fixedExporter) Export(_ context.Context, version, format string) (models.Exported, error) {
+	return models.Exported{FileName: version + "." + format, Content: []byte("model")}, nil
+}
+
+// TestExportTakesAReportSlot: an export reads a whole model file, so it
+// takes one of the review pages' report slots: while performance reports
+// hold them all, an export is answered 503 SERVER_BUSY, retryable, after
+// ReportSlotWait; once they are free, it is answered.
+func TestExportTakesAReportSlot(t *testing.T) {
+	lab := blockingLab{started: make(chan struct{}, maxConcurrentReports), release: make(chan struct{})}
+	api := &API{Lab: lab, Exporter: fixedExporter{}, ReportSlotWait: 100 * time.Millisecond}
+	h, err := newHTTPHandler(api, HTTPConfig{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	holders := make(chan int, maxConcurrentReports)
+	for range maxConcurrentReports {
+		go func() {
+			resp, err := http.Get(srv.URL + "/model/v1/performance")
+			if err != nil {
+				holders <- 0
+				return
+			}
+			resp.Body.Close()
+			holders <- resp.StatusCode
+		}()
+	}
+	for range maxConcurrentReports {
+		<-lab.started
+	}
+	export := func() (*http.Response, []byte) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/model/v1/export?format=npz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	resp, body := export()
+	var env struct {
+		Code      string `json:"code"`
+		Retryable bool   `json:"retryable"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || resp.StatusCode != http.StatusServiceUnavailable || env.Code != "SERVER_BUSY" || !env.Retryable ||
+		resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("with every slot held: %d %s, want 503 SERVER_BUSY, retryable, Retry-After 5", resp.StatusCode, body)
+	}
+	close(lab.release)
+	for range maxConcurrentReports {
+		if code := <-holders; code != http.StatusOK {
+			t.Fatalf("a report holding a slot: %d", code)
+		}
+	}
+	if resp, body := export(); resp.StatusCode != http.StatusOK || string(body) != "model" ||
+		resp.Header.Get("Content-Disposition") != `attachment; filename="v1.npz"` {
+		t.Fatalf("once the slots are free: %d %q %v", resp.StatusCode, body, resp.Header)
 	}
 }
