@@ -14,6 +14,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/gen"
+	"ramanserve/inference"
 	"ramanserve/trainer/synth"
 )
 
@@ -22,7 +23,8 @@ import (
 // scikit-learn Pipeline, which POST /model/load (source file) imports as
 // a new version; on the prediction channel the import predicts what the
 // trained model predicts, to 1e-12 g/L. format=npz is the registry's
-// artifact byte for byte, and an unknown version is 404 MODEL_NOT_FOUND.
+// artifact byte for byte (the import's: its parameters as an artifact),
+// and an unknown version is 404 MODEL_NOT_FOUND.
 func TestExportRoundTripThroughAProcess(t *testing.T) {
 	reg := t.TempDir()
 	importDir := filepath.Join(reg, "import")
@@ -93,6 +95,18 @@ func TestExportRoundTripThroughAProcess(t *testing.T) {
 	if res.StatusCode() != 200 || res.JSON200.Algorithm == nil ||
 		*res.JSON200.Algorithm != "sklearn-Pipeline(savgol_filter,snv,select_regions,PLSRegression)" {
 		t.Fatalf("import of the export: %d %s", res.StatusCode(), res.Body)
+	}
+	// The import's npz export is its parameters written as an artifact.
+	status, _, importedNPZ := get("/model/" + imported + "/export?format=npz")
+	if status != http.StatusOK {
+		t.Fatalf("npz export of the import: %d %.200s", status, importedNPZ)
+	}
+	art, err := inference.ReadArtifact(bytes.NewReader(importedNPZ), int64(len(importedNPZ)))
+	if err != nil {
+		t.Fatalf("npz export of the import: %v", err)
+	}
+	if len(art.Preprocessing) != 2 || len(art.Regions) != 2 || art.Meta.Algorithm != *res.JSON200.Algorithm {
+		t.Errorf("npz export of the import: recipe %v, regions %v, algorithm %q", art.Preprocessing, art.Regions, art.Meta.Algorithm)
 	}
 	c := dialZMQ(t, p.zmq)
 	g := synth.New(synth.Config{Seed: 91})

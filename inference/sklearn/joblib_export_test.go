@@ -53,6 +53,26 @@ func trainedCase(t testing.TB, name string, recipe preprocess.Recipe, regions []
 		}
 		spectra = append(spectra, x)
 	}
+	for _, s := range recipe {
+		if s.Kind != preprocess.Despike {
+			continue
+		}
+		pl, err := preprocess.Compile(recipe, synth.Axis())
+		if err != nil {
+			t.Fatal(err)
+		}
+		repaired := 0
+		for _, x := range spectra {
+			st, err := pl.Apply(slices.Clone(x), pl.NewWorkspace())
+			if err != nil {
+				t.Fatal(err)
+			}
+			repaired += st.Repaired
+		}
+		if repaired == 0 {
+			t.Fatal("no spike was repaired: the despike step would go untested")
+		}
+	}
 	return exportCase{name: name, params: res.Params, spectra: spectra, axis: synth.Axis(), tol: tol}
 }
 

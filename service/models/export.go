@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path"
 
 	"ramanserve/inference"
 	"ramanserve/inference/sklearn"
@@ -40,15 +41,17 @@ func (s *Service) Export(ctx context.Context, version, format string) (Exported,
 		return Exported{}, fmt.Errorf("%w: %q (joblib or npz)", ErrExportFormat, format)
 	}
 	out := Exported{FileName: version + "." + format}
-	if format == FormatNPZ {
-		b, ext, err := s.reg.ReadArtifact(ctx, version)
+	e, err := s.reg.Describe(version)
+	if err != nil {
+		return Exported{}, err
+	}
+	if format == FormatNPZ && path.Ext(e.File) == ".npz" {
+		b, _, err := s.reg.ReadArtifact(ctx, version)
 		if err != nil {
 			return Exported{}, err
 		}
-		if ext == ".npz" {
-			out.Content = b
-			return out, nil
-		}
+		out.Content = b
+		return out, nil
 	}
 	params, err := s.reg.ReadParams(ctx, version)
 	if err != nil {
