@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"ramanserve/inference"
+	"ramanserve/inference/preprocess"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // corpusInput reads a committed FuzzLoad input (its one []byte value).
@@ -94,5 +98,77 @@ func TestWriterCyclesAndSharing(t *testing.T) {
 	}
 	if bd := bt[0].(*dict); bd.values[0] != bd {
 		t.Error("the dict's cycle was not kept")
+	}
+}
+
+// TestRegionSelectionRefusals: select_regions is read only as the last
+// FunctionTransformer, with both keywords and nothing else, and with
+// ranges that fit the axis and keep the PLS's feature count.
+func TestRegionSelectionRefusals(t *testing.T) {
+	axis := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	p := &inference.PLSParams{
+		Meta:          inference.Metadata{Wavenumbers: axis},
+		Targets:       []inference.Analyte{inference.EPA, inference.DHA, inference.DPA},
+		Preprocessing: preprocess.Recipe{{Kind: preprocess.SNV}},
+		Regions:       [][2]float64{{0, 4}},
+		XMean:         make([]float64, 5),
+		XScale:        []float64{1, 1, 1, 1, 1},
+		Coef:          mat.NewDense(5, 3, nil),
+		Intercept:     []float64{1, 2, 3},
+	}
+	regionKw := func(pl *object) *dict {
+		steps := pl.state.(*dict).get("steps").(*list)
+		ft := steps.items[1].(tuple)[1].(*object)
+		return ft.state.(*dict).get("kw_args").(*dict)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(pl *object)
+		want   error
+		msg    string
+	}{
+		{"as it is written", func(*object) {}, nil, ""},
+		{"not the last function", func(pl *object) {
+			steps := pl.state.(*dict).get("steps").(*list)
+			steps.items[0], steps.items[1] = steps.items[1], steps.items[0]
+		}, inference.ErrModelUnsupported, "must be the last"},
+		{"a range outside the axis", func(pl *object) {
+			kw := regionKw(pl)
+			kw.values[1] = &list{items: []any{tuple{-5.0, 3.0}}}
+		}, inference.ErrModelUnsupported, "outside the axis"},
+		{"other points than the features", func(pl *object) {
+			kw := regionKw(pl)
+			kw.values[1] = &list{items: []any{tuple{0.0, 2.0}}}
+		}, inference.ErrModelCorrupted, "keeps 3 points"},
+		{"no ranges", func(pl *object) {
+			kw := regionKw(pl)
+			kw.values[1] = &list{}
+		}, inference.ErrModelUnsupported, "0 regions"},
+		{"another keyword", func(pl *object) {
+			kw := regionKw(pl)
+			kw.keys, kw.values = append(kw.keys, "mode"), append(kw.values, "any")
+		}, inference.ErrModelUnsupported, "mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl, err := pipelineValue(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(pl)
+			b, err := writePickle(pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, _, err := Load(context.Background(), bytes.NewReader(b), Options{})
+			if tc.want == nil {
+				if err != nil || !slices.Equal(back.Regions, p.Regions) {
+					t.Fatalf("%v, regions %v", err, back)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("%v, want %v naming %q", err, tc.want, tc.msg)
+			}
+		})
 	}
 }
