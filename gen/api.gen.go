@@ -531,6 +531,24 @@ func (e UnmatchedLabResultReason) Valid() bool {
 	}
 }
 
+// Defines values for ExportModelParamsFormat.
+const (
+	Joblib ExportModelParamsFormat = "joblib"
+	Npz    ExportModelParamsFormat = "npz"
+)
+
+// Valid indicates whether the value is a known member of the ExportModelParamsFormat enum.
+func (e ExportModelParamsFormat) Valid() bool {
+	switch e {
+	case Joblib:
+		return true
+	case Npz:
+		return true
+	default:
+		return false
+	}
+}
+
 // AlsBaselineStep Asymmetric least squares baseline (Eilers & Boelens, 2005),
 // subtracted: `iterations` rounds of solving `(W + lam D'D) z = W x`
 // with D the second-difference matrix and weights `p` where x > z and
@@ -2058,6 +2076,14 @@ type UnsupportedMediaType = ErrorResponse
 // PostLabResultsJSONBody defines parameters for PostLabResults.
 type PostLabResultsJSONBody = []LabResult
 
+// ExportModelParams defines parameters for ExportModel.
+type ExportModelParams struct {
+	Format *ExportModelParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// ExportModelParamsFormat defines parameters for ExportModel.
+type ExportModelParamsFormat string
+
 // GetModelPerformanceParams defines parameters for GetModelPerformance.
 type GetModelPerformanceParams struct {
 	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
@@ -3196,6 +3222,35 @@ type ClientInterface interface {
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ExportModel The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
+	//
+	// Any version, whatever its status, without activating it.
+	//
+	// * `format=joblib` (the default): a scikit-learn `Pipeline` saved
+	//   as joblib saves it, which `joblib.load` reads in Python with the
+	//   helper module `examples/python/ramanserve_preprocessing.py`
+	//   importable as `ramanserve_preprocessing`: the recipe as
+	//   `FunctionTransformer` steps (`scipy.signal.savgol_filter` and
+	//   the helper module's functions), the regions as one
+	//   `FunctionTransformer` of `select_regions`, a `StandardScaler` when
+	//   the model scales its variables, and a fitted `PLSRegression`. Its
+	//   `predict` gives this server's concentrations to 1e-9 g/L (1e-6
+	//   through `als_baseline`). The file is written by the server's own
+	//   pickle writer and holds only the classes and functions the
+	//   importer accepts (`sklearn-import.md`), so `POST /model/load`
+	//   with `source: file` imports it again as the same model.
+	// * `format=npz`: the model's artifact (`artifact.md`): the file the
+	//   registry keeps, byte for byte, for a model trained here; for an
+	//   imported model, its parameters written as an artifact.
+	//
+	// `sklearn-import.md` (section "Exporting a model") says what each
+	// attribute holds. An export reads the whole model file: it shares
+	// the two report slots of the review pages (503 `SERVER_BUSY` after
+	// 5 s, `retryable: true`, `Retry-After: 5`).
+	//
+	// Corresponds with GET /model/{version}/export (the `ExportModel` operationId).
+	ExportModel(ctx context.Context, version Version, params *ExportModelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
 	//
 	// Over the lab results matched to predictions of this version (as
@@ -3913,6 +3968,45 @@ func (c *Client) DeleteModel(ctx context.Context, version Version, reqEditors ..
 // Corresponds with GET /model/{version} (the `GetModel` operationId).
 func (c *Client) GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetModelRequest(c.Server, version)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportModel The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
+//
+// Any version, whatever its status, without activating it.
+//
+//   - `format=joblib` (the default): a scikit-learn `Pipeline` saved
+//     as joblib saves it, which `joblib.load` reads in Python with the
+//     helper module `examples/python/ramanserve_preprocessing.py`
+//     importable as `ramanserve_preprocessing`: the recipe as
+//     `FunctionTransformer` steps (`scipy.signal.savgol_filter` and
+//     the helper module's functions), the regions as one
+//     `FunctionTransformer` of `select_regions`, a `StandardScaler` when
+//     the model scales its variables, and a fitted `PLSRegression`. Its
+//     `predict` gives this server's concentrations to 1e-9 g/L (1e-6
+//     through `als_baseline`). The file is written by the server's own
+//     pickle writer and holds only the classes and functions the
+//     importer accepts (`sklearn-import.md`), so `POST /model/load`
+//     with `source: file` imports it again as the same model.
+//   - `format=npz`: the model's artifact (`artifact.md`): the file the
+//     registry keeps, byte for byte, for a model trained here; for an
+//     imported model, its parameters written as an artifact.
+//
+// `sklearn-import.md` (section "Exporting a model") says what each
+// attribute holds. An export reads the whole model file: it shares
+// the two report slots of the review pages (503 `SERVER_BUSY` after
+// 5 s, `retryable: true`, `Retry-After: 5`).
+//
+// Corresponds with GET /model/{version}/export (the `ExportModel` operationId).
+func (c *Client) ExportModel(ctx context.Context, version Version, params *ExportModelParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportModelRequest(c.Server, version, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4676,6 +4770,67 @@ func NewGetModelRequest(server string, version Version) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExportModelRequest constructs an http.Request for the ExportModel method
+func NewExportModelRequest(server string, version Version, params *ExportModelParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/%s/export", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5636,6 +5791,37 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
+
+	// ExportModelWithResponse The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
+	//
+	// Any version, whatever its status, without activating it.
+	//
+	// * `format=joblib` (the default): a scikit-learn `Pipeline` saved
+	//   as joblib saves it, which `joblib.load` reads in Python with the
+	//   helper module `examples/python/ramanserve_preprocessing.py`
+	//   importable as `ramanserve_preprocessing`: the recipe as
+	//   `FunctionTransformer` steps (`scipy.signal.savgol_filter` and
+	//   the helper module's functions), the regions as one
+	//   `FunctionTransformer` of `select_regions`, a `StandardScaler` when
+	//   the model scales its variables, and a fitted `PLSRegression`. Its
+	//   `predict` gives this server's concentrations to 1e-9 g/L (1e-6
+	//   through `als_baseline`). The file is written by the server's own
+	//   pickle writer and holds only the classes and functions the
+	//   importer accepts (`sklearn-import.md`), so `POST /model/load`
+	//   with `source: file` imports it again as the same model.
+	// * `format=npz`: the model's artifact (`artifact.md`): the file the
+	//   registry keeps, byte for byte, for a model trained here; for an
+	//   imported model, its parameters written as an artifact.
+	//
+	// `sklearn-import.md` (section "Exporting a model") says what each
+	// attribute holds. An export reads the whole model file: it shares
+	// the two report slots of the review pages (503 `SERVER_BUSY` after
+	// 5 s, `retryable: true`, `Retry-After: 5`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /model/{version}/export (the `ExportModel` operationId).
+	ExportModelWithResponse(ctx context.Context, version Version, params *ExportModelParams, reqEditors ...RequestEditorFn) (*ExportModelResponse, error)
 
 	// GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
 	//
@@ -6951,6 +7137,89 @@ func (r GetModelResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetModelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportModelResponse200Headers the declared response headers of an HTTP 200 response for ExportModel
+type ExportModelResponse200Headers struct {
+	ContentDisposition string
+}
+
+// ExportModelResponse401Headers the declared response headers of an HTTP 401 response for ExportModel
+type ExportModelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ExportModelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportModelResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportModelResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExportModelResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExportModelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ExportModelResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ExportModelResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ExportModelResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportModelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportModelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportModelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportModelResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8420,6 +8689,43 @@ func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version 
 	return ParseGetModelResponse(rsp)
 }
 
+// ExportModelWithResponse The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
+//
+// Any version, whatever its status, without activating it.
+//
+//   - `format=joblib` (the default): a scikit-learn `Pipeline` saved
+//     as joblib saves it, which `joblib.load` reads in Python with the
+//     helper module `examples/python/ramanserve_preprocessing.py`
+//     importable as `ramanserve_preprocessing`: the recipe as
+//     `FunctionTransformer` steps (`scipy.signal.savgol_filter` and
+//     the helper module's functions), the regions as one
+//     `FunctionTransformer` of `select_regions`, a `StandardScaler` when
+//     the model scales its variables, and a fitted `PLSRegression`. Its
+//     `predict` gives this server's concentrations to 1e-9 g/L (1e-6
+//     through `als_baseline`). The file is written by the server's own
+//     pickle writer and holds only the classes and functions the
+//     importer accepts (`sklearn-import.md`), so `POST /model/load`
+//     with `source: file` imports it again as the same model.
+//   - `format=npz`: the model's artifact (`artifact.md`): the file the
+//     registry keeps, byte for byte, for a model trained here; for an
+//     imported model, its parameters written as an artifact.
+//
+// `sklearn-import.md` (section "Exporting a model") says what each
+// attribute holds. An export reads the whole model file: it shares
+// the two report slots of the review pages (503 `SERVER_BUSY` after
+// 5 s, `retryable: true`, `Retry-After: 5`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /model/{version}/export (the `ExportModel` operationId).
+func (c *ClientWithResponses) ExportModelWithResponse(ctx context.Context, version Version, params *ExportModelParams, reqEditors ...RequestEditorFn) (*ExportModelResponse, error) {
+	rsp, err := c.ExportModel(ctx, version, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportModelResponse(rsp)
+}
+
 // GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
 //
 // Over the lab results matched to predictions of this version (as
@@ -9733,6 +10039,83 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 	return response, nil
 }
 
+// ParseExportModelResponse parses an HTTP response from a ExportModelWithResponse call
+func ParseExportModelResponse(rsp *http.Response) (*ExportModelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportModelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportModelResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ExportModelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetModelPerformanceResponse parses an HTTP response from a GetModelPerformanceWithResponse call
 func ParseGetModelPerformanceResponse(rsp *http.Response) (*GetModelPerformanceResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10726,6 +11109,9 @@ type ServerInterface interface {
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
 	GetModel(ctx echo.Context, version Version) error
+	// ExportModel The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
+	// (GET /model/{version}/export)
+	ExportModel(ctx echo.Context, version Version, params ExportModelParams) error
 	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
 	// (GET /model/{version}/performance)
 	GetModelPerformance(ctx echo.Context, version Version, params GetModelPerformanceParams) error
@@ -10888,6 +11274,31 @@ func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetModel(ctx, version)
+	return err
+}
+
+// ExportModel converts echo context to params.
+func (w *ServerInterfaceWrapper) ExportModel(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportModelParams
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExportModel(ctx, version, params)
 	return err
 }
 
@@ -11194,6 +11605,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/model/:version", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
 	router.GET(options.BaseURL+"/model/:version/report", wrapper.GetModelReport, options.OperationMiddlewares["getModelReport"]...)
 	router.GET(options.BaseURL+"/model/:version/review", wrapper.GetModelReview, options.OperationMiddlewares["getModelReview"]...)
+	router.GET(options.BaseURL+"/model/:version/export", wrapper.ExportModel, options.OperationMiddlewares["exportModel"]...)
 	router.DELETE(options.BaseURL+"/model/shadow", wrapper.ClearShadow, options.OperationMiddlewares["clearShadow"]...)
 	router.GET(options.BaseURL+"/model/shadow", wrapper.GetShadow, options.OperationMiddlewares["getShadow"]...)
 	router.PUT(options.BaseURL+"/model/shadow", wrapper.SetShadow, options.OperationMiddlewares["setShadow"]...)
@@ -12437,6 +12849,117 @@ type GetModeldefaultJSONResponse struct {
 }
 
 func (response GetModeldefaultJSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportModelRequestObject struct {
+	Version Version `json:"version"`
+	Params  ExportModelParams
+}
+
+type ExportModelResponseObject interface {
+	VisitExportModelResponse(w http.ResponseWriter) error
+}
+
+type ExportModel200ResponseHeaders struct {
+	ContentDisposition string
+}
+
+type ExportModel200ApplicationoctetStreamResponse struct {
+	Body          io.Reader
+	Headers       ExportModel200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportModel200ApplicationoctetStreamResponse) VisitExportModelResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type ExportModel400JSONResponse ErrorResponse
+
+func (response ExportModel400JSONResponse) VisitExportModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportModel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ExportModel401JSONResponse) VisitExportModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportModel404JSONResponse ErrorResponse
+
+func (response ExportModel404JSONResponse) VisitExportModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportModel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ExportModel500JSONResponse) VisitExportModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportModeldefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response ExportModeldefaultJSONResponse) VisitExportModelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -13802,6 +14325,9 @@ type StrictServerInterface interface {
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
 	GetModel(ctx context.Context, request GetModelRequestObject) (GetModelResponseObject, error)
+	// ExportModel The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
+	// (GET /model/{version}/export)
+	ExportModel(ctx context.Context, request ExportModelRequestObject) (ExportModelResponseObject, error)
 	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
 	// (GET /model/{version}/performance)
 	GetModelPerformance(ctx context.Context, request GetModelPerformanceRequestObject) (GetModelPerformanceResponseObject, error)
@@ -14207,6 +14733,32 @@ func (sh *strictHandler) GetModel(ctx echo.Context, version Version) error {
 	return nil
 }
 
+// ExportModel operation middleware
+func (sh *strictHandler) ExportModel(ctx echo.Context, version Version, params ExportModelParams) error {
+	var request ExportModelRequestObject
+
+	request.Version = version
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportModel(ctx.Request().Context(), request.(ExportModelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportModel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExportModelResponseObject); ok {
+		return validResponse.VisitExportModelResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetModelPerformance operation middleware
 func (sh *strictHandler) GetModelPerformance(ctx echo.Context, version Version, params GetModelPerformanceParams) error {
 	var request GetModelPerformanceRequestObject
@@ -14515,8 +15067,8 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
 	"7P37chvHsicKv0oF9nwhwG6AAEXKFhj+AxYpi9uUSPMiz16GF7rQXQBKbFTBXQWC8LIivqc5D3Ae4TzK",
-	"eZITmVnVNzQIUF727ImYmdjLYqO7rllZef3lvxqRni+0EsqaRv9fjVSYhVZG4B+nYsKXiT1LU53C35FW",
-	"VigL/+SLRSIjbqVWB5+MVvDMRDMx5/Cv/5GKSaPf+I+DvPED+tUcYGvXrpvG58+fg0YsTJTKBTTW6DcG",
+	"eZITmVnVNzQIUF727ImYmdjLVKO7rllZef3lvxqRni+0EsqaRv9fjVSYhVZG4D9OxYQvE3uWpjqFf0da",
+	"WaEs/MkXi0RG3EqtDj4ZreCZiWZizuGv/5GKSaPf+I+DvPED+tUcYGvXrpvG58+fg0YsTJTKBTTW6DcG",
 	"as20nYmUTbhMlqlgzYlOmXjk80Ui2FH3iIUfLm9Hby/vPpyGATvqHrPw/dntu8vTETwfXFxc/nwGvxx3",
 	"X7Lw5uz649n16Pu7m/8KW53G56DxVqdjGcdC/X1zCt9eXn9/fnp69iHsMzsTzOp7oZg07F7plQrYeGmZ",
 	"tIalOhGsGaaCx2GLxVoYprQdKp4kesXsTBqmFyLFQZ5gS3NhDJ8KpvhcGHyCbSghYhEPVTOk90XY6gwV",
@@ -14535,43 +15087,43 @@ var swaggerSpec = []string{
 	"ngrDxq5N1jyTiUgNGy673cNX7HstEqFMwA673eNWMFRmObYpj6yI+yyU1l3iJmSpXsI9oifM6AQojYXN",
 	"n9nXLOFzdvritMV+Z9+xn9ljOFR4PE8d4cL1047lZCJSAZfZnNtUPiJbWQk5nVnDwgWe2VSwRxzXS8F+",
 	"JzIKe6zNFiETiRH0RpMnSfZhD0gSupnI1FgaYovYzaKwVP9q5BPZ5DWDMbKHueDKsB7ehnP+KOfLeaN/",
-	"3A0ac6noj16wcTkGjYTPdzUpjqHNiU7n3Db6jVgvgaEUeul1C/+vtkO1nI+pv8WO3rqdbg+6E49RsjTy",
-	"Qbz3vcCxKT73vdDzJ4bX7RwXBtWtGZRxlCoUvPFLgydm5Cmu8WuwwVyDBrAUmcJl9wt9nb+lx59EZKHZ",
-	"geLJ2oo3er7gqXRHt7yxsTR8mgoxMjOe1lwkN/AYiBaoRDEQJ2zKHbX9YWY81ivWZjyy8kH8Ubq+OfX+",
-	"AmSnRKRcReKEcVprvGHwhuzu2tsdSwe7NsqPx+YM3guu8NTRWOdSLY0bb8CmBxf7j2mjb1zP7D2p7Kuj",
-	"Ru1wC/Sezk28OchrrW0bptImhvMXDTjbiM0R3KK64n5mSyNi7Gyvhiv0qJ4ixiuRYntuEGVqHEtew2Bg",
-	"XZqLVMQS2Cprs4SPW/uPLsDlT+Eq2Wybw0onfMy+Y5x9zcbsK5b19JwukBR27ryo4T7mt9Q2cYobc/zn",
-	"YetZ8zSJXtRs7fiJObKmTmOpeLouX3itv3LjzebOn74b7JImagjoc9A4vfrCD8++7MPP22f4kSdLUUO/",
-	"l0owWjG2EKnni7ixbKkSkAaN5RY0WK78z6T161gkuTLgdg1OPLGAzsZF7dZxD2JxC7fHm2d7vlm3NN9z",
-	"G82+d8e6ctjhp5GMa7SHIOMEe2yPW/bPQQOlmJFBC1I84rY8am5F28p5YeB5d+XjWyOoVCg9G3tNp9Ca",
-	"m0DdcXjz8UpLkqzL61E20T0tNaWH0cOu5XmPcuz3qeD3sV4pz4K+6EMT6XTr3fqQEzXKt9fvb87efGQH",
-	"zMTNhI9Fsic3cd2MzJbryViuYp7GDBVX6CnED0LSr5eJQHuR6TMepdoYNtFJDP8LCp1WYuQbGGEDIcrQ",
-	"4UQ+ijg8yRWsNx9BuZLxkieGNW/ORvdMT6gFI6dzHgbsNuVSSTV9Lyx/YViYLeIIRhG2UBfMP3CyeMpV",
-	"rOfydxSkQxKzn8tiC0SSbacjh1pim3GlRG52qlJcXGc7OP/wcXBxfjq6Pvvp7uzmNmRakWIbUWt9xjNW",
-	"tJppI1ioF07LsTMxVE7bTsVkaYRhTQ4rpGwqx0v3WqSXyjK9tLCL3farI0Ybip+vUq2mqAgGqDwvBDBH",
-	"Rn2we7FuMVS1uQWd121wqQPaTO74J77pzI9T+YCsdc6azqRqOvMYhkw6/ZFTf7wk/v7y9OwCDc4Xl4PT",
-	"s9NG0PDLc3N19ub2+u59I2j4f44u725Hl29H14MPP5w1gkZRa/14dn1zfvkBn/744fLnD6jBNoLG+8HF",
-	"28vr96jY3twM8EP3r9zOBZ3kJgkcRdF+VxiW27UatQGEZZxyLcfNDASFX8daJ4KrGiqMUUh3zRU/foIK",
-	"r8UiWdfIvvCYCfUgQHwhYhOewNDOQp+fsBBaDp0NXFrDiGN1hmqAXgQRs3Ah1TQMWOi+D4FUQqSDkVQT",
-	"HeLlqcxKpCImOxiQx1A5G80LAwSXrMkO0QwXutTcCH+EB3mT7hko/6FjLEZYYi5jHa/h+DMxX9g1m/PF",
-	"CfMvwWdS+NE4G042EHeyvDlkqdDmlhE+2Z6AoseCxQI2xBm2YwmLO5eKWzrzc76ARUH9kvjAk9Ya2KOg",
-	"UZ3e1rsC3jtXE+0/hAXb9vKVVtPsveKCbv2AXqJvPmeyzvoDnwOFIaF9DhpaictJo//L09da3vvnYMeb",
-	"5W533JblFdj1emGVP/9aPBu463Wng8jhz5yPHVSR7/Uec6RhBg36eMv6SVjp7E0a6c7Fpvf/9C4X+t57",
-	"n/d7fWMVaAP9izcioUtkl2i3KdlEcNYVSziaQLO36ZrsNHbZ0KKHkRHTeX3779CjKFiqV4YB22PcGDlV",
-	"ImZWk/EPxaTmhlCTtxq2MqMDSDZIMIZZ+EDE3iUmLRrSUxHpNAbteTWT0QxNCczJPmGncLXSo0bQiDRc",
-	"v0srH+AqQWU9EfxBxLV3GI52c5o/eiMVin5t9Gg4/6n4bckTP1lcBhwTzAT7aWsl2npZXujDuoWe88fR",
-	"rr1MeDpFPw+KODaVoGTziRUpDY8vTD4QOV9oI1q7t3gu1Yik4520hP26m02wRK9gNG8+Mvx8d0+5jsCT",
-	"ZI8Dt6Et/Fo1qjt9oKD7Mm5pMYjuccjO0AEjWCZbNACU8en+o9vRz7e/SyQfqiYwxEKTLBYTqYRhgkez",
-	"FjrhnC6AlFFub6jyBk1YFhG9mA9iUFHCbyDLqigdqDA+1pL2k5L+0ltFR6XndBiyTasVvvz7e5oncu6D",
-	"Rly0OzpB2nFyQ04EO0uFwLXi9O+2BdK39HLrv79t4o1WExkLFW213FwV1yNgUrFfugHr/XrCjMhiMkCB",
-	"YF5/+LbDBsmKrw0sFjDMk6HihTUlqS7KevZ6yVjgS0tQdKRhiZigehQwo0kpmvMFuvrGgmTJOi/N1gXe",
-	"25q+deH3buHsT7awZaMy3e5mOZ/zdL15x6ZiWu+fIqZY1A7Ncj4HhRKUVHTTuqsDCRc1AGwKNnyoij/A",
-	"xZayplbCvRPgd6uZTgTjj9IE7jzgB+TIAyXXNdjqsNuZWDMex2y5gBsptNryxDEUacV8p9HrGpsqroi7",
-	"mM7p61dHuLzur5zD8zTla/IBLOrX6Ef2wFMJSpwpXB/ZbZZ3GGRP0fbV2XfoH13zTw9+c7yWJ1sNQlYa",
-	"KyMQdkUyCfKrPowlnyoNP5rOb6QFFh/Zw/BLLNw0GFrEICO5erabpiLBi+A83nKbZSpnKOOQ4rxIT6Qr",
-	"gRw8pdiRGq2PTXjKhNLL6QwmngoeM4mbsiE6nQqzkPdf4he/FnP9IAyLtJnLqJ3yNcOmTJ8pnqZ6xRba",
-	"SLwq6DkcqR6zeqjClYztLPy6xxZaKms67GdPXOR1zp13hsUjyb5jj6N/ya97n1mbPY5kMFQCn8JvbTYX",
-	"seSqGbeywJpoaVnEvmMhXEJmppM4ZI/s/eCUHbBu59U3R8dD1YQ/v/Mf/yH+aPX9iafoqN/bKB55TlAY",
+	"3A0ac6noH71g43IMGgmf72pSHEObE53OuW30G7FeAkMp9NLrFv5fbYdqOR9Tf4sdvXU73R50Jx6jZGnk",
+	"g3jve4FjU3zue6HnTwyv2zkuDKpbMyjjKFUoeOOXBk/MyFNc49dgg7kGDWApMoXL7hf6On9Ljz+JyEKz",
+	"A8WTtRVv9HzBU+mObnljY2n4NBViZGY8rblIbuAxEC1QiWIgTtiUO2r7w8x4rFeszXhk5YP4o3R9c+r9",
+	"BchOiUi5isQJ47TWeMPgDdndtbc7lg52bZQfj80ZvBdc4amjsc6lWho33oBNDy72H9NG37ie2XtS2VdH",
+	"jdrhFug9nZt4c5DXWts2TKVNDOcvGnC2EZsjuEV1xf3MlkbE2NleDVfoUT1FjFcixfbcIMrUOJa8hsHA",
+	"ujQXqYglsFXWZgkft/YfXYDLn8JVstk2h5VO+Jh9xzj7mo3ZVyzr6TldICns3HlRw33Mb6lt4hQ35vjP",
+	"w9az5mkSvajZ2vETc2RNncZS8XRdvvBaf+XGm82dP3032CVN1BDQ56BxevWFH5592Yeft8/wI0+WooZ+",
+	"L5VgtGJsIVLPF3Fj2VIlIA0ayy1osFz5n0nr17FIcmXA7RqceGIBnY2L2q3jHsTiFm6PN8/2fLNuab7n",
+	"Npp974515bDDTyMZ12gPQcYJ9tget+yfgwZKMSODFqR4xG151NyKtpXzwsDz7srHt0ZQqVB6NvaaTqE1",
+	"N4G64/Dm45WWJFmX16NsontaakoPo4ddy/Me5djvU8HvY71SngV90Ycm0unWu/UhJ2qUb6/f35y9+cgO",
+	"mImbCR+LZE9u4roZmS3Xk7FcxTyNGSqu0FOIH4SkXy8TgfYi02c8SrUxbKKTGP4XFDqtxMg3MMIGQpSh",
+	"w4l8FHF4kitYbz6CciXjJU8Ma96cje6ZnlALRk7nPAzYbcqlkmr6Xlj+wrAwW8QRjCJsoS6Yf+Bk8ZSr",
+	"WM/l7yhIhyRmP5fFFogk205HDrXENuNKidzsVKW4uM52cP7h4+Di/HR0ffbT3dnNbci0IsU2otb6jGes",
+	"aDXTRrBQL5yWY2diqJy2nYrJ0gjDmhxWSNlUjpfutUgvlWV6aWEXu+1XR4w2FD9fpVpNUREMUHleCGCO",
+	"jPpg92LdYqhqcws6r9vgUge0mdzxT3zTmR+n8gFZ65w1nUnVdOYxDJl0+iOn/nhJ/P3l6dkFGpwvLgen",
+	"Z6eNoOGX5+bq7M3t9d37RtDwf44u725Hl29H14MPP5w1gkZRa/14dn1zfvkBn/744fLnD6jBNoLG+8HF",
+	"28vr96jY3twM8EP3V27ngk5ykwSOomi/KwzL7VqN2gDCMk65luNmBoLCr2OtE8FVDRXGKKS75oofP0GF",
+	"12KRrGtkX3jMhHoQIL4QsQlPYGhnoc9PWAgth84GLq1hxLE6QzVAL4KIWbiQahoGLHTfh0AqIdLBSKqJ",
+	"DvHyVGYlUhGTHQzIY6icjeaFAYJL1mSHaIYLXWpuhD/Cg7xJ9wyU/9AxFiMsMZexjtdw/JmYL+yazfni",
+	"hPmX4DMp/GicDScbiDtZ3hyyVGhzywifbE9A0WPBYgEb4gzbsYTFnUvFLZ35OV/AoqB+SXzgSWsN7FHQ",
+	"qE5v610B752rifYfwoJte/lKq2n2XnFBt35AL9E3nzNZZ/2Bz4HCkNA+Bw2txOWk0f/l6Wst7/1zsOPN",
+	"crc7bsvyCux6vbDKn38tng3c9brTQeTwZ87HDqrI93qPOdIwgwZ9vGX9JKx09iaNdOdi0/t/epcLfe+9",
+	"z/u9vrEKtIH+xRuR0CWyS7TblGwiOOuKJRxNoNnbdE12GrtsaNHDyIjpvL79d+hRFCzVK8OA7TFujJwq",
+	"ETOryfiHYlJzQ6jJWw1bmdEBJBskGMMsfCBi7xKTFg3pqYh0GoP2vJrJaIamBOZkn7BTuFrpUSNoRBqu",
+	"36WVD3CVoLKeCP4g4to7DEe7Oc0fvZEKRb82ejSc/1T8tuSJnywuA44JZoL9tLUSbb0sL/Rh3ULP+eNo",
+	"114mPJ2inwdFHJtKULL5xIqUhscXJh+InC+0Ea3dWzyXakTS8U5awn7dzSZYolcwmjcfGX6+u6dcR+BJ",
+	"sseB29AWfq0a1Z0+UNB9Gbe0GET3OGRn6IARLJMtGgDK+HT/0e3o59vfJZIPVRMYYqFJFouJVMIwwaNZ",
+	"C51wThdAyii3N1R5gyYsi4hezAcxqCjhN5BlVZQOVBgfa0n7SUl/6a2io9JzOgzZptUKX/79Pc0TOfdB",
+	"Iy7aHZ0g7Ti5ISeCnaVC4Fpx+rttgfQtvdz672+beKPVRMZCRVstN1fF9QiYVOyXbsB6v54wI7KYDFAg",
+	"mNcfvu2wQbLiawOLBQzzZKh4YU1Jqouynr1eMhb40hIUHWlYIiaoHgXMaFKK5nyBrr6xIFmyzkuzdYH3",
+	"tqZvXfi9Wzj7ky1s2ahMt7tZzuc8XW/esamY1vuniCkWtUOznM9BoQQlFd207upAwkUNAJuCDR+q4g9w",
+	"saWsqZVw7wT43WqmE8H4ozSBOw/4ATnyQMl1DbY67HYm1ozHMVsu4EYKrbY8cQxFWjHfafS6xqaKK+Iu",
+	"pnP6+tURLq/7V87heZryNfkAFvVr9CN74KkEJc4Uro/sNss7DLKnaPvq7Dv0j675pwe/OV7Lk60GISuN",
+	"lREIuyKZBPlVH8aST5WGH03nN9ICi4/sYfglFm4aDC1ikJFcPdtNU5HgRXAeb7nNMpUzlHFIcV6kJ9KV",
+	"QA6eUuxIjdbHJjxlQunldAYTTwWPmcRN2RCdToVZyPsv8Ytfi7l+EIZF2sxl1E75mmFTps8UT1O9Ygtt",
+	"JF4V9ByOVI9ZPVThSsZ2Fn7dYwstlTUd9rMnLvI65847w+KRZN+xx9G/5Ne9z6zNHkcyGCqBT+G3NpuL",
+	"WHLVjFtZYE20tCxi37EQLiEz00kcskf2fnDKDli38+qbo+OhasI/v/Mf/yH+aPX9iafoqN/bKB55TlAY",
 	"U8C4QUbw80xafi9S7/p/x9fw65uZmOu5sGmHnSsrkqTDLvi4w27WxnZY75vXrHnY7X3bYt8etr89OnEM",
 	"RXAFErVOlhZ28kFSyNAj63UOj1++7B3lmw9Dl4Z1WwGaB6QB0hDxVJApg8HqOK9/xOYwCTvjitmVjEhC",
 	"EqN/yXbvcy6nB3AnTXiSZC1hM5+omYi1t7bzCbaFhFlp0e5SHA+3TGbbknBgEMVOPiFbGSrp+/Edfsck",
@@ -14593,469 +15145,482 @@ var swaggerSpec = []string{
 	"CBu7QYPaPvD3OgbR0PecxUH8oNl4KZOYSUWSE/zaDGPxIJLQ2TkSHfGEXmvVMjmTUXhmLr1v5NRae1Us",
 	"FzDhIpd5llyBHdadufOp0qmIvWxRXgX3I0q62U6esFDJxIUrGFAE87irLScy7+6Cj6+FQcb9LEHmUgn2",
 	"7uriDUvx6w47k5gnF4KKMjLCWTPyiKOQRHVaA8wfgLuIwvngPDuj+zMMsl9oI/wyu+BTXxVjxOb88UKo",
-	"KQjhvcNv8cPs7xoqSvjYRWW57+tcNeMXhsnYnzZ6/YQttLGgT0jL+JRL5VVOUqQETxOJ4S24PSRKPmdk",
-	"5QC18rB+9lo/vYQetTjlK3XC5rAWuddOCZ7CjZfo6RSUtpy1udng2qGoLxUL2wkft7GJ9kqqWK8q9q+n",
-	"ouM84dWvYpEu3TqimrGco+qgcmOim5OPc6Wcj0dbjg7bJ4y6cubLW12gml+fOpbmcmkjPa8RAt1K1znj",
-	"I53GJtsKOGrGajx2jkbQX8qkipJlLOLO7nhwEQn5QJ3tepPsHtuH5YKxSssRUgKXJeZGFqCmH79OmdK2",
-	"deKMEGXKBq4C0szuOSxVYcX2Eqzu/Bc5k9wtY7mFCrL9KaxJcRC1u655jP77QqDFM4TfBa/T/a/d8LxI",
-	"pZdpJEikmshEhKwpEiPYUbfLNoLqWp2hGngDIDTPhIqR6SgWdj7pcSLHIfo6A2eOMut5ItGulIqhSoXR",
-	"yQMQHgYRLVUsKIvQn0G8wF4YhjnFoPhqbc1QNcM2PmnDCNvwMAyY0zCcrTnL2w3lfKFTexBiiIBIWydD",
-	"hTnbK+mndTW4fVfKx+6wgXKhejxhRsYi4ulQhWTpg4mSrbLzyWgVFuxTVXMdGhzQoWhY0wgxVKG5TwRP",
-	"VZuG1ZnHoYvWKzDgo+7rV3UsDPdmR+4PCMVTEYesSRZBoFUKzUbJLXTLFDqvHLdDNRUK865jFiUSj/69",
-	"EAtnrAPZzi9Fq5M3v0j1XEOjfKjoGTmMAhbyNJoBlYcsFW1UA7B3rpj/xflim3yovMiGHnHxKI0teG4o",
-	"uZ7EIYareNR9PVQhRTTe3A5u725G789v3g9u37wLA8c8ynnmGEOELZyQFzJapqlQNll7x7AfAmyYz9ZD",
-	"aVeQuN8K/FmgTXNibk7h8COIKyGQRogiFlNilZEhEwr+F8YTD1Xo+qPY3Xx90Bhd8MnTqjaChl819Lsn",
-	"9RbJgmT8pPtqm2HCPd/GdnIhsCLn0fVDVs2Ztsys+GJTSOPJVKfSzua1qhas8gjF5bnZfYXQnhRVgY0G",
-	"F6l4kHpptusLbh08Bbg7BU/Mii+2ubEU8KYVNzVaQvU2Lw+yZkiVadcvPEhFub73zPQDpx3uGYQQ6WQ5",
-	"VyOpYvG49ycqAsrOkyqflemQBxA8+1MkB+rX0cwewyUN/km60andRlBeta+TwzHBMFO7fJqby30jTkLW",
-	"/9hFlqFrEYjJS5m1eudvo1TESyct7THBVCdif7PDNbz9pGA8cE4XOaXkeYnZ32E25kxm3jdz7/CZE0JZ",
-	"/gn1wofok1BVDCndVy+oHNvyPrsBVCnHLfQG/dcd4fd0FdV5z++U/G0pCpqbv7aad3fnpwyUCgZTQJKZ",
-	"z4WimwiDAofq7vZt+1vn26NlQHgJuEVAuTo8fsW+Gq+tMF+dsDATLbwVAD1/mOGdGhQEuHIDmS8TK9vw",
-	"JctfYRFXbMGNQXvnUDmpgjQHic4clyjhwtE30gE2RJzD41c7dcxqVN7eUV8njFdCwLYnoem5tJaUnP/e",
-	"kV4o+Z8Ky2VSvxKZtJHJM4pNlklScx3H8S7VPWvMh8KygmVvf6376YsfpZlafZz2C34HpTTheEv76Fc/",
-	"tFim6HFc13JPCkQePScjLZFKOG/GzhjqC/cuOkGATndegIVoTHyd7pVFqiNhjAtj37ISGM8VSUwmWiwS",
-	"SRYU8glmhoqCEIMfZQ5YnTpZZqJTlvIVgykrI4EcOuytTvH4o2hLTseFXGDaPnWrp0rCyTZWLIwHWzB8",
-	"jnGT8739EFfFuWL4To2V/ckAuIJ2lVLcAikNyscll6eNIhutEQUZwPHfe7g/Z51RtFr9aGHNRsu05kRe",
-	"gTrsODvIfmLFFnwqAhYe4DAPSJl0J4r0yQNqMKy3Qs/44fGrmth48chu3g3awPKLMYDu9EQzEd0LtKbS",
-	"WoDYWSPgTogMSFPJDr2jKWzELOcUfF8/PPm7GOGN8wWAArmFfee5c+4m2A1UrOtJxcdoo16iVRbWS1Tu",
-	"FdDaibiMgGel3vpvyGK1hxLzlBSak/kIb+sa2qJgB7jzcjNltu/iEZ6Z3Y7IQkd4njY7utArDHiP2XIB",
-	"vRVOYCXclAJHo3m7Vzph+4jlWeTkYTHq83CHKS2XxhzxlHauRI/Z2ck5/K/bLthzzCDa7ct8+qarJKNe",
-	"Xdwctj+cXw0ubsK65JOZSMUJ/uAMDCwzE11d3FwLRFtCiwE6TfxPjks3iZMgeyY+EpS+amE2FZxxCjQD",
-	"Ll64K64ubirOuI0Oblz4/03EE5FutF47KMMfpjoZTWRiRRoY9VD97N91aaeH/848jzfFzBsRs+vDsmjZ",
-	"YYM8h6jMTUzHp578pQN6f3PGmpSO0iqPjbJPdg3wb+Fvu3nYh4yNLP4PN6symCI7Ke3Yk3xrR5TXhsec",
-	"vmJaMbOMQDA7KWX5Oo+Ay/SVhhmBevV+OYw5N92ZTZpHmP36b4wx2+8AlqPNNk7fh2WSFBZoL5/53x6w",
-	"tpHn/N85dm0jAfWLohKLYRB7LXluiNlz0XFwey7737HgW9fyIldaN3R5d8V7g0CESluq5x028LgSBREk",
-	"g/VENwmB8er0hSnlEQboUPmkx1mQvFc+0NCpV1kwNnlJfMg1e3Pz8SRXNLO+Qn9HjWBgIcEHxXphRTxU",
-	"6FjJwUYzz+C8LoAbk9ByW3S9Z5TObEVhqKRdFhoKMXNiuSB7fkFkyTehAJgKPHqL7qr4PHNrEiYp6q4u",
-	"vo+VVgoWFzESxFB5tTyLaMp8omEbem5jY4Z8UCXVd6gqUK4rbpieTDqMsPQo2RlBVP1Wb4u+QrzAGO7/",
-	"iMNhr5tjZQ3dJ9kXIWYe8tIk4T1y04dD1STUT//7wb8+6fF5/DlsIahEh9HPpDr/yxH055CSn8khN0cs",
-	"lmbomxilemXgDQP96JUZLY2Is0Ao+IIyaIaq4C9GBwg6QCm63cx5kji1GIQG13XgyX+oZIwOxrU3jeTa",
-	"N9pPQPUPWCKNy0FA7GzU8ysZcztDEEsnZYvFocYxCfueCYJ4+uv2+JMeb3MkKe20+o1fPOHU07z/tcQ/",
-	"yAvKmkYkk3YsooSnYkvcXbZndViDq6L1x50g51WupQA0eDg6ho01rd0xIeRwH6GXLcMQ3XOzsjFE5mH0",
-	"DNvNm5uPbMFTC+pYhE7qWv5Tkc39ZPcINNx2i9RdxSSW1niGSo7zEwYykXeRul2QhuWD3hn5S/rJ3qE3",
-	"OOTs3txLtm5knWy9SZ+EdfTgYM/H2zNZEKCovRyk8Qv5wrCx5KQK4QcBZevmvkV8+sK4EHEfAkVq2d6m",
-	"zRzPblucc804z9B4mHE/DxKdRYkF7kIjNyeeRj86SthxiN0+HANzXk2e6ebTeqRvY+/pVPfuDHh13dSM",
-	"dDu7n9K7VFYm+7++3Ti01XKV0VS27Dmh7EOlNNN/N6mmOhFbMFhkYYO1yTbtOT6Aive5ukdfsIo03sJq",
-	"bl26a7yMtwhoqMIbNhYzqWIvqXjTSXaTs2atIHJAv4YZIAdKFzWet8LWbLVaZ04WStXPsr8WIm1n4COw",
-	"YM/LYHgKdOVSiYKMk/tOi3aRgPU6ncEz8k5gRTLkjroRJTCvWt3lwv2Ck+fRLJcbU71CUTJ74PAMwt6B",
-	"Yl8zO5Ivmrcvblv/bPfgj7D1XAvOhpNnbkS0OcI3PJFjcv2TTa4IDYOcbpCvo8kQcP/0SB5qhlJnIvzr",
-	"h/OUNfxB1gA0fDy/IhHaYSgEG3Qe5iY5E/7Z8RXaqj9uCwrSdPbHXIBcGuGsfzDCKBXcSDX9c8PZ5w4o",
-	"DpiWMCgj6GTnxVPlk6A5RXdZEZfdi0Ob8YV1ZoySqLV51Tzp30cfzP24JmBK/i42nZVADj/K7wPC8Bcx",
-	"Wy46f5HrsGQDr9dkGVz0J94vmitQ6FVFiYXigkGLzdtDbwhGTFP4LCqBlATu1HBodv8Ain+jZ/FZDrQ6",
-	"gvoAI07k718CvnEqH2TsoqTziAXShjEvm6eCkzQYUhBAyJo25Qvxu5YxT4YKc/8zcbF4cqWCrWCS0I18",
-	"cMOaPeIZbvUZV0MlXfWiHIHXLKMZaFc4JJ08YH0YrmKKqqJBsPnSWMxtY9wOFeUj2ZUu9h/QfmfR8bfX",
-	"g/MP5x9+GF1e3Z5ffrgJO2yQzXmoKEY5n7M07HeRapfHwCZSSQIX80FKmDk3FdYMVVjFbQ3rDGE09C8J",
-	"cKhiICi/43sWcPABHLXkc7m0iRTpBcapbbKSLZk5Ewmb5oWw18fs/8d+8qWU/pNH90YrD2byfhnPdHLP",
-	"04D1Xn/zOsjjyKPCZZ3hIu8N6GyXsVBW/o6JqfTx1lwskWQd0CgD9nLv8Mi9V+CdtoLgIm4PqZsvAgI6",
-	"bASN32r3qohA+b+tgR7hPf8XmeavtJr6JM1KYlY1DLnWtEK3YmZg2RaPXmdsqYle3swpdmvU+7X2Tt3I",
-	"tt0jv/W51FfppGaYm4G3lV63LfyzHKF+p/4iP2hGCP/HDfoXu0ERtfm/s+vTWT/eUMboc7M5KvkZm0Wh",
-	"6pMXPj89kAxQcDvWAoJ6b8C4GWEzyPxOGRm/T6i5Q5Vj8SEW1nIB1xUIPj+xJhpKJGEZSrUFh7KHGYbs",
-	"Xqzh3C2K4A+56uAwJ50g502LGeRZETKvVlz6bffh2oRuzO7rZ3/4xIac5iOtCdhYJlbiilpRsqBW8pUx",
-	"29vYqtxzwjis41AVFrK8s7SamFjp0wgKiJ4ddiPEUBX3CVQj4PrLhJu6hS2ad/aQf37b970RSjx7v/3M",
-	"nJPDvV981jiemfzyBJVcLrYc2J9n3Ke/LpI1MzNEWox4mq7ZWKy1iquo6/X1I152DluEcKix1i/iCpOn",
-	"+F+fw6DQhaRDt0g4nLQSHH6H3Tm4/3uxJvg4STIhnky0aFIFNkJKIzA6goCvx6uoobDoaQ72Yx9hSquF",
-	"O7I8gkWyLigJRexQSozNvhOEiGa1Z2BWAw/r+grJlifGJXqh1miWczNUcLxamEvs8tUSNkk0YQj5RNMO",
-	"u6QCIhizhiu9gbzqmWZ/MwM7y6shi4ADTn2W+69UKGBfmanwzV8pO1W6+T8y1F8uQ5UqWvxvIEzltFED",
-	"g/ac9NQqxPizElQ3ULjp6zJv2oPSyxLZ56ARlyWCPZooyhCYKevQJP99ebIbUG2lZS4t26YGVxrPk/v6",
-	"J4wP5Tb+19ogXOGQv+Uo4drsXtStx8WrJXtSKryNQUDPIXEvvXwOGl5k3fXljX9vw4Tgf3hiziWAtc3S",
-	"sSkW094OR+NeYBg7QOF6bCwivnQW/kRPXxj221IsKdBqAly+mUtICgQdrLpvXHFt/Ob5cEFBI+EGMyPm",
-	"0j4reB8HN4rFghZgJ5QPZn5tXxEagS2vyRdM508ljK1SacWI4FC3DzUBoW3LzkkXYuMxVa12MxuqJm5i",
-	"LM19wM4PLqlUH0jEWHHdZ/CDRDsWUk2xG4oHxCpuvS7Wu0XIk6xkCqJIJtqYYAtsYaWU3hcgSGVbF2Rk",
-	"vfNcXDn1rHwqlHi0o2iZGhJ/dkZv5RrF/iFcG+AWu1ymxU6C0hCfnuW1rksyDskN6krru3JpDuxgqu0J",
-	"Cwm+wdfed3WMUUXWhRRYz4JOMJQVKzn2seAfAj64QNdixaDc/YpNosuEKlPWXRGbSbO1oRsIiY25jqWM",
-	"4ixp2KIDC8MKCVVULMJdFbVK9bu3RRBVCtUHGWr2lg+K6P1Bwb205fWyxzFoUFLZ1nsCf/Wvqoet76kH",
-	"n39cKdNl3OP91JPiZHZpJoWx7Xw1G96O8K3K4u96v7yYqCBVBYzNqD9fsS3zRHCqDNMDvZbgmRw/Inym",
-	"sKZcZLFiVr3DoaYgyJbaKF/i1XwAmfxLXBSuS99CHZ/x6LrPxyGuSYnTBZxhShP1BQzCTUjeYgJlAYV2",
-	"ps2WnGj4pZSHMCdEaNbUiIpruVQibRVAWmu9STNrFyMex6kwW+Jq5lzxKYIIMvcetDnWSxUHTHSmHRZ2",
-	"O/j/+8fHx69CKsWEDvoJj4TB0qhhj975ht6pHYrcWpQENwVxMQMWwsTbCxm3XQG3E2TQPvXCsUs0yjjU",
-	"Lvx6S36qsaNsk/aXwVLB6+woA4sBEGWI6dzAJiNO+R7F8HaMK0mEsC9MnrjgsM64L7LPmpgtg7H2fYwr",
-	"wBG0nJGKEwgn1rm1OhWlvI8CMdEdtQMvmK5Gn2NE4f2yjCJSjhBXomAJ2ilc5BDYNYC31odCZ6u3f2iN",
-	"G/GIVvgpHJIMUMXSdpi6+dDC7zWl3+e/jYSKF76Gdk1oWm6j9S9unCEbLfoHB8VjchzuRiZDRRGZROUo",
-	"V4a1sT4b1OCpurRFG0eE0MS38s51HTTS21SYWYaMJH052wowUn3SSMXGtRl6RtzTqQVApHdKPjKx0NGs",
-	"6OWCDkGhm/NY7BnAsWEPeFbnJxnMIukS21GbN4eyheKKQ0MZM4fxq9Q+eV5kvAv7rsuwRhxfH8ufB/I/",
-	"U73760Pv/RTq6bIcufzsUqg+tXKpMCmQHA4SaEmtC1G4u3PafzvcHe3702Ex1reMfrORjvbmI4uW6QPo",
-	"o9G9cRXRfYHWPxWbfPi4BRfPSxv/k5nlHP4wvy15KrLOfai5eEQ3ktnzsKWHj6NoOV8SNtS+CHmHNZfw",
-	"m6wVdn2YVWAtRIxNpA2Ka/xvjQQul8g8fGxsTI2GXUeoBaXiedGYN/xB2t/v1+0fdMLXzMy1tjMKpmex",
-	"SOUDLUcWbekuIBWLx8AVwMKIpHgq4AJGaxA3LDSRXKw7VAeqU0IAaeKHKtarYKgWOlljzHdAvcF/Esu/",
-	"6wVIrd8NqYDuYthohR0WOqxvisUcC6bjeKiARU5Twa0vxRFmrYaOgWLbYV7PqPiCSIwoxFPWxmxmHfOx",
-	"fhDssHv0jUPVzYI5Z9zA829dKGgLrUkuEgE1koLP7v3Z7eB0cDuoDULAsW7S5mlhM2jBambjIJq3T6Za",
-	"i6nLmtmWlwsgHe3izFmvDs3el57aHaZdjix1mnydzYNWvdQ+LH2hh5f7VWbKmioOu/YcoWBDadHS1Ma5",
-	"F/J2amEC98izKrSfgwY++7uzL/quzvG71fZ95UvkFixfsaSajVTEzNtRQXnZ3/Yt7ZeYvbcZeetG6UEo",
-	"m9zZJiqA3AGmiOsJJWFzNRWEG79Gay7MTyqmvmCQ6onxuYy58ZqNtZ157KdcBHRjR4h7Yf9sHQG1KxOO",
-	"iH2rf+0vBJKmnrfVC4pKx+9JA1n1uBZzO2vwLF1RdyPsiau27b/04jWiK8wctN2zZc5dOvGXa7/PWVxn",
-	"NXymIOCTIcgUy1x8WcDC5iMWKuWq+dhqsQNmbNx8bIV5uMxCL5aJK6gTx3rCuq08tyKrBgr36CThNo9P",
-	"86UeucW8h87OQoxGPeyZflC7LgUnY4XgcnzsDZFtE2C69hUHolkj+fK5YAli26Jg9Gfy2gqlhY+PX76q",
-	"yWsuIDhvlnx8KgvuxqYSQQbyNDdKfDvxg8dixKYEjhVWwb3+3TOqbG05La647HX77dO3znzwTvWI7VMr",
-	"L8xEqNPzj2fXP5ydhgHIV7dn19d3V7f055vBhzdnFxdnpyFrhleXNzXoJQcRV5FIwhZ+fXP39u35m/Oz",
-	"D7ejm9vL68EPZ6G/LjNEW3NfKJCMVSuzpadGtoh41FBYcv+Ezv/j67PzBXq5dBGGBdNpi+h/nIWZWyak",
-	"NCXKWKomK3EE+8Gkf2lKqUuZ05O6PymhW5OhEn/VqxfGVd6RcZjhCcFRPmETvVSxj1CVCa3DJz1G2zRi",
-	"VuOUlFkV8REIKYMMyLhdHwYXo7Pr68vr8Jn1C59fkNBT3n/qcY0Aaa2YL+oMBlhJOmyjHTZkTU7G3Vaf",
-	"zfSKLAZojffTB41jxmPgq5/02KeTpUulsFIGRSukQokVVX8yWERLQMPepHwvk0TELSbNUKVL5epDjdfM",
-	"S03uRVzlQ+YdEaQ7uMs0FTaVIqYCMB5ukOMIYV/WAp0IpIg5f6mYj0UcC1dtyEUuPmn++FPQSh40xa9c",
-	"DYbSUO0CUWLbMJRu0XZexLDJ4W6kYeFcWN7ZiauU8IUR8b5V4p4dkVjmhZshiT/P1hldkZgdwGaF9O/Q",
-	"yS1ZtZy9QhaBCZjZM/ElnwAfupeqRvjPnO0FuvMOnfGaOXa8CdJAH1XU4QwvKGRNH93hax86oNSCPx9r",
-	"1DjIIi+i+AZ2ePOBKJ6/e+/hq83Nu83YXQWhjXGTATgHDv6qKH+w5mH36Nuh8ogXC5HC+p2ULnnMxyYU",
-	"LJ9uG1DF8S1AXARpZXLNCo8+ygctQu8aqoN8oXlitAPvQp1sEzAMzgx56Kf1rsa3KS/VipvoJGaPBYsi",
-	"Qd3GWokTNtdKW61kdMJ6nW4h8yF21cGeKqy9o8Cf3/K9d7Zsja87l9zCRZwROZI3/BOjzOGQRgJHHuS3",
-	"xAaATkblGHdWwF1zQLV5XcdnkePWUSPkl68HpFgYU0lcp/sAPaGpACu2wX3lK5+TvMCRAy3T/bhMIR2+",
-	"BhjMXwYF6MG9gAQKfsY9HSF7gQ8UBIMcgsAsxxRG94wOKzKJ45qFBP7ssGTb+1QIdWFcA5eOsCm4CGPl",
-	"HO/feOkUor2vqyfYOg15N3Q+VkAJc8GasK6pYQK73sPn6caxYw3qIdDgvOwd1FYUAWucJJW4uqobAp77",
-	"ecOrWDDAX8IqDyOEx883HuBEdgfObRLrxkjdMW7T+mdn2f9NfEmnPrISxa6No1+8PulHIFr6rRE0oJFG",
-	"Zvyru0xL1+PzrB63RebgEhpfGAbXc8wtFbbxqY1s4IrggVhL6E7xUGHiEsh5G8b9wIOtS1eGRhmdXaVw",
-	"OeqVGirsRqoy1ui/F9QUDV3Y+QvslGGfzaKu5wyzc6oPSEqdldG9sEOVCheo3wLBWYg2vvifN5cfSLwu",
-	"FGAiO28qeGz6rkonJS/loreIZprCQqBPlI5J4StiZr4wzOHzb4cDDbYAgbY6bOA8I6+OhopyzlTMeq/Y",
-	"j/J7EInQ6hdZnEIVsiN3zWxKKk5IkRYutyzfqrj8r45qzlHGHUbpsi4A9R0qz6IgrhBurjQsApWuUMTa",
-	"O239hT5UTm7VShg5nfOwwz5oD+aas6WQNTERl03ko9O5SR7rP+35ekNGUQqZ5pb1OozQ/xCCBR+bocLh",
-	"3X8V5O0C70r0ShgLQyZPQRP/03cmAK7QpzhUGdKZnjDCsmcHzGSlsBBIw5ywcC7VCFsolAQIWwG5/6KZ",
-	"1gZEIte9d43df9Vh6Uh+usea0nrFJKh6UcVvnsF06EkGlPWJ1vC+BJVl4tEn8nfisF6YGjNnwJS3aZiA",
-	"/UYys5tjZ6iG6qvCbrHmNVskhoVGJCKyH6Cz5lzYmY7Zd2zY8C8OG63QI9QyAqKFtb2nQdKy3LM2uzkb",
-	"3TO6GP3TrwJGyZUInobLA23MeMaD8kmggEDUBr+9+ZhDpATU9nes2Tv4rYWjWM5Hn2BJZBOXuMUOWBNW",
-	"iJnfUttUrRb+KWmMirVZr0U1hrTCafilRu+/NOz6hWEhkMAVzsXEzXR03zpwrflpzSWhrF0Bk/yKhRTJ",
-	"J3/HxQ9Z84ErFouUfdTCBqz3+vURZpniOr/YstIwmmGj1JJbceSRsHDZsno6X4i0naI7bOLYo4FmYMLf",
-	"ubWhdfnnIWsTEX71z0O0n8ejT/88RD+TFYgFjJorfI3ngnzMXdBeX79+zWhYzMipYpNELjKhFrpqGiFi",
-	"EeekweeC2HteipYKNMGXrRPajMiFDkJjvlAqV/C9NDRP8R1Z/ONWwBa07xH7mnU7xzCDXrfbJWykaKZl",
-	"JFz2bx1tLjxBCtbtdHusCbvsC/TyZDHjLceC4ay+1Sk0Uijz7hzoHCFuyIbqiukWqAaWseNP1siT84hy",
-	"TV3Y/pYzQ7v6XXZaoPuvkda/cgnBN2ceTqB4SHyuPbI2jhzFLwFon4Y133FjpQjYrRybmUy5kh6d6G0q",
-	"RTznKmBGRB32TafXbSFrgLkAZzVk79VYys0stDKkQ6OqDFe5BArvFnjTiRNEDCbaJzl+ZKTnY6lgGVO9",
-	"nNI9HMsHiVGM4zUSY8CMBrbGLdH6SsjpzDCeyHvhwBPyyZIhr9g3GpzpJmI80Uq00AyMooDLYMbZAb34",
-	"nc/vNq3YTCRxG1R/XNp+hrepFZtyo6n+2FABR2W99nHXcU0gJKB0Awf9w/k1cP2jbi/D4qIAV1eefqis",
-	"xviMVsDWPFUvDDvslYzfhjUPX31b/7W/Z466JEocdplZw0VgZZSp2w5tWqQH+FsYsJfZPgRDhUyrGDzU",
-	"csjhxANKk6XxHPfar7p+uEP1Db5KP8GHh92uL4tcHUuHvaHVddehgvnDxzgIR9i9ridVYCKsi2zI8dOQ",
-	"4oMpwAflnrZWAjapD1v5B638H8yIKZWI/4NtHj16iBcY+4OV2Cv7Y6j+aLfbG/8Hbft1wN30H7I/2FGf",
-	"dTsvD1+zP9hL+OfhyyP2BzvEfx4ds7pv4bCIaIlhM3+wY3z1m2/LDeT/rGkAw49wAeIvG0Fp8Z7bBAYU",
-	"FVaAJnCcfwxfuI+Pe/Ufl5eg8FntP+taqFuDl6+eM4b6RXi6DSB7BieyMP9v4Y1e71X5n9/QPze/K0/9",
-	"NbzWfX1c/mfeTuXj8qzzPur/Wfm4OuFeF3tE0tsx8sqWu7ePy/+kD7uvNz+snfOr8j/zhqpf100aeqn/",
-	"Z/XrbbN+/dTgkXkBZy1MunfYZ71O75uDbufbbw+6naNvXGu9Thf+/hZ+OTra8rDSanlF6pvuYSuv4eEh",
-	"PHwJD4/wzSN4CP9z3N1ourxczxj17qY31rK28dqHTzYOd9cfjKs1vImH7zXM+PgYPu8+5yFcBAVVZuYA",
-	"NJ3ep1NmpYjb7k+6EKRivddedjo8ojs9yICKeofFOyiT6fHK7VFKbZ2Ex5r5BYi3I4X15L5gCjd2VWhm",
-	"qRB0D4I8XLh2UedxAm3zZQCSZSsrFDxUc5DKM1uGv/i8doXgxXAZmxcs1h0Wzvm9IKjStnggEIQQZGqz",
-	"TJ1cbvk4EeVC/341G0FZGyGclMq8a21hTwWkD1D9jxmV1qvaGzqsFE+O4DVY0hmdzpTP3OmUjQpFg41T",
-	"3r3vPosvRy8A6JRDJW0rYOOlzcsvk+Le99VfOrmthPQ0qVUH1jBEF3WI4w87bIAq0ipDOUKRKEn0ijXn",
-	"UjVVuxegxpnwdArUhw6h9lD1Wq3+0/CsaFbpe+F0vK5YC2BVlgtmNZbSLpoinsLfqXVpRw8jFL9qwIr8",
-	"CfmxjQOvjqDitOx1CaKJKVwIkNcm1vlS6qrv/Mi+Y4qCr4ospqky1e9l6wTk3bUTL39kSojYsPyFH9nX",
-	"7LDD3oPyQzIkBl7TadYpm4iVSJ3Ejr+AcvH0yp+B5oHTxfS7ibTBUHnPYDbISBsLA/ma9eAVU1l1UEy7",
-	"xQjkwy0r74/vdmscaQRSYRkWH3G9ZU1boMwPFTegpPssD8F+pLWp+pidhO2NQe7PPgNNBpR50BHmSzL1",
-	"ZnWDka0tLdw4mv0IamaklZXTpV4arBJjXEA6VWOGLfEgE/gIGmiRjly4D8N+sZlxoqN71PZSvcrmnNlO",
-	"oNPQLVwHVhVNVIXWhg3i1SaS99K2sQyo++zHtzqJm2a2nEwS8d1bnhjRCktkGziY7NRYpoCpsB/dgMhc",
-	"9eD0Ycy998mwOdd1Wr78nSyJGF/bvCYrCK6WkIlU06Y6+LFFq+k2iXr8kbVZ88fyW22myNDldRyKYBFE",
-	"3Tl2mLEBwRySScetOG3RUlm/7AVZIeyTMZI10dbWbbEpMESr3QGg6dPaQzuZ6aqy9oUmhw0iqLc6rRwZ",
-	"qhiB31RtQkAm5QuIiJGge/y2ulA711HtrVM9EU97Y+FEIY9yIdiFgk1Fn4QmlGgzVBQBJhUCivEUnroo",
-	"g5ZjHJgQguE/vBBHRm0P1Zubj3tAc9/66O+s5rV0eHTOF1Gp0jXnjxcYGtnoHx6/Qqbj/+7VhXxkoY6e",
-	"S5WcgkFjqeRvS+HeselS0EejXTlm/pIjXX/jurJYMq8ZcYwHcxKRk7twbdOSp6CaIXLY7TAH4ewg3IoS",
-	"ANzKRthnX35ZIbHCIpYjQPcpLXbp46yWRqRMxi6B5Tm7sqPu/g0GjvhK+1K5AhVWk6XMhzIHTMYUG5Yk",
-	"awZSiTMskdmoAuF+Uq12gJ4yqhTDmiFPrZzwyHbmcThUdGbpEDuITUISXDpQRcLwqHdBwjUOtwOfC5cd",
-	"ZTdCQDMMfWmecgaRscpoup6LhjNfOK82wLTJKUw0R7lfKljBQmhpKxgqEAqd/uB8xa4qIEq6nUjHIpPO",
-	"sK7CfGHXfZbyFeH5uzhgZIHkofILvuBrUwhBxUhGFPS1QTPkmCpM9L3PaIhx+WER8yQkVJUmCX7HXZyM",
-	"iKlUQF64aqhycuBj4G3dzjGb00VcTA2jpSxn3g0VZSi5WnagsVid+bEo4Yy7vDngaysnCq2Gar5MrFwk",
-	"6zaPY4rhwn5aJx7qU0i4IoOnXX2osLCxUNGsrKfAAU8fRNrG0gq4bB5fBheYzOmYxNXsHQeHQa/FvmZG",
-	"PZDZEX/mqm5FK/x0B2RYBf2mzFFrYuEJsqO2wpFD+KmpHGFnwrhKZkY+CBb+kuhVwGZyOvs1HKpCEhFG",
-	"tgFfnbd7Lao9mB/rEySKhCB0/KsoI85FOhVxh12V0XkIZQMbWM10UgDxRfmELPR5PibJIn41TZazBBIi",
-	"Bow59FERT0WHDWgEbi9CUJOcSwbmFWIqlJ+9T45KsdQFjE0VS1zs8Bd79clVqYIvnrHJdYgthQSBo2IZ",
-	"7V5N8sP2Go3VS2HX5fwFJYSkMrBfQllXNRxuC6ocBAwFcWPwcOZVSQjIe6ia4UqNuiHrdBj8Cw572AoQ",
-	"37+SknHCpEVlDHd77EWTtMPOEdJM+4h6r5RTDEYetOlLqpiQTidtVIGspapJHZjQlSdtvsMFxuDn2wzb",
-	"+SK04VEYZA6fAv8D6lDJGtglj0RM/POw222/POx2qVALRTHk8y6XRHmaCMv09rxC7d2jb0u12vHvJ1NS",
-	"MuHkqQgqqu1vdmfwT+QU2a5PPfdOnLKhZrPMy+FuPEsYwfep4PexXilfQ+zZn1VhkaCNAPp/avqu3MuW",
-	"Qi/7JOsLbqqIclnANZUuCRoYkpGXZamNun6KfThM7lFN9ZmfiEZBbMCiK/vXWcmbra3pcvgnGnZazpaY",
-	"ys1CNWb/AN+Nbd+I8L3K3ZjB1ro66GiO81rH3nw5VCjVBSxsrlmbrWfcUvAIRY70WJvNWj7BkPgZGhcx",
-	"DsC5ckPF2mzA2qwXslhMU0GnZpIKEes5sjoy1Hro+aFydQFvDw+aqt1r+bDyPWHeq1mGbvVz4ixtdZGc",
-	"njoaOQzL08lpXicYLThhd26Pk3UsP1cvAkaoyg8it1lkWWapiKxO17UpUTXG2L2xk2+yL8jghrbg/Rkg",
-	"2gHwbqpGxWGyERagDOuMxVWr7L6yx5uPVwh2VFebMi+rv7OwnC/BTyke6R5gzdU7AoODV09W3HGGESo6",
-	"sLODcrGt/PMnSrdnIQ2FWgHIn24xB8xX3fKB2XlVqrw+AGeeBxn0OJTKYVGE00tXUW9dQKxx+g4IYYET",
-	"ZIxl4tGmYu5tdc3Qz2CEePulOu6MJ0lr712v3lA1u1/uax/Y3IVO7e5wdldEdsGnIng6rP2AmqxPW3Q7",
-	"NXJom/EemyqVN1daRmXsQEAlYBdK6Ftw6dCadiRKQJdm5D+oq6iUFdQM3QhDl4zjP6IbkCdJblNwAz1h",
-	"XeYLH1CFPtIan4mCIIo4Zf5QBhWO+hSPvsPUqpqscVNXgRVlehcyJQ3Zi/q5TTJgNcI+qOZnV4PRdLQQ",
-	"6egCXjp9V/6z8OsJwhNzZsSCp8A1A4qonAkeixQDp0nnyHTIhXvcKdhGUSEhzZEMj52hOs8tKXiDUvAt",
-	"vuMyemMRyTlPfI1k0F1++br9ayyn0ppfOvTfX38R+cNfw6BMaPjYZ9PpdKjyLGGyW/RB5aS33BR1CtpF",
-	"b9TtdkExmolH7gYCA+g+9hbtQ8yslmoS0n9guGsswRkqrsKTwlyGSmnVVmKKdyJGi9PoeofO69Pr1jve",
-	"yA82VHalyQmRO7jQlt6qQDePpeLpuvFE/t/+WX/VLGTz0HDN1NHunXI11y/4eBvUW1ZAqg42M9Jp/AKU",
-	"foNZBj4EcIEA1+S1IDMmMkoPCOU8Tm9uPqJhEPmyiAt54I5Gm7nnBQPJ0BtiWLfV2QP7fOxKoG4Tfrdn",
-	"cnthrag/ODMqmQ0QiXiUQy6OJjodZaAK8KMSI+BJUo0cotBOPApa5urAs6E8nUn+0dWheRoQd39Y26Ih",
-	"o37rfeUbr9XjmSQoiC+pLFno7inw3K2ww+9LsJuKz0WHXQhrRWoCYhImYGEHTv2IvI9hOwwoNQGrI6Iw",
-	"MlQJfoOoZvBRjp716ohFM57yCJpkTWkdLgFIzqaKXuoOuPNQNfqNRWLah93DV73e4WG71+0dd7ugnXPo",
-	"DIb/z18G7X/w9u/d9utf8392Ru1f/9UNXr38/D/qmMOGHWwzkkNts1G6jFs9KRh1TL59X2gXKRlFaiwi",
-	"RkTLVNr1DbAuV51D8FSkg2WdujJw2fkbafisJguf3FQhtKRTFw/TZ99j8y58G1/3OYDs2pFfDnzospPQ",
-	"ykohreV+TnxBKvpE5gEqHXZuDUt1IlgzTAWPQ0ZRSGj2EWELb8RYGCdS0XMqZWfZnK9BMU6IapCvI6wu",
-	"jj1f8pm1i8bnz1SjRddg2/pKKX4ilHa1TJVhnF3zOVf5XY8p3azgE2lhzACWsCpUZwEKObsaBOz03QCP",
-	"zenVgDWnBxcUiX670syh4tD978CHx2sSFsk82KcQhq++ep/jPDdR7Il15G2hIF+Z1ldf9dm729urg16n",
-	"x76m7DGtGAi27Pj4+FVAfm4uFb6GVwn844Y1by9uWK+Dmkev8zLIm8GqWtVdhnayjWZh2yamHYnUeuYA",
-	"f9+LdeiCoOdLCxoJ9OH3nidG+xQZ930ihbLtiFPOyVdf5TUFYF7/EKl+/xO7Pvvp4PrsqjitY+rEVZO5",
-	"4tE9Ew5H3XSgD8qhwHVGLKiFiOTEuRrDQkm2kI2FM9FL48AppDUeSwXDFEhswN0qBOePBXIH44BHMX5B",
-	"JmiQRp3bUKyE3+w+hmu4AlYOGixkTfhMT1hYqAYMLLdcTSbETQyRZZ+rifaPKZY8b3SRrItN+jKt7vNi",
-	"OSfoo9Cce4IgFvRXKyBHbKmsASayWMNCOF+hK5nr4esxhdNANyXAe+zJF/1xI6mi+MI7DqkYUX+KVcKy",
-	"3/K3T3xCyFjHIFGHhUrIOA1foixkTeffJdcnYuaBOOsrxlZXJqvdE7Jm6GGtCvvhSvIUnrhaO+hrrayx",
-	"b6dS9opmWC5mVR5Hob5Upe9iAdCwpvSla6dOuKF1rNYA8CSU0UJ4Qv6LnFaRKCgG5j/+4z8Y/mm8MxgW",
-	"ljJ8KZsGwU1ozVO9tM7jh+4u71bH5yZgq1Sr6VBRqhipRY4Lo2MD7laeYogFarmONqmbMCc7L4c4pP02",
-	"3CUwdxY63/YbDbcIYhZijAYiw0E/LuECuB4GM8eC/UG8qppDAa8ddbvsj83qgOyPUsnWLP4StQRWYtku",
-	"qnMDpAkPTosVe3k/uHh7ef3+7HQE/Nx3Mtbx2gNBIZchbl/68PL07GL04fJ29Pby7sMpfFkCagGF2yVu",
-	"ZYjrxqMyliyYrtWjba3+cHYbsgMWnp5dnN2ebWYLP6eTwtDfXHr4ryeGXojwcGERY4HJ0QH5s1ii1VSk",
-	"tAk+MEv+TrleN+8G7cPjV3kwUgGR3A1rlWogXVuG1TJ8DdJIedR3H24Gb89GOPhtQ+ZsIaN7rGs0AVkY",
-	"4cGihBuDIZ1L5TBWis7iJNGrRBp7AuuGuMErbph4FNESFL/NhSsUBXlq6dxI4BDwCdqtYd08n5wmeszx",
-	"wswGIOIWoyCSe7IeGw1HFkZUOEt+H9DBGS8jwcQjj2yyDpyFCQ54sdFKFZ1sEXxUA0+ndGjyVdFGMPcx",
-	"XOLmHuMg23IOQgFe5c2wBIjsHB2hAzxWIB0aO2wAKwQV7Ltu2Np7fW8H1z+c3d6M7j78+OHy5w/b91or",
-	"0bY8nQpbitd0RAuyj9IMphTxNAcyMFleZrHrq8HtOzx3g4uLy5+37aybJrnp+3gu/G5zO8MMbeenCHIG",
-	"JSjwL+x80uNEjkM8OqlwoTdNsiyY9TyR6t60sm0gOsGNhAtVgyT/Ziaie2CvZHrias3GMJPMjE0Eh4RW",
-	"nJ2rXTM6+5/nN7c3z51bUXUlisVaCRs8pomYCzgIHBB38Yyw3wsM/CUKScxBCDfEjKsKN/Y8/83Nx8Ig",
-	"M8MyqsRuUG9uPjJEoU9ADxRxHTAfpkQQclOynKvarrJAsx39OZgHlM9KN0PRxkXVSQiUgTuojRKaVUYU",
-	"BL5Rd1FhhgF30RaeGBDcApp7YRioxEBCGPYFBFQIpCvEhZPlsIzcAMImPC0CdZD12kFL1K3QJjzj0ysF",
-	"CwVLtLk8lDnhpGaYUmYvdwAlNZF90jhgMET0eJQGTn4F8t3FlHn4RvEgFCxhEVWcrq7ERcb7IDSg1wxZ",
-	"HT06ZeB1jzmZubgxdgwXnjXtSteFhFHoUe0IDTPLObIhqwsh4Ifdo29aQR7yhDcrhhYastli5GE1wqkS",
-	"4OSMXGVwNFwRH1ll6vBRC8RjIq6YJF5Vk3NBIePFfAgfpY/RPMTG8DtD1bhhfqFPEQkr6RXlAG+tfEQ6",
-	"vPQSFIdiiC7flisTbBA4s3oqCC27CiBCpF9JzMpTn7BVeKPif3VZOYXxHXpvXZPqA20cMgIW2CJ/smY5",
-	"OumX3q8dh83f6rDBRlzqNtxTUKKREDcRRfslIETjU76wQgUwE1UKSi1fwec3N3DWrwbXtztZYmQeiMuU",
-	"eeNckqhRy9nvrm8ur71cmzecNYlgTiHeGSTm2GWqNjQK3EuQ+PmcT3MpokeC4uDu9t3l9fk/6BqvM59V",
-	"rXQ+5ctrF054qDfZhWT7wzEgAnZBG4GjdMKijXuaJB8M4G8aIdigBMXZOmHhzz//3C48BW4CYnDo+3RT",
-	"fAlTfHt5/f356elZprCQMVIaRkd5vKRaXGj1yzPVshIYmY2PNRGZD65/akIrxplP3WltR7tNBB77igDn",
-	"d/li8P3o+uzm7qIkbCR83KYkOePqSoJeUFAsFjxFwPu6S9GQgwbWHJMv/NWe63VlAdPFkBSVq5JaBaIh",
-	"yMukPBdf+8/L7zc1sHr0pqeBkvsZa4WjKOMtmt7F5eD0rNARyWRSTXSIfkQSZ7OiXL6VY2zl7Pbd5WlV",
-	"cKUtgnkhvqdBelAeVImq9xBujGvrdT6im9vB7d3N6P35zfvB7Zt3e8iKIRaBnYqYeAFPo5mkDKGi8Egj",
-	"IQnAqR4O+QGB2bZIQieeCaRrPk5EwIzwJ1VOZzYfwuZEBm9uzz+e4fj31pxphU/ov9yKbJDk6Nvs5Pu7",
-	"m//a0UW1fqoX1n23zR34rghFsoE4h8yHKvbSb9uO6ic9xlDU7GBEM66m8H6YLWuf2XQpQkLi9FeHQOGS",
-	"2CwRNKKIsPAaPmsP4L7vs+Py0n+4zMXF67M3l9cbdF2c4IMUq8omwAhJz6Tp8lgvMD7A5TygdjEjsUN7",
-	"DlKVJlHXxtiU4tj8uT69/HC2/Vj7UJX8DpWGhbTGcOTd+hOtO2xhNzp/a7iKWdoleAFP3WKQItpvlYZ5",
-	"825wevnz6PymSMFXd9kCulK+hVYcX/BLWNmPi8sffjg7Hd1cnb25vR5snOdNguvX3piIa9tO9LTtYlvC",
-	"3ARUqJO2nLNEFryO6Mqr7sLb8w/nN+9KSvZ2Huq3wWudAhNXmoTIWtyF8jICVx2dfxhdXV/+cH12g/eQ",
-	"P82oTpC2uvXgBk47uLq7DQ8qb7ktwJPp6KHuOKG9t3Raetlp+RbG6Eybo9vz92eXdxsmTrRCehR0nqby",
-	"AQ04ID2T1S2TwzPno4wT4ULbmmF7Zu2iDa0gBKte2kI0+8suMy03STRuYm/NokUZWHURh95qfe+7looC",
-	"nrBYFXX0yWhV7o01fW+9Qm/ZMXV63UQkSUE3c7ETjFPQK0uBDzfDNr3dnkvVRr9lPhXMukNDiDkwQSVk",
-	"I/sQPmpPUx4VP4VxbRVyuBWepnovyUj0X0hWt5eXo4vB9Q9nJXuxeIwwx5wgBBXFgca0GycO2rs6d54Y",
-	"3Ufm5XGgCH+KrbBuQgbKlX84F3Odrtl4GU8FbvKcP7b9r236FVMvNDFIm66BfYOwA8Pz8zl2JtWsvPH7",
-	"s9Pzwej2v67Kk/KQGOhDwExroSyl4lJLCAOUl5j46e7s7mz09u4CbbQucTeLiks0KgiWg6hJ1SIc3ioC",
-	"a7pb7pMek5eCFgmZiQcDbu1z0NwpO/ZCaal0AvuDLVXupSx6QsqU4J0iIClaHt3DPCJR7h8RWbPukEhu",
-	"zq4/nl1nkgHcB7lrOdJKUZgvLYbbPzw/+W8mbLnCGWNB8eCsiT5C2A2e8YfCsqAxgBv2iarKgSC/EErE",
-	"rRxortB1xB2ehQ9oSuyMpQKXIksEx2IUxt2S9E6I/uqaHQg2+JxH0sz6hBEk2oi486ROmYHAZ+eBTsJE",
-	"2ifOgTMsIXP3RAMT38ToRtoC+cEJyYgT6cEhQHXbObdjh6u6eYEuRIoxKYiTkmuUWZCs8VllTi5ACjCW",
-	"r0XsjgQwiWPgSHuMokx0t5fXZ6O7D4OPg/OLwfcXZ3WKLxIPFuQAkeRKGztNxc1PF0CFqC5hbBzQU//g",
-	"4P/9//9fYSubBezGmJuKFwgLL+Oq5fFmhk018+6F3IWE5Otrdsy4UwS4u2nQToWYuxh9nUorslJoqS+y",
-	"kVlAkDL3FWqrC3fovOl+LCBCIpFi9qLHEy2t7bu721ssn+O8EYV19bdzboMpXd6kiMokya7vJ8Vu16g0",
-	"bAz8xg3iG2JidQV36nSz4Mnz5Y31cMKwPg+tKYI1clr5vqt9F559uLy5egOXCWxNG8sMNMOz68u3NyFW",
-	"pUF7wm9LbTk8P/3p7vLWWZilzYrs0XZh50doY8ZOgHONyacslasYw6eijY9rBAg8FZXbs9Y8Ie3z1B3M",
-	"4ENjGvDZKrW87IYOJSr7GvPUke+zpcKCFAg4HaPffpDtf7GWEFnCs6AfblF2avLce5F9lkglhgq4OYaZ",
-	"Bu6/LkW7x97L753R1iwXTk2yKVdmIlImVKRjyjUcqoWLDvF6AUmrrqagw1BAj3zC1yItupRcPAFWZMcz",
-	"HviECIxuamPR6qNuN2BHL3sBO+72YMuPu8dZ6MLPYgy8/0EoZAlD9ZUHXfZYoP5yDf9n2wWDtDECBe2S",
-	"xgUzOFTYHNUckVVXqvJVFvY0Q8ciekO9l6EHeljv8NtihKSeQDtJOQTTxVZ1Rn0Q/X2VGGCYrn534ILM",
-	"XQYSwarAeSVrL8KRSIT+0RWhnEdYkz/RUzJbOVQbDPNy2+5wfAPPD8V8kWDpOtIQA+brFQTEWFDYJTgR",
-	"DCHRS9vqsEsqBOLM5IXNpW03m5vcdOMobKy/+NHo3nI6rRKEAIP3HogWfCE7az5PQldEvhKAwfOiMz7I",
-	"pfQp6AphDuPi5UpuUBfBvt5cXt/gak4mQK6OETiwlLAd6dS0dSqnUoVskvApeqwpOoweQ6/NkEIW+wcH",
-	"M23sL304MhjPb9g41SsDM0WbEsjo4VdOllTLJAkp0J5lZ4ZbisltLxcthzmMt3oWI0lrMLg67xO2wCSR",
-	"05mlYWS+M7KcXbqBY28DpI82RgvpJKPs90gSwGknBK1MW4ZyG/f+eZoqmwqLtXtd85UWB0miV23XJ44H",
-	"uRN92wpY6N6gHj0qGnb3wpsKjYu7cq++I7ZEUVe4ee3b9QKv2/LZrFjWBRKDZ2ocVxAX0AjrIqTa7/lj",
-	"ezAVffaq2w1PMpnJcQ7M4saxVHhFHsb05PyxE/G40IZglWrGW9IlHFJJzXorjUSaTyjj7MBPMgKgl/FY",
-	"wsHLSQGe97Ndw7HgSMOWg5XCIwBnvrIEGNb5kafrPnOTyjhv2a8wVJeTib+mdvtB2NvzizOCESoY2ghO",
-	"BDnXArPo0fcRog/AzPjh8asmPmvhDQwU8R+hA9ZHNPs5cITWCWEXlqosONAYNGhMEZOF3BjWiGSCoA/Z",
-	"ZSqU391nBFK7OoJ5HHdIIabCh5SiquMhBHKnSEKmaqPZVCiMko4ZBdAaHMW6kAjScsFtuBx/5LygGNkG",
-	"vzsvi9eJMaorKATthQcusQuOUIXFIk1WeCc16oO4fbso9/QJZbtWNNxu7qqXGqnvp210JCF9xQbe8xcU",
-	"BBudZl4Q2l08DUfdXtVRl52BqiMs2+BU8GT+3bCR8jkn4IZhI2TN7EPkB1hvHQWuEZFCw8kHnrqoeq6y",
-	"5CTLvXaKGJy7IjMGGPiYhpmOfXKQDw9MtL7HiyHz9GRsmuQJsprkgZcoCcPcrdYdWrLi0rjyhzuddm4J",
-	"X+Ksc1/gHt66wi3uVXpQQA2aC1yINQcp9EEo4BkojhuP18GMiFJBzHcPpuJ6gIOMnGzLldhy3ICUcLdN",
-	"/cr1jDwIG5eEk39LHMuHiqOaKBUi5VquCKWqw8Kb8x/e3V2FLKV4VZPFSfX9nYrCu98And47lBHQDOf6",
-	"QRBeHuh5Bn9G8vYGcWpC4FGh4jqJU2Zd6XxNPk2GkAJo8SsI4aiPI1YO1ZKgi3KRigepl4Y5ngz7AzOb",
-	"6DRyAUMgSfoYydaJQ7RyJSmwd+BCY7gnkknby2Hodg5jHZmDPMWjM4/Dflbs0TjdDKelxIrmQzDyFPxl",
-	"WU6OCS5NK8hABQnGEDvHdmifvHf6hWEhXRAyL+mH9YSrlTELmQJOzC5WpgyzQpR972XAuAdyBTXDQs0n",
-	"UEY9AB7z5XjKcH1UbRE5m0NHnPgYNnJDEa0WM+PDVqkSaFW615PsusbLC6/mnzMPSinsoPQiOSCpdJmn",
-	"huplF3pJQxqf8HNSPIPuHl3xlCrSOZF1qJyKZIrGSB7HaDt0TJADP1ug5YHkfZIobi9uhuoqS2vZcfC3",
-	"5aqgIqdABpCmmC5CCTJkWihnyZywwcXVBxD/gajKGTMOk66QbZMtIvJGjgEJmYUTGkZFiOSqoarmxABh",
-	"S1PIpOlj3LDEyqn+rDOYl5wgmQ6Vw0kdZ5omhc2+GRh39h1tzriKzQzNKyrO5EYYMkwCLoSgwpC9PPsU",
-	"9zInyLExJcobjbEsF5ld84HC3+usmijMhcS73GA3VG47XGWtRaottRiwN8v0Qfzj/U8BIzCocj6Pcabd",
-	"XqeXUYvDgMgqazqZxmuJVynGNIslqhXwE2ui1okCOeXpUl7fUHU73c5Rq18Yqo+7osRuK1QEmjAFNcEz",
-	"f/XZ9UIEbo0dXRh40V3o7jLHPAinXhfcqA4FgtgDmpIDEl0dHAq7/X/+74D95OJKfXYJUEDBCBqUa1Ri",
-	"Ro/vCzaOFfcNpGq3B4jFjWZsKm8jhPUQWJ5caPp5PWWyY9JNyOHiZq7cGH7tmRU094PGEslwM+IzF4PG",
-	"Ip0kiKFiOuyDdkgXlt9jNSqKQ81OgytT1c+kHBiYN1e4q3NeTHhF6EnBUzrjEk1pmfw2ojUf4RcjDHnp",
-	"sDAWi0SvDxYZrRzwRKTWdNYgDDudBB+5UjPEiecZEZ6KBU8tobB4HoD4rxOOpUbJSEHlXIrUlZ0DWMsq",
-	"uQc5vWPlIGkKJ8cpAecbnbA/8FXPKv9grhyqW04U8+qSYEpRw2TZyGKATR7p5KQAnkOn6Ym7hzvsj6zc",
-	"35MxyLsq/+ViIUcBfyES6wJ2WdMHeIYl86JUxgpOFdD8OcgcApklZ1BfUJDV1hP0fqmy8d0VkaWSfC7O",
-	"KS/gB0twI3zl9eIivMiXcrG0lQC9jVKGsEONoGGlxYzpnH5LtymeqIyYMnprBI0MCafR7fQ6XYcIC8pc",
-	"o9942el2XlLG9QzTjungwr+m9J9yKq03pJL7gqA2Zzz1JrjM6oirEzhIUukid7005DlL5tcxfL3dDdQv",
-	"u2+cf0ZaqmjkpBgqpEq2j5ngqR0L7kw6sUgEfZGZas1saQ2LUWWKEsFVsiaF33WBqNo6bwiNplnI9FCF",
-	"U63ECF38voRryJq9LpKhmQEZkUQC7zmDfx86jlJuyKTNzVBR9fgAbukpGiKy7BruaM2vUIfdCoX0L+J8",
-	"WGSDpWXAOGvUsvDEcLbgS+MKUWbr7JQFJ2aKlVs2g6dyiH3D6NHA95B7qbhhMBFYoinV1MLnL4zHnaAl",
-	"hkttqGZ6mbroByyZz43NR+zLH+ItQEXPstG9QB9tdO+raWX9mBf0g8mRG/k0FcL5PNx5zMOEfP3/zUr5",
-	"rcy+7JQ5EO4xPR51Cjinrs8O+5CFUzjjCSqydZXsUf2hFPVMtzmPG/3GD8K+xdOENYTReoZn7LDbRfwb",
-	"Ml0iPNkCe4UvDz45gA3KR94FckIdYPL7JhYFuVu5O5x+O43A0xCAEoUFsdxzDDPEgtZH3d62frOJHNwp",
-	"7pQDEcNHx92X/7ZZlbJA62ZX43Pul6SWHT7jok/NHVDaQWcchgEW7LA1wNbu5FjNVjzH48FG0dN62PGQ",
-	"BbyApJKjLNGc8DLavdan9CIuCwFGUCJwBjfjxDCfiuWozvKpyUE2Ec33V/jaSftbufwgWcHVftjtFnzL",
-	"XmDDnBjWPOr2CrXfKwqZh8rdjHMvW2e2hb6jCW2o8MMT5zFKyFTPzX2rg0G/dmkItjsW05THwvvisPAG",
-	"VasxzopcdKqF+j50wAv1WH51bmnWRGMU6t1UCJQniUuVhxfQMDMxaxX5WuxowIE/0O98AtJGtExTFGN5",
-	"khi6N73hBFt3qRsEbFMwoQGlkXaC0kaaKt0nB/pkmSRkI6hzlxM2+tpYhEV3rvPA+czF44wvvUuk4kD3",
-	"MOJUMzJJgPOTyxxv/JlLj5hIJeE6w0V4li+dl8YGjRJghJqaQiYpKEhwQzIl7Eqn92yONXddrMawkW2d",
-	"6xPrh5Yd/7zk9neDPDbDRuDeINeaVpFDlTd2Gd27yZJxkq4GlxKJphxuMRM2SbzsA2pNAvc7JYyQ9T6z",
-	"XsKhWMB0lwvErLjIIoQqIQWGXA1u6Mfdb9DEWh98gYl3FMbnOnIcCC5dbyLGXGlv3uN+C2lL4Pfj7jfM",
-	"an2C1hce58I5vtmnfIzZUk1pZc09ClFc5uEqlBbhVhdZRR7kathUWHbUfY3T2AiJbZ34I+hCloG0VjzL",
-	"NCjYwlGI8MILxaZ5/GaygOq07CLNmt5UsLzBCV1qGDwL7/Jisnk1tbTYI6W3onmdG0Y22twnXwhwCX9b",
-	"8pQrK5U4CDFXTaTkLmAhOYvggJOvqENHvmMfrTc/EgaHj1p1/j+PSu1TbZ3Hw7mlYWKYEkbe54wtjhzC",
-	"akhhoAajaLEsqcWVNX2WjxU9C87biM04FFGeJEjVGVvLUn5RyS3PFmTq1JCxfKgcr+4zfV9M1U5GQCQi",
-	"zuIYpdP4ZeyOQL8ES0P3zjiryBK6vQ39qatJa6H+350NTnMLV2bIqIYXAvUHhQplfO5j5Mni5/3GudOZ",
-	"MNFzoxkpHErjAQxcpQZC+sbSKiW5MfA23HIIJBzIvouz5jEb84SrCKECKSgVRWdK8UpdsYM8monhXGna",
-	"76jZTOLNLvL6iNCIL4ZqW0RoAYf8+BVqORilpSfMEDqOY9Q6HSojE2yaXJZo1Cl0Q9zDnbB7kTqTB1qe",
-	"KWKSSqpwDFDEqhIEj7woyhj0PvFmJVaRniOeckxRnk6eL/SaXVvQvYgpjtwUzat5WCsGL2Fca99l3mhV",
-	"ufjQg+e8J7noguQxVE0nVuO3rcDxdHYvFrZNJrLCwMbCroRQvhEzVE2KoncDpEZO3C2Cbihy0+VWe8rD",
-	"mXEVJ+hiG1QCX9GPh8GvpAasyKNDBp0Ui2OwOWVyQ9fkcHc+HHc1+tRpL+0pDasOl2CpJ1hcrNlitQ9r",
-	"8X248bb6jOcbRuHd3BJDspqqVKFm7xwNBPbhPWK+NzVlk0TruOSzUJpNuHFVWpTz9ycaiGSZUrF8EGOK",
-	"20BWMJiqnS1hpG7IuAPFo4GrRwcQCyW536juIlo50AvgvfSxJreLW6pUTJcJT8uHDbbeb4vLe4B1L8VY",
-	"D1UhyDoTzJyjC4THtV7mqRi4jZjJnS3wFNV6xCGpMBk9QeC+/IiT/YP82gW7vhe5K6yyqVPHalrOfVI2",
-	"YqGn4bj7cqjKEemwglksNnFL74XytyqKEihdBJ4MSFi6F2Lhds4zER96g6vm8AhfMoOQpK6oDs7ohckZ",
-	"CDBi8eBkAipMZBifa0I3qs7fnDidgrgdIiQjldYHwlutA+o524Nsuv4wddhl1QaPXtYCp1skcOe8OipG",
-	"obgTgSXd/PF8RcJt8+hlz0FNtzpZPg1Gq2AshhswAjCT6aWcpLOZO5Px+6FyyTNG53Zjm8roHpUD7vI0",
-	"MCWOZ5SOseVY8dIZmAICS5JqaYXZYiqh++qvtJVQDzd4pW8zmeRR0MvFl9tC/oRi75AgG/1f/vU5KMNA",
-	"/vLr51+Lqv+FD5QgfZPHEv4q6P1OzSedv5AAjQio2tRp/kQ+BEqrJyzM8G8pJ+3NzUfWDK14tAeReQgD",
-	"dv32DTvqfdt1QYkZ5y5qr4joHFDA6NrXRSSxsQTqijjOiCPrkJ49ciz+myrJjzjCsp1dDRzKs0N3BpW+",
-	"0hrZG7L2XGk6h22Zjco7rxyIMV1/MPMtnTNXkCwHZM7R1xXV1RpivireTsoXg0NPlrvKssKgDhkm9110",
-	"2Fs4NQ4fFa0UjIHGWZhX4GcU+BEG+fCCs6tBcPpuEJxeDejbd1cXb9qHh697wfft3jdBr3t0GAS9b3ud",
-	"4+D1YacblN86pLeCw+7hq3av1z58edv9tt877ne7/wjgcaeHJcLIIo9BD4iDg1jJcIVjtB7lZDo9rqCC",
-	"uVRZnEB/qMbrwioTn50CSbs4E26xNKSc+JRrlooliTHCAWi3gqHKLTsVhc8BQZV3j0wAQxW24TzgwNsO",
-	"ACO3UbwCnufKfiGGUyeLIHdTHioQJAgmfCHSKiH30YtBHHKDKkFogKtpkfDIoQvkRRnhqLGmzyKUioXu",
-	"RTgQJAXalYyEM/2DfiKNlRGxaN9rXqIShX78gHIRjPfedYbqGmdjSmXtxiLbTTgWThX0SpFMnXUKjSXr",
-	"oYJ3YCVYk7NIp6mILOYTtGEkLJsj3JuEL0ZFKCQIRoXR00WHa1sZjENl8DHkeYEvRNImmcz7I6UHXkAB",
-	"wBVCCLrdrmubGOURey+/d2XeMECmwPbJ72xXtJKGaoHhjUkpcM7SQCNwNZW4hWs2aaFVa5kizeDsSUqZ",
-	"OJwOLz1Y7exmddfglTY247hUEiXDqnzWNbhX9YYc23x3Ba/PQcNz/XJPVfDuEn61q8L5l93o+VpdLi3I",
-	"W3XX+s8UlGZdMglle9GZqhw8F0Kwmq2z0rSZQREbcBJB9290dNShmvwZ/JI9sUs6m+iUIPNv4GKSro5S",
-	"YDHpCKH9nAyRbdKXy1NH5Ft6+qO3Oh3LOBZYMufo/2PvW5fbtrW2bwXjmW8sfaVky4mzG2n6w3W9U7c+",
-	"bUtJ29nsFmERshhToEpQttVJL+q9hffK3sE6gKBEOU7q2MlufyWWRBIEFhbW8Xk697jiTC7STMaDLDuS",
-	"ObLOPO/s3md4rv/pWMWJHNg9ACmwf7z/4kNt5uNxMrKmdB8D1xsPlAuyCl2POM6TyotNAyc7izfqcTqe",
-	"vYIhz2Rkrn0yGj0SntpM0cBvNeKiKorueOVW66qsGgwbgeVWAYmTd6UZ5XKm7krHhro2Hyv6Solwg0vC",
-	"Nti/KrIZ6mKvY2iNR3LsyE7eo8BAM0I54Ht14+r0cVaIMPe4gBMn80lcECdPqwVzdyUVS+igteLCIRGH",
-	"KoQhYKyAw7RHYgCkCCQVautWo7qhbjggY/D9nVVP4NRLNsQY6iy8YB88vrlu1fnWn9IVLR+yRir8esA/",
-	"ozefP95RdbK6ro3VxWu2UVNu30dTFirXMiXRfBiZPlaFhBovypX7E+1JN0KFViTb2sJrJRsWlKD+sTHW",
-	"ejeQ4GOnVasbF9LtCSQJypW4yKH6/2IR6ipNx56I2nr2Ox68jN9KORcmdK92VYe6hDiljJMTei2UBpzU",
-	"UTYjgHxCQQ247b1QGjAcQs2tmliw1HSwrl6KDetg0T2AOnpG3gowgsvvguFply1CTFYalLoFloVMM3pr",
-	"rugXAIup4lBDmACwuKTX4FCFgwYXlDNx1UwU1QKGGhsQ/CAmZdvJ8ucqsUoisIx4V17Jq3hqrO1pqlUv",
-	"R4lB/WI+uXKxj1qnXFhi/kyxz1PtX/tefESitqnugvfsYWYiq41+UWaeuzN0LKbgECYFqwlZZFNkqYf9",
-	"6VKQJSpxqKnxkqojXEe2a60hhmvMXd1iDMk5t1rdkNLHEhWHbjfLs2mGEoofcY1zz9t71vNm+DgD5XhC",
-	"8Jfe7wFemVpM4IY+gPWyqsmzKaSTZxJTncscmC7LiTs3osdQoMwNhjqnoJzKPnIOnSvjeSrMDcXmeYbS",
-	"xTKqGNUXwzjcy/r30478AbKmq/NNxRy8jMRCkOjLwG9/ci+VGDHXhN4Az4HudgxuyZgQTTg4YEWBClDh",
-	"W+qQW1P3QInaewF2YcecvenQPmg4xYonopePAd27yIQqG4IYoZRLz/0+f1TFLmNGCwnTj1/F8xw4FTIN",
-	"1R74dJ7HoVtYKtyEWKdA49blBXGyyzKOWi2YyfiYztuPDXDcGRXg+1Nr9aNHJTIZc2ClXgEvoWo+YVjB",
-	"OfINRAOrQrAz9AZlxpwOCbXd6wGKZmT/TZDQBroowGBhmLpgJZAQrDJNBKFeIYYIllgXgjoKhGAdbr+9",
-	"4yqsvh3YEhy960hapyyI5vix4hbbLx9RClaUU7cKU5hU4M96hOgG1d2hlhcZAaqj8muvRXFtVHBUm8R+",
-	"XwVnrcVlRYQ/hlmFaBaxAq3g7jxk9a5o1Kht6P3rCYm1sZ17lPc+UQzqYyyz3fsI6mstr2WCLNufQbTr",
-	"GOtzKw1ffMA3JlkBJ1vzbnsQtRQKiLXoa8jjYjWdZXYzMnQXpRLI4mMA0kKCSYg3LNuw4ZyFQgRobvEd",
-	"KAJwv1hUEN0YYdXr8sYW88RkGuPT7gr2ZLDIQEGHskv93MhF3eG7b3/Xx9f+hGcgPmF9rv0k46mCtqFC",
-	"6Oym/dfRs8CG+D4YQ6iWssohEJI8TigHZR2J84dWqocG237INob76LmnVgT9IpvxbBDWdX1EO7gjiO2E",
-	"0flXdqqXfCfqeBtB6x8VhDvo4eVoEv0uABAp7mdaAFlPl1Pam9iWs8BEJjZMYWuxzJkMqSZQhTitbfFt",
-	"VkxENi9m88KIyyxk58zLgqfZ5VJNa+Tx8yZx1EYKCVQwkdU211hZ6m5j8E1A8QDZoUkcaCBOG8KaFF2h",
-	"Az6eJaT76ftpoudsTwUMflm07K9a5re5fdc4GRNLZ1DiD1CPxNhxr5eMGcVNRtfYYZV8JhhKhoqMTSh+",
-	"S1UuNYNX+JO4idUfFD8ou6mbbc+JTUyo9TxNnYNT0VoUQiLRm+fXybXCQijQ8j0rTDdyFmoCxrgqkSXt",
-	"FTQaVy6Nb24yLMSHHU+0Uc5aaoufSh4zgrFgReCXqSMCKxYbQIqaj53Aezk2nsrmOVhZ8kUrUtFYwm1h",
-	"AJCy94H0OD4xy/lAWhNlf/oTqFw5whLX6mmzLZ4olQGoiZW1glFmTLmVSXYyrdbputm8Rtedc0mG1IvS",
-	"66HHNpBliJfd4WjBkkJE4XeVZ02qmfDCoRTuhwpsYh+BQlZwIghN2n7OZHuhrmgzShoX2Xw0qZeYfkVi",
-	"Hj5kgDd/onjB/SWV1c7Txwvu5dZbxw/buRgGFGmQVjggt5YZFrdq+Q4bLo1QJgAwMNH877UdVygZVohD",
-	"lg+2HkzyI9ucX3rtBHmTd9p+vA3vqJeoZoHucizPAeGLQqmQmvPgQmJ1S50TDQzKLriTxDXMhXpcwj5T",
-	"2BoLsceIgewzHnqwipLj/3aVQ13hPMFsGzctsj4Wg1WeD7cBQ025sO4a4hrrFZMgFaUBZA1RKGW350So",
-	"UeKQyIQwNPCUAvupR91L0ou+L5cMvAz1qsjbZy9x03Lmju9Y5ccJNdSo1rLeiMbz7ZcV7p1mSRCChxx0",
-	"L1hvH2MEWM1S8R1K1loMe2HloxvCLMOW3LJbyxs+Ben5BVx5IeKa2E9JRsaJjqkJii8H4IbGioaukr7B",
-	"i1B/ERSiooHIiiAuY3aImVKybFJDEb44CgwKccJF4NNpUoQaiAK7XNPLLeVA742YEdRMbdfgYl74TaDU",
-	"9Bhq+ypBmT7DrtDc203wy4YD+wAIdKKS4LWxVvMSU3DTB45JE8PDIBPaOIXQDjVkg9A7QzBkrC2HJHSX",
-	"M9WuyJDy7OQ2QQut8QbSoBZPfcVEpYDgaq+FyE6qxgU5PiCZnn/kTQDD9CyNdMWS+g6Wsky/VGya5/XO",
-	"sSeDl6WZ/Ijmx2CZCHaJgDtiFnrRWLFUHtk0eP40s7KGebtuxz++CVPhRFvDe9ausVis2/kBJotvqKDG",
-	"gq5hNlGqtGmNe7BcNLuhfh+D2t38aKF+L0GaAwJew/QnxlmaAumojkP9PjRcpWPz6XMhEB/wZ5OSIx34",
-	"ZvdeMcOPS1M8dYGtVfF3m4nOinObkEN7cWKu6tIRLixZX4v4yUuFvlOFTNL3aJi/kNL/MlT405VgnWpV",
-	"zboFDk+LcW4DVwzuYkJmPq0X/pnM5VQVoKv+vdqQ6CbCRUDXVB2AUvIJCkscbQPZ6mvVq07tJYRrS9JE",
-	"MOhQOTfIiCMKyFBjmZPfyVMiZUiziunR6kTc7kf+FVZKYYMhuCzbq/0U2Mbl5wOR8jTLQ71Uaggvjzfa",
-	"rediJToGQPXHMyGxUzqT0GZrh7rRdfCAywGv4J4iTptw448/fq1xgH1aqrW1s6eM6pzKC9eq4PUU+vxO",
-	"XLrvCEytKc2JBYpO2IMYz2wVM1mGSyBA/gD4rhId6n9TxDsQEQSyrTExg4IyyCAIHYjz4/7BWSAuEmlE",
-	"g/MaNCQrGJjbSOWFB3Zq0myGzgUgMQK4hfUq4P2gloLwVdx9rBcQJ1rmC+osxbSIIZohbObLcqp8RBvH",
-	"FeOUWamYhJhet+dGBMO3bwbNl6BkkqlyzbhWviQwoeRZCnQ11m/H1lVOCth39zBNCeYC89/uTUAbUM8r",
-	"TSldqLMbSJBzzx95j06rhxwYEg2Yckx122Ej7B9SLKhvRCeond/yBztoKvliU+Gil2kq1G9zmYJ7hYOF",
-	"csvBDdOmltju86Js3RcNBNIDKhTCfrJKD3EmkApgmXYtWEtAC0yvqLVeHQxCvZYNtlllo5AFOvjUTyiR",
-	"VwCSRNxsyGAIu8JQSCAxJeDV7vazKlPgfezs3ajiIDP5Pzy2HlHGpyWjOZ3Q1UlhTeW7GjDOPL2xckSA",
-	"GvttrqDal/QYCGnF7sQmo43uRiwLRCLbCFZacoL6u4Hkfvjdfv3Uppo/LesyBbzBTE/Aum9z7hJ7/Eix",
-	"fgY5BOu3lVwdzpaQ4kLGoJ4wW0DqB8ON4JuQYvlCbLwV+60rNPWWL9t6OnOfVVP47YdMMtJMbxokMcII",
-	"FxLd2CPKw8DCcwZtNVdhDLhYeL6sTT3W7NdHNTtQ46wHuETqJ6suZyqbpUrEapTEVMiMEOgZl9z77n5b",
-	"HBYMAp5o6KXtv3klZnAA+L3oY4XmCxyXKjUKA3iQEIOBBKE2xQJYjJQq7BGsCyAvnMLIgGeLYhmvz4+a",
-	"HBwn5CAjr1UcWM0LJWZgZ7IjKpGHzJqvgCfhauSoG0lwKNFMshvTJbCsPDOmBehr2EU5mufXqmILOakY",
-	"WRNDC7cqocau/qnMr1TcK8vTWbAqNy9bT+3/yvsTZqh9QKfbAUeCzXWTxHOZGme9WwPKjvEaADurN3EU",
-	"ITfyWiFKhJC3iZc5V7eIGwTbDuB3JjK24x7shJqH/C+O85T8wWxB8n1e7or/h0g6pozIZvMiTVRuEMg+",
-	"5cgP0394PCsU/E4AeGiUzABAJK4YELIQ/cPj/T0Rq1kxwfQnvhLyCN5Jbd/sgum6z3wm8McbVi+kEYhd",
-	"YP8NrTcgPqbZJUyZVcUFNAQASQAvt2ic7/wciPOdn0M9mk/nqUTr+3znF3i/f+34K9IMxJvDM/jEWxGe",
-	"xFB32tswOxjRp9KqolMqpZ2lGf8+K1QK6EN2vex/Z0aJBhBToHUEVBQRTsMQ7xgFTouNoXSIAL2xuBJ1",
-	"C9nvvshjMm6czoFlYQakyakibnAaod3H81jpIkGgChTWgCXjmWjsfdVpbiF46//+zzPsOwuJohvqLTw+",
-	"ZB+GEuGpsXNN5kUylqOiPY3JSYTZmyFXtMZWuIt5khY+wqMfqHT5Jl3m+8DsRw+XnkwAvCvqALMVyBYO",
-	"DwXlwSmVpR1JnBYo1k7mXWgAciGOOyCxBiQBWbIRjtSGuLXZ3rnTMu/5qGl+i+ClKghL0KG/CvMg1nDA",
-	"CJKhvpuMOTF3GbrneFLdr8d8UkzTj2gxt9P5d/zu7/idZwMylKznqgbUy5GOW3by0Fb4fnB85HAS7hW/",
-	"ewpjD5Q89HU+5liCNW2kJVYFwwpl1t1llqo0u2yRMUF1GUAhNtclQ4YzOiB7JBpoc1sjM/AAITHn41EJ",
-	"WUuRCir8nH5PRFeJjhEsnSYralpT1rh2hrfZit8Ralc7DGAb7lJXpgq/9zR06XrWabxzvJxzGl+uT7/z",
-	"YPrFo4vbo7bMdVrGyojLNX4eDYPOT4eIq9SXqumV95X67r+3Nu/kdHh0+urVwXfD/tnB/uB8L/Ixq8sD",
-	"DzgTccu7YmMByKN8WtjZ64nVYj8+VeaGHLeun48uVguzrGmTptkNC8nOY87H4Hzv8OTw5NXwX68PXh8M",
-	"//n66CgSjbLz78HCGP0R4lPckYfFwAn0ZvHMQ03yhRxdXeYAoPE2u7h3KR+5VXciIdW6bUFprNZZ+dDJ",
-	"AUZ+qGus/KTg/sg1Zr2VsbY4Ib6obqh16bLm2Y09MMS1zBM7/8Z7OCAOYE+E9Y6hMMuKI4LPYzHXJbLJ",
-	"YWXWOre1GYjf2GEygdjzXaqe+LneiZb+UICQppioaagb5RNUHNAQWkalACwYiJHSRa4IE9qMJOD6QFkk",
-	"xjaYeETOiwy+jpo9MRDfiJ/FuedgBuIn+Ovk8GzvqC9uVHI5sWfrGR6/P0M5SQJsFKPhlYTf/sIfAn0S",
-	"OYhXIvMCIUICyunl1hGjN1wns0g0Zgh+aueZEi7kk0elS2ysw84LRR6aPVSBCICP5uwtxdYbP2VpHIgf",
-	"sonUxmSY+9h5Ifaz0WiSiM7Ll896Yn9i5YW++WGuAepgf6Km2VQVeRsI49K0LY7kRVv0F6Zoi398LRo7",
-	"29u7TdHZftbqdHaIeP3N4dnwrfhGmN/yojET/1+Y+XQoRb8/lKJxM3wrt969uxnKd++a/9kRW963TY9b",
-	"GX79DXx5JRp2YrfM8MpeUQzlZjGUUUAzDfNgLQpvaoGM4BZQtiiYg7kwXgpZiLlOivLaRmSGV8TzX0gd",
-	"yxyYSmJ1nRAAfxxnY9EJKgu6aUpphRiOQU8PdvSmwTsgTKh9XMs97he05ThD+Obw7D87Vht3ut7+gyy0",
-	"vUfHOkGF8mjFhMS4AqIulHsoEo29ZtcVenIob65HxB1c+bG9d/lnIKJ85zYS34iIpli8ezez6wTL9O7d",
-	"z/Z/EeW1vICeQL1EpPj5zu2wjPREPfvJIvIjJYHwIkGw2B3RgpVORGMxTK5ESywmshgmV6WElF/ZSQNJ",
-	"iByFUVIwrQyzCuuF8DVL9NtOdQjusWfnB/3+Vr8//MXdbpZlwE8wL1rZuDXO0ngpqwzsxbTum0b8iL9Z",
-	"CYNgBwLCXQOGyOVUod6Ep6Oisj5tD2mC8C6otHydRfQp2Y0GJd2ze+UXmHZoqi88QZJpKnQpii4ETyqU",
-	"Q3ebRpzvEF4IRagi0dAeFyionmZXRJNhIr4RnS0tvhLFMNkUjcHmoPmfVsf+FQVI5KzK1OomkxUx4jpO",
-	"wyjT10ozsC/TJdfEwkoIHHmpmjjGfGrUyHr+oFH6/WGuzJZu+uuPi7/nLXrTI0fBO1wj18WACz2oeoPU",
-	"6/IZTix512Xu3HTF8+3nDn3Ca11JE2DNXXiVJI4pis26SZbGbbGnQ+1F1ERtQI3gOgkBmdekS4XrJ6dD",
-	"ZzqdH+yfnn8X3R0zAlPkUycb6THryOUwfvl3XOmvXNrrj/NOSReNOiF/6kgYonpTTuJCTRKHA+WiYkC3",
-	"BJIOZsAP/dOTzyQMRiyubV7SdUWkpzOl984OaeR/SmVQbCS7sHboWkDTTBe5HBW+J3wjjcDshPWBnrrP",
-	"1oN+rV1UVUhyAnmOFxID7++Z41/2jo8+bI75xg8+x10hZ0ll/NCqgqVe9n8Y/8PncpsOYUg7/uiGFPaV",
-	"xFTOZom+bDIPcmJCDckb+20rVqMMHCMmwLGGDhlNWW6sf9dDoEaoRMviBXKuqtvCmq+QrsPGFUKh/DOQ",
-	"S59GQmhhayTEh1FeW+DoMUIxQcuC3YieiDD21xWOV4MqU52tZ23EUEsD/BuEyUVEG1CD0HB+tTNw1C1a",
-	"JE3mLhgnaUE8asifLdOeWK1/FBfZnIrL/BoUwLlbg2h5VkGSvkdclxksKsHYqbxFPrWNbmfn62Bjmmj3",
-	"971jvJ9FxDhYXv8zSJgmv6tAdKzEA8J+j8sksTzSftbmEt2lcUAqeXmykul86sD6p4mmv4PVfougLlYV",
-	"aXVbDEfz3GR56SYxIACkeBtWUrFlm76Pfm6dqNuitU+XkQw29vtvmusGj49Yt9Q7uy8et4yuFNaj7PIM",
-	"ekM+hNtgaWNrdGp4fqBSq9J6U5mw+qghNPGRqYGT5SpoyW8C/ktcEiB0IlOQmZ4WzdqGm3LYn12yAAS6",
-	"WWEU2H993j89j57WNDgApVlTf7c+TMwG7lrl/0N2gTUL4H9jO6iZX0DJAynWKja0aAA29MUCcz5xk2hO",
-	"oFAk0VwcMXZVvhFMZ9Re2tPWbwCWRkoqOinqeWzIM2m4azTiC4sMyiYKXzYDr7wZUYSYgRnPlbZ11OF6",
-	"wN+fyd/mCijvuYWYsf+DUJvMvpnBWSigisNFmHEGQNbjDMkWJ8m4INJdeHWPuQaoZwit1OerAR42pCzL",
-	"tMkYNjpXwEsbaqyfxvihnWQo5bGvQNfbz1Il7RmczQusU4GQBxg4oYYKODyek9/t7qeKHICExfIYRJAE",
-	"lv3jb3mpuqGOrO3Qphq0IdAfJbGxBzB8gViHQzghVfmxzgr7F9CWA5UG15lRATl9SiU20aYREZe5ec8I",
-	"dbR0f7wa7w4tkZWbD4EyLqLOw+oz2tYmGc6NiiMi9cFumxvT7Ik1rYyhdnbN1EryeJ6m64wKLzVaY1Xc",
-	"fb7urJyuux9ztu58qpP1447K3c7OPayi5QMqXeBmgzMDGJJksXYAuKc3gg9PXzv0mk95dnvPWwdv7p/I",
-	"9r0/k0y5E1/QJ9nYT5c/2An4sT21nUeMF3E4iHmCGFDUyaf1YGOIFg2Gh8dnRwfHBycDxxvxYAjyfn2M",
-	"qZ6/3lnvDvfqWb8FkAvrceStFrCeWmLYo8ZeGECjyJWc2u1I1czyhnncHe7KRKVI4j1V0yxfMHaLPRit",
-	"EZVnNyJXb9WICJDpcnALK02F+/03VudjA9xq77ljgkIaQgJClnmBlgqwPOcKyX9DbZQGHx/Oo4iGk6qi",
-	"UuiEw4JRTplno4TwCDVNSq5k7OL2NHw4SJGXFFJRWB8LokGs1PjDFgBu+Aylu50dcZx82+wRB6qd5iV0",
-	"mM4zEZ3t/QKN7IPT0+HR3vmrA0wdWIVRJswruO49x+cGGhS64xMNdFdzHauY+aobUYvv0IKPPL7s502o",
-	"uKWXLIhOgOA9XL0XlnmtYfAnsEgCoQHEAPsBoQ7A0FzhOD7HLJHSXmJLwyRL49JoXB6z+Ep0Qo3ocG3x",
-	"kyPLAVIOHO7SrO68FLUVH6F2vNFlD5jHtoyILIDdBTLFtmVN1a2s1N06hxOsln3XatZFit2oh5PAk4eo",
-	"0yRqx7CXukjmzeuNG0xczGNr8JKcuXnBb31Rk8CUD2ocj/VJZopNI2aThUlGMqUbNgWBaKKFSYtPgBCk",
-	"EbgqGvaIUUXJ/LQKPPQ2u4DGE7CzCNhHz6cqT0ZiKos8uUWCXXh5wKMhx/Emya3PKHZg1wigJY06QRRq",
-	"lMSv8efNACiHq3MzymYLjOJ3gc6NaQN4wBBJGk1kDlyfkLZ89o/2rvgRyRWtlsrGYmf7+dde4b8Rjc6L",
-	"9nPx47ehRqK5QOx07DWc315JuY6Tgqha8GEQq5RXSoca56uz8zVVunhoQbSyiQFaVlaRoAnLFyBkQvtE",
-	"nDuUg5KPFUnDZIHlMaviDHOA4lyRZSF9fcuVWnj7rlVHgE6/rI+qmCRjmRoVNR3/DCSLaQogOb86fuSl",
-	"xMeUHgnkZIp8AX0CwLuh4l4dO/f7yt7LwRDcFSTpgRoe9AsrHyvatUJsUAUR/uuUW4Ktt4WOgX1N3pNy",
-	"dOUep6y71ogB+IlQtbM81FgAm5JPPZkXcXajqWPaeyzKNBWNjIG43tpjaYogaoWhEqJSAqh5AEY7zXLF",
-	"JAFQmGT3u5JXmN4GIaAho89X8qHQzWBrSTFObu2wr1XOXbBWcI+Tb0PdyOca4wAX8/FY5SZgRE3MLzXx",
-	"Hs4N9Wt0RxOpNZRy+4ziVs3C6Bus7zsv4ZQsm2lIqZmeA9M37WksDFUY7S4/1G/y5WdWqNLLhyZ6ibbc",
-	"dMuAtc9gHuoaCvOAtIkd8Y9E1eq1FWMvB9lToZZ5bkUHxP3FNrxiiYmGZ/DO7gvxlXjxnPq0saGmpIGq",
-	"MMAatmheZcJk44LFES2TgraUmU/FXKfKmFBHr06PD46PDo8PBxHjc6Jh4URSNPqHrwYH58fNFdFMTInj",
-	"G6Foc8VUdHgyOGCIzF71vKdOdrBDrQ5Fbl7WbPCDUEOTYE3e2N5iC/Eq3mYXwyTGxvm2vdyoImry4YQi",
-	"HeoIn03FrR7oGHxO/jzGUNiq415DLIJQ1ukwS6g4xpEblTUcjsoMQzrWgM6zC2XlWKCkAMRek1U9cGlT",
-	"8UlpRqPVJPEefjeQPTe8Kiq0ZYzY3f4HTHf/9T//ebh/eHAyGPYHp+d7Vic71v4973bjJE2NdxpwAX+o",
-	"7RKaEhWwArw9ymK1Ihrl6YTnCMgzeUgja4AR9ADcipT2968HA2tzfXf60wlO3rksVNe7FzPyu9McDTje",
-	"NmRgenvHs5ymc0M9dPOZPcgwAMLlaSKXBZjkZI5PE92yH1lPw/Fn7+4+e4GmxZbpiW1RzHMNYcZsPG7i",
-	"+0hxmdshzVSeZLGYSGNNIwDGKG9ub9yC33kmdWdbmGYXVD4I4Vd0p68wrwkbSkEp8BYMNsAaO/wOXm4i",
-	"rxW9fGwX1tHX2vWzK4ulAJD5MEU2K2EWkzhlL6URtSZFMWvZiyETlM0LfxKe2WEGlVaz59tfi4jCAsPB",
-	"4fHB6etBFIiKg4bUOrRXYPQMH0UuA3plBLJobXC2NFxLXahx+eGoAHu+xoXw1ElQ5zbUojDb+WYX/k4k",
-	"5uk8LRLrS26Ns3zasprFfqw0Zorh15htoYsGGMniPEwg/CBENipU0ULXGbiqFd6ueu1K2ALc/g8KLL2G",
-	"ebgf/vNfugsEQgtlpOH4YLD33d5gz//MeYanZ4PD05M+AEQf9vv2o7O980E9ofTj9op8/biVUqBnrEKZ",
-	"Ab0+KfpV3QKKZ6zASU6BTUYBzlCdHl5WJ2uQBkNtf0+O1NKp4FRK6FNnP5JErbpBgVh1g7pl6Yi6tQ6M",
-	"NbzqokJs+rFXje0VS46S1x5XiQC4CfgTONaP2nBTWUwMItnFnKepaNSGZpoPSA7zCVEev6CINDFnPRYY",
-	"vOevd6uS7lzyascNCrh10zEq8FHueqjBXwdwbhUDllevhsKSQh+VmEGoUdzaYslurXTKsVIsTWrY6wCU",
-	"zIqy5okPjXTqT2/zC2A+QnvFt/P3+2+4ITgH1mdpFno0yTOdzU0l63GPNAflbe8qbSj50HK1lI63o0BK",
-	"HObDMRztAScKFjcieYvKGMySSFhnzlR9Y8Itsv7Ukpu8/ADBritG9Uepkp7vBQGb0r2FIWMKwNUjOCaf",
-	"BOuZ0ad2m84Dr8CmCIY0t8++At75ZiBiObV+LrV+MgA8RJ6ILck7hAJAR6u89FblHZcjjEYuILAMpZkV",
-	"fiDytJedX1yyTSy3VKJhH9bKdLoIQm3PDugySYxQOoa4J3mmjL9Bzi2AB8gUE8o+Nx4ERZlPPGOmKHSe",
-	"IeoMj2VaGegOTVRMwe9dYdYR83tm8sZ9yq1BeO8stv6wksNHymzfYfp/Ic0Lr/WVttsLy5dEI/rh9NsH",
-	"gr/4yyWrz7I09fX7ByluQgVfn6je88IAGDhDHn3XqAxfA7hONWbpnJgCe4UpJqhmokEwOxjDlcQN22yL",
-	"A4S8u5ELFx5LfBqEdRpeRPt7J/sHR0dW9XkZHpeIhNw0qE2XPHAmDXk49nACF0c0Kq+yaVBBAYqlm+OJ",
-	"dC8YrD6RYKIY6A1Lai5VDFjxDCSsRJmbcPdFCw2CT7M8i+cjBdHKODEjaaeAItFlhpXnSZZB4soBxxyk",
-	"CrLRl8q+BXCU2A33z8OTw/73EDpmRrnqMmLYyXvrONR8RyKvxzQlxaccszfykFDrfaOcmVD7nCSyIGry",
-	"XhkixVMtzrRCV82teUIxXHxIhckOn1N7KOzDHP99LgTWIF/aQN6u+a8lwLjXQfPo/XCwYys7s1HdkH+Z",
-	"A/Cp3aN9AkiqcW8/8kB9D67ogFM9UIJI+HDrsZ858gcnUVlhq9XNkDk6K/qelgEVKPdbws27nuK3a/Hd",
-	"6cmBu3ZZfzODFDTLwJXPa0B77jbCHWzd56hvHwgr70u3s100FC2dNQLw+TQSk23piXijKtB/ew4fiPLn",
-	"9TFzxRplvoWd4LI4RsVrlKC9pRrN86RYwP6+UDJX+d7c7s1//2r3IoZr6sryaXB+5YiM41wZsxFszPN0",
-	"o7sxKYpZd2srzUYynWSm6O7u7r7YqK+rR1Z7a9u0itS0RgoCXDH+daUWlZuamrv+6l5x+fYAd1Al7Jlk",
-	"BXAPlnqMer1XB7e3LsRmyovdnK5efpRcK60MBmKt2ZBonCK6FAtV1kyKawRGtFhvtKqQNdccZzopmCKd",
-	"fuqUvFnzkGovVLDEtU7jHmV6lKQIrVMWPqTyoi32rItGQT0oWGEoxPLGrTS7/AZzPUQuCIGyyy5DrHp9",
-	"tlEgiAYrlRctIgypMCncicdK/tXudkesbD/07eDuNbdhAEQBZ+0q+BvwfdPcYMhsrk2AtAzEgsjUytm4",
-	"YhsQbQ0eurQsrtHsj1//+L8AAAD//w==",
+	"KQjhvcNv8cPs3zVUlPCxi8py39e5asYvDJOxP230+glbaGNBn5CW8SmXyqucpEgJniYSw1twe0iUfM7I",
+	"ygFq5WH97LV+egk9anHKV+qEzWEtcq+dEjyFGy/R0ykobTlrc7PBtUNRXyoWthM+bmMT7ZVUsV5V7F9P",
+	"Rcd5wqtfxSJdunVENWM5R9VB5cZENycf50o5H4+2HB22Txh15cyXt7pANb8+dSzN5dJGel4jBLqVrnPG",
+	"RzqNTbYVcNSM1XjsHI2gv5RJFSXLWMSd3fHgIhLygTrb9SbZPbYPywVjlZYjpAQuS8yNLEBNP36dMqVt",
+	"68QZIcqUDVwFpJndc1iqwortJVjd+S9yJrlbxnILFWT7U1iT4iBqd13zGP33hUCLZwi/C16n+1+74XmR",
+	"Si/TSJBINZGJCFlTJEawo26XbQTVtTpDNfAGQGieCRUj01Es7HzS40SOQ/R1Bs4cZdbzRKJdKRVDlQqj",
+	"kwcgPAwiWqpYUBahP4N4gb0wDHOKQfHV2pqhaoZtfNKGEbbhYRgwp2E4W3OWtxvK+UKn9iDEEAGRtk6G",
+	"CnO2V9JP62pw+66Uj91hA+VC9XjCjIxFxNOhCsnSBxMlW2Xnk9EqLNinquY6NDigQ9GwphFiqEJznwie",
+	"qjYNqzOPQxetV2DAR93Xr+pYGO7NjtwfEIqnIg5ZkyyCQKsUmo2SW+iWKXReOW6HaioU5l3HLEokHv17",
+	"IRbOWAeynV+KVidvfpHquYZG+VDRM3IYBSzkaTQDKg9ZKtqoBmDvXDH/i/PFNvlQeZENPeLiURpb8NxQ",
+	"cj2JQwxX8aj7eqhCimi8uR3c3t2M3p/fvB/cvnkXBo55lPPMMYYIWzghL2S0TFOhbLL2jmE/BNgwn62H",
+	"0q4gcb8V+LNAm+bE3JzC4UcQV0IgjRBFLKbEKiNDJhT8L4wnHqrQ9Uexu/n6oDG64JOnVW0EDb9q6HdP",
+	"6i2SBcn4SffVNsOEe76N7eRCYEXOo+uHrJozbZlZ8cWmkMaTqU6lnc1rVS1Y5RGKy3Oz+wqhPSmqAhsN",
+	"LlLxIPXSbNcX3Dp4CnB3Cp6YFV9sc2Mp4E0rbmq0hOptXh5kzZAq065feJCKcn3vmekHTjvcMwgh0sly",
+	"rkZSxeJx709UBJSdJ1U+K9MhDyB49qdIDtSvo5k9hksa/JN0o1O7jaC8al8nh2OCYaZ2+TQ3l/tGnISs",
+	"/7GLLEPXIhCTlzJr9c7fRqmIl05a2mOCqU7E/maHa3j7ScF44JwuckrJ8xKzv8NszJnMvG/m3uEzJ4Sy",
+	"/BPqhQ/RJ6GqGFK6r15QObblfXYDqFKOW+gN+q87wu/pKqrznt8p+dtSFDQ3f2017+7OTxkoFQymgCQz",
+	"nwtFNxEGBQ7V3e3b9rfOt0fLgPAScIuAcnV4/Ip9NV5bYb46YWEmWngrAHr+MMM7NSgIcOUGMl8mVrbh",
+	"S5a/wiKu2IIbg/bOoXJSBWkOEp05LlHChaNvpANsiDiHx6926pjVqLy9o75OGK+EgG1PQtNzaS0pOf+9",
+	"I71Q8j8VlsukfiUyaSOTZxSbLJOk5jqO412qe9aYD4VlBcve/lr30xc/SjO1+jjtF/wOSmnC8Zb20a9+",
+	"aLFM0eO4ruWeFIg8ek5GWiKVcN6MnTHUF+5ddIIAne68AAvRmPg63SuLVEfCGBfGvmUlMJ4rkphMtFgk",
+	"kiwo5BPMDBUFIQY/yhywOnWyzESnLOUrBlNWRgI5dNhbneLxR9GWnI4LucC0fepWT5WEk22sWBgPtmD4",
+	"HOMm53v7Ia6Kc8XwnRor+5MBcAXtKqW4BVIalI9LLk8bRTZaIwoygOO/93B/zjqjaLX60cKajZZpzYm8",
+	"AnXYcXaQ/cSKLfhUBCw8wGEekDLpThTpkwfUYFhvhZ7xw+NXNbHx4pHdvBu0geUXYwDd6YlmIroXaE2l",
+	"tQCxs0bAnRAZkKaSHXpHU9iIWc4p+L5+ePJ3McIb5wsABXIL+85z59xNsBuoWNeTio/RRr1Eqyysl6jc",
+	"K6C1E3EZAc9KvfXfkMVqDyXmKSk0J/MR3tY1tEXBDnDn5WbKbN/FIzwzux2RhY7wPG12dKFXGPAes+UC",
+	"eiucwEq4KQWORvN2r3TC9hHLs8jJw2LU5+EOU1oujTniKe1ciR6zs5Nz+F+3XbDnmEG025f59E1XSUa9",
+	"urg5bH84vxpc3IR1ySczkYoT/MEZGFhmJrq6uLkWiLaEFgN0mvifHJduEidB9kx8JCh91cJsKjjjFGgG",
+	"XLxwV1xd3FSccRsd3Ljw/5uIJyLdaL12UIY/THUymsjEijQw6qH62b/r0k4P/515Hm+KmTciZteHZdGy",
+	"wwZ5DlGZm5iOTz35Swf0/uaMNSkdpVUeG2Wf7Brg38LfdvOwDxkbWfwfblZlMEV2UtqxJ/nWjiivDY85",
+	"fcW0YmYZgWB2UsrydR4Bl+krDTMC9er9chhzbrozmzSPMPv13xhjtt8BLEebbZy+D8skKSzQXj7zvz1g",
+	"bSPP+b9z7NpGAuoXRSUWwyD2WvLcELPnouPg9lz2v2PBt67lRa60bujy7or3BoEIlbZUzzts4HElCiJI",
+	"BuuJbhIC49XpC1PKIwzQofJJj7Mgea98oKFTr7JgbPKS+JBr9ubm40muaGZ9hf6OGsHAQoIPivXCinio",
+	"0LGSg41mnsF5XQA3JqHltuh6zyid2YrCUEm7LDQUYubEckH2/ILIkm9CATAVePQW3VXxeebWJExS1F1d",
+	"fB8rrRQsLmIkiKHyankW0ZT5RMM29NzGxgz5oEqq71BVoFxX3DA9mXQYYelRsjOCqPqt3hZ9hXiBMdz/",
+	"EYfDXjfHyhq6T7IvQsw85KVJwnvkpg+Hqkmon/73g3990uPz+HPYQlCJDqOfSXX+lyPozyElP5NDbo5Y",
+	"LM3QNzFK9crAGwb60SszWhoRZ4FQ8AVl0AxVwV+MDhB0gFJ0u5nzJHFqMQgNruvAk/9QyRgdjGtvGsm1",
+	"b7SfgOofsEQal4OA2Nmo51cy5naGIJZOyhaLQ41jEvY9EwTx9Nft8Sc93uZIUtpp9Ru/eMKpp3n/a4l/",
+	"kBeUNY1IJu1YRAlPxZa4u2zP6rAGV0XrjztBzqtcSwFo8HB0DBtrWrtjQsjhPkIvW4YhuudmZWOIzMPo",
+	"GbabNzcf2YKnFtSxCJ3UtfynIpv7ye4RaLjtFqm7ikksrfEMlRznJwxkIu8idbsgDcsHvTPyl/STvUNv",
+	"cMjZvbmXbN3IOtl6kz4J6+jBwZ6Pt2eyIEBRezlI4xfyhWFjyUkVwg8CytbNfYv49IVxIeI+BIrUsr1N",
+	"mzme3bY455pxnqHxMON+HiQ6ixIL3IVGbk48jX50lLDjELt9OAbmvJo8082n9Ujfxt7Tqe7dGfDquqkZ",
+	"6XZ2P6V3qaxM9n99u3Foq+Uqo6ls2XNC2YdKaab/blJNdSK2YLDIwgZrk23ac3wAFe9zdY++YBVpvIXV",
+	"3Lp013gZbxHQUIU3bCxmUsVeUvGmk+wmZ81aQeSAfg0zQA6ULmo8b4Wt2Wq1zpwslKqfZX8tRNrOwEdg",
+	"wZ6XwfAU6MqlEgUZJ/edFu0iAet1OoNn5J3AimTIHXUjSmBetbrLhfsFJ8+jWS43pnqFomT2wOEZhL0D",
+	"xb5mdiRfNG9f3Lb+2e7BP8LWcy04G06euRHR5gjf8ESOyfVPNrkiNAxyukG+jiZDwP3TI3moGUqdifCv",
+	"H85T1vAHWQPQ8PH8ikRoh6EQbNB5mJvkTPhnx1doq/64LShI09kfcwFyaYSz/sEIo1RwI9X0zw1nnzug",
+	"OGBawqCMoJOdF0+VT4LmFN1lRVx2Lw5txhfWmTFKotbmVfOkfx99MPfjmoAp+bvYdFYCOfwovw8Iw1/E",
+	"bLno/EWuw5INvF6TZXDRn3i/aK5AoVcVJRaKCwYtNm8PvSEYMU3hs6gEUhK4U8Oh2f0DKP6NnsVnOdDq",
+	"COoDjDiRv38J+MapfJCxi5LOIxZIG8a8bJ4KTtJgSEEAIWvalC/E71rGPBkqzP3PxMXiyZUKtoJJQjfy",
+	"wQ1r9ohnuNVnXA2VdNWLcgRes4xmoF3hkHTygPVhuIopqooGweZLYzG3jXE7VJSPZFe62H9A+51Fx99e",
+	"D84/nH/4YXR5dXt++eEm7LBBNuehohjlfM7SsN9Fql0eA5tIJQlczAcpYebcVFgzVGEVtzWsM4TR0L8k",
+	"wKGKgaD8ju9ZwMEHcNSSz+XSJlKkFxintslKtmTmTCRsmhfCXh+z/x/7yZdS+k8e3RutPJjJ+2U808k9",
+	"TwPWe/3N6yCPI48Kl3WGi7w3oLNdxkJZ+TsmptLHW3OxRJJ1QKMM2Mu9wyP3XoF32gqCi7g9pG6+CAjo",
+	"sBE0fqvdqyIC5f+2BnqE9/xfZJq/0mrqkzQriVnVMORa0wrdipmBZVs8ep2xpSZ6eTOn2K1R79faO3Uj",
+	"23aP/NbnUl+lk5phbgbeVnrdtvDPcoT6nfqL/KAZIfwfN+hf7AZF1Ob/zq5PZ/14Qxmjz83mqORnbBaF",
+	"qk9e+Pz0QDJAwe1YCwjqvQHjZoTNIPM7ZWT8PqHmDlWOxYdYWMsFXFcg+PzEmmgokYRlKNUWHMoeZhiy",
+	"e7GGc7cogj/kqoPDnHSCnDctZpBnRci8WnHpt92HaxO6Mbuvn/3hExtymo+0JmBjmViJK2pFyYJayVfG",
+	"bG9jq3LPCeOwjkNVWMjyztJqYmKlTyMoIHp22I0QQ1XcJ1CNgOsvE27qFrZo3tlD/vlt3/dGKPHs/fYz",
+	"c04O937xWeN4ZvLLE1RyudhyYH+ecZ/+ukjWzMwQaTHiabpmY7HWKq6irtfXj3jZOWwRwqHGWr+IK0ye",
+	"4n99DoNCF5IO3SLhcNJKcPgddufg/u/FmuDjJMmEeDLRokkV2AgpjcDoCAK+Hq+ihsKipznYj32EKa0W",
+	"7sjyCBbJuqAkFLFDKTE2+04QIprVnoFZDTys6yskW54Yl+iFWqNZzs1QwfFqYS6xy1dL2CTRhCHkE007",
+	"7JIKiGDMGq70BvKqZ5r9zQzsLK+GLAIOOPVZ7r9SoYB9ZabCN3+l7FTp5v/IUH+5DFWqaPG/gTCV00YN",
+	"DNpz0lOrEOPPSlDdQOGmr8u8aQ9KL0tkn4NGXJYI9miiKENgpqxDk/z35cluQLWVlrm0bJsaXGk8T+7r",
+	"nzA+lNv4X2uDcIVD/pajhGuze1G3HhevluxJqfA2BgE9h8S99PI5aHiRddeXN/69DROC/+GJOZcA1jZL",
+	"x6ZYTHs7HI17gWHsAIXrsbGI+NJZ+BM9fWHYb0uxpECrCXD5Zi4hKRB0sOq+ccW18ZvnwwUFjYQbzIyY",
+	"S/us4H0c3CgWC1qAnVA+mPm1fUVoBLa8Jl8wnT+VMLZKpRUjgkPdPtQEhLYtOyddiI3HVLXazWyomriJ",
+	"sTT3ATs/uKRSfSARY8V1n8EPEu1YSDXFbigeEKu49bpY7xYhT7KSKYgimWhjgi2whZVSel+AIJVtXZCR",
+	"9c5zceXUs/KpUOLRjqJlakj82Rm9lWsU+4dwbYBb7HKZFjsJSkN8epbXui7JOCQ3qCut78qlObCDqbYn",
+	"LCT4Bl9739UxRhVZF1JgPQs6wVBWrOTYx4J/CPjgAl2LFYNy9ys2iS4TqkxZd0VsJs3Whm4gJDbmOpYy",
+	"irOkYYsOLAwrJFRRsQh3VdQq1e/eFkFUKVQfZKjZWz4oovcHBffSltfLHsegQUllW+8J/NW/qh62vqce",
+	"fP5xpUyXcY/3U0+Kk9mlmRTGtvPVbHg7wrcqi7/r/fJiooJUFTA2o/58xbbME8GpMkwP9FqCZ3L8iPCZ",
+	"wppykcWKWfUOh5qCIFtqo3yJV/MBZPIvcVG4Ln0LdXzGo+s+H4e4JiVOF3CGKU3UFzAINyF5iwmUBRTa",
+	"mTZbcqLhl1IewpwQoVlTIyqu5VKJtFUAaa31Js2sXYx4HKfCbImrmXPFpwgiyNx70OZYL1UcMNGZdljY",
+	"7eD/7x8fH78KqRQTOugnPBIGS6OGPXrnG3qndihya1ES3BTExQxYCBNvL2TcdgXcTpBB+9QLxy7RKONQ",
+	"u/DrLfmpxo6yTdpfBksFr7OjDCwGQJQhpnMDm4w45XsUw9sxriQRwr4weeKCwzrjvsg+a2K2DMba9zGu",
+	"AEfQckYqTiCcWOfW6lSU8j4KxER31A68YLoafY4RhffLMopIOUJciYIlaKdwkUNg1wDeWh8Kna3e/qE1",
+	"bsQjWuGncEgyQBVL22Hq5kMLv9eUfp//NhIqXvga2jWhabmN1r+4cYZstOgfHBSPyXG4G5kMFUVkEpWj",
+	"XBnWxvpsUIOn6tIWbRwRQhPfyjvXddBIb1NhZhkykvTlbCvASPVJIxUb12boGXFPpxYAkd4p+cjEQkez",
+	"opcLOgSFbs5jsWcAx4Y94Fmdn2Qwi6RLbEdt3hzKFoorDg1lzBzGr1L75HmR8S7suy7DGnF8fSx/Hsj/",
+	"TPXurw+991Oop8ty5PKzS6H61MqlwqRAcjhIoCW1LkTh7s5p/+1wd7TvT4fFWN8y+s1GOtqbjyxapg+g",
+	"j0b3xlVE9wVa/1Rs8uHjFlw8L238T2aWc/iH+W3JU5F17kPNxSO6kcyehy09fBxFy/mSsKH2Rcg7rLmE",
+	"32StsOvDrAJrIWJsIm1QXON/ayRwuUTm4WNjY2o07DpCLSgVz4vGvOEP0v5+v27/oBO+ZmautZ1RMD2L",
+	"RSofaDmyaEt3AalYPAauABZGJMVTARcwWoO4YaGJ5GLdoTpQnRICSBM/VLFeBUO10MkaY74D6g3+k1j+",
+	"XS9Aav1uSAV0F8NGK+yw0GF9UyzmWDAdx0MFLHKaCm59KY4wazV0DBTbDvN6RsUXRGJEIZ6yNmYz65iP",
+	"9YNgh92jbxyqbhbMOeMGnn/rQkFbaE1ykQiokRR8du/Pbgeng9tBbRACjnWTNk8Lm0ELVjMbB9G8fTLV",
+	"Wkxd1sy2vFwA6WgXZ856dWj2vvTU7jDtcmSp0+TrbB606qX2YekLPbzcrzJT1lRx2LXnCAUbSouWpjbO",
+	"vZC3UwsTuEeeVaH9HDTw2d+dfdF3dY7frbbvK18it2D5iiXVbKQiZt6OCsrL/rZvab/E7L3NyFs3Sg9C",
+	"2eTONlEB5A4wRVxPKAmbq6kg3Pg1WnNhflIx9QWDVE+Mz2XMjddsrO3MYz/lIqAbO0LcC/tn6wioXZlw",
+	"ROxb/Wt/IZA09bytXlBUOn5PGsiqx7WY21mDZ+mKuhthT1y1bf+lF68RXWHmoO2eLXPu0om/XPt9zuI6",
+	"q+EzBQGfDEGmWObiywIWNh+xUClXzcdWix0wY+PmYyvMw2UWerFMXEGdONYT1m3luRVZNVC4RycJt3l8",
+	"mi/1yC3mPXR2FmI06mHP9IPadSk4GSsEl+Njb4hsmwDTta84EM0ayZfPBUsQ2xYFoz+T11YoLXx8/PJV",
+	"TV5zAcF5s+TjU1lwNzaVCDKQp7lR4tuJHzwWIzYlcKywCu71755RZWvLaXHFZa/bb5++deaDd6pHbJ9a",
+	"eWEmQp2efzy7/uHsNAxAvro9u76+u7qlf74ZfHhzdnFxdhqyZnh1eVODXnIQcRWJJGzh1zd3b9+evzk/",
+	"+3A7urm9vB78cBb66zJDtDX3hQLJWLUyW3pqZIuIRw2FJfdP6Pw/vj47X6CXSxdhWDCdtoj+x1mYuWVC",
+	"SlOijKVqshJHsB9M+pemlLqUOT2p+5MSujUZKvFXvXphXOUdGYcZnhAc5RM20UsV+whVmdA6fNJjtE0j",
+	"ZjVOSZlVER+BkDLIgIzb9WFwMTq7vr68Dp9Zv/D5BQk95f2nHtcIkNaK+aLOYICVpMM22mFD1uRk3G31",
+	"2UyvyGKA1ng/fdA4ZjwGvvpJj306WbpUCitlULRCKpRYUfUng0W0BDTsTcr3MklE3GLSDFW6VK4+1HjN",
+	"vNTkXsRVPmTeEUG6g7tMU2FTKWIqAOPhBjmOEPZlLdCJQIqY85eK+VjEsXDVhlzk4pPmjz8FreRBU/zK",
+	"1WAoDdUuECW2DUPpFm3nRQybHO5GGhbOheWdnbhKCV8YEe9bJe7ZEYllXrgZkvjzbJ3RFYnZAWxWSH+H",
+	"Tm7JquXsFbIITMDMnokv+QT40L1UNcJ/5mwv0J136IzXzLHjTZAG+qiiDmd4QSFr+ugOX/vQAaUW/PlY",
+	"o8ZBFnkRxTeww5sPRPH83XsPX21u3m3G7ioIbYybDMA5cPBXRfmDNQ+7R98OlUe8WIgU1u+kdMljPjah",
+	"YPl024Aqjm8B4iJIK5NrVnj0UT5oEXrXUB3kC80Tox14F+pkm4BhcGbIQz+tdzW+TXmpVtxEJzF7LFgU",
+	"Ceo21kqcsLlW2moloxPW63QLmQ+xqw72VGHtHQX+/JbvvbNla3zdueQWLuKMyJG84U+MModDGgkceZDf",
+	"EhsAOhmVY9xZAXfNAdXmdR2fRY5bR42QX74ekGJhTCVxne4D9ISmAqzYBveVr3xO8gJHDrRM9+MyhXT4",
+	"GmAwfxkUoAf3AhIo+Bn3dITsBT5QEAxyCAKzHFMY3TM6rMgkjmsWEvizw5Jt71Mh1IVxDVw6wqbgIoyV",
+	"c7x/46VTiPa+rp5g6zTk3dD5WAElzAVrwrqmhgnseg+fpxvHjjWoh0CD87J3UFtRBKxxklTi6qpuCHju",
+	"5w2vYsEAfwmrPIwQHj/feIAT2R04t0msGyN1x7hN65+dZf9v4ks69ZGVKHZtHP3i9Uk/AtHSb42gAY00",
+	"MuNf3WVauh6fZ/W4LTIHl9D4wjC4nmNuqbCNT21kA1cED8RaQneKhwoTl0DO2zDuBx5sXboyNMro7CqF",
+	"y1Gv1FBhN1KVsUb/vaCmaOjCzl9gpwz7bBZ1PWeYnVN9QFLqrIzuhR2qVLhA/RYIzkK08cX/vLn8QOJ1",
+	"oQAT2XlTwWPTd1U6KXkpF71FNNMUFgJ9onRMCl8RM/OFYQ6ffzscaLAFCLTVYQPnGXl1NFSUc6Zi1nvF",
+	"fpTfg0iEVr/I4hSqkB25a2ZTUnFCirRwuWX5VsXlf3VUc44y7jBKl3UBqO9QeRYFcYVwc6VhEah0hSLW",
+	"3mnrL/ShcnKrVsLI6ZyHHfZBezDXnC2FrImJuGwiH53OTfJY/2nP1xsyilLINLes12GE/ocQLPjYDBUO",
+	"7/6rIG8XeFeiV8JYGDJ5Cpr4n74zAXCFPsWhypDO9IQRlj07YCYrhYVAGuaEhXOpRthCoSRA2ArI/RfN",
+	"tDYgErnuvWvs/qsOS0fy0z3WlNYrJkHViyp+8wymQ08yoKxPtIb3JagsE48+kb8Th/XC1Jg5A6a8TcME",
+	"7DeSmd0cO0M1VF8Vdos1r9kiMSw0IhGR/QCdNefCznTMvmPDhn9x2GiFHqGWERAtrO09DZKW5Z612c3Z",
+	"6J7RxeiffhUwSq5E8DRcHmhjxjMelE8CBQSiNvjtzcccIiWgtr9jzd7Bby0cxXI++gRLIpu4xC12wJqw",
+	"Qsz8ltqmarXwn5LGqFib9VpUY0grnIZfavT+S8OuXxgWAglc4VxM3ExH960D15qf1lwSytoVMMmvWEiR",
+	"fPJ3XPyQNR+4YrFI2UctbMB6r18fYZYprvOLLSsNoxk2Si25FUceCQuXLaun84VI2ym6wyaOPRpoBib8",
+	"nVsbWpd/HrI2EeFX/zxE+3k8+vTPQ/QzWYFYwKi5wtd4LsjH3AXt9fXr14yGxYycKjZJ5CITaqGrphEi",
+	"FnFOGnwuiL3npWipQBN82TqhzYhc6CA05gulcgXfS0PzFN+RxT9uBWxB+x6xr1m3cwwz6HW7XcJGimZa",
+	"RsJl/9bR5sITpGDdTrfHmrDLvkAvTxYz3nIsGM7qW51CI4Uy786BzhHihmyorphugWpgGTv+ZI08OY8o",
+	"19SF7W85M7Sr32WnBbr/Gmn9K5cQfHPm4QSKh8Tn2iNr48hR/BKA9mlY8x03VoqA3cqxmcmUK+nRid6m",
+	"UsRzrgJmRNRh33R63RayBpgLcFZD9l6NpdzMQitDOjSqynCVS6DwboE3nThBxGCifZLjR0Z6PpYKljHV",
+	"yyndw7F8kBjFOF4jMQbMaGBr3BKtr4SczgzjibwXDjwhnywZ8op9o8GZbiLGE61EC83AKAq4DGacHdCL",
+	"3/n8btOKzUQSt0H1x6XtZ3ibWrEpN5rqjw0VcFTWax93HdcEQgJKN3DQP5xfA9c/6vYyLC4KcHXl6YfK",
+	"aozPaAVszVP1wrDDXsn4bVjz8NW39V/7e+aoS6LEYZeZNVwEVkaZuu3QpkV6gL+FAXuZ7UMwVMi0isFD",
+	"LYccTjygNFkaz3Gv/arrhztU3+Cr9BN8eNjt+rLI1bF02BtaXXcdKpg/fIyDcITd63pSBSbCusiGHD8N",
+	"KT6YAnxQ7mlrJWCT+rCVf9DK/8GMmFKJ+D/Y5tGjh3iBsT9Yib2yP4bqj3a7vfF/0LZfB9xN/yH7gx31",
+	"Wbfz8vA1+4O9hD8PXx6xP9gh/nl0zOq+hcMioiWGzfzBjvHVb74tN5D/WdMAhh/hAsRfNoLS4j23CQwo",
+	"KqwATeA4/xi+cB8f9+o/Li9B4bPaP+taqFuDl6+eM4b6RXi6DSB7BieyMP9v4Y1e71X5z2/oz83vylN/",
+	"Da91Xx+X/8zbqXxcnnXeR/2flY+rE+51sUckvR0jr2y5e/u4/Cd92H29+WHtnF+V/8wbqn5dN2nopf7P",
+	"6tfbZv36qcEj8wLOWph077DPep3eNwfdzrffHnQ7R9+41nqdLvz7W/jl6GjLw0qr5RWpb7qHrbyGh4fw",
+	"8CU8PMI3j+Ah/M9xd6Pp8nI9Y9S7m95Yy9rGax8+2TjcXX8wrtbwJh6+1zDj42P4vPuch3ARFFSZmQPQ",
+	"dHqfTpmVIm67f9KFIBXrvfay0+ER3elBBlTUOyzeQZlMj1duj1Jq6yQ81swvQLwdKawn9wVTuLGrQjNL",
+	"haB7EOThwrWLOo8TaJsvA5AsW1mh4KGag1Se2TL8xee1KwQvhsvYvGCx7rBwzu8FQZW2xQOBIIQgU5tl",
+	"6uRyy8eJKBf696vZCMraCOGkVOZdawt7KiB9gOp/zKi0XtXe0GGleHIEr8GSzuh0pnzmTqdsVCgabJzy",
+	"7n33WXw5egFApxwqaVsBGy9tXn6ZFPe+r/7SyW0lpKdJrTqwhiG6qEMcf9hhA1SRVhnKEYpESaJXrDmX",
+	"qqnavQA1zoSnU6A+dAi1h6rXavWfhmdFs0rfC6fjdcVaAKuyXDCrsZR20RTxFP5OrUs7ehih+FUDVuRP",
+	"yI9tHHh1BBWnZa9LEE1M4UKAvDaxzpdSV33nR/YdUxR8VWQxTZWpfi9bJyDvrp14+SNTQsSG5S/8yL5m",
+	"hx32HpQfkiEx8JpOs07ZRKxE6iR2/AWUi6dX/gw0D5wupt9NpA2GynsGs0FG2lgYyNesB6+YyqqDYtot",
+	"RiAfbll5f3y3W+NII5AKy7D4iOsta9oCZX6ouAEl3Wd5CPYjrU3Vx+wkbG8Mcv/sM9BkQJkHHWG+JFNv",
+	"VjcY2drSwo2j2Y+gZkZaWTld6qXBKjHGBaRTNWbYEg8ygY+ggRbpyIX7MOwXmxknOrpHbS/Vq2zOme0E",
+	"Og3dwnVgVdFEVWht2CBebSJ5L20by4C6z358q5O4aWbLySQR373liRGtsES2gYPJTo1lCpgK+9ENiMxV",
+	"D04fxtx7nwybc12n5cvfyZKI8bXNa7KC4GoJmUg1baqDH1u0mm6TqMcfWZs1fyy/1WaKDF1ex6EIFkHU",
+	"nWOHGRsQzCGZdNyK0xYtlfXLXpAVwj4ZI1kTbW3dFpsCQ7TaHQCaPq09tJOZriprX2hy2CCCeqvTypGh",
+	"ihH4TdUmBGRSvoCIGAm6x2+rC7VzHdXeOtUT8bQ3Fk4U8igXgl0o2FT0SWhCiTZDRRFgUiGgGE/hqYsy",
+	"aDnGgQkhGP7DC3Fk1PZQvbn5uAc0962P/s5qXkuHR+d8EZUqXXP+eIGhkY3+4fErZDr+3726kI8s1NFz",
+	"qZJTMGgslfxtKdw7Nl0K+mi0K8fMX3Kk629cVxZL5jUjjvFgTiJycheubVryFFQzRA67HeYgnB2EW1EC",
+	"gFvZCPvsyy8rJFZYxHIE6D6lxS59nNXSiJTJ2CWwPGdXdtTdv8HAEV9pXypXoMJqspT5UOaAyZhiw5Jk",
+	"zUAqcYYlMhtVINxPqtUO0FNGlWJYM+SplRMe2c48DoeKziwdYgexSUiCSweqSBge9S5IuMbhduBz4bKj",
+	"7EYIaIahL81TziAyVhlN13PRcOYL59UGmDY5hYnmKPdLBStYCC1tBUMFQqHTH5yv2FUFREm3E+lYZNIZ",
+	"1lWYL+y6z1K+Ijx/FweMLJA8VH7BF3xtCiGoGMmIgr42aIYcU4WJvvcZDTEuPyxinoSEqtIkwe+4i5MR",
+	"MZUKyAtXDVVODnwMvK3bOWZzuoiLqWG0lOXMu6GiDCVXyw40FqszPxYlnHGXNwd8beVEodVQzZeJlYtk",
+	"3eZxTDFc2E/rxEN9CglXZPC0qw8VFjYWKpqV9RQ44OmDSNtYWgGXzePL4AKTOR2TuJq94+Aw6LXY18yo",
+	"BzI74s9c1a1ohZ/ugAyroN+UOWpNLDxBdtRWOHIIPzWVI+xMGFfJzMgHwcJfEr0K2ExOZ7+GQ1VIIsLI",
+	"NuCr83avRbUH82N9gkSREISOfxVlxLlIpyLusKsyOg+hbGADq5lOCiC+KJ+QhT7PxyRZxK+myXKWQELE",
+	"gDGHPiriqeiwAY3A7UUIapJzycC8QkyF8rP3yVEplrqAsaliiYsd/mKvPrkqVfDFMza5DrGlkCBwVCyj",
+	"3atJftheo7F6Key6nL+ghJBUBvZLKOuqhsNtQZWDgKEgbgwezrwqCQF5D1UzXKlRN2SdDoO/4LCHrQDx",
+	"/SspGSdMWlTGcLfHXjRJO+wcIc20j6j3SjnFYORBm76kignpdNJGFchaqprUgQldedLmO1xgDH6+zbCd",
+	"L0IbHoVB5vAp8D+gDpWsgV3ySMTEPw+73fbLw26XCrVQFEM+73JJlKeJsExvzyvU3j36tlSrHf/9ZEpK",
+	"Jpw8FUFFtf3N7gz+iZwi2/Wp596JUzbUbJZ5OdyNZwkj+D4V/D7WK+VriD37syosErQRQP9PTd+Ve9lS",
+	"6GWfZH3BTRVRLgu4ptIlQQNDMvKyLLVR10+xD4fJPaqpPvMT0SiIDVh0Zf86K3mztTVdDv9Ew07L2RJT",
+	"uVmoxuwf4Lux7RsRvle5GzPYWlcHHc1xXuvYmy+HCqW6gIXNNWuz9YxbCh6hyJEea7NZyycYEj9D4yLG",
+	"AThXbqhYmw1Ym/VCFotpKujUTFIhYj1HVkeGWg89P1SuLuDt4UFTtXstH1a+J8x7NcvQrX5OnKWtLpLT",
+	"U0cjh2F5OjnN6wSjBSfszu1xso7l5+pFwAhV+UHkNossyywVkdXpujYlqsYYuzd28k32BRnc0Ba8PwNE",
+	"OwDeTdWoOEw2wgKUYZ2xuGqV3Vf2ePPxCsGO6mpT5mX1dxaW8yX4KcUj3QOsuXpHYHDw6smKO84wQkUH",
+	"dnZQLraVf/5E6fYspKFQKwD50y3mgPmqWz4wO69KldcH4MzzIIMeh1I5LIpweukq6q0LiDVO3wEhLHCC",
+	"jLFMPNpUzL2trhn6GYwQb79Ux53xJGntvevVG6pm98t97QObu9Cp3R3O7orILvhUBE+HtR9Qk/Vpi26n",
+	"Rg5tM95jU6Xy5krLqIwdCKgE7EIJfQsuHVrTjkQJ6NKM/Ad1FZWygpqhG2HoknH8R3QD8iTJbQpuoCes",
+	"y3zhA6rQR1rjM1EQRBGnzB/KoMJRn+LRd5haVZM1buoqsKJM70KmpCF7UT+3SQasRtgH1fzsajCajhYi",
+	"HV3AS6fvyv8s/HqC8MScGbHgKXDNgCIqZ4LHIsXAadI5Mh1y4R53CrZRVEhIcyTDY2eoznNLCt6gFHyL",
+	"77iM3lhEcs4TXyMZdJdfvm7/GsuptOaXDv33119E/vDXMCgTGj722XQ6Hao8S5jsFn1QOektN0WdgnbR",
+	"G3W7XVCMZuKRu4HAALqPvUX7EDOrpZqE9B8Y7hpLcIaKq/CkMJehUlq1lZjinYjR4jS63qHz+vS69Y43",
+	"8oMNlV1pckLkDi60pbcq0M1jqXi6bjyR/7d/1l81C9k8NFwzdbR7p1zN9Qs+3gb1lhWQqoPNjHQavwCl",
+	"32CWgQ8BXCDANXktyIyJjNIDQjmP05ubj2gYRL4s4kIeuKPRZu55wUAy9IYY1m119sA+H7sSqNuE3+2Z",
+	"3F5YK+oPzoxKZgNEIh7lkIujiU5HGagC/KjECHiSVCOHKLQTj4KWuTrwbChPZ5J/dHVongbE3R/WtmjI",
+	"qN96X/nGa/V4JgkK4ksqSxa6ewo8dyvs8PsS7Kbic9FhF8JakZqAmIQJWNiBUz8i72PYDgNKTcDqiCiM",
+	"DFWC3yCqGXyUo2e9OmLRjKc8giZZU1qHSwCSs6mil7oD7jxUjX5jkZj2YffwVa93eNjudXvH3S5o5xw6",
+	"g+H/85dB+x+8/Xu3/frX/M/OqP3rv7rBq5ef/0cdc9iwg21GcqhtNkqXcasnBaOOybfvC+0iJaNIjUXE",
+	"iGiZSru+AdblqnMInop0sKxTVwYuO38jDZ/VZOGTmyqElnTq4mH67Hts3oVv4+s+B5BdO/LLgQ9ddhJa",
+	"WSmktdzPiS9IRZ/IPEClw86tYalOBGuGqeBxyCgKCc0+ImzhjRgL40Qqek6l7Cyb8zUoxglRDfJ1hNXF",
+	"sedLPrN20fj8mWq06BpsW18pxU+E0q6WqTKMs2s+5yq/6zGlmxV8Ii2MGcASVoXqLEAhZ1eDgJ2+G+Cx",
+	"Ob0asOb04IIi0W9XmjlUHLr/HfjweE3CIpkH+xTC8NVX73Oc5yaKPbGOvC0U5CvT+uqrPnt3e3t10Ov0",
+	"2NeUPaYVA8GWHR8fvwrIz82lwtfwKoE/bljz9uKG9TqoefQ6L4O8GayqVd1laCfbaBa2bWLakUitZw7w",
+	"73uxDl0Q9HxpQSOBPvze88RonyLjvk+kULYdcco5+eqrvKYAzOsfItXvf2LXZz8dXJ9dFad1TJ24ajJX",
+	"PLpnwuGomw70QTkUuM6IBbUQkZw4V2NYKMkWsrFwJnppHDiFtMZjqWCYAokNuFuF4PyxQO5gHPAoxi/I",
+	"BA3SqHMbipXwm93HcA1XwMpBg4WsCZ/pCQsL1YCB5ZaryYS4iSGy7HM10f4xxZLnjS6SdbFJX6bVfV4s",
+	"5wR9FJpzTxDEgv7VCsgRWyprgIks1rAQzlfoSuZ6+HpM4TTQTQnwHnvyRX/cSKoovvCOQypG1J9ilbDs",
+	"t/ztE58QMtYxSNRhoRIyTsOXKAtZ0/l3yfWJmHkgzvqKsdWVyWr3hKwZelirwn64kjyFJ67WDvpaK2vs",
+	"26mUvaIZlotZlcdRqC9V6btYADSsKX3p2qkTbmgdqzUAPAlltBCekP8ip1UkCoqB+Y//+A+G/zTeGQwL",
+	"Sxm+lE2D4Ca05qleWufxQ3eXd6vjcxOwVarVdKgoVYzUIseF0bEBdytPMcQCtVxHm9RNmJOdl0Mc0n4b",
+	"7hKYOwudb/uNhlsEMQsxRgOR4aAfl3ABXA+DmWPB/iBeVc2hgNeOul32x2Z1QPZHqWRrFn+JWgIrsWwX",
+	"1bkB0oQHp8WKvbwfXLy9vH5/djoCfu47Get47YGgkMsQty99eHl6djH6cHk7ent59+EUviwBtYDC7RK3",
+	"MsR141EZSxZM1+rRtlZ/OLsN2QELT88uzm7PatBKmph7DNzCmVkC+OtBihX8JR7xWes5YynM8M2lRwl7",
+	"YoaFQBAXPTEWmEMdkNuLJVpNRUp75eO35O+UEnbzbtA+PH6VxywVgMvdsFapBgq3ZfQtw9cgtJRHfffh",
+	"ZvD2bISD3zZkzhYyusfyRxMQmRFFLEq4MRj5uVQOiqXoU04SvUqksSewbggvvOKGiUcRLUE/3Fy4Qu2Q",
+	"p5bOjQTOCp+geRvWzbPTaaLHHO/VbAAibjGKNbknI7PRcLJhRIUj5/cB/aDxMhJMPPLIJuvAGaKADxQb",
+	"rRTbyRbBBz/wdEpnK18VbQRzH8Ndb+4xXLIt50BweOM3wxJusvOHhA4XWYEQaeywAWQKmtp33bC19/re",
+	"Dq5/OLu9Gd19+PHD5c8ftu+1VqJteToVthTW6YgWRCSlGUwp4mmOd2Cy9M1i11eD23d4PAcXF5c/b9tZ",
+	"N03y5vfxXPjd5naGidzOnRHkfExQfGDY+aTHiRyHeHRS4SJ0mmSAMOt5ItW9aWXbQHSCGwn3rgaB/81M",
+	"RPfAhclCxdWajWEmmbWbCA4JrTg7V+JmdPY/z29ub547t6KGSxSLJRU2eEwToRlwEDgg7sIeYb8XGB9M",
+	"FJKYgxAukhlXFabtr4Y3Nx8Lg8zsz6g5u0G9ufnIEKw+AXVRxHX4fZg5QQBPyXKuarvK4tF29OfQIFCM",
+	"K10gRVMYFTEh7AbuEDlKoFcZURBGR919hokI3AVleGJADAxo7oVhoDkDCWF0GBBQId6uED5OBsYywAPI",
+	"pPC0iOdBRm6HQFG3Qpsojk+vFCwULNHm8lCChROuYUqZWd3hmNQEAErj8MMQ+ONRGjj5FWR4F3rmUR7F",
+	"g1CwhEXwcbq6EhdA72PVgF4zAHZ0/JTx2T00ZeYJxxAzXHjWtCtdFzlGEUq1IzTMLOfIhqwuRIofdo++",
+	"aQV5ZBTerBiBaMi0iwGK1UCoShyUs4WVMdRwRXwAlqmDUS0Qj4m4YpJ4VU1qBkWWF9MmfDA/Bv0QG8Pv",
+	"DBXthvmFPpMkrGRhlOPAtfKB6/DSS9AvipG8fFtKTbBB4MzqqSBQ7SrOCJF+JX8rz5DCVuGNipvWJe8U",
+	"xnfonXpNKiO0ccgIf2CLmMqa5SCmX3q/dhyEf6vDBhvhq9vgUUHXRkLcBB7tl/ASjc8Mw0IWwExUKXa1",
+	"fAWf39zAWb8aXN/uZImReSAuU+aNc0miRi1nv7u+ubz24m/ecNYkYj6FeGeQmGOXqdpQPHAvQTHgcz7N",
+	"pYgeCYqDu9t3l9fn/6BrvM7KVjXm+cwwr4Q44aHesheSiRDHgEDZBaUFjtIJizbuaZJ8MM6/aYRggxJi",
+	"Z+uEhT///HO78BS4CYjBoe/TTfElTPHt5fX356enZ5leQzZLaRgd5fGSSnahcTBPaMsqZWSmQNZEAD+4",
+	"/qkJrRhnPsOntR0UNxF47CsCnN/li8H3o+uzm7uLkrCR8HGbcumMKz8JekFBsVjwFHHx6y5FQ34cWHPM",
+	"0fBXe67+lQVMF2pS1MFK2heIhiAvk45dfO0/L7/fVNTqQZ6exlPuZ6wVjqKMtyiEF5eD07NCRySTSTXR",
+	"IbobSZzNanf5Vo6xlbPbd5enVcGVtgjmhTCgBulBeewlKvJD8DKurdf5iG5uB7d3N6P35zfvB7dv3u0h",
+	"K4ZYK3YqYuIFPI1mkhKJisIjjYQkAKd6OIAIxG/bIgmdeCaQrvk4EQEzwp9UOZ3ZfAibExm8uT3/eIbj",
+	"36Zgb2jOtMIn9F9uRTZI8gdudvL93c1/7eiiWmbVC+u+2+YOGFhELNkApkPmQ4V96bdtR/WTHmPEanYw",
+	"ohlXU3g/zJa1z2y6FCEBdvqrQ6BwSWyWCBrBRlh4DZ+1B3Df99lxeek/XObi4vXZm8vrDbouThAtGeVN",
+	"gBGSnknT5bFeYBiBS41A7WJGYof2HKQqTaKujSEsxbH5c316+eFs+7H2ES35HSoNC2mN0f5C60+07iCI",
+	"3ej8reEKa2mXBwY8dYvdimi/VRrmzbvB6eXPo/ObIgVf3WUL6Cr+FlpxfMEvYWU/Li5/+OHsdHRzdfbm",
+	"9nqwcZ43Ca5fe2Mi/G070dO2C4EJcxNQoZzacs4SWXBOosevugtvzz+c37wrKdnbeajfBq91CsxvaRJw",
+	"a3EXyssIXHV0/mF0dX35w/XZDd5D/jSjOkHa6taDGzjt4OruNjyovOW2AE+mo4e644Rm4dJp6WWn5VsY",
+	"o7OAjm7P359d3m1YQtFY6cHSeZrKBzTggPRMVrdMDs98lDJOhIuAa4btmbWLNrSCSK16aQtB7y+7zLTc",
+	"JNEGir01i4ZnYNVFuHqr9b3vWiqKi8KaVtTRJ6NVuTfW9L31Cr1lx9TpdRORJAXdzIVYME6xsSwFPtwM",
+	"2/R2ey5VG92b+VQwOQ8NIebABJXIjuxD+Kg9TXlU/BTGtVXI4VZ4muq9JCPRfyFZ3V5eji4G1z+clczK",
+	"4jHCVHRCGlQULhrTbpw4BPDq3HlidB+Zl4eLIpgqtsLyChl2V/7hXMx1umbjZTwVuMlz/tj2v7bpV8zQ",
+	"0MQgbboG9g3CDgzPz+fYmVSzKsjvz07PB6Pb/7oqT8ojZ6CrAROyhbKUsUstIVpQXonip7uzu7PR27sL",
+	"tNG6/N4seC7RqCBYDqImFZVwsKyIv+luuU96TM4MWiRkJh4zuLXPQXOn7NgLpaUKC+wPtlS5M7PoMClT",
+	"gvedgKRoeXQP84hEuX8Ebs26QyK5Obv+eHadSQZwH+Qe6EgrRdHAtBhu//D85L+ZsOXqa4wFhY2zJroS",
+	"YTd4xh8Ky4LGAG7YJyo+B4L8QigRt3I8ukLXEXewFz7uKbEzlgpciixfHGtWGHdL0jshurVrdiDY4HMe",
+	"cDPrE0aQaCPizpM6ZYYVn50HOgkTaZ84B86whMzdEw1MfBPKG2kL5AcnJCOcpMeQANVt59yOHfzq5gW6",
+	"ECmGrihkMZVAWhpQ/YfOk+Nz05zYgARiLF+L2J0Y4CHHwLD2GGSZJm8vr89Gdx8GHwfnF4PvL87q9GKk",
+	"LSzrARLLlTZ2moqbny6ASFGbwgg7ILf+wcH/+///v8JWpoDBZo25qTiJsHwzLmoetWbYVDPvfcg9TEjd",
+	"vvLHjDs9gbuLCM1YiNyLMdyptCIrqJb6Uh2ZgQQJd1+Zt7pwh84n78cCEibSMOZAelTS0tq+u7u9xSI8",
+	"zllRWFd/eecmmtLdTnqqTJLsdn9SKneNSsPGwI7cIL4hHldXtqdOdQuePH7elg8HEKv80Joi5COnle+7",
+	"Cnrh2YfLm6s3cNfA1rSxWEEzPLu+fHsTYm0bNDf8ttSWw/PTn+4ub50BWtqsVB9tF3Z+hCZo7AQY25g8",
+	"01K5ujN8Ktr4uEa+wFNRuVxrrRfSPk8bwjxAtLUBG65Sy8tu6LCmsq8x2x2vBbZUWNYCYatj9P4Psv0v",
+	"ViQiQ3kWOsQtilZNnjs3ss8SqcRQAbPHYNXA/dclevfYe/m9s+ma5cJpUTblykxEyoSKdEwZi0O1cDEm",
+	"Xm0gYdZVJnRIDOjXT/hapEWPk4tKwLrueMYDn1aBMVJtLH191O0G7OhlL2DH3R5s+XH3OAuA+FmM4Wp4",
+	"EApZwlB95aGbPaKov3vD/9l2ISVtjGNBs6VxIREOWzbHRkd81pWqfJUFT83Q74jOUu+E6IGa1jv8thhn",
+	"qSfQTlIO5HQRWp1RHzQDX2sGGKarAh64UHWXx0TgLHBeyRiMoCYSAYR0RWbnEVb2T/SUrFoOGweDxdy2",
+	"OzTgwPNDMV8kWACPFMiA+aoHATEWlIUJlAQDUfTStjrsksqJOCt6YXNp283mJjfdOAob6+UCtMm3nMqr",
+	"BOHI4O0GkgdfyM6az5PQlaKvhHHwvHSND5UpfQqqRJiDwXixkxtUVbCvN5fXN7iakwmQq2MEDnIlbEc6",
+	"NW2dyqlUIZskfIoObYoxo8fQazOkwMf+wcFMG/tLH44MZgUYNk71ysBM0eQEInz4lRM11TJJQgrXZ9mZ",
+	"4ZYie9vLRcshF9O97yMtaQ0GV+d9QiiYJHI6szSMzLVGhrVLN3DsbYD00caYI51klP0eSQI47YQAmmnL",
+	"UKzj3n1PU2VTYbECsGu+0uIgSfSq7frE8SB3om9bAQvdG9Sjx1bD7l54S6Jx0Vvu1XfElih2Czevfbte",
+	"4HVbPpsVw7tAYvBMjeMK4gIaYV2cVfs9f2wPpqLPXnW74UkmMznOgbngOJYKr8iDoZ6cP3YCApkhcKaa",
+	"8ZZUDYd3UrPeSiOR5hPKODvwk4wA6GU8lnDwclKA5/1s13AsONKw5cCp8AjAma8sAQaHfuTpus/cpDLO",
+	"W3Y7DNXlZOKvqd1uEvb2/OKMwIgKdjgCJUHOtcBcfHSNhOgiMDN+ePyqic9aeAMDRfxH6OD5ERN/Dhyh",
+	"dUIIiKVaDQ56Bu0dU0R2IS+HNSKZIHREdpkK5Xf3GeHYrhphHg0eUqCq8IGpqAl5IILcZ5KQJdtoNhUK",
+	"Y61jRmG4BkexLqSTtFyIHC7HHzkvKMbHwe/OCeNVZowNCwqhf+GBSw+DI1RhsUiTFd5JjfpQcN8uyj19",
+	"wuquFQ23W8PqpUbq+2kTHklIX7GBdwwGBcFGp5mThHYXT8NRt1f142VnoOonyzY4FTyZfzdspHzOCf5h",
+	"2AhZM/sQ+QFWbUeBa0Sk0HDygacuqsGrLPnQcqeeIgbnrsiMAQY+5GGmY59i5IMME63v8WLIHEEZmyZ5",
+	"gowqefgmSsIwd6t1h5asuDSuiOJOn55bwpc469xVuIczr3CLe40fFFCD1gQXqM1BCn0QCngGiuPGo34w",
+	"I6JUEPPdg6m4HuAgIyfbciW2HDcgHd1tU79yPSMPwsYloe3fEsfyAeeoJkqFeLuWK8K66rDw5vyHd3dX",
+	"IUsp6tVkYVR9f6ei8O43QKf3DqsENMO5fhCEugd6nsGfkby9vZyaEHhUqERP4pRZV4Bfk8uTITABGgQL",
+	"Qjjq44i4QxUp6KJcpOJB6qVhjifD/sDMJjqNXDwRSJI+hLJ14nCxXGEL7B240BjuiWTS9nIYeqXDWEfm",
+	"IE8U6czjsJ+VjDRON8NpKbGi+RAYPcWGWZaTY4JL0woyaEICQ8TOsR3aJ++8fmFYSBeEzAsDYlXian3N",
+	"Qr6BE7OL9S3DrJxl3zshMCyCPEXNsFA5CpRRD6PHfFGfMugf1WxEzuYwFic+xI28VESrxfz6sFWqJ1qV",
+	"7vUku67x8sKr+efMwVKKSii9SP5JKoDmqaF62YVe0pDGpw2dFM+gu0dXPKW6dk5kHSqnIpmirZLHMZoW",
+	"HRPkwM8WaHkgeZ8kituLm6G6ypJjdhz8bRkvqMgpkAGkKSadUJoNmRbKuTYnbHBx9QHEfyCqct6NQ7Yr",
+	"5Oxki4i8kWO8QmYAhYZRESK5aqiqmTVA2NIU8nH6GFYssf6qP+sM5iUnSKZD5dBWx5mmSVG1bwbGnX1H",
+	"mzOuYjND84qKM7kRhgyTgAshqDBkL88+xb3MCXJsTKzyNmUs7kVW2Xyg8O91VpMU5kLiXW6wGyq3Ha4+",
+	"1yLVlloM2Jtl+iD+8f6ngBGkVDkryDjLb6/Ty6jFIUlk9TmdTOO1xKsUQ57FEtUK+Ik1UetEgZyyfSk7",
+	"cKi6nW7nqNUvDNWHZVF6uBUqAk2YYp7gmb/67HohArfGji4MvOgudHeZYzaFU68LXlaHJUHsAS3NAYmu",
+	"DlSF3f4//3fAfnJhpz5HBSigYAQNypUuMS/I9wUbx4r7BlK12wNE9EYrNxXJEcJ6IC1PLjT9vCoz2THp",
+	"JuRwcTNXtAy/9swKmvtBY6FluBnxmQtRY5FOEkRiMR32QTu8DMvvsaYVhalmp8EVu+pnUg4MzJsr3NU5",
+	"L6bNIoCl4CmdcYmmtEx+G9Gaj/CLEUbEdFgYi0Wi1weLjFYOeCJSazprEIadToKPXMEa4sTzjAhPxYKn",
+	"lrBcPA9AFNkJx4KlZKSgojBF6srOAaxlldyDnN6x/pA0hZPjlIDzjU7YH/iqZ5V/MFdU1S0ninl1qTSl",
+	"oGKybGQhwiYPhHJSAM8B2PTE3cMd9kdWNPDJEOVd9QNzsZCjgL8QiXXxvKzp4z/DknlRKmMFpzpq/hxk",
+	"DoHMkjOoL0vIaqsSerdV2fjuStFSYT8XBpWXAYQluBG+fntxEV7kS7lY2kr83kZBRNihRtCw0mLedU6/",
+	"pdsUT1RGTBm9NYJGhqfT6HZ6na7DlQVlrtFvvOx0Oy8pb3uGyct0cOGvKf2nnJDrDankviDAzhlPvQku",
+	"szri6gQO2FS6wF4vDXnOkvl1DF9vdwP1y+4b55+RluoiOSmGyrGS7WMmeGrHgjuTTiwSQV9kplozW1rD",
+	"YlSZokRwlaxJ4XddIDa3zhtCo2kWUT1U4VQrMcIIAF8INmTNXhfJ0MyAjEgigfecwb8PHUcpN2TS5mao",
+	"qAZ9ALf0FA0RWfINd7TmV6jDboVC+hdxPiyywdIyYBg2all4Yjhb8KVx5SyzdXbKghMzxcotm8FTOcS+",
+	"YfRo4HvIvVTcMJgILNGUKnPh8xfGo1fQEsOlNlQzvUxdcAQW3ufG5iP2RRTxFqDSadnoXqALN7r3Nbmy",
+	"fswL+sHk+I98mgrhfB7uPOZRREhGzvxSrrffyuzLTpkD4R6T7FGngHPq+uywD1m0hTOeoCJbVw8f1R9K",
+	"dM90m/O40W/8IOxbPE1YiRitZ3jGDrtdRNEh0yWCnC2wV/jy4JOD6aCs5l1QKdQBptBvIlqQu5W7w+m3",
+	"0wg8DQEoUVhWyz3HKEQsi33U7W3rN5vIwZ3iTjkQMXx03H35b5tVKZe0bnY1Pud+SWrZ4TMu+tTcAaUd",
+	"dMZhGGDBDlsDj+1OjtVsxXNUH2wUPa2HHQ98wAt4LDlWE80JL6Pda31KL+KyEOwEpRNnoDVODPOZWo7q",
+	"LJ+aHKoTMYF/ha+dtL+Vyw+SFVzth91uwbfsBTZMmWHNo26vUEG+opB5wN3NMPiydWZbZDya0IYKPzxx",
+	"HqOETPXc3Lc6GBNsl4bAv2MxTXksvC8Oy3dQzRvjrMhFp1qo70MH31CPCFjnlmZNNEah3k3lRHmSuIR7",
+	"eAENMxOzVpGv6I4GHPgH+p1PQNqIlmmKYixPEkP3pjecYOsus4PgcQomNKA00k5Q2khTpfvkQJ8sk4Rs",
+	"BHXuckJYXxuL4OrOdR44n7l4nPGld4lUHOgejJwqTyYJcH5ymeONP3PZExOpJFxnuAjP8qXz0tigUYKd",
+	"UFNTSDQFBQluSKaEXen0ns2xcq+L1Rg2sq1zfWIV0rLjn5fc/m6Qx2bYCNwb5FrTKnLY9MYuo3s3WTJO",
+	"0tXgMibRlMMtJsomiZd9QK1J4H6nfBKy3mfWSzgUC5jucoHIFxdZAFElpMCQq8EN/bj7DZpY64MvMC+P",
+	"ovxcR44DwaXrTcSYSu3Ne9xvIW0J/H7c/YZZrU/Q+sLjXDjHN/uUrjFbqimtrLlHIYrLPFyFsibc6iKr",
+	"yGNgDZsKy466r3EaGxGzrRN/BF1EM5DWimeJCAVbOAoRXnih0DWPAk0WUJ2WXaRZ05sKljc4oUsNY2vh",
+	"XV7MRa9mnhZ7pOxXNK9zw8hGm/vkCwEu4W9LnnJlpRIHIaayiZTcBSwkZxEccPIVdejId+yj9eZHQvLw",
+	"Qa3O/+exrX0mrvN4OLc0TAwzxsj7nLHFkcNpDSlK1GCQLRY3tbiyps/ysaJnwXkbsRmHRcqTBKk6Y2tZ",
+	"RjAqueXZgkydGjKWD5Xj1X2m74uZ3MkIiETEWZijdBq/jN0R6JfAbejeGWd1XUK3t6E/dTVZL9T/u7PB",
+	"aW7hygwZ1ehDoP6gUOeMz30IPVn8vN84dzoTsnpuNCOFQ2k8gIGr90B44VigpSQ3Bt6GW46QhAPZd2HY",
+	"PGZjnnAVIeAgxayi6EwZYKkrmZBHMzGcK037HTWbSbzZRV4fMBrxxVBtCxgtoJkfv0ItB6O09IQZwthx",
+	"jFqnQ2Vkgk2TyxKNOoVuiHu4E3YvUmfyQMszBVRSYRaOAYpYm4JAlhdFGYPeJ96sxCrSc0RljikI1Mnz",
+	"hV6zawu6FzGFmZuieTWPesXgJQx77bvEHK0qFx968Jz3JBddkDyGqunEavy2FTiezu7FwrbJRFYY2FjY",
+	"lRDKN2KGqklB9m6A1MiJu0XQDUVuutxqT2k6M67iBF1sg0pcLPrxMDaW1IAVeXTIoJNiiQ02p0Rv6Joc",
+	"7s6H465Gn1ntpT2lYdXhEiz1BIuLlV+s9mEtvg833laf8XzDKPqbW2JIVlOtK9TsnaOBsEC8R8z3pqZs",
+	"kmgdl3wWSrMJN67Wi3L+/kQDkSxTKrkPYkxxG8gKBlO1syWM1A0Zd6B4NHD16ABiuSX3G1VvRCsHegG8",
+	"lz7W5HZxS5WK6TLhafmwwdb7bXFpEbDupRDsoSrEYGeCmXN0gfC41ss8UwO3ERO9swWeolqPMCUVJqMn",
+	"CP+XH3Gyf5Bfu2DX9yJ3hVU2depYTcu5T8pGLPQ0HHdfDlU5YB0RZ3yoNnFL74XytyqKEihdBJ4MSFi6",
+	"F2Lhds4zER96g6vmUA1fMoPApq40D87ohckZCDBi8eBkAipvZBifa8JIqs7fnDidgrgd4iwjldbHyVut",
+	"A+o524Nsuv4wddhl1QaPXtYCp1skcOe8OipGobgTgYXh/PF8RcJt8+hlzwFWtzpZug1Gq2AshhswwjiT",
+	"6aWcw7OZWpPx+6FyuTVG53Zjm8roHpUD7tI4MGOOZ5SOseVYN9MZmAKCXJJqaYXZYiqh++qvtJVQDzd4",
+	"pW8zmeRR0MvFl9tC/oRi7/AkG/1f/vU5KINJ/vLr51+Lqv+FD5QgfZPHEv5V0Pudmk86fyE/GnFUtanT",
+	"/Il8CNpWT1iYoehSytqbm4+sGVrxaA8i8xAG7PrtG3bU+7brghIzzl3UXhEXOqCA0bWvrkhiYwkaFtGg",
+	"EY3W4UV7/Fn8m+rRjzjiVJ1dDRxWtMOIBpW+0hrZG7L2XIE7h5CZjco7rxwUMl1/MPMtnTNX1iyHdc4x",
+	"3BVV5xpiOiveTsqXlENPlrvKsvKiDjgm91102Fs4NQ5lFa0UjIHGWZhX4GcU+BEG+fCCs6tBcPpuEJxe",
+	"Dejbd1cXb9qHh697wfft3jdBr3t0GAS9b3ud4+D1YacblN86pLeCw+7hq3av1z58edv9tt877ne7/wjg",
+	"caeHhcbIIo9BDwiTg4jLcIVjtB6lbDo9rqCCuUxanEB/qMbrwioTn50CSbs4E26xwKSc+IxslooliTHC",
+	"wXC3gqHKLTsVhc/hRJV3j0wAQxW24TzgwNsOHyO3UbwCnueKhyHEUyeLIHdTHioQJAhsfCHSKiH30YtB",
+	"HHKDKkFogKtpkfDIgQ/kpR3hqLGmTzKUCsHZ4EU4ECQF2pWMhDP9g34ijZURsWjfa17oEoV+/IByEYz3",
+	"3nWG6hpnY0rF8cYi2004Fk4V9EqRTJ11Co0l66GCd2AlWJOzSKepiCzmE7RhJCybI9ybBD9GpSwkCEaF",
+	"0dNFh2tbGYwDbfAx5HmZMMTjJpnM+yOlx2VAAcCVUwi63a5rmxjlEXsvv3fF4jBApsD2ye9sV7SShiqK",
+	"4Y1JGXLO0kAjcJWZuIVrNmmhVWuZIs3g7ElKmTgYDy89WO3sZnXX4JU2NuO4VFglQ7x81jW4Vw2IHCF9",
+	"dx2wz0HDc/1yT1UI8BIKtqvl+Zfd6PlaXS4tyFt11/rPFJRmXTIJZXvRmaocPBdCsJqtswK3mUERG3AS",
+	"QfdvdHTUgZ78GXiTPaFNOpsYlyDzb6Brkq6OUmAx6QiR/5wMkW3Sl8tTR/8fe++63LaRRQu/SpeqvhL5",
+	"BaRE2fLEZPmHoigZZXQbUXaSGmSIJtEUEYENBg1IZip5qPMK58lO9b40GiQoy44tOZP8skUSQKPR2L0v",
+	"a6+FtaX7D/omy8dJHCsQ3nnee8ARF3KZZjK+yrITmaN2zfPe/kOG5/qfTlWcyCv7DkAJ7B/vPvhYm3I6",
+	"TSbWlR5i4nrrI9WCrEHXE87zpHK8bWBn5+WNdpy2Zw8w5LmMrNhPTqMn5dNYKbryW40YVEXZHQ9utQll",
+	"1WJWCYRbBbScvCPNJJcLdV85NtSN9VgxVEqEWwwJ2+L4qsgWaIu9jqENEcmpk0x5hwEDywhwwHfaxvXp",
+	"46oQUfIxgBMn80lCELee1gFz9xUVK2ahjcuFUyKOdAhTwIiAw7JHYoDDCFYqYOvWs7qhbjk6ZIj9nVdP",
+	"FNcrPsQUcBZesg8u39701PnUnzIUrS6yYVX4eMA/YjefP95Wdbb+XFvrD6/dRUu5+xBLWahcy5SW5sdZ",
+	"06eqkIDxolq5P9He6kYm0drKtr7wxpUND5QEA7Ax1kY3UODjoFWrO5fSHQiUGsqVGOeA/h8vQ10X+zgQ",
+	"UVcvfsWNl+ldqebCsvD1rupQVwyoVHFyi14LpYFGdZItiGafSFIDbnsvlAaKh1BzqyYCltqO9dUrsSEO",
+	"FsMDwNEzMVeAGVy+F0xPu2oRUrbSoNRb0GrINJO75op+AayZKg41pAmAqkt6DQ51tmgIQbkSV69EERYw",
+	"1NiA4CcxqdpOnj+jxGqFwCrjXbslD/HU2tjT1GheThKD9sV8cuNiL7XJuPCK+SNgn6d6f+198RaJ1qb+",
+	"FrzjHWY9s8bsF1XmuTtDx2IOAWFSsJmQRTZHrXt4P10JsiItDjU1XhI6wnVku9Ya0snG2tVbzCG54Far",
+	"OzL6CFFx5HeLPJtnuELxI8Y4D7x3z0bezC5nAI4nBH/p/R7Yl6nFBE7o81uvmpo8m0M5eSGx1LmqpOmq",
+	"nPjmRnQZSpS5wVDnFMCp7CVL6FyZlqkwd5Sb5xlKl6ukY4QvhnG4m/XPp52EBFRN1+ebwBz8GEnLINHX",
+	"gd/+5G4qMaLUxN4A14HudkxuyZgYTTg5YJcCAVDhW+qQ24B7oELtg/i8sGPOnnRkLzSaI+KJROpjIP8u",
+	"MqGqhiAmMGXoud/nj6bYVczoQcL041dxmYMyQ6YB7YFX53kcuQdLwE3IdQp0bl1dECe7gnE0WsFMxqe0",
+	"335oguPerACfn1qrHz0rkcmYEyvNBniFdPMJ0woukG8hWVidoZ2pN6gy5mxIqO27HuDSjOy/CcriQBcF",
+	"OCzMYhesJRKCdb2KINRruhHBiihD0KSQEGyi9bdnXGfdtwNbYat3HUmbjAWJJT9W3mL35SOugjXj1K+z",
+	"GCY1drQBEb4BujvUcpwR3zoav+5GktdWjWa1TRr6de7WRtpWJABkFlbIZpG20BrvzsdE74pWg9mG3r+B",
+	"kIiN7T0A3vtEOagP8cz2H7JQX2t5KxPU6v4Msl2niM+tNXzxBt+aZQXsbO37/UG0UrhArEffIEEXq/ki",
+	"sy8jU3dRKYE8PuYnLSS4hHjCqg0b9lkAIkBzix9AEb/7eFnjbWMCVq/LG1vME5NpzE+7IziSQZCBgg5l",
+	"V/q5k8umzffQ/m6It/0J90C8wuZa+1nGUwVtQ4XQ2V33r2NnQVPxXSyHgJayxiEQkiJOgIOyjcT5Qy/V",
+	"I4vtfsw2hofYuac2BMMiW/BsEBV2c0Y7uCeJ7Raji6/sVK/ETtTxNoHWPwKEO2bi1WwS/S4AEinuZ1qC",
+	"lk+fS9rb2JazxEImNkxha7HMWSupIVGFNK5d8VVWzERWFouyMOI6Czk486rgaXa9gmmNPJXfJI66qDCB",
+	"Biay1uYWkaXuNAbvBAwPSCaaxJEG4rQhrUnRFzrg7VlCuZ++nye6ZH8qYG7MomN/1TG/lPZe42RKWp9B",
+	"xT9APRJTp+BeCWoUdxkdY4dVyZ1gKhkQGdsAfktVLjWTV/iTuI3oD8ofVN3U7a4XxCYm1LpMUxfg1KwW",
+	"pZBo6ZX5bXKrEAgFVn5gF9OdXISaiDFuKmZJewSNxsGl8c5NhkB8eONJVcp5S13xfSVzRjQWbAh8mDoS",
+	"tCLYAErUvO0E3s2x81Q1z8GTpVi0tipaK7wtTABS9T6QHccrZjlvSBuy7E+/A1VPjqjGtXraaou3lKoE",
+	"1MyutYJZZkz1KtPaybTaZOsWZYOtu2RIhtTLKuqhy7ZQhIgfu+PRgkcKGYVfVZ61CTPhpUMp3Q8IbBIn",
+	"ASArBBFENm0/Zy2+UNesGRWNi6yczJpXzLC2Yj5+ygBP/kT5goevVDY7T58veFBYbwM/bOdiGlBUSVqT",
+	"iNxZFWDcaZRDbLkyQlUAwMRE+3/Xd1xTbFjTFVnd2AYwyY/sc/7ZsRMUTd7r+/FreA9eol4Fui+wvASG",
+	"L0qlQmnOowuJ1VvqnGhhUnbJnSSuYS7U04r2mdLWCMSeIgeyL4jo0SpKzv/bpxzqmiQKVtu4aZHtsbha",
+	"lwFxL2CoqRbW36BrY6NiWkhF5QBZRxSg7HafCDWuONQ5IQ4N3KXAfxpQ95L0su+rkIGXoV5f8vbaK9K1",
+	"XLnjM9blc0INGNVGURzRer77sibN0670Q3CTg+4FG+1jjgDRLLXYoRK1xbQXIh/dEBYZtuRW3Vre8ClJ",
+	"zzfg4IXIa2I/pTUyTXRMTVB8OBA3tNYsdF0TDm6E+osAiIoOIhuCuMrZIWdKJcJJDUV447hgcBEnDAKf",
+	"z5Mi1KAj2GdML7eUg0g4ckZQM7V9BuOy8JtAqekx1PZWgqp8hl2hufc2wS9bjuwDKNBJaYKfjfWaV4SE",
+	"2z5xTJoYHga50MYZhG6ooRqE0RmSISO2HIrQfa5UO5Ah1dkpbIIWWuMNpEUtnvqGdUyBwdUeC5mdVE0L",
+	"CnxgZXrxkTcBTNOzMtI1T+preJRV+aXm0zxvDo69NXhducmP6H5crerErsh4R6xlL1prnsojuwbPn2ZW",
+	"NghzN73xj+/C1CTTNsiidRs8Fht2vofL4jsqaLGga5hdlLqqWusBKhftfqjfJbB2v3xaqN+pn+aIgDcI",
+	"AYpplqagSarjUL+LDVfp2Hz6WgjkB/zZpOJID77Zf1DO8MPKFE8NsLUm/n430Xlx7iXk1F6cmJumcoRL",
+	"SzZjET85VOhrVcgkfYeF+QsZ/T+HCX86CNa5VvWqW+D4tJjnNnBgcJcTMuW8efEvZC7nqgBb9Z/1hkQ3",
+	"ES4DugF1AEbJ1y+seLQNVKtv1aA+tdeQrq00FcGhQ+PcIieOFCJDjTAnv5OnYsqQZp3To9OLuN2P4itE",
+	"SmGDIYQsu+v9FNjG5dcDURE1y0O9AjWEm8cT7TdLtZIcA7D6456Q2CldSGiztUPd6jt6wNWEV/DAJU4v",
+	"4dbvv//UEACT+NRmpim99BbRTBaKtdCZsNTVQTG4RKecwXHYR/CKAWstj+ERvII6sO0iWbCSurxF2iJp",
+	"BB4MH2EOHqkeI/y8i/OPlEOJFhfLYuYJTKH8QrpQuV1DZapERM2bZmcBP93xCEdrytzdxRLkMHBxAO7K",
+	"rqNNP3cSSiDXLREL902poY5zBSI8WT5XOcnEg/hIslh2TXKtZdo18vY6S0fTJAUFO9JFQfoRb/jbRkzp",
+	"nKYduLclQwEvIqtqviz0zKpUTYoRHQIa99GwkDqWeTycyNT+Dns2hMf8Y+w32KZ0K/PEToXjQZ8mhX3D",
+	"oouT4aUCFIq1+F1xXOAMOAQmvst1FspJpidKF9SmAGI8qvNSXO+ciFZPdV7gMPKsvJ6taO23vYRJUsnJ",
+	"kHKRuwCR7i+SyU2qMPrPKW2fxgbxwxD+ptIYYgt188vrh7IvFatJKzI3sGQ7+FV3HrNhWFNVYO6tVeAW",
+	"gzv9ANYlXhhgWr1BevErLTDmGJJ5kUzlpBCtiP8L4+hXIfYK6REmBQKIiCEvYf/DLT1kYREPL2wwS6KV",
+	"2puCmPmPIQB220Kl5oMd1TwcJBdamyrRYq7ccOsIzA824mLWbKvt8dYqaR1vWRR5Mi4LIosDzRW0W6Ii",
+	"vsaezwoc3kciUZkz3Uxxl/naeo6Mr6bS19rffbYi4khoqn1hgoco7zXiyvE22Vtc2VDB6P9SKsBGk9XH",
+	"x15z051nsIWWbyvYUrqc283afaAXv279FKz1Nf30Xh5qNilU0TFFruS87krRqPpb40RLhHI/pIPKPo4V",
+	"0AMzNH2dGG46W998IlkUcjKbA7bHnsROzqtwC7dyhjoiQxdOQbhF3Rj2feneu2eujfyzdZ+xJoNzH2H2",
+	"FzvfI95Xtf0BtKI0eNoDPxxmcrIqzYmNt6ZSBnPmokqArRWE/nbfP6H7XgGQUZMTTHmGdJcqNQpSjcGq",
+	"98TOEwosVvvDg3z6x/c7PbXUjc7nOauJpHLsWmQ9LgtfV5RbRp2uvvXAGNBCVbEs51yRilmkzQFXALcC",
+	"OquJDvV/CGkRiAgAFHZfXYDvAMgVoQNxeTo8ugjEOJFGtBhPQ0OyzitialI59kj2TZotMKkNDOBAqpZN",
+	"6f7AeyJeP3ce0cryGKwtMZogHMfQa40kEllOHTeYW3Mg8AoNFVPwRLc7cCOC4ds7A9IPeDuSuXIkMDau",
+	"kaDAl2cpyCQWXXGAlCkMRrH37nHpE70a4i7dnUAAQVwrNKV0oM7uAJjJXBNUtXDmMOSCpGjBlCPE0g4b",
+	"6aZR2ku9Er2gcX6rH+yhW+0vG2SuzxU2xaepUL+UMoW0Pg4WnJgr5zpUmkJlUVFG2cAmMSTBR5yjECOB",
+	"n4ESVKuuRrBBDRivEzm94FCvJxPpN+26CpossLBEPBYS9awAnMQkF0zCBc4MlKISUxGtrvk+D8nv7ke1",
+	"woz10BwmqpnJ0JfDpTmd0dFJIfJS39f4e+HZjQd5UrBIa46U82JiWSADboMjEzSfDVbu+5/tp0+dIvSn",
+	"ZRNChV8wMxDw3HcZM4fcEmRYPwPsSl/44rcu/SDFWMZgntAjIvODZW7IiZNh+ZM4J2uOR995dqtOinXw",
+	"Et0AHe1+TKej8hFBLA8DUxRYtFuUx72K+wz6E66zDfhYcX/ZCHl7arcDLc7mdBdKjlpzuVDZIlUiVpMk",
+	"pgY6lN7JuNXT96u74rhg8ZlEgx82fPOtWMAG4HMgTRW6L7BdOm8OgVgwkCDUpliCeqZShd2CdQE+3RxG",
+	"BvquVEN7fXnSZlAGMVZC4iywlhdaGyBHwwUQTBBhNCa+2RD1Y9Sc3Zk+kbTmmTEdYP1F9o5Jmd+qmi/k",
+	"VsXEuhhauKcSamSTmsv8RsWDqi2SF1bt5BXlif1fdX7iqrcX6PV7kMDmNLFJ4lKmxmWNKf0kboEovn4S",
+	"J013J28VspMJ+TbxEJvqLfJVuoyadRvtuK/2Qs1D/jenDRwow3mQfJ6X++L/QwZHUyEBsrJIE5UbFFBK",
+	"ueLIsnOevl+VUqRk4gDdFs+BkIUYHp8eHohYLYoZplXxllC/epNnYQ+2nqz1ow5ZRw/+eMPmhSwCqVod",
+	"vqHnDUzjaXYNU2ZNMSZEQZyKH7doXe79EIjLvR9CPSnnZSrR+77c+xHu7997/hNpB+LN8QV84j2RKm/b",
+	"6+7C7GCSkyD9Ra8ySnsrM/7PrFApsF7a52X/uzBKtEAQDb0jkECLcBpGeMYocFZsChkiEpLBph60LeS/",
+	"+0seQWDTtAR1L/uWi1ZqXXB4ljhC+x6XsdJFggRpuFgDXhnPROvgi157B0UD/u//eYYpzVBPk2sQp5pk",
+	"c1V51T79OcqiIGNCLfdHYkwq1GDGyCbkalwmaeEzi/sFcodz0lWaD9x+rKzQlUn4Yc0cYJKgTxnBa4XG",
+	"g6E8K2+kCWo5clrzriQFGByX+0usA0kE6uyEY5IOX232d+71zAc+W69PTXGtCuKwdqoDwnwUbzhg5vJQ",
+	"3xf1RiIx9zm6l7hTPYzbaFbM0w+gNrLT+Xfd+O/E02riCbqeXKgaUA9xOu3YyUNf4Z9XpyeOn+szzTHl",
+	"Cow88Ik85liCDfQlFUca01lmNtxlddQ0u+6QM0F4YJCuLXWlzOacDkAtiRb63NbJDDwicsQaeRKW1lMk",
+	"IK+PJR2I6CbRMYr00GRFbajduTban7O1uCPUrmcNSN7coa49Cn7vWegq9GyyeJd4+HtURz7TmH7vo9kX",
+	"T6b4gOhANlkZu0Ycxu3zIKpwcTpkXKW+Vm2vraSyd/+7PSFn56OT82+/Pfp6NLw4Ory6PIh8rZRqwwOt",
+	"bnzlXZObAMZ73i3s7A3EepMJ7yqlocCt7+Mgi/WGAOvapGl2x4tk7zHn4+ry4Pjs+Ozb0b9fH70+Gn3z",
+	"+uQkEq2KceKjpTGGE+RFuwf/h4kT4ATgmYc6y1hObq5zIG77ORs/uIWEwqp7GTgbw7agclabvHzoIAYn",
+	"P9QNXn5SMC/HBrferrGuOCOd0n6odRWy5tmd3TAqNId3cWC6wl5cGx1DQ4Bdjih6hE0E16hijB0Bm8LW",
+	"diB+4YDJBOLAD6kG4ofmIFr6QwEhxGKm5qFuVVdQcUBD6CCcxX4AMBJFWiSAV4lJ+A5zGyx4J8sig6+j",
+	"9kBciVfiB3HpBZiB+B7+Oju+ODgZijuVXM/s3nqB2+8PAGNOQAVtMrqR8Nsf+UOQ7aQA8UZkXiJESGDX",
+	"v945YWDUbbKIRGuBpPt2nqngQjF5VIXExgbs/KAYjKQniEzhrTn7mXLrre+zNA7Ed9lMamMyrH3svRCH",
+	"2WQyS0Tv5ctnA3E4s+uFvvmu1ECxdThT82yuirwLQsVp2hUnctwVw6UpuuIfX4rW3u7uflv0dp91er29",
+	"NhwUvTm+GP0sXgnzS160FuL/F6acj6QYDkdStO5GP8ud3367G8nffmv/d0/seN+2I6qLCBHBr1/Blzei",
+	"ZSd2x4xu7BHFSG4XIxkFNNMwD9aj8KYWRLDeArsrJXOwFsaPQhai1ElRHduKzOgmIjU5xD6Bfpq6TUj4",
+	"KY6zqegFtQe6barVCjkcg5EevNHbBs+A9PT2ch13uR/Rl+MK4Zvji//uWWvc63vvH6Af7Tl6NggqlCdn",
+	"KyTmFRAPVL1DkWgdtPuuwYhTeaWeSGIP839sz139GYgo33sbiVcioikWv/22sM8JHtNvv/1g/xdRXctL",
+	"6Am0SygNY88xqjI90cB+soz8TEkgvEwQPOye6MCTTkRrOUpuREcsZ7IYJTfVCqm+spMGKyFy0plJ4SBV",
+	"1LSvl8K3LNEve/UhuMteXB4NhzvD4ehHd7pFloEuVll0smlnmqXxSlUZIGj03LeN+Bf+Zi0Ngp2vKLMC",
+	"3HXXc4V2E66OhsrGtAOUp8SzoNHybRbJ9mV3Goz0wL4rP8K0A5lT4S0kmaZCV0vRpeDJhHLqbtuIyz3i",
+	"qaMMVSRa2tOgB9PT7otoNkrEK9Hb0eILUYySbdG62r5q/7fTs39FAYMCXWl1m0UyWekHp2GS6VulWVCC",
+	"QGhNubCKelFeqzaOMZ8bNbGRP1iU4XCUK7Oj2/7zx4d/4D30tifKh2e4RY21KwYYE2qYzOvqHk7qzLdV",
+	"7dz0xfPd5471zGuZTpMbBc35FYLZKZSyWzfL0rgrDnSovYyaaEyoEU08KW/wM+lTw+TZ+ci5TpdHh+eX",
+	"X0f354zAFfnUxUa6zEa0F+Qv/84r/ZVbyvxx3rvSRatpkT91JgzVZKgmMVazxPGPuqwYIOlgpYMb8N3w",
+	"/OwzSYNlC6XlIunyI93UvHS+UPrg4phG/odMBuVGsrH1QzcS6We6yOWk8CPhO2kEVidsDPTU/C6e5EDj",
+	"Q1WFpCCQ53gpMfH+jjn+8eD05P3mmE/80ee4L+QiqY3fAcJDbf+H+T+8LreHk3YJT45oSWFvSczlYpHo",
+	"6zY3ZSQm1FC8sd92YjXJIDBi4UXr6JDTlOXGxncDJAgHJFoWL1HrX70trPsK5TpsmCaA+R+h+vw0K4Qe",
+	"bMMK8eU7NgIcPSVSFgZcchgxEBHm/vrC6bm5Lgry9ayPGGppQPeNuGBJ4A0wCC0XVzsHB4HzKm6zZha2",
+	"nEAnbgYDk+lArOMfxTgrCVzmY1CAX3kDk/pFTcHkAXldVk6rJWPn8i3q+G71e3tfBlvzRLu/H5zj/Swy",
+	"xsHq87+AgmnyqwpED7pfdnd3dwcMk0R4pP2sy61hK+OAUvLqZCXzcu5EouaJpr+D9T7foClXFWn1thhN",
+	"ytxkeRUmMREVlHhbdqUiVRB9H/3QOVNvi84hHUZrsHU4fNPeNHi8xKZHvbf/4nFhdNViPcmuL6An+X00",
+	"tVZebI1BDc8PILVqDRC1CWvOGgJ5BLkaOFkOQUtxE+iu4yMBIVFyBVlhdNlubPR+upaHdxYLYEG3a0pW",
+	"h68vh+eX0dO6Bti/04C/25wmZgd3o/H/LhsjZgHib6QhMeUYIA9kWOuaJKIFmiTjJdZ84jbJ6wFQJNEM",
+	"jpg6lG8E0xl1V95pGzeAOjgVFd0qGohKq3EhDbOVRHxgkQFsovDXZuDBm5G9EkuOEe0rXRuow/Gg+7SQ",
+	"v5TYmsXUNdz+E4TaZPbODM4CtBVWGWacAVjrcYYi37NkWgAdZ4637ikmguQhseT7Oomg/4tSuZk2GcuV",
+	"5CrNZGxCjfhpzB/aSQYoj70FOt5+liroRM3KouqZQQcn1ICAw+05+dW+/YTIASkChMcgc7mYqjtx+hU/",
+	"qn6oI+s7dAmDNgLZzSQ2dgOGL7B7cDTGbh33sc4K+1eoI+yP6DLOjADk9ClBbKJtIyKGuXnXCHW0cn48",
+	"Gs8OVBy1k49Aqpi6VFeu0bU+yag0Ko5ITBK7vO9MeyA2UGiE2vk1c7uSp2WabnIqvNJog1dx//66t7a7",
+	"7n/I3rr3qXbWD9sq93t7D/CKVjeodIkvG+wZCfZzbxwAvtNbwfuXrx1r4qfcu73rbZLV8Xdke9+fSaXc",
+	"LV+wJ9nUL5d/tB3wQ7lceo+YL+J0EOtTMpG9W582go0hW3Q1Oj69ODk6PTqrWhE/mnKRj48x9f3X2+vd",
+	"5l7f63eA6muzfpG1AjZSSwxH1NgLAyxouZJz+zoSmlneiXLBIg8Yus1UGkNFYa7mWb7kFni7MVonKs/u",
+	"RK5+VpMCozQ6HMLCGpnF4fCNtfnYALfOeeQUSFH+mgQ4ZF6gp2LHM82VCsS4LEJtlIYYH/ajiIaTqqIG",
+	"dMJhwSjnrO9WUceFmiYlVzJ2eXsaPmykqIcPpSjEx8LSaEWduXzbwR92gOjNV8bf7+2J0+Sr9oC09+00",
+	"r7AS9p6J6OLgRyBQujo/H50cXH57hKUDazCqgnlNT2jgdITBggIrU6JBZrXUsYoRjBPqVtThM3Tgo2p0",
+	"4nkbELd0kwXJWBGtnMN7IcyLZgqkubN4yTNFhBNEfghMVfYDYruCoTngOF6nphYiiuwaWxpmWRpXTuPq",
+	"mMUXohdqZCXuiu+dSCOIweFwV2Z176VoRHyEmlC5gdcDhq6TmMslMQECZyysKfYtG1C3soa7dQEneC2H",
+	"rtWsLyZpZlQ0wEngyUO1E1pqp/Au9QHj6J43vmBiXMbW4aV15uYFv/WXmhS/lBI4Imhbn2Wm2DZiMVua",
+	"ZCJTOmFbEHk7epj08ImIjCwCo6LhHTGqqBRH1wkvf87G0HgCfhbRHOhyrvJkIuayyJO3ARI3z5gHkQLH",
+	"uyS3MaPYg7dGgBx+1AuiUONK/BJ/3g7EIi1NfW4m2WKJWfw+sD2wXBUPGDJJk5nMQWMeypbP/tHdF/9C",
+	"UW9rpbKp2Nt9/qUH/Dei1XvRfS7+9VWoUeA4EHs9ewzXt9dKrtOkIBYQvBjkKuWN0qHG+ertfUlIF4+l",
+	"kp5sYgZ28GwiwRJWN0CM2PaKOHe4DuC9mwLiSlLDJcBj1pczzAEu59paFtK3t4zUwtP3rTkCVaRVe1Tn",
+	"wpvK1Kio7XQPoVhMUwDF+fXxIzcGXqaKSKAmU+RL6BMAvTcVD8T+rh1EjQHjXbD3ajBEswpF+rF1aMC+",
+	"sPGxS7txERs0QaQ7MOeWYBttYWBgb5PfSTm5cZdTNlxrxUA4SmouWR5qBMCmFFPPyiLO7jR1THuXxTVN",
+	"oJGpuoNAMpdpiuS9hSEIUbUCqHkARjvPcsXiVABMsu+7kjdY3oZFQEPGmK/S4aOTwaslxTR5a4d9q3Lu",
+	"grUL9zT5KtStvNSYBxiX06nKTcBM7lhfauM5XBjqY3QnM6k1QLmr1lsDZhZG32J733sJu2TVTENGzQyc",
+	"iJPpzmPBnC37qxf1m3z5mqFuvGiiXbsypcL6VcJ6DHTD9rdjFeoXz8W/kq9E6/mzHm3f7YCsiR2x/Q6b",
+	"j1xbMfZykD8VapnndunAcn+xC7dYcfHiHry3/0J8IV48pz5tbKip5EfRDSEPxrBH820mTDYteDmiZ1LQ",
+	"K2XKuSh1qowJdfTt+enR6cnx6fFVxLzw6Fi4JSlaw+Nvr44uT9trSzMxFf9GhEubEVPR8dnVETNxDOr7",
+	"PXWygx9qbWgxU0nuLBv8INTQJNhQN7an2EFylZ+z8SiJiVvFHm5UEbV5c8IlHeoIr03gVo/sFj6neB5z",
+	"KOzVca8hgiCULljLpGJjNE5Us8JwOAldTOlYBzrPxsquY4ErBcid2mzqpV468EnlRqPXJPEcfjcQcGtU",
+	"KCr0ZYzY3/0HTPfw9TffHB8eH51djYZX55cH1iaTKwPs2e500yRNjbcbMIA/1PYRmoqNuib4MslitbY0",
+	"qt0J9xFYzxQhTawDRtQDcCoy2v98fXVlfa6vz78/w8m7lIXqe+dC3itZ7ebowPFrQw6m9+54ntO8NNRD",
+	"Vy7sRoYJEIaniVwW4JKTOz5PdMd+ZCMNfuFe7O8/e4GuxY4ZiF1RlLmGNGM2nbbxfqS4zu2QFipPsljM",
+	"pLGuERBjVCe3J+7A7zyXurcrTLsPJh8W4Rd0pi+wrgkvlAIo8A4MNkCMHX4HNzeTt4puPrYPFm7bPlj7",
+	"/OyTRSgAVD5MkS0qeu8kTjlKaUWdWVEsOvZgqARlZeFPwjM7zKDWavZ890sRUVpgdHV8enT++ioKRC1A",
+	"Q0lHeldg9ExbSiEDRmVE7m19cPY0XEtdqPHxw1YB/nxDCOGZk6ApbGhU/7DzzSH8vQog8zItEhtL7kyz",
+	"fN6xlsV+rDRWiuHXWG2hg64wk8V1mEBsZKr6PcDy69qxa2kLCPvfK7H0GubhYbojf+kuEEgtVJmG06Or",
+	"g68Prg78z1xkeH5xdXx+NgRhkuPh0H50cXB5FdWSX5wse9xekS8fFykFdsYalIUNLdjQr9sWMDxTBUFy",
+	"CiqGCniGmuzwqjnZwHAdavt7CqRWdgVnUgh2gXKZj7Si1sOgOv0ehkH9Cjqi3toAxjpeTVkhdv04qsb2",
+	"ipVAyWuPq2UA3AT8Af2UR224qT1MTCLZh1mmqWg1pmbaH1GU8BOyi/+JMtKk2PpYIkRevN6vr3QXktc7",
+	"bnCB2zAdswIfFK6HGuJ1EIVRMXB5DRqk0yn1UcsZhBqXW1es+K21Tjk2ipVLDe86CHSwoWy44sdm2Pen",
+	"t/0nUNxEf8X38w+Hb7ghOC8gb2eWejLLM52Vplb1eECZg+q290EbKh3eXK2U4+0oUIqRdRgNZ3sgiIKH",
+	"G9F6i6oczMqSQOrXWmxMvEU2nloJk1cvIDh0xaz+JFXSi70gYVOFtzBkLAE4PIJTkEwQz4wxtXvpPPIK",
+	"bIpgKR177ZskTVXcDkQs5zbOpdZPZuSEzBOpdHqbUADsaLWb3qnd42qG0cglJJYBmlnTpaRIezX4xUe2",
+	"jXBLJVr2Yp1Mp8sg1HbvgC6TxAilY8h7UmTK/BsU3AJ5gEyxoOxrMkNSlKmCM1YoxeAZss5wWZYzhO7Q",
+	"RMWU/N4Xpr2h9cFzk7ceAreGxXsv2Pr9IIePVNm+x/X/kzQvvNY32r5eCF8Srei7868+Ev3FX65YfZGl",
+	"qW/f38twkxrN5kL1gZcGwMQZSGdVjcrwNZDr1HOWLogpsFeYcoJqIVpEs4M5XGsl7abb7oojpLy7k0uX",
+	"Hkt8+a1NFl5Ehwdnh0cnJ9b0eRUeV4iE2nQR+MUD59JQhGM3JwhxRKt2K9sGDRSwWLo5nkl3g8H6FYkm",
+	"ioneEFJzrWLQKGIBCyWq2oQ7L3pokHxa5FlcThRkK+PETKSdAspEVxVWnidZJYlrGxxr3yuoRl8rexeg",
+	"jWdfuG+Oz46H/4TUMSsZ1x8jpp28u45DzWecJjoxMypTUn4Kbg2aDED/jlrvW9XMhNrXwpOQLleaGNAg",
+	"RYq7WpxpxWzX9MwTyuHiRWoKynidxk3hEOb4730hsA75ygvkvTX/s8JrD9poHr0fDt7Y2pvZqr+Qf5kN",
+	"8KnDo0MiSGoIbz9wQ30Hr+gVl3oAgkj8cJu5nznzBztRhbDV6m7E2vA1e0+PAQ0o91vCyfue4bfP4uvz",
+	"syN37Kr9ZuVSaJaBI583kPbc74Q72rrP0d5+JK68P7uf7bKh6OlsWACfTyMx+ZbeEm/VF/TfkcN7svx5",
+	"fcyMWKPKt7ATXIFjVLzBCNpTqkmZJ8US3u+xkrnKD0r7bv7nJ/suYrqmCZZPg/ORIzKOc2XMVrBV5ulW",
+	"f2tWFIv+zk6aTWQ6y0zR39/ff7HVjKsHwwq+TadITWeiIMEV4183alk7qWk460/uFldPD3QHdaHIWVaA",
+	"5nVlx6jXe31wB5tSbKY62M3p+uEnya3SymAi1roNicYpokMRqLJhUlwjMLLFeqNVhWw45jTTSQHkYdVP",
+	"nZE3Gy5S74VyOhvMQobjnmR6kqRIrVMBH1I57oqDULukHgBWmAqxOnEnza5fYa2HRK0hUXbdZ4pVr882",
+	"CliAK5XjDgmG1JQU7uVjpfhqf7cn1l4/jO3g7A2nYQJEAXvtOvmbDZR5bjBlVmoToCwDqW8vZJ4YZEzx",
+	"fQOSS8RNlx6LazT7/aff/18AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

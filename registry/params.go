@@ -2,12 +2,15 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"runtime/debug"
 
 	"ramanserve/inference"
 	"ramanserve/inference/modelfile"
+	"ramanserve/registry/store"
 )
 
 // ReadParams reads the parameters of one version from its artifact,
@@ -54,4 +57,37 @@ func (r *Registry) readEntryParams(ctx context.Context, e *Entry) (p *inference.
 		}
 	}()
 	return modelfile.Read(ctx, art, art.Size(), path.Ext(e.File), e.Target)
+}
+
+// ReadArtifact returns one version's file as the registry stores it, with
+// its extension (".npz" or ".joblib"), checked like ReadParams: the size
+// and SHA-256 the index recorded, else ErrModelCorrupted;
+// ErrModelNotFound for a version that is not, or no longer, in the
+// registry. What it reads is bounded by the recorded size.
+func (r *Registry) ReadArtifact(ctx context.Context, version string) ([]byte, string, error) {
+	e, err := r.Describe(version)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := r.readEntryBytes(ctx, &e)
+	if err != nil {
+		if _, derr := r.Describe(version); derr != nil {
+			return nil, "", derr // deleted while it was being read
+		}
+		return nil, "", err
+	}
+	return b, path.Ext(e.File), nil
+}
+
+func (r *Registry) readEntryBytes(ctx context.Context, e *Entry) ([]byte, error) {
+	art, err := r.artifacts.Open(ctx, e.File, fingerprint(e), max(r.opts.MaxImportBytes, maxArtifactBytes))
+	if err != nil {
+		return nil, artifactError(e, err)
+	}
+	defer art.Close()
+	b := make([]byte, art.Size())
+	if _, err := art.ReadAt(b, 0); err != nil && !(errors.Is(err, io.EOF) && len(b) == 0) {
+		return nil, fmt.Errorf("%w: read %s: %w", store.ErrRegistry, e.File, err)
+	}
+	return b, nil
 }

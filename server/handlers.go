@@ -34,6 +34,9 @@ type API struct {
 	// of the jobs that use them (rescoreGuard); nil deletes through
 	// Registry alone, for a server that queues no such job.
 	Deleter VersionDeleter
+	// Exporter writes versions as files (GET /model/{version}/export);
+	// nil answers 501.
+	Exporter ModelExporter
 	// ChannelUp reports whether the prediction channel is listening.
 	ChannelUp     func() bool
 	ServerVersion string

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,6 +135,8 @@ const (
 	// its media type, which enforces every rule the contract states for
 	// it (lab.go).
 	labPostOperation = "postLabResults"
+	// exportOperation shares the review pages' slots (gateReports).
+	exportOperation = "exportModel"
 )
 
 // NewHTTPHandler builds the management channel: echo serving the generated
@@ -506,13 +509,16 @@ func operationMiddlewares(ops []string, api *API, cfg HTTPConfig) (map[string][]
 	for _, op := range ops {
 		perOperation[op] = jsonPolicy
 	}
-	for _, op := range []string{uploadOperation, labPostOperation} {
+	for _, op := range []string{uploadOperation, labPostOperation, exportOperation} {
 		if _, ok := perOperation[op]; !ok {
 			return nil, fmt.Errorf("the OpenAPI document has no operation %q", op)
 		}
 	}
 	perOperation[uploadOperation] = []echo.MiddlewareFunc{streamedUpload(cfg.MaxUploadBytes)}
 	perOperation[labPostOperation] = []echo.MiddlewareFunc{bodyLimit(reconcile.MaxInputBytes), api.gateLabPosts}
+	// An export reads and writes a whole model file, as a review page
+	// does: it takes one of the same slots.
+	perOperation[exportOperation] = append(slices.Clone(jsonPolicy), api.gateReports)
 	return perOperation, nil
 }
 

@@ -14,6 +14,8 @@ import (
 	"ramanserve/server/contract"
 	"ramanserve/server/report"
 	"ramanserve/trainer/jobs"
+
+	"github.com/labstack/echo/v4"
 )
 
 // LabReports gives the review page a version's performance against the
@@ -187,6 +189,19 @@ func (a *API) enterReportGate(ctx context.Context) (leave func(), err error) {
 	bound := time.NewTimer(wait)
 	defer bound.Stop()
 	return a.reportGate.enterWithin(ctx, bound.C)
+}
+
+// gateReports is the route policy of a request that holds one of the
+// report slots while it runs.
+func (a *API) gateReports(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		leave, err := a.enterReportGate(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		defer leave()
+		return next(c)
+	}
 }
 
 // htmlPage is a rendered review page. It is served with a Content

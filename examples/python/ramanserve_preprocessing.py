@@ -9,7 +9,9 @@ function by its module and name, as pickle records them
 contract (api/openapi.yaml, ``PreprocessingStep``) describes it. This module
 is that description in NumPy/SciPy, so a model trained with it predicts the
 same numbers in Python and in ramanserve. api/sklearn-import.md lists the
-accepted keywords and their ranges.
+accepted keywords and their ranges. A model exported by ramanserve
+(``GET /model/{version}/export``) is such a Pipeline too, and loads with
+``joblib.load`` once this module is importable.
 
 Every function takes ``X`` of shape (samples, features), one spectrum per
 row, as ``FunctionTransformer`` passes it, and returns a new array of the
@@ -38,7 +40,7 @@ Example::
 import numpy as np
 import scipy.linalg
 
-__all__ = ["despike", "despike_with_counts", "snv", "als_baseline", "normalize"]
+__all__ = ["despike", "despike_with_counts", "snv", "als_baseline", "normalize", "select_regions"]
 
 # The modified z-score's constant: 0.6745 is the 0.75 quantile of the
 # standard normal, so that MAD / 0.6745 estimates the standard deviation.
@@ -249,3 +251,33 @@ def normalize(X, wavenumbers, region):
     if not np.all(np.isfinite(area)) or np.any(area == 0):
         raise ValueError("band area is zero or not finite")
     return X / area[:, np.newaxis]
+
+
+def select_regions(X, wavenumbers, regions):
+    """Keep the points inside the wavenumber ``regions``, a list of
+    (low, high) cm-1 ranges, inclusive: the columns of X whose wavenumber
+    lies in any of them, in axis order (overlapping ranges keep a point
+    once). This is a model's region selection, applied after its recipe;
+    in a Pipeline it is the last ``FunctionTransformer`` before the
+    ``PLSRegression`` (or its ``StandardScaler``).
+
+    ``wavenumbers`` is the spectra's axis (strictly increasing, one value
+    per feature). Each range needs low <= high, must lie inside the axis
+    and hold at least one point; at most 64 ranges.
+    """
+    X = _rows(X)
+    wn = _axis(wavenumbers, X.shape[1])
+    regions = [tuple(float(v) for v in r) for r in regions]
+    if not 1 <= len(regions) <= 64:
+        raise ValueError("regions must hold 1 to 64 (low, high) ranges")
+    keep = np.zeros(wn.size, dtype=bool)
+    for i, (low, high) in enumerate(regions):
+        if not low <= high:
+            raise ValueError("regions[%d]: low %r is above high %r" % (i, low, high))
+        if low < wn[0] or high > wn[-1]:
+            raise ValueError("regions[%d]: [%r, %r] is outside the axis" % (i, low, high))
+        inside = (wn >= low) & (wn <= high)
+        if not inside.any():
+            raise ValueError("regions[%d]: [%r, %r] holds no axis point" % (i, low, high))
+        keep |= inside
+    return X[:, keep]

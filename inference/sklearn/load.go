@@ -72,8 +72,27 @@ func Load(ctx context.Context, r io.Reader, opts Options) (*inference.PLSParams,
 	if err != nil {
 		return nil, info, err
 	}
+	if err := walk(v, once()); err != nil {
+		return nil, info, err
+	}
 	p, err := toParams(v, opts, &info)
 	return p, info, err
+}
+
+// once is a walk's visit that descends into each shared value once.
+func once() func(any) bool {
+	seen := map[any]bool{}
+	return func(v any) bool {
+		id := identity(v)
+		if id == nil {
+			return true
+		}
+		if seen[id] {
+			return false
+		}
+		seen[id] = true
+		return true
+	}
 }
 
 // decompress detects the compression by its magic bytes and returns the

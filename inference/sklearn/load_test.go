@@ -259,7 +259,13 @@ func FuzzLoad(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add(callPickle("os", "system", "true"))
+	f.Add(exportJoblib(f, smallModel()))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// What the reader reads, the pickle writer writes back to the
+		// same value (the export is written by that writer).
+		if err := sklearn.CheckWriteBack(data, 4<<20); err != nil {
+			t.Fatal(err)
+		}
 		p, _, err := sklearn.Load(context.Background(), bytes.NewReader(data), sklearn.Options{Target: "EPA", MaxDecompressedBytes: 4 << 20})
 		if err != nil {
 			if !errors.Is(err, inference.ErrModelCorrupted) && !errors.Is(err, inference.ErrUnsafeModel) &&

@@ -588,7 +588,7 @@ func (m *machine) pushGlobal(module, name string) error {
 	full := module + "." + name
 	// The preprocessing functions (pipeline.go) may be named, as a
 	// FunctionTransformer's func, but never called.
-	if _, isStep := stepFunctions[full]; !allowedGlobals[full] && !isStep {
+	if _, isStep := stepFunctions[full]; !allowedGlobals[full] && !isStep && full != regionFunction {
 		return unsafeGlobal(full)
 	}
 	return m.push(&global{module: module, name: name})
@@ -692,7 +692,9 @@ func (m *machine) build(target, state any) error {
 		}
 		return nil
 	case *ndarray:
-		// (version, shape, dtype, is_fortran, data)
+		// (version, shape, dtype, is_fortran, data). A second BUILD
+		// replaces the first, as NumPy's __setstate__ does.
+		t.floats, t.strings = nil, nil
 		st, ok := state.(tuple)
 		if !ok || len(st) != 5 {
 			return corrupt("ndarray state %T", state)

@@ -55,6 +55,75 @@ var stepFunctions = map[string]stepFunction{
 	HelperModule + ".normalize":                  {"normalize", normalizeStep},
 }
 
+// regionFunction is the helper that keeps the points inside wavenumber
+// regions: a FunctionTransformer of it is the model's Regions, not a
+// recipe step.
+const regionFunction = HelperModule + "." + RegionFunction
+
+// isRegionSelection reports whether a FunctionTransformer names
+// regionFunction.
+func isRegionSelection(o *object) bool {
+	st, ok := o.state.(*dict)
+	if !ok {
+		return false
+	}
+	fn, ok := st.get("func").(*global)
+	return ok && fn.String() == regionFunction
+}
+
+// regionSelection reads FunctionTransformer(select_regions,
+// kw_args={"wavenumbers": axis, "regions": [(low, high), ...]}): both
+// keywords required, at most preprocess.MaxRegions ranges. Whether the
+// ranges fit the axis is preprocess.SelectRegions's check.
+func regionSelection(o *object) ([][2]float64, []float64, error) {
+	st := o.state.(*dict) // isRegionSelection checked it
+	if err := plainTransformer(st, RegionFunction); err != nil {
+		return nil, nil, err
+	}
+	kw := &kwargs{fn: RegionFunction, used: map[string]bool{}}
+	d, ok := st.get("kw_args").(*dict)
+	if !ok {
+		return nil, nil, unsupported("%s needs wavenumbers and regions in kw_args", RegionFunction)
+	}
+	kw.d = d
+	v, ok := kw.get("wavenumbers")
+	if !ok {
+		return nil, nil, unsupported("%s needs wavenumbers in kw_args", RegionFunction)
+	}
+	axis, err := axisArg(RegionFunction, v)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, ok := kw.get("regions")
+	if !ok {
+		return nil, nil, unsupported("%s needs regions in kw_args", RegionFunction)
+	}
+	var items []any
+	switch x := r.(type) {
+	case *list:
+		items = x.items
+	case tuple:
+		items = x
+	default:
+		return nil, nil, unsupported("%s regions is %s, not a list of (low, high)", RegionFunction, describe(r))
+	}
+	if len(items) == 0 || len(items) > preprocess.MaxRegions {
+		return nil, nil, unsupported("%s has %d regions, 1 to %d are supported", RegionFunction, len(items), preprocess.MaxRegions)
+	}
+	regions := make([][2]float64, len(items))
+	for i, it := range items {
+		pair, ok := floats(it)
+		if !ok || len(pair) != 2 {
+			return nil, nil, unsupported("%s regions[%d] is %s, not (low, high)", RegionFunction, i, describe(it))
+		}
+		regions[i] = [2]float64{pair[0], pair[1]}
+	}
+	if err := kw.noOthers(); err != nil {
+		return nil, nil, err
+	}
+	return regions, axis, nil
+}
+
 // unsupported wraps inference.ErrModelUnsupported.
 func unsupported(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", inference.ErrModelUnsupported, fmt.Sprintf(format, args...))
@@ -93,9 +162,25 @@ func pipelineParams(obj *object, opts Options, info *Info) (*inference.PLSParams
 	var recipe preprocess.Recipe
 	names := make([]string, 0, len(objs))
 	var axis []float64
+	var regions [][2]float64
 	for i, o := range front {
 		if o.class.String() != classFunctionTransformer {
 			return nil, unsupported("Pipeline step %d is %s; before the PLSRegression only FunctionTransformer steps, then at most one StandardScaler, are supported", i, o.class.name)
+		}
+		if isRegionSelection(o) {
+			if i != len(front)-1 {
+				return nil, unsupported("Pipeline step %d: %s must be the last FunctionTransformer (the recipe applies to the whole spectrum, then the regions are kept)", i, RegionFunction)
+			}
+			r, regionAxis, err := regionSelection(o)
+			if err != nil {
+				return nil, fmt.Errorf("%w (Pipeline step %d)", err, i)
+			}
+			if axis != nil && !slices.Equal(axis, regionAxis) {
+				return nil, unsupported("Pipeline step %d names other wavenumbers than an earlier step", i)
+			}
+			axis, regions = regionAxis, r
+			names = append(names, RegionFunction)
+			continue
 		}
 		step, name, stepAxis, err := functionStep(o)
 		if err != nil {
@@ -119,14 +204,31 @@ func pipelineParams(obj *object, opts Options, info *Info) (*inference.PLSParams
 	if err != nil {
 		return nil, err
 	}
+	points := len(params.XMean) // of a spectrum, before any region selection
+	if regions != nil {
+		points = len(axis)
+		sel, err := preprocess.SelectRegions(axis, regions)
+		if err != nil {
+			return nil, unsupported("%v", err)
+		}
+		if len(sel) != len(params.XMean) {
+			return nil, corrupt("%s keeps %d points, the PLSRegression has %d features", RegionFunction, len(sel), len(params.XMean))
+		}
+		params.Regions = regions
+		params.Meta.Wavenumbers = axis
+	}
 	if len(recipe) > 0 {
-		if err := checkFeatureCount(front, len(params.XMean)); err != nil {
+		steps := front
+		if regions != nil {
+			steps = front[:len(front)-1]
+		}
+		if err := checkFeatureCount(steps, points); err != nil {
 			return nil, err
 		}
-		if axis != nil && len(axis) != len(params.XMean) {
-			return nil, unsupported("the steps' wavenumbers have %d points, the model %d features", len(axis), len(params.XMean))
+		if axis != nil && len(axis) != points {
+			return nil, unsupported("the steps' wavenumbers have %d points, the model %d features", len(axis), points)
 		}
-		if err := checkRecipe(recipe, axis, len(params.XMean)); err != nil {
+		if err := checkRecipe(recipe, axis, points); err != nil {
 			return nil, err
 		}
 		params.Preprocessing = recipe
@@ -189,18 +291,8 @@ func functionStep(o *object) (preprocess.Step, string, []float64, error) {
 		// it is no preprocessing function.
 		return preprocess.Step{}, "", nil, unsafeGlobal(fn.String() + " (as a FunctionTransformer func)")
 	}
-	if v := st.get("inverse_func"); v != nil {
-		return preprocess.Step{}, "", nil, unsupported("FunctionTransformer(%s) has inverse_func set (%s)", sf.name, describe(v))
-	}
-	if v := st.get("inv_kw_args"); v != nil {
-		if d, ok := v.(*dict); !ok || len(d.keys) != 0 {
-			return preprocess.Step{}, "", nil, unsupported("FunctionTransformer(%s) has inv_kw_args set", sf.name)
-		}
-	}
-	switch v := st.get("validate").(type) {
-	case nil, bool: // check_array keeps a float64 array as it is
-	default:
-		return preprocess.Step{}, "", nil, unsupported("FunctionTransformer(%s) validate=%v", sf.name, describe(v))
+	if err := plainTransformer(st, sf.name); err != nil {
+		return preprocess.Step{}, "", nil, err
 	}
 	kw := &kwargs{fn: sf.name, used: map[string]bool{}}
 	switch v := st.get("kw_args").(type) {
@@ -218,6 +310,25 @@ func functionStep(o *object) (preprocess.Step, string, []float64, error) {
 		return preprocess.Step{}, "", nil, err
 	}
 	return step, sf.name, kw.axis, nil
+}
+
+// plainTransformer checks the FunctionTransformer's own settings: no
+// inverse, and a validate that leaves a float64 array as it is.
+func plainTransformer(st *dict, fn string) error {
+	if v := st.get("inverse_func"); v != nil {
+		return unsupported("FunctionTransformer(%s) has inverse_func set (%s)", fn, describe(v))
+	}
+	if v := st.get("inv_kw_args"); v != nil {
+		if d, ok := v.(*dict); !ok || len(d.keys) != 0 {
+			return unsupported("FunctionTransformer(%s) has inv_kw_args set", fn)
+		}
+	}
+	switch v := st.get("validate").(type) {
+	case nil, bool: // check_array keeps a float64 array as it is
+	default:
+		return unsupported("FunctionTransformer(%s) validate=%v", fn, describe(v))
+	}
+	return nil
 }
 
 // kwargs reads a FunctionTransformer's kw_args, remembering which keys

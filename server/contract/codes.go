@@ -212,6 +212,7 @@ var domainCodes = []struct {
 	{reconcile.ErrInvalidLabRecords, InvalidLabResults, http.StatusBadRequest},
 	{reconcile.ErrRangeTooLarge, InvalidRequest, http.StatusBadRequest},
 	{models.ErrInvalidRange, InvalidRequest, http.StatusBadRequest},
+	{models.ErrExportFormat, InvalidRequest, http.StatusBadRequest},
 	{evidencesvc.ErrUnknownVersion, ModelNotFound, http.StatusNotFound},
 	{labstore.ErrFull, InsufficientStorage, http.StatusInsufficientStorage},
 	{predlog.ErrBadCursor, InvalidCursor, http.StatusBadRequest},

@@ -9,4 +9,6 @@ var (
 	// for it is queued or running (or being queued): the job holds the
 	// model and writes records that name the version.
 	ErrModelBusy = errors.New("model is in use by a re-scoring job")
+	// ErrExportFormat: an export names a format there is no writer for.
+	ErrExportFormat = errors.New("unknown export format")
 )
