@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -363,4 +364,107 @@ func rateName(rate int) string {
 		return "full rate"
 	}
 	return fmt.Sprintf("%d predicts/s", rate)
+}
+
+// promiseRounds is how many times TestPredictionLogKeepsItsPromise kills
+// the server, and promiseLoad how long each round runs first.
+const (
+	promiseRounds = 5
+	promiseLoad   = 3 * time.Second
+)
+
+// TestPredictionLogKeepsItsPromise: the server as a user runs it (the
+// log's writer at idle priority, the default), 8 clients predicting as
+// fast as it answers, killed with SIGKILL mid-load, 5 rounds on the same
+// registry. Every prediction answered more than the log's promise
+// (predlog.DefaultPromise) before its kill is in the log after the last
+// restart, or the log had counted at least as many records dropped or
+// failed before the kill: nothing acknowledged is lost without a count.
+func TestPredictionLogKeepsItsPromise(t *testing.T) {
+	t.Parallel() // its own server or process: runs beside the others
+	longProcessTest(t)
+	dir := t.TempDir()
+	p := startProcess(t, dir)
+	c := p.client(t)
+	version := trainStaged(t, "http://"+p.httpAddr, c, 406)
+	loadVersion(t, c, version)
+	wn, samples := evidenceSamples(1709, 16)
+	batch := uniqueBatch("promise")
+
+	type kill struct {
+		at        time.Time
+		acks      []ack
+		lostCount int64 // dropped + write_failed, last seen before the kill
+		behind    bool  // health said prediction_log_behind before the kill
+	}
+	var kills []kill
+	for round := range promiseRounds {
+		if round > 0 {
+			p = startProcess(t, dir)
+			c = p.client(t)
+		}
+		started := time.Now()
+		clients := startPredictLoad(t, p.zmq, batch, round, 8, 0, wn, samples)
+		var k kill
+		for time.Since(started) < promiseLoad+time.Duration(round)*300*time.Millisecond {
+			if e := clients.lastErr.Load(); e != nil {
+				t.Fatalf("round %d: a client failed before the kill: %s", round, *e)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			res, err := c.GetHealthWithResponse(ctx)
+			cancel()
+			if err == nil && res.JSON200 != nil && res.JSON200.PredictionLog != nil {
+				pl := res.JSON200.PredictionLog
+				k.lostCount = max(k.lostCount, pl.Dropped+orZero(pl.WriteFailed))
+				if res.JSON200.DegradedReasons != nil {
+					for _, r := range *res.JSON200.DegradedReasons {
+						k.behind = k.behind || strings.HasPrefix(r, "prediction_log_behind")
+					}
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		k.at = time.Now()
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.exited
+		k.acks = clients.end()
+		kills = append(kills, k)
+		integrityCheck(t, dir, batch)
+	}
+
+	p = startProcess(t, dir)
+	c = p.client(t)
+	logged := bySeq(t, byRole(loggedPredictions(t, c, batch))[gen.PredictionRoleActive])
+	for round, k := range kills {
+		cutoff := k.at.Add(-predlog.DefaultPromise)
+		due, missing := 0, 0
+		for _, a := range k.acks {
+			if !a.at.Before(cutoff) {
+				continue
+			}
+			due++
+			if _, ok := logged[a.seq]; !ok {
+				missing++
+			}
+		}
+		if due == 0 {
+			t.Errorf("round %d: no reply arrived more than %v before the kill; the round proves nothing", round, predlog.DefaultPromise)
+		}
+		if int64(missing) > k.lostCount {
+			t.Errorf("round %d: %d of the %d predictions answered more than %v before the kill are not in the log, and the log had counted only %d dropped or failed",
+				round, missing, due, predlog.DefaultPromise, k.lostCount)
+		}
+		t.Logf("round %d: %d replies, %d answered more than %v before the kill, %d of them missing (%d counted dropped or failed); health said prediction_log_behind: %v",
+			round, len(k.acks), due, predlog.DefaultPromise, missing, k.lostCount, k.behind)
+	}
+}
+
+// orZero is *p, or 0 for nil.
+func orZero(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

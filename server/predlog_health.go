@@ -55,6 +55,12 @@ func (a *API) predictionLogHealth(now time.Time) (*gen.PredictionLogHealth, stri
 	if !st.LastCommitAt.IsZero() {
 		h.LastCommitAt = ptr(st.LastCommitAt.UTC())
 	}
+	h.OldestWaitSeconds = ptr(st.OldestWait.Seconds())
+	h.PromiseSeconds = ptr(st.Promise.Seconds())
+	if st.Behind() {
+		return h, fmt.Sprintf("prediction_log_behind: the oldest record waiting for the prediction log has waited %v, past its %v promise (the writer cannot keep up: see its queue and the server's CPU)",
+			st.OldestWait.Round(time.Millisecond), st.Promise)
+	}
 	last := a.logLosses.observe(st.WriteFailed, now)
 	if last.IsZero() || now.Sub(last) >= lossDegradedFor {
 		return h, ""

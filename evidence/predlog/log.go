@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"ramanserve/platform/unixnano"
 )
 
 // Defaults of Options.
@@ -19,6 +21,13 @@ const (
 	// DeleteChunk is the rows one retention transaction deletes, so that
 	// the writer commits new records between chunks and never stalls long.
 	DeleteChunk = 1000
+	// DefaultPromise is how long a record Record accepted may wait for its
+	// commit: every record acknowledged more than this before a kill -9 is
+	// in the store, or was counted as dropped or failed. The writer's
+	// priority is raised while the oldest waiting record is past a quarter
+	// of it (see keepPromise), and GET /health reads degraded past the
+	// whole of it.
+	DefaultPromise = time.Second
 	// MinMaxBytes is the smallest size bound New accepts: one commit
 	// batch and one chunk of deletions must each stay well under the
 	// bound (see sqlitelog for how the embedded store spends it).
@@ -51,10 +60,14 @@ type Options struct {
 	// Now is the clock for age retention (time.Now when nil).
 	Now func() time.Time
 	// IdlePriority runs the writer on a thread of its own at idle CPU
-	// priority (package idlecpu): it then commits only on CPU the rest of
-	// the process leaves idle, and the queue drops (counted) while the
-	// cores stay busy.
+	// priority (package idlecpu): it commits on CPU the rest of the
+	// process leaves idle while it keeps up, and its thread is raised to
+	// ordinary priority while the oldest waiting record is past a quarter
+	// of Promise. Where the process may not raise a thread back
+	// (idlecpu.ErrCannotRaise), the writer runs at ordinary priority.
 	IdlePriority bool
+	// Promise is DefaultPromise when 0.
+	Promise time.Duration
 	// AfterBatch, when set, is called on the writer goroutine after each
 	// batch's commit and again after the retention it triggered, when
 	// nothing else writes to the store: tests read the store's files
@@ -74,6 +87,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RetentionEvery <= 0 {
 		o.RetentionEvery = DefaultRetentionEvery
+	}
+	if o.Promise <= 0 {
+		o.Promise = DefaultPromise
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -109,6 +125,11 @@ type Writer struct {
 	storeDown   atomic.Bool // a batch waits for the store to come back
 	deleted     atomic.Uint64
 	sizeBytes   atomic.Int64
+	// oldestWaiting is when (unixnano.Of) the oldest record not yet
+	// committed was queued, or a moment before; 0 when none waits. Record
+	// sets it from 0, the writer after each commit cycle (settle).
+	oldestWaiting atomic.Int64
+	raised        atomic.Uint64 // times the writer's thread was raised to ordinary priority
 }
 
 var _ Log = (*Writer)(nil)
@@ -150,6 +171,11 @@ func (l *Writer) Record(rec *Record) bool {
 	}
 	select {
 	case l.queue <- rec:
+		// One clock read per stretch of waiting records, not per record:
+		// the first record after the writer emptied the queue sets it.
+		if l.oldestWaiting.Load() == 0 {
+			l.oldestWaiting.CompareAndSwap(0, unixnano.Of(time.Now()))
+		}
 		return true
 	default:
 		l.dropped.Add(1)
@@ -172,7 +198,20 @@ func (l *Writer) Stats() Stats {
 		StoreDown:    l.storeDown.Load(),
 		Deleted:      l.deleted.Load(),
 		SizeBytes:    l.sizeBytes.Load(),
+		OldestWait:   l.oldestWait(time.Now()),
+		Promise:      l.opts.Promise,
+		Raised:       l.raised.Load(),
 	}
+}
+
+// oldestWait is how long the oldest record not yet committed has waited
+// at now; 0 when none waits.
+func (l *Writer) oldestWait(now time.Time) time.Duration {
+	since := l.oldestWaiting.Load()
+	if since == 0 {
+		return 0
+	}
+	return max(now.Sub(time.Unix(0, since)), 0)
 }
 
 // Close stops accepting records, lets the writer commit what is queued,

@@ -231,7 +231,18 @@ type Stats struct {
 	// LastCommitAt is when the latest batch committed (by the log's
 	// clock); zero before the first.
 	LastCommitAt time.Time
+	// OldestWait is how long the oldest record not yet committed has
+	// waited (0: none waits); past Promise the log is behind its promise.
+	OldestWait time.Duration
+	// Promise is Options.Promise: the longest a record should wait.
+	Promise time.Duration
+	// Raised counts the times the writer's thread was raised from idle to
+	// ordinary priority to keep the promise.
+	Raised uint64
 }
+
+// Behind reports whether the oldest waiting record is past the promise.
+func (s Stats) Behind() bool { return s.Promise > 0 && s.OldestWait > s.Promise }
 
 // SetPrediction copies a model's prediction into rec: concentrations,
 // confidence, and the reduced T² and Q when the model computes them.

@@ -47,13 +47,23 @@ const maxPoll = 10 * time.Millisecond
 // wake this goroutine (a scheduler hand-off, often a futex call, per
 // prediction); polled, Record is a buffered send that wakes no one.
 func (w *writer) run() {
+	defer close(w.l.done)
 	if w.l.opts.IdlePriority {
 		// The store's work runs on this goroutine, so on this thread.
-		if err := idlecpu.Enter(); err != nil {
+		if thread, err := idlecpu.EnterRaisable(); err != nil {
 			w.l.opts.Logger.Warn("prediction log: the writer runs at normal priority", "err", err)
+		} else {
+			// The watcher ends before this goroutine, so before its
+			// thread: it never touches a thread id the kernel has
+			// given to another thread.
+			stop, stopped := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(stopped)
+				w.l.keepPromise(thread, stop)
+			}()
+			defer func() { close(stop); <-stopped }()
 		}
 	}
-	defer close(w.l.done)
 	ticker := time.NewTicker(w.l.opts.CommitInterval)
 	defer ticker.Stop()
 	poll := time.NewTicker(min(max(w.l.opts.CommitInterval/10, time.Millisecond), maxPoll))
@@ -65,8 +75,10 @@ func (w *writer) run() {
 		case <-poll.C:
 			w.take()
 		case <-ticker.C:
+			tick := time.Now()
 			w.take()
 			w.flush()
+			w.settle(tick)
 			if time.Since(w.lastRetention) >= w.l.opts.RetentionEvery {
 				w.lastRetention = time.Now()
 				w.retain(0)
@@ -75,6 +87,22 @@ func (w *writer) run() {
 			w.drain()
 			return
 		}
+	}
+}
+
+// settle updates the time of the oldest waiting record after a commit
+// cycle that began at tick: every record taken was committed (or counted
+// as failed), so what still waits in the queues arrived after tick. When
+// nothing waits it is cleared, then set again if a record arrived in
+// between (Record sets it only from 0, and may have seen the old value).
+func (w *writer) settle(tick time.Time) {
+	if len(w.l.queue)+len(w.l.background) > 0 {
+		w.l.oldestWaiting.Store(unixnano.Of(tick))
+		return
+	}
+	w.l.oldestWaiting.Store(0)
+	if len(w.l.queue)+len(w.l.background) > 0 {
+		w.l.oldestWaiting.CompareAndSwap(0, unixnano.Of(tick))
 	}
 }
 
@@ -211,4 +239,38 @@ func (w *writer) logFailure(n int, err error) {
 	w.l.opts.Logger.Error("prediction log: batches failed to commit; their records are lost",
 		"records", w.failedSinceLog, "err", err)
 	w.lastFailureLog, w.failedSinceLog = time.Now(), 0
+}
+
+// keepPromise watches the oldest waiting record while the writer runs at
+// idle priority on thread: past a quarter of the promise it raises the
+// thread to ordinary priority, so that a machine kept busy by the replies
+// cannot starve the commits past the promise, and once the queue has
+// stayed short for a whole check it lowers the thread again. It wakes
+// every tenth of the promise, never per record, and ends when stop closes.
+func (l *Writer) keepPromise(thread *idlecpu.Thread, stop <-chan struct{}) {
+	every := max(l.opts.Promise/10, time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	raised := false
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		wait := l.oldestWait(time.Now())
+		switch {
+		case !raised && wait > l.opts.Promise/4:
+			if err := thread.Raise(); err != nil {
+				l.opts.Logger.Warn("prediction log: cannot raise the writer's priority", "err", err)
+				continue
+			}
+			raised = true
+			l.raised.Add(1)
+		case raised && wait <= every:
+			if err := thread.Lower(); err == nil {
+				raised = false
+			}
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ramanserve/evidence/predlog"
+	"ramanserve/platform/idlecpu"
 	"ramanserve/platform/storeerr"
 )
 
@@ -182,4 +183,62 @@ func TestCloseGivesUpOnAnUnavailableStore(t *testing.T) {
 	if st := l.Stats(); st.WriteFailed+st.Dropped != 4 || st.Committed != 0 {
 		t.Fatalf("after Close gave up: %+v", st)
 	}
+}
+
+// waitUntil polls cond until it holds, failing after a deadline generous
+// for a busy machine.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after 30 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestOldestWaitShowsTheLogBehind: while the store holds the commits
+// back, the oldest waiting record's age grows past the promise and
+// Stats says the log is behind; once the store takes them, nothing waits.
+func TestOldestWaitShowsTheLogBehind(t *testing.T) {
+	s := &downStore{up: make(chan struct{}), failures: make(chan struct{}, 1)}
+	const promise = 100 * time.Millisecond
+	l, err := predlog.New(context.Background(), s, predlog.Options{CommitInterval: time.Millisecond, Promise: promise})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	if st := l.Stats(); st.OldestWait != 0 || st.Behind() || st.Promise != promise {
+		t.Fatalf("before any record: %+v", st)
+	}
+	start := time.Now()
+	l.Record(&predlog.Record{ModelVersion: "v1"})
+	waitUntil(t, "behind", func() bool { return l.Stats().Behind() })
+	if st := l.Stats(); st.OldestWait <= promise || st.OldestWait > time.Since(start) {
+		t.Fatalf("oldest wait %v: want past the promise %v and at most %v", st.OldestWait, promise, time.Since(start))
+	}
+	close(s.up)
+	waitUntil(t, "caught up", func() bool { st := l.Stats(); return st.OldestWait == 0 && !st.Behind() && st.Committed == 1 })
+}
+
+// TestWriterRaisedWhileBehind: at idle priority, a writer whose records
+// wait past a quarter of the promise has its thread raised (counted).
+// Skipped where the process may not raise a thread back.
+func TestWriterRaisedWhileBehind(t *testing.T) {
+	probe := make(chan error)
+	go func() { _, err := idlecpu.EnterRaisable(); probe <- err }() // the thread ends with the goroutine
+	if err := <-probe; err != nil {
+		t.Skipf("cannot raise here: %v", err)
+	}
+	s := &downStore{up: make(chan struct{}), failures: make(chan struct{}, 1)}
+	l, err := predlog.New(context.Background(), s, predlog.Options{CommitInterval: time.Millisecond, Promise: 100 * time.Millisecond, IdlePriority: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	l.Record(&predlog.Record{ModelVersion: "v1"})
+	waitUntil(t, "raised", func() bool { return l.Stats().Raised >= 1 })
+	close(s.up)
+	waitUntil(t, "committed", func() bool { return l.Stats().Committed == 1 })
 }

@@ -50,3 +50,50 @@ func Enter() error {
 	}
 	return fmt.Errorf("idlecpu: the thread keeps its priority: %w", errors.Join(errIdle, errNice))
 }
+
+// Thread is a goroutine's own OS thread, entered at idle priority by
+// EnterRaisable, whose priority another goroutine may raise to ordinary
+// and lower again: a worker that must keep a promise (the prediction
+// log's commit) runs at idle priority while it keeps up, and at ordinary
+// priority while it does not.
+type Thread struct {
+	tid int
+}
+
+// ErrCannotRaise is returned by EnterRaisable when the process may not
+// take a thread back from idle to ordinary priority: Linux allows it only
+// with CAP_SYS_NICE or an RLIMIT_NICE of at least 20 (systemd:
+// LimitNICE=+0).
+var ErrCannotRaise = errors.New("idlecpu: this process may not raise a thread back from idle priority (needs CAP_SYS_NICE or RLIMIT_NICE >= 20, systemd LimitNICE=+0)")
+
+// EnterRaisable locks the calling goroutine to its OS thread, for the rest
+// of its life, and gives the thread SCHED_IDLE, but only once it has
+// checked, on that thread, that it can raise it back (Raise): a worker
+// that could be lowered but never raised again could not keep its
+// promise. On an error the thread runs at ordinary priority, still locked.
+func EnterRaisable() (*Thread, error) {
+	runtime.LockOSThread()
+	t := &Thread{tid: unix.Gettid()}
+	if err := t.Lower(); err != nil {
+		return nil, fmt.Errorf("idlecpu: %w", err)
+	}
+	if err := t.Raise(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCannotRaise, err)
+	}
+	if err := t.Lower(); err != nil {
+		return nil, fmt.Errorf("idlecpu: %w", err)
+	}
+	return t, nil
+}
+
+// Raise gives the thread ordinary priority (SCHED_OTHER, nice 0). Any
+// goroutine may call it.
+func (t *Thread) Raise() error {
+	return unix.SchedSetAttr(t.tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}, 0)
+}
+
+// Lower gives the thread idle priority (SCHED_IDLE) again. Any goroutine
+// may call it.
+func (t *Thread) Lower() error {
+	return unix.SchedSetAttr(t.tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0)
+}

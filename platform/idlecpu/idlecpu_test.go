@@ -1,6 +1,7 @@
 package idlecpu_test
 
 import (
+	"errors"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -47,5 +48,56 @@ func TestEnterLowersOnlyItsThread(t *testing.T) {
 		if o := <-got; o.err == nil && (o.policy == unix.SCHED_IDLE || o.nice == 19) {
 			t.Fatalf("a later goroutine runs at policy %d nice %d", o.policy, o.nice)
 		}
+	}
+}
+
+// TestRaisableThread: EnterRaisable leaves its thread at SCHED_IDLE;
+// another goroutine raises it to SCHED_NORMAL and lowers it again, and
+// only that thread changes. Skipped where the process may not raise.
+func TestRaisableThread(t *testing.T) {
+	type entered struct {
+		thread *idlecpu.Thread
+		tid    int
+		err    error
+	}
+	got := make(chan entered)
+	release := make(chan struct{})
+	go func() {
+		th, err := idlecpu.EnterRaisable()
+		got <- entered{th, unix.Gettid(), err}
+		<-release // the thread ends with this goroutine
+	}()
+	defer close(release)
+	e := <-got
+	if errors.Is(e.err, idlecpu.ErrCannotRaise) {
+		t.Skipf("cannot raise here: %v", e.err)
+	}
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	policy := func() uint32 {
+		attr, err := unix.SchedGetAttr(e.tid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return attr.Policy
+	}
+	if p := policy(); p != unix.SCHED_IDLE {
+		t.Fatalf("after EnterRaisable: policy %d, want SCHED_IDLE", p)
+	}
+	if err := e.thread.Raise(); err != nil {
+		t.Fatal(err)
+	}
+	if p := policy(); p != unix.SCHED_NORMAL {
+		t.Fatalf("after Raise: policy %d, want SCHED_NORMAL", p)
+	}
+	if err := e.thread.Lower(); err != nil {
+		t.Fatal(err)
+	}
+	if p := policy(); p != unix.SCHED_IDLE {
+		t.Fatalf("after Lower: policy %d, want SCHED_IDLE", p)
+	}
+	if attr, err := unix.SchedGetAttr(0, 0); err != nil || attr.Policy != unix.SCHED_NORMAL {
+		t.Fatalf("the test's own thread: %+v %v", attr, err)
 	}
 }

@@ -28,6 +28,8 @@ type evidenceCollector struct {
 	logDeleted  *prometheus.Desc
 	logQueue    *prometheus.Desc
 	logSize     *prometheus.Desc
+	logWait     *prometheus.Desc
+	logRaised   *prometheus.Desc
 	shadowPreds *prometheus.Desc
 	shadowQueue *prometheus.Desc
 }
@@ -47,6 +49,10 @@ func newEvidenceCollector(src Sources) *evidenceCollector {
 			"Records waiting in the prediction log's queue now.", nil, nil),
 		logSize: prometheus.NewDesc(name("prediction_log_size_bytes"),
 			"Size of the prediction log's database at its last check (pages in use times page size).", nil, nil),
+		logWait: prometheus.NewDesc(name("prediction_log_oldest_wait_seconds"),
+			"How long the oldest record not yet committed to the prediction log has waited (0: none waits); past the promise (1 s) GET /health is degraded with prediction_log_behind.", nil, nil),
+		logRaised: prometheus.NewDesc(name("prediction_log_writer_raised_total"),
+			"Times the prediction log's writer was raised from idle to ordinary CPU priority because its oldest record waited past a quarter of the promise.", nil, nil),
 		shadowPreds: prometheus.NewDesc(name("shadow_predictions_total"),
 			`Spectra offered to the shadow model since start, by result: "scored", "dropped" (its queue was full; the reply never waits) and "failed" (the shadow refused the spectrum).`,
 			[]string{"result"}, nil),
@@ -60,6 +66,8 @@ func (c *evidenceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.logDeleted
 	ch <- c.logQueue
 	ch <- c.logSize
+	ch <- c.logWait
+	ch <- c.logRaised
 	ch <- c.shadowPreds
 	ch <- c.shadowQueue
 }
@@ -76,6 +84,8 @@ func (c *evidenceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.logDeleted, prometheus.CounterValue, float64(st.Deleted))
 		ch <- prometheus.MustNewConstMetric(c.logQueue, prometheus.GaugeValue, float64(st.Queued))
 		ch <- prometheus.MustNewConstMetric(c.logSize, prometheus.GaugeValue, float64(st.SizeBytes))
+		ch <- prometheus.MustNewConstMetric(c.logWait, prometheus.GaugeValue, st.OldestWait.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.logRaised, prometheus.CounterValue, float64(st.Raised))
 	}
 	if c.shadow != nil {
 		t := c.shadow.Totals()
