@@ -2886,6 +2886,19 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetDocs This document, as a page to read in a browser
+	//
+	// This contract rendered by Redoc (the npm package `redoc`, pinned;
+	// its standalone build is embedded in the server) as one HTML
+	// document: the renderer and the contract are both inline, so the
+	// page fetches nothing, and it can be saved as one file. Its
+	// `Content-Security-Policy` admits exactly its two inline scripts,
+	// by their SHA-256, and nothing else may load or run. Search is off
+	// (it would need a worker); the browser's own find searches the page.
+	//
+	// Corresponds with GET /docs (the `GetDocs` operationId).
+	GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetFleet The replicas of the fleet
 	//
 	// Every replica that shares this server's store, as their rows in the
@@ -3461,6 +3474,29 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
 	GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetDocs This document, as a page to read in a browser
+//
+// This contract rendered by Redoc (the npm package `redoc`, pinned;
+// its standalone build is embedded in the server) as one HTML
+// document: the renderer and the contract are both inline, so the
+// page fetches nothing, and it can be saved as one file. Its
+// `Content-Security-Policy` admits exactly its two inline scripts,
+// by their SHA-256, and nothing else may load or run. Search is off
+// (it would need a worker); the browser's own find searches the page.
+//
+// Corresponds with GET /docs (the `GetDocs` operationId).
+func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetFleet The replicas of the fleet
@@ -4307,6 +4343,33 @@ func (c *Client) GetTrainingReport(ctx context.Context, jobId string, reqEditors
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetDocsRequest constructs an http.Request for the GetDocs method
+func NewGetDocsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetFleetRequest constructs an http.Request for the GetFleet method
@@ -5309,6 +5372,21 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetDocsWithResponse This document, as a page to read in a browser
+	//
+	// This contract rendered by Redoc (the npm package `redoc`, pinned;
+	// its standalone build is embedded in the server) as one HTML
+	// document: the renderer and the contract are both inline, so the
+	// page fetches nothing, and it can be saved as one file. Its
+	// `Content-Security-Policy` admits exactly its two inline scripts,
+	// by their SHA-256, and nothing else may load or run. Search is off
+	// (it would need a worker); the browser's own find searches the page.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs (the `GetDocs` operationId).
+	GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error)
+
 	// GetFleetWithResponse The replicas of the fleet
 	//
 	// Every replica that shares this server's store, as their rows in the
@@ -5924,6 +6002,68 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
 	GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
+}
+
+// GetDocsResponse200Headers the declared response headers of an HTTP 200 response for GetDocs
+type GetDocsResponse200Headers struct {
+	ContentSecurityPolicy *string
+}
+
+// GetDocsResponse401Headers the declared response headers of an HTTP 401 response for GetDocs
+type GetDocsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetDocsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetDocsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDocsResponse401Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDocsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetDocsResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetFleetResponse401Headers the declared response headers of an HTTP 401 response for GetFleet
@@ -8002,6 +8142,27 @@ func (r GetTrainingReportResponse) ContentType() string {
 	return ""
 }
 
+// GetDocsWithResponse This document, as a page to read in a browser
+//
+// This contract rendered by Redoc (the npm package `redoc`, pinned;
+// its standalone build is embedded in the server) as one HTML
+// document: the renderer and the contract are both inline, so the
+// page fetches nothing, and it can be saved as one file. Its
+// `Content-Security-Policy` admits exactly its two inline scripts,
+// by their SHA-256, and nothing else may load or run. Search is off
+// (it would need a worker); the browser's own find searches the page.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs (the `GetDocs` operationId).
+func (c *ClientWithResponses) GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error) {
+	rsp, err := c.GetDocs(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocsResponse(rsp)
+}
+
 // GetFleetWithResponse The replicas of the fleet
 //
 // Every replica that shares this server's store, as their rows in the
@@ -8778,6 +8939,62 @@ func (c *ClientWithResponses) GetTrainingReportWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseGetTrainingReportResponse(rsp)
+}
+
+// ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
+func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetDocsResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetDocsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetFleetResponse parses an HTTP response from a GetFleetWithResponse call
@@ -10690,6 +10907,9 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetDocs This document, as a page to read in a browser
+	// (GET /docs)
+	GetDocs(ctx echo.Context) error
 	// GetFleet The replicas of the fleet
 	// (GET /fleet)
 	GetFleet(ctx echo.Context) error
@@ -10767,6 +10987,15 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetDocs converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocs(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocs(ctx)
+	return err
 }
 
 // GetFleet converts echo context to params.
@@ -11211,6 +11440,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/fleet", wrapper.GetFleet, options.OperationMiddlewares["getFleet"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
+	router.GET(options.BaseURL+"/docs", wrapper.GetDocs, options.OperationMiddlewares["getDocs"]...)
 
 }
 
@@ -11243,6 +11473,75 @@ type UnauthorizedJSONResponse struct {
 type UnavailableJSONResponse ErrorResponse
 
 type UnsupportedMediaTypeJSONResponse ErrorResponse
+
+type GetDocsRequestObject struct {
+}
+
+type GetDocsResponseObject interface {
+	VisitGetDocsResponse(w http.ResponseWriter) error
+}
+
+type GetDocs200ResponseHeaders struct {
+	ContentSecurityPolicy *string
+}
+
+type GetDocs200TexthtmlResponse struct {
+	Body          io.Reader
+	Headers       GetDocs200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetDocs200TexthtmlResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentSecurityPolicy != nil {
+		w.Header().Set("Content-Security-Policy", fmt.Sprint(*response.Headers.ContentSecurityPolicy))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDocs401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDocs401JSONResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocsdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetDocsdefaultJSONResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type GetFleetRequestObject struct {
 }
@@ -13766,6 +14065,9 @@ func (response GetTrainingReportdefaultJSONResponse) VisitGetTrainingReportRespo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetDocs This document, as a page to read in a browser
+	// (GET /docs)
+	GetDocs(ctx context.Context, request GetDocsRequestObject) (GetDocsResponseObject, error)
 	// GetFleet The replicas of the fleet
 	// (GET /fleet)
 	GetFleet(ctx context.Context, request GetFleetRequestObject) (GetFleetResponseObject, error)
@@ -13850,6 +14152,29 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetDocs operation middleware
+func (sh *strictHandler) GetDocs(ctx echo.Context) error {
+	var request GetDocsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDocs(ctx.Request().Context(), request.(GetDocsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDocs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDocsResponseObject); ok {
+		return validResponse.VisitGetDocsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // GetFleet operation middleware
@@ -14514,666 +14839,672 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37e9s2tij6r+Bqzv0itZRMUm/56w9u4jSeOrbHdtI9rTIiREISYwpQCMqO2uZ/vx/WAvgS9XDazt77",
-	"njnn21OHIoGFBWC9H7/VfLFcCc54Imuj32rsM12uIgZ/v76+/f7i1avzK/UPuV4uabypjWpnJGY0IIl4",
-	"YJwITihZrhOahILXrNojjdZMve+LgNVGuTGs2pJJSefq6c313T3hjAWSJAtGxIrFNGEkFhE71QOPawGV",
-	"i6mgcTCukQXFN2Fm9VrNqsUsiTd0GrHaaEYjyb58sWqvI8aSIrjXXH22ikKfkroagy2nLAhYQGQiYtbI",
-	"Az0XnE3oLGHxRDJf8EDWRo6tpoLvZW30C76kp7RqCyGT2qj2uKxZtUWSrCY0CGImZW1Uc9x+y27ZLWfk",
-	"dLvdXs2qhQG82mw7zqDdnNpte2rXrFpEZTJZMBonU0bVaK7t9pqO03QH97Y9sp2R67YGTns46LqD/s+w",
-	"dBpsaqMkXjOrJhc0EE+TRxZLtQej2iqSTTWE47iDpm3bjq0mlwmNExZMqmew7VZ3OBj0+q47UDPo0SaS",
-	"xY8sqBrUUaD/uvw0YTxYiZCrYRN/NTo5KS68W/vyQW3NG0ajZHGX0GQtizv0bmWpQyQCFhHqJ+Ejy+8J",
-	"Ptm3PIAEPp9EggYKXMTMKmZB6KuTOYnEXA0WxGK1Ui/YGu2+WC7DZAdSHKflDvudbqfX6ymkfFqzNZsE",
-	"bJUsYISY+SKG+dQhkeGvbDLdJOryOO2h2+tYtac4TNhkRsMIJv2iYBKJ8EWULcixaqtNshA8t8a5cFpu",
-	"rzVQ+6Z2IM79FrBHFuGGAipr4qFm1darJFyy7Ni6rkL6xdXdu9evL15enF/dT+7ur2/PfjgvIv8ebtU8",
-	"lEm8eSFJEMoHEkoyW0dRxXWuHC9/s81QcLnonBGfci4SktAHRigBfIxwFjUFqZ9fXd/dvGwU77PaPgT/",
-	"/vz26uxycn57e31bIkOcrLlcMT+cheoyA5rIjK6jpBLwwkh5kEOesJjTiLA4FvEOwnJx9f7s8uLV5OXd",
-	"+zI1XNJoJuIlC0gS05CHfE7UW1UwZGPkAYhCzojTsYgvovWSE9fuOqR+fnM2mU9WLJ5cNkZkXKNTf1xT",
-	"W6PQSUnA/HBJI8LXyyk7CPW727st/BF/HUsRk2QRSoO+IAxg/Jgl65jvWwOOmF+GHk5DKDgrjIwjssAi",
-	"+E5Al3TOggOAX559P7k9v3t3eX9Xhj6iU4IXkCQLmpiDNmVkRWMJI+8CPj9q8fDCcO0RkcAFFbEcIb45",
-	"uX39krTb7SFR9+wA2G/P789end2flWGehSwKyL0+Jm9ZQkkgGCIsYLOQsz1Qp4PmQV6yhI7Imj9w8cT1",
-	"+OOa/ziZiSgY1w7AeXv+j3fnd/fb/P3TmskE8ZoCuKSJvwAu7AuexNRP9gBrRi6iF4edimADHJ1yvHMj",
-	"mIS/MHNIf8GWdERWsZIMkg0ZG36EN2AZShny+YHF3d+eXVxdXP0wub65v7i+2jpA6W0VK8UiCqeIrlbR",
-	"Zs/ytsbOr3MVs1UsfAZA/uJ8aD2FPBBPI+J0FPTskfFTQskdfQyTXx82zR9ERDcEX1IviGDXtfj79feT",
-	"1xdXF3dvzl+Vl/NRTHEJNALxgDAeVN6CwiB5uNUIfd9h7qxnN7tTmzY7fps1h7TrNN1gMLNZb9qhjlOc",
-	"gdQDwVljD8RX1/eTV9dX51UQP4XJgnChuf+GJTsATsf4KoBDSeI1V5t9SgSPNop+KgKlBoCDqOdPhBIV",
-	"RazI14EFvb5+d/WqgiPhRVQDh8GeteDn+cVwkZ1I9fm4dszSdl7xv4vpme+zVaIEjyLeQYwJ1CR5AJlM",
-	"wiVVEmKwjkGcz8nAlsL1BOTXwYy5HdfuNdmwM2t2WK/XpMyfNadtvzNs993edOim0slkHUe1Ue3ErOzk",
-	"qK8V/JfXZ68mF1eTm9vrH27P78q3l4tkwWKi5L3c7lYgfGucPM6pHgZ33wwWckV55kqMPyWAW/WITsVa",
-	"MV5ESrW8ckmnt0yuo0RuyQlKzpJ0yUjypA4ZvESoLIoKtYhOJ8h7JmFgTRU1VH9In6rd+GRlfMk6vzmz",
-	"Xr05s17dnI35m5vLl03XHTrW902nbzl2x7UsZ+C0utbQbdlW9oaLb1ipsNu+twcjpzuy7Z8t9bjljHmt",
-	"sJa/312XVMD7J0HUgGYh2Qp++a326s1ZbTR0rdr5zVlthEDUzFJqo5qaH7Se3FJro1q6BHV49HqVYN1x",
-	"v1i/1V6psRRwzxkKzmGKsbyEn1u0Uk/yq71eJ75Ysm2eqH4lTwshGQEQyBOVhLNHOIbzeZHWAiPTikbM",
-	"fBaCFuWgKkl9/cuap+/98lst5AH7rFWT3bgpUIxMwyFihvKWQY8+yYpf596KxJzU80CDPBawiCUsINON",
-	"Ou+Mq1eRolMJOoemaxMYXCt0l4IGZ7G/UEu7RdZeRNota4LyplR7ygnV7xKjyuTQJcU69uFG6pcyFbSo",
-	"8TlNe9C2bbtmIHgdRqxy9oslEHJKpB8+hEkzYjRWElJUkLFWVOlytRMZP57EdEk5iKsnRo05CWGUk1Uk",
-	"+62PYhqFimam0JrRUkgjOm0qaPspfHiqyqdpIRIin+iqoOhGcxGHyWJZG9VuLu/c5tXFzdmlIliKME1A",
-	"vVvK2miAD1hwUOVfxewxFGt5QHk2oN4lSiKvROZNLJZCbSOR8NLePcRXdu2g23Rsp6t38O3Z5evr27fn",
-	"rybbROYMBUWQabRSAS9t0/jSKDtlTj3KI43CAMZSkjP7vGK+OvyMB+oShXy1TnYw1bfn92+uXwEDP7u8",
-	"vP5pWwqLxTphINUobgEXcsmShaiSBSpGK4n2CxGQm7P7l29SvS+KxBMLiODkBJjWSRTK5NQ8H5Efzu93",
-	"wX5xd6ck1puz2/ttuWUFzM/AHSaS+PJRaVJVAllhqALI6ygJ1UfwpVJE5OMxIvvb61fnl5Ozl/cX70tS",
-	"4itFmZRIpOgYmoKqzp4BLD9OHjD9CRlXnUSEEAc/JTmShcLBLIxlshfw79/d/bN8EMyMU6agj1lT+iKu",
-	"lMdzYzwT5NLYinwfKxJXyy8Iysvr29t3N/fbhxvFJEX08FZyQSLB50qAAjYm8eAsmP8g18udS83GL5yd",
-	"bHAx27nqkjaq5jNWOHL35qzpgqF191btEt3T/VJja7ZpmMDOhVQL8riQI7aveqr9sCtxtrwxV0Z9Sk/x",
-	"Xoj1ECVJIh1Bm1D3AXJ3f3b/7m7y9uLurSJOZVQiI9hpPdCYeSGJtmDuArY8zXMvtBYlLJgfmdKpFvIT",
-	"VDw1pDmhY/ei789ufzi/v5u8u/rx6vqnLV4lOGsmNJ6zRKPS0FJKZBgwn8Y711keOb9OhTAcTwtxEi1r",
-	"OBPlAeivXJhJCKdLRRTUxaCcRpuE7V3Vu6u7dzc317cVt30V+g8RI1Q+qAFnIiZPRTsbmDmCtb+HquWH",
-	"zy9L0se5iCazMEpYjHuhVvnduMYZjZlMshsi1yslgu3eHZbEoS+3FRQQiJliv/B7pmT9jbw5v7whmbg3",
-	"yQRkORHrROFyEoglDfkkEQmNyN3a95mUs3V+H/BFtIjRKJyi1kzwwxGJGeCG3LtKd3xkxFGitnn6D/Ow",
-	"NeZ/I/f/vDl/FkC+WPOExWP+nI9s1OzeqvP0iiU0jHZRQdDXWUAWLC46Y4Jgtwup1xrYdnc4dOzOzzVr",
-	"jzwLYrMmlPKkQnZt8dWvoNcpXWSS91A6rgX2cjhGv2VWic7Qn/qO325O25Q2O7Q3a07ZtNPstN2g27Ed",
-	"f+iohXAB7pnakj4wErClqFk19D6KGFwr8CQWT3Kylkot69lG3EfdR339S01ueLJgSejXPlg1Y9uY+PJx",
-	"IhdUsaBRze21GR1M7U6332sPpj6b9oMuo27X79mDKZ312MCddvx+r91lbpdRyobD4dR1++5sOhxQpdam",
-	"Ayt4FChf1BVKT3vsqv8FbdtuDYddx0It2W4Ne05bq9/ql97wi1WLl5Ll3u8O7Oz9dt/up+/3u4O+uldo",
-	"CDMGHBQ2K7bqBN+rgR8Sl97zp7Tdc/tB23dorzMYTjt+MG3T3mzqspnbtZnfndqzvuP0OjQY+HRI7YDZ",
-	"Dh1O/eFs1q4VfWmd3qA/6Of8XTlyrc/p7hPZc/vdbmfYB7epeVsaH7fa3UNK1BN9ZOhkmcClq41cuzMo",
-	"PI8pV8fxF9e2rbZr26Aewy274DOxbQfScizg9CtcnXsUxYoL41jlk9LuZSel6w5yJ6VTcVJ6w047fb/T",
-	"dVLDTssetr8c2gLHbnU7bn/YH9rtnVvwh1B8GZaVVUX8NQ6lBexyl1d5vzcZ3f27sQ2H9GFaG3XcwvE0",
-	"k/0JmDmguFvHgdcd/Dfdni/ZNt2weCbiJeU+25Je0ZUH9jVtDyt7ArQoI9Nz+VuNoz8dDmb6r/Pcv75o",
-	"UyGQ7A+5Pf1wEGwD9C17DNlTlcNcPVcSBk1ZZp3GMd1I4iu9X5BkETNGwoQtZaN6Jb8AtBasB9fxwSpE",
-	"4/xSDM5xrNontzb6xW51Ou2+ZbfagwH8p91tf1CX/DMQdqfTh39M/PVyHVE85tnzDYzQtYcDy251em01",
-	"wLDtfFBnKT+bm8427HXVW8O27Vp2q293s8ncdq9TNVm/i2QHJxv2BwMYoNdTA3S63a3Z2tlsg4EDL7td",
-	"fHmQm85xulXTDXtuLzfdYNiFEWCJ/b7T/fDlg1WL2COLQWz4xW45Tk8txml31WROH2dZSuYjgp2uAtUd",
-	"2IBguz00Pz/C74pHWpqJIvv8cJiRPIar2ugXp2W3O5bTsp2B+l9XYTOjc1KTONd2Wl3Ltd3WEK7QDrX1",
-	"ShC59hdodaoQwnd6mtBM9cP5vTYjyR3CtRrg4u3N5fnb86sKFWHGaLKOS47+NZdG+dkBUn7EgrJj/F/G",
-	"2vVIw0hBhGpyKMl0HUbBTlgnl9c//HD+anJ3c/7y/vasjKtkocZGsze6+tBwUglleayyUlaxWtKMxLwp",
-	"V8xPYnqK1hGYCx+tl6VJdywi9S3fnr+8vt32MaJJmgVaL9T6X4o7mAPIVuWyyqNXK9WpHXtcAzeHmfMU",
-	"FEsw0ixEFBRnRkPMjoVdrxg/u7mo8CUpZCY0TlIPRiD89ZLxwukJtSCVhAnoDpnaQ5aU0zlTH4A+nHN2",
-	"QGTPjPpFG73dclqKdyrBn9NVWBvV2i271a7lwPzn2dvL54NpRhwRGHDMFdSjMScEwB6R50GtPtRgjwhA",
-	"jfrbzdn9m3026BVNFgXt1FiNYyGSKnPL1oCFaAY12rh2whI/7wbJFPQ1D1gMDp7cNDtOwc3ZP8Ehe399",
-	"Pbk8u/3hvNLkL9TNUgctCpdhUglweZidNn/22Yc4U8fuDLr9HkGlYgd06SZcivluD65Sx7Zdt7lgwzCw",
-	"knDJLIxJ1FtoxSJiea+t+nviCz4LA8Z9ph4X/ln8NXEn2nRgfUr/Sh3E6nZaGD42ATdi5jL2F5RzFlnq",
-	"WM21Y38px9x2qOvM+p0mdTvdZn/YnjWp4/eb08Fw0O0MesP2sGdtC4X9ltNx7EHf6Ts/WxWMzkLx12q7",
-	"Lbs7GNjdXnvguo47tJxBSwmTQ1fpxI7juB2r17LtdrvTHzp217U7wLAHbr/fcxzbdeyhY3eGipW73f6w",
-	"13bb7Z7bdl2QD4ad/mAwcG272+kNh0pAcYbdnuN0B71ex3GHw7YLrFk96vQVkL1ud2BZlmVbjtW17b8O",
-	"AzEDCp+ioNN3Bx0FZ4aCXqdj2263nWKg22/3eu22k8fAsN3ptAd2HgMDt9N2bWeYx8DAaQ8GgBSNAbdt",
-	"u32704PBEAOu2x/2bHvQH3QKKKiVT/2NNqwU6cmcGWtaJApBFpx9TiYY+KdeZa8267//sOZiKt/+4x+1",
-	"fASulmfxMIIw6wvuM57gkcwke8CRlusBO1qqV9jsfYHP9J3IK7Wu0nFepXpsptQO3P7gi1Urnv7aqGvb",
-	"Jmb4CC9qdrEV/zji2NSsWnpL0cLSUwKxAN6VKohZmINt1bILrj5QW2nVINSwSjXLn0FQA49ArNttuUON",
-	"pG7LYKg9aDl70Dro59DadTO0tl3nL0Vrr91u0mA2bPZ9ZxjY3alLp7SM1q7T7u1Dq7OF1m5/eAitQ9vp",
-	"DAY/a+VVBzJO7i/enl+/2+k5nbJIPKG9OeThcr0kMa0Uycvj5RmXHmvGomjHgOoa9rrdtuZjJ7s42S0Y",
-	"5bYvc0GKoUaPVRc8x8nGa9tu+//Pq+uXYJZeJMsIHrExx5/UExJRPv9uXGN8XCv9ymhQfLJkCSX+gsaS",
-	"Jd+Na+tk1hyUvwIJCR9VeHRGWthFgPGLk9wnSMnuzm/fn99WuGOvlMYjluDEANmNiyrxOP99wVuBsv50",
-	"LTcmICyiSTnq2jhR796cvbr+aXJxV+nQvt/yYxNOlyxQAgVmclQBVh7ya33begqyXEtw4Rgfd+ZSrzpN",
-	"d2/e3d8rneHVluPrPlOFZAK5FeRpgQ5ihgIYjWMT0LO1qvywFQhXSuVinYD/PxBPfAe+769vzyfvrs7e",
-	"n11cnn1/WYHwWcRY8kKSgCZ0SiUrOLEoBGBVgLc1blkHNMNCIlHlmFXgwg5cz2bbqvzW9qc0lK+jKPu4",
-	"MkQHf8rHSWR+yCxux6c8CIMSaaok1e2m07FNpBUOXpW8c2aO1Ed1pHSSURGbyxWNQ4gj+2pDXj5vJ82m",
-	"sczLMgS2VWFj7QFBH3Z7Xefn2jFmv1Q9/se783fnk9fvLkt64PkjizeZzisjAdFJCX1gVREpVeNVmjwg",
-	"KNdk3oyIY0JayUcxtUgnF7QrLWJrtlOIVa0+bibZ4O9i+pJyn0XRdkDwRzFVBwN/1Pc3TEhMCytiEV1J",
-	"FhSigjFlJlvuy7Orl+eXlyUVMht7uiGQ+5cFBP/2UUwvgi8n+I6i4rOQh3Kxz24+dAZKxO131Z6mLsBu",
-	"33aG7QFtUqcXNDvOcNqkQzps9p2B3R/0h9MpVaf+IeRBDvEAaELhsB3lHNzrDcQEL9wOJfYN1J5gAKC6",
-	"wiYcVRvPD6TkDVvtdmfYbdv94c/5fC99AayaXE+XYXJohHZPaQ0/10qn4RWkMRYPggmKP3LbcUn/v9kv",
-	"J9us32o0TsIZ9ZOJjhDd5ax2bO2sTs3ZE8kiBoKtIX95X5z/OJFsvsQHtZjyQCxrVm0mIpNsuqSfCx48",
-	"Vz0L+QSUyqJvr5NZpY/218VrkJYFZzKcL6m6cf6j0uEeWZXLIXaLo3c62eADZ5gqBL1Op/9lC5yuUmT0",
-	"B06ro/6G94eKLivKDaZQ9XnbdfU/JxKe2APXbVd4JUoADV0nc2f23WEvc2f27M42RG6r0x6kENmpGtSy",
-	"u+08QO22XQao4w6HFY6LMkDtnCraV4p55l+1+1UAuXbOIdsbdtIN64DqmoLk9obDEkjtrtMG50ZFSMSR",
-	"9+vfFxLR60/77XY36M5c2/a7vV7bZ05g93t+258OnI7t9/q2y7rUcd1pr+vYQ2faYW63bzO7HdDhs0Mi",
-	"/kxH9xerxtnTQd+8WCdRyOIJWC4Bpk+1UcfpD22g9+uA8ST8lQWTmMkwWNMIjlDi1kZup2Wr7dYjoL3k",
-	"k1KpBz3bhOIDqhMXcx5YlI3yQb0Bau7kEyi6rtPPHsH4rbbb1coxnI+7f141nf6wO3A7dm+olmDbkHBc",
-	"AWUmrzW7rfbQ4KnptAZuN8VT11F3Wk3W7baGA3UwzWowAslkQOQCS1JB4Jjjmgs2QS/LJGByFT5ocRD+",
-	"lJOYrWgYm4TrP4PjKr74R/ltRZzCghHOnphMyjxXSXmw//9zmW+ZRPyHk/6Hk/5fzkkPcs3/sMU/zhb/",
-	"b2Qk1h9nBHavNWgPup1uu11kBEcGzv47GUEa/3sMI3D/XEagftliBAeCZf8oJ4A4rnT4djeL3e102hV0",
-	"rtfqdDLC220bcBy75RRYQb/f6RbJnGOry3SQEwDFNoTX7uYYAZD2Lbrr9IcZI3AN2XVbXbfICdxBZ4sT",
-	"9LvHcAK3mwEE8YwGosHAqYQoR7SGXbub4wS9AicYDHplTtDv9ndxgiNvy1dygv/1MeMHWAH4/apZQW/o",
-	"HmQF7W4LGNTxrOCY7fqrWUGnNex3nbbdd7pfxQo6rWGv3Rt2+z/X1KkseNyNW8CoGe/AKly26r28e0/q",
-	"CWbEhIkkrt0ZkCzmUJcdkkQuxBNvQDiSek0R+IAmtGDVlo+1kdEhrSc+sdX/OFar1VJ/uHanb+UKF0FM",
-	"S/p39nzM7+BAWHbLdiBQw3bcIYyi/rQdq+22HMsZtIZWD8KeMn6ja9toym6sF7p0UjufiVO8iB8DwdDt",
-	"nBVnAeIcsDh8xDJcItqIOGAxEEWZsFWaqlSzaligpTZygGCZX/kjbMu2QQRqE3z4orbn3dXZu/s317cX",
-	"P1ek7kG5O8jCp1n9EFFZCagwTiHlELNryZTRmMU45A5f3ruru7PX5xNIz9qR8bUVOhaFMqkEJzdUIWQM",
-	"x4nZjMWSJIII2ZIbmbClRZ4Wob8opTOfqn9AcOYTlYR9Zv56d75XLqVs8vb81cXZ5P6fNzviyDBm5SkW",
-	"fA5FixhPSLJZVeO2ctiCGyM3AknY5+RkFdGQp4vR5VZOiWQ8gBJCoQ8H8eSj3OlbfX9+e3dxfTU5/6+L",
-	"u60iVybY08TYgas4Lb+zy+dUGvJwhGco0zGPyUeF5CC5ElxqPx6DqmvnmS8I8AQiXxkJpRKT1Qn1/ydm",
-	"s9qo9reTTCo4MV+dVHxSDpDe+3325nbEwN4P8+9+ARliwZZ012f4qzwBrNxqdNUAeQGTfhyuUJytnfEN",
-	"0YnmNIzWMSP1mYiJnpZ07A7xUpg9i3TsLvG2keBZpGu3iZeD0mu01Bpfi3gaBgHjz9ybQvnPvZjJ3vwT",
-	"8eKlo3ojOJNYFzSUBEikRaa6UEEsIkbqnjq/XiNNOB5zIC4Y7oFsIBT8VKeEwn2A26TriqoxOGMBC8a8",
-	"7umCpF6jhYElF1yuZ7PQDxlP7rCw4TORuasQ4168Vn70J6K4qvZjRb1GUveqIPEaozGfKeUTyrI2obCW",
-	"iDF699NaJLRFrnJ03V9QDinYXkpSRiSJ18wbc8F9RuSK+ugCjxkLWsD1F4wGYAz/rXarvmqezRIGVKa4",
-	"lDvUixWzeaJhQqZsJmKGwTpQ9qttt2p5xAEbwOKPcxYr7MA+YynIryFl27UqD+xt4fU/cVff7aiKCduY",
-	"n1TThxu6UVLjvRCXNH72wa6M6N678u0v/uQjXYj71vUKZ+F8HbMAI8pJ3dsCQiPjHafrZCFipYE8ExNl",
-	"KW8vEgov/5lUMz+wNyJqNUqhQrihuiAHCR+5PAbK+zSOQyCbY56Jo1jBMw3vSis5KPK7dTl/+umn5lk2",
-	"F9u+od73KJzGjEbL78a5DI5xzbMwTMkDk9Z341rIoUjPBKAZ1zzytGCcUM0DFDWRShIDFpBBxSuvuExi",
-	"JerjDX/H06SiZ27vV4sKFfFz+z8uvP1nno3CyJqr7g/eU5iGAD4snRiPeUHAGBEuFAdZR1SpkZyjkY74",
-	"Yh0FZMqQkmdhl4KzMa8z6i902UVzAnNhTOroqR8/Yogi44p7cxY0LHVuxxwGyuayyCwWS4B4ARWmScxg",
-	"TRZZ0o2u9igfxtyDbDd8x2uR70WyIDRm29xI8/x3PK088ZYFIb2H0/RMirBLVTlAGyo/+wuo5AtZUIvK",
-	"mgype9WwALFMwYG1nkXyeypZFHJ2B6oxFIsI1YQ0usFCrqFCiy6cXhKC5WaJZioSMSoTIj+tacwkmeox",
-	"Sf08jJQ2OV7bttsj3wsWMS4t4tp2t2GNuVxPoSYtC0bECxMt70mPxGKtBAMxI1JE6hwTr/4T+ZZEdEle",
-	"vXjVIL+S78hP5LM35kCDXulroeSJZhDOZixmSjpZ0iQOPwPtfGLhfJFI4q2AMMWMfCYYh0x+xUPqOaRJ",
-	"Vh5hkWT4Rp1GUfqhY/QsqC2FIDaQpq5yqPqtli1km6CeTYEGLhnlkjgg3izp53C5XtZGXTRw4z8ca0va",
-	"sWoRXR4aknVbYEaPl2CaCsR6CuXu0lkcO/f/KifU1am/WLXVgdnslu2o6dhnP1rL8JG9NbNgLffsuZkF",
-	"n+8Bz251c0DZFUBJfVIZV2/8UqORnJgTB3EsJQ5iQW4Z2gF/wa+zt8T0I/MTNewZBrm+LES+Fjc2CCWd",
-	"x4xN5ILGFdzyTj02BgyuM0ipPm2/65Dbpo70/b0g7egQ2xdKGI5YTLnPTglFXAMbBTHAPrS3B1Cndm2S",
-	"XY/tFbxlFIpSmojzkK9NILpF5ieXx8O0NTfgM30v5EmvU6sEN3fe46UMtoG8FSJpqqU0keD8RQCnG7EN",
-	"wT1otvpnspYsgMmOGrh0Hvm+w1iqv1A8jdOQVhAYhZe6TtNhAWmSiE4bx0OH2UGxYiXbY1OF6YhOyXeE",
-	"km/JlHxD0pmeMwUchYM7zyqoj/wUJ3VY4tYa/+U2nrVOGYlVxdZO96yR1EUchJzGmyLDa/yVGy+3d17H",
-	"4O+TJioOUBau//wPz7/uwy+7V/ieRmtWcX6vOdPtEcgKMpThbdhYsuaRkjVlQsFiS7n5mWQV11KNR+8a",
-	"2EmBBLS2GLXG4xGHRSPuiDfPj3yzCjXf08RffK+vdemyp/WTt1QkK6UER2yPRjtE7McymeQrLeehpglr",
-	"6p4JW9MVr2+FoFI66SnsFZOq0fQCqq7Dy/c32KWmjI9iA6T9UpPxS+9DDxak+z5m9AGSlgru6Wd+qP3U",
-	"1bz1MTvUIN/evr07f/menBAZ1CE89Ehqkvd/V7EnmVAe0DjAZg1qJg8+8NCIsI6wL5McEerHQkoC/jml",
-	"9Y25JzibmAEmMIAHMrQ3Cz+zwDvN1LeX70kabkrqd+eTByJmOAJEVXhWoXPGC0m8LEBEQeE1QNPMPtCy",
-	"OEaEhL+CIO2hmP1cEps7JOl26uNQedgwHTe1I5ZPXFBlICn1zvCI0FVPdHLviNCUFGEdcg9bV0jYiTFP",
-	"W63M1pJJUqcKQzyJw+lavwbltYhYQ/6n3ex1CG4ofI5+MrUWC1TzFVPE0bTHeGCbBgFFniZKo9YbXJgA",
-	"NzPtppArFzkPH4G0LkldW99laxkokNFi0NHqj5HEK8qVGvRgRZZ3b2tWzfw5uX53P7l+Pbk9u4JaEHmt",
-	"VXvD4CnU1zSOvaxq9NvzuztsZKT/KhSWKGaFbjUSKnc8+VBB5lIHXAXFzfnX0l+nQkSM8opTGLCcPy//",
-	"8Z5TeMtW0aZC9lWPCeOPTIkveNgKteL1sTslnhrZ0+6SMJG6QUtrzM8IJiMRbxXyuWcRT3/vqaPiYSZ4",
-	"yGfCA+bJ5ROLGdaZhuMx5toC9EJCk7YN2iHq3koUhpvAj+pBNqR+ppR/TxMWqWuielMRbDzoL7NcJRuy",
-	"pKtTYl6CZm7MQKMtRCkg+mYZc0jqkNcHHy1bOs8zYGpDtKciCBVylyHHeIPfaku6WkGMwW8mUm+vtQYb",
-	"zpSXt5NXmOqC5kOFsF0v3wg+T9/LI3TnB/gSfvMllXU2VxQS5+GgfbFqgrPrGcRQ7GNr2exfrANvFqc9",
-	"wC2LGDj0eg7L0PAhvRtpKm35duBx+CP348CpyPb6iDUimFYNP96Bv1BhOn0TIT2IbHz/D+9ybu6j9/m4",
-	"17ewgBtoXrzLx4buE+22JRtf3XVOsGwmSd9GNtmqHbKhFQJPy+O/0cnYUC1IkT1CpQznHGuPgfEPxKT6",
-	"llCTjeo1UqODkmwwYDYtzqt9nGECZnpTBt2E2KylIsso+3itHGtNA2R9odjvWlfNAGU9YvSRBZU8TAdd",
-	"lZf5ozFSgejXBLeNdrWzT2samcUCGgAmtRKYpyk4a4p1EdFuFaLL8btVexnReA7OLBBxkjhUSjb08tQV",
-	"mlcyAyRcroRkjcNbXB0lXHmWYF7N2RiJBCT2vHxP4PPDM2U6Ao2iIy7clrbwoWxU1/pATvclNEFk4LkH",
-	"kLWhI41irlobyPjI/5A7mvWODonkY15XBDE3pG50Jwmj/qIBnkatC8DJKI435tmA0iuKiGm0tVUrSPg1",
-	"IFklpQMUxs+VR3uvpL82VtFJ4TlehnTTKoUv8/6R5omM+myVcEhLjoMTASuLKlxR/LtQd77xP9828TIt",
-	"NbQLNTd5fFgk5OQX2yLOh1MiWRq+oxQIYvSHQYucRU90IxWyFME8HXOawylKdVmRo1y1DvXSWik6oSQR",
-	"m4F6ZBEpUCla0hU4EqcMZckqL81OBB9tTd+J+KNHOP+DI+zYqFS3uzNRiWUeG7N5tX/q3nSKTLVDuV4u",
-	"lUKplFRwApsS/ergggYwx5rNIR/z/A8QlEvqgjP9joWBnQsRMUI/h9LS9wE+QEeeUnL1gI0WuV+wDaFB",
-	"QNYrxZE8CB3XBAWK9B4yztzCUHmMaMZ0gV/3OoBe/a+MwkNVYPQBrKpx9CN5pHGolDiZYx8pN8smtNKn",
-	"YPtqHQv6ez38fuC34YXg+h0GoSSUSegrYZdFMytj9V4Q0jkX6kfZ+oRaYP5R4npfY+FGYBCJVnrkqslu",
-	"HLMIGMFFsIObpSqnFwYehgSinogsAR08hQCZCq2PzGhMGBfr+QJrrkJfkVaVlfMVJhR8hV/8li3FI5PE",
-	"F3IZ+s2YbggmJIwIp3EsnshKyBBYBT5XV8ohiRhz7ykMkoX3rUOgO7dskZ/M4UKvc+a8kySYhOQ78nny",
-	"W/it84U0yedJaI05g6fqtyZZsiCkvB400ughf50Qn3xHPMWE5EJEgUc+k7dnr8gJsVu9fqc75nX1z+/M",
-	"x7+z3xsjc+MxQO1XrIZrKEEOJotQCYTgp0WY0AcWG9f/G7pRv75csKVYsiRukQuesChqkUs6bZG7jUxa",
-	"xOkPSd21nUGDDNzmoHOqCQqjXEnUIlonaicfQ4yL+kycltttt51OtvkK9FASu2GBeSCECHsWzBmaMojC",
-	"jvb6+2QpoAwy5SR5Cn2UkNjkt7DpfMnkdEvxpBmNonQkGOYjDuOT5s5xPqptQWE2TMDukoeHJiRMtyWi",
-	"ikDkJ/kIZGXMQzOPmfA7EpJviT4o5FviECgCgeeFhN86rdZHQvFkWcR0LiTTDSJTKkVkvkgIBGgAVQeq",
-	"nGWWKNJMpix5YoyrM4UG2c+4Hrx40qeczAXDwDRY4Ucg10Si2j0jlNzSJeVkCl9jGKkk85gGaxpFG+DV",
-	"6jcyiyh/kIgJsZIQ3gMcnUaKdSzEE3tk8ZgvwjlchDAmSiOjUTMRTS5CyQhEW5yaRRt5GS+M0luoTMYc",
-	"EJSKC4kQLUJX4YnJb1RyyTx8NKHFSnaWCVuR6Qb+2xrzTF8QM2JSi1K8S92EFuslmWSmKsGjHL+gM5cq",
-	"9bf0lu7g1OvEmDiqLqdGiGLSePAA3/qU5W5tqq9iVEfviAiSA4EjcDorgkf0DsmVmocq6VcmpEz0SJ1q",
-	"2kkU7VyEun+SiKEPa8AS5iciJqvwM4tkowS92yI/MrYCDbtYkxGJLxQZpjx4oRh3kCwgjE3PKzhJS6Jk",
-	"4RuKAqsvJHFs8+pTGDBLDzDACmoQxwwh2NP0MCsBB2l8oxDq4/T2hz4cG7Ryrjjg9yLYPDd0K2dktbLI",
-	"QTEjDEqlaQMx2Bs14Pkx7SpQMlvdtvdSQ7jX1pcuBQqbpgKBdnru+7QoPnzJVTjb+1Xe3fPFqh2eB1aH",
-	"MyTyqJfvwyWTCV2uaqmonl18hLLq2h/0Ot7EIhG+iN7rvM3ygXk0Eg0sawufAL+F22JtwbG1pzom8UiX",
-	"2FvqL0LOmkq4gj4A6jVUAiEjBJ5pGp2I1VZp9kpp7GhnTIB5Tem5f55zpgoJryPGkoP3q4iZueBsAowx",
-	"S/7fJobg1PCp1nNBBlgwGidTht1TRRQAe6bapRhK4qmRvVMTOrjfOIXDV1kxoiDVSEh9uiFelg/rNSyi",
-	"lqHYmBK1W8crWzBddtKNWlJCeQqWVYWmqh14A/G/WSHLIq7LDZh+q/F1FGUFFStOU8CUIALpyrpA05Yx",
-	"Aw0SKFh6mP8L7jDPfOudAlNarJeUZ2cdB9S2IY7npYDBbRZfUuHQwaAbOlZ4FwtFmCMxP0wqcpXCEZPa",
-	"bwAUJI+3LRSUnCbEfGRKz54SJ3dbc0dvtUkWgu8eO1eBNpSQsJQwrjjxDwKEFOjQwQW5gXGUaBlKMgtZ",
-	"FGALC5RlTWKk1kN+EOq7JFxiIUw1BISa5xLzvLlwWm6vNdBWhK3dQKB2A/5WBEo0NDOncRA/CGxzQkKO",
-	"khN0F/IC9sgiT9s5IuHTCF9rVBI5mZ7w1Fz6UMtOayWrWK+gx3SOyjxLroAJq+7cxZyLmAVGtihiQf8I",
-	"km66k6fE42GkwxWg10IWd7XjRmbTpa3cnynIXHOWb2rfIuchpGV6pp44WjOyiCMPRXXEAWQnKF6E4XzQ",
-	"dQyN7s8wyH6ljfDr7IL7vsrHiC3p50vG50oId9wBfJj+u+IUlXrXV7tqpi8kCQNz2/D1U7ISMsHmpYTO",
-	"aciNyomKFKNxFEJ4C2wPipLPgawYoFYE6yej9eNL4FELYvrET9OWZNqRpRuUmt4+5Q78DBvwg6gfcuI1",
-	"IzptwhBNLCBQsn/ti47LCtlXYTF/LjUe0z5DFNKkjL1Hr8nEuWLOx+ekGB12TBh16c4Xtzp3aj7su5by",
-	"ep34YlkhBGpMVznjfREHMt0KddWg6HaQmiXAX0pC7kfrgAWtw/HgzGdQl/xw/LC2e+wGSwdjFdDhYZZa",
-	"gsQNLUB1A7+ICRdJ41QbIYonW1EVJc0cXsOa5zB2lGD1znyREcnDMpZGlJXuTw4neSAqd13QQLfSSwMt",
-	"niH8YqWoqtgMsJhokQpqb6BINQsj5pE6iyQjHdsmW0F1jdaYnxkDIPQ2YjwAosOJp3sbeeDrtLQ5Sm6W",
-	"UQh2pZiNecykiKCrNAQRYWEGMCnMcgzshSw2XRrzuteEJ00FYVM99CyiNYxCyQUwS0PVhxMPQgRY3Dgd",
-	"Y53+p9Asq9yyyWuRM65D9WhkukGPuYeWPrVQtFW2PkrBvZx9qmyuA4MDOBQlqUvGxtyTDxGjMW8iWK1l",
-	"4OlovRwB7tjDXhUJg705kPvjYXF6j9TRIqjOKoZmg+TmaTR52itHkzGfMw4p+gHxoxCu/gNjK22sU7Kd",
-	"QUWjlQ2/isVSqEHpmOt6+CAiW8QzXTE9ErMmqAEwO+Vpc3Dti63TMU+7JC9oQtjnUCY5zw3WckBxiAAW",
-	"O/ZwzL3KnuaepYlHsSQBxBDBCKfohfTXccx4Em3KvSOguYPO1gNpl6G437DMXcBN02JudsKhhxtNiKeO",
-	"hgciFuHsKT2GhHH1v9CbYsw9PR/G7mb4AWN0ziePWK1Z+S6j0O250jSRScZ73Ve7DBP6+S6ykwmBJTkP",
-	"2Q9aNRciIfKJrraFtFxj1QpVS2F5AuLyUh5mIbgneVVga8BVzB5DsZa79QWNB3MCNE+BG/NEV7vcWFzR",
-	"picqK7SEMjcvAlkBUmnZ1YhXUlGm7z0z/SBtY3RUEEK+4dnRn5R7Iz0r06HYJelZn5ZbJR0FbqmVUtW5",
-	"EXGy60Dl+ytVJhimapdJc9O5b0hJ0Pof6MgycC2qw2SkzEq9M9ee6agFYu+mY80Ot+rtvYLxmXa6hHOs",
-	"EBBCbrmXwpzKzMdm7rnPXBD2ltqtXpgQfRSq8iGlx+oFpWtb3GcNQPnkaERvnf+qK/wWWVGV9/wdDz+t",
-	"WU5zM2yr/u7dxSuoiUXUEuDILJeMIyeCoMAxf3f/ujnQvj1EA9YAVJuUCOJ2e+QbaGv1zSnxUtHCWAHA",
-	"8wcZ3rEEQYByDchyHSVhU31JsleITzlZUSnB3jnmWqpAzSEEZ45OlNDh6FvpAFsijtvtHdQxy1F5R0d9",
-	"nRJaCgHbnYQmsGLg//xIL5D8X7GEhlE1JlJpI5VnODTAqWDHQXBIdU8HM6GwJGfZO17r3s/4QZqp1Mdx",
-	"v9TvSinF7tRp9KsBLQhj8DhuKqlnRf/+QxlpuSqlB2OoL/W7xZqg+z7LRWPC61+2CijuxATEc/khJBOt",
-	"VlGIFhT0CaaGipwQAx+lDlgRa1lmJmIS0yfoistlqI5Di7zGaoko2qLTcRWuIG0fpxVzHqqbLRO2kqbY",
-	"AjRvVWfgaD/ETX6tEL5TYWXfGwCX065ijFtApYGbuOTiskFkQxxhkIG6/keD+1M6GUarVUObVUrdMtND",
-	"4+CZPrFpa0CLeNgl/ASVSX2jUJ/U5VO9aiu0rmy7FRvPPpO7N2dNRfLzMYD69vgL5j8wsKYiLpTYWSHg",
-	"zvAYoKaSXnp9pmAQuV5i8H01eOGvbDI17cieWVAgs7AfvHfa3aR2AxTr6qNiYrRBLxE8Dest9vuuXIjO",
-	"CHhW6q35Rmb1avYveJ8Umh3zCXDrirOFwQ6K52VmynTf2Wf1TB52ROYmgvu0PdGleIKA94CsV2q23A0s",
-	"hZti4Ki/bDqFG3aMWJ5GTrr5qE/3gCktk8b04SnsXOE8pncno/AfdjHYC90b/ZAvcz+nKyWj3lzeuc2r",
-	"i5uzyzuvKvlkwWJ2Cj9oAwNJzUQ3l3e3DGo5gcUAnCbmJ02l60hJgDwjHbEKXzUgmwra2S+YpuI5XnFz",
-	"eVdyxm1NcKfD/+98GrF4a/RKoLDU72QWRgmLLckfy5/9WUwby3D/WXkeL/OZNywgt25RtGyRsyyHqEhN",
-	"ZKuWq/P9lwH09u6c1DEdpVGEDbNPDgH4b6Fvh2nYVUpGVv+hZmUCkycnhR3bS7cORHlteczxKyI4kWtf",
-	"CWanhSxf7RHQmb6hJJKBXn1cDmNGTQ9mk2YRZh/+xBiz4y5gMdps6/ZdraMoh6CjfOb/9oC1rTzn/8mx",
-	"a1sJqF8VlZgPgzgK5Zkh5kikA3BHov3fgfCduLzMlNYtXV6zeGMQ8EFpi8WyRc5MXYmcCJLWLgU3iSn3",
-	"/0IW8ggtcKh8FNM0SN4oH2DoFE9pMDZ6SdKmvC/v3p9mimY6l2d41EQB5mH5oECsEhaMOThWsoqqqWdw",
-	"WRXADUlomS262jOKd7akMJTSLnMDeZA5gQ2C0Ui0tQm5qrCKRu/QXaHYvOYyWHgVdFcd30cKmFLIhRoJ",
-	"bMyNWp5GNKU+Ua+pZm7CYBJ9UAXVd8xL9WqfqCRiNmsRrKWHyc5QKdZs9a7oK6gXGCj+j80qqtZYwqH+",
-	"JP3Cg8xDWlikeg/d9N6Y17GmaLmXsdeAohItgj+j6vybPtBfPEx+RofcEmqx1L1C2xb1hlTzmJ4xaSCU",
-	"+gIzaMY85y8GBwg4QDG6XS5pFGm1eJV1d7fM8R/zMAAHY1rvP9O+wX6iVH+LRKHUOQhQZh30/FLG3MEQ",
-	"xMJN2WFxqHBMqn1PBUG4/VV7bNryVMCh+4JU/JK1BKk68+bXAv3QHfrrkkWzZsD8iMZsR9xdrs/Pdq3B",
-	"p7z1R98g7VWuPAFg8NDnWG2sbByOCSk3IvntGZtV2ZXoCNvNy7v3ZEXjRKljPjipK+lPSTbPuhQdDDTc",
-	"xUWqWDGKpRWeoYLj/JQomci4SPUuhJJkQB+M/EX95OjQGwA55ZtHyda1dJKdnHRvWcd8s/3n1duTaRAg",
-	"q2QOoTSIfCHJNKSoCsEHFmbrZr5FePpC6hBxEwKFatnRps2snt2uOOcKOLFXf0r9TAnqNErM0gwN3Zxw",
-	"Gw10mLCjy5KbcAzIeZVZpptJ6wnNGEcvp7x354pWVy1Nhnpnj1N61zwJo+Nf320c2mm5Ss9UivbsoBxz",
-	"SnGlf/ZRjUXEdtRgCXMbLGS6ac/xAZS8z+U9+gosIrw5bO5E3S0w4x0CGqjwkkzZIuSBkVSM6STl5KRe",
-	"KYic4K9eWpADpIsKz1tua3ZarVMnC6bqp9lfKxY30+IjCmHPy2DYV3TlmrOcjJP5TvN2EYs4rdbZM/JO",
-	"FEbSyh1VEEVqXZW6y6X+BRZP/UUmN8biCUTJ9IGuZ+A5J5x8S5JJ+KJ+/+K+8a+mo/7hNZ5rwdly8iwl",
-	"87chfJn1RkObXL40DFC6swyPMq2A+4cheawApcpE+NeDs88a/hhWFGh4f3GDIrSuoWBtnXMvM8lJ74/C",
-	"lxur+rqtMEhT2x8zAXItmbb+KQj9mFEZ8vkfA+cYHpAHGFFoFSvopPfFnMq9RXPy7rJ8XXYjDm3HF1aZ",
-	"MQqi1jar2evfBx/Mw7QiYCr8lW07K9Vx+DH83sIa/iwg61XrL3IdFmzg1ZosUYz+1PhFMwUKvKogsWBc",
-	"sNJis/HAGwIR0xg+C0ogJoFrNVwNe3wAxZ/oWXyWA63qQF0piKPw168pvvEqfAwDHSWdRSygNgx52TRm",
-	"FKVBD4MAPFJPYrpiv4owoNGYQ+5/Ki7mb27IocViiNWNTHDDhnyGO9wYEcrHPNTtqLIKvHLtL5R2BSCJ",
-	"6BGa4FAeYFQVAkGWa5lAbhuhyZhjPlLyJPLzW7jfaXT8/e3ZxdXF1Q+T65v7i+urO69FztI1jznGKGdr",
-	"DiX5lcVC5zGQWchDLC5mgpQgc27OEjnmXrluq1dlCEPQvybAoVwDgZsdP7KBgwngqDw+19hq9jLtVVuE",
-	"ekdmzixUm2aEsGGX/L/kH6bz1N+p/yAFN8VM3q6DhYgeaGwRZ9gfWlkcea6RaVYX+eiCzpV9dHfkYrEo",
-	"nQChtEj76PDIozHwRiQMy0XcuzjNVxUCcmtW7VPlXuUrUP6vNdBDec//JtP8jeBzk6RZSswqhyFXmlaQ",
-	"K6YGll3x6FXGloro5e2cYo0j50MlT93Ktj0iv/W5p680SQWY24G3pVl3If5ZjlCzU3+RHzQ9CP9xg/7F",
-	"blCo2vw/2fWprR8vMWP0udkcpfyM7aZQ1ckLX/YDkhYU3F1rAYp6b5VxkyxJS+a3ipXxR1g1d8yzWnxQ",
-	"C2u9UuxKCT7/IHUwlIRYyzDkO+pQOpBhSB7YRt27Vb74Q6Y66JqTWpAzpsW05Fm+ZF6luPTp8OXaLt2Y",
-	"8utnf7hnQ15lkFYEbKyjJASMJqxgQS3lK0O2t0zKcs8poQqPY55DZHFnEZuQWGnSCHIVPVvkjrExz++T",
-	"Uo0U1V9HVFYhNm/eOUL++XTsexOQeI5++5k5J+7RLz4Ljmcmv+w5JderHRf2pwU16a+raEPkAiot+jSO",
-	"N2TKNoIH5arr1f0j2i23gRUOBbSFhrrC6Cn+7Ytn5aYI8dJB6/YxL5TDb5F3utz/A9tg+bgQZUK4mWDR",
-	"xA5sWCkNi9FhCfjqehUVJ8zfT8F+HEGZ0nLjjjSPYBVtckpCvnYoJsam3zGsiJYIQ8ASoWiYbZppJzSS",
-	"OtELtEa5XsoxV9erAbnEOl8tIrNIYA0hk2jaItfYQARi1gDTW5VXDdEcbWdgp3k1aBHQhVOf5f4rNAo4",
-	"VmbKffNXyk6laf4jQ/3lMlSho8X/AmEqOxsVZdCek55aLjH+rATVrSrc+HWRNh1x0osS2RerFhQlgiOG",
-	"yMsQkCmrq0n+eXmyW6XaCmguoG1bgyvAs3df/4DxoTjGf68NQjcO+bdcJcDNYaTuvC5GLTnypKq3IQjo",
-	"OUfcSC9frJoRWQ99eWfe2zIhmB/2rLlQYG27dWwMrbp3l6PRLxCIHcBwPTJlPl1rC38k5i8k+bRmawy0",
-	"mikqX88kJK4EHfJEw0Tq1t3wzfPLBVm1iErIjFiGybOC9wG4ScBWiICDpXwg82s3RhCCpIiTr1jOH0oY",
-	"e4rDhE2wHOpuUCMltO3YuVCH2JiaqonQKxvzOmxiEMoHi1ycXGOrPiURQz93k8GvJNopC/kcpsF4QOji",
-	"5tjQ7xZKnqQtU6CKZCSktHaULSy10vuKClLp1lnpsT54L260ela8FZx9Tib+OpYo/hyM3so0iuNDuLaK",
-	"WxxymeYnsQog7l/lrahKMvbQDaob9+t2abrYwVwkp8TD8g2ms7/uYwwqssilwBoSdAqhrNDJcQQN/6Dg",
-	"gw50zXcMytyvMCS4TLAzZRWL2E6arQzdgJLYkOtYyChOk4YTcGBBWCFWFWUr71BHrUL/7l0RRKVG9VZa",
-	"NXvHB/nq/VbOvbTj9aLH0aphUtlOPgG/mlf54873+KPJPy616ZL68XHqSX4xhzSTHGwHX03BOxC+VUL+",
-	"ofeLyAQFqSxgbEf9mY5tqSeCYmcYR+m1WJ5J0yOsz+RVtIvMd8yqdjhUNATZ0Rvla7yaj0om/xoXhZ7S",
-	"jFBFZ0x13efXIa5IiRO5OsOYJmoaGHjbJXnzCZS5KrQLIXfkRKtfCnkIS6wITeoCquImNOQsbuSKtFZ6",
-	"kxZJsprQIIiZ3BFXs6SczqGIINHvqTGnYs0Di7DWvEU8uwX/f9TtdnsetmICB/2M+kxCa1TPwXf6+E4l",
-	"KOHOpiSwKVAX0yKeWnhzFQZN3cDtFAi0Sb3Q5BKMMrpqF3y9Iz9VJpN0k46XwWJGq+woZwkEQBRLTGcG",
-	"ttCnmO+RD2+HuJKIseSFzBIXdK0zaprskzpky0Cs/QjiCgCChjZSUSzCCX1uExGzQt5H7jAhjzpQLxhZ",
-	"o8kxwvD+sFhFpBghzlnOEnRQuMhKYFcUvE1MKHSKveNDazTEE8TwvjokaUGVBLdDVq0HEX/Ukn5dfpow",
-	"HqxMD+2K0LTMRmte3LpDib8anZzkr0nXO1yZDBRFIBKlq1wCaws/W6fBnOrCFm1dEawmvpN2bqpKI72O",
-	"mVyklZFC0862VBipOmmkZOPaDj1D6qnVAnVI3/HwM2Er4S/yXi41oVLoljRgRwZwbNkDnjX5aVpmEXWJ",
-	"3VWbt0HZceLyoIGMmZXxK/U+eV5kvA77rsqwhjq+JpY/C+R/pnr314femyVUn8ti5PKzW6Ga1Mo1h6RA",
-	"dDiE6izxTS4K93BO+yf3cLTvP9x8rG+x+s1WOtrL98Rfx49KH/UfpO6Ibhq0/qHYZPfzjrp4Rtr4LyLX",
-	"S/UP+WlNY5ZObkLN2WdwI8kjL1vsfp746+Uaa0MdWyHPrWDCL9NRyK2bdmDNRYzNwsTK4/hPjQQutsh0",
-	"P9e2loZgVx3UnFLxvGjMO/oYJr8+bJo/iIhuiFwKkSwwmJ4ELA4fER1ptKVmQDxgny3dAAsikoI5UwwY",
-	"rEFUEk/64WrTwj5QrUIFkDp8yAPxZI35SkQbiPm2cDb1nyih3zkWnNbvxthAdzWuNbwW8XStb4zFnDIi",
-	"gmDMFYmcx4wmphWHl47qaQIKY3tZP6P8CyySLBdPWRmzmU5Mp+KREdfu9HVV3TSYc0Glej7QoaANsCbp",
-	"SATQSHI+u7fn92evzu7PKoMQANbts/kqtxmIsIrV6BLNuxdT7sVkk3q65cUGSJ1DlDmdVVezN62nDodp",
-	"FyNLtSZfZfNArBfGV6jPzdA+rjNTOlQe7Mp7BIINpkWHsjLOPZe3U1km8Ig8q9z4WdHAZ393/lXfVTl+",
-	"d9q+b0yL3JzlKwixZyM2MTN2VKW8HG/7DpOvMXvvMvJWQWmKUNaptk2UCnJbkCIuZpiETfmcYd34DVhz",
-	"1fpCTvhXAMn3wKcz5qYbMhXJwtR+ykRADTuUuGfJH+0jwA9lwuFh3+lf+wsLSePMu/oF+YXrt9dAVr6u",
-	"+dzOinqWuqm7ZMmp7rZtvjTiNVRXWOjSds+WOQ/pxF+v/T4Hudpq+ExBwCRDoCmW6Pgyi3j1z9ColPL6",
-	"50aDnBCZBPXPDS8Ll1mJ1TrSDXWCQMyI3chyK9JuoIqPziKaZPFpptUjTSDvoXWwEaPkj0emH1TiJedk",
-	"LB24rD72lsi2XWC68hVdRLNC8qVLRiKobQuC0R/Ja8u1Fu52272KvOZcBeftlo/7suDukjiEIgNZmhsm",
-	"vp0a4KEZsSwUx/LKxb3+7BWVtraYFpdHe9V+m/StcxO8U75ix/TK81IR6tXF+/PbH85feZaSr+7Pb2/f",
-	"3dzjP1+eXb08v7w8f+WRundzfVdRveTEp9xnkdeAr+/evX598fLi/Op+cnd/fXv2w7ln2GVa0VY+5Bok",
-	"Q9fKFPU4yA4RDwfyCu4fT/t/TH92ugIvl8iXYYF02nz1P0q81C3jYZoSZiyVk5UoFPuBpP9QFlKXUqcn",
-	"Tn9aqG6Nhkr4VTy9kLrzThh4aT0hdZVPyUyseWAiVMMI8fBRTME2DTWrYUlcPuXrI2ClDDQgw3ZdnV1O",
-	"zm9vr2+9Z/YvfH5DQnPy/i6mFQJkkrDlqspgAJ2kvSbYYT1Sp2jcbYzIQjyhxQCs8Wb5SuNY0EDR1Y9i",
-	"atLJ4jXn0CkDoxVixtkTdn+S0ESLqYGNSfkhjCIWNEgoxzxec90farohRmrSLwKWXWIcEag7aGYasyQO",
-	"WYANYEy5QQoQqn3ZMHAioCKm/aVsOWVBwHS3IR25uNf88YdKK5miKQZzFTWUxvxQESWyq4bSPdjO8zVs",
-	"snI3oSTekiW0dbCuUkRXkgXHdol7dkRikRZuhyT+tNik5wrFbEttlod/e1puSbvlHBWyqIiAXDyzvuSe",
-	"4kMPIa8Q/lNne+7cGYfOdEM0Od4u0oAfldThtF6QR+omusP0PtSFUnP+fOhRo0sWGRHFDHDAm68OxfN3",
-	"7636anvz7lNyV6rQRqhMCzhbuvxVXv4gddfuDMbcVLxYsVjh77TA5CEfG6tgmXRbCzuO7yjEhSWtZKZZ",
-	"wdUH+aCB1bvG/CRDNI2k0MW7QCfbLhim7gx66OfVrsbXMS30ipuJKCCfcxZFLHUbCM5OyVJwkQge+qfE",
-	"adm5zIdAdwfb11j7QIM/s+VH72zRGl91L2miGHF6yOF4qz8hylxdUp8B5FbGJbYK6KSnHOLOcnXXdKHa",
-	"rK/js47jTqih5JfpB8SJF2BLXK37qPMEpgLo2Kb4lel8jvICBQq0jo+jMrl0+IrCYIYZ5EoPHlVIIOdn",
-	"PNIRclTxgZxgkJUgkOsphtE9Y8KSTKKpZi6BP70s6fbuC6HOwXWm0xG2BRcmk3AJ/DdYa4XoaHa1h6wj",
-	"yIdL50MHFC8TrLHWNQ6Mxa6P8HlqOA7goLoEmrovRwe15UXACidJKa6u7IZQz8261avQMMAwYZ6FEarH",
-	"zzcewEIOB85tH9YtSPU1biL+07ts/o10ScQmshLErq2rn2ef+KM6tPhbzaqpQWqp8a+KmRbY4/OsHvd5",
-	"4qATGl9IothzQBNsbGNSG8mZboKnxFqs7hSMOSQuKTlvy7hvmWLroW5Dw6VIWalijuKJjzlME/JirdE/",
-	"t6gpGLpg8hcwKYE563ldTxtml9gfEJW6JPQfWDLmMdOB+g0lODPWhBf/fnd9heJ1rgET2nljRgM50l06",
-	"MXkpE72ZvxAYFqLmBOkYFb58zcwXkuj6/LvLgVo7CoE2WuRMe0Z6nTHHnDMeEKdHfgy/VyIRWP38BJZQ",
-	"LtmRuWa2JRUtpISJYm5pvlUe/b1OxT1KqcMkXlcFoL4B5ZnlxBWsmxtK4iuVLtfE2jhtDUMfcy23Cs5k",
-	"OF9Sr0WuhCnmmpElj9QhEZfMws9a50Z5bLTf8/USjaIYMk0T4rQIVv+DEizwWI45gPfwjZWNq2hXJJ6Y",
-	"TBTI6Cmow39G2gRAOfgUxzytdCZmBGvZkxMi01ZYUEhDnhJvGfIJjJBrCeA1LHT/+QshpBKJ9PTGNfbw",
-	"TYvEk/DjA/SUFk8kVKqeX/Kbp2U6xCwtlPURcfhQKJUlg8lH9HcCWC9khZnTItzYNKRFPqHMrNfYGvMx",
-	"/ya3W6R+S1aRJJ5kEfOTKzVZfcmShQjId2RcMy+Oaw3PVKglWIhW4fYBgUS0PJAmuTufPBBkjObpNxbB",
-	"5EoongboUWMsaEqDskWAgICnTf328n1WIsXCsb8jdefkUwOgWC8nHxVKwjqguEFOSF1hiMhPcVLnjQb8",
-	"M0QYOWkSp4E9hgSHZRhUg/c/lOT2hSSeOgI3sBYZ1OPJQ+NEj2aWtQyxytqNIpLfEA8j+cJfAfkeqT9S",
-	"TgIWk/eCJRZxhsMOZJkCnl/swLSCZlwrjKQxDjRSIS5FqznnKxY3Y3CHzTR5lGoYteDvNG4QL/9ySRMP",
-	"4Tf/csF+Hkw+/ssFP1PCoBYwaK7qa7gX6GO2lfY6HA4JgkVkOOdkFoWrVKhVU9UlYwELsqNBlwzJe9aK",
-	"Fhs0qS8bp7gZvg4dVIOZRqmUq+9Dietk36HFP2hYZIX77pNvid3qqhU4tm1jbSR/IUKf6ezfqrO5MgeS",
-	"EbtlO6Sudtk06KXRakEbmgSru/paxGqQXJt37UCnUOIGbai6mW7u1Cg0tszNmpjjPMFcUx22v+PO4K5+",
-	"l94WNf23cNa/0QnBd+emnED+kphceyBtFCiKQYHSPiWpv6EyCZlF7sOpXIQx5aGpTvQ6DlmwpNwikvkt",
-	"0m85dgNIg1qLoqwS7b0CWrnJleASdWhQlRUrD9UJt3O06VQLIhIS7aOsfqQvltOQKzTGYj1HPhyEjyFE",
-	"MU43cBgtIoUiazTBs/7EwvlCEhqFD0wXT8gWi4a8/NxgcEZORGgkOGuAGRhEAZ3BDKtT58XsfMbbBCcL",
-	"FgVNpfoDakdpvU3ByZxKgf3HxlxRVOI0u7ammuogqZMu1UW/urhVVL9jO2ktLgxw1e3pxzwREJ/RsMiG",
-	"xvyFJK5TMH5LUnd7g+qvDZ/p2ChKuDaRG8UIktBP1W1dbZrFJ/CbZ5F2ug/WmAPRygcPNXTlcKQBhcUi",
-	"PF2n2bMNuGPeh1fxJ/Wha9umLXIZlhZ5idjV7JCr9auPAQh9sB3bHFVFRIgNZEjTUw/jgzHAB+SepuBM",
-	"bdJIbeXviPnfiWRzbBH/O9m+evgQGBj5nRTIK/l9zH9vNptb/6fGNniA3TQfkt9JZ0TsVtsdkt9JW/3p",
-	"tjvkd+LCn50uqfpWXRbmryFs5nfShVf7g+IA2Z8VA0D4ESAg+DoICsh77hAQUJTDAC6gm32svtAfd53q",
-	"j4soyH1W+WfVCFU4aPeeA0M1EvaPoY49UTcyt/6BesNxesU/+/jn9nfFpQ/Va/awW/wzG6f0cXHV2RzV",
-	"f5Y+Li/YsWFGOHoHIC9tuX67W/wTP7SH2x9WrrlX/DMbqPx11aLVLNV/lr/eterhPuCBeCnKmlu0446I",
-	"03L6J3ZrMDixW52+Hs1p2erfA/VLp7PjYWnUIkaqh3ZglKF66KqHbfWwA2921EP1P117a+giup4B9eGh",
-	"t3BZOXjlw72DK971O6F8o96EyzdUK+521ef2cx4qRpBTZRa6gKbW+0RMkpAFTf1PZAghJ87QyE5uB3m6",
-	"lRYqctw8D0plemC5DqbUVkl4pJ4xQOCOGNaT+YIx3Fh3oVnEjCEfVPJwju2CzqMF2nrbUpJlI20UPOZL",
-	"JZWntgzD+Ix2BcWLFTOWL0ggWsRb0geGpUqb7BGLIHhKppbrWMvlCZ1GrNjo32CzZhW1EayTUlp3pS1s",
-	"X0D6Gaj/AcHWemV7Q4sU4smheA20dAanM+Yzt1pFo0LeYKOVd+O7T+PLwQugdMoxD5OGRabrJGu/jIr7",
-	"yHR/aWW2EtTTQsFbCoceuKg9gN9rkTNQkZ7SKkcgEkWReCL1ZcjrvOlYoHFGNJ6r0wcOoeaYO43GaH95",
-	"VjCrjIxwOt2UrAUKK+sVSQS00s6bIvbV36l0afuPExC/KooVmRvyYxMAL0NQclo6NpZoIhwQoeS1WaJ9",
-	"KVXdd34k3xGOwVd5ElPnqerXbpwqeXejxcsfCWcskCR74UfyLXFb5K1SflCGhMBrvM0iJjP2xGItscMv",
-	"SrnYj/lzpXnAciH9bhYm1pgbz2AKpC9kogD5ljjqFVnCulJM7XwEsrsD8+b67rbGoUYQcmjDYiKud+C0",
-	"oZT5MadSKekmy4ORHxE3ZR+zlrCNMUj/c0SUJqOUeaUjLNdo6k37BgNZWyeK4wjyo1IzfcGTcL4Wawld",
-	"YqQOSMduzGpLTJEJeKQGaKCOnOOH3ig/zDQS/gNoe7F4Stec2k7UpJ5GXEthFUxUudHGNaTV0g8fwqQJ",
-	"bUD1Zz++FlFQl4v1bBax717TSLKGVzi2li6THcuEcEVUyI8aIDRXPWp9GHLvTTJsRnW1lh/+ipZEiK+t",
-	"36IVBLDFwijk8zo/+bGB2NSbhDP+SJqk/mPxrSbhaOgyOg5GsDA83VntMJlYWOYQTToa47hFa54YtOdk",
-	"BW+ExkhSB1ub3SBzRRAToS8ALh9xr8ZJTVcl3OeGHNfwQL0WcenKYMcI+KZsE1LHpMiA8DBi6R6zrTrU",
-	"Tk9UyXXKN2K/N1bdKKBROgQ717Ap75MQWCVajjlGgIUcCorRWD3VUQYNTTggIQTCf2gujgzHHvOXd++P",
-	"KM19b6K/057Xoa5Hp30RpS5dS/r5EkIjayO32wOiY/7tVIV8pKGOhkoVnIJWbc3DT2um30niNcOPJody",
-	"zAyTQ11/i10l0DKv7lOIB9MSkZa7ALdxwVNQzhBx7RbRJZx1Cbe8BKC4smTJs5lf2kgsh8RiBOgxrcWu",
-	"TZzVWrKYhIFOYHnOrhzou38HgSOm037IdYOKRKClzIQyWyQMMDYsijZESSXasIRmo1IJ99NytwPwlGGn",
-	"GFL3aJyEM+onrWXgjTneWbzEusQmVhJc66KKWMOj2gWp2LjiDnTJdHZUshUCmtbQD+U+ZxAaq6RA9pw3",
-	"nJnGeZUBpnWKYaJZlfs1VxjMhZY2rDFXQqHWH7SvWHcFBEm35YuApdIZ9FVYrpLNiMT0Cev56zhgIIHo",
-	"oTIIX9GNzIWgQiQjCPpCghlyih0mRsZnNIa4fC9f88TDqip1FPy6NiyGBdgqIGtcNebZcaBTRdvsVpcs",
-	"kRHnU8MQlcXMuzHHDCXdy05pLIlI/ViYcEZ13pyia09aFHoa8+U6SsJVtGnSIMAYLpincWpKfbJQsUhr",
-	"v6sPFBYyZdxfFPUUdcHjRxY3obUCoM3UlwEEozkdkrjqTtdyLadBviWSP6LZEX6mvAqjJXp6oGRYqfpN",
-	"kaJWxMJjyY7KDke6wk9F54hkwaTuZCbDR0a8XyLxZJFFOF988MY8l0QEkW2Kri6bTgN7D2bX+hQORYQl",
-	"dMyrICMuWTxnQYvcFKvzYJUNGOBpIaJcEV+QT9BCn+VjoixisCnTnCUlIULAmK4+yoI5a5EzhEDvhafU",
-	"JO2SUevyIBXKrN4kR8XQ6kLBxvMtLg74i436pLtUqS+esclVFVtyCQKdfBttpyL5YXePxjJTOMScv6KF",
-	"UMil2i/GE901XHEL7BykCArUjYHLmXUlwULeY173nvjE9kirRdRf6rJ7DQvq+5dSMk5JmIAyBrs9NaJJ",
-	"3CIXUNJMmIh6o5RjDEYWtGlaqkgPbyduVO5Yh7widWCGLC9Msh3OEQaz3rrXzJDQVI88K3X45OifOh08",
-	"2ihySX0WIP10bbvZdm0bG7VgFEO27mJLlP2HsHjenteo3e4MCr3a4d97U1JS4WRfBBX29peHM/hn4RzI",
-	"rkk9N06coqFmu82Le7iepYLg+5jRh0A8cdND7NmflcsiqTEsNf++5et2LzsavRyTrM+oLFeUSwOusXWJ",
-	"VYOQjKwtS2XU9T7yoWtyTyq6z/wDz6gSG6DpyvF9VrJhK3u6uH9gYK3l7Iip3G5UI48P8N3a9q0I35vM",
-	"jWnt7KsDjuYg63VszJdjDlKdRbz6hjTJZkETDB7ByBGHNMmiYRIMkZ6BcRHiALQr1+OkSc5IkzgeCdg8",
-	"ZnhrZjFjgVgCqUNDrSk9P+a6L+C9e1LnTadhwsqPLPNezjLU2M8OZ2Gr88dp39XIyrDsT04zOsFkRbF2",
-	"5+44WU3yM/XCIlhV+ZFlNos0yyxmfiLiTWVKVIUx9ujayXfpF2hwA1vw8QQQ7ADAm8pRcZBsBA0ovSpj",
-	"cdkqe6zs8fL9DRQ7qupNmbXVP9hYzrTgxxSP+IhizWUeAcHBT3s77mjDCDYdODhBsdlW9vme1u1pSEOu",
-	"VwDQp3vIATNdt0xgdtaVKusPQImhQRI8DoV2WBjh1NYd9Ta5ijVa31FCmKUFGZkQ9jmJ2dLY6uqeWcEE",
-	"6u0X+rgTGkWNo3e9zKEqdr841zFlc1ciTg6Hs+smsis6Z9b+sPYTHLI6bVHv1ERX2wyO2NSQG3NlQrCN",
-	"nRJQsbALJvStaKirNR1IlFBTyon5oKqjUtpQ09MQejoZx3yEHJBGUWZT0ICeEpuYxgfYoQ+1xmdWQWD5",
-	"OmXmUlolirqPRr+D1KqKrHFZ1YEVZHodMhVKtBeNMpukRSqEfaWan9+cTeaTFYsnl+qlV2+K/8z9egrl",
-	"iSmRbEVjRTUtjKhcMBqwGAKnUedIdciVftzK2UZBIUHNEQ2PrTG/yCwpwEEx+Bbe0Rm9AfPDJY1Mj2Sl",
-	"u/zybfNDEM7DRP7Swv9++IVlDz94VvGgwWOTTSfiMc+yhNFuMVIqJ76llyhipV04E9u2lWK0YJ+pBkQB",
-	"YH92Vk0XMqtDPvPwPwrcDbTg9Djl3mluLWPOBW9yNgeeCNHiCJ3jaq+PY1c73tAPNubJk0AnRObgAlt6",
-	"o1S6eRpyGm9qe/L/js/6K2chy8eaHqbq7L7juuf6JZ3uKvWWNpCqKpvpizh4oZR+CVkGJgRwBQWu0WuB",
-	"ZkwglKYglPY4vbx7D4ZBoMssyOWB6zNazzwvEEgG3hBJ7EbriNrnU90CdZfwuzuT2whref1Bm1HRbACV",
-	"iCdZycXJTMSTtKiC+pGziaJJIZ/oikIH61EgmsuAp6DszyR/r/vQ7C+Ie3xZ27who3rrTecbo9XDncRS",
-	"EF/TWTI33b7iuTvLDr8tlN3kdMla5JIlCYulhURCWsRrqVs/Qe+j1/QsTE2A7oggjIx5BN9AVTP1UVY9",
-	"q9ch/oLG1FdDknqY6LoESnKW5eql+oJrD1VtVFtFsunabs9xXLfp2E7XtpV2TtVkCvx//XLW/Jk2f7Wb",
-	"ww/Zn61J88NvttVrf/k/VcRhyw62HcnBd9kodcatmOWMOjLbvq+0ixSMIhUWEcn8dRwmmztFunR3DkZj",
-	"Fp+tq9SVM52dv5WGTyqy8NFN5amRRKzjYUbkexheh2/D6yYHkNzq45cVPtTZSWBlxZDW4jynpiEVfhJm",
-	"ASotcpFIEouIkboXMxp4BKOQwOzDvAZwxIBJLVLhc2xll5Al3SjFOMJTA3QdyuoC7BnKF0myqn35gj1a",
-	"REVtW9MpxSwE067WMZeEklu6pDzj9ZDSTXI+kQbEDEALq1x3FnVCzm/OLPLqzRlcm1c3Z6Q+P7nESPT7",
-	"J0F0VRzk/7r48HSDwiKaB0cYwvDNN2+zOs91EHsC4RtbqJKvZOObb0bkzf39zYnTcsi3mD0mOFGCLel2",
-	"uz0L/dw05PAasBL1xx2p31/eEacFmofTalvZMNBVq7zLapx0o4nXTCLZ9FmcGOKg/v3ANp4Ogl6uE6WR",
-	"qDnM3tNICpMio7+PQsaTpk8x5+Sbb7KeAmpdP7NYvP0HuT3/x8nt+U1+WV2cRHeTuaH+A2G6jrpsqTkw",
-	"hwLwDLWgVswPZ9rV6OVasnlkyrSJPpS6OEWYSFNLBcIUUGyA3coF508ZUAepC49C/EIYgUEadG6JsRJm",
-	"s0cQrqEbWOnSYB6pq8/EjHi5bsCK5Ba7yXiwiR6Q7As+E+YxxpJng66iTX5I06ZVf55v56TmyA2nn0AR",
-	"C/xXw0JHbKGtASSyJJJ46n55umWuKV8PKZxSTVMoeA8zmaY/GpJyFV/1jq5UDFV/8l3C0t+yt09NQshU",
-	"BEqi9nKdkGEZpkWZR+rav4uuT6iZp8RZ0zG2jJm0d49H6p4pa5XbD92SJ/dE99oBX2sJx2acUtsrXGGx",
-	"mVURjlx/qdLc+QagXkXrSz1OlXCDeCz3ADBHKD0L3in6L7KzCocCY2D+9re/EfinNM5ghVjM8MVsGihu",
-	"gjiPxTrRHj9wdxm3OjyXFnmKBZ+POaaKoVqkqTA4NhRvpTGEWICWq88mTuNlx87IIbrSflPxErV24mnf",
-	"9kuhuAjULIQYDagMp+bRCReK6kEwc8DI70iryjkU6rWObZPft7sDkt8LLVvT+EvQEkiBZOuozq0iTXBx",
-	"GiQ/y9uzy9fXt2/PX00UPTeTTEWwMYWggMogtS98eP3q/HJydX0/eX397uqV+rJQqEUp3DpxK624Lk1V",
-	"xoIFU4/a2TXqD+f3Hjkh3qvzy/P78+1s4edMkgP95bUp/7UH9FyEhw6LmDJIjrbQn0Uiwecsxk0wgVnh",
-	"r5jrdffmrOl2e1kwUq4iuQbrKRbq6CbFslqSbpQ0UoT63dXd2evzCQC/C2RKVqH/AH2NZkoWhvJgfkSl",
-	"hJDONdc1VvLO4igST1Eok1OFN6gb/EQlYZ+Zv1aK3zbick1B9qFOQ6IuAZ2B3VrhzdDJeSSmFBhmCgAL",
-	"GgSDSB7QeiyFurIKotxdMvsADs5g7TPCPlM/iTaWtjCpC54ftNRFJ0WCiWqg8RwvTYYVIRnRHysmLh8g",
-	"DrIZLpVQAKy87hUKImtHh6cLHnMlHcpkXFOkUKlg39le42j83p/d/nB+fzd5d/Xj1fVPV7v3WnDWTGg8",
-	"Z0khXlMfWiX7cEHUknwaZ4UMZJqXmZ/65uz+Ddy7s8vL65927axeJrrpR3AvzG7TZAEZ2tpPYWUEimHg",
-	"n9f6KKZROPXg6sRMh97U0bIgN8so5A+ykW4DnhPYSMVQhZLkXy6Y/6DIK5qeKN+QqVpJasbGAwcHLb86",
-	"3btmcv5fF3f3d89dW151xRMLvRK2aEwdai4AEAAQ1fGMar9XEPiLJySSJ57iEAvKS9TY0PyXd+9zQKaG",
-	"ZVCJNVAv794TqEIfKT2QBVWF+SAlAis3Reslr5wqDTQ7MJ8u8wDyWYEz5G1c2J0EizJQXWqjUM0qPRRY",
-	"fKOKUUGGAdXRFuYwQHELNdwLSZRKrI4QhH2pA5QLpMvFhaPlsFi5QQmb6mm+UMf/x97bLbdtbOuir9Kl",
-	"U6dMzglSoiw5CVW5oGXZ1pySpYi0k6wgi2gSTRIR2M2gQcmcK646T3Pu936E9Sj7SXb1GKMbDRCUKFuO",
-	"k7lylZgCGv07evx+H3qvCVqibobW4RnvnikzUWaK1qcHKydIazZDcv5yAiipyexLNAGDAaLH+0Sbk1+B",
-	"fKecMgvfKG6ENFPoo4rj1ZVSZrxNQjP71SGrQ0SnDLxuMSddiBtyx2DiWSO/VXUpYZh6VNtDzfRyDmIo",
-	"V14K+P7ewVfNoEh5gpsVUgs1+mwh87Ca4VRJcCInVxkcDWbEZlbpOnxUb/PoMZcsQVlVU3OBKeN+PYTN",
-	"0odsHhRj8J5GNm4zvsiWiESV8opygreSNiPdPPTUGA5+ii7fVCsTrG1wlqupQLTsKoAIbv1KYVZR+gSt",
-	"micq8VeqyvH6t2+jdQ3kB1o7ZAgssEH/ZI1ydtJPnZ/bhM3fbLPeWl7qJtxTY0TDRlxHFO2WgBC1LfkC",
-	"hgojTGQpKbV8BZ/2++asX/auBveKxLG+QSlTlo3zBFWNWsn+9qp/cWX12qJh1ySAOUVwZ6Caky8zuWZR",
-	"wFoajZ/P+bTQIjqoKPbeDl5fXJ3+B17jde6zqpfOlnxZ64KUh3qXXYS+P+gDIGB71og5SkdsvHZPo+YD",
-	"CfwNLQTrlaA4m0cs+v7771ver0aaGDU4st+kIT41Q3x5cfX89MWLE2ewoDMy0QyP8miJXFzg9Ssq1RwF",
-	"hvPxsQYg85nrH5tQknFmS3eam9FuUwHHvqLA2VU+6z0fXp30356VlI2Uj1pYJKeJV9LYBZ5hseAZAN7X",
-	"XYoaAzRmzqH4wl7thV1XVjAph8Q3rkpmlVENjb6MxrP/2D8unq9bYPXoTXcDJXedaDVHMYk3WHpnF70X",
-	"J96HUCdL5ERFEEdEddaRctlWDqGVk8HrixdVxRWXyIwL8D017AdpQZWQvQdxY6itb4oe9Qe9wdv+8Py0",
-	"f94bHL/eQleMgAR2KmKUBTwbzxKsEPKVR+wJagBkehDyAwCzbdCEjqwQyFZ8lIqAaWFPajKd5UUX1gfS",
-	"Ox6cvjuB/m9tOeMMH+F/eS5cJzHQt/6R52/7P97ziSp/qlXW7Wcb9+C7AhTJGuIcCB9k7MW/bTqqv6gR",
-	"pKK6gzGecTk1z0duWrssz5YiQiROe3UIUC5RzOKGBhQRFl2Z11o9c9932WF56t9cFOri1cnxxdXavvYH",
-	"eJOI28oimB6inYnD5bFaQH4A1TyAdTFDtUNZCVLVJsHWhtwUv2/2XL+4eHOy+VjbVJXiDk00i3COzZGn",
-	"+ce9TtjC1Dt7axBjlqICLyNTNzikcO83S93sv+69uPh+eNr3d/DlWzeBROXrtUJywU5hZT3OLl69Onkx",
-	"7F+eHA+uemvneX3DdWtvTMC1baVq2qLclqhwAXk8acs5SxMv6gihvOoqvDx9c9p/XTKyN8tQuwzW6hRQ",
-	"uNJARFZ/FcrTaKTq8PTN8PLq4tXVSR/uIXuawZxAa3XjwQ3IOrh8O4h2K0/REsDJpP1Qd5zA31s6LR13",
-	"Wr42fSTX5nBwen5y8XbNxQleSIuCzrMsuQEHjtGe0evm9HAXfEziVFBqWyNqzfJ80TKtAASrWuZeNvvT",
-	"PaabNEhwbsLXGr5H2YhqH4c+V+rafjqRmPAEZFX4oV+0kuWvsYb9Wsf7mjumZNdNRJp6thnlTjCOSa8s",
-	"M3K4EbXw6dY8kS2IWxZDgao7cIToXR1UUjbci+al1jTjY/9V06+NSg7Phd1TnafoJPoRttXg4mJ41rt6",
-	"dVLyF4v3Y6gxRwhBiXmgMa7GEUF7V8fOU626ILwsDhTiT7Fb4E1woFzFi3MxV9mKjZbxVMAiz/n7lv1r",
-	"C/8KpRcKBWSerYz4NsqO6Z4dzyG5VB298fnJi9PecPDjZXlQFhIDYghQaS1kjqW42BLAABUUE9+9PXl7",
-	"Mnz59gx8tFS467LiUgUGQs6NqolsEYS3CsCadMv9okYYpcBJAmFiwYCb2xw0OmWHViktUSew39hSFlFK",
-	"PxJS3gk2KGI0xZyPr804xqL8fUBkdZ/rWC3z9Pzy7OT85M1gswWi6HCB0VQobJCe1S2mzJwzNlomaeze",
-	"MrsJ7y6PRb7QRn0tG2em9vZdiAwSKADUA7R+6qFFniczqfiGEf7flgcMp6J/cvXu5MqpQuYCLGLpYyUl",
-	"5jXj6tOGBYFR/E1HTWIKGQlMgGcNCIqa7cedQPT2AXg/uGa/II2esVwWQoq4WSDreZ8ecwLwsBlcaT5j",
-	"mYARu8p3YN/QNF34TAQB+potF6wJdgsd6r5pepAqLeL2nUa0Q713AgCP/iTJ7zj45EmD28yeEjPwdVBy",
-	"OExGYaJNBsCYFg3D2Kr3ju2QgGTv2UOFCe2ygrUtoyNFCHaAzvlKxCQDjFQ8NCJ4i16UN93g4upk+PZN",
-	"713v9Kz3/Oyk7pzB5gEGErPDL5XOp5nof3dmdiHYh5AMaPZTd3f3//x//3/UdKMwqzHiuhL2AqZpmDXv",
-	"6LGpYjaeUsTMYPtakpIZJ8uH0zEHxxyADEO6eZbkwnG/ZZZVxLl8YGduq8VXJ26f0gdsX4zODJsUyjUt",
-	"gGppbl+/HQyAL4jCL968WnWkcDqVtBW0vJM0dfrKnXYGNZpoNjICljrxFUrtOoahOmM0uPN82eiEOWFA",
-	"SIRzCuiUHGe+S2R/0cmbi/7lsbk9zdK0gFehEZ1cXbzsR0DDAw6UX5cq5+b3F9+9vRiQSz3JHasgLhd8",
-	"/ACc6vARI7lGGERPJFHk8Klowc81GhOcioq6UOuPSfKH2XdQsgjeQyNnq7vl6V5EsFjubSjMB7nPlhIY",
-	"OABhO4ZEhZ5bf588CV3/LsuJ56AsNngRrnGvpYkUoTTSHPJqA/ov1aR32HnynLzUerkguzDPuNQTkTEh",
-	"xyrG4spQLigdxhpCqJ4TiSKBRkAKQspXIvNjaJRAART0cMYDWwEC6VwtYOk+2NsL2MHTTgAXvZFbe4cu",
-	"V+N7MTKy/0ZIEAmh/JtFmbbgp1abiH5oUfZLC1JuwBGrKXuDYHALGHeAkr2VlbdcntcMIqkQ/rVhlY4x",
-	"PDv7X/spoWpi2knLOaeUTNYedo2tY2lxjMAkwvKAsuqp5ApxZMx5Rfc24K8kgHWkKlYIH4/NNknVFP10",
-	"BOMDeW207ARcHFh5KOaLFLj60CQOmCVoCFCwgHaP+CmQM6OWebPNLpD5hOIC3uLisuv1RW5QP7yFtRc/",
-	"RBmaZMRLgZA3cO8Z1YIvkvaKz9OIWPMrGSe8YNmxWT2lV41xFBW4NVaR5hqML/jW8cVVH2ZzMjHblQQB",
-	"ocNErbHKdEtlyTSREZukfAohekyHw5/NVxsR5mh2d3dnSuc/dc2RgQIGzUaZutVmpOBEAzXyb6QiymWa",
-	"RlhZwNyZ4Tkqg63lokkgy3Cru6RQnIPe5WkXwRQmaTKd5dgNFyxEPfKCOg5f68H+aEF6lErdzj6HLWEk",
-	"7QSxpHHJQG/jNiEBh8qmIgeyYmq+0mIvTdVti74J/QHphO82AxbRE/hFCwMHn3tifaOaEs3o0dcoljDN",
-	"DBavNVgt4Lotn81KKEHAZrBCjcMMwgRqkVNKWOucv2/1pqLLnu3tRUdOZyLJAWXr0JeKrCjytu4cP3xE",
-	"vF8ojThSNf0tGU8EzVIz31LBJi0G5CS7kSduA+DDcCzNwSu2gvm961YN+gI9jZqEowVHwJz5yhRAHus7",
-	"nq26jAblJG85kBLKi8nEXlP3B37Yy9OzE8RN8jyLiJ8CkmsBsAEQ7Ikg6KFnfP/wWQN+a8INbHbE/xMR",
-	"kwDA98+NRGgeIVhjiVaCUHLAgzMFEBqM2+RapBNAuXCXqZB2dR+QOU7EiUXieoQ5tQL9K822zSZ0ASAE",
-	"5cLU98iIHkibgtRplYyFDsD8xTYgbdxrO3DUyZQ5LgXhDGmCUy+uBCtIQokNB8gJ6ceinugumwoJWekx",
-	"w4Rlq02aqVjhHWL1BEDjsTnARgdYZOr9Cu6eRe5bjdZuNjIdqe5gJUFBLwJhaBHVxQYTCD+FMnrfsmUh",
-	"LdNCZPPpA+aS6THGLME1CbBUvjGJ6CXoSIUv0O9Nyo+Ebv1WSFc/OdL8nQJ11q2CiYFwfF+f9F5EgZcC",
-	"Gu1SmaDp3G6s6H/KFxm8Wrmh8EN2OPZboF12EbydPm5UblC939pOoI80qgQ0rIq+2c9ar73fG10LWLvd",
-	"bqKy+jfWs1HnwNMxVeYicHjQQDAd7HWqQWInjqpBWHfWMsHT+bfhTsbnHEFDwp2INdyLIJqB6x925BBP",
-	"5Q6pavagI3OzzDFAW0SMJd41pK24uyiw+TQzFdvCNJuamip1DXe0izK6GxNVO/TYFUm/YJSYsedKtXHK",
-	"/Kkh6s17A8Y0hU9h1EUceotIsadQWe+KzvlKg+eG0vu5MQhuhDTiGywjbbFimBbjTOA9uIV8py8YmQqX",
-	"ygbtpEmCGU8/LVO3oinBdQCNJ8jRMMDLw5YpgMWeSEBpzrlEhLQ2i/qnr16/vYxYhrnS2uXoda16A3aU",
-	"XQCVXWsr1jIxVzcCsRqNya3hz7C9rQzBJgScFiR2SsmvgEkfucJ4OgM4C/A2e/YQuEYApwl5TFBnWWTi",
-	"JlFLzeh6NOtjRjZR2ZiS1YxSb/Nzm0eEpkZ0KPB1I75G5spOJy2rEkPKQ2TE0G5RXtSex1HXEY1qMpNh",
-	"WFLc4niQwgATD3NWbMcUpqYZOEBLhNCEj0M7uE42M8LccnhXJwWdJHBZV1lZvSoVsnh8VtTIkaB2bYQL",
-	"cm4wDNmIPL6xqBk48EVmqaDKUJHI9AnyjZA5JzZ/EkOguFd9VIaoWWKhrRpaauI0J7j7QEv6vnzp2Gut",
-	"9CAGv5E2z+6Gqt4RWaXPXIhYB3Lkn0FSaW55hmyIZD2EkqxV7fuFeRyDG5eEIDfybAFOIDS9ULkbnPVD",
-	"eelKqu45+JvqpMCmlkYdS7RfqoTFWejlKVdoHbHe2eUbqw6Vq7UID9Gr9HKTCLKRQzKMczabhsEmRRU3",
-	"lNV6LLOxE+1VcXUhZz0B1l571pkZVzKBbRpKwugdOaMfU7aPe5rOPu3NGZexnoGnS8ZOhTddNoMwF0JQ",
-	"EcjWtLhLeukjkNhQjmf990AJhx7woqPm36tSPAE17cJ3arRBWA5idVtkKscWA3a8zG7Ef5x/FzAEIivX",
-	"kmnysnfaHbdbCH/EsbqSBmQN9ssM8unFEiw88yfWAAcA2EZYI441paHca++1D5pdr6s25w9BBXIhxyuz",
-	"AJBQZ36zV1++WoiA5pj2hTYP0oVOlznU4JCnwwvhEwIJigfw6gdoRRAUDxv89/8O2HeU02wrm8wO8PzR",
-	"QZkfFarJ7LfMwjF/3YyBQ2sAOPAQUUBqJSFyC79mtwsOv+DyRpcy3oTcXNyMqO7gbSusTHOvFNBzm5sR",
-	"fqP8RzZWaQr4PbrN3ihCWcn5NTChYQ60Ow1EkdZ1Wo7pmPUc0dU594utAfZU8AzPeAJeTae/DXHOh/DG",
-	"ENKt2iyKxSJVq92F2yu7PBVZrtsrozGTeQg/Ec0RSuK524QvxIJnOSIAWRkA2MMTDjS36C9CKiF/d7lz",
-	"YOayut2DYr8Da1WivZND1sPp2kfYb/CoFZW/MaLipekENa+uAKuUsY5OJpd/rossO9ICeAHbpyZ0D7fZ",
-	"b45q8s789/tYJwu1kIOCvxBpTsnirGGTi6OSpzeROhcc2ffsOXCxGedU69WTWbJaLksbIizHQYjAGOkg",
-	"KceuII80U9AXlvXfn4QnxVQulnklOXSNRtOs0E6wkyc5VOsX+7d0m8KJcpvJ7bedYMehMO3stTvtPUIj",
-	"NhbfTnfnaXuv/RSr/WdQ8o4H1/zfFP9TLuO2Pm2MJCHM64xn1hvqWftIswWXRkJZ41YbspLFhdg0X22O",
-	"yHXLkTQKlYFBnqlb0mKQxBfdUDPBs3wkOHnXYpEKfMN5zfVsmWsWg8k0TgWX6Qp9L/QJQHRXRUNgybt0",
-	"/VBGUyXFENJLLH1wxBqdPdiGema2EWok5jmKvXTNh8cZ1xhd4DqU10kKJPUzLqfgE3KVXZz2mp2hNhsI",
-	"CftfxEW30B2O0wA5/mBlwYnhbAF+Gcg5cfNMxgKpmeKWpk3DqQzh26b34Gu9KQKGXLMp+E568F/7+xNt",
-	"MU9wis2lFsqZWmaUeWMWAyh+XY8t9SbcAuQhsr17AuHy8bVlcnPf0U/wD7pADeXTTAgKP9F5LDwrsI3I",
-	"EybmIxHHNp7adK5+MuaMcg/QDGBTmHNK32yzNy6Vh7wuYMiiMV/yOKL5g/AIzrY5jXe6O69E/hJOE/BX",
-	"gyMTztj+3h5gL6EXGaDxFvBV8+buLxbc5X3BCv7SHso6rB374C4+BVgWUEd/HziPff5DHdsuRs05HWy7",
-	"FbSAkxQYAwyI3Oh3SI8FIvaDvc6m77pJ2H0rORkWIjYvHe49feCMrIX/752d9Te2n6lSRXTdjNWkI3RL",
-	"WtQ96QR+uJUEBu4oihuYDnou+hqQdzrJuWK3vMCmgkYhCL/f3vFHu4Y4hmOCy/H+9XuBD8K04DRiUbyD",
-	"XiK10JYl0inI+VQXgLOAbP1zsFPxqpo7TvAYmiWzZON11EtvjQ6yv7fn5SNYzRIKx1jjYA/ttlooFYsn",
-	"vV4MUnYjbaoPAV9fKOHFI4oyphje4fq62YbM+HyJTuQoFtOMx8LGb4GdBimdNEUe/EBspK4jQiepB7ys",
-	"S2VgDfCagYMA2XJ5mhKehHkAPEgTvZJjMNHBuzJXkFcKuQpHRi0aL7MM9G2ephoveOvhgdapvgnRnzxf",
-	"n9mCaEaBWpRlUnUx6WKyTFN0ZtSlWCCBwErnwB1A6RYB5VmI9zO+tGG0StKFxdpHYtU0NVcUplmAajKj",
-	"GqJJIhNz78IkPCj/gpf6ZhpFVBU51V65tbHkzFXOpMhvVXbN5kBMTfk94Y5bOvomkOyWk0V4KVWEOnmo",
-	"w52AnsBwrJJjol7Q+XJ8TYNFLyreYVQ3DD4nnkO5eJpaJc3YX6lRRLCqSoOu4Nys5lAszHCXCwB2OXNZ",
-	"ZZU0FI3hKer64d5X4AuuT9iB6lTMdaUPkWgy2oH1ZQOggPVDcruEuCTm74d7X7FcqSNwE/G4sCLgyS6m",
-	"L86Wcoozq69B2+NJkeKEtUM0uyAqikxwzaYiZwd738Aw1vLGm0f2CFJev9lat9yV43hOe9B2rJaF+YwW",
-	"5BxdtSorh9Vd0+uWoPWMQRgWMszNs9xHZKjWX/tfxBpwiANwzdCZXORxeElR0a9LnnGZJ1LsRlDQKTKM",
-	"a7AIA4zmgGN8sY1Hvp2/z62fFIFqbGo3xYwtdLutR6fQDKUymIFB3SRmLDixOCQYYoyccQ2p5sDdm8PM",
-	"6i4r+gohEIpQQzMEtcvTFHa1E2uuLh6s8fJojfKfafTqh5JkdZepax/PIB2aTSJil+ybaBt3pCPQLWE3",
-	"4b0zcrRFEa1tZE9dTe0Xfv/1Se9F4YpzHpdqSqrZ/YFH48fntpAEXZM216BIVEDigMK7h5aRVHAAA6Iz",
-	"QTh84B8qKbiBdTaX02bNgexSMQKP2YinXI4BTxMzt0HHxzrIjBhBigw4iljCsF9js041dxd5fRbxmC9C",
-	"uSmL2APrP3wG5hhk9qkJ0wghRYJaZaHUSQpNY5wZvE/eZ1B60Am7Fhn5ZsBFjlm2yDvEIakVqFcQQ3zh",
-	"6xg2GG1+kuJ2rOYAOh5jZjAZHt5X3bVlPi9iLLbQvh+4SIWGhDfIhe5SeZqSlYsPQo0U5ilUF9geoWyQ",
-	"Dg/vNgOS6exaLPIW+vK8jo1EfiuEtI3oUDaw1IQ6iI0c0S0C8TKMJxbhBSxWm3EZpxAL7FWSpSHgCAnT",
-	"aHPcYugJPU8ZMMiwOcIdmE9jkgYFm+hqtPgCVtuTysy6uQRLXzKTC8RGubKpUPYb1N9ml/FiwbAGguco",
-	"kHKFVG7ggqCICCLi2NCd/ZqcskmqVFwKrkjFJlwTlZGkHJFUmU2yzCSEuIwa4y8DuuvMUPPZ0vSUugwr",
-	"4B8NmD08gMAmRn9DclJwx0C4wqZWxArjQzRVmZguU56VD5tZerssVBxk5r2Ulx9KLzHfKWYUkTPK40ot",
-	"i3olWEaAO3ATPAX/A4D1VISMmgC6ZXHE0VGDAXgvAGFV7oqobKiMRE2T4jxlbxuERA73noayXMVgZtDl",
-	"76O0tOEye6uCKgHaRWC3ASpL10IsaOWsELHpWjBrBNr5lGnA7SXmKRjRE10IECOIxQ3pBDarhs8VQoBV",
-	"x6+PyKZAaQcw4rBL64sncqUC/LJbAzdce5ja7KIaLIBwsCfpFqm5c54d+JlLdCKA99Aez2eo3DYOnnYI",
-	"j73ZdkVnkOEEmSXUYUApRx9RuZJtvcDMyftQUoWZVoWDO8+S8TUYB5yKmaBulLudDvUIQAtLnjDMSpon",
-	"cpkLvcGng/fVpzt1sJ0+XNz3ei9KD2/vuKi8VuvpKXLwl4uPd+F8gu+Ass92uj/914egjLr6088ffva9",
-	"C2c2NwQtVx4n5l+ea4EcBrVuBXNhoFvBK5ECJGKl65wLuEMRHFpNWORwqDHL67j/jjWiXLzPd8f6JgrY",
-	"1ctjdtD5eo9yZd3l4BvIgKweYB7zyvKTomZaAlcGPHXAcybEdYvgDP8PT8VDDllSJ5c9QlsnlPWoG8pK",
-	"a+jScO0RRSRhzLpe2UAegYnjDWtGvuHjjIgBC2D0ggVBIr9dCHXjcAFKS8oIUT26LR1BLyE0FXGcNntp",
-	"DiadAHCEMGaMWm9cgR1RYHsYFN0LTi57wYvXveDFZQ/ffX15dtza3/+mEzxvdb4KOnsH+0HQ+brTPgy+",
-	"2W/vBeWn9vGpYH9v/1mr02ntPx3sfd3tHHb39v4jMD+3O0DVh9EJSAABPCrALDdaAiSRYm00mYqelUcl",
-	"6zCAbihHK2+WUZRPzV6nnBueA0VrMrHQBywTS9SUBAHZN4NQFs6jik1JgGzl1UMvQyijljkP0PEWAdEU",
-	"bpBnRqwS/R5gqbVdYQMNOZRGV0G4/oXIqhu5CxEdFMJru9LoJeb2W6R8TCgfBTmqOWqsYat5E8kietAc",
-	"CFQ089tkLCgMYkygROfJGG8B+9WCKhbsCngBS2S0jWS2Q3kFo9ElesmRcKtpjgVZm9buSjJygIE/ZhVK",
-	"84yZCdbgbKyyTIxzKHNpmZ4wN0ZzNSPOH5LBJEb38nqPdynMbaUzhI5iSxsKoj1AtEe1z8ZmEwuAAjoG",
-	"EZIEe3t71DZK0AN2njwnukVIFvLuA4zB57c4kxo5+eBSxspMcmZgD4jbjOfmJk+b4DhbZrBnYPSoCE0I",
-	"L8cqKLki11zdTXupdO4kLlITOczYB960RTNGot9711YeL9+2W3GyFIwF9/PyfQh27B2yud/H/XcP6LZ5",
-	"utzrKrx/CeGeeHo/UZ0pPn+xzI1K+YAO2ze2V2zq3l3Tbr7HdMScKrqw5BIlSEXMUPLI7WzlCLGdhxYa",
-	"IMXooZNSg4d077TUvfMh2KnA4W7djH3+Q7BTxrq9t4XK448ZLqvDifoURKgt0aDa63i/xkBcQxpGxw6Y",
-	"DH5VI4ClkjboNuDHq8wHGPW8+6WXKhslcSyAhOygs8Ubl3yVKh4PlDrjGfJ4HXQOt+meK7A8F3HCB0Zm",
-	"QHD2q/tfPpV6OZkkY2N39THKsfNIEUVzNcuxdQqmfPREg45mjy7eyKRoeWlwnlUgbjBRrt4uoGIHNA08",
-	"yrPakOPAL2qxaYTkJvQSDDflFTYsSA8mGAa01bw39TjjC3FXAkIoazMQWF8IFu7YJMgda6jnaoE3rleu",
-	"uMG0PXfUUvdcBnBjQQJsVeKd300ZVwgXyxV33z21Pv02PEkIqTblGRfji1iwbq+up5h+VNi7QIDbuA+t",
-	"086Bw2GQApNJMTCXaMCag+MBaarrcYdQNhwePXinnFFIHAMVFXQCKUueOxo+39y0nWzTn+4sKZq6d2O5",
-	"J7e/sPx3arecn577KQL/4KHDrizY/aOvvvCIt/ab9d3WWN9SzTZeGnvbXBq5yCRP6SQ9zhE8FzmHJE5K",
-	"PvGXzjuMiEO93UE0lt/Ggwh7hwhmEJ3A2PIQMbcuGiluXYzkiCE1XSbYKIO6n9EqlGVyqB6L2nLxL1RO",
-	"LGo4BTEB8bUS+H2iQ1kAa1MI151RyYQEdO6xWhAtC2FvBxZ7JBcSgHRCaevlMVWx6cDEvZg1ZsCjMQwV",
-	"NBbvMcCQiB0Lxntc+BWRwKlT4j1w+yhpMcMzQU8AGLOIQwlOMUCA5F5pU5mEABwuNrRdDu1SFnAosfTI",
-	"jwpQ+grZuTY/tBRZL0JIpSF5uY6NjQWNtdLwLNEoDvUjycIz2pP3y0J48oGykN6plYV2131Kut+XEg5m",
-	"XFZdQFFWPkkfKyAsuWatI5nyaGzRl4zZHHwrSW6FE8/VPBnzFPOQi4SBAmg/lFRaT7lMDnPDVexB60cU",
-	"aX6P7ljnJ5Lili4vTChzgK2LTM0Vbn/8yZZOHHkHm2WiZRFRNWT5Mmb/6D0PjAFUuQYN+pwMVTmWqTkk",
-	"fyw4JiZUaZ1dTgKKhYg+Qz5n1xkqyISsSPPJJRTETZYp07cUSbMzlK6qQJlUtgD9cIP125OOzwhyHNbn",
-	"m1Kv7DISsU4ip4FfVekGlWi2lITPA98B/BL0E/OYMKusn81sBcprh79S4e2GLCVKq9gKgxILcU2jQ/Oh",
-	"4RzzE+eCa0AsBIhdxURRZ2hBt21Fi4/kgnLexbdpIWH68U/xMgOaICUhNwu/budx6BaW8sEhbMDQAnBR",
-	"fJzsIumqVsQqHp/TLf8JvkLF4x7tBULJuN+RVfPOhwCaepmk4iHN+M9TE304lw9ppPzGA5xqdgaLVz+H",
-	"o1DxuOBzvXcw1pH6oFG4l2pvsAqg9if69r6cQy7YqTA5bWkeFM+7Jhze+QMsDHzeNVGh7dmyoepbrjkP",
-	"m3TLpvw3PgQ7VUafe1tZe+FDsOOTTt3bQOnhD8FOmXXn3tcrj38Of6vzcDYQeLbM9mNBzyi/xN3toTR3",
-	"cIBXRmT+myB3IhRNgpViEZGDNQ9rsE5qFoRyjYMsqBB8BXVsW8EmiijT4jqDk+lYhfnIFSBvusTNzfI7",
-	"OnT3vnmo9Kxc/PfL0OoL7oRVkP63PGXVtx5zm65pNd0yZHdSggI+InRjqDYLJR8RyA9pTe2NjAaNEqdA",
-	"s4saTZmooJajANGuLeUAxCGIIXMNkvExq3dYo0bfAyyCI8axBKazRXnPF4oefIytd7jNSXor+Q1PUrOG",
-	"f4Q4xTmW4ZQK0K1l0JipHFTi5pYWZjkm4YHO4+ZJRS5qSJZjMV8oI0ks4iuF+smMtED9OQc7ExssIGNA",
-	"eYdcRCjE9V0+RHQ0WpWAgC0TgYdIg3A4iVYSI6ruDet7wTxDAWgqLjXjlq/qNPpj81wfh/3Jaie2czGZ",
-	"3F8p6J7cXrbhO5sT7d4oO91QJp0zqW7b/+4Xzee8GQB77T5MbkjjNuIsYJw8d1CnYqU6rgga5B6XQ/sx",
-	"Cy+3kcxfWnT1c7Wws0FMNQ+PngZ3BEzd1nduJrMMFRcS4QmMAViBqtgcqUjVlU/PBYCWaqvFV0DD2bVJ",
-	"ck+wcHmFqVFYjo7ALTyzNKc1UQJkYGiz5yqfMbXMF8tcs6kKrY/Ky6tL1bRSiBMVfx0mcdRGcjgUiZGR",
-	"jzdYDuOa0TgSEJVAY64Th46N04agcXmXycAqGxwSCOnv80QurfoaWJT3vGWeaulfl2ascTIh/v2gQHei",
-	"ws4JMbdwjwsvv1X0julWwVSI0UXI8XwCGfupyLi00GD+JD7BfFLyrxZYNc2258tLdCjlMk2dn6ckI8lN",
-	"T9tymd0kNwKzt+FeOjKb6ZYvQkmwY9cFhLp5g3rjarxw5Fph9SBIAyKEdbpfm31fMBQTSJgVEn5tHVIN",
-	"YPoiJL3ZizLwBmdVwQKaAFaWXHKlXdGooOJZeLWiYJNuDfyiyuwVuiHw+kXvzGCndBlu9+aDM9vvu3CL",
-	"rUM0RVJ82dQAby8XgYCZ2ey5BRHUhSyhzauk2FoQY1Ai2Fksa6TwlU0/5XJVmL/UnwYym9oN6aBsYbOB",
-	"y/dfIlNNyg/1gmEUBYaCNmI8hLogMNaIwcb8bgm+Q1mSs5RWlavleFa/l/ulvfyxPl1sYlsPavnph+7I",
-	"z+o6/WMdLCum/3KfPob79JP9nZ/gqvyMnsatHIKsYdk4LXUD4ihXnYRst+IlND/UkPI3XNZBkS+ALs1m",
-	"+9/fu1clELxfUlRfeFRknCqd4RrpZlV1PIK1/50tvj97lix5n+60rqzg/sjM2HKey12OqCtAL6Z4LiQf",
-	"eVCIsXhPxdYNjAyvbPG5w9gI5aRgF6LYOdZuTpBqB/ARKeHJQ+/nNgnB7IBQlrhEMZ/I4pxYnYMN1vkz",
-	"ncwIJWX7dDcQwrZZz26yvDA/jBkI1a9GFwol7kYkCCV8QNTEwHo5IsAD7qUAVHM4vwnl+nEw3/YOEWIq",
-	"Ym6SbbHMOxtKqDmrZZNljYO9b0qcts2CeBMVOSh4DqX1KWLecslyBypQqPNGFzpWMrkuLBSi+BQAD173",
-	"KVPADsCVCyFmo/mV9sgkkTHhJtjXAZSusXaplMnUYSAESQCFZWieWSERF/5/xIPEEQHuNGIQ4MBxw+Am",
-	"TmxR53ye5KEEAv6urdGzKFQxZPtBOgnhL5k1GC1zHzeGcFJCaYYSFDk8CCSTeacJnmw4IEPgRiCKRrs2",
-	"xmZN/oXZKP3XvRYiYRSgmGmibTfIgNVOWLRDCSkp6BtBzh2sFYU0u67NxXNlNJRJSE4LQN3RXkcahAoj",
-	"rwHqkqYS3gVPcComObkdYGd63glvAiwEaaWna9bCC1jKIgekpGsf1LumvD04LWzE312ZfbwL1x8UZlRa",
-	"sCQoZGLRO+ugaKwpa7+zdvTx2dAfqWt/nlkm6VtFY6qTSF885rulRlh62L1sLoYtX4VHH1ONLHG6b+Bt",
-	"b9dojaF8kNroK4t4MwCgk1UTy7TvjS1IK5vdUN7HAH83v3so7yV4J3xiC3xeZUyBnPBU3WqkJruHVwWI",
-	"3z9//Bq8oP5sUkC7A3853Cpq8nGh5S9dzmau0rtVdactO2FiAxhxoq8fGkJ2gZn6Ap1HSkh/IXKepNul",
-	"pNOzD0xKd2/dJY3/usC/QHHSn/k6/nLFCBdSlLNFAodLbfliAldi6nzsejl/UJVCsLPgGZ+LHAT5T+so",
-	"N26GXBBsQ54fSGyb8wE70xFVaUi/uhFH5TmfQsTO5W+jVYE3V4MsCR6rBZhfmPDvw0MUCI9cr2NRtjqR",
-	"xZAhIx9rBhC1BuzmvfXSbsQG8ZNYYKxIbVeu6IHBY0OHLDo/Gby+eFHOLyTqSWAwxAszMVO64AAPZbq6",
-	"03X4+9VowLZ7n077zocPP9d4YXwK7o0laheWNinlI1c17QHV+FzWtlLYnqaGsedsbJncZ0ZLQYVGxJYY",
-	"1MWQIYQM3N6JDOVPFPQMWASxTKNpLaC0AoLITAbs6rx/chmwUcI1a9jQNnXJbAwMb6d85LGJ6FQt0MIF",
-	"qgMAZTSmLYwPkgMJF9S1Y0zROJE8WxFcEUbGNVEqI0KMyqg4CBVAl/5aJCbEtIlpuEeuR9B9MzJA9AHp",
-	"kwBlIiI8mf3FgfU1UylQ8+Zt1kM8JBsXNmP3SEMInhGTttxIQEwQkBJNKb0o1S1kdVkgGXJhuOsjtJ5L",
-	"1oApx/ws023E1Uc6SfEt6wS181s8sI96pL9tkKIjE4iTkKZM/LrkKdj42FkoPBrcKqKCL8jTlnkBOcca",
-	"iDYPtK+EWWykIeIjItdelWI+2MBNj98hqfXqZBDKdY2XnmmWmTd5jl4mAqnhSNwHeQIWwcaC+B0yTX6p",
-	"RBdAzYd7T1kJT3AbI+QwKnlpZiqNXXpCPRKqT8FOczqjt5Pc2BF3lWVfenJj7YoAMfbrUkBBHMkx2KQl",
-	"pRwxDXa6OzHPEUF7J1ir4A/qW4Od+/DWfn4cXfWyLDTvV1j9Fx6otZZfrQ+n2iOrjxjspD2bEIMAJiSq",
-	"//yq7dp1bMzugq7TqUGcjXgMAhTjgCQg0SsPpiWJvv+h6u6aKttlkiDaqmqvVO63ct5a+zETW2jlnmik",
-	"qEbHMtIYm0vZQ6vGmxXVVlddCAjWeKM+PN2lRnT9rhoYCt/NHBXI+G1ujoVQi1SwWIyTmKobkW5N2Tpc",
-	"3y3UZqe5JRxLJCAc9d+9Ygu4C32st4lATQ40B5FqgQ51iKlDR4JQ6nwF5NVC5EYbkbk5V8kcegb06uTz",
-	"ent11rTBKgL/1fxGxIG5hCBFHFRu67DgSD9vNHnAa3T574R/wKxrX8/Ure4S3nWmtG5Z4mYl2XiZ3YiS",
-	"Wui2y9hoW5K5VQkloubNeXYt4qOiZtXuuFLjBSCQ+b+ifaL9MB/odDtgbFnLRSfxkqfaGTJGlzR9vAHO",
-	"jXIjjo70lt8IRGFk/H3ipXGJ9wj9C+cREHRnPDb9HuyH0nb5O+sPdMEqp0zbdr45ZP8vguHqIkKilnma",
-	"iEwjaV5qPYSWatTjdKVgVALYweNkAQCdcUmX4jnrn54f91gsFvkMMyhwSBpISjYpWeZlo9QblfLYcqfC",
-	"P95ZuUOigpgMj9/RegNpQ6qmMGVG5udQJQyEhHa5WeNq/4eAXe3/EMrxcr5MORoiV/s/wvi+2/dXpBmw",
-	"d6eX8Iu3InYSQ9lp78HsYISNEo3zTiGt9isz/lrlIgUAYbNe5n8XWrAGkGCiogi0lxFOwxBbjAIn3iaQ",
-	"SEvkYVgcgbKFTBl/y2NwfJIugdHRnHLWSI01AmuJPTTneBkLmScIBImbNbA74ylr9P7eae4i/8p//6+n",
-	"TeI7nyRTICQcq7koDAyfSQKpsBArg2d5MuHjvD2PyV6G2QMxRjIhE6NlkuY+SYPv0HbxX1nE38ECQmOf",
-	"vkwcOmviAKOHXQwVmo+C8LAhzsqJJP5M3NZuzzv3CcQmHU9hYnRp4qKw9ggYEQyPtlXU7jRSjnzgcx+U",
-	"ZCpyogNwBC5MP4phEFgSiFDe5QCIWKLv0vmv8KbaDt1rls/TqgqEDVzy6f1qs/foR0B8mUX5y5P7lyf3",
-	"T+LJdaACUHHifBMBVaOmk5ZZDNSIXg/OzxwO36d5cr+Ergt3HGDd/J59CTZA6xQgiRa1WLFsaek3W6ma",
-	"tkiXojQxYGtfyoKM1OlcEGRlDbRFjI4deJQWGBr1WJuNokz5XX6K0RGLrhMZI90bTVbUNJq8dtWYv6g1",
-	"eyyUrpAIUB7dq65mBZ73LqjCZVAn8K/wdRve+/N6d/YfKMj+oUY9AqK5V4j5z24vwDyGf+/tWjFm9poL",
-	"7X/BLPk/kN+iBofCuXogrMDlVDS93O9Cxv+xE7ffXAzPLl69Onkx7F+eHA+uevdO8/obf7jU7bUuRj7T",
-	"WaHNGOFFYtYVWzHgq7FXt1nWI7aeC26v+KUmX0HXT5XJ13NzjTadpurWHqj9hy7U4Kp3+ub0zavhd29P",
-	"3p4MX749u79You6dx5znmvYj1igAKh7NVdcfI7jjHakn6BwEmAC7olDSNeLj62kG6JO/qNGjZJCT9+BO",
-	"qOVa70RQ2GR1xiyU74ItG8oaYzbJLcTHBuvV7Os2e0MU7N1QysIzk6lboxiwG54lZm2093FA28NC2PeJ",
-	"ZpAPbI4A0iRiDjF4gQJKCN7knWkG7FfrF9AB6/megyP2Q72viPtdAZ7mfCbmoWwUXxBxQF1oaZECP0XA",
-	"xkLmmSD2Mj3mgO8L2fjowrMUuXyZK/hz1DxiA/Yt+4FdeX6UgH0P/3pzetk767NbkUxnRoe6RDXrB8iu",
-	"S4A3dTy85vDsj/ZHYCQnP8i12YKFA4gDWc5098wiF94ki4g1FsihY+aZQqzkeooKz4+Oml23UOSIMMoT",
-	"UFZaFUz9QtG0xvcqjQP2DzXjUmuF0c79Z+xYjcezhHW++ebpETuemf1Cf/nHUgLM3/FMzNVc5FmbGesi",
-	"TdvsjI/arL/SeZt99TVr7O/tHTZZZ+9pq9PZb8JL0bvTy+Ev7Fumf83yxoL9jenlfMhZvz/krHE7/IXv",
-	"/vbb7ZD/9lvzP/fZrvfXZkSRUMYiePpb+OM1a5iJ3dXDa/NGPuRP8iGPApppmAejOXpTC7SZ7wHGm3yW",
-	"GP22S8FztpRJXrzbiPTwOiL+WS5jngGnbixuEqKKjGM1YZ2gtKBPdLFbwVWp0aEBJ/qJxhaQbcZ8ruU+",
-	"9yPq7DYn4N3p5X/umxug0/XOH+SdmDY6xqrOhcfUzzi6zxBxsDhDEWv0ml1XX2A91ks55oRg6D9s2i7+",
-	"GbAo238fsW9ZRFPMfvttYdYJlum3334w/xdRJNvzWzOUS0gmZ9oYFg7N6Mj8sop8h2DAPIcnLHaHtWCl",
-	"E9ZYDZNr1mKrGc+HyXWxQ4o/mUmDnRA5Fu4ktwTIjCrm5Yr5kiX6db/cBffZy6uTfn+33x/+6JpbKAVM",
-	"msu8pSatiUrjSh6Jedmu+xPN/onPrHn7sFYPidkAP3M6Fyg34esoqBIloyMktMZWUGj5MouIftWtBCF9",
-	"ZM7KjzDtgAuVexuJpymTxVZ0ISgSodZD/USzq33CyiRHbMQaMih2M4ieZpdFs2HCvmWdXcn+zvJh8oQ1",
-	"Bk8Gzf9sdcy/IphH9O9SMsUTS6ttuQFxGsZK3ghp+aEIZ7PO5VvAv/KpaGIfs7kW48icUSNR+v1hJvSu",
-	"bPrrj4vf8xa96dH4Ygs3yMo6sKldlK9F4rV6h2POB1Q10U+6yw72DhzCm1fkmSbXAurPi9wxx2luVcmZ",
-	"SuM268lQeo5jVus3Jq4QItKya9Kleqk3F0OnVl2dHF9cvYjudo2CKvI46QVXTq+5P7OAnn1gUoF7q9bw",
-	"JHf/Xw7Uvxyon7kyZf2UbWP3Vl/5TKO/U06wRp2I+NKOZKTWo8DlSMwShyDtnMpAqw7nG5QogDL4g3uR",
-	"1UJIvkjadgdtKke4WAjZuzylIX2iJPYbu29P+s/WRqvUyJgJGwlplMwzPs5958gt1wxjpMZE/dLQMx71",
-	"T+2uETm/D+neLuKKY1zwnkX8sXd+9rBFtA3XLCI0tuUiwrN3hRzNMKeqRT/O+eIn/MPPoJ1N+Fj814eP",
-	"X+ku44ukNFlQRosZwCPQ67lmppPIEdUo2IqNTn7LJdHFE/OZXTbG9TUloGIqhn+okHPij7XFaAM8ZIv5",
-	"5F0bc9k90nrLIb2y9uMRi9Ap32WOl5eKEJySb4yDUHIN/L0EeExEvZBj1XAOFafZiveoijYt9+kkSQFy",
-	"NtFMQcd4esTWU93ZSC0pj9hPvgNw/w0cIZcl/rItAjeWAbcUbZnz92dCTvPZTrez/3WwM0+k+/fWQZw/",
-	"REgoqK7/JSSEJP8SAesYSx04NY9sRjxmwpvf2rYao9IPSJWpTlYyX84dPec8kfTvYL3uMKhzUkZSvM+H",
-	"42WmVVbYxxZkC1JYGmanIqoN/T36ofVGvM9bx/Qa7cHGcf9dc1Pn8ROblnr/8NnnyJgutuSZmm6V+7H+",
-	"xvYaXv27mxhSS09vQ5K69sIDk1MuJNrcdhUhkbZUKFta1nqnNkAbkC6HS+pKOsisT7nOaeMAMz5p8JYy",
-	"f9WsLY8tuv1Jht/x26v+xdXWdh89/hgUpb9jpBHkQLNE/4kDib6srnYCd01NvvYDE6PNfWptnY2X6T/U",
-	"CHPcwJGFcB56OYIUObqoyuxlrAHsZaMVBrfjJtFOQ2JhIm0y3cQVyEQwz1G7IiONYbpMU9ruoXT7/YgV",
-	"HOYLri3qR2RfzBWk2eX+KQq8yiDEYMUcjYju6Tbr0TEDpswF/3UpuoDGQxAwlqUzCKVWZmQaZyGHrD8X",
-	"qsEZgFMZKzCs9SyZ5AAqm+HQPSZxoAInyhufPzxXCsJQUA2mlSU2y0SqeGw0PCg9Qke8mWRI/TRDoPfN",
-	"b6ngRqdRyxzzGsF3CFpkKCFjGtWd5F9GTlEGJ/AKYTol0h2wibhl58/tUnVDGRklrU05y0Ogo09ibRQa",
-	"+APi3g9B4xDFz1Ll5l+hjLC0sG3zkqn2in6llMzoiWaRTYv2vhHKqNI+vo2tA9RCqfFhrnKeRoRoUP5G",
-	"2+h4w6UWcUQk61ioequbR2wDREIonZ44Nzt5skzTTUqalwNSo6Xdra/sr2krhx+jq+x/Lk3l41SPw87+",
-	"Flpm9SpNV3jY4HYDxnqeb+wAnumdj8jTcViWn64Lea1uRcBXff6j8ow2kfH5uoiZx0/09/7bXvvufILA",
-	"VBM/y+jR7v6PBSPpPNjjOhienl+enZyfvNkGKrT6/GP6Wq0r1dKjWzYOd6BHyySNwdNa6kT0eBktQOjo",
-	"Z2DqssLiaU1OG9pSa9oF8LHNtI5Gnh7335nRk68GC3IBly0TfG4EG9UR8Vu2XFgKG3QqzEQaQ5BzLuYq",
-	"W1kUQ6NiGD01U7csE7+IMbmD6HVwWJSQDY7778ztiVX46+hAjhl/rNLlXBL/Ec9y1PlMfyaZEAEbLfNQ",
-	"aiEhHwNu9oi6k4q8lGOL3YJezi3ZbgFmF0qaFDOjLpRI3QeVBK414AFRWJkCe6YRteb8fQsfbAH0XBRY",
-	"x04oDzv77Dx53jxiI7FSgIZTxUnsPGXRZe9HgBoaXFwMz3pXr04wmmlEZZHDU6JZPGKTZQa1b3AXAX5R",
-	"IoH+fyljEWP+ZigbUcu20IKfit6xgybUutAgc2L3JKA7l2qMGcY0U+bPxpKzM0WkBQTHCJhO5gfChYKu",
-	"uZIt/E6JC4nlaorFhDOVxoX6Xe0z+zvrhBKxwNvse8fjDQS82N3KrO5/w2oT1EJJ9TCBV4hOrsw5XxE2",
-	"IQDvwp6yWnpNvQsvVbw4Vwjof8eu3r3LxqnSIjrCSbCTh1xOtNXO4Sx1Ie/erTceMDZaxsZ0oH3m5gX/",
-	"6m81zn5d8gzuC1SQZkrnTzRbzFY6GfOUGmwyInNAXZ0WnyC7SCLYeiQ4I1rkBVv9OgTnL2oEJZ+gsRLE",
-	"pVzORZaM2ZznWfI+QLj0mUVmJGfBbZIJc8/tw6lhY5GmLOoEUShxJ36NjzcDtkiXujw3Y7VYYWisy7gs",
-	"WDxth8HHOZ7xbGpGA5kUT79qH7J/PodEESOl1ITt7x187ZXcadboPGsfsH8+DyVwCcUB2++Yd2zKzVoW",
-	"yCTJiZYZPwbgmvxayFDifHX2v6bkOw83k1Y20Uem81ZEgiQsBkA49OaLOHe4D+DcTSDxlJPzHTL21rcz",
-	"zAFu59JeZtyXtzZhFZvvGnEEpHRVeVRGjZvwVIuo6bimIX+FpgDyhdb7fzszRiN+prDtINCZZyuo0AMa",
-	"XBEfscM90wm/4uxe0LqiMwT8CnlDI6M5gXyxwsds7dpNrFEEEQ/J3OKSGLsVTSwzTHsm+fjafU4Yw7cR",
-	"AwQq8VGpLJRYe5GSd2K2zGN1Kwm2xfss7mnKY5uIWzDJM56mCCeca8pqLHYAle1Bb+cqE5YbEHIlzXkX",
-	"/BozbmATUJfRei7oiakxOFqcTZL3pts3IrNQHGbjnifPQ9nIlhI9KqPlZCIyHVj+BAzaNrENZ9D75SHj",
-	"GZcSyosK/A8NYhZ637DyvvMN3JJFGSsJNX3kKOp0ex4zTUmPh9WP+kgj9puhrP1oIh1mCrk/u0UoZQQA",
-	"yObZkQjlswP2z+Q5axw87dD13QxImpgem79h2a/DNsEqStKnQsmzzGwd2O7P9mCIBTow3sH7h8/Y39mz",
-	"AwKLwVLWgvId1RDSYLTVaF4pptUkt9sRNZOcjpReztlSpkLrUEavLs5Pzs9Oz08HkeU9QMXCbUnW6J++",
-	"GpxcnTfXtmaiCz6ZCLe2TeKMTt8MTiy+/VH5vic4HdBDjQzNZyLJnGSDB0IJ5fk1KR6miV0EzfpFjYZJ",
-	"jOg9bfO6FnnUtJcTbulQRvhtyvH34Hfhd/KMoDfKanW2yh/zsoSxbnQFt1A7rvEirYz++AThDEGBztRI",
-	"mH3McKcA2HTTinouVy4frlCjUWvi2IZfh2vuDS+xE3UZzQ73voLp7r99+fL0+PTkzWDYH1xc9YxMJlUG",
-	"8Lxdc5MkTbV3G9jasVCaJdQFPnaJAGqsYrG2NYrbCe8R2M9kOo2NAkb4R9AUCe3XbwcDo3O9uPj+DU7e",
-	"Fc9F12sLIdF5cZujAmePDSmY3tnxNKf5UlP1+nJhLjJ0JdmMWZbxHFRyUsfniWyZn4ylYQ/cs8PDp89Q",
-	"tdjVR2yP5ctMgsNWTSZNHA9n08x0aSGyRMVsxrVRjQCdq2jcNNyC5zyVurPHdLMLIh824d+ppb9jFB0O",
-	"lIDKhV3obIBpv/g3GNyM3wgafGwWFoZtFtasn1lZzK+BmJzO1aIAHE/i1Fopjag1y/NFy7wMMUq1zP1J",
-	"eGq6GZSKvA/2vmYR+R+Gg9Pzk4u3gyhgJQMNGXXprEDvLcAnmQxolRHcuNHBrabhitlDicsPVwXo8zUm",
-	"hCdOgjqzoZZzx8y3te3v5N2ZL9M8Mbbk7kRl85aRLOCukGMVU9iBYnb00gB9gjaaFzDf26HGuchbaDrv",
-	"fAgwY2Dt3TX/iLHZ61x0b2G0W3vo6PGHO+jci1vw/fxVzlg4LbZ3NPbf+V7G85NB70Vv0Nv6fffCY7gq",
-	"iyacTXxxOTi9eNPfuq21Fz8EO+en/b756bJ3dX+nSg9/DucpuJQKD5OdQP+36iCA1cfrV1Tyrlpv7O9b",
-	"w/n1AzdnRWbfD3FRef6R01jhvjIX08KYqFZhWL+j4AKbCHC2pMDnKwA0s+4+r15LGzDFQ2meJ4O8ol24",
-	"q4kyzpBU+iH5JFWTeAti/uobj7nr1030gK2b6Hi5wpqI98a4NkZBncfSmiXW44PViBUj3kMNKHmn3KR+",
-	"AhPRv0VNbGnjoePUbLxlmrJGrTuy+YikvZ8Re/5/cLiHON0fQndY+K3uL4T3noVCes962qKK3n/6UdnP",
-	"PNdbtywYnHetXM+L8iCU1sH3UZ63UILrDRinRAzYwEdszfFnvZgl918o8RS1WcUELdX+23upsI5BNAL7",
-	"j72rar742LQS/vQ2/wRE22gs+Cb7cf+dhZXJcnDB65UczzIl1VKXIptbhzJLNffVRJe7csEcRA3PRCV/",
-	"yfQQGZgt/bK2Tl3KWzf3Ie3FqHC1VrZLJswGLrnACDF0rGJR8YZVP8CshwqDd+NUcM/FAn7ZwosFXcZI",
-	"n0vgcsTRCdYCoevMHUgPHQ7LMS2Hl/n2dZKmIm4GLOZzPhUxAV1YxjNwMBM5t3efB4DEXBr0bmmM1UCC",
-	"5iuIHwGfS4mOmhxqVR8XLtkTjS4z1jAfaymZroJQmusS6lsTzYSMIbxBDigLcEc+LMCt4ilm4Bx5DUPs",
-	"wzSdC4kuHZBh4COD4BJ81nIFA2ZFImKKcR0y3dxQdOnZnTvbVCTB5r2zHulhOe+Pmgr0QknxkFQgeP6j",
-	"bPQ7bPPfs9zxHxfPH1DsWH76EW/Xt/JamqOPuaisEZW+9EnFfH8l5nziTXep0tS/5x5ygdXk4pQ5qjYn",
-	"5fQ8lycGCYC4sMCJgT8DhGc5PuMM7RyhWij+IRasQWCeGK8yV4XRSpptdoKI27d85UIBiU9+uOmaY9Fx",
-	"783xydmZkf9eNNslXUAeDtwdLlDqdD6yws0NDWY4a5SG8kSjlAbaADf5M+4GGKx/kcBoLZw0JmJORQzM",
-	"ZZa5RbAiDuvaRRUWHO2LTMXLsYDITJzoMTdTQFG3IpvEzhMvAmKlW56nZu1X5rYSMZsKMwpgJjUn++Xp",
-	"m9P+awiTaYWl4OVlRBe7N+o4lLbFSSITPaOUDPLFw9CgfA/YRwkVqVHMTCh9JlIOoUEhCWcZwkF4tcdK",
-	"CjT93ZonFK/Cj4xhoiwTNXyn9mY8hjn+t7ocj+22ecgNWbz02NdkYGyhytH0zuMfmwDzz3TvPhxMwD/j",
-	"Ww3OPfzIjieQUCVJ1CgLoL80i4/2AX1Z+/uYcFxr/CePb2rfxwwxsCkDkMRPCN+biYys5x9u+aLmRYrb",
-	"IT1btphpifBysmAY0HjXu1TNOr24eHPi3q3ejZaTG8qB4c2DGnDOu608Bzz+R7zL/lBo53988+0PBSh7",
-	"303kwjGoGm/Y1Y8IiOMfqa1nFh7+DHdYWQI0yuf9rzvsC1rHgzKmj000p4Q1ZhasyGkV8UMtZ/MtMV5m",
-	"Sb4ycvZD8F87I8EzkfWWRkz+9LMRi+iaratZpI77yaA8jjOh9U6ws8zSne7OLM8X3d3dVI15OlM67x4e",
-	"Hj7bqS86hDsOFO1WnurWWICjO8Z/XYtVqVFd0+rPbvjV5gEMrcySPFM507d8UVwphIm03rneJle7Ll52",
-	"873++llyI6TQGJAxM59InCJ6FXNPN0yKQ5JB6hWvtyLnNe+cK5nkigBs6FF33+oNHylXkDv+TouvjP0e",
-	"KzlOUgTwLHIZUz5qs14onQMfclAtsH7RcCtV028xRA7phBqd4tOu5SvxQF2igBH3eMpHLSIiLTE03klu",
-	"Qm6Ew70OWzua6MKA1muasXD6DNSedVjrI8bd3KB7fCl1gGg7iMs4X/As0YjL6KtpRIeL+g8tiyvP//Dz",
-	"h/8bAAD//w==",
+	"7L17d9tGsi/6Vfpyzl0mE5ACwDe18odiybEmsqSRZGdPQg/RBJoiLLCbRoOSmMTf/a6u6saL4ENOMnvv",
+	"e+actScyCHRXV7/q+avfar5YLAVnPJG10W819kwXy4jB36fCl9f0nqm/5WqxoPG6NqrdzRmRCY0TImYk",
+	"mTOyVK9YtUcarVhtVBuvbLvt/z+nV6/v/nl9RubJIoJHbMzxJ/WERJTffzeuMT6ulX5lNCg+WbCEEn9O",
+	"Y8mS78a1VTJrDrKval+s2purm+/PT0/PLouUnpCY0YAk4oFxIjihZLFKaBIKnpGrxh8osrM2rNqCSQnj",
+	"rl1f3d4RzlggYahiyWKaMBKLiB3rhse1gMr5VNA4GNfInOKb0LN6rWbVYpbEazqNWG00o5FkXxTJEWNJ",
+	"kdwrrj5bRqFPSV21wRZTFgQsIDIRMWvkib4XnE3oLGHxRDJf8EDWRo6tuoLvZW30C76ku7RqcyGT2qj2",
+	"uKhZtXmSLCc0CGImZW1Uc9x+y27ZLWfkdLvdXs2qhQG82mw7zqDdnNpte2rXrFpEZTKZMxonU0ZVa67t",
+	"9pqO03QHd7Y9sp2R67YGTns46LqD/s8wdBqsa6MkXjGrJuc0EE+TRxZLNQej2jKSTdWE47iDpm3bjq06",
+	"h8XFgkl1D7bd6g4Hg17fdQeqB93aRLL4kQVVjTqK9F8XnyeMB0sRctVs4i9HR0fFgXdrXz6qqXnLaJTM",
+	"bxOarGRxht4vLbWIRMAiQv0kfGT5OcEnu4YHlMDnk0jQQJGLnFnGLAh9tTInkbhXjQWxWC7VC7Zmuy8W",
+	"izDZwhTHabnDfqfb6fV6iimfV2zFJgFbJnNoIWa+iKE/tUhk+CubTNeJ2uVOe+j2OlbtKQ4TNpnRMIJO",
+	"vyiaRCJ8EWUDcqzacp3MBc+N8V44LbfXGqh5UzMQ534L2COLcEKBlTXxULNqq2USLli2bF1XMf388vb9",
+	"mzfnr8/PLu8mt3dXNyc/nG2eOzG7D2USr19JEoTygYSSzFZRVLGdK9vL72zTFGwues+ITzkXCUnoAyOU",
+	"AD9G2IvqgtTPLq9ur183ivtZTR+Sf3d2c3lyMTm7ubm6KR1DnKy4XDI/nIVqMwObyIyuoqSS8EJLeZJD",
+	"nrCY04iwOBbxloPl/PLDycX56eT17Yfyabig0UzECxaQJKYhD/k9UW9V0ZC1kScgCjkjTscivohWC05c",
+	"u+uQ+tn1yeR+smTx5KIxIuManfrjmpoaxU5KAuaHCxoRvlpM2V6q39/cbvCP+KtYipgk81Aa9gVhAO3H",
+	"LFnFfNcYsMX8MHRzmkLBWaFlbJEFFsF3Arqg9yzYQ/jFyfeTm7Pb9xd3t2XqIzoluAFJMqeJWWhTdXPG",
+	"ElreRny+1eLihebaIyLhulaH5Qj5zcnNm9ek3W4Pidpne8h+d3Z3cnpyd1KmeRayKCB3epm8UzdwIBgy",
+	"LGCzkLMdVKeN5klWt/iIrPgDF09ctz+u+Y+TmYiCcW0PnTdn/3h/dnu3eb9/XjGZIF9TAhc08edwC/uC",
+	"JzH1kx3EmpaL7MVmpyJYw41OOe65EXTCX5k+pD9nCzoiy1hJBsmajM19hDtgEUoZ8vs9g7u7OTm/PL/8",
+	"YXJ1fXd+dbmxgNLdKpbqiiisIrpcRusdw9toOz/OZcyWsfAZEPmL87H1FPJAPI2I01HUs0fGjwklt/Qx",
+	"TH59WDd/EBFdE3xJvSCCbdvi71ffT96cX57fvj07LQ/nk5jiEGgE4gFhPKjcBYVG8nSrFvq+w9xZz252",
+	"pzZtdvw2aw5p12m6wWBms960Qx2n2AOpB4Kzxg6KL6/uJqdXl2dVFD+FyZxwoW//NUu2EJy28VUEh5LE",
+	"K64m+5gIHq3V+akOKNUALETdfyKUqCiUEM73DOjN1fvL04obCTeiajgMdowFP88PhotsRarPx7VDhrZ1",
+	"i/9dTE98ny0TJXgU+Q5iTKA6yRPIZBIuqJIQg1UM4nxOBrYUrycgvw5mzO24dq/Jhp1Zs8N6vSZl/qw5",
+	"bfudYbvv9qZDN5VOJqs4qo1qR2ZkRwd9rei/uDo5nZxfTq5vrn64Obst714ukjmLiZL3crNbwfCNdvI8",
+	"p7oZnH3TWMjVyXOvxPhjArxVj+hUrNTFi0ypllcu6PSGyVWUyA05AfQ7umAkeVKLDF4iVBZFhVpEpxO8",
+	"eyZhYE3Vaaj+kD5Vs/HZyu4l6+z6xDp9e2KdXp+M+dvri9dN1x061vdNp285dse1LGfgtLrW0G3ZVvaG",
+	"i29YqbDbvrMHI6c7su2fLfW45aD2l43l77dXJRXw7kkQ1aAZSDaCX36rnb49qY2GrlU7uz6pjZCImhlK",
+	"bVRT/YPWkxtqbVRLh6AWjx6vEqw77hfrt9qpaksR95KmYB2mHMtL+LlBK/UkP9qrVeKLBdu8E9Wv5Gku",
+	"JCNAAnmiknD2CMvw/r541sJFphWNmPksBC3KQVWS+vqXFU/f++W3WsgD9qxVk+28KZwYmYaDZoNQEsMe",
+	"vZLBlJC9FYl7Us8TDfJYwCKWsIBM12q9M65exROdStA59Lk2gca1QnchaHAS+3M1tBu82otMu2FNUN6U",
+	"ak85ofpdYlSZHLukWMU+7Ej9UqaCFjU+p2kP2rZt1wwFb8KIVfZ+voCDnBLphw9h0owYjZWEFBVkrCVV",
+	"ulztSMaPRzFdUA7i6pFRY45CaOVoGcl+65OYRqE6M1NqTWsppRGdNhW1/ZQ+XFXl1TQXCZFPdFlQdKN7",
+	"EYfJfFEb1a4vbt3m5fn1yYU6sNTBNAH1biFrowE+YMFelX8Zs8dQrOQe5dmQepsoibySmdexWAg1jUTC",
+	"SzvnEF/ZNoNu07Gdrp7BdycXb65u3p2dTjYPmRMUFEGm0UoFvLR5xpda2Spz6lYeaRQG0JaSnNnzkvlq",
+	"8TMeqE0U8uUq2XKpvju7e3t1Chf4ycXF1U+bUlgsVgkDqUbdFrAhFyyZiypZoKK1kmg/FwG5Prl7/TbV",
+	"+6JIPLGACE6O4NI6ikKZHJvnI/LD2d022s9vb5XEen1yc7cptyzh8jN0h4kkvnxUmlSVQFZoqkDyKkpC",
+	"9RF8qRQR+XiIyP7u6vTsYnLy+u78Q0lKPFUnkxKJ1DmGpqCqtWcIy7eTJ0x/QsZVKxEpxMaPSe7IQuFg",
+	"FsYy2Un49+9v/1leCKbHKVPUx6wpfRFXyuO5Nl5IcqltdXwfKhJXyy9Iyuurm5v313ebixvFJHXo4a7k",
+	"gkSC3ysBCq4xiQtnzvwHuVpsHWrWfmHtZI2L2dZRl7RR1Z+xwpHbtydNFwyt26dqm+iezpdqW1+b5hLY",
+	"OpBqQR4HcsD0VXe1m3YlzpYn5tKoT+kq3kmxbqIkSaQtaBPqLkJu707u3t9O3p3fvlOHU5mVeBFstR5o",
+	"zrySRFswtxFb7ualG1qLEhb0j5fSsRbyE1Q8NaU5oWP7oO9Obn44u7udvL/88fLqp427SnDWTGh8zxLN",
+	"SnOWUiLDgPk03jrOcsv5cSqGYXtaiJNoWcOeKA9Af+XCdEI4XahDQW0Mymm0TtjOUb2/vH1/fX11U7Hb",
+	"l6H/EDFC5YNqcCZi8lS0s4GZI1j5O061fPP5YUn6eC+iySyMEhbjXKhRfjeucUZjJpNsh8jVUolg22eH",
+	"JXHoy00FRfvRFvr3TMn6G3l7dnFNMnFvkgnIciJWieLlJBALGvJJIhIakduV7zMpZ6v8POCLaBGjUThF",
+	"rZnghyMSM+ANuXOV7vjIiKNEbfP0H+Zha8z/RsCn9xKCfLHiCYvH/CUf2ajZvVPr6ZQlNIy2nYKgr7OA",
+	"zFlcdMYEwXYXUq81sO3ucOjYnZ9r1g55FsRmfVDKowrZtcWXv4Jep3SRSd6V6rgW2Mu1/zS1SnSG/tR3",
+	"/HZz2qa02aG9WXPKpp1mp+0G3Y7t+ENHDYQLcM/UFvSBkYAtRM2qofdRxOBagSexeJKTlVRqWc824j7q",
+	"PurrX2pyzZM5S0K/9tGqGdvGxJePEzmn6goa1dxem9HB1O50+732YOqzaT/oMup2/Z49mNJZjw3cacfv",
+	"99pd5nYZpWw4HE5dt+/OpsMBVWpt2rCiR5HyRW2hdLXHLniTlbZtt4bDrmOhlmy3hj2nrdVv9Utv+MWq",
+	"xQvJcu93B3b2frtv99P3+91BX+0rNIQZAw4KmxVTdYTv1cAPiUPv+VPa7rn9oO07tNcZDKcdP5i2aW82",
+	"ddnM7drM707tWd9xeh0aDHw6pHbAbIcOp/5wNmvXir60Tm/QH/Rz/q7cca3X6fYV2XP73W5n2Ae3qXlb",
+	"Gme8mt19StQTfWToZJnApquNXLszKDyPKVfL8RfXtq22a9ugHsMuO+czsWkH0nIs8PQrXJ07FMWKDeNY",
+	"5ZXS7mUrpesOciulU7FSesNOO32/03VSw07LHra/7JsCx251O25/2B/a7a1T8IdYfBGWlVV1+GseSguu",
+	"y21e5d3eZHT3b+c2LNKHaW3UcQvL03T2J3Bmj+JuHUZed/DftHu+ZNN0zeKZiBeU+2xDekVXHtjXtD2s",
+	"7AnQooxM1+VvNY7+dFiY6b/Ocv/6ok2FcGR/zM3px71kG6Jv2GPInqoc5uq5kjBoemXWaRzTtSS+0vsF",
+	"SeYxYyRM2EI2qkfyC1BrwXhwHB+tQtjQL8UoIseqfXZro1/sVqfT7lt2qz0YwH/a3fZHtcmf4WB3On34",
+	"x8RfLVYRxWWePV9DC117OLDsVqfXVg0M285HtZbyvblpb8NeV701bNuuZbf6djfrzG33OlWd9bt47GBn",
+	"w/5gAA30eqqBTre70Vs7620wcOBlt4svD3LdOU63qrthz+3luhsMu9ACDLHfd7ofv3y0ahF7ZDGIDb/Y",
+	"LcfpqcE47a7qzOljLwvJfGSw01WkugMbGGy3h+bnR/hd3ZGWvkTx+vy4/yJ5DJe10S9Oy253LKdlOwP1",
+	"v67iZnbOSX3EubbT6lqu7baGsIW2qK2XgsiVP0erU4UQvtXThGaqH87utBlJbhGuVQPn764vzt6dXVao",
+	"CDNGk1VccvSvuDTKzxaS8i0WlB3j/zLWrkcaRooiVJNDSaarMAq20jq5uPrhh7PTye312eu7m5Myr5K5",
+	"ahvN3ujqQ8NJJZXltspKWcVoSTMS9025ZH4S02O0jkBf+Gi1KHW6ZRCpb/nm7PXVzaaPEU3SLNB6odb/",
+	"Ut5BH3BsVQ6r3Hq1Up3ascc1cHOYPo9BsQQjzVxEQbFnNMRsGdjVkvGT6/MKX1Ix8DGUJBD+asF4YfWE",
+	"WpBKwgR0h0ztIQvK6T1TH4A+nHN2QGTPjPpFG73dclrq7lSCP6fLsDaqtVt2q13LkfnPk3cXLyfTtDgi",
+	"0OCYK6pHY04IkD0iL6NafajJHhGgGvW365O7t7ts0EuazAvaqbEax0IkVeaWjQYL0QyqtXHtiCV+3g2S",
+	"KegrHrAYHDy5brasguuTf4JD9u7qanJxcvPDWaXJX6idpRZaFC7CpJLgcjNbbf7s2Yc4U8fuDLr9HkGl",
+	"Ygt16SRciPvtHlyljm26bnPBhmFgJeGCWRiTqKfQikXE8l5b9ffEF3wWBoz7TD0u/LP4a+JOtOnA+pz+",
+	"lTqI1e60MHxsAm7EzGXszynnLLLUsrrXjv2FHHPboa4z63ea1O10m/1he9akjt9vTgfDQbcz6A3bw561",
+	"KRT2W07HsQd9p+/8bFVcdBaKv1bbbdndwcDu9toD13XcoeUMWkqYHLpKJ3Ycx+1YvZZtt9ud/tCxu67d",
+	"gQt74Pb7PcexXcceOnZnqK5yt9sf9tpuu91z264L8sGw0x8MBq5tdzu94VAJKM6w23Oc7qDX6zjucNh2",
+	"4WpWjzp9RWSv2x1YlmXZlmN1bfuv40DM4IRPWdDpu4OOojNjQa/TsW2320450O23e71228lzYNjudNoD",
+	"O8+Bgdtpu7YzzHNg4LQHA2CK5oDbtt2+3elBY8gB1+0Pe7Y96A86BRbUyqt+MzD9BCLRjTUtEoUgC86e",
+	"kwkG/qlX2el69fcfVlxM5bt//KOWj8DV8iwuRhBmfcF9xhNckplkDzzScj1wR0v1ipu9L/CZ3hN5pdZV",
+	"Os5pqsdmSu3A7Q++WLXi6q+NurZtYoYP8KJmG1vdHwcsm5pVS3cpWlh6SiAWcHelCmIW5mBbtWyDqw/U",
+	"VFo1CDWsUs3yaxDUwAMY63Zb7lAzqdsyHGoPWs4Otg76ObZ23Yytbdf5S9naa7ebNJgNm33fGQZ2d+rS",
+	"KS2zteu0e7vY6mywtdsf7mPr0HY6g8HPWnnVgYyTu/N3Z1fvt3pOpywST2hvDnm4WC1ITCtF8nJ7+YtL",
+	"tzVjUbSlQbUNe91uW99jR9tushswyu3JMqFGj/3vTTXBd0BCwkcVHp2RFnaRYPziKPcJnmS3Zzcfzm4q",
+	"3LGXSuMRC3BigOzGRZV4nP++4K1AWX+6kmsTEBbRpBx1bZyot29PTq9+mpzfVjq07zb82ITTBQuUQIGZ",
+	"HFWElZv8Wt+27oIsVhJcOMbHnbnUq1bT7dv3d3dKZzjdcHzdZaqQTCC3gjzN0UHMUACjcWwCejZGlW+2",
+	"guFKqZyvEvD/B+KJb+H33dXN2eT95cmHk/OLk+8vKhg+ixhLXkkS0IROqWQFJxaFAKwK8jbaLeuApllI",
+	"JKpss4pcmIGr2WxTld+Y/vQM5asoyj6uDNHBn/JxEpkfMovb8SkPwqB0NFUe1e2m07FNpBU2XpW8c2KW",
+	"1Ce1pHSSUZGbiyWNQ4gj+2pDXj5vJ82msczLMoRrq8LG2oMDfdjtdZ2fa4eY/VL1+B/vz96fTd68vyjp",
+	"gWePLF5nOq+MBEQnJfSBVUWkVLVXafKAoFyTeTMijglpJZ/E1CKdXNCutIitr51CrGr1cjPJBn8X09eU",
+	"+yyKNgOCP4mpWhj4o96/YUJiWhgRi+hSsqAQFYwpM9lwX59cvj67uCipkFnb0zWB3L8sIPi3T2J6Hnw5",
+	"wnfUKT4LeSjnu+zmQ2egRNx+V81p6gLs9m1n2B7QJnV6QbPjDKdNOqTDZt8Z2P1BfzidUrXqH0Ie5BgP",
+	"hCYUFttBzsGd3kBM8MLpUGLfQM0JBgCqLWzCUbXxfE9K3rDVbneG3bbdH/6cz/fSG8CqydV0ESb7Wmj3",
+	"lNbwc620Gk4hjbG4EExQ/IHTjkP6/818Odlk/VajcRLOqJ9MdIToNme1Y2tndWrOnkgWMRBszfGX98X5",
+	"jxPJ7hf4oBZTHohFzarNRGSSTRf0ueDBc9WzkE9AqSz69jqZVfpgf128AmlZcCbD+wVVO85/VDrcI6ty",
+	"OcRusfVOJ2t84AxThaDX6fS/bJDTVYqM/sBpddTf8P5Qncvq5AZTqPq87br6nxMJT+yB67YrvBIlgoau",
+	"k7kz++6wl7kze3ZnkyK31WkPUorsVA1q2d12nqB22y4T1HGHwwrHRZmgdk4V7SvFPPOv2v0qglw755Dt",
+	"DTvphHVAdU1JcnvDYYmkdtdpg3OjIiTiwP317wuJ6PWn/Xa7G3Rnrm373V6v7TMnsPs9v+1PB07H9nt9",
+	"22Vd6rjutNd17KEz7TC327eZ3Q7o8MUhEX+mo/uLVePsaa9vXqySKGTxBCyXQNPn2qjj9Ic2nPergPEk",
+	"/JUFk5jJMFjRCJZQ4tZGbqdlq+nWLaC95LNSqQc924TiA6sTF3MeWJS18lG9AWru5DMouq7Tzx5B+622",
+	"29XKMayP239eNp3+sDtwO3ZvqIZg25BwXEFlJq81u6320PCp6bQGbjflU9dRe1p11u22hgO1MM1oMALJ",
+	"ZEDkAktSQeCQ5ZoLNkEvyyRgchk+aHEQ/pSTmC1pGJuE6z/jxlX34h+9byviFOaMcPbEZFK+c5WUB/P/",
+	"P/fyLR8R/7lJ/3OT/l9+k+69Nf9zLf7xa/H/xovE+uMXgd1rDdqDbqfbbhcvggMDZ/+dF0Ea/3vIReD+",
+	"uReB+mXjItgTLPtHbwKI40qbb3ez2N1Op11xzvVanU528HbbhhzHbjmFq6Df73SLx5xjq8209yaAE9sc",
+	"vHY3dxHA0b5x7jr9YXYRuObYdVtdt3gTuIPOxk3Q7x5yE7jdjCCIZzQUDQZOJUW5Q2vYtbu5m6BXuAkG",
+	"g175Juh3+9tuggN3y1feBP/rY8b3XAXg96u+CnpDd+9V0O624II6/Co4ZLr+6qug0xr2u07b7jvdr7oK",
+	"Oq1hr90bdvs/19SqLHjcjVvAqBnvwSpctuq9vv1A6glmxISJJK7dGZAs5lDDDkki5+KJNyAcSb2mDviA",
+	"JrRg1ZaPtZHRIa0nPrHV/zhWq9VSf7h2p2/lgIsgpiX9O3s+5rewICy7ZTsQqGE77hBaUX/ajtV2W47l",
+	"DFpDqwdhT9l9o7Ft9MlurBcaOqmdz8QpbsRPgWDods7AWeBwDlgcPiIMl4jWIg5YDIeiTNgyTVWqWTUE",
+	"aKmNHDiwzK/8EaZl0yAC2AQfv6jpeX958v7u7dXN+c8VqXsAdwdZ+DTDDxGVSECFdgoph5hdS6aMxizG",
+	"Jrf48t5f3p68OZtAetaWjK+N0LEolEklObmmCiFj2E7MZiyWJBFEyJZcy4QtLPI0D/15KZ35WP0DgjOf",
+	"qCTsmfmr7fleuZSyybuz0/OTyd0/r7fEkWHMylMs+D2AFjGekGS9rOZtZbMFN0auBZKw5+RoGdGQp4PR",
+	"cCvHRDIeAIRQ6MNCPPokt/pWP5zd3J5fXU7O/uv8dgPkygR7mhg7cBWn8DvbfE6lJvdHeIYybfOQfFRI",
+	"DpJLwaX24zFAXTvLfEHAJxD5ykwoYWFWJ9T/n5jNaqPa344yqeDIfHVU8Uk5QHrn99mbmxEDOz/Mv/sF",
+	"ZIg5W9Btn+Gv8gi4cqPZVQPmBUz6cbhEcbZ2wtdEJ5rTMFrFjNRnIia6W9KxO8RLafYs0rG7xNtkgmeR",
+	"rt0mXo5Kr9ECGE8RT8MgYPyFc1OA/9zJmezNP5EvXtqqN4I1ibigoSRwRFpkqoEKYhExUvfU+vUaacLx",
+	"mMPhguEeeA2Egh/rlFDYD7CbNK6oaoMzFrBgzOueBiT1Gi0MLDnncjWbhX7IeHKLwIYvZOY2IMadfK38",
+	"6E9kcRX2YwVeI6l7VZR4jdGYz5TyCbCsTQDWEjFG735eiYS2yGXuXPfnlEMKtpceKSOSxCvmjbngPiNy",
+	"SX10gceMBS249eeMBmAM/612o75qnswSBqdMcSi3qBery+aJhgmZspmIGQbrAOxX227V8oyDawDBH+9Z",
+	"rLgD84xQkF9zlG1iVe6Z28Lrf+Ksvt+CignTmO9Unw/XdK2kxjshLmj84oVdGdG9c+SbX/zJS7oQ963x",
+	"Cmfh/SpmAUaUk7q3QYRmxntOV8lcxEoDeSEnylLeTiYUXv4zT818w96IqNEohQrpBnRBDhI+3vIYKO/T",
+	"OA7h2BzzTBxFBM80vCtFclDH78bm/Omnn5onWV9sc4d636NwGjMaLb4b5zI4xjXPwjAlD0xa341rIQeQ",
+	"nglQM6555GnOOKH6DlCniVSSGFwBGVW8covLJFaiPu7w9zxNKnrh9H61qFARP7f748Lbf+baKLSsb9Xd",
+	"wXuK0xDAh9CJ8ZgXBIwR4ULdIKuIKjWSczTSEV+sooBMGZ7kWdil4GzM64z6cw27aFZgLoxJLT314ycM",
+	"UWRc3d6cBQ1Lrdsxh4ayviwyi8UCKJ4DwjSJGYzJIgu61miP8mHMPch2w3e8FvleJHNCY7Z5G+k7/z1P",
+	"kSfesSCkd7CaXngibFNV9pwNlZ/9BafkK1lQi8qaDKl71bTAYZmSA2M9ieT3VLIo5OwWVGMAiwhVhzS6",
+	"RiDXULFFA6eXhGC5XqCZikSMyoTIzysaM0mmuk1SPwsjpU2OV7bt9sj3gkWMS4u4tt1tWGMuV1PApGXB",
+	"iHhhouU96ZFYrJRgIGZEikitY+LVfyLfkoguyOmr0wb5lXxHfiLP3pjDGXSqt4WSJ5pBOJuxmCnpZEGT",
+	"OHyGs/OJhffzRBJvCQdTzMgzwThk8isuUs8hTbL0CIskwzfqNIrSDx2jZwG2FJLYwDN1mWPVb7VsIJsH",
+	"6skUzsAFo1wSB8SbBX0OF6tFbdRFAzf+w7E2pB2rFtHFviZZtwVm9HgBpqlArKYAd5f24ti5/1fZoUan",
+	"/mLVlnt6s1u2o7pjz360kuEje2d6QSz37LnpBZ/vIM9udXNE2RVESb1SGVdv/FKjkZyYFQdxLKUbxILc",
+	"MrQD/oJfZ2+J6SfmJ6rZEwxyfV2IfC1ObBBKeh8zNpFzGlfclrfqsTFgcJ1BSvVq+12H3DZ1pO/vBWlH",
+	"h9i+UsJwxGLKfXZMKPIarlEQA+x9c7uHdWrWJtn22BzBO0YBlNJEnId8ZQLRLXJ/dHE4TRt9Az/T90Ke",
+	"9Dq1SnJz6z1eyGCTyBshkqYaShMPnL+I4HQiNim4A81W/0xWkgXQ2UENl9Yj37UYS/gLxdU4DWnFAaP4",
+	"UtdpOiwgTRLRaeNw6jA7KFZXyWbbVHE6olPyHaHkWzIl35C0p5d0AUth78yzitNHfo6TOgxxY4z/chsv",
+	"GqeMxLJiaqc7xkjqIg5CTuN18cJr/JUTLzdnXsfg75ImKhZQFq7/8g/Pvu7DL9tH+IFGK1axfq840+UR",
+	"yBIylOFtmFiy4pGSNWVCwWJLufmZZIhrqcajZw3spHAEtDYuas3HAxaLZtwBb54d+GYVa76niT//Xm/r",
+	"0mZP8ZM3VCQrPQkOmB7NdojYj2UyySMt56mmCWvqmgkb3RW3b4WgUlrpKe0VnarW9ACqtsPrD9dYpabM",
+	"j2Klpt1Sk/FL72IPAtJ9HzP6AElLBff0Cz/Ufurqu/UxW9Qg3968uz17/YEcERnUITz0wNMk7/+uup5k",
+	"QnlA4wCLNaiePPjAQyPCKsK6THJEqB8LKQn455TWN+ae4GxiGphAAx7I0N4sfGaBd5ypb68/kDTclNRv",
+	"zyYPRMywBYiq8KxC5YxXknhZgIiiwmuAppl9oGVxjAgJfwVB2kMx+6VHbG6RpNOpl0PlYsN03NSOWF5x",
+	"QZWBpFQ7wyNCo57o5N4RoelRhDjkHpaukDATY56WWpmtJJOkThWHeBKH05V+DeC1iFhB/qfd7HUITih8",
+	"jn4yNRYLVPMlU4ejKY/xwNYNAoo8TZRGrSe40AFOZlpNIQcXeR8+wtG6IHVtfZetRaBIRotBR6s/RhKv",
+	"gCs17EFElvfvalbN/Dm5en83uXozuTm5BCyIvNaqvWHwFPA1jWMvQ41+d3Z7i4WM9F8FYIliVuhGIaFy",
+	"xZOPFcdc6oCrOHFz/rX016kQEaO8YhUGLOfPy3+8YxXesGW0rpB91WPC+CNT4gsutgJWvF52x8RTLXva",
+	"XRImUhdoaY35CcFkJOItQ37vWcTT33tqqXiYCR7ymfDg8uTyicUMcaZheYy5tgC9klCkbY12iLq3FIXm",
+	"JvCjepA1qZ8p5d/TB4vUmKjeVARrD+rLLJbJmizo8piYl6CYGzPUaAtRSojeWcYckjrk9cJHy5bO8wyY",
+	"mhDtqQhCxdxFyDHe4Lfagi6XEGPwm4nU22mtwYIz5eFtvSsMuqD5UDFs28vXgt+n7+UZuvUDfAm/+ZLK",
+	"OutLConzsNC+WDXB2dUMYih2XWtZ71+sPW8Wu91zWxY5sO/1HJeh4EO6N9JU2vLuwOXwR/bHnlWRzfUB",
+	"Y0QyrRp+vIV/oeJ0+iZSupfZ+P4fnuVc3wfP82Gvb3ABJ9C8eJuPDd0l2m1KNr7a65wgbCZJ38ZrslXb",
+	"Z0MrBJ6W23+rk7EBLUgde4RKGd5zxB4D4x+ISfUNoSZr1WukRgcl2WDAbArOq32cYQJmegODbkJsVlId",
+	"yyj7eK3c1ZoGyPpCXb8rjZoBynrE6CMLKu8wHXRVHuaPxkgFol8T3Dba1c4+r2hkBgtsAJrUSKCfpuCs",
+	"KVZFRrtVjC7H71bNZUTje3BmgYiTxKFSsqGWp0ZoXsqMkHCxFJI19k9xdZRw5VqCfvXNxkgkILHn9QcC",
+	"n+/vKdMRaBQdsOE2tIWPZaO61gdyui+hCTID1z2QrA0daRRz1dhAxsf7D29HM97RPpF8zOvqQMw1qQvd",
+	"ScKoP2+Ap1HrArAyiu2Nedag9IoiYhptbdUKEn4NjqyS0gEK43Pl0t4p6a+MVXRSeI6bIZ20SuHLvH+g",
+	"eSI7fTYgHFLIcXAiILKo4hXFvwu4843/+baJ1ynU0DbWXOf5YZGQk19sizgfj4lkafiOUiCI0R8GLXIS",
+	"PdG1VMxSB+bxmNMcT1Gqy0COcmgd6qWVUnRCSSI2A/XIIlKgUrSgS3AkThnKklVemq0MPtiavpXxB7dw",
+	"9gdb2DJRqW53a6ISy3dszO6r/VN3plJkqh3K1WKhFEqlpIIT2ED0q4ULGsA9YjaHfMzzP0BQLqkLzvQ7",
+	"FgZ2zkXECH0OpaX3A3yAjjyl5OoGGy1yN2drQoOArJbqRvIgdFwfKADSu884cwNN5TmiL6Zz/LrXAfbq",
+	"f2UnPKACow9gWc2jH8kjjUOlxMnc9ZHeZlmHVvoUbF+tQ0n/oJvfTfwmvRBcv8UglIQyCX0l7LJoZmVX",
+	"vReE9J4L9aNsfUYtMP8ocb2vsXAjMchEK11y1cduHLMILoLzYMttlqqcXhh4GBKIeiJeCejgKQTIVGh9",
+	"ZEZjwrhY3c8RcxXqirSqrJynmFDwFX7xG7YQj0wSX8hF6DdjuiaYkDAinMaxeCJLIUO4KvC52lIOScSY",
+	"e09hkMy9bx0C1blli/xkFhd6nTPnnSTBJCTfkefJb+G3zhfSJM+T0BpzBk/Vb02yYEFIeT1opNFD/ioh",
+	"PvmOeOoSknMRBR55Ju9OTskRsVu9fqc75nX1z+/Mx7+z3xsjs+MxQO1XRMM1J0GOJotQCQfBT/MwoQ8s",
+	"Nq7/t3Stfn09ZwuxYEncIuc8YVHUIhd02iK3a5m0iNMfkrprO4MGGbjNQedYHyiMciVRi2iVqJl8DDEu",
+	"6pk4LbfbbjudbPIV6aEkdsMC80AIEfYsuGdoyiCKO9rr75OFABhkyknyFPooIbHJb2HT+ZLJ6Za6k2Y0",
+	"itKWoJlP2IxPmlvb+aSmBYXZMAG7S54empAwnZaIqgMi38knOFbGPDT9mA6/IyH5luiFQr4lDgEQCFwv",
+	"JPzWabU+EYoryyKmciGZrpGZUiki9/OEQIAGnOpwKmeZJepoJlOWPDHG1ZpCg+wzjgc3nvQpJ/eCYWAa",
+	"jPATHNdEoto9I5Tc0AXlZApfYxipJPcxDVY0itZwV6vfyCyi/EEiJ8RSQngP3Og0UlfHXDyxRxaP+Ty8",
+	"h40QxkRpZDRqJqLJRSgZgWiLYzNoIy/jhlF6C5XJmAODUnEhEaJF6DI8MvmNSi65Dx9NaLGSnWXClmS6",
+	"hv+2xjzTF8SMmNSilO9SF6FFvCSTzFQleJTjF3TmUqX+lu7SLTf1KjEmjqrNqRmiLmlceMBvvcpyuzbV",
+	"VzGqo3dABMmewBFYnRXBI3qG5FL1Q5X0KxNSPvRIneqzk6izcx7q+kkihjqsAUuYn4iYLMNnFslGiXq3",
+	"RX5kbAkadhGTEQ9fABmmPHilLu4gmUMYm+5XcJJComThG+oEVl9I4tjm1acwYJZuYIAIahDHDCHY03Qx",
+	"KwEHz/hGIdTH6e0OfTg0aOVM3YDfi2D90tCtnJHVyiIHxYwwgErTBmKwN2rC823aVaRktrpN76WmcKet",
+	"Lx0KAJumAoF2eu76tCg+fMkhnO38Ku/u+WLV9vcDo8MeEnnQy3fhgsmELpa1VFTPNj5SWbXt93odr2OR",
+	"CF9EH3TeZnnBPBqJBoa1wU+g38JpsTbo2JhTHZN4oEvsHfXnIWdNJVxBHQD1GiqBkBECz/QZnYjlBjR7",
+	"pTR2sDMmwLymdN2/zDlTxYQ3EWPJ3v1V5My94GwCF2OW/L95GIJTw6dazwUZYM5onEwZVk8VUQDXM9Uu",
+	"xVAST7XsHZvQwd3GKWy+yooRBalGQurTNfGyfFivYRE1DHWNKVG7dbiyBd1lK92oJSWWp2RZVWyqmoG3",
+	"EP+bAVkWeV0uwPRbja+iKANUrFhNAVOCCKQra4CmDWMGGiRQsPQw/xfcYZ751juGS2m+WlCerXVsUNuG",
+	"OK6XAgc3r/iSCocOBl3QscK7WABhjsT9/qMihxSOnNR+AzhB8nzbYEHJaULMRwZ69pg4ud2aW3rLdTIX",
+	"fHvbOQTaUELCUsK4uol/ECCkQIUOLsg1tKNEy1CSWciiAEtYoCxrEiO1HvKDUN8l4QKBMFUTEGqeS8zz",
+	"7oXTcnutgbYibMwGErWd8HciUKKh6TmNg/hBYJkTEnKUnKC6kBewRxZ52s4RCZ9G+Fqj8pCT6QpPzaUP",
+	"tWy1Vl4VqyXUmM6dMi+SK6DDqj13fs9FzAIjWxS5oH8ESTedyWPi8TDS4QpQayGLu9qyI7Pu0lLuLxRk",
+	"rjjLF7VvkbMQ0jI9gyeO1ows4shDUR15ANkJ6i7CcD6oOoZG9xcYZL/SRvh1dsFdX+VjxBb0+YLxeyWE",
+	"O+4APkz/XbGKSrXrq10101eShIHZbfj6MVkKmWDxUkLvaciNyomKFKNxFEJ4C0wPipIvoawYoFYk6yej",
+	"9eNL4FELYvrEj9OSZNqRpQuUmto+5Qr8DAvwg6gfcuI1IzptQhNNBBAo2b92RcdlQPZVXMyvS83HtM4Q",
+	"hTQpY+/RYzJxrpjz8ZwUo8MOCaMu7fniVOdWzcdd21JerRJfLCqEQM3pKme8L+JAplOhthqAbgepWQL8",
+	"pSTkfrQKWNDaHw/OfAa45Pvjh7XdYztZOhirwA4Ps9QSPNzQAlQ39IuYcJE0jrURoriy1amipJn9Y1jx",
+	"HMcOEqzemy+yQ3K/jKUZZaXzk+NJnojKWRc00KX00kCLFwi/iBRVFZsBFhMtUgH2BopUszBiHqmzSDLS",
+	"sW2yEVTXaI35iTEAQm0jxgM4dDjxdG0jD3ydljZHyfUiCsGuFLMxj5kUEVSVhiAiBGYAk8Isd4G9ksWi",
+	"S2Ne95rwpKkobKqHnkW0hlGAXACzNKA+HHkQIsDixvEYcfqfQjOscskmr0VOuA7Vo5GpBj3mHlr61EDR",
+	"Vtn6JAX3cvapsrkODA7gUJSkLhkbc08+RIzGvIlktRaBp6P1cgdwxx72qo4wmJs9uT8egtN7pI4WQbVW",
+	"MTQbJDdPs8nTXjmajPk945CiHxA/CmHrPzC21MY6JdsZVjRaWfPLWCyEapSOucbDBxHZIp6piumRmDVB",
+	"DYDeKU+Lg2tfbJ2OeVoleU4Twp5DmeQ8N4jlgOIQAS527OGYe5U1zT1LHx5FSAKIIYIWjtEL6a/imPEk",
+	"WpdrR0BxB52tB9IuQ3G/YZm9gJOmxdxshUMNN5oQTy0ND0QswtlTugwJ4+p/oTbFmHu6P4zdzfgDxuic",
+	"Tx65WrPyVUah2nOlaSKTjHe6r7YZJvTzbcdOJgSW5Dy8ftCqORcJkU90uSmk5QqrVqhaissTEJcXcv8V",
+	"gnOSVwU2GlzG7DEUK7ldX9B8MCtA3ymwY57ocpsbi6uz6YnKCi2hfJsXiawgqTTsasYrqSjT916YfpCW",
+	"MTooCCFf8OzgT8q1kV6U6VCskvSiT8ulkg4it1RKqWrdiDjZtqDy9ZUqEwxTtcukuencNzxJ0Pof6Mgy",
+	"cC2qxWSkzEq9M1ee6aABYu2mQ80ON+rtnYLxiXa6hPeIEBBCbrmX0pzKzIdm7rkvHBDWltquXpgQfRSq",
+	"8iGlh+oFpW1bnGdNQHnlaEZvrP+qLfwOr6Iq7/l7Hn5esZzmZq6t+vv356eAiUXUEGDJLBaM400EQYFj",
+	"/v7uTXOgfXvIBsQAVJOUCOJ2e+QbKGv1zTHxUtHCWAHA8wcZ3rEEQYByTchiFSVhU31JsleITzlZUinB",
+	"3jnmWqpAzSEEZ45OlNDh6BvpABsijtvt7dUxy1F5B0d9HRNaCgHbnoQmEDHwf36kF0j+pyyhYVTNiVTa",
+	"SOUZDgVwKq7jINinuqeNmVBYkrPsHa517774QZqp1MdxvtTvSinF6tRp9KshLQhj8DiuK0/Pivr9+zLS",
+	"ciile2OoL/S7RUzQXZ/lojHh9S8bAIpbOQHxXH4IyUTLZRSiBQV9gqmhIifEwEepA1bEWpaZiZjE9Amq",
+	"4nIZquXQIm8QLRFFW3Q6LsMlpO1jt+Keh2pny4QtpQFbgOKtag0c7Ie4zo8VwncqrOw7A+By2lWMcQuo",
+	"NHATl1wcNohsyCMMMlDb/2Byf0o7w2i1amozpNQNMz0UDp7pFZuWBrSIh1XCj1CZ1DsK9UkNn+pVW6E1",
+	"su1GbDx7JrdvT5rqyM/HAOrd48+Z/8DAmoq8UGJnhYA7w2WAmkq66fWagkbkaoHB99Xkhb+yydSUI3sh",
+	"oEBmYd+777S7Sc0GKNbVS8XEaINeInga1lus9105EJ0R8KLUW/ONzPBqdg94lxSaLfMJ3NYVawuDHdSd",
+	"l5kp03lnz+qZ3O+IzHUE+2mzowvxBAHvAVktVW+5HVgKN8XAUX/RdAo77BCxPI2cdPNRn+4eU1omjenF",
+	"U5i5wnpM9052wn/cdsGe69ro+3yZu2+6UjLq9cWt27w8vz65uPWqkk/mLGbH8IM2MJDUTHR9cXvDAMsJ",
+	"LAbgNDE/6VO6jicJHM94jliFrxqQTQXl7OdMn+K5u+L64rbkjNvo4FaH/9/6NGLxRuuVRCHU72QWRgmL",
+	"Lckfy5/9WZc2wnD/WXker/OZNywgN25RtGyRkyyHqHiayFYth/P9lxH07vaM1DEdpVGkDbNP9hH4bznf",
+	"9p9hl+kxsvzPaVY+YPLHSWHGdp5be6K8Njzm+BURnMiVrwSz40KWr/YI6EzfUBLJQK8+LIcxO033ZpNm",
+	"EWYf/8QYs8M2YDHabGP3Xa6iKMegg3zm//aAtY085//JsWsbCahfFZWYD4M4iOWZIeZApgNxB7L938Hw",
+	"rby8yJTWDV1eX/HGIOCD0haLRYucGFyJnAiSYpeCm8TA/b+ShTxCCxwqn8Q0DZI3ygcYOsVTGoyNXpK0",
+	"KO/r2w/HmaKZ9uWZO2qiCPMQPigQy4QFYw6OlQxRNfUMLqoCuCEJLbNFV3tGcc+WFIZS2mWuIQ8yJ7BA",
+	"MBqJNiYhhwqrzugtuiuAzetbBoFXQXfV8X2kwCnFXMBIYGNu1PI0oin1iXpN1XMTGpPogyqovmNewqt9",
+	"opKI2axFEEsPk50BKdZM9bboK8ALDNT9j8UqqsZY4qH+JP3Cg8xDWhikeg/d9N6Y1xFTtFzL2GsAqESL",
+	"4M+oOv+mF/QXD5Of0SG3ACyWulco26LekKofUzMmDYRSX2AGzZjn/MXgAAEHKEa3ywWNIq0WL7Pq7pZZ",
+	"/mMeBuBgTPH+M+0b7CdK9bdIFEqdgwAw66DnlzLm9oYgFnbKFotDhWNSzXsqCMLur5pjU5angg5dF6Ti",
+	"l6wkSNWaN78Wzg9dob8uWTRrBsyPaMy2xN3l6vxsYg0+5a0/egdpr3LlCgCDh17HamJlY39MSLkQyW8v",
+	"mKzKqkQH2G5e334gSxonSh3zwUldef6UZPOsStHeQMNtt0jVVYxiaYVnqOA4PyZKJjIuUj0LoSQZ0Xsj",
+	"f1E/OTj0BkhO782DZOta2snWm3QnrGO+2P7L8PZkGgTIKi+HUBpGvpJkGlJUheADC7N1M98iPH0ldYi4",
+	"CYFCtexg02aGZ7ctzrmCTqzVn55+BoI6jRKz9IWGbk7YjYY6TNjRsOQmHANyXmWW6WbSekLTxsHDKc/d",
+	"mTqrq4YmQz2zhym9K56E0eGvbzcObbVcpWsqZXu2UA5ZpTjSP3upxiJiWzBYwtwEC5lO2kt8ACXvc3mO",
+	"voKLSG+Om1tZdwOX8RYBDVR4SaZsHvLASCrGdJLe5KReKYgc4a9eCsgB0kWF5y03NVut1qmTBVP10+yv",
+	"JYubKfiIYtjLMhh2ga5ccZaTcTLfad4uYhGn1Tp5Qd6J4kiK3FFFUaTGVam7XOhfYPDUn2dyYyyeQJRM",
+	"H2g8A8854uRbkkzCV/W7V3eNfzUd9Q+v8VILzoaTZyGZv0nh66w2Gtrk8tAwcNKdZHyUKQLuH6bksYKU",
+	"KhPhX0/OLmv4Y1gB0PDh/BpFaI2hYG2scy8zyUnvj9KXa6t6uy0xSFPbHzMBciWZtv4pCv2YURny+z9G",
+	"ziF3QJ5gZKFVRNBJ94tZlTtBc/LusjwuuxGHNuMLq8wYBVFr86rZ6d8HH8zDtCJgKvyVbTor1XL4Mfze",
+	"Qgx/FpDVsvUXuQ4LNvBqTZaoi/7Y+EUzBQq8qiCxYFyw0mKz9sAbAhHTGD4LSiAmgWs1XDV7eADFn+hZ",
+	"fJEDrWpBXSqKo/DXrwHfOA0fw0BHSWcRC6gNQ142jRlFadDDIACP1JOYLtmvIgxoNOaQ+5+Ki/mdG3Io",
+	"sRgiupEJbliTZ9jDjRGhfMxDXY4qQ+CVK3+utCsgSUSPUASH8gCjqpAIsljJBHLbCE3GHPORkieR79/C",
+	"+U6j4+9uTs4vzy9/mFxd351fXd56LXKSjnnMMUY5G3Moya8sFjqPgcxCHiK4mAlSgsy5e5bIMffKuK1e",
+	"lSEMSf+aAIcyBgI3M35gAQcTwFG5fK6w1OxFWqu2SPWWzJxZqCbNCGHDLvl/yT9M5am/U/9BCm7ATN6t",
+	"grmIHmhsEWfYH1pZHHmukGmGi3wwoHNlHd0tuVgsSjtAKi3SPjg88mAOvBUJQ7iIOxe7+SogILdm1T5X",
+	"zlUegfJ/rYEe4D3/m0zz14LfmyTNUmJWOQy50rSCt2JqYNkWj15lbKmIXt7MKdY8cj5W3qkb2bYH5Le+",
+	"dPWVOqkgczPwttTrNsa/yBFqZuov8oOmC+E/btC/2A0KqM3/k12f2vrxGjNGX5rNUcrP2CwKVZ288GU3",
+	"ISmg4HasBQD13oBxkyxJIfNbRWT8EaLmjnmGxQdYWKuluq6U4PMPUgdDSYhYhiHfgkPpQIYheWBrte+W",
+	"efCHTHXQmJNakDOmxRTyLA+ZVykufd6/uTahG9P7+sUf7piQ04zSioCNVZSEwNGEFSyopXxlyPaWSVnu",
+	"OSZU8XHMc4wszixyExIrTRpBDtGzRW4ZG/P8PCnVSJ36q4jKKsbmzTsHyD+fD31vAhLPwW+/MOfEPfjF",
+	"F9HxwuSXHavkarllw/40pyb9dRmtiZwD0qJP43hNpmwteFBGXa+uH9FuuQ1EOBRQFhpwhdFT/NsXz8p1",
+	"EeKmg9LtY16Aw2+R9xru/4GtET4uRJkQdiZYNLECGyKlIRgdQsBX41VUrDB/9wn24whgSsuFO9I8gmW0",
+	"zikJeexQTIxNv2OIiJYIc4AlQp1htimmndBI6kQv0BrlaiHHXG2vBuQS63y1iMwigRhCJtG0Ra6wgAjE",
+	"rAGnN5BXzaE52szATvNq0CKggVNf5P4rFAo4VGbKffNXyk6lbv4jQ/3lMlShosX/AmEqWxsVMGgvSU8t",
+	"Q4y/KEF1A4Ubvy6eTQes9KJE9sWqBUWJ4IAm8jIEZMpqNMk/L092A6qtwOYC2zY1uAI9O+f1Dxgfim38",
+	"99ogdOGQf8tWAt7sZ+rW7WLUkgNXqnobgoBessSN9PLFqhmRdd+Xt+a9DROC+WHHmAsAa5ulY2Mo1b0d",
+	"jka/QCB2AMP1yJT5dKUt/JG4fyXJ5xVbYaDVTJ3y9UxC4krQIU80TKQu3Q3fvBwuyKpFVEJmxCJMXhS8",
+	"D8RNArZEBuyF8oHMr+0cQQqSIk++Yjh/KGHsKQ4TNkE41O2kRkpo2zJzoQ6xMZiqidAjG/M6TGIQygeL",
+	"nB9dYak+JRFDPXeTwa8k2ikL+T10g/GAUMXNsaHeLUCepCVTAEUyElJaW2ALS6X0vgJBKp06K13We/fF",
+	"tVbPiruCs+dk4q9iieLP3uitTKM4PIRrA9xin8s034lVIHH3KG9EVZKxh25QXbhfl0vTYAf3IjkmHsI3",
+	"mMr+uo4xqMgilwJrjqBjCGWFSo4jKPgHgA860DVfMShzv0KT4DLBypRVV8Rm0mxl6AZAYkOuYyGjOE0a",
+	"TsCBBWGFiCrKlt6+ilqF+t3bIohKheqtFDV7ywd59H4r517a8nrR42jVMKls6z0Bv5pX+ePW9/ijyT8u",
+	"lemS+vFh6kl+MPs0kxxte19NydsTvlVi/r73i8wEBaksYGxG/ZmKbakngmJlGEfptQjPpM8jxGfyKspF",
+	"5itmVTscKgqCbKmN8jVezUclk3+Ni0J3aVqoOmcMuu7LcYgrUuJEDmcY00RNAQNvE5I3n0CZQ6GdC7kl",
+	"J1r9UshDWCAiNKkLQMVNaMhZ3MiBtFZ6k+ZJspzQIIiZ3BJXs6Cc3gOIINHvqTanYsUDi7DWfYt4dgv+",
+	"/6jb7fY8LMUEDvoZ9ZmE0qieg+/08Z1KUsKtRUlgUgAX0yKeGnhzGQZNXcDtGA5ok3qhj0swymjULvh6",
+	"S36qTCbpJB0ug8WMVtlRThIIgChCTGcGttCnmO+RD2+HuJKIseSVzBIXNNYZNUX2SR2yZSDWfgRxBUBB",
+	"QxupKIJwQp3bRMSskPeRW0x4R+3BC8ar0eQYYXh/WEQRKUaIc5azBO0VLjII7ArA28SEQqfcOzy0RlM8",
+	"QQ7vwiFJAVUSnA5ZNR5k/EFD+nXxecJ4sDQ1tCtC0zIbrXlxYw8l/nJ0dJTfJl1vPzIZKIpwSJS2coms",
+	"Df5srAazqgtTtLFFEE1869m5roJGehMzOU+RkUJTzrYEjFSdNFKycW2GnuHpqdUCtUjf8/CZsKXw53kv",
+	"l+pQKXQLGrADAzg27AEv6vw4hVlEXWI7avMmKVtWXJ40kDEzGL9S7ZOXRcbrsO+qDGvA8TWx/Fkg/wvV",
+	"u78+9N4MoXpdFiOXX1wK1aRWrjgkBaLDIVRria9zUbj7c9o/u/ujff/h5mN9i+g3G+lorz8QfxU/Kn3U",
+	"f5C6Irop0PqHYpPd5y24eEba+C8iVwv1D/l5RWOWdm5CzdkzuJHkgZstdp8n/mqxQmyoQxHy3IpL+HXa",
+	"Crlx0wqsuYixWZhYeR7/qZHAxRKZ7nNtY2hIdtVCzSkVL4vGvKWPYfLrw7r5g4jomsiFEMkcg+lJwOLw",
+	"EdmRRlvqC4gH7NnSBbAgIim4Z+oCBmsQlcSTfrhct7AOVKuAAFKHD3kgnqwxX4poDTHfFvam/hMl9DvH",
+	"gtX63RgL6C7HtYbXIp7G+sZYzCkjIgjGXB2R9zGjiSnF4aWtevoAhba9rJ5R/gUWSZaLp6yM2Uw7plPx",
+	"yIhrd/oaVTcN5pxTqZ4PdChoA6xJOhIBNJKcz+7d2d3J6cndSWUQAtC6uTZPc5OBDKsYjYZo3j6Yci0m",
+	"m9TTKS8WQOrsO5nTXjWavSk9tT9MuxhZqjX5KpsHcr3QvmJ9rof2YZWZ0qbyZFfuIxBsMC06lJVx7rm8",
+	"nUqYwAPyrHLtZ6CBL/7u7Ku+q3L8brV9X5sSuTnLVxBizUYsYmbsqEp5Odz2HSZfY/beZuStotKAUNap",
+	"tk2UALktSBEXM0zCpvyeIW78Gqy5anwhJ/wriOQ76NMZc9M1mYpkbrCfMhFQ0w4Q9yz5o3UE+L5MOFzs",
+	"W/1rfyGQNPa8rV6QX9h+Ow1k5e2az+2swLPURd0lS451tW3zpRGvAV1hrqHtXixz7tOJv177fQlztdXw",
+	"hYKASYZAUyzR8WUW8erPUKiU8vpzo0GOiEyC+nPDy8JllmK5inRBnSAQM2I3styKtBqoukdnEU2y+DRT",
+	"6pEmkPfQ2luIUfLHA9MPKvmSczKWFlyGj70hsm0CTFe+okE0KyRfumAkAmxbEIz+SF5brrRwt9vuVeQ1",
+	"5xCcN0s+7sqCu03iEEAGsjQ3THw7NsRDMWJZAMfyyuBef/aISlNbTIvLs71qvk361pkJ3ilvsUNq5Xmp",
+	"CHV6/uHs5oezU89S8tXd2c3N++s7/Ofrk8vXZxcXZ6ceqXvXV7cV6CVHPuU+i7wGfH37/s2b89fnZ5d3",
+	"k9u7q5uTH848c12miLbyIVcgGapWpqzHRraIeNiQV3D/eNr/Y+qz0yV4uUQehgXSafPof5R4qVvGwzQl",
+	"zFgqJytRAPuBpP9QFlKXUqcndn9cQLdGQyX8Kp5eSV15Jwy8FE9IbeVjMhMrHpgI1TBCPnwSU7BNA2Y1",
+	"DInLpzw+AiJloAEZpuvy5GJydnNzdeO9sH7hywsSmpX3dzGtECCThC2WVQYDqCTtNcEO65E6ReNuY0Tm",
+	"4gktBmCNN8NXGsecBupc/SSmJp0sXnEOlTIwWiFmnD1h9ScJRbSYatiYlB/CKGJBg4RyzOMV1/Whpmti",
+	"pCb9InDZJcYRgbqDvkxjlsQhC7AAjIEbpEChmpc1AycCKmLaX8oWUxYETFcb0pGLO80ffwhayYCmGM5V",
+	"YCiN+T4QJbINQ+kObOd5DJsM7iaUxFuwhLb24ipFdClZcGiVuBdHJBbPws2QxJ/m63RdoZhtqcny8G9P",
+	"yy1ptZyDQhbVISDnL8SX3AE+9BDyCuE/dbbn1p1x6EzXRB/HmyAN+FFJHU7xgjxSN9EdpvahBkrN+fOh",
+	"Ro2GLDIiimlgjzdfLYqXz9479dXm5N2lx10JoY1QmQI4Wxr+Ki9/kLprdwZjbhAvlixW/DsuXPKQj40o",
+	"WCbd1sKK41uAuBDSSmaaFWx9kA8aiN415kcZo2kkhQbvAp1sEzBM7Rn00N9XuxrfxLRQK24mooA85yyK",
+	"CHUbCM6OyUJwkQge+sfEadm5zIdAVwfbVVh7T4E/M+UHz2zRGl+1L2miLuJ0kcPyVn9ClLnapD4Dyq3s",
+	"ltgA0ElXOcSd5XDXNFBtVtfxRctxK9UA+WXqAXHiBVgSV+s+aj2BqQAqtqn7ylQ+R3mBwgm0ig87ZXLp",
+	"8BXAYOYyyEEPHgQkkPMzHugIOQh8ICcYZBAEcjXFMLoXdFiSSfSpmUvgTzdLOr27QqhzdJ3odIRNwYXJ",
+	"JFzA/RustEJ08HW141hHkvdD50MFFC8TrBHrGhtGsOsDfJ6ajj08qIZAU/vl4KC2vAhY4SQpxdWV3RDq",
+	"uRm3ehUKBphLmGdhhOrxy40HMJD9gXObi3WDUr2Nm8j/dC+bf+O5JGITWQli18bWz1+f+KNatPhbzaqp",
+	"Rmqp8a/qMi1cjy+zetzlDwed0PhKEnU9BzTBwjYmtZGc6CJ4SqxFdKdgzCFxScl5G8Z9y4Cth7oMDZci",
+	"vUrV5Sie+JhDNyEvYo3+uaCmYOiCzl9BpwT6rOd1PW2YXWB9QFTqktB/YMmYx0wH6jeU4MxYE178++3V",
+	"JYrXuQJMaOeNGQ3kSFfpxOSlTPRm/lxgWIjqE6RjVPjymJmvJNH4/NvhQK0tQKCNFjnRnpFeZ8wx54wH",
+	"xOmRH8PvlUgEVj8/gSGUITsy18ympKKFlDBRl1uab5Vnf69TsY/S02ESr6oCUN+C8sxy4gri5oaS+Eql",
+	"yxWxNk5bc6GPuZZbBWcyvF9Qr0UuhQFzzY4lj9QhEZfMwmetc6M8Ntrt+XqNRlEMmaYJcVoE0f8AggUe",
+	"yzEH8h6+sbJ21dkViScmE0Uyegrq8J+RNgFQDj7FMU+RzsSMIJY9OSIyLYUFQBrymHiLkE+ghVxJAK9h",
+	"ofvPnwshlUikuzeusYdvWiSehJ8eoKa0eCKhUvX8kt88hekQsxQo6xPy8KEAlSWDySf0dwJZr2SFmdMi",
+	"3Ng0pEU+o8ysx9ga8zH/JjdbpH5DlpEknmQR85NL1Vl9wZK5CMh3ZFwzL45rDc8g1BIEolW8fUAikS0P",
+	"pEluzyYPBC9G8/Qbi2ByJYCnAXtUG3OankHZIEBAwNWmfnv9IYNIsbDt70jdOfrcACpWi8knxZKwDixu",
+	"kCNSVxwi8nOc1HmjAf8MkUZOmsRpYI0hwWEYhtXg/Q8luXkliaeWwDWMRQb1ePLQONKtmWEtQkRZu1aH",
+	"5DfEw0i+8Fdgvkfqj5STgMXkg2CJRZzhsANZpsDnV1s4ragZ1wotaY7DGakYl7LVrPMli5sxuMNm+niU",
+	"qhk14O80b5Av/3JJExfhN/9ywX4eTD79ywU/U8IACxg0V/U17Av0MdtKex0OhwTJIjK852QWhctUqFVd",
+	"1SVjAQuypUEXDI/3rBQtFmhSXzaOcTJ8HTqoGjOFUilX34cSx8m+Q4t/0LDIEufdJ98Su9VVI3Bs20Zs",
+	"JH8uQp/p7N+qtbk0C5IRu2U7pK5m2RTopdFyThv6CFZ79Y2IVSO5Mu/agU4B4gZtqLqYbm7VKDa2zM6a",
+	"mOU8wVxTHba/Zc/grH6X7hbV/bew1r/RCcG3ZwZOIL9JTK49HG0UThTDAqV9SlJ/S2USMovchVM5D2PK",
+	"Q4NO9CYOWbCg3CKS+S3Sbzl2A44GNRZ1skq09woo5SaXgkvUoUFVVld5qFa4nTubjrUgIiHRPsrwI32x",
+	"mIZcsTEWq3u8h4PwMYQoxukaFqNFpFDHGk1wrT+x8H4uCY3CB6bBE7LBoiEv3zcYnPEmIjQSnDXADAyi",
+	"gM5ghtGp9WJmPrvbBCdzFgVNpfoDa0cp3qbg5J5KgfXHxlydqMRpdm19aqqFpFa6VBv98vxGnfod20mx",
+	"uDDAVZenH/NEQHxGwyJrGvNXkrhOwfgtSd3tDaq/NvdMx0ZRwrWJXKuLIAn9VN3WaNMsPoLfPIu003mw",
+	"xhwOrXzwUEMjh+MZUBgs0tN1mj3bkDvmfXgVf1IfurZtyiKXaWmR18hdfR1yNX71MRChF7Zjm6WqDhFi",
+	"wzGkz1MP44MxwAfknqbgTE3SSE3l78j534lk91gi/neyufXwIVxg5HdSOF7J72P+e7PZ3Pg/1bbhA8ym",
+	"+ZD8TjojYrfa7pD8TtrqT7fdIb8TF/7sdEnVt2qzMH8FYTO/ky682h8UG8j+rGgAwo+AAcHXUVBg3kub",
+	"gICiHAdwAN3sY/WF/rjrVH9cZEHus8o/q1qo4kG79xIaqpmwuw217InakbnxD9QbjtMr/tnHPze/Kw59",
+	"qF6zh93in1k7pY+Lo876qP6z9HF5wI4NPcLS20N5acr1293in/ihPdz8sHLMveKfWUPlr6sGrXqp/rP8",
+	"9bZRD3cRD4eXOllzg3bcEXFaTv/Ibg0GR3ar09etOS1b/Xugful0tjwstVrkSHXTDrQyVA9d9bCtHnbg",
+	"zY56qP6na280XWTXC6je3/QGLysbr3y4s3F1d/1OKF+rN2HzDdWIu131uf2Sh+oiyKkycw2gqfU+EZMk",
+	"ZEFT/xMvhJATZ2hkJ7eDd7qVAhU5bv4OSmV6uHIdTKmtkvBIPbsA4XbEsJ7MF4zhxroKzTxmDO9BJQ/n",
+	"rl3QebRAW29bSrJspIWCx3yhpPLUlmEuPqNdAXixuozlKxKIFvEW9IEhVGmTPSIIgqdkarmKtVye0GnE",
+	"ioX+DTdrVlEbQZyU0rgrbWG7AtJPQP0PCJbWK9sbWqQQTw7gNVDSGZzOmM/cahWNCnmDjVbeje8+jS8H",
+	"L4DSKcc8TBoWma6SrPwyKu4jU/2lldlKUE8LBW8pHnrgovaAfq9FTkBFekpRjkAkiiLxROqLkNd507FA",
+	"44xofK9WHziEmmPuNBqj3fCsYFYZGeF0ui5ZCxRXVkuSCCilnTdF7MLfqXRp+48TEL8qwIrMDvmxCYSX",
+	"KSg5LR0bIZoIB0YoeW2WaF9KVfWdH8l3hGPwVf6IqfNU9Ws3jpW8u9bi5Y+EMxZIkr3wI/mWuC3yTik/",
+	"KENC4DXuZhGTGXtisZbY4RelXOzm/JnSPGC4kH43CxNrzI1nMCXSFzJRhHxLHPWKLHFdKaZ2PgLZ3cJ5",
+	"s323W+NQIwg5lGExEddbeNpQyvyYU6mUdJPlwciPyJuyj1lL2MYYpP85IkqTUcq80hEWKzT1pnWD4Vhb",
+	"JerGEeRHpWb6gifh/UqsJFSJkTogHasxqykxIBPwSDXQQB05dx96o3wz00j4D6DtxeIpHXNqO1Gdeppx",
+	"LcVVMFHlWhvX8KyWfvgQJk0oA6o/+/GNiIK6nK9ms4h994ZGkjW8wrK1NEx2LBPC1aFCftQEobnqUevD",
+	"kHtvkmGzU1dr+eGvaEmE+Nr6DVpBgFssjEJ+X+dHPzaQm3qSsMcfSZPUfyy+1SQcDV1Gx8EIFoarO8MO",
+	"k4mFMIdo0tEcxyla8cSwPScreCM0RpI62NrsBrlXB2Ii9AbA4SPvVTup6arE+1yT4xouqDciLm0ZrBgB",
+	"35RtQmqZFC8gXIwI3WOmVYfa6Y4qb53yjtjtjVU7Cs4oHYKdK9iU90kIRImWY44RYCEHQDEaq6c6yqCh",
+	"Dw5ICIHwH5qLI8O2x/z17YcDoLnvTPR3WvM61Hh02hdRqtK1oM8XEBpZG7ndHhw65t9OVchHGupoTqmC",
+	"U9CqrXj4ecX0O0m8YvjRZF+OmbnkUNffuK4SKJlX9ynEg2mJSMtdwNu44CkoZ4i4dotoCGcN4ZaXANSt",
+	"LFny4ssvLSSWY2IxAvSQ0mJXJs5qJVlMwkAnsLxkVvbU3b+FwBFTaT/kukBFItBSZkKZLRIGGBsWRWui",
+	"pBJtWEKzUQnC/bhc7QA8ZVgphtQ9GifhjPpJaxF4Y457FjexhthEJMGVBlVEDI9qF6S6xtXtQBdMZ0cl",
+	"GyGgKYZ+KHc5g9BYJQVez3nDmSmcVxlgWqcYJpqh3K+44mAutLRhjbkSCrX+oH3FuiogSLotXwQslc6g",
+	"rsJimaxHJKZPiOev44DhCEQPlWH4kq5lLgQVIhlB0BcSzJBTrDAxMj6jMcTle3nMEw9RVeoo+HVtGAwL",
+	"sFRAVrhqzLPlQKfqbLNbXbLAizifGoasLGbejTlmKOladkpjSUTqx8KEM6rz5tS59qRFoacxX6yiJFxG",
+	"6yYNAozhgn4axwbqk4XqirR2u/pAYSFTxv15UU9RGzx+ZHETSisA2wy+DDAYzemQxFV3upZrOQ3yLZH8",
+	"Ec2O8DPlVRwtnad7IMNK6DfFE7UiFh4hOyorHGmEn4rKEcmcSV3JTIaPjHi/ROLJIvPwfv7RG/NcEhFE",
+	"tqlzddF0Glh7MNvWx7AoIoTQMa+CjLhg8T0LWuS6iM6DKBvQwNNcRDkQX5BP0EKf5WOiLGK4KdOcJSUh",
+	"QsCYRh9lwT1rkROkQM+Fp9Qk7ZJR4/IgFcqM3iRHxVDqQtHG8yUu9viLjfqkq1SpL14wyVWILbkEgU6+",
+	"jLZTkfywvUZj+VLYdzl/RQmhkEs1X4wnumq4ui2wcpA6UAA3BjZnVpUEgbzHvO498YntkVaLqL/UZvca",
+	"FuD7l1IyjkmYgDIGsz01okncIucAaSZMRL1RyjEGIwvaNCVVpIe7Eycqt6xDXpE6MMMrL0yyGc4dDGa8",
+	"da+ZMaGpHnlW6vDJnX9qdfBorY5L6rMAz0/Xtptt17axUAtGMWTjLpZE2b0Ii+vtZYXa7c6gUKsd/r0z",
+	"JSUVTnZFUGFtf7k/g38W3sOxa1LPjROnaKjZLPPi7sezVBR8HzP6EIgnbmqIvfizMiySasNS/e8avi73",
+	"sqXQyyHJ+ozKMqJcGnCNpUusGoRkZGVZKqOudx0fGpN7UlF95h+4RpXYAEVXDq+zkjVbWdPF/QMNay1n",
+	"S0zlZqEaeXiA78a0b0T4XmduTGtrXR1wNAdZrWNjvhxzkOos4tXXpEnWc5pg8AhGjjikSeYNk2CI5xkY",
+	"FyEOQLtyPU6a5IQ0ieORgN3HDHfNLGYsEAs46tBQa6Dnx1zXBbxzj+q86TRMWPmBMO/lLEPN/WxxFqY6",
+	"v5x2bY0MhmV3cprRCSZLitid2+Nk9ZGfqRcWQVTlR5bZLNIss5j5iYjXlSlRFcbYg7GTb9Mv0OAGtuDD",
+	"D0CwA8DdVI6Kg2QjKEDpVRmLy1bZQ2WP1x+uAeyoqjZlVlZ/b2E5U4IfUzziA8Cay3cEBAc/7ay4ow0j",
+	"WHRgbwfFYlvZ5ztKt6chDblaAXA+3UEOmKm6ZQKzs6pUWX0ASswZJMHjUCiHhRFObV1Rb51DrNH6jhLC",
+	"LC3IyISw5yRmC2Orq3tmBBPA2y/UcSc0ihoHz3r5hqqY/WJfh8DmLkWc7A9n10Vkl/SeWbvD2o+wyeq0",
+	"RT1TE422GRwwqSE35sqEYBk7JaAisAsm9C1pqNGa9iRKqC7lxHxQVVEpLajpaQo9nYxjPsIbkEZRZlPQ",
+	"hB4Tm5jCB1ihD7XGF6IgsDxOmdmUVulE3XVGv4fUqoqscVlVgRVkeh0yFUq0F40ym6RFKoR9pZqfXZ9M",
+	"7idLFk8u1Eunb4v/zP16DPDElEi2pLE6NS2MqJwzGrAYAqdR50h1yKV+3MrZRkEhQc0RDY+tMT/PLClw",
+	"g2LwLbyjM3oD5ocLGpkayUp3+eXb5scgvA8T+UsL//vxF5Y9/OhZxYUGj002nYjHPMsSRrvFSKmc+JYe",
+	"ooiVduFMbNtWitGcPVNNiCLAfnaWTRcyq0M+8/A/itw1lOD0OOXecW4sY84Fb3J2D3ciRIsjdY6rvT6O",
+	"Xe14Qz/YmCdPAp0QmYMLbOmNEnTzNOQ0Xtd25P8dnvVXzkKWjzXdTNXafc91zfULOt0G9ZYWkKqCzfRF",
+	"HLxSSr+ELAMTArgEgGv0WqAZEw5KAwilPU6vbz+AYRDOZRbk8sD1Gq1nnhcIJANviCR2o3UA9vlUl0Dd",
+	"Jvxuz+Q2wlpef9BmVDQbABLxJINcnMxEPElBFdSPnE3UmRTyiUYU2otHgWwuE56SsjuT/IOuQ7MbEPdw",
+	"WNu8IaN66k3lG6PVw55EKIivqSyZ624XeO5W2OF3BdhNThesRS5YkrBYWnhISIt4LbXrJ+h99JqehakJ",
+	"UB0RhJExj+AbQDVTH2XoWb0O8ec0pr5qktTDROMSKMlZltFL9QbXHqraqLaMZNO13Z7juG7TsZ2ubSvt",
+	"nKrOFPn/+uWk+TNt/mo3hx+zP1uT5sffbKvX/vJ/qg6HDTvYZiQH32aj1Bm3YpYz6shs+r7SLlIwilRY",
+	"RCTzV3GYrG/V0aWrczAas/hkVaWunOjs/I00fFKRhY9uKk+1JGIdDzMi30PzOnwbXjc5gORGL78M+FBn",
+	"J4GVFUNai/0cm4JU+EmYBai0yHkiSSwiRupezGjgEYxCArMP8xpwIwZMapEKn2Mpu4Qs6FopxhGuGjjX",
+	"AVYXaM9YPk+SZe3LF6zRIiqwbU2lFDMQTLtaxVwSSm7ogvLsroeUbpLziTQgZgBKWOWqs6gVcnZ9YpHT",
+	"tyewbU6vT0j9/ugCI9HvngTRqDh4/2vw4ekahUU0D44whOGbb95lOM91EHsC4RtbqJKvZOObb0bk7d3d",
+	"9ZHTcsi3mD0mOFGCLel2uz0L/dw05PAaXCXqj1tSv7u4JU4LNA+n1bayZqCqVnmWVTvpRBOvmUSy6bM4",
+	"MYeD+vcDW3s6CHqxSpRGovowc08jKUyKjP4+ChlPmj7FnJNvvslqCqhx/cxi8e4f5ObsH0c3Z9f5YXWx",
+	"E11N5pr6D4RpHHXZUn1gDgXwGbCglswPZ9rV6OVKsnlkyrSJPpQanCJMpMFSgTAFFBtgtnLB+VMGp4PU",
+	"wKMQvxBGYJAGnVtirISZ7BGEa+gCVhoazCN19ZmYES9XDVgducVqMh5MogdH9jmfCfMYY8mzRpfROt+k",
+	"KdOqP8+Xc1J95JrTTwDEAv/VsNARWyhrAIksiSSe2l+eLplr4OshhVOqbgqA99CTKfqjKSmj+Kp3NFIx",
+	"oP7kq4Slv2VvH5uEkKkIlETt5SohwzBMiTKP1LV/F12fgJmnxFlTMbbMmbR2j0fqnoG1ys2HLsmTe6Jr",
+	"7YCvtcRj006p7BWOsFjMqkhHrr5Uqe98AVCvovSlbqdKuEE+lmsAmCWUrgXvGP0X2VqFRYExMH/7298I",
+	"/FMaZ7BiLGb4YjYNgJsgz2OxSrTHD9xdxq0Oz6VFnmLB78ccU8VQLdKnMDg21N1KYwixAC1Xr03sxsuW",
+	"nZFDNNJ+U90lauzE077t10LdIoBZCDEagAyn+tEJF+rUg2DmgJHf8awq51Co1zq2TX7frA5Ifi+UbE3j",
+	"L0FLIIUjW0d1boA0wcZpkHwv704u3lzdvDs7najz3HQyFcHaAEHBKYOnfeHDq9Ozi8nl1d3kzdX7y1P1",
+	"ZQGoRSncOnErRVyXBpWxYMHUrXa2tfrD2Z1Hjoh3enZxdne2mS38kk5ypL++MvBfO0jPRXjosIgpg+Ro",
+	"C/1ZJBL8nsU4CSYwK/wVc71u35403W4vC0bKIZJrsp5ioZZuUoTVknStpJEi1e8vb0/enE2A+G0kU7IM",
+	"/QeoazRTsjDAg/kRlRJCOldcY6zkncVRJJ6iUCbHim+AG/xEJWHPzF8pxW+TcbmiILtYpylRm4DOwG6t",
+	"+GbOyftITClcmCkBLGgQDCJ5QOuxFGrLKopye8nMAzg4g5XPCHumfhKtLW1hUhs832ipik7KBBPVQON7",
+	"3DQZV4RkRH+sLnH5AHGQzXChhAK4yuteARBZOzo8DXjMlXQok3FNHYVKBfvO9hoH8/fu5OaHs7vbyfvL",
+	"Hy+vfrrcPteCs2ZC43uWFOI19aJVsg8XRA3Jp3EGZCDTvMx819cnd29h351cXFz9tG1m9TDRTT+CfWFm",
+	"myZzyNDWfgorO6AYBv55rU9iGoVTD7ZOzHToTR0tC3K9iEL+IBvpNOA6gYlUF6pQkvzrOfMf1PGKpifK",
+	"12SqRpKasXHBwULLj07Xrpmc/df57d3tS8eWV11xxUKthI0zpg6YC0AEEER1PKOa7yUE/uIKieSRp26I",
+	"OeWl09ic+a9vP+SITA3LoBJrol7ffiCAQh8pPZAFVcB8kBKByE3RasEru0oDzfb0p2EeQD4r3Ax5GxdW",
+	"J0FQBqqhNgpoVumiQPCNqosKMgyojrYwiwHALVRzryRRKrFaQhD2pRZQLpAuFxeOlsMicoMSNtXTPFDH",
+	"/8fe2y63bWR547fSpX/9S+QMSImy5CRk5QMty7ZmJEsRJSfZIEu0iCaJCOxm0KBkzsZVezX7/XkuYS9l",
+	"r+SpPud0owGCEmXLcWY2nxJTeGn0y3k/vx9Grwlaom6GVuEZ758pM1FmilanBzsnyGo2n+Ti5QRQUlPZ",
+	"l2gCBgNEj/eJNie/AvlONWUWvlHcCmmm0EcVR9WVUmW8LUIz+9Uhq0NGpwy8bjEnXYobasdg4lkjv1N1",
+	"JWFYelQ7Qs30YgZiKFdeCfje7v5XzaAoeQLNCqWFGmO2UHlYrXCqFDhRkKsMjgYzYiurdB0+qrd59IhL",
+	"lqCsqum5wJJxvx/CVulDNQ+KMbhPIxu3+b7ItohElfaKcoG3krYi3Vz0zDgOfokuX9crE6xscJariUC0",
+	"7CqACG79SmNW0foETzVXVPKv1JXjjW/PZusayA+0csgQWGCN/cka5eqknzo/twmbv9lm/ZW61HW4p8aJ",
+	"ho24iijaLQEhatvyBQwVRpjIUlFqWQUfDwbmrJ/3Ly4fFIkjfYtSpiwbZwmaGrWS/epicHZh7driwe6R",
+	"AOYUgc5AMydfZHLFo4C1NBY/n/FJYUV00FDsX12+Obs4/jdU43Xhs2qUzrZ8We+CjIf6kF2EsT8YAyBg",
+	"e96IOUo9NlrR02j5QAF/QwvB+iUozmaPRd9//33L+9VIE2MGR/ad9InPzCe+Ort4cfzy5ZFzWDAYmWiG",
+	"R/l6gVxcEPUrOtUcBYaL8bEGIPMZ9Y+PUJJxZlt3muvRblMBx75iwNlVPum/GF4cDa5OSsZGyq9b2CSn",
+	"iVfS+AWeYzHnGQDe1ylFjQkaM+fQfGFVe+HXlQ1MqiHxnauSW2VMQ2Mvo/PsX/a3sxerHlg9etP9QMld",
+	"J1rNUUziNZ7eyVn/5ZH3IrTJEjlWEeQR0Zx1pFz2KQfwlKPLN2cvq4YrLpH5LsD31LAfpAVVQvYexI2h",
+	"Z31TjGhw2b+8GgxPjwen/cvDNxvYihGQwE5EjLKAZ6Npgh1CvvGII0ELgFwPQn4AYLY1llDPCoFsya9T",
+	"ETAt7ElNJtO8GMLqh/QPL4/fHcH4N/accYZ7+F+eCzdITPStvuTF1eDHB15R5U+1xrp9beMBfFeAIllB",
+	"nAPhg4y9+Ld1R/UXdQ2lqO5gjKZcTsz1kZvWLsuzhYgQidOqDgHGJYpZ3NCAIsKiC3Nbq2/0fZcdlKf+",
+	"7VlhLl4cHZ5drOxr/wNvE3FXWQQzQvQz8XN5rOZQH0A9D+BdTNHsUFaCVK1J8LWhNsUfmz3XL8/eHq0/",
+	"1rZUpdChiWYRzrE58jT/uNcJW5hGZ7UGMWYpavAyMnVNQAr3frM0zMGb/suz74fHA38Hn1+5CSQqX+8p",
+	"JBfsFFbW4+Ts9eujl8PB+dHh5UV/5TyvbrhurcYEXNtWqiYtqm2JihCQx5O2mLE08bKOkMqrrsKr47fH",
+	"gzclJ3u9DLXLYL1OAY0rDURk9VehPI1Gqg6P3w7PL85eXxwNQA/Z0wzuBHqraw9uQN7B+dVltFO5ipYA",
+	"Tibth7rjBPHe0mnpuNPytRkjhTaHl8enR2dXKyFOiEJaFHSeZcktBHCM9YxRN2eHu+RjEqeCStsaUWua",
+	"5/OWeQpAsKpF7lWzP9tlukkfCcFNeFvDjygbUe3j0OdK3dhXJxILnoCsCl/0i1ay/DbWsG/reG9zx5T8",
+	"urFIU883o9oJxrHolWVGDjeiFl7dmiWyBXnL4lOg6w4CIXpHB5WSDXejuak1yfjIv9WMa62Rw3Nh91Tn",
+	"GQaJfoRtdXl2NjzpX7w+KsWLxfsR9JgjhKDEOtAYV6NH0N7Vb+epVl0QXhYHCvGn2B3wJjhQruLGmZip",
+	"bMmuF/FEwCLP+PuW/WsL/wqtFwoFZJ4tjfg2xo4Znv2eAwqpOnrj06OXx/3h5Y/n5Y+ykBiQQ4BOayFz",
+	"bMXFJwEMUEEx8d3V0dXR8NXVCcRoqXHXVcWlChyEnBtTE9kiCG8VgDVJy/2irjFLgZMEwsSCATc3OWh0",
+	"yg6sUVqiTmC/sYUsspR+JqS8E2xSxFiKOR/dmO8YifL7AZHVva5jrczj0/OTo9Ojt5frPRBFhwucpsJg",
+	"g/KsbjFl5pyx60WSxu4us5tQd3ks8oU16lvZODO12ncuMiigAFAPsPpphBZ5ntyk4h1G+H9b/mA4FYOj",
+	"i3dHF84UMgqwyKWPlJRY14yrTxsWBEbxNx01iSnkWmABPGtAUtRsP+4EorcPIPrBNfsFafSM5zIXUsTN",
+	"AlnPe/WIE4CHreBK8ynLBHyx63wH9g1N04XXRJCgr9lywYpgt9Ch7p1mBKnSIm7f60Q71HsnAPDoj5P8",
+	"noNPkTTQZvaUmA9fBSWHw2QMJtpkAIxp0TCMr/rgtx0QkOwDe6hwoV1VsLZtdGQIwQ7QOV+KmGSAkYoH",
+	"RgRvMIryprs8uzgaXr3tv+sfn/RfnBzVnTPYPMBAYnb4udL5JBOD707MLgT/EIoBzX7q7uz8z3/+V9R0",
+	"X2FW45rrStoLmKZh1ryjxyaK2XxKkTOD7WtJSqacPB9OxxwCcwAyDOXmWZILx/2WWVYRF/KBnbmpFV+d",
+	"uD0qH7BjMTYzbFJo17QAqqW5fXN1eQl8QZR+8ebVmiNF0KlkraDnnaSps1fu9TPooYlm10bA0iC+Qqld",
+	"xzBU54wG954vm50wJwwIiXBOAZ2S48x3iewvOnp7Njg/NNrTLE0LeBUa0dHF2atBBDQ8EED5daFybn5/",
+	"+d3V2SWF1JPcsQricsHL9yGoDi8xkusak+iJJIocPhEt+LnGYoJTUTEXauMxSf44/w5aFiF6aORsdbc8",
+	"240IFsvdDY35IPfZQgIDByBsx1Co0Hfr75MnYejfVTnxHIzFBi/SNe62NJEilEaaQ11tQP+lnvQOO01e",
+	"UJRaL+bkF+YZl3osMibkSMXYXBnKOZXDWEcIzXMiUSTQCChBSPlSZH4OjQoogIIeznhgO0CgnKsFLN37",
+	"u7sB23/WCUDRG7m1e+BqNb4X10b23woJIiGUf7Eo0xb81FoT0Q8tqn5pQckNBGI1VW8QDG4B4w5Qsney",
+	"cper85pCJhXSvzat0jGOZ2fva78kVI3Nc9JyzSkVk7WHXePrWFocIzCJsDygqnpquUIcGXNeMbwN+CsJ",
+	"YB2pihfCRyOzTVI1wTgdwfhAXRstOwEXB1Yeitk8Ba4+dIkDZgkaAhQsYN0jfgrUzKhF3myzM2Q+obyA",
+	"t7i47Hp1kRs0Dm9hreKHLEOTnHgpEPIG9J4xLfg8aS/5LI2INb9SccIdyw4WBpXuM55RVIDWWCuaa5sq",
+	"dFZarEbGagPtaZ5DekLCiUiQ/cTIpsI0zNSdFhkM9vDsYgDLMR6b/U6ShOBlotZIZbqlsmSSyIiNUz6B",
+	"HD/W0+HP5o2NCIs8uzs7U6Xzn7rmzEEHhLYv0xiFAzv0L2RjykWaRtiawNyh4zlak63FvEkozWAWuKpS",
+	"nMT++XEX0RjGaTKZ5jgMl21EQ/SMBg5v68MGa0F9lUrd0TiFPWVE9RjBqHHNwfDjtqIBP5VNRA5sx/T4",
+	"yhP7aaruWvROGA+sBN7bDFhEV+AbLY4cvG7bBlc1VarRpW9QrmGdGmyA1uVyDvq6fLgruQgB+91KRdwa",
+	"MIFa5FRT1jrl71v9ieiy57u7Uc8ZXSR6oO8dxlIRNkXh173fDy8R7+dKIxBVzXhL3hdhu9TMt1SwSYsP",
+	"cqrBCCS3AfBiONfm5BZbwfzedasGY4GRRk0C4oIjYIRGZQqgEPYdz5ZdRh/lRHc5ExPKs/HY6rmHM0fs",
+	"1fHJEQIveaFJBGAB0TcH3AHIFkWQNdFTvnfwvAG/NUGFmx3x/0VERQD4/zMjUpo9RHss8VIQzA6EgCaA",
+	"YoOJn1yLdAwwGU4bC2lX9xGl58S8WFS+R1iUKzBA02zbckSXQUJUL6ydj4zogborqL1WyUjoAPxnfAbU",
+	"nXvPDhz3MpWeS0FARZrw2AudYgVJKPHBAZJK+smsbd1lEyGhrD1mWPFszVEzFUtUQtbQADgfW0RsBOo8",
+	"U++XoLzmue92WsfbKAXkyoOVBAu/yKShS1WXXEwgfxXK6H3L9pW0zBMiW5AfMFeNj0lqCbFNwLXyvVGE",
+	"P8FILLyBfm9SgSUM67dCuvrVlebvlOmzcRmsLITj++ao/zIKvBrSaIf6DM3gUC2Z/ylrQri1ouXwRfZz",
+	"7LvAPO0i+ju93NjsYLtf2UFgkDWqZESsjb8+UFtv/j+YngtYu91uorX7F9a3aevAM1JV5lJ4eNBAMO3v",
+	"dqpZZieOqllcd9YywdPZt+FWxmccUUfCrYg13I0gmr8NtxIJO3KIp3KLbD170JH6WeaY4S1SzhJ1DZk7",
+	"ThcFtiBnqmLb2WZrW1OlbkBHuzSl05hoG2LIr6gaBq/GfHuuVBunzJ8a4u58MONMU/gMvrpIZG+QavYs",
+	"Mhue0Tlfagj9UH8ANx7FrZBGfINrpS3YDNNilAnUgxvId3qDkamgVNZYJ00SzHj6aZm6FUsJ1AE8PEGS",
+	"h0tUHrbPAVz+RALMc84lQqy1WTQ4fv3m6jxiGRZba1fk17XmDThidgFUdqOtWMvETN0KBHs0PruGP8P2",
+	"tjIEHyHgtCAzVEqBCawayRUm5BngYUC42nOoILYCQE9IhII2yzwTt4laaEbq0ayP+bKxykZU7Wa8Alvg",
+	"2+wRHBvxqcDbjfi6Nio7HbcscyXUTERGDO0U/UntWRx1HVOpJj8bPkuKO/we5EDAysWcFdsxhalpBg4R",
+	"EzE44eXwHFwnW1phtBzq6qTgowQy7Cqtq9fmQi6TT6saORbVrk2RQdEO5jEbkUdYFjUDh97ILJdUGWsS",
+	"qUJBvhG059gWYGIOFfeqD+sQNUs0tlVPTY2d5QS6D6yk78tKx6q10oWYPUfePbsbqnZHZI0+oxCxkaTn",
+	"n0Eyae54hnSK5D2Ektxd7QeWeRxDHJiEIDfybA5RJPTd0Li7PBmE8tz1ZD1w8Nc1WoFTLo05lmi/1wm7",
+	"uzBMVG7x6rH+yflbaw6V270IUNFrFXOTCLKRQzWNi1abB4NTiyZuKKsNXWZjJ9prA+tC0XsCtL/2rDPz",
+	"XckYtmkoCeT32kUNsOb7sK/p7NPenHIZ6ymEymTsTHgzZPMRRiEEFYFsXYv7pJfugcSGfj6bAABOOQyh",
+	"FwM1/16WEhJoaRfBV2MNwnIQLdw8Uzk+MWCHi+xW/NvpdwFDJLNyM5qmMH2n3XG7hQBMHC0sWUDW4z/P",
+	"oCBfLMDDM39iDYgggG+ETebYlBrK3fZue7/Z9YZqiwYRlSAXcrQ0CwAVeeY3q/ry5VwENMe0L7S5kBQ6",
+	"KXNo4qFQiVcDQBAmKB4gLRCgF0FYPuzyv/9vwL6jomjbGmV2gBfQDsoEq9COZt9lFo7562YcHFoDAJKH",
+	"lARyMwmRW/w2u13w8wsycIxJoybkRnEz4sqDu62wMo97rYDf22hG+I0KKNlIpSkAAOk2e6sIpiXnN0Cl",
+	"hkXU7jQQx1rXWTlmYDb0RKpz5ndrA26q4Bme8QTCos5+G+KcD+GOIdRrtVkUi3mqljtzt1d2eCqyXLeX",
+	"xmIm9xB+Ip4klMQztwlfijnPcoQQsjIAwIvHHHhyMeCEXET+7nLnwMxldbsHxX4H2qtEeyeHvIfjlZew",
+	"3+BSKyp/Y8TlS9MJZl5dB1ep5B2DTK6AXRdlemQF8AL3T41JD7fZb46r8t4C+odoKwuzkIOBPxdpTtXm",
+	"rGGrk6NSqDiROhcc6fvsOXDJHRdU69ezYbJaMkybYywnUogBGfkkqUivYJ80UzAQoKrTZWkStoupnC/y",
+	"SnXpCg+nWaGtYCtPcmj3L/ZvSZvCiXKbye23rWDLwTht7bY77V2CMzYe31Z361l7t/0M4QKm0DMPrqL5",
+	"n4nI69AZMC+bZ3xk45qohy5ErEZoIMr5jM356MYIwygzv0cBmydSirgXygKFDeokMDWe6IKQP/GD0U1j",
+	"o5nr3lyenoTSbmwbZYf3Z07GuJGZIwQ9xYlELBpNIXAIvo0FNrvRPka5kQAssTFcNXCp8KJRGTrwQ+nC",
+	"fgMKl7TOVZqMlhHj8cx8lo3kQy3bnaKXM5xAI8gxiZFktrMO32yPEyy/sV9tt0S2kG02EDwbTSksHMpG",
+	"YhPMWLUPboHIKLNEbgsp03ECnaLmfnLG5g5C3Fnhx/FWd+u1yF+qETE1Q8QN9sDe7i6gDOF3A5qJeJ/v",
+	"TPMZIEsRBgVcam4/vweizF674y4E0AZoGK+BSTF/XAUGsVzDFEw1961ZkxqSfjr5LZ2N2Lbx6LZ7tDT4",
+	"Ewb2Wv/zn/+1XfpHj+l8mQq8aCE1H4sWrux2jyWzCfzBSI1uj42VzP1/X3MtWosscS805kWLmOLdbxmf",
+	"iRaXI6HBDcLfo617p+dDsLW/21k3224Vd64kJxNexFswqTALD9/4Ei+EZmJcK2yctlLAHsUAPUk4WLZH",
+	"0s9sGNHFJ3qr+5ODCqqE0YxQEzyGl6DdsFb+2JwcZsIRpnrKM5vN8YKNSBOo6bxBb4h1xqxh40oENF+u",
+	"ryjolisBKNUP8cBM3ZEThSTkGAWfCp7l14JTcD8WqcA7XNZPTxe5mcA7Y/6mgst0iaFfegUwUqjiQRBI",
+	"dO1GoYwmSoohlMdZ+vOINTq7oAX11Bx9dIjMdZQ77oKAy7jG7CjXobxJ0tT8Y8rlBELSrjOVk6qzM9Rm",
+	"l0KC+hVxMSxM5+E0QI8SBHlA1pr9sNBE4uzmmWIV5OWKO5o2DUZBCO82o4dUz21R8MA1m0Dotg//tb9v",
+	"a4vZhFNsbOpQTtUio8pBsxhAUe5GbKmDwQilALUd3TaU+4xuLBOle4/exj/oAvWYTzIhKH1O5kAR2IVt",
+	"RIF4p9Tgx6ZLVVIsSYt0DNAyENIwZgK9s83eulJECvpCHA1jiaWEB0Zf1gj1V3CaHpTqELPHx+38YsGp",
+	"POH+yh7KeyU7XlUW6/eBi9nra0U9Vv1wOth2K2gBJylgKo2BiJJ+h/L+9tbHCsWD3WePnJGV8qUHZ2f1",
+	"js1nqoToUDdjNeVU3ZIT90A5lF8uQgIDd5Snab0MYQ1JBZ3kXLE7XmDrwUOhiGivXafPCsTED0+mm4qD",
+	"69qq6RRYPVREIB/SRhgVWauO+umdcYH2dne9eirr2ELjK2vs72LYqBYKyuLhrzazlaPY6/rbINUQSrix",
+	"R1USKRqRXN8029DZky8whxXFYpLxWNj6E2DXQko6TYlPv5AkUjcRoSvVA/bWlWKxBgTtIT6JbN88TQkP",
+	"x1wA5vZYL+UIIoQQ3J0pqIuHWqueseFHiywDd5+nqUYFbwPM8HTqz0T0Oi/VYLYgRnHAK8syqbpYNDZe",
+	"pCnGUutKxJAAZalz4D6hcrGA6sTE+ylf2Cx+pWjMcoUgMXSaGhWFZWJgmkypB3KcyMToXZiER9WP8dLY",
+	"zEMRFUpOtAcXYfwpo8qZFLlxB9gMiPWpPjHccktH7wSS8HKxGy+VutEgD3S4FdAVWA2i5IioY3S+GN3Q",
+	"x2ISB3UY4R5AyJvnAHeRptZIW8g8SY0hgl2hGmwFl+Uxh2JuPncxB2CqE1cVWymj05gdp6Ef7H4Fqaj6",
+	"gkPorsdafXoRiSZjHdhUGgCi2DQIt0uIS2L+frD7FcuV6kGUmsdFEAOu7GL59XQhJziz+gasPZ4UJZrY",
+	"+0izC6Ki6GTRbCJytr/7DXzGSt9Ls2ePIPUlma11x107oZczBGvHWllYj21JGjBTpLJyVY979Gogygbm",
+	"oQoEOmTMtdxHlKniR/hvREcA0pBcM8xlFXVoXlFn9OuCZ1zmiRQ7ETSkiwzTqizC+gZzwLG8oY1Hvp2/",
+	"z22aBoG2bGsKlaxY6gmLp0GZYaqkMh8Gfd9YMOXE4pBg1DFxzzW0ygD3eA4zq7usGCtkYKlABh5DUOE8",
+	"TWFXO7HmcD0gGFj+WmP8Q10Y2JIkq7tM3fh4LOnQbBIRu2aFRNuyBzoC3RL2HOqda0e7FtHaRvbU1fSu",
+	"4vvfHPVfFpkAF/CtltSb3R94NKR8ZhvhMDNiS52KOikkPimSC02Ke8ABDIiOCek8gD+tZOAGNtdVLvs3",
+	"B7JLzVQ8Ztc8NR50RmNYzMHGxz7ujBiNigpeKpiAz36Dj3WmuVPk9V0QIz4P5bouCI9s5OA5uGNQmazG",
+	"TCMEHglqlYVSJyk8GstcIPjtvQalB52wG5FRaBgydNglgLxpHIrygToKORDmvo1ha2EgLCfuRmpG0TLo",
+	"bCDHw3urU1vm9SLGZjHtp6GKVg4o2IVeji611ypZUXxQ6UBZ5sJ0ge0RygbZ8HBvMyCZzm7EPG9hKsEb",
+	"2LXI74SQ9iE6lA1slaMB4kN6pEUgXY/lDEV2E5ttp1zGKZQi9CvNHlDvAA0f6HPcYeYbA98ZMGCxGcK1",
+	"mFdjjRjlukk1WnwUa+1JZWbdKMHSm8zkAjFbrmwlpn0HjbfZZbxYMOzh4jkKpFwhFSWEICghi4hetnLA",
+	"vk1O2DhVKi7ldqViY66Jik1SiVqqzCZZZBIy7MaM8ZcBswXmU/PpQmNYEXanWQH/aMDs4QEENkT6G5Ir",
+	"QzgGsqW2sitWmJ6mqcrEZJHyrHzYICJLy0LNjWbeS31FofQai5xhRgUBxnhcqkXRbwnLCHAtboInEH8A",
+	"sLGKkFFjQOctjjgGarD+x8t/WpO7IiobKiNR06Q0cznYDxnZg91noSx3YUFA2vYfobS02XqrVcGUAOsi",
+	"sNsAjaUbIea0claI2GpRmDUCHX7GNOCOE3MefNG2LgSIEcTilmwCW9THZwohDKvfr3vkU6C0AxoE2KX1",
+	"zV+5UgG+2a2B+1x7mNrsrJqrhGoUT9LNU6Nznu/7hZN0IoC31R7P52jcNvafdYhPotl2TbNQYAmFbTRg",
+	"YFnAGFG5E3e1QdbJ+1BSh6xWRX4tz5LRDTgHnJoxoe+du50O/VRAa02RMCyKnCVykQu9JqaD+urTgzr4",
+	"nAEo7gejF6WLNw9cVG6rjfQUPUSL+ceHcD4hdkCZg63uT//xISijRv/084ef/ejCiS1NQ8+Vx4n5lxda",
+	"oIBBbVjBKAwMK3gtnoCkrnRdcAF3KILbqzGLHI4+FpkeDt6xRgQJmZG+jQJ28eqQ7Xe+3qVSfaccfAcZ",
+	"mCEC7MNYWn5ltExL4PDABwF49MQYYRHo4f/hqnjIoUjz6LxPbBHEEhF1Q1l5GoY03POI4pYwst2obB0B",
+	"kSGghjVfvubljIhNC2KHgsVFIj9nCLgXoAClJZWFogLSlo5gnBDmijRym70yB5NOAARCGDNOrfddgf2i",
+	"wI4wKIYXHJ33g5dv+sHL8z7e++b85LC1t/dNJ3jR6nwVdHb394Kg83WnfRB8s9feDcpX7eFVwd7u3vNW",
+	"p9Pae3a5+3W3c9Dd3f23wPzc7gDVKGYnoP4M8PSAc8FYCVDDjtgO5Cp6Xh5BbsAHdCEzWcwyivKJ2etU",
+	"8sdzoJhOxha6hWVigZaSICKOZhDKInhU8SkJULK8ehhlCGXUMucBBt4iIK0iDPLciFWiDwUsyLZrzKJP",
+	"DqWxVZBuZC6y6kbuQkYHhfDKrjR2idF+85SPCKWoIHc2R401LBpBIllEF5oDgYZmfpeMBKVBjAuU6DwZ",
+	"oRawby2orsGvgBuwxc8loNuhvICv0SV63GvhVtMcC/I2rd+VZBQAg3jMMpTmGjMTrMHZSGWZGOXQptcy",
+	"I2HuG41qRpxSJLNKjO3ljR51KcxtZTCE7mRbswqiUGDkQLPP5rITC+AENgYRKgW7u7v0bJSg++w0eUF0",
+	"sVCr6OkDLAHK73AmNXKKglLGznIKZuAIiJuR50aTp00InC0y2DPw9WgIjQnvyxoouaLQXJ2mPVc6dxIX",
+	"M+MO8/qRmrZ4jJHoD+rayuVlbbsRp1TBuPIwr+iHYMvqkPXjPhy8e8SwzdUPZvcLhg7iGf9Ec6Z4/dki",
+	"NyblIwZs79jcsKm7d8W6+R6roXPqSMVWQJQgFTFDtWt306Uj9HcRWngAGUaPnZQaPLcHp6Xung/BVgXO",
+	"e+PH2Os/BFtlrO4Hn1C5/CnTZXU4d5+CaLchml17Fa/cOIgrSOkY2AGXwe/KBrBnsgbdBvx4k3kfs573",
+	"3/RKZddJHAsgUdzvbHDHOV+miseXSp3wDHkI9zsHmwzPNYifijjhl0ZmQHL2q4dvPpZ6MR4nI+N3DTDL",
+	"8VTVLkY1y5ENCqb8eluDjWaPLmpkMrS8KlzPKxC3WKdb7xdQrxW6Bh5l45oKPK+nzlYxU5jQq29eV9bc",
+	"sCBjWN8c0Fbz7tSjjM/FfQUIoaytQGADIVi4ZWuwt6yjnqs5alyvaGiNa3vqqPE2KUOD+vuqxDu9n/Ky",
+	"EC6W6/LxVWg2PUkIz7bjAhfji3iwbq+uVrh/VNq7QLBcuw9t0M6BW2KSAmvZMTGXaMDKhOMBVfKreYdQ",
+	"NhyfBkSnnFNIHCkVE3QMJUteOBpe31y3neyjPz1YUjzqwY3lrtxcYfn31G45vzvgUwT+/mM/u7JgD399",
+	"9YYn1NpvV3dbY3VLNduoNHY3URq5yCRP6SQ9zRE8FTmHGnIqPvGXzq+FBBz9zQ6i8fzWHkTYO0SQhegq",
+	"xpeHjLkN0Uhx53IkPYbUmhkUC98ICcUZZXK7Povacv4PNE4s6wElMQGxupL43dahLIgBKIXrzqhkQgK7",
+	"wEjNiVaKuAMCi52UCwlAYKG0eB9Yqth0ZAhezhobcNAZhgY+i1cbYErEfgvme1z6FZkMaFDiPXCTKWk5",
+	"DzJBVwCYvIhDCUExQLDlXmdlmUQFAi42tV1O7VITQiix89HPClD5Cvm5tj60lFkvUkilT/JqHRtr+6lr",
+	"peFJolEc6ieShSe0Jx+WhXDlI2Uh3VMrC+2u+5Ryvy8lHMx3WXMBRVn5JH2sgLDkwLWBZKqjsT2nMmYz",
+	"iK0kuRVOPFezZMRTrEMuCgYKopBQErIH1TI5zCDXMAxP71Gm+T2GY12cSIo7Ul5YUOYAp+eZminc/viT",
+	"7dzqeQebZaJlEZ01VPkyZv/oXQ+MJ9Q4Cw/0OWWqcixTMyj+mHMsTKjS0ruaBBQLEb2GYs5uMNQPDlWR",
+	"5pUL6McdL1Km7yiTZmcoXVaBfqlrCsbhPtZ/nnR8bFDjsDrfVHpll5GIwRI5CfymbvdRiWYLSfhi8B7A",
+	"X8I4MY8Jc8/G2cxWoLp2+Cv1/a+pUqKyio0wdBEHwDx0aF40nGF94kxwDYirABGumCjanC1pgG2o85Go",
+	"UM67/DYtJEw//ileZEBzpiTUZuHb7TwO3cJSPTikDRh6AC6Lj5NdFF3ViljF41PS8p8QK1Q87tNeIJCe",
+	"hwNZNfd8COBRr5JUPOYx/vX0iAGcy8c8pHzHI4JqdgaLWz9HoFDxuOCjfvBjbCD1UV/hbqrVYBVCgE+M",
+	"7X25gFywVWGi29A9KK53j3B8DY/wMPB694gK7diGD6re5R7nYStv+Cj/jg/BVpWR7MGnrNzwIdjySfMe",
+	"fEDp4g/BVpk17MHbK5d/jniri3A2EDi7zFZmQRupvsTp9lAaHRygyojMfxPkfoWebfBSLKJ7sBJhDVZJ",
+	"GYNQrnAoBhWCwqCOLTBYR3FnnrjKQGcGVmFuc/gH65S40Sy/Y0B395vHSs+K4n9YhlZvcCeswlSy4Smr",
+	"3vWU23TFqumWKQeSEpR5j9DZodsslPyaMMbIamqvZWRplDhRml20aMpEK7UcK4jWbylTIA9BDL8rkLJP",
+	"2b3DGjX2HkCh9BjHFpjOBu09Xyh78DG+3sEmJ+lK8luepGYN/wh5ilNswynhX1jPoDFVOZjEzQ09zHJO",
+	"wiPNwM2TilzUkMTHYjZXRpJYxGpK9ZMbaYlGcg5+Jj6wQKwC4x1qEaER1w/5EFHb9bIEZG6ZVDxALETj",
+	"SrSSmFF1d9jYC9YZCgBzcqUZd3xZZ9EfmusG+NmfbHbic87G44c7Bd2Vm8s2vGd9od1bZacb2qRzJtVd",
+	"+19d0XxOzQDQjw9xCkAZtxFnAeMUuYM+FSvVcUXQIfe4aNpP2Xi5iWT+0qJrkKu5nQ1i2np89jS4J2Hq",
+	"tr4LM5llqISQCE9gBLgu1MXmSJGqoXy6LgCwZtstvgQa4a4tktvGxuUllkZhOzriRvHM0jTXZAmQQabN",
+	"Xqh8ytQiny9yzSYqtDEqr64uVZNKI05U/HWYxFEbyS1RJEZGPt5iO4x7jMYvAVEJkCk6cej+OG2IWZl3",
+	"mQysscGhgJD+PkvkwpqvgWWpyFvmqpb+dWG+NU7GY5EJaJFw4HLU2Dkm5inucXnmd4ruMcMqmFYxuwg1",
+	"nttQsZ+KjEuLTOhP4jbWk1J8tYDKara9WF6iQykXaeriPCUZSWF62paL7Da5FVi9DXqpZzbTHZ+HklAP",
+	"bwoKCHMHjcb1eOGXa4XdgyANiNDa2X5t9n3BsE4YhVZI+L11SJWC5YtQ9GYVZeB9nDUFC2gCWFkKyZV2",
+	"RaMCymnRHYuGTdIa+EaVWRW6JvH6RXVmsFVShpvd+ejK9ocUbrF1iGZNii9bGuDt5SIRMDWbPbcYprqQ",
+	"JbR5lRQbC2JMSgRb80WNFL6w5adcLgv3l8bTQGZmuyEdkjZsNgj5/kNkqkn1oV4yjLLA0NBGjK3QFwTO",
+	"GjFwmd8B6h5kTknOUllVrhajaf1eHpT28sfGdPERm0ZQy1c/dkd+1tDpH+tgWTH9Z/j0KcKnnxzv/IRQ",
+	"5WeMNG4UEGQNyyZsqWcQxr0aJGQ7lSih+WE1TIjWCOQZi3oBDGk22//60b0qAerDkqJ6w5Mi41TpWFdI",
+	"g6umYw/W/nf2+P7Zq2Qp+nSvd2UF90dWxpbrXO4LRF0AeDrlc6H4yENijcV7arZuYGZ4aZvPHcZGKMcF",
+	"OxrlzrF3c4xUYQDPSgVPHnkIt0UIZgeEssSFjPVEFufE2hzscpX/18mMUFK1T3cNoXWb9e0mywv3w7iB",
+	"0P1qbKFQ4m5EgmOCJ0VLDLyXHgEecK8EoFrD+U0oV4+Debd3iBDSFWuT7BPLvNmhhJ6zWjZs1tjf/abE",
+	"yd0siIPRkIOG51DamCLWLZc8d6Ayhj5vDKFjJ5Mbwlwhik8B8OANnyoF7Ae4diGEjDW/0h4ZJzIm3AR7",
+	"O4DSNVaUStO83wdidpAE0FiG7pkVEnER/0c4WvwigL1HDAL8cNwwuIkT29Q5myV5KOcqkXnX9uhZFKoY",
+	"qv2gnITwl8waXC9yHzeGcFJCaT4lKGp4EEgm804TXNlwQIZAzUIUs3ZtjM+a/AOrUQjntOlj8qaJtsMg",
+	"B1Y7YdEOJZSkYGwEOcOwVxTK7Lq2Fs+10VAlIQUtAHVHewNpECqMvAGkXZpKuBciwakY5xR2gJ3pRSe8",
+	"CbAIyJWRrngLL2EpixqQkq29Xx+a8vbgpPARf3dj9ukUrv9RWFFpwZKgkYlF72yAorFirP3O1tHHV0N/",
+	"pK39eWaZpG8VjalOIn3xnO+GFmHpYnezUQwb3gqXPqUZ6Y9o1YSk3H2N1RjKR5mNvrGImgEAnayZWFKR",
+	"GxikB0AtVdXENujsfcCKRgYHCLRiKPGP6wh+gPkb4NEt70KVsAlqwlN1p5H88QFaJyZkrD9//hqioP5s",
+	"UkK7A3852Chr8nGp5S/dzmZU6f2murOWnTCxCYw40TePTSG7xEx9g84TFaS/FDlP0s1K0unaRxalu7vu",
+	"k8Z/KvAv0Jz0z6yOv1wzwpkU5WqRwOFSW7qqwLWYuhi7Xswe1aUQbM15xmciB0H+0yrKjZshlwRbU+cH",
+	"EtvWfMDOdDx5GsqvbkWvPOcTyNi5+m30KlBzNciT4LGag/uFBf8+PESB8Mj1KhZlqxNZDBly8rFnAFFr",
+	"wG/eXW3tRmwQv4gFvhWZNcsdPfDx+KADFp0eXb45e1muLyTmWyBQRYWZmCmdc4CHMkPd6jr6j2o2YNO9",
+	"T6d968OHn2uiMDtzkUFvsRyJtS1qZ5a1LeXXrmvaA6rxufhtp7A9TQ3jz9ncMoXPgEO5hWlry0vscsiQ",
+	"QuZAqipD+RMlPQMWQS7TWFpzaK2AJDKTAbs4HRydB+w64Zo1bGqbhmQ2Bqa3U37tkRnpVM3RwwWmFQBl",
+	"NK4tfB8UBxIuqHuOcUXjRPJsSXBFmBnXRNyBCDEqo+YgNABd+WtRmBDTJqbP7bkRwfDNlwGiD0ifBBhb",
+	"EeHJ7C+O/CgqBWrxvM36iIdk88Lm2z3OIoJnxKIt9yUgJghIiaaUbpTqDqq6LJAMhTCc+ght5JI1YMqx",
+	"PssMG3H1kc1WfMs6Qe38FhfsoR3pbxtkCMoE4iSkKRO/LngKPj4OFhqPLu8UywT1BxF34yIvIOdYA9Hm",
+	"gXWaMIuBrwbwEZHqEwXMbSLukAs7KJ3m4mDgeyLHDR7KVYuXrmmWiX95jlEmAqnhyBsKdQIWwcaC+B0w",
+	"TXGpRBdAzQe7z1gJT3ATJ+QgKkVppiqNXXlCPRJqEUhzczqlu5McyGvuacs+9+TGiooAMfbrQkBDHMkx",
+	"2KQloxwxDba6WzHPEUF7K1jp4A/qnwY79/FP+/lpbNXzstB82GD1b3ik1Vq+tT6dao+s7jHYSbu2IAYB",
+	"TEhU//Obtivq2LjdBVuwM4M4u+YxCFDMA5KAxKg8uJYk+v6XmrsrpmyXSYJoq5q9UrnfynVr7acsbKGV",
+	"29bIkI+BZWRRN0rZQ6tGzYpmq+suBARr1KiPL3epEV2/qwWGwnc9RwVSMxnNMRdqngoWi1ESU3cjsj0q",
+	"24frh4Xa7Di3fIfEZDZ495rNQRf6WG9Ip0YZLpFqgQF1yKnDQIJQAoUW01Mh8gBYssy5SmYwMnObjXld",
+	"XZw0bbLKp2MLjBKCEnEwuW3AokTS9gqC/WTqI/4Bs6F9PVV3ukt415nSumV545Vko0V2K0pmodsuI2Nt",
+	"SeZWJZSImjfj2Y2Ie0XPqt1xpYcXgEDm/4rnE+2HeUGn2wFny3ouOokXPNXOkTG2pBnjLXBulB/i2JDv",
+	"+K1AFEbG3ydeGZd4j9C/cB4BQXfKYzPuy71Q2iF/Z+OBLlnljGn7nG8O2P+PYLi6yJCoRZ4mItPI2Zna",
+	"CKFlOvYopSkZlQB28CiZA0BnXLKleM4Gx6eHfRaLeT4lIkH4JA0kJeuMLHOzMeqNSXloqZvhH+8ckyCK",
+	"CiJSPXxH6w2kDamawJQZmZ9DlzDwodrlZo2LvR8CdrH3QyhHi9ki5eiIXOz9CN/33Z6/Is2AvTs+h1+8",
+	"FbGTGMpOe5chHSEMCwuN804hrfYqM/5G5SIFAGGzXuZ/51qwBnDwoqEIrLsRTsMQnxgFTryNoZCWyMOw",
+	"OQJlC7ky/pbH5Pg4XQChrDnlrJEabwTWEkdozvEiFjJPEAgSN2tgd8Yz1uj/tdPcQf6V//4/zxDpIpTj",
+	"ZAJ8qCM1E4WD4TNJIBUWYmXwLE/GfJS3ZzH5ywV1I8mETFwvkjT3SRr8gLbL/8oi/w4eEDr79Gbi0FkR",
+	"B5g97GKq0LwUhIdNcVZOJNH34rZ2e96FTyA36WhSE2NLExeF9UfAiWB4tK2hdq+T0vOBz31QkonIiQ7A",
+	"Ebgw/SSOQWBJIEJ5XwAgYom+z+a/QE318SST+ICNaCa9Sz+aaPLPSO6fkdx/ikiuAxWAjhMXmwioGzUd",
+	"t8xioEX05vL0xOHwfVok90vYuqDjAOvm9xxLsAZapwBJtKjFimULS7/ZStWkRbYUlYn9oq6xxsqSkTqb",
+	"C5KsrIG+iLGxA4/SAlOjHmm8MZSpvssvMeqx6CaRMdK90WRFTeAvdt2Yv6gVfyyUrpEIUB7dra5nBa73",
+	"FFQRMqgT+Bd4u03v/fNGd/YeKcj+pq77BETzoBDzr91cgFke8fLdtWLM7DWX2v+CVfJ/oLhFDQ6FC/VA",
+	"WoHLiWh6td+FjP9jF26/PRuenL1+ffRyODg/Ory86D84zat3/OFKt1eGGPlMZ4U1Y4QXiVnXbMWAr8aq",
+	"brOsPbZaC25V/EJTrKDrl8rkq7W5xppOU3VnD9TeYxfq8qJ//Pb47evhd1dHV0fDV1cnDzdL1N3zlPNc",
+	"8/yINQqAiicL1Q1GCO54T+kJBgcBJsCuKLR0XfPRzSQD9Mlf1PWTVJBT9OBeqOXa6ERQ+GR1ziy074Iv",
+	"G8oaZzbJLcTHGu/V7Os2e6ty2EXdUMoiMpOpO2MYsFueJWZttPdyQNvDRtj3iWZQD2yOANIkYg0xRIEC",
+	"KgheF51pBuxXGxfQAev7kYMe+6E+VsT9oQBPcz4Vs1A2ijeIOKAhtLRIgZ8iYCMh80wQe5keccD3hWp8",
+	"DOFZily+yBX8OWr22CX7lv3ALrw4SsC+h3+9PT7vnwzYnUgmU2NDnaOZ9QNU1yXAmzoa3nC49kf7IzCS",
+	"UxzkxmzBIgDEgSxnsnNikQtvk3nEGnPk0DHzTClWCj1FReRHR82uWygKRBjjCSgrrQmmfqFsWuN7lcYB",
+	"+5uacqm1wmzn3nN2qEajacI633zzrMcOp2a/0F/+tpAA83c4FTM1E3nWZsa7SNM2O+HXbTZY6rzNvvqa",
+	"NfZ2dw+arLP7rNXp7DXhpujd8fnwF/Yt079meWPO/sL0YjbkbDAYcta4G/7Cd3777W7If/ut+e97bMf7",
+	"azOiTChjEVz9LfzxhjXMxO7o4Y25Ix/y7XzIo4BmGubBWI7e1AJt5nuA8aaYJWa/7VLwnC1kkhf3NiI9",
+	"vImIf5bLmGfAqRuL24SoIuNYjVknKC3oti52K4QqNQY04ERva3wCss2Y17Xc635Em93WBLw7Pv/3PaMB",
+	"Ol3v/EHdiXlGx3jVufCY+hnH8BkiDhZnKGKNfrPr+gtsxHohR5wQDP2LzbOLfwYsyvbeR+xbFtEUs99+",
+	"m5t1gmX67bcfzP9FlMn24tYM5RKSyZlnDIuAZtQzvywjPyAYMC/gCYvdYS1Y6YQ1lsPkhrXYcsrzYXJT",
+	"7JDiT2bSYCdEjoU7yS0BMqOOeblkvmSJft0rD8G99vziaDDYGQyGP7rHzZUCJs1F3lLj1lilcaWOxNxs",
+	"131bs7/jNSvRPuzVQ2I2wM+czATKTXg7CqpEyaiHhNb4FBRavswiol91J0FI98xZ+RGmHXChcm8j8TRl",
+	"stiKLgVFItRGqLc1u9gjrEwKxEasIYNiN4PoaXZZNB0m7FvW2ZHsrywfJtuscbl92fz3Vsf8K4J5xPgu",
+	"FVNsW1ptyw2I0zBS8lZIyw9FOJt1Id8C/pVPRBPHmM20GEXmjBqJMhgMM6F3ZNNff1z8vrfoTY/GF59w",
+	"i6ysl7a0i+q1SLxWdTjWfEBXE/2ku2x/d98hvHlNnmlyI6D/vKgdc5zm1pScqjRus74MpRc4ZrVxY+IK",
+	"ISItuyZd6pd6ezZ0ZtXF0eHZxcvo/tAomCJPU15w4eyahysL6NpHFhW4u2odTwr3/xlA/TOA+pk7U1ZP",
+	"2SZ+b/WWz/T198oJ1qgTEV86kIzUepS4vBbTxCFIu6Ay0KrD+QYjCqAM/uBRZDUXks+Ttt1B69oRzuZC",
+	"9s+P6ZM+URL7D3toT/rX1mar1LVxE9YS0iiZZ3yU+8GRO64Z5kiNi/qloWc86p/aXSNy/hDSvV3EJce8",
+	"4AOL+GP/9ORxi2gfXLOI8LANFxGuvS/laD5zolr044zPf8I//AzW2ZiPxH98+PiV7jI+T0qTBW20WAF8",
+	"DXY918wMEjmiGgVbsbHJ77gkunhiPrPLxri+oQJULMXwDxVyTvyxthhtgMdsMZ+8a20tu0dabzmkl9Z/",
+	"7LEIg/Jd5nh5qQnBGfnGOQgl18DfS4DHRNQLNVYNF1Bxlq14j6Zo03KfjpMUIGcTzRQMjKc9tlrqzq7V",
+	"guqI/eI7APdfwxFyXuIv2yBxYxlwS9mWGX9/IuQkn251O3tfB1uzRLp/b5zE+UOkhILq+p9DQUjyDxGw",
+	"jvHUgVOzZyvisRLe/Na23RiVcUCpTHWyktli5ug5Z4mkfwerfYdBXZAykuJ9PhwtMq2ywj+2IFtQwtIw",
+	"OxVRbejv0Q+tt+J93jqk22gPNg4H75rrBo+vWLfUewfPP0fFdLElT9Rko9qP1Ts2t/Dq713HkFq6ehOS",
+	"1JUbHlmccibR57arCIW0pUbZ0rLWB7UB2oBsOVxS19JBbn3KdU4bB5jxyYK3lPnLZm17bDHsT3L8Dq8u",
+	"BmcXG/t9dPlTUJT+jplGkAPNEv0nfkj0ZW21I9A1NfXajyyMNvrU+jprlenf1DXWuEEgC+E89OIaSuRI",
+	"UZXZy1gD2Muul5jcjptEOw2FhYm0xXRj1yATwTxH7YqMNI7pIk1pu4fS7fceKzjM51xb1I/I3pgrKLPL",
+	"/VMUeJ1BiMGKNRoR6ek269MxA6bMOf91IbqAxkMQMJalMwilVubLNM5CDlV/LlWDMwCnMlbgWOtpMs4B",
+	"VDbDT/eYxIEKnChvfP7wXClIQ0E3mFaW2CwTqeKxsfCg9QgD8WaSofTTfALdb35LBTc2jVrkWNcIsUOw",
+	"IkMJFdNo7iT/MHKKKjiBVwjLKZHugI3FHTt9YZeqG8rIGGltqlkeAh19Emtj0MAfEPd+CBaHKH6WKjf/",
+	"CmWErYVtW5dMvVf0K5VkRtuaRbYs2ntHKKPK8/FufDpALZQePsxVztOIEA3K72gbG2+40CKOiGQdG1Xv",
+	"dLPH1kAkhNLZiTOzk8eLNF1npHk1IDVW2v32yt6KtXLwMbbK3ueyVD7O9Djo7G1gZVZVabrEwwbaDRjr",
+	"eb52AHimtz6iTsdhWX66LeQ9dSMCvur1H1VntI6Mz7dFzDx+Yrz3X1btu/MJAlON/SqjJ9P9HwtG0nl0",
+	"xPVyeHx6fnJ0evR2E6jQ6vVPGWu1oVRLj27ZONyBvl4kaQyR1tIgoqeraAFCR78CU5cNFs9qctbQhlbT",
+	"DoCPrad1NPL0cPDOfD3FarAhF3DZMsFnRrBRHxG/Y4u5pbDBoMJUpDEkOWdiprKlRTE0JoaxUzN1xzLx",
+	"ixhROIhuh4BFCdngcPDOaE/swl9FB3LM+COVLmaS+I94lqPNZ8YzzoQI2PUiD6UWEuoxQLNHNJxU5KUa",
+	"WxwWjHJmyXYLMLtQ0qSYGXWpRBo+mCSg1oAHRGFnCuyZRtSa8fctvLAF0HNRYAM7oTzo7LHT5EWzx67F",
+	"UgEaThUnsfOMRef9HwFq6PLsbHjSv3h9hNlMIyqLGp4SzWKPjRcZ9L6BLgL8okQC/f9CxiLG+s1QNqKW",
+	"fUILfipGx/ab0OtCH5kTuycB3blSY6wwppkyfzaenJ0pIi0gOEbAdDI/EC4UDM21bOF7SlxILFcTbCac",
+	"qjQuzO/qmNlfWSeUiAXeZt87Hm8g4MXhVmZ17xtWW6AWSuqHCbxGdAplzviSsAkBeBf2lLXSa/pdeKnj",
+	"xYVCwP47dP3uXTZKlRZRDyfBTh5yOdFWO4Wz1IW6e7feeMDY9SI2rgPtMzcv+Fd/q3H264JnoC/QQJoq",
+	"nW9rNp8udTLiKT2wyYjMAW11WnyC7CKJYPuR4IxokRds9asQnL+oa2j5BIuVIC7lYiayZMRmPM+S9wHC",
+	"pU8tMiMFC+6STBg9twenho1EmrKoE0ShxJ34NV7eDNg8Xejy3IzUfImpsS7jsmDxtAOGGOdoyrOJ+Rqo",
+	"pHj2VfuA/f0FFIoYKaXGbG93/2uv5U6zRud5e5/9/UUogUsoDthex9xjS25WqkDGSU60zPgyANfkN0KG",
+	"Euers/c1Fd95uJm0sonumcFbEQmSsPgAwqE3b8S5w30A524Mhaecgu9Qsbe6nWEOcDuX9jLjvry1Bav4",
+	"+K4RR0BKV5VHZdS4MU+1iJqOaxrqV2gKoF5odfx3U+M04msK3w4SnXm2hA49oMEVcY8d7JpB+B1nD4LW",
+	"FYMh4FeoG7o2lhPIFyt8zNau3cQaRRDxkMwsLonxW9HFMp9pzyQf3bjXCeP4NmKAQCU+KpWFEnsvUopO",
+	"TBd5rO4kwbZ4r8U9TXVsY3EHLnnG0xThhHNNVY3FDqC2PRjtTGXCcgNCraQ574LfYMUNbAIaMnrPBT0x",
+	"PQyOFmfj5L0Z9q3ILBSH2binyYtQNrKFxIjK9WI8FpkOLH8CJm2b+Azn0PvtIaMplxLaiwr8Dw1iFkbf",
+	"sPK+8w1oyaKNlYSa7jmKOt2exUxT0eNB9aU+0oh9ZyhrX5pIh5lC4c9ukUq5BgBkc+21COXzffb35AVr",
+	"7D/rkPpuBiRNzIjN37Dt12GbYBcl2VOh5Flmtg5s9+e78IkFOjDq4L2D5+yv7Pk+gcVgK2tB+Y5mCFkw",
+	"2lo0rxXTapzb7YiWSU5HSi9mbCFToXUoo9dnp0enJ8enx5eR5T1Aw8JtSdYYHL++PLo4ba5szUQXfDIR",
+	"bm1bxBkdv708svj2vbK+JzgdsEONDM2nIsmcZIMLQgnt+TUlHuYROwia9Yu6HiYxove0ze1a5FHTKifc",
+	"0qGM8N1U4+/B78LvFBnBaJS16myXP9ZlCePd6ApuoXZc40VZGf1xG+EMwYDO1LUw+5jhTgGw6aYV9Vwu",
+	"XT1cYUaj1cTxGX4frtEbXmEn2jKaHex+BdM9uHr16vjw+Ojt5XBweXbRNzKZTBnA83aPGydpqj1tYHvH",
+	"QmmWUBf42CUCqJGKxcrWKLQT6hHYz+Q6jYwBRvhH8CgS2m+uLi+NzfXy7Pu3OHkXPBdd71kIic4LbY4G",
+	"nD02ZGB6Z8eznGYLTd3ri7lRZBhKshWzLOM5mORkjs8S2TI/GU/DHrjnBwfPnqNpsaN7bJfli0xCwFaN",
+	"x038Hs4mmRnSXGSJitmUa2MaATpX8XDz4BZc55nUnV2mm10Q+bAJ/0pP+itm0eFACehc2IHBBlj2i3+D",
+	"j5vyW0EfH5uFhc82C2vWz6ws1tdATk7nal4Ajidxar2URtSa5vm8ZW6GHKVa5P4kPDPDDEpN3vu7X7OI",
+	"4g/Dy+PTo7OryyhgJQcNGXXprMDoLcAnuQzolRHcuLHBraXhmtlDicsPqgLs+RoXwhMnQZ3bUMu5Y+bb",
+	"+vb38u7MFmmeGF9yZ6yyWctIFghXyJGKKe1AOTu66RJjgjabFzA/2qFGuchb6DpvfQiwYmDl3pX4iPHZ",
+	"60J0V/C1G0fo6PLHB+jcjRvw/fzZzlgELTYPNA7e+VHG06PL/sv+ZX/j+90NTxGqLB7hfOKz88vjs7eD",
+	"jZ+1cuOHYOv0eDAwP533Lx4eVOnizxE8hZBSEWGyE+j/Vv0IYPXxxhWVoqs2Gvv79nB+/cjNWZHZD0Nc",
+	"VK5/4jJW0FdGMc2Ni2oNhlUdBQpsLCDYkgKfrwDQzDp9XlVLazDFQ2muJ4e8Yl041UQVZ0gq/Zh6kqpL",
+	"vAExf/WOp9z1qy56wFZddFSusCbivXGujVNQF7G0bomN+GA3YsWJ91ADStEpN6mfwET0L9ETW9p4GDg1",
+	"G2+RpqxRG45sPiFp72fEnv9fnO4hTvfH0B0WcauHG+G9a6GR3vOeNuii969+UvYzL/TWLQsGF10r9/Oi",
+	"PAilDfB9VOQtlBB6A8YpEQM2cI+tBP5sFLMU/gslnqI2q7igpd5/q5cK7xhEI7D/WF1V88anppXwp7f5",
+	"T0C0jc6C77IfDt5ZWJkshxC8XsrRNFNSLXQps7lxKrPUc18tdLmvFsxB1PBMVOqXzAiRgdnSL2sb1KW6",
+	"daMPaS9GRai1sl0yYTZwKQRGiKEjFYtKNKz6AmYjVJi8G6WCeyEWiMsWUSwYMmb6XAGXI45OsBcIQ2fu",
+	"QHrocNiOaTm8zLtvkjQVcTNgMZ/xiYgJ6MIynkGAmci5PX0eABJz6aN3St9YTSRovoT8EfC5lOioKaBW",
+	"jXHhkm1rDJmxhnlZS8l0GYTSqEvob000EzKG9AYFoCzAHcWwALeKp1iB0/MeDLkP8+hcSAzpgAyDGBkk",
+	"l+C1lisYMCsSEVOO64Dp5pqmS8/v3NqkIwk27739SI+reX/SUqCXSorHlALB9R/lo9/jm/+e7Y5/O3vx",
+	"iGbH8tVPqF2v5I00Rx9rUVkjKr3pk5r5/izM+URNd67S1Ndzj1FgNbU4ZY6q9UU5fS/kiUkCIC4scGLg",
+	"zwDhWc7POEc7R6gWyn+IOWsQmCfmq4yqMFZJs82OEHH7ji9dKiDxyQ/XqTkWHfbfHh6dnBj572WzXdEF",
+	"1OGA7nCJUmfzkRduNDS44axR+pRtjVIaaAPc5E+5+8Bg9Y0ERmvhpLEQcyJiYC6zzC2CFXlY91w0YSHQ",
+	"Ps9UvBgJyMzEiR5xMwWUdSuqSew88SIhVtLyPDVrvzTaSsRsIsxXADOpOdmvjt8eD95AmkwrbAUvLyOG",
+	"2L2vjkNpnzhOZKKnVJJBsXj4NGjfA/ZRQkVqFDMTSp+JlENqUEjCWYZ0EKr2WEmBrr9b84TyVfiSEUyU",
+	"ZaKG99RqxkOY438p5Xhot81jNGRx01OrycD4QpWj6Z3HPzYB5j+T3n08mIB/xjf6OHfxEweeQEKVJFGj",
+	"LID+tCw+Ogb0Zf3vQ8JxrYmfPL2r/RAzxKUtGYAifkL4Xk9kZCP/oOWLnhcp7oZ0bdljpiVC5WTBMODh",
+	"XU+pmnV6efb2yN1b1Y2WkxvageHO/Rpwzvu9PAc8/kfUZX8otPM/vvv2hwKUfUgTuXQMmsZrdvUTAuL4",
+	"R2rjmYWLP4MOK0uARvm8/6nDvqB3fFnG9LGF5lSwxsyCFTWtIn6s52zeJUaLLMmXRs5+CP5j61rwTGT9",
+	"hRGTP/1sxCKGZut6FmngfjEoj+NMaL0VbC2ydKu7Nc3zeXdnJ1Ujnk6VzrsHBwfPt+qbDkHHgaHdylPd",
+	"GgkIdMf4rxuxLD1U1zz1Z/f51ccDGFqZJXmqcqbv+LxQKYSJtDq4/rpQuy5udvO9evtJciuk0JiQMTOf",
+	"SJwiuhVrT9dMikOSQeoVb7Qi5zX3nCqZ5IoAbOhSp2/1mpeUO8gdf6fFV8Zxj5QcJSkCeBa1jCm/brN+",
+	"KF0AH2pQLbB+8eBWqibfYoocygk1BsUnXctX4oG6RAEj7vGUX7eIiLTE0HgvuQmFEQ52O2zlaGIIA55e",
+	"8xgLp8/A7FmFte4x7uYGw+MLqQNE20FcxtmcZ4lGXEbfTCM6XLR/aFlce/6Hnz/8vwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
