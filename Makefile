@@ -23,7 +23,7 @@ FUZZMINIMIZE  ?= 5s
 # (make test-under-load); make test as a whole should take at most 10.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 20m
 
-.PHONY: all build run run-fleet bench-fleet bench-fleet-in-cluster test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated docs-bundle docs-bundle-copy check-docs-bundle lint vet bench fuzz demo clean
+.PHONY: all build run run-fleet bench-fleet bench-fleet-in-cluster test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-prism test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated docs-bundle docs-bundle-copy check-docs-bundle lint vet bench fuzz demo clean
 
 all: build
 
@@ -233,7 +233,7 @@ rule-evidence:
 	set -o pipefail; RAMAN_RULE_EVIDENCE=1 $(GO) test -count=1 -timeout 20m -run '^TestRuleEvidence$$' -v ./trainer | grep -vE '^(=== RUN|PASS$$)'
 
 ## test: everything CI runs
-test: deps check-generated check-docs-bundle lint test-go test-r test-examples test-clients test-browser test-prometheus
+test: deps check-generated check-docs-bundle lint test-go test-r test-examples test-clients test-prism test-browser test-prometheus
 
 # The conformance suite, the longest package, runs beside the others
 # rather than after them: its test binary is built first (so that the two
@@ -290,6 +290,13 @@ test-under-load:
 test-clients: deps-node
 	cd conformance/clients/testdata/ts && npm ci --no-audit --no-fund --loglevel=error
 	set -o pipefail; RAMANSERVE_TEST_CLIENTS=1 $(GO) test $(GOTEST_FLAGS) -v -run '^TestGeneratedClients$$' ./conformance/clients | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
+
+## test-prism: every operation of the contract through Prism's validating proxy (prism proxy --errors):
+## 0 violations of a request or a response; Prism pinned in conformance/testdata/prism/package-lock.json (npm ci)
+PRISM_DIR := conformance/testdata/prism
+test-prism: deps-node
+	cd $(PRISM_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	set -o pipefail; RAMANSERVE_TEST_PRISM=$(abspath $(PRISM_DIR))/node_modules/.bin/prism $(GO) test -count=1 -timeout 5m -run '^TestPrismProxy$$' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
 ## bench: every figure of docs/performance.md
 bench: deps build
