@@ -157,8 +157,8 @@ func checkErrorExamples(t *testing.T, at string, r *openapi3.Response, media *op
 // TestSecurityIsOptionalAndRolesDocumented: every operation accepts a
 // request without a token (authentication is the server's start-up
 // choice, so a validating proxy must not refuse one) or with bearerAuth,
-// and names in x-required-role the least role the server's token gate
-// lets through.
+// and names in x-required-role, and in the first line of its
+// description, the least role the server's token gate lets through.
 func TestSecurityIsOptionalAndRolesDocumented(t *testing.T) {
 	doc := loadContract(t)
 	for _, path := range doc.Paths.InMatchingOrder() {
@@ -192,6 +192,15 @@ func TestSecurityIsOptionalAndRolesDocumented(t *testing.T) {
 			}
 			if role != string(want) {
 				t.Errorf("%s: x-required-role %q; the token gate needs %q", where, role, want)
+			}
+			// The description says it too, for readers and tools that
+			// do not show extensions.
+			line := "**Role** (with `-auth-tokens`): `" + role + "`."
+			if role == "none" {
+				line = "**Role** (with `-auth-tokens`): none;"
+			}
+			if !strings.HasPrefix(op.Description, line) {
+				t.Errorf("%s: the description does not start with %q", where, line)
 			}
 		}
 	}

@@ -2888,6 +2888,8 @@ type ClientInterface interface {
 
 	// GetDocs This document, as a page to read in a browser
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// This contract rendered by Redoc (the npm package `redoc`, pinned;
 	// its standalone build is embedded in the server) as one HTML
 	// document: the renderer and the contract are both inline, so the
@@ -2900,6 +2902,8 @@ type ClientInterface interface {
 	GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetFleet The replicas of the fleet
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Every replica that shares this server's store, as their rows in the
 	// fleet's database say (`-store postgres://…`): each replica writes its
@@ -2919,6 +2923,8 @@ type ClientInterface interface {
 	GetFleet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealth Liveness and readiness
+	//
+	// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 	//
 	// Always 200 while the process is up (401 only when the server runs
 	// with `-auth-tokens` and `-auth-health` and the request has no valid
@@ -2990,6 +2996,8 @@ type ClientInterface interface {
 
 	// PostLabResultsWithBody Reconcile the lab's HPLC results with logged predictions
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 	// header names the columns, in any order, from `lab_sample_id`,
 	// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
@@ -3022,6 +3030,8 @@ type ClientInterface interface {
 	PostLabResultsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostLabResults Reconcile the lab's HPLC results with logged predictions
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 	// header names the columns, in any order, from `lab_sample_id`,
@@ -3056,6 +3066,8 @@ type ClientInterface interface {
 
 	// GetMetrics Prometheus metrics
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The server's metrics in the Prometheus text exposition format
 	// (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
 	// authentication is on. See "Metrics" at the top of this document.
@@ -3065,6 +3077,8 @@ type ClientInterface interface {
 
 	// GetModelInfo Metadata of the active model
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// When no model is loaded the answer is 404 with code `MODEL_NOT_LOADED`
 	// (ModelInfo has required fields that cannot be filled without a model).
 	//
@@ -3072,6 +3086,8 @@ type ClientInterface interface {
 	GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListModels List every model in the registry
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Models are sorted by `trained_at`, newest first; ties are broken by
 	// version name. A `.npz` or `.joblib` file found in the registry's
@@ -3086,6 +3102,8 @@ type ClientInterface interface {
 	ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// LoadModelWithBody Make a model version active (hot swap)
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// Loads a model and makes it active atomically. A `predict` already in
 	// flight finishes on the previous model; the next one uses the new model.
@@ -3110,6 +3128,8 @@ type ClientInterface interface {
 
 	// LoadModel Make a model version active (hot swap)
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Loads a model and makes it active atomically. A `predict` already in
 	// flight finishes on the previous model; the next one uses the new model.
 	//
@@ -3133,6 +3153,8 @@ type ClientInterface interface {
 
 	// ClearShadow Stop shadow scoring
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Idempotent; the records already logged stay. A shadow that failed to
 	// restore at start-up (named by `GET /model/shadow` without a
 	// comparison, and by `GET /health`) is cleared the same way.
@@ -3141,6 +3163,8 @@ type ClientInterface interface {
 	ClearShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetShadow The shadow model and how it compares with the active one
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The shadow is a staged or archived version that scores every
 	// spectrum the active model scores, off the reply path: the rig's reply
@@ -3161,6 +3185,8 @@ type ClientInterface interface {
 
 	// SetShadowWithBody Make a staged or archived version the shadow
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Replaces any previous shadow (its comparison starts again from zero).
 	// The version is loaded and checked as a load would check it; the
 	// active model is not touched.
@@ -3172,6 +3198,8 @@ type ClientInterface interface {
 
 	// SetShadow Make a staged or archived version the shadow
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Replaces any previous shadow (its comparison starts again from zero).
 	// The version is loaded and checked as a load would check it; the
 	// active model is not touched.
@@ -3182,6 +3210,8 @@ type ClientInterface interface {
 	SetShadow(ctx context.Context, body SetShadowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteModel Remove a staged or archived version from the registry and its disk
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// Removes the entry from the index first (durably), then the model
 	// file the registry holds for it in `models/`. The file a `file` load
@@ -3206,10 +3236,14 @@ type ClientInterface interface {
 
 	// GetModel One model version, with its lineage, metrics and checksum
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Over the lab results matched to predictions of this version (as
 	// active, shadow or re-scored) whose spectra were taken in
@@ -3233,6 +3267,8 @@ type ClientInterface interface {
 	GetModelPerformance(ctx context.Context, version Version, params *GetModelPerformanceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetModelReport The model's review page, one self-contained HTML document
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// A page for people deciding whether to promote the version. It holds
 	// inline SVG plots and nothing fetched from elsewhere (no script,
@@ -3268,6 +3304,8 @@ type ClientInterface interface {
 
 	// RescoreModel Score a staged or archived version on logged spectra, as a background job
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Needs the server to run with `-log-spectra`. The job runs in the
 	// training queue (same slots, progress, cancel and status URL as a
 	// training job; `kind` is `rescore`). Its records join the prediction
@@ -3277,6 +3315,8 @@ type ClientInterface interface {
 	RescoreModel(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetModelReview Every number behind the review page's figures, as JSON
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The review at SIMCA depth, computed from the model file alone (see
 	// `artifact.md`), so it exists as long as the version does. Notation:
@@ -3321,15 +3361,21 @@ type ClientInterface interface {
 
 	// GetOpenAPIJSON This document, as JSON
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
 	GetOpenAPIJSON(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPIYAML This document, as YAML
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPredictions Export the prediction log
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Oldest first. JSON by default; `Accept: text/csv` gives the same rows
 	// as CSV with a header line (spectra are never exported). Every filter
@@ -3339,6 +3385,8 @@ type ClientInterface interface {
 	ListPredictions(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTrainingJobs List training jobs, newest first
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Jobs are ordered by submission time, newest first (ties by job id),
 	// and come in pages of at most `limit`. `next_cursor` is null on the
@@ -3358,6 +3406,8 @@ type ClientInterface interface {
 	ListTrainingJobs(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartTrainingWithBody Upload a training CSV and start an asynchronous training job
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// The CSV is parsed while it streams in; the raw upload is never held in
 	// memory. The first bad row rejects the upload with 400 `INVALID_CSV`,
@@ -3435,6 +3485,8 @@ type ClientInterface interface {
 
 	// GetTrainingJob Poll a training job
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Job records are kept on disk and survive restarts. A job that was
 	// `running` when the server stopped reads `failed` with error code
 	// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
@@ -3449,6 +3501,8 @@ type ClientInterface interface {
 	GetTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelTrainingJob Cancel a queued or running training job
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// A queued job is removed from the queue; a running job is stopped at
 	// its next step (within about a second). Either way the job is
@@ -3467,6 +3521,8 @@ type ClientInterface interface {
 
 	// GetTrainingReport The review page of the model a done job trained
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The same page as `GET /model/{version}/report` for the job's
 	// `result.new_version`. A job that is not `done` has no model:
 	// 409 `JOB_NOT_DONE`. A job whose model was deleted since:
@@ -3477,6 +3533,8 @@ type ClientInterface interface {
 }
 
 // GetDocs This document, as a page to read in a browser
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // This contract rendered by Redoc (the npm package `redoc`, pinned;
 // its standalone build is embedded in the server) as one HTML
@@ -3500,6 +3558,8 @@ func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 }
 
 // GetFleet The replicas of the fleet
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Every replica that shares this server's store, as their rows in the
 // fleet's database say (`-store postgres://…`): each replica writes its
@@ -3529,6 +3589,8 @@ func (c *Client) GetFleet(ctx context.Context, reqEditors ...RequestEditorFn) (*
 }
 
 // GetHealth Liveness and readiness
+//
+// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 //
 // Always 200 while the process is up (401 only when the server runs
 // with `-auth-tokens` and `-auth-health` and the request has no valid
@@ -3610,6 +3672,8 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 
 // PostLabResultsWithBody Reconcile the lab's HPLC results with logged predictions
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 // header names the columns, in any order, from `lab_sample_id`,
 // `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
@@ -3652,6 +3716,8 @@ func (c *Client) PostLabResultsWithBody(ctx context.Context, contentType string,
 }
 
 // PostLabResults Reconcile the lab's HPLC results with logged predictions
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 // header names the columns, in any order, from `lab_sample_id`,
@@ -3696,6 +3762,8 @@ func (c *Client) PostLabResults(ctx context.Context, body PostLabResultsJSONRequ
 
 // GetMetrics Prometheus metrics
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The server's metrics in the Prometheus text exposition format
 // (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
 // authentication is on. See "Metrics" at the top of this document.
@@ -3715,6 +3783,8 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // GetModelInfo Metadata of the active model
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // When no model is loaded the answer is 404 with code `MODEL_NOT_LOADED`
 // (ModelInfo has required fields that cannot be filled without a model).
 //
@@ -3732,6 +3802,8 @@ func (c *Client) GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn
 }
 
 // ListModels List every model in the registry
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Models are sorted by `trained_at`, newest first; ties are broken by
 // version name. A `.npz` or `.joblib` file found in the registry's
@@ -3756,6 +3828,8 @@ func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) 
 }
 
 // LoadModelWithBody Make a model version active (hot swap)
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // Loads a model and makes it active atomically. A `predict` already in
 // flight finishes on the previous model; the next one uses the new model.
@@ -3790,6 +3864,8 @@ func (c *Client) LoadModelWithBody(ctx context.Context, contentType string, body
 
 // LoadModel Make a model version active (hot swap)
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Loads a model and makes it active atomically. A `predict` already in
 // flight finishes on the previous model; the next one uses the new model.
 //
@@ -3823,6 +3899,8 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 
 // ClearShadow Stop shadow scoring
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Idempotent; the records already logged stay. A shadow that failed to
 // restore at start-up (named by `GET /model/shadow` without a
 // comparison, and by `GET /health`) is cleared the same way.
@@ -3841,6 +3919,8 @@ func (c *Client) ClearShadow(ctx context.Context, reqEditors ...RequestEditorFn)
 }
 
 // GetShadow The shadow model and how it compares with the active one
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The shadow is a staged or archived version that scores every
 // spectrum the active model scores, off the reply path: the rig's reply
@@ -3871,6 +3951,8 @@ func (c *Client) GetShadow(ctx context.Context, reqEditors ...RequestEditorFn) (
 
 // SetShadowWithBody Make a staged or archived version the shadow
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Replaces any previous shadow (its comparison starts again from zero).
 // The version is loaded and checked as a load would check it; the
 // active model is not touched.
@@ -3892,6 +3974,8 @@ func (c *Client) SetShadowWithBody(ctx context.Context, contentType string, body
 
 // SetShadow Make a staged or archived version the shadow
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Replaces any previous shadow (its comparison starts again from zero).
 // The version is loaded and checked as a load would check it; the
 // active model is not touched.
@@ -3912,6 +3996,8 @@ func (c *Client) SetShadow(ctx context.Context, body SetShadowJSONRequestBody, r
 }
 
 // DeleteModel Remove a staged or archived version from the registry and its disk
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // Removes the entry from the index first (durably), then the model
 // file the registry holds for it in `models/`. The file a `file` load
@@ -3946,6 +4032,8 @@ func (c *Client) DeleteModel(ctx context.Context, version Version, reqEditors ..
 
 // GetModel One model version, with its lineage, metrics and checksum
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Corresponds with GET /model/{version} (the `GetModel` operationId).
 func (c *Client) GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetModelRequest(c.Server, version)
@@ -3960,6 +4048,8 @@ func (c *Client) GetModel(ctx context.Context, version Version, reqEditors ...Re
 }
 
 // GetModelPerformance The version's error against the lab, with the other models on the same spectra
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Over the lab results matched to predictions of this version (as
 // active, shadow or re-scored) whose spectra were taken in
@@ -3993,6 +4083,8 @@ func (c *Client) GetModelPerformance(ctx context.Context, version Version, param
 }
 
 // GetModelReport The model's review page, one self-contained HTML document
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // A page for people deciding whether to promote the version. It holds
 // inline SVG plots and nothing fetched from elsewhere (no script,
@@ -4038,6 +4130,8 @@ func (c *Client) GetModelReport(ctx context.Context, version Version, reqEditors
 
 // RescoreModel Score a staged or archived version on logged spectra, as a background job
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Needs the server to run with `-log-spectra`. The job runs in the
 // training queue (same slots, progress, cancel and status URL as a
 // training job; `kind` is `rescore`). Its records join the prediction
@@ -4057,6 +4151,8 @@ func (c *Client) RescoreModel(ctx context.Context, version Version, params *Resc
 }
 
 // GetModelReview Every number behind the review page's figures, as JSON
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The review at SIMCA depth, computed from the model file alone (see
 // `artifact.md`), so it exists as long as the version does. Notation:
@@ -4111,6 +4207,8 @@ func (c *Client) GetModelReview(ctx context.Context, version Version, reqEditors
 
 // GetOpenAPIJSON This document, as JSON
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
 func (c *Client) GetOpenAPIJSON(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIJSONRequest(c.Server)
@@ -4126,6 +4224,8 @@ func (c *Client) GetOpenAPIJSON(ctx context.Context, reqEditors ...RequestEditor
 
 // GetOpenAPIYAML This document, as YAML
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIYAMLRequest(c.Server)
@@ -4140,6 +4240,8 @@ func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditor
 }
 
 // ListPredictions Export the prediction log
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Oldest first. JSON by default; `Accept: text/csv` gives the same rows
 // as CSV with a header line (spectra are never exported). Every filter
@@ -4159,6 +4261,8 @@ func (c *Client) ListPredictions(ctx context.Context, params *ListPredictionsPar
 }
 
 // ListTrainingJobs List training jobs, newest first
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Jobs are ordered by submission time, newest first (ties by job id),
 // and come in pages of at most `limit`. `next_cursor` is null on the
@@ -4188,6 +4292,8 @@ func (c *Client) ListTrainingJobs(ctx context.Context, params *ListTrainingJobsP
 }
 
 // StartTrainingWithBody Upload a training CSV and start an asynchronous training job
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // The CSV is parsed while it streams in; the raw upload is never held in
 // memory. The first bad row rejects the upload with 400 `INVALID_CSV`,
@@ -4275,6 +4381,8 @@ func (c *Client) StartTrainingWithBody(ctx context.Context, contentType string, 
 
 // GetTrainingJob Poll a training job
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Job records are kept on disk and survive restarts. A job that was
 // `running` when the server stopped reads `failed` with error code
 // `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
@@ -4299,6 +4407,8 @@ func (c *Client) GetTrainingJob(ctx context.Context, jobId string, reqEditors ..
 }
 
 // CancelTrainingJob Cancel a queued or running training job
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // A queued job is removed from the queue; a running job is stopped at
 // its next step (within about a second). Either way the job is
@@ -4326,6 +4436,8 @@ func (c *Client) CancelTrainingJob(ctx context.Context, jobId string, reqEditors
 }
 
 // GetTrainingReport The review page of the model a done job trained
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The same page as `GET /model/{version}/report` for the job's
 // `result.new_version`. A job that is not `done` has no model:
@@ -5374,6 +5486,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetDocsWithResponse This document, as a page to read in a browser
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// This contract rendered by Redoc (the npm package `redoc`, pinned;
 	// its standalone build is embedded in the server) as one HTML
 	// document: the renderer and the contract are both inline, so the
@@ -5388,6 +5502,8 @@ type ClientWithResponsesInterface interface {
 	GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error)
 
 	// GetFleetWithResponse The replicas of the fleet
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Every replica that shares this server's store, as their rows in the
 	// fleet's database say (`-store postgres://…`): each replica writes its
@@ -5409,6 +5525,8 @@ type ClientWithResponsesInterface interface {
 	GetFleetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetFleetResponse, error)
 
 	// GetHealthWithResponse Liveness and readiness
+	//
+	// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 	//
 	// Always 200 while the process is up (401 only when the server runs
 	// with `-auth-tokens` and `-auth-health` and the request has no valid
@@ -5482,6 +5600,8 @@ type ClientWithResponsesInterface interface {
 
 	// PostLabResultsWithBodyWithResponse Reconcile the lab's HPLC results with logged predictions
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 	// header names the columns, in any order, from `lab_sample_id`,
 	// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
@@ -5514,6 +5634,8 @@ type ClientWithResponsesInterface interface {
 	PostLabResultsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostLabResultsResponse, error)
 
 	// PostLabResultsWithResponse Reconcile the lab's HPLC results with logged predictions
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 	// header names the columns, in any order, from `lab_sample_id`,
@@ -5548,6 +5670,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetMetricsWithResponse Prometheus metrics
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The server's metrics in the Prometheus text exposition format
 	// (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
 	// authentication is on. See "Metrics" at the top of this document.
@@ -5559,6 +5683,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetModelInfoWithResponse Metadata of the active model
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// When no model is loaded the answer is 404 with code `MODEL_NOT_LOADED`
 	// (ModelInfo has required fields that cannot be filled without a model).
 	//
@@ -5568,6 +5694,8 @@ type ClientWithResponsesInterface interface {
 	GetModelInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error)
 
 	// ListModelsWithResponse List every model in the registry
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Models are sorted by `trained_at`, newest first; ties are broken by
 	// version name. A `.npz` or `.joblib` file found in the registry's
@@ -5584,6 +5712,8 @@ type ClientWithResponsesInterface interface {
 	ListModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListModelsResponse, error)
 
 	// LoadModelWithBodyWithResponse Make a model version active (hot swap)
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// Loads a model and makes it active atomically. A `predict` already in
 	// flight finishes on the previous model; the next one uses the new model.
@@ -5608,6 +5738,8 @@ type ClientWithResponsesInterface interface {
 
 	// LoadModelWithResponse Make a model version active (hot swap)
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Loads a model and makes it active atomically. A `predict` already in
 	// flight finishes on the previous model; the next one uses the new model.
 	//
@@ -5631,6 +5763,8 @@ type ClientWithResponsesInterface interface {
 
 	// ClearShadowWithResponse Stop shadow scoring
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Idempotent; the records already logged stay. A shadow that failed to
 	// restore at start-up (named by `GET /model/shadow` without a
 	// comparison, and by `GET /health`) is cleared the same way.
@@ -5641,6 +5775,8 @@ type ClientWithResponsesInterface interface {
 	ClearShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ClearShadowResponse, error)
 
 	// GetShadowWithResponse The shadow model and how it compares with the active one
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The shadow is a staged or archived version that scores every
 	// spectrum the active model scores, off the reply path: the rig's reply
@@ -5663,6 +5799,8 @@ type ClientWithResponsesInterface interface {
 
 	// SetShadowWithBodyWithResponse Make a staged or archived version the shadow
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Replaces any previous shadow (its comparison starts again from zero).
 	// The version is loaded and checked as a load would check it; the
 	// active model is not touched.
@@ -5674,6 +5812,8 @@ type ClientWithResponsesInterface interface {
 
 	// SetShadowWithResponse Make a staged or archived version the shadow
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Replaces any previous shadow (its comparison starts again from zero).
 	// The version is loaded and checked as a load would check it; the
 	// active model is not touched.
@@ -5684,6 +5824,8 @@ type ClientWithResponsesInterface interface {
 	SetShadowWithResponse(ctx context.Context, body SetShadowJSONRequestBody, reqEditors ...RequestEditorFn) (*SetShadowResponse, error)
 
 	// DeleteModelWithResponse Remove a staged or archived version from the registry and its disk
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// Removes the entry from the index first (durably), then the model
 	// file the registry holds for it in `models/`. The file a `file` load
@@ -5710,12 +5852,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetModelWithResponse One model version, with its lineage, metrics and checksum
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
 
 	// GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Over the lab results matched to predictions of this version (as
 	// active, shadow or re-scored) whose spectra were taken in
@@ -5741,6 +5887,8 @@ type ClientWithResponsesInterface interface {
 	GetModelPerformanceWithResponse(ctx context.Context, version Version, params *GetModelPerformanceParams, reqEditors ...RequestEditorFn) (*GetModelPerformanceResponse, error)
 
 	// GetModelReportWithResponse The model's review page, one self-contained HTML document
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// A page for people deciding whether to promote the version. It holds
 	// inline SVG plots and nothing fetched from elsewhere (no script,
@@ -5778,6 +5926,8 @@ type ClientWithResponsesInterface interface {
 
 	// RescoreModelWithResponse Score a staged or archived version on logged spectra, as a background job
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Needs the server to run with `-log-spectra`. The job runs in the
 	// training queue (same slots, progress, cancel and status URL as a
 	// training job; `kind` is `rescore`). Its records join the prediction
@@ -5789,6 +5939,8 @@ type ClientWithResponsesInterface interface {
 	RescoreModelWithResponse(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*RescoreModelResponse, error)
 
 	// GetModelReviewWithResponse Every number behind the review page's figures, as JSON
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The review at SIMCA depth, computed from the model file alone (see
 	// `artifact.md`), so it exists as long as the version does. Notation:
@@ -5835,6 +5987,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetOpenAPIJSONWithResponse This document, as JSON
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
@@ -5842,12 +5996,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetOpenAPIYAMLWithResponse This document, as YAML
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAMLWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error)
 
 	// ListPredictionsWithResponse Export the prediction log
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Oldest first. JSON by default; `Accept: text/csv` gives the same rows
 	// as CSV with a header line (spectra are never exported). Every filter
@@ -5859,6 +6017,8 @@ type ClientWithResponsesInterface interface {
 	ListPredictionsWithResponse(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*ListPredictionsResponse, error)
 
 	// ListTrainingJobsWithResponse List training jobs, newest first
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Jobs are ordered by submission time, newest first (ties by job id),
 	// and come in pages of at most `limit`. `next_cursor` is null on the
@@ -5880,6 +6040,8 @@ type ClientWithResponsesInterface interface {
 	ListTrainingJobsWithResponse(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*ListTrainingJobsResponse, error)
 
 	// StartTrainingWithBodyWithResponse Upload a training CSV and start an asynchronous training job
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// The CSV is parsed while it streams in; the raw upload is never held in
 	// memory. The first bad row rejects the upload with 400 `INVALID_CSV`,
@@ -5957,6 +6119,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetTrainingJobWithResponse Poll a training job
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Job records are kept on disk and survive restarts. A job that was
 	// `running` when the server stopped reads `failed` with error code
 	// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
@@ -5973,6 +6137,8 @@ type ClientWithResponsesInterface interface {
 	GetTrainingJobWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingJobResponse, error)
 
 	// CancelTrainingJobWithResponse Cancel a queued or running training job
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// A queued job is removed from the queue; a running job is stopped at
 	// its next step (within about a second). Either way the job is
@@ -5992,6 +6158,8 @@ type ClientWithResponsesInterface interface {
 	CancelTrainingJobWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*CancelTrainingJobResponse, error)
 
 	// GetTrainingReportWithResponse The review page of the model a done job trained
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The same page as `GET /model/{version}/report` for the job's
 	// `result.new_version`. A job that is not `done` has no model:
@@ -8144,6 +8312,8 @@ func (r GetTrainingReportResponse) ContentType() string {
 
 // GetDocsWithResponse This document, as a page to read in a browser
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // This contract rendered by Redoc (the npm package `redoc`, pinned;
 // its standalone build is embedded in the server) as one HTML
 // document: the renderer and the contract are both inline, so the
@@ -8164,6 +8334,8 @@ func (c *ClientWithResponses) GetDocsWithResponse(ctx context.Context, reqEditor
 }
 
 // GetFleetWithResponse The replicas of the fleet
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Every replica that shares this server's store, as their rows in the
 // fleet's database say (`-store postgres://…`): each replica writes its
@@ -8191,6 +8363,8 @@ func (c *ClientWithResponses) GetFleetWithResponse(ctx context.Context, reqEdito
 }
 
 // GetHealthWithResponse Liveness and readiness
+//
+// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 //
 // Always 200 while the process is up (401 only when the server runs
 // with `-auth-tokens` and `-auth-health` and the request has no valid
@@ -8270,6 +8444,8 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 
 // PostLabResultsWithBodyWithResponse Reconcile the lab's HPLC results with logged predictions
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 // header names the columns, in any order, from `lab_sample_id`,
 // `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
@@ -8308,6 +8484,8 @@ func (c *ClientWithResponses) PostLabResultsWithBodyWithResponse(ctx context.Con
 }
 
 // PostLabResultsWithResponse Reconcile the lab's HPLC results with logged predictions
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 // header names the columns, in any order, from `lab_sample_id`,
@@ -8348,6 +8526,8 @@ func (c *ClientWithResponses) PostLabResultsWithResponse(ctx context.Context, bo
 
 // GetMetricsWithResponse Prometheus metrics
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The server's metrics in the Prometheus text exposition format
 // (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
 // authentication is on. See "Metrics" at the top of this document.
@@ -8365,6 +8545,8 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 
 // GetModelInfoWithResponse Metadata of the active model
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // When no model is loaded the answer is 404 with code `MODEL_NOT_LOADED`
 // (ModelInfo has required fields that cannot be filled without a model).
 //
@@ -8380,6 +8562,8 @@ func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqE
 }
 
 // ListModelsWithResponse List every model in the registry
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Models are sorted by `trained_at`, newest first; ties are broken by
 // version name. A `.npz` or `.joblib` file found in the registry's
@@ -8402,6 +8586,8 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, reqEdi
 }
 
 // LoadModelWithBodyWithResponse Make a model version active (hot swap)
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // Loads a model and makes it active atomically. A `predict` already in
 // flight finishes on the previous model; the next one uses the new model.
@@ -8432,6 +8618,8 @@ func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context,
 
 // LoadModelWithResponse Make a model version active (hot swap)
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Loads a model and makes it active atomically. A `predict` already in
 // flight finishes on the previous model; the next one uses the new model.
 //
@@ -8461,6 +8649,8 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 
 // ClearShadowWithResponse Stop shadow scoring
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Idempotent; the records already logged stay. A shadow that failed to
 // restore at start-up (named by `GET /model/shadow` without a
 // comparison, and by `GET /health`) is cleared the same way.
@@ -8477,6 +8667,8 @@ func (c *ClientWithResponses) ClearShadowWithResponse(ctx context.Context, reqEd
 }
 
 // GetShadowWithResponse The shadow model and how it compares with the active one
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The shadow is a staged or archived version that scores every
 // spectrum the active model scores, off the reply path: the rig's reply
@@ -8505,6 +8697,8 @@ func (c *ClientWithResponses) GetShadowWithResponse(ctx context.Context, reqEdit
 
 // SetShadowWithBodyWithResponse Make a staged or archived version the shadow
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Replaces any previous shadow (its comparison starts again from zero).
 // The version is loaded and checked as a load would check it; the
 // active model is not touched.
@@ -8522,6 +8716,8 @@ func (c *ClientWithResponses) SetShadowWithBodyWithResponse(ctx context.Context,
 
 // SetShadowWithResponse Make a staged or archived version the shadow
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Replaces any previous shadow (its comparison starts again from zero).
 // The version is loaded and checked as a load would check it; the
 // active model is not touched.
@@ -8538,6 +8734,8 @@ func (c *ClientWithResponses) SetShadowWithResponse(ctx context.Context, body Se
 }
 
 // DeleteModelWithResponse Remove a staged or archived version from the registry and its disk
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // Removes the entry from the index first (durably), then the model
 // file the registry holds for it in `models/`. The file a `file` load
@@ -8570,6 +8768,8 @@ func (c *ClientWithResponses) DeleteModelWithResponse(ctx context.Context, versi
 
 // GetModelWithResponse One model version, with its lineage, metrics and checksum
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/{version} (the `GetModel` operationId).
@@ -8582,6 +8782,8 @@ func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version 
 }
 
 // GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Over the lab results matched to predictions of this version (as
 // active, shadow or re-scored) whose spectra were taken in
@@ -8613,6 +8815,8 @@ func (c *ClientWithResponses) GetModelPerformanceWithResponse(ctx context.Contex
 }
 
 // GetModelReportWithResponse The model's review page, one self-contained HTML document
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // A page for people deciding whether to promote the version. It holds
 // inline SVG plots and nothing fetched from elsewhere (no script,
@@ -8656,6 +8860,8 @@ func (c *ClientWithResponses) GetModelReportWithResponse(ctx context.Context, ve
 
 // RescoreModelWithResponse Score a staged or archived version on logged spectra, as a background job
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Needs the server to run with `-log-spectra`. The job runs in the
 // training queue (same slots, progress, cancel and status URL as a
 // training job; `kind` is `rescore`). Its records join the prediction
@@ -8673,6 +8879,8 @@ func (c *ClientWithResponses) RescoreModelWithResponse(ctx context.Context, vers
 }
 
 // GetModelReviewWithResponse Every number behind the review page's figures, as JSON
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The review at SIMCA depth, computed from the model file alone (see
 // `artifact.md`), so it exists as long as the version does. Notation:
@@ -8725,6 +8933,8 @@ func (c *ClientWithResponses) GetModelReviewWithResponse(ctx context.Context, ve
 
 // GetOpenAPIJSONWithResponse This document, as JSON
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
@@ -8738,6 +8948,8 @@ func (c *ClientWithResponses) GetOpenAPIJSONWithResponse(ctx context.Context, re
 
 // GetOpenAPIYAMLWithResponse This document, as YAML
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
@@ -8750,6 +8962,8 @@ func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, re
 }
 
 // ListPredictionsWithResponse Export the prediction log
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Oldest first. JSON by default; `Accept: text/csv` gives the same rows
 // as CSV with a header line (spectra are never exported). Every filter
@@ -8767,6 +8981,8 @@ func (c *ClientWithResponses) ListPredictionsWithResponse(ctx context.Context, p
 }
 
 // ListTrainingJobsWithResponse List training jobs, newest first
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Jobs are ordered by submission time, newest first (ties by job id),
 // and come in pages of at most `limit`. `next_cursor` is null on the
@@ -8794,6 +9010,8 @@ func (c *ClientWithResponses) ListTrainingJobsWithResponse(ctx context.Context, 
 }
 
 // StartTrainingWithBodyWithResponse Upload a training CSV and start an asynchronous training job
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // The CSV is parsed while it streams in; the raw upload is never held in
 // memory. The first bad row rejects the upload with 400 `INVALID_CSV`,
@@ -8877,6 +9095,8 @@ func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Cont
 
 // GetTrainingJobWithResponse Poll a training job
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Job records are kept on disk and survive restarts. A job that was
 // `running` when the server stopped reads `failed` with error code
 // `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
@@ -8899,6 +9119,8 @@ func (c *ClientWithResponses) GetTrainingJobWithResponse(ctx context.Context, jo
 }
 
 // CancelTrainingJobWithResponse Cancel a queued or running training job
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // A queued job is removed from the queue; a running job is stopped at
 // its next step (within about a second). Either way the job is
@@ -8924,6 +9146,8 @@ func (c *ClientWithResponses) CancelTrainingJobWithResponse(ctx context.Context,
 }
 
 // GetTrainingReportWithResponse The review page of the model a done job trained
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The same page as `GET /model/{version}/report` for the job's
 // `result.new_version`. A job that is not `done` has no model:
@@ -15220,291 +15444,293 @@ var swaggerSpec = []string{
 	"12SqRpKasXHBwULLj07Xrpmc/df57d3tS8eWV11xxUKthI0zpg6YC0AEEER1PKOa7yUE/uIKieSRp26I",
 	"OeWl09ic+a9vP+SITA3LoBJrol7ffiCAQh8pPZAFVcB8kBKByE3RasEru0oDzfb0p2EeQD4r3Ax5GxdW",
 	"J0FQBqqhNgpoVumiQPCNqosKMgyojrYwiwHALVRzryRRKrFaQhD2pRZQLpAuFxeOlsMicoMSNtXTPFDH",
-	"/8fe+263bSRp47fSR7/zOyJnQEqUJSchTz7QshxrRrIUUXaSDbJEk2iSiMBuBg1K5mx8zl7Nfn/fS9hL",
-	"2St5T1dVNxogKFG2Emdm8ykxhT+N/lNdXfXU82D0mqgl6nponZ7x/p4yHWW6aL17sHKCvGbzSS5eTgQl",
-	"Nci+RBMxGDB6vE+0WfkVynfClFn6RnErpOlCn1Uct66UkPEWhGbmq2NWh4xOmXjdck66FDdgx6DjWSO/",
-	"U3WQMIQe1bZQM72cgxnKlQcBP9g//KIZFJAn2FkBWqgxZgvIwyrCqQJwoiBXmRwNesQiq3QdP6o3efSY",
-	"S5agraqpuUDIuF8PYVH6gOZBMwb3aVTjNt8X2RKRqFJeUQZ4K2kR6eaiZ+bg4EN0+aZamWBtgrNcTQWy",
-	"ZVcJRHDqVwqzitIneKq5opJ/paocr30HNlvXQH2gtUWGxAIb/E/WKKOTfuz81CZu/mab9ddwqZt4T80h",
-	"GibiOqNot0SEqG3JFyhUGGMiS6DU8hZ8OhiYtX7Zv7p+0CSO9S1ambJtnCfoatRa9rdXg4sr69cWD3aP",
-	"BDKnCPYMdHPyZSbXThQwlsbj53M+LbyIDjqK/bfXry+uTv8Nt/G68Fk1SmdLvuzpgpyH+pBdhLE/aAMw",
-	"YHunEbOUemy8tk+j5wMA/oYWgvVLVJzNHou+++67lversSbGDY7sO+kTn5lPfHVx9eL05csTd2DBYGSi",
-	"GS7l0RK1uCDqV1SqOQkMF+NjDWDmM9s/PkJJxpkt3WluZrtNBSz7igNnR/ms/2J4dTJ4e1ZyNlI+amGR",
-	"nCZdSXMu8A4WC54B4X3dpqgxQWP6HIov7NZenOvKDiZhSPzDVelYZVxD4y/j4dm/7G8XL9ZPYPXsTfcT",
-	"JXedaTVLMYk3nPTOLvovT7wXoU+WyImKII+I7qwT5bJPOYKnnFy/vnhZdVxxiMx3Ab+nhvkgLakSqvcg",
-	"bww966uiRYPr/vXbwfD8dHDevz5+vYWvGIEI7FTEaAt4Np4lWCHkO4/YEvQA6OhBzA9AzLbBE+pZI5Ct",
-	"+CgVAdPCrtRkOsuLJqx/SP/4+vTdCbR/65Mz9nAP/8tz4RqJib71l7x4O/jhgVdU9VOts25f23iA3xWo",
-	"SNYY58D4oGIv/m3TUv1ZjQCK6hbGeMbl1FwfuW7tsjxbigiZOO3WIcC5RDOLExpYRFh0ZW5r9c1+32VH",
-	"5a5/c1G4i1cnxxdXa/Pa/8DbRNxVBsG0EM+Z+Lk8VgvAB1DNA5wuZuh2KGtBqt4knLUBm+K3za7rlxdv",
-	"TjYvawtVKfbQRLMI+9gseep/nOvELUyts7sGKWYpKvAyNnVDQArnfrPUzMHr/suL74anA38GX751HUhS",
-	"vt5TyC7YLqyMx9nFN9+cvBwOLk+Or6/6a+t5fcJ1a3dM4LVtpWraImxLVISAPJ205ZyliZd1hFRedRRe",
-	"nb45HbwuHbI321A7DPbUKaBwpYGMrP4olLvRWNXh6Zvh5dXFN1cnA9iH7GqG4wSeVjcu3IBOB5dvr6O9",
-	"ylU0BLAyaT7ULSeI95ZWS8etli9NGym0Obw+PT+5eLsW4oQopGVB51mW3EIAx3jPGHVzfrhLPiZxKgja",
-	"1ohaszxftMxTgIJVLXMPzf5sn+kmfSQEN+FtDT+ibEy1z0OfK3VjX51IBDyBWBW+6GetZPltrGHf1vHe",
-	"5pYpnesmIk29sxlhJxhH0CvLjB1uRC28ujVPZAvylsWnQNUdBEL0ng4qkA13o7mpNc342L/VtGujk8Nz",
-	"YedU5xkGiX6AaXV9cTE86199c1KKF4v3Y6gxRwpBiTjQGEejR9Te1W/nqVZdMF6WBwr5p9gd6CY4Uq7i",
-	"xrmYq2zFRst4KmCQ5/x9y/61hX+F0guFBjLPVsZ8G2fHNM9+zxGFVJ288fnJy9P+8PqHy/JHWUoMyCFA",
-	"pbWQOZbi4pOABqiQmPj27cnbk+Grt2cQo6XCXYeKSxUcEHJuXE1UiyC+VSDWpF3uZzXCLAV2EhgTSwbc",
-	"3Gah0So7sk5pSTqB/cqWsshS+pmQ8kywSRHjKeZ8fGO+YyzK7wdGVve6jvUyT88vz07OT95cbz6BKFpc",
-	"cGgqHDaAZ3WLLjPrjI2WSRq7u8xswr3LU5EvvFHfy8aeqd19FyIDAAWQeoDXTy20zPN0TCreYYz/1+UP",
-	"hlUxOLl6d3LlXCGzARa59LGSEnHNOPo0YcFgFH/TUZOUQkYCAfCsAUlRM/24M4jePIDoB9fsZ5TRMyeX",
-	"hZAibhbMet6rx5wIPCyCK81nLBPwxa7yHdQ3NHUXXhNBgr5mygVrht1Sh7p3mhakSou4fe8h2rHeOwOA",
-	"S3+S5PcsfIqkwW5mV4n58HVSclhMxmGiSQbEmJYNw5xVH/y2IyKSfWAOFUdohwrWtoyOHCGYATrnKxGT",
-	"DTBW8ciY4C1aUZ501xdXJ8O3b/rv+qdn/RdnJ3XrDCYPKJCYGX6pdD7NxODbMzML4XwIYEAzn7p7e//z",
-	"n/8VNd1XmNEYcV1Je4HSNPSat/TYVDGbTylyZjB9rUjJjNPJh9Myh8AckAwD3DxLcuG03zKrKuJCPjAz",
-	"t/Xiqx13QPAB2xbjM8MkhXJNS6Ba6tvXb6+vQS+I0i9ev1p3pAg6lbwVPHknaer8lXvPGfTQRLORMbDU",
-	"iC/QatcpDNUdRoN715fNTpgVBoJE2KfATsmx57sk9hedvLkYXB6b3dMMTQt0FRrRydXFq0EEMjwQQPll",
-	"qXJufn/57duLawqpJ7lTFcThgpcfQlAdXmIs1wiT6IkkiRw+FS34ucZjglVRcRdq4zFJ/rjzHZQsQvTQ",
-	"2NnqbHm2HxEtlrsbCvPB7rOlBAUOYNiOAajQd+Pviydh6N+hnHgOzmKDF+kad1uaSBFKY80BVxvQf6km",
-	"vcPOkxcUpdbLBZ0L84xLPREZE3KsYiyuDOWC4DD2IITuOYkoEmkEQBBSvhKZn0MjAAVI0MMaD2wFCMC5",
-	"WqDSfbi/H7DDZ50ANnpjt/aPHFbjOzEytv9WSDAJofyLZZm25KfWm4i+bxH6pQWQGwjEakJvEA1uQeMO",
-	"VLJ3snKXw3nNIJMK6V+bVumYg2fn4EsfEqom5jlpGXNKYLL2sGvOOlYWxxhMEiwPCFVPJVfII2PWK4a3",
-	"gX8lAa4jVTmF8PHYTJNUTTFORzQ+gGujYSfi4sDaQzFfpKDVh0figFmBhgANC3j3yJ8CmBm1zJttdoHK",
-	"J5QX8AYXh12vD3KD2uENrN34IcvQpEO8FEh5A/uecS34Immv+DyNSDW/gjjhTmUHgUGl+8zJKCpIa6wX",
-	"zbVNFTovLVZj47XB7mmeQ/uEhBWRoPqJsU2Fa5ipOy0yaOzxxdUAhmMyMfOdLAnRy0Stscp0S2XJNJER",
-	"m6R8Cjl+xNPhz+aNjQhBnt29vZnS+Y9ds+agAkLbl2mMwoEf+hfyMeUyTSMsTWBu0fEcvcnWctEklmZw",
-	"CxyqFDuxf3naRTaGSZpMZzk2w2Ub0RG9oIbD2/owwVqAr1KpWxrnMKeMqZ4gGTWOOTh+3CIa8FPZVOSg",
-	"dkyPrzyxn6bqrkXvhPbASOC9zYBFdAW+0fLIwet2bXBVE1KNLn2Ndg1xajABWterBezX5cVdyUUImO/W",
-	"KuLUgA7UIidMWeucv2/1p6LLnu/vRz3ndJHpgbp3aEvF2BTAr3u/H14i3i+URiKqmvaWTl/E7VLT31LB",
-	"JC0+yG0NxiC5CYAXw7o2K7eYCub3rhs1aAu0NGoSERcsAWM0Kl0AQNh3PFt1GX2UM93lTEwoLyYTu889",
-	"nDlir07PTpB4yQtNIgELmL4F8A5AtiiCrIme8YOj5w34rQlbuJkR/19EUgTA/z83JqXZQ7bHki4F0exA",
-	"CGgKLDaY+Mm1SCdAk+F2YyHt6D4Cek7KiwXyPUJQrsAATbNt4Ygug4SsXoidj4zpAdwVYK9VMhY6gPMz",
-	"PgNw596zA6e9TNBzKYioSBMfe7GnWEMSSnxwgKKSfjJrV3fZVEiAtccMEc/WHTVdscJNyDoaQOdjQcTG",
-	"oC4y9X4Fm9ci94+d9uBtNgXUyoORBA+/yKThkaouuZhA/iqU0fuWrStpmSdEFpAfMIfGxyS1hNgm8Fr5",
-	"p1GkP8FILLyBfm8SwBKa9WthXX10pfk7ZfpsXAaRhbB8X5/0X0aBhyGN9qjO0DQOtyXzP+WdEG6t7HL4",
-	"Ivs59l3gnnaR/Z1ebnx28N3f2kZgkDWqZESsj785UFvv/j+YngtYu91uorf7F9a3aevAc1JV5lJ4uNDA",
-	"MB3ud6pZZmeOqllct9YywdP51+FOxuccWUfCnYg13I1gmr8OdxIJM3KIq3KHfD270FH6WeaY4S1SzhL3",
-	"GnJ33F4UWEDOTMW2ss1iW1OlbmCPdmlKt2Oib4ghvwI1DKca8+25Um3sMr9rSLvzwYwzdeEz+Ooikb1F",
-	"qtnzyGx4Rud8pSH0Q/UB3JwoboU05huOVtqSzTAtxpnAfXAL+05vMDYVNpUN3kmTDDOufhqmbsVTgu0A",
-	"Hp6gyMM1bh62zgGO/IkEmuecS6RYa7NocPrN67eXEcsQbK0dyK9r3Rs4iNkBUNmNtmYtE3N1K5Ds0ZzZ",
-	"NfwZpre1IfgIAasFlaFSCkwgaiRXmJBnwIcB4WrvQAWxFSB6QiEU9FkWmbhN1FIz2h7N+Jgvm6hsTGg3",
-	"cyqwAN9mj+jYSE8F3m7M18hs2emkZZUrATMRGTO0V9Qntedx1HVKpZrO2fBZUtzh96AGAiIXc1ZMxxS6",
-	"phk4Rkzk4ISXw3NwnCy0wuxyuFcnhR4liGFXZV29Mhc6MvmyqpFTUe3aFBmAdjCP2Yg8wbKoGTj2Rma1",
-	"pMpckygVCvaNqD0nFoCJOVScqz6tQ9QsydhWT2pq4jwn2PvAS/quvOnYba10IWbPUXfPzoaq3xFZp89s",
-	"iFhI0vPXILk0dzxDOUU6PYSSjrvaDyzzOIY4MBlBbuzZAqJIeHZD5+76bBDKS1eT9cDC31RoBYdyadyx",
-	"RPu1TljdhWGicolXj/XPLt9Yd6hc7kWEil6pmOtEsI0c0DQuWm0eDIdadHFDWS3oMhM70V4ZWBdA7wnI",
-	"/tq1zsx3JROYpqEkkt+Rixog5vu4r2nt09yccRnrGYTKZOxceNNk8xFmQwgqBtkeLe6zXroHFhvq+WwC",
-	"ADTlMIReNNT8e1VKSKCnXQRfjTcIw0GycItM5fjEgB0vs1vxb+ffBgyZzMrFaJrC9J12x80WIjBxsrDk",
-	"AdkT/2UGgHyxhBOe+RNrQAQBzkZYZI5FqaHcb++3D5tdr6kWNIisBLmQ45UZAEDkmd/s1pevFiKgPqZ5",
-	"oc2FtKHTZg5FPBQq8TAARGGC5gHSAgGeIojLh13/9/8N2LcEiralUWYGeAHtoCywCuVo9l1m4Jg/buaA",
-	"Q2MARPKQkkBtJiFyy99mpwt+fiEGjjFp3Am52bgZaeXB3dZYmcd9o0Df2+yM8BsBKNlYpSkQAOk2e6OI",
-	"piXnNyClhiBqtxpIY63rvBzTMBt6oq1z7ldrA2+q4Bmu8QTCos5/G2KfD+GOIeC12iyKxSJVq72Fmyt7",
-	"PBVZrtsr4zHT8RB+Ip0ktMRzNwlfigXPcqQQsjYAyIsnHHRyMeCEWkTjpc7VHDP/a5cwLMEdVesj2+w7",
-	"Ar0i9S2YwVggAzcppwXYLM/cNXwg9652fjEWI6JNQ0R6sAbrDgpKBfPJQamiwMzQyAe9eUaLpvMGaJq5",
-	"sVrZYKeLXzcBlcLlwoaAIHmaJPzKAdOmv0X6K9jOc+M+u/oYqCZO+ViY9sRu9GpLXqnWk3xBqNTQSqK7",
-	"DeGOUNJcNT40Ka0nORTqFzOvtA/CWnBNdNNgJ9hxBEw7++1Oe5+IiM1Zbae786y9336Ghf4zqHaHQ575",
-	"n6nI63gVMKOamy6iiCTuIFciVmN07eRizhZ8fGPMWJSZ36OALRIpRdwLZcGfBggHTGonupDST/wwctN4",
-	"V+a619fnZ6G0k9rGx+H9mRtu1zJjSGC2JxJZZDQFryFsNhFYpkZAUVzxCRAKG5dTgwoKL0qMoXY+lC5g",
-	"N6BAR+tSpcl4FTEez81n2Rg8oNDuFL2cYQeaCY7phySzNXH4ZotXBViw8TxtnUO2lG02EDwbzyigG8pG",
-	"YlPDiLcHh15klBOiAwdtg5MEajzN/XSMWjjyb+c/n8Y73Z1vRP5SjUljGWJlMAcO9veBHwi/G3hIxPt8",
-	"b5bPgROK2CPgUnP75T3kYvbaPXch0C1AqXcNwYn54zqlh1UJpjCouW/DmNTI61MgvKWzMds1Z7HdHg0N",
-	"/oQhudb//Od/7Zb+0WM6X6UCL1pKzSeihSO722PJfAp/iHnOuz02UTL3/z3iWrSWWeJeaByDFmm8u98y",
-	"PhctLsdCwwEGf4927u2eD8HO4X5nU2+7Udx7Kzk53yLegU6FXnj4xpd4IZQB41hhybO1AnYpBngGhIVl",
-	"qxv9nIQxXXyqd7o/OpKfSgDMGDXBY3gJ7vgb7Y/NpmEOGwmmZzyzeRgvTIgCf5rWG1R12GOUdUlccl/z",
-	"1WYsQLecw6ckPUTyMnVHxx+UD8f49UzwLB8JTmH5WKQC73D5Oj1b5qYD74zjmgou0xUGbekVoCWhigdB",
-	"CNAVCoUymiophgBss8LlEWt09iHVqWdm6eNRxlxHWd8uGLiMa8xrch3KmyRNzT9mXE4hmOxqSoGIwIM/",
-	"tNm1kBAZE3HRLEzEYTdAdRGEZ8DWmvmw1CS/7PqZogx0PhV31G0adrkQ3m1aD0ma2wKqwDWbQtC1D/+1",
-	"v+9qy7aEXWy84VDO1DIjzJ8ZDBAXdy22or/gPlJo2bZuF4A64xurIeneo3fxD7rgK+bTTAhKfJPnVIRk",
-	"YRpRCN1tavBj0yUZ7c4v0gmQwkAwwjiX9M42e+NAhBSuhQgYRgFLqQqMm2ww6q9gNT1o1SHajo/b+9nS",
-	"SnnG/ZVdlPdadryqbNbvowWz19eaesTrcFrYdipoASspYCqNQUKSfgdgfnvnY43i0f6zR/bIGvDowd5Z",
-	"v2P7nipxMdT1WA0Qqls6fj0AZPKBHmQwcEZ5O62X26uRl6CVnCt2xwtWPHgowH8O2nX7WcF1+OHJ9qZi",
-	"4bqCaFoFdh8qYocP7UYYz9i4HfXTO77SoF9aIKHskRRKVlnjcB8DPrUkTpbJfr0MrRx/3lSZBkmCUMKN",
-	"PcI3pOhEcn3TbENNTr7E7FMUi2nGY2GRI6CLhWJymlKWPgQkUjcR8SLVU+3WgahYA8LtcGxCnW6epsRk",
-	"Yy4Ad3uiV3IMsT0Iy84VINoBJdUzPvx4mWVwUOdpqnGDt6FheDpVVtKpqUgSmCmI8RdIVWeZVF2Ee02W",
-	"aYpR0DpwF0qXrHQOqiUE9AoI4SXez/jS5t8rcC+r8oGSzmlqtigEeIFrMqPqxUkiE7PvQic8CvnFS20z",
-	"D0U+JznVHtGDOU+ZrZxJkZvjAJuDJD4hC8MdN3T0TpD3LsPUeAmkRo080uFOQFcgjkPJMYm+6Hw5vqGP",
-	"xfQL7mHEWADBap4DUUWaWidtKfMkNY4I1nNq8BVcfsYsioX53OUCKKXOHJ61AoDTmNemph/tfwFJpHqo",
-	"INTFI8qeXkSmyXgHNgkGVCY2gcHtEOKQmL8f7X/BcqV6EF/mcZHZgiu7CJyeLeUUe1bfgLfHkwJciVWL",
-	"1LtgKooaFM2mImeH+1/BZ6xVrDR7dglSRZGZWnfcFQJ62T7wdqyXhUhqK6+AOR6VlfE47tHr4Q0bUocI",
-	"B9S2mGu5zwVTZX7w34gHAYhocM0wC1UgyDw4ZvTLkmdc5okUexGUkosME6IsQmSCWeAITGjjkm/n73Mb",
-	"VEGKLFtUQuEYKxphmTAop0sYKPNhULGNUCdnFodEgI4pd66hyAVUw3PoWd1lRVu94I+CxxDJN09TmNXO",
-	"rDlGDoiplb/WOP+A6AJfkmx1l6kbn0klHZpJImJXZpBoC1igJdAtscbhvjNygmkRjW1kV11N1Sm+//VJ",
-	"/2URw3eh2ioY3sz+wBMQ5XNbwobxPwtSKhBOKFlSpAWaFPeABRiQkBIKcYDyWcnBDWwIrgzYNwuyS2VQ",
-	"PGYjnpoTdEZtWC7Ax8cK7Iy0iArsLUEd4LNf42Oda+428vr6hTFfhHJT/YInE3L0HI5jgClWE6aRvI4M",
-	"tcpCqZMUHo0AFQhbe69B60Er7EZkmNzA3Bri+1HxjAOcHkSfUL1g4fsYFsUCYTlxN1ZzipZBTQIdPLy3",
-	"um3LvF7EWOal/QRSUYQBUFuowuhSYaySlY0PMAqUHy5cF5geoWyQDw/3NgOy6exGLPIWJgG8ho1EfieE",
-	"tA/RoWxgkRs1EB/So10EEu0IRCjyklgmO+MyTgFE0K+UaQBSAUo18MxxhzlrLDfNQLuKzZFoxbwa0V2U",
-	"paat0TKbWG9PKtPrZhMsvcl0Lkiq5cpiKO07qL3NLuPFgGH1Fc/RIOUKRSQhBEGpVOTisjl/+zY5ZZNU",
-	"qbiUlZWKTbgmETVJ4LJUmUmyzCQEwo0b4w8DhqLNp+azpcawIsxOMwL+0oDewwUIOob0N5RFhnAM5Dkt",
-	"JitWmFimrsrEdJnyrLzYICJLw0JliabfSxVBofRKgpxjRql84zyu1LKolIRhBKIV18FTiD8ATVjFyKgJ",
-	"8OoWSxwDNYjc8TKX1uWumMqGysjUNClBXCaBgFzq0f6zUJbrpyAgbSuH0FraPLvdVcGVAO8isNMAnaUb",
-	"IRY0ctaIWJwn9BrRBT9jGhjDSfMOvmhXFwbEGGJxSz6BhePxuULywer36x6dKdDagYABzNL6sq1cqQDf",
-	"7MbAfa5dTG12Uc0yAo7Es3SL1Ow5zw99yCOtCFBctcvzOTq3jcNnHVKCaLZduStAIwGSRg0GfQSMEZVr",
-	"aNdLW529DyXVtmpVJBrzLBnfwOGAUxklVKxzN9OhEgoEqSkShnDGeSKXuc37rMV0cL/69KAOPmcAG/eD",
-	"0YvSxdsHLiq31UZ6iuqf5eLjQzifEDugzMFO98f/+BCU+Z5//OnDT3504cyCyvDkyuPE/MsLLVDAoDas",
-	"YDYMDCt4xZnAga50XXABZyjS0qsJixwDPsJDjwfvWCOChMxY30YBu3p1zA47X+4TyN5tDv4BGTQdAqyg",
-	"WFllZPRMS7TukFUFJnnSerDc8fD/cFU85ACvPLnsk84D6TtE3VBWnoYhDfc8EqcldmvXKosAIBkD3GEh",
-	"aVv/ckaSpIUkQ6G/IlFZMwTGCtgApZWDBTgA7ZZOGpy44QpoW5u9MguTVgAEQhgzh1rvuwL7RYFtYVA0",
-	"Lzi57AcvX/eDl5d9vPf15dlx6+Dgq07wotX5IujsHx4EQefLTvso+OqgvR+UrzrAq4KD/YPnrU6ndfDs",
-	"ev/Lbueou7//b4H5ud0BkVDMTgByDJjwQC3BeAmAPkdWBjoqeqc8IsuAD+hCZrLoZTTlUzPXCazHcxCH",
-	"TiaWdIVlYomekiAJjWYQyiJ4VDlTEhVkefQwyhDKqGXWAzS8RRRYRRjkuTGrJPwJLI5tV1JFnxxK46ug",
-	"UMhCZNWJ3IWMDhrhtVlp/BKz+0HiHvmFCllms9RYw/IIJJJFdKFZEOho5nfJWFAaxByBEp0nY9wF7FsL",
-	"kWo4V8ANWJznEtDtUF7B1+iSsO1IuNE0y4JOm/bclWQUAIN4zCqU5hrTE6zB2VhlmRjnUGDXMi1h7hvN",
-	"1owMoyhDlRjfy2s97qXQt5XGEC+TLaoqJD5BSwPdPpvLTiz1EvgYJIUU7O/v07PRgh6y8+QFCb0CytDb",
-	"DxC8k99hT2pUA4VNGWvCKZiBLSBVRZ6bnTxtQuBsmcGcga9HR2hCTF3WQckVhebqdtpLpXNncTEz7tiq",
-	"H7nTFo8xFv3BvbZyeXm33UoNqtBKeVgR9EOwY/eQze0+Hrx7RLPN1Q9m9wttDVII/0R3pnj9xTI3LuUj",
-	"Gmzv2N6xqbt3zbv5DnHMOdWSYhEfWpCKmSHU2d1s5aT4XYQWHkCO0WM7pYaJ7cFuqbvnQ7BTIeLe+jH2",
-	"+g/BTpll+8EnVC5/ynRZHUPdp3DRbclD115nGjcHxDWOcwzswJHBr6cGmmbyBt0E/HiX+RCznvff9Epl",
-	"oySOBcgfHna2uOOSr1LF42ulzniGCoKHnaNtmudKu89FnPBrYzMgOfvFwzefSr2cTJKxOXcNMMvxVGgX",
-	"szXLsQ0Kpny0q8FHs0sXd2RytDz8rHcqELeIsK0/F1CVFB4NPLHFDQg8rxrO4o8pTOghkzcBkhsWc4nI",
-	"5ICmmnenHmd8Ie4DIISyFoHABkKwcMeip3fsQT1XC9xxPdDQhqPtuRO12waGBsj5qsU7v1+ssjAuVqXy",
-	"8Sg0m54kbmZbK4GD8VlOsG6urmPTPyrtXcBwN85DG7RztJSYpEDULSbmEg0sl7A8AN++nncIZcMpYUB0",
-	"yh0KSd2k4oJOALJUhQY3N00n++hPD5YUj3pwYrkrt9+w/Htqp5yP6/8Ug3/42M+uDNjDX1+94Ql37Tfr",
-	"s62xPqWabdw09rfZNHKRSZ7SSnqaJXgucg4kTgQ+8YfOx0ICA/52C9Gc/DYuRJg7JG2FvCjmLA8Zcxui",
-	"keLO5Uh6DEUxMwAL3wgJ4IyyLF2fRW25+Ac6J1avgJKYwDVdSfzu6lAWlP6UwnVrVDIhQRdgrBYkCEWs",
-	"/4FlPcqFBAqvUFqmDoQqNp2MgZezxtIZPAxD6Z1lmg0wJWK/BfM9Lv2KGgTUKPEeVMWUtGoFmaArgAZe",
-	"xKGkEoimA2FUTBECXb3Udjm1m0idCx6HEmsW/awAwVdcyQXiQ0uZ9SKFVPokD+vY2FgJXWsNzxKN5lA/",
-	"kS08ozn5sC2EKx9pC+meWltoZ92nwP0+l3Ew32XdBTRl5ZX0sQbCyvrWBpIJR2OrRWXM5hBbSXJrnHiu",
-	"5smYp4hDLgADhcRHKImTg7BM2quLwVJfeHqPMs3vMRzr4kRS3NHmhYAyRxW9yNRc4fTHn2xRUM9b2CwT",
-	"LcvFrAHly5j9o3c9lPRQySs80FeDqdqxTM0B/LHgCEyoCso7TAKahYheQzFn1xiq5AZUpHnlEippJ8uU",
-	"6TvKpNkeSldVit6RGKs5kam4j/WfJ52SGmAc1vuboFd2GEnSK5HTwC/Hdh+VaLaUxAwG7wHmJIwT85jY",
-	"8myczUwFwrXDX6lifwNKiWAVW7HfYgW/eejQvGg4R3ziXHANXKlA7q3gPyVOqcCVwvkcUmjnXX6bBhK6",
-	"H/8ULzMQKFMSsFn4dtuPQzewhAeHtAHDE4DL4mNnF6CrWhOreHxOu/wnxAoVj/s0F4he5+FAVs09HwJ4",
-	"1KskFY95jH89PWIA6/IxDynf8Yigmu3B4tbfIlCoeFwoST/4MTaQ+qivcDfV7mAVKv9PjO19voBcsFPR",
-	"kNvyeFBc7x7hlBYeccLA690jKoJhWz6oepd7nMeKvOWj/Ds+BDtVLbEHn7J2w4dgx5e7e/ABpYs/BDvl",
-	"qtgHb69c/lvEW12Es4GU1+VyXEu3SPgSt7eH0uzBAW4ZkflvgqqtWChsTimWiz1Yi7AG63KKQSjX1A+D",
-	"irRgUKfzF2wSpzNPXNeOMw2rVCY75oJNm7jZWX7HgO7+V4+1npWN/2EbWr3BrbBKIfeWq6x611NO0zWv",
-	"plsWC0hKJOQ94lWHarNQ8hGxg5HX1N6opdIoqZk0u+jRlCVSatVRkGffip1AHoK0edfIYJ+yeoc1avw9",
-	"IDHpMY4lMJ0tyns+U/bgY856R9uspLeS3/IkNWP4R8hTnGMZTom5wp4MGjOVg0vc3PKEWc5JeHIXOHlS",
-	"kYsaefdYzBfKWBLLNU2pfjpGWomQnMM5Ex9YcE2B8w5YRCjE9UM+JLE2WpUoyK0GikdlhTxaiVYSM6ru",
-	"Dht7QZyhABomB82446s6j/7YXDfAz/5ktxOfczGZPFwp6K7c3rbhPZuBdm+U7W4ok86ZVHftf/WN5rfc",
-	"GYC08SE1AIBxG3MWME6RO6hTsVYdRwQP5J6KTPspCy+3scyf23QNcrWwvUEaWY/Pngb3JEzd1HdhJjMM",
-	"lRAS8QmMgVuVqticnFE1lE/XBUCzbKvFVyAA3LUguV0sXF4hNArL0ZHxiWdWYLkmS4DaL232QuUzppb5",
-	"YplrNlWhjVF5uLpUTSuFOFHx12ESR22UpUSTGBn7eIvlMO4xGr8ETCVQpujE8fJjtyHbZN5lMrDOBgcA",
-	"If19nsildV8Dqy+Rt8xVLf3L0nxrnEwmIhNQIuFo4aiwc0KaUdxT4czvFN1jmlVopGJ2ETCeu4DYT0XG",
-	"peUU9DtxF/GkFF8tSK6abS+Wl+hQymWaujhPyUZSmJ6m5TK7TW4FordhX+qZyXTHF6EkvsKbQrzB3EGt",
-	"cTVe+OVaYfUgWAOSona+H3AySW/vNLslGQm/tg5FThC+CKA3u1EG3sdZV7CgJoCRpZBcaVY0KnSalpex",
-	"KNikXQPfqDK7hW5IvH7WPTPYKW2G2935aGT7QxtuMXVIIE2KzwsN8OZykQiYmcmeW/ZRXdgSmrxKiq0N",
-	"MSYlgp3FssYKX1n4KZer4vhL7WmgprKdkI4DGyYbhHz/ITLVJHyolwyjLDAUtJHWKtQFwWGNtLPM70BS",
-	"DzanZGcJVpWr5XhWP5cHpbn8sTFdfMS2EdTy1Y+dkb9p6PSPtbCsmf4zfPoU4dNPjnd+QqjyN4w0bhUQ",
-	"ZA2rA2xFY5CAvRokZHuVKKH5YT1MiN4I5BkLvACGNJvtf/3oXlW69GFLUb3hSZlxqkKqa3K/VdexB2P/",
-	"O5/4/tlRshR9uvd0ZQ33RyJjyziX+wJRV0B7TvlcAB95HKqxeE/F1g3MDK9s8bnj2AjlpNA1o9w51m5O",
-	"UOQLeIQJ8OTJfnALQjAzIJQlFWPEE1meE+tzsOt15V5nM0JJaJ/uBinqNuvbSZYXxw9zDITqV+MLhRJn",
-	"I0oT48sz9MTg9NIjwgPuQQCqGM6vQrm+HMy7vUVkWmyxSfaJZcXrUELNWa2ONWsc7n9VUtNuFpK/6MhB",
-	"wXMobUwRcculkzuIEEOdN4bQsZLJNWGhkMWnIHjwmk9IAfsBrlwIGOLgV5ojk0TGxJtgbwdSusbaptI0",
-	"7/cplB0lARSW4fHMGom4iP/fCLEg4CsS1kviiDUfjhMGJ3Fiizrn8yQP5UIlMu/aGj3LQhUD2g/gJMS/",
-	"ZMZgtMx93hjiSQml+ZSgwPAgkUzmrSa4suGIDEFUhcRh7diYM2vyD0SjEM9p08LhzGk/TbRtBh1gtTMW",
-	"7VACJAVjI6j2hbWiALPrWiyeK6MhJCEFLYB1R3sNaRArjLxhi2VuuxLuhUhwKiY5hR1gZnrRCa8DUCAr",
-	"ySstXTstvIShLDAgJV/7sD405c3BaXFG/N2d2afbcP2PQkSlJUuCQiYWvbMBisaas/Y7e0cfj4b+SF/7",
-	"t+llsr5VNqY6i/TZc75beoSli93NZmPY8la49CndSL9F6y4k5e5rvMZQPspt9J1F3BmA0Mm6iaUtcguH",
-	"9AhEoao7sQ06ex+wtiPDAQh2xVDiHzdJ84BmNyh3WcWEqtQSYMJTdadRtvEBQSYmZKx/+/w1REH93qSE",
-	"dgf+crRV1uTjUsufu5zNbKX3u+rOW3bGxCYw4kTfPDaF7BIz9QU6TwRIfylynqTbQdLp2keC0t1d91nj",
-	"Pzfwz1Cc9M+8HX++YoQLKcpokaBQpCChqcCVmLoYu17OH1WlEOwseMbnIgdD/uM6y43rIZcE24DzA4tt",
-	"MR8wM53CnQb41a3olft8Chk7h9/GUwXuXA06SfBYLeD4hYB/nx6iYHjkep2LstWJLIcMHfKxZgBZa+Dc",
-	"vL9e2o3cID6IBb4VNTHLFT3w8figIxadn1y/vnhZxheSZi1In+KGmZguXXCghzJN3ek6+Y9qNmDbuU+r",
-	"fefDh59qojC++P/GErULq7eW8pGrmvaIanwVfVspbFdTw5znbG6ZwmegftzCtLVVFHY5ZEghc5BDlaH8",
-	"kZKeAYsgl2k8rQWUVkASmcmAXZ0PTi4DNkq4Zg2b2qYmmYmB6e2UjzwZIp2qBZ5wQWkFSBnN0Ra+D8CB",
-	"xAvqnmOOonEiebYiuiLMjGsS7kCGGJVRcRA6gA7+WgATYprE9Lk91yJovvkyYPQB65OA1ioyPJn5xVEf",
-	"RaWgcZO3WR/5kGxe2Hy7pzZE9IwI2nJfAmaCiJSoS+lGqe4A1WWJZCiE4baP0EYuWQO6HPFZptnIq486",
-	"tOJr1glq+7e44AD9SH/awLtAhEChlLD4ZclTOONjY6Hw6PpOsUxQfRCpLi7zgnKONZBtHvSiibMY9GqA",
-	"HxFFOtHA3CbiDlWsg9JqLhYGvidyqt6hXPd46ZpmWbKX5xhlIpIajoqfgBOwDDaWxO+IaYpLJbogaj7a",
-	"f8ZKfILbHEKOolKUZqbS2MET6plQi0Ca69MZ3Z3kIF5zT1n2pWc31rYIMGO/LAUUxJEdg0lacsqR02Cn",
-	"uxPzHBm0d4K1Cv6g/mkwcx//tJ+exle9LBvNhx1W/4ZHeq3lW+vTqXbJ6h6DmbRvATFIYEKm+p/ftV3b",
-	"js2xu9D5dW4QZyMegwHFPCAZSIzKw9GSTN//Und3zZXtMkkUbVW3Vyr3Wxm31n5KYAuN3K5GbXsMLKP+",
-	"udmUPbZq3FnRbXXVhcBgjTvq4+EuNabrd/XA0Phu1qhAaSazcyyEWqSCxWKcxFTdiDqNytbh+mGhNjvN",
-	"rVIhKZkN3n3DFrAX+lxvKKdGGS6RaoEBdcipQ0OCUIKEFtMzIfIAVLLMukrm0DJzm415vb06a9pklS/H",
-	"FphNCCDi4HLbgEVJpO0VBPvJ1Uf+A2ZD+3qm7nSX+K4zpXXLKr4rycbL7FaU3EI3XcbG25LMjUookTVv",
-	"zrMbEfeKmlU740oPLwiBzP8VzyfZD/OCTrcDhy17ctFJvOSpdgcZ40uaNt6C5kb5IU7H+I7fCmRhZPx9",
-	"4sG4xHuk/oX1CAy6Mx6bdl8fhNI2+VsbD3TJKudM2+d8dcT+fyTD1UWGRC3zNBGZRrXN1EYIrUaxJwZN",
-	"yagEuIPHyQIIOuOSL8VzNjg9P+6zWCzyGQkJwidpECnZ5GSZm41Tb1zKYyu0CP9455QE0VSQBOrxOxpv",
-	"EG1I1RS6zNj8HKqEQcnUDjdrXB18H7Crg+9DOV7OlynHg8jVwQ/wfd8e+CPSDNi700v4xRsR24mh7LT3",
-	"GcoRQrMQaJx3Cmt1UOnx1yoXKRAIm/Ey/7vQgjVAPRcdRdDLjbAbhvjEKHDmbQJAWhIPw+IItC10lPGn",
-	"PCbHJ+kSpGDNKmeN1JxGYCyxhWYdL2Mh8wSJIHGyBnZmPGON/l87zT3UX/nv//MMmS5COUmmoGQ6VnNR",
-	"HDB8JQmUwkKuDJ7lyYSP8/Y8pvNyId1INiETo2WS5r5Igx/QdvlfWeTf4QSEh316M2norJkDzB52MVVo",
-	"XgrGw6Y4KyuSVE1xWrs578InkJtEOC3wuJnjJGpR2PMIHCIYLm3rqN17SOn5xOc+KclU5CQH4ARcmH6S",
-	"g0FgRSBCeV8AIGKJvs/nv8Kd6uNFJvEBW8lMepd+tNDkn5HcPyO5/xSRXEcqABUnLjYRUDVqOmmZwUCP",
-	"6PX1+Znj4fu0SO7n8HVhjwOum9+zLcEGap2CJNGyFiuWLa38ZitV0xb5UgQT+1mNEGNlxUidzwVJVtbA",
-	"s4jxsQNP0gJTo57cu3GUCd/lQ4x6LLpJZIxyb9RZURP0i1015s9q7TwWSldIBCyP7lZXswLXextUETKo",
-	"M/hXeLtN7/3zRncOHmnI/qZGfSKiedCI+ddub8Cs/nr57lozBtrmNrX/GVHyf6C4RQ0PhQv1QFqBy6lo",
-	"etjvwsb/sYHbby6GZxfffHPycji4PDm+vuo/2M3rd/zhoNtrTYx8pbPCmzHGi8ysK7ZioFdjt24zrD22",
-	"jgW3W/xSU6yg60Nl8nVsrvGm01Td2QV18NiBur7qn745ffPN8Nu3J29Phq/enj1cLFF3z1P2c83zI9Yo",
-	"CCqeLFQ3GCO54z3QEwwOAk2AHVEo6Rrx8c00A/bJn9XoSRDkFD24l2q5NjoRFGeyusMslO/CWTaUNYfZ",
-	"JLcUHxtOr2Zet9kblcMs6oZSFpGZTN0Zx4Dd8iwxY6O9lwPbHhbCvk80AzywWQIok4gYYogCBQQI3hSd",
-	"aQbsFxsX0AHr+5GDHvu+PlbE/aaATnM+E/NQNoo3iDigJrS0SEGfImBjIfNMkHqZHnPg9wU0PobwrEQu",
-	"X+YK/hw1e+yafc2+Z1deHCVg38G/3pxe9s8G7E4k05nxoS7Rzfoe0HUJ6KaOhzccrv3B/giK5BQHuTFT",
-	"sAgAcRDLme6dWebC22QRscYCNXRMP1OKlUJPURH50VGz6waKAhHGeQLJSuuCqZ8pm9b4TqVxwP6mZlxq",
-	"rTDbefCcHavxeJawzldfPeux45mZL/SXvy0l0Pwdz8RczUWetZk5XaRpm53xUZsNVjpvsy++ZI2D/f2j",
-	"JuvsP2t1OgdNuCl6d3o5/Jl9zfQvWd5YsL8wvZwPORsMhpw17oY/871ff70b8l9/bf77Advz/tqMKBPK",
-	"WARXfw1/vGEN07F7enhj7siHfDcf8iignoZ+MJ6j17Ugm/keaLwpZonZbzsUPGdLmeTFvY1ID28i0p/l",
-	"MuYZaOrG4jYhqcg4VhPWCUoDuquL2QqhSo0BDVjRuxqfgGoz5nUt97of0Ge3mIB3p5f/fmB2gE7XW3+A",
-	"OzHP6JhTdS48pX7GMXyGjIPFGopYo9/suvoCG7FeyjEnBkP/YvPs4p8Bi7KD9xH7mkXUxezXXxdmnGCY",
-	"fv31e/N/EWWyvbg1Q7uEYnLmGcMioBn1zC+ryA8IBswLeMJgd1gLRjphjdUwuWEttprxfJjcFDOk+JPp",
-	"NJgJkVPhTnIrgMyoYl6umG9Zol8Oyk1wr728OhkM9gaD4Q/ucQulQElzmbfUpDVRaVzBkZib7bjvavZ3",
-	"vGYt2oe1eijMBvyZ07lAuwlvR0OVKBn1UNAan4JGy7dZJPSr7iQY6Z5ZKz9AtwMvVO5NJJ6mTBZT0aWg",
-	"yITaCPWuZlcHxJVJgdiINWRQzGYwPc0ui2bDhH3NOnuS/ZXlw2SXNa53r5v/3uqYf0XQjxjfJTDFrpXV",
-	"ttqA2A1jJW+FtPpQxLNZF/It6F/5VDSxjdlci3Fk1qixKIPBMBN6Tzb98cfB73uD3vRkfPEJt6jKem2h",
-	"XYTXIvNa3cMR8wFVTfST7rLD/UPH8OYVeabJjYD68wI75jTNrSs5U2ncZn0ZSi9wzGrjxqQVQkJadky6",
-	"VC/15mLo3Kqrk+OLq5fR/aFRcEWeBl5w5fyah5EFdO0jQQXurtqDJ4X7/wyg/hlA/Y0rU9ZX2Tbn3uot",
-	"v9HX32snWKPORHzuQDJK61HiciRmiWOQdkFlkFWH9Q1OFFAZ/MGjyGohJF8kbTuDNpUjXCyE7F+e0id9",
-	"oiX2H/bQnPSvrc1WqZE5JmwUpFEyz/g494Mjd1wzzJGaI+rnpp7xpH9qZ43I+UNM93YQVxzzgg8M4g/9",
-	"87PHDaJ9cM0gwsO2HES49r6Uo/nMqWrRj3O++BH/8BN4ZxM+Fv/x4eNHusv4Iil1FpTRIgJ4BH4918w0",
-	"EjWiGoVasfHJ77gkuXhSPrPDxri+IQAqQjH8RYWaE3+sKUYT4DFTzBfv2ohl90TrrYb0yp4feyzCoHyX",
-	"OV1eKkJwTr45HISSa9DvJcJjEuoFjFXDBVScZyveoyvatNqnkyQFytlEMwUN42mPrUPd2UgtCUfsg++A",
-	"3H+DRshlSb9si8SNVcAtZVvm/P2ZkNN8ttPtHHwZ7MwT6f69dRLnD5ESCqrjfwmAkOQfImAdc1IHTc2e",
-	"RcQjEt781rbVGJV2AFSm2lnJfDl38pzzRNK/g/W6w6AuSBlJ8T4fjpeZVllxPrYkWwBhaZiZiqw29Pfo",
-	"+9Yb8T5vHdNtNAcbx4N3zU2Nx1dsGuqDo+e/BWK6mJJnaroV9mP9ju09vPp7Nymklq7eRiR17YZHglMu",
-	"JJ657SgCkLZUKFsa1vqgNlAbkC+HQ+pKOuhYn3Kd08QBZXzy4K1k/qpZWx5bNPuTDn7Hb68GF1dbn/vo",
-	"8qeQKP0dM41gB5ol+U/8kOjz+monsNfU4LUfCYw2+6k962zcTP+mRohxg0AW0nno5QggcrRRldXLWAPU",
-	"y0YrTG7HTZKdBmBhIi2YbuIKZCLo56hdsZHmYLpMU5ruoXTzvccKDfMF15b1I7I35gpgdrm/igKvMgg5",
-	"WBGjEdE+3WZ9WmaglLngvyxFF9h4iALGqnQGodTKfJnGXsgB9edSNdgDsCpjBQdrPUsmOZDKZvjpnpI4",
-	"SIGT5I2vH54rBWkoqAbTygqbZSJVPDYeHpQeYSDedDJAP80n0P3mt1Rw49OoZY64RogdghcZSkBMo7uT",
-	"/MPYKUJwgq4QwilR7oBNxB07f2GHqhvKyDhpbcIsD0GOPom1cWjgD8h7PwSPQxQ/S5Wbf4UywtLCtsUl",
-	"U+0V/UqQzGhXs8jCor13hDKqPB/vxqcD1ULp4cNc5TyNiNGg/I628fGGSy3iiETWsVD1Tjd7bANFQiid",
-	"nzg3M3myTNNNTpqHAanx0u73Vw7WvJWjj/FVDn4rT+XjXI+jzsEWXmZ1K01XuNhgdwPFep5vbACu6Z2P",
-	"wOk4LstP94W8p24lwFe9/qNwRpvE+HxfxPTjJ8Z7/2W3fbc+wWCqiY8yerK9/2PJSDqPjrheD0/PL89O",
-	"zk/ebEMVWr3+KWOtNpRq5dGtGodb0KNlksYQaS01Ino6RAsIOvoITF12WDyvyXlDW3pNe0A+tlnW0djT",
-	"48E78/UUq8GCXOBlywSfG8NGdUT8ji0XVsIGgwozkcaQ5JyLucpWlsXQuBjGT83UHcvEz2JM4SC6HQIW",
-	"JWaD48E7s3tiFf46O5BTxh+rdDmXpH/Esxx9PtOeSSZEwEbLPJRaSMBjwM4eUXNSkZcwttgsaOXciu0W",
-	"ZHahpE4xPepSidR8cElgWwMdEIWVKTBnGlFrzt+38MIWUM9FgQ3shPKoc8DOkxfNHhuJlQI2nCpPYucZ",
-	"iy77PwDV0PXFxfCsf/XNCWYzjaksMDwlmcUemywzqH2DvQj4ixIJ8v9LGYsY8ZuhbEQt+4QW/FS0jh02",
-	"odaFPjIndU8iunNQY0QYU0+ZP5uTnO0pEi0gOkbgdDI/EC8UNM2VbOF7SlpILFdTLCacqTQu3O9qm9lf",
-	"WSeUyAXeZt85HW8Q4MXmVnr14CtWC1ALJdXDBF4hOoUy53xF3IRAvAtzynrpNfUuvFTx4kIh4P8du3r3",
-	"LhunSouoh51gOw+1nGiqncNa6gLu3o03LjA2Wsbm6EDzzPUL/tWfapz9suQZ7BfoIM2Uznc1W8xWOhnz",
-	"lB7YZCTmgL46DT5RdpFFsPVIsEa0yAu1+nUKzp/VCEo+wWMliku5nIssGbM5z7PkfYB06TPLzEjBgrsk",
-	"E2afO4BVw8YiTVnUCaJQ4kz8Ei9vBmyRLnW5b8ZqscLUWJdxWah42gZDjHM849nUfA0gKZ590T5if38B",
-	"QBFjpdSEHewffumV3GnW6DxvH7K/vwglaAnFATvomHss5GYNBTJJcpJlxpcBuSa/ETKU2F+dgy8JfOfx",
-	"ZtLIJrpnGm9NJFjC4gOIh968EfsO5wGsuwkATzkF3wGxtz6doQ9wOpfmMuO+vbWAVXx815gjEKWr2qMy",
-	"a9yEp1pETac1DfgV6gLAC623/25mDo34muJsB4nOPFtBhR7I4Iq4x472TSP8irMHSeuKxhDxK+CGRsZz",
-	"AvtijY+Z2rWTWKMJIh2SueUlMedWPGKZz7Rrko9v3OuEOfg2YqBAJT0qlYUSay9Sik7Mlnms7iTRtniv",
-	"xTlNOLaJuIMjecbTFOmEc02oxmIGUNketHauMmG1AQErada74DeIuIFJQE3G03MhT0wPg6XF2SR5b5p9",
-	"KzJLxWEm7nnyIpSNbCkxojJaTiYi04HVT8CkbROf4Q70fnnIeMalhPKigv9Dg5mF1jesve98BbtkUcZK",
-	"Rk33nESdbs9jpgn0eFR9qc80Yt8ZytqXJtJxplD4s1ukUkZAgGyuHYlQPj9kf09esMbhsw5t382ArIlp",
-	"sfkblv06bhOsoiR/KpQ8y8zUgen+fB8+sWAHxj344Og5+yt7fkhkMVjKWki+oxtCHoy2Hs03imk1ye10",
-	"RM8kpyWll3O2lKnQOpTRNxfnJ+dnp+en15HVPUDHwk1J1hicfnN9cnXeXJuaiS70ZCKc2hbEGZ2+uT6x",
-	"/Pa98n5PdDrghxobms9EkjnLBheEEsrzayAe5hF7SJr1sxoNkxjZe9rmdi3yqGk3J5zSoYzw3YTx9+h3",
-	"4XeKjGA0ynp1tsofcVnCnG50hbdQO63xAlZGf9xFOkNwoDM1EmYeM5wpQDbdtKaey5XDwxVuNHpNHJ/h",
-	"1+GafcMDdqIvo9nR/hfQ3YO3r16dHp+evLkeDq4vrvrGJpMrA3ze7nGTJE21txvY2rFQmiHUBT92SQBq",
-	"rGKxNjWK3Qn3EZjPdHQaGweM+I/gUWS0X7+9vjY+18uL795g513xXHS9ZyElOi92c3Tg7LIhB9NbO57n",
-	"NF9qql5fLsxGhqEki5hlGc/BJSd3fJ7IlvnJnDTsgnt+dPTsOboWe7rH9lm+zCQEbNVk0sTv4WyamSYt",
-	"RJaomM24Nq4RsHMVDzcPbsF1nkvd2We62QWTD5Pwr/Skv2IWHRaUgMqFPWhsgLBf/Bt83IzfCvr42Aws",
-	"fLYZWDN+ZmQRXwM5OZ2rRUE4nsSpPaU0otYszxctczPkKNUy9zvhmWlmUCryPtz/kkUUfxhen56fXLy9",
-	"jgJWOqChoi6tFWi9JfikIwOeyohu3Pjg1tNwxeyhxOGHrQL8+ZojhGdOgrpjQ63mjulve7a/V3dnvkzz",
-	"xJwl9yYqm7eMZYFwhRyrmNIOlLOjm64xJmizeQHzox1qnIu8hUfnnQ8BIgbW7l2Lj5gze12I7i187dYR",
-	"Orr88QE6d+MWej9/ljMWQYvtA42Dd36U8fzkuv+yf93f+n53w1OEKotHuDPxxeX16cWbwdbPWrvxQ7Bz",
-	"fjoYmJ8u+1cPN6p08W8RPIWQUhFhsh3o/1b9CFD18doVlaKrNhr7+9ZwfvnIyVmx2Q9TXFSuf2IYK+xX",
-	"ZmNamCOqdRjW9yjYwCYCgi0p6PkKIM2s28+r29IGTvFQmuvpQF7xLtzWRIgzFJV+DJ6keiTeQpi/esdT",
-	"zvr1I3rA1o/ouLnCmIj35nBtDgV1EUt7LLERH6xGrBziPdaAUnTKdeonKBH9S9TEliYeBk7NxFumKWvU",
-	"hiObTyja+xtyz/8vTveQpvtj5A6LuNXDhfDetVBI752etqii969+UvUzL/TWLRsGF10r1/OiPQilDfB9",
-	"VOQtlBB6A8UpEQM3cI+tBf5sFLMU/gslrqI2qxxBS7X/dl8qTsdgGkH9x+5VNW98alkJv3ub/wRC23hY",
-	"8I/sx4N3llYmyyEEr1dyPMuUVEtdymxuncos1dxXgS73YcEcRQ3PRAW/ZFqICsxWflnboC7h1s1+SHMx",
-	"KkKtlemSCTOBSyEwYgwdq1hUomHVFzAbocLk3TgV3AuxQFy2iGJBkzHT5wBcTjg6wVogDJ25Bemxw2E5",
-	"ptXwMu++SdJUxM2AxXzOpyImogureAYBZhLn9vbzAJiYSx+9V/rGaiJB8xXkj0DPpSRHTQG1aowLh2xX",
-	"Y8iMNczLWkqmqyCUZruE+tZEMyFjSG9QAMoS3FEMC3ireIoInJ73YMh9mEfnQmJIB2wYxMgguQSvtVrB",
-	"wFmRiJhyXEdMNzcUXXrnzp1tKpJg8t5bj/Q4zPuTQoFeKikeAwWC6z/qjH7P2fz3LHf828WLRxQ7lq9+",
-	"wt31rbyRZukjFpU1otKbPqmY709gzifudJcqTf197jEbWA0Wp6xRtRmU0/dCnpgkAOHCgicG/gwUnuX8",
-	"jDto50jVQvkPsWANIvPEfJXZKoxX0myzE2TcvuMrlwpIfPHDTdsci477b45Pzs6M/fey2Q50ATgc2Dtc",
-	"otT5fHQKNzs0HMNZo/QpuxqtNMgGuM6fcfeBwfobiYzW0kkjEHMqYlAus8otghV5WPdcdGEh0L7IVLwc",
-	"C8jMxIkec9MFlHUr0CS2n3iRECvt8jw1Y78yu5WI2VSYrwBlUrOyX52+OR28hjSZVlgKXh5GDLF7Xx2H",
-	"0j5xkshEzwiSQbF4+DQo3wP1UWJFahQ9E0pfiZRDalBI4lmGdBBu7bGSAo/+bswTylfhS8bQUVaJGt5T",
-	"uzMeQx//S22Ox3baPGaHLG566m0yMGehytL01uMfWwDzn2nffTyZgL/Gt/o4d/ETB57AQpUsUaNsgP70",
-	"LD46BvR5z9/HxONaEz95+qP2Q8oQ1xYyACB+YvjeLGRkI/+wyxc1L1LcDena8omZhgg3J0uGAQ/vepuq",
-	"GaeXF29O3L3VvdFqckM5MNx5WEPOef8pzxGP/xH3sj8U2/kf//j2hyKUfWgncukYdI03zOonJMTxl9TW",
-	"PQsX/wZ7WNkCNMrr/c897DOejq/LnD4WaE6ANWYGrMC0ivixJ2fzLjFeZkm+Mnb2Q/AfOyPBM5H1l8ZM",
-	"/viTMYsYmq2rWaSG+2BQHseZ0Hon2Flm6U53Z5bni+7eXqrGPJ0pnXePjo6e79QXHcIeB452K091aywg",
-	"0B3jv27EqvRQXfPUn9znVx8PZGhlleSZypm+44tiSyFOpPXG9TeF2nVxs+vv9dvPklshhcaEjOn5RGIX",
-	"0a2IPd3QKY5JBqVXvNaKnNfcc65kkisisKFL3X6rN7ykXEHu9DstvzK2e6zkOEmRwLPAMqZ81Gb9ULoA",
-	"PmBQLbF+8eBWqqZfY4oc4IQag+LTrtUr8UhdooCR9njKRy0SIi0pNN4rbkJhhKP9DltbmhjCgKfXPMbS",
-	"6TNwe9ZprXuMu77B8PhS6gDZdpCXcb7gWaKRl9F300gOF/0fGhZXnv/hpw//LwAA//8=",
+	"/8fe2y63bSxro7cypVOnRGaBlChLTkJWftCybGstyVJEyUl2kE0MiSGJCJxhMKBkrh1XvVfz/j/nEt5L",
+	"2Vfy1nT3DAYgJFG2HGetnV+JKXwM5qOnp/vp58HoNVFL1PXQOj3j/T1lOsp00Xr3YOUEec3mk1y8nAhK",
+	"apB9iSZiMGD0eJ9os/IrlO+EKbP0jeJGSNOFPqs4bl0pIeMtCM3MV8esDhmdMvG65Zx0KW7AjkHHs0Z+",
+	"q+ogYQg9qm2hZno5BzOUKw8Cvre7/3UzKCBPsLMCtFBjzBaQh1WEUwXgREGuMjka9IhFVuk6flRv8ugx",
+	"lyxBW1VTc4GQcb8ewqL0Ac2DZgzu06jGbb4vsiUiUaW8ogzwVtIi0s1Fz8zBwYfo8rtqZYK1Cc5yNRXI",
+	"ll0lEMGpXynMKkqf4Knmikr+lapyvPbt2WxdA/WB1hYZEgvc4X+yRhmd9HPnlzZx8zfbrL+GS72L99Qc",
+	"omEirjOKdktEiNqWfIFChTEmsgRKLW/Bx4OBWevn/YvLB03iWN+glSnbxnmCrkatZb+6GJxdWL+2eLB7",
+	"JJA5RbBnoJuTLzO5dqKAsTQeP5/zaeFFdNBR7F9dvjm7OP4P3MbrwmfVKJ0t+bKnC3Ie6kN2Ecb+oA3A",
+	"gO2dRsxS6rHx2j6Nng8A+BtaCNYvUXE2eyz64YcfWt6vxpoYNziy76RPfGY+8dXZxYvjly+P3IEFg5GJ",
+	"ZriUR0vU4oKoX1Gp5iQwXIyPNYCZz2z/+AglGWe2dKd5N9ttKmDZVxw4O8on/RfDi6PB1UnJ2Uj5qIVF",
+	"cpp0Jc25wDtYLHgGhPd1m6LGBI3pcyi+sFt7ca4rO5iEIfEPV6VjlXENjb+Mh2f/sr+fvVg/gdWzN91P",
+	"lNx1ptUsxSS+46R3ctZ/eeS9CH2yRE5UBHlEdGedKJd9ygE85ejyzdnLquOKQ2S+C/g9NcwHaUmVUL0H",
+	"eWPoWd8WLRpc9i+vBsPT48Fp//LwzQa+YgQisFMRoy3g2XiWYIWQ7zxiS9ADoKMHMT8AMdsdnlDPGoFs",
+	"xUepCJgWdqUm01leNGH9Q/qHl8fvjqD9G5+csYd7+F+eC9dITPStv+TF1eCnB15R1U+1zrp9beMBfleg",
+	"IlljnAPjg4q9+Le7luqvagRQVLcwxjMup+b6yHVrl+XZUkTIxGm3DgHOJZpZnNDAIsKiC3Nbq2/2+y47",
+	"KHf927PCXbw4Ojy7WJvX/gfeJOK2MgimhXjOxM/lsVoAPoBqHuB0MUO3Q1kLUvUm4awN2BS/bXZdvzx7",
+	"e3T3srZQlWIPTTSLsI/Nkqf+x7lO3MLUOrtrkGKWogIvY1PvCEjh3G+Wmjl403959sPweODP4PMr14Ek",
+	"5es9heyC7cLKeJycvX599HI4OD86vLzor63n9QnXrd0xgde2lappi7AtUREC8nTSlnOWJl7WEVJ51VF4",
+	"dfz2ePCmdMi+24baYbCnTgGFKw1kZPVHodyNxqoOj98Ozy/OXl8cDWAfsqsZjhN4Wr1z4QZ0Oji/uox2",
+	"KlfREMDKpPlQt5wg3ltaLR23Wr4xbaTQ5vDy+PTo7GotxAlRSMuCzrMsuYEAjvGeMerm/HCXfEziVBC0",
+	"rRG1Znm+aJmnAAWrWuYemv3ZLtNN+kgIbsLbGn5E2Zhqn4c+V+ravjqRCHgCsSp80a9ayfLbWMO+reO9",
+	"zS1TOtdNRJp6ZzPCTjCOoFeWGTvciFp4dWueyBbkLYtPgao7CIToHR1UIBvuRnNTa5rxsX+radedTg7P",
+	"hZ1TnWcYJPoJptXl2dnwpH/x+qgULxbvx1BjjhSCEnGgMY5Gj6i9q9/OU626YLwsDxTyT7Fb0E1wpFzF",
+	"jXMxV9mKjZbxVMAgz/n7lv1rC/8KpRcKDWSerYz5Ns6OaZ79ngMKqTp549Ojl8f94eVP5+WPspQYkEOA",
+	"SmshcyzFxScBDVAhMfH91dHV0fDV1QnEaKlw16HiUgUHhJwbVxPVIohvFYg1aZf7VY0wS4GdBMbEkgE3",
+	"N1lotMoOrFNakk5gv7OlLLKUfiakPBNsUsR4ijkfX5vvGIvy+4GR1b2uY73M49Pzk6PTo7eXd59AFC0u",
+	"ODQVDhvAs7pFl5l1xkbLJI3dXWY24d7lqcgX3qjvZWPP1O6+C5EBgAJIPcDrpxZa5nk6JhXvMMb/u/IH",
+	"w6oYHF28O7pwrpDZAItc+lhJibhmHH2asGAwir/pqElKISOBAHjWgKSomX7cGURvHkD0g2v2K8romZPL",
+	"QkgRNwtmPe/VY04EHhbBleYzlgn4Ylf5DuobmroLr4kgQV8z5YI1w26pQ907TQtSpUXcvvcQ7VjvnQHA",
+	"pT9J8nsWPkXSYDezq8R8+DopOSwm4zDRJANiTMuGYc6qD37bARHJPjCHiiO0QwVrW0ZHjhDMAJ3zlYjJ",
+	"BhireGBM8AatKE+6y7OLo+HV2/67/vFJ/8XJUd06g8kDCiRmhp8rnU8zMfj+xMxCOB8CGNDMp+7Ozn//",
+	"r/8dNd1XmNEYcV1Je4HSNPSat/TYVDGbTylyZjB9rUjJjNPJh9Myh8AckAwD3DxLcuG03zKrKuJCPjAz",
+	"N/Xiqx23R/AB2xbjM8MkhXJNS6Ba6ts3V5eXoBdE6RevX607UgSdSt4KnryTNHX+yr3nDHpootnIGFhq",
+	"xNdotesUhuoOo8G968tmJ8wKA0Ei7FNgp+TY810S+4uO3p4Nzg/N7mmGpgW6Co3o6OLs1SACGR4IoPy2",
+	"VDk3v7/8/urskkLqSe5UBXG44OX7EFSHlxjLNcIkeiJJIodPRQt+rvGYYFVU3IXaeEySP+58ByWLED00",
+	"drY6W57tRkSL5e6Gwnyw+2wpQYEDGLZjACr03fj74kkY+ncoJ56Ds9jgRbrG3ZYmUoTSWHPA1Qb0X6pJ",
+	"77DT5AVFqfVyQefCPONST0TGhByrGIsrQ7kgOIw9CKF7TiKKRBoBEISUr0Tm59AIQAES9LDGA1sBAnCu",
+	"Fqh07+/uBmz/WSeAjd7Yrd0Dh9X4QYyM7b8REkxCKL+yLNOW/NR6E9GPLUK/tAByA4FYTegNosEtaNyB",
+	"SvZWVu5yOK8ZZFIh/WvTKh1z8OzsfeNDQtXEPCctY04JTNYeds1Zx8riGINJguUBoeqp5Ap5ZMx6xfA2",
+	"8K8kwHWkKqcQPh6baZKqKcbpiMYHcG007ERcHFh7KOaLFLT68EgcMCvQEKBhAe8e+VMAM6OWebPNzlD5",
+	"hPIC3uDisOv1QW5QO7yBtRs/ZBmadIiXAilvYN8zrgVfJO0Vn6cRqeZXECfcqewgMKh0nzkZRQVpjfWi",
+	"ubapQuelxWpsvDbYPc1zaJ+QsCISVD8xtqlwDTN1q0UGjT08uxjAcEwmZr6TJSF6mag1VpluqSyZJjJi",
+	"k5RPIcePeDr82byxESHIs7uzM1M6/7lr1hxUQGj7Mo1ROPBDvyIfUy7TNMLSBOYWHc/Rm2wtF01iaQa3",
+	"wKFKsRP758ddZGOYpMl0lmMzXLYRHdEzaji8rQ8TrAX4KpW6pXEKc8qY6gmSUeOYg+PHLaIBP5VNRQ5q",
+	"x/T4yhP7aapuW/ROaA+MBN7bDFhEV+AbLY8cvG7bBlc1IdXo0jdo1xCnBhOgdblawH5dXtyVXISA+W6t",
+	"Ik4N6EAtcsKUtU75+1Z/Krrs+e5u1HNOF5keqHuHtlSMTQH8uvf74SXi/UJpJKKqaW/p9EXcLjX9LRVM",
+	"0uKD3NZgDJKbAHgxrGuzcoupYH7vulGDtkBLoyYRccESMEaj0gUAhH3Hs1WX0Uc5013OxITybDKx+9zD",
+	"mSP26vjkCImXvNAkErCA6VsA7wBkiyLImugZ3zt43oDfmrCFmxnx/0QkRQD8/3NjUpo9ZHss6VIQzQ6E",
+	"gKbAYoOJn1yLdAI0GW43FtKO7iOg56S8WCDfIwTlCgzQNNsWjugySMjqhdj5yJgewF0B9lolY6EDOD/j",
+	"MwB37j07cNrLBD2XgoiKNPGxF3uKNSShxAcHKCrpJ7O2dZdNhQRYe8wQ8WzdUdMVK9yErKMBdD4WRGwM",
+	"6iJT71eweS1y/9hpD95mU0CtPBhJ8PCLTBoeqeqSiwnkr0IZvW/ZupKWeUJkAfkBc2h8TFJLiG0Cr5V/",
+	"GkX6E4zEwhvo92aAvOpFSRLMPQqLe0h8AmJC838vrLCPwjR/p4ygjd8gAhGW+Zuj/sso8LCm0Q7VI5qP",
+	"wO3L/E95x4RbK7shvsh+tn0XuLFd/Bp6ufHtwce/so3AYGxUyZzYs8DdAd36Y8KDabyAtdvtJnrFX7G+",
+	"TW8HnjOrMpfqwwUJBmx/t1PNRjuzVc32ujWZCZ7Ovwu3Mj7nyE4SbkWs4W4EE/5duJVImLlDXL1b5BNa",
+	"g4AS0TLHTHCRmpa4J5Fb5PaswAJ3Ziq2FXAWA5sqdQ17uUtnup0VfUgMDRboYjj9mG/PlWpjl/ldQxqf",
+	"D2amqQufwVcXCe8NUtKe52bDODrnKw0hIqoj4GaN3AhpzDwcwbQlpWFajDOB++UG+wC9wdhe2Hzu8GKa",
+	"ZMDRStAwdSseFWwb8PAExSAucZOx9RAQGkgk0EHnXCIVW5tFg+PXb67OI5YhKFs7MGDXukFwYLMDoLJr",
+	"bc1fJubqRiAppDnba/gzTG9ra/ARAlYLKkilFMBAdEmuMHHPgDcDwtrewQtiMEAIhYIp6NssMnGTqKVm",
+	"tI2a8TFfNlHZmFBx5vRggcDNHtG2ke4KvN2Yr5HZ2tNJyypcArYiMmZop6hjas/jqOsUTTWdx+GzpLjF",
+	"70GtBEQ45qyYjil0TTNwzJnI1Qkvh+fgOFkIhtkNcU9PCt1KEM2uyr965TB0tPLlVyOnttq1qTQA92C+",
+	"sxF5wmbG+luWR2Y1p8qclCgpCvaNKEAnFqiJuVacqz79Q9Qsyd1WT3Rq4jws2CPBm/qhvDnZ7a90IWbZ",
+	"UZ/PzoaqfxJZ59BsnFhw0vPXILk+tzxD2UU6ZYSSjsXaD0DzOIZ4MRlBbuzZAqJNeMZDJ/DyZBDKc1e7",
+	"9cDCv6sgCw7v0rhtifZrorAKDMNJ5VKwHuufnL+1blO5LIyIF72SMteJYBs5oG5cVNs8GA6/6AqHslr4",
+	"ZSZ2or1ysS6A4xOQB7ZrnZnvSiYwTUNJZMAjF11AbPhhX9Pap7k54zLWMwipydi5+qbJ5iPMhhBUDLI9",
+	"gtxnvXQPLDbU/dlEAWjPYai9aKj596qUuECPvAjSGq8RhoPk4xaZyvGJATtcZjfiP06/DxgynpWL1jSF",
+	"8zvtjpstRHTi5GPJA7KRgfMMgPtiCSdB8yfWgEgDnKGwGB2LV0O5295t7ze7XlMtuBDZC3IhxyszAIDc",
+	"M7/ZrS9fLURAfUzzQpsLaUOnzRyKfSik4mEFiOoEzQOkDwI8bRDnD7v8P/9/wL4n8LQtoTIzwAt8B2Uh",
+	"Vihbs+8yA8f8cTMHIRoDIJyH1AVqOAmRW543O13w8wvRcIxd407IzcbNSFMP7rbGyjzutQIdcLMzwm8E",
+	"tGRjlaZAFKTb7K0iOpecX4PkGoKt3WogLbau83JMw2yIirbOuV/VDfyqgme4xhMInzr/bYh9PoQ7hoDr",
+	"arMoFotUrXYWbq7s8FRkuW6vjMdMx0j4ifSU0BLP3SR8KRY8y5FqyNoAIDmecNDTxcAUahaNlzpXc0QI",
+	"rF1CB4RRtY6yzX4gcCxS5IIZjAUydZPCWoDN8sxdwwd8b2vnF2PRIto0RK4Ha/DvoKBeMJ8clCoPzAyN",
+	"fHCcZ7RoOt8BYTM3Visg7HTx6yugorhcABEQdE+T1F85sNr0t0h/Bdt5btxnV0cDVccpHwvTntiNXm1p",
+	"LNWEki8IFR1aSXS3ISwSSpqrxocmRfYkh4L+YuaV9kFYC66JbhpsBVuOqGlrt91p7xJhsTmrbXW3nrV3",
+	"28+QEGAGVfFwyDP/MxX5eqH3V19dqFR89RWeWCquQLNLR0sS08IkbW56k4KcuNlciFiN0QuUizlb8PG1",
+	"sXhRZn6PArZIpBRxL5QFJRuAJjBPnuhCnT/xI9NN44iZ695cnp6E0s5/G3KH92duZriWGZsDCyORSEyj",
+	"KR4OkbiJwMo3wp6icUiAo9h4pxqEVXhRtQzl+KF0McABxU5a5ypNxquI8XhuPsuG9QHYdqvo5Qz72qwF",
+	"zGgkmS2zwzdbCCwgjY2TaksnsqVss4Hg2XhGMeJQNhKbbUYIP/j+IqM0E51NaMecJFA2au6nE9fC8Yk7",
+	"V/s43upuvRb5SzUm2WYIv8F02dvdBcoh/G6gNhHv851ZPgeaKSKkgEvN7ef38JXZa3fchcDgANXjNZwp",
+	"5o/rLCFWeJgiq+a+O8akRrGfYustnY3Ztjm2bfdoaPAnjPK1/vt//e/t0j96TOerVOBFS6n5RLRwZLd7",
+	"LJlP4Q8xz3m3xyZK5v6/R1yL1jJL3AuND9Ei2Xj3W8bnosXlWGg46+Dv0da93fMh2Nrf7dzV224Ud64k",
+	"Jz9dxFvQqdALD9/4Ei+EymIcK6yihqHw0igBHhdhYdmCST/NYawcn+qt7s+ON6gSUzP2T/AYXoLOwVOY",
+	"KpvLwww60lvPeGazQF6QEuUFNS1NqCmxhzPr6Dhogearu5EI3TKCgCACEEfM1C0dqlC8HKPnM8GzfCQ4",
+	"JQVikQq8w2UL9WyZm76+Ne5wKrhMVxgypleAkoUqHgQBSFemFMpoqqQYAqzOyqZHrNHZhUSrnhkrgT1p",
+	"rqOccxdsYcY1ZlW5DuV1kqbmHzMupxDKdhWtQIPggS/a7FJIiLeJuGgWpgGxG6C2CYI+YJbN1FlqEn92",
+	"/UyxCzr1ilvqNg17ZwjvNq2HFNFNAZTgmk0h5NuH/9rft7XlesIuNj52KGdqmRHi0AwGSJu7FlvJYXBK",
+	"KbBtW7cNMKHxtVWwdO/R2/gHXbAl82kmBKXdyR8rAsIwjSiA7/Y/+LHpUpzWnxDpBChpIMRhXFZ6Z5u9",
+	"dRBGCgJDXA1ji6VECUZj7rD/r2DhPbgBQKwfH7fzqyW18vaBV3b93rsJ4FXlHeA+UjJ7fe2ugGghTgvb",
+	"TgUtYCUFTKUxCFjS7xBsb299rP082H32yB5Zgz092Dvrd2zeUyUmiLoeq4FhdUuHugdgVD7MhAwGzihv",
+	"U/YyizXiFrSSc8VuecHJBw8F8NFeu27rK5gWPzzZNlYsXFeOTavAbllFRPKhjQujJB+9c5k9v8e4XAW1",
+	"oWowIOktX2kQYC2gXPasDDW3rLG/i5GoWhYqS8W/XkdXfttdpXWQvQgl3NgjgEaKLivX1802FBXlS0yf",
+	"RbGYZjwWFvoCwl6ohqcp5+pjWCJ1HRGxUz1XcB0KjDUgDwDnORQa52lKVDzmAnDuJ3olxxB0hHjxXAEk",
+	"H2BePXNiGC+zDCIIPE01+gg2Zg1Pp9JQOs4V2QszizEwBLn2LJOqi3i1yTJNMTxbh05D7ZWVzkF2hZBq",
+	"AUHUxPsZX1oAQQWvZmVKUJM6Tc0uhwg18G5mVH45SWRitm7ohEdB13ipbeahSEglp9pjqjCnN+MNMCly",
+	"c/hgc9D0J2hkuOWGjt4J+uRlnB0voeyokQc63AroCgSiKDkm1RqdL8fX9LGYF8JtkCgXIIrOc2DaSFPr",
+	"5y1lnqTGl8GCVA3uhkscmUWxMJ+7XAAn1okD5FYQfBoT89T0g92vIbtVj3WEwn4sE6AXkXUzDobNzgEX",
+	"i82scDuEOCTm7we7X7NcqR4EvnlcpNzgyi4iv2dLOcWe1dfgMPKkQIdi2SX1LpiKoohGs6nI2f7ut/AZ",
+	"ayU3zZ5dglQSZabWLXeVjF4aEhwm66ghFNzqQ2DySWVlQJF79Hrcxcb6IfQCxTnmWu6T2VSpK/w34rED",
+	"Qi1cM0yPFRA4D08a/bbkGZd5IsVOBLXwIrMmGaEVZoEjsqKNS76dv89ttAc5vmxVDMWJrOqFpfKgZDOB",
+	"uMyHQck5YrWcWRwSgztiBriGKh2QPc+hZ3WXFW31olIKHkMs5TxNYVY7s+YoRSDYV/5ac34ASBrsJmSr",
+	"u0xd+1Qw6dBMEhG7OolEW8QFLYFuifYO952RU3yLaGwju+pqymbx/W+O+i+L5IKLIVfR/Gb2B54CKp/b",
+	"GjwMTFqUVQHRQs2VIl/RpCgLLMCAlKBQSQSk20o+cmBjg+WKA7Mgu1THxWM24qk5r2fUhuUCjglYQp6R",
+	"mFIBHiYMBnz2G3ys8+7dRl5fgDHmi1DeVYDh6ZwcPIcTHYCi1YRpZN8jQ62yUOokhUcjwgbi6d5r0HrQ",
+	"CrsWGWZdMOmHBQoo2cahHgBUq1B+YeH7GBaGA0FAcTtWc4rNQVEFnV28t7pty7xexFinpv3MVlFFAlhh",
+	"KCPpEl7GWP/SxgfgCUpcF64LTI9QNugYAPc2A7Lp7Fos8hZmJ7yGjUR+K4S0D9GhbGCVHjUQH9KjXQQQ",
+	"AIiQKBKmWOc74zJOAd3Qr9SZAIQCak3w2HKLyXSsl81AfIvNkSnGvBrhaZQ+p63RUrNYb08q0+tmEyy9",
+	"yXQuaMLlyoJA7Tuovc0u48WAYfkYz9Eg5QpVMCGKQTleJBOzYAT7Njllk1SpuJQulopNuCYVOEnouFSZ",
+	"SbLMJETojRvjDwPGyM2n5rOlxiAmzE4zAv7SgN7DBQhCjPQ31HWGiA4kYC2oLFaY8aauysR0mfKsvNgg",
+	"/kvDQnWVpt9LJU2h9GqanGNGGAPjPK7Usij1hGEEphjXwVMIYQDPWcXIqAkQAxdLHGM9CCnyUqrW5a6Y",
+	"yobKyNQ0KXNdZrGAJO/B7rNQlgvAIPxtS5/QWloAgN1VwZUA7yKw0wCdpWshFjRy1ohYoCr0GvEdP2Ma",
+	"KM9JtA++aFsXBsQYYnFDPoHFE/K5QvbE6vfrHp0p0NqBAgPM0vq6s1ypAN/sxsB9rl1MbXZWTX8CwMWz",
+	"dIvU7DnP933MJq0IkIy1y/M5OreN/WcdkrJotl29LmA7AStHDQaBBwwzlYuA12tznb0PJRXnalVkQPMs",
+	"GV/D4YBTHSiU3HM306GUCxS1KZiGeMx5Ipe5TUithYVwv/r0uBA+ZwAb94MBkNLFm8c+KrfVBouK8qXl",
+	"4uOjQJ8QfqA8xVb35//6EJQJq3/+5cMvfoDixKLd8OTK48T8y4tOUMyhNjJhNgyMTHjVpUDirvTHRNYt",
+	"7JNimTCfkYVfTVjkCP8RDXs4eMcaESSLxvomCtjFq0O23/lml2oK3FbiH6dBwiLAgpGVFYJGP7bEYg/J",
+	"YSDOJ2kLS5UP/w9XxUMOKNGj8z7JWpCcRdQNZeVpGABxzyMtXiLzdq2yQAZSbcD9GHLP9S9npMBaKFAU",
+	"cjMShURDIOiA7VJa9VtANdDe6pTQiQqvQOi12SuzjGm9QNiEMXME9r4rsF8U2BYGRfOCo/N+8PJNP3h5",
+	"3sd735yfHLb29r7tBC9ana+Dzu7+XhB0vum0D4Jv99q7QfmqPbwq2Nvde97qdFp7zy53v+l2Drq7u/8R",
+	"mJ/bHcjBYDoEAHBA/AfiEManALA9klDQwdI7ExIIGj6gC1nTopfR8E/NyiDMIc9BCzuZWI4Zlokl+lWC",
+	"FEOaQSiLUFPlBErMl+XRw5hEKKOWWT3Q8BYxfhVBk+fGCJPOKZBWtl0FGX1yKI1ng7ooC5FVJ3IXUkho",
+	"stdmpfFizF4J+AOkUypUqM1SYw1Lm5BIFtGFZkGgW5rfJmNBeRdzYEp0noxxz7BvLTS54RQCN2AtokuO",
+	"t0N5AV+jSzq+I+FG0ywLOpvaU1qSUbgMojerUJprTE+wBmdjlWVinEM9Ycu0hLlvNBs5Eqqi6lZiPDWv",
+	"9bjzQt9WGkM0VLaGrFA0BekQdBJtnj2xTFPgkZDyU7C7u0vPRnu7z06TF6RrC2BJb/dADFJ+iz2pUfwU",
+	"tnAsgafQB7aARCR5bvb9tAlhtmUGcwa+Ht2mCRGTWXcmVxTIq9uXz5XOncXFrL0j537kvlw8xlj0B3fm",
+	"yuXlvXkj8atCGuZhAdQPwZbdQ+5u9+Hg3SOaba5+EHlQSImQIPonOj/F68+WuXFAH9Fge8fmblDdvWu+",
+	"0A8Ix86pdBZrFtGCVMwMgeduZ6ThDkzeFM+FB5Ab9dhOqSGee7Bb6u75EGxVeMc3foy9/kOwVSYVf/AJ",
+	"lcufMj9XR8j3KdR7G9LutdeJ1c1xco3SHcNAcMDwy8eBlZq8QTcBP97B3sc06/03vVLZKIljAWqP+50N",
+	"7jjnq1Tx+FKpE56hYOJ+52CT5rlK9lMRJ/zS2AzIBn/98M3HUi8nk2RsTmkDzIk8FRLHbM1ybEOIKR9t",
+	"a/DR7NLFHZkcLQ8G7J0hxA0ChetPEeT140HC05b8dCChVydoEdcUf/Sw2HdBsBsWZYpY7IBmpXenHmd8",
+	"Ie4DR4SyFh3BBkKwcMvixbdsBCBXC9ycPezTHWfmUyf3twmaDmoFqsbx9H4Zz8IOWf3Ox4PpbN6TWKtt",
+	"dQgOxhc5GrtpvY7G/6iUfAE8foopawOHjtsTEyUIScbkYKKBKhQeBeD/9dxHKBtOTgQiZO6oSRIxFcd2",
+	"AsirKm66edfMs4/+9IBN8agH56C7cvNt0L+ndnb6RQ+fso3sP/azKwP28NdXb3hCX+Dt+mxrrE+pZhu3",
+	"ot1NtqJcZJKntOieZrWeipwDExZhaPyh89GfICOw2Zo158mnWLMwzUhKDHloRisWQYLfxoikuHUpnR5D",
+	"EdIMkNTXQgKWpCwD2GdRWy7+id6R1YegnCtwe1fy1Ns6lIWEAmWc3XKWTEjQYRirBQlwkcpCYFmmciGB",
+	"Mi2UlhkFwZlNJxvhpdixBAlP41DCaJl9A8zg2G/B9JTLFqPmAzVKvAcVNyWtOkQm6Aqg3RdxKKmUpOkw",
+	"IxWrhShgLxNfzkQnUueCx6HE2k8/iUFoG1e6gojYEhCgyHiVPslDdzburCivNZwniUbLqZ/IbJ7Q9H3Y",
+	"bMKVjzSbdE+t2bSz7lMAjl/Kjpjvsk4IWr3ySvpYW2JllJ8g7k0gIVujK2M2h1BQklurx3M1T8Y8RZx2",
+	"gYYoBFhCSYwpBNTSXjUSFljD03uURn+P0WMX1pLilnZFRMs5Iu9FpuYKFwv+ZEuxep4ZYJloWaZsDSho",
+	"xuwfveuhkIoKjeGBvlZP1eplag7IlgVH1EVV7t8BLtCIRPQaCpG7xlD9PKBGzSuXUL88WaZM31Ka0PZQ",
+	"uqoSKI/EWM2J6sZ9rP886XTuAMCx3t+EK7PDSIJriZwGfhG8+6hEs6Uk3jZ4D/BaYVibx8RlaMOCZioQ",
+	"7h/+SjwJd0CwCDOyETcx8iaYhw7Ni4ZzBF/OBdfAZAvU6wr+U2L8ClwBos/whbuCS97TQEL345/iZQby",
+	"cUoC8Azfbvtx6AaW8PKQ5WB4CnEQBezsAlFWa5AVj0/JffiE0KbicZ/mApEfPRx3q7nnQwCPepWk4jGP",
+	"8a+nRwxgXT7mIeU7HhEDtD1Y3Po54pqKx4XO94MfY+O+j/oKd1PtflcRWvjEUOSXix8GWxWFvw3PHcX1",
+	"7hFOB+MRRxe83j2iIue24YOqd7nHeZzVGz7Kv+NDsFVVenvwKWs3fAi2fDHCBx9QuvhDsFWuRX7w9srl",
+	"nyM87AKyDSQkLxdBWzJMAs+4vT2UZg8OcMuIzH8T1NTF8mxzprFM+cFaQDhYF7sMQrmmTRlUhB+DOhXG",
+	"4C7pQPPEdWU/07BKPbjji7hrEzc7yx8Yf9799rHWs7LxP2xDqze4FVYpn99wlVXvesppuubVdMtSDkmJ",
+	"Ir5HrPdQjRdKPiLuNvKa2ncq3TRKWjPNLno0ZQGbWu0aVEGwUjSQNiHl5DWq3qesbmKNGn8PqGN6jGN9",
+	"T2eD8qcvlOz4mJPhwSYr6UryG56kZgz/DGmVU6wxKvGF2JNBY6ZycImbG55HyykUT4wEJ08qcvGpx9Lj",
+	"WMwXytgdyxtOOAY6dFq5l5zDqRRfX/CBgasPsEwoa/bDSSSXN1qV6OStno1HN4ZcZ4lWEtPF7g4b10HI",
+	"pQCqLIc7ueWrOv//0Fw3wE76ZCcVn3M2mTxcd+mu3NwS4j13Yw7fKtvdUHSeM6lu2//u29Ln3EeAgPMh",
+	"ZQdAtBvjFzBOUUEo2bF7AI4IHt89RaD2U5axbmLHv7ShG+RqYXuD9M4enxoOniYb7FaJi1+ZEavEpojI",
+	"YQyUulT751SsqskHui4Adm1bpr8C3eeuBQtuY8X4CiFiyAOABF48s7raNXkNlPxpsxcqnzG1zBfLXLOp",
+	"Cm3wy8MXpmpaKV+Kir8OkzhqoxopWs/ImNIbLCJyj9H4JWBVgdZGJ06OAbsNyUPzLpOB9WI4ACnp7/NE",
+	"Lq1fHFhZkbxlrmrp35bmW+NkMhGZgMISx/JH5bATkgrjnvhqfqvoHtOsQhoX86GAdd2GOodUZFxaiki/",
+	"E7cRV0th3oKzrNn2goSJDqVcpqkLIJXMKWULaAYvs5vkRiDmHbawnplMt3wRSqKfvC40O8wd1BpXGYdf",
+	"rhXWXILhIAVy51QCxZb0tlmzsZI98SsSUdsGYZwA/rN7auB9nPUxC04IGFmK9ZVmRaPCjmppNosyV9pg",
+	"8I0qs7vtHaniL7q9BlulfXOzOx9dD/DQ3lxMHdLFk+LL4h68uVxkGGZmsueWTFYXtoQmr5JiY5uNuZFg",
+	"a7H85FTIhQXtcrkqTuHU+gYKb9vp64jSYWpC5PmfIlNNQtV6GTzKckPRIAnyQu0VnBlJYM38DkoGYKFK",
+	"VpnAaLlajmf1M39QmvkfG1rGR2wayC1f/dj5+1kjuH+uZWiN+l9R3KeI4n5y2PUTIqafMeC5UVySNaxY",
+	"tFUWQpb+aqyS7VSCleaH9Wgl+i6Q7ixADhhZbbb//YOMVX3bhy1F9YYnJTCqqu2uaUJXHc0ejP0ffJT8",
+	"V8cWUxDs3rOYNdwfiScug3OeLh52AQz5lIQGfJVHtxuL91T+3sB09srSATjWk1BOCqk8SvhjNe0EdeOA",
+	"cpowXZ6SDLfICTNfQlkSxkbIlGWesR4Ku1wXg3YWJpQEaOreoW7eZn07JfPiaGOOmFCPbDynUOLcRbVr",
+	"fHmGfhucjHpEQcE93EIV0fptKNcXj3m3t+RMiy38yj6xLKIeSqjrq5VGZ4393W9LAu3NQkUa3T4oQQ+l",
+	"DW0i4LsUFQBda6i8x7g/Vou5JiwU8ioVlBte8wneYD/AlWQB7R/8SnNkksiYmCzs7cA02Fjbgprm/T7b",
+	"tiOJgOI9PPpZkxIXSYtrIRYEA0ZtA0l0wubDccLgJE5s4ex8nuShXKhE5l1bB2l5wWIANAIGhhixzBiM",
+	"lrnP5EPMNaE0nxIUwCOk9sm81QRXNhw7Jej0kN6wHRtzHk7+iRAa4rltWsQfUxNAJ1Iz6HCsnWlphxJw",
+	"NBh3QQE5rMcFJGHXwg1dqRKBJSkgAjxI2mtIg3h65DVbLHPblXAvBKRTMckppAEz04t8eB2AmmtJXmnp",
+	"2tniJQxlAVwpeeb760atcvaZFufPP9z1fbrt2f8oBI1a+iooFmPROxv8aKy5dn+wL/Xx2PCP9Mw/Ty+T",
+	"9a3yY9VZpC+eqN7Qfyxd7G42G8OGt8KlT+l0+i1adzgJcFDjY4byUU6m71rizgAUW9apLG2RG7ivB1Gz",
+	"G8rqTmwD2t4HrO3IcFyCXTGU+Me7VJxABh7E4Ky4RlWVC2DvqbrVqAT6gHYXEzLWnz/pDhFWvzcpC9+B",
+	"vxxslLz5uHz4ly4ZNFvp/Y6985adMbHJkTjR14/Ne39qfujOQqcnQuu/FDlP0s3w+nTtIxH77q777Phf",
+	"W/8XKPL6V97Iv1ylxpkUZXBMUMiekJpZ4Kp6XSxfL+ePKuEIthY843ORwxbwc9V+9Isecqm5O2CNYOst",
+	"aAVmppNR1IA2uxG9cp9PIY/o4Op4HsE9r0FnEB6rBRzcsL7BJ+8o2Dq5XucVbXUiy/BD4QEskUBOIThx",
+	"764X3iNzi4/CgW9FgdZyuRN8PD7ogEWnR5dvzl6W4ZQkoAw6vGhhE9OlCw5UX6apW12nMVPNOmw692m1",
+	"b3348EtNtGdnITIo55Zj8RSlfmdW/y/lI1f+7jEOedXvro7bLryGOTTa5DhF9EC1u4V5d6uE7ZLgkAPn",
+	"IOMrQ/kzZW0DFkEy1rRsAUUnkAVnMmAXp4Oj84CNEq5Zw+bmqUlmDmF+PuUjTxZLp2qBx2hQ/gEuTnN+",
+	"hu8D2CTRwbrnmPNunEierYh3ClP7mtRhkOpHZVRkhV6mAwYXyIqY5jt9bs+1CJpvvgyomcBQJaARjFRd",
+	"ZipyFOFRKWgu5W3WR2Irm9g23+6pXxErJwLU3JeARSFGLOpSulGqW0CwWUYgipO4nSa0wVTWgC5HLJpp",
+	"NioyoH6y+I51gtr+LS7YQ2fVnzbwLpCvUCiBLX5b8hQCCdhYBLPcKpYJqpwiFdBlXjANsgbqFIDOOVFV",
+	"gygS0GKiaCzaoptE3KL6elBa+MUawvdETo0+lOtuNV3TLEtN8xxDWcQ2xFGBFoAOlorIcjceME3Br0QX",
+	"/NwHu89YiUZyk5POQVQKBc1UGjt8RT0BbhGtc306o7uTHBSS7nEQzz0Ts7abgMX7bSmgsJBMHkzSkueP",
+	"jBNb3a2Y50icvhWs8SsE9U+Dmfv4p/3yNG7tedm+Puzb+jc80sEt31qf4bVLVvcYzKRdi+hBJhoy1f/6",
+	"XvDazm3O9oXutPOYOBvxGAwopibJQGLoH86vZPr+h3rGa15vl0ni2qt6yFK538rAu/ZTInNo5LY1A0Fv",
+	"jF6jbr/ZlD2SctxZ0cN1dZdAXI476uPxOjWm6w911tD4PoWf1kepMLPJLIRapILFYpzEVCKKEqPKFjP7",
+	"Yao2O86tyCYp6w3evWYL2DZ9fj+U96OMm0i1wAA/IAKgzUEoQdKN6ZkQeQCqbWYJJnNombnNxuCuLk6a",
+	"NnnmywMGZr8C5Dw48jaAUhINfAXJBzpAIOUEs6kGPVO3ukuM6JnSugUU+0hENF5mN6LkQbqZNTaOmWRu",
+	"AEOJTIlznl2LuFcU/trJWXp4QQJl/q94PgnDmBd0uh04wtnzkE7iJU+1Ox4Zt9O08QZUWcoPcRLct/xG",
+	"IPMm4+8TD7Im3iM5NCxd4Fie8di0+3IvlLbJ39v4pEueOb/bPufbA/b/Il2yLjI2apmnicg0CsWmNmJp",
+	"5bU9HXNKjiXALj1OFkDKGpfcLp6zwfHpYZ/FYpHPSNgSPkmDjM1d/pi52cx4430eWo1Q+Mc7p2yJVoXU",
+	"ew/f0XiDrEeqptBlZnvIodQaRHjtcLPGxd6PAbvY+zGU4+V8mXI8s1zs/QTf9/2ePyLNgL07PodfvBGx",
+	"nRjKTnuXoTwmNAtB1XmnMGx7lR5/o3KRAsW0GS/zvwstWAOEn9GnBKnnCLthiE+MAmcJJwAaJoU6rBlB",
+	"M0SnHn/KY7J+ki5BxdisctZIzcEFxhJbaNbxMhYyT5D8EydrYGfGM9bo/63T3EGFnv/z/z1DcpFQTpIp",
+	"iPCO1VwUZxFfawT11pCehGd5MuHjvD2P6RReSImSTcjEaJmkuS/j4QfYXT5aFngAOCxhCIHeTCpLa+YA",
+	"s5ldTF2al4LxsCnXyookQV6c1m7Ou6AM5EoROgzcfebkiWol9ugC5w2GS9v6dPeeZ3o+Nb7PAzMVOQlG",
+	"OIkfpp/kDBFYmZBQ3hdWiFii7zseXOCm9vGip/iAjWRPvUs/Wvj0r/jwX/Hhf4n4sGNmgOoaF8YIqKQ3",
+	"nbTMYKBH9Oby9MQRKn5afPhLuMWwxwG90B/ZluBJ2IwKbkzLa61YtrSKsK1UTVvkeRHI7Vc1QoSY1cd1",
+	"HhqkiFkDDznGIw88iRRM7OLeg9XXVxcnhE7zAVI9Fl0nMkb5QOraqAnq266k9Ve1dtALpSuxAnJPd6ur",
+	"5oHrve2siEXUbQ8XeLtNMf7rho32Hmn2/q5GfeL+edDk+ddubu4uabTLd9caPRDxt8CEL1gR8CcKiNRQ",
+	"f7gYEuQruJyKpodzL3aEPzdI/e3Z8OTs9eujl8PB+dHh5UX/wW5ev+NPB1Nfa2LkK+cVvo8xXmRmXRka",
+	"A/0ju9GbYe2xddy7dQiWmiILXR/ok68ji43vnabq1i6ovccO1OVF//jt8dvXw++vjq6Ohq+uTh4uDKm7",
+	"5yn7ueb5EWsUnCBPFgMcjJF98x7gDEYdgWvBjiiUr434+HqaAT3or2r0JGh5ijU8FRl3bdgjKA57dadk",
+	"qIGGQ3Ioa07JSW4JWO44Fpsl0GZvVQ4TrhtKWYR8MnVrfAh2w7PEDKP2Xg5ciFhN/D7RDIDPZrWgQieC",
+	"pSG8FBDy+a6wTzNgv9mAgw5Y3w9J9NiP9UEo7jcFVMbzmZiHslG8QcQBNaGlRQpiJwEbC5lngoTz9JgD",
+	"rTOUHWBs0Koz82Wu4M9Rs8cu2XfsR3bhBWgC9gP86+3xef9kwG5FMp0Zd+scPbIfAUaYgGTveHjN4dqf",
+	"7I+gp08BlmszW4vIEgflpenOieWVvEkWEWssUJDJ9DOleSmmFRUhJZhPdqAowmH8LFBLtd6a+pUyeo0f",
+	"VBoH7O9qxqXWCjOue8/ZoRqPZwnrfPvtsx47nJn5Qn/5+1ICCePhTMzVXORZm5ljS5q22QkftdlgpfM2",
+	"+/ob1tjb3T1oss7us1ans9eEm6J3x+fDX9l3TP+W5Y0F+4rp5XzI2WAw5KxxO/yV7/z+++2Q//578z/3",
+	"2I7312ZE2VjGIrj6O/jjNWuYjt3Rw2tzRz7k2/mQRwH1NPSDcTK9rgXF1vdA9E7BUMzA26HgOVvKJC/u",
+	"bUR6eB2R9DGXMc9AzjkWNwmplMaxmrBOUBrQbV3MVoiBaoyUwIre1vgElC4yr2u51/2E7r3FJbw7Pv/P",
+	"PbNZdLre+gOYjHlGxxzXc5F5Nf8c43LIB1msoYg1+s2uK6SwofClHHPil/QvNs8u/hmwKNt7H7HvWERd",
+	"zH7/fWHGCYbp999/NP8XUTbdC4gztEuoY2ieMSwipVHP/LKK/EhjwLxIKgx2h7VgpBPWWA2Ta9ZiqxnP",
+	"h8l1MUOKP5lOg5kQOQ35JLfa24xoB+SK+ZYl+m2v3AT32vOLo8FgZzAY/uQet1AKRFyXeUtNWhOVxhUs",
+	"i7nZjvu2Zv/Aa9bCiFjCiJqAwG46nQu0m/B2NFSJklEPtdTxKWi0fJtFGtPqVoKR7pm18hN0O7B25d5E",
+	"4mnKZDEVXRqMTKgNfW9rdrFHTKYU4Y1YQwbFbAbTYzat2TBh37HOjmR/Y/kw2WaNy+3L5n+2OuZfEfQj",
+	"Bo4J0LFtFd2tLCV2w1jJGyGt2BixoNbFkgtyXj4VTWxjNtdiHJk1aizKYDDMhN6RTX/8cfD73qA3PQVp",
+	"fMKNt/kCFgThZWReq9s94k6gfIt+0l22v7vv+Pe82tc0uRZQll9A3ZycvvU6ZyqN26wvQ+lFpFltQJqE",
+	"Z0iVzY5JlwrD3p4NnQd2cXR4dvEyuj/mCl7L00AcLpwL9DC6ga59JLDB3VV7RqU8wl+R2b8is5+5BGd9",
+	"lW1yRK7e8pm+/l47wRp1JuJLR6hRp5EyoiMxSxy/t4tWg6I/rG9wooDh4U8enlYLIfkiadsZ9PR1F2cL",
+	"Ifvnx9QZn2jD/Yc9NJv9a2sTaGpkDhh3ih0pmWd8nPsRmFuuGaZtzeH2SzP/eLJStfNN5PwhvQM7/CuO",
+	"qcrPNvw/9U9PHjf8tkk1ww8P23D44dr78qemg6aqRT/O+eJn/MMv4BFO+Fj814ePnyNdxhdJqZuhRhmR",
+	"zyM4S3DNTCNRuaxRiHObc8AtN/42epMg3WcHnHF9TcBbxJX4Cxk1S/5ck5MmwGMmp68+9xRwfwSOEw0C",
+	"qquv7PG2xyJML3SZ06Cmkg53BjFnl1ByDVrVxJZNotSALWu4eI9zvMV79JSbVud3kqTAV5xopuAbeNpj",
+	"69UAbKSWBLX28YmgDHGHHM15SatvgxSUVXsu5Y3m/P2JkNN8ttXt7H0TbM0T6f69cTrqT5HcCqpT5RyA",
+	"MMk/RcA6LFcM9GN7tmgAiwXMb21b21JpB0CEqp2VzJdzJ0U7TyT9O1iv/wzqavkjKd7nw/Ey0yorju+W",
+	"Gg2gOw0zU5GLiP4e/dh6K97nrUO6jeZg43DwrnlX4/EVdw313sHzzwEqL6bkiZpuhHlZv2NzB7T+3rvU",
+	"gEtXbyIIvHbDI0E5ZxJDAnYUAWtcKlguDWs99wNQTJCriUPqql4o6pByndPE4alW9oCB5k7Fq2ZtmXLR",
+	"7E86lx5eXQzOLjY+ltLlTyHH+wfmTMEONEtSt/gh0Zd1CI9gr6mBtD8SO262XnsUe4p99+9qhDBACMkh",
+	"A4tejgBFSHtaWVOPNUBTb7TCjH7cJDV2wF4m0uINJ67cKIIhidoVc2qO2Ms0pZURSrc0eqyQ9l9wbYla",
+	"IntjrgCJmPsLLvDqrJCSF4EpEW3pbdanFQmqsAv+21J0gUCJWHusIm0QSq3Ml2nshRyAkS7phD0ACzhW",
+	"ECLQs2SSA8dwhp/uCeyDQj5JK/my+rlSkFCD2jqtrNxeJlLFY+M3QiEXphRMJwM61nwC3W9+SwU37o9a",
+	"5gj9hCgo+KahBFA5ekbJP41JI5Ar6Fch4hRlNdhE3LLTF3aouqGMjOvXJlj3UI+5HCaxNr4P/AH1FYbg",
+	"nIjiZ6ly869QRlio2bbQbapko18JtRptaxZZ5Lj3jlBGlefj3fh0YMcoPXyYq5ynEZFQlN/RNu7gcKlF",
+	"HDFE1GOF8K1u9tgdrBahdC7l3MzkyTJN7/LnPOBLjUN3v2uzt+bYHHyMW7P3uZyaj/NSDjp7Gzik1V03",
+	"XeFig40w0YDkurMBuKa3PgKc5MhKP91t8p66kSxk9fqPAlfdJRHpuy2mHz8xcv1v6yG49QkGU018aNWT",
+	"uQkfyx/TeXTs+HJ4fHp+cnR69HYTLtjq9U8ZNbZBYQqYO9UXt6BHyySNIWZcakT0dDAekBn1Yae67LB4",
+	"DpZznDZ0sHaAL+6pxEaN9T0cvDN9RfEiLIYG4r1M8Lkxg1SYxW/ZcmGFlTBaMRNpDMnduZirbGVpKo1D",
+	"YhzgTN2yTPwqxhSSotuhYSUCisPBO7PXIgPCOv0TBEvQoUuXc0mqXDzL0UM07ZlkQgRstMxDqYUEHAr4",
+	"ARE1JxV5CYaMzYJWzq22dMFWGErqFNP/rqOo+eDAwCYIejMKS31ghjWi1py/b+GFLeAWjAIbMQrlQWeP",
+	"nSYvmj02EisFdEdVIszOMxad938CLqnLs7PhSf/i9RGFo6SHFCqLf/bYZJlBMSHsXEBQlUjGMSokYoS4",
+	"hrIRtewTWvBT0Tq234TiIfrInDRnicnQobERhE09Zf5sjoi2p0jxgvg2gbTL/EDEX9A0VwOH7ykpdLFc",
+	"TbE6c6bSuHDWq21mf2OdUCI1fJv94GTrQUQam1vp1b1vWS2GL5RUYBR4JAAUTp3zFZFPAg8zzCnr09cU",
+	"EPFSCZGLsYC3eOi4BrpsnCotoh52gu08VBijqXYKa6kLhQxuvHGBsdEyNgcNmmeuX/Cv/lTj7Lclz2B3",
+	"QXdqpnS+rdlittLJmKf0wCYjJRD07GnwiZONLIIt8II1ogXsVXj5Osfqr2oENbTg3xKHqVzORZaM2Zzn",
+	"WfI+QPb8maXepCjEbZIJsyvuwaphY5GmLOoEUShxJn6DlzcDtkiXutw3Y7VYYUqwy7gstGVtgyF4Op7x",
+	"bGq+BhAkz75uH7B/vACAjLFSasL2dve/8WoYNWt0nrf32T9ehBI0q+KA7XXMPRZqtIZ+mSQ5SYvjy4A9",
+	"lV8LGUrsr87eNwQ69IhRaWQT3TONtyYSLGHxASRLYN6IfYfzANbdBLC5nBIAgFRcn87QBzidS3OZcd/e",
+	"WkwvPr5rzBFIJVbtUZkWcMJTLaKm00sH3A51AeCk1tt/OzNHTHxNcRKEBG+eraDkEcSZRdxjB7umEX4J",
+	"34OshEVjiNkX8FIj42eBfbHGx0zt2kms0QSRiM3ccsKYUy4eyMxn2jXJx9fudcIckxsxcNyS7pnKQonl",
+	"KSnFMmbLPFa3kihzvNfinCb83kTcwgE+42mKfNG5JjRnMQOoDhJaO1eZsIqVgBE1613wa0QawSSgJuNZ",
+	"uxDNpofB0uJskrw3zb4RmaVBMRP3NHkRyka2lBh/GS0nE5HpwMppYLK6ic9wx3+/gmY841JCvVbBvaLB",
+	"zELrG9bed76FXbKoCyajpntOOFG35zHTBPY8qL7UZ3mx7wxl7UsT6fhqKK7aLXI0I2C4NteORCif77N/",
+	"JC9YY/9Zh7bvZkDWxLTY/A3rqB2vDJalkj8VSp5lZurAdH++C59Y0D/jHrx38Jz9jT3fJ6IerA128nYk",
+	"ZUIejLYezWvFtJrkdjqiZ5LTktLLOVvKVGgdyuj12enR6cnx6fFlZGUw0LFwU5I1BsevL48uTptrUzPR",
+	"hRhRhFPbglej47eXR1buoFfe74nKCLxWY0PzmUgyZ9ngglAC30ENtMU8Yge5zX5Vo2ESI3NS29yuRR41",
+	"7eaEUzqUEb6byiA8fmX4neIoGLuyXp2lTUA8mjBnIV0hptROAd/DsuMft5GvEhzoTI2EmccMZwqwiTet",
+	"qedy5XCAhRuNXhPHZ/iFzWbf8ACt6MtodrD7NXT34OrVq+PD46O3l8PB5dlF39hkcmWAsN09bpKkqfZ2",
+	"A1teF0ozhLogQC+ph41VLNamRrE74T4C85kOWmPjgBH3FDyKjPabq8tL43O9PPvhLfHm81x0vWch5z0v",
+	"dnN04OyyIQfTWzue5zRfaqIDWC7MRoaBJ4sUZuaYY1wlcsfniWzByScIpV1wzw8Onj1H12JH99guy5eZ",
+	"hPCumkya+D2cTTPTpIXIEhWzGdfGNQJmtOLh5sEtuM5zqTu7TDe7YPJhEv6NnvQ3zOTDghJQ3LEDjQ0Q",
+	"7ox/g4+b8RtBHx+bgYXPNgNrxs+MLOKKINmnc7UoGOWTOLWnlEbUmuX5omVuhuSnWuZ+JzwzzQxKVfP7",
+	"u9+wiKIVw8vj06Ozq8soYKUDGuo801qB1lsGVzoy4KmM+OSND249DccOEEocftgqwJ+vOUJ45iSoOzbU",
+	"SjCZ/raRgHtlmObLNE/MWXJnorJ5y1gWCG7IsYopn0HJQLrpEiOINk0YMD82osa5yFt4dN76ECBqYe3e",
+	"tWiKOeHXBfSu4Gs3jufR5Y8P57kbN5B/+qviswhabB6WHLzzY5KnR5f9l/3L/sb3uxueIrBZPMKdic/O",
+	"L4/P3g42ftbajR+CrdPjwcD8dN6/eLhRpYs/R6gVQkpFhMl2oP9b9SNA5MlrV1SKxdrY7R9b5vrNIydn",
+	"xWY/zBlSuf6J4buwX5mNaWGOqNZhWN+jYAObCAi2pKAbLYCwtG4/r25Ld5DGh9JcTwfyinfhtiZCvaHU",
+	"+WOAKtUj8cNokLU7nnLWrx/RA7Z+RMfNFcZEvDeHa3MoqItY2mOJjfhgFWblEO8RK5SiU65TP0GY6t+i",
+	"bLg08TBwaibeMk1ZozYc2XxCcejPKC7wPzg5dLD7WEvhxa0e5grwrgWuAe/0tAHRgH/1k4rheaG3btkw",
+	"uOhauY4Z7UEobYDvoyJvoYTQG0iKiRh4mXtsLfBno5il8F8ocRW1WeUIWqJHsPtScToG0wjyTnavqnnj",
+	"U+uG+N3b/BcQdMfDgn9kPxy8s8w7WQ4heL2S41mmpFrqUh5048RniZagCot5IpCZI/zhmagAo8zHoNK3",
+	"lfnWNv5LMHuzddK0jYqobGVmmdfpcrSMiF3HKhaVwFn1BcwGszDPN04F96IxEMItAl7QZEwKOmSYEyhP",
+	"sFwKo2xu7XrMfFixavXczLuvkzQVcTNgMZ/zqYiJNsSq30EsmkTgva0/AMLs0kfvlL6xmnPQfAWpJtD2",
+	"KcmeU+ytGg7DIdvWGF1jDfOylpLpKgil2VmhBDjRTMgYMiEUq7LkghTuAs4wniK0p+c9GNIk5tG5kBj9",
+	"AXMH4TTIQ8Frrco0MIAkIqZ02AHTzTuKWrwj6tYmRVswz+8t2Xoc7v5JMUYvlRSPwRjB9R91nL/nGP9H",
+	"VoT+/ezFI+pBy1c/4UZ8Ja+lWfoIcmWNqPSmT6p3/Avx84mb4rlKU39LfMxeVwPyKeuVPRXap+/FUjH7",
+	"AJKXBfEO/BnIVsuJH3eCz5H7hhIrYoHvTSQlwszGYtydZpsdIY36LV+5HEPiy2betSmy6LD/9vDo5MTs",
+	"Fl6a3KE5AOADO43LwDpnko73Zj+H8z1rlD5lW6NNBy0IN1Qz7j4wWH8j0QZb4m/Eg05FDJp3VrlHsCLB",
+	"656LvjFE8BeZipdjASmfONFjbrqA0nkFTMX2Ey8ybSWfgKdmpqzM3iZiNhXmK0DT1tiBV8dvjwdvIP+m",
+	"FdbWl4cRY/feV8ehtE+cJDLRM8J6UJAfPg1qE0G3lhipGkXPhNLXsOWQcxSSGLEhz4SOQKykwJiCG/OE",
+	"EmH4kjF0lFU8h/fU7qOH0Mf/VlvpoZ02j9lPi5ueelMNzCGrsjS99fjnlk79V9qlH8/O4K/xjT7OXfzE",
+	"ES2wUCVL1CgboL/8kI8OLn3Zg/0hcejWBGae/gz/hHIflxa2AGUHRNt+t5CVzT6AQ1BU6UhxO6Rry0dx",
+	"Gk3cxywRCTy86+2/Zkhfnr09cvdWt1Er/A61znDnfg2H6v3HR8cm/2fc9v5UFPZ//nPhn4r396FNy6WE",
+	"0Iu+Y1Y/IRmRv6Q27lm4+DNsd2UL0Civ97+2uy947L4s8ylZsDuB5pgZsAJXK+LHHsnNu8R4mSX5ytjZ",
+	"D8F/bY0Ez0TWXxoz+fMvxixizLeuypIa7gNSeRxnQuutYGuZpVvdrVmeL7o7O6ka83SmdN49ODh4vlVf",
+	"Jgl7HOyGrTzVrbGAYHuM/7oWq9JDdc1Tf3GfX308ENGVpbhnKmf6li+KLYX4qNYb178r3K+Lm11/r99+",
+	"ktwIKTQmhUzPJxK7iG5F/OsdneIYdVBPx2utyHnNPadKJrkiIh+61O23+o6XlMvjnX6rpcHGdo+VHCcp",
+	"kqcWeMqUj9qsH0qXGQAcrNU/KB7cStX0O0zTA6RRY7R92rUiNB65TRQwErhP+ahFQrQlhc57FWso4nCw",
+	"22FrSxOjHfD0msdY1QMGbs86+3iPcdc3GHdfSh0g6xByYs4XPEs0cmL6bhopJ6P/Q8PiuAc+/PLh/wYA",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -60,6 +60,7 @@ func TestDocsPageInChromium(t *testing.T) {
   tags: new Set([...document.querySelectorAll('[id^="tag/"]')].map(e => e.id).filter(id => !id.includes("/", 4))).size,
   examples: document.querySelectorAll('[role="tabpanel"], .redoc-json').length,
   textLength: document.body.innerText.length,
+  roles: document.getElementById("redoc").innerText.split("Role (with -auth-tokens)").length - 1,
 }))()`))
 	if err != nil {
 		t.Fatalf("count the sections: %v", err)
@@ -69,6 +70,9 @@ func TestDocsPageInChromium(t *testing.T) {
 	}
 	if counts["tags"] != len(doc.Tags) {
 		t.Errorf("the page has %d tag sections; the contract has %d tags", counts["tags"], len(doc.Tags))
+	}
+	if counts["roles"] < wantOps {
+		t.Errorf("the page names the role needed %d times; the contract has %d operations", counts["roles"], wantOps)
 	}
 	if !strings.Contains(api.OpenAPIYAML(), "title: ramanserve") || counts["textLength"] < 10_000 {
 		t.Errorf("the page shows %d characters of text", counts["textLength"])
@@ -86,8 +90,8 @@ func TestDocsPageInChromium(t *testing.T) {
 			t.Errorf("the page requested %s; it must fetch nothing but itself", u)
 		}
 	}
-	t.Logf("docs page: %d bytes; %d of %d operations and %d of %d tags rendered, %d example panels, %d console errors or violations, %d fetches beyond the page",
-		size, counts["operations"], wantOps, counts["tags"], len(doc.Tags), counts["examples"], len(events.errors), fetched)
+	t.Logf("docs page: %d bytes; %d of %d operations and %d of %d tags rendered, the role shown %d times, %d example panels, %d console errors or violations, %d fetches beyond the page",
+		size, counts["operations"], wantOps, counts["tags"], len(doc.Tags), counts["roles"], counts["examples"], len(events.errors), fetched)
 }
 
 // docsHeaders fetches url once over HTTP and returns its
