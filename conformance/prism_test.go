@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func prismKnownMetaViolation(v prismViolation) bool {
 type prismViolation struct {
 	Location []string `json:"location"`
 	Severity string   `json:"severity"`
-	Code     string   `json:"code"`
+	Code     any      `json:"code"` // a keyword, or an HTTP status
 	Message  string   `json:"message"`
 }
 
@@ -76,27 +77,37 @@ func (d *prismDoer) Do(req *http.Request) (*http.Response, error) {
 // once it listens. The process is stopped when the test ends.
 func startPrism(t *testing.T, prism, upstream string, flags ...string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stop, err := runPrism(prism, upstream, flags...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return base
+}
+
+// runPrism starts `prism proxy` and waits until it listens; stop ends it.
+func runPrism(prism, upstream string, flags ...string) (base string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	spec, err := filepath.Abs("../api/openapi.yaml")
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
 	args := append([]string{"proxy", "-h", "127.0.0.1", "-p", fmt.Sprint(port)}, flags...)
 	cmd := exec.Command(prism, append(args, spec, upstream)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	stop = func() { cmd.Process.Kill(); cmd.Wait() }
 	listening := make(chan struct{})
 	var logged bytes.Buffer
 	var logMu sync.Mutex
@@ -116,11 +127,50 @@ func startPrism(t *testing.T, prism, upstream string, flags ...string) string {
 	select {
 	case <-listening:
 	case <-time.After(2 * time.Minute):
+		stop()
 		logMu.Lock()
 		defer logMu.Unlock()
-		t.Fatalf("prism did not start listening within 2 minutes:\n%s", logged.String())
+		return "", nil, fmt.Errorf("prism did not start listening within 2 minutes:\n%s", logged.String())
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+	return fmt.Sprintf("http://127.0.0.1:%d", port), stop, nil
+}
+
+// Through Prism, the suite itself: with RAMANSERVE_TEST_PRISM_SUITE
+// naming Prism, the suite's server is reached through `prism proxy`
+// without --errors, which forwards every request, the suite's
+// deliberately invalid ones included, and reports what it finds in
+// sl-violations. A violation in a response fails the request (see
+// prismResponseViolations); one in a request is only counted, since the
+// suite sends invalid requests on purpose. make test-prism runs the
+// tests whose requests all go to the suite's server and whose checks
+// hold behind a proxy (Prism adds CORS headers of its own, for one).
+var prismSuite struct {
+	responses, requestViolations atomic.Int64
+}
+
+// prismResponseViolations returns the violations Prism reported in a
+// response header that concern the response, and counts the rest.
+func prismResponseViolations(req *http.Request, h http.Header) ([]prismViolation, error) {
+	v := h.Get("sl-violations")
+	if os.Getenv("RAMANSERVE_TEST_PRISM_SUITE") != "" && "http://"+req.URL.Host == suite.httpBase {
+		prismSuite.responses.Add(1)
+	}
+	if v == "" {
+		return nil, nil
+	}
+	var list []prismViolation
+	if err := json.Unmarshal([]byte(v), &list); err != nil {
+		return nil, fmt.Errorf("sl-violations %q: %w", v, err)
+	}
+	var out []prismViolation
+	for _, one := range list {
+		if len(one.Location) > 0 && one.Location[0] == "request" {
+			prismSuite.requestViolations.Add(1)
+			continue
+		}
+		out = append(out, one)
+	}
+	return out, nil
 }
 
 // TestPrismProxy: every operation of the contract, called as the suite
