@@ -23,7 +23,7 @@ FUZZMINIMIZE  ?= 5s
 # (make test-under-load); make test as a whole should take at most 10.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 20m
 
-.PHONY: all build run run-fleet bench-fleet bench-fleet-in-cluster test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated lint vet bench fuzz demo clean
+.PHONY: all build run run-fleet bench-fleet bench-fleet-in-cluster test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-prism test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated docs-bundle docs-bundle-copy check-docs-bundle lint vet bench fuzz demo clean
 
 all: build
 
@@ -145,11 +145,12 @@ deps-curl:
 test-examples: deps-c
 	set -o pipefail; CI=true $(GO) test -count=1 -run '^TestExampleC' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
-## test-browser: the review page in headless Chromium, without and with lab results (no console error, every plot drawn, a full-page PNG);
+## test-browser: the review page in headless Chromium, without and with lab results (no console error, every plot drawn, a full-page PNG),
+## and GET /docs (every operation rendered, no console error, nothing fetched);
 ## REPORT_PNG=docs/report.png refreshes the README's screenshot
 REPORT_PNG ?=
 test-browser: deps-browser
-	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) $(GO) test -count=1 -timeout 5m -run '^TestReportPage.*InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
+	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) $(GO) test -count=1 -timeout 5m -run '^(TestReportPage.*|TestDocsPage)InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
 ## test-prometheus: a real Prometheus scrapes an in-process server (bearer token on) and
 ## reads ramanserve_predictions_total back; promtool checks /metrics, the alert rules and their unit tests
@@ -169,6 +170,29 @@ check-generated:
 		diff -u $$tmp/committed.go gen/api.gen.go | head -40; cp $$tmp/committed.go gen/api.gen.go; \
 		echo "gen/ is stale: run 'make generate' and commit"; rm -rf $$tmp; exit 1; \
 	fi; rm -rf $$tmp; echo "check-generated: gen/ matches api/openapi.yaml"
+
+## docs-bundle: copy the standalone build of the Redoc pinned in server/apidocs/build/package-lock.json
+## into server/apidocs/redoc, which the binary embeds for GET /docs (committed, so that building needs only Go)
+DOCS_BUILD := server/apidocs/build
+DOCS_ASSET := server/apidocs/redoc
+docs-bundle: deps-node
+	cd $(DOCS_BUILD) && npm ci --no-audit --no-fund --loglevel=error
+	$(MAKE) --no-print-directory DOCS_OUT=$(DOCS_ASSET) docs-bundle-copy
+
+# The source map's comment is dropped: the page inlines the bundle and
+# has no map to offer.
+docs-bundle-copy:
+	mkdir -p $(DOCS_OUT)
+	sed '/^\/\/# sourceMappingURL=/d' $(DOCS_BUILD)/node_modules/redoc/bundles/redoc.standalone.js > $(DOCS_OUT)/redoc.standalone.js
+	cp $(DOCS_BUILD)/node_modules/redoc/bundles/redoc.standalone.js.LICENSE.txt $(DOCS_BUILD)/node_modules/redoc/LICENSE $(DOCS_OUT)/
+
+## check-docs-bundle: fail when server/apidocs/redoc is not what docs-bundle makes from the pinned package
+check-docs-bundle: deps-node
+	@cd $(DOCS_BUILD) && npm ci --no-audit --no-fund --loglevel=error
+	@tmp=$$(mktemp -d); $(MAKE) --no-print-directory -s DOCS_OUT=$$tmp docs-bundle-copy; \
+	if ! diff -rq $$tmp $(DOCS_ASSET) >/dev/null; then \
+		diff -rq $$tmp $(DOCS_ASSET); rm -rf $$tmp; echo "server/apidocs/redoc is stale: run 'make docs-bundle' and commit"; exit 1; \
+	fi; rm -rf $$tmp; echo "check-docs-bundle: server/apidocs/redoc matches the pinned redoc"
 
 ## lint: OpenAPI linter (0 errors), gofmt and go vet
 lint: vet
@@ -209,7 +233,7 @@ rule-evidence:
 	set -o pipefail; RAMAN_RULE_EVIDENCE=1 $(GO) test -count=1 -timeout 20m -run '^TestRuleEvidence$$' -v ./trainer | grep -vE '^(=== RUN|PASS$$)'
 
 ## test: everything CI runs
-test: deps check-generated lint test-go test-r test-examples test-clients test-browser test-prometheus
+test: deps check-generated check-docs-bundle lint test-go test-r test-examples test-clients test-prism test-browser test-prometheus
 
 # The conformance suite, the longest package, runs beside the others
 # rather than after them: its test binary is built first (so that the two
@@ -269,6 +293,21 @@ test-under-load:
 test-clients: deps-node
 	cd conformance/clients/testdata/ts && npm ci --no-audit --no-fund --loglevel=error
 	set -o pipefail; RAMANSERVE_TEST_CLIENTS=1 $(GO) test $(GOTEST_FLAGS) -v -run '^TestGeneratedClients$$' ./conformance/clients | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
+
+## test-prism: every operation of the contract through Prism's validating proxy (prism proxy --errors):
+## 0 violations of a request or a response; then the suite's tests below with the suite's server behind
+## prism proxy (without --errors): 0 response violations. Prism pinned in conformance/testdata/prism/package-lock.json (npm ci)
+PRISM_DIR := conformance/testdata/prism
+# The suite's tests whose requests all go to the suite's server and whose
+# checks hold behind a proxy. Left out: the tests of servers or processes
+# of their own, of bodies that are not JSON at all (Prism answers those
+# itself, TestErrorEnvelopeOnEveryFailure, TestEvidenceErrors), of CORS and
+# request ids (Prism adds headers of its own), of slow and cut bodies.
+PRISM_SUITE_TESTS := TestHealth|TestHealthDegradedWhenRegistryNotWritable|TestHTTPNotAnHTMLBody|TestFileLoadPathRules|TestFileLoadVersionExists|TestCorruptFilesAreRefused|TestConcurrentLoadsOneWins|TestModelDetailDeleteAndStatusMismatch|TestModelInfoMatchesHTTP|TestReportRoutes|TestOpenAPIDocumentsServed|TestTrainingRejectsBadCSV|TestTrainingRejectsBadUpload|TestTrainingJobLifecycle|TestTrainingOptionErrors|TestTrainingRuleSegmentsAndAnnotations|TestTrainingListPagesFilterAndRestart|TestCancelQueuedRunningFinished|TestShadowParity|TestLabPostsAreIdempotent|TestPredictionsExport|TestScikitLearnModelsServeTheSameNumbers|TestHostileModelFileIsRefused
+test-prism: deps-node
+	cd $(PRISM_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	set -o pipefail; RAMANSERVE_TEST_PRISM=$(abspath $(PRISM_DIR))/node_modules/.bin/prism $(GO) test -count=1 -timeout 5m -run '^TestPrismProxy$$' -v ./conformance | grep -vE '$(CONFORMANCE_FILTER)'
+	set -o pipefail; RAMANSERVE_TEST_PRISM_SUITE=$(abspath $(PRISM_DIR))/node_modules/.bin/prism $(GO) test -count=1 -short -timeout 10m -run '^($(PRISM_SUITE_TESTS))$$' -v ./conformance | grep -vE '$(CONFORMANCE_FILTER)'
 
 ## bench: every figure of docs/performance.md
 bench: deps build

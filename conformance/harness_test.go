@@ -50,8 +50,11 @@ var (
 	suite     *target
 	validated atomic.Int64
 	failed    atomic.Int64
-	spec      *openapi3.T
-	router    routers.Router
+	// failedByPrism counts the responses Prism found in violation, with
+	// RAMANSERVE_TEST_PRISM_SUITE (prism_test.go).
+	failedByPrism atomic.Int64
+	spec          *openapi3.T
+	router        routers.Router
 )
 
 func TestMain(m *testing.M) {
@@ -100,6 +103,18 @@ func runSuite(m *testing.M) (int, error) {
 	suite.proc = proc
 	suite.httpBase = "http://" + proc.HTTPAddr()
 	suite.zmq = proc.ZMQEndpoint()
+	if prism := os.Getenv("RAMANSERVE_TEST_PRISM_SUITE"); prism != "" {
+		base, stop, err := runPrism(prism, suite.httpBase)
+		if err != nil {
+			return 0, err
+		}
+		defer stop()
+		suite.httpBase = base
+		defer func() {
+			fmt.Printf("prism: %d responses through prism proxy, %d response violations; %d requests it found invalid (the suite sends those on purpose)\n",
+				prismSuite.responses.Load(), failedByPrism.Load(), prismSuite.requestViolations.Load())
+		}()
+	}
 	code := m.Run()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -196,6 +211,11 @@ func (d validatingDoer) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if v, err := prismResponseViolations(req, resp.Header); err != nil || len(v) > 0 {
+		failed.Add(1)
+		failedByPrism.Add(1)
+		return nil, fmt.Errorf("Prism finds the response to %s %s in violation of the contract: %v %+v\nbody: %s", req.Method, req.URL.Path, err, v, body)
+	}
 	if err := validateResponse(req, reqBody, resp, body); err != nil {
 		failed.Add(1)
 		return nil, fmt.Errorf("response to %s %s violates the contract: %w\nbody: %s", req.Method, req.URL.Path, err, body)

@@ -8,10 +8,14 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 )
 
-// The contract's report pages are text/html (a string schema); the
-// response validator has no decoder for it unless told, and reads it as
-// plain text.
-func init() { openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder) }
+// The contract's report pages are text/html and GET /openapi.yaml is
+// YAML text (string schemas); the response validator has no decoder for
+// the first and would parse the second into a map unless told, so both
+// are read as plain text.
+func init() {
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.PlainBodyDecoder)
+}
 
 // TestReportRoutes: the review pages of a trained version and of the job
 // that trained it are HTML documents under a Content Security Policy that

@@ -2922,7 +2922,24 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetDocs This document, as a page to read in a browser
+	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
+	// This contract rendered by Redoc (the npm package `redoc`, pinned;
+	// its standalone build is embedded in the server) as one HTML
+	// document: the renderer and the contract are both inline, so the
+	// page fetches nothing, and it can be saved as one file. Its
+	// `Content-Security-Policy` admits exactly its two inline scripts,
+	// by their SHA-256, and nothing else may load or run. Search is off
+	// (it would need a worker); the browser's own find searches the page.
+	//
+	// Corresponds with GET /docs (the `GetDocs` operationId).
+	GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetFleet The replicas of the fleet
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Every replica that shares this server's store, as their rows in the
 	// fleet's database say (`-store postgres://…`): each replica writes its
@@ -2942,6 +2959,8 @@ type ClientInterface interface {
 	GetFleet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealth Liveness and readiness
+	//
+	// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 	//
 	// Always 200 while the process is up (401 only when the server runs
 	// with `-auth-tokens` and `-auth-health` and the request has no valid
@@ -3013,6 +3032,8 @@ type ClientInterface interface {
 
 	// PostLabResultsWithBody Reconcile the lab's HPLC results with logged predictions
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 	// header names the columns, in any order, from `lab_sample_id`,
 	// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
@@ -3045,6 +3066,8 @@ type ClientInterface interface {
 	PostLabResultsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostLabResults Reconcile the lab's HPLC results with logged predictions
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 	// header names the columns, in any order, from `lab_sample_id`,
@@ -3079,6 +3102,8 @@ type ClientInterface interface {
 
 	// GetMetrics Prometheus metrics
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The server's metrics in the Prometheus text exposition format
 	// (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
 	// authentication is on. See "Metrics" at the top of this document.
@@ -3088,6 +3113,8 @@ type ClientInterface interface {
 
 	// GetModelInfo Metadata of the active model
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// When no model is loaded the answer is 404 with code `MODEL_NOT_LOADED`
 	// (ModelInfo has required fields that cannot be filled without a model).
 	//
@@ -3095,6 +3122,8 @@ type ClientInterface interface {
 	GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListModels List every model in the registry
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Models are sorted by `trained_at`, newest first; ties are broken by
 	// version name. A `.npz` or `.joblib` file found in the registry's
@@ -3109,6 +3138,8 @@ type ClientInterface interface {
 	ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// LoadModelWithBody Make a model version active (hot swap)
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// Loads a model and makes it active atomically. A `predict` already in
 	// flight finishes on the previous model; the next one uses the new model.
@@ -3133,6 +3164,8 @@ type ClientInterface interface {
 
 	// LoadModel Make a model version active (hot swap)
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Loads a model and makes it active atomically. A `predict` already in
 	// flight finishes on the previous model; the next one uses the new model.
 	//
@@ -3156,6 +3189,8 @@ type ClientInterface interface {
 
 	// ClearShadow Stop shadow scoring
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Idempotent; the records already logged stay. A shadow that failed to
 	// restore at start-up (named by `GET /model/shadow` without a
 	// comparison, and by `GET /health`) is cleared the same way.
@@ -3164,6 +3199,8 @@ type ClientInterface interface {
 	ClearShadow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetShadow The shadow model and how it compares with the active one
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The shadow is a staged or archived version that scores every
 	// spectrum the active model scores, off the reply path: the rig's reply
@@ -3184,6 +3221,8 @@ type ClientInterface interface {
 
 	// SetShadowWithBody Make a staged or archived version the shadow
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Replaces any previous shadow (its comparison starts again from zero).
 	// The version is loaded and checked as a load would check it; the
 	// active model is not touched.
@@ -3195,6 +3234,8 @@ type ClientInterface interface {
 
 	// SetShadow Make a staged or archived version the shadow
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Replaces any previous shadow (its comparison starts again from zero).
 	// The version is loaded and checked as a load would check it; the
 	// active model is not touched.
@@ -3205,6 +3246,8 @@ type ClientInterface interface {
 	SetShadow(ctx context.Context, body SetShadowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteModel Remove a staged or archived version from the registry and its disk
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// Removes the entry from the index first (durably), then the model
 	// file the registry holds for it in `models/`. The file a `file` load
@@ -3228,6 +3271,8 @@ type ClientInterface interface {
 	DeleteModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetModel One model version, with its lineage, metrics and checksum
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3263,6 +3308,8 @@ type ClientInterface interface {
 
 	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Over the lab results matched to predictions of this version (as
 	// active, shadow or re-scored) whose spectra were taken in
 	// [`since`, `until`): per analyte n, RMSEP, bias (mean of predicted
@@ -3285,6 +3332,8 @@ type ClientInterface interface {
 	GetModelPerformance(ctx context.Context, version Version, params *GetModelPerformanceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetModelReport The model's review page, one self-contained HTML document
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// A page for people deciding whether to promote the version. It holds
 	// inline SVG plots and nothing fetched from elsewhere (no script,
@@ -3320,6 +3369,8 @@ type ClientInterface interface {
 
 	// RescoreModel Score a staged or archived version on logged spectra, as a background job
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Needs the server to run with `-log-spectra`. The job runs in the
 	// training queue (same slots, progress, cancel and status URL as a
 	// training job; `kind` is `rescore`). Its records join the prediction
@@ -3329,6 +3380,8 @@ type ClientInterface interface {
 	RescoreModel(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetModelReview Every number behind the review page's figures, as JSON
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The review at SIMCA depth, computed from the model file alone (see
 	// `artifact.md`), so it exists as long as the version does. Notation:
@@ -3373,15 +3426,21 @@ type ClientInterface interface {
 
 	// GetOpenAPIJSON This document, as JSON
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
 	GetOpenAPIJSON(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPIYAML This document, as YAML
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPredictions Export the prediction log
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Oldest first. JSON by default; `Accept: text/csv` gives the same rows
 	// as CSV with a header line (spectra are never exported). Every filter
@@ -3391,6 +3450,8 @@ type ClientInterface interface {
 	ListPredictions(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTrainingJobs List training jobs, newest first
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Jobs are ordered by submission time, newest first (ties by job id),
 	// and come in pages of at most `limit`. `next_cursor` is null on the
@@ -3410,6 +3471,8 @@ type ClientInterface interface {
 	ListTrainingJobs(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartTrainingWithBody Upload a training CSV and start an asynchronous training job
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// The CSV is parsed while it streams in; the raw upload is never held in
 	// memory. The first bad row rejects the upload with 400 `INVALID_CSV`,
@@ -3487,6 +3550,8 @@ type ClientInterface interface {
 
 	// GetTrainingJob Poll a training job
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Job records are kept on disk and survive restarts. A job that was
 	// `running` when the server stopped reads `failed` with error code
 	// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
@@ -3501,6 +3566,8 @@ type ClientInterface interface {
 	GetTrainingJob(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelTrainingJob Cancel a queued or running training job
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// A queued job is removed from the queue; a running job is stopped at
 	// its next step (within about a second). Either way the job is
@@ -3519,6 +3586,8 @@ type ClientInterface interface {
 
 	// GetTrainingReport The review page of the model a done job trained
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The same page as `GET /model/{version}/report` for the job's
 	// `result.new_version`. A job that is not `done` has no model:
 	// 409 `JOB_NOT_DONE`. A job whose model was deleted since:
@@ -3528,7 +3597,34 @@ type ClientInterface interface {
 	GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// GetDocs This document, as a page to read in a browser
+//
+// **Role** (with `-auth-tokens`): `read`.
+//
+// This contract rendered by Redoc (the npm package `redoc`, pinned;
+// its standalone build is embedded in the server) as one HTML
+// document: the renderer and the contract are both inline, so the
+// page fetches nothing, and it can be saved as one file. Its
+// `Content-Security-Policy` admits exactly its two inline scripts,
+// by their SHA-256, and nothing else may load or run. Search is off
+// (it would need a worker); the browser's own find searches the page.
+//
+// Corresponds with GET /docs (the `GetDocs` operationId).
+func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetFleet The replicas of the fleet
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Every replica that shares this server's store, as their rows in the
 // fleet's database say (`-store postgres://…`): each replica writes its
@@ -3558,6 +3654,8 @@ func (c *Client) GetFleet(ctx context.Context, reqEditors ...RequestEditorFn) (*
 }
 
 // GetHealth Liveness and readiness
+//
+// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 //
 // Always 200 while the process is up (401 only when the server runs
 // with `-auth-tokens` and `-auth-health` and the request has no valid
@@ -3639,6 +3737,8 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 
 // PostLabResultsWithBody Reconcile the lab's HPLC results with logged predictions
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 // header names the columns, in any order, from `lab_sample_id`,
 // `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
@@ -3681,6 +3781,8 @@ func (c *Client) PostLabResultsWithBody(ctx context.Context, contentType string,
 }
 
 // PostLabResults Reconcile the lab's HPLC results with logged predictions
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 // header names the columns, in any order, from `lab_sample_id`,
@@ -3725,6 +3827,8 @@ func (c *Client) PostLabResults(ctx context.Context, body PostLabResultsJSONRequ
 
 // GetMetrics Prometheus metrics
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The server's metrics in the Prometheus text exposition format
 // (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
 // authentication is on. See "Metrics" at the top of this document.
@@ -3744,6 +3848,8 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // GetModelInfo Metadata of the active model
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // When no model is loaded the answer is 404 with code `MODEL_NOT_LOADED`
 // (ModelInfo has required fields that cannot be filled without a model).
 //
@@ -3761,6 +3867,8 @@ func (c *Client) GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn
 }
 
 // ListModels List every model in the registry
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Models are sorted by `trained_at`, newest first; ties are broken by
 // version name. A `.npz` or `.joblib` file found in the registry's
@@ -3785,6 +3893,8 @@ func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) 
 }
 
 // LoadModelWithBody Make a model version active (hot swap)
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // Loads a model and makes it active atomically. A `predict` already in
 // flight finishes on the previous model; the next one uses the new model.
@@ -3819,6 +3929,8 @@ func (c *Client) LoadModelWithBody(ctx context.Context, contentType string, body
 
 // LoadModel Make a model version active (hot swap)
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Loads a model and makes it active atomically. A `predict` already in
 // flight finishes on the previous model; the next one uses the new model.
 //
@@ -3852,6 +3964,8 @@ func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, r
 
 // ClearShadow Stop shadow scoring
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Idempotent; the records already logged stay. A shadow that failed to
 // restore at start-up (named by `GET /model/shadow` without a
 // comparison, and by `GET /health`) is cleared the same way.
@@ -3870,6 +3984,8 @@ func (c *Client) ClearShadow(ctx context.Context, reqEditors ...RequestEditorFn)
 }
 
 // GetShadow The shadow model and how it compares with the active one
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The shadow is a staged or archived version that scores every
 // spectrum the active model scores, off the reply path: the rig's reply
@@ -3900,6 +4016,8 @@ func (c *Client) GetShadow(ctx context.Context, reqEditors ...RequestEditorFn) (
 
 // SetShadowWithBody Make a staged or archived version the shadow
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Replaces any previous shadow (its comparison starts again from zero).
 // The version is loaded and checked as a load would check it; the
 // active model is not touched.
@@ -3921,6 +4039,8 @@ func (c *Client) SetShadowWithBody(ctx context.Context, contentType string, body
 
 // SetShadow Make a staged or archived version the shadow
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Replaces any previous shadow (its comparison starts again from zero).
 // The version is loaded and checked as a load would check it; the
 // active model is not touched.
@@ -3941,6 +4061,8 @@ func (c *Client) SetShadow(ctx context.Context, body SetShadowJSONRequestBody, r
 }
 
 // DeleteModel Remove a staged or archived version from the registry and its disk
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // Removes the entry from the index first (durably), then the model
 // file the registry holds for it in `models/`. The file a `file` load
@@ -3974,6 +4096,8 @@ func (c *Client) DeleteModel(ctx context.Context, version Version, reqEditors ..
 }
 
 // GetModel One model version, with its lineage, metrics and checksum
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Corresponds with GET /model/{version} (the `GetModel` operationId).
 func (c *Client) GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4029,6 +4153,8 @@ func (c *Client) ExportModel(ctx context.Context, version Version, params *Expor
 
 // GetModelPerformance The version's error against the lab, with the other models on the same spectra
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Over the lab results matched to predictions of this version (as
 // active, shadow or re-scored) whose spectra were taken in
 // [`since`, `until`): per analyte n, RMSEP, bias (mean of predicted
@@ -4061,6 +4187,8 @@ func (c *Client) GetModelPerformance(ctx context.Context, version Version, param
 }
 
 // GetModelReport The model's review page, one self-contained HTML document
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // A page for people deciding whether to promote the version. It holds
 // inline SVG plots and nothing fetched from elsewhere (no script,
@@ -4106,6 +4234,8 @@ func (c *Client) GetModelReport(ctx context.Context, version Version, reqEditors
 
 // RescoreModel Score a staged or archived version on logged spectra, as a background job
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Needs the server to run with `-log-spectra`. The job runs in the
 // training queue (same slots, progress, cancel and status URL as a
 // training job; `kind` is `rescore`). Its records join the prediction
@@ -4125,6 +4255,8 @@ func (c *Client) RescoreModel(ctx context.Context, version Version, params *Resc
 }
 
 // GetModelReview Every number behind the review page's figures, as JSON
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The review at SIMCA depth, computed from the model file alone (see
 // `artifact.md`), so it exists as long as the version does. Notation:
@@ -4179,6 +4311,8 @@ func (c *Client) GetModelReview(ctx context.Context, version Version, reqEditors
 
 // GetOpenAPIJSON This document, as JSON
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
 func (c *Client) GetOpenAPIJSON(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIJSONRequest(c.Server)
@@ -4194,6 +4328,8 @@ func (c *Client) GetOpenAPIJSON(ctx context.Context, reqEditors ...RequestEditor
 
 // GetOpenAPIYAML This document, as YAML
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIYAMLRequest(c.Server)
@@ -4208,6 +4344,8 @@ func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditor
 }
 
 // ListPredictions Export the prediction log
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Oldest first. JSON by default; `Accept: text/csv` gives the same rows
 // as CSV with a header line (spectra are never exported). Every filter
@@ -4227,6 +4365,8 @@ func (c *Client) ListPredictions(ctx context.Context, params *ListPredictionsPar
 }
 
 // ListTrainingJobs List training jobs, newest first
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Jobs are ordered by submission time, newest first (ties by job id),
 // and come in pages of at most `limit`. `next_cursor` is null on the
@@ -4256,6 +4396,8 @@ func (c *Client) ListTrainingJobs(ctx context.Context, params *ListTrainingJobsP
 }
 
 // StartTrainingWithBody Upload a training CSV and start an asynchronous training job
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // The CSV is parsed while it streams in; the raw upload is never held in
 // memory. The first bad row rejects the upload with 400 `INVALID_CSV`,
@@ -4343,6 +4485,8 @@ func (c *Client) StartTrainingWithBody(ctx context.Context, contentType string, 
 
 // GetTrainingJob Poll a training job
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Job records are kept on disk and survive restarts. A job that was
 // `running` when the server stopped reads `failed` with error code
 // `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
@@ -4367,6 +4511,8 @@ func (c *Client) GetTrainingJob(ctx context.Context, jobId string, reqEditors ..
 }
 
 // CancelTrainingJob Cancel a queued or running training job
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // A queued job is removed from the queue; a running job is stopped at
 // its next step (within about a second). Either way the job is
@@ -4395,6 +4541,8 @@ func (c *Client) CancelTrainingJob(ctx context.Context, jobId string, reqEditors
 
 // GetTrainingReport The review page of the model a done job trained
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The same page as `GET /model/{version}/report` for the job's
 // `result.new_version`. A job that is not `done` has no model:
 // 409 `JOB_NOT_DONE`. A job whose model was deleted since:
@@ -4411,6 +4559,33 @@ func (c *Client) GetTrainingReport(ctx context.Context, jobId string, reqEditors
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetDocsRequest constructs an http.Request for the GetDocs method
+func NewGetDocsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetFleetRequest constructs an http.Request for the GetFleet method
@@ -5474,7 +5649,26 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetDocsWithResponse This document, as a page to read in a browser
+	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
+	// This contract rendered by Redoc (the npm package `redoc`, pinned;
+	// its standalone build is embedded in the server) as one HTML
+	// document: the renderer and the contract are both inline, so the
+	// page fetches nothing, and it can be saved as one file. Its
+	// `Content-Security-Policy` admits exactly its two inline scripts,
+	// by their SHA-256, and nothing else may load or run. Search is off
+	// (it would need a worker); the browser's own find searches the page.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs (the `GetDocs` operationId).
+	GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error)
+
 	// GetFleetWithResponse The replicas of the fleet
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Every replica that shares this server's store, as their rows in the
 	// fleet's database say (`-store postgres://…`): each replica writes its
@@ -5496,6 +5690,8 @@ type ClientWithResponsesInterface interface {
 	GetFleetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetFleetResponse, error)
 
 	// GetHealthWithResponse Liveness and readiness
+	//
+	// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 	//
 	// Always 200 while the process is up (401 only when the server runs
 	// with `-auth-tokens` and `-auth-health` and the request has no valid
@@ -5569,6 +5765,8 @@ type ClientWithResponsesInterface interface {
 
 	// PostLabResultsWithBodyWithResponse Reconcile the lab's HPLC results with logged predictions
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 	// header names the columns, in any order, from `lab_sample_id`,
 	// `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
@@ -5601,6 +5799,8 @@ type ClientWithResponsesInterface interface {
 	PostLabResultsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostLabResultsResponse, error)
 
 	// PostLabResultsWithResponse Reconcile the lab's HPLC results with logged predictions
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 	// header names the columns, in any order, from `lab_sample_id`,
@@ -5635,6 +5835,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetMetricsWithResponse Prometheus metrics
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The server's metrics in the Prometheus text exposition format
 	// (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
 	// authentication is on. See "Metrics" at the top of this document.
@@ -5646,6 +5848,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetModelInfoWithResponse Metadata of the active model
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// When no model is loaded the answer is 404 with code `MODEL_NOT_LOADED`
 	// (ModelInfo has required fields that cannot be filled without a model).
 	//
@@ -5655,6 +5859,8 @@ type ClientWithResponsesInterface interface {
 	GetModelInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error)
 
 	// ListModelsWithResponse List every model in the registry
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Models are sorted by `trained_at`, newest first; ties are broken by
 	// version name. A `.npz` or `.joblib` file found in the registry's
@@ -5671,6 +5877,8 @@ type ClientWithResponsesInterface interface {
 	ListModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListModelsResponse, error)
 
 	// LoadModelWithBodyWithResponse Make a model version active (hot swap)
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// Loads a model and makes it active atomically. A `predict` already in
 	// flight finishes on the previous model; the next one uses the new model.
@@ -5695,6 +5903,8 @@ type ClientWithResponsesInterface interface {
 
 	// LoadModelWithResponse Make a model version active (hot swap)
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Loads a model and makes it active atomically. A `predict` already in
 	// flight finishes on the previous model; the next one uses the new model.
 	//
@@ -5718,6 +5928,8 @@ type ClientWithResponsesInterface interface {
 
 	// ClearShadowWithResponse Stop shadow scoring
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Idempotent; the records already logged stay. A shadow that failed to
 	// restore at start-up (named by `GET /model/shadow` without a
 	// comparison, and by `GET /health`) is cleared the same way.
@@ -5728,6 +5940,8 @@ type ClientWithResponsesInterface interface {
 	ClearShadowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ClearShadowResponse, error)
 
 	// GetShadowWithResponse The shadow model and how it compares with the active one
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The shadow is a staged or archived version that scores every
 	// spectrum the active model scores, off the reply path: the rig's reply
@@ -5750,6 +5964,8 @@ type ClientWithResponsesInterface interface {
 
 	// SetShadowWithBodyWithResponse Make a staged or archived version the shadow
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Replaces any previous shadow (its comparison starts again from zero).
 	// The version is loaded and checked as a load would check it; the
 	// active model is not touched.
@@ -5761,6 +5977,8 @@ type ClientWithResponsesInterface interface {
 
 	// SetShadowWithResponse Make a staged or archived version the shadow
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Replaces any previous shadow (its comparison starts again from zero).
 	// The version is loaded and checked as a load would check it; the
 	// active model is not touched.
@@ -5771,6 +5989,8 @@ type ClientWithResponsesInterface interface {
 	SetShadowWithResponse(ctx context.Context, body SetShadowJSONRequestBody, reqEditors ...RequestEditorFn) (*SetShadowResponse, error)
 
 	// DeleteModelWithResponse Remove a staged or archived version from the registry and its disk
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// Removes the entry from the index first (durably), then the model
 	// file the registry holds for it in `models/`. The file a `file` load
@@ -5796,6 +6016,8 @@ type ClientWithResponsesInterface interface {
 	DeleteModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*DeleteModelResponse, error)
 
 	// GetModelWithResponse One model version, with its lineage, metrics and checksum
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5835,6 +6057,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Over the lab results matched to predictions of this version (as
 	// active, shadow or re-scored) whose spectra were taken in
 	// [`since`, `until`): per analyte n, RMSEP, bias (mean of predicted
@@ -5859,6 +6083,8 @@ type ClientWithResponsesInterface interface {
 	GetModelPerformanceWithResponse(ctx context.Context, version Version, params *GetModelPerformanceParams, reqEditors ...RequestEditorFn) (*GetModelPerformanceResponse, error)
 
 	// GetModelReportWithResponse The model's review page, one self-contained HTML document
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// A page for people deciding whether to promote the version. It holds
 	// inline SVG plots and nothing fetched from elsewhere (no script,
@@ -5896,6 +6122,8 @@ type ClientWithResponsesInterface interface {
 
 	// RescoreModelWithResponse Score a staged or archived version on logged spectra, as a background job
 	//
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
 	// Needs the server to run with `-log-spectra`. The job runs in the
 	// training queue (same slots, progress, cancel and status URL as a
 	// training job; `kind` is `rescore`). Its records join the prediction
@@ -5907,6 +6135,8 @@ type ClientWithResponsesInterface interface {
 	RescoreModelWithResponse(ctx context.Context, version Version, params *RescoreModelParams, reqEditors ...RequestEditorFn) (*RescoreModelResponse, error)
 
 	// GetModelReviewWithResponse Every number behind the review page's figures, as JSON
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The review at SIMCA depth, computed from the model file alone (see
 	// `artifact.md`), so it exists as long as the version does. Notation:
@@ -5953,6 +6183,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetOpenAPIJSONWithResponse This document, as JSON
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
@@ -5960,12 +6192,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetOpenAPIYAMLWithResponse This document, as YAML
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAMLWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error)
 
 	// ListPredictionsWithResponse Export the prediction log
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Oldest first. JSON by default; `Accept: text/csv` gives the same rows
 	// as CSV with a header line (spectra are never exported). Every filter
@@ -5977,6 +6213,8 @@ type ClientWithResponsesInterface interface {
 	ListPredictionsWithResponse(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*ListPredictionsResponse, error)
 
 	// ListTrainingJobsWithResponse List training jobs, newest first
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Jobs are ordered by submission time, newest first (ties by job id),
 	// and come in pages of at most `limit`. `next_cursor` is null on the
@@ -5998,6 +6236,8 @@ type ClientWithResponsesInterface interface {
 	ListTrainingJobsWithResponse(ctx context.Context, params *ListTrainingJobsParams, reqEditors ...RequestEditorFn) (*ListTrainingJobsResponse, error)
 
 	// StartTrainingWithBodyWithResponse Upload a training CSV and start an asynchronous training job
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// The CSV is parsed while it streams in; the raw upload is never held in
 	// memory. The first bad row rejects the upload with 400 `INVALID_CSV`,
@@ -6075,6 +6315,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetTrainingJobWithResponse Poll a training job
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Job records are kept on disk and survive restarts. A job that was
 	// `running` when the server stopped reads `failed` with error code
 	// `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
@@ -6091,6 +6333,8 @@ type ClientWithResponsesInterface interface {
 	GetTrainingJobWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingJobResponse, error)
 
 	// CancelTrainingJobWithResponse Cancel a queued or running training job
+	//
+	// **Role** (with `-auth-tokens`): `operate`.
 	//
 	// A queued job is removed from the queue; a running job is stopped at
 	// its next step (within about a second). Either way the job is
@@ -6111,6 +6355,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetTrainingReportWithResponse The review page of the model a done job trained
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The same page as `GET /model/{version}/report` for the job's
 	// `result.new_version`. A job that is not `done` has no model:
 	// 409 `JOB_NOT_DONE`. A job whose model was deleted since:
@@ -6120,6 +6366,68 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
 	GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
+}
+
+// GetDocsResponse200Headers the declared response headers of an HTTP 200 response for GetDocs
+type GetDocsResponse200Headers struct {
+	ContentSecurityPolicy *string
+}
+
+// GetDocsResponse401Headers the declared response headers of an HTTP 401 response for GetDocs
+type GetDocsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetDocsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetDocsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDocsResponse401Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDocsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetDocsResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetFleetResponse401Headers the declared response headers of an HTTP 401 response for GetFleet
@@ -8281,7 +8589,32 @@ func (r GetTrainingReportResponse) ContentType() string {
 	return ""
 }
 
+// GetDocsWithResponse This document, as a page to read in a browser
+//
+// **Role** (with `-auth-tokens`): `read`.
+//
+// This contract rendered by Redoc (the npm package `redoc`, pinned;
+// its standalone build is embedded in the server) as one HTML
+// document: the renderer and the contract are both inline, so the
+// page fetches nothing, and it can be saved as one file. Its
+// `Content-Security-Policy` admits exactly its two inline scripts,
+// by their SHA-256, and nothing else may load or run. Search is off
+// (it would need a worker); the browser's own find searches the page.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs (the `GetDocs` operationId).
+func (c *ClientWithResponses) GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error) {
+	rsp, err := c.GetDocs(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocsResponse(rsp)
+}
+
 // GetFleetWithResponse The replicas of the fleet
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Every replica that shares this server's store, as their rows in the
 // fleet's database say (`-store postgres://…`): each replica writes its
@@ -8309,6 +8642,8 @@ func (c *ClientWithResponses) GetFleetWithResponse(ctx context.Context, reqEdito
 }
 
 // GetHealthWithResponse Liveness and readiness
+//
+// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 //
 // Always 200 while the process is up (401 only when the server runs
 // with `-auth-tokens` and `-auth-health` and the request has no valid
@@ -8388,6 +8723,8 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 
 // PostLabResultsWithBodyWithResponse Reconcile the lab's HPLC results with logged predictions
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 // header names the columns, in any order, from `lab_sample_id`,
 // `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
@@ -8426,6 +8763,8 @@ func (c *ClientWithResponses) PostLabResultsWithBodyWithResponse(ctx context.Con
 }
 
 // PostLabResultsWithResponse Reconcile the lab's HPLC results with logged predictions
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
 // header names the columns, in any order, from `lab_sample_id`,
@@ -8466,6 +8805,8 @@ func (c *ClientWithResponses) PostLabResultsWithResponse(ctx context.Context, bo
 
 // GetMetricsWithResponse Prometheus metrics
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The server's metrics in the Prometheus text exposition format
 // (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
 // authentication is on. See "Metrics" at the top of this document.
@@ -8483,6 +8824,8 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 
 // GetModelInfoWithResponse Metadata of the active model
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // When no model is loaded the answer is 404 with code `MODEL_NOT_LOADED`
 // (ModelInfo has required fields that cannot be filled without a model).
 //
@@ -8498,6 +8841,8 @@ func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqE
 }
 
 // ListModelsWithResponse List every model in the registry
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Models are sorted by `trained_at`, newest first; ties are broken by
 // version name. A `.npz` or `.joblib` file found in the registry's
@@ -8520,6 +8865,8 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, reqEdi
 }
 
 // LoadModelWithBodyWithResponse Make a model version active (hot swap)
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // Loads a model and makes it active atomically. A `predict` already in
 // flight finishes on the previous model; the next one uses the new model.
@@ -8550,6 +8897,8 @@ func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context,
 
 // LoadModelWithResponse Make a model version active (hot swap)
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Loads a model and makes it active atomically. A `predict` already in
 // flight finishes on the previous model; the next one uses the new model.
 //
@@ -8579,6 +8928,8 @@ func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body Lo
 
 // ClearShadowWithResponse Stop shadow scoring
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Idempotent; the records already logged stay. A shadow that failed to
 // restore at start-up (named by `GET /model/shadow` without a
 // comparison, and by `GET /health`) is cleared the same way.
@@ -8595,6 +8946,8 @@ func (c *ClientWithResponses) ClearShadowWithResponse(ctx context.Context, reqEd
 }
 
 // GetShadowWithResponse The shadow model and how it compares with the active one
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The shadow is a staged or archived version that scores every
 // spectrum the active model scores, off the reply path: the rig's reply
@@ -8623,6 +8976,8 @@ func (c *ClientWithResponses) GetShadowWithResponse(ctx context.Context, reqEdit
 
 // SetShadowWithBodyWithResponse Make a staged or archived version the shadow
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Replaces any previous shadow (its comparison starts again from zero).
 // The version is loaded and checked as a load would check it; the
 // active model is not touched.
@@ -8640,6 +8995,8 @@ func (c *ClientWithResponses) SetShadowWithBodyWithResponse(ctx context.Context,
 
 // SetShadowWithResponse Make a staged or archived version the shadow
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Replaces any previous shadow (its comparison starts again from zero).
 // The version is loaded and checked as a load would check it; the
 // active model is not touched.
@@ -8656,6 +9013,8 @@ func (c *ClientWithResponses) SetShadowWithResponse(ctx context.Context, body Se
 }
 
 // DeleteModelWithResponse Remove a staged or archived version from the registry and its disk
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // Removes the entry from the index first (durably), then the model
 // file the registry holds for it in `models/`. The file a `file` load
@@ -8687,6 +9046,8 @@ func (c *ClientWithResponses) DeleteModelWithResponse(ctx context.Context, versi
 }
 
 // GetModelWithResponse One model version, with its lineage, metrics and checksum
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8738,6 +9099,8 @@ func (c *ClientWithResponses) ExportModelWithResponse(ctx context.Context, versi
 
 // GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Over the lab results matched to predictions of this version (as
 // active, shadow or re-scored) whose spectra were taken in
 // [`since`, `until`): per analyte n, RMSEP, bias (mean of predicted
@@ -8768,6 +9131,8 @@ func (c *ClientWithResponses) GetModelPerformanceWithResponse(ctx context.Contex
 }
 
 // GetModelReportWithResponse The model's review page, one self-contained HTML document
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // A page for people deciding whether to promote the version. It holds
 // inline SVG plots and nothing fetched from elsewhere (no script,
@@ -8811,6 +9176,8 @@ func (c *ClientWithResponses) GetModelReportWithResponse(ctx context.Context, ve
 
 // RescoreModelWithResponse Score a staged or archived version on logged spectra, as a background job
 //
+// **Role** (with `-auth-tokens`): `operate`.
+//
 // Needs the server to run with `-log-spectra`. The job runs in the
 // training queue (same slots, progress, cancel and status URL as a
 // training job; `kind` is `rescore`). Its records join the prediction
@@ -8828,6 +9195,8 @@ func (c *ClientWithResponses) RescoreModelWithResponse(ctx context.Context, vers
 }
 
 // GetModelReviewWithResponse Every number behind the review page's figures, as JSON
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The review at SIMCA depth, computed from the model file alone (see
 // `artifact.md`), so it exists as long as the version does. Notation:
@@ -8880,6 +9249,8 @@ func (c *ClientWithResponses) GetModelReviewWithResponse(ctx context.Context, ve
 
 // GetOpenAPIJSONWithResponse This document, as JSON
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /openapi.json (the `GetOpenAPIJSON` operationId).
@@ -8893,6 +9264,8 @@ func (c *ClientWithResponses) GetOpenAPIJSONWithResponse(ctx context.Context, re
 
 // GetOpenAPIYAMLWithResponse This document, as YAML
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
@@ -8905,6 +9278,8 @@ func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, re
 }
 
 // ListPredictionsWithResponse Export the prediction log
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Oldest first. JSON by default; `Accept: text/csv` gives the same rows
 // as CSV with a header line (spectra are never exported). Every filter
@@ -8922,6 +9297,8 @@ func (c *ClientWithResponses) ListPredictionsWithResponse(ctx context.Context, p
 }
 
 // ListTrainingJobsWithResponse List training jobs, newest first
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Jobs are ordered by submission time, newest first (ties by job id),
 // and come in pages of at most `limit`. `next_cursor` is null on the
@@ -8949,6 +9326,8 @@ func (c *ClientWithResponses) ListTrainingJobsWithResponse(ctx context.Context, 
 }
 
 // StartTrainingWithBodyWithResponse Upload a training CSV and start an asynchronous training job
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // The CSV is parsed while it streams in; the raw upload is never held in
 // memory. The first bad row rejects the upload with 400 `INVALID_CSV`,
@@ -9032,6 +9411,8 @@ func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Cont
 
 // GetTrainingJobWithResponse Poll a training job
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Job records are kept on disk and survive restarts. A job that was
 // `running` when the server stopped reads `failed` with error code
 // `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
@@ -9054,6 +9435,8 @@ func (c *ClientWithResponses) GetTrainingJobWithResponse(ctx context.Context, jo
 }
 
 // CancelTrainingJobWithResponse Cancel a queued or running training job
+//
+// **Role** (with `-auth-tokens`): `operate`.
 //
 // A queued job is removed from the queue; a running job is stopped at
 // its next step (within about a second). Either way the job is
@@ -9080,6 +9463,8 @@ func (c *ClientWithResponses) CancelTrainingJobWithResponse(ctx context.Context,
 
 // GetTrainingReportWithResponse The review page of the model a done job trained
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The same page as `GET /model/{version}/report` for the job's
 // `result.new_version`. A job that is not `done` has no model:
 // 409 `JOB_NOT_DONE`. A job whose model was deleted since:
@@ -9094,6 +9479,62 @@ func (c *ClientWithResponses) GetTrainingReportWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseGetTrainingReportResponse(rsp)
+}
+
+// ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
+func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetDocsResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetDocsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetFleetResponse parses an HTTP response from a GetFleetWithResponse call
@@ -11083,6 +11524,9 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetDocs This document, as a page to read in a browser
+	// (GET /docs)
+	GetDocs(ctx echo.Context) error
 	// GetFleet The replicas of the fleet
 	// (GET /fleet)
 	GetFleet(ctx echo.Context) error
@@ -11163,6 +11607,15 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetDocs converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocs(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocs(ctx)
+	return err
 }
 
 // GetFleet converts echo context to params.
@@ -11633,6 +12086,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/fleet", wrapper.GetFleet, options.OperationMiddlewares["getFleet"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
+	router.GET(options.BaseURL+"/docs", wrapper.GetDocs, options.OperationMiddlewares["getDocs"]...)
 
 }
 
@@ -11665,6 +12119,75 @@ type UnauthorizedJSONResponse struct {
 type UnavailableJSONResponse ErrorResponse
 
 type UnsupportedMediaTypeJSONResponse ErrorResponse
+
+type GetDocsRequestObject struct {
+}
+
+type GetDocsResponseObject interface {
+	VisitGetDocsResponse(w http.ResponseWriter) error
+}
+
+type GetDocs200ResponseHeaders struct {
+	ContentSecurityPolicy *string
+}
+
+type GetDocs200TexthtmlResponse struct {
+	Body          io.Reader
+	Headers       GetDocs200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetDocs200TexthtmlResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentSecurityPolicy != nil {
+		w.Header().Set("Content-Security-Policy", fmt.Sprint(*response.Headers.ContentSecurityPolicy))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDocs401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDocs401JSONResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocsdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetDocsdefaultJSONResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type GetFleetRequestObject struct {
 }
@@ -14299,6 +14822,9 @@ func (response GetTrainingReportdefaultJSONResponse) VisitGetTrainingReportRespo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetDocs This document, as a page to read in a browser
+	// (GET /docs)
+	GetDocs(ctx context.Context, request GetDocsRequestObject) (GetDocsResponseObject, error)
 	// GetFleet The replicas of the fleet
 	// (GET /fleet)
 	GetFleet(ctx context.Context, request GetFleetRequestObject) (GetFleetResponseObject, error)
@@ -14386,6 +14912,29 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetDocs operation middleware
+func (sh *strictHandler) GetDocs(ctx echo.Context) error {
+	var request GetDocsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDocs(ctx.Request().Context(), request.(GetDocsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDocs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDocsResponseObject); ok {
+		return validResponse.VisitGetDocsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // GetFleet operation middleware
@@ -15076,564 +15625,689 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37chtHsi8Kv0oF1v5CgN0AAYqULTD8ByxSFpcpkuZFWjOGB13oLgAlNqrgrgJJeKSI72nOA5xHOI9y",
-	"nuREZlb1DQ0ClMez145Ye8caU43uumZl5fWX/2xEer7QSihrGv1/NlJhFloZgf84FhO+TOxJmuoU/h1p",
-	"ZYWy8CdfLBIZcSu12vtktIJnJpqJOYe//lcqJo1+4z/28sb36Fezh61duW4aX758CRqxMFEqF9BYo98Y",
-	"qBXTdiZSNuEyWaaCNSc6ZeKRzxeJYAfdAxaeX9yM3l7cnh+HATvoHrLw/cnNu4vjETwfnJ1dfDyBXw67",
-	"L1l4fXL14eRq9OPt9d/CVqfxJWi81elYxrFQ/745hW8vrn48PT4+OQ/7zM4Es/pOKCYNu1P6QQVsvLRM",
-	"WsNSnQjWDFPB47DFYi0MU9oOFU8S/cDsTBqmFyLFQR5hS3NhDJ8KpvhcGHyCbSghYhEPVTOk90XY6gwV",
-	"TP9UmeVkIiMplL22OuVT8e9biBsYn5hKY9PVC8Niae5YxJXSlll+JxhnD6m0sASn59e3b9+evjk9Ob8Z",
-	"Xd9cXA1+Oglb/aGaLJMkYLBCba2SFdMp0/ciZb8vteUddq7tTKope+CGRTOupiI+YmEqbLri40T0mU2X",
-	"IhwqrSLBzIJHArZhkgoRwwIFjZngsUjxAFzBV+3BxAqk//JUrkWkVWyY1eyBS8vGYqJTmJ1NV1JNj9jL",
-	"bqcRFBbOrhai0W9IZcVUpLA6uBtWpIon/+ZDdqvMQkRyIkXMjEjv8bQtE4sLf3NydT44G51cXV1cuTNz",
-	"yVeJ5vGN1mc8/XcTzFjHKyYeIyFiovBIq4mcLlMRs0TOJYz6cvC3s4vB8ejm4mJ0NrgCWsGB3yq+tDOd",
-	"yj9E/G8877fng9ubdxdXp38/OQ77DMYglHW9AcFpxbiK6byK35fCWBbxNJV44IcK+UOAtK0EvuV2ybME",
-	"ZBxrBPvx48f2IO9LrFNt+KPgqUjh/CTzH4aNlM+5wraHjTBgD9LOWChgfj8MG1Ld80TGIxzNsBGyh5lQ",
-	"jDvuBSfMCGWJeeWjUrVkb2wq1dRR/a3i91wmcCD/jZty/e725ub0/KfR8cVHz4jdshqrFwsRs4eZTGi9",
-	"kehgirAr93igdTpUpfukz5QGdrZMeApEqUSE+xvpZRKzsSC2wuD6ItatxFA1BY9mbAYtZ1svFVukepoK",
-	"Y2DP4cdPSwM8RShg+ErErQAIZqiwobyvgE1SPccRzwRP7IylAucUsDlfMeSQ3NwNVfjTyQ3bo3fCDvtR",
-	"2xnjqVhnje6auFVmuVjo1Ir4vYglv8Ft/Hcf+xc4V+iQAR15MuNRJBZWxKwZ3p5f315eXlzdnByP3p8c",
-	"nw5GN3+7pNP/xZMhno1BYn7kRiRSiWsrFjiBOJbQIU8uU7gmrQTBZ8ITI9akErOaz4VNZcQSwY1l5vcl",
-	"T4VhY9cma57IRKSGDZfd7v4r9qMWiVAmYPvd7mErGCqzHNuUR1bEfRZK6y5xE7JUL+Ee0RNmdAKUxsLm",
-	"R/YtS/icHb84brE/2A/sI3sMhwqP57EjXLh+2rGcTEQq4DKbc5vKR2QrD0JOZ9awcIFnNhXsEcf1UrA/",
-	"iIzCHmuzRchEYgS90eRJkn3YA5KEbiYyNZaG2CJ2sygs1T8b+UTWec1gjOxhLrgyrIe34Zw/yvly3ugf",
-	"doPGXCr6Ry9YuxyDRsLn25oUh9DmRKdzbhv9RqyXwFAKvfS6hf9X26FazsfU32JLb91OtwfdiccoWRp5",
-	"L977XuDYFJ/7Xuj5E8Prdg4Lg+rWDMo4ShUK3vi1wRMz8hTX+C1YY65BA1iKTOGy+5W+zt/S408istDs",
-	"QPFkZcUbPV/wVLqjW97YWBo+TYUYmRlPay6Sa3gMRAtUohiIEzbljto+mxmP9QNrMx5ZeS8+l65vTr2/",
-	"ANkpESlXkThinNYabxi8Ibvb9nbL0sGujfLjsT6D94IrPHU01rlUS+PGG7Dp3tnuY1rrG9cze08q++qg",
-	"UTvcAr2ncxOvD/JKa9uGqbSJ4fxFA842Yn0EN6iuuJ/Z0ogYO9up4Qo9qqeI8VKk2J4bRJkax5LXMBhY",
-	"l+YiFbEEtsraLOHj1u6jC3D5U7hK1tvmsNIJH7MfGGffsjH7hmU9PacLJIWtOy9quI/5PbVNnOLaHP+x",
-	"33rWPE2iFzVbO35ijqyp01gqnq7KF17rr9x4s77zx+8G26SJGgL6EjSOL7/yw5Ov+/DL5hl+4MlS1NDv",
-	"hRKMVowtROr5Im4sW6oEpEFjuQUNliv/M2n9OhZJrgy4XYMTTyygs3ZRu3XcgVjcwu3w5smOb9YtzY/c",
-	"RrMf3bGuHHb4aSTjGu0hyDjBDtvjlv1L0EApZmTQghSPuC2PmlvRtnJeGHjeXfn41ggqFUrPxl7TKbTm",
-	"JlB3HN58uNSSJOvyepRNdE9LTel+dL9ted6jHPtjKvhdrB+UZ0Ff9aGJdLrxbr3PiRrl26v31ydvPrA9",
-	"ZuJmwsci2ZGbuG5GZsP1ZCxXMU9jhoor9BTiByHp18tEoL3I9BmPUm0Mm+gkhv8FhU4rMfINjLCBEGXo",
-	"cCIfRRwe5QrWmw+gXMl4yRPDmtcnozumJ9SCkdM5DwN2k3KppJq+F5a/MCzMFnEEowhbqAvmHzhZPOUq",
-	"1nP5BwrSIYnZz2WxBSLJttORQy2xzbhSIjc7VSkurrMdnJ5/GJydHo+uTn65Pbm+CZlWpNhG1Fqf8YwV",
-	"Pcy0ESzUC6fl2JkYKqdtp2KyNMKwJocVUjaV46V7LdJLZZleWtjFbvvVAaMNxc8fUq2mqAgGqDwvBDBH",
-	"Rn2wO7FqMVS1uQWd121wqQPaTO74J77pzI9TeY+sdc6azqRqOvMYhkw6/YFTf7wk/v7i+OQMDc5nF4Pj",
-	"k+NG0PDLc3158ubm6vZ9I2j4P0cXtzeji7ejq8H5TyeNoFHUWj+cXF2fXpzj05/PLz6eowbbCBrvB2dv",
-	"L67eo2J7fT3AD91fuZ0LOslNEjiKov2uMCy3azVqAwjLOOVajpsZCAq/jrVOBFc1VBijkO6aK378BBVe",
-	"iUWyqpF94TET6l6A+ELEJjyBoZ2FPj9iIbQcOhu4tIYRx+oM1QC9CCJm4UKqaRiw0H0fAqmESAcjqSY6",
-	"xMtTmQeRipjsYEAeQ+VsNC8MEFyyIjtEM1zoUnMj/BEe5E26Z6D8h46xGGGJuYx1vILjz8R8YVdszhdH",
-	"zL8En0nhR+NsONlA3Mny5pClQptbRvhkewKKHgsWC9gQZ9iOJSzuXCpu6czP+QIWBfVL4gNPWmtgj4JG",
-	"dXob7wp471RNtP8QFmzTy5daTbP3igu68QN6ib75ksk6q3M+BwpDQvsSNLQSF5NG/9enr7W89y/BljfL",
-	"3W65LcsrsO31wip/+a14NnDX604HkcOfOR9bqCLf6x3mSMMMGvTxhvWTsNLZmzTSrYtN7//pXS70vfM+",
-	"7/b62irQBvoXr0VCl8g20W5dsongrCuWcDSBZm/TNdlpbLOhRfcjI6bz+vbfoUdRsFQ/GAZsj3Fj5FSJ",
-	"mFlNxj8Uk5prQk3eatjKjA4g2SDBGGbhAxF7l5i0aEhPRaTTGLTnh5mMZmhKYE72CTuFq5UeNYJGpOH6",
-	"XVp5D1cJKuuJ4Pcirr3DcLTr0/zZG6lQ9GujR8P5T8XvS574yeIy4JhgJthPWyvR1svyQu/XLfScP462",
-	"7WXC0yn6eVDEsakEJZtPrEhpeHxh8oHI+UIb0dq+xXOpRiQdb6Ul7NfdbIIl+gFG8+YDw8+395TrCDxJ",
-	"djhwa9rCb1WjutMHCrov45YWg+geh+wMHTCCZbJBA0AZn+4/uh39fPvbRPKhagJDLDTJYjGRShgmeDRr",
-	"oRPO6QJIGeX2hipv0IRlEdGL+SAGFSX8BrKsitKBCuNjLWk/KekvvVV0VHpOhyHbtFrhy7+/o3ki5z5o",
-	"xEW7oxOkHSc35ESws1QIXCtOf7ctkL6ll1v//W0Tb7SayFioaKPl5rK4HgGTiv3aDVjvtyNmRBaTAQoE",
-	"8/rD9x02SB74ysBiAcM8GipeWFOS6qKsZ6+XjAW+tARFRxqWiAmqRwEzmpSiOV+gq28sSJas89JsXOCd",
-	"rekbF37nFk7+ZAsbNirT7a6X8zlPV+t3bCqm9f4pYopF7dAs53NQKEFJRTetuzqQcFEDwKZgw4eq+ANc",
-	"bClraiXcOwF+9zDTiWD8UZrAnQf8gBx5oOS6BlsddjMTK8bjmC0XcCOFVlueOIYirZhvNXpdYVPFFXEX",
-	"0yl9/eoAl9f9K+fwPE35inwAi/o1+pnd81SCEmcK10d2m+UdBtlTtH11dh36B9f804NfH6/lyUaDkJXG",
-	"ygiEXZFMgvyqD2PJp0rDj6bzO2mBxUd2P/waCzcNhhYxyEiunu2mqUjwIjiNN9xmmcoZyjikOC/SE+lK",
-	"IAdPKXakRutjE54yofRyOoOJp4LHTOKmrIlOx8Is5N3X+MWvxFzfC8MibeYyaqd8xbAp02eKp6l+YAtt",
-	"JF4V9ByOVI9ZPVThg4ztLPy2xxZaKms67KMnLvI65847w+KRZD+wx9E/5be9L6zNHkcyGCqBT+G3NpuL",
-	"WHLVjFtZYE20tCxiP7AQLiEz00kcskf2fnDM9li38+q7g8OhasI/f/AffxafW31/4ik66o82ikeeExTG",
-	"FDBukBF8nEnL70TqXf/v+Ap+fTMTcz0XNu2wU2VFknTYGR932PXK2A7rffeaNfe7ve9b7Pv99vcHR46h",
-	"CK5AotbJ0sJO3ksKGXpkvc7+4cuXvYN882Ho0rBuK0DzgDRAGiKeCjJlMFgd5/WP2BwmYWdcMfsgI5KQ",
-	"xOifst37ksvpAdxJE54kWUvYzCdqJmLtje18gm0hYVZatLsUx8Mtk9m2JBwYRLGTT8hWhkr6fnyHPzDJ",
-	"vmWOUNi3rMfm/E44emHy216n84lxoqwA7SY8Ar1jRYtpQBGZzizDAA3k6siV+b1wcg2wZjYW9kEIBTRF",
-	"BtlHmg8dPBNxxaZaUMwWzvATsmtmSO2eMM6u+JwrNsavKerQsGnK4yVPkhXe1fAbmyRc3RlaCb0wGICD",
-	"NzpP4OqY6QdxL9KhmskpHgSZMtDIeNK2uq20NIJhtMWRn7SXl+nAgN7CjR0qXKBMXLBadxhfyD2eWjnh",
-	"kQW5ZCrvfbwoyM7GigUbr/C/naHK9QU9gXXlwOeydUdTGIYGwSfWCcR1gkc1fiEmRlOrv2WndMNNvbTe",
-	"xFF3ON2CwCVNhIfr7aiscGozfZWiOl7tEEGyJXAEqbMmeMTtkFlAPxykX2NZlemxJne8kwHvnIEuAqSg",
-	"U2YfNIuFFZHVKVvIR5GYVmX0+x32sxAL1LBFkrCxSJxST8wXrgYgvBdwccd2hoFmrl+tmFnBMYFrMgvf",
-	"AA4MXxjW6/pXH2QsAtfA93C3phbDXjFid5wRMwg4xONbpVCf3qunQx92DVo5gRvwRx2vnhu6VTCyBnls",
-	"n54wOGwrbyBGe6MbeLHNbt1QclvduvfSjfBJW182lS9BI8oFAuf0fOrTsvjwJfCm2y1fFd09X4LG9n5w",
-	"dtSDNTu9fCPnwlg+XzQyUT0/+DTKumO/1et4mWqrI518EKlBwbBCMPdeosFpra0njj+gbQnWxrG2py4m",
-	"cUeX2HsezaQSbRCuQIJl8BopgRjmj88cj7Z6QVKENCzW0XLu/PRf74yJKUEjo/vnOWfqFuFtIoTder7K",
-	"KzPVSozwYhxRUGJdKCA5NSLu9FyUAWaCp3YsON5UOonxeubOpSgNC6Hl8MiHDj5tnKLm66wYSZxpJKw5",
-	"XrEQORi65MNWwGAacI2BqN3ZXdnC7nJK92pJZcmzYQV1y1S3A+8wQvfacrusCY0gq8vo3h2F/j8bapm4",
-	"OGoKN1yjmFiAICLiUSq4qdWDL8kgQYIlrI5dGnSHhf7b8AgvpdlyzlVO69Sgsw0popfSCq5f8RUVjhwM",
-	"iYY+6ryLmY8AznKip9tZhX/7TE9pJZ3fADlIcd3WlqDiNGH+I+Y+OmK9wmktkN5iZWdabW77Jg8zlwbz",
-	"W6xQcBP/pFFISZfKMKXZJbYDoqU0bCJFEjOQhgzJsq55r4f8pOE7K+doXscmMBi8kCkVTnWvs/+q872z",
-	"IqztBg1q88Df6xhEQ99zFgfxk2bjpUxiJhVJTvBrM4zFvUhCZ+dIdMQTeq1Vy+RMRuGZufSukVNr7VWx",
-	"XMCEi1zmWXIFdlh35k6nSqci9rJFeRXcjyjpZjt5xEIlExeuYEARzOOuNpzIvLszPr4SBhn3swSZCyXY",
-	"u8uzNyzFrzvsRGKeXAgqysgIZ83II45CEtVpDTB/AO4iCueD8+yM7s8wyH6ljfDr7IJPfVWMEZvzxzOh",
-	"piCE9/a/xw+zf9dQUcLHLirLfV/nqhm/MEzG/rTR60dsoY0FfUJaxqdcKq9ykiIleJpIDG/B7SFR8jkj",
-	"KweolYf10Wv99BJ61OKUP6gjNoe1yL12SvAUbrxET6egtOWszc0G1w5FfalY2E74uI1NtB+kivVDxf71",
-	"VHScJ7z6VSzSpVtHVDOWc1QdVG5MdHPyca6U8/Foy9Fhu4RRV858easLVPPbU8fSXCxtpOc1QqBb6Tpn",
-	"fKTT2GRbAUfNWI3HztEI+kuZVFGyjEXc2R4PLiIh76mzbW+S3WPzsFwwVmk5QkrgssTcyALU9OPXKVPa",
-	"to6cEaJM2cBVQJrZPoelKqzYToLVrf8iZ5LbZSy3UEG2P4U1KQ6idtc1j9F/Xwi0eIbwu+B1uv+VG54X",
-	"qfQyjQSJVBOZiJA1RWIEO+h22VpQXaszVANvAITmmVAxMh3Fws4nPU7kOERfZ+DMUWY1TyTalVIxVKkw",
-	"OrkHwsMgoqWKBWUR+jOIF9gLwzCnGBRfra0ZqmbYxidtGGEbHoYBcxqGszVnebuhnC90avdCDBEQaeto",
-	"qDBn+0H6aV0Obt6V8rE7bKBcqB5PmJGxiHg6VCFZ+mCiZKvsfDJahQX7VNVchwYHdCga1jRCDFVo7hLB",
-	"U9WmYXXmceii9QoM+KD7+lUdC8O92ZL7A0LxVMQha5JFEGiVQrNRcgvdMoXOK8ftUE2FwrzrmEWJxKN/",
-	"J8TCGetAtvNL0erkzS9SPdfQKB8qekYOo4CFPI1mQOUhS0Ub1QDsnSvmf3G+2CYfKi+yoUdcPEpjC54b",
-	"Sq4ncYjhKh50Xw9VSBGN1zeDm9vr0fvT6/eDmzfvwsAxj3KeOcYQYQtH5IWMlmkqlE1W3jHshwAb5rP1",
-	"UNoVJO63An8WaNOcmJtTOPwI4koIpBGiiMWUeMjIkAkF/wvjiYcqdP1R7G6+PmiMLvjkaVUbQcOvGvrd",
-	"k3qLZEEyftJ9tckw4Z5vYju5EFiR8+j6IavmTFtmHvhiXUjjyVSn0s7mtaoWrPIIxeW52X6F0J4UVYG1",
-	"BhepuJd6aTbrC24dPAW4OwVPzANfbHJjKeBND9zUaAnV27w8yJohVaZdv/AgFeX63jPTD5x2uGMQQqST",
-	"5VyNpIrF486fqAgoO0+qfFamQx5A8OxPkRyoX0czOwyXNPgn6UandhNBedW+Tg7HBMNM7fJpbi73jTgJ",
-	"Wf9jF1mGrkUgJi9l1uqdv49SES+dtLTDBFOdiN3NDlfw9pOC8cA5XeSUkuclZn+H2ZgzmXnXzL39Z04I",
-	"Zfkn1Asfok9CVTGkdFe9oHJsy/vsBlClHLfQa/Rfd4Tf01VU5z2/VfL3pShobv7aat7enh4zUCoYTAFJ",
-	"Zj4Xim4iDAocqtubt+3vnW+PlgHhJeAWAeVq//AV+2a8ssJ8c8TCTLTwVgD0/GGGd2pQEODKDWS+TKxs",
-	"w5csf4VFXLEFNwbtnUPlpArSHCQ6c1yihAtHX0sHWBNx9g9fbdUxq1F5O0d9HTFeCQHbnISm59JaUnL+",
-	"e0d6oeR/LCyXSf1KZNJGJs8oNlkmSc11HMfbVPesMR8KywqWvd217qcvfpRmavVx2i/4HZTShOMt7aNf",
-	"/dBimaLHcVXLPSkQefScjLREKuG8GVtjqM/cu+gEATrdegEWojHxdbpXFqmOhDEujH3DSmA8VyQxmWix",
-	"SCRZUMgnmBkqCkIMfpQ5YHXqZJmJTlnKHxhMWRkJ5NBhb3WKxx9FW3I6LuQC0/apWz1VEk62sWJhPNiC",
-	"4XOMm5zv7Ie4LM4Vw3dqrOxPBsAVtKuU4hZIaVA+Lrk8bRTZaI0oyACO/87D/Zh1RtFq9aOFNRst05oT",
-	"eQnqsOPsIPuJB7bgUxGwcA+HuUfKpDtRpE/uUYNhvRV6xvcPX9XExotHdv1u0AaWX4wBdKcnmonoTqA1",
-	"ldYCxM4aAXdCZECaSnboHU1hI2Y5p+D7+uHJP8QIb5yvABTILexbz51zN8FuoGJdTyo+Rhv1Eq2ysF6i",
-	"cq+A1k7EZQQ8K/XWf0MWqx2UmKek0JzMR3hb19AWBTvAnZebKbN9F4/wzGx3RBY6wvO03tGZfsCA95gt",
-	"F9Bb4QRWwk0pcDSat3ulE7aLWJ5FTu4Xoz73t5jScmnMEU9p50r0mJ2dnMP/tumCPcUMou2+zKdvukoy",
-	"6uXZ9X77/PRycHYd1iWfzEQqjvAHZ2BgmZno8uz6SiDaEloM0Gnif3JcukmcBNkz8ZGg9FULs6ngjFOg",
-	"GXDxwl1xeXZdccatdXDtwv+vI56IdK312kEZfj/VyWgiEyvSwKj76mf/qks73f9X5nm8KWbeiJhd7ZdF",
-	"yw4b5DlEZW5iOj715C8d0PvrE9akdJRWeWyUfbJtgP8W/radh51nbGTxP9ysymCK7KS0Y0/yrS1RXmse",
-	"c/qKacXMMgLB7KiU5es8Ai7TVxpmBOrVu+Uw5tx0azZpHmH2278wxmy3A1iONls7fefLJCks0E4+8397",
-	"wNpanvN/59i1tQTUr4pKLIZB7LTkuSFmx0XHwe247P+OBd+4lme50rqmy7sr3hsEIlTaUj3vsIHHlSiI",
-	"IBmsJ7pJCIxXpy9MKY8wQIfKJz3OguS98oGGTv2QBWOTl8SHXLM31x+OckUz6yv0d9QIBhYSfFCsF1bE",
-	"Q4WOlRxsNPMMzusCuDEJLbdF13tG6cxWFIZK2mWhoRAzJ5YLsucXRJZ8EwqAqcCjN+iuis8ztyZhkqLu",
-	"6uL7WGmlYHERI0EMlVfLs4imzCcatqHnNjZmyAdVUn2HqgLl+sAN05NJhxGWHiU7I4iq3+pN0VeIFxjD",
-	"/R9xOOx1c6ysofsk+yLEzENemiS8R276cKiahPrpf9/75yc9Po2/hC0Elegw+plU5386gv4SUvIzOeTm",
-	"iMXSDH0To1Q/GHjDQD/6wYyWRsRZIBR8QRk0Q1XwF6MDBB2gFN1u5jxJnFoMQoPrOvDkP1QyRgfjyptG",
-	"cu0b7Seg+gcskcblICB2Nur5lYy5rSGIpZOyweJQ45iEfc8EQTz9dXv8SY83OZKUdlr92i+ecOpp3v9a",
-	"4h/kBWVNI5JJOxZRwlOxIe4u27M6rMGHovXHnSDnVa6lADR4ODqGjTWt7TEh5HAfoZctwxDdcbOyMUTm",
-	"fvQM282b6w9swVML6liETupa/lORzf1kdwg03HSL1F3FJJbWeIZKjvMjBjKRd5G6XZCG5YPeGvlL+snO",
-	"oTc45Oze3Em2bmSdbLxJn4R19OBgz8fbM1kQoKi9HKTxC/nCsLHkpArhBwFl6+a+RXz6wrgQcR8CRWrZ",
-	"zqbNHM9uU5xzzThP0HiYcT8PEp1FiQXuQiM3J55GPzpK2HGI3T4cA3NeTZ7p5tN6pG9j5+lU9+4EeHXd",
-	"1Ix0O7ub0rtUVia7v77ZOLTRcpXRVLbsOaHsQqU00381qaY6ERswWGRhg7XJNu05PoCK97m6R1+xijTe",
-	"wmpuXLorvIw3CGiowhs2FjOpYi+peNNJdpOzZq0gske/hhkgB0oXNZ63wtZstFpnThZK1c+yvxYibWfg",
-	"I7Bgz8tgeAp05UKJgoyT+06LdpGA9TqdwTPyTmBFMuSOuhElMK9a3eXM/YKT59EslxtT/YCiZPbA4RmE",
-	"vT3FvmV2JF80b17ctP7R7sE/wtZzLThrTp65EdH6CN/wRI7J9U82uSI0DHK6Qb6OJkPA/dMjua8ZSp2J",
-	"8K8fzlPW8HtZA9Dw4fSSRGiHoRCs0XmYm+RM+GfHV2ir/rgtKEjT2R9zAXJphLP+wQijVHAj1fTPDWeX",
-	"O6A4YFrCoIygk50XT5VPguYU3WVFXHYvDq3HF9aZMUqi1vpV86R/H30wd+OagCn5h1h3VgI5/Cx/DAjD",
-	"X8Rsuej8Ra7Dkg28XpNlcNEfeb9orkChVxUlFooLBi02bw+9IRgxTeGzqARSErhTw6HZ3QMo/oWexWc5",
-	"0OoI6hxGnMg/vgZ841jey9hFSecRC6QNY142TwUnaTCkIICQNW3KF+IPLWOeDBXm/mfiYvHkSgVbwSSh",
-	"G/nghhV7xDPc6jOuhkq66kU5Aq9ZRjPQrnBIOrnH+jBcxRRVRYNg86WxmNvGuB0qykeyD7rYf0D7nUXH",
-	"31wNTs9Pz38aXVzenF6cX4cdNsjmPFQUo5zPWRr2h0i1y2NgE6kkgYv5ICXMnJsKa4YqrOK2hnWGMBr6",
-	"1wQ4VDEQlN/xHQs4+ACOWvK5WNpEivQM49TWWcmGzJyJhE3zQtjrQ/b/Y7/4Ukr/yaM7o5UHM3m/jGc6",
-	"ueNpwHqvv3sd5HHkUeGyznCRdwZ0tstYKCv/wMRU+nhjLpZIsg5olAF7uXN45M4r8E5bQXARN/vUzVcB",
-	"Ae03gsbvtXtVRKD8P9ZAj/Ce/5tM85daTX2SZiUxqxqGXGtaoVsxM7BsikevM7bURC+v5xS7Ner9Vnun",
-	"rmXb7pDf+lzqq3RSM8z1wNtKr5sW/lmOUL9Tf5EfNCOE/3GD/sVuUERt/u/s+nTWjzeUMfrcbI5KfsZ6",
-	"Uaj65IUvTw8kAxTcjLWAoN5rMG5G2Awyv1NGxu8Tau5Q5Vh8iIW1XMB1BYLPL6yJhhJJWIZSbcCh7GGG",
-	"IbsTKzh3iyL4Q646OMxJJ8h502IGeVaEzKsVl37ffrjWoRuz+/rZHz6xIcf5SGsCNpaJlbiiVpQsqJV8",
-	"Zcz2NrYq9xwxDus4VIWFLO8srSYmVvo0ggKiZ4ddCzFUxX0C1Qi4/jLhpm5hi+adHeSf33d9b4QSz85v",
-	"PzPnZH/nF581jmcmvzxBJReLDQf244z79NdFsmJmhkiLEU/TFRuLlVZxFXW9vn7Ey85+ixAONdb6RVxh",
-	"8hT/80sYFLqQdOgWCYeTVoLD77BbB/d/J1YEHydJJsSTiRZNqsBGSGkERkcQ8PV4FTUUFj3NwX7uI0xp",
-	"tXBHlkewSFYFJaGIHUqJsdl3ghDRrPYMzGrgYV1fIdnyxLhEL9QazXJuhgqOVwtziV2+WsImiSYMIZ9o",
-	"2mEXVEAEY9ZwpdeQVz3T7K9nYGd5NWQRcMCpz3L/lQoF7CozFb75K2WnSjf/I0P95TJUqaLF/wHCVE4b",
-	"NTBoz0lPrUKMPytBdQ2Fm74u86YdKL0skX0JGnFZItihiaIMgZmyDk3yX5cnuwbVVlrm0rKta3Cl8Ty5",
-	"r3/C+FBu43+vDcIVDvm3HCVcm+2LuvG4eLVkR0qFtzEI6Dkk7qWXL0HDi6zbvrz2762ZEPwPT8y5BLC2",
-	"Xjo2xWLam+Fo3AsMYwcoXI+NRcSXzsKf6OkLw35fiiUFWk2AyzdzCUmBoINV940rro3fPB8uKGgk3GBm",
-	"xFzaZwXva0QVHMEYNqMevtMPLNEuR4S+cFlgaJVeCSzpQrmyWPQbmhMxa3ZdsKHDRpDWIcTDLBEkRJos",
-	"UY+82Ln46WtYDVUO1Ry6b/xQQ5+rwtmdTBLWfg1ihHMcJnoaMKqctlRYdkCx0G0Z5aU8pNKKEeGmhkds",
-	"wQ3msRegA0FD9NiBJAxyDxeI241VrsvYfiMKEthY/u5JOLDK/DZYkrVCcHruN8EJ87DAlNlhjdsQ1uyx",
-	"TbbsJweCRDuKxYIOxlaIJ8wI3HxScvIonJWvIPM/lUhY3O7NQ01AmN9woqULvfJYu1a7mQ1VEw93LM1d",
-	"wE73LqiEI2hKWInfIzuApjMWQDXQDcWJYnW/XhfrICMUTlZKB9FFE21MsAHOskJjX4Eslm1dkLG7rfzy",
-	"0qntZW6pxKMdRcvUkFi8NaovPzW7h/atgZ5sc6UXOwlKQ3x6lle6Lvk8JPd42C9ouR4EY6rtEQsJ1sO9",
-	"4Otbo+lEF1Kj/dV0hCHOWOGzj6cZgUBcAHSxklTulscm0ZVGFUvrRIf1ZOrakB6ESscc2FKmeZZMbtGx",
-	"ieGmhDYrFuG2Smuluu6bIssS86N75Zr8gh5NfcMHxaoOQcHtuOH1sic6aFCy4Ub5AX/1r6r7je+pe5+X",
-	"XinfZtzj3dTW4mS2aayFsW19NRvelrC+yuJve7+8mKg4VwXP9WhQX8kv81BxqhjU67AB4asxx48Ityus",
-	"KSNarKRW74iqKRSzoWbO13i770FX+xrXlevSt1DHZzzq8vPxqWtSJXUBf5rShzNpaR2quZhYW0Annmmz",
-	"IVcefinlp8wJKZw1NaIlWy6VSFsF8N5aL+PM2sWIx3EqzAahZs4VnyK4JHPvQZtjvVRxwERn2mFht4P/",
-	"v394ePgqpBJdGLgx4ZEwWDI37NE739E7tUORG4vV4KYgXmrAQph4eyHjtivsd4QM2qfkOHaJxjqH5oZf",
-	"b8hbNnaUbdLusnkqeJ19bWBRwCtDj+eGVxlxygMqpj1gvFEihH1h8oQWh4HHjUc6a6KcjjkYfZTscQQt",
-	"Z7zkBM6K9Y+tTkUpH6hATHRHbcGRpqvR555R2ocso8uUMweUKFgItwoXOTR6DRCy9SHy2ertHnLlRjyi",
-	"FX4KnyYD2rG0HaZuPrTwO03pj/nvI6Hiha+tXhOymCtP/sW1M2SjRX9vr3hMDsPtiHVoQEAmUTnKlWGt",
-	"rc8aNXiqLm3R2hEhlPmNvHNVB5n1NhVmliFmSV/muAKYVZ9MVLF9rockEvd0agEQ6a2Sj0wsdDQrej+h",
-	"Q1D05zwWOwb2rNmJntX5UQa/SbrEZjTv9aFsoLji0FDGzOEdKzVxnpcx4dIB6jLvEd/Z53jkCR7PVO/+",
-	"+pQMP4V6uixHtD+7RK5PuV0qTBYlR5QEWlKrQnT2dqyD3/e3R4H/sl+MAS+jIq2lKb75wKJleg/6aHRn",
-	"XKV8X7j3T8Ws7z9uwEv00sZ/MbOcwz/M70ueiqxzn4IgHtG9aHY8bOn+4yhazpeEGbYrcuJ+zSX8JmuF",
-	"Xe1nlXkLkYQTaYPiGv9LI8TLpVP3HxtrU6Nh1xFqQal4XpTuNb+X9o+7VfsnnfAVM3Ot7YySLFgsUnlP",
-	"y5FF4boLSMXiMXCF0TBSLZ4KuIDRGsQNC00kF6sO1QfrlJBhmvihivVDMFQLnawwFyCg3uA/ieU/9AKk",
-	"1h+GVFh5MWy0wg4LHQY8xeiOBdNxPFTAIqep4NaXaAmzVkPHQLHtMK9zVXxBJEYU4mxrY3mzjvlY3wu2",
-	"3z34zqEtZ0G+M27g+fcuRLiF1iQXoYIaScGX+/7kZnA8uBnUBqfgWNdp87iwGbRgNbNx0N2bJ1Ot0dVl",
-	"zWzLy4WxDrZx5qxXV+XAlyTbHr5fjjh2mnydzYNWvdQ+LH2hh5e7VezKmioOu/YcoWBD6fLS1OY/FPK5",
-	"auEjd8i/K7Sfg0k++7uTr/quLiBgo0/k0pdOLli+YkkOAipu5+2ooLzs7hOR9mvcIZuMvHWj9OCkTe5s",
-	"ExWg9gChA/SEkvO5mgqqJ7BCay7MTyqmvmKQ6onxuUzK8YqNtZ15TLBcBHRjx9IHwv7Z+hJqW4YkEftG",
-	"v+tfCDBOPW+qIxWVjt+TBrLqcS3m/NbgnLpi/0bYI1eF3X/pxWtE3Zg5yMNny5zbdOKv136fs7jOavhM",
-	"QcAnyZAplrm4w4CFzUcsYMtV87HVYnvM2Lj52ArzMKqFXiwTV2gpjvWEdVt5zk1WJRbu0UnCbR636EuA",
-	"cov5MJ2tBTqNut8xLaV2XQrO5wrB5bjpayLbOvB47SsOXLVG8uVzwRLEPEbB6M/kOxZKTh8evnxVk+9e",
-	"QPZeLwX6VHbktU0lgk/k6Y+UEHnkB49Fqk0JNC2sgr79q2dU2dpyumRx2ev226f1nfigruoR26WGYpiJ",
-	"UMenH06ufjo5DgOQr25Orq5uL2/on28G529Ozs5OjkPWDC8vrmtQbfYiriKRhC38+vr27dvTN6cn5zej",
-	"65uLq8FPJ6G/LjOkY3NXKJyN1UyzpadGNoh41FBYcv+Ezv/j6/bzBXq5dBGeB9Osi6iQnIWZWyak9DXK",
-	"ZKsmsXEEgUKHvzSllLbM6UndH5VQz8lQib/qhxfGVWSScZjhTMFRPmITvVSxj1yWCa3DJz1G2zRimeOU",
-	"XGSBx80gBBUyION2nQ/ORidXVxdX4TPrWj6/UKWnvP/U4xoB0loxX9QZDLDCeNhGO2zImpyMu60+m+kH",
-	"shigNd5PHzSOGY+Br37SY59mmC6VwgoqFMWSCiUeqCqYweJqAhr2JuU7mSQibmFMRLpUrm7YeMW81ORe",
-	"xFXeZ94RQbqDu0xTYVMpYioM5GEoOY7Qx5GkS4ee5PylYj4WcSxcFSoX0fqk+eNPQW55MB2/cjXYWkO1",
-	"DVyLbcLWukHbeRHbKIdBkoaFc2F5ZyveVsIXRsS7Vg98dqRqmReuh6p+nK0yuiIxO4DNCrMwGpRbsipK",
-	"O4WyAhMws2fijj4BSnUnVY3wnznbC3TnHTrjFXPseB28gz6qqMMZjlTImj66w9fEdEFJBX8+1i5yUFZe",
-	"RPENbPHmA1E8f/few1frm3eTsbsKch/jJgP2DhwsWlH+YM397sH3Q+WRUBYihfU7Kl3ymKdP6Gg+DTug",
-	"SvQbANoI6szkmhUefZQPWoTqNlR7+ULzxGgH6oY62TqQHJwZ8tBP612Nb1NeqiE40UnMHgsWRYJAjrUS",
-	"R2yulbZayeiI9TrdQkZM7KrGPVVwfUuAld/ynXe2bI2vO5fcwkWcETmSN/yJ2QdwSCOBIw/yW2INWCmj",
-	"coxHLODxOQDjvN7ns8hx46gRCs7XiVIsjKlUstN9gJ7QVICV/OC+8hXxSV7gyIGW6W5cpgCTUAMY5y+D",
-	"AiTlTgATBT/jjo6QnUApCoJBDk1hlmMKo3tGhxWZxHHNArBDdliy7X0qtL4wroFLU1kXXISxco73b7x0",
-	"CtHO19UTbJ2GvL2kAlbGCXPBmjDQqWECQd/B5+nGsWUN6qHx4LzsHNRWFAFrnCSVuLqqGwKe+3nDq1hI",
-	"wl/CKg8jhMfPNx7gRLYHzq0T69pI3TFu0/pnZ9n/m/iSTn1kJYpda0e/eH3Sj0C09FsjaEAjjcz4V3eZ",
-	"lq7H51k9borMwSW6vjAMrueYWyp45FNe2cAVRwSxllC/4qHChDaQ89aM+4EH4ZeuPJEyOrtK4XLUD2qo",
-	"sBupyhi0/1qwWzR0YecvsFOGfTaLup4zzM6pbiQpdVZGd8IOVSpcAkcLBGch2vjif15fnJN4XSjMRXbe",
-	"VPDY9F31Vkpqy0VvEc00hYVAnygdk8JXxFJ9YZir27AZJjbYABDb6rCB84y8OhgqykVUMeu9Yj/LH0Ek",
-	"QqtfZHEKVSiX3DWzLqk4IUVauNyyPLzi8r86qDlHGXcYpcu6ANR3qDyLgrhCeMrSsAhUukJxc++09Rf6",
-	"UDm5VSth5HTOww471x7kN2dLIWtigjabyEenc5M81n/a8/WGjKIUMs0t63UYoUIiNA8+NkOFw7v7Jsjb",
-	"Bd6V6AdhLAyZPAVN/E/fmQC4Qp/iUGUIeHrCqMYB22MmK5GGACvmiIVzqUbYQqFURNgKyP0XzbQ2IBK5",
-	"7r1r7O6bDktH8tMd1hrXD0yCqhdV/OYZfIueZABqn2gN70oQaiYefSJ/Jw7rhakxcwZMeZuGCdjvJDO7",
-	"OXaGaqi+KewWa16xRWJYaEQiInsOnTXnws50zH5gw4Z/cdhohR65mBFAMaztHQ2SluWOtdn1yeiO0cXo",
-	"n34TMEq6RVA9XB5oY8YzHpRPAgUEojb47c2HHDonoLZ/YM3e3u8tHMVyPvoESyKbuMQttseasELM/J7a",
-	"pmq18J+SxqhYm/VaVHtKK5yGX2r0/kvDrl4YFgIJXOJcTNxMR3etPdean9ZcEvreJTDJb1hIkXzyD1z8",
-	"kDXvuWKxSNkHLWzAeq9fH2D2Ma7ziw0rDaMZNkotuRVHHgkLly2rp/OFSNspusMmjj0aaAYm/INbG1qX",
-	"f+yzNhHhN//YR/t5PPr0j330M1mBGNGoucLXeC7Ix9wF7fX169eMhsWMnCo2SeQiE2qhq6YRIhZxThp8",
-	"Loi95yWKqXAXfNk6os2IXOggNOYL6HIF30tD8xQ/kMU/bgVsQfsesW9Zt3MIM+h1u11K+YlmWkbCZYXX",
-	"0ebCE6Rg3U63x5qwy75wM08WM95yLBjO6ludQiOF8v/Ogc4R+ohsqK7IcoFqYBk7/mSNPDmPKAfZhe1v",
-	"ODO0qz9kpwW6/xZp/RuXKH594mEmiofEYzAga+PIUfwSgPZpWPMdN1aKgN3IsZnJlCvpUaveplLEc64C",
-	"ZkTUYd91et0WsgaYC3BWQ/ZejSX+zEIrQzo0qspwlUug8G6BNx05QcQgAEOS44pGej6WCpYx1csp3cOx",
-	"vJcYxTheITEGzGhga9wSrT8IOZ0ZxhN5JxyoRj5ZMuQV+0aDM91EjCdaiRaagVEUcJntODugF7/z+d2m",
-	"FZuJJG6D6o9L289wWLViU2401aUbKuCorNc+7DquCYQElG7goJ+fXgHXP+j2Mow2CnAl/TAeKqsxPqMV",
-	"sBVP1QvD9nsl47dhzf1X39d/7e+Zgy6JEvtdZlZwEVgZZeq2QyEX6R7+FgbsZbYPwVAh0yoGD7Ucojzx",
-	"gNJkaTyHvfarrh/uUH2Hr9JP8OF+t+vLZVfH0mFvaHXddahg/vAxDsIRdq/rSRWYCOsiG3L8NKT4YArw",
-	"QbmnrZWATerDVn6mlf/MjJjOkQY+s/WjRw/xAmOfWYm9ss9D9bndbq/9H7Tt1wF303/IPrODPut2Xu6/",
-	"Zp/ZS/hz/+UB+8z28c+DQ1b3LRwWES0xbOYzO8RXv/u+3ED+Z00DGH6ECxB/3QhKi/fcJjCgqLACNIHD",
-	"/GP4wn182Kv/uLwEhc9q/6xroW4NXr56zhjqF+HpNoDsGZzIwvy/hzd6vVflP7+jP9e/K0/9NbzWfX1Y",
-	"/jNvp/JxedZ5H/V/Vj6uTrjXxR6R9LaMvLLl7u3D8p/0Yff1+oe1c35V/jNvqPp13aShl/o/q19vmvXr",
-	"pwaPzAs4a2HSvf0+63V63+11O99/v9ftHHznWut1uvDv7+GXg4MNDyutllekvuketvIaHu7Dw5fw8ADf",
-	"PICH8D+H3bWmy8v1jFFvb3ptLWsbr334ZONwd31mXK3gTTx8r2HGh4fwefc5D+EiKKgyMwes6vQ+nTIr",
-	"Rdx2/6QLQSrWe+1lp/0DutODDMCqt1+8gzKZHq/cHqXU1kl4rJlfgHg7UlhP7gumcGNXnWiWCkH3IMjD",
-	"hWuXMqxJoG2+DECybGUFpIdqDlJ5ZsvwF5/XrjCJHi5j84LFusPCOb8TBGHbFvcEjhGCTG2WqZPLLR8n",
-	"zvnpzV9+NRtBWRsh/JzKvGttYU8FpA9Q/Y8ZlVys2hs6rBRPjqBGWOobnc6Uz9zplI0KRYONU9697z6L",
-	"L0cvAOiUQyVtK2Djpc3LcpPi3vdVgTq5rYT0NKlVB9bQpe3j+MMOG6CK9JChX6FIlCT6gTXnUjVVuxeg",
-	"xpnwFJPq0SHUHqpeq9V/GrYXzSp9L5yOVxVrAazKcsGsxhLrRVPEU7hMtS7t6H6E4lcNiJU/IT+3ceDV",
-	"EVSclr0uQXcxhQsB8trEOl9KXVWmn9kPTFHwVZHFNFWm+r1sHYG8u3Li5c9MCREblr/wM/uW7XfYe1B+",
-	"SIbEwGs6zTplE/EgUiex4y+gXDy98iegeeB0Mf1uIm0wVN4zmA0y0sbCQL5lPXjFVFYdFNNuMQJ5f8PK",
-	"++O72RpHGoFUWJ7HR1xvWNMWKPNDxQ0o6T7LQ7CfaW2qPmYnYXtjkPtnn4EmA8o86AjzJZl6s3rSyNaW",
-	"Fm4czX4GNTPSysrpUi8NVg8yLiCdqnTDlnjwEXwEDbRIRy7ch2G/2Mw40dEdanupfsjmnNlOoNPQLVwH",
-	"VhVNVIXWhg3i1SaSd9K2sTys++zntzqJm2a2nEwS8cNbnhjRCktkGzj49NRYpoCpsJ/dgMhcde/0Ycy9",
-	"98mwOdd1Wr78gyyJGF/bvCIrCK6WkIlU06ba+7lFq+k2iXr8mbVZ8+fyW22myNDldRyKYBFE3TmmnLEB",
-	"wV+SScetOG3RUlm/7AVZIeyTMZI10dbWbbEpMESr3QGg6dPaQzuZ6aqy9oUmhw0iqLc6rRwZwmDBb6o2",
-	"ISCT8gVExEiQTn5bXaid66j21qmeiKe9sXCikEe5EOxCIa+iT0ITergZKooAkwqB5ngKT12UQcsxDkwI",
-	"wfAfXogjo7aH6s31hx0g22989HdWC106nELni6hUb5vzxzMMjWz09w9fIdPx/+7VhXxkoY6eS5WcgkFj",
-	"qeTvS+HeselS0EejbTlm/pIjXX/turJYSrEZcYwHcxKRk7twbdOSp6CaIbLf7TAH7e2g/YoSANzKRthn",
-	"X35ZgbnCIpYjQHcpOXfh46yWRqRMxi6B5Tm7UgqTrAuLFQuD4ZKS6IEKl1hNljIfyhwwGVNsWJKsGEgl",
-	"zrBEZqMKtP9RtQoGesqoghBrhjy1csIj25nH4VDRmaVD7KBXCWFy6cA2CcOj3gUJ1zjcDnwuXHaUXQsB",
-	"zWorSPOUM4iMVUbT9Vw0nPmCirUBpk1OYaJ59YOlghUshJa2gqECodDpD85X7KpFoqTbiXQsMukM623M",
-	"F3bVZyl/oDoPLg4YWeBJEXSKLfjKFEJQMZKRoJQMmiHHVHmk731GQ4zLD4uYJyGhqjRJ8Dvs4mRETCUk",
-	"8oJmQ5WTAx8Db+t2DtmcLuJiahgtZTnzbqgoQ8kBZ4HGYnXmx6KEM+7y5oCvPThR6GGo5svEykWyavM4",
-	"phgu7Kd15CFghYQrMnja1YcKCxsLFc3Kegoc8PRepG0suYHL5vFlcIHJnI5JXM3eYbAf9FrsW2bUPZkd",
-	"CV9L1a1ohZ9ugZKroN+UOWpNLDxBdtRWvnIIPzUVRexMGFfhzsh7wcJfE/0QsJmczn4Lh6qQRISRbcBX",
-	"5+1ei2pS5sf6CIkiIQgd/yrKiHORTkXcYZdldB5C2cAGHmY6KYA7o3xCFvo8H5NkEb+aJstZAgmRE4YY",
-	"otKKeCo6bEAjcHsRgprkXDIwrxBTofzsfXJUiiVQYGyqWPpki7/Yq08O9w2+eMYm1yG2FBIEDorl1Xs1",
-	"yQ+ba3dWL4Vtl/NXlJaSysB+CWVdNXm4LaiiFDAUxI3Bw5lXqyGA96Fqhg9q1A1Zp8PgLzjsYSvAug+V",
-	"lIwjJi0qY7jbYy+apB12ipBm2kfUe6WcYjDyoE1faseEdDppowpkLVVN6sCErjxp8x0uMAY/32bYzheh",
-	"DY/CIHP4FPgfUIdKVsAueSRi4p/73W775X63SwV8KIohn3e5VM7TRFimt+cV8O8efF+q4Y//fjIlJRNO",
-	"noqgei9gK832DP6JnCLb9ann3olTNtSsl//Z345zCiP4MRX8LtYPyteWe/ZnVVgkaCOA/p+avisDtKEA",
-	"0C7J+gjOWD7SWcA1lbQJGhiSkZfrqY26fop9OKz2UU1Vol+IRkFswGI8u9ffyZutrfWz/ycadlrOhpjK",
-	"9QJGZvcA37VtX4vwvczdmMHGekvoaI7zGtjefDlUKNUFLGyuWJutZtxS8AhFjvRYm81aPsGQ+BkaFzEO",
-	"wLlyQ8XabMDarBeyWExTQadmkgoR6zmyOjLU+pIEQ+XqRd7s7zVVu9fyYeU7wv9Xswzd6ufEWdrqIjk9",
-	"dTRyGJank9O8TjBacMLu3Bwn61h+rl4EjNC270Vus8iyzFIRWZ2ualOiaoyxO2NqX2dfkMENbcG7M0C0",
-	"A+DdVI2Kw2QjLEwa1hmLq1bZXWWPNx8uEeyormYpaf87FRw8c+9Sike6A4h39Y7A4OCHJysxOcMIFaPY",
-	"2kG5CFv++RMl/bOQhkINCeRPN5gD5qux+cDsvFpZXjeCM8+DDHocSmXSKMLppau0uCog1jh9B4SwwAky",
-	"xjLxaFMx97a6ZuhnMMI6DKX6/ownSWvnXa/eUDW7X+5rF9jchU7t9nB2V1x4wacieDqsfY+arE9bdDs1",
-	"cmib8Q6bKpU3V1pG5Q1BQCVgF0roW3Dp0Jq2JEpAl2bkP6irtJUVWg3dCEOXjOM/ohuQJ0luU3ADPWJd",
-	"5gtiUOVG0hqfiYIgijhl/lAGFY76FI++xdSqmqxxU1eZF2V6FzIlDdmL+rlNMmA1wj6o5ieXg9F0tBDp",
-	"6AxeOn5X/mfh1yOEJ+bMiAVPgWsGFFE5EzwWKQZOk86R6ZAL97hTsI2iQkKaIxkeO0N1mltS8Aal4Ft8",
-	"x2X0xiKSc5742tmgu/z6bfu3WE6lNb926L+//Sryh7+FQZnQ8LHPptPpUOVZwmS36IPKSW+5KeoUtIve",
-	"qNvtgmI0E4/cDQQG0H3sLdr7mFkt1SSk/8BwVwQIrrgKjwpzQeTythJTvBMxWpxG19t3Xp9et97xRn6w",
-	"obIPmpwQuYMLbemtCnTzWCqerhpP5P/tnvVXzUI29w3XTB3t3ipXi/+MjzdBvWWFxepgMyOdxi9A6TeY",
-	"ZeBDABcIcE1eCzJjIqP0gFDO4/Tm+gMaBj1Ge77DjkabuecFA8nQG2JYt9XZARN/7ErjbhJ+N2dye2Gt",
-	"qD84MyqZDRCJeFSAfp/odJSBKsCPSoyAJ0k1cohCW/EoaJmrA8+G8nQm+QdXn+hpQNzdYW2Lhoz6rfcV",
-	"kbxWj2eSoCC+puJoobunwHM3wg6/L8FuKj4XHXYmrBWpCYhJmICFHTj1I/I+hu0wyHH8SRgZqgS/QVQz",
-	"+ChHz3p1wKIZT3kETbKmtA6XACRnU0UvdQfceaga/cYiMe397v6rXm9/v93r9g67XdDOOXQGw//Hr4P2",
-	"33n7j2779W/5n51R+7d/doNXL7/8rzrmsGYHW4/kUJtslC7jVk8KRh2Tb99X2kVKRpEai4gR0TKVdnUN",
-	"rMtVbRE8FelgWaeuDFx2/loaPqvJwic3VQgt6dTFw/TZj9i8C9/G130OILty5JcDH7rsJLSyUkhruZ8j",
-	"X6iMPpF5gEqHnVrDUp0I1gxTwbHGxFCFZPYRYQtvxFgYJ1LRcypxaNmcr0AxTohqkK8jrC6OPV/ymbWL",
-	"xpcvVLtH12Db+go6fiKUdrVMlWGcXfE5V/ldjyndrOATaWHMAJY2K1TtAQo5uRwE7PjdAI/N8eWANad7",
-	"ZxSJfvOgmUPFofvfgQ+PVyQsknmwTyEM33zzPsd5bqLYE+vI20JBvjKtb77ps3c3N5d7vU6PfUvZY1ox",
-	"EGzZ4eHhq4D83FwqfA2vEvjjmjVvzq5Zr4OaR6/zMsibwWpr1V2GdrKNZmHbJqYdidR65gD/vhOr0AVB",
-	"z5cWNBLow+89T4z2KTLu+0QKZdsRp5yTb77JawrAvP4uUv3+F3Z18sve1cllcVqH1ImrMnTJozsmHI66",
-	"6UAflEOB64xYUAsRyYlzNYaFUn0hGwtnopfGgVNIazyWCoYpkNiAu1UIzh8L5A7GAY9i/IJM0CCNOreh",
-	"WAm/2X0M13CFzRw0WMia8JmesLBQJRpYbrnKUIibGCLLPlUT7R9TLHne6CJZFZv05Xvd58UyX9BHoTn3",
-	"BEEs6F+tgByxpbIGmMhiDQvhfIWulLKHr8cUTgPdlADvsSdfDMqNpIriC+84pGJE/SlWj8t+y98+8gkh",
-	"Yx2DRB0WKmTjNHzpupA1nX+XXJ+ImQfirK8kXF2ZrKZTyJqhh7Uq7Icr1VR44mowoa+1ssa+nUo5NJph",
-	"uchZeRyFumOVvouFYcOakqiunTrhhtaxWgPAk1BGC+ER+S9yWkWioBiY//iP/2D4T+OdwbCwlOFL2TQI",
-	"bkJrnuqldR4/dHd5tzo+NwF7SLWaDhWlipFa5LgwOjbgbuUphliglutok7oJc7LzcohD2m/DXQJzZ6Hz",
-	"bb/RcIsgZiHGaCAyHPTjEi6A62EwcyzYZ+JV1RwKeO2g22Wf16tGss+lUr5Z/CVqCazEsl1U5xpIEx6c",
-	"Fiv28n5w9vbi6v3J8Qj4ue9krOOVB4JCLkPcvvThxfHJ2ej84mb09uL2/Bi+LAG1gMLtErcyxHXjURlL",
-	"FkzX6sGmVn86uQnZHguPT85Obk5q0EqamHsM3MKZWQL4616KB/hLPOKz1nPGUpjhmwuPEvbEDAuBIC56",
-	"YiwwhzogtxeVhkppr3z8lvyDUsKu3w3a+4ev8pilAnC5G9ZDqoHCbRl9y/AVCC3lUd+eXw/enoxw8JuG",
-	"zNlCRndY/mgCIjOiiEUJNwYjP5fKQbEUfcpJoh8SaewRrBvCCz9ww8SjiJagH64vXKF2yFNL50YCZ4VP",
-	"0LwN6+bZ6TTRY473ajYAEbcYxZrckZHZaDjZEsugZUfO7wP6QeNlJJh45JFNVoEzRAEfKDZaKbaTLYIP",
-	"fuDplM5WviraCOY+hrve3GG4ZFvOgeDwxm+GJdxk5w8JHS6yAiHS2GEDyBQ0tR+6YWvn9b0ZXP10cnM9",
-	"uj3/+fzi4/nmvdZKtC1Pp8KWwjod0YKIpDSDKUU8zfEOTJa+Wez6cnDzDo/n4Ozs4uOmnXXTJG9+H8+F",
-	"321uZ5jI7dwZQc7HBMUHhp1PepzIcYhHJxUuQqdJBgizmidS3ZlWtg1EJ7iRcO9qEPjfzER0B1zYFaFT",
-	"KzaGmWTWbiI4JLTi7FyJm9HJf51e31w/d25FDZcoFksqrPGYJkIz4CBwQNyFPcJ+LzA+mCgkMXshXCQz",
-	"ripM218Nb64/FAaZ2Z9Rc3aDenP9gSFYfQLqoojr8Pswc4IAnpLlXNV2lcWjbenPoUGgGFe6QIqmMCpi",
-	"QtgN3CFylECvMqIgjI66+wwTEbgLyvDEgBgY0NwLw0BzBhLC6DAgoEK8XSF8nAyMZYAHkEnhaRHPg4zc",
-	"DoGiboXWURyfXilYKFii9eWhBAsnXMOUMrO6wzGpCQCUxuGHIfDHozRw8ivI8C70zKM8inuhYAmL4ON0",
-	"dSUugN7HqgG9ZgDs6Pgp47N7aMrME44hZrjwrGkfdF3kGEUo1Y7QMLOcIxuyuhApvt89+K4V5JFReLNi",
-	"BKIh0y4GKFYDoSpxUM4WVsZQwxXxAVimDka1QDwm4opJ4lU1qRkUWV5Mm/DB/Bj0Q2wMvzNUzB3mF/pM",
-	"krCShVGOA9fKB67DSy9BvyhG8vJNKTXBGoEzq6eCQLWrOCNE+pX8rTxDCluFNypuWpe8UxjfvnfqNamM",
-	"0NohI/yBDWIqa5aDmH7t/dZxEP6tDhusha9ugkcFXRsJcR14tF/CSzQ+MwwLWQAzUaXY1fIVfHp9DWf9",
-	"cnB1s5UlRuaeuEyZN84liRq1nP326vriyou/ecNZk4j5FOKdQWKOXaZqTfHAvQTFgM/5NJcieiQoDm5v",
-	"3l1cnf6drvE6K1vVmOczw7wS4oSHesteSCZCHAMCZReUFjhKRyxau6dJ8sE4/6YRgg1KiJ2tIxZ+/Pix",
-	"XXgK3ATE4ND36ab4Eqb49uLqx9Pj45NMryGbpTSMjjKwWemNg3lCW1YpIzMFsiYC+MH1T01oxTjzGT6t",
-	"zaC4icBjXxHg/C6fDX4cXZ1c356VhI2Ej9uUS2dc+UksJpsrFgueIi5+3aVoyI8Da445Gv5qz9W/soDp",
-	"Qk2KOlhJ+wLREORl0rGLr/3nxY/rilo9yNPTeMr9jLXCUZTxBoXw7GJwfFLoiGQyqSY6RHcjibNZ7S7f",
-	"yiG2cnLz7uK4KrjSFsG8EAbUID0oj71ERX4IXsa19Tof0fXN4Ob2evT+9Pr94ObNux1kxRBrxU59jWOe",
-	"RjNJiURF4ZFGQhKAUz0cQATit22QhI48E0hXfJyIgBnhT6qczmw+hPWJDN7cnH44wfFvUrDXNGda4SP6",
-	"L7ciGyT5A9c7+fH2+m9buqiWWfXCuu+2uQUGFhFL1oDpkPlQYV/6bdNR/aTHGLGaHYxoxtUU3g+zZe0z",
-	"my5FSICd/uoQKFwSmyWCRrARFl7BZ+0B3Pd9dlhe+vOLXFy8OnlzcbVG18UJoiWjvAkwQtIzabo81gsM",
-	"I3CpEahdzEjs0J6DVKVJ1LUxhKU4Nn+ujy/OTzYfax/Rkt+h0rCQ1hjtL7T+ROsOgtiNzt8arrCWdnlg",
-	"wFM32K2I9lulYV6/GxxffBydXhcp+PI2W0BX8bfQiuMLfgkr+3F28dNPJ8ej68uTNzdXg7XzvE5w/dob",
-	"E+Fv24metl0ITJibgArl1JZzlsiCcxI9ftVdeHt6fnr9rqRkb+ahfhu81ikwv6VJwK3FXSgvI3DV0en5",
-	"6PLq4qerk2u8h/xpRnWCtNWNBzdw2sHl7U24V3nLbQGeTEcPdccJzcKl09LLTsv3MEZnAR3dnL4/ubhd",
-	"s4SisdKDpfM0lfdowAHpmaxumRye+ShlnAgXAdcM2zNrF21oBZFa9dIWgt5fdplpuUmiDRR7axYNz8Cq",
-	"i3D1Vus737VUFBeFNa2oo09Gq3JvrOl76xV6y46p0+smIkkKupkLsWCcYmNZCny4Gbbp7fZcqja6N/Op",
-	"YHIeGkLMngkqkR3Zh/BRe5ryqPgpjGujkMOt8DTVe0lGor8hWd1cXIzOBlc/nZTMyuIxwlR0QhpUFC4a",
-	"024cOQTw6tx5YnQfmZeHiyKYKvaA5RUy7K78w7mY63TFxst4KnCT5/yx7X9t06+YoaGJQdp0BewbhB0Y",
-	"np/PoTOpZlWQ358cnw5GN3+7LE/KI2egqwETsoWylLFLLSFaUF6J4pfbk9uT0dvbM7TRuvzeLHgu0agg",
-	"WA6iJhWVcLCsiL/pbrlPekzODFokZCYeM7i1y0Fzp+zQC6WlCgvsM1uq3JlZdJiUKcH7TkBStDy6g3lE",
-	"otw/Ardm3SGRXJ9cfTi5yiQDuA9yD3SklaJoYFoMt394fvLfTNhy9TXGgsLGWRNdibAbPOMPhWVBYwA3",
-	"7BMVnwNBfiGUiFs5Hl2h64g72Asf95TYGUsFLkWWL441K4y7JemdEN3aNTsQrPE5D7iZ9QkjSLQRcedJ",
-	"nTLDis/OA52EibRPnANnWELm7okGJr4O5Y20BfKDE5IRTtJjSIDqtnVuhw5+df0CXYgUQ1cUsphKIC0N",
-	"qP5D58nxuWlObEACMZavROxODPCQQ2BYOwyyTJM3F1cno9vzwYfB6dngx7OTOr0YaQvLeoDEcqmNnabi",
-	"+pczIFLUpjDCDsitv7f3//7//6+wlSlgsFljbipOIizfjIuaR60ZNtXMex9yDxNSt6/8MeNOT+DuIkIz",
-	"FiL3Ygx3Kq3ICqqlvlRHZiBBwt1V5q0u3L7zyfuxgISJNIw5kB6VtLS2725vbrAIj3NWFNbVX965iaZ0",
-	"t5OeKpMku92flMpdo9KwMbAjN4jviMfVle2pU92CJ4+ft+XDAcQqP7SmCPnIaeX7roJeeHJ+cX35Bu4a",
-	"2Jo2FitohidXF2+vQ6xtg+aG35facnh+/MvtxY0zQEubleqj7cLOD9AEjZ0AYxuTZ1oqV3eGT0UbH9fI",
-	"F3gqKpdrrfVC2udpQ5gHiLY2YMNVannZDR3WVPY1ZrvjtcCWCstaIGx1jN7/Qbb/xYpEZCjPQoe4RdGq",
-	"yXPnRvZZIpUYKmD2GKwauP+6RO8eey9/dDZds1w4LcqmXJmJSJlQkY4pY3GoFi7GxKsNJMy6yoQOiQH9",
-	"+glfibTocXJRCVjXHc944NMqMEaqjaWvD7rdgB287AXssNuDLT/sHmYBEB/FGK6Ge6GQJQzVNx662SOK",
-	"+rs3/K+2CylpYxwLmi2NC4lw2LI5Njrisz6oyldZ8NQM/Y7oLPVOiB6oab3974txlnoC7STlQE4XodUZ",
-	"9UEz8LVmgGG6KuCBC1V3eUwEzgLnlYzBCGoiEUBIV2R2HmFl/0RPyarlsHEwWMxtu0MDDjw/FPNFggXw",
-	"SIEMmK96EBBjQVmYQEkwEEUvbavDLqiciLOiFzaXtt2sb3LTjaOwsV4uQJt8y6m8ShCODN5uIHnwheys",
-	"+DwJXSn6ShgHz0vX+FCZ0qegSoQ5GIwXO7lBVQX7enNxdY2rOZkAuTpG4CBXwnakU9PWqZxKFbJJwqfo",
-	"0KYYM3oMvTZDCnzs7+3NtLG/9uHIYFaAYeNUPxiYKZqcQIQPv3GiplomSUjh+iw7M9xSZG97uWg55GK6",
-	"932kJa3B4PK0TwgFk0ROZ5aGkbnWyLB24QaOvQ2QPtoYc6STjLLfI0kAp50QQDNtGYp13LvvaapsKixW",
-	"AHbNV1ocJIl+aLs+cTzInejbVsBC9wb16LHVsLsX3pJoXPSWe/UdsSWK3cLNa9+sFnjdls9mxfAukBg8",
-	"U+O4griARlgXZ9V+zx/bg6nos1fdbniUyUyOc2AuOI6lwivyYKgn54+dgEBmCJypZrwlVcPhndSst9JI",
-	"pPmEMs4O/CQjAHoZjyUcvJwU4Hk/2zUcC440bDlwKjwCcOYrS4DBoR94uuozN6mM85bdDkN1MZn4a2q7",
-	"m4S9PT07ITCigh2OQEmQcy0wFx9dIyG6CMyM7x++auKzFt7AQBH/ETp4fsTEnwNHaB0RAmKpVoODnkF7",
-	"xxSRXcjLYY1IJggdkV2mQvndfUY4tqtGmEeDhxSoKnxgKmpCHogg95kkZMk2mk2FwljrmFEYrsFRrArp",
-	"JC0XIofL8TnnBcX4OPjdOWG8yoyxYUEh9C/cc+lhcIQqLBZpssI7qVEfCu7bRbmnT1jdtaLhZmtYvdRI",
-	"fT9twiMJ6Rs28I7BoCDY6DRzktDu4mk46PaqfrzsDFT9ZNkGp4In8x+GjZTPOcE/DBsha2YfIj/Aqu0o",
-	"cI2IFBpOPvDURTV4lSUfWu7UU8Tg3BWZMcDAhzzMdOxTjHyQYaL1HV4MmSMoY9MkT5BRJQ/fREkY5m61",
-	"7tCSFZfGFVHc6tNzS/gSZ527Cndw5hVuca/xgwJq0JrgArU5SKH3QgHPQHHceNQPZkSUCmK+OzAV1wMc",
-	"ZORkG67EluMGpKO7bepXrmfkQdi4JLT9G+JYPuAc1USpEG/XckVYVx0WXp/+9O72MmQpRb2aLIyq7+9U",
-	"FN79Buj0zmGVgGY41/eCUPdAzzP4M5K3t5dTEwKPCpXoSZwy6wrwa3J5MgQmQINgQQhHfRwRd6giBV2U",
-	"i1TcS700zPFk2B+Y2USnkYsnAknSh1C2jhwulitsgb0DFxrDPZFM2l4OQ690GOvI7OWJIp15HPazkpHG",
-	"6WY4LSUeaD4ERk+xYZbl5Jjg0rSCDJqQwBCxc2yH9sk7r18YFtIFIfPCgFiVuFpfs5Bv4MTsYn3LMCtn",
-	"2fdOCAyLIE9RMyxUjgJl1MPoMV/Upwz6RzUbkbM5jMWJD3EjLxXRajG/PmyV6olWpXs9ya5rvLzwav6Y",
-	"OVhKUQmlF8k/SQXQPDVUL7vQSxrS+LSho+IZdPfoA0+prp0TWYfKqUimaKvkcYymRccEOfCzBVoeSN4n",
-	"ieLm7HqoLrPkmC0Hf1PGCypyCmQAaYpJJ5RmQ6aFcq7NERucXZ6D+A9EVc67cch2hZydbBGRN3KMV8gM",
-	"oNAwKkIkVw1VNbMGCFuaQj5OH8OKJdZf9WedwbzkBMl0qBza6jjTNCmq9s3AuLPvaHPGVWxmaF5RcSY3",
-	"wpBhEnAhBBWG7OXZp7iXOUKOjYlV3qaMxb3IKpsPFP69ymqSwlxIvMsNdkPltsPV51qk2lKLAXuzTO/F",
-	"39//EjCClCpnBRln+e11ehm1OCSJrD6nk2m8lniZYsizWKJaAT+xJmqdKJBTti9lBw5Vt9PtHLT6haH6",
-	"sCxKD7dCRaAJU8wTPPNXn10tRODW2NGFgRfdhe4uc8ymcOp1wcvqsCSIPaClOSDR1YGqsJv/5/8O2C8u",
-	"7NTnqAAFFIygQbnSJeYF+b5g41hx30CqdnuAiN5o5aYiOUJYD6TlyYWmn1dlJjsm3YQcLm7mipbh155Z",
-	"QXM/aSy0DDcjPnMhaizSSYJILKbDzrXDy7D8DmtaUZhqdhpcsat+JuXAwLy5wl2d82LaLAJYCp7SGZdo",
-	"SsvktxGt+Qi/GGFETIeFsVgkerW3yGhljycitaazAmHY6ST4yBWsIU48z4jwWCx4agnLxfMARJGdcCxY",
-	"SkYKKgpTpK7sHMBaVsk9yOkd6w9JUzg5Tgk4XeuEfcZXPav8zFxRVbecKObVpdKUgorJspGFCJs8EMpJ",
-	"ATwHYNMTdw932OesaOCTIcrb6gfmYiFHAX8hEuvieVnTx3+GJfOiVMYKTnXU/DnIHAKZJWdQX5aQ1VYl",
-	"9G6rsvHdlaKlwn4uDCovAwhLcC18/fbiIrzIl3KxtJX4vbWCiLBDjaBhpcW865x+S7cpnqiMmDJ6awSN",
-	"DE+n0e30Ol2HKwvKXKPfeNnpdl5S3vYMk5fp4MJfU/pPOSHXG1LJfUGAnTOeehNcZnXE1QkcsKl0gb1e",
-	"GvKcJfPrGL7a7Abql903zj8jLdVFclIMlWMl28dM8NSOBXcmnVgkgr7ITLVmtrSGxagyRYngKlmRwu+6",
-	"QGxunTeERtMsonqowqlWYoQRAL4QbMiavS6SoZkBGZFEAu85g38fOo5Sbsikzc1QUQ36AG7pKRoisuQb",
-	"7mjNr1CH3QiF9C/ifFhkg6VlwDBs1LLwxHC24Evjyllm6+yUBSdmige3bAZP5RD7htGjge8+91Jxw2Ai",
-	"sERTqsyFz18Yj15BSwyX2lDN9DJ1wRFYeJ8bm4/YF1HEW4BKp2Wje4Eu3OjO1+TK+jEv6AeT4z/yaSqE",
-	"83m485hHESEZOfNLud5+K7MvO2UOhHtMskedAs6p67PDzrNoC2c8QUW2rh4+qj+U6J7pNqdxo9/4Sdi3",
-	"eJqwEjFaz/CM7Xe7iKJDpksEOVtgr/Dl3icH00FZzdugUqgDTKFfR7Qgdyt3h9NvpxF4GgJQorCslnuO",
-	"UYhYFvug29vUbzaRvVvFnXIgYvjosPvyXzarUi5p3exqfM79ktSyxWdc9Km5A0o76IzDMMCCHbYGHtud",
-	"HKvZA89RfbBR9LTudzzwAS/gseRYTTQnvIy2r/UxvYjLQrATlE6cgdY4Mcxnajmqs3xqcqhOxAT+Db52",
-	"0v5GLj9IHuBq3+92C75lL7BhygxrHnR7hQryFYXMA+6uh8GXrTObIuPRhDZU+OGR8xglZKrn5q7VwZhg",
-	"uzQE/h2Lacpj4X1xWL6Dat4YZ0UuOtVCfRc6+IZ6RMA6tzRrojEK9W4qJ8qTxCXcwwtomJmYlYp8RXc0",
-	"4MA/0O98BNJGtExTFGN5khi6N73hBFt3mR0Ej1MwoQGlkXaC0kaaKt0nB/pkmSRkI6hzlxPC+spYBFd3",
-	"rvPA+czF44wvvUuk4kD3YORUeTJJgPOTyxxv/JnLnphIJeE6w0V4li+dl8YGjRLshJqaQqIpKEhwQzIl",
-	"7INO79gcK/e6WI1hI9s61ydWIS07/nnJ7e8GeWiGjcC9Qa41rSKHTW/sMrpzkyXjJF0NLmMSTTncYqJs",
-	"knjZB9SaBO53yich631mvYRDsYDpLheIfHGWBRBVQgoMuRrc0A+736GJtT74AvPyKMrPdeQ4EFy63kSM",
-	"qdTevMf9FtKWwO+H3e+Y1foIrS88zoVzfLNP6RqzpZrSypo7FKK4zMNVKGvCrS6yijwG1rCpsOyg+xqn",
-	"sRYx2zryR9BFNANpPfAsEaFgC0chwgsvFLrmUaDJAqrTsos0a3pdwfIGJ3SpYWwtvMuLuejVzNNij5T9",
-	"iuZ1bhjZaHOffCHAJfx9yVOurFRiL8RUNpGSu4CF5CyCA06+og4d+Y59tN78SEgePqjV+f88trXPxHUe",
-	"D+eWholhxhh5nzO2OHI4rSFFiRoMssXiphZX1vRZPlb0LDhvIzbjsEh5kiBVZ2wtywhGJbc8W5CpU0PG",
-	"8qFyvLrP9F0xkzsZAZGIOAtzlE7jl7E7Av0SuA3dO+Osrkvo9jb0p64m64X6f3cyOM4tXJkhoxp9CNQf",
-	"FOqc8bkPoSeLn/cb505nQlbPjWakcCiNBzBw9R4ILxwLtJTkxsDbcMsRknAg+y4Mm8dszBOuIgQcpJhV",
-	"FJ0pAyx1JRPyaCaGc6Vpv6NmM4k3u8jrA0YjvhiqTQGjBTTzw1eo5WCUlp4wQxg7jlHrdKiMTLBpclmi",
-	"UafQDXEPd8LuROpMHmh5poBKKszCMUARa1MQyPKiKGPQ+8SblXiI9BxRmWMKAnXyfKHX7NqC7kVMYeam",
-	"aF7No14xeAnDXvsuMUerysWHHjznPclFFySPoWo6sRq/bQWOp7M7sbBtMpEVBjYW9kEI5RsxQ9WkIHs3",
-	"QGrkyN0i6IYiN11utac0nRlXcYIutkElLhb9eBgbS2rAA3l0yKCTYokNNqdEb+iaHO7Oh+OuRp9Z7aU9",
-	"pWHV4RIs9QSLi5VfrPZhLb4PN95Wn/F8wyj6m1tiSFZTrSvU7J2jgbBAvEfM96ambJJoHZd8FkqzCTeu",
-	"1oty/v5EA5EsUyq5D2JMcRvICgZTtbMljNQNGXegeDRw9egAYrkl9xtVb0QrB3oBvJc+1uR2cUuViuky",
-	"4Wn5sMHW+21xaRGw7qUQ7KEqxGBngplzdIHwuNLLPFMDtxETvbMFnqJajzAlFSajJwj/lx9xsn+QX7tg",
-	"1/cid4VVNnXqWE3LuU/KRiz0NBx2Xw5VOWAdEWd8qDZxS++F8rcqihIoXQSeDEhYuhNi4XbOMxEfeoOr",
-	"5lANXzKDwKauNA/O6IXJGQgwYnHvZAIqb2QYn2vCSKrO3xw5nYK4HeIsI5XWx8lbrQPqOduDbLr+MHXY",
-	"RdUGj17WAqdbJHDnvDooRqG4E4GF4fzxfEXCbfPgZc8BVrc6WboNRqtgLIYbMMI4k+mlnMOznlqT8fuh",
-	"crk1Rud2Y5vK6A6VA+7SODBjjmeUjrHlWDfTGZgCglySammF2WAqofvqr7SVUA/XeKVvMpnkUdDLxdfb",
-	"Qv6EYu/wJBv9X//5JSiDSf7625ffiqr/mQ+UIH2TxxL+VdD7nZpPOn8hPxpxVLWp0/yJfAjaVk9YmKHo",
-	"Usram+sPrBla8Wj3InMfBuzq7Rt20Pu+64ISM85d1F4RFzqggNGVr65IYmMJGhbRoBGN1uFFe/xZ/Jvq",
-	"0Y844lSdXA4cVrTDiAaVvtIa2Ruy9lyBO4eQmY3KO68cFDJdfzDzDZ0zV9Ysh3XOMdwVVecaYjor3k7K",
-	"l5RDT5a7yrLyog44JvdddNhbODUOZRWtFIyBxlmYV+BnFPgRBvnwgpPLQXD8bhAcXw7o23eXZ2/a+/uv",
-	"e8GP7d53Qa97sB8Eve97ncPg9X6nG5Tf2qe3gv3u/qt2r9fef3nT/b7fO+x3u38P4HGnh4XGyCKPQQ8I",
-	"k4OIy3CFY7QepWw6Pa6ggrlMWpxAf6jGq8IqE5+dAkm7OBNuscCknPiMbJaKJYkxwsFwt4Khyi07FYXP",
-	"4USVd49MAEMVtuE84MDbDh8jt1G8Ap7niochxFMniyB3Ux4qECQIbHwh0ioh99GLQRxyjSpBaICraZHw",
-	"yIEP5KUd4aixpk8ylArB2eBFOBAkBdoHGQln+gf9RBorI2LRvte80CUK/fgB5SIY773rDNUVzsaUiuON",
-	"RbabcCycKuiVIpk66xQaS1ZDBe/ASrAmZ5FOUxFZzCdow0hYNke4Nwl+jEpZSBCMCqOniw7XtjIYB9rg",
-	"Y8jzMmGIx00ymfdHSo/LgAKAK6cQdLtd1zYxygP2/7H3rsttG1m08Kt0qeork19ASpQlT0yWfyiKklFG",
-	"txFlJ6lBhmgSTRER2GDQgGSmkoc6r3Ce7FTvS6NBgrLs2JIzyS9bJAE0Go3d+7L2WqfJVyQWBwAZz+xj",
-	"3bm4w5k0qCgGOyZ2yFGmAUdAykyysNts2oasVpnDmoG7Ry9lSjQe7D0UGeXNmrbBi8wUzuKisIpjvHyv",
-	"bfBBGhAVQ/q7dcB+D7bY6tevtEoBXmPBJi3PT7ajV3N1XhbW32ra1r9HUFpBzSTY7YXv1MqLRxCCu9nS",
-	"Cdy6hCKcgDyCnUcsdDSRnvwRepMHUpt01zkurc+/xq6JsTp4gX7TETD/kQ/hHtKH+1N7WFu6/6Bvsnyc",
-	"xLEC4Z293gOOuJDLNJPxVZadyBy1a/Z6+w8Znut/OlVxIq/sOwAlsH+8++BjbcrpNJlYV3qIieutj1QL",
-	"sgZdTzjPk8rxMwM7Oy9vtOO0PXuAIc9lZMV+cho9KZ/GStGV32rEoCrK7nhwq00oqxazSiDcKqDl5B1p",
-	"JrlcqPvKsaFurMeKoVIi3GJI2BbHV0W2QFvsdQxtiEhOnWTKOwwYWEaAA77TNq5PH1eFiJKPAZw4mU8S",
-	"grj1tA6Yu6+oWDELbVwunBJxpEOYAkYEHJY9EgMcRrBSAVu3ntUNdcvRIUPs77x6orhe8SGmgLPwkn1w",
-	"+famp86n/pShaHWRDavCxwP+Ebu593hb1dn6c22tP7x2Fy3lzkMsZaFyLVNamh9nTZ+qQgLGi2rl/kR7",
-	"qxuZRGsr2/rCG1c2PFASDMDGWBvdQIGPg1at7lxKdyBQaihXYpwD+n+8DHVd7ONARF29+BU3XqZ3pZoL",
-	"y8LXu6pDXTGgUsXJLXotlAYa1Um2IJp9IkkNuO29UBooHkLNrZoIWGo71levxIY4WAwPAEfPxFwBZnD5",
-	"XjA97apFSNlKg1JvQash00zumiv6BbBmqjjUkCYAqi7pNTjU2aIhBOVKXL0SRVjAUGMDgp/EpGo7ef6M",
-	"EqsVAquMd+2WPMRTa2NPU6N5OUkM2hfzyY2LvdQm48Ir5o+AfZ7q/bX3xVskWpv6W/COd5j1zBqzX1SZ",
-	"5+4MHYs5BIRJwWZCFtkcte7h/XQlyIq0ONTUeEnoCNeR7VprSCcba1dvMYfkglut7sjoI0TFkd8t8mye",
-	"4QrFjxjjPPDePRt5M7ucATieEPyl93tgX6YWEzihz2+9amrybA7l5IXEUueqkqarcuKbG9FlKFHmBkOd",
-	"UwCnspcsoXNlWqbC3FFunmcoXa6SjhG+GMbhbtY/n3YSElA1XZ9vAnPwYyQtg0RfB377k7upxIhSE3sD",
-	"XAe62zG5JWNiNOHkgF0KBECFb6lDbgPugQq1D+Lzwo45e9KRvdBojognEqmPgfy7yISqGoKYwJSh536f",
-	"P5piVzGjBwnTj1/FZQ7KDJkGtAdenedx5B4sATch1ynQuXV1QZzsCsbRaAUzGZ/SfvuhCY57swJ8fmqt",
-	"fvSsRCZjTqw0G+AV0s0nTCu4QL6FZGF1hnam3qDKmLMhobbveoBLM7L/JiiLA10U4LAwi12wlkgI1vUq",
-	"glCv6UYEK6IMQZNCQrCJ1t+ecZ113w5sha3edSRtMhYklvxYeYudl4+4CtaMU7/OYpjU2NEGRPgG6O5Q",
-	"y3FGfOto/LobSV5bNZrVNmno17lbG2lbkQCQWVghm0XaQmu8Ox8TvStaDWYbev8GQiI2tvcAeO8T5aA+",
-	"xDPbf8hCfa3lrUxQq/szyHadIj631vDFG3xrlhWws7Xv9wfRSuECsR59gwRdrOaLzL6MTN1FpQTy+Jif",
-	"tJDgEuIJqzZs2GcBiADNLX4ARfzu42WNt40JWL0ub2wxT0ymMT/tjuBIBkEGCjqUXennTi6bNt9D+7sh",
-	"3vYn3APxCptr7WcZTxW0DRVCZ3fdv46dBU3Fd7EcAlrKGodASIo4AQ7KNhLnD71Ujyy2+zHbGB5i557a",
-	"EAyLbMGzQVTYzRnt4J4ktluMLr6yU70SO1HH2wRa/wgQ7piJV7NJ9LsASKS4n2kJWj59Lmk/w7acJRYy",
-	"sWEKW4tlzlpJDYkqpHHtiq+yYiaysliUhRHXWcjBmVcFT7PrFUxr5Kn8JnHURYUJNDCRtTa3iCx1pzF4",
-	"J2B4QDLRJI40EKcNaU2KvtABb88Syv30/TzRJftTAXNjFh37q475pbT3GidT0voMKv4B6pGYOgX3SlCj",
-	"uMvoGDusSu4EU8mAyHgG4LdU5VIzeYU/ic8Q/UH5g6qbut31gtjEhFqXaeoCnJrVohQSLb0yv01uFQKh",
-	"wMoP7GK6k4tQEzHGTcUsaY+g0Ti4NN65yRCID288qUo5b6krvq9kzojGgg2BD1NHglYEG0CJmredwLs5",
-	"dp6q5jl4shSL1lZFa4W3hQlAqt4HsuN4xSznDWlDlv3pd6DqyRHVuFZPW23xllKVgJrZtVYwy4ypXmVa",
-	"O5lWm2zdomywdZcMyZB6WUU9dNkWihDxY3c8WvBIIaPwq8qzNmEmvHQopfsBgU3iJABkhSCCyKbt56zF",
-	"F+qaNaOicZGVk1nzihnWVszHTxngyZ8oX/Dwlcpm5+nzBQ8K623gh+1cTAOKKklrEpHbqwKM241yiC1X",
-	"RqgKAJiYaP/v+o5rig1ruiKrG9sAJvmRfc4/O3aCosl7fT9+De/BS9SrQPcFlpfA8EWpVCjNeXQhsXpL",
-	"nRMtTMouuZPENcyFelrRPlPaGoHYU+RA9gURPVpFyfl/+5RDXZNEwWobNy2yPRZX6zIg7gUMNdXC+ht0",
-	"bWxUTAupqBwg64gClN3uE6HGFYc6J8ShgbsU+E8D6l6SXvZ9FTLwMtTrS95ee0W6lit3fMa6fE6oAaPa",
-	"KIojWns7L2vSPO1KPwQ3OehesNE+5ggQzVKLHSpRW0x7IfLRDWGRYUtu1a3lDZ+S9HwDDl6IvCb2U1oj",
-	"00TH1ATFhwNxQ2vNQtc14eBGqL8IgKjoILIhiKucHXKmVCKc1FCEN44LBhdxwiDw+TwpQg06gn3G9HJL",
-	"OYiEI2cENVPbZzAuC78JlJoeQ21vJajKZ9gVmntvE/yy5cg+gAKdlCb42ViveUVIuO0Tx6SJ4WGQC22c",
-	"QeiGGqpBGJ0hGTJiy6EI3edKtQMZUp2dwiZooTXeQFrU4qlvWMcUGFztsZDZSdW0oMAHVqYXH3kTwDQ9",
-	"KyNd86S+hkdZlV9qPs1ec3DsrcHryk1+RPfjalUndkXGO2Ite9Fa81Qe2TXYe5pZ2SDM3fTGP74LU5NM",
-	"2yCL1m3wWGzY+R4ui++ooMWCrmF2Ueqqaq0HqFy0+6F+l8Da/fJpoX6nfpojAt4gBCimWZqCJqmOQ/0u",
-	"NlylY/PpayGQH/Bnk4ojPfhm/0E5ww8rUzw1wNaa+PvdROfFuZeQU3txYm6ayhEuLdmMRfzkUKGvVSGT",
-	"9B0W5i9k9P8cJvzpIFjnWtWrboHj02Ke28CBwV1OyJTz5sW/kLmcqwJs1X/WGxLdRLgM6AbUARglX7+w",
-	"4tE2UK2+VYP61F5DurbSVASHDo1zi5w4UogMNcKc/E6eiilDmnVOj04v4nY/iq8QKYUNhhCy7Kz3U2Ab",
-	"l18PREXULA/1CtQQbh5PtN8s1UpyDMDqj3tCYqd0IaHN1g51q+/oAVcTXsEDlzi9hFu///5TQwBM4lOb",
-	"mab00ltEM1ko1kJnwlJXB8XgEp1yBsdhH8ErBqy1PIZH8ArqwLaLZMFK6vIWaYukEXgwfIQ5eKR6jPDz",
-	"Ls4/Ug4lWlwsi5knMIXyC+lC5XYNlakSETVvmu0F/HTbIxytKXN3F0uQw8DFAbgru442/dxJKIFct0Qs",
-	"3DelhjrOFYjwZPlc5SQTD+IjyWLZNcm1lmnXyNvrLB1NkxQU7EgXBelHvOE/M2JK5zTtwL0tGQp4EVlV",
-	"82WhZ1alalKM6BDQuI+GhdSxzOPhRKb2d9izITzmH2O/wTalW5kndiocD/o0KewbFl2cDC8VoFCsxe+K",
-	"4wJnwCEw8V2us1BOMj1RuqA2BRDjUZ2X4nr7RLR6qvMCh5Fn5fVsRWu/7SVMkkpOhpSL3AWIdH+RTG5S",
-	"hdF/Tmn7NDaIH4bwN5XGEFuom19eP5R9qVhNWpG5gSXbwa+685gNw5qqAnNvrQK3GNzpB7Au8cIA0+oN",
-	"0otfaYExx5DMi2QqJ4VoRfxfGEe/CrFXSI8wKRBARAx5CfsfbukhC4t4eGGDWRKt1N4UxMx/DAGw2xYq",
-	"NR/sqObhILnQ2lSJFnPlhltHYH6wERezZlttj7dWSet4y6LIk3FZEFkcaK6g3RIV8TX2fFbg8D4Sicqc",
-	"6WaKu8zX1nNkfDWVvtb+zvMVEUdCU+0LEzxEea8RV463yd7iyoYKRv+XUgE2mqw+Pvaam+48gy20fFvB",
-	"ltLl3G7W7gO9+HXrp2Ctr+mn9/JQs0mhio4pciXndVeKRtXfGidaIpT7IR1U9nGsgB6YoenrxHDT2frm",
-	"E8mikJPZHLA99iR2cl6FW7iVM9QRGbpwCsIt6saw70v33j1zbeSfrfuMNRmc+wizv9j5HvG+qu0PoBWl",
-	"wdMe+OEwk5NVaU5svDWVMpgzF1UCbK0g9Lf7/gnd9wqAjJqcYMozpLtUqVGQagxWvSd2nlBgsdofHuTT",
-	"P77f6amlbnQ+z1lNJJVj1yLrcVn4uqLcMup09a0HxoAWqoplOeeKVMwibQ64ArgV0FlNdKj/Q0iLQEQA",
-	"oLD76gJ8B0CuCB2Iy9Ph0UUgxok0osV4GhqSdV4RU5PKsUeyb9JsgUltYAAHUrVsSvcH3hPx+rnziFaW",
-	"x2BtidEE4TiGXmskkchy6rjB3JoDgVdoqJiCJ7rdgRsRDN/eGZB+wNuRzJUjgbFxjQQFvjxLQSax6IoD",
-	"pExhMIq9d49Ln+jVEHfp7gQCCOJaoSmlA3V2B8BM5pqgqoUzhyEXJEULphwhlnbYSDeN0l7qlegFjfNb",
-	"/WAX3Wp/2SBzfa6wKT5NhfqllCmk9XGw4MRcOdeh0hQqi4oyygY2iSEJPuIchRgJ/AyUoFp1NYINasB4",
-	"ncjpBYd6PZlIv2nXVdBkgYUl4rGQqGcF4CQmuWASLnBmoBSVmIpodc33eUh+dz+qFWash+YwUc1Mhr4c",
-	"Ls3pjI5OCpGX+r7G3wvPbjzIk4JFWnOknBcTywIZcBscmaD5bLBy3/9sP33qFKE/LZsQKvyCmYGA577D",
-	"mDnkliDD+hlgV/rCF7916QcpxjIG84QeEZkfLHNDTpwMy5/EOVlzPPrOs1t1UqyDl+gG6Gj3YzodlY8I",
-	"YnkYmKLAot2iPO5V3GfQn3CdbcDHivvLRsjbU7sdaHE2p7tQctSay4XKFqkSsZokMTXQofROxq2evl/d",
-	"FccFi88kGvyw4ZtvxQI2AJ8DaarQfYHt0nlzCMSCgQShNsUS1DOVKuwWrAvw6eYwMtB3pRra68uTNoMy",
-	"iLESEmeBtbzQ2gA5Gi6AYIIIozHxzYaoH6Pm7M70iaQ1z4zpAOsvsndMyvxW1Xwhtyom1sXQwj2VUCOb",
-	"1FzmNyoeVG2RvLBqJ68oT+z/qvMTV729QK/fgwQ2p4lNEpcyNS5rTOkncQtE8fWTOGm6O3mrkJ1MyLeJ",
-	"h9hUb5Gv0mXUrNtox321G2oe8r85beBAGc6D5PO83Bf/HzI4mgoJkJVFmqjcoIBSyhVHlp3z9P2qlCIl",
-	"EwfotngOhCzE8Pj08EDEalHMMK2Kt4T61Zs8C3uw9WStH3XIOnrwxxs2L2QRSNXq8A09b2AaT7NrmDJr",
-	"ijEhCuJU/LhF63L3h0Bc7v4Q6kk5L1OJ3vfl7o9wf//e9Z9IOxBvji/gE++JVHnbXncHZgeTnATpL3qV",
-	"UdpdmfF/ZoVKgfXSPi/734VRogWCaOgdgQRahNMwwjNGgbNiU8gQkZAMNvWgbSH/3V/yCAKbpiWoe9m3",
-	"XLRS64LDs8QR2ve4jJUuEiRIw8Ua8Mp4LloHX/Ta2yga8H//z3NMaYZ6mlyDONUkm6vKq/bpz1EWBRkT",
-	"ark/EmNSoQYzRjYhV+MySQufWdwvkDuck67SfOD2Y2WFrkzCD2vmAJMEfcoIXis0HgzlWXkjTVDLkdOa",
-	"dyUpwOC43F9iHUgiUGcnHJN0+Gqzv3OvZz7w2Xp9aoprVRCHtVMdEOajeMMBM5eH+r6oNxKJuc/RvcSd",
-	"6mHcRrNinn4AtZGdzr/rxn8nnlYTT9D15ELVgHqI02nHTh76Cv+8Oj1x/FyfaY4pV2DkgU/kMccSbKAv",
-	"qTjSmM4ys+Euq6Om2XWHnAnCA4N0bakrZTbndABqSbTQ57ZOZuARkSPWyJOwtJ4iAXl9LOlARDeJjlGk",
-	"hyYrakPtzrXR/pytxR2hdj1rQPLmDnXtUfB7z0JXoWeTxbvEw9+jOvKZxvS7H82+eDLFB0QHssnK2DXi",
-	"MG6fB1GFi9Mh4yr1tWp7bSWVvfvf7Qk5Ox+dnH/77dHXo+HF0eHV5UHka6VUGx5odeMr75rcBDDe825h",
-	"Z28g1ptMeFcpDQVufR8HWaw3BFjXJk2zO14ku485H1eXB8dnx2ffjv79+uj10eib1ycnkWhVjBMfLY0x",
-	"nCAv2j34P0ycACcAzzzUWcZycnOdA3Hbz9n4wS0kFFbdy8DZGLYFlbPa5OVDBzE4+aFu8PKTgnk5Nrj1",
-	"do11xRnplPZDrauQNc/u7IZRoTm8iwPTFfbi2ugYGgLsckTRI2wiuEYVY+wI2BS2tgPxCwdMJhAHfkg1",
-	"ED80B9HSHwoIIRYzNQ91q7qCigMaQgfhLPYDgJEo0iIBvEpMwneY22DBO1kWGXwdtQfiSrwSP4hLL8AM",
-	"xPfw19nxxcHJUNyp5Hpm99YL3H5/ABhzAipok9GNhN/+yB+CbCcFiDci8xIhQgK7/vX2CQOjbpNFJFoL",
-	"JN2380wFF4rJoyokNjZg5wfFYCQ9QWQKb83Zz5Rbb32fpXEgvstmUhuTYe1j94U4zCaTWSJ6L18+H4jD",
-	"mV0v9M13pQaKrcOZmmdzVeRdECpO0644keOuGC5N0RX/+FK0dnd29tuit/O80+vttuGg6M3xxehn8UqY",
-	"X/KitRD/vzDlfCTFcDiSonU3+llu//bb3Uj+9lv7v7ti2/u2HVFdRIgIfv0KvrwRLTux22Z0Y48oRvJZ",
-	"MZJRQDMN82A9Cm9qQQTrLbC7UjIHa2H8KGQhSp0U1bGtyIxuIlKTQ+wT6Kep24SEn+I4m4peUHugz0y1",
-	"WiGHYzDSgzf6mcEzID29vVzHXe5H9OW4Qvjm+OK/u9Ya9/re+wfoR3uOng2CCuXJ2QqJeQXEA1XvUCRa",
-	"B+2+azDiVF6pJ5LYw/wf23NXfwYiynffRuKViGiKxW+/Lexzgsf0228/2P9FVNfyEnoC7RJKw9hzjKpM",
-	"TzSwnywjP1MSCC8TBA+7JzrwpBPRWo6SG9ERy5ksRslNtUKqr+ykwUqInHRmUjhIFTXt66XwLUv0y259",
-	"CO6yF5dHw+H2cDj60Z1ukWWgi1UWnWzamWZpvFJVBggaPfdnRvwLf7OWBsHOV5RZAe6667lCuwlXR0Nl",
-	"Y9oBylPiWdBo+TaLZPuyOw1GemDflR9h2oHMqfAWkkxToaul6FLwZEI5dffMiMtd4qmjDFUkWtrToAfT",
-	"0+6LaDZKxCvR29biC1GMkmeidfXsqv3fTs/+FQUMCnSl1WcskslKPzgNk0zfKs2CEgRCa8qFVdSL8lq1",
-	"cYz53KiJjfzBogyHo1yZbd32nz8+/APvobc9UT48wy1qrF0xwJhQw2ReV/dwUme+rWrnpi/2dvYc65nX",
-	"Mp0mNwqa8ysEs1MoZbdulqVxVxzoUHsZNdGYUCOaeFLe4GfSp4bJs/ORc50ujw7PL7+O7s8ZgSvyqYuN",
-	"dJmNaC/IX/6dV/ort5T547x3pYtW0yJ/6kwYqslQTWKsZonjH3VZMUDSwUoHN+C74fnZZ5IGyxZKy0XS",
-	"5Ue6qXnpfKH0wcUxjfwPmQzKjWRj64duJNLPdJHLSeFHwnfSCKxO2BjoqfldPMmBxoeqCklBIM/xUmLi",
-	"/R1z/OPB6cn7zTGf+KPPcV/IRVIbvwOEh9r+D/N/eF1uDyftEp4c0ZLC3pKYy8Ui0ddtbspITKiheGO/",
-	"7cRqkkFgxMKL1tEhpynLjY3vBkgQDki0LF6i1r96W1j3Fcp12DBNAPM/QvX5aVYIPdiGFeLLd2wEOHpK",
-	"pCwMuOQwYiAizP31hdNzc10U5OtZHzHU0oDuG3HBksAbYBBaLq52Dg4C51XcZs0sbDmBTtwMBibTgVjH",
-	"P4pxVhK4zMegAL/yBib1i5qCyQPyuqycVkvGzuVb1PHd6vd2vwy25ol2fz84x/tZZIyD1ed/AQXT5FcV",
-	"iB50v+zs7OwMGCaJ8Ej7WZdbw1bGAaXk1clK5uXciUTNE01/B+t9vkFTrirS6m0xmpS5yfIqTGIiKijx",
-	"tuxKRaog+j76oXOm3hadQzqM1mDrcPimvWnweIlNj3p3/8XjwuiqxXqSXV9AT/L7aGqtvNgagxqeH0Bq",
-	"1RogahPWnDUE8ghyNXCyHIKW4ibQXcdHAkKi5Aqywuiy3djo/XQtD+8sFsCCbteUrA5fXw7PL6OndQ2w",
-	"f6cBf7c5TcwO7kbj/102RswCxN9IQ2LKMUAeyLDWNUlECzRJxkus+cRtktcDoEiiGRwxdSjfCKYz6q68",
-	"0zZuAHVwKiq6VTQQlVbjQhpmK4n4wCID2EThr83AgzcjeyWWHCPaV7o2UIfjQfdpIX8psTWLqWu4/ScI",
-	"tcnsnRmcBWgrrDLMOAOw1uMMRb5nybQAOs4cb91TTATJQ2LJ93USQf8XpXIzbTKWK8lVmsnYhBrx05g/",
-	"tJMMUB57C3S8/SxV0ImalUXVM4MOTqgBAYfbc/KrffsJkQNSBAiPQeZyMVV34vQrflT9UEfWd+gSBm0E",
-	"sptJbOwGDF9g9+BojN067mOdFfavUEfYH9FlnBkByOlTgthEz4yIGObmXSPU0cr58Wg8O1Bx1E4+Aqli",
-	"6lJduUbX+iSj0qg4IjFJ7PK+M+2B2EChEWrn18ztSp6WabrJqfBKow1exf376+7a7rr/IXvr7qfaWT9s",
-	"q9zv7T7AK1rdoNIlvmywZyTYz71xAPhObwXvX752rImfcu/2rrdJVsffke19fyaVcrd8wZ5kU79c/tF2",
-	"wA/lcuk9Yr6I00GsT8lE9m592gg2hmzR1ej49OLk6PTorGpF/GjKRT4+xtT3X2+vd5t7fa/fBqqvzfpF",
-	"1grYSC0xHFFjLwywoOVKzu3rSGhmeSfKBYs8YOg2U2kMFYW5mmf5klvg7cZonag8uxO5+llNCozS6HAI",
-	"C2tkFofDN9bmYwPcOueRUyBF+WsS4JB5gZ6KHc80VyoQ47IItVEaYnzYjyIaTqqKGtAJhwWjnLO+W0Ud",
-	"F2qalFzJ2OXtafiwkaIePpSiEB8LS6MVdebybQd/2AGiN18Zf7+3K06Tr9oD0t6307zCSth7LqKLgx+B",
-	"QOnq/Hx0cnD57RGWDqzBqArmNT2hgdMRBgsKrEyJBpnVUscqRjBOqFtRh8/QgY+q0Ym9NiBu6SYLkrEi",
-	"WjmH90KYF80USHNn8ZJniggniPwQmKrsB8R2BUNzwHG8Tk0tRBTZNbY0zLI0rpzG1TGLL0Qv1MhK3BXf",
-	"O5FGEIPD4a7M6u5L0Yj4CDWhcgOvBwxdJzGXS2ICBM5YWFPsWzagbmUNd+sCTvBaDl2rWV9M0syoaICT",
-	"wJOHaie01E7hXeoDxtE9b3zBxLiMrcNL68zNC37rLzUpfiklcETQtj7LTPHMiMVsaZKJTOmEbUHk7ehh",
-	"0sMnIjKyCIyKhnfEqKJSHF0nvPw5G0PjCfhZRHOgy7nKk4mYyyJP3gZI3DxjHkQKHO+S3MaMYhfeGgFy",
-	"+FEviEKNK/FL/Hk7EIu0NPW5mWSLJWbx+8D2wHJVPGDIJE1mMgeNeShbPv9Hd1/8C0W9rZXKpmJ3Z+9L",
-	"D/hvRKv3orsn/vVVqFHgOBC7PXsM17fXSq7TpCAWELwY5CrljdKhxvnq7X5JSBePpZKebGIGdvBsIsES",
-	"VjdAjNj2ijh3uA7gvZsC4kpSwyXAY9aXM8wBLufaWhbSt7eM1MLT9605AlWkVXtU58KbytSoqO10D6FY",
-	"TFMAxfn18SM3Bl6mikigJlPkS+gTAL03FQ/E/o4dRI0B412w92owRLMKRfqxdWjAvrDxsUu7cREbNEGk",
-	"OzDnlmAbbWFgYG+T30k5uXGXUzZca8VAOEpqLlkeagTAphRTz8oizu40dUx7l8U1TaCRqbqDQDKXaYrk",
-	"vYUhCFG1Aqh5AEY7z3LF4lQATLLvu5I3WN6GRUBDxpiv0uGjk8GrJcU0eWuHfaty7oK1C/c0+SrUrbzU",
-	"mAcYl9Opyk3ATO5YX2rjOVwY6mN0JzOpNUC5q9ZbA2YWRt9ie997Cbtk1UxDRs0MnIiT6c5jwZwt+6sX",
-	"9Zt8+Zqhbrxool27MqXC+lXCegx0w/a3YxXqF3viX8lXorX3vEfbdzsga2JHbL/D5iPXVoy9HORPhVrm",
-	"uV06sNxf7MAtVly8uAfv7r8QX4gXe9SnjQ01lfwouiHkwRj2aL7NhMmmBS9H9EwKeqVMORelTpUxoY6+",
-	"PT89Oj05Pj2+ipgXHh0LtyRFa3j87dXR5Wl7bWkmpuLfiHBpM2IqOj67OmImjkF9v6dOdvBDrQ0tZirJ",
-	"nWWDH4QamgQb6sb2FNtIrvJzNh4lMXGr2MONKqI2b064pEMd4bUJ3OqR3cLnFM9jDoW9Ou41RBCE0gVr",
-	"mVRsjMaJalYYDiehiykd60Dn2VjZdSxwpQC5U5tNvdRLBz6p3Gj0miSew+8GAm6NCkWFvowR+zv/gOke",
-	"vv7mm+PD46Ozq9Hw6vzywNpkcmWAPdudbpqkqfF2Awbwh9o+QlOxUdcEXyZZrNaWRrU74T4C65kipIl1",
-	"wIh6AE5FRvufr6+urM/19fn3Zzh5l7JQfe9cyHslq90cHTh+bcjB9N4dz3Oal4Z66MqF3cgwAcLwNJHL",
-	"Alxycsfnie7Yj2ykwS/ci/395y/Qtdg2A7EjijLXkGbMptM23o8U17kd0kLlSRaLmTTWNQJijOrk9sQd",
-	"+J3nUvd2hGn3weTDIvyCzvQF1jXhhVIABd6GwQaIscPv4OZm8lbRzcf2wcJt2wdrn599sggFgMqHKbJF",
-	"Re+dxClHKa2oMyuKRcceDJWgrCz8SXhuhxnUWs32dr4UEaUFRlfHp0fnr6+iQNQCNJR0pHcFRs+0pRQy",
-	"YFRG5N7WB2dPw7XUhRofP2wV4M83hBCeOQmawoZG9Q873xzC36sAMi/TIrGx5PY0y+cda1nsx0pjpRh+",
-	"jdUWOugKM1lchwnERqaq3wMsv64du5a2gLD/vRJLr2EeHqY78pfuAoHUQpVpOD26Ovj64OrA/8xFhucX",
-	"V8fnZ0MQJjkeDu1HFweXV1Et+cXJssftFfnycZFSYGesQVnY0IIN/bptAcMzVRAkp6BiqIBnqMkOr5qT",
-	"DQzXoba/p0BqZVdwJoVgFyiX+Ugraj0MqtPvYRjUr6Aj6q0NYKzj1ZQVYtePo2psr1gJlLz2uFoGwE3A",
-	"H9BPedSGm9rDxCSSfZhlmopWY2qm/RFFCT8hu/ifKCNNiq2PJULkxev9+kp3IXm94wYXuA3TMSvwQeF6",
-	"qCFeB1EYFQOX16BBOp1SH7WcQahxuXXFit9a65Rjo1i51PCug0AHG8qGK35shn1/ett/AsVN9Fd8P/9w",
-	"+IYbgvMC8nZmqSezPNNZaWpVjweUOahuex+0odLhzdVKOd6OAqUYWYfRcLYHgih4uBGtt6jKwawsCaR+",
-	"rcXGxFtk46mVMHn1AoJDV8zqT1IlvdgLEjZVeAtDxhKAwyM4BckE8cwYU7uXziOvwKYIltKx175J0lTF",
-	"7UDEcm7jXGr9ZEZOyDyRSqe3CQXAjla76e3aPa5mGI1cQmIZoJk1XUqKtFeDX3xkzxBuqUTLXqyT6XQZ",
-	"hNruHdBlkhihdAx5T4pMmX+DglsgD5ApFpR9TWZIijJVcMYKpRg8Q9YZLstyhtAdmqiYkt/7wrQ3tD54",
-	"bvLWQ+DWsHjvBVu/H+TwkSrb97j+f5Lmhdf6RtvXC+FLohV9d/7VR6K/+MsVqy+yNPXt+3sZblKj2Vyo",
-	"PvDSAJg4A+msqlEZvgZynXrO0gUxBfYKU05QLUSLaHYwh2utpN10211xhJR3d3Lp0mOJL7+1ycKL6PDg",
-	"7PDo5MSaPq/C4wqRUJsuAr944FwainDs5gQhjmjVbuWZQQMFLJZujmfS3WCwfkWiiWKiN4TUXKsYNIpY",
-	"wEKJqjbhzoseGiSfFnkWlxMF2co4MRNpp4Ay0VWFledJVkni2gbH2vcKqtHXyt4FaOPZF+6b47Pj4T8h",
-	"dcxKxvXHiGkn767jUPMZp4lOzIzKlJSfgluDJgPQv6PW+1Y1M6H2tfAkpMuVJgY0SJHirhZnWjHbNT3z",
-	"hHK4eJGagjJep3FTOIQ5/ntfCKxDvvICeW/N/6zw2oM2mkfvh4M3tvZmtuov5F9mA3zq8OiQCJIawtsP",
-	"3FDfwSt6xaUegCASP9xm7mfO/MFOVCFstbobsTZ8zd7TY0ADyv2WcPK+Z/jts/j6/OzIHbtqv1m5FJpl",
-	"4Mi9BtKe+51wR1v3Odrbj8SV92f3s102FD2dDQvg82kkJt/SW+Kt+oL+O3J4T5Y/r4+ZEWtU+RZ2gitw",
-	"jIo3GEF7SjUp86RYwvs9VjJX+UFp383//GTfRUzXNMHyaXA+ckTGca6M2Qq2yjzd6m/NimLR395Os4lM",
-	"Z5kp+vv7+y+2mnH1YFjBt+kUqelMFCS4YvzrRi1rJzUNZ/3J3eLq6YHuoC4UOcsK0Lyu7Bj1eq8P7mBT",
-	"is1UB7s5XT/8JLlVWhlMxFq3IdE4RXQoAlU2TIprBEa2WG+0qpANx5xmOimAPKz6qTPyZsNF6r1QTmeD",
-	"Wchw3JNMT5IUqXUq4EMqx11xEGqX1APAClMhVifupNn1K6z1kKg1JMqu+0yx6vXZRgELcKVy3CHBkJqS",
-	"wr18rBRf7e/0xNrrh7EdnL3hNEyAKGCvXSd/s4Eyzw2mzEptApRlIPXthcwTg4wpvm9Acom46dJjcY1m",
-	"v//0+/8LAAD//w==",
+	"7L17d9u2ti/6VXC1zx2RWkomqbc8+ocbO41XHdu1nfSsVlkiREIWYwpQCMq22ua734E5Ab5EPZy2a+9z",
+	"zzpn7FWHIoGJidd8/ubvNV8sloIznsja6Pcae6aLZcTg71Phy2t6z9TfcrVY0HhdG9Xu5ozIhMYJETOS",
+	"zBlZqles2iONVqw2qo1Xtt32/5/Tq9d3/7w+I/NkEcEjNub4k3pCIsrvvxvXGB/XSr8yGhSfLFhCiT+n",
+	"sWTJd+PaKpk1B9lXtS9W7c3Vzffnp6dnl0VKT0jMaEAS8cA4EZxQslglNAkFz8hV4w8U2VkbVm3BpIRx",
+	"166vbu8IZyyQMFSxZDFNGIlFxI51w+NaQOV8KmgcjGtkTvFN6Fm9VrNqMUviNZ1GrDaa0UiyL4rkiLGk",
+	"SO4VV58to9CnpK7aYIspCwIWEJmImDXyRN8LziZ0lrB4IpkveCBrI8dWXcH3sjb6FV/SXVq1uZBJbVR7",
+	"XNSs2jxJlhMaBDGTsjaqOW6/ZbfsljNyut1ur2bVwgBebbYdZ9BuTu22PbVrVi2iMpnMGY2TKaOqNdd2",
+	"e03HabqDO9se2c7IdVsDpz0cdN1B/xcYOg3WtVESr5hVk3MaiKfJI4ulmoNRbRnJpmrCcdxB07Ztx1ad",
+	"w+JiwaS6B9tudYeDQa/vugPVg25tIln8yIKqRh1F+m+LzxPGg6UIuWo28Zejo6PiwLu1Lx/V1LxlNErm",
+	"twlNVrI4Q++XllpEImARoX4SPrL8nOCTXcMDSuDzSSRooMhFzixjFoS+WpmTSNyrxoJYLJfqBVuz3ReL",
+	"RZhsYYrjtNxhv9Pt9Ho9xZTPK7Zik4Atkzm0EDNfxNCfWiQy/I1NputE7XKnPXR7Hav2FIcJm8xoGEGn",
+	"XxRNIhG+iLIBOVZtuU7mgufGeC+clttrDdS8qRmIc78F7JFFOKHAypp4qFm11TIJFyxbtq6rmH5+efv+",
+	"zZvz1+dnl3eT27urm5MfzjbPnZjdhzKJ168kCUL5QEJJZqsoqtjOle3ld7ZpCjYXvWfEp5yLhCT0gRFK",
+	"gB8j7EV1Qepnl1e3168bxf2spg/Jvzu7uTy5mJzd3FzdlI4hTlZcLpkfzkK1mYFNZEZXUVJJeKGlPMkh",
+	"T1jMaURYHIt4y8Fyfvnh5OL8dPL69kP5NFzQaCbiBQtIEtOQh/yeqLeqaMjayBMQhZwRp2MRX0SrBSeu",
+	"3XVI/ez6ZHI/WbJ4ctEYkXGNTv1xTU2NYiclAfPDBY0IXy2mbC/V729uN/hH/FUsRUySeSgN+4IwgPZj",
+	"lqxivmsM2GJ+GLo5TaHgrNAytsgCi+A7AV3QexbsIfzi5PvJzdnt+4u72zL1EZ0S3IAkmdPELLSpujlj",
+	"CS1vIz7fanHxQnPtEZFwXavDcoT85uTmzWvSbreHRO2zPWS/O7s7OT25OynTPAtZFJA7vUzeqRs4EAwZ",
+	"FrBZyNkOqtNG8ySrW3xEVvyBiyeu2x/X/MfJTETBuLaHzpuzn96f3d5t3u+fV0wmyNeUwAVN/Dncwr7g",
+	"SUz9ZAexpuUie7HZqQjWcKNTjntuBJ3wV6YP6c/Zgo7IMlaSQbImY3Mf4Q5YhFKG/H7P4O5uTs4vzy9/",
+	"mFxd351fXW4soHS3iqW6IgqriC6X0XrH8Dbazo9zGbNlLHwGRP7qfGw9hTwQTyPidBT17JHxY0LJLX0M",
+	"k98e1s0fRETXBF9SL4hg27b4x9X3kzfnl+e3b89Oy8P5JKY4BBqBeEAYDyp3QaGRPN2qhb7vMHfWs5vd",
+	"qU2bHb/NmkPadZpuMJjZrDftUMcp9kDqgeCssYPiy6u7yenV5VkVxU9hMidc6Nt/zZItBKdtfBXBoSTx",
+	"iqvJPiaCR2t1fqoDSjUAC1H3nwglKgolhPM9A3pz9f7ytOJGwo2oGg6DHWPBz/OD4SJbkerzce2QoW3d",
+	"4v8Q0xPfZ8tECR5FvoMYE6hO8gQymYQLqiTEYBWDOJ+TgS3F6wnIr4MZczuu3WuyYWfW7LBer0mZP2tO",
+	"235n2O67venQTaWTySqOaqPakRnZ0UFfK/ovrk5OJ+eXk+ubqx9uzm7Lu5eLZM5iouS93OxWMHyjnTzP",
+	"qW4GZ980FnJ18twrMf6YAG/VIzoVK3XxIlOq5ZULOr1hchUlckNOAP2OLhhJntQig5cIlUVRoRbR6QTv",
+	"nkkYWFN1Gqo/pE/VbHy2snvJOrs+sU7fnlin1ydj/vb64nXTdYeO9X3T6VuO3XEtyxk4ra41dFu2lb3h",
+	"4htWKuy27+zByOmObPsXSz1uOaj9ZWP5x+1VSQW8exJENWgGko3g199rp29PaqOha9XOrk9qIySiZoZS",
+	"G9VU/6D15IZaG9XSIajFo8erBOuO+8X6vXaq2lLEvaQpWIcpx/ISfm7QSj3Jj/ZqlfhiwTbvRPUreZoL",
+	"yQiQQJ6oJJw9wjK8vy+etXCRaUUjZj4LQYtyUJWkvv5lxdP3fv29FvKAPWvVZDtvCidGpuGg2SCUxLBH",
+	"r2QwJWRvReKe1PNEgzwWsIglLCDTtVrvjKtX8USnEnQOfa5NoHGt0F0IGpzE/lwN7Qav9iLTblgTlDel",
+	"2lNOqH6XGFUmxy4pVrEPO1K/lKmgRY3PadqDtm3bNUPBmzBilb2fL+Agp0T64UOYNCNGYyUhRQUZa0mV",
+	"Llc7kvHjUUwXlIO4emTUmKMQWjlaRrLf+iSmUajOzJRa01pKaUSnTUVtP6UPV1V5Nc1FQuQTXRYU3ehe",
+	"xGEyX9RGteuLW7d5eX59cqEOLHUwTUC9W8jaaIAPWLBX5V/G7DEUK7lHeTak3iZKIq9k5nUsFkJNI5Hw",
+	"0s45xFe2zaDbdGynq2fw3cnFm6ubd2enk81D5gQFRZBptFIBL22e8aVWtsqcupVHGoUBtKUkZ/a8ZL5a",
+	"/IwHahOFfLlKtlyq787u3l6dwgV+cnFx9fOmFBaLVcJAqlG3BWzIBUvmokoWqGitJNrPRUCuT+5ev031",
+	"vigSTywggpMjuLSOolAmx+b5iPxwdreN9vPbWyWxXp/c3G3KLUu4/AzdYSKJLx+VJlUlkBWaKpC8ipJQ",
+	"fQRfKkVEPh4isr+7Oj27mJy8vjv/UJIST9XJpEQidY6hKahq7RnC8u3kCdOfkHHVSkQKsfFjkjuyUDiY",
+	"hbFMdhL+/fvbf5YXgulxyhT1MWtKX8SV8niujReSXGpbHd+HisTV8guS8vrq5ub99d3m4kYxSR16uCu5",
+	"IJHg90qAgmtM4sKZM/9BrhZbh5q1X1g7WeNitnXUJW1U9WescOT27UnTBUPr9qnaJrqn86Xa1temuQS2",
+	"DqRakMeBHDB91V3tpl2Js+WJuTTqU7qKd1KsmyhJEmkL2oS6i5Dbu5O797eTd+e379ThVGYlXgRbrQea",
+	"M68k0RbMbcSWu3nphtaihAX946V0rIX8BBVPTWlO6Ng+6LuTmx/O7m4n7y9/vLz6eeOuEpw1Exrfs0Sz",
+	"0pyllMgwYD6Nt46z3HJ+nIph2J4W4iRa1rAnygPQX7kwnRBOF+pQUBuDchqtE7ZzVO8vb99fX1/dVOz2",
+	"Zeg/RIxQ+aAanImYPBXtbGDmCFb+jlMt33x+WJI+3otoMgujhMU4F2qU341rnNGYySTbIXK1VCLY9tlh",
+	"SRz6clNB0X60hf49U7L+i7w9u7gmmbg3yQRkORGrRPFyEogFDfkkEQmNyO3K95mUs1V+HvBFtIjRKJyi",
+	"1kzwwxGJGfCG3LlKd3xkxFGitnn6k3nYGvP/IuDTewlBvljxhMVj/pKPbNTs3qn1dMoSGkbbTkHQ11lA",
+	"5iwuOmOCYLsLqdca2HZ3OHTszi81a4c8C2KzPijlUYXs2uLL30CvU7rIJO9KdVwL7OXaf5paJTpDf+o7",
+	"frs5bVPa7NDerDll006z03aDbsd2/KGjBsIFuGdqC/rASMAWombV0PsoYnCtwJNYPMnJSiq1rGcbcR91",
+	"H/X1rzW55smcJaFf+2jVjG1j4svHiZxTdQWNam6vzehgane6/V57MPXZtB90GXW7fs8eTOmsxwbutOP3",
+	"e+0uc7uMUjYcDqeu23dn0+GAKrU2bVjRo0j5orZQutpjF7zJStu2W8Nh17FQS7Zbw57T1uq3+qU3/GLV",
+	"4oVkufe7Azt7v923++n7/e6gr/YVGsKMAQeFzYqpOsL3auCHxKH3/Clt99x+0PYd2usMhtOOH0zbtDeb",
+	"umzmdm3md6f2rO84vQ4NBj4dUjtgtkOHU384m7VrRV9apzfoD/o5f1fuuNbrdPuK7Ln9brcz7IPb1Lwt",
+	"jTNeze4+JeqJPjJ0skxg09VGrt0ZFJ7HlKvl+Ktr21bbtW1Qj2GXnfOZ2LQDaTkWePoVrs4dimLFhnGs",
+	"8kpp97KV0nUHuZXSqVgpvWGnnb7f6TqpYadlD9tf9k2BY7e6Hbc/7A/t9tYp+FMsvgjLyqo6/DUPpQXX",
+	"5Tav8m5vMrr7t3MbFunDtDbquIXlaTr7CzizR3G3DiOvO/hv2j1fsmm6ZvFMxAvKfbYhvaIrD+xr2h5W",
+	"9gRoUUam6/L3Gkd/OizM9F9nuX990aZCOLI/5ub0416yDdE37DFkT1UOc/VcSRg0vTLrNI7pWhJf6f2C",
+	"JPOYMRImbCEb1SP5Fai1YDw4jo9WIWzo12IUkWPVPru10a92q9Np9y271R4M4D/tbvuj2uTPcLA7nT78",
+	"Y+KvFquI4jLPnq+hha49HFh2q9NrqwaGbeejWkv53ty0t2Gvq94atm3Xslt9u5t15rZ7narO+l08drCz",
+	"YX8wgAZ6PdVAp9vd6K2d9TYYOPCy28WXB7nuHKdb1d2w5/Zy3Q2GXWgBhtjvO92PXz5atYg9shjEhl/t",
+	"luP01GCcdld15vSxl4VkPjLY6SpS3YENDLbbQ/PzI/yu7khLX6J4fX7cf5E8hsva6FenZbc7ltOynYH6",
+	"X1dxMzvnpD7iXNtpdS3XdltD2EJb1NZLQeTKn6PVqUII3+ppQjPVD2d32owktwjXqoHzd9cXZ+/OLitU",
+	"hBmjySouOfpXXBrlZwtJ+RYLyo7xfxlr1yMNI0URqsmhJNNVGAVbaZ1cXP3ww9np5Pb67PXdzUmZV8lc",
+	"tY1mb3T1oeGkkspyW2WlrGK0pBmJ+6ZcMj+J6TFaR6AvfLRalDrdMojUt3xz9vrqZtPHiCZpFmi9UOt/",
+	"Ke+gDzi2KodVbr1aqU7t2OMauDlMn8egWIKRZi6ioNgzGmK2DOxqyfjJ9XmFL6kY+BhKEgh/tWC8sHpC",
+	"LUglYQK6Q6b2kAXl9J6pD0Afzjk7ILJnRv2ijd5uOS11dyrBn9NlWBvV2i271a7lyPznybuLl5NpWhwR",
+	"aHDMFdWjMScEyB6Rl1GtPtRkjwhQjfrb9cnd21026CVN5gXt1FiNYyGSKnPLRoOFaAbV2rh2xBI/7wbJ",
+	"FPQVD1gMDp5cN1tWwfXJP8Ehe3d1Nbk4ufnhrNLkL9TOUgstChdhUklwuZmtNn/27EOcqWN3Bt1+j6BS",
+	"sYW6dBIuxP12D65SxzZdt7lgwzCwknDBLIxJ1FNoxSJiea+t+nviCz4LA8Z9ph4X/ln8NXEn2nRgfU7/",
+	"Sh3EandaGD42ATdi5jL255RzFllqWd1rx/5CjrntUNeZ9TtN6na6zf6wPWtSx+83p4PhoNsZ9IbtYc/a",
+	"FAr7Lafj2IO+03d+sSouOgvFX6vttuzuYGB3e+2B6zru0HIGLSVMDl2lEzuO43asXsu22+1Of+jYXdfu",
+	"wIU9cPv9nuPYrmMPHbszVFe52+0Pe2233e65bdcF+WDY6Q8GA9e2u53ecKgEFGfY7TlOd9DrdRx3OGy7",
+	"cDWrR52+IrLX7Q4sy7Jsy7G6tv33cSBmcMKnLOj03UFH0ZmxoNfp2Lbbbacc6PbbvV677eQ5MGx3Ou2B",
+	"nefAwO20XdsZ5jkwcNqDATBFc8Bt227f7vSgMeSA6/aHPdse9AedAgtq5VW/GZh+ApHoxpoWiUKQBWfP",
+	"yQQD/9Sr7HS9+scPKy6m8t1PP9XyEbhansXFCMKsL7jPeIJLMpPsgUdargfuaKlecbP3BT7TeyKv1LpK",
+	"xzlN9dhMqR24/cEXq1Zc/bVR17ZNzPABXtRsY6v744BlU7Nq6S5FC0tPCcQC7q5UQczCHGyrlm1w9YGa",
+	"SqsGoYZVqll+DYIaeABj3W7LHWomdVuGQ+1By9nB1kE/x9aum7G17Tp/K1t77XaTBrNhs+87w8DuTl06",
+	"pWW2dp12bxdbnQ22dvvDfWwd2k5nMPhFK686kHFyd/7u7Or9Vs/plEXiCe3NIQ8XqwWJaaVIXm4vf3Hp",
+	"tmYsirY0qLZhr9tt63vsaNtNdgNGuT1ZJtTosf+9qSb4DkhI+KjCozPSwi4SjF8c5T7Bk+z27ObD2U2F",
+	"O/ZSaTxiAU4MkN24qBKP898XvBUo609Xcm0CwiKalKOujRP19u3J6dXPk/PbSof23YYfm3C6YIESKDCT",
+	"o4qwcpNf69vWXZDFSoILx/i4M5d61Wq6ffv+7k7pDKcbjq+7TBWSCeRWkKc5OogZCmA0jk1Az8ao8s1W",
+	"MFwplfNVAv7/QDzxLfy+u7o5m7y/PPlwcn5x8v1FBcNnEWPJK0kCmtAplazgxKIQgFVB3ka7ZR3QNAuJ",
+	"RJVtVpELM3A1m22q8hvTn56hfBVF2ceVITr4Uz5OIvNDZnE7PuVBGJSOpsqjut10OraJtMLGq5J3TsyS",
+	"+qSWlE4yKnJzsaRxCHFkX23Iy+ftpNk0lnlZhnBtVdhYe3CgD7u9rvNL7RCzX6oe//T+7P3Z5M37i5Ie",
+	"ePbI4nWm88pIQHRSQh9YVURKVXuVJg8IyjWZNyPimJBW8klMLdLJBe1Ki9j62inEqlYvN5Ns8A8xfU25",
+	"z6JoMyD4k5iqhYE/6v0bJiSmhRGxiC4lCwpRwZgykw339cnl67OLi5IKmbU9XRPI/csCgn//JKbnwZcj",
+	"fEed4rOQh3K+y24+dAZKxO131ZymLsBu33aG7QFtUqcXNDvOcNqkQzps9p2B3R/0h9MpVav+IeRBjvFA",
+	"aEJhsR3kHNzpDcQEL5wOJfYN1JxgAKDawiYcVRvP96TkDVvtdmfYbdv94S/5fC+9AayaXE0XYbKvhXZP",
+	"aQ2/1Eqr4RTSGIsLwQTFHzjtOKT/38yXk03W7zUaJ+GM+slER4huc1Y7tnZWp+bsiWQRA8HWHH95X5z/",
+	"OJHsfoEPajHlgVjUrNpMRCbZdEGfCx48Vz0L+QSUyqJvr5NZpQ/218UrkJYFZzK8X1C14/xHpcM9siqX",
+	"Q+wWW+90ssYHzjBVCHqdTv/LBjldpcjoD5xWR/0N7w/VuaxObjCFqs/brqv/OZHwxB64brvCK1EiaOg6",
+	"mTuz7w57mTuzZ3c2KXJbnfYgpchO1aCW3W3nCWq37TJBHXc4rHBclAlq51TRvlLMM/+q3a8iyLVzDtne",
+	"sJNOWAdU15Qktzcclkhqd502ODcqQiIO3F//vpCIXn/ab7e7QXfm2rbf7fXaPnMCu9/z2/504HRsv9e3",
+	"XdaljutOe13HHjrTDnO7fZvZ7YAOXxwS8Vc6ur9YNc6e9vrmxSqJQhZPwHIJNH2ujTpOf2jDeb8KGE/C",
+	"31gwiZkMgxWNYAklbm3kdlq2mm7dAtpLPiuVetCzTSg+sDpxMeeBRVkrH9UboOZOPoOi6zr97BG032q7",
+	"Xa0cw/q4/edl0+kPuwO3Y/eGagi2DQnHFVRm8lqz22oPDZ+aTmvgdlM+dR21p1Vn3W5rOFAL04wGI5BM",
+	"BkQusCQVBA5ZrrlgE/SyTAIml+GDFgfhTzmJ2ZKGsUm4/ituXHUv/tn7tiJOYc4IZ09MJuU7V0l5MP//",
+	"cy/f8hHxn5v0Pzfp/+U36d5b8z/X4p+/Fv9vvEisP38R2L3WoD3odrrtdvEiODBw9t95EaTxv4dcBO5f",
+	"exGoXzYugj3Bsn/2JoA4rrT5djeL3e102hXnXK/V6WQHb7dtyHHsllO4Cvr9Trd4zDm22kx7bwI4sc3B",
+	"a3dzFwEc7RvnrtMfZheBa45dt9V1izeBO+hs3AT97iE3gdvNCIJ4RkPRYOBUUpQ7tIZdu5u7CXqFm2Aw",
+	"6JVvgn63v+0mOHC3fOVN8H98zPieqwD8ftVXQW/o7r0K2t0WXFCHXwWHTNfffRV0WsN+12nbfaf7VVdB",
+	"pzXstXvDbv+XmlqVBY+7cQsYNeM9WIXLVr3Xtx9IPcGMmDCRxLU7A5LFHGrYIUnkXDzxBoQjqdfUAR/Q",
+	"hBas2vKxNjI6pPXEJ7b6H8dqtVrqD9fu9K0ccBHEtKR/Z8/H/BYWhGW3bAcCNWzHHUIr6k/bsdpuy7Gc",
+	"QWto9SDsKbtvNLaNPtmN9UJDJ7XzmTjFjfgpEAzdzhk4CxzOAYvDR4ThEtFaxAGL4VCUCVumqUo1q4YA",
+	"LbWRAweW+ZU/wrRsGkQAm+DjFzU97y9P3t+9vbo5/6UidQ/g7iALn2b4IaISCajQTiHlELNryZTRmMXY",
+	"5BZf3vvL25M3ZxNIz9qS8bUROhaFMqkkJ9dUIWQM24nZjMWSJIII2ZJrmbCFRZ7moT8vpTMfq39AcOYT",
+	"lYQ9M3+1Pd8rl1I2eXd2en4yufvn9ZY4MoxZeYoFvwfQIsYTkqyX1bytbLbgxsi1QBL2nBwtIxrydDAa",
+	"buWYSMYDgBAKfViIR5/kVt/qh7Ob2/Ory8nZ/z6/3QC5MsGeJsYOXMUp/M42n1Opyf0RnqFM2zwkHxWS",
+	"g+RScKn9eAxQ184yXxDwCUS+MhNKWJjVCfX/K2az2qj2X0eZVHBkvjqq+KQcIL3z++zNzYiBnR/m3/0C",
+	"MsScLei2z/BXeQRcudHsqgHzAib9OFyiOFs74WuiE81pGK1iRuozERPdLenYHeKlNHsW6dhd4m0ywbNI",
+	"124TL0el12gBjKeIp2EQMP7CuSnAf+7kTPbmX8gXL23VG8GaRFzQUBI4Ii0y1UAFsYgYqXtq/XqNNOF4",
+	"zOFwwXAPvAZCwY91SijsB9hNGldUtcEZC1gw5nVPA5J6jRYGlpxzuZrNQj9kPLlFYMMXMnMbEONOvlZ+",
+	"9BeyuAr7sQKvkdS9Kkq8xmjMZ0r5BFjWJgBriRijdz+vREJb5DJ3rvtzyiEF20uPlBFJ4hXzxlxwnxG5",
+	"pD66wGPGghbc+nNGAzCG/167UV81T2YJg1OmOJRb1IvVZfNEw4RM2UzEDIN1AParbbdqecbBNYDgj/cs",
+	"VtyBeUYoyK85yjaxKvfMbeH1v3BW329BxYRpzHeqz4drulZS450QFzR+8cKujOjeOfLNL/7iJV2I+9Z4",
+	"hbPwfhWzACPKSd3bIEIz4z2nq2QuYqWBvJATZSlvJxMKL/+Vp2a+YW9E1GiUQoV0A7ogBwkfb3kMlPdp",
+	"HIdwbI55Jo4igmca3pUiOajjd2Nz/vzzz82TrC+2uUO971E4jRmNFt+Ncxkc45pnYZiSByat78a1kANI",
+	"zwSoGdc88jRnnFB9B6jTRCpJDK6AjCpeucVlEitRH3f4e54mFb1wer9aVKiIn9v9ceHtv3JtFFrWt+ru",
+	"4D3FaQjgQ+jEeMwLAsaIcKFukFVElRrJORrpiC9WUUCmDE/yLOxScDbmdUb9uYZdNCswF8aklp768ROG",
+	"KDKubm/Ogoal1u2YQ0NZXxaZxWIBFM8BYZrEDMZkkQVda7RH+TDmHmS74Ttei3wvkjmhMdu8jfSd/56n",
+	"yBPvWBDSO1hNLzwRtqkqe86Gys/+hlPylSyoRWVNhtS9alrgsEzJgbGeRPJ7KlkUcnYLqjGARYSqQxpd",
+	"I5BrqNiigdNLQrBcL9BMRSJGZULk5xWNmSRT3Sapn4WR0ibHK9t2e+R7wSLGpUVc2+42rDGXqylg0rJg",
+	"RLww0fKe9EgsVkowEDMiRaTWMfHqP5NvSUQX5PTVaYP8Rr4jP5Nnb8zhDDrV20LJE80gnM1YzJR0sqBJ",
+	"HD7D2fnEwvt5Iom3hIMpZuSZYBwy+Q0XqeeQJll6hEWS4Rt1GkXph47RswBbCkls4Jm6zLHq91o2kM0D",
+	"9WQKZ+CCUS6JA+LNgj6Hi9WiNuqigRv/4Vgb0o5Vi+hiX5Os2wIzerwA01QgVlOAu0t7cezc/6vsUKNT",
+	"f7Fqyz292S3bUd2xZz9ayfCRvTO9IJZ79tz0gs93kGe3ujmi7AqipF6pjKs3fq3RSE7MioM4ltINYkFu",
+	"GdoBf8Wvs7fE9BPzE9XsCQa5vi5EvhYnNgglvY8Zm8g5jStuy1v12BgwuM4gpXq1/aFDbps60vePgrSj",
+	"Q2xfKWE4YjHlPjsmFHkN1yiIAfa+ud3DOjVrk2x7bI7gHaMASmkizkO+MoHoFrk/ujicpo2+gZ/peyFP",
+	"ep1aJbm59R4vZLBJ5I0QSVMNpYkHzt9EcDoRmxTcgWarfyYryQLo7KCGS+uR71qMJfyF4mqchrTigFF8",
+	"qes0HRaQJonotHE4dZgdFKurZLNtqjgd0Sn5jlDyLZmSb0ja00u6gKWwd+ZZxekjP8dJHYa4McZ/uY0X",
+	"jVNGYlkxtdMdYyR1EQchp/G6eOE1/s6Jl5szr2Pwd0kTFQsoC9d/+YdnX/fhl+0j/ECjFatYv1ec6fII",
+	"ZAkZyvA2TCxZ8UjJmjKhYLGl3PxMMsS1VOPRswZ2UjgCWhsXtebjAYtFM+6AN88OfLOKNd/TxJ9/r7d1",
+	"abOn+MkbKpKVngQHTI9mO0TsxzKZ5JGW81TThDV1zYSN7orbt0JQKa30lPaKTlVregBV2+H1h2usUlPm",
+	"R7FS026pyfild7EHAem+jxl9gKSlgnv6hR9qP3X13fqYLWqQb2/e3Z69/kCOiAzqEB564GmS939XXU8y",
+	"oTygcYDFGlRPHnzgoRFhFWFdJjki1I+FlAT8c0rrG3NPcDYxDUygAQ9kaG8WPrPAO87Ut9cfSBpuSuq3",
+	"Z5MHImbYAkRVeFahcsYrSbwsQERR4TVA08w+0LI4RoSEv4Eg7aGY/dIjNrdI0unUy6FysWE6bmpHLK+4",
+	"oMpAUqqd4RGhUU90cu+I0PQoQhxyD0tXSJiJMU9LrcxWkklSp4pDPInD6Uq/BvBaRKwg/9Nu9joEJxQ+",
+	"Rz+ZGosFqvmSqcPRlMd4YOsGAUWeJkqj1hNc6AAnM62mkIOLvA8f4WhdkLq2vsvWIlAko8Wgo9UfI4lX",
+	"wJUa9iAiy/t3Natm/pxcvb+bXL2Z3JxcAhZEXmvV3jB4CviaxrGXoUa/O7u9xUJG+q8CsEQxK3SjkFC5",
+	"4snHimMudcBVnLg5/1r661SIiFFesQoDlvPn5T/esQpv2DJaV8i+6jFh/JEp8QUXWwErXi+7Y+Kplj3t",
+	"LgkTqQu0tMb8hGAyEvGWIb/3LOLp7z21VDzMBA/5THhweXL5xGKGONOwPMZcW4BeSSjStkY7RN1bikJz",
+	"E/hRPcia1M+U8u/pg0VqTFRvKoK1B/VlFstkTRZ0eUzMS1DMjRlqtIUoJUTvLGMOSR3yeuGjZUvneQZM",
+	"TYj2VAShYu4i5Bhv8HttQZdLiDH43UTq7bTWYMGZ8vC23hUGXdB8qBi27eVrwe/T9/IM3foBvoTffEll",
+	"nfUlhcR5WGhfrJrg7GoGMRS7rrWs9y/WnjeL3e65LYsc2Pd6jstQ8CHdG2kqbXl34HL4M/tjz6rI5vqA",
+	"MSKZVg0/3sK/UHE6fRMp3ctsfP9Pz3Ku74Pn+bDXN7iAE2hevM3Hhu4S7TYlG1/tdU4QNpOkb+M12art",
+	"s6EVAk/L7b/VydiAFqSOPUKlDO85Yo+B8Q/EpPqGUJO16jVSo4OSbDBgNgXn1T7OMAEzvYFBNyE2K6mO",
+	"ZZR9vFbuak0DZH2hrt+VRs0AZT1i9JEFlXeYDroqD/NHY6QC0a8JbhvtamefVzQygwU2AE1qJNBPU3DW",
+	"FKsio90qRpfjd6vmMqLxPTizQMRJ4lAp2VDLUyM0L2VGSLhYCska+6e4Okq4ci1Bv/pmYyQSkNjz+gOB",
+	"z/f3lOkINIoO2HAb2sLHslFd6wM53ZfQBJmB6x5I1oaONIq5amwg4+P9h7ejGe9on0g+5nV1IOaa1IXu",
+	"JGHUnzfA06h1AVgZxfbGPGtQekURMY22tmoFCb8GR1ZJ6QCF8blyae+U9FfGKjopPMfNkE5apfBl3j/Q",
+	"PJGdPhsQDinkODgREFlU8Yri3wXc+cb/fNvE6xRqaBtrrvP8sEjIya+2RZyPx0SyNHxHKRDE6A+DFjmJ",
+	"nuhaKmapA/N4zGmOpyjVZSBHObQO9dJKKTqhJBGbgXpkESlQKVrQJTgSpwxlySovzVYGH2xN38r4g1s4",
+	"+5MtbJmoVLe7NVGJ5Ts2ZvfV/qk7Uyky1Q7larFQCqVSUsEJbCD61cIFDeAeMZtDPub5HyAol9QFZ/od",
+	"CwM75yJihD6H0tL7AT5AR55ScnWDjRa5m7M1oUFAVkt1I3kQOq4PFADp3WecuYGm8hzRF9M5ft3rAHv1",
+	"v7ITHlCB0QewrObRj+SRxqFS4mTu+khvs6xDK30Ktq/WoaR/0M3vJn6TXgiu32IQSkKZhL4Sdlk0s7Kr",
+	"3gtCes+F+lG2PqMWmH+UuN7XWLiRGGSilS656mM3jlkEF8F5sOU2S1VOLww8DAlEPRGvBHTwFAJkKrQ+",
+	"MqMxYVys7ueIuQp1RVpVVs5TTCj4Cr/4DVuIRyaJL+Qi9JsxXRNMSBgRTuNYPJGlkCFcFfhcbSmHJGLM",
+	"vacwSObetw6B6tyyRX42iwu9zpnzTpJgEpLvyPPk9/Bb5wtpkudJaI05g6fqtyZZsCCkvB400ughf5UQ",
+	"n3xHPHUJybmIAo88k3cnp+SI2K1ev9Md87r653fm4z/YH42R2fEYoPYbouGakyBHk0WohIPg53mY0AcW",
+	"G9f/W7pWv76es4VYsCRukXOesChqkQs6bZHbtUxaxOkPSd21nUGDDNzmoHOsDxRGuZKoRbRK1Ew+hhgX",
+	"9Uycltttt51ONvmK9FASu2GBeSCECHsW3DM0ZRDFHe3198lCAAwy5SR5Cn2UkNjk97DpfMnkdEvdSTMa",
+	"RWlL0MwnbMYnza3tfFLTgsJsmIDdJU8PTUiYTktE1QGR7+QTHCtjHpp+TIffkZB8S/RCId8ShwAIBK4X",
+	"En7rtFqfCMWVZRFTuZBM18hMqRSR+3lCIEADTnU4lbPMEnU0kylLnhjjak2hQfYZx4MbT/qUk3vBMDAN",
+	"RvgJjmsiUe2eEUpu6IJyMoWvMYxUkvuYBisaRWu4q9VvZBZR/iCRE2IpIbwHbnQaqatjLp7YI4vHfB7e",
+	"w0YIY6I0Mho1E9HkIpSMQLTFsRm0kZdxwyi9hcpkzIFBqbiQCNEidBkemfxGJZfch48mtFjJzjJhSzJd",
+	"w39bY57pC2JGTGpRynepi9AiXpJJZqoSPMrxCzpzqVJ/S3fplpt6lRgTR9Xm1AxRlzQuPOC3XmW5XZvq",
+	"qxjV0TsggmRP4AiszorgET1Dcqn6oUr6lQkpH3qkTvXZSdTZOQ91/SQRQx3WgCXMT0RMluEzi2SjRL3b",
+	"Ij8ytgQNu4jJiIcvgAxTHrxSF3eQzCGMTfcrOEkhUbLwDXUCqy8kcWzz6lMYMEs3MEAENYhjhhDsabqY",
+	"lYCDZ3yjEOrj9HaHPhwatHKmbsDvRbB+aehWzshqZZGDYkYYQKVpAzHYGzXh+TbtKlIyW92m91JTuNPW",
+	"lw4FgE1TgUA7PXd9WhQfvuQQznZ+lXf3fLFq+/uB0WEPiTzo5btwwWRCF8taKqpnGx+prNr2e72O17FI",
+	"hC+iDzpvs7xgHo1EA8Pa4CfQb+G0WBt0bMypjkk80CX2jvrzkLOmEq6gDoB6DZVAyAiBZ/qMTsRyA5q9",
+	"Uho72BkTYF5Tuu5f5pypYsKbiLFk7/4qcuZecDaBizFL/t88DMGp4VOt54IMMGc0TqYMq6eKKIDrmWqX",
+	"YiiJp1r2jk3o4G7jFDZfZcWIglQjIfXpmnhZPqzXsIgahrrGlKjdOlzZgu6ylW7UkhLLU7KsKjZVzcBb",
+	"iP/NgCyLvC4XYPq9xldRlAEqVqymgClBBNKVNUDThjEDDRIoWHqY/wvuMM986x3DpTRfLSjP1jo2qG1D",
+	"HNdLgYObV3xJhUMHgy7oWOFdLIAwR+J+/1GRQwpHTmq/AZwgeb5tsKDkNCHmIwM9e0yc3G7NLb3lOpkL",
+	"vr3tHAJtKCFhKWFc3cQ/CBBSoEIHF+Qa2lGiZSjJLGRRgCUsUJY1iZFaD/lBqO+ScIFAmKoJCDXPJeZ5",
+	"98Jpub3WQFsRNmYDidpO+DsRKNHQ9JzGQfwgsMwJCTlKTlBdyAvYI4s8beeIhE8jfK1RecjJdIWn5tKH",
+	"WrZaK6+K1RJqTOdOmRfJFdBh1Z47v+ciZoGRLYpc0D+CpJvO5DHxeBjpcAWotZDFXW3ZkVl3aSn3Fwoy",
+	"V5zli9q3yFkIaZmewRNHa0YWceShqI48gOwEdRdhOB9UHUOj+wsMsl9pI/w6u+Cur/IxYgv6fMH4vRLC",
+	"HXcAH6b/rlhFpdr11a6a6StJwsDsNnz9mCyFTLB4KaH3NORG5URFitE4CiG8BaYHRcmXUFYMUCuS9bPR",
+	"+vEl8KgFMX3ix2lJMu3I0gVKTW2fcgV+hgX4QdQPOfGaEZ02oYkmAgiU7F+7ouMyIPsqLubXpeZjWmeI",
+	"QpqUsffoMZk4V8z5eE6K0WGHhFGX9nxxqnOr5uOubSmvVokvFhVCoOZ0lTPeF3Eg06lQWw1At4PULAH+",
+	"UhJyP1oFLGjtjwdnPgNc8v3xw9rusZ0sHYxVYIeHWWoJHm5oAaob+kVMuEgax9oIUVzZ6lRR0sz+Max4",
+	"jmMHCVbvzRfZIblfxtKMstL5yfEkT0TlrAsa6FJ6aaDFC4RfRIqqis0Ai4kWqQB7A0WqWRgxj9RZJBnp",
+	"2DbZCKprtMb8xBgAobYR4wEcOpx4uraRB75OS5uj5HoRhWBXitmYx0yKCKpKQxARAjOASWGWu8BeyWLR",
+	"pTGve0140lQUNtVDzyJawyhALoBZGlAfjjwIEWBx43iMOP1PoRlWuWST1yInXIfq0chUgx5zDy19aqBo",
+	"q2x9koJ7OftU2VwHBgdwKEpSl4yNuScfIkZj3kSyWovA09F6uQO4Yw97VUcYzM2e3B8Pwek9UkeLoFqr",
+	"GJoNkpun2eRprxxNxvyecUjRD4gfhbD1HxhbamOdku0MKxqtrPllLBZCNUrHXOPhg4hsEc9UxfRIzJqg",
+	"BkDvlKfFwbUvtk7HPK2SPKcJYc+hTHKeG8RyQHGIABc79nDMvcqa5p6lD48iJAHEEEELx+iF9FdxzHgS",
+	"rcu1I6C4g87WA2mXobjfsMxewEnTYm62wqGGG02Ip5aGByIW4ewpXYaEcfW/UJtizD3dH8buZvwBY3TO",
+	"J49crVn5KqNQ7bnSNJFJxjvdV9sME/r5tmMnEwJLch5eP2jVnIuEyCe63BTScoVVK1QtxeUJiMsLuf8K",
+	"wTnJqwIbDS5j9hiKldyuL2g+mBWg7xTYMU90uc2NxdXZ9ERlhZZQvs2LRFaQVBp2NeOVVJTpey9MP0jL",
+	"GB0UhJAveHbwJ+XaSC/KdChWSXrRp+VSSQeRWyqlVLVuRJxsW1D5+kqVCYap2mXS3HTuG54kaP0PdGQZ",
+	"uBbVYjJSZqXemSvPdNAAsXbToWaHG/X2TsH4RDtdwntECAght9xLaU5l5kMz99wXDghrS21XL0yIPgpV",
+	"+ZDSQ/WC0rYtzrMmoLxyNKM31n/VFn6HV1GV9/w9Dz+vWE5zM9dW/f3781PAxCJqCLBkFgvG8SaCoMAx",
+	"f3/3pjnQvj1kA2IAqklKBHG7PfINlLX65ph4qWhhrADg+YMM71iCIEC5JmSxipKwqb4k2SvEp5wsqZRg",
+	"7xxzLVWg5hCCM0cnSuhw9I10gA0Rx+329uqY5ai8g6O+jgkthYBtT0ITiBj4Pz/SCyT/U5bQMKrmRCpt",
+	"pPIMhwI4FddxEOxT3dPGTCgsyVn2Dte6d1/8IM1U6uM4X+p3pZRideo0+tWQFoQxeBzXladnRf3+fRlp",
+	"OZTSvTHUF/rdIibors9y0Zjw+pcNAMWtnIB4Lj+EZKLlMgrRgoI+wdRQkRNi4KPUAStiLcvMRExi+gRV",
+	"cbkM1XJokTeIloiiLTodl+ES0vaxW3HPQ7WzZcKW0oAtQPFWtQYO9kNc58cK4TsVVvadAXA57SrGuAVU",
+	"GriJSy4OG0Q25BEGGajtfzC5P6edYbRaNbUZUuqGmR4KB8/0ik1LA1rEwyrhR6hM6h2F+qSGT/WqrdAa",
+	"2XYjNp49k9u3J0115OdjAPXu8efMf2BgTUVeKLGzQsCd4TJATSXd9HpNQSNytcDg+2rywt/YZGrKkb0Q",
+	"UCCzsO/dd9rdpGYDFOvqpWJitEEvETwN6y3W+64ciM4IeFHqrflGZng1uwe8SwrNlvkEbuuKtYXBDurO",
+	"y8yU6byzZ/VM7ndE5jqC/bTZ0YV4goD3gKyWqrfcDiyFm2LgqL9oOoUddohYnkZOuvmoT3ePKS2TxvTi",
+	"KcxcYT2meyc74T9uu2DPdW30fb7M3TddKRn1+uLWbV6eX59c3HpVySdzFrNj+EEbGEhqJrq+uL1hgOUE",
+	"FgNwmpif9Cldx5MEjmc8R6zCVw3IpoJy9nOmT/HcXXF9cVtyxm10cKvD/299GrF4o/VKohDqdzILo4TF",
+	"luSP5c/+qksbYbj/qjyP1/nMGxaQG7coWrbISZZDVDxNZKuWw/n+2wh6d3tG6piO0ijShtkn+wj8t5xv",
+	"+8+wy/QYWf7nNCsfMPnjpDBjO8+tPVFeGx5z/IoITuTKV4LZcSHLV3sEdKZvKIlkoFcflsOYnaZ7s0mz",
+	"CLOPf2GM2WEbsBhttrH7LldRlGPQQT7zf3vA2kae8//k2LWNBNSvikrMh0EcxPLMEHMg04G4A9n+72D4",
+	"Vl5eZErrhi6vr3hjEPBBaYvFokVODK5ETgRJsUvBTWLg/l/JQh6hBQ6VT2KaBskb5QMMneIpDcZGL0la",
+	"lPf17YfjTNFM+/LMHTVRhHkIHxSIZcKCMQfHSoaomnoGF1UB3JCEltmiqz2juGdLCkMp7TLXkAeZE1gg",
+	"GI1EG5OQQ4VVZ/QW3RXA5vUtg8CroLvq+D5S4JRiLmAksDE3anka0ZT6RL2m6rkJjUn0QRVU3zEv4dU+",
+	"UUnEbNYiiKWHyc6AFGumelv0FeAFBur+x2IVVWMs8VB/kn7hQeYhLQxSvYduem/M64gpWq5l7DUAVKJF",
+	"8GdUnX/XC/qLh8nP6JBbABZL3SuUbVFvSNWPqRmTBkKpLzCDZsxz/mJwgIADFKPb5YJGkVaLl1l1d8ss",
+	"/zEPA3Awpnj/mfYN9hOl+lskCqXOQQCYddDzSxlze0MQCztli8WhwjGp5j0VBGH3V82xKctTQYeuC1Lx",
+	"S1YSpGrNm18L54eu0F+XLJo1A+ZHNGZb4u5ydX42sQaf8tYfvYO0V7lyBYDBQ69jNbGysT8mpFyI5PcX",
+	"TFZlVaIDbDevbz+QJY0TpY754KSuPH9KsnlWpWhvoOG2W6TqKkaxtMIzVHCcHxMlExkXqZ6FUJKM6L2R",
+	"v6ifHBx6AySn9+ZBsnUt7WTrTboT1jFfbP9leHsyDQJklZdDKA0jX0kyDSmqQvCBhdm6mW8Rnr6SOkTc",
+	"hEChWnawaTPDs9sW51xBJ9bqT08/A0GdRolZ+kJDNyfsRkMdJuxoWHITjgE5rzLLdDNpPaFp4+DhlOfu",
+	"TJ3VVUOToZ7Zw5TeFU/C6PDXtxuHtlqu0jWVsj1bKIesUhzpX71UYxGxLRgsYW6ChUwn7SU+gJL3uTxH",
+	"X8FFpDfHza2su4HLeIuABiq8JFM2D3lgJBVjOklvclKvFESO8FcvBeQA6aLC85abmq1W69TJgqn6afbX",
+	"ksXNFHxEMexlGQy7QFeuOMvJOJnvNG8XsYjTap28IO9EcSRF7qiiKFLjqtRdLvQvMHjqzzO5MRZPIEqm",
+	"DzSegecccfItSSbhq/rdq7vGv5qO+ofXeKkFZ8PJs5DM36TwdVYbDW1yeWgYOOlOMj7KFAH3T1PyWEFK",
+	"lYnw7ydnlzX8MawAaPhwfo0itMZQsDbWuZeZ5KT3Z+nLtVW93ZYYpKntj5kAuZJMW/8UhX7MqAz5/Z8j",
+	"55A7IE8wstAqIuik+8Wsyp2gOXl3WR6X3YhDm/GFVWaMgqi1edXs9O+DD+ZhWhEwFf7GNp2Vajn8GH5v",
+	"IYY/C8hq2fqbXIcFG3i1JkvURX9s/KKZAgVeVZBYMC5YabFZe+ANgYhpDJ8FJRCTwLUarpo9PIDiL/Qs",
+	"vsiBVrWgLhXFUfjb14BvnIaPYaCjpLOIBdSGIS+bxoyiNOhhEIBH6klMl+w3EQY0GnPI/U/FxfzODTmU",
+	"WAwR3cgEN6zJM+zhxohQPuahLkeVIfDKlT9X2hWQJKJHKIJDeYBRVUgEWaxkArlthCZjjvlIyZPI92/h",
+	"fKfR8Xc3J+eX55c/TK6u786vLm+9FjlJxzzmGKOcjTmU5DcWC53HQGYhDxFczAQpQebcPUvkmHtl3Fav",
+	"yhCGpH9NgEMZA4GbGT+wgIMJ4KhcPldYavYirVVbpHpLZs4sVJNmhLBhl/y/5CdTeeof1H+Qghswk3er",
+	"YC6iBxpbxBn2h1YWR54rZJrhIh8M6FxZR3dLLhaL0g6QSou0Dw6PPJgDb0XCEC7izsVuvgoIyK1Ztc+V",
+	"c5VHoPw/1kAP8J7/Tab5a8HvTZJmKTGrHIZcaVrBWzE1sGyLR68ytlREL2/mFGseOR8r79SNbNsD8ltf",
+	"uvpKnVSQuRl4W+p1G+Nf5Ag1M/U3+UHThfAfN+jf7AYF1Ob/ya5Pbf14jRmjL83mKOVnbBaFqk5e+LKb",
+	"kBRQcDvWAoB6b8C4SZakkPmtIjL+CFFzxzzD4gMsrNVSXVdK8PmJ1MFQEiKWYci34FA6kGFIHtha7btl",
+	"HvwhUx005qQW5IxpMYU8y0PmVYpLn/dvrk3oxvS+fvGHOybkNKO0ImBjFSUhcDRhBQtqKV8Zsr1lUpZ7",
+	"jglVfBzzHCOLM4vchMRKk0aQQ/RskVvGxjw/T0o1Uqf+KqKyirF5884B8s/nQ9+bgMRz8NsvzDlxD37x",
+	"RXS8MPllxyq5Wm7ZsD/PqUl/XUZrIueAtOjTOF6TKVsLHpRR16vrR7RbbgMRDgWUhQZcYfQU//7Fs3Jd",
+	"hLjpoHT7mBfg8FvkvYb7f2BrhI8LUSaEnQkWTazAhkhpCEaHEPDVeBUVK8zffYL9OAKY0nLhjjSPYBmt",
+	"c0pCHjsUE2PT7xgioiXCHGCJUGeYbYppJzSSOtELtEa5WsgxV9urAbnEOl8tIrNIIIaQSTRtkSssIAIx",
+	"a8DpDeRVc2iONjOw07watAho4NQXuf8KhQIOlZly3/ydslOpm//IUH+7DFWoaPF/gDCVrY0KGLSXpKeW",
+	"IcZflKC6gcKNXxfPpgNWelEi+2LVgqJEcEATeRkCMmU1muRflye7AdVWYHOBbZsaXIGenfP6J4wPxTb+",
+	"e20QunDIv2UrAW/2M3XrdjFqyYErVb0NQUAvWeJGevli1YzIuu/LW/PehgnB/LBjzAWAtc3SsTGU6t4O",
+	"R6NfIBA7gOF6ZMp8utIW/kjcv5Lk84qtMNBqpk75eiYhcSXokCcaJlKX7oZvXg4XZNUiKiEzYhEmLwre",
+	"F4AqOFE0bEc9fCueSCR0jgh+obPAwCq9ZlDSBXNloaS4ao4FpG7rYEONjRAmGiFejRJAQkKZJuqhFzsT",
+	"P00NqzHPoJo9/Y0h1TO5KpQ8hFFEmkMlRmjHYSTuLYKV01Ycyg5w4ukpw7yUpzhM2ARxU71jsqQS8thz",
+	"0IFKQzTYgSgMUgMXCNMNVa6L2H4TDBLYWv5uJxxYaXxbLMmCAzg9NZOghXnFYMzsSKSeEFJ3yDZb9k5C",
+	"YNFOArbEjbEX4gkyArfvlGx55PbKVyzzP5VImJ/u7aRGSpjfsqNDHXplsHYToUc25nXY3EEoHyxyfnSF",
+	"JRyVpgR1/g2yg9J0pkytGtUNxolCdT/HhjrIAIWTltIBdNFISGltgbMsrbGvQBZLp85Kj7u95+W1VtuL",
+	"pyVnz8nEX8USxeK9UX3Zrjk8tG8D9GSfKz3fiVUgcfcob0RV8rmH7nFvlNNyDQjGvUiOiYewHvoFU98a",
+	"TCcilxptrqZjCHGGCp8j2M0ABKIDoPOVpDK3PDQJrjSsWFolOmwmU1eG9ABUOuTAFjLN02TyBBybEG6K",
+	"aLNs6e2rtFao674tsiyS3+tXbtEvaNDUt3yQr+pg5dyOW14veqKtGiYbbpUf4FfzKn/c+h5/NHnppfJt",
+	"Uj8+TG3ND2afxpqjbe+rKXl7wvpKzN/3fpGZoDiXBc/NaFBTyS/1UFGsGOS0yAniqxF9HiFul1dRRjRf",
+	"Sa3aEVVRKGZLzZyv8XY/Kl3ta1xXukvTQtU5Y1CXX45PXZEqKXL405g+nEpLm1DN+cTaHDrxXMgtufLq",
+	"l0J+ygKRwkldAFpyQkPO4kYOvLfSyzhPkuWEBkHM5BahZkE5vQdwSaLfU21OxYoHFmGt+xbx7Bb8/1G3",
+	"2+15WKILAjdm1GcSSuZ6Dr7Tx3cqSQm3FquBSQG8VIt4auDNZRg0dWG/YzigTUqOPi7BWKfR3ODrLXnL",
+	"Mpmkk3S4bB4zWmVfO0lAwCtCj2eG19CnmAeUT3uAeKOIseSVzBJaNAYelQbprA5yOuRgjECyBwoa2nhJ",
+	"EZwV6h8nImaFfKDcYsI7ag+ONF6NJvcM0z7CIrpMMXOAs5yFcK9wkUGjVwAhJyZEPuXe4SFXmuIJcngX",
+	"Pk0KtJPgdMiq8SDjDxrSb4vPE8aDpamtXhGymClP5sWNPZT4y9HRUX6bdL39iHVgQIBDorSVS2Rt8Gdj",
+	"NZhVXZiijS2CKPNbz851FWTWm5jJeYqYFZoyxyXArOpkopLtczMkEU9PrRaoRfqeh8+ELYU/z3s/VYdK",
+	"0V/QgB0Y2LNhJ3pR58cp/CbqEtvRvDdJ2bLi8qSBjJnBO5Zq4rwsY0KnA1Rl3gO+s8nxyBI8Xqje/f0p",
+	"GWYI1euyGNH+4hK5JuV2xSFZFB1RoVpLfJ2Lzt6PdfDZ3R8F/pObjwEvoiJtpCm+/kD8Vfyo9FH/QepK",
+	"+aZw75+KWXeft+AlGmnjfxO5Wqh/yM8rGrO0c5OCwJ7BvSgP3Gyx+zzxV4sVYoYdipzoVlzCr9NWyI2b",
+	"VubNRRLOwsTK8/gvjRAvlk51n2sbQ0OyqxZqTql4WZTuLX0Mk98e1s0fRETXRC6ESOaYZEECFoePyI40",
+	"CldfQDxgz5YujAaRasE9UxcwWIOoJJ70w+W6hfXBWgVkmDp8yAPxZI35UkRryAWwsDf1nyih3zkWrNbv",
+	"xlhYeTmuNbwW8TQGPMboThkRQTDm6oi8jxlNTIkWL23V0wcotO1lda7yL7BIslycbWUsb9oxnYpHRly7",
+	"09doy2mQ75xK9XygQ4QbYE3SESqgkeR8ue/O7k5OT+5OKoNTgNbNtXmamwxkWMVoNHT39sGUa3TZpJ5O",
+	"ebEwVmffyZz2qqscmJJk+8P3ixHHWpOvsnkg1wvtK9bnemgfVrErbSpPduU+AsEG0+VDWZn/kMvnqoSP",
+	"PCD/Ltd+Bib54u/Ovuq7qoCArT6Ra1M6OWf5CkJ0EGBxO2NHVcrL4T6RMPkad8g2I28VlQactE61baIE",
+	"1G4BdICYYXI+5fcM6wmswZqrxhdywr+CSL6DPp1JOV2TqUjmBhMsEwE17VD6gCV/tr4E35chiYt9q9/1",
+	"bwQYx5631ZHyC9tvp4GsvF3zOb8VOKe62L9kybGuwm6+NOI1oG7MNeThi2XOfTrx12u/L2Guthq+UBAw",
+	"STJoiiU67tAiXv0ZCthSXn9uNMgRkUlQf254WRjVUixXkS60FARiRuxGlnOTVolV9+gsokkWt2hKgNIE",
+	"8mFaewt0Sv54YFpKJV9yzufSgstw0zdEtk3g8cpXNLhqheRLF4xEgHkMgtGfyXfMlZzudtu9inz3HLL3",
+	"ZinQXdmRt0kcAvhElv6ICZHHhngoUi0LoGleGfTtrx5RaWqL6ZJ5tlfNt0nrOzNBXeUtdkgNRS8VoU7P",
+	"P5zd/HB26llKvro7u7l5f32H/3x9cvn67OLi7NQjde/66rYC1ebIp9xnkdeAr2/fv3lz/vr87PJucnt3",
+	"dXPyw5lnrssU6Vg+5ApnQzXTlPXYyBYRDxvyCu4fT/t/TN1+ugQvl8jD80CadR4VkhIvdct4mL6GmWzl",
+	"JDYKIFDg8A9lIaUtdXpi98cF1HM0VMKv4umV1BWZwsBLcabUVj4mM7HigYlcDiPkwycxBds0YJnDkHRk",
+	"gcHNQAQVNCDDdF2eXEzObm6ubrwX1rV8eaFKs/L+IaYVAmSSsMWyymAAFca9JthhPVKnaNxtjMhcPKHF",
+	"AKzxZvhK45jTQJ2rn8TUpBnGK86hggpGscSMsyesCiahuBpTDRuT8kMYRSxoQExEvOK6bth0TYzUpF8E",
+	"LrvEOCJQd9CXacySOGQBFgYyMJQUKDRxJPFKoydpfylbTFkQMF2FSke07jR//CnILQOmYzhXga015vvA",
+	"tcg2bK07sJ3nsY0yGKRQEm/BEtrai7cV0aVkwaHVA18cqVo8CzdDVX+er9N1hWK2pSbLS8NoQG5Jqygd",
+	"FMqqDgE5fyHu6A5QqoeQVwj/qbM9t+6MQ2e6Jvo43gTvwI9K6nCKI+WRuonuMDUxdVBSzp8PtYs0lJUR",
+	"UUwDe7z5alG8fPbeqa82J+8uPe5KyH2EyhTY29KwaHn5g9RduzMYc4OEsmSx4t9x4ZKHPH1ERzNp2BZW",
+	"ot8C0IZQZzLTrGDrg3zQQFS3MT/KGE0jKTSoG+hkm0Byas+gh/6+2tX4JqaFGoIzEQXkOWdRRAjkQHB2",
+	"TBaCi0Tw0D8mTsvOZcQEumrcroLrewKszJQfPLNFa3zVvqSJuojTRQ7LW/0J2Qdqk/oMKLeyW2IDWCld",
+	"5RCPmMPj0wDGWb3PFy3HrVQDFJypE8WJF2CpZK37qPUEpgKo5KfuK1MRH+UFCifQKj7slMnBJFQAxpnL",
+	"IAdJeRDARM7PeKAj5CBQipxgkEFTyNUUw+he0GFJJtGnZg7YId0s6fTuCq3P0XWi01Q2BRcmk3AB92+w",
+	"0grRwdfVjmMdSd5fUgEq43iZYI0Y6NgwgqAf4PPUdOzhQTU0ntovBwe15UXACidJKa6u7IZQz8241atQ",
+	"SMJcwjwLI1SPX248gIHsD5zbXKwblOpt3ET+p3vZ/BvPJRGbyEoQuza2fv76xB/VosXfalZNNVJLjX9V",
+	"l2nhenyZ1eMufzjoRNdXkqjrOaAJFjwyKa/kRBdHVGIton4FYw4JbUrO2zDuWwaEP9TlibgU6VWqLkfx",
+	"xMccugl5EYP2rwW7BUMXdP4KOiXQZz2v62nD7ALrRqJSl4T+A0vGPGY6gaOhBGfGmvDiP26vLlG8zhXm",
+	"QjtvzGggR7p6Kya1ZaI38+cCw0JUnyAdo8KXx1J9JYmu27AdJtbaAhDbaJET7RnpdcYccxF5QJwe+TH8",
+	"XolEYPXzExhCGcolc81sSipaSAkTdbmleXh59vc6FfsoPR0m8aoqAPUtKM8sJ64gnnIoia9Uulxxc+O0",
+	"NRf6mGu5VXAmw/sF9VrkUhiQ3+xY8kgdErTJLHzWOjfKY6Pdnq/XaBTFkGmaEKdFEBUSoHngsRxzIO/h",
+	"GytrV51dkXhiMlEko6egDv8ZaRMA5eBTHPMUAU/MCNY4IEdEpiXSAGBFHhNvEfIJtJArFeE1LHT/+XMh",
+	"pBKJdPfGNfbwTYvEk/DTA9QaF08kVKqeX/Kbp/AtYpYCqH1CHj4UINRkMPmE/k4g65WsMHNahBubhrTI",
+	"Z5SZ9RhbYz7m3+Rmi9RvyDKSxJMsYn5yqTqrL1gyFwH5joxr5sVxreEZ5GKCAMWKtw9IJLLlgTTJ7dnk",
+	"geDFaJ5+YxFMugVQPWCPamNO0zMoGwQICLja1G+vP2TQORa2/R2pO0efG0DFajH5pFgS1oHFDXJE6opD",
+	"RH6OkzpvNOCfIdLISZM4Daw9JTgMw7AavP+hJDevJPHUEriGscigHk8eGke6NTOsRYjoe9fqkPyGeBjJ",
+	"F/4GzPdI/ZFyErCYfBAssYgzHHYg+xj4/GoLpxU141qhJc1xOCMV41K2mnW+ZHEzBnfYTB+PUjWjBvyd",
+	"5g3y5V8uaeIi/OZfLtjPg8mnf7ngZ0oYYESD5qq+hn2BPmZbaa/D4ZAgWUSG95zMonCZCrWqq7pkLGBB",
+	"tjToguHxnpUoxsJd6svGMU6Gr0MHVWOmgC7l6vtQ4jjZd2jxDxoWWeK8++RbYre6agSObduY8uPPRegz",
+	"nRVetTaXZkEyYrdsh9TVLJvCzTRazmlDH8Fqr74RsWokV/5fO9ApQB+hDVUXWc6tGsXGltlZE7OcJ5iD",
+	"rMP2t+wZnNXv0t2iuv8W1vo3OlH89szATOQ3icFggKONwoliWKC0T0nqb6lMQmaRu3Aq52FMeWhQq97E",
+	"IQsWlFtEMr9F+i3HbsDRoMaiTlaJ9l4BJf7kUnCJOjSoyuoqD9UKt3Nn07EWRCQAMEQZrqgvFtOQKzbG",
+	"YnWP93AQPoYQxThdw2K0iBTqWKMJrvUnFt7PJaFR+MA0qEY2WDTk5fsGgzPeRIRGgrMGmIFBFNCZ7TA6",
+	"tV7MzGd3m+BkzqKgqVR/YO0oxWEVnNxTKbAu3ZirE5U4za6tT021kNRKl2qjX57fqFO/YzspRhsGuKJ+",
+	"GIx5IiA+o2GRNY35K0lcp2D8lqTu9gbVX5t7pmOjKOHaRK7VRZCEfqpuaxRyFh/Bb55F2uk8WGMOh1Y+",
+	"eKihEeXxDCgMFunpOs2ebcgd8z68ij+pD13bNuWyy7S0yGvkrr4OuRq/+hiI0Avbsc1SVYcIseEY0uep",
+	"h/HBGOADck9TcKYmaaSm8g/k/B9EsvsFrIE/yObWw4dwgZE/SOF4JX+M+R/NZnPj/1Tbhg8wm+ZD8gfp",
+	"jIjdartD8gdpqz/ddof8QVz4s9MlVd+qzcL8FYTN/EG68Gp/UGwg+7OiAQg/AgYEX0dBgXkvbQICinIc",
+	"wAF0s4/VF/rjrlP9cZEFuc8q/6xqoYoH7d5LaKhmwu421LInakfmxj9QbzhOr/hnH//c/K449KF6zR52",
+	"i39m7ZQ+Lo4666P6z9LH5QE7NvQIS28P5aUp1293i3/ih/Zw88PKMfeKf2YNlb+uGrTqpfrP8tfbRj3c",
+	"RTwcXupkzQ3acUfEaTn9I7s1GBzZrU5ft+a0bPXvgfql09nysNRqkSPVTTvQylA9dNXDtnrYgTc76qH6",
+	"n6690XSRXS+gen/TG7ysbLzy4c7G1d31B6F8rd6EzTdUI+521ef2Sx6qiyCnysw1sKrW+0RMkpAFTf1P",
+	"vBBCTpyhkZ3cDt7pVgpg5bj5OyiV6eHKdTCltkrCI/XsAoTbEcN6Ml8whhvr6kTzmDG8B5U8nLt2McMa",
+	"Bdp621KSZSMtID3mCyWVp7YMc/EZ7QqS6NVlLF+RQLSIt6APDCFsm+wRwTE8JVPLVazl8oROI+38NOYv",
+	"w82aVdRGED+nNO5KW9iugPQTUP8DgiUXy/aGFinEkwOoEZT6Bqcz5jO3WkWjQt5go5V347tP48vBC6B0",
+	"yjEPk4ZFpqskK8uNivvIVAVqZbYS1NNCwVuKhzptH+j3WuQEVKSnFP0KRKIoEk+kvgh5nTcdCzTOiMaQ",
+	"VA8OoeaYO43GaDdsL5hVRkY4na5L1gLFldWSJAJKrOdNEbtwmSpd2v7jBMSvChArs0N+bALhZQpKTkvH",
+	"RuguwoERSl6bJdqXUlWV6UfyHeEYfJU/Yuo8Vf3ajWMl7661ePkj4YwFkmQv/Ei+JW6LvFPKD8qQEHiN",
+	"u1nEZMaeWKwldvhFKRe7OX+mNA8YLqTfzcLEGnPjGUyJ9IVMFCHfEke9IktcV4qpnY9Adrdw3mzf7dY4",
+	"1AhCDuV5TMT1Fp42lDI/5lQqJd1keTDyI/Km7GPWErYxBul/jojSZJQyr3SExQpNvWk9aTjWVom6cQT5",
+	"UamZvuBJeL8SKwnVg6QOSMcq3WpKDPgIPFINNFBHzt2H3ijfzDQS/gNoe7F4Ssec2k5Up55mXEtxFUxU",
+	"udbGNTyrpR8+hEkTysPqz358I6KgLuer2Sxi372hkWQNr7BsLQ2fHsuEcHWokB81QWiuetT6MOTem2TY",
+	"7NTVWn74G1oSIb62foNWEOAWC6OQ39f50Y8N5KaeJOzxR9Ik9R+LbzUJR0OX0XEwgoXh6s4w5WRiIfwl",
+	"mnQ0x3GKVjwxbM/JCt4IjZGkDrY2u0Hu1YGYCL0BcPjIe9VOaroq8T7X5LiGC+qNiEtbBjFY4JuyTUgt",
+	"k+IFhIsRIZ3MtOpQO91R5a1T3hG7vbFqR8EZpUOwc4W88j4JgejhcswxAizkADRHY/VURxk09MEBCSEQ",
+	"/kNzcWTY9pi/vv1wAGT7nYn+TmuhhxqnUPsiStXbFvT5AkIjayO324NDx/zbqQr5SEMdzSlVcApatRUP",
+	"P6+YfieJVww/muzLMTOXHOr6G9dVAqUU6z6FeDAtEWm5C3gbFzwF5QwR124RDe2tof3yEoC6lSVLXnz5",
+	"pQXmckwsRoAeUnLuysRZrSSLSRjoBJaXzEohTLIqLJYtJYRLhrgesHBJItBSZkKZLRIGGBsWRWuipBJt",
+	"WEKzUQna/7hcBQM8ZVhBiNQ9GifhjPpJaxF4Y457Fjexhl5FhMmVBttEDI9qF6S6xtXtQBdMZ0clGyGg",
+	"aW2FUO5yBqGxSgq8nvOGM1NQsTLAtE4xTDSrfrDiioO50NKGNeZKKNT6g/YV62qRIOm2fBGwVDqDehuL",
+	"ZbIekZg+YZ0HHQcMR+BZHnSKLOla5kJQIZIRoZQkmCGnWHlkZHxGY4jL9/KYJx6iqtRR8OvaMBgWYAmJ",
+	"rKDZmGfLgU7V2Wa3umSBF3E+NQxZWcy8G3PMUNLAWUpjSUTqx8KEM6rz5tS59qRFoacxX6yiJFxG6yYN",
+	"Aozhgn4axwYCloXqirR2u/pAYSFTxv15UU9RGzx+ZHETSm4A2wy+DDAYzemQxFV3upZrOQ3yLZH8Ec2O",
+	"iK/FqzhaOk/3QMmV0G+KJ2pFLDxCdlRWvtIIPxUVRZI5k7rCnQwfGfF+jcSTRebh/fyjN+a5JCKIbFPn",
+	"6qLpNLAmZbatj2FRRAihY14FGXHB4nsWtMh1EZ0HUTaggae5iHLgziCfoIU+y8dEWcRwU6Y5S0pCpIgh",
+	"Bqi0LLhnLXKCFOi58JSapF0yalwepEKZ0ZvkqBhKoCjaeL70yR5/sVGfNO6b+uIFk1yF2JJLEOjky6s7",
+	"FckP22t3li+FfZfzV5SWCrlU88V4oqvJq9sCK0qpAwVwY2BzZtVqEOB9zOveE5/YHmm1iPpLbXavYUHd",
+	"h1JKxjEJE1DGYLanRjSJW+QcIM2Eiag3SjnGYGRBm6bUjvRwd+JE5ZZ1yCtSB2Z45YVJNsO5g8GMt+41",
+	"MyY01SPPSh0+ufNPrQ4erdVxSX0W4Pnp2naz7do2FvDBKIZs3MVSObsXYXG9vayAv90ZFGr4w793pqSk",
+	"wsmuCKp3TE2l3J/BPwvv4dg1qefGiVM01GyW/3H345wqCr6PGX0IxBM3teVe/FkZFkm1Yan+dw1flwHa",
+	"UgDokGR9AGcsbuk04BpL2lg1CMnIyvVURl3vOj40VvukoirRT7hGldgAxXgOr7+TNVtZ68f9Ew1rLWdL",
+	"TOVmASN5eIDvxrRvRPheZ25Ma2u9JXA0B1kNbGO+HHOQ6izi1dekSdZzmmDwCEaOOKRJ5g2TYIjnGRgX",
+	"IQ5Au3I9TprkhDSJ45GA3ccMd80sZiwQCzjq0FBrShKMua4Xeece1XnTaZiw8gPh/8tZhpr72eIsTHV+",
+	"Oe3aGhkMy+7kNKMTTJYUsTu3x8nqIz9TLyyCaNuPLLNZpFlmMfMTEa8rU6IqjLEHY2rfpl+gwQ1swYcf",
+	"gGAHgLupHBUHyUZQmNSrMhaXrbKHyh6vP1wD2FFVzVLU/g8qOHih38UUj/gAEO/yHQHBwU87KzFpwwgW",
+	"o9jbQbEIW/b5jpL+aUhDroYEnE93kANmqrGZwOysWllWN4IScwZJ8DgUyqRhhFNbV1pc5xBrtL6jhDBL",
+	"CzIyIew5idnC2OrqnhnBBOowFOr7ExpFjYNnvXxDVcx+sa9DYHOXIk72h7Pr4sJLes+s3WHtR9hkddqi",
+	"nqmJRtsMDpjUkBtzZUKwvKESUBHYBRP6ljTUaE17EiVUl3JiPqiqtJUWWvU0hZ5OxjEf4Q1IoyizKWhC",
+	"j4lNTEEMrNyIWuMLURBYHqfMbEqrdKLuOqPfQ2pVRda4rKrMCzK9DpkKJdqLRplN0iIVwr5Szc+uTyb3",
+	"kyWLJxfqpdO3xX/mfj0GeGJKJFvSWJ2aFkZUzhkNWAyB06hzpDrkUj9u5WyjoJCg5oiGx9aYn2eWFLhB",
+	"MfgW3tEZvQHzwwWNTO1spbv8+m3zYxDeh4n8tYX//fgryx5+9KziQoPHJptOxGOeZQmj3WKkVE58Sw9R",
+	"xEq7cCa2bSvFaM6eqSZEEWA/O8umC5nVIZ95+B9F7hoBwTnl3nFuLIBc3uTsHu5EiBZH6hxXe30cu9rx",
+	"hn6wMU+eBDohMgcX2NIbJejmachpvK7tyP87POuvnIUsH2u6maq1+57rWvwXdLoN6i0tLFYFm+mLOHil",
+	"lH4JWQYmBHAJANfotUAzJhyUBhBKe5xe334Aw6DBaM9mWK/ReuZ5gUAy8IZIYjdaB2DiT3Vp3G3C7/ZM",
+	"biOs5fUHbUZFswEgEU9y0O8zEU9SUAX1I2cTdSaFfKIRhfbiUSCby4SnpOzOJP+g6xPtBsQ9HNY2b8io",
+	"nnpTEclo9bAnEQriayqO5rrbBZ67FXb4XQF2k9MFa5ELliQslhYeEtIiXkvt+gl6H72mZ2U4/iiMjHkE",
+	"3wCqmfooQ8/qdYg/pzH1VZOkHiYal0BJzrKMXqo3uPZQ1Ua1ZSSbru32HMd1m47tdG1baedUdabI/9ev",
+	"J81faPM3uzn8mP3ZmjQ//m5bvfaX/1V1OGzYwTYjOfg2G6XOuBWznFFHZtP3lXaRglGkwiIimb+Kw2R9",
+	"q44uXbWF0ZjFJ6sqdeVEZ+dvpOGTiix8dFN5qiUR63iYEfkemtfh2/C6yQEkN3r5ZcCHOjsJrKwY0lrs",
+	"59gUKsNPwixApUXOE0liETFS92JGocbEmHto9mFeA27EgEktUuFzLHGYkAVdK8U4wlUD5zrA6gLtGcvn",
+	"SbKsffmCtXtEBbatqaBjBoJpV6uYS0LJDV1Qnt31kNJNcj6RBsQMQGmzXNUetULOrk8scvr2BLbN6fUJ",
+	"qd8fXWAk+t2TIBoVB+9/DT48XaOwiObBEYYwfPPNuwznuQ5iTyB8YwtV8pVsfPPNiLy9u7s+cloO+Raz",
+	"xwQnSrAl3W63Z6Gfm4YcXoOrRP1xS+p3F7fEaYHm4bTaVtYMVFsrz7JqJ51o4jWTSDZ9FifmcFD/fmBr",
+	"TwdBL1aJ0khUH2buaSSFSZHR30ch40nTp5hz8s03WU0BNa5fWCze/URuzn46ujm7zg+ri53oKkPX1H8g",
+	"TOOoy5bqA3MogM+ABbVkfjjTrkYvV6rPI1OmTfSh1OAUYSINlgqEKaDYALOVC86fMjgdpAYehfiFMAKD",
+	"NOjcEmMlzGSPIFxDFzbT0GAeqavPxIx4uSrR6sgtVhnyYBI9OLLP+UyYxxhLnjW6jNb5Jk35Xv15vsyX",
+	"6iPXnH4CIBb4r4aFjthCWQNIZEkk8dT+8nQpZQNfDymcUnVTALyHnkwxKE1JGcVXvaORigH1J189Lv0t",
+	"e/vYJIRMRaAkai9XIRuGYUrXeaSu/bvo+gTMPCXOmkrCZc6kNZ08UvcMrFVuPnSpptwTXYMJfK0lHpt2",
+	"SuXQcITFImdFOnJ1x0p95wvDehUlUXU7VcIN8rFcA8AsoXQteMfov8jWKiwKjIH5r//6LwL/lMYZrBiL",
+	"Gb6YTQPgJsjzWKwS7fEDd5dxq8NzaZGnWPD7McdUMVSL9CkMjg11t9IYQixAy9VrE7vxsmVn5BCNtN9U",
+	"d4kaO/G0b/u1ULcIYBZCjAYgw6l+dMKFOvUgmDlg5A88q8o5FOq1jm2TPzarRpI/CqV80/hL0BJI4cjW",
+	"UZ0bIE2wcRok38u7k4s3Vzfvzk4n6jw3nUxFsDZAUHDK4Glf+PDq9Oxicnl1N3lz9f7yVH1ZAGpRCrdO",
+	"3EoR16VBZSxYMHWrnW2t/nB255Ej4p2eXZzdnVWgldQh91idFtrMYqm/HkP2pP5iz/Cs8RJaciN8fWVQ",
+	"wnaMMBcIoqMnpgxyqC10e2FpqBjnysRvhb9hStjt25Om2+1lMUs54HJN1lMs1ApPiuhbkq6V0FKk+v3l",
+	"7cmbswkQv41kSpah/wDlj2ZKZAYUMT+iUkLk54prKJa8TzmKxFMUyuRY8Q3ghZ+oJOyZ+SulH24yLlc7",
+	"ZBfrNCVqr9AZmLcV38xxeh+JKYV7NSWABQ2CsSYPaGSWQu3sEMqgpVvOzAP4QYOVzwh7pn4SrS1tiFLn",
+	"QL7RUrGdlAkm+IHG97i3Mq4IyYj+WN318gHCJZvhQi04uPHrXgE3WftDPI2LzJUQKZNxTS1Tpal9Z3uN",
+	"g/l7d3Lzw9nd7eT95Y+XVz9fbp9rwVkzofE9SwphnXrRKhGJC6KG5NM4wzuQafpmvuvrk7u3sD1PLi6u",
+	"ft42s3qY6M0fwb4ws02TOSRya3eGlZ1jDOMDvdYnMY3CqQdbJ2Y6QqeOBgi5XkQhf5CNdBpwnfx/7L3t",
+	"ctvGsjZ6K1M6dcrkWiAlypKTkJUftCzbWkuyFFF2kh1kE0NiSCICZxgMKJnZcdV7Ne//cy7hvZR9JW9N",
+	"d89gAIISZctx1tr5lZjCx2A+enq6n34eGEiz7yrj8B/NxPjaWGESoZMrNjJf4qLdOOFgovlfRxI3w+Mf",
+	"TgZXg4d+m3/CxRkLkgprNqYB1AzQCGgQJ9ijGe8F4INxhqR6NzIbyYzLitG2W8PR4J3XSBd/hpMzNepo",
+	"8I4BWX1qjosiruPvg8oJJHhKl3NZ+yqHR7vnfcQGAW5caQPxQ2EoYoLcDZwYOUqkV25SIEdH3X4GhQic",
+	"QBl2MgAHhnncE83MydlMIUCHmQnk4e08+DgGGMsED8YnNb/6fB4Y5CYGiroeWmdxvLunTEeZLlrvHiyw",
+	"IOfafJILqxOPSQ0AMNHEHwbEH+8TbVZ+hRmeoGeW5VHcCGm60Ccfx60rJQC9xaqZ+eoI2CHxU+Znt9SU",
+	"LhMOEDPoeNbIb1UdcgwRSrUt1Ewv52CGcuUhxff3Dr5qBgUyCnZWQCBqDO0CQLEKhKrgoCgWVuZQgx6x",
+	"ACxdR6PqTR495pIlaKtqSjMQWe6XTVgwP4B+0IzBfRrF3M33RbaSJKpUYZRx4Epa4Lq56Kk5X/hIXr6p",
+	"pCZYm+AsV1OBpNpVnhGc+pX6raJCCp5qrqikaal4x2vfvk3qNVBGaG2RIf/ABjeVNcogpp86P7eJwr/Z",
+	"Zv01+OomelRz1oaJuE482i3xJWpbGQZCFsaYyBJ2tbwFnwwGZq1f9C+v7jWJY32DVqZsG+cJuhq1lv3t",
+	"5eD80rq/xYPdI4HzKYI9A92cfJnJtYMHjKU5GPA5nxZeRAcdxf7bq9fnlyf/gdt4XZStGsyzlWH2EELO",
+	"Q31kL8IQIbQBiLK9Q4tZSj02Xtun0fMBnH9DC8H6JcbOZo9F33//fcv71VgT4wZH9p30iU/NJ748v3x+",
+	"8uLFsTvXYMwy0QyXsjGziQ0OFgVtTinDhQJZAwj8zPaPj1CScWYrfJqbSXFTAcu+4sDZUT7tPx9eHg/e",
+	"npacjZSPWlhLp0l+EsRki4PFgmfAi1+3KWrM45g+hxoNu7UXx7+yg0lQE/8MVjp9GdfQ+Mt4xvYv+8f5",
+	"8/WDWj3J0918yl1nWs1STOINB8LT8/6LY+9F6JMlcqIiSDeiO+u0u+xTDuEpx1evz19UHVccIvNdQAOq",
+	"YT5Iy72EIj9IL0PP+qZo0eCqf/V2MDw7GZz1r45eb+ErRqAVO7UaxzwbzxIsJPKdR2wJegB09CCCCOBv",
+	"2+AJ9awRyFZ8lIqAaWFXajKd5UUT1j+kf3R18u4Y2r/pgL12csYe7uF/eS5cIzEfuP6S528HP97ziqrM",
+	"qnXW7Wsb99DAAmPJGjEdGB8U9sW/bVqqv6gRIFbdwhjPuJya6yPXrV2WZ0sRIWGn3ToEOJdoZnFCA9kI",
+	"iy7Nba2+2e+77LDc9W/OC3fx8vjo/HJtXvsfCJGM8iCYFuI5Ez+Xx2oBMAIqjYDTxQzdDmUtSNWbhLM2",
+	"QFj8ttl1/eL8zfHmZW0RLcUemmgWYR9D/AX7H+c6URBT6+yuQcJaiurAjE3dELfCud8sNXPwuv/i/Pvh",
+	"ycCfwRdvXQeS4q/3FLILtgsr43F6/urV8Yvh4OL46Oqyv7ae1ydct3bHBPrbVqqmLYLAREUIyJNTW85Z",
+	"mnjJScj4VUfh5cmbk8Hr0iF7sw21w2BPnQLqWxpI3OqPQrkbjVUdnrwZXlyev7o8HsA+ZFczHCfwtLpx",
+	"4QZ0Orh4exXtVq6iIYCVSfOhbjlBWLi0WjputXxt2kgR0OHVydnx+du1SCgEKy1ZOs+y5AYCOMZ7xqib",
+	"88NdjjKJU0EIuEbUmuX5omWeAkytapl7oPene0w36SMhBgpva/iBZ2Oqfbr6XKlr++pEIi4KNK3wRb9o",
+	"JctvYw37to73NrdM6Vw3EWnqnc0IYsE4YmNZZuxwI2rh1a15IluQ3iw+BYrzIBCid3VQQXa4G81NrWnG",
+	"x/6tpl0bnRyeCzunOk8xSPQjTKur8/Phaf/y1XEprCzej6EUHZkGJcJFYxyNHjGAV7+dp1p1wXhZuiik",
+	"qWK3IK/guLuKG+dirrIVGy3jqYBBnvP3LfvXFv4VKjQUGsg8WxnzbZwd0zz7PYcUUnUqyGfHL076w6sf",
+	"L8ofZZkzINUABdlC5lixi08CtqBCieK7t8dvj4cv355CjJbqex14LlVwQMi5cTVRVIJoWYF/k3a5X9QI",
+	"kxnYSWBMLGdwc5uFRqvs0DqlJYUF9jtbyiKZ6SdMyjPB5k6Mp5jz8bX5jrEovx+IW93rOtbLPDm7OD0+",
+	"O35ztfkEomhxwaGpcNgAxdUtusysMzZaJmns7jKzCfcuT2y+8EZ9Lxt7pnb3XYgMcBbA/QFeP7XQEtTT",
+	"Mal4hzH+35Y/GFbF4Pjy3fGlc4XMBlik3MdKSoQ/4+jThAWDUfxNR00SFBkJxMmzBuROzfTjziB68wCi",
+	"H1yzX1Btz5xcFkKKuFkQ8HmvHnPi+bBArzSfsUzAF7sCeRDp0NRdeE0EefyaKResGXbLMOreaVqQKi3i",
+	"9p2HaEeO7wwALv1Jkt+x8CmSBruZXSXmw9e5y2ExGYeJJhnwZ1rSDHNWvffbDolv9u45FFSRw/qOyUep",
+	"K1uMR34STBCd85WIyUQYo3loLPQWjSzPyavzy+Ph2zf9d/2T0/7z0+O6ZQhzC3RMzAK4UDqfZmLw3amZ",
+	"pHB8BEihmW7d3d3//l//O2q6E6cZrBHXlawY6FVDp3ork00Vs+mWIqUGs9tKncw4HYw4WQGI2wFVMYDW",
+	"syQXTkEus9okLiIEE3dbJ7/acfsEQrBtMS41zGEo+rQ0rKW+ff326gpUhyg74/Wr9VaKmFTJmcGDeZKm",
+	"zp258xhCD000Gxn7S434Co16nU5R3Vk1uHP52eSFWYAga4R9ChyXHHu+S5KB0fGb88HFkdlczdC0QJ2h",
+	"ER1fnr8cRCDmA/GVX5cq5+b3F9+9Pb+iiHuSO21CHC54+QHE3OElxrCNMBWfSBLa4VPRgp9rHCpYFRVv",
+	"ojZck+QPO/5B4SMEF40Zrs6Wp3sRkWu5u6G8H7YFtpSg4wE83THAHfpu/H0JJswMOKwUz8GXbPAim+Nu",
+	"SxMpQmmMPaBzA/ovVbZ32FnynILYermgY2OecaknImNCjlWMJZqhXBCoxp6T0HsnKUaingAgQ8pXIvNT",
+	"bATDACF7WOOBrSMBUFgLtL4P9vYCdvC0E4AfYOzW3qFDfHwvRmZruBESTEIo/2a5qi2FqnU2oh9ahKFp",
+	"AXAH4rSaMCBEpluQwQMh7a2s3OXQYjNItEJ22GZdOuZc2tn/2geWqol5TlpGrhIkrT3smqOQFdcxBpNk",
+	"zwPC5lPhFrLRmPWK0W9gcUmAMUlVDil8PDbTJFVTDOMRGRCg42jYif44sPZQzBcpKP7hiTlgVuYhQMMC",
+	"zj+ysADyRi3zZpudo34KpQ28wcVh1+uD3KB2eANr/QJIQjTpjC8FEufA7mY8D75I2is+TyPS3q/gVrjT",
+	"6kF4Uek+c3CKCuob62RzbTOJbh+N1dg4dbC/mufQPiFhRSSooWJsU+E5ZupWiwwae3R+OYDhmEzMfCdL",
+	"QiQ1UWusMt1SWTJNZMQmKZ8CBABRefizeWMjQqhod3d3pnT+U9esOaij0PZlGoN04Kb+jVxQuUzTCAsc",
+	"mFt0PEdns7VcNInrGR0Hi03FTuxfnHSR02GSJtNZjs1wyUj0U8+p4fC2PkywFqC0VOqWxhnMKWOqJ0hp",
+	"jWMOfiG3gAf8VDYVOWgm0+MrT+ynqbpt0TuhPTASeG8zYBFdgW+0bHTwuic29qoJ70aXvka7hmg3mACt",
+	"q9UC9uvy4q6kKgTMd2sVcWpAB2qREzKtdcbft/pT0WXP9vainnO6yPRA9Ty0pWJsCvjYnd8PLzEenUY6",
+	"q5r2lg5nxBBT099SwSQtPshtDcYguQmAF8O6Niu3mArm964bNWgLtDRqEp0XLAFjNCpdAHDadzxbdRl9",
+	"lDPd5URNKM8nE7vP3Z9YYi9PTo+RvsmLXCKNC5i+BbAXQDIpgqSKnvH9w2cN+K0JW7iZEf9PRIIGoCIw",
+	"Nyal2UPOyJK6BZH1QIRoClw4mBfKtUgnQLbhdmMh7eg+AMBO+o0Ffj5CaK/A+E2zbUGNLsGE3GCIwI+M",
+	"6QFYFiC4VTIWOoDjNT4D0OveswOn4EwAdimI7kgTq3uxp1hDEkp8cIDSlH6u64nusqmQAI6PGeKmrTtq",
+	"umKFm5B1NIAUyEKRjUFdZOr9CjavRe6fSu253GwKqLgHIwkefpFowxNXXe4xgfRWKKP3LVud0jJPiCys",
+	"P2AO0485bAmhT2DH8g+rSKKCgVp4A/3eDJCdvShsgrlHUXMPz09wTmj+74UV9rGc5u+UMLThHcQxwjJ/",
+	"fdx/EQUeYjXapapG8xG4fZn/Ke+YcGtlN8QX2c+27wI3totfQy83vj34+G9tIzBWG1USK/YssDneW39M",
+	"uDfLF7B2u91Er/hvrG+z34HnzKrMZQJxQYIBO9jrVJPVzmxVk8FuTWaCp/Nvw52MzzlynIQ7EWu4G8GE",
+	"fxvuJBJm7hBX7w75hNYgoNC0zDFRXGSuJe5J5Ba5PSuwuJ6Zim0dnUXSpkpdw17usp1uZ0UfEiOHBUYZ",
+	"Tj/m23Ol2thlfteQUui9iWvqwqfw1UU+fIuMtee52SiPzvlKQwSJqhG4WSM3QhozD0cwbaltmBbjTOB+",
+	"ucU+QG8wthc2nw1eTJMMOFoJGqZuxaOCbQMenqCkxBVuMraqAkIDiQRS6ZxLJHRrs2hw8ur124uIZQjt",
+	"1g4r2LVuEBzY7ACo7Fpb85eJuboRSC1pzvYa/gzT29oafISA1YI6VCkFMBB8kivM6zNg34Cot3fwghgM",
+	"0Eqh7Ar6NotM3CRqqRlto2Z8zJdNVDYm0Jw5PViccLNH5G+k3gJvN+ZrZLb2dNKyOpkAvYiMGdotqqHa",
+	"8zjqOl1UTedx+CwpbvF7UHEBAZA5K6ZjCl3TDBz/JjJ+wsvhOThOFqFhdkPc05NC/RKkt6sisl5RDR2t",
+	"fBHXyGm2dm2mDbA/mA5tRJ48mrH+liuSWeWqMrMlCpOCfSMi0YnFcWIqFueqTyIRNUuiudUTnZo4Dwv2",
+	"SPCmvi9vTnb7K12ISXhU+bOzoeqfRNY5NBsnlq30/DVIrs8tz1C8kU4ZoaRjsfbj0zyOIZxMRpAbe7aA",
+	"aBOe8dAJvDodhPLCVYDds/A3lXXB4V0aty3RfmUV1pJhOKlcUNZj/dOLN9ZtKheXEX2jV5jmOhFsIwdQ",
+	"jgt6mwfD4Rdd4VBWy8fMxE60V3TWBex8AiLDdq0z813JBKZpKIlSeOSiCwgdP+prWvs0N2dcxnoGITUZ",
+	"O1ffNNl8hNkQgopBtkeQu6yX7oHFhupBm0cABTuMxBcNNf9elfIa6JEXQVrjNcJwkAjdIlM5PjFgR8vs",
+	"RvzH2XcBQ960cumbpmh/p91xs4XoUpwILXlANjJwkQGuXyzhJGj+xBoQaYAzFJa0YwlsKPfae+2DZtdr",
+	"qsUeIgdCLuR4ZQYAgH3mN7v15auFCKiPaV5ocyFt6LSZQ8kQhVQ8KAERpqB5gOxCgKcNYg5iV//n/w/Y",
+	"d4SttoVYZgZ4ge+gLOcKxW/2XWbgmD9u5iBEYwC09ZDZQCUoIXLLFmenC35+IT2OsWvcCbnZuBkp88Hd",
+	"1liZx71SoCZudkb4jXCYbKzSFOiGdJu9UUQKk/NrEG5DLLZbDaTo1nVejmmYDVHR1jn3a8OBpVXwDNd4",
+	"AuFT578Nsc+HcMcQYF9tFsVikarV7sLNlV2eiizX7ZXxmOkYCT+RKhNa4rmbhC/Egmc5EhZZGwBUyRMO",
+	"qrwYmELlo/FS52qOAIK1S+iAMKpWY7bZ94SdRaJdMIOxQL5v0mkLsFmeuWv4ePAn2vnFWPqINg2B7cEa",
+	"OjwoCBzMJwelwgQzQyMfO+cZLZrOGxBu5sZqgYSdLn75BdQll+sjAkL2aRIMLAdWm/4W6a9gO8+N++zK",
+	"bKB2OeVjYdoTu9GrLbClylLyBaHgQyuJ7jaERUJJc9X40KTrnuRAC1DMvNI+CGvBNdFNg51gx9E97ey1",
+	"O+09oj02Z7Wd7s7T9l77KdIKzKC2Hg555n+mIl8vF//b3y5VKv72NzyxVFyBZpeOliTJhTnc3PQmBTlx",
+	"s7kUsRqjFygXc7bg42tj8aLM/B4FbJFIKeJeKAtiN8BUYBo90YXGf+JHppvGETPXvb46Ow2lnf825A7v",
+	"z9zMcC0zNgcWRiKR3kZTPBwicROBhXEETUXjkADTsfFONciz8KL2GYr6Q+ligAOKnbQuVJqMVxHj8dx8",
+	"lg3rA+7tVtHLGfa1WQuY0UgyW4WHb7YIWQAiGyfVVlZkS9lmA8Gz8YxixKFsJDYZjQh/8P1FRmkmOpvQ",
+	"jjlJoPjU3E8nroVjJXeu9km80915JfIXakzizxB+g+myv7cHxEX43UCQIt7nu7N8DmRVRGsBl5rbL+5g",
+	"PbPX7roLgQcCatBrmFfMH9e5Rqx8MUVWzX0bxqRG959i6y2djdkTc2x70qOhwZ8wytf67//1v5+U/tFj",
+	"Ol+lAi9aSs0nooUj+6THkvkU/hDznHd7bKJk7v97xLVoLbPEvdD4EC0Sn3e/ZXwuWlyOhYazDv4e7dzZ",
+	"PR+CnYO9zqbedqO4+1Zy8tNFvAOdCr1w/40v8EKoT8axwlpsGAovjRLgcREWlq2n9NMcxsrxqd7p/uTY",
+	"hyoxNWP/BI/hJegcPIapsrk8zKAjSfaMZzYL5AUpUaRQ09KEkhN7OLOOjoMWaL7ajETolhEEBBGAOGKm",
+	"bulQhRLoGD2fCZ7lI8EpKRCLVOAdLluoZ8vc9PWtcYdTwWW6wpAxvQL0MFTxIAhAuiqmUEZTJcUQUHdW",
+	"fD1ijc4eJFr1zFgJ7ElzHeWcu2ALM64xq8p1KK+TNDX/mHE5hVC2K3gFMgUPfNFmV0JCvE3ERbMwDYjd",
+	"AKVPEPQBs2ymzlKThLTrZ4pd0KlX3FK3adg7Q3i3aT2kiG4KoATXbAoh3z781/7+RFvGKOxi42OHcqaW",
+	"GQESzWCAQLprsRUuBqeUAtu2dU8ARTS+tjqY7j36Cf5BF5zLfJoJQWl38seKgDBMIwrgu/0Pfmy6FKf1",
+	"J0Q6AWIbCHEYl5Xe2WZvHMKRgsAQV8PYYilRgtGYDfb/JSy8ezcAiPXj43Z/sdRY3j7w0q7fOzcBvKq8",
+	"A9xFbWavr90VEC3EaWHbqaAFrKSAqTQGGUz6HYLt7Z2PtZ+He08f2CNrsKd7e2f9ju17qsQnUddjNTCs",
+	"bulQdw+MyoeZkMHAGeVtyl5msUYig1ZyrtgtL5j94KEAPtpv1219BV/jh0fbxoqF66q1aRXYLauISN63",
+	"cWGU5KN3LrPn9xiXq6A2VA0GJL3lKw0yrgWUy56VoSSXNQ72MBJVy2VlCf3Xy+zKb9tUeQfZi1DCjT0C",
+	"aKTosnJ93WxDzVG+xPRZFItpxmNhoS8gD4aaeppyrj6GJVLXEdFD1TMO16HAWAPyAHCeQ7lynqZE6GMu",
+	"AOd+oldyDEFHiBfPFSD2AebVMyeG8TLLIILA01Sjj2Bj1vB0qhyl41yRvTCzGANDkGvPMqm6iFebLNMU",
+	"w7N16DRUcFnpHMRbCKkWEERNvJ/xpQUQVPBqVuwEla3T1OxyiFAD72ZG1ZmTRCZm64ZOeBB0jZfaZh6K",
+	"tFZyqj0iC3N6M94AkyI3hw82V0uZNwkaGe64oaN3gsp5GWfHSyg7auShDncCugKBKEqOSftG58vxNX0s",
+	"5oVwGyRGBoii8xyIONLU+nlLmSep8WWwXlWDu+ESR2ZRLMznLhfArHXq8LoVBJ/GxDw1/XDvK8hu1WMd",
+	"oe4fqwjoRWTdjINhs3NA1WIzK9wOIQ6J+fvh3lcsV6oHgW8eFyk3uLKLwPDZUk6xZ/U1OIw8KdChWJVJ",
+	"vQumoqix0Wwqcnaw9w18xlpFTrNnlyBVTJmpdctdoaOXhgSHyTpqiBS3KhOYfFJZGVDkHr0ed7Gxfgi9",
+	"QO2OuZb7XDdVZgv/jXjsgFAL1wzTYwUEzsOTRr8uecZlnkixG0GpvMisSUZohVngiKxo45Jv5+9zG+1B",
+	"pjBbNENxIqudYZk+KNlMIC7zYVCRjlgtZxaHxAOPmAGuoYgHxNNz6FndZUVbvaiUgscQ1zlPU5jVzqw5",
+	"xhEI9pW/1pwfAJIGuwnZ6i5T1z5TTDo0k0TErowi0RZxQUugWyLPw31n5HTjIhrbyK66mqpafP/r4/6L",
+	"IrngYshVsL+Z/YGno8rntkQPA5MWZVVAtFC5pchXNCnKAgswID0p1CMBAbiSjxzY2GC5IMEsyC6VefGY",
+	"jXhqzusZtWG5gGMCVphnJMlUgIcJgwGf/Rof67x7t5HX12eM+SKUm+ozPLWUw2dwogNQtJowjRx+ZKhV",
+	"FkqdpPBoRNhAPN17DVoPWmHXIsOsCyb9sH4Bhd841AOA9hWKOCx8H8PCcCAIKG7Hak6xOai5oLOL91a3",
+	"bZnXixjL2LSf2SqKTAArDFUmXcLLGOtf2vgAPEGJ68J1gekRygYdA+DeZkA2nV2LRd7C7ITXsJHIb4WQ",
+	"9iE6lA0s4qMG4kN6tIsAAgAREkXCFMuAZ1zGKaAb+pUyFIBQQCkKHltuMZmO5bQZSHixORLJmFcjPI3S",
+	"57Q1WuYW6+1JZXrdbIKlN5nOBWW5XFkQqH0HtbfZZbwYMKwu4zkapFyhliZEMSjHi1xjFoxg3yanbJIq",
+	"FZfSxVKxCdekJScJHZcqM0mWmYQIvXFj/GHAGLn51Hy21BjEhNlpRsBfGtB7uABBzpH+hurQENGBBKwF",
+	"lcUKM97UVZmYLlOelRcbxH9pWKjs0vR7qeIplF7Jk3PMCGNgnMeVWhaVoDCMQCTjOngKIQygQasYGTUB",
+	"euFiiWOsByFFXkrVutwVU9lQGZmaJmWuyyQXkOQ93HsaynJ9GIS/bWUUWksLALC7KrgS4F0Edhqgs3Qt",
+	"xIJGzhoRC1SFXiPW5KdMA3E6Sf/BFz3RhQExhljckE9g8YR8rpCDsfr9ukdnCrR2oOMAs7S+LC1XKsA3",
+	"uzFwn2sXU5udV9OfAHDxLN0iNXvOswMfs0krAoRn7fJ8hs5t4+BphwQxmm1XzgvYTsDKUYNBJgLDTOUa",
+	"4fXSXWfvQ0m1u1oVGdA8S8bXcDjgVCYKFfnczXQo5QJdbgqmIR5znshlbhNSa2Eh3K8+PS6EzxnAxn1v",
+	"AKR08faxj8pttcGionxpufj4KNAnhB8oT7HT/em/PgRl2uuffv7wsx+gOLVoNzy58jgx//KiExRzqI1M",
+	"mA0DIxNe8SlQwSv9MZF1C/ukWCbMZ+TyVxMWOdkARMMeDd6xRgTJorG+iQJ2+fKIHXS+3qOaAreV+Mdp",
+	"EMIIsGBkZeWk0Y8tceFDchjo90kgwxLuw//DVfGQA0r0+KJP4hgkihF1Q1l5GgZA3PNI0ZcowV2rLJCB",
+	"tB9wP4bcc/3LGem4FjoWhWiNRDnSEPg7YLuUVkMXUA20tzo9dWLKKxB6bfbSLGNaLxA2Ycwcgb3vCuwX",
+	"BbaFQdG84PiiH7x43Q9eXPTx3tcXp0et/f1vOsHzVueroLN3sB8Ena877cPgm/32XlC+ah+vCvb39p+1",
+	"Op3W/tOrva+7ncPu3t5/BObndgdyMJgOAQAc8AKCxITxKQBsjxwVdLD0zoQEgoYP6ELWtOhlNPxTszII",
+	"c8hzUNROJpaChmViiX6VIN2RZhDKItRUOYESMWZ59DAmEcqoZVYPNLxFhGBF0OSZMcKklgqclm1XQUaf",
+	"HErj2aC6ykJk1YnchRQSmuy1WWm8GLNXAv4A2ZYKLWuz1FjDsiokEthozYVmQaBbmt8mY0F5F3NgSnSe",
+	"jHHPsG8tlL3hFAI3YC2iS463Q3kJX6NLasAj4UbTLAs6m9pTWpJRuAyiN6tQmmtMT7AGZ2OVZWKcQz1h",
+	"y7SEuW80GznyraJ2V2I8Na/1uPNC31YaQyxVtoas0EUFARJ0Em2ePbFEVOCRkH5UsLe3R89Ge3vAzpLn",
+	"pI4LYElv90AMUn6LPalRQhW2cKyQp9AHtoCkKHlu9v20CWG2ZQZzBr4e3aYJ8ZZZdyZXFMir25cvlM6d",
+	"xcWsvaP4fuC+XDzGWPR7d+bK5eW9eSsJrUJg5n4Z1Q/Bjt1DNrf7aPDuAc02V9+LPCgESUhW/ROdn+L1",
+	"58vcOKAPaLC9Y3s3qO7eNV/oe4Rj51Q6izWLaEEqZobAc7czUoIHPnCK58IDyI16aKfU8NLd2y1193wI",
+	"dirs5Vs/xl7/IdgpU5Pf+4TK5Y+Zn6vj6/sUZr4tWfna6/Ts5ji5RgyPYSA4YPjl40BaTd6gm4Af72Af",
+	"YJr17pteqmyUxLEAzciDzhZ3XPBVqnh8pdQpz1B28aBzuE3zXCX7mYgTfmVsBmSDv7r/5hOpl5NJMjan",
+	"tAHmRB4LiWO2Zjm2IcSUj55o8NHs0sUdmRwtDwbsnSHEDQKF608R5PXjQcJTqPx0IKFXJ2gR1xR/9LDY",
+	"myDYDYsyRSx2QLPSu1OPM74Qd4EjQlmLjmADIVi4Y/HiOzYCkKsFbs4e9mnDmfnMiQZug6aDWoGqcTy7",
+	"Wwy0sENWBfThYDqb9yRSa1sdgoPxRY7Gblqvo/E/KiVfAI8fY8rawKGj/sRECUKSMTmYaGAShUcB+H89",
+	"9xHKhhMlgQiZO2qS0EzFsZ0A8qqKm25umnn20Z8esCkede8cdFduvw3699TOTr/o4VO2kYOHfnZlwO7/",
+	"+uoNj+gLvFmfbY31KdVs41a0t81WlItM8pQW3eOs1jORcyDKIgyNP3Q++hNUBrZbs+Y8+RhrFqYZCZIh",
+	"D81oxSJI8NsYkRS3LqXTYyhlmgGS+lpIwJKUxQT7LGrLxW/oHVn5CMq5AvV3JU/9RIeyUFigjLNbzpIJ",
+	"CTINY7UgGS8SYQgsy1QuJDCqhdIyoyA4s+lUJbwUO5Yg4WkcShgt8W+AGRz7LZiectlilISgRon3oAWn",
+	"pBWPyARdAaz8Ig4llZI0HWakYrUQBexl4suZ6ETqXPA4lFj76ScxCG3jSlcQEVsCAhQZr9IneejOxsaK",
+	"8lrDeZpotJz6kczmKU3f+80mXPlAs0n31JpNO+s+BeD4peyI+S7rhKDVK6+kj7UlVoz5EeLeBBKyNboy",
+	"ZnMIBSW5tXo8V/NkzFPEaRdoiEKfJZTEmEJALe1VI2GBNTy9R2n09xg9dmEtKW5pV0S0nOP5XmRqrnCx",
+	"4E+2FKvnmQGWiZYl0taAgmbM/tG7HgqpqNAYHuhL+VStXqbmgGxZcERdIPCmAOo4wAUakYheQyFy1xiq",
+	"nwfUqHnlEuqXJ8uU6VtKE9oeSldVfuWRGKs5Ud24j/WfJ51aHgA41vubcGV2GEm2LZHTwC+Cdx+VaLaU",
+	"xNsG7wFeKwxr85i4DG1Y0EwFwv3DX4knYQMEizAjW1EXI2+CeejQvGg4R/DlXHANRLfAzK7gPyXGr8AV",
+	"IPoMX7gruOQ9DSR0P/4pXmYgQqckAM/w7bYfh25gCS8PWQ6GpxAHUcDOLhBltQZZ8fiM3IdPCG0qHvdp",
+	"LhD50f1xt5p7PgTwqJdJKh7yGP96esQA1uVDHlK+4wExQNuDxa2fI66peFyohd/7MTbu+6CvcDfV7ncV",
+	"HYZPDEV+ufhhsFMRANzy3FFc7x7hZDIecHTB690jKmpvWz6oepd7nEdpveWj/Ds+BDtVIbh7n7J2w4dg",
+	"x9cqvPcBpYs/BDvlWuR7b69c/jnCwy4g20C+8nIRtCXDJPCM29tDafbgALeMyPw3QWVeLM82ZxpLpB+s",
+	"BYSDdcnMIJRr0pVBRRcyqBNpDDYpC5onrgv/mYZV6sEdX8SmTdzsLH9g/Hnvm4daz8rGf78Nrd7gVlil",
+	"fH7LVVa96zGn6ZpX0y0rPSQlBvkekeJDNV4o+Yi428hram8UwmmUpGhQdrU4EpLSTp20DYokWKUaSJuQ",
+	"/vIaVe9jVjexRo2/B9QxPcaxvqezRfnTF0p2fMzJ8HCblfRW8huepGYM/wxplTOsMSrxhdiTQWOmcnCJ",
+	"m1ueR8spFE+rBCdPKnLxqcfSk1jMF8rYHcsbTjgGOnRaNZicw6kUX1/wgYGrD7BMKGv2w0mkpjdalUjj",
+	"rdyNRzeGXGeJVhLTxe4OG9dByKUAqiyHO7nlqzr//8hcN8BO+mQnFZ9zPpncX3fprtzeEuI9mzGHb5Tt",
+	"big6z5lUt+1/923pc+4jQMB5n/ADINqN8QsYp6gglOzYPQBHBI/vnmBQ+zHLWLex41/a0A1ytbC9QXJo",
+	"D08NB4+TDXarxMWvzIhVYlNE5DAGSl2q/XMiV9XkA10XALu2LdNfgSx014IFn2DF+AohYsgDgARePLOy",
+	"2zV5DVQEarPnKp8xtcwXy1yzqQpt8MvDF6ZqWilfioq/DpM4aqNYKVrPyJjSGywico/R+CVgVYHWRidO",
+	"jgG7DclD8y6TgfViOAAp6e/zRC6tXxxY1ZG8Za5q6V+X5lvjZDIRmYDCEsfyR+WwE1IS4542a36r6B7T",
+	"rEI5F/OhgHV9AnUOqci4tBSRfic+QVwthXkLzrJm2wsSJjqUcpmmLoBUMqeULaAZvMxukhuBmHfYwnpm",
+	"Mt3yRSiJfvK60Owwd1BrXGUcfrlWWHMJhoMEyp1TCRRb0ttmzcZK9sSvSETpG4RxAvjP7qmB93HWxyw4",
+	"IWBkKdZXmhWNCjuqpdksylxpg8E3qszuthtSxV90ew12Svvmdnc+uB7gvr25mDokmyfFl8U9eHO5yDDM",
+	"zGTPLZmsLmwJTV4lxdY2G3Mjwc5i+cmpkEsL2uVyVZzCqfUN1OW209cRpcPUhMjzbyJTTULVehk8ynJD",
+	"0SDp9ULtFZwZSX/N/A5KBmChSlaZwGi5Wo5n9TN/UJr5HxtaxkdsG8gtX/3Q+ftZI7h/rmVojfpfUdzH",
+	"iOJ+ctj1EyKmnzHguVVckjWslrRVFkKW/mqsku1WgpXmh/VoJfoukO4sQA4YWW22//2DjFX52/stRfWG",
+	"RyUwqorxrklGVx3NHoz9H3yU/FfHFlMQ7M6zmDXcH4knLoNzHi8edgkM+ZSEBnyVR7cbi/dU/t7AdPbK",
+	"0gE41pNQTgqpPEr4YzXtBHXjgHKaMF2ekgy3yAkzX0JZ0s1GyJRlnrEeCrta14p2FiaUBGjqbhA/b7O+",
+	"nZJ5cbQxR0yoRzaeUyhx7qIYNr48Q78NTkY9oqDgHm6himj9JpTri8e821typsUWfmWfWNZYDyXU9dUq",
+	"p7PGwd43Jf32ZiEyjW4flKCH0oY2EfBdigqA7DVU3mPcH6vFXBMWCnmVCsoNr/kEb7Af4EqygPYPfqU5",
+	"MklkTEwW9nZgGmysbUFN836fbduRREDxHh79rEmJi6TFtRALggGjtoEkOmHz4ThhcBIntnB2Pk/yUC5U",
+	"IvOurYO0vGAxABoBA0OMWGYMRsvcZ/Ih5ppQmk8JCuARUvtk3mqCKxuOnRJ0ekiO2I6NOQ8nvyGEhnhu",
+	"mxbxx9QE0InUDDoca2da2qEEHA3GXVBADutxAUnYtXBDV6pEYEkKiAAPkvYa0iCeHnnNFsvcdiXcCwHp",
+	"VExyCmnAzPQiH14HoOZakldauna2eAFDWQBXSp75wbpRq5x9psX58w93fR9ve/Y/CkGjlr4KisVY9M4G",
+	"Pxprrt0f7Et9PDb8Iz3zz9PLZH2r/Fh1FumLJ6q39B9LF7ubzcaw5a1w6WM6nX6L1h1OAhzU+JihfJCT",
+	"6buWuDMAxZZ1Kktb5Bbu62HU7IayuhPbgLb3AWs7MhyXYFcMJf5xk4oTqMSDGJwV16iqcgHsPVW3GpVA",
+	"79HuYkLG+vMn3SHC6vcmZeE78JfDrZI3H5cP/9Ilg2Yrvduxd96yMyY2ORIn+vqhee9PzQ9tLHR6JLT+",
+	"C5HzJN0Or0/XPhCx7+66y47/tfV/gSKvf+WN/MtVapxLUQbHBIXsCamZBa6q18Xy9XL+oBKOYGfBMz4X",
+	"OWwBP1XtR7/oIZea2wBrBFtvQSswM52Moga02Y3olft8CnlEB1fH8wjueQ06g/BYLeDghvUNPnlHwdbJ",
+	"9TqvaKsTWYYfCg9giQRyCsGJe2+98B6ZW3wUDnwrCrSWy53g4/FBhyw6O756ff6iDKckAWXQ4UULm5gu",
+	"XXCg+jJN3ek6jZlq1mHbuU+rfefDh59roj274r359I1Vfn258mbXjOcQuiD1GNCrcugjjI3gmdJWxWCl",
+	"+Le2UqWBB3mY0eBslStaLpKFMBM3QvEXqPjQDG+GnzA5jJK3Ef7exv5H2uNEsotVPlPSpedQMDldiMzM",
+	"oWUqWOTsyQIu3fX0phaZoBO7cfMWKxCwxskBBRdmHm26PLJqOONkIUAjgLHo5VICwOAKdPdVNhdZxHQu",
+	"FhrkwpPFqq2TqeRpW/ObqUqHkyTNzTUk1o4UqF7zn2g2oWfqZuBWCwhpOZHH+tcCTZZIxTgf0i1mAbBo",
+	"ADJAWTwY89Rch1X5zGMf1uYvyGdxw7PEdIWTwZwkuVlh0cXp4FIAitRsLaTVw7zSK1zLZdWPsZJjIXMq",
+	"JAf9fdH6hk13T1mjI1rPsBmZWk5nLOKpHo64xhnS9OJ9iVOQZyjtU7yANFcXyfg6FRi8yiidm8Yaaxgh",
+	"epNyrUmV1fWvnT8UPCyYVRuRvoYp28I/teexNQxrurqW/7uKDLdVXX78xcUNbWVZsYLk4jeaYJbnmGd5",
+	"MuHjnDUi+7/Qjm4RIaoQL2NMK4CADoTVzP9Y0gaysFiTy2YiEz38i/S6ILZ6YRC/cduC636OJGq2OUhw",
+	"vNZVrGGlAcOdYzA/yL2FQd+dpkVV8Bzo5EPJ8zxLRsucCOtBJR3tFit0D5HmqShQ7aJwC88s5W1+q1gm",
+	"4C7kPlUWjnSTiFvS128c7j1lFV5OREMfMh2wbY56db4yfqZ1lysbKhj9X5cCaivJ6uOwl04/zmXYQcu3",
+	"E+wIuZybXdz9IBe/mb28yjzx84NcdDXORd7SeSb43PytaAK1qrszSiTHUtBtOC5AvateMOpFoi2tSI1Y",
+	"FM9zPp7NAVFrHmI659twB7dyW0uBLOHYBeEOVYSb9dK+c8+s13Laxu//o/10zJli30eYvECyu8juqxKk",
+	"zxe/1br0PT/KYAnSiyg9sk/Reit5X0X8di1h+9nPCf+T/fqiog5AN2jKFUpuiFQLiJQHVe/JOk9MoX9m",
+	"rXCNs/+h3gT9oX7nQmQwo+VYPAbFxLnVnU75yNEueUyXHuuS4w+yE6NhnDULyqRMsspstE7ExJZagC8B",
+	"e8mvhYQ68p8ILRiwCECApmULcDMAfclkwC7PBscXARslXLOGxYRSk4yfi7jQlI88OVadqgWmb0BxEjjg",
+	"1YS+DxwtkiFwz2ENlcVgmInvFCGlmiwAUkyqjIr7MbrpCtIKRG9M5yz63J5rETTffBlQgsJCSubCUcSa",
+	"IxBH8UeVgtZn3mZ9JFS1gErz7Z7qKrHBY2GE+xI4axATK3Up3SjVLVROWCZKys85yxnaJD5rQJdjDYRp",
+	"NiqBMdwsvmWdoLZ/iwv20QP3pw28C2TTVA6c1+LXJU8hgYWNRRC18zIK9fllXjBcmzNQovHUayVS4DgF",
+	"Lskt6E9XvZKgdOAs1hC+hw7Wr46vQrkezqVrmj5dNpacJBI9pznNZUi3osAAEOUSKSf4PZB0BYpc0oVZ",
+	"c5O2ibAfRqUUpHHmHK63XnihyBK7Pp3R3UkOypx3BCYvPBOzldMFk7TkczmHJ+Y5CvbU+DxB/dNg5j78",
+	"aT8/Tjj1omxf74+p+jc8MLBavrUeWWiXrO4xmEl7FkmODIhkqv/1o69r/lfXnGx4CqfwuIilcDbiMRhQ",
+	"dO/IQCLkBPImZPr+h0Zk17yyrnN7qx6c8X4TWVPw0X5Mj6xwoIW5Ak/tOrdOhyeOgzsrOluO7wMEc3BH",
+	"fThO/Es7a2h8H8NP66NErdlkFkItUsFiMU5ioiZBaXtlSXT8g0ubneRW3J0UnQfvXrEFbJs+rzTKShPS",
+	"y7nLiESFNgehBClhpmdC5AGoBYPTPIeWmdts7vft5WnTgrZ8WerA7FdQsQlBMJu4K4lVv9wQVsGwhLrV",
+	"XVLiyZTWLZB2QgLM8TK7ESUP0s2ssXHMJHMDGEpk6J7z7FrEvYJwxk7O0sML8lHzf8XzSZDQvKDT7UDq",
+	"wMbhdRIveapdWJ7ie+wG1ADLD1HWBb/lNwIZ3xl/n3ilEuI9ipK4kKVxtk27r/ZDaZv8nY3LONCW87vt",
+	"c745ZP8vynToAimklnmaiAzcaJGmNlNOiRDnxJZithSt7aGz57ldPGeDk7OjPovFIp+RoDp8kgb5xE3+",
+	"mLnZzHjjfR5ZbXr4xzunqI5WJcD3Hb2j8QY5uVRNocvM9oAR5wUID9Bws8bl/g8Bu9z/IZTj5XyZcjyz",
+	"XO7/CN/33b4/Is2AvTu5gF+8ESkC4532HkNZdmgWFvPlncKw7Vd6/LXKRQrSJma8zP8utGANM93JO74W",
+	"YmFWu+mGIT4xCpwlnEAIjpSRsVYZzRCdevwpjyDRSbo01hFWOWuk5uACY4ktNOt4GQuZJ0g6j5M1sDPj",
+	"KWv0/95p7qIy5P/5/55izDiUk2S6NN86VnNRnEV8jTvU+UVavFJwtSJhTzYhE6Nlkua+fJwP7HA4SFnE",
+	"UeGwhKkrejOpe66ZA4zCdCnkOhVoPCzUr7IidVBKQtCcd8lAwOi54Gpi3G5SybNHF4yC4tK2Pt2d55me",
+	"L8nk8w9ORU5CZU5akulHOUMEVp4ulHeFFSKW6LuOB5e4qX282D4+YCu5fe/Sjxbc/wuX8Bcu4V8rfglV",
+	"3S6MERCVTDppmcFAj+j11dmpI/L+NFzCl3CLYY8DWss/si3Bo7BoFpzsVk9FsWwprfB1qqYt8ryouOIX",
+	"NcLKBJyCoXQeGkATWQMPOcYjDzxpPgQU4t6DrD9vL0+pKsIH5vdYdJ3IGGWrqWujJmSSHZXKL2rtoBdK",
+	"V9oPpPLuVldFDtd721kRi6jbHi7x9gfk6v6kYaP9B5q9f6hRnzgn7zV5/rXbm7srGu3y3bVGz8w1B4j9",
+	"gpWof6KASA3lnIshQb6Cy6loevWVxY7w5y6OfHM+PD1/9er4xXBwcXx0ddm/t5vX7/jTlUeuNTHyFZsL",
+	"38cYLzKzjv6Age6m3ejNsPbYer2ldQhAZW0mMtH1Aeb5ekWb8b3TVN3aBbX/0IG6uuyfvDl582r43dvj",
+	"t8fDl29P7y9IrrvnMfu55vkRaxRcdI8WAxyMkfX9DsA2Rh2B48uOKGRwR3x8Pc2Alv4XNXqUKk2KNTyW",
+	"CExt2CMoDnt1p2Tg3oFDcihrTslJbon/NhyLzRJoszcqhwnXDaUsQj6ZujU+RAE3814OHNzIYvM+0QwK",
+	"7sxqQWV4LNKD8FJAFXebwj7NgP1qAw46YH0/JNFjP9QHobjfFC1ILi+UjeINIg6oCS3E25kfAOcmSLAZ",
+	"AHUxZkAoNkhBuIgvcwV/jpo9dsW+ZT+wSy9AE7Dv4V9vTi76pwN2K5LpzLhbF+iR/QDlK4mcGr9reM3h",
+	"2h/tj0xNXIDl2szWIrLEQfFzuntqkZs3ySJijQUKgZp+pjQvxbSiIqQE88kOlEVLyjFC56y3pn6hjF7j",
+	"e5XGAfuHmnGptcKM6/4zdqTG41nCOt9887THjmZmvtBf/rGUQP59NBNzNRd51mbm2JKmbXbKR202WOm8",
+	"zb76mjX29/YOm6yz97TV6ew34abo3cnF8Bf2LdO/Znljwf7G9HI+5GwwGHLWuB3+wnd///12yH//vfmf",
+	"+2zX+2szomwsYxFc/S388Zo1TMfu6uG1uSMf8if5kEcB9TT0g3Eyva41jxDvQWCIgqGYgbdDwXO2lEle",
+	"3NuI9PA6wlEncKZ5RixuElLHj2M1YZ2gNKBPdDFbIQaqMVICK/qJxiegZKZ5Xcu97kd07y0u4d3JxX/u",
+	"m82i0/XWH8CzzTM65riei8zjmuIYl0PAYrGGItboN7uugNeGwpdyzInX3L/YPLv4Z8CibP99xL5lEXUx",
+	"+/33hRknGKbff//B/F9E2XQvIM7QLqF+tnnGsIiURj3zyyryI40B8yKpMNgd1oKRTlhjNUyuWYutZjwf",
+	"JtfFDCn+ZDoNZkJkw9aTJHeYT6K7kivmW5bo1/1yE9xrLy6PB4PdwWD4o3vcQiljKtQyb6lJa6LSuIJl",
+	"AYwsjfsTzf6J16yFEZE6A7WogVV/OhdoN+HtaKgSJaMegC4ZPgWNlm+zFBbvqlsJRrpn1sqP0O3AFpt7",
+	"E4mnKZPFVHRpMDKhNvT9RLPLfWLQpwhvxBoyKGYzmB6zac2GCfuWdXYl+zvLh8kT1rh6ctX8z1bH/CsK",
+	"LGrZATqeaIRYODl07IaxkjdCWpFbQsnWxZILUQg+FU1sYzbXYhyZNWosymAwzITelU1//HHw+96gN8lu",
+	"Ql/DE268zRewIFjWQOa1ut0j7gSw9/ST7rKDvQPH++xxrqTJtQA6qKLEwsaKnNc5U2ncZn0ZSi8izWoD",
+	"0iR4SGrAdky6REjw5nzoPLDL46PzyxfR3TFX8FoeB+Jw6Vyg+9ENdO0DgQ3urg2wVsgj/BWZ/Ssy+5lL",
+	"v9dX2TZH5Ootn+nr77QTrFFnIr50hBr1wSkjOhKzxOnKuGg1AKVhfYMTBcxif/LwtFoIyRdJ286gx6/3",
+	"PV8I2b84oc74RBvuP+y+2exfW5tAUyNzwNgosqlknvFx7kdgbrlmmLY1h9svzTjpyZnWzjeR8/t0tuzw",
+	"rzimKj/b8P/YPzt92PDbJtUMPzxsy+GHa+/Kn5oOmqoW/Tjni5/wDz+DRzjhY/FfHz5+jnQZXySlbnal",
+	"VKHEWiqumWkkKuY2OBuniTkCwjnglht/G71JkIy2A864vibgLeJK/IWM9UR/rslJE+Ahk9NXPX4MuD8C",
+	"x4l+yywWNlrZ422PRZhe6DKrW1+UH9IZxJxdQsk1Oxq8syotWJ6ESt0NF+9xjjdWnIm42Wa4f2CtJjCD",
+	"KPgGnvbYejUAG6klQa19fCIokm2QQbwoaURvkYICRP4wiUt5ozl/fyrkNJ/tdDv7Xwc780S6f2+djvpT",
+	"JLeC6lS5ACBM8psIWAfKRvf29vZ6tmgAiwXMb21bU11pB0CEqp2VzJfznS48CjqL/h2s844EdRxSkRTv",
+	"8+F4mWmVFcd3S8kL0J2GmanIgUl/j35ovRHv89YR3UZzsHE0eNfc1Hh8xaah3j989jlA5cWUPFXTrTAv",
+	"63ds74DW32tX851tOxq8e1jTzA0PBOWcSwwJ2FEErHGpvrE0rPWcY0BtRq4mDqmreqGoQ8p1ThOHp1rZ",
+	"AwaaOxWvmrX0OB9R0Vh3Lj16ezk4v9z6WEqXfwj+1GD8as4U7ADmTMsfEn1ZhxDrhWsg7Q/Ejput1x7F",
+	"HmPf/YcaIQwQQnLI/KeXI0AR0p5W1nJmDdByHq0wox83A5R4AOxlIi3ecOLKjSIYkqhdMafmiL1MU1oZ",
+	"oXRLo4dw+9tEmyWpLUFgZG/MFSARc3/BBV6dFUpBIDAloi29zfq0Ihns7fzXJZaTW7ZIW7IchFIr82Ua",
+	"ewGoEIqkE/YALOBYQYhAz5JJDtoWGX56O5SXhG25hgo/lPSEPibyklwpSKhBbZ1WVuY5E6nisfEboZAL",
+	"UwqmkwEdaz6B7je/pQLYM9QyL+p80TcNJYDK0TNKfjMmjUCuoJuKiFOUc2MTccvOntuh6oYyMq5fm2Dd",
+	"Qz3mcpjE2vg+8AdkPBiOsMLY/SxVbv4VyggLNdsWuk2VbPQroVajJ5pFFjnuvSOUUeX5eDc+HVjZSg8f",
+	"5irnKTFrVN7RNu7gcKlFHDFE1CMzza1u9tgGNrVQOpdybmbyZJmmm/w5D/hS49Dd7drsrzk2hx/j1ux/",
+	"Lqfm47yUw87+Fg5pdddNV7jYYCNMkINmYwNwTe98BDjJkeR/utvkPXUrOfLq9R8FrtokTe67LaYfPzFy",
+	"/W/rIbj1CQZTTXxo1aO5CR/LW9h5cOz4anhydnF6fHb8ZhsNgur1jxk1tkFhCpg7tUG3oEfLJI0hZlxq",
+	"RPR4MB6Qt/dhp7rssHgOlnOctnSwdoGn+LFE7o31PRq8M31F8SIshgbC50zwuTGDVJjFb9lyYQU9MVox",
+	"E2kMyd25mKtsZemSjENiHOBM3bJM/CLGFJKi26FhJeKzo8E7s9ciA8I67SgES9ChS5dzSWqwPMvRQzTt",
+	"mWRCBGy0zEOphQQcCvgBETUnFXkJhozNglaay2Kec48lO5TUKab/XUdR88GBgU0QdA4VlvrADGtErTl/",
+	"38ILW8BpHQU2YhTKw84+O0ueN3tsJFYKaDarBOydpyy66P8IHKZX5+fD0/7lq2MKR0kPKVQWne+xyTKD",
+	"YkLYuYAYNZGMY1RIxAhxDWUjatkntOCnonXsoAnFQ/SRyDHvGLQdGhtB2NRT5s/miGh7isjJiOcdyGLN",
+	"D0Q4C01zNXD4npIyLMvVFKszZyqNC2e92mb2d9YJJUoStdn3lhoO5gA1t9Kr+9+wWgxfKKnAKPBIACic",
+	"OucrIj0H/Q+YU9anrykg4qUSIhdjAW/xyHENdNk4VVpEPewE23mobEtT7QzWUhcKGdx44wJjo2VsDho0",
+	"z1y/4F/9qcbZr0sOfGLkTs2Uzp9otpitdDLmKT2wyUiBDj17GnziAiaLYAu8YI1oAXsVXr7O7f+LGkEN",
+	"Lfi3RIkll3ORJWM253mWvA9QtWlmKd8pCnGbZMLsivuwathYpCmLOkEUSpyJX+PlzYAt0qUu981YLVaY",
+	"EuwCMxihvl2DIXg6nvFsar4GECRPv2ofsn8+B4CMsVJqwvb3Dr72ahg1a3SetQ/YP5+HErRS44Dtd8w9",
+	"Fmq0hn6ZJDkxxuHLgLWfXwsZSuyvzv7XBDr0CPlpZBPdM423JhIsYfEBJIdl3oh9h/MA1t0EsLmcEgCA",
+	"VFyfztAHOJ1Lc5lx395aTC8+vmvMEUh0V+1RmY56wlMtoiYjqQDE7VAXAE5qvf3Io4avKU6CkODNsxWU",
+	"POrleCxE3GOHe6YRJba0+yr4isaQogTgpUbGzwL7Yo2Pmdq1k1ijCSLxxLnlhDGnXDyQmc+0a5KPr93r",
+	"hDkmN2LQViC9XZWFEstTUoplzJZ5rG4lUeZ4r8U5Tfi9ibiFA3zG0xR1SnJNaM5iBlAdJLR2rjJhldIB",
+	"I2rWu+DXiDSCSUBNxrM2kpl6D4OlxdkkeW+afSMyS4NiJu5Z8jyUjWwpMf4yWk4mItOBlXHDZHUTn+GO",
+	"/34FzXjGpYR6rYJ7RYOZhdY3rL3vfAO7ZFEXTEZN95xgt27PY2b5/Q6rL/VZXuw7Q1n70kQ6vhqKq3aL",
+	"HM0IlFXMtSMRymcH7J/Jc9Y4eNqh7bsZkDUxLTZ/wzpqxyuDZankT4WSZ5mZOjDdn+3BJxayI7gH7x8+",
+	"Y39nzw6IqAdrg52sMknokQejrUfzSjGtJrmdjuiZ5LSk9HLOljIVWocyenV+dnx2enJ2chVZ+TV0LNyU",
+	"ZI3Byaur48uz5trUTHTB1Rbh1Lbg1ejkzdWxZW3rlfd7ojICr9XY0HwmksxZNrgglMB3UANtMY/YRSK+",
+	"X9RomMTEw2du1yKPmnZzwikdygjfTWUQnq4H/E5xFIxdWa/O0iYgHk3I3AqyFoToGmJ3U1HCsuMfnyBP",
+	"OjjQmRoJM48ZzhQgAm1aU8/lyuEACzcavSaOz/ALm4GHrQC0oi+j2eHeV9Ddg7cvX54cnRy/uRoOrs4v",
+	"+8YmkysDQkHucZMkTbW3G9jyulCaIdSF8E5JtXasYrE2NYrdCfcRmM900BobB4y4p+BRZLRfv726Mj7X",
+	"i/Pv35BeE89F13sWcqTyYjdHB84uG3IwvbXjeU7zpSY6gOXCbGQYeLJIYWaOOcZVInd8nsgWnHyCUNoF",
+	"9+zw8OkzdC12dY/tsXyZSQjvqsmkid/D2TQzTVqILFExm3FtXCNgRisebh7cgus8l7qzx3SzCyYfJuHf",
+	"6Ul/x0w+LCgBxR270NgA4c74N/i4Gb8R9PGxGVj4bDOwZvzMyCKuCJJ9OleLQskoiVN7SmlErVmeL1rm",
+	"Zkh+qmXud8JT08ygVDV/sPc1iyhaMbw6OTs+f3sVBax0QAtlcULD1lvlADoy4KmMdIyMD249DccOEEoc",
+	"ftgqwJ+vOUJ45iSoOzbUSn+a/raRgDvlP+fLNE/MWXJ3orJ5y1gWCG7IsYopn0HJQLrpCiOINk0YsI2s",
+	"ph8CRC2s3bsWTTEn/LqA3lv42q3jeXT5w8N57sYtZEf/qvgsghbbhyUH7/yY5NnxVf9F/6q/9f3uhscI",
+	"bBaPcGfi84urk/M3g62ftXbjh2Dn7GQwMD9d9C/vb1Tp4s8RaoWQUhFhsh3o/1b9CBAX9doVlWKxNnb7",
+	"x5a5fv3AyVmx2fdzhlSuf2T4LuxXZmNamCOqdRjW9yjYwCYCgi2puiVd+/r9vLotbRArCqW5ng7kFe/C",
+	"bU2Eeus8fShQpXokvh8NsnbHY8769SN6mUYcj+i4ucKYiPfmcG0OBXURS3sssREfrMKsHOI9YoVSdMp1",
+	"6icIov5blA2XJh4GTs3EW6Ypa9SGI5vtxxPC+oyiVv+Dk0OHew+1FF7c6n6uAO9a4BrwTk9bEA34Vz+q",
+	"CLMXeuuWDYOLrpXrmNEehNIG+D4q8hZKCL2BlK2IgZe5t66NYKOYpfBfKHEVtVnlCFqiR7D7UnE6BtMI",
+	"sqJ2r6p542Pr1fnd29xq2X5ZVTk8LPhH9qPBO8u8k+UQgtcrOZ5lSqqlLuVBt058lmgJqrCYRwKZOcIf",
+	"nokKMMp8zDK7SW6An9J8lrbxX4LZm62Tpm1URGUrMwuFQ0rRMiJ2HatYVAJn1RcwG8zCPN84FdyLxkAI",
+	"twh4QZMxKeiQYdTyHkuwXAqjbG7tesx8WLFqdYTNu6+TNBVxM2Axn/OpiIk2xOo5QCwanTR/6w+AMLv0",
+	"0bulb6zmHDRfQaoJ1Jba7Hvbjy72Vg2H4ZA9QTUYwRrmZS0l01UQSrOzQglwopmQMWRCKFZlyQUp3AWc",
+	"YTxFaE/PezCkSazQDER/wNxBOA3yUPBaTWo6wACSiJjSYYdMNzcUtXhH1J1tirZgnt9ZsvUw3P2jYoxe",
+	"KCkegjGC6z/qOH/HMf6PrAj9x/nzB9SDlq9+xI34rbyWZukjyJU1otKbPqne8S/EzyduihcqTf0t8SF7",
+	"XQ3Ip6yT+1hon74XS8XsA0itF8Q78GcgWy0nftwJPkfuG0qsiAW+N5GUCDMbi3F3mm12jDTqt3zlcgyJ",
+	"L9e+aVNk0VH/zdHx6anZLbw0uUNzAMAnD/wMrHMm6Xhv9nM437NG6VOeaLTpoAXhhmrG3QcG628k2mBL",
+	"/I140KmIQWvZKkYKViR43XPRN4YI/iJT8XIsIOUTJ3rMTRdQOq+Aqdh+4kWmreQT8NTMlJXZ20TMpsJ8",
+	"xcHeNwzswMuTNyeD15B/0wpr68vDiLF776vjUNonThKZ6BlhPSjID58GtYkCqImQkapR9EwoQcyDojkc",
+	"co5CEiM25JnQEYiVFFZeisY8oUQYvmQMHYWiBPSe2n30CPr432orPbLT5iH7aXHTY2+qgTlkVZamtx7/",
+	"3JL9/0q79MPZGfw1vtXHuYsfOaIFFqpkiRplA/SXH/LRwaUve7A/Ig7dmsDM45/hH1Hu48rCFqDsgGjb",
+	"NwtZ2ewDOARFlY4Ut0O6tnwUp9HEfcwSkcDDu97+a4b0xfmbY3dvdRuNRSpyETOodYY7D2o4VO8+Pjo2",
+	"+T/jtvenorD/858L/1S8v/dtWi4lhF70hln9iGRE/pLaumfh4s+w3ZUtQKO83v/a7r7gsfuqzKdkwe4E",
+	"mmNmwApcrYgfeiQ37xLjZZbkK2NnPwT/tTMSPBNZf2nM5E8/G7OIMd+6KktquA9I5XGcCa13gp1llu50",
+	"d2Z5vuju7qZqzNOZ0nn38PDw2U59mSTscbAbtvJUt8YCgu0x/utarEoP1TVP/dl9fvXxQETnIR5BvDxn",
+	"+pYvii2F+KjWG9ffFO7Xxc2uv9dvP01uhBQak0Km5xOJXUS3Iv51Q6c4Rh3U0/FaK3Jec8+ZkkmuiMiH",
+	"LnX7rd7wknJ5vNNvtTTY2O6xkuMkRfLUAk+Z8lGb9UPpMgOAg7X6B8WDW6mafotpepRQx2j7tGtFaDxy",
+	"myiwGvApH7VIiLak0HmnYg1FHA73OmxtaWK0A55e8xiresDA7VlnH+8x7voG4+5LqQNkHUJOzPmCZ4lG",
+	"TkzfTcO7yP+hYXHcAx9+/vB/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

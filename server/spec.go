@@ -8,14 +8,16 @@ import (
 
 	"ramanserve/api"
 	"ramanserve/gen"
+	"ramanserve/server/apidocs"
 )
 
-// specDocuments is the contract as served: the text of api/openapi.yaml
-// and its JSON rendering, both built once when the handler is built.
-// Neither slice is written after that.
+// specDocuments is the contract as served: the text of api/openapi.yaml,
+// its JSON rendering and the page that renders it (GET /docs), all built
+// once when the handler is built. None is written after that.
 type specDocuments struct {
 	yaml []byte
 	json specJSON
+	docs docsPage
 }
 
 func loadSpecDocuments() (specDocuments, error) {
@@ -23,7 +25,32 @@ func loadSpecDocuments() (specDocuments, error) {
 	if err != nil {
 		return specDocuments{}, err
 	}
-	return specDocuments{yaml: []byte(api.OpenAPIYAML()), json: j}, nil
+	page, err := apidocs.New(j)
+	if err != nil {
+		return specDocuments{}, err
+	}
+	return specDocuments{yaml: []byte(api.OpenAPIYAML()), json: j, docs: docsPage(page)}, nil
+}
+
+// GetDocs serves the contract rendered for a browser.
+func (a *API) GetDocs(ctx context.Context, _ gen.GetDocsRequestObject) (gen.GetDocsResponseObject, error) {
+	return a.spec.docs, nil
+}
+
+// docsPage writes the pre-rendered page under its own policy, which
+// admits its inline scripts by hash and nothing else.
+type docsPage apidocs.Page
+
+func (p docsPage) VisitGetDocsResponse(w http.ResponseWriter) error {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", p.ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Length", strconv.Itoa(len(p.HTML)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(p.HTML)
+	return err
 }
 
 // GetOpenAPIYAML serves api/openapi.yaml as written.

@@ -3,7 +3,8 @@
 // API with a recipe and regions, loads the job's report page and checks
 // that it renders without a console error or exception, that it fetches
 // nothing but itself, and that every plot is there; then it writes a
-// full-page PNG screenshot.
+// full-page PNG screenshot. It also loads GET /docs, the contract
+// rendered by Redoc (docs_test.go).
 //
 // It runs under `make test-browser` (which installs chromium first), never
 // as part of the plain `go test ./...`: RAMANSERVE_TEST_BROWSER=1 enables
