@@ -42,6 +42,24 @@ func (e AlsBaselineStepStep) Valid() bool {
 	}
 }
 
+// Defines values for BatchMaturity.
+const (
+	ScanSeq BatchMaturity = "scan_seq"
+	Time    BatchMaturity = "time"
+)
+
+// Valid indicates whether the value is a known member of the BatchMaturity enum.
+func (e BatchMaturity) Valid() bool {
+	switch e {
+	case ScanSeq:
+		return true
+	case Time:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChannelErrorCode.
 const (
 	INTERNALERROR      ChannelErrorCode = "INTERNAL_ERROR"
@@ -604,6 +622,57 @@ type BatchBias struct {
 	Bias           AnalyteValues `json:"bias"`
 	FirstSampledAt time.Time     `json:"first_sampled_at"`
 	N              int           `json:"n"`
+}
+
+// BatchList defines model for BatchList.
+type BatchList struct {
+	Batches    []BatchSummary `json:"batches"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+// BatchMaturity `time`: seconds since the batch's first spectrum; `scan_seq`: the scan_seq the rig sent.
+type BatchMaturity string
+
+// BatchSummary defines model for BatchSummary.
+type BatchSummary struct {
+	BatchId string `json:"batch_id"`
+
+	// Count The batch's spectra (active records) in the log.
+	Count int64 `json:"count"`
+
+	// FirstTime The time of the batch's first spectrum (active record).
+	FirstTime time.Time `json:"first_time"`
+	LastTime  time.Time `json:"last_time"`
+
+	// Models The versions that scored the batch as the active model, the shadow or a re-scoring job, in byte order.
+	Models []string `json:"models"`
+
+	// MoreModels Versions that scored the batch beyond those listed.
+	MoreModels int `json:"more_models"`
+
+	// Reference The batch is marked as a reference batch.
+	Reference bool `json:"reference"`
+}
+
+// BatchTrajectory defines model for BatchTrajectory.
+type BatchTrajectory struct {
+	BatchId string `json:"batch_id"`
+
+	// Maturity `time`: seconds since the batch's first spectrum; `scan_seq`: the scan_seq the rig sent.
+	Maturity BatchMaturity     `json:"maturity"`
+	Points   []TrajectoryPoint `json:"points"`
+
+	// Reference The batch is marked as a reference batch.
+	Reference bool `json:"reference"`
+
+	// StartTime The time of the batch's first spectrum.
+	StartTime time.Time `json:"start_time"`
+
+	// Truncated The batch has more than 10,000 spectra; the trajectory holds the first 10,000.
+	Truncated bool `json:"truncated"`
+
+	// Unplaced Spectra left out for want of a maturity (no scan_seq, with `maturity=scan_seq`).
+	Unplaced int `json:"unplaced"`
 }
 
 // CVPoint defines model for CVPoint.
@@ -1429,6 +1498,18 @@ type PreprocessingStep struct {
 // ProtocolVersion Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
 type ProtocolVersion int
 
+// ReferenceBatch defines model for ReferenceBatch.
+type ReferenceBatch struct {
+	BatchId string `json:"batch_id"`
+
+	// Created This request marked the batch (false when it was marked already).
+	Created  bool      `json:"created"`
+	MarkedAt time.Time `json:"marked_at"`
+
+	// MarkedBy The name of the token that marked it; absent without authentication.
+	MarkedBy *string `json:"marked_by,omitempty"`
+}
+
 // RegionContribution defines model for RegionContribution.
 type RegionContribution struct {
 	// Region An inclusive `[low, high]` range of wavenumbers, cm-1.
@@ -2002,6 +2083,26 @@ type TrainingUpload struct {
 	Meta TrainingMeta `json:"meta"`
 }
 
+// TrajectoryPoint defines model for TrajectoryPoint.
+type TrajectoryPoint struct {
+	// Concentrations One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
+	Concentrations AnalyteValues `json:"concentrations"`
+
+	// Confidence One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
+	Confidence *AnalyteValues `json:"confidence,omitempty"`
+
+	// Maturity Seconds since the batch's first spectrum, or the scan_seq (the trajectory's `maturity`).
+	Maturity float64 `json:"maturity"`
+
+	// ModelVersion The active model that answered the rig.
+	ModelVersion string    `json:"model_version"`
+	PredictionId string    `json:"prediction_id"`
+	QReduced     *float64  `json:"q_reduced,omitempty"`
+	ScanSeq      *float64  `json:"scan_seq,omitempty"`
+	T2Reduced    *float64  `json:"t2_reduced,omitempty"`
+	Time         time.Time `json:"time"`
+}
+
 // UnmatchedLabResult defines model for UnmatchedLabResult.
 type UnmatchedLabResult struct {
 	// Index The record's position in the post, from 0; the array index, or the CSV row counted after the header (the first data row is 0).
@@ -2031,6 +2132,12 @@ type Version = string
 // WavenumberRegion An inclusive `[low, high]` range of wavenumbers, cm-1.
 type WavenumberRegion = []float64
 
+// BatchId defines model for BatchId.
+type BatchId = string
+
+// Maturity `time`: seconds since the batch's first spectrum; `scan_seq`: the scan_seq the rig sent.
+type Maturity = BatchMaturity
+
 // DefaultError defines model for DefaultError.
 type DefaultError = ErrorResponse
 
@@ -2054,6 +2161,27 @@ type Unavailable = ErrorResponse
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = ErrorResponse
+
+// ListBatchesParams defines parameters for ListBatches.
+type ListBatchesParams struct {
+	// Limit Page size, 1 to 1000; absent means 100.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetBatchParams defines parameters for GetBatch.
+type GetBatchParams struct {
+	// Maturity What the trajectory is drawn against; absent means `time`.
+	Maturity *Maturity `form:"maturity,omitempty" json:"maturity,omitempty"`
+}
+
+// GetBatchReportParams defines parameters for GetBatchReport.
+type GetBatchReportParams struct {
+	// Maturity What the trajectory is drawn against; absent means `time`.
+	Maturity *Maturity `form:"maturity,omitempty" json:"maturity,omitempty"`
+}
 
 // PostLabResultsJSONBody defines parameters for PostLabResults.
 type PostLabResultsJSONBody = []LabResult
@@ -2886,6 +3014,68 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListBatches The batches the prediction log has seen
+	//
+	// Every batch id with at least one active record in the log (the
+	// `batch_id` of the predicts' `context`), in byte order of the ids,
+	// a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
+	// the last page, otherwise pass it as `cursor`. For each batch: the
+	// times of its first and last spectrum and how many spectra it has
+	// (active records), the versions that scored it in any role (at
+	// most 16, in byte order; `more_models` counts the others), and
+	// whether it is marked as a reference batch.
+	//
+	// Corresponds with GET /batches (the `ListBatches` operationId).
+	ListBatches(ctx context.Context, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBatch A batch's trajectory
+	//
+	// The batch's spectra as the rig was answered (active records), in
+	// order of maturity: predicted concentrations, confidence, reduced
+	// T² and Q, against the batch's maturity, which is `time` (seconds
+	// since the batch's first spectrum, the default) or `scan_seq` (the
+	// `scan_seq` the rig sent; spectra without one are left out and
+	// counted in `unplaced`). A trajectory holds the batch's first
+	// 10,000 spectra at most (`truncated` says when there were more).
+	//
+	// Corresponds with GET /batches/{batch_id} (the `GetBatch` operationId).
+	GetBatch(ctx context.Context, batchId BatchId, params *GetBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnmarkReferenceBatch Unmark a reference batch
+	//
+	// Needs the `operate` role. Answers 204 whether or not the batch was
+	// marked (or is in the log).
+	//
+	// Corresponds with DELETE /batches/{batch_id}/reference (the `UnmarkReferenceBatch` operationId).
+	UnmarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkReferenceBatch Mark a batch as a good one, a reference of the control bands
+	//
+	// Needs the `operate` role. The batch must be in the prediction log.
+	// Marking a marked batch again changes nothing and returns the first
+	// mark. At most 20 batches are marked at once; unmark one to mark
+	// another. The mark is stored with the lab's results (the fleet's
+	// database with `-store`) and survives a restart.
+	//
+	// Corresponds with PUT /batches/{batch_id}/reference (the `MarkReferenceBatch` operationId).
+	MarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBatchReport The batch against the control bands, one self-contained HTML page
+	//
+	// The trajectory of `GET /batches/{batch_id}` drawn against the
+	// control bands of the reference batches, one plot per analyte and
+	// one each for the reduced T² and Q: at each maturity the mean of the
+	// reference batches ± 3 standard deviations, the points outside the
+	// band marked and listed. The bands are made of every marked batch
+	// but this one (a reference batch is judged by the others); how the
+	// batches are aligned is in `docs/evidence.md`. Without reference
+	// batches the page says so and draws the trajectory alone. Like the
+	// review pages, it fetches nothing and runs no script, and shares
+	// their report slots (503 `SERVER_BUSY` after 5 s without one).
+	//
+	// Corresponds with GET /batches/{batch_id}/report (the `GetBatchReport` operationId).
+	GetBatchReport(ctx context.Context, batchId BatchId, params *GetBatchReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetFleet The replicas of the fleet
 	//
 	// Every replica that shares this server's store, as their rows in the
@@ -3461,6 +3651,118 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
 	GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListBatches The batches the prediction log has seen
+//
+// Every batch id with at least one active record in the log (the
+// `batch_id` of the predicts' `context`), in byte order of the ids,
+// a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
+// the last page, otherwise pass it as `cursor`. For each batch: the
+// times of its first and last spectrum and how many spectra it has
+// (active records), the versions that scored it in any role (at
+// most 16, in byte order; `more_models` counts the others), and
+// whether it is marked as a reference batch.
+//
+// Corresponds with GET /batches (the `ListBatches` operationId).
+func (c *Client) ListBatches(ctx context.Context, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBatchesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBatch A batch's trajectory
+//
+// The batch's spectra as the rig was answered (active records), in
+// order of maturity: predicted concentrations, confidence, reduced
+// T² and Q, against the batch's maturity, which is `time` (seconds
+// since the batch's first spectrum, the default) or `scan_seq` (the
+// `scan_seq` the rig sent; spectra without one are left out and
+// counted in `unplaced`). A trajectory holds the batch's first
+// 10,000 spectra at most (`truncated` says when there were more).
+//
+// Corresponds with GET /batches/{batch_id} (the `GetBatch` operationId).
+func (c *Client) GetBatch(ctx context.Context, batchId BatchId, params *GetBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBatchRequest(c.Server, batchId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnmarkReferenceBatch Unmark a reference batch
+//
+// Needs the `operate` role. Answers 204 whether or not the batch was
+// marked (or is in the log).
+//
+// Corresponds with DELETE /batches/{batch_id}/reference (the `UnmarkReferenceBatch` operationId).
+func (c *Client) UnmarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnmarkReferenceBatchRequest(c.Server, batchId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkReferenceBatch Mark a batch as a good one, a reference of the control bands
+//
+// Needs the `operate` role. The batch must be in the prediction log.
+// Marking a marked batch again changes nothing and returns the first
+// mark. At most 20 batches are marked at once; unmark one to mark
+// another. The mark is stored with the lab's results (the fleet's
+// database with `-store`) and survives a restart.
+//
+// Corresponds with PUT /batches/{batch_id}/reference (the `MarkReferenceBatch` operationId).
+func (c *Client) MarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkReferenceBatchRequest(c.Server, batchId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBatchReport The batch against the control bands, one self-contained HTML page
+//
+// The trajectory of `GET /batches/{batch_id}` drawn against the
+// control bands of the reference batches, one plot per analyte and
+// one each for the reduced T² and Q: at each maturity the mean of the
+// reference batches ± 3 standard deviations, the points outside the
+// band marked and listed. The bands are made of every marked batch
+// but this one (a reference batch is judged by the others); how the
+// batches are aligned is in `docs/evidence.md`. Without reference
+// batches the page says so and draws the trajectory alone. Like the
+// review pages, it fetches nothing and runs no script, and shares
+// their report slots (503 `SERVER_BUSY` after 5 s without one).
+//
+// Corresponds with GET /batches/{batch_id}/report (the `GetBatchReport` operationId).
+func (c *Client) GetBatchReport(ctx context.Context, batchId BatchId, params *GetBatchReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBatchReportRequest(c.Server, batchId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetFleet The replicas of the fleet
@@ -4307,6 +4609,262 @@ func (c *Client) GetTrainingReport(ctx context.Context, jobId string, reqEditors
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListBatchesRequest constructs an http.Request for the ListBatches method
+func NewListBatchesRequest(server string, params *ListBatchesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/batches")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetBatchRequest constructs an http.Request for the GetBatch method
+func NewGetBatchRequest(server string, batchId BatchId, params *GetBatchParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "batch_id", batchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/batches/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Maturity != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "maturity", *params.Maturity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUnmarkReferenceBatchRequest constructs an http.Request for the UnmarkReferenceBatch method
+func NewUnmarkReferenceBatchRequest(server string, batchId BatchId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "batch_id", batchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/batches/%s/reference", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewMarkReferenceBatchRequest constructs an http.Request for the MarkReferenceBatch method
+func NewMarkReferenceBatchRequest(server string, batchId BatchId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "batch_id", batchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/batches/%s/reference", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetBatchReportRequest constructs an http.Request for the GetBatchReport method
+func NewGetBatchReportRequest(server string, batchId BatchId, params *GetBatchReportParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "batch_id", batchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/batches/%s/report", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Maturity != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "maturity", *params.Maturity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetFleetRequest constructs an http.Request for the GetFleet method
@@ -5309,6 +5867,78 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListBatchesWithResponse The batches the prediction log has seen
+	//
+	// Every batch id with at least one active record in the log (the
+	// `batch_id` of the predicts' `context`), in byte order of the ids,
+	// a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
+	// the last page, otherwise pass it as `cursor`. For each batch: the
+	// times of its first and last spectrum and how many spectra it has
+	// (active records), the versions that scored it in any role (at
+	// most 16, in byte order; `more_models` counts the others), and
+	// whether it is marked as a reference batch.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /batches (the `ListBatches` operationId).
+	ListBatchesWithResponse(ctx context.Context, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*ListBatchesResponse, error)
+
+	// GetBatchWithResponse A batch's trajectory
+	//
+	// The batch's spectra as the rig was answered (active records), in
+	// order of maturity: predicted concentrations, confidence, reduced
+	// T² and Q, against the batch's maturity, which is `time` (seconds
+	// since the batch's first spectrum, the default) or `scan_seq` (the
+	// `scan_seq` the rig sent; spectra without one are left out and
+	// counted in `unplaced`). A trajectory holds the batch's first
+	// 10,000 spectra at most (`truncated` says when there were more).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /batches/{batch_id} (the `GetBatch` operationId).
+	GetBatchWithResponse(ctx context.Context, batchId BatchId, params *GetBatchParams, reqEditors ...RequestEditorFn) (*GetBatchResponse, error)
+
+	// UnmarkReferenceBatchWithResponse Unmark a reference batch
+	//
+	// Needs the `operate` role. Answers 204 whether or not the batch was
+	// marked (or is in the log).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /batches/{batch_id}/reference (the `UnmarkReferenceBatch` operationId).
+	UnmarkReferenceBatchWithResponse(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*UnmarkReferenceBatchResponse, error)
+
+	// MarkReferenceBatchWithResponse Mark a batch as a good one, a reference of the control bands
+	//
+	// Needs the `operate` role. The batch must be in the prediction log.
+	// Marking a marked batch again changes nothing and returns the first
+	// mark. At most 20 batches are marked at once; unmark one to mark
+	// another. The mark is stored with the lab's results (the fleet's
+	// database with `-store`) and survives a restart.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /batches/{batch_id}/reference (the `MarkReferenceBatch` operationId).
+	MarkReferenceBatchWithResponse(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*MarkReferenceBatchResponse, error)
+
+	// GetBatchReportWithResponse The batch against the control bands, one self-contained HTML page
+	//
+	// The trajectory of `GET /batches/{batch_id}` drawn against the
+	// control bands of the reference batches, one plot per analyte and
+	// one each for the reduced T² and Q: at each maturity the mean of the
+	// reference batches ± 3 standard deviations, the points outside the
+	// band marked and listed. The bands are made of every marked batch
+	// but this one (a reference batch is judged by the others); how the
+	// batches are aligned is in `docs/evidence.md`. Without reference
+	// batches the page says so and draws the trajectory alone. Like the
+	// review pages, it fetches nothing and runs no script, and shares
+	// their report slots (503 `SERVER_BUSY` after 5 s without one).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /batches/{batch_id}/report (the `GetBatchReport` operationId).
+	GetBatchReportWithResponse(ctx context.Context, batchId BatchId, params *GetBatchReportParams, reqEditors ...RequestEditorFn) (*GetBatchReportResponse, error)
+
 	// GetFleetWithResponse The replicas of the fleet
 	//
 	// Every replica that shares this server's store, as their rows in the
@@ -5924,6 +6554,386 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
 	GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
+}
+
+// ListBatchesResponse200Headers the declared response headers of an HTTP 200 response for ListBatches
+type ListBatchesResponse200Headers struct {
+	XNextCursor *string
+}
+
+// ListBatchesResponse401Headers the declared response headers of an HTTP 401 response for ListBatches
+type ListBatchesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListBatchesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListBatchesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBatchesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBatchesResponse) GetJSON200() *BatchList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListBatchesResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBatchesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListBatchesResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBatchesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBatchesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBatchesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBatchesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBatchResponse401Headers the declared response headers of an HTTP 401 response for GetBatch
+type GetBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchTrajectory
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBatchResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBatchResponse) GetJSON200() *BatchTrajectory {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetBatchResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBatchResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBatchResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetBatchResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UnmarkReferenceBatchResponse401Headers the declared response headers of an HTTP 401 response for UnmarkReferenceBatch
+type UnmarkReferenceBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UnmarkReferenceBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UnmarkReferenceBatchResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UnmarkReferenceBatchResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UnmarkReferenceBatchResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UnmarkReferenceBatchResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UnmarkReferenceBatchResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UnmarkReferenceBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnmarkReferenceBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnmarkReferenceBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnmarkReferenceBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// MarkReferenceBatchResponse401Headers the declared response headers of an HTTP 401 response for MarkReferenceBatch
+type MarkReferenceBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type MarkReferenceBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReferenceBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MarkReferenceBatchResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON200() *ReferenceBatch {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r MarkReferenceBatchResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r MarkReferenceBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MarkReferenceBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MarkReferenceBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MarkReferenceBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBatchReportResponse401Headers the declared response headers of an HTTP 401 response for GetBatchReport
+type GetBatchReportResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetBatchReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBatchReportResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetBatchReportResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBatchReportResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBatchReportResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetBatchReportResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBatchReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBatchReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBatchReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBatchReportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetFleetResponse401Headers the declared response headers of an HTTP 401 response for GetFleet
@@ -8002,6 +9012,108 @@ func (r GetTrainingReportResponse) ContentType() string {
 	return ""
 }
 
+// ListBatchesWithResponse The batches the prediction log has seen
+//
+// Every batch id with at least one active record in the log (the
+// `batch_id` of the predicts' `context`), in byte order of the ids,
+// a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
+// the last page, otherwise pass it as `cursor`. For each batch: the
+// times of its first and last spectrum and how many spectra it has
+// (active records), the versions that scored it in any role (at
+// most 16, in byte order; `more_models` counts the others), and
+// whether it is marked as a reference batch.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /batches (the `ListBatches` operationId).
+func (c *ClientWithResponses) ListBatchesWithResponse(ctx context.Context, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*ListBatchesResponse, error) {
+	rsp, err := c.ListBatches(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBatchesResponse(rsp)
+}
+
+// GetBatchWithResponse A batch's trajectory
+//
+// The batch's spectra as the rig was answered (active records), in
+// order of maturity: predicted concentrations, confidence, reduced
+// T² and Q, against the batch's maturity, which is `time` (seconds
+// since the batch's first spectrum, the default) or `scan_seq` (the
+// `scan_seq` the rig sent; spectra without one are left out and
+// counted in `unplaced`). A trajectory holds the batch's first
+// 10,000 spectra at most (`truncated` says when there were more).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /batches/{batch_id} (the `GetBatch` operationId).
+func (c *ClientWithResponses) GetBatchWithResponse(ctx context.Context, batchId BatchId, params *GetBatchParams, reqEditors ...RequestEditorFn) (*GetBatchResponse, error) {
+	rsp, err := c.GetBatch(ctx, batchId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBatchResponse(rsp)
+}
+
+// UnmarkReferenceBatchWithResponse Unmark a reference batch
+//
+// Needs the `operate` role. Answers 204 whether or not the batch was
+// marked (or is in the log).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /batches/{batch_id}/reference (the `UnmarkReferenceBatch` operationId).
+func (c *ClientWithResponses) UnmarkReferenceBatchWithResponse(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*UnmarkReferenceBatchResponse, error) {
+	rsp, err := c.UnmarkReferenceBatch(ctx, batchId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnmarkReferenceBatchResponse(rsp)
+}
+
+// MarkReferenceBatchWithResponse Mark a batch as a good one, a reference of the control bands
+//
+// Needs the `operate` role. The batch must be in the prediction log.
+// Marking a marked batch again changes nothing and returns the first
+// mark. At most 20 batches are marked at once; unmark one to mark
+// another. The mark is stored with the lab's results (the fleet's
+// database with `-store`) and survives a restart.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /batches/{batch_id}/reference (the `MarkReferenceBatch` operationId).
+func (c *ClientWithResponses) MarkReferenceBatchWithResponse(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*MarkReferenceBatchResponse, error) {
+	rsp, err := c.MarkReferenceBatch(ctx, batchId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkReferenceBatchResponse(rsp)
+}
+
+// GetBatchReportWithResponse The batch against the control bands, one self-contained HTML page
+//
+// The trajectory of `GET /batches/{batch_id}` drawn against the
+// control bands of the reference batches, one plot per analyte and
+// one each for the reduced T² and Q: at each maturity the mean of the
+// reference batches ± 3 standard deviations, the points outside the
+// band marked and listed. The bands are made of every marked batch
+// but this one (a reference batch is judged by the others); how the
+// batches are aligned is in `docs/evidence.md`. Without reference
+// batches the page says so and draws the trajectory alone. Like the
+// review pages, it fetches nothing and runs no script, and shares
+// their report slots (503 `SERVER_BUSY` after 5 s without one).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /batches/{batch_id}/report (the `GetBatchReport` operationId).
+func (c *ClientWithResponses) GetBatchReportWithResponse(ctx context.Context, batchId BatchId, params *GetBatchReportParams, reqEditors ...RequestEditorFn) (*GetBatchReportResponse, error) {
+	rsp, err := c.GetBatchReport(ctx, batchId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBatchReportResponse(rsp)
+}
+
 // GetFleetWithResponse The replicas of the fleet
 //
 // Every replica that shares this server's store, as their rows in the
@@ -8778,6 +9890,347 @@ func (c *ClientWithResponses) GetTrainingReportWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseGetTrainingReportResponse(rsp)
+}
+
+// ParseListBatchesResponse parses an HTTP response from a ListBatchesWithResponse call
+func ParseListBatchesResponse(rsp *http.Response) (*ListBatchesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBatchesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListBatchesResponse200Headers
+		if values := rsp.Header.Values("X-Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XNextCursor = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListBatchesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBatchResponse parses an HTTP response from a GetBatchWithResponse call
+func ParseGetBatchResponse(rsp *http.Response) (*GetBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchTrajectory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUnmarkReferenceBatchResponse parses an HTTP response from a UnmarkReferenceBatchWithResponse call
+func ParseUnmarkReferenceBatchResponse(rsp *http.Response) (*UnmarkReferenceBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnmarkReferenceBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UnmarkReferenceBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseMarkReferenceBatchResponse parses an HTTP response from a MarkReferenceBatchWithResponse call
+func ParseMarkReferenceBatchResponse(rsp *http.Response) (*MarkReferenceBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MarkReferenceBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReferenceBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers MarkReferenceBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBatchReportResponse parses an HTTP response from a GetBatchReportWithResponse call
+func ParseGetBatchReportResponse(rsp *http.Response) (*GetBatchReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBatchReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBatchReportResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetFleetResponse parses an HTTP response from a GetFleetWithResponse call
@@ -10690,6 +12143,21 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListBatches The batches the prediction log has seen
+	// (GET /batches)
+	ListBatches(ctx echo.Context, params ListBatchesParams) error
+	// GetBatch A batch's trajectory
+	// (GET /batches/{batch_id})
+	GetBatch(ctx echo.Context, batchId BatchId, params GetBatchParams) error
+	// UnmarkReferenceBatch Unmark a reference batch
+	// (DELETE /batches/{batch_id}/reference)
+	UnmarkReferenceBatch(ctx echo.Context, batchId BatchId) error
+	// MarkReferenceBatch Mark a batch as a good one, a reference of the control bands
+	// (PUT /batches/{batch_id}/reference)
+	MarkReferenceBatch(ctx echo.Context, batchId BatchId) error
+	// GetBatchReport The batch against the control bands, one self-contained HTML page
+	// (GET /batches/{batch_id}/report)
+	GetBatchReport(ctx echo.Context, batchId BatchId, params GetBatchReportParams) error
 	// GetFleet The replicas of the fleet
 	// (GET /fleet)
 	GetFleet(ctx echo.Context) error
@@ -10767,6 +12235,113 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ListBatches converts echo context to params.
+func (w *ServerInterfaceWrapper) ListBatches(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListBatchesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListBatches(ctx, params)
+	return err
+}
+
+// GetBatch converts echo context to params.
+func (w *ServerInterfaceWrapper) GetBatch(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "batch_id" -------------
+	var batchId BatchId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "batch_id", ctx.Param("batch_id"), &batchId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter batch_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetBatchParams
+	// ------------- Optional query parameter "maturity" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "maturity", ctx.QueryParams(), &params.Maturity, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter maturity: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetBatch(ctx, batchId, params)
+	return err
+}
+
+// UnmarkReferenceBatch converts echo context to params.
+func (w *ServerInterfaceWrapper) UnmarkReferenceBatch(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "batch_id" -------------
+	var batchId BatchId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "batch_id", ctx.Param("batch_id"), &batchId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter batch_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UnmarkReferenceBatch(ctx, batchId)
+	return err
+}
+
+// MarkReferenceBatch converts echo context to params.
+func (w *ServerInterfaceWrapper) MarkReferenceBatch(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "batch_id" -------------
+	var batchId BatchId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "batch_id", ctx.Param("batch_id"), &batchId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter batch_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.MarkReferenceBatch(ctx, batchId)
+	return err
+}
+
+// GetBatchReport converts echo context to params.
+func (w *ServerInterfaceWrapper) GetBatchReport(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "batch_id" -------------
+	var batchId BatchId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "batch_id", ctx.Param("batch_id"), &batchId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter batch_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetBatchReportParams
+	// ------------- Optional query parameter "maturity" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "maturity", ctx.QueryParams(), &params.Maturity, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter maturity: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetBatchReport(ctx, batchId, params)
+	return err
 }
 
 // GetFleet converts echo context to params.
@@ -11201,6 +12776,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/model/:version/rescore", wrapper.RescoreModel, options.OperationMiddlewares["rescoreModel"]...)
 	router.POST(options.BaseURL+"/lab-results", wrapper.PostLabResults, options.OperationMiddlewares["postLabResults"]...)
 	router.GET(options.BaseURL+"/predictions", wrapper.ListPredictions, options.OperationMiddlewares["listPredictions"]...)
+	router.GET(options.BaseURL+"/batches", wrapper.ListBatches, options.OperationMiddlewares["listBatches"]...)
+	router.GET(options.BaseURL+"/batches/:batch_id", wrapper.GetBatch, options.OperationMiddlewares["getBatch"]...)
+	router.DELETE(options.BaseURL+"/batches/:batch_id/reference", wrapper.UnmarkReferenceBatch, options.OperationMiddlewares["unmarkReferenceBatch"]...)
+	router.PUT(options.BaseURL+"/batches/:batch_id/reference", wrapper.MarkReferenceBatch, options.OperationMiddlewares["markReferenceBatch"]...)
+	router.GET(options.BaseURL+"/batches/:batch_id/report", wrapper.GetBatchReport, options.OperationMiddlewares["getBatchReport"]...)
 	router.GET(options.BaseURL+"/training", wrapper.ListTrainingJobs, options.OperationMiddlewares["listTrainingJobs"]...)
 	router.POST(options.BaseURL+"/training/start", wrapper.StartTraining, options.OperationMiddlewares["startTraining"]...)
 	router.GET(options.BaseURL+"/training/:jobId", wrapper.GetTrainingJob, options.OperationMiddlewares["getTrainingJob"]...)
@@ -11243,6 +12823,452 @@ type UnauthorizedJSONResponse struct {
 type UnavailableJSONResponse ErrorResponse
 
 type UnsupportedMediaTypeJSONResponse ErrorResponse
+
+type ListBatchesRequestObject struct {
+	Params ListBatchesParams
+}
+
+type ListBatchesResponseObject interface {
+	VisitListBatchesResponse(w http.ResponseWriter) error
+}
+
+type ListBatches200ResponseHeaders struct {
+	XNextCursor *string
+}
+
+type ListBatches200JSONResponse struct {
+	Body    BatchList
+	Headers ListBatches200ResponseHeaders
+}
+
+func (response ListBatches200JSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XNextCursor != nil {
+		w.Header().Set("X-Next-Cursor", fmt.Sprint(*response.Headers.XNextCursor))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBatches400JSONResponse ErrorResponse
+
+func (response ListBatches400JSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBatches401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListBatches401JSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBatchesdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response ListBatchesdefaultJSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchRequestObject struct {
+	BatchId BatchId `json:"batch_id"`
+	Params  GetBatchParams
+}
+
+type GetBatchResponseObject interface {
+	VisitGetBatchResponse(w http.ResponseWriter) error
+}
+
+type GetBatch200JSONResponse BatchTrajectory
+
+func (response GetBatch200JSONResponse) VisitGetBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatch400JSONResponse ErrorResponse
+
+func (response GetBatch400JSONResponse) VisitGetBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatch401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetBatch401JSONResponse) VisitGetBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatch404JSONResponse ErrorResponse
+
+func (response GetBatch404JSONResponse) VisitGetBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetBatchdefaultJSONResponse) VisitGetBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnmarkReferenceBatchRequestObject struct {
+	BatchId BatchId `json:"batch_id"`
+}
+
+type UnmarkReferenceBatchResponseObject interface {
+	VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error
+}
+
+type UnmarkReferenceBatch204Response struct {
+}
+
+func (response UnmarkReferenceBatch204Response) VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type UnmarkReferenceBatch400JSONResponse ErrorResponse
+
+func (response UnmarkReferenceBatch400JSONResponse) VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnmarkReferenceBatch401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UnmarkReferenceBatch401JSONResponse) VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnmarkReferenceBatch403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UnmarkReferenceBatch403JSONResponse) VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnmarkReferenceBatchdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response UnmarkReferenceBatchdefaultJSONResponse) VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatchRequestObject struct {
+	BatchId BatchId `json:"batch_id"`
+}
+
+type MarkReferenceBatchResponseObject interface {
+	VisitMarkReferenceBatchResponse(w http.ResponseWriter) error
+}
+
+type MarkReferenceBatch200JSONResponse ReferenceBatch
+
+func (response MarkReferenceBatch200JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatch400JSONResponse ErrorResponse
+
+func (response MarkReferenceBatch400JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatch401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response MarkReferenceBatch401JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatch403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response MarkReferenceBatch403JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatch404JSONResponse ErrorResponse
+
+func (response MarkReferenceBatch404JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatch409JSONResponse ErrorResponse
+
+func (response MarkReferenceBatch409JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatchdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response MarkReferenceBatchdefaultJSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchReportRequestObject struct {
+	BatchId BatchId `json:"batch_id"`
+	Params  GetBatchReportParams
+}
+
+type GetBatchReportResponseObject interface {
+	VisitGetBatchReportResponse(w http.ResponseWriter) error
+}
+
+type GetBatchReport200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetBatchReport200TexthtmlResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetBatchReport400JSONResponse ErrorResponse
+
+func (response GetBatchReport400JSONResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchReport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetBatchReport401JSONResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchReport404JSONResponse ErrorResponse
+
+func (response GetBatchReport404JSONResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchReportdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetBatchReportdefaultJSONResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type GetFleetRequestObject struct {
 }
@@ -13766,6 +15792,21 @@ func (response GetTrainingReportdefaultJSONResponse) VisitGetTrainingReportRespo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListBatches The batches the prediction log has seen
+	// (GET /batches)
+	ListBatches(ctx context.Context, request ListBatchesRequestObject) (ListBatchesResponseObject, error)
+	// GetBatch A batch's trajectory
+	// (GET /batches/{batch_id})
+	GetBatch(ctx context.Context, request GetBatchRequestObject) (GetBatchResponseObject, error)
+	// UnmarkReferenceBatch Unmark a reference batch
+	// (DELETE /batches/{batch_id}/reference)
+	UnmarkReferenceBatch(ctx context.Context, request UnmarkReferenceBatchRequestObject) (UnmarkReferenceBatchResponseObject, error)
+	// MarkReferenceBatch Mark a batch as a good one, a reference of the control bands
+	// (PUT /batches/{batch_id}/reference)
+	MarkReferenceBatch(ctx context.Context, request MarkReferenceBatchRequestObject) (MarkReferenceBatchResponseObject, error)
+	// GetBatchReport The batch against the control bands, one self-contained HTML page
+	// (GET /batches/{batch_id}/report)
+	GetBatchReport(ctx context.Context, request GetBatchReportRequestObject) (GetBatchReportResponseObject, error)
 	// GetFleet The replicas of the fleet
 	// (GET /fleet)
 	GetFleet(ctx context.Context, request GetFleetRequestObject) (GetFleetResponseObject, error)
@@ -13850,6 +15891,133 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// ListBatches operation middleware
+func (sh *strictHandler) ListBatches(ctx echo.Context, params ListBatchesParams) error {
+	var request ListBatchesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListBatches(ctx.Request().Context(), request.(ListBatchesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListBatches")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListBatchesResponseObject); ok {
+		return validResponse.VisitListBatchesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetBatch operation middleware
+func (sh *strictHandler) GetBatch(ctx echo.Context, batchId BatchId, params GetBatchParams) error {
+	var request GetBatchRequestObject
+
+	request.BatchId = batchId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetBatch(ctx.Request().Context(), request.(GetBatchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetBatch")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetBatchResponseObject); ok {
+		return validResponse.VisitGetBatchResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UnmarkReferenceBatch operation middleware
+func (sh *strictHandler) UnmarkReferenceBatch(ctx echo.Context, batchId BatchId) error {
+	var request UnmarkReferenceBatchRequestObject
+
+	request.BatchId = batchId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UnmarkReferenceBatch(ctx.Request().Context(), request.(UnmarkReferenceBatchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UnmarkReferenceBatch")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UnmarkReferenceBatchResponseObject); ok {
+		return validResponse.VisitUnmarkReferenceBatchResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// MarkReferenceBatch operation middleware
+func (sh *strictHandler) MarkReferenceBatch(ctx echo.Context, batchId BatchId) error {
+	var request MarkReferenceBatchRequestObject
+
+	request.BatchId = batchId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.MarkReferenceBatch(ctx.Request().Context(), request.(MarkReferenceBatchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "MarkReferenceBatch")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(MarkReferenceBatchResponseObject); ok {
+		return validResponse.VisitMarkReferenceBatchResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetBatchReport operation middleware
+func (sh *strictHandler) GetBatchReport(ctx echo.Context, batchId BatchId, params GetBatchReportParams) error {
+	var request GetBatchReportRequestObject
+
+	request.BatchId = batchId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetBatchReport(ctx.Request().Context(), request.(GetBatchReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetBatchReport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetBatchReportResponseObject); ok {
+		return validResponse.VisitGetBatchReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // GetFleet operation middleware
@@ -14514,548 +16682,582 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37chvHsicKv0oF9nwhwG6AAEXKFhj+AxYpi9uUSPMiz16GF7rQXQBKbFTBXQWC8LIivqc5D3Ae4TzK",
-	"eZITmVnVNzQIUF727ImYmdjLYqO7rllZef3lvxqRni+0EsqaRv9fjVSYhVZG4B+nYsKXiT1LU53C35FW",
-	"VigL/+SLRSIjbqVWB5+MVvDMRDMx5/Cv/5GKSaPf+I+DvPED+tUcYGvXrpvG58+fg0YsTJTKBTTW6DcG",
-	"as20nYmUTbhMlqlgzYlOmXjk80Ui2FH3iIUfLm9Hby/vPpyGATvqHrPw/dntu8vTETwfXFxc/nwGvxx3",
-	"X7Lw5uz649n16Pu7m/8KW53G56DxVqdjGcdC/X1zCt9eXn9/fnp69iHsMzsTzOp7oZg07F7plQrYeGmZ",
-	"tIalOhGsGaaCx2GLxVoYprQdKp4kesXsTBqmFyLFQZ5gS3NhDJ8KpvhcGHyCbSghYhEPVTOk90XY6gwV",
-	"TP9cmeVkIiMplL2xOuVT8fctxC2MT0ylsen6hWGxNPcs4kppyyy/F4yzVSotLMH5h5u7t2/P35yffbgd",
-	"3dxeXg9+OAtb/aGaLJMkYLBCba2SNdMp0w8iZb8tteUd9kHbmVRTtuKGRTOupiI+YWEqbLrm40T0mU2X",
-	"IhwqrSLBzIJHArZhkgoRwwIFjZngsUjxAFzDV+3BxAqk//JUbkSkVWyY1WzFpWVjMdEpzM6ma6mmJ+xl",
-	"t9MICgtn1wvR6DeksmIqUlgd3A0rUsWTv/mQ3SmzEJGcSBEzI9IHPG3LxOLC355dfxhcjM6ury+v3Zm5",
-	"4utE8/hW6wue/t0EM9bxmonHSIiYKDzSaiKny1TELJFzCaO+GvzXxeXgdHR7eTm6GFwDreDA7xRf2plO",
-	"5e8i/hvP+92Hwd3tu8vr83+cnYZ9BmMQyrregOC0YlzFdF7Fb0thLIt4mko88EOF/CFA2lYC33K75FkC",
-	"Mo4Ngv3555/bg7wvsUm14feCpyKF85PMvxs2Uj7nCtseNsKAraSdsVDA/L4bNqR64ImMRziaYSNkq5lQ",
-	"jDvuBSfMCGWJeeWjUrVkb2wq1dRR/Z3iD1wmcCD/xk25eXd3e3v+4YfR6eXPnhG7ZTVWLxYiZquZTGi9",
-	"kehgirArD3igdTpUpfukz5QGdrZMeApEqUSE+xvpZRKzsSC2wuD6ItatxFA1BY9mbAYtZ1svFVukepoK",
-	"Y2DP4cdPSwM8RShg+ErErQAIZqiwobyvgE1SPccRzwRP7IylAucUsDlfM+SQ3NwPVfjD2S07oHfCDvte",
-	"2xnjqdhkje6auFNmuVjo1Ir4vYglv8Vt/LuP/QucK3TIgI48mfEoEgsrYtYM7z7c3F1dXV7fnp2O3p+d",
-	"ng9Gt/91Raf/sydDPBuDxHzPjUikEjdWLHACcSyhQ55cpXBNWgmCz4QnRmxIJWY9nwubyoglghvLzG9L",
-	"ngrDxq5N1jyTiUgNGy673cNX7HstEqFMwA673eNWMFRmObYpj6yI+yyU1l3iJmSpXsI9oifM6AQojYXN",
-	"n9nXLOFzdvritMV+Z9+xn9ljOFR4PE8d4cL1047lZCJSAZfZnNtUPiJbWQk5nVnDwgWe2VSwRxzXS8F+",
-	"JzIKe6zNFiETiRH0RpMnSfZhD0gSupnI1FgaYovYzaKwVP9q5BPZ5DWDMbKHueDKsB7ehnP+KOfLeaN/",
-	"3A0ac6noj16wcTkGjYTPdzUpjqHNiU7n3Db6jVgvgaEUeul1C/+vtkO1nI+pv8WO3rqdbg+6E49RsjTy",
-	"Qbz3vcCxKT73vdDzJ4bX7RwXBtWtGZRxlCoUvPFLgydm5Cmu8WuwwVyDBrAUmcJl9wt9nb+lx59EZKHZ",
-	"geLJ2oo3er7gqXRHt7yxsTR8mgoxMjOe1lwkN/AYiBaoRDEQJ2zKHbX9YWY81ivWZjyy8kH8Ubq+OfX+",
-	"AmSnRKRcReKEcVprvGHwhuzu2tsdSwe7NsqPx+YM3guu8NTRWOdSLY0bb8CmBxf7j2mjb1zP7D2p7Kuj",
-	"Ru1wC/Sezk28OchrrW0bptImhvMXDTjbiM0R3KK64n5mSyNi7Gyvhiv0qJ4ixiuRYntuEGVqHEtew2Bg",
-	"XZqLVMQS2Cprs4SPW/uPLsDlT+Eq2Wybw0onfMy+Y5x9zcbsK5b19JwukBR27ryo4T7mt9Q2cYobc/zn",
-	"YetZ8zSJXtRs7fiJObKmTmOpeLouX3itv3LjzebOn74b7JImagjoc9A4vfrCD8++7MPP22f4kSdLUUO/",
-	"l0owWjG2EKnni7ixbKkSkAaN5RY0WK78z6T161gkuTLgdg1OPLGAzsZF7dZxD2JxC7fHm2d7vlm3NN9z",
-	"G82+d8e6ctjhp5GMa7SHIOMEe2yPW/bPQQOlmJFBC1I84rY8am5F28p5YeB5d+XjWyOoVCg9G3tNp9Ca",
-	"m0DdcXjz8UpLkqzL61E20T0tNaWH0cOu5XmPcuz3qeD3sV4pz4K+6EMT6XTr3fqQEzXKt9fvb87efGQH",
-	"zMTNhI9Fsic3cd2MzJbryViuYp7GDBVX6CnED0LSr5eJQHuR6TMepdoYNtFJDP8LCp1WYuQbGGEDIcrQ",
-	"4UQ+ijg8yRWsNx9BuZLxkieGNW/ORvdMT6gFI6dzHgbsNuVSSTV9Lyx/YViYLeIIRhG2UBfMP3CyeMpV",
-	"rOfydxSkQxKzn8tiC0SSbacjh1pim3GlRG52qlJcXGc7OP/wcXBxfjq6Pvvp7uzmNmRakWIbUWt9xjNW",
-	"tJppI1ioF07LsTMxVE7bTsVkaYRhTQ4rpGwqx0v3WqSXyjK9tLCL3farI0Ybip+vUq2mqAgGqDwvBDBH",
-	"Rn2we7FuMVS1uQWd121wqQPaTO74J77pzI9T+YCsdc6azqRqOvMYhkw6/ZFTf7wk/v7y9OwCDc4Xl4PT",
-	"s9NG0PDLc3N19ub2+u59I2j4f44u725Hl29H14MPP5w1gkZRa/14dn1zfvkBn/744fLnD6jBNoLG+8HF",
-	"28vr96jY3twM8EP3r9zOBZ3kJgkcRdF+VxiW27UatQGEZZxyLcfNDASFX8daJ4KrGiqMUUh3zRU/foIK",
-	"r8UiWdfIvvCYCfUgQHwhYhOewNDOQp+fsBBaDp0NXFrDiGN1hmqAXgQRs3Ah1TQMWOi+D4FUQqSDkVQT",
-	"HeLlqcxKpCImOxiQx1A5G80LAwSXrMkO0QwXutTcCH+EB3mT7hko/6FjLEZYYi5jHa/h+DMxX9g1m/PF",
-	"CfMvwWdS+NE4G042EHeyvDlkqdDmlhE+2Z6AoseCxQI2xBm2YwmLO5eKWzrzc76ARUH9kvjAk9Ya2KOg",
-	"UZ3e1rsC3jtXE+0/hAXb9vKVVtPsveKCbv2AXqJvPmeyzvoDnwOFIaF9DhpaictJo//L09da3vvnYMeb",
-	"5W533JblFdj1emGVP/9aPBu463Wng8jhz5yPHVSR7/Uec6RhBg36eMv6SVjp7E0a6c7Fpvf/9C4X+t57",
-	"n/d7fWMVaAP9izcioUtkl2i3KdlEcNYVSziaQLO36ZrsNHbZ0KKHkRHTeX3779CjKFiqV4YB22PcGDlV",
-	"ImZWk/EPxaTmhlCTtxq2MqMDSDZIMIZZ+EDE3iUmLRrSUxHpNAbteTWT0QxNCczJPmGncLXSo0bQiDRc",
-	"v0srH+AqQWU9EfxBxLV3GI52c5o/eiMVin5t9Gg4/6n4bckTP1lcBhwTzAT7aWsl2npZXujDuoWe88fR",
-	"rr1MeDpFPw+KODaVoGTziRUpDY8vTD4QOV9oI1q7t3gu1Yik4520hP26m02wRK9gNG8+Mvx8d0+5jsCT",
-	"ZI8Dt6Et/Fo1qjt9oKD7Mm5pMYjuccjO0AEjWCZbNACU8en+o9vRz7e/SyQfqiYwxEKTLBYTqYRhgkez",
-	"FjrhnC6AlFFub6jyBk1YFhG9mA9iUFHCbyDLqigdqDA+1pL2k5L+0ltFR6XndBiyTasVvvz7e5oncu6D",
-	"Rly0OzpB2nFyQ04EO0uFwLXi9O+2BdK39HLrv79t4o1WExkLFW213FwV1yNgUrFfugHr/XrCjMhiMkCB",
-	"YF5/+LbDBsmKrw0sFjDMk6HihTUlqS7KevZ6yVjgS0tQdKRhiZigehQwo0kpmvMFuvrGgmTJOi/N1gXe",
-	"25q+deH3buHsT7awZaMy3e5mOZ/zdL15x6ZiWu+fIqZY1A7Ncj4HhRKUVHTTuqsDCRc1AGwKNnyoij/A",
-	"xZayplbCvRPgd6uZTgTjj9IE7jzgB+TIAyXXNdjqsNuZWDMex2y5gBsptNryxDEUacV8p9HrGpsqroi7",
-	"mM7p61dHuLzur5zD8zTla/IBLOrX6Ef2wFMJSpwpXB/ZbZZ3GGRP0fbV2XfoH13zTw9+c7yWJ1sNQlYa",
-	"KyMQdkUyCfKrPowlnyoNP5rOb6QFFh/Zw/BLLNw0GFrEICO5erabpiLBi+A83nKbZSpnKOOQ4rxIT6Qr",
-	"gRw8pdiRGq2PTXjKhNLL6QwmngoeM4mbsiE6nQqzkPdf4he/FnP9IAyLtJnLqJ3yNcOmTJ8pnqZ6xRba",
-	"SLwq6DkcqR6zeqjClYztLPy6xxZaKms67GdPXOR1zp13hsUjyb5jj6N/ya97n1mbPY5kMFQCn8JvbTYX",
-	"seSqGbeywJpoaVnEvmMhXEJmppM4ZI/s/eCUHbBu59U3R8dD1YQ/v/Mf/yH+aPX9iafoqN/bKB55TlAY",
-	"U8C4QUbw80xafi9S7/p/x9fw65uZmOu5sGmHnSsrkqTDLvi4w27WxnZY75vXrHnY7X3bYt8etr89OnEM",
-	"RXAFErVOlhZ28kFSyNAj63UOj1++7B3lmw9Dl4Z1WwGaB6QB0hDxVJApg8HqOK9/xOYwCTvjitmVjEhC",
-	"EqN/yXbvcy6nB3AnTXiSZC1hM5+omYi1t7bzCbaFhFlp0e5SHA+3TGbbknBgEMVOPiFbGSrp+/Edfsck",
-	"+5o5QmFfsx6b83vh6IXJr3udzifGibICtJvwCPSONS2mAUVkOrMMAzSQqyNX5g/CyTXAmtlY2JUQCmiK",
-	"DLKPNB86eCbiik21oJgtnOEnZNfMkNo9YZxd8zlXbIxfU9ShYdOUx0ueJGu8q+E3Nkm4uje0EnphMAAH",
-	"b3SewNUx0yvxINKhmskpHgSZMtDIeNK2uq20NIJhtMWJn7SXl+nAgN7CjR0qXKBMXLBadxhfyAOeWjnh",
-	"kQW5ZCoffLwoyM7GigUbr/G/naHK9QU9gXXlwOeydUdTGIYGwSfWCcR1gkc1fiEmRlOrv2WndMtNvbTe",
-	"xFF3ON2CwCVNhIfr7aiscGozfZWiOl7tEUGyI3AEqbMmeMTtkFlAPxykX2NZlemxJne8kwHvnIEuAqSg",
-	"U2ZXmsXCisjqlC3ko0hMqzL6ww77UYgFatgiSdhYJE6pJ+YLVwMQ3gu4uGM7w0Az169WzKzhmMA1mYVv",
-	"AAeGLwzrdf2rKxmLwDXwLdytqcWwV4zYHWfEDAIO8fhWKdSn9+rp0Id9g1bO4Ab8Xsfr54ZuFYysQR7b",
-	"pycMDtvaG4jR3ugGXmyzWzeU3Fa36b10I3zS1pdN5XPQiHKBwDk9n/q0LD58DrzpdsdXRXfP56Cxux+c",
-	"HfVgzV4v38q5MJbPF41MVM8PPo2y7tjv9DpepdrqSCcfRWpQMKwQzIOXaHBaG+uJ4w9oW4KNcWzsqYtJ",
-	"3NMl9p5HM6lEG4QrkGAZvEZKIIb54zPHo61ekBQhDYt1tJw7P/2XO2NiStDI6P55zpm6RXibCGF3nq/y",
-	"yky1EiO8GEcUlFgXCkhOjYg7PRdlgJngqR0LjjeVTmK8nrlzKUrDQmg5PPGhg08bp6j5OitGEmcaCWuO",
-	"1yxEDoYu+bAVMJgGXGMganf2V7awu5zSvVpSWfJsWEHdMtXtwDuM0L2x3C5rQiPI6jJ6cEeh/6+GWiYu",
-	"jprCDTcoJhYgiIh4lApuavXgKzJIkGAJq2OXBt1hof82PMFLabacc5XTOjXobEOK6KW0gptXfEWFIwdD",
-	"oqGPOu9i5iOAs5zo6W5W4d++0FNaSec3QA5SXLeNJag4TZj/iLmPTlivcFoLpLdY25lW29u+zcPMpcH8",
-	"FisU3MQ/aBRS0qUyTGl2he2AaCkNm0iRxAykIUOyrGve6yE/aPjOyjma17EJDAYvZEqFU93rHL7qfOus",
-	"CBu7QYPaPvD3OgbR0PecxUH8oNl4KZOYSUWSE/zaDGPxIJLQ2TkSHfGEXmvVMjmTUXhmLr1v5NRae1Us",
-	"FzDhIpd5llyBHdadufOp0qmIvWxRXgX3I0q62U6esFDJxIUrGFAE87irLScy7+6Cj6+FQcb9LEHmUgn2",
-	"7uriDUvx6w47k5gnF4KKMjLCWTPyiKOQRHVaA8wfgLuIwvngPDuj+zMMsl9oI/wyu+BTXxVjxOb88UKo",
-	"KQjhvcNv8cPs7xoqSvjYRWW57+tcNeMXhsnYnzZ6/YQttLGgT0jL+JRL5VVOUqQETxOJ4S24PSRKPmdk",
-	"5QC18rB+9lo/vYQetTjlK3XC5rAWuddOCZ7CjZfo6RSUtpy1udng2qGoLxUL2wkft7GJ9kqqWK8q9q+n",
-	"ouM84dWvYpEu3TqimrGco+qgcmOim5OPc6Wcj0dbjg7bJ4y6cubLW12gml+fOpbmcmkjPa8RAt1K1znj",
-	"I53GJtsKOGrGajx2jkbQX8qkipJlLOLO7nhwEQn5QJ3tepPsHtuH5YKxSssRUgKXJeZGFqCmH79OmdK2",
-	"deKMEGXKBq4C0szuOSxVYcX2Eqzu/Bc5k9wtY7mFCrL9KaxJcRC1u655jP77QqDFM4TfBa/T/a/d8LxI",
-	"pZdpJEikmshEhKwpEiPYUbfLNoLqWp2hGngDIDTPhIqR6SgWdj7pcSLHIfo6A2eOMut5ItGulIqhSoXR",
-	"yQMQHgYRLVUsKIvQn0G8wF4YhjnFoPhqbc1QNcM2PmnDCNvwMAyY0zCcrTnL2w3lfKFTexBiiIBIWydD",
-	"hTnbK+mndTW4fVfKx+6wgXKhejxhRsYi4ulQhWTpg4mSrbLzyWgVFuxTVXMdGhzQoWhY0wgxVKG5TwRP",
-	"VZuG1ZnHoYvWKzDgo+7rV3UsDPdmR+4PCMVTEYesSRZBoFUKzUbJLXTLFDqvHLdDNRUK865jFiUSj/69",
-	"EAtnrAPZzi9Fq5M3v0j1XEOjfKjoGTmMAhbyNJoBlYcsFW1UA7B3rpj/xflim3yovMiGHnHxKI0teG4o",
-	"uZ7EIYareNR9PVQhRTTe3A5u725G789v3g9u37wLA8c8ynnmGEOELZyQFzJapqlQNll7x7AfAmyYz9ZD",
-	"aVeQuN8K/FmgTXNibk7h8COIKyGQRogiFlNilZEhEwr+F8YTD1Xo+qPY3Xx90Bhd8MnTqjaChl819Lsn",
-	"9RbJgmT8pPtqm2HCPd/GdnIhsCLn0fVDVs2Ztsys+GJTSOPJVKfSzua1qhas8gjF5bnZfYXQnhRVgY0G",
-	"F6l4kHpptusLbh08Bbg7BU/Mii+2ubEU8KYVNzVaQvU2Lw+yZkiVadcvPEhFub73zPQDpx3uGYQQ6WQ5",
-	"VyOpYvG49ycqAsrOkyqflemQBxA8+1MkB+rX0cwewyUN/km60andRlBeta+TwzHBMFO7fJqby30jTkLW",
-	"/9hFlqFrEYjJS5m1eudvo1TESyct7THBVCdif7PDNbz9pGA8cE4XOaXkeYnZ32E25kxm3jdz7/CZE0JZ",
-	"/gn1wofok1BVDCndVy+oHNvyPrsBVCnHLfQG/dcd4fd0FdV5z++U/G0pCpqbv7aad3fnpwyUCgZTQJKZ",
-	"z4WimwiDAofq7vZt+1vn26NlQHgJuEVAuTo8fsW+Gq+tMF+dsDATLbwVAD1/mOGdGhQEuHIDmS8TK9vw",
-	"JctfYRFXbMGNQXvnUDmpgjQHic4clyjhwtE30gE2RJzD41c7dcxqVN7eUV8njFdCwLYnoem5tJaUnP/e",
-	"kV4o+Z8Ky2VSvxKZtJHJM4pNlklScx3H8S7VPWvMh8KygmVvf6376YsfpZlafZz2C34HpTTheEv76Fc/",
-	"tFim6HFc13JPCkQePScjLZFKOG/GzhjqC/cuOkGATndegIVoTHyd7pVFqiNhjAtj37ISGM8VSUwmWiwS",
-	"SRYU8glmhoqCEIMfZQ5YnTpZZqJTlvIVgykrI4EcOuytTvH4o2hLTseFXGDaPnWrp0rCyTZWLIwHWzB8",
-	"jnGT8739EFfFuWL4To2V/ckAuIJ2lVLcAikNyscll6eNIhutEQUZwPHfe7g/Z51RtFr9aGHNRsu05kRe",
-	"gTrsODvIfmLFFnwqAhYe4DAPSJl0J4r0yQNqMKy3Qs/44fGrmth48chu3g3awPKLMYDu9EQzEd0LtKbS",
-	"WoDYWSPgTogMSFPJDr2jKWzELOcUfF8/PPm7GOGN8wWAArmFfee5c+4m2A1UrOtJxcdoo16iVRbWS1Tu",
-	"FdDaibiMgGel3vpvyGK1hxLzlBSak/kIb+sa2qJgB7jzcjNltu/iEZ6Z3Y7IQkd4njY7utArDHiP2XIB",
-	"vRVOYCXclAJHo3m7Vzph+4jlWeTkYTHq83CHKS2XxhzxlHauRI/Z2ck5/K/bLthzzCDa7ct8+qarJKNe",
-	"Xdwctj+cXw0ubsK65JOZSMUJ/uAMDCwzE11d3FwLRFtCiwE6TfxPjks3iZMgeyY+EpS+amE2FZxxCjQD",
-	"Ll64K64ubirOuI0Oblz4/03EE5FutF47KMMfpjoZTWRiRRoY9VD97N91aaeH/848jzfFzBsRs+vDsmjZ",
-	"YYM8h6jMTUzHp578pQN6f3PGmpSO0iqPjbJPdg3wb+Fvu3nYh4yNLP4PN6symCI7Ke3Yk3xrR5TXhsec",
-	"vmJaMbOMQDA7KWX5Oo+Ay/SVhhmBevV+OYw5N92ZTZpHmP36b4wx2+8AlqPNNk7fh2WSFBZoL5/53x6w",
-	"tpHn/N85dm0jAfWLohKLYRB7LXluiNlz0XFwey7737HgW9fyIldaN3R5d8V7g0CESluq5x028LgSBREk",
-	"g/VENwmB8er0hSnlEQboUPmkx1mQvFc+0NCpV1kwNnlJfMg1e3Pz8SRXNLO+Qn9HjWBgIcEHxXphRTxU",
-	"6FjJwUYzz+C8LoAbk9ByW3S9Z5TObEVhqKRdFhoKMXNiuSB7fkFkyTehAJgKPHqL7qr4PHNrEiYp6q4u",
-	"vo+VVgoWFzESxFB5tTyLaMp8omEbem5jY4Z8UCXVd6gqUK4rbpieTDqMsPQo2RlBVP1Wb4u+QrzAGO7/",
-	"iMNhr5tjZQ3dJ9kXIWYe8tIk4T1y04dD1STUT//7wb8+6fF5/DlsIahEh9HPpDr/yxH055CSn8khN0cs",
-	"lmbomxilemXgDQP96JUZLY2Is0Ao+IIyaIaq4C9GBwg6QCm63cx5kji1GIQG13XgyX+oZIwOxrU3jeTa",
-	"N9pPQPUPWCKNy0FA7GzU8ysZcztDEEsnZYvFocYxCfueCYJ4+uv2+JMeb3MkKe20+o1fPOHU07z/tcQ/",
-	"yAvKmkYkk3YsooSnYkvcXbZndViDq6L1x50g51WupQA0eDg6ho01rd0xIeRwH6GXLcMQ3XOzsjFE5mH0",
-	"DNvNm5uPbMFTC+pYhE7qWv5Tkc39ZPcINNx2i9RdxSSW1niGSo7zEwYykXeRul2QhuWD3hn5S/rJ3qE3",
-	"OOTs3txLtm5knWy9SZ+EdfTgYM/H2zNZEKCovRyk8Qv5wrCx5KQK4QcBZevmvkV8+sK4EHEfAkVq2d6m",
-	"zRzPblucc804z9B4mHE/DxKdRYkF7kIjNyeeRj86SthxiN0+HANzXk2e6ebTeqRvY+/pVPfuDHh13dSM",
-	"dDu7n9K7VFYm+7++3Ti01XKV0VS27Dmh7EOlNNN/N6mmOhFbMFhkYYO1yTbtOT6Aive5ukdfsIo03sJq",
-	"bl26a7yMtwhoqMIbNhYzqWIvqXjTSXaTs2atIHJAv4YZIAdKFzWet8LWbLVaZ04WStXPsr8WIm1n4COw",
-	"YM/LYHgKdOVSiYKMk/tOi3aRgPU6ncEz8k5gRTLkjroRJTCvWt3lwv2Ck+fRLJcbU71CUTJ74PAMwt6B",
-	"Yl8zO5Ivmrcvblv/bPfgj7D1XAvOhpNnbkS0OcI3PJFjcv2TTa4IDYOcbpCvo8kQcP/0SB5qhlJnIvzr",
-	"h/OUNfxB1gA0fDy/IhHaYSgEG3Qe5iY5E/7Z8RXaqj9uCwrSdPbHXIBcGuGsfzDCKBXcSDX9c8PZ5w4o",
-	"DpiWMCgj6GTnxVPlk6A5RXdZEZfdi0Ob8YV1ZoySqLV51Tzp30cfzP24JmBK/i42nZVADj/K7wPC8Bcx",
-	"Wy46f5HrsGQDr9dkGVz0J94vmitQ6FVFiYXigkGLzdtDbwhGTFP4LCqBlATu1HBodv8Ain+jZ/FZDrQ6",
-	"gvoAI07k718CvnEqH2TsoqTziAXShjEvm6eCkzQYUhBAyJo25Qvxu5YxT4YKc/8zcbF4cqWCrWCS0I18",
-	"cMOaPeIZbvUZV0MlXfWiHIHXLKMZaFc4JJ08YH0YrmKKqqJBsPnSWMxtY9wOFeUj2ZUu9h/QfmfR8bfX",
-	"g/MP5x9+GF1e3Z5ffrgJO2yQzXmoKEY5n7M07HeRapfHwCZSSQIX80FKmDk3FdYMVVjFbQ3rDGE09C8J",
-	"cKhiICi/43sWcPABHLXkc7m0iRTpBcapbbKSLZk5Ewmb5oWw18fs/8d+8qWU/pNH90YrD2byfhnPdHLP",
-	"04D1Xn/zOsjjyKPCZZ3hIu8N6GyXsVBW/o6JqfTx1lwskWQd0CgD9nLv8Mi9V+CdtoLgIm4PqZsvAgI6",
-	"bASN32r3qohA+b+tgR7hPf8XmeavtJr6JM1KYlY1DLnWtEK3YmZg2RaPXmdsqYle3swpdmvU+7X2Tt3I",
-	"tt0jv/W51FfppGaYm4G3lV63LfyzHKF+p/4iP2hGCP/HDfoXu0ERtfm/s+vTWT/eUMboc7M5KvkZm0Wh",
-	"6pMXPj89kAxQcDvWAoJ6b8C4GWEzyPxOGRm/T6i5Q5Vj8SEW1nIB1xUIPj+xJhpKJGEZSrUFh7KHGYbs",
-	"Xqzh3C2K4A+56uAwJ50g502LGeRZETKvVlz6bffh2oRuzO7rZ3/4xIac5iOtCdhYJlbiilpRsqBW8pUx",
-	"29vYqtxzwjis41AVFrK8s7SamFjp0wgKiJ4ddiPEUBX3CVQj4PrLhJu6hS2ad/aQf37b970RSjx7v/3M",
-	"nJPDvV981jiemfzyBJVcLrYc2J9n3Ke/LpI1MzNEWox4mq7ZWKy1iquo6/X1I152DluEcKix1i/iCpOn",
-	"+F+fw6DQhaRDt0g4nLQSHH6H3Tm4/3uxJvg4STIhnky0aFIFNkJKIzA6goCvx6uoobDoaQ72Yx9hSquF",
-	"O7I8gkWyLigJRexQSozNvhOEiGa1Z2BWAw/r+grJlifGJXqh1miWczNUcLxamEvs8tUSNkk0YQj5RNMO",
-	"u6QCIhizhiu9gbzqmWZ/MwM7y6shi4ADTn2W+69UKGBfmanwzV8pO1W6+T8y1F8uQ5UqWvxvIEzltFED",
-	"g/ac9NQqxPizElQ3ULjp6zJv2oPSyxLZ56ARlyWCPZooyhCYKevQJP99ebIbUG2lZS4t26YGVxrPk/v6",
-	"J4wP5Tb+19ogXOGQv+Uo4drsXtStx8WrJXtSKryNQUDPIXEvvXwOGl5k3fXljX9vw4Tgf3hiziWAtc3S",
-	"sSkW094OR+NeYBg7QOF6bCwivnQW/kRPXxj221IsKdBqAly+mUtICgQdrLpvXHFt/Ob5cEFBI+EGMyPm",
-	"0j4reB8HN4rFghZgJ5QPZn5tXxEagS2vyRdM508ljK1SacWI4FC3DzUBoW3LzkkXYuMxVa12MxuqJm5i",
-	"LM19wM4PLqlUH0jEWHHdZ/CDRDsWUk2xG4oHxCpuvS7Wu0XIk6xkCqJIJtqYYAtsYaWU3hcgSGVbF2Rk",
-	"vfNcXDn1rHwqlHi0o2iZGhJ/dkZv5RrF/iFcG+AWu1ymxU6C0hCfnuW1rksyDskN6krru3JpDuxgqu0J",
-	"Cwm+wdfed3WMUUXWhRRYz4JOMJQVKzn2seAfAj64QNdixaDc/YpNosuEKlPWXRGbSbO1oRsIiY25jqWM",
-	"4ixp2KIDC8MKCVVULMJdFbVK9bu3RRBVCtUHGWr2lg+K6P1Bwb205fWyxzFoUFLZ1nsCf/Wvqoet76kH",
-	"n39cKdNl3OP91JPiZHZpJoWx7Xw1G96O8K3K4u96v7yYqCBVBYzNqD9fsS3zRHCqDNMDvZbgmRw/Inym",
-	"sKZcZLFiVr3DoaYgyJbaKF/i1XwAmfxLXBSuS99CHZ/x6LrPxyGuSYnTBZxhShP1BQzCTUjeYgJlAYV2",
-	"ps2WnGj4pZSHMCdEaNbUiIpruVQibRVAWmu9STNrFyMex6kwW+Jq5lzxKYIIMvcetDnWSxUHTHSmHRZ2",
-	"O/j/+8fHx69CKsWEDvoJj4TB0qhhj975ht6pHYrcWpQENwVxMQMWwsTbCxm3XQG3E2TQPvXCsUs0yjjU",
-	"Lvx6S36qsaNsk/aXwVLB6+woA4sBEGWI6dzAJiNO+R7F8HaMK0mEsC9MnrjgsM64L7LPmpgtg7H2fYwr",
-	"wBG0nJGKEwgn1rm1OhWlvI8CMdEdtQMvmK5Gn2NE4f2yjCJSjhBXomAJ2ilc5BDYNYC31odCZ6u3f2iN",
-	"G/GIVvgpHJIMUMXSdpi6+dDC7zWl3+e/jYSKF76Gdk1oWm6j9S9unCEbLfoHB8VjchzuRiZDRRGZROUo",
-	"V4a1sT4b1OCpurRFG0eE0MS38s51HTTS21SYWYaMJH052wowUn3SSMXGtRl6RtzTqQVApHdKPjKx0NGs",
-	"6OWCDkGhm/NY7BnAsWEPeFbnJxnMIukS21GbN4eyheKKQ0MZM4fxq9Q+eV5kvAv7rsuwRhxfH8ufB/I/",
-	"U73760Pv/RTq6bIcufzsUqg+tXKpMCmQHA4SaEmtC1G4u3PafzvcHe3702Ex1reMfrORjvbmI4uW6QPo",
-	"o9G9cRXRfYHWPxWbfPi4BRfPSxv/k5nlHP4wvy15KrLOfai5eEQ3ktnzsKWHj6NoOV8SNtS+CHmHNZfw",
-	"m6wVdn2YVWAtRIxNpA2Ka/xvjQQul8g8fGxsTI2GXUeoBaXiedGYN/xB2t/v1+0fdMLXzMy1tjMKpmex",
-	"SOUDLUcWbekuIBWLx8AVwMKIpHgq4AJGaxA3LDSRXKw7VAeqU0IAaeKHKtarYKgWOlljzHdAvcF/Esu/",
-	"6wVIrd8NqYDuYthohR0WOqxvisUcC6bjeKiARU5Twa0vxRFmrYaOgWLbYV7PqPiCSIwoxFPWxmxmHfOx",
-	"fhDssHv0jUPVzYI5Z9zA829dKGgLrUkuEgE1koLP7v3Z7eB0cDuoDULAsW7S5mlhM2jBambjIJq3T6Za",
-	"i6nLmtmWlwsgHe3izFmvDs3el57aHaZdjix1mnydzYNWvdQ+LH2hh5f7VWbKmioOu/YcoWBDadHS1Ma5",
-	"F/J2amEC98izKrSfgwY++7uzL/quzvG71fZ95UvkFixfsaSajVTEzNtRQXnZ3/Yt7ZeYvbcZeetG6UEo",
-	"m9zZJiqA3AGmiOsJJWFzNRWEG79Gay7MTyqmvmCQ6onxuYy58ZqNtZ157KdcBHRjR4h7Yf9sHQG1KxOO",
-	"iH2rf+0vBJKmnrfVC4pKx+9JA1n1uBZzO2vwLF1RdyPsiau27b/04jWiK8wctN2zZc5dOvGXa7/PWVxn",
-	"NXymIOCTIcgUy1x8WcDC5iMWKuWq+dhqsQNmbNx8bIV5uMxCL5aJK6gTx3rCuq08tyKrBgr36CThNo9P",
-	"86UeucW8h87OQoxGPeyZflC7LgUnY4XgcnzsDZFtE2C69hUHolkj+fK5YAli26Jg9Gfy2gqlhY+PX76q",
-	"yWsuIDhvlnx8KgvuxqYSQQbyNDdKfDvxg8dixKYEjhVWwb3+3TOqbG05La647HX77dO3znzwTvWI7VMr",
-	"L8xEqNPzj2fXP5ydhgHIV7dn19d3V7f055vBhzdnFxdnpyFrhleXNzXoJQcRV5FIwhZ+fXP39u35m/Oz",
-	"D7ejm9vL68EPZ6G/LjNEW3NfKJCMVSuzpadGtoh41FBYcv+Ezv/j67PzBXq5dBGGBdNpi+h/nIWZWyak",
-	"NCXKWKomK3EE+8Gkf2lKqUuZ05O6PymhW5OhEn/VqxfGVd6RcZjhCcFRPmETvVSxj1CVCa3DJz1G2zRi",
-	"VuOUlFkV8REIKYMMyLhdHwYXo7Pr68vr8Jn1C59fkNBT3n/qcY0Aaa2YL+oMBlhJOmyjHTZkTU7G3Vaf",
-	"zfSKLAZojffTB41jxmPgq5/02KeTpUulsFIGRSukQokVVX8yWERLQMPepHwvk0TELSbNUKVL5epDjdfM",
-	"S03uRVzlQ+YdEaQ7uMs0FTaVIqYCMB5ukOMIYV/WAp0IpIg5f6mYj0UcC1dtyEUuPmn++FPQSh40xa9c",
-	"DYbSUO0CUWLbMJRu0XZexLDJ4W6kYeFcWN7ZiauU8IUR8b5V4p4dkVjmhZshiT/P1hldkZgdwGaF9O/Q",
-	"yS1ZtZy9QhaBCZjZM/ElnwAfupeqRvjPnO0FuvMOnfGaOXa8CdJAH1XU4QwvKGRNH93hax86oNSCPx9r",
-	"1DjIIi+i+AZ2ePOBKJ6/e+/hq83Nu83YXQWhjXGTATgHDv6qKH+w5mH36Nuh8ogXC5HC+p2ULnnMxyYU",
-	"LJ9uG1DF8S1AXARpZXLNCo8+ygctQu8aqoN8oXlitAPvQp1sEzAMzgx56Kf1rsa3KS/VipvoJGaPBYsi",
-	"Qd3GWokTNtdKW61kdMJ6nW4h8yF21cGeKqy9o8Cf3/K9d7Zsja87l9zCRZwROZI3/BOjzOGQRgJHHuS3",
-	"xAaATkblGHdWwF1zQLV5XcdnkePWUSPkl68HpFgYU0lcp/sAPaGpACu2wX3lK5+TvMCRAy3T/bhMIR2+",
-	"BhjMXwYF6MG9gAQKfsY9HSF7gQ8UBIMcgsAsxxRG94wOKzKJ45qFBP7ssGTb+1QIdWFcA5eOsCm4CGPl",
-	"HO/feOkUor2vqyfYOg15N3Q+VkAJc8GasK6pYQK73sPn6caxYw3qIdDgvOwd1FYUAWucJJW4uqobAp77",
-	"ecOrWDDAX8IqDyOEx883HuBEdgfObRLrxkjdMW7T+mdn2f9NfEmnPrISxa6No1+8PulHIFr6rRE0oJFG",
-	"Zvyru0xL1+PzrB63RebgEhpfGAbXc8wtFbbxqY1s4IrggVhL6E7xUGHiEsh5G8b9wIOtS1eGRhmdXaVw",
-	"OeqVGirsRqoy1ui/F9QUDV3Y+QvslGGfzaKu5wyzc6oPSEqdldG9sEOVCheo3wLBWYg2vvifN5cfSLwu",
-	"FGAiO28qeGz6rkonJS/loreIZprCQqBPlI5J4StiZr4wzOHzb4cDDbYAgbY6bOA8I6+OhopyzlTMeq/Y",
-	"j/J7EInQ6hdZnEIVsiN3zWxKKk5IkRYutyzfqrj8r45qzlHGHUbpsi4A9R0qz6IgrhBurjQsApWuUMTa",
-	"O239hT5UTm7VShg5nfOwwz5oD+aas6WQNTERl03ko9O5SR7rP+35ekNGUQqZ5pb1OozQ/xCCBR+bocLh",
-	"3X8V5O0C70r0ShgLQyZPQRP/03cmAK7QpzhUGdKZnjDCsmcHzGSlsBBIw5ywcC7VCFsolAQIWwG5/6KZ",
-	"1gZEIte9d43df9Vh6Uh+usea0nrFJKh6UcVvnsF06EkGlPWJ1vC+BJVl4tEn8nfisF6YGjNnwJS3aZiA",
-	"/UYys5tjZ6iG6qvCbrHmNVskhoVGJCKyH6Cz5lzYmY7Zd2zY8C8OG63QI9QyAqKFtb2nQdKy3LM2uzkb",
-	"3TO6GP3TrwJGyZUInobLA23MeMaD8kmggEDUBr+9+ZhDpATU9nes2Tv4rYWjWM5Hn2BJZBOXuMUOWBNW",
-	"iJnfUttUrRb+KWmMirVZr0U1hrTCafilRu+/NOz6hWEhkMAVzsXEzXR03zpwrflpzSWhrF0Bk/yKhRTJ",
-	"J3/HxQ9Z84ErFouUfdTCBqz3+vURZpniOr/YstIwmmGj1JJbceSRsHDZsno6X4i0naI7bOLYo4FmYMLf",
-	"ubWhdfnnIWsTEX71z0O0n8ejT/88RD+TFYgFjJorfI3ngnzMXdBeX79+zWhYzMipYpNELjKhFrpqGiFi",
-	"EeekweeC2HteipYKNMGXrRPajMiFDkJjvlAqV/C9NDRP8R1Z/ONWwBa07xH7mnU7xzCDXrfbJWykaKZl",
-	"JFz2bx1tLjxBCtbtdHusCbvsC/TyZDHjLceC4ay+1Sk0Uijz7hzoHCFuyIbqiukWqAaWseNP1siT84hy",
-	"TV3Y/pYzQ7v6XXZaoPuvkda/cgnBN2ceTqB4SHyuPbI2jhzFLwFon4Y133FjpQjYrRybmUy5kh6d6G0q",
-	"RTznKmBGRB32TafXbSFrgLkAZzVk79VYys0stDKkQ6OqDFe5BArvFnjTiRNEDCbaJzl+ZKTnY6lgGVO9",
-	"nNI9HMsHiVGM4zUSY8CMBrbGLdH6SsjpzDCeyHvhwBPyyZIhr9g3GpzpJmI80Uq00AyMooDLYMbZAb34",
-	"nc/vNq3YTCRxG1R/XNp+hrepFZtyo6n+2FABR2W99nHXcU0gJKB0Awf9w/k1cP2jbi/D4qIAV1eefqis",
-	"xviMVsDWPFUvDDvslYzfhjUPX31b/7W/Z466JEocdplZw0VgZZSp2w5tWqQH+FsYsJfZPgRDhUyrGDzU",
-	"csjhxANKk6XxHPfar7p+uEP1Db5KP8GHh92uL4tcHUuHvaHVddehgvnDxzgIR9i9ridVYCKsi2zI8dOQ",
-	"4oMpwAflnrZWAjapD1v5B638H8yIKZWI/4NtHj16iBcY+4OV2Cv7Y6j+aLfbG/8Hbft1wN30H7I/2FGf",
-	"dTsvD1+zP9hL+OfhyyP2BzvEfx4ds7pv4bCIaIlhM3+wY3z1m2/LDeT/rGkAw49wAeIvG0Fp8Z7bBAYU",
-	"FVaAJnCcfwxfuI+Pe/Ufl5eg8FntP+taqFuDl6+eM4b6RXi6DSB7BieyMP9v4Y1e71X5n9/QPze/K0/9",
-	"NbzWfX1c/mfeTuXj8qzzPur/Wfm4OuFeF3tE0tsx8sqWu7ePy/+kD7uvNz+snfOr8j/zhqpf100aeqn/",
-	"Z/XrbbN+/dTgkXkBZy1MunfYZ71O75uDbufbbw+6naNvXGu9Thf+/hZ+OTra8rDSanlF6pvuYSuv4eEh",
-	"PHwJD4/wzSN4CP9z3N1ourxczxj17qY31rK28dqHTzYOd9cfjKs1vImH7zXM+PgYPu8+5yFcBAVVZuYA",
-	"NJ3ep1NmpYjb7k+6EKRivddedjo8ojs9yICKeofFOyiT6fHK7VFKbZ2Ex5r5BYi3I4X15L5gCjd2VWhm",
-	"qRB0D4I8XLh2UedxAm3zZQCSZSsrFDxUc5DKM1uGv/i8doXgxXAZmxcs1h0Wzvm9IKjStnggEIQQZGqz",
-	"TJ1cbvk4EeVC/341G0FZGyGclMq8a21hTwWkD1D9jxmV1qvaGzqsFE+O4DVY0hmdzpTP3OmUjQpFg41T",
-	"3r3vPosvRy8A6JRDJW0rYOOlzcsvk+Le99VfOrmthPQ0qVUH1jBEF3WI4w87bIAq0ipDOUKRKEn0ijXn",
-	"UjVVuxegxpnwdArUhw6h9lD1Wq3+0/CsaFbpe+F0vK5YC2BVlgtmNZbSLpoinsLfqXVpRw8jFL9qwIr8",
-	"CfmxjQOvjqDitOx1CaKJKVwIkNcm1vlS6qrv/Mi+Y4qCr4ospqky1e9l6wTk3bUTL39kSojYsPyFH9nX",
-	"7LDD3oPyQzIkBl7TadYpm4iVSJ3Ejr+AcvH0yp+B5oHTxfS7ibTBUHnPYDbISBsLA/ma9eAVU1l1UEy7",
-	"xQjkwy0r74/vdmscaQRSYRkWH3G9ZU1boMwPFTegpPssD8F+pLWp+pidhO2NQe7PPgNNBpR50BHmSzL1",
-	"ZnWDka0tLdw4mv0IamaklZXTpV4arBJjXEA6VWOGLfEgE/gIGmiRjly4D8N+sZlxoqN71PZSvcrmnNlO",
-	"oNPQLVwHVhVNVIXWhg3i1SaS99K2sQyo++zHtzqJm2a2nEwS8d1bnhjRCktkGziY7NRYpoCpsB/dgMhc",
-	"9eD0Ycy998mwOdd1Wr78nSyJGF/bvCYrCK6WkIlU06Y6+LFFq+k2iXr8kbVZ88fyW22myNDldRyKYBFE",
-	"3Tl2mLEBwRySScetOG3RUlm/7AVZIeyTMZI10dbWbbEpMESr3QGg6dPaQzuZ6aqy9oUmhw0iqLc6rRwZ",
-	"qhiB31RtQkAm5QuIiJGge/y2ulA711HtrVM9EU97Y+FEIY9yIdiFgk1Fn4QmlGgzVBQBJhUCivEUnroo",
-	"g5ZjHJgQguE/vBBHRm0P1Zubj3tAc9/66O+s5rV0eHTOF1Gp0jXnjxcYGtnoHx6/Qqbj/+7VhXxkoY6e",
-	"S5WcgkFjqeRvS+HeselS0EejXTlm/pIjXX/jurJYMq8ZcYwHcxKRk7twbdOSp6CaIXLY7TAH4ewg3IoS",
-	"ANzKRthnX35ZIbHCIpYjQPcpLXbp46yWRqRMxi6B5Tm7sqPu/g0GjvhK+1K5AhVWk6XMhzIHTMYUG5Yk",
-	"awZSiTMskdmoAuF+Uq12gJ4yqhTDmiFPrZzwyHbmcThUdGbpEDuITUISXDpQRcLwqHdBwjUOtwOfC5cd",
-	"ZTdCQDMMfWmecgaRscpoup6LhjNfOK82wLTJKUw0R7lfKljBQmhpKxgqEAqd/uB8xa4qIEq6nUjHIpPO",
-	"sK7CfGHXfZbyFeH5uzhgZIHkofILvuBrUwhBxUhGFPS1QTPkmCpM9L3PaIhx+WER8yQkVJUmCX7HXZyM",
-	"iKlUQF64aqhycuBj4G3dzjGb00VcTA2jpSxn3g0VZSi5WnagsVid+bEo4Yy7vDngaysnCq2Gar5MrFwk",
-	"6zaPY4rhwn5aJx7qU0i4IoOnXX2osLCxUNGsrKfAAU8fRNrG0gq4bB5fBheYzOmYxNXsHQeHQa/FvmZG",
-	"PZDZEX/mqm5FK/x0B2RYBf2mzFFrYuEJsqO2wpFD+KmpHGFnwrhKZkY+CBb+kuhVwGZyOvs1HKpCEhFG",
-	"tgFfnbd7Lao9mB/rEySKhCB0/KsoI85FOhVxh12V0XkIZQMbWM10UgDxRfmELPR5PibJIn41TZazBBIi",
-	"Bow59FERT0WHDWgEbi9CUJOcSwbmFWIqlJ+9T45KsdQFjE0VS1zs8Bd79clVqYIvnrHJdYgthQSBo2IZ",
-	"7V5N8sP2Go3VS2HX5fwFJYSkMrBfQllXNRxuC6ocBAwFcWPwcOZVSQjIe6ia4UqNuiHrdBj8Cw572AoQ",
-	"37+SknHCpEVlDHd77EWTtMPOEdJM+4h6r5RTDEYetOlLqpiQTidtVIGspapJHZjQlSdtvsMFxuDn2wzb",
-	"+SK04VEYZA6fAv8D6lDJGtglj0RM/POw222/POx2qVALRTHk8y6XRHmaCMv09rxC7d2jb0u12vHvJ1NS",
-	"MuHkqQgqqu1vdmfwT+QU2a5PPfdOnLKhZrPMy+FuPEsYwfep4PexXilfQ+zZn1VhkaCNAPp/avqu3MuW",
-	"Qi/7JOsLbqqIclnANZUuCRoYkpGXZamNun6KfThM7lFN9ZmfiEZBbMCiK/vXWcmbra3pcvgnGnZazpaY",
-	"ys1CNWb/AN+Nbd+I8L3K3ZjB1ro66GiO81rH3nw5VCjVBSxsrlmbrWfcUvAIRY70WJvNWj7BkPgZGhcx",
-	"DsC5ckPF2mzA2qwXslhMU0GnZpIKEes5sjoy1Hro+aFydQFvDw+aqt1r+bDyPWHeq1mGbvVz4ixtdZGc",
-	"njoaOQzL08lpXicYLThhd26Pk3UsP1cvAkaoyg8it1lkWWapiKxO17UpUTXG2L2xk2+yL8jghrbg/Rkg",
-	"2gHwbqpGxWGyERagDOuMxVWr7L6yx5uPVwh2VFebMi+rv7OwnC/BTyke6R5gzdU7AoODV09W3HGGESo6",
-	"sLODcrGt/PMnSrdnIQ2FWgHIn24xB8xX3fKB2XlVqrw+AGeeBxn0OJTKYVGE00tXUW9dQKxx+g4IYYET",
-	"ZIxl4tGmYu5tdc3Qz2CEePulOu6MJ0lr712v3lA1u1/uax/Y3IVO7e5wdldEdsGnIng6rP2AmqxPW3Q7",
-	"NXJom/EemyqVN1daRmXsQEAlYBdK6Ftw6dCadiRKQJdm5D+oq6iUFdQM3QhDl4zjP6IbkCdJblNwAz1h",
-	"XeYLH1CFPtIan4mCIIo4Zf5QBhWO+hSPvsPUqpqscVNXgRVlehcyJQ3Zi/q5TTJgNcI+qOZnV4PRdLQQ",
-	"6egCXjp9V/6z8OsJwhNzZsSCp8A1A4qonAkeixQDp0nnyHTIhXvcKdhGUSEhzZEMj52hOs8tKXiDUvAt",
-	"vuMyemMRyTlPfI1k0F1++br9ayyn0ppfOvTfX38R+cNfw6BMaPjYZ9PpdKjyLGGyW/RB5aS33BR1CtpF",
-	"b9TtdkExmolH7gYCA+g+9hbtQ8yslmoS0n9guGsswRkqrsKTwlyGSmnVVmKKdyJGi9PoeofO69Pr1jve",
-	"yA82VHalyQmRO7jQlt6qQDePpeLpuvFE/t/+WX/VLGTz0HDN1NHunXI11y/4eBvUW1ZAqg42M9Jp/AKU",
-	"foNZBj4EcIEA1+S1IDMmMkoPCOU8Tm9uPqJhEPmyiAt54I5Gm7nnBQPJ0BtiWLfV2QP7fOxKoG4Tfrdn",
-	"cnthrag/ODMqmQ0QiXiUQy6OJjodZaAK8KMSI+BJUo0cotBOPApa5urAs6E8nUn+0dWheRoQd39Y26Ih",
-	"o37rfeUbr9XjmSQoiC+pLFno7inw3K2ww+9LsJuKz0WHXQhrRWoCYhImYGEHTv2IvI9hOwwoNQGrI6Iw",
-	"MlQJfoOoZvBRjp716ohFM57yCJpkTWkdLgFIzqaKXuoOuPNQNfqNRWLah93DV73e4WG71+0dd7ugnXPo",
-	"DIb/z18G7X/w9u/d9utf8392Ru1f/9UNXr38/D/qmMOGHWwzkkNts1G6jFs9KRh1TL59X2gXKRlFaiwi",
-	"RkTLVNr1DbAuV51D8FSkg2WdujJw2fkbafisJguf3FQhtKRTFw/TZ99j8y58G1/3OYDs2pFfDnzospPQ",
-	"ykohreV+TnxBKvpE5gEqHXZuDUt1IlgzTAWPQ0ZRSGj2EWELb8RYGCdS0XMqZWfZnK9BMU6IapCvI6wu",
-	"jj1f8pm1i8bnz1SjRddg2/pKKX4ilHa1TJVhnF3zOVf5XY8p3azgE2lhzACWsCpUZwEKObsaBOz03QCP",
-	"zenVgDWnBxcUiX670syh4tD978CHx2sSFsk82KcQhq++ep/jPDdR7Il15G2hIF+Z1ldf9dm729urg16n",
-	"x76m7DGtGAi27Pj4+FVAfm4uFb6GVwn844Y1by9uWK+Dmkev8zLIm8GqWtVdhnayjWZh2yamHYnUeuYA",
-	"f9+LdeiCoOdLCxoJ9OH3nidG+xQZ930ihbLtiFPOyVdf5TUFYF7/EKl+/xO7Pvvp4PrsqjitY+rEVZO5",
-	"4tE9Ew5H3XSgD8qhwHVGLKiFiOTEuRrDQkm2kI2FM9FL48AppDUeSwXDFEhswN0qBOePBXIH44BHMX5B",
-	"JmiQRp3bUKyE3+w+hmu4AlYOGixkTfhMT1hYqAYMLLdcTSbETQyRZZ+rifaPKZY8b3SRrItN+jKt7vNi",
-	"OSfoo9Cce4IgFvRXKyBHbKmsASayWMNCOF+hK5nr4esxhdNANyXAe+zJF/1xI6mi+MI7DqkYUX+KVcKy",
-	"3/K3T3xCyFjHIFGHhUrIOA1foixkTeffJdcnYuaBOOsrxlZXJqvdE7Jm6GGtCvvhSvIUnrhaO+hrrayx",
-	"b6dS9opmWC5mVR5Hob5Upe9iAdCwpvSla6dOuKF1rNYA8CSU0UJ4Qv6LnFaRKCgG5j/+4z8Y/mm8MxgW",
-	"ljJ8KZsGwU1ozVO9tM7jh+4u71bH5yZgq1Sr6VBRqhipRY4Lo2MD7laeYogFarmONqmbMCc7L4c4pP02",
-	"3CUwdxY63/YbDbcIYhZijAYiw0E/LuECuB4GM8eC/UG8qppDAa8ddbvsj83qgOyPUsnWLP4StQRWYtku",
-	"qnMDpAkPTosVe3k/uHh7ef3+7HQE/Nx3Mtbx2gNBIZchbl/68PL07GL04fJ29Pby7sMpfFkCagGF2yVu",
-	"ZYjrxqMyliyYrtWjba3+cHYbsgMWnp5dnN2ebWYLP6eTwtDfXHr4ryeGXojwcGERY4HJ0QH5s1ii1VSk",
-	"tAk+MEv+TrleN+8G7cPjV3kwUgGR3A1rlWogXVuG1TJ8DdJIedR3H24Gb89GOPhtQ+ZsIaN7rGs0AVkY",
-	"4cGihBuDIZ1L5TBWis7iJNGrRBp7AuuGuMErbph4FNESFL/NhSsUBXlq6dxI4BDwCdqtYd08n5wmeszx",
-	"wswGIOIWoyCSe7IeGw1HFkZUOEt+H9DBGS8jwcQjj2yyDpyFCQ54sdFKFZ1sEXxUA0+ndGjyVdFGMPcx",
-	"XOLmHuMg23IOQgFe5c2wBIjsHB2hAzxWIB0aO2wAKwQV7Ltu2Np7fW8H1z+c3d6M7j78+OHy5w/b91or",
-	"0bY8nQpbitd0RAuyj9IMphTxNAcyMFleZrHrq8HtOzx3g4uLy5+37aybJrnp+3gu/G5zO8MMbeenCHIG",
-	"JSjwL+x80uNEjkM8OqlwoTdNsiyY9TyR6t60sm0gOsGNhAtVgyT/Ziaie2CvZHrias3GMJPMjE0Eh4RW",
-	"nJ2rXTM6+5/nN7c3z51bUXUlisVaCRs8pomYCzgIHBB38Yyw3wsM/CUKScxBCDfEjKsKN/Y8/83Nx8Ig",
-	"M8MyqsRuUG9uPjJEoU9ADxRxHTAfpkQQclOynKvarrJAsx39OZgHlM9KN0PRxkXVSQiUgTuojRKaVUYU",
-	"BL5Rd1FhhgF30RaeGBDcApp7YRioxEBCGPYFBFQIpCvEhZPlsIzcAMImPC0CdZD12kFL1K3QJjzj0ysF",
-	"CwVLtLk8lDnhpGaYUmYvdwAlNZF90jhgMET0eJQGTn4F8t3FlHn4RvEgFCxhEVWcrq7ERcb7IDSg1wxZ",
-	"HT06ZeB1jzmZubgxdgwXnjXtSteFhFHoUe0IDTPLObIhqwsh4Ifdo29aQR7yhDcrhhYastli5GE1wqkS",
-	"4OSMXGVwNFwRH1ll6vBRC8RjIq6YJF5Vk3NBIePFfAgfpY/RPMTG8DtD1bhhfqFPEQkr6RXlAG+tfEQ6",
-	"vPQSFIdiiC7flisTbBA4s3oqCC27CiBCpF9JzMpTn7BVeKPif3VZOYXxHXpvXZPqA20cMgIW2CJ/smY5",
-	"OumX3q8dh83f6rDBRlzqNtxTUKKREDcRRfslIETjU76wQgUwE1UKSi1fwec3N3DWrwbXtztZYmQeiMuU",
-	"eeNckqhRy9nvrm8ur71cmzecNYlgTiHeGSTm2GWqNjQK3EuQ+PmcT3MpokeC4uDu9t3l9fk/6BqvM59V",
-	"rXQ+5ctrF054qDfZhWT7wzEgAnZBG4GjdMKijXuaJB8M4G8aIdigBMXZOmHhzz//3C48BW4CYnDo+3RT",
-	"fAlTfHt5/f356elZprCQMVIaRkd5vKRaXGj1yzPVshIYmY2PNRGZD65/akIrxplP3WltR7tNBB77igDn",
-	"d/li8P3o+uzm7qIkbCR83KYkOePqSoJeUFAsFjxFwPu6S9GQgwbWHJMv/NWe63VlAdPFkBSVq5JaBaIh",
-	"yMukPBdf+8/L7zc1sHr0pqeBkvsZa4WjKOMtmt7F5eD0rNARyWRSTXSIfkQSZ7OiXL6VY2zl7Pbd5WlV",
-	"cKUtgnkhvqdBelAeVImq9xBujGvrdT6im9vB7d3N6P35zfvB7Zt3e8iKIRaBnYqYeAFPo5mkDKGi8Egj",
-	"IQnAqR4O+QGB2bZIQieeCaRrPk5EwIzwJ1VOZzYfwuZEBm9uzz+e4fj31pxphU/ov9yKbJDk6Nvs5Pu7",
-	"m//a0UW1fqoX1n23zR34rghFsoE4h8yHKvbSb9uO6ic9xlDU7GBEM66m8H6YLWuf2XQpQkLi9FeHQOGS",
-	"2CwRNKKIsPAaPmsP4L7vs+Py0n+4zMXF67M3l9cbdF2c4IMUq8omwAhJz6Tp8lgvMD7A5TygdjEjsUN7",
-	"DlKVJlHXxtiU4tj8uT69/HC2/Vj7UJX8DpWGhbTGcOTd+hOtO2xhNzp/a7iKWdoleAFP3WKQItpvlYZ5",
-	"825wevnz6PymSMFXd9kCulK+hVYcX/BLWNmPi8sffjg7Hd1cnb25vR5snOdNguvX3piIa9tO9LTtYlvC",
-	"3ARUqJO2nLNEFryO6Mqr7sLb8w/nN+9KSvZ2Huq3wWudAhNXmoTIWtyF8jICVx2dfxhdXV/+cH12g/eQ",
-	"P82oTpC2uvXgBk47uLq7DQ8qb7ktwJPp6KHuOKG9t3Raetlp+RbG6Eybo9vz92eXdxsmTrRCehR0nqby",
-	"AQ04ID2T1S2TwzPno4wT4ULbmmF7Zu2iDa0gBKte2kI0+8suMy03STRuYm/NokUZWHURh95qfe+7looC",
-	"nrBYFXX0yWhV7o01fW+9Qm/ZMXV63UQkSUE3c7ETjFPQK0uBDzfDNr3dnkvVRr9lPhXMukNDiDkwQSVk",
-	"I/sQPmpPUx4VP4VxbRVyuBWepnovyUj0X0hWt5eXo4vB9Q9nJXuxeIwwx5wgBBXFgca0GycO2rs6d54Y",
-	"3Ufm5XGgCH+KrbBuQgbKlX84F3Odrtl4GU8FbvKcP7b9r236FVMvNDFIm66BfYOwA8Pz8zl2JtWsvPH7",
-	"s9Pzwej2v67Kk/KQGOhDwExroSyl4lJLCAOUl5j46e7s7mz09u4CbbQucTeLiks0KgiWg6hJ1SIc3ioC",
-	"a7pb7pMek5eCFgmZiQcDbu1z0NwpO/ZCaal0AvuDLVXupSx6QsqU4J0iIClaHt3DPCJR7h8RWbPukEhu",
-	"zq4/nl1nkgHcB7lrOdJKUZgvLYbbPzw/+W8mbLnCGWNB8eCsiT5C2A2e8YfCsqAxgBv2iarKgSC/EErE",
-	"rRxortB1xB2ehQ9oSuyMpQKXIksEx2IUxt2S9E6I/uqaHQg2+JxH0sz6hBEk2oi486ROmYHAZ+eBTsJE",
-	"2ifOgTMsIXP3RAMT38ToRtoC+cEJyYgT6cEhQHXbObdjh6u6eYEuRIoxKYiTkmuUWZCs8VllTi5ACjCW",
-	"r0XsjgQwiWPgSHuMokx0t5fXZ6O7D4OPg/OLwfcXZ3WKLxIPFuQAkeRKGztNxc1PF0CFqC5hbBzQU//g",
-	"4P/9//9fYSubBezGmJuKFwgLL+Oq5fFmhk018+6F3IWE5Otrdsy4UwS4u2nQToWYuxh9nUorslJoqS+y",
-	"kVlAkDL3FWqrC3fovOl+LCBCIpFi9qLHEy2t7bu721ssn+O8EYV19bdzboMpXd6kiMokya7vJ8Vu16g0",
-	"bAz8xg3iG2JidQV36nSz4Mnz5Y31cMKwPg+tKYI1clr5vqt9F559uLy5egOXCWxNG8sMNMOz68u3NyFW",
-	"pUF7wm9LbTk8P/3p7vLWWZilzYrs0XZh50doY8ZOgHONyacslasYw6eijY9rBAg8FZXbs9Y8Ie3z1B3M",
-	"4ENjGvDZKrW87IYOJSr7GvPUke+zpcKCFAg4HaPffpDtf7GWEFnCs6AfblF2avLce5F9lkglhgq4OYaZ",
-	"Bu6/LkW7x97L753R1iwXTk2yKVdmIlImVKRjyjUcqoWLDvF6AUmrrqagw1BAj3zC1yItupRcPAFWZMcz",
-	"HviECIxuamPR6qNuN2BHL3sBO+72YMuPu8dZ6MLPYgy8/0EoZAlD9ZUHXfZYoP5yDf9n2wWDtDECBe2S",
-	"xgUzOFTYHNUckVVXqvJVFvY0Q8ciekO9l6EHeljv8NtihKSeQDtJOQTTxVZ1Rn0Q/X2VGGCYrn534ILM",
-	"XQYSwarAeSVrL8KRSIT+0RWhnEdYkz/RUzJbOVQbDPNy2+5wfAPPD8V8kWDpOtIQA+brFQTEWFDYJTgR",
-	"DCHRS9vqsEsqBOLM5IXNpW03m5vcdOMobKy/+NHo3nI6rRKEAIP3HogWfCE7az5PQldEvhKAwfOiMz7I",
-	"pfQp6AphDuPi5UpuUBfBvt5cXt/gak4mQK6OETiwlLAd6dS0dSqnUoVskvApeqwpOoweQ6/NkEIW+wcH",
-	"M23sL304MhjPb9g41SsDM0WbEsjo4VdOllTLJAkp0J5lZ4ZbisltLxcthzmMt3oWI0lrMLg67xO2wCSR",
-	"05mlYWS+M7KcXbqBY28DpI82RgvpJKPs90gSwGknBK1MW4ZyG/f+eZoqmwqLtXtd85UWB0miV23XJ44H",
-	"uRN92wpY6N6gHj0qGnb3wpsKjYu7cq++I7ZEUVe4ee3b9QKv2/LZrFjWBRKDZ2ocVxAX0AjrIqTa7/lj",
-	"ezAVffaq2w1PMpnJcQ7M4saxVHhFHsb05PyxE/G40IZglWrGW9IlHFJJzXorjUSaTyjj7MBPMgKgl/FY",
-	"wsHLSQGe97Ndw7HgSMOWg5XCIwBnvrIEGNb5kafrPnOTyjhv2a8wVJeTib+mdvtB2NvzizOCESoY2ghO",
-	"BDnXArPo0fcRog/AzPjh8asmPmvhDQwU8R+hA9ZHNPs5cITWCWEXlqosONAYNGhMEZOF3BjWiGSCoA/Z",
-	"ZSqU391nBFK7OoJ5HHdIIabCh5SiquMhBHKnSEKmaqPZVCiMko4ZBdAaHMW6kAjScsFtuBx/5LygGNkG",
-	"vzsvi9eJMaorKATthQcusQuOUIXFIk1WeCc16oO4fbso9/QJZbtWNNxu7qqXGqnvp210JCF9xQbe8xcU",
-	"BBudZl4Q2l08DUfdXtVRl52BqiMs2+BU8GT+3bCR8jkn4IZhI2TN7EPkB1hvHQWuEZFCw8kHnrqoeq6y",
-	"5CTLvXaKGJy7IjMGGPiYhpmOfXKQDw9MtL7HiyHz9GRsmuQJsprkgZcoCcPcrdYdWrLi0rjyhzuddm4J",
-	"X+Ksc1/gHt66wi3uVXpQQA2aC1yINQcp9EEo4BkojhuP18GMiFJBzHcPpuJ6gIOMnGzLldhy3ICUcLdN",
-	"/cr1jDwIG5eEk39LHMuHiqOaKBUi5VquCKWqw8Kb8x/e3V2FLKV4VZPFSfX9nYrCu98And47lBHQDOf6",
-	"QRBeHuh5Bn9G8vYGcWpC4FGh4jqJU2Zd6XxNPk2GkAJo8SsI4aiPI1YO1ZKgi3KRigepl4Y5ngz7AzOb",
-	"6DRyAUMgSfoYydaJQ7RyJSmwd+BCY7gnkknby2Hodg5jHZmDPMWjM4/Dflbs0TjdDKelxIrmQzDyFPxl",
-	"WU6OCS5NK8hABQnGEDvHdmifvHf6hWEhXRAyL+mH9YSrlTELmQJOzC5WpgyzQpR972XAuAdyBTXDQs0n",
-	"UEY9AB7z5XjKcH1UbRE5m0NHnPgYNnJDEa0WM+PDVqkSaFW615PsusbLC6/mnzMPSinsoPQiOSCpdJmn",
-	"huplF3pJQxqf8HNSPIPuHl3xlCrSOZF1qJyKZIrGSB7HaDt0TJADP1ug5YHkfZIobi9uhuoqS2vZcfC3",
-	"5aqgIqdABpCmmC5CCTJkWihnyZywwcXVBxD/gajKGTMOk66QbZMtIvJGjgEJmYUTGkZFiOSqoarmxABh",
-	"S1PIpOlj3LDEyqn+rDOYl5wgmQ6Vw0kdZ5omhc2+GRh39h1tzriKzQzNKyrO5EYYMkwCLoSgwpC9PPsU",
-	"9zInyLExJcobjbEsF5ld84HC3+usmijMhcS73GA3VG47XGWtRaottRiwN8v0Qfzj/U8BIzCocj6Pcabd",
-	"XqeXUYvDgMgqazqZxmuJVynGNIslqhXwE2ui1okCOeXpUl7fUHU73c5Rq18Yqo+7osRuK1QEmjAFNcEz",
-	"f/XZ9UIEbo0dXRh40V3o7jLHPAinXhfcqA4FgtgDmpIDEl0dHAq7/X/+74D95OJKfXYJUEDBCBqUa1Ri",
-	"Ro/vCzaOFfcNpGq3B4jFjWZsKm8jhPUQWJ5caPp5PWWyY9JNyOHiZq7cGH7tmRU094PGEslwM+IzF4PG",
-	"Ip0kiKFiOuyDdkgXlt9jNSqKQ81OgytT1c+kHBiYN1e4q3NeTHhF6EnBUzrjEk1pmfw2ojUf4RcjDHnp",
-	"sDAWi0SvDxYZrRzwRKTWdNYgDDudBB+5UjPEiecZEZ6KBU8tobB4HoD4rxOOpUbJSEHlXIrUlZ0DWMsq",
-	"uQc5vWPlIGkKJ8cpAecbnbA/8FXPKv9grhyqW04U8+qSYEpRw2TZyGKATR7p5KQAnkOn6Ym7hzvsj6zc",
-	"35MxyLsq/+ViIUcBfyES6wJ2WdMHeIYl86JUxgpOFdD8OcgcApklZ1BfUJDV1hP0fqmy8d0VkaWSfC7O",
-	"KS/gB0twI3zl9eIivMiXcrG0lQC9jVKGsEONoGGlxYzpnH5LtymeqIyYMnprBI0MCafR7fQ6XYcIC8pc",
-	"o9942el2XlLG9QzTjungwr+m9J9yKq03pJL7gqA2Zzz1JrjM6oirEzhIUukid7005DlL5tcxfL3dDdQv",
-	"u2+cf0ZaqmjkpBgqpEq2j5ngqR0L7kw6sUgEfZGZas1saQ2LUWWKEsFVsiaF33WBqNo6bwiNplnI9FCF",
-	"U63ECF38voRryJq9LpKhmQEZkUQC7zmDfx86jlJuyKTNzVBR9fgAbukpGiKy7BruaM2vUIfdCoX0L+J8",
-	"WGSDpWXAOGvUsvDEcLbgS+MKUWbr7JQFJ2aKlVs2g6dyiH3D6NHA95B7qbhhMBFYoinV1MLnL4zHnaAl",
-	"hkttqGZ6mbroByyZz43NR+zLH+ItQEXPstG9QB9tdO+raWX9mBf0g8mRG/k0FcL5PNx5zMOEfP3/zUr5",
-	"rcy+7JQ5EO4xPR51Cjinrs8O+5CFUzjjCSqydZXsUf2hFPVMtzmPG/3GD8K+xdOENYTReoZn7LDbRfwb",
-	"Ml0iPNkCe4UvDz45gA3KR94FckIdYPL7JhYFuVu5O5x+O43A0xCAEoUFsdxzDDPEgtZH3d62frOJHNwp",
-	"7pQDEcNHx92X/7ZZlbJA62ZX43Pul6SWHT7jok/NHVDaQWcchgEW7LA1wNbu5FjNVjzH48FG0dN62PGQ",
-	"BbyApJKjLNGc8DLavdan9CIuCwFGUCJwBjfjxDCfiuWozvKpyUE2Ec33V/jaSftbufwgWcHVftjtFnzL",
-	"XmDDnBjWPOr2CrXfKwqZh8rdjHMvW2e2hb6jCW2o8MMT5zFKyFTPzX2rg0G/dmkItjsW05THwvvisPAG",
-	"VasxzopcdKqF+j50wAv1WH51bmnWRGMU6t1UCJQniUuVhxfQMDMxaxX5WuxowIE/0O98AtJGtExTFGN5",
-	"khi6N73hBFt3qRsEbFMwoQGlkXaC0kaaKt0nB/pkmSRkI6hzlxM2+tpYhEV3rvPA+czF44wvvUuk4kD3",
-	"MOJUMzJJgPOTyxxv/JlLj5hIJeE6w0V4li+dl8YGjRJghJqaQiYpKEhwQzIl7Eqn92yONXddrMawkW2d",
-	"6xPrh5Yd/7zk9neDPDbDRuDeINeaVpFDlTd2Gd27yZJxkq4GlxKJphxuMRM2SbzsA2pNAvc7JYyQ9T6z",
-	"XsKhWMB0lwvErLjIIoQqIQWGXA1u6Mfdb9DEWh98gYl3FMbnOnIcCC5dbyLGXGlv3uN+C2lL4Pfj7jfM",
-	"an2C1hce58I5vtmnfIzZUk1pZc09ClFc5uEqlBbhVhdZRR7kathUWHbUfY3T2AiJbZ34I+hCloG0VjzL",
-	"NCjYwlGI8MILxaZ5/GaygOq07CLNmt5UsLzBCV1qGDwL7/Jisnk1tbTYI6W3onmdG0Y22twnXwhwCX9b",
-	"8pQrK5U4CDFXTaTkLmAhOYvggJOvqENHvmMfrTc/EgaHj1p1/j+PSu1TbZ3Hw7mlYWKYEkbe54wtjhzC",
-	"akhhoAajaLEsqcWVNX2WjxU9C87biM04FFGeJEjVGVvLUn5RyS3PFmTq1JCxfKgcr+4zfV9M1U5GQCQi",
-	"zuIYpdP4ZeyOQL8ES0P3zjiryBK6vQ39qatJa6H+350NTnMLV2bIqIYXAvUHhQplfO5j5Mni5/3GudOZ",
-	"MNFzoxkpHErjAQxcpQZC+sbSKiW5MfA23HIIJBzIvouz5jEb84SrCKECKSgVRWdK8UpdsYM8monhXGna",
-	"76jZTOLNLvL6iNCIL4ZqW0RoAYf8+BVqORilpSfMEDqOY9Q6HSojE2yaXJZo1Cl0Q9zDnbB7kTqTB1qe",
-	"KWKSSqpwDFDEqhIEj7woyhj0PvFmJVaRniOeckxRnk6eL/SaXVvQvYgpjtwUzat5WCsGL2Fca99l3mhV",
-	"ufjQg+e8J7noguQxVE0nVuO3rcDxdHYvFrZNJrLCwMbCroRQvhEzVE2KoncDpEZO3C2Cbihy0+VWe8rD",
-	"mXEVJ+hiG1QCX9GPh8GvpAasyKNDBp0Ui2OwOWVyQ9fkcHc+HHc1+tRpL+0pDasOl2CpJ1hcrNlitQ9r",
-	"8X248bb6jOcbRuHd3BJDspqqVKFm7xwNBPbhPWK+NzVlk0TruOSzUJpNuHFVWpTz9ycaiGSZUrF8EGOK",
-	"20BWMJiqnS1hpG7IuAPFo4GrRwcQCyW536juIlo50AvgvfSxJreLW6pUTJcJT8uHDbbeb4vLe4B1L8VY",
-	"D1UhyDoTzJyjC4THtV7mqRi4jZjJnS3wFNV6xCGpMBk9QeC+/IiT/YP82gW7vhe5K6yyqVPHalrOfVI2",
-	"YqGn4bj7cqjKEemwglksNnFL74XytyqKEihdBJ4MSFi6F2Lhds4zER96g6vm8AhfMoOQpK6oDs7ohckZ",
-	"CDBi8eBkAipMZBifa0I3qs7fnDidgrgdIiQjldYHwlutA+o524Nsuv4wddhl1QaPXtYCp1skcOe8OipG",
-	"obgTgSXd/PF8RcJt8+hlz0FNtzpZPg1Gq2AshhswAjCT6aWcpLOZO5Px+6FyyTNG53Zjm8roHpUD7vI0",
-	"MCWOZ5SOseVY8dIZmAICS5JqaYXZYiqh++qvtJVQDzd4pW8zmeRR0MvFl9tC/oRi75AgG/1f/vU5KMNA",
-	"/vLr51+Lqv+FD5QgfZPHEv4q6P1OzSedv5AAjQio2tRp/kQ+BEqrJyzM8G8pJ+3NzUfWDK14tAeReQgD",
-	"dv32DTvqfdt1QYkZ5y5qr4joHFDA6NrXRSSxsQTqijjOiCPrkJ49ciz+myrJjzjCsp1dDRzKs0N3BpW+",
-	"0hrZG7L2XGk6h22Zjco7rxyIMV1/MPMtnTNXkCwHZM7R1xXV1RpivireTsoXg0NPlrvKssKgDhkm9110",
-	"2Fs4NQ4fFa0UjIHGWZhX4GcU+BEG+fCCs6tBcPpuEJxeDejbd1cXb9qHh697wfft3jdBr3t0GAS9b3ud",
-	"4+D1YacblN86pLeCw+7hq3av1z58edv9tt877ne7/wjgcaeHJcLIIo9BD4iDg1jJcIVjtB7lZDo9rqCC",
-	"uVRZnEB/qMbrwioTn50CSbs4E26xNKSc+JRrlooliTHCAWi3gqHKLTsVhc8BQZV3j0wAQxW24TzgwNsO",
-	"ACO3UbwCnufKfiGGUyeLIHdTHioQJAgmfCHSKiH30YtBHHKDKkFogKtpkfDIoQvkRRnhqLGmzyKUioXu",
-	"RTgQJAXalYyEM/2DfiKNlRGxaN9rXqIShX78gHIRjPfedYbqGmdjSmXtxiLbTTgWThX0SpFMnXUKjSXr",
-	"oYJ3YCVYk7NIp6mILOYTtGEkLJsj3JuEL0ZFKCQIRoXR00WHa1sZjENl8DHkeYEvRNImmcz7I6UHXkAB",
-	"wBVCCLrdrmubGOURey+/d2XeMECmwPbJ72xXtJKGaoHhjUkpcM7SQCNwNZW4hWs2aaFVa5kizeDsSUqZ",
-	"OJwOLz1Y7exmddfglTY247hUEiXDqnzWNbhX9YYc23x3Ba/PQcNz/XJPVfDuEn61q8L5l93o+VpdLi3I",
-	"W3XX+s8UlGZdMglle9GZqhw8F0Kwmq2z0rSZQREbcBJB9290dNShmvwZ/JI9sUs6m+iUIPNv4GKSro5S",
-	"YDHpCKH9nAyRbdKXy1NH5Ft6+qO3Oh3LOBZYMufo/2PvW5fbtrW2bwXjmW8sfaVky4mzG2n6w3W9U7c+",
-	"bUtJ29nsFmERshhToEpQttVJL+q9hffK3sE6gKBEOU7q2MlufyWWRBIEFhbW8Xk697jiTC7STMaDLDuS",
-	"ObLOPO/s3md4rv/pWMWJHNg9ACmwf7z/4kNt5uNxMrKmdB8D1xsPlAuyCl2POM6TyotNAyc7izfqcTqe",
-	"vYIhz2Rkrn0yGj0SntpM0cBvNeKiKorueOVW66qsGgwbgeVWAYmTd6UZ5XKm7krHhro2Hyv6Solwg0vC",
-	"Nti/KrIZ6mKvY2iNR3LsyE7eo8BAM0I54Ht14+r0cVaIMPe4gBMn80lcECdPqwVzdyUVS+igteLCIRGH",
-	"KoQhYKyAw7RHYgCkCCQVautWo7qhbjggY/D9nVVP4NRLNsQY6iy8YB88vrlu1fnWn9IVLR+yRir8esA/",
-	"ozefP95RdbK6ro3VxWu2UVNu30dTFirXMiXRfBiZPlaFhBovypX7E+1JN0KFViTb2sJrJRsWlKD+sTHW",
-	"ejeQ4GOnVasbF9LtCSQJypW4yKH6/2IR6ipNx56I2nr2Ox68jN9KORcmdK92VYe6hDiljJMTei2UBpzU",
-	"UTYjgHxCQQ247b1QGjAcQs2tmliw1HSwrl6KDetg0T2AOnpG3gowgsvvguFply1CTFYalLoFloVMM3pr",
-	"rugXAIup4lBDmACwuKTX4FCFgwYXlDNx1UwU1QKGGhsQ/CAmZdvJ8ucqsUoisIx4V17Jq3hqrO1pqlUv",
-	"R4lB/WI+uXKxj1qnXFhi/kyxz1PtX/tefESitqnugvfsYWYiq41+UWaeuzN0LKbgECYFqwlZZFNkqYf9",
-	"6VKQJSpxqKnxkqojXEe2a60hhmvMXd1iDMk5t1rdkNLHEhWHbjfLs2mGEoofcY1zz9t71vNm+DgD5XhC",
-	"8Jfe7wFemVpM4IY+gPWyqsmzKaSTZxJTncscmC7LiTs3osdQoMwNhjqnoJzKPnIOnSvjeSrMDcXmeYbS",
-	"xTKqGNUXwzjcy/r30478AbKmq/NNxRy8jMRCkOjLwG9/ci+VGDHXhN4Az4HudgxuyZgQTTg4YEWBClDh",
-	"W+qQW1P3QInaewF2YcecvenQPmg4xYonopePAd27yIQqG4IYoZRLz/0+f1TFLmNGCwnTj1/F8xw4FTIN",
-	"1R74dJ7HoVtYKtyEWKdA49blBXGyyzKOWi2YyfiYztuPDXDcGRXg+1Nr9aNHJTIZc2ClXgEvoWo+YVjB",
-	"OfINRAOrQrAz9AZlxpwOCbXd6wGKZmT/TZDQBroowGBhmLpgJZAQrDJNBKFeIYYIllgXgjoKhGAdbr+9",
-	"4yqsvh3YEhy960hapyyI5vix4hbbLx9RClaUU7cKU5hU4M96hOgG1d2hlhcZAaqj8muvRXFtVHBUm8R+",
-	"XwVnrcVlRYQ/hlmFaBaxAq3g7jxk9a5o1Kht6P3rCYm1sZ17lPc+UQzqYyyz3fsI6mstr2WCLNufQbTr",
-	"GOtzKw1ffMA3JlkBJ1vzbnsQtRQKiLXoa8jjYjWdZXYzMnQXpRLI4mMA0kKCSYg3LNuw4ZyFQgRobvEd",
-	"KAJwv1hUEN0YYdXr8sYW88RkGuPT7gr2ZLDIQEGHskv93MhF3eG7b3/Xx9f+hGcgPmF9rv0k46mCtqFC",
-	"6Oym/dfRs8CG+D4YQ6iWssohEJI8TigHZR2J84dWqocG237INob76LmnVgT9IpvxbBDWdX1EO7gjiO2E",
-	"0flXdqqXfCfqeBtB6x8VhDvo4eVoEv0uABAp7mdaAFlPl1Pam9iWs8BEJjZMYWuxzJkMqSZQhTitbfFt",
-	"VkxENi9m88KIyyxk58zLgqfZ5VJNa+Tx8yZx1EYKCVQwkdU211hZ6m5j8E1A8QDZoUkcaCBOG8KaFF2h",
-	"Az6eJaT76ftpoudsTwUMflm07K9a5re5fdc4GRNLZ1DiD1CPxNhxr5eMGcVNRtfYYZV8JhhKhoqMTSh+",
-	"S1UuNYNX+JO4idUfFD8ou6mbbc+JTUyo9TxNnYNT0VoUQiLRm+fXybXCQijQ8j0rTDdyFmoCxrgqkSXt",
-	"FTQaVy6Nb24yLMSHHU+0Uc5aaoufSh4zgrFgReCXqSMCKxYbQIqaj53Aezk2nsrmOVhZ8kUrUtFYwm1h",
-	"AJCy94H0OD4xy/lAWhNlf/oTqFw5whLX6mmzLZ4olQGoiZW1glFmTLmVSXYyrdbputm8Rtedc0mG1IvS",
-	"66HHNpBliJfd4WjBkkJE4XeVZ02qmfDCoRTuhwpsYh+BQlZwIghN2n7OZHuhrmgzShoX2Xw0qZeYfkVi",
-	"Hj5kgDd/onjB/SWV1c7Txwvu5dZbxw/buRgGFGmQVjggt5YZFrdq+Q4bLo1QJgAwMNH877UdVygZVohD",
-	"lg+2HkzyI9ucX3rtBHmTd9p+vA3vqJeoZoHucizPAeGLQqmQmvPgQmJ1S50TDQzKLriTxDXMhXpcwj5T",
-	"2BoLsceIgewzHnqwipLj/3aVQ13hPMFsGzctsj4Wg1WeD7cBQ025sO4a4hrrFZMgFaUBZA1RKGW350So",
-	"UeKQyIQwNPCUAvupR91L0ou+L5cMvAz1qsjbZy9x03Lmju9Y5ccJNdSo1rLeiMbz7ZcV7p1mSRCChxx0",
-	"L1hvH2MEWM1S8R1K1loMe2HloxvCLMOW3LJbyxs+Ben5BVx5IeKa2E9JRsaJjqkJii8H4IbGioaukr7B",
-	"i1B/ERSiooHIiiAuY3aImVKybFJDEb44CgwKccJF4NNpUoQaiAK7XNPLLeVA742YEdRMbdfgYl74TaDU",
-	"9Bhq+ypBmT7DrtDc203wy4YD+wAIdKKS4LWxVvMSU3DTB45JE8PDIBPaOIXQDjVkg9A7QzBkrC2HJHSX",
-	"M9WuyJDy7OQ2QQut8QbSoBZPfcVEpYDgaq+FyE6qxgU5PiCZnn/kTQDD9CyNdMWS+g6Wsky/VGya5/XO",
-	"sSeDl6WZ/Ijmx2CZCHaJgDtiFnrRWLFUHtk0eP40s7KGebtuxz++CVPhRFvDe9ausVis2/kBJotvqKDG",
-	"gq5hNlGqtGmNe7BcNLuhfh+D2t38aKF+L0GaAwJew/QnxlmaAumojkP9PjRcpWPz6XMhEB/wZ5OSIx34",
-	"ZvdeMcOPS1M8dYGtVfF3m4nOinObkEN7cWKu6tIRLixZX4v4yUuFvlOFTNL3aJi/kNL/MlT405VgnWpV",
-	"zboFDk+LcW4DVwzuYkJmPq0X/pnM5VQVoKv+vdqQ6CbCRUDXVB2AUvIJCkscbQPZ6mvVq07tJYRrS9JE",
-	"MOhQOTfIiCMKyFBjmZPfyVMiZUiziunR6kTc7kf+FVZKYYMhuCzbq/0U2Mbl5wOR8jTLQ71Uaggvjzfa",
-	"rediJToGQPXHMyGxUzqT0GZrh7rRdfCAywGv4J4iTptw448/fq1xgH1aqrW1s6eM6pzKC9eq4PUU+vxO",
-	"XLrvCEytKc2JBYpO2IMYz2wVM1mGSyBA/gD4rhId6n9TxDsQEQSyrTExg4IyyCAIHYjz4/7BWSAuEmlE",
-	"g/MaNCQrGJjbSOWFB3Zq0myGzgUgMQK4hfUq4P2gloLwVdx9rBcQJ1rmC+osxbSIIZohbObLcqp8RBvH",
-	"FeOUWamYhJhet+dGBMO3bwbNl6BkkqlyzbhWviQwoeRZCnQ11m/H1lVOCth39zBNCeYC89/uTUAbUM8r",
-	"TSldqLMbSJBzzx95j06rhxwYEg2Yckx122Ej7B9SLKhvRCeond/yBztoKvliU+Gil2kq1G9zmYJ7hYOF",
-	"csvBDdOmltju86Js3RcNBNIDKhTCfrJKD3EmkApgmXYtWEtAC0yvqLVeHQxCvZYNtlllo5AFOvjUTyiR",
-	"VwCSRNxsyGAIu8JQSCAxJeDV7vazKlPgfezs3ajiIDP5Pzy2HlHGpyWjOZ3Q1UlhTeW7GjDOPL2xckSA",
-	"GvttrqDal/QYCGnF7sQmo43uRiwLRCLbCFZacoL6u4Hkfvjdfv3Uppo/LesyBbzBTE/Aum9z7hJ7/Eix",
-	"fgY5BOu3lVwdzpaQ4kLGoJ4wW0DqB8ON4JuQYvlCbLwV+60rNPWWL9t6OnOfVVP47YdMMtJMbxokMcII",
-	"FxLd2CPKw8DCcwZtNVdhDLhYeL6sTT3W7NdHNTtQ46wHuETqJ6suZyqbpUrEapTEVMiMEOgZl9z77n5b",
-	"HBYMAp5o6KXtv3klZnAA+L3oY4XmCxyXKjUKA3iQEIOBBKE2xQJYjJQq7BGsCyAvnMLIgGeLYhmvz4+a",
-	"HBwn5CAjr1UcWM0LJWZgZ7IjKpGHzJqvgCfhauSoG0lwKNFMshvTJbCsPDOmBehr2EU5mufXqmILOakY",
-	"WRNDC7cqocau/qnMr1TcK8vTWbAqNy9bT+3/yvsTZqh9QKfbAUeCzXWTxHOZGme9WwPKjvEaADurN3EU",
-	"ITfyWiFKhJC3iZc5V7eIGwTbDuB3JjK24x7shJqH/C+O85T8wWxB8n1e7or/h0g6pozIZvMiTVRuEMg+",
-	"5cgP0394PCsU/E4AeGiUzABAJK4YELIQ/cPj/T0Rq1kxwfQnvhLyCN5Jbd/sgum6z3wm8McbVi+kEYhd",
-	"YP8NrTcgPqbZJUyZVcUFNAQASQAvt2ic7/wciPOdn0M9mk/nqUTr+3znF3i/f+34K9IMxJvDM/jEWxGe",
-	"xFB32tswOxjRp9KqolMqpZ2lGf8+K1QK6EN2vex/Z0aJBhBToHUEVBQRTsMQ7xgFTouNoXSIAL2xuBJ1",
-	"C9nvvshjMm6czoFlYQakyakibnAaod3H81jpIkGgChTWgCXjmWjsfdVpbiF46//+zzPsOwuJohvqLTw+",
-	"ZB+GEuGpsXNN5kUylqOiPY3JSYTZmyFXtMZWuIt5khY+wqMfqHT5Jl3m+8DsRw+XnkwAvCvqALMVyBYO",
-	"DwXlwSmVpR1JnBYo1k7mXWgAciGOOyCxBiQBWbIRjtSGuLXZ3rnTMu/5qGl+i+ClKghL0KG/CvMg1nDA",
-	"CJKhvpuMOTF3GbrneFLdr8d8UkzTj2gxt9P5d/zu7/idZwMylKznqgbUy5GOW3by0Fb4fnB85HAS7hW/",
-	"ewpjD5Q89HU+5liCNW2kJVYFwwpl1t1llqo0u2yRMUF1GUAhNtclQ4YzOiB7JBpoc1sjM/AAITHn41EJ",
-	"WUuRCir8nH5PRFeJjhEsnSYralpT1rh2hrfZit8Ralc7DGAb7lJXpgq/9zR06XrWabxzvJxzGl+uT7/z",
-	"YPrFo4vbo7bMdVrGyojLNX4eDYPOT4eIq9SXqumV95X67r+3Nu/kdHh0+urVwXfD/tnB/uB8L/Ixq8sD",
-	"DzgTccu7YmMByKN8WtjZ64nVYj8+VeaGHLeun48uVguzrGmTptkNC8nOY87H4Hzv8OTw5NXwX68PXh8M",
-	"//n66CgSjbLz78HCGP0R4lPckYfFwAn0ZvHMQ03yhRxdXeYAoPE2u7h3KR+5VXciIdW6bUFprNZZ+dDJ",
-	"AUZ+qGus/KTg/sg1Zr2VsbY4Ib6obqh16bLm2Y09MMS1zBM7/8Z7OCAOYE+E9Y6hMMuKI4LPYzHXJbLJ",
-	"YWXWOre1GYjf2GEygdjzXaqe+LneiZb+UICQppioaagb5RNUHNAQWkalACwYiJHSRa4IE9qMJOD6QFkk",
-	"xjaYeETOiwy+jpo9MRDfiJ/FuedgBuIn+Ovk8GzvqC9uVHI5sWfrGR6/P0M5SQJsFKPhlYTf/sIfAn0S",
-	"OYhXIvMCIUICyunl1hGjN1wns0g0Zgh+aueZEi7kk0elS2ysw84LRR6aPVSBCICP5uwtxdYbP2VpHIgf",
-	"sonUxmSY+9h5Ifaz0WiSiM7Ll896Yn9i5YW++WGuAepgf6Km2VQVeRsI49K0LY7kRVv0F6Zoi398LRo7",
-	"29u7TdHZftbqdHaIeP3N4dnwrfhGmN/yojET/1+Y+XQoRb8/lKJxM3wrt969uxnKd++a/9kRW963TY9b",
-	"GX79DXx5JRp2YrfM8MpeUQzlZjGUUUAzDfNgLQpvaoGM4BZQtiiYg7kwXgpZiLlOivLaRmSGV8TzX0gd",
-	"yxyYSmJ1nRAAfxxnY9EJKgu6aUpphRiOQU8PdvSmwTsgTKh9XMs97he05ThD+Obw7D87Vht3ut7+gyy0",
-	"vUfHOkGF8mjFhMS4AqIulHsoEo29ZtcVenIob65HxB1c+bG9d/lnIKJ85zYS34iIpli8ezez6wTL9O7d",
-	"z/Z/EeW1vICeQL1EpPj5zu2wjPREPfvJIvIjJYHwIkGw2B3RgpVORGMxTK5ESywmshgmV6WElF/ZSQNJ",
-	"iByFUVIwrQyzCuuF8DVL9NtOdQjusWfnB/3+Vr8//MXdbpZlwE8wL1rZuDXO0ngpqwzsxbTum0b8iL9Z",
-	"CYNgBwLCXQOGyOVUod6Ep6Oisj5tD2mC8C6otHydRfQp2Y0GJd2ze+UXmHZoqi88QZJpKnQpii4ETyqU",
-	"Q3ebRpzvEF4IRagi0dAeFyionmZXRJNhIr4RnS0tvhLFMNkUjcHmoPmfVsf+FQVI5KzK1OomkxUx4jpO",
-	"wyjT10ozsC/TJdfEwkoIHHmpmjjGfGrUyHr+oFH6/WGuzJZu+uuPi7/nLXrTI0fBO1wj18WACz2oeoPU",
-	"6/IZTix512Xu3HTF8+3nDn3Ca11JE2DNXXiVJI4pis26SZbGbbGnQ+1F1ERtQI3gOgkBmdekS4XrJ6dD",
-	"ZzqdH+yfnn8X3R0zAlPkUycb6THryOUwfvl3XOmvXNrrj/NOSReNOiF/6kgYonpTTuJCTRKHA+WiYkC3",
-	"BJIOZsAP/dOTzyQMRiyubV7SdUWkpzOl984OaeR/SmVQbCS7sHboWkDTTBe5HBW+J3wjjcDshPWBnrrP",
-	"1oN+rV1UVUhyAnmOFxID7++Z41/2jo8+bI75xg8+x10hZ0ll/NCqgqVe9n8Y/8PncpsOYUg7/uiGFPaV",
-	"xFTOZom+bDIPcmJCDckb+20rVqMMHCMmwLGGDhlNWW6sf9dDoEaoRMviBXKuqtvCmq+QrsPGFUKh/DOQ",
-	"S59GQmhhayTEh1FeW+DoMUIxQcuC3YieiDD21xWOV4MqU52tZ23EUEsD/BuEyUVEG1CD0HB+tTNw1C1a",
-	"JE3mLhgnaUE8asifLdOeWK1/FBfZnIrL/BoUwLlbg2h5VkGSvkdclxksKsHYqbxFPrWNbmfn62Bjmmj3",
-	"971jvJ9FxDhYXv8zSJgmv6tAdKzEA8J+j8sksTzSftbmEt2lcUAqeXmykul86sD6p4mmv4PVfougLlYV",
-	"aXVbDEfz3GR56SYxIACkeBtWUrFlm76Pfm6dqNuitU+XkQw29vtvmusGj49Yt9Q7uy8et4yuFNaj7PIM",
-	"ekM+hNtgaWNrdGp4fqBSq9J6U5mw+qghNPGRqYGT5SpoyW8C/ktcEiB0IlOQmZ4WzdqGm3LYn12yAAS6",
-	"WWEU2H993j89j57WNDgApVlTf7c+TMwG7lrl/0N2gTUL4H9jO6iZX0DJAynWKja0aAA29MUCcz5xk2hO",
-	"oFAk0VwcMXZVvhFMZ9Re2tPWbwCWRkoqOinqeWzIM2m4azTiC4sMyiYKXzYDr7wZUYSYgRnPlbZ11OF6",
-	"wN+fyd/mCijvuYWYsf+DUJvMvpnBWSigisNFmHEGQNbjDMkWJ8m4INJdeHWPuQaoZwit1OerAR42pCzL",
-	"tMkYNjpXwEsbaqyfxvihnWQo5bGvQNfbz1Il7RmczQusU4GQBxg4oYYKODyek9/t7qeKHICExfIYRJAE",
-	"lv3jb3mpuqGOrO3Qphq0IdAfJbGxBzB8gViHQzghVfmxzgr7F9CWA5UG15lRATl9SiU20aYREZe5ec8I",
-	"dbR0f7wa7w4tkZWbD4EyLqLOw+oz2tYmGc6NiiMi9cFumxvT7Ik1rYyhdnbN1EryeJ6m64wKLzVaY1Xc",
-	"fb7urJyuux9ztu58qpP1447K3c7OPayi5QMqXeBmgzMDGJJksXYAuKc3gg9PXzv0mk95dnvPWwdv7p/I",
-	"9r0/k0y5E1/QJ9nYT5c/2An4sT21nUeMF3E4iHmCGFDUyaf1YGOIFg2Gh8dnRwfHBycDxxvxYAjyfn2M",
-	"qZ6/3lnvDvfqWb8FkAvrceStFrCeWmLYo8ZeGECjyJWc2u1I1czyhnncHe7KRKVI4j1V0yxfMHaLPRit",
-	"EZVnNyJXb9WICJDpcnALK02F+/03VudjA9xq77ljgkIaQgJClnmBlgqwPOcKyX9DbZQGHx/Oo4iGk6qi",
-	"UuiEw4JRTplno4TwCDVNSq5k7OL2NHw4SJGXFFJRWB8LokGs1PjDFgBu+Aylu50dcZx82+wRB6qd5iV0",
-	"mM4zEZ3t/QKN7IPT0+HR3vmrA0wdWIVRJswruO49x+cGGhS64xMNdFdzHauY+aobUYvv0IKPPL7s502o",
-	"uKWXLIhOgOA9XL0XlnmtYfAnsEgCoQHEAPsBoQ7A0FzhOD7HLJHSXmJLwyRL49JoXB6z+Ep0Qo3ocG3x",
-	"kyPLAVIOHO7SrO68FLUVH6F2vNFlD5jHtoyILIDdBTLFtmVN1a2s1N06hxOsln3XatZFit2oh5PAk4eo",
-	"0yRqx7CXukjmzeuNG0xczGNr8JKcuXnBb31Rk8CUD2ocj/VJZopNI2aThUlGMqUbNgWBaKKFSYtPgBCk",
-	"EbgqGvaIUUXJ/LQKPPQ2u4DGE7CzCNhHz6cqT0ZiKos8uUWCXXh5wKMhx/Emya3PKHZg1wigJY06QRRq",
-	"lMSv8efNACiHq3MzymYLjOJ3gc6NaQN4wBBJGk1kDlyfkLZ89o/2rvgRyRWtlsrGYmf7+dde4b8Rjc6L",
-	"9nPx47ehRqK5QOx07DWc315JuY6Tgqha8GEQq5RXSoca56uz8zVVunhoQbSyiQFaVlaRoAnLFyBkQvtE",
-	"nDuUg5KPFUnDZIHlMaviDHOA4lyRZSF9fcuVWnj7rlVHgE6/rI+qmCRjmRoVNR3/DCSLaQogOb86fuSl",
-	"xMeUHgnkZIp8AX0CwLuh4l4dO/f7yt7LwRDcFSTpgRoe9AsrHyvatUJsUAUR/uuUW4Ktt4WOgX1N3pNy",
-	"dOUep6y71ogB+IlQtbM81FgAm5JPPZkXcXajqWPaeyzKNBWNjIG43tpjaYogaoWhEqJSAqh5AEY7zXLF",
-	"JAFQmGT3u5JXmN4GIaAho89X8qHQzWBrSTFObu2wr1XOXbBWcI+Tb0PdyOca4wAX8/FY5SZgRE3MLzXx",
-	"Hs4N9Wt0RxOpNZRy+4ziVs3C6Bus7zsv4ZQsm2lIqZmeA9M37WksDFUY7S4/1G/y5WdWqNLLhyZ6ibbc",
-	"dMuAtc9gHuoaCvOAtIkd8Y9E1eq1FWMvB9lToZZ5bkUHxP3FNrxiiYmGZ/DO7gvxlXjxnPq0saGmpIGq",
-	"MMAatmheZcJk44LFES2TgraUmU/FXKfKmFBHr06PD46PDo8PBxHjc6Jh4URSNPqHrwYH58fNFdFMTInj",
-	"G6Foc8VUdHgyOGCIzF71vKdOdrBDrQ5Fbl7WbPCDUEOTYE3e2N5iC/Eq3mYXwyTGxvm2vdyoImry4YQi",
-	"HeoIn03FrR7oGHxO/jzGUNiq415DLIJQ1ukwS6g4xpEblTUcjsoMQzrWgM6zC2XlWKCkAMRek1U9cGlT",
-	"8UlpRqPVJPEefjeQPTe8Kiq0ZYzY3f4HTHf/9T//ebh/eHAyGPYHp+d7Vic71v4973bjJE2NdxpwAX+o",
-	"7RKaEhWwArw9ymK1Ihrl6YTnCMgzeUgja4AR9ADcipT2968HA2tzfXf60wlO3rksVNe7FzPyu9McDTje",
-	"NmRgenvHs5ymc0M9dPOZPcgwAMLlaSKXBZjkZI5PE92yH1lPw/Fn7+4+e4GmxZbpiW1RzHMNYcZsPG7i",
-	"+0hxmdshzVSeZLGYSGNNIwDGKG9ub9yC33kmdWdbmGYXVD4I4Vd0p68wrwkbSkEp8BYMNsAaO/wOXm4i",
-	"rxW9fGwX1tHX2vWzK4ulAJD5MEU2K2EWkzhlL6URtSZFMWvZiyETlM0LfxKe2WEGlVaz59tfi4jCAsPB",
-	"4fHB6etBFIiKg4bUOrRXYPQMH0UuA3plBLJobXC2NFxLXahx+eGoAHu+xoXw1ElQ5zbUojDb+WYX/k4k",
-	"5uk8LRLrS26Ns3zasprFfqw0Zorh15htoYsGGMniPEwg/CBENipU0ULXGbiqFd6ueu1K2ALc/g8KLL2G",
-	"ebgf/vNfugsEQgtlpOH4YLD33d5gz//MeYanZ4PD05M+AEQf9vv2o7O980E9ofTj9op8/biVUqBnrEKZ",
-	"Ab0+KfpV3QKKZ6zASU6BTUYBzlCdHl5WJ2uQBkNtf0+O1NKp4FRK6FNnP5JErbpBgVh1g7pl6Yi6tQ6M",
-	"NbzqokJs+rFXje0VS46S1x5XiQC4CfgTONaP2nBTWUwMItnFnKepaNSGZpoPSA7zCVEev6CINDFnPRYY",
-	"vOevd6uS7lzyascNCrh10zEq8FHueqjBXwdwbhUDllevhsKSQh+VmEGoUdzaYslurXTKsVIsTWrY6wCU",
-	"zIqy5okPjXTqT2/zC2A+QnvFt/P3+2+4ITgH1mdpFno0yTOdzU0l63GPNAflbe8qbSj50HK1lI63o0BK",
-	"HObDMRztAScKFjcieYvKGMySSFhnzlR9Y8Itsv7Ukpu8/ADBritG9Uepkp7vBQGb0r2FIWMKwNUjOCaf",
-	"BOuZ0ad2m84Dr8CmCIY0t8++At75ZiBiObV+LrV+MgA8RJ6ILck7hAJAR6u89FblHZcjjEYuILAMpZkV",
-	"fiDytJedX1yyTSy3VKJhH9bKdLoIQm3PDugySYxQOoa4J3mmjL9Bzi2AB8gUE8o+Nx4ERZlPPGOmKHSe",
-	"IeoMj2VaGegOTVRMwe9dYdYR83tm8sZ9yq1BeO8stv6wksNHymzfYfp/Ic0Lr/WVttsLy5dEI/rh9NsH",
-	"gr/4yyWrz7I09fX7ByluQgVfn6je88IAGDhDHn3XqAxfA7hONWbpnJgCe4UpJqhmokEwOxjDlcQN22yL",
-	"A4S8u5ELFx5LfBqEdRpeRPt7J/sHR0dW9XkZHpeIhNw0qE2XPHAmDXk49nACF0c0Kq+yaVBBAYqlm+OJ",
-	"dC8YrD6RYKIY6A1Lai5VDFjxDCSsRJmbcPdFCw2CT7M8i+cjBdHKODEjaaeAItFlhpXnSZZB4soBxxyk",
-	"CrLRl8q+BXCU2A33z8OTw/73EDpmRrnqMmLYyXvrONR8RyKvxzQlxaccszfykFDrfaOcmVD7nCSyIGry",
-	"XhkixVMtzrRCV82teUIxXHxIhckOn1N7KOzDHP99LgTWIF/aQN6u+a8lwLjXQfPo/XCwYys7s1HdkH+Z",
-	"A/Cp3aN9AkiqcW8/8kB9D67ogFM9UIJI+HDrsZ858gcnUVlhq9XNkDk6K/qelgEVKPdbws27nuK3a/Hd",
-	"6cmBu3ZZfzODFDTLwJXPa0B77jbCHWzd56hvHwgr70u3s100FC2dNQLw+TQSk23piXijKtB/ew4fiPLn",
-	"9TFzxRplvoWd4LI4RsVrlKC9pRrN86RYwP6+UDJX+d7c7s1//2r3IoZr6sryaXB+5YiM41wZsxFszPN0",
-	"o7sxKYpZd2srzUYynWSm6O7u7r7YqK+rR1Z7a9u0itS0RgoCXDH+daUWlZuamrv+6l5x+fYAd1Al7Jlk",
-	"BXAPlnqMer1XB7e3LsRmyovdnK5efpRcK60MBmKt2ZBonCK6FAtV1kyKawRGtFhvtKqQNdccZzopmCKd",
-	"fuqUvFnzkGovVLDEtU7jHmV6lKQIrVMWPqTyoi32rItGQT0oWGEoxPLGrTS7/AZzPUQuCIGyyy5DrHp9",
-	"tlEgiAYrlRctIgypMCncicdK/tXudkesbD/07eDuNbdhAEQBZ+0q+BvwfdPcYMhsrk2AtAzEgsjUytm4",
-	"YhsQbQ0eurQsrtHsj1//+L8AAAD//w==",
+	"7L37chs3ly/6KijOPmUyaVKkLDmxVPmDtuRYE1lSdLHnmzAfG2SDJKwmQDdAUUzsqvM05/+zH2Ee5TzJ",
+	"qbUW0Dc2L3IuM7Nr9q75YjW7cV1YWNff+r021NOZVkJZUzv6vTbjCZ8KKxL86xW3w8lZBP+MhBkmcmal",
+	"VrWjWpcN4CcmI8YNsxPBEjlmRijLpGVS4aNZIiI5tOYZC4daWfFoQ1afiWQolG0KNdSRiNJ3uZ00WrWg",
+	"JqF5+KsW1BSfitpRDbvqy6gW1BLxaS4TEdWObDIXQc0MJ2LKYXxT/ngu1NhOaked/e+D2lSq9O+gZpcz",
+	"aMnYRKpx7cuXoPaO23ki7XJ1bh8m3OKYbMI/iqHVyZJJw6KELxTjYy6VsceMD3C2U8GVYaGVUxGmw/80",
+	"F8kyG//Ud5Uf7/9KxKh2VPuXvWz99+hXs4fLng7wCww3EWamlRG4LSdixOexPU0SncDfuLrKwj/5bBbL",
+	"IYep7H00MJ/fd+wUW7t23VCnpT1XS6btRCRsxGU8TwSrj3TCxCOfzmLBDtoHLLy4vO2/uby7OAkDdtA+",
+	"ZOG709u3lyd9eN49P7/8cAq/HLafs/Dm9Pr96XX/1d3NP8JGq/YlqL3RyUBGkVB/35zCN5fXr85OTk4v",
+	"wiPac30vFGz3vdILFbDBHCjasETHgtXDRPAobLBIC8OUtj3F41gvmJ1Iw/RMJDjIY2xpKozhY8GACNwR",
+	"gTaUEJGIeqoe0vsibLR6CqZ/psx8NJJDKZS9sTrhY/H3LcQtjE+MpbHJ8plhkTT3bMiV0pZZfi8YZ4tE",
+	"WliCs4ubuzdvzl6fnV7c9m9uL6+7P56GjaOeGs3jOGCwQk2t4iXTCdMPImGf5tryFrvQdiLVmC24YcMJ",
+	"V2MRHbMwETZZ8kEsjhic6LCntBoKZmZ8KGAbRokQESxQUJsIHjm+dA1fNbsjK5LV83sjhlpFhlnNFlxa",
+	"NhAjncDsbLKUanzMnrdbhaPomINUVoxFAquDu2FFonj8Nx+yO2VmYihHUkTMiOQBT9s8trjwt6fXF93z",
+	"/un19eW1OzNXfBlrHt1qfc6Tv5tgBjpaMvE4FCIiCh9qNZLjeSIiFsuphFFfdf9xftk96d9eXvbPu9dA",
+	"KzjwO8XndqIT+ZuI/sbzfnfRvbt9e3l99u+nJ+ERgzEIZV1vQHBaMa4iOq/i01wYy4Y8SSQe+J5C/hAg",
+	"bSuBb7ld8iwBGccKwX748KHZzfoSq1QbvhI8EQmcn3j6Q6+W8ClX2HavFgZsIe2EhQLm90OvJtUDj2XU",
+	"x9H0aiFbTIRi3HEvOGF4OSHzykalKsk+vRO/0K48cBnDgfwbN+Xm7d3t7dnFj/2Tyw+eEbtlNVbPZiJi",
+	"i4mMab2R6GCKsCsPeKB10lOF++SIKQ3sbB7zBIhSiSHu71DP44gNBLEVBtcXsW4leqou+HDCJtByuvVS",
+	"sVmix4kwBvYcfvw4N8BThAKGr0TUCIBgegobyvoK2CjRUxzxRPDYTlgicE4Bm/IlQw7JzX1PhT+e3rI9",
+	"eidssVfaThhPxCprdNfEnTLz2UwnVkTvRCT5LW7j333sn+FcoUMGdOTJjA+HYmZFxOrh3cXN3dXV5fXt",
+	"6Un/3enJWbd/+48rOv1fPBni2ejG5hU3IpZK3FgxwwlEkYQOeXyVwDVpJQg+Ix4bsSKVmOV0KmwihywW",
+	"3FhmPs15IgwbuDZZ/VTGIjGsN2+391+wV1rEQpmA7bfbh42gp8x8YBM+tCI6YqG07hI3IUv0HO4RPWJG",
+	"x0BpLKx/YN+ymE/ZybOTBvuN/cA+sMewp/B4njjCheunGcnRSCQCLrMpt4l8RLayEHI8sYaFMzyziWCP",
+	"OK7ngv1GZBR2WJPNQiZiI+iNOo/j9MOOF5hHMjGWhtggdjPLLdXvtWwiFdJ7Xnbt4G045Y9yOp/Wjg7b",
+	"KDvTH5nknF6OQS3m021NikNoc6STKbe1o1qk58BQcr102rn/V9mhmk8H1N9sS2/tVrsD3YnHYTw38kG8",
+	"872QjpA9973Q8w3Da7cOc4NqVwzKOEoVCt74pcZj0/cUV/u1SuHIVJdf6OvsLT0APQOa7SoeL614racz",
+	"nkh3dIsbG0nDx4kQfTPhScVFcgOPgWiBShQDccIm3FHbZzPhkV6wJuNDKx/E58L1zan3ZyA7xSLhaihS",
+	"RQdvGLwh29v2dsvSwa71s+OxOoN3gis8dTTWqVRz48YbsPHe+e5jWukb1zN9Tyr74qBWOdwcvSdTU6EB",
+	"X2ttmzCVJjGcv2jA6UasjuAW1RX3M5sbEWFnOzVcoke1iRivRILtuUEUqXEgeQWDgXWpO/VfRKzJYj5o",
+	"7D66AJc/gatktW0OKx3zAfuBcfYtG7BvWNrTU7pAUti686KC+5hPia3jFFfm+M/9xpPmaWI9q9jawYY5",
+	"srpOIql4sixeeI2/cuPN6s6fvO1ukyYqCOhLUDu5+soPT7/uwy/rZ/iex3NRQb+XSjBaMTYTieeLuLFs",
+	"rmKQBo3lFjRYrvzPpPXrSMSZMuB2DU48sYDWykXt1nEHYnELt8Obpzu+WbU0aHx65Y516bB7Q9yq9hCk",
+	"nGCH7XHL/iWooRTTN2hBivrcFkfNrWhaOc0NPOuueHwrBJUSpeeMiCudQmtuAr+uW5FzaeyaFUkFrqnZ",
+	"ybJ3M59OebKsZavPk4Tj30o82v5wnhiyOah57HQxElk2SxV+MMVm1s5ovQWUzJlHTpQ1zEi4YVD5gg+f",
+	"GSd9kmwxnx6z0Ay56hvxyWtv7s+CaRiFNCcvuW3171WITG6UfrGeRoxDPVe2+sr0U/CCUZ0uapaIoU4i",
+	"0/ACdqzHBY66IixUCsdEWzi76gtbTlPhrHoxSwMqsfVNRyLmua53+wTZlake6oNIDOgPzE64ZWaoExFl",
+	"4/Z2fzdYbCigvScpSCeoRzfhQ9CdPupBAGs7AFapk0gkaC/3p2Z1aPzxjH7svFg9KFOdiP660b/fPPKB",
+	"WGo08WgjWCyNFVFruxQo1sqrKVUBm5/y5F6gVwRm71VA/LmV7cBA61hwtZ1LuY3LttbTdrp3xbXID3Tt",
+	"yb9NHRtPPFbTHMt4ggMjqM20dA6mndhkNsAr+LBEDqQzliniL9ogUPV48seO9O5H2CZzNQTBYtMkJtww",
+	"2HMgb8U67aDdbnt2dlz2XE107LQ7GhO9Xj3TuZrFfFjV+Y1jlrEYWabnFk1nC64sTJwzTxesrnTK+73R",
+	"0v/4Q3pHNLYdt/WnIu9Ly/Ylv/v5RcxNKaXBqlPx+j3R2cppKDpHN7P+ZH/4sI2w36Gl6lUi+H2kF8or",
+	"GV/1IfK1ddrzQya2ogXr+t3N6ev3bI+ZqB7zgYh31BdcN32zhviN5SriScTQNA09hfhBSDf/PBboETJH",
+	"jA8TbQwbIT2O0GSrlej7BvrYQIhWsnAkH0UUHmcm1NfvWSKMjOY8Nqx+c9q/Z3pELRg5nvIwYLcJl0qq",
+	"8Tth+TPDwnQR+zCKsIEkm33grG0JV5Geyt/QVBaSIe2pSlSOSNLtdORQSWwTrpTIHEtliouqvANnF++7",
+	"52cn/evTn+9Ob25DphWZrofU2hHjqbKxwIst1DNnx7QT0VPOnp6I0dwIw+qcnPKJHMzda3iv4OHWI9Zu",
+	"vjhgtKH4+SLRaoym3gD55kzAAWPUB7sXywZDYzq3jJt7t8GFDmgzudOQ8E3nYByDAGEnYsrqzmlqWtMI",
+	"hkxW+wNn4PSy47vLk9NzdCmfX3ZPTk9qQc0vz83V6evb67t3taDm/9m/vLvtX77pX3cvfjytBbW8Xfr9",
+	"6fXN2eUFPv3p4vLDBdqoa0HtXff8zeX1OzRd39x08UP3r8yTBZ1kTgccRd5DlxuW27VKKddNufK+TV0A",
+	"uV/XiQ5IOFlz+Y83UOG1mMUVGgA+ZkI9iFjPBBFbGtCBnhT6/JiF0HLovNzSGkYcq9VTXYwTEBELZ1KN",
+	"w4CF7vsQSCVEOuhLNdIhqsfKLATIaXhpAHn0lPPCPDNAcPGSPA31cKYLzfXxR3iQNemeNYKeCh1jMcIS",
+	"cxnoaAnHn4npzC7ZlM+OmX8JPpPCj8Z5adKBuJPlHR5zhV61lPDJuwQUPRAsEhjfQpQbSVjcqVTc0pmf",
+	"8hksClqQiQ9s9MfAHjmBLze9tXcFvHemRtp/CAu27uUrrcbpe/kFXfsBvUTffEmtGcsLCnZBQvsS1LQS",
+	"l6Pa0S+br7Ws9y/BljeL3W65LYsrsO313Cp/+TV/NnDXq04HkcMfOR9bqCLb6x3mSMMMavTxmvWTsNLp",
+	"mzTSrYtN7//hXc71vfM+7/b6yirQBvoXb0RMl8g20W5VshnCWVcs5ujkTN+ma7K11RAwfOgbMZ5Wt/8W",
+	"Y4YES/TCMGB7jBsjxwrUVE3COopJ9RWhJms1bKRuBZBsSP8DyV9CMy7oRVp0lZMpQUQBW0zkcILOAuZk",
+	"nzBvlqFHqGTC9TsH3b7mzPGx4A8iqrzDcLSr0/zJq0Uo+jUxZsFFSIlPcx77yeIy4JhgJthPUyvR1PPi",
+	"Qu9XLfSUP/a37WXMkzFGcqCIYxMpIlbnIysSGh6fmWwgcjrTRjS2b/FUqj5Jx1tpCft1N5tgsV7AaF6/",
+	"J9vE9p4yHYHH8Q4HbkVb+LXsNnf6QM66zVzUo6N7HLJzZcAI5vEaDQBlfLr/6Hb08z3aJpL3VB0YYq5J",
+	"FomRVMIwwYeTBobZOF0AKaPYXk9lDZqwKCJ6MR/EoLyEX0OWVVI60NjyWEnaGyX9ufd79gvP6TCkm1Yp",
+	"fPn3d3RAZNynbHJLg2wpTMBOEiFwrTj9u2mB9C293Piv7314rdVIRqDIr1uaq/x6oEXxl3bAOr8eMyPS",
+	"qEtQIJjXH75vsW684EsDiwUM87ineG5NSaobpj17vWQg8KU5KDrSpLaPgBlNStGUzzCYZyBIlqyKw1i7",
+	"wDv7y9cu/M4tnP7BFtZsVKrbrbXRJ2JcHYFCTDGvHZr5dAoKJSipGIjlrg4kXNQAsCnY8J7K/4CmZFbX",
+	"Srh3yAq9mOhYMP4oTeDOA35AoTqg5LoGGy12OxFLxqOIzWdwI4VWWx47hrKTufIam8qvSNFi+eIAl9fb",
+	"L1dtl1bPqtfoJ/bAEwlKnMldH+ltlnUYpE/RzNfadejvXfObB786XsvjtQYhK42VQxB2RTwKsqs+jCQf",
+	"Kw0/mtYn0gLzj+x++DU+bBoMLWKQklw1200SEeNFcLbGwpqpnKGMQrKmkp5IVwKFcBSiQyu0PjbiCRNK",
+	"z8cTmHgieMSkbVVZfE+Emcn7r4l8uxZT/SAMG2ozlcNmwpcMmzJHTPEk0Qs200biVUHP4Uh1mNU9FS5k",
+	"ZCfhtx1GRtEW++CJi6zEWXiOYVFfsh/YY/93+W3nC2uyx74MekrgU/ityaYiklzVo0YaOjucWzZkP7AQ",
+	"LiEz0XEUskf2rnvC9li79eK7g8OeqsOfP/iPP4vPjSN/4in++Tf0HaW29dyYAsYNMoIPE2n5vUh8cN9b",
+	"voRfX0/EVE+FTVrsTFkRxy12zgctdrM0tsU6371k9f125/sG+36/+f3BsWMogiuQqHU8t7CTD5KCgh9Z",
+	"p7V/+Px55yDbfBi6NKzdCNA8IA2QhojGgkwZDFbHxfUNc7Z6u5DOkSr6v8tm50smpwdwJ414HKctYTMf",
+	"qZkha65t5yNsCwmz0qLdJT8ebplMtyXmwCDynXxEttJT0vfjO/yBSfYtc4TCvmUdNuX3wtELk992Wq2P",
+	"jBNlBWg34UPQO5a0mAYUkfHEMgzBRK6OXJk/CCfXAGtmA2EXQiigKTLIPtJ8jlMvMhtrQVHZOMOPyK6Z",
+	"IbV7xDi75lOu2AC/prwCw8YJj+Y8jpd4V8NvbBRzdW9oJfTMYIgt3ug8hqtjohfiQSQ9NZFjPAgyYaCR",
+	"8bhpdVNpaQTDeMpjP2kvL9OBAb2FG9tTuECpuGC1bjE+k3s8sXLEhxbkkrF88BkhIDsbK2ZssMT/tnoq",
+	"0xf0CNaVA59L1x1NYRj8C59YJxBXCR7lCMWIGE2l/pae0jU39dx6E0fV4XQLApc0ER6ut6Oy3KktJU29",
+	"2CFGdEtoKFJnVXYa7ZCZQT8cpF9jWZnpsTp3vJMB75yALgKkoBNmF5pFwqILjc3ko4hNozT6/Rb7SYgZ",
+	"atgijtlAxE6pJ+YLVwMQ3jO4uCM7wVBy169WzCzhmMA1mQZoAgeGLwzrtP2rCxmJwDXwPUOPFya2YE7O",
+	"ICVmEHCIxzcKwbydF0/ys60NSz2FG/CVjpZPDc7OGVmDLHpfjxgctqU3EKO90Q0832a7aiiZrW7Vd+1G",
+	"uNHWl04Fw0RSgcC5vDd9WhQfvgTedLvlq7y750tQ294Pzo56sGanl2/lVBjLp7Mspig7+DTKqmO/1et4",
+	"lWirhzp2ARUrBPPgJRqc1sp64vgD2pZgZRwre+qyDnZ0ib3jw4lUognCFUiwDF4jJRBd4PjMZ3LqGUkR",
+	"0rBID+dTF4309c6YiFIwU7p/mnOmahHexELYreeruDJjrUQfL8a+i9WqYobo1Bhyp+eiDDARPLEDwfGm",
+	"0nGE1zN3LkVpWAgth8c+OWCzcYqar7JixFGqkbD6YMlC5GAYdBc2AgbTgGsMRO3W7soWdrcaPVda8nRY",
+	"QdUyVe3AW8zBubHcziuCH8nq0ndRUTtE5wEzBEFERP1EcFOpB1+RQYIES1gdOzfoDgv9t+ExXkqT+ZSr",
+	"jNapQWcbUkQvm8OpVgOoIhH3Yw19VHkXUx8BnOVYj7ezCv/2uR7TSjq/AXKQ/LqtLEHJacL8Rz4E7Zh1",
+	"cqc1R3qzpZ1otb7t2yyRTBrMYLVCwU38o0YhJZkrw5RmV9gOiJbSsJEUcURxMyTLuua9HvKjhu8w6kda",
+	"agLTvXK50OFYd1r7L1rfOyvCym7QoNYP/J2OQDT0PadxED9qNpjLOGJSkeQEv9bDSDyIOHR2jlgPeUyv",
+	"NSqZnEkpPDWX3tcyaq28KuYzmHCeyzxJrsAOq87c2VjpRERetiiugvsRJd10J49ZqGTswhUMxnGlkdVr",
+	"TmTW3TkfXAuDjPtJgsylEuzt1flrluDXLXYqMRM+i3tFa0YWUxySqE5rgBmCcBdRwD6cZ2d0f4JB9itt",
+	"hF9nF9z0VT5C8EmoC0Et5gMXd+2+r3LVDJ4ZJiN/2uj1YzbTxoI+IS1hMHiVkxQpwZNYYngLbg+Jkk8Z",
+	"WTEEvQwI4bR+egk9aogGccymGHKdeu2U4AnceLEej0Fpy1hbPj4QRX2pWNiM+aCJTTQXUkV6Ee4eKZhG",
+	"TleuYp4u3Tr68GJQHVRmTHRz8pkszCF1NDbHPm8/88WtzlHNr5uOpbmc26GeVgiBbqWrnPEYt51uBRw1",
+	"YzUeO0cj6C9lUg3jebRbrO9QyAfqbNub6yIm/bBcMFZhOUJK0bbE3MgCVPfj1wlT2jaOnRGiSNnAVUCa",
+	"2T6Hucqt2E6C1Z3/ImOS22Ust1BBuj+5NckPonLXNY/Qf58LtHiC8IsgMZWxGWgxcSKVnidDQSLVSMYi",
+	"ZHURG8EO2m22ElTXaPVU1xsAoXkmVIRMR7Gw9VEPYjkI0dcZOHOUWU5jiXalRPRUIoyOH4DwMIhoriJB",
+	"OAH+DOIF9swwRA0BxVdra3qqHjbxSRNG2ISHYcCchuFszSkyRyinM53YvRBDBETSOO4pRGVZSD+tq+7t",
+	"2wLiSot1lQvV4zEzMhJDnvRUSJY+mCjZKlsfjVZhzj5VNtehwQEdiobVjRA9FZr7WPBENWlYrWkUumi9",
+	"HAM+aL98UcXCcG+2ZPeCUDwWUcjqZBEEWqXkK5TcQrdMofPKcdtTY6EQWSViw1ji0b8XYuaMdSDb+aVo",
+	"tLLmZ4meamiU9xQ98zkNIU+GE6DykCWiiWoA9s4V8784X2yd95QX2dAjLh6lsTnPDcHnkDjEcBUP2i97",
+	"KqSIxpvb7u3dTf/d2c277u3rt2HgmEcRSQZjiLCFY/JCDudJIpSNl94x7IcAG+bz8VHaFSTuNwJ/FmjT",
+	"nJibUTj8COJKCKQRUqi8EouUDJlQ8L8wnqinQtcfxe5m64PG6JxPnla1FtT8qqHfPa62SOYk443uq3WG",
+	"Cfd8HdvJhMCSnEfXD1k1J9oys+CzVSGNx2OdSDuZVqpasMoYl96fmu1XCO1JXhVYaXCWiAep52a9vuDW",
+	"wVOAu1PwxCz4bJ0bSwFvWnBToSWUb/PiICuGVJp29cKDVJTpe0/N6SLtcMcghKGO51PVlyoSjzt/ooZA",
+	"2RlswpNyGbMAgid/iuRA/Tqa2WG4pMFvpBud2HUE5VX7KjkcIQRStcsnsru8LuIkTZdV5bLm4MAAMeUz",
+	"XlZ6/dRPRDR30tIOE0x0LHY3O1zD2xsF424lUl2YjjmVmXfNzd9/4oSqc4gy9cKH6JNQlQ8p3VUvKB3b",
+	"4j4HPuuySDluoVfov+oIv6OrqMp7fqfkp7nIaW7+2qrf3Z2dMFAqGEwBSWY6FYpuIgwK7Km72zfN751v",
+	"j5YBAaTgFgHlav/wBftmsLTCfHPMwlS08FYA9PwhhktiUBDgyg1kOo+tbGLOYfYKG3LFZtwYtHf2lJMq",
+	"SHOQ6MxxiRIuHH0lHWBFxNk/fLFVxyxH5e0c9XXMeCkEbH2auZ5K6xIa/2tHeqHkfyIsl3H1SqTSRirP",
+	"KDaax3HFdRxF21T3tDEfCstylr3dte7NFz9KM5X6OO0X/A5KaczxlvbRr35okUwoaa9Vnd1rhbL9p2Sk",
+	"xVIJ583YGkN97t5FJwjQ6S5Jmj4aE1+ne2WW6KEwxoWxr1kJjOcaSkwmms1iSRYU8gmmhoqcEIMfpQ5Y",
+	"nThZZqQTlvAFgykrI4EcWuyNTvD4o2hLTseZnCEwD3Wrx0rCyTZWzIzP9jZ8inGT0539EFf5uWL4zpeq",
+	"pNQNAXA57SqhuAVSGpSPSy5OG0U2WiMKMoDjv/NwP6SdUbRa9WhhzfrzpOJEXoE67Dg7yH5iwWZ8LAIW",
+	"7uEw90iZdCeK9Mk9ajCstkJP+P7hi4rYePHIbt52m8Dy8zGA7vQMJ2KI+bvWrQWInRUC7ojIgDSV9NA7",
+	"msJGzHxKwffVw5O/iT7eOF8BGZRZ2LeeO+dugt1AxbqaVHyMNuolWqVhvUTlXgFtVacUY0bAk8A1/Ddk",
+	"sdpBidkkhWZk3l8Dy3BFwQ5w52VmynTfxSM8M9sdkbmO8DytdnSuFxjwHrH5DHrLncBSuCkFjg6nzU7h",
+	"hO0ilqeRk/v5qM/9Laa0TBpzxFPYuQI9pmcn4/C/rrtgzzCDaLsvc/NNV0pGvTq/2W9enF11z2/CquST",
+	"iUjEMf7gDAwsNRNdnd9cC8RTRIsBOk38T45L14mTIHsmPhIUvmpgNhWccQo0Ay6euyuuzm9KzriVDm5c",
+	"+P/NkMciWWm9clCGP4x13B/J2IokMOqh/NmfdWkn+39mnsfrfOaNiNj1flG0bLFulkNU5Cam5VNP/tIB",
+	"vbs5ZXVKR2kUx0bZJ9sG+Lfwt+087CJlI7P/4WZlBpNnJ4Ud28i3tkR5rXjM6SumFTPzIQhmx4UsX+cR",
+	"cJm+0jAjUK/eLYcx46Zbs0mzCLNf/8QYs90OYDHabOX0XczjOLdAO/nM//aAtZU85//KsWsrCahfFZWY",
+	"D4PYackzQ8yOi46D23HZ/44FX7uW55nSuqLLuyveGwSGqLQletpiXY8rkRNBUuBudJMQ3L5OnplCHmGA",
+	"DpWPepAGyXvlAw2depEGY5OXxIdcs9c3748zRTPtK/R3VB8GFhJAYKRnVkQ9hY6VDE489QxOqwK4MQkt",
+	"s0VXe0bpzJYUhlLaZa6hEDMn5jOy5+dElmwTcpDowKPX6K6KZ6BHhDpOWFsU38cKKwWLixgJoqe8Wp5G",
+	"NKU+0bAJPTexMUM+qILq21MlsPYFN0yPRi1GaLmU7IyIQ36r10VfISJwBPf/kMNhr5pjaQ3dJ+kXIWYe",
+	"8sIk4T1y04c9VSdcb//73u8f9eAs+hI2EFSixehnUp1/dwT9JaTkZ3LITRGLpR76JvqJXhh4w0A/emH6",
+	"cyOiNBAKvqAMmp7K+YvRAYIOUIpuN1Mex04tBqHBdR148u8pGaGDcelNI5n2jfYTUP0DB5vGBkuqjoF6",
+	"filjbmsIYuGkrLE4VDgmYd9TQRBPf9Uef9SDdY4kpZ1Wv/KLJ5xqmve/FvgHeUFZ3Yh41IzEMOaJWBN3",
+	"l+5ZFZrwIm/9cSfIeZUrKQANHo6OYWNNY3tMCDnc+1WglVs3Kx3D0Dz0n2C7eX3zns14YkEdG6KTupL/",
+	"lGRzP9kdAg3X3SJVVzGJpRWeoYLj/JiBTORdpG4XpGHZoLdG/mbIhDsZ53DI6b25k2ydAQCuvUk3Ajd7",
+	"cLCnI+qaNAhQVF4O0viFfGbYQHJShfCDgLJ1M99iES/Ph0CRWrazaTNDrF0X51wxzlM0Hqbcz5eBSKPE",
+	"ghXwyHR0lLDj4O18OAbmvJos082n9Ujfxs7TKe/dKfDqqqkhLOvuSu9cWRnv/vp649Bay1VKUzlwSk8o",
+	"u1ApzfTPJtVEx2INBovMbbA26aY9xQdQ8j6X9+grVpHGm1vNtUt3jZfxGgENVXjDBmIiVeQlFW86SW9y",
+	"Vq8URPbo1zAF5EDposLzltuatVbr1MlCqfpp9tdMJM0UfAQW7GkZDJtAVy6VyMk4me80bxcJWKfV6j4h",
+	"7wRWJEXuqBpRDPOq1F3O3S84eT6cZHJjohcoSqYPHJ5B2NlT7Ftm+/JZ/fbZbeOfzQ78QdiZT7HgrDh5",
+	"pkYMV0f4msdyQK5/ssnloWGQ03WzdTQpxv0fHslDxVCqTIR//XA2WcMfZAVAw/uzKxKhHYZCsELnYWaS",
+	"M+EfHV+urerjNqMgTWd/zATIuRHO+gcjHCaCG6nGf2w4u9wB+QHTEgZFBJ30vHiq3Aiak3eX5SuveHFo",
+	"Nb6wyoxRELVWr5qN/n30wdwPKgKm5G9i1VkJ5PCTfBVQlR4Rsfms9Re5Dgs28GpNFnGKj71fNFOg0KuK",
+	"EgvFBYMWm7WH3hCMmKbwWVQCKQncqeHQ7FMAjv80z+KTHGhVBHUBI47lb18DvnEiH2TkoqSziAXShjEv",
+	"myeCkzQYUhBAyOo24TPxm5YRj3sKc/9TcTF/cqWCrWCS0I18cMOSPeIZbhwxrnpKuvqEGQKvmWeo7BiH",
+	"rigDnaKqaBBsOjcWc9sYtz1F+Uh2ofP9B7TfaXT87XX37OLs4sf+5dXt2eXFTdhi3XTOPUUxytmcpWG/",
+	"iUS7PAY2kkoSuJgPUsLMubGwpqfCMm5rWGUIo6F/TYBDGQNB+R3fsUSTD+CoJJ/LuY2lSM4xTm2VlazJ",
+	"zBlJ2DQvhL08ZP8X+9kXS/xXPrw3Wnkwk3fzaKLje54ErPPyu5dBFkc+zF3WKS7yzoDOdh4JZeVvmJhK",
+	"H6/NxRJx2gGNMmDPdw6P3HkF3morCC7idp+6+SogoP1aUPtUuVd5BMr/tgZ6hPf8TzLNX2k19kmapcSs",
+	"chhypWmFbsXUwLIuHr3K2FIRvbyaU+zWqPNr5Z26km27Q37rU6mv1EnFMFcDb0u9rlv4JzlC/U79RX7Q",
+	"lBD+xw36F7tBEbX5v7Lr01k/XlPG6JMr9BTzM1bLPlYnL3zZPJAUUHA91gKCeq/AuBlhU8j8VhEZ/4hQ",
+	"c3sqw+JDLKz5DK4rEHx+ZnU0lEjCMpRqDQ5lBzMM2b3AivKzPPhDpjo4zEknyHnTYgp5lofMqxSXPm0/",
+	"XKvQjel9/eQPN2zISTbSioCNeWwlrqgVBQtqKV/ZVdwvyz3HjMM69lRuIYs7S6uJiZU+jSCH6NliN0L0",
+	"VH6fQDUCrj+Puala2Lx5Zwf559Ou7/VR4tn57SfmnOzv/OKTxvHE5JcNVHI5W3NgP0y4T3+dxUtmJoi0",
+	"OORJssxqOBVQ16vrRzxv7TcI4VBjNX/EFSZP8e9fwiDXhaRDN4s5nLQCHH6L3Tm4/3uxJPg4STIhnky0",
+	"aFKNVUJKIzA6goCvxquooLDhZg720xHClJYLd6R5BLN4mVMS8tihlBibficIEc1qz8CsBh7WPnL+fMtj",
+	"4xK9UGs086npKTheDcwldvlqMRvFmjCEfKJpi11SARGMWQtYFfKqZ5pHqxnYaV4NWQQccOqT3H+FQgG7",
+	"yky5b/5K2anUzf/IUH+5DFWoaPHfQJjKaKMCBu0p6alliPEnJaiuoHDT10XetAOlFyWyL0EtKkoEOzSR",
+	"lyEwU9ahSf55ebIrUG2FZS4s26oGVxjPxn39A8aHYhv/uTYIVzjkbzlKuDbbF3XtcfFqyY6UCm9jENBT",
+	"SNxLL1+CmhdZt315499bMSH4HzbMuQCwtlocPtGz2SY4GveCK+mK4XpsIIZ87iz8sR4/M+zTXMwp0GoE",
+	"XL6eSUgKBB224NIS6qj75ulwQa6m5VBPp9I+KXgfB9ePxIwWYCuUD2Z+rV8RGoEtrslXTOcPJYwtEmlF",
+	"n+BQ1w81BqFtzc5JF2LjMVWtdjPrqTpuYiTNfcDO9i6pVB9IxBMZp3VvUaIdCKnG2A3FA2IVt04bK9oj",
+	"5ElaMgVRJGNtTLAGtrBUSu8rEKTSrQtSst56Lq6celY8FU+rqpyHR9g9hGsF3GKbyzTfyfaKzaVIk9Wc",
+	"LHKDuvLLrlyaAzsYa3vMQoJv8PWZCcuBVGSdS4HNlXROBFVyPFqp45uvGJS5X7FJdJlQZcqqK2I1abYy",
+	"dAMhsTHXsZBRnCYNW3RgYVghoYqKWbitohaPTX/ADWZzrY0gis0r98oN+X88avaaD/Lo/UHOvbTm9aLH",
+	"MahRUtnaewJ/9a+qh7XvqQeff1wq02Xc493Uk/xktmkmubFtfTUd3pbwrdLib3u/uJioIJUFjNWoP1+x",
+	"LfVEcKoM0wG9luCZHD8ifKawolxkvmJWtcPh2lejxdDEp1pGE7GuArDDlBQYK4lljDNQwTr6qUlBdWW/",
+	"fKnjOBE8Wjaqi/7SS0+6gd0ng+WTcgPcaKTNwvqdQaAY2L8djahQD9iPPlu4Kv5ZUaJlTbWar/EzP4CW",
+	"9DVOI9elb6F65IR3/HRk6IokRZ1DfqbEXV9SIlwFSQ6rCWaizZosdfilsPtTwuhmdY04xZZLJZJGDja3",
+	"0r83sXbW51GUCLMm0mnKFR8jrCNz70GbAz1XUcBEa9xiYbuF///o8PDwRUjFsTBkYsSHwmCx2rBD73xH",
+	"71QORa4tE4ObgkilAQth4s2ZjJqupN4xXpk+GcZdYGgmczhq+HVrbRH/dJN2P5N4xCvcrxZDUoqg35nJ",
+	"Uw45ZeDkEw4w0icWwj4zWSqJQ5/jxmOM1TF/CbMfjjDSg5iMMxtygkXFysNWJ6KQiZMvro5SwxYEZxJW",
+	"fNYXJVzIIq5LMWZfiZxtbqu4l4GSV0AQWx+cnq7e7sFObsR9WuFNyDApxI2l7TBV86GF32lKv00/9YWK",
+	"Zr6qeUWwYGY19y+unCE7nB3t7eWPyWG4nTsjX0YmUTrKpWGtrM8KNXiqLmzRyhEhfPe1vHNZBVb1JhFm",
+	"kmJVSV9guARVVZ3GU7I6rgYDEvd0ihoQ6Z2Sj0zM9HCS9ztCh3RLR2LHkJoVC82TOj9OgS9Ju1uPo706",
+	"lDUUlx8aSv0ZsGKpGs3TchVcIH5VzjsiK/vsiiy14okK91+fDOGnUE2XxVjyJxen9cmuc4VpmuQCkkBL",
+	"apmLi96OMvBpf3v89c/7+ejrIh7RSoLg6/dsOE8eBIv58N64GvW+ZO4fihbff1yDVOiljX9jZj6FP8yn",
+	"OU9E2rkP/heP6NgzOx62ZP+xP5xP54TWtStm4X7FJfw6bYVd76c1cXMxfCNpg/wa/6mx2cWipfuPtZWp",
+	"0bCrCDWn5j0tPvaGP0j72/2y+aOO+ZKZqdZ2QukNLBKJfKDlSONf3QWkIvEYuJJkGCMWjQVcwGif44aF",
+	"ZihnyxZV5moVMFnq+KGK9CLoqZmOlxiFH1Bv8J/Y8h86AVLrDz0qaTzr1Rphi4UOfZ2iYweC6SjqKWCR",
+	"Y1QpXHGUMG01dAwU2w6zClP5F0RsRC7CtTKKNu2YD/SDYPvtg+8cznEaXjvhBp5/74JzG2jfc7EhqJHk",
+	"vKjvTm+7J93bbmVYCI51lTZPcptBC1YxGweavX4y5epYbVZPt7xYkupgG2dOe3X1BXwxsO2B88VYX2db",
+	"qbJC0aoX2oelz/XwfLdaWWlT+WFXniMUbChRXZrKzINcJlUlcOMOmW+59jMYxyd/d/pV31W54td6I658",
+	"0eKcLTKSVEWTysp5yzYoL7t7I6T9GkfEOrN71Sg9LGidO2tRCSI9wKR9PaK0eK7GgpD8l2hfh/lJxdRX",
+	"DFJtGJ/LYRws2UDbiUfjykRAN3YsOiDsH63soLblJhKxr/V4/oXQ3tTzugpOw8Lx22iyLB/XfLZtBcKo",
+	"s7cZYY9d/XP/pRevEe9i4sAGnyxzbtOJv177fcriOjvuEwUBn55CxnHmIv4CFtYfsXQsV/XHRoPtMWOj",
+	"+mMjzAKYZno2j12JoyjSI9ZuZNkuaX1WuEdHMbdZxKAvvsktZqK0tpbGNOphx4SQynXJuX1LBJchlq+I",
+	"bKuQ35WvOFjTCsmXTwWLEW0YBaM/kmmYK/Z8ePj8RUWmeQ5Te7UI56a8xBubSIR9yBIPKRXx2A8ey0Ob",
+	"AlxZWIZb+7NnVNraYqJiftmr9tsn1J36cKryEdulemGYilAnZ+9Pr388PQkDkK9uT6+v765u6c/X3YvX",
+	"p+fnpychq4dXlzcVeDJ7Q66GIg4b+PXN3Zs3Z6/PTi9u+ze3l9fdH09Df12mGMPmPleyGuuIpktPjawR",
+	"8aihsOCQC51HzlfM5zP0O+o8MA4mOOfxGDkLU0dZSIljlENWTh/jCL+EvgNpCslkqRuauj8u4I2ToRJ/",
+	"1YtnxtVCklGYIjzBUT5mIz1XkY8ZljGtw0c9QNs0oojjlJRZ5BErCLuEDMi4XRfd8/7p9fXldfjEipJP",
+	"LxHpKe9f9aBCgLRWTGdVBgOs7R020Q4bsjon427jiE30giwGaI330weNY8Ij4Ksf9cAn+CVzpbB2CcWP",
+	"JEKJBdXjMljWTEDD3qR8L+NYRA0mTU8lc+Uqdg2WzEtN7kVc5X3mHRGkO7jLNBE2kSKikjweAJLjCGFf",
+	"lgKdCKSIOQ+2mA5EFAlX/8nFkm40f/whsCsPY+NXrgLVqqe2wVqxdahWt2g7z6MKZQBE0rBwKixvbUW6",
+	"ivnMiGjXun1PjhEt8sLVINEPk2VKVyRmB7BZIf07dHJLWr9opyBSYAJm8kSX5QY4qHupKoT/NPwhR3fe",
+	"oTNYMseOV2Ez6KOSOpwiOIWs7uNtfDVKB12bi7DAqkEORMqLKL6BLfEVQBRP37138NXq5t2m7K6Emce4",
+	"SSG1AwdIlpc/WH2/ffB9T3kMkplIYP2OC5c8ZsgTLplPgA6oBvwaaDQCGTOZZoVHH+WDBuGp9dRettA8",
+	"NtrBqaFOtgrhBmeGYibG1a7GNwkvVO8b6ThijzmLIoEPR1qJYzbVSlut5PCYdVrtXC5K5Oq1bSp1vqXk",
+	"ot/ynXe2aI2vOpfcwkWcEjmSN/wT4/7hkA4FjjzIbokVSKOUyjESMIeE56CDs0qbTyLHtaNGEDZfoUmx",
+	"MKIixU73AXpCUwHW0IP7yteiJ3mBIweaJ7txmRxAQQVUm78McmCQO0E75PyMOzpCdoKDyAkGGSiEmQ8o",
+	"sPEJHZZkEsc1c5AK6WFJt3dTUHtuXF2XILIquAhj5RTv32juFKKdr6sNbJ2GvL2YAdakCTPBmtDHqWGC",
+	"H9/B5+nGsWUNqkHp4LzsHGaYFwErnCSlSMeyGwKe+3nDq1jCwV/CKgvshMdPNx7gRLaHMq4S68pI3TFu",
+	"0vqnZ9n/TXxJJz7WFcWulaOfvz7pRyBa+q0W1KCRWmr8q7pMC9fj06wet3nm4EK2nhkG13PELZUa8smm",
+	"rOvKEoJYS3hbUU9hKhnIeSvG/cDD30tXGEgZnV6lcDnqheop7EaqIvrrnwszi4Yu7PwZdsqwz3pe13OG",
+	"2SlVbCSlzsrhvbA9lfgguQYIzkI08cV/vbm8IPE6VxKL7LyJ4JE5cnVTKZ0sE73FcKIpLAT6ROmYFL48",
+	"iukzw1zFhPUArcEaaNZGi3WdZ+TFQU9RFqCKWOcF+0m+ApEIrX5Di1Mog6hkrplVScUJKdLC5ZZmwOWX",
+	"/8VBxTlKuUM/mVeFBL9F5VnkxBVCMpaGDUGly5UV905bf6H3lJNbtRJGjqc8bLEL7eF1M7YUsjqmRrOR",
+	"fHQ6N8ljR5s9X6/JKEpB7NyyTosRHiOC4uBj01M4vPtvgqxd4F2xXghjYcjkKajjf46cCYAr9Cn2VIo9",
+	"p0eMqguwPWbS4mQIbWKOWTiVqo8t5Io0hI2A3H/DidYGRCLXvXeN3X/TYklffrzHKt96wSSoesOS3zwF",
+	"TtGjFLrsI63hfQG8zET9j+TvxGE9MxVmzoApb9MwAftEMrObY6uneuqb3G6x+jWbxYaFRsRiaC+gs/pU",
+	"2ImO2A+sV/Mv9mqN0GMGM4IGhrW9p0HSstyzJrs57d8zuhj9028CRumuCGeHywNtTHjKg7JJoIBA1Aa/",
+	"vX6fgdYE1PYPrN7Z+9TAUcyn/Y+wJLKOS9xge6wOK8TMp8TWVaOBf0oao2JN1mlQ1SetcBp+qdH7Lw27",
+	"fmZYCCRwhXMxUT3p3zf2XGt+WlNJuHdXwCS/YSFF8snfcPFDVn/gikUiYe+1sAHrvHx5gHm/uM7P1qw0",
+	"jKZXK7TkVhx5JCxcuqyezmciaSboDhs59migGZjwD25taF3+uc+aRITf/HMf7edR/+M/99HPZAWiM6Pm",
+	"Cl/juSAfcxu015cvXzIaFjNyrNgolrNUqIWu6kaISEQZafCpIPaeFQemklnwZeOYNmPoQgehMV+6liv4",
+	"Xhqap/iBLP5RI2Az2vch+5a1W4cwg0673Sa0quFEy6Fw+dhVtDnzBClYu9XusDrssi+ZzOPZhDccC4az",
+	"+kYn0Eiu8L5zoHMEHSIbqitvnKMaWMaWP1l9T859yv51iRRrzgzt6g/paYHuv0Va/8alaN+ceoCH/CHx",
+	"6AfI2jhyFL8EoH0aVn/LjZUiYLdyYCYy4Up6vKg3iRTRlKuAGTFsse9anXYDWQPMBTirIXuvxuJ6ZqaV",
+	"IR0aVWW4yiVQeDvHm46dIGIQ+iDOED2HejqQCpYx0fMx3cORfJAYxThYIjEGzGhga9wSrS+EHE8M47G8",
+	"Fw7OIpssGfLyfaPBmW4ixmOtRAPNwCgKuJxynB3Qi9/57G7Tik1EHDVB9celPUoRULViY240VYTrKeCo",
+	"rNM8bDuuCYQElG7goF+cXQPXP2h3UnQ0CnAl/TDqKasxPqMRsCVP1DPD9jsF47dh9f0X31d/7e+ZgzaJ",
+	"EvttZpZwEVg5TNVth/8tkj38LQzY83Qfgp5CppUPHmo4LHfiAYXJ0ngOO80XbT/cnvoOX6Wf4MP9dtsX",
+	"qi6PpcVe0+q661DB/OFjHIQj7E7bkyowEdZGNuT4aUjxwRTgg3JPUysBm3QEW/mZVv4zM2JMRfs/s9Wj",
+	"Rw/xAmOfWYG9ss899bnZbK78H7Tt1wF303/IPrODI9ZuPd9/yT6z5/DP/ecH7DPbx38eHLKqb+GwiOEc",
+	"w2Y+s0N89bvviw1k/6xoAMOPcAGirxtBYfGe2gQGFOVWgCZwmH0MX7iPDzvVHxeXIPdZ5T+rWqhag+cv",
+	"njKG6kXY3AaQPYMTmZv/9/BGp/Oi+M/v6J+r3xWn/hJea788LP4za6f0cXHWWR/V/yx9XJ5wp409Iult",
+	"GXlpy93bh8V/0oftl6sfVs75RfGfWUPlr6smDb1U/7P89bpZv9w0eGRewFlzk+7sH7FOq/PdXrv1/fd7",
+	"7dbBd661TqsNf38PvxwcrHlYarW4ItVNd7CVl/BwHx4+h4cH+OYBPIT/OWyvNF1crieMenvTK2tZ2Xjl",
+	"w42Nw931mXG1hDfx8L2EGR8ewuftpzyEiyCnykwcpKnT+3TCrBRR0/1JF4JUrPPSy077B3SnByl0VGc/",
+	"fwelMj1euR1Kcq6S8Fg9uwDxdqSwnswXTOHGri7QJBGC7kGQh3PXLuo8TqCtPw9AsmykpZt7agpSeWrL",
+	"8Bef164QThouY/OMRbrFwim/FwQe2xQPBEsRgkxt5omTyy0fxM756c1ffjVrQVEbIeSa0rwrbWGbAtK7",
+	"qP5HjIodlu0NLVaIJ0c4ISyyjU5nyjBvtYpGhbzBxinv3nefxpejFwB0yp6SthGwwdxmBbFJcT/y9Xha",
+	"ma2E9DSpVQvWMEQXdYjjD1usiyrSIsWdQpEojvWC1adS1VWzE6DGGfNkDNSHDqFmT3UajaPNgLloVjny",
+	"wulgWbIWwKrMZ8xqLG6eN0VsQkSqdGkPH/ooflXAR/kT8lMTB14eQclp2WkTaBZTuBAgr42s86VU1UP6",
+	"if3AFAVf5VlMXaWq3/PGMci7Syde/sSUEJFh2Qs/sW/Zfou9A+WHZEgMvKbTrBM2EguROIkdfwHlYvPK",
+	"n4LmgdPF9LuRtEFPec9gOsihNhYG8i3rwCumtOqgmLbzEcj7a1beH9/11jjSCKTCwjg+4nrNmjZAme8p",
+	"bkBJ91kegv1Ea1P2MTsJ2xuD3J9HDDQZUOZBR5jOydSbVnJGtja3cONo9hOomUOtrBzP9dxg3R7jAtKp",
+	"PjZsiYf9wEfQQIN05Nx9GB7lmxnEeniP2l6iF+mcU9sJdBq6hWvBqqKJKtdar0a82gzlvbRNLMzqPvvp",
+	"jY6jupnMR6NY/PCGx0Y0wgLZBg64PDGWKWAq7Cc3IDJXPTh9GNEQfDJsxnWdli9/I0sixtfWr8kKgqsl",
+	"ZCzVuK72fmrQarpNoh5/Yk1W/6n4VpMpMnR5HYciWARRd4bmZmxAwJNk0nErTls0V9Yve05WCI/IGMnq",
+	"aGtrN9gYGKLV7gDQ9GntoZ3UdFVa+1yTvRoR1BudlI4M1fDAb8o2ISCT4gVExEhgSn5bXaid66jy1imf",
+	"iM3eWDhRyKNcCHauhFbeJ6EJt9v0FEWASYUQbzyBpy7KoOEYByaEYPgPz8WRUds99frm/Q5g6bc++jut",
+	"Qi4dQqDzRZTqpk354zmGRtaO9g9fINPxf3cqk/F9qKPnUgWnYFCbK/lpLtw7NpkL+qi/LcfMX3Kk669c",
+	"VxaLGNaHHOPBnETk5C5c26TgKShniOy3W8yBajtQvbwEALeyEfbJl19a2i23iMUI0F2KvV36OKu5EQmT",
+	"kUtgecquFMIkq8JixcxguKQkeqCSIVaTpcyHMgdMRhQbFsdLBlKJMyyR2agEqn9crj+BnjKq3cPqIU+s",
+	"HPGhbU2jsKfozNIhdqCnhO04dzCXhKpS7YKEaxxuBz4VLjvKroSAplUNpNnkDCJjldF0PecNZ76UYWWA",
+	"aZ1TmGhWd2CuYAVzoaWNoKdAKHT6g/MVuzqNKOm2hjoSqXSGlS6mM7s8YglfUIUFFweMLJA8VH7BZ3xp",
+	"ciGoGMmIgr42aIYcUM2PI+8z6mFcfphHoQkJ56ZOgt9hGycjIirekJUS66mMHPgAeFu7dcimdBHnU8No",
+	"KYuZdz1FGUquuiBoLFanfixKOOMubw742sKJQouems5jK2fxssmjiGK4sJ/GsQdfFRKuyGCzqw8VFjYQ",
+	"ajgp6ilwwJMHkTSx2AUum0f8wQUmczomcdU7h8F+0Gmwb5lRD2R2xJ+5qlrREj/dAuJWwiMqctSKWHiC",
+	"7KisOeUwlypqediJMK62nJEPgoW/xHoRsIkcT34NeyqXRISRbcBXp81Og6pBZsf6GIkiJlAj/yrKiFOR",
+	"jEXUYldFvCRC2cAGFhMd52CVUT4hC32Wj0myiF9Nk+YsgYSIAWMOD1ZEY9FiXRqB24sQ1CTnkoF5hZgK",
+	"5Wfvk6MSLD4CY1P5oiNb/MVefXJ1w+CLJ2xyFWJLLkHgIF/YvFOR/LC+amb5Uth2OX9FUSepDOyXUNbV",
+	"cYfbgmo5AUNB3Bg8nFmdGIJW76l6uFD9dshaLQb/gsMeNgKsuFBKyThm0qIyhrs98KJJ0mJnCDKnfUS9",
+	"V8opBiML2vRFbkxIp5M2KkfWUlWkDozoypM22+EcY/DzrYfNbBGa8CgMUodPjv8Bdah4CeySD0VE/HO/",
+	"3W4+32+3qXQORTFk8y4WqdlMhEV6e1rp/PbB94Xq+fj3xpSUVDjZFEH1TsBWmu0Z/CM5RrbrU8+9E6do",
+	"qFktvLO/HWEURvAqEfw+0gvlq7o9+bMyLBK0EUD/m6bvCvCsKb2zS7K+4KaM8ZcGXFMxmaCGIRlZoZzK",
+	"qOtN7MOhpPcr6gH9TDQKYgOWwdm98k3WbGWVnf0/0LDTctbEVK6WDjK7B/iubPtKhO9V5sYM1lY6Qkdz",
+	"lFWf9ubLnkKpLmBhfcmabDnhloJHKHKkw5ps0vAJhsTP0LiIcQDOlRsq1mRd1mSdkEVinAg6NaNEiEhP",
+	"kdWRodYXA+gpV6nxdn+vrpqdhg8r3xF4v5xl6FY/I87CVufJadPRyGBYNieneZ2gP+OEpro+Ttax/Ey9",
+	"CBjhXD+IzGaRZpklYmh1sqxMiaowxu6MZn2TfkEGN7QF784A0Q6Ad1M5Kg6TjbAkaFhlLC5bZXeVPV6/",
+	"v0Kwo6pqoaT971Tq79y9SykeyQ7w2eU7AoODFxtrIDnDCJWB2NpBsfxZ9vmGYvppSEOuegPyp1vMAfN1",
+	"0HxgdlYnLKvYwJnnQQY9DoUCZRTh9NzVOFzmEGucvgNCWOAEGWOZeLSJmHpbXT30M+hjBYRCZX3G47ix",
+	"866Xb6iK3S/2tQuQ8Uwndns4uyvrO+NjEWwOa9+jJqvTFt1O9R3+abTDpkrlzZWWUWFBEFAJ2IUS+mZc",
+	"OrSmLYkS0KXp+w+qalylJU5DN8LQJeP4j+gG5HGc2RTcQI9ZO0WepJqJpDU+EQVB5HHK/KEMShx1E4++",
+	"w9SqiqxxU1UTF2V6FzIlDdmLjjKbZMAqhH1QzU+vuv1xfyaS/jm8dPK2+Gfu12MEjObMiBlPgGsGFFE5",
+	"ETwSCQZOk86R6pAz97iVs42iQkKaIxkeWz11lllS8Aal4Ft8x2X0RmIopzz2VatBd/nl2+avkRxLa35p",
+	"0X9//UVkD38NgyKh4WOfTaeTnsqyhMlucQQqJ73lpqgT0C46/Xa7DYrRRDxyNxAYQPuxM2vuY2a1VKOQ",
+	"/gPDXWJR1FBxFR7n5tJTSqumEmO8EzFanEbX2Xden0672vFGfrCesgtNTojMwYW29EYJTHsgFU+WtQ35",
+	"f7tn/ZWzkM1DzTWzhnY/0s1+5aEF/0iRCocj8zUlKlY+nXI7T6Rd7oKJh7r8M4/smJnXvGfLwR2Q68um",
+	"c35mWOi7CXctt7mlPiLWSc/XSEQ7XZp17jC819RB9BCO6+T1pxaLyuM8/Pk1oIIaJp19XSpacbKuqdyu",
+	"r5bmKJFiFTnfqSladaJzPliHXJhWqKtCgR3qJHpm2EwbTJrxEa0zRNAnJxxZ5fHe9/hmjsxe37xHOzeK",
+	"GSLKwRo4llvPHIkYF4nOPcPajdYOxRUGrsbyOtpYD0zgdY+8Ouy8AmQFQ6jzfm5HRjrpp7QDPyrRhytW",
+	"qr4DyNoKr0LLXB54OpTNwAjvXaGrzfjOu6M05+1y1VvvS2t5IxVeMYRs8jWla3PdbcKCXotr/q6AIqv4",
+	"VLTYubBWJCagO88ELGzBJdYnZ3rYDAPKtMHyqyhb91SM3yBIH3yUgcG9OGDDCU/4EJpkdWkdzAYogqYM",
+	"xuvuK+dwrR3VZrFp7rf3X3Q6+/vNTrtz2G7XgtqMQ2cw/H/+0m3+O2/+1m6+/DX7Z6vf/PX3dvDi+Zf/",
+	"VcX+Vsy6q4FJap3J3SWQ61HORmmy7ftKM1/Bxldh4DNiiMzqBu4whwQveCKS7rxK++46sIkVVAlWASpB",
+	"XtcQWtKJC+86Yq+weZeNgK/7lFZ27cgvw/F0yXboNKAI7WI/x77iXQoy7+OtWuzMGpboWLB6mAgehYyC",
+	"6tCKKcIGCniRME5DoOdUK9OyKV+yIY9johq84BElGseeLfnE2lntyxcqAqUroJp9KSY/EcoinCfKMM6u",
+	"+ZSrTHRFhAKWc/E1MAQGa+Tlbg2gkNOrbsBO3nbx2JxcdVl9vHdOiRW3C80cyBOJsw5Le7Ak3Yes3UcU",
+	"kfPNN+8y2PI6SvGRHnrTPqgLpvHNN0fs7e3t1V6n1WHfUjKkVgz0NHZ4ePgioLANLhW+hlcJ/OOG1W/P",
+	"b1inhYp0p/U8yJrBsn3lXYZ20o1mYdPGpjkUifXMAf6+F8vQxfRP5xYUbOjD7z2PjfYZX+77WAplm0NO",
+	"KVTffJMVLYF5/btI9Luf2fXpz3vXp1f5aR1SJ65c1RUf3jPhCjWYFvRBKUG4zghtNhNDOXKe8zBX8zFk",
+	"A+E8TtI4rBVpjYcGwqgbkh9xt3K5JgOB3ME4HF0Mx5Ex+lfQhGQo9Mdv9hFGH7kKeQ7pLmR1+EyPWJgr",
+	"Nw4st1iuKsRNDJFln6mR9o8pNSJrdBYv8036OtDu83y9OOgj15x7gpgs9FcjoLiCQt0UzMuyhoVwvkJX",
+	"k9vXx8CMZAPdFCpqYE++qpgbSRmUGt5xwNsIYpUvQ5j+lr197PObBjoCBTHMlVrHafgaiCGru3AF8uQj",
+	"BCRoZ74kdXll0uJgIauHHqUttx+u5lfuiSvmhaEDpTX27ZTq6tEMi9XyiuPIFbAr9Z2vMBxW1NZ17VQJ",
+	"N7SO5ZIWnoRSWgiPyR2X0SoSBYV0/cu//AvDP42PbYCFpYR1Sg5DrB5a80TPrXNgo/fWR4ngcxOwRaLV",
+	"uKco85G0fMeF0U8HdytPMGIIjTaONqmbMCM7L4e4whFNuEtg7ix0oRqvNdwiCMGJIUcIdAj9uPwh4HoY",
+	"mx8J9pl4VTklCF47aLfZ59Xyo+xzoSZ0Gk6MWgIrsGwXpLyCOYYHp8Hyvbzrnr+5vH53etIHfu47Geho",
+	"6XHNkMsQty98eHlyet6/uLztv7m8uziBLwu4Q7HmkctDTAsIGA8yWjDIu1YP1rX64+ltyPZYeHJ6fnp7",
+	"upr8/pROckN/fenR7DYMPRew5KJ8BgJz/QNyz7JYq7FIaBN8nKH8jVIXb952m/uHL7LYuhzAvhvWItFA",
+	"uraIEmf4EqSR4qjvLm66b077OPh1Q+ZsJof3WDhtBLIwot0NY24MRijPlYMMysc+xLFexNLYY1g3hMFe",
+	"cMPEoxjOQfFbXbhc1aFNS+dGAoeAj9ANA+vm+eQ41gOOF2Y6ABE1GMVE3ZMzxGg4sjCi3Fny+4D+etDv",
+	"mXjkQxsvA2cwhQOeb7RUpitdBB+kw5MxHZpsVbQRzH0Ml7i5x7DeppyCUIBXeT0s4Hs7v13o8LsVSIfG",
+	"9mrACkEF+6EdNnZe39vu9Y+ntzf9u4ufLi4/XKzfa61E0/JkLGwh/NgRLcg+SjOY0pAnGS6HSdOM811f",
+	"dW/f4rnrnp9ffli3s26aFHVyhOfC7za3EwQccG63IGNQguJYw9ZHPYjlIMSjkwgXSVYny4JZTmOp7k0j",
+	"3QaiE9xIuFA1SPKvJ2J4D+yVLKlcLdkAZpJ6ZYjgkNDys3PFsfqn/3Z2c3vz1LnlVVeiWCz9scJj6ggh",
+	"goPAAXEXngv7PcM4dqKQ2OyFcENMuCpxY8/zX9+8zw0y9ZOgSuwG9frmPcOiCjHogSKqwpnEDB8CIovn",
+	"U1XZVRo3uaU/h1qC8lnhZsibbKnYDmGMcIccUwBnS4mCsGSqLipMmOEueMgTA2K1QHPPDAOVGEgIoxiB",
+	"gHJxobk0BzKEF4FIQNiEp3ncGXLGOKSUqhVaRRvdvFKwULBEq8tDiUBOaoYppe4fh7dTEagqjcO5Q4Ca",
+	"R2ng5JcqGLgQSY9GKh6EgiXMg+TT1RW7RA8fUwn0mhYKQAdlsY6Ah1BNIzYwFBIXntXtQldFOFIkXeUI",
+	"DTPzKbIhq3MZDfvtg+8aQRbBhzcrRsoackFgIG05YK8Ur+eMXEWsP7JXu0BBUwX3myMeM+SKSeJVFSlE",
+	"lAGRT+/xSScYnEZsDL8zVO4f5hf6jKewlC1UzFfQyidYwEvPQXHIR5zzdalfwQqBM6vHgsDfy3g4RPql",
+	"PMMskw9bhTdK4QQuySw3vn3vfK5TuauVQ0Y4GWvkT1YvBtv90vm15UpNNFqsuxJmvQ7GF5RoJMRVgNyj",
+	"Aq6n8RmMWHAFmIkqxFgXr+Czmxs461fd69utLHFoHojLFHnjVJKoUcnZ765vLq+9XJs1nDaJ2GQh3hkk",
+	"5th5olY0CtxLkPj5lI8zKaJDgmL37vbt5fXZv9M1XmU+K1vpfAaj1y6c8FBtsgvJ9odjQED3nDYCR+mY",
+	"DVfuaZJ8MB+lboRg3QKybOOYhR8+fGjmngI3ATE49H26KT6HKb65vH51dnJymiosZIyUhtFRBjYrvdUv",
+	"S7xMK7qkNj5WR6BJuP6pCa0YZz4TrbEevDkWeOxLApzf5fPuq/716c3deUHYiPmgSTmfxhWuBb0gp1jM",
+	"eIL1G6ouRUMOGlhzzCXyV3um1xUFTBcSlVeuCmoViIYgL5PynH/tXy9frWpg1WBkm3G/j1LWCkdRFgfz",
+	"qnv7+m1VPy6Wee93X0kTesLNxJAQ6PWu8rW9FLTNy6RZGblYj/GyIJHYG1qd2Eg1SqvV0PPL7slpbnQk",
+	"MEo10iH67EnWTgvg+VYOsZXT27eXJ2WpmugHFh2xdA0Sq/IAZlQpizCaXFsvsxHd3HZv7276785u3sHy",
+	"7SDIhlgCeywiYlQ8GU4kZePlJVsaCYknTi9yKCsIgrhGTDv2HCpZ8kEsAmaESr3CE5sNYXUi3de3Z+9P",
+	"cfw7q/W0wsf0X25FOkjyQq528uru5h9buihXj/Yk4butb8FSRtifFXRH5IxUr5x+W8dHPuoBhn2np3Y4",
+	"4WoM74fpsh4xm8xFSKi3/l4TKPnSHUCnDRF7WHgNnzW7IIwcscPi0l9cZrLs9enry+sVus5P8EGKRWkT",
+	"YISkBNN0eaRnGIvj8otQ9UmPmWNvZVEXDQEYB5Yfm2c6J5cXp+t5jg8Lyy54aVhIawz8yK0/0brD8Xaj",
+	"81eaC2TQjp0Aw19jLSPabxSGefO2e3L5oX92k6dg5Ee0gK6Qea4Vxxf8Epb24/zyxx9PT/o3V6evb6+7",
+	"K+d5leCOKq9zxJBuxnrcdHFkYWafytUknE9ZLHMuUfQz5kd0ffrm9Pr04vVpH9nz6U3/zd35eTbJLUx3",
+	"v83cGyh0F0s8H7O5gifOf1E+skAAb84uzm7eFowP6+8WTwFeGxeYn1Yn4OU8ARR3EBh6/+yif3V9+eP1",
+	"6Q3ez56RoJpFWvxanhE4renq7jbcK73ldh+ZgiPFqpOMdvDCQe2kB/V72gY0+fZvz96dXt6tmH7ROuuL",
+	"HfAkkQ9o2AKtgqyRqX6SOmVlFAsXwVoPmxNrZ01oBcNb9Nzmklaet5lpuEmi0Rd7q+ct7XBL5MtNWK3v",
+	"fddSUVwj1qSjjj4arYq9sbrvrZPrLeUQTt8diTjO6awupoRxim1nCVwB9bBJbzenUjXRn5tNBZNr0UBk",
+	"9kxQCmVJP4SPmuOED/OfwrjWCn/cCk9TnedkPPsHktXt5WX/vHv942nBji4ehwglQUihisK9I9qNY4fg",
+	"X547j40+Qr7p4d4IZo4tsDxKir2XfTgVU50s2WAejQVu8pQ/Nv2vTfoVM6w08WabLOHmACEQhufnc+hM",
+	"zWld+XenJ2fd/u0/roqT8sg36FtBQAWhLGXcU0uI9pVVkvn57vTuNOUmLj8/DX6NNSpOloMITkVhHKwy",
+	"4ue6C/ajHpD3hhYJ+ZjH/G7sctDcKTv0wnqhQgr7zOYq897mPURFSvDOIpAkLR/ewzyGotg/Ai+n3SGR",
+	"3Jxevz+9ToUSuIoyl/tQK0XR/LQYbv/w/GS/mbDh6uMMBKV9sDr6TmE3eMofcsuCRhJu2EcqHgkKzkwo",
+	"ETUyPMlc10PuYGt8oFdsJywRuBQp3gNG/xl3QdM7IfrxK3YgWOFzHjA37RNGEGsjotZGXTut9ZCeBzoJ",
+	"I2k3nANncEPm7okGJr4KxY+0BaKLk88RDtZjwIBKu3Vuhw4+efXunokEY3UUsphSIDwNaJ3qkwk8jgGT",
+	"0II0YixfisgdGmAjh8CzdhhnkSxvL69P+3cX3ffds/Puq/PTKpMBkhdW5gF56UobO07Ezc/nQKeoaGJU",
+	"IVDc0d7e//d//z9hI9VNYb8G3JT8Z1iBHdc1U9IMG2vmHTOZ8w0J3BfvmXCnpXB3F6GFD8G3MQ0jkVak",
+	"NRETX20ntR0h7e4qcZcXbt/FIfixgHyLZIxpzB5YuLC2b+9ub7GOlvPj5NbV39+Z9apwvZMKL+M4veA3",
+	"6gSuUWnYADiSG8R3xOaqKm9VKY7BxhPo3RxwBrFQF60porZyWvkjVwQzPL24vLl6DdcNbE0T643Uw9Pr",
+	"yzc3IZanQkvMp7m2HJ6f/Hx3eets89Km1TZpu7DzA7TOYyfA2wbkjZfKlY7iY9HExxUiBp6K0v1aadiR",
+	"9mm6GKbyohkSOHGZWp63QwcXl36NgBV4M7C5wso0iDwfYcRDN93/fFEx8iGk4VLconRV55nfJ/0slkr0",
+	"FPB7DNAN3H8dVkOHvZOvnLnbzGdOh7MJV2YkEibUUEeUdNxTMxdX45UWkmddcVEHpoKxDDFfiiTvjHOR",
+	"GKan3BkPfGYUxoU1sXr9QbsdsIPnnYAdtjuw5YftwzTo44MYwO3wIBSyhJ76xqOve1Bgf/2G/9Z0YTRN",
+	"jN1Bi65xYSAOHjorb4AQywtV+ioNGJugSxb9yN4/0wElsbP/fT62VI+gnbgYvOqi0lr9I1AOfLkoYJiu",
+	"kH/gsk1cKiLhK8F5JTs54hJJxADTJbGdD4dAJrEek8HPwVthgJzbdgfoHXh+KKazGGtYkvoaMF+4JCDG",
+	"guIw4Qph8I2e20aLXVJFIOdgyG0ubbtZ3eS6G0duY71ogO6KhlO4lSAoKLzgQPjgM9la8mkc0jRNKXSF",
+	"Z9WnfHhQ4VPQJsIMz8lLntygtoJ9vb68vsHVHI2AXB0jcKhJYXOoE9PUiRxLFbJRzMfo66e4OnoMvdZD",
+	"CvY82tubaGN/OYIjg4k9hg0SvTAwUzR4gRQffuOkTTWP45Ayblh6ZrilaObmfNZw4ON09fvoUlqD7tXZ",
+	"EYGMjGI5nlgaRup1JLPepRs49tZF+mhinJWOU8p+hyQBnHZEGOu0ZSjZcR/ZQFNlY2GxiLdrvtRiN471",
+	"oun6xPEgd6JvGwEL3RvUo4dHxO6eeTumcRFr7tW3xJYoXg03r3m7nOF1WzybJZ+EQGLwTI3jCuICGmFd",
+	"bFnzHX9sdsfiiL1ot8PjVGZynAPhHHAsJV6RBYBtnD92Ih5n2hC+WsV4C9qGgyyqWG+lkUizCaWcHfhJ",
+	"SgD08oKSbpYsIwV4fpTuGo4FRxo2HL4cHgE486UlwIDY9zxZHjE3qZTzFj0yPXU5GvlrarsHib05Oz8l",
+	"PLGcFZBwhZBzzRBOA71GIXpPzITvH76o47MG3sBAEf8SugobWNZiChyhcUwgpoVyKw49Ck0eYwRnIgeQ",
+	"NSIeIfpLepkK5Xf3CSHorqBoFgEfUnCu8MG4qAx5LJHMnRSTHd1oNhYK48sjRqHHBkexzKXQNFxYIC7H",
+	"54wX5GMC4Xfnn/JaM8bDBblwx3DPZXjCESqxWKTJEu+kRn34u28X5Z4jgtuvFA3XG8Sqpcat7iEaXNGO",
+	"ttHASPLUN6zrPaxBTgzSSeptIlrAs3PQ7pQdoumJKTscU3JIBI+nP/RqCZ9ywnvp1UJWTz9E7vFDryYV",
+	"imd9IpyakyY8LVLRbWXJGZl5RxWxQ3ehpuwy8LEjEx35JCwfhhlrjYZUm3rUUqZO0gdZYbIAV5SbYe5W",
+	"6xYtWX5pXNXUrc5Rt4TPcdaZz3UHr2juzvcmAlBXDZofXCg7B5n1QSjgMCi8Gw/zw4wYJoJY9Q4syPUA",
+	"xx753poLtOF4Byn1bpuOSpc5cixsXFJ5jVvibz4kH5VKqRBg23JF4HYtFt6c/fj27ipkCcUFmzQe7cjf",
+	"wCjq+w3Qyb0DJwI9cqofBMFsglZo8Gckb2/bpyYEHiyqyRU71ZcCHKwm3zFDJBK0IOZEdtTeEWKLStBE",
+	"3jv6IPXcMMfBYX9gZiOdDF1gFsidPha1ceyA8FwlG+wdeNYAbpV41PRSG7r3w0gPzV6WStOaRuFRWiPW",
+	"OE0Op6XEguZD1ScoyM6yjBxjXJpGkGKREvopdo7t0D75KIBnhoV0ncisEiiWIS8X1M1lZDihPF/QNkzr",
+	"1x55hwnGl5BXqx7mSsWB6upxM5mv4lVE+aQircgKHajqyMcKkkeNaDUPqBE2CgWEy7qAHqWXO151eJF/",
+	"SJ1BhfCOwovkS6WKh54ayldj6OUSaXxi1XH+DLpbd8ETKmTpBNyecgqVyRs3eRShLdIxQQ78bIZ2CtIO",
+	"SP64Pb/pqas0fWjLwV+XE4RqnwKJQZp8Wg4lIpEhopiNdMy651cXoCwAURUzkxyUZS6rKV1E5I0cAz9S",
+	"iyk0jGoTSWE9Vc49AsKWJpexdITx2RILLvuzzmBecoRk2lMOXnmQ6qUUnvy6a9zZd7Q54SoyEzTGqCiV",
+	"MmHIMAm4EIISQ/bS7ybuZY6RY2PqmTdCYzU/MuNmA4W/l2kRYpgLCYOZea+n3Ha4gnyzRFtqMWCv58mD",
+	"+Pd3PweMMOSKeVPGmYo7rU5KLQ46Ji3I6yQgr1NeJRg7LuaohMBPrI46KorvlA9N+ZM91W61WweNo3y4",
+	"iItvIzwIK9QQ9GYKHoNn/uqzy5kI3Bo7ujDworvQ3WWO+SZOGbeljPrAsQc0TQck6Lq0dXb7H/87YD+7",
+	"+F2fxQMUkDOZBsXStpg55fuCjWP5fQMZ3O0BQvijWZyqYglhPXKeJxeaflaGnayedBNyuLiZq1KIX3tm",
+	"Bc39qLGyOtyM+MzF+rGhjmMEKzAtdqEdQI7l91jEjuJ909PgqtsdpVIODMwbN9zVOc0nFiNireAJnXGJ",
+	"hrdUfuvTmvcpDR+jd1osjMQs1su9WUorezwWiTWtJYjOToPBR65CFXHiaUqEJ2LGE0vgTZ4HIGz0iGOF",
+	"YjJpUBWoPHWl5wDWskzuQUbvWHBMmtzJcSrD2Uon7DO+6lnlZ+aqKLvlRDGvKtmoEJ1NdpA01tpkEWVO",
+	"CuAZ4qIeuXu4xT6nVUI3xnpvKxiaiYUcBfyZiK0LjGZ1H0gbFoyRUhkrOBVO9OcgdR+kdp9udR1SVlmG",
+	"1Pu5iqZ6V3uaKnm6kK2s7icswY3AqzpeFhbhWbaUs7ktBUKuVECFHUL4CIuZ6Rn9Fm5TPFEpMaX0Vgtq",
+	"KZBHrd3qtNoOSBpUv9pR7Xmr3XpOme0TTO/ey6GGjoVdTVomwytFx8nIWXLzsDaOkzmRyF1EIKCQcTD0",
+	"SpxHJffjNs8QkR8THEl0oiwOxJl2r0rkh87MgzQB/OSIhbkSviGrk776b80L8WibVESYSMTVDfalK13h",
+	"4LyBdsYNpniDaOjao1qN6HHCsTvMT+jZ+EAmCl2hqyEH0FLklrly5BNueqpeWCrTCPJxVR7/GOuWo4ig",
+	"nKE1FqzOsQ6LsazzorRUxyyc6sRxNZOHBHNHs+GK1nte76QPF5ZDLmOfl47zpSz3VGw/i2pHtXNp7CtH",
+	"KUA9DljbIKJiGetrTOlvgbOet9vtlcIdbQQxcJWUESkIpPXaUQ0DInySPXcQtlmNi83w6l+CKiSMIrFk",
+	"REiKj68kXTUYVyO6NJrdUda//IpFyNHqhidsv912GERWEDgRIqyTtW3vo4M0yXrbhC+E24EFuxFyoAz1",
+	"TNZlLAlB+waTdIZTaLpwWqohRNIC3M8Mo6UI/D6Wa3G7M+hO/0BHS4SAyWZSXhkY8sGfuBqFfN2qFVlN",
+	"pa1zNuAuBAf9keX4/FYNB9lZ13e6tXt3ijvFSUQ17Bpvne0fntCLOHpC4KDMarcDg1xGaTmQGS1LAq8K",
+	"PoaDWPPllmq/QksVZrS1TP42BznluZaL7UkkOUJTwKdVLgZyVsq2Pd5RKkoLlFxzkBVBTpINvKDbU7f/",
+	"8b+Rff6clcXKI2H5dv3VDIIEsOSQ1V0xflCTtuFn5UQC2nIPChT66yp74GcPBH+cLovX0PDqS0RWzwOZ",
+	"rA8vg1t9rmYxH4oozWhxIF0uOHZlmD3VaQftdjvbAQdtUw9tMldosAi9EEY5xIlgsCmYRtWo4ts/CmLb",
+	"q0y7ii6zV/beediqv56HZZBtVef2tgBw5o7kfybfOMqlC8jUSuvJE41jaZJazqf59czkoH3wN063nJJx",
+	"lMpza1InMNwExIY/i/F102OR7Xs1l3sqUSO5nUW1L79W88fMzUAsMha2Arr3Ig3kzPwnIKW1WNfpzOiT",
+	"c+KWA3DPaGYBoqATv1zwfiY0Vx7iO3z92o/NH+jSqTzYwNYzq1tJ1mN1kDGJffyXO1p/xVF6vv2jNzoZ",
+	"yCgS6s8iaNq/1cX/s4k6qM3m9in0mtHHlEJDU3jAgqzR6ql3HJ0RoJQT5dJneFG7GCmT2gnIhk+4VilA",
+	"INE8go66yi6VaQIWw6oKaQJW46895SL0XWIp/CzTFLdU4Y/54JlhLsPOARSSZaun0jBEZz/Gb12Yopkn",
+	"D1RgJPWxVBzFdzscxD/vBJV6WnM7piec1vCYhcNEFIUF5EQ+edS7Cv7nvFec9/9Ol+1B++XfONY1aUFb",
+	"En7+NKngHbFQx3fgmI61RldgUOCsvoIIxe4gaoB5io7kgq03qko5WV6P1messijhC5XXZtCFko0rg0Qv",
+	"3AvCEIz1LNY2XzefVAz4RVDN0ISVXAWkQGFJL3wllUrJV89VWhlwpUv2H/8ve55WqmCReJBeXUsRqvPn",
+	"U/QUIjL47VaRiynz1wrMj+ghyvkp89cHVT9L4ezqq9KJNOzjPBpnEafOpHWMRjY3iIz0eEx+Muc/Qvez",
+	"3/DWNHJ1N0FZSzvKGiAAGw+8ZDROCXYwzbHxe45JOC12Lu+FX8wskj9g0rKRoDYLN+Jc0YFGYnJV5SY8",
+	"EQbNkzLJx/UbVj9sPy/li1DO0iEzeSV0o9p3TbT8Vyp/VjzavYmdxkVes2Lvqbq5yPb2Pxrd/+kaXSal",
+	"5C07BVbogPtFPGrCcy7hHL+9fXeORPJXqH8oFW5xe/gsDzLN42HNA3B4b2ngjGXSQcP4MBDvUk3lTsOX",
+	"67NljopZLi6NRVqD9aQd/yRbF4WITgRP7EBwF/lK+ip6M3xEu5nMLRDsQvXUMBZcxUuKi3RdYBVinTWE",
+	"d0qKydNT4Vgr0Ue+03dWtpDVO210rpiJXrhEHXzP5UUcQcfDhBuK/Adt917GMfwBegLGa6bwbdw52fwK",
+	"tditUOj4E1E2LApVp2VAIB8ML0NXIWczPjeCkkfTdXYSvIuvEQu3bAbdkT3sG0aPcdAPWTIPN2yMrL2L",
+	"//XPQZ8gYHNaYrjtemqi54ljybAZaApPR9xyCQvo/pamMMdnmOw2vKfahrlkIvOMfjBZpTs+ToRwqSHO",
+	"EZmlepP6QjqOmA5EFPlcp0Yahu+i2OBgIf4yXqIqTkm7xXLqIcWYoseJohgL0cAU97XmunmDp+kv1IWo",
+	"gzUXCWWlceMVHNpOI/A0BEzHkTA2fY766Ndz70NSKv4m7r2amndUCNfYklqXTz1yB5R2MOcKyoWrr69N",
+	"YTVb8Kx+CTaKCWn7lY6ezCf35U+8RNL4E4/156jOXw5ZrKGT7ynMaS2X78YLEPb22+1cCp6PVEHQNVY/",
+	"aFMcWCUMuS8tugqkVAxLXYethLHDPYUfHmf+3ilfMm7uGy0EbrFzQ2WOIzFOeCR8yhK8rkd4po0Lts+7",
+	"tkN9Hzpk7+raZ1XZe6yOUbgYcIjcGaPRCYsZXsCI1JFZqmFm6ZlqxB7A9LxjdPbMkwTjd3gcG7o3fcQo",
+	"tu6wwahyQi52GCiNwrIwzCJJlD6iPMPRPI4pOLIqq5BqSS+NxTLSLsMwcKmF4nHC5z5zpJRn6Msuw/AR",
+	"4J11XWYh3vgTh781kkrCdYaL8KSUQ14YGzRKiORqbHJQpaB2wQ3JlLALndyzqZ4r23Aprb3/n73v3W7b",
+	"1r58FSyvNSvSr5RsKXGaSKsfXMe3dW8c+9pO2s5lrwiJkMWYAlSCiqNO+1DzCvNks3D+gCAlOU6bOGl7",
+	"P7WxJBIEgYPzZ5+9d/yro3u6azT6I2WtO5IGuW/jnaiq3PnkGhKbLCfX9LCIysajgTg3AcMqS6BazXP2",
+	"fZa6zHJ3vlN6D45gD9t2m2LhHne5AFL0577VutF5abEjg4a+v/clYMs396gCsyPyIdCNyAK5Q5ex8UDG",
+	"y7hmya8QX4n7fH/vS1EaMwTYqUwrVBJ8c4CEX7OlvsKZtdfgRMms6upF3i2aXTAVFVuIFVeqFI/2nsJj",
+	"rHGLtIe8BQP9HCipYiE1aAIAJ4KdF2zyZ71bhH6bot5J5i+9jizjnD9E5cBC4r4rQzbjJndpeEfkT4W+",
+	"AmkFgtOr1sWgDzj5eSkLqctMq90EyBBVgX0SIsGeGrfBsaWmi1u+W74tGXeNJO9M/0FtUqziy1yu1OpB",
+	"3XvuwYBzEJv0vFkckSJlgnwaFuhI3H+zEmbWDkQ1VmipoKYsuAypLso8h1XtzZrnlAV0X/1pnU9dWOwS",
+	"iDXZ6oEw1yEXcD5yi0SlnhAiI6hjltIWGNR0D/DcGS9L7vWhd5v4pPo6NRne/9ujg2cVtNcjOJs8DW71",
+	"R1XGHFoocegIdeb2uqo3DyEuFVoYAw5tYANGpGyPysjuYnW/MWK0SJ1Lwm3IARHWyFSMZS71BKTVkN0D",
+	"XGfkECwIHFU1fQt4Vnzsb/Gy3uP1B/lmao2JXMR6G7VGoNu8/xiiHGhmN1NhUX6BDLUpYm2zHC6NnV2A",
+	"Zg1ug9aDdti1KgjrCZB7pJ6INdK+2NyUkLJDOdlF6GPg99E2a3UzMXNIB6ZIl0H+fHBXf2y526sUCXls",
+	"iCuv+EGgxxsIQgaEk4BqS3jwAdaH2kYq1wWWR6xb5FbDbxHM5szotVqUHcQGBwMbq/JGKc0XsbFuIR0R",
+	"DRAvMqRTBPpvsD+paldALrWZ1GkOvUUHDQYRaGACFhEMA26wlaWC6/X3xBypgt2tMZNKzSt0NDI3L3t7",
+	"2rhZd4dg7U5ucjN3WJSGu3/5HjTe9kDI6oUhT44s0SCVRszkG4WRPXVYIJs8twLx3fSVmObGpLVmDW3E",
+	"VNqSGJ6oLRJShs44QMuMc2PC14DwX/eo5WzpRkpDhjcQbg2YPdyAUBGkzzBtA1kOaH/gZsbUYL8JTVWh",
+	"rpa5LOqbzb16fi1EIOXmvUZWE+uArcY7ZtTh45zHlVlWnFbwGoEq2E/wFYT1QHTfMDJmCspQ1RbH/Ac2",
+	"9AUNDexyN0xlyxRkatrUN1JH70KLxf7ew1g3UrU6rUht0Fpy+w2fquBKgHcR8TJAZ+laqQW9OTYi3KEM",
+	"s0YF1IfCQjWVMtDwRA9sZUCcIVZvyCeACFVZIecG5TOaz2+HFFOgtQNFWVilmxmFSmMivLN/B/5xeTN1",
+	"xWmz+QDaywJLt8jdmfP4UdisSztinJvJNW/Px+jcth497JE0b7vricmgqRfghzRgEKzF1Eud7WydhMzb",
+	"+1gTC5k1FWC+LLLJdY51byS8goSp9CsdKHimcBhgmByhGkemlyUoA21KleB59TFzJXiHCzjSt6VMKrKY",
+	"5eKTAB1Jamxn8O//81tU1xn790+//RSG/s+5QxTjTZlm7l9B3E9hPsb8AcMuSOwZuynyx+WDqodmKhIv",
+	"sIjkfocXr0QrgeLGxL5JInH+j0PxqPdkj7gbvOUOo1dQwI0YuQ2QSBJZTGqqgaB763HxUYBCdP8P30pH",
+	"Erqnj84OSBWX1HBdSN+4GuYbKpy9LPDcBPE0Pyru2iHsPh5/7sm33BxPoxrS36tVa6Hmi3IVA+conE6a",
+	"kcHQwkNHmZsEiJJIeqBq2gCMfaxJgA+yFEK4iDN4roifKOIRRtXwoqOzg+jZtwfRs7MD/O23Z88PO/3+",
+	"0170daf3ZdTbe9SPot6TXnc/etrv7kX1b/XxW1F/r/+40+t1+g8v954MevuDvb3/Hbk/d3tuUEeYkcfW",
+	"BksKLxAIAakB8mpSHBeEYNQlgO0DsR6vQqAp2Nkrt6SpwVaWypaRyKYeclqopSVtVaSxb0exrjI7jYCP",
+	"lEbqbw9TALFOOm4/wMA7xLBe5SgeO5snVIY0v1mqup5ohx451s6RoHq0KpoLeQBVDLSQa6vSOQ3uaAIY",
+	"LHbcKFnkGfg7bquJVoiXpS+6DYFeYHmTTRSl/l18ktkym6CJ5rv6kw6boeEHDThSN9bnCFVGH6zKk/Lb",
+	"BBgvhoIcFEE11gWTkCxZxdp9x82EaEkxMUWhANhcqI4bifDP6M5NFLBB0f7MOUbB6PGgg7ltDIZov5lq",
+	"B2gVwe0GqVb0ybic7GFPFZyKoMMEyobt90icZF/DS3OX6GIHGisPQsNdeYMzaaveGuISZFQVjIAgjLJ0",
+	"x2zehqzWsoA1A0+PXsqUiODZeygN5c02HYNnxpbe4tod1BolMbT3OgbvpHZfiefW5DB7e9BRsqaCyVb/",
+	"nRXtSiC1LJbqt494oldzdbosnb+16Vj/HrvxS+LcQlI83FONjUe9kzezFSWAbEW4Ng/wRZ+iKh/S5v8R",
+	"gvw7kuN31+XPwlYQ3y2CsTp4gSE3G2hHkQ/hX9K9AtZ6d/jFmVzlRqaXxjyXxZXC3+3fZXieJu5EpZm8",
+	"dHsASmBfvvvHx9oup9Ns4lzpC0xcfyhAgTPoesJ5HoR8upPd4z7BjtPxHHRKbweCUYP4rbAvX/TnbnLK",
+	"7gR95tvay1tM/Y195hEtp+CXdlLIhbqtHBvrjfVYcaGUiHe4F36H46vSLDycw0NWNkck9Nudu4F9gAfh",
+	"d6B9uCpEok4eEQY3/7S9VutMAbcVFSv5h63LhVMiXhkCU8DY+o9lj8yC0ASsVCAVWM/qxrrllTIh9vde",
+	"PamfNnyIKeAsgmQf3H4bQsxf+mOGotVNtqyKkAjhT4KoerH+XlvrLw8bKvZxLt9lKUtVaJnT0vxAgFlV",
+	"Smhup1p5ONHB6sa+4drKdr7w1pUNL5S0pJE/1EU3UODjoFWrG5/SHYoyI3TmuADao/Eq1nUd+AORdPXi",
+	"Fzx4WSCQai4g7tSoUz2wsa409Kji5Be9FkqDEN/ELEiBmWT2ImYHLpUGMuxYM6MlApbaXjcwKLEF0FYk",
+	"EGL1lAgzuPwsmJ721SIU/aNBqbcg4200ywMWir4BumsqjTWkCUBPRQbMTnW9UQhBuRJXr0QRCUKskXkp",
+	"TGJStZ08f0aJ1QqBVca79kgB4qm1lfqtva1fHFfKRzcu21qgL4MV80fAPp9q/7rn4iMSrU19F7xjDxuZ",
+	"bs9+UWWeaakAxn2N0EEyE7I082wicwQMViXISvYy1sRPSegIT1zrW+vh6kOqXb3FHJIPbrW6IaOPEBWv",
+	"ULQozNzgCsU/MUPCMNh7LvJmCSALcDwh+MPg+6DfSdxacMFQIbVpagozh3LyQmKpE6vdVXXcVzlx5yZ0",
+	"G0qU+cEQZRzAqdwtl0DZNV3mwt5Qbp5nKF81lWGIWAXG4R82vJ726uJQNV2fbwJz8GskmetMX0Uh75t/",
+	"qMyKpSaSa7gPkABjcksSaN0nB9xSIAAqfErUgFtwD1SovZPyCVIFuouO3I1Gc0Q8zZW0oJMBmlJGqIoJ",
+	"jSXwmHMnpENGU+wrZvQiYfrxo3RZgGi30YD2wLvzPI78iyXgJuQ6BTq3vi6Ik13BODZaQSPTEzpvf2+C",
+	"49asAF+fGGjvPSthZMqJlc0GuKGM9hmA/ZGpYtDQ+GWGcqqMeRsSa7fXI1yaiftvZiEvD/RRyCBAej/R",
+	"WiIhWpcyj2K9pjweNWS9o00a29E2YWh3xXXdZjewht6xp2LbZizcCr7PRrv7bF5bM06Dut5TVtORGZI0",
+	"DqC7Yy3HTPiAxq+7VYmvVdPCaxNzUF1gb6O2HkolsVQeZLOG+OM1eYIPid4VrQ1mG0gPh0IiNrZ3B3jv",
+	"J8pB/R7PbP8uC/Wllm9klrt3+Dlku04Qn1tjuuMDvjUzJZxs7dv9QbRSt9EaHKdqvjAlkJ2Q4i6WEsjj",
+	"YxG5UoJLiBes+GfhnAUgAjS3hAEUKQSPVzVpHFbJC+htkVs3s0Zjftr/giMZBBkooGb1pZ8budp0+B66",
+	"713gY3/EMxDvsL3W/sLwVEHbUCm0uen+feysaN1BDwrQUs44REJSxAlwULaROH/opQayet0P2cZwFzv3",
+	"qQ3BRWkWPBukV7qtM257EtsvRh9fualuxE4BGZ1lQLhvEmxmk+h7EWhtcD/TSrg4asAl7QfYlrPCQiY2",
+	"TCGnqgTss7FqU6KKe22/NuVMmGW5WJZWXJmYg7MGKVYd05pUn46yNOmiRjkamMRZmzeILK0oCZl+b7wS",
+	"Y3fHilCKpg353MuB0BEfz9hUTZ/PM71kfypiFbGy477VsT8v3bOm2ZR6j6OKeJl6JKYVzZSXZC9vDP3G",
+	"DasSzMdUMiAyHgD4LVeF1MzaHU7iA0R/UP6gIt9qd4MgNrOxBrpEDnBqVotSSLT01qgyhm4x3chFrIkR",
+	"/LoS4HK/oNF4uDR1PxsE4sOOR/rPKvnUFd9zv43n72ZDEMLUUcqOmEhkCbV2OHai4OHYeaqa5+DNUixa",
+	"WxWtBmE9M59XvQ9kx/GOpuADaUuW/dOfQNWbIz1YrT49sx3vF5+Amrm1VjK9vq22Mq0do7d3AW9ivTln",
+	"SIbUqyrqodtC+2z12r3cCLxSyCj8ogrTJsxEkA6ldD8gsEneHoCsEESQLKf7O+gBwc6uWTMqGpdmOZlt",
+	"XjEXtRXz4VMGePFPlC+4+0pls/Pp8wV3Cutd4IftXKyWBlttLdQXu41Y3/1hPdgn2qIsD7s6MTHR/uv6",
+	"jmuy2mvi782DbQiTfM8+558dO0HR5K2+H2/DW/AS9SrQbYHlOUibUCoVSnMBT3qq3lLnRAuTsivuJPEN",
+	"c7GeVuqYlLZGIPYUpSKBPJ3KgYH6lOT8v3vLsa7p1mO1jZsW2R6Ly3Wtdr8BY021sIFP9vvVgh3l4oAX",
+	"Ulk5QM4RBSi7OydijSsOxeiJPBxPKfCfhtS9JIPsexMy8DTW60ve3TvYKEi4jpU7vmKhOhQziNdmHGvA",
+	"qLovr+vgth7tPWW7BP0M7UppHQ856F5w0T7mCBDNUosdQHYemjYw7YXIRz+EhcGW3KpbKxg+Jen5ATy8",
+	"ENlb3V9pjUwz4H0Nfw7EDa01C80crF4mwfcXARAVHUQ2BGmVs0OyeHwiEKXBhiJ8cFwwuIgzBoHP51kZ",
+	"a+BLGjCml1vKU6iFQyWHmqndOxgvy7AJlJoeY30F5Fa+fIZdoUWwm+CbLU/2AUqxpMnN78Z5zdkvWAi6",
+	"+Pagg21tFWN+nlkeBrnQ1huEbqyhGoTRGWpGIrYcitADrlR7kCHV2SlsghZaGwykRS2e+hp48Gkq4beQ",
+	"2QEqXQx8YGUG8VEwAaxP0Bjpmif1DF5lVX65C1lmsAavKjf5Ht2PcBCID+BOZYBliuQVhzStNU+l/Zfl",
+	"yWu8GjcdzdblTTv+/l0YHMM294XKLBs8Fhd2vofLEjoqaLGga5hdlJrpvoMztJ+0B7FunhCcjgkeYO2k",
+	"AC8XrHWs8cNtsnAg4U96iRhhNxUBAcmTmxuLNHfv0g1UOrUfvxYC+YFwNqk40oNP9u+UM/x9ZYpPDbB1",
+	"Jv52N9F7cX4Tcmovzez1pnKET0tuxiJ+dKjQM1XKLH+HhfkbGf0/hwn/dBCsU63qVbfI82mxwF/kweA+",
+	"J2SX882L/1bZlINqInwGdAvqAIwSl89gwXgBUQvV6jdqWJ/aK0jXetQKOnRonFvkxMnULMDzRZhT2MlT",
+	"MWVIu87p0ekl3O5H8RUipbDBEEKWvfV+CmzjCuuB8KxArNCAGsLD44X2RXJydPnt6bM62oFUq0H8GM8E",
+	"UHNZSGizJTEX1kVqJryiOy5x2oQ7vyF9YCMA3l2oAsD+RB6/sf5yynKWuRz7VoWgpzDoVPDQfd40LedK",
+	"c2GBshPuIMYzW6WsKe4LCFA/kCCIrGP9b8p4RyKBRLZzJkJqWR2J85OLo7NIjDNpRYvrGl7EI9ZY28jl",
+	"OFB5s7lZYHABElRAbuGiCng+wFIQv0olBtIyRZppWayosxTLIrY9DJr5TEHIR/RxPBgnlEgqw8cd+hHB",
+	"8N2TEZ+nxrY2bsZ160t66snJDLVUsXWViwIoUuSPN6K5wPq3fxKwBtTzSlNKP9TmBgrk3PNH0aO36jEn",
+	"hkQLphxL3W7YSPuHStTqK9GLNs5v9YU+ukrhskHptEJhc1KeC/XzUuYQXuFgAW55eWOIbbYStV2WVeu+",
+	"aCGRHijGE/eTM3rIM4EayGhgQuLbcDdXGwPvQ1brm6PLWK87dfSddl20W5YY4FM/oURBZSgScbMhkyHs",
+	"C0spgSyQqlmj0L2Ln72f1ALkmclTX5vazChT5TD8nM7o11npXOXbGjDOAruxdkRsEqWCRVrzO7HJaGew",
+	"k8oSmch21qWoos1Xg5X7/lf76WO7auG0bKsU8AazQwHvfY9rl9jjR4b1syAYloFIufclUH/KzTBWC8j8",
+	"YLoRYhMyLH8WpuGm/zYQmnrLm76eNsUWrYkPWWSkmX5gBai119iHczkOOLDwnEFfzSOMgRcLz5c7EhDf",
+	"v9vxDrb6A6Q0d+ZyocwiVyJVkywlIDNqvxqG3Ifhflccl6x+mmnopb149Q1Q0lsR9qIj1Tll1FVuFSbw",
+	"WhXTeaxtucrdOaJU6Y5gXbrlns1hZO5nnMt4ef68zclxYg6y8o1KI2d5AWIGfiYHohJ54537ipqNjJGj",
+	"biTBqUQ7Mzd2QGRZhbG2A+xr2EU5WRZvVM0X8qti4lwMLfxbIX0vL7Th4em8sGoXr1pP3f9V1yfOUHeD",
+	"3qAHgQS76zZLlzK33nt3DpQb4xsg7KxfxGuj38g3ClkihHybBZVz9RZ5g2DbAf3OTKZu3Jf9WPOQ/8V5",
+	"Hp8cD5XO4JOn++J/IZOOrTKyZlnmmSosKvjmnPlh3fNAYJ6S3xkQD02yBRCIpDUHQpbi4vjk8ECkalHO",
+	"sPyJj2SB4XSbZ+F+7DxZ50cdspA7/OMVmxeyCCSrfPiK3jcwPubmCqbMmeISGgJAHZlft2id93+IxHn/",
+	"h1hPlvNlLtH7Pu//iEIL/fCNtCPx6vgM/hK8EZ7EWPe6ezA7mNEnaFXZq4xSvzHj35pS5cA+5N6X+9+F",
+	"VaIFitzoHYEGd4LTMMIrJpG3YlOADhGhN4Ir0baQ/x4ueSzGTfMliC+A8EQrdy44vEscodvHy1TpMkOi",
+	"ClysEa+Mh6J18EWvvYvkrf/v/z7EvrNYT7MrUEeemLmqvOqQhhLpqbFzTRZlNpWTsjtPKUiE2QMzRjah",
+	"UONllpchw2OYqPT1Jl3V+8DtxwiX7kwEvGvmAKsVAyxNgByEMx5cUmnsSBLHwGXt17xPDUAtxIsmZ86B",
+	"JCJLdsLBcxa4tdnfudUzH4asaWGL4JUqiUvQs78K+0G84YgZJGN9W9TrQvTbHF2vRfGXE5T4b/7uM83f",
+	"+Q4kQJ/6UHW71gTzJNwpf/cpnD0w8tDXeZ9jiba0kVZcFUwrZFy4y/JqubnqkDNBuIzXZoygBlbI8E4H",
+	"VI9EC31u52RGASEk1nzQnGK/zMvz5wSoCGv6Q5FcZzpFsnSarKTtXFnr2xlem7W4I9YeOwxkG/6nHqYK",
+	"3w8sdBV6brJ45/hzrmn8eWP6/gezLyyH/50ZH1Bb5jYr49aIrzV+Hg2DPk6HjKvUV6odwPsqe/fXxea9",
+	"OB09P/3mm6Nno4uzo8PL84Mk5KyuDjy3kWjLe7CxAOZRPi3c7A3FOtiPT5WlpcBtENajy3VglnNt8tzc",
+	"8CLp3+d8XJ4fHL84fvHN6F8vj14eoRKeaFWdfx8sjXExQX6KW+qwmDiB3iyeecAkj+Xk+qoAAo3XZnxn",
+	"KB+FVbcyIW0M26LKWd3k5UMnBzj5sd7g5Wcl90ducevdGuuKF6aENzqIta5C1sLcuANDvJFF5ubfBjcH",
+	"xgHsiXDRMQnZZRrJ5xHMdYVCd4jM2ha2tiPxMwdMNhIHYUg1FD9sDqJlOBQQpClnah7rVnUHlUY0hI5V",
+	"ORALRgL00hVxQtuJBF4fgEViboOFR+SyNPBx0h6KS/GV+EGcBwFmJL6Hf704Pjt4fiFuVHY1c2frGR6/",
+	"PwCcJAM1isnoWsJ3f+Q/gnwSBYjXbplVkbEEltOr3efM3vAmWySitUDyUzfPVHChmDypQmLrAnZ+URSh",
+	"SVDiE1VK0Lym3Hrre5OnkfjOzKS21mDto/9YHJrJZJaJ3tOnD4ficObWC33y3VID1cHhTM3NXJVFVzjn",
+	"Ms+74rkcd8XFypZd8eUT0erv7e23RW/vYafX67fhR8mr47PRa/GVsD8XZWsh/kfY5XwkxcXFSIrWzei1",
+	"3P3115uR/PXX9n/6Yjf4tJ1QXUSIBL79FXx4LVpuYnft6Nr9ohzJB+VIJhHNNMyD8yiCqQUxgrfAskXJ",
+	"HKyFeRXIUix1Vla/bSV2dJ2QqgfqN4KOBUs4RiJNzVT0otoLRX1tXK2Qw7EY6cGOfmDxCkgT6m7X8bf7",
+	"kQR4qUL46vjsP31njXuDYP9BFdpdo+eCoFIFsmJCYl4BWReqPZSI1kF74IGenMoj5XugvAm+7K5d/TMS",
+	"SdF/m4ivREJTLH79deHeE7ymX3/9wf1fQnWtIKEn0C4hRbe7xqjK9CRD95dVEmZKIhFkguBl90QH3nQm",
+	"WqtRdi06YjWT5Si7rlZI9ZGbNFgJiZcwykqWlRHUPKVXIrQsyc/9+hD8bc/Ojy4udi8uRj/6yy2MAX2C",
+	"Zdkx087U5Gmjqux+zO/9gRX/xO+spUGwAwHproFD5Gqu0G7C3dFQuZh2yGKk7ipotEKbRfIp5kaDkR66",
+	"vfIjTDs01Ye6pDLPha6Wok/Bkwnl1N0DK877xBdCGapEtHRUrWYwPe2BSGajTHwlertafCHKUfZAtC4f",
+	"XLb/0+m5fyUwj5j4otLqAxYrYsZ1nIaJ0W+UZmJf4hrZlAurKHDkFQhz/o9IirlVExf5g0W5uBgVyu7q",
+	"dvj+8eUfBC+9HYij4BXeoNbFJQM9CL1B5rV5hpNK3puqdm4H4tHeI88+EbSu5Nm1giapCknilaLYrZuZ",
+	"PO2KAx3rIKMmNibUiK6TGJD5nQwIuP7idORdp/Ojw9PzZ8ntOSNwRT52sZFus01cDvOX/80r/Z2hveE4",
+	"b13porVpkX/qTBiyelNNYqxmmeeB8lkxkFuClQ5uwHcXpy8+kzSYWSgtF1mXX+k2EOnpQumDs2Ma+R8y",
+	"GZQbMWPnh24lNDW6LOSkDCPhG2kFVidcDPSp+2wD6teNL1WVkoJAnuOVxMT7O+b4x4OT5+83x3zhDz7H",
+	"AyEXWW380KqCUC/3f5j/w/tymw5xSPPkiJYU7pHEXC4Wmb5qE1YdajZQvHGfdlI1MRAYsQCOc3TIaTKF",
+	"dfHdEIkaAYlm0hVqrqq3pXNfoVyHjSvEQvlHKJc+zgqhF7thhYQ0ylsBjoEiFAu0rDiMGIoEc38D4XU1",
+	"CJnqfT3nI8ZaWtDfIE4uEtoADELLx9XewVFv0SNps3bBNMtL0lEzMDCZD8U6/lGMzZLAZSEGBXjutjBa",
+	"ntWYpO+Q12UFi1oydi7fop7azqDXfxLtzDPt/33nHO9nkTGOmu//DAqm2S8qEj234oFhf8gwSYRHur91",
+	"GaLbGAeUkpuTlc2Xc0/WP880/Tta77eINuWqEq3elqPJsrCmqMIkJgSAEm/LrVRs2abPkx86L9TbsnNI",
+	"P6M12Dq8eNXeNni8xbZX3d9/fL8wumqxPjdXZ9Ab8j7aBo2NrTGo4fkBpFat9aY2YZuzhtDER64GTpZH",
+	"0FLcBPqX+EpA0IlcQVZ6WrU3NtxUw/7sigWwoNs1RYHDl+cXp+fJp3UNjsBobsDfbU8Ts4O71fh/Z8aI",
+	"WYD4G9tB7XIMkAcyrHVuaNECbujxCms+aZtkTgAokmkGR0w9yjeB6Uy6jT3t4gZQaaSiol9Fw0ANeSEt",
+	"d40m/MPSAGyiDNdmFMCbkUWIFZjxXOm6QB1+D/z7C/nzUoHkPbcQM/d/FGtr3JNZnIUSUBw+w4wzAGs9",
+	"NSi2OMumJYnuwqMHyjUgPUNspaFeDeiwoWSZ0dYwbXShQJc21oifxvyhm2SA8rhHoN+7v+VKujPYLEvE",
+	"qUDKAxycWAMCDo/n7Be3+wmRA5SwCI9BBklQ2T/5ml/VINaJ8x26hEEbgfxRllp3AMMHyHU4ghNSVX/W",
+	"pnT/AtlykNJgnBkByOmvBLFJHliRMMwtuEesk8b18dd4dWiJrF18BJJxCXUe1u/RdT7JaGlVmpCoD3bb",
+	"3Nj2UGxpZYy192vmbiVPl3m+zakISqMbvIrbz9f+2um6/3vO1v7HOll/31G53+vfwStqHlD5CjcbnBmg",
+	"kCTLrQPAPb0TvX/52rPXfMyzO7jfNnrz8ER2z/2ZVMr98gV7YqZhufyDnYC/t6e2d4/5Ik4HsU4QE4r6",
+	"9eki2BSyRZej45Oz50cnRy8uvW7EB2OQD/Extn7+Bme9P9zrZ/0uUC5s55F3VsBFapnliBp7YYCNolBy",
+	"7rYjoZnlDeu4e96VmcpRxHuu5qZYMXeLOxidE1WYG1Go12pCAsj0cwgLa02FhxevnM3HBrj13nOvBIUy",
+	"hESELIsSPRVQeS4Uiv/G2ioNMT6cRwkNJ1dlDeiEw4JRzllno6LwiDVNSqFk6vP2NHw4SFGXFEpRiI+F",
+	"pUGq1PjFDhBuhAql+72+OMm+bg9JA9VNc4MdpvdQJGcHP0Ij++Xp6ej5wfk3R1g6cAajKpjXeN2HXs8N",
+	"LCh0x2ca5K6WOlUp61W3kg5foQN/CvSyH7UBcUsPWZKcANF7eLwXwry2KPgTWSSR0ABjgPsDsQ7A0Dxw",
+	"HO9jG6K0V9jSMDN5WjmNzTGLL0Qv1sgO1xXfe7EcEOXA4TZmtf9UbER8xNrrRlc9YIHaMjKyAHcXrCn2",
+	"LTegbmUNd+sDTvBaDn2r2QAldpMhTgJPHrJO01I7gb00QDFvft+4wcR4mTqHl9aZnxf8NFxqEpTywYzj",
+	"sT4ztnxgxWK2stlE5nTBtiASTfQw6eUTIQRZBEZFwx6xqqyUn9aJh16bMTSegJ9FxD56OVdFNhFzWRbZ",
+	"WxTYhYcHPhoKHG+ywsWMog+7RoAsadKLkljjSnyCX29HIDlcn5uJWawwiz8AOTeWDeABQyZpMpMFaH1C",
+	"2fLhl9198U8UV3RWykxFf+/RkwD4b0Wr97j7SPzz61ij0Fwk+j33G65vr5Vcp1lJUi14M8hVymulY43z",
+	"1es/IaRLwBZEbzazIMvKJhIsYfUAxEzo7ohzh+ug0mNF0TBZIjxmfTnDHOByrq1lIUN7y0gtvPzAmSNg",
+	"p2/aozonyVTmViVtrz8DxWKaAijOr48fdSnxNlVEAjWZslhBnwDobqh0uEmd+12w92owRHcFRXqQhgf7",
+	"wsbHLe2Ni9iiCSL+1zm3BLtoCwMD95i8J+Xk2t9OuXCtlQLxE7FqmyLWCIDNKaaeLcvU3GjqmA5ui2ua",
+	"QCNTEK53/lieI4laaQlCVK0Aah6A0c5NoVgkAIBJbr8reY3lbVgENGSM+So9FLoYbC0pptlbN+w3quAu",
+	"WLdwT7KvY90qlhrzAOPldKoKGzGjJtaX2ngNH4aGGN3JTGoNUO5QUdyZWRh9i+197ymcklUzDRk1O/Rk",
+	"+rY7T4UlhNF+86Zhky/fsyaVXt000w3ZcjuoEtahgnmsN0iYR2RN3Ij/SVKtQVsx9nKQPxVrWRRu6cBy",
+	"f7wHj1hxouEZ3N9/LL4Qjx9RnzY21FQyUDUFWMsezTdGWDMteTmiZ1LSlrLLuVjqXFkb6+Sb05Ojk+fH",
+	"J8eXCfNzomPhl6RoXRx/c3l0ftJeW5qZrXh8E1zajJhKjl9cHjFF5rB+3lMnO/ihzoaiNi9bNvhCrKFJ",
+	"cEPd2F1iF/kqXpvxKEuxcb7rfm5VmbT5cMIlHesE703g1oB0DP5O8TzmUNir415DBEEoF3TYBiuO9eJG",
+	"FYbDS5lhSsc50IUZK7eOBa4UoNhrs6kHLW0Cn1RuNHpNEq8RdgO5cyNAUaEvY8X+3pcw3Rcv//GP48Pj",
+	"oxeXo4vL0/MDZ5O9av9BcLlpluc2OA0YwB9r9wptxQpYI96emFStLY3qdMJzBNYzRUgT54AR9QBcioz2",
+	"ty8vL53P9ez0+xc4eeeyVIPgWqzI709zdOB425CDGeydwHOaLy310C0X7iDDBAjD00QhS3DJyR2fZ7rj",
+	"/uQiDa+fvb//8DG6Frt2KPZEuSw0pBnNdNrG55HiqnBDWqgiM6mYSetcIyDGqC7uLtyB7wUudW9P2PYA",
+	"TD4swi/oSl9gXRM2lAIo8C4MNkKMHX4GDzeTbxQ9fOperJevde/PvVmEAkDlw5ZmUdEsZmnOUUor6czK",
+	"ctFxP4ZKkFmW4SQ8dMOMaq1mj/aeiITSAqPL45Oj05eXSSRqARpK69BegdEzfRSFDBiVEcmi88HZ0/At",
+	"dbHG1w9HBfjzG0KIwJxEm8KGjSzMbr45hL+ViXm+zMvMxZK7U1PMO86yuD8rjZVi+DZWW+hHl5jJ4jpM",
+	"JMIkhJmUquxg6Axa1QovV//tWtoCwv73Siy9hHm4G//z37oLBFILVabh5Ojy4NnB5UH4Nx8Znp5dHp++",
+	"uACC6OOLC/ens4Pzy82C0vfbK/LkfpFSYGecQVmAvD4Z+nXbAoZnqiBIzkFNRgHP0CY73DQnW5gGY+2+",
+	"T4FU41TwJiUOpbPvaUWth0GRWA+DBhV0RL11AYxzvDZlhdj146ga2ysagVLQHlfLAPgJ+AM81vfacFN7",
+	"mZhEci9zmeeitTE10/6A4jAfkeXxT5SRJuWs+yKDD+L1QX2l+5C83nGDC9yF6ZgV+F3heqwhXgdybpUC",
+	"l9dwg4QlpT5qOYNY43LriobfWuuUY6NYudSw14EomQ3lhjt+aKbTcHrbfwLlI/RXQj//8OIVNwQXoPos",
+	"7UpPZoXRZmlrVY87lDmobnsbtKHSQytUoxzvRoGSOKyHYznbA0EUvNyE1ltS5WAaS8IFc7YeGxNvkYun",
+	"GmFy8waCQ1fM6k9yJYPYCxI2VXgLQ8YSgMcjeCWfDPHMGFP7TReQV2BTBFOau3tfg+58OxKpnLs4l1o/",
+	"mQAeMk+klhQcQhGwo9Ueerf2jM0Mo5UrSCwDNLOmD0SRdjP4xVf2AOGWSrTczTpG56so1u7sgC6TzAql",
+	"U8h7UmTK/BsU3AJ5gMyxoBxq40FSlPXEDStFYfAMWWe4LcvKQHdoplJKfu8Lu02YP3CTd+4Ct4bFeyvY",
+	"+v0gh/dU2b7F9f+TNC+81NfabS+EL4lW8t3p1x+I/uJvV6w+M3ke2vf3MtzECr69UH0QpAEwcYY6+r5R",
+	"GT4Gcp16ztIHMSX2ClNOUC1Ei2h2MIcrSRu23RVHSHl3I1c+PZaFMgjbLLxIDg9eHB49f+5MX1Dh8YVI",
+	"qE2D2fTFA+/SUITjDicIcUSr9igPLBooYLH0czyT/gGj9TsSTRQTvSGk5kqlwBXPRMJKVLUJf1300CD5",
+	"tChMupwoyFammZ1INwWUia4qrDxPskoS1w441iBVUI2+Uu4pQKPEbbh/HL84vvgWUsesKFd/jZh2Cp46",
+	"jTVfkcTrsUxJ+Smv7I06JNR636pmJtahJoksSZp8WKVI8VRLjVYYqvl3nlEOF29SU7LD+2w8FA5hjv97",
+	"LkTOIW9soGDX/GUFMO500Nx7Pxzs2NrObNU35N/mAPzU4dEhESRtCG9/54H6Dl7RSy71AASR+OG2cz9z",
+	"5g9Oogphq9XNiDU6a/aeXgMaUO63hIsPAsPv3sWz0xdH/rdN+80KUtAsA798tIG053Yn3NPWfY729gNx",
+	"5f3Z/WyfDUVPZ8sC+Hwaicm3DJZ4q76g/xs5vCfLX9DHzIg1qnwLN8EVOEalW4ygu6SaLIusXMH+HitZ",
+	"qOJg6fbmv39yexHTNZtg+TS4EDki07RQ1u5EO8si3xnszMpyMdjdzc1E5jNjy8H+/v7jnc24elS1d75N",
+	"p8xtZ6IgwZXiv67VqnZRu+GqP/lHbF4e6A7qgj0zU4L2YGXHqNd7fXAH21Jstvqxn9P1nz/P3iitLCZi",
+	"nduQaZwi+ikCVbZMim8ERrbYYLSqlBt+c2J0VrJEOn3VG3m75Sb1XqioobVO454YPclypNapgA+5HHfF",
+	"gQvRKKkHgBWmQqwu3MnN1VdY6yFxQUiUXQ2YYjXos00iQTJYuRx3SDAkie5Exsqwy2TXt8CgQgyHXft7",
+	"PSDkqG9LjPngrhvuwMSIAs7gdVI40AGnOcNU2lLbCOUaSB2RJZfNtOYzkJwNHsb0unwD2m8//fb/AwAA",
+	"//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
