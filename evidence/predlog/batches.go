@@ -93,7 +93,13 @@ func DecodeBatchCursor(text string) (string, error) {
 	if err != nil || len(b) < 2 || b[0] != batchCursorFormat || len(b)-1 > inference.MaxContextTextBytes || !utf8.Valid(b[1:]) {
 		return "", ErrBadCursor
 	}
-	return string(b[1:]), nil
+	// The decoder skips line breaks, even when strict: a text that does
+	// not encode back to itself was not made here.
+	id := string(b[1:])
+	if EncodeBatchCursor(id) != text {
+		return "", ErrBadCursor
+	}
+	return id, nil
 }
 
 // BatchRow is one row of the stores' batch query: a batch's figures
