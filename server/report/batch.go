@@ -251,6 +251,14 @@ func seriesFigure(t *batches.Trajectory, b *batches.Bands, outside []int, s batc
 		p.Add(rings)
 		p.Legend.Add(fmt.Sprintf("outside the band: %d", len(outside)), rings)
 	}
+	// Room above the data for the legend, which would otherwise sit on
+	// the band. Thumbnails first: a browser's font may be wider than the
+	// metrics the SVG was laid out with, and text then runs on to the
+	// right, not into the thumbnails.
+	p.Legend.Left = true
+	if span := p.Y.Max - p.Y.Min; ok(span) && span > 0 {
+		p.Y.Max += 0.3 * span
+	}
 	svg, err := toSVG(p)
 	if err != nil {
 		return nil, err
