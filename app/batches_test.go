@@ -11,6 +11,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/gen"
+	"ramanserve/platform/pgtest"
 )
 
 // sendBatch sends n predicts of batch, scan_seq 100+i, whose first
@@ -171,5 +172,47 @@ func TestBatchTrajectoriesAndBands(t *testing.T) {
 		if resp, body := httpDo(t, app, "GET", q, "", ""); resp.StatusCode != 400 {
 			t.Errorf("GET %s: %d %s", q, resp.StatusCode, body)
 		}
+	}
+}
+
+// TestFleetSharesBatchesAndReferences: on a fleet's database, a batch
+// predicted on one replica is listed by the other, a reference marked on
+// the other is seen by the first, and the first's page draws the bands
+// of the references.
+func TestFleetSharesBatchesAndReferences(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := replica(t, url, nil), replica(t, url, nil)
+	v := stageSmallModel(t, a.Registry, "op")
+	if code, errCode := postLoad(t, a, v, "staged"); code != 200 {
+		t.Fatalf("load: %d %s", code, errCode)
+	}
+	waitServed(t, v, a, b)
+	axis := []float64{500, 600, 700, 800, 900, 1000}
+	for k, id := range []string{"R-1", "R-2", "T"} {
+		sendBatch(t, a, axis, id, 6, func(int) float64 { return 0.1 * float64(k) })
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, body := httpDo(t, b, "GET", "/batches", "", "")
+		var page gen.BatchList
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatalf("GET /batches on b: %s", body)
+		}
+		if len(page.Batches) == 3 && page.Batches[2].Count == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b lists %s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, id := range []string{"R-1", "R-2"} {
+		if resp, body := httpDo(t, b, "PUT", "/batches/"+id+"/reference", "", ""); resp.StatusCode != 200 {
+			t.Fatalf("PUT reference on b: %d %s", resp.StatusCode, body)
+		}
+	}
+	resp, body := httpDo(t, a, "GET", "/batches/T/report?maturity=scan_seq", "", "")
+	if resp.StatusCode != 200 || strings.Contains(string(body), `id="no-bands"`) || strings.Count(string(body), "in the bands") != 2 {
+		t.Fatalf("a's page of T: %d %.300s", resp.StatusCode, body)
 	}
 }
