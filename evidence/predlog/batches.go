@@ -74,8 +74,9 @@ const batchCursorFormat = 'b'
 var batchCursorEncoding = base64.RawURLEncoding.Strict()
 
 // MaxBatchCursorLen bounds a batch cursor's text: a format byte and a
-// batch id of at most inference.MaxContextTextBytes, in base64.
-var MaxBatchCursorLen = batchCursorEncoding.EncodedLen(1 + inference.MaxContextTextBytes)
+// batch id of at most inference.MaxContextTextBytes, in unpadded base64
+// (4 characters per 3 bytes, rounded up).
+const MaxBatchCursorLen = (4*(1+inference.MaxContextTextBytes) + 2) / 3
 
 // EncodeBatchCursor is the cursor of the page after batchID.
 func EncodeBatchCursor(batchID string) string {

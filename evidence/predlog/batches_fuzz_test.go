@@ -18,6 +18,9 @@ func FuzzBatchCursor(f *testing.F) {
 	for _, text := range []string{"", "Yg", "YgA=", "Yv_-", "YmM"} {
 		f.Add(text)
 	}
+	if n := len(EncodeBatchCursor(string(make([]byte, inference.MaxContextTextBytes)))); n != MaxBatchCursorLen {
+		f.Fatalf("the longest cursor has %d characters, MaxBatchCursorLen %d", n, MaxBatchCursorLen)
+	}
 	f.Fuzz(func(t *testing.T, text string) {
 		id, err := DecodeBatchCursor(text)
 		if err != nil {
@@ -29,7 +32,7 @@ func FuzzBatchCursor(f *testing.F) {
 		if id == "" || len(id) > inference.MaxContextTextBytes || !utf8.ValidString(id) {
 			t.Fatalf("%q decodes to %q", text, id)
 		}
-		if again := EncodeBatchCursor(id); again != text {
+		if again := EncodeBatchCursor(id); again != text || len(again) > MaxBatchCursorLen {
 			t.Fatalf("%q decodes to %q, which encodes to %q", text, id, again)
 		}
 	})
