@@ -8,7 +8,7 @@ import (
 
 // MaxReferences is the most batches marked as references at once. The
 // bands read each reference's trajectory (at most MaxPoints records, one
-// at a time) and keep its series (48 bytes a point): at most about 10 MB
+// at a time) and keep its series (80 bytes a point): at most about 16 MB
 // for one page of bands.
 const MaxReferences = 20
 
