@@ -135,9 +135,10 @@ func TestConcurrentFirstOpens(t *testing.T) {
 	}
 	db := rawDB(t, dir)
 	for query, want := range map[string]int64{
-		`SELECT count(*) FROM goose_db_version`:                      2,
+		`SELECT count(*) FROM goose_db_version`:                      3,
 		`SELECT count(*) FROM goose_db_version WHERE version_id = 1`: 1,
-		`SELECT version FROM schema_version`:                         1,
+		`SELECT count(*) FROM goose_db_version WHERE version_id = 2`: 1,
+		`SELECT version FROM schema_version`:                         2,
 	} {
 		var got int64
 		if err := db.QueryRow(query).Scan(&got); err != nil {
