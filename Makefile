@@ -145,12 +145,13 @@ deps-curl:
 test-examples: deps-c
 	set -o pipefail; CI=true $(GO) test -count=1 -run '^TestExampleC' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
-## test-browser: the review page in headless Chromium, without and with lab results (no console error, every plot drawn, a full-page PNG),
-## and GET /docs (every operation rendered, no console error, nothing fetched);
-## REPORT_PNG=docs/report.png refreshes the README's screenshot
+## test-browser: the review page in headless Chromium, without and with lab results, a batch's page against its control bands
+## (no console error, every plot drawn, a full-page PNG), and GET /docs (every operation rendered, no console error, nothing fetched);
+## REPORT_PNG=docs/report.png refreshes the README's screenshot, BATCH_PNG=docs/batch-report.png the batch page's in docs/evidence.md
 REPORT_PNG ?=
+BATCH_PNG ?=
 test-browser: deps-browser
-	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) $(GO) test -count=1 -timeout 5m -run '^(TestReportPage.*|TestDocsPage)InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
+	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) RAMANSERVE_BATCH_PNG=$(if $(BATCH_PNG),$(abspath $(BATCH_PNG))) $(GO) test -count=1 -timeout 5m -run '^(TestReportPage.*|TestBatchPage|TestDocsPage)InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
 ## test-prometheus: a real Prometheus scrapes an in-process server (bearer token on) and
 ## reads ramanserve_predictions_total back; promtool checks /metrics, the alert rules and their unit tests
@@ -325,6 +326,8 @@ bench: deps build
 	@echo "== review page: 2000 training rows x 3 analytes, two regions, without and with a lab section of 2000 results in 100 batches (render time, page bytes)"
 	$(GO) test -run '^$$' -bench 'Render2000' -benchmem ./server/report
 	RAMAN_BENCH_PERFORMANCE=1 $(GO) test -count=1 -run '^TestPerformanceAtScale$$' -v ./evidence/reconcile | grep -E '^([[:space:]]+performance_scale_test|---|ok|FAIL)'
+	@echo "== batch trajectories over 100,000 logged predictions, real HTTP: GET /batches/{batch_id} of 1,000 and of 10,000 points, the page against 3 references, a page of GET /batches"
+	$(GO) test -run '^$$' -bench 'GetBatch100k' -benchtime 20x ./app
 	@echo "== robustness: RMSEP of a raw and a recipe model with faults injected into the test spectra only; claimed confidence / observed fraction within tolerance"
 	$(GO) test -count=1 -run '^TestRobustnessUnderFaults$$' -v ./inference | grep -vE '^(=== RUN|PASS$$)'
 	@echo "== training: 2000 x 2048, CV over 1..20 components, against scikit-learn"

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ramanserve/evidence"
+	"ramanserve/evidence/batches"
 	"ramanserve/evidence/labstore"
 	"ramanserve/evidence/labstore/pglab"
 	"ramanserve/evidence/predlog"
@@ -26,6 +27,7 @@ import (
 	"ramanserve/server"
 	"ramanserve/server/contract"
 	"ramanserve/server/metrics"
+	batchsvc "ramanserve/service/batches"
 	evidencesvc "ramanserve/service/evidence"
 	"ramanserve/service/models"
 	"ramanserve/service/training"
@@ -44,13 +46,14 @@ type App struct {
 	Registry      *registry.Registry
 	registryStore io.Closer // the registry's store, closed after the registry
 	jobs          *jobs.Manager
-	predlog       *predlog.Writer     // nil: the log is off
-	shadow        *shadow.Scorer      // the shadow model beside the active one
-	collector     *evidence.Collector // the channel's hook into both
-	labstore      reconcile.LabStore  // nil: the log is off
-	labCloser     io.Closer           // nil: nothing to close (the fleet's database is closed last)
-	shared        *sharedStore        // nil: the embedded store
-	fleet         *membership         // this process in GET /fleet; nil until built
+	predlog       *predlog.Writer        // nil: the log is off
+	shadow        *shadow.Scorer         // the shadow model beside the active one
+	collector     *evidence.Collector    // the channel's hook into both
+	labstore      reconcile.LabStore     // nil: the log is off
+	references    batches.ReferenceStore // nil: the log is off
+	labCloser     io.Closer              // nil: nothing to close (the fleet's database is closed last)
+	shared        *sharedStore           // nil: the embedded store
+	fleet         *membership            // this process in GET /fleet; nil until built
 
 	shutdownOnce chan struct{} // closed by the first Shutdown
 	shutdownDone chan struct{}
@@ -196,18 +199,19 @@ func (a *App) openLog(ctx context.Context, opts predlog.Options) (*predlog.Write
 	return predlog.New(ctx, s, opts)
 }
 
-// labStore opens the lab result store on the fleet's database, or
-// lab-results.db in the registry directory; closer is nil when the store
-// needs no closing of its own.
-func (a *App) labStore(ctx context.Context) (reconcile.LabStore, io.Closer, error) {
+// labStore opens the lab result store and the reference batches kept
+// beside it, on the fleet's database, or in lab-results.db in the
+// registry directory; closer is nil when the store needs no closing of
+// its own.
+func (a *App) labStore(ctx context.Context) (reconcile.LabStore, batches.ReferenceStore, io.Closer, error) {
 	if a.shared != nil {
-		return pglab.New(a.shared.pool), nil, nil
+		return pglab.New(a.shared.pool), pglab.NewReferences(a.shared.pool), nil, nil
 	}
 	s, err := labstore.Open(ctx, a.Registry.Dir())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, s, nil
+	return s, s.References(), s, nil
 }
 
 // openLab opens the lab result store (lab-results.db in the registry
@@ -218,7 +222,7 @@ func (a *App) openLab(ctx context.Context) (*evidencesvc.Lab, error) {
 	if a.predlog == nil {
 		return nil, nil
 	}
-	store, closer, err := a.labStore(ctx)
+	store, refs, closer, err := a.labStore(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lab results: %w", err)
 	}
@@ -229,7 +233,7 @@ func (a *App) openLab(ctx context.Context) (*evidencesvc.Lab, error) {
 		}
 		return nil, fmt.Errorf("lab results: %w", err)
 	}
-	a.labstore, a.labCloser = store, closer
+	a.labstore, a.references, a.labCloser = store, refs, closer
 	return evidencesvc.NewLab(rec, a.predlog, a.Registry), nil
 }
 
@@ -308,6 +312,9 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 	if lab != nil {
 		api.Lab = lab
 		api.LabReports = lab
+	}
+	if a.predlog != nil && a.references != nil {
+		api.Batches = batchsvc.New(a.predlog, a.references)
 	}
 	var storeState metrics.StoreState // nil interface for the embedded store
 	if a.shared != nil {

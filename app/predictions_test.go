@@ -395,6 +395,11 @@ func TestPredictionLogOff(t *testing.T) {
 		{"GET", "/predictions", ""},
 		{"POST", "/lab-results", `[{"lab_sample_id":"L1","batch_id":"B-off","scan_seq":1,"EPA":1}]`},
 		{"GET", "/model/" + app.Registry.Active().Metadata().Version + "/performance", ""},
+		{"GET", "/batches", ""},
+		{"GET", "/batches/B-off", ""},
+		{"GET", "/batches/B-off/report", ""},
+		{"PUT", "/batches/B-off/reference", ""},
+		{"DELETE", "/batches/B-off/reference", ""},
 	} {
 		resp, body := httpDo(t, app, c.method, c.path, c.body, "")
 		if resp.StatusCode != http.StatusNotImplemented || !bytes.Contains(body, []byte(`"NOT_IMPLEMENTED"`)) {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -255,6 +256,7 @@ func (fx authFixtures) request(t *testing.T, base string, op contractOperation) 
 	}
 	path = strings.ReplaceAll(path, "{version}", fx.active)
 	path = strings.ReplaceAll(path, "{jobId}", fx.doneJob)
+	path = strings.ReplaceAll(path, "{batch_id}", fx.labBatch)
 	if strings.Contains(path, "{") {
 		t.Fatalf("%s: no fixture for a parameter of %s", op.id, op.path)
 	}
@@ -321,8 +323,8 @@ func TestAuthEveryOperation(t *testing.T) {
 		}
 	}
 	t.Logf("auth matrix: %d operations of the contract x {no token, read, operate}, %d of them mutations", len(ops), mutations)
-	if mutations != 8 {
-		t.Errorf("%d mutations in the contract, want 8 (load, delete, train, cancel, set and clear the shadow, rescore, lab results)", mutations)
+	if mutations != 10 {
+		t.Errorf("%d mutations in the contract, want 10 (load, delete, train, cancel, set and clear the shadow, rescore, lab results, mark and unmark a reference batch)", mutations)
 	}
 	// The operate round, mutations last, so that every GET still finds
 	// its fixture; then each mutation's effect is checked.
@@ -374,6 +376,11 @@ func TestAuthEveryOperation(t *testing.T) {
 	}
 	if perf := must(c.GetModelPerformanceWithResponse(ctx, fx.active, nil))(t).JSON200; perf == nil || perf.Analytes.EPA == nil || perf.Analytes.EPA.N < 1 {
 		t.Errorf("performance of %s after the lab post: %+v", fx.active, perf)
+	}
+	// The reference mark, unmarked and marked again (DELETE sorts before
+	// PUT), in the operate token's name.
+	if refs := must(c.ListBatchesWithResponse(ctx, nil))(t).JSON200; refs == nil || !slices.ContainsFunc(refs.Batches, func(b gen.BatchSummary) bool { return b.BatchId == fx.labBatch && b.Reference }) {
+		t.Errorf("GET /batches after the mark: %+v, want %s a reference batch", refs, fx.labBatch)
 	}
 	if accepted == "" {
 		t.Fatal("the operate upload was not accepted")

@@ -574,6 +574,26 @@ func TestEvidenceErrors(t *testing.T) {
 		wantError(t, "GET /predictions?"+q.query, http.StatusBadRequest, b, resp.StatusCode, q.code)
 	}
 
+	// Batches: an unknown batch on every route that reads one, a bad
+	// cursor, page size, maturity or batch id.
+	unknown := uniqueBatch("never-predicted")
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/batches/" + unknown}, {http.MethodGet, "/batches/" + unknown + "/report"}, {http.MethodPut, "/batches/" + unknown + "/reference"},
+	} {
+		resp, b := raw(t, r.method, r.path, "", nil)
+		wantError(t, r.method+" "+r.path, http.StatusNotFound, b, resp.StatusCode, "BATCH_NOT_FOUND")
+	}
+	for _, q := range []struct{ path, code string }{
+		{"/batches?cursor=not-a-cursor", "INVALID_CURSOR"},
+		{"/batches?limit=0", "INVALID_REQUEST"},
+		{"/batches?limit=1001", "INVALID_REQUEST"},
+		{"/batches/" + unknown + "?maturity=age", "INVALID_REQUEST"},
+		{"/batches/" + strings.Repeat("b", 129), "INVALID_REQUEST"},
+	} {
+		resp, b := raw(t, http.MethodGet, q.path, "", nil)
+		wantError(t, "GET "+q.path, http.StatusBadRequest, b, resp.StatusCode, q.code)
+	}
+
 	// Lab results that cannot be parsed: the whole post is refused and
 	// nothing is stored, not even its good records.
 	wn, samples := evidenceSamples(1511, 2)

@@ -42,6 +42,24 @@ func (e AlsBaselineStepStep) Valid() bool {
 	}
 }
 
+// Defines values for BatchMaturity.
+const (
+	ScanSeq BatchMaturity = "scan_seq"
+	Time    BatchMaturity = "time"
+)
+
+// Valid indicates whether the value is a known member of the BatchMaturity enum.
+func (e BatchMaturity) Valid() bool {
+	switch e {
+	case ScanSeq:
+		return true
+	case Time:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChannelErrorCode.
 const (
 	INTERNALERROR      ChannelErrorCode = "INTERNAL_ERROR"
@@ -622,6 +640,57 @@ type BatchBias struct {
 	Bias           AnalyteValues `json:"bias"`
 	FirstSampledAt time.Time     `json:"first_sampled_at"`
 	N              int           `json:"n"`
+}
+
+// BatchList defines model for BatchList.
+type BatchList struct {
+	Batches    []BatchSummary `json:"batches"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+// BatchMaturity `time`: seconds since the batch's first spectrum; `scan_seq`: the scan_seq the rig sent.
+type BatchMaturity string
+
+// BatchSummary defines model for BatchSummary.
+type BatchSummary struct {
+	BatchId string `json:"batch_id"`
+
+	// Count The batch's spectra (active records) in the log.
+	Count int64 `json:"count"`
+
+	// FirstTime The time of the batch's first spectrum (active record).
+	FirstTime time.Time `json:"first_time"`
+	LastTime  time.Time `json:"last_time"`
+
+	// Models The versions that scored the batch as the active model, the shadow or a re-scoring job, in byte order.
+	Models []string `json:"models"`
+
+	// MoreModels Versions that scored the batch beyond those listed.
+	MoreModels int `json:"more_models"`
+
+	// Reference The batch is marked as a reference batch.
+	Reference bool `json:"reference"`
+}
+
+// BatchTrajectory defines model for BatchTrajectory.
+type BatchTrajectory struct {
+	BatchId string `json:"batch_id"`
+
+	// Maturity `time`: seconds since the batch's first spectrum; `scan_seq`: the scan_seq the rig sent.
+	Maturity BatchMaturity     `json:"maturity"`
+	Points   []TrajectoryPoint `json:"points"`
+
+	// Reference The batch is marked as a reference batch.
+	Reference bool `json:"reference"`
+
+	// StartTime The time of the batch's first spectrum.
+	StartTime time.Time `json:"start_time"`
+
+	// Truncated The batch has more than 10,000 spectra; the trajectory holds the first 10,000.
+	Truncated bool `json:"truncated"`
+
+	// Unplaced Spectra left out for want of a maturity (no scan_seq, with `maturity=scan_seq`).
+	Unplaced int `json:"unplaced"`
 }
 
 // CVPoint defines model for CVPoint.
@@ -1457,6 +1526,18 @@ type PreprocessingStep struct {
 // ProtocolVersion Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
 type ProtocolVersion int
 
+// ReferenceBatch defines model for ReferenceBatch.
+type ReferenceBatch struct {
+	BatchId string `json:"batch_id"`
+
+	// Created This request marked the batch (false when it was marked already).
+	Created  bool      `json:"created"`
+	MarkedAt time.Time `json:"marked_at"`
+
+	// MarkedBy The name of the token that marked it; absent without authentication.
+	MarkedBy *string `json:"marked_by,omitempty"`
+}
+
 // RegionContribution defines model for RegionContribution.
 type RegionContribution struct {
 	// Region An inclusive `[low, high]` range of wavenumbers, cm-1.
@@ -2030,6 +2111,26 @@ type TrainingUpload struct {
 	Meta TrainingMeta `json:"meta"`
 }
 
+// TrajectoryPoint defines model for TrajectoryPoint.
+type TrajectoryPoint struct {
+	// Concentrations One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
+	Concentrations AnalyteValues `json:"concentrations"`
+
+	// Confidence One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
+	Confidence *AnalyteValues `json:"confidence,omitempty"`
+
+	// Maturity Seconds since the batch's first spectrum, or the scan_seq (the trajectory's `maturity`).
+	Maturity float64 `json:"maturity"`
+
+	// ModelVersion The active model that answered the rig.
+	ModelVersion string    `json:"model_version"`
+	PredictionId string    `json:"prediction_id"`
+	QReduced     *float64  `json:"q_reduced,omitempty"`
+	ScanSeq      *float64  `json:"scan_seq,omitempty"`
+	T2Reduced    *float64  `json:"t2_reduced,omitempty"`
+	Time         time.Time `json:"time"`
+}
+
 // UnmatchedLabResult defines model for UnmatchedLabResult.
 type UnmatchedLabResult struct {
 	// Index The record's position in the post, from 0; the array index, or the CSV row counted after the header (the first data row is 0).
@@ -2059,6 +2160,12 @@ type Version = string
 // WavenumberRegion An inclusive `[low, high]` range of wavenumbers, cm-1.
 type WavenumberRegion = []float64
 
+// BatchId defines model for BatchId.
+type BatchId = string
+
+// Maturity `time`: seconds since the batch's first spectrum; `scan_seq`: the scan_seq the rig sent.
+type Maturity = BatchMaturity
+
 // DefaultError defines model for DefaultError.
 type DefaultError = ErrorResponse
 
@@ -2082,6 +2189,27 @@ type Unavailable = ErrorResponse
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = ErrorResponse
+
+// ListBatchesParams defines parameters for ListBatches.
+type ListBatchesParams struct {
+	// Limit Page size, 1 to 1000; absent means 100.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetBatchParams defines parameters for GetBatch.
+type GetBatchParams struct {
+	// Maturity What the trajectory is drawn against; absent means `time`.
+	Maturity *Maturity `form:"maturity,omitempty" json:"maturity,omitempty"`
+}
+
+// GetBatchReportParams defines parameters for GetBatchReport.
+type GetBatchReportParams struct {
+	// Maturity What the trajectory is drawn against; absent means `time`.
+	Maturity *Maturity `form:"maturity,omitempty" json:"maturity,omitempty"`
+}
 
 // PostLabResultsJSONBody defines parameters for PostLabResults.
 type PostLabResultsJSONBody = []LabResult
@@ -2922,6 +3050,68 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListBatches The batches the prediction log has seen
+	//
+	// Every batch id with at least one active record in the log (the
+	// `batch_id` of the predicts' `context`), in byte order of the ids,
+	// a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
+	// the last page, otherwise pass it as `cursor`. For each batch: the
+	// times of its first and last spectrum and how many spectra it has
+	// (active records), the versions that scored it in any role (at
+	// most 16, in byte order; `more_models` counts the others), and
+	// whether it is marked as a reference batch.
+	//
+	// Corresponds with GET /batches (the `ListBatches` operationId).
+	ListBatches(ctx context.Context, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBatch A batch's trajectory
+	//
+	// The batch's spectra as the rig was answered (active records), in
+	// order of maturity: predicted concentrations, confidence, reduced
+	// T² and Q, against the batch's maturity, which is `time` (seconds
+	// since the batch's first spectrum, the default) or `scan_seq` (the
+	// `scan_seq` the rig sent; spectra without one are left out and
+	// counted in `unplaced`). A trajectory holds the batch's first
+	// 10,000 spectra at most (`truncated` says when there were more).
+	//
+	// Corresponds with GET /batches/{batch_id} (the `GetBatch` operationId).
+	GetBatch(ctx context.Context, batchId BatchId, params *GetBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnmarkReferenceBatch Unmark a reference batch
+	//
+	// Needs the `operate` role. Answers 204 whether or not the batch was
+	// marked (or is in the log).
+	//
+	// Corresponds with DELETE /batches/{batch_id}/reference (the `UnmarkReferenceBatch` operationId).
+	UnmarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkReferenceBatch Mark a batch as a good one, a reference of the control bands
+	//
+	// Needs the `operate` role. The batch must be in the prediction log.
+	// Marking a marked batch again changes nothing and returns the first
+	// mark. At most 20 batches are marked at once; unmark one to mark
+	// another. The mark is stored with the lab's results (the fleet's
+	// database with `-store`) and survives a restart.
+	//
+	// Corresponds with PUT /batches/{batch_id}/reference (the `MarkReferenceBatch` operationId).
+	MarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBatchReport The batch against the control bands, one self-contained HTML page
+	//
+	// The trajectory of `GET /batches/{batch_id}` drawn against the
+	// control bands of the reference batches, one plot per analyte and
+	// one each for the reduced T² and Q: at each maturity the mean of the
+	// reference batches ± 3 standard deviations, the points outside the
+	// band marked and listed. The bands are made of every marked batch
+	// but this one (a reference batch is judged by the others); how the
+	// batches are aligned is in `docs/evidence.md`. Without reference
+	// batches the page says so and draws the trajectory alone. Like the
+	// review pages, it fetches nothing and runs no script, and shares
+	// their report slots (503 `SERVER_BUSY` after 5 s without one).
+	//
+	// Corresponds with GET /batches/{batch_id}/report (the `GetBatchReport` operationId).
+	GetBatchReport(ctx context.Context, batchId BatchId, params *GetBatchReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetDocs This document, as a page to read in a browser
 	//
 	// **Role** (with `-auth-tokens`): `read`.
@@ -3597,6 +3787,118 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
 	GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListBatches The batches the prediction log has seen
+//
+// Every batch id with at least one active record in the log (the
+// `batch_id` of the predicts' `context`), in byte order of the ids,
+// a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
+// the last page, otherwise pass it as `cursor`. For each batch: the
+// times of its first and last spectrum and how many spectra it has
+// (active records), the versions that scored it in any role (at
+// most 16, in byte order; `more_models` counts the others), and
+// whether it is marked as a reference batch.
+//
+// Corresponds with GET /batches (the `ListBatches` operationId).
+func (c *Client) ListBatches(ctx context.Context, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBatchesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBatch A batch's trajectory
+//
+// The batch's spectra as the rig was answered (active records), in
+// order of maturity: predicted concentrations, confidence, reduced
+// T² and Q, against the batch's maturity, which is `time` (seconds
+// since the batch's first spectrum, the default) or `scan_seq` (the
+// `scan_seq` the rig sent; spectra without one are left out and
+// counted in `unplaced`). A trajectory holds the batch's first
+// 10,000 spectra at most (`truncated` says when there were more).
+//
+// Corresponds with GET /batches/{batch_id} (the `GetBatch` operationId).
+func (c *Client) GetBatch(ctx context.Context, batchId BatchId, params *GetBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBatchRequest(c.Server, batchId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnmarkReferenceBatch Unmark a reference batch
+//
+// Needs the `operate` role. Answers 204 whether or not the batch was
+// marked (or is in the log).
+//
+// Corresponds with DELETE /batches/{batch_id}/reference (the `UnmarkReferenceBatch` operationId).
+func (c *Client) UnmarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnmarkReferenceBatchRequest(c.Server, batchId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkReferenceBatch Mark a batch as a good one, a reference of the control bands
+//
+// Needs the `operate` role. The batch must be in the prediction log.
+// Marking a marked batch again changes nothing and returns the first
+// mark. At most 20 batches are marked at once; unmark one to mark
+// another. The mark is stored with the lab's results (the fleet's
+// database with `-store`) and survives a restart.
+//
+// Corresponds with PUT /batches/{batch_id}/reference (the `MarkReferenceBatch` operationId).
+func (c *Client) MarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkReferenceBatchRequest(c.Server, batchId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBatchReport The batch against the control bands, one self-contained HTML page
+//
+// The trajectory of `GET /batches/{batch_id}` drawn against the
+// control bands of the reference batches, one plot per analyte and
+// one each for the reduced T² and Q: at each maturity the mean of the
+// reference batches ± 3 standard deviations, the points outside the
+// band marked and listed. The bands are made of every marked batch
+// but this one (a reference batch is judged by the others); how the
+// batches are aligned is in `docs/evidence.md`. Without reference
+// batches the page says so and draws the trajectory alone. Like the
+// review pages, it fetches nothing and runs no script, and shares
+// their report slots (503 `SERVER_BUSY` after 5 s without one).
+//
+// Corresponds with GET /batches/{batch_id}/report (the `GetBatchReport` operationId).
+func (c *Client) GetBatchReport(ctx context.Context, batchId BatchId, params *GetBatchReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBatchReportRequest(c.Server, batchId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetDocs This document, as a page to read in a browser
@@ -4563,6 +4865,262 @@ func (c *Client) GetTrainingReport(ctx context.Context, jobId string, reqEditors
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListBatchesRequest constructs an http.Request for the ListBatches method
+func NewListBatchesRequest(server string, params *ListBatchesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/batches")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetBatchRequest constructs an http.Request for the GetBatch method
+func NewGetBatchRequest(server string, batchId BatchId, params *GetBatchParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "batch_id", batchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/batches/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Maturity != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "maturity", *params.Maturity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUnmarkReferenceBatchRequest constructs an http.Request for the UnmarkReferenceBatch method
+func NewUnmarkReferenceBatchRequest(server string, batchId BatchId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "batch_id", batchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/batches/%s/reference", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewMarkReferenceBatchRequest constructs an http.Request for the MarkReferenceBatch method
+func NewMarkReferenceBatchRequest(server string, batchId BatchId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "batch_id", batchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/batches/%s/reference", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetBatchReportRequest constructs an http.Request for the GetBatchReport method
+func NewGetBatchReportRequest(server string, batchId BatchId, params *GetBatchReportParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "batch_id", batchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/batches/%s/report", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Maturity != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "maturity", *params.Maturity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetDocsRequest constructs an http.Request for the GetDocs method
@@ -5653,6 +6211,78 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListBatchesWithResponse The batches the prediction log has seen
+	//
+	// Every batch id with at least one active record in the log (the
+	// `batch_id` of the predicts' `context`), in byte order of the ids,
+	// a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
+	// the last page, otherwise pass it as `cursor`. For each batch: the
+	// times of its first and last spectrum and how many spectra it has
+	// (active records), the versions that scored it in any role (at
+	// most 16, in byte order; `more_models` counts the others), and
+	// whether it is marked as a reference batch.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /batches (the `ListBatches` operationId).
+	ListBatchesWithResponse(ctx context.Context, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*ListBatchesResponse, error)
+
+	// GetBatchWithResponse A batch's trajectory
+	//
+	// The batch's spectra as the rig was answered (active records), in
+	// order of maturity: predicted concentrations, confidence, reduced
+	// T² and Q, against the batch's maturity, which is `time` (seconds
+	// since the batch's first spectrum, the default) or `scan_seq` (the
+	// `scan_seq` the rig sent; spectra without one are left out and
+	// counted in `unplaced`). A trajectory holds the batch's first
+	// 10,000 spectra at most (`truncated` says when there were more).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /batches/{batch_id} (the `GetBatch` operationId).
+	GetBatchWithResponse(ctx context.Context, batchId BatchId, params *GetBatchParams, reqEditors ...RequestEditorFn) (*GetBatchResponse, error)
+
+	// UnmarkReferenceBatchWithResponse Unmark a reference batch
+	//
+	// Needs the `operate` role. Answers 204 whether or not the batch was
+	// marked (or is in the log).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /batches/{batch_id}/reference (the `UnmarkReferenceBatch` operationId).
+	UnmarkReferenceBatchWithResponse(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*UnmarkReferenceBatchResponse, error)
+
+	// MarkReferenceBatchWithResponse Mark a batch as a good one, a reference of the control bands
+	//
+	// Needs the `operate` role. The batch must be in the prediction log.
+	// Marking a marked batch again changes nothing and returns the first
+	// mark. At most 20 batches are marked at once; unmark one to mark
+	// another. The mark is stored with the lab's results (the fleet's
+	// database with `-store`) and survives a restart.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /batches/{batch_id}/reference (the `MarkReferenceBatch` operationId).
+	MarkReferenceBatchWithResponse(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*MarkReferenceBatchResponse, error)
+
+	// GetBatchReportWithResponse The batch against the control bands, one self-contained HTML page
+	//
+	// The trajectory of `GET /batches/{batch_id}` drawn against the
+	// control bands of the reference batches, one plot per analyte and
+	// one each for the reduced T² and Q: at each maturity the mean of the
+	// reference batches ± 3 standard deviations, the points outside the
+	// band marked and listed. The bands are made of every marked batch
+	// but this one (a reference batch is judged by the others); how the
+	// batches are aligned is in `docs/evidence.md`. Without reference
+	// batches the page says so and draws the trajectory alone. Like the
+	// review pages, it fetches nothing and runs no script, and shares
+	// their report slots (503 `SERVER_BUSY` after 5 s without one).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /batches/{batch_id}/report (the `GetBatchReport` operationId).
+	GetBatchReportWithResponse(ctx context.Context, batchId BatchId, params *GetBatchReportParams, reqEditors ...RequestEditorFn) (*GetBatchReportResponse, error)
+
 	// GetDocsWithResponse This document, as a page to read in a browser
 	//
 	// **Role** (with `-auth-tokens`): `read`.
@@ -6372,6 +7002,386 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
 	GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
+}
+
+// ListBatchesResponse200Headers the declared response headers of an HTTP 200 response for ListBatches
+type ListBatchesResponse200Headers struct {
+	XNextCursor *string
+}
+
+// ListBatchesResponse401Headers the declared response headers of an HTTP 401 response for ListBatches
+type ListBatchesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListBatchesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListBatchesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBatchesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBatchesResponse) GetJSON200() *BatchList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListBatchesResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBatchesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListBatchesResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBatchesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBatchesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBatchesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBatchesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBatchResponse401Headers the declared response headers of an HTTP 401 response for GetBatch
+type GetBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchTrajectory
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBatchResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBatchResponse) GetJSON200() *BatchTrajectory {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetBatchResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBatchResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBatchResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetBatchResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UnmarkReferenceBatchResponse401Headers the declared response headers of an HTTP 401 response for UnmarkReferenceBatch
+type UnmarkReferenceBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UnmarkReferenceBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UnmarkReferenceBatchResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UnmarkReferenceBatchResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UnmarkReferenceBatchResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UnmarkReferenceBatchResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UnmarkReferenceBatchResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UnmarkReferenceBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnmarkReferenceBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnmarkReferenceBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnmarkReferenceBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// MarkReferenceBatchResponse401Headers the declared response headers of an HTTP 401 response for MarkReferenceBatch
+type MarkReferenceBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type MarkReferenceBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReferenceBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MarkReferenceBatchResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON200() *ReferenceBatch {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r MarkReferenceBatchResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r MarkReferenceBatchResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r MarkReferenceBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MarkReferenceBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MarkReferenceBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MarkReferenceBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBatchReportResponse401Headers the declared response headers of an HTTP 401 response for GetBatchReport
+type GetBatchReportResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetBatchReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBatchReportResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetBatchReportResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBatchReportResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBatchReportResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetBatchReportResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBatchReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBatchReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBatchReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBatchReportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetDocsResponse200Headers the declared response headers of an HTTP 200 response for GetDocs
@@ -8595,6 +9605,108 @@ func (r GetTrainingReportResponse) ContentType() string {
 	return ""
 }
 
+// ListBatchesWithResponse The batches the prediction log has seen
+//
+// Every batch id with at least one active record in the log (the
+// `batch_id` of the predicts' `context`), in byte order of the ids,
+// a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
+// the last page, otherwise pass it as `cursor`. For each batch: the
+// times of its first and last spectrum and how many spectra it has
+// (active records), the versions that scored it in any role (at
+// most 16, in byte order; `more_models` counts the others), and
+// whether it is marked as a reference batch.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /batches (the `ListBatches` operationId).
+func (c *ClientWithResponses) ListBatchesWithResponse(ctx context.Context, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*ListBatchesResponse, error) {
+	rsp, err := c.ListBatches(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBatchesResponse(rsp)
+}
+
+// GetBatchWithResponse A batch's trajectory
+//
+// The batch's spectra as the rig was answered (active records), in
+// order of maturity: predicted concentrations, confidence, reduced
+// T² and Q, against the batch's maturity, which is `time` (seconds
+// since the batch's first spectrum, the default) or `scan_seq` (the
+// `scan_seq` the rig sent; spectra without one are left out and
+// counted in `unplaced`). A trajectory holds the batch's first
+// 10,000 spectra at most (`truncated` says when there were more).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /batches/{batch_id} (the `GetBatch` operationId).
+func (c *ClientWithResponses) GetBatchWithResponse(ctx context.Context, batchId BatchId, params *GetBatchParams, reqEditors ...RequestEditorFn) (*GetBatchResponse, error) {
+	rsp, err := c.GetBatch(ctx, batchId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBatchResponse(rsp)
+}
+
+// UnmarkReferenceBatchWithResponse Unmark a reference batch
+//
+// Needs the `operate` role. Answers 204 whether or not the batch was
+// marked (or is in the log).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /batches/{batch_id}/reference (the `UnmarkReferenceBatch` operationId).
+func (c *ClientWithResponses) UnmarkReferenceBatchWithResponse(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*UnmarkReferenceBatchResponse, error) {
+	rsp, err := c.UnmarkReferenceBatch(ctx, batchId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnmarkReferenceBatchResponse(rsp)
+}
+
+// MarkReferenceBatchWithResponse Mark a batch as a good one, a reference of the control bands
+//
+// Needs the `operate` role. The batch must be in the prediction log.
+// Marking a marked batch again changes nothing and returns the first
+// mark. At most 20 batches are marked at once; unmark one to mark
+// another. The mark is stored with the lab's results (the fleet's
+// database with `-store`) and survives a restart.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /batches/{batch_id}/reference (the `MarkReferenceBatch` operationId).
+func (c *ClientWithResponses) MarkReferenceBatchWithResponse(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*MarkReferenceBatchResponse, error) {
+	rsp, err := c.MarkReferenceBatch(ctx, batchId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkReferenceBatchResponse(rsp)
+}
+
+// GetBatchReportWithResponse The batch against the control bands, one self-contained HTML page
+//
+// The trajectory of `GET /batches/{batch_id}` drawn against the
+// control bands of the reference batches, one plot per analyte and
+// one each for the reduced T² and Q: at each maturity the mean of the
+// reference batches ± 3 standard deviations, the points outside the
+// band marked and listed. The bands are made of every marked batch
+// but this one (a reference batch is judged by the others); how the
+// batches are aligned is in `docs/evidence.md`. Without reference
+// batches the page says so and draws the trajectory alone. Like the
+// review pages, it fetches nothing and runs no script, and shares
+// their report slots (503 `SERVER_BUSY` after 5 s without one).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /batches/{batch_id}/report (the `GetBatchReport` operationId).
+func (c *ClientWithResponses) GetBatchReportWithResponse(ctx context.Context, batchId BatchId, params *GetBatchReportParams, reqEditors ...RequestEditorFn) (*GetBatchReportResponse, error) {
+	rsp, err := c.GetBatchReport(ctx, batchId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBatchReportResponse(rsp)
+}
+
 // GetDocsWithResponse This document, as a page to read in a browser
 //
 // **Role** (with `-auth-tokens`): `read`.
@@ -9487,6 +10599,347 @@ func (c *ClientWithResponses) GetTrainingReportWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseGetTrainingReportResponse(rsp)
+}
+
+// ParseListBatchesResponse parses an HTTP response from a ListBatchesWithResponse call
+func ParseListBatchesResponse(rsp *http.Response) (*ListBatchesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBatchesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListBatchesResponse200Headers
+		if values := rsp.Header.Values("X-Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XNextCursor = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListBatchesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBatchResponse parses an HTTP response from a GetBatchWithResponse call
+func ParseGetBatchResponse(rsp *http.Response) (*GetBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchTrajectory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUnmarkReferenceBatchResponse parses an HTTP response from a UnmarkReferenceBatchWithResponse call
+func ParseUnmarkReferenceBatchResponse(rsp *http.Response) (*UnmarkReferenceBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnmarkReferenceBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UnmarkReferenceBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseMarkReferenceBatchResponse parses an HTTP response from a MarkReferenceBatchWithResponse call
+func ParseMarkReferenceBatchResponse(rsp *http.Response) (*MarkReferenceBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MarkReferenceBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReferenceBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers MarkReferenceBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBatchReportResponse parses an HTTP response from a GetBatchReportWithResponse call
+func ParseGetBatchReportResponse(rsp *http.Response) (*GetBatchReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBatchReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBatchReportResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
@@ -11532,6 +12985,21 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListBatches The batches the prediction log has seen
+	// (GET /batches)
+	ListBatches(ctx echo.Context, params ListBatchesParams) error
+	// GetBatch A batch's trajectory
+	// (GET /batches/{batch_id})
+	GetBatch(ctx echo.Context, batchId BatchId, params GetBatchParams) error
+	// UnmarkReferenceBatch Unmark a reference batch
+	// (DELETE /batches/{batch_id}/reference)
+	UnmarkReferenceBatch(ctx echo.Context, batchId BatchId) error
+	// MarkReferenceBatch Mark a batch as a good one, a reference of the control bands
+	// (PUT /batches/{batch_id}/reference)
+	MarkReferenceBatch(ctx echo.Context, batchId BatchId) error
+	// GetBatchReport The batch against the control bands, one self-contained HTML page
+	// (GET /batches/{batch_id}/report)
+	GetBatchReport(ctx echo.Context, batchId BatchId, params GetBatchReportParams) error
 	// GetDocs This document, as a page to read in a browser
 	// (GET /docs)
 	GetDocs(ctx echo.Context) error
@@ -11615,6 +13083,113 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ListBatches converts echo context to params.
+func (w *ServerInterfaceWrapper) ListBatches(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListBatchesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListBatches(ctx, params)
+	return err
+}
+
+// GetBatch converts echo context to params.
+func (w *ServerInterfaceWrapper) GetBatch(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "batch_id" -------------
+	var batchId BatchId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "batch_id", ctx.Param("batch_id"), &batchId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter batch_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetBatchParams
+	// ------------- Optional query parameter "maturity" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "maturity", ctx.QueryParams(), &params.Maturity, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter maturity: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetBatch(ctx, batchId, params)
+	return err
+}
+
+// UnmarkReferenceBatch converts echo context to params.
+func (w *ServerInterfaceWrapper) UnmarkReferenceBatch(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "batch_id" -------------
+	var batchId BatchId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "batch_id", ctx.Param("batch_id"), &batchId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter batch_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UnmarkReferenceBatch(ctx, batchId)
+	return err
+}
+
+// MarkReferenceBatch converts echo context to params.
+func (w *ServerInterfaceWrapper) MarkReferenceBatch(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "batch_id" -------------
+	var batchId BatchId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "batch_id", ctx.Param("batch_id"), &batchId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter batch_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.MarkReferenceBatch(ctx, batchId)
+	return err
+}
+
+// GetBatchReport converts echo context to params.
+func (w *ServerInterfaceWrapper) GetBatchReport(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "batch_id" -------------
+	var batchId BatchId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "batch_id", ctx.Param("batch_id"), &batchId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter batch_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetBatchReportParams
+	// ------------- Optional query parameter "maturity" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "maturity", ctx.QueryParams(), &params.Maturity, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter maturity: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetBatchReport(ctx, batchId, params)
+	return err
 }
 
 // GetDocs converts echo context to params.
@@ -12084,6 +13659,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/model/:version/rescore", wrapper.RescoreModel, options.OperationMiddlewares["rescoreModel"]...)
 	router.POST(options.BaseURL+"/lab-results", wrapper.PostLabResults, options.OperationMiddlewares["postLabResults"]...)
 	router.GET(options.BaseURL+"/predictions", wrapper.ListPredictions, options.OperationMiddlewares["listPredictions"]...)
+	router.GET(options.BaseURL+"/batches", wrapper.ListBatches, options.OperationMiddlewares["listBatches"]...)
+	router.GET(options.BaseURL+"/batches/:batch_id", wrapper.GetBatch, options.OperationMiddlewares["getBatch"]...)
+	router.DELETE(options.BaseURL+"/batches/:batch_id/reference", wrapper.UnmarkReferenceBatch, options.OperationMiddlewares["unmarkReferenceBatch"]...)
+	router.PUT(options.BaseURL+"/batches/:batch_id/reference", wrapper.MarkReferenceBatch, options.OperationMiddlewares["markReferenceBatch"]...)
+	router.GET(options.BaseURL+"/batches/:batch_id/report", wrapper.GetBatchReport, options.OperationMiddlewares["getBatchReport"]...)
 	router.GET(options.BaseURL+"/training", wrapper.ListTrainingJobs, options.OperationMiddlewares["listTrainingJobs"]...)
 	router.POST(options.BaseURL+"/training/start", wrapper.StartTraining, options.OperationMiddlewares["startTraining"]...)
 	router.GET(options.BaseURL+"/training/:jobId", wrapper.GetTrainingJob, options.OperationMiddlewares["getTrainingJob"]...)
@@ -12127,6 +13707,452 @@ type UnauthorizedJSONResponse struct {
 type UnavailableJSONResponse ErrorResponse
 
 type UnsupportedMediaTypeJSONResponse ErrorResponse
+
+type ListBatchesRequestObject struct {
+	Params ListBatchesParams
+}
+
+type ListBatchesResponseObject interface {
+	VisitListBatchesResponse(w http.ResponseWriter) error
+}
+
+type ListBatches200ResponseHeaders struct {
+	XNextCursor *string
+}
+
+type ListBatches200JSONResponse struct {
+	Body    BatchList
+	Headers ListBatches200ResponseHeaders
+}
+
+func (response ListBatches200JSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XNextCursor != nil {
+		w.Header().Set("X-Next-Cursor", fmt.Sprint(*response.Headers.XNextCursor))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBatches400JSONResponse ErrorResponse
+
+func (response ListBatches400JSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBatches401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListBatches401JSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBatchesdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response ListBatchesdefaultJSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchRequestObject struct {
+	BatchId BatchId `json:"batch_id"`
+	Params  GetBatchParams
+}
+
+type GetBatchResponseObject interface {
+	VisitGetBatchResponse(w http.ResponseWriter) error
+}
+
+type GetBatch200JSONResponse BatchTrajectory
+
+func (response GetBatch200JSONResponse) VisitGetBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatch400JSONResponse ErrorResponse
+
+func (response GetBatch400JSONResponse) VisitGetBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatch401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetBatch401JSONResponse) VisitGetBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatch404JSONResponse ErrorResponse
+
+func (response GetBatch404JSONResponse) VisitGetBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetBatchdefaultJSONResponse) VisitGetBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnmarkReferenceBatchRequestObject struct {
+	BatchId BatchId `json:"batch_id"`
+}
+
+type UnmarkReferenceBatchResponseObject interface {
+	VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error
+}
+
+type UnmarkReferenceBatch204Response struct {
+}
+
+func (response UnmarkReferenceBatch204Response) VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type UnmarkReferenceBatch400JSONResponse ErrorResponse
+
+func (response UnmarkReferenceBatch400JSONResponse) VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnmarkReferenceBatch401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UnmarkReferenceBatch401JSONResponse) VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnmarkReferenceBatch403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UnmarkReferenceBatch403JSONResponse) VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnmarkReferenceBatchdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response UnmarkReferenceBatchdefaultJSONResponse) VisitUnmarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatchRequestObject struct {
+	BatchId BatchId `json:"batch_id"`
+}
+
+type MarkReferenceBatchResponseObject interface {
+	VisitMarkReferenceBatchResponse(w http.ResponseWriter) error
+}
+
+type MarkReferenceBatch200JSONResponse ReferenceBatch
+
+func (response MarkReferenceBatch200JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatch400JSONResponse ErrorResponse
+
+func (response MarkReferenceBatch400JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatch401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response MarkReferenceBatch401JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatch403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response MarkReferenceBatch403JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatch404JSONResponse ErrorResponse
+
+func (response MarkReferenceBatch404JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatch409JSONResponse ErrorResponse
+
+func (response MarkReferenceBatch409JSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkReferenceBatchdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response MarkReferenceBatchdefaultJSONResponse) VisitMarkReferenceBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchReportRequestObject struct {
+	BatchId BatchId `json:"batch_id"`
+	Params  GetBatchReportParams
+}
+
+type GetBatchReportResponseObject interface {
+	VisitGetBatchReportResponse(w http.ResponseWriter) error
+}
+
+type GetBatchReport200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetBatchReport200TexthtmlResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetBatchReport400JSONResponse ErrorResponse
+
+func (response GetBatchReport400JSONResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchReport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetBatchReport401JSONResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchReport404JSONResponse ErrorResponse
+
+func (response GetBatchReport404JSONResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchReportdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetBatchReportdefaultJSONResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type GetDocsRequestObject struct {
 }
@@ -14830,6 +16856,21 @@ func (response GetTrainingReportdefaultJSONResponse) VisitGetTrainingReportRespo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListBatches The batches the prediction log has seen
+	// (GET /batches)
+	ListBatches(ctx context.Context, request ListBatchesRequestObject) (ListBatchesResponseObject, error)
+	// GetBatch A batch's trajectory
+	// (GET /batches/{batch_id})
+	GetBatch(ctx context.Context, request GetBatchRequestObject) (GetBatchResponseObject, error)
+	// UnmarkReferenceBatch Unmark a reference batch
+	// (DELETE /batches/{batch_id}/reference)
+	UnmarkReferenceBatch(ctx context.Context, request UnmarkReferenceBatchRequestObject) (UnmarkReferenceBatchResponseObject, error)
+	// MarkReferenceBatch Mark a batch as a good one, a reference of the control bands
+	// (PUT /batches/{batch_id}/reference)
+	MarkReferenceBatch(ctx context.Context, request MarkReferenceBatchRequestObject) (MarkReferenceBatchResponseObject, error)
+	// GetBatchReport The batch against the control bands, one self-contained HTML page
+	// (GET /batches/{batch_id}/report)
+	GetBatchReport(ctx context.Context, request GetBatchReportRequestObject) (GetBatchReportResponseObject, error)
 	// GetDocs This document, as a page to read in a browser
 	// (GET /docs)
 	GetDocs(ctx context.Context, request GetDocsRequestObject) (GetDocsResponseObject, error)
@@ -14920,6 +16961,133 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// ListBatches operation middleware
+func (sh *strictHandler) ListBatches(ctx echo.Context, params ListBatchesParams) error {
+	var request ListBatchesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListBatches(ctx.Request().Context(), request.(ListBatchesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListBatches")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListBatchesResponseObject); ok {
+		return validResponse.VisitListBatchesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetBatch operation middleware
+func (sh *strictHandler) GetBatch(ctx echo.Context, batchId BatchId, params GetBatchParams) error {
+	var request GetBatchRequestObject
+
+	request.BatchId = batchId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetBatch(ctx.Request().Context(), request.(GetBatchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetBatch")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetBatchResponseObject); ok {
+		return validResponse.VisitGetBatchResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UnmarkReferenceBatch operation middleware
+func (sh *strictHandler) UnmarkReferenceBatch(ctx echo.Context, batchId BatchId) error {
+	var request UnmarkReferenceBatchRequestObject
+
+	request.BatchId = batchId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UnmarkReferenceBatch(ctx.Request().Context(), request.(UnmarkReferenceBatchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UnmarkReferenceBatch")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UnmarkReferenceBatchResponseObject); ok {
+		return validResponse.VisitUnmarkReferenceBatchResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// MarkReferenceBatch operation middleware
+func (sh *strictHandler) MarkReferenceBatch(ctx echo.Context, batchId BatchId) error {
+	var request MarkReferenceBatchRequestObject
+
+	request.BatchId = batchId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.MarkReferenceBatch(ctx.Request().Context(), request.(MarkReferenceBatchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "MarkReferenceBatch")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(MarkReferenceBatchResponseObject); ok {
+		return validResponse.VisitMarkReferenceBatchResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetBatchReport operation middleware
+func (sh *strictHandler) GetBatchReport(ctx echo.Context, batchId BatchId, params GetBatchReportParams) error {
+	var request GetBatchReportRequestObject
+
+	request.BatchId = batchId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetBatchReport(ctx.Request().Context(), request.(GetBatchReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetBatchReport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetBatchReportResponseObject); ok {
+		return validResponse.VisitGetBatchReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // GetDocs operation middleware
@@ -15633,691 +17801,726 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17d9tGti/4VWrYd5bJBKQA8E2t/KFYcqyOLKkl2bmd0E0UgaIIC6yiUaAkJvFa89nmk82qvavwIviQ",
-	"k/Q5Z27fu05HBoGqXbte+/nbv9V8sVgKzngia6PfauyZLpYRg79PhS+v6T1Tf8vVYkHjdW1Uu5szIhMa",
-	"J0TMSDJnZKlesWqPNFqx2qg2Xtl22/+/Tq9e3/3z+ozMk0UEj9iY40/qCYkov/9uXGN8XCv9ymhQfLJg",
-	"CSX+nMaSJd+Na6tk1hxkX9W+WLWz56WIExa8EwGLNqmdhbFMyHSdMKlopuSTmEbhlDD4jNQpWYb+Q8Qs",
-	"soxFInwREbcxItOQ03htETkXT5ww6dMlC3ID/X//H0WD7fryIWI05q1luGRRyNmYX6d/tVotReGbq5vv",
-	"z09Pzy6L1J2QmNGAJOKBcSI4oWSxSmgSCp71o2YoUP1lbVi1BZMSZqZ2fXV7RzhjgYTJEEsW04SRWETs",
-	"WDc8rgVUzqeCxsG4RuYU34Se1Ws1qxazJF7TacRqoxmNJPuiSI4YS4rkXnH12TIKfUrqqg22mLIgYAGR",
-	"iYhZI0/0veBsQmcJiyeS+YIHsjZybNUVfC9ro1/wJd2lVZsLmdRGtcdFzarNk2Q5oUEQMylro5rj9lt2",
-	"y245I6fb7fZqVi0M4NVm23EG7ebUbttTu2bVIiqTyZzROJkyqlpzbbfXdJymO7iz7ZHtjFy3NXDaw0HX",
-	"HfR/hqHTYF0bJfGKWTU5p4F4mjyyWKo5GNWWkWyqJhzHHTRt23Zs1TksfxZMqnuw7VZ3OBj0+q47UD3o",
-	"1iaSxY8sqGrUUaT/uvg8YTxYipCrZhN/OTo6Kg68W/vyUU3NW0ajZH6b0GQlizP0fmmpRaT2AaF+Ej6y",
-	"/Jzgk13DA0rg80kkaKDIRc4sYxaEvlqZk0jcq8aCWCzVhhjZmu2+WCzCZAtTHKflDvudbqfX6ymmfF6x",
-	"FZsEbJnMoYWY+SKG/tQikeGvbAIbtjZy2kO317FqT3GYsMmMhhF0+kXRhLs1G5Bj1ZbrZC54boz3wmm5",
-	"vdZAzZuagTj3W8AeWYQTCqysiYeaVVstk3DBsmXruorp55e379+8OX99fnZ5N7m9u7o5+eFs86yJ2X0o",
-	"k3j9SpIglA8klGS2iqKK7VzZXn5nm6Zgc9F7RnzKuUhIQh8YoQT4McJeVBekfnZ5dXv9ulHcz2r6kPy7",
-	"s5vLk4vJ2c3N1U3pGOJkxeWS+eEsVJsZ2ERmdBUllYQXWsqTHPKExZxGhMWxiLccLOeXH04uzk8nr28/",
-	"lE/DBY1mIl6wgCQxDXnI74l6q4qGrI08AerQJU7HIr6IVgtOXLvrkPrZ9cnkfrJk8eSiMSLjGp3645qa",
-	"GsVOSgLmhwsaEb5aTNleqt/f3G7wj/irWIqYJPNQGvYFYQDtxyxZxXzXGLDF/DB0c5pCwVmhZWyRBRbB",
-	"dwK6oPdwNe0i/OLk+8nN2e37i7vbMvURnRLcgCSZ08QstKm622OZv/Q2iM+3Wly80Fx7RCQIFOqwHCG/",
-	"Obl585q02+0hUftsD9nvzu5OTk/uTso0z0IWBeROL5N3SkYIBEOGBWwWcraD6rTRPMlKzhiRFX/g6r7H",
-	"9sc1/3EyE1Ewru2h8+bsH+/Pbu827/fPKyYT5GtK4IIm/hxuYV/wJKZ+soNY03KRvdjsVARruNEpxz03",
-	"gk74K9OH9OdsQUdKslmyOFmTsbmPcAcsQilDfr9ncHc3J+eX55c/TK6u786vLjcWULpbxVJdEYVVRJfL",
-	"aL1jeBtt58e5jNkyFj4DIn9xPraeQh6IpxFxOop69sj4MaHklj6Gya8P6+YPIqJrgi+pF0SwbVv8/er7",
-	"yZvzy/Pbt2en5eF8ElMcAo1APCCMB5W7oNBInm7VQt93mDvr2c3u1KbNjt9mzSHtOk03GMxs1pt2qOMU",
-	"eyD1QHDW2EHx5dXd5PTq8qyK4qcwmRMu9O2/ZskWgtM2vorgUJJ4xdVkHxPBo7U6P9UBpRqAhaj7T4QS",
-	"FZV8DcLsrgG9uXp/eVpxI+FGVA2HwY6x4Of5wXCRrUj1+bh2yNC2bvG/i+mJ77NlogSPIt9BjAlUJ3kC",
-	"mUzCBVUSYrCKQZzPycCW4vUE5NfBjLkd1+412bAza3ZYr9ekzJ81p22/M2z33d506KbSyWQVR7VR7ciM",
-	"7OigrxX9F1cnp5Pzy8n1zdUPN2e35d3LRTJnMVHyXm52Kxi+0U6e51Q3g7NvGgu5OnnulRh/TIC36hGd",
-	"ipW6eJEp1fLKBZ3eMLmKErkhJ4AGSheMJE9qkcFLhMqiqFCL6HSCd88kDKypOg3VH9KnajY+W9m9ZJ1d",
-	"n1inb0+s0+uTMX97ffG66bpDx/q+6fQtx+64luUMnFbXGrot28recPENKxV223f2YOR0R7b9s6UetxzU",
-	"T7Ox/P32qqQC3j0Joho0A8lG8MtvtdO3J7XR0LVqZ9cntRESUTNDqY1qqn/QenJDrY1q6RDU4tHjVYJ1",
-	"x/1i/VY7VW0p4l7SFKzDlGN5CT83aKWe5Ed7tUp8sWCbd6L6lTzNhWQESCBPVBLOHmEZ3t8Xz1q4yLSi",
-	"ETOfhaBFOahKUl//suLpe7/8Vgt5wJ61arKdN4UTI9Nw0LARSmLYo1cyGDuytyJxT+p5okEeC1jEEhaQ",
-	"6Vqtd8bVq3iiUwk6hz7XJtC4VuguBA1OYn+uhnaDV3uRaTesCcqbUu0pJ1S/S4wqk2OXFKvYhx2pX8pU",
-	"0KLG5zTtQdu27Zqh4E0YscrezxdwkFMi/fAhTJpg7iCzMCrIWEuqdLnakYwfj2K6oBzE1SOjxhyF0MrR",
-	"MpL9Flpg1Joy1JrWUkojOm0qavspfbiqyqtpLhIin+iyoOhG9yIOk/miNqpdX9y6zcvz65MLdWCpg2kC",
-	"6t1C1kYDfMCCvSr/MmaPoVjJPcqzIfU2URJ5JTOvY7EQahqJhJd2ziG+sm0G3aZjO109g+9OLt5c3bw7",
-	"O51sHjInKCiCTKOVCnhp84wvtbJV5tStPNIoDKAtJTmz5yXz1eJnPFCbKOTLVbLlUn13dvf26hQu8JOL",
-	"i6ufNqWwWKwSBlKNui1gQy5YMhdVskBFayXRfi4Ccn1y9/ptqvdFkXhiARGcHMGldRSFMjk2z0fkh7O7",
-	"bbSf394qifX65OZuU25ZwuVn6A4TSXz5qDSpKoGs0FSB5FWUhOoj+FIpIvLxEJH93dXp2cXk5PXd+YeS",
-	"lHiqTiYlEqlzDE1BVWvPEJZvJ0+Y/oSMq1YiUoiNH5PckYXCAVhidxL+/fvbf5YXgulxyhT1MWtKX8SV",
-	"8niujReSXGpbHd+HisTV8guS8vrq5ub99d3m4kYxSR16uCu5IJHg90qAgmtM4sKZM/9BrhZbh5q1X1g7",
-	"WeNitnXUJW1U9WescOT27UnTBUPr9qnaJrqn86Xa1temuQS2DqRakMeBHDB91V3tpl2Js+WJuTTqU7qK",
-	"d1KsmyhJEmkL2oS6i5Dbu5O797eTd+e379ThVGYlXgRbrQeaM68k0RbMbcSWu3nphtaihAX946V0rIX8",
-	"BBVPTWlO6Ng+6LuTmx/O7m4n7y9/vLz6aeOuEpw1Exrfs0Sz0pyllMgwYD6Nt46z3HJ+nIph2J4W4iRa",
-	"1rAnygPQX7kwnRBOF+pQUBuDchqtE7ZzVO8vb99fX1/dVOx29C8RKh9UgzMRk6einQ3MHMHK33Gq5ZvP",
-	"D0vSx3sRTWZhlLAY50KN8rtxjTMaM5lkO0Sulugo2zYOlsShLzcVFO3pW+jfMyXrb+Tt2cU1ycS9SSYg",
-	"y4lYJYqXk0AsaMgniUhoRG5Xvs+knK3y84AvokWMRuEUtWaCH45IzIA35M5VuuMjI44Stc3Tf5iHrTH/",
-	"GwGv40sI8sWKJywe85d8ZKNmBx7HU5bQMNp2CoK+zgIyZ3HRGRME211IvdbAtrvDoWN3fq5ZO+RZEJv1",
-	"QSmPKmTXFl/+Cnqd0kUmeWev41pgL9ce3tQq0Rn6U9/x281pm9Jmh/ZmzSmbdpqdtht0O7bjDx01EC7A",
-	"PVNb0AdGArYQNauG3kcRg2sFnsTiSU5WUqllPduI+6j7qK9/qck1T+YsCf3aR6tmbBsTXz5O5JyqK2hU",
-	"c3ttRgdTu9Pt99qDqc+m/aDLqNv1e/ZgSmc9NnCnHb/fa3eZ22WUsuFwOHXdvjubDgdUqbVpw4oeRcoX",
-	"tYXS1R674O9W2rbdGg67joVast0a9py2Vr/VL73hF6sWLyTLvd8d2Nn77b7dT9/vdwd9ta/QEGYMOChs",
-	"VkzVEb5XAz8kDr3nT2m75/aDtu/QXmcwnHb8YNqmvdnUZTO3azO/O7VnfcfpdWgw8OmQ2gGzHTqc+sPZ",
-	"rF0r+tI6vUF/0M/5u3LHtV6n21dkz+13u51hH9ym5m1pwgXU7O5Top7oI0MnywQ2XW3k2p1B4XlMuVqO",
-	"v7i2bbVd2wb1GHbZOZ+JTTuQlmOBp1/h6tyhKFZsGMcqr5R2L1spXXeQWymdipXSG3ba6fudrpMadlr2",
-	"sP1l3xQ4dqvbcfvD/tBub52CP8Tii7CsrKrDX/NQWnBdbvMq7/Ymo7t/O7dhkT5Ma6OOW1ieprM/gTN7",
-	"FHfrMPK6g/+i3fMlm6ZrFs9EvKDcZxvSK7rywL6m7WFlT4AWZWS6Ln+rcfSnw8JM/3WW+9cXbSqEI/tj",
-	"bk4/7iXbEH3DHkP2VOUwV88xLsdcmXUax3Qtia/0fkGSecwYCRO2kI3qkfwC1FowHhzHR6sQ2PRLMc7J",
-	"sWqf3droF7vV6bT7lt1qDwbwn3a3/VFt8mc42J1OH/4x8VeLVURxmWfP19BC1x4OLLvV6bVVA8O281Gt",
-	"pXxvbtrbsNdVbw3btmvZrb7dzTpz271OVWf9Lh472NmwPxhAA72eaqDT7W701s56GwwceNnt4suDXHeO",
-	"063qbthze7nuBsMutABD7Ped7scvH61axB5ZDGLDL3bLcXpqME67qzpz+tjLQjIfGex0FanuwAYG2+2h",
-	"+fkRfld3pKUvUbw+P+6/SB7DZW30i9Oy2x3LadnOQP2vq7iZnXNSH3Gu7bS6lmu7rSFsoS1q66UgcuXP",
-	"0epUIYRv9TShmeqHszttRpJbhGvVwPm764uzd2eXFSrCjNFkFZcc/SsujfKzhaR8iwVlx/i/jLXrkYaR",
-	"ogjV5FCS6SqMgq20Ti6ufvjh7HRye332+u7mpMyrZK7aRrM3uvrQcFJJZbmtslJWMVrSjMR9Uy6Zn8T0",
-	"GK0j0Bc+Wi1KnW4ZROpbvjl7fXWz6WNEkzQLtF6o9b+Ud9AHHFuVwyq3Xq1Up3bscQ3cHKbPY1AswUgz",
-	"F1FQ7BkNMVsGdrVk/OT6vMKXVAzNDCUJhL9aMF5YPaEWpJIwAd0hU3vIgnJ6z9QHoA/nnB0Q2TOjftFG",
-	"b7eclro7leDP6TKsjWrtlt1q13Jk/vPk3cXLyTQtjgg0OOaK6tGYEwJkj8jLqFYfarJHBKhG/e365O7t",
-	"Lhv0kibzgnZqrMaxEEmVuWWjwUI0g2ptXDtiiZ93g2QK+ooHLAYHT66bLavg+uSf4JC9u7qaXJzc/HBW",
-	"afIXamephRaFizCpJLjczFabP3v2Ic7UsTuDbr+HEbXbqEsn4ULcb/fgKnVs03WbCzYMAysJF8zCmEQ9",
-	"hVYsIpb32qq/J77gszBg3GfqceGfxV8Td6JNB9bn9K/UQax2p4XhYxNwI2YuY39OOWeRpZbVvXbsL+SY",
-	"2w51nVm/06Rup9vsD9uzJnX8fnM6GA66nUFv2B72rE2hsN9yOo496Dt952er4qKzUPy12m7L7g4GdrfX",
-	"Hriu4w4tZ9BSwuTQVTqx4zhux+q1bLvd7vSHjt117Q5c2AO33+85ju069tCxO0N1lbvd/rDXdtvtntt2",
-	"XZAPhp3+YDBwbbvb6Q2HSkBxht2e43QHvV7HcYfDtgtXs3rU6Ssie93uwLIsy7Ycq2vbfx0HYgYnfMqC",
-	"Tt8ddBSdGQt6nY5tu912yoFuv93rtdtOngPDdqfTHth5DgzcTtu1nWGeAwOnPRgAUzQH3Lbt9u1ODxpD",
-	"Drhuf9iz7UF/0CmwoFZe9Zuh8ycQK2+saZEoBFlw9pxMMPBPvcpO16u//7DiYirf/eMftXwErpZncTGC",
-	"MOsL7jOe4JLMJHvgkZbrgTtaqlfc7H2Bz/SeyCu1rtJxTlM9NlNqB25/8MWqFVd/bdS1bRMzfIAXNdvY",
-	"6v44YNnUrFq6S9HC0lMCsYC7K1UQszAH26plG1x9oKbSqkGoYZVqll+DoAYewFi323KHmkndluFQe9By",
-	"drB10M+xtetmbG27zl/K1l673aTBbNjs+84wsLtTl05pma1dp93bxVZng63d/nAfW4e20xkMftbKqw5k",
-	"nNydvzu7er/VczplkXhCe3PIw8VqQWJaKZKX28tfXLqtGYuiLQ2qbdjrdtv6HjvadpPdgFFuTx4MNXrs",
-	"f20yDL4DEhI+qvDojLSwiwTjF0e5T/Akuz27+XB2U+GOvVQaj1iAEwNkNy6qxOP89wVvBcr605Vcm4Cw",
-	"iCblqGvjRL19e3J69dPk/LbSoX234ccmnC5YoAQKzOSoIqzc5Nf6tnUXZLGS4MIxPu7MpV61mm7fvr+7",
-	"UzrD6Ybj6y5ThWQCuRXkaY4OYoYCGI1jE9CzMap8sxUMV0rlfJWA/z8QT3wLv++ubs4m7y9PPpycX5x8",
-	"f1HB8FnEWPJKkoAmdEolKzixKARgVZC30W5ZBzTNQiJRZZtV5MIMXM1mm6r8xvSnZyhfRVH2cWWIDv6U",
-	"j5PI/JBZ3I5PeRAGpaOp8qhuN52ObSKtsPGq5J0Ts6Q+qSWlk4yK3FwsaRxCHNlXG/LyeTtpNo1lXpYh",
-	"XFsVNtYeHOjDbq/r/Fw7xOyXqsf/eH/2/mzy5v1FSQ88e2TxOtN5ZSQgOimhD6wqIqWqvUqTBwTlmsyb",
-	"EXFMSCv5JKYW6eSCdqVFbH3tFGJVq5ebSTb4u5i+ptxnUbQZEPxJTNXCwB/1/g0TEtPCiFhEl5IFhahg",
-	"TJnJhvv65PL12cVFSYXM2p6uCeT+ZQHBv30S0/PgyxG+o07xWchDOd9lNx86AyXi9rtqTlMXYLdvO8P2",
-	"gDap0wuaHWc4bdIhHTb7zsDuD/rD6ZSqVf8Q8iDHeCA0obDYDnIO7vQGYoIXTocS+wZqTjAAUG1hE46q",
-	"jed7UvKGrXa7M+y27f7w53y+l94AVk2uposw2ddCu6e0hp9rpdVwCmmMxYVgguIPnHYc0v9v5svJJuu3",
-	"Go2TcEb9ZKIjRLc5qx1bO6tTc/ZEsoiBYGuOv7wvzn+cSHa/wAe1mPJALGpWbSYik2y6oM8FD56rnoV8",
-	"Akpl0bfXyazSB/vr4hVIy4IzGd4vqNpx/qPS4R5ZlcshdoutdzpZ4wNnmCoEvU6n/2WDnK5SZPQHTquj",
-	"/ob3h+pcVic3mELV523X1f+cSHhiD1y3XeGVKBE0dJ3Mndl3h73MndmzO5sUua1Oe5BSZKdqUMvutvME",
-	"tdt2maCOOxxWOC7KBLVzqmhfKeaZf9XuVxHk2jmHbG/YSSesA6prSpLbGw5LJLW7ThucGxUhEQfur39f",
-	"SESvP+23292gO3Nt2+/2em2fOYHd7/ltfzpwOrbf69su61LHdae9rmMPnWmHud2+zex2QIcvDon4Mx3d",
-	"X6waZ097ffNilUQhiydguQSaPtdGHac/tOG8XwWMJ+GvLJjETIbBikawhBK3NnI7LVtNt24B7SWflUo9",
-	"6NkmFB9YnbiY88CirJWP6g1QcyefQdF1nX72CNpvtd2uVo5hfdz+87Lp9Ifdgduxe0M1BNuGhOMKKjN5",
-	"rdlttYeGT02nNXC7KZ+6jtrTqrNutzUcqIVpRoMRSCYDIhdYkgoChyzXXLAJelkmAZPL8EGLg/CnnMRs",
-	"ScPYJFz/GTeuuhf/6H1bEacwZ4SzJyaT8p2rpDyY//++l2/5iPjPTfqfm/T/8Jt07635n2vxj1+L/yde",
-	"JNYfvwjsXmvQHnQ73Xa7eBEcGDj777wI0vjfQy4C98+9CNQvGxfBnmDZP3oTQBxX2ny7m8XudjrtinOu",
-	"1+p0soO32zbkOHbLKVwF/X6nWzzmHFttpr03AZzY5uC1u7mLAI72jXPX6Q+zi8A1x67b6rrFm8AddDZu",
-	"gn73kJvA7WYEQTyjoWgwcCopyh1aw67dzd0EvcJNMBj0yjdBv9vfdhMcuFu+8ib4Hx8zvucqAL9f9VXQ",
-	"G7p7r4J2twUX1OFXwSHT9VdfBZ3WsN912nbf6X7VVdBpDXvt3rDb/7mmVmXB427cAkbNeA9W4bJV7/Xt",
-	"B1JPMCMmTCRx7c6AZDGHGnZIImZcA8KR1GvqgA9oQgtWbflYGxkd0nriE1v9j2O1Wi31h2t3+lYOuAhi",
-	"WtK/s+djfgsLwrJbtgOBGrbjDqEV9aftWG235VjOoDW0ehD2lN03GttGn+zGeqGhk9r5TJziRvwUCIZu",
-	"5wycBQ7ngMXhI8JwiWgt4oDFcCjKhC3TVKWaVUOAltrIgQPL/MofYVo2DSKATfDxi5qe95cn7+/eXt2c",
-	"/1yRugdwd5CFTzP8EFGJBFRop5ByiNm1ZMpozGJscosv7/3l7cmbswmkZ23J+NoIHYtCmVSSk2uqEDKG",
-	"7cRsxmJJEkGEbMm1TNjCIk/z0J+X0pmP1T8gOPOJSsKemb/anu+VSymbvDs7PT+Z3P3zekscGcasPMWC",
-	"3wNoEeMJSdbLat5WNltwY+RaIAl7To6WEQ15OhgNt3JMJOMBQAiFPizEo09yq2/1w9nN7fnV5eTsf5/f",
-	"boBcmWBPE2MHruIUfmebz6nU5P4Iz1CmbR6SjwrJQXIpuNR+PAaoa2eZLwj4BCJfmQkltM7qhPr/FbNZ",
-	"bVT721EmFRyZr44qPikHSO/8PntzM2Jg54f5d7+ADDFnC7rtM/xVHgFXbjS7asC8gEk/DpcoztZO+Jro",
-	"RHMaRquYkfpMxER3Szp2h3gpzZ5FOnaXeJtM8CzStdvEy1HpNRDGU8TTMAgYf+HcFOA/d3Ime/NP5IuX",
-	"tuqNYE0iLmgoCRyRFplqoIJYRIzUPbV+vUaacDzmcLhguAdeA6HgxzolFPYD7CaNK6ra4IwFLBjzuqcB",
-	"Sb1GCwNLzrlczWahHzKe3CKw4QuZuQ2IcSdfKz/6E1lchf1YgddI6l4VJV5jNOYzpXwCLGsTgLVEjNG7",
-	"n1cioS1ymTvX/TnlkILtpUfKiCTxinljLrjPiFxSH13gMWNBC279OaMBGMN/q92or5ons4TBKVMcyi3q",
-	"xeqyeaJhQqZsJmKGwToA+9W2W7U84+AaQPDHexYr7sA8IxTk1xxlm1iVe+a28PqfOKvvt6BiwjTmO9Xn",
-	"wzVdK6nxTogLGr94YVdGdO8c+eYXf/KSLsR9a7zCWXi/ilmAEeWk7m0QoZnxntNVMhex0kBeyImylLeT",
-	"CYWX/8xTM9+wNyJqNEqhQroBXZCDhI+3PAbK+zSOQzg2xzwTRxHBMw3vSpEc1PG7sTl/+umn5knWF9vc",
-	"od73KJzGjEaL78a5DI5xzbMwTMkDk9Z341rIAaRnAtSMax55mjNOqL4D1GkilSQGV0BGFa/c4jKJlaiP",
-	"O/w9T5OKXji9Xy0qVMTP7f648PafuTYKLetbdXfwnuI0BPAhdGI85gUBY0S4UDfIKqJKjeQcjXTEF6so",
-	"IFOGJ3kWdik4G/M6o/5cwy6aFZgLY1JLT/34CUMUGVe3N2dBw1Lrdsyhoawvi8xisQCK54AwTWIGY7LI",
-	"gq412qN8GHMPst3wHa9FvhfJnNCYbd5G+s5/z1PkiXcsCOkdrKYXngjbVJU9Z0PlZ3/BKflKFtSisiZD",
-	"6l41LXBYpuTAWE8i+T2VACB/C6oxgEWEqkMaXSOQa6jYooHTS0KwXC/QTEUiRmVC5OcVjZkkU90mqZ+F",
-	"kdImxyvbdnvke8EixqVFXNvuNqwxl6spYNKyYES8MNHynvRILFZKMBAzIkWk1jHx6j+Rb0lEF+T01WmD",
-	"/Eq+Iz+RZ2/M4Qw61dtCyRPNIJzNWMyUdLKgSRw+w9n5xML7eSKJt4SDKWbkmWAcMvkVF6nnkCZZeoRF",
-	"kuEbdRpF6YeO0bMQ5R9IbOCZusyx6rdaNpDNA/VkCmfgglEuiQPizYI+h4vVojbqooEb/+FYG9KOVYvo",
-	"Yl+TrNsCM3q8ANNUIFZTgLtLe3Hs3P+r7FCjU3+xass9vdkt21HdsWc/Wsnwkb0zvSCWe/bc9ILPd5Bn",
-	"t7o5ouwKoqReqYyrN36p0UhOzIqDOJbSDWJBbhnaAX/Br7O3xPQT8xPV7AkGub4uRL4WJzYIJb2PGZvI",
-	"OY0rbstb9dgYMLjOIKV6tf2uQ26bOtL394K0o0NsXylhOGIx5T47JhR5DdcoiAH2vrndwzo1a5Nse2yO",
-	"4B2jAEppIs5DvjKB6Ba5P7o4nKaNvoGf6XshT3qdWiW5ufUeL2SwSeSNEElTDaWJB85fRHA6EZsU3IFm",
-	"q38mK8kC6Oyghkvrke9ajCX8heJqnIa04oBRfKnrNB0WkCaJ6LRxOHWYHRSrq2Szbao4HdEp+Y5Q8i2Z",
-	"km9I2tNLuoClsHfmWcXpIz/HSR2GuDHGf7mNF41TRmJZMbXTHWMkdREHUKuleOE1/sqJl5szr2Pwd0kT",
-	"FQsoC9d/+YdnX/fhl+0j/ECjFatYv1ec6fIIZAkZyvA2TCxZ8UjJmjKhYLGl3PxMMsS1VOPRswZ2UjgC",
-	"WhsXtebjAYtFM+6AN88OfLOKNd/TxJ9/r7d1abOn+MkbKpKVngQHTI9mO0TsxzKZ5JGW81TThDV1zYSN",
-	"7orbt0JQKa30lPaKTlVregBV2+H1h2usUlPmR7GW1G6pyfild7EHAem+jxl9gKSlgnv6hR9qP3X13fqY",
-	"LWqQb2/e3Z69/kCOiAzqEB564GmS939XXU8yoTygcYDFGlRPHnzgoRFhFWFdJjki1I+FlAT8c0rrG3NP",
-	"cDYxDUygAQ9kaG8WPrPAO87Ut9cfSBpuSuq3Z5MHImbYAkRVeFahcsYrSbwsQERR4TVA08w+0LI4RoSE",
-	"v4Ig7aGY/dIjNrdI0unUy6FysWE6bmpHLK+4oMpAUqqd4RGhUU90cu+I0PQoQhxyD0tXSJiJMU9LrcxW",
-	"kklSp4pDPInD6Uq/BvBaRKwg/9Nu9joEJxQ+Rz+ZGosFqvmSqcPRlMd4YOsGAUWeJkqj1hNc6AAnM62m",
-	"kIOLvA8f4WhdkLq2vsvWIlAko8Wgo9UfI4lXwJUa9iAiy/t3Natm/pxcvb+bXL2Z3JxcAhZEXmvV3jB4",
-	"CviaxrGXoUa/O7u9xUJG+q8CsEQxK3SjkFC54snHimMudcBVnLg5/1r661SIiFFesQoDlvPn5T/esQpv",
-	"2DJaV8i+6jFh/JEp8QUXWwErXi+7Y+Kplj3tLgkTqQu0tMb8hGAyEvGWIb/3LOLp7z21VDzMBA/5THhw",
-	"eXL5xGKGONOwPMZcW4BeSSjStkY7RN1bikJzE/hRPcia1M+U8u/pg0VqTFRvKoK1B/VlFstkTRZ0eUzM",
-	"S1DMjRlqtIUoJUTvLGMOSR3yeuGjZUvneQZMTYj2VAShYu4i5Bhv8FttQZdLiDH4zUTq7bTWYMGZ8vC2",
-	"3hUGXdB8qBi27eVrwe/T9/IM3foBvoTffEllnfUlhcR5WGhfrJrg7GoGMRS7rrWs9y/WnjeL3e65LYsc",
-	"2Pd6jstQ8CHdG2kqbXl34HL4I/tjz6rI5vqAMSKZVg0/3sK/UHE6fRMp3ctsfP8Pz3Ku74Pn+bDXN7iA",
-	"E2hevM3Hhu4S7TYlG1/tdU4QNpOkb+M12arts6EVAk/L7b/VydiAFqSOPUKlDO85Yo+B8Q/EpPqGUJO1",
-	"6jVSo4OSbDBgNgXn1T7OMAEzvYFBNyE2K6mOZZR9vFbuak0DZH2hrt+VRs0AZT1i9JEFlXeYDroqD/NH",
-	"Y6QC0a8JbhvtamefVzQygwU2AE1qJNBPU3DWFKsio90qRpfjd6vmMqLxPTizQMRJ4lAp2VDLUyM0L2VG",
-	"SLhYCska+6e4Okq4ci1Bv/pmYyQSkNjz+gOBz/f3lOkINIoO2HAb2sLHslFd6wM53ZfQBJmB6x5I1oaO",
-	"NIq5amwg4+P9h7ejGe9on0g+5nV1IOaa1IXuJGHUnzfA06h1AVgZxfbGPGtQekURMY22tmoFCb8GR1ZJ",
-	"6QCF8blyae+U9FfGKjopPMfNkE5apfBl3j/QPJGdPhsQDinkODgREFlU8Yri3wXc+cZ/f9vE6xRqaBtr",
-	"rvP8sEjIyS+2RZyPx0SyNHxHKRDE6A+DFjmJnuhaKmapA/N4zGmOpyjVZSBHObQO9dJKKTqhJBGbgXpk",
-	"ESlQKVrQJTgSpwxlySovzVYGH2xN38r4g1s4+4MtbJmoVLe7NVGJ5Ts2ZvfV/qk7Uyky1Q7larFQCqVS",
-	"UsEJbCD61cIFDeAeMZtDPub5HyAol9QFZ/odCwM75yJihD6H0tL7AT5AR55ScnWDjRa5m7M1oUFAVkt1",
-	"I3kQOq4PFADp3WecuYGm8hzRF9M5ft3rAHv1v7ITHlCB0QewrObRj+SRxqFS4mTu+khvs6xDK30Ktq/W",
-	"oaR/0M3vJn6TXgiu32IQSkKZhL4Sdlk0s7Kr3gtCes+F+lG2PqMWmH+UuN7XWLiRGGSilS656mM3jlkE",
-	"F8F5sOU2S1VOLww8DAlEPRGvBHTwFAJkKrQ+MqMxYVys7ueIuQp1RVpVVs5TTCj4Cr/4DVuIRyaJL+Qi",
-	"9JsxXRNMSBgRTuNYPJGlkCFcFfhcbSmHJGLMvacwSObetw6B6tyyRX4yiwu9zpnzTpJgEpLvyPPkt/Bb",
-	"5wtpkudJaI05g6fqtyZZsCCkvB400ughf5UQn3xHPHUJybmIAo88k3cnp+SI2K1ev9Md87r653fm49/Z",
-	"742R2fEYoPYrouGakyBHk0WohIPgp3mY0AcWG9f/W7pWv76es4VYsCRukXOesChqkQs6bZHbtUxaxOkP",
-	"Sd21nUGDDNzmoHOsDxRGuZKoRbRK1Ew+hhgX9Uycltttt51ONvmK9FASu2GBeSCECHsW3DM0ZRDFHe31",
-	"98lCAAwy5SR5Cn2UkNjkt7DpfMnkdEvdSTMaRWlL0MwnbMYnza3tfFLTgsJsmIDdJU8PTUiYTktE1QGR",
-	"7+QTHCtjHpp+TIffkZB8S/RCId8ShwAIBK4XEn7rtFqfCMWVZRFTuZBM18hMqRSR+3lCIEADTnU4lbPM",
-	"EnU0kylLnhjjak2hQfYZx4MbT/qUk3vBMDANRvgJjmsiUe2eEUpu6IJyMoWvMYxUkvuYBisaRWu4q9Vv",
-	"ZBZR/iCRE2IpIbwHbnQaqatjLp7YI4vHfB7ew0YIY6I0Mho1E9HkIpSMQLTFsRm0kZdxwyi9hcpkzIFB",
-	"qbiQCNEidBkemfxGJZfch48mtFjJzjJhSzJdw39bY57pC2JGTGpRynepi9AiXpJJZqoSPMrxCzpzqVJ/",
-	"S3fplpt6lRgTR9Xm1AxRlzQuPOC3XmW5XZvqqxjV0TsggmRP4AiszorgET1Dcqn6oUr6lQkpH3qkTvXZ",
-	"SdTZOQ91/SQRQx3WgCXMT0RMluEzi2SjRL3bIj8ytgQNu4jJiIcvgAxTHrxSF3eQzCGMTfcrOEkhUbLw",
-	"DXUCqy8kcWzz6lMYMEs3MEAENYhjhhDsabqYlYCDZ3yjEOrj9HaHPhwatHKmbsDvRbB+aehWzshqZZGD",
-	"YkYYQKVpAzHYGzXh+TbtKlIyW92m91JTuNPWlw4FgE1TgUA7PXd9WhQfvuQQznZ+lXf3fLFq+/uB0WEP",
-	"iTzo5btwwWRCF8taKqpnGx+prNr2e72O17FIhC+iDzpvs7xgHo1EA8Pa4CfQb+G0WBt0bMypjkk80CX2",
-	"jvrzkLOmEq6gDoB6DZVAyAiBZ/qMTsRyA5q9Uho72BkTYF5Tuu5f5pypYsKbiLFk7/4qcuZecDaBizFL",
-	"/t88DMGp4VOt54IMMGc0TqYMq6eKKIDrmWqXYiiJp1r2jk3o4G7jFDZfZcWIglQjIfXpmnhZPqzXsIga",
-	"hrrGlKjdOlzZgu6ylW7UkhLLU7KsKjZVzcBbiP/NgCyLvC4XYPqtxldRlAEqVqymgClBBNKVNUDThjED",
-	"DRIoWHqY/wvuMM986x3DpTRfLSjP1jo2qG1DHNdLgYObV3xJhUMHgy7oWOFdLIAwR+J+/1GRQwpHTmq/",
-	"AZwgeb5tsKDkNCHmIwM9e0yc3G7NLb3lOpkLvr3tHAJtKCFhKWFc3cQ/CBBSoEIHF+Qa2lGiZSjJLGRR",
-	"gCUsUJY1iZFaD/lBqO+ScIFAmKoJCDXPJeZ598Jpub3WQFsRNmYDidpO+DsRKNHQ9JzGQfwgsMwJCTlK",
-	"TlBdyAvYI4s8beeIhE8jfK1RecjJdIWn5tKHWrZaK6+K1RJqTOdOmRfJFdBh1Z47v+ciZoGRLYpc0D+C",
-	"pJvO5DHxeBjpcAWotZDFXW3ZkVl3aSn3FwoyV5zli9q3yFkIaZmewRNHa0YWceShqI48gOwEdRdhOB9U",
-	"HUOj+wsMsl9pI/w6u+Cur/IxYgv6fMH4vRLCHXcAH6b/rlhFpdr11a6a6StJwsDsNnz9mCyFTLB4KaH3",
-	"NORG5URFitE4CiG8BaYHRcmXUFYMUCuS9ZPR+vEl8KgFMX3ix2lJMu3I0gVKTW2fcgV+hgX4QdQPOfGa",
-	"EZ02oYkmAgiU7F+7ouMyIPsqLubXpeZjWmeIQpqUsffoMZk4V8z5eE6K0WGHhFGX9nxxqnOr5uOubSmv",
-	"VokvFhVCoOZ0lTPeF3Eg06lQWw1At4PULAH+UhJyP1oFLGjtjwdnPgNc8v3xw9rusZ0sHYxVYIeHWWoJ",
-	"Hm5oAaob+kVMuEgax9oIUVzZ6lRR0sz+Max4jmMHCVbvzRfZIblfxtKMstL5yfEkT0TlrAsa6FJ6aaDF",
-	"C4RfRIqqis0Ai4kWqQB7A0WqWRgxj9RZJBnp2DbZCKprtMb8xBgAobYR4wEcOpx4uraRB75OS5uj5HoR",
-	"hWBXitmYx0yKCKpKQxARAjOASWGWu8BeyWLRpTGve0140lQUNtVDzyJawyhALoBZGlAfjjwIEWBx43iM",
-	"OP1PoRlWuWST1yInXIfq0chUgx5zDy19aqBoq2x9koJ7OftU2VwHBgdwKEpSl4yNuScfIkZj3kSyWovA",
-	"09F6uQO4Yw97VUcYzM2e3B8Pwek9UkeLoFqrGJoNkpun2eRprxxNxvyecUjRD4gfhbD1HxhbamOdku0M",
-	"KxqtrPllLBZCNUrHXOPhg4hsEc9UxfRIzJqgBkDvlKfFwbUvtk7HPK2SPKcJYc+hTHKeG8RyQHGIABc7",
-	"9nDMvcqa5p6lD48iJAHEEEELx+iF9FdxzHgSrcu1I6C4g87WA2mXobjfsMxewEnTYm62wqGGG02Ip5aG",
-	"ByIW4ewpXYaEcfW/UJtizD3dH8buZvwBY3TOJ49crVn5KqNQ7bnSNJFJxjvdV9sME/r5tmMnEwJLch5e",
-	"P2jVnIuEyCe63BTScoVVK1QtxeUJiMsLuf8KwTnJqwIbDS5j9hiKldyuL2g+mBWg7xTYMU90uc2NxdXZ",
-	"9ERlhZZQvs2LRFaQVBp2NeOVVJTpey9MP0jLGB0UhJAveHbwJ+XaSC/KdChWSXrRp+VSSQeRWyqlVLVu",
-	"RJxsW1D5+kqVCYap2mXS3HTuG54kaP0PdGQZuBbVYjJSZqXemSvPdNAAsXbToWaHG/X2TsH4RDtdwntE",
-	"CAght9xLaU5l5kMz99wXDghrS21XL0yIPgpV+ZDSQ/WC0rYtzrMmoLxyNKM31n/VFn6HV1GV9/w9Dz+v",
-	"WE5zM9dW/f3781PAxCJqCLBkFgvG8SaCoMAxf3/3pjnQvj1kA2IAqklKBHG7PfINlLX65ph4qWhhrADg",
-	"+YMM71iCIEC5JmSxipKwqb4k2SvEp5wsqZRg7xxzLVWg5hCCM0cnSuhw9I10gA0Rx+329uqY5ai8g6O+",
-	"jgkthYBtT0ITiBj43z/SCyT/U5bQMKrmRCptpPIMhwI4FddxEOxT3dPGTCgsyVn2Dte6d1/8IM1U6uM4",
-	"X+p3pZRideo0+tWQFoQxeBzXladnRf3+fRlpOZTSvTHUF/rdIibors9y0Zjw+pcNAMWtnIB4Lj+EZKLl",
-	"MgrRgoI+wdRQkRNi4KPUAStiLcvMRExi+gRVcbkM1XJokTeIloiiLTodl+ES0vaxW3HPQ7WzZcKW0oAt",
-	"QPFWtQYO9kNc58cK4TsVVvadAXA57SrGuAVUGriJSy4OG0Q25BEGGajtfzC5P6WdYbRaNbUZUuqGmR4K",
-	"B8/0ik1LA1rEwyrhR6hM6h2F+qSGT/WqrdAa2XYjNp49k9u3J0115OdjAPXu8efMf2BgTUVeKLGzQsCd",
-	"4TJATSXd9HpNQSNytcDg+2rywl/ZZGrKkb0QUCCzsO/dd9rdpGYDFOvqpWJitEEvETwN6y3W+64ciM4I",
-	"eFHqrflGZng1uwe8SwrNlvkEbuuKtYXBDurOy8yU6byzZ/VM7ndE5jqC/bTZ0YV4goD3gKyWqrfcDiyF",
-	"m2LgqL9oOoUddohYnkZOuvmoT3ePKS2TxvTiKcxcYT2meyc74T9uu2DPdW30fb7M3TddKRn1+uLWbV6e",
-	"X59c3HpVySdzFrNj+EEbGEhqJrq+uL1hgOUEFgNwmpif9Cldx5MEjmc8R6zCVw3IpoJy9nOmT/HcXXF9",
-	"cVtyxm10cKvD/299GrF4o/VKohDqdzILo4TFluSP5c/+rEsbYbj/rDyP1/nMGxaQG7coWrbISZZDVDxN",
-	"ZKuWw/n+ywh6d3tG6piO0ijShtkn+wj8t5xv+8+wy/QYWf7nNCsfMPnjpDBjO8+tPVFeGx5z/IoITuTK",
-	"V4LZcSHLV3sEdKZvKIlkoFcflsOYnaZ7s0mzCLOPf2KM2WEbsBhttrH7LldRlGPQQT7zf3vA2kae83/n",
-	"2LWNBNSvikrMh0EcxPLMEHMg04G4A9n+72D4Vl5eZErrhi6vr3hjEPBBaYvFokVODK5ETgRJsUvBTWLg",
-	"/l/JQh6hBQ6VT2KaBskb5QMMneIpDcZGL0lalPf17YfjTNFM+/LMHTVRhHkIHxSIZcKCMQfHSoaomnoG",
-	"F1UB3JCEltmiqz2juGdLCkMp7TLXkAeZE1ggGI1EG5OQQ4VVZ/QW3RXA5vUtg8CroLvq+D5S4JRiLmAk",
-	"sDE3anka0ZT6RL2m6rkJjUn0QRVU3zEv4dU+UUnEbNYiiKWHyc6AFGumelv0FeAFBur+x2IVVWMs8VB/",
-	"kn7hQeYhLQxSvYduem/M64gpWq5l7DUAVKJF8GdUnX/TC/qLh8nP6JBbABZL3SuUbVFvSNWPqRmTBkKp",
-	"LzCDZsxz/mJwgIADFKPb5YJGkVaLl1l1d8ss/zEPA3Awpnj/mfYN9hOl+lskCqXOQQCYddDzSxlze0MQ",
-	"Cztli8WhwjGp5j0VBGH3V82xKctTQYeuC1LxS1YSpGrNm18L54eu0F+XLJo1A+ZHNGZb4u5ydX42sQaf",
-	"8tYfvYO0V7lyBYDBQ69jNbGysT8mpFyI5LcXTFZlVaIDbDevbz+QJY0TpY754KSuPH9KsnlWpWhvoOG2",
-	"W6TqKkaxtMIzVHCcHxMlExkXqZ6FUJKM6L2Rv6ifHBx6AySn9+ZBsnUt7WTrTboT1jFfbP9leHsyDQJk",
-	"lZdDKA0jX0kyDSmqQvCBhdm6mW8Rnr6SOkTchEChWnawaTPDs9sW51xBJ9bqT08/A0GdRolZ+kJDNyfs",
-	"RkMdJuxoWHITjgE5rzLLdDNpPaFp4+DhlOfuTJ3VVUOToZ7Zw5TeFU/C6PDXtxuHtlqu0jWVsj1bKIes",
-	"Uhzpn71UYxGxLRgsYW6ChUwn7SU+gJL3uTxHX8FFpDfHza2su4HLeIuABiq8JFM2D3lgJBVjOklvclKv",
-	"FESO8FcvBeQA6aLC85abmq1W69TJgqn6afbXksXNFHxEMexlGQy7QFeuOMvJOJnvNG8XsYjTap28IO9E",
-	"cSRF7qiiKFLjqtRdLvQvMHjqzzO5MRZPIEqmDzSegecccfItSSbhq/rdq7vGv5qO+ofXeKkFZ8PJs5DM",
-	"36TwdVYbDW1yeWgYOOlOMj7KFAH3D1PyWEFKlYnwrydnlzX8MawAaPhwfo0itMZQsDbWuZeZ5KT3R+nL",
-	"tVW93ZYYpKntj5kAuZJMW/8UhX7MqAz5/R8j55A7IE8wstAqIuik+8Wsyp2gOXl3WR6X3YhDm/GFVWaM",
-	"gqi1edXs9O+DD+ZhWhEwFf7KNp2Vajn8GH5vIYY/C8hq2fqLXIcFG3i1JkvURX9s/KKZAgVeVZBYMC5Y",
-	"abFZe+ANgYhpDJ8FJRCTwLUarpo9PIDiT/QsvsiBVrWgLhXFUfjr14BvnIaPYaCjpLOIBdSGIS+bxoyi",
-	"NOhhEIBH6klMl+xXEQY0GnPI/U/FxfzODTmUWAwR3cgEN6zJM+zhxohQPuahLkeVIfDKlT9X2hWQJKJH",
-	"KIJDeYBRVUgEWaxkArlthCZjjvlIyZPI92/hfKfR8Xc3J+eX55c/TK6u786vLm+9FjlJxzzmGKOcjTmU",
-	"5FcWC53HQGYhDxFczAQpQebcPUvkmHtl3FavyhCGpH9NgEMZA4GbGT+wgIMJ4KhcPldYavYirVVbpHpL",
-	"Zs4sVJNmhLBhl/zf5B+m8tTfqf8gBTdgJu9WwVxEDzS2iDPsD60sjjxXyDTDRT4Y0Lmyju6WXCwWpR0g",
-	"lRZpHxweeTAH3oqEIVzEnYvdfBUQkFuzap8r5yqPQPk/1kAP8J7/Rab5a8HvTZJmKTGrHIZcaVrBWzE1",
-	"sGyLR68ytlREL2/mFGseOR8r79SNbNsD8ltfuvpKnVSQuRl4W+p1G+Nf5Ag1M/UX+UHThfAfN+hf7AYF",
-	"1Ob/zq5Pbf14jRmjL83mKOVnbBaFqk5e+LKbkBRQcDvWAoB6b8C4SZakkPmtIjL+CFFzxzzD4gMsrNVS",
-	"XVdK8PkHqYOhJEQsw5BvwaF0IMOQPLC12nfLPPhDpjpozEktyBnTYgp5lofMqxSXPu/fXJvQjel9/eIP",
-	"d0zIaUZpRcDGKkpC4GjCChbUUr4yZHvLpCz3HBOq+DjmOUYWZxa5CYmVJo0gh+jZIreMjXl+npRqpE79",
-	"VURlFWPz5p0D5J/Ph743AYnn4LdfmHPiHvzii+h4YfLLjlVytdyyYX+aU5P+uozWRM4BadGncbwmU7YW",
-	"PCijrlfXj2i33AYiHAooCw24wugp/u2LZ+W6CHHTQen2MS/A4bfIew33/8DWCB8XokwIOxMsmliBDZHS",
-	"EIwOIeCr8SoqVpi/+wT7cQQwpeXCHWkewTJa55SEPHYoJsam3zFEREuEOcASoc4w2xTTTmgkdaIXaI1y",
-	"tZBjrrZXA3KJdb5aRGaRQAwhk2jaIldYQARi1oDTG8ir5tAcbWZgp3k1aBHQwKkvcv8VCgUcKjPlvvkr",
-	"ZadSN/+Rof5yGapQ0eJ/gDCVrY0KGLSXpKeWIcZflKC6gcKNXxfPpgNWelEi+2LVgqJEcEATeRkCMmU1",
-	"muSflye7AdVWYHOBbZsaXIGenfP6B4wPxTb+a20QunDIv2UrAW/2M3XrdjFqyYErVb0NQUAvWeJGevli",
-	"1YzIuu/LW/PehgnB/LBjzAWAtc3SsTGU6t4OR6NfIBA7gOF6ZMp8utIW/kjcv5Lk84qtMNBqpk75eiYh",
-	"cSXokCcaJlKX7oZvXg4XZNUiKiEzYhEmLwreF4AqOFE0bEc9fCueSCR0jgh+obPAwCq9ZlDSBXNloaS4",
-	"ao4FpG7rYEONjRAmGiFejRJAQkKZJuqhFzsTP00NqzHPoJo9/Y0h1TO5KpQ8hFFEmkMlRmjHYSTuLYKV",
-	"01Ycyg5w4ukpw7yUpzhM2ARxU71jsqQS8thz0IFKQzTYgSgMUgMXCNMNVa6L2H4TDBLYWv5uJxxYaXxb",
-	"LMmCAzg9NZOghXnFYMzsSKSeEFJ3yDZb9k5CYNFOArbEjbEX4gkyArfvlGx55PbKVyzzP5RImJ/u7aRG",
-	"SpjfsqNDHXplsHYToUc25nXY3EEoHyxyfnSFJRyVpgR1/g2yg9J0pkytGtUNxolCdT/HhjrIAIWTltIB",
-	"dNFISGltgbMsrbGvQBZLp85Kj7u95+W1VtuLpyVnz8nEX8USxeK9UX3Zrjk8tG8D9GSfKz3fiVUgcfco",
-	"b0RV8rmH7nFvlNNyDQjGvUiOiYewHvoFU98aTCcilxptrqZjCHGGCp8j2M0ABKIDoPOVpDK3PDQJrjSs",
-	"WFolOmwmU1eG9ABUOuTAFjLN02TyBBybEG6KaLNs6e2rtFao674tsiyS3+tXbtEvaNDUt3yQr+pg5dyO",
-	"W14veqKtGiYbbpUf4FfzKn/c+h5/NHnppfJtUj8+TG3ND2afxpqjbe+rKXl7wvpKzN/3fpGZoDiXBc/N",
-	"aFBTyS/1UFGsGOS0yAniqxF9HiFul1dRRjRfSa3aEVVRKGZLzZyv8XY/Kl3ta1xXukvTQtU5Y1CXX45P",
-	"XZEqKXL405g+nEpLm1DN+cTaHDrxXMgtufLql0J+ygKRwkldAFpyQkPO4kYOvLfSyzhPkuWEBkHM5Bah",
-	"ZkE5vQdwSaLfU21OxYoHFmGt+xbx7Bb8/1G32+15WKILAjdm1GcSSuZ6Dr7Tx3cqSQm3FquBSQG8VIt4",
-	"auDNZRg0dWG/YzigTUqOPi7BWKfR3ODrLXnLMpmkk3S4bB4zWmVfO0lAwCtCj2eG19CnmAeUT3uAeKOI",
-	"seSVzBJaNAYelQbprA5yOuRgjECyBwoa2nhJEZwV6h8nImaFfKDcYsI7ag+ONF6NJvcM0z7CIrpMMXOA",
-	"s5yFcK9wkUGjVwAhJyZEPuXe4SFXmuIJcngXPk0KtJPgdMiq8SDjDxrSr4vPE8aDpamtXhGymClP5sWN",
-	"PZT4y9HRUX6bdL39iHVgQIBDorSVS2Rt8GdjNZhVXZiijS2CKPNbz851FWTWm5jJeYqYFZoyxyXArOpk",
-	"opLtczMkEU9PrRaoRfqeh8+ELYU/z3s/VYdK0V/QgB0Y2LNhJ3pR58cp/CbqEtvRvDdJ2bLi8qSBjJnB",
-	"O5Zq4rwsY0KnA1Rl3gO+s8nxyBI8Xqje/fUpGWYI1euyGNH+4hK5JuV2xSFZFB1RoVpLfJ2Lzt6PdfDZ",
-	"3R8F/g83HwNeREXaSFN8/YH4q/hR6aP+g9SV8k3h3j8Us+4+b8FLNNLG/yZytVD/kJ9XNGZp5yYFgT2D",
-	"e1EeuNli93nirxYrxAw7FDnRrbiEX6etkBs3rcybiySchYmV5/GfGiFeLJ3qPtc2hoZkVy3UnFLxsijd",
-	"W/oYJr8+rJs/iIiuiVwIkcwxyYIELA4fkR1pFK6+gHjAni1dGA0i1YJ7pi5gsAZRSTzph8t1C+uDtQrI",
-	"MHX4kAfiyRrzpYjWkAtgYW/qP1FCv3MsWK3fjbGw8nJca3gt4mkMeIzRnTIigmDM1RF5HzOamBItXtqq",
-	"pw9QaNvL6lzlX2CRZLk428pY3rRjOhWPjLh2p6/RltMg3zmV6vlAhwg3wJqkI1RAI8n5ct+d3Z2cntyd",
-	"VAanAK2ba/M0NxnIsIrRaOju7YMp1+iyST2d8mJhrM6+kzntVVc5MCXJ9ofvFyOOtSZfZfNArhfaV6zP",
-	"9dA+rGJX2lSe7Mp9BIINpsuHsjL/IZfPVQkfeUD+Xa79DEzyxd+dfdV3VQEBW30i16Z0cs7yFYToIMDi",
-	"dsaOqpSXw30iYfI17pBtRt4qKg04aZ1q20QJqN0C6AAxw+R8yu8Z1hNYgzVXjS/khH8FkXwHfTqTcrom",
-	"U5HMDSZYJgJq2qH0AUv+aH0Jvi9DEhf7Vr/rXwgwjj1vqyPlF7bfTgNZebvmc34rcE51sX/JkmNdhd18",
-	"acRrQN2Ya8jDF8uc+3Tir9d+X8JcbTV8oSBgkmTQFEt03KFFvPozFLClvP7caJAjIpOg/tzwsjCqpViu",
-	"Il1oKQjEjNiNLOcmrRKr7tFZRJMsbtGUAKUJ5MO09hbolPzxwLSUSr7knM+lBZfhpm+IbJvA45WvaHDV",
-	"CsmXLhiJAPMYBKM/ku+YKznd7bZ7FfnuOWTvzVKgu7Ijb5M4BPCJLP0REyKPDfFQpFoWQNO8Mujbnz2i",
-	"0tQW0yXzbK+ab5PWd2aCuspb7JAail4qQp2efzi7+eHs1LOUfHV3dnPz/voO//n65PL12cXF2alH6t71",
-	"1W0Fqs2RT7nPIq8BX9++f/Pm/PX52eXd5Pbu6ubkhzPPXJcp0rF8yBXOhmqmKeuxkS0iHjbkFdw/nvb/",
-	"mLr9dAleLpGH54E06zwqJCVe6pbxMH0NM9nKSWwUQKDA4R/KQkpb6vTE7o8LqOdoqIRfxdMrqSsyhYGX",
-	"4kyprXxMZmLFAxO5HEbIh09iCrZpwDKHIenIAoObgQgqaECG6bo8uZic3dxc3XgvrGv58kKVZuX9XUwr",
-	"BMgkYYtllcEAKox7TbDDeqRO0bjbGJG5eEKLAVjjzfCVxjGngTpXP4mpSTOMV5xDBRWMYokZZ09YFUxC",
-	"cTWmGjYm5YcwiljQgJiIeMV13bDpmhipSb8IXHaJcUSg7qAv05glccgCLAxkYCgpUGjiSOKVRk/S/lK2",
-	"mLIgYLoKlY5o3Wn++EOQWwZMx3CuAltrzPeBa5Ft2Fp3YDvPYxtlMEihJN6CJbS1F28rokvJgkOrB744",
-	"UrV4Fm6Gqv40X6frCsVsS02Wl4bRgNySVlE6KJRVHQJy/kLc0R2gVA8hrxD+U2d7bt0Zh850TfRxvAne",
-	"gR+V1OEUR8ojdRPdYWpi6qCknD8fahdpKCsjopgG9njz1aJ4+ey9U19tTt5detyVkPsIlSmwt6Vh0fLy",
-	"B6m7dmcw5gYJZclixb/jwiUPefqIjmbSsC2sRL8FoA2hzmSmWcHWB/mggahuY36UMZpGUmhQN9DJNoHk",
-	"1J5BD/19tavxTUwLNQRnIgrIc86iiBDIgeDsmCwEF4ngoX9MnJady4gJdNW4XQXX9wRYmSk/eGaL1viq",
-	"fUkTdRGnixyWt/oTsg/UJvUZUG5lt8QGsFK6yiEeMYfHpwGMs3qfL1qOW6kGKDhTJ4oTL8BSyVr3UesJ",
-	"TAVQyU/dV6YiPsoLFE6gVXzYKZODSagAjDOXQQ6S8iCAiZyf8UBHyEGgFDnBIIOmkKsphtG9oMOSTKJP",
-	"zRywQ7pZ0undFVqfo+tEp6lsCi5MJuEC7t9gpRWig6+rHcc6kry/pAJUxvEywRox0LFhBEE/wOep6djD",
-	"g2poPLVfDg5qy4uAFU6SUlxd2Q2hnptxq1ehkIS5hHkWRqgev9x4AAPZHzi3uVg3KNXbuIn8T/ey+Tee",
-	"SyI2kZUgdm1s/fz1iT+qRYu/1ayaaqSWGv+qLtPC9fgyq8dd/nDQia6vJFHXc0ATLHhkUl7JiS6OqMRa",
-	"RP0KxhwS2pSct2HctwwIf6jLE3Ep0qtUXY7iiY85dBPyIgbtnwt2C4Yu6PwVdEqgz3pe19OG2QXWjUSl",
-	"Lgn9B5aMecx0AkdDCc6MNeHFv99eXaJ4nSvMhXbemNFAjnT1Vkxqy0Rv5s8FhoWoPkE6RoUvj6X6ShJd",
-	"t2E7TKy1BSC20SIn2jPS64w55iLygDg98mP4vRKJwOrnJzCEMpRL5prZlFS0kBIm6nJL8/Dy7O91KvZR",
-	"ejpM4lVVAOpbUJ5ZTlxBPOVQEl+pdLni5sZpay70Mddyq+BMhvcL6rXIpTAgv9mx5JE6JGiTWfisdW6U",
-	"x0a7PV+v0SiKIdM0IU6LICokQPPAYznmQN7DN1bWrjq7IvHEZKJIRk9BHf4z0iYAysGnOOYpAp6YEaxx",
-	"QI6ITEukAcCKPCbeIuQTaCFXKsJrWOj+8+dCSCUS6e6Na+zhmxaJJ+GnB6g1Lp5IqFQ9v+Q3T+FbxCwF",
-	"UPuEPHwoQKjJYPIJ/Z1A1itZYea0CDc2DWmRzygz6zG2xnzMv8nNFqnfkGUkiSdZxPzkUnVWX7BkLgLy",
-	"HRnXzIvjWsMzyMUEAYoVbx+QSGTLA2mS27PJA8GL0Tz9xiKYdAugesAe1cacpmdQNggQEHC1qd9ef8ig",
-	"cyxs+ztSd44+N4CK1WLySbEkrAOLG+SI1BWHiPwcJ3XeaMA/Q6SRkyZxGlh7SnAYhmE1eP9DSW5eSeKp",
-	"JXANY5FBPZ48NI50a2ZYixDR967VIfkN8TCSL/wVmO+R+iPlJGAx+SBYYhFnOOxA9jHw+dUWTitqxrVC",
-	"S5rjcEYqxqVsNet8yeJmDO6wmT4epWpGDfg7zRvky79c0sRF+M2/XLCfB5NP/3LBz5QwwIgGzVV9DfsC",
-	"fcy20l6HwyFBsogM7zmZReEyFWpVV3XJWMCCbGnQBcPjPStRjIW71JeNY5wMX4cOqsZMAV3K1fehxHGy",
-	"79DiHzQsssR598m3xG511Qgc27Yx5cefi9BnOiu8am0uzYJkxG7ZDqmrWTaFm2m0nNOGPoLVXn0jYtVI",
-	"rvy/dqBTgD5CG6ouspxbNYqNLbOzJmY5TzAHWYftb9kzOKvfpbtFdf8trPVvdKL47ZmBmchvEoPBAEcb",
-	"hRPFsEBpn5LU31KZhMwid+FUzsOY8tCgVr2JQxYsKLeIZH6L9FuO3YCjQY1FnawS7b0CSvzJpeASdWhQ",
-	"ldVVHqoVbufOpmMtiEgAYIgyXFFfLKYhV2yMxeoe7+EgfAwhinG6hsVoESnUsUYTXOtPLLyfS0Kj8IFp",
-	"UI1ssGjIy/cNBme8iQiNBGcNMAODKKAz22F0ar2Ymc/uNsHJnEVBU6n+wNpRisMqOLmnUmBdujFXJypx",
-	"ml1bn5pqIamVLtVGvzy/Uad+x3ZSjDYMcEX9MBjzREB8RsMiaxrzV5K4TsH4LUnd7Q2qvzb3TMdGUcK1",
-	"iVyriyAJ/VTd1ijkLD6C3zyLtNN5sMYcDq188FBDI8rjGVAYLNLTdZo925A75n14FX9SH7q2bcpll2lp",
-	"kdfIXX0dcjV+9TEQoRe2Y5ulqg4RYsMxpM9TD+ODMcAH5J6m4ExN0khN5e/I+d+JZPcLWAO/k82thw/h",
-	"AiO/k8LxSn4f89+bzebG/6m2DR9gNs2H5HfSGRG71XaH5HfSVn+67Q75nbjwZ6dLqr5Vm4X5Kwib+Z10",
-	"4dX+oNhA9mdFAxB+BAwIvo6CAvNe2gQEFOU4gAPoZh+rL/THXaf64yILcp9V/lnVQhUP2r2X0FDNhN1t",
-	"qGVP1I7MjX+g3nCcXvHPPv65+V1x6EP1mj3sFv/M2il9XBx11kf1n6WPywN2bOgRlt4eyktTrt/uFv/E",
-	"D+3h5oeVY+4V/8waKn9dNWjVS/Wf5a+3jXq4i3g4vNTJmhu0446I03L6R3ZrMDiyW52+bs1p2erfA/VL",
-	"p7PlYanVIkeqm3aglaF66KqHbfWwA2921EP1P117o+kiu15A9f6mN3hZ2Xjlw52Nq7vrd0L5Wr0Jm2+o",
-	"Rtztqs/tlzxUF0FOlZlrYFWt94mYJCELmvqfeCGEnDhDIzu5HbzTrRTAynHzd1Aq08OV62BKbZWER+rZ",
-	"BQi3I4b1ZL5gDDfW1YnmMWN4Dyp5OHftYoY1CrT1tqUky0ZaQHrMF0oqT20Z5uIz2hUk0avLWL4igWgR",
-	"b0EfGELYNtkjgmN4SqaWq1jL5QmdRtr5acxfhps1q6iNIH5OadyVtrBdAeknoP4HBEsulu0NLVKIJwdQ",
-	"Iyj1DU5nzGdutYpGhbzBRivvxnefxpeDF0DplGMeJg2LTFdJVpYbFfeRqQrUymwlqKeFgrcUD3XaPtDv",
-	"tcgJqEhPKfoViERRJJ5IfRHyOm86FmicEY0hqR4cQs0xdxqN0W7YXjCrjIxwOl2XrAWKK6slSQSUWM+b",
-	"InbhMlW6tP3HCYhfFSBWZof82ATCyxSUnJaOjdBdhAMjlLw2S7Qvpaoq04/kO8Ix+Cp/xNR5qvq1G8dK",
-	"3l1r8fJHwhkLJMle+JF8S9wWeaeUH5QhIfAad7OIyYw9sVhL7PCLUi52c/5MaR4wXEi/m4WJNebGM5gS",
-	"6QuZKEK+JY56RZa4rhRTOx+B7G7hvNm+261xqBGEHMrzmIjrLTxtKGV+zKlUSrrJ8mDkR+RN2cesJWxj",
-	"DNL/HBGlyShlXukIixWaetN60nCsrRJ14wjyo1IzfcGT8H4lVhKqB0kdkI5VutWUGPAReKQaaKCOnLsP",
-	"vVG+mWkk/AfQ9mLxlI45tZ2oTj3NuJbiKpiocq2Na3hWSz98CJMmlIfVn/34RkRBXc5Xs1nEvntDI8ka",
-	"XmHZWho+PZYJ4epQIT9qgtBc9aj1Yci9N8mw2amrtfzwV7QkQnxt/QatIMAtFkYhv6/zox8byE09Sdjj",
-	"j6RJ6j8W32oSjoYuo+NgBAvD1Z1hysnEQvhLNOlojuMUrXhi2J6TFbwRGiNJHWxtdoPcqwMxEXoD4PCR",
-	"96qd1HRV4n2uyXENF9QbEZe2DGKwwDdlm5BaJsULCBcjQjqZadWhdrqjylunvCN2e2PVjoIzSodg5wp5",
-	"5X0SAtHD5ZhjBFjIAWiOxuqpjjJo6IMDEkIg/Ifm4siw7TF/ffvhAMj2OxP9ndZCDzVOofZFlKq3Lejz",
-	"BYRG1kZutweHjvm3UxXykYY6mlOq4BS0aisefl4x/U4Srxh+NNmXY2YuOdT1N66rBEop1n0K8WBaItJy",
-	"F/A2LngKyhkirt0iGtpbQ/vlJQB1K0uWvPjySwvM5ZhYjAA9pOTclYmzWkkWkzDQCSwvmZVCmGRVWCxb",
-	"SgiXDHE9YOGSRKClzIQyWyQMMDYsitZESSXasIRmoxK0/3G5CgZ4yrCCEKl7NE7CGfWT1iLwxhz3LG5i",
-	"Db2KCJMrDbaJGB7VLkh1javbgS6Yzo5KNkJA09oKodzlDEJjlRR4PecNZ6agYmWAaZ1imGhW/WDFFQdz",
-	"oaUNa8yVUKj1B+0r1tUiQdJt+SJgqXQG9TYWy2Q9IjF9wjoPOg4YjsCzPOgUWdK1zIWgQiQjQilJMENO",
-	"sfLIyPiMxhCX7+UxTzxEVamj4Ne1YTAswBISWUGzMc+WA52qs81udckCL+J8ahiysph5N+aYoaSBs5TG",
-	"kojUj4UJZ1Tnzalz7UmLQk9jvlhFSbiM1k0aBBjDBf00jg0ELAvVFWntdvWBwkKmjPvzop6iNnj8yOIm",
-	"lNwAthl8GWAwmtMhiavudC3XchrkWyL5I5odEV+LV3G0dJ7ugZIrod8UT9SKWHiE7KisfKURfioqiiRz",
-	"JnWFOxk+MuL9Eokni8zD+/lHb8xzSUQQ2abO1UXTaWBNymxbH8OiiBBCx7wKMuKCxfcsaJHrIjoPomxA",
-	"A09zEeXAnUE+QQt9lo+JsojhpkxzlpSESBFDDFBpWXDPWuQEKdBz4Sk1Sbtk1Lg8SIUyozfJUTGUQFG0",
-	"8Xzpkz3+YqM+adw39cULJrkKsSWXINDJl1d3KpIfttfuLF8K+y7nrygtFXKp5ovxRFeTV7cFVpRSBwrg",
-	"xsDmzKrVIMD7mNe9Jz6xPdJqEfWX2uxew4K6D6WUjGMSJqCMwWxPjWgSt8g5QJoJE1FvlHKMwciCNk2p",
-	"Henh7sSJyi3rkFekDszwyguTbIZzB4MZb91rZkxoqkeelTp8cuefWh08WqvjkvoswPPTte1m27VtLOCD",
-	"UQzZuIulcnYvwuJ6e1kBf7szKNTwh3/vTElJhZNdEVTvmJpKuT+Dfxbew7FrUs+NE6doqNks/+PuxzlV",
-	"FHwfM/oQiCduasu9+LMyLJJqw1L97xq+LgO0pQDQIcn6AM5Y3NJpwDWWtLFqEJKRleupjLredXxorPZJ",
-	"RVWif+AaVWIDFOM5vP5O1mxlrR/3DzSstZwtMZWbBYzk4QG+G9O+EeF7nbkxra31lsDRHGQ1sI35csxB",
-	"qrOIV1+TJlnPaYLBIxg54pAmmTdMgiGeZ2BchDgA7cr1OGmSE9IkjkcCdh8z3DWzmLFALOCoQ0OtKUkw",
-	"5rpe5J17VOdNp2HCyg+E/y9nGWruZ4uzMNX55bRra2QwLLuT04xOMFlSxO7cHierj/xMvbAIom0/ssxm",
-	"kWaZxcxPRLyuTImqMMYejKl9m36BBjewBR9+AIIdAO6mclQcJBtBYVKvylhctsoeKnu8/nANYEdVNUtR",
-	"+z+o4OCFfhdTPOIDQLzLdwQEBz/trMSkDSNYjGJvB8UibNnnO0r6pyENuRoScD7dQQ6YqcZmArOzamVZ",
-	"3QhKzBkkweNQKJOGEU5tXWlxnUOs0fqOEsIsLcjIhLDnJGYLY6ure2YEE6jDUKjvT2gUNQ6e9fINVTH7",
-	"xb4Ogc1dijjZH86uiwsv6T2zdoe1H2GT1WmLeqYmGm0zOGBSQ27MlQnB8oZKQEVgF0zoW9JQozXtSZRQ",
-	"XcqJ+aCq0lZaaNXTFHo6Gcd8hDcgjaLMpqAJPSY2MQUxsHIjao0vREFgeZwysymt0om664x+D6lVFVnj",
-	"sqoyL8j0OmQqlGgvGmU2SYtUCPtKNT+7PpncT5Ysnlyol07fFv+Z+/UY4IkpkWxJY3VqWhhROWc0YDEE",
-	"TqPOkeqQS/24lbONgkKCmiMaHltjfp5ZUuAGxeBbeEdn9AbMDxc0MrWzle7yy7fNj0F4Hybylxb+9+Mv",
-	"LHv40bOKCw0em2w6EY95liWMdouRUjnxLT1EESvtwpnYtq0Uozl7ppoQRYD97CybLmRWh3zm4X8UuWsE",
-	"BOeUe8e5sQByeZOze7gTIVocqXNc7fVx7GrHG/rBxjx5EuiEyBxcYEtvlKCbpyGn8bq2I//v8Ky/chay",
-	"fKzpZqrW7nuua/Ff0Ok2qLe0sFgVbKYv4uCVUvolZBmYEMAlAFyj1wLNmHBQGkAo7XF6ffsBDIMGoz2b",
-	"Yb1G65nnBQLJwBsiid1oHYCJP9WlcbcJv9szuY2wltcftBkVzQaARDzJQb/PRDxJQRXUj5xN1JkU8olG",
-	"FNqLR4FsLhOekrI7k/yDrk+0GxD3cFjbvCGjeupNRSSj1cOeRCiIr6k4mutuF3juVtjhdwXYTU4XrEUu",
-	"WJKwWFp4SEiLeC216yfoffSanpXh+KMwMuYRfAOoZuqjDD2r1yH+nMbUV02SephoXAIlOcsyeqne4NpD",
-	"VRvVlpFsurbbcxzXbTq207VtpZ1T1Zki/1+/nDR/ps1f7ebwY/Zna9L8+Jtt9dpf/lfV4bBhB9uM5ODb",
-	"bJQ641bMckYdmU3fV9pFCkaRCouIZP4qDpP1rTq6dNUWRmMWn6yq1JUTnZ2/kYZPKrLw0U3lqZZErONh",
-	"RuR7aF6Hb8PrJgeQ3OjllwEf6uwksLJiSGuxn2NTqAw/CbMAlRY5TySJRcRI3YsZhRoTY+6h2Yd5DbgR",
-	"Aya1SIXPscRhQhZ0rRTjCFcNnOsAqwu0ZyyfJ8my9uUL1u4RFdi2poKOGQimXa1iLgklN3RBeXbXQ0o3",
-	"yflEGhAzAKXNclV71Ao5uz6xyOnbE9g2p9cnpH5/dIGR6HdPgmhUHLz/NfjwdI3CIpoHRxjC8M037zKc",
-	"5zqIPYHwjS1UyVey8c03I/L27u76yGk55FvMHhOcKMGWdLvdnoV+bhpyeA2uEvXHLanfXdwSpwWah9Nq",
-	"W1kzUG2tPMuqnXSiiddMItn0WZyYw0H9+4GtPR0EvVglSiNRfZi5p5EUJkVGfx+FjCdNn2LOyTffZDUF",
-	"1Lh+ZrF49w9yc/aPo5uz6/ywutiJrjJ0Tf0HwjSOumypPjCHAvgMWFBL5ocz7Wr0cqX6PDJl2kQfSg1O",
-	"ESbSYKlAmAKKDTBbueD8KYPTQWrgUYhfCCMwSIPOLTFWwkz2CMI1dGEzDQ3mkbr6TMyIl6sSrY7cYpUh",
-	"DybRgyP7nM+EeYyx5Fmjy2idb9KU79Wf58t8qT5yzeknAGKB/2pY6IgtlDWARJZEEk/tL0+XUjbw9ZDC",
-	"KVU3BcB76MkUg9KUlFF81TsaqRhQf/LV49LfsrePTULIVARKovZyFbJhGKZ0nUfq2r+Lrk/AzFPirKkk",
-	"XOZMWtPJI3XPwFrl5kOXaso90TWYwNda4rFpp1QODUdYLHJWpCNXd6zUd74wrFdRElW3UyXcIB/LNQDM",
-	"EkrXgneM/otsrcKiwBiYv/3tbwT+KY0zWDEWM3wxmwbATZDnsVgl2uMH7i7jVofn0iJPseD3Y46pYqgW",
-	"6VMYHBvqbqUxhFiAlqvXJnbjZcvOyCEaab+p7hI1duJp3/ZroW4RwCyEGA1AhlP96IQLdepBMHPAyO94",
-	"VpVzKNRrHdsmv29WjSS/F0r5pvGXoCWQwpGtozo3QJpg4zRIvpd3Jxdvrm7enZ1O1HluOpmKYG2AoOCU",
-	"wdO+8OHV6dnF5PLqbvLm6v3lqfqyANSiFG6duJUirkuDyliwYOpWO9ta/eHsziNHxDs9uzi7O6tAK6lD",
-	"7rE6LbSZxVJ/PYbsSf3FnuFZ4yW05Eb4+sqghO0YYS4QREdPTBnkUFvo9sLSUDHOlYnfCn/FlLDbtydN",
-	"t9vLYpZywOWarKdYqBWeFNG3JF0roaVI9fvL25M3ZxMgfhvJlCxD/wHKH82UyAwoYn5EpYTIzxXXUCx5",
-	"n3IUiacolMmx4hvACz9RSdgz81dKP9xkXK52yC7WaUrUXqEzMG8rvpnj9D4SUwr3akoACxoEY00e0Mgs",
-	"hdrZIZRBS7ecmQfwgwYrnxH2TP0kWlvaEKXOgXyjpWI7KRNM8AON73FvZVwRkhH9sbrr5QOESzbDhVpw",
-	"cOPXvQJusvaHeBoXmSshUibjmlqmSlP7zvYaB/P37uTmh7O728n7yx8vr3663D7XgrNmQuP7/4+9911u",
-	"21jSxm9lSr/6lckckBJlyUnIygdalm2dI1mKKDvJBlliSAxJROAMgwElMxtX7dXs9/e9hL2UvZK3prtn",
-	"MABBibKVOOdsPiWm8Gcwf3p6up9+HpGXYJ00aY2LJBUznzTmWcF3oF35pv/qi/7Va1ie/dPT8+82jSx9",
-	"Jmbzu7Au7GjzfAaF3JTOCAo7JhAfGLV/VqM0GUWwdDJBCJ0GBiD0ap4m8lo33TDgPIGBNPuuMg7/0UyM",
-	"r40VJhE6uWIj8yUu2o0TDiaa/3UkcTM8/v5kcDV46Lf5J1ycsSCpsGZjGkDNAI2ABnGCPZrxXgA+GGdI",
-	"qncjs5HMuKwYbbs1HA3eeY108Wc4OVOjjgbvGJDVp+a4KOI6/j6onECCp3Q5l7Wvcni0e95HbBDgxpU2",
-	"ED8UhiImyN3AiZGjRHrlJgVydNTtZ1CIwAmUYScDcGCYxz3RzJyczRQCdJiZQB7ezoOPY4CxTPBgfFLz",
-	"q8/ngUFuYqCo66F1Fse7e8p0lOmi9e7BAgtyrs0nubA68ZjUAAATTfxhQPzxPtFm5VeY4Ql6ZlkexY2Q",
-	"pgt98nHculIC0FusmpmvjoAdEj9lfnZLTeky4QAxg45njfxW1SHHEKFU20LN9HIOZihXHlJ8f+/gy2ZQ",
-	"IKNgZwUEosbQLgAUq0CoCg6KYmFlDjXoEQvA0nU0qt7k0WMuWYK2qqY0A5HlftmEBfMD6AfNGNynUczd",
-	"fF9kK0miShVGGQeupAWum4uemvOFj+Tlm0pqgrUJznI1FUiqXeUZwalfqd8qKqTgqeaKSpqWine89u3b",
-	"pF4DZYTWFhnyD2xwU1mjDGL6sfNTmyj8m23WX4OvbqJHNWdtmIjrxKPdEl+itpVhIGRhjIksYVfLW/DJ",
-	"YGDW+kX/8upekzjWN2hlyrZxnqCrUWvZ314Ozi+t+1s82D0SOJ8i2DPQzcmXmVw7eMBYmoMBn/Np4UV0",
-	"0FHsv716fX558m+4jddF2arBPFsZZg8h5DzUR/YiDBFCG4Ao2zu0mKXUY+O1fRo9H8D5N7QQrF9i7Gz2",
-	"WPTdd9+1vF+NNTFucGTfSZ/41Hziy/PL5ycvXhy7cw3GLBPNcCkbM5vY4GBR0OaUMlwokDWAwM9s//gI",
-	"JRlntsKnuZkUNxWw7CsOnB3l0/7z4eXx4O1pydlI+aiFtXSa5CdBTLY4WCx4Brz4dZuixjyO6XOo0bBb",
-	"e3H8KzuYBDXxz2Cl05dxDY2/jGds/7K/nz9fP6jVkzzdzafcdabVLMUk3nAgPD3vvzj2XoQ+WSInKoJ0",
-	"I7qzTrvLPuUQnnJ89fr8RdVxxSEy3wU0oBrmg7TcSyjyg/Qy9KyvixYNrvpXbwfDs5PBWf/q6PUWvmIE",
-	"WrFTq3HMs/EswUIi33nElqAHQEcPIogA/rYNnlDPGoFsxUepCJgWdqUm01leNGH9Q/pHVyfvjqH9mw7Y",
-	"aydn7OEe/pfnwjUS84HrL3n+dvDDPa+oyqxaZ92+tnEPDSwwlqwR04HxQWFf/NumpfqzGgFi1S2M8YzL",
-	"qbk+ct3aZXm2FBESdtqtQ4BziWYWJzSQjbDo0tzW6pv9vssOy13/5rxwFy+Pj84v1+a1/4EQySgPgmkh",
-	"njPxc3msFgAjoNIIOF3M0O1Q1oJUvUk4awOExW+bXdcvzt8cb17WFtFS7KGJZhH2McRfsP9xrhMFMbXO",
-	"7hokrKWoDszY1A1xK5z7zVIzB6/7L86/G54M/Bl88dZ1ICn+ek8hu2C7sDIep+evXh2/GA4ujo+uLvtr",
-	"63l9wnVrd0ygv22latoiCExUhIA8ObXlnKWJl5yEjF91FF6evDkZvC4dsjfbUDsM9tQpoL6lgcSt/iiU",
-	"u9FY1eHJm+HF5fmry+MB7EN2NcNxAk+rGxduQKeDi7dX0W7lKhoCWJk0H+qWE4SFS6ul41bLV6aNFAEd",
-	"Xp2cHZ+/XYuEQrDSkqXzLEtuIIBjvGeMujk/3OUokzgVhIBrRK1Zni9a5inA1KqWuQd6f7rHdJM+EmKg",
-	"8LaGH3g2ptqnq8+VuravTiTiokDTCl/0s1ay/DbWsG/reG9zy5TOdRORpt7ZjCAWjCM2lmXGDjeiFl7d",
-	"mieyBenN4lOgOA8CIXpXBxVkh7vR3NSaZnzs32ratdHJ4bmwc6rzFINEP8C0ujo/H572L18dl8LK4v0Y",
-	"StGRaVAiXDTG0egRA3j123mqVReMl6WLQpoqdgvyCo67q7hxLuYqW7HRMp4KGOQ5f9+yf23hX6FCQ6GB",
-	"zLOVMd/G2THNs99zSCFVp4J8dvzipD+8+uGi/FGWOQNSDVCQLWSOFbv4JGALKpQovn17/PZ4+PLtKcRo",
-	"qb7XgedSBQeEnBtXE0UliJYV+Ddpl/tZjTCZgZ0ExsRyBje3WWi0yg6tU1pSWGC/saUskpl+wqQ8E2zu",
-	"xHiKOR9fm+8Yi/L7gbjVva5jvcyTs4vT47PjN1ebTyCKFhccmgqHDVBc3aLLzDpjo2WSxu4uM5tw7/LE",
-	"5gtv1PeysWdqd9+FyABnAdwf4PVTCy1BPR2TincY4/9N+YNhVQyOL98dXzpXyGyARcp9rKRE+DOOPk1Y",
-	"MBjF33TUJEGRkUCcPGtA7tRMP+4MojcPIPrBNfsZ1fbMyWUhpIibBQGf9+oxJ54PC/RK8xnLBHyxK5AH",
-	"kQ5N3YXXRJDHr5lywZphtwyj7p2mBanSIm7feYh25PjOAODSnyT5HQufImmwm9lVYj58nbscFpNxmGiS",
-	"AX+mJc0wZ9V7v+2Q+GbvnkNBFTms75h8lLqyxXjkJ8EE0TlfiZhMhDGah8ZCb9HI8py8Or88Hr5903/X",
-	"PzntPz89rluGMLdAx8QsgAul82kmBt+emkkKx0eAFJrp1t3d/Z///K+o6U6cZrBGXFeyYqBXDZ3qrUw2",
-	"VcymW4qUGsxuK3Uy43Qw4mQFIG4HVMUAWs+SXDgFucxqk7iIEEzcbZ38asftEwjBtsW41DCHoejT0rCW",
-	"+vb126srUB2i7IzXr9ZbKWJSJWcGD+ZJmjp35s5jCD000Wxk7C814ks06nU6RXVn1eDO5WeTF2YBgqwR",
-	"9ilwXHLs+S5JBkbHb84HF0dmczVD0wJ1hkZ0fHn+chCBmA/EV35Zqpyb3198+/b8iiLuSe60CXG44OUH",
-	"EHOHlxjDNsJUfCJJaIdPRQt+rnGoYFVUvInacE2SP+z4B4WPEFw0Zrg6W57uRUSu5e6G8n7YFthSgo4H",
-	"8HTHAHfou/H3JZgwM+CwUjwHX7LBi2yOuy1NpAilMfaAzg3ov1TZ3mFnyXMKYuvlgo6NecalnoiMCTlW",
-	"MZZohnJBoBp7TkLvnaQYiXoCgAwpX4nMT7ERDAOE7GGNB7aOBEBhLdD6PtjbC9jB004AfoCxW3uHDvHx",
-	"nRiZreFGSDAJofzCclVbClXrbETftwhD0wLgDsRpNWFAiEy3IIMHQtpbWbnLocVmkGiF7LDNunTMubSz",
-	"/5UPLFUT85y0jFwlSFp72DVHISuuYwwmyZ4HhM2nwi1kozHrFaPfwOKSAGOSqhxS+HhspkmqphjGIzIg",
-	"QMfRsBP9cWDtoZgvUlD8wxNzwKzMQ4CGBZx/ZGEB5I1a5s02O0f9FEobeIOLw67XB7lB7fAG1voFkIRo",
-	"0hlfCiTOgd3NeB58kbRXfJ5GpL1fwa1wp9WD8KLSfebgFBXUN9bJ5tpmEt0+GquxcepgfzXPoX1CwopI",
-	"UEPF2KbCc8zUrRYZNPbo/HIAwzGZmPlOloRIaqLWWGW6pbJkmsiITVI+BQgAovLwZ/PGRoRQ0e7u7kzp",
-	"/MeuWXNQR6HtyzQG6cBN/YJcULlM0wgLHJhbdDxHZ7O1XDSJ6xkdB4tNxU7sX5x0kdNhkibTWY7NcMlI",
-	"9FPPqeHwtj5MsBagtFTqlsYZzCljqidIaY1jDn4ht4AH/FQ2FTloJtPjK0/sp6m6bdE7oT0wEnhvM2AR",
-	"XYFvtGx08LonNvaqCe9Gl75Gu4ZoN5gAravVAvbr8uKupCoEzHdrFXFqQAdqkRMyrXXG37f6U9Flz/b2",
-	"op5zusj0QPU8tKVibAr42J3fDy8xHp1GOqua9pYOZ8QQU9PfUsEkLT7IbQ3GILkJgBfDujYrt5gK5veu",
-	"GzVoC7Q0ahKdFywBYzQqXQBw2nc8W3UZfZQz3eVETSjPJxO7z92fWGIvT06Pkb7Ji1wijQuYvgWwF0Ay",
-	"KYKkip7x/cNnDfitCVu4mRH/X0SCBqAiMDcmpdlDzsiSugWR9UCEaApcOJgXyrVIJ0C24XZjIe3oPgDA",
-	"TvqNBX4+QmivwPhNs21BjS7BhNxgiMCPjOkBWBYguFUyFjqA4zU+A9Dr3rMDp+BMAHYpiO5IE6t7sadY",
-	"QxJKfHCA0pR+ruuJ7rKpkACOjxnipq07arpihZuQdTSAFMhCkY1BXWTq/Qo2r0Xun0rtudxsCqi4ByMJ",
-	"Hn6RaMMTV13uMYH0Viij9y1bndIyT4gsrD9gDtOPOWwJoU9gx/IPq0iigoFaeAP93gyQnb0obIK5R1Fz",
-	"D89PcE5o/m+FFfaxnObvlDC04R3EMcIyf33cfxEFHmI12qWqRvMRuH2Z/ynvmHBrZTfEF9nPtu8CN7aL",
-	"X0MvN749+PhvbSMwVhtVEiv2LLA53lt/TLg3yxewdrvdRK/4C9a32e/Ac2ZV5jKBuCDBgB3sdarJame2",
-	"qslgtyYzwdP5N+FOxuccOU7CnYg13I1gwr8JdxIJM3eIq3eHfEJrEFBoWuaYKC4y1xL3JHKL3J4VWFzP",
-	"TMW2js4iaVOlrmEvd9lOt7OiD4mRwwKjDKcf8+25Um3sMr9rSCn03sQ1deFT+OoiH75Fxtrz3GyUR+d8",
-	"pSGCRNUI3KyRGyGNmYcjmLbUNkyLcSZwv9xiH6A3GNsLm88GL6ZJBhytBA1Tt+JRwbYBD09QUuIKNxlb",
-	"VQGhgUQCqXTOJRK6tVk0OHn1+u1FxDKEdmuHFexaNwgObHYAVHatrfnLxFzdCKSWNGd7DX+G6W1tDT5C",
-	"wGpBHaqUAhgIPskV5vUZsG9A1Ns7eEEMBmilUHYFfZtFJm4StdSMtlEzPubLJiobE2jOnB4sTrjZI/I3",
-	"Um+BtxvzNTJbezppWZ1MgF5ExgztFtVQ7XkcdZ0uqqbzOHyWFLf4Pai4gADInBXTMYWuaQaOfxMZP+Hl",
-	"8BwcJ4vQMLsh7ulJoX4J0ttVEVmvqIaOVr6Ia+Q0W7s20wbYH0yHNiJPHs1Yf8sVyaxyVZnZEoVJwb4R",
-	"kejE4jgxFYtz1SeRiJol0dzqiU5NnIcFeyR4U9+VNye7/ZUuxCQ8qvzZ2VD1TyLrHJqNE8tWev4aJNfn",
-	"lmco3kinjFDSsVj78WkexxBOJiPIjT1bQLQJz3joBF6dDkJ54SrA7ln4m8q64PAujduWaL+yCmvJMJxU",
-	"Lijrsf7pxRvrNpWLy4i+0StMc50ItpEDKMcFvc2D4fCLrnAoq+VjZmIn2is66wJ2PgGRYbvWmfmuZALT",
-	"NJREKTxy0QWEjh/1Na19mpszLmM9g5CajJ2rb5psPsJsCEHFINsjyF3WS/fAYkP1oM0jgIIdRuKLhpp/",
-	"r0p5DfTIiyCt8RphOEiEbpGpHJ8YsKNldiP+7ezbgCFvWrn0TVO0v9PuuNlCdClOhJY8IBsZuMgA1y+W",
-	"cBI0f2INiDTAGQpL2rEENpR77b32QbPrNdViD5EDIRdyvDIDAMA+85vd+vLVQgTUxzQvtLmQNnTazKFk",
-	"iEIqHpSACFPQPEB2IcDTBjEHsav//r8B+5aw1bYQy8wAL/AdlOVcofjNvssMHPPHzRyEaAyAth4yG6gE",
-	"JURu2eLsdMHPL6THMXaNOyE3GzcjZT642xor87hXCtTEzc4IvxEOk41VmgLdkG6zN4pIYXJ+DcJtiMV2",
-	"q4EU3brOyzENsyEq2jrnfm04sLQKnuEaTyB86vy3Ifb5EO4YAuyrzaJYLFK12l24ubLLU5Hlur0yHjMd",
-	"I+EnUmVCSzx3k/CFWPAsR8IiawOAKnnCQZUXA1OofDRe6lzNEUCwdgkdEEbVasw2+46ws0i0C2YwFsj3",
-	"TTptATbLM3cNHw/+RDu/GEsf0aYhsD1YQ4cHBYGD+eSgVJhgZmjkY+c8o0XTeQPCzdxYLZCw08Uvv4C6",
-	"5HJ9REDIPk2CgeXAatPfIv0VbOe5cZ9dmQ3ULqd8LEx7Yjd6tQW2VFlKviAUfGgl0d2GsEgoaa4aH5p0",
-	"3ZMcaAGKmVfaB2EtuCa6abAT7Di6p529dqe9R7TH5qy209152t5rP0VagRnU1sMhz/zPVOTr5eJffHGp",
-	"UvHFF3hiqbgCzS4dLUmSC3O4uelNCnLiZnMpYjVGL1Au5mzBx9fG4kWZ+T0K2CKRUsS9UBbEboCpwDR6",
-	"oguN/8SPTDeNI2aue311dhpKO/9tyB3en7mZ4VpmbA4sjEQivY2meDhE4iYCC+MImorGIQGmY+OdapBn",
-	"4UXtMxT1h9LFAAcUO2ldqDQZryLG47n5LBvWB9zbraKXM+xrsxYwo5FktgoP32wRsgBENk6qrazIlrLN",
-	"BoJn4xnFiEPZSGwyGhH+4PuLjNJMdDahHXOSQPGpuZ9OXAvHSu5c7ZN4p7vzSuQv1JjEnyH8BtNlf28P",
-	"iIvwu4EgRbzPd2f5HMiqiNYCLjW3X9zBemav3XUXAg8E1KDXMK+YP65zjVj5Yoqsmvs2jEmN7j/F1ls6",
-	"G7Mn5tj2pEdDgz9hlK/1P//5X09K/+gxna9SgRctpeYT0cKRfdJjyXwKf4h5zrs9NlEy9/894lq0llni",
-	"Xmh8iBaJz7vfMj4XLS7HQsNZB3+Pdu7sng/BzsFeZ1Nvu1HcfSs5+eki3oFOhV64/8YXeCHUJ+NYYS02",
-	"DIWXRgnwuAgLy9ZT+mkOY+X4VO90f3TsQ5WYmrF/gsfwEnQOHsNU2VweZtCRJHvGM5sF8oKUKFKoaWlC",
-	"yYk9nFlHx0ELNF9tRiJ0ywgCgghAHDFTt3SoQgl0jJ7PBM/ykeCUFIhFKvAOly3Us2Vu+vrWuMOp4DJd",
-	"YciYXgF6GKp4EAQgXRVTKKOpkmIIqDsrvh6xRmcPEq16ZqwE9qS5jnLOXbCFGdeYVeU6lNdJmpp/zLic",
-	"QijbFbwCmYIHvmizKyEh3ibiolmYBsRugNInCPqAWTZTZ6lJQtr1M8Uu6NQrbqnbNOydIbzbtB5SRDcF",
-	"UIJrNoWQbx/+a39/oi1jFHax8bFDOVPLjACJZjBAIN212AoXg1NKgW3buieAIhpfWx1M9x79BP+gC85l",
-	"Ps2EoLQ7+WNFQBimEQXw3f4HPzZditP6EyKdALENhDiMy0rvbLM3DuFIQWCIq2FssZQowWjMBvv/Ehbe",
-	"vRsAxPrxcbs/W2osbx94adfvnZsAXlXeAe6iNrPX1+4KiBbitLDtVNACVlLAVBqDDCb9DsH29s7H2s/D",
-	"vacP7JE12NO9vbN+x/Y9VeKTqOuxGhhWt3SouwdG5cNMyGDgjPI2ZS+zWCORQSs5V+yWF8x+8FAAH+23",
-	"67a+gq/xw6NtY8XCddXatArsllVEJO/buDBK8tE7l9nze4zLVVAbqgYDkt7ylQYZ1wLKZc/KUJLLGgd7",
-	"GImq5bKyhP7rZXblt22qvIPsRSjhxh4BNFJ0Wbm+brah5ihfYvosisU047Gw0BeQB0NNPU05Vx/DEqnr",
-	"iOih6hmH61BgrAF5ADjPoVw5T1Mi9DEXgHM/0Ss5hqAjxIvnChD7APPqmRPDeJllEEHgaarRR7Axa3g6",
-	"VY7Sca7IXphZjIEhyLVnmVRdxKtNlmmK4dk6dBoquKx0DuIthFQLCKIm3s/40gIIKng1K3aCytZpanY5",
-	"RKiBdzOj6sxJIhOzdUMnPAi6xkttMw9FWis51R6RhTm9GW+ASZGbwwebq6XMmwSNDHfc0NE7QeW8jLPj",
-	"JZQdNfJQhzsBXYFAFCXHpH2j8+X4mj4W80K4DRIjA0TReQ5EHGlq/bylzJPU+DJYr6rB3XCJI7MoFuZz",
-	"lwtg1jp1eN0Kgk9jYp6afrj3JWS36rGOUPePVQT0IrJuxsGw2TmgarGZFW6HEIfE/P1w70uWK9WDwDeP",
-	"i5QbXNlFYPhsKafYs/oaHEaeFOhQrMqk3gVTUdTYaDYVOTvY+xo+Y60ip9mzS5AqpszUuuWu0NFLQ4LD",
-	"ZB01RIpblQlMPqmsDChyj16Pu9hYP4ReoHbHXMt9rpsqs4X/Rjx2QKiFa4bpsQIC5+FJo1+WPOMyT6TY",
-	"jaBUXmTWJCO0wixwRFa0ccm38/e5jfYgU5gtmqE4kdXOsEwflGwmEJf5MKhIR6yWM4tD4oFHzADXUMQD",
-	"4uk59KzusqKtXlRKwWOI65ynKcxqZ9Yc4wgE+8pfa84PAEmD3YRsdZepa58pJh2aSSJiV0aRaIu4oCXQ",
-	"LZHn4b4zcrpxEY1tZFddTVUtvv/1cf9FkVxwMeQq2N/M/sDTUeVzW6KHgUmLsiogWqjcUuQrmhRlgQUY",
-	"kJ4U6pGAAFzJRw5sbLBckGAWZJfKvHjMRjw15/WM2rBcwDEBK8wzkmQqwMOEwYDPfo2Pdd6928jr6zPG",
-	"fBHKTfUZnlrK4TM40QEoWk2YRg4/MtQqC6VOUng0Imwgnu69Bq0HrbBrkWHWBZN+WL+Awm8c6gFA+wpF",
-	"HBa+j2FhOBAEFLdjNafYHNRc0NnFe6vbtszrRYxlbNrPbBVFJoAVhiqTLuFljPUvbXwAnqDEdeG6wPQI",
-	"ZYOOAXBvMyCbzq7FIm9hdsJr2Ejkt0JI+xAdygYW8VED8SE92kUAAYAIiSJhimXAMy7jFNAN/UoZCkAo",
-	"oBQFjy23mEzHctoMJLzYHIlkzKsRnkbpc9oaLXOL9fakMr1uNsHSm0zngrJcriwI1L6D2tvsMl4MGFaX",
-	"8RwNUq5QSxOiGJTjRa4xC0awb5NTNkmVikvpYqnYhGvSkpOEjkuVmSTLTEKE3rgx/jBgjNx8aj5bagxi",
-	"wuw0I+AvDeg9XIAg50h/Q3VoiOhAAtaCymKFGW/qqkxMlynPyosN4r80LFR2afq9VPEUSq/kyTlmhDEw",
-	"zuNKLYtKUBhGIJJxHTyFEAbQoFWMjJoAvXCxxDHWg5AiL6VqXe6KqWyojExNkzLXZZILSPIe7j0NZbk+",
-	"DMLftjIKraUFANhdFVwJ8C4COw3QWboWYkEjZ42IBapCrxFr8lOmgTidpP/gi57owoAYQyxuyCeweEI+",
-	"V8jBWP1+3aMzBVo70HGAWVpflpYrFeCb3Ri4z7WLqc3Oq+lPALh4lm6Rmj3n2YGP2aQVAcKzdnk+Q+e2",
-	"cfC0Q4IYzbYr5wVsJ2DlqMEgE4FhpnKN8HrprrP3oaTaXa2KDGieJeNrOBxwKhOFinzuZjqUcoEuNwXT",
-	"EI85T+QytwmptbAQ7lefHhfC5wxg4743AFK6ePvYR+W22mBRUb60XHx8FOgTwg+Up9jp/vgfH4Iy7fWP",
-	"P334yQ9QnFq0G55ceZyYf3nRCYo51EYmzIaBkQmv+BSo4JX+mMi6hX1SLBPmM3L5qwmLnGwAomGPBu9Y",
-	"I4Jk0VjfRAG7fHnEDjpf7VFNgdtK/OM0CGEEWDCysnLS6MeWuPAhOQz0+ySQYQn34f/hqnjIASV6fNEn",
-	"cQwSxYi6oaw8DQMg7nmk6EuU4K5VFshA2g+4H0Puuf7ljHRcCx2LQrRGohxpCPwdsF1Kq6ELqAbaW52e",
-	"OjHlFQi9NntpljGtFwibMGaOwN53BfaLAtvCoGhecHzRD1687gcvLvp47+uL06PW/v7XneB5q/Nl0Nk7",
-	"2A+Czled9mHw9X57LyhftY9XBft7+89anU5r/+nV3lfdzmF3b+/fAvNzuwM5GEyHAAAOeAFBYsL4FAC2",
-	"R44KOlh6Z0ICQcMHdCFrWvQyGv6pWRmEOeQ5KGonE0tBwzKxRL9KkO5IMwhlEWqqnECJGLM8ehiTCGXU",
-	"MqsHGt4iQrAiaPLMGGFSSwVOy7arIKNPDqXxbFBdZSGy6kTuQgoJTfbarDRejNkrAX+AbEuFlrVZaqxh",
-	"WRUSCWy05kKzINAtzW+TsaC8izkwJTpPxrhn2LcWyt5wCoEbsBbRJcfbobyEr9ElNeCRcKNplgWdTe0p",
-	"LckoXAbRm1UozTWmJ1iDs7HKMjHOoZ6wZVrC3DeajRz5VlG7KzGemtd63HmhbyuNIZYqW0NW6KKCAAk6",
-	"iTbPnlgiKvBISD8q2Nvbo2ejvT1gZ8lzUscFsKS3eyAGKb/FntQooQpbOFbIU+gDW0BSlDw3+37ahDDb",
-	"MoM5A1+PbtOEeMusO5MrCuTV7csXSufO4mLW3lF8P3BfLh5jLPq9O3Pl8vLevJWEViEwc7+M6odgx+4h",
-	"m9t9NHj3gGabq+9FHhSCJCSr/onOT/H682VuHNAHNNjesb0bVHfvmi/0HcKxcyqdxZpFtCAVM0PgudsZ",
-	"KcEDHzjFc+EB5EY9tFNqeOnu7Za6ez4EOxX28q0fY6//EOyUqcnvfULl8sfMz9Xx9X0KM9+WrHztdXp2",
-	"c5xcI4bHMBAcMPzycSCtJm/QTcCPd7APMM16900vVTZK4liAZuRBZ4s7LvgqVTy+UuqUZyi7eNA53KZ5",
-	"rpL9TMQJvzI2A7LBX95/84nUy8kkGZtT2gBzIo+FxDFbsxzbEGLKR080+Gh26eKOTI6WBwP2zhDiBoHC",
-	"9acI8vrxIOEpVH46kNCrE7SIa4o/eljsTRDshkWZIhY7oFnp3anHGV+Iu8ARoaxFR7CBECzcsXjxHRsB",
-	"yNUCN2cP+7ThzHzmRAO3QdNBrUDVOJ7dLQZa2CGrAvpwMJ3NexKpta0OwcH4LEdjN63X0fgflZIvgMeP",
-	"MWVt4NBRf2KiBCHJmBxMNDCJwqMA/L+e+whlw4mSQITMHTVJaKbi2E4AeVXFTTc3zTz76E8P2BSPuncO",
-	"uiu33wb9e2pnp1/08CnbyMFDP7syYPd/ffWGR/QF3qzPtsb6lGq2cSva22YrykUmeUqL7nFW65nIORBl",
-	"EYbGHzof/QkqA9utWXOefIw1C9OMBMmQh2a0YhEk+G2MSIpbl9LpMZQyzQBJfS0kYEnKYoJ9FrXl4lf0",
-	"jqx8BOVcgfq7kqd+okNZKCxQxtktZ8mEBJmGsVqQjBeJMASWZSoXEhjVQmmZURCc2XSqEl6KHUuQ8DQO",
-	"JYyW+DfADI79FkxPuWwxSkJQo8R70IJT0opHZIKuAFZ+EYeSSkmaDjNSsVqIAvYy8eVMdCJ1LngcSqz9",
-	"9JMYhLZxpSuIiC0BAYqMV+mTPHRnY2NFea3hPE00Wk79SGbzlKbv/WYTrnyg2aR7as2mnXWfAnD8XHbE",
-	"fJd1QtDqlVfSx9oSK8b8CHFvAgnZGl0ZszmEgpLcWj2eq3ky5initAs0RKHPEkpiTCGglvaqkbDAGp7e",
-	"ozT6e4weu7CWFLe0KyJazvF8LzI1V7hY8CdbitXzzADLRMsSaWtAQTNm/+hdD4VUVGgMD/SlfKpWL1Nz",
-	"QLYsOKIuEHhTAHUc4AKNSESvoRC5awzVzwNq1LxyCfXLk2XK9C2lCW0Ppasqv/JIjNWcqG7cx/rPk04t",
-	"DwAc6/1NuDI7jCTblshp4BfBu49KNFtK4m2D9wCvFYa1eUxchjYsaKYC4f7hr8STsAGCRZiRraiLkTfB",
-	"PHRoXjScI/hyLrgGoltgZlfwnxLjV+AKEH2GL9wVXPKeBhK6H/8ULzMQoVMSgGf4dtuPQzewhJeHLAfD",
-	"U4iDKGBnF4iyWoOseHxG7sMnhDYVj/s0F4j86P64W809HwJ41MskFQ95jH89PWIA6/IhDynf8YAYoO3B",
-	"4tbfI66peFyohd/7MTbu+6CvcDfV7ncVHYZPDEV+vvhhsFMRANzy3FFc7x7hZDIecHTB690jKmpvWz6o",
-	"epd7nEdpveWj/Ds+BDtVIbh7n7J2w4dgx9cqvPcBpYs/BDvlWuR7b69c/nuEh11AtoF85eUiaEuGSeAZ",
-	"t7eH0uzBAW4Zkflvgsq8WJ5tzjSWSD9YCwgH65KZQSjXpCuDii5kUCfSGGxSFjRPXBf+Mw2r1IM7vohN",
-	"m7jZWf7A+PPe1w+1npWN/34bWr3BrbBK+fyWq6x612NO0zWvpltWekhKDPI9IsWHarxQ8hFxt5HX1N4o",
-	"hNMoSdGg7GpxJCSlnTppGxRJsEo1kDYh/eU1qt7HrG5ijRp/D6hjeoxjfU9ni/Knz5Ts+JiT4eE2K+mt",
-	"5Dc8Sc0Y/hnSKmdYY1TiC7Eng8ZM5eASN7c8j5ZTKJ5WCU6eVOTiU4+lJ7GYL5SxO5Y3nHAMdOi0ajA5",
-	"h1Mpvr7gAwNXH2CZUNbsh5NITW+0KpHGW7kbj24Muc4SrSSmi90dNq6DkEsBVFkOd3LLV3X+/5G5boCd",
-	"9MlOKj7nfDK5v+7SXbm9JcR7NmMO3yjb3VB0njOpbtv/6tvS77mPAAHnfcIPgGg3xi9gnKKCULJj9wAc",
-	"ETy+e4JB7ccsY93Gjn9uQzfI1cL2BsmhPTw1HDxONtitEhe/MiNWiU0RkcMYKHWp9s+JXFWTD3RdAOza",
-	"tkx/BbLQXQsWfIIV4yuEiCEPABJ48czKbtfkNVARqM2eq3zG1DJfLHPNpiq0wS8PX5iqaaV8KSr+Okzi",
-	"qI1ipWg9I2NKb7CIyD1G45eAVQVaG504OQbsNiQPzbtMBtaL4QCkpL/PE7m0fnFgVUfylrmqpX9Zmm+N",
-	"k8lEZAIKSxzLH5XDTkhJjHvarPmtontMswrlXMyHAtb1CdQ5pCLj0lJE+p34BHG1FOYtOMuabS9ImOhQ",
-	"ymWaugBSyZxStoBm8DK7SW4EYt5hC+uZyXTLF6Ek+snrQrPD3EGtcZVx+OVaYc0lGA4SKHdOJVBsSW+b",
-	"NRsr2RO/IhGlbxDGCeA/u6cG3sdZH7PghICRpVhfaVY0KuyolmazKHOlDQbfqDK7225IFX/W7TXYKe2b",
-	"29354HqA+/bmYuqQbJ4Unxf34M3lIsMwM5M9t2SyurAlNHmVFFvbbMyNBDuL5SenQi4taJfLVXEKp9Y3",
-	"UJfbTl9HlA5TEyLPv4pMNQlV62XwKMsNRYOk1wu1V3BmJP018zsoGYCFKlllAqPlajme1c/8QWnmf2xo",
-	"GR+xbSC3fPVD5+/vGsH9cy1Da9T/iuI+RhT3k8OunxAx/R0DnlvFJVnDaklbZSFk6a/GKtluJVhpfliP",
-	"VqLvAunOAuSAkdVm+18/yFiVv73fUlRveFQCo6oY75pkdNXR7MHY/8FHyX92bDEFwe48i1nD/ZF44jI4",
-	"5/HiYZfAkE9JaMBXeXS7sXhP5e8NTGevLB2AYz0J5aSQyqOEP1bTTlA3DiinCdPlKclwi5ww8yWUJd1s",
-	"hExZ5hnrobCrda1oZ2FCSYCm7gbx8zbr2ymZF0cbc8SEemTjOYUS5y6KYePLM/Tb4GTUIwoK7uEWqojW",
-	"r0O5vnjMu70lZ1ps4Vf2iWWN9VBCXV+tcjprHOx9XdJvbxYi0+j2QQl6KG1oEwHfpagAyF5D5T3G/bFa",
-	"zDVhoZBXqaDc8JpP8Ab7Aa4kC2j/4FeaI5NExsRkYW8HpsHG2hbUNO/32bYdSQQU7+HRz5qUuEhaXAux",
-	"IBgwahtIohM2H44TBidxYgtn5/MkD+VCJTLv2jpIywsWA6ARMDDEiGXGYLTMfSYfYq4JpfmUoAAeIbVP",
-	"5q0muLLh2ClBp4fkiO3YmPNw8itCaIjntmkRf0xNAJ1IzaDDsXampR1KwNFg3AUF5LAeF5CEXQs3dKVK",
-	"BJakgAjwIGmvIQ3i6ZHXbLHMbVfCvRCQTsUkp5AGzEwv8uF1AGquJXmlpWtnixcwlAVwpeSZH6wbtcrZ",
-	"Z1qcP/9w1/fxtmf/oxA0aumroFiMRe9s8KOx5tr9wb7Ux2PDP9Iz/316maxvlR+rziJ99kT1lv5j6WJ3",
-	"s9kYtrwVLn1Mp9Nv0brDSYCDGh8zlA9yMn3XEncGoNiyTmVpi9zCfT2Mmt1QVndiG9D2PmBtR4bjEuyK",
-	"ocQ/blJxApV4EIOz4hpVVS6AvafqVqMS6D3aXUzIWP/+SXeIsPq9SVn4DvzlcKvkzcflwz93yaDZSu92",
-	"7J237IyJTY7Eib5+aN77U/NDGwudHgmt/0LkPEm3w+vTtQ9E7Lu77rLjf239n6HI6595I/98lRrnUpTB",
-	"MUEhe0JqZoGr6nWxfL2cP6iEI9hZ8IzPRQ5bwI9V+9Evesil5jbAGsHWW9AKzEwno6gBbXYjeuU+n0Ie",
-	"0cHV8TyCe16DziA8Vgs4uGF9g0/eUbB1cr3OK9rqRJbhh8IDWCKBnEJw4t5bL7xH5hYfhQPfigKt5XIn",
-	"+Hh80CGLzo6vXp+/KMMpSUAZdHjRwiamSxccqL5MU3e6TmOmmnXYdu7Tat/58OGnmmjPrnhvPv0xqvz6",
-	"cuVNxBnPIcpBQjMgbeWAShhGweOnLaDBovJvbFFLA8/8MPnBLysXv1wkC2HmeIQ6MVAcohneDD9hHhnV",
-	"cSP8vY1DhQzJiWQXq3ympMvkobZyuhCZmW7LVLDImZ4FXLrrSVMtMkGHe+MRLlagdY3zCGozzJTbdHlk",
-	"hXPGyUKAnABj0culBCzCFUj0q2wusojpXCw0KIsni1VbJ1PJ07bmN1OVDidJmptrSNcd2VK95j/RbELP",
-	"1M3ALSzQ3HJ6kPWvBUYtkYpxPqRbzFph0QAUg7J4MOapuQ4L+JlHVKzNX5D64oZniekKp5g5SXKzGKOL",
-	"08GlAMCp2YVI1od5VVq47MsCIWMlx0LmVHMOUv2i9TWb7p6yRke0nmEzMrWczljEUz0ccY0zpOmFBhMn",
-	"Ns9QBah4AcmzLpLxdSowzpVR5jeNNZY7QqAn5VqTgKvrXzt/KM5YkLA2In0NU7aFf2rPY2tD1iR4LVV4",
-	"FURuC8D8UI0LMdoitGIFycWvNMEsJTLP8mTCxzlrRPZ/oR3dIphU4WjG8FcAsR+IwJn/sfwOZIyxfJfN",
-	"RCZ6+BfpdUFspcUg1ON2ENf9HPnWbHOQC3mtq1jDqgiGO8dgqZCmC+PDO00LwOA5MM+Hkud5loyWOXHb",
-	"g6A6mjhWSCQiI1RRy9pFjReeWXbc/FaxTMBdSJOqLHLpJhG3JMXfONx7yioUngicPmQ6YNucCuvcavxM",
-	"61lX9l7YH35ZCijDpA0Ch710UHLexQ5avp1gR8jl3Gz47ge5+NVs+1WSip8e5M2rcS7yls4zwedV9w4/",
-	"RFAJ2X3OXfnqsmtHX9jdGSWSYwXqNtQaIBpWr1P1ItGWzaRGo4rnOR/P5gDkNQ8xHf1NuIMehC3hQHJy",
-	"7M5whwrRzdpr37lV10tIfY4k+6fmyD/DiQWzxzgdIkzjIO1fZN0GCSLwi19rDzc9P95iqeKLfAXycJE5",
-	"KfmhRSR7LXX914npn+jEVNQqApwJdz6FYiYi1QJyEEHV2bS+JlPoztpN69OOUX+8q78QGSwdORaP4e+f",
-	"W6nvlI8c05VHLuoRXTnKJjtjGsbptThYSt6rzAZIRUwEtQXeFeCu/FpIKN3/kQCaAYsAd2latgB3DQCv",
-	"TAbs8mxwfBGwUcI1a1gYLjXJnBcQipvykaeAq1O1wIwZiHwC7b6a0PeBw0rKD+45rKGyGDYlophFFK8m",
-	"U4OsniojPgUMKLsawAJEHdPRlj6351oEzTdfBiyssMKSuXCsvObUyVFvU6Ugr5q3WR85bC2G1Xy7J3RL",
-	"BPxYi+K+BM5sRH5LXUo3SnULxSqW/JNSos5EhxY3wRrQ5Vh2YpqN4msMN8pvWCeo7d/ign08yfjTBt4F",
-	"SnUqB5px8cuSp5AzxMYibt15a4Xg/zIvSMXNWTLRGGiwqjRwLAXX7hYkv6veXVA64xdrCN9DsYxXx1eh",
-	"XI+g0zVNn6Ecq3wSiR7onOYyZLhR0wG4iYkHFfxHyHMDKzFJ8ay5m9skNQ6jUtbXOMUOSl2vdVEk5l2f",
-	"zujuJAcx1DtiwReeidnKeYVJulPr7MU8R42kGn8vqH8azNyHP+2nx4lgX5Tt6/1hbP+GB8ayy7fWgznt",
-	"ktU9BjNpz4L3kXSSTPU/f8B7zdHrmhMiTyGaERcxKc5GPAYDin4kGUhE+UCqikzf/1KXbs1d6zr/uura",
-	"GTc7kTU1Nu3HdNUKT12YKzD6oXPrdHh6RLizohfmKFZAowh31IdD8z+3s4bG91HisqgKbDaZhVCLVLBY",
-	"jJOY2GCg48BbA94i/4TUZie51dMnEe3Bu1dsAdumT+WNSt4ErnN+NIJ/oc1BKEG9memZEHkAAs3gTc+h",
-	"ZeY2m25/e3natDg5Xwk8MPsVFMlCMNHmSkv64C83hKcwvKNudZfEjzKldQvUtJBzdLzMbkTJg3Qza2wc",
-	"M8ncAIYSSdHnPLsWca/g+LGTs/Twgu/V/F/xfNKANC/odDuQrbGpD53ES55qlwmhOCm7AQHG8kOUdcFv",
-	"+Y1Akn3G3ydedYp4jzowLvRrnG3T7qv9UNomf2vjWw4n5/xu+5yvD9n/j8oougBnqWWeJiIDN1qkqQUn",
-	"UO7JObGl2DdFvXvo7HluF8/Z4OTsqM9ischnpGEPn6RBsXKTP2ZuNjPeeJ9HJBCH/3jnROzRqgT4vqN3",
-	"NN6g4JeqKXSZ2R4wcr8ArQcabta43P8+YJf734dyvJwvU45nlsv9H+D7vt33R6QZsHcnF/CLNyJFgqHT",
-	"3mOohA/NwvrJvFMYtv1Kj79WuUhBTcaMl/nfhRasYaY7ecfXQizMajfdMMQnRoGzhBMIZZIYNZaHoxmi",
-	"U48/5RGXO0mXxjrCKmeN1BxcYCyxhWYdL2Mh8wR5/nGyBnZmPGWN/t86zV0U4/zv//MUY++hnCTTpfnW",
-	"sZqL4iziywqitDIyEZaC1GAMoPfAjJFNyMRomaS5r9jnY2kc9FQW8Wg4LGG2kN5Mgqpr5gDDPV0KXU8F",
-	"Gg+LrqysSB2Ukjk0513+FWCRLkidGLebhAnt0QWjybi0rU9353mm56tg+ZSPU5GTNpxT82T6Uc4QgVUE",
-	"DOVdYYWIJfqu48ElbmrbMTLP8nla9ZbwARd8er+H7V36EbTMZlD+goL8Fdj8ZwtsQiG9C2MExN6TTlpm",
-	"MNAjen11duq40//ZYpiZgD0OmET/yLYEj0JcWtDgWwkbxbKltFrjqZq2yPOiepaf1QiLQXAKhtJ5aIAG",
-	"ZQ085BiPPPDUEBHDiXsPEi29vTylQhS/FqLHoutExqgUTl0bNSEj79hrflZrB71QOjYF4PF3t7rCfbje",
-	"286KWETd9nCJtz8g5/knDRvtP9Ds/V2N+kTzea/J86/d3txd0WiX7641emauOQzyZyz+/RMFRGpY/lwM",
-	"CfIVXE5F0ytpLXaEP3c96pvz4en5q1fHL4aDi+Ojq8v+vd28fsefriJ1rYmRL5Jd+D7GeJGZdYwTDKRO",
-	"7UZvhrXH1ktcrUMAwnYzkYmuj+nP14sIje+dpurWLqj9hw7U1WX/5M3Jm1fDb98evz0evnx7en8NeN09",
-	"j9nPNc+PWKOg/3u0GOBgjET7d2DkMeoItGp2RCG1O+Lj62kGSgA/q9GjFMZSrOGxdHdqwx5BcdirOyUD",
-	"3REckkNZc0pOcsu1uOFYbJZAm71ROUy4bihlEfLJ1K3xIQrYnvdyoD1H4qD3iWZQ42hWC4rxY10khJcC",
-	"KnLcFPZpBuwXG3DQAev7IYke+74+CMX9pmhBCoWhbBRvEHFATWghbtH8AHhBQRrZAEyMMQNCsUEKwkV8",
-	"mSv4c9TssSv2DfueXXoBmoB9B/96c3LRPx2wW5FMZ8bdukCP7HuoGErk1Phdw2sO1/5gf2Rq4gIs12a2",
-	"FpElDiKr091Ti4C9SRYRayxQe9X0M6V5KaYVFSElmE92oCzqVI4Rgmi9NfUzZfQa36k0Dtjf1YxLrRVm",
-	"XPefsSM1Hs8S1vn666c9djQz84X+8velBL71o5mYq7nIszYzx5Y0bbNTPmqzwUrnbfblV6yxv7d32GSd",
-	"vaetTme/CTdF704uhj+zb5j+JcsbC/YF08v5kLPBYMhZ43b4M9/97bfbIf/tt+a/77Nd76/NiLKxjEVw",
-	"9Tfwx2vWMB27q4fX5o58yJ/kQx4F1NPQD8bJ9LrWPEK8B00nCoZiBt4OBc/ZUiZ5cW8j0sPrCEedQK7m",
-	"GbG4SThmx+NYTVgnKA3oE13MVoiBaoyUwIp+ovEJqFJqXtdyr/sB3XuLS3h3cvHv+2az6HS99QeIePOM",
-	"jjmu5yLz6L04xuUQ+FmsoYg1+s2uq5m2ofClHHOikvcvNs8u/hmwKNt/H7FvWERdzH77bWHGCYbpt9++",
-	"N/8XUTbdC4gztEsoWW6eMSwipVHP/LKK/EhjwLxIKgx2h7VgpBPWWA2Ta9ZiqxnPh8l1MUOKP5lOg5kQ",
-	"2bD1JMkddpYYxuSK+ZYl+mW/3AT32ovL48FgdzAY/uAet1DKmAq1zFtq0pqoNK5gWQBrTOP+RLN/4DVr",
-	"YURkK0H5bxAymM4F2k14OxqqRMmoB+BVhk9Bo+XbLIX10upWgpHumbXyA3Q7EPTm3kTiacpkMRVdGoxM",
-	"qA19P9Hscp9ECyjCG7GGDIrZDKbHbFqzYcK+YZ1dyf7G8mHyhDWunlw1/73VMf+KAov+doCOJxohFk6B",
-	"HrthrOSNkFZXmNDGdbHkQoeDT0UT25jNtRhHZo0aizIYDDOhd2XTH38c/L436E2ym9DX8IQbb/MFLAhW",
-	"kpB5rW73iDuBGgb6SXfZwd6Bo9r2aG7S5FoAA1dR1WJjRc7rnKk0brO+DKUXkWa1AWnSmCQBZjsmXeKA",
-	"eHM+dB7Y5fHR+eWL6O6YK3gtjwNxuHQu0P3oBrr2gcAGd9cGSC/kEf6KzP4Vmf2dq+3XV9k2R+TqLb/T",
-	"199pJ1ijzkR87gg1SrJTRnQkZomT8nHRakBkw/oGJwrI3P7k4Wm1EJIvkradQY9fYn2+ELJ/cUKd8Yk2",
-	"3H/YfbPZv7Y2gaZG5oCxUddUyTzj49yPwNxyzTBtaw63n5vk01OQrZ1vIuf3SZvZ4V9xTFX+bsP/Q//s",
-	"9GHDb5tUM/zwsC2HH669K39qOmiqWvTjnC9+xD/8BB7hhI/Ff3z4+DnSZXyRlLrZlaSFEmvSuGamkShS",
-	"3OBsnCbmCAjngFtu/G30JkGl2w444/qagLeIK/EXMtZl/bkmJ02Ah0xOX2j6MeD+CBwnxjOzWNhoZY+3",
-	"PRZheqEL47A71jdFGSedQczZJZRcs6PBOyuMg6VZKI7ecPEe53gLKgprthnuH1jzCmQsCr6Bpz22Xg3A",
-	"RmpJUGsfnwgicBuUJy9KstxbpKAAkT9M4lLeaM7fnwo5zWc73c7+V8HOPJHu31uno/4Uya2gOlUuAAiT",
-	"/CoC1oHy2729vb2eLRrAYgHzW9uWsVfaARChamcl8+V8pwuPgs6ifwfrVC9BHW1XJMX7fDheZlplxfHd",
-	"siADdKdhZirSjtLfo+9bb8T7vHVEt9EcbBwN3jU3NR5fsWmo9w+f/R6g8mJKnqrpVpiX9Tu2d0Dr77Wr",
-	"+c62HQ3ePaxp5oYHgnLOJYYE7CgC1rhU21ka1nqaN2CTI1cTh9RVvVDUIeU6p4nDU63sAQPNnYpXzVpG",
-	"okeq5jx6ezk4v9z6WEqXfwj+1GD8as4U7ADmTMsfEn1ehxALkGsg7Q/Ejput1x7FHmPf/bsaIQwQQnJI",
-	"tqiXI0AR0p5Wls9mDZDPHq0wox83A1TVAOxlIi3ecOLKjSIYkqhdMafmiL1MU1oZoXRLo4dw+9tEmyWp",
-	"LSdjZG/MFSARc3/BBV6dFapvIDAloi29zfq0Ihns7fyXJZblW4JOW64dhFIr82UaewEoJYqkE/YALOBY",
-	"QYhAz5JJDnIiGX56O5SXhG25hgo/VFGFPia+mFwpSKhBbZ1WVlk7E6nisfEboZALUwqmkwEdaz6B7je/",
-	"pQJYSNQyLwqK0TcNJYDK0TNKfjUmjUCuIFWLiFNU0GMTccvOntuh6oYyMq5fm2DdQz3mcpjE2vg+8Adk",
-	"jhiOsJTZ/SxVbv4VyggLNdsWuk2VbPQroVajJ5pFFjnuvSOUUeX5eDc+HYjwSg8f5irnKTGUVN7RNu7g",
-	"cKlFHDFE1CMZ0K1u9tgGArtQOpdybmbyZJmmm/w5D/hS49Dd7drsrzk2hx/j1uz/Xk7Nx3kph539LRzS",
-	"6q6brnCxwUaYIJfPxgbgmt75CHCS0yX4dLfJe+pWCvDV6z8KXLVJDd53W0w/fmLk+l/WQ3DrEwymmvjQ",
-	"qkdzEz6WKrLz4Njx1fDk7OL0+Oz4zTbUGtXrHzNqbIPCFDB3Ao9uQY+WSRpDzLjUiOjxYDxmbZQouHXZ",
-	"YfEcLOc4belg7QI1NKCBHwGea6zv0eCd6SuKF2ExNHBsZ4LPjRmkwix+y5YLq6GK0YqZSGNI7s7FXGUr",
-	"SztlHBLjAGfqlmXiZzGmkBTdDg0rcc0dDd6ZvRYZENaZXiFYgg5dupxLEuDlWY4eomnPJBMiYKNlHkot",
-	"JOBQwA+IqDmpyEswZGwWtNJcFvOce8TkoaROMf3vOoqaDw4MbIIgLamw1AdmWCNqzfn7Fl7YAhrxKLAR",
-	"o1AedvbZWfK82WMjsVLAbFrlvO88ZdFF/wegjb06Px+e9i9fHVM4SnpIobLOf49NlhkUE8LOBVy0iWQc",
-	"o0IiRohrKBtRyz6hBT8VrWMHTSgeoo9EWn9HWu7Q2AjCpp4yfzZHRNtTRPJG1PrAz2t+II5faJqrgcP3",
-	"lMR4Wa6mWJ05U2lcOOvVNrO/sU4oUQWqzb6zFHswB6i5lV7d/5rVYvhCSQVGgUcCQOHUOV8RzzxIrsCc",
-	"sj59TQERL5UQuRgLeItHjmugy8ap0iLqYSfYzkMxYZpqZ7CWulDI4MYbFxgbLWNz0KB55voF/+pPNc5+",
-	"WXLgZSN3aqZ0/kSzxWylkzFP6YFNRqJ/6NnT4BP9MlkEW+AFa0QL2Kvw8nU5hZ/VCGpowb8lajG5nIss",
-	"GbM5z7PkfYBCWTPLsk9RiNskE2ZX3IdVw8YiTVnUCaJQ4kz8Ci9vBmyRLnW5b8ZqscKUYBcY1gj17RoM",
-	"wdPxjGdT8zWAIHn6ZfuQ/eM5AGSMlVITtr938JVXw6hZo/OsfcD+8TyUIE8bB2y/Y+6xUKM19MskyYl5",
-	"D18GQgn8WshQYn919r8i0KGngUAjm+ieabw1kWAJiw8gBTLzRuw7nAew7iaAzeWUAACk4vp0hj7A6Vya",
-	"y4z79tZievHxXWOOQBW9ao/KDOATnmoRNRmpMyBuh7oAcFLr7Uc+OnxNcRKEBG+eraDkUS/HYyHiHjvc",
-	"M40osc7dV8FXNIZEPAAvNTJ+FtgXa3zM1K6dxBpNEOlVzi0njDnl4oHMfKZdk3x87V4nzDG5EYOcBUkc",
-	"qyyUWJ6SUixjtsxjdSuJMsd7Lc5pwu9NxC0c4DOepigNk2tCcxYzgOogobVzlQkrTg8YUbPeBb9GpBFM",
-	"AmoynrWRP9Z7GCwtzibJe9PsG5FZGhQzcc+S56FsZEuJ8ZfRcjIRmQ6sch4mq5v4DHf89ytoxjMuJdRr",
-	"FdwrGswstL5h7X3na9gli7pgMmq65zTSdXseM8uTeFh9qc/yYt8ZytqXJtLx1VBctVvkaEYgZmOuHYlQ",
-	"Pjtg/0ies8bB0w5t382ArIlpsfkb1lE7XhksSyV/KpQ8y8zUgen+bA8+sVB6wT14//AZ+xt7dkBEPVgb",
-	"7JSsSbWQPBhtPZpXimk1ye10RM8kpyWll3O2lKnQOpTRq/Oz47PTk7OTq8gq3qFj4aYkawxOXl0dX541",
-	"16ZmogtSuAintgWvRidvro4tPVyvvN8TlRF4rcaG5jORZM6ywQWhBL6DGmiLecQukhD+rEbDJCYOQnO7",
-	"FnnUtJsTTulQRvhuKoPwpFTgd4qjYOzKenWWNgHxaELmVgO34KDXELubihKWHf/4BKnpwYHO1EiYecxw",
-	"pgChatOaei5XDgdYuNHoNXF8hl/YDARtBaAVfRnNDve+hO4evH358uTo5PjN1XBwdX7ZNzaZXBnQZnKP",
-	"myRpqr3dwJbXhdIMoS60jkpCwWMVi7WpUexOuI/AfKaD1tg4YMQ9BY8io/367dWV8blenH/3hiSyeC66",
-	"3rOQa5YXuzk6cHbZkIPprR3Pc5ovNdEBLBdmI8PAk0UKM3PMMa4SuePzRLbg5BOE0i64Z4eHT5+ha7Gr",
-	"e2yP5ctMQnhXTSZN/B7Opplp0kJkiYrZjGvjGgEzWvFw8+AWXOe51J09pptdMPkwCf9GT/obZvJhQQko",
-	"7tiFxgYId8a/wcfN+I2gj4/NwMJnm4E142dGFnFFkOzTuVoU4lFJnNpTSiNqzfJ80TI3Q/JTLXO/E56a",
-	"ZgalqvmDva9YRNGK4dXJ2fH526soYKUDWiiLExq23oo10JEBT2UkHWV8cOtpOHaAUOLww1YB/nzNEcIz",
-	"J0HdsaFWbdX0t40E3Km4Ol+meWLOkrsTlc1bxrJAcEOOVUz5DEoG0k1XGEG0acKAbWSH/RAgamHt3rVo",
-	"ijnh1wX03sLXbh3Po8sfHs5zN26h9PpXxWcRtNg+LDl458ckz46v+i/6V/2t73c3PEZgs3iEOxOfX1yd",
-	"nL8ZbP2stRs/BDtnJ4OB+emif3l/o0oX/x6hVggpFREm24H+b9WPAD1Xr11RKRZrY7d/bJnrVw+cnBWb",
-	"fT9nSOX6R4bvwn5lNqaFOaJah2F9j4INbCIg2JKqW3STNuzn1W1pgz5UKM31dCCveBduayLUW+fpQ4Eq",
-	"1SPx/WiQtTsec9avH9HLdOx4RMfNFcZEvDeHa3MoqItY2mOJjfhgFWblEO8RK5SiU65TP0GD9l+ibLg0",
-	"8TBwaibeMk1ZozYc2Ww/nvbY76gj9r84OXS491BL4cWt7ucK8K4FrgHv9LQF0YB/9aPqXnuht27ZMLjo",
-	"WrmOGe1BKG2A76Mib6GE0BuoB4sYeJl76xoTNopZCv+FEldRm1WOoCV6BLsvFadjMI2g5Gr3qpo3PrZE",
-	"oN+9za2W7ecV8sPDgn9kPxq8s8w7WQ4heL2S41mmpFrqUh5068RniZagCot5JJCZI/zhmagAo8zHLLOb",
-	"5Ab4Kc1naRv/JZi92Tpp2kZFVLYys1CApRQtI2LXsYpFJXBWfQGzwSzM841Twb1oDIRwi4AXNBmTgg4Z",
-	"Ri3vsQTLpTDK5taux8yHFatWutm8+zpJUxE3AxbzOZ+KmGhDrHAExKLRSfO3/gAIs0sfvVv6xmrOQfMV",
-	"pJpAtarNvrP96GJv1XAYDtkTVNURrGFe1lIyXQWhNDsrlAAnmgkZQyaEYlWWXJDCXcAZxlOE9vS8B0Oa",
-	"xAr2QPQHzB2E0yAPBa/VpEoEDCCJiCkddsh0c0NRi3dE3dmmaAvm+Z0lWw/D3T8qxuiFkuIhGCO4/qOO",
-	"83cc4//IitC/nz9/QD1o+epH3Ijfymtplj6CXFkjKr3pk+od/0L8fOKmeKHS1N8SH7LX1YB8ytLEj4X2",
-	"6XuxVMw+gLp9QbwDfway1XLix53gc+S+ocSKWOB7E0mJMLOxGHen2WbHSKN+y1cux5D4CvmbNkUWHfXf",
-	"HB2fnprdwkuTOzQHAHzywM/AOmeSjvdmP4fzPWuUPuWJRpsOWhBuqGbcfWCw/kaiDbbE34gHnYoY5K2t",
-	"SKdgRYLXPRd9Y4jgLzIVL8cCUj5xosfcdAGl8wqYiu0nXmTaSj4BT81MWZm9TcRsKsxXHOx9zcAOvDx5",
-	"czJ4Dfk3rbC2vjyMGLv3vjoOpX3iJJGJnhHWg4L88GlQmyiAmggZqRpFz4QSxDwomsMh5ygkMWJDngkd",
-	"gVhJYXWsaMwTSoThS8bQUShKQO+p3UePoI//pbbSIzttHrKfFjc99qYamENWZWl66/GPDX3+K+/SD2dn",
-	"8Nf4Vh/nLn7kiBZYqJIlapQN0F9+yEcHlz7vwf6IOHRrAjOPf4Z/RLmPKwtbgLIDom3fLGRlsw/gEBRV",
-	"OlLcDuna8lGcRhP3MUtEAg/vevuvGdIX52+O3b3VbTQWqchFzKDWGe48qOFQvfv46Njk/4zb3p+Kwv7P",
-	"fy78U/H+3rdpuZQQetEbZvUjkhH5S2rrnoWLf4ftrmwBGuX1/td29xmP3VdlPiULdifQHDMDVuBqRfzQ",
-	"I7l5lxgvsyRfGTv7IfiPnZHgmcj6S2Mmf/zJmEWM+dZVWVLDfUAqj+NMaL0T7CyzdKe7M8vzRXd3N1Vj",
-	"ns6UzruHh4fPdurLJGGPg92wlae6NRYQbI/xX9diVXqornnqT+7zq48HIjoP8Qgi8DnTt3xRbCnER7Xe",
-	"uP6mcL8ubnb9vX77aXIjpNCYFDI9n0jsIroV8a8bOsUx6qCejtdakfOae86UTHJFRD50qdtv9YaXlMvj",
-	"nX6rpcHGdo+VHCcpkqcWeMqUj9qsH0qXGQAcrNU/KB7cStX0G0zToxQ9RtunXStC45HbRIHV0k/5qEVC",
-	"tCWFzjsVayjicLjXYWtLE6Md8PSax1jVAwZuzzr7eI9x1zcYd19KHSDrEHJizhc8SzRyYvpuGt5F/g8N",
-	"i+Me+PDTh/8XAAD//w==",
+	"7L17d9u2ti/6VXB1zh2RWkomqbc8+oebOI1Xndi1nfSsVlkiREIWYwpQCMq22maM+9nuJ7sDcwJ8iXql",
+	"7dr73LP2HquRJRKYmHjN52/+XvPFYik444msjX6vsWe6WEYMPr8Svrym90x9lqvFgsbr2qh2N2dEJjRO",
+	"iJiRZM7IUj1i1R5ptGK1UW28su22/3+9unp598/rczJPFhF8xcYcf1LfkIjy++/GNcbHtdKvjAbFbxYs",
+	"ocSf01iy5LtxbZXMmoPsrdoXq3b+vBRxwoK3ImDRJrWzMJYJma4TJhXNlHwS0yicEgavkToly9B/iJhF",
+	"lrFIhC8i4jZGZBpyGq8tIufiiRMmfbpkQW6g/+//o2iwXV8+RIzGvLUMlywKORvz6/RTq9VSFL6+uvn+",
+	"4tWr83dF6s5IzGhAEvHAOBGcULJYJTQJBc/6UTMUqP6yNqzagkkJM1O7vrq9I5yxQMJkiCWLacJILCJ2",
+	"qhse1wIq51NB42BcI3OKT0LP6rGaVYtZEq/pNGK10YxGkn1RJEeMJUVyr7h6bRmFPiV11QZbTFkQsIDI",
+	"RMSskSf6XnA2obOExRPJfMEDWRs5tuoK3pe10a/4kO7Sqs2FTGqj2uOiZtXmSbKc0CCImZS1Uc1x+y27",
+	"ZbeckdPtdns1qxYG8Giz7TiDdnNqt+2pXbNqEZXJZM5onEwZVa25tttrOk7THdzZ9sh2Rq7bGjjt4aDr",
+	"Dvq/wNBpsK6NknjFrJqc00A8TR5ZLNUcjGrLSDZVE47jDpq2bTu26hyWPwsm1T3Ydqs7HAx6fdcdqB50",
+	"axPJ4kcWVDXqKNJ/W3yeMB4sRchVs4m/HJ2cFAferX35qKbmDaNRMr9NaLKSxRl6v7TUIlL7gFA/CR9Z",
+	"fk7wm13DA0rg9UkkaKDIRc4sYxaEvlqZk0jcq8aCWCzVhhjZmu2+WCzCZAtTHKflDvudbqfX6ymmfF6x",
+	"FZsEbJnMoYWY+SKG/tQikeFvbAIbtjZy2kO317FqT3GYsMmMhhF0+kXRhLs1G5Bj1ZbrZC54boz3wmm5",
+	"vdZAzZuagTj3W8AeWYQTCqysiYeaVVstk3DBsmXruorpF+9u379+ffHy4vzd3eT27urm7IfzzbMmZveh",
+	"TOL1C0mCUD6QUJLZKooqtnNle/mdbZqCzUXvGfEp5yIhCX1ghBLgxwh7UV2Q+vm7q9vrl43iflbTh+Tf",
+	"nd+8O7ucnN/cXN2UjiFOVlwumR/OQrWZgU1kRldRUkl4oaU8ySFPWMxpRFgci3jLwXLx7sPZ5cWrycvb",
+	"D+XTcEGjmYgXLCBJTEMe8nuinqqiIWsjT4A6dInTsYgvotWCE9fuOqR+fn02uZ8sWTy5bIzIuEan/rim",
+	"pkaxk5KA+eGCRoSvFlO2l+r3N7cb/CP+KpYiJsk8lIZ9QRhA+zFLVjHfNQZsMT8M3ZymUHBWaBlbZIFF",
+	"8JmALug9XE27CL88+35yc377/vLutkx9RKcENyBJ5jQxC22q7vZY5i+9DeLzrRYXLzTXHhEJAoU6LEfI",
+	"b05uXr8k7XZ7SNQ+20P22/O7s1dnd2dlmmchiwJyp5fJWyUjBIIhwwI2CznbQXXaaJ5kJWeMyIo/cHXf",
+	"Y/vjmv84mYkoGNf20Hlz/tP789u7zfv984rJBPmaErigiT+HW9gXPImpn+wg1rRcZC82OxXBGm50ynHP",
+	"jaAT/sL0If05W9CRkmyWLE7WZGzuI9wBi1DKkN/vGdzdzdnFu4t3P0yuru8urt5tLKB0t4qluiIKq4gu",
+	"l9F6x/A22s6PcxmzZSx8BkT+6nxsPYU8EE8j4nQU9eyR8VNCyS19DJPfHtbNH0RE1wQfUg+IYNu2+MfV",
+	"95PXF+8ubt+cvyoP55OY4hBoBOIBYTyo3AWFRvJ0qxb6vsPcWc9udqc2bXb8NmsOaddpusFgZrPetEMd",
+	"p9gDqQeCs8YOit9d3U1eXb07r6L4KUzmhAt9+69ZsoXgtI2vIjiUJF5xNdmnRPBorc5PdUCpBmAh6v4T",
+	"oURFJV+DMLtrQK+v3r97VXEj4UZUDYfBjrHg6/nBcJGtSPX6uHbI0LZu8X+I6Znvs2WiBI8i30GMCVQn",
+	"eQKZTMIFVRJisIpBnM/JwJbi9QTk18GMuR3X7jXZsDNrdliv16TMnzWnbb8zbPfd3nToptLJZBVHtVHt",
+	"xIzs5KC3Ff2XV2evJhfvJtc3Vz/cnN+Wdy8XyZzFRMl7udmtYPhGO3meU90Mzr5pLOTq5LlXYvwpAd6q",
+	"r+hUrNTFi0ypllcu6fSGyVWUyA05ATRQumAkeVKLDB4iVBZFhVpEpxO8eyZhYE3Vaag+SJ+q2fhsZfeS",
+	"dX59Zr16c2a9uj4b8zfXly+brjt0rO+bTt9y7I5rWc7AaXWtoduyrewJF5+wUmG3fWcPRk53ZNu/WOrr",
+	"loP6aTaWf9xelVTAuydBVINmINkIfv299urNWW00dK3a+fVZbYRE1MxQaqOa6h+0ntxQa6NaOgS1ePR4",
+	"lWDdcb9Yv9deqbYUccc0Besw5Vhews8NWqkn+dFerRJfLNjmnah+JU9zIRkBEsgTlYSzR1iG9/fFsxYu",
+	"Mq1oxMxnIWhRDqqS1Ne/rHj63K+/10IesGetmmznTeHEyDQcNGyEkhj26JUMxo7sqUjck3qeaJDHAhax",
+	"hAVkulbrnXH1KJ7oVILOoc+1CTSuFbpLQYOz2J+rod3g1V5k2g1rgvKmVHvKCdXPEqPK5NglxSr2YUfq",
+	"hzIVtKjxOU170LZtu2YoeB1GrLL3iwUc5JRIP3wIkyaYO8gsjAoy1pIqXa52IuPHk5guKAdx9cSoMSch",
+	"tHKyjGS/hRYYtaYMtaa1lNKITpuK2n5KH66q8mqai4TIJ7osKLrRvYjDZL6ojWrXl7du893F9dmlOrDU",
+	"wTQB9W4ha6MBfsGCvSr/MmaPoVjJPcqzIfU2URJ5JTOvY7EQahqJhId2ziE+sm0G3aZjO109g2/PLl9f",
+	"3bw9fzXZPGTOUFAEmUYrFfDQ5hlfamWrzKlbeaRRGEBbSnJmz0vmq8XPeKA2UciXq2TLpfr2/O7N1Su4",
+	"wM8uL69+3pTCYrFKGEg16raADblgyVxUyQIVrZVE+7kIyPXZ3cs3qd4XReKJBURwcgKX1kkUyuTUfD8i",
+	"P5zfbaP94vZWSazXZzd3m3LLEi4/Q3eYSOLLR6VJVQlkhaYKJK+iJFQvwZtKEZGPh4jsb69enV9Ozl7e",
+	"XXwoSYmv1MmkRCJ1jqEpqGrtGcLy7eQJ06+QcdVKRAqx8VOSO7JQOABL7E7Cv39/+8/yQjA9TpmiPmZN",
+	"6Yu4Uh7PtXEkyaW21fF9qEhcLb8gKS+vbm7eX99tLm4Uk9Shh7uSCxIJfq8EKLjGJC6cOfMf5GqxdahZ",
+	"+4W1kzUuZltHXdJGVX/GCkdu35w1XTC0bp+qbaJ7Ol+qbX1tmktg60CqBXkcyAHTV93VbtqVOFuemHdG",
+	"fUpX8U6KdRMlSSJtQZtQdxFye3d29/528vbi9q06nMqsxItgq/VAc+aFJNqCuY3YcjfHbmgtSljQP15K",
+	"p1rIT1Dx1JTmhI7tg747u/nh/O528v7dj++uft64qwRnzYTG9yzRrDRnKSUyDJhP463jLLecH6diGLan",
+	"hTiJljXsifIA9FcuTCeE04U6FNTGoJxG64TtHNX7d7fvr6+vbip2O/qXCJUPqsGZiMlT0c4GZo5g5e84",
+	"1fLN54cl6eO9iCazMEpYjHOhRvnduMYZjZlMsh0iV0t0lG0bB0vi0JebCor29C3075mS9T/Im/PLa5KJ",
+	"e5NMQJYTsUoULyeBWNCQTxKR0IjcrnyfSTlb5ecBH0SLGI3CKWrNBF8ckZgBb8idq3THR0YcJWqbb38y",
+	"X7bG/H8Q8DoeQ5AvVjxh8Zgf85KNmh14HF+xhIbRtlMQ9HUWkDmLi86YINjuQuq1BrbdHQ4du/NLzdoh",
+	"z4LYrA9KeVIhu7b48jfQ65QuMsk7ex3XAnu59vCmVonO0J/6jt9uTtuUNju0N2tO2bTT7LTdoNuxHX/o",
+	"qIFwAe6Z2oI+MBKwhahZNfQ+ihhcK/BNLJ7kZCWVWtazjbiPuo96+9eaXPNkzpLQr320asa2MfHl40TO",
+	"qbqCRjW312Z0MLU73X6vPZj6bNoPuoy6Xb9nD6Z01mMDd9rx+712l7ldRikbDodT1+27s+lwQJVamzas",
+	"6FGkfFFbKF3tsQv+bqVt263hsOtYqCXbrWHPaWv1W/3SG36xavFCstzz3YGdPd/u2/30+X530Ff7Cg1h",
+	"xoCDwmbFVJ3gczXwQ+LQe/6UtntuP2j7Du11BsNpxw+mbdqbTV02c7s287tTe9Z3nF6HBgOfDqkdMNuh",
+	"w6k/nM3ataIvrdMb9Af9nL8rd1zrdbp9RfbcfrfbGfbBbWqeliZcQM3uPiXqiT4ydLJMYNPVRq7dGRS+",
+	"jylXy/FX17attmvboB7DLrvgM7FpB9JyLPD0K1ydOxTFig3jWOWV0u5lK6XrDnIrpVOxUnrDTjt9vtN1",
+	"UsNOyx62v+ybAsdudTtuf9gf2u2tU/CnWHwZlpVVdfhrHkoLrsttXuXd3mR092/nNizSh2lt1HELy9N0",
+	"9hdwZo/ibh1GXnfwX7R7vmTTdM3imYgXlPtsQ3pFVx7Y17Q9rOwJ0KKMTNfl7zWO/nRYmOlf57m/vmhT",
+	"IRzZH3Nz+nEv2YboG/YYsqcqh7n6HuNyzJVZp3FM15L4Su8XJJnHjJEwYQvZqB7Jr0CtBePBcXy0CoFN",
+	"vxbjnByr9tmtjX61W51Ou2/ZrfZgAP+0u+2PapM/w8HudPrwx8RfLVYRxWWefb+GFrr2cGDZrU6vrRoY",
+	"tp2Pai3le3PT3oa9rnpq2LZdy2717W7Wmdvudao663fx2MHOhv3BABro9VQDnW53o7d21ttg4MDDbhcf",
+	"HuS6c5xuVXfDntvLdTcYdqEFGGK/73Q/fvlo1SL2yGIQG361W47TU4Nx2l3VmdPHXhaS+chgp6tIdQc2",
+	"MNhuD83Pj/C7uiMtfYni9flx/0XyGC5ro1+dlt3uWE7Ldgbqv67iZnbOSX3EubbT6lqu7baGsIW2qK3v",
+	"BJErf45WpwohfKunCc1UP5zfaTOS3CJcqwYu3l5fnr89f1ehIswYTVZxydG/4tIoP1tIyrdYUHaM/8tY",
+	"ux5pGCmKUE0OJZmuwijYSuvk8uqHH85fTW6vz1/e3ZyVeZXMVdto9kZXHxpOKqkst1VWyipGS5qRuG/K",
+	"JfOTmJ6idQT6wq9Wi1KnWwaR+pZvzl9e3Wz6GNEkzQKtF2r9L+Ud9AHHVuWwyq1XK9WpHXtcAzeH6fMU",
+	"FEsw0sxFFBR7RkPMloFdLRk/u76o8CUVQzNDSQLhrxaMF1ZPqAWpJExAd8jUHrKgnN4z9QLowzlnB0T2",
+	"zKhftNHbLael7k4l+HO6DGujWrtlt9q1HJn/PHt7eTyZpsURgQbHXFE9GnNCgOwROY5q9aIme0SAatTf",
+	"rs/u3uyyQS9pMi9op8ZqHAuRVJlbNhosRDOo1sa1E5b4eTdIpqCveMBicPDkutmyCq7P/gkO2burq8nl",
+	"2c0P55Umf6F2llpoUbgIk0qCy81stfmzZx/iTB27M+j2exhRu426dBIuxf12D65SxzZdt7lgwzCwknDB",
+	"LIxJ1FNoxSJiea+t+jzxBZ+FAeM+U18X/iz+mrgTbTqwPqefUgex2p0Who9NwI2YuYz9OeWcRZZaVvfa",
+	"sb+QY2471HVm/U6Tup1usz9sz5rU8fvN6WA46HYGvWF72LM2hcJ+y+k49qDv9J1frIqLzkLx12q7Lbs7",
+	"GNjdXnvguo47tJxBSwmTQ1fpxI7juB2r17LtdrvTHzp217U7cGEP3H6/5zi269hDx+4M1VXudvvDXttt",
+	"t3tu23VBPhh2+oPBwLXtbqc3HCoBxRl2e47THfR6HccdDtsuXM3qq05fEdnrdgeWZVm25Vhd2/77OBAz",
+	"OOFTFnT67qCj6MxY0Ot0bNvttlMOdPvtXq/ddvIcGLY7nfbAznNg4Hbaru0M8xwYOO3BAJiiOeC2bbdv",
+	"d3rQGHLAdfvDnm0P+oNOgQW18qrfDJ0/g1h5Y02LRCHIgrPnZIKBf+pR9mq9+scPKy6m8u1PP9XyEbha",
+	"nsXFCMKsL7jPeIJLMpPsgUdargfuaKlecbP3BV7TeyKv1LpKx3mV6rGZUjtw+4MvVq24+mujrm2bmOED",
+	"vKjZxlb3xwHLpmbV0l2KFpaeEogF3F2pgpiFOdhWLdvg6gU1lVYNQg2rVLP8GgQ18ADGut2WO9RM6rYM",
+	"h9qDlrODrYN+jq1dN2Nr23X+Vrb22u0mDWbDZt93hoHdnbp0Ssts7Trt3i62Ohts7faH+9g6tJ3OYPCL",
+	"Vl51IOPk7uLt+dX7rZ7TKYvEE9qbQx4uVgsS00qRvNxe/uLSbc1YFG1pUG3DXrfb1vfYybab7AaMcnvy",
+	"YKjRY/9rk2HwGZCQ8KsKj85IC7tIML5xknsFT7Lb85sP5zcV7th3SuMRC3BigOzGRZV4nH+/4K1AWX+6",
+	"kmsTEBbRpBx1bZyot2/OXl39PLm4rXRo3234sQmnCxYogQIzOaoIKzf5tb5t3QVZrCS4cIyPO3OpV62m",
+	"2zfv7+6UzvBqw/F1l6lCMoHcCvI0RwcxQwGMxrEJ6NkYVb7ZCoYrpXK+SsD/H4gnvoXfd1c355P3784+",
+	"nF1cnn1/WcHwWcRY8kKSgCZ0SiUrOLEoBGBVkLfRblkHNM1CIlFlm1XkwgxczWabqvzG9KdnKF9FUfZy",
+	"ZYgO/pSPk8j8kFncjk95EAalo6nyqG43nY5tIq2w8arknTOzpD6pJaWTjIrcXCxpHEIc2Vcb8vJ5O2k2",
+	"jWUeliFcWxU21h4c6MNur+v8UjvE7Jeqxz+9P39/Pnn9/rKkB54/snid6bwyEhCdlNAHVhWRUtVepckD",
+	"gnJN5s2IOCaklXwSU4t0ckG70iK2vnYKsarVy80kG/xDTF9S7rMo2gwI/iSmamHgj3r/hgmJaWFELKJL",
+	"yYJCVDCmzGTDfXn27uX55WVJhczanq4J5P5lAcG/fxLTi+DLCT6jTvFZyEM532U3HzoDJeL2u2pOUxdg",
+	"t287w/aANqnTC5odZzht0iEdNvvOwO4P+sPplKpV/xDyIMd4IDShsNgOcg7u9AZighdOhxL7BmpOMABQ",
+	"bWETjqqN53tS8oatdrsz7Lbt/vCXfL6X3gBWTa6mizDZ10K7p7SGX2ql1fAK0hiLC8EExR847Tik/9/M",
+	"l5NN1u81GifhjPrJREeIbnNWO7Z2Vqfm7IlkEQPB1hx/eV+c/ziR7H6BX9RiygOxqFm1mYhMsumCPhc8",
+	"eK76LuQTUCqLvr1OZpU+2F8Xr0BaFpzJ8H5B1Y7zH5UO98iqXA6xW2y908kaHzjDVCHodTr9LxvkdJUi",
+	"o19wWh31GZ4fqnNZndxgClWvt11X/zmR8I09cN12hVeiRNDQdTJ3Zt8d9jJ3Zs/ubFLktjrtQUqRnapB",
+	"LbvbzhPUbttlgjrucFjhuCgT1M6pon2lmGf+VbtfRZBr5xyyvWEnnbAOqK4pSW5vOCyR1O46bXBuVIRE",
+	"HLi//n0hEb3+tN9ud4PuzLVtv9vrtX3mBHa/57f96cDp2H6vb7usSx3Xnfa6jj10ph3mdvs2s9sBHR4d",
+	"EvFXOrq/WDXOnvb65sUqiUIWT8ByCTR9ro06Tn9ow3m/ChhPwt9YMImZDIMVjWAJJW5t5HZatppu3QLa",
+	"Sz4rlXrQs00oPrA6cTHngUVZKx/VE6DmTj6Dous6/ewraL/VdrtaOYb1cfvPd02nP+wO3I7dG6oh2DYk",
+	"HFdQmclrzW6rPTR8ajqtgdtN+dR11J5WnXW7reFALUwzGoxAMhkQucCSVBA4ZLnmgk3QyzIJmFyGD1oc",
+	"hI9yErMlDWOTcP1X3LjqXvyz921FnMKcEc6emEzKd66S8mD+//tevuUj4j836X9u0v/Db9K9t+Z/rsU/",
+	"fy3+n3iRWH/+IrB7rUF70O102+3iRXBg4Oy/8yJI438PuQjcv/YiUL9sXAR7gmX/7E0AcVxp8+1uFrvb",
+	"6bQrzrleq9PJDt5u25Dj2C2ncBX0+51u8ZhzbLWZ9t4EcGKbg9fu5i4CONo3zl2nP8wuAtccu26r6xZv",
+	"AnfQ2bgJ+t1DbgK3mxEE8YyGosHAqaQod2gNu3Y3dxP0CjfBYNAr3wT9bn/bTXDgbvnKm+B/+5jxPVcB",
+	"+P2qr4Le0N17FbS7LbigDr8KDpmuv/sq6LSG/a7TtvtO96uugk5r2Gv3ht3+LzW1Kgsed+MWMGrGe7AK",
+	"l616L28/kHqCGTFhIolrdwYkiznUsEMSMeMaEI6kHlMHfEATWrBqy8fayOiQ1hOf2Oo/jtVqtdQH1+70",
+	"rRxwEcS0pJ+z78f8FhaEZbdsBwI1bMcdQivqo+1YbbflWM6gNbR6EPaU3Tca20af7MZ6oaGT2vlMnOJG",
+	"/BQIhm7nDJwFDueAxeEjwnCJaC3igMVwKMqELdNUpZpVQ4CW2siBA8v8yh9hWjYNIoBN8PGLmp73787e",
+	"3725urn4pSJ1D+DuIAufZvghohIJqNBOIeUQs2vJlNGYxdjkFl/e+3e3Z6/PJ5CetSXjayN0LAplUklO",
+	"rqlCyBi2E7MZiyVJBBGyJdcyYQuLPM1Df15KZz5Vf0Bw5hOVhD0zf7U93yuXUjZ5e/7q4mxy98/rLXFk",
+	"GLPyFAt+D6BFjCckWS+reVvZbMGNkWuBJOw5OVlGNOTpYDTcyimRjAcAIRT6sBBPPsmtvtUP5ze3F1fv",
+	"Juf/6+J2A+TKBHuaGDtwFafwO9t8TqUm90d4hjJt85B8VCXh0ZguWAJmqt9r36tVfwHnTsCkH4dLFNXU",
+	"PGCaLri3oeHwXrEnIWFSQqeQL4gHHH5OPFJfsthnPGkyrgYVpM/SZN5o1axayHVoYs2qKabURhkuiAUR",
+	"gHhaa4hEAJRCXI7nS8bvlfzpKNVnEfL0b6sGa2NUk0msDgdIA6DJKg6T9ebYfp7TBGhKYvqJ+YmIAWAg",
+	"iOkTJ/SehhwS86cw2gWjXBIvCRfMS8n/vGLAYU3/wnSVp/d/xmxWG9X+x0kmIJ3gr/IE2J4S+AWTtuRS",
+	"cKn9qwzQ8M4zHx2sXxDFy4uzhKJaDXRQRYx566TilXLg+s73syc3Izl2vph/9suXQ5kHXLnR7ELmldYu",
+	"XxMNAEDDaBUzUp+JmOhuScfuEC+l2bNIx+4Sb5MJnkW6dpt4OSq9BsKringaBgHjR85NAZZ1J2eyJ/9C",
+	"vnhpq94I1z/gtYaSwNVlkakGkIhFxEjdU+eK10gTwcccDn0Mw8HrORT8VKfqwjkFp5w+LlQbnLGABWNe",
+	"9zRQrNdoYcDPBZer2Sz0Q8aTWwScPJKZ2wAyd/K18qW/kMVVmJwVOJqk7lVR4jVGYz5bRZEFcLlNADwT",
+	"MUZVf16JhLbIu9x9688ph9R4Lz3qR0Sdm96YC+4zIpfUx9CEmLGgBdLYnNFAn/436q3m2Sxh8eYpeYv2",
+	"CiUEPNEwIVM2EzHDICqAY2vbrcKBp49gCCxkseIOzDNCdH7NUbaJIbpnbguP/4Wz+n4LWilMY75TfT5c",
+	"07WS5u+EuKTx0Qu7MtJ+58g33/iLl3QhHl/jSM7C+1XMAoz0J3VvgwjNjPecrpK5iJVmeCQnytL3TiYU",
+	"Hv4rT818w96IqNEoRRfpBtRHDpoXSl+YwODTOA7h2BzzTE1AZNU07C5F2FDH78bm/Pnnn5tnWV9sc4d6",
+	"36PSEDMaLb4b5zJrxjXPwvAxD0yN341rIQfwpAlQM6555GnOOKH6DlCnCYg7cAVkVPHKLZ5KWV9wfk2y",
+	"15HT+9WiQkVc4+6XC0//lWuj0LK+VXcHVSpOQ2AlQlrGY14QMEaEC3WDrCKq1HvO0XhKfLGKAjJleJJn",
+	"4bCCszGvM+rPNRymWYG58DK19NSPnzB0lHF1e3MWNCy1bsccGsr6ssgsFgugeA7I3yRmMCaLLOhao3DK",
+	"hzH3IAsRn/Fa5HuRzAmN2eZtpO/89zxFBHnLgpDewWo68kTYpkLuORsqX/sbTskXsqCuljVMUveqaYHD",
+	"MiUHxnoWye+pBGD/WzBZAIhHqDqk0TUC7IaKLRrQviQEy/UCzYckYlQmRH5e0ZhJMtVtkvp5GCktf7yy",
+	"bbdHvhcsYlxaxLXtbsMac7maAlYwC0bECxMt70mPxGKlBAMxI1JEah0Tr/4z+ZZEdEFevXjVIL+R78jP",
+	"5NkbcziDXultoeSJZhDOZixmSjpZ0CQOn+HsfGLh/TyRxFvCwRQz8kwwPpz8hovUc0iTLD3CIsnwiTqN",
+	"ovRFx+iZWH0BSGzgmbrMser3WjaQCqU3r/I5IN4s6HO4WC1qoy46HvCPTOFMpR2rFtHFviZZtwXujXgB",
+	"JsNArKYAQ5j24ti5/6vsUKOGK01+T292y3ZUd+zZj1YyfGRvTS+oWmffm17w+x3k2a1ujii7giipVyrj",
+	"6olfazSSE7PiIL5oQ0/PNP5f8e3sKTFV6rlq9gyDj18WIpKLExuEkt7HjE3knMYVt+Wt+toYlrjO7KV6",
+	"tf2hQ6GbOgL7j4K0o0OfXyhhOGIx5T5L7QNwjYIYYO+b2z2sU7M2ybbH5gjeMgpgoSYTIOQrkyBgkfuT",
+	"y8Np2ugb+Jk+F/Kk16lVkptb7/FCVhiOboRImmooTTxw/iaC04nYpOAONFv9M1lJFkBnBzVcWo9812Is",
+	"4WIUV+M0pBUHjOJLXVvNWECaJKLTxuHUYdZWrK6Szbap4nREp+Q7Qsm3ZEq+IWlPx3QBS2HvzLOK00d+",
+	"jpM6DHFjjP9yG0eNU0ZiWTG10x1jJHURB1BDp3jhNf7OiZebM69zI3ZJExULKEujOP7F86978cv2EX6g",
+	"0YpVrN8rznTZCrKEzHF4GiaWrHikZE2ZULCkU25+JhkSXqrx6FkD+zUcAa2Ni1rz8YDFohl3wJPnBz5Z",
+	"xRqw2X6vt3Vps6e41hsqkpWeBAdMj2Y7ZFLEMpnkEbDzVNOENXUti43uitu3QlAprfSc7X2jU9WaHsDH",
+	"bRwxwZEVHEkFroU8yCB+q90nGfcBmAdGlfed/l7jqyjKkmX2SRWGmGIzW0e03XGAXoCRFmUlgewlVO3U",
+	"iy+klj4Nasgp8UxGq9EN9Z8FjwoIaVpe0tOaJsJ+rJjiArOOW4wapKvqyjRDMIJRXeeiITaIbBgBOxL3",
+	"hRN1Q1ioFI5xbWH6buWFHS5S4ayamSWCSsf6ri0B5aJM14e9YhCnqkg1AGUIk6oBfFO6jbssn8ln4dyj",
+	"FCRi0NIBSybNEgs5pAUT8GGDm8nsmk3S6PMF/uj0NjfKQsRsso36D7spn7K1ADuWkIxEoUxY0NovBbKt",
+	"8mq6qgBGmsYPmCtLSfoO/tzKZmAqRMQo339K6YnLptas7XTuirzIE7p159+l/sAjt9Uid2Qc4fezalB+",
+	"7fBjMiPwGuq2FZcD6ozlFfE3TZCOnvlTW/rwLZzEK+5TXRFl2yDmVBI152p5c+LYlm3bJAV1Kjl8EQQp",
+	"sxjg49UjXXFT+WFDqdSHZcRmCRGrBMF2KddZ+mZdkDoX6dlvLLPmx+/SO6Kxb7tt3xV5F3Q2L/nZzzMx",
+	"N6R0DVbtipcfcJ1t7IZiFc/dR7+JCNy1sBEK+PuY0QdIFy8EBh75oo4QrNaeHzOxFSxYN29vz19+ICdE",
+	"BnVIzDlQX8hHHlatSJlQHtA4wDJZqicPXvDw5l9FWBFTjgj1YyElgcgotXzG3BOcTUwDE2jAAyuZNwuf",
+	"WeCdZgbalx9ImuhD6rfnkwciZtgCxLN6VqFm2QtJvCw0V1HhNWDJZi9oaxvG4oa/ganMQ0PasUpUbpGk",
+	"06mXQ+ViQyCU1FNYXnFBlQukVLXMI0LjzWlYlRGhqbKBFWA8LBomYSbGPC1yN1tJJkmdYixLHE5X+jG4",
+	"V2Bzixmxm70OwQmF1zFCSY3FgnNzydQGM4XJHti6QcBUTxNC5YOe4EIHOJlpHascUPe9EiCSOVuQuvav",
+	"y9YiUCSjT6CjDZxGdqwAijfsQSy8929rVs18nFy9v5tcvZ7cnL0DFK68XVrHIcG3gGxuQqqyeh1vz29v",
+	"sYSk/lSA9CricWyUcCzXmquSctPQp4r7NhfZ9Ps+0QEWTtZc/uUdq/CGLaMKDQC+Jow/skgsGS62QpUe",
+	"vexOiada9nRARJhIXRqvNeZnBNPAibcM+b1nEU+/76ml4iEGT8hnwgP1mMsnpuQ0uDTU8hhz7eN5IaE8",
+	"7ho9DXVvKQrNTeBH9UXWpP6uYY25pw8WqdHovakI1h5U9lsskzVZ0OUpMQ9BGV1mqNE+oJQQvbOMwyMN",
+	"hdQLH31XGmEjYBAWhis3CBVzFyHHSM/fawu6XEJ05+8mR2KnPwZL/ZWHt/WuMLjO5kXFsG0PXwt+nz6X",
+	"Z+jWF/AhfOdLas1Yv8MYMVhoX6ya4OxqBtGru661rPcv1p4ni93uuS2LHNj3eI7LUGor3RspiEl5d+By",
+	"+DP7Y8+qyOb6gDEimVYNX97Cv1BxOn0SKd3LbHz+T89yru+D5/mwxze4gBNoHrzNZ+XsEu02JRtf7XVO",
+	"ELCcpE/jNdnaawgopPyU23+jYXAAp1Ede4RKGd5zRH0FYR3EpPqGUJO16jVSt4KSbFD/S8si6CimMAFH",
+	"vClAY4KbV1Idyyj7eHmzTJqa5At1/a40XhmY4yNGH1lQeYfpcPfyMH80ahGIfk0IzNDBdOzzikZmsMAG",
+	"oEmNBPppCs6aYlVktFvF6HLmVNVcRjS+h3AVEHGSOGQBqUMVdV0bYykzQsLFUkjW2D/F1flZlWsJ+tU3",
+	"GyORgJTqlx/QNrG/p0xHoFF0wIbb0BY+lt3mWh/IWbeJDhbW6x5I1q6MNH+samwg4+P9h7ejGe9on0g+",
+	"5nV1IOaa1CWGJWHUnzcglkjrArAyiu2Nedag9IoiYprnZtUKEn4NjqyS0gHGlufKpb1T0l8Zv+ek8D1u",
+	"hnTSKoUv8/yBDojs9NkAz0qLvUCYAGK6z8D2Bp8LFX8a//29Dy9TkMdtrLnO8wMsir/aFnE+nhLJ0gBd",
+	"pUAQoz8MWuQseqJrqZilDszTMac5nqJUl8FL5nDS1EMrpeiEMrV9WEQKVIoWdAmhQlOGsmRVHMZWBh/s",
+	"L9/K+INbOP+TLWyZqFS322qjj9l9dQTKnanRnWqHcrVYKIVSKakQ5mWKI6mFCxrAPVbLCPmY538AUzKp",
+	"C870M2iFfpqLiBH6HEpL7wd4AUN1lJKrG2y0yN2crQkNArJaqhvJg6Q9faAcZK68gabyHClaLHsdYK+x",
+	"X27aLhOxrObRj+SRxqFS4mTu+khvs6xDK/0WzHytQ0n/oJvfTfwmvZDWuMUglIQyCX0l7LJoZmVXvReE",
+	"9J4L9aNsfUYtMP9V4npf48NGYpCJVrrkqo/dOGYRXAQXWyysmcrphYGH1lTUE/FKwBCOQghshdZHZjQm",
+	"jIvV/RzR7qGiW6vK4vsKUzm/IvLthi3EI5PEF3IR+s2Yrgmmgo4Ip3EsnshSyBCuCvxebSmHJGLMvacw",
+	"SObetw5Bo2iL/GwWF1qJs/AcSYJJSL4jz5Pfw2+dL6RJniehNeYMvlW/NcmCBSHl9aCRxgf7q4T45Dvi",
+	"qUtIzkUUeOSZvD17RU6I3er1O90xr6s/vzMv/8H+aIzMjscQ9N+wDoE5CXI0WYRKOAh+nocJfWCxCe57",
+	"Q9fq15dzthALlsQtcsETFkUtckmnLXK7lkmLOP0hqbu2M2iQgdscdE71gcIoVxK1iFaJmsnHECOfn4nT",
+	"crvtttPJJl+RHkpiNywwD4SQ28iCe4amDKK4o+P6/JytPnkKtSOVTX4Pm86XTE631J00o1GUtgTNfMJm",
+	"fNLc2s4nNS0ozIYJ2F3y9NCEhOm0RFQdEPlOPsGxMuah6cd0+B0JybdELxTyLXEIwG/heiHht06r9YlQ",
+	"XFkWMTWjyXSNzJRKEbmfJwRCMOFUh1M5y+lVRzOZsuSJMa7WFBpkn3E8p6kXmdwLhqHnMMJPcFwTiWr3",
+	"jFByQxeUkym8jYkiktzHNFjRKFrDXa1+I7OI8geJnBBLCQG8cKPTSF0dc/HEHlk85vPwHjZCGBOlkdGo",
+	"mYgmF6FkBOIpT82gjbyMG0bpLVQmYw4MSsWFRIgWocvwxCBLKLnkPnw0yUNKdpYJW5LpGv5tjXmmL4gZ",
+	"MUndKd+lLv+PSJUmjbxK8ChHKOqc8Ur9Ld2lW27qVWJMHFWbUzNEXdK48IDfepXldm0p17B3QIzontBQ",
+	"WJ1VSZ04Q3Kp+qFK+pUJKR96pE712UnU2TkPdeVKEUMF/IAl4EIjy/CZRbJRot5tkR8ZW4KGXUTDxsMX",
+	"yjtQHrxQF3eQzCFQXfcrOEnB6LIATXUCqzckcWzz6FMYMEs3MEDsWshUgiSrabqYlYCDZ3yjEMzr9I7y",
+	"s20NSz1XN+D3IlgfG5ydM7JaWW6AmBEGILXaQAz2Rk14vk27ipTMVrfpu9YU7rT1pUOBMJFUINAu712v",
+	"FsWHLzls2Z1v5d09X6za/n5gdNhDIg96+C5cMJnQxTKLKco2PlJZte33eh2vY5EIX0Q6oGJjwTwaiQaG",
+	"tcFPoN/CabE26NiYU511cKBL7C315yFnTSVcQQUm9RgqgeACh+9MArRYbhTFqZTGDnbGBJi5nK7745wz",
+	"VUx4HTGW7N1fRc7cC84mcDFmsEubhyE4NXyq9VyQAeaMxsmUYd16EQVwPVPtUgwl8VTL3qlJDthtnMLm",
+	"q6wYUZBqJKQ+XRMvQyLxGhZRw1DXmBK1W4crW9DdZvRcieUpWVYVm6pm4A1k+GQQ4kVel0tf7o3OU4eh",
+	"EkQAKEZDY24YM9AggYKlh8gr4A7zzLveKVxK89WC8mytY4PaNsRxvewOp9oMoApYNNGltCu8i4XyF5G4",
+	"339U5Gq0ICe13wBOkDzfNlhQcpoQ85IJQTslTm635pbecp3MBd/edg77P5SQkpwwrm7iHwQIKVAbjQty",
+	"De0o0TKUZBayKMC4GZRlDSSF1kN+EOo9iPoJE2wCkslyqffevXBabq810FaEjdlAorYT/lYESjQ0Padx",
+	"ED8ILDBHQo6SE9R19AL2yCJP2zki4dMIH2tUHnIyXeGpufShlq3WyqtitVQDzp8yR8kV0GHVnru45yJm",
+	"gZEtilzQP4Kkm87kKfF4GOlwBahylUVWb9mRWXeXdHqTob0dLshccUbeXF++1EVAW+Q8BOCFLO4VrBlZ",
+	"TLGHojryAPIP1V2EAftQ7xWN7kcYZL/SRvh1dsFdb+UjBI8CKwFIYB13rd+vctVMX0gSBma34eOnZClk",
+	"gmXjEbrEqJyoSDEaRyGEt8D0oCh5DGXFEPQyjorW+vEh8KgBiMppWgxWO7J0aXhTVTHnD87HB4KoH3Li",
+	"NSM6bUITTYRu8g6PFMxKCFVxMb8uNR/TCo8UEqGNvUePyWSyEA1w09gd+7x/zxenOrdqPu7alvJqlfhi",
+	"USEEak5XOeMhbjudCrXVoNxJkJolwF9KQu5Hq+CwWF+fQUWY/RlCbFvEpCFLB2MV2OFhHnqChxtagOqG",
+	"fhETLpLGqTZCFFe2OlWUNLN/DCue49hBgtV780Z2SO6XsTSjrHR+cjzJE1E564IGuohxGmhxhPCLGJ1V",
+	"sRlgMdEiFaCeoUg1CyPmkTqLJCMd2yYbQXWN1pifGQMgVJVkPIBDhxNPV5X0wNdpaXOUXC+iEOxKMRvz",
+	"mEkRPaqFB0FECIkFJoVZ7gJ7IYvlLse87jXhm6aisKm+9CyiNYwC2BWYpQFv68SDEAEWN07HWCHpKTTD",
+	"KhfL9FrkjOtQPRoRGQbMp/GYe2jpUwNFW2XrkxTcy9mnyuY6MDiAQ1GSumRszD35EDEa8yaS1VoEno7W",
+	"yx3AHXvYqzrCYG72ZPd6WBbII3W0CKq1islXILl5mk2e9srRZMzvGQcQnoD4UQhb/4GxpTbWKdnOsKLR",
+	"yppfxmIhVKN0zHUlIp3T4Jl65B6JWRPUAOidcmJ+0b7YOh1zI7KBR5w9hzLJeW4QrQnFIQJc7NjDMfcw",
+	"ovH27uzu/e3k7cXt27O7l288Sx8eRdAhiCGCFk7RC+mv4pjxJFqXq3ZBWS2djw/SLkNxv2GZvYCTpsXc",
+	"bIVD9VyaEE8tDQ9D5Tl7SpchYVz9F6qCjbmn+8PY3Yw/YIzO+eSRqzUrX99d9VRtmsgk453uq22GCf39",
+	"tmMnEwJLch5eP2jVnIuEyCe63BTSciXtK1QtxWWIS58s5P4rBOckrwpsNLiM2WMoVnK7vqD5YFaAvlNg",
+	"xzzR5TY3Fldn0xOVFVpC+TYvEllBUmnY1YxXUlGm7x2b02UKSB4UhJAvNXvwK+WqlEflMhbrUx71arlI",
+	"5UHklopYVq0bESfbFlS+smUlhECqdplEdp3XhSdJU2dV6aw5tWHUYspnvGz0miuMedAAsWrmoWaHG/X0",
+	"TsH4rBLg0UtpTmXmQ3Pz3SMHVJ1DlKkXJkQfhap8SOmhekFp2xbn2TJZl8WVoxm9sf6rtvBbvIqqvOfv",
+	"efh5xXKam7m26u/fX7wCNFKihgBLZrFgHG8iCAoc8/d3r5sD7dtDNiD6spqkRBC32yPfQEHRb06Jl4oW",
+	"xgoAnj/AcIklCAKUa0IWqygJm5BzmD1CfMrJkkoJ9s4x11IFag4hOHN0ooQOR99IB9gQcdxub6+OWY7K",
+	"Ozjq65TQUgjY9jRzgVjN//0jvUDyf8USGkbVnEiljVSe4VB6sOI6DoJ9qnvamAmFJTnL3uFa9+6LH6SZ",
+	"Sn0c50v9rpTSiMItbaJfDWlBGGPSXqs6uzdhPJkck5GWw4ffG0N9qZ8torHvSdI00Zjw+JcN6OqtnIB4",
+	"Lj+EZKLlMgrRgoI+wdRQkRNi4KXUAStiLcvMRExi+kTUkLkM1XJokdeIU42iLTodl+ESgHmwW3HPQ7Wz",
+	"ZcKW0mR7Q9l8tQYO9kNc58cK4TtfqpJSdwTA5bSrGOMWUGngJi65OGwQ2ZBHGGSgtv/B5P6cdobRatXU",
+	"Zhj1G2Z6pQ7rkz1XlNki3gmQeYLKpN5RqE9q4Hqv2gqtawpsxMazZ3L75qypjvx8DKDePf6c+ZC/m2he",
+	"KLGzQsCd4TJATSXd9HpNQSNytcDg+2rywt/YZGoKwR4JGZRZ2PfuO+1uUrMBinX1UjEx2qCXCJ6G9eIq",
+	"NwpoqzqlGDICjgLXMO/IDJFu94B3SaHZMp9sgWW4xmAHdedlZsp03tmz+k7ud0TmOoL9tNnRpXiCgPeA",
+	"rJaqt9wOLIWbYuCov2g6hR12iFieRk66+ahPd48pLZPG9OIpzFxhPaZ7JzvhP267YC8gg2i/L3P3TVdK",
+	"Rr2+vHWb7y6uzy5vvarkkzmL2Sn8oA0MJDUTXV/e3jBAawSLAThNzE/6lK7jSQLHM54jVuGtBmRTqT2O",
+	"gWbqFM/dFdeXtyVn3EYHtzr8/9anEYs3Wq8kCossTGZhlLDYkvyx/NpfdWljAZS/Ks/jZT7zhgXkxi2K",
+	"li1yluUQFU8T2arlKqz8bQS9vT0ndUxHaRRpw+yTfQT+W863/WfYu/QYWf7nNCsfMPnjpDBjO8+tPVFe",
+	"Gx5zfIsITuTKV4LZaSHLV3sEdKZvKIlkoFcflsOYnaZ7s0mzCLOPf2GM2WEbsBhttrH73q2iKMegg3zm",
+	"//aAtY085//OsWsbCahfFZWYD4M4iOWZIeZApgNxB7L938Hwrby8zJTWDV1eX/HGIOCD0haLRYucGVyJ",
+	"nAiSopODm8QUWnohC3mEFjhUPolpGiRvlA8wdIqnNBgbvSQm5Jq8vP1wmimaaV+euaMmijAPAQIDsUxY",
+	"MObgWMkw01PP4KIqgBuS0DJbdLVnFPdsSWEopV3mGvIgc2K1RHt+TmTJJiGH+67O6C26K5T50bcMQqsj",
+	"1hbG95ECpxRzASOBjblRy9OIptQn6jVVz01oTKIPqqD6jnkJkf6JSiJmsxZBtFxMdgbEITPV26KvABE4",
+	"UPc/lgmrGmOJh/qV9A0PMg9pYZDqOXTTe2NeR9TwtNDb75/E9CL44jUAVKJF8GdUnX/XC/qLh8nP6JBb",
+	"ABZL3SsUzFNPSNWPqdaXBkKpNzCDZsxz/mJwgIADFKPb5YJGkVaLldCgu7bM8h/zMAAHY1ppKdO+wX6i",
+	"VH9Lw6aR6RoLqYCeX8qY2xuCWNgpWywOFY5JNe+pIAi7v2qOTUHECjp0RbaKX7JibFVr3vxaOD/QC0rq",
+	"kkWzZsD8iMZsS9xdrsLiJprwU976o3eQ9ipXrgAweOh1rCZWNvbHhJRLwP1+xGRV1oM8wHbz8vYDWdI4",
+	"UeqYD07qyvOnJJtn9SH3Bhpuu0WqrmIUSys8QwXH+SlRMpFxkepZCCXJiN4b+ZshEx5knAOS03vzINk6",
+	"AwDcepPuBG424GDHI+rKNAiQVV4OoTSMfCHJNKSoCsELFmbrZr7FIl6eCYFCtexg02aGWLstzrmCznMw",
+	"HqannykykUaJWRvgkSl1mLCj4e1MOAbkvMos082k9YSmjYOHU567c3VWVw0NYFkPV3pXPAmjwx/fbhza",
+	"arlK11QOnNIslENWKY70r16qsYjYFgyWMDfBQqaTdowPoOR9Ls/RV3AR6c1xcyvrbuAy3iKggQovyZTN",
+	"Qx4YScWYTtKbnNQrBZET/NVLATlAuqjwvOWmZqvVOnWyYKp+mv21ZHEzBR9RDDsug2EX6MoVZzkZJ/Od",
+	"5u0iFnFarbMj8k4UR1LkjiqKIjWuSt3lUv8Cg6f+PJMbY/EEomT6hcYz8JwTTr4lySR8Ub97cdf4V9NR",
+	"fyB25jEWnA0nz0Iyf5PCl1lVWrTJ5aFh4KQ7y/goU4z7P03JYwUpVSbCv5+cXdbwx7ACoOHDxTWK0BpD",
+	"wdpY515mkpPen6Uv11b1dltikKa2P2YC5Eoybf1TFPoxozLk93+OnEPugDzByEKriKCT7hezKneC5uTd",
+	"ZfnKK0Yc2owvrDJjFEStzatmp38ffDAP04qAqfA3tumsVMvhx/B7C6v0sICslq2/yXVYsIFXa7KAU3xq",
+	"/KKZAgVeVZBYMC5YabFZe+ANgYhpDJ8FJRCTwLUarpo9BuD4L/MsHuVAq1pQ7xTFUfjb14BvvAofw0BH",
+	"SWcRC6gNQ142jRlFadDDIACP1JOYLtlvIgxoNOaQ+5+Ki/mdG3Iobh0iupEJbliTZ9jDjRGhfMxDXXAy",
+	"Q+CVqwyVHeLQOWagY1QVEkEWK5lAbhuhyZhjPlLyJPL9WzjfaXT83c3ZxbuLdz9Mrq7vLq7e3XotcpaO",
+	"ecwxRjkbcyjJbywWOo+BzEIeIriYCVKCzLl7lsgx98q4rV6VIQxJ/5oAhzIGAjczfmCJJhPAUbl8rrDI",
+	"/yXEqW0eJVsyc2ahmjQjhA275P8mP5nakv+g/oMU3ICZvF0FcxE90NgizrA/tLI48lwJ+QwX+WBA52QV",
+	"MJ6Ev0FiKr68NReLRWkHSKVF2geHRx7MgTciYQgXcediN18FBOTWrNrnyrnKI1D+b2ugB3jP/yLT/LXg",
+	"9yZJs5SYVQ5DrjSt4K2YGli2xaNXGVsqopc3c4o1j5yPlXfqRrbtAfmtx66+UicVZG4G3pZ63cb4oxyh",
+	"Zqb+Jj9ouhD+4wb9m92ggNr839n1qa0fLzFj9OgKPcX8jM2yj9XJC192E5ICCm7HWgBQ7w0YN8mSFDK/",
+	"VUTGHyFq7phnWHyAhbVaqutKCT4/kToYSkLEMgz5FhxKBzIMyQNbq323zIM/ZKqDxpzUgpwxLaaQZ3nI",
+	"vEpx6fP+zbUJ3Zje10e/uGNCXmWUVgRsrKIkBI4mrGBBLeUrQ7a3TMpyzymhio9jnmNkcWaRm5BYadII",
+	"coieLXLL2Jjn50mpRurUX0VUVjE2b945QP75fOhzE5B4Dn76yJwT9+AHj6LjyOSXHavkarllw/48pyb9",
+	"dRmtiZwD0qJP43id1XAqoK5X149ot9wGIhyKVQJqlYi1p/j3L56V6yLETbeMqNppBTj8Fnmv4f4f2Brh",
+	"40KUCWFngkUTa6wiUhqC0SEEfDVeRcUK83efYD+OAKa0XLgjzSNYRuuckpDHDsXE2PQ9hohoiTAHWCLU",
+	"GWaPtD8/oZHUiV6gNcrVQo652l4NyCXW+WoRmUUCMYRMommLXGEBEYhZs0gV8qo5NEebGdhpXg1aBDRw",
+	"6lHuv0KhgENlptw7f6fsVOrmPzLU3y5DFSpa/G8gTGVrowIG7Zj01DLE+FEJqhso3Ph28Ww6YKUXJbIv",
+	"Vi0oSgQHNJGXISBTVqNJ/nV5shtQbQU2F9i2qcEV6Nk5r3/C+FBs47/WBqELh/xbthLwZj9Tt24Xo5Yc",
+	"uFLV0xAEdMwSN9LLF6tmRNZ9b96a5zZMCOaHHWMuAKxtFoePxXK5C45GP6BLukK4Hpkyn660hT8S9y8k",
+	"+bxiKwy0mqlTvp5JSFwJOuSJhgmijup3jocL0jUtfbFYhMlRwfsCUAUniobtqIdvxBOJhM4RwTd0FhhY",
+	"pdcMSrpgriwUVFTNsYDUbR1sqLERwkQjxKtRAkhIKNNEPfRiZ+KnqWE15hlUs6ffMaR6JleFkocwikhz",
+	"qMSIrOasEpmUpLbiUHaAE09PGealPMVhwiaIm+qdkiWVkMeegw5UGqLBDkRhkBq4QJjukN+npbM0tt8E",
+	"gwS2lr/bCQdWGt8WS7LgAE5PzSRoYV4xGDM7EqknhNQdss2WvZMQWLSTgC1xY+yFeIKMwO07JVseub3y",
+	"Fcv8TyUS5qd7O6mREua37OhQh14ZrN1E6JGNeR02dxDKB4tcnFxhCUelKc3DKK2HDJrOlKlVo7rBOFGo",
+	"7ufYZBFysFRkpXQAXTQSUlpb4CxLa+wrkMXSqbPS427veXmt1fbiaXlcte08bMbhoX0boCf7XOn5TvZX",
+	"8i5FIG3m6qF7XJfl1mX0NAjGvUhOiYewHqZuN2J8oOlE5FKjc6W+Y4YVPkcb9Z3zlaQytzw0Ca40rFha",
+	"JTpsJlNXhvQAVDrkwBYyzdNk8gQcmxBuimizbOntq7RGIzmZUglZflsjyyL5vX7kFv2CBk19ywv5qg5W",
+	"zu245fGiJ9qqYbLhVvkBfjWP8setz/FHk5deKt8m9deHqa35wezTWHO07X00JW9PWF+J+fueLzITFOey",
+	"4LkZDWoq+aUeKooVg5wWOUN8NaLPI8Tt8irKiOYrqVU7om5MlWIIWT3WYh6zbZWhNdYogxhaKG+dgU3W",
+	"IX4BDRe6HJwpgR3FjAbrRnUxaHzoKMlMvzJdH5UzoqkJkyzdQxuKigkf+1GqCnWiDfUZ46rOz4rSPVuq",
+	"GH1N/MGj0p6/xpmouzQtVFOOONjHI4ZXJK+KHCI4JnSn8usmeLZXvWDmQm5BL1C/FGZ/gdjtpC4Avzqh",
+	"IWdxIwenXOn3nSfJckKDIGZyi5i5oJzeA9wn0c+pNqdixQOLsNZ9i3h2C/5/1O12ex4WTYNQmhn1mYQi",
+	"xp6Dz/TxmUpSwq3lg2BSAMHWIp4aeHMZBk1davEUrkyTJKUvMDCfanw9eHtLJrlMJukkHb4nYYtXuOUT",
+	"ELmLYPCZKTz0KWZm5RNRIAIsYix5IbMUI41KSKXBnquD5gRZMSPQtfCQ0eZkinC5UJE6ETErZGjli+6D",
+	"1LAH2RuFFZMNiIk4YRHvp5jLwVnOZrtX3MvA6iugqROTtJBy7/AgOE3xBDm8CzEohT5KcDpk1XiQ8QcN",
+	"6bfF5wnjwdJUu68IIs3UWfPgxh5K/OXo5CS/Tbre/tMZzmU4JEpbuUTWBn82VoNZ1YUp2tgiiPu/9exc",
+	"V4GYvY6ZnKcYZqEpPF2CMKtO7ypZozeDRPH01IqaWqTvefhM2FL487w/WnWIt3TADgy12rDcHdX5aQqI",
+	"itrddnz1TVK2rLg8aSD1Z4CbpSpFx+Ww6ASNKiwEQNw2WTdZys2RCvffnyRjhlC9Los5BkcXLTZJ0CsO",
+	"6bvoGgzVWuLrXLz8fvSJz+7+uPyf3HxUfhGnaiNx9OUH4q/iR0Yi6j8g8F5WSvlPZRG4z1sQLI208b+I",
+	"XC3UH/LzisYs7dwkhbBncPjKAzdb7D5P/NVihShuh2JZuhWX8Mu0FXLjprWSc7GdszCx8jz+S2P2i8Vs",
+	"3efaxtCQ7KqFmlPzjoubvqWPYfLbw7r5g4jomsiFEMkc015IwOLwEdmRxkXrC4gH7NnSpeogdjC4Z+oC",
+	"BvsclcSTfrhct7BiW6uA1VOHF3kgnqwxX4poDdkZFvam/okS+p1jwWr9boylrpfjWsNrEU+j8mPU9JQR",
+	"EQRjro7Ie1ApYmPiNa16+gCFtr2s8lj+ARZJlot8royuTjumU/HIiGt3+hr/Og27nlOpvh/ooO0G2Pd0",
+	"zBBoJDnv+tvzu7NXZ3dnleFCQOvm2nyVmwxkWMVoNJj69sGUq6bZpJ5OebFUWWffyZz2qutOmCJx+xMq",
+	"ijHg2rZSZYVCrhfaV6zP9dA+rIZa2lSe7Mp9BIINAhiEsjIjJZdhVwnoeUBGZK79DN7z6PfOv+q9qhCN",
+	"rV6qa1PMOmeLDEJ02WC5QWPZVsrL4V6qMPkaB9U2s3sVlQYutk61tagEnW8BmIOYIVwC5fcMKzyswb6u",
+	"xhdywr+CSL6DPp3bOl2TqUjmBqUtEwE17VCMgiV/tuIH35eziot9qyf8b4R8x563VfbyC9tvp8myvF3z",
+	"WdgVyLPa3iZZcqrr4ps3jXgNOChzDUJ5tMy5Tyf+eu33GOZqO+6RgoBJW0LjONGRoBbx6s9QUpjy+nOj",
+	"QU6ITIL6c8PLAtuWYrmKdOmrIBAzYjeyLKi0bq+6R2cRTbJIUlOUlSaQodTaWzJV8scDE4Uq+ZILBygt",
+	"uAzJfkNk24SCr3xEw91WSL50wUgEKNQgGP2ZDNRcEfBut92rQCDIYa1vFmfdla96m8QhwIFkCamYonpq",
+	"iIey4bIAY+eVYfj+6hGVpraYwJpne9V8m0TLcxNmV95ih1S19FIR6tXFh/ObH85feZaSr+7Ob27eX9/h",
+	"ny/P3r08v7w8f+WRund9dVuBM3TiU+6zyGvA27fvX7++eHlx/u5ucnt3dXP2w7lnrssUe1o+5EqZQ33Z",
+	"lPXYyBYRDxvyCg45T3vkiA/YUwDyvFbKKC0lvudxOinxUkeZhwmFmFtYTiukAMsFvoNQFpIMUzc0dn9a",
+	"wKFHQyX8Kp5eSF0jKwy8FPlLbeVTMhMrHphY8jBCPnwSU7BNA7o8DEnHehgkE8S0QQMyTNe7s8vJ+c3N",
+	"1Y13ZKXR40uHmpX3DzGtECCThC2WVQYDqPnuNcEO65E6ReNuY0Tm4gktBmCNN8NXGsecBupc/SSmJvEz",
+	"XnEONW0wrihmnD1hnTYJ5e6YatiYlB/CKGJBA6JU4hXXldyma2KkJv0gcNklxhGBuoO+TGOWxCELsFST",
+	"AQalQKGJ7IlXGs9Ke7DZYsqCgOm6YDrGeKf540+BoBl4I8O5CrSzMd8Hd0a2oZ3dge08jzaVAVOFkngL",
+	"ltDWXgS0iC4lCw6t53h07HDxLNwMHv55vk7XFYrZlposLw1sArklrWt1UHCxOgTk/EiX5Q6YsIeQVwj/",
+	"afhDbt0Zh850TfRxvAmngi+V1OEU2csjdRNvY6qU6jCxXIQFVJPS4GJGRDEN7ImvUIvi+Nl7q97anLy7",
+	"9LgrYSkSKlOodUsD1eXlD1J37c5gzA02zZLFin+nhUsekBMQr84kxsNmHvMtkHkIPiczzQq2PsgHDcTZ",
+	"G/OTjNE0kkLD7IFOtgntp/YMxkzcV7saX8e0UNVxJqKAPOcsighKHQjOTslCcJEIHvqnxGnZuRylQNfx",
+	"21UCf0/Im5nyg2e2aI2v2pc0URdxushheauPkA+iNqnPgHIruyU2oK7SVQ4RojmERA0pnVVgPWo5bqUa",
+	"wPlM5S5OvACLV2vdR60nMBVAbUV1XylqAK8A5AUKJ9AqPuyUyQFXVED4mcsgBxJ6EORHzs94oCPkIJiQ",
+	"nGCQgYXI1RQDG4/osCST6FMzB7WRbpZ0enclO+ToOtOJQ5uCC5NJuID7N1hphejg62rHsY4k7y9yAbWK",
+	"vEywRlR6bBhh6Q/weWo69vCgGqxQ7ZeDwwzzImCFk6QU6Vh2Q6jvzbjVo1Daw1zCPAvsVF8fbzyAgewP",
+	"ZdxcrBuU6m3cRP6ne9n8jeeSiE2sK4hdG1s/f33ij2rR4m81q6YaqaXGv6rLtHA9Hmf1uMsfDjpk64Uk",
+	"6noOaIIlqEwSMjnT5SqVWIs4bMGYQ4qhkvM2jPuWKYsQ6oJRXIr0KlWXo3jiYw7dhLyICvzXwg+DoQs6",
+	"fwGdEuizntf1tGF2gZU8UalLQv+BJWMemyC5hhKcGWvCg/+4vXqH4nWuVBraeWNGAznS9XQxzTATvZk/",
+	"FxgWovoE6RgVvjy67QtJdCWN7cC91hbI3kaLnGnPSK8z5pgdygPi9MiP4fdKJAKrn5/AEMrgOplrZlNS",
+	"0UJKmKjLLc2MzLO/16nYR+npMIlXVSHBb0B5ZjlxBRGuQ0l8pdLlys0bp6250Mdcy62CMxneL6jXIu+E",
+	"gV3OjiWP1CFlnszCZ61zozw22u35eolGUQxipwlxWgRxOgEsCb6WYw7kPXxjZe2qsysST0wmimT0FNTh",
+	"n5E2AVAOPsUxTzEJxYxg1QlyQmRatA4gb+Qp8RYhn0ALueIdXsNC958/F0IqkUh3b1xjD9+0SDwJPz1A",
+	"9XfxREKl6vklv3kKqCNmKaTdJ+ThQwHUTgaTT+jvBLJeyAozp0W4sWlIi3xGmVmPsTXmY/5NbrZI/YYs",
+	"I0k8ySLmJ+9UZ/UFS+YiIN+Rcc08OK41PIMlTRAyWvH2AYlEtjyQJrk9nzwQvBjNt99YBNOgAeYQ2KPa",
+	"mNP0DMoGAQICrjb128sPGZiRhW1/R+rOyecGULFaTD4ploR1YHGDnJC64hCRn+OkzhsN+DNEGjlpEqeB",
+	"1cAEh2EYVoP3P5Tk5oUknloC1zAWGdTjyUPjRLdmhrUIEQ/xWh2S3xAPI/nC34D5Hqk/Uk4CFpMPgiUW",
+	"cYbDDuSDA59fbOG0omZcK7SkOQ5npGJcylazzpcsbsbgDpvp41GqZtSAv9O8Qb78yyVNXITf/MsF+3kw",
+	"+fQvF/xMCQPUbtBc1duwL9DHbCvtdTgcEiSLyPCek1kULlOhVnVVl4wFLMiWBl0wPN6zotFYSk292TjF",
+	"yfB16KBqzJQ0ply9H0ocJ/sOLf5BwyJLnHeffEvsVleNwLFtG5Ow/LkIfabz9KvW5tIsSEbslu2Quppl",
+	"U0qbRss5begjWO3V1yJWjQjOcquDEelTAKNCG6oue51bNYqNLbOzJmY5TzArXCdSbNkzOKvfpbtFdf8t",
+	"rPVvdOr+7bkB/shvEoOKAUcbhRPFsEBpn5LU31CZhMwid+FUzsOY8tDgiL2OQxYsKLeIZH6L9FuO3YCj",
+	"QY1FnawS7b0Cii7KpeASdWhQldVVHqoVbufOplMtiEiAxIgypFdfLKYhV2yMxeoe7+EgfAwhinG6hsVo",
+	"ESnUsUYTXOtPLLyfS0Kj8IFpmJNssGjIy/cNBme8iQiNBGcNMAODKKCxBmB0ar2Ymc/uNsHJnEVBU6n+",
+	"wNpRiowrOLmnUmClwDFXJypxml1bn5pqIamVLtVGf3dxo079ju2kqHkY4Ir6YTDmiYD4jIZF1jTmLyRx",
+	"nYLxW5K62xtUv23umY6NooRrE7lWF0ES+qm6rXHhWXwCv3kWaafzYI05HFr54KGGxvjHM6AwWKSn6zR7",
+	"tiF3zPvwKP6kXnRt2xQwL9PSIi+Ru/o65Gr86mUgQi9sxzZLVR0ixIZjSJ+nHsYHY4APyD1NwZmapJGa",
+	"yj+Q838Qye4XsAb+IJtbD7+EC4z8QQrHK/ljzP9oNpsb/1NtGz7AbJoXyR+kMyJ2q+0OyR+krT667Q75",
+	"g7jwsdMlVe+qzcL8FYTN/EG68Gh/UGwg+1jRAIQfAQOCr6OgwLxjm4CAohwHcADd7GX1hn6561S/XGRB",
+	"7rXKj1UtVPGg3TuGhmom7G5DLXuidmRu/AP1hOP0ih/7+HHzveLQh+oxe9gtfszaKb1cHHXWR/XH0svl",
+	"ATs29AhLbw/lpSnXT3eLH/FFe7j5YuWYe8WPWUPlt6sGrXqp/lh+e9uoh7uIh8NLnay5QTvuiDgtp39i",
+	"twaDE7vV6evWnJat/h6oXzqdLV+WWi1ypLppB1oZqi9d9WVbfdmBJzvqS/Wfrr3RdJFdR1C9v+kNXlY2",
+	"XvnlzsbV3fUHoXytnoTNN1Qj7nbV6/YxX6qLIKfKzDXUrdb7REySkAVN/SdeCCEnztDITm4H73QrhRRz",
+	"3PwdlMr0cOU6mORcJeGRenYBwu2IYT2ZLxjDjXW9qHnMGN6DSh7OXbuY844Cbb1tKcmykZb0HvOFkspT",
+	"W4a5+Ix2BbAG6jKWL0ggWsRb0AeGoMJN9ohwJZ6SqeUq1nJ5QqeRdn4a85fhZs0qaiOIaFQad6UtbFdA",
+	"+hmo/wHBIphle0OLFOLJAWYKiq+D0xkzzFutolEhb7DRyrvx3afx5eAFUDrlmIdJwyLTVZIVSkfFfWTq",
+	"NLUyWwnqaaHgLcVDDaQA9HstcgYq0lOKRwYiURSJJ1JfhLzOm44FGmdEY4A5AIdQc8ydRmO0G0gZzCoj",
+	"I5xO1yVrgeLKakkSAUXv86aIXUhZlS5t/3EC4lcFrJjZIT82gfAyBSWnpWMjmBrhwAglr80S7UupqpP1",
+	"I/mOcAy+yh8xdZ6qfu3GqZJ311q8/JFwxgJJsgd+JN8St0XeKuUHZUgIvMbdLGIyY08s1hI7/KKUi92c",
+	"P1eaBwwX0u9mYWKNufEMpkT6QiaKkG+Jox6RJa4rxdTORyC7Wzhvtu92axxqBCGHgkkm4noLTxtKmR9z",
+	"KpWSbrI8GPkReVP2MWsJ2xiD9J8jojQZpcwrHWGxQlNvWuEbjrVVom4cQX5UaqYveBLer8RKQj0nqQPS",
+	"sW66mhIDBwNfqQYaqCPn7kNvlG9mGgn/AbS9WDylY05tJ6pTTzOupbgKJqpca+MantXSDx/CpAkFe/Vr",
+	"P74WUVCX89VsFrHvXtNIsoZXWLaWBrSPZUK4OlTIj5ogNFc9an0Y0BBMMmx26motP/wNLYkQX1u/QSsI",
+	"cIuFUcjv6/zkxwZyU08S9vgjaZL6j8WnmoSjocvoOBjBwnB1Zyh/MrEQkBRNOprjOEUrnhi252QFb4TG",
+	"SFIHW5vdIPfqQEyE3gA4fOS9aic1XZV4n2tyXMMF9VrEpS2DqDjwTtkmpJZJ8QLCxYggW2Zadaid7qjy",
+	"1inviN3eWLWj4IzSIdi50mp5n4RAPHc55hgBFnKA/qOx+lZHGTT0wQEJIRD+Q3NxZNj2mL+8/XAAiP6d",
+	"if5Oq9OHGjlS+yJK9fQW9PkSQiNrI7fbg0PH/O1UJuObUEdzShWcglZtxcPPK6afSeIVw5cm+3LMzCWH",
+	"uv7GdZVAccu6TyEeTEtEWu4C3sYFT0E5Q8S1W0SDrWuwxbwEoG5lyZKjL7+05F+OicUI0EOKAF6ZOKuV",
+	"ZDEJA53AcsysFMIkq8Ji2VJCuGSI6wFLySQCLWUmlNkiYYCxYVG0Jkoq0YYlNBuVii2cluuSgKcMazqR",
+	"ukfjJJxRP2ktAm/Mcc/iJtZguIj5udLwp4iqUu2CVNe4uh3ogunsqGQjBDStdhHKXc4gNFZJgddz3nBm",
+	"SlxWBpjWKYaJZvUoVlxxMBda2rDGXAmFWn/QvmJdvxMk3ZYvApZKZ1ABZbFM1iMS0yesvKHjgOEIPM/D",
+	"gJElXctcCCpEMiK4lQQz5BRrwYyMz2gMcfleHoXGQ5ybOgp+XRsGwwIs6pGVmBvzbDnQqTrb7FaXLPAi",
+	"zqeGISuLmXdjjhlKGspMaSyJSP1YmHBGdd6cOteetCj0NOaLVZSEy2jdpEGAMVzQT+PUgPKyUF2R1m5X",
+	"HygsZMq4Py/qKWqDx48sbkIRFGCbQfwBBqM5HZK46k7Xci2nQb4lkj+i2RERz3gVR0vn6R5wvxIeUfFE",
+	"rYiFR8iOylpkGnOposZLMmdS1xyU4SMj3q+ReLLIPLyff/TGPJdEBJFt6lxdNJ0GVgnNtvUpLIoIQY3M",
+	"oyAjLlh8z4IWuS7iJSHKBjTwNBdRDm4b5BO00Gf5mCiLGG7KNGdJSYgUUd0AJ5gF96xFzpACPReeUpO0",
+	"S0aNy4NUKDN6kxwVQ1EaRRvPF6PZ4y826pNG4lNvHDHJVYgtuQSBTr7gvVOR/LC9mmr5Uth3OX9Fsa+Q",
+	"SzVfjCe6vr+6LbDGlzpQADcGNmdWPwgh98e87j3xie2RVouoT2qzew0LKnGUUjJOSZiAMgazPTWiSdwi",
+	"FwAyJ0xEvVHKMQYjC9o0xY+kh7sTJyq3rENekTowwysvTLIZzh0MZrx1r5kxoam+8qzU4ZM7/9Tq4NFa",
+	"HZfUZwGen65tN9uubWNJJYxiyMZdLF60exEW19tROSiKyPwiw793pqSkwsmuCKq3TE2l3J/BPwvv4dg1",
+	"qefGiVM01GwWZHL3I88qCr6PGX0IxBM31f6Ofq0Mi6TasFT/u4avCzNtKcl0SLI+wGUWt3QacI1Fhqwa",
+	"hGRkBZQqo653HR8aPX9SUSfqJ1yjSmyA8kiHV0TKmq2svuT+iYa1lrMlpnKzpJQ8PMB3Y9o3InyvMzem",
+	"tbUCFjiag6wquTFfjjlIdRbx6mvSJOs5TTB4BCNHHNIk84ZJMMTzDIyLEAegXbkeJ01yRprE8UjA7mOG",
+	"u2YWMxaIBRx1aKg1RSLGXFfwvHNP6rzpNExY+YEFGcpZhpr72eIsTHV+Oe3aGhkMy+7kNKMTTJYU0VS3",
+	"x8nqIz9TLyyC+OePLLNZpFlmMfMTEa8rU6IqjLEHo5zfpm+gwQ1swYcfgGAHgLupHBUHyUZQKtarMhaX",
+	"rbKHyh4vP1wD2FFVFVnU/g8qAXmpn8UUj/gAWPXyHQHBwU87a2NpwwiWB9nbQbEsXva63FGa0oQ05Kp6",
+	"wPl0Bzlgpj6eCczO6sdllTwoMWeQBI9DoXAdRji1de3LdQ6xRus7SgiztCAjE8Kek5gtjK2u7pkRTKAy",
+	"RgqNBPozjaLGwbNevqEqZr/Y1yFAxksRJ/vD2XW55yW9Z9busPYTbLI6bVHP1ETjnwYHTGrIjbkyIVhw",
+	"UgmoCOyCCX1LGmq0pj2JEqpLOTEvVNU+S0vfeppCTyfjmJfwBqRRlNkUNKGnxE6RJ7GWJmqNR6IgsDxO",
+	"mdmUVulE3XVGv4fUqoqscVlVKxlkeh0yFUq0F40ym6RFKoR9pZqfX59N7idLFk8u1UOv3hT/zP16CoDR",
+	"lEi2pLE6NS2MqJwzGrAYAqdR50h1yKX+upWzjYJCgpojGh5bY36RWVLgBsXgW3hGZ/QGzA8XNDLVzJXu",
+	"8uu3zY9BeB8m8tcW/vvxV5Z9+dGzigsNvjbZdCIe8yxLGO0WI6Vy4lN6iCJW2oUzsW1bKUZz9kw1IYoA",
+	"+9lZNl3IrA75zMN/FLlrhGjnlHunubEAlnyTs3u4EyFaHKlzXO31cexqxxv6wcY8eRLohMgcXGBLb5TA",
+	"tKchp/G6tiP/7/Csv3IWsnys6Wa2rN1PeLNfG2jBP1O8ROPIfE3pko1XFzRZxWGyPgQTD3T5FwbZMTOv",
+	"Gc+WhjtA11eSjvmFJJ7pxju0DOueuplQPz9fOxPsdGnWucbw3lIfMwX33yKvH1tELI/z8NfXBrNqkHT2",
+	"daloxcHqpnKzvlmypbQUq5bze74Aq05wSafbkAvTyoVVKLC+iIMXkiyFhKQZE9G6BAR9dMKhVR7ufYNv",
+	"ppfZy9sPYOc2RSCyA0sfufXMkQhxkeDck8RutA4oujHVtbe3rY3twARG98irw9orgFYwgDqf5GZkJuJJ",
+	"unbUj5xN1BUb8okGyNoLr4JsLhOekrIbGOGDLoC2G9/5cJTmvF2ueupNyTVjpIIrBpFNvqakca67XVjQ",
+	"W3HN3xZQZDldsBa5ZEnCYmnhnSct4rXUJTZBZ7rX9KysUAjK1mMewTsA0qdeysDgeh3iz2lMfdUkqYeJ",
+	"htlQiqAsg/Hq+0o7XGuj2jKSTdd2e47juk3Hdrq2XbNqS6o6U+T/69ez5i+0+ZvdHH7MPrYmzY+/21av",
+	"/eV/Vh1/G2bdzcAkvs3krhPIxSxno5TZ9H2lma9g46sw8Enmw2F1q+4wjQTPaMzis1WV9n2mwSY2UCVI",
+	"BagEel091ZKIdXjXiHwPzetsBHjcpLSSG738MhxPnWwHTgOM0C72c2oqIaYg8ybeqkUuEkliETFS92JG",
+	"oYjNmHtoxWReAwS8gEmtIeD3WEM1IQu6Jj6NIlw1cMEDSjTQnrF8niTL2pcvWBxMVEA1mxJdZiCYRbiK",
+	"uSSU3NAF5ZnoCggFJOfia0AIDNROzN0aaoWcX59Z5NWbM9g2r67PSP3+5BITK+6eBNEgTyjOaizt6Rp1",
+	"H7R2jzAi55tv3maw5XWQ4gPhG9O+Uhdk45tvRuTN3d31idNyyLeYDCk4UXoa6Xa7PQvDNmjI4TG4StSH",
+	"W1K/u7wlTgsUaafVtrJmoJxjeZZVO+lEE6+ZRLLpszgxh4P6+4GtPR3Tv1glSsFWfZi5p5EUJuNLvx+F",
+	"jCdNn2IK1TffZEVL1Lh+YbF4+xO5Of/p5Ob8Oj+sLnaiy5hdU/+BMF2oQbZUH5gSBHwGaLMl88OZ9px7",
+	"uVqgHpky7XEKpcZaCRNpoIEg6gblR5itXK7JlMHpIDWOLoTjhBH4V8CEJDH0x0z2CKKPdOVEjXTnkbp6",
+	"TcyIlytDr47cYhkzDybRgyP7gs+E+RpTI7JGl9E636SpD65fz9cRVH3kmtPfACYL/tWwMK6gUDcF8rIS",
+	"STy1vzxdq93Ux4CMZKm6KVTUgJ5MtTlNSRmUWj2jgbcBxCpfnjL9LXv61OQ3/X/svdlyG0e2LvwqGdzx",
+	"h4DuAjhIVNtg+AKmKIndnExQsr0b3qgEKgGUWciEKwui0G1FnKc59+c8wn6U8yR/rCGzsgoAB4my3L19",
+	"ZQusISuHNa/vG5oEHMQ4oODHz3DcmLFocLkCZfIRAhK8M0dVXp8ZTxoXi0bsUNqC9WAuuOAXJnnD0oHa",
+	"HLvn1PgW6QurLIrVcQTEhrV3h8zT8RrOZX7OOuOG5rFOaeG2kN8L8QGl48q9ipuCSrr+4z/+Q+A/ratt",
+	"gImlhnVqDkOsHprz3CwKTmBj9tZVieDvNhI3udGTvqbOR/LyWQpjng50q8yxYgiDNrw36TVxue2cHcLE",
+	"ES3QJfDtIuZSjUMDWgQhOLHkCIEO4T3cPwRSD2vzEyV+JVlVbwmCy57t7IhfV2lpxa8VrnBfToxegqiI",
+	"bC5SXsEcw4PTFOFbTrsnL88vT49eDECeu5cMTbJ0uGYoZUjaV248f3F0Mjg7vxq8PH9z9gLurOAOZUYm",
+	"3IfoCQSsAxmtBOT5qc82PfXV0VUstkX84ujk6OpoDfhOA1vpQVpw1DCC/3uXqhv4P/Uef2s+ZCzBFx6e",
+	"O9C7W74wqGviYqChQkiAiLK4xD2X01q5csT0H9Th2Hvdbe3tPy9L8AIcfh7WTW5ghxdVMDkrl2C0VEf9",
+	"5qzXfXk0wMFvGrIU83R0jfxqYzCZERRvlElrsZB5oRlZKCyRyDJzk6W2OIB5Q7TsG2mFeq9GC/APVycu",
+	"ICe6bep4JHBW5BizNTBvTpxOMjOUqFf9AFTSFFQ6dU05E2vgZKfIs+iPnFsHTOsni5ES6r0cFdky4rgq",
+	"yIHwoTU2Lz8JrpZH5hM6W+WsGKsE3wy63l5j9W8rncGGQ43fiCsw4JzeixnmW4MRaYv+FmxT8NS+2Ymb",
+	"957fq+7lq6Or3uDN2d/Ozr8/27zWRqtWIfOJKipVyrxpwUTSRsAnjWRewndY340cvvqie/Uaj2f35OT8",
+	"+00ry59JxSkdPBdutWUxRVwCzs5FpRxTVO4at382wywdxnh0csUFZw0KQNjlLEv1tW36ZaB9ggsJeteA",
+	"wX84VaNrkMLMcqmXYghf4pM3tOFwo4Vfxxxag6MfjntXvYd+W+jh0o5FhpAVGdNApBEcBA5IchUvrPcc",
+	"y91ph2R2OwZFMpW6JrSdajjsvQ0G6dMp6DnzoA57bwVyL2TgLqpkHRwlNgIRXlm2mOm1r/LllXe8j8FN",
+	"0IyrKJAwskucPARFIhlgpoLh5jcFQc6s02fYVyO5xshtBoR0gcc9sQI8Z9hCWOwIGygoHw26ISheXsUr",
+	"AZsUfg3haShnw4Aq62ZoFZT09pmCiYIpWp0e6hdi4xo+yWeJGJZnTT1rahkOD3Fs3qcWTn6N6IArKR1o",
+	"qXqnNExhiKVPqivjfhBXegn71fMJYB6zSjfgkFZ9YQdWTOLEi0ZxY9YVQlLB3doRWmEXMxRDhQkaH/Z2",
+	"nv2lGZWFfqhZsaDWUqYC623rdX21sj6OhVUhASmszfWEdh0qcLB57EhqkZKsWtNpRI0SYReQ603BGjYS",
+	"Y3gfCosGfl/sGqPiWlNRta3BaNeHARc9Bf8iLEyXmzrEopUNLgozUYQRX4fNoa1fa0csG/7wqXBFreqA",
+	"e9GC8e25HHWDWLFWDhnBaWwwU0WjWpP3992f2sxI0WyL7ko19ia0X/C1cSOu4uh2KvCf1jU6Ii8LCBNd",
+	"KcWuquDjXg/O+kX38upOkTiy70jKVGXjLCVTY61kf3PZO7905m/5YP9IhDCLUWeQmVMscr3ieOBagmMg",
+	"Z3JSWhG7ZCh231y9Pr88/k9S4+uibPVgnmt0dE4IGw/rI3sxhQhxDIj7HjgtcJQOxGhFT5Plg20rDauU",
+	"6FYAaJsHIv7+++9bwa8gTcAMjt07+ROfwie+PL/89vjFiyPv11DMMrWCjjKI2dQFB8v+TE/84kOBooF4",
+	"lKD+6RFGCylcw1pzM8ZzpvDY1ww4t8on3W8Hl0e9NycVYyOTwxa1hlrmt0W26tKxmMscaR7WKUVLeRyY",
+	"c2w5cqq9dP+qBiZXToU+WMX7AtMQ7GXyscPL/nr+7aqjth6z7HZ48I4XrXAU0+pgvu1eHb5e9x4ued7+",
+	"pyPchDfhYqIPCG99s/aybY/t5mzSkm0uMxNUFmQSu3gsm41EZbreWz057744CkZHBmOqxybG1D7Z2p4n",
+	"zz1lH59ydPX6/EXdqqb9A5OOkLsWN6t2OGdEqEVQTvysr8sR9a66V296g9Pj3ilM3z0M2RiZsieO4V3m",
+	"o2lKTXuhZUsjIfOE/SIGY0GsxA1m2oGTUPlSDjMVCau0Tx5Pi3IIqx/SPbw6fnuE49/k/a+49TTDB/Rf",
+	"WSg/SEpWrr7k2ze9H+94RZ1k2m0J99rGHZDLiA60AgKJkpFozelvm+TIz2aI1eH+1I6mUk/g+thPa0cU",
+	"+ULFBI7r9JpCy5d0AJ02BPYR8SXc1uqCMdIR+9WpPzsvbdnLo8Pzy5V9HX4ghlmqiwAjJCeYPlcmZo4l",
+	"O9yGhK6PP2Ys3uqmLgYCsFwsHJsTOi/Oz442yxxXPVYq+NSKmOYYg0M0/7TXGe6bR+dUGtc7GBYnIPA3",
+	"BNVo7zcrw+y97r44/35w3At3MMojmkDmOw+ewnLBTWFtPU7OX706ejHoXRwdXl12V87z6obrrFXnCDXd",
+	"ysykxeVmcRmfCqgLFzORpUHmFNOR4Yguj14eXR6dHR4NUDwf9QYv35yclB95h9Dd2xF8BRrdVSboA7HQ",
+	"8AunOepHFjbAy+Oz497rSvBhs25xO8B54wrb2BqEzxxugOoKgkAfHJ8NLi7PX10e9VA/O0GCbhZ58Rtl",
+	"RsRe08Wbq3i7dhWvPgoF3orrTjKGyysHddcf1K9oGTAyPLg6Pj06f7MSIcYgruNEkHmevsPAFngVFI30",
+	"/onP3aZJprjQtRG3pkUxb8FTsArGLIqgt+XpjrBN/kiMDePbGmFAHrREyEpRGHPtXp1qKn9E6jp60c/W",
+	"6OrbRMO9bTd4m5cQ7O+OVZYFPiuXnghJJfAiBxXQiFt0dWuW6hamfctPwR5cDBDZbRvVKl78jXBTa5LL",
+	"UXgrjGuj8ScL5fbU7lMKnv2I2+rq/Hxw0r18dVQJt6v3I0ScIEBRTVXhCa3GAQP9179dZtZ0UG46VDhC",
+	"oxM3yKLiIfrKG2dqZvKlGC6SicJFnsn3LffXFv0VG7EMyeYiX4LmACMQhue+Z59DzZ5+/vToxXF3cPXj",
+	"RfWjHEAOpmAQd0Hpghrz6UkIClYSznz35ujNkZcm3Mbva2Qzg45TIcEEJ+4YRl9GmF1WsD+bISV5aJJQ",
+	"jjlo8OZ9Dhqfsn1nrFeIVMSvYqHLJG+YSKruBJdTAkuykKNr+I6Rqr4f8Zn963ad9X18enFydHp0drXZ",
+	"MzN8uNCZLG1FLNbslFMG50wMF2mW+LtgN5HaLA1fW1rpofdBM7NW8c9VjvUnCPGD3hCP0PFQsPtYvgP0",
+	"zjfVD8ZT0Tu6fHt06a0w0L1lKcLIaE1dDrT6vGFRYJR/s3GTeYOGitphRANzyrD9pBeIwT7AqJC04mci",
+	"1QSPbq60Spolzmbw6pFkOB9XAJcVU5Er/GKPg4FVkZani66Jsb5hzZaLVgS7AxL274QRZMaqpH1rcMFz",
+	"YHgBQEd/nBa3HHyOMKI2c6cEPnyVogAPE9hqvMkQJtdh44APf+e37TOs9O17KKo3CNhoo6PnzLtbticn",
+	"/VxXLhtxuIVsIZcqYSECYnUfZPg9PqO6a6/OL48Gb866b7vHJ91vT47WHVTcfUhoBEfkwthikqvedyew",
+	"jdHxxmJM2JCd7e3/97/+d9z0vjos51DaWj4Rietx2oOzKyZGuERVmYzE/e84j6aSvTbJcgIjnohZjt0r",
+	"eVooTyWZO5IiH0vDrX1fD6Q+cXtcvuHGAvY+7nLs/nZ4zJW5ff3m6grpxzivFcyrs2fKaF7F3KGQRppl",
+	"3uC51Ufih6ZWDEFC8yD+QmJ/HWHZOkc6uvWAurQPHFHkN6M5RbBbSTPfYe7Q+OjsvHdxCOoXlqaFNC2N",
+	"+Ojy/GUvRlYvjEz9sjCFhN9ffPfm/IpzFWnhSUppufDlzzBbgS8B0TekIoZUM+OWnKgW/rzG5MJTUbM3",
+	"1ga60uJhvil2QGNYFgR1fbc83YkZZc/fjTgfqDjEQiOhDwL2J1go0vXrH3KxUU7FV5nJAq3NhizzYP62",
+	"LNWqr0EdYF1zxP9liItdcZp+y+F/u5izT1vkUtuxyoXSI5NQr3Zfz7kcyTlxZN8zJytj0GAJSCaXKg+T",
+	"k1zAYvuaz3jkGsqwnK6FpP/PdnYi8ezpboSWAsitnX1fK/O9GoLyeKc0ioS+/pMDrXdYys4ciX9ocfVR",
+	"C0ueMMJtuXqGUbVLVghEpr7Rtbt8nd0UU9SYV3f5ql1wmnf3vgpLcs0YnpNVa365mK896ICz5Fi2QGDm",
+	"yk5FmkTcpMMdnARLBeeV8gYI55QidJqpuTFyNIJtkpkJBUAZFQzrCnnZGQc9cvJQzeYZUn+SOx8Jx/cS",
+	"kWBB94DgmLBmySyKZlucE5ESJ1yCxaVlt6uL3OBxBAvrLAdM3zQ5AKEVIWihdgPbRM7T9lLOspg+09Yq",
+	"fqQn7aLCrMp94FrFJQaWM8OldTlYr0cTMwKzDzUwPIf1hMYTkRKZEsim0rbMzY1VOQ728Pyyh8sxHsN+",
+	"Z0nCaFVxa2Ry2zJ5Okl1LMaZnGDxBNUz0s/wxkZMRbad7e2pscXfO3DmsKHKupdZiiCiIfsntgL0Isti",
+	"6nQS/tDJgszR1mLeZNB3NC18VS9NYvfiuEPgLuMsnUwLGoZP45Ile84Dx7d1cYO1sL7NZP5onOKeAlE9",
+	"Jmx7WnO0HKUrFaFPFRNVIHk6P772xG6WmZsWvxPHgytB9zYjEfMV9EYHS4mve+ICw5YrBfnS1yTXqE4Q",
+	"N0DrajlHfV093LUkj8L97qQibQ2cQKsKrulrncr3re5EdcTznZ34wBtdLHoQRgPHUhM2ZeHdrd+PLwGL",
+	"zhKu3ZrxVtw3hopaM9/a4CYtP8irBhBIfgPQxTfU7LQU5VaA3zt+1XAsONK4ybh+eARAaNSmAAuR38p8",
+	"2RH8UV50V1NcfX0+Hjs9d3dKTrw8PjkiHLcgrEp4Tij65ghjgmm4GNNRdir39p838LcmqnDYEf8RM7MJ",
+	"0onMQKQ0Dwg8tkJzw6hdGEOaICgWZdQKq7Ixou54bay0W90HlP4zkWvZeRBTUbSiCE+z7cpBfWqOQAKp",
+	"dyEG0YMFbVj7btIRuBHggNMzsO4/eHbkqdy59F8rxj2zTO9Q6hQnSPqaHhwRR22YJXxiO2KiNLYVJIIq",
+	"zp05ClOxJCXkDA1EB3NF3CBQ57l5v0TlNS9Cv9V57qAUiHoTVxIt/DJFST7ZuqxtionBvo7ft1xfTwue",
+	"ELuGiEj4bgjK/msMjiJMXujOEpoSRZHxDfx7MyKahrIlDPceh/SDTgguhMXh/1pK4bAKFv7OqVYXAKIK",
+	"UDzmr4+6L+IoqPWNt7m9GT6C1Bf8T1Vj4q01bUgvcp/t3oVmbIe+hl8Otn1M6UR+EkVz41rWx/kCmyPC",
+	"692EO/OjUT2KfGt4PRLtdrtJNvSfRNdVGUSB6Wtyn3Gl44vi7tnObr0owAu5etLdn+BcyWz2TX8rlzNJ",
+	"0Ej9rVg0/I0o8L/pb6Ua9/mAzvoWW5BOfBA/vS4oIV9WCGjSYGxEeQ0XufqpqUlcv6KrWM6MwWRC4bPK",
+	"Xg+TxUmRyLIWHH0l+PbCmDZNWTg1TDB8Z4EAT+FT/Oqy7uAelQGBneeiRraQS4sRKe76kHCi3ikNSgEd",
+	"NusQsYRVo1yRdr2H1uA3gKRGVbXB5mmyuCeZwsvUqdlfqGTw4Skx0VyRSnLdKxhISDVi0RdSEw5kW8S9",
+	"41ev31zEIqcSeutrMjvOaEL3zi2Aya+tE5a5mpl3ihBpbWHmFv+M29tJJnqEwrNF9HUZhzuoyKcwVD8h",
+	"ELQHo+iBm4YRG0SjI7amxFUIvEvNwgpWurA+8GVjk4+4OBF8DVeP3TxgzEgmfcK3g7AbgiGQjVuOXhdL",
+	"XGIQWttl11l7lsQdT6ds2XvHz9Lqhr6HiFqo0LQQ5XbMcGqakYftJaBgfDk+h9bJVcKA7iQLIC1Jc5Gx",
+	"v849HTQvsSMWcj/Hnuq545KGWGNFmd1GHLAqgq5wELPCEd5VAXGJzxilIeMPj129LGWVaa+G2DNxs8K1",
+	"Xff/zNjbY6hR0fb6vqrKnLKsXEj1BEQO6nZD3ZqJnSkJapbagw7CM8iG0o3MifOVfZK+ZifahvFumSQY",
+	"nmYhKEGezTE2RR4hmYxXJ72+vvCddncc/E3tc+jqazDyUht2sFHPHgWfqo17B6J7cnHmjKxqEx+jvgYN",
+	"gH4SUTZKLH7yQXR4MLrKZDj3db1NDzZ2aoPmvg72KKTITe7OuoDvSse4TfuakciHPhZBJfqHXctnn/fm",
+	"VOrETjEApxPvGMCQ4SNAIUQ1gewcltuklz1AiY1dmi4vgcSXFNkvBwr/XlbyJGS/lyFdsDFxOZi7cp6b",
+	"gp4YicNF/k795+l3kSC4xWqLoeXswW571+8WRlny3NVsL7k4wkWO/RNqgX4j/Ek0MC6BHhdBB1CrcV/v",
+	"tHfaz5qdsGSKazwJOqVQerSEBcACSvjNqb5iOVcRzzHvCwsXskJnZY6tWRyAKWrgExGLB8xWROSbMMKD",
+	"uPrv/xuJ77iG3TW8wQ4IwuRRlQUamwzdu2DhRLhu4DbxGiDbBWZKiEBOqcKBTLrtQp/vuag50k2aUILi",
+	"FkzoiXc7YQWPe2X6Ol9o0Iz4G9e7ipHJMsT1sG1xZhhLqpDXyPdINe/+NDARZMdbOTAwF9Bi1TkLe/AR",
+	"3FnJnM54isFWb78NaM4HhFiBFWxtESdqnpnl9tzvlW2Zqbyw7SXY1+x04k9M5kaSeOY34Qs1l3lBOGdO",
+	"BiDC+lgimTeFsYgwbbSwhZlRQcLKJexODOtdr23xPdcoEz43isFEEU0A0ztGNKxA3DXCuvsn1tvF1GJK",
+	"Mo0aCKKVKvyoBMqAT44qDSCwQ+OwDDAQWrydNxTrwY31RhS3XcI2F+z/rvahRFxBaZlntBqGbYYqMjzB",
+	"bp+D+ezbmbBHPJMjBeNJ/OqtbWTmDl62BbGxxhpN5jYGUfqa9yrY0NRKX6QFwi+UO6+iB/Es+CH6bbAV",
+	"bXm0mq2d9m57h9HSwbPb6mw9be+0nxJ8wxQxDLYDaNyJKlY78ymcQLWdKaetK9hNLIPYmGEVAqYFhXJj",
+	"54Q56H03bvsEaSewi5eMHupBQjB1vjRFScYxNQQxBknQEXHAUx2LBrqj8Q+tM/W+aBFTNlUPMTm242dl",
+	"duwwnD6XFgO3YNTx84iQFFcMx87AtvBm63x28uJJqAcoRFU5F3DuT6Xt60ZlqmwzCqsCHcg3kvOjctcc",
+	"Fs+UaEgkG7KF2H1em6oDEc9MzvLIhrh3bNySNEVzCqU02w1cVEZxFAe+gN9L+88b3MfJVmfrJLXFt7xT",
+	"YPcwerxF2NA6oN2EmjcjznXs7OyssNPsIFIH04UjHBYIha3OFpbzOCQJyTjNJZHL7RwCH6J1cC/VzVJu",
+	"QnJZHF36usEwEXptNPenEvjwEzLtY4gTT9jezg4DbRWKELgwnEahze2fGbenfNttIFq4HMhKj7gadTxz",
+	"CuUj7wmtG3wkR6nh0ZXTsh4nx7PMP7GCpiJy61gnnOczyKd/aJIl4hyVX1KfGRjys0ecjUpT+roZWe0X",
+	"b0gxlFxAhtnjendJewsHubvp3X5pt99oyS6PSrbw1ZjaufvGF3Qhjp5gZgg+gFdgGPRD18vwMSakUFXI",
+	"CRzELccptvUTPGlNGGyjkL8KcNWc1OLKtDyltLVHNVuVYmAhebHtQL28EazQ5gxwWaLABo2cidrXV//9",
+	"f1F8fldyv4Vwb+65rp4otSIGkRyLhiWMOHBw7gKJK0q+WVpyh3wVO3VV/uC+Hjb8gZ+WINiM9qsnrUEh",
+	"64ojwfFYaLQPEt+PxUh0XNq9Msy+3t2JdnZ2yhVg/KZGXOQLjaGG2AVRqAM+VwIWBZsAm+vk9itFYntV",
+	"aK/bl+Ul26cOm+3zy7ASl3Ddub2qoPjxkfyScqMTNLukPr7qtieGtXyLZZCB/nhh8mzn2W/4ufWGoo63",
+	"5zY0/mBxEJgNjyX4uv5YlOu+Xso9dFPjdjtOtj78tF4+lmkCEpGZKtbgU5/5MuQyPQJWWlt02dvFBCib",
+	"W8xSUO6ZGzAF2fzi1pPSaF57iN/g5ZdubO5A107ls1vEehkvq9l6ogE2JomP393R+hxH6endN700+TBN",
+	"EqUfa0PT+q1O/mNv6mhrvigesl/L/TGjOl+PgVmxNdp9fSoxjQDOOe1cug0VNVe0Wd83SdF3Am/zKU/a",
+	"84isy/RFa5tcCiyCqzS5FAb/2tfcX8Jt0fDn1Ddo+urOTA6fgIeNFdqMwkkxqb72RaMc+cV7uajULvJ3",
+	"xKLjsyNrjuLpPQ7i452g2ps2aEd/wmkOD0Q8ylXVWEBJ5FqfXZD/j/O+5rz/KynbZztf/4Zj3dDUdke7",
+	"2qNZBackQlnuwDGdGINJvKgiWR1NDhVKIeaFfYiPxMXzt7pKgS1vxpv7rUWSyxsdejOY/CjHVeL+V/SC",
+	"shGHF02BkXaHNIQuBvxFETFuLmpBfnKgkLcOL/FWKWXZpfb0lyuvFP/9f8RTT8ciEvUulUEYl2maAvSQ",
+	"vkY8EbfcOuHgqFMr8H20H5IgwxiqD6L485iNjVXrJLXi50UyKeuDOaR1gEE2HkS59WRGGS7O/GDi2C14",
+	"e5YwuSw4a/5F5QOoW8jBhlmDnwQr6DvE3JpjC1lbnKTXyk1m2JaRFmKs6JkVjbjQdKBxMzF14lTmymJ4",
+	"Ms3DLgwrGvs7T2vNP9Rxty9s6ITe6vZd0l7+nM5fod4X29NillVlzUq8Z53motjbHx7dv7tHV1opYWSn",
+	"IgqZnUJl4xb8LlM4x6+vTk9wk3wO9w+kw0Yp/6c/XZpM/elPVKpVq4FodrgCj3CEuRmuyOXI1YKTwLpU",
+	"iRmRCarnMzGXo2uQL3EOv8eRmKdaq+Sgr0siLGxOpX7E1Ao1G6qkJB3m4oUmqD+4Dqanr912dJ0J+P7c",
+	"p8T8yEBAYkYw1UQHYrltAIVeTWKReEqRGRb8AivfUbbAgesianRf+1LpHpeYti5Mlo6WsZDJDD7LdT8g",
+	"dsGN4ZezELRRX5NgT3MH80hvdoITkW5mcikcdFe+0G3RUzIn7WDG475upK6rjyCksOhJ5dyNw0VZXCow",
+	"ThHdFO4PZP4GGfrCjOzWwyQg46bjpXD7xS0sUe7abX8hHpuPkaGV0P6GNVnd5TEf7pbNR+IJWBZPDnhp",
+	"6Ccqhm79v//1v59U/nEgbLHMFF200FaOVYtW9smBSGcT/AN4W50DMTa6CP8NDlhrkaf+hWOTz1qSvE3/",
+	"GxzaltQjZbHIi36P75FS+GLR+kAzRGSg4sFygJ1hN0ggzhxbS630eKuzBXfhS6gq4jFElWt5okZDyjei",
+	"BRJiYrnijYgzACmjtbmqNFfh4Z1pK5ebGzY71UZL7qTEcuvc3LBRSAF8ajKYKpkXQyW5d4KCcJiidU1V",
+	"drooYK5vdF+PMiV1tqTKen4FzII25YPQUPYweX0dT4xWAzSmBpw6iEVjdwczxnYKUoJmEq7j1rwOysJc",
+	"Wmo+k7avr9Msg39MpZ5gxb9HVEW07qBHtS2ulMZCY5WUw6JuKZoGxNbDalcUy7B1FlYRnoOfZw5LcLmf",
+	"uuFps1g00Md3w+ixk+Zd2U8qrZigvdrF/7rfn1hHSUJTDCZ8X0/NImc7ExYD83t+xG3umcNqHK7/d6N7",
+	"gu3Yo2tiJQ76We0T+oMtOWrlJFeKuxO5EKWsm6eYDGlNr//wx6bvBHOFFCobI3MCegY681u7LYKYF9XK",
+	"Yxqdiqor/SRUhrpB/r/Eg/dRAZ5QD7x05/dWJUBXVTXAbYafu36tVqCmamldxIe2glV4kiJhskTZwv+O",
+	"AbqPN2f3KcrygBlZ6Q6/c3ZW77j/TN1tIq92q3cq1Wx3dJuH3bgsMGhHBUo5aMDazHJVGHEjSyY0fCj2",
+	"aO+tzaaXhQ8fHtFS9+V5Dg6YT4FTWWUp9l2Ki8pDP1pzgc4/EFIvo7U1+ihAshvw1vd2doKOd1ckiJiv",
+	"ovFsh0pw15KlOAL0VRzH6ts2QTti20Zf440HZcEOmKzSXjfbiBtXLKjLKE7UJJeJch3CcLkZo/yy3JoW",
+	"1ibF5jpm/pH1DK3rmuVFAxsgsJANNRF2EBFjBFyAxv3YLvWoDNXPDEIfYTf8AWbrF3mOpZMyyyzZCK5Y",
+	"H5/O0KRcx1a2bcAupopYbEnMc2061NY/XmQZ1aWva+LH4nW7tIWalQ39EXfyq/dTuXB9lrW2ftyfzHyA",
+	"NDSiy438aN1MGf5znOoUVDdOwoM6/GVlbPBQ4k3RExsgpYP3BtaA0KoA50PMzEIXTUaQ6G/5peN3wjNq",
+	"cASyAkbAg9y3/a2oLL3w2RHCVVuMrvljqSGG1CBDfmP7gCwQ6T3LnJ230EWagS3D+Rk0N3zHDByKOXzu",
+	"Yo7ULSce+KQGdGCpf5GHvr/zF2zrWQ8JgcDSBMfEL2LpBgaGa0tCLgDXUiLdEtKSwN/3d/4iCmMOsOJf",
+	"JmWvEV7ZIYSd6UJPaGbtNRqMMi1BNAj2k2cXRUUJVmbFRBXi2c7X+Bkr0GbNA3cEA5Y/rImhSpig/woN",
+	"JmeoEeSOY+WnrhuTV/uu/aNXC05d0hbDqgiCBtfKkEyhDp0evpHcDqwxlVZQX1CJFBDAbsS/LGQudZFq",
+	"tR0jFrPKnUimDlQ44NSA2qYj3y7eF67MlahoHPoYF8jiGJ9YDyXPXXbc6w4fhpDH1NLuxeKAebOptVJa",
+	"REOD/6YFzqztiHKsQTmuwccwN7TMMtzVXqx5SHuscq5+LfgP2LmP2oRldUeY65CKIBvAJlGJx6NKrWtM",
+	"5SPQqbAzkd4ZLgrXIslrG/us6CoyKr3/9VH3RdlV4Yvn66hJsPujMuWJoAU0dKrIds3oZSc71SiWjRpN",
+	"jrLgAYzEQieKISDwYVUbOXLlflVkJziQHcbLk4kYygz89ZzHsJijm0AQxjlXt5YYK9yqip/9mh7rrXuv",
+	"yNcDXY3kvK83AV2V2HN7+8/Ro0PsGDMWlkiiWFCbvK9tmuGjqREZGwmC15D04BN2rXJqN6FuJwKC6mtC",
+	"nbOZKTDnQqT389DGcN3KGARUNyMz49gcglex7xK81asteL1KCA/Qhi09JVoXQqogXFeHC90wXR4qPizW",
+	"5I690nTB7dHXDXYD8F6qRgYxeq3mRYvaMoKBDVVxo5R2D7F93SA0RB4gPeSAtQi2PlJraNkpRlCuU6mT",
+	"DNs6uzU8L+wdRUwvcltuqIuwrLfe2xEzYiqAV1MqjPsGWTU6agBn7WkDsw5KsPImmNwUlEVhHFaGeweP",
+	"t9kRslwwgumTBQmkwoipfKcoisHNbURm47ow3dv0RIwzY5JKn5w2YixtwQCTDCKAOR8QDtiaAGZMuAzU",
+	"HACfWkwXloKYuDthBcKjgbNHBxBLOvhvFHfHiA52nrne+8RQqx9PVa4mi0zm1cOG8V9eFsavhHmvQMf1",
+	"dYAd5w0zbq4E43FpFiWkJi4jMhX4CZ5gCAN5dmpCxoyRv7I84hTroV7qoJfMmdw1UdkwOYuaJrfsVVHU",
+	"sbttf+dpX9dybTopIeZIWrrOR6dV0ZRA6yJy24CMpWul5rxyTog4PA+cNa6AeSoslsNwChG/6IktBQgI",
+	"YvWObQIHuyBnhki+6t9vD9inIGmHvPe4S9fj+xXGRPRmvwb+c91haovzet8XdvYGkm6egc55/iyEtuAT",
+	"MczM6Nodz+dk3DaePd0VQ7U0Omm2PS4qQmBg/TgPGGn1KcxUBVtdxUD18r6vGQTVmrL1q8jT0XVGhUuE",
+	"t4kZL+l3OiLejVEZkAtOsBWzVC8K14mzEhYiffXpcSF6Tg8V950BkMrF94991G5bGywqUd4W8y9S8855",
+	"iq3O3//5Iaryqv79pw8/hQGKE9fmT56rTFL4VxCd4JjD2sgEKAyKTAQonsg1bOzHRNZdOR3HMnE/E1m0",
+	"GYvY81ITaMhh761oxJgsGtl3cSQuXx6KZ7tf7TD0klcloTudLWbgpHEvEBbZMzd1XCFbxq4432kVBXXt",
+	"8P94VTKQCKZxdNFFGI7X9J+Lbtzp69rTKABSdm7JnBQ5cs76UbkOTu4GI32MTXfrX07qsdI7RoUtB0Jq",
+	"oWbzYtlHDHZUl9r1mmA7J+tWmAR025iKqYQmwK6tvubzgmETIcAFDr4rcl8UuRFG5fCio4tu9OJ1N3px",
+	"0aV7X1+cHLb29r7ejb5t7f4l2t15thdFu1/ttvejr/faO1H1qj26Ktrb2Xve2t1t7T292vmqs7vf2dn5",
+	"zwh+bu9iDobSIdQsZ5nxDj0zxCQinHF2LAOfkPvOqCENs6ZBpwIK/gmcDAZbkIWyRSTSsW9iyNXCMiU9",
+	"0fo0o74uQ001D5SZ16qrRzGJvo5bcHpw4C1mnCmDJs9BCAuVEu1Bmqi2B9rjT+5rsGy4wknl9Y3cwRQS",
+	"ieyVXQlWDOhKbKwgOg8l8yxFAwyOmmiEHRh8IRwIMkuLm3SkOO8CDlNqi3REOsO91ateAsbAG2oFru2+",
+	"vqTmFzIKy6CwW01sDCHf1HlpWN8D3i1Gb5Z9DdfATIiGFCOT5wpbZXLVgpEI/42gyInQD78MBq9NMHrS",
+	"vDi3tcEwDYqD2kOYafQDkOGejESXZ/eFtGWBLjejcJsPHr9n4jT9FhcNHtGmbmRH2IzN18UNzaQtuzUZ",
+	"atjV6eIIuCheFqD3syaG2RY57hn8ejKbxkyM48yZwnAgb51evjC28BKXsvaeQ/aBerl8DEj0OzVz7fKq",
+	"bvZs5Lcpaf+EKif57g52PK5QkTsdsnnch723Dxg2XH1n5UHJeF/kC/Xhk42f8vXniwIM0AcM2N1xfzNo",
+	"3b0rttD3hENTMMIoQTuSBKmJGUYNuJkuOf5mS3jZWVCf+9BJWUN8dOe0rLvnQ7RVK3K792Pc9R+irSr3",
+	"7Z1PqF3+mPm5dYRQn0L9dE/ap/Yq/2/YJuo7SSkMhA5GiLKLrKhsDfoN+JsWs+/e444LucyMTK6MOZH5",
+	"RNF9+/cZngf8PVVJKq9AZmA2+C9333ys7WI8TkfgpfUoJ/JYlTigmvXIhRCpHQRsNN8TghqZDa0A/2Rt",
+	"jeE6L4KtfnIkGBLmcQoJAzhFBzXD8ccAhGYT9kzDwWsQCE3EuzK4045yOVe3FUf09drqCNFTSvS3HFDO",
+	"losAFGbuK0Z9Vex6n5nvvWc1HYIk1YXjaTnVt8shvu4jiulc3pNZU33ROj7xy7aDr8IQfVRKvkRceYwt",
+	"6wKHnr6NEiWExULJwdQiGxw+ClGPVnMffd3wrPcYIfOuJsHM1A3bMVZe1QFjNhXC+0d/esCmfNSde9Bf",
+	"eX81GN6zdneGaE+fu/i88tm1Bbv76+s3PKItcLa62xqrW4q6Wfdphe9SRYXKtcz40D1St5IqJDKOcA1N",
+	"uHRh9SeCttzvzII/+RhnFrcZRW4swfUPlyLGBL+LEWl141M6B6JIub1mmCPi5HDZ1yGUE3igcVvP/0HW",
+	"keMn55wrcsvW8tRPbF+XFN6ccfbHWQulkQd8ZOYpefLM8h05Mo5CaaSm6WsHIE/FmU1PWx6k2IPeJMJu",
+	"dOSNEWVw3LdQespni4lznAel3hdKE5UhsZPniq9A2meV9DVjaDV9zUhNalEVcJCJr2aiU20LJZO+JtDL",
+	"MInB1TYes4sqYiuFAGXGq/JJQXVnYyPwbnMT4A/tlEcSmye8fe8Wm4xp8yCxuQkH5yrYdZ9S4Pil5Ah8",
+	"lzNCSOpVT9LHyhIjk8eKe3ORkAMnxZbAa6rYZqknCzNLRzKjOu2yGsJRDqa6rxlYngu1bADDRjBN+PQD",
+	"TqO/p+ixD2tpdcNakarlPFfrPDczQ4eFfnJoWweBGBC5ajkyVItV0EK4PwbXI4IcI6ziA0fpdVq0MiVz",
+	"vSL1cjPDypa5pKoLKrwpC3V8wQUJkZhfwyFyPxgGDsaqUXjlAoFbx4tM2BtOE7oZypZ1jsyhGpkZMwL4",
+	"jw2fp5eCuB2pgGN1vrmuzC2jJjq3VE+iEP3Xf1RqxUIzvQ2+B+k/KKwtuQHShwVhK3DdP/6VAaI3lGBx",
+	"zci9OCAJMBoeOoAXDWZUfDlT0iJjILLrGvxPhRgl8siLIREKaQWfvOeFxOmnPyWLHEYEz0pSe01vd/M4",
+	"8AvL9fKY5RDkhfgSBZrssqJsrUA2Mjll8+ETQptGJl3eC8wRcXfcbc09HyJ81Ms0Uw95THg9P6KH5/Ih",
+	"D6ne8YAYoJvB8tbPEdc0MuFg7n0+xsV9H/QV/qa1+q7Gpf2JocgvFz+M2PE4PL+8fHNxdW+/o7zeP8I3",
+	"vz7AdaHr/SOuupevjq56gzdnfzs7//7sng+q3+UfF3CD3vNR4R0foq2L7tXrkBP9zqes3PAh2npz1uu+",
+	"PBrgC+58QOXiD9FWFYT1zttrl3+O8HAA7YfEr1X0V8cZxsUzXrf3NejgiFRGDP9NLWbKCZcWUeKYkTha",
+	"CQhHYTyD+qujvo5rOxEuC6evvC1Y1fLH2q7BJ9aXjwZWA8L1QNmblDholt8STOXrh0rPmuK/W4bWb/An",
+	"rIYbfM9TVr/rMbfpilXTqVJmpxUq3gNmF8ZuvL6WQ4c6SFZTexM+smhQFyJbSk2Gr3VWoXqPpGJ0Fvjt",
+	"VDvMbNN0Zph7/YBuXmE0fMzuJtFYY+8hZv6BkNTfs3uP9qcvlOz4GM9w/z4n6Y2W72SawRr+HtIqp9Rj",
+	"VAFKd55BY2oKNImb9/RHqymUgPT9Nty9h7mlx4mazU2B2J3kpXAdAzudjtG/kOiV0utLIhQ09bEsE9ua",
+	"w3BSg3oXhssKty6riJBnhUheUms0pYv9HS6uQyWXCjlCfN3JjVyus/8P4boeTdInG6n0nPPx+O6+S3/l",
+	"/SUh3bO55vDMuOnGpvNCaHPT/ndXS59TjyBP2V0M2ljRDsIvEpKjgtiy43QArQi57xhGJYbr9mO2sd5H",
+	"jn9pQdcrzNzNhh0ZTBc+ODUcPU422J8SH7+CFavFpgLgeOt6/zygTz35wNdFSELq2vSXYi6LaccVCz6h",
+	"jvEllYgRDgAxl0hsczNWrctrOFysb00xFWZRzBeFFRPTd8GvGoB1tX0pLv86SJO4LeJSesYgSt9RE1FJ",
+	"H+Cg8odLgrUpwZ952og1regIHTkrhgDQ+O+zVC+cXRw5+vaiBVe17C8L+NYkHTNOWFTSG3E77LiEhGZi",
+	"DYXlb3QPDMtjTnA+FGtdn2CfQ6ZyqR03VjiJT6iulsO8JVB2sx0ECVPb10ht4AJIFXHK2QLewSuwlgew",
+	"mW7kvK+Zd+u6pDaHO3g0vjOOkcoM9Vyi4MCKwSDPgNwiOlCzKvHyJOxINHOlVcKoobLAKkbUqVHwcc7G",
+	"LDEhcGU51lfZFY0aLZzjFyvbXFnB0BtN7rTthlTxF1Wv0VZFb97vzgf3A9ylm8utE1GVplZfHgbfHVif",
+	"YZjCZi8ci54tZQlvXqPVvWU25UY2YOc+zOa8dEW7Ui9LL5xHj+g25fb1fLK4NTHy/A+VmyZX1QYZPM5y",
+	"Y9MgdlMybQf6jIR7hb8j4TNKqIpU5mK0wixG0/U7v1fZ+R8bWqZH3DeQW736ofv3s0Zwf1/H0An1P6K4",
+	"jxHF/eSw6ydETD9jwPNecUnRAEthMZo64UI9+yuxSrFdC1bCD6vRSsbWTrMQFYciq832v3+Qsfe6++L8",
+	"+8Fxb9A9vDp+ew8Eo/oNjwpgVHs44xcFWqRuaB7g2v/GruS/em0xB8Fu9cWc4P7IeuJqcc7jxcMukRqY",
+	"k9BYXxXwDCbqPbe/NyidvXRwAB71pK/HrqbaJ/ypm3ZscuYr8zVdAeG+dJUTsF/6GpwyqqFQCdMOOuQZ",
+	"Z6GIoNbRTauXMH3NBU0dXybh9x3BmImu25JF6dqAi4n9yGA59TXtXWtg3PTynOw29IwOGIJCBnUL9YrW",
+	"r/t69fDAu4MjByN25VfuiblqcVBB/GyGfY19fXAxIko4iFOE2mk82/naCV5sSqdQPnIYktmHLeh97UKb",
+	"VPBdiQpoQwANOcf9qVvMD2FuCFephNwIhs/lDe4DfEsWcSjBr7xHximyL4W3I9JgY0UFOSYkTzPqQSKw",
+	"eY9cPydSkjJpca3UnMuAidRZM48ifDhtGNrEqWucnc3Soq8Rtbzj+iAdLliCBY1YA8OIWLAGw0URIvkw",
+	"ck1fTxBi3hceEbRPHpwmvLLh0SmLNMsYMMKvDfjD6T+ohIZxbpuu4k+YMVYn8jDYObZetLT7GutoKO4y",
+	"XDKFqeP67rhyQ9+qxMWSHBBBHCQbDKTBOD36WswXhZtKvBcD0khoRSEN3JlB5COYgAyzSEScGIx0xbd4",
+	"gUtZFq7ch7Im2IOT0v/8zU3fx1PP4UdR0aiDr8JmMRG/dcGPxopp1/z9sV+srw3/SMv888wyS986PtY6",
+	"ifTFE9X3tB8rF/ubQTHc81a89DGNznBEqwYnFxyssTH7+kFGZmhakmZAiC1nVFZU5D3M1/242enruiZ2",
+	"Ae3gA1Y0MrpLqBX7mv54IFYbDVlFM0+hYxV3Sm/7nz+b4XHyAcveM3NjidQjvjjvrblqeyT1SGWxUDqx",
+	"nz/pjhHWcDY5C7+Lf9m/V/Lm4/LhX7plEFTp7Ya9t5a9MHHJkSS11w/Ne39qfmhjo9MjVeu/UIVMs/vV",
+	"6/O1D6zY93fdJsf/UP1foMnrX1mRf7lOjXOtqsUxUcn3nqVaIe+46+r1sXy7mD2oheMO7u1uOUM+Nbeh",
+	"rBFlvStawZ1JGdBFgWhcQ/NOHVTnfIJ5RF+uTv4I6bwG+yAyMXN03Ki/IQTvKNE6pV3FFW3txg7hh8MD",
+	"1CJBmELoce+sNt4TcktYhYPfiuCOtXYn/Hh60L6IT4+uXp+/qJZTksTtglJmCYuU4HOJUF/MCO7I9etZ",
+	"h/vufT7tWx+Ig6YW7dlW72/lHntA+UBXL4ONOJUFRjmYaKZYMHwoFipRGIXcT9dAQ03l37imlkbIm9xZ",
+	"aX65SOcK9nhMPDHYHGIF3Yw/UR6ZiJtj+r1NS0UIyakWF8tiarTP5CHKssrmKofttsiUiL3omeOl27mc",
+	"SY0B58E8V+zcg0U4X8YISov7CHszYMttujx2xDmjdK6QTkCI+OVCYy3CVS61hclQeSxsoeZWNGI7SufL",
+	"tk0nWmZtK99NTDYYp1kB16A1JxgtNRj+EyvG/ExH/A8Hy2jLrDqbX4uIWipTo2LAt8BZEXGPudp6I5nB",
+	"ddTALwKgYgt/IeiLdzJPYSqsA6kcpwUcxvjipHepsOAUtBDT+oigS4uOfZUgpErojSz/qvW1mGyfiMau",
+	"aj2nYeRmMZmKWGZ2MJSWdkgzCA2m1jdzMr2bfwGSewgxT0fXmaI4V86Z3yyx1O6IgZ5MWqtIoPr5dfuH",
+	"44wlCGsjtte4ZVv0p/YscTKE7O9AiDio8HoRuWsAC0M1PsTomtDKE6Tn/+AN5iCRZV6kYzkqRCN2/4vj",
+	"6JTBpBpGM4W/Ioz9YAQO/sfhO7AwpvZdMVW5OqC/6GAKGJA5olCP1yB++iXhrbnhEBbyylQh0zrW7/S3",
+	"jlBSMSUsxoe3mq4Ag9kH+1oWRZ4OFwVj27dFVwsScXzuS0yqspe1QxwvnhgPi2oq1HieNbFk3dtIl9fX",
+	"+8JG4j5e4Tqzmj7TWdY13Yv64ZeFwjZMVhC07BVHyVsXWyT5tqItpRczUPj+Bz3/B6j9OkjFw7jXzahQ",
+	"RcsWuZKzunlHH6K4hewu4656ddW04y/sbA1TLakD9T7QGkgatp6n6kVqHZrJGo4qWRRyNJ1hIS88BCb6",
+	"m/4WWRCuhYPAyWk6+1vciA5nr32rql5PIfUlkuyfmiP/Ah4LZY9pO8SUxiHYv9iZDRouQGCANc7NQRhv",
+	"cVDxZb5ixrScKE4qdmgZyV5JXf/hMf0LeUxlryKWM5HmM0RmojKrMAcR1Y1NZ2sKQ+asU1qf5kb99qb+",
+	"XOV4dPRIPYa9f/6O+8kzOfRIVwG4aAB05SGb3I5pgNHr6mA5eW9yFyBVCQPUlvWuWO4qr5XG1v2/c4Fm",
+	"JGKsu4SRhazFOhKXp72ji0gMU2lFw5Xh8pDAX6BS3EwOmz7bBLp+ThmzFHYfwu6bMX8fGqzM/OCfIxom",
+	"T1ApMcQsVfFaFjWE6mlyxlOggLLvASyLqBN2bflzD/yIcPjwZUwVqwnf0qHygtcpPavpaCrzoi26hGHr",
+	"aljh220ZS2QAfupF8V+CPhuD3/KU8o3a3GCzigP/5JSoF9F9VzchGjjl1HYCwybyNUGK8huxG62d3/KC",
+	"PfJkwm2D70KmOlMgzLj6ZSEzzBnSYKlu3VtrlKaEk7EoSlBx8CVTS4EGx0qDbimadrDPHX1cyKkc+vjl",
+	"GaL3cCzj1dFVX69G0PmaZohQTl0+qSYLdMZ7GTPcxOmA2MSMg4r2I+a5EZWYqXhWzM37JDX240rWF4xi",
+	"X0q9nuuiTMz7OZ3y3WmBZKi3xIIvAhFzL+MVN+nWWmMvkQVxJK2x96L1T8Od+/Cn/fQ4EeyLqny9O4wd",
+	"3vDAWHb11vXFnO7I2gOBO2nHFe8T6CSL6n/9gPcadm0pZjLDaEZSxqSkGMoEBSjZkSwgqcoHU1Us+v6H",
+	"mnQr5lrH29d10w7M7FSv6bF5VALv0lJXcEWFyjuTw4CPiDQrWWEeYgU5ikijPrw0/0sbayR8HyUuS6zA",
+	"oGTmyswzJRI1ShNGg8GJQ2sNcYtCD6ktjgsKo/Q1k2j33r4Sc1SbIZQ3MXlzcZ23o6n4F8cc9TWyNws7",
+	"VaqIkKAZrekZjgxuc+n2N5cnTVcnFzKBR6CvsEkWg4kuV1rhB3+5ITxF4R1zYztMfpQba1vIpkWYo6NF",
+	"/k5VLEi/s0ZgmGnhF7CvCRR9JvNrlRyUGD9uc1YeXuK9wv+Vz2cOSHjBbmcXszUu9WHTZCEz6zMhHCcV",
+	"75CAsfoQ40zwG/lOEci+kO/ToDtFvSceGB/6BWMbxn2119duyN+5+Javk/N2t3vO1/vi/yNmFFsWZ5lF",
+	"kaUqRzNaZZkrTuDckzdiK7FvjnofkLEXmF2yEL3j08OuSNS8mDKHPX6SRcbKTfYY3Aw7HqzPQyaIo3+8",
+	"9ST2JFUiet/hW15vZPDLzASnDNQDRe7nyPXAyy0al3s/ROJy74e+Hi1mi0ySz3K59yN+33d74Yo0I/H2",
+	"+AJ/CVakTDDstncEMeHjsKh/stgtBdtebcZfm0JlyCYD6wX/O7dKNGC7s3V8rdQcTjtMw4CeGEdeEo4x",
+	"lMlk1NQeTmKIvZ5wy1Nd7jhbgHTEUy4aGTguuJY0QjjHi0TpIiWcf9qskdsZT0Wj++fd5jaRcf73/3lK",
+	"sfe+HqeTBXzryMxU6YuEtIJErUxIhJUgNQoDnD0UYywTcjVcpFkRMvaFtTS+9FSX8Wh0lihbyG9mQtUV",
+	"cUDhng6HrieKhIerrqydSBtVkjm8533+FcsifZA6BbObiQmd60LRZDrazqa71Z85CFmwQsjHiSqYG86z",
+	"eQr7KD5E5BgB+/q2sEIsUnube3BJSu1+iMzTYpbVrSV6wIWc3G1hB5d+BCwzLMofpSB/BDb/1QKb2Ejv",
+	"wxgRo/dk4xYsBllEr69OTzx2+r9aDDNXqOMQSfS3HEv0KMClJQy+o7AxIl9oxzWemUmLLS/uZ/nZDKkZ",
+	"hLZgX3sLDatBRYOcHLDIo4ANkWo4SfcQ0NKbyxNuRAl7IQ5EfJ3qhJjCeWrjJmbkPXrNz2bF0etrj6aA",
+	"OP7+Vt+4j9cH6qyMRaxTD5d0+wNynr/TsNHeA8XeX82wyzCfd4q88Nr7i7srXu3q3WuFHuw1X4P8BZt/",
+	"f0cBkTUofz6GhPkKqSeqGbS0lhrh992PenY+ODl/9eroxaB3cXR4ddm9c5pX7/jddaSuDDEOSbJL2weE",
+	"F4tZjzghkOrUKXpY1gOx2uLqDAIktpuqXHXCmv5itYkQbO8sMzfuQO09dKGuLrvHZ8dnrwbfvTl6czR4",
+	"+ebk7h7wdfc85jyveX4sGiX836PFAHsjAtq/pUaeoo4Iq+ZWFFO7Qzm6nuTIBPCzGT5KYyzHGh6Ld2dt",
+	"2CMqnb11XjLCHaGT3NdrvOS0cFiLG9xiOAJtcWYK3HCdvtZlyCc3N2BDlGV7wcsR9pyAg96nVmCPI5wW",
+	"IuOnvkgML0Xc5Lgp7NOMxC8u4GAj0Q1DEgfih/VBKBkOxSpmKOzrRvkGlUQ8hBbVLcIPWC+omCMbCxMT",
+	"yoBwbJCDcLFcFAb/HDcPxJX4RvwgLoMATSS+x3+dHV90T3riRqWTKZhbF2SR/YAdQ6megN01uJZ47Y/u",
+	"R2HGPsByDbu1jCxJJFmdbJ+4Cth36TwWjTlxr8I8c5qXY1pxGVLC/eQWylWd6hGVIDprzfzMGb3G9yZL",
+	"IvFXM5XaWkMZ173n4tCMRtNU7H799dMDcTiF/cJ/+etCI9764VTNzEwVeVuA25JlbXEih23RW9qiLf7y",
+	"lWjs7ezsN8XuztPW7u5eE2+K3x5fDH4W3wj7S1405uJPwi5mAyl6vYEUjZvBz3L7119vBvLXX5v/tSe2",
+	"g782Y87GChHj1d/gH69FAyZ22w6u4Y5iIJ8UAxlHPNM4D2BkBlMLj1DvkdOJg6GUgXdLIQux0GlR3tuI",
+	"7eA6plXnIld4RqLepZKy40lixmI3qizoE1vuVoyBWoqU4Il+YukJxFIKr2v51/1I5r2rS3h7fPFfe6As",
+	"djvB+cOKeHjGLrjrhcoDeC9JcTkq/CzPUCwa3WbH90y7UPhCjyRDyYcXw7PLf0Yizvfex+IbEfMUi19/",
+	"ncM64TL9+usP8H8xZ9ODgLgguUSU5fCMQRkpjQ/gl2UcRhojEURScbF3RQtXOhWN5SC9Fi2xnMpikF6X",
+	"O6T8E0wa7oTYha3HaeFrZxlhTC9FKFniX/aqQ/Cvvbg86vW2e73Bj/5xc2NAVJhF0TLj1thkSa2WBWuN",
+	"ed2fWPE3umYljEhoJUT/jUQGk5kiuYlvJ0GVGh0fYPGqoKeQ0ApllqF+aXOjUUgfwFn5EacdAXqLYCPJ",
+	"LBO63Io+DcYi1IW+n1hxucekBRzhjUVDR+VuRtEDSms6SMU3Yndbiz+LYpA+EY2rJ1fN/2rtwr/iyFV/",
+	"+4KOJ5ZKLDwDPU3DyOh3SjteYa42XhdLLnk45EQ1aYz5zKpRDGcUJEqvN8iV3dbNcP1p8bvBojdZbuJc",
+	"4xPeBcoXa0Gok4TFa13dU90J9jDwT7Yjnu0881DbAcxNll4rROAqu1pcrMhbnVOTJW3R1X0dRKTF2oA0",
+	"c0wyAbNbkw5jQJydD7wFdnl0eH75Ir495opWy+OUOFx6E+ju6ga+9oGFDf6uDSW9mEf4IzL7R2T2M3fb",
+	"r56y+7jI9Vs+09ffKidEY52I+NIRaqJk54zoUE1TT+Xjo9VYkY3nG40oBHP7nYenzVxpOU/bbgc9fov1",
+	"+Vzp7sUxT8YnyvDwYXft5vDatQk0MwQHYyOvqdFFLkdFGIG5kVZQ2hac2y8N8hkwyK7db6qQd1GbueVf",
+	"SkpVfrbl/7F7evKw5XdDWrP8+LB7Lj9ee1v+FCZoYlr840zO/05/+AktwrEcqX9++Pg90hFynlam2bek",
+	"9TX1pEkrYJBEUtyQYpSl4AKiH3Ajwd4maxJZut2CC2mvufCW6krCg0x9Wb+vzckb4CGbMySafoxyfyoc",
+	"Z8QzOCxiuHTu7YGIKb3QwXXYHtl3ZRsn+yDgu/S1tOKw99YR41BrFpGjN3y8xxveipvCmm1B+oN6XhGM",
+	"xeA3yOxArHYDiKFZcKl1WJ+IJHAbmCcvKrTc90hBYUX+IE0qeaOZfH+i9KSYbnV2976Ktmap9v++dzrq",
+	"d5Hciupb5QILYdJ/qEjsYvvtzs7OzoFrGqBmAfit7drYa+PAEqH6ZKWzxWyrg4/CyeJ/R6tQL9E62K5Y",
+	"q/fFYLTIrclL992hIGPpTgN2KsGO8t/jH1pn6n3ROuTbeA82Dntvm5sGT6/YtNR7+88/R1F5uSVPzORe",
+	"NS+rd9zfAF1/rzvNt47tsPf2YUODGx5YlHOuKSTgVhFrjSu9nZVlXQ/zhmhybGrSkvquF446ZNIWvHFk",
+	"Zo1zMEjcmWTZXItI9EjdnIdvLnvnl/d2S/nyD9Hvuhi/njNFOUA50+qHxF/WIKQG5DUl7Q+sHQfV61yx",
+	"x9C7fzVDKgPEkByBLdrFEKsIWadV6bNFA+mzh0vK6CfNiFg1sPYy1a7ecOzbjWJckrhdE6fgYi+yjE9G",
+	"X/ujcUDl9jephSNpHSZj7G4sDFYiFuGBi4I+K2LfoMKUmFV6W3T5RArU7fKXBbXlO4BO164d9bU18GWW",
+	"ZgEhJcqkE80AHuDEYIjATtNxgXQiOX16u68vubblGjv8iEUV55jxYgpjMKGGvXXWOGbtXGVGJmA3YiMX",
+	"pRRgkrE6Fj6B74ffMoUoJGZRlA3FZJv2NRaVk2WU/gNEGhe5IlUtVZwSg54Yqxtx+q1bqk5fx2D6tbms",
+	"e2BHUg/SxILtg38g5IjBkFqZ/c/aFPCvvo6pUbPtSre5k41/5arV+IkVsascD97R13Ht+XQ3PR2B8CoP",
+	"HxSmkBkjlNTe0QZzcLCwKokFVdQTGNCNbR6IDQB2fe1Nyhns5PEiyzbZc0HhyxqD7nbTZm/FsNn/GLNm",
+	"73MZNR9npezv7t3DIK1r3WxJhw0VYUpYPhsHQGd66yOKkzwvwaebTcFT78UAX7/+o4qrNrHBh2YLzOMn",
+	"Rq7/bS0Efz5RYJpxWFr1aGbCx0JF7j44dnw1OD69ODk6PTq7D7RG/frHjBq7oDAHzD3Boz/Qw0WaJRgz",
+	"rgwifrwyHjgbFQhuWzVYAgPLG073NLC2ERoaq4EfoTwXpO9h7y3MFceLqBkaMbZzJWcgBrkxS96Ixdxx",
+	"qFK0YqqyBJO7MzUz+dLBToFBAgZwbm5Ern5WIw5J8e04sArW3GHvLehaQkBYRXrFYAkZdNlippmAV+YF",
+	"WYgwnnGuVCSGi6KvrdJYh4J2QMzDyVRRKUOmYeEo4bJEFjIAJu9rnhSYfz9RPHw0YFAJIrWkoVYf3GGN",
+	"uDWT71t0YQthxOPIRYz6en93T5ym3zYPxFAtDSKb1jHvd5+K+KL7I8LGXp2fD066l6+OOBylg0qhKs//",
+	"gRgvcmwmRM2FWLSpFpKiQiqhEte+bsQt94QW/lSOTjxrYvMQfyTB+nvQcl+NTUXYPFPwZ3AR3UwxyBtD",
+	"6yM+L/zAGL84NN8DR++pkPGKwkyoO3NqsqQ01utjFn8Wu31NLFBt8b2D2MM9wMOtzere12JtDV9fc4NR",
+	"FIAAcDh1JpeMM4+UK7innE2/poFIVlqIfIwFrcVDjzXQEaPMWBUf0CS4ySMyYd5qp3iWOtjI4NebDpgY",
+	"LhJwNHif+Xmhv4ZbTYpfFhJx2dicmhpbPLFiPl3adCQzfmBTMOkfWfa8+Ay/zBLBNXjhGbEKdRVdvkqn",
+	"8LMZYg8t2rcMLaYXM5WnIzGTRZ6+j4goa+pQ9jkKcZPmCrTiHp4aMVJZJuLdKO5r2olf0eXNSMyzha3O",
+	"zcjMl5QS7CDCGld9+wFj8HQ0lfkEvgYrSJ7+pb0v/vYtFsiAlDJjsbfz7Kugh9GKxu7z9jPxt2/7Gulp",
+	"k0js7cI9rtRopfplnBaMvEcvQ6IEea10X9N87e59xUWHAQcCr2xqD2DwTkSiJCw/gBnI4I00d7QP8NyN",
+	"sTZXcgIAKxVXtzPOAW3nyl4WMpS3rqaXHt8BcYSs6HV5VEUAH8vMqrgpmJ2B6nZ4CrBOanX8hEdHryk9",
+	"QUzwFvkSWx7tYjRSKjkQ+zswiArq3F0dfOVgmMQD66WGYGehfHHCB7b22k1sSQQxX+XMYcKAl0sOGXym",
+	"O5NydO1fp8BNbiRIZ8EUxybva2pPyTiWMV0UibnRDJkTvJb2NNfvjdUNOvC5zDKihiksV3OWO4D7IHG0",
+	"M5MrR06PNaJw3pW8pkoj3AQ8ZPK1CT82eBgeLSnG6XsY9juVOxgU2Lin6bd93cgXmuIvw8V4rHIbOeY8",
+	"SlY36Rne/Q87aEZTqTX2a5XYKxbFLI6+4eT97teoJcu+YBZq9sBzpNv2LBEOJ3G//tIQ5cW9s6/XvjTV",
+	"Hq+G46qdMkczRDIbuHao+vr5M/G39FvRePZ0l9V3M2JpAiOGv1EftceVobZUtqf6WuY5bB3c7s938BNL",
+	"phfSwXv7z8WfxfNnDNRDvcGeyZpZC9mCsc6ieWWENePCbUeyTAo+UnYxEwudKWv7On51fnp0enJ8enwV",
+	"O8Y7Miz8lhSN3vGrq6PL0+bK1kxtCQoX09Z2xavx8dnVkYOHO6jqe4YyQqsVZGgxVWnuJRte0NeId7Cm",
+	"tAUesU0ghD+b4SBNGIMQbreqiJtOOdGW7uuY3s1tEAGVCv7OcRSKXTmrzsEmUD2a0oXjwC0x6C3G7iaq",
+	"UstOf3xC0PRoQOdmqGAfC9opCKjadKJe6qWvAyzNaLKaJD0jbGxGgLayoJVsGSv2d/6C09178/Ll8eHx",
+	"0dnVoHd1ftkFmcymDHIz+ceN0yyzgTZw7XV9DUtoS66jClHwyCRqZWuU2on0CO5ndrRGYIAx9hQ+ioX2",
+	"6zdXV2BzvTj//owpsmShOsGzCGtWltqcDDh3bNjADM5OYDnNFpbhABZzUGQUeHKVwgLcHDCV2ByfpbqF",
+	"nk/U1+7APd/ff/qcTItteyB2RLHINYZ3zXjcpO+RYpLDkOYqT00iptKCaYTIaOXD4cEtvC4wqXd3hG12",
+	"UOTjJvwzP+nPlMnHA6WwuWMbBxtRuTP9DT9uKt8p/vgEFhY/GxYW1g9WluqKMNlnCzMvyaPSJHNeSiNu",
+	"TYti3oKbMflpFkU4CU9hmFGla/7Zzlci5mjF4Or49Oj8zVUciYqD1telh0ajd2QN7DKQV8bUUWCDO0vD",
+	"owP0NS0/qgq059e4EIE4ida5DWvZVmG+XSTgVsbV2SIrUvAlt8cmn7VAsmBwQ49MwvkMTgbyTVcUQXRp",
+	"wkhsRIf9EFHVwsq9K9EU8PDXBfTe4NfeO57Hlz88nOdvvAfT6x8dn2XQ4v5hyd7bMCZ5enTVfdG96t77",
+	"fn/DYwQ2y0d4n/j84ur4/Kx372et3Pgh2jo97vXgp4vu5d2Dqlz8OUKtGFIqI0xuAsPf6h+BfK7BuOJK",
+	"LNbFbn/bNtevHrg5azL7bsyQ2vWPXL6L+goU0xxcVGcwrOooVGBjhcGWzNyQmbRBn9fV0gZ+qL6G69kh",
+	"r1kXXjVx1dvu04cWqtRd4rurQVbueMxdv+qiV+HYyUUn5Yprot6Dcw1OwbqIpXNLXMSHujBrTnwArFCJ",
+	"TvlJ/QQO2n+LtuHKxqPAKWy8RZaJxtpwZLP9eNxjn5FH7H9wcmh/56GSIohb3Y0VEFyLWAOB93QPoIHw",
+	"6kflvQ5Cb52qYPDRtWofM8mDvnYBvo+KvPU1ht6QPVgliMt8sMox4aKYlfBfX9MpaouaC1qBR3B6qfSO",
+	"UTQik6vTVWve+NgUgeH0Nu91bL8skR85C6HLfth765B38gJD8HapR9PcaLOwlTzovROfFViCelnMIxWZ",
+	"ecAfmataYRR8zCJ/l75DfEr4LOviv1xmD6qTt21cRmVrO4sIWCrRMgZ2HZlE1QJn9RcIF8yiPN8oUzKI",
+	"xmAItwx44ZApKegrw3jkByKldimKsvmzGyDzUceqo26Gd1+nWaaSZiQSOZMTlTBsiCOOwFg0GWmh6o8Q",
+	"MLvy0duVb6znHKxcYqoJWava4ns3jz72Vg+H0ZI9IVYdJRrwspbR2TLqa9Cs2AKcWqF0gpkQjlU5cEEO",
+	"dyFmmMyotOcgeDCmSRxhD0Z/UNxhOA3zUPhay6xEiACSqoTTYfvCNjc0tQQu6tZ9mrZwn9/asvWwuvtH",
+	"rTF6YbR6SI0RXv9R7vwtbvxv2RH61/NvH9APWr36ERXxG32t4ehTkatoxJU3fVK/4x8VP5+oFC9MloUq",
+	"8SG6bk2RT5Wa+LGqfbpBLJWyD8huXwLv4J8RbLWa+PEefEHYN5xYUXN6b6o5EQaKBcydZlscEYz6jVz6",
+	"HEMaMuRvUooiPuyeHR6dnIC2CNLkvpoDC3yKKMzAemOS3XvQ5+jfi0blU55YkunIBeGXair9B0arb2TY",
+	"YAf8TfWgE5UgvbUj6VSiTPD655JtjBH8eW6SxUhhyidJ7UjCFHA6ryxTcfMky0xbxSaQGeyUJeg2lYiJ",
+	"gq94tvO1QDnw8vjsuPca82/WUG99dRkpdh98ddLX7onjVKd2yrUeHOTHT8PeRIXQRIRI1Shnpq+RzIOj",
+	"ORJzjkozIjbmmcgQSIxWjseK1zzlRBi9ZIQTRaQE/J61evQQ5/jfSpUeum3zEH1a3vTYSjUCJ6t2NIPz",
+	"+NuGPv+dtfTD0RnCM36vj/MXP3JECyVURRI1qgLoDzvko4NLX9axP2QM3TWBmcf34R+R7uPKlS1g2wHD",
+	"tm8msnLZBzQIyi4drW4GfG3VFefVJD3mgEjw4Z1A/8KSvjg/O/L31tVoojJVqERgrzPe+WwNhurt7qNH",
+	"k/89qr3fFYT9798v/F3h/t6ltHxKiKzoDbv6EcGIwiN175nFiz+DuqtKgEb1vP+h7r6g231VxVNyxe5c",
+	"NCdgwcq6WpU81CWHd6nRIk+LJcjZD9E/t4ZK5irvLkBM/v0nEIsU813XZckDDwtSZZLkytqtaGuRZ1ud",
+	"rWlRzDvb25kZyWxqbNHZ399/vrW+TRJ1HGrDVpHZ1khhsD2hf12rZeWhds1Tf/KfX388AtEFFY9IAl8I",
+	"eyPnpUphPKrVwXU3hfttebOf79XbT9J3SitLSSGY+VTTFPGtVP+6YVI8og7x6QSjVYVcc8+p0WlhGMiH",
+	"L/X61m54SbU93vO3OhhsGvfI6FGaEXhqWU+ZyWFbdPvaZwawDtbxH5QPbmVm8g2l6YmKnqLtk44joQnA",
+	"beLIcelncthiIto4uhddjevmiLd9RzNCQ7riP7G/s4uQi9UjS1EQfOuaNzg2BIHm0Coq+YGQfs4oHr/Q",
+	"NiI0IsLKnM1lnlrCygzNN7qL7SJeLo9J8OGnD/9/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

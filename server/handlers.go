@@ -69,6 +69,9 @@ type API struct {
 	// Fleet lists the replicas sharing the store (GET /fleet); nil
 	// answers 501.
 	Fleet FleetService
+	// Batches serves the batch routes (trajectories, reference marks,
+	// the control band page); nil answers 501.
+	Batches BatchService
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json

@@ -72,3 +72,32 @@ func afterCursor(page []reconcile.LabResult, since time.Time, lastID string) []r
 	}
 	return nil
 }
+
+// copyReferences copies the reference batch marks with their time and
+// name. Mark keeps a mark the target holds already, so a second run
+// counts them as skipped.
+func (c *copier) copyReferences(ctx context.Context) error {
+	if c.from.References == nil {
+		return nil
+	}
+	if c.to.References == nil {
+		return fmt.Errorf("the target has no reference batch store")
+	}
+	refs, err := c.from.References.References(ctx)
+	if err != nil {
+		return fmt.Errorf("read the source's reference batches: %w", err)
+	}
+	for _, r := range refs {
+		_, created, err := c.to.References.Mark(ctx, r)
+		if err != nil {
+			return fmt.Errorf("mark %q in the target: %w", r.BatchID, err)
+		}
+		if created {
+			c.sum.References.Copied++
+		} else {
+			c.sum.References.Skipped++
+		}
+	}
+	c.progress("  %d reference batches", len(refs))
+	return nil
+}

@@ -86,7 +86,7 @@ func (e *Embedded) openEvidence(ctx context.Context, dir string) error {
 		if err != nil {
 			return err
 		}
-		e.Lab = lab
+		e.Lab, e.References = lab, lab.References()
 		e.closers = append(e.closers, lab.Close)
 	}
 	return nil
@@ -118,11 +118,12 @@ func Fleet(pool *pgxpool.Pool) (*Stores, error) {
 	}
 	jobStore := pgjobs.New(pool)
 	return &Stores{
-		Index:     pgstore.NewIndex(pool),
-		Artifacts: pgstore.NewArtifacts(pool, pgstore.ArtifactOptions{}),
-		Jobs:      jobStore,
-		Uploads:   jobStore,
-		Log:       log,
-		Lab:       pglab.New(pool),
+		Index:      pgstore.NewIndex(pool),
+		Artifacts:  pgstore.NewArtifacts(pool, pgstore.ArtifactOptions{}),
+		Jobs:       jobStore,
+		Uploads:    jobStore,
+		Log:        log,
+		Lab:        pglab.New(pool),
+		References: pglab.NewReferences(pool),
 	}, nil
 }

@@ -7,7 +7,8 @@
 // It lives under app because app is the one place that knows every
 // store: the copy itself (Copy) only goes through the stores' interfaces
 // (store.IndexStore and store.ArtifactStore, jobs.Store and
-// jobs.UploadSpool, predlog.Store, reconcile.LabStore), never through
+// jobs.UploadSpool, predlog.Store, reconcile.LabStore,
+// batches.ReferenceStore), never through
 // the files or tables behind them, and OpenEmbedded and Fleet open the
 // two sides the way the server does.
 //
@@ -27,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"ramanserve/evidence/batches"
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/registry/store"
@@ -44,6 +46,9 @@ type Stores struct {
 	Uploads   jobs.UploadSpool
 	Log       predlog.Store
 	Lab       reconcile.LabStore
+	// References are the reference batch marks, kept with the lab
+	// results (nil with Lab).
+	References batches.ReferenceStore
 }
 
 // Options configure Copy. Zero values take the defaults.
@@ -84,6 +89,7 @@ type Summary struct {
 	// copied; zero when this run started the log's copy.
 	LogResumedAfter time.Time
 	LabResults      Counts
+	References      Counts
 	Elapsed         time.Duration
 }
 
@@ -98,6 +104,7 @@ func (s *Summary) String() string {
 	}
 	b.WriteByte('\n')
 	fmt.Fprintf(&b, "lab results:        %v\n", s.LabResults)
+	fmt.Fprintf(&b, "reference batches:  %v\n", s.References)
 	fmt.Fprintf(&b, "took %v\n", s.Elapsed.Round(time.Millisecond))
 	return b.String()
 }
@@ -105,7 +112,7 @@ func (s *Summary) String() string {
 // Copy copies everything the stores from hold into the stores to: the models (each artifact
 // checked against its index entry's size and SHA-256, its sidecar, then
 // the index), the jobs and their saved data sets, the prediction log and
-// the lab results. A kind that fails does not stop the others (a
+// the lab results and the reference batch marks. A kind that fails does not stop the others (a
 // corrupt model should not hold back a long log copy); the error joins
 // every kind's. The summary counts what was done, also on error.
 func Copy(ctx context.Context, from, to *Stores, opts Options) (*Summary, error) {
@@ -126,6 +133,7 @@ func Copy(ctx context.Context, from, to *Stores, opts Options) (*Summary, error)
 		{"jobs", c.copyJobs},
 		{"prediction log", c.copyLog},
 		{"lab results", c.copyLab},
+		{"reference batches", c.copyReferences},
 	} {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)

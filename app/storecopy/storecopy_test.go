@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"ramanserve/app/storecopy"
+	"ramanserve/evidence/batches"
 	"ramanserve/evidence/labstore"
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/predlog/predlogtest"
@@ -71,6 +72,11 @@ func stageRegistry(t *testing.T, dir string) staged {
 	results = append(results, labstoretest.Unmatched("U1", "no_prediction"))
 	if _, err := lab.Upsert(ctx, results); err != nil {
 		t.Fatal(err)
+	}
+	for _, id := range []string{"B1", "B2"} {
+		if _, _, err := lab.References().Mark(ctx, batches.Reference{BatchID: id, MarkedAt: time.Date(2026, 2, 2, 0, 0, 0, 1, time.UTC), MarkedBy: "ann"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return s
 }
@@ -200,8 +206,11 @@ func TestCopyEverythingThenAgain(t *testing.T) {
 	}
 	t.Logf("first copy:\n%s%s", progress.String(), sum)
 	if sum.Models.Copied != 3 || sum.Index != "committed" || sum.Jobs.Copied != 3 || sum.Uploads.Copied != 1 ||
-		sum.LogRecords.Copied != logRecords || sum.LabResults.Copied != 7 {
+		sum.LogRecords.Copied != logRecords || sum.LabResults.Copied != 7 || sum.References.Copied != 2 {
 		t.Fatalf("first copy: %+v", sum)
+	}
+	if refs, err := dst.References.References(ctx); err != nil || len(refs) != 2 || refs[1].BatchID != "B2" || refs[1].MarkedBy != "ann" || refs[1].MarkedAt.Nanosecond() != 1 {
+		t.Fatalf("reference batches in the target: %+v, %v", refs, err)
 	}
 	assertCopied(t, src, dst, want)
 	rep, err := registry.CheckStores(ctx, "target", dst.Index, dst.Artifacts)
@@ -214,7 +223,7 @@ func TestCopyEverythingThenAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	if again.Models.Copied != 0 || again.Models.Skipped != 3 || again.Index != "already the same" || again.Jobs.Copied != 0 ||
-		again.Jobs.Skipped != 3 || again.LogRecords.Copied != 0 || again.LogResumedAfter.IsZero() {
+		again.Jobs.Skipped != 3 || again.LogRecords.Copied != 0 || again.LogResumedAfter.IsZero() || again.References.Skipped != 2 {
 		t.Fatalf("second copy did something: %+v", again)
 	}
 	assertCopied(t, src, dst, want)

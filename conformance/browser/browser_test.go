@@ -1,16 +1,17 @@
-// Package browser tests the review page in a real browser: Debian's
-// headless Chromium, driven with chromedp. It trains a model through the
-// API with a recipe and regions, loads the job's report page and checks
-// that it renders without a console error or exception, that it fetches
-// nothing but itself, and that every plot is there; then it writes a
-// full-page PNG screenshot. It also loads GET /docs, the contract
-// rendered by Redoc (docs_test.go).
+// Package browser tests the review page and a batch's page against its
+// control bands in a real browser: Debian's headless Chromium, driven
+// with chromedp. It trains a model through the API with a recipe and
+// regions, loads the job's report page (or a batch's) and checks that it
+// renders without a console error or exception, that it fetches nothing
+// but itself, and that every plot is there; then it writes a full-page
+// PNG screenshot. It also loads GET /docs, the contract rendered by Redoc
+// (docs_test.go).
 //
 // It runs under `make test-browser` (which installs chromium first), never
 // as part of the plain `go test ./...`: RAMANSERVE_TEST_BROWSER=1 enables
 // it, RAMANSERVE_CHROMIUM names the browser (default: chromium on PATH)
-// and RAMANSERVE_REPORT_PNG where the screenshot goes (default: the
-// test's temporary directory).
+// and RAMANSERVE_REPORT_PNG and RAMANSERVE_BATCH_PNG where the
+// screenshots go (default: the test's temporary directory).
 package browser
 
 import (
@@ -131,6 +132,13 @@ func TestReportPageInChromium(t *testing.T) {
 // returns the plots counted by countPlotsJS and a full-page PNG.
 func loadInChromium(ctx context.Context, t *testing.T, browserPath, url string) (map[string]int, []byte) {
 	t.Helper()
+	return loadPageInChromium(ctx, t, browserPath, url, "#lineage", countPlotsJS)
+}
+
+// loadPageInChromium is loadInChromium for any page: it waits for the
+// element of readySelector, and counts with countJS.
+func loadPageInChromium(ctx context.Context, t *testing.T, browserPath, url, readySelector, countJS string) (map[string]int, []byte) {
+	t.Helper()
 	events := &pageEvents{}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browserPath),
@@ -142,10 +150,10 @@ func loadInChromium(ctx context.Context, t *testing.T, browserPath, url string) 
 	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithListener(events.add))
 	defer cancelTab()
 
-	if err := chromedp.Do(tab, chromedp.Navigate(url), chromedp.WaitReady("#lineage")); err != nil {
+	if err := chromedp.Do(tab, chromedp.Navigate(url), chromedp.WaitReady(readySelector)); err != nil {
 		t.Fatalf("load %s: %v", url, err)
 	}
-	counts, err := chromedp.Run(tab, chromedp.Evaluate[map[string]int](countPlotsJS))
+	counts, err := chromedp.Run(tab, chromedp.Evaluate[map[string]int](countJS))
 	if err != nil {
 		t.Fatalf("count the plots: %v", err)
 	}

@@ -286,7 +286,7 @@ func TestPragmasAndReopen(t *testing.T) {
 	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 		t.Fatalf("journal_mode %q %v", mode, err)
 	}
-	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&version); err != nil || version != 1 {
+	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&version); err != nil || version != 2 {
 		t.Fatalf("schema_version %d %v", version, err)
 	}
 	s = openStore(t, dir)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/evidence/batches"
 	"ramanserve/evidence/labstore"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/platform/race"
@@ -54,6 +55,9 @@ func runChild(role, dir string) int {
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
+	}
+	if role == "marks" {
+		return markUntilKilled(s.References())
 	}
 	for p := 0; role == "crash" || p < concurrentPosts; p++ {
 		if _, err := s.Upsert(context.Background(), post(role, p)); err != nil {
@@ -182,4 +186,61 @@ func TestSecondProcess(t *testing.T) {
 		}
 	}
 	integrityCheck(t, rawDB(t, dir))
+}
+
+// markUntilKilled marks batch M-p for p = 0, 1, ... and unmarks M-(p-5),
+// so that at most 5 are marked; after each pair it prints "stored p".
+func markUntilKilled(refs *labstore.References) int {
+	ctx := context.Background()
+	for p := 0; ; p++ {
+		if _, _, err := refs.Mark(ctx, batches.Reference{BatchID: fmt.Sprintf("M-%d", p), MarkedAt: time.Now(), MarkedBy: "child"}); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		if _, err := refs.Unmark(ctx, fmt.Sprintf("M-%d", p-5)); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Printf("stored %d\n", p)
+	}
+}
+
+// TestReferenceMarksSurviveKill9: a child marks and unmarks reference
+// batches at full rate and is killed with SIGKILL: the reopened store
+// holds the last marks the child saw stored (and at most the one it was
+// making), none it had unmarked.
+func TestReferenceMarksSurviveKill9(t *testing.T) {
+	dir := t.TempDir()
+	cmd, lines := startChild(t, "marks", dir)
+	acked := readStored(t, lines, func(p int) bool { return p >= 20 })
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if more := readStored(t, lines, nil); more > acked {
+		acked = more
+	}
+	integrityCheck(t, rawDB(t, dir))
+	refs, err := openStore(t, dir).References().References(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := map[string]bool{}
+	for _, r := range refs {
+		marked[r.BatchID] = true
+	}
+	// The step after the last acknowledged one may have unmarked
+	// M-(acked-4) before the kill, having marked M-(acked+1).
+	if !marked[fmt.Sprintf("M-%d", acked-4)] && !marked[fmt.Sprintf("M-%d", acked+1)] {
+		t.Fatalf("mark M-%d, acknowledged, is gone after kill -9: %v", acked-4, refs)
+	}
+	for p := acked - 3; p <= acked; p++ {
+		if !marked[fmt.Sprintf("M-%d", p)] {
+			t.Fatalf("mark M-%d, acknowledged, is gone after kill -9: %v", p, refs)
+		}
+	}
+	if len(refs) > 6 || marked[fmt.Sprintf("M-%d", acked-5)] {
+		t.Fatalf("after kill -9, %d marks (acknowledged up to M-%d): %v", len(refs), acked, refs)
+	}
+	t.Logf("acknowledged marks up to M-%d; %d marked after kill -9", acked, len(refs))
 }

@@ -66,8 +66,8 @@ func TestAdoptsFileFromBeforeGoose(t *testing.T) {
 	if err := db.QueryRow(`SELECT group_concat(version_id) FROM (SELECT version_id FROM goose_db_version ORDER BY id)`).Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != "0,1" {
-		t.Fatalf("goose versions %s, want 0,1", versions)
+	if versions != "0,1,2" {
+		t.Fatalf("goose versions %s, want 0,1,2", versions)
 	}
 }
 
@@ -81,7 +81,7 @@ func TestNewerGooseSchemaRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := rawDB(t, dir)
-	if _, err := db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (2, 1)`); err != nil {
+	if _, err := db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (3, 1)`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
@@ -135,9 +135,10 @@ func TestConcurrentFirstOpens(t *testing.T) {
 	}
 	db := rawDB(t, dir)
 	for query, want := range map[string]int64{
-		`SELECT count(*) FROM goose_db_version`:                      2,
+		`SELECT count(*) FROM goose_db_version`:                      3,
 		`SELECT count(*) FROM goose_db_version WHERE version_id = 1`: 1,
-		`SELECT version FROM schema_version`:                         1,
+		`SELECT count(*) FROM goose_db_version WHERE version_id = 2`: 1,
+		`SELECT version FROM schema_version`:                         2,
 	} {
 		var got int64
 		if err := db.QueryRow(query).Scan(&got); err != nil {

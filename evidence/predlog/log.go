@@ -277,3 +277,8 @@ func (l *Writer) ByPrediction(ctx context.Context, id PredictionID) ([]Record, e
 func (l *Writer) ByPredictions(ctx context.Context, ids []PredictionID, use func(recs []Record) error) error {
 	return l.store.ByPredictions(ctx, ids, use)
 }
+
+// Batches implements BatchLister through the store.
+func (l *Writer) Batches(ctx context.Context, f BatchFilter) (BatchPage, error) {
+	return l.store.Batches(ctx, f)
+}

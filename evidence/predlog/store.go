@@ -14,6 +14,7 @@ import (
 // one goroutine, and reads from any).
 type Store interface {
 	Reader
+	BatchLister
 	// Append stores recs in one transaction: all of them or none. The
 	// store gives each its ID, increasing in the order of recs and of
 	// earlier Appends. Records keep their Time as given; a store need not

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"ramanserve/evidence/batches"
 	"ramanserve/evidence/labstore"
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/reconcile"
@@ -111,6 +112,12 @@ const (
 	// InvalidLabResults: a posted lab record cannot be parsed (400; the
 	// message names the record and field).
 	InvalidLabResults Code = "INVALID_LAB_RESULTS"
+	// BatchNotFound: a batch route names a batch the prediction log holds
+	// no spectrum of (404).
+	BatchNotFound Code = "BATCH_NOT_FOUND"
+	// ReferenceBatchesFull: marking one more reference batch would pass
+	// batches.MaxReferences (409); unmark one first.
+	ReferenceBatchesFull Code = "REFERENCE_BATCHES_FULL"
 	// Cancelled is the error code of a job ended by
 	// POST /training/{jobId}/cancel (in the job record, not an HTTP answer).
 	Cancelled Code = "CANCELLED"
@@ -214,6 +221,8 @@ var domainCodes = []struct {
 	{models.ErrInvalidRange, InvalidRequest, http.StatusBadRequest},
 	{models.ErrExportFormat, InvalidRequest, http.StatusBadRequest},
 	{evidencesvc.ErrUnknownVersion, ModelNotFound, http.StatusNotFound},
+	{batches.ErrBatchNotFound, BatchNotFound, http.StatusNotFound},
+	{batches.ErrReferencesFull, ReferenceBatchesFull, http.StatusConflict},
 	{labstore.ErrFull, InsufficientStorage, http.StatusInsufficientStorage},
 	{predlog.ErrBadCursor, InvalidCursor, http.StatusBadRequest},
 	{registry.ErrReservedVersion, InvalidRequest, http.StatusBadRequest},

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"ramanserve/evidence/batches"
+	"ramanserve/evidence/batches/referencetest"
 	"ramanserve/evidence/labstore"
 	"ramanserve/evidence/labstore/pglab"
 	"ramanserve/evidence/reconcile"
@@ -128,4 +130,11 @@ func TestLargestPostIsOneStatement(t *testing.T) {
 	if err != nil || len(got) != min(reconcile.MaxRecords, labstore.MaxRange) {
 		t.Fatalf("range: %d results, %v", len(got), err)
 	}
+}
+
+func TestReferenceStoreContract(t *testing.T) {
+	referencetest.Run(t, func(t *testing.T) func(t *testing.T) batches.ReferenceStore {
+		url := pgtest.Database(t)
+		return func(t *testing.T) batches.ReferenceStore { return pglab.NewReferences(pgtest.Open(t, url)) }
+	})
 }

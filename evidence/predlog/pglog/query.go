@@ -360,3 +360,53 @@ func scanSpectrum(rec *predlog.Record, spectrum, digest, axis []byte, axes *axis
 	}
 	return nil
 }
+
+// batchesSQL is one page of batches: the ids of the page (ones with an
+// active record, after the cursor, one past the limit), then each one's
+// figures per model version in one grouped pass. Ids and versions
+// compare by their bytes (collation "C", whatever the database's
+// locale), the order of the batch cursor and of the embedded store;
+// migration 00009 indexes batch_id in that collation.
+const batchesSQL = `SELECT p.batch_id, p.model_version,
+		min(p.ts) FILTER (WHERE p.role = $1), max(p.ts) FILTER (WHERE p.role = $1), count(*) FILTER (WHERE p.role = $1)
+	FROM predlog_records p
+	WHERE p.batch_id IN (SELECT DISTINCT q.batch_id COLLATE "C" FROM predlog_records q
+		WHERE q.batch_id COLLATE "C" > $2 AND q.role = $1 ORDER BY 1 LIMIT $3)
+	GROUP BY p.batch_id, p.model_version
+	ORDER BY p.batch_id COLLATE "C", p.model_version COLLATE "C"`
+
+// Batches implements predlog.BatchLister.
+func (s *Store) Batches(ctx context.Context, f predlog.BatchFilter) (predlog.BatchPage, error) {
+	if err := s.usable(); err != nil {
+		return predlog.BatchPage{}, err
+	}
+	limit := predlog.BatchPageLimit(f)
+	after := ""
+	if f.Cursor != "" {
+		var err error
+		if after, err = predlog.DecodeBatchCursor(f.Cursor); err != nil {
+			return predlog.BatchPage{}, err
+		}
+	}
+	rows, err := s.pool.Query(ctx, batchesSQL, int16(predlog.RoleActive), after, limit+1)
+	if err != nil {
+		return predlog.BatchPage{}, fmt.Errorf("pglog: batches: %w", pgdb.Classify(err))
+	}
+	defer rows.Close()
+	var sums []predlog.BatchSummary
+	for rows.Next() {
+		var (
+			r           predlog.BatchRow
+			first, last pgtype.Int8
+		)
+		if err := rows.Scan(&r.BatchID, &r.ModelVersion, &first, &last, &r.Count); err != nil {
+			return predlog.BatchPage{}, fmt.Errorf("pglog: batches: %w", err)
+		}
+		r.First, r.Last = first.Int64, last.Int64
+		sums = predlog.AddBatchRow(sums, r)
+	}
+	if err := rows.Err(); err != nil {
+		return predlog.BatchPage{}, fmt.Errorf("pglog: batches: %w", pgdb.Classify(err))
+	}
+	return predlog.FinishBatchPage(sums, limit), nil
+}

@@ -5,6 +5,7 @@ package predlogtest
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -518,6 +519,94 @@ func Run(t *testing.T, newStorage NewStorage) {
 		assertCount(t, s, predlog.Filter{WithSpectra: true}, writers*batches)
 	})
 
+	t.Run("BatchesInByteOrderWithTheirFigures", func(t *testing.T) {
+		s := fresh(t)
+		if page, err := s.Batches(ctx, predlog.BatchFilter{}); err != nil || len(page.Batches) != 0 || page.Next != "" {
+			t.Fatalf("Batches of an empty store: %+v, %v", page, err)
+		}
+		// Ids whose byte order differs from a locale's ("B" < "a" < "b",
+		// "é" after "z"), a batch seen only by a shadow (not listed), and
+		// a record without a batch (not listed).
+		ids := []string{"b", "B-10", "a", "é", "z", "B-2"}
+		var recs []*predlog.Record
+		for k, id := range ids {
+			for i := range k + 1 {
+				r := Record(100*k+i, id, false)
+				if i == 1 {
+					r.ModelVersion = "v0"
+				}
+				recs = append(recs, r)
+			}
+			sh := Record(100*k+50, id, false)
+			sh.Role, sh.ModelVersion = predlog.RoleShadow, "v2"
+			recs = append(recs, sh)
+		}
+		onlyShadow := Record(900, "shadow-only", false)
+		onlyShadow.Role = predlog.RoleShadow
+		recs = append(recs, onlyShadow, bareRecord(901))
+		mustAppend(t, s, recs...)
+		sorted := slices.Clone(ids)
+		slices.Sort(sorted) // Go compares strings by their bytes
+		for _, limit := range []int{1, 4, 0} {
+			var got []predlog.BatchSummary
+			f := predlog.BatchFilter{Limit: limit}
+			for pages := 0; ; pages++ {
+				page, err := s.Batches(ctx, f)
+				if err != nil {
+					t.Fatalf("Batches: %v", err)
+				}
+				if limit > 0 && len(page.Batches) > limit || pages > len(ids) {
+					t.Fatalf("limit %d: a page of %d batches", limit, len(page.Batches))
+				}
+				got = append(got, page.Batches...)
+				if page.Next == "" {
+					break
+				}
+				f.Cursor = page.Next
+			}
+			if len(got) != len(sorted) {
+				t.Fatalf("limit %d: %d batches, want %d", limit, len(got), len(sorted))
+			}
+			for i, b := range got {
+				k := slices.Index(ids, b.BatchID)
+				if b.BatchID != sorted[i] || k < 0 {
+					t.Fatalf("limit %d: batch %d is %q, want %q", limit, i, b.BatchID, sorted[i])
+				}
+				models := []string{"v1", "v2"}
+				if k >= 1 {
+					models = []string{"v0", "v1", "v2"}
+				}
+				if b.Count != int64(k+1) || !b.First.Equal(at(100*k)) || !b.Last.Equal(at(100*k+k)) || !slices.Equal(b.Models, models) || b.MoreModels != 0 {
+					t.Fatalf("batch %q: %+v; want %d active records from %v to %v, models %v", b.BatchID, b, k+1, at(100*k), at(100*k+k), models)
+				}
+			}
+		}
+		for _, c := range []string{"x", "not a cursor", EncodeBadBatchCursor()} {
+			if _, err := s.Batches(ctx, predlog.BatchFilter{Cursor: c}); !errors.Is(err, predlog.ErrBadCursor) {
+				t.Errorf("cursor %q: %v, want predlog.ErrBadCursor", c, err)
+			}
+		}
+	})
+
+	t.Run("BatchesNameAtMostMaxBatchModels", func(t *testing.T) {
+		s := fresh(t)
+		var recs []*predlog.Record
+		for i := range predlog.MaxBatchModels + 3 {
+			r := Record(i, "B", false)
+			r.ModelVersion = fmt.Sprintf("v%02d", i)
+			recs = append(recs, r)
+		}
+		mustAppend(t, s, recs...)
+		page, err := s.Batches(ctx, predlog.BatchFilter{})
+		if err != nil || len(page.Batches) != 1 {
+			t.Fatalf("Batches: %+v, %v", page, err)
+		}
+		b := page.Batches[0]
+		if len(b.Models) != predlog.MaxBatchModels || b.MoreModels != 3 || b.Models[0] != "v00" || b.Count != int64(len(recs)) {
+			t.Fatalf("a batch of %d versions: %d named (first %q), %d more, count %d", len(recs), len(b.Models), b.Models[0], b.MoreModels, b.Count)
+		}
+	})
+
 	t.Run("ClosedStoreFails", func(t *testing.T) {
 		s := newStorage(t)(t)
 		if err := s.Close(ctx); err != nil {
@@ -711,4 +800,10 @@ func assertRecords(t *testing.T, got []predlog.Record, want []*predlog.Record, w
 			t.Fatalf("record %d:\n got %+v\nwant %+v", i, g, w)
 		}
 	}
+}
+
+// EncodeBadBatchCursor is a batch cursor no store hands out: the right
+// format byte before an id that is not UTF-8.
+func EncodeBadBatchCursor() string {
+	return base64.RawURLEncoding.EncodeToString([]byte{'b', 0xff, 0xfe})
 }

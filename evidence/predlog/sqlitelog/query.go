@@ -300,3 +300,49 @@ func scanRecord(rows *sql.Rows, rec *predlog.Record, axes map[int64][]float32) e
 	axes[axisID.Int64] = rec.Wavenumbers
 	return nil
 }
+
+// batchesSQL is one page of batches: the ids of the page (ones with an
+// active record, after the cursor, one past the limit), found along the
+// (batch_id, ts) index, then each one's figures per model version in one
+// grouped pass over the same index. SQLite compares text by its bytes,
+// the order of the batch cursor.
+const batchesSQL = `SELECT p.batch_id, p.model_version,
+		min(CASE WHEN p.role = ?1 THEN p.ts END), max(CASE WHEN p.role = ?1 THEN p.ts END), sum(p.role = ?1)
+	FROM predictions p
+	WHERE p.batch_id IN (SELECT DISTINCT q.batch_id FROM predictions q
+		WHERE q.batch_id > ?2 AND q.role = ?1 ORDER BY q.batch_id LIMIT ?3)
+	GROUP BY p.batch_id, p.model_version
+	ORDER BY p.batch_id, p.model_version`
+
+// Batches implements predlog.BatchLister.
+func (s *Store) Batches(ctx context.Context, f predlog.BatchFilter) (predlog.BatchPage, error) {
+	limit := predlog.BatchPageLimit(f)
+	after := ""
+	if f.Cursor != "" {
+		var err error
+		if after, err = predlog.DecodeBatchCursor(f.Cursor); err != nil {
+			return predlog.BatchPage{}, err
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, batchesSQL, int64(predlog.RoleActive), after, limit+1)
+	if err != nil {
+		return predlog.BatchPage{}, fmt.Errorf("sqlitelog: batches: %w", err)
+	}
+	defer rows.Close()
+	var sums []predlog.BatchSummary
+	for rows.Next() {
+		var (
+			r           predlog.BatchRow
+			first, last sql.NullInt64
+		)
+		if err := rows.Scan(&r.BatchID, &r.ModelVersion, &first, &last, &r.Count); err != nil {
+			return predlog.BatchPage{}, fmt.Errorf("sqlitelog: batches: %w", err)
+		}
+		r.First, r.Last = first.Int64, last.Int64
+		sums = predlog.AddBatchRow(sums, r)
+	}
+	if err := rows.Err(); err != nil {
+		return predlog.BatchPage{}, fmt.Errorf("sqlitelog: batches: %w", err)
+	}
+	return predlog.FinishBatchPage(sums, limit), nil
+}
