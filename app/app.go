@@ -230,7 +230,14 @@ func (a *App) openLab(ctx context.Context) (*evidencesvc.Lab, error) {
 		return nil, fmt.Errorf("lab results: %w", err)
 	}
 	a.labstore, a.labCloser = store, closer
-	return evidencesvc.NewLab(rec, a.predlog, a.Registry), nil
+	lab := evidencesvc.NewLab(rec, a.predlog, a.Registry, a.log.With("component", "lab"))
+	// The agreement gauges start from the results already stored, not
+	// from the next post: a restart leaves no gap in a dashboard. It is
+	// one read of the week's results (at most reconcile.MaxReportSamples).
+	if err := lab.RefreshAgreement(ctx); err != nil {
+		a.log.Warn("lab agreement not computed at start; it will be at the next matched post", "err", err)
+	}
+	return lab, nil
 }
 
 // startTraining opens the job queue on the registry's jobs folder, or in
@@ -304,9 +311,11 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 		api.PredictionLog = a.predlog
 		logStats = a.predlog
 	}
+	var labAgreement metrics.LabAgreement // a nil *evidencesvc.Lab must stay a nil interface
 	if lab != nil {
 		api.Lab = lab
 		api.LabReports = lab
+		labAgreement = lab
 	}
 	var storeState metrics.StoreState // nil interface for the embedded store
 	if a.shared != nil {
@@ -317,7 +326,7 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 		api.Shadow = a.shared.shadowView(a.shadow, a.log)
 	}
 	api.Metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: httpConns, ChannelConns: channelConns,
-		PredictionLog: logStats, Shadow: a.shadow, Store: storeState, Fleet: a.fleet.heartbeat})
+		PredictionLog: logStats, Shadow: a.shadow, Store: storeState, Fleet: a.fleet.heartbeat, Lab: labAgreement})
 	api.Fleet = a.fleet.service
 	if err := a.transports.Serve(api, server.ChannelServices{Models: a.Registry, Recorder: api.Metrics.Channel(), Log: a.collector}); err != nil {
 		return err

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
-	"runtime/debug"
 	"time"
 
 	"ramanserve/gen"
+	"ramanserve/platform/buildinfo"
 	"ramanserve/inference"
 	"ramanserve/registry"
 	"ramanserve/server/contract"
@@ -78,12 +78,7 @@ var _ gen.StrictServerInterface = (*API)(nil)
 
 // BuildVersion is the module version from the Go build information, or
 // "devel" for a local build.
-func BuildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
+func BuildVersion() string { return buildinfo.Read().Version }
 
 // LoadModel swaps the active model, counting the load by its result.
 func (a *API) LoadModel(ctx context.Context, req gen.LoadModelRequestObject) (_ gen.LoadModelResponseObject, err error) {
