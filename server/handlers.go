@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"ramanserve/gen"
-	"ramanserve/platform/buildinfo"
 	"ramanserve/inference"
+	"ramanserve/platform/buildinfo"
 	"ramanserve/registry"
 	"ramanserve/server/contract"
 	"ramanserve/server/metrics"
