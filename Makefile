@@ -151,8 +151,9 @@ REPORT_PNG ?=
 test-browser: deps-browser
 	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) $(GO) test -count=1 -timeout 5m -run '^TestReportPage.*InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
-## test-prometheus: a real Prometheus scrapes an in-process server (bearer token on) and
-## reads ramanserve_predictions_total back; promtool checks /metrics, the alert rules and their unit tests
+## test-prometheus: a real Prometheus scrapes an in-process server (bearer token on), evaluates the
+## alert and recording rules, reads ramanserve_predictions_total back and answers every query of
+## deploy/grafana/ramanserve.json with data; promtool checks /metrics, the rules and their unit tests
 # CI=true: deps-prometheus has just installed prometheus, so the test must not skip.
 test-prometheus: deps-prometheus
 	set -o pipefail; CI=true RAMANSERVE_TEST_PROMETHEUS=1 $(GO) test -race -count=1 -timeout 3m -v ./conformance/prometheus | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
