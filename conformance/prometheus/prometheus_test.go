@@ -900,3 +900,65 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestDashboardShape checks what Grafana needs of the dashboard beyond
+// its queries (no Prometheus needed): panel ids unique, each panel within
+// the 24 columns of the grid and on no other, and every panel reading the
+// data source the dashboard asks for at import.
+func TestDashboardShape(t *testing.T) {
+	raw, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type grid struct{ H, W, X, Y int }
+	var dash struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			ID         int            `json:"id"`
+			Type       string         `json:"type"`
+			Title      string         `json:"title"`
+			GridPos    grid           `json:"gridPos"`
+			Datasource map[string]any `json:"datasource"`
+			Targets    []struct {
+				Datasource map[string]any `json:"datasource"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	if dash.UID == "" {
+		t.Error("no uid: each import would make another copy")
+	}
+	ids := map[int]bool{}
+	cells := map[[2]int]string{}
+	for _, p := range dash.Panels {
+		if ids[p.ID] {
+			t.Errorf("panel %q: id %d used twice", p.Title, p.ID)
+		}
+		ids[p.ID] = true
+		g := p.GridPos
+		if g.W <= 0 || g.H <= 0 || g.X < 0 || g.Y < 0 || g.X+g.W > 24 {
+			t.Errorf("panel %q: gridPos %+v outside the 24-column grid", p.Title, g)
+		}
+		for x := g.X; x < g.X+g.W; x++ {
+			for y := g.Y; y < g.Y+g.H; y++ {
+				if other, taken := cells[[2]int{x, y}]; taken {
+					t.Fatalf("panel %q overlaps panel %q at (%d, %d)", p.Title, other, x, y)
+				}
+				cells[[2]int{x, y}] = p.Title
+			}
+		}
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource["uid"] != "${datasource}" || len(p.Targets) == 0 {
+			t.Errorf("panel %q: data source %v, %d targets", p.Title, p.Datasource, len(p.Targets))
+		}
+		for _, tg := range p.Targets {
+			if tg.Datasource["uid"] != "${datasource}" {
+				t.Errorf("panel %q: a target reads data source %v", p.Title, tg.Datasource)
+			}
+		}
+	}
+}
