@@ -15,8 +15,8 @@ const Unknown = "unknown"
 
 // Info is the build's description.
 type Info struct {
-	// Version is the module version, "devel" for a build from a working
-	// tree (go build reports "(devel)" then).
+	// Version is the module version: a pseudo-version of the commit when
+	// go build stamped one, else "devel" (go build reports "(devel)").
 	Version string
 	// GoVersion is the toolchain's version, e.g. "go1.25.1".
 	GoVersion string
@@ -25,7 +25,9 @@ type Info struct {
 	Revision string
 }
 
-// Read returns the running binary's build information.
+// Read returns the running binary's build information. Go stamps the
+// commit when it builds inside a git clone; it does not recognise a git
+// worktree (whose .git is a file), whose builds read Unknown.
 func Read() Info {
 	info := Info{Version: "devel", GoVersion: runtime.Version(), Revision: Unknown}
 	bi, ok := debug.ReadBuildInfo()

@@ -125,7 +125,7 @@ func New(src Sources) *Metrics {
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "build_info",
-		Help:        `Always 1, labelled with the server's version ("devel": built from a working tree), the Go version it was built with, and the commit ("unknown" when the build did not stamp one; "-dirty": uncommitted changes).`,
+		Help:        `Always 1, labelled with the server's version (the module version, "devel" when the build stamped none), the Go version it was built with, and the commit ("unknown" when the build did not stamp one; "-dirty": uncommitted changes).`,
 		ConstLabels: prometheus.Labels{"version": build.Version, "goversion": build.GoVersion, "revision": build.Revision},
 	}, func() float64 { return 1 }))
 	if src.Store != nil {
