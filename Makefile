@@ -284,6 +284,8 @@ bench: deps build
 	@echo "== review page: 2000 training rows x 3 analytes, two regions, without and with a lab section of 2000 results in 100 batches (render time, page bytes)"
 	$(GO) test -run '^$$' -bench 'Render2000' -benchmem ./server/report
 	RAMAN_BENCH_PERFORMANCE=1 $(GO) test -count=1 -run '^TestPerformanceAtScale$$' -v ./evidence/reconcile | grep -E '^([[:space:]]+performance_scale_test|---|ok|FAIL)'
+	@echo "== the lab's agreement for /metrics, recomputed by a lab post that matches: every version over 45,000 matched results (cpu-ms/op)"
+	$(GO) test -run '^$$' -bench 'AllVersions45000' -benchtime 3x -benchmem ./evidence/reconcile
 	@echo "== robustness: RMSEP of a raw and a recipe model with faults injected into the test spectra only; claimed confidence / observed fraction within tolerance"
 	$(GO) test -count=1 -run '^TestRobustnessUnderFaults$$' -v ./inference | grep -vE '^(=== RUN|PASS$$)'
 	@echo "== training: 2000 x 2048, CV over 1..20 components, against scikit-learn"
