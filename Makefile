@@ -153,8 +153,9 @@ BATCH_PNG ?=
 test-browser: deps-browser
 	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) RAMANSERVE_BATCH_PNG=$(if $(BATCH_PNG),$(abspath $(BATCH_PNG))) $(GO) test -count=1 -timeout 5m -run '^(TestReportPage.*|TestBatchPage|TestDocsPage)InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
-## test-prometheus: a real Prometheus scrapes an in-process server (bearer token on) and
-## reads ramanserve_predictions_total back; promtool checks /metrics, the alert rules and their unit tests
+## test-prometheus: a real Prometheus scrapes an in-process server (bearer token on), evaluates the
+## alert and recording rules, reads ramanserve_predictions_total back and answers every query of
+## deploy/grafana/ramanserve.json with data; promtool checks /metrics, the rules and their unit tests
 # CI=true: deps-prometheus has just installed prometheus, so the test must not skip.
 test-prometheus: deps-prometheus
 	set -o pipefail; CI=true RAMANSERVE_TEST_PROMETHEUS=1 $(GO) test -race -count=1 -timeout 3m -v ./conformance/prometheus | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
@@ -328,6 +329,8 @@ bench: deps build
 	RAMAN_BENCH_PERFORMANCE=1 $(GO) test -count=1 -run '^TestPerformanceAtScale$$' -v ./evidence/reconcile | grep -E '^([[:space:]]+performance_scale_test|---|ok|FAIL)'
 	@echo "== batch trajectories over 100,000 logged predictions, real HTTP: GET /batches/{batch_id} of 1,000 and of 10,000 points, the page against 3 references, a page of GET /batches"
 	$(GO) test -run '^$$' -bench 'GetBatch100k' -benchtime 20x ./app
+	@echo "== the lab's agreement for /metrics, recomputed by a lab post that matches: every version over 45,000 matched results (cpu-ms/op)"
+	$(GO) test -run '^$$' -bench 'AllVersions45000' -benchtime 3x -benchmem ./evidence/reconcile
 	@echo "== robustness: RMSEP of a raw and a recipe model with faults injected into the test spectra only; claimed confidence / observed fraction within tolerance"
 	$(GO) test -count=1 -run '^TestRobustnessUnderFaults$$' -v ./inference | grep -vE '^(=== RUN|PASS$$)'
 	@echo "== training: 2000 x 2048, CV over 1..20 components, against scikit-learn"

@@ -234,7 +234,14 @@ func (a *App) openLab(ctx context.Context) (*evidencesvc.Lab, error) {
 		return nil, fmt.Errorf("lab results: %w", err)
 	}
 	a.labstore, a.references, a.labCloser = store, refs, closer
-	return evidencesvc.NewLab(rec, a.predlog, a.Registry), nil
+	lab := evidencesvc.NewLab(rec, a.predlog, a.Registry, a.log.With("component", "lab"))
+	// The agreement gauges start from the results already stored, not
+	// from the next post: a restart leaves no gap in a dashboard. It is
+	// one read of the week's results (at most reconcile.MaxReportSamples).
+	if err := lab.RefreshAgreement(ctx); err != nil {
+		a.log.Warn("lab agreement not computed at start; it will be at the next matched post", "err", err)
+	}
+	return lab, nil
 }
 
 // startTraining opens the job queue on the registry's jobs folder, or in
@@ -309,9 +316,11 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 		api.PredictionLog = a.predlog
 		logStats = a.predlog
 	}
+	var labAgreement metrics.LabAgreement // a nil *evidencesvc.Lab must stay a nil interface
 	if lab != nil {
 		api.Lab = lab
 		api.LabReports = lab
+		labAgreement = lab
 	}
 	if a.predlog != nil && a.references != nil {
 		api.Batches = batchsvc.New(a.predlog, a.references)
@@ -325,7 +334,7 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 		api.Shadow = a.shared.shadowView(a.shadow, a.log)
 	}
 	api.Metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: httpConns, ChannelConns: channelConns,
-		PredictionLog: logStats, Shadow: a.shadow, Store: storeState, Fleet: a.fleet.heartbeat})
+		PredictionLog: logStats, Shadow: a.shadow, Store: storeState, Fleet: a.fleet.heartbeat, Lab: labAgreement})
 	api.Fleet = a.fleet.service
 	if err := a.transports.Serve(api, server.ChannelServices{Models: a.Registry, Recorder: api.Metrics.Channel(), Log: a.collector}); err != nil {
 		return err

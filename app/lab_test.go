@@ -487,3 +487,73 @@ var contractRouter = sync.OnceValues(func() (routers.Router, error) {
 	doc.Servers = nil
 	return gorillamux.NewRouter(doc)
 })
+
+// TestLabAgreementGaugesSurviveRestart: a post that matches sets the
+// lab's gauges of a registered version; the App computes them again at
+// start from the stored results, so a restart leaves no gap; and a
+// version deleted from the registry loses them.
+func TestLabAgreementGaugesSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	f := startLabServer(t, dir)
+	version := stageSmallModel(t, f.app.Registry, "op")
+	// Three spectra of batch B-NOW logged a minute ago, within the
+	// window: the version reads EPA 2 g/L high on each.
+	now := time.Now().UTC()
+	for i := range 3 {
+		rec := &predlog.Record{PredictionID: predlog.NewPredictionID(), Time: now.Add(time.Duration(i-60) * time.Second), ModelVersion: version, Role: predlog.RoleActive,
+			ScanContext: inference.ScanContext{BatchID: "B-NOW", HasBatchID: true, ScanSeq: float64(i), HasScanSeq: true}}
+		rec.Concentrations.Set(inference.EPA, 102+float64(i))
+		if !f.app.predlog.Record(rec) {
+			t.Fatal("the log refused a record")
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for f.app.predlog.Stats().Committed < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log committed %d of 3 records", f.app.predlog.Stats().Committed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var post strings.Builder
+	post.WriteString("lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA\n")
+	for i := range 3 {
+		fmt.Fprintf(&post, "L-%d,B-NOW,%d,,%d,,\n", i, i, 100+i)
+	}
+	var out gen.LabResultsOutcome
+	if code := f.do(t, "POST", "/lab-results", "text/csv", []byte(post.String()), &out); code != 200 || out.Matched != 3 {
+		t.Fatalf("post: %d %+v", code, out)
+	}
+	// value is the EPA series of name for the version, as /metrics
+	// writes it, or "absent".
+	value := func(name string) string {
+		t.Helper()
+		_, body := httpDo(t, f.app, "GET", "/metrics", "", "")
+		prefix := fmt.Sprintf("%s{analyte=%q,version=%q} ", name, "EPA", version)
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, prefix); ok {
+				return v
+			}
+		}
+		return "absent"
+	}
+	check := func(when string) {
+		t.Helper()
+		for name, want := range map[string]string{"ramanserve_lab_bias": "2", "ramanserve_lab_rmsep": "2", "ramanserve_lab_pairs": "3"} {
+			if got := value(name); got != want {
+				t.Errorf("%s: %s = %s, want %s", when, name, got, want)
+			}
+		}
+	}
+	check("after the post")
+	if err := f.app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f = startLabServer(t, dir)
+	check("after a restart, before any post")
+	if err := f.app.Registry.Delete(context.Background(), version); err != nil {
+		t.Fatal(err)
+	}
+	if got := value("ramanserve_lab_rmsep"); got != "absent" {
+		t.Errorf("after deleting %s: ramanserve_lab_rmsep = %s, want absent", version, got)
+	}
+}

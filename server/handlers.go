@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
-	"runtime/debug"
 	"time"
 
 	"ramanserve/gen"
 	"ramanserve/inference"
+	"ramanserve/platform/buildinfo"
 	"ramanserve/registry"
 	"ramanserve/server/contract"
 	"ramanserve/server/metrics"
@@ -84,12 +84,7 @@ var _ gen.StrictServerInterface = (*API)(nil)
 
 // BuildVersion is the module version from the Go build information, or
 // "devel" for a local build.
-func BuildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
+func BuildVersion() string { return buildinfo.Read().Version }
 
 // LoadModel swaps the active model, counting the load by its result.
 func (a *API) LoadModel(ctx context.Context, req gen.LoadModelRequestObject) (_ gen.LoadModelResponseObject, err error) {

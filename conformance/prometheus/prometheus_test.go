@@ -2,10 +2,15 @@
 // and promtool as the consumers they are written for.
 //
 // A real Prometheus process scrapes an in-process server that runs with
-// bearer-token authentication on, and the predictions the test sends over
-// the prediction channel are read back through Prometheus's query API.
+// bearer-token authentication on, and evaluates the shipped alert and
+// recording rules. The test sends traffic (predicts, one outside the
+// calibration domain and one invalid, a lab post that matches, a
+// training job), reads the number of predicts back through Prometheus's
+// query API, and runs every query of the Grafana dashboard
+// (deploy/grafana/ramanserve.json), each of which must return data.
 // promtool lints the /metrics output, checks deploy/prometheus/alerts.yml
-// and runs its unit tests (alerts_test.yml), which prove each alert fires.
+// and recording.yml and runs their unit tests (alerts_test.yml, which
+// proves each alert fires, and recording_test.yml).
 //
 // It runs under `make test-prometheus` (which installs prometheus first),
 // not as part of the plain `go test ./...`: RAMANSERVE_TEST_PROMETHEUS=1
@@ -23,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -30,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,12 +52,20 @@ import (
 	"ramanserve/trainer/synth"
 )
 
-// predicts is how many predict requests the test sends; Prometheus must
-// report exactly this many.
+// predicts is how many predicts of in-domain spectra the test sends;
+// with one outside the domain and one invalid, Prometheus must report
+// exactly predicts+2.
 const predicts = 37
 
-// alertsDir holds the shipped alert rules and their unit tests.
+// alertsDir holds the shipped alert and recording rules and their unit
+// tests.
 const alertsDir = "../../deploy/prometheus"
+
+// ruleFiles are the rule files Prometheus loads, as an operator would.
+var ruleFiles = []string{"alerts.yml", "recording.yml"}
+
+// dashboardFile is the shipped Grafana dashboard.
+const dashboardFile = "../../deploy/grafana/ramanserve.json"
 
 func TestPrometheus(t *testing.T) {
 	tools := needTools(t)
@@ -76,9 +91,28 @@ func TestPrometheus(t *testing.T) {
 		t.Fatalf("sum(ramanserve_predictions_total) = %v before any predict, want 0", before)
 	}
 	srv.predict(ctx, t, predicts)
+	srv.predictOutsideDomain(ctx, t)
+	srv.predictInvalid(ctx, t)
 
 	t.Run("predictions read back through the query API", func(t *testing.T) {
-		prom.waitForPredictions(ctx, t, predicts)
+		prom.waitForPredictions(ctx, t, predicts+2)
+	})
+	srv.postLabResults(ctx, t)
+	t.Run("every query of the dashboard returns data", func(t *testing.T) {
+		queries := dashboardQueries(t)
+		for _, q := range queries {
+			res, ok := prom.poll(ctx, t, q.expr, func(res []sample) bool { return hasFinite(t, res) })
+			if !ok {
+				t.Errorf("panel %q: %s: no finite sample after 20 s (got %v)", q.panel, q.expr, res)
+			}
+		}
+		t.Logf("%d queries of %s answered with data", len(queries), dashboardFile)
+	})
+	t.Run("the lab's agreement names the active version", func(t *testing.T) {
+		expr := fmt.Sprintf(`ramanserve_lab_rmsep{job="ramanserve", version=%q}`, srv.version)
+		if res, ok := prom.poll(ctx, t, expr, func(res []sample) bool { return len(res) == 3 }); !ok {
+			t.Errorf("%s: %v, want one series per analyte", expr, res)
+		}
 	})
 	t.Run("every series the alert rules read is scraped", func(t *testing.T) {
 		sels := alertSelectors(t)
@@ -101,15 +135,16 @@ func TestPrometheus(t *testing.T) {
 }
 
 // TestAlertRules checks the shipped rules with promtool: that they parse
-// (check rules), and that each alert fires on the series its unit tests
-// feed it and stays quiet on the others (test rules).
+// (check rules), that each alert fires on the series its unit tests feed
+// it and stays quiet on the others, and that each recording rule records
+// the value worked out by hand (test rules).
 func TestAlertRules(t *testing.T) {
 	tools := needTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, args := range [][]string{
-		{"check", "rules", filepath.Join(alertsDir, "alerts.yml")},
-		{"test", "rules", filepath.Join(alertsDir, "alerts_test.yml")},
+		{"check", "rules", filepath.Join(alertsDir, "alerts.yml"), filepath.Join(alertsDir, "recording.yml")},
+		{"test", "rules", filepath.Join(alertsDir, "alerts_test.yml"), filepath.Join(alertsDir, "recording_test.yml")},
 	} {
 		out, err := tools.run(ctx, nil, args...)
 		if err != nil {
@@ -192,6 +227,8 @@ type testServer struct {
 	proc         *app.App
 	base         string
 	operateToken string
+	// version is the active model's, once activateModel has run.
+	version string
 	// readTokenFile holds the read token, as Prometheus's
 	// credentials_file wants it.
 	readTokenFile string
@@ -300,6 +337,7 @@ func (s *testServer) activateModel(ctx context.Context, t *testing.T) {
 		t.Fatalf("start training: %v", err)
 	}
 	version := waitForJob(ctx, t, m, job.JobId)
+	s.version = version
 	load, err := m.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: version})
 	if err != nil {
 		t.Fatal(err)
@@ -333,24 +371,208 @@ func waitForJob(ctx context.Context, t *testing.T, m *client.Management, id stri
 	}
 }
 
-// predict sends n predicts over the prediction channel, each once (no
-// retries, so that the server sees exactly n), and requires n answers.
-func (s *testServer) predict(ctx context.Context, t *testing.T, n int) {
+// batchID is the batch of the test's predicts, and of its lab results.
+const batchID = "B-PROM"
+
+// dial opens a prediction client that sends each request once (no
+// retries, so that the server sees exactly what the test sends).
+func (s *testServer) dial(ctx context.Context, t *testing.T) *client.PredictionClient {
 	t.Helper()
 	c, err := client.DialPrediction(ctx, s.proc.ZMQEndpoint(), client.PredictionOptions{Timeout: 5 * time.Second, Retries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// predict sends n predicts of synthetic spectra, scan_seq 1 to n of
+// batchID, and requires n answers.
+func (s *testServer) predict(ctx context.Context, t *testing.T, n int) {
+	t.Helper()
+	c := s.dial(ctx, t)
 	scans := synth.New(synth.Config{Seed: 13})
 	for i := range n {
 		scan := scans.Next()
-		_, err := c.Predict(ctx, &client.Spectrum{Wavenumbers: synth.Axis(), Intensities: scan.Intensities, Channel: 1, IntegrationMS: 500},
-			&client.ScanContext{BatchID: "B-PROM", Port: "P1"})
+		_, err := c.Predict(ctx, &client.Spectrum{Wavenumbers: synth.Axis(), Intensities: scan.Intensities, Channel: 1, IntegrationMS: 500, ScanSeq: int64(i + 1)},
+			&client.ScanContext{BatchID: batchID, Port: "P1"})
 		if err != nil {
 			t.Fatalf("predict %d of %d: %v", i+1, n, err)
 		}
 	}
+}
+
+// predictOutsideDomain sends one predict of a spectrum with a strong
+// band the calibration never saw, and requires its reduced T2 or Q to be
+// above 1.
+func (s *testServer) predictOutsideDomain(ctx context.Context, t *testing.T) {
+	t.Helper()
+	in := synth.New(synth.Config{Seed: 14}).Next().Intensities
+	peak := slices.Max(in)
+	for i := range in {
+		d := (float64(i) - 700) / 6
+		in[i] += 3 * peak / (1 + d*d)
+	}
+	rep, err := s.dial(ctx, t).Predict(ctx, &client.Spectrum{Wavenumbers: synth.Axis(), Intensities: in, Channel: 1, IntegrationMS: 500},
+		&client.ScanContext{BatchID: batchID, Port: "P1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Diagnostics["t2_reduced"] <= 1 && rep.Diagnostics["q_reduced"] <= 1 {
+		t.Fatalf("a spectrum with a contaminant band is inside the domain: %v", rep.Diagnostics)
+	}
+}
+
+// predictInvalid sends one predict of a 10-point spectrum, which the
+// server must refuse.
+func (s *testServer) predictInvalid(ctx context.Context, t *testing.T) {
+	t.Helper()
+	_, err := s.dial(ctx, t).Predict(ctx, &client.Spectrum{Wavenumbers: synth.Axis()[:10], Intensities: make([]float64, 10), Channel: 1, IntegrationMS: 500}, nil)
+	if err == nil {
+		t.Fatal("a 10-point spectrum was predicted")
+	}
+}
+
+// postLabResults posts lab results of scan_seq 1 to 3 of batchID and
+// requires all three matched. The log commits predicts in batches off the
+// reply path, so the post is repeated (it replaces itself, by
+// lab_sample_id) until they are.
+func (s *testServer) postLabResults(ctx context.Context, t *testing.T) {
+	t.Helper()
+	m, err := client.NewManagement(s.base, client.WithBearerToken(s.operateToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv := "lab_sample_id,batch_id,scan_seq,sampled_at,EPA,DHA,DPA\n"
+	for seq := 1; seq <= 3; seq++ {
+		csv += fmt.Sprintf("HPLC-%d,%s,%d,,%g,%g,%g\n", seq, batchID, seq, 180+float64(seq), 90-float64(seq), 20+0.5*float64(seq))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := m.PostLabResultsWithBodyWithResponse(ctx, "text/csv", strings.NewReader(csv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := client.HTTPError(res.HTTPResponse, res.Body); err != nil {
+			t.Fatalf("lab post: %v", err)
+		}
+		if res.JSON200.Matched == 3 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lab post: %d of 3 matched after 20 s: %+v", res.JSON200.Matched, res.JSON200.Unmatched)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// dashboardQuery is one PromQL expression of the dashboard.
+type dashboardQuery struct {
+	panel, expr string
+}
+
+// dashboardVariables are the values the test gives the dashboard's
+// variables: every instance, and a rate window that covers the test's
+// traffic. Any other variable fails the test.
+var dashboardVariables = strings.NewReplacer("$__rate_interval", "5m", "$instance", ".+")
+
+// labelValuesRE is Grafana's label_values(selector, label) of a variable's
+// query, which the test runs as group by (label) (selector).
+var labelValuesRE = regexp.MustCompile(`^label_values\((.+),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
+
+// dashboardQueries reads every expression of the dashboard: each
+// panel's targets (rows' panels included) and each query variable,
+// with the variables replaced.
+func dashboardQueries(t *testing.T) []dashboardQuery {
+	t.Helper()
+	raw, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type panel struct {
+		Title   string  `json:"title"`
+		Panels  []panel `json:"panels"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	}
+	var dash struct {
+		Panels     []panel `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Type  string `json:"type"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("%s: %v", dashboardFile, err)
+	}
+	var out []dashboardQuery
+	add := func(where, expr string) {
+		expr = dashboardVariables.Replace(expr)
+		if strings.Contains(expr, "$") {
+			t.Fatalf("%s: %s: a variable the test does not know: %s", dashboardFile, where, expr)
+		}
+		out = append(out, dashboardQuery{where, expr})
+	}
+	var walk func([]panel)
+	walk = func(ps []panel) {
+		for _, p := range ps {
+			for _, tg := range p.Targets {
+				if tg.Expr == "" {
+					t.Fatalf("%s: panel %q has a target without an expression", dashboardFile, p.Title)
+				}
+				add(p.Title, tg.Expr)
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(dash.Panels)
+	for _, v := range dash.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		q, _ := v.Query.(map[string]any)
+		text, _ := q["query"].(string)
+		m := labelValuesRE.FindStringSubmatch(text)
+		if m == nil {
+			t.Fatalf("%s: variable %s: query %v is not label_values(selector, label)", dashboardFile, v.Name, v.Query)
+		}
+		add("variable "+v.Name, fmt.Sprintf("group by (%s) (%s)", m[2], m[1]))
+	}
+	if len(out) < 20 {
+		t.Fatalf("%s: only %d queries", dashboardFile, len(out))
+	}
+	// Every recorded series is on the dashboard, so that each is
+	// evaluated here by a real Prometheus.
+	rules, err := os.ReadFile(filepath.Join(alertsDir, "recording.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*- record: (\S+)$`).FindAllStringSubmatch(string(rules), -1) {
+		if !bytes.Contains(raw, []byte(m[1]+"{")) {
+			t.Errorf("%s does not read the recorded series %s", dashboardFile, m[1])
+		}
+	}
+	return out
+}
+
+// hasFinite reports whether res holds a sample with a finite value: a
+// ratio of zero rates (NaN) is not data.
+func hasFinite(t *testing.T, res []sample) bool {
+	t.Helper()
+	for _, s := range res {
+		if v := s.float(t); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // promServer is a running Prometheus process and its HTTP API.
@@ -360,10 +582,13 @@ type promServer struct {
 }
 
 // scrapeConfig scrapes the server's /metrics every second twice: with
-// the read token (job ramanserve) and without it (ramanserve-no-token).
+// the read token (job ramanserve) and without it (ramanserve-no-token),
+// and evaluates the rule files every second.
 const scrapeConfig = `global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: %[3]s
 scrape_configs:
   - job_name: ramanserve
     metrics_path: /metrics
@@ -384,7 +609,16 @@ func startPrometheus(ctx context.Context, t *testing.T, bin string, srv *testSer
 	t.Helper()
 	dir := t.TempDir()
 	config := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(scrapeConfig, srv.readTokenFile, srv.proc.HTTPAddr())), 0o600); err != nil {
+	var rules []string
+	for _, f := range ruleFiles {
+		abs, err := filepath.Abs(filepath.Join(alertsDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, strconv.Quote(abs))
+	}
+	yamlList := "[" + strings.Join(rules, ", ") + "]"
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(scrapeConfig, srv.readTokenFile, srv.proc.HTTPAddr(), yamlList)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A port can be taken between freePort and the bind: try a few.
@@ -665,4 +899,66 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestDashboardShape checks what Grafana needs of the dashboard beyond
+// its queries (no Prometheus needed): panel ids unique, each panel within
+// the 24 columns of the grid and on no other, and every panel reading the
+// data source the dashboard asks for at import.
+func TestDashboardShape(t *testing.T) {
+	raw, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type grid struct{ H, W, X, Y int }
+	var dash struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			ID         int            `json:"id"`
+			Type       string         `json:"type"`
+			Title      string         `json:"title"`
+			GridPos    grid           `json:"gridPos"`
+			Datasource map[string]any `json:"datasource"`
+			Targets    []struct {
+				Datasource map[string]any `json:"datasource"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	if dash.UID == "" {
+		t.Error("no uid: each import would make another copy")
+	}
+	ids := map[int]bool{}
+	cells := map[[2]int]string{}
+	for _, p := range dash.Panels {
+		if ids[p.ID] {
+			t.Errorf("panel %q: id %d used twice", p.Title, p.ID)
+		}
+		ids[p.ID] = true
+		g := p.GridPos
+		if g.W <= 0 || g.H <= 0 || g.X < 0 || g.Y < 0 || g.X+g.W > 24 {
+			t.Errorf("panel %q: gridPos %+v outside the 24-column grid", p.Title, g)
+		}
+		for x := g.X; x < g.X+g.W; x++ {
+			for y := g.Y; y < g.Y+g.H; y++ {
+				if other, taken := cells[[2]int{x, y}]; taken {
+					t.Fatalf("panel %q overlaps panel %q at (%d, %d)", p.Title, other, x, y)
+				}
+				cells[[2]int{x, y}] = p.Title
+			}
+		}
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource["uid"] != "${datasource}" || len(p.Targets) == 0 {
+			t.Errorf("panel %q: data source %v, %d targets", p.Title, p.Datasource, len(p.Targets))
+		}
+		for _, tg := range p.Targets {
+			if tg.Datasource["uid"] != "${datasource}" {
+				t.Errorf("panel %q: a target reads data source %v", p.Title, tg.Datasource)
+			}
+		}
+	}
 }

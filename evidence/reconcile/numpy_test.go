@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -189,4 +190,36 @@ func postCSV(t *testing.T, log predlog.Reader, store reconcile.LabStore, csv []b
 		t.Fatal(err)
 	}
 	return rec
+}
+
+// TestAllVersionsIsPerformanceOfEach: AllVersions gives, for every
+// version with a prediction on a matched spectrum, what Performance
+// gives for it, and names no other version.
+func TestAllVersionsIsPerformanceOfEach(t *testing.T) {
+	ctx := context.Background()
+	s := newScenario(7, 0)
+	rec := postCSV(t, loggedPredictions(t, s.preds), &reconcile.MemoryStore{}, s.csv)
+	all, err := rec.AllVersions(ctx, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, vs := range all {
+		names = append(names, vs.Version)
+		rep, err := rec.Performance(ctx, vs.Version, time.Time{}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(vs, rep.Version) {
+			t.Errorf("%s: AllVersions %+v\nPerformance %+v", vs.Version, vs, rep.Version)
+		}
+	}
+	if want := []string{"v1", "v2", "v3"}; !slices.Equal(names, want) {
+		t.Fatalf("versions %v, want %v", names, want)
+	}
+	// A range with no lab result names no version.
+	none, err := rec.AllVersions(ctx, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{})
+	if err != nil || len(none) != 0 {
+		t.Fatalf("a range without lab results: %v, %v", none, err)
+	}
 }

@@ -275,3 +275,29 @@ func batchSeries(batches map[string]*batchPairs) []BatchBias {
 	})
 	return series
 }
+
+// AllVersions reports, for every version that predicted on a spectrum
+// logged in [since, until) that a lab result is matched to, the version's
+// statistics against the lab over those of the spectra it predicted on,
+// ordered by version: Performance for each version at once, from one
+// read of the store and of the log. More than MaxReportSamples matched
+// results in the range is ErrRangeTooLarge.
+func (r *Reconciler) AllVersions(ctx context.Context, since, until time.Time) ([]VersionStats, error) {
+	results, err := r.store.Range(ctx, since, until, MaxReportSamples+1)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: lab results: %w", err)
+	}
+	if len(results) > MaxReportSamples {
+		return nil, fmt.Errorf("%w (more than %d)", ErrRangeTooLarge, MaxReportSamples)
+	}
+	spectra, err := r.predictionsBySpectrum(ctx, results)
+	if err != nil {
+		return nil, err
+	}
+	versions := otherVersions("", results, spectra)
+	out := make([]VersionStats, 0, len(versions))
+	for _, v := range versions {
+		out = append(out, versionStats(v, results, spectra))
+	}
+	return out, nil
+}

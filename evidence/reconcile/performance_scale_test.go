@@ -248,10 +248,42 @@ func logReadParts(t *testing.T, log predlog.Reader, store reconcile.LabStore) {
 
 // processCPU is the CPU time the test process has used, user and system:
 // on a shared machine it tells the work apart from the wait for a core.
-func processCPU(t *testing.T) time.Duration {
+func processCPU(t testing.TB) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkAllVersions45000 is what a lab post that matches adds for the
+// metrics' agreement at the largest range AllVersions reads: 45,000
+// matched results of three versions (as TestPerformanceAtScale), every
+// version's statistics at once.
+func BenchmarkAllVersions45000(b *testing.B) {
+	ctx := context.Background()
+	e := newEvidenceAtScale(39375, 3)
+	log := e.logged(b)
+	store, err := labstore.Open(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	e.stored(b, store)
+	rec, err := reconcile.New(log, store, reconcile.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var cpu time.Duration
+	for b.Loop() {
+		start := processCPU(b)
+		all, err := rec.AllVersions(ctx, time.Time{}, time.Time{})
+		cpu += processCPU(b) - start
+		if err != nil || len(all) != 3 {
+			b.Fatalf("%d versions, %v", len(all), err)
+		}
+	}
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 }

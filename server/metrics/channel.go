@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,7 +95,16 @@ type ChannelRecorder struct {
 	reducedQ      prometheus.Observer
 	confidence    [inference.NumAnalytes]prometheus.Observer
 	outsideDomain prometheus.Counter
+
+	// last holds the bits of the last predicted concentration of each
+	// analyte (NaN: none), stored with one atomic store each and read
+	// when Prometheus scrapes (lastView): no lock, no allocation on the
+	// predict path.
+	last [inference.NumAnalytes]atomic.Uint64
 }
+
+// nanBits is what last holds for an analyte without a value.
+var nanBits = math.Float64bits(math.NaN())
 
 func newChannelRecorder(reg prometheus.Registerer) *ChannelRecorder {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -137,8 +148,9 @@ func newChannelRecorder(reg prometheus.Registerer) *ChannelRecorder {
 	}
 	for a := range inference.NumAnalytes {
 		r.confidence[a] = confidence.WithLabelValues(inference.Analyte(a).String())
+		r.last[a].Store(nanBits)
 	}
-	reg.MustRegister(requests, durations, reducedT2, reducedQ, confidence, outside, newPredictionsView(r))
+	reg.MustRegister(requests, durations, reducedT2, reducedQ, confidence, outside, newPredictionsView(r), newLastView(r))
 	return r
 }
 
@@ -173,6 +185,13 @@ func (r *ChannelRecorder) Predicted(p *inference.Prediction) {
 		if p.Confidence.Valid[a] && finite(p.Confidence.Value[a]) {
 			r.confidence[a].Observe(p.Confidence.Value[a])
 		}
+		// An analyte the model does not predict has no last value, rather
+		// than one left by a previous model.
+		bits := nanBits
+		if v := p.Concentrations.Value[a]; p.Concentrations.Valid[a] && finite(v) {
+			bits = math.Float64bits(v)
+		}
+		r.last[a].Store(bits)
 	}
 }
 
@@ -228,4 +247,27 @@ func (v *predictionsView) Collect(ch chan<- prometheus.Metric) {
 		buckets[b.GetUpperBound()] = b.GetCumulativeCount()
 	}
 	ch <- prometheus.MustNewConstHistogram(v.duration, h.GetSampleCount(), h.GetSampleSum(), buckets)
+}
+
+// lastView reports ramanserve_last_predicted_concentration from the bits
+// Predicted stores.
+type lastView struct {
+	r    *ChannelRecorder
+	desc *prometheus.Desc
+}
+
+func newLastView(r *ChannelRecorder) *lastView {
+	return &lastView{r: r, desc: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "last_predicted_concentration"),
+		"The concentration (g/L) of the last successful predict, by analyte; absent before the first, and for an analyte the last predict's model does not predict.",
+		[]string{"analyte"}, nil)}
+}
+
+func (v *lastView) Describe(ch chan<- *prometheus.Desc) { ch <- v.desc }
+
+func (v *lastView) Collect(ch chan<- prometheus.Metric) {
+	for a := range inference.NumAnalytes {
+		if c := math.Float64frombits(v.r.last[a].Load()); finite(c) {
+			ch <- prometheus.MustNewConstMetric(v.desc, prometheus.GaugeValue, c, inference.Analyte(a).String())
+		}
+	}
 }

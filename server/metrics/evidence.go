@@ -1,10 +1,13 @@
 package metrics
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/shadow"
+	evidencesvc "ramanserve/service/evidence"
 )
 
 // PredictionLogStats gives the prediction log's counters (*predlog.Writer).
@@ -17,12 +20,19 @@ type ShadowTotals interface {
 	Totals() shadow.Totals
 }
 
+// LabAgreement gives each version's agreement with the lab
+// (*evidence.Lab).
+type LabAgreement interface {
+	Agreement() []evidencesvc.Agreement
+}
+
 // evidenceCollector reports, at scrape time, the counters the prediction
 // log and the shadow scorer keep themselves: the hot path counts with one
 // atomic addition there, and nothing here.
 type evidenceCollector struct {
 	log    PredictionLogStats
 	shadow ShadowTotals
+	lab    LabAgreement
 
 	logRecords  *prometheus.Desc
 	logDeleted  *prometheus.Desc
@@ -32,6 +42,9 @@ type evidenceCollector struct {
 	logRaised   *prometheus.Desc
 	shadowPreds *prometheus.Desc
 	shadowQueue *prometheus.Desc
+	labBias     *prometheus.Desc
+	labRMSEP    *prometheus.Desc
+	labPairs    *prometheus.Desc
 }
 
 func newEvidenceCollector(src Sources) *evidenceCollector {
@@ -39,6 +52,7 @@ func newEvidenceCollector(src Sources) *evidenceCollector {
 	return &evidenceCollector{
 		log:    src.PredictionLog,
 		shadow: src.Shadow,
+		lab:    src.Lab,
 		logRecords: prometheus.NewDesc(name("prediction_log_records_total"),
 			`Prediction log records since start, by result: "committed" (in the database), "dropped" (the queue was full or the log closing; the reply never waits) and "write_failed" (their batch failed to commit: full disk, I/O error).`,
 			[]string{"result"}, nil),
@@ -58,6 +72,15 @@ func newEvidenceCollector(src Sources) *evidenceCollector {
 			[]string{"result"}, nil),
 		shadowQueue: prometheus.NewDesc(name("shadow_queue_depth"),
 			"Spectra waiting for the shadow model now.", nil, nil),
+		labBias: prometheus.NewDesc(name("lab_bias"),
+			"Mean of predicted minus lab concentration (g/L) of a model version on an analyte, over the lab results matched to spectra of the last 7 days; recomputed when a lab post matches.",
+			[]string{"version", "analyte"}, nil),
+		labRMSEP: prometheus.NewDesc(name("lab_rmsep"),
+			"Root mean squared error of prediction against the lab (g/L) of a model version on an analyte, over the lab results matched to spectra of the last 7 days; recomputed when a lab post matches.",
+			[]string{"version", "analyte"}, nil),
+		labPairs: prometheus.NewDesc(name("lab_pairs"),
+			"Pairs of a predicted and a lab concentration that ramanserve_lab_bias and ramanserve_lab_rmsep are computed over.",
+			[]string{"version", "analyte"}, nil),
 	}
 }
 
@@ -70,6 +93,9 @@ func (c *evidenceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.logRaised
 	ch <- c.shadowPreds
 	ch <- c.shadowQueue
+	ch <- c.labBias
+	ch <- c.labRMSEP
+	ch <- c.labPairs
 }
 
 func (c *evidenceCollector) Collect(ch chan<- prometheus.Metric) {
@@ -96,5 +122,15 @@ func (c *evidenceCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.shadowPreds, prometheus.CounterValue, float64(v.n), v.result)
 		}
 		ch <- prometheus.MustNewConstMetric(c.shadowQueue, prometheus.GaugeValue, float64(t.Queued))
+	}
+	if c.lab != nil {
+		for _, a := range c.lab.Agreement() {
+			// Label values must be UTF-8 (or the scrape fails); an
+			// imported version's name is the operator's.
+			version, analyte := strings.ToValidUTF8(a.Version, "\uFFFD"), a.Analyte.String()
+			ch <- prometheus.MustNewConstMetric(c.labBias, prometheus.GaugeValue, a.Bias, version, analyte)
+			ch <- prometheus.MustNewConstMetric(c.labRMSEP, prometheus.GaugeValue, a.RMSEP, version, analyte)
+			ch <- prometheus.MustNewConstMetric(c.labPairs, prometheus.GaugeValue, float64(a.N), version, analyte)
+		}
 	}
 }

@@ -6,9 +6,10 @@
 //
 // No label takes a value a client chooses. Codes, message types, HTTP
 // methods and job statuses come from fixed lists (anything else is
-// "other"); routes are the contract's templates; the model version
-// appears only in ramanserve_active_model_info, whose single series is
-// built at scrape time.
+// "other"); routes are the contract's templates. The model version
+// appears in ramanserve_active_model_info, whose single series is built
+// at scrape time, and in the lab's agreement gauges, whose versions are
+// those in the registry (evidence.go).
 //
 // The prediction channel records through ChannelRecorder, whose series
 // are all resolved when Metrics is built: recording a predict is a few
@@ -26,6 +27,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"ramanserve/inference"
+	"ramanserve/platform/buildinfo"
 	"ramanserve/server/contract"
 	"ramanserve/trainer/jobs"
 )
@@ -73,6 +75,12 @@ type Sources struct {
 	// Fleet counts the replicas alive (the fleet's heartbeat); nil
 	// leaves ramanserve_fleet_replicas out.
 	Fleet FleetSize
+	// Lab gives each version's agreement with the lab (the lab service);
+	// nil leaves the ramanserve_lab_* gauges out.
+	Lab LabAgreement
+	// Build labels ramanserve_build_info; the zero value reads the
+	// running binary's (buildinfo.Read).
+	Build buildinfo.Info
 }
 
 // FleetSize is how many replicas the fleet's membership saw alive
@@ -111,6 +119,15 @@ func New(src Sources) *Metrics {
 	}
 	reg.MustRegister(m.loads)
 	m.loads.WithLabelValues(CodeOK)
+	build := src.Build
+	if build == (buildinfo.Info{}) {
+		build = buildinfo.Read()
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "build_info",
+		Help:        `Always 1, labelled with the server's version (the module version, "devel" when the build stamped none), the Go version it was built with, and the commit ("unknown" when the build did not stamp one; "-dirty": uncommitted changes).`,
+		ConstLabels: prometheus.Labels{"version": build.Version, "goversion": build.GoVersion, "revision": build.Revision},
+	}, func() float64 { return 1 }))
 	if src.Store != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "store_up",
