@@ -43,7 +43,7 @@ func (m *Management) StartTraining(ctx context.Context, meta gen.TrainingMeta, c
 	}
 	contentType, body := TrainingBody(metaJSON, csv)
 	defer body.Close() // ends the writing goroutine if the request never read the body
-	res, err := m.StartTrainingWithBodyWithResponse(ctx, contentType, body, reqEditors...)
+	res, err := m.StartTrainingWithBodyWithResponse(ctx, &gen.StartTrainingParams{}, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func TestTrainingBodyLeavesOutNilParts(t *testing.T) {
 	}
 	contentType, body := client.TrainingBody([]byte(`{"operator":"x"}`), nil)
 	defer body.Close()
-	res, err := m.StartTrainingWithBodyWithResponse(context.Background(), contentType, body)
+	res, err := m.StartTrainingWithBodyWithResponse(context.Background(), nil, contentType, body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,6 +177,21 @@ func (e HealthStatusStatus) Valid() bool {
 	}
 }
 
+// Defines values for LivenessStatus.
+const (
+	Alive LivenessStatus = "alive"
+)
+
+// Valid indicates whether the value is a known member of the LivenessStatus enum.
+func (e LivenessStatus) Valid() bool {
+	switch e {
+	case Alive:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LoadModelRequestSource.
 const (
 	LoadModelRequestSourceArchived LoadModelRequestSource = "archived"
@@ -258,6 +273,21 @@ const (
 func (e NormalizeStepStep) Valid() bool {
 	switch e {
 	case Normalize:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NotReadyCode.
+const (
+	NOTREADY NotReadyCode = "NOT_READY"
+)
+
+// Valid indicates whether the value is a known member of the NotReadyCode enum.
+func (e NotReadyCode) Valid() bool {
+	switch e {
+	case NOTREADY:
 		return true
 	default:
 		return false
@@ -369,6 +399,21 @@ const (
 func (e ProtocolVersion) Valid() bool {
 	switch e {
 	case ProtocolVersionN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReadinessStatus.
+const (
+	Ready ReadinessStatus = "ready"
+)
+
+// Valid indicates whether the value is a known member of the ReadinessStatus enum.
+func (e ReadinessStatus) Valid() bool {
+	switch e {
+	case Ready:
 		return true
 	default:
 		return false
@@ -854,8 +899,22 @@ type LabResultsOutcome struct {
 	Unmatched []UnmatchedLabResult `json:"unmatched"`
 }
 
+// Liveness defines model for Liveness.
+type Liveness struct {
+	Status LivenessStatus `json:"status"`
+}
+
+// LivenessStatus defines model for Liveness.Status.
+type LivenessStatus string
+
 // LoadModelRequest defines model for LoadModelRequest.
 type LoadModelRequest struct {
+	// ExpectedActive Load only if this version is the active one now; the empty
+	// string: only if no model is active. Absent: no such check.
+	// A mismatch is 412 `PRECONDITION_FAILED` naming the active
+	// version.
+	ExpectedActive *string `json:"expected_active,omitempty"`
+
 	// Path Required when `source` is `file` (else 400 `INVALID_REQUEST`).
 	// Absolute path ending in `.joblib` that, after symlinks are
 	// resolved, lies under one of the server's allowed roots
@@ -1191,6 +1250,17 @@ type NormalizeStep struct {
 // NormalizeStepStep defines model for NormalizeStep.Step.
 type NormalizeStepStep string
 
+// NotReady The `ErrorResponse` envelope with the reasons the server is not ready.
+type NotReady struct {
+	Code      NotReadyCode `json:"code"`
+	Message   string       `json:"message"`
+	Reasons   []string     `json:"reasons"`
+	Retryable *bool        `json:"retryable,omitempty"`
+}
+
+// NotReadyCode defines model for NotReady.Code.
+type NotReadyCode string
+
 // OutlierLimits defines model for OutlierLimits.
 type OutlierLimits struct {
 	// Q The final model's 95 % Q limit (Jackson & Mudholkar, 1979, with the calibration residuals).
@@ -1428,6 +1498,14 @@ type PreprocessingStep struct {
 
 // ProtocolVersion Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
 type ProtocolVersion int
+
+// Readiness defines model for Readiness.
+type Readiness struct {
+	Status ReadinessStatus `json:"status"`
+}
+
+// ReadinessStatus defines model for Readiness.Status.
+type ReadinessStatus string
 
 // RegionContribution defines model for RegionContribution.
 type RegionContribution struct {
@@ -2031,6 +2109,9 @@ type Version = string
 // WavenumberRegion An inclusive `[low, high]` range of wavenumbers, cm-1.
 type WavenumberRegion = []float64
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
 // DefaultError defines model for DefaultError.
 type DefaultError = ErrorResponse
 
@@ -2057,6 +2138,34 @@ type UnsupportedMediaType = ErrorResponse
 
 // PostLabResultsJSONBody defines parameters for PostLabResults.
 type PostLabResultsJSONBody = []LabResult
+
+// GetModelInfoParams defines parameters for GetModelInfo.
+type GetModelInfoParams struct {
+	// IfNoneMatch ETags the client holds (or `*`); when one is the current one the
+	// answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListModelsParams defines parameters for ListModels.
+type ListModelsParams struct {
+	// IfNoneMatch ETags the client holds (or `*`); when one is the current one the
+	// answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// LoadModelParams defines parameters for LoadModel.
+type LoadModelParams struct {
+	// IfMatch The registry's `ETag` as a model route returned it (quoted),
+	// or `*` (any state). A list of tags matches when one of them does.
+	IfMatch *string `json:"If-Match,omitempty"`
+}
+
+// GetModelParams defines parameters for GetModel.
+type GetModelParams struct {
+	// IfNoneMatch ETags the client holds (or `*`); when one is the current one the
+	// answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
 
 // GetModelPerformanceParams defines parameters for GetModelPerformance.
 type GetModelPerformanceParams struct {
@@ -2093,6 +2202,14 @@ type ListTrainingJobsParams struct {
 
 	// Status Only jobs in this state.
 	Status *TrainingJobStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// StartTrainingParams defines parameters for StartTraining.
+type StartTrainingParams struct {
+	// IdempotencyKey 1 to 255 characters of printable ASCII (no space), such as a
+	// UUID the client chose for this one request; anything else is
+	// 400 `INVALID_REQUEST`.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostLabResultsJSONRequestBody defines body for PostLabResults for application/json ContentType.
@@ -3041,6 +3158,17 @@ type ClientInterface interface {
 	// Corresponds with POST /lab-results (the `PostLabResults` operationId).
 	PostLabResults(ctx context.Context, body PostLabResultsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetLivez Liveness
+	//
+	// 200 while the process runs and its management channel answers;
+	// nothing else is checked, so a supervisor restarts the process only
+	// when it is stuck or gone. Open without a token like `GET /health`
+	// (a token is needed with `-auth-health`), answered on the health
+	// reserve too, and `HEAD /livez` answers the same without a body.
+	//
+	// Corresponds with GET /livez (the `GetLivez` operationId).
+	GetLivez(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMetrics Prometheus metrics
 	//
 	// The server's metrics in the Prometheus text exposition format
@@ -3056,7 +3184,7 @@ type ClientInterface interface {
 	// (ModelInfo has required fields that cannot be filled without a model).
 	//
 	// Corresponds with GET /model/info (the `GetModelInfo` operationId).
-	GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetModelInfo(ctx context.Context, params *GetModelInfoParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListModels List every model in the registry
 	//
@@ -3070,7 +3198,7 @@ type ClientInterface interface {
 	// version is deleted (`DELETE /model/{version}`).
 	//
 	// Corresponds with GET /model/list (the `ListModels` operationId).
-	ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListModels(ctx context.Context, params *ListModelsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// LoadModelWithBody Make a model version active (hot swap)
 	//
@@ -3089,11 +3217,19 @@ type ClientInterface interface {
 	// * `load_time_ms` is measured end to end on the server, from the
 	//   request being accepted to the swap being durable on disk.
 	// * `previous_version` is the empty string when no model was active.
+	// * Preconditions, for consoles that promote what an operator saw:
+	//   `If-Match` with the `ETag` of `GET /model/list` (or any model
+	//   route) loads only if the registry has not changed since, and
+	//   `expected_active` in the body only if that version is still the
+	//   active one. Either is checked under the load's lock, so of two
+	//   consoles promoting from the same list one succeeds and the other
+	//   gets 412 `PRECONDITION_FAILED`, whose message names the version
+	//   active now. Without either, a load goes ahead whatever changed.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
-	LoadModelWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	LoadModelWithBody(ctx context.Context, params *LoadModelParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// LoadModel Make a model version active (hot swap)
 	//
@@ -3112,11 +3248,19 @@ type ClientInterface interface {
 	// * `load_time_ms` is measured end to end on the server, from the
 	//   request being accepted to the swap being durable on disk.
 	// * `previous_version` is the empty string when no model was active.
+	// * Preconditions, for consoles that promote what an operator saw:
+	//   `If-Match` with the `ETag` of `GET /model/list` (or any model
+	//   route) loads only if the registry has not changed since, and
+	//   `expected_active` in the body only if that version is still the
+	//   active one. Either is checked under the load's lock, so of two
+	//   consoles promoting from the same list one succeeds and the other
+	//   gets 412 `PRECONDITION_FAILED`, whose message names the version
+	//   active now. Without either, a load goes ahead whatever changed.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
-	LoadModel(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	LoadModel(ctx context.Context, params *LoadModelParams, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ClearShadow Stop shadow scoring
 	//
@@ -3194,7 +3338,7 @@ type ClientInterface interface {
 	// GetModel One model version, with its lineage, metrics and checksum
 	//
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
-	GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetModel(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
 	//
@@ -3325,6 +3469,28 @@ type ClientInterface interface {
 	// Corresponds with GET /predictions (the `ListPredictions` operationId).
 	ListPredictions(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetReadyz Readiness
+	//
+	// 200 when the server can serve, so that a load balancer sends it
+	// traffic; 503 `NOT_READY` otherwise, with every reason in
+	// `reasons`. Ready means all of:
+	//
+	// * both ports are bound (management and prediction);
+	// * a model is loaded, unless the server runs with
+	//   `-ready-without-model`;
+	// * the registry can be read (its index; in a fleet, the shared
+	//   store answers);
+	// * the server is not shutting down: from SIGTERM on, `/readyz`
+	//   answers 503 while in-flight requests finish.
+	//
+	// `GET /health` is unchanged (always 200, `degraded` with reasons).
+	// Open without a token like `GET /health` (a token is needed with
+	// `-auth-health`), answered on the health reserve too, and
+	// `HEAD /readyz` answers the same status and headers without a body.
+	//
+	// Corresponds with GET /readyz (the `GetReadyz` operationId).
+	GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListTrainingJobs List training jobs, newest first
 	//
 	// Jobs are ordered by submission time, newest first (ties by job id),
@@ -3415,10 +3581,25 @@ type ClientInterface interface {
 	// names the rate, and its place is freed. The 429 message says what
 	// holds the places: the running job, queued jobs, uploads in progress.
 	//
+	// Retrying safely: with an `Idempotency-Key`, a client that lost the
+	// answer sends the same request again. The server keeps each key for
+	// 24 h, at most 10,000 keys (the oldest go first), across restarts
+	// and shared by every replica of a fleet, with the SHA-256 of the
+	// request: each part's name, content type and bytes, in order, as
+	// received. The same key with the same request gets 202 with the
+	// job the first request created, and no second job, whichever
+	// replica it reaches; with another request, 422
+	// `IDEMPOTENCY_KEY_REUSED`. A retry is read like any upload (its
+	// body must arrive, and needs a training place while it does), so it
+	// can also get 429, 503 or 408; the job is the first one all the
+	// same. Two requests with one key at once: one creates the job, the
+	// other gets 202 with it, or 409 `IDEMPOTENCY_KEY_IN_USE`
+	// (`retryable: true`) while the first has not recorded its job yet.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /training/start (the `StartTraining` operationId).
-	StartTrainingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	StartTrainingWithBody(ctx context.Context, params *StartTrainingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTrainingJob Poll a training job
 	//
@@ -3658,6 +3839,27 @@ func (c *Client) PostLabResults(ctx context.Context, body PostLabResultsJSONRequ
 	return c.Client.Do(req)
 }
 
+// GetLivez Liveness
+//
+// 200 while the process runs and its management channel answers;
+// nothing else is checked, so a supervisor restarts the process only
+// when it is stuck or gone. Open without a token like `GET /health`
+// (a token is needed with `-auth-health`), answered on the health
+// reserve too, and `HEAD /livez` answers the same without a body.
+//
+// Corresponds with GET /livez (the `GetLivez` operationId).
+func (c *Client) GetLivez(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLivezRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMetrics Prometheus metrics
 //
 // The server's metrics in the Prometheus text exposition format
@@ -3683,8 +3885,8 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 // (ModelInfo has required fields that cannot be filled without a model).
 //
 // Corresponds with GET /model/info (the `GetModelInfo` operationId).
-func (c *Client) GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetModelInfoRequest(c.Server)
+func (c *Client) GetModelInfo(ctx context.Context, params *GetModelInfoParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelInfoRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3707,8 +3909,8 @@ func (c *Client) GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn
 // version is deleted (`DELETE /model/{version}`).
 //
 // Corresponds with GET /model/list (the `ListModels` operationId).
-func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListModelsRequest(c.Server)
+func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListModelsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3736,12 +3938,20 @@ func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) 
 //   - `load_time_ms` is measured end to end on the server, from the
 //     request being accepted to the swap being durable on disk.
 //   - `previous_version` is the empty string when no model was active.
+//   - Preconditions, for consoles that promote what an operator saw:
+//     `If-Match` with the `ETag` of `GET /model/list` (or any model
+//     route) loads only if the registry has not changed since, and
+//     `expected_active` in the body only if that version is still the
+//     active one. Either is checked under the load's lock, so of two
+//     consoles promoting from the same list one succeeds and the other
+//     gets 412 `PRECONDITION_FAILED`, whose message names the version
+//     active now. Without either, a load goes ahead whatever changed.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /model/load (the `LoadModel` operationId).
-func (c *Client) LoadModelWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewLoadModelRequestWithBody(c.Server, contentType, body)
+func (c *Client) LoadModelWithBody(ctx context.Context, params *LoadModelParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLoadModelRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3769,12 +3979,20 @@ func (c *Client) LoadModelWithBody(ctx context.Context, contentType string, body
 //   - `load_time_ms` is measured end to end on the server, from the
 //     request being accepted to the swap being durable on disk.
 //   - `previous_version` is the empty string when no model was active.
+//   - Preconditions, for consoles that promote what an operator saw:
+//     `If-Match` with the `ETag` of `GET /model/list` (or any model
+//     route) loads only if the registry has not changed since, and
+//     `expected_active` in the body only if that version is still the
+//     active one. Either is checked under the load's lock, so of two
+//     consoles promoting from the same list one succeeds and the other
+//     gets 412 `PRECONDITION_FAILED`, whose message names the version
+//     active now. Without either, a load goes ahead whatever changed.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /model/load (the `LoadModel` operationId).
-func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewLoadModelRequest(c.Server, body)
+func (c *Client) LoadModel(ctx context.Context, params *LoadModelParams, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLoadModelRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3911,8 +4129,8 @@ func (c *Client) DeleteModel(ctx context.Context, version Version, reqEditors ..
 // GetModel One model version, with its lineage, metrics and checksum
 //
 // Corresponds with GET /model/{version} (the `GetModel` operationId).
-func (c *Client) GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetModelRequest(c.Server, version)
+func (c *Client) GetModel(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelRequest(c.Server, version, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4122,6 +4340,38 @@ func (c *Client) ListPredictions(ctx context.Context, params *ListPredictionsPar
 	return c.Client.Do(req)
 }
 
+// GetReadyz Readiness
+//
+// 200 when the server can serve, so that a load balancer sends it
+// traffic; 503 `NOT_READY` otherwise, with every reason in
+// `reasons`. Ready means all of:
+//
+//   - both ports are bound (management and prediction);
+//   - a model is loaded, unless the server runs with
+//     `-ready-without-model`;
+//   - the registry can be read (its index; in a fleet, the shared
+//     store answers);
+//   - the server is not shutting down: from SIGTERM on, `/readyz`
+//     answers 503 while in-flight requests finish.
+//
+// `GET /health` is unchanged (always 200, `degraded` with reasons).
+// Open without a token like `GET /health` (a token is needed with
+// `-auth-health`), answered on the health reserve too, and
+// `HEAD /readyz` answers the same status and headers without a body.
+//
+// Corresponds with GET /readyz (the `GetReadyz` operationId).
+func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListTrainingJobs List training jobs, newest first
 //
 // Jobs are ordered by submission time, newest first (ties by job id),
@@ -4222,11 +4472,26 @@ func (c *Client) ListTrainingJobs(ctx context.Context, params *ListTrainingJobsP
 // names the rate, and its place is freed. The 429 message says what
 // holds the places: the running job, queued jobs, uploads in progress.
 //
+// Retrying safely: with an `Idempotency-Key`, a client that lost the
+// answer sends the same request again. The server keeps each key for
+// 24 h, at most 10,000 keys (the oldest go first), across restarts
+// and shared by every replica of a fleet, with the SHA-256 of the
+// request: each part's name, content type and bytes, in order, as
+// received. The same key with the same request gets 202 with the
+// job the first request created, and no second job, whichever
+// replica it reaches; with another request, 422
+// `IDEMPOTENCY_KEY_REUSED`. A retry is read like any upload (its
+// body must arrive, and needs a training place while it does), so it
+// can also get 429, 503 or 408; the job is the first one all the
+// same. Two requests with one key at once: one creates the job, the
+// other gets 202 with it, or 409 `IDEMPOTENCY_KEY_IN_USE`
+// (`retryable: true`) while the first has not recorded its job yet.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /training/start (the `StartTraining` operationId).
-func (c *Client) StartTrainingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewStartTrainingRequestWithBody(c.Server, contentType, body)
+func (c *Client) StartTrainingWithBody(ctx context.Context, params *StartTrainingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartTrainingRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4403,6 +4668,33 @@ func NewPostLabResultsRequestWithBody(server string, contentType string, body io
 	return req, nil
 }
 
+// NewGetLivezRequest constructs an http.Request for the GetLivez method
+func NewGetLivezRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/livez")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetMetricsRequest constructs an http.Request for the GetMetrics method
 func NewGetMetricsRequest(server string) (*http.Request, error) {
 	var err error
@@ -4431,7 +4723,7 @@ func NewGetMetricsRequest(server string) (*http.Request, error) {
 }
 
 // NewGetModelInfoRequest constructs an http.Request for the GetModelInfo method
-func NewGetModelInfoRequest(server string) (*http.Request, error) {
+func NewGetModelInfoRequest(server string, params *GetModelInfoParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4454,11 +4746,26 @@ func NewGetModelInfoRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewListModelsRequest constructs an http.Request for the ListModels method
-func NewListModelsRequest(server string) (*http.Request, error) {
+func NewListModelsRequest(server string, params *ListModelsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4481,22 +4788,37 @@ func NewListModelsRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewLoadModelRequest calls the generic LoadModel builder with application/json body
-func NewLoadModelRequest(server string, body LoadModelJSONRequestBody) (*http.Request, error) {
+func NewLoadModelRequest(server string, params *LoadModelParams, body LoadModelJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewLoadModelRequestWithBody(server, "application/json", bodyReader)
+	return NewLoadModelRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewLoadModelRequestWithBody constructs an http.Request for the LoadModel method, with any body, and a specified content type
-func NewLoadModelRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewLoadModelRequestWithBody(server string, params *LoadModelParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4520,6 +4842,21 @@ func NewLoadModelRequestWithBody(server string, contentType string, body io.Read
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -4653,7 +4990,7 @@ func NewDeleteModelRequest(server string, version Version) (*http.Request, error
 }
 
 // NewGetModelRequest constructs an http.Request for the GetModel method
-func NewGetModelRequest(server string, version Version) (*http.Request, error) {
+func NewGetModelRequest(server string, version Version, params *GetModelParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4681,6 +5018,21 @@ func NewGetModelRequest(server string, version Version) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -5056,6 +5408,33 @@ func NewListPredictionsRequest(server string, params *ListPredictionsParams) (*h
 	return req, nil
 }
 
+// NewGetReadyzRequest constructs an http.Request for the GetReadyz method
+func NewGetReadyzRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/readyz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListTrainingJobsRequest constructs an http.Request for the ListTrainingJobs method
 func NewListTrainingJobsRequest(server string, params *ListTrainingJobsParams) (*http.Request, error) {
 	var err error
@@ -5135,7 +5514,7 @@ func NewListTrainingJobsRequest(server string, params *ListTrainingJobsParams) (
 }
 
 // NewStartTrainingRequestWithBody constructs an http.Request for the StartTraining method, with any body, and a specified content type
-func NewStartTrainingRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewStartTrainingRequestWithBody(server string, params *StartTrainingParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5159,6 +5538,21 @@ func NewStartTrainingRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -5468,6 +5862,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /lab-results (the `PostLabResults` operationId).
 	PostLabResultsWithResponse(ctx context.Context, body PostLabResultsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostLabResultsResponse, error)
 
+	// GetLivezWithResponse Liveness
+	//
+	// 200 while the process runs and its management channel answers;
+	// nothing else is checked, so a supervisor restarts the process only
+	// when it is stuck or gone. Open without a token like `GET /health`
+	// (a token is needed with `-auth-health`), answered on the health
+	// reserve too, and `HEAD /livez` answers the same without a body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /livez (the `GetLivez` operationId).
+	GetLivezWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLivezResponse, error)
+
 	// GetMetricsWithResponse Prometheus metrics
 	//
 	// The server's metrics in the Prometheus text exposition format
@@ -5487,7 +5894,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/info (the `GetModelInfo` operationId).
-	GetModelInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error)
+	GetModelInfoWithResponse(ctx context.Context, params *GetModelInfoParams, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error)
 
 	// ListModelsWithResponse List every model in the registry
 	//
@@ -5503,7 +5910,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/list (the `ListModels` operationId).
-	ListModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListModelsResponse, error)
+	ListModelsWithResponse(ctx context.Context, params *ListModelsParams, reqEditors ...RequestEditorFn) (*ListModelsResponse, error)
 
 	// LoadModelWithBodyWithResponse Make a model version active (hot swap)
 	//
@@ -5522,11 +5929,19 @@ type ClientWithResponsesInterface interface {
 	// * `load_time_ms` is measured end to end on the server, from the
 	//   request being accepted to the swap being durable on disk.
 	// * `previous_version` is the empty string when no model was active.
+	// * Preconditions, for consoles that promote what an operator saw:
+	//   `If-Match` with the `ETag` of `GET /model/list` (or any model
+	//   route) loads only if the registry has not changed since, and
+	//   `expected_active` in the body only if that version is still the
+	//   active one. Either is checked under the load's lock, so of two
+	//   consoles promoting from the same list one succeeds and the other
+	//   gets 412 `PRECONDITION_FAILED`, whose message names the version
+	//   active now. Without either, a load goes ahead whatever changed.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
-	LoadModelWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
+	LoadModelWithBodyWithResponse(ctx context.Context, params *LoadModelParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
 
 	// LoadModelWithResponse Make a model version active (hot swap)
 	//
@@ -5545,11 +5960,19 @@ type ClientWithResponsesInterface interface {
 	// * `load_time_ms` is measured end to end on the server, from the
 	//   request being accepted to the swap being durable on disk.
 	// * `previous_version` is the empty string when no model was active.
+	// * Preconditions, for consoles that promote what an operator saw:
+	//   `If-Match` with the `ETag` of `GET /model/list` (or any model
+	//   route) loads only if the registry has not changed since, and
+	//   `expected_active` in the body only if that version is still the
+	//   active one. Either is checked under the load's lock, so of two
+	//   consoles promoting from the same list one succeeds and the other
+	//   gets 412 `PRECONDITION_FAILED`, whose message names the version
+	//   active now. Without either, a load goes ahead whatever changed.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
-	LoadModelWithResponse(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
+	LoadModelWithResponse(ctx context.Context, params *LoadModelParams, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
 
 	// ClearShadowWithResponse Stop shadow scoring
 	//
@@ -5635,7 +6058,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
-	GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
+	GetModelWithResponse(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
 
 	// GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
 	//
@@ -5780,6 +6203,30 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /predictions (the `ListPredictions` operationId).
 	ListPredictionsWithResponse(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*ListPredictionsResponse, error)
 
+	// GetReadyzWithResponse Readiness
+	//
+	// 200 when the server can serve, so that a load balancer sends it
+	// traffic; 503 `NOT_READY` otherwise, with every reason in
+	// `reasons`. Ready means all of:
+	//
+	// * both ports are bound (management and prediction);
+	// * a model is loaded, unless the server runs with
+	//   `-ready-without-model`;
+	// * the registry can be read (its index; in a fleet, the shared
+	//   store answers);
+	// * the server is not shutting down: from SIGTERM on, `/readyz`
+	//   answers 503 while in-flight requests finish.
+	//
+	// `GET /health` is unchanged (always 200, `degraded` with reasons).
+	// Open without a token like `GET /health` (a token is needed with
+	// `-auth-health`), answered on the health reserve too, and
+	// `HEAD /readyz` answers the same status and headers without a body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /readyz (the `GetReadyz` operationId).
+	GetReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyzResponse, error)
+
 	// ListTrainingJobsWithResponse List training jobs, newest first
 	//
 	// Jobs are ordered by submission time, newest first (ties by job id),
@@ -5872,10 +6319,25 @@ type ClientWithResponsesInterface interface {
 	// names the rate, and its place is freed. The 429 message says what
 	// holds the places: the running job, queued jobs, uploads in progress.
 	//
+	// Retrying safely: with an `Idempotency-Key`, a client that lost the
+	// answer sends the same request again. The server keeps each key for
+	// 24 h, at most 10,000 keys (the oldest go first), across restarts
+	// and shared by every replica of a fleet, with the SHA-256 of the
+	// request: each part's name, content type and bytes, in order, as
+	// received. The same key with the same request gets 202 with the
+	// job the first request created, and no second job, whichever
+	// replica it reaches; with another request, 422
+	// `IDEMPOTENCY_KEY_REUSED`. A retry is read like any upload (its
+	// body must arrive, and needs a training place while it does), so it
+	// can also get 429, 503 or 408; the job is the first one all the
+	// same. Two requests with one key at once: one creates the job, the
+	// other gets 202 with it, or 409 `IDEMPOTENCY_KEY_IN_USE`
+	// (`retryable: true`) while the first has not recorded its job yet.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /training/start (the `StartTraining` operationId).
-	StartTrainingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingResponse, error)
+	StartTrainingWithBodyWithResponse(ctx context.Context, params *StartTrainingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingResponse, error)
 
 	// GetTrainingJobWithResponse Poll a training job
 	//
@@ -6168,6 +6630,68 @@ func (r PostLabResultsResponse) ContentType() string {
 	return ""
 }
 
+// GetLivezResponse401Headers the declared response headers of an HTTP 401 response for GetLivez
+type GetLivezResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetLivezResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Liveness
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetLivezResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLivezResponse) GetJSON200() *Liveness {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetLivezResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetLivezResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLivezResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLivezResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLivezResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLivezResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetMetricsResponse401Headers the declared response headers of an HTTP 401 response for GetMetrics
 type GetMetricsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -6223,6 +6747,16 @@ func (r GetMetricsResponse) ContentType() string {
 	return ""
 }
 
+// GetModelInfoResponse200Headers the declared response headers of an HTTP 200 response for GetModelInfo
+type GetModelInfoResponse200Headers struct {
+	ETag *string
+}
+
+// GetModelInfoResponse304Headers the declared response headers of an HTTP 304 response for GetModelInfo
+type GetModelInfoResponse304Headers struct {
+	ETag *string
+}
+
 // GetModelInfoResponse401Headers the declared response headers of an HTTP 401 response for GetModelInfo
 type GetModelInfoResponse401Headers struct {
 	WWWAuthenticate *string
@@ -6241,6 +6775,10 @@ type GetModelInfoResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetModelInfoResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetModelInfoResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetModelInfoResponse401Headers
 }
@@ -6299,6 +6837,16 @@ func (r GetModelInfoResponse) ContentType() string {
 	return ""
 }
 
+// ListModelsResponse200Headers the declared response headers of an HTTP 200 response for ListModels
+type ListModelsResponse200Headers struct {
+	ETag *string
+}
+
+// ListModelsResponse304Headers the declared response headers of an HTTP 304 response for ListModels
+type ListModelsResponse304Headers struct {
+	ETag *string
+}
+
 // ListModelsResponse401Headers the declared response headers of an HTTP 401 response for ListModels
 type ListModelsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -6315,6 +6863,10 @@ type ListModelsResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListModelsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListModelsResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListModelsResponse401Headers
 }
@@ -6396,6 +6948,8 @@ type LoadModelResponse struct {
 	JSON403 *Forbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorResponse
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *ErrorResponse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -6439,6 +6993,11 @@ func (r LoadModelResponse) GetJSON403() *Forbidden {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r LoadModelResponse) GetJSON409() *ErrorResponse {
 	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r LoadModelResponse) GetJSON412() *ErrorResponse {
+	return r.JSON412
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -6874,6 +7433,16 @@ func (r DeleteModelResponse) ContentType() string {
 	return ""
 }
 
+// GetModelResponse200Headers the declared response headers of an HTTP 200 response for GetModel
+type GetModelResponse200Headers struct {
+	ETag *string
+}
+
+// GetModelResponse304Headers the declared response headers of an HTTP 304 response for GetModel
+type GetModelResponse304Headers struct {
+	ETag *string
+}
+
 // GetModelResponse401Headers the declared response headers of an HTTP 401 response for GetModel
 type GetModelResponse401Headers struct {
 	WWWAuthenticate *string
@@ -6894,6 +7463,10 @@ type GetModelResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetModelResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetModelResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetModelResponse401Headers
 }
@@ -7109,6 +7682,11 @@ func (r GetModelReportResponse) ContentType() string {
 	return ""
 }
 
+// RescoreModelResponse202Headers the declared response headers of an HTTP 202 response for RescoreModel
+type RescoreModelResponse202Headers struct {
+	Location *string
+}
+
 // RescoreModelResponse401Headers the declared response headers of an HTTP 401 response for RescoreModel
 type RescoreModelResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7131,6 +7709,8 @@ type RescoreModelResponse struct {
 	JSON429 *ErrorResponse
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RescoreModelResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RescoreModelResponse401Headers
 }
@@ -7489,6 +8069,82 @@ func (r ListPredictionsResponse) ContentType() string {
 	return ""
 }
 
+// GetReadyzResponse401Headers the declared response headers of an HTTP 401 response for GetReadyz
+type GetReadyzResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetReadyzResponse503Headers the declared response headers of an HTTP 503 response for GetReadyz
+type GetReadyzResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetReadyzResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Readiness
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotReady
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetReadyzResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetReadyzResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetReadyzResponse) GetJSON200() *Readiness {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetReadyzResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetReadyzResponse) GetJSON503() *NotReady {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetReadyzResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReadyzResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReadyzResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReadyzResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReadyzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListTrainingJobsResponse401Headers the declared response headers of an HTTP 401 response for ListTrainingJobs
 type ListTrainingJobsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7572,9 +8228,19 @@ func (r ListTrainingJobsResponse) ContentType() string {
 	return ""
 }
 
+// StartTrainingResponse202Headers the declared response headers of an HTTP 202 response for StartTraining
+type StartTrainingResponse202Headers struct {
+	Location *string
+}
+
 // StartTrainingResponse401Headers the declared response headers of an HTTP 401 response for StartTraining
 type StartTrainingResponse401Headers struct {
 	WWWAuthenticate *string
+}
+
+// StartTrainingResponse409Headers the declared response headers of an HTTP 409 response for StartTraining
+type StartTrainingResponse409Headers struct {
+	RetryAfter *int
 }
 
 // StartTrainingResponse429Headers the declared response headers of an HTTP 429 response for StartTraining
@@ -7605,10 +8271,14 @@ type StartTrainingResponse struct {
 	JSON403 *Forbidden
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorResponse
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7621,8 +8291,12 @@ type StartTrainingResponse struct {
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *StartTrainingResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StartTrainingResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *StartTrainingResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StartTrainingResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7656,6 +8330,11 @@ func (r StartTrainingResponse) GetJSON408() *ErrorResponse {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r StartTrainingResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r StartTrainingResponse) GetJSON413() *ErrorResponse {
 	return r.JSON413
@@ -7664,6 +8343,11 @@ func (r StartTrainingResponse) GetJSON413() *ErrorResponse {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r StartTrainingResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StartTrainingResponse) GetJSON422() *ErrorResponse {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8185,6 +8869,25 @@ func (c *ClientWithResponses) PostLabResultsWithResponse(ctx context.Context, bo
 	return ParsePostLabResultsResponse(rsp)
 }
 
+// GetLivezWithResponse Liveness
+//
+// 200 while the process runs and its management channel answers;
+// nothing else is checked, so a supervisor restarts the process only
+// when it is stuck or gone. Open without a token like `GET /health`
+// (a token is needed with `-auth-health`), answered on the health
+// reserve too, and `HEAD /livez` answers the same without a body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /livez (the `GetLivez` operationId).
+func (c *ClientWithResponses) GetLivezWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLivezResponse, error) {
+	rsp, err := c.GetLivez(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLivezResponse(rsp)
+}
+
 // GetMetricsWithResponse Prometheus metrics
 //
 // The server's metrics in the Prometheus text exposition format
@@ -8210,8 +8913,8 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/info (the `GetModelInfo` operationId).
-func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error) {
-	rsp, err := c.GetModelInfo(ctx, reqEditors...)
+func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, params *GetModelInfoParams, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error) {
+	rsp, err := c.GetModelInfo(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8232,8 +8935,8 @@ func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqE
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/list (the `ListModels` operationId).
-func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListModelsResponse, error) {
-	rsp, err := c.ListModels(ctx, reqEditors...)
+func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params *ListModelsParams, reqEditors ...RequestEditorFn) (*ListModelsResponse, error) {
+	rsp, err := c.ListModels(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8257,12 +8960,20 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, reqEdi
 //   - `load_time_ms` is measured end to end on the server, from the
 //     request being accepted to the swap being durable on disk.
 //   - `previous_version` is the empty string when no model was active.
+//   - Preconditions, for consoles that promote what an operator saw:
+//     `If-Match` with the `ETag` of `GET /model/list` (or any model
+//     route) loads only if the registry has not changed since, and
+//     `expected_active` in the body only if that version is still the
+//     active one. Either is checked under the load's lock, so of two
+//     consoles promoting from the same list one succeeds and the other
+//     gets 412 `PRECONDITION_FAILED`, whose message names the version
+//     active now. Without either, a load goes ahead whatever changed.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /model/load (the `LoadModel` operationId).
-func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelResponse, error) {
-	rsp, err := c.LoadModelWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context, params *LoadModelParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelResponse, error) {
+	rsp, err := c.LoadModelWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8286,12 +8997,20 @@ func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context,
 //   - `load_time_ms` is measured end to end on the server, from the
 //     request being accepted to the swap being durable on disk.
 //   - `previous_version` is the empty string when no model was active.
+//   - Preconditions, for consoles that promote what an operator saw:
+//     `If-Match` with the `ETag` of `GET /model/list` (or any model
+//     route) loads only if the registry has not changed since, and
+//     `expected_active` in the body only if that version is still the
+//     active one. Either is checked under the load's lock, so of two
+//     consoles promoting from the same list one succeeds and the other
+//     gets 412 `PRECONDITION_FAILED`, whose message names the version
+//     active now. Without either, a load goes ahead whatever changed.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /model/load (the `LoadModel` operationId).
-func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error) {
-	rsp, err := c.LoadModel(ctx, body, reqEditors...)
+func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, params *LoadModelParams, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error) {
+	rsp, err := c.LoadModel(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8412,8 +9131,8 @@ func (c *ClientWithResponses) DeleteModelWithResponse(ctx context.Context, versi
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/{version} (the `GetModel` operationId).
-func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error) {
-	rsp, err := c.GetModel(ctx, version, reqEditors...)
+func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*GetModelResponse, error) {
+	rsp, err := c.GetModel(ctx, version, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8605,6 +9324,36 @@ func (c *ClientWithResponses) ListPredictionsWithResponse(ctx context.Context, p
 	return ParseListPredictionsResponse(rsp)
 }
 
+// GetReadyzWithResponse Readiness
+//
+// 200 when the server can serve, so that a load balancer sends it
+// traffic; 503 `NOT_READY` otherwise, with every reason in
+// `reasons`. Ready means all of:
+//
+//   - both ports are bound (management and prediction);
+//   - a model is loaded, unless the server runs with
+//     `-ready-without-model`;
+//   - the registry can be read (its index; in a fleet, the shared
+//     store answers);
+//   - the server is not shutting down: from SIGTERM on, `/readyz`
+//     answers 503 while in-flight requests finish.
+//
+// `GET /health` is unchanged (always 200, `degraded` with reasons).
+// Open without a token like `GET /health` (a token is needed with
+// `-auth-health`), answered on the health reserve too, and
+// `HEAD /readyz` answers the same status and headers without a body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /readyz (the `GetReadyz` operationId).
+func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyzResponse, error) {
+	rsp, err := c.GetReadyz(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReadyzResponse(rsp)
+}
+
 // ListTrainingJobsWithResponse List training jobs, newest first
 //
 // Jobs are ordered by submission time, newest first (ties by job id),
@@ -8703,11 +9452,26 @@ func (c *ClientWithResponses) ListTrainingJobsWithResponse(ctx context.Context, 
 // names the rate, and its place is freed. The 429 message says what
 // holds the places: the running job, queued jobs, uploads in progress.
 //
+// Retrying safely: with an `Idempotency-Key`, a client that lost the
+// answer sends the same request again. The server keeps each key for
+// 24 h, at most 10,000 keys (the oldest go first), across restarts
+// and shared by every replica of a fleet, with the SHA-256 of the
+// request: each part's name, content type and bytes, in order, as
+// received. The same key with the same request gets 202 with the
+// job the first request created, and no second job, whichever
+// replica it reaches; with another request, 422
+// `IDEMPOTENCY_KEY_REUSED`. A retry is read like any upload (its
+// body must arrive, and needs a training place while it does), so it
+// can also get 429, 503 or 408; the job is the first one all the
+// same. Two requests with one key at once: one creates the job, the
+// other gets 202 with it, or 409 `IDEMPOTENCY_KEY_IN_USE`
+// (`retryable: true`) while the first has not recorded its job yet.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /training/start (the `StartTraining` operationId).
-func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingResponse, error) {
-	rsp, err := c.StartTrainingWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Context, params *StartTrainingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingResponse, error) {
+	rsp, err := c.StartTrainingWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -9001,6 +9765,59 @@ func ParsePostLabResultsResponse(rsp *http.Response) (*PostLabResultsResponse, e
 	return response, nil
 }
 
+// ParseGetLivezResponse parses an HTTP response from a GetLivezWithResponse call
+func ParseGetLivezResponse(rsp *http.Response) (*GetLivezResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLivezResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Liveness
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetLivezResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetMetricsResponse parses an HTTP response from a GetMetricsWithResponse call
 func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9068,6 +9885,9 @@ func ParseGetModelInfoResponse(rsp *http.Response) (*GetModelInfoResponse, error
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9099,6 +9919,26 @@ func ParseGetModelInfoResponse(rsp *http.Response) (*GetModelInfoResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetModelInfoResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetModelInfoResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetModelInfoResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -9135,6 +9975,9 @@ func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9159,6 +10002,26 @@ func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListModelsResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListModelsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListModelsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -9222,6 +10085,13 @@ func ParseLoadModelResponse(rsp *http.Response) (*LoadModelResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -9680,6 +10550,9 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9718,6 +10591,26 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetModelResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetModelResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetModelResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -9933,6 +10826,16 @@ func ParseRescoreModelResponse(rsp *http.Response) (*RescoreModelResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 202:
+		var headers RescoreModelResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers RescoreModelResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -10208,6 +11111,76 @@ func ParseListPredictionsResponse(rsp *http.Response) (*ListPredictionsResponse,
 	return response, nil
 }
 
+// ParseGetReadyzResponse parses an HTTP response from a GetReadyzWithResponse call
+func ParseGetReadyzResponse(rsp *http.Response) (*GetReadyzResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReadyzResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Readiness
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotReady
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetReadyzResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetReadyzResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListTrainingJobsResponse parses an HTTP response from a ListTrainingJobsWithResponse call
 func ParseListTrainingJobsResponse(rsp *http.Response) (*ListTrainingJobsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10331,6 +11304,13 @@ func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, err
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10344,6 +11324,13 @@ func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
@@ -10390,6 +11377,16 @@ func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 202:
+		var headers StartTrainingResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers StartTrainingResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -10400,6 +11397,16 @@ func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers StartTrainingResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers StartTrainingResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -10699,18 +11706,21 @@ type ServerInterface interface {
 	// PostLabResults Reconcile the lab's HPLC results with logged predictions
 	// (POST /lab-results)
 	PostLabResults(ctx echo.Context) error
+	// GetLivez Liveness
+	// (GET /livez)
+	GetLivez(ctx echo.Context) error
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx echo.Context) error
 	// GetModelInfo Metadata of the active model
 	// (GET /model/info)
-	GetModelInfo(ctx echo.Context) error
+	GetModelInfo(ctx echo.Context, params GetModelInfoParams) error
 	// ListModels List every model in the registry
 	// (GET /model/list)
-	ListModels(ctx echo.Context) error
+	ListModels(ctx echo.Context, params ListModelsParams) error
 	// LoadModel Make a model version active (hot swap)
 	// (POST /model/load)
-	LoadModel(ctx echo.Context) error
+	LoadModel(ctx echo.Context, params LoadModelParams) error
 	// ClearShadow Stop shadow scoring
 	// (DELETE /model/shadow)
 	ClearShadow(ctx echo.Context) error
@@ -10725,7 +11735,7 @@ type ServerInterface interface {
 	DeleteModel(ctx echo.Context, version Version) error
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
-	GetModel(ctx echo.Context, version Version) error
+	GetModel(ctx echo.Context, version Version, params GetModelParams) error
 	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
 	// (GET /model/{version}/performance)
 	GetModelPerformance(ctx echo.Context, version Version, params GetModelPerformanceParams) error
@@ -10747,12 +11757,15 @@ type ServerInterface interface {
 	// ListPredictions Export the prediction log
 	// (GET /predictions)
 	ListPredictions(ctx echo.Context, params ListPredictionsParams) error
+	// GetReadyz Readiness
+	// (GET /readyz)
+	GetReadyz(ctx echo.Context) error
 	// ListTrainingJobs List training jobs, newest first
 	// (GET /training)
 	ListTrainingJobs(ctx echo.Context, params ListTrainingJobsParams) error
 	// StartTraining Upload a training CSV and start an asynchronous training job
 	// (POST /training/start)
-	StartTraining(ctx echo.Context) error
+	StartTraining(ctx echo.Context, params StartTrainingParams) error
 	// GetTrainingJob Poll a training job
 	// (GET /training/{jobId})
 	GetTrainingJob(ctx echo.Context, jobId string) error
@@ -10796,6 +11809,15 @@ func (w *ServerInterfaceWrapper) PostLabResults(ctx echo.Context) error {
 	return err
 }
 
+// GetLivez converts echo context to params.
+func (w *ServerInterfaceWrapper) GetLivez(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetLivez(ctx)
+	return err
+}
+
 // GetMetrics converts echo context to params.
 func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
 	var err error
@@ -10809,8 +11831,28 @@ func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetModelInfo(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetModelInfoParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetModelInfo(ctx)
+	err = w.Handler.GetModelInfo(ctx, params)
 	return err
 }
 
@@ -10818,8 +11860,28 @@ func (w *ServerInterfaceWrapper) GetModelInfo(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListModels(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListModelsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListModels(ctx)
+	err = w.Handler.ListModels(ctx, params)
 	return err
 }
 
@@ -10827,8 +11889,28 @@ func (w *ServerInterfaceWrapper) ListModels(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) LoadModel(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LoadModelParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.LoadModel(ctx)
+	err = w.Handler.LoadModel(ctx, params)
 	return err
 }
 
@@ -10886,8 +11968,28 @@ func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetModelParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetModel(ctx, version)
+	err = w.Handler.GetModel(ctx, version, params)
 	return err
 }
 
@@ -11051,6 +12153,15 @@ func (w *ServerInterfaceWrapper) ListPredictions(ctx echo.Context) error {
 	return err
 }
 
+// GetReadyz converts echo context to params.
+func (w *ServerInterfaceWrapper) GetReadyz(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetReadyz(ctx)
+	return err
+}
+
 // ListTrainingJobs converts echo context to params.
 func (w *ServerInterfaceWrapper) ListTrainingJobs(ctx echo.Context) error {
 	var err error
@@ -11087,8 +12198,28 @@ func (w *ServerInterfaceWrapper) ListTrainingJobs(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) StartTraining(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StartTrainingParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.StartTraining(ctx)
+	err = w.Handler.StartTraining(ctx, params)
 	return err
 }
 
@@ -11207,6 +12338,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/training/:jobId/report", wrapper.GetTrainingReport, options.OperationMiddlewares["getTrainingReport"]...)
 	router.POST(options.BaseURL+"/training/:jobId/cancel", wrapper.CancelTrainingJob, options.OperationMiddlewares["cancelTrainingJob"]...)
 	router.GET(options.BaseURL+"/health", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
+	router.GET(options.BaseURL+"/livez", wrapper.GetLivez, options.OperationMiddlewares["getLivez"]...)
+	router.GET(options.BaseURL+"/readyz", wrapper.GetReadyz, options.OperationMiddlewares["getReadyz"]...)
 	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
 	router.GET(options.BaseURL+"/fleet", wrapper.GetFleet, options.OperationMiddlewares["getFleet"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
@@ -11228,6 +12361,13 @@ type InsufficientStorageJSONResponse struct {
 }
 
 type InternalErrorJSONResponse ErrorResponse
+
+type NotModifiedResponseHeaders struct {
+	ETag *string
+}
+type NotModifiedResponse struct {
+	Headers NotModifiedResponseHeaders
+}
 
 type PayloadTooLargeJSONResponse ErrorResponse
 
@@ -11512,6 +12652,61 @@ func (response PostLabResultsdefaultJSONResponse) VisitPostLabResultsResponse(w 
 	return err
 }
 
+type GetLivezRequestObject struct {
+}
+
+type GetLivezResponseObject interface {
+	VisitGetLivezResponse(w http.ResponseWriter) error
+}
+
+type GetLivez200JSONResponse Liveness
+
+func (response GetLivez200JSONResponse) VisitGetLivezResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLivez401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetLivez401JSONResponse) VisitGetLivezResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLivezdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetLivezdefaultJSONResponse) VisitGetLivezResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMetricsRequestObject struct {
 }
 
@@ -11565,24 +12760,45 @@ func (response GetMetricsdefaultJSONResponse) VisitGetMetricsResponse(w http.Res
 }
 
 type GetModelInfoRequestObject struct {
+	Params GetModelInfoParams
 }
 
 type GetModelInfoResponseObject interface {
 	VisitGetModelInfoResponse(w http.ResponseWriter) error
 }
 
-type GetModelInfo200JSONResponse ModelInfo
+type GetModelInfo200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetModelInfo200JSONResponse struct {
+	Body    ModelInfo
+	Headers GetModelInfo200ResponseHeaders
+}
 
 func (response GetModelInfo200JSONResponse) VisitGetModelInfoResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetModelInfo304Response = NotModifiedResponse
+
+func (response GetModelInfo304Response) VisitGetModelInfoResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetModelInfo401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -11648,24 +12864,45 @@ func (response GetModelInfodefaultJSONResponse) VisitGetModelInfoResponse(w http
 }
 
 type ListModelsRequestObject struct {
+	Params ListModelsParams
 }
 
 type ListModelsResponseObject interface {
 	VisitListModelsResponse(w http.ResponseWriter) error
 }
 
-type ListModels200JSONResponse ModelList
+type ListModels200ResponseHeaders struct {
+	ETag *string
+}
+
+type ListModels200JSONResponse struct {
+	Body    ModelList
+	Headers ListModels200ResponseHeaders
+}
 
 func (response ListModels200JSONResponse) VisitListModelsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type ListModels304Response = NotModifiedResponse
+
+func (response ListModels304Response) VisitListModelsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type ListModels401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -11717,7 +12954,8 @@ func (response ListModelsdefaultJSONResponse) VisitListModelsResponse(w http.Res
 }
 
 type LoadModelRequestObject struct {
-	Body *LoadModelJSONRequestBody
+	Params LoadModelParams
+	Body   *LoadModelJSONRequestBody
 }
 
 type LoadModelResponseObject interface {
@@ -11803,6 +13041,20 @@ func (response LoadModel409JSONResponse) VisitLoadModelResponse(w http.ResponseW
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LoadModel412JSONResponse ErrorResponse
+
+func (response LoadModel412JSONResponse) VisitLoadModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12352,24 +13604,45 @@ func (response DeleteModeldefaultJSONResponse) VisitDeleteModelResponse(w http.R
 
 type GetModelRequestObject struct {
 	Version Version `json:"version"`
+	Params  GetModelParams
 }
 
 type GetModelResponseObject interface {
 	VisitGetModelResponse(w http.ResponseWriter) error
 }
 
-type GetModel200JSONResponse ModelDetail
+type GetModel200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetModel200JSONResponse struct {
+	Body    ModelDetail
+	Headers GetModel200ResponseHeaders
+}
 
 func (response GetModel200JSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetModel304Response = NotModifiedResponse
+
+func (response GetModel304Response) VisitGetModelResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetModel400JSONResponse ErrorResponse
@@ -12646,15 +13919,25 @@ type RescoreModelResponseObject interface {
 	VisitRescoreModelResponse(w http.ResponseWriter) error
 }
 
-type RescoreModel202JSONResponse TrainingJobAccepted
+type RescoreModel202ResponseHeaders struct {
+	Location *string
+}
+
+type RescoreModel202JSONResponse struct {
+	Body    TrainingJobAccepted
+	Headers RescoreModel202ResponseHeaders
+}
 
 func (response RescoreModel202JSONResponse) VisitRescoreModelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
 	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
@@ -13082,6 +14365,85 @@ func (response ListPredictionsdefaultJSONResponse) VisitListPredictionsResponse(
 	return err
 }
 
+type GetReadyzRequestObject struct {
+}
+
+type GetReadyzResponseObject interface {
+	VisitGetReadyzResponse(w http.ResponseWriter) error
+}
+
+type GetReadyz200JSONResponse Readiness
+
+func (response GetReadyz200JSONResponse) VisitGetReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReadyz401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetReadyz401JSONResponse) VisitGetReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReadyz503ResponseHeaders struct {
+	RetryAfter *int
+}
+
+type GetReadyz503JSONResponse struct {
+	Body    NotReady
+	Headers GetReadyz503ResponseHeaders
+}
+
+func (response GetReadyz503JSONResponse) VisitGetReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReadyzdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetReadyzdefaultJSONResponse) VisitGetReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTrainingJobsRequestObject struct {
 	Params ListTrainingJobsParams
 }
@@ -13181,22 +14543,33 @@ func (response ListTrainingJobsdefaultJSONResponse) VisitListTrainingJobsRespons
 }
 
 type StartTrainingRequestObject struct {
-	Body *multipart.Reader
+	Params StartTrainingParams
+	Body   *multipart.Reader
 }
 
 type StartTrainingResponseObject interface {
 	VisitStartTrainingResponse(w http.ResponseWriter) error
 }
 
-type StartTraining202JSONResponse TrainingJobAccepted
+type StartTraining202ResponseHeaders struct {
+	Location *string
+}
+
+type StartTraining202JSONResponse struct {
+	Body    TrainingJobAccepted
+	Headers StartTraining202ResponseHeaders
+}
 
 func (response StartTraining202JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
 	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
@@ -13261,6 +14634,30 @@ func (response StartTraining408JSONResponse) VisitStartTrainingResponse(w http.R
 	return err
 }
 
+type StartTraining409ResponseHeaders struct {
+	RetryAfter *int
+}
+
+type StartTraining409JSONResponse struct {
+	Body    ErrorResponse
+	Headers StartTraining409ResponseHeaders
+}
+
+func (response StartTraining409JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StartTraining413JSONResponse ErrorResponse
 
 func (response StartTraining413JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
@@ -13287,6 +14684,20 @@ func (response StartTraining415JSONResponse) VisitStartTrainingResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartTraining422JSONResponse ErrorResponse
+
+func (response StartTraining422JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13775,6 +15186,9 @@ type StrictServerInterface interface {
 	// PostLabResults Reconcile the lab's HPLC results with logged predictions
 	// (POST /lab-results)
 	PostLabResults(ctx context.Context, request PostLabResultsRequestObject) (PostLabResultsResponseObject, error)
+	// GetLivez Liveness
+	// (GET /livez)
+	GetLivez(ctx context.Context, request GetLivezRequestObject) (GetLivezResponseObject, error)
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
@@ -13823,6 +15237,9 @@ type StrictServerInterface interface {
 	// ListPredictions Export the prediction log
 	// (GET /predictions)
 	ListPredictions(ctx context.Context, request ListPredictionsRequestObject) (ListPredictionsResponseObject, error)
+	// GetReadyz Readiness
+	// (GET /readyz)
+	GetReadyz(ctx context.Context, request GetReadyzRequestObject) (GetReadyzResponseObject, error)
 	// ListTrainingJobs List training jobs, newest first
 	// (GET /training)
 	ListTrainingJobs(ctx context.Context, request ListTrainingJobsRequestObject) (ListTrainingJobsResponseObject, error)
@@ -13950,6 +15367,29 @@ func (sh *strictHandler) PostLabResults(ctx echo.Context) error {
 	return nil
 }
 
+// GetLivez operation middleware
+func (sh *strictHandler) GetLivez(ctx echo.Context) error {
+	var request GetLivezRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLivez(ctx.Request().Context(), request.(GetLivezRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLivez")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetLivezResponseObject); ok {
+		return validResponse.VisitGetLivezResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetMetrics operation middleware
 func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
 	var request GetMetricsRequestObject
@@ -13974,8 +15414,10 @@ func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
 }
 
 // GetModelInfo operation middleware
-func (sh *strictHandler) GetModelInfo(ctx echo.Context) error {
+func (sh *strictHandler) GetModelInfo(ctx echo.Context, params GetModelInfoParams) error {
 	var request GetModelInfoRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetModelInfo(ctx.Request().Context(), request.(GetModelInfoRequestObject))
@@ -13997,8 +15439,10 @@ func (sh *strictHandler) GetModelInfo(ctx echo.Context) error {
 }
 
 // ListModels operation middleware
-func (sh *strictHandler) ListModels(ctx echo.Context) error {
+func (sh *strictHandler) ListModels(ctx echo.Context, params ListModelsParams) error {
 	var request ListModelsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListModels(ctx.Request().Context(), request.(ListModelsRequestObject))
@@ -14020,8 +15464,10 @@ func (sh *strictHandler) ListModels(ctx echo.Context) error {
 }
 
 // LoadModel operation middleware
-func (sh *strictHandler) LoadModel(ctx echo.Context) error {
+func (sh *strictHandler) LoadModel(ctx echo.Context, params LoadModelParams) error {
 	var request LoadModelRequestObject
+
+	request.Params = params
 
 	var body LoadModelJSONRequestBody
 	var err error
@@ -14183,10 +15629,11 @@ func (sh *strictHandler) DeleteModel(ctx echo.Context, version Version) error {
 }
 
 // GetModel operation middleware
-func (sh *strictHandler) GetModel(ctx echo.Context, version Version) error {
+func (sh *strictHandler) GetModel(ctx echo.Context, version Version, params GetModelParams) error {
 	var request GetModelRequestObject
 
 	request.Version = version
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetModel(ctx.Request().Context(), request.(GetModelRequestObject))
@@ -14380,6 +15827,29 @@ func (sh *strictHandler) ListPredictions(ctx echo.Context, params ListPrediction
 	return nil
 }
 
+// GetReadyz operation middleware
+func (sh *strictHandler) GetReadyz(ctx echo.Context) error {
+	var request GetReadyzRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetReadyz(ctx.Request().Context(), request.(GetReadyzRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetReadyz")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetReadyzResponseObject); ok {
+		return validResponse.VisitGetReadyzResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListTrainingJobs operation middleware
 func (sh *strictHandler) ListTrainingJobs(ctx echo.Context, params ListTrainingJobsParams) error {
 	var request ListTrainingJobsRequestObject
@@ -14406,8 +15876,10 @@ func (sh *strictHandler) ListTrainingJobs(ctx echo.Context, params ListTrainingJ
 }
 
 // StartTraining operation middleware
-func (sh *strictHandler) StartTraining(ctx echo.Context) error {
+func (sh *strictHandler) StartTraining(ctx echo.Context, params StartTrainingParams) error {
 	var request StartTrainingRequestObject
+
+	request.Params = params
 
 	if reader, err := ctx.Request().MultipartReader(); err != nil {
 		return err
@@ -14514,548 +15986,587 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37chvHsicKv0oF9nwhwG6AAEXKFhj+AxYpi9uUSPMiz16GF7rQXQBKbFTBXQWC8LIivqc5D3Ae4TzK",
-	"eZITmVnVNzQIUF727ImYmdjLYqO7rllZef3lvxqRni+0EsqaRv9fjVSYhVZG4B+nYsKXiT1LU53C35FW",
-	"VigL/+SLRSIjbqVWB5+MVvDMRDMx5/Cv/5GKSaPf+I+DvPED+tUcYGvXrpvG58+fg0YsTJTKBTTW6DcG",
-	"as20nYmUTbhMlqlgzYlOmXjk80Ui2FH3iIUfLm9Hby/vPpyGATvqHrPw/dntu8vTETwfXFxc/nwGvxx3",
-	"X7Lw5uz649n16Pu7m/8KW53G56DxVqdjGcdC/X1zCt9eXn9/fnp69iHsMzsTzOp7oZg07F7plQrYeGmZ",
-	"tIalOhGsGaaCx2GLxVoYprQdKp4kesXsTBqmFyLFQZ5gS3NhDJ8KpvhcGHyCbSghYhEPVTOk90XY6gwV",
-	"TP9cmeVkIiMplL2xOuVT8fctxC2MT0ylsen6hWGxNPcs4kppyyy/F4yzVSotLMH5h5u7t2/P35yffbgd",
-	"3dxeXg9+OAtb/aGaLJMkYLBCba2SNdMp0w8iZb8tteUd9kHbmVRTtuKGRTOupiI+YWEqbLrm40T0mU2X",
-	"IhwqrSLBzIJHArZhkgoRwwIFjZngsUjxAFzDV+3BxAqk//JUbkSkVWyY1WzFpWVjMdEpzM6ma6mmJ+xl",
-	"t9MICgtn1wvR6DeksmIqUlgd3A0rUsWTv/mQ3SmzEJGcSBEzI9IHPG3LxOLC355dfxhcjM6ury+v3Zm5",
-	"4utE8/hW6wue/t0EM9bxmonHSIiYKDzSaiKny1TELJFzCaO+GvzXxeXgdHR7eTm6GFwDreDA7xRf2plO",
-	"5e8i/hvP+92Hwd3tu8vr83+cnYZ9BmMQyrregOC0YlzFdF7Fb0thLIt4mko88EOF/CFA2lYC33K75FkC",
-	"Mo4Ngv3555/bg7wvsUm14feCpyKF85PMvxs2Uj7nCtseNsKAraSdsVDA/L4bNqR64ImMRziaYSNkq5lQ",
-	"jDvuBSfMCGWJeeWjUrVkb2wq1dRR/Z3iD1wmcCD/xk25eXd3e3v+4YfR6eXPnhG7ZTVWLxYiZquZTGi9",
-	"kehgirArD3igdTpUpfukz5QGdrZMeApEqUSE+xvpZRKzsSC2wuD6ItatxFA1BY9mbAYtZ1svFVukepoK",
-	"Y2DP4cdPSwM8RShg+ErErQAIZqiwobyvgE1SPccRzwRP7IylAucUsDlfM+SQ3NwPVfjD2S07oHfCDvte",
-	"2xnjqdhkje6auFNmuVjo1Ir4vYglv8Vt/LuP/QucK3TIgI48mfEoEgsrYtYM7z7c3F1dXV7fnp2O3p+d",
-	"ng9Gt/91Raf/sydDPBuDxHzPjUikEjdWLHACcSyhQ55cpXBNWgmCz4QnRmxIJWY9nwubyoglghvLzG9L",
-	"ngrDxq5N1jyTiUgNGy673cNX7HstEqFMwA673eNWMFRmObYpj6yI+yyU1l3iJmSpXsI9oifM6AQojYXN",
-	"n9nXLOFzdvritMV+Z9+xn9ljOFR4PE8d4cL1047lZCJSAZfZnNtUPiJbWQk5nVnDwgWe2VSwRxzXS8F+",
-	"JzIKe6zNFiETiRH0RpMnSfZhD0gSupnI1FgaYovYzaKwVP9q5BPZ5DWDMbKHueDKsB7ehnP+KOfLeaN/",
-	"3A0ac6noj16wcTkGjYTPdzUpjqHNiU7n3Db6jVgvgaEUeul1C/+vtkO1nI+pv8WO3rqdbg+6E49RsjTy",
-	"Qbz3vcCxKT73vdDzJ4bX7RwXBtWtGZRxlCoUvPFLgydm5Cmu8WuwwVyDBrAUmcJl9wt9nb+lx59EZKHZ",
-	"geLJ2oo3er7gqXRHt7yxsTR8mgoxMjOe1lwkN/AYiBaoRDEQJ2zKHbX9YWY81ivWZjyy8kH8Ubq+OfX+",
-	"AmSnRKRcReKEcVprvGHwhuzu2tsdSwe7NsqPx+YM3guu8NTRWOdSLY0bb8CmBxf7j2mjb1zP7D2p7Kuj",
-	"Ru1wC/Sezk28OchrrW0bptImhvMXDTjbiM0R3KK64n5mSyNi7Gyvhiv0qJ4ixiuRYntuEGVqHEtew2Bg",
-	"XZqLVMQS2Cprs4SPW/uPLsDlT+Eq2Wybw0onfMy+Y5x9zcbsK5b19JwukBR27ryo4T7mt9Q2cYobc/zn",
-	"YetZ8zSJXtRs7fiJObKmTmOpeLouX3itv3LjzebOn74b7JImagjoc9A4vfrCD8++7MPP22f4kSdLUUO/",
-	"l0owWjG2EKnni7ixbKkSkAaN5RY0WK78z6T161gkuTLgdg1OPLGAzsZF7dZxD2JxC7fHm2d7vlm3NN9z",
-	"G82+d8e6ctjhp5GMa7SHIOMEe2yPW/bPQQOlmJFBC1I84rY8am5F28p5YeB5d+XjWyOoVCg9G3tNp9Ca",
-	"m0DdcXjz8UpLkqzL61E20T0tNaWH0cOu5XmPcuz3qeD3sV4pz4K+6EMT6XTr3fqQEzXKt9fvb87efGQH",
-	"zMTNhI9Fsic3cd2MzJbryViuYp7GDBVX6CnED0LSr5eJQHuR6TMepdoYNtFJDP8LCp1WYuQbGGEDIcrQ",
-	"4UQ+ijg8yRWsNx9BuZLxkieGNW/ORvdMT6gFI6dzHgbsNuVSSTV9Lyx/YViYLeIIRhG2UBfMP3CyeMpV",
-	"rOfydxSkQxKzn8tiC0SSbacjh1pim3GlRG52qlJcXGc7OP/wcXBxfjq6Pvvp7uzmNmRakWIbUWt9xjNW",
-	"tJppI1ioF07LsTMxVE7bTsVkaYRhTQ4rpGwqx0v3WqSXyjK9tLCL3farI0Ybip+vUq2mqAgGqDwvBDBH",
-	"Rn2we7FuMVS1uQWd121wqQPaTO74J77pzI9T+YCsdc6azqRqOvMYhkw6/ZFTf7wk/v7y9OwCDc4Xl4PT",
-	"s9NG0PDLc3N19ub2+u59I2j4f44u725Hl29H14MPP5w1gkZRa/14dn1zfvkBn/744fLnD6jBNoLG+8HF",
-	"28vr96jY3twM8EP3r9zOBZ3kJgkcRdF+VxiW27UatQGEZZxyLcfNDASFX8daJ4KrGiqMUUh3zRU/foIK",
-	"r8UiWdfIvvCYCfUgQHwhYhOewNDOQp+fsBBaDp0NXFrDiGN1hmqAXgQRs3Ah1TQMWOi+D4FUQqSDkVQT",
-	"HeLlqcxKpCImOxiQx1A5G80LAwSXrMkO0QwXutTcCH+EB3mT7hko/6FjLEZYYi5jHa/h+DMxX9g1m/PF",
-	"CfMvwWdS+NE4G042EHeyvDlkqdDmlhE+2Z6AoseCxQI2xBm2YwmLO5eKWzrzc76ARUH9kvjAk9Ya2KOg",
-	"UZ3e1rsC3jtXE+0/hAXb9vKVVtPsveKCbv2AXqJvPmeyzvoDnwOFIaF9DhpaictJo//L09da3vvnYMeb",
-	"5W533JblFdj1emGVP/9aPBu463Wng8jhz5yPHVSR7/Uec6RhBg36eMv6SVjp7E0a6c7Fpvf/9C4X+t57",
-	"n/d7fWMVaAP9izcioUtkl2i3KdlEcNYVSziaQLO36ZrsNHbZ0KKHkRHTeX3779CjKFiqV4YB22PcGDlV",
-	"ImZWk/EPxaTmhlCTtxq2MqMDSDZIMIZZ+EDE3iUmLRrSUxHpNAbteTWT0QxNCczJPmGncLXSo0bQiDRc",
-	"v0srH+AqQWU9EfxBxLV3GI52c5o/eiMVin5t9Gg4/6n4bckTP1lcBhwTzAT7aWsl2npZXujDuoWe88fR",
-	"rr1MeDpFPw+KODaVoGTziRUpDY8vTD4QOV9oI1q7t3gu1Yik4520hP26m02wRK9gNG8+Mvx8d0+5jsCT",
-	"ZI8Dt6Et/Fo1qjt9oKD7Mm5pMYjuccjO0AEjWCZbNACU8en+o9vRz7e/SyQfqiYwxEKTLBYTqYRhgkez",
-	"FjrhnC6AlFFub6jyBk1YFhG9mA9iUFHCbyDLqigdqDA+1pL2k5L+0ltFR6XndBiyTasVvvz7e5oncu6D",
-	"Rly0OzpB2nFyQ04EO0uFwLXi9O+2BdK39HLrv79t4o1WExkLFW213FwV1yNgUrFfugHr/XrCjMhiMkCB",
-	"YF5/+LbDBsmKrw0sFjDMk6HihTUlqS7KevZ6yVjgS0tQdKRhiZigehQwo0kpmvMFuvrGgmTJOi/N1gXe",
-	"25q+deH3buHsT7awZaMy3e5mOZ/zdL15x6ZiWu+fIqZY1A7Ncj4HhRKUVHTTuqsDCRc1AGwKNnyoij/A",
-	"xZayplbCvRPgd6uZTgTjj9IE7jzgB+TIAyXXNdjqsNuZWDMex2y5gBsptNryxDEUacV8p9HrGpsqroi7",
-	"mM7p61dHuLzur5zD8zTla/IBLOrX6Ef2wFMJSpwpXB/ZbZZ3GGRP0fbV2XfoH13zTw9+c7yWJ1sNQlYa",
-	"KyMQdkUyCfKrPowlnyoNP5rOb6QFFh/Zw/BLLNw0GFrEICO5erabpiLBi+A83nKbZSpnKOOQ4rxIT6Qr",
-	"gRw8pdiRGq2PTXjKhNLL6QwmngoeM4mbsiE6nQqzkPdf4he/FnP9IAyLtJnLqJ3yNcOmTJ8pnqZ6xRba",
-	"SLwq6DkcqR6zeqjClYztLPy6xxZaKms67GdPXOR1zp13hsUjyb5jj6N/ya97n1mbPY5kMFQCn8JvbTYX",
-	"seSqGbeywJpoaVnEvmMhXEJmppM4ZI/s/eCUHbBu59U3R8dD1YQ/v/Mf/yH+aPX9iafoqN/bKB55TlAY",
-	"U8C4QUbw80xafi9S7/p/x9fw65uZmOu5sGmHnSsrkqTDLvi4w27WxnZY75vXrHnY7X3bYt8etr89OnEM",
-	"RXAFErVOlhZ28kFSyNAj63UOj1++7B3lmw9Dl4Z1WwGaB6QB0hDxVJApg8HqOK9/xOYwCTvjitmVjEhC",
-	"EqN/yXbvcy6nB3AnTXiSZC1hM5+omYi1t7bzCbaFhFlp0e5SHA+3TGbbknBgEMVOPiFbGSrp+/Edfsck",
-	"+5o5QmFfsx6b83vh6IXJr3udzifGibICtJvwCPSONS2mAUVkOrMMAzSQqyNX5g/CyTXAmtlY2JUQCmiK",
-	"DLKPNB86eCbiik21oJgtnOEnZNfMkNo9YZxd8zlXbIxfU9ShYdOUx0ueJGu8q+E3Nkm4uje0EnphMAAH",
-	"b3SewNUx0yvxINKhmskpHgSZMtDIeNK2uq20NIJhtMWJn7SXl+nAgN7CjR0qXKBMXLBadxhfyAOeWjnh",
-	"kQW5ZCoffLwoyM7GigUbr/G/naHK9QU9gXXlwOeydUdTGIYGwSfWCcR1gkc1fiEmRlOrv2WndMtNvbTe",
-	"xFF3ON2CwCVNhIfr7aiscGozfZWiOl7tEUGyI3AEqbMmeMTtkFlAPxykX2NZlemxJne8kwHvnIEuAqSg",
-	"U2ZXmsXCisjqlC3ko0hMqzL6ww77UYgFatgiSdhYJE6pJ+YLVwMQ3gu4uGM7w0Az169WzKzhmMA1mYVv",
-	"AAeGLwzrdf2rKxmLwDXwLdytqcWwV4zYHWfEDAIO8fhWKdSn9+rp0Id9g1bO4Ab8Xsfr54ZuFYysQR7b",
-	"pycMDtvaG4jR3ugGXmyzWzeU3Fa36b10I3zS1pdN5XPQiHKBwDk9n/q0LD58DrzpdsdXRXfP56Cxux+c",
-	"HfVgzV4v38q5MJbPF41MVM8PPo2y7tjv9DpepdrqSCcfRWpQMKwQzIOXaHBaG+uJ4w9oW4KNcWzsqYtJ",
-	"3NMl9p5HM6lEG4QrkGAZvEZKIIb54zPHo61ekBQhDYt1tJw7P/2XO2NiStDI6P55zpm6RXibCGF3nq/y",
-	"yky1EiO8GEcUlFgXCkhOjYg7PRdlgJngqR0LjjeVTmK8nrlzKUrDQmg5PPGhg08bp6j5OitGEmcaCWuO",
-	"1yxEDoYu+bAVMJgGXGMganf2V7awu5zSvVpSWfJsWEHdMtXtwDuM0L2x3C5rQiPI6jJ6cEeh/6+GWiYu",
-	"jprCDTcoJhYgiIh4lApuavXgKzJIkGAJq2OXBt1hof82PMFLabacc5XTOjXobEOK6KW0gptXfEWFIwdD",
-	"oqGPOu9i5iOAs5zo6W5W4d++0FNaSec3QA5SXLeNJag4TZj/iLmPTlivcFoLpLdY25lW29u+zcPMpcH8",
-	"FisU3MQ/aBRS0qUyTGl2he2AaCkNm0iRxAykIUOyrGve6yE/aPjOyjma17EJDAYvZEqFU93rHL7qfOus",
-	"CBu7QYPaPvD3OgbR0PecxUH8oNl4KZOYSUWSE/zaDGPxIJLQ2TkSHfGEXmvVMjmTUXhmLr1v5NRae1Us",
-	"FzDhIpd5llyBHdadufOp0qmIvWxRXgX3I0q62U6esFDJxIUrGFAE87irLScy7+6Cj6+FQcb9LEHmUgn2",
-	"7uriDUvx6w47k5gnF4KKMjLCWTPyiKOQRHVaA8wfgLuIwvngPDuj+zMMsl9oI/wyu+BTXxVjxOb88UKo",
-	"KQjhvcNv8cPs7xoqSvjYRWW57+tcNeMXhsnYnzZ6/YQttLGgT0jL+JRL5VVOUqQETxOJ4S24PSRKPmdk",
-	"5QC18rB+9lo/vYQetTjlK3XC5rAWuddOCZ7CjZfo6RSUtpy1udng2qGoLxUL2wkft7GJ9kqqWK8q9q+n",
-	"ouM84dWvYpEu3TqimrGco+qgcmOim5OPc6Wcj0dbjg7bJ4y6cubLW12gml+fOpbmcmkjPa8RAt1K1znj",
-	"I53GJtsKOGrGajx2jkbQX8qkipJlLOLO7nhwEQn5QJ3tepPsHtuH5YKxSssRUgKXJeZGFqCmH79OmdK2",
-	"deKMEGXKBq4C0szuOSxVYcX2Eqzu/Bc5k9wtY7mFCrL9KaxJcRC1u655jP77QqDFM4TfBa/T/a/d8LxI",
-	"pZdpJEikmshEhKwpEiPYUbfLNoLqWp2hGngDIDTPhIqR6SgWdj7pcSLHIfo6A2eOMut5ItGulIqhSoXR",
-	"yQMQHgYRLVUsKIvQn0G8wF4YhjnFoPhqbc1QNcM2PmnDCNvwMAyY0zCcrTnL2w3lfKFTexBiiIBIWydD",
-	"hTnbK+mndTW4fVfKx+6wgXKhejxhRsYi4ulQhWTpg4mSrbLzyWgVFuxTVXMdGhzQoWhY0wgxVKG5TwRP",
-	"VZuG1ZnHoYvWKzDgo+7rV3UsDPdmR+4PCMVTEYesSRZBoFUKzUbJLXTLFDqvHLdDNRUK865jFiUSj/69",
-	"EAtnrAPZzi9Fq5M3v0j1XEOjfKjoGTmMAhbyNJoBlYcsFW1UA7B3rpj/xflim3yovMiGHnHxKI0teG4o",
-	"uZ7EIYareNR9PVQhRTTe3A5u725G789v3g9u37wLA8c8ynnmGEOELZyQFzJapqlQNll7x7AfAmyYz9ZD",
-	"aVeQuN8K/FmgTXNibk7h8COIKyGQRogiFlNilZEhEwr+F8YTD1Xo+qPY3Xx90Bhd8MnTqjaChl819Lsn",
-	"9RbJgmT8pPtqm2HCPd/GdnIhsCLn0fVDVs2Ztsys+GJTSOPJVKfSzua1qhas8gjF5bnZfYXQnhRVgY0G",
-	"F6l4kHpptusLbh08Bbg7BU/Mii+2ubEU8KYVNzVaQvU2Lw+yZkiVadcvPEhFub73zPQDpx3uGYQQ6WQ5",
-	"VyOpYvG49ycqAsrOkyqflemQBxA8+1MkB+rX0cwewyUN/km60andRlBeta+TwzHBMFO7fJqby30jTkLW",
-	"/9hFlqFrEYjJS5m1eudvo1TESyct7THBVCdif7PDNbz9pGA8cE4XOaXkeYnZ32E25kxm3jdz7/CZE0JZ",
-	"/gn1wofok1BVDCndVy+oHNvyPrsBVCnHLfQG/dcd4fd0FdV5z++U/G0pCpqbv7aad3fnpwyUCgZTQJKZ",
-	"z4WimwiDAofq7vZt+1vn26NlQHgJuEVAuTo8fsW+Gq+tMF+dsDATLbwVAD1/mOGdGhQEuHIDmS8TK9vw",
-	"JctfYRFXbMGNQXvnUDmpgjQHic4clyjhwtE30gE2RJzD41c7dcxqVN7eUV8njFdCwLYnoem5tJaUnP/e",
-	"kV4o+Z8Ky2VSvxKZtJHJM4pNlklScx3H8S7VPWvMh8KygmVvf6376YsfpZlafZz2C34HpTTheEv76Fc/",
-	"tFim6HFc13JPCkQePScjLZFKOG/GzhjqC/cuOkGATndegIVoTHyd7pVFqiNhjAtj37ISGM8VSUwmWiwS",
-	"SRYU8glmhoqCEIMfZQ5YnTpZZqJTlvIVgykrI4EcOuytTvH4o2hLTseFXGDaPnWrp0rCyTZWLIwHWzB8",
-	"jnGT8739EFfFuWL4To2V/ckAuIJ2lVLcAikNyscll6eNIhutEQUZwPHfe7g/Z51RtFr9aGHNRsu05kRe",
-	"gTrsODvIfmLFFnwqAhYe4DAPSJl0J4r0yQNqMKy3Qs/44fGrmth48chu3g3awPKLMYDu9EQzEd0LtKbS",
-	"WoDYWSPgTogMSFPJDr2jKWzELOcUfF8/PPm7GOGN8wWAArmFfee5c+4m2A1UrOtJxcdoo16iVRbWS1Tu",
-	"FdDaibiMgGel3vpvyGK1hxLzlBSak/kIb+sa2qJgB7jzcjNltu/iEZ6Z3Y7IQkd4njY7utArDHiP2XIB",
-	"vRVOYCXclAJHo3m7Vzph+4jlWeTkYTHq83CHKS2XxhzxlHauRI/Z2ck5/K/bLthzzCDa7ct8+qarJKNe",
-	"Xdwctj+cXw0ubsK65JOZSMUJ/uAMDCwzE11d3FwLRFtCiwE6TfxPjks3iZMgeyY+EpS+amE2FZxxCjQD",
-	"Ll64K64ubirOuI0Oblz4/03EE5FutF47KMMfpjoZTWRiRRoY9VD97N91aaeH/848jzfFzBsRs+vDsmjZ",
-	"YYM8h6jMTUzHp578pQN6f3PGmpSO0iqPjbJPdg3wb+Fvu3nYh4yNLP4PN6symCI7Ke3Yk3xrR5TXhsec",
-	"vmJaMbOMQDA7KWX5Oo+Ay/SVhhmBevV+OYw5N92ZTZpHmP36b4wx2+8AlqPNNk7fh2WSFBZoL5/53x6w",
-	"tpHn/N85dm0jAfWLohKLYRB7LXluiNlz0XFwey7737HgW9fyIldaN3R5d8V7g0CESluq5x028LgSBREk",
-	"g/VENwmB8er0hSnlEQboUPmkx1mQvFc+0NCpV1kwNnlJfMg1e3Pz8SRXNLO+Qn9HjWBgIcEHxXphRTxU",
-	"6FjJwUYzz+C8LoAbk9ByW3S9Z5TObEVhqKRdFhoKMXNiuSB7fkFkyTehAJgKPHqL7qr4PHNrEiYp6q4u",
-	"vo+VVgoWFzESxFB5tTyLaMp8omEbem5jY4Z8UCXVd6gqUK4rbpieTDqMsPQo2RlBVP1Wb4u+QrzAGO7/",
-	"iMNhr5tjZQ3dJ9kXIWYe8tIk4T1y04dD1STUT//7wb8+6fF5/DlsIahEh9HPpDr/yxH055CSn8khN0cs",
-	"lmbomxilemXgDQP96JUZLY2Is0Ao+IIyaIaq4C9GBwg6QCm63cx5kji1GIQG13XgyX+oZIwOxrU3jeTa",
-	"N9pPQPUPWCKNy0FA7GzU8ysZcztDEEsnZYvFocYxCfueCYJ4+uv2+JMeb3MkKe20+o1fPOHU07z/tcQ/",
-	"yAvKmkYkk3YsooSnYkvcXbZndViDq6L1x50g51WupQA0eDg6ho01rd0xIeRwH6GXLcMQ3XOzsjFE5mH0",
-	"DNvNm5uPbMFTC+pYhE7qWv5Tkc39ZPcINNx2i9RdxSSW1niGSo7zEwYykXeRul2QhuWD3hn5S/rJ3qE3",
-	"OOTs3txLtm5knWy9SZ+EdfTgYM/H2zNZEKCovRyk8Qv5wrCx5KQK4QcBZevmvkV8+sK4EHEfAkVq2d6m",
-	"zRzPblucc804z9B4mHE/DxKdRYkF7kIjNyeeRj86SthxiN0+HANzXk2e6ebTeqRvY+/pVPfuDHh13dSM",
-	"dDu7n9K7VFYm+7++3Ti01XKV0VS27Dmh7EOlNNN/N6mmOhFbMFhkYYO1yTbtOT6Aive5ukdfsIo03sJq",
-	"bl26a7yMtwhoqMIbNhYzqWIvqXjTSXaTs2atIHJAv4YZIAdKFzWet8LWbLVaZ04WStXPsr8WIm1n4COw",
-	"YM/LYHgKdOVSiYKMk/tOi3aRgPU6ncEz8k5gRTLkjroRJTCvWt3lwv2Ck+fRLJcbU71CUTJ74PAMwt6B",
-	"Yl8zO5Ivmrcvblv/bPfgj7D1XAvOhpNnbkS0OcI3PJFjcv2TTa4IDYOcbpCvo8kQcP/0SB5qhlJnIvzr",
-	"h/OUNfxB1gA0fDy/IhHaYSgEG3Qe5iY5E/7Z8RXaqj9uCwrSdPbHXIBcGuGsfzDCKBXcSDX9c8PZ5w4o",
-	"DpiWMCgj6GTnxVPlk6A5RXdZEZfdi0Ob8YV1ZoySqLV51Tzp30cfzP24JmBK/i42nZVADj/K7wPC8Bcx",
-	"Wy46f5HrsGQDr9dkGVz0J94vmitQ6FVFiYXigkGLzdtDbwhGTFP4LCqBlATu1HBodv8Ain+jZ/FZDrQ6",
-	"gvoAI07k718CvnEqH2TsoqTziAXShjEvm6eCkzQYUhBAyJo25Qvxu5YxT4YKc/8zcbF4cqWCrWCS0I18",
-	"cMOaPeIZbvUZV0MlXfWiHIHXLKMZaFc4JJ08YH0YrmKKqqJBsPnSWMxtY9wOFeUj2ZUu9h/QfmfR8bfX",
-	"g/MP5x9+GF1e3Z5ffrgJO2yQzXmoKEY5n7M07HeRapfHwCZSSQIX80FKmDk3FdYMVVjFbQ3rDGE09C8J",
-	"cKhiICi/43sWcPABHLXkc7m0iRTpBcapbbKSLZk5Ewmb5oWw18fs/8d+8qWU/pNH90YrD2byfhnPdHLP",
-	"04D1Xn/zOsjjyKPCZZ3hIu8N6GyXsVBW/o6JqfTx1lwskWQd0CgD9nLv8Mi9V+CdtoLgIm4PqZsvAgI6",
-	"bASN32r3qohA+b+tgR7hPf8XmeavtJr6JM1KYlY1DLnWtEK3YmZg2RaPXmdsqYle3swpdmvU+7X2Tt3I",
-	"tt0jv/W51FfppGaYm4G3lV63LfyzHKF+p/4iP2hGCP/HDfoXu0ERtfm/s+vTWT/eUMboc7M5KvkZm0Wh",
-	"6pMXPj89kAxQcDvWAoJ6b8C4GWEzyPxOGRm/T6i5Q5Vj8SEW1nIB1xUIPj+xJhpKJGEZSrUFh7KHGYbs",
-	"Xqzh3C2K4A+56uAwJ50g502LGeRZETKvVlz6bffh2oRuzO7rZ3/4xIac5iOtCdhYJlbiilpRsqBW8pUx",
-	"29vYqtxzwjis41AVFrK8s7SamFjp0wgKiJ4ddiPEUBX3CVQj4PrLhJu6hS2ad/aQf37b970RSjx7v/3M",
-	"nJPDvV981jiemfzyBJVcLrYc2J9n3Ke/LpI1MzNEWox4mq7ZWKy1iquo6/X1I152DluEcKix1i/iCpOn",
-	"+F+fw6DQhaRDt0g4nLQSHH6H3Tm4/3uxJvg4STIhnky0aFIFNkJKIzA6goCvx6uoobDoaQ72Yx9hSquF",
-	"O7I8gkWyLigJRexQSozNvhOEiGa1Z2BWAw/r+grJlifGJXqh1miWczNUcLxamEvs8tUSNkk0YQj5RNMO",
-	"u6QCIhizhiu9gbzqmWZ/MwM7y6shi4ADTn2W+69UKGBfmanwzV8pO1W6+T8y1F8uQ5UqWvxvIEzltFED",
-	"g/ac9NQqxPizElQ3ULjp6zJv2oPSyxLZ56ARlyWCPZooyhCYKevQJP99ebIbUG2lZS4t26YGVxrPk/v6",
-	"J4wP5Tb+19ogXOGQv+Uo4drsXtStx8WrJXtSKryNQUDPIXEvvXwOGl5k3fXljX9vw4Tgf3hiziWAtc3S",
-	"sSkW094OR+NeYBg7QOF6bCwivnQW/kRPXxj221IsKdBqAly+mUtICgQdrLpvXHFt/Ob5cEFBI+EGMyPm",
-	"0j4reB8HN4rFghZgJ5QPZn5tXxEagS2vyRdM508ljK1SacWI4FC3DzUBoW3LzkkXYuMxVa12MxuqJm5i",
-	"LM19wM4PLqlUH0jEWHHdZ/CDRDsWUk2xG4oHxCpuvS7Wu0XIk6xkCqJIJtqYYAtsYaWU3hcgSGVbF2Rk",
-	"vfNcXDn1rHwqlHi0o2iZGhJ/dkZv5RrF/iFcG+AWu1ymxU6C0hCfnuW1rksyDskN6krru3JpDuxgqu0J",
-	"Cwm+wdfed3WMUUXWhRRYz4JOMJQVKzn2seAfAj64QNdixaDc/YpNosuEKlPWXRGbSbO1oRsIiY25jqWM",
-	"4ixp2KIDC8MKCVVULMJdFbVK9bu3RRBVCtUHGWr2lg+K6P1Bwb205fWyxzFoUFLZ1nsCf/Wvqoet76kH",
-	"n39cKdNl3OP91JPiZHZpJoWx7Xw1G96O8K3K4u96v7yYqCBVBYzNqD9fsS3zRHCqDNMDvZbgmRw/Inym",
-	"sKZcZLFiVr3DoaYgyJbaKF/i1XwAmfxLXBSuS99CHZ/x6LrPxyGuSYnTBZxhShP1BQzCTUjeYgJlAYV2",
-	"ps2WnGj4pZSHMCdEaNbUiIpruVQibRVAWmu9STNrFyMex6kwW+Jq5lzxKYIIMvcetDnWSxUHTHSmHRZ2",
-	"O/j/+8fHx69CKsWEDvoJj4TB0qhhj975ht6pHYrcWpQENwVxMQMWwsTbCxm3XQG3E2TQPvXCsUs0yjjU",
-	"Lvx6S36qsaNsk/aXwVLB6+woA4sBEGWI6dzAJiNO+R7F8HaMK0mEsC9MnrjgsM64L7LPmpgtg7H2fYwr",
-	"wBG0nJGKEwgn1rm1OhWlvI8CMdEdtQMvmK5Gn2NE4f2yjCJSjhBXomAJ2ilc5BDYNYC31odCZ6u3f2iN",
-	"G/GIVvgpHJIMUMXSdpi6+dDC7zWl3+e/jYSKF76Gdk1oWm6j9S9unCEbLfoHB8VjchzuRiZDRRGZROUo",
-	"V4a1sT4b1OCpurRFG0eE0MS38s51HTTS21SYWYaMJH052wowUn3SSMXGtRl6RtzTqQVApHdKPjKx0NGs",
-	"6OWCDkGhm/NY7BnAsWEPeFbnJxnMIukS21GbN4eyheKKQ0MZM4fxq9Q+eV5kvAv7rsuwRhxfH8ufB/I/",
-	"U73760Pv/RTq6bIcufzsUqg+tXKpMCmQHA4SaEmtC1G4u3PafzvcHe3702Ex1reMfrORjvbmI4uW6QPo",
-	"o9G9cRXRfYHWPxWbfPi4BRfPSxv/k5nlHP4wvy15KrLOfai5eEQ3ktnzsKWHj6NoOV8SNtS+CHmHNZfw",
-	"m6wVdn2YVWAtRIxNpA2Ka/xvjQQul8g8fGxsTI2GXUeoBaXiedGYN/xB2t/v1+0fdMLXzMy1tjMKpmex",
-	"SOUDLUcWbekuIBWLx8AVwMKIpHgq4AJGaxA3LDSRXKw7VAeqU0IAaeKHKtarYKgWOlljzHdAvcF/Esu/",
-	"6wVIrd8NqYDuYthohR0WOqxvisUcC6bjeKiARU5Twa0vxRFmrYaOgWLbYV7PqPiCSIwoxFPWxmxmHfOx",
-	"fhDssHv0jUPVzYI5Z9zA829dKGgLrUkuEgE1koLP7v3Z7eB0cDuoDULAsW7S5mlhM2jBambjIJq3T6Za",
-	"i6nLmtmWlwsgHe3izFmvDs3el57aHaZdjix1mnydzYNWvdQ+LH2hh5f7VWbKmioOu/YcoWBDadHS1Ma5",
-	"F/J2amEC98izKrSfgwY++7uzL/quzvG71fZ95UvkFixfsaSajVTEzNtRQXnZ3/Yt7ZeYvbcZeetG6UEo",
-	"m9zZJiqA3AGmiOsJJWFzNRWEG79Gay7MTyqmvmCQ6onxuYy58ZqNtZ157KdcBHRjR4h7Yf9sHQG1KxOO",
-	"iH2rf+0vBJKmnrfVC4pKx+9JA1n1uBZzO2vwLF1RdyPsiau27b/04jWiK8wctN2zZc5dOvGXa7/PWVxn",
-	"NXymIOCTIcgUy1x8WcDC5iMWKuWq+dhqsQNmbNx8bIV5uMxCL5aJK6gTx3rCuq08tyKrBgr36CThNo9P",
-	"86UeucW8h87OQoxGPeyZflC7LgUnY4XgcnzsDZFtE2C69hUHolkj+fK5YAli26Jg9Gfy2gqlhY+PX76q",
-	"yWsuIDhvlnx8KgvuxqYSQQbyNDdKfDvxg8dixKYEjhVWwb3+3TOqbG05La647HX77dO3znzwTvWI7VMr",
-	"L8xEqNPzj2fXP5ydhgHIV7dn19d3V7f055vBhzdnFxdnpyFrhleXNzXoJQcRV5FIwhZ+fXP39u35m/Oz",
-	"D7ejm9vL68EPZ6G/LjNEW3NfKJCMVSuzpadGtoh41FBYcv+Ezv/j67PzBXq5dBGGBdNpi+h/nIWZWyak",
-	"NCXKWKomK3EE+8Gkf2lKqUuZ05O6PymhW5OhEn/VqxfGVd6RcZjhCcFRPmETvVSxj1CVCa3DJz1G2zRi",
-	"VuOUlFkV8REIKYMMyLhdHwYXo7Pr68vr8Jn1C59fkNBT3n/qcY0Aaa2YL+oMBlhJOmyjHTZkTU7G3Vaf",
-	"zfSKLAZojffTB41jxmPgq5/02KeTpUulsFIGRSukQokVVX8yWERLQMPepHwvk0TELSbNUKVL5epDjdfM",
-	"S03uRVzlQ+YdEaQ7uMs0FTaVIqYCMB5ukOMIYV/WAp0IpIg5f6mYj0UcC1dtyEUuPmn++FPQSh40xa9c",
-	"DYbSUO0CUWLbMJRu0XZexLDJ4W6kYeFcWN7ZiauU8IUR8b5V4p4dkVjmhZshiT/P1hldkZgdwGaF9O/Q",
-	"yS1ZtZy9QhaBCZjZM/ElnwAfupeqRvjPnO0FuvMOnfGaOXa8CdJAH1XU4QwvKGRNH93hax86oNSCPx9r",
-	"1DjIIi+i+AZ2ePOBKJ6/e+/hq83Nu83YXQWhjXGTATgHDv6qKH+w5mH36Nuh8ogXC5HC+p2ULnnMxyYU",
-	"LJ9uG1DF8S1AXARpZXLNCo8+ygctQu8aqoN8oXlitAPvQp1sEzAMzgx56Kf1rsa3KS/VipvoJGaPBYsi",
-	"Qd3GWokTNtdKW61kdMJ6nW4h8yF21cGeKqy9o8Cf3/K9d7Zsja87l9zCRZwROZI3/BOjzOGQRgJHHuS3",
-	"xAaATkblGHdWwF1zQLV5XcdnkePWUSPkl68HpFgYU0lcp/sAPaGpACu2wX3lK5+TvMCRAy3T/bhMIR2+",
-	"BhjMXwYF6MG9gAQKfsY9HSF7gQ8UBIMcgsAsxxRG94wOKzKJ45qFBP7ssGTb+1QIdWFcA5eOsCm4CGPl",
-	"HO/feOkUor2vqyfYOg15N3Q+VkAJc8GasK6pYQK73sPn6caxYw3qIdDgvOwd1FYUAWucJJW4uqobAp77",
-	"ecOrWDDAX8IqDyOEx883HuBEdgfObRLrxkjdMW7T+mdn2f9NfEmnPrISxa6No1+8PulHIFr6rRE0oJFG",
-	"Zvyru0xL1+PzrB63RebgEhpfGAbXc8wtFbbxqY1s4IrggVhL6E7xUGHiEsh5G8b9wIOtS1eGRhmdXaVw",
-	"OeqVGirsRqoy1ui/F9QUDV3Y+QvslGGfzaKu5wyzc6oPSEqdldG9sEOVCheo3wLBWYg2vvifN5cfSLwu",
-	"FGAiO28qeGz6rkonJS/loreIZprCQqBPlI5J4StiZr4wzOHzb4cDDbYAgbY6bOA8I6+OhopyzlTMeq/Y",
-	"j/J7EInQ6hdZnEIVsiN3zWxKKk5IkRYutyzfqrj8r45qzlHGHUbpsi4A9R0qz6IgrhBurjQsApWuUMTa",
-	"O239hT5UTm7VShg5nfOwwz5oD+aas6WQNTERl03ko9O5SR7rP+35ekNGUQqZ5pb1OozQ/xCCBR+bocLh",
-	"3X8V5O0C70r0ShgLQyZPQRP/03cmAK7QpzhUGdKZnjDCsmcHzGSlsBBIw5ywcC7VCFsolAQIWwG5/6KZ",
-	"1gZEIte9d43df9Vh6Uh+usea0nrFJKh6UcVvnsF06EkGlPWJ1vC+BJVl4tEn8nfisF6YGjNnwJS3aZiA",
-	"/UYys5tjZ6iG6qvCbrHmNVskhoVGJCKyH6Cz5lzYmY7Zd2zY8C8OG63QI9QyAqKFtb2nQdKy3LM2uzkb",
-	"3TO6GP3TrwJGyZUInobLA23MeMaD8kmggEDUBr+9+ZhDpATU9nes2Tv4rYWjWM5Hn2BJZBOXuMUOWBNW",
-	"iJnfUttUrRb+KWmMirVZr0U1hrTCafilRu+/NOz6hWEhkMAVzsXEzXR03zpwrflpzSWhrF0Bk/yKhRTJ",
-	"J3/HxQ9Z84ErFouUfdTCBqz3+vURZpniOr/YstIwmmGj1JJbceSRsHDZsno6X4i0naI7bOLYo4FmYMLf",
-	"ubWhdfnnIWsTEX71z0O0n8ejT/88RD+TFYgFjJorfI3ngnzMXdBeX79+zWhYzMipYpNELjKhFrpqGiFi",
-	"EeekweeC2HteipYKNMGXrRPajMiFDkJjvlAqV/C9NDRP8R1Z/ONWwBa07xH7mnU7xzCDXrfbJWykaKZl",
-	"JFz2bx1tLjxBCtbtdHusCbvsC/TyZDHjLceC4ay+1Sk0Uijz7hzoHCFuyIbqiukWqAaWseNP1siT84hy",
-	"TV3Y/pYzQ7v6XXZaoPuvkda/cgnBN2ceTqB4SHyuPbI2jhzFLwFon4Y133FjpQjYrRybmUy5kh6d6G0q",
-	"RTznKmBGRB32TafXbSFrgLkAZzVk79VYys0stDKkQ6OqDFe5BArvFnjTiRNEDCbaJzl+ZKTnY6lgGVO9",
-	"nNI9HMsHiVGM4zUSY8CMBrbGLdH6SsjpzDCeyHvhwBPyyZIhr9g3GpzpJmI80Uq00AyMooDLYMbZAb34",
-	"nc/vNq3YTCRxG1R/XNp+hrepFZtyo6n+2FABR2W99nHXcU0gJKB0Awf9w/k1cP2jbi/D4qIAV1eefqis",
-	"xviMVsDWPFUvDDvslYzfhjUPX31b/7W/Z466JEocdplZw0VgZZSp2w5tWqQH+FsYsJfZPgRDhUyrGDzU",
-	"csjhxANKk6XxHPfar7p+uEP1Db5KP8GHh92uL4tcHUuHvaHVddehgvnDxzgIR9i9ridVYCKsi2zI8dOQ",
-	"4oMpwAflnrZWAjapD1v5B638H8yIKZWI/4NtHj16iBcY+4OV2Cv7Y6j+aLfbG/8Hbft1wN30H7I/2FGf",
-	"dTsvD1+zP9hL+OfhyyP2BzvEfx4ds7pv4bCIaIlhM3+wY3z1m2/LDeT/rGkAw49wAeIvG0Fp8Z7bBAYU",
-	"FVaAJnCcfwxfuI+Pe/Ufl5eg8FntP+taqFuDl6+eM4b6RXi6DSB7BieyMP9v4Y1e71X5n9/QPze/K0/9",
-	"NbzWfX1c/mfeTuXj8qzzPur/Wfm4OuFeF3tE0tsx8sqWu7ePy/+kD7uvNz+snfOr8j/zhqpf100aeqn/",
-	"Z/XrbbN+/dTgkXkBZy1MunfYZ71O75uDbufbbw+6naNvXGu9Thf+/hZ+OTra8rDSanlF6pvuYSuv4eEh",
-	"PHwJD4/wzSN4CP9z3N1ourxczxj17qY31rK28dqHTzYOd9cfjKs1vImH7zXM+PgYPu8+5yFcBAVVZuYA",
-	"NJ3ep1NmpYjb7k+6EKRivddedjo8ojs9yICKeofFOyiT6fHK7VFKbZ2Ex5r5BYi3I4X15L5gCjd2VWhm",
-	"qRB0D4I8XLh2UedxAm3zZQCSZSsrFDxUc5DKM1uGv/i8doXgxXAZmxcs1h0Wzvm9IKjStnggEIQQZGqz",
-	"TJ1cbvk4EeVC/341G0FZGyGclMq8a21hTwWkD1D9jxmV1qvaGzqsFE+O4DVY0hmdzpTP3OmUjQpFg41T",
-	"3r3vPosvRy8A6JRDJW0rYOOlzcsvk+Le99VfOrmthPQ0qVUH1jBEF3WI4w87bIAq0ipDOUKRKEn0ijXn",
-	"UjVVuxegxpnwdArUhw6h9lD1Wq3+0/CsaFbpe+F0vK5YC2BVlgtmNZbSLpoinsLfqXVpRw8jFL9qwIr8",
-	"CfmxjQOvjqDitOx1CaKJKVwIkNcm1vlS6qrv/Mi+Y4qCr4ospqky1e9l6wTk3bUTL39kSojYsPyFH9nX",
-	"7LDD3oPyQzIkBl7TadYpm4iVSJ3Ejr+AcvH0yp+B5oHTxfS7ibTBUHnPYDbISBsLA/ma9eAVU1l1UEy7",
-	"xQjkwy0r74/vdmscaQRSYRkWH3G9ZU1boMwPFTegpPssD8F+pLWp+pidhO2NQe7PPgNNBpR50BHmSzL1",
-	"ZnWDka0tLdw4mv0IamaklZXTpV4arBJjXEA6VWOGLfEgE/gIGmiRjly4D8N+sZlxoqN71PZSvcrmnNlO",
-	"oNPQLVwHVhVNVIXWhg3i1SaS99K2sQyo++zHtzqJm2a2nEwS8d1bnhjRCktkGziY7NRYpoCpsB/dgMhc",
-	"9eD0Ycy998mwOdd1Wr78nSyJGF/bvCYrCK6WkIlU06Y6+LFFq+k2iXr8kbVZ88fyW22myNDldRyKYBFE",
-	"3Tl2mLEBwRySScetOG3RUlm/7AVZIeyTMZI10dbWbbEpMESr3QGg6dPaQzuZ6aqy9oUmhw0iqLc6rRwZ",
-	"qhiB31RtQkAm5QuIiJGge/y2ulA711HtrVM9EU97Y+FEIY9yIdiFgk1Fn4QmlGgzVBQBJhUCivEUnroo",
-	"g5ZjHJgQguE/vBBHRm0P1Zubj3tAc9/66O+s5rV0eHTOF1Gp0jXnjxcYGtnoHx6/Qqbj/+7VhXxkoY6e",
-	"S5WcgkFjqeRvS+HeselS0EejXTlm/pIjXX/jurJYMq8ZcYwHcxKRk7twbdOSp6CaIXLY7TAH4ewg3IoS",
-	"ANzKRthnX35ZIbHCIpYjQPcpLXbp46yWRqRMxi6B5Tm7sqPu/g0GjvhK+1K5AhVWk6XMhzIHTMYUG5Yk",
-	"awZSiTMskdmoAuF+Uq12gJ4yqhTDmiFPrZzwyHbmcThUdGbpEDuITUISXDpQRcLwqHdBwjUOtwOfC5cd",
-	"ZTdCQDMMfWmecgaRscpoup6LhjNfOK82wLTJKUw0R7lfKljBQmhpKxgqEAqd/uB8xa4qIEq6nUjHIpPO",
-	"sK7CfGHXfZbyFeH5uzhgZIHkofILvuBrUwhBxUhGFPS1QTPkmCpM9L3PaIhx+WER8yQkVJUmCX7HXZyM",
-	"iKlUQF64aqhycuBj4G3dzjGb00VcTA2jpSxn3g0VZSi5WnagsVid+bEo4Yy7vDngaysnCq2Gar5MrFwk",
-	"6zaPY4rhwn5aJx7qU0i4IoOnXX2osLCxUNGsrKfAAU8fRNrG0gq4bB5fBheYzOmYxNXsHQeHQa/FvmZG",
-	"PZDZEX/mqm5FK/x0B2RYBf2mzFFrYuEJsqO2wpFD+KmpHGFnwrhKZkY+CBb+kuhVwGZyOvs1HKpCEhFG",
-	"tgFfnbd7Lao9mB/rEySKhCB0/KsoI85FOhVxh12V0XkIZQMbWM10UgDxRfmELPR5PibJIn41TZazBBIi",
-	"Bow59FERT0WHDWgEbi9CUJOcSwbmFWIqlJ+9T45KsdQFjE0VS1zs8Bd79clVqYIvnrHJdYgthQSBo2IZ",
-	"7V5N8sP2Go3VS2HX5fwFJYSkMrBfQllXNRxuC6ocBAwFcWPwcOZVSQjIe6ia4UqNuiHrdBj8Cw572AoQ",
-	"37+SknHCpEVlDHd77EWTtMPOEdJM+4h6r5RTDEYetOlLqpiQTidtVIGspapJHZjQlSdtvsMFxuDn2wzb",
-	"+SK04VEYZA6fAv8D6lDJGtglj0RM/POw222/POx2qVALRTHk8y6XRHmaCMv09rxC7d2jb0u12vHvJ1NS",
-	"MuHkqQgqqu1vdmfwT+QU2a5PPfdOnLKhZrPMy+FuPEsYwfep4PexXilfQ+zZn1VhkaCNAPp/avqu3MuW",
-	"Qi/7JOsLbqqIclnANZUuCRoYkpGXZamNun6KfThM7lFN9ZmfiEZBbMCiK/vXWcmbra3pcvgnGnZazpaY",
-	"ys1CNWb/AN+Nbd+I8L3K3ZjB1ro66GiO81rH3nw5VCjVBSxsrlmbrWfcUvAIRY70WJvNWj7BkPgZGhcx",
-	"DsC5ckPF2mzA2qwXslhMU0GnZpIKEes5sjoy1Hro+aFydQFvDw+aqt1r+bDyPWHeq1mGbvVz4ixtdZGc",
-	"njoaOQzL08lpXicYLThhd26Pk3UsP1cvAkaoyg8it1lkWWapiKxO17UpUTXG2L2xk2+yL8jghrbg/Rkg",
-	"2gHwbqpGxWGyERagDOuMxVWr7L6yx5uPVwh2VFebMi+rv7OwnC/BTyke6R5gzdU7AoODV09W3HGGESo6",
-	"sLODcrGt/PMnSrdnIQ2FWgHIn24xB8xX3fKB2XlVqrw+AGeeBxn0OJTKYVGE00tXUW9dQKxx+g4IYYET",
-	"ZIxl4tGmYu5tdc3Qz2CEePulOu6MJ0lr712v3lA1u1/uax/Y3IVO7e5wdldEdsGnIng6rP2AmqxPW3Q7",
-	"NXJom/EemyqVN1daRmXsQEAlYBdK6Ftw6dCadiRKQJdm5D+oq6iUFdQM3QhDl4zjP6IbkCdJblNwAz1h",
-	"XeYLH1CFPtIan4mCIIo4Zf5QBhWO+hSPvsPUqpqscVNXgRVlehcyJQ3Zi/q5TTJgNcI+qOZnV4PRdLQQ",
-	"6egCXjp9V/6z8OsJwhNzZsSCp8A1A4qonAkeixQDp0nnyHTIhXvcKdhGUSEhzZEMj52hOs8tKXiDUvAt",
-	"vuMyemMRyTlPfI1k0F1++br9ayyn0ppfOvTfX38R+cNfw6BMaPjYZ9PpdKjyLGGyW/RB5aS33BR1CtpF",
-	"b9TtdkExmolH7gYCA+g+9hbtQ8yslmoS0n9guGsswRkqrsKTwlyGSmnVVmKKdyJGi9PoeofO69Pr1jve",
-	"yA82VHalyQmRO7jQlt6qQDePpeLpuvFE/t/+WX/VLGTz0HDN1NHunXI11y/4eBvUW1ZAqg42M9Jp/AKU",
-	"foNZBj4EcIEA1+S1IDMmMkoPCOU8Tm9uPqJhEPmyiAt54I5Gm7nnBQPJ0BtiWLfV2QP7fOxKoG4Tfrdn",
-	"cnthrag/ODMqmQ0QiXiUQy6OJjodZaAK8KMSI+BJUo0cotBOPApa5urAs6E8nUn+0dWheRoQd39Y26Ih",
-	"o37rfeUbr9XjmSQoiC+pLFno7inw3K2ww+9LsJuKz0WHXQhrRWoCYhImYGEHTv2IvI9hOwwoNQGrI6Iw",
-	"MlQJfoOoZvBRjp716ohFM57yCJpkTWkdLgFIzqaKXuoOuPNQNfqNRWLah93DV73e4WG71+0dd7ugnXPo",
-	"DIb/z18G7X/w9u/d9utf8392Ru1f/9UNXr38/D/qmMOGHWwzkkNts1G6jFs9KRh1TL59X2gXKRlFaiwi",
-	"RkTLVNr1DbAuV51D8FSkg2WdujJw2fkbafisJguf3FQhtKRTFw/TZ99j8y58G1/3OYDs2pFfDnzospPQ",
-	"ykohreV+TnxBKvpE5gEqHXZuDUt1IlgzTAWPQ0ZRSGj2EWELb8RYGCdS0XMqZWfZnK9BMU6IapCvI6wu",
-	"jj1f8pm1i8bnz1SjRddg2/pKKX4ilHa1TJVhnF3zOVf5XY8p3azgE2lhzACWsCpUZwEKObsaBOz03QCP",
-	"zenVgDWnBxcUiX670syh4tD978CHx2sSFsk82KcQhq++ep/jPDdR7Il15G2hIF+Z1ldf9dm729urg16n",
-	"x76m7DGtGAi27Pj4+FVAfm4uFb6GVwn844Y1by9uWK+Dmkev8zLIm8GqWtVdhnayjWZh2yamHYnUeuYA",
-	"f9+LdeiCoOdLCxoJ9OH3nidG+xQZ930ihbLtiFPOyVdf5TUFYF7/EKl+/xO7Pvvp4PrsqjitY+rEVZO5",
-	"4tE9Ew5H3XSgD8qhwHVGLKiFiOTEuRrDQkm2kI2FM9FL48AppDUeSwXDFEhswN0qBOePBXIH44BHMX5B",
-	"JmiQRp3bUKyE3+w+hmu4AlYOGixkTfhMT1hYqAYMLLdcTSbETQyRZZ+rifaPKZY8b3SRrItN+jKt7vNi",
-	"OSfoo9Cce4IgFvRXKyBHbKmsASayWMNCOF+hK5nr4esxhdNANyXAe+zJF/1xI6mi+MI7DqkYUX+KVcKy",
-	"3/K3T3xCyFjHIFGHhUrIOA1foixkTeffJdcnYuaBOOsrxlZXJqvdE7Jm6GGtCvvhSvIUnrhaO+hrrayx",
-	"b6dS9opmWC5mVR5Hob5Upe9iAdCwpvSla6dOuKF1rNYA8CSU0UJ4Qv6LnFaRKCgG5j/+4z8Y/mm8MxgW",
-	"ljJ8KZsGwU1ozVO9tM7jh+4u71bH5yZgq1Sr6VBRqhipRY4Lo2MD7laeYogFarmONqmbMCc7L4c4pP02",
-	"3CUwdxY63/YbDbcIYhZijAYiw0E/LuECuB4GM8eC/UG8qppDAa8ddbvsj83qgOyPUsnWLP4StQRWYtku",
-	"qnMDpAkPTosVe3k/uHh7ef3+7HQE/Nx3Mtbx2gNBIZchbl/68PL07GL04fJ29Pby7sMpfFkCagGF2yVu",
-	"ZYjrxqMyliyYrtWjba3+cHYbsgMWnp5dnN2ebWYLP6eTwtDfXHr4ryeGXojwcGERY4HJ0QH5s1ii1VSk",
-	"tAk+MEv+TrleN+8G7cPjV3kwUgGR3A1rlWogXVuG1TJ8DdJIedR3H24Gb89GOPhtQ+ZsIaN7rGs0AVkY",
-	"4cGihBuDIZ1L5TBWis7iJNGrRBp7AuuGuMErbph4FNESFL/NhSsUBXlq6dxI4BDwCdqtYd08n5wmeszx",
-	"wswGIOIWoyCSe7IeGw1HFkZUOEt+H9DBGS8jwcQjj2yyDpyFCQ54sdFKFZ1sEXxUA0+ndGjyVdFGMPcx",
-	"XOLmHuMg23IOQgFe5c2wBIjsHB2hAzxWIB0aO2wAKwQV7Ltu2Np7fW8H1z+c3d6M7j78+OHy5w/b91or",
-	"0bY8nQpbitd0RAuyj9IMphTxNAcyMFleZrHrq8HtOzx3g4uLy5+37aybJrnp+3gu/G5zO8MMbeenCHIG",
-	"JSjwL+x80uNEjkM8OqlwoTdNsiyY9TyR6t60sm0gOsGNhAtVgyT/Ziaie2CvZHrias3GMJPMjE0Eh4RW",
-	"nJ2rXTM6+5/nN7c3z51bUXUlisVaCRs8pomYCzgIHBB38Yyw3wsM/CUKScxBCDfEjKsKN/Y8/83Nx8Ig",
-	"M8MyqsRuUG9uPjJEoU9ADxRxHTAfpkQQclOynKvarrJAsx39OZgHlM9KN0PRxkXVSQiUgTuojRKaVUYU",
-	"BL5Rd1FhhgF30RaeGBDcApp7YRioxEBCGPYFBFQIpCvEhZPlsIzcAMImPC0CdZD12kFL1K3QJjzj0ysF",
-	"CwVLtLk8lDnhpGaYUmYvdwAlNZF90jhgMET0eJQGTn4F8t3FlHn4RvEgFCxhEVWcrq7ERcb7IDSg1wxZ",
-	"HT06ZeB1jzmZubgxdgwXnjXtSteFhFHoUe0IDTPLObIhqwsh4Ifdo29aQR7yhDcrhhYastli5GE1wqkS",
-	"4OSMXGVwNFwRH1ll6vBRC8RjIq6YJF5Vk3NBIePFfAgfpY/RPMTG8DtD1bhhfqFPEQkr6RXlAG+tfEQ6",
-	"vPQSFIdiiC7flisTbBA4s3oqCC27CiBCpF9JzMpTn7BVeKPif3VZOYXxHXpvXZPqA20cMgIW2CJ/smY5",
-	"OumX3q8dh83f6rDBRlzqNtxTUKKREDcRRfslIETjU76wQgUwE1UKSi1fwec3N3DWrwbXtztZYmQeiMuU",
-	"eeNckqhRy9nvrm8ur71cmzecNYlgTiHeGSTm2GWqNjQK3EuQ+PmcT3MpokeC4uDu9t3l9fk/6BqvM59V",
-	"rXQ+5ctrF054qDfZhWT7wzEgAnZBG4GjdMKijXuaJB8M4G8aIdigBMXZOmHhzz//3C48BW4CYnDo+3RT",
-	"fAlTfHt5/f356elZprCQMVIaRkd5vKRaXGj1yzPVshIYmY2PNRGZD65/akIrxplP3WltR7tNBB77igDn",
-	"d/li8P3o+uzm7qIkbCR83KYkOePqSoJeUFAsFjxFwPu6S9GQgwbWHJMv/NWe63VlAdPFkBSVq5JaBaIh",
-	"yMukPBdf+8/L7zc1sHr0pqeBkvsZa4WjKOMtmt7F5eD0rNARyWRSTXSIfkQSZ7OiXL6VY2zl7Pbd5WlV",
-	"cKUtgnkhvqdBelAeVImq9xBujGvrdT6im9vB7d3N6P35zfvB7Zt3e8iKIRaBnYqYeAFPo5mkDKGi8Egj",
-	"IQnAqR4O+QGB2bZIQieeCaRrPk5EwIzwJ1VOZzYfwuZEBm9uzz+e4fj31pxphU/ov9yKbJDk6Nvs5Pu7",
-	"m//a0UW1fqoX1n23zR34rghFsoE4h8yHKvbSb9uO6ic9xlDU7GBEM66m8H6YLWuf2XQpQkLi9FeHQOGS",
-	"2CwRNKKIsPAaPmsP4L7vs+Py0n+4zMXF67M3l9cbdF2c4IMUq8omwAhJz6Tp8lgvMD7A5TygdjEjsUN7",
-	"DlKVJlHXxtiU4tj8uT69/HC2/Vj7UJX8DpWGhbTGcOTd+hOtO2xhNzp/a7iKWdoleAFP3WKQItpvlYZ5",
-	"825wevnz6PymSMFXd9kCulK+hVYcX/BLWNmPi8sffjg7Hd1cnb25vR5snOdNguvX3piIa9tO9LTtYlvC",
-	"3ARUqJO2nLNEFryO6Mqr7sLb8w/nN+9KSvZ2Huq3wWudAhNXmoTIWtyF8jICVx2dfxhdXV/+cH12g/eQ",
-	"P82oTpC2uvXgBk47uLq7DQ8qb7ktwJPp6KHuOKG9t3Raetlp+RbG6Eybo9vz92eXdxsmTrRCehR0nqby",
-	"AQ04ID2T1S2TwzPno4wT4ULbmmF7Zu2iDa0gBKte2kI0+8suMy03STRuYm/NokUZWHURh95qfe+7looC",
-	"nrBYFXX0yWhV7o01fW+9Qm/ZMXV63UQkSUE3c7ETjFPQK0uBDzfDNr3dnkvVRr9lPhXMukNDiDkwQSVk",
-	"I/sQPmpPUx4VP4VxbRVyuBWepnovyUj0X0hWt5eXo4vB9Q9nJXuxeIwwx5wgBBXFgca0GycO2rs6d54Y",
-	"3Ufm5XGgCH+KrbBuQgbKlX84F3Odrtl4GU8FbvKcP7b9r236FVMvNDFIm66BfYOwA8Pz8zl2JtWsvPH7",
-	"s9Pzwej2v67Kk/KQGOhDwExroSyl4lJLCAOUl5j46e7s7mz09u4CbbQucTeLiks0KgiWg6hJ1SIc3ioC",
-	"a7pb7pMek5eCFgmZiQcDbu1z0NwpO/ZCaal0AvuDLVXupSx6QsqU4J0iIClaHt3DPCJR7h8RWbPukEhu",
-	"zq4/nl1nkgHcB7lrOdJKUZgvLYbbPzw/+W8mbLnCGWNB8eCsiT5C2A2e8YfCsqAxgBv2iarKgSC/EErE",
-	"rRxortB1xB2ehQ9oSuyMpQKXIksEx2IUxt2S9E6I/uqaHQg2+JxH0sz6hBEk2oi486ROmYHAZ+eBTsJE",
-	"2ifOgTMsIXP3RAMT38ToRtoC+cEJyYgT6cEhQHXbObdjh6u6eYEuRIoxKYiTkmuUWZCs8VllTi5ACjCW",
-	"r0XsjgQwiWPgSHuMokx0t5fXZ6O7D4OPg/OLwfcXZ3WKLxIPFuQAkeRKGztNxc1PF0CFqC5hbBzQU//g",
-	"4P/9//9fYSubBezGmJuKFwgLL+Oq5fFmhk018+6F3IWE5Otrdsy4UwS4u2nQToWYuxh9nUorslJoqS+y",
-	"kVlAkDL3FWqrC3fovOl+LCBCIpFi9qLHEy2t7bu721ssn+O8EYV19bdzboMpXd6kiMokya7vJ8Vu16g0",
-	"bAz8xg3iG2JidQV36nSz4Mnz5Y31cMKwPg+tKYI1clr5vqt9F559uLy5egOXCWxNG8sMNMOz68u3NyFW",
-	"pUF7wm9LbTk8P/3p7vLWWZilzYrs0XZh50doY8ZOgHONyacslasYw6eijY9rBAg8FZXbs9Y8Ie3z1B3M",
-	"4ENjGvDZKrW87IYOJSr7GvPUke+zpcKCFAg4HaPffpDtf7GWEFnCs6AfblF2avLce5F9lkglhgq4OYaZ",
-	"Bu6/LkW7x97L753R1iwXTk2yKVdmIlImVKRjyjUcqoWLDvF6AUmrrqagw1BAj3zC1yItupRcPAFWZMcz",
-	"HviECIxuamPR6qNuN2BHL3sBO+72YMuPu8dZ6MLPYgy8/0EoZAlD9ZUHXfZYoP5yDf9n2wWDtDECBe2S",
-	"xgUzOFTYHNUckVVXqvJVFvY0Q8ciekO9l6EHeljv8NtihKSeQDtJOQTTxVZ1Rn0Q/X2VGGCYrn534ILM",
-	"XQYSwarAeSVrL8KRSIT+0RWhnEdYkz/RUzJbOVQbDPNy2+5wfAPPD8V8kWDpOtIQA+brFQTEWFDYJTgR",
-	"DCHRS9vqsEsqBOLM5IXNpW03m5vcdOMobKy/+NHo3nI6rRKEAIP3HogWfCE7az5PQldEvhKAwfOiMz7I",
-	"pfQp6AphDuPi5UpuUBfBvt5cXt/gak4mQK6OETiwlLAd6dS0dSqnUoVskvApeqwpOoweQ6/NkEIW+wcH",
-	"M23sL304MhjPb9g41SsDM0WbEsjo4VdOllTLJAkp0J5lZ4ZbisltLxcthzmMt3oWI0lrMLg67xO2wCSR",
-	"05mlYWS+M7KcXbqBY28DpI82RgvpJKPs90gSwGknBK1MW4ZyG/f+eZoqmwqLtXtd85UWB0miV23XJ44H",
-	"uRN92wpY6N6gHj0qGnb3wpsKjYu7cq++I7ZEUVe4ee3b9QKv2/LZrFjWBRKDZ2ocVxAX0AjrIqTa7/lj",
-	"ezAVffaq2w1PMpnJcQ7M4saxVHhFHsb05PyxE/G40IZglWrGW9IlHFJJzXorjUSaTyjj7MBPMgKgl/FY",
-	"wsHLSQGe97Ndw7HgSMOWg5XCIwBnvrIEGNb5kafrPnOTyjhv2a8wVJeTib+mdvtB2NvzizOCESoY2ghO",
-	"BDnXArPo0fcRog/AzPjh8asmPmvhDQwU8R+hA9ZHNPs5cITWCWEXlqosONAYNGhMEZOF3BjWiGSCoA/Z",
-	"ZSqU391nBFK7OoJ5HHdIIabCh5SiquMhBHKnSEKmaqPZVCiMko4ZBdAaHMW6kAjScsFtuBx/5LygGNkG",
-	"vzsvi9eJMaorKATthQcusQuOUIXFIk1WeCc16oO4fbso9/QJZbtWNNxu7qqXGqnvp210JCF9xQbe8xcU",
-	"BBudZl4Q2l08DUfdXtVRl52BqiMs2+BU8GT+3bCR8jkn4IZhI2TN7EPkB1hvHQWuEZFCw8kHnrqoeq6y",
-	"5CTLvXaKGJy7IjMGGPiYhpmOfXKQDw9MtL7HiyHz9GRsmuQJsprkgZcoCcPcrdYdWrLi0rjyhzuddm4J",
-	"X+Ksc1/gHt66wi3uVXpQQA2aC1yINQcp9EEo4BkojhuP18GMiFJBzHcPpuJ6gIOMnGzLldhy3ICUcLdN",
-	"/cr1jDwIG5eEk39LHMuHiqOaKBUi5VquCKWqw8Kb8x/e3V2FLKV4VZPFSfX9nYrCu98And47lBHQDOf6",
-	"QRBeHuh5Bn9G8vYGcWpC4FGh4jqJU2Zd6XxNPk2GkAJo8SsI4aiPI1YO1ZKgi3KRigepl4Y5ngz7AzOb",
-	"6DRyAUMgSfoYydaJQ7RyJSmwd+BCY7gnkknby2Hodg5jHZmDPMWjM4/Dflbs0TjdDKelxIrmQzDyFPxl",
-	"WU6OCS5NK8hABQnGEDvHdmifvHf6hWEhXRAyL+mH9YSrlTELmQJOzC5WpgyzQpR972XAuAdyBTXDQs0n",
-	"UEY9AB7z5XjKcH1UbRE5m0NHnPgYNnJDEa0WM+PDVqkSaFW615PsusbLC6/mnzMPSinsoPQiOSCpdJmn",
-	"huplF3pJQxqf8HNSPIPuHl3xlCrSOZF1qJyKZIrGSB7HaDt0TJADP1ug5YHkfZIobi9uhuoqS2vZcfC3",
-	"5aqgIqdABpCmmC5CCTJkWihnyZywwcXVBxD/gajKGTMOk66QbZMtIvJGjgEJmYUTGkZFiOSqoarmxABh",
-	"S1PIpOlj3LDEyqn+rDOYl5wgmQ6Vw0kdZ5omhc2+GRh39h1tzriKzQzNKyrO5EYYMkwCLoSgwpC9PPsU",
-	"9zInyLExJcobjbEsF5ld84HC3+usmijMhcS73GA3VG47XGWtRaottRiwN8v0Qfzj/U8BIzCocj6Pcabd",
-	"XqeXUYvDgMgqazqZxmuJVynGNIslqhXwE2ui1okCOeXpUl7fUHU73c5Rq18Yqo+7osRuK1QEmjAFNcEz",
-	"f/XZ9UIEbo0dXRh40V3o7jLHPAinXhfcqA4FgtgDmpIDEl0dHAq7/X/+74D95OJKfXYJUEDBCBqUa1Ri",
-	"Ro/vCzaOFfcNpGq3B4jFjWZsKm8jhPUQWJ5caPp5PWWyY9JNyOHiZq7cGH7tmRU094PGEslwM+IzF4PG",
-	"Ip0kiKFiOuyDdkgXlt9jNSqKQ81OgytT1c+kHBiYN1e4q3NeTHhF6EnBUzrjEk1pmfw2ojUf4RcjDHnp",
-	"sDAWi0SvDxYZrRzwRKTWdNYgDDudBB+5UjPEiecZEZ6KBU8tobB4HoD4rxOOpUbJSEHlXIrUlZ0DWMsq",
-	"uQc5vWPlIGkKJ8cpAecbnbA/8FXPKv9grhyqW04U8+qSYEpRw2TZyGKATR7p5KQAnkOn6Ym7hzvsj6zc",
-	"35MxyLsq/+ViIUcBfyES6wJ2WdMHeIYl86JUxgpOFdD8OcgcApklZ1BfUJDV1hP0fqmy8d0VkaWSfC7O",
-	"KS/gB0twI3zl9eIivMiXcrG0lQC9jVKGsEONoGGlxYzpnH5LtymeqIyYMnprBI0MCafR7fQ6XYcIC8pc",
-	"o9942el2XlLG9QzTjungwr+m9J9yKq03pJL7gqA2Zzz1JrjM6oirEzhIUukid7005DlL5tcxfL3dDdQv",
-	"u2+cf0ZaqmjkpBgqpEq2j5ngqR0L7kw6sUgEfZGZas1saQ2LUWWKEsFVsiaF33WBqNo6bwiNplnI9FCF",
-	"U63ECF38voRryJq9LpKhmQEZkUQC7zmDfx86jlJuyKTNzVBR9fgAbukpGiKy7BruaM2vUIfdCoX0L+J8",
-	"WGSDpWXAOGvUsvDEcLbgS+MKUWbr7JQFJ2aKlVs2g6dyiH3D6NHA95B7qbhhMBFYoinV1MLnL4zHnaAl",
-	"hkttqGZ6mbroByyZz43NR+zLH+ItQEXPstG9QB9tdO+raWX9mBf0g8mRG/k0FcL5PNx5zMOEfP3/zUr5",
-	"rcy+7JQ5EO4xPR51Cjinrs8O+5CFUzjjCSqydZXsUf2hFPVMtzmPG/3GD8K+xdOENYTReoZn7LDbRfwb",
-	"Ml0iPNkCe4UvDz45gA3KR94FckIdYPL7JhYFuVu5O5x+O43A0xCAEoUFsdxzDDPEgtZH3d62frOJHNwp",
-	"7pQDEcNHx92X/7ZZlbJA62ZX43Pul6SWHT7jok/NHVDaQWcchgEW7LA1wNbu5FjNVjzH48FG0dN62PGQ",
-	"BbyApJKjLNGc8DLavdan9CIuCwFGUCJwBjfjxDCfiuWozvKpyUE2Ec33V/jaSftbufwgWcHVftjtFnzL",
-	"XmDDnBjWPOr2CrXfKwqZh8rdjHMvW2e2hb6jCW2o8MMT5zFKyFTPzX2rg0G/dmkItjsW05THwvvisPAG",
-	"VasxzopcdKqF+j50wAv1WH51bmnWRGMU6t1UCJQniUuVhxfQMDMxaxX5WuxowIE/0O98AtJGtExTFGN5",
-	"khi6N73hBFt3qRsEbFMwoQGlkXaC0kaaKt0nB/pkmSRkI6hzlxM2+tpYhEV3rvPA+czF44wvvUuk4kD3",
-	"MOJUMzJJgPOTyxxv/JlLj5hIJeE6w0V4li+dl8YGjRJghJqaQiYpKEhwQzIl7Eqn92yONXddrMawkW2d",
-	"6xPrh5Yd/7zk9neDPDbDRuDeINeaVpFDlTd2Gd27yZJxkq4GlxKJphxuMRM2SbzsA2pNAvc7JYyQ9T6z",
-	"XsKhWMB0lwvErLjIIoQqIQWGXA1u6Mfdb9DEWh98gYl3FMbnOnIcCC5dbyLGXGlv3uN+C2lL4Pfj7jfM",
-	"an2C1hce58I5vtmnfIzZUk1pZc09ClFc5uEqlBbhVhdZRR7kathUWHbUfY3T2AiJbZ34I+hCloG0VjzL",
-	"NCjYwlGI8MILxaZ5/GaygOq07CLNmt5UsLzBCV1qGDwL7/Jisnk1tbTYI6W3onmdG0Y22twnXwhwCX9b",
-	"8pQrK5U4CDFXTaTkLmAhOYvggJOvqENHvmMfrTc/EgaHj1p1/j+PSu1TbZ3Hw7mlYWKYEkbe54wtjhzC",
-	"akhhoAajaLEsqcWVNX2WjxU9C87biM04FFGeJEjVGVvLUn5RyS3PFmTq1JCxfKgcr+4zfV9M1U5GQCQi",
-	"zuIYpdP4ZeyOQL8ES0P3zjiryBK6vQ39qatJa6H+350NTnMLV2bIqIYXAvUHhQplfO5j5Mni5/3GudOZ",
-	"MNFzoxkpHErjAQxcpQZC+sbSKiW5MfA23HIIJBzIvouz5jEb84SrCKECKSgVRWdK8UpdsYM8monhXGna",
-	"76jZTOLNLvL6iNCIL4ZqW0RoAYf8+BVqORilpSfMEDqOY9Q6HSojE2yaXJZo1Cl0Q9zDnbB7kTqTB1qe",
-	"KWKSSqpwDFDEqhIEj7woyhj0PvFmJVaRniOeckxRnk6eL/SaXVvQvYgpjtwUzat5WCsGL2Fca99l3mhV",
-	"ufjQg+e8J7noguQxVE0nVuO3rcDxdHYvFrZNJrLCwMbCroRQvhEzVE2KoncDpEZO3C2Cbihy0+VWe8rD",
-	"mXEVJ+hiG1QCX9GPh8GvpAasyKNDBp0Ui2OwOWVyQ9fkcHc+HHc1+tRpL+0pDasOl2CpJ1hcrNlitQ9r",
-	"8X248bb6jOcbRuHd3BJDspqqVKFm7xwNBPbhPWK+NzVlk0TruOSzUJpNuHFVWpTz9ycaiGSZUrF8EGOK",
-	"20BWMJiqnS1hpG7IuAPFo4GrRwcQCyW536juIlo50AvgvfSxJreLW6pUTJcJT8uHDbbeb4vLe4B1L8VY",
-	"D1UhyDoTzJyjC4THtV7mqRi4jZjJnS3wFNV6xCGpMBk9QeC+/IiT/YP82gW7vhe5K6yyqVPHalrOfVI2",
-	"YqGn4bj7cqjKEemwglksNnFL74XytyqKEihdBJ4MSFi6F2Lhds4zER96g6vm8AhfMoOQpK6oDs7ohckZ",
-	"CDBi8eBkAipMZBifa0I3qs7fnDidgrgdIiQjldYHwlutA+o524Nsuv4wddhl1QaPXtYCp1skcOe8OipG",
-	"obgTgSXd/PF8RcJt8+hlz0FNtzpZPg1Gq2AshhswAjCT6aWcpLOZO5Px+6FyyTNG53Zjm8roHpUD7vI0",
-	"MCWOZ5SOseVY8dIZmAICS5JqaYXZYiqh++qvtJVQDzd4pW8zmeRR0MvFl9tC/oRi75AgG/1f/vU5KMNA",
-	"/vLr51+Lqv+FD5QgfZPHEv4q6P1OzSedv5AAjQio2tRp/kQ+BEqrJyzM8G8pJ+3NzUfWDK14tAeReQgD",
-	"dv32DTvqfdt1QYkZ5y5qr4joHFDA6NrXRSSxsQTqijjOiCPrkJ49ciz+myrJjzjCsp1dDRzKs0N3BpW+",
-	"0hrZG7L2XGk6h22Zjco7rxyIMV1/MPMtnTNXkCwHZM7R1xXV1RpivireTsoXg0NPlrvKssKgDhkm9110",
-	"2Fs4NQ4fFa0UjIHGWZhX4GcU+BEG+fCCs6tBcPpuEJxeDejbd1cXb9qHh697wfft3jdBr3t0GAS9b3ud",
-	"4+D1YacblN86pLeCw+7hq3av1z58edv9tt877ne7/wjgcaeHJcLIIo9BD4iDg1jJcIVjtB7lZDo9rqCC",
-	"uVRZnEB/qMbrwioTn50CSbs4E26xNKSc+JRrlooliTHCAWi3gqHKLTsVhc8BQZV3j0wAQxW24TzgwNsO",
-	"ACO3UbwCnufKfiGGUyeLIHdTHioQJAgmfCHSKiH30YtBHHKDKkFogKtpkfDIoQvkRRnhqLGmzyKUioXu",
-	"RTgQJAXalYyEM/2DfiKNlRGxaN9rXqIShX78gHIRjPfedYbqGmdjSmXtxiLbTTgWThX0SpFMnXUKjSXr",
-	"oYJ3YCVYk7NIp6mILOYTtGEkLJsj3JuEL0ZFKCQIRoXR00WHa1sZjENl8DHkeYEvRNImmcz7I6UHXkAB",
-	"wBVCCLrdrmubGOURey+/d2XeMECmwPbJ72xXtJKGaoHhjUkpcM7SQCNwNZW4hWs2aaFVa5kizeDsSUqZ",
-	"OJwOLz1Y7exmddfglTY247hUEiXDqnzWNbhX9YYc23x3Ba/PQcNz/XJPVfDuEn61q8L5l93o+VpdLi3I",
-	"W3XX+s8UlGZdMglle9GZqhw8F0Kwmq2z0rSZQREbcBJB9290dNShmvwZ/JI9sUs6m+iUIPNv4GKSro5S",
-	"YDHpCKH9nAyRbdKXy1NH5Ft6+qO3Oh3LOBZYMufo/2PvW5fbtrW2bwXjmW8sfaVky4mzG2n6w3W9U7c+",
-	"bUtJ29nsFmERshhToEpQttVJL+q9hffK3sE6gKBEOU7q2MlufyWWRBIEFhbW8Xk697jiTC7STMaDLDuS",
-	"ObLOPO/s3md4rv/pWMWJHNg9ACmwf7z/4kNt5uNxMrKmdB8D1xsPlAuyCl2POM6TyotNAyc7izfqcTqe",
-	"vYIhz2Rkrn0yGj0SntpM0cBvNeKiKorueOVW66qsGgwbgeVWAYmTd6UZ5XKm7krHhro2Hyv6Solwg0vC",
-	"Nti/KrIZ6mKvY2iNR3LsyE7eo8BAM0I54Ht14+r0cVaIMPe4gBMn80lcECdPqwVzdyUVS+igteLCIRGH",
-	"KoQhYKyAw7RHYgCkCCQVautWo7qhbjggY/D9nVVP4NRLNsQY6iy8YB88vrlu1fnWn9IVLR+yRir8esA/",
-	"ozefP95RdbK6ro3VxWu2UVNu30dTFirXMiXRfBiZPlaFhBovypX7E+1JN0KFViTb2sJrJRsWlKD+sTHW",
-	"ejeQ4GOnVasbF9LtCSQJypW4yKH6/2IR6ipNx56I2nr2Ox68jN9KORcmdK92VYe6hDiljJMTei2UBpzU",
-	"UTYjgHxCQQ247b1QGjAcQs2tmliw1HSwrl6KDetg0T2AOnpG3gowgsvvguFply1CTFYalLoFloVMM3pr",
-	"rugXAIup4lBDmACwuKTX4FCFgwYXlDNx1UwU1QKGGhsQ/CAmZdvJ8ucqsUoisIx4V17Jq3hqrO1pqlUv",
-	"R4lB/WI+uXKxj1qnXFhi/kyxz1PtX/tefESitqnugvfsYWYiq41+UWaeuzN0LKbgECYFqwlZZFNkqYf9",
-	"6VKQJSpxqKnxkqojXEe2a60hhmvMXd1iDMk5t1rdkNLHEhWHbjfLs2mGEoofcY1zz9t71vNm+DgD5XhC",
-	"8Jfe7wFemVpM4IY+gPWyqsmzKaSTZxJTncscmC7LiTs3osdQoMwNhjqnoJzKPnIOnSvjeSrMDcXmeYbS",
-	"xTKqGNUXwzjcy/r30478AbKmq/NNxRy8jMRCkOjLwG9/ci+VGDHXhN4Az4HudgxuyZgQTTg4YEWBClDh",
-	"W+qQW1P3QInaewF2YcecvenQPmg4xYonopePAd27yIQqG4IYoZRLz/0+f1TFLmNGCwnTj1/F8xw4FTIN",
-	"1R74dJ7HoVtYKtyEWKdA49blBXGyyzKOWi2YyfiYztuPDXDcGRXg+1Nr9aNHJTIZc2ClXgEvoWo+YVjB",
-	"OfINRAOrQrAz9AZlxpwOCbXd6wGKZmT/TZDQBroowGBhmLpgJZAQrDJNBKFeIYYIllgXgjoKhGAdbr+9",
-	"4yqsvh3YEhy960hapyyI5vix4hbbLx9RClaUU7cKU5hU4M96hOgG1d2hlhcZAaqj8muvRXFtVHBUm8R+",
-	"XwVnrcVlRYQ/hlmFaBaxAq3g7jxk9a5o1Kht6P3rCYm1sZ17lPc+UQzqYyyz3fsI6mstr2WCLNufQbTr",
-	"GOtzKw1ffMA3JlkBJ1vzbnsQtRQKiLXoa8jjYjWdZXYzMnQXpRLI4mMA0kKCSYg3LNuw4ZyFQgRobvEd",
-	"KAJwv1hUEN0YYdXr8sYW88RkGuPT7gr2ZLDIQEGHskv93MhF3eG7b3/Xx9f+hGcgPmF9rv0k46mCtqFC",
-	"6Oym/dfRs8CG+D4YQ6iWssohEJI8TigHZR2J84dWqocG237INob76LmnVgT9IpvxbBDWdX1EO7gjiO2E",
-	"0flXdqqXfCfqeBtB6x8VhDvo4eVoEv0uABAp7mdaAFlPl1Pam9iWs8BEJjZMYWuxzJkMqSZQhTitbfFt",
-	"VkxENi9m88KIyyxk58zLgqfZ5VJNa+Tx8yZx1EYKCVQwkdU211hZ6m5j8E1A8QDZoUkcaCBOG8KaFF2h",
-	"Az6eJaT76ftpoudsTwUMflm07K9a5re5fdc4GRNLZ1DiD1CPxNhxr5eMGcVNRtfYYZV8JhhKhoqMTSh+",
-	"S1UuNYNX+JO4idUfFD8ou6mbbc+JTUyo9TxNnYNT0VoUQiLRm+fXybXCQijQ8j0rTDdyFmoCxrgqkSXt",
-	"FTQaVy6Nb24yLMSHHU+0Uc5aaoufSh4zgrFgReCXqSMCKxYbQIqaj53Aezk2nsrmOVhZ8kUrUtFYwm1h",
-	"AJCy94H0OD4xy/lAWhNlf/oTqFw5whLX6mmzLZ4olQGoiZW1glFmTLmVSXYyrdbputm8Rtedc0mG1IvS",
-	"66HHNpBliJfd4WjBkkJE4XeVZ02qmfDCoRTuhwpsYh+BQlZwIghN2n7OZHuhrmgzShoX2Xw0qZeYfkVi",
-	"Hj5kgDd/onjB/SWV1c7Txwvu5dZbxw/buRgGFGmQVjggt5YZFrdq+Q4bLo1QJgAwMNH877UdVygZVohD",
-	"lg+2HkzyI9ucX3rtBHmTd9p+vA3vqJeoZoHucizPAeGLQqmQmvPgQmJ1S50TDQzKLriTxDXMhXpcwj5T",
-	"2BoLsceIgewzHnqwipLj/3aVQ13hPMFsGzctsj4Wg1WeD7cBQ025sO4a4hrrFZMgFaUBZA1RKGW350So",
-	"UeKQyIQwNPCUAvupR91L0ou+L5cMvAz1qsjbZy9x03Lmju9Y5ccJNdSo1rLeiMbz7ZcV7p1mSRCChxx0",
-	"L1hvH2MEWM1S8R1K1loMe2HloxvCLMOW3LJbyxs+Ben5BVx5IeKa2E9JRsaJjqkJii8H4IbGioaukr7B",
-	"i1B/ERSiooHIiiAuY3aImVKybFJDEb44CgwKccJF4NNpUoQaiAK7XNPLLeVA742YEdRMbdfgYl74TaDU",
-	"9Bhq+ypBmT7DrtDc203wy4YD+wAIdKKS4LWxVvMSU3DTB45JE8PDIBPaOIXQDjVkg9A7QzBkrC2HJHSX",
-	"M9WuyJDy7OQ2QQut8QbSoBZPfcVEpYDgaq+FyE6qxgU5PiCZnn/kTQDD9CyNdMWS+g6Wsky/VGya5/XO",
-	"sSeDl6WZ/Ijmx2CZCHaJgDtiFnrRWLFUHtk0eP40s7KGebtuxz++CVPhRFvDe9ausVis2/kBJotvqKDG",
-	"gq5hNlGqtGmNe7BcNLuhfh+D2t38aKF+L0GaAwJew/QnxlmaAumojkP9PjRcpWPz6XMhEB/wZ5OSIx34",
-	"ZvdeMcOPS1M8dYGtVfF3m4nOinObkEN7cWKu6tIRLixZX4v4yUuFvlOFTNL3aJi/kNL/MlT405VgnWpV",
-	"zboFDk+LcW4DVwzuYkJmPq0X/pnM5VQVoKv+vdqQ6CbCRUDXVB2AUvIJCkscbQPZ6mvVq07tJYRrS9JE",
-	"MOhQOTfIiCMKyFBjmZPfyVMiZUiziunR6kTc7kf+FVZKYYMhuCzbq/0U2Mbl5wOR8jTLQ71Uaggvjzfa",
-	"rediJToGQPXHMyGxUzqT0GZrh7rRdfCAywGv4J4iTptw448/fq1xgH1aqrW1s6eM6pzKC9eq4PUU+vxO",
-	"XLrvCEytKc2JBYpO2IMYz2wVM1mGSyBA/gD4rhId6n9TxDsQEQSyrTExg4IyyCAIHYjz4/7BWSAuEmlE",
-	"g/MaNCQrGJjbSOWFB3Zq0myGzgUgMQK4hfUq4P2gloLwVdx9rBcQJ1rmC+osxbSIIZohbObLcqp8RBvH",
-	"FeOUWamYhJhet+dGBMO3bwbNl6BkkqlyzbhWviQwoeRZCnQ11m/H1lVOCth39zBNCeYC89/uTUAbUM8r",
-	"TSldqLMbSJBzzx95j06rhxwYEg2Yckx122Ej7B9SLKhvRCeond/yBztoKvliU+Gil2kq1G9zmYJ7hYOF",
-	"csvBDdOmltju86Js3RcNBNIDKhTCfrJKD3EmkApgmXYtWEtAC0yvqLVeHQxCvZYNtlllo5AFOvjUTyiR",
-	"VwCSRNxsyGAIu8JQSCAxJeDV7vazKlPgfezs3ajiIDP5Pzy2HlHGpyWjOZ3Q1UlhTeW7GjDOPL2xckSA",
-	"GvttrqDal/QYCGnF7sQmo43uRiwLRCLbCFZacoL6u4Hkfvjdfv3Uppo/LesyBbzBTE/Aum9z7hJ7/Eix",
-	"fgY5BOu3lVwdzpaQ4kLGoJ4wW0DqB8ON4JuQYvlCbLwV+60rNPWWL9t6OnOfVVP47YdMMtJMbxokMcII",
-	"FxLd2CPKw8DCcwZtNVdhDLhYeL6sTT3W7NdHNTtQ46wHuETqJ6suZyqbpUrEapTEVMiMEOgZl9z77n5b",
-	"HBYMAp5o6KXtv3klZnAA+L3oY4XmCxyXKjUKA3iQEIOBBKE2xQJYjJQq7BGsCyAvnMLIgGeLYhmvz4+a",
-	"HBwn5CAjr1UcWM0LJWZgZ7IjKpGHzJqvgCfhauSoG0lwKNFMshvTJbCsPDOmBehr2EU5mufXqmILOakY",
-	"WRNDC7cqocau/qnMr1TcK8vTWbAqNy9bT+3/yvsTZqh9QKfbAUeCzXWTxHOZGme9WwPKjvEaADurN3EU",
-	"ITfyWiFKhJC3iZc5V7eIGwTbDuB3JjK24x7shJqH/C+O85T8wWxB8n1e7or/h0g6pozIZvMiTVRuEMg+",
-	"5cgP0394PCsU/E4AeGiUzABAJK4YELIQ/cPj/T0Rq1kxwfQnvhLyCN5Jbd/sgum6z3wm8McbVi+kEYhd",
-	"YP8NrTcgPqbZJUyZVcUFNAQASQAvt2ic7/wciPOdn0M9mk/nqUTr+3znF3i/f+34K9IMxJvDM/jEWxGe",
-	"xFB32tswOxjRp9KqolMqpZ2lGf8+K1QK6EN2vex/Z0aJBhBToHUEVBQRTsMQ7xgFTouNoXSIAL2xuBJ1",
-	"C9nvvshjMm6czoFlYQakyakibnAaod3H81jpIkGgChTWgCXjmWjsfdVpbiF46//+zzPsOwuJohvqLTw+",
-	"ZB+GEuGpsXNN5kUylqOiPY3JSYTZmyFXtMZWuIt5khY+wqMfqHT5Jl3m+8DsRw+XnkwAvCvqALMVyBYO",
-	"DwXlwSmVpR1JnBYo1k7mXWgAciGOOyCxBiQBWbIRjtSGuLXZ3rnTMu/5qGl+i+ClKghL0KG/CvMg1nDA",
-	"CJKhvpuMOTF3GbrneFLdr8d8UkzTj2gxt9P5d/zu7/idZwMylKznqgbUy5GOW3by0Fb4fnB85HAS7hW/",
-	"ewpjD5Q89HU+5liCNW2kJVYFwwpl1t1llqo0u2yRMUF1GUAhNtclQ4YzOiB7JBpoc1sjM/AAITHn41EJ",
-	"WUuRCir8nH5PRFeJjhEsnSYralpT1rh2hrfZit8Ralc7DGAb7lJXpgq/9zR06XrWabxzvJxzGl+uT7/z",
-	"YPrFo4vbo7bMdVrGyojLNX4eDYPOT4eIq9SXqumV95X67r+3Nu/kdHh0+urVwXfD/tnB/uB8L/Ixq8sD",
-	"DzgTccu7YmMByKN8WtjZ64nVYj8+VeaGHLeun48uVguzrGmTptkNC8nOY87H4Hzv8OTw5NXwX68PXh8M",
-	"//n66CgSjbLz78HCGP0R4lPckYfFwAn0ZvHMQ03yhRxdXeYAoPE2u7h3KR+5VXciIdW6bUFprNZZ+dDJ",
-	"AUZ+qGus/KTg/sg1Zr2VsbY4Ib6obqh16bLm2Y09MMS1zBM7/8Z7OCAOYE+E9Y6hMMuKI4LPYzHXJbLJ",
-	"YWXWOre1GYjf2GEygdjzXaqe+LneiZb+UICQppioaagb5RNUHNAQWkalACwYiJHSRa4IE9qMJOD6QFkk",
-	"xjaYeETOiwy+jpo9MRDfiJ/FuedgBuIn+Ovk8GzvqC9uVHI5sWfrGR6/P0M5SQJsFKPhlYTf/sIfAn0S",
-	"OYhXIvMCIUICyunl1hGjN1wns0g0Zgh+aueZEi7kk0elS2ysw84LRR6aPVSBCICP5uwtxdYbP2VpHIgf",
-	"sonUxmSY+9h5Ifaz0WiSiM7Ll896Yn9i5YW++WGuAepgf6Km2VQVeRsI49K0LY7kRVv0F6Zoi398LRo7",
-	"29u7TdHZftbqdHaIeP3N4dnwrfhGmN/yojET/1+Y+XQoRb8/lKJxM3wrt969uxnKd++a/9kRW963TY9b",
-	"GX79DXx5JRp2YrfM8MpeUQzlZjGUUUAzDfNgLQpvaoGM4BZQtiiYg7kwXgpZiLlOivLaRmSGV8TzX0gd",
-	"yxyYSmJ1nRAAfxxnY9EJKgu6aUpphRiOQU8PdvSmwTsgTKh9XMs97he05ThD+Obw7D87Vht3ut7+gyy0",
-	"vUfHOkGF8mjFhMS4AqIulHsoEo29ZtcVenIob65HxB1c+bG9d/lnIKJ85zYS34iIpli8ezez6wTL9O7d",
-	"z/Z/EeW1vICeQL1EpPj5zu2wjPREPfvJIvIjJYHwIkGw2B3RgpVORGMxTK5ESywmshgmV6WElF/ZSQNJ",
-	"iByFUVIwrQyzCuuF8DVL9NtOdQjusWfnB/3+Vr8//MXdbpZlwE8wL1rZuDXO0ngpqwzsxbTum0b8iL9Z",
-	"CYNgBwLCXQOGyOVUod6Ep6Oisj5tD2mC8C6otHydRfQp2Y0GJd2ze+UXmHZoqi88QZJpKnQpii4ETyqU",
-	"Q3ebRpzvEF4IRagi0dAeFyionmZXRJNhIr4RnS0tvhLFMNkUjcHmoPmfVsf+FQVI5KzK1OomkxUx4jpO",
-	"wyjT10ozsC/TJdfEwkoIHHmpmjjGfGrUyHr+oFH6/WGuzJZu+uuPi7/nLXrTI0fBO1wj18WACz2oeoPU",
-	"6/IZTix512Xu3HTF8+3nDn3Ca11JE2DNXXiVJI4pis26SZbGbbGnQ+1F1ERtQI3gOgkBmdekS4XrJ6dD",
-	"ZzqdH+yfnn8X3R0zAlPkUycb6THryOUwfvl3XOmvXNrrj/NOSReNOiF/6kgYonpTTuJCTRKHA+WiYkC3",
-	"BJIOZsAP/dOTzyQMRiyubV7SdUWkpzOl984OaeR/SmVQbCS7sHboWkDTTBe5HBW+J3wjjcDshPWBnrrP",
-	"1oN+rV1UVUhyAnmOFxID7++Z41/2jo8+bI75xg8+x10hZ0ll/NCqgqVe9n8Y/8PncpsOYUg7/uiGFPaV",
-	"xFTOZom+bDIPcmJCDckb+20rVqMMHCMmwLGGDhlNWW6sf9dDoEaoRMviBXKuqtvCmq+QrsPGFUKh/DOQ",
-	"S59GQmhhayTEh1FeW+DoMUIxQcuC3YieiDD21xWOV4MqU52tZ23EUEsD/BuEyUVEG1CD0HB+tTNw1C1a",
-	"JE3mLhgnaUE8asifLdOeWK1/FBfZnIrL/BoUwLlbg2h5VkGSvkdclxksKsHYqbxFPrWNbmfn62Bjmmj3",
-	"971jvJ9FxDhYXv8zSJgmv6tAdKzEA8J+j8sksTzSftbmEt2lcUAqeXmykul86sD6p4mmv4PVfougLlYV",
-	"aXVbDEfz3GR56SYxIACkeBtWUrFlm76Pfm6dqNuitU+XkQw29vtvmusGj49Yt9Q7uy8et4yuFNaj7PIM",
-	"ekM+hNtgaWNrdGp4fqBSq9J6U5mw+qghNPGRqYGT5SpoyW8C/ktcEiB0IlOQmZ4WzdqGm3LYn12yAAS6",
-	"WWEU2H993j89j57WNDgApVlTf7c+TMwG7lrl/0N2gTUL4H9jO6iZX0DJAynWKja0aAA29MUCcz5xk2hO",
-	"oFAk0VwcMXZVvhFMZ9Re2tPWbwCWRkoqOinqeWzIM2m4azTiC4sMyiYKXzYDr7wZUYSYgRnPlbZ11OF6",
-	"wN+fyd/mCijvuYWYsf+DUJvMvpnBWSigisNFmHEGQNbjDMkWJ8m4INJdeHWPuQaoZwit1OerAR42pCzL",
-	"tMkYNjpXwEsbaqyfxvihnWQo5bGvQNfbz1Il7RmczQusU4GQBxg4oYYKODyek9/t7qeKHICExfIYRJAE",
-	"lv3jb3mpuqGOrO3Qphq0IdAfJbGxBzB8gViHQzghVfmxzgr7F9CWA5UG15lRATl9SiU20aYREZe5ec8I",
-	"dbR0f7wa7w4tkZWbD4EyLqLOw+oz2tYmGc6NiiMi9cFumxvT7Ik1rYyhdnbN1EryeJ6m64wKLzVaY1Xc",
-	"fb7urJyuux9ztu58qpP1447K3c7OPayi5QMqXeBmgzMDGJJksXYAuKc3gg9PXzv0mk95dnvPWwdv7p/I",
-	"9r0/k0y5E1/QJ9nYT5c/2An4sT21nUeMF3E4iHmCGFDUyaf1YGOIFg2Gh8dnRwfHBycDxxvxYAjyfn2M",
-	"qZ6/3lnvDvfqWb8FkAvrceStFrCeWmLYo8ZeGECjyJWc2u1I1czyhnncHe7KRKVI4j1V0yxfMHaLPRit",
-	"EZVnNyJXb9WICJDpcnALK02F+/03VudjA9xq77ljgkIaQgJClnmBlgqwPOcKyX9DbZQGHx/Oo4iGk6qi",
-	"UuiEw4JRTplno4TwCDVNSq5k7OL2NHw4SJGXFFJRWB8LokGs1PjDFgBu+Aylu50dcZx82+wRB6qd5iV0",
-	"mM4zEZ3t/QKN7IPT0+HR3vmrA0wdWIVRJswruO49x+cGGhS64xMNdFdzHauY+aobUYvv0IKPPL7s502o",
-	"uKWXLIhOgOA9XL0XlnmtYfAnsEgCoQHEAPsBoQ7A0FzhOD7HLJHSXmJLwyRL49JoXB6z+Ep0Qo3ocG3x",
-	"kyPLAVIOHO7SrO68FLUVH6F2vNFlD5jHtoyILIDdBTLFtmVN1a2s1N06hxOsln3XatZFit2oh5PAk4eo",
-	"0yRqx7CXukjmzeuNG0xczGNr8JKcuXnBb31Rk8CUD2ocj/VJZopNI2aThUlGMqUbNgWBaKKFSYtPgBCk",
-	"EbgqGvaIUUXJ/LQKPPQ2u4DGE7CzCNhHz6cqT0ZiKos8uUWCXXh5wKMhx/Emya3PKHZg1wigJY06QRRq",
-	"lMSv8efNACiHq3MzymYLjOJ3gc6NaQN4wBBJGk1kDlyfkLZ89o/2rvgRyRWtlsrGYmf7+dde4b8Rjc6L",
-	"9nPx47ehRqK5QOx07DWc315JuY6Tgqha8GEQq5RXSoca56uz8zVVunhoQbSyiQFaVlaRoAnLFyBkQvtE",
-	"nDuUg5KPFUnDZIHlMaviDHOA4lyRZSF9fcuVWnj7rlVHgE6/rI+qmCRjmRoVNR3/DCSLaQogOb86fuSl",
-	"xMeUHgnkZIp8AX0CwLuh4l4dO/f7yt7LwRDcFSTpgRoe9AsrHyvatUJsUAUR/uuUW4Ktt4WOgX1N3pNy",
-	"dOUep6y71ogB+IlQtbM81FgAm5JPPZkXcXajqWPaeyzKNBWNjIG43tpjaYogaoWhEqJSAqh5AEY7zXLF",
-	"JAFQmGT3u5JXmN4GIaAho89X8qHQzWBrSTFObu2wr1XOXbBWcI+Tb0PdyOca4wAX8/FY5SZgRE3MLzXx",
-	"Hs4N9Wt0RxOpNZRy+4ziVs3C6Bus7zsv4ZQsm2lIqZmeA9M37WksDFUY7S4/1G/y5WdWqNLLhyZ6ibbc",
-	"dMuAtc9gHuoaCvOAtIkd8Y9E1eq1FWMvB9lToZZ5bkUHxP3FNrxiiYmGZ/DO7gvxlXjxnPq0saGmpIGq",
-	"MMAatmheZcJk44LFES2TgraUmU/FXKfKmFBHr06PD46PDo8PBxHjc6Jh4URSNPqHrwYH58fNFdFMTInj",
-	"G6Foc8VUdHgyOGCIzF71vKdOdrBDrQ5Fbl7WbPCDUEOTYE3e2N5iC/Eq3mYXwyTGxvm2vdyoImry4YQi",
-	"HeoIn03FrR7oGHxO/jzGUNiq415DLIJQ1ukwS6g4xpEblTUcjsoMQzrWgM6zC2XlWKCkAMRek1U9cGlT",
-	"8UlpRqPVJPEefjeQPTe8Kiq0ZYzY3f4HTHf/9T//ebh/eHAyGPYHp+d7Vic71v4973bjJE2NdxpwAX+o",
-	"7RKaEhWwArw9ymK1Ihrl6YTnCMgzeUgja4AR9ADcipT2968HA2tzfXf60wlO3rksVNe7FzPyu9McDTje",
-	"NmRgenvHs5ymc0M9dPOZPcgwAMLlaSKXBZjkZI5PE92yH1lPw/Fn7+4+e4GmxZbpiW1RzHMNYcZsPG7i",
-	"+0hxmdshzVSeZLGYSGNNIwDGKG9ub9yC33kmdWdbmGYXVD4I4Vd0p68wrwkbSkEp8BYMNsAaO/wOXm4i",
-	"rxW9fGwX1tHX2vWzK4ulAJD5MEU2K2EWkzhlL6URtSZFMWvZiyETlM0LfxKe2WEGlVaz59tfi4jCAsPB",
-	"4fHB6etBFIiKg4bUOrRXYPQMH0UuA3plBLJobXC2NFxLXahx+eGoAHu+xoXw1ElQ5zbUojDb+WYX/k4k",
-	"5uk8LRLrS26Ns3zasprFfqw0Zorh15htoYsGGMniPEwg/CBENipU0ULXGbiqFd6ueu1K2ALc/g8KLL2G",
-	"ebgf/vNfugsEQgtlpOH4YLD33d5gz//MeYanZ4PD05M+AEQf9vv2o7O980E9ofTj9op8/biVUqBnrEKZ",
-	"Ab0+KfpV3QKKZ6zASU6BTUYBzlCdHl5WJ2uQBkNtf0+O1NKp4FRK6FNnP5JErbpBgVh1g7pl6Yi6tQ6M",
-	"NbzqokJs+rFXje0VS46S1x5XiQC4CfgTONaP2nBTWUwMItnFnKepaNSGZpoPSA7zCVEev6CINDFnPRYY",
-	"vOevd6uS7lzyascNCrh10zEq8FHueqjBXwdwbhUDllevhsKSQh+VmEGoUdzaYslurXTKsVIsTWrY6wCU",
-	"zIqy5okPjXTqT2/zC2A+QnvFt/P3+2+4ITgH1mdpFno0yTOdzU0l63GPNAflbe8qbSj50HK1lI63o0BK",
-	"HObDMRztAScKFjcieYvKGMySSFhnzlR9Y8Itsv7Ukpu8/ADBritG9Uepkp7vBQGb0r2FIWMKwNUjOCaf",
-	"BOuZ0ad2m84Dr8CmCIY0t8++At75ZiBiObV+LrV+MgA8RJ6ILck7hAJAR6u89FblHZcjjEYuILAMpZkV",
-	"fiDytJedX1yyTSy3VKJhH9bKdLoIQm3PDugySYxQOoa4J3mmjL9Bzi2AB8gUE8o+Nx4ERZlPPGOmKHSe",
-	"IeoMj2VaGegOTVRMwe9dYdYR83tm8sZ9yq1BeO8stv6wksNHymzfYfp/Ic0Lr/WVttsLy5dEI/rh9NsH",
-	"gr/4yyWrz7I09fX7ByluQgVfn6je88IAGDhDHn3XqAxfA7hONWbpnJgCe4UpJqhmokEwOxjDlcQN22yL",
-	"A4S8u5ELFx5LfBqEdRpeRPt7J/sHR0dW9XkZHpeIhNw0qE2XPHAmDXk49nACF0c0Kq+yaVBBAYqlm+OJ",
-	"dC8YrD6RYKIY6A1Lai5VDFjxDCSsRJmbcPdFCw2CT7M8i+cjBdHKODEjaaeAItFlhpXnSZZB4soBxxyk",
-	"CrLRl8q+BXCU2A33z8OTw/73EDpmRrnqMmLYyXvrONR8RyKvxzQlxaccszfykFDrfaOcmVD7nCSyIGry",
-	"XhkixVMtzrRCV82teUIxXHxIhckOn1N7KOzDHP99LgTWIF/aQN6u+a8lwLjXQfPo/XCwYys7s1HdkH+Z",
-	"A/Cp3aN9AkiqcW8/8kB9D67ogFM9UIJI+HDrsZ858gcnUVlhq9XNkDk6K/qelgEVKPdbws27nuK3a/Hd",
-	"6cmBu3ZZfzODFDTLwJXPa0B77jbCHWzd56hvHwgr70u3s100FC2dNQLw+TQSk23piXijKtB/ew4fiPLn",
-	"9TFzxRplvoWd4LI4RsVrlKC9pRrN86RYwP6+UDJX+d7c7s1//2r3IoZr6sryaXB+5YiM41wZsxFszPN0",
-	"o7sxKYpZd2srzUYynWSm6O7u7r7YqK+rR1Z7a9u0itS0RgoCXDH+daUWlZuamrv+6l5x+fYAd1Al7Jlk",
-	"BXAPlnqMer1XB7e3LsRmyovdnK5efpRcK60MBmKt2ZBonCK6FAtV1kyKawRGtFhvtKqQNdccZzopmCKd",
-	"fuqUvFnzkGovVLDEtU7jHmV6lKQIrVMWPqTyoi32rItGQT0oWGEoxPLGrTS7/AZzPUQuCIGyyy5DrHp9",
-	"tlEgiAYrlRctIgypMCncicdK/tXudkesbD/07eDuNbdhAEQBZ+0q+BvwfdPcYMhsrk2AtAzEgsjUytm4",
-	"YhsQbQ0eurQsrtHsj1//+L8AAAD//w==",
+	"7P37ciM3ticKvwqCe74o0k5SpEoq21T4D7rEcmlbJal1KU/vppsJZoIkSkmAToCi6K6K+J7mPMB5hPMo",
+	"50lOrLWAvJDJi8rdPXsiZiZ2W5XMxGUBWFjX3/pHLdKzuVZCWVPr/qM2FTwWKf7Zv+cT+G8sTJTKuZVa",
+	"1bq1+6lgqZhIY9PVK8OM5VYwbhhnxqZaTZhQVtoVs3zC6r8vtBVxI2B2KpjhM8G0Gqjw5/49O5rpWCRH",
+	"iTQ2DFjxkVRjHTKu4tLTfzyJ1EitvoQDtZzKRDCl7VSqCYumXE2EOWNjnbLwYty80ko0P3AbTakZ/9w9",
+	"wiHcXN/lY9A8DlsDVQtqJpqKGYdZ29Vc1Lo1Y1OpJrUvX4Laf+rRpY440aGKLHNup0yPcbI8isTciph9",
+	"0qOAhUc25VJJNTkaLNrt19EnPRrKGP8WYWtnx1+C2pynfCasW5eLMUwQJ7M5Dlg0gyOIEimUZVOdxIbV",
+	"gQTfhI0ztpwKxbQSTLrXFmkK78EjOxUDxZVZihR+ft0+YUtpp0xpNtLxikgkoRvaJrWgpvgMRluiemk6",
+	"M/58KdTETmvdTvv4JKiaXyrMXCsjcHrnYswXie2nqU7h35FWVigLf/L5PJG0AkefDC1D3tP/SMW41q39",
+	"x1G+o4/oV3OErd26bqjTMt16asW0nYqUjblMFqlgddg24pnP5olgJ+0TFl5d3w/fXT9cnYcBO2mfsvBD",
+	"//799fkQnvcuL69/7cMvp+3XLLzr337s3w5/erj7a9ho1b4EtXc6Hck4FurfN6fw3fXtTxfn5/2rsItr",
+	"bfWjULCyj0ovVcBGC8ukNSzViWD1MBU8Dhss1sLA4RooniR6yexUGqbnIsVBnmFLM2EMnwgGy0/7CNtQ",
+	"QsQiHqh6SO+LsAGb5ktQu1BmMR7LCPbkndUpn4h/HyHWeFYszSOLuFLaMssfBeNsmUoLJLi4unt49+7i",
+	"7UX/6n54d3992/u5Hza6AzVeJEnAgEJNrZIV0ynTTyJlwOF4i105XrTkxvGj+IyFqbDpio8S0WU2XYhw",
+	"oLSKBDNzHuH5G6dCxHSqCnz3Fr5q9sZWpJvn+05EWsWGWc2WXFo2EmOdwuxsupJqcsZetyvZiVRWTEQK",
+	"1MHVsCJVPPk3H7IHZeYikmMpYmZE+oSnbZFYJPx9//aqdzns395e37ozc6XtBx3j+7svIjbluGU97ZmR",
+	"QGjYlyFwxJAZ4HFSrd8PZxlvK6+Bv/uqputeO8J3cJY3fAV3yL3Wlzz9d29sGD0Tz5EQsePoWo3lZJGK",
+	"mCVyJoG6N72/Xl73zof319fDy94t7Gkk8IPiCzvVqfyDKPxv4ksPV72H+/fXtxf/1T8PuwzGAFID9QYH",
+	"Qyu8uJGviN8XwlgW8TSVyJgGCvlYgGeQbi2/mzzrQga3cbB+/fXXZi/vS2zuqfAnwVORwjlPZj8Oaimf",
+	"cYVtD2phQJdhKGB+Pw5qUj3xRMZDHM2gFtLVyh2XBU6Amw6ZbD4qtee2p1V54jIBxvFvXJS79w/39xdX",
+	"Pw/Pr3/1F4Yjq7F6PhcxI7nL+k0HU4RVeULGo9OBKt17XThbqZgsEp7CplQiwvWN9CKJ2UgQ+0PpjK4Y",
+	"JQaqLng0xePMs6WXis1TPUmFMbDm8OOnhQHeB6LMXCgUMbmKBwobyvsK2DjVMxzxVPDETlkqcE4Bm/EV",
+	"Q07OzaMXSemdsMV+0nbKeCo2Wbi7zh6UWcznOrUi/iBiye9xGf/dx/4VzhU6ZLCP/DbLZM96+HB193Bz",
+	"c3173z8ffuifX/SG93+9odP/xW9DPBu9xPzEjUikEndWzHECcSyhQ57cpHCdWwkC2pgnRmxIT2Y1mwmb",
+	"yoglghvLzO8LngrDRq5NVu/LRKSGgch7/Ib9pEUilAnYcbt92ggGyixGNuWRFXGXhdI6YcOELNULuO/0",
+	"mBmdwE5jYf1X9i1L+IydvzpvsD/Yj+xX9gxqARzPc7dx4ZpsxnI8FqmAu2DGbSqfka0shZxMrWHhHM9s",
+	"KtgzI1Gc/UHbKOywJpuHTCRG0Bt1niTZhx3YktDNWKbG0hAbxG7mBVL9o5ZPZJPX9EbIHmaCK8M6eGvP",
+	"+LOcLWa17mk7qM2kon90go1LPKglfLavSXEKbY51OuO21q3FegEMpdBLp134f5UdqsVsRP3N9/TWbrU7",
+	"0J14jpKFkU/ig+8Fjk3xue+Fnu8YXrt1WhhUu2JQxu1UoeCNv9V4YoZ+x9V+Cyp0OGApMoXL7m/0df6W",
+	"Hn0SkYVme4onKyve6tmcp9Id3fLCxtLwSSrE0Ex5WnGR3MFjrwsqBmKPTbnbbZ/NlMd6yZqMR1Y+ic+l",
+	"65tT769AxktEylUkzhgnWuMNgzdke9/a7iEdrNowPx6bM/gguMJTR2OdSbUwbrwBmxxdHj6mjb6Rntl7",
+	"Utk3J7XK4Rb2ezozFTLgrda2CVNpEsP5Fw04W4hqKTT7mS2MiLGzgxpe249q12a8ESm25wZR3o0jySsY",
+	"DNClPk9FLIGtsiZL+Khx+OgCJH8KV8lm2xwonfAR+5Fx9i0bsW9Y1tNLusCtsHflRQX3Mb+nto5T3Jjj",
+	"348bL5qnSfS8YmlHO+bI6jqNpeLpqnzhNf6VC282V/78fW+fNFGxgb4EtfObr/yw/3Ufftk+w488WYiK",
+	"/XutBCOKsblIPV/EhWULlYA0iNbH+Ixx5X8m64SORZIrA27V4MQTC2htXNSOjgdsFke4A97sH/hmFWl+",
+	"Au30J3es1w47/DSUcYX2EGSc4IDlcWT/EtRQihkatHTFQ27Lo+ZWNK2cFQaed1c+vhWCytpOz8Ze0Sm0",
+	"5iZQdRzefrzRkiTrMj3K9uvdUlN6HD3tI88HlGN/SgV/jPVSeRb0VR+aSKdb79anfFOjfHv74a7/9iM7",
+	"YiauJ3wkkgO5ietmaLZcT8ZyFfM0Zqi4Qk8hfhCSfr1IBNq1TJfxKNXGsDGajMeo0Gklhr6BITbgTPNj",
+	"+Szi8CxXsN5+BOVKxgueGFa/6w8fmR5TC0ZOZjwM2L0zgn8Qlr8yLMyIOIRRhA2y1GcfOFk85SrWM/kH",
+	"CtLOTv9SFlvYJNlyuu1QudmmXCmRm8fWd1xcZTu4uPrYu7w4H972//LQv7sPmVak2EbUWpfxjBUtp9oI",
+	"Fuq503LQ8u607VSMF0YYVudAIWVTOVq41yK9UJbphYVVbDffnDBaUPx8ie4XmEuAyvNcAHNk1Ad7FKsG",
+	"Q1WbW9B53QKXOqDF5I5/4pvOTDqRT8haZ6zuTL+mNYthyKTTnzj1x0viH67P+5doGL+87p33z2tBzZPn",
+	"7qb/9v724UMtqPk/h9cP98Prd8Pb3tXP/VpQK2qtH/u3dxfXV/j0l6vrX69Qg60FtQ+9y3fXtx9Qsb27",
+	"6+GH7q/czgWd5CYJHEXRzlgYllu1CrUBhGWcciXHzQwEhV9HWieCq4pdGKOQ7porfrxjF96KebKqkH3h",
+	"MRPqSYD4QptN+A2Gdhb6/IyF0HLobPXSGkYcqzVQPfR2iJiFc6kmYcBC930IWyXEfTAkfxxcnugZEjHZ",
+	"wWB7DJSz0bwysOGSFdkh6uFcl5ob4o/wIG/SPQPlP3SMxQhLzGWk4xUcfyZmc7tiMz4/Y/4l+EwKPxpn",
+	"w8kG4k6WN4csFNrcso1PtifY0SPBYgEL4gzwsQTizqTils78jM+BKKhfEh/Yaa2BNQpq69PbelfAexdq",
+	"rP2HQLBtL99oNcneKxJ06wf0En3zJZN1VlfkrMON9iWoaSWux7Xu33Zfa3nvX4I9b5a73XNblimw7/UC",
+	"lb/8VjwbuOpVp4O2w585H3t2Rb7WB8yRhhnU6OMt9JNA6exNGuleYtP7f3qVC30fvM6Hvb5BBVpA/+Kd",
+	"SOgS2SfabUo2EZx1xRKOJtDsbbomW7V9NrToaWjEZFbd/nv0fAqW6qVhwPYYN0ZOlIiZ1WT8I8/6hlCT",
+	"txo2MqMDSDa4YQzDUAARe9edtGhIT0Wk0xi05+VURlM0JTAn+2CEgL9a6VEtqEUart+FlU+i5pT1RPAn",
+	"EVfeYTjazWn+4o1UKPo10aPh/Lzi9wVP/GSRDDgmmAn209RKNPWiTOjjKkLP+PNw31omPJ2gnwdFHJtK",
+	"ULL52IqUhsfnJh+InM21EY39SzyTakjS8d69hP26m02wRC9hNG8/Mvx8f0+5jsCT5IADt6Et/LZuVHf6",
+	"QEH3ZdwSMWjf45CdoQNGsEi2aAAo49P9R7ejn293n0g+UHVgiIUmWSzGUgnDBI+mDXTCOV0Ad0a5vYHK",
+	"GzRhWUT0Yj6IQUUJv4Ysa03pQIXxuXJr75T0F94qOiw9p8OQLVql8OXfP9A8kXMfCv+BY+kEacfJDTkR",
+	"7DQVAmnF6e+mha1v6eXGf3/bxFutxjIWKtpqubkp0iNgUrG/tQPW+e2MGZHFjoACwbz+8H2L9ZIlXxkg",
+	"FjDMs4HiBZqSVBdlPXu9ZCTwpQUoOtKwRIxRPQqY0aQUzfgcXX0jQbJklZdmK4EPtqZvJfzBLfT/ZAtb",
+	"FirT7e4WsxlPV5t3bCom1f4pYopF7dAsZjNQKEFJRTetuzpw46IGgE3Bgg9U8Qe42FJW10q4dyggcDnV",
+	"iWD8WZrAnQf8gBx5oOS6Bhstdj8VK8bjmC3mcCOFVlueOIYirZjtNXrdYlNFiriL6YK+fnOC5HX/yjk8",
+	"T1O+Ih/AvJpGv7AnnkpQ4kzh+shus7zDIHuKtq/WoUP/6JrfPfjN8VqebDUIWWmsjEDYFck4yK/6MJZ8",
+	"ojT8aFq/kxZYfGSPw6+xcNNgiIhBtuWq2W6aigQvgoutQT9e5QxlHFI8GumJdCWQg6cUO1Kh9bExT5lQ",
+	"ejGZwsRTwWMmcVE2RKdzYeby8Wv84rdipp+EYZE2Mxk1U75i2JTpMsXTVC/ZXBuJVwU9hyPVYVYPVLiU",
+	"sZ2G33bYXEtlTYv96jcXeZ1z551h8VCyH9nz8B/y284X1mTPQxkMlMCn8FuTzUQsuarHjSywJlpYFrEf",
+	"WQiXkJnqJA7ZM/vQO2dHrN16893J6UDV4Z8/+o8/i8+Nrj/xFMX1RxPFI88JCmMKGDfICH6dSssfRepd",
+	"/+/5Cn59OxUzPRM2bbELZUWStNglH7XY3crYFut89wOrH7c73zfY98fN70/OHEMRXIFErZOFhZV8khQy",
+	"9Mw6rePT1687J/niw9ClYe1GgOYBaWBriHgiyJTBgDrO6x+xGUzCTrlidild5JgY/kM2O19yOT2AO2nM",
+	"kyRrCZv5RM1ErLm1nU+wLCTMSot2l+J4uGUyW5aEA4ModvIJ2cpASd+P7/BHJtm3zG0U9i3rsBl/FG6/",
+	"MPltp9X6xDjtrADtJjwCvWNFxDSgiEymlmGABnJ15Mr8STi5BlgzGwm7FELBniKD7DPNhw6eibhiEy0o",
+	"Zgtn+AnZNTOkdo8ZZ7d8xhUb4dcuWptNUh4veJKs8K4eYZx2wtWjIUroucEAHLzReQJXx1QvxZNIB2oq",
+	"J3gQZMpAI+NJ0+qm0tIIhtEWZ37SXl6mAwN6Czd2oJBAmbhgtW4xPpdHPLVyzCMLcslEPvm4VpCdjRVz",
+	"Nlrhf1sDlesLegx05cDnMrqjKQxDg+ATH/hdJXisxy/ExGgq9bfslG65qRfWmziqDqcjCFzStPGQ3m6X",
+	"FU5tpq9SVMebAyJI9gSO4O6sCB5xK2Tm0A8H6ddYts70WJ073smAd05BF4GtoFNml5rFworI6pTN5bNI",
+	"TGNt9Mct9osQc9SwRZKwkUicUk/MF64G2Hiv4OKO7RQDzVy/WjGzgmMC12QWvgEcGL4wrNP2ry5lLALX",
+	"wPdwt6YWw3MxsniUbWYQcIjHN0qhPp03u0MfDg1a6cMN+JOOVy8N3SoYWYM8tk+PGRy2lTcQo73RDbzY",
+	"ZrtqKLmtbtN76Ua409aXTeVLUItygcA5PXd9WhYfvgTedLvnq6K750tQ298Pzo56sOagl+/lTBjLZ/Na",
+	"JqrnB59GWXXs93odb1JtdaSTj5Qes7FhnrxEg9PaoCeOP6BlCTbGsbGmLibxQJfYBx5NpRJNEK5AgmXw",
+	"GimBmI6AzxyPtnpOUoQ0LNbRYub89F/vjIkpkSTb9y9zzlQR4V0ihN17vsqUmWglhngxDikosSoUkJwa",
+	"EXd6LsoAU8FTOxIcbyqdxHg9c+dSlIaF0HJ45kMHdxunqPkqK0YSZxoJq49WLEQOhi75sBEwmAZcYyBq",
+	"tw5XtrC7fKd7tWSN5NmwgioyVa3Ae4zQvbPcLipCI8jqMnSZYvBELRIXR03hhhs7JhYgiIh4mApuKvXg",
+	"GzJIkGAJ1LELg+6w0H8bnuGlNF3MuMr3OjXobEOK9kuJgptX/JoKRw6GREMfVd7FzEcAZznRk/2swr99",
+	"qSdESec3QA5SpNsGCdacJsx/xNxHZ6xTOK2FrTdf2alW29u+z8PMpcE8HCsU3MQ/axRS0oUyTGl2g+2A",
+	"aCkNG0uRxJTaRrKsa97rIT9r+M7KGZrXsQkMBi9kdIUT3Wkdv2l976wIG6tBg9o+8A86BtHQ95zFQfys",
+	"2Wghk5hJRZIT/FoPY/EkktDZORId8YRea1QyOZPt8Mxc+ljLd2vlVbGYw4SLXOZFcgV2WHXmLiZKpyL2",
+	"skWZCu5HlHSzlTxjoZKJC1cwmB2axV1tOZF5d5d8dCsMMu4XCTLXSrD3N5dvWYpft1hfYj5fCCrK0Ahn",
+	"zcgjjkIS1YkGmD8AdxGF88F5dkb3Fxhkv9JG+HV2wV1fFWPEigmYx9/jh9m/K3ZRwkcuKst9X+WqGb0y",
+	"TMb+tNHrZ2yujQV9QlrGJ1wqr3KSIiV4mkgMb8HlIVHyJSMrB6iVh/Wr1/rpJfSoxSlfqjM2A1rkXjsl",
+	"eAo3XqInE1DactbmZoO0Q1FfKhY2Ez5qYhPNpVSxXq7Zv3ZFx/mNV03F4r50dEQ1YzFD1UHlxkQ3Jx/n",
+	"Sjkfz7YcHXZIGPXamS8vdWHX/LbrWJrrhY30rEIIdJSucsZHOo1NthRw1IzVeOzcHkF/KZMqShaxiFv7",
+	"48FFJOQTdbbvTbJ7bB+WC8YqkSOkBC5LzI0sQHU/fp0ypW3jzBkhyjsbuApIM/vnsFAFih0kWD34L3Im",
+	"uV/GcoQKsvUp0KQ4iMpVl09CCVMha23eUDyRTwelXWy9aS41jzFaoBDW8QJRWzzDAQIOgXLg5oJD+xQw",
+	"JJ2m4W9vlwzv3HbA/ZVeFkzLA0Wz6WafK+28e9JnGbQYZcRg3ptZRFMWTUX0iOa+mTRIZnj7pHPMwpvb",
+	"/tvrq/OL+4vrq+G73sVl/xwjUIB/5iMZKDdAklEKDPP49E0Fx5nzKlvLraO+F2H1Io0EibBjmYiQ1UVi",
+	"BDtpt9lGEGMDhu8NrghwIFSMTF6xsPVJjxI5CtG3HDjzn1nNEol2vFQMVCqMTp7goGPQ1kLFgrI2Pc9D",
+	"geGVYZhrLmKWam3NQNXDJj5pwgib8DAMmNPonG0/y+cO5WyuU3sUYkiGSBtnA4W5/Evpp3XTu39fytNv",
+	"sZ5yoZE8YUbGIuLpQIVkWYWJkm249cloFRbsgevmUTTwoAPXsLoRYqBC85gInqomDas1i8PGxvqdtH+o",
+	"WkBamz25VqCETEQcsjpZYIE3UCg8SsqhI1PovKDcDtREKMzHjx0shGGPQsydcRRkaU+KRitvfp7qmYZG",
+	"OWx/eEZbPmAhT6MpcJWQpaKJexV754r5X9zpqPNsD1MEgniWxhY8ZQS6QEyBIRVP2j8MVEgRpHf3vfuH",
+	"u+GHi7sPvfu378PAMesy/gDGbGELZ+T1daAWycqf6MI5z7IjUbsQpF41An8WaNGcWpHvcPgRxMMQtkZI",
+	"gCdKLPMMdKHgf2E88UCFrj+Klc7pg8b/QgwEUbUW1DzVMM4hqbYAFzSRne7CbYYg93wb482F7jW5mq57",
+	"siJPtWVmyeebQjFPJjqVdjqrVG2BykNUT2Zm/5VNa1JUvTY5XSqepF6Y7fqZo4PfAe4OxxOz5PNtbkMF",
+	"vGnJTYVWti49lQdZMaS1aVcTHqTQXL9+YbqH08YPDPqIdLKYqaFUsXg++BMVwc7Ok1hflFmSB2y8+FPc",
+	"DtSv2zMHDJcsJjv3jU7ttg3lTSlVeg8mdGZqrk8rdLmGxEnI2xK7SD505cJm8lJ9pZ7/+zAV8cJJpwdM",
+	"MNWJONzMcwtv71REes7JJScOIYNAMrIxZzrKoZmSxy+cEOpOO9Q5nxJBQmwxhPdQPWzt2JbX2Q1gfec4",
+	"Qm/s/6oj/IGuoqpohQclf1+Igqbsr636w8PFOQMljsEUcMvMZkLRTYRBmAP1cP+u+b3zpRIZEM4DbhFQ",
+	"Zo9P37BvRisrzDdnLMxEC291QU8rZtSnBgUBrtxAZovEyiZ8yfJXWMQVm3NjUC4eKCdVkKYm0XnmElNc",
+	"+P9G+kW1iLpHp1+Pgjw4yu6M8bWQu+1Jf3omrSWl8r93ZB3qPufCcplUUyKTNjJ5RrHxIkkqruM43mcq",
+	"yRrzocesYEk93Mqx++JHaabS/kHrBb8HjDxSTyKLNvZDi2WKHt5VJfekwO/hSzIAE6mE8x7tjVm/dO+i",
+	"0wn26d4LsBD9iq/TvTJPdSSMcWkDWyiB8XORxOSt+TyRZLEiH2xmGCoIMfhR5vDWqZNlxjplKV8ymLIy",
+	"ErZDi73TKR5/FG3JyTuXc4RJoG71REk42caKufHgFojXB3vgYL/PTXGuGC5V4dXYGXBY0K5SihMhpUH5",
+	"OPDytFFkIxpRUAcc/4OH+2vWGUUHVo8WaDZcpBUn8qaA9weyn1iyOZ+IgIUOWJCUSXeiSJ88ogbDaqv/",
+	"lB+fvqnIRRDP7O59rwksvxhz6U4PmhkEWq+JFiB2Vgi4Y9oGpKlkh97tKWzELGaU7FA9PPmHGOKN8xUA",
+	"Drm9aO+5c+49WA1UrKu3io+JR71EqyyMmna5V0ArJ+IyMF6U6uy/IQvhAUrMLik03+ZDvK0r9hYFl8Cd",
+	"l5uFs3UnS5fZ7/gtdITnqcomtsQEg5gt5tBb4QSuhfdSoG40a3ZKJ+wQsTyLVD0uRtke7zFd5tKY2zyl",
+	"lSvtx+zs5Bz+t20X7AVmbO33He++6daSf28u746bVxc3vcu7sCrZZypSQQilzsDAMjPRzeXdrUB0K7QY",
+	"oJPK/+S4dJ04CbJn4iNB6atGyXZIXLxwV9xc3q05Pzc6uHPpFncRT0S60XrloAx/muhkOJaJFWlg1NP6",
+	"Z/+sSzs9/mfm1bwtZjqJmN0el0VLb8ctrJbnJqblU33+pQP6cNdndUr/aZTHRtk++wb4b+Fv+3nYVcZG",
+	"5v+Hm60zmCI7Ka3YTr61J6puI0KBvmJaMbOIQDA7K2VVO4+Ay6yWhhmBevVhOaM5N92bvZtH9P32T4zp",
+	"O+wAlqP7Nk7f1SJJCgQ6KEbh3x4guJFX/t85VnAj4ferokCLYScHkTw3xBxIdBzcgWT/dxB8Ky0vc6V1",
+	"Q5d3V7w3CESotKV61mI9j+NREEEyGFV0kxBIs05fmVLeZoAOlU96lCUleOUDDZ16mQW/k5fEh7izt3cf",
+	"z3JFM+sr9HfUEAYWElxTrOdWxAOFjpUc3DXzDM6qAuYx6S+3RVf7hunMrikMa2muhYZCzFRZzMmeXxBZ",
+	"8kUoANQCj96iuyo+y9yahAGLuquLp2QlSgFxEZNCDJRXy7MIsswnGjah5yY2ZsgHVVJ9B2oNOnfJDdPj",
+	"cYsRdiEllyNorV/qbdFuiM8Yw/0fcTjsVXNco6H7JPsixExPXpokvEdhEeFA1QllNYPC/8cnPbqIv4QN",
+	"dKq3tsD9U7I5OeRmiH1TD30Tw1QvDbxhoB+9NMOFEXEWeAZfUMbSQBX8xegAQQcoZROYGU8SpxaD0OC6",
+	"Dvz2HygZo4Nx5U0jufaN9hNQ/QOWSONyPhBTHfX8tQzFvSGfpZOyxeJQ4ZiEdc8EQTz9VWtMRQcqx6G0",
+	"0+o3fvEbp3rP+19L/IO8oKxuRDJuxiJKeCq2xDlma1aF7bgsWn/cCXJe5codgAYPt49hYU1jfwwOOdyH",
+	"6GXLMFsPXKxsDJF5Gr7AdvP27iOb89SCOhahk7qS/6zJ5n6yBwR2brtFqq7ibbEyvZLj/IyBTORdpHnk",
+	"Sz7ovZHWpJ8cHOqEQ87uzYNk61rWydabdCeMpgdjezm+ocmCLkXl5ZBHGr0ybCQ5qUL4QUDZ0blvEZ++",
+	"Mi4k34eckVp2sGkzxw/cFldeMc4+Gg8z7udBubOovMBdaOTmxNPoR0cJUg4h3YdjYI6xyTMLfRqV9G0c",
+	"PJ31tesDr66aGuL+H670LpSVyeGvbzcObbVcZXsqI3u+UQ7ZpTTTf/ZWTXUitmDeyMICa5Mt2kt8AGve",
+	"5/U1+goq0ngL1NxKulu8jLcIaKjCGzYSU6liL6l400l2k7N6pSByRL+GGQAKShcVnrfC0my1WmdOFoJG",
+	"yLLt5iJtZmAvQLCXZYzsArm5VqIg4+S+06JdJGCdVqv3gjwfoEiGlFI1ogTmVam7XLpfcPI8muZyY6qX",
+	"KEpmDxx+RNg5UuxbZofyVf3+1X3j780O/CNsvNSCs+HkmRkRbY7wLU/kiFz/ZJMrQvEgp+vldDQZ4vCf",
+	"HslTxVCqTIT/+uHssoY/yQpAjI8XNyRCO8yKYGOfh7lJzoR/dnyFtraU5KIgTWd/zAXIhRHO+gcjjFLB",
+	"jVSTPzecQ+6A4oCJhEEZsSg7L35X7gQpKrrLipHYXhzajC+sMmOURK3Nq2anfx99MI+jioAp+YfYdFbC",
+	"dvhF/hRQzQQRs8W89S9yHZZs4NWaLIOL/sz7RXMFCr2qKLFQXDBosXl76A3BiGkKn0UlkJLunRoOzR4e",
+	"QPFP9Cy+yIFWtaGuYMSJ/ONrwE7O5ZOMXZR0HrFA2jDmwfNUcJIGQwoCCFndpnwu/tAy5slAIdZCJi4W",
+	"T65UsBRMEpqUD25YsWc8w40u42qgpKtqlSMeYxQ+d0PSyRPW4+EqpqgqGgSbLQyVyWPcDhTlf9mlLvYf",
+	"0Hpn0fH3t72Lq4urn4fXN/cX11d3YYv1sjkPFMUo53OWhv0hUu3yRthYKklgbj5ICTMVJ8KagQrXcXLD",
+	"KkMYDf1rAhzWMSeUX/EDC2b4AI4t28feCl7li8CMp1ISeZhjc2bB4C4Jtxj652rapNDsprDl8879bK6u",
+	"74e3/d75X78CxzfL/90ub+1EiPonJp/nw6mi8vXCJlKklxgNuMmwt+SbjSUcDS/q/nDK/n/sL75A2H/y",
+	"6NFo5SF6PiziqU4eeRqwzg/f/RDkCxQVRKIM7ftgmHK7iIWy8g9Mt6aPt2YYiiTrgEYZsNcHB6EeTIH3",
+	"2goCQbk/pm6+Ct7quBbUfq9cqyKu6v+2bhAErf1f5AC50WriU4/X0g3Xg70rDVgke2RmrG1R/1UmrYoY",
+	"8c1MeUejzm+VkstGDvkBWdsv3X1rnVQMczO8ea3XbYR/kbvZr9S/yNucbYT/42z+FzubEYv8v7OD2dmY",
+	"3lIe9EtzZtayYDZLnVWniHzZPZAMJnM7ggimjm6AExphs0IQrXK9hy5hQQ9UjjCJCG+LOVxXIF7+hdXR",
+	"HCUJoVOqLeiqHczjZI9iBeduXoQ0yRU0h6TqxC9vwM2A/IpAkJVC6e/7D9cmIGl2X7/4wx0Lcp6PtCIs",
+	"ZpFYiRS1omSnXsvCRwwDY9flnjPGgY4DVSBkeWWJmpi+6pM1Cji1LXYnxEAV1wkUUOD6i4SbKsIWjWgH",
+	"yD+/H/reECWeg99+YWbP8cEvvmgcL0wx2rFLrudbDuyvU+6TjOfJipkp4odGPE1XbCRWWsXrtQSqq6K8",
+	"bh03CLdTY6VtRMsmf/w/voRBoQuXfz5POJy0UpGHFntwRSwexYpAESXJhHgy0W5MdQUJ/48gFqmwQTUK",
+	"S8UOi3ZzsF+6CL67Xo4my9aYJ6uCklBExKX04+w7QTh/VnsGZjXwsLavT255Ylw6HermZjEzAwXHq4EZ",
+	"2y4rMGHjRBMylk/nbbFrKouDkYFI6Q08Yc80u5t57ln2EtldHBzwi5yspfIXh8pMhW/+lbLTWjf/R4b6",
+	"l8tQpTot/xsIU/neqAD3e0kS8Dpw/ovSgDew5enrMm86YKeXJbIvQS0uSwQHNFGUITAf2WGk/vOykTds",
+	"QCUyl8i2qcGVxrNzXf+E8aHcxv9aG4Qrh/NvOUpIm/1E3XpcvFpy4E6FtzHU6iVb3EsvX4KaF1n3fXnn",
+	"39swIfgfdsy5BBu4WRA5xRLx20GW3AsMIzQoKJKNRMQXzo+S6Mkrw35fiAWFs42By9dzCUmBoMOWXFrj",
+	"SsbjNy8HwQpqCTeYfzKT9kUpEji4YSzmRIC9AFWYX7edIjQCW6bJV0znT6XlLVNpxZBAfrcPNQGhbcvK",
+	"SRfI5JGCrXYzG6g6LmIszWPALo6uqQAlSMRTiQCZ1DhItCMh1QS7oahLrE3YaWMVZwSWyQoBITZqoo0J",
+	"toBxrhWI/ApctGzpgmxb7z0XN049K58KJZ7tMFqkhsSfvTFyuUZxeKDcBoTIPsd0sZOgNMTds7zVVanc",
+	"ITmbw25Bm/GQEhNtz1hIIBnuBV+dG1VkXUg09izoDAOGsT5pF8tYIqyGCycu1sHKndzYJPpMqN5q1RWx",
+	"mZpcGSCDQO+YUVrK285Ssy26CTF4k7ByxTzcVyeuVJV+W5xWYn5yr9yRl81jwW/5oFiTIig48ba8Xvbr",
+	"BjVK3dt6T+Cv/lX1tPU99eSzvNeKzxn3+DD1pDiZfZpJYWx7X82GtydIbo34+94vExMVpHUBYzO20vs6",
+	"M08Ep3pHHdBrCQTL8SNCwQoriqAW68BVOxxuBY/loYB96FP9U4B9FVV1thQY+hpX9ROoAF/jEXFd+haq",
+	"R04Q1S8H867Ic9QFsG7K/fVVQMJNXOtiVmwBynmqzZZEd/illFwyI1h1VtcILW25VCJtFJCOK51XU2vn",
+	"Qx7HqdsdFTgUXPEJInEy9x60OdILFQdMtCYtFrZb+P+7p6enb0KqZ4ZRF2MeCYP1hcMOvfMdvVM5FLm1",
+	"sg8uCoLLBiyEiTfnMm66KohneB/4fBrHndEG5KDY8OstScfGDrNFOlzkS6ujGXoWo1rKOO25PU9GnMIX",
+	"ijkLGCyUCGFfmTwbxQHYcY8hyeqYAoUJFN088KHhbGKckGyxWLTVqSgl8xQ2E12Je0C36Sb2iWOUsyHL",
+	"0DDlsH8lCoanvbJMjiNfgRptfXx7Rr3D46XciIdE4V3gMhlKjqXlMFXzceCdh0zpj9nvQ6HiuS9EXxFv",
+	"mJuE/YsbZ8hG8+7RUfGYnIb74eZQL0UmsXaU14a1QZ+N3eB3dWmJNo4IQfJv5Z2rKryrd6kw0wzuSvqa",
+	"0GtoV9WZQGsmtc14QuKeTguBTfqg5DMTcx1Ni0416BD0xxmPxYHxIhvmhxd1fpZhZ5Lqsh36fHMoW3Zc",
+	"cWgo0ubYjGt3+svSHVwsf1XaPIJh+wSNPDvjhdrkvz6fwk+hel+Ww9FfXE/Y58suFGZ6kn9Dwl5Sq0Jo",
+	"9X6ggt+P94dw/+W4GMBdhjTayDF8+5FFi/QJ1N/okTDa8irHfyrg/Ph5C9ihlzb+JzOLGfzD/L7gqcg6",
+	"9/kD4hm9VubAw5YePw+jxWxBgF+Hwh4eV1zCb7NW2O1xVsa4EKA2ljYo0vifGt5drjN7/FzbmBoNu2qj",
+	"FnSYl4XY3vEnaf94XDV/1glfMTPT2k4pQ4LFIpVPRI4shNZdQCoWz4GrIocBUPFEwAWMxiduWGgiOV+1",
+	"qJhaqwTrUscPVayXwUDNdbLCQP6AeoP/JJb/2Alwt/44oCrU80GtEbZY6ADzKcB2JJiO44ECFjlJBbe+",
+	"nk2YtRo6Bopth3lRsOILIjGiECRbGYibdcxH+kmw4/bJdw4qOYvQnXIDz7938b0NNF65wAfUSAouwg/9",
+	"+955775XGfOAY93cm+eFxSCCVczG4W5vn8x6QbM2q2dLXq4idrKPM2e9upIQvn7b/tj7criwMxxUmViI",
+	"6qX2gfSFHl4fVt4sa6o47MpzhIIN5bpLU5m8UEjGqsR+PCB5rtB+jgT54u/6X/VdlZ95q6n9xteZLhja",
+	"YkmFT6kSoDfbgvJyuKld2q+xsm+zKVeN0iOL1rkzhayhrAeY96/HlFnP1URQ8YUVGo9hflIx9RWDVDvG",
+	"59IgRys20nbqAb1yEdCNHetECPtni3GofemNtNm3uvP+hejg1PO2oltR6fjttMetH9diwm4FSKm0nrhn",
+	"rmS9/9KL1wiZMXV4hS+WOffpxF+v/b6EuM5I+UJBwGe4kOWXuXC2gIX1Z6z2y1X9udFgR8zYuP7cCPPo",
+	"nLmeLxJXlSqO9Zi1G3nCTFZSF+7RccJtHg7n66Vyi8ksrb3VTI16OjCnpJIuBZ/m2obLQc83RLZN1PDK",
+	"VxwyaoXky2eCJQhYjILRn0lWLNTnPj19/aYiWb0Ay71ZN3VXauOdTSUiR+S5i5TNeOYHjxW9TQnxLFxH",
+	"bPtnz2htacu5jkWyV623z8nr+1ih9SN2SMHJMBOhzi8+9m9/7p+HAchX9/3b24ebe/rn297V2/4lFlyp",
+	"hzfXdxWQNEcRV5FIwgZ+fffw7t3F24v+1f3w7v76tvdzP/TXZQZTbB4LVcax9GtGempki4hHDYUlb1Po",
+	"3E0sQpgixANegTLK13Kki5COnIWZFyik3DNKQ1vPQOOI4IRIDi63yuejZT5W6v6sBFlOhkr8VS9fGVe+",
+	"SsZhBhIFR/mMjfVCxT4gViZEh096hLZpBCLHKSmzLIJeEPwJGZBxua56l8P+7e31bfjCIqAvr+rpd95/",
+	"6lGFAGmtmM2rDAZYjj1soh02ZHVOxt1Gl031kiwGaI330weNY8pj4Kuf9MjnCKYLpbD8CQVHpEKJJZVQ",
+	"M1iJTkDD3qT8KJNExA0mzUClC+WKrI1WzEtN7kWk8jHzjgjSHdxlmgqbShFTVR+PIclxhLAuK4FOBFLE",
+	"nHtWzEYijoUr2eUCJXeaP/4UXpZHwvGUqwDGGqh9yFhsGzDWPdrOi8BEOYaRNCycCctbe8GyEj43Ij60",
+	"1OKLAyDLvHAzAvLX6SrbVyRmB7BYIf0dOrklK4F0UIQkMAEzfSFo6A5EqUepKoT/zLdf2HfeoTNaMceO",
+	"N5E36KM1dTgDgQpZ3QeT+AKiDv22ED6AhYccDpUXUXwDe4IHYFO8fPU+wFebi3efsbs12D3GTYbKHThM",
+	"s6L8werH7ZPvB8rDmMxFCvQ7K13ymGRP0GY+hzqgsv1b0NUIp8zkmhUefZQPGgTJNlBHOaF5YrRDZEOd",
+	"bBMFDs4MBQRMql2N71JeKrg41knMngsWRcIvjrUSZ2ymlbZayeiMdVrtQqJF7Ers7apOv6dKpl/yg1e2",
+	"bI2vOpfcwkWcbXLc3vAnBrXDIY0EjjzIb4kNVKRsl2OYWwFMz6EP58VRX7Qdt44acdx8kSfFwpjqSjvd",
+	"B/YTmgqw7CHcVzAaTG1HeYEjB1qkh3GZAsZBBdqbvwwKeJIHoUMU/IwHOkIOQpQoCAY5roRZjChq7wUd",
+	"rskkjmsWUBmyw5It766I7cK4ei77YVNwEcbKGd6/8cIpRAdfVzvYOg15fz0ELGsT5oI1AZhTw4RgfoDP",
+	"041jDw2qce3gvBwcQ1cUASucJGthfOtuCHju5w2vYhUIfwmrPGoRHr/ceIAT2R+nt7lZN0bqjnGT6J+d",
+	"Zf9v4ks69YGcKHZtHP3i9Uk/wqal32pBDRqpZca/qsu0dD2+zOpxX2QOLn/ylWFwPcfcUrUin0nJeq6y",
+	"IYi1BNkVDxTmSYGct2HcDzyCvnS1hZTR2VUKl6NeqoHCbqQqA8j+c5Fq0dCFnb/CThn2WS/qes4wO6Oi",
+	"j6TUWRk9CjtQqXB5AQ0QnIVo4ov/eXd9ReJ1AVqD7Lyp4LHpulK3lCuVi94immoKC4E+UTomha8IhPrK",
+	"MFd0YTvGa7AF3bXRYj3nGXlzMlCU4qZi1nnDfpE/gUiEVr/I4hTWcVhy18ympOKEFGnhcsvSu4rkf3NS",
+	"cY4y7jBMF1Xxru9ReRYFcYXAkKVhEah0hUrw3mnrL/SBcnKrVsLIyYyHLXalPUJvzpZCVse8XzaWz07n",
+	"Jnmsu9vz9ZaMohShzS3rtBhBOiKuDj42A4XDe/wmyNsF3pXopTAWhkyegjr+p+tMAFyhT3GgMvg6PWZU",
+	"oIAdMZPVN0PcDnPGwplUQ2yhUOchbATk/oumWhsQiVz33jX2+E2LpUP56RELs+slk6DqRWt+8wwVRI8z",
+	"9LNPRMPHEv6ZiYefyN+Jw3plKsycAVPepmEC9jvJzG6OrYEaqG8Kq8Xqt2yeGBYakYjIXkFn9ZmwUx2z",
+	"H9mg5l8c1Bqhhx1mhC4MtH2kQRJZHlmT3fWHj4wuRv/0m4BRLici4iF5oI0pz3hQPgkUEGi3wW9vP+aI",
+	"LAG1/SOrd45+b+AoFrPhJyCJrCOJG+yI1YFCzPye2rpqNPCfksaoWJN1GlQ4Siuchic1ev+lYbevDAth",
+	"C9zgXExcT4ePjSPXmp/WTBJ03g0wyW9YSJF88g8kfsjqT1yxWKTsoxY2YJ0ffjjBpFak86stlIbRDGql",
+	"lhzFkUcC4TKy+n0+F2kzRXfY2LFHA83AhH90tCG6/P2YNWkTfvP3Y7Sfx8NPfz9GP5MVCPCMmit8jeeC",
+	"fMxt0F5/+OEHRsNiRk4UGydyngm10FXdCBGLON8afCaIvef1hanqFnzZOKPFiFzoIDTmq99yBd9LQ/MU",
+	"P5LFP24EbE7rHrFvWbt1CjPotNttAryKplpGwiUbV+3Nud+QgrVb7Q6rwyr7qss8mU95w7FgOKvvdAqN",
+	"aCUKu0MwE3FE1CEbqquQXNg1QMaWP1lDv52HlNrqsgS2nBla1R+z0wLdf4t7/RuXf3zX9+gFxUPiU/uR",
+	"tXHkKJ4EoH0aVn/PjZUiYPdyZKYy5Up6MKR3qRTxjKuAGRG12HetTruBrAHmApzVkL1XY30+wrYi/QhU",
+	"ZbjKJezwdoE3nTlBxGBef5KDgkZ6NpIKyJjqxYTu4Vg+SYxiHK1wMwbMaGBr3NJeXwo5mRrGE/koHFZD",
+	"Plky5BX7RoMz3USMJ1qJBpqBURRwCdM4O9gvfuXzu00rNhVJ3ATVH0nbzUBUtWITbjQVlRso4Kis0zxt",
+	"O64JGwl2uoGDfnVxC1z/pN3JANYowJX0w3igrMb4jEbAVjxVrww77pSM34bVj998X/21v2dO2iRKHLeZ",
+	"WcFFYGWUqdsOQlykR/hbGLDX2ToEA4VMqxg81HBw8MQDSpOl8Zx2mm/afrgD9R2+Sj/Bh8fttq91vT6W",
+	"FntL1HXXoYL5w8c4CLexO22/VYGJsDayIcdPQ4oPpgAflHuaWglYpC4s5Wei/GdmxGSGe+Az2zx69BAv",
+	"MPaZldgr+zxQn5vN5sb/QdueDria/kP2mZ10Wbv1+vgH9pm9hj+PX5+wz+wY/zw5ZVXfwmER0QLDZj6z",
+	"U3z1u+/LDeR/VjSA4UdIgPjrRlAi3kubwICiAgVoAqf5x/CF+/i0U/1xmQSFzyr/rGqhigav37xkDNVE",
+	"2N0GbHsGJ7Iw/+/hjU7nTfnP7+jPze/KU/8BXmv/cFr+M29n7ePyrPM+qv9c+3h9wp029ohbb8/I15bc",
+	"vX1a/pM+bP+w+WHlnN+U/8wbWv+6atLQS/Wf619vm/UPuwaPzAs4a2HSneMu67Q63x21W99/f9RunXzn",
+	"Wuu02vDv7+GXk5MtD9daLVOkuukOtvIDPDyGh6/h4Qm+eQIP4X9O2xtNl8n1glHvb3qDlpWNVz7c2Tjc",
+	"XZ8ZVyt4Ew/fDzDj01P4vP2Sh3ARFFSZqUNFdXqfTpmVIm66f9KFIBXr/OBlp+MTutODDBepc1y8gzKZ",
+	"Hq/cDmXwVkl4rJ5fgHg7UlhP7gumcGNXWmiaCkH3IMjDhWsXdR4n0NZfByBZNrLqzwM1A6k8s2X4i89r",
+	"V4hIDZexecVi3WLhjD8Kwp9tiifCXAhBpjaL1Mnllo8S5/z05i9PzVpQ1kYIlmVt3pW2sF0B6T1U/2NG",
+	"9RLX7Q0tVoonR6wcrNONTmdKn261ykaFosHGKe/ed5/Fl6MXAHTKgZK2EbDRwuY1tUlx7/qSPq3cVkJ6",
+	"mtSqBTQM0UUd4vjDFuuhirTMQJVQJEoSvWT1mVR11ewEqHEmPJ3A7kOHUHOgOo1GdzfmLppVul44Ha3W",
+	"rAVAlcWcWY310YumiF1wP5Uu7ehpiOJXBTaSPyG/NHHg6yNYc1p22oQIxRQSAuS1sXW+lKqSSr+wH5mi",
+	"4Ksii6mrTPV73TgDeXflxMtfmBIiNix/4Rf2LTtusQ+g/JAMiYHXdJp1ysZiKVInseMvoFzspnwfNA+c",
+	"LqbfjaUNBsp7BrNBRtpYGMi3rAOvmDWqg2LaLkYgH2+hvD++261xpBFIhbV1fMT1Fpo2QJkfKG5ASfdZ",
+	"HoL9QrRZ9zE7Cdsbg9w/uww0GVDmQUeYLcjUmxWDRra2sHDjaPYLqJmRVlZOFnphsPSPcQHpVGIblsRj",
+	"WuAjaKBBOnLhPgy7xWZGiY4eUdtL9TKbc2Y7gU5DR7gWUBVNVIXWBjXi1SaSj9I2sbar++yXdzqJ62a6",
+	"GI8T8eM7nhjRCEvbNnDY56mxTAFTYb+4AZG56snpw5jq75Nhc67rtHz5B1kSMb62fktWEKSWkIlUk7o6",
+	"+qVB1HSLRD3+wpqs/kv5rSZTZOjyOg5FsAja3TlUmbEBoSqSScdRnJZooawne0FWCLtkjGR1tLW1G2wC",
+	"DNFqdwBo+kR7aCczXa3RvtDkoEYb6p1O144MlQHBb9ZtQrBNyhcQbUZCCvLL6kLtXEeVt876idjtjYUT",
+	"hTzKhWAXqnAVfRKaQKnNQFEEmFSIX8ZTeOqiDBqOcWBCCIb/8EIcGbU9UG/vPh6At37vo7+zQubSwd85",
+	"X8Ra6bUZf77E0Mha9/j0DTId/+9OVchHFurouVTJKRjUFkr+vhDuHZsuBH003Jdj5i850vU3riuLdRDr",
+	"Ecd4MCcRObkLaZuWPAXrGSLH7RZziNEOMa4oAcCtbIR98eWXVYcrELEcAXpIvbhrH2e1MCJlMnYJLC9Z",
+	"lVKYZFVYrJgbDJeUtB+o6ojVZCnzocwBkzHFhiXJioFU4gxLZDZaw+U/Wy9hgZ4yKv/D6iFPrRzzyLZm",
+	"cThQdGbpEDtETwIuXDgMR4IMqXZBwjUOtwOfCZcdZTdCQLPCCNLscgaRscpoup6LhjNfDbEywLTOKUw0",
+	"L12wUEDBQmhpIxgoEAqd/uB8xa7UI0q6rUjHIpPOsFjGbG5XXZbyJRVpcHHAyALJQ+UJPucrUwhBxUhG",
+	"FPS1QTPkiMqGdL3PaIBx+WERYiUkEJc6CX6nbZyMiKn+Q16NbKDy7cBHwNvarVM2o4u4mBpGpCxn3g0U",
+	"ZSi5AoWgsVid+bEo4Yy7vDnga0snCi0HarZIrJwnqyaPY4rhwn4aZx5ZVEi4IoPdrj5UWNhIqGha1lPg",
+	"gKdPIm1ivQwkm4ezQQKTOR2TuOqd0+A46DTYt8yoJzI74s9cVVF0jZ/uQShbA9spc9Q3VcUTJtXQo9fK",
+	"AQpVlAOxU2FceTojnwQL/5boZcCmcjL9LRyoQhIRRrYBX501Ow0qKJkf6zPcFAkh9vhXUUaciXQi4ha7",
+	"KYMBEcoGNrCc6qSAGYzyCVno83xMkkU8NU2WswQSIgaMObBTEU9Ei/VoBG4tQlCTnEsG5hViKpSfvU+O",
+	"SrF+CYxNFeuW7PEXe/XJlR6DL16wyFWILYUEgZM91TJ2FN5cvxT2Xc5fURdKKgPrJZR1peDhtqByUMBQ",
+	"EDcGD2deaoZwwweqHi7VsB2yVovBX3DYw0aA5QTWUjLOmLSojOFqj7xokrbYBSKoaR9R75VyisHIgzZ9",
+	"nRwT0umkhSpsa6kqUgfGdOVJm69wgTH4+dbDZk6EJjwKg8zhU+B/sDtUsgJ2ySMRE/88brebr4/bbaq+",
+	"Q1EM+bzLdW52b8LyfntZ9f32yfelAvz4750pKZlwsiuC6oOApTT7M/jHcoJs16eeeydO2VCzWbvneD98",
+	"Jozgp1Twx1gvlS8M9+LP1mGRoI0A+t81fVddZktdmUOS9Ssq6WQB11QpJahhSEZeBaYy6np3sR2EAB9W",
+	"FLv5C+1REBuwxsvhZV3yZitLyBz/iYadlrMlpnKzLo45PMB3Y9k3InxvcjdmsLWMDzqa47yAtTdfDhRK",
+	"dQEL6yvWZKsptxQ8QpEjHdZk04ZPMCR+hsZFjANwrtxQsSbrsSbrhCwWk1TQqRmnQsR6hqyODLUe6X6g",
+	"XLHH++Ojump2Gj6s/EBU+fUsQ0f9fHOWlrq4nXYdjRyGZXdymtcJhnNOUKHb42Qdy8/Vi4ARiPOTyG0W",
+	"WZZZKiKr01VlSlSFMfZgqOa77AsyuKEt+HAGiHYAvJvWo+Iw2QirioZVxuJ1q+yhssfbjzcIdlRVcJS0",
+	"/4OqBV66dynFIz0AG3r9jsDg4OXOAj/OMEI1DvZ2UK7tlX++ox5/FtJQKE2A/Okec8B8kS8fmJ0XwcrL",
+	"EXDmeZBBj0Op+hZFOL12ZRJXBcQap++AEBY4QcZYJp5tKmbeVlcP/QyGCO9fKs7PeJI0Dl719RuqYvXL",
+	"fR2C0jvXqd0fzu4qA8/5RAS7w9qPqMnqtEW3UkMH7hkfsKhSeXOlZVSbEARUAnahhL45lw6taU+iBHRp",
+	"hv6DqgJOWZXU0I0wdMk4/iO6AXmS5DYFN9Az1ma+zgKVXSSt8YUoCKKIU+YPZbDGUXfx6AdMrarIGjdV",
+	"ZXVRpnchU9KQvaib2yQDViHsg2rev+kNJ8O5SIeX8NL5+/I/C7+eIRoyZ0bMeQpcM6CIyqngsUgxcJp0",
+	"jkyHnLvHrYJtFBUS0hzJ8NgaqIvckoI3KAXf4jsuozcWkZzxxBe+Bt3lb982f4vlRFrztxb997e/ifzh",
+	"b2FQ3mj42GfT6XSg8ixhslt0QeWkt9wUdQraRWfYbrdBMZqKZ+4GAgNoP3fmzWPMrJZqHNJ/YLgrrKsa",
+	"Kq7Cs8JcBkpp1VRignciRovT6DrHzuvTaVc73sgPNlB2qckJkTu40JbeWEOKHknF01VtR/7f4Vl/61nI",
+	"5qnmmqnauw/KFdK/5KNtUG9Zvaoq2MxIp/ErUPoNZhn4EMA54mmT14LMmMgoPSCU8zi9vfuIhkHkyyIu",
+	"5IG7PVrPPS8YSIbeEMPajdYBUOsjV9d2m/C7vyZnUX9wZlQyGyDw8TCHXByOdTrMQBXgRyWGwJOkGjpE",
+	"ob14FETm9YFnQ9mdSf7Rlb3ZDYh7OKxt0ZBRvfS+0I7X6vFMEhTE1xSyLHS3Czx3K8rxhxLspuIz0WKX",
+	"wlqRmoCYhAlY2IJTPyTvY9gMA0pNwGKMKIwMVILfIKoZfJSjZ705YdGUpzyCJlldWodLAJKzWUcvdQfc",
+	"eahq3do8Mc3j9vGbTuf4uNlpd07bbdDOOXQGw//733rN/+LNP9rNH37L/2wNm7/9ox28ef3lf1Qxhw07",
+	"2GYkh9pmo3QZt3pcMOqYfPm+0i5SMopUWESMiBaptKs7YF2uGIjgqUh7iyp1peey8zfS8FlFFj65qUJo",
+	"SacuHqbLfsLmXfg2vu5zANmt23458KHLTkIrK4W0lvs58/Wv6BOZB6i02IU1LNWJYPUwFTwOGUUhodlH",
+	"hA28EWNhnEhFz6lynmUzvgLFOKFdg3wdYXVx7DnJp9bOa1++UEkYXYFt6wuz+IlQ2tUiVYZxdstnXOV3",
+	"PaZ0s4JPpIExA1gxq1AMBnZI/6YXsPP3PTw25zc9Vp8cXVIk+v1SM4eKQ/e/Ax8erUhYJPNgl0IYvvnm",
+	"Q47zXEexJ9aRt4WCfGUa33zTZe/v72+OOq0O+5ayx7RiINiy09PTNwH5ublU+BpeJfDHHavfX96xTgs1",
+	"j07rdZA3g0W81lcZ2skWmoVNm5hmJFLrmQP8+1GsQhcEPVtY0EigD7/2PDHap8i47xMplG1GnHJOvvkm",
+	"L2EA8/ovkeoPf2G3/b8c3fZvitM6pU5c8ZobHj1mJapNC/qgHAqkM2JBzUUkx87VGBYqwIVsJJyJXhoH",
+	"TiGt8VgqGKZAYgOuViE4fySQOxgHPIrxCzJBgzTq3IZiJfxidzFcw9XLctBgIavDZ3rMwkLxYWC55eI1",
+	"IS5iiCz7Qo21f0yx5Hmj82RVbNJXhXWfF6tHQR+F5twTV/Qb/tUIyBFbqqKAiSzWsBDOV+gq9Hq0fEzh",
+	"NNBNCV8fe/I1htxI1lF84R2HVIyoP8WiZNlv+dtnPiFkpGOQqMNC4WWchq+IFrK68++S6xMx80Cc9QVq",
+	"1ymTlQoKWT30sFaF9XAVgApPXGkf9LWu0di3s1Zli2ZYrp1VHkehnNVa38V6o2FFpU3XTpVwQ3RcrwHg",
+	"t1C2F8Iz8l/kexU3BcXA/Md//AfDfxrvDAbCUoYvZdMguAnRPNUL6zx+6O7ybnV8bgK2TLWaDBSlipFa",
+	"5LgwOjbgbuUphljYvQXp+UA5pP0m3CUwdxY63/ZbDbcIYhZijAYiw0E/LuECuB4GM8eCfSZetZ5DAa+d",
+	"tNvs82YxQva5VCE2i79ELYGVWLaL6twAacKD02DFXj70Lt9d337onw+Bn/tORjpeeSAo5DLE7UsfXp/3",
+	"L4dX1/fDd9cPV+fwZQmoBRRul7iVIa4bj8pYsmC6Vk+2tfpz/z5kRyw871/27/ub2cIv6aQw9LfXHv5r",
+	"x9ALER4uLGIkMDk6IH8WS7SaiJQWwQdmyT8o1+vufa95fPomD0YqIJK7YS1TDVvXlmG1DF+BNFIe9cPV",
+	"Xe9df4iD3zZkzuYyesQySmOQhREeLEq4MRjSuVAOY6XoLE4SvUyksWdAN8QNXnLDxLOIFqD4bRKuUINk",
+	"F+ncSOAQ8DHarYFunk9OEj3ieGFmAxBxg1EQySNZj42GIwsjKpwlvw7o4IwXkWDimUc2WQXOwgQHvNjo",
+	"WtGejAg+qoGnEzo0OVW0Ecx9DJe4ecQ4yKacgVCAV3k9LAEiO0dH6ACPFUiHxg5qwApBBfuxHTYOpu99",
+	"7/bn/v3d8OHql6vrX6+2r7VWoml5OhG2FK/pNi3IPkozmFLE0xzIwGR5mcWub3r37/Hc9S4vr3/dtrJu",
+	"muSm7+K58KvN7RQztJ2fIsgZlKDAv7D1SY8SOQrx6KTChd7UybJgVrNEqkfTyJaB9gkuJFyoGiT5t1MR",
+	"PQJ7JdMTVys2gplkZmzacLjRirNzpXKG/f95cXd/99K5FVVX2rFYK2GDx9QRcwEHgQPiLp4R1nuOgb+0",
+	"QxJzFMINMeVqjRt7nv/27mNhkJlhGVViN6i3dx8ZotAnoAeKuAqYD1MiCLkpWcxUZVdZoNme/hzMA8pn",
+	"pZuhaOOi6iQEysAd1EYJzSrbFAS+UXVRYYYBd9EWfjMguAU098owUIlhC2HYF2ygQiBdIS6cLIdl5AYQ",
+	"NuFpEaiDrNcOWqKKQpvwjLspBYQCEm2ShzInnNQMU8rs5Q6gpCKyTxoHDIaIHs/SwMlfg3x3MWUevlE8",
+	"CQUkLKKK09WVuMh4H4QG+zVDVkePThl43WNOZi5ujB1DwrO6XeqqkDAKPaocoWFmMUM2ZHUhBPy4ffJd",
+	"I8hDnvBmxdBCQzZbjDxcj3BaC3ByRq4yOBpSxEdWmSp81MLmMRFXTBKvqsi5oJDxYj6Ej9LHaB5iY/id",
+	"oeLfML/Qp4iEa+kV5QBvrXxEOrz0GhSHYogu35YrE2xscGb1RBBa9jqACG39tcSsPPUJW4U31vyvLiun",
+	"ML5j762rU32gjUNGwAJb5E9WL0cn/a3zW8th8zdarLcRl7oN9xSUaNyIm4ii3RIQovEpX1ihApiJKgWl",
+	"lq/gi7s7OOs3vdv7vSwxMk/EZcq8cSZJ1HDt/oDM5Lz/4eb6vn/19q/DX/p/HV5cDR/u+tt7yMST8CIW",
+	"s7m2QkWr5i9i5Td1hu5J6sAUd2IO8AqTd2w6Ez9XwtKpdR85wgA/ehQY86xVJAJGdeNT2JVrIKJrQkw0",
+	"5WoCV0+YCpuuQBnqMpsuBKmANl01e3Asuqzjqdw5xinf9t9eX51fAD8dvutdXO4WOJAM4+YHELLDEkpt",
+	"8f59ZVi0SFMQ5fr3fELV3vEsg3ot4qErSrnRgKuylQF8VytP5bcwvG2TECh5YMyKNNZhscKikImR8TEW",
+	"QyJSHB9XbYzb/sNdiRqHbwwvl4AGSrYxqdjxCZsGDljTbxbXBC0t6HqVy1otmTzc3l3fer0sH112JBCM",
+	"LMR2aPPZRao2NGJcHNBY+YwXuuqQotN7uH9/fXvxX0SHKvPvupXZpyxmx4GE32qTc0i264D2uCgaixlc",
+	"BWcs2pAziTqYgFI3QrBeCUq2ccbCX3/9tVl4CrchqHGh79NN8TVM8d317U8X5+f9TOEmY7o0jK4iEBOk",
+	"t1rnmZZZCZfMRs3qiCwJJ4WagDPLfOpZYztacyLw2tqyype9n4a3/buHy5KwnPBRk5I8jSvDCoyloBjP",
+	"eYoFG6qEOkMORqA5Jg950TS3S5Q3oYuBKhoHSmYBUG1A3yPjT/G1/7z+adOCUI0+thvou5uJBshN4y2W",
+	"isvr3nm/0BGxL6nGOkQ/OKljWVE538opttK/f399vq540RLBvBCf1uB+UB4UjKpPEe5R8YqhEd3d9+4f",
+	"7oYfLu4+9O7fvj9A1wmxZvJExHSX8TSaSspwKyo/NBKSYEv8g8Aft0jyZ54J0O0QMCP8SZWTqc2HsDmR",
+	"3tv7i490Qx5s+SEKn9F/uRXZIMlRvdnJTw93f93TxXq5Ya9s+m7re/CJEUpnAzERmQ8VuKbfth3VT3q0",
+	"5a7ZuHQJSdaLPgKVI2KztKERBWftYj4tk/7qOld34I6+3djXxQk+SbFcWwQYIdlJaLo81nOMb3E5O6gd",
+	"k7CitOcg69oQ2oowtqo4Nn+uz6+v+tuPtQ+1ymVAaVhINIYj7+hPe91hY7vR+VvDVXzTLkEReOoWgyrt",
+	"/UZpmHfve+fXvw4v7oo7+OYhI6CrfL1Vslhfj8vrn3/unw/vbvpv7297G+d5c8N1K29MxGVuJnrSdLFZ",
+	"YW7CLNT5W8xYIgtec3RFr6/Cu4uri7v31VLKBg/1y+ClE4GJV3VCFC6uQpmMwFVBSr65vf75tn+H95A/",
+	"zagOk7Vl68ENnHZ783AfHq295ZYAT6bbD1XHCf0V1WJs+3sYozPND+8vPvSvHzZM9GhF9yj+PE3lExog",
+	"Qfsjq3GmR2bOcxknwoVm1sPm1Np5E1pBCGG9sIVsjNdtZhpukmicx97qRY8IsOpiHQWr9aPvWioK2MNi",
+	"a9TRJ6NVuTdW9711Cr1lx9TZJcYiSQq2BRf7wzgFbbMU+HA9bNLbzZlUTfS751PBrFE05JkjE6yFHGUf",
+	"wkfNScqj4qcwrq1CDrfC76nOazJy/hW31f319fCyd/tzv+TvEM8RYiQQBKaiOOaYVuPMSdDrc+eJ0V1k",
+	"Xh7HjPDT2BLrfmSgcvmHMzHT6YqNFvFE4CLP+HPT/9qkXzF1SBODtOkK2DcIOzA8P59T5xLIqoF/6J9f",
+	"9Ib3f70pT8pDuqAPDJECQD/CVHKnheBpy5j+Xx76D/3hu4dL9DG4xPMsqjPRqDhZDqImVTtxeMEIDOtu",
+	"uU96RKooEQmZiQezbhxy0NwpO/VCaan0B/vMFir3shc9eeWd4J16IClaHj3CPCJR7h8RhbPucJPc9W8/",
+	"9m8zyQDugzw0ItJKUZg6EcOtH56f/DcTNlzhl5GgfAZWRx83rEauhhXIgsYsbtgnqooIgvxcKBE3cqDE",
+	"QtcRd3gsPiAvsVOWCiRFBmSAxVSMuyXpnRDjLQ5S1z0SbNYnjCDRRsStnTaRrIhBdh7oJIyl3XEOnGEU",
+	"mbvfNDDxTYx53FsgPzghGXFOPbgJqG5753bqcIE3L9C5SDGmCnF+co0yC/I2PivSyQW4A4zlKxG7IwFM",
+	"4hQ40gGjKG+6++vb/vDhqvexd3HZ++myX6X44ubBgjIgktxoYyepuPvLJexCVJcwthP2U/fo6P/9//9f",
+	"YSObBazGiJs1LyYWDkeq5fGShk008+6x3AWK29fXnJlypwhwd9OgRQUxozF7IJVWZKX8Ul8kJrPg4c48",
+	"VKhdJ9yxiwbxYwEREjcpZt96PNwibUFmvO33zv+aC40oifxRlpTc6PBf2VbCvKAQrTnokX2Bqcuv7PuH",
+	"+3ssPuV8eYUuvWyQWzBLogOpwTJJMuFhp9DvGpWGjYDbuUF8Ryy0qlxVlWYY7DzdBVMbVbcimiHUKad1",
+	"77rKkWH/6vru5i1cZUDtJhbpqIf92+t3dyHWdEJrxu8LbTk8P//Lw/W9889Im5WopM2CnZ+ghwY7Ab45",
+	"Et7ERbufT0QTH1eIL3gm1+7uSuOItC9TtjD/FU3RwOXXt8Lrdugw1rKvEeUBbx22UFjOBeHaY4x66WXr",
+	"XzRRkh8pC5njFiW3Os99f9lniVRioOAuwSDtwP3XARx02Af5k3N5mMXcKWk25cqMRcqEinRMmboDNXex",
+	"VV4rIVnZVeR0CCQYz5LwlUiLDlkXjWMGynGYwKcTYWxgE0u+n7TbATt53QnYabsDS37aPs0Cf34VI7h5",
+	"noRChjRQ33jIco+k66/28H82XShVE+O30KpvXCiQw1TOawIgLvFSrX2VBQ1O0S2PsQTeR9cBLbBz/H0x",
+	"vliPoZ2kHMDsIhNbwy4oHr7GErBrV/0+cCkaLn+PQIngvJKvBMF8JAJn6TWVgEcRbJNET8ho5jChMEjS",
+	"LbtDwQ48NxazeYKFH0k/DZiv9hEQY0FRm8B4MABLL2yjxa6pjI5zMhUWl5bdbC5y3Y2jsLBe7ECXVcNp",
+	"1Epg0GVeTZ0is0rXMLDYtYIAaELLgsSqKxXBTlhhWhEKuGH/nk9CH+xQZllIc6yNgJIrmSP9BUnjohDZ",
+	"Bkj07ug7czPe+7jumsdI14nAQteCSi24GqH0TTE0zd1SCLeBVzfCpjtYZhWj+FDAc3Iw1BwxqXhqEfnB",
+	"W+2n2iC5w4tx80or4R0idDuBygja9Ddhg02ENex1+8QBt2tcdtpp8LJD9CJaEfA3SACRVlSQospiCDwe",
+	"90zuiWnlJ/O4fZwfyktNVnEnRM4LKXNoj7G4p+dW4MLWdxeECagWeVZhJnRYXLgdQEjmc9la8VkS0uqZ",
+	"tVA4npf/Ku0k/ylovWG+AF5D4ga1auzr7fXtHZ7M8RhYn7tUHGxV2Ix0apo6lROpQjZO+MQtCPIQfEzT",
+	"pODx7tHRVBv7ty6w399oeqNULw2cGrSOgrYZfuO0IrVIkpBSnljGf7ml7IjmYt5w/j6UT7NodaJB7+ai",
+	"Sygv40ROppaGkUUxkA342g0ce+shr2li3KZOMi75AdkL3NpjArmn448aCPeRUjRV2nrHfuutt9hLEr1s",
+	"uj5xPHjT0beNgIXuDerR41Nid6+80du4CFj36nu64ij+FReveb+ao1xW5vNrPiLaff6C5EhBJKAR1sWq",
+	"Nj/w52ZvIrrsTbsdnmVn2t1CiKeBY1m7d/KA0p3zx07E81wbArirGG9JK3aYURX0Vho3aT6hTEqAuynb",
+	"APTykvzHK5ZvBXjezVYNx4IjDRsO4A+PANwfayTAAPuPPF11mZtUdouXPWQDdT0ee5Fnv0ePvbu47BOg",
+	"W8FkTMBOeAvOEc8EvXgherPMlB+fvqnjswZKc7Aj/iN0JU6wrsgMOELjjFBkS/VuHHwXmuYmiI5FDjlr",
+	"RDIuMmGYk1/dF6S0uIqueUZNSMH+wgf3o9LuwVxy915CThej2UQozFeJGaUyGHf15Sl5DRdmjOT4nPOC",
+	"Yowx/O78hd66g/G1QSF8OjxyKbZwhNZYLO7JNd5Jjfp0Gt8uytBdqndQqWZsN9xucXxj37utzSRtf8N6",
+	"PgYjKAjJOs38ebS6eBpO2p11l3N2BtZdutkCp4Insx8HtZTPOEHoDGohq2cfIj/4cVCTCoX3IW2FmpM1",
+	"/e6iOubKkrs39z8rYnBO3MoYYOCjy6Y69mmaPlA70foRL4bMZ5mxaRcVguJRHgKPWhXM3WrdIpIVSeMK",
+	"0e51PzsSvsZZ517tA/zOhVvcG6dIFoLN5ZJdOGg0T0IBz0DVznjkJGZElApivgcwFdcDHGTkZFuuxIbj",
+	"BmROcsvUXbuekQdh45IqltwTx/JJO2jwkAoxyy1XhBfYYuHdxc/vH25CllLmgMkiVrv+TkVF0C+ATh8d",
+	"3hMIgzP9JAi51Fg9N/gzbm/v2qEmcqFxTBYFbl0IlNXknWcI7oK264JCh5YlRC2jqj6xFwmfpF4Y5ngy",
+	"rA/MbKzTyAnRoJX4aPXGmcMWdMWBsHfgQiO4J5Jx08thGEARxjoyR3myXWsWh92s7K5xej5OS4klzYcK",
+	"elAYrmX5dkyQNI0gg3clQFnsHNvJ1A+cySvDQrogZF5cFcXM9RrFhZwtp7IVawSHWUngrveXYQQaOTXr",
+	"YaH6XtgIMihS5gujlYFTqe4tcjaHUzv20cTkUKW9WsQoCRulmszrmqIeZ9c1Xl54Nf+a+QJLATSlF8mV",
+	"TiK63w3rl13oJQ1pfOrlWfEMunt0yVOqDepE1oFy6rYpmtV5HKMV3DFBDvxsjlYs0h1Jori/vBuomyzB",
+	"cM/B35Y1iEYBBTKANMXEPUpVJDNVOV/xjPUub65A/IdNVc5ddOighbzHjIjIGzmG1mS2emgYlWqSqwZq",
+	"PTsRNrY0hZzGLmZwSKxh7c86g3nJMW7TgXKI1aPMakEJDG97xp19tzenXMVmiqY6FWdyIwwZJgEXQrDG",
+	"kL08u4t7mTPk2Jic6t0fWCCRHAj5QOHfq6yuM8yFxLvc9DxQbjlcjcN5qi21GLC3i/RJ/NeHvwSMYPnK",
+	"mZXGOSk6rU62WxwaT1bj2Mk0Xku8STG7RCxQrYCfWB0tGCiQkxpMGdYD1W61WyeNbmGoPgKWIDYwBg8W",
+	"AMNL4Zm/+uxqLgJH4yzqcrTyF7q7zJ0hAE01hYAAh8dD7AGdIgGJrg6Yit3/P/93wP7iIvx9nh/sgII5",
+	"PyhXC8bcSt8XLBwrrhtI1W4NsCoCOmSo0JgQ1oMR+u1C088r25Otg25CDhc3c4Uf8WvPrKC5nzUWq4eb",
+	"EZ+5aGAW6SRBNCvTYlfaYQ6R5cFnBGSnwRUM7GZSDgzMm77c1TkrQg8gCLDgKZ1xiWbZTH5zwaFD/GKI",
+	"lqcWC2MxT/TqaJ7tlSOeiNSa1gqEYaeT4CNX9Is48SzbhOdizlNLeFieByAS95hj0WcyUlBhreLuys4B",
+	"0HJ9uwf5fscabtIUTo5TAi42OmGf8VXPKj8zV5jakRPFvKp0xFL+hjc1uWwMk8fsOSmA5yCWeuzu4Rb7",
+	"nBVe3ZkNsq8Gay4WchTw5yKxLnWC1X2ofVgyVUtlrOBUi9Kfg8y1lVlyetWlXVllZVfvYS07clw5byqO",
+	"6iL28lKqQII7gVd1sioR4VVOyvnCroWabhSVhRWqBTUrLWJX5Pu3dJviico2U7bfakEtwySrtVudVtth",
+	"c4MyV+vWXrfardeEfTFFAAg6uPDXhP5TBjXol0ycBHo85ak3wWUWbKRO4MChpcuh8NKQ5yyZh9Lw1XaH",
+	"ZrfsiHSeRmmptpyTYqikNdk+poKndiS4M+mQxRaNpd7sb6YLa1iMKlOUCK6SFSn8rgtnQc0aQgN8lrwy",
+	"UOFEKzHEYBVfTDtk9U4bt6GZwjYiiQTec84jMjCn3JB7hJuBepRJAv+YcjVBQ0SW58jdXvMUarF7oXD/",
+	"izgfFtnziQyY8YJaFp4YzuZ8YVxJ4IzOTllwYqZYOrIZPJUD8oUCb+eog2X04IbBRIBEE6puiM9fGY8A",
+	"RCSGS22gpnqRujgeWAwseJ2N2BeixVvAWaH96F5htEH06OsaZv2YV/SDyTF0+SQVwvnP3HnMA95wGznz",
+	"i5iNRBx7d3Qj81U4ZQ6EewQqQZ0Czqnrs8WussAgZzxBRZaU+ZKZi9QfAgvJdJuLuNat/SzsOzxNWM0d",
+	"rWd4xo7bbUQiI9MlAkXOsVf48uiTgzoiZIh9cFPUAcKQbKICUeAAd4fTL6cReBoCUKKwNKF7jgGzLeAP",
+	"J+3Otn6ziRw9KO6UAxHDR6ft1/+0WZXy8atmVxE90S1JLXuiH4r+WXdAaQWdcRgGWLDDVpQYcCfHarbk",
+	"OTIaNope++OWB4/hBUyrHO+O5oSX0X5an9OLSBaC7iFIhgz4y4lhPinW7TrLJyaHO0Zc9d/gayftb+Xy",
+	"vWQJV/txu12IU/ACG2YnsvpJm9ShSrweD1q+mbFRts5sS+JAE9pA4YdnzvuYkKmem8dGy3uHqIBCLCYp",
+	"j4X362IJJKobZpwVueigDfVj6CBwqlFVq0IcWB2NUah3U0lmniQOtAReQMPM2KxUhJovGi1mGoM/MYbh",
+	"DKQNn6oE3xq6N73hBFt3SXQUglIwoeVOOpQ20lTpLgVjjBdJQjaCqtALqlKxMhYLVLgwjMDFX4jnKV+Y",
+	"zCFXCsbwBR2oem+SAOen8Au88acu0WcslYTrDInworgMXhobNErQPWpiCjn9oCDBDcmUsEudPrIZVj93",
+	"UUeDWrZ0rk+s5FwOIuGlEBI3yFMzqAXuDXKtaRW5+h7GLqJHN9ncUQu3Xu4P5hZjh5LEyz6g1iRwv1Pq",
+	"E1nvM+slHIo5THcxR/SgyyzWbS08xZCrwQ39tP0deX4rA3kwBZoCUl1HjgPBpetNxIha4c173C8hLQn8",
+	"ftr+jlmtz9D6wuNcOMc3u5RZNF2oCVHWPKIQxWUeeEUedUddZBV5uLZhE2HZSfsHnMZGcHfjzB9BF3wP",
+	"W2vJs5yZgi0chQgvvFCUpUfSJwuoTssu0qzpTQXLG5zQpYZh4PAuL8J+rCf5F3ukdD80r3PDyEabx3cU",
+	"gqXC3xc85cpKJY5CzBoWKbkLWEjOIjjg5Ctq0ZFv2WfrzY+EhuTjr53/z9cH8KAHzuPh3NIwMUzOJe9z",
+	"xhaHWUwbBjQbjAfHAtEWKWu6LB8rehactxGbcXjOPElwV2dsLQNfQCW3PFuQqVNDxvKBcry6y/RjETQj",
+	"GcImEXEWkSudxi9jdwS6JYAwundGWW2s0K1t6E9dRYIW9f++3zvPLVyZIWM9UBZ2f1CoFclnPtuDLH7e",
+	"b5w7nak6RW40I4XDxV4ErmYO1VzASI+S3Bh4G245mBcOZNdlDPCYjXjCVYSgrRRejaIzJSumruxMHhnH",
+	"cK407ffUbCbxZhd5dWxzxOcDtS22uVAR4vQNajkY8afHzBBOmWPUOh0oIxNsmlyWaNQpdEPcw52wR5E6",
+	"kwdanin2l4pbcQy1xfo+BFQ/L8oY9D7xZiWWkZ4hsn1M8cpOni/0ml1b0L2IKSPCFM2reYA2BsJhhHbX",
+	"5ZBptXbxoQfPeU9y0QW3x0DVnViN3zYCx9PZo5jbJpnICgMbCbsUQmXp2QNVp3wQN0Bq5MzdIuiGIjdd",
+	"brWnjLIpV3GCLrbeWgg3+vEwjJvUgCV5dMigk2KZIjYjTA3omhzuzoeT5YcTiIWX9pQGqsMlWOoJiIvV",
+	"s6z2YS2+DzfeRpfxfMEoUYFbYkhWU71A1Oydo4Fgl7xHzPemJmycaB2XfBZKszE3rl6Wcv7+RMMmWaQK",
+	"PUcgxhSXgaxgMFU7XcBI3ZBxBYpHA6lHBxBL1rnfKNkbrRzoBfBe+liT28WRKhWTRcLT8mGDpffL4jJ4",
+	"gO6lbIGBKqQLZIKZc3SB8LjSizypCJcRMTUyAk9QrUdEqDUmo8cIoZofcbJ/kF+7YNf3Ivcaq8SoM2Q1",
+	"Dec+KRux0NNw2n49UOXcCqBgllVA3NJ7ofytiqIESheB3wYkLD0KMXcr55mID71Bqjlk2NfMIDi0K2+G",
+	"M3plcgYCjFg8OZmASsQZxmf6/2Pv67fbtpk3bwXrs3ssbSnZUuw0kU7/cBy3deuvn+Wkzb7sK0IiZLGm",
+	"QJUg7ajb7j3tLeyV7cHM4IMSZTupYydv+1cbSyJBEBjMxzPPgzxzy8+v+hRToLUDrnpYpfUtHUWWBXhn",
+	"+w7s45rN1Ganyzl4qLJ6lm6e6jPn+Y6PQqEdAeKaZns+R+e2sfOsQ6T/zbbtDAO0CmAxaMBAhY+pl2q7",
+	"2WoXmLX3oaQ2MJW5vHGRJ+MrCA44dRwhE4Vd6dAlAdrDlGAKkLYukWUh1JpUCZ5XnzJXgncYwJG+LmXi",
+	"EPXl/ONzIX8hsCdO3o3ev/73n0GVkPdfv/z5ix/6HxmgBMabPE70v7y4n8J8jPm9Vn7gos5UXeSPywfp",
+	"wbMJiywTOXZX7g/eskZUiPfF1lhdRwE7/3af7XRebDcNVpXWqR+9Ard+gODjhVGoRbexQq8NjPrA6E2c",
+	"+4bDG/4fvhUPOUCGD872iG+fePZ1SL90Ncw32OuRSCixDNtRmeIV0cnj8aeffM3NGUlDOmp8p4MhUeEw",
+	"hM5rOJ2kkeWEShYdZVaimTi6XO2izb7Vu4aYqiFLwZiOOL3nCswTBWaEgRtecHC2F7z+fi94fbaHv/3+",
+	"7Gi/1e2+7ASvWp2vg872TjcIOi867d3gZbe9HVS/1cVvBd3t7vNWp9PqPrvYftHr7Pa2t/9XoP/c7oBY",
+	"I2bkAfQAjGTAWq+PcEDrYXcxxXFeCEZN3/AAvVCOFt4so5291EuacCa8AJHeZGLIA1guSnRjBEkZNINQ",
+	"uszOUsBHlHzVt4cpgFBGLb0fYOAtoiJyOYrn2uaRACOw6bVtNwI9cii1I4GCDXORLy/kHlQx0EKurErt",
+	"NOijaZ7yMfFkOHlcvdVYw/TDJpJF9EW9IdALLG6SsaDUv45PElUkYzTR5q5OLBicfviBAbdT9a4dynN4",
+	"GlURGB0J+zb1tqBQ0ARFSU7ZKUiWLEKpv6NngjU4G2d5Dqw7LBctPRJmn1Gfm8j0iHJAiXaMvNHjQQdz",
+	"uzQY4hcx/QhOahE0DdAnM/XIxFCIgANAkjTB9vY2XRsN5Q47Tl6R4CYAZDyzj3Xn4gZnUqEqI5yY2MxJ",
+	"mQYcAanb8UIfs2kTslplDmsGnh69lAkxzhjvocgob1Z3DJ5lqrAWF8WpLGvwBx2D99LRcSoTd2sp/hls",
+	"GKtfvdOyjEJFSYD0kD/Zie7m6rQstL9Vd6z/hKC0ghqTsG8R99TSxiMIwc10YUXCbUIRLkAewfYjFjrq",
+	"+Hn+ChPPPVl42qs8wdrnX2EoxlgdvEC/gQ1IVsmHsC/p4/2pHawt3f6jb7N8lMSxAPGync49fnHGF2nG",
+	"44ssO+I56n/tdHbvMzzbS3cs4oRf6D0AJbCv7/7xoVTlZJKMtSs9wMT1xgPVgrRBl2OT50n5aFPByW6W",
+	"N9pxOp49wJDnMoprhBQZpzG5Fr+vrRPVF4iwcZliaT/ZRAlYykj1oeDsAR+U4eCiaEOVc5FfJwqpYxHS",
+	"798nAzlSU9MH41+Or/QyxWo1hFkuw4Mg2zS5EtVgNpQN7si4iCGrBknc9EoGlcydDTMx/AOvE1OOMHsu",
+	"42hPZTcoaNKqj4eOYOo/pfGk8GFdKOS/zy8lFFoX/HiyfrUr+cJvvzTgQMpSerDBdWjBhiHyQdigId/z",
+	"fqnGOZ+L22AFoazFFbCBECzcMNDGDZMnKLI5+hRe59ualXRs5dPuWEtwwgOs9c4zfnX6THWTWHwNEBkn",
+	"80nWj10dq8DP24rjrhN17XIxqT3L84alDERyYvkuUUAbB4YEMKKr1YlQNqw0AuSwbHRKchdLvvAE8EKe",
+	"9YDbN9e9dXNpgHflfCYKADasUZF1X9k6nJxkUkDDJ4jIfjIL5Ia4Zk35qNh2FZ1xcMEv112fvrYF34FL",
+	"P9veuXsFnWR60oBj5i94KjuP5xyerK7Axuoya7bRN9m+j29SiFzylDbRw+y+Y1FwQFUSOsV/qd4+RJr0",
+	"yh7U0efaPQiLh2SOkNZgtGARlNRNmkiKG1tE6TMUSMwFG+Vw2o8WoaxKlO2xqC3nv6Ora7jrqcoJvMNL",
+	"leFNFUpH7041Xrs9JRMSOOLH2ZzEgYgBPjCUKYWQwP8TStNojxDBpqW094raiDzHgBw6VwxrY4A1E/Ms",
+	"WBCy9VnpexziPShMZdIw1+eCvgGU4CIOJSTmgMeRey1FVSkMSPqY2ne19kvo21Biy4/vaRG+hWJtg8us",
+	"lN5djanySB7GsLG2i7DWEB4lCi2h+szNoB7oOjNo1tuXYQKfztLoOTRuB9rF6n69w9oYvdjazDihdkzn",
+	"lozZDOkRCmPQeJHNkjFPEUzs4AlOOyKU1JRNyCnL/GHb7uDqfaprv8f8sk18SXFDRyHC1yyH6zzPZhnu",
+	"JfyTI7Z2VoLlomVIUhVAdRkzH3rfBxEMaj+DC/oyI8tGMc9mADWZc4RBLCuVWwQE2piIbkNJdDsY6qoE",
+	"qCUEftDVNilTpm6obmdmKF0sc2dS7wGMwz6sfz1pJboAUbE63wT0Mq+RtKISeRn4rZH2oRLFSkksQXAf",
+	"YFHBxDePKfw1iUO9FAicDp9S9+waTBTFnfeipcRuWn3Rob7RcIZoyJngCkgMgXU3Y8I1CxoebtOW4vPJ",
+	"4KFhq+n0ImH68aO4zEH5KpOABMO7m3kc2hdLoG6ogzAMGCxmACfbQbzgGmceCYnCwIkaMxy6RS9uw2Fg",
+	"+0WZ4jc9w41CtCgWvENEJ9lklXAGTz5JJsL2TDcJs4adQpPqKzfAD0OTrhJARRh2kRW6ebI7kBZzF+SF",
+	"T1yMNF/0GmjtQd7iAOsOLh/ibSNi2jM4eXCpbkD30E4azheAJKxQJ58RPT20EyOtpLIrGyoo+hq4ODvd",
+	"erb+gLAnqz3e9FTeg8jsBtsdwemABwoMyvAy0/ZHH1DwTqGm4bbT6gme8fiYfMWlA3z9SbmpzBLgzmgj",
+	"hYmlp08K1vitzAoRQxkJeHQAyICUQaBMgZM2YfrYsIpfsJ79nH6cmaq2jpzpiN4INvQMbfQ2zPqsAMJn",
+	"/D3CxzZ6ne3uzqoe8S8fn/2/NetjppN4Rx49ZZ/x2FQd6r2dJfL0J8y52yx3A0lfq0pRhuOMsn+x2wb6",
+	"vQdomyP9X+K5QnIrvdAMG3GwkmUPVgXxglCu6NcFS+JwQZ1SW7BOXkxfcVX9Sw9sSTXLtuuuOy31qn/E",
+	"pP72y0dcBSunc6/KRp1UWG77RNwLrU+h5KOMdJ/w9G+vJetvVOjymz08Eqoc/LX0+0jkbNj0wRqTeOkK",
+	"weFDtrawRo3fAo3xfcaxcaRzj96XnU73Ed9l3XnW8z2HW8VlQomHCcoprZ72t+rKLL+OewrLmJ31NHWs",
+	"j4ngdu+zn99Ifs2TVC/1z6Fidow9PpWmcfN2GtOsAA+4eXvciMYc91EqClEjBW5kewpDZEtwBIoMDR1/",
+	"wSF0JGZBS+UC/jhUmaBB1k8JkRzXaFHxc43egMcUgzQ1icokVqjsL0xuBoGKAlhOXKGK11an9vX3BvjY",
+	"n9BVwDusx+udZGaqoPW4AK/z73Mcgbb9XcTEgLhGBkvukVfao8QnsfS0EdoP2Qp5n+PgqQ3BoMjmZjZI",
+	"+aW+Kh7cUkC0i9HmYfRUL+VYqGt+DPQB1FRmhTiW8+P0vQCIKE1P9AL4NXsGFreJrb0LBENh0zXSk/Dc",
+	"SNvWpN5RtaDNXmXFlGVlMS8LxS6z0CRxPCRdml0u9cVE7tNhEkdtFAREAxNpa3NtCt70RYVPAoYHpOsh",
+	"hDaE4XrakBqt6DEZmGOTA2SQPp8lsjRuZ2Co4IuW/lZL/VbqZ42TyUTkwsTm1HqDfZYTUjvhnv5hcZPR",
+	"b/SwnDollvEA1bkJAPpU5FwaAix/EjcRQUrxvmNkaba9ZFeiQinLNLWJkIrVoqQ4Lb0yv06uhUcH29eL",
+	"6YbPQ0nkWleOZ13/gkZjW66IYzbDZj7Y8SQCbJ3KNvvJqVITFZYxBH6rG+oRGEm7AvB6cOwE3sMZH9M1",
+	"4MObpZxVZVU0lrjfDImY658kO453zHJzIK2pcD79CeTeHCnrSPG0lW5vKblE9VSvtcIw1Sm3lV3WaZ2t",
+	"m5c1tu7cwDq5XLjgkG7bQM1Y89otFye8UshI/S7yrEm4Sy8fRgVM6OKivBfkbiDWIm0V/XcjnR7KijUz",
+	"TnhWjqf1K2ZQWTEPn1nBiz9RWuX+K9WYnadPq9wr+6HjY2wJN7T0GIWtKPpvLevlb9Wq1zdsYdSVNIkD",
+	"/D/Xd1wRKFuR0Vs+2PowyY/sc37p+EuKJm/1/cw2XI+5XKpr3xZYngNLKJVcAGzgUY7F4j11XzaweLMw",
+	"3ai26T6UEydDYmod0Mw1QU0OX7/eo2bmpk6o33IoKwqAiB8wxAfGHrOLVdU7uwFDSdX93hoZRx0V00Iq",
+	"nAMEVY1sfAXnRCiJpz9DdSCgIsFTCvynPiFVuVelW4ZrvQzl6pLX9/Y2CnKXIRbBXLGqFhlK6HOp1YBk",
+	"jZ3tlxUlyqaTy8NDDjogdbSPOQJEElZiBxDwg8ZPzA5i94QdwjxDWg+HzPWGT8U88wC2RQG50fRfaY1M",
+	"EhlTI7X5OZA/NVYsdFXCGx6EepShmQUdRGMIYpfaRN41fCLgd8WmZHxwXDC4iBPTSDabJUUoQfa9Z2p0",
+	"BqUaA7oHKr5EyKLfwagsfCIJIk4IpX6UwJXZkVki93YTfLNhCcOgVkfCaubdQB3wdywYD77fa2FrvCOf",
+	"SxNlhkEutLIGoR1KqBpjdIbiHNifBrCansHe2EYFQg5R2AQ0HMobSINoIuQVUMrRVMJvIbOTiklBgQ+s",
+	"TC8+8ibAqkpUR7riSb2GV2mKcks+zU59cOytwUvnJj+i++EPAhFPhu0E6nosemtCmsaKp/LIrsHO08wK",
+	"Wbdl+pO6Hf/4LkxFIXiNCnC7xmPRYecHuCy+o4IWC5hHjItSFRFu3EPzrdkL5V16wrerBYfyTrlgKyaw",
+	"RveaTbI0zW4UIhbuYtQXMlafvmQE+QF/NqmG1IFPdu+VM/y4MsVTN+loE3+7m2i9OLsJTWovTtRVXTnC",
+	"piXrceCfOfjxtSh4kt5hn54A/fh3OJ6+jMPm6UClp1JU64OBZQ81rP6BbRmy2StVzuq36a0Qpj03ETZX",
+	"uwZGAubTFxZ3qiEK4AfXol+d2ktILDuxc3A98RhpkLtJ0u2hRMSZj3FyvGBcrTKYtTqRITegSBBBa0in",
+	"AMHV9mr3KDatVxB6IDyW5aFcgnkjdA8utMui44OL709fV+ErJD4FGkYeGGvOgVSEoFiGDHk5NRfcc4nT",
+	"Jtz4889fakJ1X052bd/CqdGwSPnINmZ6DAq+Lqtp8DKbpqGdflMCoTwKtEe2sLpipMFsqQMqHaBTm8hQ",
+	"/oty8wGLIOWu3Z45QGSh1sFkwM6PBwdnARslXLGGqcDQkPTCwCpMykcetbtKszmGQcA7DVReOv6B5wNw",
+	"DLHJ2evoeCVOJM8XxKOBBRxFAp1IXZDlhOVGb8yiq1z9LKZFTI/btyOC4esnA6oJMDLJTFjqEb2+OOi+",
+	"5VkKQo9Fm+0hUYcpX+hn9xjcidQLK/X2ScAaEMMHTSn9EACQe8wyHFCca616aFJYrAFTjkV5PWwkOUZB",
+	"KfEN6wS18+u+0EWnzl82yJeeC2zFTlMmfit5CoEgDhYA5Bc3GckaOyWbsnBERayBtMGAmiSmS230kFUL",
+	"hY+W5ZKDNTrLeB+yWt8dXIRy1f2k7zSr2lu8wFQEsSdwVFGCcpahVjDUT7tMUfIiUa5Xd3f7WVXh+z4R",
+	"wW5UCeWnWRrbKlo9f54v6EtzOqVfJ4V26m9r0zvz7MbKEQFm7LdSQP8C2TFYpBUPGVtRN3obMS+Qd3Vj",
+	"FVMa1F8NVu6HX+2Tu4X+tKyraZgNpvoM3vu2qbIioooM62dQ7dARplMms74EZyMeg3nCugaZH0yMQhRF",
+	"huUL8fFW/Lcek8Sks+zrycz+rQo2aD9kOZRmelOhZCPm4lDWTx9RHuMnnjPoq9meCWABxfNlbZG0Zr8+",
+	"qtuBFmc9nTcKXWpzORfZPBUsFuMkptYMFHzJbJ+Fl5hos8PCSJ4kEphDBm+/Y3M4AHzmnYlA9wWOS5Eq",
+	"galGKN3BQIJQqmIBmo1CFPoIlgXIfs9gZKAqSlmXN+dHTZPGJ55Exa9FHGjLC2A48DNNyMxRdVW7r8Ce",
+	"ZdF81AnKTNJTTbMb1SNq0DxTqgVcs9hrPy7za1HxheyqGGsXQzL7VkKJHEYznl+JuO8abszCqlzcEW3o",
+	"/3PXJ4Z0fYNOrwOBhHHXVRKXPFXWe9cOlB7jNdCTVy9iBdFu+LVATizG3ydejV+8R5ZE2HZANjjlsR73",
+	"RTeUZsj/ZTJSNo1vPUhznZe77H8gb6ByueOsLNJE5Aple1KTozJiZ56qHKXpE6BZHCdzoEuLKw4EL9jg",
+	"8Hh/j8ViXkyxUIuPhArc6zwL/WPtyWo/at+ot8E/3hrzQhaBtJT239L7Bn7rNLuEKdOmuIAWJ5BEMq+b",
+	"Nc67PwfsvPtzKMflrEw5et/n3XfwfP/V9d9IM2BvD8/gL94bMZMYyk57G2YHaw8EAis6zih1l2b8+6wQ",
+	"KXAt6vel/3euBGuADBd6RyC8FeE0DPGKUWCtGPQHMZIvQRgo2hby3/0lj2XDSVqCppTe5ayRahcc3iWO",
+	"UO/jMhaySJCWCxdrYFbGM9bY+6rT3EKq+v/3f59hz28oJ8klSCKNs5lwXrVPuo1iHNg1zPMimfBx0Z7F",
+	"FCTC7IEZI5uQi1GZpIXPZ+2nVG1lTLrKJLj9GOHSnUluYMUcYF2lh0UUfVMwHqb4s7QjScELl7Vd8zY1",
+	"AFUbq5SUaAeSaLuNE45Czri1jb9zq2fe9zli/fbsS1EQc7LlumfqQbzhwPBlh/K2qFeH6Lc5uud4Ut2P",
+	"iWRazNKPICLR09n+J3/3T/7O+YCGON8LVQNqzkknLT156Ct8f3F8ZNl07pW/ewpnD4w8dKo/5liCNY3x",
+	"jtHIkChmOtw1FFppdtkiZ4IQJCCYWkqnB2adDqhzsQb63NrJDDz6a6xOecKJ2lMk6IePPuiz6CqRMUrD",
+	"0GRFTe3KKtt48Wu2EneE0qKcgZLJ/tQCauH7noV2oWedxTvHn6+pvnxBMf3DtWl54rh71Gi+zsroNWKr",
+	"okuFn6MM735X8eeHbGS/ii1nT91EakN9SNpyeSmaHpbRmcz/XCDiyenw6PS77w5eDwdnB/sX53uRL/Lh",
+	"zkwQmUarYZHVDKjazYGjZ6/PVpGN5mAqFcV+Pb/4vtp8B95RmmY3JknUfcz5uDjfOzw5PPlu+F9vDt4c",
+	"DL99c3QUsYbrBn2wTMhgjPRCtxSdMfcCjWhm5gGAPeLjq8sc+I9+zUb3xi1SZHYr5V5t5Bc4f7cuUIC2",
+	"FYgTQlkTKCSF6ZldExlAsz47IYHNXiili3rz7EafOeya54mef+XdHGhYsAFEB9iAQtPLEdV6ELl2iSQW",
+	"CENbF/k2A/abiblUwPb8qKzPfq6Pw7k/FFDwK6ZiFsqGu4OIAxpCS4kUWlQDNhayyAWJaKgxBwI5wIBi",
+	"esQotfGyyODjqNlnF+wb9jM792LUgP0E/zo5PNs7GrAbkVxO9fF8hif4z4CdSUC+azy84vDdd+aPoDdJ",
+	"MeYVy7xcCuNAC3+5dWQoba6TecQac2SL1/NMNRsK6yMXVSsd85sXRUGePpdBOcmc7tmvlJ5v/JSlccB+",
+	"yKZcKpVh+aT7nO1n4/E0YZ2XL5/12f5Urxf65IdSAv/L/lTMspko8jYo7KZpmx3xUZsNFqpos69fsEZ3",
+	"e3u3yTrbz1qdTrcJP4reHp4Nf2XfMPVbXjTm7H8yVc6GnA0GQ84aN8Nf+dYff9wM+R9/NP/dZVvep82I",
+	"SiuMRfDtb+DDK9bQE7ulhlf6F8WQbxZDHgU00zAP2inxphbUm94DnSPlg7CcZl4FL1gpk8L9thGp4VVE",
+	"MmhcxjwHepNYXCekWBTH2YR1gsoL3VRutUIaSGGwCDt6U+EVkFdd365lb/cO3UFTZHx7ePbvrrbGnZ63",
+	"/6CQra/R0XFUITwdVsYxNYFUNG4PRayx1+xZVKvJBpYSJP6Bscz7MnKnmH8GLMq77yP2DYtoitkff8z1",
+	"e4LX9McfP+v/i6g05uUEGdol1DTR1xi6ZFHU139ZRH6yJWBeMgledoe14E0nrLEYJlesxRZTXgyTK7dC",
+	"3Ed60mAlRFbzMSmMDh+jTjG5YL5liX7rVodgb3t2fjAYbA0Gw3f2cvMsA0Gnsmhlk9YkS+OlwrT+sXnv",
+	"m4r9iN9ZyaRguwXqgwCx0uVMoN2Eu6Oh0mFxH3UV8SpotHybRXpz2Y0EI93Xe+UdTDsQLRTeQuJpyqRb",
+	"ijaLTybUZP82FTvvEokSJbki1pCeeDqYnmaPRdNhwr5hnS3JvmLFMNlkjYvNi+a/Wx39rwjm0ap8a792",
+	"06g7GokanIZxJq+FNEoIxPxTl05zvGD8UjRxjPlMiXGk96i2KIPBMBdqSzb9948vf8976U1PTQ6vcI3i",
+	"YBcGK0IAEDKvy2c4yQpfu/K76rGd7R3LSOL16QCzsl5zDoxipTWNWzfN0rjN9mQovaQcq83JEb85SUaY",
+	"d9IjlP7J6dC6TucH+6fnr6Pb007ginzqeiXdZp0aL6ZA/0lN/Z1xzP44b13prFG3yJ86mYYyKFTWGIlp",
+	"YsnxbGIN9ClhpYMb8MPg9OQzyaSR7H3bvNJ1iNnTuZB7Z4c08r9kMii9ko20H7qWOTuTRc7HhR8J33DF",
+	"sMChY6Cnbir2OMZrX6ooOAWBZo4XHHP3d8zxu73jow+bY3PhB5/jHuPzpDJ+6MtBtJj+P0wh4n1NTxKJ",
+	"bpjJYQ3O9COxGZ/PE3nZJGA+lH2g/qM/bcVinEFgZBQDtaNDTlOWKx3f9ZFn17IIgki9eF9o9xUqftil",
+	"QyTCf4WG69OsEHqxNSvE151Yi5H0JDSNot3ChBF9FmH6sMesEBmBW62vp33EUHIFgmXE00bKZABjaNi4",
+	"2jo44j16JE0j9jRJ0oKEZzMYGE/7bBVCyUZZSfg0H8YC5J9rCInPKtIb90gNG8mvtQyC3RfBxiyR9t/3",
+	"ThN/FknnYPn9n0HNNfldBKyjVzxIEvUN0hIRlvpvbYPyXRoHVKOXJyuZlTOrbjRLJP07WG0uCepyVZEU",
+	"74vhuMxVlrswybAfQJW4oVcq9qfT59HPrRPxvmjt089oDTb2B2+b6waPt1j3qru7zx8XiecW61F2eQaN",
+	"MB8iBrW0sSUGNWZ+AOxVye5XJqw+awgdi+Rq4GRZEC7FTSAYjq8EFDDJFTTSmItmbXeRG/ZnVyyABd2s",
+	"SDDtvzkfnJ5HT+saHIDRrIHwrU8TA+XZXZpCwmcsBsgH/C9BQYBduSKPDXrDiiUF1AInk2TcR6iDdvbP",
+	"D/Zev4uYFQoM/GwY6tlBPiIyQultdg68bGhoUPu1hwlK4C5yyAyw/azhQYIBVGOnollRl7csJwErZQqC",
+	"se4hoSRqU38tmKYWkeq04PeRlbV30vQGDMNjZF6Bjuk+ZE/ZJAWsHXEO5CLGfAMUAlCSyGnwO91TELie",
+	"lgX0LsfZjexhGn5w+N3Fwfkxy2TAInqLERJko7yRnm9EQSeyRUTnRtfaad4ZHJdhAfLZtPVuBQLJ7vZ2",
+	"4ATsqbeD3k6zHcp7SjuxNcpOobyntBNbVnayavL0/KvaTlSb9gXj7yX3dI7b4hMa8nOrEFtjgeD27b/A",
+	"+f/swcZ5kuFk1FP+FQw5Exve1g5WKdObfWa3s2WaegBWO66ugCj9kifyfsx2jyOAdX6X/K/JK6w1vD9k",
+	"I7RpkPZEygFVjgCsRv5sVVGFNUBRZbTAaj2waEP/W4ZkDgRrm9j+jAhOsai95ErpvVlqG0twEHt4953J",
+	"ZnOuDDNBZH5YZAB4K3yXIPAaU5CpDjdkRO58m+2RzwD6WnP+Wyl6wBhCNBVG2ysIpcr0kymchQLwd7aw",
+	"hzMALkackc1MJgVQ7+X46J7CKkikEnO+r6sKZgWltZG+HQ+3XAAXfSix8wUPKj3JsOwML7mAeixLBdeh",
+	"jzYwEGFCphniylACdhltU/K7drr8AxSBjUjmzCbihh2/Mq+qF8pIh2xtQg8PQaY3iZXeavAB0g4PR0iJ",
+	"bv8ss0L/C85SkHw0CGFq/aG/Ejgy2lQsMgBl7x6hjJauj7/Gq0PbfeXiQ5A2j8hAV+/R1qHgsFT6GEHg",
+	"NvZJ3ihtIurb5UNpw8mZXsmTMk3XxXIeqEXdxVC/HNZ0V4Ka3Y8JabqfKqD5uAhlt9O9RzC6HBekC9xs",
+	"4KqDPAIv1g4A9/RG8OHAI8uQ9ilDJu9+62R9/EBIP/fnwXLP7PIFe5JNfJTSgwUeH8vb0HnENL3Jwhs9",
+	"W0NabdfnqEzSmLyQw+Ozo4Pjg5MLq7b2YGpGPrJRVc9f76S3h3v1rN8CWp/1mkbaCuwP3uqHpEQm+e8F",
+	"U0Uu+ExvR+pD4TesnBvee8yYTUUaQ+A0E7MsXxh+MH0w6tg1z25YLn4VY9JtpZ+DL19pB98fvNU2f526",
+	"iFUsRrl80iTgeYGeih7PJBciYKOyCKUOBPV8wXkU0XBSUVRjLRgWjHJm1OkcTVQoaVK0p2nLpTR8OEjB",
+	"GANjdoadDbA0GlFrxt+38IstIHWKApO1DOVup8uOk1fNPhuJRQZ8HssMZJ1nLDrbewdkKRenp8OjvfPv",
+	"DrBiqw2GwylVNIb6VnccLCi4qxAAQnQqYoRRhrIRtcwVWvAnNzq204ReCXrIgqStiELKInURoEszBVL+",
+	"WbwwM0WExER0Bqw0+g/EbANDsy0/eJ+KgAIrsktsRptmaeycxuUxs69YJ5TIQOo0ZkjKDoe7NKvdl6wW",
+	"aBdK6qcIvO5ddJ3YjC+I9Qv4IWFNGd+ypl+CVzombJ4PvJZ92yTcY+M0U0LH8TaxTwbGLrVj2Es9QKfb",
+	"940bjI3KWDu8tM7svOCn/lLj7LeS52DG8VifZqrYVGw+XahkzFO6YJMRUTN6mPTyiXSILILpZ4E9okTh",
+	"lF1Xye1+zUbQMgh+FpHHyXIm8mTMZrzIk/eBVUpAzjOKtm+SXOjjpwu7ho1FmrKoE0ShxJX4Ar/eDNg8",
+	"LVV1bsbZfIHF0x7IjhsJKzNgSOCPpzy/1E8DaJFnX7d32Y+vAAyjrVQ2Yd3tnRdey5Zijc7z9g778VUo",
+	"URA9YN2O/o2BFa0gXSZJQQKHeDMoEfErIUOJ89XpviCAocdIR282UX09eGMiwRK6ByD2W31HnDtcB7Dv",
+	"JgB05dQqD6jE1eUMc4DLubKWGfftrQHI4uV72hyBUMyyParyXk14qkTUtKqNgNGhKQBM1Or4b6Y61MHb",
+	"uIgESuEmqUUiVZDFC2WlY+lO2i03GKJUBGzUSDs0YF+M8dFLu3YRKzRBxDE+M2QOOtrCwACUzWlP8vGV",
+	"vR0kIRsxkAuSckOWhxJbF1KKqadlEWc3krguvNvimias3kTcQCCZ8zRFos5CucQorQBq+4LRzrJcGL0e",
+	"wIPq/S74FaKKYBHQkDHmc6JidDHYWpxNkvd62NciN/wFeuEeJ69C2chLiXmAUTmZiFwFhrUZy/pNvIYN",
+	"Q/3uClJ/31QeaYICMwujbxh733kJp6RrgySjpvpWSEW1ZzFTBOzcXb7pquL8pgpl7U0TaYkmKC3Uc3XC",
+	"EVCL6u+ORCif77Afk1essfOsQ8d3MyBrokesP8O2UUsIgV145E+Fkue5Xjqw3J9vwyM63k08g7u7z9lX",
+	"7PkOMWxgK6QTT0U3hDwYZTya7zKmsklhliN6JgVtKVXOKNMcyui70+OD46PD48OLyHBAo2NhlyRrUJK3",
+	"ubI0E+W44iNc2gaoGh2eXBwYGuZ+9bwnDhLwQ7UNLaYiya1lgy+EEtq7a+A6+hJbyDT0azYaJjFSnrT1",
+	"z5UooqY5nHBJhzLCe1NPgUdsCX+neB5zKMarM13imKAXOuhQS8xrygptOuickwiClE4CsnsjyGAzXClA",
+	"49q0aUO5sJg/50aj18TxGn4fpz43PPCqy7B/DdM9ePPtt4f7hwcnF8PBxen5nrbJ5MoAU6693CRJU+Wd",
+	"Bqb1KpT6FSrHPFsRdxhnsVhZGu50wnME1jNFSGPtgBFpDFyKjPb3by4utM/1+vSnE5y8c16InnctJBvm",
+	"7jRHB85sG3Iwvb3jeU6zUlH3cznXBxkmQAwqmOW8AJec3PFZIlv6TzrSMBvu+e7us+foWmypPttmRZlL",
+	"SDNmk0kTn4ezy1wPaS7yJIvZlCvtGgGlkbu4vnALvue51J1tppo9MPmwCL+iK32FcBLYUAI6MLZgsAFC",
+	"m/EzeLgpvxb08LF+sfDY+sXq96ffLCKwoOCsimzuqHyTODVRSiNqTYti3tI/hgJ8Vhb+JDzTwwwqTcI7",
+	"2y9YRGmB4cXh8cHpm4tl+UdUuaO9AqM3FIUUMmBURkS+2gc3noZthg4lvn44KsCfrwkhPHMS1IUNuKwM",
+	"0aTiE5EuekYvjUVWemm8aP0oFuCqk4sPOyTNkAoklBQwYCHRAUnofKDMq2eBkb4YQMtXYoEwoe4OmwY2",
+	"dOlsB9vb2/pTahwhEqnLDMNSfYKgU0RaHwoT6Fis0wvHlCghzwGpdFPUszuWmIetdaEB93BkOkzeVAwF",
+	"CSl1wooF9amPsAMFtDagy4I4hQUuuAszCfr5qibCTAsohna3ux7FATgyNhFgvjjOBS9MH4rMjCau4y7V",
+	"j6pvjo+aQEQ0ngrVr2rf0fUCttPtalv4+uD47PTi4GT/3fDHg3fD84M3g4PXEVJIkVgvFEctOpkMTwOo",
+	"nJwdwV1Gw0N11HVGCeCzptkInDsGIAPtQ+10XwZQCM1yvYv61sImypsUIK0y4q8KpOeRjIuKpfDE+kt6",
+	"4smwYkSI0+jxviINB0xN9V0kRYCDeMlWZunwZPhmcFDb+t/0TgscrNG+tce/3uP6kRaiqJXZ0CvZ5M/u",
+	"yohjGnx3FwIGPi6Q64PN80QiF8feYP/wEIlk5nws9LSX4ym1/b55c/jaD9qx3IE2MMEwkeZUR1cL5KoR",
+	"qUIO8FpKwttkXKumZD1AZ3c5/T2HzhV9zX//67+1/s8vX/33jQ/Ue52VaZHozbw1yfJZS3tA+s9CIpAQ",
+	"vo1gHPrRBV7dwHQC5idLs3Ehiham+Db+DBCdt/LblfQqpCc/KAH+Bjbb/bRQ/ukz/mtpfMiiugV9fHCx",
+	"93rvYs//m02CnZ5dHJ6eDEBv5XAw0H862zu/iCp5frslHrUb+cXjYvHhBNC+01zEzqdddaPAmE4E5ANT",
+	"EGcUQIZZ53Iue05riLtDmaPM9IXf8LnkPYVP0KS95rjoLR/CzLpv+iRecrQQAXPL2dGvSaQ+KOt4/546",
+	"tM8eU4d2JZlWxa5gMq3ncN/iPWi1h7K2tmASCCY3i73RS+k2jx6jkke2CrN/QXFnp9t9woVJ3h5O1+oK",
+	"vOEKaQCQCwndcxJUMUu44lwCPOs2Md7uI3cKLTGjaKtQpilr1JYzmg8o2vkJ2fe/oCruQ6La7iHS5eW4",
+	"e9V9bdPYVXIA3M6hNJn0j0pxhxJy3CCapOMemd30V/F0plxQybOHEpdbmy3leiqkHuZ0dYEFWDYQsDEn",
+	"bs0dH1qBwp/e5hegSIu+sx+G7g/eGvqjvIBal1rI8TTPZFaqClLgHtAAwjrdBgd0OtW5WIKw6VGgVKnN",
+	"XZgKCaRV4OVGtN6iFUC3WRI6NFfVfDKxtI6zWCyllpdvwEy6Fyvh41RwL18JRQ6XEoYhY9ncYviswmqC",
+	"rZeYh7abzqPqw/SNkZrS975K0lTEzYDFfMYvRUwsNUaYC6o1pGLrHbkBJTa8h96qPONyVU7xBRRjIUVS",
+	"0W11APBKwhhf2SZ2hgnW0DdrZTJdBKHUZwc0xCeKCRlDrZCyuYZtkPIKQJXGUwRh+ZrlUEikpjPMj4Kd",
+	"goQzVGrhtkbuE4hsEhFTHmuXAXi7Dv3shWwb9+kMhcV7a1/oh3VHPRIa7JYw9Avps34jr6TeXgj5ZY3o",
+	"h9NXD0T297cDeJ1laerb9w8y3KTWtB7cteelzjENCtJyjlMJPgYq0Wqdz0bDBdIaUR1NzFmDSEWx7skp",
+	"idtsswMk+L7hCy/h6cnTrbPwLNrfO9k/ODrSps9DRVjwDuC5wGzagrt1aShU1ocTxMqsUXmUTYUGChK9",
+	"do51REoPGKzesRlUaK0RhnopYtDwMrIpgrl6vr0uemhQsJnnWVyOBVT44kSNuZ4Cqt46VJKZJ+4Kq5UD",
+	"jqfY5yAAwXUpCshYvmSw4b49PDkcfA/lVqP0XX2NWKrxnjoOpbkituIQtIdqOvBo0A8N+pDEEtZwMxNK",
+	"XyuSQ4lZyNgluOlUizMpMDC17zyhygTepKIwjvepPRT2YY7/ORcC7ZAvbSBv1/zHChPe66B5dOoO2LGV",
+	"ndmobsi/zQH41OHRPtHB1oS3H3mg3qGiYKuhANsnNuz1SjcmhQwnketKkeJmSN+tBjT0GtCAGmoYuHjP",
+	"M/z6Xbw+PTmwv12230bZF/r64Zc7NfyitzvhlqT7c7S3D8QM/qX72Tb3i57OmgXw+XAekW/pLfFGdUH/",
+	"Ezl8IKe5R7lkUN6EFmN6gh2gVMRrjOBSi2ldfymka+oK9zQ4H23J4zjHBtQyTzd6G9OimPe2ttJszNNp",
+	"pore7u7u8436XjQwrODbtIpUtcYix056+NcVFNvdRVXNVX+xj7h8eWBmqwqpTrMCNOGdHSNaqtXB7a1L",
+	"sSn3Yzunqz8/Sq6FFAoTsbnXo0s/pRbd+kmxnEWojeGNVhS85jfHmUwK4Dl2X7VGXq25SZW2waoKGsJk",
+	"HPc4k+MkRRZQhwRK+ajN9nSIRkk9AHka4nd34VaaXX6DlS1CTUGi7LJnBCU8SqAoYCRPnPJRi+QRK7px",
+	"t6pPUHy1u91hK9sPYzu4es1lDN07ImZWeap1oGzmBlNmpVQBitCROv2c54lCckffNyCRTjx06bVYTow/",
+	"f/nz/wcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

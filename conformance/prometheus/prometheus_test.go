@@ -300,7 +300,7 @@ func (s *testServer) activateModel(ctx context.Context, t *testing.T) {
 		t.Fatalf("start training: %v", err)
 	}
 	version := waitForJob(ctx, t, m, job.JobId)
-	load, err := m.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: version})
+	load, err := m.LoadModelWithResponse(ctx, nil, gen.LoadModelJSONRequestBody{Version: version})
 	if err != nil {
 		t.Fatal(err)
 	}

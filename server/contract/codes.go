@@ -111,6 +111,19 @@ const (
 	// InvalidLabResults: a posted lab record cannot be parsed (400; the
 	// message names the record and field).
 	InvalidLabResults Code = "INVALID_LAB_RESULTS"
+	// PreconditionFailed: POST /model/load with an If-Match or an
+	// expected_active that no longer holds (412; the message names the
+	// active version). Final: read the registry again and decide afresh.
+	PreconditionFailed Code = "PRECONDITION_FAILED"
+	// IdempotencyKeyReused: POST /training/start with an Idempotency-Key
+	// used for a request with another body (422).
+	IdempotencyKeyReused Code = "IDEMPOTENCY_KEY_REUSED"
+	// IdempotencyKeyInUse: another request holds the Idempotency-Key and
+	// has not recorded its job yet (409); retryable.
+	IdempotencyKeyInUse Code = "IDEMPOTENCY_KEY_IN_USE"
+	// NotReady: GET /readyz while the server cannot serve (503, with the
+	// reasons); retryable.
+	NotReady Code = "NOT_READY"
 	// Cancelled is the error code of a job ended by
 	// POST /training/{jobId}/cancel (in the job record, not an HTTP answer).
 	Cancelled Code = "CANCELLED"
@@ -199,6 +212,9 @@ var domainCodes = []struct {
 	{registry.ErrPathNotAllowed, PathNotAllowed, http.StatusBadRequest},
 	{registry.ErrVersionExists, VersionExists, http.StatusBadRequest},
 	{registry.ErrModelStatusMismatch, ModelStatusMismatch, http.StatusConflict},
+	{registry.ErrPreconditionFailed, PreconditionFailed, http.StatusPreconditionFailed},
+	{jobs.ErrKeyReused, IdempotencyKeyReused, http.StatusUnprocessableEntity},
+	{jobs.ErrKeyInUse, IdempotencyKeyInUse, http.StatusConflict},
 	{registry.ErrModelActive, ModelActive, http.StatusConflict},
 	{models.ErrModelBusy, ModelBusy, http.StatusConflict},
 	{registry.ErrShadowIsActive, ShadowIsActive, http.StatusConflict},
@@ -324,6 +340,8 @@ var retryAfter = map[Code]time.Duration{
 	ServerBusy:          5 * time.Second,  // a shared buffer, slot or memory budget is momentarily taken (both channels)
 	ShuttingDown:        0,                // against the restarted server
 	StoreUnavailable:    2 * time.Second,  // the store reconnects on its own once the database answers
+	IdempotencyKeyInUse: time.Second,      // the request holding the key records its job within moments
+	NotReady:            time.Second,      // a probe asks again
 }
 
 // HealthReserveRetryAfter is the wait SERVER_BUSY carries on a connection
