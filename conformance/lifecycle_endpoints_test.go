@@ -264,6 +264,9 @@ func acceptedID(t *testing.T, resp *http.Response, body []byte) string {
 	if err := json.Unmarshal(body, &acc); err != nil {
 		t.Fatal(err)
 	}
+	if loc := resp.Header.Get("Location"); loc != "/training/"+acc.JobId {
+		t.Errorf("202 with Location %q, want /training/%s", loc, acc.JobId)
+	}
 	return acc.JobId
 }
 
