@@ -16,6 +16,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/gen"
+	"ramanserve/platform/pgtest"
 )
 
 // Safe concurrent changes and readiness, against real ramanserve
@@ -339,4 +340,59 @@ func mkShortTemp(t *testing.T) (string, error) {
 		t.Cleanup(func() { os.RemoveAll(dir) })
 	}
 	return dir, err
+}
+
+// TestFleetIdempotentUploadCreatesOneJob: two replicas on one database
+// get the same keyed upload at once; one job is created, and both answer
+// 202 with it (after a retryable 409 IDEMPOTENCY_KEY_IN_USE at most).
+// Both replicas give the model routes the same ETag.
+func TestFleetIdempotentUploadCreatesOneJob(t *testing.T) {
+	t.Parallel() // its own processes and database: runs beside the others
+	url := pgtest.Database(t)
+	fleet := startFleet(t, url, 2)
+	csv, meta := syntheticCSV(t, 31, 40), []byte(goodMeta)
+	const key = "fleet-retry-7c0e"
+	ids := make(chan string, len(fleet))
+	for _, p := range fleet {
+		go func() {
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+				resp, body := keyedUpload(t, p, key, csv, meta)
+				if resp.StatusCode == http.StatusAccepted {
+					ids <- acceptedID(t, resp, body)
+					return
+				}
+				if resp.StatusCode != http.StatusConflict || !bytes.Contains(body, []byte("IDEMPOTENCY_KEY_IN_USE")) || time.Now().After(deadline) {
+					t.Errorf("keyed upload to %s: %d %s", p.httpAddr, resp.StatusCode, body)
+					ids <- ""
+					return
+				}
+			}
+		}()
+	}
+	first, second := <-ids, <-ids
+	if first == "" || first != second {
+		t.Fatalf("the replicas answered jobs %q and %q, want one job", first, second)
+	}
+	if n := countRows(t, url, `SELECT count(*) FROM training_jobs`); n != 1 {
+		t.Fatalf("%d jobs in the database after one keyed upload to two replicas", n)
+	}
+	job := waitJob(t, fleet[0].client(t), first, 3*time.Minute)
+	if job.Status != gen.Done {
+		t.Fatalf("the job ended %s", job.Status)
+	}
+	var tags []string
+	for _, p := range fleet {
+		resp, _ := send(t, http.MethodGet, "http://"+p.httpAddr+"/model/list", nil, nil)
+		tags = append(tags, resp.Header.Get("ETag"))
+	}
+	if tags[0] == "" || tags[0] != tags[1] {
+		// The other replica may not have caught up yet: wait for it.
+		for deadline := time.Now().Add(30 * time.Second); tags[0] != tags[1]; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the replicas' model lists carry ETags %q and %q", tags[0], tags[1])
+			}
+			resp, _ := send(t, http.MethodGet, "http://"+fleet[1].httpAddr+"/model/list", nil, nil)
+			tags[1] = resp.Header.Get("ETag")
+		}
+	}
 }
