@@ -121,3 +121,28 @@ func TestHTTPErrorWithoutEnvelope(t *testing.T) {
 		}
 	}
 }
+
+// TestStartTrainingWithAnIdempotencyKey: a retry with the same key and
+// upload gets the first job; the same key with another upload is refused
+// as IDEMPOTENCY_KEY_REUSED.
+func TestStartTrainingWithAnIdempotencyKey(t *testing.T) {
+	m, err := client.NewManagement(managementURL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key := fmt.Sprintf("client-test-%d", time.Now().UnixNano())
+	meta := gen.TrainingMeta{Operator: "retry"}
+	first, err := m.StartTraining(ctx, meta, syntheticCSV(ctx, 41), client.IdempotencyKey(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := m.StartTraining(ctx, meta, syntheticCSV(ctx, 41), client.IdempotencyKey(key))
+	if err != nil || again.JobId != first.JobId {
+		t.Fatalf("the retry: %+v, %v; want job %s", again, err, first.JobId)
+	}
+	var ce *client.Error
+	if _, err := m.StartTraining(ctx, meta, syntheticCSV(ctx, 42), client.IdempotencyKey(key)); !errors.As(err, &ce) || ce.Code != "IDEMPOTENCY_KEY_REUSED" || ce.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("another upload with the key: %v", err)
+	}
+}
