@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -13,12 +14,12 @@ import (
 // a registry read that hangs is a reason within the timeout.
 func TestReasons(t *testing.T) {
 	bound, loaded, readErr := error(nil), false, error(nil)
-	hang := false
+	var hang atomic.Bool
 	checks := Checks{
 		Bound:       func() error { return bound },
 		ModelLoaded: func() bool { return loaded },
 		Readable: func(ctx context.Context) error {
-			if hang {
+			if hang.Load() {
 				<-ctx.Done()
 				return ctx.Err()
 			}
@@ -27,6 +28,7 @@ func TestReasons(t *testing.T) {
 		ReadTimeout: 50 * time.Millisecond,
 	}
 	s := New(checks)
+	s.readLimit = 200 * time.Millisecond
 	ctx := context.Background()
 	want := func(what string, n int, has ...string) {
 		t.Helper()
@@ -46,9 +48,23 @@ func TestReasons(t *testing.T) {
 	want("ready", 0)
 	bound, readErr = errors.New("the prediction port is not listening"), errors.New("index.json: permission denied")
 	want("port and registry", 2, "prediction port", "registry cannot be read", "permission denied")
-	bound, readErr, hang = nil, nil, true
-	want("a hung registry", 1, "deadline exceeded")
-	hang = false
+	bound, readErr = nil, nil
+	hang.Store(true)
+	want("a hung registry", 1, "no answer within")
+	hang.Store(false)
+	// The hung read ends with its own limit, not the probe's; until then
+	// probes share it. Wait for it to end before the next checks.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		idle := s.read == nil
+		s.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hung read never ended")
+		}
+	}
 	s.Stopping()
 	want("stopping", 1, "shutting down")
 
