@@ -29,9 +29,18 @@ import (
 // description rather than as an operation, is sent as it is.
 func send(t *testing.T, method, url string, header http.Header, body io.Reader) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, body)
+	resp, b, err := trySend(method, url, header, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// trySend is send returning its error, for goroutines of a test.
+func trySend(method, url string, header http.Header, body io.Reader) (*http.Response, []byte, error) {
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		return nil, nil, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -44,18 +53,26 @@ func send(t *testing.T, method, url string, header http.Header, body io.Reader) 
 	}
 	resp, err := doer.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
 }
 
 // keyedUpload posts a training upload with an Idempotency-Key.
 func keyedUpload(t *testing.T, p *serverProcess, key string, csv, meta []byte) (*http.Response, []byte) {
 	t.Helper()
+	resp, b, err := tryKeyedUpload(p, key, csv, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+func tryKeyedUpload(p *serverProcess, key string, csv, meta []byte) (*http.Response, []byte, error) {
 	contentType, body := client.TrainingBody(meta, bytes.NewReader(csv))
 	defer body.Close()
-	return send(t, http.MethodPost, "http://"+p.httpAddr+"/training/start",
+	return trySend(http.MethodPost, "http://"+p.httpAddr+"/training/start",
 		http.Header{"Content-Type": {contentType}, "Idempotency-Key": {key}}, body)
 }
 
@@ -356,9 +373,18 @@ func TestFleetIdempotentUploadCreatesOneJob(t *testing.T) {
 	for _, p := range fleet {
 		go func() {
 			for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-				resp, body := keyedUpload(t, p, key, csv, meta)
+				resp, body, err := tryKeyedUpload(p, key, csv, meta)
+				if err != nil {
+					t.Errorf("keyed upload to %s: %v", p.httpAddr, err)
+					ids <- ""
+					return
+				}
 				if resp.StatusCode == http.StatusAccepted {
-					ids <- acceptedID(t, resp, body)
+					var acc gen.TrainingJobAccepted
+					if err := json.Unmarshal(body, &acc); err != nil || resp.Header.Get("Location") != "/training/"+acc.JobId {
+						t.Errorf("202 from %s: %v, Location %q: %s", p.httpAddr, err, resp.Header.Get("Location"), body)
+					}
+					ids <- acc.JobId
 					return
 				}
 				if resp.StatusCode != http.StatusConflict || !bytes.Contains(body, []byte("IDEMPOTENCY_KEY_IN_USE")) || time.Now().After(deadline) {
