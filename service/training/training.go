@@ -54,7 +54,7 @@ type Service struct {
 // New returns the service over a job queue and the store of its
 // idempotency keys (nil: keys are ignored, every request queues a job).
 func New(queue *jobs.Manager, keys jobs.KeyStore) *Service {
-	return &Service{Manager: queue, keys: keys, limits: jobs.DefaultKeyLimits, now: time.Now}
+	return &Service{Manager: queue, keys: keys, limits: jobs.DefaultKeyLimits(), now: time.Now}
 }
 
 // Reserve takes a queue slot for an upload before its body is read. It

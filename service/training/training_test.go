@@ -74,7 +74,7 @@ func TestKeyedSubmit(t *testing.T) {
 
 	// A claim whose process died before it recorded its job.
 	held := jobs.KeyRecord{Key: "orphan", RequestHash: "h", JobID: "never-recorded", CreatedAt: f.now}
-	if _, ok, err := f.keys.ClaimKey(context.Background(), held, jobs.DefaultKeyLimits); !ok || err != nil {
+	if _, ok, err := f.keys.ClaimKey(context.Background(), held, jobs.DefaultKeyLimits()); !ok || err != nil {
 		t.Fatalf("claim: %v, %v", ok, err)
 	}
 	if _, err := f.submit(t, Once{Key: "orphan", RequestHash: "h"}); !errors.Is(err, jobs.ErrKeyInUse) {

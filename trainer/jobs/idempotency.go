@@ -26,7 +26,7 @@ type KeyLimits struct {
 
 // DefaultKeyLimits are the contract's: a key is kept for 24 h, and at
 // most 10,000 keys are.
-var DefaultKeyLimits = KeyLimits{TTL: 24 * time.Hour, Max: 10000}
+func DefaultKeyLimits() KeyLimits { return KeyLimits{TTL: 24 * time.Hour, Max: 10000} }
 
 // MaxKeyBytes bounds a key: the contract allows 1 to 255 characters of
 // printable ASCII.

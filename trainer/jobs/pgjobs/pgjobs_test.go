@@ -62,7 +62,7 @@ func TestReplicasClaimAKeyOnce(t *testing.T) {
 	for i, s := range stores {
 		go func() {
 			job := "job-" + string(rune('a'+i))
-			held, won, err := s.ClaimKey(context.Background(), jobs.KeyRecord{Key: "k", RequestHash: "h", JobID: job, CreatedAt: at}, jobs.DefaultKeyLimits)
+			held, won, err := s.ClaimKey(context.Background(), jobs.KeyRecord{Key: "k", RequestHash: "h", JobID: job, CreatedAt: at}, jobs.DefaultKeyLimits())
 			results <- result{job, held.JobID, won, err}
 		}()
 	}
