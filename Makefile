@@ -116,7 +116,23 @@ deps-node:
 		node_ok && command -v npm >/dev/null || { echo "deps-node: node >= $(NODE_MIN) and npm are needed; found node $$(node --version 2>/dev/null || echo none)" >&2; exit 1; }; \
 	fi
 
-.PHONY: deps-curl
+.PHONY: deps-curl deps-systemd test-systemd
+## deps-systemd: systemd-analyze, from Debian's systemd, for the unit's checks (verify, security)
+deps-systemd:
+	@if command -v systemd-analyze >/dev/null; then \
+		echo "deps-systemd: $$(systemd-analyze --version | head -1) present"; \
+	else \
+		echo "deps-systemd: installing systemd (for systemd-analyze)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends systemd >/dev/null; \
+		command -v systemd-analyze >/dev/null; \
+	fi
+
+## test-systemd: systemd-analyze verify on deploy/ramanserve.service, and its security exposure
+## (--offline=yes) no worse than the score the README states
+test-systemd: deps-systemd
+	set -o pipefail; RAMANSERVE_TEST_SYSTEMD=1 $(GO) test -count=1 -run '^TestUnit' -v ./cmd/ramanserve | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
+
 ## deps-curl: curl, the HTTPS client of the management channel's TLS tests (conformance/tls_test.go)
 ## deps-postgres: Debian's postgresql server (the tests start a throw-away cluster of their own,
 ## .ci/postgres) and openssl for the cluster's test certificates
@@ -235,7 +251,7 @@ rule-evidence:
 	set -o pipefail; RAMAN_RULE_EVIDENCE=1 $(GO) test -count=1 -timeout 20m -run '^TestRuleEvidence$$' -v ./trainer | grep -vE '^(=== RUN|PASS$$)'
 
 ## test: everything CI runs
-test: deps check-generated check-docs-bundle lint test-go test-r test-examples test-clients test-prism test-browser test-prometheus
+test: deps check-generated check-docs-bundle lint test-go test-r test-examples test-clients test-prism test-browser test-prometheus test-systemd
 
 # The conformance suite, the longest package, runs beside the others
 # rather than after them: its test binary is built first (so that the two

@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"ramanserve/evidence"
@@ -30,6 +33,7 @@ import (
 	batchsvc "ramanserve/service/batches"
 	evidencesvc "ramanserve/service/evidence"
 	"ramanserve/service/models"
+	"ramanserve/service/readiness"
 	"ramanserve/service/training"
 	"ramanserve/trainer/jobs"
 	"ramanserve/trainer/jobs/jobfiles"
@@ -46,6 +50,7 @@ type App struct {
 	Registry      *registry.Registry
 	registryStore io.Closer // the registry's store, closed after the registry
 	jobs          *jobs.Manager
+	jobKeys       jobs.KeyStore          // the idempotency keys of training uploads
 	predlog       *predlog.Writer        // nil: the log is off
 	shadow        *shadow.Scorer         // the shadow model beside the active one
 	collector     *evidence.Collector    // the channel's hook into both
@@ -54,6 +59,7 @@ type App struct {
 	labCloser     io.Closer              // nil: nothing to close (the fleet's database is closed last)
 	shared        *sharedStore           // nil: the embedded store
 	fleet         *membership            // this process in GET /fleet; nil until built
+	ready         *readiness.Service     // GET /readyz; nil until built
 
 	shutdownOnce chan struct{} // closed by the first Shutdown
 	shutdownDone chan struct{}
@@ -272,14 +278,14 @@ func (a *App) startTraining(ctx context.Context) error {
 		// A fleet: jobs are accepted into the shared database and run by
 		// whichever replica has a free worker, under a lease.
 		store := pgjobs.New(a.shared.pool)
-		records, spool = store, store
+		records, spool, a.jobKeys = store, store, store
 		opts.Fleet = &jobs.FleetOptions{Replica: a.shared.replica, Lease: a.cfg.Training.Lease}
 	} else {
 		files, err := jobfiles.Open(a.Registry.JobsDir(), a.log.With("component", "training"))
 		if err != nil {
 			return fmt.Errorf("training jobs: %w", err)
 		}
-		records, spool = files, files
+		records, spool, a.jobKeys = files, files, files
 	}
 	m, err := jobs.New(ctx, records, spool, opts)
 	if err != nil {
@@ -301,7 +307,7 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 	modelsvc := models.New(a.Registry, a.jobs, spectra)
 	api := &server.API{
 		Registry:      a.Registry,
-		Training:      training.New(a.jobs),
+		Training:      training.New(a.jobs, a.jobKeys),
 		Rescore:       modelsvc,
 		Deleter:       modelsvc,
 		Exporter:      modelsvc,
@@ -336,6 +342,13 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 	api.Metrics = metrics.New(metrics.Sources{Models: a.Registry, Jobs: a.jobs, HTTPConns: httpConns, ChannelConns: channelConns,
 		PredictionLog: logStats, Shadow: a.shadow, Store: storeState, Fleet: a.fleet.heartbeat, Lab: labAgreement})
 	api.Fleet = a.fleet.service
+	a.ready = readiness.New(readiness.Checks{
+		Bound:        a.transports.Bound,
+		ModelLoaded:  func() bool { return a.Registry.Active() != nil },
+		Readable:     a.Registry.Readable,
+		WithoutModel: a.cfg.ReadyWithoutModel,
+	})
+	api.Readiness = a.ready
 	if err := a.transports.Serve(api, server.ChannelServices{Models: a.Registry, Recorder: api.Metrics.Channel(), Log: a.collector}); err != nil {
 		return err
 	}
@@ -349,6 +362,63 @@ func (a *App) undo() {
 	if err := a.Shutdown(ctx); err != nil {
 		a.log.Warn("undoing a failed start", "err", err)
 	}
+}
+
+// Alive reports why the process does not serve, for the service
+// manager's watchdog: it connects to both ports as a client would and
+// waits, within ctx, for the server to answer the connection: the
+// prediction channel sends its greeting, the management channel answers
+// (or closes) a request that is not HTTP. Neither reaches a route, the
+// registry or a store: a slow disk or database is not a reason to be
+// killed, a serving loop that no longer takes connections is.
+func (a *App) Alive(ctx context.Context) error {
+	if err := a.transports.Bound(); err != nil {
+		return err
+	}
+	zmq := strings.TrimPrefix(a.ZMQEndpoint(), "tcp://")
+	if err := answers(ctx, "prediction", zmq, nil); err != nil {
+		return err
+	}
+	// A blank line is no request: net/http answers 400, or over TLS
+	// closes, before any handler runs (nothing is logged or counted).
+	return answers(ctx, "management", loopback(a.HTTPAddr()), []byte("\r\n\r\n\r\n"))
+}
+
+// answers connects to addr, sends hello, and waits for a byte or the
+// end of the connection from the server.
+func answers(ctx context.Context, name, addr string, hello []byte) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s port %s: %w", name, addr, err)
+	}
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(deadline)
+	}
+	if len(hello) > 0 {
+		if _, err := conn.Write(hello); err != nil {
+			return fmt.Errorf("%s port %s: %w", name, addr, err)
+		}
+	}
+	var b [1]byte
+	if _, err := conn.Read(b[:]); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Errorf("%s port %s did not answer a connection: %w", name, addr, err)
+	}
+	return nil
+}
+
+// loopback turns a wildcard listening address into one a local client
+// can dial.
+func loopback(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 // HTTPAddr is the bound management address, e.g. "127.0.0.1:5556".
@@ -387,6 +457,18 @@ func (a *App) Shutdown(ctx context.Context) error {
 }
 
 func (a *App) shutdown(ctx context.Context) error {
+	if a.ready != nil {
+		a.ready.Stopping()
+		if d := a.cfg.DrainDelay; d > 0 && a.transports != nil {
+			a.log.Info("not ready; serving on until the load balancers notice", "delay", d)
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done(): // a second signal, or the grace ran out
+				t.Stop()
+			}
+		}
+	}
 	if a.transports != nil {
 		a.transports.StopAccepting(ctx)
 	}

@@ -25,7 +25,14 @@ type Config struct {
 	Training       TrainingConfig
 	Auth           server.AuthConfig // bearer tokens on the management channel
 	Evidence       EvidenceConfig
-	Logger         *slog.Logger
+	// ReadyWithoutModel makes GET /readyz answer 200 with no model loaded
+	// (-ready-without-model).
+	ReadyWithoutModel bool
+	// DrainDelay is how long Shutdown keeps both channels serving after
+	// it made GET /readyz answer 503, so that load balancers stop sending
+	// before the ports close (-shutdown-delay; 0: at once).
+	DrainDelay time.Duration
+	Logger     *slog.Logger
 	// WrapOpen, when set, wraps every model reader. It is a test seam: the
 	// conformance suite uses it to make a load reliably slow.
 	WrapOpen func(registry.OpenFunc) registry.OpenFunc

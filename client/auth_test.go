@@ -52,7 +52,7 @@ func TestWithBearerTokenAuthenticates(t *testing.T) {
 		}
 	}
 	list := func(m *client.Management) error {
-		res, err := m.ListModelsWithResponse(ctx)
+		res, err := m.ListModelsWithResponse(ctx, nil)
 		if err != nil {
 			return err
 		}

@@ -69,7 +69,7 @@ func activateModel() error {
 	if err != nil {
 		return err
 	}
-	load, err := m.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: done.Result.NewVersion})
+	load, err := m.LoadModelWithResponse(ctx, nil, gen.LoadModelJSONRequestBody{Version: done.Result.NewVersion})
 	if err != nil {
 		return err
 	}

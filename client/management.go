@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net/http"
 	"net/textproto"
 	"strings"
 
@@ -43,7 +44,7 @@ func (m *Management) StartTraining(ctx context.Context, meta gen.TrainingMeta, c
 	}
 	contentType, body := TrainingBody(metaJSON, csv)
 	defer body.Close() // ends the writing goroutine if the request never read the body
-	res, err := m.StartTrainingWithBodyWithResponse(ctx, contentType, body, reqEditors...)
+	res, err := m.StartTrainingWithBodyWithResponse(ctx, &gen.StartTrainingParams{}, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -116,4 +117,15 @@ func writeTrainingParts(mw *multipart.Writer, meta []byte, csv io.Reader) error 
 		}
 	}
 	return mw.Close()
+}
+
+// IdempotencyKey sends key as the Idempotency-Key of one training upload
+// (a request editor for StartTraining): a retry with the same key and the
+// same upload gets the first attempt's job, never a second one. Use a
+// new key, such as a UUID, for each new upload.
+func IdempotencyKey(key string) gen.RequestEditorFn {
+	return func(_ context.Context, req *http.Request) error {
+		req.Header.Set("Idempotency-Key", key)
+		return nil
+	}
 }

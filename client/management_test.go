@@ -24,7 +24,7 @@ func TestTrainingBodyLeavesOutNilParts(t *testing.T) {
 	}
 	contentType, body := client.TrainingBody([]byte(`{"operator":"x"}`), nil)
 	defer body.Close()
-	res, err := m.StartTrainingWithBodyWithResponse(context.Background(), contentType, body)
+	res, err := m.StartTrainingWithBodyWithResponse(context.Background(), nil, contentType, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,5 +119,30 @@ func TestHTTPErrorWithoutEnvelope(t *testing.T) {
 		if ce.Retryable != c.retryable || ce.Status != c.status || ce.Code != fmt.Sprintf("HTTP_%d", c.status) {
 			t.Errorf("%d: got %+v, want retryable %v", c.status, ce, c.retryable)
 		}
+	}
+}
+
+// TestStartTrainingWithAnIdempotencyKey: a retry with the same key and
+// upload gets the first job; the same key with another upload is refused
+// as IDEMPOTENCY_KEY_REUSED.
+func TestStartTrainingWithAnIdempotencyKey(t *testing.T) {
+	m, err := client.NewManagement(managementURL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key := fmt.Sprintf("client-test-%d", time.Now().UnixNano())
+	meta := gen.TrainingMeta{Operator: "retry"}
+	first, err := m.StartTraining(ctx, meta, syntheticCSV(ctx, 41), client.IdempotencyKey(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := m.StartTraining(ctx, meta, syntheticCSV(ctx, 41), client.IdempotencyKey(key))
+	if err != nil || again.JobId != first.JobId {
+		t.Fatalf("the retry: %+v, %v; want job %s", again, err, first.JobId)
+	}
+	var ce *client.Error
+	if _, err := m.StartTraining(ctx, meta, syntheticCSV(ctx, 42), client.IdempotencyKey(key)); !errors.As(err, &ce) || ce.Code != "IDEMPOTENCY_KEY_REUSED" || ce.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("another upload with the key: %v", err)
 	}
 }

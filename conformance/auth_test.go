@@ -355,10 +355,10 @@ func TestAuthEveryOperation(t *testing.T) {
 	}
 	c := tokenClient(t, base, tok.read)
 	ctx := context.Background()
-	if info := must(c.GetModelInfoWithResponse(ctx))(t).JSON200; info == nil || info.ActiveVersion != fx.toLoad {
+	if info := must(c.GetModelInfoWithResponse(ctx, nil))(t).JSON200; info == nil || info.ActiveVersion != fx.toLoad {
 		t.Errorf("active model after the load: %+v, want %s", info, fx.toLoad)
 	}
-	if res := must(c.GetModelWithResponse(ctx, fx.toDelete))(t); res.StatusCode() != http.StatusNotFound {
+	if res := must(c.GetModelWithResponse(ctx, fx.toDelete, nil))(t); res.StatusCode() != http.StatusNotFound {
 		t.Errorf("deleted %s: GET answers %d", fx.toDelete, res.StatusCode())
 	}
 	if job := must(c.GetTrainingJobWithResponse(ctx, fx.toCancel))(t).JSON200; fx.toCancel == fx.doneJob || job.Status != gen.Failed || job.Error == nil || job.Error.Code != "CANCELLED" {
@@ -422,7 +422,7 @@ func TestAuthenticatedAsInLineage(t *testing.T) {
 	if err := json.Unmarshal(raw, &rec); err != nil || rec.Meta.AuthenticatedAs != "console-ci" {
 		t.Errorf("job record on disk: %v, authenticated_as %q", err, rec.Meta.AuthenticatedAs)
 	}
-	model := must(c.GetModelWithResponse(ctx, version))(t).JSON200
+	model := must(c.GetModelWithResponse(ctx, version, nil))(t).JSON200
 	if a := model.Lineage.AuthenticatedAs; a == nil || *a != "console-ci" || model.Lineage.Operator == nil || *model.Lineage.Operator != "jdoe" {
 		t.Errorf("trained model's lineage: %+v", model.Lineage)
 	}
@@ -441,7 +441,7 @@ func TestAuthenticatedAsInLineage(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("import: %d %s", resp.StatusCode, b)
 	}
-	imported := must(c.GetModelWithResponse(ctx, "lab-import"))(t).JSON200
+	imported := must(c.GetModelWithResponse(ctx, "lab-import", nil))(t).JSON200
 	if a := imported.Lineage.AuthenticatedAs; a == nil || *a != "console-ci" {
 		t.Errorf("imported model's lineage: %+v", imported.Lineage)
 	}
@@ -454,7 +454,7 @@ func TestAuthenticatedAsInLineage(t *testing.T) {
 	if j := must(pc.GetTrainingJobWithResponse(ctx, pjob))(t); bytes.Contains(j.Body, []byte("authenticated_as")) {
 		t.Errorf("job without auth: %s", j.Body)
 	}
-	if m := must(pc.GetModelWithResponse(ctx, pversion))(t); bytes.Contains(m.Body, []byte("authenticated_as")) {
+	if m := must(pc.GetModelWithResponse(ctx, pversion, nil))(t); bytes.Contains(m.Body, []byte("authenticated_as")) {
 		t.Errorf("model without auth: %s", m.Body)
 	}
 }

@@ -478,7 +478,7 @@ func TestModelInfoMatchesHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := must(api(t).GetModelInfoWithResponse(context.Background()))(t).JSON200
+	h := must(api(t).GetModelInfoWithResponse(context.Background(), nil))(t).JSON200
 	if h == nil {
 		t.Fatal("GET /model/info has no model")
 	}

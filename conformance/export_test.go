@@ -91,7 +91,7 @@ func TestExportRoundTripThroughAProcess(t *testing.T) {
 	}
 	src := gen.LoadModelRequestSource("file")
 	imported := "roundtrip-" + trained
-	res := must(hc.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: imported, Source: &src, Path: &path}))(t)
+	res := must(hc.LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: imported, Source: &src, Path: &path}))(t)
 	if res.StatusCode() != 200 || res.JSON200.Algorithm == nil ||
 		*res.JSON200.Algorithm != "sklearn-Pipeline(savgol_filter,snv,select_regions,PLSRegression)" {
 		t.Fatalf("import of the export: %d %s", res.StatusCode(), res.Body)
@@ -116,7 +116,7 @@ func TestExportRoundTripThroughAProcess(t *testing.T) {
 	}
 	fromImport := predictEach(t, c, imported, spectra)
 	staged := gen.LoadModelRequestSource("staged")
-	res = must(hc.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: trained, Source: &staged}))(t)
+	res = must(hc.LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: trained, Source: &staged}))(t)
 	if res.StatusCode() != 200 {
 		t.Fatalf("load %s: %d %s", trained, res.StatusCode(), res.Body)
 	}

@@ -339,7 +339,7 @@ func TestFleetSurvivesTheDatabaseKilled(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		load := must(p.client(t).LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: v}))(t)
+		load := must(p.client(t).LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: v}))(t)
 		preds := must(p.client(t).ListPredictionsWithResponse(context.Background(), &gen.ListPredictionsParams{}))(t)
 		for _, res := range []struct {
 			what   string
@@ -455,7 +455,7 @@ func TestFleetTrainingSurvivesItsRunnerKilled(t *testing.T) {
 	}
 	took := time.Since(killed)
 	attempts := countRows(t, url, `SELECT attempts FROM training_jobs WHERE job_id = '`+acc.JobId+`'`)
-	list := must(other.client(t).ListModelsWithResponse(context.Background()))(t).JSON200
+	list := must(other.client(t).ListModelsWithResponse(context.Background(), nil))(t).JSON200
 	staged := 0
 	for _, m := range list.Models {
 		if m.Version == job.Result.NewVersion {

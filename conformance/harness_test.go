@@ -247,6 +247,18 @@ func validateResponse(req *http.Request, reqBody []byte, resp *http.Response, bo
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		return err
 	}
+	if resp.StatusCode == http.StatusAccepted {
+		// Every 202 names the job it accepted in Location, as status_url.
+		var acc struct {
+			StatusURL string `json:"status_url"`
+		}
+		if err := json.Unmarshal(body, &acc); err != nil {
+			return fmt.Errorf("202 body: %w", err)
+		}
+		if loc := resp.Header.Get("Location"); loc == "" || loc != acc.StatusURL {
+			return fmt.Errorf("202 with Location %q, want its status_url %q", loc, acc.StatusURL)
+		}
+	}
 	if resp.StatusCode >= 400 {
 		return validateErrorEnvelope(resp, body)
 	}

@@ -237,7 +237,7 @@ func TestCancelQueuedRunningFinished(t *testing.T) {
 	// Only the jobs that ran to the end staged a model: one each.
 	doneStatus, maxPage := gen.Done, 200
 	done := must(c.ListTrainingJobsWithResponse(ctx, &gen.ListTrainingJobsParams{Status: &doneStatus, Limit: &maxPage}))(t).JSON200.Jobs
-	list := must(c.ListModelsWithResponse(ctx))(t).JSON200
+	list := must(c.ListModelsWithResponse(ctx, nil))(t).JSON200
 	if len(done) < 3 || len(list.Models) != len(done) {
 		t.Fatalf("%d jobs done, models staged: %+v", len(done), list.Models)
 	}
@@ -263,6 +263,9 @@ func acceptedID(t *testing.T, resp *http.Response, body []byte) string {
 	var acc gen.TrainingJobAccepted
 	if err := json.Unmarshal(body, &acc); err != nil {
 		t.Fatal(err)
+	}
+	if loc := resp.Header.Get("Location"); loc != "/training/"+acc.JobId {
+		t.Errorf("202 with Location %q, want /training/%s", loc, acc.JobId)
 	}
 	return acc.JobId
 }
@@ -297,7 +300,7 @@ func TestModelDetailDeleteAndStatusMismatch(t *testing.T) {
 	a, jobA, csvA := train(11)
 	b, _, _ := train(12)
 
-	res := must(c.GetModelWithResponse(ctx, a))(t)
+	res := must(c.GetModelWithResponse(ctx, a, nil))(t)
 	if res.StatusCode() != 200 {
 		t.Fatalf("GET /model/%s: %d %s", a, res.StatusCode(), res.Body)
 	}
@@ -329,7 +332,7 @@ func TestModelDetailDeleteAndStatusMismatch(t *testing.T) {
 
 	src := func(s string) *gen.LoadModelRequestSource { v := gen.LoadModelRequestSource(s); return &v }
 	load := func(version string, source *gen.LoadModelRequestSource) *gen.LoadModelResponse {
-		return must(c.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: version, Source: source}))(t)
+		return must(c.LoadModelWithResponse(ctx, nil, gen.LoadModelJSONRequestBody{Version: version, Source: source}))(t)
 	}
 	lr := load(b, src("archived"))
 	if e := wantError(t, "archived load of a staged version", 409, lr.Body, lr.StatusCode(), "MODEL_STATUS_MISMATCH"); !strings.Contains(e.Message, "staged") {
@@ -351,7 +354,7 @@ func TestModelDetailDeleteAndStatusMismatch(t *testing.T) {
 	wantError(t, "DELETE the active version", 409, dr.Body, dr.StatusCode(), "MODEL_ACTIVE")
 	dr = del("never-trained")
 	wantError(t, "DELETE an unknown version", 404, dr.Body, dr.StatusCode(), "MODEL_NOT_FOUND")
-	gr := must(c.GetModelWithResponse(ctx, "never-trained"))(t)
+	gr := must(c.GetModelWithResponse(ctx, "never-trained", nil))(t)
 	wantError(t, "GET an unknown version", 404, gr.Body, gr.StatusCode(), "MODEL_NOT_FOUND")
 
 	// load, list and info are routes, never versions: another method on
@@ -361,7 +364,7 @@ func TestModelDetailDeleteAndStatusMismatch(t *testing.T) {
 		res                    func() (*http.Response, []byte)
 	}{
 		{"GET", "load", "POST", func() (*http.Response, []byte) {
-			r := must(c.GetModelWithResponse(ctx, "load"))(t)
+			r := must(c.GetModelWithResponse(ctx, "load", nil))(t)
 			return r.HTTPResponse, r.Body
 		}},
 		{"DELETE", "list", "GET", func() (*http.Response, []byte) {
@@ -388,12 +391,12 @@ func TestModelDetailDeleteAndStatusMismatch(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "models", v+".npz")); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("models/%s.npz after DELETE: %v", v, err)
 		}
-		gr := must(c.GetModelWithResponse(ctx, v))(t)
+		gr := must(c.GetModelWithResponse(ctx, v, nil))(t)
 		wantError(t, "GET a deleted version", 404, gr.Body, gr.StatusCode(), "MODEL_NOT_FOUND")
 	}
 	listed := func(c *gen.ClientWithResponses) []string {
 		var out []string
-		for _, m := range must(c.ListModelsWithResponse(ctx))(t).JSON200.Models {
+		for _, m := range must(c.ListModelsWithResponse(ctx, nil))(t).JSON200.Models {
 			out = append(out, m.Version)
 		}
 		return out
@@ -402,7 +405,7 @@ func TestModelDetailDeleteAndStatusMismatch(t *testing.T) {
 		t.Fatalf("list after the deletes: %v", got)
 	}
 	// The routes beside /model/{version} still answer as themselves.
-	if info := must(c.GetModelInfoWithResponse(ctx))(t); info.StatusCode() != 200 || info.JSON200.ActiveVersion != b {
+	if info := must(c.GetModelInfoWithResponse(ctx, nil))(t); info.StatusCode() != 200 || info.JSON200.ActiveVersion != b {
 		t.Fatalf("GET /model/info: %d %s", info.StatusCode(), info.Body)
 	}
 	if err := p.terminate(t); err != nil {

@@ -600,7 +600,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("health on a full disk: %s %v, want degraded naming ENOSPC", h.Status, h.DegradedReasons)
 	}
 
-	res := must(c.LoadModelWithResponse(context.Background(), gen.LoadModelRequest{Version: staged}))(t)
+	res := must(c.LoadModelWithResponse(context.Background(), nil, gen.LoadModelRequest{Version: staged}))(t)
 	if res.StatusCode() != http.StatusInsufficientStorage || res.JSON507 == nil || res.JSON507.Code != "INSUFFICIENT_STORAGE" ||
 		res.JSON507.Retryable == nil || !*res.JSON507.Retryable {
 		t.Fatalf("load on a full disk: %d %s, want 507 INSUFFICIENT_STORAGE retryable", res.StatusCode(), res.Body)
@@ -647,7 +647,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	h = healthOf(t, c)
 	readOnly := h.Status == "degraded" && h.DegradedReasons != nil && strings.Contains(strings.Join(*h.DegradedReasons, "; "), "EROFS")
-	res = must(c.LoadModelWithResponse(context.Background(), gen.LoadModelRequest{Version: staged}))(t)
+	res = must(c.LoadModelWithResponse(context.Background(), nil, gen.LoadModelRequest{Version: staged}))(t)
 	if out, err := exec.Command("umount", reg).CombinedOutput(); err != nil {
 		t.Fatalf("umount the read-only bind mount: %v: %s", err, out)
 	}

@@ -129,11 +129,11 @@ func TestModelInfoWithoutModel(t *testing.T) {
 	} else if h := must(c.GetHealthWithResponse(context.Background()))(t); h.JSON200.ModelLoaded != nil && *h.JSON200.ModelLoaded {
 		t.Skip("the external server has a model loaded")
 	}
-	res := must(c.GetModelInfoWithResponse(context.Background()))(t)
+	res := must(c.GetModelInfoWithResponse(context.Background(), nil))(t)
 	if res.StatusCode() != 404 || res.JSON404 == nil || res.JSON404.Code != "MODEL_NOT_LOADED" {
 		t.Fatalf("status %d body %s", res.StatusCode(), res.Body)
 	}
-	list := must(c.ListModelsWithResponse(context.Background()))(t)
+	list := must(c.ListModelsWithResponse(context.Background(), nil))(t)
 	if list.StatusCode() != 200 || list.JSON200.Active != nil || len(list.JSON200.Models) != 0 {
 		t.Errorf("model list without a model: %d %s", list.StatusCode(), list.Body)
 	}
@@ -162,14 +162,14 @@ func TestFileLoadPathRules(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			src := gen.LoadModelRequestSource("file")
-			res := must(api(t).LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: "escape-try", Source: &src, Path: &tc.path}))(t)
+			res := must(api(t).LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: "escape-try", Source: &src, Path: &tc.path}))(t)
 			if res.StatusCode() != 400 || res.JSON400 == nil || res.JSON400.Code != tc.code {
 				t.Fatalf("got %d %s", res.StatusCode(), res.Body)
 			}
 		})
 	}
 	// Nothing was copied into the registry.
-	list := must(api(t).ListModelsWithResponse(context.Background()))(t)
+	list := must(api(t).ListModelsWithResponse(context.Background(), nil))(t)
 	for _, m := range list.JSON200.Models {
 		if m.Version == "escape-try" {
 			t.Fatalf("a refused file entered the registry")
@@ -212,12 +212,12 @@ func TestCorruptFilesAreRefused(t *testing.T) {
 				os.WriteFile(p, []byte(tc.content), 0o644)
 			}
 			src := gen.LoadModelRequestSource("file")
-			before := must(api(t).ListModelsWithResponse(context.Background()))(t).JSON200
-			res := must(api(t).LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version, Source: &src, Path: &p}))(t)
+			before := must(api(t).ListModelsWithResponse(context.Background(), nil))(t).JSON200
+			res := must(api(t).LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: version, Source: &src, Path: &p}))(t)
 			if res.StatusCode() != 400 || res.JSON400.Code != tc.code || res.JSON400.Message == "" {
 				t.Fatalf("got %d %s, want 400 %s", res.StatusCode(), res.Body, tc.code)
 			}
-			after := must(api(t).ListModelsWithResponse(context.Background()))(t).JSON200
+			after := must(api(t).ListModelsWithResponse(context.Background(), nil))(t).JSON200
 			if len(after.Models) != len(before.Models) || after.Active == nil || *after.Active != active {
 				t.Fatalf("registry changed after a failed load: before %+v after %+v", before, after)
 			}

@@ -137,7 +137,7 @@ func TestMetricsMove(t *testing.T) {
 	}
 
 	// A failed load, then a trained model loaded.
-	res := must(c.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: "no-such-version"}))(t)
+	res := must(c.LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: "no-such-version"}))(t)
 	if res.StatusCode() != http.StatusBadRequest {
 		t.Fatalf("load of a missing version = %d", res.StatusCode())
 	}

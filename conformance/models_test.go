@@ -135,11 +135,11 @@ func trainStaged(t *testing.T, base string, c *gen.ClientWithResponses, seed uin
 // loadVersion activates a registry version and fails the test otherwise.
 func loadVersion(t *testing.T, c *gen.ClientWithResponses, version string) *gen.LoadResult {
 	t.Helper()
-	res := must(c.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version}))(t)
+	res := must(c.LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: version}))(t)
 	if res.StatusCode() != 200 || res.JSON200 == nil {
 		// Archived models need source archived.
 		src := gen.LoadModelRequestSource("archived")
-		res = must(c.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version, Source: &src}))(t)
+		res = must(c.LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: version, Source: &src}))(t)
 	}
 	if res.StatusCode() != 200 || res.JSON200 == nil {
 		t.Fatalf("load %s = %d %s", version, res.StatusCode(), res.Body)

@@ -206,7 +206,7 @@ func TestPrismProxy(t *testing.T) {
 	}
 
 	// Before any model.
-	r0 := must(c.GetModelInfoWithResponse(ctx))(t)
+	r0 := must(c.GetModelInfoWithResponse(ctx, nil))(t)
 	call("getModelInfo", 404, r0.StatusCode(), r0.Body)
 
 	// Two trained models, uploaded through the proxy without --errors.
@@ -243,13 +243,13 @@ func TestPrismProxy(t *testing.T) {
 	ops["getTrainingJob"] = true
 
 	archived := gen.LoadModelRequestSource("archived")
-	rl := must(c.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: a}))(t)
+	rl := must(c.LoadModelWithResponse(ctx, nil, gen.LoadModelJSONRequestBody{Version: a}))(t)
 	call("loadModel", 200, rl.StatusCode(), rl.Body)
-	rl = must(c.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: b}))(t)
+	rl = must(c.LoadModelWithResponse(ctx, nil, gen.LoadModelJSONRequestBody{Version: b}))(t)
 	call("loadModel", 200, rl.StatusCode(), rl.Body)
-	rl = must(c.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: a, Source: &archived}))(t)
+	rl = must(c.LoadModelWithResponse(ctx, nil, gen.LoadModelJSONRequestBody{Version: a, Source: &archived}))(t)
 	call("loadModel", 200, rl.StatusCode(), rl.Body)
-	rl = must(c.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: "never-trained"}))(t)
+	rl = must(c.LoadModelWithResponse(ctx, nil, gen.LoadModelJSONRequestBody{Version: "never-trained"}))(t)
 	call("loadModel", 400, rl.StatusCode(), rl.Body)
 
 	// b is archived now: it shadows a while predictions are logged.
@@ -286,18 +286,18 @@ func TestPrismProxy(t *testing.T) {
 
 	// Reading the registry and the jobs.
 	for _, v := range []string{a, b} {
-		r1 := must(c.GetModelWithResponse(ctx, v))(t)
+		r1 := must(c.GetModelWithResponse(ctx, v, nil))(t)
 		call("getModel", 200, r1.StatusCode(), r1.Body)
 		r2 := must(c.GetModelReviewWithResponse(ctx, v))(t)
 		call("getModelReview", 200, r2.StatusCode(), r2.Body)
 		r3 := must(c.GetModelReportWithResponse(ctx, v))(t)
 		call("getModelReport", 200, r3.StatusCode(), r3.Body)
 	}
-	r404 := must(c.GetModelWithResponse(ctx, "never-trained"))(t)
+	r404 := must(c.GetModelWithResponse(ctx, "never-trained", nil))(t)
 	call("getModel", 404, r404.StatusCode(), r404.Body)
-	ri := must(c.GetModelInfoWithResponse(ctx))(t)
+	ri := must(c.GetModelInfoWithResponse(ctx, nil))(t)
 	call("getModelInfo", 200, ri.StatusCode(), ri.Body)
-	rlist := must(c.ListModelsWithResponse(ctx))(t)
+	rlist := must(c.ListModelsWithResponse(ctx, nil))(t)
 	call("listModels", 200, rlist.StatusCode(), rlist.Body)
 	rj := must(c.ListTrainingJobsWithResponse(ctx, &gen.ListTrainingJobsParams{}))(t)
 	call("listTrainingJobs", 200, rj.StatusCode(), rj.Body)

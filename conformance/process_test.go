@@ -84,9 +84,19 @@ func (b *buildFailure) Error() string { return b.err.Error() + "\n" + b.out }
 // waits until it logs its bound addresses.
 func startProcess(t *testing.T, dir string, extra ...string) *serverProcess {
 	t.Helper()
+	return startProcessEnv(t, dir, nil, extra...)
+}
+
+// startProcessEnv is startProcess with env added to the process's
+// environment.
+func startProcessEnv(t *testing.T, dir string, env []string, extra ...string) *serverProcess {
+	t.Helper()
 	args := append([]string{"-http-addr", "127.0.0.1:0", "-zmq-addr", "tcp://127.0.0.1:0",
 		"-registry", dir, "-log-format", "json"}, extra...)
 	cmd := exec.Command(serverBinary(t), args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -134,7 +134,7 @@ func registryCheck(t *testing.T, dir string, args ...string) (int, string) {
 
 func listStatuses(t *testing.T, p *serverProcess) (active string, statuses map[string]gen.ModelStatus) {
 	t.Helper()
-	res := must(p.client(t).ListModelsWithResponse(context.Background()))(t)
+	res := must(p.client(t).ListModelsWithResponse(context.Background(), nil))(t)
 	if res.JSON200 == nil {
 		t.Fatalf("GET /model/list = %d %s", res.StatusCode(), res.Body)
 	}
@@ -391,7 +391,7 @@ func TestRegistryHostileFilesAtStart(t *testing.T) {
 	if res := must(p.client(t).GetHealthWithResponse(context.Background()))(t); res.StatusCode() != 200 {
 		t.Fatalf("health %d over planted job files", res.StatusCode())
 	}
-	if list := must(p.client(t).ListModelsWithResponse(context.Background()))(t).JSON200; list == nil || len(list.Models) == 0 {
+	if list := must(p.client(t).ListModelsWithResponse(context.Background(), nil))(t).JSON200; list == nil || len(list.Models) == 0 {
 		t.Fatal("the models are gone")
 	}
 	for _, name := range []string{"fifo.json", "evil.json", "zero.json"} {

@@ -23,7 +23,7 @@ func init() {
 // response of the suite; an unknown version or job is 404 with its code.
 func TestReportRoutes(t *testing.T) {
 	a, _ := twoModels(t)
-	detail := must(api(t).GetModelWithResponse(t.Context(), a))(t)
+	detail := must(api(t).GetModelWithResponse(t.Context(), a, nil))(t)
 	if detail.JSON200 == nil || detail.JSON200.Lineage.JobId == nil {
 		t.Fatalf("GET /model/%s: %s", a, detail.Body)
 	}

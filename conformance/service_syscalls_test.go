@@ -103,10 +103,20 @@ type tracedServer struct {
 // It skips the test when strace cannot trace here (no ptrace).
 func startTraced(t *testing.T, strace string, args ...string) *tracedServer {
 	t.Helper()
+	return startTracedEnv(t, strace, nil, args...)
+}
+
+// startTracedEnv is startTraced with env added to the server's
+// environment.
+func startTracedEnv(t *testing.T, strace string, env []string, args ...string) *tracedServer {
+	t.Helper()
 	s := &tracedServer{trace: filepath.Join(t.TempDir(), "trace"), logs: make(chan string, 1000), exited: make(chan error, 1)}
 	full := append([]string{"-f", "-qq", "-o", s.trace, serverBinary(t), "-http-addr", "127.0.0.1:0", "-zmq-addr", "tcp://127.0.0.1:0",
 		"-registry", filepath.Join(t.TempDir(), "reg"), "-log-format", "json"}, args...)
 	s.cmd = exec.Command(strace, full...)
+	if env != nil {
+		s.cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -254,11 +264,15 @@ func TestServiceSyscallFilterCoversTheServer(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", demo, "ramanserve/cmd/ramandemo").CombinedOutput(); err != nil {
 		t.Fatalf("build ramandemo: %v\n%s", err, out)
 	}
-	plain := startTraced(t, strace)
+	// As systemd runs it: notifications and the watchdog's probes too.
+	sock := listenNotify(t)
+	plain := startTracedEnv(t, strace, []string{"NOTIFY_SOCKET=" + sock.path, "WATCHDOG_USEC=1000000"})
+	sock.await(t, "READY=1", time.Minute)
 	out, err := exec.Command(demo, "-http", "http://"+plain.httpAddr, "-zmq", plain.zmq, "-samples", "200", "-predictions", "3").CombinedOutput()
 	if err != nil {
 		t.Fatalf("ramandemo: %v\n%s", err, out)
 	}
+	sock.await(t, "WATCHDOG=1", time.Minute)
 	used := plain.stop(t)
 
 	// TLS with a client certificate, a SIGHUP reload.

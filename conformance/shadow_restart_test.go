@@ -48,7 +48,7 @@ func TestShadowSurvivesKill9(t *testing.T) {
 	p := startProcess(t, dir)
 	c := p.client(t)
 	archived := gen.LoadModelRequestSourceArchived
-	if res := must(c.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: "live-a", Source: &archived}))(t); res.StatusCode() != 200 {
+	if res := must(c.LoadModelWithResponse(ctx, nil, gen.LoadModelJSONRequestBody{Version: "live-a", Source: &archived}))(t); res.StatusCode() != 200 {
 		t.Fatalf("load: %d %s", res.StatusCode(), res.Body)
 	}
 	if res := must(c.SetShadowWithResponse(ctx, gen.SetShadowJSONRequestBody{Version: "cand-b"}))(t); res.StatusCode() != 200 {
@@ -72,7 +72,7 @@ func TestShadowSurvivesKill9(t *testing.T) {
 	writeArtifact(t, filepath.Join(models, "cand-b.npz"), "cand-b-other")
 	p = startProcess(t, dir)
 	c = p.client(t)
-	if res := must(c.GetModelInfoWithResponse(ctx))(t); res.StatusCode() != 200 || res.JSON200.ActiveVersion != "live-a" {
+	if res := must(c.GetModelInfoWithResponse(ctx, nil))(t); res.StatusCode() != 200 || res.JSON200.ActiveVersion != "live-a" {
 		t.Fatalf("active model after a shadow that failed to restore: %d %s", res.StatusCode(), res.Body)
 	}
 	st = shadowOf(t, c)

@@ -59,7 +59,7 @@ func TestScikitLearnModelsServeTheSameNumbers(t *testing.T) {
 			}
 			version := "sk-" + strings.ReplaceAll(strings.TrimSuffix(name, ".joblib"), "_", "-")
 			src := gen.LoadModelRequestSource("file")
-			res := must(api(t).LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version, Source: &src, Path: &path}))(t)
+			res := must(api(t).LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: version, Source: &src, Path: &path}))(t)
 			if res.StatusCode() != 200 {
 				t.Fatalf("load: %d %s", res.StatusCode(), res.Body)
 			}
@@ -88,7 +88,7 @@ func TestHostileModelFileIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := gen.LoadModelRequestSource("file")
-	res := must(api(t).LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: "evil", Source: &src, Path: &path}))(t)
+	res := must(api(t).LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: "evil", Source: &src, Path: &path}))(t)
 	if res.StatusCode() != 400 || res.JSON400 == nil || res.JSON400.Code != "UNSAFE_MODEL" || !strings.Contains(res.JSON400.Message, "os.system") {
 		t.Fatalf("got %d %s", res.StatusCode(), res.Body)
 	}
@@ -156,7 +156,7 @@ func TestScikitLearnSavgolPipelineThroughAProcess(t *testing.T) {
 	}
 	path := place(fx.File)
 	const version = "sk-savgol"
-	res := must(hc.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version, Source: &src, Path: &path}))(t)
+	res := must(hc.LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: version, Source: &src, Path: &path}))(t)
 	if res.StatusCode() != 200 {
 		t.Fatalf("load: %d %s", res.StatusCode(), res.Body)
 	}
@@ -174,7 +174,7 @@ func TestScikitLearnSavgolPipelineThroughAProcess(t *testing.T) {
 			t.Fatalf("pipelines.json has no refusal %s", refused)
 		}
 		path := place(refused)
-		res := must(hc.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: "refused", Source: &src, Path: &path}))(t)
+		res := must(hc.LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: "refused", Source: &src, Path: &path}))(t)
 		if res.StatusCode() != 400 || res.JSON400 == nil || res.JSON400.Code != rf.Error || !strings.Contains(res.JSON400.Message, rf.Message) {
 			t.Errorf("%s: got %d %s, want 400 %s mentioning %q", refused, res.StatusCode(), res.Body, rf.Error, rf.Message)
 		}

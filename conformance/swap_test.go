@@ -30,7 +30,7 @@ func predictOnce(t *testing.T, c *zmqClient, wn, in []float64) (*client.Reply, *
 
 // activate loads version with the source its registry status calls for.
 func activate(c *gen.ClientWithResponses, version string) (int, error) {
-	list, err := c.ListModelsWithResponse(context.Background())
+	list, err := c.ListModelsWithResponse(context.Background(), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -40,7 +40,7 @@ func activate(c *gen.ClientWithResponses, version string) (int, error) {
 			src = "archived"
 		}
 	}
-	res, err := c.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: version, Source: &src})
+	res, err := c.LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: version, Source: &src})
 	if err != nil {
 		return 0, err
 	}
@@ -179,13 +179,13 @@ func TestConcurrentLoadsOneWins(t *testing.T) {
 		go func() {
 			<-start
 			src := gen.LoadModelRequestSource("staged")
-			list := must(api(t).ListModelsWithResponse(context.Background()))(t).JSON200
+			list := must(api(t).ListModelsWithResponse(context.Background(), nil))(t).JSON200
 			for _, m := range list.Models {
 				if m.Version == b && m.Status == gen.ModelStatusArchived {
 					src = "archived"
 				}
 			}
-			res, err := api(t).LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: b, Source: &src})
+			res, err := api(t).LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: b, Source: &src})
 			if err != nil {
 				results <- outcome{status: -1}
 				return

@@ -201,7 +201,7 @@ func TestQueuedJobKeepsItsOptionsAcrossRestart(t *testing.T) {
 	if lin := res.Lineage; lin == nil || lin.RowsUsed == nil || *lin.RowsUsed != 12 || lin.ExcludedScanIds == nil || len(*lin.ExcludedScanIds) != 2 {
 		t.Errorf("lineage %+v", res.Lineage)
 	}
-	md := must(c2.GetModelWithResponse(context.Background(), res.NewVersion))(t).JSON200
+	md := must(c2.GetModelWithResponse(context.Background(), res.NewVersion, nil))(t).JSON200
 	if md == nil || md.Regions == nil || len(*md.Regions) != 2 || md.Preprocessing == nil || len(*md.Preprocessing) != 2 {
 		t.Fatalf("model %s after the restart: %+v", res.NewVersion, md)
 	}
@@ -252,7 +252,7 @@ func TestTrainingRuleSegmentsAndAnnotations(t *testing.T) {
 	}
 	same("job meta", m.Annotations)
 	same("job lineage", job.Result.Lineage.Annotations)
-	md := must(c.GetModelWithResponse(context.Background(), job.Result.NewVersion))(t).JSON200
+	md := must(c.GetModelWithResponse(context.Background(), job.Result.NewVersion, nil))(t).JSON200
 	if md == nil {
 		t.Fatal("no model detail")
 	}

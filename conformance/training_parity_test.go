@@ -214,7 +214,7 @@ func TestTrainingRecipeParityWithScikitLearn(t *testing.T) {
 		len(test), worst, size, ref.Rows, ref.Points, components, ref.SpikesRepaired)
 
 	// The model's lineage.
-	md := must(c.GetModelWithResponse(context.Background(), res.NewVersion))(t)
+	md := must(c.GetModelWithResponse(context.Background(), res.NewVersion, nil))(t)
 	if md.StatusCode() != 200 || md.JSON200 == nil {
 		t.Fatalf("GET /model/%s = %d %s", res.NewVersion, md.StatusCode(), md.Body)
 	}

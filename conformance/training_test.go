@@ -149,7 +149,7 @@ func TestTrainingUploadLimit(t *testing.T) {
 // job and the registry report.
 func TestTrainingJobLifecycle(t *testing.T) {
 	a, _ := twoModels(t)
-	list := must(api(t).ListModelsWithResponse(context.Background()))(t).JSON200
+	list := must(api(t).ListModelsWithResponse(context.Background(), nil))(t).JSON200
 	var entry *gen.ModelVersion
 	for i := range list.Models {
 		if list.Models[i].Version == a {
@@ -159,7 +159,7 @@ func TestTrainingJobLifecycle(t *testing.T) {
 	if entry == nil || entry.Algorithm == nil || *entry.Algorithm != "PLS2-NIPALS" || entry.TrainedSamples == nil || *entry.TrainedSamples != trainingSamples {
 		t.Fatalf("registry entry of the trained model: %+v", entry)
 	}
-	info := must(api(t).GetModelInfoWithResponse(context.Background()))(t).JSON200
+	info := must(api(t).GetModelInfoWithResponse(context.Background(), nil))(t).JSON200
 	if info == nil || info.ActiveVersion != a || info.LatentComponents == nil || *info.LatentComponents < 1 ||
 		info.WavenumberCount == nil || *info.WavenumberCount != trainer.NumWavenumbers || info.R2 == nil || info.R2.EPA == nil {
 		t.Fatalf("model info: %+v", info)
@@ -215,7 +215,7 @@ func TestTrainingInterruptedByKill(t *testing.T) {
 	if job.JSON200.Progress < seen {
 		t.Errorf("progress went back from %v to %v across the restart", seen, job.JSON200.Progress)
 	}
-	list := must(c2.ListModelsWithResponse(context.Background()))(t).JSON200
+	list := must(c2.ListModelsWithResponse(context.Background(), nil))(t).JSON200
 	if len(list.Models) != 1 || list.Active == nil || *list.Active != active {
 		t.Fatalf("registry after restart: %+v", list)
 	}
@@ -247,7 +247,7 @@ func TestActiveModelSurvivesKill(t *testing.T) {
 	loadVersion(t, c, second)
 	p.kill()
 	p2 := startProcess(t, dir)
-	list := must(p2.client(t).ListModelsWithResponse(context.Background()))(t).JSON200
+	list := must(p2.client(t).ListModelsWithResponse(context.Background(), nil))(t).JSON200
 	if list.Active == nil || *list.Active != second {
 		t.Fatalf("active after kill -9 = %v, want %s", list.Active, second)
 	}

@@ -17,7 +17,7 @@ func TestFileLoadVersionExists(t *testing.T) {
 	needInProcess(t)
 	a, b := twoModels(t)
 	c := api(t)
-	before := must(c.ListModelsWithResponse(context.Background()))(t)
+	before := must(c.ListModelsWithResponse(context.Background(), nil))(t)
 	// Not a model at all: the name is refused before any byte is read.
 	path := filepath.Join(suite.regDir, "import", "taken-name.joblib")
 	if err := os.WriteFile(path, []byte("not a pickle"), 0o644); err != nil {
@@ -25,11 +25,11 @@ func TestFileLoadVersionExists(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Remove(path) })
 	src := gen.LoadModelRequestSource("file")
-	res := must(c.LoadModelWithResponse(context.Background(), gen.LoadModelJSONRequestBody{Version: b, Source: &src, Path: &path}))(t)
+	res := must(c.LoadModelWithResponse(context.Background(), nil, gen.LoadModelJSONRequestBody{Version: b, Source: &src, Path: &path}))(t)
 	if res.StatusCode() != 400 || res.JSON400 == nil || res.JSON400.Code != "VERSION_EXISTS" {
 		t.Fatalf("import under the existing version %s: %d %s", b, res.StatusCode(), res.Body)
 	}
-	after := must(c.ListModelsWithResponse(context.Background()))(t)
+	after := must(c.ListModelsWithResponse(context.Background(), nil))(t)
 	if after.JSON200.Active == nil || *after.JSON200.Active != a || len(after.JSON200.Models) != len(before.JSON200.Models) {
 		t.Errorf("the refused import changed the registry: before %s, after %s", before.Body, after.Body)
 	}

@@ -87,7 +87,7 @@ func TestWebConventionsOnARealProcess(t *testing.T) {
 		responses = append(responses, y.HTTPResponse)
 		j := must(c.GetOpenAPIJSONWithResponse(context.Background(), withHeaders))(t)
 		responses = append(responses, j.HTTPResponse)
-		m := must(c.GetModelInfoWithResponse(context.Background(), withHeaders))(t) // 503 NO_MODEL_LOADED: an error
+		m := must(c.GetModelInfoWithResponse(context.Background(), nil, withHeaders))(t) // 503 NO_MODEL_LOADED: an error
 		responses = append(responses, m.HTTPResponse)
 		if m.StatusCode() < 400 {
 			t.Fatalf("model info on an empty registry: %d", m.StatusCode())

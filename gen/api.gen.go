@@ -195,6 +195,21 @@ func (e HealthStatusStatus) Valid() bool {
 	}
 }
 
+// Defines values for LivenessStatus.
+const (
+	Alive LivenessStatus = "alive"
+)
+
+// Valid indicates whether the value is a known member of the LivenessStatus enum.
+func (e LivenessStatus) Valid() bool {
+	switch e {
+	case Alive:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LoadModelRequestSource.
 const (
 	LoadModelRequestSourceArchived LoadModelRequestSource = "archived"
@@ -276,6 +291,21 @@ const (
 func (e NormalizeStepStep) Valid() bool {
 	switch e {
 	case Normalize:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NotReadyCode.
+const (
+	NOTREADY NotReadyCode = "NOT_READY"
+)
+
+// Valid indicates whether the value is a known member of the NotReadyCode enum.
+func (e NotReadyCode) Valid() bool {
+	switch e {
+	case NOTREADY:
 		return true
 	default:
 		return false
@@ -387,6 +417,21 @@ const (
 func (e ProtocolVersion) Valid() bool {
 	switch e {
 	case ProtocolVersionN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReadinessStatus.
+const (
+	Ready ReadinessStatus = "ready"
+)
+
+// Valid indicates whether the value is a known member of the ReadinessStatus enum.
+func (e ReadinessStatus) Valid() bool {
+	switch e {
+	case Ready:
 		return true
 	default:
 		return false
@@ -941,8 +986,22 @@ type LabResultsOutcome struct {
 	Unmatched []UnmatchedLabResult `json:"unmatched"`
 }
 
+// Liveness defines model for Liveness.
+type Liveness struct {
+	Status LivenessStatus `json:"status"`
+}
+
+// LivenessStatus defines model for Liveness.Status.
+type LivenessStatus string
+
 // LoadModelRequest defines model for LoadModelRequest.
 type LoadModelRequest struct {
+	// ExpectedActive Load only if this version is the active one now; the empty
+	// string: only if no model is active. Absent: no such check.
+	// A mismatch is 412 `PRECONDITION_FAILED` naming the active
+	// version.
+	ExpectedActive *string `json:"expected_active,omitempty"`
+
 	// Path Required when `source` is `file` (else 400 `INVALID_REQUEST`).
 	// Absolute path ending in `.joblib` that, after symlinks are
 	// resolved, lies under one of the server's allowed roots
@@ -1278,6 +1337,17 @@ type NormalizeStep struct {
 // NormalizeStepStep defines model for NormalizeStep.Step.
 type NormalizeStepStep string
 
+// NotReady The `ErrorResponse` envelope with the reasons the server is not ready.
+type NotReady struct {
+	Code      NotReadyCode `json:"code"`
+	Message   string       `json:"message"`
+	Reasons   []string     `json:"reasons"`
+	Retryable *bool        `json:"retryable,omitempty"`
+}
+
+// NotReadyCode defines model for NotReady.Code.
+type NotReadyCode string
+
 // OutlierLimits defines model for OutlierLimits.
 type OutlierLimits struct {
 	// Q The final model's 95 % Q limit (Jackson & Mudholkar, 1979, with the calibration residuals).
@@ -1525,6 +1595,14 @@ type PreprocessingStep struct {
 
 // ProtocolVersion Envelope version; always 1. Another integer gets `UNSUPPORTED_VERSION`.
 type ProtocolVersion int
+
+// Readiness defines model for Readiness.
+type Readiness struct {
+	Status ReadinessStatus `json:"status"`
+}
+
+// ReadinessStatus defines model for Readiness.Status.
+type ReadinessStatus string
 
 // ReferenceBatch defines model for ReferenceBatch.
 type ReferenceBatch struct {
@@ -2163,6 +2241,9 @@ type WavenumberRegion = []float64
 // BatchId defines model for BatchId.
 type BatchId = string
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
 // Maturity `time`: seconds since the batch's first spectrum; `scan_seq`: the scan_seq the rig sent.
 type Maturity = BatchMaturity
 
@@ -2214,6 +2295,34 @@ type GetBatchReportParams struct {
 // PostLabResultsJSONBody defines parameters for PostLabResults.
 type PostLabResultsJSONBody = []LabResult
 
+// GetModelInfoParams defines parameters for GetModelInfo.
+type GetModelInfoParams struct {
+	// IfNoneMatch ETags the client holds (or `*`); when one is the current one the
+	// answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListModelsParams defines parameters for ListModels.
+type ListModelsParams struct {
+	// IfNoneMatch ETags the client holds (or `*`); when one is the current one the
+	// answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// LoadModelParams defines parameters for LoadModel.
+type LoadModelParams struct {
+	// IfMatch The registry's `ETag` as a model route returned it (quoted),
+	// or `*` (any state). A list of tags matches when one of them does.
+	IfMatch *string `json:"If-Match,omitempty"`
+}
+
+// GetModelParams defines parameters for GetModel.
+type GetModelParams struct {
+	// IfNoneMatch ETags the client holds (or `*`); when one is the current one the
+	// answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ExportModelParams defines parameters for ExportModel.
 type ExportModelParams struct {
 	Format *ExportModelParamsFormat `form:"format,omitempty" json:"format,omitempty"`
@@ -2257,6 +2366,14 @@ type ListTrainingJobsParams struct {
 
 	// Status Only jobs in this state.
 	Status *TrainingJobStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// StartTrainingParams defines parameters for StartTraining.
+type StartTrainingParams struct {
+	// IdempotencyKey 1 to 255 characters of printable ASCII (no space), such as a
+	// UUID the client chose for this one request; anything else is
+	// 400 `INVALID_REQUEST`.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // PostLabResultsJSONRequestBody defines body for PostLabResults for application/json ContentType.
@@ -3290,6 +3407,17 @@ type ClientInterface interface {
 	// Corresponds with POST /lab-results (the `PostLabResults` operationId).
 	PostLabResults(ctx context.Context, body PostLabResultsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetLivez Liveness
+	//
+	// 200 while the process runs and its management channel answers;
+	// nothing else is checked, so a supervisor restarts the process only
+	// when it is stuck or gone. Open without a token like `GET /health`
+	// (a token is needed with `-auth-health`), answered on the health
+	// reserve too, and `HEAD /livez` answers the same without a body.
+	//
+	// Corresponds with GET /livez (the `GetLivez` operationId).
+	GetLivez(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMetrics Prometheus metrics
 	//
 	// **Role** (with `-auth-tokens`): `read`.
@@ -3309,7 +3437,7 @@ type ClientInterface interface {
 	// (ModelInfo has required fields that cannot be filled without a model).
 	//
 	// Corresponds with GET /model/info (the `GetModelInfo` operationId).
-	GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetModelInfo(ctx context.Context, params *GetModelInfoParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListModels List every model in the registry
 	//
@@ -3325,7 +3453,7 @@ type ClientInterface interface {
 	// version is deleted (`DELETE /model/{version}`).
 	//
 	// Corresponds with GET /model/list (the `ListModels` operationId).
-	ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListModels(ctx context.Context, params *ListModelsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// LoadModelWithBody Make a model version active (hot swap)
 	//
@@ -3346,11 +3474,19 @@ type ClientInterface interface {
 	// * `load_time_ms` is measured end to end on the server, from the
 	//   request being accepted to the swap being durable on disk.
 	// * `previous_version` is the empty string when no model was active.
+	// * Preconditions, for consoles that promote what an operator saw:
+	//   `If-Match` with the `ETag` of `GET /model/list` (or any model
+	//   route) loads only if the registry has not changed since, and
+	//   `expected_active` in the body only if that version is still the
+	//   active one. Either is checked under the load's lock, so of two
+	//   consoles promoting from the same list one succeeds and the other
+	//   gets 412 `PRECONDITION_FAILED`, whose message names the version
+	//   active now. Without either, a load goes ahead whatever changed.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
-	LoadModelWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	LoadModelWithBody(ctx context.Context, params *LoadModelParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// LoadModel Make a model version active (hot swap)
 	//
@@ -3371,11 +3507,19 @@ type ClientInterface interface {
 	// * `load_time_ms` is measured end to end on the server, from the
 	//   request being accepted to the swap being durable on disk.
 	// * `previous_version` is the empty string when no model was active.
+	// * Preconditions, for consoles that promote what an operator saw:
+	//   `If-Match` with the `ETag` of `GET /model/list` (or any model
+	//   route) loads only if the registry has not changed since, and
+	//   `expected_active` in the body only if that version is still the
+	//   active one. Either is checked under the load's lock, so of two
+	//   consoles promoting from the same list one succeeds and the other
+	//   gets 412 `PRECONDITION_FAILED`, whose message names the version
+	//   active now. Without either, a load goes ahead whatever changed.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
-	LoadModel(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	LoadModel(ctx context.Context, params *LoadModelParams, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ClearShadow Stop shadow scoring
 	//
@@ -3465,7 +3609,7 @@ type ClientInterface interface {
 	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
-	GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetModel(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExportModel The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
 	//
@@ -3641,6 +3785,28 @@ type ClientInterface interface {
 	// Corresponds with GET /predictions (the `ListPredictions` operationId).
 	ListPredictions(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetReadyz Readiness
+	//
+	// 200 when the server can serve, so that a load balancer sends it
+	// traffic; 503 `NOT_READY` otherwise, with every reason in
+	// `reasons`. Ready means all of:
+	//
+	// * both ports are bound (management and prediction);
+	// * a model is loaded, unless the server runs with
+	//   `-ready-without-model`;
+	// * the registry can be read (its index; in a fleet, the shared
+	//   store answers);
+	// * the server is not shutting down: from SIGTERM on, `/readyz`
+	//   answers 503 while in-flight requests finish.
+	//
+	// `GET /health` is unchanged (always 200, `degraded` with reasons).
+	// Open without a token like `GET /health` (a token is needed with
+	// `-auth-health`), answered on the health reserve too, and
+	// `HEAD /readyz` answers the same status and headers without a body.
+	//
+	// Corresponds with GET /readyz (the `GetReadyz` operationId).
+	GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListTrainingJobs List training jobs, newest first
 	//
 	// **Role** (with `-auth-tokens`): `read`.
@@ -3735,10 +3901,25 @@ type ClientInterface interface {
 	// names the rate, and its place is freed. The 429 message says what
 	// holds the places: the running job, queued jobs, uploads in progress.
 	//
+	// Retrying safely: with an `Idempotency-Key`, a client that lost the
+	// answer sends the same request again. The server keeps each key for
+	// 24 h, at most 10,000 keys (the oldest go first), across restarts
+	// and shared by every replica of a fleet, with the SHA-256 of the
+	// request: each part's name, content type and bytes, in order, as
+	// received. The same key with the same request gets 202 with the
+	// job the first request created, and no second job, whichever
+	// replica it reaches; with another request, 422
+	// `IDEMPOTENCY_KEY_REUSED`. A retry is read like any upload (its
+	// body must arrive, and needs a training place while it does), so it
+	// can also get 429, 503 or 408; the job is the first one all the
+	// same. Two requests with one key at once: one creates the job, the
+	// other gets 202 with it, or 409 `IDEMPOTENCY_KEY_IN_USE`
+	// (`retryable: true`) while the first has not recorded its job yet.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /training/start (the `StartTraining` operationId).
-	StartTrainingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	StartTrainingWithBody(ctx context.Context, params *StartTrainingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTrainingJob Poll a training job
 	//
@@ -4129,6 +4310,27 @@ func (c *Client) PostLabResults(ctx context.Context, body PostLabResultsJSONRequ
 	return c.Client.Do(req)
 }
 
+// GetLivez Liveness
+//
+// 200 while the process runs and its management channel answers;
+// nothing else is checked, so a supervisor restarts the process only
+// when it is stuck or gone. Open without a token like `GET /health`
+// (a token is needed with `-auth-health`), answered on the health
+// reserve too, and `HEAD /livez` answers the same without a body.
+//
+// Corresponds with GET /livez (the `GetLivez` operationId).
+func (c *Client) GetLivez(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLivezRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMetrics Prometheus metrics
 //
 // **Role** (with `-auth-tokens`): `read`.
@@ -4158,8 +4360,8 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 // (ModelInfo has required fields that cannot be filled without a model).
 //
 // Corresponds with GET /model/info (the `GetModelInfo` operationId).
-func (c *Client) GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetModelInfoRequest(c.Server)
+func (c *Client) GetModelInfo(ctx context.Context, params *GetModelInfoParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelInfoRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4184,8 +4386,8 @@ func (c *Client) GetModelInfo(ctx context.Context, reqEditors ...RequestEditorFn
 // version is deleted (`DELETE /model/{version}`).
 //
 // Corresponds with GET /model/list (the `ListModels` operationId).
-func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListModelsRequest(c.Server)
+func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListModelsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4215,12 +4417,20 @@ func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) 
 //   - `load_time_ms` is measured end to end on the server, from the
 //     request being accepted to the swap being durable on disk.
 //   - `previous_version` is the empty string when no model was active.
+//   - Preconditions, for consoles that promote what an operator saw:
+//     `If-Match` with the `ETag` of `GET /model/list` (or any model
+//     route) loads only if the registry has not changed since, and
+//     `expected_active` in the body only if that version is still the
+//     active one. Either is checked under the load's lock, so of two
+//     consoles promoting from the same list one succeeds and the other
+//     gets 412 `PRECONDITION_FAILED`, whose message names the version
+//     active now. Without either, a load goes ahead whatever changed.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /model/load (the `LoadModel` operationId).
-func (c *Client) LoadModelWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewLoadModelRequestWithBody(c.Server, contentType, body)
+func (c *Client) LoadModelWithBody(ctx context.Context, params *LoadModelParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLoadModelRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4250,12 +4460,20 @@ func (c *Client) LoadModelWithBody(ctx context.Context, contentType string, body
 //   - `load_time_ms` is measured end to end on the server, from the
 //     request being accepted to the swap being durable on disk.
 //   - `previous_version` is the empty string when no model was active.
+//   - Preconditions, for consoles that promote what an operator saw:
+//     `If-Match` with the `ETag` of `GET /model/list` (or any model
+//     route) loads only if the registry has not changed since, and
+//     `expected_active` in the body only if that version is still the
+//     active one. Either is checked under the load's lock, so of two
+//     consoles promoting from the same list one succeeds and the other
+//     gets 412 `PRECONDITION_FAILED`, whose message names the version
+//     active now. Without either, a load goes ahead whatever changed.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /model/load (the `LoadModel` operationId).
-func (c *Client) LoadModel(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewLoadModelRequest(c.Server, body)
+func (c *Client) LoadModel(ctx context.Context, params *LoadModelParams, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLoadModelRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4404,8 +4622,8 @@ func (c *Client) DeleteModel(ctx context.Context, version Version, reqEditors ..
 // **Role** (with `-auth-tokens`): `read`.
 //
 // Corresponds with GET /model/{version} (the `GetModel` operationId).
-func (c *Client) GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetModelRequest(c.Server, version)
+func (c *Client) GetModel(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelRequest(c.Server, version, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4670,6 +4888,38 @@ func (c *Client) ListPredictions(ctx context.Context, params *ListPredictionsPar
 	return c.Client.Do(req)
 }
 
+// GetReadyz Readiness
+//
+// 200 when the server can serve, so that a load balancer sends it
+// traffic; 503 `NOT_READY` otherwise, with every reason in
+// `reasons`. Ready means all of:
+//
+//   - both ports are bound (management and prediction);
+//   - a model is loaded, unless the server runs with
+//     `-ready-without-model`;
+//   - the registry can be read (its index; in a fleet, the shared
+//     store answers);
+//   - the server is not shutting down: from SIGTERM on, `/readyz`
+//     answers 503 while in-flight requests finish.
+//
+// `GET /health` is unchanged (always 200, `degraded` with reasons).
+// Open without a token like `GET /health` (a token is needed with
+// `-auth-health`), answered on the health reserve too, and
+// `HEAD /readyz` answers the same status and headers without a body.
+//
+// Corresponds with GET /readyz (the `GetReadyz` operationId).
+func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListTrainingJobs List training jobs, newest first
 //
 // **Role** (with `-auth-tokens`): `read`.
@@ -4774,11 +5024,26 @@ func (c *Client) ListTrainingJobs(ctx context.Context, params *ListTrainingJobsP
 // names the rate, and its place is freed. The 429 message says what
 // holds the places: the running job, queued jobs, uploads in progress.
 //
+// Retrying safely: with an `Idempotency-Key`, a client that lost the
+// answer sends the same request again. The server keeps each key for
+// 24 h, at most 10,000 keys (the oldest go first), across restarts
+// and shared by every replica of a fleet, with the SHA-256 of the
+// request: each part's name, content type and bytes, in order, as
+// received. The same key with the same request gets 202 with the
+// job the first request created, and no second job, whichever
+// replica it reaches; with another request, 422
+// `IDEMPOTENCY_KEY_REUSED`. A retry is read like any upload (its
+// body must arrive, and needs a training place while it does), so it
+// can also get 429, 503 or 408; the job is the first one all the
+// same. Two requests with one key at once: one creates the job, the
+// other gets 202 with it, or 409 `IDEMPOTENCY_KEY_IN_USE`
+// (`retryable: true`) while the first has not recorded its job yet.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /training/start (the `StartTraining` operationId).
-func (c *Client) StartTrainingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewStartTrainingRequestWithBody(c.Server, contentType, body)
+func (c *Client) StartTrainingWithBody(ctx context.Context, params *StartTrainingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartTrainingRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5244,6 +5509,33 @@ func NewPostLabResultsRequestWithBody(server string, contentType string, body io
 	return req, nil
 }
 
+// NewGetLivezRequest constructs an http.Request for the GetLivez method
+func NewGetLivezRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/livez")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetMetricsRequest constructs an http.Request for the GetMetrics method
 func NewGetMetricsRequest(server string) (*http.Request, error) {
 	var err error
@@ -5272,7 +5564,7 @@ func NewGetMetricsRequest(server string) (*http.Request, error) {
 }
 
 // NewGetModelInfoRequest constructs an http.Request for the GetModelInfo method
-func NewGetModelInfoRequest(server string) (*http.Request, error) {
+func NewGetModelInfoRequest(server string, params *GetModelInfoParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5295,11 +5587,26 @@ func NewGetModelInfoRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewListModelsRequest constructs an http.Request for the ListModels method
-func NewListModelsRequest(server string) (*http.Request, error) {
+func NewListModelsRequest(server string, params *ListModelsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5322,22 +5629,37 @@ func NewListModelsRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewLoadModelRequest calls the generic LoadModel builder with application/json body
-func NewLoadModelRequest(server string, body LoadModelJSONRequestBody) (*http.Request, error) {
+func NewLoadModelRequest(server string, params *LoadModelParams, body LoadModelJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewLoadModelRequestWithBody(server, "application/json", bodyReader)
+	return NewLoadModelRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewLoadModelRequestWithBody constructs an http.Request for the LoadModel method, with any body, and a specified content type
-func NewLoadModelRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewLoadModelRequestWithBody(server string, params *LoadModelParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5361,6 +5683,21 @@ func NewLoadModelRequestWithBody(server string, contentType string, body io.Read
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -5494,7 +5831,7 @@ func NewDeleteModelRequest(server string, version Version) (*http.Request, error
 }
 
 // NewGetModelRequest constructs an http.Request for the GetModel method
-func NewGetModelRequest(server string, version Version) (*http.Request, error) {
+func NewGetModelRequest(server string, version Version, params *GetModelParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5522,6 +5859,21 @@ func NewGetModelRequest(server string, version Version) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -5958,6 +6310,33 @@ func NewListPredictionsRequest(server string, params *ListPredictionsParams) (*h
 	return req, nil
 }
 
+// NewGetReadyzRequest constructs an http.Request for the GetReadyz method
+func NewGetReadyzRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/readyz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListTrainingJobsRequest constructs an http.Request for the ListTrainingJobs method
 func NewListTrainingJobsRequest(server string, params *ListTrainingJobsParams) (*http.Request, error) {
 	var err error
@@ -6037,7 +6416,7 @@ func NewListTrainingJobsRequest(server string, params *ListTrainingJobsParams) (
 }
 
 // NewStartTrainingRequestWithBody constructs an http.Request for the StartTraining method, with any body, and a specified content type
-func NewStartTrainingRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewStartTrainingRequestWithBody(server string, params *StartTrainingParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6061,6 +6440,21 @@ func NewStartTrainingRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6467,6 +6861,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /lab-results (the `PostLabResults` operationId).
 	PostLabResultsWithResponse(ctx context.Context, body PostLabResultsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostLabResultsResponse, error)
 
+	// GetLivezWithResponse Liveness
+	//
+	// 200 while the process runs and its management channel answers;
+	// nothing else is checked, so a supervisor restarts the process only
+	// when it is stuck or gone. Open without a token like `GET /health`
+	// (a token is needed with `-auth-health`), answered on the health
+	// reserve too, and `HEAD /livez` answers the same without a body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /livez (the `GetLivez` operationId).
+	GetLivezWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLivezResponse, error)
+
 	// GetMetricsWithResponse Prometheus metrics
 	//
 	// **Role** (with `-auth-tokens`): `read`.
@@ -6490,7 +6897,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/info (the `GetModelInfo` operationId).
-	GetModelInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error)
+	GetModelInfoWithResponse(ctx context.Context, params *GetModelInfoParams, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error)
 
 	// ListModelsWithResponse List every model in the registry
 	//
@@ -6508,7 +6915,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/list (the `ListModels` operationId).
-	ListModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListModelsResponse, error)
+	ListModelsWithResponse(ctx context.Context, params *ListModelsParams, reqEditors ...RequestEditorFn) (*ListModelsResponse, error)
 
 	// LoadModelWithBodyWithResponse Make a model version active (hot swap)
 	//
@@ -6529,11 +6936,19 @@ type ClientWithResponsesInterface interface {
 	// * `load_time_ms` is measured end to end on the server, from the
 	//   request being accepted to the swap being durable on disk.
 	// * `previous_version` is the empty string when no model was active.
+	// * Preconditions, for consoles that promote what an operator saw:
+	//   `If-Match` with the `ETag` of `GET /model/list` (or any model
+	//   route) loads only if the registry has not changed since, and
+	//   `expected_active` in the body only if that version is still the
+	//   active one. Either is checked under the load's lock, so of two
+	//   consoles promoting from the same list one succeeds and the other
+	//   gets 412 `PRECONDITION_FAILED`, whose message names the version
+	//   active now. Without either, a load goes ahead whatever changed.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
-	LoadModelWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
+	LoadModelWithBodyWithResponse(ctx context.Context, params *LoadModelParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
 
 	// LoadModelWithResponse Make a model version active (hot swap)
 	//
@@ -6554,11 +6969,19 @@ type ClientWithResponsesInterface interface {
 	// * `load_time_ms` is measured end to end on the server, from the
 	//   request being accepted to the swap being durable on disk.
 	// * `previous_version` is the empty string when no model was active.
+	// * Preconditions, for consoles that promote what an operator saw:
+	//   `If-Match` with the `ETag` of `GET /model/list` (or any model
+	//   route) loads only if the registry has not changed since, and
+	//   `expected_active` in the body only if that version is still the
+	//   active one. Either is checked under the load's lock, so of two
+	//   consoles promoting from the same list one succeeds and the other
+	//   gets 412 `PRECONDITION_FAILED`, whose message names the version
+	//   active now. Without either, a load goes ahead whatever changed.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /model/load (the `LoadModel` operationId).
-	LoadModelWithResponse(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
+	LoadModelWithResponse(ctx context.Context, params *LoadModelParams, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error)
 
 	// ClearShadowWithResponse Stop shadow scoring
 	//
@@ -6656,7 +7079,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
-	GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
+	GetModelWithResponse(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
 
 	// ExportModelWithResponse The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
 	//
@@ -6848,6 +7271,30 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /predictions (the `ListPredictions` operationId).
 	ListPredictionsWithResponse(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*ListPredictionsResponse, error)
 
+	// GetReadyzWithResponse Readiness
+	//
+	// 200 when the server can serve, so that a load balancer sends it
+	// traffic; 503 `NOT_READY` otherwise, with every reason in
+	// `reasons`. Ready means all of:
+	//
+	// * both ports are bound (management and prediction);
+	// * a model is loaded, unless the server runs with
+	//   `-ready-without-model`;
+	// * the registry can be read (its index; in a fleet, the shared
+	//   store answers);
+	// * the server is not shutting down: from SIGTERM on, `/readyz`
+	//   answers 503 while in-flight requests finish.
+	//
+	// `GET /health` is unchanged (always 200, `degraded` with reasons).
+	// Open without a token like `GET /health` (a token is needed with
+	// `-auth-health`), answered on the health reserve too, and
+	// `HEAD /readyz` answers the same status and headers without a body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /readyz (the `GetReadyz` operationId).
+	GetReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyzResponse, error)
+
 	// ListTrainingJobsWithResponse List training jobs, newest first
 	//
 	// **Role** (with `-auth-tokens`): `read`.
@@ -6944,10 +7391,25 @@ type ClientWithResponsesInterface interface {
 	// names the rate, and its place is freed. The 429 message says what
 	// holds the places: the running job, queued jobs, uploads in progress.
 	//
+	// Retrying safely: with an `Idempotency-Key`, a client that lost the
+	// answer sends the same request again. The server keeps each key for
+	// 24 h, at most 10,000 keys (the oldest go first), across restarts
+	// and shared by every replica of a fleet, with the SHA-256 of the
+	// request: each part's name, content type and bytes, in order, as
+	// received. The same key with the same request gets 202 with the
+	// job the first request created, and no second job, whichever
+	// replica it reaches; with another request, 422
+	// `IDEMPOTENCY_KEY_REUSED`. A retry is read like any upload (its
+	// body must arrive, and needs a training place while it does), so it
+	// can also get 429, 503 or 408; the job is the first one all the
+	// same. Two requests with one key at once: one creates the job, the
+	// other gets 202 with it, or 409 `IDEMPOTENCY_KEY_IN_USE`
+	// (`retryable: true`) while the first has not recorded its job yet.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /training/start (the `StartTraining` operationId).
-	StartTrainingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingResponse, error)
+	StartTrainingWithBodyWithResponse(ctx context.Context, params *StartTrainingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingResponse, error)
 
 	// GetTrainingJobWithResponse Poll a training job
 	//
@@ -7688,6 +8150,68 @@ func (r PostLabResultsResponse) ContentType() string {
 	return ""
 }
 
+// GetLivezResponse401Headers the declared response headers of an HTTP 401 response for GetLivez
+type GetLivezResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetLivezResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Liveness
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetLivezResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLivezResponse) GetJSON200() *Liveness {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetLivezResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetLivezResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLivezResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLivezResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLivezResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLivezResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetMetricsResponse401Headers the declared response headers of an HTTP 401 response for GetMetrics
 type GetMetricsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7743,6 +8267,16 @@ func (r GetMetricsResponse) ContentType() string {
 	return ""
 }
 
+// GetModelInfoResponse200Headers the declared response headers of an HTTP 200 response for GetModelInfo
+type GetModelInfoResponse200Headers struct {
+	ETag *string
+}
+
+// GetModelInfoResponse304Headers the declared response headers of an HTTP 304 response for GetModelInfo
+type GetModelInfoResponse304Headers struct {
+	ETag *string
+}
+
 // GetModelInfoResponse401Headers the declared response headers of an HTTP 401 response for GetModelInfo
 type GetModelInfoResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7761,6 +8295,10 @@ type GetModelInfoResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetModelInfoResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetModelInfoResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetModelInfoResponse401Headers
 }
@@ -7819,6 +8357,16 @@ func (r GetModelInfoResponse) ContentType() string {
 	return ""
 }
 
+// ListModelsResponse200Headers the declared response headers of an HTTP 200 response for ListModels
+type ListModelsResponse200Headers struct {
+	ETag *string
+}
+
+// ListModelsResponse304Headers the declared response headers of an HTTP 304 response for ListModels
+type ListModelsResponse304Headers struct {
+	ETag *string
+}
+
 // ListModelsResponse401Headers the declared response headers of an HTTP 401 response for ListModels
 type ListModelsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7835,6 +8383,10 @@ type ListModelsResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListModelsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListModelsResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListModelsResponse401Headers
 }
@@ -7916,6 +8468,8 @@ type LoadModelResponse struct {
 	JSON403 *Forbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorResponse
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *ErrorResponse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -7959,6 +8513,11 @@ func (r LoadModelResponse) GetJSON403() *Forbidden {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r LoadModelResponse) GetJSON409() *ErrorResponse {
 	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r LoadModelResponse) GetJSON412() *ErrorResponse {
+	return r.JSON412
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -8394,6 +8953,16 @@ func (r DeleteModelResponse) ContentType() string {
 	return ""
 }
 
+// GetModelResponse200Headers the declared response headers of an HTTP 200 response for GetModel
+type GetModelResponse200Headers struct {
+	ETag *string
+}
+
+// GetModelResponse304Headers the declared response headers of an HTTP 304 response for GetModel
+type GetModelResponse304Headers struct {
+	ETag *string
+}
+
 // GetModelResponse401Headers the declared response headers of an HTTP 401 response for GetModel
 type GetModelResponse401Headers struct {
 	WWWAuthenticate *string
@@ -8414,6 +8983,10 @@ type GetModelResponse struct {
 	JSON500 *InternalError
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetModelResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetModelResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetModelResponse401Headers
 }
@@ -8712,6 +9285,11 @@ func (r GetModelReportResponse) ContentType() string {
 	return ""
 }
 
+// RescoreModelResponse202Headers the declared response headers of an HTTP 202 response for RescoreModel
+type RescoreModelResponse202Headers struct {
+	Location *string
+}
+
 // RescoreModelResponse401Headers the declared response headers of an HTTP 401 response for RescoreModel
 type RescoreModelResponse401Headers struct {
 	WWWAuthenticate *string
@@ -8734,6 +9312,8 @@ type RescoreModelResponse struct {
 	JSON429 *ErrorResponse
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RescoreModelResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RescoreModelResponse401Headers
 }
@@ -9092,6 +9672,82 @@ func (r ListPredictionsResponse) ContentType() string {
 	return ""
 }
 
+// GetReadyzResponse401Headers the declared response headers of an HTTP 401 response for GetReadyz
+type GetReadyzResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetReadyzResponse503Headers the declared response headers of an HTTP 503 response for GetReadyz
+type GetReadyzResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetReadyzResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Readiness
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotReady
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetReadyzResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetReadyzResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetReadyzResponse) GetJSON200() *Readiness {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetReadyzResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetReadyzResponse) GetJSON503() *NotReady {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetReadyzResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReadyzResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReadyzResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReadyzResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReadyzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListTrainingJobsResponse401Headers the declared response headers of an HTTP 401 response for ListTrainingJobs
 type ListTrainingJobsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -9175,9 +9831,19 @@ func (r ListTrainingJobsResponse) ContentType() string {
 	return ""
 }
 
+// StartTrainingResponse202Headers the declared response headers of an HTTP 202 response for StartTraining
+type StartTrainingResponse202Headers struct {
+	Location *string
+}
+
 // StartTrainingResponse401Headers the declared response headers of an HTTP 401 response for StartTraining
 type StartTrainingResponse401Headers struct {
 	WWWAuthenticate *string
+}
+
+// StartTrainingResponse409Headers the declared response headers of an HTTP 409 response for StartTraining
+type StartTrainingResponse409Headers struct {
+	RetryAfter *int
 }
 
 // StartTrainingResponse429Headers the declared response headers of an HTTP 429 response for StartTraining
@@ -9208,10 +9874,14 @@ type StartTrainingResponse struct {
 	JSON403 *Forbidden
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorResponse
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -9224,8 +9894,12 @@ type StartTrainingResponse struct {
 	JSON507 *InsufficientStorage
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *StartTrainingResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StartTrainingResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *StartTrainingResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StartTrainingResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9259,6 +9933,11 @@ func (r StartTrainingResponse) GetJSON408() *ErrorResponse {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r StartTrainingResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r StartTrainingResponse) GetJSON413() *ErrorResponse {
 	return r.JSON413
@@ -9267,6 +9946,11 @@ func (r StartTrainingResponse) GetJSON413() *ErrorResponse {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r StartTrainingResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StartTrainingResponse) GetJSON422() *ErrorResponse {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -9921,6 +10605,25 @@ func (c *ClientWithResponses) PostLabResultsWithResponse(ctx context.Context, bo
 	return ParsePostLabResultsResponse(rsp)
 }
 
+// GetLivezWithResponse Liveness
+//
+// 200 while the process runs and its management channel answers;
+// nothing else is checked, so a supervisor restarts the process only
+// when it is stuck or gone. Open without a token like `GET /health`
+// (a token is needed with `-auth-health`), answered on the health
+// reserve too, and `HEAD /livez` answers the same without a body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /livez (the `GetLivez` operationId).
+func (c *ClientWithResponses) GetLivezWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLivezResponse, error) {
+	rsp, err := c.GetLivez(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLivezResponse(rsp)
+}
+
 // GetMetricsWithResponse Prometheus metrics
 //
 // **Role** (with `-auth-tokens`): `read`.
@@ -9950,8 +10653,8 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/info (the `GetModelInfo` operationId).
-func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error) {
-	rsp, err := c.GetModelInfo(ctx, reqEditors...)
+func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, params *GetModelInfoParams, reqEditors ...RequestEditorFn) (*GetModelInfoResponse, error) {
+	rsp, err := c.GetModelInfo(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -9974,8 +10677,8 @@ func (c *ClientWithResponses) GetModelInfoWithResponse(ctx context.Context, reqE
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/list (the `ListModels` operationId).
-func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListModelsResponse, error) {
-	rsp, err := c.ListModels(ctx, reqEditors...)
+func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params *ListModelsParams, reqEditors ...RequestEditorFn) (*ListModelsResponse, error) {
+	rsp, err := c.ListModels(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10001,12 +10704,20 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, reqEdi
 //   - `load_time_ms` is measured end to end on the server, from the
 //     request being accepted to the swap being durable on disk.
 //   - `previous_version` is the empty string when no model was active.
+//   - Preconditions, for consoles that promote what an operator saw:
+//     `If-Match` with the `ETag` of `GET /model/list` (or any model
+//     route) loads only if the registry has not changed since, and
+//     `expected_active` in the body only if that version is still the
+//     active one. Either is checked under the load's lock, so of two
+//     consoles promoting from the same list one succeeds and the other
+//     gets 412 `PRECONDITION_FAILED`, whose message names the version
+//     active now. Without either, a load goes ahead whatever changed.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /model/load (the `LoadModel` operationId).
-func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelResponse, error) {
-	rsp, err := c.LoadModelWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context, params *LoadModelParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LoadModelResponse, error) {
+	rsp, err := c.LoadModelWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10032,12 +10743,20 @@ func (c *ClientWithResponses) LoadModelWithBodyWithResponse(ctx context.Context,
 //   - `load_time_ms` is measured end to end on the server, from the
 //     request being accepted to the swap being durable on disk.
 //   - `previous_version` is the empty string when no model was active.
+//   - Preconditions, for consoles that promote what an operator saw:
+//     `If-Match` with the `ETag` of `GET /model/list` (or any model
+//     route) loads only if the registry has not changed since, and
+//     `expected_active` in the body only if that version is still the
+//     active one. Either is checked under the load's lock, so of two
+//     consoles promoting from the same list one succeeds and the other
+//     gets 412 `PRECONDITION_FAILED`, whose message names the version
+//     active now. Without either, a load goes ahead whatever changed.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /model/load (the `LoadModel` operationId).
-func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error) {
-	rsp, err := c.LoadModel(ctx, body, reqEditors...)
+func (c *ClientWithResponses) LoadModelWithResponse(ctx context.Context, params *LoadModelParams, body LoadModelJSONRequestBody, reqEditors ...RequestEditorFn) (*LoadModelResponse, error) {
+	rsp, err := c.LoadModel(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10170,8 +10889,8 @@ func (c *ClientWithResponses) DeleteModelWithResponse(ctx context.Context, versi
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/{version} (the `GetModel` operationId).
-func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error) {
-	rsp, err := c.GetModel(ctx, version, reqEditors...)
+func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*GetModelResponse, error) {
+	rsp, err := c.GetModel(ctx, version, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10416,6 +11135,36 @@ func (c *ClientWithResponses) ListPredictionsWithResponse(ctx context.Context, p
 	return ParseListPredictionsResponse(rsp)
 }
 
+// GetReadyzWithResponse Readiness
+//
+// 200 when the server can serve, so that a load balancer sends it
+// traffic; 503 `NOT_READY` otherwise, with every reason in
+// `reasons`. Ready means all of:
+//
+//   - both ports are bound (management and prediction);
+//   - a model is loaded, unless the server runs with
+//     `-ready-without-model`;
+//   - the registry can be read (its index; in a fleet, the shared
+//     store answers);
+//   - the server is not shutting down: from SIGTERM on, `/readyz`
+//     answers 503 while in-flight requests finish.
+//
+// `GET /health` is unchanged (always 200, `degraded` with reasons).
+// Open without a token like `GET /health` (a token is needed with
+// `-auth-health`), answered on the health reserve too, and
+// `HEAD /readyz` answers the same status and headers without a body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /readyz (the `GetReadyz` operationId).
+func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyzResponse, error) {
+	rsp, err := c.GetReadyz(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReadyzResponse(rsp)
+}
+
 // ListTrainingJobsWithResponse List training jobs, newest first
 //
 // **Role** (with `-auth-tokens`): `read`.
@@ -10518,11 +11267,26 @@ func (c *ClientWithResponses) ListTrainingJobsWithResponse(ctx context.Context, 
 // names the rate, and its place is freed. The 429 message says what
 // holds the places: the running job, queued jobs, uploads in progress.
 //
+// Retrying safely: with an `Idempotency-Key`, a client that lost the
+// answer sends the same request again. The server keeps each key for
+// 24 h, at most 10,000 keys (the oldest go first), across restarts
+// and shared by every replica of a fleet, with the SHA-256 of the
+// request: each part's name, content type and bytes, in order, as
+// received. The same key with the same request gets 202 with the
+// job the first request created, and no second job, whichever
+// replica it reaches; with another request, 422
+// `IDEMPOTENCY_KEY_REUSED`. A retry is read like any upload (its
+// body must arrive, and needs a training place while it does), so it
+// can also get 429, 503 or 408; the job is the first one all the
+// same. Two requests with one key at once: one creates the job, the
+// other gets 202 with it, or 409 `IDEMPOTENCY_KEY_IN_USE`
+// (`retryable: true`) while the first has not recorded its job yet.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /training/start (the `StartTraining` operationId).
-func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingResponse, error) {
-	rsp, err := c.StartTrainingWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) StartTrainingWithBodyWithResponse(ctx context.Context, params *StartTrainingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartTrainingResponse, error) {
+	rsp, err := c.StartTrainingWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11219,6 +11983,59 @@ func ParsePostLabResultsResponse(rsp *http.Response) (*PostLabResultsResponse, e
 	return response, nil
 }
 
+// ParseGetLivezResponse parses an HTTP response from a GetLivezWithResponse call
+func ParseGetLivezResponse(rsp *http.Response) (*GetLivezResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLivezResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Liveness
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetLivezResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetMetricsResponse parses an HTTP response from a GetMetricsWithResponse call
 func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11286,6 +12103,9 @@ func ParseGetModelInfoResponse(rsp *http.Response) (*GetModelInfoResponse, error
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11317,6 +12137,26 @@ func ParseGetModelInfoResponse(rsp *http.Response) (*GetModelInfoResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetModelInfoResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetModelInfoResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetModelInfoResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -11353,6 +12193,9 @@ func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11377,6 +12220,26 @@ func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListModelsResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListModelsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListModelsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -11440,6 +12303,13 @@ func ParseLoadModelResponse(rsp *http.Response) (*LoadModelResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -11898,6 +12768,9 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11936,6 +12809,26 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetModelResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetModelResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetModelResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -12228,6 +13121,16 @@ func ParseRescoreModelResponse(rsp *http.Response) (*RescoreModelResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 202:
+		var headers RescoreModelResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers RescoreModelResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -12503,6 +13406,76 @@ func ParseListPredictionsResponse(rsp *http.Response) (*ListPredictionsResponse,
 	return response, nil
 }
 
+// ParseGetReadyzResponse parses an HTTP response from a GetReadyzWithResponse call
+func ParseGetReadyzResponse(rsp *http.Response) (*GetReadyzResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReadyzResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Readiness
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotReady
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetReadyzResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetReadyzResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListTrainingJobsResponse parses an HTTP response from a ListTrainingJobsWithResponse call
 func ParseListTrainingJobsResponse(rsp *http.Response) (*ListTrainingJobsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12626,6 +13599,13 @@ func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, err
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12639,6 +13619,13 @@ func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
@@ -12685,6 +13672,16 @@ func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 202:
+		var headers StartTrainingResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers StartTrainingResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -12695,6 +13692,16 @@ func ParseStartTrainingResponse(rsp *http.Response) (*StartTrainingResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers StartTrainingResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers StartTrainingResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -13012,18 +14019,21 @@ type ServerInterface interface {
 	// PostLabResults Reconcile the lab's HPLC results with logged predictions
 	// (POST /lab-results)
 	PostLabResults(ctx echo.Context) error
+	// GetLivez Liveness
+	// (GET /livez)
+	GetLivez(ctx echo.Context) error
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx echo.Context) error
 	// GetModelInfo Metadata of the active model
 	// (GET /model/info)
-	GetModelInfo(ctx echo.Context) error
+	GetModelInfo(ctx echo.Context, params GetModelInfoParams) error
 	// ListModels List every model in the registry
 	// (GET /model/list)
-	ListModels(ctx echo.Context) error
+	ListModels(ctx echo.Context, params ListModelsParams) error
 	// LoadModel Make a model version active (hot swap)
 	// (POST /model/load)
-	LoadModel(ctx echo.Context) error
+	LoadModel(ctx echo.Context, params LoadModelParams) error
 	// ClearShadow Stop shadow scoring
 	// (DELETE /model/shadow)
 	ClearShadow(ctx echo.Context) error
@@ -13038,7 +14048,7 @@ type ServerInterface interface {
 	DeleteModel(ctx echo.Context, version Version) error
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
-	GetModel(ctx echo.Context, version Version) error
+	GetModel(ctx echo.Context, version Version, params GetModelParams) error
 	// ExportModel The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
 	// (GET /model/{version}/export)
 	ExportModel(ctx echo.Context, version Version, params ExportModelParams) error
@@ -13063,12 +14073,15 @@ type ServerInterface interface {
 	// ListPredictions Export the prediction log
 	// (GET /predictions)
 	ListPredictions(ctx echo.Context, params ListPredictionsParams) error
+	// GetReadyz Readiness
+	// (GET /readyz)
+	GetReadyz(ctx echo.Context) error
 	// ListTrainingJobs List training jobs, newest first
 	// (GET /training)
 	ListTrainingJobs(ctx echo.Context, params ListTrainingJobsParams) error
 	// StartTraining Upload a training CSV and start an asynchronous training job
 	// (POST /training/start)
-	StartTraining(ctx echo.Context) error
+	StartTraining(ctx echo.Context, params StartTrainingParams) error
 	// GetTrainingJob Poll a training job
 	// (GET /training/{jobId})
 	GetTrainingJob(ctx echo.Context, jobId string) error
@@ -13228,6 +14241,15 @@ func (w *ServerInterfaceWrapper) PostLabResults(ctx echo.Context) error {
 	return err
 }
 
+// GetLivez converts echo context to params.
+func (w *ServerInterfaceWrapper) GetLivez(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetLivez(ctx)
+	return err
+}
+
 // GetMetrics converts echo context to params.
 func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
 	var err error
@@ -13241,8 +14263,28 @@ func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetModelInfo(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetModelInfoParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetModelInfo(ctx)
+	err = w.Handler.GetModelInfo(ctx, params)
 	return err
 }
 
@@ -13250,8 +14292,28 @@ func (w *ServerInterfaceWrapper) GetModelInfo(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListModels(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListModelsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListModels(ctx)
+	err = w.Handler.ListModels(ctx, params)
 	return err
 }
 
@@ -13259,8 +14321,28 @@ func (w *ServerInterfaceWrapper) ListModels(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) LoadModel(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LoadModelParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.LoadModel(ctx)
+	err = w.Handler.LoadModel(ctx, params)
 	return err
 }
 
@@ -13318,8 +14400,28 @@ func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetModelParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetModel(ctx, version)
+	err = w.Handler.GetModel(ctx, version, params)
 	return err
 }
 
@@ -13508,6 +14610,15 @@ func (w *ServerInterfaceWrapper) ListPredictions(ctx echo.Context) error {
 	return err
 }
 
+// GetReadyz converts echo context to params.
+func (w *ServerInterfaceWrapper) GetReadyz(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetReadyz(ctx)
+	return err
+}
+
 // ListTrainingJobs converts echo context to params.
 func (w *ServerInterfaceWrapper) ListTrainingJobs(ctx echo.Context) error {
 	var err error
@@ -13544,8 +14655,28 @@ func (w *ServerInterfaceWrapper) ListTrainingJobs(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) StartTraining(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StartTrainingParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.StartTraining(ctx)
+	err = w.Handler.StartTraining(ctx, params)
 	return err
 }
 
@@ -13670,6 +14801,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/training/:jobId/report", wrapper.GetTrainingReport, options.OperationMiddlewares["getTrainingReport"]...)
 	router.POST(options.BaseURL+"/training/:jobId/cancel", wrapper.CancelTrainingJob, options.OperationMiddlewares["cancelTrainingJob"]...)
 	router.GET(options.BaseURL+"/health", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
+	router.GET(options.BaseURL+"/livez", wrapper.GetLivez, options.OperationMiddlewares["getLivez"]...)
+	router.GET(options.BaseURL+"/readyz", wrapper.GetReadyz, options.OperationMiddlewares["getReadyz"]...)
 	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
 	router.GET(options.BaseURL+"/fleet", wrapper.GetFleet, options.OperationMiddlewares["getFleet"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
@@ -13692,6 +14825,13 @@ type InsufficientStorageJSONResponse struct {
 }
 
 type InternalErrorJSONResponse ErrorResponse
+
+type NotModifiedResponseHeaders struct {
+	ETag *string
+}
+type NotModifiedResponse struct {
+	Headers NotModifiedResponseHeaders
+}
 
 type PayloadTooLargeJSONResponse ErrorResponse
 
@@ -14491,6 +15631,61 @@ func (response PostLabResultsdefaultJSONResponse) VisitPostLabResultsResponse(w 
 	return err
 }
 
+type GetLivezRequestObject struct {
+}
+
+type GetLivezResponseObject interface {
+	VisitGetLivezResponse(w http.ResponseWriter) error
+}
+
+type GetLivez200JSONResponse Liveness
+
+func (response GetLivez200JSONResponse) VisitGetLivezResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLivez401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetLivez401JSONResponse) VisitGetLivezResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLivezdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetLivezdefaultJSONResponse) VisitGetLivezResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMetricsRequestObject struct {
 }
 
@@ -14544,24 +15739,45 @@ func (response GetMetricsdefaultJSONResponse) VisitGetMetricsResponse(w http.Res
 }
 
 type GetModelInfoRequestObject struct {
+	Params GetModelInfoParams
 }
 
 type GetModelInfoResponseObject interface {
 	VisitGetModelInfoResponse(w http.ResponseWriter) error
 }
 
-type GetModelInfo200JSONResponse ModelInfo
+type GetModelInfo200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetModelInfo200JSONResponse struct {
+	Body    ModelInfo
+	Headers GetModelInfo200ResponseHeaders
+}
 
 func (response GetModelInfo200JSONResponse) VisitGetModelInfoResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetModelInfo304Response = NotModifiedResponse
+
+func (response GetModelInfo304Response) VisitGetModelInfoResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetModelInfo401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -14627,24 +15843,45 @@ func (response GetModelInfodefaultJSONResponse) VisitGetModelInfoResponse(w http
 }
 
 type ListModelsRequestObject struct {
+	Params ListModelsParams
 }
 
 type ListModelsResponseObject interface {
 	VisitListModelsResponse(w http.ResponseWriter) error
 }
 
-type ListModels200JSONResponse ModelList
+type ListModels200ResponseHeaders struct {
+	ETag *string
+}
+
+type ListModels200JSONResponse struct {
+	Body    ModelList
+	Headers ListModels200ResponseHeaders
+}
 
 func (response ListModels200JSONResponse) VisitListModelsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type ListModels304Response = NotModifiedResponse
+
+func (response ListModels304Response) VisitListModelsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type ListModels401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -14696,7 +15933,8 @@ func (response ListModelsdefaultJSONResponse) VisitListModelsResponse(w http.Res
 }
 
 type LoadModelRequestObject struct {
-	Body *LoadModelJSONRequestBody
+	Params LoadModelParams
+	Body   *LoadModelJSONRequestBody
 }
 
 type LoadModelResponseObject interface {
@@ -14782,6 +16020,20 @@ func (response LoadModel409JSONResponse) VisitLoadModelResponse(w http.ResponseW
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LoadModel412JSONResponse ErrorResponse
+
+func (response LoadModel412JSONResponse) VisitLoadModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15331,24 +16583,45 @@ func (response DeleteModeldefaultJSONResponse) VisitDeleteModelResponse(w http.R
 
 type GetModelRequestObject struct {
 	Version Version `json:"version"`
+	Params  GetModelParams
 }
 
 type GetModelResponseObject interface {
 	VisitGetModelResponse(w http.ResponseWriter) error
 }
 
-type GetModel200JSONResponse ModelDetail
+type GetModel200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetModel200JSONResponse struct {
+	Body    ModelDetail
+	Headers GetModel200ResponseHeaders
+}
 
 func (response GetModel200JSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetModel304Response = NotModifiedResponse
+
+func (response GetModel304Response) VisitGetModelResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetModel400JSONResponse ErrorResponse
@@ -15736,15 +17009,25 @@ type RescoreModelResponseObject interface {
 	VisitRescoreModelResponse(w http.ResponseWriter) error
 }
 
-type RescoreModel202JSONResponse TrainingJobAccepted
+type RescoreModel202ResponseHeaders struct {
+	Location *string
+}
+
+type RescoreModel202JSONResponse struct {
+	Body    TrainingJobAccepted
+	Headers RescoreModel202ResponseHeaders
+}
 
 func (response RescoreModel202JSONResponse) VisitRescoreModelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
 	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16172,6 +17455,85 @@ func (response ListPredictionsdefaultJSONResponse) VisitListPredictionsResponse(
 	return err
 }
 
+type GetReadyzRequestObject struct {
+}
+
+type GetReadyzResponseObject interface {
+	VisitGetReadyzResponse(w http.ResponseWriter) error
+}
+
+type GetReadyz200JSONResponse Readiness
+
+func (response GetReadyz200JSONResponse) VisitGetReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReadyz401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetReadyz401JSONResponse) VisitGetReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReadyz503ResponseHeaders struct {
+	RetryAfter *int
+}
+
+type GetReadyz503JSONResponse struct {
+	Body    NotReady
+	Headers GetReadyz503ResponseHeaders
+}
+
+func (response GetReadyz503JSONResponse) VisitGetReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReadyzdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetReadyzdefaultJSONResponse) VisitGetReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTrainingJobsRequestObject struct {
 	Params ListTrainingJobsParams
 }
@@ -16271,22 +17633,33 @@ func (response ListTrainingJobsdefaultJSONResponse) VisitListTrainingJobsRespons
 }
 
 type StartTrainingRequestObject struct {
-	Body *multipart.Reader
+	Params StartTrainingParams
+	Body   *multipart.Reader
 }
 
 type StartTrainingResponseObject interface {
 	VisitStartTrainingResponse(w http.ResponseWriter) error
 }
 
-type StartTraining202JSONResponse TrainingJobAccepted
+type StartTraining202ResponseHeaders struct {
+	Location *string
+}
+
+type StartTraining202JSONResponse struct {
+	Body    TrainingJobAccepted
+	Headers StartTraining202ResponseHeaders
+}
 
 func (response StartTraining202JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
 	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16351,6 +17724,30 @@ func (response StartTraining408JSONResponse) VisitStartTrainingResponse(w http.R
 	return err
 }
 
+type StartTraining409ResponseHeaders struct {
+	RetryAfter *int
+}
+
+type StartTraining409JSONResponse struct {
+	Body    ErrorResponse
+	Headers StartTraining409ResponseHeaders
+}
+
+func (response StartTraining409JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StartTraining413JSONResponse ErrorResponse
 
 func (response StartTraining413JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
@@ -16377,6 +17774,20 @@ func (response StartTraining415JSONResponse) VisitStartTrainingResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartTraining422JSONResponse ErrorResponse
+
+func (response StartTraining422JSONResponse) VisitStartTrainingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16883,6 +18294,9 @@ type StrictServerInterface interface {
 	// PostLabResults Reconcile the lab's HPLC results with logged predictions
 	// (POST /lab-results)
 	PostLabResults(ctx context.Context, request PostLabResultsRequestObject) (PostLabResultsResponseObject, error)
+	// GetLivez Liveness
+	// (GET /livez)
+	GetLivez(ctx context.Context, request GetLivezRequestObject) (GetLivezResponseObject, error)
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
@@ -16934,6 +18348,9 @@ type StrictServerInterface interface {
 	// ListPredictions Export the prediction log
 	// (GET /predictions)
 	ListPredictions(ctx context.Context, request ListPredictionsRequestObject) (ListPredictionsResponseObject, error)
+	// GetReadyz Readiness
+	// (GET /readyz)
+	GetReadyz(ctx context.Context, request GetReadyzRequestObject) (GetReadyzResponseObject, error)
 	// ListTrainingJobs List training jobs, newest first
 	// (GET /training)
 	ListTrainingJobs(ctx context.Context, request ListTrainingJobsRequestObject) (ListTrainingJobsResponseObject, error)
@@ -17211,6 +18628,29 @@ func (sh *strictHandler) PostLabResults(ctx echo.Context) error {
 	return nil
 }
 
+// GetLivez operation middleware
+func (sh *strictHandler) GetLivez(ctx echo.Context) error {
+	var request GetLivezRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLivez(ctx.Request().Context(), request.(GetLivezRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLivez")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetLivezResponseObject); ok {
+		return validResponse.VisitGetLivezResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetMetrics operation middleware
 func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
 	var request GetMetricsRequestObject
@@ -17235,8 +18675,10 @@ func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
 }
 
 // GetModelInfo operation middleware
-func (sh *strictHandler) GetModelInfo(ctx echo.Context) error {
+func (sh *strictHandler) GetModelInfo(ctx echo.Context, params GetModelInfoParams) error {
 	var request GetModelInfoRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetModelInfo(ctx.Request().Context(), request.(GetModelInfoRequestObject))
@@ -17258,8 +18700,10 @@ func (sh *strictHandler) GetModelInfo(ctx echo.Context) error {
 }
 
 // ListModels operation middleware
-func (sh *strictHandler) ListModels(ctx echo.Context) error {
+func (sh *strictHandler) ListModels(ctx echo.Context, params ListModelsParams) error {
 	var request ListModelsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListModels(ctx.Request().Context(), request.(ListModelsRequestObject))
@@ -17281,8 +18725,10 @@ func (sh *strictHandler) ListModels(ctx echo.Context) error {
 }
 
 // LoadModel operation middleware
-func (sh *strictHandler) LoadModel(ctx echo.Context) error {
+func (sh *strictHandler) LoadModel(ctx echo.Context, params LoadModelParams) error {
 	var request LoadModelRequestObject
+
+	request.Params = params
 
 	var body LoadModelJSONRequestBody
 	var err error
@@ -17444,10 +18890,11 @@ func (sh *strictHandler) DeleteModel(ctx echo.Context, version Version) error {
 }
 
 // GetModel operation middleware
-func (sh *strictHandler) GetModel(ctx echo.Context, version Version) error {
+func (sh *strictHandler) GetModel(ctx echo.Context, version Version, params GetModelParams) error {
 	var request GetModelRequestObject
 
 	request.Version = version
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetModel(ctx.Request().Context(), request.(GetModelRequestObject))
@@ -17667,6 +19114,29 @@ func (sh *strictHandler) ListPredictions(ctx echo.Context, params ListPrediction
 	return nil
 }
 
+// GetReadyz operation middleware
+func (sh *strictHandler) GetReadyz(ctx echo.Context) error {
+	var request GetReadyzRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetReadyz(ctx.Request().Context(), request.(GetReadyzRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetReadyz")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetReadyzResponseObject); ok {
+		return validResponse.VisitGetReadyzResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListTrainingJobs operation middleware
 func (sh *strictHandler) ListTrainingJobs(ctx echo.Context, params ListTrainingJobsParams) error {
 	var request ListTrainingJobsRequestObject
@@ -17693,8 +19163,10 @@ func (sh *strictHandler) ListTrainingJobs(ctx echo.Context, params ListTrainingJ
 }
 
 // StartTraining operation middleware
-func (sh *strictHandler) StartTraining(ctx echo.Context) error {
+func (sh *strictHandler) StartTraining(ctx echo.Context, params StartTrainingParams) error {
 	var request StartTrainingRequestObject
+
+	request.Params = params
 
 	if reader, err := ctx.Request().MultipartReader(); err != nil {
 		return err
@@ -17801,726 +19273,767 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17d9u2ti/6VXB1zh2RWkomqbc8+oebOI1Xndi1nfSsVlkiREIWYwpQCMq22maM+9nuJ7sDcwJ8iXql",
-	"7dr73LP2HquRJRKYmHjN52/+XvPFYik444msjX6vsWe6WEYMPr8Svrym90x9lqvFgsbr2qh2N2dEJjRO",
-	"iJiRZM7IUj1i1R5ptGK1UW28su22/3+9unp598/rczJPFhF8xcYcf1LfkIjy++/GNcbHtdKvjAbFbxYs",
-	"ocSf01iy5LtxbZXMmoPsrdoXq3b+vBRxwoK3ImDRJrWzMJYJma4TJhXNlHwS0yicEgavkToly9B/iJhF",
-	"lrFIhC8i4jZGZBpyGq8tIufiiRMmfbpkQW6g/+//o2iwXV8+RIzGvLUMlywKORvz6/RTq9VSFL6+uvn+",
-	"4tWr83dF6s5IzGhAEvHAOBGcULJYJTQJBc/6UTMUqP6yNqzagkkJM1O7vrq9I5yxQMJkiCWLacJILCJ2",
-	"qhse1wIq51NB42BcI3OKT0LP6rGaVYtZEq/pNGK10YxGkn1RJEeMJUVyr7h6bRmFPiV11QZbTFkQsIDI",
-	"RMSskSf6XnA2obOExRPJfMEDWRs5tuoK3pe10a/4kO7Sqs2FTGqj2uOiZtXmSbKc0CCImZS1Uc1x+y27",
-	"ZbeckdPtdns1qxYG8Giz7TiDdnNqt+2pXbNqEZXJZM5onEwZVa25tttrOk7THdzZ9sh2Rq7bGjjt4aDr",
-	"Dvq/wNBpsK6NknjFrJqc00A8TR5ZLNUcjGrLSDZVE47jDpq2bTu26hyWPwsm1T3Ydqs7HAx6fdcdqB50",
-	"axPJ4kcWVDXqKNJ/W3yeMB4sRchVs4m/HJ2cFAferX35qKbmDaNRMr9NaLKSxRl6v7TUIlL7gFA/CR9Z",
-	"fk7wm13DA0rg9UkkaKDIRc4sYxaEvlqZk0jcq8aCWCzVhhjZmu2+WCzCZAtTHKflDvudbqfX6ymmfF6x",
-	"FZsEbJnMoYWY+SKG/tQikeFvbAIbtjZy2kO317FqT3GYsMmMhhF0+kXRhLs1G5Bj1ZbrZC54boz3wmm5",
-	"vdZAzZuagTj3W8AeWYQTCqysiYeaVVstk3DBsmXruorpF+9u379+ffHy4vzd3eT27urm7IfzzbMmZveh",
-	"TOL1C0mCUD6QUJLZKooqtnNle/mdbZqCzUXvGfEp5yIhCX1ghBLgxwh7UV2Q+vm7q9vrl43iflbTh+Tf",
-	"nd+8O7ucnN/cXN2UjiFOVlwumR/OQrWZgU1kRldRUkl4oaU8ySFPWMxpRFgci3jLwXLx7sPZ5cWrycvb",
-	"D+XTcEGjmYgXLCBJTEMe8nuinqqiIWsjT4A6dInTsYgvotWCE9fuOqR+fn02uZ8sWTy5bIzIuEan/rim",
-	"pkaxk5KA+eGCRoSvFlO2l+r3N7cb/CP+KpYiJsk8lIZ9QRhA+zFLVjHfNQZsMT8M3ZymUHBWaBlbZIFF",
-	"8JmALug9XE27CL88+35yc377/vLutkx9RKcENyBJ5jQxC22q7vZY5i+9DeLzrRYXLzTXHhEJAoU6LEfI",
-	"b05uXr8k7XZ7SNQ+20P22/O7s1dnd2dlmmchiwJyp5fJWyUjBIIhwwI2CznbQXXaaJ5kJWeMyIo/cHXf",
-	"Y/vjmv84mYkoGNf20Hlz/tP789u7zfv984rJBPmaErigiT+HW9gXPImpn+wg1rRcZC82OxXBGm50ynHP",
-	"jaAT/sL0If05W9CRkmyWLE7WZGzuI9wBi1DKkN/vGdzdzdnFu4t3P0yuru8urt5tLKB0t4qluiIKq4gu",
-	"l9F6x/A22s6PcxmzZSx8BkT+6nxsPYU8EE8j4nQU9eyR8VNCyS19DJPfHtbNH0RE1wQfUg+IYNu2+MfV",
-	"95PXF+8ubt+cvyoP55OY4hBoBOIBYTyo3AWFRvJ0qxb6vsPcWc9udqc2bXb8NmsOaddpusFgZrPetEMd",
-	"p9gDqQeCs8YOit9d3U1eXb07r6L4KUzmhAt9+69ZsoXgtI2vIjiUJF5xNdmnRPBorc5PdUCpBmAh6v4T",
-	"oURFJV+DMLtrQK+v3r97VXEj4UZUDYfBjrHg6/nBcJGtSPX6uHbI0LZu8X+I6Znvs2WiBI8i30GMCVQn",
-	"eQKZTMIFVRJisIpBnM/JwJbi9QTk18GMuR3X7jXZsDNrdliv16TMnzWnbb8zbPfd3nToptLJZBVHtVHt",
-	"xIzs5KC3Ff2XV2evJhfvJtc3Vz/cnN+Wdy8XyZzFRMl7udmtYPhGO3meU90Mzr5pLOTq5LlXYvwpAd6q",
-	"r+hUrNTFi0ypllcu6fSGyVWUyA05ATRQumAkeVKLDB4iVBZFhVpEpxO8eyZhYE3Vaag+SJ+q2fhsZfeS",
-	"dX59Zr16c2a9uj4b8zfXly+brjt0rO+bTt9y7I5rWc7AaXWtoduyrewJF5+wUmG3fWcPRk53ZNu/WOrr",
-	"loP6aTaWf9xelVTAuydBVINmINkIfv299urNWW00dK3a+fVZbYRE1MxQaqOa6h+0ntxQa6NaOgS1ePR4",
-	"lWDdcb9Yv9deqbYUccc0Besw5Vhews8NWqkn+dFerRJfLNjmnah+JU9zIRkBEsgTlYSzR1iG9/fFsxYu",
-	"Mq1oxMxnIWhRDqqS1Ne/rHj63K+/10IesGetmmznTeHEyDQcNGyEkhj26JUMxo7sqUjck3qeaJDHAhax",
-	"hAVkulbrnXH1KJ7oVILOoc+1CTSuFbpLQYOz2J+rod3g1V5k2g1rgvKmVHvKCdXPEqPK5NglxSr2YUfq",
-	"hzIVtKjxOU170LZtu2YoeB1GrLL3iwUc5JRIP3wIkyaYO8gsjAoy1pIqXa52IuPHk5guKAdx9cSoMSch",
-	"tHKyjGS/hRYYtaYMtaa1lNKITpuK2n5KH66q8mqai4TIJ7osKLrRvYjDZL6ojWrXl7du893F9dmlOrDU",
-	"wTQB9W4ha6MBfsGCvSr/MmaPoVjJPcqzIfU2URJ5JTOvY7EQahqJhId2ziE+sm0G3aZjO109g2/PLl9f",
-	"3bw9fzXZPGTOUFAEmUYrFfDQ5hlfamWrzKlbeaRRGEBbSnJmz0vmq8XPeKA2UciXq2TLpfr2/O7N1Su4",
-	"wM8uL69+3pTCYrFKGEg16raADblgyVxUyQIVrZVE+7kIyPXZ3cs3qd4XReKJBURwcgKX1kkUyuTUfD8i",
-	"P5zfbaP94vZWSazXZzd3m3LLEi4/Q3eYSOLLR6VJVQlkhaYKJK+iJFQvwZtKEZGPh4jsb69enV9Ozl7e",
-	"XXwoSYmv1MmkRCJ1jqEpqGrtGcLy7eQJ06+QcdVKRAqx8VOSO7JQOABL7E7Cv39/+8/yQjA9TpmiPmZN",
-	"6Yu4Uh7PtXEkyaW21fF9qEhcLb8gKS+vbm7eX99tLm4Uk9Shh7uSCxIJfq8EKLjGJC6cOfMf5GqxdahZ",
-	"+4W1kzUuZltHXdJGVX/GCkdu35w1XTC0bp+qbaJ7Ol+qbX1tmktg60CqBXkcyAHTV93VbtqVOFuemHdG",
-	"fUpX8U6KdRMlSSJtQZtQdxFye3d29/528vbi9q06nMqsxItgq/VAc+aFJNqCuY3YcjfHbmgtSljQP15K",
-	"p1rIT1Dx1JTmhI7tg747u/nh/O528v7dj++uft64qwRnzYTG9yzRrDRnKSUyDJhP463jLLecH6diGLan",
-	"hTiJljXsifIA9FcuTCeE04U6FNTGoJxG64TtHNX7d7fvr6+vbip2O/qXCJUPqsGZiMlT0c4GZo5g5e84",
-	"1fLN54cl6eO9iCazMEpYjHOhRvnduMYZjZlMsh0iV0t0lG0bB0vi0JebCor29C3075mS9T/Im/PLa5KJ",
-	"e5NMQJYTsUoULyeBWNCQTxKR0IjcrnyfSTlb5ecBH0SLGI3CKWrNBF8ckZgBb8idq3THR0YcJWqbb38y",
-	"X7bG/H8Q8DoeQ5AvVjxh8Zgf85KNmh14HF+xhIbRtlMQ9HUWkDmLi86YINjuQuq1BrbdHQ4du/NLzdoh",
-	"z4LYrA9KeVIhu7b48jfQ65QuMsk7ex3XAnu59vCmVonO0J/6jt9uTtuUNju0N2tO2bTT7LTdoNuxHX/o",
-	"qIFwAe6Z2oI+MBKwhahZNfQ+ihhcK/BNLJ7kZCWVWtazjbiPuo96+9eaXPNkzpLQr320asa2MfHl40TO",
-	"qbqCRjW312Z0MLU73X6vPZj6bNoPuoy6Xb9nD6Z01mMDd9rx+712l7ldRikbDodT1+27s+lwQJVamzas",
-	"6FGkfFFbKF3tsQv+bqVt263hsOtYqCXbrWHPaWv1W/3SG36xavFCstzz3YGdPd/u2/30+X530Ff7Cg1h",
-	"xoCDwmbFVJ3gczXwQ+LQe/6UtntuP2j7Du11BsNpxw+mbdqbTV02c7s287tTe9Z3nF6HBgOfDqkdMNuh",
-	"w6k/nM3ataIvrdMb9Af9nL8rd1zrdbp9RfbcfrfbGfbBbWqeliZcQM3uPiXqiT4ydLJMYNPVRq7dGRS+",
-	"jylXy/FX17attmvboB7DLrvgM7FpB9JyLPD0K1ydOxTFig3jWOWV0u5lK6XrDnIrpVOxUnrDTjt9vtN1",
-	"UsNOyx62v+ybAsdudTtuf9gf2u2tU/CnWHwZlpVVdfhrHkoLrsttXuXd3mR092/nNizSh2lt1HELy9N0",
-	"9hdwZo/ibh1GXnfwX7R7vmTTdM3imYgXlPtsQ3pFVx7Y17Q9rOwJ0KKMTNfl7zWO/nRYmOlf57m/vmhT",
-	"IRzZH3Nz+nEv2YboG/YYsqcqh7n6HuNyzJVZp3FM15L4Su8XJJnHjJEwYQvZqB7Jr0CtBePBcXy0CoFN",
-	"vxbjnByr9tmtjX61W51Ou2/ZrfZgAP+0u+2PapM/w8HudPrwx8RfLVYRxWWefb+GFrr2cGDZrU6vrRoY",
-	"tp2Pai3le3PT3oa9rnpq2LZdy2717W7Wmdvudao663fx2MHOhv3BABro9VQDnW53o7d21ttg4MDDbhcf",
-	"HuS6c5xuVXfDntvLdTcYdqEFGGK/73Q/fvlo1SL2yGIQG361W47TU4Nx2l3VmdPHXhaS+chgp6tIdQc2",
-	"MNhuD83Pj/C7uiMtfYni9flx/0XyGC5ro1+dlt3uWE7Ldgbqv67iZnbOSX3EubbT6lqu7baGsIW2qK3v",
-	"BJErf45WpwohfKunCc1UP5zfaTOS3CJcqwYu3l5fnr89f1ehIswYTVZxydG/4tIoP1tIyrdYUHaM/8tY",
-	"ux5pGCmKUE0OJZmuwijYSuvk8uqHH85fTW6vz1/e3ZyVeZXMVdto9kZXHxpOKqkst1VWyipGS5qRuG/K",
-	"JfOTmJ6idQT6wq9Wi1KnWwaR+pZvzl9e3Wz6GNEkzQKtF2r9L+Ud9AHHVuWwyq1XK9WpHXtcAzeH6fMU",
-	"FEsw0sxFFBR7RkPMloFdLRk/u76o8CUVQzNDSQLhrxaMF1ZPqAWpJExAd8jUHrKgnN4z9QLowzlnB0T2",
-	"zKhftNHbLael7k4l+HO6DGujWrtlt9q1HJn/PHt7eTyZpsURgQbHXFE9GnNCgOwROY5q9aIme0SAatTf",
-	"rs/u3uyyQS9pMi9op8ZqHAuRVJlbNhosRDOo1sa1E5b4eTdIpqCveMBicPDkutmyCq7P/gkO2burq8nl",
-	"2c0P55Umf6F2llpoUbgIk0qCy81stfmzZx/iTB27M+j2exhRu426dBIuxf12D65SxzZdt7lgwzCwknDB",
-	"LIxJ1FNoxSJiea+t+jzxBZ+FAeM+U18X/iz+mrgTbTqwPqefUgex2p0Who9NwI2YuYz9OeWcRZZaVvfa",
-	"sb+QY2471HVm/U6Tup1usz9sz5rU8fvN6WA46HYGvWF72LM2hcJ+y+k49qDv9J1frIqLzkLx12q7Lbs7",
-	"GNjdXnvguo47tJxBSwmTQ1fpxI7juB2r17LtdrvTHzp217U7cGEP3H6/5zi269hDx+4M1VXudvvDXttt",
-	"t3tu23VBPhh2+oPBwLXtbqc3HCoBxRl2e47THfR6HccdDtsuXM3qq05fEdnrdgeWZVm25Vhd2/77OBAz",
-	"OOFTFnT67qCj6MxY0Ot0bNvttlMOdPvtXq/ddvIcGLY7nfbAznNg4Hbaru0M8xwYOO3BAJiiOeC2bbdv",
-	"d3rQGHLAdfvDnm0P+oNOgQW18qrfDJ0/g1h5Y02LRCHIgrPnZIKBf+pR9mq9+scPKy6m8u1PP9XyEbha",
-	"nsXFCMKsL7jPeIJLMpPsgUdargfuaKlecbP3BV7TeyKv1LpKx3mV6rGZUjtw+4MvVq24+mujrm2bmOED",
-	"vKjZxlb3xwHLpmbV0l2KFpaeEogF3F2pgpiFOdhWLdvg6gU1lVYNQg2rVLP8GgQ18ADGut2WO9RM6rYM",
-	"h9qDlrODrYN+jq1dN2Nr23X+Vrb22u0mDWbDZt93hoHdnbp0Ssts7Trt3i62Ohts7faH+9g6tJ3OYPCL",
-	"Vl51IOPk7uLt+dX7rZ7TKYvEE9qbQx4uVgsS00qRvNxe/uLSbc1YFG1pUG3DXrfb1vfYybab7AaMcnvy",
-	"YKjRY/9rk2HwGZCQ8KsKj85IC7tIML5xknsFT7Lb85sP5zcV7th3SuMRC3BigOzGRZV4nH+/4K1AWX+6",
-	"kmsTEBbRpBx1bZyot2/OXl39PLm4rXRo3234sQmnCxYogQIzOaoIKzf5tb5t3QVZrCS4cIyPO3OpV62m",
-	"2zfv7+6UzvBqw/F1l6lCMoHcCvI0RwcxQwGMxrEJ6NkYVb7ZCoYrpXK+SsD/H4gnvoXfd1c355P3784+",
-	"nF1cnn1/WcHwWcRY8kKSgCZ0SiUrOLEoBGBVkLfRblkHNM1CIlFlm1XkwgxczWabqvzG9KdnKF9FUfZy",
-	"ZYgO/pSPk8j8kFncjk95EAalo6nyqG43nY5tIq2w8arknTOzpD6pJaWTjIrcXCxpHEIc2Vcb8vJ5O2k2",
-	"jWUeliFcWxU21h4c6MNur+v8UjvE7Jeqxz+9P39/Pnn9/rKkB54/snid6bwyEhCdlNAHVhWRUtVepckD",
-	"gnJN5s2IOCaklXwSU4t0ckG70iK2vnYKsarVy80kG/xDTF9S7rMo2gwI/iSmamHgj3r/hgmJaWFELKJL",
-	"yYJCVDCmzGTDfXn27uX55WVJhczanq4J5P5lAcG/fxLTi+DLCT6jTvFZyEM532U3HzoDJeL2u2pOUxdg",
-	"t287w/aANqnTC5odZzht0iEdNvvOwO4P+sPplKpV/xDyIMd4IDShsNgOcg7u9AZighdOhxL7BmpOMABQ",
-	"bWETjqqN53tS8oatdrsz7Lbt/vCXfL6X3gBWTa6mizDZ10K7p7SGX2ql1fAK0hiLC8EExR847Tik/9/M",
-	"l5NN1u81GifhjPrJREeIbnNWO7Z2Vqfm7IlkEQPB1hx/eV+c/ziR7H6BX9RiygOxqFm1mYhMsumCPhc8",
-	"eK76LuQTUCqLvr1OZpU+2F8Xr0BaFpzJ8H5B1Y7zH5UO98iqXA6xW2y908kaHzjDVCHodTr9LxvkdJUi",
-	"o19wWh31GZ4fqnNZndxgClWvt11X/zmR8I09cN12hVeiRNDQdTJ3Zt8d9jJ3Zs/ubFLktjrtQUqRnapB",
-	"LbvbzhPUbttlgjrucFjhuCgT1M6pon2lmGf+VbtfRZBr5xyyvWEnnbAOqK4pSW5vOCyR1O46bXBuVIRE",
-	"HLi//n0hEb3+tN9ud4PuzLVtv9vrtX3mBHa/57f96cDp2H6vb7usSx3Xnfa6jj10ph3mdvs2s9sBHR4d",
-	"EvFXOrq/WDXOnvb65sUqiUIWT8ByCTR9ro06Tn9ow3m/ChhPwt9YMImZDIMVjWAJJW5t5HZatppu3QLa",
-	"Sz4rlXrQs00oPrA6cTHngUVZKx/VE6DmTj6Dous6/ewraL/VdrtaOYb1cfvPd02nP+wO3I7dG6oh2DYk",
-	"HFdQmclrzW6rPTR8ajqtgdtN+dR11J5WnXW7reFALUwzGoxAMhkQucCSVBA4ZLnmgk3QyzIJmFyGD1oc",
-	"hI9yErMlDWOTcP1X3LjqXvyz921FnMKcEc6emEzKd66S8mD+//tevuUj4j836X9u0v/Db9K9t+Z/rsU/",
-	"fy3+n3iRWH/+IrB7rUF70O102+3iRXBg4Oy/8yJI438PuQjcv/YiUL9sXAR7gmX/7E0AcVxp8+1uFrvb",
-	"6bQrzrleq9PJDt5u25Dj2C2ncBX0+51u8ZhzbLWZ9t4EcGKbg9fu5i4CONo3zl2nP8wuAtccu26r6xZv",
-	"AnfQ2bgJ+t1DbgK3mxEE8YyGosHAqaQod2gNu3Y3dxP0CjfBYNAr3wT9bn/bTXDgbvnKm+B/+5jxPVcB",
-	"+P2qr4Le0N17FbS7LbigDr8KDpmuv/sq6LSG/a7TtvtO96uugk5r2Gv3ht3+LzW1Kgsed+MWMGrGe7AK",
-	"l616L28/kHqCGTFhIolrdwYkiznUsEMSMeMaEI6kHlMHfEATWrBqy8fayOiQ1hOf2Oo/jtVqtdQH1+70",
-	"rRxwEcS0pJ+z78f8FhaEZbdsBwI1bMcdQivqo+1YbbflWM6gNbR6EPaU3Tca20af7MZ6oaGT2vlMnOJG",
-	"/BQIhm7nDJwFDueAxeEjwnCJaC3igMVwKMqELdNUpZpVQ4CW2siBA8v8yh9hWjYNIoBN8PGLmp73787e",
-	"3725urn4pSJ1D+DuIAufZvghohIJqNBOIeUQs2vJlNGYxdjkFl/e+3e3Z6/PJ5CetSXjayN0LAplUklO",
-	"rqlCyBi2E7MZiyVJBBGyJdcyYQuLPM1Df15KZz5Vf0Bw5hOVhD0zf7U93yuXUjZ5e/7q4mxy98/rLXFk",
-	"GLPyFAt+D6BFjCckWS+reVvZbMGNkWuBJOw5OVlGNOTpYDTcyimRjAcAIRT6sBBPPsmtvtUP5ze3F1fv",
-	"Juf/6+J2A+TKBHuaGDtwFafwO9t8TqUm90d4hjJt85B8VCXh0ZguWAJmqt9r36tVfwHnTsCkH4dLFNXU",
-	"PGCaLri3oeHwXrEnIWFSQqeQL4gHHH5OPFJfsthnPGkyrgYVpM/SZN5o1axayHVoYs2qKabURhkuiAUR",
-	"gHhaa4hEAJRCXI7nS8bvlfzpKNVnEfL0b6sGa2NUk0msDgdIA6DJKg6T9ebYfp7TBGhKYvqJ+YmIAWAg",
-	"iOkTJ/SehhwS86cw2gWjXBIvCRfMS8n/vGLAYU3/wnSVp/d/xmxWG9X+x0kmIJ3gr/IE2J4S+AWTtuRS",
-	"cKn9qwzQ8M4zHx2sXxDFy4uzhKJaDXRQRYx566TilXLg+s73syc3Izl2vph/9suXQ5kHXLnR7ELmldYu",
-	"XxMNAEDDaBUzUp+JmOhuScfuEC+l2bNIx+4Sb5MJnkW6dpt4OSq9BsKringaBgHjR85NAZZ1J2eyJ/9C",
-	"vnhpq94I1z/gtYaSwNVlkakGkIhFxEjdU+eK10gTwcccDn0Mw8HrORT8VKfqwjkFp5w+LlQbnLGABWNe",
-	"9zRQrNdoYcDPBZer2Sz0Q8aTWwScPJKZ2wAyd/K18qW/kMVVmJwVOJqk7lVR4jVGYz5bRZEFcLlNADwT",
-	"MUZVf16JhLbIu9x9688ph9R4Lz3qR0Sdm96YC+4zIpfUx9CEmLGgBdLYnNFAn/436q3m2Sxh8eYpeYv2",
-	"CiUEPNEwIVM2EzHDICqAY2vbrcKBp49gCCxkseIOzDNCdH7NUbaJIbpnbguP/4Wz+n4LWilMY75TfT5c",
-	"07WS5u+EuKTx0Qu7MtJ+58g33/iLl3QhHl/jSM7C+1XMAoz0J3VvgwjNjPecrpK5iJVmeCQnytL3TiYU",
-	"Hv4rT818w96IqNEoRRfpBtRHDpoXSl+YwODTOA7h2BzzTE1AZNU07C5F2FDH78bm/Pnnn5tnWV9sc4d6",
-	"36PSEDMaLb4b5zJrxjXPwvAxD0yN341rIQfwpAlQM6555GnOOKH6DlCnCYg7cAVkVPHKLZ5KWV9wfk2y",
-	"15HT+9WiQkVc4+6XC0//lWuj0LK+VXcHVSpOQ2AlQlrGY14QMEaEC3WDrCKq1HvO0XhKfLGKAjJleJJn",
-	"4bCCszGvM+rPNRymWYG58DK19NSPnzB0lHF1e3MWNCy1bsccGsr6ssgsFgugeA7I3yRmMCaLLOhao3DK",
-	"hzH3IAsRn/Fa5HuRzAmN2eZtpO/89zxFBHnLgpDewWo68kTYpkLuORsqX/sbTskXsqCuljVMUveqaYHD",
-	"MiUHxnoWye+pBGD/WzBZAIhHqDqk0TUC7IaKLRrQviQEy/UCzYckYlQmRH5e0ZhJMtVtkvp5GCktf7yy",
-	"bbdHvhcsYlxaxLXtbsMac7maAlYwC0bECxMt70mPxGKlBAMxI1JEah0Tr/4z+ZZEdEFevXjVIL+R78jP",
-	"5NkbcziDXultoeSJZhDOZixmSjpZ0CQOn+HsfGLh/TyRxFvCwRQz8kwwPpz8hovUc0iTLD3CIsnwiTqN",
-	"ovRFx+iZWH0BSGzgmbrMser3WjaQCqU3r/I5IN4s6HO4WC1qoy46HvCPTOFMpR2rFtHFviZZtwXujXgB",
-	"JsNArKYAQ5j24ti5/6vsUKOGK01+T292y3ZUd+zZj1YyfGRvTS+oWmffm17w+x3k2a1ujii7giipVyrj",
-	"6olfazSSE7PiIL5oQ0/PNP5f8e3sKTFV6rlq9gyDj18WIpKLExuEkt7HjE3knMYVt+Wt+toYlrjO7KV6",
-	"tf2hQ6GbOgL7j4K0o0OfXyhhOGIx5T5L7QNwjYIYYO+b2z2sU7M2ybbH5gjeMgpgoSYTIOQrkyBgkfuT",
-	"y8Np2ugb+Jk+F/Kk16lVkptb7/FCVhiOboRImmooTTxw/iaC04nYpOAONFv9M1lJFkBnBzVcWo9812Is",
-	"4WIUV+M0pBUHjOJLXVvNWECaJKLTxuHUYdZWrK6Szbap4nREp+Q7Qsm3ZEq+IWlPx3QBS2HvzLOK00d+",
-	"jpM6DHFjjP9yG0eNU0ZiWTG10x1jJHURB1BDp3jhNf7OiZebM69zI3ZJExULKEujOP7F86978cv2EX6g",
-	"0YpVrN8rznTZCrKEzHF4GiaWrHikZE2ZULCkU25+JhkSXqrx6FkD+zUcAa2Ni1rz8YDFohl3wJPnBz5Z",
-	"xRqw2X6vt3Vps6e41hsqkpWeBAdMj2Y7ZFLEMpnkEbDzVNOENXUti43uitu3QlAprfSc7X2jU9WaHsDH",
-	"bRwxwZEVHEkFroU8yCB+q90nGfcBmAdGlfed/l7jqyjKkmX2SRWGmGIzW0e03XGAXoCRFmUlgewlVO3U",
-	"iy+klj4Nasgp8UxGq9EN9Z8FjwoIaVpe0tOaJsJ+rJjiArOOW4wapKvqyjRDMIJRXeeiITaIbBgBOxL3",
-	"hRN1Q1ioFI5xbWH6buWFHS5S4ayamSWCSsf6ri0B5aJM14e9YhCnqkg1AGUIk6oBfFO6jbssn8ln4dyj",
-	"FCRi0NIBSybNEgs5pAUT8GGDm8nsmk3S6PMF/uj0NjfKQsRsso36D7spn7K1ADuWkIxEoUxY0NovBbKt",
-	"8mq6qgBGmsYPmCtLSfoO/tzKZmAqRMQo339K6YnLptas7XTuirzIE7p159+l/sAjt9Uid2Qc4fezalB+",
-	"7fBjMiPwGuq2FZcD6ozlFfE3TZCOnvlTW/rwLZzEK+5TXRFl2yDmVBI152p5c+LYlm3bJAV1Kjl8EQQp",
-	"sxjg49UjXXFT+WFDqdSHZcRmCRGrBMF2KddZ+mZdkDoX6dlvLLPmx+/SO6Kxb7tt3xV5F3Q2L/nZzzMx",
-	"N6R0DVbtipcfcJ1t7IZiFc/dR7+JCNy1sBEK+PuY0QdIFy8EBh75oo4QrNaeHzOxFSxYN29vz19+ICdE",
-	"BnVIzDlQX8hHHlatSJlQHtA4wDJZqicPXvDw5l9FWBFTjgj1YyElgcgotXzG3BOcTUwDE2jAAyuZNwuf",
-	"WeCdZgbalx9ImuhD6rfnkwciZtgCxLN6VqFm2QtJvCw0V1HhNWDJZi9oaxvG4oa/ganMQ0PasUpUbpGk",
-	"06mXQ+ViQyCU1FNYXnFBlQukVLXMI0LjzWlYlRGhqbKBFWA8LBomYSbGPC1yN1tJJkmdYixLHE5X+jG4",
-	"V2Bzixmxm70OwQmF1zFCSY3FgnNzydQGM4XJHti6QcBUTxNC5YOe4EIHOJlpHascUPe9EiCSOVuQuvav",
-	"y9YiUCSjT6CjDZxGdqwAijfsQSy8929rVs18nFy9v5tcvZ7cnL0DFK68XVrHIcG3gGxuQqqyeh1vz29v",
-	"sYSk/lSA9CricWyUcCzXmquSctPQp4r7NhfZ9Ps+0QEWTtZc/uUdq/CGLaMKDQC+Jow/skgsGS62QpUe",
-	"vexOiada9nRARJhIXRqvNeZnBNPAibcM+b1nEU+/76ml4iEGT8hnwgP1mMsnpuQ0uDTU8hhz7eN5IaE8",
-	"7ho9DXVvKQrNTeBH9UXWpP6uYY25pw8WqdHovakI1h5U9lsskzVZ0OUpMQ9BGV1mqNE+oJQQvbOMwyMN",
-	"hdQLH31XGmEjYBAWhis3CBVzFyHHSM/fawu6XEJ05+8mR2KnPwZL/ZWHt/WuMLjO5kXFsG0PXwt+nz6X",
-	"Z+jWF/AhfOdLas1Yv8MYMVhoX6ya4OxqBtGru661rPcv1p4ni93uuS2LHNj3eI7LUGor3RspiEl5d+By",
-	"+DP7Y8+qyOb6gDEimVYNX97Cv1BxOn0SKd3LbHz+T89yru+D5/mwxze4gBNoHrzNZ+XsEu02JRtf7XVO",
-	"ELCcpE/jNdnaawgopPyU23+jYXAAp1Ede4RKGd5zRH0FYR3EpPqGUJO16jVSt4KSbFD/S8si6CimMAFH",
-	"vClAY4KbV1Idyyj7eHmzTJqa5At1/a40XhmY4yNGH1lQeYfpcPfyMH80ahGIfk0IzNDBdOzzikZmsMAG",
-	"oEmNBPppCs6aYlVktFvF6HLmVNVcRjS+h3AVEHGSOGQBqUMVdV0bYykzQsLFUkjW2D/F1flZlWsJ+tU3",
-	"GyORgJTqlx/QNrG/p0xHoFF0wIbb0BY+lt3mWh/IWbeJDhbW6x5I1q6MNH+samwg4+P9h7ejGe9on0g+",
-	"5nV1IOaa1CWGJWHUnzcglkjrArAyiu2Nedag9IoiYprnZtUKEn4NjqyS0gHGlufKpb1T0l8Zv+ek8D1u",
-	"hnTSKoUv8/yBDojs9NkAz0qLvUCYAGK6z8D2Bp8LFX8a//29Dy9TkMdtrLnO8wMsir/aFnE+nhLJ0gBd",
-	"pUAQoz8MWuQseqJrqZilDszTMac5nqJUl8FL5nDS1EMrpeiEMrV9WEQKVIoWdAmhQlOGsmRVHMZWBh/s",
-	"L9/K+INbOP+TLWyZqFS322qjj9l9dQTKnanRnWqHcrVYKIVSKakQ5mWKI6mFCxrAPVbLCPmY538AUzKp",
-	"C870M2iFfpqLiBH6HEpL7wd4AUN1lJKrG2y0yN2crQkNArJaqhvJg6Q9faAcZK68gabyHClaLHsdYK+x",
-	"X27aLhOxrObRj+SRxqFS4mTu+khvs6xDK/0WzHytQ0n/oJvfTfwmvZDWuMUglIQyCX0l7LJoZmVXvReE",
-	"9J4L9aNsfUYtMP9V4npf48NGYpCJVrrkqo/dOGYRXAQXWyysmcrphYGH1lTUE/FKwBCOQghshdZHZjQm",
-	"jIvV/RzR7qGiW6vK4vsKUzm/IvLthi3EI5PEF3IR+s2Yrgmmgo4Ip3EsnshSyBCuCvxebSmHJGLMvacw",
-	"SObetw5Bo2iL/GwWF1qJs/AcSYJJSL4jz5Pfw2+dL6RJniehNeYMvlW/NcmCBSHl9aCRxgf7q4T45Dvi",
-	"qUtIzkUUeOSZvD17RU6I3er1O90xr6s/vzMv/8H+aIzMjscQ9N+wDoE5CXI0WYRKOAh+nocJfWCxCe57",
-	"Q9fq15dzthALlsQtcsETFkUtckmnLXK7lkmLOP0hqbu2M2iQgdscdE71gcIoVxK1iFaJmsnHECOfn4nT",
-	"crvtttPJJl+RHkpiNywwD4SQ28iCe4amDKK4o+P6/JytPnkKtSOVTX4Pm86XTE631J00o1GUtgTNfMJm",
-	"fNLc2s4nNS0ozIYJ2F3y9NCEhOm0RFQdEPlOPsGxMuah6cd0+B0JybdELxTyLXEIwG/heiHht06r9YlQ",
-	"XFkWMTWjyXSNzJRKEbmfJwRCMOFUh1M5y+lVRzOZsuSJMa7WFBpkn3E8p6kXmdwLhqHnMMJPcFwTiWr3",
-	"jFByQxeUkym8jYkiktzHNFjRKFrDXa1+I7OI8geJnBBLCQG8cKPTSF0dc/HEHlk85vPwHjZCGBOlkdGo",
-	"mYgmF6FkBOIpT82gjbyMG0bpLVQmYw4MSsWFRIgWocvwxCBLKLnkPnw0yUNKdpYJW5LpGv5tjXmmL4gZ",
-	"MUndKd+lLv+PSJUmjbxK8ChHKOqc8Ur9Ld2lW27qVWJMHFWbUzNEXdK48IDfepXldm0p17B3QIzontBQ",
-	"WJ1VSZ04Q3Kp+qFK+pUJKR96pE712UnU2TkPdeVKEUMF/IAl4EIjy/CZRbJRot5tkR8ZW4KGXUTDxsMX",
-	"yjtQHrxQF3eQzCFQXfcrOEnB6LIATXUCqzckcWzz6FMYMEs3MEDsWshUgiSrabqYlYCDZ3yjEMzr9I7y",
-	"s20NSz1XN+D3IlgfG5ydM7JaWW6AmBEGILXaQAz2Rk14vk27ipTMVrfpu9YU7rT1pUOBMJFUINAu712v",
-	"FsWHLzls2Z1v5d09X6za/n5gdNhDIg96+C5cMJnQxTKLKco2PlJZte33eh2vY5EIX0Q6oGJjwTwaiQaG",
-	"tcFPoN/CabE26NiYU511cKBL7C315yFnTSVcQQUm9RgqgeACh+9MArRYbhTFqZTGDnbGBJi5nK7745wz",
-	"VUx4HTGW7N1fRc7cC84mcDFmsEubhyE4NXyq9VyQAeaMxsmUYd16EQVwPVPtUgwl8VTL3qlJDthtnMLm",
-	"q6wYUZBqJKQ+XRMvQyLxGhZRw1DXmBK1W4crW9DdZvRcieUpWVYVm6pm4A1k+GQQ4kVel0tf7o3OU4eh",
-	"EkQAKEZDY24YM9AggYKlh8gr4A7zzLveKVxK89WC8mytY4PaNsRxvewOp9oMoApYNNGltCu8i4XyF5G4",
-	"339U5Gq0ICe13wBOkDzfNlhQcpoQ85IJQTslTm635pbecp3MBd/edg77P5SQkpwwrm7iHwQIKVAbjQty",
-	"De0o0TKUZBayKMC4GZRlDSSF1kN+EOo9iPoJE2wCkslyqffevXBabq810FaEjdlAorYT/lYESjQ0Padx",
-	"ED8ILDBHQo6SE9R19AL2yCJP2zki4dMIH2tUHnIyXeGpufShlq3WyqtitVQDzp8yR8kV0GHVnru45yJm",
-	"gZEtilzQP4Kkm87kKfF4GOlwBahylUVWb9mRWXeXdHqTob0dLshccUbeXF++1EVAW+Q8BOCFLO4VrBlZ",
-	"TLGHojryAPIP1V2EAftQ7xWN7kcYZL/SRvh1dsFdb+UjBI8CKwFIYB13rd+vctVMX0gSBma34eOnZClk",
-	"gmXjEbrEqJyoSDEaRyGEt8D0oCh5DGXFEPQyjorW+vEh8KgBiMppWgxWO7J0aXhTVTHnD87HB4KoH3Li",
-	"NSM6bUITTYRu8g6PFMxKCFVxMb8uNR/TCo8UEqGNvUePyWSyEA1w09gd+7x/zxenOrdqPu7alvJqlfhi",
-	"USEEak5XOeMhbjudCrXVoNxJkJolwF9KQu5Hq+CwWF+fQUWY/RlCbFvEpCFLB2MV2OFhHnqChxtagOqG",
-	"fhETLpLGqTZCFFe2OlWUNLN/DCue49hBgtV780Z2SO6XsTSjrHR+cjzJE1E564IGuohxGmhxhPCLGJ1V",
-	"sRlgMdEiFaCeoUg1CyPmkTqLJCMd2yYbQXWN1pifGQMgVJVkPIBDhxNPV5X0wNdpaXOUXC+iEOxKMRvz",
-	"mEkRPaqFB0FECIkFJoVZ7gJ7IYvlLse87jXhm6aisKm+9CyiNYwC2BWYpQFv68SDEAEWN07HWCHpKTTD",
-	"KhfL9FrkjOtQPRoRGQbMp/GYe2jpUwNFW2XrkxTcy9mnyuY6MDiAQ1GSumRszD35EDEa8yaS1VoEno7W",
-	"yx3AHXvYqzrCYG72ZPd6WBbII3W0CKq1islXILl5mk2e9srRZMzvGQcQnoD4UQhb/4GxpTbWKdnOsKLR",
-	"yppfxmIhVKN0zHUlIp3T4Jl65B6JWRPUAOidcmJ+0b7YOh1zI7KBR5w9hzLJeW4QrQnFIQJc7NjDMfcw",
-	"ovH27uzu/e3k7cXt27O7l288Sx8eRdAhiCGCFk7RC+mv4pjxJFqXq3ZBWS2djw/SLkNxv2GZvYCTpsXc",
-	"bIVD9VyaEE8tDQ9D5Tl7SpchYVz9F6qCjbmn+8PY3Yw/YIzO+eSRqzUrX99d9VRtmsgk453uq22GCf39",
-	"tmMnEwJLch5eP2jVnIuEyCe63BTSciXtK1QtxWWIS58s5P4rBOckrwpsNLiM2WMoVnK7vqD5YFaAvlNg",
-	"xzzR5TY3Fldn0xOVFVpC+TYvEllBUmnY1YxXUlGm7x2b02UKSB4UhJAvNXvwK+WqlEflMhbrUx71arlI",
-	"5UHklopYVq0bESfbFlS+smUlhECqdplEdp3XhSdJU2dV6aw5tWHUYspnvGz0miuMedAAsWrmoWaHG/X0",
-	"TsH4rBLg0UtpTmXmQ3Pz3SMHVJ1DlKkXJkQfhap8SOmhekFp2xbn2TJZl8WVoxm9sf6rtvBbvIqqvOfv",
-	"efh5xXKam7m26u/fX7wCNFKihgBLZrFgHG8iCAoc8/d3r5sD7dtDNiD6spqkRBC32yPfQEHRb06Jl4oW",
-	"xgoAnj/AcIklCAKUa0IWqygJm5BzmD1CfMrJkkoJ9s4x11IFag4hOHN0ooQOR99IB9gQcdxub6+OWY7K",
-	"Ozjq65TQUgjY9jRzgVjN//0jvUDyf8USGkbVnEiljVSe4VB6sOI6DoJ9qnvamAmFJTnL3uFa9+6LH6SZ",
-	"Sn0c50v9rpTSiMItbaJfDWlBGGPSXqs6uzdhPJkck5GWw4ffG0N9qZ8torHvSdI00Zjw+JcN6OqtnIB4",
-	"Lj+EZKLlMgrRgoI+wdRQkRNi4KXUAStiLcvMRExi+kTUkLkM1XJokdeIU42iLTodl+ESgHmwW3HPQ7Wz",
-	"ZcKW0mR7Q9l8tQYO9kNc58cK4TtfqpJSdwTA5bSrGOMWUGngJi65OGwQ2ZBHGGSgtv/B5P6cdobRatXU",
-	"Zhj1G2Z6pQ7rkz1XlNki3gmQeYLKpN5RqE9q4Hqv2gqtawpsxMazZ3L75qypjvx8DKDePf6c+ZC/m2he",
-	"KLGzQsCd4TJATSXd9HpNQSNytcDg+2rywt/YZGoKwR4JGZRZ2PfuO+1uUrMBinX1UjEx2qCXCJ6G9eIq",
-	"NwpoqzqlGDICjgLXMO/IDJFu94B3SaHZMp9sgWW4xmAHdedlZsp03tmz+k7ud0TmOoL9tNnRpXiCgPeA",
-	"rJaqt9wOLIWbYuCov2g6hR12iFieRk66+ahPd48pLZPG9OIpzFxhPaZ7JzvhP267YC8gg2i/L3P3TVdK",
-	"Rr2+vHWb7y6uzy5vvarkkzmL2Sn8oA0MJDUTXV/e3jBAawSLAThNzE/6lK7jSQLHM54jVuGtBmRTqT2O",
-	"gWbqFM/dFdeXtyVn3EYHtzr8/9anEYs3Wq8kCossTGZhlLDYkvyx/NpfdWljAZS/Ks/jZT7zhgXkxi2K",
-	"li1yluUQFU8T2arlKqz8bQS9vT0ndUxHaRRpw+yTfQT+W863/WfYu/QYWf7nNCsfMPnjpDBjO8+tPVFe",
-	"Gx5zfIsITuTKV4LZaSHLV3sEdKZvKIlkoFcflsOYnaZ7s0mzCLOPf2GM2WEbsBhttrH73q2iKMegg3zm",
-	"//aAtY085//OsWsbCahfFZWYD4M4iOWZIeZApgNxB7L938Hwrby8zJTWDV1eX/HGIOCD0haLRYucGVyJ",
-	"nAiSopODm8QUWnohC3mEFjhUPolpGiRvlA8wdIqnNBgbvSQm5Jq8vP1wmimaaV+euaMmijAPAQIDsUxY",
-	"MObgWMkw01PP4KIqgBuS0DJbdLVnFPdsSWEopV3mGvIgc2K1RHt+TmTJJiGH+67O6C26K5T50bcMQqsj",
-	"1hbG95ECpxRzASOBjblRy9OIptQn6jVVz01oTKIPqqD6jnkJkf6JSiJmsxZBtFxMdgbEITPV26KvABE4",
-	"UPc/lgmrGmOJh/qV9A0PMg9pYZDqOXTTe2NeR9TwtNDb75/E9CL44jUAVKJF8GdUnX/XC/qLh8nP6JBb",
-	"ABZL3SsUzFNPSNWPqdaXBkKpNzCDZsxz/mJwgIADFKPb5YJGkVaLldCgu7bM8h/zMAAHY1ppKdO+wX6i",
-	"VH9Lw6aR6RoLqYCeX8qY2xuCWNgpWywOFY5JNe+pIAi7v2qOTUHECjp0RbaKX7JibFVr3vxaOD/QC0rq",
-	"kkWzZsD8iMZsS9xdrsLiJprwU976o3eQ9ipXrgAweOh1rCZWNvbHhJRLwP1+xGRV1oM8wHbz8vYDWdI4",
-	"UeqYD07qyvOnJJtn9SH3Bhpuu0WqrmIUSys8QwXH+SlRMpFxkepZCCXJiN4b+ZshEx5knAOS03vzINk6",
-	"AwDcepPuBG424GDHI+rKNAiQVV4OoTSMfCHJNKSoCsELFmbrZr7FIl6eCYFCtexg02aGWLstzrmCznMw",
-	"HqannykykUaJWRvgkSl1mLCj4e1MOAbkvMos082k9YSmjYOHU567c3VWVw0NYFkPV3pXPAmjwx/fbhza",
-	"arlK11QOnNIslENWKY70r16qsYjYFgyWMDfBQqaTdowPoOR9Ls/RV3AR6c1xcyvrbuAy3iKggQovyZTN",
-	"Qx4YScWYTtKbnNQrBZET/NVLATlAuqjwvOWmZqvVOnWyYKp+mv21ZHEzBR9RDDsug2EX6MoVZzkZJ/Od",
-	"5u0iFnFarbMj8k4UR1LkjiqKIjWuSt3lUv8Cg6f+PJMbY/EEomT6hcYz8JwTTr4lySR8Ub97cdf4V9NR",
-	"fyB25jEWnA0nz0Iyf5PCl1lVWrTJ5aFh4KQ7y/goU4z7P03JYwUpVSbCv5+cXdbwx7ACoOHDxTWK0BpD",
-	"wdpY515mkpPen6Uv11b1dltikKa2P2YC5Eoybf1TFPoxozLk93+OnEPugDzByEKriKCT7hezKneC5uTd",
-	"ZfnKK0Yc2owvrDJjFEStzatmp38ffDAP04qAqfA3tumsVMvhx/B7C6v0sICslq2/yXVYsIFXa7KAU3xq",
-	"/KKZAgVeVZBYMC5YabFZe+ANgYhpDJ8FJRCTwLUarpo9BuD4L/MsHuVAq1pQ7xTFUfjb14BvvAofw0BH",
-	"SWcRC6gNQ142jRlFadDDIACP1JOYLtlvIgxoNOaQ+5+Ki/mdG3Iobh0iupEJbliTZ9jDjRGhfMxDXXAy",
-	"Q+CVqwyVHeLQOWagY1QVEkEWK5lAbhuhyZhjPlLyJPL9WzjfaXT83c3ZxbuLdz9Mrq7vLq7e3XotcpaO",
-	"ecwxRjkbcyjJbywWOo+BzEIeIriYCVKCzLl7lsgx98q4rV6VIQxJ/5oAhzIGAjczfmCJJhPAUbl8rrDI",
-	"/yXEqW0eJVsyc2ahmjQjhA275P8mP5nakv+g/oMU3ICZvF0FcxE90NgizrA/tLI48lwJ+QwX+WBA52QV",
-	"MJ6Ev0FiKr68NReLRWkHSKVF2geHRx7MgTciYQgXcediN18FBOTWrNrnyrnKI1D+b2ugB3jP/yLT/LXg",
-	"9yZJs5SYVQ5DrjSt4K2YGli2xaNXGVsqopc3c4o1j5yPlXfqRrbtAfmtx66+UicVZG4G3pZ63cb4oxyh",
-	"Zqb+Jj9ouhD+4wb9m92ggNr839n1qa0fLzFj9OgKPcX8jM2yj9XJC192E5ICCm7HWgBQ7w0YN8mSFDK/",
-	"VUTGHyFq7phnWHyAhbVaqutKCT4/kToYSkLEMgz5FhxKBzIMyQNbq323zIM/ZKqDxpzUgpwxLaaQZ3nI",
-	"vEpx6fP+zbUJ3Zje10e/uGNCXmWUVgRsrKIkBI4mrGBBLeUrQ7a3TMpyzymhio9jnmNkcWaRm5BYadII",
-	"coieLXLL2Jjn50mpRurUX0VUVjE2b945QP75fOhzE5B4Dn76yJwT9+AHj6LjyOSXHavkarllw/48pyb9",
-	"dRmtiZwD0qJP43id1XAqoK5X149ot9wGIhyKVQJqlYi1p/j3L56V6yLETbeMqNppBTj8Fnmv4f4f2Brh",
-	"40KUCWFngkUTa6wiUhqC0SEEfDVeRcUK83efYD+OAKa0XLgjzSNYRuuckpDHDsXE2PQ9hohoiTAHWCLU",
-	"GWaPtD8/oZHUiV6gNcrVQo652l4NyCXW+WoRmUUCMYRMommLXGEBEYhZs0gV8qo5NEebGdhpXg1aBDRw",
-	"6lHuv0KhgENlptw7f6fsVOrmPzLU3y5DFSpa/G8gTGVrowIG7Zj01DLE+FEJqhso3Ph28Ww6YKUXJbIv",
-	"Vi0oSgQHNJGXISBTVqNJ/nV5shtQbQU2F9i2qcEV6Nk5r3/C+FBs47/WBqELh/xbthLwZj9Tt24Xo5Yc",
-	"uFLV0xAEdMwSN9LLF6tmRNZ9b96a5zZMCOaHHWMuAKxtFoePxXK5C45GP6BLukK4Hpkyn660hT8S9y8k",
-	"+bxiKwy0mqlTvp5JSFwJOuSJhgmijup3jocL0jUtfbFYhMlRwfsCUAUniobtqIdvxBOJhM4RwTd0FhhY",
-	"pdcMSrpgriwUVFTNsYDUbR1sqLERwkQjxKtRAkhIKNNEPfRiZ+KnqWE15hlUs6ffMaR6JleFkocwikhz",
-	"qMSIrOasEpmUpLbiUHaAE09PGealPMVhwiaIm+qdkiWVkMeegw5UGqLBDkRhkBq4QJjukN+npbM0tt8E",
-	"gwS2lr/bCQdWGt8WS7LgAE5PzSRoYV4xGDM7EqknhNQdss2WvZMQWLSTgC1xY+yFeIKMwO07JVseub3y",
-	"Fcv8TyUS5qd7O6mREua37OhQh14ZrN1E6JGNeR02dxDKB4tcnFxhCUelKc3DKK2HDJrOlKlVo7rBOFGo",
-	"7ufYZBFysFRkpXQAXTQSUlpb4CxLa+wrkMXSqbPS427veXmt1fbiaXlcte08bMbhoX0boCf7XOn5TvZX",
-	"8i5FIG3m6qF7XJfl1mX0NAjGvUhOiYewHqZuN2J8oOlE5FKjc6W+Y4YVPkcb9Z3zlaQytzw0Ca40rFha",
-	"JTpsJlNXhvQAVDrkwBYyzdNk8gQcmxBuimizbOntq7RGIzmZUglZflsjyyL5vX7kFv2CBk19ywv5qg5W",
-	"zu245fGiJ9qqYbLhVvkBfjWP8setz/FHk5deKt8m9deHqa35wezTWHO07X00JW9PWF+J+fueLzITFOey",
-	"4LkZDWoq+aUeKooVg5wWOUN8NaLPI8Tt8irKiOYrqVU7om5MlWIIWT3WYh6zbZWhNdYogxhaKG+dgU3W",
-	"IX4BDRe6HJwpgR3FjAbrRnUxaHzoKMlMvzJdH5UzoqkJkyzdQxuKigkf+1GqCnWiDfUZ46rOz4rSPVuq",
-	"GH1N/MGj0p6/xpmouzQtVFOOONjHI4ZXJK+KHCI4JnSn8usmeLZXvWDmQm5BL1C/FGZ/gdjtpC4Avzqh",
-	"IWdxIwenXOn3nSfJckKDIGZyi5i5oJzeA9wn0c+pNqdixQOLsNZ9i3h2C/5/1O12ex4WTYNQmhn1mYQi",
-	"xp6Dz/TxmUpSwq3lg2BSAMHWIp4aeHMZBk1davEUrkyTJKUvMDCfanw9eHtLJrlMJukkHb4nYYtXuOUT",
-	"ELmLYPCZKTz0KWZm5RNRIAIsYix5IbMUI41KSKXBnquD5gRZMSPQtfCQ0eZkinC5UJE6ETErZGjli+6D",
-	"1LAH2RuFFZMNiIk4YRHvp5jLwVnOZrtX3MvA6iugqROTtJBy7/AgOE3xBDm8CzEohT5KcDpk1XiQ8QcN",
-	"6bfF5wnjwdJUu68IIs3UWfPgxh5K/OXo5CS/Tbre/tMZzmU4JEpbuUTWBn82VoNZ1YUp2tgiiPu/9exc",
-	"V4GYvY6ZnKcYZqEpPF2CMKtO7ypZozeDRPH01IqaWqTvefhM2FL487w/WnWIt3TADgy12rDcHdX5aQqI",
-	"itrddnz1TVK2rLg8aSD1Z4CbpSpFx+Ww6ASNKiwEQNw2WTdZys2RCvffnyRjhlC9Los5BkcXLTZJ0CsO",
-	"6bvoGgzVWuLrXLz8fvSJz+7+uPyf3HxUfhGnaiNx9OUH4q/iR0Yi6j8g8F5WSvlPZRG4z1sQLI208b+I",
-	"XC3UH/LzisYs7dwkhbBncPjKAzdb7D5P/NVihShuh2JZuhWX8Mu0FXLjprWSc7GdszCx8jz+S2P2i8Vs",
-	"3efaxtCQ7KqFmlPzjoubvqWPYfLbw7r5g4jomsiFEMkc015IwOLwEdmRxkXrC4gH7NnSpeogdjC4Z+oC",
-	"BvsclcSTfrhct7BiW6uA1VOHF3kgnqwxX4poDdkZFvam/okS+p1jwWr9boylrpfjWsNrEU+j8mPU9JQR",
-	"EQRjro7Ie1ApYmPiNa16+gCFtr2s8lj+ARZJlot8royuTjumU/HIiGt3+hr/Og27nlOpvh/ooO0G2Pd0",
-	"zBBoJDnv+tvzu7NXZ3dnleFCQOvm2nyVmwxkWMVoNJj69sGUq6bZpJ5OebFUWWffyZz2qutOmCJx+xMq",
-	"ijHg2rZSZYVCrhfaV6zP9dA+rIZa2lSe7Mp9BIINAhiEsjIjJZdhVwnoeUBGZK79DN7z6PfOv+q9qhCN",
-	"rV6qa1PMOmeLDEJ02WC5QWPZVsrL4V6qMPkaB9U2s3sVlQYutk61tagEnW8BmIOYIVwC5fcMKzyswb6u",
-	"xhdywr+CSL6DPp3bOl2TqUjmBqUtEwE17VCMgiV/tuIH35eziot9qyf8b4R8x563VfbyC9tvp8myvF3z",
-	"WdgVyLPa3iZZcqrr4ps3jXgNOChzDUJ5tMy5Tyf+eu33GOZqO+6RgoBJW0LjONGRoBbx6s9QUpjy+nOj",
-	"QU6ITIL6c8PLAtuWYrmKdOmrIBAzYjeyLKi0bq+6R2cRTbJIUlOUlSaQodTaWzJV8scDE4Uq+ZILBygt",
-	"uAzJfkNk24SCr3xEw91WSL50wUgEKNQgGP2ZDNRcEfBut92rQCDIYa1vFmfdla96m8QhwIFkCamYonpq",
-	"iIey4bIAY+eVYfj+6hGVpraYwJpne9V8m0TLcxNmV95ih1S19FIR6tXFh/ObH85feZaSr+7Ob27eX9/h",
-	"ny/P3r08v7w8f+WRund9dVuBM3TiU+6zyGvA27fvX7++eHlx/u5ucnt3dXP2w7lnrssUe1o+5EqZQ33Z",
-	"lPXYyBYRDxvyCg45T3vkiA/YUwDyvFbKKC0lvudxOinxUkeZhwmFmFtYTiukAMsFvoNQFpIMUzc0dn9a",
-	"wKFHQyX8Kp5eSF0jKwy8FPlLbeVTMhMrHphY8jBCPnwSU7BNA7o8DEnHehgkE8S0QQMyTNe7s8vJ+c3N",
-	"1Y13ZKXR40uHmpX3DzGtECCThC2WVQYDqPnuNcEO65E6ReNuY0Tm4gktBmCNN8NXGsecBupc/SSmJvEz",
-	"XnEONW0wrihmnD1hnTYJ5e6YatiYlB/CKGJBA6JU4hXXldyma2KkJv0gcNklxhGBuoO+TGOWxCELsFST",
-	"AQalQKGJ7IlXGs9Ke7DZYsqCgOm6YDrGeKf540+BoBl4I8O5CrSzMd8Hd0a2oZ3dge08jzaVAVOFkngL",
-	"ltDWXgS0iC4lCw6t53h07HDxLNwMHv55vk7XFYrZlposLw1sArklrWt1UHCxOgTk/EiX5Q6YsIeQVwj/",
-	"afhDbt0Zh850TfRxvAmngi+V1OEU2csjdRNvY6qU6jCxXIQFVJPS4GJGRDEN7ImvUIvi+Nl7q97anLy7",
-	"9LgrYSkSKlOodUsD1eXlD1J37c5gzA02zZLFin+nhUsekBMQr84kxsNmHvMtkHkIPiczzQq2PsgHDcTZ",
-	"G/OTjNE0kkLD7IFOtgntp/YMxkzcV7saX8e0UNVxJqKAPOcsighKHQjOTslCcJEIHvqnxGnZuRylQNfx",
-	"21UCf0/Im5nyg2e2aI2v2pc0URdxushheauPkA+iNqnPgHIruyU2oK7SVQ4RojmERA0pnVVgPWo5bqUa",
-	"wPlM5S5OvACLV2vdR60nMBVAbUV1XylqAK8A5AUKJ9AqPuyUyQFXVED4mcsgBxJ6EORHzs94oCPkIJiQ",
-	"nGCQgYXI1RQDG4/osCST6FMzB7WRbpZ0enclO+ToOtOJQ5uCC5NJuID7N1hphejg62rHsY4k7y9yAbWK",
-	"vEywRlR6bBhh6Q/weWo69vCgGqxQ7ZeDwwzzImCFk6QU6Vh2Q6jvzbjVo1Daw1zCPAvsVF8fbzyAgewP",
-	"ZdxcrBuU6m3cRP6ne9n8jeeSiE2sK4hdG1s/f33ij2rR4m81q6YaqaXGv6rLtHA9Hmf1uMsfDjpk64Uk",
-	"6noOaIIlqEwSMjnT5SqVWIs4bMGYQ4qhkvM2jPuWKYsQ6oJRXIr0KlWXo3jiYw7dhLyICvzXwg+DoQs6",
-	"fwGdEuizntf1tGF2gZU8UalLQv+BJWMemyC5hhKcGWvCg/+4vXqH4nWuVBraeWNGAznS9XQxzTATvZk/",
-	"FxgWovoE6RgVvjy67QtJdCWN7cC91hbI3kaLnGnPSK8z5pgdygPi9MiP4fdKJAKrn5/AEMrgOplrZlNS",
-	"0UJKmKjLLc2MzLO/16nYR+npMIlXVSHBb0B5ZjlxBRGuQ0l8pdLlys0bp6250Mdcy62CMxneL6jXIu+E",
-	"gV3OjiWP1CFlnszCZ61zozw22u35eolGUQxipwlxWgRxOgEsCb6WYw7kPXxjZe2qsysST0wmimT0FNTh",
-	"n5E2AVAOPsUxTzEJxYxg1QlyQmRatA4gb+Qp8RYhn0ALueIdXsNC958/F0IqkUh3b1xjD9+0SDwJPz1A",
-	"9XfxREKl6vklv3kKqCNmKaTdJ+ThQwHUTgaTT+jvBLJeyAozp0W4sWlIi3xGmVmPsTXmY/5NbrZI/YYs",
-	"I0k8ySLmJ+9UZ/UFS+YiIN+Rcc08OK41PIMlTRAyWvH2AYlEtjyQJrk9nzwQvBjNt99YBNOgAeYQ2KPa",
-	"mNP0DMoGAQICrjb128sPGZiRhW1/R+rOyecGULFaTD4ploR1YHGDnJC64hCRn+OkzhsN+DNEGjlpEqeB",
-	"1cAEh2EYVoP3P5Tk5oUknloC1zAWGdTjyUPjRLdmhrUIEQ/xWh2S3xAPI/nC34D5Hqk/Uk4CFpMPgiUW",
-	"cYbDDuSDA59fbOG0omZcK7SkOQ5npGJcylazzpcsbsbgDpvp41GqZtSAv9O8Qb78yyVNXITf/MsF+3kw",
-	"+fQvF/xMCQPUbtBc1duwL9DHbCvtdTgcEiSLyPCek1kULlOhVnVVl4wFLMiWBl0wPN6zotFYSk292TjF",
-	"yfB16KBqzJQ0ply9H0ocJ/sOLf5BwyJLnHeffEvsVleNwLFtG5Ow/LkIfabz9KvW5tIsSEbslu2Quppl",
-	"U0qbRss5begjWO3V1yJWjQjOcquDEelTAKNCG6oue51bNYqNLbOzJmY5TzArXCdSbNkzOKvfpbtFdf8t",
-	"rPVvdOr+7bkB/shvEoOKAUcbhRPFsEBpn5LU31CZhMwid+FUzsOY8tDgiL2OQxYsKLeIZH6L9FuO3YCj",
-	"QY1FnawS7b0Cii7KpeASdWhQldVVHqoVbufOplMtiEiAxIgypFdfLKYhV2yMxeoe7+EgfAwhinG6hsVo",
-	"ESnUsUYTXOtPLLyfS0Kj8IFpmJNssGjIy/cNBme8iQiNBGcNMAODKKCxBmB0ar2Ymc/uNsHJnEVBU6n+",
-	"wNpRiowrOLmnUmClwDFXJypxml1bn5pqIamVLtVGf3dxo079ju2kqHkY4Ir6YTDmiYD4jIZF1jTmLyRx",
-	"nYLxW5K62xtUv23umY6NooRrE7lWF0ES+qm6rXHhWXwCv3kWaafzYI05HFr54KGGxvjHM6AwWKSn6zR7",
-	"tiF3zPvwKP6kXnRt2xQwL9PSIi+Ru/o65Gr86mUgQi9sxzZLVR0ixIZjSJ+nHsYHY4APyD1NwZmapJGa",
-	"yj+Q838Qye4XsAb+IJtbD7+EC4z8QQrHK/ljzP9oNpsb/1NtGz7AbJoXyR+kMyJ2q+0OyR+krT667Q75",
-	"g7jwsdMlVe+qzcL8FYTN/EG68Gh/UGwg+1jRAIQfAQOCr6OgwLxjm4CAohwHcADd7GX1hn6561S/XGRB",
-	"7rXKj1UtVPGg3TuGhmom7G5DLXuidmRu/AP1hOP0ih/7+HHzveLQh+oxe9gtfszaKb1cHHXWR/XH0svl",
-	"ATs29AhLbw/lpSnXT3eLH/FFe7j5YuWYe8WPWUPlt6sGrXqp/lh+e9uoh7uIh8NLnay5QTvuiDgtp39i",
-	"twaDE7vV6evWnJat/h6oXzqdLV+WWi1ypLppB1oZqi9d9WVbfdmBJzvqS/Wfrr3RdJFdR1C9v+kNXlY2",
-	"XvnlzsbV3fUHoXytnoTNN1Qj7nbV6/YxX6qLIKfKzDXUrdb7REySkAVN/SdeCCEnztDITm4H73QrhRRz",
-	"3PwdlMr0cOU6mORcJeGRenYBwu2IYT2ZLxjDjXW9qHnMGN6DSh7OXbuY844Cbb1tKcmykZb0HvOFkspT",
-	"W4a5+Ix2BbAG6jKWL0ggWsRb0AeGoMJN9ohwJZ6SqeUq1nJ5QqeRdn4a85fhZs0qaiOIaFQad6UtbFdA",
-	"+hmo/wHBIphle0OLFOLJAWYKiq+D0xkzzFutolEhb7DRyrvx3afx5eAFUDrlmIdJwyLTVZIVSkfFfWTq",
-	"NLUyWwnqaaHgLcVDDaQA9HstcgYq0lOKRwYiURSJJ1JfhLzOm44FGmdEY4A5AIdQc8ydRmO0G0gZzCoj",
-	"I5xO1yVrgeLKakkSAUXv86aIXUhZlS5t/3EC4lcFrJjZIT82gfAyBSWnpWMjmBrhwAglr80S7UupqpP1",
-	"I/mOcAy+yh8xdZ6qfu3GqZJ311q8/JFwxgJJsgd+JN8St0XeKuUHZUgIvMbdLGIyY08s1hI7/KKUi92c",
-	"P1eaBwwX0u9mYWKNufEMpkT6QiaKkG+Jox6RJa4rxdTORyC7Wzhvtu92axxqBCGHgkkm4noLTxtKmR9z",
-	"KpWSbrI8GPkReVP2MWsJ2xiD9J8jojQZpcwrHWGxQlNvWuEbjrVVom4cQX5UaqYveBLer8RKQj0nqQPS",
-	"sW66mhIDBwNfqQYaqCPn7kNvlG9mGgn/AbS9WDylY05tJ6pTTzOupbgKJqpca+MantXSDx/CpAkFe/Vr",
-	"P74WUVCX89VsFrHvXtNIsoZXWLaWBrSPZUK4OlTIj5ogNFc9an0Y0BBMMmx26motP/wNLYkQX1u/QSsI",
-	"cIuFUcjv6/zkxwZyU08S9vgjaZL6j8WnmoSjocvoOBjBwnB1Zyh/MrEQkBRNOprjOEUrnhi252QFb4TG",
-	"SFIHW5vdIPfqQEyE3gA4fOS9aic1XZV4n2tyXMMF9VrEpS2DqDjwTtkmpJZJ8QLCxYggW2Zadaid7qjy",
-	"1inviN3eWLWj4IzSIdi50mp5n4RAPHc55hgBFnKA/qOx+lZHGTT0wQEJIRD+Q3NxZNj2mL+8/XAAiP6d",
-	"if5Oq9OHGjlS+yJK9fQW9PkSQiNrI7fbg0PH/O1UJuObUEdzShWcglZtxcPPK6afSeIVw5cm+3LMzCWH",
-	"uv7GdZVAccu6TyEeTEtEWu4C3sYFT0E5Q8S1W0SDrWuwxbwEoG5lyZKjL7+05F+OicUI0EOKAF6ZOKuV",
-	"ZDEJA53AcsysFMIkq8Ji2VJCuGSI6wFLySQCLWUmlNkiYYCxYVG0Jkoq0YYlNBuVii2cluuSgKcMazqR",
-	"ukfjJJxRP2ktAm/Mcc/iJtZguIj5udLwp4iqUu2CVNe4uh3ogunsqGQjBDStdhHKXc4gNFZJgddz3nBm",
-	"SlxWBpjWKYaJZvUoVlxxMBda2rDGXAmFWn/QvmJdvxMk3ZYvApZKZ1ABZbFM1iMS0yesvKHjgOEIPM/D",
-	"gJElXctcCCpEMiK4lQQz5BRrwYyMz2gMcfleHoXGQ5ybOgp+XRsGwwIs6pGVmBvzbDnQqTrb7FaXLPAi",
-	"zqeGISuLmXdjjhlKGspMaSyJSP1YmHBGdd6cOteetCj0NOaLVZSEy2jdpEGAMVzQT+PUgPKyUF2R1m5X",
-	"HygsZMq4Py/qKWqDx48sbkIRFGCbQfwBBqM5HZK46k7Xci2nQb4lkj+i2RERz3gVR0vn6R5wvxIeUfFE",
-	"rYiFR8iOylpkGnOposZLMmdS1xyU4SMj3q+ReLLIPLyff/TGPJdEBJFt6lxdNJ0GVgnNtvUpLIoIQY3M",
-	"oyAjLlh8z4IWuS7iJSHKBjTwNBdRDm4b5BO00Gf5mCiLGG7KNGdJSYgUUd0AJ5gF96xFzpACPReeUpO0",
-	"S0aNy4NUKDN6kxwVQ1EaRRvPF6PZ4y826pNG4lNvHDHJVYgtuQSBTr7gvVOR/LC9mmr5Uth3OX9Fsa+Q",
-	"SzVfjCe6vr+6LbDGlzpQADcGNmdWPwgh98e87j3xie2RVouoT2qzew0LKnGUUjJOSZiAMgazPTWiSdwi",
-	"FwAyJ0xEvVHKMQYjC9o0xY+kh7sTJyq3rENekTowwysvTLIZzh0MZrx1r5kxoam+8qzU4ZM7/9Tq4NFa",
-	"HZfUZwGen65tN9uubWNJJYxiyMZdLF60exEW19tROSiKyPwiw793pqSkwsmuCKq3TE2l3J/BPwvv4dg1",
-	"qefGiVM01GwWZHL3I88qCr6PGX0IxBM31f6Ofq0Mi6TasFT/u4avCzNtKcl0SLI+wGUWt3QacI1Fhqwa",
-	"hGRkBZQqo653HR8aPX9SUSfqJ1yjSmyA8kiHV0TKmq2svuT+iYa1lrMlpnKzpJQ8PMB3Y9o3InyvMzem",
-	"tbUCFjiag6wquTFfjjlIdRbx6mvSJOs5TTB4BCNHHNIk84ZJMMTzDIyLEAegXbkeJ01yRprE8UjA7mOG",
-	"u2YWMxaIBRx1aKg1RSLGXFfwvHNP6rzpNExY+YEFGcpZhpr72eIsTHV+Oe3aGhkMy+7kNKMTTJYU0VS3",
-	"x8nqIz9TLyyC+OePLLNZpFlmMfMTEa8rU6IqjLEHo5zfpm+gwQ1swYcfgGAHgLupHBUHyUZQKtarMhaX",
-	"rbKHyh4vP1wD2FFVFVnU/g8qAXmpn8UUj/gAWPXyHQHBwU87a2NpwwiWB9nbQbEsXva63FGa0oQ05Kp6",
-	"wPl0Bzlgpj6eCczO6sdllTwoMWeQBI9DoXAdRji1de3LdQ6xRus7SgiztCAjE8Kek5gtjK2u7pkRTKAy",
-	"RgqNBPozjaLGwbNevqEqZr/Y1yFAxksRJ/vD2XW55yW9Z9busPYTbLI6bVHP1ETjnwYHTGrIjbkyIVhw",
-	"UgmoCOyCCX1LGmq0pj2JEqpLOTEvVNU+S0vfeppCTyfjmJfwBqRRlNkUNKGnxE6RJ7GWJmqNR6IgsDxO",
-	"mdmUVulE3XVGv4fUqoqscVlVKxlkeh0yFUq0F40ym6RFKoR9pZqfX59N7idLFk8u1UOv3hT/zP16CoDR",
-	"lEi2pLE6NS2MqJwzGrAYAqdR50h1yKX+upWzjYJCgpojGh5bY36RWVLgBsXgW3hGZ/QGzA8XNDLVzJXu",
-	"8uu3zY9BeB8m8tcW/vvxV5Z9+dGzigsNvjbZdCIe8yxLGO0WI6Vy4lN6iCJW2oUzsW1bKUZz9kw1IYoA",
-	"+9lZNl3IrA75zMN/FLlrhGjnlHunubEAlnyTs3u4EyFaHKlzXO31cexqxxv6wcY8eRLohMgcXGBLb5TA",
-	"tKchp/G6tiP/7/Csv3IWsnys6Wa2rN1PeLNfG2jBP1O8ROPIfE3pko1XFzRZxWGyPgQTD3T5FwbZMTOv",
-	"Gc+WhjtA11eSjvmFJJ7pxju0DOueuplQPz9fOxPsdGnWucbw3lIfMwX33yKvH1tELI/z8NfXBrNqkHT2",
-	"daloxcHqpnKzvlmypbQUq5bze74Aq05wSafbkAvTyoVVKLC+iIMXkiyFhKQZE9G6BAR9dMKhVR7ufYNv",
-	"ppfZy9sPYOc2RSCyA0sfufXMkQhxkeDck8RutA4oujHVtbe3rY3twARG98irw9orgFYwgDqf5GZkJuJJ",
-	"unbUj5xN1BUb8okGyNoLr4JsLhOekrIbGOGDLoC2G9/5cJTmvF2ueupNyTVjpIIrBpFNvqakca67XVjQ",
-	"W3HN3xZQZDldsBa5ZEnCYmnhnSct4rXUJTZBZ7rX9KysUAjK1mMewTsA0qdeysDgeh3iz2lMfdUkqYeJ",
-	"htlQiqAsg/Hq+0o7XGuj2jKSTdd2e47juk3Hdrq2XbNqS6o6U+T/69ez5i+0+ZvdHH7MPrYmzY+/21av",
-	"/eV/Vh1/G2bdzcAkvs3krhPIxSxno5TZ9H2lma9g46sw8Enmw2F1q+4wjQTPaMzis1WV9n2mwSY2UCVI",
-	"BagEel091ZKIdXjXiHwPzetsBHjcpLSSG738MhxPnWwHTgOM0C72c2oqIaYg8ybeqkUuEkliETFS92JG",
-	"oYjNmHtoxWReAwS8gEmtIeD3WEM1IQu6Jj6NIlw1cMEDSjTQnrF8niTL2pcvWBxMVEA1mxJdZiCYRbiK",
-	"uSSU3NAF5ZnoCggFJOfia0AIDNROzN0aaoWcX59Z5NWbM9g2r67PSP3+5BITK+6eBNEgTyjOaizt6Rp1",
-	"H7R2jzAi55tv3maw5XWQ4gPhG9O+Uhdk45tvRuTN3d31idNyyLeYDCk4UXoa6Xa7PQvDNmjI4TG4StSH",
-	"W1K/u7wlTgsUaafVtrJmoJxjeZZVO+lEE6+ZRLLpszgxh4P6+4GtPR3Tv1glSsFWfZi5p5EUJuNLvx+F",
-	"jCdNn2IK1TffZEVL1Lh+YbF4+xO5Of/p5Ob8Oj+sLnaiy5hdU/+BMF2oQbZUH5gSBHwGaLMl88OZ9px7",
-	"uVqgHpky7XEKpcZaCRNpoIEg6gblR5itXK7JlMHpIDWOLoTjhBH4V8CEJDH0x0z2CKKPdOVEjXTnkbp6",
-	"TcyIlytDr47cYhkzDybRgyP7gs+E+RpTI7JGl9E636SpD65fz9cRVH3kmtPfACYL/tWwMK6gUDcF8rIS",
-	"STy1vzxdq93Ux4CMZKm6KVTUgJ5MtTlNSRmUWj2jgbcBxCpfnjL9LXv61OQ3/X/svdlyG0e2LvwqGdzx",
-	"h4DuAjhIVNtg+AKmKIndnExQsr0b3qgEKgGUWciEKwui0G1FnKc59+c8wn6U8yR/rCGzsgoAB4my3L19",
-	"ZQusISuHNa/vG5oEHMQ4oODHz3DcmLFocLkCZfIRAhK8M0dVXp8ZTxoXi0bsUNqC9WAuuOAXJnnD0oHa",
-	"HLvn1PgW6QurLIrVcQTEhrV3h8zT8RrOZX7OOuOG5rFOaeG2kN8L8QGl48q9ipuCSrr+4z/+Q+A/ratt",
-	"gImlhnVqDkOsHprz3CwKTmBj9tZVieDvNhI3udGTvqbOR/LyWQpjng50q8yxYgiDNrw36TVxue2cHcLE",
-	"ES3QJfDtIuZSjUMDWgQhOLHkCIEO4T3cPwRSD2vzEyV+JVlVbwmCy57t7IhfV2lpxa8VrnBfToxegqiI",
-	"bC5SXsEcw4PTFOFbTrsnL88vT49eDECeu5cMTbJ0uGYoZUjaV248f3F0Mjg7vxq8PH9z9gLurOAOZUYm",
-	"3IfoCQSsAxmtBOT5qc82PfXV0VUstkX84ujk6OpoDfhOA1vpQVpw1DCC/3uXqhv4P/Uef2s+ZCzBFx6e",
-	"O9C7W74wqGviYqChQkiAiLK4xD2X01q5csT0H9Th2Hvdbe3tPy9L8AIcfh7WTW5ghxdVMDkrl2C0VEf9",
-	"5qzXfXk0wMFvGrIU83R0jfxqYzCZERRvlElrsZB5oRlZKCyRyDJzk6W2OIB5Q7TsG2mFeq9GC/APVycu",
-	"ICe6bep4JHBW5BizNTBvTpxOMjOUqFf9AFTSFFQ6dU05E2vgZKfIs+iPnFsHTOsni5ES6r0cFdky4rgq",
-	"yIHwoTU2Lz8JrpZH5hM6W+WsGKsE3wy63l5j9W8rncGGQ43fiCsw4JzeixnmW4MRaYv+FmxT8NS+2Ymb",
-	"957fq+7lq6Or3uDN2d/Ozr8/27zWRqtWIfOJKipVyrxpwUTSRsAnjWRewndY340cvvqie/Uaj2f35OT8",
-	"+00ry59JxSkdPBdutWUxRVwCzs5FpRxTVO4at382wywdxnh0csUFZw0KQNjlLEv1tW36ZaB9ggsJeteA",
-	"wX84VaNrkMLMcqmXYghf4pM3tOFwo4Vfxxxag6MfjntXvYd+W+jh0o5FhpAVGdNApBEcBA5IchUvrPcc",
-	"y91ph2R2OwZFMpW6JrSdajjsvQ0G6dMp6DnzoA57bwVyL2TgLqpkHRwlNgIRXlm2mOm1r/LllXe8j8FN",
-	"0IyrKJAwskucPARFIhlgpoLh5jcFQc6s02fYVyO5xshtBoR0gcc9sQI8Z9hCWOwIGygoHw26ISheXsUr",
-	"AZsUfg3haShnw4Aq62ZoFZT09pmCiYIpWp0e6hdi4xo+yWeJGJZnTT1rahkOD3Fs3qcWTn6N6IArKR1o",
-	"qXqnNExhiKVPqivjfhBXegn71fMJYB6zSjfgkFZ9YQdWTOLEi0ZxY9YVQlLB3doRWmEXMxRDhQkaH/Z2",
-	"nv2lGZWFfqhZsaDWUqYC623rdX21sj6OhVUhASmszfWEdh0qcLB57EhqkZKsWtNpRI0SYReQ603BGjYS",
-	"Y3gfCosGfl/sGqPiWlNRta3BaNeHARc9Bf8iLEyXmzrEopUNLgozUYQRX4fNoa1fa0csG/7wqXBFreqA",
-	"e9GC8e25HHWDWLFWDhnBaWwwU0WjWpP3992f2sxI0WyL7ko19ia0X/C1cSOu4uh2KvCf1jU6Ii8LCBNd",
-	"KcWuquDjXg/O+kX38upOkTiy70jKVGXjLCVTY61kf3PZO7905m/5YP9IhDCLUWeQmVMscr3ieOBagmMg",
-	"Z3JSWhG7ZCh231y9Pr88/k9S4+uibPVgnmt0dE4IGw/rI3sxhQhxDIj7HjgtcJQOxGhFT5Plg20rDauU",
-	"6FYAaJsHIv7+++9bwa8gTcAMjt07+ROfwie+PL/89vjFiyPv11DMMrWCjjKI2dQFB8v+TE/84kOBooF4",
-	"lKD+6RFGCylcw1pzM8ZzpvDY1ww4t8on3W8Hl0e9NycVYyOTwxa1hlrmt0W26tKxmMscaR7WKUVLeRyY",
-	"c2w5cqq9dP+qBiZXToU+WMX7AtMQ7GXyscPL/nr+7aqjth6z7HZ48I4XrXAU0+pgvu1eHb5e9x4ued7+",
-	"pyPchDfhYqIPCG99s/aybY/t5mzSkm0uMxNUFmQSu3gsm41EZbreWz057744CkZHBmOqxybG1D7Z2p4n",
-	"zz1lH59ydPX6/EXdqqb9A5OOkLsWN6t2OGdEqEVQTvysr8sR9a66V296g9Pj3ilM3z0M2RiZsieO4V3m",
-	"o2lKTXuhZUsjIfOE/SIGY0GsxA1m2oGTUPlSDjMVCau0Tx5Pi3IIqx/SPbw6fnuE49/k/a+49TTDB/Rf",
-	"WSg/SEpWrr7k2ze9H+94RZ1k2m0J99rGHZDLiA60AgKJkpFozelvm+TIz2aI1eH+1I6mUk/g+thPa0cU",
-	"+ULFBI7r9JpCy5d0AJ02BPYR8SXc1uqCMdIR+9WpPzsvbdnLo8Pzy5V9HX4ghlmqiwAjJCeYPlcmZo4l",
-	"O9yGhK6PP2Ys3uqmLgYCsFwsHJsTOi/Oz442yxxXPVYq+NSKmOYYg0M0/7TXGe6bR+dUGtc7GBYnIPA3",
-	"BNVo7zcrw+y97r44/35w3At3MMojmkDmOw+ewnLBTWFtPU7OX706ejHoXRwdXl12V87z6obrrFXnCDXd",
-	"ysykxeVmcRmfCqgLFzORpUHmFNOR4Yguj14eXR6dHR4NUDwf9QYv35yclB95h9Dd2xF8BRrdVSboA7HQ",
-	"8AunOepHFjbAy+Oz497rSvBhs25xO8B54wrb2BqEzxxugOoKgkAfHJ8NLi7PX10e9VA/O0GCbhZ58Rtl",
-	"RsRe08Wbq3i7dhWvPgoF3orrTjKGyysHddcf1K9oGTAyPLg6Pj06f7MSIcYgruNEkHmevsPAFngVFI30",
-	"/onP3aZJprjQtRG3pkUxb8FTsArGLIqgt+XpjrBN/kiMDePbGmFAHrREyEpRGHPtXp1qKn9E6jp60c/W",
-	"6OrbRMO9bTd4m5cQ7O+OVZYFPiuXnghJJfAiBxXQiFt0dWuW6hamfctPwR5cDBDZbRvVKl78jXBTa5LL",
-	"UXgrjGuj8ScL5fbU7lMKnv2I2+rq/Hxw0r18dVQJt6v3I0ScIEBRTVXhCa3GAQP9179dZtZ0UG46VDhC",
-	"oxM3yKLiIfrKG2dqZvKlGC6SicJFnsn3LffXFv0VG7EMyeYiX4LmACMQhue+Z59DzZ5+/vToxXF3cPXj",
-	"RfWjHEAOpmAQd0Hpghrz6UkIClYSznz35ujNkZcm3Mbva2Qzg45TIcEEJ+4YRl9GmF1WsD+bISV5aJJQ",
-	"jjlo8OZ9Dhqfsn1nrFeIVMSvYqHLJG+YSKruBJdTAkuykKNr+I6Rqr4f8Zn963ad9X18enFydHp0drXZ",
-	"MzN8uNCZLG1FLNbslFMG50wMF2mW+LtgN5HaLA1fW1rpofdBM7NW8c9VjvUnCPGD3hCP0PFQsPtYvgP0",
-	"zjfVD8ZT0Tu6fHt06a0w0L1lKcLIaE1dDrT6vGFRYJR/s3GTeYOGitphRANzyrD9pBeIwT7AqJC04mci",
-	"1QSPbq60Spolzmbw6pFkOB9XAJcVU5Er/GKPg4FVkZani66Jsb5hzZaLVgS7AxL274QRZMaqpH1rcMFz",
-	"YHgBQEd/nBa3HHyOMKI2c6cEPnyVogAPE9hqvMkQJtdh44APf+e37TOs9O17KKo3CNhoo6PnzLtbticn",
-	"/VxXLhtxuIVsIZcqYSECYnUfZPg9PqO6a6/OL48Gb866b7vHJ91vT47WHVTcfUhoBEfkwthikqvedyew",
-	"jdHxxmJM2JCd7e3/97/+d9z0vjos51DaWj4Rietx2oOzKyZGuERVmYzE/e84j6aSvTbJcgIjnohZjt0r",
-	"eVooTyWZO5IiH0vDrX1fD6Q+cXtcvuHGAvY+7nLs/nZ4zJW5ff3m6grpxzivFcyrs2fKaF7F3KGQRppl",
-	"3uC51Ufih6ZWDEFC8yD+QmJ/HWHZOkc6uvWAurQPHFHkN6M5RbBbSTPfYe7Q+OjsvHdxCOoXlqaFNC2N",
-	"+Ojy/GUvRlYvjEz9sjCFhN9ffPfm/IpzFWnhSUppufDlzzBbgS8B0TekIoZUM+OWnKgW/rzG5MJTUbM3",
-	"1ga60uJhvil2QGNYFgR1fbc83YkZZc/fjTgfqDjEQiOhDwL2J1go0vXrH3KxUU7FV5nJAq3NhizzYP62",
-	"LNWqr0EdYF1zxP9liItdcZp+y+F/u5izT1vkUtuxyoXSI5NQr3Zfz7kcyTlxZN8zJytj0GAJSCaXKg+T",
-	"k1zAYvuaz3jkGsqwnK6FpP/PdnYi8ezpboSWAsitnX1fK/O9GoLyeKc0ioS+/pMDrXdYys4ciX9ocfVR",
-	"C0ueMMJtuXqGUbVLVghEpr7Rtbt8nd0UU9SYV3f5ql1wmnf3vgpLcs0YnpNVa365mK896ICz5Fi2QGDm",
-	"yk5FmkTcpMMdnARLBeeV8gYI55QidJqpuTFyNIJtkpkJBUAZFQzrCnnZGQc9cvJQzeYZUn+SOx8Jx/cS",
-	"kWBB94DgmLBmySyKZlucE5ESJ1yCxaVlt6uL3OBxBAvrLAdM3zQ5AKEVIWihdgPbRM7T9lLOspg+09Yq",
-	"fqQn7aLCrMp94FrFJQaWM8OldTlYr0cTMwKzDzUwPIf1hMYTkRKZEsim0rbMzY1VOQ728Pyyh8sxHsN+",
-	"Z0nCaFVxa2Ry2zJ5Okl1LMaZnGDxBNUz0s/wxkZMRbad7e2pscXfO3DmsKHKupdZiiCiIfsntgL0Isti",
-	"6nQS/tDJgszR1mLeZNB3NC18VS9NYvfiuEPgLuMsnUwLGoZP45Ile84Dx7d1cYO1sL7NZP5onOKeAlE9",
-	"Jmx7WnO0HKUrFaFPFRNVIHk6P772xG6WmZsWvxPHgytB9zYjEfMV9EYHS4mve+ICw5YrBfnS1yTXqE4Q",
-	"N0DrajlHfV093LUkj8L97qQibQ2cQKsKrulrncr3re5EdcTznZ34wBtdLHoQRgPHUhM2ZeHdrd+PLwGL",
-	"zhKu3ZrxVtw3hopaM9/a4CYtP8irBhBIfgPQxTfU7LQU5VaA3zt+1XAsONK4ybh+eARAaNSmAAuR38p8",
-	"2RH8UV50V1NcfX0+Hjs9d3dKTrw8PjkiHLcgrEp4Tij65ghjgmm4GNNRdir39p838LcmqnDYEf8RM7MJ",
-	"0onMQKQ0Dwg8tkJzw6hdGEOaICgWZdQKq7Ixou54bay0W90HlP4zkWvZeRBTUbSiCE+z7cpBfWqOQAKp",
-	"dyEG0YMFbVj7btIRuBHggNMzsO4/eHbkqdy59F8rxj2zTO9Q6hQnSPqaHhwRR22YJXxiO2KiNLYVJIIq",
-	"zp05ClOxJCXkDA1EB3NF3CBQ57l5v0TlNS9Cv9V57qAUiHoTVxIt/DJFST7ZuqxtionBvo7ft1xfTwue",
-	"ELuGiEj4bgjK/msMjiJMXujOEpoSRZHxDfx7MyKahrIlDPceh/SDTgguhMXh/1pK4bAKFv7OqVYXAKIK",
-	"UDzmr4+6L+IoqPWNt7m9GT6C1Bf8T1Vj4q01bUgvcp/t3oVmbIe+hl8Otn1M6UR+EkVz41rWx/kCmyPC",
-	"692EO/OjUT2KfGt4PRLtdrtJNvSfRNdVGUSB6Wtyn3Gl44vi7tnObr0owAu5etLdn+BcyWz2TX8rlzNJ",
-	"0Ej9rVg0/I0o8L/pb6Ua9/mAzvoWW5BOfBA/vS4oIV9WCGjSYGxEeQ0XufqpqUlcv6KrWM6MwWRC4bPK",
-	"Xg+TxUmRyLIWHH0l+PbCmDZNWTg1TDB8Z4EAT+FT/Oqy7uAelQGBneeiRraQS4sRKe76kHCi3ikNSgEd",
-	"NusQsYRVo1yRdr2H1uA3gKRGVbXB5mmyuCeZwsvUqdlfqGTw4Skx0VyRSnLdKxhISDVi0RdSEw5kW8S9",
-	"41ev31zEIqcSeutrMjvOaEL3zi2Aya+tE5a5mpl3ihBpbWHmFv+M29tJJnqEwrNF9HUZhzuoyKcwVD8h",
-	"ELQHo+iBm4YRG0SjI7amxFUIvEvNwgpWurA+8GVjk4+4OBF8DVeP3TxgzEgmfcK3g7AbgiGQjVuOXhdL",
-	"XGIQWttl11l7lsQdT6ds2XvHz9Lqhr6HiFqo0LQQ5XbMcGqakYftJaBgfDk+h9bJVcKA7iQLIC1Jc5Gx",
-	"v849HTQvsSMWcj/Hnuq545KGWGNFmd1GHLAqgq5wELPCEd5VAXGJzxilIeMPj129LGWVaa+G2DNxs8K1",
-	"Xff/zNjbY6hR0fb6vqrKnLKsXEj1BEQO6nZD3ZqJnSkJapbagw7CM8iG0o3MifOVfZK+ZifahvFumSQY",
-	"nmYhKEGezTE2RR4hmYxXJ72+vvCddncc/E3tc+jqazDyUht2sFHPHgWfqo17B6J7cnHmjKxqEx+jvgYN",
-	"gH4SUTZKLH7yQXR4MLrKZDj3db1NDzZ2aoPmvg72KKTITe7OuoDvSse4TfuakciHPhZBJfqHXctnn/fm",
-	"VOrETjEApxPvGMCQ4SNAIUQ1gewcltuklz1AiY1dmi4vgcSXFNkvBwr/XlbyJGS/lyFdsDFxOZi7cp6b",
-	"gp4YicNF/k795+l3kSC4xWqLoeXswW571+8WRlny3NVsL7k4wkWO/RNqgX4j/Ek0MC6BHhdBB1CrcV/v",
-	"tHfaz5qdsGSKazwJOqVQerSEBcACSvjNqb5iOVcRzzHvCwsXskJnZY6tWRyAKWrgExGLB8xWROSbMMKD",
-	"uPrv/xuJ77iG3TW8wQ4IwuRRlQUamwzdu2DhRLhu4DbxGiDbBWZKiEBOqcKBTLrtQp/vuag50k2aUILi",
-	"FkzoiXc7YQWPe2X6Ol9o0Iz4G9e7ipHJMsT1sG1xZhhLqpDXyPdINe/+NDARZMdbOTAwF9Bi1TkLe/AR",
-	"3FnJnM54isFWb78NaM4HhFiBFWxtESdqnpnl9tzvlW2Zqbyw7SXY1+x04k9M5kaSeOY34Qs1l3lBOGdO",
-	"BiDC+lgimTeFsYgwbbSwhZlRQcLKJexODOtdr23xPdcoEz43isFEEU0A0ztGNKxA3DXCuvsn1tvF1GJK",
-	"Mo0aCKKVKvyoBMqAT44qDSCwQ+OwDDAQWrydNxTrwY31RhS3XcI2F+z/rvahRFxBaZlntBqGbYYqMjzB",
-	"bp+D+ezbmbBHPJMjBeNJ/OqtbWTmDl62BbGxxhpN5jYGUfqa9yrY0NRKX6QFwi+UO6+iB/Es+CH6bbAV",
-	"bXm0mq2d9m57h9HSwbPb6mw9be+0nxJ8wxQxDLYDaNyJKlY78ymcQLWdKaetK9hNLIPYmGEVAqYFhXJj",
-	"54Q56H03bvsEaSewi5eMHupBQjB1vjRFScYxNQQxBknQEXHAUx2LBrqj8Q+tM/W+aBFTNlUPMTm242dl",
-	"duwwnD6XFgO3YNTx84iQFFcMx87AtvBm63x28uJJqAcoRFU5F3DuT6Xt60ZlqmwzCqsCHcg3kvOjctcc",
-	"Fs+UaEgkG7KF2H1em6oDEc9MzvLIhrh3bNySNEVzCqU02w1cVEZxFAe+gN9L+88b3MfJVmfrJLXFt7xT",
-	"YPcwerxF2NA6oN2EmjcjznXs7OyssNPsIFIH04UjHBYIha3OFpbzOCQJyTjNJZHL7RwCH6J1cC/VzVJu",
-	"QnJZHF36usEwEXptNPenEvjwEzLtY4gTT9jezg4DbRWKELgwnEahze2fGbenfNttIFq4HMhKj7gadTxz",
-	"CuUj7wmtG3wkR6nh0ZXTsh4nx7PMP7GCpiJy61gnnOczyKd/aJIl4hyVX1KfGRjys0ecjUpT+roZWe0X",
-	"b0gxlFxAhtnjendJewsHubvp3X5pt99oyS6PSrbw1ZjaufvGF3Qhjp5gZgg+gFdgGPRD18vwMSakUFXI",
-	"CRzELccptvUTPGlNGGyjkL8KcNWc1OLKtDyltLVHNVuVYmAhebHtQL28EazQ5gxwWaLABo2cidrXV//9",
-	"f1F8fldyv4Vwb+65rp4otSIGkRyLhiWMOHBw7gKJK0q+WVpyh3wVO3VV/uC+Hjb8gZ+WINiM9qsnrUEh",
-	"64ojwfFYaLQPEt+PxUh0XNq9Msy+3t2JdnZ2yhVg/KZGXOQLjaGG2AVRqAM+VwIWBZsAm+vk9itFYntV",
-	"aK/bl+Ul26cOm+3zy7ASl3Ddub2qoPjxkfyScqMTNLukPr7qtieGtXyLZZCB/nhh8mzn2W/4ufWGoo63",
-	"5zY0/mBxEJgNjyX4uv5YlOu+Xso9dFPjdjtOtj78tF4+lmkCEpGZKtbgU5/5MuQyPQJWWlt02dvFBCib",
-	"W8xSUO6ZGzAF2fzi1pPSaF57iN/g5ZdubO5A107ls1vEehkvq9l6ogE2JomP393R+hxH6endN700+TBN",
-	"EqUfa0PT+q1O/mNv6mhrvigesl/L/TGjOl+PgVmxNdp9fSoxjQDOOe1cug0VNVe0Wd83SdF3Am/zKU/a",
-	"84isy/RFa5tcCiyCqzS5FAb/2tfcX8Jt0fDn1Ddo+urOTA6fgIeNFdqMwkkxqb72RaMc+cV7uajULvJ3",
-	"xKLjsyNrjuLpPQ7i452g2ps2aEd/wmkOD0Q8ylXVWEBJ5FqfXZD/j/O+5rz/KynbZztf/4Zj3dDUdke7",
-	"2qNZBackQlnuwDGdGINJvKgiWR1NDhVKIeaFfYiPxMXzt7pKgS1vxpv7rUWSyxsdejOY/CjHVeL+V/SC",
-	"shGHF02BkXaHNIQuBvxFETFuLmpBfnKgkLcOL/FWKWXZpfb0lyuvFP/9f8RTT8ciEvUulUEYl2maAvSQ",
-	"vkY8EbfcOuHgqFMr8H20H5IgwxiqD6L485iNjVXrJLXi50UyKeuDOaR1gEE2HkS59WRGGS7O/GDi2C14",
-	"e5YwuSw4a/5F5QOoW8jBhlmDnwQr6DvE3JpjC1lbnKTXyk1m2JaRFmKs6JkVjbjQdKBxMzF14lTmymJ4",
-	"Ms3DLgwrGvs7T2vNP9Rxty9s6ITe6vZd0l7+nM5fod4X29NillVlzUq8Z53motjbHx7dv7tHV1opYWSn",
-	"IgqZnUJl4xb8LlM4x6+vTk9wk3wO9w+kw0Yp/6c/XZpM/elPVKpVq4FodrgCj3CEuRmuyOXI1YKTwLpU",
-	"iRmRCarnMzGXo2uQL3EOv8eRmKdaq+Sgr0siLGxOpX7E1Ao1G6qkJB3m4oUmqD+4Dqanr912dJ0J+P7c",
-	"p8T8yEBAYkYw1UQHYrltAIVeTWKReEqRGRb8AivfUbbAgesianRf+1LpHpeYti5Mlo6WsZDJDD7LdT8g",
-	"dsGN4ZezELRRX5NgT3MH80hvdoITkW5mcikcdFe+0G3RUzIn7WDG475upK6rjyCksOhJ5dyNw0VZXCow",
-	"ThHdFO4PZP4GGfrCjOzWwyQg46bjpXD7xS0sUe7abX8hHpuPkaGV0P6GNVnd5TEf7pbNR+IJWBZPDnhp",
-	"6Ccqhm79v//1v59U/nEgbLHMFF200FaOVYtW9smBSGcT/AN4W50DMTa6CP8NDlhrkaf+hWOTz1qSvE3/",
-	"GxzaltQjZbHIi36P75FS+GLR+kAzRGSg4sFygJ1hN0ggzhxbS630eKuzBXfhS6gq4jFElWt5okZDyjei",
-	"BRJiYrnijYgzACmjtbmqNFfh4Z1pK5ebGzY71UZL7qTEcuvc3LBRSAF8ajKYKpkXQyW5d4KCcJiidU1V",
-	"drooYK5vdF+PMiV1tqTKen4FzII25YPQUPYweX0dT4xWAzSmBpw6iEVjdwczxnYKUoJmEq7j1rwOysJc",
-	"Wmo+k7avr9Msg39MpZ5gxb9HVEW07qBHtS2ulMZCY5WUw6JuKZoGxNbDalcUy7B1FlYRnoOfZw5LcLmf",
-	"uuFps1g00Md3w+ixk+Zd2U8qrZigvdrF/7rfn1hHSUJTDCZ8X0/NImc7ExYD83t+xG3umcNqHK7/d6N7",
-	"gu3Yo2tiJQ76We0T+oMtOWrlJFeKuxO5EKWsm6eYDGlNr//wx6bvBHOFFCobI3MCegY681u7LYKYF9XK",
-	"Yxqdiqor/SRUhrpB/r/Eg/dRAZ5QD7x05/dWJUBXVTXAbYafu36tVqCmamldxIe2glV4kiJhskTZwv+O",
-	"AbqPN2f3KcrygBlZ6Q6/c3ZW77j/TN1tIq92q3cq1Wx3dJuH3bgsMGhHBUo5aMDazHJVGHEjSyY0fCj2",
-	"aO+tzaaXhQ8fHtFS9+V5Dg6YT4FTWWUp9l2Ki8pDP1pzgc4/EFIvo7U1+ihAshvw1vd2doKOd1ckiJiv",
-	"ovFsh0pw15KlOAL0VRzH6ts2QTti20Zf440HZcEOmKzSXjfbiBtXLKjLKE7UJJeJch3CcLkZo/yy3JoW",
-	"1ibF5jpm/pH1DK3rmuVFAxsgsJANNRF2EBFjBFyAxv3YLvWoDNXPDEIfYTf8AWbrF3mOpZMyyyzZCK5Y",
-	"H5/O0KRcx1a2bcAupopYbEnMc2061NY/XmQZ1aWva+LH4nW7tIWalQ39EXfyq/dTuXB9lrW2ftyfzHyA",
-	"NDSiy438aN1MGf5znOoUVDdOwoM6/GVlbPBQ4k3RExsgpYP3BtaA0KoA50PMzEIXTUaQ6G/5peN3wjNq",
-	"cASyAkbAg9y3/a2oLL3w2RHCVVuMrvljqSGG1CBDfmP7gCwQ6T3LnJ230EWagS3D+Rk0N3zHDByKOXzu",
-	"Yo7ULSce+KQGdGCpf5GHvr/zF2zrWQ8JgcDSBMfEL2LpBgaGa0tCLgDXUiLdEtKSwN/3d/4iCmMOsOJf",
-	"JmWvEV7ZIYSd6UJPaGbtNRqMMi1BNAj2k2cXRUUJVmbFRBXi2c7X+Bkr0GbNA3cEA5Y/rImhSpig/woN",
-	"JmeoEeSOY+WnrhuTV/uu/aNXC05d0hbDqgiCBtfKkEyhDp0evpHcDqwxlVZQX1CJFBDAbsS/LGQudZFq",
-	"tR0jFrPKnUimDlQ44NSA2qYj3y7eF67MlahoHPoYF8jiGJ9YDyXPXXbc6w4fhpDH1NLuxeKAebOptVJa",
-	"REOD/6YFzqztiHKsQTmuwccwN7TMMtzVXqx5SHuscq5+LfgP2LmP2oRldUeY65CKIBvAJlGJx6NKrWtM",
-	"5SPQqbAzkd4ZLgrXIslrG/us6CoyKr3/9VH3RdlV4Yvn66hJsPujMuWJoAU0dKrIds3oZSc71SiWjRpN",
-	"jrLgAYzEQieKISDwYVUbOXLlflVkJziQHcbLk4kYygz89ZzHsJijm0AQxjlXt5YYK9yqip/9mh7rrXuv",
-	"yNcDXY3kvK83AV2V2HN7+8/Ro0PsGDMWlkiiWFCbvK9tmuGjqREZGwmC15D04BN2rXJqN6FuJwKC6mtC",
-	"nbOZKTDnQqT389DGcN3KGARUNyMz49gcglex7xK81asteL1KCA/Qhi09JVoXQqogXFeHC90wXR4qPizW",
-	"5I690nTB7dHXDXYD8F6qRgYxeq3mRYvaMoKBDVVxo5R2D7F93SA0RB4gPeSAtQi2PlJraNkpRlCuU6mT",
-	"DNs6uzU8L+wdRUwvcltuqIuwrLfe2xEzYiqAV1MqjPsGWTU6agBn7WkDsw5KsPImmNwUlEVhHFaGeweP",
-	"t9kRslwwgumTBQmkwoipfKcoisHNbURm47ow3dv0RIwzY5JKn5w2YixtwQCTDCKAOR8QDtiaAGZMuAzU",
-	"HACfWkwXloKYuDthBcKjgbNHBxBLOvhvFHfHiA52nrne+8RQqx9PVa4mi0zm1cOG8V9eFsavhHmvQMf1",
-	"dYAd5w0zbq4E43FpFiWkJi4jMhX4CZ5gCAN5dmpCxoyRv7I84hTroV7qoJfMmdw1UdkwOYuaJrfsVVHU",
-	"sbttf+dpX9dybTopIeZIWrrOR6dV0ZRA6yJy24CMpWul5rxyTog4PA+cNa6AeSoslsNwChG/6IktBQgI",
-	"YvWObQIHuyBnhki+6t9vD9inIGmHvPe4S9fj+xXGRPRmvwb+c91haovzet8XdvYGkm6egc55/iyEtuAT",
-	"MczM6Nodz+dk3DaePd0VQ7U0Omm2PS4qQmBg/TgPGGn1KcxUBVtdxUD18r6vGQTVmrL1q8jT0XVGhUuE",
-	"t4kZL+l3OiLejVEZkAtOsBWzVC8K14mzEhYiffXpcSF6Tg8V950BkMrF94991G5bGywqUd4W8y9S8855",
-	"iq3O3//5Iaryqv79pw8/hQGKE9fmT56rTFL4VxCd4JjD2sgEKAyKTAQonsg1bOzHRNZdOR3HMnE/E1m0",
-	"GYvY81ITaMhh761oxJgsGtl3cSQuXx6KZ7tf7TD0klcloTudLWbgpHEvEBbZMzd1XCFbxq4432kVBXXt",
-	"8P94VTKQCKZxdNFFGI7X9J+Lbtzp69rTKABSdm7JnBQ5cs76UbkOTu4GI32MTXfrX07qsdI7RoUtB0Jq",
-	"oWbzYtlHDHZUl9r1mmA7J+tWmAR025iKqYQmwK6tvubzgmETIcAFDr4rcl8UuRFG5fCio4tu9OJ1N3px",
-	"0aV7X1+cHLb29r7ejb5t7f4l2t15thdFu1/ttvejr/faO1H1qj26Ktrb2Xve2t1t7T292vmqs7vf2dn5",
-	"zwh+bu9iDobSIdQsZ5nxDj0zxCQinHF2LAOfkPvOqCENs6ZBpwIK/gmcDAZbkIWyRSTSsW9iyNXCMiU9",
-	"0fo0o74uQ001D5SZ16qrRzGJvo5bcHpw4C1mnCmDJs9BCAuVEu1Bmqi2B9rjT+5rsGy4wknl9Y3cwRQS",
-	"ieyVXQlWDOhKbKwgOg8l8yxFAwyOmmiEHRh8IRwIMkuLm3SkOO8CDlNqi3REOsO91ateAsbAG2oFru2+",
-	"vqTmFzIKy6CwW01sDCHf1HlpWN8D3i1Gb5Z9DdfATIiGFCOT5wpbZXLVgpEI/42gyInQD78MBq9NMHrS",
-	"vDi3tcEwDYqD2kOYafQDkOGejESXZ/eFtGWBLjejcJsPHr9n4jT9FhcNHtGmbmRH2IzN18UNzaQtuzUZ",
-	"atjV6eIIuCheFqD3syaG2RY57hn8ejKbxkyM48yZwnAgb51evjC28BKXsvaeQ/aBerl8DEj0OzVz7fKq",
-	"bvZs5Lcpaf+EKif57g52PK5QkTsdsnnch723Dxg2XH1n5UHJeF/kC/Xhk42f8vXniwIM0AcM2N1xfzNo",
-	"3b0rttD3hENTMMIoQTuSBKmJGUYNuJkuOf5mS3jZWVCf+9BJWUN8dOe0rLvnQ7RVK3K792Pc9R+irSr3",
-	"7Z1PqF3+mPm5dYRQn0L9dE/ap/Yq/2/YJuo7SSkMhA5GiLKLrKhsDfoN+JsWs+/e444LucyMTK6MOZH5",
-	"RNF9+/cZngf8PVVJKq9AZmA2+C9333ys7WI8TkfgpfUoJ/JYlTigmvXIhRCpHQRsNN8TghqZDa0A/2Rt",
-	"jeE6L4KtfnIkGBLmcQoJAzhFBzXD8ccAhGYT9kzDwWsQCE3EuzK4045yOVe3FUf09drqCNFTSvS3HFDO",
-	"losAFGbuK0Z9Vex6n5nvvWc1HYIk1YXjaTnVt8shvu4jiulc3pNZU33ROj7xy7aDr8IQfVRKvkRceYwt",
-	"6wKHnr6NEiWExULJwdQiGxw+ClGPVnMffd3wrPcYIfOuJsHM1A3bMVZe1QFjNhXC+0d/esCmfNSde9Bf",
-	"eX81GN6zdneGaE+fu/i88tm1Bbv76+s3PKItcLa62xqrW4q6Wfdphe9SRYXKtcz40D1St5IqJDKOcA1N",
-	"uHRh9SeCttzvzII/+RhnFrcZRW4swfUPlyLGBL+LEWl141M6B6JIub1mmCPi5HDZ1yGUE3igcVvP/0HW",
-	"keMn55wrcsvW8tRPbF+XFN6ccfbHWQulkQd8ZOYpefLM8h05Mo5CaaSm6WsHIE/FmU1PWx6k2IPeJMJu",
-	"dOSNEWVw3LdQespni4lznAel3hdKE5UhsZPniq9A2meV9DVjaDV9zUhNalEVcJCJr2aiU20LJZO+JtDL",
-	"MInB1TYes4sqYiuFAGXGq/JJQXVnYyPwbnMT4A/tlEcSmye8fe8Wm4xp8yCxuQkH5yrYdZ9S4Pil5Ah8",
-	"lzNCSOpVT9LHyhIjk8eKe3ORkAMnxZbAa6rYZqknCzNLRzKjOu2yGsJRDqa6rxlYngu1bADDRjBN+PQD",
-	"TqO/p+ixD2tpdcNakarlPFfrPDczQ4eFfnJoWweBGBC5ajkyVItV0EK4PwbXI4IcI6ziA0fpdVq0MiVz",
-	"vSL1cjPDypa5pKoLKrwpC3V8wQUJkZhfwyFyPxgGDsaqUXjlAoFbx4tM2BtOE7oZypZ1jsyhGpkZMwL4",
-	"jw2fp5eCuB2pgGN1vrmuzC2jJjq3VE+iEP3Xf1RqxUIzvQ2+B+k/KKwtuQHShwVhK3DdP/6VAaI3lGBx",
-	"zci9OCAJMBoeOoAXDWZUfDlT0iJjILLrGvxPhRgl8siLIREKaQWfvOeFxOmnPyWLHEYEz0pSe01vd/M4",
-	"8AvL9fKY5RDkhfgSBZrssqJsrUA2Mjll8+ETQptGJl3eC8wRcXfcbc09HyJ81Ms0Uw95THg9P6KH5/Ih",
-	"D6ne8YAYoJvB8tbPEdc0MuFg7n0+xsV9H/QV/qa1+q7Gpf2JocgvFz+M2PE4PL+8fHNxdW+/o7zeP8I3",
-	"vz7AdaHr/SOuupevjq56gzdnfzs7//7sng+q3+UfF3CD3vNR4R0foq2L7tXrkBP9zqes3PAh2npz1uu+",
-	"PBrgC+58QOXiD9FWFYT1zttrl3+O8HAA7YfEr1X0V8cZxsUzXrf3NejgiFRGDP9NLWbKCZcWUeKYkTha",
-	"CQhHYTyD+qujvo5rOxEuC6evvC1Y1fLH2q7BJ9aXjwZWA8L1QNmblDholt8STOXrh0rPmuK/W4bWb/An",
-	"rIYbfM9TVr/rMbfpilXTqVJmpxUq3gNmF8ZuvL6WQ4c6SFZTexM+smhQFyJbSk2Gr3VWoXqPpGJ0Fvjt",
-	"VDvMbNN0Zph7/YBuXmE0fMzuJtFYY+8hZv6BkNTfs3uP9qcvlOz4GM9w/z4n6Y2W72SawRr+HtIqp9Rj",
-	"VAFKd55BY2oKNImb9/RHqymUgPT9Nty9h7mlx4mazU2B2J3kpXAdAzudjtG/kOiV0utLIhQ09bEsE9ua",
-	"w3BSg3oXhssKty6riJBnhUheUms0pYv9HS6uQyWXCjlCfN3JjVyus/8P4boeTdInG6n0nPPx+O6+S3/l",
-	"/SUh3bO55vDMuOnGpvNCaHPT/ndXS59TjyBP2V0M2ljRDsIvEpKjgtiy43QArQi57xhGJYbr9mO2sd5H",
-	"jn9pQdcrzNzNhh0ZTBc+ODUcPU422J8SH7+CFavFpgLgeOt6/zygTz35wNdFSELq2vSXYi6LaccVCz6h",
-	"jvEllYgRDgAxl0hsczNWrctrOFysb00xFWZRzBeFFRPTd8GvGoB1tX0pLv86SJO4LeJSesYgSt9RE1FJ",
-	"H+Cg8odLgrUpwZ952og1regIHTkrhgDQ+O+zVC+cXRw5+vaiBVe17C8L+NYkHTNOWFTSG3E77LiEhGZi",
-	"DYXlb3QPDMtjTnA+FGtdn2CfQ6ZyqR03VjiJT6iulsO8JVB2sx0ECVPb10ht4AJIFXHK2QLewSuwlgew",
-	"mW7kvK+Zd+u6pDaHO3g0vjOOkcoM9Vyi4MCKwSDPgNwiOlCzKvHyJOxINHOlVcKoobLAKkbUqVHwcc7G",
-	"LDEhcGU51lfZFY0aLZzjFyvbXFnB0BtN7rTthlTxF1Wv0VZFb97vzgf3A9ylm8utE1GVplZfHgbfHVif",
-	"YZjCZi8ci54tZQlvXqPVvWU25UY2YOc+zOa8dEW7Ui9LL5xHj+g25fb1fLK4NTHy/A+VmyZX1QYZPM5y",
-	"Y9MgdlMybQf6jIR7hb8j4TNKqIpU5mK0wixG0/U7v1fZ+R8bWqZH3DeQW736ofv3s0Zwf1/H0An1P6K4",
-	"jxHF/eSw6ydETD9jwPNecUnRAEthMZo64UI9+yuxSrFdC1bCD6vRSsbWTrMQFYciq832v3+Qsfe6++L8",
-	"+8Fxb9A9vDp+ew8Eo/oNjwpgVHs44xcFWqRuaB7g2v/GruS/em0xB8Fu9cWc4P7IeuJqcc7jxcMukRqY",
-	"k9BYXxXwDCbqPbe/NyidvXRwAB71pK/HrqbaJ/ypm3ZscuYr8zVdAeG+dJUTsF/6GpwyqqFQCdMOOuQZ",
-	"Z6GIoNbRTauXMH3NBU0dXybh9x3BmImu25JF6dqAi4n9yGA59TXtXWtg3PTynOw29IwOGIJCBnUL9YrW",
-	"r/t69fDAu4MjByN25VfuiblqcVBB/GyGfY19fXAxIko4iFOE2mk82/naCV5sSqdQPnIYktmHLeh97UKb",
-	"VPBdiQpoQwANOcf9qVvMD2FuCFephNwIhs/lDe4DfEsWcSjBr7xHximyL4W3I9JgY0UFOSYkTzPqQSKw",
-	"eY9cPydSkjJpca3UnMuAidRZM48ifDhtGNrEqWucnc3Soq8Rtbzj+iAdLliCBY1YA8OIWLAGw0URIvkw",
-	"ck1fTxBi3hceEbRPHpwmvLLh0SmLNMsYMMKvDfjD6T+ohIZxbpuu4k+YMVYn8jDYObZetLT7GutoKO4y",
-	"XDKFqeP67rhyQ9+qxMWSHBBBHCQbDKTBOD36WswXhZtKvBcD0khoRSEN3JlB5COYgAyzSEScGIx0xbd4",
-	"gUtZFq7ch7Im2IOT0v/8zU3fx1PP4UdR0aiDr8JmMRG/dcGPxopp1/z9sV+srw3/SMv888wyS986PtY6",
-	"ifTFE9X3tB8rF/ubQTHc81a89DGNznBEqwYnFxyssTH7+kFGZmhakmZAiC1nVFZU5D3M1/242enruiZ2",
-	"Ae3gA1Y0MrpLqBX7mv54IFYbDVlFM0+hYxV3Sm/7nz+b4XHyAcveM3NjidQjvjjvrblqeyT1SGWxUDqx",
-	"nz/pjhHWcDY5C7+Lf9m/V/Lm4/LhX7plEFTp7Ya9t5a9MHHJkSS11w/Ne39qfmhjo9MjVeu/UIVMs/vV",
-	"6/O1D6zY93fdJsf/UP1foMnrX1mRf7lOjXOtqsUxUcn3nqVaIe+46+r1sXy7mD2oheMO7u1uOUM+Nbeh",
-	"rBFlvStawZ1JGdBFgWhcQ/NOHVTnfIJ5RF+uTv4I6bwG+yAyMXN03Ki/IQTvKNE6pV3FFW3txg7hh8MD",
-	"1CJBmELoce+sNt4TcktYhYPfiuCOtXYn/Hh60L6IT4+uXp+/qJZTksTtglJmCYuU4HOJUF/MCO7I9etZ",
-	"h/vufT7tWx+Ig6YW7dlW72/lHntA+UBXL4ONOJUFRjmYaKZYMHwoFipRGIXcT9dAQ03l37imlkbIm9xZ",
-	"aX65SOcK9nhMPDHYHGIF3Yw/UR6ZiJtj+r1NS0UIyakWF8tiarTP5CHKssrmKofttsiUiL3omeOl27mc",
-	"SY0B58E8V+zcg0U4X8YISov7CHszYMttujx2xDmjdK6QTkCI+OVCYy3CVS61hclQeSxsoeZWNGI7SufL",
-	"tk0nWmZtK99NTDYYp1kB16A1JxgtNRj+EyvG/ExH/A8Hy2jLrDqbX4uIWipTo2LAt8BZEXGPudp6I5nB",
-	"ddTALwKgYgt/IeiLdzJPYSqsA6kcpwUcxvjipHepsOAUtBDT+oigS4uOfZUgpErojSz/qvW1mGyfiMau",
-	"aj2nYeRmMZmKWGZ2MJSWdkgzCA2m1jdzMr2bfwGSewgxT0fXmaI4V86Z3yyx1O6IgZ5MWqtIoPr5dfuH",
-	"44wlCGsjtte4ZVv0p/YscTKE7O9AiDio8HoRuWsAC0M1PsTomtDKE6Tn/+AN5iCRZV6kYzkqRCN2/4vj",
-	"6JTBpBpGM4W/Ioz9YAQO/sfhO7AwpvZdMVW5OqC/6GAKGJA5olCP1yB++iXhrbnhEBbyylQh0zrW7/S3",
-	"jlBSMSUsxoe3mq4Ag9kH+1oWRZ4OFwVj27dFVwsScXzuS0yqspe1QxwvnhgPi2oq1HieNbFk3dtIl9fX",
-	"+8JG4j5e4Tqzmj7TWdY13Yv64ZeFwjZMVhC07BVHyVsXWyT5tqItpRczUPj+Bz3/B6j9OkjFw7jXzahQ",
-	"RcsWuZKzunlHH6K4hewu4656ddW04y/sbA1TLakD9T7QGkgatp6n6kVqHZrJGo4qWRRyNJ1hIS88BCb6",
-	"m/4WWRCuhYPAyWk6+1vciA5nr32rql5PIfUlkuyfmiP/Ah4LZY9pO8SUxiHYv9iZDRouQGCANc7NQRhv",
-	"cVDxZb5ixrScKE4qdmgZyV5JXf/hMf0LeUxlryKWM5HmM0RmojKrMAcR1Y1NZ2sKQ+asU1qf5kb99qb+",
-	"XOV4dPRIPYa9f/6O+8kzOfRIVwG4aAB05SGb3I5pgNHr6mA5eW9yFyBVCQPUlvWuWO4qr5XG1v2/c4Fm",
-	"JGKsu4SRhazFOhKXp72ji0gMU2lFw5Xh8pDAX6BS3EwOmz7bBLp+ThmzFHYfwu6bMX8fGqzM/OCfIxom",
-	"T1ApMcQsVfFaFjWE6mlyxlOggLLvASyLqBN2bflzD/yIcPjwZUwVqwnf0qHygtcpPavpaCrzoi26hGHr",
-	"aljh220ZS2QAfupF8V+CPhuD3/KU8o3a3GCzigP/5JSoF9F9VzchGjjl1HYCwybyNUGK8huxG62d3/KC",
-	"PfJkwm2D70KmOlMgzLj6ZSEzzBnSYKlu3VtrlKaEk7EoSlBx8CVTS4EGx0qDbimadrDPHX1cyKkc+vjl",
-	"GaL3cCzj1dFVX69G0PmaZohQTl0+qSYLdMZ7GTPcxOmA2MSMg4r2I+a5EZWYqXhWzM37JDX240rWF4xi",
-	"X0q9nuuiTMz7OZ3y3WmBZKi3xIIvAhFzL+MVN+nWWmMvkQVxJK2x96L1T8Od+/Cn/fQ4EeyLqny9O4wd",
-	"3vDAWHb11vXFnO7I2gOBO2nHFe8T6CSL6n/9gPcadm0pZjLDaEZSxqSkGMoEBSjZkSwgqcoHU1Us+v6H",
-	"mnQr5lrH29d10w7M7FSv6bF5VALv0lJXcEWFyjuTw4CPiDQrWWEeYgU5ikijPrw0/0sbayR8HyUuS6zA",
-	"oGTmyswzJRI1ShNGg8GJQ2sNcYtCD6ktjgsKo/Q1k2j33r4Sc1SbIZQ3MXlzcZ23o6n4F8cc9TWyNws7",
-	"VaqIkKAZrekZjgxuc+n2N5cnTVcnFzKBR6CvsEkWg4kuV1rhB3+5ITxF4R1zYztMfpQba1vIpkWYo6NF",
-	"/k5VLEi/s0ZgmGnhF7CvCRR9JvNrlRyUGD9uc1YeXuK9wv+Vz2cOSHjBbmcXszUu9WHTZCEz6zMhHCcV",
-	"75CAsfoQ40zwG/lOEci+kO/ToDtFvSceGB/6BWMbxn2119duyN+5+Javk/N2t3vO1/vi/yNmFFsWZ5lF",
-	"kaUqRzNaZZkrTuDckzdiK7FvjnofkLEXmF2yEL3j08OuSNS8mDKHPX6SRcbKTfYY3Aw7HqzPQyaIo3+8",
-	"9ST2JFUiet/hW15vZPDLzASnDNQDRe7nyPXAyy0al3s/ROJy74e+Hi1mi0ySz3K59yN+33d74Yo0I/H2",
-	"+AJ/CVakTDDstncEMeHjsKh/stgtBdtebcZfm0JlyCYD6wX/O7dKNGC7s3V8rdQcTjtMw4CeGEdeEo4x",
-	"lMlk1NQeTmKIvZ5wy1Nd7jhbgHTEUy4aGTguuJY0QjjHi0TpIiWcf9qskdsZT0Wj++fd5jaRcf73/3lK",
-	"sfe+HqeTBXzryMxU6YuEtIJErUxIhJUgNQoDnD0UYywTcjVcpFkRMvaFtTS+9FSX8Wh0lihbyG9mQtUV",
-	"cUDhng6HrieKhIerrqydSBtVkjm8533+FcsifZA6BbObiQmd60LRZDrazqa71Z85CFmwQsjHiSqYG86z",
-	"eQr7KD5E5BgB+/q2sEIsUnube3BJSu1+iMzTYpbVrSV6wIWc3G1hB5d+BCwzLMofpSB/BDb/1QKb2Ejv",
-	"wxgRo/dk4xYsBllEr69OTzx2+r9aDDNXqOMQSfS3HEv0KMClJQy+o7AxIl9oxzWemUmLLS/uZ/nZDKkZ",
-	"hLZgX3sLDatBRYOcHLDIo4ANkWo4SfcQ0NKbyxNuRAl7IQ5EfJ3qhJjCeWrjJmbkPXrNz2bF0etrj6aA",
-	"OP7+Vt+4j9cH6qyMRaxTD5d0+wNynr/TsNHeA8XeX82wyzCfd4q88Nr7i7srXu3q3WuFHuw1X4P8BZt/",
-	"f0cBkTUofz6GhPkKqSeqGbS0lhrh992PenY+ODl/9eroxaB3cXR4ddm9c5pX7/jddaSuDDEOSbJL2weE",
-	"F4tZjzghkOrUKXpY1gOx2uLqDAIktpuqXHXCmv5itYkQbO8sMzfuQO09dKGuLrvHZ8dnrwbfvTl6czR4",
-	"+ebk7h7wdfc85jyveX4sGiX836PFAHsjAtq/pUaeoo4Iq+ZWFFO7Qzm6nuTIBPCzGT5KYyzHGh6Ld2dt",
-	"2CMqnb11XjLCHaGT3NdrvOS0cFiLG9xiOAJtcWYK3HCdvtZlyCc3N2BDlGV7wcsR9pyAg96nVmCPI5wW",
-	"IuOnvkgML0Xc5Lgp7NOMxC8u4GAj0Q1DEgfih/VBKBkOxSpmKOzrRvkGlUQ8hBbVLcIPWC+omCMbCxMT",
-	"yoBwbJCDcLFcFAb/HDcPxJX4RvwgLoMATSS+x3+dHV90T3riRqWTKZhbF2SR/YAdQ6megN01uJZ47Y/u",
-	"R2HGPsByDbu1jCxJJFmdbJ+4Cth36TwWjTlxr8I8c5qXY1pxGVLC/eQWylWd6hGVIDprzfzMGb3G9yZL",
-	"IvFXM5XaWkMZ173n4tCMRtNU7H799dMDcTiF/cJ/+etCI9764VTNzEwVeVuA25JlbXEih23RW9qiLf7y",
-	"lWjs7ezsN8XuztPW7u5eE2+K3x5fDH4W3wj7S1405uJPwi5mAyl6vYEUjZvBz3L7119vBvLXX5v/tSe2",
-	"g782Y87GChHj1d/gH69FAyZ22w6u4Y5iIJ8UAxlHPNM4D2BkBlMLj1DvkdOJg6GUgXdLIQux0GlR3tuI",
-	"7eA6plXnIld4RqLepZKy40lixmI3qizoE1vuVoyBWoqU4Il+YukJxFIKr2v51/1I5r2rS3h7fPFfe6As",
-	"djvB+cOKeHjGLrjrhcoDeC9JcTkq/CzPUCwa3WbH90y7UPhCjyRDyYcXw7PLf0Yizvfex+IbEfMUi19/",
-	"ncM64TL9+usP8H8xZ9ODgLgguUSU5fCMQRkpjQ/gl2UcRhojEURScbF3RQtXOhWN5SC9Fi2xnMpikF6X",
-	"O6T8E0wa7oTYha3HaeFrZxlhTC9FKFniX/aqQ/Cvvbg86vW2e73Bj/5xc2NAVJhF0TLj1thkSa2WBWuN",
-	"ed2fWPE3umYljEhoJUT/jUQGk5kiuYlvJ0GVGh0fYPGqoKeQ0ApllqF+aXOjUUgfwFn5EacdAXqLYCPJ",
-	"LBO63Io+DcYi1IW+n1hxucekBRzhjUVDR+VuRtEDSms6SMU3Yndbiz+LYpA+EY2rJ1fN/2rtwr/iyFV/",
-	"+4KOJ5ZKLDwDPU3DyOh3SjteYa42XhdLLnk45EQ1aYz5zKpRDGcUJEqvN8iV3dbNcP1p8bvBojdZbuJc",
-	"4xPeBcoXa0Gok4TFa13dU90J9jDwT7Yjnu0881DbAcxNll4rROAqu1pcrMhbnVOTJW3R1X0dRKTF2oA0",
-	"c0wyAbNbkw5jQJydD7wFdnl0eH75Ir495opWy+OUOFx6E+ju6ga+9oGFDf6uDSW9mEf4IzL7R2T2M3fb",
-	"r56y+7jI9Vs+09ffKidEY52I+NIRaqJk54zoUE1TT+Xjo9VYkY3nG40oBHP7nYenzVxpOU/bbgc9fov1",
-	"+Vzp7sUxT8YnyvDwYXft5vDatQk0MwQHYyOvqdFFLkdFGIG5kVZQ2hac2y8N8hkwyK7db6qQd1GbueVf",
-	"SkpVfrbl/7F7evKw5XdDWrP8+LB7Lj9ee1v+FCZoYlr840zO/05/+AktwrEcqX9++Pg90hFynlam2bek",
-	"9TX1pEkrYJBEUtyQYpSl4AKiH3Ajwd4maxJZut2CC2mvufCW6krCg0x9Wb+vzckb4CGbMySafoxyfyoc",
-	"Z8QzOCxiuHTu7YGIKb3QwXXYHtl3ZRsn+yDgu/S1tOKw99YR41BrFpGjN3y8xxveipvCmm1B+oN6XhGM",
-	"xeA3yOxArHYDiKFZcKl1WJ+IJHAbmCcvKrTc90hBYUX+IE0qeaOZfH+i9KSYbnV2976Ktmap9v++dzrq",
-	"d5Hciupb5QILYdJ/qEjsYvvtzs7OzoFrGqBmAfit7drYa+PAEqH6ZKWzxWyrg4/CyeJ/R6tQL9E62K5Y",
-	"q/fFYLTIrclL992hIGPpTgN2KsGO8t/jH1pn6n3ROuTbeA82Dntvm5sGT6/YtNR7+88/R1F5uSVPzORe",
-	"NS+rd9zfAF1/rzvNt47tsPf2YUODGx5YlHOuKSTgVhFrjSu9nZVlXQ/zhmhybGrSkvquF446ZNIWvHFk",
-	"Zo1zMEjcmWTZXItI9EjdnIdvLnvnl/d2S/nyD9Hvuhi/njNFOUA50+qHxF/WIKQG5DUl7Q+sHQfV61yx",
-	"x9C7fzVDKgPEkByBLdrFEKsIWadV6bNFA+mzh0vK6CfNiFg1sPYy1a7ecOzbjWJckrhdE6fgYi+yjE9G",
-	"X/ujcUDl9jephSNpHSZj7G4sDFYiFuGBi4I+K2LfoMKUmFV6W3T5RArU7fKXBbXlO4BO164d9bU18GWW",
-	"ZgEhJcqkE80AHuDEYIjATtNxgXQiOX16u68vubblGjv8iEUV55jxYgpjMKGGvXXWOGbtXGVGJmA3YiMX",
-	"pRRgkrE6Fj6B74ffMoUoJGZRlA3FZJv2NRaVk2WU/gNEGhe5IlUtVZwSg54Yqxtx+q1bqk5fx2D6tbms",
-	"e2BHUg/SxILtg38g5IjBkFqZ/c/aFPCvvo6pUbPtSre5k41/5arV+IkVsascD97R13Ht+XQ3PR2B8CoP",
-	"HxSmkBkjlNTe0QZzcLCwKokFVdQTGNCNbR6IDQB2fe1Nyhns5PEiyzbZc0HhyxqD7nbTZm/FsNn/GLNm",
-	"73MZNR9npezv7t3DIK1r3WxJhw0VYUpYPhsHQGd66yOKkzwvwaebTcFT78UAX7/+o4qrNrHBh2YLzOMn",
-	"Rq7/bS0Efz5RYJpxWFr1aGbCx0JF7j44dnw1OD69ODk6PTq7D7RG/frHjBq7oDAHzD3Boz/Qw0WaJRgz",
-	"rgwifrwyHjgbFQhuWzVYAgPLG073NLC2ERoaq4EfoTwXpO9h7y3MFceLqBkaMbZzJWcgBrkxS96Ixdxx",
-	"qFK0YqqyBJO7MzUz+dLBToFBAgZwbm5Ern5WIw5J8e04sArW3GHvLehaQkBYRXrFYAkZdNlippmAV+YF",
-	"WYgwnnGuVCSGi6KvrdJYh4J2QMzDyVRRKUOmYeEo4bJEFjIAJu9rnhSYfz9RPHw0YFAJIrWkoVYf3GGN",
-	"uDWT71t0YQthxOPIRYz6en93T5ym3zYPxFAtDSKb1jHvd5+K+KL7I8LGXp2fD066l6+OOBylg0qhKs//",
-	"gRgvcmwmRM2FWLSpFpKiQiqhEte+bsQt94QW/lSOTjxrYvMQfyTB+nvQcl+NTUXYPFPwZ3AR3UwxyBtD",
-	"6yM+L/zAGL84NN8DR++pkPGKwkyoO3NqsqQ01utjFn8Wu31NLFBt8b2D2MM9wMOtzere12JtDV9fc4NR",
-	"FIAAcDh1JpeMM4+UK7innE2/poFIVlqIfIwFrcVDjzXQEaPMWBUf0CS4ySMyYd5qp3iWOtjI4NebDpgY",
-	"LhJwNHif+Xmhv4ZbTYpfFhJx2dicmhpbPLFiPl3adCQzfmBTMOkfWfa8+Ay/zBLBNXjhGbEKdRVdvkqn",
-	"8LMZYg8t2rcMLaYXM5WnIzGTRZ6+j4goa+pQ9jkKcZPmCrTiHp4aMVJZJuLdKO5r2olf0eXNSMyzha3O",
-	"zcjMl5QS7CDCGld9+wFj8HQ0lfkEvgYrSJ7+pb0v/vYtFsiAlDJjsbfz7Kugh9GKxu7z9jPxt2/7Gulp",
-	"k0js7cI9rtRopfplnBaMvEcvQ6IEea10X9N87e59xUWHAQcCr2xqD2DwTkSiJCw/gBnI4I00d7QP8NyN",
-	"sTZXcgIAKxVXtzPOAW3nyl4WMpS3rqaXHt8BcYSs6HV5VEUAH8vMqrgpmJ2B6nZ4CrBOanX8hEdHryk9",
-	"QUzwFvkSWx7tYjRSKjkQ+zswiArq3F0dfOVgmMQD66WGYGehfHHCB7b22k1sSQQxX+XMYcKAl0sOGXym",
-	"O5NydO1fp8BNbiRIZ8EUxybva2pPyTiWMV0UibnRDJkTvJb2NNfvjdUNOvC5zDKihiksV3OWO4D7IHG0",
-	"M5MrR06PNaJw3pW8pkoj3AQ8ZPK1CT82eBgeLSnG6XsY9juVOxgU2Lin6bd93cgXmuIvw8V4rHIbOeY8",
-	"SlY36Rne/Q87aEZTqTX2a5XYKxbFLI6+4eT97teoJcu+YBZq9sBzpNv2LBEOJ3G//tIQ5cW9s6/XvjTV",
-	"Hq+G46qdMkczRDIbuHao+vr5M/G39FvRePZ0l9V3M2JpAiOGv1EftceVobZUtqf6WuY5bB3c7s938BNL",
-	"phfSwXv7z8WfxfNnDNRDvcGeyZpZC9mCsc6ieWWENePCbUeyTAo+UnYxEwudKWv7On51fnp0enJ8enwV",
-	"O8Y7Miz8lhSN3vGrq6PL0+bK1kxtCQoX09Z2xavx8dnVkYOHO6jqe4YyQqsVZGgxVWnuJRte0NeId7Cm",
-	"tAUesU0ghD+b4SBNGIMQbreqiJtOOdGW7uuY3s1tEAGVCv7OcRSKXTmrzsEmUD2a0oXjwC0x6C3G7iaq",
-	"UstOf3xC0PRoQOdmqGAfC9opCKjadKJe6qWvAyzNaLKaJD0jbGxGgLayoJVsGSv2d/6C09178/Ll8eHx",
-	"0dnVoHd1ftkFmcymDHIz+ceN0yyzgTZw7XV9DUtoS66jClHwyCRqZWuU2on0CO5ndrRGYIAx9hQ+ioX2",
-	"6zdXV2BzvTj//owpsmShOsGzCGtWltqcDDh3bNjADM5OYDnNFpbhABZzUGQUeHKVwgLcHDCV2ByfpbqF",
-	"nk/U1+7APd/ff/qcTItteyB2RLHINYZ3zXjcpO+RYpLDkOYqT00iptKCaYTIaOXD4cEtvC4wqXd3hG12",
-	"UOTjJvwzP+nPlMnHA6WwuWMbBxtRuTP9DT9uKt8p/vgEFhY/GxYW1g9WluqKMNlnCzMvyaPSJHNeSiNu",
-	"TYti3oKbMflpFkU4CU9hmFGla/7Zzlci5mjF4Or49Oj8zVUciYqD1telh0ajd2QN7DKQV8bUUWCDO0vD",
-	"owP0NS0/qgq059e4EIE4ida5DWvZVmG+XSTgVsbV2SIrUvAlt8cmn7VAsmBwQ49MwvkMTgbyTVcUQXRp",
-	"wkhsRIf9EFHVwsq9K9EU8PDXBfTe4NfeO57Hlz88nOdvvAfT6x8dn2XQ4v5hyd7bMCZ5enTVfdG96t77",
-	"fn/DYwQ2y0d4n/j84ur4/Kx372et3Pgh2jo97vXgp4vu5d2Dqlz8OUKtGFIqI0xuAsPf6h+BfK7BuOJK",
-	"LNbFbn/bNtevHrg5azL7bsyQ2vWPXL6L+goU0xxcVGcwrOooVGBjhcGWzNyQmbRBn9fV0gZ+qL6G69kh",
-	"r1kXXjVx1dvu04cWqtRd4rurQVbueMxdv+qiV+HYyUUn5Yprot6Dcw1OwbqIpXNLXMSHujBrTnwArFCJ",
-	"TvlJ/QQO2n+LtuHKxqPAKWy8RZaJxtpwZLP9eNxjn5FH7H9wcmh/56GSIohb3Y0VEFyLWAOB93QPoIHw",
-	"6kflvQ5Cb52qYPDRtWofM8mDvnYBvo+KvPU1ht6QPVgliMt8sMox4aKYlfBfX9MpaouaC1qBR3B6qfSO",
-	"UTQik6vTVWve+NgUgeH0Nu91bL8skR85C6HLfth765B38gJD8HapR9PcaLOwlTzovROfFViCelnMIxWZ",
-	"ecAfmataYRR8zCJ/l75DfEr4LOviv1xmD6qTt21cRmVrO4sIWCrRMgZ2HZlE1QJn9RcIF8yiPN8oUzKI",
-	"xmAItwx44ZApKegrw3jkByKldimKsvmzGyDzUceqo26Gd1+nWaaSZiQSOZMTlTBsiCOOwFg0GWmh6o8Q",
-	"MLvy0duVb6znHKxcYqoJWava4ns3jz72Vg+H0ZI9IVYdJRrwspbR2TLqa9Cs2AKcWqF0gpkQjlU5cEEO",
-	"dyFmmMyotOcgeDCmSRxhD0Z/UNxhOA3zUPhay6xEiACSqoTTYfvCNjc0tQQu6tZ9mrZwn9/asvWwuvtH",
-	"rTF6YbR6SI0RXv9R7vwtbvxv2RH61/NvH9APWr36ERXxG32t4ehTkatoxJU3fVK/4x8VP5+oFC9MloUq",
-	"8SG6bk2RT5Wa+LGqfbpBLJWyD8huXwLv4J8RbLWa+PEefEHYN5xYUXN6b6o5EQaKBcydZlscEYz6jVz6",
-	"HEMaMuRvUooiPuyeHR6dnIC2CNLkvpoDC3yKKMzAemOS3XvQ5+jfi0blU55YkunIBeGXair9B0arb2TY",
-	"YAf8TfWgE5UgvbUj6VSiTPD655JtjBH8eW6SxUhhyidJ7UjCFHA6ryxTcfMky0xbxSaQGeyUJeg2lYiJ",
-	"gq94tvO1QDnw8vjsuPca82/WUG99dRkpdh98ddLX7onjVKd2yrUeHOTHT8PeRIXQRIRI1Shnpq+RzIOj",
-	"ORJzjkozIjbmmcgQSIxWjseK1zzlRBi9ZIQTRaQE/J61evQQ5/jfSpUeum3zEH1a3vTYSjUCJ6t2NIPz",
-	"+NuGPv+dtfTD0RnCM36vj/MXP3JECyVURRI1qgLoDzvko4NLX9axP2QM3TWBmcf34R+R7uPKlS1g2wHD",
-	"tm8msnLZBzQIyi4drW4GfG3VFefVJD3mgEjw4Z1A/8KSvjg/O/L31tVoojJVqERgrzPe+WwNhurt7qNH",
-	"k/89qr3fFYT9798v/F3h/t6ltHxKiKzoDbv6EcGIwiN175nFiz+DuqtKgEb1vP+h7r6g231VxVNyxe5c",
-	"NCdgwcq6WpU81CWHd6nRIk+LJcjZD9E/t4ZK5irvLkBM/v0nEIsU813XZckDDwtSZZLkytqtaGuRZ1ud",
-	"rWlRzDvb25kZyWxqbNHZ399/vrW+TRJ1HGrDVpHZ1khhsD2hf12rZeWhds1Tf/KfX388AtEFFY9IAl8I",
-	"eyPnpUphPKrVwXU3hfttebOf79XbT9J3SitLSSGY+VTTFPGtVP+6YVI8og7x6QSjVYVcc8+p0WlhGMiH",
-	"L/X61m54SbU93vO3OhhsGvfI6FGaEXhqWU+ZyWFbdPvaZwawDtbxH5QPbmVm8g2l6YmKnqLtk44joQnA",
-	"beLIcelncthiIto4uhddjevmiLd9RzNCQ7riP7G/s4uQi9UjS1EQfOuaNzg2BIHm0Coq+YGQfs4oHr/Q",
-	"NiI0IsLKnM1lnlrCygzNN7qL7SJeLo9J8OGnD/9/AAAA//8=",
+	"7L17d9tGtif6Vepy5i6THZACwDe18odiy7E6sqSWZGe6Qx+iCBRFWGAVjQIlMYnXup/tfrK7au8qvAi+",
+	"nOScM3d6Zp2ODAJVu3a99vO3f6v5YrEUnPFE1ka/1dgLXSwjBn+/Eb68oQ9M/S1XiwWN17VR7X7OiExo",
+	"nBAxI8mckaV6xao90WjFaqPaeGXbbf//enP9+v6fN+dkniwieMTGHH9ST0hE+cP34xrj41rpV0aD4pMF",
+	"Syjx5zSWLPl+XFsls+Yg+6r21aqdvyxFnLDgvQhYtEntLIxlQqbrhElFMyWfxTQKp4TBZ6ROyTL0HyNm",
+	"kWUsEuGLiLiNEZmGnMZri8i5eOaESZ8uWZAb6P/7/ygabNeXjxGjMW8twyWLQs7G/Cb9q9VqKQrfXt/+",
+	"cPHmzflVkbozEjMakEQ8Mk4EJ5QsVglNQsGzftQMBaq/rA2rtmBSwszUbq7v7glnLJAwGWLJYpowEouI",
+	"neqGx7WAyvlU0DgY18ic4pvQs3qtZtVilsRrOo1YbTSjkWRfFckRY0mR3GuuPltGoU9JXbXBFlMWBCwg",
+	"MhExa+SJfhCcTegsYfFEMl/wQNZGjq26gu9lbfQLvqS7tGpzIZPaqPa0qFm1eZIsJzQIYiZlbVRz3H7L",
+	"btktZ+R0u91ezaqFAbzabDvOoN2c2m17atesWkRlMpkzGidTRlVrru32mo7TdAf3tj2ynZHrtgZOezjo",
+	"uoP+v2DoNFjXRkm8YlZNzmkgnidPLJZqDka1ZSSbqgnHcQdN27YdW3UOy58Fk+oebLvVHQ4Gvb7rDlQP",
+	"urWJZPETC6oadRTpvy6+TBgPliLkqtnEX45OTooD79a+flJT847RKJnfJTRZyeIMfVhaahGpfUCon4RP",
+	"LD8n+GTX8IAS+HwSCRoocpEzy5gFoa9W5iQSD6qxIBZLtSFGtma7LxaLMNnCFMdpucN+p9vp9XqKKV9W",
+	"bMUmAVsmc2ghZr6IoT+1SGT4K5vAhq2NnPbQ7XWs2nMcJmwyo2EEnX5VNOFuzQbkWLXlOpkLnhvjg3Ba",
+	"bq81UPOmZiDO/RawJxbhhAIra+KxZtVWyyRcsGzZuq5i+sXV3Ye3by9eX5xf3U/u7q9vz3483zxrYvYQ",
+	"yiRev5IkCOUjCSWZraKoYjtXtpff2aYp2Fz0gRGfci4SktBHRigBfoywF9UFqZ9fXd/dvG4U97OaPiT/",
+	"/vz26uxycn57e31bOoY4WXG5ZH44C9VmBjaRGV1FSSXhhZbyJIc8YTGnEWFxLOItB8vF1cezy4s3k9d3",
+	"H8un4YJGMxEvWECSmIY85A9EvVVFQ9ZGngB16BKnYxFfRKsFJ67ddUj9/OZs8jBZsnhy2RiRcY1O/XFN",
+	"TY1iJyUB88MFjQhfLaZsL9Ufbu82+Ef8VSxFTJJ5KA37gjCA9mOWrGK+awzYYn4YujlNoeCs0DK2yAKL",
+	"4DsBXdAHuJp2EX559sPk9vzuw+X9XZn6iE4JbkCSzGliFtpU3e2xzF96G8TnWy0uXmiuPSISBAp1WI6Q",
+	"35zcvn1N2u32kKh9tofs9+f3Z2/O7s/KNM9CFgXkXi+T90pGCARDhgVsFnK2g+q00TzJSs4YkRV/5Oq+",
+	"x/bHNf9pMhNRMK7tofP2/B8fzu/uN+/3LysmE+RrSuCCJv4cbmFf8CSmfrKDWNNykb3Y7FQEa7jRKcc9",
+	"N4JO+CvTh/TnbEFHSrJZsjhZk7G5j3AHLEIpQ/6wZ3D3t2cXVxdXP06ub+4vrq82FlC6W8VSXRGFVUSX",
+	"y2i9Y3gbbefHuYzZMhY+AyJ/cT61nkMeiOcRcTqKevbE+Cmh5I4+hcmvj+vmjyKia4IvqRdEsG1b/P36",
+	"h8nbi6uLu3fnb8rD+SymOAQagXhAGA8qd0GhkTzdqoW+7zB31rOb3alNmx2/zZpD2nWabjCY2aw37VDH",
+	"KfZA6oHgrLGD4qvr+8mb66vzKoqfw2ROuNC3/5olWwhO2/gmgkNJ4hVXk31KBI/W6vxUB5RqABai7j8R",
+	"SlRU8jUIs7sG9Pb6w9WbihsJN6JqOAx2jAU/zw+Gi2xFqs/HtUOGtnWL/11Mz3yfLRMleBT5DmJMoDrJ",
+	"E8hkEi6okhCDVQzifE4GthSvJyC/DmbM7bh2r8mGnVmzw3q9JmX+rDlt+51hu+/2pkM3lU4mqziqjWon",
+	"ZmQnB32t6L+8Pnszubia3Nxe/3h7flfevVwkcxYTJe/lZreC4Rvt5HlOdTM4+6axkKuT50GJ8acEeKse",
+	"0alYqYsXmVItr1zS6S2TqyiRG3ICaKB0wUjyrBYZvESoLIoKtYhOJ3j3TMLAmqrTUP0hfapm44uV3UvW",
+	"+c2Z9ebdmfXm5mzM391cvm667tCxfmg6fcuxO65lOQOn1bWGbsu2sjdcfMNKhd32vT0YOd2Rbf/LUo9b",
+	"Duqn2Vj+fnddUgHvnwVRDZqBZCP45bfam3dntdHQtWrnN2e1ERJRM0OpjWqqf9B6ckOtjWrpENTi0eNV",
+	"gnXH/Wr9Vnuj2lLEHdMUrMOUY3kJPzdopZ7kR3u9SnyxYJt3ovqVPM+FZARIIM9UEs6eYBk+PBTPWrjI",
+	"tKIRM5+FoEU5qEpSX/+y4ul7v/xWC3nAXrRqsp03hRMj03DQsBFKYtijVzIYO7K3IvFA6nmiQR4LWMQS",
+	"FpDpWq13xtWreKJTCTqHPtcm0LhW6C4FDc5if66GdotXe5Fpt6wJyptS7SknVL9LjCqTY5cUq9iHHalf",
+	"ylTQosbnNO1B27btmqHgbRixyt4vFnCQUyL98DFMmmDuILMwKshYS6p0udqJjJ9OYrqgHMTVE6PGnITQ",
+	"yskykv0WWmDUmjLUmtZSSiM6bSpq+yl9uKrKq2kuEiKf6bKg6EYPIg6T+aI2qt1c3rnNq4ubs0t1YKmD",
+	"aQLq3ULWRgN8wIK9Kv8yZk+hWMk9yrMh9S5REnklM29isRBqGomEl3bOIb6ybQbdpmM7XT2D788u317f",
+	"vj9/M9k8ZM5QUASZRisV8NLmGV9qZavMqVt5olEYQFtKcmYvS+arxc94oDZRyJerZMul+v78/t31G7jA",
+	"zy4vr3/elMJisUoYSDXqtoANuWDJXFTJAhWtlUT7uQjIzdn963ep3hdF4pkFRHByApfWSRTK5NQ8H5Ef",
+	"z++30X5xd6ck1puz2/tNuWUJl5+hO0wk8eWT0qSqBLJCUwWSV1ESqo/gS6WIyKdDRPb312/OLydnr+8v",
+	"PpakxDfqZFIikTrH0BRUtfYMYfl28oTpT8i4aiUihdj4KckdWSgcgCV2J+E/fLj7Z3khmB6nTFEfs6b0",
+	"RVwpj+faOJLkUtvq+D5UJK6WX5CU19e3tx9u7jcXN4pJ6tDDXckFiQR/UAIUXGMSF86c+Y9ytdg61Kz9",
+	"wtrJGhezraMuaaOqP2OFI3fvzpouGFq3T9U20T2dL9W2vjbNJbB1INWCPA7kgOmr7mo37UqcLU/MlVGf",
+	"0lW8k2LdREmSSFvQJtRdhNzdn91/uJu8v7h7rw6nMivxIthqPdCceSWJtmBuI7bczbEbWosSFvSPl9Kp",
+	"FvITVDw1pTmhY/ug789ufzy/v5t8uPrp6vrnjbtKcNZMaPzAEs1Kc5ZSIsOA+TTeOs5yy/lxKoZhe1qI",
+	"k2hZw54oD0B/5cJ0QjhdqENBbQzKabRO2M5Rfbi6+3Bzc31bsdvRv0SofFQNzkRMnot2NjBzBCt/x6mW",
+	"bz4/LEmfHkQ0mYVRwmKcCzXK78c1zmjMZJLtELlaoqNs2zhYEoe+3FRQtKdvoX/PlKz/Qd6dX96QTNyb",
+	"ZAKynIhVong5CcSChnySiIRG5G7l+0zK2So/D/giWsRoFE5Rayb44YjEDHhD7l2lOz4x4ihR2zz9h3nY",
+	"GvP/QcDreAxBvljxhMVjfsxHNmp24HF8wxIaRttOQdDXWUDmLC46Y4Jguwup1xrYdnc4dOzOv2rWDnkW",
+	"xGZ9UMqTCtm1xZe/gl6ndJFJ3tnruBbYy7WHN7VKdIb+1Hf8dnPaprTZob1Zc8qmnWan7Qbdju34Q0cN",
+	"hAtwz9QW9JGRgC1Ezaqh91HE4FqBJ7F4lpOVVGpZzzbiPuo+6utfanLNkzlLQr/2yaoZ28bEl08TOafq",
+	"ChrV3F6b0cHU7nT7vfZg6rNpP+gy6nb9nj2Y0lmPDdxpx+/32l3mdhmlbDgcTl23786mwwFVam3asKJH",
+	"kfJVbaF0tccu+LuVtm23hsOuY6GWbLeGPaet1W/1S2/41arFC8ly73cHdvZ+u2/30/f73UFf7Ss0hBkD",
+	"DgqbFVN1gu/VwA+JQ+/5U9ruuf2g7Tu01xkMpx0/mLZpbzZ12czt2szvTu1Z33F6HRoMfDqkdsBshw6n",
+	"/nA2a9eKvrROb9Af9HP+rtxxrdfp9hXZc/vdbmfYB7epeVuacAE1u/uUqGf6xNDJMoFNVxu5dmdQeB5T",
+	"rpbjL65tW23XtkE9hl12wWdi0w6k5Vjg6Te4OncoihUbxrHKK6Xdy1ZK1x3kVkqnYqX0hp12+n6n66SG",
+	"nZY9bH/dNwWO3ep23P6wP7TbW6fgD7H4Miwrq+rw1zyUFlyX27zKu73J6O7fzm1YpI/T2qjjFpan6exP",
+	"4Mwexd06jLzu4L9o93zNpumGxTMRLyj32Yb0iq48sK9pe1jZE6BFGZmuy99qHP3psDDTf53n/vVVmwrh",
+	"yP6Um9NPe8k2RN+yp5A9VznM1XOMyzFXZp3GMV1L4iu9X5BkHjNGwoQtZKN6JL8AtRaMB8fxySoENv1S",
+	"jHNyrNoXtzb6xW51Ou2+ZbfagwH8p91tf1Kb/AUOdqfTh39M/NViFVFc5tnzNbTQtYcDy251em3VwLDt",
+	"fFJrKd+bm/Y27HXVW8O27Vp2q293s87cdq9T1Vm/i8cOdjbsDwbQQK+nGuh0uxu9tbPeBgMHXna7+PIg",
+	"153jdKu6G/bcXq67wbALLcAQ+32n++nrJ6sWsScWg9jwi91ynJ4ajNPuqs6cPvaykMxHBjtdRao7sIHB",
+	"dntofn6C39UdaelLFK/PT/svkqdwWRv94rTsdsdyWrYzUP/rKm5m55zUR5xrO62u5dpuawhbaIvaeiWI",
+	"XPlztDpVCOFbPU1opvrx/F6bkeQW4Vo1cPH+5vL8/flVhYowYzRZxSVH/4pLo/xsISnfYkHZMf4vY+16",
+	"omGkKEI1OZRkugqjYCutk8vrH388fzO5uzl/fX97VuZVMldto9kbXX1oOKmkstxWWSmrGC1pRuKhKZfM",
+	"T2J6itYR6AsfrRalTrcMIvUt356/vr7d9DGiSZoFWi/U+l/KO+gDjq3KYZVbr1aqUzv2uAZuDtPnKSiW",
+	"YKSZiygo9oyGmC0Du14yfnZzUeFLKoZmhpIEwl8tGC+snlALUkmYgO6QqT1kQTl9YOoD0Idzzg6I7JlR",
+	"v2ijt1tOS92dSvDndBnWRrV2y261azky/3n2/vJ4Mk2LIwINjrmiejTmhADZI3Ic1epDTfaIANWov92c",
+	"3b/bZYNe0mRe0E6N1TgWIqkyt2w0WIhmUK2Naycs8fNukExBX/GAxeDgyXWzZRXcnP0THLL319eTy7Pb",
+	"H88rTf5C7Sy10KJwESaVBJeb2WrzZy8+xJk6dmfQ7fcwonYbdekkXIqH7R5cpY5tum5zwYZhYCXhglkY",
+	"k6in0IpFxPJeW/X3xBd8FgaM+0w9Lvyz+GviTrTpwPqS/pU6iNXutDB8bAJuxMxl7M8p5yyy1LJ60I79",
+	"hRxz26GuM+t3mtTtdJv9YXvWpI7fb04Hw0G3M+gN28OetSkU9ltOx7EHfafv/MuquOgsFH+tttuyu4OB",
+	"3e21B67ruEPLGbSUMDl0lU7sOI7bsXot2263O/2hY3dduwMX9sDt93uOY7uOPXTszlBd5W63P+y13Xa7",
+	"57ZdF+SDYac/GAxc2+52esOhElCcYbfnON1Br9dx3OGw7cLVrB51+orIXrc7sCzLsi3H6tr2X8eBmMEJ",
+	"n7Kg03cHHUVnxoJep2PbbredcqDbb/d67baT58Cw3em0B3aeAwO303ZtZ5jnwMBpDwbAFM0Bt227fbvT",
+	"g8aQA67bH/Zse9AfdAosqJVX/Wbo/BnEyhtrWiQKQRacvSQTDPxTr7I369Xff1xxMZXv//GPWj4CV8uz",
+	"uBhBmPUF9xlPcElmkj3wSMv1wB0t1Stu9r7CZ3pP5JVaV+k4b1I9NlNqB25/8NWqFVd/bdS1bRMzfIAX",
+	"NdvY6v44YNnUrFq6S9HC0lMCsYC7K1UQszAH26plG1x9oKbSqkGoYZVqll+DoAYewFi323KHmkndluFQ",
+	"e9BydrB10M+xtetmbG27zl/K1l673aTBbNjs+84wsLtTl05pma1dp93bxVZng63d/nAfW4e20xkM/qWV",
+	"Vx3IOLm/eH9+/WGr53TKIvGM9uaQh4vVgsS0UiQvt5e/uHRbMxZFWxpU27DX7bb1PXay7Sa7BaPcnjwY",
+	"avTY/9pkGHwHJCR8VOHRGWlhFwnGL05yn+BJdnd++/H8tsIde6U0HrEAJwbIblxUicf57wveCpT1pyu5",
+	"NgFhEU3KUdfGiXr37uzN9c+Ti7tKh/b9hh+bcLpggRIoMJOjirByk9/q29ZdkMVKggvH+Lgzl3rVarp7",
+	"9+H+XukMbzYcX/eZKiQTyK0gz3N0EDMUwGgcm4CejVHlm61guFIq56sE/P+BeOZb+H1/fXs++XB19vHs",
+	"4vLsh8sKhs8ixpJXkgQ0oVMqWcGJRSEAq4K8jXbLOqBpFhKJKtusIhdm4Ho221TlN6Y/PUP5KoqyjytD",
+	"dPCnfJxE5ofM4nZ8yoMwKB1NlUd1u+l0bBNphY1XJe+cmSX1WS0pnWRU5OZiSeMQ4si+2ZCXz9tJs2ks",
+	"87IM4dqqsLH24EAfdntd51+1Q8x+qXr8jw/nH84nbz9clvTA8ycWrzOdV0YCopMS+siqIlKq2qs0eUBQ",
+	"rsm8GRHHhLSSz2JqkU4uaFdaxNbXTiFWtXq5mWSDv4vpa8p9FkWbAcGfxVQtDPxR798wITEtjIhFdClZ",
+	"UIgKxpSZbLivz65en19ellTIrO3pmkDuXxYQ/NtnMb0Ivp7gO+oUn4U8lPNddvOhM1Aibr+r5jR1AXb7",
+	"tjNsD2iTOr2g2XGG0yYd0mGz7wzs/qA/nE6pWvWPIQ9yjAdCEwqL7SDn4E5vICZ44XQosW+g5gQDANUW",
+	"NuGo2ni+JyVv2Gq3O8Nu2+4P/5XP99IbwKrJ1XQRJvtaaPeU1vCvWmk1vIE0xuJCMEHxB047Dun/N/Pl",
+	"ZJP1W43GSTijfjLREaLbnNWOrZ3VqTl7IlnEQLA1x1/eF+c/TSR7WOCDWkx5IBY1qzYTkUk2XdCXggfP",
+	"Vc9CPgGlsujb62RW6YP9dfEKpGXBmQwfFlTtOP9J6XBPrMrlELvF1judrPGBM0wVgl6n0/+6QU5XKTL6",
+	"A6fVUX/D+0N1LquTG0yh6vO26+p/TiQ8sQeu267wSpQIGrpO5s7su8Ne5s7s2Z1NitxWpz1IKbJTNahl",
+	"d9t5gtptu0xQxx0OKxwXZYLaOVW0rxTzzL9q96sIcu2cQ7Y37KQT1gHVNSXJ7Q2HJZLaXacNzo2KkIgD",
+	"99d/XkhErz/tt9vdoDtzbdvv9nptnzmB3e/5bX86cDq23+vbLutSx3Wnva5jD51ph7ndvs3sdkCHR4dE",
+	"/JmO7q9WjbPnvb55sUqikMUTsFwCTV9qo47TH9pw3q8CxpPwVxZMYibDYEUjWEKJWxu5nZatplu3gPaS",
+	"L0qlHvRsE4oPrE5czHlgUdbKJ/UGqLmTL6Douk4/ewTtt9puVyvHsD7u/nnVdPrD7sDt2L2hGoJtQ8Jx",
+	"BZWZvNbsttpDw6em0xq43ZRPXUftadVZt9saDtTCNKPBCCSTAZELLEkFgUOWay7YBL0sk4DJZfioxUH4",
+	"U05itqRhbBKu/4wbV92Lf/S+rYhTmDPC2TOTSfnOVVIezP9/38u3fET8+yb99036f/hNuvfW/Pe1+Mev",
+	"xf8TLxLrj18Edq81aA+6nW67XbwIDgyc/c+8CNL430MuAvfPvQjULxsXwZ5g2T96E0AcV9p8u5vF7nY6",
+	"7YpzrtfqdLKDt9s25Dh2yylcBf1+p1s85hxbbaa9NwGc2Obgtbu5iwCO9o1z1+kPs4vANceu2+q6xZvA",
+	"HXQ2boJ+95CbwO1mBEE8o6FoMHAqKcodWsOu3c3dBL3CTTAY9Mo3Qb/b33YTHLhbvvEm+N8+ZnzPVQB+",
+	"v+qroDd0914F7W4LLqjDr4JDpuuvvgo6rWG/67TtvtP9pqug0xr22r1ht/+vmlqVBY+7cQsYNeMDWIXL",
+	"Vr3Xdx9JPcGMmDCRxLU7A5LFHGrYIYmYcQ0IR1KvqQM+oAktWLXlU21kdEjrmU9s9T+O1Wq11B+u3elb",
+	"OeAiiGlJ/86ej/kdLAjLbtkOBGrYjjuEVtSftmO13ZZjOYPW0OpB2FN232hsG32yG+uFhk5q5zNxihvx",
+	"cyAYup0zcBY4nAMWh08IwyWitYgDFsOhKBO2TFOValYNAVpqIwcOLPMrf4Jp2TSIADbBp69qej5cnX24",
+	"f3d9e/GvitQ9gLuDLHya4YeISiSgQjuFlEPMriVTRmMWY5NbfHkfru7O3p5PID1rS8bXRuhYFMqkkpxc",
+	"U4WQMWwnZjMWS5IIImRLrmXCFhZ5nof+vJTOfKr+AcGZz1QS9sL81fZ8r1xK2eT9+ZuLs8n9P2+2xJFh",
+	"zMpzLPgDgBYxnpBkvazmbWWzBTdGrgWSsJfkZBnRkKeD0XArp0QyHgCEUOjDQjz5LLf6Vj+e395dXF9N",
+	"zv/Xxd0GyJUJ9jQxduAqTuF3tvmcSk3uj/AMZdrmIfmoX63anNEAbFS/1c7vKULrMenH4RKFtDKsnDr1",
+	"GAGkHZnAdKhTPlFjeCD1LyuRsKBhQdcQYif4mHtZeDJkuXsWyT8K+Ux4cFjln/6mR/jVG3N0ZJml5c8p",
+	"f2DyFIIAvItZ80pw1nyvNiw2Y57rR0ACOqs0DYIGXgvOIgSognhUtZpGNZnE6jjRwDuXAue9mi0YnjnT",
+	"nlpcM+jl87KbC0McUO7AEAevtbNjJXbTmC5YouflBzWMi2CThjMNXxJCzAHMdvig1mxCwqQEGSJfEQ+W",
+	"/UvikfqSxT7jSZNxtdKC9F2azBuKupDreNGaVVMrtTbKwFosCMvEK1TjVqZjWdCXS8YflFLgKH10EfL0",
+	"31YFiy9mau5gnjaHp9YjDsuPQjUoDFSuq9n9m9c4Jc9zwC0FZyu8topj9R4i1rExp1w+Y/RB2+6kCFXq",
+	"RMHZh2HiDsgGWlhQtW2jA+F4c0DvabKKw2S9OZqf5zQBKpOYfmZ+ImKAsQhi+swJfaAhB/iHKUzfglEu",
+	"iZeEC1wtQOiXFYN9rOlcmK7yJP7PmM1qo9r/OMnE8BP8VZ7AOkoJ/IqpgXIpuNRefAaYi+eZJxhOSVD4",
+	"ykdgCau3Gk6jihjz1UnFJ+X0iJ3fZ29uxgvt/DD/7tevhzIPuHKr2YXMK21GviYaZoKG0SpmpK7OId0t",
+	"6dgd4qU0exbp2F3ibTLBs0jXbhMvR6XXQBBfEU/DIGD8yLkpgP/u5Ez25p/IFy9t1Rvh+gdU4FASEJAs",
+	"MtUwJbGIGKl76vbyGincwJiDaIHBXigEhoKf6oRwuA3hLtXnn2qDMxawYMzrnoYj9hotDCu74HI1m4W+",
+	"Ok3uENb0SGZug2HdydfKj/5EFlchv1agtZK6V0WJ1xiN+WwVRRaAMjcBVk/EGLuvLnTaIlc5qQ6v3+CU",
+	"eKlAMSLqIvDGXHCfEbmkPgbAxIwFeNLmxIxb9VXzbJawePOUvEOrmBI1n2mYkCmbiZhhqB6A/rXtytsT",
+	"wldZrLgD84xAsN9ylG0i1e6Z28Lrf+KsftiCiQvTmO9Unw9XInkvAnh/txSnE40SM5MEoq5g/3jqzvW0",
+	"CMHLwtVpenvWKgXHquHq107gHRjlDV0rAexeiEsaH70BK/NOds7Q5hd/8tYrZKdoVNVZ+LCKWYB5L6Tu",
+	"bRChJ+0Dp6tkLuLwV5y1IzhR1kV3MqHw8p95uucb9kZEjUYpBEg3YKBykMlRF8F0Hp/GcQjH+5hnSrOW",
+	"2lIAY4M3o66JjUPk559/bp5lfbHNFe/9gCp0zGi0+H6cyzMb1zwLhUEPDO/fj2shByixCVAzrnkoWlJ9",
+	"V6lTD7YEXFUZVXyPII/za1Ifj5zebxZpKqJ8d39cePvPXBuFlvXtvzvEWHEawowR4DUe84IgNFIHUMwe",
+	"VhGN1S7j6EogvlhFAZkyvHGy4HDB2ZjXGfXnGhzWrMBcsKVaeurHzxhIrTSKJeOgxFIejDk0lPVlkVks",
+	"FkDxHHDwScxgTBZZ0LXGpJWPRunFd7wW+UEkc0JjtnlratnkA0/xcd6zIKT3sJqOPBG2GVT2nA2Vn/0F",
+	"p+QrWTDelO0tpO5V0wKHZUoOjPUskj9QCWUu7sCAB5A2oeqQRjcINx0qtujyDiVhXa4XaEwnEaMyIfLL",
+	"isZMkqluk9TPw4jFkiiV3e2RHwSLGJcWcW2727DGXK6mgJzNghHxwkTLpdIjsVgpAUbMiBSRWsfEq/9M",
+	"viMRXZA3r940yK/ke/IzefHGHM6gN3pbKLmnGYSzGYuZuo4XNInDFzg7n1n4ME8k8ZZwMMWMvBA0JZBf",
+	"cZF6DmmSpUdYJBm+UadRlH7oGAUfa5EAiQ08U5c5Vv1WywZSYW3Iq6YOiGEL+hIuVovaqItuOPxHpumn",
+	"UplVi+hiX5Os2wJnX7wAA3ogVlMA5Ux7cezc/6vsUGPof7Vqyz292S3bUd2xFz9ayfCJvTe9oE0je256",
+	"wec7yLNb3RxRdgVRUq9UxtUbv9RoJCdmxUG03YY9ITO1/IJfZ2+J6WfmJ6rZMwzFf12Izy9ObBBK+hAz",
+	"NpFzGlfclnfqsbFlcZ3nTvVq+10nBjR1PsLvBWlHJwK8UkJ7xGLKfZbaMeAaBTHA3je3e1inZm2SbY/N",
+	"EbxnFKBzTV5MyFcmXcYiDyeXh9O00TfwM30v5EmvU6skN7fe44WsEMNvhUiaaihNPHD+IoLTiahWBNKf",
+	"yUqyADo7qOHSeuS7FmMJJaa4GqchrThgFF/q2lzJAtIkEZ02DqcOcxhjdZVstk0VpyM6Jd8TSr4jU/I3",
+	"kvZ0TBewFPbOPKs4feSXOKnDEDfG+B9u46hxykgsK6Z2umOMpC7iACpKFS+8xl858XJz5nWm0C5pomIB",
+	"ZUlFx394/m0fft0+wo80WrGK9XvNmS7iQpaAowBvw8SSFY+UrAnek+AUMBbwZ5LhQqYaj5418ObAEdDa",
+	"uKg1Hw9YLJpxB7x5fuCbVawB2/IPeluXNnuK8r6hIlnpSXDA9Gi2Q15RLJNJHg8+TzVNWFNXdtnorrh9",
+	"KwSV0krPOT02OlWt6QF82sYREypcwZFU4FrIgwz3d9qZmHEfYKpgVPlIgt9qfBVFWerYPqnCEFNsZuuI",
+	"tjs40Fsx0qKszFmVoItXUkufBkPnlHgmv9vohvqfBVcWCGlaXtLTmqaFf6qY4gKzjluMGrKu6so0QzCC",
+	"UV1nZiJSjmwYATsSD4UTdUNYqBSOcW1hMnvlhR0uUuGsmpklgkrH+q4tAcXTTNeHfWLw16pINXB9CBqs",
+	"4axTuo2fMp/Xqp3FKAWJGLR0QFZKcyZDDknyBCI6wB1mds0mafTlAn90epsbZSFiNtlG/cfdlE/ZWoAd",
+	"S0hGolAmLGjtlwLZVnk1XVUAqk7jR8wcpyT9Bn9uZTMwFSJilO8/pfTEZVNr1nY6d0Ve5AnduvPvU7/l",
+	"kdtqkTsyjvBPWjUoRnj4MZkReANVDIvLAXXG8or4iyZIx5L9oS19+BZO4hX3abLN7o+DmFNJ1Jyr5c2J",
+	"Y1u2bZMU4qzkmEZPe2YxwNerR7ripg7KhlKpD8uIzRIiVglCT1OuMSvMuiB1LtKz31hmzY/fp3dEY992",
+	"274r8q7ybF7ys59nYm5I6Rqs2hWvP+I629gNxZq2u49+Ex+7a2EjMPYPMaOPAJ5QCJM98kMdL1utPT9l",
+	"YitYsG7f352//khOiAzqkKZ2oL6Qj8OtWpEyoTygcYBF41RPHnzg4c2/irA+rBwR6sdCSgJxgmr5jLkn",
+	"OJuYBibQgA4emoUvLPBOMwPt648kTXsj9bvzySMRM2wBors9q1DB75UkXhaorqjwGhhLlH6grW0YmR7+",
+	"CqYyHUl0rBKVWyTpdOrlULnYEBYo9WiWV1xQ5QIp1fDziNDoixpkaERoqmxgPSQPS+hJDwNo0pKPs5Vk",
+	"ktQpBhHF4XSlX4N7BTa3mBG72esQnFD4HOP11FgsODeXTG0wU6bvka0bBEz1NCFUPuoJLnSAk5lWdcvB",
+	"1j8oASKZswWp6zgA2VoEimT0CXS0gdPIjhVlEwx7EBnyw/uaVTN/Tq4/3E+u305uz64Aky5vl9ZRefAU",
+	"cP5NgGFWveb9+d0dFlTVfxUA7oroNBsFTcuVF6uk3DQQsOK+zcX5/bZPdICFkzWX/3jHKrxly6hCA4DH",
+	"hPEnFoklw8VWqFmll90p8VTLng7cCBOpC0W2xvyMICgC8ZYhf/As4unvPbVUPESkwohBpR5DgBfDejew",
+	"PMZc+3heSSgWvUZPQ91bikJzE/hRPcia1M8a1ph7+mCRujaDNxXB2oM6l4tlsiYLujwl5iUoKs0MNdoH",
+	"lBKid5ZxeKSBwXrho+9K480EDOLxcOUGoWLuIuQY9/xbbUGXS4h1/s1kDO30x2Dhy/Lwtt4VBuXcfKgY",
+	"tu3lG8Ef0vfyDN36Ab6E33xNrRnrK4xlg4X21aoJzq5nEMu961rLev9q7Xmz2O2e27LIgX2v57gMhefS",
+	"vZFC+pR3By6HP7I/9qyKbK4PGCOSadXw4y38CxWn0zeR0r3Mxvf/8Czn+j54ng97fYMLOIHmxbt8jtou",
+	"0W5TsvHVXucE4ftJ+jZek629hoBCAly5/XcaFApQS9WxR6iU4QNHDGQQ1jFAdkOoyVr1GqlbQUk2qP+l",
+	"RUJ0tFWYgCPelGMyof4rqY5llH28vFkmTdTzhbp+Vxq9D8zxEaNPLKi8w3TyR3mYPxm1CES/JgRm6KA/",
+	"9mVFIzNYYAPQpEYC/TQFZ02xKjLarWJ0OY+wai4jGj9AuAqIOEkcsoDU6Sxhsa4Us5QZIeFiKSRr7J/i",
+	"6mzFyrUE/eqbjZFIAMDA649om9jfU6Yj0Cg6YMNtaAufym5zrQ/krNtEBzXrdQ8ka1dGmk1ZGYu2MqXH",
+	"fLwdzXhH+0TyMa+rAzHXpC64LQmj/rwBsURaF4CVUWxvzLMGpVcUEdOsT6tWkPBrcGSVlA4wtrxULu2d",
+	"kv7K+D0nhee4GdJJqxS+zPsHOiCy02cDSi4tfQRhAljhYAa2N/i7UP+q8d/f+/A6hTzdxpqbPD/AoviL",
+	"bRHn0ymRLA0kVgoEMfrDoEXOome6lopZ6sA8HXOa4ylKdRnYag41UL20UopOKFPbh0WkQKVoQZcQKjRl",
+	"KEtWxWFsZfDB/vKtjD+4hfM/2MKWiUp1u602+pg9VEeg3JuK9al2KFeLhVIolZIKYV6mVJhauKABPGDt",
+	"mJCPef4HMCWTuuBMv4NW6Oe5iBihL6G09H6ADzBURym5usFGi9zP2ZrQICCrpbqRPEhh1QfKQebKW2gq",
+	"z5GixbLXAfYa++Wm7TIRy2oe/USeaBwqJU7mro/0Nss6tNKnYOZrHUr6R938buI36YUk3y0GoSSUSegr",
+	"YZdFMyu76r0gpA9cqB9l6wtqgflHiet9iw8biUEmWumSqz5245hFcBFcbI2sNiqnFwYeWlNRT8QrAUM4",
+	"CiGwFVofmdGYMC5WD3Os/QD1DVtVFt83mNj8DZFvt2whnpgkvpCL0G/GdE0wMXpEOI1j8UyWQoZwVeBz",
+	"taUckogx957DIJl73zkEjaIt8rNZXGglzsJzJAkmIfmevEx+C79zvpImeZmE1pgzeKp+a5IFC0LK60Ej",
+	"jQ/2VwnxyffEU5eQnIso8MgLeX/2hpwQu9Xrd7pjXlf//N58/Dv7vTEyOx5D5X/FqhzmJMjRZBEq4SD4",
+	"eR4m9JHFJrjvHV2rX1/P2UIsWBK3yAVPWBS1yCWdtsjdWiYt4vSHpO7azqBBBm5z0DnVBwqjXEnUIlol",
+	"aiafQox8fiFOy+22204nm3xFeiiJ3bDAPBBCpi8LHhiaMojijo7r83O2+uQ51I5UNvktbDpfMzndUnfS",
+	"jEZR2hI08xmb8Ulzazuf1bSgMBsmYHfJ00MTEqbTElF1QOQ7+QzHypiHph/T4fckJN8RvVDId8QhAEaH",
+	"64WE3zmt1mdCcWVZxFRQJ9M1MlMqReRhnhAIwYRTHU7lLMNdHc1kypJnxrhaU2iQfcHxnKZeZPIgGIae",
+	"wwg/w3FNJKrdM0LJLV1QTqbwtc4nJQ8xDVY0itZwV08hkzSi/FEiJ8RSQgAv3Og0UlfHXDyzJxaP+Tx8",
+	"gI0QxkRpZDRqJqLJRSgZgXjKUzNoIy/jhlF6C5XJmAODUnEhEaJF6DI8MTgrSi55CJ9MkpOSnWXClmS6",
+	"hv+2xjzTF8SMGIiDlO9gCsNSM9MM8rZK8ChHKGoEhUr9Ld2lW27qVWJMHFWbUzNEXdK48IDfepXldm0p",
+	"J7J3QIzontBQWJ1V2bQ4Q3Kp+qFK+pUJKR96pE712UnU2TkPdR1XEZPkWZCAJeBCI8vwhUWyUaLebZGf",
+	"GFuChl3EhsfDF4qdUB68Uhd3kMwhUF33KzhJoRmzAE11AqsvJHFs8+pzGDBLNzBAJGfIqIJksGm6mJWA",
+	"g2d8oxDM6/SO8rNtDUs9VzfgDyJYHxucnTOyWllugJgRBpDN2kAM9kZNeL5Nu4qUzFa36bvWFO609aVD",
+	"gTCRVCDQLu9dnxbFh685pOWdX+XdPV+t2v5+YHTYQyIPevk+XDCZ0MUyiynKNj5SWbXt93odb2KRCF9E",
+	"OqBiY8E8GYkGhrXBT6DfwmmxNujYmFOddXCgS+w99echZ00lXEE9MvUaKoHgAodnJlFbLDdKRFVKYwc7",
+	"YwLMsE7X/XHOmSomvI0YS/buryJnHgRnE7gYMxCyzcMQnBo+1XouyABzRuNkyijcVCIK4Hqm2qUYSuKp",
+	"lr1Tkxyw2ziFzVdZMaIg1UhIfbomXobL4zUsooahrjElarcOV7agu83ouRLLU7KsKjZVzcA7yPDJAPWL",
+	"vC4Xgt0bnacOQyWIAGySBordMGagQQIFSw9xiMAd5plvvVO4lOarBeXZWscGtW2I43rZHU61GUAVsGii",
+	"C8tXeBcLxWAi8bD/qMhVLEJOar8BnCB5vm2woOQ0IeYjE4J2Spzcbs0tveU6mQu+ve1cJYxQQup0wri6",
+	"iX8UIKRApUAuyA20o0TLUJJZyKIA42ZQljUALVoP+VGo7yDqJ0ywCUgmy0EEeA/Cabm91kBbETZmA4na",
+	"Tvh7ESjR0PScxkH8KLDcIgk5Sk5Q5dQL2BOLPG3niIRPI3ytUXnIyXSFp+bSx1q2WiuvitVSDTh/yhwl",
+	"V0CHVXvu4oGLmAVGtihyQf8Ikm46k6fE42GkwxWg5lsWWb1lR2bdXdLpbYZ9eLggc80ZeXdz+VqXxG2R",
+	"8xAAIrK4V7BmZDHFHorqyAPIP1R3EQbsQ/VjNLofYZD9Rhvht9kFd32VjxA8CiUGALJ13LX+vspVM30l",
+	"SRiY3Yavn5KlkFBzJkwQYsWonKhIMRpHIYS3wPSgKHkMZcUQ9DLei9b68SXwqAHYy2laGlk7sjijsbrx",
+	"dI3RnD84Hx8Ion7IideM6LQJTTQRyMw7PFIwK6hVxcX8utR8TOudUkiENvYePSaTyUI0slBjd+zz/j1f",
+	"nOrcqvm0a1vK61Xii0WFEKg5XeWMh7jtdCrUVoPiP0FqlgB/KQm5H62Cw2J9fQb1kfZnCLFtEZOGLB2M",
+	"VWCHh3noCR5uaAGqG/pFTLhIGqfaCFFc2epUUdLM/jGseI5jBwlWH8wX2SG5X8bSjLLS+cnxJE9E5ayH",
+	"T4wDJO1vG7aL8g1Fo/DpoMTKrTfNpaCBLiCehnUcIWqzF7WB1Amhq9SXJ1y1jwFDodY0zO0dFiLl1enP",
+	"xXPOtDzmOJpR+jkX2ruX1glrEcx5hbx5qC/tz5n/COa+RSgXJrq547jEu7k9f3199ebi/uL6avL27OLy",
+	"/A1EoEAp4pSSMdcEooySOzDdbq/ixEGE4KpYGLBQaREWMBdRhJ2FEfNInUWSkY5tk40gxoYi3xhcAYKN",
+	"8QAOeU48XdPWA9+ypc1/cr2IQrDjxWzMYyZF9KQ2OgRtISAfmHBmOYHhlSwW2x3zuteEJ01FYVM99Cyi",
+	"NboC1B64AQDt78SDkAwWN07HWJ/tOTTDKpfq9VrkjOvQSBoRGQbMp/GYe2hZVQNF23DrsxTcy9kDy+ZR",
+	"MPCAA1eSumRszD35GDEa8yaS1VoEXmNj/jr2sGoCcW72ZFN7WJTMI3W0wKqzAZPdQFL2NJs87QWlyZg/",
+	"MA7gTIFGd5PkkbGlNo4qWdqwotHKml/GYiFUo1Qtf6iDpnNIPBr7c3WqeCRmTVir0DvlxPyid0edpmsY",
+	"IxDYSyiTnKcMUbzwUCDAxY49HHMPI0jv7s/uP9xN3l/cvT+7f/3Os/RhXQSjgpgtaOEUvb4amy5al2sG",
+	"wmbV+AegXTBUrxqW2Qs4aVqtyFY41O6mCfHU0vAwNYGz5wzmh3H1v1CTcMw93R/GSmf8AeN/LgYCuVqz",
+	"aoZrEOcQVVuAc5rITnfhNkOQfr7t4M2E7pJcjdc9WpHnIiHymS43hWIaPYg4TOaLStVWcRnyACYLuf/K",
+	"xjnJq16bJ13MnkKxktv1M80HswL0HQ475pkut7kNuTqbnqms0MrK0lORyAqSSsOuZrySQjP9+tgcOlO+",
+	"9qCgj3yh64M/KdfEPSp3tFgd96hPyyVyDyK3VEK3at2IONm2oPJ1dSshG1I11wAH6Dw6PEmaOotNZymq",
+	"DaMWUz7DaKPXXFnegwaINXsPNfPcqrd3KiJnlUimXkpzqqMcioXgHjmg6pytTJ0zKREoxOZDeA/Vw0rb",
+	"tjjPlslyLa4czeiN9V+1hd/jVVQVrfCBh19WLKcpm2ur/uHDxRvAQiZqCLBkFgvG8SaCIMwx/3D/tjnQ",
+	"vlRkA2K/q0lKBHG7PfI3KGf8t1PipaKFsbqApxUwc2IJggDlmpDFKkrCJuR4Zq8Qn3KypFKCXDzmWqpA",
+	"TS0E55lOTNHh/xvpF9Ui6h6dvhwFeXCU3SmhpZC77Wn9ApHi//tH1oHu84YlNIyqOZFKG6k8w6HwacV1",
+	"HAT7TCVpYyb0mOQsqYdbOXZf/CDNVNo/cL7U7xZBj9QTS6ONDWlBGGOSZKs6mzphPJkckwGYq06xN2b9",
+	"Ur9brAWxJynWRL/C6183gPO3cgLi5/wQkreWyyhEixX6YFPDUE6IgY9Sh7eItSwzEzGJ6TNRQ+YyVMuh",
+	"Rd4iSj6KtujkXYZLAELCbsUDD9XOlglbSpNdD4jiag0c7Pe5yY8VwqW+ViUB7wg4zGlXMcaJoNLATRx4",
+	"cdggsiGPMKhDbf+Dyf057QyjA6upzSpkbLhFcojkuZLwFvE09Dkqk3pHoT6py2Z41VZ/XdFkIxeBvZC7",
+	"d2dNdeTnYy717gEzAwPrNfJCiZ0VAu4MlwFqKumm12sKGpGrBSY7VJMX/somU1OG+kiIpsxetHffafee",
+	"mg1QrKuXiomJB71E8DSMGle5UUBb1SnckIFxFJiJ+UZmCIC7B7xLCs2W+WQLDMYNBpeoOy8zC6fzjpYu",
+	"ud/xm+sI9lOVTewZEgwCslqq3nI7sBTei4G6/qLpFHbYIWJ5Gqnq5qNs3T2my0wa04unMHOF9ZjuneyE",
+	"/7Ttgr2AjK39vuPdN10p+ffm8s5tXl3cnF3eeVXJPnMWM6yhoA0MJDUT3Vze3TJAxwSLATipzE/6lK7j",
+	"SQLHM54jVuGrRsF2iKd47q64ubwrOT83OrjT6RZ3Po1YvNF6JVFY4mUyC6OExZbkT+XP/qxLG8sv/Vl5",
+	"Na/zmU4sILduUbQ0dtzcbJnTRLZqufpOfxlB7+/OSR3TfxpF2jDbZx+B/ynn2/4z7Co9Rpb/Ps3KB0z+",
+	"OCnM2M5za09U3UaEAn5FBCdy5SvB7LSQVa09AjqzOpREMtCrD8sZzU7Tvdm7WUTfpz8xpu+wDViM7tvY",
+	"fVerKMox6KAYhf/0AMGNvPL/zrGCGwm/3xQFmg87OYjlmSHmQKYDcQey/T+D4Vt5eZkprRu6vL7ijUHA",
+	"B6UtFosWOTM4HjkRJEWDBzeJKfP2ShbyNi1wqHwW0zQpwSgfYOgUz2nwO3pJTIg7eX338TRTNNO+PHNH",
+	"TRRhHgIyBmKZsGDMwbGSYdSnnsFFVcA8JP1ltuhq3zDu2ZLCUEpzzTXkQabKaon2/JzIkk1CDmdfndFb",
+	"dFcoMqZvGYSyR2wzjKckBU4p5gImBRtzo5anEWSpT9Rrqp6b0JhEH1RB9R3zUgWAZyqJmM1aBNGJMbkc",
+	"EJ7MVG+LdgME5kDd/1iksGqMJR7qT9IvPMj0pIVBqvcwLMIb8zqitKfFun77LKYXwVevAU711paCZJhs",
+	"jg65BWDf1L1CuU71hlT9mFqhaeCZ+gIzlsY85y8GBwg4QDGbQC5oFGm1WAkNumvLLP8xDwNwMKZ13jLt",
+	"G+wnSvW3NEwdma6xwA7o+aUMxb0hn4WdssXiUOGYVPOeCoKw+6vm2JRjraBD14Os+CUrBVm15s2vhfMD",
+	"vaCkLlk0awbMj2jMtsQ55uq7bqI3P+etP3oHaa9y5QoAg4dex2piZWN/DE65AOVvR0xWZTXaA2w3r+8+",
+	"kiWNE6WO+eCkrjx/SrJ5Vp12b2Dntluk6ireFitzVnCcnxIlExkXaRb5khG9N9I6Q4I8yDgHJKf35kGy",
+	"dQa4uPUm3QmUbcDYjkcwlmnQJau8HLJIo1eSTEOKqhB8YGF2dOZbLOITmpAzVMsONm1mCMHb4sor6DwH",
+	"42F6+pmiHmlUnrUB1plShwlSGk7QhGNAjrHMMgtNGlVo2jh4OOW5O1dnddXQAAb3cKV3xZMwOvz17cah",
+	"rZardE3lwEDNQjlkleJI/+ylGouIbcG8CXMTLGQ6acf4AEre5/IcfQMXkd4cN7ey7hYu4y0CGqjwkkzZ",
+	"POSBkVSM6SS9yUm9UhA5wV+9FAAFpIsKz1tuarZarVMnC0IjpNl2SxY3U7AXxbDjMkZ2gdxcc5aTcTLf",
+	"ad4uYhGn1To7Is9HcSRFSqmiKFLjqtRdLvUvMHjqzzO5MRbPIEqmDzR+hOeccPIdSSbhq/r9q/vGfzQd",
+	"9Q/EKj3GgrPh5FlI5m9S+DqriY02uTwUD5x0ZxkfZVpT4A9T8lRBSpWJ8K8nZ5c1/CmsAMT4eHGDIrTG",
+	"rLA21rmXmeSk90fpy7W1pWgwBmlq+2MmQK4k09Y/RaEfMypD/vDHyDnkDsgTjCy0iohF6X4xq3InSFHe",
+	"XZaPxDbi0GZ8YZUZoyBqbV41O/374IN5nFYETIW/sk1npVoOP4U/WFgViQVktWz9Ra7Dgg28WpMFXOhT",
+	"4xfNFCjwqoLEgnHBSovN2gNvCERMY/gsKIGYdK/VcNXsMYDSf5pn8SgHWtWCulIUR+Gv3wJ28iZ8CgMd",
+	"JZ1FLKA2DHnwNGYUpUEPgwA8Uk9iumS/ijCg0ZgD1kIqLuZ3bsihtH6IaFImuGFNXmAPN0aE8jEPdSHS",
+	"DPEYovA1Cj7EoXPM+MeoKiSCLFYSq10Tmow55n8lzyLfv4XznUbH39+eXVxdXP04ub65v7i+uvNa5Cwd",
+	"85hjjHI25lCSX1ksdN4ImYU8RDA3E6QEmYoPLJFj7pVxcr0qQxiS/i0BDmXMCW5m/MCSWCaAY8vySW4Z",
+	"rfJFQMZTIYncy7A502BwnYSbD/3TVeugzP6msGXyzs1orq7vJ7fnZ2/++Q04vmn+746CB7sQov7E5POM",
+	"nCouX6+SKGTxJUQDbh7YW/LNZqHaGkbUHXbJ/03+YSqm/p36j1JwA9HzfhXMRfRIY4s4w/7QyibIz4lE",
+	"Kdr3wTDlySpgPAl/hXRr/HhrhiGL0g6QSou0Dw5CPZgD70TCEATl3sVuvgneyq1ZtS+Vc5XHVf3f1g0C",
+	"oLX/RQ6QG8EfTOpxKd2wHOxdacBC2SM1Y22L+q8yaVXEiG9mymseOZ8qJZeNHPIDsraPXX2lTirI3Axv",
+	"LvW6jfFHuZvNTP1F3uZ0Ifzb2fwXO5sBi/y/s4NZ25heYx700XWnilkwm8VMq1NEvu4mJIXJ3I4gAqmj",
+	"G+CEkiVpIYhWsd7DCLGgxzxDmASEt9VSXVdKvPwHqYM5KkSEzpBvQVd1II+TPLK12nfLPKRJpqBpJFUt",
+	"fhkDbgrklweCrBRKv+zfXJuApOl9ffSHOybkTUZpRVjMKkpC4GjCCnbqUhY+YBjIpCz3nBKq+DjmOUYW",
+	"Zxa5CemrJlkjh1PbIneMjXl+npQCqk79VURlFWPzRrQD5J8vh743AYnn4LePzOxxD37xKDqOTDHasUqu",
+	"l1s27M9zapKMl9GayDngh/o0jtdZZbJCLYHqqijtlttA3E6xSkB5FbH2x//21bNyXej882VE1U4rFHlo",
+	"kQ+6iMUjWyMoYogyIexMsBtj5WDE/0OIRSxsUI3CUrHC/N0n2E8jAN8tl6NJszWW0TqnJOQRcTH9OP2O",
+	"Ic5fIswBlgh1htkjHTWR0EjqdDrQzeVqIcdcba8GZGzrrMCIzCKByFgmnbdFrrEsDkQGWqQKT9gcmqPN",
+	"PPc0ewntLhoO+Cgna6H8xaEyU+6bv1J2KnXzbxnqL5ehCnVa/jcQprK1UQHud0wScBk4/6g04A1sefy6",
+	"eDYdsNKLEtlXqxYUJYIDmsjLEJCPrDFS/7xs5A0bUIHNBbZtanAFenbO6x8wPhTb+K+1QehyOP8pWwl4",
+	"s5+pW7eLUUsOXKnqbQi1OmaJG+nlq1UzIuu+L+/MexsmBPPDjjEXYAM3Bh3EYrncBbKkX9CFiiEokkyZ",
+	"T1fajxKJh1eSfFmxFYazzdQpX88kJK4EHfJMwwSxdPU3x4Ng6UqtvlgswuSoFAkBWJkTRcN2LM934plE",
+	"Qmfi4Bc61w7s2GsGhYowIxnKhKrmWEDqtg7p1AgUYaLrHqhRAhRLKNN0SIwVyMRPU5ltzDMAck9/Y0j1",
+	"TEYQJY9hFJHmUIkRWSVlJTIpSW3FoZgGJ56eMsz+eY7DhE0QDdg7JUsqAS0gB4ipNESDiInCIDUgmDDd",
+	"IX9IC8JpxMoJhmJsLeq4E+SuNL4tlmTBoeQCNZOghXnFYMyfSaSeEFJ3yDZb9k5CYNFOArbEjbEXuAzy",
+	"LrfvlGx55PbKNyzzP5SumZ/u7aRGSpjfsqNDHeBmEKQToUc25nXY3EEoHy1ycXKNhUmVpjQPo7TKN2g6",
+	"U6ZWjeoGo3GhZqVjk0XIwVKRFYgCzNxISGltAWktrbFvwMtLp85Kj7u95+WNVtuLp+VxNeTz4CSHB1Bu",
+	"QMvsC1jId7K/Pn0pzmszIxKDEHSxeV0cUkONPIjklHgInmKq0SOSCppORC4BPVfAPmZYt3a0UbU8Xx8t",
+	"C36AJsGXhnV4q0SHzZT1ysApKAAAmcaFfP40ZT8B9zEE9SKGMlt6++oH0khOplRCLuXW+L1I/qBfuUPv",
+	"q6kRsOWDfK0SK+fc3fJ60d9v1TClc6v8AL+aV/nT1vf4k8n+LxUllPrxYWprfjD7NNYcbXtfTcnbEzxZ",
+	"Yv6+94vMBMW5LHhuxtwaH3jqoaJYB8tpkTNEsSP6PEJ0NK+iOG6+PmC1I+qW0SA8FMgRfO1/CMjx1pT6",
+	"hjjkYw30MdtWXl0D9jIIjIYa8Rliax087Wgn0TUVTR35CEbUqK6oji8dJQjqT6broxKBNDVhkuXwaLtU",
+	"MYtnP/RYodi6oT5jXPWMbNS/2lIK7FuCSp6Usv4tvkvdpWmhmnIEkz8edr8iI1nkYPUxSz8VlzcR6L3q",
+	"BTMXcgskhfqlMPsLLIBA6gJA4BMachY3cpjklW7meZIsJzQIYr1fKxBjKKcPgJlL9HuqzalY8cAirPXQ",
+	"Ip7dgv8/6na7PQ8rD0J81Iz6TEIlcM/Bd/r4TiUp4dYaXDApAANtEU8NvLkMg6auV3oKN7TJfNP3JVhr",
+	"NWgifL0FHkAmk3SSDt+TcXXc0VkCEn6xokJmeQ99ioFG+ewiCOuLGEteySxvTENNUoP2SuqgqEGq0ygL",
+	"UWpo6zVFzGko656ImBXS7nKLCYWUPfD4KBuZFE/MrgqLIE7FBB3OcibivdJlVvGhAt89MZkoKfcOj2zU",
+	"FE+Qw7tgoFI8qwSnQ1aNR8PsHjKkXxdfJowHEL23JTI4057Nixt7KPGXo5OT/DbpevtPZziX4ZAobeUS",
+	"WRv82VgNZlUXpmhji2DxjK1n57oKme5tzOQ8BaYLTfX2Ei5ddc5eyfi9GfmLp6fWC9Ui/cDDF8KWwp/n",
+	"3d+qQ7ylA3ZgZNeGofCozk9TlFtUJrcXKdgkZcuKy5MGSkaGolqSso5LTNJZN1UAFwBbb1KpsjyqI/X7",
+	"vz7zyQyhel0WE0eOrvxtMttXHHKy0RMZqrXE17kkiP2QIl/c/ckW/3DzqRZF8LGNbODXH4m/ip8Yiaj/",
+	"iGiKWT3yP5Qa4r5sgSU10sb/InK1UP+QX1Y0ZmnnJtOHvYB/WR642WL3ZeKvFiuE5jsUoNStuIRfp62Q",
+	"WzctOJ4LJZ2FiZXn8Z+aiFGsCO2+1DaGhmRXLdScVnlcMPwdfQqTXx/XzR9FRNdELoRI5pjLRAIWh0/I",
+	"jjTYXV9APGAvlq73CKGKwQNTFzCYA6kknvTD5bqFZQ9bBQCmOnzIA/FsjflSRGtIubGwN/WfKKHfOxas",
+	"1u/HWC9+Oa41vBbxdGkLDIWfMiKCYMzVEfkAKkVsLMqmVU8foNC2l5Xvy7/AIsly4eyVIfNpx3Qqnhhx",
+	"7U5fg5qnsfRzKtXzgY7Eb4A5UYcogUaSc+a/P78/e3N2f1YZnQS0bq7NN7nJQIZVjEYj5G8fTLn0oE3q",
+	"6ZQX6/119p3Maa+6eIuptLg/S6YY2K9NOVVGL+R6oX3F+lwP7cMKEaZN5cmu3Ecg2CAqRSgr04xyaZOV",
+	"KK0HpLnm2s8wW4/+7vybvquKCNnqFLsxFeFzps8gRA8R1uw0hnSlvBzuFAuTb/GHbbPyV1FpMIDrVBun",
+	"SvUQLEDoEDPEwKD8gWGZlDWY89X4Qk74NxDJd9CnE5anazIVydxA72UioKYdKrqw5I+WzeH7EpFxsW91",
+	"vP+FOP7Y87byeH5h++20kJa3az61vgJOWNvbJEswwj7ryYjXAG4z18iiR8uc+3Tib9d+j2GuNhsfKQiY",
+	"XDS0xRMdeGoRr/4Cdbkpr780GuSEyCSovzS8LI5uKZarSNePCwIxI3YjS21Li1+re3QW0SQLXDWVjWkC",
+	"aWetvXWHJX86MPurki+56IPSgsvKE2yIbJv4/pWvaAzjCsmXLhiJAFocBKM/klacq6Tf7bZ7FbASOQD9",
+	"zQrHu5KQ75I4BIyXLMsY845PDfFQe18WsAm9Mrbinz2i0tQWs5LzbK+ab5M9e26i+spb7JDSsF4qQr25",
+	"+Hh+++P5G89S8tX9+e3th5t7/Ofrs6vX55dQGqnu3VzfVYBHnfiU+yzyGvD13Ye3by9eX5xf3U/u7q9v",
+	"z34898x1mQKKy0d1JkV42UKR5pT12MgWEQ8b8gr+P087AIkPgGKA3L1WyigtoRnkwVcp8VK/nIdZopgw",
+	"Ws4VpYC1Br4DnQVpMkdTrzd2f1ooLoCGSvhVPL+SutBcGHgpnJvayqdkJlY8MKHrYYR8+CymYJuGkgEw",
+	"JB1aYuBpEKgIDcgwXVdnl5Pz29vrW+/Icr3H1981K+/vYlohQCYJWyyrDAY/Q8R1E+ywHqlTNO42RmQu",
+	"ntFiANZ4M3ylccxpoM7Vz2JqsnnjFedQqAjDmGLG2TMWO5RQM5Kpho1J+TGMIhY0ICgmXnFdDnG6JkZq",
+	"0i8Cl11iHBGoO+jLNGZJHLIA628ZtFcKFJpAonilQcq0w5wtpiwImC6up0Oad5o//hCyncGsMpyrgLAb",
+	"830YdmQbhN092M7zEGIZ2lgoibdgCW3thbWL6FKy4NCiqEeHKhfPws1Y5Z/n63RdoZhtqcny0jgqkFvS",
+	"YmUHxTKrQ0DOj3RZ7sB+ewx5hfCfRlvk1p1x6EzXRB/Hmxg5+FFJHU7h2jxSN+E9ptSvjkrLBXRAiTCN",
+	"GGdEFNPAnnAOtSiOn7336qvNybtPj7sSQCahMsXPtzT6YF7+IHXX7gzG3AAOLVms+HdauOQBDgNBCA3a",
+	"AWzmMd+Cg4iIgjLTrGDrg3zQQPDEMT/JGE0jKTR2Iuhkm3iNas9giMZDtavxbUwLpVFnIgrIS86iiEjj",
+	"geDslCwEF4ngoX9KnJadS4kKdDHMiqi61LqxJ8LOTPnBM1u0xlftS5qoizhd5LC81Z+QfqI2qc+Aciu7",
+	"JTbwy9JVDgGpOdhLjROelTE+ajlupRoQF005Nk68ACvAa91HrScwFUCBUnVfKWoAhALkBQon0Co+7JTJ",
+	"oZFU4DKayyCH/HoQjkvOz3igI+Qg7JecYJAhwMjVFOMoj+iwJJPoUzOHn5JulnR6d+VW5Og603lKm4IL",
+	"k0m4gPs3WGmF6ODrasexjiTvr1wCBai8TLDGUgPYMNYaOMDnqenYw4NqBEq1Xw6OasyLgBVOklJgZdkN",
+	"oZ6bcatXoV6LuYR5FkeqHh9vPICB7I+c3FysG5TqbdxE/qd72fwbzyURm9BaELs2tn7++sQf1aLF32pW",
+	"TTVSS41/VZdp4Xo8zupxnz8cdMjWK0nU9RzQBOuKmZxncqZrkCqxFsH1gjGHjEYl520Y9y1T6yLUVcC4",
+	"FOlVqi5H8czHHLoJeRHq+c/FlAZDF3T+Cjol0Gc9r+tpw+wCy7OiUpeE/iNLxjw2QXINJTgz1oQX/353",
+	"fYXidQ4EB+28MaOBHOmi1JjVmInezJ8LDAtRfYJ0jApfHrL4lSS6PMp2NGZrCw5zo0XOtGek1xlzTEbl",
+	"AXF65KfwByUSgdXPT2AIZcSkzDWzKaloISVM1OWWJmLm2d/rVOyj9HSYxKuqCOR3oDyznLiCsOWhJL5S",
+	"6XimrhinrbnQx1zLrYIzGT4sqNciV8JgaWfHkkfqkKFPZuGL1rlRHhvt9ny9RqMoxszThDgtguCrgIAF",
+	"j+WYA3mPf7OydtXZFYlnJhNFMnoK6vCfkTYBUA4+xTFPgSbFjGApEXJCZFqJEBB25CnxFiGfQAu5iixe",
+	"w0L3nz8XQiqRSHdvXGOPf2uReBJ+flTMjMUzCZWq55f85il+j5ilOIWfkYePBaRCGUw+o78TyHolK8yc",
+	"FuHGpiEt8gVlZj3G1piP+d9ys0Xqt2QZSeJJFjE/uVKd1RcsmYuAfE/GNfPiuNbwDEA4QRxwxdtHJBLZ",
+	"8kia5O588kjwYjRP/2YRzLoG7Epgj2pjTtMzKBsECAi42tRvrz9m2EkWtv09qTsnXxpAxWox+axYEtaB",
+	"xQ1yQuqKQ0R+iZM6bzTgnyHSyEmTOA0s8SY4DMOwGrz/oSS3ryTx1BK4gbHIoB5PHhsnujUzrEWIIJc3",
+	"6pD8G/Ewki/8FZjvkfoT5SRgMfkoWGIRZzjsQPo58PnVFk4rasa1Qkua43BGKsalbDXrfMniZgzusJk+",
+	"HqVqRg34e80b5Mt/uKSJi/Bv/+GC/TyYfP4PF/xMCQModtBc1dewL9DHbCvtdTgcEiSLyPCBk1kULlOh",
+	"VnVVl4wFLMiWBl0wPN6zSuBYH0992TjFyfB16KBqzNSpplx9H0ocJ/seLf5BwyJLnHeffEfsVleNwLFt",
+	"G3O+/LkIfaZhAarW5tIsSEbslu2QupplUx+dRss5begjWO3VtyJWjQjOcquDEelTwL5CG6quZZ5bNYqN",
+	"LbOzJmY5TzAJXedtbNkzOKvfp7tFdf8drPW/aaSAu3ODM5LfJAaEA442CieKYYHSPiWpv6MyCZlF7sOp",
+	"nIcx5aGBLXsbhyxYUG4RyfwW6bccuwFHgxqLOlkl2nsFVNJEFDrUj5SqrK7yUK1wO3c2nWpBRAICR5TB",
+	"9/piMQ25YmMsVg94DwfhUwhRjNM1LEaLSKGONZrgWn9m4cNcEhqFj0yjqmSDRUNevm8wOONNRGgkOGuA",
+	"GRhEAQ1tAKNT68XMfHa3CU7mLAqaSvUH1o5SuGPByQOVAss/jrk6UYnT7Nr61FQLSa10qTb61cWtOvU7",
+	"tpNCIWKAK+qHwZgnAuIzGhZZ05i/ksR1CsZvSepub1D9tblnOjaKEq5N5FpdBEnop+q2Bvtn8Qn85lmk",
+	"nc6DNeZwaOWDhxq6cAOeAYXBIj1dp9mzDblj3odX8Sf1oWvbpip9mZYWeY3c1dchV+NXHwMRemE7tlmq",
+	"6hAhNhxD+jz1MD4YA3xA7mkKztQkjdRU/o6c/51I9rCANfA72dx6+BAuMPI7KRyv5Pcx/73ZbG78n2rb",
+	"8AFm03xIfiedEbFbbXdIfidt9afb7pDfiQt/drqk6lu1WZi/grCZ30kXXu0Pig1kf1Y0AOFHwIDg2ygo",
+	"MO/YJiCgKMcBHEA3+1h9oT/uOtUfF1mQ+6zyz6oWqnjQ7h1DQzUTdrehlj1ROzI3/oF6w3F6xT/7+Ofm",
+	"d8WhD9Vr9rBb/DNrp/RxcdRZH9V/lj4uD9ixoUdYensoL025frtb/BM/tIebH1aOuVf8M2uo/HXVoFUv",
+	"1X+Wv9426uEu4uHwUidrbtCOOyJOy+mf2K3B4MRudfq6Nadlq38P1C+dzpaHpVaLHKlu2oFWhuqhqx62",
+	"1cMOvNlRD9X/dO2NpovsOoLq/U1v8LKy8cqHOxtXd9fvhPK1ehM231CNuNtVn9vHPFQXQU6VmWv8Yq33",
+	"iZgkIQua+p94IYScOEMjO7kdvNOtFMHMcfN3UCrTw5XrYE51lYRH6tkFCLcjhvVkvmAMN9ZFwOYxY3gP",
+	"Knk4d+1iij0KtPW2pSTLRlqnfcwXSipPbRnm4jPaFaAoqMtYviKBaBFvQR8ZIkU32ROio3hKpparWMvl",
+	"CZ1G2vlpzF+GmzWrqI0ggFJp3JW2sF0B6Weg/gcEK5uW7Q0tUognB1QrqKgPTmdMaG+1ikaFvMFGK+/G",
+	"d5/Gl4MXQOmUYx4mDYtMV0lW/R4V95EpvtXKbCWop4WCtxQPNW4D0O+1yBmoSM8p/BmIRFEknkl9EfI6",
+	"bzoWaJwRjQFVARxCzTF3Go3RbnRsMKuMjHA6XZesBYorqyVJhJrgl7wpYhcwV6VL23+agPhVgWJmdshP",
+	"TSC8TEHJaenYiN1GODBCyWuzRPtSqoqf/US+JxyDr/JHTJ2nql+7cark3bUWL38inLFAkuyFn8h3xG2R",
+	"90r5QRkSAq9xN4uYzNgzi7XEDr8o5WI358+V5gHDhfS7WZhYY248gymRvpCJIuQ74qhXZInrSjG18xHI",
+	"7hbOm+273RqHGkHIoQqWibjewtOGUubHnEqlpJssD0Z+Qt6UfcxawjbGIP3PEVGajFLmlY6wWKGpNy3b",
+	"DsfaKlE3jiA/KTXTFzwJH1ZiJaFIl9QB6VgMX02JQZ+BR6qBBurIufvQG+WbmUbCfwRtLxbP6ZhT24nq",
+	"1NOMaymugokq19q4hme19MPHMGlCFWb92U9vRRTU5Xw1m0Xs+7c0kqzhFZatpasUxDIhXB0q5CdNEJqr",
+	"nrQ+DOALJhk2O3W1lh/+ipZEiK+t36IVBLjFwijkD3V+8lMDuaknCXv8iTRJ/afiW03C0dBldByMYGG4",
+	"ujNQQZlYiH+KJh3NcZyiFU8M23OygjdCYySpg63NbpAHdSAmQm8AHD7yXrWTmq5KvM81Oa7hgnor4tKW",
+	"QRAe+KZsE1LLpHgB4WJETC8zrTrUTndUeeuUd8Rub6zaUXBG6RDsXL28vE9CIHy8HHOMAAs5IA3SWD3V",
+	"UQYNfXBAQgiE/9BcHBm2Peav7z4eUBnh3kR/m5AJbfcYc+2LKBVJXNCXSwiNrI3cbg8OHfNvpzIZ34Q6",
+	"mlOq4BS0aiseflkx/U4Srxh+NNmXY2YuOdT1N66rBCqW1n0K8WBaItJyF/A2LngKyhkirt0iGttdYzvm",
+	"JQB1K0uWHH35pXUcc0wsRoAeUtnx2sRZrSSLSRjoBJZjZqUQJlkVFsuWEsIlQ1wPWB8oEWgpM6HMFgkD",
+	"jA2LojVRUok2LKHZqFRB47RcbAY8ZVioi9Q9GifhjPpJaxF4Y457Fjexxt5FiNGVRltFEJdqF6S6xtXt",
+	"QBdMZ0clGyGgaQmTUO5yBqGxSgq8nvOGM1O3tDLAtE4xTDQrMrLiioO50NKGNeZKKNT6g/YV66KsIOm2",
+	"fBGwVDqDsjaLZbIekZg+YzkVHQcMR+B5HnWMLOla5kJQIZIRsbQkmCGnWOBnZHxGY4jL9/KgNx7C6tRR",
+	"8OvaMBgWYKWWrG7gmGfLgU7V2Wa3umSBF3E+NQxZWcy8G3PMUNLIaUpjSUTqx8KEM6rz5tS59qxFoecx",
+	"X6yiJFxG6yYNAozhgn4apwYDmIXqirR2u/pAYSFTxv15UU9RGzx+YnETKtsA2wzAEDAYzemQxFV3upZr",
+	"OQ3yHZH8Cc2OCLDGqzhaOk/3YAmW4I+KJ2qvqszJQzVI8DXXEE8VhXuSOZO6kKQMnxjxfonEs0Xm4cP8",
+	"kzfmuSQiiGxT5+qi6TSw9Gu2rU9hUUSIoWReBRlxweIHFrTITRGeCVE2oIHnuYhy6N4gn6CFPsvHRFnE",
+	"cFOmOUtKQqQIIgewxCx4YC1yhhToufCUmqRdMmpcHqRCmdGb5KgYKg0p2ni+wtAef7FRnzTwn/riiEmu",
+	"QmzJJQh09tS12VEit3wp7Lucv6GCW8ilmi/Gk1dSn6dcF25TBwrgxsDmzIpCIcL/mNe9Zz6xPdJqEfWX",
+	"2uxew4LCH6WUjFMSJqCMwWxPjWgSt8gFYNoJE1FvlHKMwciCNk1FK+nh7sSJyi3rkFekDszwyguTbIZz",
+	"B4MZb91rZkxoqkeelTp8cuefWh08WqvjkvoswPPTte1m27VtrJOFUQzZuIsVqXYvwuJ6OyoHRRGZX2T4",
+	"750pKalwsiuC6j1TUyn3Z/DPwgc4dk3quXHiFA01m1W23P1At4qCH2JGHwPxzE0Jx6M/K8MiqTYs1f+u",
+	"4es6UFsqQB2SrF9R8yoNuMaaRlYNQjKyek2VUde7y2IBWP+koizVP3CNKrEBqjEdXoApa7ay2JP7BxrW",
+	"Ws6WmMrNClby8ADfjWnfiPC9ydyY1taCW+BoDrJS88Z8OeYg1VnEq69Jk6znNMHgEYwccUiTzBsmwRDP",
+	"MzAuQhyAduV6nDTJGWkSxyMBe4gZ7ppZzFggFnDUoaHW1KQYc12W9d49qfOm0zBh5QfWfyhnGWruZ4uz",
+	"MNX55bRra2QwLLuT04xOMFlSBG/dHierj/xMvbAIwq0/scxmkWaZxcxPRLyuTImqMMYeDKp+l36BBjew",
+	"BR9+AIIdAO6mclQcJBtB/V+vylhctsoeKnu8/ngDYEdVpYFR+z+oruelfhdTPOIDUNzLdwQEBz/vLMWl",
+	"DSNYjWRvB8UqfNnncke9URPSkCsiAufTPeSAmXJ8JjA7K1eXFQ6hxJxBEjwOhTp5GOHU1gVN1znEGq3v",
+	"KCHM0oKMTAh7SWK2MLa6umdGMIFCHCk0EujPNIoaB896+YaqmP1iX4fgJi9FnOwPZ9c1vJf0gVm7w9pP",
+	"sMnqtEU9UxMNtxocMKkhN+bKhGAVUSWgIrALJvQtaajRmvYkSqgu5cR8UFVqLa1n7GkKPZ2MYz7CG5BG",
+	"UWZT0ISeEjtFnsQCqag1HomCwPI4ZWZTWqUTddcZ/QFSqyqyxmVVAWyQ6XXIVCjRXjTKbJIWqRD2lWp+",
+	"fnM2eZgsWTy5VC+9eVf8Z+7XU8CnpkSyJY3VqWlhROWc0YDFEDiNOkeqQy7141bONgoKCWqOaHhsjflF",
+	"ZkmBGxSDb+EdndEbMD9c0MiUqFe6yy/fNT8F4UOYyF9a+N9Pv7Ds4SfPKi40eGyy6UQ85lmWMNotRkrl",
+	"xLf0EEWstAtnYtu2Uozm7IVqQhQB9ouzbLqQWR3ymYf/UeSuERGeU+6d5sYC0PVNzh7gToRocaTOcbXX",
+	"x7GrHW/oBxvz5FmgEyJzcIEtvVHC7p6GnMbr2o78v8Oz/spZyPKpppvZsnY/481+Y6AF/0itFI0j8y2V",
+	"UjY+XdBkFYfJ+hBMPNDlXxlkx8y8ZjxbGu4AXV9JOuZXknimG+/Qqq97ynQqHZ/mS3WCnS7NOteQ4VvK",
+	"caa1BLbI68fWLMvjPPz5pcisGiSdfVsqWnGwuqncrG9WiCktxarl/IEvwKoTXNLpNuTCtFBiFQqsL+Lg",
+	"lSRLISFpxkS0LgGwH51waJWHe9/gm+ll9vruI9i5Tc2J7MDSR249cyRCXCQ49ySxG60DanxMdUH1bWtj",
+	"fzHovDqsvQJoBQNk9UluRmYinqRrR/3I2URdsSGfaICsvfAqyOYy4Skpu4ERPup6a7vxnQ9Hac7b5aqn",
+	"3lR4M0YquGIQ2eRbKijnutuFBb0VRv19AUWW0wVrkUuWJCyWFt550iJeS11iE3Sme03PyuqSoGw95hF8",
+	"AyB96qMMDK7XIf6cxtRXTZJ6mGiYDaUIyjIYr76vtMO1NqotI9l0bbfnOK7bdGyna9s1q7akqjNF/n/8",
+	"ctb8F23+ajeHn7I/W5Pmp99sq9f++j+rjr8Ns+5mYBLfZnLXCeRilrNRymz6vtHMV7DxVRj4JPPhsLpT",
+	"d5hGgmc0ZvHZqkr7PtNgExuoEqQCVAK9rp5qScQ6vGtEfoDmdTYCvG5SWsmtXn4ZjqdOtgOnAUZoF/s5",
+	"NYUXU5B5E2/VIheJJLGIGKl7MaNQM2fMPbRiMq8BAl7ApNYQ8DmWbE3Igq6JT6MIVw1c8IASDbRnLJ8n",
+	"ybL29SvWIhMVUM2mIpgZCGYRrmIuCSW3dEF5JroCQgHJufgaEAIDpRpzt4ZaIec3ZxZ58/+x967bbRvZ",
+	"uuir1NE6Z5hMgxQlW+6EHPnBSHSsbt0iUk6ymllEkSiSsMAqBgVaZlZ8xn6a/X/vR1iPsp9kj5pzVqEA",
+	"ghLlyHG6V34lpnAp1GXe5/e97sKxObnqstps/wwbKwZ3ihHIE5qzhKU9XqPvg9HuNlbkfPHFeQ5bXgMr",
+	"PlITG9o37oKuf/FFm70eDK72D5oH7C/YDKkkM34aOzo6ehlg2QaPJVwGqsT8T5/VBmd9dtAER/qg+TzI",
+	"HwPskeVVNs9xC83CRpboxkSkmRUO5t+3Yh1STf9ilRkH27zDrj1PtLIdX3R/EguZNSYcW6i++CLnSDHf",
+	"9e8iVeffseved/vXvSv/s47wJcSadsUnt0wQL4RumndgSxDMM0CbLcUknlLmPPSoR0M2FpRxijVhrcSZ",
+	"ttBAUHWD9iOsltdrMhYgHTTh6EI5TpxAfgVCSBpLf+xit6H6iIgaCekuZDVzm5qy0GO9NyK3yJoWwiKG",
+	"ILJP5VTZn7E1In/oMln7j7R05HS7T1to3uE9jn4BTBb8Vz3AuoICTQv0ZWWaheZ8hUQNb+k4oCNZm9cU",
+	"CDzgTZbcjkZSBqU21xDwNoBY+WyY7m/51R3b3zRWkXEQQ4/xHz7DUnGGrEblCpjJBwhI451ZZvTyzDiO",
+	"upDVQovS5q0HUc95vxCnHJQOlObYPqdE74hfWCRtLI7D41Esvdsnug4rKJ7pOVXGDc5jmdLCbiG3F8IO",
+	"puPyvQqbAku6/u3f/o3BP7WtbTATiw3r2BwGWD0456laZZTAhuytrRKB33XA7lIlZ0OJnY/o5ZMUhjyd",
+	"0a08hYohCNrQ3sTXhPm2s3YIEUc0jC4x385CKtU4VkaLAAQnlBwB0KF5D/UPGakHtfmRYL+irCq3BJnL",
+	"XrRa7NdNFlz2a4Ga3JUTg5fACiKbipQ3MMfg4NSZ/5bz7tmry+vz3snIyHP7krGK1hbXDKQMSvvCjZcn",
+	"vbPRxeVg9Ory5uLE3FnAHUoUj6gP0REIaAsyWgjI01NfbHvqt71ByPZZeNI76w16FeA7NWilN9KCooaB",
+	"+b93sbgz/yfew2/1x4zF+8LjSwt6d88XenVNVAw0FgAJEGAWF6nuUlwrW44Y/4Idjv3X3cbh0cu8BM/D",
+	"4adh3aXK7PCsCCan+doYLcVR31z0u696Ixj8tiFztownt0DnNjUmM4DiTRKuNRQyryQhC/klEkmi7pJY",
+	"Zx0zb4CWfcc1E+/FZGX8w82J87iQ7ps6Gok5K3wK2Rozb1aczhI15qBX3QBEVGdYOnWLOROtzMmOgdbR",
+	"HTm7DpDWj1YTwcR7PsmSdUBxVSMH/IeWyMPcJNhaHp7O8Gzls6K0YHSz0fX6Fqp/G/HCbDjQ+LWwAANO",
+	"6b2QYL6lMSJ1Ntwz29R4al+3wvrO8zvoXn/bG/RHNxd/v7j8/mL7WispGhlPZyIrVCnTpjUmklTMfNKE",
+	"pzl8h3bdyP6rr7qD13A8u2dnl99vW1n6TCxOacO5sKvNszngElB2LsjlmMBy17D5Vo2TeBzC0UkFFZzV",
+	"MACh14sklre67pYB9wkspNG7yhj8x3MxuTVSmEg15ZqNzZe45A1uONho/tcRZdeo98Npf9B/7Lf5Hi7u",
+	"WGAI2ZAxNUAagUHAgDhV8Zr1XkK5O+6QRO+HRpHMuSwJbasajvtvvEG6dAp4zjSo4/4bBtwLiXEXRVQF",
+	"RwmNQIhXlqwWsvJVrrzygfcRuAmYcQUF4kd2kZMHoUg4AcwUMNzcpkDImSp9Bn01nGqM7GYASBfzuGea",
+	"Gc/ZbCEodjQbyCsf9bohMF5exCsxNqn51YenwZwNAapUzdAmKOn9M2UmykzR5vRgvxAZ1+aTXJaIYHkq",
+	"6lljTXB4gGPzPtbm5JeIDqiS0oKWindCmin0sfRRdSXUD2JLL81+dXwCkMcs0g1YpFVX2AEVkzDxrJbd",
+	"qapCSCy4qxyhZnq1ADGUKa/x4bD14q/1IC/0A80KBbUaMxVQb1uu6yuV9VEsrAgJiGFtqifUVajA3ubR",
+	"Ey5ZjLKqotMIGyX8LiDbmwI1bCjG4D4QFjX4vtA2RoWlpqJiW4OStg/DXPTc+Bd+YTrf1iEWbGxwlqmZ",
+	"QIz4MmwObv1SO2Le8AdPNVeUqg6oF80b36HNUdeQFWvjkCGcxhYzldWKNXn/OPipSYwU9SbrblRjb0P7",
+	"Nb42bMRNHN12Af5T20ZH4GUxwkQWSrGLKvi03zdn/ap7PXhQJE70O5QyRdm4iNHUoOd+BcLkpHd+dTno",
+	"XRz/OPp778fR6cXopt/b/gZnnoSnkVgsVSbkZN34u1jbTe0wbdFrmMNOzGGNzceTmHbm51pkeGrpJpoY",
+	"I49uBVT6KzkRASDGM4C2KUPnloyYyZzLmVE9YSqydG18pjbL0pVATzFL142uORZtdmBn+eAQPvm6d3x5",
+	"cXJq5OnoVff07H6DA6Zh2jg3RnZYwGb29e8zzSarNDWmXG/AgVob7hTvjRcuohGR4248gDJhDta+2scq",
+	"XgVFnZsTAZYHVGrFOiMEYrMoGIlkfAoUYDgVh4dVG+O6d9MvzMbuG8PaJcZRxRBaLNnhCzYPCE7WbhZ6",
+	"BC6tcQkrl7XaMrm57l9eW/ctH507EgDBF8JzcPNlq1RuOM6wOMax5QvuveoAHZ3uzeD15fXpv+M8VEWJ",
+	"y8Fo26jrjgMav9WR6RBD3AHuceHHlJlRBR022bAzcXag7aqmhWDdAoByvcPC77//vuH9arShceNC+076",
+	"xOfmE19dXn9zenLSc345xtxjzVAVGTMhtsHtvL/YERe5UDarAZ6qOSn4CHNmmW24rG/HKE8EqK0tq3zW",
+	"/WZ03evfnBWM5YSPG9jarIkOGsjdc8d4yVOgKaky6jTmIc2cQ8ucNU3z8EVxE1Llnx9DKEQPjGtj/D2M",
+	"EfmX/e3ym81AQzXm3v3w9m1nGoA0LQ7mm+7g+HXVe6hkf/8/LWGseRMsJsQwzFtvKi/bd9iE1qfK2RIT",
+	"NSMRb77b5hPI7UEq3upoy9ll96TnjQ5layynKoTSFPQVHc+jfcoRPKU3eH15UvYKcf+YSQfIaA2bVVqc",
+	"PiSEQygyX//hiPqD7uCmPzo/7Z+b6dvBEQuBWH4mIlS0PJ3MY2w69T0zHAma1wXhhnisW9yMjpVQqLoC",
+	"poV0xQ/zLB/C5od0jwenb1B9b4tebYSlcIY7+F+eCTdITLZvvuSbm/6PD7yizMlut4R9be0ByHBAt9oA",
+	"MQXJOBbmmfi3bXLkrRpvUYQbFgGCO1u7TIDnhjoATxsAU5WshqPi1F9c5r6YMSCuN/a1/4EQJiwughkh",
+	"BnHwc3mkllByRm104Lq7Y0bireyqQSALyh39sVmhc3J50dsuc2z1Y26gxpqFOMcQ3MT5x71OcPU0OqvS",
+	"qF5HkTgxAn9LUBj3fr0wzP7r7snl96PTvr+DQR7hBCLDT7jV7Cmvx9nlt9/2Tkb9q97x4Lq7cZ43N1y7",
+	"Up0DVHojUbMGlUuGeXzVo95cLVgSe5l/SKf7I7ruvepd9y6OeyMQz73+6NXN2Vn+kQ8I3cMWoyvAaSwy",
+	"mXfYSppfKE1XPrJmA7w6vTjtv6623jZ0i90B1moT0IZZQ3xxfwMUV9AIdOM9XF1ffnvd64N+toIEwgQY",
+	"hdoqMwLy+q9uBuF+6SpafRAKtBWrTjKke6rN+9aXuAyQ2RgNTs97lzcbGQ5IQlhOD56m8TsIzBqvGKPp",
+	"zr92tQdxlAgq1K6FjXmWLRvmKVDFpVaZ15v1vMV0nT4SchvwtpqfUDJawmdVyZS6ta+OJZbvAvUivuit",
+	"VrL4Nlazbzvw3uYkBMVrpiJJvJgLlU4xji0cLDUqoBY28OrGIpYNKFvIPwV6yCHAqfd1UKrYcjeamxqz",
+	"lE/8W824thp/PBN2Tx08x+Dvj7CtBpeXo7Pu9be9QrpIvJ8AYgoC4krsaohwNTrkWZS/nSdatUFuWlRD",
+	"RFNkd8AC5CAm8xsXYqHSNRuvopmARV7w9w371wb+FRoJFcrmLF0bzWGMQDM8+z1HlCqxGYrRee/ktDsa",
+	"/HhV/CgL8AQpRMANMX4jAEuQdwanzemb7256Nz0nTQiGwtV4JwocyowbExy5jwg9HGCiScG+VWN00XGS",
+	"QI5ZaPv6LgeNTtmRNdYLREDsV7aSeZGCnwgt7gSbEzWWZMYnt+Y7JqL4fsAXd687sNb36fnVWe+8dzHY",
+	"7pkpOlwQDMltRSg2budTZs4ZG6/iJHJ3md2EajM3fHVupfveB85MpeJfihTqpwCiCrwhGqHlUSH3MX+H",
+	"0TtfFz8YTkW/d/2md+2sMKN781KaiZISu3Rw9WnDgsDI/6bDOvFejQW2c7Ea1ESY7Zf7494+gKgm1+wt",
+	"ksIaj24ppIjqOU6s9+oJJzgqW8CZZHOWCvhih+MCVb2apguvCaE+Z6e4jQXCdu80I0iUFlHz3uCY43Bx",
+	"AgCP/jTO7jn4FCEHbWZPifnwTYoNOEzGVqNNBjDPFtvJ+PAPftsRwaLfv4eCcoOLDrY6eta8u2d7UtLa",
+	"dpWTEQdbSGd8LSISIkasHhkZvsNnFHft4PK6N7q56L7pnp51vznrVR1U2H1AyGWOyJXS2SwV/e/OzDYG",
+	"xxuKic2GbO/v/5//8T/DuvPVzXKOuS7lwydzaOO+63hOq2YzxWyiNU+mw/63nF1zTl4bJzkBsTnA3Ifu",
+	"qzTOhKNCTS3JlosFw9be1QMpT9whlR/ZsRh7H3Y5oBdYPHF/bo0IvO51T37MLXyw3X4pmrU0OviX24vQ",
+	"VxlCXBBy+48ImtqVfX0zGAB5H2WFvVdaayqPhReMLQyoxEnizK17PTR6aKzZ2OgHGsRfUelU0f1VufHB",
+	"veLBC9oiOyDOGUBFc1z3NjHvhr2Ly/7VsVH+ZrYbQHJUC3vXl6/6IXDiQVzs55XKuPn95LubywFl+uLM",
+	"UfziZoGXv4BcH7zECN6xsMFS3P18Jhrwc4XBB2eyZO1Uhtni7HGeMeAHQFLDqInyVnjeCgmj0t0NKDmg",
+	"tthKAh0W0F1EUGbVdevvB7sxI+lqNHkGtm6N51lkd1sSSzGURhlBV0BA/yWAmAN2Hn9DyTO9WpJHnaVc",
+	"6qlImZATFSHSwVAuqZjPupDoXRCjMSE4QQFVwtci9VP7VP6lh5IkTGDbMaEYtZGJ9xl70WoF7MXzgwDs",
+	"FCM1W0eu0ux7MTaq652QIJCG8gtL+WCRyK0xFP7QoNq9BhQMQn5IU+0ZYdLnnCqA634nS3e5KtU5FHhA",
+	"VYrN9h4Yl/3g8Eu/oF1NzXOSYsU8lcI2R23jqlmOOiOuIXUQRwG1uFH/M4K6mfOKWTcAQ4sBeFCVnCg+",
+	"mZhtkqgZhl8JUw+qcmnZiUUgsNJYLJYJEOdiMCFgli0pQMECzgmCmUHFn1pl9Sa7RBoySld6i4vLrjcX",
+	"uUbj8BbW2i2Q/KxT+EMKqPIdOG2CpYAFZWtEbIlQBeKdriqxmunN7IQ1tGWCSxD2BnwW2rKZosiCOQdu",
+	"GbD1MbBtFSSOC2uy68YHoqNPiQvQ+7DuikcwrzNh/LZEIFUNcSzjPX4tJGkpgCsC1Q20EwRrLyMwHzw8",
+	"PILx54Dpx9MMkHNs/meuNEx3eDptXCgpbGoNtZNxslXKwi/COpuJTLPnrRdEfKFg2XGnmYsJERHnCokT",
+	"jAUwURIJfarCu0bGw57Jc3rN/GQetg7zQ3mmML9CVtjSazmG4FkGe3qZCVjY2v2EWgBBGOYMXSFhGcJ2",
+	"MFY2X8bNNV8kIa6eLtVeckefGOTbyN73VisZ5rNvHUqubTWMswgjNTEODNiS5jlk8UiQrjHS2hk9l3tJ",
+	"qbrTIoXBHl9e9+FoT6dGdpJWItzAsDFRqW6oNJ7FMmTThM9oRUEIwc84T9ju0N7fnyud/aNt5PdPOD/0",
+	"Mo2xcHDJviB7Vq6SJMSeU+YEOM/QsWqslnVKPYOR7PorcBK7V6dthNmaJvFsnuEwXEEN+mSXNHB4WxeE",
+	"VQMqjVXixOw5yCej9qfIMoLyA3wgbov28FNx7x7avVt+YjdJ1F2D3gnjgZXAe+sBC+kKfKMFCIbXPbMp",
+	"Dk0123Tpa9SRWLENG6AxWC/BsCsqilK6Erev1bC4NWACtciourpxzt83ujPRZi9brbDjhAKpMQA0grGU",
+	"FFdeAn3v98NLjG+iEWG0rA4LUYjAHngYmTujBORXsQZSwcbNP9KZHkbhuU2BF99hecOa5dvD/N52Kwnj",
+	"g9GHdUJdhWNhlFJpWqBN5A1P121GH+pMg2ICdygvp1NrRz2ccGavTs96iLLpJQ0QbQ9U6xJApiDJHEKy",
+	"Vc/54dHLGvxWBxPR7JJ/C4l3CsieFkbM1DsI7V0gISNMRYiQzgCyEPPFmRbJ1Jfs5pvsij+iMYtotvO+",
+	"sBBbVgTGL42gROnsEs8I4YqdZaERR1BuDJ1JKp4YJ1kq+wzoyvKeHbCxmPCVFrYxSwpCpdRWhzibxQqX",
+	"ocQHB65qwxtKm82EhKaviGE/kHV3UKmDcWENWcButC02RsguU/V+TYpEl6oksDhLEDEyrCT4r3kCHiMO",
+	"VTUJMaS9hzJ837Bdlw3zhNC2qwXM9aphbZaE0D+AmPrBGsS6wxwJvIF+rwdIopM37MLeo4SV16dGbQow",
+	"/F9zyez3KJi/UyGBDW9ifT6c8de97kkYeJ0Y4T6BT5iPQJVm/qeoReHWkobEF9nPtu8CN6mNX0MvN3ZD",
+	"iMlyehLmKsJSTtP6mtvzHdVu6IPZ/6CcI7k3eRSwZrNZRx/tC9a1NWCB51qp1NUT4PEFcfeidVAueXFC",
+	"rlxS4k5wKniy+Hq4l/IFR+C64V7Iau5GUAJfD/diCft8hGd9jzwUKz4gKmCsFCg3yetfJGo1MtKd1gts",
+	"detcRbab3PaTJEpBqixzNRNON1NVGhjVeacO+OLm2zOlmjhl/tQQ/fuD5S80hc/hq/Oqmh3qXjzbj46T",
+	"dRmS+J34xY/hUYwH21HwLJhDZgRBnVwBkIySWvkAIVeNhbbohkyLSSqyYIuCMc/wBQiNx8h1UGxbrKY6",
+	"KQeUQLSo7ZIFByoJHh4jq9gAFZjtRISgWiyBVyTjEjF9myzsn377+uYqZCm2Q2lXX9+2ZhcEG+xyqfRW",
+	"W9GaioV6JxBdXGdqqeHPcBisHMNH5I7JFKNWPKOCzUxhLREDADbIKHlBA4heArIoMu9F1u14F6uVZqSi",
+	"YVViiKROyFEznq/tral3CP+XCPzg7UY0jo3ZkEwbliodyr1CI+L28w7i5iIK244aX1MsCT5Lijv8HiTd",
+	"wqaBjOWbN4GpIeBcsMwB9B1eDs9xLi58idG0aC/EOQE6uDIeib+IRlx7jagUFvB5/ENH29+2CXSol8Uq",
+	"h1roMeQazWLhwpklLy2CmyM3PchOwpKf2t4HrLDAverjiIXuk6mwoBiNMCeKrDfQv2CpfV9UfFa1Fi7E",
+	"2hp0A+1uKNs+oTU8jVLGVs+OfwzJrLrjKfJ3k1czlBTS0X7uh0cRpGpIZHIj/ZYQKcX4BBqYg7P+UF65",
+	"rukHjMttrdAQeJLGJIy1342M/dcYCi02YXdY9+zqwppkxYZsQvD2mrndJIIk5VAI6BJK5sEQuEEzeyjL",
+	"LddmY8faa9RuQ7+Z+XN+1pn5rngK23QoiVVi7CJj2G513NV09mlvzrmM9BzCwTJyboQZsvkIoz6CUkrL",
+	"ujz3SS/dAUENHfc2Rwckxpjlygdq/r0u5AzR2s/TG8YiheUgHuJlqjJ8YsCOV+k78e/n3wUMoXOL7eKa",
+	"MmkHzQO3WwgxbygpOkXWlY1EXKXQCydW4HmaP7EaRMnAZ8NQC8JGDGWr2Wq+qLf98kGq10cYLKgYNgsA",
+	"xfDmN6sos/VSBDTHrkZ8vLbqn1Q/BZsgHJiVgIQCEg+QuQvQkyG0Hjb4r/8dsO+oH8k2L5sd4KWMgiKj",
+	"PzSM23eZhWP+uhkni9YAmIsga4hkoEJkFjDYbhf8/Lm6M0fZxdNQE3Kj8xmRM8PdVliZx32rhjJdSaMZ",
+	"4TfqXWATlSSA0aSb7EIRLiBGt2z/kjsNROrbdjaRGZgNr5LqXPh4KgDUL3iKZzyG0L+z9qiUfYToQxDd",
+	"bLIwEstErfeXbq/s80SkmW6ujTVOLir8RMScKIkXbhOeiCVPM8SstDIA2DKmfCJcIAzJLycrnakFFuds",
+	"XELOx7iMYNBk31O/CXItgBiMBFK+EFVvgMPyxF3N76F6pp0VjXABKNOwGSzY6KgKctAj88lBoZnP7NCw",
+	"ECLOhRZt5y2Fq+bGclOh3S5+yyJgeRR7CgOqJtbEGV1MCtR9FemfYLvPjbHtWlMB7yPhE2HGE7nVqwSl",
+	"IDQGsgWhSVIrSS0jHGwy2qvG4kZYlCzOAEon33kFPQhnwQ3RbYO9YM8hj+21mgfNFjFfGD9wr733vNlq",
+	"Pkconjng0ex7MOczkW2irGDwAeucYyrhKODwkQwiY4ZUiDEtMLEQWpfN0qjYcetnQCEEiAxo9GA/KRBj",
+	"0KUxSDKKygEgvZEEbRZK8T4b2YaHGjiv4Q+NC/E+axzjr0geu0oSpqTl2tYZ4WTmyZ0l1xD6NUYdPQ/J",
+	"pWHFYOwEUm7erK2Hjz4/CnUPUa4o5xxQJqSlhrJWmCpdD/wKWUvYMIHa+zjDzM6aQHY4EMfpjB28LE1V",
+	"h4ULlZI80j6GKRm3KE3BnAIpTXYDFVhi1MUC6cD34v5zBvdptNfeO4t19g3tFLN7iAlEAwR0GZx0ho34",
+	"AWXeWq3WBtNYC1CXzOU/rwRAGxqhsNfeg9I2iwrECXM/J+W6nw/mQ1AF3VXcLPkmRJfFbIhtg8F7yqPZ",
+	"nRbmw0/Bng2Iwgk7bLUINDETiKYIwTcMhO6/JQy2/G33ASLCcph1QYykMjcFJgOAwwrXzXwkxbnNowun",
+	"pRrzzMwbPAXbu7RKA7uOJCXdkaIzSKd/rKI1YNblX1KeGTPkF084GwWAkaoZ2cT+qHE25lRMCbUM5U6r",
+	"5h4M8mDbu93S7t9ITi6PiPbg1ZAcevjGE7wQRo+QYQgFQysw9rAtyi0pEEESoCr4zBzEPcsPufeTeVJF",
+	"0GyrkB94GJlWalGVZhpjEYVDqNyUYsZCcmLbAjQ6I1iAzelhbAWeDRpYE3UoB//1v0F8fpfzePrQnfa5",
+	"trYu1iw0IjlkNY14n8bBeQjwM8u5w3HJLYphaNVV/oP9erPhO25avNA02K+OgAyErC0UNo7HSoJ9ELne",
+	"WkIVpTaHjWEO5UEraLVa+QoQFl8tzNKVhFBDaIMoiGaSCmYWBRq661Vy+1uBYntTaFfty/yS/XOLs/np",
+	"ZViOMVt1bgcFRFY6kp9TbrS9xq/YRWPt9oSwlmuX93LYHy9MXrRe/I6fW26uazt7bksTHJSqGbPhqQRf",
+	"1x2LfN2rpdxjNzVst9No78NP1fIxTyqgiExEVsE1cOFK8vNkirHSmqxL3i6kS8ncIsaZfM/cGVOQzC9q",
+	"w8qN5spDfAOXX9ux2QNdOpUv7hHrebysZOuxmrExUXz84Y7WpzhKzx++6ZVKx3EUCflUGxrXb3Pyn3pT",
+	"B3vLVfaY/ZrvjwXWvDs844Kt0RzKcw5pBOOc487F27DL3hZZ2R5ijL4jEKdLkOKeB5R0oqKrbPhCIIRC",
+	"w1em4K9DSb1WBHFh/hy7ZmVX6Zzw8TPjYUO3AiEqY0xqKF0BNUV+4V4qsNar9B0yornsSMVRPN/hID7d",
+	"CSq9aYt2dCcc57DDwkkqisYCog0QDIAN8v953ivO+z+Tsn3R+up3HOuWBs8HWjefzCo4RxFKcscc05lS",
+	"kMQLCpLVUp5hqRXgF+nH+EjUSHKvq+TZ8mq6HXuARSm/k743A8mPfFw5h0tBLwgdUHhRZRBpt6hx4GKY",
+	"vwgkOU9ZKciPDhRwkMIlzirFnDyXjsp445Xsv/4Xe+6otVgk3sXcC+MS5Z6HBDWUgA1ll1tGFBy1asV8",
+	"H+6HyMsw+uoD6Vod/m5t0zqJNXu7imZ5tTqFtDoQZKNB5FuPJ5jhoswPJI7tgjcXERGFG2fNvSh/AFa5",
+	"WghIrRA8JuV3rlvSrjm0UzbZWXwr7GT6LUpxxqYCn1nQiCuJBxo2ExUOz3kqNIQn49TvSNKsdtR6XmqE",
+	"w+7TI6Z9J/Ret+8a9/KndP4y8T7bn2eLpChrNuI9VZoLY29/enT/6h5dbqX4kZ2CKCSmIZFMG+Z3Hptz",
+	"/Hpwfgab5FO4f0Y6bJXyX3xxrRLxxRdY2FWqgai3qV4PMeGpMTRL+cRWk6PAuhaRmqAJKpcLtuSTWyNf",
+	"wtT8HgZsGUspos5Q5qSG0KiNvbmxZmIxFlFOIE/FC3Wj/sx1ZnqG0m5H2ycD709dSsyNzAhIyAjGEqmd",
+	"NDWxgNArSSwUTzGwfBu/QPN3mC2wQOnAADCUrti6TwWpjSuVxJN1yHi0MJ9le3EAx+NO0ctJCOpgKFGw",
+	"x6mF7MU3W8EJqE8LvmYWhjFdySbrC56idlDT6VDWYtvhinCAUPQkUuoNo6IsKhWYxoBUbe73ZP4WGXqi",
+	"JnrvcRKQODDgUnP71T2Mf/bafXchHJuPkaGF0P6WNdnc5SEd7oZOJ+yZsSyedWhp8CcsnW78n//xP58V",
+	"/tFhOlsnAi9aSc2nooEr+6zD4sUM/mC8rXaHTZXM/H8bB6yxSmP3wqlKFw2O3qb7zRzaBpcToaHIC38P",
+	"d0gpfLZovacZAjRQ4WBZ8GW/n8QTZ5Z5q1SovNfeM3fBS7Aq4ilEVa/QzoT5RrBAfHw4W7wRUAYgJuRN",
+	"W5VmKzycM635envzcrvYdExdxVCcnao7MgoxgI8tCXPB02wsOHVfYBAOUrS2xU/PV5mZ6zs5lJNEcJms",
+	"sQ6fXkHdUu5BYCg7yNOhDGdKihEYUyNKHYSsdtCCjLGeGymBM2muo0ZRbCZLucZWSK6H8jZOEvOPOZcz",
+	"6A9w6NjAvOD1azfZQEgoSxZRPizs3cNpAJxUqI0FsWy2zkoLxDZx80xhCSr3E3c0bRqKBobY92zMYs4S",
+	"zM/gfHDNZmCvduG/9vdn2tJL4RQbE34o52qVkp1pFgPye27ETeoTg2oc6hawo3sG0ASTW2SY93q79TP8",
+	"g875xvksFYJ6ZakQJa+yx5gMak2n/+DHuutLtIUUIpkCCw54BjJxW7vJvJgXVtZDGh1LsAvdJ1iGukX+",
+	"v4KD91EBHl8PvLLn914lgFcVNcB9hp+9vlIrIMAA1zbig1tBCzhJAVNJJHTmfocA3cebs0cYZXnEjGwg",
+	"JTw4O5t37D5TD5vIm8gN7UI12wPIC35vOAkM3FGeUva6uLYzFmaK3fGc1RIeCogBh5XZ9Lzw4cMTWuqu",
+	"PM9Cu9MpsCorL8V+SHFheehHay6j8zuMy3VQWaMPAiS5M976Yavl4S/YIkHA72a1Fy0swa0kvsIGnypM",
+	"0+LbtsGcQpPHUMKNnbxgx5isXN/Wm7brFUrIw0jMUh4J269uLldTkF+aGtn82qRQ3YbEJVXNtl0F3cBq",
+	"0AABhWygiaDfCNl/zAVg3E/1Wk7yUP1CAQwYYDN0IFtPYL7mXo02gi3Wh6cTzDTVseVNHnnzMTQ1pqlU",
+	"bQSZmK6SBOvSqyAloHhdr3UmFjm8REC4EuL9nK+0azQugEzA/iQWG6AUY12ClQDrZk5QuNNYxkZ123aP",
+	"3fEmeGFs5qHIgSVn2mO9MN6bsQaYFJlxPthCrWRWJzSV4Z5bOnqneUYJHIMXoDFokEd6uBfkpRcuO4IY",
+	"g6vJLX1s3oAO0UHX584zwERJEmvnrWQWJ8aWofwMmBuuY8YciqX53NUSaLjOHAhQCXZDY7cjDf2o9Vfs",
+	"aK8EKAGSAIQmoxeRdDMGhm1iAl4X21LC7RLikpi/H7X+yjKlOlDxz6O8MwmubCPa1HwlZziz+hYMRh7n",
+	"gDKIFECzC6IiB+7TbCYy9qL1FXzGBsxfvWOPoMfYCjUxWAnjdWuBwWQNNYSfQn1hu25UWuzcdo/eLDi1",
+	"SVsIqwIgoLmW+8Q4ZRoM/43odkCNKdcM+4Jy3AoPBCb8ecVTLrNYiv0QcPVFakUy9quaA47tqk088s3s",
+	"fWbLXJFWzCLxUYEsjPGZdrQg1JNH3fLmwwC+HpvinVgcOawegLbTgAxo/htnMLO6zfKxeuW4Ch5DPP88",
+	"SWBXO7Hm6Emgyrn4tcZ/gN5/0CYkq9tM3fq0MsnIbBIROWy2WNs2VjoC7QLTHuqd8SqzDZW0tqHLim6i",
+	"BOP7X/e6J3lXhSueLyOImd0f5ClPgD3AoWNFtm1nz3vhsUYxb9SoU5QFDmDAVjISBEiCCBYFGzmw5X5F",
+	"lDNzINuEHckjNuaJ8ddTGsNqCW4Cwnmn2uvNo5mFZj747Nf4WGfdO0VeDfo24cuh3Ab6luMwHh69BI8O",
+	"kIzUlGkk/CNBrdKh1HECj8a2ZWgk8F6D0oNO2K1Isd0Eu50QFG0oEYFRJyqDnAuoQL70bQzb2wxBQHE3",
+	"UQuKzQGQG/ku3lud2jKvFxFiY2q/pSdHrgOAH4Cua1OhG6TLfcUHxZrUsZebLrA9hrJGbgDci9XIRoze",
+	"imXWwLYMb2Bjkd0JIR2BwVDWEBmUBogP6ZAWgdZHbCTNO8UQ1njOZZRAE2i3hG0HnaaAb4duyx12Eeb1",
+	"1octtkDWGfNqTIVR36BjUECaF2vtSWVm3SjBwpvM5MZGWWTKom3Yd9B4623G8wVDyEqeoUDKFJvzdwKj",
+	"GNTchsRktgvTvk3O2DRRKir0yUnFplxnBLZKkAOQ8zHCAVoTjBnjLwM2B5hPzeYrjUFM2J1mBfyjAbOH",
+	"BxBKOuhvGHeHiA50ntlO/Uhhqx9NVSpmq4SnxcMG8V9aFsJyNfNegFEcSg9H0Rlm1FxpjMe1WuXwsrCM",
+	"wDrjJngGIQzgTCsJGTUFLuL8iGOsBzuvvV4ya3KXRCWg6YCoqVPLXpFRALrbjlrPh7KUa5NRDreI0tJ2",
+	"PlqtCqYEWBeB3QZoLN0KsaSVs0LEIoLArFEFzHOmoRyGUojwRc90LkCMIBbvyCawIA18oZCwsfz9ukM+",
+	"BUq7bC4WuEursS4zpQJ8s1sD97n2MDXZZbnvCzp7PUm3TIzOefnCB8KgEzFO1OTWHs+XaNzWXjw/YGOx",
+	"VjKqNx1GMABmQP04DThTGU8wzFQEHt7EA3byfigJEFirvPUrS+PJbYKFS4g9i1wtbqcD+uMUlAG64Ahy",
+	"sYjlKrOdOBthIdRXvz0uhM/pg+J+MABSuHj32EfptspgUY45uFp+lpp3ylPstf/xnx+CIkf2P3768JMf",
+	"oDiL3wlpNjB6rjyKzb+86ATFHCojE0ZhYGTCQ7QF3nilPyaybsvpKJYJ+xmJ/9WUhWd8fA2vQIiR4/4b",
+	"VgshWTTR78KAXb86Zi8OvmzVLSgYHRzfnU5WC+OkUS8QFNkHZMcWiPOhK851WgVeXbv5f7gqGnGA3uhd",
+	"dQG04zX+56obtoey9DQMgOSdWzxFRQ784W5UtoOTusFQH0PTXfXLUT0WesewsKXDuGRisczWQ+AjAHUp",
+	"ba8JtHOSbjWTAG4b0erl0ATQtTWUdF4gbMKYcYG97wrsFwV2hEE+vKB31Q1OXneDk6su3vv66uy4cXj4",
+	"1UHwTePgr8FB68VhEBx8edA8Cr46bLaC4lWHeFVw2Dp82Tg4aBw+H7S+bB8ctVutfw/Mz80DyMFgOgSb",
+	"5TSxl4JnBghGiLlPjqXnE1LfGTakQdbU61QAwT8zJ4PAFngmdBaweOqaGFKxQrtKMKRoqwdDmYeaSh4o",
+	"sWgWVw9jEkMZNszpgYE3iD0sD5q8NEKYiRgpQOJINB3sI33yUBrLhiqcRFreyG1IIaHI3tiVxooxuhIa",
+	"K5DaRvA0icEAM0eN1fwODLrQHAg0S7O7eCIo72Icplhn8QR1hn2rU70IjAE3lApcm0N5jc0vaBTmQWG7",
+	"mtAYgr6p9dKgvsd4txC9WQ+lucbMBKtxNlFpCkRZLBUNMxLmvtEociRnhS8zg5fKGz1qXpjb0mCIEsgC",
+	"PwLkOvgB5gUBGok2z+4KafMCXWpGoTYfOH4v2Hn8DSyaeUQTu5Et+T40X2d3OJM679Yk2G1bpwsjoKJ4",
+	"nhm9n9QhzLZKYc/A16PZNCWSKGvOZIoCeVV6+UrpzElczNo7PvBH6uX8MUaiP6iZS5cXdXOciYV+SEm7",
+	"Jxg9uuDvT/GmgxZ0PFKwHxQLPN3qkO3jPu6/ecSwzdUPVh5Y8b/XztKV+PCbjZ/89ZerzBigjxiwvWN3",
+	"M6jq3g1b6HvEockI7xbBIVGClMQMoQbczdcUf9M52PHCq8997KRUkIA9OC1V93wI9kpFbjs/xl7/Idgr",
+	"8pg/+ITS5U+Zn6siR/stNGg7UqA1N7nc/TZR10mKYSBwMHzMZ2C4JmvQbcDftZj9YIc7rvg6UTwaKHXG",
+	"05nA+452GZ6Dnz4XUcwHRmZANvivD998KvVqOo0nxkvrY07kqSpxjGqWExtCxHYQY6O5nhDQyGRoefgn",
+	"lTWGVV4EWf3kSMTvxC9bM5zVeUnkAaAQjh/jpLg/BUI7UNORhyoAlgPIEcnJ1aulSN/FGjm9EczSf4+S",
+	"ydrBKKGKX01uzRbGghDw7vPAIuKJJfGtKGMg1njOkkjUhRUJ2bqXqSoEjF10A6MODsrNw3vDyK+zvfJB",
+	"AeZxtRt+BlP/CdtvrK+5tfTOW89/Fr+5wlOGfUzQRk9TEOuBiFrIJIqje2BK2zCUahYmBsGULIGqd6ee",
+	"pHwp7ivyGcrKKh/WF4IN9yzg056NZGVq6SqfXXV39aaje3esCgWwr7KSP8+n+n59Std9RFGozd8Tk7tr",
+	"voAnfl5Yg004rY8qLcmRg55iy9oAuKPkxIQfYgphkjvWwPAJjwL0rs0c3lDWAHTvVE4VRHpdyAThksoO",
+	"2hQqCMvAR9saOtyjH93OcTq9UFKcYw/hT7/Zcs8H8uAOdlfubgz691TubR/zrFT43Bvw2bbn02X7cA08",
+	"+jl2Ydy/ky+UmXjg9frE7R6FKS5trYdnunzDE1rfF5vnora5+bF//Ah300PGXyZSyRMSD0/UHygyDnxX",
+	"VLXmbxO/3hpgknaTLkmsn6TsGrY0xko10rWM1yyEkhoblZXiziVROyyLqaFtnILZNV4PpQ+e1mRdFjbl",
+	"8hf0R5pv1TiJxyFVOQAzf6ky5JkeSqxl0HmNhxM8kgmZpWtWm6hljLGz8RoStYGlgsqEBGK0obQEIlgO",
+	"XbfVO35Ri9cNiGipljo4wJyp/RZMCLv6DOmbfuJ9JiQS6YL+n6aCrohEah42lIRaV3dVWiX5inX3Xu1L",
+	"sfYjljoTPBpKhJn1TV6qb3MoeViDXii9yXPMhU/y6qlrW4Gx69sgtnCn/CEE/Blt/ocFPGFQPUrAb8Ot",
+	"Gnh79p9DuH8+iWfm0Bp2KJ+LZ/5jpZ7i0VPlxKiA0AIXQ7vwLXZzkHzmmVrEE55gD0deKWWpeWM5lERR",
+	"QUWc2oNoRAg3eHqHSmzeY2bJhbyluCNbAStpHaf5MlULhccaf7JIfB1PYLFUNCxpuIYOCcbsH73rAV2S",
+	"0JfhgZP4Ns4aieCp3JDPqVpA1duSY0UWFuXlRXyuGAvFXUivofSZGwyBikNFOQQDANR5ukqYvqMSAjtD",
+	"ybrMJT0WE7UgvhH3sf7z5JohBzIWd23ON9Wc2mWUSHsay1ngI4O7j4o1W0kiYoP3AFEVprw4NUe7lIHZ",
+	"CtQTBH8lqPkt5ZkUi9iJKxmh581DR+ZFowUWZi8E18CsCyz0Cv5ToPAKHCqrT9mF+ssV9tBCwvTjn6JV",
+	"akZknhXF+hbfbudx5BaWemkgA8rQs3PlSzjZebUpPOPK43nS6CFPlNQqEXmhndncltHFwaUzze/aln6K",
+	"mKdcHSFRyzhIA4/TC5WwJEnjCAbqVD6LQLnT4pLbGjRadQbobIGjAhPvl5DyIkDd0AcP9B7IM5/IH6lF",
+	"aBlo70Esq4cZxzxG5h0jYkO17UlgId4p8wQ3aThfUK9l0XchEGU+HjuTketYu50NuVPzDNycB4csvLru",
+	"HV9enJwOTi8vRq+6p2e9kzCgMrhNQgT6Ku9DpLrLEQowhRrYgueZMvLH6DlYU8hm5sdp05hQPDon0/de",
+	"tM5BkRDSsgvlQhtJnrBwFYFJaz+vVCYiSCADVRmCSAErG0Dd4aRNmdE+lE8hyDo/m5dD3QL0JqrwHHvT",
+	"7s9t6JsHrcMXWwA3Pzrvp3jUJWFIFEwPJ6Uq7vkQwKNexYl4zGP86+kRfVBMj3lI8Y5HJMjshslv/RRJ",
+	"P8UjynTu8jE2Kfqor3A3VRqXzpMlafrb8nSfL7kWUIzg+PL6+uZqsHOIIL/ePcIhQzwiyoDXu0cMutff",
+	"9gb90c3F3y8uv7/Y8UHlu9zjPBL5HR/l3/Eh2LvqDhDxont2dvn9Dk/ZuOFDsHdz0e++6o3gBQ8+oHDx",
+	"h2CviFD+4O2lyz9F7tTDvU20apeg0S29K2Vqolw9GXkcoM0Umv8SxSeCtgOEKtBmhvVgI1sa+EFSBB8J",
+	"hjIs7URzmT99+W3equY/lnYNPLG8fDiwEkq8Y5HYZsUabfR7Io199VjpWbJ8H5ah5RvcCSuB6u94ysp3",
+	"PeU23TDr24zw/pglIfLqlzvYG4ut6kPJxxaSF92G5jbyAFbDFn1yFeqE7W4tTPEeOcLhLNDbsbEGK9fp",
+	"zIRoxnXw5g3y6ads/WW1CocHCGU6jGPz68EOvcEvDg5/R8ShKkO47bscVCBRYiOnrNVQohWKxHybbkJ+",
+	"b9GprVyOzcsqucHt0f88BRMfE0E62kXg3Ej+jseJ2ep/hNKMc+xTLpCt2NWpzVUGrnN9x7hVoQwDXVXU",
+	"RPdh9z4ufHUaicVSZYD/jXuVaiEpOEVFJEaHQMgC+aMdmRqEBKD4AaBR/AB5Dfsfx+uCq02a1OdqQ6K4",
+	"WCuJhRPuDhupxrYNATxjef0EryyaODbX9XGSfrMtj8+5nE4fxm5wV+6uMPCe7X0LF8pONwDXZOA8/6tr",
+	"70+pboEZtRhBCzbCZ9AVh+zp3CNOd6rSJ1CHxNBKyljOmk8JhbGLuvvcgq6fqaWdDT1REJx4dHlZ8DSV",
+	"OO6UuDi3WbFSDNsjn9EWP8CBApbTqXRdAFToFupnDRTxbdtw8AxRZ9ZYZo5YQsh+xqFVXmlRlam12Jrf",
+	"qGzO1CpbrjLNZmpog+QlEoxiC3SY/3UUR2GThbn0DI0ofWeLzCwFkaXbGa8RGi8nkKBpQ57WrM1kYK0L",
+	"BFGlvy9iubLuQ0A8pyprmKsa+ueV+dYonhLWaJBTJBKkxjSnlSByLgEl9HiPGZbDraJaFOiXeQa9kolI",
+	"ubT8mv4kPsPeHIqn5mQb9aaXTIj1UAI9kg00F8Qp5T9pB29AY3fMZrrjy6Ek7s5bMrXoDhqN664ntFOF",
+	"uA0gOKDrwMucAj+Z9NSsiJw88VEN1FJIERHyOM+gEwJ0auB9nDXFc1wpWFnKCRR2Ra3YL+o4SnOoDFIw",
+	"+EaVWm27pUzns6rXYK+gN3e789E9hQ/p5nzrBNjpIcXnp9KxB9ZlIudms2eWiVfnsiRPK+wsszGHugV/",
+	"/3E257Vt/OFynQcraPSAkJdvX8dgD1sTMhe/iFTVqTPHy5tQ3Q4AD1B+BGL84Fojdib8zuKM3KiCVLY+",
+	"l1pN5tU7v1/Y+R8bgcdH7BrvLl792P37SQPdf6xjaIX6n8Hupwh2/+bo9G8ILH/CuPBO4VtWM5bCajK3",
+	"wgVxfzZCumy/FNM1P2wGdYmfI058ZD0MQNeb//qx2P7r7snl96PT/qh7PDh9swMKYvmGJwVBLD2cMBA9",
+	"LVI2NDuw9r+zK/nP3p9EQbB7fTEruD+uJ6lUbvh08bBrsVDvyNLHilGPqzgS7wlCp4ZlL2sLKeSQ04Zy",
+	"anuh8ioRQOSYqpQ4T12VKrogSOdvK6zMfhlK45RhrZWIiLrYotdZC4UNNuK+uYQZSirRbLtyKrfvEAqV",
+	"de2WzHLXBupB1OQWLKehxL2rlRk3vjxFuw08ow71fXGvvqncTfDVUG4eHvNu78iZEduCUvvEVDQoqMDe",
+	"qvFQAjaAuRhQqSxMOsD11V60vrKCF4BtMOMBPMho9gGMzVDa0CY22xSiAlIhyFNK6RHsOHdDWCrEZsz7",
+	"3LzhUxmU/QDX1o08jOZX2iPTGBgc/dsBrbi2oYIsm6KjKndAUwAAgK6fFSlRntu5FWJJ1VFQV0fIUvjh",
+	"uGFwE8cWfGOxiLOhBOaTtq1usj1fEZRoQ60coWqaNRivMh8NkNDvhnIGNDWuQBHhAVPvNMGVNYdwDVVO",
+	"CDrl1gYqqH7BUjvCyq/bGmamplB1Q8Mg51g70dIcSqi3w7jLeE006DQEcw5wBK7dmcq/KSACWIraG0iN",
+	"sP7kLVuuMjuVcC8EpIEUE0MasDO9yIc3AQkk25B82Rvphm9xAktpy5l2o73z9uAs9z9/d9P36dSz/1FY",
+	"Bm8hMKHCioVvbPCjtmHa1f94DFrV3S4faZl/mlkm6VvG2KySSJ89n7+j/Vi42N1sFMOOt8KlT2l0+iPa",
+	"NDipLqPCxhzKRxmZvmmJmgFgOq1RWVCRO5ivR2G9PZRlTWwD2t4HbGhkcJdAKw4l/rHDNsEKSEUT1/FQ",
+	"YozSKr39/3yrxqfRB2jkSdSdxpra8OqyX3HV/oTLiUhCJmSkP31tAkRY/dmkYoUD+MvRTsmbj8uHf27Y",
+	"AaNK7zfsnbXshIlNjkSxvn1s3vu35oe2Npn+IfqPTkTG42S3DiS69pE9SO6u+7TAZ2hC+tNI+T0bbP+Z",
+	"TY7P13t2KUWxjCdwpCwArsNnInDYDy7roFeLRzWlPdC70M1nyCURt9Spglay5TWwMzFXu8oAe3Ss3olO",
+	"cc5nkPF0DTjoOaF2rpG3xCO1BBcTW0385oYcm5zrTRT1xkFo8QwpkIHdKoigCLGB1ibMEOLUFVpzzLcC",
+	"lHWp1RR7duBBRyw87w1eX54U62NRN3SN+RB6XRhLDsCm1INBs7pXzo/suvfptO99QMa9UlxqX7y/l2n1",
+	"EYUOXbn2NqLtjyFavWxFYOlQUoUBH3SUbUsgQo98bdv0ahidgM0PFmSxne8qXgqzx0NkxYMGHs3wZvgJ",
+	"M95gurEQf2/iUiEfRCzZ1TqbK+lyjsApIZKlSM12WyWChU70LOHS/ZQvuITQ+GiZCgpDGNt1uQ4Bgh/2",
+	"EXSbmS237fLQ0gRO4qUA8iTGwlcrCVUTg5RLbSZDpCHTmVhqVgv1JF6umzqeSZ40NX83U8loGieZuYZ6",
+	"uRDqxxv+M82m9ExdD9zBUlITh+D21wJ+qEjEJBvRLeassLBPzLT9CU/MdQjzwjxaBm3+gkBf73gam6nQ",
+	"FpJ7GmfmMIZXZ/1rARXERgsRiSHz+k7x2Bfp0CZKToTMCJnEWMMHovEVm+2fsdqBaLzEYaRqNZuzkCd6",
+	"NOYad0jdC2LG2jXSE5mtewFQmTG2jCe3icCIXEo56sR210FIKuFaCxSobn7t/qGIaA45Xwv1LWzZBv6p",
+	"uYisDEFPwRMilhil3BVgW1r9oJILhtq22vwEyeUvtMEsAQRPs3jKJxmrhfZ/YRztPOxVYqTAQF0AUSqI",
+	"FZr/sShAJIwROoHNRSo6+BfpTQHRTwQYlHIaxE0/R3RZOxxkftiYKlbThCw+3OuBpCICfIhk79VtqQhx",
+	"LQ8lz7I0Hq8yYvJpsq5kKOLo3OcInDmOQBsZ7RwNMJT/FIiAHUd0zjG8lRx4KI+YDtgu/muVA4CfucUH",
+	"AP3w80pAYzkpCFz2gkvnrIs9lHx7wZ6Qq4VR+O4HufzFqP3K5r2dPQc1yUTW0Fkq+KJs3uGHCGqBfMi4",
+	"K15dNO3oC9t741hy7KnfBYAJKFKrWTlPYm0xryoYOXmW8cl8ASXH5iFmor8e7qEFYXtykIoFp3O4RyAg",
+	"5uw171XV1YSZn6Mc4Ldm8z+Dx4J5btwO2IRAIMehNRugGxZAWSqcm44fGbLEOHlmJe+S5cW2iLwYrraR",
+	"ZP/TY/on8pjy5lMovELNp5C6TSRaQLYkKBub1tZkCs1Zq7R+mxv1+5v6S5HC0ZET8RT2/uU729rPxw7X",
+	"04NS92A9HbCf3TE1Y/Tail0qMwAEzQYWAxMcf16ZC4W5HOAv5VD+g0pJAxZChagZ2RLMNSjNZTJg1+f9",
+	"3lXAxjHXrGYLhmlIxl/AouGEj+suL2Z0/RJze7HZfUAypKb0fWCwEs+Vew6rqTQCpUSA+lhvrEnUIIa5",
+	"SgkhBkPfrqkzL/eOyLWlz+24EcHwzZcRMb5ENG/LQWC8Tu443CdznmZN1kXEfltta75d51FPohvCrhn3",
+	"JeCzEdQ/TSndCHgIXeagzil560T00FZ4sBpMOTbImGEj1SxDRfk1Owgq5ze/4BA9GX/bwLuAl1dlQKoi",
+	"fl7xBLKbOFissHfWGiZUzclYZTmFivElY00gCsTBB24pmHZmn1uy3Ny6Cwo+fn6G8D0Uy/i2NxjKzVg/",
+	"XVP3+ViwHymWaIEuaC9DLh4ZrICJgVDfwX6EjDxwMBCc64a5uUv65Sgs5KeNUeyKvquZvfISAjenc7o7",
+	"zoD6/Z6o9ZUnYnYyXmGT7lUaexHPkBGywt4Lqp8GO/fxT3uiaPlVUb4+HDL3b3hk3Lx4a3XZqT2yusNg",
+	"J7VsmwF2XpKo/ufPym8Yem3jIfIEohlRHpPibMwjEKBoR5KAxHokSKqR6PtvatJtmGttZ1+XTTtjZsey",
+	"ohuo+ZSmWm6pC3MFRj90Zo0Oj30RNStaYQ40ChgZUaM+vongcxtrKHyfJC4LGg3MkKVQy0SwSEziiPCt",
+	"YOLAWkOwKs9DarLTDMMoQxlLsID7b75lS1CbPnHJVKDRB0aGs6OxTBnGHAylztaJ0b5CZMZwkRlY0wsY",
+	"mbnNFgbcXJ/VbUUf8d5BhDcw+graeSGYaLO6GMlEV5+92hKewvCOutNtonpMldYN4A5FZOrJKn0nChak",
+	"21kTY5hJ5hZwKJECZsHTWxF1ctQyuzkLD8/R7c3/5c8nxmvzgoP2AWRrbOpDx9GKJ9plQihOyt4B3XTx",
+	"Icqa4Hf8nUBKIcbfx14fjXiPrHcu9GuMbTPuweFQ2iF/Z+NbrqLP2d32OV8dsf8PeeB0XkamVlkSixTM",
+	"aJEktoyCck/OiC3Evinq3UFjzzO7eMb6p+fHXRaJZTbH+D9+kgZ+7m32mLnZ7HhjfR4THS7+440VUSRV",
+	"Anzf8Rtab+ArTtQMpsyoB4zcL4HZipab1a4PfwjY9eEPQzlZLVYJR5/l+vBH+L7vDv0VqQfszekV/OKt",
+	"SJ5gOGi2YHYwGk+dntlBLtgOSzP+WmUiAe48s17mf5dasJrZ7mQd3wqxNKfdTMMInxgGThICyJo5aQuV",
+	"CmxkRzFEXo+/5bGCeJqsjHSEU85qiXFcYC1xhOYcryIhsxhZjXCzBnZnPGe17l8O6vtIPf5f/+s5xt6H",
+	"chrPVuZbJ2ohcl/EJ1HOtEimDFFgC0FqEAYweyDGSCakYryKk8znJ/arflyRrMzj0eAsYbaQ3kz08Rvi",
+	"AMM9bQpdzwQKD1sHWjqROigkc2jPu/wrFHC6IHVszG6iYbauC0aT8Whbm+5ef6bjc376cLszkRETruMu",
+	"Z/pJfIjA8h8P5X1hhZDF+j734BqV2m64/fNskZStJXzAFZ89bGF7l34EeL9ZlD/rVf8MbP6zBTah5d+F",
+	"MQKCY0qmDbMYaBG9HpyfOYaNf7YYZipAxwE28u85luBJoJhzshRL2KdYupKWyCdRswZZXtR581aNsW0F",
+	"t+BQOgsN6lZZDZ0cY5EHHvczVpui7kHkrJvrM2qZ8bs2Oiy8jWUEqZSQpjasQ0be4ey8VRuO3lA63Adg",
+	"e3G3OogBuN5TZ3ksoko9XOPtj8h5/kHDRoePFHt/U+MuARc/KPL8a3cXdwNa7eLdlULP7DVXLV3Km54p",
+	"/IqHyi7/psbu0s+d2vxjxFQqkB9dGApSHlzORN3r382Vyh+7+fbicnR2+e23vZNR/6p3PLjuPjjNm3f8",
+	"4dpvN4ZIlTSWhMKaT0b+kaR28BoMuOGtrWCWtcM2+3mtTQFMwHORirbfwLCJlAfme5KoOxupPXzsQg2u",
+	"u6cXpxffjr676d30Rq9uzh5ueK+65ynnueL5IavlkJBPFkbsT5An5Z6GAAxcAoacXVHIDo/55HaWApHL",
+	"WzV+ki5gClc8FcFbZeQkyP3FKkcbsJ3Azx7KCkc7ziz+5hbPGhDD2YXKYMO1h1LmUaNU3RkzJK/8814O",
+	"XBCIkvQ+1gwaOs1p0XEkhhKbQGeIpI8dndsiR/WA/WxjFjpgXT+q0WE/VMexuD8ULYjSeShr+RtEFNAQ",
+	"Glj6aH6AkkPzP2DXTDhQhUE7NYYXKY4X8lWm4M9hvcMG7Gv2A7v2YjwB+x7+dXF61T3rszsRz+bGYrtC",
+	"o+4HaI+K5cyYbqNbDtf+aH9kaupiNLdmt+bBKQ6s9LP9M1tE+y5ehqy2RLJ6M8+UKaawWJhHpWA/2YWy",
+	"hatyglWM1uBTbykpWPteJVHA/qbmXGqtMGl7+JIdq8lkHrODr7563mHHc7Nf6C9/W0kgoTiei4VaiCxt",
+	"MuP5JEmTnfFxk/XXOmuyv37Jaoet1lGdHbSeNw4ODutwU/jm9Gr0ln3N9M9pVluyL5heLUac9fsjzmp3",
+	"o7d8/9df70b811/r/3HI9r2/1kNK6DIWwtVfwx9vWc1M7L4e3Zo7shF/lo14GNBMwzwYO9WbWvMI8R7I",
+	"Aymeikl8uxQ8YysZZ/m9tVCPbkNcdaqTNc+IxLuYY4I9itSUHQSFBX2m890KYVSNwRY40c80PgFp3c3r",
+	"Gu51P6KHYEsb3pxe/cehURYHbe/8QVG9ecaB8fgzkXpYZhxDe1g7mp+hkNW69bZrELfR9JWccOLX8C9G",
+	"Agf7z4CF6eH7kH3NQppi9uuvS7NOsEy//vqD+b+QEvJeTJ2hXKpjXj09fD/Kg61hx/yyDv1gZcC8YCws",
+	"9gFrwErHrLYexbeswdZzno3i23yH5H8ykwY7IbSR72mcufJbglOTa+ZLlvDnw+IQ3Guvrnv9/n6/P/rR",
+	"PW6plBEVapU11LQxVUlUKoeBcmVa92ea/R2v2YhEIjQLFCAju8vMOO0aimCYrdGOlQw7UP/K8CkotHyZ",
+	"pbA5XN1JENIdc1Z+hGkH0ObM20g8SZjMt6LLpJEItdHzZ5pdHxKTCwWJQ1aTQb6bQfQYpTUfxexrdrAv",
+	"2V9YNoqfsdrg2aD+H40D868wsAXkribkmcYqDRZLSl7UCEPvnZAwLTjL5saqcHROTsRnoo5jTBdaTEJz",
+	"Ro1E6fdHqdD7su6vPy5+11v0OslNmGt4wjtP+UI5CTajkHgtq3ssXYE2CPpJt9mL1gsHv+5h+gDlr9lz",
+	"eWOMDTc5q3OukqjJunIovaA2q4xpEyk3FG3kEqZNgBcXlyNngV33ji+vT8L7w7ZgtTxNlcS1M4EeLpCg",
+	"ax9ZG+Hu2lIVDKmIP4O7fwZ3PzG0wOYp28VFLt/yib7+XjnBalUi4nMHuXtgf1FSdSzmseM3cwFvKOqG",
+	"8w1GFCDX/cEj3GopJF/GTbuDnr6f/HIpZPfqlCbjN8pw/2EP7Wb/2socnBobB2MrgbaSWconmR+BueOa",
+	"YebXOLefG9HUoyqv3G8i4w/xPdrlX3PMdn6y5f+xe372uOW3Q6pYfnjYjssP196XgjUTNFMN+nHBl//A",
+	"P/wEFuGUT8R/fvj4PdJmfBkXptl1tQ0ltrVxzcwgkQ2/xtkkiY0LCH7AHTf2NlqTqbEy7YIzrm+pdhdL",
+	"U/yDjK1df6zNSRvgMZvT81mepGMAa88J3s0cFjZeW/e2w0LMULRhHfYn+l3eCUo+iPFdhpJrdtx/Y8mS",
+	"MPUABRes5uI9zvAW1FdWbzLUH9g2C8gzCr6BJx222VDAxmpF1dp+iSMwY24hDr7yZmunLBYU9Y/iaCu9",
+	"3uGXwd4ilu7fO2e0/hD5saC8Va6glib+RQTsADp4W61Wq2P7DrDfwPzWtJ3wpXFAlVF5suLFarHXhkfB",
+	"ZNG/g01cm6AKoyyU4n02mqxSrdLcfbeQz1D9UzM7FTFW6e/hD40L8T5rHNNttAdrx/039W2Dx1dsW+rD",
+	"o5efoi4935JnarZT2czmHbsboNX32tN879iO+28eNzRzwyPrei4lhgTsKkK5ciHNWVjWakw7gM4jUxOX",
+	"1DXOUNQh4TqjjcMTrayDgeJORet6JfzSEzWEHt9c9y+vd3ZL6fIPwR+6nr+cMwU5gDnT4oeEn9cgxB7m",
+	"iqr4R5afG9UL5Ea/bNW6hy3q5vDsngmX+L9UMglUzgC8NuYJlxORMi2MToszKAOZTuNJB0sCjbN73eue",
+	"/BhiKf1drEXgR71TwbXC5rsQ/1+HTXYNDEwouHmSMDVtYyICiDzyCkbQpazmNRxB8ambo3rH3MRzoHuE",
+	"yg/YSiZCFypmoBrGhfgbME0NAhZpwP0hPKzg07uiUR4hfD+AjHYgS8KmCdSkE+BvimAixBYFdZO67p5I",
+	"g6DQgZ6vMgAkiNSdbGO6rX/67aB3fc6UDFhIqxgiGzc8C+Ybe6xi2SBWdarm1ESvjmgIBUoMn7rbyBUg",
+	"nTtstQIWRmKWmtkiPBlaHWOAGgM8B11hYJNhoLH48Jr9W4xdeyKiGSZjztJcBXkhKck6/IslrGSZUsQt",
+	"Hb7udU+Y/X738XlfBpYlAb4Gyl9voEZKbnFmrvFYfJRi3E08mTfEUuhKOH94/ccLGeKLe5JxXiicjGpi",
+	"LoS7WEMgxx7tCkyKeoe54+xoV56AKYrrWwDqmPFY7sYW9Rvkr5is0jhbGzPb2HhjwVORdlfGrPrHT8aI",
+	"8gEC7eLmEhn38N5PIHZtBOwp3J2/qTGKP8iEIKCvXo2h/ptciYBJced8IlbLYqHNZVCLBezegNulECqZ",
+	"KsWnrlE0BE0YNktWrDnGKyOOqWjQWSSdXLqzJdcW9ze0N2YKasgz384JvA5ZZHjCsxuSJ9VkXTKEGLhU",
+	"/OcVAqpYEGgLtBEMpVbmyzTOAoAB5bl+nAGwmyJF4jWeZkBZleKnN4fymqoSb6E3Gxn9YY4J6QskkFaM",
+	"W1p51IOpAI78ocQWXNRpZpJhh1q+dAGVHiwRgB9lZJGDgsCQwFBCOxCKsfgXY0n6uhZ7BZDMlk3FHTv/",
+	"xi5VeyhD43E3qSFnpCdcjuJIm1MJf0DMn9EYQSjcz1Jl5l+gdvUqyZq26YZ6kOlX6jcIn2kW2p4f7x1D",
+	"GZaej3fj0wFstfDwUaYynhC2VOkdTeOFj1baaBzshUIYtzttpEk1SOpQOk9+YXbydJUk29xor2RRP8Sc",
+	"X/YoDzf8yaOP8SYPP5Uv+XHO4dHB4Q5xgLKzk6zxsIH/ESMK29YB4Jne+4iyUsd989u9Ve+pZiM8XKVW",
+	"uv6jymLpznu9RTOPvzFh+C/rmLnzCQJTTf2K1ifzzj4Wjvjg0Sm7wej0/Oqsd9672AUUqXz9UybrbC6O",
+	"nA1HIuwO9HgVJxFZeN4gwqernjRno0DzoIsGi2dFOcPpAb/WqQagH4A+jidorDDS97j/xswVhenJxcoY",
+	"gpMZMUgttfyOrZaWzhyDxHORRODbLsRCpWsLGGgMkjGPjG5jqXgrJpQJoNthYAWU0OP+G6NrEbtmE00c",
+	"YtRo0CWrhSQufJ5maCGa8UxTIQI2XmVDaXx1M+1gB4Q0nERkRXcYhgWjNJdFPOMe+cVQ0qSY+XcTRcMH",
+	"AwaUINAXK2zShB1WCxsL/r6BFzaAqiIMbKB+KI8ODtl5/E29w8ZirQA9u8yrcvCchVfdHwGafHB5OTrr",
+	"Xn/boyyA9Ao0wZ0H48mYwx02XaXQBg6aCzwK8NEhgCAibE4YylrYsE9owE/56NiLOrR90kcidYwjxnB9",
+	"NNg+QzNl/mx8TjtTBM9J9C2AAW9+IBx5GJrrXsb3FHjxWaZm2Fc/V0mUG+vlMbO/sIOhRKbBJvveub9m",
+	"D9BwS7N6+BWrLJ0eSmoNDTz4FspiLfiauEyA1gv2lLXpK1o/eaH504W2wVo8digxbTZJlBZhByfBTp4k",
+	"vxPW+RzOUhta0Nx64wFj41VkHA3aZ25e8K/+VuPs5xUHRE0yp+ZKZ880W87XOp7whB5YZ0Qsi5Y9LT5B",
+	"/JNEsK25cEa0AF2Fl29S9rxVY0A/APuWQCHlaiHSeMIWPEvj94EjwEcmFwqI3MWpMFrxEE4Nm4gkYeFB",
+	"EA4l7sQv8fJ6wJbJShfnZqKWa6zEaAM2JvXruAFDzmoy5+nMfA0U7j3/a/OI/f0bqEs0UkpN2WHrxZde",
+	"97lmtYOXzRfs798MJQS1ooAdHph7bIXnRtHhNM4IMxVfBmQ8/FbIocT5Ojj8kmq9PZ4dWtlYd8zgrYgE",
+	"SZh/ALFcmjfi3OE+gHM3hZYITnlXKBDf3M4wB7idC3uZcV/e2lYKfHzbiKOhrJBHRZaJKU+0COuMGICw",
+	"XJKmAMpTN8ePSKL4mtwThLoaG3fUq8lEiAgCrUNZxAt9qPc6HwwRRUGZ6tjYWSBfrPAxW7tyE2sUQcSJ",
+	"vLBoXsbLRYfMfKY9k3xy614HceJaBJRJRKOv0qHExsKEYhnzVRapO0lgZ95rcU9T2fRU3IEDn/IkQfqx",
+	"TOexa9oB1MEOo12oVJBuxNJ8c94Fv8UCT9gENGT0tRH523sYHC3OpvF7M+x3IrUAVmbjnsffDGUtXUmM",
+	"v4xX06lIdWDZWbFGqI7PcO6/3/s4mXMpodM2R83SIGZh9DUr7w++Ai2ZIzqQUNMdM37Yq7q5iJhFuD0q",
+	"v9TH57LvHMrKl8bSIY1R5K6dp8bHQJhmrh2LoXz5gv09/obVXjw/IPVdD0iamBGbvyEChkMEQ0ABsqeG",
+	"kqep2Tqw3V+24BNzNjHUwYdHL9lf2MsXBLGGqA423GyZccmC0dai+VYxraaZ3Y5omWR0pPRqQcmAoQy/",
+	"vTzvnZ+dnp8OQsuqioaF25KsRnH4+sbWjHUO5xni1rY9A+HpxaBngT07RX1PIHRgtRoZms1FnDrJBhcM",
+	"JSDVVFQUmkfsI3zsWzUexRGhx5rbtcjCulVOuKWHMsR3U/eZR9cFv1McBWNX1qqzgDeYQxEys/H2nOdE",
+	"Q+xuJgotRPjHZ0h/AgZ0qsaQZGC4UwAKu+4iu3Ltyq9zMxqtJo7P8CEpAFoz7yPIkyB/henu37x6dXp8",
+	"2rsYjPqDy+uukclkygD/n3vcNE4S7WkD2xg9lGYJdc6nVyCjn6hIbGyNXDuhHoH9TI7WxBhghBoIjyKh",
+	"/fpmMDA218nl9xdEw8gz0faehSjhPNfmaMDZY0MGpnd2PMtpsdIE5LJaGkWGgSfboMGMm2NMJTLHF7Fs",
+	"gOcTDKU9cC+Pjp6/RNNiX3dYi2WrVEJ4V02ndfwezmapGdJSpLGK2JxrYxoBpmX+cPPgBlznmdQHLabr",
+	"bRD5sAn/Qk/6CxZQwYES0FO3D4MNsMsE/wYfN+fvBH18ZBYWPtssrFk/s7JYzgk1FjpTy5ygMI4S66XU",
+	"wsY8y5YNczPUnKhV5k/CczPMoIB38qL1JQspWjEanJ73Lm8GYcAKDtpQ5h4ajt4SApHLgF4Z0RMaG9xa",
+	"Gg7XZShx+UFVgD1f4UJ44iSochuI3ZNonTSfimTdJuNGsvA0EoulyoScrBt/F2sw1f1CtUQhMtpQksOA",
+	"ud68dor0A0W8PQmMpIzQP3Ir1lgYd/iCzQPnuhy0glarZf5KPXyEIjpT6JYaDYJGUSqQDh0TF5hPNRvH",
+	"ZpEh/AIpDJt3dSeW+BSddKEBt3Fkxk1+psGZDhhFdFi2JsidMTYDxtI2vBFTosANN7CTYL6vKCLstMyM",
+	"ED9sHXpoTWDIuECAvXCSCp7ZlkCpjPpW2CJKdBPmU83L8VNj8Igmc6E7di3RdqPnBezF4aGRhSe986vL",
+	"Qe/i+MfR33s/jq57N/3eSYgYolnqfNO8UYQETw2wPHM5gqeMhgd4E1uFEnQM2L5PMO4YVKwYG+rF4VcB",
+	"5KpVak5Rx0nYWHuTAqilSYLzZeazyRCNlfLZ8MXmIjPxJFjRI8Rp9FjWEFEMpqa4FnEW4CC+YhuzdHox",
+	"uun3KlGM6p62wMFiyXuWq39zxs0nrcGA2KTTNzvZhuEeykRg+uHoCBwGPskQtowt01girFi3f3x6iph4",
+	"Sz4RZtpXkzmBctzcnJ74TjummVAGxugm0pwa72qNsHsi0chsWslU4xHKoB2YB/tLomR7TdpROe2whCZC",
+	"88z/+Mf/0/j/f/rL/7sNFwMG+42K1qUI7GKVZLE5zPtTlS4axgKCIKycqIjyrlQrRjcN8Om2iixgW/kH",
+	"PgRY1Lpx70bU98OHoDLxcANHaue8A13++LSDu/FDuYngw5+YIp8QU2SXKkP/Wi/9ct4bdE+6g+7O97sb",
+	"niKHkz/Chf8urwanlxf9nZ+1ceOHYO/8tN83P111rx8eVOHiT5FVguh5LsjsBPq/lT/C/M0fV1hIOzlR",
+	"+LsCqXz5yM1ZMk8fBrYrXf/EDWJgSRgbfCmi3DfaNMdBKU8FxJUTdYf6e4vrUrbAt9CtDqW5nmKPJZvF",
+	"WeHDR+DVPNkOrTY72mVjjjk3wFh0JYMdi93usUE6FQH5J+WK3a0S68XB88dWmZcDqw+Xcm/c8ZQCZTPQ",
+	"Wyx9w0Avumiw3cX7ibGUh7Iy72WDWzZvgBAqpVCwB6xWyHHY/XpwtIv0IS4FEZ2LKOZgvgDmz+Fn3Ozk",
+	"ieB0be7qO64RzAghR9F1JKYweywKjg9Ud7ILwo42t1Ndq52qfwWEo4IEw2SjkWCrJGG1yhRevfl05/wT",
+	"8jv/Ny6o2K141/94L9fzMKyZdy3AonkRxx0w0fyrn1KU+umqdlEMuoxUEXIJpd9Q2qTYR2WrhhLSVXFG",
+	"IQyp7jqb1cs281dImQ0lnqImK4VtC0hu1sDJYwSgCO6Al4iMnoo3PjV1uz+99Z2O7eclWEfH1Y8oHfff",
+	"WJzRNIO0tV7LyTxVUq10oXZo52KhAoJauZT0iQqzHbwpT0WpmNh8zCp9F78TLpppc6bUEWwMBdq24UYX",
+	"jt1ZSDdZyDARjcVERaKUbCq/gNkEENbGTBLBvQwGpD3zJBEMGQtpXDU1jbzDYkR2wMyUO7seDjkGdCnT",
+	"Cu++jZNERPWARXzBZyIihENLkwf5W7T2fUMnoFCn99H7hW8s5+k1X0N5BgRNm+x7O49+104hhYRL9gw5",
+	"RAWrmZc1lEzWwVAazQpoRbFmQkZQPUD5HQulTpFGQEjmCZbDdrwHQ2mBpSeFjAmIO0hBQe0GvFYTByuA",
+	"FcYiosj2EdP1LS0rXrhkbxd8Cdjn96JLPK5F+Enrck+UFI+py4XrPyq0dE9I6fcEr/nb5TePgK4pXv2E",
+	"ivhG3kpz9LExhNXCwpt+EzTLn1Wyv1EpXqkk8VXiY3RdRWGspZHDWpunqpDtevlHzCUt1DsfIxT+DNQS",
+	"xWIJFwrKEKaTihHEEt8bSyoe4ZQJqzdZD0mj7vjayxpBPq6i7MJTiiw87l4c987OjLbwSstcBSQUxWaB",
+	"X7XkjEmKExl9DoEiVit8yjONMh2yZW6p5tx9YLD5xnpQoDnCHoqZiNpD6WiG5oLlRVHuuWgbQ9Z7mapo",
+	"NRFQJhHFesLNFFAJTF7aaeeJ59UpBZuAJ9jPJ6AMdiYySPt8xUAOvDq9OO2/hpoVrRAGrLiMmO/2vjoa",
+	"SvtEbDml+khKjMOnAYyKgFw0gufW8pkZSqAupLAghzodIaM8S0iGQKSksKy9tOYxpXfxJROYKKRgo/dU",
+	"6tFjmON/KVV6bLfNY/RpftNTK9XAOFmlo+mdx983hv6vrKUfDyTnn/GdPs5d/MQRLZBQBUlUKwqgP+2Q",
+	"jw4ufV7H/pgYQyoCM0/vwz8huaGr7IFWPSKp2k7ba9NYYBDkna1S3I3o2qIrTquJesxiJsLD257+NUt6",
+	"cnnRc/eW1WgkEpGJiAEsE9z5ooLu4X730XFn/RHV3h+KsOuP7xf+oShKHlJaLgGGVvSWXf2EuKn+kdp5",
+	"ZuHiT6DuihKgVjzvf6q7z+h2D4rQr7ZBjArNmVmwvBdFRI91yXdDFoGYb1U9IA3cb+LgUZQi9MgqTfba",
+	"e/MsW7b39xM14clc6ax9dHT0cq8aWgB0HGjDRpboxkSkiKEE/7qFGr78obriqT+5zy8/HjCzvS4BGbG5",
+	"ypi+48tcpRB07ubgutvC/Tq/2c335u1n8TshhcakUOqhs9CtBM5SPSkO/BPZQ73RioxX3HOuZJwpwhyl",
+	"S52+1VteUkTyCoBAV90xy9iD454oOYkT5HnIC4wTPm6y7lC6zAD0jli2t/zBjUTNvsaiBCrGhmj7rG0p",
+	"Nz0czjBg4dVlf8D2Ez5uoP0CP+5Azmk7IMN9hwICKPa2YJ4dtQ4AHb54ZDEKAm+teIPlfsMC3U0CpQ7j",
+	"bs4wHr+SOkDgVIT1Xyx5GmuE9ffNN7yL7CJaLgef9uGnD/83AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

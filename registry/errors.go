@@ -26,4 +26,8 @@ var (
 	// ErrShadowIsActive: the version asked for as the shadow is the active
 	// model; a model cannot shadow itself.
 	ErrShadowIsActive = errors.New("the version is the active model")
+	// ErrPreconditionFailed: a load's precondition (the registry's ETag,
+	// or the version expected to be active) no longer holds; the message
+	// names the active version.
+	ErrPreconditionFailed = errors.New("precondition failed")
 )

@@ -101,6 +101,15 @@ func (r *Registry) Refresh(ctx context.Context) error {
 	return r.catchUp(ctx)
 }
 
+// Readable reads the index from the store (in a fleet, the shared
+// database) and reports why it cannot; it changes nothing.
+func (r *Registry) Readable(ctx context.Context) error {
+	if _, _, err := r.index.ReadIndex(ctx); err != nil {
+		return fmt.Errorf("%w: %w", store.ErrRegistry, err)
+	}
+	return nil
+}
+
 // Revision is the revision of the index this process last read or
 // committed.
 func (r *Registry) Revision() store.Revision {

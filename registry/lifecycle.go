@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"ramanserve/inference"
 	"ramanserve/registry/store"
 )
 
@@ -13,6 +14,13 @@ import (
 // recorded as active whose model is not serving reads archived.
 // ErrModelNotFound when the version is not in the registry.
 func (r *Registry) Describe(version string) (Entry, error) {
+	e, _, err := r.DescribeTagged(version)
+	return e, err
+}
+
+// DescribeTagged is Describe with the ETag of the state described, read
+// together.
+func (r *Registry) DescribeTagged(version string) (Entry, string, error) {
 	r.mu.Lock()
 	e, ok := r.ix.Models[version]
 	var c Entry
@@ -21,16 +29,30 @@ func (r *Registry) Describe(version string) (Entry, error) {
 		c.SourceBatches = append([]string(nil), e.SourceBatches...)
 		c.Annotations = append(json.RawMessage(nil), e.Annotations...)
 	}
+	etag := r.etagLocked()
+	loaded := r.active.Load()
 	r.mu.Unlock()
 	if !ok {
-		return Entry{}, fmt.Errorf("%w: version %q is not in the registry", ErrModelNotFound, version)
+		return Entry{}, "", fmt.Errorf("%w: version %q is not in the registry", ErrModelNotFound, version)
 	}
 	if c.Status == StatusActive {
-		if m := r.Active(); m == nil || m.Metadata().Version != c.Version {
+		if loaded == nil || loaded.model.Metadata().Version != c.Version {
 			c.Status = StatusArchived
 		}
 	}
-	return c, nil
+	return c, etag, nil
+}
+
+// ActiveTagged is Active with the ETag of the state it belongs to, read
+// together; not for the hot path.
+func (r *Registry) ActiveTagged() (inference.Model, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	etag := r.etagLocked()
+	if a := r.active.Load(); a != nil {
+		return a.model, etag
+	}
+	return nil, etag
 }
 
 // Delete removes a staged or archived version: its entry from the index,

@@ -74,6 +74,7 @@ type Registry struct {
 
 	shadow     shadowState  // the shadow's model, follower and problem; guarded by mu
 	restoreErr error        // set when the active model could not be restored at start-up; guarded by mu
+	tag        tagCache     // the ETag of the state last asked; guarded by mu
 	problems   []string     // what start-up could not fix, for health; guarded by mu
 	closeStore func() error // closes the store Open built; nil for New, and once closed
 
@@ -342,20 +343,27 @@ func (r *Registry) Writable() error {
 // List returns the active version ("" when none is loaded) and every entry,
 // sorted by TrainedAt descending, ties by version.
 func (r *Registry) List() (active string, entries []Entry) {
+	active, entries, _ = r.ListTagged()
+	return active, entries
+}
+
+// ListTagged is List with the ETag of the state listed, read together.
+func (r *Registry) ListTagged() (active string, entries []Entry, etag string) {
 	r.mu.Lock()
 	for _, e := range r.ix.Models {
 		entries = append(entries, *e)
 	}
+	etag = r.etagLocked()
+	loaded := r.active.Load()
 	r.mu.Unlock()
-	loaded := ""
-	if m := r.Active(); m != nil {
-		loaded = m.Metadata().Version
+	if loaded != nil {
+		active = loaded.model.Metadata().Version
 	}
 	for i := range entries {
 		// An entry recorded as active whose model is not serving (restore
 		// failed) is shown as archived, so the list never names a model
 		// that does not answer predicts.
-		if entries[i].Status == StatusActive && entries[i].Version != loaded {
+		if entries[i].Status == StatusActive && entries[i].Version != active {
 			entries[i].Status = StatusArchived
 		}
 	}
@@ -365,7 +373,7 @@ func (r *Registry) List() (active string, entries []Entry) {
 		}
 		return entries[i].Version < entries[j].Version
 	})
-	return loaded, entries
+	return active, entries, etag
 }
 
 // Source says where POST /model/load takes a model from.
@@ -387,6 +395,12 @@ type LoadRequest struct {
 	// import (SourceFile only), recorded in its entry; "" when
 	// authentication is off.
 	AuthenticatedAs string
+	// IfMatch, when not empty, loads only if it names the registry's
+	// ETag (MatchETag); ExpectedActive, when not nil, only if that
+	// version ("" for none) is active. Either failing is
+	// ErrPreconditionFailed, and nothing changes.
+	IfMatch        string
+	ExpectedActive *string
 }
 
 // LoadResult reports a successful swap.
@@ -407,6 +421,9 @@ func (r *Registry) Load(ctx context.Context, req LoadRequest) (LoadResult, error
 		return LoadResult{}, err
 	}
 	defer release()
+	if err := r.checkPrecondition(req); err != nil {
+		return LoadResult{}, err
+	}
 	if !ValidVersion(req.Version) {
 		return LoadResult{}, fmt.Errorf("%w: version %q is not a valid version name", ErrModelNotFound, req.Version)
 	}

@@ -111,13 +111,13 @@ func (g *tokenGate) admit(w http.ResponseWriter, r *http.Request) (*http.Request
 	return r.WithContext(context.WithValue(r.Context(), identityKey{}, id)), true
 }
 
-// exempt: a CORS preflight (browsers send no token with it), and GET
-// /health unless -auth-health.
+// exempt: a CORS preflight (browsers send no token with it), and the
+// probes (GET /health, /livez, /readyz) unless -auth-health.
 func (g *tokenGate) exempt(r *http.Request) bool {
 	if isPreflight(r) {
 		return true
 	}
-	return !g.health && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path == healthPath
+	return !g.health && isProbe(r)
 }
 
 // refuse answers a request the gate did not admit with the error

@@ -110,7 +110,8 @@ func TestWarningWithoutAuth(t *testing.T) {
 // TestTokenGateOnTheHealthReserve: authentication comes before the
 // reserve's gate, and a refusal on a reserve connection closes it, as the
 // reserve's own 503 does: a client without a token cannot keep a reserve
-// slot by asking again. GET /health stays open there.
+// slot by asking again. The probes (GET /health, /livez, /readyz, and
+// HEAD) stay open there.
 func TestTokenGateOnTheHealthReserve(t *testing.T) {
 	const token = "op-token-1234"
 	release := make(chan struct{})
@@ -132,6 +133,9 @@ func TestTokenGateOnTheHealthReserve(t *testing.T) {
 		closed                      bool
 	}{
 		{"GET", "/health", "", 200, false},
+		{"GET", "/livez", "", 200, false},
+		{"HEAD", "/readyz", "", 200, false},
+		{"GET", "/readyz/x", "", 401, true},
 		{"POST", "/model/load", "Bearer " + token, 503, true},
 		{"POST", "/model/load", "", 401, true},
 	} {

@@ -61,6 +61,8 @@ const (
 	reserveTimeout     = 3 * time.Second
 	evictGrace         = 20 * time.Millisecond
 	healthPath         = "/health"
+	livezPath          = "/livez"
+	readyzPath         = "/readyz"
 	// helloGrace replaces evictGrace for a TLS connection whose whole
 	// ClientHello has arrived: its client needs another round trip, and
 	// the server a signature, before the request header can follow.
@@ -481,13 +483,27 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
-// reserveGate lets a reserve connection ask GET /health (or HEAD, its
-// body left out) only; anything else gets 503 SERVER_BUSY and the
+// isProbe reports whether r is a GET or HEAD of /health, /livez or
+// /readyz: what supervisors and load balancers ask, without a token and
+// on the health reserve.
+func isProbe(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	switch r.URL.Path {
+	case healthPath, livezPath, readyzPath:
+		return true
+	}
+	return false
+}
+
+// reserveGate lets a reserve connection ask the probes (isProbe: GET or
+// HEAD, its body left out) only; anything else gets 503 SERVER_BUSY and the
 // connection is closed.
 func reserveGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		lc, _ := r.Context().Value(connKey{}).(*limitedConn)
-		if lc == nil || !lc.reserve || ((r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path == healthPath) {
+		if lc == nil || !lc.reserve || isProbe(r) {
 			next.ServeHTTP(w, r)
 			return
 		}

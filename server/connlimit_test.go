@@ -433,7 +433,7 @@ func (quietTraining) Cancel(context.Context, string) (jobs.Job, error) {
 
 type quietUpload struct{}
 
-func (quietUpload) Submit(context.Context, *trainer.Dataset, jobs.Meta) (jobs.Job, error) {
+func (quietUpload) Submit(context.Context, *trainer.Dataset, jobs.Meta, training.Once) (jobs.Job, error) {
 	return jobs.Job{}, nil
 }
 func (quietUpload) Release() {}

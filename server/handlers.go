@@ -72,6 +72,8 @@ type API struct {
 	// Batches serves the batch routes (trajectories, reference marks,
 	// the control band page); nil answers 501.
 	Batches BatchService
+	// Readiness answers GET /readyz; nil: ready whenever it answers.
+	Readiness ReadinessService
 
 	metaSchema *openapi3.Schema // TrainingMeta, for the upload's meta part
 	spec       specDocuments    // GET /openapi.yaml and /openapi.json
@@ -94,7 +96,13 @@ func (a *API) LoadModel(ctx context.Context, req gen.LoadModelRequestObject) (_ 
 	if body.Source != nil {
 		source = registry.Source(*body.Source)
 	}
-	lr := registry.LoadRequest{Version: body.Version, Source: source}
+	lr := registry.LoadRequest{Version: body.Version, Source: source, ExpectedActive: body.ExpectedActive}
+	if req.Params.IfMatch != nil {
+		if *req.Params.IfMatch == "" {
+			return nil, contract.New(contract.InvalidRequest, http.StatusBadRequest, "header If-Match: empty; send the ETag of GET /model/list, or leave the header out")
+		}
+		lr.IfMatch = *req.Params.IfMatch
+	}
 	if source == registry.SourceFile {
 		lr.AuthenticatedAs = authenticatedAs(ctx) // the import's lineage
 		if body.Path == nil || *body.Path == "" {
@@ -115,9 +123,12 @@ func (a *API) LoadModel(ctx context.Context, req gen.LoadModelRequestObject) (_ 
 }
 
 // ListModels lists the registry.
-func (a *API) ListModels(ctx context.Context, _ gen.ListModelsRequestObject) (gen.ListModelsResponseObject, error) {
-	active, entries := a.Registry.List()
-	out := gen.ListModels200JSONResponse{Models: make([]gen.ModelVersion, 0, len(entries))}
+func (a *API) ListModels(ctx context.Context, req gen.ListModelsRequestObject) (gen.ListModelsResponseObject, error) {
+	active, entries, etag := a.Registry.ListTagged()
+	if notModified(req.Params.IfNoneMatch, etag) {
+		return gen.ListModels304Response{Headers: gen.NotModifiedResponseHeaders{ETag: &etag}}, nil
+	}
+	out := gen.ModelList{Models: make([]gen.ModelVersion, 0, len(entries))}
 	if active != "" {
 		out.Active = &active
 	}
@@ -135,16 +146,19 @@ func (a *API) ListModels(ctx context.Context, _ gen.ListModelsRequestObject) (ge
 		}
 		out.Models = append(out.Models, mv)
 	}
-	return out, nil
+	return gen.ListModels200JSONResponse{Body: out, Headers: gen.ListModels200ResponseHeaders{ETag: optional(etag)}}, nil
 }
 
 // GetModelInfo describes the active model.
-func (a *API) GetModelInfo(ctx context.Context, _ gen.GetModelInfoRequestObject) (gen.GetModelInfoResponseObject, error) {
-	m := a.Registry.Active()
+func (a *API) GetModelInfo(ctx context.Context, req gen.GetModelInfoRequestObject) (gen.GetModelInfoResponseObject, error) {
+	m, etag := a.Registry.ActiveTagged()
 	if m == nil {
 		return nil, fmt.Errorf("GET /model/info: %w", inference.ErrModelNotLoaded)
 	}
-	return gen.GetModelInfo200JSONResponse(ModelInfo(m)), nil
+	if notModified(req.Params.IfNoneMatch, etag) {
+		return gen.GetModelInfo304Response{Headers: gen.NotModifiedResponseHeaders{ETag: &etag}}, nil
+	}
+	return gen.GetModelInfo200JSONResponse{Body: ModelInfo(m), Headers: gen.GetModelInfo200ResponseHeaders{ETag: &etag}}, nil
 }
 
 // ModelInfo converts a model's metadata to the contract's ModelInfo; the

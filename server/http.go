@@ -480,20 +480,26 @@ func bodyLimit(limit int64) echo.MiddlewareFunc {
 // reset for the unread data arrives.
 func restoreBody(r *http.Request, body io.ReadCloser) { r.Body = body }
 
-// healthOperation is GET /health's operation id in the contract.
-const healthOperation = "getHealth"
+// The probes' operation ids in the contract.
+const (
+	healthOperation = "getHealth"
+	livezOperation  = "getLivez"
+	readyzOperation = "getReadyz"
+)
 
-// registerHeadHealth serves HEAD /health beside the generated routes:
-// load balancers and uptime checkers probe with HEAD, and a 405 reads as
-// down to them. It is GET /health's own handler under GET /health's route
-// policy; net/http sends its status and headers (Content-Length included)
+// registerHeadHealth serves HEAD /health, /livez and /readyz beside the
+// generated routes: load balancers and uptime checkers probe with HEAD,
+// and a 405 reads as down to them. Each is its GET's own handler under its
+// GET's route policy; net/http sends its status and headers (Content-Length included)
 // and drops the body it writes, as RFC 9110 section 9.3.2 asks. The
-// contract says so in GET /health's description rather than with an
+// contract says so in each GET's description rather than with an
 // operation of its own, which would be a second handler to keep in step
 // with the first.
 func registerHeadHealth(e *echo.Echo, handlers gen.ServerInterface, perOperation map[string][]echo.MiddlewareFunc) {
 	get := gen.ServerInterfaceWrapper{Handler: handlers}
 	e.HEAD(healthPath, get.GetHealth, perOperation[healthOperation]...)
+	e.HEAD(livezPath, get.GetLivez, perOperation[livezOperation]...)
+	e.HEAD(readyzPath, get.GetReadyz, perOperation[readyzOperation]...)
 }
 
 // operationMiddlewares is each operation's route policy, attached at its

@@ -36,7 +36,7 @@ type recordingUpload recordingTraining
 
 func (recordingUpload) TryAcquire(int64) bool { return true }
 func (recordingUpload) Release()              {}
-func (u recordingUpload) Submit(_ context.Context, _ *trainer.Dataset, meta jobs.Meta) (jobs.Job, error) {
+func (u recordingUpload) Submit(_ context.Context, _ *trainer.Dataset, meta jobs.Meta, _ training.Once) (jobs.Job, error) {
 	u.sum <- meta.CSVSHA256
 	return jobs.Job{ID: "j"}, nil
 }

@@ -16,11 +16,14 @@ func (a *API) GetModel(ctx context.Context, req gen.GetModelRequestObject) (gen.
 	if err := reservedRoute(http.MethodGet, req.Version); err != nil {
 		return nil, err
 	}
-	e, err := a.Registry.Describe(req.Version)
+	e, etag, err := a.Registry.DescribeTagged(req.Version)
 	if err != nil {
 		return nil, versionNotFound(err)
 	}
-	return gen.GetModel200JSONResponse(modelDetail(&e)), nil
+	if notModified(req.Params.IfNoneMatch, etag) {
+		return gen.GetModel304Response{Headers: gen.NotModifiedResponseHeaders{ETag: &etag}}, nil
+	}
+	return gen.GetModel200JSONResponse{Body: modelDetail(&e), Headers: gen.GetModel200ResponseHeaders{ETag: &etag}}, nil
 }
 
 // VersionDeleter deletes a registry version for DELETE /model/{version}
@@ -44,6 +47,13 @@ func (a *API) DeleteModel(ctx context.Context, req gen.DeleteModelRequestObject)
 		return nil, versionNotFound(err)
 	}
 	return gen.DeleteModel204Response{}, nil
+}
+
+// notModified reports whether an If-None-Match names etag: the client's
+// copy is current. A state read while it changed has no tag ("") and is
+// always sent.
+func notModified(ifNoneMatch *gen.IfNoneMatch, etag string) bool {
+	return ifNoneMatch != nil && etag != "" && registry.MatchETag(string(*ifNoneMatch), etag)
 }
 
 // reservedRouteAllow is the method of a route beside /model/{version}

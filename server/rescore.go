@@ -29,7 +29,8 @@ func (a *API) RescoreModel(ctx context.Context, req gen.RescoreModelRequestObjec
 	if err != nil {
 		return nil, err
 	}
-	return gen.RescoreModel202JSONResponse(acceptedJob(&j)), nil
+	body := acceptedJob(&j)
+	return gen.RescoreModel202JSONResponse{Body: body, Headers: gen.RescoreModel202ResponseHeaders{Location: body.StatusUrl}}, nil
 }
 
 // rescoreSpec is a job's re-scoring spec as the contract shows it.

@@ -105,7 +105,7 @@ func newRescoreFixtureWith(t *testing.T, n int, logSpectra bool, wrap func(jobs.
 		}
 	}
 	rs := models.New(reg, m, spectra)
-	h, err := NewHTTPHandler(&API{Registry: reg, Training: training.New(m), Rescore: rs, Deleter: rs},
+	h, err := NewHTTPHandler(&API{Registry: reg, Training: training.New(m, nil), Rescore: rs, Deleter: rs},
 		HTTPConfig{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

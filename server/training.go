@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -57,6 +58,11 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 	if a.Training == nil {
 		return nil, errTrainingUnavailable
 	}
+	key := deref(req.Params.IdempotencyKey)
+	if req.Params.IdempotencyKey != nil && !jobs.ValidKey(key) {
+		return nil, contract.New(contract.InvalidRequest, http.StatusBadRequest,
+			fmt.Sprintf("header Idempotency-Key: 1 to %d characters of printable ASCII without space, not %d bytes", jobs.MaxKeyBytes, len(key)))
+	}
 	slot, err := a.Training.Reserve(ctx)
 	if err != nil {
 		return nil, err
@@ -69,9 +75,10 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 		}
 	}
 	var (
-		meta   *gen.TrainingMeta
-		ds     *trainer.Dataset
-		csvSum string
+		meta    *gen.TrainingMeta
+		ds      *trainer.Dataset
+		csvSum  string
+		request requestDigest
 	)
 	for {
 		part, err := req.Body.NextPart()
@@ -81,21 +88,22 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 		if err != nil {
 			return nil, uploadError(err)
 		}
+		content := request.part(part)
 		switch part.FormName() {
 		case "meta":
-			if meta, err = a.decodeMeta(part); err != nil {
+			if meta, err = a.decodeMeta(part, content); err != nil {
 				return nil, err
 			}
 		case "csv":
 			if ds != nil {
 				return nil, contract.New(contract.InvalidRequest, http.StatusBadRequest, "the upload has more than one csv part")
 			}
-			if ds, csvSum, err = readCSVPart(ctx, part, slot); err != nil {
+			if ds, csvSum, err = readCSVPart(ctx, io.TeeReader(part, content), slot); err != nil {
 				return nil, uploadError(err)
 			}
 		default:
 			// Unknown parts are skipped, within the upload limit.
-			if _, err := io.Copy(io.Discard, part); err != nil {
+			if _, err := io.Copy(content, part); err != nil {
 				return nil, uploadError(err)
 			}
 		}
@@ -113,11 +121,51 @@ func (a *API) StartTraining(ctx context.Context, req gen.StartTrainingRequestObj
 	if err != nil {
 		return nil, err
 	}
-	j, err := slot.Submit(ctx, ds, jm)
+	j, err := slot.Submit(ctx, ds, jm, training.Once{Key: key, RequestHash: request.sum()})
 	if err != nil {
 		return nil, err
 	}
-	return gen.StartTraining202JSONResponse(acceptedJob(&j)), nil
+	body := acceptedJob(&j)
+	return gen.StartTraining202JSONResponse{Body: body, Headers: gen.StartTraining202ResponseHeaders{Location: body.StatusUrl}}, nil
+}
+
+// requestDigest is the SHA-256 of an upload as received, the digest an
+// Idempotency-Key is held with: for each part in order, its form name,
+// content type and the digest of its bytes, each length-prefixed, so
+// that no two different uploads share a digest by moving bytes between
+// fields. It holds 2 digests whatever the upload's size.
+type requestDigest struct {
+	all  hash.Hash
+	open hash.Hash // the current part's bytes
+}
+
+// part starts a part and returns the writer its bytes go to.
+func (d *requestDigest) part(p *multipart.Part) io.Writer {
+	if d.all == nil {
+		d.all = sha256.New()
+	}
+	d.closePart()
+	for _, field := range []string{p.FormName(), p.Header.Get("Content-Type")} {
+		fmt.Fprintf(d.all, "%d:%s", len(field), field)
+	}
+	d.open = sha256.New()
+	return d.open
+}
+
+func (d *requestDigest) closePart() {
+	if d.open != nil {
+		d.all.Write(d.open.Sum(nil))
+		d.open = nil
+	}
+}
+
+// sum is the hex digest of every part seen.
+func (d *requestDigest) sum() string {
+	if d.all == nil {
+		d.all = sha256.New()
+	}
+	d.closePart()
+	return hex.EncodeToString(d.all.Sum(nil))
 }
 
 // readCSVPart parses the csv part as it streams in, hashing the bytes as
@@ -139,7 +187,8 @@ func readCSVPart(ctx context.Context, part io.Reader, slot trainer.Charger) (*tr
 }
 
 // decodeMeta reads the meta part and validates it against TrainingMeta.
-func (a *API) decodeMeta(part *multipart.Part) (*gen.TrainingMeta, error) {
+// content hears the part's bytes as read (the request's digest).
+func (a *API) decodeMeta(part *multipart.Part, content io.Writer) (*gen.TrainingMeta, error) {
 	if ct := part.Header.Get("Content-Type"); ct != "" && !isJSONMediaType(ct) {
 		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest,
 			fmt.Sprintf("the meta part must be application/json, not %q", ct))
@@ -148,6 +197,7 @@ func (a *API) decodeMeta(part *multipart.Part) (*gen.TrainingMeta, error) {
 	if err != nil {
 		return nil, uploadError(err)
 	}
+	content.Write(b)
 	if len(b) > maxMetaBytes {
 		return nil, contract.New(contract.InvalidMetadata, http.StatusBadRequest, "the meta part is larger than 1 MiB")
 	}

@@ -117,6 +117,20 @@ func (t *Transports) Serve(api *API, ch ChannelServices) error {
 	return nil
 }
 
+// Bound reports why the transports cannot take requests: a port not
+// bound (or no longer, once StopAccepting ran); nil when both are.
+func (t *Transports) Bound() error {
+	switch {
+	case t.stopping.Load():
+		return errors.New("both ports are closed: the server is shutting down")
+	case t.httpServer == nil:
+		return errors.New("the management port is not serving yet")
+	case t.channel == nil || !t.channel.up():
+		return errors.New("the prediction port is not listening")
+	}
+	return nil
+}
+
 // HTTPAddr is the bound management address, e.g. "127.0.0.1:5556".
 func (t *Transports) HTTPAddr() string { return t.httpLn.Addr().String() }
 

@@ -50,7 +50,7 @@ func trainingServer(t *testing.T, cfg HTTPConfig, queue int, budget *membudget.B
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
-	h, err := NewHTTPHandler(&API{Training: training.New(m)}, cfg, slog.New(slog.DiscardHandler))
+	h, err := NewHTTPHandler(&API{Training: training.New(m, nil)}, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

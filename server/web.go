@@ -213,7 +213,8 @@ func (p corsPolicy) decorate(h, req http.Header) string {
 		return ""
 	}
 	h.Set("Access-Control-Allow-Origin", origin)
-	h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After")
+	// A console reads the registry's ETag (for If-Match) and a 202's Location.
+	h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, ETag, Location")
 	return origin
 }
 

@@ -233,7 +233,7 @@ func TestCORSActualResponses(t *testing.T) {
 		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != listedOrigin {
 			t.Errorf("%s %s (%d) from the listed origin: Access-Control-Allow-Origin %q", c.method, c.path, c.status, got)
 		}
-		if got := resp.Header.Get("Access-Control-Expose-Headers"); !strings.Contains(got, "X-Request-Id") || !strings.Contains(got, "Retry-After") {
+		if got := resp.Header.Get("Access-Control-Expose-Headers"); !strings.Contains(got, "X-Request-Id") || !strings.Contains(got, "Retry-After") || !strings.Contains(got, "ETag") || !strings.Contains(got, "Location") {
 			t.Errorf("%s %s: Access-Control-Expose-Headers %q", c.method, c.path, got)
 		}
 		if !strings.Contains(strings.Join(resp.Header.Values("Vary"), ","), "Origin") {

@@ -89,7 +89,7 @@ func run() error {
 		num(done.Result.Metrics.Rmse.EPA), num(done.Result.Metrics.Rmse.DHA), num(done.Result.Metrics.Rmse.DPA))
 
 	// 3. Activate it.
-	load, err := mgmt.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: done.Result.NewVersion})
+	load, err := mgmt.LoadModelWithResponse(ctx, nil, gen.LoadModelJSONRequestBody{Version: done.Result.NewVersion})
 	if err != nil {
 		return err
 	}

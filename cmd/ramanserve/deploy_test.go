@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,5 +194,87 @@ func TestUnitVerifies(t *testing.T) {
 		if (ok && out == "") || !strings.Contains(out, broken.says) {
 			t.Errorf("a copy with %s passed verify: ok=%v %q", broken.name, ok, out)
 		}
+	}
+}
+
+// securityScore runs systemd-analyze security --offline=yes on unit,
+// written as ramanserve.service in a temporary directory, and returns its
+// overall exposure level (0 is the best, 10 the worst).
+func securityScore(t *testing.T, tool, unit string) float64 {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ramanserve.service")
+	if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tool, "security", "--offline=yes", "--no-pager", path)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	m := regexp.MustCompile(`Overall exposure level for ramanserve\.service: ([0-9]+\.[0-9])`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security: %v, no exposure level in:\n%s", err, out)
+	}
+	score, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return score
+}
+
+// documentedScore is the exposure level the README states for the unit,
+// which docs/operations.md repeats.
+func documentedScore(t *testing.T) float64 {
+	t.Helper()
+	var scores []string
+	for _, doc := range []string{"../../README.md", "../../docs/operations.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile("`systemd-analyze security` (?:exposure|rates its exposure) ([0-9]+\\.[0-9])").FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("%s states no `systemd-analyze security` exposure", doc)
+		}
+		scores = append(scores, string(m[1]))
+	}
+	if scores[0] != scores[1] {
+		t.Fatalf("the README states exposure %s, docs/operations.md %s", scores[0], scores[1])
+	}
+	score, err := strconv.ParseFloat(scores[0], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return score
+}
+
+// TestUnitSecurityScore: systemd-analyze security rates the unit no worse
+// than the README says, and rates a copy without its hardening worse, so
+// the check can fail. Skipped where systemd-analyze is not installed
+// unless RAMANSERVE_TEST_SYSTEMD is set (make test-systemd installs it).
+func TestUnitSecurityScore(t *testing.T) {
+	tool, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("RAMANSERVE_TEST_SYSTEMD") != "" {
+			t.Fatalf("systemd-analyze not installed: %v", err)
+		}
+		t.Skipf("systemd-analyze not installed: %v", err)
+	}
+	b, err := os.ReadFile(unitFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(b)
+	documented := documentedScore(t)
+	measured := securityScore(t, tool, unit)
+	t.Logf("systemd-analyze security --offline=yes: exposure %.1f (documented %.1f)", measured, documented)
+	if measured > documented {
+		t.Fatalf("the unit's exposure rose to %.1f, above the %.1f the README states: restore the hardening, or document the new score", measured, documented)
+	}
+	weakened := strings.Replace(unit, "\nNoNewPrivileges=yes\n", "\n", 1)
+	weakened = strings.Replace(weakened, "\nProtectSystem=strict\n", "\n", 1)
+	if weakened == unit {
+		t.Fatal("the unit has neither NoNewPrivileges=yes nor ProtectSystem=strict to remove")
+	}
+	if w := securityScore(t, tool, weakened); w <= documented {
+		t.Fatalf("a copy without NoNewPrivileges and ProtectSystem rates %.1f, not above the documented %.1f: the check cannot fail", w, documented)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"ramanserve/app"
 	"ramanserve/platform/idlecpu"
 	"ramanserve/platform/pgdb"
+	"ramanserve/platform/sdnotify"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -172,6 +173,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	fs.Float64Var(&cfg.Channel.Curve.HelloRate, "zmq-curve-hello-rate", zmtp.DefaultHelloRate, "with CURVE: HELLOs a second answered from one source address (an IPv6 /64); beyond it and -zmq-curve-hello-burst a HELLO gets ERROR \"300\" (libzmq reconnects) before any cryptography (negative: no limit)")
 	fs.IntVar(&cfg.Channel.Curve.HelloBurst, "zmq-curve-hello-burst", zmtp.DefaultHelloBurst, "with CURVE: HELLOs answered at once from one source address before -zmq-curve-hello-rate applies")
 	fs.DurationVar(&opts.grace, "shutdown-grace", 15*time.Second, "how long SIGTERM waits for in-flight requests")
+	fs.DurationVar(&cfg.DrainDelay, "shutdown-delay", 0, "after SIGTERM, how long both channels keep serving while GET /readyz answers 503, so that load balancers stop sending before the ports close (counted within -shutdown-grace; 0: close at once)")
+	fs.BoolVar(&cfg.ReadyWithoutModel, "ready-without-model", false, "GET /readyz answers 200 with no model loaded (a server whose first model is loaded through it)")
 	fs.Float64Var(&cfg.Channel.Model.SaturationLevel, "saturation-level", 0, "detector full-scale value; 3 consecutive intensities at or above it are SPECTRUM_OUT_OF_RANGE (0: no check)")
 	fs.Var(toleranceFlag{&cfg.Channel.Model.Tolerance}, "confidence-tolerance", "acceptable error per analyte for the confidence, g/L, e.g. EPA=1,DHA=1,DPA=0.5 (default 1 each; a model's own tolerance wins)")
 	fs.StringVar(&axisPath, "instrument-axis", "", "file of the instrument's wavenumber axis, cm-1: one number per line, 2048 lines, strictly increasing; the axis of models trained here (a training's meta wavenumbers override it) and of imported models (default: 2048 points evenly spaced over 200-3200)")
@@ -290,6 +293,10 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 	hangups := make(chan os.Signal, 1)
 	signal.Notify(hangups, syscall.SIGHUP)
 	defer signal.Stop(hangups)
+	notify, err := sdnotify.New(getenv, os.Getpid())
+	if err != nil {
+		return err
+	}
 	proc, err := app.Start(signals.first, cfg)
 	if err != nil {
 		if signals.first.Err() != nil {
@@ -298,6 +305,14 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		}
 		return fmt.Errorf("start: %w", err)
 	}
+	// Start returns once the registry is restored and both channels
+	// serve: that is READY=1 for a Type=notify unit.
+	if err := notify.Ready("serving on " + proc.HTTPAddr() + " and " + proc.ZMQEndpoint()); err != nil {
+		cfg.Logger.Warn("could not tell the service manager", "err", err)
+	}
+	watchCtx, stopWatchdog := context.WithCancel(signals.first)
+	defer stopWatchdog()
+	go feedWatchdog(watchCtx, notify, proc, cfg.Logger)
 	// Reloads stop with the first SIGTERM. One in progress then is not
 	// waited for: a file system that hangs a read must not hang the exit.
 	reloadCtx, stopReloads := context.WithCancel(signals.first)
@@ -309,6 +324,10 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		cfg.Logger.Info("shutting down", "grace", opts.grace)
 	case serveErr = <-proc.Done():
 		cfg.Logger.Error("serving failed; shutting down", "err", serveErr, "grace", opts.grace)
+	}
+	stopWatchdog()
+	if err := notify.Stopping(); err != nil {
+		cfg.Logger.Warn("could not tell the service manager", "err", err)
 	}
 	sctx, cancel := context.WithTimeout(signals.second, opts.grace)
 	defer cancel()
@@ -323,6 +342,39 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 	}
 	cfg.Logger.Info("stopped")
 	return nil
+}
+
+// feedWatchdog sends WATCHDOG=1 at half the manager's interval, each
+// time only after both ports answered a connection (App.Alive): a
+// process whose serving loops stopped is not fed, and the manager
+// restarts it. Without a watchdog it returns at once.
+func feedWatchdog(ctx context.Context, notify *sdnotify.Notifier, proc *app.App, log *slog.Logger) {
+	interval := notify.WatchdogInterval()
+	if interval <= 0 {
+		return
+	}
+	tick := time.NewTicker(interval / 2)
+	defer tick.Stop()
+	for {
+		actx, cancel := context.WithTimeout(ctx, interval/2)
+		err := proc.Alive(actx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			log.Error("not serving; the watchdog is not fed", "err", err)
+		default:
+			if err := notify.Watchdog(); err != nil {
+				log.Warn("could not feed the watchdog", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // signals turns SIGTERM and SIGINT into two contexts: the first signal

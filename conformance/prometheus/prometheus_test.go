@@ -338,7 +338,7 @@ func (s *testServer) activateModel(ctx context.Context, t *testing.T) {
 	}
 	version := waitForJob(ctx, t, m, job.JobId)
 	s.version = version
-	load, err := m.LoadModelWithResponse(ctx, gen.LoadModelJSONRequestBody{Version: version})
+	load, err := m.LoadModelWithResponse(ctx, nil, gen.LoadModelJSONRequestBody{Version: version})
 	if err != nil {
 		t.Fatal(err)
 	}

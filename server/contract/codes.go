@@ -118,6 +118,19 @@ const (
 	// ReferenceBatchesFull: marking one more reference batch would pass
 	// batches.MaxReferences (409); unmark one first.
 	ReferenceBatchesFull Code = "REFERENCE_BATCHES_FULL"
+	// PreconditionFailed: POST /model/load with an If-Match or an
+	// expected_active that no longer holds (412; the message names the
+	// active version). Final: read the registry again and decide afresh.
+	PreconditionFailed Code = "PRECONDITION_FAILED"
+	// IdempotencyKeyReused: POST /training/start with an Idempotency-Key
+	// used for a request with another body (422).
+	IdempotencyKeyReused Code = "IDEMPOTENCY_KEY_REUSED"
+	// IdempotencyKeyInUse: another request holds the Idempotency-Key and
+	// has not recorded its job yet (409); retryable.
+	IdempotencyKeyInUse Code = "IDEMPOTENCY_KEY_IN_USE"
+	// NotReady: GET /readyz while the server cannot serve (503, with the
+	// reasons); retryable.
+	NotReady Code = "NOT_READY"
 	// Cancelled is the error code of a job ended by
 	// POST /training/{jobId}/cancel (in the job record, not an HTTP answer).
 	Cancelled Code = "CANCELLED"
@@ -206,6 +219,9 @@ var domainCodes = []struct {
 	{registry.ErrPathNotAllowed, PathNotAllowed, http.StatusBadRequest},
 	{registry.ErrVersionExists, VersionExists, http.StatusBadRequest},
 	{registry.ErrModelStatusMismatch, ModelStatusMismatch, http.StatusConflict},
+	{registry.ErrPreconditionFailed, PreconditionFailed, http.StatusPreconditionFailed},
+	{jobs.ErrKeyReused, IdempotencyKeyReused, http.StatusUnprocessableEntity},
+	{jobs.ErrKeyInUse, IdempotencyKeyInUse, http.StatusConflict},
 	{registry.ErrModelActive, ModelActive, http.StatusConflict},
 	{models.ErrModelBusy, ModelBusy, http.StatusConflict},
 	{registry.ErrShadowIsActive, ShadowIsActive, http.StatusConflict},
@@ -334,6 +350,8 @@ var retryAfter = map[Code]time.Duration{
 	ServerBusy:          5 * time.Second,  // a shared buffer, slot or memory budget is momentarily taken (both channels)
 	ShuttingDown:        0,                // against the restarted server
 	StoreUnavailable:    2 * time.Second,  // the store reconnects on its own once the database answers
+	IdempotencyKeyInUse: time.Second,      // the request holding the key records its job within moments
+	NotReady:            time.Second,      // a probe asks again
 }
 
 // HealthReserveRetryAfter is the wait SERVER_BUSY carries on a connection

@@ -538,6 +538,12 @@ func (m *Manager) Submit(ctx context.Context, ds *trainer.Dataset, meta Meta) (J
 // r's slot and charged bytes (released when it ends); on error r is left
 // to its owner's Release.
 func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *trainer.Dataset, meta Meta) (Job, error) {
+	return m.SubmitReservedAs(ctx, r, ds, meta, uuid.NewString())
+}
+
+// SubmitReservedAs is SubmitReserved with the job's id chosen by the
+// caller (one an idempotency key was claimed for): a fresh, unique one.
+func (m *Manager) SubmitReservedAs(ctx context.Context, r *Reservation, ds *trainer.Dataset, meta Meta, id string) (Job, error) {
 	if err := ctx.Err(); err != nil {
 		return Job{}, err
 	}
@@ -551,7 +557,7 @@ func (m *Manager) SubmitReserved(ctx context.Context, r *Reservation, ds *traine
 	if err := chargePrepared(r, ds, prepared); err != nil {
 		return Job{}, err
 	}
-	j := &Job{ID: uuid.NewString(), Kind: KindTraining, Status: Queued, Samples: ds.Len(), SubmittedAt: m.opts.Now(),
+	j := &Job{ID: id, Kind: KindTraining, Status: Queued, Samples: ds.Len(), SubmittedAt: m.opts.Now(),
 		EstimatedSeconds: estimateSeconds(ds, opts), Meta: meta}
 	if m.leases != nil {
 		return m.submitShared(ctx, r, ds, j)

@@ -45,12 +45,15 @@ const maxRecordBytes = 16 << 20
 // Dir is the jobs folder. It implements jobs.Store and jobs.UploadSpool,
 // and is safe for concurrent use: each call works on whole files.
 type Dir struct {
-	dir string
+	dir  string
+	log  *slog.Logger
+	keys keyFile // the idempotency keys (keys.go)
 }
 
 var (
 	_ jobs.Store       = (*Dir)(nil)
 	_ jobs.UploadSpool = (*Dir)(nil)
+	_ jobs.KeyStore    = (*Dir)(nil)
 )
 
 // Open creates dir if needed and removes the temp files that writes cut
@@ -74,7 +77,7 @@ func Open(dir string, log *slog.Logger) (*Dir, error) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
-	return &Dir{dir: dir}, nil
+	return &Dir{dir: dir, log: log}, nil
 }
 
 // path is the file of id with suffix. An id that is not a plain file name

@@ -145,3 +145,10 @@ func TestSpoolIsPrivate(t *testing.T) {
 		t.Errorf("mode %v, want 0600", st.Mode().Perm())
 	}
 }
+
+func TestKeyStoreContract(t *testing.T) {
+	jobstoretest.RunKeyStore(t, func(t *testing.T) func(t *testing.T) jobs.KeyStore {
+		dir := t.TempDir()
+		return func(t *testing.T) jobs.KeyStore { return openDir(t, dir) }
+	})
+}

@@ -36,6 +36,61 @@ func TestUploadSpoolContract(t *testing.T) {
 	})
 }
 
+func TestKeyStoreContract(t *testing.T) {
+	jobstoretest.RunKeyStore(t, func(t *testing.T) func(t *testing.T) jobs.KeyStore {
+		url := pgtest.Database(t)
+		return func(t *testing.T) jobs.KeyStore { return pgjobs.New(pgtest.Open(t, url)) }
+	})
+}
+
+// TestReplicasClaimAKeyOnce: replicas, each with its own pool on one
+// database, claim one key at once; one wins and every one is told its job.
+func TestReplicasClaimAKeyOnce(t *testing.T) {
+	url := pgtest.Database(t)
+	const replicas = 4
+	stores := make([]*pgjobs.Store, replicas)
+	for i := range stores {
+		stores[i] = pgjobs.New(pgtest.Open(t, url))
+	}
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	type result struct {
+		job, held string
+		won       bool
+		err       error
+	}
+	results := make(chan result, replicas)
+	for i, s := range stores {
+		go func() {
+			job := "job-" + string(rune('a'+i))
+			held, won, err := s.ClaimKey(context.Background(), jobs.KeyRecord{Key: "k", RequestHash: "h", JobID: job, CreatedAt: at}, jobs.DefaultKeyLimits())
+			results <- result{job, held.JobID, won, err}
+		}()
+	}
+	var winner string
+	var all []result
+	for range replicas {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.won {
+			if winner != "" {
+				t.Fatalf("two replicas claimed one key: %s and %s", winner, r.job)
+			}
+			winner = r.job
+		}
+		all = append(all, r)
+	}
+	if winner == "" {
+		t.Fatal("no replica claimed the key")
+	}
+	for _, r := range all {
+		if r.held != winner {
+			t.Fatalf("replica of %s was told the key holds %s; %s won", r.job, r.held, winner)
+		}
+	}
+}
+
 // TestReplicasSeeEachOthersWrites: two replicas, each with its own pool on
 // one database, read what the other wrote.
 func TestReplicasSeeEachOthersWrites(t *testing.T) {

@@ -78,7 +78,7 @@ func upload(ctx context.Context, c *ramanapi.ClientWithResponses, csvPath string
 	go func() {
 		pw.CloseWithError(writeParts(mw, f, meta))
 	}()
-	return c.StartTrainingWithBodyWithResponse(ctx, mw.FormDataContentType(), pr)
+	return c.StartTrainingWithBodyWithResponse(ctx, nil, mw.FormDataContentType(), pr)
 }
 
 func writeParts(mw *multipart.Writer, csv io.Reader, meta ramanapi.TrainingMeta) error {
@@ -198,7 +198,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 		s.fail("GET /openapi.json", "not the contract: %.80s", json.Body)
 	}
 
-	noModel, err := c.GetModelInfoWithResponse(ctx)
+	noModel, err := c.GetModelInfoWithResponse(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 		}
 	}
 
-	list, err := c.ListModelsWithResponse(ctx)
+	list, err := c.ListModelsWithResponse(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -241,7 +241,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 		s.fail("GET /model/list", "%d models, want 2", len(list.JSON200.Models))
 	}
 
-	detail, err := c.GetModelWithResponse(ctx, a)
+	detail, err := c.GetModelWithResponse(ctx, a, nil)
 	if err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 			s.fail("GET /model/{version}", "lineage %s, want operator smoke, authenticated_as %q", detail.Body, tokenName)
 		}
 	}
-	withRecipe, err := c.GetModelWithResponse(ctx, b)
+	withRecipe, err := c.GetModelWithResponse(ctx, b, nil)
 	if err != nil {
 		return err
 	}
@@ -274,7 +274,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	}
 
 	// Source left out: absent means staged.
-	load, err := c.LoadModelWithResponse(ctx, ramanapi.LoadModelJSONRequestBody{Version: a})
+	load, err := c.LoadModelWithResponse(ctx, nil, ramanapi.LoadModelJSONRequestBody{Version: a})
 	if err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 		s.fail("POST /model/load", "answer %s, want loaded_version %s", load.Body, a)
 	}
 
-	info, err := c.GetModelInfoWithResponse(ctx)
+	info, err := c.GetModelInfoWithResponse(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -303,7 +303,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	}
 	s.call("DELETE /model/{version}", del.StatusCode(), del.Body, http.StatusNoContent, "")
 
-	gone, err := c.GetModelWithResponse(ctx, b)
+	gone, err := c.GetModelWithResponse(ctx, b, nil)
 	if err != nil {
 		return err
 	}
@@ -348,7 +348,7 @@ func refusedWithoutToken(ctx context.Context, s *smoke, base string) error {
 	if err != nil {
 		return err
 	}
-	refused, err := anonymous.ListModelsWithResponse(ctx)
+	refused, err := anonymous.ListModelsWithResponse(ctx, nil)
 	if err != nil {
 		return err
 	}
