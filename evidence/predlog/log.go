@@ -109,6 +109,10 @@ type Writer struct {
 	storeDown   atomic.Bool // a batch waits for the store to come back
 	deleted     atomic.Uint64
 	sizeBytes   atomic.Int64
+	// explained and explainFailed count the Explain requests the writer
+	// computed and those whose model failed.
+	explained     atomic.Uint64
+	explainFailed atomic.Uint64
 }
 
 var _ Log = (*Writer)(nil)
@@ -163,15 +167,17 @@ func (l *Writer) Dropped() uint64 { return l.dropped.Load() }
 // Stats returns the log's counters.
 func (l *Writer) Stats() Stats {
 	return Stats{
-		Queued:       len(l.queue),
-		QueueCap:     cap(l.queue),
-		Committed:    l.committed.Load(),
-		LastCommitAt: lastCommitAt(l.lastCommit.Load()),
-		Dropped:      l.dropped.Load(),
-		WriteFailed:  l.writeFailed.Load(),
-		StoreDown:    l.storeDown.Load(),
-		Deleted:      l.deleted.Load(),
-		SizeBytes:    l.sizeBytes.Load(),
+		Queued:        len(l.queue),
+		QueueCap:      cap(l.queue),
+		Committed:     l.committed.Load(),
+		LastCommitAt:  lastCommitAt(l.lastCommit.Load()),
+		Dropped:       l.dropped.Load(),
+		WriteFailed:   l.writeFailed.Load(),
+		StoreDown:     l.storeDown.Load(),
+		Deleted:       l.deleted.Load(),
+		SizeBytes:     l.sizeBytes.Load(),
+		Explained:     l.explained.Load(),
+		ExplainFailed: l.explainFailed.Load(),
 	}
 }
 

@@ -130,6 +130,29 @@ type Record struct {
 	// Nil when not logged, or when a query did not ask for it.
 	Spectrum    []float32
 	Wavenumbers []float32
+
+	// Contributions are the prediction's T2 and Q contributions, as the
+	// reply carried them or as the writer computed them for an
+	// exceedance (Explain); nil when none are stored. Stores keep them
+	// as one blob (EncodeContributions); ByPrediction reads them back,
+	// the other reads leave them nil.
+	Contributions *inference.Contributions
+
+	// Explain, when set, asks the log's writer to compute Contributions
+	// before it stores the record, off the reply path. It is not stored.
+	Explain *Explain
+}
+
+// Explain is what the writer needs to compute a record's contributions:
+// the model that made the prediction (held, so a model swapped out since
+// is still at hand) and a copy of the spectrum it predicted on.
+type Explain struct {
+	Model    inference.ContributionModel
+	Top      int
+	Spectrum inference.Spectrum
+	// Done, when set, is called once the writer is through with the
+	// request (computed or failed): the caller bounds how many wait.
+	Done func()
 }
 
 // Recorder is the hot path: Record hands rec to a bounded queue and returns
@@ -231,6 +254,9 @@ type Stats struct {
 	// LastCommitAt is when the latest batch committed (by the log's
 	// clock); zero before the first.
 	LastCommitAt time.Time
+	// Explained counts the records whose contributions the writer
+	// computed (Record.Explain); ExplainFailed those it could not.
+	Explained, ExplainFailed uint64
 }
 
 // SetPrediction copies a model's prediction into rec: concentrations,

@@ -57,9 +57,9 @@ type timedLog struct {
 	calls int
 }
 
-func (t *timedLog) Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext) {
+func (t *timedLog) Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext, ct *inference.Contributions) {
 	began := time.Now()
-	t.log.Logged(at, m, spec, p, sc)
+	t.log.Logged(at, m, spec, p, sc, ct)
 	t.took += time.Since(began)
 	t.calls++
 }

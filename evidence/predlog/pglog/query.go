@@ -25,6 +25,8 @@ const (
 	p.reduced_t2, p.reduced_q,
 	p.batch_id, p.port, p.column_index, p.scan_seq, p.channel, p.integration_ms`
 	spectrumColumns = `, p.spectrum, p.axis_digest, a.data`
+	// contributionsColumn follows the others in ByPrediction.
+	contributionsColumn = `, p.contributions`
 	// figureColumns are what scanFigures reads (ByPredictions): a
 	// record's identity and figures, without its context and diagnostics.
 	figureColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
@@ -213,13 +215,60 @@ func (s *Store) Last(ctx context.Context) (predlog.Record, bool, error) {
 	return recs[0], true, nil
 }
 
-// ByPrediction implements predlog.Reader.
+// ByPrediction implements predlog.Reader, with the spectrum and the
+// contributions as stored.
 func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]predlog.Record, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	return s.query(ctx, false, `SELECT `+recordColumns+` FROM predlog_records p
+	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+spectrumColumns+contributionsColumn+` FROM predlog_records p
+		LEFT JOIN predlog_axes a ON a.digest = p.axis_digest
 		WHERE p.prediction_id = $1 ORDER BY p.role, p.id`, pgtype.UUID{Bytes: id, Valid: true})
+	if err != nil {
+		return nil, fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
+	}
+	defer rows.Close()
+	var (
+		recs []predlog.Record
+		axes axisCache
+	)
+	for rows.Next() {
+		var rec predlog.Record
+		if err := scanFullRecord(rows, &rec, &axes); err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
+	}
+	return recs, nil
+}
+
+// scanFullRecord reads one row of recordColumns, spectrumColumns and
+// contributionsColumn; a record without a spectrum reads none.
+func scanFullRecord(rows pgx.Rows, rec *predlog.Record, axes *axisCache) error {
+	var (
+		pid                                   pgtype.UUID
+		cols                                  predlog.Columns
+		spectrum, digest, axis, contributions []byte
+	)
+	dest := append(append([]any{&rec.ID, &pid, &cols.Time, &rec.ModelVersion, &cols.Role}, cols.Figures()...), cols.Context()...)
+	dest = append(dest, &spectrum, &digest, &axis, &contributions)
+	if err := rows.Scan(dest...); err != nil {
+		return fmt.Errorf("pglog: read a record: %w", err)
+	}
+	rec.PredictionID = pid.Bytes
+	cols.FillFigures(rec)
+	cols.FillContext(rec)
+	var err error
+	if rec.Contributions, err = predlog.DecodeContributions(contributions); err != nil {
+		return fmt.Errorf("pglog: record %d: %w", rec.ID, err)
+	}
+	if spectrum == nil {
+		return nil
+	}
+	return scanSpectrum(rec, spectrum, digest, axis, axes)
 }
 
 // ByPredictions implements predlog.Reader in one statement: the ids as
