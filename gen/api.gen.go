@@ -913,10 +913,16 @@ type LoggedPrediction struct {
 	Concentrations AnalyteValues `json:"concentrations"`
 
 	// Confidence One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
-	Confidence    *AnalyteValues `json:"confidence,omitempty"`
-	IntegrationMs *float64       `json:"integration_ms,omitempty"`
-	ModelVersion  string         `json:"model_version"`
-	Port          *string        `json:"port,omitempty"`
+	Confidence *AnalyteValues `json:"confidence,omitempty"`
+
+	// Contributions Present only when the request set `options.contributions`: which
+	// variables make up T2 and Q (definitions in messages.md section 8.1).
+	// A key is present when the model computes the statistic, as in
+	// `diagnostics`.
+	Contributions *PredictContributions `json:"contributions,omitempty"`
+	IntegrationMs *float64              `json:"integration_ms,omitempty"`
+	ModelVersion  string                `json:"model_version"`
+	Port          *string               `json:"port,omitempty"`
 
 	// PredictionId Shared by the active, shadow and re-scored records of one spectrum.
 	PredictionId string   `json:"prediction_id"`
@@ -1416,6 +1422,20 @@ type PredictionLogHealth struct {
 type PredictionLogPage struct {
 	NextCursor  *string            `json:"next_cursor"`
 	Predictions []LoggedPrediction `json:"predictions"`
+}
+
+// PredictionRecords defines model for PredictionRecords.
+type PredictionRecords struct {
+	PredictionId string `json:"prediction_id"`
+
+	// Records The active record first, then the shadow's and the re-scoring
+	// jobs'. `contributions` is present on a record whose
+	// contributions the log stored (only here: `GET /predictions`
+	// never carries them).
+	Records []LoggedPrediction `json:"records"`
+
+	// SpectrumLogged The log kept the spectrum (`-log-spectra`), so the page can draw it.
+	SpectrumLogged bool `json:"spectrum_logged"`
 }
 
 // PredictionRole `active`: the reply the rig got; `shadow`: the shadow model on the same spectrum; `rescore`: a re-scoring job.
@@ -3325,6 +3345,45 @@ type ClientInterface interface {
 	// Corresponds with GET /predictions (the `ListPredictions` operationId).
 	ListPredictions(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetPrediction Every logged record of one spectrum, with its contributions
+	//
+	// The active record of the spectrum, then its shadow and re-scoring
+	// records, each with what `GET /predictions` lists and, when the log
+	// stored them, its T2 and Q `contributions` (messages.md section
+	// 8.1). The log stores them for a predict whose reply carried them
+	// (`options.contributions`) and, with
+	// `-log-exceedance-contributions` (the default), for an active
+	// prediction whose T2 or Q was above its 95 % limit: then the 10
+	// largest and the region sums, computed off the reply path from the
+	// same spectrum and model, so they add up to the logged T2 and Q.
+	// `spectrum_logged` says whether the spectrum itself was kept
+	// (`-log-spectra`); the page `GET /predictions/{predictionId}/report`
+	// draws it.
+	//
+	// Corresponds with GET /predictions/{predictionId} (the `GetPrediction` operationId).
+	GetPrediction(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPredictionReport The page of one spectrum, one self-contained HTML document
+	//
+	// Why the server said what it said about one spectrum: the
+	// prediction per analyte with its confidence, T2 and Q against their
+	// limits, the spectrum (after the model's recipe and regions)
+	// against the calibration mean, its residual (the part the model's
+	// components do not explain, whose squares make up Q), and the
+	// contribution of each variable to T2 and to Q, with the largest
+	// named and the region sums. Like the review pages it holds inline
+	// SVG and nothing fetched from elsewhere, and no script.
+	//
+	// The spectrum, the residual and the per-variable plots need the
+	// logged spectrum (`-log-spectra`) and the version still in the
+	// registry; without them the page draws the contributions the log
+	// stored (the largest and the region sums) and says what is missing.
+	// The page shares the review pages' two slots (503 `SERVER_BUSY`
+	// after 5 s, `Retry-After: 5`).
+	//
+	// Corresponds with GET /predictions/{predictionId}/report (the `GetPredictionReport` operationId).
+	GetPredictionReport(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListTrainingJobs List training jobs, newest first
 	//
 	// Jobs are ordered by submission time, newest first (ties by job id),
@@ -4112,6 +4171,65 @@ func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditor
 // Corresponds with GET /predictions (the `ListPredictions` operationId).
 func (c *Client) ListPredictions(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListPredictionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPrediction Every logged record of one spectrum, with its contributions
+//
+// The active record of the spectrum, then its shadow and re-scoring
+// records, each with what `GET /predictions` lists and, when the log
+// stored them, its T2 and Q `contributions` (messages.md section
+// 8.1). The log stores them for a predict whose reply carried them
+// (`options.contributions`) and, with
+// `-log-exceedance-contributions` (the default), for an active
+// prediction whose T2 or Q was above its 95 % limit: then the 10
+// largest and the region sums, computed off the reply path from the
+// same spectrum and model, so they add up to the logged T2 and Q.
+// `spectrum_logged` says whether the spectrum itself was kept
+// (`-log-spectra`); the page `GET /predictions/{predictionId}/report`
+// draws it.
+//
+// Corresponds with GET /predictions/{predictionId} (the `GetPrediction` operationId).
+func (c *Client) GetPrediction(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPredictionRequest(c.Server, predictionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPredictionReport The page of one spectrum, one self-contained HTML document
+//
+// Why the server said what it said about one spectrum: the
+// prediction per analyte with its confidence, T2 and Q against their
+// limits, the spectrum (after the model's recipe and regions)
+// against the calibration mean, its residual (the part the model's
+// components do not explain, whose squares make up Q), and the
+// contribution of each variable to T2 and to Q, with the largest
+// named and the region sums. Like the review pages it holds inline
+// SVG and nothing fetched from elsewhere, and no script.
+//
+// The spectrum, the residual and the per-variable plots need the
+// logged spectrum (`-log-spectra`) and the version still in the
+// registry; without them the page draws the contributions the log
+// stored (the largest and the region sums) and says what is missing.
+// The page shares the review pages' two slots (503 `SERVER_BUSY`
+// after 5 s, `Retry-After: 5`).
+//
+// Corresponds with GET /predictions/{predictionId}/report (the `GetPredictionReport` operationId).
+func (c *Client) GetPredictionReport(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPredictionReportRequest(c.Server, predictionId)
 	if err != nil {
 		return nil, err
 	}
@@ -5056,6 +5174,74 @@ func NewListPredictionsRequest(server string, params *ListPredictionsParams) (*h
 	return req, nil
 }
 
+// NewGetPredictionRequest constructs an http.Request for the GetPrediction method
+func NewGetPredictionRequest(server string, predictionId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "predictionId", predictionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/predictions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPredictionReportRequest constructs an http.Request for the GetPredictionReport method
+func NewGetPredictionReportRequest(server string, predictionId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "predictionId", predictionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/predictions/%s/report", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListTrainingJobsRequest constructs an http.Request for the ListTrainingJobs method
 func NewListTrainingJobsRequest(server string, params *ListTrainingJobsParams) (*http.Request, error) {
 	var err error
@@ -5779,6 +5965,49 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /predictions (the `ListPredictions` operationId).
 	ListPredictionsWithResponse(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*ListPredictionsResponse, error)
+
+	// GetPredictionWithResponse Every logged record of one spectrum, with its contributions
+	//
+	// The active record of the spectrum, then its shadow and re-scoring
+	// records, each with what `GET /predictions` lists and, when the log
+	// stored them, its T2 and Q `contributions` (messages.md section
+	// 8.1). The log stores them for a predict whose reply carried them
+	// (`options.contributions`) and, with
+	// `-log-exceedance-contributions` (the default), for an active
+	// prediction whose T2 or Q was above its 95 % limit: then the 10
+	// largest and the region sums, computed off the reply path from the
+	// same spectrum and model, so they add up to the logged T2 and Q.
+	// `spectrum_logged` says whether the spectrum itself was kept
+	// (`-log-spectra`); the page `GET /predictions/{predictionId}/report`
+	// draws it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /predictions/{predictionId} (the `GetPrediction` operationId).
+	GetPredictionWithResponse(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPredictionResponse, error)
+
+	// GetPredictionReportWithResponse The page of one spectrum, one self-contained HTML document
+	//
+	// Why the server said what it said about one spectrum: the
+	// prediction per analyte with its confidence, T2 and Q against their
+	// limits, the spectrum (after the model's recipe and regions)
+	// against the calibration mean, its residual (the part the model's
+	// components do not explain, whose squares make up Q), and the
+	// contribution of each variable to T2 and to Q, with the largest
+	// named and the region sums. Like the review pages it holds inline
+	// SVG and nothing fetched from elsewhere, and no script.
+	//
+	// The spectrum, the residual and the per-variable plots need the
+	// logged spectrum (`-log-spectra`) and the version still in the
+	// registry; without them the page draws the contributions the log
+	// stored (the largest and the region sums) and says what is missing.
+	// The page shares the review pages' two slots (503 `SERVER_BUSY`
+	// after 5 s, `Retry-After: 5`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /predictions/{predictionId}/report (the `GetPredictionReport` operationId).
+	GetPredictionReportWithResponse(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPredictionReportResponse, error)
 
 	// ListTrainingJobsWithResponse List training jobs, newest first
 	//
@@ -7489,6 +7718,151 @@ func (r ListPredictionsResponse) ContentType() string {
 	return ""
 }
 
+// GetPredictionResponse401Headers the declared response headers of an HTTP 401 response for GetPrediction
+type GetPredictionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetPredictionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PredictionRecords
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPredictionResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPredictionResponse) GetJSON200() *PredictionRecords {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPredictionResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPredictionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPredictionResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetPredictionResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPredictionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPredictionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPredictionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPredictionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPredictionReportResponse401Headers the declared response headers of an HTTP 401 response for GetPredictionReport
+type GetPredictionReportResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetPredictionReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPredictionReportResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPredictionReportResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPredictionReportResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPredictionReportResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetPredictionReportResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPredictionReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPredictionReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPredictionReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPredictionReportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListTrainingJobsResponse401Headers the declared response headers of an HTTP 401 response for ListTrainingJobs
 type ListTrainingJobsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -8603,6 +8977,61 @@ func (c *ClientWithResponses) ListPredictionsWithResponse(ctx context.Context, p
 		return nil, err
 	}
 	return ParseListPredictionsResponse(rsp)
+}
+
+// GetPredictionWithResponse Every logged record of one spectrum, with its contributions
+//
+// The active record of the spectrum, then its shadow and re-scoring
+// records, each with what `GET /predictions` lists and, when the log
+// stored them, its T2 and Q `contributions` (messages.md section
+// 8.1). The log stores them for a predict whose reply carried them
+// (`options.contributions`) and, with
+// `-log-exceedance-contributions` (the default), for an active
+// prediction whose T2 or Q was above its 95 % limit: then the 10
+// largest and the region sums, computed off the reply path from the
+// same spectrum and model, so they add up to the logged T2 and Q.
+// `spectrum_logged` says whether the spectrum itself was kept
+// (`-log-spectra`); the page `GET /predictions/{predictionId}/report`
+// draws it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /predictions/{predictionId} (the `GetPrediction` operationId).
+func (c *ClientWithResponses) GetPredictionWithResponse(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPredictionResponse, error) {
+	rsp, err := c.GetPrediction(ctx, predictionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPredictionResponse(rsp)
+}
+
+// GetPredictionReportWithResponse The page of one spectrum, one self-contained HTML document
+//
+// Why the server said what it said about one spectrum: the
+// prediction per analyte with its confidence, T2 and Q against their
+// limits, the spectrum (after the model's recipe and regions)
+// against the calibration mean, its residual (the part the model's
+// components do not explain, whose squares make up Q), and the
+// contribution of each variable to T2 and to Q, with the largest
+// named and the region sums. Like the review pages it holds inline
+// SVG and nothing fetched from elsewhere, and no script.
+//
+// The spectrum, the residual and the per-variable plots need the
+// logged spectrum (`-log-spectra`) and the version still in the
+// registry; without them the page draws the contributions the log
+// stored (the largest and the region sums) and says what is missing.
+// The page shares the review pages' two slots (503 `SERVER_BUSY`
+// after 5 s, `Retry-After: 5`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /predictions/{predictionId}/report (the `GetPredictionReport` operationId).
+func (c *ClientWithResponses) GetPredictionReportWithResponse(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPredictionReportResponse, error) {
+	rsp, err := c.GetPredictionReport(ctx, predictionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPredictionReportResponse(rsp)
 }
 
 // ListTrainingJobsWithResponse List training jobs, newest first
@@ -10208,6 +10637,133 @@ func ParseListPredictionsResponse(rsp *http.Response) (*ListPredictionsResponse,
 	return response, nil
 }
 
+// ParseGetPredictionResponse parses an HTTP response from a GetPredictionWithResponse call
+func ParseGetPredictionResponse(rsp *http.Response) (*GetPredictionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPredictionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PredictionRecords
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPredictionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPredictionReportResponse parses an HTTP response from a GetPredictionReportWithResponse call
+func ParseGetPredictionReportResponse(rsp *http.Response) (*GetPredictionReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPredictionReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPredictionReportResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListTrainingJobsResponse parses an HTTP response from a ListTrainingJobsWithResponse call
 func ParseListTrainingJobsResponse(rsp *http.Response) (*ListTrainingJobsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10747,6 +11303,12 @@ type ServerInterface interface {
 	// ListPredictions Export the prediction log
 	// (GET /predictions)
 	ListPredictions(ctx echo.Context, params ListPredictionsParams) error
+	// GetPrediction Every logged record of one spectrum, with its contributions
+	// (GET /predictions/{predictionId})
+	GetPrediction(ctx echo.Context, predictionId openapi_types.UUID) error
+	// GetPredictionReport The page of one spectrum, one self-contained HTML document
+	// (GET /predictions/{predictionId}/report)
+	GetPredictionReport(ctx echo.Context, predictionId openapi_types.UUID) error
 	// ListTrainingJobs List training jobs, newest first
 	// (GET /training)
 	ListTrainingJobs(ctx echo.Context, params ListTrainingJobsParams) error
@@ -11051,6 +11613,38 @@ func (w *ServerInterfaceWrapper) ListPredictions(ctx echo.Context) error {
 	return err
 }
 
+// GetPrediction converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPrediction(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "predictionId" -------------
+	var predictionId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "predictionId", ctx.Param("predictionId"), &predictionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter predictionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPrediction(ctx, predictionId)
+	return err
+}
+
+// GetPredictionReport converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPredictionReport(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "predictionId" -------------
+	var predictionId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "predictionId", ctx.Param("predictionId"), &predictionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter predictionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPredictionReport(ctx, predictionId)
+	return err
+}
+
 // ListTrainingJobs converts echo context to params.
 func (w *ServerInterfaceWrapper) ListTrainingJobs(ctx echo.Context) error {
 	var err error
@@ -11201,6 +11795,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/model/:version/rescore", wrapper.RescoreModel, options.OperationMiddlewares["rescoreModel"]...)
 	router.POST(options.BaseURL+"/lab-results", wrapper.PostLabResults, options.OperationMiddlewares["postLabResults"]...)
 	router.GET(options.BaseURL+"/predictions", wrapper.ListPredictions, options.OperationMiddlewares["listPredictions"]...)
+	router.GET(options.BaseURL+"/predictions/:predictionId", wrapper.GetPrediction, options.OperationMiddlewares["getPrediction"]...)
+	router.GET(options.BaseURL+"/predictions/:predictionId/report", wrapper.GetPredictionReport, options.OperationMiddlewares["getPredictionReport"]...)
 	router.GET(options.BaseURL+"/training", wrapper.ListTrainingJobs, options.OperationMiddlewares["listTrainingJobs"]...)
 	router.POST(options.BaseURL+"/training/start", wrapper.StartTraining, options.OperationMiddlewares["startTraining"]...)
 	router.GET(options.BaseURL+"/training/:jobId", wrapper.GetTrainingJob, options.OperationMiddlewares["getTrainingJob"]...)
@@ -13082,6 +13678,180 @@ func (response ListPredictionsdefaultJSONResponse) VisitListPredictionsResponse(
 	return err
 }
 
+type GetPredictionRequestObject struct {
+	PredictionId openapi_types.UUID `json:"predictionId"`
+}
+
+type GetPredictionResponseObject interface {
+	VisitGetPredictionResponse(w http.ResponseWriter) error
+}
+
+type GetPrediction200JSONResponse PredictionRecords
+
+func (response GetPrediction200JSONResponse) VisitGetPredictionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPrediction400JSONResponse ErrorResponse
+
+func (response GetPrediction400JSONResponse) VisitGetPredictionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPrediction401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetPrediction401JSONResponse) VisitGetPredictionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPrediction404JSONResponse ErrorResponse
+
+func (response GetPrediction404JSONResponse) VisitGetPredictionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictiondefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetPredictiondefaultJSONResponse) VisitGetPredictionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictionReportRequestObject struct {
+	PredictionId openapi_types.UUID `json:"predictionId"`
+}
+
+type GetPredictionReportResponseObject interface {
+	VisitGetPredictionReportResponse(w http.ResponseWriter) error
+}
+
+type GetPredictionReport200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetPredictionReport200TexthtmlResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetPredictionReport400JSONResponse ErrorResponse
+
+func (response GetPredictionReport400JSONResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictionReport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetPredictionReport401JSONResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictionReport404JSONResponse ErrorResponse
+
+func (response GetPredictionReport404JSONResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictionReportdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetPredictionReportdefaultJSONResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTrainingJobsRequestObject struct {
 	Params ListTrainingJobsParams
 }
@@ -13823,6 +14593,12 @@ type StrictServerInterface interface {
 	// ListPredictions Export the prediction log
 	// (GET /predictions)
 	ListPredictions(ctx context.Context, request ListPredictionsRequestObject) (ListPredictionsResponseObject, error)
+	// GetPrediction Every logged record of one spectrum, with its contributions
+	// (GET /predictions/{predictionId})
+	GetPrediction(ctx context.Context, request GetPredictionRequestObject) (GetPredictionResponseObject, error)
+	// GetPredictionReport The page of one spectrum, one self-contained HTML document
+	// (GET /predictions/{predictionId}/report)
+	GetPredictionReport(ctx context.Context, request GetPredictionReportRequestObject) (GetPredictionReportResponseObject, error)
 	// ListTrainingJobs List training jobs, newest first
 	// (GET /training)
 	ListTrainingJobs(ctx context.Context, request ListTrainingJobsRequestObject) (ListTrainingJobsResponseObject, error)
@@ -14380,6 +15156,56 @@ func (sh *strictHandler) ListPredictions(ctx echo.Context, params ListPrediction
 	return nil
 }
 
+// GetPrediction operation middleware
+func (sh *strictHandler) GetPrediction(ctx echo.Context, predictionId openapi_types.UUID) error {
+	var request GetPredictionRequestObject
+
+	request.PredictionId = predictionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPrediction(ctx.Request().Context(), request.(GetPredictionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPrediction")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetPredictionResponseObject); ok {
+		return validResponse.VisitGetPredictionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetPredictionReport operation middleware
+func (sh *strictHandler) GetPredictionReport(ctx echo.Context, predictionId openapi_types.UUID) error {
+	var request GetPredictionReportRequestObject
+
+	request.PredictionId = predictionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPredictionReport(ctx.Request().Context(), request.(GetPredictionReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPredictionReport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetPredictionReportResponseObject); ok {
+		return validResponse.VisitGetPredictionReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListTrainingJobs operation middleware
 func (sh *strictHandler) ListTrainingJobs(ctx echo.Context, params ListTrainingJobsParams) error {
 	var request ListTrainingJobsRequestObject
@@ -14514,548 +15340,564 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37chvHsicKv0oF9nwhwG6AAEXKFhj+AxYpi9uUSPMiz16GF7rQXQBKbFTBXQWC8LIivqc5D3Ae4TzK",
-	"eZITmVnVNzQIUF727ImYmdjLYqO7rllZef3lvxqRni+0EsqaRv9fjVSYhVZG4B+nYsKXiT1LU53C35FW",
-	"VigL/+SLRSIjbqVWB5+MVvDMRDMx5/Cv/5GKSaPf+I+DvPED+tUcYGvXrpvG58+fg0YsTJTKBTTW6DcG",
-	"as20nYmUTbhMlqlgzYlOmXjk80Ui2FH3iIUfLm9Hby/vPpyGATvqHrPw/dntu8vTETwfXFxc/nwGvxx3",
-	"X7Lw5uz649n16Pu7m/8KW53G56DxVqdjGcdC/X1zCt9eXn9/fnp69iHsMzsTzOp7oZg07F7plQrYeGmZ",
-	"tIalOhGsGaaCx2GLxVoYprQdKp4kesXsTBqmFyLFQZ5gS3NhDJ8KpvhcGHyCbSghYhEPVTOk90XY6gwV",
-	"TP9cmeVkIiMplL2xOuVT8fctxC2MT0ylsen6hWGxNPcs4kppyyy/F4yzVSotLMH5h5u7t2/P35yffbgd",
-	"3dxeXg9+OAtb/aGaLJMkYLBCba2SNdMp0w8iZb8tteUd9kHbmVRTtuKGRTOupiI+YWEqbLrm40T0mU2X",
-	"IhwqrSLBzIJHArZhkgoRwwIFjZngsUjxAFzDV+3BxAqk//JUbkSkVWyY1WzFpWVjMdEpzM6ma6mmJ+xl",
-	"t9MICgtn1wvR6DeksmIqUlgd3A0rUsWTv/mQ3SmzEJGcSBEzI9IHPG3LxOLC355dfxhcjM6ury+v3Zm5",
-	"4utE8/hW6wue/t0EM9bxmonHSIiYKDzSaiKny1TELJFzCaO+GvzXxeXgdHR7eTm6GFwDreDA7xRf2plO",
-	"5e8i/hvP+92Hwd3tu8vr83+cnYZ9BmMQyrregOC0YlzFdF7Fb0thLIt4mko88EOF/CFA2lYC33K75FkC",
-	"Mo4Ngv3555/bg7wvsUm14feCpyKF85PMvxs2Uj7nCtseNsKAraSdsVDA/L4bNqR64ImMRziaYSNkq5lQ",
-	"jDvuBSfMCGWJeeWjUrVkb2wq1dRR/Z3iD1wmcCD/xk25eXd3e3v+4YfR6eXPnhG7ZTVWLxYiZquZTGi9",
-	"kehgirArD3igdTpUpfukz5QGdrZMeApEqUSE+xvpZRKzsSC2wuD6ItatxFA1BY9mbAYtZ1svFVukepoK",
-	"Y2DP4cdPSwM8RShg+ErErQAIZqiwobyvgE1SPccRzwRP7IylAucUsDlfM+SQ3NwPVfjD2S07oHfCDvte",
-	"2xnjqdhkje6auFNmuVjo1Ir4vYglv8Vt/LuP/QucK3TIgI48mfEoEgsrYtYM7z7c3F1dXV7fnp2O3p+d",
-	"ng9Gt/91Raf/sydDPBuDxHzPjUikEjdWLHACcSyhQ55cpXBNWgmCz4QnRmxIJWY9nwubyoglghvLzG9L",
-	"ngrDxq5N1jyTiUgNGy673cNX7HstEqFMwA673eNWMFRmObYpj6yI+yyU1l3iJmSpXsI9oifM6AQojYXN",
-	"n9nXLOFzdvritMV+Z9+xn9ljOFR4PE8d4cL1047lZCJSAZfZnNtUPiJbWQk5nVnDwgWe2VSwRxzXS8F+",
-	"JzIKe6zNFiETiRH0RpMnSfZhD0gSupnI1FgaYovYzaKwVP9q5BPZ5DWDMbKHueDKsB7ehnP+KOfLeaN/",
-	"3A0ac6noj16wcTkGjYTPdzUpjqHNiU7n3Db6jVgvgaEUeul1C/+vtkO1nI+pv8WO3rqdbg+6E49RsjTy",
-	"Qbz3vcCxKT73vdDzJ4bX7RwXBtWtGZRxlCoUvPFLgydm5Cmu8WuwwVyDBrAUmcJl9wt9nb+lx59EZKHZ",
-	"geLJ2oo3er7gqXRHt7yxsTR8mgoxMjOe1lwkN/AYiBaoRDEQJ2zKHbX9YWY81ivWZjyy8kH8Ubq+OfX+",
-	"AmSnRKRcReKEcVprvGHwhuzu2tsdSwe7NsqPx+YM3guu8NTRWOdSLY0bb8CmBxf7j2mjb1zP7D2p7Kuj",
-	"Ru1wC/Sezk28OchrrW0bptImhvMXDTjbiM0R3KK64n5mSyNi7Gyvhiv0qJ4ixiuRYntuEGVqHEtew2Bg",
-	"XZqLVMQS2Cprs4SPW/uPLsDlT+Eq2Wybw0onfMy+Y5x9zcbsK5b19JwukBR27ryo4T7mt9Q2cYobc/zn",
-	"YetZ8zSJXtRs7fiJObKmTmOpeLouX3itv3LjzebOn74b7JImagjoc9A4vfrCD8++7MPP22f4kSdLUUO/",
-	"l0owWjG2EKnni7ixbKkSkAaN5RY0WK78z6T161gkuTLgdg1OPLGAzsZF7dZxD2JxC7fHm2d7vlm3NN9z",
-	"G82+d8e6ctjhp5GMa7SHIOMEe2yPW/bPQQOlmJFBC1I84rY8am5F28p5YeB5d+XjWyOoVCg9G3tNp9Ca",
-	"m0DdcXjz8UpLkqzL61E20T0tNaWH0cOu5XmPcuz3qeD3sV4pz4K+6EMT6XTr3fqQEzXKt9fvb87efGQH",
-	"zMTNhI9Fsic3cd2MzJbryViuYp7GDBVX6CnED0LSr5eJQHuR6TMepdoYNtFJDP8LCp1WYuQbGGEDIcrQ",
-	"4UQ+ijg8yRWsNx9BuZLxkieGNW/ORvdMT6gFI6dzHgbsNuVSSTV9Lyx/YViYLeIIRhG2UBfMP3CyeMpV",
-	"rOfydxSkQxKzn8tiC0SSbacjh1pim3GlRG52qlJcXGc7OP/wcXBxfjq6Pvvp7uzmNmRakWIbUWt9xjNW",
-	"tJppI1ioF07LsTMxVE7bTsVkaYRhTQ4rpGwqx0v3WqSXyjK9tLCL3farI0Ybip+vUq2mqAgGqDwvBDBH",
-	"Rn2we7FuMVS1uQWd121wqQPaTO74J77pzI9T+YCsdc6azqRqOvMYhkw6/ZFTf7wk/v7y9OwCDc4Xl4PT",
-	"s9NG0PDLc3N19ub2+u59I2j4f44u725Hl29H14MPP5w1gkZRa/14dn1zfvkBn/744fLnD6jBNoLG+8HF",
-	"28vr96jY3twM8EP3r9zOBZ3kJgkcRdF+VxiW27UatQGEZZxyLcfNDASFX8daJ4KrGiqMUUh3zRU/foIK",
-	"r8UiWdfIvvCYCfUgQHwhYhOewNDOQp+fsBBaDp0NXFrDiGN1hmqAXgQRs3Ah1TQMWOi+D4FUQqSDkVQT",
-	"HeLlqcxKpCImOxiQx1A5G80LAwSXrMkO0QwXutTcCH+EB3mT7hko/6FjLEZYYi5jHa/h+DMxX9g1m/PF",
-	"CfMvwWdS+NE4G042EHeyvDlkqdDmlhE+2Z6AoseCxQI2xBm2YwmLO5eKWzrzc76ARUH9kvjAk9Ya2KOg",
-	"UZ3e1rsC3jtXE+0/hAXb9vKVVtPsveKCbv2AXqJvPmeyzvoDnwOFIaF9DhpaictJo//L09da3vvnYMeb",
-	"5W533JblFdj1emGVP/9aPBu463Wng8jhz5yPHVSR7/Uec6RhBg36eMv6SVjp7E0a6c7Fpvf/9C4X+t57",
-	"n/d7fWMVaAP9izcioUtkl2i3KdlEcNYVSziaQLO36ZrsNHbZ0KKHkRHTeX3779CjKFiqV4YB22PcGDlV",
-	"ImZWk/EPxaTmhlCTtxq2MqMDSDZIMIZZ+EDE3iUmLRrSUxHpNAbteTWT0QxNCczJPmGncLXSo0bQiDRc",
-	"v0srH+AqQWU9EfxBxLV3GI52c5o/eiMVin5t9Gg4/6n4bckTP1lcBhwTzAT7aWsl2npZXujDuoWe88fR",
-	"rr1MeDpFPw+KODaVoGTziRUpDY8vTD4QOV9oI1q7t3gu1Yik4520hP26m02wRK9gNG8+Mvx8d0+5jsCT",
-	"ZI8Dt6Et/Fo1qjt9oKD7Mm5pMYjuccjO0AEjWCZbNACU8en+o9vRz7e/SyQfqiYwxEKTLBYTqYRhgkez",
-	"FjrhnC6AlFFub6jyBk1YFhG9mA9iUFHCbyDLqigdqDA+1pL2k5L+0ltFR6XndBiyTasVvvz7e5oncu6D",
-	"Rly0OzpB2nFyQ04EO0uFwLXi9O+2BdK39HLrv79t4o1WExkLFW213FwV1yNgUrFfugHr/XrCjMhiMkCB",
-	"YF5/+LbDBsmKrw0sFjDMk6HihTUlqS7KevZ6yVjgS0tQdKRhiZigehQwo0kpmvMFuvrGgmTJOi/N1gXe",
-	"25q+deH3buHsT7awZaMy3e5mOZ/zdL15x6ZiWu+fIqZY1A7Ncj4HhRKUVHTTuqsDCRc1AGwKNnyoij/A",
-	"xZayplbCvRPgd6uZTgTjj9IE7jzgB+TIAyXXNdjqsNuZWDMex2y5gBsptNryxDEUacV8p9HrGpsqroi7",
-	"mM7p61dHuLzur5zD8zTla/IBLOrX6Ef2wFMJSpwpXB/ZbZZ3GGRP0fbV2XfoH13zTw9+c7yWJ1sNQlYa",
-	"KyMQdkUyCfKrPowlnyoNP5rOb6QFFh/Zw/BLLNw0GFrEICO5erabpiLBi+A83nKbZSpnKOOQ4rxIT6Qr",
-	"gRw8pdiRGq2PTXjKhNLL6QwmngoeM4mbsiE6nQqzkPdf4he/FnP9IAyLtJnLqJ3yNcOmTJ8pnqZ6xRba",
-	"SLwq6DkcqR6zeqjClYztLPy6xxZaKms67GdPXOR1zp13hsUjyb5jj6N/ya97n1mbPY5kMFQCn8JvbTYX",
-	"seSqGbeywJpoaVnEvmMhXEJmppM4ZI/s/eCUHbBu59U3R8dD1YQ/v/Mf/yH+aPX9iafoqN/bKB55TlAY",
-	"U8C4QUbw80xafi9S7/p/x9fw65uZmOu5sGmHnSsrkqTDLvi4w27WxnZY75vXrHnY7X3bYt8etr89OnEM",
-	"RXAFErVOlhZ28kFSyNAj63UOj1++7B3lmw9Dl4Z1WwGaB6QB0hDxVJApg8HqOK9/xOYwCTvjitmVjEhC",
-	"EqN/yXbvcy6nB3AnTXiSZC1hM5+omYi1t7bzCbaFhFlp0e5SHA+3TGbbknBgEMVOPiFbGSrp+/Edfsck",
-	"+5o5QmFfsx6b83vh6IXJr3udzifGibICtJvwCPSONS2mAUVkOrMMAzSQqyNX5g/CyTXAmtlY2JUQCmiK",
-	"DLKPNB86eCbiik21oJgtnOEnZNfMkNo9YZxd8zlXbIxfU9ShYdOUx0ueJGu8q+E3Nkm4uje0EnphMAAH",
-	"b3SewNUx0yvxINKhmskpHgSZMtDIeNK2uq20NIJhtMWJn7SXl+nAgN7CjR0qXKBMXLBadxhfyAOeWjnh",
-	"kQW5ZCoffLwoyM7GigUbr/G/naHK9QU9gXXlwOeydUdTGIYGwSfWCcR1gkc1fiEmRlOrv2WndMtNvbTe",
-	"xFF3ON2CwCVNhIfr7aiscGozfZWiOl7tEUGyI3AEqbMmeMTtkFlAPxykX2NZlemxJne8kwHvnIEuAqSg",
-	"U2ZXmsXCisjqlC3ko0hMqzL6ww77UYgFatgiSdhYJE6pJ+YLVwMQ3gu4uGM7w0Az169WzKzhmMA1mYVv",
-	"AAeGLwzrdf2rKxmLwDXwLdytqcWwV4zYHWfEDAIO8fhWKdSn9+rp0Id9g1bO4Ab8Xsfr54ZuFYysQR7b",
-	"pycMDtvaG4jR3ugGXmyzWzeU3Fa36b10I3zS1pdN5XPQiHKBwDk9n/q0LD58DrzpdsdXRXfP56Cxux+c",
-	"HfVgzV4v38q5MJbPF41MVM8PPo2y7tjv9DpepdrqSCcfRWpQMKwQzIOXaHBaG+uJ4w9oW4KNcWzsqYtJ",
-	"3NMl9p5HM6lEG4QrkGAZvEZKIIb54zPHo61ekBQhDYt1tJw7P/2XO2NiStDI6P55zpm6RXibCGF3nq/y",
-	"yky1EiO8GEcUlFgXCkhOjYg7PRdlgJngqR0LjjeVTmK8nrlzKUrDQmg5PPGhg08bp6j5OitGEmcaCWuO",
-	"1yxEDoYu+bAVMJgGXGMganf2V7awu5zSvVpSWfJsWEHdMtXtwDuM0L2x3C5rQiPI6jJ6cEeh/6+GWiYu",
-	"jprCDTcoJhYgiIh4lApuavXgKzJIkGAJq2OXBt1hof82PMFLabacc5XTOjXobEOK6KW0gptXfEWFIwdD",
-	"oqGPOu9i5iOAs5zo6W5W4d++0FNaSec3QA5SXLeNJag4TZj/iLmPTlivcFoLpLdY25lW29u+zcPMpcH8",
-	"FisU3MQ/aBRS0qUyTGl2he2AaCkNm0iRxAykIUOyrGve6yE/aPjOyjma17EJDAYvZEqFU93rHL7qfOus",
-	"CBu7QYPaPvD3OgbR0PecxUH8oNl4KZOYSUWSE/zaDGPxIJLQ2TkSHfGEXmvVMjmTUXhmLr1v5NRae1Us",
-	"FzDhIpd5llyBHdadufOp0qmIvWxRXgX3I0q62U6esFDJxIUrGFAE87irLScy7+6Cj6+FQcb9LEHmUgn2",
-	"7uriDUvx6w47k5gnF4KKMjLCWTPyiKOQRHVaA8wfgLuIwvngPDuj+zMMsl9oI/wyu+BTXxVjxOb88UKo",
-	"KQjhvcNv8cPs7xoqSvjYRWW57+tcNeMXhsnYnzZ6/YQttLGgT0jL+JRL5VVOUqQETxOJ4S24PSRKPmdk",
-	"5QC18rB+9lo/vYQetTjlK3XC5rAWuddOCZ7CjZfo6RSUtpy1udng2qGoLxUL2wkft7GJ9kqqWK8q9q+n",
-	"ouM84dWvYpEu3TqimrGco+qgcmOim5OPc6Wcj0dbjg7bJ4y6cubLW12gml+fOpbmcmkjPa8RAt1K1znj",
-	"I53GJtsKOGrGajx2jkbQX8qkipJlLOLO7nhwEQn5QJ3tepPsHtuH5YKxSssRUgKXJeZGFqCmH79OmdK2",
-	"deKMEGXKBq4C0szuOSxVYcX2Eqzu/Bc5k9wtY7mFCrL9KaxJcRC1u655jP77QqDFM4TfBa/T/a/d8LxI",
-	"pZdpJEikmshEhKwpEiPYUbfLNoLqWp2hGngDIDTPhIqR6SgWdj7pcSLHIfo6A2eOMut5ItGulIqhSoXR",
-	"yQMQHgYRLVUsKIvQn0G8wF4YhjnFoPhqbc1QNcM2PmnDCNvwMAyY0zCcrTnL2w3lfKFTexBiiIBIWydD",
-	"hTnbK+mndTW4fVfKx+6wgXKhejxhRsYi4ulQhWTpg4mSrbLzyWgVFuxTVXMdGhzQoWhY0wgxVKG5TwRP",
-	"VZuG1ZnHoYvWKzDgo+7rV3UsDPdmR+4PCMVTEYesSRZBoFUKzUbJLXTLFDqvHLdDNRUK865jFiUSj/69",
+	"7P37chu3ti8KvwqKa39lMmlSpCw5MVX5g7HkWCuypOjirDnDTDbYDZKwmgDTACUxsau+pzkPcB7hPMp5",
+	"klNjDKBvbIqUM5O9dtXau9aM1ezGdWBgXH/jj0ak5wuthLKm0f+jkQqz0MoI/ONYTPgysSdpqlP4O9LK",
+	"CmXhn3yxSGTErdRq76PRCp6ZaCbmHP71v1IxafQb/7GXN75Hv5o9bO3KddP4/Plz0IiFiVK5gMYa/cZA",
+	"rZi2M5GyCZfJMhWsOdEpE498vkgEO+gesPD84mb09uL2/DgM2EH3kIXvT27eXRyP4Png7Ozi5xP45bD7",
+	"koXXJ1cfTq5G399e/yNsdRqfg8ZbnY5lHAv1980pfHtx9f3p8fHJedhndiaY1XdCMWnYndIPKmDjpWXS",
+	"GpbqRLBmmAoehy0Wa2GY0naoeJLoB2Zn0jC9ECkO8ghbmgtj+FQwxefC4BNsQwkRi3iomiG9L8JWZ6hg",
+	"+qfKLCcTGUmh7LXVKZ+Kv28hbmB8YiqNTVcvDIuluWMRV0pbZvmdYJw9pNLCEpyeX9++fXv65vTk/GZ0",
+	"fXNxNfjhJGz1h2qyTJKAwQq1tUpWTKdM34uU/bbUlnfYubYzqabsgRsWzbiaiviIhamw6YqPE9FnNl2K",
+	"cKi0igQzCx4J2IZJKkQMCxQ0ZoLHIsUDcAVftQcTK5D+y1O5FpFWsWFWswcuLRuLiU5hdjZdSTU9Yi+7",
+	"nUZQWDi7WohGvyGVFVORwurgbliRKp78zYfsVpmFiOREipgZkd7jaVsmFhf+5uTqfHA2Orm6urhyZ+aS",
+	"rxLN4xutz3j6dxPMWMcrJh4jIWKi8EiriZwuUxGzRM4ljPpy8I+zi8Hx6ObiYnQ2uAJawYHfKr60M53K",
+	"30X8N5732/PB7c27i6vTf54ch30GYxDKut6A4LRiXMV0XsVvS2Esi3iaSjzwQ4X8IUDaVgLfcrvkWQIy",
+	"jjWC/fnnn9uDvC+xTrXh94KnIoXzk8y/GzZSPucK2x42woA9SDtjoYD5fTdsSHXPExmPcDTDRsgeZkIx",
+	"7rgXnDAjlCXmlY9K1ZK9salUU0f1t4rfc5nAgfwbN+X63e3Nzen5D6Pji589I3bLaqxeLETMHmYyofVG",
+	"ooMpwq7c44HW6VCV7pM+UxrY2TLhKRClEhHub6SXSczGgtgKg+uLWLcSQ9UUPJqxGbScbb1UbJHqaSqM",
+	"gT2HHz8uDfAUoYDhKxG3AiCYocKG8r4CNkn1HEc8EzyxM5YKnFPA5nzFkENyczdU4Q8nN2yP3gk77Htt",
+	"Z4ynYp01umviVpnlYqFTK+L3Ipb8Brfx7z72L3Cu0CEDOvJkxqNILKyIWTO8Pb++vby8uLo5OR69Pzk+",
+	"HYxu/nFJp/+zJ0M8G4PEfM+NSKQS11YscAJxLKFDnlymcE1aCYLPhCdGrEklZjWfC5vKiCWCG8vMb0ue",
+	"CsPGrk3WPJGJSA0bLrvd/Vfsey0SoUzA9rvdw1YwVGY5timPrIj7LJTWXeImZKlewj2iJ8zoBCiNhc2f",
+	"2dcs4XN2/OK4xX5n37Gf2WM4VHg8jx3hwvXTjuVkIlIBl9mc21Q+Ilt5EHI6s4aFCzyzqWCPOK6Xgv1O",
+	"ZBT2WJstQiYSI+iNJk+S7MMekCR0M5GpsTTEFrGbRWGp/mjkE1nnNYMxsoe54MqwHt6Gc/4o58t5o3/Y",
+	"DRpzqeiPXrB2OQaNhM+3NSkOoc2JTufcNvqNWC+BoRR66XUL/6+2Q7Wcj6m/xZbeup1uD7oTj1GyNPJe",
+	"vPe9wLEpPve90PMnhtftHBYG1a0ZlHGUKhS88UuDJ2bkKa7xa7DGXIMGsBSZwmX3C32dv6XHH0VkodmB",
+	"4snKijd6vuCpdEe3vLGxNHyaCjEyM57WXCTX8BiIFqhEMRAnbModtX0yMx7rB9ZmPLLyXnwqXd+cen8B",
+	"slMiUq4iccQ4rTXeMHhDdrft7Zalg10b5cdjfQbvBVd46misc6mWxo03YNO9s93HtNY3rmf2nlT21UGj",
+	"drgFek/nJl4f5JXWtg1TaRPD+YsGnG3E+ghuUF1xP7OlETF2tlPDFXpUTxHjpUixPTeIMjWOJa9hMLAu",
+	"zUUqYglslbVZwset3UcX4PKncJWst81hpRM+Zt8xzr5mY/YVy3p6ThdIClt3XtRwH/Nbaps4xbU5/mu/",
+	"9ax5mkQvarZ2/MQcWVOnsVQ8XZUvvNZfufFmfeeP3w22SRM1BPQ5aBxffuGHJ1/24efNM/zAk6Wood8L",
+	"JRitGFuI1PNF3Fi2VAlIg8ZyCxosV/5n0vp1LJJcGXC7BieeWEBn7aJ267gDsbiF2+HNkx3frFua77mN",
+	"Zt+7Y1057PDTSMY12kOQcYIdtsct++eggVLMyKAFKR5xWx41t6Jt5bww8Ly78vGtEVQqlJ6NvaZTaM1N",
+	"oO44vPlwqSVJ1uX1KJvonpaa0v3oftvyvEc59vtU8LtYPyjPgr7oQxPpdOPdep8TNcq3V++vT958YHvM",
+	"xM2Ej0WyIzdx3YzMhuvJWK5insYMFVfoKcQPQtKvl4lAe5HpMx6l2hg20UkM/wsKnVZi5BsYYQMhytDh",
+	"RD6KODzKFaw3H0C5kvGSJ4Y1r09Gd0xPqAUjp3MeBuwm5VJJNX0vLH9hWJgt4ghGEbZQF8w/cLJ4ylWs",
+	"5/J3FKRDErOfy2ILRJJtpyOHWmKbcaVEbnaqUlxcZzs4Pf8wODs9Hl2d/HR7cn0TMq1IsY2otT7jGSt6",
+	"mGkjWKgXTsuxMzFUTttOxWRphGFNDiukbCrHS/dapJfKMr20sIvd9qsDRhuKnz+kWk1REQxQeV4IYI6M",
+	"+mB3YtViqGpzCzqv2+BSB7SZ3PFPfNOZH6fyHlnrnDWdSdV05jEMmXT6A6f+eEn8/cXxyRkanM8uBscn",
+	"x42g4Zfn+vLkzc3V7ftG0PD/HF3c3owu3o6uBuc/nDSCRlFr/XBydX16cY5Pfzy/+PkcNdhG0Hg/OHt7",
+	"cfUeFdvr6wF+6P6V27mgk9wkgaMo2u8Kw3K7VqM2gLCMU67luJmBoPDrWOtEcFVDhTEK6a654sdPUOGV",
+	"WCSrGtkXHjOh7gWIL0RswhMY2lno8yMWQsuhs4FLaxhxrM5QDdCLIGIWLqSahgEL3fchkEqIdDCSaqJD",
+	"vDyVeRCpiMkOBuQxVM5G88IAwSUrskM0w4UuNTfCH+FB3qR7Bsp/6BiLEZaYy1jHKzj+TMwXdsXmfHHE",
+	"/EvwmRR+NM6Gkw3EnSxvDlkqtLllhE+2J6DosWCxgA1xhu1YwuLOpeKWzvycL2BRUL8kPvCktQb2KGhU",
+	"p7fxroD3TtVE+w9hwTa9fKnVNHuvuKAbP6CX6JvPmayzOudzoDAktM9BQytxMWn0f3n6Wst7/xxsebPc",
+	"7ZbbsrwC214vrPLnX4tnA3e97nQQOfyZ87GFKvK93mGONMygQR9vWD8JK529SSPdutj0/p/e5ULfO+/z",
+	"bq+vrQJtoH/xWiR0iWwT7dYlmwjOumIJRxNo9jZdk53GNhtadD8yYjqvb/8dehQFS/WDYcD2GDdGTpWI",
+	"mdVk/EMxqbkm1OSthq3M6ACSDRKMYRY+ELF3iUmLhvRURDqNQXt+mMlohqYE5mSfsFO4WulRI2hEGq7f",
+	"pZX3cJWgsp4Ifi/i2jsMR7s+zR+9kQpFvzZ6NJz/VPy25ImfLC4Djglmgv20tRJtvSwv9H7dQs/542jb",
+	"XiY8naKfB0Ucm0pQsvnEipSGxxcmH4icL7QRre1bPJdqRNLxVlrCft3NJliiH2A0bz4w/Hx7T7mOwJNk",
+	"hwO3pi38WjWqO32goPsybmkxiO5xyM7QASNYJhs0AJTx6f6j29HPt79NJB+qJjDEQpMsFhOphGGCR7MW",
+	"OuGcLoCUUW5vqPIGTVgWEb2YD2JQUcJvIMuqKB2oMD7WkvaTkv7SW0VHped0GLJNqxW+/Ps7midy7oNG",
+	"XLQ7OkHacXJDTgQ7S4XAteL077YF0rf0cuu/v23ijVYTGQsVbbTcXBbXI2BSsV+6Aev9esSMyGIyQIFg",
+	"Xn/4tsMGyQNfGVgsYJhHQ8ULa0pSXZT17PWSscCXlqDoSMMSMUH1KGBGk1I05wt09Y0FyZJ1XpqNC7yz",
+	"NX3jwu/cwsmfbGHDRmW63fVyPufpav2OTcW03j9FTLGoHZrlfA4KJSip6KZ1VwcSLmoA2BRs+FAVf4CL",
+	"LWVNrYR7J8DvHmY6EYw/ShO484AfkCMPlFzXYKvDbmZixXgcs+UCbqTQassTx1CkFfOtRq8rbKq4Iu5i",
+	"OqWvXx3g8rq/cg7P05SvyAewqF+jH9k9TyUocaZwfWS3Wd5hkD1F21dn16F/cM0/Pfj18VqebDQIWWms",
+	"jEDYFckkyK/6MJZ8qjT8aDq/kRZYfGT3wy+xcNNgaBGDjOTq2W6aigQvgtN4w22WqZyhjEOK8yI9ka4E",
+	"cvCUYkdqtD424SkTSi+nM5h4KnjMJG7Kmuh0LMxC3n2JX/xKzPW9MCzSZi6jdspXDJsyfaZ4muoHttBG",
+	"4lVBz+FI9ZjVQxU+yNjOwq97bKGlsqbDfvbERV7n3HlnWDyS7Dv2OPpDft37zNrscSSDoRL4FH5rs7mI",
+	"JVfNuJUF1kRLyyL2HQvhEjIzncQhe2TvB8dsj3U7r745OByqJvz5nf/4k/jU6vsTT9FRv7dRPPKcoDCm",
+	"gHGDjODnmbT8TqTe9f+Or+DXNzMx13Nh0w47VVYkSYed8XGHXa+M7bDeN69Zc7/b+7bFvt1vf3tw5BiK",
+	"4Aokap0sLezkvaSQoUfW6+wfvnzZO8g3H4YuDeu2AjQPSAOkIeKpIFMGg9VxXv+IzWESdsYVsw8yIglJ",
+	"jP6Q7d7nXE4P4E6a8CTJWsJmPlIzEWtvbOcjbAsJs9Ki3aU4Hm6ZzLYl4cAgip18RLYyVNL34zv8jkn2",
+	"NXOEwr5mPTbnd8LRC5Nf9zqdj4wTZQVoN+ER6B0rWkwDish0ZhkGaCBXR67M74WTa4A1s7GwD0IooCky",
+	"yD7SfOjgmYgrNtWCYrZwhh+RXTNDaveEcXbF51yxMX5NUYeGTVMeL3mSrPCuht/YJOHqztBK6IXBABy8",
+	"0XkCV8dMP4h7kQ7VTE7xIMiUgUbGk7bVbaWlEQyjLY78pL28TAcG9BZu7FDhAmXigtW6w/hC7vHUygmP",
+	"LMglU3nv40VBdjZWLNh4hf/tDFWuL+gJrCsHPpetO5rCMDQIPrFOIK4TPKrxCzExmlr9LTulG27qpfUm",
+	"jrrD6RYELmkiPFxvR2WFU5vpqxTV8WqHCJItgSNInTXBI26HzAL64SD9GsuqTI81ueOdDHjnDHQRIAWd",
+	"MvugWSysiKxO2UI+isS0KqPf77AfhVighi2ShI1F4pR6Yr5wNQDhvYCLO7YzDDRz/WrFzAqOCVyTWfgG",
+	"cGD4wrBe17/6IGMRuAa+hbs1tRj2ihG744yYQcAhHt8qhfr0Xj0d+rBr0MoJ3IDf63j13NCtgpE1yGP7",
+	"9ITBYVt5AzHaG93Ai21264aS2+rWvZduhE/a+rKpfA4aUS4QOKfnU5+WxYfPgTfdbvmq6O75HDS294Oz",
+	"ox6s2enlGzkXxvL5opGJ6vnBp1HWHfutXsfLVFsd6eSDSA0KhhWCufcSDU5rbT1x/AFtS7A2jrU9dTGJ",
+	"O7rE3vNoJpVog3AFEiyD10gJxDB/fOZ4tNULkiKkYbGOlnPnp/9yZ0xMCRoZ3T/POVO3CG8TIezW81Ve",
+	"malWYoQX44iCEutCAcmpEXGn56IMMBM8tWPB8abSSYzXM3cuRWlYCC2HRz508GnjFDVfZ8VI4kwjYc3x",
+	"ioXIwdAlH7YCBtOAawxE7c7uyhZ2l1O6V0sqS54NK6hbprodeIcRuteW22VNaARZXUb37ij0/2ioZeLi",
+	"qCnccI1iYgGCiIhHqeCmVg++JIMECZawOnZp0B0W+m/DI7yUZss5VzmtU4PONqSIXkoruH7FV1Q4cjAk",
+	"Gvqo8y5mPgI4y4mebmcV/u0zPaWVdH4D5CDFdVtbgorThPmPmPvoiPUKp7VAeouVnWm1ue2bPMxcGsxv",
+	"sULBTfyDRiElXSrDlGaX2A6IltKwiRRJzEAaMiTLuua9HvKDhu+snKN5HZvAYPBCplQ41b3O/qvOt86K",
+	"sLYbNKjNA3+vYxANfc9ZHMQPmo2XMomZVCQ5wa/NMBb3IgmdnSPREU/otVYtkzMZhWfm0rtGTq21V8Vy",
+	"ARMucplnyRXYYd2ZO50qnYrYyxblVXA/oqSb7eQRC5VMXLiCAUUwj7vacCLz7s74+EoYZNzPEmQulGDv",
+	"Ls/esBS/7rATiXlyIagoIyOcNSOPOApJVKc1wPwBuIsonA/OszO6P8Mg+4U2wi+zCz71VTFGbM4fz4Sa",
+	"ghDe2/8WP8z+rqGihI9dVJb7vs5VM35hmIz9aaPXj9hCGwv6hLSMT7lUXuUkRUrwNJEY3oLbQ6Lkc0ZW",
+	"DlArD+tnr/XTS+hRi1P+oI7YHNYi99opwVO48RI9nYLSlrM2NxtcOxT1pWJhO+HjNjbRfpAq1g8V+9dT",
+	"0XGe8OpXsUiXbh1RzVjOUXVQuTHRzcnHuVLOx6MtR4ftEkZdOfPlrS5Qza9PHUtzsbSRntcIgW6l65zx",
+	"kU5jk20FHDVjNR47RyPoL2VSRckyFnFnezy4iIS8p862vUl2j83DcsFYpeUIKYHLEnMjC1DTj1+nTGnb",
+	"OnJGiDJlA1cBaWb7HJaqsGI7CVa3/oucSW6XsdxCBdn+FNakOIjaXdc8Rv99IdDiGcLvgtfp/ldueF6k",
+	"0ss0EiRSTWQiQtYUiRHsoNtla0F1rc5QDbwBEJpnQsXIdBQLOx/1OJHjEH2dgTNHmdU8kWhXSsVQpcLo",
+	"5B4ID4OIlioWlEXozyBeYC8Mw5xiUHy1tmaommEbn7RhhG14GAbMaRjO1pzl7YZyvtCp3QsxRECkraOh",
+	"wpztB+mndTm4eVfKx+6wgXKhejxhRsYi4ulQhWTpg4mSrbLz0WgVFuxTVXMdGhzQoWhY0wgxVKG5SwRP",
+	"VZuG1ZnHoYvWKzDgg+7rV3UsDPdmS+4PCMVTEYesSRZBoFUKzUbJLXTLFDqvHLdDNRUK865jFiUSj/6d",
 	"EAtnrAPZzi9Fq5M3v0j1XEOjfKjoGTmMAhbyNJoBlYcsFW1UA7B3rpj/xflim3yovMiGHnHxKI0teG4o",
-	"uZ7EIYareNR9PVQhRTTe3A5u725G789v3g9u37wLA8c8ynnmGEOELZyQFzJapqlQNll7x7AfAmyYz9ZD",
-	"aVeQuN8K/FmgTXNibk7h8COIKyGQRogiFlNilZEhEwr+F8YTD1Xo+qPY3Xx90Bhd8MnTqjaChl819Lsn",
-	"9RbJgmT8pPtqm2HCPd/GdnIhsCLn0fVDVs2Ztsys+GJTSOPJVKfSzua1qhas8gjF5bnZfYXQnhRVgY0G",
-	"F6l4kHpptusLbh08Bbg7BU/Mii+2ubEU8KYVNzVaQvU2Lw+yZkiVadcvPEhFub73zPQDpx3uGYQQ6WQ5",
-	"VyOpYvG49ycqAsrOkyqflemQBxA8+1MkB+rX0cwewyUN/km60andRlBeta+TwzHBMFO7fJqby30jTkLW",
-	"/9hFlqFrEYjJS5m1eudvo1TESyct7THBVCdif7PDNbz9pGA8cE4XOaXkeYnZ32E25kxm3jdz7/CZE0JZ",
-	"/gn1wofok1BVDCndVy+oHNvyPrsBVCnHLfQG/dcd4fd0FdV5z++U/G0pCpqbv7aad3fnpwyUCgZTQJKZ",
-	"z4WimwiDAofq7vZt+1vn26NlQHgJuEVAuTo8fsW+Gq+tMF+dsDATLbwVAD1/mOGdGhQEuHIDmS8TK9vw",
-	"JctfYRFXbMGNQXvnUDmpgjQHic4clyjhwtE30gE2RJzD41c7dcxqVN7eUV8njFdCwLYnoem5tJaUnP/e",
-	"kV4o+Z8Ky2VSvxKZtJHJM4pNlklScx3H8S7VPWvMh8KygmVvf6376YsfpZlafZz2C34HpTTheEv76Fc/",
-	"tFim6HFc13JPCkQePScjLZFKOG/GzhjqC/cuOkGATndegIVoTHyd7pVFqiNhjAtj37ISGM8VSUwmWiwS",
-	"SRYU8glmhoqCEIMfZQ5YnTpZZqJTlvIVgykrI4EcOuytTvH4o2hLTseFXGDaPnWrp0rCyTZWLIwHWzB8",
-	"jnGT8739EFfFuWL4To2V/ckAuIJ2lVLcAikNyscll6eNIhutEQUZwPHfe7g/Z51RtFr9aGHNRsu05kRe",
-	"gTrsODvIfmLFFnwqAhYe4DAPSJl0J4r0yQNqMKy3Qs/44fGrmth48chu3g3awPKLMYDu9EQzEd0LtKbS",
-	"WoDYWSPgTogMSFPJDr2jKWzELOcUfF8/PPm7GOGN8wWAArmFfee5c+4m2A1UrOtJxcdoo16iVRbWS1Tu",
-	"FdDaibiMgGel3vpvyGK1hxLzlBSak/kIb+sa2qJgB7jzcjNltu/iEZ6Z3Y7IQkd4njY7utArDHiP2XIB",
-	"vRVOYCXclAJHo3m7Vzph+4jlWeTkYTHq83CHKS2XxhzxlHauRI/Z2ck5/K/bLthzzCDa7ct8+qarJKNe",
-	"Xdwctj+cXw0ubsK65JOZSMUJ/uAMDCwzE11d3FwLRFtCiwE6TfxPjks3iZMgeyY+EpS+amE2FZxxCjQD",
-	"Ll64K64ubirOuI0Oblz4/03EE5FutF47KMMfpjoZTWRiRRoY9VD97N91aaeH/848jzfFzBsRs+vDsmjZ",
-	"YYM8h6jMTUzHp578pQN6f3PGmpSO0iqPjbJPdg3wb+Fvu3nYh4yNLP4PN6symCI7Ke3Yk3xrR5TXhsec",
-	"vmJaMbOMQDA7KWX5Oo+Ay/SVhhmBevV+OYw5N92ZTZpHmP36b4wx2+8AlqPNNk7fh2WSFBZoL5/53x6w",
-	"tpHn/N85dm0jAfWLohKLYRB7LXluiNlz0XFwey7737HgW9fyIldaN3R5d8V7g0CESluq5x028LgSBREk",
-	"g/VENwmB8er0hSnlEQboUPmkx1mQvFc+0NCpV1kwNnlJfMg1e3Pz8SRXNLO+Qn9HjWBgIcEHxXphRTxU",
-	"6FjJwUYzz+C8LoAbk9ByW3S9Z5TObEVhqKRdFhoKMXNiuSB7fkFkyTehAJgKPHqL7qr4PHNrEiYp6q4u",
-	"vo+VVgoWFzESxFB5tTyLaMp8omEbem5jY4Z8UCXVd6gqUK4rbpieTDqMsPQo2RlBVP1Wb4u+QrzAGO7/",
-	"iMNhr5tjZQ3dJ9kXIWYe8tIk4T1y04dD1STUT//7wb8+6fF5/DlsIahEh9HPpDr/yxH055CSn8khN0cs",
-	"lmbomxilemXgDQP96JUZLY2Is0Ao+IIyaIaq4C9GBwg6QCm63cx5kji1GIQG13XgyX+oZIwOxrU3jeTa",
-	"N9pPQPUPWCKNy0FA7GzU8ysZcztDEEsnZYvFocYxCfueCYJ4+uv2+JMeb3MkKe20+o1fPOHU07z/tcQ/",
-	"yAvKmkYkk3YsooSnYkvcXbZndViDq6L1x50g51WupQA0eDg6ho01rd0xIeRwH6GXLcMQ3XOzsjFE5mH0",
-	"DNvNm5uPbMFTC+pYhE7qWv5Tkc39ZPcINNx2i9RdxSSW1niGSo7zEwYykXeRul2QhuWD3hn5S/rJ3qE3",
-	"OOTs3txLtm5knWy9SZ+EdfTgYM/H2zNZEKCovRyk8Qv5wrCx5KQK4QcBZevmvkV8+sK4EHEfAkVq2d6m",
-	"zRzPblucc804z9B4mHE/DxKdRYkF7kIjNyeeRj86SthxiN0+HANzXk2e6ebTeqRvY+/pVPfuDHh13dSM",
-	"dDu7n9K7VFYm+7++3Ti01XKV0VS27Dmh7EOlNNN/N6mmOhFbMFhkYYO1yTbtOT6Aive5ukdfsIo03sJq",
-	"bl26a7yMtwhoqMIbNhYzqWIvqXjTSXaTs2atIHJAv4YZIAdKFzWet8LWbLVaZ04WStXPsr8WIm1n4COw",
-	"YM/LYHgKdOVSiYKMk/tOi3aRgPU6ncEz8k5gRTLkjroRJTCvWt3lwv2Ck+fRLJcbU71CUTJ74PAMwt6B",
-	"Yl8zO5Ivmrcvblv/bPfgj7D1XAvOhpNnbkS0OcI3PJFjcv2TTa4IDYOcbpCvo8kQcP/0SB5qhlJnIvzr",
-	"h/OUNfxB1gA0fDy/IhHaYSgEG3Qe5iY5E/7Z8RXaqj9uCwrSdPbHXIBcGuGsfzDCKBXcSDX9c8PZ5w4o",
-	"DpiWMCgj6GTnxVPlk6A5RXdZEZfdi0Ob8YV1ZoySqLV51Tzp30cfzP24JmBK/i42nZVADj/K7wPC8Bcx",
-	"Wy46f5HrsGQDr9dkGVz0J94vmitQ6FVFiYXigkGLzdtDbwhGTFP4LCqBlATu1HBodv8Ain+jZ/FZDrQ6",
-	"gvoAI07k718CvnEqH2TsoqTziAXShjEvm6eCkzQYUhBAyJo25Qvxu5YxT4YKc/8zcbF4cqWCrWCS0I18",
-	"cMOaPeIZbvUZV0MlXfWiHIHXLKMZaFc4JJ08YH0YrmKKqqJBsPnSWMxtY9wOFeUj2ZUu9h/QfmfR8bfX",
-	"g/MP5x9+GF1e3Z5ffrgJO2yQzXmoKEY5n7M07HeRapfHwCZSSQIX80FKmDk3FdYMVVjFbQ3rDGE09C8J",
-	"cKhiICi/43sWcPABHLXkc7m0iRTpBcapbbKSLZk5Ewmb5oWw18fs/8d+8qWU/pNH90YrD2byfhnPdHLP",
-	"04D1Xn/zOsjjyKPCZZ3hIu8N6GyXsVBW/o6JqfTx1lwskWQd0CgD9nLv8Mi9V+CdtoLgIm4PqZsvAgI6",
-	"bASN32r3qohA+b+tgR7hPf8XmeavtJr6JM1KYlY1DLnWtEK3YmZg2RaPXmdsqYle3swpdmvU+7X2Tt3I",
-	"tt0jv/W51FfppGaYm4G3lV63LfyzHKF+p/4iP2hGCP/HDfoXu0ERtfm/s+vTWT/eUMboc7M5KvkZm0Wh",
-	"6pMXPj89kAxQcDvWAoJ6b8C4GWEzyPxOGRm/T6i5Q5Vj8SEW1nIB1xUIPj+xJhpKJGEZSrUFh7KHGYbs",
-	"Xqzh3C2K4A+56uAwJ50g502LGeRZETKvVlz6bffh2oRuzO7rZ3/4xIac5iOtCdhYJlbiilpRsqBW8pUx",
-	"29vYqtxzwjis41AVFrK8s7SamFjp0wgKiJ4ddiPEUBX3CVQj4PrLhJu6hS2ad/aQf37b970RSjx7v/3M",
-	"nJPDvV981jiemfzyBJVcLrYc2J9n3Ke/LpI1MzNEWox4mq7ZWKy1iquo6/X1I152DluEcKix1i/iCpOn",
-	"+F+fw6DQhaRDt0g4nLQSHH6H3Tm4/3uxJvg4STIhnky0aFIFNkJKIzA6goCvx6uoobDoaQ72Yx9hSquF",
-	"O7I8gkWyLigJRexQSozNvhOEiGa1Z2BWAw/r+grJlifGJXqh1miWczNUcLxamEvs8tUSNkk0YQj5RNMO",
-	"u6QCIhizhiu9gbzqmWZ/MwM7y6shi4ADTn2W+69UKGBfmanwzV8pO1W6+T8y1F8uQ5UqWvxvIEzltFED",
-	"g/ac9NQqxPizElQ3ULjp6zJv2oPSyxLZ56ARlyWCPZooyhCYKevQJP99ebIbUG2lZS4t26YGVxrPk/v6",
-	"J4wP5Tb+19ogXOGQv+Uo4drsXtStx8WrJXtSKryNQUDPIXEvvXwOGl5k3fXljX9vw4Tgf3hiziWAtc3S",
-	"sSkW094OR+NeYBg7QOF6bCwivnQW/kRPXxj221IsKdBqAly+mUtICgQdrLpvXHFt/Ob5cEFBI+EGMyPm",
-	"0j4reB8HN4rFghZgJ5QPZn5tXxEagS2vyRdM508ljK1SacWI4FC3DzUBoW3LzkkXYuMxVa12MxuqJm5i",
-	"LM19wM4PLqlUH0jEWHHdZ/CDRDsWUk2xG4oHxCpuvS7Wu0XIk6xkCqJIJtqYYAtsYaWU3hcgSGVbF2Rk",
-	"vfNcXDn1rHwqlHi0o2iZGhJ/dkZv5RrF/iFcG+AWu1ymxU6C0hCfnuW1rksyDskN6krru3JpDuxgqu0J",
-	"Cwm+wdfed3WMUUXWhRRYz4JOMJQVKzn2seAfAj64QNdixaDc/YpNosuEKlPWXRGbSbO1oRsIiY25jqWM",
-	"4ixp2KIDC8MKCVVULMJdFbVK9bu3RRBVCtUHGWr2lg+K6P1Bwb205fWyxzFoUFLZ1nsCf/Wvqoet76kH",
-	"n39cKdNl3OP91JPiZHZpJoWx7Xw1G96O8K3K4u96v7yYqCBVBYzNqD9fsS3zRHCqDNMDvZbgmRw/Inym",
-	"sKZcZLFiVr3DoaYgyJbaKF/i1XwAmfxLXBSuS99CHZ/x6LrPxyGuSYnTBZxhShP1BQzCTUjeYgJlAYV2",
-	"ps2WnGj4pZSHMCdEaNbUiIpruVQibRVAWmu9STNrFyMex6kwW+Jq5lzxKYIIMvcetDnWSxUHTHSmHRZ2",
-	"O/j/+8fHx69CKsWEDvoJj4TB0qhhj975ht6pHYrcWpQENwVxMQMWwsTbCxm3XQG3E2TQPvXCsUs0yjjU",
-	"Lvx6S36qsaNsk/aXwVLB6+woA4sBEGWI6dzAJiNO+R7F8HaMK0mEsC9MnrjgsM64L7LPmpgtg7H2fYwr",
-	"wBG0nJGKEwgn1rm1OhWlvI8CMdEdtQMvmK5Gn2NE4f2yjCJSjhBXomAJ2ilc5BDYNYC31odCZ6u3f2iN",
-	"G/GIVvgpHJIMUMXSdpi6+dDC7zWl3+e/jYSKF76Gdk1oWm6j9S9unCEbLfoHB8VjchzuRiZDRRGZROUo",
-	"V4a1sT4b1OCpurRFG0eE0MS38s51HTTS21SYWYaMJH052wowUn3SSMXGtRl6RtzTqQVApHdKPjKx0NGs",
-	"6OWCDkGhm/NY7BnAsWEPeFbnJxnMIukS21GbN4eyheKKQ0MZM4fxq9Q+eV5kvAv7rsuwRhxfH8ufB/I/",
-	"U73760Pv/RTq6bIcufzsUqg+tXKpMCmQHA4SaEmtC1G4u3PafzvcHe3702Ex1reMfrORjvbmI4uW6QPo",
-	"o9G9cRXRfYHWPxWbfPi4BRfPSxv/k5nlHP4wvy15KrLOfai5eEQ3ktnzsKWHj6NoOV8SNtS+CHmHNZfw",
-	"m6wVdn2YVWAtRIxNpA2Ka/xvjQQul8g8fGxsTI2GXUeoBaXiedGYN/xB2t/v1+0fdMLXzMy1tjMKpmex",
-	"SOUDLUcWbekuIBWLx8AVwMKIpHgq4AJGaxA3LDSRXKw7VAeqU0IAaeKHKtarYKgWOlljzHdAvcF/Esu/",
-	"6wVIrd8NqYDuYthohR0WOqxvisUcC6bjeKiARU5Twa0vxRFmrYaOgWLbYV7PqPiCSIwoxFPWxmxmHfOx",
-	"fhDssHv0jUPVzYI5Z9zA829dKGgLrUkuEgE1koLP7v3Z7eB0cDuoDULAsW7S5mlhM2jBambjIJq3T6Za",
-	"i6nLmtmWlwsgHe3izFmvDs3el57aHaZdjix1mnydzYNWvdQ+LH2hh5f7VWbKmioOu/YcoWBDadHS1Ma5",
-	"F/J2amEC98izKrSfgwY++7uzL/quzvG71fZ95UvkFixfsaSajVTEzNtRQXnZ3/Yt7ZeYvbcZeetG6UEo",
-	"m9zZJiqA3AGmiOsJJWFzNRWEG79Gay7MTyqmvmCQ6onxuYy58ZqNtZ157KdcBHRjR4h7Yf9sHQG1KxOO",
-	"iH2rf+0vBJKmnrfVC4pKx+9JA1n1uBZzO2vwLF1RdyPsiau27b/04jWiK8wctN2zZc5dOvGXa7/PWVxn",
-	"NXymIOCTIcgUy1x8WcDC5iMWKuWq+dhqsQNmbNx8bIV5uMxCL5aJK6gTx3rCuq08tyKrBgr36CThNo9P",
-	"86UeucW8h87OQoxGPeyZflC7LgUnY4XgcnzsDZFtE2C69hUHolkj+fK5YAli26Jg9Gfy2gqlhY+PX76q",
-	"yWsuIDhvlnx8KgvuxqYSQQbyNDdKfDvxg8dixKYEjhVWwb3+3TOqbG05La647HX77dO3znzwTvWI7VMr",
-	"L8xEqNPzj2fXP5ydhgHIV7dn19d3V7f055vBhzdnFxdnpyFrhleXNzXoJQcRV5FIwhZ+fXP39u35m/Oz",
-	"D7ejm9vL68EPZ6G/LjNEW3NfKJCMVSuzpadGtoh41FBYcv+Ezv/j67PzBXq5dBGGBdNpi+h/nIWZWyak",
-	"NCXKWKomK3EE+8Gkf2lKqUuZ05O6PymhW5OhEn/VqxfGVd6RcZjhCcFRPmETvVSxj1CVCa3DJz1G2zRi",
-	"VuOUlFkV8REIKYMMyLhdHwYXo7Pr68vr8Jn1C59fkNBT3n/qcY0Aaa2YL+oMBlhJOmyjHTZkTU7G3Vaf",
-	"zfSKLAZojffTB41jxmPgq5/02KeTpUulsFIGRSukQokVVX8yWERLQMPepHwvk0TELSbNUKVL5epDjdfM",
-	"S03uRVzlQ+YdEaQ7uMs0FTaVIqYCMB5ukOMIYV/WAp0IpIg5f6mYj0UcC1dtyEUuPmn++FPQSh40xa9c",
-	"DYbSUO0CUWLbMJRu0XZexLDJ4W6kYeFcWN7ZiauU8IUR8b5V4p4dkVjmhZshiT/P1hldkZgdwGaF9O/Q",
-	"yS1ZtZy9QhaBCZjZM/ElnwAfupeqRvjPnO0FuvMOnfGaOXa8CdJAH1XU4QwvKGRNH93hax86oNSCPx9r",
-	"1DjIIi+i+AZ2ePOBKJ6/e+/hq83Nu83YXQWhjXGTATgHDv6qKH+w5mH36Nuh8ogXC5HC+p2ULnnMxyYU",
-	"LJ9uG1DF8S1AXARpZXLNCo8+ygctQu8aqoN8oXlitAPvQp1sEzAMzgx56Kf1rsa3KS/VipvoJGaPBYsi",
-	"Qd3GWokTNtdKW61kdMJ6nW4h8yF21cGeKqy9o8Cf3/K9d7Zsja87l9zCRZwROZI3/BOjzOGQRgJHHuS3",
-	"xAaATkblGHdWwF1zQLV5XcdnkePWUSPkl68HpFgYU0lcp/sAPaGpACu2wX3lK5+TvMCRAy3T/bhMIR2+",
-	"BhjMXwYF6MG9gAQKfsY9HSF7gQ8UBIMcgsAsxxRG94wOKzKJ45qFBP7ssGTb+1QIdWFcA5eOsCm4CGPl",
-	"HO/feOkUor2vqyfYOg15N3Q+VkAJc8GasK6pYQK73sPn6caxYw3qIdDgvOwd1FYUAWucJJW4uqobAp77",
-	"ecOrWDDAX8IqDyOEx883HuBEdgfObRLrxkjdMW7T+mdn2f9NfEmnPrISxa6No1+8PulHIFr6rRE0oJFG",
-	"Zvyru0xL1+PzrB63RebgEhpfGAbXc8wtFbbxqY1s4IrggVhL6E7xUGHiEsh5G8b9wIOtS1eGRhmdXaVw",
-	"OeqVGirsRqoy1ui/F9QUDV3Y+QvslGGfzaKu5wyzc6oPSEqdldG9sEOVCheo3wLBWYg2vvifN5cfSLwu",
-	"FGAiO28qeGz6rkonJS/loreIZprCQqBPlI5J4StiZr4wzOHzb4cDDbYAgbY6bOA8I6+OhopyzlTMeq/Y",
-	"j/J7EInQ6hdZnEIVsiN3zWxKKk5IkRYutyzfqrj8r45qzlHGHUbpsi4A9R0qz6IgrhBurjQsApWuUMTa",
-	"O239hT5UTm7VShg5nfOwwz5oD+aas6WQNTERl03ko9O5SR7rP+35ekNGUQqZ5pb1OozQ/xCCBR+bocLh",
-	"3X8V5O0C70r0ShgLQyZPQRP/03cmAK7QpzhUGdKZnjDCsmcHzGSlsBBIw5ywcC7VCFsolAQIWwG5/6KZ",
-	"1gZEIte9d43df9Vh6Uh+usea0nrFJKh6UcVvnsF06EkGlPWJ1vC+BJVl4tEn8nfisF6YGjNnwJS3aZiA",
-	"/UYys5tjZ6iG6qvCbrHmNVskhoVGJCKyH6Cz5lzYmY7Zd2zY8C8OG63QI9QyAqKFtb2nQdKy3LM2uzkb",
-	"3TO6GP3TrwJGyZUInobLA23MeMaD8kmggEDUBr+9+ZhDpATU9nes2Tv4rYWjWM5Hn2BJZBOXuMUOWBNW",
-	"iJnfUttUrRb+KWmMirVZr0U1hrTCafilRu+/NOz6hWEhkMAVzsXEzXR03zpwrflpzSWhrF0Bk/yKhRTJ",
-	"J3/HxQ9Z84ErFouUfdTCBqz3+vURZpniOr/YstIwmmGj1JJbceSRsHDZsno6X4i0naI7bOLYo4FmYMLf",
-	"ubWhdfnnIWsTEX71z0O0n8ejT/88RD+TFYgFjJorfI3ngnzMXdBeX79+zWhYzMipYpNELjKhFrpqGiFi",
-	"EeekweeC2HteipYKNMGXrRPajMiFDkJjvlAqV/C9NDRP8R1Z/ONWwBa07xH7mnU7xzCDXrfbJWykaKZl",
-	"JFz2bx1tLjxBCtbtdHusCbvsC/TyZDHjLceC4ay+1Sk0Uijz7hzoHCFuyIbqiukWqAaWseNP1siT84hy",
-	"TV3Y/pYzQ7v6XXZaoPuvkda/cgnBN2ceTqB4SHyuPbI2jhzFLwFon4Y133FjpQjYrRybmUy5kh6d6G0q",
-	"RTznKmBGRB32TafXbSFrgLkAZzVk79VYys0stDKkQ6OqDFe5BArvFnjTiRNEDCbaJzl+ZKTnY6lgGVO9",
-	"nNI9HMsHiVGM4zUSY8CMBrbGLdH6SsjpzDCeyHvhwBPyyZIhr9g3GpzpJmI80Uq00AyMooDLYMbZAb34",
-	"nc/vNq3YTCRxG1R/XNp+hrepFZtyo6n+2FABR2W99nHXcU0gJKB0Awf9w/k1cP2jbi/D4qIAV1eefqis",
-	"xviMVsDWPFUvDDvslYzfhjUPX31b/7W/Z466JEocdplZw0VgZZSp2w5tWqQH+FsYsJfZPgRDhUyrGDzU",
-	"csjhxANKk6XxHPfar7p+uEP1Db5KP8GHh92uL4tcHUuHvaHVddehgvnDxzgIR9i9ridVYCKsi2zI8dOQ",
-	"4oMpwAflnrZWAjapD1v5B638H8yIKZWI/4NtHj16iBcY+4OV2Cv7Y6j+aLfbG/8Hbft1wN30H7I/2FGf",
-	"dTsvD1+zP9hL+OfhyyP2BzvEfx4ds7pv4bCIaIlhM3+wY3z1m2/LDeT/rGkAw49wAeIvG0Fp8Z7bBAYU",
-	"FVaAJnCcfwxfuI+Pe/Ufl5eg8FntP+taqFuDl6+eM4b6RXi6DSB7BieyMP9v4Y1e71X5n9/QPze/K0/9",
-	"NbzWfX1c/mfeTuXj8qzzPur/Wfm4OuFeF3tE0tsx8sqWu7ePy/+kD7uvNz+snfOr8j/zhqpf100aeqn/",
-	"Z/XrbbN+/dTgkXkBZy1MunfYZ71O75uDbufbbw+6naNvXGu9Thf+/hZ+OTra8rDSanlF6pvuYSuv4eEh",
-	"PHwJD4/wzSN4CP9z3N1ourxczxj17qY31rK28dqHTzYOd9cfjKs1vImH7zXM+PgYPu8+5yFcBAVVZuYA",
-	"NJ3ep1NmpYjb7k+6EKRivddedjo8ojs9yICKeofFOyiT6fHK7VFKbZ2Ex5r5BYi3I4X15L5gCjd2VWhm",
-	"qRB0D4I8XLh2UedxAm3zZQCSZSsrFDxUc5DKM1uGv/i8doXgxXAZmxcs1h0Wzvm9IKjStnggEIQQZGqz",
-	"TJ1cbvk4EeVC/341G0FZGyGclMq8a21hTwWkD1D9jxmV1qvaGzqsFE+O4DVY0hmdzpTP3OmUjQpFg41T",
-	"3r3vPosvRy8A6JRDJW0rYOOlzcsvk+Le99VfOrmthPQ0qVUH1jBEF3WI4w87bIAq0ipDOUKRKEn0ijXn",
-	"UjVVuxegxpnwdArUhw6h9lD1Wq3+0/CsaFbpe+F0vK5YC2BVlgtmNZbSLpoinsLfqXVpRw8jFL9qwIr8",
-	"CfmxjQOvjqDitOx1CaKJKVwIkNcm1vlS6qrv/Mi+Y4qCr4ospqky1e9l6wTk3bUTL39kSojYsPyFH9nX",
-	"7LDD3oPyQzIkBl7TadYpm4iVSJ3Ejr+AcvH0yp+B5oHTxfS7ibTBUHnPYDbISBsLA/ma9eAVU1l1UEy7",
-	"xQjkwy0r74/vdmscaQRSYRkWH3G9ZU1boMwPFTegpPssD8F+pLWp+pidhO2NQe7PPgNNBpR50BHmSzL1",
-	"ZnWDka0tLdw4mv0IamaklZXTpV4arBJjXEA6VWOGLfEgE/gIGmiRjly4D8N+sZlxoqN71PZSvcrmnNlO",
-	"oNPQLVwHVhVNVIXWhg3i1SaS99K2sQyo++zHtzqJm2a2nEwS8d1bnhjRCktkGziY7NRYpoCpsB/dgMhc",
-	"9eD0Ycy998mwOdd1Wr78nSyJGF/bvCYrCK6WkIlU06Y6+LFFq+k2iXr8kbVZ88fyW22myNDldRyKYBFE",
-	"3Tl2mLEBwRySScetOG3RUlm/7AVZIeyTMZI10dbWbbEpMESr3QGg6dPaQzuZ6aqy9oUmhw0iqLc6rRwZ",
-	"qhiB31RtQkAm5QuIiJGge/y2ulA711HtrVM9EU97Y+FEIY9yIdiFgk1Fn4QmlGgzVBQBJhUCivEUnroo",
-	"g5ZjHJgQguE/vBBHRm0P1Zubj3tAc9/66O+s5rV0eHTOF1Gp0jXnjxcYGtnoHx6/Qqbj/+7VhXxkoY6e",
-	"S5WcgkFjqeRvS+HeselS0EejXTlm/pIjXX/jurJYMq8ZcYwHcxKRk7twbdOSp6CaIXLY7TAH4ewg3IoS",
-	"ANzKRthnX35ZIbHCIpYjQPcpLXbp46yWRqRMxi6B5Tm7sqPu/g0GjvhK+1K5AhVWk6XMhzIHTMYUG5Yk",
-	"awZSiTMskdmoAuF+Uq12gJ4yqhTDmiFPrZzwyHbmcThUdGbpEDuITUISXDpQRcLwqHdBwjUOtwOfC5cd",
-	"ZTdCQDMMfWmecgaRscpoup6LhjNfOK82wLTJKUw0R7lfKljBQmhpKxgqEAqd/uB8xa4qIEq6nUjHIpPO",
-	"sK7CfGHXfZbyFeH5uzhgZIHkofILvuBrUwhBxUhGFPS1QTPkmCpM9L3PaIhx+WER8yQkVJUmCX7HXZyM",
-	"iKlUQF64aqhycuBj4G3dzjGb00VcTA2jpSxn3g0VZSi5WnagsVid+bEo4Yy7vDngaysnCq2Gar5MrFwk",
-	"6zaPY4rhwn5aJx7qU0i4IoOnXX2osLCxUNGsrKfAAU8fRNrG0gq4bB5fBheYzOmYxNXsHQeHQa/FvmZG",
-	"PZDZEX/mqm5FK/x0B2RYBf2mzFFrYuEJsqO2wpFD+KmpHGFnwrhKZkY+CBb+kuhVwGZyOvs1HKpCEhFG",
-	"tgFfnbd7Lao9mB/rEySKhCB0/KsoI85FOhVxh12V0XkIZQMbWM10UgDxRfmELPR5PibJIn41TZazBBIi",
-	"Bow59FERT0WHDWgEbi9CUJOcSwbmFWIqlJ+9T45KsdQFjE0VS1zs8Bd79clVqYIvnrHJdYgthQSBo2IZ",
-	"7V5N8sP2Go3VS2HX5fwFJYSkMrBfQllXNRxuC6ocBAwFcWPwcOZVSQjIe6ia4UqNuiHrdBj8Cw572AoQ",
-	"37+SknHCpEVlDHd77EWTtMPOEdJM+4h6r5RTDEYetOlLqpiQTidtVIGspapJHZjQlSdtvsMFxuDn2wzb",
-	"+SK04VEYZA6fAv8D6lDJGtglj0RM/POw222/POx2qVALRTHk8y6XRHmaCMv09rxC7d2jb0u12vHvJ1NS",
-	"MuHkqQgqqu1vdmfwT+QU2a5PPfdOnLKhZrPMy+FuPEsYwfep4PexXilfQ+zZn1VhkaCNAPp/avqu3MuW",
-	"Qi/7JOsLbqqIclnANZUuCRoYkpGXZamNun6KfThM7lFN9ZmfiEZBbMCiK/vXWcmbra3pcvgnGnZazpaY",
-	"ys1CNWb/AN+Nbd+I8L3K3ZjB1ro66GiO81rH3nw5VCjVBSxsrlmbrWfcUvAIRY70WJvNWj7BkPgZGhcx",
-	"DsC5ckPF2mzA2qwXslhMU0GnZpIKEes5sjoy1Hro+aFydQFvDw+aqt1r+bDyPWHeq1mGbvVz4ixtdZGc",
-	"njoaOQzL08lpXicYLThhd26Pk3UsP1cvAkaoyg8it1lkWWapiKxO17UpUTXG2L2xk2+yL8jghrbg/Rkg",
-	"2gHwbqpGxWGyERagDOuMxVWr7L6yx5uPVwh2VFebMi+rv7OwnC/BTyke6R5gzdU7AoODV09W3HGGESo6",
-	"sLODcrGt/PMnSrdnIQ2FWgHIn24xB8xX3fKB2XlVqrw+AGeeBxn0OJTKYVGE00tXUW9dQKxx+g4IYYET",
-	"ZIxl4tGmYu5tdc3Qz2CEePulOu6MJ0lr712v3lA1u1/uax/Y3IVO7e5wdldEdsGnIng6rP2AmqxPW3Q7",
-	"NXJom/EemyqVN1daRmXsQEAlYBdK6Ftw6dCadiRKQJdm5D+oq6iUFdQM3QhDl4zjP6IbkCdJblNwAz1h",
-	"XeYLH1CFPtIan4mCIIo4Zf5QBhWO+hSPvsPUqpqscVNXgRVlehcyJQ3Zi/q5TTJgNcI+qOZnV4PRdLQQ",
-	"6egCXjp9V/6z8OsJwhNzZsSCp8A1A4qonAkeixQDp0nnyHTIhXvcKdhGUSEhzZEMj52hOs8tKXiDUvAt",
-	"vuMyemMRyTlPfI1k0F1++br9ayyn0ppfOvTfX38R+cNfw6BMaPjYZ9PpdKjyLGGyW/RB5aS33BR1CtpF",
-	"b9TtdkExmolH7gYCA+g+9hbtQ8yslmoS0n9guGsswRkqrsKTwlyGSmnVVmKKdyJGi9PoeofO69Pr1jve",
-	"yA82VHalyQmRO7jQlt6qQDePpeLpuvFE/t/+WX/VLGTz0HDN1NHunXI11y/4eBvUW1ZAqg42M9Jp/AKU",
-	"foNZBj4EcIEA1+S1IDMmMkoPCOU8Tm9uPqJhEPmyiAt54I5Gm7nnBQPJ0BtiWLfV2QP7fOxKoG4Tfrdn",
-	"cnthrag/ODMqmQ0QiXiUQy6OJjodZaAK8KMSI+BJUo0cotBOPApa5urAs6E8nUn+0dWheRoQd39Y26Ih",
-	"o37rfeUbr9XjmSQoiC+pLFno7inw3K2ww+9LsJuKz0WHXQhrRWoCYhImYGEHTv2IvI9hOwwoNQGrI6Iw",
-	"MlQJfoOoZvBRjp716ohFM57yCJpkTWkdLgFIzqaKXuoOuPNQNfqNRWLah93DV73e4WG71+0dd7ugnXPo",
-	"DIb/z18G7X/w9u/d9utf8392Ru1f/9UNXr38/D/qmMOGHWwzkkNts1G6jFs9KRh1TL59X2gXKRlFaiwi",
-	"RkTLVNr1DbAuV51D8FSkg2WdujJw2fkbafisJguf3FQhtKRTFw/TZ99j8y58G1/3OYDs2pFfDnzospPQ",
-	"ykohreV+TnxBKvpE5gEqHXZuDUt1IlgzTAWPQ0ZRSGj2EWELb8RYGCdS0XMqZWfZnK9BMU6IapCvI6wu",
-	"jj1f8pm1i8bnz1SjRddg2/pKKX4ilHa1TJVhnF3zOVf5XY8p3azgE2lhzACWsCpUZwEKObsaBOz03QCP",
-	"zenVgDWnBxcUiX670syh4tD978CHx2sSFsk82KcQhq++ep/jPDdR7Il15G2hIF+Z1ldf9dm729urg16n",
-	"x76m7DGtGAi27Pj4+FVAfm4uFb6GVwn844Y1by9uWK+Dmkev8zLIm8GqWtVdhnayjWZh2yamHYnUeuYA",
-	"f9+LdeiCoOdLCxoJ9OH3nidG+xQZ930ihbLtiFPOyVdf5TUFYF7/EKl+/xO7Pvvp4PrsqjitY+rEVZO5",
-	"4tE9Ew5H3XSgD8qhwHVGLKiFiOTEuRrDQkm2kI2FM9FL48AppDUeSwXDFEhswN0qBOePBXIH44BHMX5B",
-	"JmiQRp3bUKyE3+w+hmu4AlYOGixkTfhMT1hYqAYMLLdcTSbETQyRZZ+rifaPKZY8b3SRrItN+jKt7vNi",
-	"OSfoo9Cce4IgFvRXKyBHbKmsASayWMNCOF+hK5nr4esxhdNANyXAe+zJF/1xI6mi+MI7DqkYUX+KVcKy",
-	"3/K3T3xCyFjHIFGHhUrIOA1foixkTeffJdcnYuaBOOsrxlZXJqvdE7Jm6GGtCvvhSvIUnrhaO+hrrayx",
-	"b6dS9opmWC5mVR5Hob5Upe9iAdCwpvSla6dOuKF1rNYA8CSU0UJ4Qv6LnFaRKCgG5j/+4z8Y/mm8MxgW",
-	"ljJ8KZsGwU1ozVO9tM7jh+4u71bH5yZgq1Sr6VBRqhipRY4Lo2MD7laeYogFarmONqmbMCc7L4c4pP02",
-	"3CUwdxY63/YbDbcIYhZijAYiw0E/LuECuB4GM8eC/UG8qppDAa8ddbvsj83qgOyPUsnWLP4StQRWYtku",
-	"qnMDpAkPTosVe3k/uHh7ef3+7HQE/Nx3Mtbx2gNBIZchbl/68PL07GL04fJ29Pby7sMpfFkCagGF2yVu",
-	"ZYjrxqMyliyYrtWjba3+cHYbsgMWnp5dnN2ebWYLP6eTwtDfXHr4ryeGXojwcGERY4HJ0QH5s1ii1VSk",
-	"tAk+MEv+TrleN+8G7cPjV3kwUgGR3A1rlWogXVuG1TJ8DdJIedR3H24Gb89GOPhtQ+ZsIaN7rGs0AVkY",
-	"4cGihBuDIZ1L5TBWis7iJNGrRBp7AuuGuMErbph4FNESFL/NhSsUBXlq6dxI4BDwCdqtYd08n5wmeszx",
-	"wswGIOIWoyCSe7IeGw1HFkZUOEt+H9DBGS8jwcQjj2yyDpyFCQ54sdFKFZ1sEXxUA0+ndGjyVdFGMPcx",
-	"XOLmHuMg23IOQgFe5c2wBIjsHB2hAzxWIB0aO2wAKwQV7Ltu2Np7fW8H1z+c3d6M7j78+OHy5w/b91or",
-	"0bY8nQpbitd0RAuyj9IMphTxNAcyMFleZrHrq8HtOzx3g4uLy5+37aybJrnp+3gu/G5zO8MMbeenCHIG",
-	"JSjwL+x80uNEjkM8OqlwoTdNsiyY9TyR6t60sm0gOsGNhAtVgyT/Ziaie2CvZHrias3GMJPMjE0Eh4RW",
-	"nJ2rXTM6+5/nN7c3z51bUXUlisVaCRs8pomYCzgIHBB38Yyw3wsM/CUKScxBCDfEjKsKN/Y8/83Nx8Ig",
-	"M8MyqsRuUG9uPjJEoU9ADxRxHTAfpkQQclOynKvarrJAsx39OZgHlM9KN0PRxkXVSQiUgTuojRKaVUYU",
-	"BL5Rd1FhhgF30RaeGBDcApp7YRioxEBCGPYFBFQIpCvEhZPlsIzcAMImPC0CdZD12kFL1K3QJjzj0ysF",
-	"CwVLtLk8lDnhpGaYUmYvdwAlNZF90jhgMET0eJQGTn4F8t3FlHn4RvEgFCxhEVWcrq7ERcb7IDSg1wxZ",
-	"HT06ZeB1jzmZubgxdgwXnjXtSteFhFHoUe0IDTPLObIhqwsh4Ifdo29aQR7yhDcrhhYastli5GE1wqkS",
-	"4OSMXGVwNFwRH1ll6vBRC8RjIq6YJF5Vk3NBIePFfAgfpY/RPMTG8DtD1bhhfqFPEQkr6RXlAG+tfEQ6",
-	"vPQSFIdiiC7flisTbBA4s3oqCC27CiBCpF9JzMpTn7BVeKPif3VZOYXxHXpvXZPqA20cMgIW2CJ/smY5",
-	"OumX3q8dh83f6rDBRlzqNtxTUKKREDcRRfslIETjU76wQgUwE1UKSi1fwec3N3DWrwbXtztZYmQeiMuU",
-	"eeNckqhRy9nvrm8ur71cmzecNYlgTiHeGSTm2GWqNjQK3EuQ+PmcT3MpokeC4uDu9t3l9fk/6BqvM59V",
-	"rXQ+5ctrF054qDfZhWT7wzEgAnZBG4GjdMKijXuaJB8M4G8aIdigBMXZOmHhzz//3C48BW4CYnDo+3RT",
-	"fAlTfHt5/f356elZprCQMVIaRkd5vKRaXGj1yzPVshIYmY2PNRGZD65/akIrxplP3WltR7tNBB77igDn",
-	"d/li8P3o+uzm7qIkbCR83KYkOePqSoJeUFAsFjxFwPu6S9GQgwbWHJMv/NWe63VlAdPFkBSVq5JaBaIh",
-	"yMukPBdf+8/L7zc1sHr0pqeBkvsZa4WjKOMtmt7F5eD0rNARyWRSTXSIfkQSZ7OiXL6VY2zl7Pbd5WlV",
-	"cKUtgnkhvqdBelAeVImq9xBujGvrdT6im9vB7d3N6P35zfvB7Zt3e8iKIRaBnYqYeAFPo5mkDKGi8Egj",
-	"IQnAqR4O+QGB2bZIQieeCaRrPk5EwIzwJ1VOZzYfwuZEBm9uzz+e4fj31pxphU/ov9yKbJDk6Nvs5Pu7",
-	"m//a0UW1fqoX1n23zR34rghFsoE4h8yHKvbSb9uO6ic9xlDU7GBEM66m8H6YLWuf2XQpQkLi9FeHQOGS",
-	"2CwRNKKIsPAaPmsP4L7vs+Py0n+4zMXF67M3l9cbdF2c4IMUq8omwAhJz6Tp8lgvMD7A5TygdjEjsUN7",
-	"DlKVJlHXxtiU4tj8uT69/HC2/Vj7UJX8DpWGhbTGcOTd+hOtO2xhNzp/a7iKWdoleAFP3WKQItpvlYZ5",
-	"825wevnz6PymSMFXd9kCulK+hVYcX/BLWNmPi8sffjg7Hd1cnb25vR5snOdNguvX3piIa9tO9LTtYlvC",
-	"3ARUqJO2nLNEFryO6Mqr7sLb8w/nN+9KSvZ2Huq3wWudAhNXmoTIWtyF8jICVx2dfxhdXV/+cH12g/eQ",
-	"P82oTpC2uvXgBk47uLq7DQ8qb7ktwJPp6KHuOKG9t3Raetlp+RbG6Eybo9vz92eXdxsmTrRCehR0nqby",
-	"AQ04ID2T1S2TwzPno4wT4ULbmmF7Zu2iDa0gBKte2kI0+8suMy03STRuYm/NokUZWHURh95qfe+7looC",
-	"nrBYFXX0yWhV7o01fW+9Qm/ZMXV63UQkSUE3c7ETjFPQK0uBDzfDNr3dnkvVRr9lPhXMukNDiDkwQSVk",
-	"I/sQPmpPUx4VP4VxbRVyuBWepnovyUj0X0hWt5eXo4vB9Q9nJXuxeIwwx5wgBBXFgca0GycO2rs6d54Y",
-	"3Ufm5XGgCH+KrbBuQgbKlX84F3Odrtl4GU8FbvKcP7b9r236FVMvNDFIm66BfYOwA8Pz8zl2JtWsvPH7",
-	"s9Pzwej2v67Kk/KQGOhDwExroSyl4lJLCAOUl5j46e7s7mz09u4CbbQucTeLiks0KgiWg6hJ1SIc3ioC",
-	"a7pb7pMek5eCFgmZiQcDbu1z0NwpO/ZCaal0AvuDLVXupSx6QsqU4J0iIClaHt3DPCJR7h8RWbPukEhu",
-	"zq4/nl1nkgHcB7lrOdJKUZgvLYbbPzw/+W8mbLnCGWNB8eCsiT5C2A2e8YfCsqAxgBv2iarKgSC/EErE",
-	"rRxortB1xB2ehQ9oSuyMpQKXIksEx2IUxt2S9E6I/uqaHQg2+JxH0sz6hBEk2oi486ROmYHAZ+eBTsJE",
-	"2ifOgTMsIXP3RAMT38ToRtoC+cEJyYgT6cEhQHXbObdjh6u6eYEuRIoxKYiTkmuUWZCs8VllTi5ACjCW",
-	"r0XsjgQwiWPgSHuMokx0t5fXZ6O7D4OPg/OLwfcXZ3WKLxIPFuQAkeRKGztNxc1PF0CFqC5hbBzQU//g",
-	"4P/9//9fYSubBezGmJuKFwgLL+Oq5fFmhk018+6F3IWE5Otrdsy4UwS4u2nQToWYuxh9nUorslJoqS+y",
-	"kVlAkDL3FWqrC3fovOl+LCBCIpFi9qLHEy2t7bu721ssn+O8EYV19bdzboMpXd6kiMokya7vJ8Vu16g0",
-	"bAz8xg3iG2JidQV36nSz4Mnz5Y31cMKwPg+tKYI1clr5vqt9F559uLy5egOXCWxNG8sMNMOz68u3NyFW",
-	"pUF7wm9LbTk8P/3p7vLWWZilzYrs0XZh50doY8ZOgHONyacslasYw6eijY9rBAg8FZXbs9Y8Ie3z1B3M",
-	"4ENjGvDZKrW87IYOJSr7GvPUke+zpcKCFAg4HaPffpDtf7GWEFnCs6AfblF2avLce5F9lkglhgq4OYaZ",
-	"Bu6/LkW7x97L753R1iwXTk2yKVdmIlImVKRjyjUcqoWLDvF6AUmrrqagw1BAj3zC1yItupRcPAFWZMcz",
-	"HviECIxuamPR6qNuN2BHL3sBO+72YMuPu8dZ6MLPYgy8/0EoZAlD9ZUHXfZYoP5yDf9n2wWDtDECBe2S",
-	"xgUzOFTYHNUckVVXqvJVFvY0Q8ciekO9l6EHeljv8NtihKSeQDtJOQTTxVZ1Rn0Q/X2VGGCYrn534ILM",
-	"XQYSwarAeSVrL8KRSIT+0RWhnEdYkz/RUzJbOVQbDPNy2+5wfAPPD8V8kWDpOtIQA+brFQTEWFDYJTgR",
-	"DCHRS9vqsEsqBOLM5IXNpW03m5vcdOMobKy/+NHo3nI6rRKEAIP3HogWfCE7az5PQldEvhKAwfOiMz7I",
-	"pfQp6AphDuPi5UpuUBfBvt5cXt/gak4mQK6OETiwlLAd6dS0dSqnUoVskvApeqwpOoweQ6/NkEIW+wcH",
-	"M23sL304MhjPb9g41SsDM0WbEsjo4VdOllTLJAkp0J5lZ4ZbisltLxcthzmMt3oWI0lrMLg67xO2wCSR",
-	"05mlYWS+M7KcXbqBY28DpI82RgvpJKPs90gSwGknBK1MW4ZyG/f+eZoqmwqLtXtd85UWB0miV23XJ44H",
-	"uRN92wpY6N6gHj0qGnb3wpsKjYu7cq++I7ZEUVe4ee3b9QKv2/LZrFjWBRKDZ2ocVxAX0AjrIqTa7/lj",
-	"ezAVffaq2w1PMpnJcQ7M4saxVHhFHsb05PyxE/G40IZglWrGW9IlHFJJzXorjUSaTyjj7MBPMgKgl/FY",
-	"wsHLSQGe97Ndw7HgSMOWg5XCIwBnvrIEGNb5kafrPnOTyjhv2a8wVJeTib+mdvtB2NvzizOCESoY2ghO",
-	"BDnXArPo0fcRog/AzPjh8asmPmvhDQwU8R+hA9ZHNPs5cITWCWEXlqosONAYNGhMEZOF3BjWiGSCoA/Z",
-	"ZSqU391nBFK7OoJ5HHdIIabCh5SiquMhBHKnSEKmaqPZVCiMko4ZBdAaHMW6kAjScsFtuBx/5LygGNkG",
-	"vzsvi9eJMaorKATthQcusQuOUIXFIk1WeCc16oO4fbso9/QJZbtWNNxu7qqXGqnvp210JCF9xQbe8xcU",
-	"BBudZl4Q2l08DUfdXtVRl52BqiMs2+BU8GT+3bCR8jkn4IZhI2TN7EPkB1hvHQWuEZFCw8kHnrqoeq6y",
-	"5CTLvXaKGJy7IjMGGPiYhpmOfXKQDw9MtL7HiyHz9GRsmuQJsprkgZcoCcPcrdYdWrLi0rjyhzuddm4J",
-	"X+Ksc1/gHt66wi3uVXpQQA2aC1yINQcp9EEo4BkojhuP18GMiFJBzHcPpuJ6gIOMnGzLldhy3ICUcLdN",
-	"/cr1jDwIG5eEk39LHMuHiqOaKBUi5VquCKWqw8Kb8x/e3V2FLKV4VZPFSfX9nYrCu98And47lBHQDOf6",
-	"QRBeHuh5Bn9G8vYGcWpC4FGh4jqJU2Zd6XxNPk2GkAJo8SsI4aiPI1YO1ZKgi3KRigepl4Y5ngz7AzOb",
-	"6DRyAUMgSfoYydaJQ7RyJSmwd+BCY7gnkknby2Hodg5jHZmDPMWjM4/Dflbs0TjdDKelxIrmQzDyFPxl",
-	"WU6OCS5NK8hABQnGEDvHdmifvHf6hWEhXRAyL+mH9YSrlTELmQJOzC5WpgyzQpR972XAuAdyBTXDQs0n",
-	"UEY9AB7z5XjKcH1UbRE5m0NHnPgYNnJDEa0WM+PDVqkSaFW615PsusbLC6/mnzMPSinsoPQiOSCpdJmn",
-	"huplF3pJQxqf8HNSPIPuHl3xlCrSOZF1qJyKZIrGSB7HaDt0TJADP1ug5YHkfZIobi9uhuoqS2vZcfC3",
-	"5aqgIqdABpCmmC5CCTJkWihnyZywwcXVBxD/gajKGTMOk66QbZMtIvJGjgEJmYUTGkZFiOSqoarmxABh",
-	"S1PIpOlj3LDEyqn+rDOYl5wgmQ6Vw0kdZ5omhc2+GRh39h1tzriKzQzNKyrO5EYYMkwCLoSgwpC9PPsU",
-	"9zInyLExJcobjbEsF5ld84HC3+usmijMhcS73GA3VG47XGWtRaottRiwN8v0Qfzj/U8BIzCocj6Pcabd",
-	"XqeXUYvDgMgqazqZxmuJVynGNIslqhXwE2ui1okCOeXpUl7fUHU73c5Rq18Yqo+7osRuK1QEmjAFNcEz",
-	"f/XZ9UIEbo0dXRh40V3o7jLHPAinXhfcqA4FgtgDmpIDEl0dHAq7/X/+74D95OJKfXYJUEDBCBqUa1Ri",
-	"Ro/vCzaOFfcNpGq3B4jFjWZsKm8jhPUQWJ5caPp5PWWyY9JNyOHiZq7cGH7tmRU094PGEslwM+IzF4PG",
-	"Ip0kiKFiOuyDdkgXlt9jNSqKQ81OgytT1c+kHBiYN1e4q3NeTHhF6EnBUzrjEk1pmfw2ojUf4RcjDHnp",
-	"sDAWi0SvDxYZrRzwRKTWdNYgDDudBB+5UjPEiecZEZ6KBU8tobB4HoD4rxOOpUbJSEHlXIrUlZ0DWMsq",
-	"uQc5vWPlIGkKJ8cpAecbnbA/8FXPKv9grhyqW04U8+qSYEpRw2TZyGKATR7p5KQAnkOn6Ym7hzvsj6zc",
-	"35MxyLsq/+ViIUcBfyES6wJ2WdMHeIYl86JUxgpOFdD8OcgcApklZ1BfUJDV1hP0fqmy8d0VkaWSfC7O",
-	"KS/gB0twI3zl9eIivMiXcrG0lQC9jVKGsEONoGGlxYzpnH5LtymeqIyYMnprBI0MCafR7fQ6XYcIC8pc",
-	"o9942el2XlLG9QzTjungwr+m9J9yKq03pJL7gqA2Zzz1JrjM6oirEzhIUukid7005DlL5tcxfL3dDdQv",
-	"u2+cf0ZaqmjkpBgqpEq2j5ngqR0L7kw6sUgEfZGZas1saQ2LUWWKEsFVsiaF33WBqNo6bwiNplnI9FCF",
-	"U63ECF38voRryJq9LpKhmQEZkUQC7zmDfx86jlJuyKTNzVBR9fgAbukpGiKy7BruaM2vUIfdCoX0L+J8",
-	"WGSDpWXAOGvUsvDEcLbgS+MKUWbr7JQFJ2aKlVs2g6dyiH3D6NHA95B7qbhhMBFYoinV1MLnL4zHnaAl",
-	"hkttqGZ6mbroByyZz43NR+zLH+ItQEXPstG9QB9tdO+raWX9mBf0g8mRG/k0FcL5PNx5zMOEfP3/zUr5",
-	"rcy+7JQ5EO4xPR51Cjinrs8O+5CFUzjjCSqydZXsUf2hFPVMtzmPG/3GD8K+xdOENYTReoZn7LDbRfwb",
-	"Ml0iPNkCe4UvDz45gA3KR94FckIdYPL7JhYFuVu5O5x+O43A0xCAEoUFsdxzDDPEgtZH3d62frOJHNwp",
-	"7pQDEcNHx92X/7ZZlbJA62ZX43Pul6SWHT7jok/NHVDaQWcchgEW7LA1wNbu5FjNVjzH48FG0dN62PGQ",
-	"BbyApJKjLNGc8DLavdan9CIuCwFGUCJwBjfjxDCfiuWozvKpyUE2Ec33V/jaSftbufwgWcHVftjtFnzL",
-	"XmDDnBjWPOr2CrXfKwqZh8rdjHMvW2e2hb6jCW2o8MMT5zFKyFTPzX2rg0G/dmkItjsW05THwvvisPAG",
-	"VasxzopcdKqF+j50wAv1WH51bmnWRGMU6t1UCJQniUuVhxfQMDMxaxX5WuxowIE/0O98AtJGtExTFGN5",
-	"khi6N73hBFt3qRsEbFMwoQGlkXaC0kaaKt0nB/pkmSRkI6hzlxM2+tpYhEV3rvPA+czF44wvvUuk4kD3",
-	"MOJUMzJJgPOTyxxv/JlLj5hIJeE6w0V4li+dl8YGjRJghJqaQiYpKEhwQzIl7Eqn92yONXddrMawkW2d",
-	"6xPrh5Yd/7zk9neDPDbDRuDeINeaVpFDlTd2Gd27yZJxkq4GlxKJphxuMRM2SbzsA2pNAvc7JYyQ9T6z",
-	"XsKhWMB0lwvErLjIIoQqIQWGXA1u6Mfdb9DEWh98gYl3FMbnOnIcCC5dbyLGXGlv3uN+C2lL4Pfj7jfM",
-	"an2C1hce58I5vtmnfIzZUk1pZc09ClFc5uEqlBbhVhdZRR7kathUWHbUfY3T2AiJbZ34I+hCloG0VjzL",
-	"NCjYwlGI8MILxaZ5/GaygOq07CLNmt5UsLzBCV1qGDwL7/Jisnk1tbTYI6W3onmdG0Y22twnXwhwCX9b",
-	"8pQrK5U4CDFXTaTkLmAhOYvggJOvqENHvmMfrTc/EgaHj1p1/j+PSu1TbZ3Hw7mlYWKYEkbe54wtjhzC",
-	"akhhoAajaLEsqcWVNX2WjxU9C87biM04FFGeJEjVGVvLUn5RyS3PFmTq1JCxfKgcr+4zfV9M1U5GQCQi",
-	"zuIYpdP4ZeyOQL8ES0P3zjiryBK6vQ39qatJa6H+350NTnMLV2bIqIYXAvUHhQplfO5j5Mni5/3GudOZ",
-	"MNFzoxkpHErjAQxcpQZC+sbSKiW5MfA23HIIJBzIvouz5jEb84SrCKECKSgVRWdK8UpdsYM8monhXGna",
-	"76jZTOLNLvL6iNCIL4ZqW0RoAYf8+BVqORilpSfMEDqOY9Q6HSojE2yaXJZo1Cl0Q9zDnbB7kTqTB1qe",
-	"KWKSSqpwDFDEqhIEj7woyhj0PvFmJVaRniOeckxRnk6eL/SaXVvQvYgpjtwUzat5WCsGL2Fca99l3mhV",
-	"ufjQg+e8J7noguQxVE0nVuO3rcDxdHYvFrZNJrLCwMbCroRQvhEzVE2KoncDpEZO3C2Cbihy0+VWe8rD",
-	"mXEVJ+hiG1QCX9GPh8GvpAasyKNDBp0Ui2OwOWVyQ9fkcHc+HHc1+tRpL+0pDasOl2CpJ1hcrNlitQ9r",
-	"8X248bb6jOcbRuHd3BJDspqqVKFm7xwNBPbhPWK+NzVlk0TruOSzUJpNuHFVWpTz9ycaiGSZUrF8EGOK",
-	"20BWMJiqnS1hpG7IuAPFo4GrRwcQCyW536juIlo50AvgvfSxJreLW6pUTJcJT8uHDbbeb4vLe4B1L8VY",
-	"D1UhyDoTzJyjC4THtV7mqRi4jZjJnS3wFNV6xCGpMBk9QeC+/IiT/YP82gW7vhe5K6yyqVPHalrOfVI2",
-	"YqGn4bj7cqjKEemwglksNnFL74XytyqKEihdBJ4MSFi6F2Lhds4zER96g6vm8AhfMoOQpK6oDs7ohckZ",
-	"CDBi8eBkAipMZBifa0I3qs7fnDidgrgdIiQjldYHwlutA+o524Nsuv4wddhl1QaPXtYCp1skcOe8OipG",
-	"obgTgSXd/PF8RcJt8+hlz0FNtzpZPg1Gq2AshhswAjCT6aWcpLOZO5Px+6FyyTNG53Zjm8roHpUD7vI0",
-	"MCWOZ5SOseVY8dIZmAICS5JqaYXZYiqh++qvtJVQDzd4pW8zmeRR0MvFl9tC/oRi75AgG/1f/vU5KMNA",
-	"/vLr51+Lqv+FD5QgfZPHEv4q6P1OzSedv5AAjQio2tRp/kQ+BEqrJyzM8G8pJ+3NzUfWDK14tAeReQgD",
-	"dv32DTvqfdt1QYkZ5y5qr4joHFDA6NrXRSSxsQTqijjOiCPrkJ49ciz+myrJjzjCsp1dDRzKs0N3BpW+",
-	"0hrZG7L2XGk6h22Zjco7rxyIMV1/MPMtnTNXkCwHZM7R1xXV1RpivireTsoXg0NPlrvKssKgDhkm9110",
-	"2Fs4NQ4fFa0UjIHGWZhX4GcU+BEG+fCCs6tBcPpuEJxeDejbd1cXb9qHh697wfft3jdBr3t0GAS9b3ud",
-	"4+D1YacblN86pLeCw+7hq3av1z58edv9tt877ne7/wjgcaeHJcLIIo9BD4iDg1jJcIVjtB7lZDo9rqCC",
-	"uVRZnEB/qMbrwioTn50CSbs4E26xNKSc+JRrlooliTHCAWi3gqHKLTsVhc8BQZV3j0wAQxW24TzgwNsO",
-	"ACO3UbwCnufKfiGGUyeLIHdTHioQJAgmfCHSKiH30YtBHHKDKkFogKtpkfDIoQvkRRnhqLGmzyKUioXu",
-	"RTgQJAXalYyEM/2DfiKNlRGxaN9rXqIShX78gHIRjPfedYbqGmdjSmXtxiLbTTgWThX0SpFMnXUKjSXr",
-	"oYJ3YCVYk7NIp6mILOYTtGEkLJsj3JuEL0ZFKCQIRoXR00WHa1sZjENl8DHkeYEvRNImmcz7I6UHXkAB",
-	"wBVCCLrdrmubGOURey+/d2XeMECmwPbJ72xXtJKGaoHhjUkpcM7SQCNwNZW4hWs2aaFVa5kizeDsSUqZ",
-	"OJwOLz1Y7exmddfglTY247hUEiXDqnzWNbhX9YYc23x3Ba/PQcNz/XJPVfDuEn61q8L5l93o+VpdLi3I",
-	"W3XX+s8UlGZdMglle9GZqhw8F0Kwmq2z0rSZQREbcBJB9290dNShmvwZ/JI9sUs6m+iUIPNv4GKSro5S",
-	"YDHpCKH9nAyRbdKXy1NH5Ft6+qO3Oh3LOBZYMufo/2PvW5fbtrW2bwXjmW8sfaVky4mzG2n6w3W9U7c+",
-	"bUtJ29nsFmERshhToEpQttVJL+q9hffK3sE6gKBEOU7q2MlufyWWRBIEFhbW8Xk697jiTC7STMaDLDuS",
-	"ObLOPO/s3md4rv/pWMWJHNg9ACmwf7z/4kNt5uNxMrKmdB8D1xsPlAuyCl2POM6TyotNAyc7izfqcTqe",
-	"vYIhz2Rkrn0yGj0SntpM0cBvNeKiKorueOVW66qsGgwbgeVWAYmTd6UZ5XKm7krHhro2Hyv6Solwg0vC",
-	"Nti/KrIZ6mKvY2iNR3LsyE7eo8BAM0I54Ht14+r0cVaIMPe4gBMn80lcECdPqwVzdyUVS+igteLCIRGH",
-	"KoQhYKyAw7RHYgCkCCQVautWo7qhbjggY/D9nVVP4NRLNsQY6iy8YB88vrlu1fnWn9IVLR+yRir8esA/",
-	"ozefP95RdbK6ro3VxWu2UVNu30dTFirXMiXRfBiZPlaFhBovypX7E+1JN0KFViTb2sJrJRsWlKD+sTHW",
-	"ejeQ4GOnVasbF9LtCSQJypW4yKH6/2IR6ipNx56I2nr2Ox68jN9KORcmdK92VYe6hDiljJMTei2UBpzU",
-	"UTYjgHxCQQ247b1QGjAcQs2tmliw1HSwrl6KDetg0T2AOnpG3gowgsvvguFply1CTFYalLoFloVMM3pr",
-	"rugXAIup4lBDmACwuKTX4FCFgwYXlDNx1UwU1QKGGhsQ/CAmZdvJ8ucqsUoisIx4V17Jq3hqrO1pqlUv",
-	"R4lB/WI+uXKxj1qnXFhi/kyxz1PtX/tefESitqnugvfsYWYiq41+UWaeuzN0LKbgECYFqwlZZFNkqYf9",
-	"6VKQJSpxqKnxkqojXEe2a60hhmvMXd1iDMk5t1rdkNLHEhWHbjfLs2mGEoofcY1zz9t71vNm+DgD5XhC",
-	"8Jfe7wFemVpM4IY+gPWyqsmzKaSTZxJTncscmC7LiTs3osdQoMwNhjqnoJzKPnIOnSvjeSrMDcXmeYbS",
-	"xTKqGNUXwzjcy/r30478AbKmq/NNxRy8jMRCkOjLwG9/ci+VGDHXhN4Az4HudgxuyZgQTTg4YEWBClDh",
-	"W+qQW1P3QInaewF2YcecvenQPmg4xYonopePAd27yIQqG4IYoZRLz/0+f1TFLmNGCwnTj1/F8xw4FTIN",
-	"1R74dJ7HoVtYKtyEWKdA49blBXGyyzKOWi2YyfiYztuPDXDcGRXg+1Nr9aNHJTIZc2ClXgEvoWo+YVjB",
-	"OfINRAOrQrAz9AZlxpwOCbXd6wGKZmT/TZDQBroowGBhmLpgJZAQrDJNBKFeIYYIllgXgjoKhGAdbr+9",
-	"4yqsvh3YEhy960hapyyI5vix4hbbLx9RClaUU7cKU5hU4M96hOgG1d2hlhcZAaqj8muvRXFtVHBUm8R+",
-	"XwVnrcVlRYQ/hlmFaBaxAq3g7jxk9a5o1Kht6P3rCYm1sZ17lPc+UQzqYyyz3fsI6mstr2WCLNufQbTr",
-	"GOtzKw1ffMA3JlkBJ1vzbnsQtRQKiLXoa8jjYjWdZXYzMnQXpRLI4mMA0kKCSYg3LNuw4ZyFQgRobvEd",
-	"KAJwv1hUEN0YYdXr8sYW88RkGuPT7gr2ZLDIQEGHskv93MhF3eG7b3/Xx9f+hGcgPmF9rv0k46mCtqFC",
-	"6Oym/dfRs8CG+D4YQ6iWssohEJI8TigHZR2J84dWqocG237INob76LmnVgT9IpvxbBDWdX1EO7gjiO2E",
-	"0flXdqqXfCfqeBtB6x8VhDvo4eVoEv0uABAp7mdaAFlPl1Pam9iWs8BEJjZMYWuxzJkMqSZQhTitbfFt",
-	"VkxENi9m88KIyyxk58zLgqfZ5VJNa+Tx8yZx1EYKCVQwkdU211hZ6m5j8E1A8QDZoUkcaCBOG8KaFF2h",
-	"Az6eJaT76ftpoudsTwUMflm07K9a5re5fdc4GRNLZ1DiD1CPxNhxr5eMGcVNRtfYYZV8JhhKhoqMTSh+",
-	"S1UuNYNX+JO4idUfFD8ou6mbbc+JTUyo9TxNnYNT0VoUQiLRm+fXybXCQijQ8j0rTDdyFmoCxrgqkSXt",
-	"FTQaVy6Nb24yLMSHHU+0Uc5aaoufSh4zgrFgReCXqSMCKxYbQIqaj53Aezk2nsrmOVhZ8kUrUtFYwm1h",
-	"AJCy94H0OD4xy/lAWhNlf/oTqFw5whLX6mmzLZ4olQGoiZW1glFmTLmVSXYyrdbputm8Rtedc0mG1IvS",
-	"66HHNpBliJfd4WjBkkJE4XeVZ02qmfDCoRTuhwpsYh+BQlZwIghN2n7OZHuhrmgzShoX2Xw0qZeYfkVi",
-	"Hj5kgDd/onjB/SWV1c7Txwvu5dZbxw/buRgGFGmQVjggt5YZFrdq+Q4bLo1QJgAwMNH877UdVygZVohD",
-	"lg+2HkzyI9ucX3rtBHmTd9p+vA3vqJeoZoHucizPAeGLQqmQmvPgQmJ1S50TDQzKLriTxDXMhXpcwj5T",
-	"2BoLsceIgewzHnqwipLj/3aVQ13hPMFsGzctsj4Wg1WeD7cBQ025sO4a4hrrFZMgFaUBZA1RKGW350So",
-	"UeKQyIQwNPCUAvupR91L0ou+L5cMvAz1qsjbZy9x03Lmju9Y5ccJNdSo1rLeiMbz7ZcV7p1mSRCChxx0",
-	"L1hvH2MEWM1S8R1K1loMe2HloxvCLMOW3LJbyxs+Ben5BVx5IeKa2E9JRsaJjqkJii8H4IbGioaukr7B",
-	"i1B/ERSiooHIiiAuY3aImVKybFJDEb44CgwKccJF4NNpUoQaiAK7XNPLLeVA742YEdRMbdfgYl74TaDU",
-	"9Bhq+ypBmT7DrtDc203wy4YD+wAIdKKS4LWxVvMSU3DTB45JE8PDIBPaOIXQDjVkg9A7QzBkrC2HJHSX",
-	"M9WuyJDy7OQ2QQut8QbSoBZPfcVEpYDgaq+FyE6qxgU5PiCZnn/kTQDD9CyNdMWS+g6Wsky/VGya5/XO",
-	"sSeDl6WZ/Ijmx2CZCHaJgDtiFnrRWLFUHtk0eP40s7KGebtuxz++CVPhRFvDe9ausVis2/kBJotvqKDG",
-	"gq5hNlGqtGmNe7BcNLuhfh+D2t38aKF+L0GaAwJew/QnxlmaAumojkP9PjRcpWPz6XMhEB/wZ5OSIx34",
-	"ZvdeMcOPS1M8dYGtVfF3m4nOinObkEN7cWKu6tIRLixZX4v4yUuFvlOFTNL3aJi/kNL/MlT405VgnWpV",
-	"zboFDk+LcW4DVwzuYkJmPq0X/pnM5VQVoKv+vdqQ6CbCRUDXVB2AUvIJCkscbQPZ6mvVq07tJYRrS9JE",
-	"MOhQOTfIiCMKyFBjmZPfyVMiZUiziunR6kTc7kf+FVZKYYMhuCzbq/0U2Mbl5wOR8jTLQ71Uaggvjzfa",
-	"rediJToGQPXHMyGxUzqT0GZrh7rRdfCAywGv4J4iTptw448/fq1xgH1aqrW1s6eM6pzKC9eq4PUU+vxO",
-	"XLrvCEytKc2JBYpO2IMYz2wVM1mGSyBA/gD4rhId6n9TxDsQEQSyrTExg4IyyCAIHYjz4/7BWSAuEmlE",
-	"g/MaNCQrGJjbSOWFB3Zq0myGzgUgMQK4hfUq4P2gloLwVdx9rBcQJ1rmC+osxbSIIZohbObLcqp8RBvH",
-	"FeOUWamYhJhet+dGBMO3bwbNl6BkkqlyzbhWviQwoeRZCnQ11m/H1lVOCth39zBNCeYC89/uTUAbUM8r",
-	"TSldqLMbSJBzzx95j06rhxwYEg2Yckx122Ej7B9SLKhvRCeond/yBztoKvliU+Gil2kq1G9zmYJ7hYOF",
-	"csvBDdOmltju86Js3RcNBNIDKhTCfrJKD3EmkApgmXYtWEtAC0yvqLVeHQxCvZYNtlllo5AFOvjUTyiR",
-	"VwCSRNxsyGAIu8JQSCAxJeDV7vazKlPgfezs3ajiIDP5Pzy2HlHGpyWjOZ3Q1UlhTeW7GjDOPL2xckSA",
-	"GvttrqDal/QYCGnF7sQmo43uRiwLRCLbCFZacoL6u4Hkfvjdfv3Uppo/LesyBbzBTE/Aum9z7hJ7/Eix",
-	"fgY5BOu3lVwdzpaQ4kLGoJ4wW0DqB8ON4JuQYvlCbLwV+60rNPWWL9t6OnOfVVP47YdMMtJMbxokMcII",
-	"FxLd2CPKw8DCcwZtNVdhDLhYeL6sTT3W7NdHNTtQ46wHuETqJ6suZyqbpUrEapTEVMiMEOgZl9z77n5b",
-	"HBYMAp5o6KXtv3klZnAA+L3oY4XmCxyXKjUKA3iQEIOBBKE2xQJYjJQq7BGsCyAvnMLIgGeLYhmvz4+a",
-	"HBwn5CAjr1UcWM0LJWZgZ7IjKpGHzJqvgCfhauSoG0lwKNFMshvTJbCsPDOmBehr2EU5mufXqmILOakY",
-	"WRNDC7cqocau/qnMr1TcK8vTWbAqNy9bT+3/yvsTZqh9QKfbAUeCzXWTxHOZGme9WwPKjvEaADurN3EU",
-	"ITfyWiFKhJC3iZc5V7eIGwTbDuB3JjK24x7shJqH/C+O85T8wWxB8n1e7or/h0g6pozIZvMiTVRuEMg+",
-	"5cgP0394PCsU/E4AeGiUzABAJK4YELIQ/cPj/T0Rq1kxwfQnvhLyCN5Jbd/sgum6z3wm8McbVi+kEYhd",
-	"YP8NrTcgPqbZJUyZVcUFNAQASQAvt2ic7/wciPOdn0M9mk/nqUTr+3znF3i/f+34K9IMxJvDM/jEWxGe",
-	"xFB32tswOxjRp9KqolMqpZ2lGf8+K1QK6EN2vex/Z0aJBhBToHUEVBQRTsMQ7xgFTouNoXSIAL2xuBJ1",
-	"C9nvvshjMm6czoFlYQakyakibnAaod3H81jpIkGgChTWgCXjmWjsfdVpbiF46//+zzPsOwuJohvqLTw+",
-	"ZB+GEuGpsXNN5kUylqOiPY3JSYTZmyFXtMZWuIt5khY+wqMfqHT5Jl3m+8DsRw+XnkwAvCvqALMVyBYO",
-	"DwXlwSmVpR1JnBYo1k7mXWgAciGOOyCxBiQBWbIRjtSGuLXZ3rnTMu/5qGl+i+ClKghL0KG/CvMg1nDA",
-	"CJKhvpuMOTF3GbrneFLdr8d8UkzTj2gxt9P5d/zu7/idZwMylKznqgbUy5GOW3by0Fb4fnB85HAS7hW/",
-	"ewpjD5Q89HU+5liCNW2kJVYFwwpl1t1llqo0u2yRMUF1GUAhNtclQ4YzOiB7JBpoc1sjM/AAITHn41EJ",
-	"WUuRCir8nH5PRFeJjhEsnSYralpT1rh2hrfZit8Ralc7DGAb7lJXpgq/9zR06XrWabxzvJxzGl+uT7/z",
-	"YPrFo4vbo7bMdVrGyojLNX4eDYPOT4eIq9SXqumV95X67r+3Nu/kdHh0+urVwXfD/tnB/uB8L/Ixq8sD",
-	"DzgTccu7YmMByKN8WtjZ64nVYj8+VeaGHLeun48uVguzrGmTptkNC8nOY87H4Hzv8OTw5NXwX68PXh8M",
-	"//n66CgSjbLz78HCGP0R4lPckYfFwAn0ZvHMQ03yhRxdXeYAoPE2u7h3KR+5VXciIdW6bUFprNZZ+dDJ",
-	"AUZ+qGus/KTg/sg1Zr2VsbY4Ib6obqh16bLm2Y09MMS1zBM7/8Z7OCAOYE+E9Y6hMMuKI4LPYzHXJbLJ",
-	"YWXWOre1GYjf2GEygdjzXaqe+LneiZb+UICQppioaagb5RNUHNAQWkalACwYiJHSRa4IE9qMJOD6QFkk",
-	"xjaYeETOiwy+jpo9MRDfiJ/FuedgBuIn+Ovk8GzvqC9uVHI5sWfrGR6/P0M5SQJsFKPhlYTf/sIfAn0S",
-	"OYhXIvMCIUICyunl1hGjN1wns0g0Zgh+aueZEi7kk0elS2ysw84LRR6aPVSBCICP5uwtxdYbP2VpHIgf",
-	"sonUxmSY+9h5Ifaz0WiSiM7Ll896Yn9i5YW++WGuAepgf6Km2VQVeRsI49K0LY7kRVv0F6Zoi398LRo7",
-	"29u7TdHZftbqdHaIeP3N4dnwrfhGmN/yojET/1+Y+XQoRb8/lKJxM3wrt969uxnKd++a/9kRW963TY9b",
-	"GX79DXx5JRp2YrfM8MpeUQzlZjGUUUAzDfNgLQpvaoGM4BZQtiiYg7kwXgpZiLlOivLaRmSGV8TzX0gd",
-	"yxyYSmJ1nRAAfxxnY9EJKgu6aUpphRiOQU8PdvSmwTsgTKh9XMs97he05ThD+Obw7D87Vht3ut7+gyy0",
-	"vUfHOkGF8mjFhMS4AqIulHsoEo29ZtcVenIob65HxB1c+bG9d/lnIKJ85zYS34iIpli8ezez6wTL9O7d",
-	"z/Z/EeW1vICeQL1EpPj5zu2wjPREPfvJIvIjJYHwIkGw2B3RgpVORGMxTK5ESywmshgmV6WElF/ZSQNJ",
-	"iByFUVIwrQyzCuuF8DVL9NtOdQjusWfnB/3+Vr8//MXdbpZlwE8wL1rZuDXO0ngpqwzsxbTum0b8iL9Z",
-	"CYNgBwLCXQOGyOVUod6Ep6Oisj5tD2mC8C6otHydRfQp2Y0GJd2ze+UXmHZoqi88QZJpKnQpii4ETyqU",
-	"Q3ebRpzvEF4IRagi0dAeFyionmZXRJNhIr4RnS0tvhLFMNkUjcHmoPmfVsf+FQVI5KzK1OomkxUx4jpO",
-	"wyjT10ozsC/TJdfEwkoIHHmpmjjGfGrUyHr+oFH6/WGuzJZu+uuPi7/nLXrTI0fBO1wj18WACz2oeoPU",
-	"6/IZTix512Xu3HTF8+3nDn3Ca11JE2DNXXiVJI4pis26SZbGbbGnQ+1F1ERtQI3gOgkBmdekS4XrJ6dD",
-	"ZzqdH+yfnn8X3R0zAlPkUycb6THryOUwfvl3XOmvXNrrj/NOSReNOiF/6kgYonpTTuJCTRKHA+WiYkC3",
-	"BJIOZsAP/dOTzyQMRiyubV7SdUWkpzOl984OaeR/SmVQbCS7sHboWkDTTBe5HBW+J3wjjcDshPWBnrrP",
-	"1oN+rV1UVUhyAnmOFxID7++Z41/2jo8+bI75xg8+x10hZ0ll/NCqgqVe9n8Y/8PncpsOYUg7/uiGFPaV",
-	"xFTOZom+bDIPcmJCDckb+20rVqMMHCMmwLGGDhlNWW6sf9dDoEaoRMviBXKuqtvCmq+QrsPGFUKh/DOQ",
-	"S59GQmhhayTEh1FeW+DoMUIxQcuC3YieiDD21xWOV4MqU52tZ23EUEsD/BuEyUVEG1CD0HB+tTNw1C1a",
-	"JE3mLhgnaUE8asifLdOeWK1/FBfZnIrL/BoUwLlbg2h5VkGSvkdclxksKsHYqbxFPrWNbmfn62Bjmmj3",
-	"971jvJ9FxDhYXv8zSJgmv6tAdKzEA8J+j8sksTzSftbmEt2lcUAqeXmykul86sD6p4mmv4PVfougLlYV",
-	"aXVbDEfz3GR56SYxIACkeBtWUrFlm76Pfm6dqNuitU+XkQw29vtvmusGj49Yt9Q7uy8et4yuFNaj7PIM",
-	"ekM+hNtgaWNrdGp4fqBSq9J6U5mw+qghNPGRqYGT5SpoyW8C/ktcEiB0IlOQmZ4WzdqGm3LYn12yAAS6",
-	"WWEU2H993j89j57WNDgApVlTf7c+TMwG7lrl/0N2gTUL4H9jO6iZX0DJAynWKja0aAA29MUCcz5xk2hO",
-	"oFAk0VwcMXZVvhFMZ9Re2tPWbwCWRkoqOinqeWzIM2m4azTiC4sMyiYKXzYDr7wZUYSYgRnPlbZ11OF6",
-	"wN+fyd/mCijvuYWYsf+DUJvMvpnBWSigisNFmHEGQNbjDMkWJ8m4INJdeHWPuQaoZwit1OerAR42pCzL",
-	"tMkYNjpXwEsbaqyfxvihnWQo5bGvQNfbz1Il7RmczQusU4GQBxg4oYYKODyek9/t7qeKHICExfIYRJAE",
-	"lv3jb3mpuqGOrO3Qphq0IdAfJbGxBzB8gViHQzghVfmxzgr7F9CWA5UG15lRATl9SiU20aYREZe5ec8I",
-	"dbR0f7wa7w4tkZWbD4EyLqLOw+oz2tYmGc6NiiMi9cFumxvT7Ik1rYyhdnbN1EryeJ6m64wKLzVaY1Xc",
-	"fb7urJyuux9ztu58qpP1447K3c7OPayi5QMqXeBmgzMDGJJksXYAuKc3gg9PXzv0mk95dnvPWwdv7p/I",
-	"9r0/k0y5E1/QJ9nYT5c/2An4sT21nUeMF3E4iHmCGFDUyaf1YGOIFg2Gh8dnRwfHBycDxxvxYAjyfn2M",
-	"qZ6/3lnvDvfqWb8FkAvrceStFrCeWmLYo8ZeGECjyJWc2u1I1czyhnncHe7KRKVI4j1V0yxfMHaLPRit",
-	"EZVnNyJXb9WICJDpcnALK02F+/03VudjA9xq77ljgkIaQgJClnmBlgqwPOcKyX9DbZQGHx/Oo4iGk6qi",
-	"UuiEw4JRTplno4TwCDVNSq5k7OL2NHw4SJGXFFJRWB8LokGs1PjDFgBu+Aylu50dcZx82+wRB6qd5iV0",
-	"mM4zEZ3t/QKN7IPT0+HR3vmrA0wdWIVRJswruO49x+cGGhS64xMNdFdzHauY+aobUYvv0IKPPL7s502o",
-	"uKWXLIhOgOA9XL0XlnmtYfAnsEgCoQHEAPsBoQ7A0FzhOD7HLJHSXmJLwyRL49JoXB6z+Ep0Qo3ocG3x",
-	"kyPLAVIOHO7SrO68FLUVH6F2vNFlD5jHtoyILIDdBTLFtmVN1a2s1N06hxOsln3XatZFit2oh5PAk4eo",
-	"0yRqx7CXukjmzeuNG0xczGNr8JKcuXnBb31Rk8CUD2ocj/VJZopNI2aThUlGMqUbNgWBaKKFSYtPgBCk",
-	"EbgqGvaIUUXJ/LQKPPQ2u4DGE7CzCNhHz6cqT0ZiKos8uUWCXXh5wKMhx/Emya3PKHZg1wigJY06QRRq",
-	"lMSv8efNACiHq3MzymYLjOJ3gc6NaQN4wBBJGk1kDlyfkLZ89o/2rvgRyRWtlsrGYmf7+dde4b8Rjc6L",
-	"9nPx47ehRqK5QOx07DWc315JuY6Tgqha8GEQq5RXSoca56uz8zVVunhoQbSyiQFaVlaRoAnLFyBkQvtE",
-	"nDuUg5KPFUnDZIHlMaviDHOA4lyRZSF9fcuVWnj7rlVHgE6/rI+qmCRjmRoVNR3/DCSLaQogOb86fuSl",
-	"xMeUHgnkZIp8AX0CwLuh4l4dO/f7yt7LwRDcFSTpgRoe9AsrHyvatUJsUAUR/uuUW4Ktt4WOgX1N3pNy",
-	"dOUep6y71ogB+IlQtbM81FgAm5JPPZkXcXajqWPaeyzKNBWNjIG43tpjaYogaoWhEqJSAqh5AEY7zXLF",
-	"JAFQmGT3u5JXmN4GIaAho89X8qHQzWBrSTFObu2wr1XOXbBWcI+Tb0PdyOca4wAX8/FY5SZgRE3MLzXx",
-	"Hs4N9Wt0RxOpNZRy+4ziVs3C6Bus7zsv4ZQsm2lIqZmeA9M37WksDFUY7S4/1G/y5WdWqNLLhyZ6ibbc",
-	"dMuAtc9gHuoaCvOAtIkd8Y9E1eq1FWMvB9lToZZ5bkUHxP3FNrxiiYmGZ/DO7gvxlXjxnPq0saGmpIGq",
-	"MMAatmheZcJk44LFES2TgraUmU/FXKfKmFBHr06PD46PDo8PBxHjc6Jh4URSNPqHrwYH58fNFdFMTInj",
-	"G6Foc8VUdHgyOGCIzF71vKdOdrBDrQ5Fbl7WbPCDUEOTYE3e2N5iC/Eq3mYXwyTGxvm2vdyoImry4YQi",
-	"HeoIn03FrR7oGHxO/jzGUNiq415DLIJQ1ukwS6g4xpEblTUcjsoMQzrWgM6zC2XlWKCkAMRek1U9cGlT",
-	"8UlpRqPVJPEefjeQPTe8Kiq0ZYzY3f4HTHf/9T//ebh/eHAyGPYHp+d7Vic71v4973bjJE2NdxpwAX+o",
-	"7RKaEhWwArw9ymK1Ihrl6YTnCMgzeUgja4AR9ADcipT2968HA2tzfXf60wlO3rksVNe7FzPyu9McDTje",
-	"NmRgenvHs5ymc0M9dPOZPcgwAMLlaSKXBZjkZI5PE92yH1lPw/Fn7+4+e4GmxZbpiW1RzHMNYcZsPG7i",
-	"+0hxmdshzVSeZLGYSGNNIwDGKG9ub9yC33kmdWdbmGYXVD4I4Vd0p68wrwkbSkEp8BYMNsAaO/wOXm4i",
-	"rxW9fGwX1tHX2vWzK4ulAJD5MEU2K2EWkzhlL6URtSZFMWvZiyETlM0LfxKe2WEGlVaz59tfi4jCAsPB",
-	"4fHB6etBFIiKg4bUOrRXYPQMH0UuA3plBLJobXC2NFxLXahx+eGoAHu+xoXw1ElQ5zbUojDb+WYX/k4k",
-	"5uk8LRLrS26Ns3zasprFfqw0Zorh15htoYsGGMniPEwg/CBENipU0ULXGbiqFd6ueu1K2ALc/g8KLL2G",
-	"ebgf/vNfugsEQgtlpOH4YLD33d5gz//MeYanZ4PD05M+AEQf9vv2o7O980E9ofTj9op8/biVUqBnrEKZ",
-	"Ab0+KfpV3QKKZ6zASU6BTUYBzlCdHl5WJ2uQBkNtf0+O1NKp4FRK6FNnP5JErbpBgVh1g7pl6Yi6tQ6M",
-	"NbzqokJs+rFXje0VS46S1x5XiQC4CfgTONaP2nBTWUwMItnFnKepaNSGZpoPSA7zCVEev6CINDFnPRYY",
-	"vOevd6uS7lzyascNCrh10zEq8FHueqjBXwdwbhUDllevhsKSQh+VmEGoUdzaYslurXTKsVIsTWrY6wCU",
-	"zIqy5okPjXTqT2/zC2A+QnvFt/P3+2+4ITgH1mdpFno0yTOdzU0l63GPNAflbe8qbSj50HK1lI63o0BK",
-	"HObDMRztAScKFjcieYvKGMySSFhnzlR9Y8Itsv7Ukpu8/ADBritG9Uepkp7vBQGb0r2FIWMKwNUjOCaf",
-	"BOuZ0ad2m84Dr8CmCIY0t8++At75ZiBiObV+LrV+MgA8RJ6ILck7hAJAR6u89FblHZcjjEYuILAMpZkV",
-	"fiDytJedX1yyTSy3VKJhH9bKdLoIQm3PDugySYxQOoa4J3mmjL9Bzi2AB8gUE8o+Nx4ERZlPPGOmKHSe",
-	"IeoMj2VaGegOTVRMwe9dYdYR83tm8sZ9yq1BeO8stv6wksNHymzfYfp/Ic0Lr/WVttsLy5dEI/rh9NsH",
-	"gr/4yyWrz7I09fX7ByluQgVfn6je88IAGDhDHn3XqAxfA7hONWbpnJgCe4UpJqhmokEwOxjDlcQN22yL",
-	"A4S8u5ELFx5LfBqEdRpeRPt7J/sHR0dW9XkZHpeIhNw0qE2XPHAmDXk49nACF0c0Kq+yaVBBAYqlm+OJ",
-	"dC8YrD6RYKIY6A1Lai5VDFjxDCSsRJmbcPdFCw2CT7M8i+cjBdHKODEjaaeAItFlhpXnSZZB4soBxxyk",
-	"CrLRl8q+BXCU2A33z8OTw/73EDpmRrnqMmLYyXvrONR8RyKvxzQlxaccszfykFDrfaOcmVD7nCSyIGry",
-	"XhkixVMtzrRCV82teUIxXHxIhckOn1N7KOzDHP99LgTWIF/aQN6u+a8lwLjXQfPo/XCwYys7s1HdkH+Z",
-	"A/Cp3aN9AkiqcW8/8kB9D67ogFM9UIJI+HDrsZ858gcnUVlhq9XNkDk6K/qelgEVKPdbws27nuK3a/Hd",
-	"6cmBu3ZZfzODFDTLwJXPa0B77jbCHWzd56hvHwgr70u3s100FC2dNQLw+TQSk23piXijKtB/ew4fiPLn",
-	"9TFzxRplvoWd4LI4RsVrlKC9pRrN86RYwP6+UDJX+d7c7s1//2r3IoZr6sryaXB+5YiM41wZsxFszPN0",
-	"o7sxKYpZd2srzUYynWSm6O7u7r7YqK+rR1Z7a9u0itS0RgoCXDH+daUWlZuamrv+6l5x+fYAd1Al7Jlk",
-	"BXAPlnqMer1XB7e3LsRmyovdnK5efpRcK60MBmKt2ZBonCK6FAtV1kyKawRGtFhvtKqQNdccZzopmCKd",
-	"fuqUvFnzkGovVLDEtU7jHmV6lKQIrVMWPqTyoi32rItGQT0oWGEoxPLGrTS7/AZzPUQuCIGyyy5DrHp9",
-	"tlEgiAYrlRctIgypMCncicdK/tXudkesbD/07eDuNbdhAEQBZ+0q+BvwfdPcYMhsrk2AtAzEgsjUytm4",
-	"YhsQbQ0eurQsrtHsj1//+L8AAAD//w==",
+	"uZ7EIYareNB9PVQhRTRe3wxubq9H70+v3w9u3rwLA8c8ynnmGEOELRyRFzJapqlQNll5x7AfAmyYz9ZD",
+	"aVeQuN8K/FmgTXNibk7h8COIKyGQRogiFlPiISNDJhT8L4wnHqrQ9Uexu/n6oDG64JOnVW0EDb9q6HdP",
+	"6i2SBcn4SffVJsOEe76J7eRCYEXOo+uHrJozbZl54It1IY0nU51KO5vXqlqwyiMUl+dm+xVCe1JUBdYa",
+	"XKTiXuql2awvuHXwFODuFDwxD3yxyY2lgDc9cFOjJVRv8/Iga4ZUmXb9woNUlOt7z0w/cNrhjkEIkU6W",
+	"czWSKhaPO3+iIqDsPKnyWZkOeQDBl3yau8J31LTflL5xGVVTGrwjvB3mTGaAJ4lPp3YTVXr7QJ0wj1mK",
+	"me7mc+VcAh2xI3IhxC48Df2TQJFeVK1VXn8bpSJeOpFrhwmmOhG72y6u4O0npeuB89zIKWXgS0whD7Mx",
+	"Z4L3rul/+8+cECoET+goPs6fJLNiXOquykXl7Jf32Q2gSjluodcOUR0feE/3WZ0L/lbJ35aioP75u695",
+	"e3t6zEAzYTAFJJn5XCi6zjCycKhub962v3UOQloGxKiAqwg0tP3DV+yr8coK89URCzP5xJsS0H2IaeKp",
+	"QWmCKzeQ+TKxsg1fsvwVFnHFFtwYNJoOlRNNSP2Q6BFy2RYupn0tp2BNTto/fLVVUa2G9u0cOnbEeCWO",
+	"bHMmm55La0lT+u8dLobqw7GwXCb1K5GJLJlQpNhkmSQ1d3ocb9P/s8Z8PC0rmAd3V92flh5QJKpV6mm/",
+	"4HfQbBOOV70PofVDi2WKbstVLfekaObRc9LaEqmEc4lsDcQ+c++iJwXodOtlVgjpxNfpXlmkOhLGuFj4",
+	"DSuBQWGRxIykxSKRZIYhx2Jm7ShIQvhR5sXVqROIJjplKX9gMGVlJJBDh73VKR5/lI/Jc7mQC8z9p271",
+	"VEk42caKhfGIDYbPMfhyvrMz47I4V4wBqjHVPxlFV1DRUgp+IM1D+eDm8rRR7qM1okgFOP47D/fnrDMK",
+	"easfLazZaJnWnMhL0KkdZwcBUjywBZ+KgIV7OMw90kjdiSKldI8aDOtN2TO+f/iqJsBePLLrd4M2sPxi",
+	"IKE7PdFMRHcCTbK0FiC71kjJEyIDUneyQ+9oChsxyzlF8NcPT/4uRnjjfAEqQW6m33runM8KdgO183pS",
+	"8YHeqNxolcUGE5V7LbZ2Ii6t4Fn5u/4bMnvtoAk9JYXmZD7C27qGtihiAu683NaZ7bt4hGdmuzez0BGe",
+	"p/WOzvQDRs3HbLmA3gonsBKzStGn0bzdK52wXcTyLPxyvxg6ur/FHpdLY454SjtXosfs7OQc/tdNF+wp",
+	"piFtd4g+fdNVMlovz6732+enl4Oz67Aug2UmUnGEPzgrBctsTZdn11cCIZvQ7ICeF/+T49JN4iTInomP",
+	"BKWvWpiSBWecotWAixfuisuz64pHb62Da5dDcB3xRKRrrdcOyvD7qU5GE5lYkQZG3Vc/+3dd2un+vzNZ",
+	"5E0xfUfE7Gq/LFp22CBPRCpzE9Px+St/6YDeX5+wJuW0tMpjoxSWbQP8W/jbdh52nrGRxf9wsyqDKbKT",
+	"0o49ybe2hIqtud3pK6YVM8sIBLOjUqqwcyu4dGFpmBGoV++WCJlz060pqXmY2q//xkC13Q5gOWRt7fSd",
+	"L5OksEA7Od7/9qi3tWTp/84BcGtZrF8U2liMpdhpyXNDzI6LjoPbcdn/jgXfuJZnudK6psu7K94bBCJU",
+	"2lI977CBB6coiCAZNij6WgjRV6cvTCkZMUCvzEc9ziLtvfKBhk79kEV0k6vFx22zN9cfjnJFM+sr9HfU",
+	"CAYWEgZRrBdWxEOF3pkcsTRzL87rosAxky03aNe7V+nMVhSGSu5moaEQ0y+WC3IKFESWfBMKqKvAozfo",
+	"rorPM98oAZui7uqCBFlppWBxEWhBDJVXy7OwqMyxGrah5zY2ZsiRVVJ9h6qCB/vADdOTSYcRIB9lTCMS",
+	"q9/qTSFcCDoYw/0fcTjsdXOsrKH7JPsixPRFXpokvEe+/nComgQd6n/f++OjHp/Gn8MWIlN0GP1MqvMf",
+	"jqA/h5RBTV69OQK6NEPfxCjVDwbeMNCPfjCjpRFxFk0FX1AazlAVnM7oRUEvKoXImzlPEqcWg9Dgug48",
+	"+Q+VjNFLufKmkVz7RvsJqP4BS6RxiQwIwI16fiXtbmscY+mkbLA41Hg3Yd8zQRBPf90ef9TjTd4opZ1W",
+	"v/aLJ5x6mve/lvgHuVJZ04hk0o5FlPBUbAjey/asDrDwoWj9cSfIuaZrKQANHo6OYWNNa3tgCXntR+iq",
+	"y4BId9ysbAyRuR89w3bz5voDW/DUgjoWoae7lv9UZHM/2R2iFTfdInVXMYmlNZ6hkvf9iIFM5P2sbhek",
+	"Yfmgt4YPk36yc/wODjm7N3eSrRtZJxtv0iexIT3C2PNB+0wWSShqLwdp/EK+MGwsOalC+EFAKb+5bxGf",
+	"vjAuztzHUZFatrNpMwfF2xQsXTPOEzQeZtzPI01noWaBu9DIzYmn0Y+Osn4c7LeP6cDEWZOny/ncIOnb",
+	"2Hk61b07AV5dNzUj3c7upvQulZXJ7q9vNg5ttFxlNJUte04ou1ApzfTfTaqpTsQGIBdZ2GBtsk17jg+g",
+	"4n2u7tEXrCKNt7CaG5fuCi/jDQIaqvCGjcVMqthLKt50kt3krFkriOzRr2GG6oHSRY3nrbA1G63WmZOF",
+	"8v2zFLKFSNsZggks2PPSIJ5CbrlQoiDj5L7Tol0kYL1OZ/CM5BVYkQz+o25ECcyrVnc5c7/g5Hk0y+XG",
+	"VD+gKJk9cKAIYW9Psa+ZHckXzZsXN61/tXvwR9h6rgVnzckzNyJaH+Ebnsgxuf7JJlfEl0FON8jX0WQw",
+	"un96JPc1Q6kzEf71w3nKGn4va1AePpxekgjtgBiCNToPc5OcCf/s+Apt1R+3BUV6OvtjLkAujXDWPxhh",
+	"lApupJr+ueHscgcUB0xLGJRheLLz4qnySeSdorusCO7uxaH1IMU6M0ZJ1Fq/ap7076MP5m5cEzAlfxfr",
+	"zkoghx/l9wEVAhAxWy46f5HrsGQDr9dkGVz0R94vmitQ6FVFiYWCi0GLzdtDbwiGXVMMLiqBlEnu1HBo",
+	"dvcAin+jZ/FZDrQ6gjqHESfy9y9B8DiW9zJ2odZ5xAJpw5jczVPBSRoMKQggZE2b8oX4XcuYJ0OFAAKZ",
+	"uFg8uVLBVjBJEEk+uGHFHvEMt/qMq6GSrgRSDuNrltEMtCsckk7uscgMVzFFVdEg2HxpLCbIMW6HipKa",
+	"7IMu9h/Qfmch9jdXg9Pz0/MfRheXN6cX59dhhw2yOQ8VBTrnc5aG/S5S7ZIh2EQqSQhlPkgJ0++mwpqh",
+	"Cqvgr2GdIYyG/iUBDlUgBeV3fMcqED6Ao5Z8LpY2kSI9wzi1dVayIb1nImHTvBD2+pD9/9hPvh7Tf/Lo",
+	"zmjlEVHeL+OZTu54GrDe629eB3kwelS4rDNw5Z1Roe0yFsrK3zG7lT7emNAlkqwDGmXAXu4cHrnzCrzT",
+	"VhDmxM0+dfNFaEL7jaDxW+1eFWEs/4810CNG6P8m0/ylVlOf6VnJ7qqGIdeaVuhWzAwsm4La64wtNdHL",
+	"64nJbo16v9beqWspuzskyT6X+iqd1AxzPfC20uumhX+WI9Tv1F/kB80I4X/coH+xGxShn/87uz4L2Qzi",
+	"0T43JaSS5LFeWao+eeHz0wMppWLUAzYgMvgaFpwRNsPd75Th9fsEvTtUOaAfAmotF3BdgeDzE2uioUQS",
+	"IKJUG8Ase5imyO7ECs7dooggkasODrjSCXLetJjhphVx92rFpd+2H651/Mfsvn72h09syHE+0pqAjWVi",
+	"Ja6oFSULaiXpGVPGja3KPUeMwzoOVWEhyztLq4nZmT6NoAAL2mHXQgxVcZ9ANQKuv0y4qVvYonlnB/nn",
+	"t13fG6HEs/Pbz8w52d/5xWeN45nJL09QycViw4H9ecZ9Du0iWTEzQ7jGiKfpio3FSqu4Ct1eX4TiZWe/",
+	"RTCJGgsGIzgxeYr/+BwGhS4kHbpFwuGklTD1O+zW1Qy4EyvCoJMkE+LJRIsmlXEjuDVCtCMc+XrQixoK",
+	"i57mYD/2Eeu0Wv0jyyNYJKuCklAEIKXs2uw7QbBqVnsGZjXwsK4vs2x5YlyiF2qNZjk3QwXHq4UJyS5f",
+	"LWGTRBMQkc9W7bALqkKCMWu40mvwrZ5p9tfTuLO8GrIIOPTVZ7n/StUGdpWZCt/8lbJTpZv/kaH+chmq",
+	"VBbj/wBhKqeNGiy15+S4VnHKn5Xlugbl/e9KdI3LEsEOTRRlCMyUdZCU/7482TW8t9Iyl5ZtXYMrjefJ",
+	"ff0TxodyG/97bRCu+sjfcpRwbbYv6sbj4tWSHSkV3sYgoOeQuJdePgcNL7Ju+/Lav7dmQvA/PDHnEkrb",
+	"ev3ZFCtyb8a0cS8wjB2gcD02FhFfOgt/oqcvDPttKZYUaDUBLt/MJSQFgg6W7jeuQjd+83zMoaCRcIOZ",
+	"EXNpnxW8j4MbxWJBC7AVDwgzvzavCI3AltfkC6bzpxLGHlJpxYgwVTcPNQGhbcPOSRdi44FZrXYzG6om",
+	"bmIszV3ATvcuqN4fSMRYtt1n8INEOxZSTbEbigfEUnC9LhbNRdyUrO4KQlEm2phgA/ZhpR7fF8BQZVsX",
+	"ZGS99VxcOvWsfCqUeLSjaJkaEn+2Rm/lGsXuIVxrCBnbXKbFToLSEJ+epSOG9VmugTrUwKBmn9YEa5Ch",
+	"lt6hgCxUjVx+LII/vDBZlLSDgJBqOlQf9di86KzpJSXNHEsPYtPoMKpWGHR8xCNrNVGVB3Wq7yJlC8sV",
+	"DhWxoUJ897z1jKIP2/cqZ+YjAoTb4CDRU3YnFrZssWiG7URP2y6YKGz5qiOYMIvYAzFmLRdxbDehz1YR",
+	"HKrDyjd1C9XoutT0kDY97Bd0YA+RMdX2iIW07+4FX0IbDSu6kDjtR3WEAdBYRLSPG+5phH3U42Kxqtxp",
+	"j03iNKgoap1gsZ5qXRvwg2jsmCFbykPPUs0tuj0xGJUAbcUi3FbMrVQ6flPcWWK+d69ck9fQA7Zv+KBY",
+	"OCIoOCU3vF72UwcNSkXcKF3gr/5Vdb/xPXXvs9YrFeKMe7ybUluczDZ9tjC2ra9mw9sS9FdZ/G3vlxcT",
+	"1eqqWLoeK+qLBWb+K05FiXodNiAIN+ZuMYIGC2sqlRaLtdW7qWpq0Wwoy/MlvvB70OS+xLHluvQt1PEZ",
+	"D+z8fAjsmkRKXYC4puRiXzsjXEeDDut4aNCYabMhkx5+KWWvzAmMnDU1AjJbLpVIWwV84Fof5MzaxYjH",
+	"cSrMhvt0zhWfIn4lc+9Bm2O9VHHARGfaYWG3g/+/f3h4+CqkKmAY1jHhkTBYlTfs0Tvf0Du1Q5Eb6+Hg",
+	"piAka8BCmHh7IeO2qx14hAzaJ+w4dommPAcYh19vyGo2dpRt0u6Seyp4nfVtYDFspoxunptlZcQpS6iY",
+	"FIHRSIkQ9oXJ010czB43XphpYo4VZmj0MRoFR9Bypk1O+K9YYhnEjlK2UIGY6I7aAlVNV6PPTKOkEFnG",
+	"ninnFShRsB9uFUlz9PUarGXrA+iz1ds9IMuNeEQr/BR6TQbDY2k7TN18aOF3mtLv899GQsULX769JqAx",
+	"t+z7F9fOkI0W/b294jE5DLeD4qEshUyicpQrw1pbnzVq8FRd2qK1I0JA9ht556oOUOttKswsw9OSvpJy",
+	"BU6rPtWoYhldD1gk7umUSSDSWyUfmVjoaFb0jUKHD9ywOY/FjmE/a1akZ3V+lCF8kga6GTB8fSgbKK44",
+	"NJQxcwTJStmd5+VTOPm+Li8fIaR9Bkie/vFMo8Bfn7Dhp1BPl+V492dX4fUJuUuFqaTkppJAS2pViN3e",
+	"joTw2/72GPGf9osR4mXMpLUkxjcfWLRM7wVLeHRnXDF+Xxv4T0W07z9uQFP00sZ/MbOcwx/mtyVPRda5",
+	"T1AQj+h8NDsetnT/cRQt50tCFNsVV3G/5hJ+k7XCrvaz4r+FOMOJtEFxjf+t8ePl6qz7j421qdGw6wi1",
+	"oFQ8L4b3mt9L+/vdqv2DTviKmbnWdkYpGCwWqbyn5chidN0FpGLxGLjaaxjHFk8FXMBoQ+SGhSaSi1WH",
+	"SpB1SrgxTfxQxfohGKqFTlaYKRBQb/CfxPLvegFS63dDqt28GDZaYYeFDmaeInjHguk4HipgkdNUcOur",
+	"wIRZq6FjoNh2mJfSKr4gEiMKUbi1kb5Zx3ys7wXb7x584wCdsxDgGTfw/FsXQNxCG6SLX0GNpODpfX9y",
+	"Mzge3AxqQ1dwrOu0eVzYDFqwmtk4dPDNk6mWAeuyZrbl5dpbB9s4c9arK6Tgq55tD+4vxyM7Tb7O5kGr",
+	"Xmoflr7Qw8vdioJlTRWHXXuOULChZHpparMjCtleteCSO2TnFdrPoSaf/d3JF31XFy6w0WNy6aszFyxf",
+	"saRyoVQ/z1vfQXnZ3WMi7Zc4Sza5BupG6aFLm9zZJipY8AECC+gJpe5zNRVUsmCFPgCYn1RMfcEg1RPj",
+	"c3mW4xUbazvziGG5COjGjtUVhP2zJSzUtvxJIvaNXtm/EMOcet5UqioqHb8nDWTV41rMCK5BQZXWL+6R",
+	"K/Tuv/TiNWJyzBwg4rNlzm068Zdrv89ZXGc1fKYg4FNoyBTLXFRiwMLmI9bI5ar52GqxPWZs3HxshXmQ",
+	"1UIvlomr5RTHesK6rTwjJytEC/foJOE29xH4KqPcYrZMZ2sNUKPud0xaqV2Xgmu6QnA5NPuayLYOS177",
+	"ioNerZF8+VywBBGRUTD6M9mQharWh4cvX9U4bAq43+vVRp/Knby2qURoijw5ktIlj/zgsQ62KUGqhVVI",
+	"uH/3jCpbW06mLC573X77pL8TH/JVPWK7lGkMMxHq+PTDydUPJ8dhAPLVzcnV1e3lDf35ZnD+5uTs7OQ4",
+	"ZM3w8uK6BvNmL+IqEknYwq+vb9++PX1zenJ+M7q+ubga/HAS+usyw0E2d4Xa3FgwNVt6amSDiEcNhSX3",
+	"T+j8PyxCHCQEHF6BMsorSdhFzEjOwswtE1JyG+W5VVPcOEJEIVSENKWEt8xVTt0flTDRyVCJv6JXNXS4",
+	"QmHmX4WjfMQmeqliH9csE1qHj3qMtmn0K+KUlHkoomoQvgoZkHG7zgdno5Orq4ur8JmlM59fC9NT3n/q",
+	"cY0Aaa2YL+oMBljEPGyjHTZkTU7G3VafzfQDWQzQGu+nDxrHjMfAVz/qsU9CTJdKYZEWinFJhRIPVHjM",
+	"YP02AQ17k/KdTBIRt5g0Q5UulStNNl4xLzW5F3GV95l3RJDu4C7TVNhUiphqD3mQSo4jhH1ZCXQikCLm",
+	"/KViPhZxLFyhKxfv+qT5408BcnmoHb9yNchbQ7UNeottQt66Qdt5EfkoB0mShoVzYXlnKxpXwhdGxLsW",
+	"KHx2HGuZF64Hsv48W2V0RWJ2AJsV0r9DJ7dkhZp2CnQFJmBmz0QlfQKy6k6qGuE/c7YX6M47dMYr5tjx",
+	"OrQHfVRRhzOUqZA1fUyQL7vp4HUL/nwsj+SArryI4hvY4s0Honj+7r2Hr9Y37yZjdxVcP8ZNBvsdONC0",
+	"ovzBmvvdg2+HyuOkLEQK63dUuuQxi5+w03ySdkDF7jfAtxEQmsk1Kzz6KB+0CPNtqPbyheaJ0Q7yDXWy",
+	"dZg5ODPkoZ/WuxrfprxUpnCik5g9FiyKBJAcayWO2FwrbbWS0RHrdbqFfJnYFaZ7qqb7ltqSfst33tmy",
+	"Nb7uXHILF3FG5Eje8E+MQoJDGgkceZDfEmuwSxmVY7RiAa3PwRvnJUWfRY4bR41Acb4UlWJhTNWYne4D",
+	"9ISmAiwWCPeVL7pP8gJHDrRMd+MyBRCFGjg5fxkUACt3gp8o+Bl3dITsBFlREAxy4AqzHFPw5TM6rMgk",
+	"jmsWYB+yw5Jt71OB94VxDVwSy7rgIoyVc7x/46VTiHa+rp5g6zTk7QUXsG5OmAvWhJBODRNE+g4+TzeO",
+	"LWtQD5wH52XnUMiiCFjjJKlEY1bdEPDczxtexag5fwmrPPgUHj/feIAT2R5uuU6sayN1x7hN65+dZf83",
+	"8SWd+nhcFLvWjn7x+qQfgWjpt0bQgEYamfGv7jItXY/Ps3rcFJmDS4N9YRhczzG3VA7JJ8Sygau/CGIt",
+	"YYLFQ4XpbiDnrRn3Aw/RL13xImV0dpXC5agf1FBhN1KVEWr/vVC4aOjCzl9gpwz7bBZ1PWeYnVNpSlLq",
+	"rIzuhB2qVLj0jhYIzkK08cX/vL44J/G6ULaL7Lyp4LHpuzBWSnnLRW8RzTSFhUCfKB2TwldEWn1hmKvq",
+	"sBlENtgAH9vqsIHzjLw6GCrKVFQx671iP8rvQSRCq19kcQpVoJfcNbMuqTghRVq43LIsveLyvzqoOUcZ",
+	"dxily7oA1HeoPIuCuEJoy9KwCFS6Qv1077T1F/pQOblVK2HkdM7DDjvXHgI4Z0sha2L6NpvIR6dzkzzW",
+	"f9rz9YaMohRozy3rdRhhRiJwDz42Q4XDu/sqyNsF3pXoB2EsDJk8BU38T9+ZALhCn+JQZfh4esKoAgLb",
+	"YyYroIbwK+aIhXOpRthCoZBE2ArI/RfNtDYgErnuvWvs7qsOS0fy4x2WM9cPTIKqF1X85hm4i55k8Gof",
+	"aQ3vSgBrJh59JH8nDuuFqTFzBkx5m4YJ2G8kM7s5doZqqL4q7BZrXrFFYlhoRCIiew6dNefCznTMvmPD",
+	"hn9x2GiFHteYEXwxrO0dDZKW5Y612fXJ6I7RxeiffhUwSslFyD1cHmhjxjMelE8CBQSiNvjtzYccWCeg",
+	"tr9jzd7eby0cxXI++ghLIpu4xC22x5qwQsz8ltqmarXwT0ljVKzNei2qTKUVTsMvNXr/pWFXLwwLgQQu",
+	"cS4mbqaju9aea81Pay4Jm+8SmORXLKRIPvk7Ln7ImvdcsVik7IMWNmC9168PMDcZ1/nFhpWG0QwbpZbc",
+	"iiOPhIXLltXT+UKk7RTdYRPHHg00AxP+zq0Nrcu/9lmbiPCrf+2j/TweffzXPvqZrEAEadRc4Ws8F+Rj",
+	"7oL2+vr1a0bDYkZOFZskcpEJtdBV0wgRizgnDT4XxN7zKshU1gu+bB3RZkQudBAa8zV6uYLvpaF5iu/I",
+	"4h+3AragfY/Y16zbOYQZ9LrdLiFqRTMtI+Fyxutoc+EJUrBup9tjTdhlXxuaJ4sZbzkWDGf1rU6hEa1E",
+	"gToEMxFHYCSyofr8i5xqYBk7/mSNPDmPKEPZhe1vODO0q99lpwW6/xpp/SuXRn594kEoiofEIzQga+PI",
+	"UfwSgPZpWPMdN1aKgN3IsZnJlCvpMa3eplLEc64CZkTUYd90et0WsgaYC3BWQ/ZejQUAzUIrQzo0qspw",
+	"lUug8G6BNx05QcQgPEOSo45Gej6WCpYx1csp3cOxvJcYxTheITEGzGhga9wSrT8IOZ0ZxhN5JxzkRj5Z",
+	"MuQV+0aDM91EjCdaiRaagVEUcHnvODugF7/z+d2mFZuJJG6D6o9L289QWrViU240Va0bKuCorNc+7Dqu",
+	"CYQElG7goJ+fXgHXP+j2MgQ3CnAl/TAeKqsxPqMVsBVP1QvD9nsl47dhzf1X39Z/7e+Zgy6JEvtdZlZw",
+	"EVgZZeq2wygX6R7+FgbsZbYPwVAh0yoGD7Uc3jzxgNJkaTyHvfarrh/uUH2Dr9JP8OF+t+srclfH0mFv",
+	"aHXddahg/vAxDsIRdq/rSRWYCOsiG3L8NKT4YArwQbmnrZWATerDVn6ilf/EjJjOkQY+sfWjRw/xAmOf",
+	"WIm9sk9D9andbq/9H7Tt1wF303/IPrGDPut2Xu6/Zp/YS/jn/ssD9ont4z8PDlndt3BYRLTEsJlP7BBf",
+	"/ebbcgP5P2sawPAjXID4y0ZQWrznNoEBRYUVoAkc5h/DF+7jw179x+UlKHxW+8+6FurW4OWr54yhfhGe",
+	"bgPInsGJLMz/W3ij13tV/uc39M/178pTfw2vdV8flv+Zt1P5uDzrvI/6f1Y+rk6418UekfS2jLyy5e7t",
+	"w/I/6cPu6/UPa+f8qvzPvKHq13WThl7q/1n9etOsXz81eGRewFkLk+7t91mv0/tmr9v59tu9bufgG9da",
+	"r9OFv7+FXw4ONjystFpekfqme9jKa3i4Dw9fwsMDfPMAHsL/HHbXmi4v1zNGvb3ptbWsbbz24ZONw931",
+	"iXG1gjfx8L2GGR8ewufd5zyEi6Cgysy4z2BFvU+nzEoRt92fdCFIxXqvvey0f0B3epDBW/X2i3dQJtPj",
+	"ldujROw6CY818wsQb0cK68l9wRRu7GoXzVIh6B4Eebhw7aLO4wTa5ssAJMtWVl56qOYglWe2DH/xee0K",
+	"Ia/hMjYvWKw7LJzzO0EAt21xT9AZIcjUZpk6udzyceKcn9785VezEZS1EULXqcy71hb2VED6ANX/mFFB",
+	"xqq9ocNK8eQIeYSFwNHpTFnwnU7ZqFA02Djl3fvus/hy9AKATjlU0rYCNl7avGg3Ke59XzOok9tKSE+T",
+	"WnVgDUN0UYc4/rDDBqgiPWTYWCgSJYl+YM25VE3V7gWocSY8nQL1oUOoPVS9Vqv/NKgvmlX6XjgdryrW",
+	"AliV5YJZjQXYi6aIp1Cbal3a0f0Ixa8aiCt/Qn5s48CrI6g4LXtdAvZiChcC5LWJdb6UuppNP7LvmKLg",
+	"qyKLaapM9XvZOgJ5d+XEyx+ZEiI2LH/hR/Y12++w96D8kAyJgdd0mnXKJuJBpE5ix19AuXh65U9A88Dp",
+	"YvrdRNpgqLxnMBtkpI2FgXzNevCKqaw6KKbdYgTy/oaV98d3szWONAKpsHiPj7jesKYtUOaHihtQ0n2W",
+	"h2A/0tpUfcxOwvbGIPdnn4EmA8o86AjzJZl6s2rTyNaWFm4czX4ENTPSysrpUi8N1hYyLiCdanjDlnho",
+	"EnwEDbRIRy7ch2G/2Mw40dEdanupfsjmnNlOoNPQLVwHVhVNVIXWhg3i1SaSd9K2sXis++zHtzqJm2a2",
+	"nEwS8d1bnhjRCktkGzhw9dRYpoCpsB/dgMhcde/0Ycy998mwOdd1Wr78nSyJGF/bvCIrCK6WkIlU06ba",
+	"+7FFq+k2iXr8kbVZ88fyW22myNDldRyKYBFE3TninLEBgWOSScetOG3RUlm/7AVZIeyTMZI10dbWbbEp",
+	"MESr3QGg6dPaQzuZ6aqy9oUmhw0iqLc6rRwZqjOC31RtQkAm5QuIiJEAn/y2ulA711HtrVM9EU97Y+FE",
+	"IY9yIdiFMl9Fn4QmbHEzVBQBJhXC0PEUnroog5ZjHJgQguE/vBBHRm0P1ZvrDzsAut/46O+sUrp0KIbO",
+	"F1FB15jzxzMMjWz09w9fIdPxf/fqQj6yUEfPpUpOwaCxVPK3pXDv2HQp6KPRthwzf8mRrr92XVmEB2lG",
+	"HOPBnETk5C5c27TkKahmiOx3O8wBfzvgv6IEALeyEfbZl19Wfq6wiOUI0F0K0l34OKulESmTsUtgec6u",
+	"lMIk68JixcJguKQkeqCyJlaTpcyHMgdMxhQbliQrBlKJMyyR2agC/H9UrZGBnjKCcGHNkKdWTnhkO/M4",
+	"HCo6s3SIHTAr4U8uHRQnYXjUuyDhGofbgc+Fy46yayGgWeUFaZ5yBpGxymi6nouGM19usTbAtMkpTDSv",
+	"jbBUsIKF0NJWMFQgFDr9wfmKXS1JlHQ7kY5FJp1hNY75wq76LOUPVAXCxQEjCyQPlV/wBV+ZQggqRjKi",
+	"oK8NmiHHVJek731GQ4zLD4uYJyGhqjRJ8Dvs4mRETAUm8nJnQ5WTAx8Db+t2DtmcLuJiahgtZTnzbqgo",
+	"Q8lVQASNxerMj0UJZ9zlzQFfe3Ci0MNQzZeJlYtk1eZxTDFc2E/ryAPECglXZPC0qw8VFjYWKpqV9RQ4",
+	"4Om9SNtYkAOXzePL4AKTOR2TuJq9w2A/6LXY18yoezI74s9c1a3oM9CK1tFvyhy1JhaeIDtq62I5hJ+a",
+	"eiN2Joyrf2fkvWDhL4l+CNhMTme/hkNVSCLCyDbgq/N2r0UVK/NjfYREkRCEjn8VZcS5SKci7rDLMjoP",
+	"oWxgAw8znRSAlBwIldFDledjkiziV9NkOUsgIWLAmMOsFfFUdNiARuD2IgQ1yblkYF4hpkL52fvkqBQL",
+	"pMDYVLEwyhZ/sVefXG0z+OIZm1yH2FJIEDgoFl/v1SQ/bK7sWb0Utl3OX1B4SioD+yWUdbXm4bagelPA",
+	"UBA3Bg9nXsuG4N+Hqhk+qFE3ZJ0Og3/BYUfArPWUjCMmLSpjuNtjL5qkHXaKQHjaR9R7pdxBiWVBm74Q",
+	"jwnpdNJGFchaqprUgQldedLmO1xgDH6+zbCdL0IbHoVB5vAp8D+gDpWsgF3ySMTEP/e73fbL/W6XyvtQ",
+	"FEM+73IhnaeJsExvzyvv3z34tlThH/9+MiUlE06eiqB6L2ArzfYM/omcItv1qefeiVM21KwXB9rfjoIK",
+	"I/g+Ffwu1g/KV5579mdVWCRoI4D+n5q+KxK0oTzQLsn6gpsqDmEWcE0Fb4IGhmTkxXxqo66fYh8OyX1U",
+	"U7PoJ6JREBuwVM/u1XnyZmsrAe3/iYadlrMhpnK9vJHZPcB3bdvXInwvczdmsLEaEzqa47xCtjdfDhVK",
+	"dQELmyvWZqsZtxQ8QpEjPdZms5ZPMCR+hsZFjANwrtxQsTYbsDbrhSwW01TQqZmkQsR6jqyODLW+YMFQ",
+	"uWqSN/t7TdXutXxY+Y7FAapZhm71c+IsbXWRnJ46GjkMy9PJaV4nGC04Ib5ujpN1LD9XLwJGWNz3IrdZ",
+	"ZFlmqYisTle1KVE1xtidEbevsy/I4Ia24N0ZINoB8G6qRsVhshGWLQ3rjMVVq+yussebD5cIdlRX0ZS0",
+	"/53KEZ65dynFI90B4rt6R2Bw8MOTdZqcYYRKVWztoFyiLf/8iYL/WUhDocIE8qcbzAHztdp8YHZeyyyv",
+	"KsGZ50EGPQ6lImoU4fTS1WFcFRBrnL4DQljgBBljmXi0qZh7W10z9DMYYZWGUvV/xpOktfOuV2+omt0v",
+	"97UL2PJCp3Z7OLsrPbzgUxE8Hda+R03Wpy26nRo5tM14h02VypsrLaPihyCgErALJfQtuHRoTVsSJaBL",
+	"M/If1NXhysqwhm6EoUvG8R/RDciTJLcpuIEesS7z5TKoriNpjc9EQRBFnDJ/KIMKR32KR99ialVN1rip",
+	"q9uLMr0LmZKG7EX93CYZsBphH1Tzk8vBaDpaiHR0Bi8dvyv/Wfj1CEGtOTNiwVPgmgFFVM4Ej0WKgdOk",
+	"c2Q65MI97hRso6iQkOZIhsfOUJ3mlhS8QSn4Ft9xGb2xiOScJ76yNuguv3zd/jWWU2nNLx3676+/iPzh",
+	"r2FQJjR87LPpdDpUeZYw2S36oHLSW26KOgXtojfqdrugGM3EI3cDgQF0H3uL9j5mVks1Cek/MNwVFm4N",
+	"FVfhUWEuQ6W0aisxxTsRo8VpdL195/Xpdesdb+QHGyr7oMkJkTu40JbeqgB+j6Xi6arxRP7f7ll/1Sxk",
+	"c99wzdTR7q1ylfrP+HgT1FtWdqwONjPSafwClH6DWQY+BHCBsOjktSAzJjJKDwjlPE5vrj+gYRD5sogL",
+	"eeCORpu55wUDydAbYli31dkBMX/sCuduEn43Z3J7Ya2oPzgzKpkNEIl4VMCbnuh0lIEqwI9KjIAnSTVy",
+	"iEJb8ShomasDz4bydCb5B1e96GlA3N1hbYuGjPqt9/WSvFaPZ5KgIL6kHmmhu6fAczfCDr8vwW4qPhcd",
+	"diasFakJiEmYgIUdOPUj8j6G7TCg1ASsqYnCyFAl+A2imsFHOXrWqwMWzXjKI2iSNaV1uAQgOZsqeqk7",
+	"4M5D1eg3Folp73f3X/V6+/vtXrd32O2Cds6hMxj+v34ZtP/J2793269/zf/ZGbV//aMbvHr5+X/VMYc1",
+	"O9h6JIfaZKN0Gbd6UjDqmHz7vtAuUjKK1FhEjIiWqbSra2BdrqaL4KlIB8s6dWXgsvPX0vBZTRY+ualC",
+	"aEmnLh6mz77H5l34Nr7ucwDZlSO/HPjQZSehlZVCWsv9HPkyZvSJzANUOuzUGpbqRLBmmAoeh4yikNDs",
+	"I8IW3oixME6koudUANGyOV+BYpwQ1SBfR1hdHHu+5DNrF43Pn6myj67BtvX1dfxEKO1qmSrDOLvic64K",
+	"wPtoaSv4RFoYM4C1Bgo1fYBCTi4HATt+N8Bjc3w5YM3p3hlFot88aOZQcej+d+DD4xUJi2Qe7FMIw1df",
+	"vc9xnpso9sQ68rZQkK9M66uv+uzdzc3lXq/TY19T9phWDARbdnh4+CogPzeXCl/DqwT+cc2aN2fXrNdB",
+	"zaPXeRnkzWAttuouQzvZRrOwbRPTjkRqPXOAv+/EKnRB0POlBY0E+vB7zxOjfYqM+z6RQtl2xCnn5Kuv",
+	"8poCMK9/ilS//4ldnfy0d3VyWZzWIXXiahBd8uiOCYejbjrQB+VQ4DojFtRCRHLiXI1hoZBfyMbCmeil",
+	"ceAU0hqPpYJhCiQ24G4VgvPHArmDccCjGL8gEzRIo85tKFbCb3YfwzVc2TMHDRayJnymJyws1JAGlluu",
+	"QRTiJobIsk/VRPvHFEueN7pIVsUmfXFf93mxCBj0UWjOPUEQC/qrFZAjtlTWABNZrGEhnK/QFVr28PWY",
+	"wmmgmxLgPfbkS0W5kVRRfOEdh1SMqD/F2nLZb/nbRz4hZKxjkKjDQv1snIYvbBeypvPvkusTMfNAnPV1",
+	"hqsrk1V8Clkz9LBWhf1whZwKT1yFJvS1VtbYt1MplkYzLJdAK4+jUJWs0nexbGxYUzDVtVMn3NA6VmsA",
+	"eBLKaCE8Iv9FTqtIFBQD8x//8R8M/zTeGQwLSxm+lE2D4Ca05qleWufxQ3eXd6vjcxOwh1Sr6VBRqhip",
+	"RY4Lo2MD7ta8AktGm9RNmJOdl0Mc0n4b7hKYOwudb/uNhlsEMQsxRgOR4aAfl3ABXA+DmWPBPhGvquZQ",
+	"wGsH3S77tF5Tkn0qFfrN4i9RS2Allu2iOtdAmvDgtFixl/eDs7cXV+9PjkfAz30nYx2vPBAUchni9qUP",
+	"L45PzkbnFzejtxe358fwZQmoBRRul7iVIa4bj8pYsmC6Vg82tfrDyU3I9lh4fHJ2cnOyni38nE4KQ39z",
+	"4eG/nhh6IcLDhUWMBSZHB+TPYolWU5HSJvjALPk75Xpdvxu09w9f5cFIBURyN6yHVAPp2jKsluErkEbK",
+	"o749vx68PRnh4DcNmbOFjO6wGtYEZGGEB4sSbgyGdC6Vw1gpOouTRD8k0tgjWDfEDX7gholHES1B8Vtf",
+	"uEJRkKeWzo0EDgGfoN0a1s3zyWmixxwvzGwAIm4xCiK5I+ux0XBkYUSFs+T3AR2c8TISTDzyyCarwFmY",
+	"4IAXG61U0ckWwUc18HRKhyZfFW0Ecx/DJW7uMA6yLecgFOBV3gxLgMjO0RE6wGMF0qGxwwawQlDBvuuG",
+	"rZ3X92Zw9cPJzfXo9vzH84ufzzfvtVaibXk6FbYUr+mIFmQfpRlMKeJpDmRgsrzMYteXg5t3eO4GZ2cX",
+	"P2/aWTdNctP38Vz43eZ2hhnazk8R5AxKUOBf2Pmox4kch3h0UuFCb5pkWTCreSLVnWll20B0ghsJF6oG",
+	"Sf7NTER3wF7J9MTVio1hJpkZmwgOCa04O1e7ZnTyX6fXN9fPnVtRdSWKxVoJazymiZgLOAgcEHfxjLDf",
+	"Cwz8JQpJzF4IN8SMqwo39jz/zfWHwiAzwzKqxG5Qb64/MEShT0APFHEdMB+mRBByU7Kcq9quskCzLf05",
+	"mAeUz0o3Q9HGRdVJCJSBO6iNEppVRhQEvlF3UWGGAXfRFp4YENwCmnthGKjEQEIY9gUEVAikK8SFk+Ww",
+	"jNwAwiY8LQJ1kPXaQUvUrdA6POPTKwULBUu0vjyUOeGkZphSZi93ACU1kX3SOGAwRPR4lAZOfgXy3cWU",
+	"efhGcS8ULGERVZyursRFxvsgNKDXDFkdPTpl4HWPOZm5uDF2DBeeNe2DrgsJo9Cj2hEaZpZzZENWF0LA",
+	"97sH37SCPOQJb1YMLTRks8XIw2qEUyXAyRm5yuBouCI+ssrU4aMWiMdEXDFJvKom54JCxov5ED5KH6N5",
+	"iI3hd4ZquMP8Qp8iElbSK8oB3lr5iHR46SUoDsUQXb4pVyZYI3Bm9VQQWnYVQIRIv5KYlac+YavwRsX/",
+	"6rJyCuPb9966JtUHWjtkBCywQf5kzXJ00i+9XzsOm7/VYYO1uNRNuKegRCMhriOK9ktAiManfGGFCmAm",
+	"qhSUWr6CT6+v4axfDq5utrLEyNwTlynzxrkkUaOWs99eXV9cebk2bzhrEsGcQrwzSMyxy1StaRS4lyDx",
+	"8zmf5lJEjwTFwe3Nu4ur03/SNV5nPqta6fJymKRdOOGh3mQXku0Px4AI2AVtBI7SEYvW7mmSfDCAv2mE",
+	"YIMSFGfriIU///xzu/AUuAmIwaHv003xJUzx7cXV96fHxyeZwkLGSGkYHWVgs9Jb/fJMtawERmbjY01E",
+	"5oPrn5rACp8+dae1Ge02EXjsKwKc3+Wzwfejq5Pr27OSsJHwcZuS5IyrK4mFRHPFYsFTBLyvuxQNOWhg",
+	"zTH5wl/tuV5XFjBdDElRuSqpVSAagrxMynPxtcurk+PTN3DVrStipQKme3/kf5zGnx0GlDUuscMJhnnx",
+	"q0RPkWMjabnJO8lNxqxJcBNUEDSg4iWJcBigqbBAF1q1SkP9z4vv68ZYBzT1NKZzP7sFgGvIeINSenYx",
+	"OD4pdETio1QTHaLLkyTvrH6Yb+UQWzm5eXdxXJWxiZpgCxCK1CDpKo//RIWGCOLGtfU6H9H1zeDm9nr0",
+	"/vT6/eDmzbsdxNoQqxxPRUxsi6fRTFIyU1HOpZGQsOK0JAdSgRhyG4S2I8+v0hUfJyJgRnimIqczmw9h",
+	"fSKDNzenH05w/Dsr+bTCR/RfbkU2SPJJrnfy/e31P7Z0US316qnTd9vcAkWLqClr4HhIy1SSmn7bxFU+",
+	"6jFGzWZnOJpxNYX3w2xZ+8ymSxESaKi/5QTKwXQjEEEj4AkLr+Cz9gBEkz47LC/9+UUu2V6dvLm4WqPr",
+	"4gTvpXiobAKMkFRimi6P9QJDGVx6BipCNee9JPiiWQDDaIpj8+f6+OL8ZPOx9lE1+XUvDQtpjeHIu/Un",
+	"WncwyG50/oJzxb20Y1nA/jfYzoj2W6VhXr8bHF/8PDq9LlLw5W22gK7qcKEVxxf8Elb24+zihx9OjkfX",
+	"lydvbq4Ga+d5neD6tZc7QvCWajfn1qpCSbflnCWy4CBFr2N1F96enp9evyvZAzbzUL8NXkEWmGPTJPDY",
+	"4i6UlxG46uj0fHR5dfHD1ck1Xpn+NKPmQ4r1xoMbOEXm8vYm3Ku85bYAT6ajh7rjhKbp0mnpZaflWxij",
+	"s8KObk7fn1zcrllj0WDqAdt5msp7tDWBoE8GwkxlyPykMk6Ei8Jrhu2ZtYs2tIJosXppC4H3L7vMtNwk",
+	"0Q6LvTWLxm9g1UXIfKv1ne9aKorNwrpa1NFHo1W5N9b0vfUKvWXH1KmgE5EkBTXShXkwTvG5LAU+3Azb",
+	"9HZ7LlUbXaz5VDBBEG02Zs8EleiS7EP4qD1NeVT8FMa1UR7jVnia6r0ke9Y/kKxuLi5GZ4OrH05Kpm3x",
+	"GGE6PKEdKgpZjWk3jhwKeXXuPDG6j8zLQ1YRVBZ7wBIPGX5Y/uFczHW6YuNlPBW4yXP+2Pa/tulXV1Yd",
+	"GaRNV1hW3SwjGJ6fz6Gz/maVmN+fHJ8ORjf/uCxPyqN3oLsDk8KFspQ1TC0hYlFeDeOn25Pbk9Hb2zM0",
+	"J7sc4yyAL9Goy1gOUjEVtnDQsIgB6m65j3pMDhVaJGQmHre4tctBc6fs0MvPpSoP7BNbqtyhWnTalCnB",
+	"+29AqLU8uoN5RKLcP4LHZt0hkVyfXH04ucokA7gPci94pJWiiGRaDLd/eH7y30zYcjU+xoJC11kT3Zmw",
+	"GzzjD4VlQbsFN+wjFcADnWMhlIhbOSZeoeuIO+gNH3uV2BlLBS5FlrOOdTOMuyXpnRBd6zU7EKzxOQ/6",
+	"mfUJI0i0EXHnSfU3w6vPzgOdhIm0T5wDZwND5u6JBia+DieOtAXygxOSEdLS41iAlrl1bocOAnb9Al2I",
+	"FMNnENIlV36zeF7jE+CcXIAUYCxfidgdCWASh8CRdhhFmehuLq5ORrfngw+D07PB92cndTo6Eg/WDgGR",
+	"5FIbO03F9U9nQIWo2WEYH9BTf2/v//3//19hK5sF7MaYm4rDCmtE46oVFDg21cx7QnJvF5KvLy8y404R",
+	"4O6mQZMawgNjoHgqrciqtqW+HkhmrEHK3FWorS7cvnP8+7GACIlEiomWHvq0tLbvbm9usNKPc5wU1tXf",
+	"zrm5qHR5k84skyS7vp8Uu12j0rAx8Bs3iG+IidXVBqrTzYInz5f3K8AJw1JCtKaIK8lp5fuuTF94cn5x",
+	"ffkGLhPYmjZWRGiGJ1cXb69DLKCDpo/fltpyeH780+3FjTOGS5vVA6Ttws4P0ByOnQDnGpP7WypX3IZP",
+	"RRsf1wgQeCoqt2etJUXa56k7mGyIdj/gs1VqedkNHaBV9jWm1CPfZ0uFtTMQGzvGEINBtv/FskdktM/i",
+	"k7hF2anJc0dL9lkilRgq4OYYERu4/7ps8h57L7939mWzXDg1yaZcmYlImVCRjiktcqgWLpDF6wUkrbry",
+	"hw7uAYMHEr4SadH75UIfsHg8nvHA525gIFYb62sfdLsBO3jZC9hhtwdbftg9zKIsfhZj4P33ZF4xQ/WV",
+	"x4f2sKX+cg3/q+3iVtoYLIMmVOPiLhyAbQ7AjiCwD6ryVRahNUMfKDpuvUOkB3pYb//bYjCnnkA7STla",
+	"1IWBdUZ9EP19QRtgmK7UeODi4V2yFCHAwHklwzQip0hEKdIVoZxHEZBJoqdkYXMAPBiR5rbdQQ4Hnh+K",
+	"+SLBKnukIQbMl1YIiLGgsEvIJxjtope21WEXVLPEWfQLm0vbbtY3uenGUdhYf/Gjf6DldFolCKwG7z0Q",
+	"LfhCdlZ8noSu3n0lVoTn9XF8PE7pU9AVwhxxxsuV3KAugn29ubi6xtWcTIBcHSNwuC5hO9KpaetUTqUK",
+	"2SThU3SuUyAbPYZemyFFV/b39mba2F/6cGQw9cCwcaofDMwUbUogo4dfOVlSLZMkpJwAlp0Zbil8uL1c",
+	"tBw8Mt7qWTgnrcHg8rRPMAiTRE5nloaRufnIcnbhBo69DZA+2hjYpJOMst8jSQCnnRAKNG0Zym3chxLQ",
+	"VNlUWCwz7JqvtDhIEv3Qdn3ieJA70betgIXuDerRA7hhdy+8qdC4EDH36jtiSxQghpvXvlkt8Lotn82K",
+	"E0AgMXimxnEFcQGNsC6Yq/2eP7YHU9Fnr7rd8CiTmRznwIRzHEuFV+QRV0/OHzsRjwttCAGqZrwlXcKB",
+	"qtSst9JIpPmEMs4O/CQjAHoZjyUcvJwU4Hk/2zUcC440bDkELDwCcOYrS4ARqB94uuozN6mM85ZdIEN1",
+	"MZn4a2q7y4a9PT07IcSjgqGNkE+Qcy0w4R/dNCG6K8yM7x++auKzFt7AQBH/EboaAAi8PweO0DoimMVS",
+	"QQiHb4MGjSnCx5DHxRqRTBCfIrtMhfK7+4yYb1fyMA85DykaVvjoV1R1PNpB7r9JyFRtNJsKhQHdMaNY",
+	"X4OjWBVyVlouDg+X41POC4pBePC7cwh5nRgD0IJCfGG453LQ4AhVWCzSZIV3UqM+3ty3i3JPnwDBa0XD",
+	"zeaueqmR+n7aRkcS0lds4J2UQUGw0WnmBaHdxdNw0O1VfYrZGaj67LINTgVP5t8NGymfc8KYGDZC1sw+",
+	"RH6ApeFR4BoRKTScfOCpiwr9Kkv+vNzBqIjBuSsyY4CBD7+Y6djnMflIxkTrO7wYMk9PxqZJniCrSR4j",
+	"ipIwzN1q3aElKy6Nq9S41b/olvAlzjp3W+7gWCzc4l6lBwXUoLnARYNzkELvhQKegeK48dAizIgoFcR8",
+	"d2Aqrgc4yMjJNlyJLccNSAl329SvXM/Ig7BxSZD+N8SxfFQ7qolSIaiv5YoAtTosvD794d3tZchSCq01",
+	"WUhX39+pKLz7DdDpnQNEAc1wru8FQfuBnmfwZyRvbxCnJgQeFaoDlDhl1lX51+R+ZYh+gBa/ghCO+jjC",
+	"+lDZi9j7Nu+lXhrmeDLsD8xsotPIxTaBJOnDOVtHDnzLVc/A3oELjeGeSCZtL4ehhzyMdWT28myUzjwO",
+	"+1ldSuN0M5yWEg80H0K8pzg1y3JyTHBpWkGGf0iIi9g5tkP75B3pLwwL6YKQefVBLH1cLeJZSGpwYnax",
+	"iGaY1czsey8DhmiQK6gZFspTgTLqsfqYrxxURhakwpDI2RyQ48SH25Ebimi1mMQftkpFS6vSvZ5k1zVe",
+	"Xng1/5x5UEoREqUXyQFJVdY8NVQvu9BLGtL43KSj4hl09+gDT6l4nhNZh8qpSKZojORxjLZDxwQ58LMF",
+	"Wh5I3ieJ4ubseqguswycLQd/U1oNKnIKZABpipktlMtDpoVyQs8RG5xdnoP4D0RVTu5x8HmFxKBsEZE3",
+	"coydyCyc0DAqQiRXDVU1fQcIW5pC0k8fQ5wlFnn1Z53BvOQEyXSoHKTrONM0KcL3zcC4s+9oc8ZVbGZo",
+	"XlFxJjfCkGEScCEEFYbs5dmnuJc5Qo6N2VveaIwVxMjsmg8U/l5lhU9hLiTe5Qa7oXLb4YqALVJtqcWA",
+	"vVmm9+Kf738KGOFWlVOPjDPt9jq9jFocXEVWBNTJNF5LvEwx/FosUa2An1gTtU4UyCmlmFIQh6rb6XYO",
+	"Wv1isIcLEaMcdCtUBJowxV/BM3/12dVCBG6NHV0YDPigC91d5piy4dTrghvVAVYQe0BTckCiq0NuYTf/",
+	"z/8dsJ9cCKxPhAEKKBhBg3I5TUw+8n3BxrHivoFU7fYAYcPRjE2VeISwHq3LkwtNPy/9THZMugk5XNzM",
+	"VUbDrz2zguZ+0FjNGW5GfObC5VikkwThXkyHnWsHymH5HRbOopDZ7DS4ilr9TMqBgXlzhbs658XcXETJ",
+	"FDylMy7RlJbJbyNa8xF+McKQlw4LY7FI9GpvkdHKHk9Eak1nBcKw00nwkauKQ5x4nhHhsVjw1BJgjOcB",
+	"CFU74VgVlYwUVHmmSF3ZOYC1rJJ7kNM7FjmSpnBynBJwutYJ+4Svelb5ibnKrW45Ucyry9cpBTiTZSML",
+	"VzZ5UJaTAniO8qYn7h7usE9ZZcInw6W3FSnMxUKOAv5CJNbFFrOmj0UNS+ZFqYwVnAKx/DnIHAKZJWdQ",
+	"X/uQ1ZY+9H6psvHd1bul6oEuzimvNQhLcC18kfjiIrzIl3KxtJVYwrWqi7BDjaBhpcXk7px+S7cpnqiM",
+	"mDJ6awSNDLSn0e30Ol0HXgvKXKPfeNnpdl5ScvgMM6Tp4MK/pvSfctavN6SS+4JQQWc89Sa4zOqIqxM4",
+	"9FTpgoy9NOQ5S+bXMXy12Q3UL7tvnH9GWiq+5KQYqvlKto+Z4KkdC+5MOhRzR5XhnanWzJbWsBhVpigR",
+	"XCUrUvhdFwgArvOG0GiaRXcPVTjVSozQxe+rzYas2esiGZoZkBFJJPCeM/j3oeMo5YZM2twMFRW6D+CW",
+	"nqIhIksE4o7W/Ap12I1QSP8izodFNlhaBgwJRy0LTwxnC740rmZmts5OWXBipnhwy2bwVA6xbxg9Gvju",
+	"cy8VNwwmAks0pfJf+PyF8RAZPqwR1maml6mLfsDq/tzYfMS+UiPeAlSfLRvdC/TRRne+8FfWj3lBP5gc",
+	"ZJJPUyGcz8OdxzxMCMnImV/KRf1bmX3ZKXMg3GMmP+oUcE5dnx12noVTOOMJKrJ1RfdR/aFs+ky3OY0b",
+	"/cYPwr7F04TljtF6hmdsv9tFqB4yXSKS2gJ7hS/3PjosEEqd3obHQh1gnv46bAa5W7k7nH47jcDTEIAS",
+	"hbW73HMMM8Ta2wfd3qZ+s4ns3SrulAMRw0eH3Zf/tlmVElbrZlfjc+6XpJYtPuOiT80dUNpBZxyGARbs",
+	"sDUY3O7kWM0eeA4dhI2ip3W/49EVeAH0JQeEojnhZbR9rY/pRVwWwragnOUMGceJYT5rzFGd5VOT44Ei",
+	"8PCv8LWT9jdy+UHyAFf7frdb8C17gQ3Td1jzoNsrlKmvKGQe1Xc9JL9sndkUpY8mtKHCD4+cxyghUz03",
+	"d60OBv3apSGE8VhMUx4L74vDGiFUWMc4K3LRqRbqu9BhRNTDDta5pVkTjVGod1PNUp4kLqsfXkDDzMSs",
+	"VOTLxqMBB/5Av/MRSBvRMk1RjOVJYuje9IYTbN1lmRAGT8GEBpRG2glKG2mqdJ8c6JNlkpCNoM5dTjDu",
+	"K2MRwd25zgPnMxePM770LpGKA90jnlN5yyQBzk8uc7zxZy6TYyKVhOsMF+FZvnReGhs0StgWamoKSa+g",
+	"IMENyZSwDzq9Y3MsD+xiNYaNbOtcn1jqtOz45yW3vxvkoRk2AvcGuda0ihwAvrHL6M5NloyTdDW47E00",
+	"5XCLSbtJ4mUfUGsSuN8pt4Ws95n1Eg7FAqa7XCC8xlkWIVQJKTDkanBDP+x+gybW+uALzBGkMD7XkeNA",
+	"cOl6EzGmdXvzHvdbSFsCvx92v2FW6yO0vvA4F87xzT6ljsyWakora+5QiOIyD1ehDA63usgq8iBXw6bC",
+	"soPua5zGWkhs68gfQReyDKT1wLNMg4ItHIUIL7xQbJqHmiYLqE7LLtKs6XUFyxuc0KWGwbPwLi/mxVez",
+	"YIs9UiYumte5YWSjzX3yhQCX8LclT7myUom9ENPqREruAhaSswgOOPmKOnTkO/bRevMjwYX4qFXn//MA",
+	"2j4r2Hk8nFsaJobZa+R9ztjiyIHBhhQGajCKFiuoWlxZ02f5WNGz4LyN2IwDPOVJglSdsbUsOxmV3PJs",
+	"QaZODRnLh8rx6j7Td8Ws8mQERCLiLI5ROo1fxu4I9EsIOnTvjLPiMaHb29Cfupq0Fur/3cngOLdwZYaM",
+	"anghUH9QKKbG5z5Gnix+3m+cO50Jvj03mpHCoTQewMAVlSBQcqwCU5IbA2/DLYdAwoHsuzhrHrMxT7iK",
+	"ENWQglJRdKZstNTVZcijmRjOlab9jprNJN7sIq+PCI34Yqg2RYQWINMPX6GWg1FaesIMAfk4Rq3ToTIy",
+	"wabJZYlGnUI3xD3cCbsTqTN5oOWZIiap+gvHAEUsgEFIzouijEHvE29W4iHSc4R+jinK08nzhV6zawu6",
+	"FzHFkZuieTUPa8XgJYxr7bvMG60qFx968Jz3JBddkDyGqunEavy2FTiezu7EwrbJRFYY2FjYByGUb8QM",
+	"VZOi6N0AqZEjd4ugG4rcdLnVnvJwZlzFCbrYBpXAV/TjYfArqQEP5NEhg06KdTzYnJLOoWtyuDsfjrsa",
+	"fZa3l/aUhlWHS7DUEywulpex2oe1+D7ceFt9xvMNo/BubokhWU0FtVCzd44GwiXxHjHfm5qySaJ1XPJZ",
+	"KM0m3LiCMsr5+xMNRLJMqa4/iDHFbSArGEzVzpYwUjdk3IHi0cDVowOINZ3cb1QiEq0c6AXwXvpYk9vF",
+	"LVUqpsuEp+XDBlvvt8XlPcC6l2Ksh6oQZJ0JZs7RBcLjSi/zVAzcRkw6zxZ4imo9QqZUmIyeIMZgfsTJ",
+	"/kF+7YJd34vcFVbZ1KljNS3nPikbsdDTcNh9OVTliHRMp/Sx2MQtvRfK36ooSqB0EXgyIGHpToiF2znP",
+	"RHzoDa6ag058yQyip7r6PzijFyZnIMCIxb2TCaiGkmF8rgmIqTp/c+R0CuJ2COaMVFofCG+1DqjnbA+y",
+	"6frD1GEXVRs8elkLnG6RwJ3z6qAYheJOBFaf88fzFQm3zYOXPYeK3epk+TQYrYKxGG7AiBVNppdyks56",
+	"7kzG74fKJc8YnduNbSqjO1QOuMvTwJQ4nlE6xpZjcU5nYAoI10mqpRVmg6mE7qu/0lZCPVzjlb7JZJJH",
+	"QS8XX24L+ROKvQOtbPR/+eNzUEas/OXXz78WVf8zHyhB+iaPJfxV0Pudmk86fyFXG8FatanT/Il8CD9X",
+	"T1iYQfVSTtqb6w+sGVrxaPcicx8G7OrtG3bQ+7brghIzzl3UXhF8OqCA0ZUv4UhiYwl/FiGnEfLWgVJ7",
+	"kFv8NxW9H3FEkDu5HDhAagdEDSp9pTWyN2TtuSp6DoYzG5V3Xjm8Zbr+YOYbOmeudlqOHZ0DxSsqATbE",
+	"fFW8nZSvW4eeLHeVZTVMHYhN7rvosLdwahyUK1opGAONszCvwM8o8CMM8uEFJ5eD4PjdIDi+HNC37y7P",
+	"3rT391/3gu/bvW+CXvdgPwh63/Y6h8Hr/U43KL+1T28F+939V+1er73/8qb7bb932O92/xnA404Pq5mR",
+	"RR6DHhCyB2Gd4QrHaD3KyXR6XEEFc6myOIH+UI1XhVUmPjsFknZxJtxiFUs58SnXLBVLEmOEw/puBUOV",
+	"W3YqCp/DrCrvHpkAhipsw3nAgbcdVkduo3gFPM9VKEO4qU4WQe6mPFQgSBCi+UKkVULuoxeDOOQaVYLQ",
+	"AFfTIuGRA0LI60fCUWNNn0UoFQvdi3AgSAq0DzISzvQP+ok0VkbEon2veTVNFPrxA8pFMN571xmqK5yN",
+	"KVXgG4tsN+FYOFXQK0UyddYpNJashgregZVgTc4inaYisphP0IaRsGyOcG8SFBrVy/j/2PvW5bZt7d9X",
+	"wXjmjKVTWrYcO7uVph9c1812t2+1lbSdP7tFSIQs1hSoEqQd7dM+1HmF82RnsC4gKFGOkzp2sttPiSWR",
+	"BIGFhXX9/RJrGHmjx4MO5nZpMAQgwTXkFRcZgH6jTcb5yIQxIsAAIM6GYGdnh+6NinJPnCbfECMdFMh4",
+	"ah/zzsUdzqRB2jI4MbEFjiINOAKif5KFPWbTNkS1yhxkBt4erZQJQYqw9VBkFDdrOgYvMlM4jYvsLQ5W",
+	"872OwQcRTVQw7O8mG/sj2GCtX3/SMs54DWqbCEM/2olezdV5WVh7q+lY/xGL0gpqJsFuL9xTSxuPSgju",
+	"pgvHousCinADsgh2njDR0QTA8megVh4Is9JZBdK0Nv8KhCf66mAF+k1HgEJINoRbpA+3p/Ywt3T/Rd9l",
+	"+SiJYwXsPnvdB1xxIRdpJuNBlp3IHAly9rr7Dxme6386VXEiB3YPQArsH++++FibcjJJxtaUvsLA9cYj",
+	"5YKsQtdjjvOkcrRp4GRn8UY9TsezVzDkmYzqFkuKyGj0+IIaM0UDv9WIi6oouuOVW62rsmoxbASWWwUk",
+	"Tt6VZpzLubovHRvqxnysuFJKhBtcErbB/lWRzVEXex1DazySU8fL8g4FBpoRygHfqRtXp4+zQgQPyAWc",
+	"OJnP4oI4eVotmLsvqVhBB60VFw6JOFQhDAFjBRymPRIDIEUgqVBbtxrVDXXLYS6D7++sesLRXrIhJlBn",
+	"4QX74PHtdavOt/6Yrmj1kDVS4dcD/hm9ufd0R9XZ6rq2Vhev3UFNufMQTVmoXMuURPNxZPpUFRJqvChX",
+	"7k+0J92IalqTbGsLr5VsWFBiJcDGWOvdQIKPnVat7lxIty+QzyhXYpRD9f9oEeo6o8iBiDp6/h88eBlq",
+	"lnIuzD1f76oOdYXGShknJ/RaKA2QruNsTlj+BNgacNt7oTRgOISaWzWxYKntEGi9FBvWwaJ7AHX0jLwV",
+	"YASX3wXD0y5bhPCxNCj1FgghMs1As7miXwCCp4pDDWECwOKSXoNDHbkaXFDOxNUzUVQLGGpsQPCDmJRt",
+	"J8ufq8RqicAq4l17Ja/iqbW2p6lRvZwkBvWL+ejKxT5qnXJhifkzxT7PtX/te/ERidqmvgvesYeZNK0x",
+	"+kWZee7O0LGYgUOYFKwmZJHNkFAf9qdLQVYAyqGmxkuqjnAd2a61hsi4MXf1FmNIzrnV6o6UPpaoOHS7",
+	"eZ7NMpRQ/IhrnPve3rOeN8PHGSjHE4K/9H4PSNDUYgI39LG2l1VNns0gnTyXmOpcput0WU7cuRE9hgJl",
+	"bjDUOQXlVPaRJXSuTMpUmDuKzfMMpYtlVDGqL4ZxuJf176cdTwVkTVfnm4o5eBmJMCHR14Hf/uReKjGi",
+	"1ITeAM+B7nYMbsmYEE04OGBFgQpQ4VvqkFtT90CJ2gcBdmHHnL3p0D5oOMOKJ2LCjwGIvMiEqhqCGEyV",
+	"S8/9Pn9UxS5jRgsJ049fxWUO9A+ZhmoPfDrP49AtLBVuQqxToHHr8oI42VUZR6MWzGR8SufthwY47o0K",
+	"8P2ptfrJoxKZjDmw0qyAl1A1nzGs4Bz5FqKB1dHiGXqDMmNOh4Ta7vUARTOy/ybIvQNdFGCwMExdsBJI",
+	"CFZJMYJQr3BYBEsEEUETW0OwjmLA3nGVAcAObAk533UkrVMWxMj8VHGLna+eUApWlFOvDlOY1ODP+oTo",
+	"BtXdoZajjLDfUfl11qK4tmo4qm0i6q+DszbisiLCH8OsQjSLCIxWcHces3pXtBrUNvT+9YXE2tjuA8p7",
+	"nykG9SGW2f5DBPW1lrcyQULwTyDadYr1ubWGLz7gW9OsgJOtfb89iFoKBcRa9A08d7GazTO7GRm6i1IJ",
+	"ZPExAGkhwSTEG1Zt2HDOQiECNLf4DhRhzY8WNUQ3Rlj1uryxxTwxmcb4tLuCPRksMlDQoexSP3dy0XT4",
+	"HtrfXeFrf8QzEJ+wPtd+lvFUQdtQIXR21/nr6FkgbnwXjCFUS1nlEAhJHieUg7KOxPlDK9VDg+08ZhvD",
+	"Q/TccyuCqyKb82wQ1nVzRDu4J4jthNH5V3aql3wn6ngbQ+sfFYQ76OHlaBL9LgAQKe5nWgCvUI9T2pvY",
+	"lrPARCY2TGFrscyZt6khUIU4rR3xTVZMRVYW87Iw4joL2Tlbgqiv17RGHpVwEkcdZLtABRNZbXOLlaXu",
+	"NgbfBBQP8DKaxIEG4rQhrEnREzrg41lCup++nyW6ZHsqYPDLYsv+asv8Vtp3jZMJEYoGFf4A9UhMHE18",
+	"Re5R3GV0jR1WRb2CoWSoyNiE4rdU5VIzeIU/iZtY/UHxg6qbut3xnNjEhFqXaeocnJrWohASiV6Z3ya3",
+	"CguhQMv3rTDdyXmoCRjjpkKWtFfQaFy5NL65ybAQH3Y8MVw5a6kjfqwo1wjGghWBX6aOCKxYbAApaj52",
+	"Au/l2HiqmudgZckXrUlFawm3hQFAqt4H0uP4xCznA2lNlP35T6Bq5QhLXKvnzbZ4olQFoKZW1gpGmTHV",
+	"VibZybRap+vmZYOuu+SSDKkXlddDj20hIRIvu8PRgiWFiMJ/VJ61qWbCC4dSuB8qsIkoBQpZwYkgNGn7",
+	"OfMChrqmzShpXGTleNosMVc1iXn8kAHe/JniBQ+XVFY7zx8veJBbbx0/bOdiGFBkbFqhq9xeJoPcbqRm",
+	"bLk0QpUAwMBE+7/XdlyhZFghDlk+2PowyU9sc37utRPkTd5r+/E2vKdeop4Fus+xvASELwqlQmrOgwuJ",
+	"1VvqnGhhUHbBnSSuYS7Ukwr2mcLWWIg9QQxkn5zRg1WUHP+3qxzqGucJZtu4aZH1sRis8ny4DRhqyoX1",
+	"1hDXWK+YBKmoDCBriEIpuz0nQo0Sh0QmhKGBpxTYT33qXpJe9H25ZOCrUK+KvH32Eo0uZ+74jnV+nFBD",
+	"jWoj641o7e18VePeaVcEIXjIQfeC9fYxRoDVLDXfoSLYxbAXVj66IcwzbMmturW84VOQnl/AlRciron9",
+	"lGRkkuiYmqD4cgBuaK1o6Do/HbwI9RdBISoaiKwI4ipmh5gpFSEoNRThi6PAoBAnXAQ+myVFqIHTsMc1",
+	"vdxSDkzkiBlBzdR2DUZl4TeBUtNjqO2rBFX6DLtCc283wS9bDuwDINCJSoLXxlrNS6TGbR84Jk0MD4NM",
+	"aOMUQifUkA1C7wzBkLG2HJLQPc5UuyJDyrOT2wQttMYbSItaPPUNc6oCgqu9FiI7qZoU5PiAZHr+kTcB",
+	"DNOzNNIVS+pbWMoq/VKzafaanWNPBq8rM/kJzY/BMmftEld4xIT5orViqTyxabD3PLOyhiS8acc/vQlT",
+	"40Rbw3vWabBYrNv5HiaLb6igxoKuYTZR6rRprQewXLR7oX4Xg9r9/GihfidBmgMCXsP0JyZZmgI/qo5D",
+	"/S40XKVj8/FzIRAf8GeTkiNd+Gb/QTHDD0tTPHeBrVXx95uJzopzm5BDe3FibprSES4s2VyL+NFLhb5V",
+	"hUzSd2iYv5DS/zxU+POVYJ1rVc+6BQ5Pi3FuA1cM7mJCppw1C/9c5nKmCtBV/7PakOgmwkVA11QdgFLy",
+	"CQorHG0D2epb1a9P7TWEayvSRDDoUDm3yIgjCshQY5mT38lTIWVIs4rpsdWNuN2P/CuslMIGQ3BZdlb7",
+	"KbCNy88HIuVplod6qdQQXh5vtN/MxUp0DIDqj2dCYqd0LqHN1g51o+fgAZcDXsEDRZw24cYff/zS4AD7",
+	"tFRra2fPGdU5lSPXquD1FPr8Tly67whMrSnNiQWKTtiDGM9sFTNZhksgQP4A+K4SHer/oYh3ICIIZFtj",
+	"Yg4FZZBBEDoQl6dXRxeBGCXSiBbnNWhIVjAwt5HKkQd2atJsjs4FIDECuIX1KuD9oJaC8FXcfawXECda",
+	"5gvqLMW0iCGaIWzmy3KqfEQbxxXjVFmpmISYXrfvRgTDt28GzZegZJKZcs24Vr4kMKHkWQp0NdZvx9ZV",
+	"TgrYd/cwTQnmAvPf7k1AG1DPK00pXaizO0iQc88feY9Oq4ccGBItmHJMddthI+wfUiyor0U3aJzf6ge7",
+	"aCr5YlOjzZdpKtRvpUzBvcLBQrnl4I5pUyts97KoWvdFC4H0gAqFsJ+s0kOcCaQCWKZdC9YS0ALTK2qt",
+	"V0eDUK9lg23X2ShkgQ4+9RNK5BWAJBE3GzIYwr4wFBJITAV4tb/zos4U+BA7ez+qOcjTLI1dbqoZUcan",
+	"JaM5ndLVSWFN5fsaMC48vbFyRIAa+61UUO1LegyEtGZ3YpPRRm8jlgUikW0EKy05QfPdQHLf/26/fGxT",
+	"zZ+WdZkC3mCmL2Dddzh3iT1+pFg/gRyC9dsqrg5nS0gxkjGoJ8wWkPrBcCP4JqRYPhMbb8V+6wlNveXL",
+	"tp7O3Gf1FH7nMZOMNNObBkmMMMKFRDf2iPIwsPCcQVvNVRgDLhaeL2tTjw379UnNDtQ46wEukfrJqsu5",
+	"yuapErEaJzEVMiMEesYl97673xHHBYOAJxp6aa/evBJzOAD8XvSJQvMFjkuVGoUBPEiIwUCCUJtiASxG",
+	"ShX2CNYFkBfOYGTAs0WxjNeXJ20OjhNykJG3Kg6s5oUSM7Az2RGVyENmzVfAk3A1ctSNJDiUaKbZnekR",
+	"WFaeGbMF6GvYRTku81tVs4WcVIytiaGFW5VQY1f/TOY3Ku5X5eksWLWbV62n9n/V/Qkz1D6g2+uCI8Hm",
+	"ukniUqbGWe/WgLJjvAXAzvpNHEXInbxViBIh5NvEy5yrt4gbBNsO4HemMrbjHuyGmof8A8d5Kv5gtiD5",
+	"Pl/ti/+FSDqmishmZZEmKjcIZJ9y5IfpPzyeFQp+JwA8NE7mACAS1wwIWYir49PDAxGreTHF9Ce+EvII",
+	"3ktt3+6B6XrIfCbwxxtWL6QRiF3g8A2tNyA+ptk1TJlVxQU0BABJAC+3aF3u/hSIy92fQj0uZ2Uq0fq+",
+	"3P0Z3u+HXX9F2oF4c3wBn3grwpMY6m5nB2YHI/pUWlV0K6W0uzTj/8wKlQL6kF0v+9+5UaIFxBRoHQEV",
+	"RYTTMMQ7RoHTYhMoHSJAbyyuRN1C9rsv8piMm6QlsCzMgTQ5VcQNTiO0+7iMlS4SBKpAYQ1YMl6I1sEX",
+	"3fY2grf+v//7AvvOQqLohnoLjw/Zh6FEeGrsXJN5kUzkuOjMYnISYfbmyBWtsRVuVCZp4SM8+oFKl2/S",
+	"Vb4PzH70cOnJBMC7og4wW4Fs4fBQUB6cUlnakcRpgWLtZN6FBiAX4rgDEmtAEpAlG+FIbYhbm+2dey3z",
+	"vo+a5rcIXquCsAQd+qswj2INB4wgGer7yZgTc5+he4kn1cN6zKfFLP2AFnM7nX/H7/6O33k2IEPJeq5q",
+	"QL0c6WTLTh7aCv8cnJ44nIQHxe+ew9gDJQ99nU85lmBNG2mFVcGwQpl1d5mlKs2ut8iYoLoMoBArdcWQ",
+	"4YwOyB6JFtrc1sgMPEBIzPl4VELWUqSCCj+n3xfRTaJjBEunyYra1pQ1rp3h12zF7wi1qx0GsA13qStT",
+	"hd97GrpyPZs03iVezjmNz9en3300/eLRxR1QW+Y6LWNlxOUaP42GQeenQ8RV6mvV9sr7Kn3331ubd3Y+",
+	"PDl/9ero2+HVxdHh4PIg8jGrqwMPOBNxy7tiYwHIo3xa2Nnri9ViPz5VSkOOW8/PRxerhVnWtEnT7I6F",
+	"ZPcp52NweXB8dnz2avjD66PXR8PvXp+cRKJVdf49Whjjaoz4FPfkYTFwAr1ZPPNQkzyS45vrHAA0fs1G",
+	"Dy7lI7fqXiSkRrctqIzVJisfOjnAyA91g5WfFNwfucastzLWEWfEF9ULta5c1jy7sweGuJV5YuffeA8H",
+	"xAHsibDeMRRmWXFE8Hks5rpGNjmszFrntrYD8Rs7TCYQB75L1Rc/NTvR0h8KENIUUzULdat6gooDGsKW",
+	"USkACwZirHSRK8KENmMJuD5QFomxDSYekWWRwddRuy8G4mvxk7j0HMxA/Ah/nR1fHJxciTuVXE/t2XqB",
+	"x+9PUE6SABvFeHgj4bc/84dAn0QO4o3IvECIkIByer19wugNt8k8Eq05gp/aeaaEC/nkUeUSG+uw80KR",
+	"h2YPVSAC4KM5+5Vi660fszQOxPfZVGpjMsx97L4Uh9l4PE1E96uvXvTF4dTKC33zfakB6uBwqmbZTBV5",
+	"Bwjj0rQjTuSoI64WpuiIf3wpWrs7O/tt0d15sdXt7hLx+pvji+Gv4mthfsuL1lz8b2HK2VCKq6uhFK27",
+	"4a9y+/ff74by99/b/94V2963bY9bGX79NXx5I1p2YrfN8MZeUQzlZjGUUUAzDfNgLQpvaoGM4C2gbFEw",
+	"B3NhvBSyEKVOiuraVmSGN8TzX0gdyxyYSmJ1mxAAfxxnE9ENagu6aSpphRiOQU8PdvSmwTsgTKh93JZ7",
+	"3M9oy3GG8M3xxb93rTbu9rz9B1loe4+udYIK5dGKCYlxBURdqPZQJFoH7Z4r9ORQXqnHxB1c+7G9d/Vn",
+	"IKJ8920kvhYRTbH4/fe5XSdYpt9//8n+L6K8lhfQE6iXiBQ/3307rCI9Ud9+soj8SEkgvEgQLHZXbMFK",
+	"J6K1GCY3YkssprIYJjeVhFRf2UkDSYgchVFSMK0MswrrhfA1S/Tbbn0I7rEXl0dXV9tXV8Of3e3mWQb8",
+	"BGWxlU22JlkaL2WVgb2Y1n3TiH/hb1bCINiBgHDXgCFyPVOoN+HpqKisT9tHmiC8CyotX2cRfUp2p0FJ",
+	"9+1e+RmmHZrqC0+QZJoKXYmiC8GTCuXQ3aYRl7uEF0IRqki0tMcFCqqn3RPRdJiIr0V3W4svRDFMNkVr",
+	"sDlo/3ura/+KAiRyVlVqdZPJihhxHadhnOlbpRnYl+mSG2JhFQSOvFZtHGM+M2psPX/QKFdXw1yZbd32",
+	"1x8X/8Bb9LZHjoJ3uEWuiwEXelD1BqnX5TOcWPJuq9y56Ym9nT2HPuG1rqQJsOYuvEoSxxTFZt00S+OO",
+	"ONCh9iJqojGgRnCdhIDMa9KjwvWz86EznS6PDs8vv43ujxmBKfKxk430mHXkchi//Duu9Fcu7fXHea+k",
+	"i1aTkD93JAxRvSknMVLTxOFAuagY0C2BpIMZ8P3V+dknEgYjFtcOL+m6ItLzudIHF8c08j+lMig2ko2s",
+	"HboW0DTTRS7Hhe8J30kjMDthfaDn7rP1oF8bF1UVkpxAnuOFxMD7O+b454PTk/ebY77xo89xT8h5Uhs/",
+	"tKpgqZf9H8b/8LncpkMY0o4/uiWFfSUxk/N5oq/bzIOcmFBD8sZ+uxWrcQaOERPgWEOHjKYsN9a/6yNQ",
+	"I1SiZfECOVfV28Kar5Cuw8YVQqH8M5BLH0dCaGEbJMSHUV5b4OgxQjFBy4LdiL6IMPbXE45XgypTna1n",
+	"bcRQSwP8G4TJRUQbUIPQcn61M3DUW7RI2sxdMEnSgnjUkD9bpn2xWv8oRllJxWV+DQrg3K1BtLyoIUk/",
+	"IK7LDBa1YOxMvkU+tY1ed/fLYGOWaPf3g2O8n0TEOFhe/wtImCb/UYHoWokHhP0+l0lieaT9rMMlukvj",
+	"gFTy8mQls3LmwPpniaa/g9V+i6ApVhVp9bYYjsvcZHnlJjEgAKR4W1ZSsWWbvo9+2jpTb4utQ7qMZLB1",
+	"ePWmvW7w+Ih1S727//Jpy+gqYT3Jri+gN+R9uA2WNrZGp4bnByq1aq03tQlrjhpCEx+ZGjhZroKW/Cbg",
+	"v8QlAUInMgWZ6WnRbmy4qYb9ySULQKDbNUaBw9eXV+eX0fOaBkegNBvq79aHiT39v/1/qj+O4z/uDRVT",
+	"1L4ylkHXE5QQ1+wWDpkDGZ447u86jAOMMsCJAOcxVgR5Y4qoMRRwnh1Vc5pdh5rITIqpmgFmsxjsYv2O",
+	"iMC8SEYl3aJFjWumM4uFUZQd/LLTJQxlSG8UWLkzVTPqe6ZRuI7ieboQY5nnCT001K0ITyLTqT+wTcOF",
+	"wCEmTNXbsVKx1GO1tTw4bH+GNWUGAcaB84vAaRyDXSt2PyBE6ShDwkGvlqtXtdl3d0KdyhyIGH2E2EwL",
+	"U86MF9hfRXjyAFi9gslyhqjC1mvgIp6FkHEsyjnjsVLSghejE+qILx7idw5+hyoVPcnhoiH7djdqXgCl",
+	"p59wpn4CUCYrwrIkwFx/Huo4l3cVyuKK9Vvp1I0n0dxEXLS2ApomY9Olt58nSJHEjg5FvH59/O1nHo+w",
+	"uxwBJmpePoSOk1i0oovLo2+PDwfH52d+UAJQQylOOJMLZCNkEIOk6DyuL0+7pxoe1LQ4ver61GpK5IFl",
+	"zMs1xEtAasAat6J/O81tV/5Guzcg4CzOsgSDecVWuv8Qelcl9I/EdUQ+pJFJTGV5Bf7hobzSLBJ8q6dZ",
+	"V6qEaYYJUC2oThav1DzJQ401kkFdhbWqfGNVpeQqCSkr2a5KdZE1M01GqJTAng4IjgID0HhGzCUd7XRX",
+	"P1Ep4gw2KiWYAu4awyYsQG6zKvqHtge+4IsQ8LbYo9hl8IqM37rIxA9eTT2dKAihHDcdLB1xktyo5UAU",
+	"gDvg/sPK81BfvXn1gKLzgFmpcd1dwLxmbVRz5UqUVb7l3gYL3KERC969llm3a7Z0yri7cHAQUTi4vomD",
+	"mH2HPIe9THwy4XlTcKCD9+mK7dLyJrRpJtsrtaaiKjXlykju5Fqe700oFMberlZDlSiKKbRYrRSHvvOg",
+	"/O8u+/z75HPh+Mcq2GQ3s36evUfF5ns26DzuAcVpgLXn0PfZCCu7IUuJoDmmHMFupfBTnUFHtIBBZ7TA",
+	"yri4TWSQUE6faC4hn7heyAgOm6izFPmwcgpc9qSanK/dFxWz6FwaxtaJ+MIig+LywvfgA68JFLFWsTAz",
+	"ouhbRxyQiw8sZXP5W6l6gHlFQEvMkBaE2mT2zQzOQgG17u5cxBlAVYkHl5kmkwLAY3N8dY/fEwg6idPB",
+	"Z/UEtmokds60yZhcJ1dpJmMTauwyxSoLO8lw4NpXoOvtZ6mSt3aeywI1LOhsCAOHGvqE8GxP/mOFl1we",
+	"IM5AzYs4+2Ki7sTpN7xUvVBHM1XIDnXqDIEkNolNFAj8AhHhhxBHVNXHOivsX6GOsIu8w9041GZLn1Ij",
+	"QrRpRMTNQN4zrMNVvz9ejXcH4JjazYdArB0RPkv9GZ08uzPD0linDZukEJPgzrT7Yg3gS6hd9HdmJXlS",
+	"pum60KtXQNoQe70/Crm7EoPc/5AI5O7Hij9+WEBxv7v7gNjxchgvXeBmAwMFeGRlsXYAuKc3gvcv8nUY",
+	"nx8zwuk9bx0JlB+3tO/9idQTO/EFfZJN/KLiR4sTfijyUPcJbQ5OmrMRxbQLTj5HZZLGkFMfDI9PL06O",
+	"To/OBkePaXMAz5bfRWDq569nWbjDHSOiTqEBMN16ti2rBQ6v3tiXpLwjIgYAZl+u5MxuR+r5lHeinDMl",
+	"CSa4piqNoe5qpmZZvmCES3swjmRsdazI1a9qXKBlT5eDG1aDXjm8emN1Pjp8qwhdji8XydqJLsa6kmCp",
+	"2PFMcqUCMSqLUBulIRMK51FEw0lVUWsHwWHBKGfMRlgBHYaaJiVXMnbOGg0fDlJQxsD5kGEXIYhGK9qa",
+	"ybdb+MMtgCWMAg6Mhnq/uytOk2/afTFSiwwQqZYxNLsvRHRx8DPAfQ3Oz4cnB5evjrDAyiqMqqy4xn7V",
+	"d6zXoEEBQyzRQApc6ljF2LIAgUi+wxZ8VI1O7LWhL5FesiDSNQJBdF4jNsPQTAGRfBYveKYIUp+gOgFX",
+	"zX5A2GwwNNdei8+pcduIIrvGcKo19CujcXnM4gvRDTViaHfEj45SFKgLcbhLs7r7lWisiw819S4GHlIG",
+	"mk4QJ0OPGRCOQaZcPHy1N1HWHFCXlgOr5dABcvTEOM2Mivo4CTx5yM1DonYKe6kHfoVbb9xgYlTG1uAl",
+	"OXPzgt/6oibFb6XMQY3jsT7NTLFpxHy6MMlYpnTDtiCqAbQwafEJNo80Avv0sEeMKip+3FV41l+zEbTn",
+	"g51F8Ke6nKk8GYuZLPLkbYAw41NG7aT02l2SK3v87MKuEWOVpiLqBlGoURK/xJ+3AzFPS1Ofm3E2X2Ct",
+	"Uw/TDkSuxgOGfPt4KvNrxbG0F//o7It/IQW91VLZROzu7H3ptUcb0eq+7OyJf33DkY5A7HbtNVwFvFKY",
+	"OkkKSsbgw6CiQ94oHWqcr+7ul9QP4GGq0sompm8HzyoSNGH1AoTfbp+Ic4dyAPtuAn0pkmBpoIlgVZxh",
+	"DlCca7IspK9vuZ8Fb9+z6gg4vJb1UR25cSJTo6K2Y+mEklqaAihhXh0/svfjYyqPBDz7Il9ANzWwE6q4",
+	"L/Z37CD8uM87gSOrwRAoMJQyj6xBA/qFlY8V7UYhNqiCiCVjxsBJ1ttCx8C+Ju9JOb5xj1PWXWvFAI9L",
+	"3ENZHmpsE0zJp56WRZzdacoDeY9FmabS+om6A0cyl2mKUNOFqdKHJAHUYg2jnWW5Yio1aN+w+13JG4wr",
+	"ghDQkNHnq1gj6WawtaSYJG/tsG9VzlhBVnBPk29C3cpLjXGAUTmZqNwEzDuAVXhtvIdzQ/1OxvFUag2h",
+	"5AqgyGA6wo6+xfq++xWcklW0lpSa6TvKMT8JKvaXH+pDIfEzIVS8+tBEO1AnKhjoVWU9IwDHtr8dqVC/",
+	"3BP/Sr4Rrb0XXTq+2wFpEzti+x1CNDjwJex4J3sq1DLPreiAuL/cgVeskKPxDN7dfym+EC/3OOIJsAMV",
+	"WS7FjClNwBbNq0yYbFKwOKJlUtCWMuVMlDpVxoQ6enV+enR6cnx6PIiYxQANCyeSonV1/GpwdHnaXhHN",
+	"xFRsJxGKNveVRMdngyMmEujXz3vC+wI71OpQyDo4zQY/CDVAqTRU19pbbCOq36/ZaJjECC/WsZcbVVQx",
+	"bhTpUEf4bGoB9KCZ4XPy5zGGwlYdI7JgqbiyTodZwg41jgK2qnR3hM8Y0rEGdJ6NlJVjgZICQORtVvVS",
+	"L1yJfmVGo9Uk8R4+ZoI9N7xeE7RljNjf+QdM99Xr7747Pjw+OhsMrwbnlwdWJ5MpA1jv7naTJE2Ndxpw",
+	"m3Oo7RKaCju9Rk80zmK1IhrV6YTnCMgzeUhja4ARQBvcipT2P18PBtbm+vb8xzOcvEtZqJ53L4zpyuo0",
+	"RwOOtw0ZmN7e8SynWWkIaaSc24MMAyDcxCNyWYBJTub4LNFb9iPrafCGe7m//+Ilmhbbpi92RFHmGsKM",
+	"2WTSxveR4jq3Q5qrPMliMZXGmkYAH1jd3N54C37nmdTdHWHaPVD5IIRf0J2+wOpP2FAKGia3YbABdiLh",
+	"d/BykKjFl4/twsJr24W162dXFgumoT7MFNm8AqNP4pS9lFa0NS2K+Za9GOrlsrLwJ+GFHWZQA+TY2/lS",
+	"RBQWGA6OT4/OXw8izsiREsbsGe0VGD2D7JLLgF4ZQdFbG5wtDZcMCjUuPxwVYM83uBCeOgma3IZGrho7",
+	"3+zC38tXMyvTIrG+5PYky2dbVrPYj5XGelr4Ndak0UUDjGRxtVog/CBENi5UsYWu88YfARaprly7ErYA",
+	"t/+9AkuvYR4expLzl+6Vh9BCFWk4PRocfHswOPA/c57h+cXg+PzsCmh0jq+u7EcXB5eDqBb84mDZ03bU",
+	"f/m02TbQM1ahzK1rwYp+VbeA4pkocJJT4NxUgMbapIeX1ckaPPZQ29+TI7V0KjiVQsXpSO76RBK16gYF",
+	"YtUN6lUF9lgvZw2vpqgQm37sVWMT+pKj5IGI1CIAbgL+BNvPk8IS1BYTg0h2Mcs0Fa3G0Ez7ESk0PyIW",
+	"/mcUkSZ+4aeizPL89V5d0p1LXsclQAG3bjpGBT7IXQ81+OtAYaSgWOCu30D0T6GPWswg1ChuHbFkt9bw",
+	"RFgpViY17HWgk2FF2fDEx+aD8Ke3/Rnww6K94tv5h1dvGDYpLyBuZxZ6PM0znZWmlvV4QJqD8rb3lTZU",
+	"rNG5WkrH21EgcSizhhqO9oATBYsbkbxFVQxmSSSsM2fqvjGhu1p/aslNXn6AYNcVo/rjVEnP94KATeXe",
+	"YhUepABcPYLjO02w6xN9arfpPIg/KsUj4icoU07SVMXtQMRyZv1cAshhmiyIPBGnrHcIBYAhXXvp7do7",
+	"LkcYjVxAYBka2GosquRpLzu/uGSb2JSmRMs+bCvT6SIItT07oBc/MULpGOKe5JkySiE5t1C8KFNMKPsM",
+	"4hAUpX439PVAT4HzDFFneCyTbwKGTqJiCn7vC7OuxMwzkzceUucDwntvgc/7NWY9UWb7HtP/Mykse61v",
+	"tN1eWL4kWtH35988EkjgXy5ZfZGlqa/f30txE3fS+kT1gRcGwMAZEL1VcE7wNUCQ1mOWzokpEFGJYoJq",
+	"LloERooxXKsl7aHb7ogjBAa/kwsXHkt8srh1Gl5Ehwdnh0cnJ1b1eRkel4iE3HQR+MkDZ9KQh2MPJ3Bx",
+	"RKv2KpsGFRRg/bs5nkr3gsHqE9tBrTIZS2quVQyMWky3okSVm3D3RQsNgk/zPIvLsYJoZZyYsbRTQJHo",
+	"KsPK8ySrIHHtgJOpVd0Lq6hVLK6VfQtgcrQb7rvjs+Orf0LomHm368uIYSfvreNQ8x0niU7MlNKUFJ+C",
+	"V4NWbGBrJICyVjUzofaZGyWEy5UmnGgIkeKpFmdaoavm1jyhGC4+pMb3jc9pPBQOYY7/PhcCa5AvbSBv",
+	"1/zX0gQ+6KB5ctQQ2LG1ndmqb8i/zAH43O7RIcHINri3H3igvqPnaMCpHihBJBTt9Qw5HPmDk6iqsNXq",
+	"bki/rTs0tAyoQBmVBm7e8xS/XYtvz8+O3LXL+ptb1ABSAK7ca4A2vd8Id10en6K+faTWks/dznbRULR0",
+	"1gjApwO3RLalJ+KtukD/7Tm8Z2uN1/TFFWuU+RZ2gqviGBWvUYL2lmpc5kmxgP09UjJX+UFp9+b//GL3",
+	"IoZrmsryaXB+5YiM41wZsxFslHm60duYFsW8t72dZmOZTjNT9Pb3919uNNfVg2IF22arSM3WWOXYGQd/",
+	"3ahF7aam4a6/uFdcvj2AwtVpTadZAQztlR4jRKzVwR2sC7GZ6mI3p6uXnyS3SitjqAlUxonGKaJLsVBl",
+	"zaQ4uCRsj/dGqwrZcM1pppMCoBaqnzolb9Y8pI4Y4dgIGasZxz3O9DhJEYDU7wkddcSBddEoqAcFKwwY",
+	"X914K82uv8ZcD1GwQ6DsusdEFH7ncSCILDiVoy2iVazxzd3LWkH+1f5OV6xsP/Tt4O4Nt2GYeAFn7SpE",
+	"tnWUeW4wZFZqEyB5HXHFz2WeGOyq9W0DIvfEQ5eWxbW1/fHLH/8/AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -25,6 +25,7 @@ package predlog
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -274,3 +275,7 @@ func (rec *Record) SetPrediction(p *inference.Prediction) {
 		rec.ReducedQ, rec.HasReducedQ = d.ReducedQ, true
 	}
 }
+
+// ErrPredictionNotFound: the log holds no record of a prediction id
+// (never logged, or deleted by retention).
+var ErrPredictionNotFound = errors.New("prediction not found in the log")

@@ -29,19 +29,21 @@ type Code string
 
 // Codes of the management channel (see the table in api/openapi.yaml).
 const (
-	InvalidRequest       Code = "INVALID_REQUEST"
-	MalformedJSON        Code = "MALFORMED_JSON"
-	ModelNotFound        Code = "MODEL_NOT_FOUND"
-	ModelCorrupted       Code = "MODEL_CORRUPTED"
-	UnsafeModel          Code = "UNSAFE_MODEL"
-	ModelTargetsUnknown  Code = "MODEL_TARGETS_UNKNOWN"
-	PathNotAllowed       Code = "PATH_NOT_ALLOWED"
-	VersionExists        Code = "VERSION_EXISTS"
-	InvalidCSV           Code = "INVALID_CSV"
-	InvalidMetadata      Code = "INVALID_METADATA"
-	MissingPart          Code = "MISSING_PART"
-	NotFound             Code = "NOT_FOUND"
-	JobNotFound          Code = "JOB_NOT_FOUND"
+	InvalidRequest      Code = "INVALID_REQUEST"
+	MalformedJSON       Code = "MALFORMED_JSON"
+	ModelNotFound       Code = "MODEL_NOT_FOUND"
+	ModelCorrupted      Code = "MODEL_CORRUPTED"
+	UnsafeModel         Code = "UNSAFE_MODEL"
+	ModelTargetsUnknown Code = "MODEL_TARGETS_UNKNOWN"
+	PathNotAllowed      Code = "PATH_NOT_ALLOWED"
+	VersionExists       Code = "VERSION_EXISTS"
+	InvalidCSV          Code = "INVALID_CSV"
+	InvalidMetadata     Code = "INVALID_METADATA"
+	MissingPart         Code = "MISSING_PART"
+	NotFound            Code = "NOT_FOUND"
+	JobNotFound         Code = "JOB_NOT_FOUND"
+	// PredictionNotFound: the prediction log holds no record of the id.
+	PredictionNotFound   Code = "PREDICTION_NOT_FOUND"
 	MethodNotAllowed     Code = "METHOD_NOT_ALLOWED"
 	LoadInProgress       Code = "LOAD_IN_PROGRESS"
 	PayloadTooLarge      Code = "PAYLOAD_TOO_LARGE"
@@ -225,6 +227,7 @@ var domainCodes = []struct {
 	{trainer.ErrMemoryBusy, ServerBusy, http.StatusServiceUnavailable},
 	{trainer.ErrCSVTooLarge, PayloadTooLarge, http.StatusRequestEntityTooLarge},
 	{jobs.ErrJobNotFound, JobNotFound, http.StatusNotFound},
+	{predlog.ErrPredictionNotFound, PredictionNotFound, http.StatusNotFound},
 	{jobs.ErrJobFinished, JobFinished, http.StatusConflict},
 	{jobs.ErrInvalidCursor, InvalidCursor, http.StatusBadRequest},
 	{trainer.ErrInvalidOptions, InvalidTrainingOptions, http.StatusBadRequest},
