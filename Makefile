@@ -145,11 +145,13 @@ deps-curl:
 test-examples: deps-c
 	set -o pipefail; CI=true $(GO) test -count=1 -run '^TestExampleC' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
-## test-browser: the review page in headless Chromium, without and with lab results (no console error, every plot drawn, a full-page PNG);
-## REPORT_PNG=docs/report.png refreshes the README's screenshot
+## test-browser: the review page in headless Chromium, without and with lab results, and the page of one spectrum
+## (no console error, every plot drawn, a full-page PNG); REPORT_PNG=docs/report.png refreshes the README's
+## screenshot, SPECTRUM_PNG=docs/spectrum-report.png that of docs/evidence.md
 REPORT_PNG ?=
+SPECTRUM_PNG ?=
 test-browser: deps-browser
-	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) $(GO) test -count=1 -timeout 5m -run '^TestReportPage.*InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
+	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) RAMANSERVE_SPECTRUM_PNG=$(if $(SPECTRUM_PNG),$(abspath $(SPECTRUM_PNG))) $(GO) test -count=1 -timeout 5m -run '^Test(ReportPage|SpectrumPage).*InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
 ## test-prometheus: a real Prometheus scrapes an in-process server (bearer token on) and
 ## reads ramanserve_predictions_total back; promtool checks /metrics, the alert rules and their unit tests

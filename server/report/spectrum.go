@@ -27,6 +27,10 @@ const (
 	SectionRecords       = "records"
 )
 
+// labelledContributions is how many of the marked contributions are
+// labelled with their wavenumber.
+const labelledContributions = 3
+
 // spectrumTopMarked is how many of the largest contributions a
 // per-variable plot marks when the log stored none.
 const spectrumTopMarked = 10
@@ -213,7 +217,7 @@ func predictionFigures1(rec *predlog.Record) ([]figure, error) {
 // the contribution of every variable, marking the largest (those the log
 // stored, else the largest of the explanation).
 func (v *spectrumView) addExplanation(e *inference.Explanation, stored *inference.Contributions) error {
-	fig, err := linesFigure("spectrum-mean", "Spectrum against the calibration mean", "after the model's recipe and regions",
+	fig, err := linesFigure("spectrum-mean", "Spectrum against the calibration mean", "intensity after the recipe",
 		e.Wavenumbers, []series{{"this spectrum", e.Spectrum, spectrumColor}, {"calibration mean", e.Mean, meanColor}}, nil, false)
 	if err != nil {
 		return err
@@ -374,9 +378,15 @@ func linesFigure(id, title, ylabel string, wn []float64, ss []series, marked []i
 	if len(marked) > 0 {
 		var pts plotter.XYs
 		labels := make([]string, 0, len(marked))
-		for _, m := range marked {
+		for i, m := range marked {
 			pts = append(pts, plotter.XY{X: m.Wavenumber, Y: m.Value})
-			labels = append(labels, fmt.Sprintf("%.0f", m.Wavenumber))
+			// Neighbouring variables of one band crowd each other: the
+			// three largest are named, the table names the regions.
+			label := ""
+			if i < labelledContributions {
+				label = fmt.Sprintf("%.0f", m.Wavenumber)
+			}
+			labels = append(labels, label)
 		}
 		sc, err := scatter(pts, outlierColor)
 		if err != nil {
@@ -401,7 +411,7 @@ func linesFigure(id, title, ylabel string, wn []float64, ss []series, marked []i
 	}
 	caption := title
 	if len(marked) > 0 {
-		caption = fmt.Sprintf("%s; the %d largest marked with their wavenumber", title, len(marked))
+		caption = fmt.Sprintf("%s; the %d largest marked, the %d largest named by wavenumber", title, len(marked), min(len(marked), labelledContributions))
 	}
 	return figure{ID: id, Caption: caption, SVG: svg}, nil
 }
