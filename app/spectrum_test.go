@@ -101,6 +101,38 @@ func TestPredictionRecordAndPage(t *testing.T) {
 		t.Errorf("the largest Q contribution is at %v cm-1, outside the band added at %v-%v", w, synth.Axis()[900], synth.Axis()[939])
 	}
 
+	// A predict that asks for contributions: the reply carries them (the
+	// Go client's typed fields), and the log stores what it carried.
+	normal := synth.New(synth.Config{Seed: 5}).Next().Intensities
+	asked, err := c.PredictWithOptions(ctx, &client.Spectrum{Wavenumbers: synth.Axis(), Intensities: normal, ScanSeq: 2},
+		&client.ScanContext{BatchID: "B-asked"}, &client.PredictOptions{Contributions: 5, HasContributions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked.Contributions == nil || asked.Contributions.Q == nil || len(asked.Contributions.Q.Top) != 5 || asked.Contributions.T2 == nil ||
+		asked.Contributions.Q.Total != asked.Diagnostics["q"] || len(asked.Contributions.Q.Regions) != 1 {
+		t.Fatalf("the reply's contributions: %+v", asked.Contributions)
+	}
+	var askedLog []gen.LoggedPrediction
+	for deadline := time.Now().Add(10 * time.Second); len(askedLog) == 0; {
+		if askedLog = listPredictions(t, a, map[string][]string{"batch_id": {"B-asked"}}); len(askedLog) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the asked prediction was not logged within 10 s")
+			}
+			waitLog(t, a)
+		}
+	}
+	resp, body = httpDo(t, a, "GET", "/predictions/"+askedLog[0].PredictionId, "", "")
+	var askedRecs gen.PredictionRecords
+	if err := json.Unmarshal(body, &askedRecs); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /predictions/%s: %d %s", askedLog[0].PredictionId, resp.StatusCode, body)
+	}
+	stored := askedRecs.Records[0].Contributions
+	if stored == nil || stored.Q == nil || len(stored.Q.Top) != 5 || stored.Q.Top[0].Wavenumber != asked.Contributions.Q.Top[0].Wavenumber ||
+		stored.Q.Top[4].Value != asked.Contributions.Q.Top[4].Value || stored.T2.Total != asked.Contributions.T2.Total {
+		t.Fatalf("stored %s, the reply carried %+v", body, asked.Contributions)
+	}
+
 	resp, page := httpDo(t, a, "GET", "/predictions/"+id+"/report", "", "")
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || resp.Header.Get("Content-Security-Policy") == "" {
 		t.Fatalf("the page: %d %v", resp.StatusCode, resp.Header)
