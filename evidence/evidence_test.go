@@ -109,7 +109,8 @@ func TestCollector(t *testing.T) {
 // TestCollectorBounds: with a closed log (which drops every record, so
 // nothing else runs) Logged allocates the record only, once the axis is
 // cached, and no more with spectra than their float32 copy; a spectrum
-// over MaxLoggedPoints is not copied.
+// over MaxLoggedPoints is not copied; the exceedance policy adds nothing
+// to a prediction within its limits.
 func TestCollectorBounds(t *testing.T) {
 	ctx := context.Background()
 	log, err := sqlitelog.OpenLog(ctx, t.TempDir(), predlog.Options{})
@@ -132,7 +133,9 @@ func TestCollectorBounds(t *testing.T) {
 		{true, spec, 2},
 		{true, inference.Spectrum{Wavenumbers: make([]float64, evidence.MaxLoggedPoints+1), Intensities: make([]float64, evidence.MaxLoggedPoints+1)}, 1},
 	} {
-		c := evidence.New(evidence.Options{Log: log, LogSpectra: tc.spectra})
+		// The exceedance policy is on, as by default: a prediction within
+		// its limits must cost nothing more for it.
+		c := evidence.New(evidence.Options{Log: log, LogSpectra: tc.spectra, ExplainExceedances: true})
 		c.Logged(time.Now(), m, &tc.spec, &p, &sc, nil) // caches the axis
 		if got := testing.AllocsPerRun(100, func() { c.Logged(time.Now(), m, &tc.spec, &p, &sc, nil) }); got != tc.want {
 			t.Errorf("spectra %v, %d points: %v allocations per record, want %v", tc.spectra, len(tc.spec.Intensities), got, tc.want)
@@ -230,5 +233,18 @@ func TestCollectorStoresContributions(t *testing.T) {
 	}
 	if got := wantOdd.Q.Total; got != po.Diagnostics.Q {
 		t.Errorf("the stored Q total %v is not the reply's Q %v", got, po.Diagnostics.Q)
+	}
+
+	// A record the log refuses (here: closed) gives its place among the
+	// pending explanations back, so refusals never starve later ones.
+	closed := evidence.New(evidence.Options{Log: log, ExplainExceedances: true})
+	if err := log.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 * evidence.MaxPendingExplains {
+		closed.Logged(time.Now(), m, &odd, &po, nil, nil)
+	}
+	if n := closed.ExplainsSkipped(); n != 0 {
+		t.Errorf("%d exceedances skipped for want of room, after the closed log refused every record", n)
 	}
 }

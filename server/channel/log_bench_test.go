@@ -30,7 +30,7 @@ func benchLogged(b *testing.B, spectra bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	collector := evidence.New(evidence.Options{Log: log, LogSpectra: spectra})
+	collector := evidence.New(evidence.Options{Log: log, LogSpectra: spectra, ExplainExceedances: true})
 	scorer := shadow.New(shadow.Options{Sink: collector})
 	collector.SetShadow(scorer)
 	if err := scorer.Set(benchModel(b)); err != nil {
