@@ -183,6 +183,9 @@ type Filter struct {
 	// without one are skipped. Records of one page that share an axis
 	// share its Wavenumbers slice: treat it as read-only.
 	WithSpectra bool
+	// WithContributions reads the stored contributions too (a copy of
+	// the whole log needs them; a listing does not).
+	WithContributions bool
 }
 
 // MaxPageLimit is the largest page Page returns; MaxSpectraPageLimit the

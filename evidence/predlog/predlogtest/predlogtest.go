@@ -281,12 +281,15 @@ func Run(t *testing.T, newStorage NewStorage) {
 			t.Fatal(err)
 		}
 		assertFull(t, got, []*predlog.Record{active, shadow, rescore})
-		// The other reads leave the contributions out.
+		// The other reads leave the contributions out, unless a page
+		// asks for them.
 		for _, r := range pageAll(t, s, predlog.Filter{WithSpectra: true}, 0) {
 			if r.Contributions != nil {
 				t.Fatalf("Page read contributions of record %d", r.ID)
 			}
 		}
+		withContributions := pageAll(t, s, predlog.Filter{WithContributions: true}, 0)
+		assertRecordsOf(t, withContributions, []*predlog.Record{active, shadow, rescore}, false, true)
 	})
 
 	t.Run("ContributionsCountInSize", func(t *testing.T) {

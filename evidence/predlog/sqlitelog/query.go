@@ -73,6 +73,9 @@ func (s *Store) Page(ctx context.Context, f predlog.Filter) (predlog.Page, error
 		join = ` LEFT JOIN axes a ON a.id = p.axis_id`
 		where = append(where, `p.spectrum IS NOT NULL`)
 	}
+	if f.WithContributions {
+		cols += contributionsColumn
+	}
 	q := `SELECT ` + cols + ` FROM predictions p` + join
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
@@ -80,7 +83,8 @@ func (s *Store) Page(ctx context.Context, f predlog.Filter) (predlog.Page, error
 	// One row past the limit tells whether a next page exists.
 	q += ` ORDER BY p.ts, p.id LIMIT ?`
 	args = append(args, limit+1)
-	recs, err := s.query(ctx, q, f.WithSpectra, args...)
+	var recs []predlog.Record
+	err := s.scan(ctx, q, f.WithSpectra, f.WithContributions, func(rec *predlog.Record) { recs = append(recs, *rec) }, args...)
 	if err != nil {
 		return predlog.Page{}, err
 	}
