@@ -133,6 +133,10 @@ func TestPredictionRecordAndPage(t *testing.T) {
 		t.Fatalf("stored %s, the reply carried %+v", body, asked.Contributions)
 	}
 
+	if _, metrics := httpDo(t, a, "GET", "/metrics", "", ""); !strings.Contains(string(metrics), `ramanserve_prediction_log_contributions_computed_total{result="stored"} 1`) {
+		t.Error("the metrics do not count the one exceedance the writer explained")
+	}
+
 	resp, page := httpDo(t, a, "GET", "/predictions/"+id+"/report", "", "")
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || resp.Header.Get("Content-Security-Policy") == "" {
 		t.Fatalf("the page: %d %v", resp.StatusCode, resp.Header)

@@ -28,6 +28,7 @@ type evidenceCollector struct {
 	logDeleted  *prometheus.Desc
 	logQueue    *prometheus.Desc
 	logSize     *prometheus.Desc
+	logExplain  *prometheus.Desc
 	shadowPreds *prometheus.Desc
 	shadowQueue *prometheus.Desc
 }
@@ -47,6 +48,9 @@ func newEvidenceCollector(src Sources) *evidenceCollector {
 			"Records waiting in the prediction log's queue now.", nil, nil),
 		logSize: prometheus.NewDesc(name("prediction_log_size_bytes"),
 			"Size of the prediction log's database at its last check (pages in use times page size).", nil, nil),
+		logExplain: prometheus.NewDesc(name("prediction_log_contributions_computed_total"),
+			`Logged predictions above their T2 or Q limit whose contributions the log's writer computed since start (-log-exceedance-contributions), by result: "stored" and "failed" (the model refused the spectrum; the record is stored without them).`,
+			[]string{"result"}, nil),
 		shadowPreds: prometheus.NewDesc(name("shadow_predictions_total"),
 			`Spectra offered to the shadow model since start, by result: "scored", "dropped" (its queue was full; the reply never waits) and "failed" (the shadow refused the spectrum).`,
 			[]string{"result"}, nil),
@@ -60,6 +64,7 @@ func (c *evidenceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.logDeleted
 	ch <- c.logQueue
 	ch <- c.logSize
+	ch <- c.logExplain
 	ch <- c.shadowPreds
 	ch <- c.shadowQueue
 }
@@ -76,6 +81,8 @@ func (c *evidenceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.logDeleted, prometheus.CounterValue, float64(st.Deleted))
 		ch <- prometheus.MustNewConstMetric(c.logQueue, prometheus.GaugeValue, float64(st.Queued))
 		ch <- prometheus.MustNewConstMetric(c.logSize, prometheus.GaugeValue, float64(st.SizeBytes))
+		ch <- prometheus.MustNewConstMetric(c.logExplain, prometheus.CounterValue, float64(st.Explained), "stored")
+		ch <- prometheus.MustNewConstMetric(c.logExplain, prometheus.CounterValue, float64(st.ExplainFailed), "failed")
 	}
 	if c.shadow != nil {
 		t := c.shadow.Totals()
