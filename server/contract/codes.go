@@ -29,21 +29,19 @@ type Code string
 
 // Codes of the management channel (see the table in api/openapi.yaml).
 const (
-	InvalidRequest      Code = "INVALID_REQUEST"
-	MalformedJSON       Code = "MALFORMED_JSON"
-	ModelNotFound       Code = "MODEL_NOT_FOUND"
-	ModelCorrupted      Code = "MODEL_CORRUPTED"
-	UnsafeModel         Code = "UNSAFE_MODEL"
-	ModelTargetsUnknown Code = "MODEL_TARGETS_UNKNOWN"
-	PathNotAllowed      Code = "PATH_NOT_ALLOWED"
-	VersionExists       Code = "VERSION_EXISTS"
-	InvalidCSV          Code = "INVALID_CSV"
-	InvalidMetadata     Code = "INVALID_METADATA"
-	MissingPart         Code = "MISSING_PART"
-	NotFound            Code = "NOT_FOUND"
-	JobNotFound         Code = "JOB_NOT_FOUND"
-	// PredictionNotFound: the prediction log holds no record of the id.
-	PredictionNotFound   Code = "PREDICTION_NOT_FOUND"
+	InvalidRequest       Code = "INVALID_REQUEST"
+	MalformedJSON        Code = "MALFORMED_JSON"
+	ModelNotFound        Code = "MODEL_NOT_FOUND"
+	ModelCorrupted       Code = "MODEL_CORRUPTED"
+	UnsafeModel          Code = "UNSAFE_MODEL"
+	ModelTargetsUnknown  Code = "MODEL_TARGETS_UNKNOWN"
+	PathNotAllowed       Code = "PATH_NOT_ALLOWED"
+	VersionExists        Code = "VERSION_EXISTS"
+	InvalidCSV           Code = "INVALID_CSV"
+	InvalidMetadata      Code = "INVALID_METADATA"
+	MissingPart          Code = "MISSING_PART"
+	NotFound             Code = "NOT_FOUND"
+	JobNotFound          Code = "JOB_NOT_FOUND"
 	MethodNotAllowed     Code = "METHOD_NOT_ALLOWED"
 	LoadInProgress       Code = "LOAD_IN_PROGRESS"
 	PayloadTooLarge      Code = "PAYLOAD_TOO_LARGE"
@@ -79,6 +77,9 @@ const (
 	ModelStatusMismatch Code = "MODEL_STATUS_MISMATCH"
 	// ModelActive: DELETE /model/{version} of the active version (409).
 	ModelActive Code = "MODEL_ACTIVE"
+	// PredictionNotFound: GET /predictions/{predictionId} of an id the
+	// prediction log holds no record of (404).
+	PredictionNotFound Code = "PREDICTION_NOT_FOUND"
 	// ModelBusy: DELETE /model/{version} while a re-scoring job for the
 	// version is queued or running (409; the message names the job).
 	// Retryable once the job ends.

@@ -100,6 +100,12 @@ func newSpectrumView(r evidencesvc.SpectrumReport) (*spectrumView, error) {
 	if active.HasScanSeq {
 		v.Summary = append(v.Summary, row{"scan_seq", num(active.ScanSeq)})
 	}
+	if r.Limits.HasT2 {
+		v.Summary = append(v.Summary, row{"T² 95 % limit", num(r.Limits.T2)})
+	}
+	if r.Limits.HasQ {
+		v.Summary = append(v.Summary, row{"Q 95 % limit", num(r.Limits.Q)})
+	}
 	for a := range inference.Analyte(inference.NumAnalytes) {
 		if !active.Concentrations.Valid[a] {
 			continue
@@ -110,7 +116,7 @@ func newSpectrumView(r evidencesvc.SpectrumReport) (*spectrumView, error) {
 		}
 		v.Analytes = append(v.Analytes, analyteRow{a.String(), num(active.Concentrations.Value[a]), conf})
 	}
-	figs, err := predictionFigures1(active)
+	figs, err := predictionSummaryFigures(active)
 	if err != nil {
 		return nil, err
 	}
@@ -145,9 +151,9 @@ func storedContributions(recs []predlog.Record) *inference.Contributions {
 	return nil
 }
 
-// predictionFigures1 draws the prediction's confidence per analyte, and
+// predictionSummaryFigures draws the prediction's confidence per analyte, and
 // T2 and Q divided by their 95 % limits against the line at 1.
-func predictionFigures1(rec *predlog.Record) ([]figure, error) {
+func predictionSummaryFigures(rec *predlog.Record) ([]figure, error) {
 	var names []string
 	var conf plotter.Values
 	for a := range inference.Analyte(inference.NumAnalytes) {
