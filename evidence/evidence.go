@@ -8,7 +8,10 @@
 // holds: the log and the scorer both hand work to bounded queues and drop
 // (and count) what does not fit. It allocates the record itself, and,
 // with spectra logging, the spectrum's float32 copy; the wavenumber axis,
-// the same for every spectrum of a rig, is converted once and shared.
+// the same for every spectrum of a rig, is converted once and shared. A
+// reply's contributions are copied onto the record; a prediction above
+// its T2 or Q limit without them also costs a float64 copy of its
+// spectrum, for the log's writer to compute them from.
 package evidence
 
 import (
