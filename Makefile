@@ -161,13 +161,15 @@ deps-curl:
 test-examples: deps-c
 	set -o pipefail; CI=true $(GO) test -count=1 -run '^TestExampleC' -v ./conformance | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
-## test-browser: the review page in headless Chromium, without and with lab results, a batch's page against its control bands
-## (no console error, every plot drawn, a full-page PNG), and GET /docs (every operation rendered, no console error, nothing fetched);
-## REPORT_PNG=docs/report.png refreshes the README's screenshot, BATCH_PNG=docs/batch-report.png the batch page's in docs/evidence.md
+## test-browser: the review page in headless Chromium, without and with lab results, a batch's page against its control bands,
+## the page of one spectrum (no console error, every plot drawn, a full-page PNG), and GET /docs (every operation rendered,
+## no console error, nothing fetched); REPORT_PNG=docs/report.png refreshes the README's screenshot,
+## BATCH_PNG=docs/batch-report.png and SPECTRUM_PNG=docs/spectrum-report.png those of docs/evidence.md
 REPORT_PNG ?=
 BATCH_PNG ?=
+SPECTRUM_PNG ?=
 test-browser: deps-browser
-	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) RAMANSERVE_BATCH_PNG=$(if $(BATCH_PNG),$(abspath $(BATCH_PNG))) $(GO) test -count=1 -timeout 5m -run '^(TestReportPage.*|TestBatchPage|TestDocsPage)InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
+	set -o pipefail; RAMANSERVE_TEST_BROWSER=1 RAMANSERVE_REPORT_PNG=$(if $(REPORT_PNG),$(abspath $(REPORT_PNG))) RAMANSERVE_BATCH_PNG=$(if $(BATCH_PNG),$(abspath $(BATCH_PNG))) RAMANSERVE_SPECTRUM_PNG=$(if $(SPECTRUM_PNG),$(abspath $(SPECTRUM_PNG))) $(GO) test -count=1 -timeout 5m -run '^Test(ReportPage.*|BatchPage|SpectrumPage.*|DocsPage)InChromium$$' -v ./conformance/browser | grep -vE '^(=== (RUN|PAUSE|CONT|NAME))'
 
 ## test-prometheus: a real Prometheus scrapes an in-process server (bearer token on), evaluates the
 ## alert and recording rules, reads ramanserve_predictions_total back and answers every query of

@@ -183,7 +183,7 @@ func (a *App) openEvidence(ctx context.Context) error {
 		a.predlog = log
 		rec = log
 	}
-	a.collector = evidence.New(evidence.Options{Log: rec, LogSpectra: cfg.LogSpectra && !cfg.LogOff})
+	a.collector = evidence.New(evidence.Options{Log: rec, LogSpectra: cfg.LogSpectra && !cfg.LogOff, ExplainExceedances: cfg.ExplainExceedances})
 	a.shadow = shadow.New(shadow.Options{Sink: a.collector, IdlePriority: cfg.IdlePriority, Logger: a.log.With("component", "shadow")})
 	a.collector.SetShadow(a.shadow)
 	if err := a.Registry.FollowShadow(a.shadow); err != nil {
@@ -319,6 +319,7 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 	var logStats metrics.PredictionLogStats // a nil *predlog.Writer must stay a nil interface
 	if a.predlog != nil {
 		api.Predictions = a.predlog
+		api.Spectra = evidencesvc.NewPredictions(a.predlog, a.Registry)
 		api.PredictionLog = a.predlog
 		logStats = a.predlog
 	}

@@ -20,6 +20,10 @@ type EvidenceConfig struct {
 	// LogSpectra stores each active prediction's spectrum (float32,
 	// compressed) so that a model can be re-scored later (-log-spectra).
 	LogSpectra bool
+	// ExplainExceedances stores the contributions of a prediction whose
+	// T2 or Q exceeds its limit, computed off the reply path
+	// (-log-exceedance-contributions; evidence.Options).
+	ExplainExceedances bool
 	// IdlePriority runs the log's writer and the shadow scorer at idle CPU
 	// priority (-evidence-idle-priority; package idlecpu).
 	IdlePriority bool
@@ -41,7 +45,9 @@ const recordBytes = 1 << 10
 // the clients send: the prediction log's queue and the batch being
 // committed (each record with its float32 spectrum, at most
 // evidence.MaxLoggedPoints, with -log-spectra), and the shadow's queue
-// of spectra. cmd/ramanserve adds it to the Go soft memory limit. With
+// of spectra, and the exceedances waiting for their contributions (a
+// float64 copy of spectrum and axis each, evidence.MaxPendingExplains at
+// most). cmd/ramanserve adds it to the Go soft memory limit. With
 // 2048-point spectra the log's part is about a quarter of the bound.
 func (c EvidenceConfig) MemoryBound() int64 {
 	perRecord := int64(recordBytes)
@@ -50,5 +56,9 @@ func (c EvidenceConfig) MemoryBound() int64 {
 	}
 	records := int64(predlog.DefaultQueueSize + predlog.DefaultBatchMax)
 	shadowQueue := int64(shadow.DefaultQueueSize) * shadow.DefaultMaxPoints * 16
-	return records*perRecord + shadowQueue
+	var explains int64
+	if c.ExplainExceedances {
+		explains = evidence.MaxPendingExplains * 16 * evidence.MaxLoggedPoints
+	}
+	return records*perRecord + shadowQueue + explains
 }

@@ -93,12 +93,22 @@ func AppendModelInfoRequest(dst []byte, id string, ts float64) []byte {
 // float64, channel, scan_seq and column_index as integers. A nil c leaves
 // the optional context out.
 func AppendPredictRequest(dst []byte, id string, ts float64, s *Spectrum, c *ScanContext) []byte {
+	return AppendPredictRequestWithOptions(dst, id, ts, s, c, nil)
+}
+
+// AppendPredictRequestWithOptions is AppendPredictRequest with the body's
+// options last; a nil o, or one that asks for nothing, writes none.
+func AppendPredictRequestWithOptions(dst []byte, id string, ts float64, s *Spectrum, c *ScanContext, o *PredictOptions) []byte {
 	dst = appendRequestHead(dst, wire.TypePredict, id, ts)
-	if c == nil {
-		dst = wire.AppendMapHeader(dst, 1)
-	} else {
-		dst = wire.AppendMapHeader(dst, 2)
+	entries := 1
+	if c != nil {
+		entries++
 	}
+	withOptions := o != nil && o.HasContributions
+	if withOptions {
+		entries++
+	}
+	dst = wire.AppendMapHeader(dst, entries)
 	dst = wire.AppendString(dst, "spectrum")
 	dst = wire.AppendMapHeader(dst, 5)
 	dst = wire.AppendString(dst, "wavenumbers")
@@ -111,17 +121,23 @@ func AppendPredictRequest(dst []byte, id string, ts float64, s *Spectrum, c *Sca
 	dst = wire.AppendFloat64(dst, s.IntegrationMS)
 	dst = wire.AppendString(dst, "scan_seq")
 	dst = wire.AppendInt(dst, s.ScanSeq)
-	if c == nil {
-		return dst
+	if c != nil {
+		dst = wire.AppendString(dst, "context")
+		dst = wire.AppendMapHeader(dst, 3)
+		dst = wire.AppendString(dst, "batch_id")
+		dst = wire.AppendString(dst, c.BatchID)
+		dst = wire.AppendString(dst, "port")
+		dst = wire.AppendString(dst, c.Port)
+		dst = wire.AppendString(dst, "column_index")
+		dst = wire.AppendInt(dst, c.ColumnIndex)
 	}
-	dst = wire.AppendString(dst, "context")
-	dst = wire.AppendMapHeader(dst, 3)
-	dst = wire.AppendString(dst, "batch_id")
-	dst = wire.AppendString(dst, c.BatchID)
-	dst = wire.AppendString(dst, "port")
-	dst = wire.AppendString(dst, c.Port)
-	dst = wire.AppendString(dst, "column_index")
-	return wire.AppendInt(dst, c.ColumnIndex)
+	if withOptions {
+		dst = wire.AppendString(dst, "options")
+		dst = wire.AppendMapHeader(dst, 1)
+		dst = wire.AppendString(dst, "contributions")
+		dst = wire.AppendInt(dst, int64(o.Contributions))
+	}
+	return dst
 }
 
 // Reply is a decoded reply envelope. Body is the raw MessagePack of the
@@ -336,6 +352,9 @@ type PredictReply struct {
 	// Diagnostics holds the keys the server sent (t2, t2_limit, t2_reduced,
 	// leverage, q, q_limit, q_reduced), only those it computed.
 	Diagnostics map[string]float64
+	// Contributions are set when the request asked for them
+	// (PredictWithOptions); nil otherwise.
+	Contributions *Contributions
 }
 
 // DecodePredictReply decodes the body of a predict_reply.
@@ -358,6 +377,8 @@ func DecodePredictReply(body []byte) (*PredictReply, error) {
 				p.Diagnostics[k] = v
 				return err
 			})
+		case "contributions":
+			p.Contributions, err = decodeContributions(&r, key)
 		default:
 			err = r.Skip()
 		}

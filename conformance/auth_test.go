@@ -179,6 +179,8 @@ type authFixtures struct {
 	// labBatch has logged predictions (spectra included) with scan_seq
 	// 1 and 2: what re-scoring, the lab post and the export need.
 	labBatch, labSampleID string
+	// predictionID is the id of one of labBatch's predictions.
+	predictionID string
 }
 
 // trainAs uploads a synthetic set with token and waits for its job; it
@@ -218,7 +220,8 @@ func setUpAuthFixtures(t *testing.T, base, zmq string, tok authTokens) authFixtu
 	fx.labBatch, fx.labSampleID = uniqueBatch("auth"), "HPLC-auth-"+newToken(t)[:8]
 	wn, samples := evidenceSamples(27, 2)
 	sendPredicts(t, zmq, fx.labBatch, 1, wn, samples)
-	waitLogged(t, c, fx.labBatch, map[gen.PredictionRole]int{gen.PredictionRoleActive: 2})
+	logged := waitLogged(t, c, fx.labBatch, map[gen.PredictionRole]int{gen.PredictionRoleActive: 2})
+	fx.predictionID = logged[gen.PredictionRoleActive][0].PredictionId
 	return fx
 }
 
@@ -257,6 +260,7 @@ func (fx authFixtures) request(t *testing.T, base string, op contractOperation) 
 	path = strings.ReplaceAll(path, "{version}", fx.active)
 	path = strings.ReplaceAll(path, "{jobId}", fx.doneJob)
 	path = strings.ReplaceAll(path, "{batch_id}", fx.labBatch)
+	path = strings.ReplaceAll(path, "{predictionId}", fx.predictionID)
 	if strings.Contains(path, "{") {
 		t.Fatalf("%s: no fixture for a parameter of %s", op.id, op.path)
 	}

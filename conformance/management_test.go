@@ -87,6 +87,8 @@ func TestErrorEnvelopeOnEveryFailure(t *testing.T) {
 		{"wrong content type", "POST", "/model/load", "text/plain", []byte(`{"version":"a"}`), 415, "UNSUPPORTED_MEDIA_TYPE", "json", false},
 		{"unknown version", "POST", "/model/load", "application/json", []byte(`{"version":"never-trained"}`), 400, "MODEL_NOT_FOUND", "never-trained", false},
 		{"unknown job", "GET", "/training/no-such-job", "", nil, 404, "JOB_NOT_FOUND", "no-such-job", false},
+		{"unknown prediction", "GET", "/predictions/0192f0c4-5f1e-7000-8000-000000000000", "", nil, 404, "PREDICTION_NOT_FOUND", "0192f0c4-5f1e-7000-8000-000000000000", false},
+		{"malformed prediction id", "GET", "/predictions/no-such-id", "", nil, 400, "INVALID_REQUEST", "predictionId", false},
 		{"chunked body too large", "POST", "/model/load", "application/json", big, 413, "PAYLOAD_TOO_LARGE", "limit", true},
 		{"data after the JSON value", "POST", "/model/load", "application/json", []byte(`{"version":"never-trained"} ]]] not json`), 400, "MALFORMED_JSON", "after the JSON value", false},
 		{"a second JSON value", "POST", "/model/load", "application/json", []byte(`{"version":"never-trained"}{"version":"x"}`), 400, "MALFORMED_JSON", "after the JSON value", false},

@@ -8,7 +8,10 @@
 // holds: the log and the scorer both hand work to bounded queues and drop
 // (and count) what does not fit. It allocates the record itself, and,
 // with spectra logging, the spectrum's float32 copy; the wavenumber axis,
-// the same for every spectrum of a rig, is converted once and shared.
+// the same for every spectrum of a rig, is converted once and shared. A
+// reply's contributions are copied onto the record; a prediction above
+// its T2 or Q limit without them also costs a float64 copy of its
+// spectrum, for the log's writer to compute them from.
 package evidence
 
 import (
@@ -44,7 +47,25 @@ type Options struct {
 	// LogSpectra stores each active prediction's spectrum (as float32) so
 	// that a model can be re-scored on it later.
 	LogSpectra bool
+	// ExplainExceedances: a prediction whose T2 or Q is above its 95 %
+	// limit, and whose reply carried no contributions, gets its
+	// contributions (ExceedanceTop variables) computed by the log's
+	// writer and stored with its record.
+	ExplainExceedances bool
 }
+
+// ExceedanceTop is the K of the contributions stored for an exceedance:
+// enough to name the bands behind an alarm (a band is a few points
+// wide), few enough that the record grows by well under a kB per
+// statistic beside the region sums.
+const ExceedanceTop = 10
+
+// MaxPendingExplains bounds the exceedances whose spectrum waits in the
+// log's queue for the writer to compute their contributions: each holds
+// a float64 copy of its spectrum and axis (at most 16 x MaxLoggedPoints
+// bytes, 128 KiB), so at most 32 MiB wait at once. Past it an exceedance
+// is logged without contributions (counted: ExplainsSkipped).
+const MaxPendingExplains = 256
 
 // Collector records the predictions of the active model and of the
 // shadow. It is safe for concurrent use.
@@ -52,6 +73,10 @@ type Collector struct {
 	log        predlog.Recorder
 	shadow     Shadow
 	logSpectra bool
+	explain    bool
+	// pending counts the Explain requests queued and not yet computed;
+	// skipped the exceedances logged without, pending being full.
+	pending, skipped atomic.Int64
 	// axis is the float32 axis of the latest logged spectrum: records of
 	// spectra on the same axis share it (the log treats it as read-only).
 	axis atomic.Pointer[[]float32]
@@ -60,7 +85,7 @@ type Collector struct {
 // New returns a Collector. Its shadow, when set, must be told of it
 // through the scorer's Sink (Collector implements shadow.Sink).
 func New(opts Options) *Collector {
-	return &Collector{log: opts.Log, shadow: opts.Shadow, logSpectra: opts.LogSpectra}
+	return &Collector{log: opts.Log, shadow: opts.Shadow, logSpectra: opts.LogSpectra, explain: opts.ExplainExceedances}
 }
 
 // SetShadow sets the scorer the spectra are offered to. It is meant for
@@ -69,13 +94,28 @@ func New(opts Options) *Collector {
 func (c *Collector) SetShadow(s Shadow) { c.shadow = s }
 
 // Logged records the prediction p that the active model m made for spec
-// at time at, with the rig's scan context sc (nil: none), and offers the
-// spectrum to the shadow under the same PredictionID. spec, p and sc may
-// be reused by the caller as soon as it returns.
-func (c *Collector) Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext) {
+// at time at, with the rig's scan context sc (nil: none) and the
+// contributions its reply carried (nil: none), and offers the spectrum
+// to the shadow under the same PredictionID. spec, p, sc and ct may be
+// reused by the caller as soon as it returns.
+//
+// A prediction without contributions costs what it did before they
+// existed, unless its T2 or Q exceeds its limit: then, with
+// ExplainExceedances, the record carries a copy of the spectrum and the
+// model for the log's writer to compute them.
+func (c *Collector) Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext, ct *inference.Contributions) {
 	id := predlog.NewPredictionID()
 	if c.log != nil {
-		c.log.Record(c.activeRecord(id, at, m, spec, p, sc))
+		rec := c.activeRecord(id, at, m, spec, p, sc)
+		switch {
+		case ct != nil:
+			rec.Contributions = predlog.CloneContributions(ct)
+		case c.explain && exceeds(&p.Diagnostics):
+			rec.Explain = c.explainRequest(m, spec)
+		}
+		if !c.log.Record(rec) && rec.Explain != nil && rec.Explain.Done != nil {
+			rec.Explain.Done()
+		}
 	}
 	if c.shadow != nil {
 		c.shadow.Offer(id, at, m, spec, p, sc)
@@ -100,6 +140,42 @@ func (c *Collector) activeRecord(id predlog.PredictionID, at time.Time, m infere
 	}
 	return rec
 }
+
+// exceeds reports whether T2 or Q is above its 95 % limit.
+func exceeds(d *inference.Diagnostics) bool {
+	return d.HasT2 && d.ReducedT2 > 1 || d.HasQ && d.HasQLim && d.ReducedQ > 1
+}
+
+// explainRequest asks the log's writer for the contributions of m's
+// prediction on spec; nil when m cannot give them, the spectrum is
+// longer than the log keeps, or MaxPendingExplains are waiting.
+func (c *Collector) explainRequest(m inference.Model, spec *inference.Spectrum) *predlog.Explain {
+	cm, ok := m.(inference.ContributionModel)
+	if !ok || cm.CanExplain() != nil || len(spec.Intensities) > MaxLoggedPoints {
+		return nil
+	}
+	if c.pending.Add(1) > MaxPendingExplains {
+		c.pending.Add(-1)
+		c.skipped.Add(1)
+		return nil
+	}
+	return &predlog.Explain{
+		Model: cm,
+		Top:   ExceedanceTop,
+		Spectrum: inference.Spectrum{
+			Wavenumbers: append([]float64(nil), spec.Wavenumbers...),
+			Intensities: append([]float64(nil), spec.Intensities...),
+		},
+		Done: c.explained,
+	}
+}
+
+// explained releases a pending Explain request.
+func (c *Collector) explained() { c.pending.Add(-1) }
+
+// ExplainsSkipped counts the exceedances logged without contributions
+// because MaxPendingExplains were waiting.
+func (c *Collector) ExplainsSkipped() int64 { return c.skipped.Load() }
 
 // RecordShadow implements shadow.Sink: the shadow's prediction becomes a
 // record beside the active one, with its PredictionID, time and context.

@@ -2,6 +2,7 @@ package evidence_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/shadow"
 	"ramanserve/inference"
+	"ramanserve/trainer"
+	"ramanserve/trainer/synth"
 )
 
 func model(t *testing.T, version string, coef []float64) inference.Model {
@@ -57,7 +60,7 @@ func TestCollector(t *testing.T) {
 			t.Fatal(err)
 		}
 		sc := inference.ScanContext{BatchID: "B", HasBatchID: true, Port: "P", HasPort: true, ScanSeq: float64(i), HasScanSeq: true}
-		c.Logged(at.Add(time.Duration(i)*time.Second), active, &spec, &p, &sc)
+		c.Logged(at.Add(time.Duration(i)*time.Second), active, &spec, &p, &sc, nil)
 	}
 	if err := scorer.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -106,7 +109,8 @@ func TestCollector(t *testing.T) {
 // TestCollectorBounds: with a closed log (which drops every record, so
 // nothing else runs) Logged allocates the record only, once the axis is
 // cached, and no more with spectra than their float32 copy; a spectrum
-// over MaxLoggedPoints is not copied.
+// over MaxLoggedPoints is not copied; the exceedance policy adds nothing
+// to a prediction within its limits.
 func TestCollectorBounds(t *testing.T) {
 	ctx := context.Background()
 	log, err := sqlitelog.OpenLog(ctx, t.TempDir(), predlog.Options{})
@@ -129,13 +133,118 @@ func TestCollectorBounds(t *testing.T) {
 		{true, spec, 2},
 		{true, inference.Spectrum{Wavenumbers: make([]float64, evidence.MaxLoggedPoints+1), Intensities: make([]float64, evidence.MaxLoggedPoints+1)}, 1},
 	} {
-		c := evidence.New(evidence.Options{Log: log, LogSpectra: tc.spectra})
-		c.Logged(time.Now(), m, &tc.spec, &p, &sc) // caches the axis
-		if got := testing.AllocsPerRun(100, func() { c.Logged(time.Now(), m, &tc.spec, &p, &sc) }); got != tc.want {
+		// The exceedance policy is on, as by default: a prediction within
+		// its limits must cost nothing more for it.
+		c := evidence.New(evidence.Options{Log: log, LogSpectra: tc.spectra, ExplainExceedances: true})
+		c.Logged(time.Now(), m, &tc.spec, &p, &sc, nil) // caches the axis
+		if got := testing.AllocsPerRun(100, func() { c.Logged(time.Now(), m, &tc.spec, &p, &sc, nil) }); got != tc.want {
 			t.Errorf("spectra %v, %d points: %v allocations per record, want %v", tc.spectra, len(tc.spec.Intensities), got, tc.want)
 		}
 	}
 	if d := log.Dropped(); d == 0 {
 		t.Error("the closed log counted no drop")
+	}
+}
+
+// TestCollectorStoresContributions: a reply's contributions are stored
+// with its record; an exceedance whose reply carried none gets them
+// computed by the log's writer, the same as the reply would have
+// carried; a prediction within its limits, or an exceedance with
+// ExplainExceedances off, stores none.
+func TestCollectorStoresContributions(t *testing.T) {
+	ctx := context.Background()
+	res, err := trainer.Train(ctx, synth.New(synth.Config{Seed: 4}).Dataset(60), trainer.Options{Seed: 1, MaxComponents: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := inference.NewPLSModel(res.Params, inference.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	normal := inference.Spectrum{Wavenumbers: synth.Axis(), Intensities: synth.New(synth.Config{Seed: 5}).Next().Intensities}
+	odd := inference.Spectrum{Wavenumbers: normal.Wavenumbers, Intensities: append([]float64(nil), normal.Intensities...)}
+	for j := 900; j < 940; j++ {
+		odd.Intensities[j] *= 3 // a band the calibration never saw
+	}
+	predict := func(s *inference.Spectrum, top int) (inference.Prediction, *inference.Contributions) {
+		var p inference.Prediction
+		var c inference.Contributions
+		if err := m.PredictWithContributions(s, &p, top, &c); err != nil {
+			t.Fatal(err)
+		}
+		return p, &c
+	}
+	pn, asked := predict(&normal, 5)
+	if pn.Diagnostics.ReducedT2 > 1 || pn.Diagnostics.ReducedQ > 1 {
+		t.Fatalf("the in-domain spectrum exceeds a limit: %+v", pn.Diagnostics)
+	}
+	po, wantOdd := predict(&odd, evidence.ExceedanceTop)
+	if po.Diagnostics.ReducedQ <= 1 {
+		t.Fatalf("the spectrum with a foreign band is within the Q limit: %+v", po.Diagnostics)
+	}
+
+	dir := t.TempDir()
+	log, err := sqlitelog.OpenLog(ctx, dir, predlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := evidence.New(evidence.Options{Log: log, ExplainExceedances: true})
+	off := evidence.New(evidence.Options{Log: log})
+	ids := map[string]time.Time{}
+	logAt := func(c *evidence.Collector, name string, s *inference.Spectrum, p inference.Prediction, ct *inference.Contributions) {
+		at := time.Date(2026, 11, 23, 8, 0, len(ids), 0, time.UTC)
+		ids[name] = at
+		c.Logged(at, m, s, &p, nil, ct)
+	}
+	logAt(on, "asked", &normal, pn, asked)
+	logAt(on, "within", &normal, pn, nil)
+	logAt(on, "exceeded", &odd, po, nil)
+	logAt(off, "exceeded, policy off", &odd, po, nil)
+	if err := log.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := log.Stats(); st.Explained != 1 || st.ExplainFailed != 0 {
+		t.Fatalf("the writer explained %d records (%d failed), want 1", st.Explained, st.ExplainFailed)
+	}
+	log, err = sqlitelog.OpenLog(ctx, dir, predlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close(ctx)
+	page, err := log.Page(ctx, predlog.Filter{})
+	if err != nil || len(page.Records) != len(ids) {
+		t.Fatalf("%d records, %v; want %d", len(page.Records), err, len(ids))
+	}
+	want := map[string]*inference.Contributions{"asked": asked, "exceeded": wantOdd}
+	for name, at := range ids {
+		var id predlog.PredictionID
+		for _, r := range page.Records {
+			if r.Time.Equal(at) {
+				id = r.PredictionID
+			}
+		}
+		recs, err := log.ByPrediction(ctx, id)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("%s: %d records, %v", name, len(recs), err)
+		}
+		if got := recs[0].Contributions; !reflect.DeepEqual(got, want[name]) {
+			t.Errorf("%s: stored contributions\n got %+v\nwant %+v", name, got, want[name])
+		}
+	}
+	if got := wantOdd.Q.Total; got != po.Diagnostics.Q {
+		t.Errorf("the stored Q total %v is not the reply's Q %v", got, po.Diagnostics.Q)
+	}
+
+	// A record the log refuses (here: closed) gives its place among the
+	// pending explanations back, so refusals never starve later ones.
+	closed := evidence.New(evidence.Options{Log: log, ExplainExceedances: true})
+	if err := log.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 * evidence.MaxPendingExplains {
+		closed.Logged(time.Now(), m, &odd, &po, nil, nil)
+	}
+	if n := closed.ExplainsSkipped(); n != 0 {
+		t.Errorf("%d exceedances skipped for want of room, after the closed log refused every record", n)
 	}
 }

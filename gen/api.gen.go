@@ -1059,10 +1059,16 @@ type LoggedPrediction struct {
 	Concentrations AnalyteValues `json:"concentrations"`
 
 	// Confidence One number per analyte, g/L unless stated; an analyte the model does not predict is absent.
-	Confidence    *AnalyteValues `json:"confidence,omitempty"`
-	IntegrationMs *float64       `json:"integration_ms,omitempty"`
-	ModelVersion  string         `json:"model_version"`
-	Port          *string        `json:"port,omitempty"`
+	Confidence *AnalyteValues `json:"confidence,omitempty"`
+
+	// Contributions Present only when the request set `options.contributions`: which
+	// variables make up T2 and Q (definitions in messages.md section 8.1).
+	// A key is present when the model computes the statistic, as in
+	// `diagnostics`.
+	Contributions *PredictContributions `json:"contributions,omitempty"`
+	IntegrationMs *float64              `json:"integration_ms,omitempty"`
+	ModelVersion  string                `json:"model_version"`
+	Port          *string               `json:"port,omitempty"`
 
 	// PredictionId Shared by the active, shadow and re-scored records of one spectrum.
 	PredictionId string   `json:"prediction_id"`
@@ -1583,6 +1589,20 @@ type PredictionLogHealth struct {
 type PredictionLogPage struct {
 	NextCursor  *string            `json:"next_cursor"`
 	Predictions []LoggedPrediction `json:"predictions"`
+}
+
+// PredictionRecords defines model for PredictionRecords.
+type PredictionRecords struct {
+	PredictionId string `json:"prediction_id"`
+
+	// Records The active record first, then the shadow's and the re-scoring
+	// jobs'. `contributions` is present on a record whose
+	// contributions the log stored (only here: `GET /predictions`
+	// never carries them).
+	Records []LoggedPrediction `json:"records"`
+
+	// SpectrumLogged The log kept the spectrum (`-log-spectra`), so the page can draw it.
+	SpectrumLogged bool `json:"spectrum_logged"`
 }
 
 // PredictionRole `active`: the reply the rig got; `shadow`: the shadow model on the same spectrum; `rescore`: a re-scoring job.
@@ -3785,6 +3805,45 @@ type ClientInterface interface {
 	// Corresponds with GET /predictions (the `ListPredictions` operationId).
 	ListPredictions(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetPrediction Every logged record of one spectrum, with its contributions
+	//
+	// The active record of the spectrum, then its shadow and re-scoring
+	// records, each with what `GET /predictions` lists and, when the log
+	// stored them, its T2 and Q `contributions` (messages.md section
+	// 8.1). The log stores them for a predict whose reply carried them
+	// (`options.contributions`) and, with
+	// `-log-exceedance-contributions` (the default), for an active
+	// prediction whose T2 or Q was above its 95 % limit: then the 10
+	// largest and the region sums, computed off the reply path from the
+	// same spectrum and model, so they add up to the logged T2 and Q.
+	// `spectrum_logged` says whether the spectrum itself was kept
+	// (`-log-spectra`); the page `GET /predictions/{predictionId}/report`
+	// draws it.
+	//
+	// Corresponds with GET /predictions/{predictionId} (the `GetPrediction` operationId).
+	GetPrediction(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPredictionReport The page of one spectrum, one self-contained HTML document
+	//
+	// Why the server said what it said about one spectrum: the
+	// prediction per analyte with its confidence, T2 and Q against their
+	// limits, the spectrum (after the model's recipe and regions)
+	// against the calibration mean, its residual (the part the model's
+	// components do not explain, whose squares make up Q), and the
+	// contribution of each variable to T2 and to Q, with the largest
+	// named and the region sums. Like the review pages it holds inline
+	// SVG and nothing fetched from elsewhere, and no script.
+	//
+	// The spectrum, the residual and the per-variable plots need the
+	// logged spectrum (`-log-spectra`) and the version still in the
+	// registry; without them the page draws the contributions the log
+	// stored (the largest and the region sums) and says what is missing.
+	// The page shares the review pages' two slots (503 `SERVER_BUSY`
+	// after 5 s, `Retry-After: 5`).
+	//
+	// Corresponds with GET /predictions/{predictionId}/report (the `GetPredictionReport` operationId).
+	GetPredictionReport(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetReadyz Readiness
 	//
 	// 200 when the server can serve, so that a load balancer sends it
@@ -4878,6 +4937,65 @@ func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditor
 // Corresponds with GET /predictions (the `ListPredictions` operationId).
 func (c *Client) ListPredictions(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListPredictionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPrediction Every logged record of one spectrum, with its contributions
+//
+// The active record of the spectrum, then its shadow and re-scoring
+// records, each with what `GET /predictions` lists and, when the log
+// stored them, its T2 and Q `contributions` (messages.md section
+// 8.1). The log stores them for a predict whose reply carried them
+// (`options.contributions`) and, with
+// `-log-exceedance-contributions` (the default), for an active
+// prediction whose T2 or Q was above its 95 % limit: then the 10
+// largest and the region sums, computed off the reply path from the
+// same spectrum and model, so they add up to the logged T2 and Q.
+// `spectrum_logged` says whether the spectrum itself was kept
+// (`-log-spectra`); the page `GET /predictions/{predictionId}/report`
+// draws it.
+//
+// Corresponds with GET /predictions/{predictionId} (the `GetPrediction` operationId).
+func (c *Client) GetPrediction(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPredictionRequest(c.Server, predictionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPredictionReport The page of one spectrum, one self-contained HTML document
+//
+// Why the server said what it said about one spectrum: the
+// prediction per analyte with its confidence, T2 and Q against their
+// limits, the spectrum (after the model's recipe and regions)
+// against the calibration mean, its residual (the part the model's
+// components do not explain, whose squares make up Q), and the
+// contribution of each variable to T2 and to Q, with the largest
+// named and the region sums. Like the review pages it holds inline
+// SVG and nothing fetched from elsewhere, and no script.
+//
+// The spectrum, the residual and the per-variable plots need the
+// logged spectrum (`-log-spectra`) and the version still in the
+// registry; without them the page draws the contributions the log
+// stored (the largest and the region sums) and says what is missing.
+// The page shares the review pages' two slots (503 `SERVER_BUSY`
+// after 5 s, `Retry-After: 5`).
+//
+// Corresponds with GET /predictions/{predictionId}/report (the `GetPredictionReport` operationId).
+func (c *Client) GetPredictionReport(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPredictionReportRequest(c.Server, predictionId)
 	if err != nil {
 		return nil, err
 	}
@@ -6310,6 +6428,74 @@ func NewListPredictionsRequest(server string, params *ListPredictionsParams) (*h
 	return req, nil
 }
 
+// NewGetPredictionRequest constructs an http.Request for the GetPrediction method
+func NewGetPredictionRequest(server string, predictionId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "predictionId", predictionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/predictions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPredictionReportRequest constructs an http.Request for the GetPredictionReport method
+func NewGetPredictionReportRequest(server string, predictionId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "predictionId", predictionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/predictions/%s/report", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetReadyzRequest constructs an http.Request for the GetReadyz method
 func NewGetReadyzRequest(server string) (*http.Request, error) {
 	var err error
@@ -7270,6 +7456,49 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /predictions (the `ListPredictions` operationId).
 	ListPredictionsWithResponse(ctx context.Context, params *ListPredictionsParams, reqEditors ...RequestEditorFn) (*ListPredictionsResponse, error)
+
+	// GetPredictionWithResponse Every logged record of one spectrum, with its contributions
+	//
+	// The active record of the spectrum, then its shadow and re-scoring
+	// records, each with what `GET /predictions` lists and, when the log
+	// stored them, its T2 and Q `contributions` (messages.md section
+	// 8.1). The log stores them for a predict whose reply carried them
+	// (`options.contributions`) and, with
+	// `-log-exceedance-contributions` (the default), for an active
+	// prediction whose T2 or Q was above its 95 % limit: then the 10
+	// largest and the region sums, computed off the reply path from the
+	// same spectrum and model, so they add up to the logged T2 and Q.
+	// `spectrum_logged` says whether the spectrum itself was kept
+	// (`-log-spectra`); the page `GET /predictions/{predictionId}/report`
+	// draws it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /predictions/{predictionId} (the `GetPrediction` operationId).
+	GetPredictionWithResponse(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPredictionResponse, error)
+
+	// GetPredictionReportWithResponse The page of one spectrum, one self-contained HTML document
+	//
+	// Why the server said what it said about one spectrum: the
+	// prediction per analyte with its confidence, T2 and Q against their
+	// limits, the spectrum (after the model's recipe and regions)
+	// against the calibration mean, its residual (the part the model's
+	// components do not explain, whose squares make up Q), and the
+	// contribution of each variable to T2 and to Q, with the largest
+	// named and the region sums. Like the review pages it holds inline
+	// SVG and nothing fetched from elsewhere, and no script.
+	//
+	// The spectrum, the residual and the per-variable plots need the
+	// logged spectrum (`-log-spectra`) and the version still in the
+	// registry; without them the page draws the contributions the log
+	// stored (the largest and the region sums) and says what is missing.
+	// The page shares the review pages' two slots (503 `SERVER_BUSY`
+	// after 5 s, `Retry-After: 5`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /predictions/{predictionId}/report (the `GetPredictionReport` operationId).
+	GetPredictionReportWithResponse(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPredictionReportResponse, error)
 
 	// GetReadyzWithResponse Readiness
 	//
@@ -9672,6 +9901,151 @@ func (r ListPredictionsResponse) ContentType() string {
 	return ""
 }
 
+// GetPredictionResponse401Headers the declared response headers of an HTTP 401 response for GetPrediction
+type GetPredictionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetPredictionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PredictionRecords
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPredictionResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPredictionResponse) GetJSON200() *PredictionRecords {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPredictionResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPredictionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPredictionResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetPredictionResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPredictionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPredictionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPredictionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPredictionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPredictionReportResponse401Headers the declared response headers of an HTTP 401 response for GetPredictionReport
+type GetPredictionReportResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetPredictionReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPredictionReportResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPredictionReportResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPredictionReportResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPredictionReportResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetPredictionReportResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPredictionReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPredictionReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPredictionReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPredictionReportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetReadyzResponse401Headers the declared response headers of an HTTP 401 response for GetReadyz
 type GetReadyzResponse401Headers struct {
 	WWWAuthenticate *string
@@ -11133,6 +11507,61 @@ func (c *ClientWithResponses) ListPredictionsWithResponse(ctx context.Context, p
 		return nil, err
 	}
 	return ParseListPredictionsResponse(rsp)
+}
+
+// GetPredictionWithResponse Every logged record of one spectrum, with its contributions
+//
+// The active record of the spectrum, then its shadow and re-scoring
+// records, each with what `GET /predictions` lists and, when the log
+// stored them, its T2 and Q `contributions` (messages.md section
+// 8.1). The log stores them for a predict whose reply carried them
+// (`options.contributions`) and, with
+// `-log-exceedance-contributions` (the default), for an active
+// prediction whose T2 or Q was above its 95 % limit: then the 10
+// largest and the region sums, computed off the reply path from the
+// same spectrum and model, so they add up to the logged T2 and Q.
+// `spectrum_logged` says whether the spectrum itself was kept
+// (`-log-spectra`); the page `GET /predictions/{predictionId}/report`
+// draws it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /predictions/{predictionId} (the `GetPrediction` operationId).
+func (c *ClientWithResponses) GetPredictionWithResponse(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPredictionResponse, error) {
+	rsp, err := c.GetPrediction(ctx, predictionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPredictionResponse(rsp)
+}
+
+// GetPredictionReportWithResponse The page of one spectrum, one self-contained HTML document
+//
+// Why the server said what it said about one spectrum: the
+// prediction per analyte with its confidence, T2 and Q against their
+// limits, the spectrum (after the model's recipe and regions)
+// against the calibration mean, its residual (the part the model's
+// components do not explain, whose squares make up Q), and the
+// contribution of each variable to T2 and to Q, with the largest
+// named and the region sums. Like the review pages it holds inline
+// SVG and nothing fetched from elsewhere, and no script.
+//
+// The spectrum, the residual and the per-variable plots need the
+// logged spectrum (`-log-spectra`) and the version still in the
+// registry; without them the page draws the contributions the log
+// stored (the largest and the region sums) and says what is missing.
+// The page shares the review pages' two slots (503 `SERVER_BUSY`
+// after 5 s, `Retry-After: 5`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /predictions/{predictionId}/report (the `GetPredictionReport` operationId).
+func (c *ClientWithResponses) GetPredictionReportWithResponse(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPredictionReportResponse, error) {
+	rsp, err := c.GetPredictionReport(ctx, predictionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPredictionReportResponse(rsp)
 }
 
 // GetReadyzWithResponse Readiness
@@ -13406,6 +13835,133 @@ func ParseListPredictionsResponse(rsp *http.Response) (*ListPredictionsResponse,
 	return response, nil
 }
 
+// ParseGetPredictionResponse parses an HTTP response from a GetPredictionWithResponse call
+func ParseGetPredictionResponse(rsp *http.Response) (*GetPredictionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPredictionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PredictionRecords
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPredictionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPredictionReportResponse parses an HTTP response from a GetPredictionReportWithResponse call
+func ParseGetPredictionReportResponse(rsp *http.Response) (*GetPredictionReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPredictionReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPredictionReportResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetReadyzResponse parses an HTTP response from a GetReadyzWithResponse call
 func ParseGetReadyzResponse(rsp *http.Response) (*GetReadyzResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14073,6 +14629,12 @@ type ServerInterface interface {
 	// ListPredictions Export the prediction log
 	// (GET /predictions)
 	ListPredictions(ctx echo.Context, params ListPredictionsParams) error
+	// GetPrediction Every logged record of one spectrum, with its contributions
+	// (GET /predictions/{predictionId})
+	GetPrediction(ctx echo.Context, predictionId openapi_types.UUID) error
+	// GetPredictionReport The page of one spectrum, one self-contained HTML document
+	// (GET /predictions/{predictionId}/report)
+	GetPredictionReport(ctx echo.Context, predictionId openapi_types.UUID) error
 	// GetReadyz Readiness
 	// (GET /readyz)
 	GetReadyz(ctx echo.Context) error
@@ -14610,6 +15172,38 @@ func (w *ServerInterfaceWrapper) ListPredictions(ctx echo.Context) error {
 	return err
 }
 
+// GetPrediction converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPrediction(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "predictionId" -------------
+	var predictionId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "predictionId", ctx.Param("predictionId"), &predictionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter predictionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPrediction(ctx, predictionId)
+	return err
+}
+
+// GetPredictionReport converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPredictionReport(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "predictionId" -------------
+	var predictionId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "predictionId", ctx.Param("predictionId"), &predictionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter predictionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPredictionReport(ctx, predictionId)
+	return err
+}
+
 // GetReadyz converts echo context to params.
 func (w *ServerInterfaceWrapper) GetReadyz(ctx echo.Context) error {
 	var err error
@@ -14795,6 +15389,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/batches/:batch_id/reference", wrapper.UnmarkReferenceBatch, options.OperationMiddlewares["unmarkReferenceBatch"]...)
 	router.PUT(options.BaseURL+"/batches/:batch_id/reference", wrapper.MarkReferenceBatch, options.OperationMiddlewares["markReferenceBatch"]...)
 	router.GET(options.BaseURL+"/batches/:batch_id/report", wrapper.GetBatchReport, options.OperationMiddlewares["getBatchReport"]...)
+	router.GET(options.BaseURL+"/predictions/:predictionId", wrapper.GetPrediction, options.OperationMiddlewares["getPrediction"]...)
+	router.GET(options.BaseURL+"/predictions/:predictionId/report", wrapper.GetPredictionReport, options.OperationMiddlewares["getPredictionReport"]...)
 	router.GET(options.BaseURL+"/training", wrapper.ListTrainingJobs, options.OperationMiddlewares["listTrainingJobs"]...)
 	router.POST(options.BaseURL+"/training/start", wrapper.StartTraining, options.OperationMiddlewares["startTraining"]...)
 	router.GET(options.BaseURL+"/training/:jobId", wrapper.GetTrainingJob, options.OperationMiddlewares["getTrainingJob"]...)
@@ -17455,6 +18051,180 @@ func (response ListPredictionsdefaultJSONResponse) VisitListPredictionsResponse(
 	return err
 }
 
+type GetPredictionRequestObject struct {
+	PredictionId openapi_types.UUID `json:"predictionId"`
+}
+
+type GetPredictionResponseObject interface {
+	VisitGetPredictionResponse(w http.ResponseWriter) error
+}
+
+type GetPrediction200JSONResponse PredictionRecords
+
+func (response GetPrediction200JSONResponse) VisitGetPredictionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPrediction400JSONResponse ErrorResponse
+
+func (response GetPrediction400JSONResponse) VisitGetPredictionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPrediction401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetPrediction401JSONResponse) VisitGetPredictionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPrediction404JSONResponse ErrorResponse
+
+func (response GetPrediction404JSONResponse) VisitGetPredictionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictiondefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetPredictiondefaultJSONResponse) VisitGetPredictionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictionReportRequestObject struct {
+	PredictionId openapi_types.UUID `json:"predictionId"`
+}
+
+type GetPredictionReportResponseObject interface {
+	VisitGetPredictionReportResponse(w http.ResponseWriter) error
+}
+
+type GetPredictionReport200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetPredictionReport200TexthtmlResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetPredictionReport400JSONResponse ErrorResponse
+
+func (response GetPredictionReport400JSONResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictionReport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetPredictionReport401JSONResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictionReport404JSONResponse ErrorResponse
+
+func (response GetPredictionReport404JSONResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictionReportdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetPredictionReportdefaultJSONResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetReadyzRequestObject struct {
 }
 
@@ -18348,6 +19118,12 @@ type StrictServerInterface interface {
 	// ListPredictions Export the prediction log
 	// (GET /predictions)
 	ListPredictions(ctx context.Context, request ListPredictionsRequestObject) (ListPredictionsResponseObject, error)
+	// GetPrediction Every logged record of one spectrum, with its contributions
+	// (GET /predictions/{predictionId})
+	GetPrediction(ctx context.Context, request GetPredictionRequestObject) (GetPredictionResponseObject, error)
+	// GetPredictionReport The page of one spectrum, one self-contained HTML document
+	// (GET /predictions/{predictionId}/report)
+	GetPredictionReport(ctx context.Context, request GetPredictionReportRequestObject) (GetPredictionReportResponseObject, error)
 	// GetReadyz Readiness
 	// (GET /readyz)
 	GetReadyz(ctx context.Context, request GetReadyzRequestObject) (GetReadyzResponseObject, error)
@@ -19114,6 +19890,56 @@ func (sh *strictHandler) ListPredictions(ctx echo.Context, params ListPrediction
 	return nil
 }
 
+// GetPrediction operation middleware
+func (sh *strictHandler) GetPrediction(ctx echo.Context, predictionId openapi_types.UUID) error {
+	var request GetPredictionRequestObject
+
+	request.PredictionId = predictionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPrediction(ctx.Request().Context(), request.(GetPredictionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPrediction")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetPredictionResponseObject); ok {
+		return validResponse.VisitGetPredictionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetPredictionReport operation middleware
+func (sh *strictHandler) GetPredictionReport(ctx echo.Context, predictionId openapi_types.UUID) error {
+	var request GetPredictionReportRequestObject
+
+	request.PredictionId = predictionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPredictionReport(ctx.Request().Context(), request.(GetPredictionReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPredictionReport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetPredictionReportResponseObject); ok {
+		return validResponse.VisitGetPredictionReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetReadyz operation middleware
 func (sh *strictHandler) GetReadyz(ctx echo.Context) error {
 	var request GetReadyzRequestObject
@@ -19273,767 +20099,783 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17d9tGtif6Vepy5i6THZACwDe18odiy7E6sqSWZGe6Qx+iCBRFWGAVjQIlMYnXup/tfrK7au8qvAi+",
-	"nOScM3d6Zp2ODAJVu3a99vO3f6v5YrEUnPFE1ka/1dgLXSwjBn+/Eb68oQ9M/S1XiwWN17VR7X7OiExo",
-	"nBAxI8mckaV6xao90WjFaqPaeGXbbf//enP9+v6fN+dkniwieMTGHH9ST0hE+cP34xrj41rpV0aD4pMF",
-	"Syjx5zSWLPl+XFsls+Yg+6r21aqdvyxFnLDgvQhYtEntLIxlQqbrhElFMyWfxTQKp4TBZ6ROyTL0HyNm",
-	"kWUsEuGLiLiNEZmGnMZri8i5eOaESZ8uWZAb6P/7/ygabNeXjxGjMW8twyWLQs7G/Cb9q9VqKQrfXt/+",
-	"cPHmzflVkbozEjMakEQ8Mk4EJ5QsVglNQsGzftQMBaq/rA2rtmBSwszUbq7v7glnLJAwGWLJYpowEouI",
-	"neqGx7WAyvlU0DgY18ic4pvQs3qtZtVilsRrOo1YbTSjkWRfFckRY0mR3GuuPltGoU9JXbXBFlMWBCwg",
-	"MhExa+SJfhCcTegsYfFEMl/wQNZGjq26gu9lbfQLvqS7tGpzIZPaqPa0qFm1eZIsJzQIYiZlbVRz3H7L",
-	"btktZ+R0u91ezaqFAbzabDvOoN2c2m17atesWkRlMpkzGidTRlVrru32mo7TdAf3tj2ynZHrtgZOezjo",
-	"uoP+v2DoNFjXRkm8YlZNzmkgnidPLJZqDka1ZSSbqgnHcQdN27YdW3UOy58Fk+oebLvVHQ4Gvb7rDlQP",
-	"urWJZPETC6oadRTpvy6+TBgPliLkqtnEX45OTooD79a+flJT847RKJnfJTRZyeIMfVhaahGpfUCon4RP",
-	"LD8n+GTX8IAS+HwSCRoocpEzy5gFoa9W5iQSD6qxIBZLtSFGtma7LxaLMNnCFMdpucN+p9vp9XqKKV9W",
-	"bMUmAVsmc2ghZr6IoT+1SGT4K5vAhq2NnPbQ7XWs2nMcJmwyo2EEnX5VNOFuzQbkWLXlOpkLnhvjg3Ba",
-	"bq81UPOmZiDO/RawJxbhhAIra+KxZtVWyyRcsGzZuq5i+sXV3Ye3by9eX5xf3U/u7q9vz3483zxrYvYQ",
-	"yiRev5IkCOUjCSWZraKoYjtXtpff2aYp2Fz0gRGfci4SktBHRigBfoywF9UFqZ9fXd/dvG4U97OaPiT/",
-	"/vz26uxycn57e31bOoY4WXG5ZH44C9VmBjaRGV1FSSXhhZbyJIc8YTGnEWFxLOItB8vF1cezy4s3k9d3",
-	"H8un4YJGMxEvWECSmIY85A9EvVVFQ9ZGngB16BKnYxFfRKsFJ67ddUj9/OZs8jBZsnhy2RiRcY1O/XFN",
-	"TY1iJyUB88MFjQhfLaZsL9Ufbu82+Ef8VSxFTJJ5KA37gjCA9mOWrGK+awzYYn4YujlNoeCs0DK2yAKL",
-	"4DsBXdAHuJp2EX559sPk9vzuw+X9XZn6iE4JbkCSzGliFtpU3e2xzF96G8TnWy0uXmiuPSISBAp1WI6Q",
-	"35zcvn1N2u32kKh9tofs9+f3Z2/O7s/KNM9CFgXkXi+T90pGCARDhgVsFnK2g+q00TzJSs4YkRV/5Oq+",
-	"x/bHNf9pMhNRMK7tofP2/B8fzu/uN+/3LysmE+RrSuCCJv4cbmFf8CSmfrKDWNNykb3Y7FQEa7jRKcc9",
-	"N4JO+CvTh/TnbEFHSrJZsjhZk7G5j3AHLEIpQ/6wZ3D3t2cXVxdXP06ub+4vrq82FlC6W8VSXRGFVUSX",
-	"y2i9Y3gbbefHuYzZMhY+AyJ/cT61nkMeiOcRcTqKevbE+Cmh5I4+hcmvj+vmjyKia4IvqRdEsG1b/P36",
-	"h8nbi6uLu3fnb8rD+SymOAQagXhAGA8qd0GhkTzdqoW+7zB31rOb3alNmx2/zZpD2nWabjCY2aw37VDH",
-	"KfZA6oHgrLGD4qvr+8mb66vzKoqfw2ROuNC3/5olWwhO2/gmgkNJ4hVXk31KBI/W6vxUB5RqABai7j8R",
-	"SlRU8jUIs7sG9Pb6w9WbihsJN6JqOAx2jAU/zw+Gi2xFqs/HtUOGtnWL/11Mz3yfLRMleBT5DmJMoDrJ",
-	"E8hkEi6okhCDVQzifE4GthSvJyC/DmbM7bh2r8mGnVmzw3q9JmX+rDlt+51hu+/2pkM3lU4mqziqjWon",
-	"ZmQnB32t6L+8Pnszubia3Nxe/3h7flfevVwkcxYTJe/lZreC4Rvt5HlOdTM4+6axkKuT50GJ8acEeKse",
-	"0alYqYsXmVItr1zS6S2TqyiRG3ICaKB0wUjyrBYZvESoLIoKtYhOJ3j3TMLAmqrTUP0hfapm44uV3UvW",
+	"7L17d9tGtif6Vepy5i6THZACwDe18odiy7E6sqSWZGe6Qx+iCBRJWGAVjQL1SOK17me7n+yu2rsKL4Iv",
+	"JznnzJ2eWacjg0DVrl2v/fzt32q+WK4EZzyRtdFvNfZMl6uIwd9vhC9v6Jypv+V6uaTxS21Uu18wIhMa",
+	"J0TMSLJgZKVesWqPNFqz2qg2Xtt22/+/3ly/vv/nzTlZJMsIHrExx5/UExJRPv9+XGN8XCv9ymhQfLJk",
+	"CSX+gsaSJd+Pa+tk1hxkX9W+WrXz55WIExa8FwGLNqmdhbFMyPQlYVLRTMlnMY3CKWHwGalTsgr9h4hZ",
+	"ZBWLRPgiIm5jRKYhp/GLReRCPHHCpE9XLMgN9P/9fxQNtuvLh4jRmLdW4YpFIWdjfpP+1Wq1FIVvr29/",
+	"uHjz5vyqSN0ZiRkNSCIeGCeCE0qW64QmoeBZP2qGAtVf1oZVWzIpYWZqN9d394QzFkiYDLFiMU0YiUXE",
+	"TnXD41pA5WIqaByMa2RB8U3oWb1Ws2oxS+IXOo1YbTSjkWRfFckRY0mR3GuuPltFoU9JXbXBllMWBCwg",
+	"MhExa+SJngvOJnSWsHgimS94IGsjx1ZdwfeyNvoFX9JdWrWFkEltVHtc1qzaIklWExoEMZOyNqo5br9l",
+	"t+yWM3K63W6vZtXCAF5tth1n0G5O7bY9tWtWLaIymSwYjZMpo6o113Z7TcdpuoN72x7Zzsh1WwOnPRx0",
+	"3UH/XzB0GrzURkm8ZlZNLmggniaPLJZqDka1VSSbqgnHcQdN27YdW3UOy58Fk+oebLvVHQ4Gvb7rDlQP",
+	"urWJZPEjC6oadRTpvy6/TBgPViLkqtnEX41OTooD79a+flJT847RKFncJTRZy+IMfVhZahGpfUCon4SP",
+	"LD8n+GTX8IAS+HwSCRoocpEzq5gFoa9W5iQSc9VYEIuV2hAjW7PdF8tlmGxhiuO03GG/0+30ej3FlC9r",
+	"tmaTgK2SBbQQM1/E0J9aJDL8lU1gw9ZGTnvo9jpW7SkOEzaZ0TCCTr8qmnC3ZgNyrNrqJVkInhvjXDgt",
+	"t9caqHlTMxDnfgvYI4twQoGVNfFQs2rrVRIuWbZsXVcx/eLq7sPbtxevL86v7id399e3Zz+eb541MZuH",
+	"MolfXkkShPKBhJLM1lFUsZ0r28vvbNMUbC46Z8SnnIuEJPSBEUqAHyPsRXVB6udX13c3rxvF/aymD8m/",
+	"P7+9OrucnN/eXt+WjiFO1lyumB/OQrWZgU1kRtdRUkl4oaU8ySFPWMxpRFgci3jLwXJx9fHs8uLN5PXd",
+	"x/JpuKTRTMRLFpAkpiEP+Zyot6poyNrIE6AOXeJ0LOKLaL3kxLW7Dqmf35xN5pMViyeXjREZ1+jUH9fU",
+	"1Ch2UhIwP1zSiPD1csr2Uv3h9m6Df8Rfx1LEJFmE0rAvCANoP2bJOua7xoAt5oehm9MUCs4KLWOLLLAI",
+	"vhPQJZ3D1bSL8MuzHya353cfLu/vytRHdEpwA5JkQROz0Kbqbo9l/tLbID7fanHxQnPtEZEgUKjDcoT8",
+	"5uT27WvSbreHRO2zPWS/P78/e3N2f1ameRayKCD3epm8VzJCIBgyLGCzkLMdVKeN5klWcsaIrPkDV/c9",
+	"tj+u+Y+TmYiCcW0Pnbfn//hwfne/eb9/WTOZIF9TApc08RdwC/uCJzH1kx3EmpaL7MVmpyJ4gRudctxz",
+	"I+iEvzJ9SH/BlnSkJJsVi5MXMjb3Ee6AZShlyOd7Bnd/e3ZxdXH14+T65v7i+mpjAaW7VazUFVFYRXS1",
+	"il52DG+j7fw4VzFbxcJnQOQvzqfWU8gD8TQiTkdRzx4ZPyWU3NHHMPn14aX5o4joC8GX1Asi2LYt/n79",
+	"w+TtxdXF3bvzN+XhfBZTHAKNQDwgjAeVu6DQSJ5u1ULfd5g769nN7tSmzY7fZs0h7TpNNxjMbNabdqjj",
+	"FHsg9UBw1thB8dX1/eTN9dV5FcVPYbIgXOjb/4UlWwhO2/gmgkNJ4jVXk31KBI9e1PmpDijVACxE3X8i",
+	"lKio5GsQZncN6O31h6s3FTcSbkTVcBjsGAt+nh8MF9mKVJ+Pa4cMbesW/7uYnvk+WyVK8CjyHcSYQHWS",
+	"J5DJJFxSJSEG6xjE+ZwMbCleT0B+HcyY23HtXpMNO7Nmh/V6Tcr8WXPa9jvDdt/tTYduKp1M1nFUG9VO",
+	"zMhODvpa0X95ffZmcnE1ubm9/vH2/K68e7lIFiwmSt7LzW4FwzfayfOc6mZw9k1jIVcnz1yJ8acEeKse",
+	"0alYq4sXmVItr1zS6S2T6yiRG3ICaKB0yUjypBYZvESoLIoKtYhOJ3j3TMLAmqrTUP0hfapm44uV3UvW",
 	"+c2Z9ebdmfXm5mzM391cvm667tCxfmg6fcuxO65lOQOn1bWGbsu2sjdcfMNKhd32vT0YOd2Rbf/LUo9b",
-	"Duqn2Vj+fnddUgHvnwVRDZqBZCP45bfam3dntdHQtWrnN2e1ERJRM0OpjWqqf9B6ckOtjWrpENTi0eNV",
-	"gnXH/Wr9Vnuj2lLEHdMUrMOUY3kJPzdopZ7kR3u9SnyxYJt3ovqVPM+FZARIIM9UEs6eYBk+PBTPWrjI",
-	"tKIRM5+FoEU5qEpSX/+y4ul7v/xWC3nAXrRqsp03hRMj03DQsBFKYtijVzIYO7K3IvFA6nmiQR4LWMQS",
-	"FpDpWq13xtWreKJTCTqHPtcm0LhW6C4FDc5if66GdotXe5Fpt6wJyptS7SknVL9LjCqTY5cUq9iHHalf",
-	"ylTQosbnNO1B27btmqHgbRixyt4vFnCQUyL98DFMmmDuILMwKshYS6p0udqJjJ9OYrqgHMTVE6PGnITQ",
-	"yskykv0WWmDUmjLUmtZSSiM6bSpq+yl9uKrKq2kuEiKf6bKg6EYPIg6T+aI2qt1c3rnNq4ubs0t1YKmD",
-	"aQLq3ULWRgN8wIK9Kv8yZk+hWMk9yrMh9S5REnklM29isRBqGomEl3bOIb6ybQbdpmM7XT2D788u317f",
-	"vj9/M9k8ZM5QUASZRisV8NLmGV9qZavMqVt5olEYQFtKcmYvS+arxc94oDZRyJerZMul+v78/t31G7jA",
-	"zy4vr3/elMJisUoYSDXqtoANuWDJXFTJAhWtlUT7uQjIzdn963ep3hdF4pkFRHByApfWSRTK5NQ8H5Ef",
-	"z++30X5xd6ck1puz2/tNuWUJl5+hO0wk8eWT0qSqBLJCUwWSV1ESqo/gS6WIyKdDRPb312/OLydnr+8v",
-	"PpakxDfqZFIikTrH0BRUtfYMYfl28oTpT8i4aiUihdj4KckdWSgcgCV2J+E/fLj7Z3khmB6nTFEfs6b0",
-	"RVwpj+faOJLkUtvq+D5UJK6WX5CU19e3tx9u7jcXN4pJ6tDDXckFiQR/UAIUXGMSF86c+Y9ytdg61Kz9",
-	"wtrJGhezraMuaaOqP2OFI3fvzpouGFq3T9U20T2dL9W2vjbNJbB1INWCPA7kgOmr7mo37UqcLU/MlVGf",
-	"0lW8k2LdREmSSFvQJtRdhNzdn91/uJu8v7h7rw6nMivxIthqPdCceSWJtmBuI7bczbEbWosSFvSPl9Kp",
-	"FvITVDw1pTmhY/ug789ufzy/v5t8uPrp6vrnjbtKcNZMaPzAEs1Kc5ZSIsOA+TTeOs5yy/lxKoZhe1qI",
-	"k2hZw54oD0B/5cJ0QjhdqENBbQzKabRO2M5Rfbi6+3Bzc31bsdvRv0SofFQNzkRMnot2NjBzBCt/x6mW",
-	"bz4/LEmfHkQ0mYVRwmKcCzXK78c1zmjMZJLtELlaoqNs2zhYEoe+3FRQtKdvoX/PlKz/Qd6dX96QTNyb",
-	"ZAKynIhVong5CcSChnySiIRG5G7l+0zK2So/D/giWsRoFE5Rayb44YjEDHhD7l2lOz4x4ihR2zz9h3nY",
-	"GvP/QcDreAxBvljxhMVjfsxHNmp24HF8wxIaRttOQdDXWUDmLC46Y4Jguwup1xrYdnc4dOzOv2rWDnkW",
-	"xGZ9UMqTCtm1xZe/gl6ndJFJ3tnruBbYy7WHN7VKdIb+1Hf8dnPaprTZob1Zc8qmnWan7Qbdju34Q0cN",
-	"hAtwz9QW9JGRgC1Ezaqh91HE4FqBJ7F4lpOVVGpZzzbiPuo+6utfanLNkzlLQr/2yaoZ28bEl08TOafq",
-	"ChrV3F6b0cHU7nT7vfZg6rNpP+gy6nb9nj2Y0lmPDdxpx+/32l3mdhmlbDgcTl23786mwwFVam3asKJH",
-	"kfJVbaF0tccu+LuVtm23hsOuY6GWbLeGPaet1W/1S2/41arFC8ly73cHdvZ+u2/30/f73UFf7Ss0hBkD",
-	"DgqbFVN1gu/VwA+JQ+/5U9ruuf2g7Tu01xkMpx0/mLZpbzZ12czt2szvTu1Z33F6HRoMfDqkdsBshw6n",
-	"/nA2a9eKvrROb9Af9HP+rtxxrdfp9hXZc/vdbmfYB7epeVuacAE1u/uUqGf6xNDJMoFNVxu5dmdQeB5T",
-	"rpbjL65tW23XtkE9hl12wWdi0w6k5Vjg6Te4OncoihUbxrHKK6Xdy1ZK1x3kVkqnYqX0hp12+n6n66SG",
-	"nZY9bH/dNwWO3ep23P6wP7TbW6fgD7H4Miwrq+rw1zyUFlyX27zKu73J6O7fzm1YpI/T2qjjFpan6exP",
-	"4Mwexd06jLzu4L9o93zNpumGxTMRLyj32Yb0iq48sK9pe1jZE6BFGZmuy99qHP3psDDTf53n/vVVmwrh",
-	"yP6Um9NPe8k2RN+yp5A9VznM1XOMyzFXZp3GMV1L4iu9X5BkHjNGwoQtZKN6JL8AtRaMB8fxySoENv1S",
-	"jHNyrNoXtzb6xW51Ou2+ZbfagwH8p91tf1Kb/AUOdqfTh39M/NViFVFc5tnzNbTQtYcDy251em3VwLDt",
-	"fFJrKd+bm/Y27HXVW8O27Vp2q293s87cdq9T1Vm/i8cOdjbsDwbQQK+nGuh0uxu9tbPeBgMHXna7+PIg",
-	"153jdKu6G/bcXq67wbALLcAQ+32n++nrJ6sWsScWg9jwi91ynJ4ajNPuqs6cPvaykMxHBjtdRao7sIHB",
-	"dntofn6C39UdaelLFK/PT/svkqdwWRv94rTsdsdyWrYzUP/rKm5m55zUR5xrO62u5dpuawhbaIvaeiWI",
-	"XPlztDpVCOFbPU1opvrx/F6bkeQW4Vo1cPH+5vL8/flVhYowYzRZxSVH/4pLo/xsISnfYkHZMf4vY+16",
-	"omGkKEI1OZRkugqjYCutk8vrH388fzO5uzl/fX97VuZVMldto9kbXX1oOKmkstxWWSmrGC1pRuKhKZfM",
-	"T2J6itYR6AsfrRalTrcMIvUt356/vr7d9DGiSZoFWi/U+l/KO+gDjq3KYZVbr1aqUzv2uAZuDtPnKSiW",
-	"YKSZiygo9oyGmC0Du14yfnZzUeFLKoZmhpIEwl8tGC+snlALUkmYgO6QqT1kQTl9YOoD0Idzzg6I7JlR",
-	"v2ijt1tOS92dSvDndBnWRrV2y261azky/3n2/vJ4Mk2LIwINjrmiejTmhADZI3Ic1epDTfaIANWov92c",
-	"3b/bZYNe0mRe0E6N1TgWIqkyt2w0WIhmUK2Naycs8fNukExBX/GAxeDgyXWzZRXcnP0THLL319eTy7Pb",
-	"H88rTf5C7Sy10KJwESaVBJeb2WrzZy8+xJk6dmfQ7fcwonYbdekkXIqH7R5cpY5tum5zwYZhYCXhglkY",
-	"k6in0IpFxPJeW/X3xBd8FgaM+0w9Lvyz+GviTrTpwPqS/pU6iNXutDB8bAJuxMxl7M8p5yyy1LJ60I79",
-	"hRxz26GuM+t3mtTtdJv9YXvWpI7fb04Hw0G3M+gN28OetSkU9ltOx7EHfafv/MuquOgsFH+tttuyu4OB",
-	"3e21B67ruEPLGbSUMDl0lU7sOI7bsXot2263O/2hY3dduwMX9sDt93uOY7uOPXTszlBd5W63P+y13Xa7",
-	"57ZdF+SDYac/GAxc2+52esOhElCcYbfnON1Br9dx3OGw7cLVrB51+orIXrc7sCzLsi3H6tr2X8eBmMEJ",
-	"n7Kg03cHHUVnxoJep2PbbredcqDbb/d67baT58Cw3em0B3aeAwO303ZtZ5jnwMBpDwbAFM0Bt227fbvT",
-	"g8aQA67bH/Zse9AfdAosqJVX/Wbo/BnEyhtrWiQKQRacvSQTDPxTr7I369Xff1xxMZXv//GPWj4CV8uz",
-	"uBhBmPUF9xlPcElmkj3wSMv1wB0t1Stu9r7CZ3pP5JVaV+k4b1I9NlNqB25/8NWqFVd/bdS1bRMzfIAX",
-	"NdvY6v44YNnUrFq6S9HC0lMCsYC7K1UQszAH26plG1x9oKbSqkGoYZVqll+DoAYewFi323KHmkndluFQ",
-	"e9BydrB10M+xtetmbG27zl/K1l673aTBbNjs+84wsLtTl05pma1dp93bxVZng63d/nAfW4e20xkM/qWV",
-	"Vx3IOLm/eH9+/WGr53TKIvGM9uaQh4vVgsS0UiQvt5e/uHRbMxZFWxpU27DX7bb1PXay7Sa7BaPcnjwY",
-	"avTY/9pkGHwHJCR8VOHRGWlhFwnGL05yn+BJdnd++/H8tsIde6U0HrEAJwbIblxUicf57wveCpT1pyu5",
-	"NgFhEU3KUdfGiXr37uzN9c+Ti7tKh/b9hh+bcLpggRIoMJOjirByk9/q29ZdkMVKggvH+Lgzl3rVarp7",
-	"9+H+XukMbzYcX/eZKiQTyK0gz3N0EDMUwGgcm4CejVHlm61guFIq56sE/P+BeOZb+H1/fXs++XB19vHs",
-	"4vLsh8sKhs8ixpJXkgQ0oVMqWcGJRSEAq4K8jXbLOqBpFhKJKtusIhdm4Ho221TlN6Y/PUP5KoqyjytD",
-	"dPCnfJxE5ofM4nZ8yoMwKB1NlUd1u+l0bBNphY1XJe+cmSX1WS0pnWRU5OZiSeMQ4si+2ZCXz9tJs2ks",
-	"87IM4dqqsLH24EAfdntd51+1Q8x+qXr8jw/nH84nbz9clvTA8ycWrzOdV0YCopMS+siqIlKq2qs0eUBQ",
-	"rsm8GRHHhLSSz2JqkU4uaFdaxNbXTiFWtXq5mWSDv4vpa8p9FkWbAcGfxVQtDPxR798wITEtjIhFdClZ",
-	"UIgKxpSZbLivz65en19ellTIrO3pmkDuXxYQ/NtnMb0Ivp7gO+oUn4U8lPNddvOhM1Aibr+r5jR1AXb7",
-	"tjNsD2iTOr2g2XGG0yYd0mGz7wzs/qA/nE6pWvWPIQ9yjAdCEwqL7SDn4E5vICZ44XQosW+g5gQDANUW",
-	"NuGo2ni+JyVv2Gq3O8Nu2+4P/5XP99IbwKrJ1XQRJvtaaPeU1vCvWmk1vIE0xuJCMEHxB047Dun/N/Pl",
-	"ZJP1W43GSTijfjLREaLbnNWOrZ3VqTl7IlnEQLA1x1/eF+c/TSR7WOCDWkx5IBY1qzYTkUk2XdCXggfP",
-	"Vc9CPgGlsujb62RW6YP9dfEKpGXBmQwfFlTtOP9J6XBPrMrlELvF1judrPGBM0wVgl6n0/+6QU5XKTL6",
-	"A6fVUX/D+0N1LquTG0yh6vO26+p/TiQ8sQeu267wSpQIGrpO5s7su8Ne5s7s2Z1NitxWpz1IKbJTNahl",
-	"d9t5gtptu0xQxx0OKxwXZYLaOVW0rxTzzL9q96sIcu2cQ7Y37KQT1gHVNSXJ7Q2HJZLaXacNzo2KkIgD",
-	"99d/XkhErz/tt9vdoDtzbdvv9nptnzmB3e/5bX86cDq23+vbLutSx3Wnva5jD51ph7ndvs3sdkCHR4dE",
-	"/JmO7q9WjbPnvb55sUqikMUTsFwCTV9qo47TH9pw3q8CxpPwVxZMYibDYEUjWEKJWxu5nZatplu3gPaS",
-	"L0qlHvRsE4oPrE5czHlgUdbKJ/UGqLmTL6Douk4/ewTtt9puVyvHsD7u/nnVdPrD7sDt2L2hGoJtQ8Jx",
-	"BZWZvNbsttpDw6em0xq43ZRPXUftadVZt9saDtTCNKPBCCSTAZELLEkFgUOWay7YBL0sk4DJZfioxUH4",
-	"U05itqRhbBKu/4wbV92Lf/S+rYhTmDPC2TOTSfnOVVIezP9/38u3fET8+yb99036f/hNuvfW/Pe1+Mev",
-	"xf8TLxLrj18Edq81aA+6nW67XbwIDgyc/c+8CNL430MuAvfPvQjULxsXwZ5g2T96E0AcV9p8u5vF7nY6",
-	"7YpzrtfqdLKDt9s25Dh2yylcBf1+p1s85hxbbaa9NwGc2Obgtbu5iwCO9o1z1+kPs4vANceu2+q6xZvA",
-	"HXQ2boJ+95CbwO1mBEE8o6FoMHAqKcodWsOu3c3dBL3CTTAY9Mo3Qb/b33YTHLhbvvEm+N8+ZnzPVQB+",
-	"v+qroDd0914F7W4LLqjDr4JDpuuvvgo6rWG/67TtvtP9pqug0xr22r1ht/+vmlqVBY+7cQsYNeMDWIXL",
-	"Vr3Xdx9JPcGMmDCRxLU7A5LFHGrYIYmYcQ0IR1KvqQM+oAktWLXlU21kdEjrmU9s9T+O1Wq11B+u3elb",
-	"OeAiiGlJ/86ej/kdLAjLbtkOBGrYjjuEVtSftmO13ZZjOYPW0OpB2FN232hsG32yG+uFhk5q5zNxihvx",
-	"cyAYup0zcBY4nAMWh08IwyWitYgDFsOhKBO2TFOValYNAVpqIwcOLPMrf4Jp2TSIADbBp69qej5cnX24",
-	"f3d9e/GvitQ9gLuDLHya4YeISiSgQjuFlEPMriVTRmMWY5NbfHkfru7O3p5PID1rS8bXRuhYFMqkkpxc",
-	"U4WQMWwnZjMWS5IIImRLrmXCFhZ5nof+vJTOfKr+AcGZz1QS9sL81fZ8r1xK2eT9+ZuLs8n9P2+2xJFh",
-	"zMpzLPgDgBYxnpBkvazmbWWzBTdGrgWSsJfkZBnRkKeD0XArp0QyHgCEUOjDQjz5LLf6Vj+e395dXF9N",
-	"zv/Xxd0GyJUJ9jQxduAqTuF3tvmcSk3uj/AMZdrmIfmoX63anNEAbFS/1c7vKULrMenH4RKFtDKsnDr1",
-	"GAGkHZnAdKhTPlFjeCD1LyuRsKBhQdcQYif4mHtZeDJkuXsWyT8K+Ux4cFjln/6mR/jVG3N0ZJml5c8p",
-	"f2DyFIIAvItZ80pw1nyvNiw2Y57rR0ACOqs0DYIGXgvOIgSognhUtZpGNZnE6jjRwDuXAue9mi0YnjnT",
-	"nlpcM+jl87KbC0McUO7AEAevtbNjJXbTmC5YouflBzWMi2CThjMNXxJCzAHMdvig1mxCwqQEGSJfEQ+W",
-	"/UvikfqSxT7jSZNxtdKC9F2azBuKupDreNGaVVMrtTbKwFosCMvEK1TjVqZjWdCXS8YflFLgKH10EfL0",
-	"31YFiy9mau5gnjaHp9YjDsuPQjUoDFSuq9n9m9c4Jc9zwC0FZyu8topj9R4i1rExp1w+Y/RB2+6kCFXq",
-	"RMHZh2HiDsgGWlhQtW2jA+F4c0DvabKKw2S9OZqf5zQBKpOYfmZ+ImKAsQhi+swJfaAhB/iHKUzfglEu",
-	"iZeEC1wtQOiXFYN9rOlcmK7yJP7PmM1qo9r/OMnE8BP8VZ7AOkoJ/IqpgXIpuNRefAaYi+eZJxhOSVD4",
-	"ykdgCau3Gk6jihjz1UnFJ+X0iJ3fZ29uxgvt/DD/7tevhzIPuHKr2YXMK21GviYaZoKG0SpmpK7OId0t",
-	"6dgd4qU0exbp2F3ibTLBs0jXbhMvR6XXQBBfEU/DIGD8yLkpgP/u5Ez25p/IFy9t1Rvh+gdU4FASEJAs",
-	"MtUwJbGIGKl76vbyGincwJiDaIHBXigEhoKf6oRwuA3hLtXnn2qDMxawYMzrnoYj9hotDCu74HI1m4W+",
-	"Ok3uENb0SGZug2HdydfKj/5EFlchv1agtZK6V0WJ1xiN+WwVRRaAMjcBVk/EGLuvLnTaIlc5qQ6v3+CU",
-	"eKlAMSLqIvDGXHCfEbmkPgbAxIwFeNLmxIxb9VXzbJawePOUvEOrmBI1n2mYkCmbiZhhqB6A/rXtytsT",
-	"wldZrLgD84xAsN9ylG0i1e6Z28Lrf+KsftiCiQvTmO9Unw9XInkvAnh/txSnE40SM5MEoq5g/3jqzvW0",
-	"CMHLwtVpenvWKgXHquHq107gHRjlDV0rAexeiEsaH70BK/NOds7Q5hd/8tYrZKdoVNVZ+LCKWYB5L6Tu",
-	"bRChJ+0Dp6tkLuLwV5y1IzhR1kV3MqHw8p95uucb9kZEjUYpBEg3YKBykMlRF8F0Hp/GcQjH+5hnSrOW",
-	"2lIAY4M3o66JjUPk559/bp5lfbHNFe/9gCp0zGi0+H6cyzMb1zwLhUEPDO/fj2shByixCVAzrnkoWlJ9",
-	"V6lTD7YEXFUZVXyPII/za1Ifj5zebxZpKqJ8d39cePvPXBuFlvXtvzvEWHEawowR4DUe84IgNFIHUMwe",
-	"VhGN1S7j6EogvlhFAZkyvHGy4HDB2ZjXGfXnGhzWrMBcsKVaeurHzxhIrTSKJeOgxFIejDk0lPVlkVks",
-	"FkDxHHDwScxgTBZZ0LXGpJWPRunFd7wW+UEkc0JjtnlratnkA0/xcd6zIKT3sJqOPBG2GVT2nA2Vn/0F",
-	"p+QrWTDelO0tpO5V0wKHZUoOjPUskj9QCWUu7sCAB5A2oeqQRjcINx0qtujyDiVhXa4XaEwnEaMyIfLL",
-	"isZMkqluk9TPw4jFkiiV3e2RHwSLGJcWcW2727DGXK6mgJzNghHxwkTLpdIjsVgpAUbMiBSRWsfEq/9M",
-	"viMRXZA3r940yK/ke/IzefHGHM6gN3pbKLmnGYSzGYuZuo4XNInDFzg7n1n4ME8k8ZZwMMWMvBA0JZBf",
-	"cZF6DmmSpUdYJBm+UadRlH7oGAUfa5EAiQ08U5c5Vv1WywZSYW3Iq6YOiGEL+hIuVovaqItuOPxHpumn",
-	"UplVi+hiX5Os2wJnX7wAA3ogVlMA5Ux7cezc/6vsUGPof7Vqyz292S3bUd2xFz9ayfCJvTe9oE0je256",
-	"wec7yLNb3RxRdgVRUq9UxtUbv9RoJCdmxUG03YY9ITO1/IJfZ2+J6WfmJ6rZMwzFf12Izy9ObBBK+hAz",
-	"NpFzGlfclnfqsbFlcZ3nTvVq+10nBjR1PsLvBWlHJwK8UkJ7xGLKfZbaMeAaBTHA3je3e1inZm2SbY/N",
-	"EbxnFKBzTV5MyFcmXcYiDyeXh9O00TfwM30v5EmvU6skN7fe44WsEMNvhUiaaihNPHD+IoLTiahWBNKf",
-	"yUqyADo7qOHSeuS7FmMJJaa4GqchrThgFF/q2lzJAtIkEZ02DqcOcxhjdZVstk0VpyM6Jd8TSr4jU/I3",
-	"kvZ0TBewFPbOPKs4feSXOKnDEDfG+B9u46hxykgsK6Z2umOMpC7iACpKFS+8xl858XJz5nWm0C5pomIB",
-	"ZUlFx394/m0fft0+wo80WrGK9XvNmS7iQpaAowBvw8SSFY+UrAnek+AUMBbwZ5LhQqYaj5418ObAEdDa",
-	"uKg1Hw9YLJpxB7x5fuCbVawB2/IPeluXNnuK8r6hIlnpSXDA9Gi2Q15RLJNJHg8+TzVNWFNXdtnorrh9",
-	"KwSV0krPOT02OlWt6QF82sYREypcwZFU4FrIgwz3d9qZmHEfYKpgVPlIgt9qfBVFWerYPqnCEFNsZuuI",
-	"tjs40Fsx0qKszFmVoItXUkufBkPnlHgmv9vohvqfBVcWCGlaXtLTmqaFf6qY4gKzjluMGrKu6so0QzCC",
-	"UV1nZiJSjmwYATsSD4UTdUNYqBSOcW1hMnvlhR0uUuGsmpklgkrH+q4tAcXTTNeHfWLw16pINXB9CBqs",
-	"4axTuo2fMp/Xqp3FKAWJGLR0QFZKcyZDDknyBCI6wB1mds0mafTlAn90epsbZSFiNtlG/cfdlE/ZWoAd",
-	"S0hGolAmLGjtlwLZVnk1XVUAqk7jR8wcpyT9Bn9uZTMwFSJilO8/pfTEZVNr1nY6d0Ve5AnduvPvU7/l",
-	"kdtqkTsyjvBPWjUoRnj4MZkReANVDIvLAXXG8or4iyZIx5L9oS19+BZO4hX3abLN7o+DmFNJ1Jyr5c2J",
-	"Y1u2bZMU4qzkmEZPe2YxwNerR7ripg7KhlKpD8uIzRIiVglCT1OuMSvMuiB1LtKz31hmzY/fp3dEY992",
-	"274r8q7ybF7ys59nYm5I6Rqs2hWvP+I629gNxZq2u49+Ex+7a2EjMPYPMaOPAJ5QCJM98kMdL1utPT9l",
-	"YitYsG7f352//khOiAzqkKZ2oL6Qj8OtWpEyoTygcYBF41RPHnzg4c2/irA+rBwR6sdCSgJxgmr5jLkn",
-	"OJuYBibQgA4emoUvLPBOMwPt648kTXsj9bvzySMRM2wBors9q1DB75UkXhaorqjwGhhLlH6grW0YmR7+",
-	"CqYyHUl0rBKVWyTpdOrlULnYEBYo9WiWV1xQ5QIp1fDziNDoixpkaERoqmxgPSQPS+hJDwNo0pKPs5Vk",
-	"ktQpBhHF4XSlX4N7BTa3mBG72esQnFD4HOP11FgsODeXTG0wU6bvka0bBEz1NCFUPuoJLnSAk5lWdcvB",
-	"1j8oASKZswWp6zgA2VoEimT0CXS0gdPIjhVlEwx7EBnyw/uaVTN/Tq4/3E+u305uz64Aky5vl9ZRefAU",
-	"cP5NgGFWveb9+d0dFlTVfxUA7oroNBsFTcuVF6uk3DQQsOK+zcX5/bZPdICFkzWX/3jHKrxly6hCA4DH",
-	"hPEnFoklw8VWqFmll90p8VTLng7cCBOpC0W2xvyMICgC8ZYhf/As4unvPbVUPESkwohBpR5DgBfDejew",
-	"PMZc+3heSSgWvUZPQ91bikJzE/hRPcia1M8a1ph7+mCRujaDNxXB2oM6l4tlsiYLujwl5iUoKs0MNdoH",
-	"lBKid5ZxeKSBwXrho+9K480EDOLxcOUGoWLuIuQY9/xbbUGXS4h1/s1kDO30x2Dhy/Lwtt4VBuXcfKgY",
-	"tu3lG8Ef0vfyDN36Ab6E33xNrRnrK4xlg4X21aoJzq5nEMu961rLev9q7Xmz2O2e27LIgX2v57gMhefS",
-	"vZFC+pR3By6HP7I/9qyKbK4PGCOSadXw4y38CxWn0zeR0r3Mxvf/8Czn+j54ng97fYMLOIHmxbt8jtou",
-	"0W5TsvHVXucE4ftJ+jZek629hoBCAly5/XcaFApQS9WxR6iU4QNHDGQQ1jFAdkOoyVr1GqlbQUk2qP+l",
-	"RUJ0tFWYgCPelGMyof4rqY5llH28vFkmTdTzhbp+Vxq9D8zxEaNPLKi8w3TyR3mYPxm1CES/JgRm6KA/",
-	"9mVFIzNYYAPQpEYC/TQFZ02xKjLarWJ0OY+wai4jGj9AuAqIOEkcsoDU6Sxhsa4Us5QZIeFiKSRr7J/i",
-	"6mzFyrUE/eqbjZFIAMDA649om9jfU6Yj0Cg6YMNtaAufym5zrQ/krNtEBzXrdQ8ka1dGmk1ZGYu2MqXH",
-	"fLwdzXhH+0TyMa+rAzHXpC64LQmj/rwBsURaF4CVUWxvzLMGpVcUEdOsT6tWkPBrcGSVlA4wtrxULu2d",
-	"kv7K+D0nhee4GdJJqxS+zPsHOiCy02cDSi4tfQRhAljhYAa2N/i7UP+q8d/f+/A6hTzdxpqbPD/AoviL",
-	"bRHn0ymRLA0kVgoEMfrDoEXOome6lopZ6sA8HXOa4ylKdRnYag41UL20UopOKFPbh0WkQKVoQZcQKjRl",
-	"KEtWxWFsZfDB/vKtjD+4hfM/2MKWiUp1u602+pg9VEeg3JuK9al2KFeLhVIolZIKYV6mVJhauKABPGDt",
-	"mJCPef4HMCWTuuBMv4NW6Oe5iBihL6G09H6ADzBURym5usFGi9zP2ZrQICCrpbqRPEhh1QfKQebKW2gq",
-	"z5GixbLXAfYa++Wm7TIRy2oe/USeaBwqJU7mro/0Nss6tNKnYOZrHUr6R938buI36YUk3y0GoSSUSegr",
-	"YZdFMyu76r0gpA9cqB9l6wtqgflHiet9iw8biUEmWumSqz5245hFcBFcbI2sNiqnFwYeWlNRT8QrAUM4",
-	"CiGwFVofmdGYMC5WD3Os/QD1DVtVFt83mNj8DZFvt2whnpgkvpCL0G/GdE0wMXpEOI1j8UyWQoZwVeBz",
-	"taUckogx957DIJl73zkEjaIt8rNZXGglzsJzJAkmIfmevEx+C79zvpImeZmE1pgzeKp+a5IFC0LK60Ej",
-	"jQ/2VwnxyffEU5eQnIso8MgLeX/2hpwQu9Xrd7pjXlf//N58/Dv7vTEyOx5D5X/FqhzmJMjRZBEq4SD4",
-	"eR4m9JHFJrjvHV2rX1/P2UIsWBK3yAVPWBS1yCWdtsjdWiYt4vSHpO7azqBBBm5z0DnVBwqjXEnUIlol",
-	"aiafQox8fiFOy+22204nm3xFeiiJ3bDAPBBCpi8LHhiaMojijo7r83O2+uQ51I5UNvktbDpfMzndUnfS",
-	"jEZR2hI08xmb8Ulzazuf1bSgMBsmYHfJ00MTEqbTElF1QOQ7+QzHypiHph/T4fckJN8RvVDId8QhAEaH",
-	"64WE3zmt1mdCcWVZxFRQJ9M1MlMqReRhnhAIwYRTHU7lLMNdHc1kypJnxrhaU2iQfcHxnKZeZPIgGIae",
-	"wwg/w3FNJKrdM0LJLV1QTqbwtc4nJQ8xDVY0itZwV08hkzSi/FEiJ8RSQgAv3Og0UlfHXDyzJxaP+Tx8",
-	"gI0QxkRpZDRqJqLJRSgZgXjKUzNoIy/jhlF6C5XJmAODUnEhEaJF6DI8MTgrSi55CJ9MkpOSnWXClmS6",
-	"hv+2xjzTF8SMGIiDlO9gCsNSM9MM8rZK8ChHKGoEhUr9Ld2lW27qVWJMHFWbUzNEXdK48IDfepXldm0p",
-	"J7J3QIzontBQWJ1V2bQ4Q3Kp+qFK+pUJKR96pE712UnU2TkPdR1XEZPkWZCAJeBCI8vwhUWyUaLebZGf",
-	"GFuChl3EhsfDF4qdUB68Uhd3kMwhUF33KzhJoRmzAE11AqsvJHFs8+pzGDBLNzBAJGfIqIJksGm6mJWA",
-	"g2d8oxDM6/SO8rNtDUs9VzfgDyJYHxucnTOyWllugJgRBpDN2kAM9kZNeL5Nu4qUzFa36bvWFO609aVD",
-	"gTCRVCDQLu9dnxbFh685pOWdX+XdPV+t2v5+YHTYQyIPevk+XDCZ0MUyiynKNj5SWbXt93odb2KRCF9E",
-	"OqBiY8E8GYkGhrXBT6DfwmmxNujYmFOddXCgS+w99echZ00lXEE9MvUaKoHgAodnJlFbLDdKRFVKYwc7",
-	"YwLMsE7X/XHOmSomvI0YS/buryJnHgRnE7gYMxCyzcMQnBo+1XouyABzRuNkyijcVCIK4Hqm2qUYSuKp",
-	"lr1Tkxyw2ziFzVdZMaIg1UhIfbomXobL4zUsooahrjElarcOV7agu83ouRLLU7KsKjZVzcA7yPDJAPWL",
-	"vC4Xgt0bnacOQyWIAGySBordMGagQQIFSw9xiMAd5plvvVO4lOarBeXZWscGtW2I43rZHU61GUAVsGii",
-	"C8tXeBcLxWAi8bD/qMhVLEJOar8BnCB5vm2woOQ0IeYjE4J2Spzcbs0tveU6mQu+ve1cJYxQQup0wri6",
-	"iX8UIKRApUAuyA20o0TLUJJZyKIA42ZQljUALVoP+VGo7yDqJ0ywCUgmy0EEeA/Cabm91kBbETZmA4na",
-	"Tvh7ESjR0PScxkH8KLDcIgk5Sk5Q5dQL2BOLPG3niIRPI3ytUXnIyXSFp+bSx1q2WiuvitVSDTh/yhwl",
-	"V0CHVXvu4oGLmAVGtihyQf8Ikm46k6fE42GkwxWg5lsWWb1lR2bdXdLpbYZ9eLggc80ZeXdz+VqXxG2R",
-	"8xAAIrK4V7BmZDHFHorqyAPIP1R3EQbsQ/VjNLofYZD9Rhvht9kFd32VjxA8CiUGALJ13LX+vspVM30l",
-	"SRiY3Yavn5KlkFBzJkwQYsWonKhIMRpHIYS3wPSgKHkMZcUQ9DLei9b68SXwqAHYy2laGlk7sjijsbrx",
-	"dI3RnD84Hx8Ion7IideM6LQJTTQRyMw7PFIwK6hVxcX8utR8TOudUkiENvYePSaTyUI0slBjd+zz/j1f",
-	"nOrcqvm0a1vK61Xii0WFEKg5XeWMh7jtdCrUVoPiP0FqlgB/KQm5H62Cw2J9fQb1kfZnCLFtEZOGLB2M",
-	"VWCHh3noCR5uaAGqG/pFTLhIGqfaCFFc2epUUdLM/jGseI5jBwlWH8wX2SG5X8bSjLLS+cnxJE9E5ayH",
-	"T4wDJO1vG7aL8g1Fo/DpoMTKrTfNpaCBLiCehnUcIWqzF7WB1Amhq9SXJ1y1jwFDodY0zO0dFiLl1enP",
-	"xXPOtDzmOJpR+jkX2ruX1glrEcx5hbx5qC/tz5n/COa+RSgXJrq547jEu7k9f3199ebi/uL6avL27OLy",
-	"/A1EoEAp4pSSMdcEooySOzDdbq/ixEGE4KpYGLBQaREWMBdRhJ2FEfNInUWSkY5tk40gxoYi3xhcAYKN",
-	"8QAOeU48XdPWA9+ypc1/cr2IQrDjxWzMYyZF9KQ2OgRtISAfmHBmOYHhlSwW2x3zuteEJ01FYVM99Cyi",
-	"NboC1B64AQDt78SDkAwWN07HWJ/tOTTDKpfq9VrkjOvQSBoRGQbMp/GYe2hZVQNF23DrsxTcy9kDy+ZR",
-	"MPCAA1eSumRszD35GDEa8yaS1VoEXmNj/jr2sGoCcW72ZFN7WJTMI3W0wKqzAZPdQFL2NJs87QWlyZg/",
-	"MA7gTIFGd5PkkbGlNo4qWdqwotHKml/GYiFUo1Qtf6iDpnNIPBr7c3WqeCRmTVir0DvlxPyid0edpmsY",
-	"IxDYSyiTnKcMUbzwUCDAxY49HHMPI0jv7s/uP9xN3l/cvT+7f/3Os/RhXQSjgpgtaOEUvb4amy5al2sG",
-	"wmbV+AegXTBUrxqW2Qs4aVqtyFY41O6mCfHU0vAwNYGz5wzmh3H1v1CTcMw93R/GSmf8AeN/LgYCuVqz",
-	"aoZrEOcQVVuAc5rITnfhNkOQfr7t4M2E7pJcjdc9WpHnIiHymS43hWIaPYg4TOaLStVWcRnyACYLuf/K",
-	"xjnJq16bJ13MnkKxktv1M80HswL0HQ475pkut7kNuTqbnqms0MrK0lORyAqSSsOuZrySQjP9+tgcOlO+",
-	"9qCgj3yh64M/KdfEPSp3tFgd96hPyyVyDyK3VEK3at2IONm2oPJ1dSshG1I11wAH6Dw6PEmaOotNZymq",
-	"DaMWUz7DaKPXXFnegwaINXsPNfPcqrd3KiJnlUimXkpzqqMcioXgHjmg6pytTJ0zKREoxOZDeA/Vw0rb",
-	"tjjPlslyLa4czeiN9V+1hd/jVVQVrfCBh19WLKcpm2ur/uHDxRvAQiZqCLBkFgvG8SaCIMwx/3D/tjnQ",
-	"vlRkA2K/q0lKBHG7PfI3KGf8t1PipaKFsbqApxUwc2IJggDlmpDFKkrCJuR4Zq8Qn3KypFKCXDzmWqpA",
-	"TS0E55lOTNHh/xvpF9Ui6h6dvhwFeXCU3SmhpZC77Wn9ApHi//tH1oHu84YlNIyqOZFKG6k8w6HwacV1",
-	"HAT7TCVpYyb0mOQsqYdbOXZf/CDNVNo/cL7U7xZBj9QTS6ONDWlBGGOSZKs6mzphPJkckwGYq06xN2b9",
-	"Ur9brAWxJynWRL/C6183gPO3cgLi5/wQkreWyyhEixX6YFPDUE6IgY9Sh7eItSwzEzGJ6TNRQ+YyVMuh",
-	"Rd4iSj6KtujkXYZLAELCbsUDD9XOlglbSpNdD4jiag0c7Pe5yY8VwqW+ViUB7wg4zGlXMcaJoNLATRx4",
-	"cdggsiGPMKhDbf+Dyf057QyjA6upzSpkbLhFcojkuZLwFvE09Dkqk3pHoT6py2Z41VZ/XdFkIxeBvZC7",
-	"d2dNdeTnYy717gEzAwPrNfJCiZ0VAu4MlwFqKumm12sKGpGrBSY7VJMX/somU1OG+kiIpsxetHffafee",
-	"mg1QrKuXiomJB71E8DSMGle5UUBb1SnckIFxFJiJ+UZmCIC7B7xLCs2W+WQLDMYNBpeoOy8zC6fzjpYu",
-	"ud/xm+sI9lOVTewZEgwCslqq3nI7sBTei4G6/qLpFHbYIWJ5Gqnq5qNs3T2my0wa04unMHOF9ZjuneyE",
-	"/7Ttgr2AjK39vuPdN10p+ffm8s5tXl3cnF3eeVXJPnMWM6yhoA0MJDUT3Vze3TJAxwSLATipzE/6lK7j",
-	"SQLHM54jVuGrRsF2iKd47q64ubwrOT83OrjT6RZ3Po1YvNF6JVFY4mUyC6OExZbkT+XP/qxLG8sv/Vl5",
-	"Na/zmU4sILduUbQ0dtzcbJnTRLZqufpOfxlB7+/OSR3TfxpF2jDbZx+B/ynn2/4z7Co9Rpb/Ps3KB0z+",
-	"OCnM2M5za09U3UaEAn5FBCdy5SvB7LSQVa09AjqzOpREMtCrD8sZzU7Tvdm7WUTfpz8xpu+wDViM7tvY",
-	"fVerKMox6KAYhf/0AMGNvPL/zrGCGwm/3xQFmg87OYjlmSHmQKYDcQey/T+D4Vt5eZkprRu6vL7ijUHA",
-	"B6UtFosWOTM4HjkRJEWDBzeJKfP2ShbyNi1wqHwW0zQpwSgfYOgUz2nwO3pJTIg7eX338TRTNNO+PHNH",
-	"TRRhHgIyBmKZsGDMwbGSYdSnnsFFVcA8JP1ltuhq3zDu2ZLCUEpzzTXkQabKaon2/JzIkk1CDmdfndFb",
-	"dFcoMqZvGYSyR2wzjKckBU4p5gImBRtzo5anEWSpT9Rrqp6b0JhEH1RB9R3zUgWAZyqJmM1aBNGJMbkc",
-	"EJ7MVG+LdgME5kDd/1iksGqMJR7qT9IvPMj0pIVBqvcwLMIb8zqitKfFun77LKYXwVevAU711paCZJhs",
-	"jg65BWDf1L1CuU71hlT9mFqhaeCZ+gIzlsY85y8GBwg4QDGbQC5oFGm1WAkNumvLLP8xDwNwMKZ13jLt",
-	"G+wnSvW3NEwdma6xwA7o+aUMxb0hn4WdssXiUOGYVPOeCoKw+6vm2JRjraBD14Os+CUrBVm15s2vhfMD",
-	"vaCkLlk0awbMj2jMtsQ55uq7bqI3P+etP3oHaa9y5QoAg4dex2piZWN/DE65AOVvR0xWZTXaA2w3r+8+",
-	"kiWNE6WO+eCkrjx/SrJ5Vp12b2Dntluk6ireFitzVnCcnxIlExkXaRb5khG9N9I6Q4I8yDgHJKf35kGy",
-	"dQa4uPUm3QmUbcDYjkcwlmnQJau8HLJIo1eSTEOKqhB8YGF2dOZbLOITmpAzVMsONm1mCMHb4sor6DwH",
-	"42F6+pmiHmlUnrUB1plShwlSGk7QhGNAjrHMMgtNGlVo2jh4OOW5O1dnddXQAAb3cKV3xZMwOvz17cah",
-	"rZardE3lwEDNQjlkleJI/+ylGouIbcG8CXMTLGQ6acf4AEre5/IcfQMXkd4cN7ey7hYu4y0CGqjwkkzZ",
-	"POSBkVSM6SS9yUm9UhA5wV+9FAAFpIsKz1tuarZarVMnC0IjpNl2SxY3U7AXxbDjMkZ2gdxcc5aTcTLf",
-	"ad4uYhGn1To7Is9HcSRFSqmiKFLjqtRdLvUvMHjqzzO5MRbPIEqmDzR+hOeccPIdSSbhq/r9q/vGfzQd",
-	"9Q/EKj3GgrPh5FlI5m9S+DqriY02uTwUD5x0ZxkfZVpT4A9T8lRBSpWJ8K8nZ5c1/CmsAMT4eHGDIrTG",
-	"rLA21rmXmeSk90fpy7W1pWgwBmlq+2MmQK4k09Y/RaEfMypD/vDHyDnkDsgTjCy0iohF6X4xq3InSFHe",
-	"XZaPxDbi0GZ8YZUZoyBqbV41O/374IN5nFYETIW/sk1npVoOP4U/WFgViQVktWz9Ra7Dgg28WpMFXOhT",
-	"4xfNFCjwqoLEgnHBSovN2gNvCERMY/gsKIGYdK/VcNXsMYDSf5pn8SgHWtWCulIUR+Gv3wJ28iZ8CgMd",
-	"JZ1FLKA2DHnwNGYUpUEPgwA8Uk9iumS/ijCg0ZgD1kIqLuZ3bsihtH6IaFImuGFNXmAPN0aE8jEPdSHS",
-	"DPEYovA1Cj7EoXPM+MeoKiSCLFYSq10Tmow55n8lzyLfv4XznUbH39+eXVxdXP04ub65v7i+uvNa5Cwd",
-	"85hjjHI25lCSX1ksdN4ImYU8RDA3E6QEmYoPLJFj7pVxcr0qQxiS/i0BDmXMCW5m/MCSWCaAY8vySW4Z",
-	"rfJFQMZTIYncy7A502BwnYSbD/3TVeugzP6msGXyzs1orq7vJ7fnZ2/++Q04vmn+746CB7sQov7E5POM",
-	"nCouX6+SKGTxJUQDbh7YW/LNZqHaGkbUHXbJ/03+YSqm/p36j1JwA9HzfhXMRfRIY4s4w/7QyibIz4lE",
-	"Kdr3wTDlySpgPAl/hXRr/HhrhiGL0g6QSou0Dw5CPZgD70TCEATl3sVuvgneyq1ZtS+Vc5XHVf3f1g0C",
-	"oLX/RQ6QG8EfTOpxKd2wHOxdacBC2SM1Y22L+q8yaVXEiG9mymseOZ8qJZeNHPIDsraPXX2lTirI3Axv",
-	"LvW6jfFHuZvNTP1F3uZ0Ifzb2fwXO5sBi/y/s4NZ25heYx700XWnilkwm8VMq1NEvu4mJIXJ3I4gAqmj",
-	"G+CEkiVpIYhWsd7DCLGgxzxDmASEt9VSXVdKvPwHqYM5KkSEzpBvQVd1II+TPLK12nfLPKRJpqBpJFUt",
-	"fhkDbgrklweCrBRKv+zfXJuApOl9ffSHOybkTUZpRVjMKkpC4GjCCnbqUhY+YBjIpCz3nBKq+DjmOUYW",
-	"Zxa5CemrJlkjh1PbIneMjXl+npQCqk79VURlFWPzRrQD5J8vh743AYnn4LePzOxxD37xKDqOTDHasUqu",
-	"l1s27M9zapKMl9GayDngh/o0jtdZZbJCLYHqqijtlttA3E6xSkB5FbH2x//21bNyXej882VE1U4rFHlo",
-	"kQ+6iMUjWyMoYogyIexMsBtj5WDE/0OIRSxsUI3CUrHC/N0n2E8jAN8tl6NJszWW0TqnJOQRcTH9OP2O",
-	"Ic5fIswBlgh1htkjHTWR0EjqdDrQzeVqIcdcba8GZGzrrMCIzCKByFgmnbdFrrEsDkQGWqQKT9gcmqPN",
-	"PPc0ewntLhoO+Cgna6H8xaEyU+6bv1J2KnXzbxnqL5ehCnVa/jcQprK1UQHud0wScBk4/6g04A1sefy6",
-	"eDYdsNKLEtlXqxYUJYIDmsjLEJCPrDFS/7xs5A0bUIHNBbZtanAFenbO6x8wPhTb+K+1QehyOP8pWwl4",
-	"s5+pW7eLUUsOXKnqbQi1OmaJG+nlq1UzIuu+L+/MexsmBPPDjjEXYAM3Bh3EYrncBbKkX9CFiiEokkyZ",
-	"T1fajxKJh1eSfFmxFYazzdQpX88kJK4EHfJMwwSxdPU3x4Ng6UqtvlgswuSoFAkBWJkTRcN2LM934plE",
-	"Qmfi4Bc61w7s2GsGhYowIxnKhKrmWEDqtg7p1AgUYaLrHqhRAhRLKNN0SIwVyMRPU5ltzDMAck9/Y0j1",
-	"TEYQJY9hFJHmUIkRWSVlJTIpSW3FoZgGJ56eMsz+eY7DhE0QDdg7JUsqAS0gB4ipNESDiInCIDUgmDDd",
-	"IX9IC8JpxMoJhmJsLeq4E+SuNL4tlmTBoeQCNZOghXnFYMyfSaSeEFJ3yDZb9k5CYNFOArbEjbEXuAzy",
-	"LrfvlGx55PbKNyzzP5SumZ/u7aRGSpjfsqNDHeBmEKQToUc25nXY3EEoHy1ycXKNhUmVpjQPo7TKN2g6",
-	"U6ZWjeoGo3GhZqVjk0XIwVKRFYgCzNxISGltAWktrbFvwMtLp85Kj7u95+WNVtuLp+VxNeTz4CSHB1Bu",
-	"QMvsC1jId7K/Pn0pzmszIxKDEHSxeV0cUkONPIjklHgInmKq0SOSCppORC4BPVfAPmZYt3a0UbU8Xx8t",
-	"C36AJsGXhnV4q0SHzZT1ysApKAAAmcaFfP40ZT8B9zEE9SKGMlt6++oH0khOplRCLuXW+L1I/qBfuUPv",
-	"q6kRsOWDfK0SK+fc3fJ60d9v1TClc6v8AL+aV/nT1vf4k8n+LxUllPrxYWprfjD7NNYcbXtfTcnbEzxZ",
-	"Yv6+94vMBMW5LHhuxtwaH3jqoaJYB8tpkTNEsSP6PEJ0NK+iOG6+PmC1I+qW0SA8FMgRfO1/CMjx1pT6",
-	"hjjkYw30MdtWXl0D9jIIjIYa8Rliax087Wgn0TUVTR35CEbUqK6oji8dJQjqT6broxKBNDVhkuXwaLtU",
-	"MYtnP/RYodi6oT5jXPWMbNS/2lIK7FuCSp6Usv4tvkvdpWmhmnIEkz8edr8iI1nkYPUxSz8VlzcR6L3q",
-	"BTMXcgskhfqlMPsLLIBA6gJA4BMachY3cpjklW7meZIsJzQIYr1fKxBjKKcPgJlL9HuqzalY8cAirPXQ",
-	"Ip7dgv8/6na7PQ8rD0J81Iz6TEIlcM/Bd/r4TiUp4dYaXDApAANtEU8NvLkMg6auV3oKN7TJfNP3JVhr",
-	"NWgifL0FHkAmk3SSDt+TcXXc0VkCEn6xokJmeQ99ioFG+ewiCOuLGEteySxvTENNUoP2SuqgqEGq0ygL",
-	"UWpo6zVFzGko656ImBXS7nKLCYWUPfD4KBuZFE/MrgqLIE7FBB3OcibivdJlVvGhAt89MZkoKfcOj2zU",
-	"FE+Qw7tgoFI8qwSnQ1aNR8PsHjKkXxdfJowHEL23JTI4057Nixt7KPGXo5OT/DbpevtPZziX4ZAobeUS",
-	"WRv82VgNZlUXpmhji2DxjK1n57oKme5tzOQ8BaYLTfX2Ei5ddc5eyfi9GfmLp6fWC9Ui/cDDF8KWwp/n",
-	"3d+qQ7ylA3ZgZNeGofCozk9TlFtUJrcXKdgkZcuKy5MGSkaGolqSso5LTNJZN1UAFwBbb1KpsjyqI/X7",
-	"vz7zyQyhel0WE0eOrvxtMttXHHKy0RMZqrXE17kkiP2QIl/c/ckW/3DzqRZF8LGNbODXH4m/ip8Yiaj/",
-	"iGiKWT3yP5Qa4r5sgSU10sb/InK1UP+QX1Y0ZmnnJtOHvYB/WR642WL3ZeKvFiuE5jsUoNStuIRfp62Q",
-	"WzctOJ4LJZ2FiZXn8Z+aiFGsCO2+1DaGhmRXLdScVnlcMPwdfQqTXx/XzR9FRNdELoRI5pjLRAIWh0/I",
-	"jjTYXV9APGAvlq73CKGKwQNTFzCYA6kknvTD5bqFZQ9bBQCmOnzIA/FsjflSRGtIubGwN/WfKKHfOxas",
-	"1u/HWC9+Oa41vBbxdGkLDIWfMiKCYMzVEfkAKkVsLMqmVU8foNC2l5Xvy7/AIsly4eyVIfNpx3Qqnhhx",
-	"7U5fg5qnsfRzKtXzgY7Eb4A5UYcogUaSc+a/P78/e3N2f1YZnQS0bq7NN7nJQIZVjEYj5G8fTLn0oE3q",
-	"6ZQX6/119p3Maa+6eIuptLg/S6YY2K9NOVVGL+R6oX3F+lwP7cMKEaZN5cmu3Ecg2CAqRSgr04xyaZOV",
-	"KK0HpLnm2s8wW4/+7vybvquKCNnqFLsxFeFzps8gRA8R1uw0hnSlvBzuFAuTb/GHbbPyV1FpMIDrVBun",
-	"SvUQLEDoEDPEwKD8gWGZlDWY89X4Qk74NxDJd9CnE5anazIVydxA72UioKYdKrqw5I+WzeH7EpFxsW91",
-	"vP+FOP7Y87byeH5h++20kJa3az61vgJOWNvbJEswwj7ryYjXAG4z18iiR8uc+3Tib9d+j2GuNhsfKQiY",
-	"XDS0xRMdeGoRr/4Cdbkpr780GuSEyCSovzS8LI5uKZarSNePCwIxI3YjS21Li1+re3QW0SQLXDWVjWkC",
-	"aWetvXWHJX86MPurki+56IPSgsvKE2yIbJv4/pWvaAzjCsmXLhiJAFocBKM/klacq6Tf7bZ7FbASOQD9",
-	"zQrHu5KQ75I4BIyXLMsY845PDfFQe18WsAm9Mrbinz2i0tQWs5LzbK+ab5M9e26i+spb7JDSsF4qQr25",
-	"+Hh+++P5G89S8tX9+e3th5t7/Ofrs6vX55dQGqnu3VzfVYBHnfiU+yzyGvD13Ye3by9eX5xf3U/u7q9v",
-	"z34898x1mQKKy0d1JkV42UKR5pT12MgWEQ8b8gr+P087AIkPgGKA3L1WyigtoRnkwVcp8VK/nIdZopgw",
-	"Ws4VpYC1Br4DnQVpMkdTrzd2f1ooLoCGSvhVPL+SutBcGHgpnJvayqdkJlY8MKHrYYR8+CymYJuGkgEw",
-	"JB1aYuBpEKgIDcgwXVdnl5Pz29vrW+/Icr3H1981K+/vYlohQCYJWyyrDAY/Q8R1E+ywHqlTNO42RmQu",
-	"ntFiANZ4M3ylccxpoM7Vz2JqsnnjFedQqAjDmGLG2TMWO5RQM5Kpho1J+TGMIhY0ICgmXnFdDnG6JkZq",
-	"0i8Cl11iHBGoO+jLNGZJHLIA628ZtFcKFJpAonilQcq0w5wtpiwImC6up0Oad5o//hCyncGsMpyrgLAb",
-	"830YdmQbhN092M7zEGIZ2lgoibdgCW3thbWL6FKy4NCiqEeHKhfPws1Y5Z/n63RdoZhtqcny0jgqkFvS",
-	"YmUHxTKrQ0DOj3RZ7sB+ewx5hfCfRlvk1p1x6EzXRB/Hmxg5+FFJHU7h2jxSN+E9ptSvjkrLBXRAiTCN",
-	"GGdEFNPAnnAOtSiOn7336qvNybtPj7sSQCahMsXPtzT6YF7+IHXX7gzG3AAOLVms+HdauOQBDgNBCA3a",
-	"AWzmMd+Cg4iIgjLTrGDrg3zQQPDEMT/JGE0jKTR2Iuhkm3iNas9giMZDtavxbUwLpVFnIgrIS86iiEjj",
-	"geDslCwEF4ngoX9KnJadS4kKdDHMiqi61LqxJ8LOTPnBM1u0xlftS5qoizhd5LC81Z+QfqI2qc+Aciu7",
-	"JTbwy9JVDgGpOdhLjROelTE+ajlupRoQF005Nk68ACvAa91HrScwFUCBUnVfKWoAhALkBQon0Co+7JTJ",
-	"oZFU4DKayyCH/HoQjkvOz3igI+Qg7JecYJAhwMjVFOMoj+iwJJPoUzOHn5JulnR6d+VW5Og603lKm4IL",
-	"k0m4gPs3WGmF6ODrasexjiTvr1wCBai8TLDGUgPYMNYaOMDnqenYw4NqBEq1Xw6OasyLgBVOklJgZdkN",
-	"oZ6bcatXoV6LuYR5FkeqHh9vPICB7I+c3FysG5TqbdxE/qd72fwbzyURm9BaELs2tn7++sQf1aLF32pW",
-	"TTVSS41/VZdp4Xo8zupxnz8cdMjWK0nU9RzQBOuKmZxncqZrkCqxFsH1gjGHjEYl520Y9y1T6yLUVcC4",
-	"FOlVqi5H8czHHLoJeRHq+c/FlAZDF3T+Cjol0Gc9r+tpw+wCy7OiUpeE/iNLxjw2QXINJTgz1oQX/353",
-	"fYXidQ4EB+28MaOBHOmi1JjVmInezJ8LDAtRfYJ0jApfHrL4lSS6PMp2NGZrCw5zo0XOtGek1xlzTEbl",
-	"AXF65KfwByUSgdXPT2AIZcSkzDWzKaloISVM1OWWJmLm2d/rVOyj9HSYxKuqCOR3oDyznLiCsOWhJL5S",
-	"6XimrhinrbnQx1zLrYIzGT4sqNciV8JgaWfHkkfqkKFPZuGL1rlRHhvt9ny9RqMoxszThDgtguCrgIAF",
-	"j+WYA3mPf7OydtXZFYlnJhNFMnoK6vCfkTYBUA4+xTFPgSbFjGApEXJCZFqJEBB25CnxFiGfQAu5iixe",
-	"w0L3nz8XQiqRSHdvXGOPf2uReBJ+flTMjMUzCZWq55f85il+j5ilOIWfkYePBaRCGUw+o78TyHolK8yc",
-	"FuHGpiEt8gVlZj3G1piP+d9ys0Xqt2QZSeJJFjE/uVKd1RcsmYuAfE/GNfPiuNbwDEA4QRxwxdtHJBLZ",
-	"8kia5O588kjwYjRP/2YRzLoG7Epgj2pjTtMzKBsECAi42tRvrz9m2EkWtv09qTsnXxpAxWox+axYEtaB",
-	"xQ1yQuqKQ0R+iZM6bzTgnyHSyEmTOA0s8SY4DMOwGrz/oSS3ryTx1BK4gbHIoB5PHhsnujUzrEWIIJc3",
-	"6pD8G/Ewki/8FZjvkfoT5SRgMfkoWGIRZzjsQPo58PnVFk4rasa1Qkua43BGKsalbDXrfMniZgzusJk+",
-	"HqVqRg34e80b5Mt/uKSJi/Bv/+GC/TyYfP4PF/xMCQModtBc1dewL9DHbCvtdTgcEiSLyPCBk1kULlOh",
-	"VnVVl4wFLMiWBl0wPN6zSuBYH0992TjFyfB16KBqzNSpplx9H0ocJ/seLf5BwyJLnHeffEfsVleNwLFt",
-	"G3O+/LkIfaZhAarW5tIsSEbslu2QupplUx+dRss5begjWO3VtyJWjQjOcquDEelTwL5CG6quZZ5bNYqN",
-	"LbOzJmY5TzAJXedtbNkzOKvfp7tFdf8drPW/aaSAu3ODM5LfJAaEA442CieKYYHSPiWpv6MyCZlF7sOp",
-	"nIcx5aGBLXsbhyxYUG4RyfwW6bccuwFHgxqLOlkl2nsFVNJEFDrUj5SqrK7yUK1wO3c2nWpBRAICR5TB",
-	"9/piMQ25YmMsVg94DwfhUwhRjNM1LEaLSKGONZrgWn9m4cNcEhqFj0yjqmSDRUNevm8wOONNRGgkOGuA",
-	"GRhEAQ1tAKNT68XMfHa3CU7mLAqaSvUH1o5SuGPByQOVAss/jrk6UYnT7Nr61FQLSa10qTb61cWtOvU7",
-	"tpNCIWKAK+qHwZgnAuIzGhZZ05i/ksR1CsZvSepub1D9tblnOjaKEq5N5FpdBEnop+q2Bvtn8Qn85lmk",
-	"nc6DNeZwaOWDhxq6cAOeAYXBIj1dp9mzDblj3odX8Sf1oWvbpip9mZYWeY3c1dchV+NXHwMRemE7tlmq",
-	"6hAhNhxD+jz1MD4YA3xA7mkKztQkjdRU/o6c/51I9rCANfA72dx6+BAuMPI7KRyv5Pcx/73ZbG78n2rb",
-	"8AFm03xIfiedEbFbbXdIfidt9afb7pDfiQt/drqk6lu1WZi/grCZ30kXXu0Pig1kf1Y0AOFHwIDg2ygo",
-	"MO/YJiCgKMcBHEA3+1h9oT/uOtUfF1mQ+6zyz6oWqnjQ7h1DQzUTdrehlj1ROzI3/oF6w3F6xT/7+Ofm",
-	"d8WhD9Vr9rBb/DNrp/RxcdRZH9V/lj4uD9ixoUdYensoL025frtb/BM/tIebH1aOuVf8M2uo/HXVoFUv",
-	"1X+Wv9426uEu4uHwUidrbtCOOyJOy+mf2K3B4MRudfq6Nadlq38P1C+dzpaHpVaLHKlu2oFWhuqhqx62",
-	"1cMOvNlRD9X/dO2NpovsOoLq/U1v8LKy8cqHOxtXd9fvhPK1ehM231CNuNtVn9vHPFQXQU6VmWv8Yq33",
-	"iZgkIQua+p94IYScOEMjO7kdvNOtFMHMcfN3UCrTw5XrYE51lYRH6tkFCLcjhvVkvmAMN9ZFwOYxY3gP",
-	"Knk4d+1iij0KtPW2pSTLRlqnfcwXSipPbRnm4jPaFaAoqMtYviKBaBFvQR8ZIkU32ROio3hKpparWMvl",
-	"CZ1G2vlpzF+GmzWrqI0ggFJp3JW2sF0B6Weg/gcEK5uW7Q0tUognB1QrqKgPTmdMaG+1ikaFvMFGK+/G",
-	"d5/Gl4MXQOmUYx4mDYtMV0lW/R4V95EpvtXKbCWop4WCtxQPNW4D0O+1yBmoSM8p/BmIRFEknkl9EfI6",
-	"bzoWaJwRjQFVARxCzTF3Go3RbnRsMKuMjHA6XZesBYorqyVJhJrgl7wpYhcwV6VL23+agPhVgWJmdshP",
-	"TSC8TEHJaenYiN1GODBCyWuzRPtSqoqf/US+JxyDr/JHTJ2nql+7cark3bUWL38inLFAkuyFn8h3xG2R",
-	"90r5QRkSAq9xN4uYzNgzi7XEDr8o5WI358+V5gHDhfS7WZhYY248gymRvpCJIuQ74qhXZInrSjG18xHI",
-	"7hbOm+273RqHGkHIoQqWibjewtOGUubHnEqlpJssD0Z+Qt6UfcxawjbGIP3PEVGajFLmlY6wWKGpNy3b",
-	"DsfaKlE3jiA/KTXTFzwJH1ZiJaFIl9QB6VgMX02JQZ+BR6qBBurIufvQG+WbmUbCfwRtLxbP6ZhT24nq",
-	"1NOMaymugokq19q4hme19MPHMGlCFWb92U9vRRTU5Xw1m0Xs+7c0kqzhFZatpasUxDIhXB0q5CdNEJqr",
-	"nrQ+DOALJhk2O3W1lh/+ipZEiK+t36IVBLjFwijkD3V+8lMDuaknCXv8iTRJ/afiW03C0dBldByMYGG4",
-	"ujNQQZlYiH+KJh3NcZyiFU8M23OygjdCYySpg63NbpAHdSAmQm8AHD7yXrWTmq5KvM81Oa7hgnor4tKW",
-	"QRAe+KZsE1LLpHgB4WJETC8zrTrUTndUeeuUd8Rub6zaUXBG6RDsXL28vE9CIHy8HHOMAAs5IA3SWD3V",
-	"UQYNfXBAQgiE/9BcHBm2Peav7z4eUBnh3kR/m5AJbfcYc+2LKBVJXNCXSwiNrI3cbg8OHfNvpzIZ34Q6",
-	"mlOq4BS0aiseflkx/U4Srxh+NNmXY2YuOdT1N66rBCqW1n0K8WBaItJyF/A2LngKyhkirt0iGttdYzvm",
-	"JQB1K0uWHH35pXUcc0wsRoAeUtnx2sRZrSSLSRjoBJZjZqUQJlkVFsuWEsIlQ1wPWB8oEWgpM6HMFgkD",
-	"jA2LojVRUok2LKHZqFRB47RcbAY8ZVioi9Q9GifhjPpJaxF4Y457Fjexxt5FiNGVRltFEJdqF6S6xtXt",
-	"QBdMZ0clGyGgaQmTUO5yBqGxSgq8nvOGM1O3tDLAtE4xTDQrMrLiioO50NKGNeZKKNT6g/YV66KsIOm2",
-	"fBGwVDqDsjaLZbIekZg+YzkVHQcMR+B5HnWMLOla5kJQIZIRsbQkmCGnWOBnZHxGY4jL9/KgNx7C6tRR",
-	"8OvaMBgWYKWWrG7gmGfLgU7V2Wa3umSBF3E+NQxZWcy8G3PMUNLIaUpjSUTqx8KEM6rz5tS59qxFoecx",
-	"X6yiJFxG6yYNAozhgn4apwYDmIXqirR2u/pAYSFTxv15UU9RGzx+YnETKtsA2wzAEDAYzemQxFV3upZr",
-	"OQ3yHZH8Cc2OCLDGqzhaOk/3YAmW4I+KJ2qvqszJQzVI8DXXEE8VhXuSOZO6kKQMnxjxfonEs0Xm4cP8",
-	"kzfmuSQiiGxT5+qi6TSw9Gu2rU9hUUSIoWReBRlxweIHFrTITRGeCVE2oIHnuYhy6N4gn6CFPsvHRFnE",
-	"cFOmOUtKQqQIIgewxCx4YC1yhhToufCUmqRdMmpcHqRCmdGb5KgYKg0p2ni+wtAef7FRnzTwn/riiEmu",
-	"QmzJJQh09tS12VEit3wp7Lucv6GCW8ilmi/Gk1dSn6dcF25TBwrgxsDmzIpCIcL/mNe9Zz6xPdJqEfWX",
-	"2uxew4LCH6WUjFMSJqCMwWxPjWgSt8gFYNoJE1FvlHKMwciCNk1FK+nh7sSJyi3rkFekDszwyguTbIZz",
-	"B4MZb91rZkxoqkeelTp8cuefWh08WqvjkvoswPPTte1m27VtrJOFUQzZuIsVqXYvwuJ6OyoHRRGZX2T4",
-	"750pKalwsiuC6j1TUyn3Z/DPwgc4dk3quXHiFA01m1W23P1At4qCH2JGHwPxzE0Jx6M/K8MiqTYs1f+u",
-	"4es6UFsqQB2SrF9R8yoNuMaaRlYNQjKyek2VUde7y2IBWP+koizVP3CNKrEBqjEdXoApa7ay2JP7BxrW",
-	"Ws6WmMrNClby8ADfjWnfiPC9ydyY1taCW+BoDrJS88Z8OeYg1VnEq69Jk6znNMHgEYwccUiTzBsmwRDP",
-	"MzAuQhyAduV6nDTJGWkSxyMBe4gZ7ppZzFggFnDUoaHW1KQYc12W9d49qfOm0zBh5QfWfyhnGWruZ4uz",
-	"MNX55bRra2QwLLuT04xOMFlSBG/dHierj/xMvbAIwq0/scxmkWaZxcxPRLyuTImqMMYeDKp+l36BBjew",
-	"BR9+AIIdAO6mclQcJBtB/V+vylhctsoeKnu8/ngDYEdVpYFR+z+oruelfhdTPOIDUNzLdwQEBz/vLMWl",
-	"DSNYjWRvB8UqfNnncke9URPSkCsiAufTPeSAmXJ8JjA7K1eXFQ6hxJxBEjwOhTp5GOHU1gVN1znEGq3v",
-	"KCHM0oKMTAh7SWK2MLa6umdGMIFCHCk0EujPNIoaB896+YaqmP1iX4fgJi9FnOwPZ9c1vJf0gVm7w9pP",
-	"sMnqtEU9UxMNtxocMKkhN+bKhGAVUSWgIrALJvQtaajRmvYkSqgu5cR8UFVqLa1n7GkKPZ2MYz7CG5BG",
-	"UWZT0ISeEjtFnsQCqag1HomCwPI4ZWZTWqUTddcZ/QFSqyqyxmVVAWyQ6XXIVCjRXjTKbJIWqRD2lWp+",
-	"fnM2eZgsWTy5VC+9eVf8Z+7XU8CnpkSyJY3VqWlhROWc0YDFEDiNOkeqQy7141bONgoKCWqOaHhsjflF",
-	"ZkmBGxSDb+EdndEbMD9c0MiUqFe6yy/fNT8F4UOYyF9a+N9Pv7Ds4SfPKi40eGyy6UQ85lmWMNotRkrl",
-	"xLf0EEWstAtnYtu2Uozm7IVqQhQB9ouzbLqQWR3ymYf/UeSuERGeU+6d5sYC0PVNzh7gToRocaTOcbXX",
-	"x7GrHW/oBxvz5FmgEyJzcIEtvVHC7p6GnMbr2o78v8Oz/spZyPKpppvZsnY/481+Y6AF/0itFI0j8y2V",
-	"UjY+XdBkFYfJ+hBMPNDlXxlkx8y8ZjxbGu4AXV9JOuZXknimG+/Qqq97ynQqHZ/mS3WCnS7NOteQ4VvK",
-	"caa1BLbI68fWLMvjPPz5pcisGiSdfVsqWnGwuqncrG9WiCktxarl/IEvwKoTXNLpNuTCtFBiFQqsL+Lg",
-	"lSRLISFpxkS0LgGwH51waJWHe9/gm+ll9vruI9i5Tc2J7MDSR249cyRCXCQ49ySxG60DanxMdUH1bWtj",
-	"fzHovDqsvQJoBQNk9UluRmYinqRrR/3I2URdsSGfaICsvfAqyOYy4Skpu4ERPup6a7vxnQ9Hac7b5aqn",
-	"3lR4M0YquGIQ2eRbKijnutuFBb0VRv19AUWW0wVrkUuWJCyWFt550iJeS11iE3Sme03PyuqSoGw95hF8",
-	"AyB96qMMDK7XIf6cxtRXTZJ6mGiYDaUIyjIYr76vtMO1NqotI9l0bbfnOK7bdGyna9s1q7akqjNF/n/8",
-	"ctb8F23+ajeHn7I/W5Pmp99sq9f++j+rjr8Ns+5mYBLfZnLXCeRilrNRymz6vtHMV7DxVRj4JPPhsLpT",
-	"d5hGgmc0ZvHZqkr7PtNgExuoEqQCVAK9rp5qScQ6vGtEfoDmdTYCvG5SWsmtXn4ZjqdOtgOnAUZoF/s5",
-	"NYUXU5B5E2/VIheJJLGIGKl7MaNQM2fMPbRiMq8BAl7ApNYQ8DmWbE3Igq6JT6MIVw1c8IASDbRnLJ8n",
-	"ybL29SvWIhMVUM2mIpgZCGYRrmIuCSW3dEF5JroCQgHJufgaEAIDpRpzt4ZaIec3ZxZ58/+x967bbRvZ",
-	"uuir1NE6Z5hMgxQlW+6EHPnBSHSsbt0iUk6ymllEkSiSsMAqBgVaZlZ8xn6a/X/vR1iPsp9kj5pzVqEA",
-	"ghLlyHG6V34lpnAp1GXe5/e97sKxObnqstps/wwbKwZ3ihHIE5qzhKU9XqPvg9HuNlbkfPHFeQ5bXgMr",
-	"PlITG9o37oKuf/FFm70eDK72D5oH7C/YDKkkM34aOzo6ehlg2QaPJVwGqsT8T5/VBmd9dtAER/qg+TzI",
-	"HwPskeVVNs9xC83CRpboxkSkmRUO5t+3Yh1STf9ilRkH27zDrj1PtLIdX3R/EguZNSYcW6i++CLnSDHf",
-	"9e8iVeffseved/vXvSv/s47wJcSadsUnt0wQL4RumndgSxDMM0CbLcUknlLmPPSoR0M2FpRxijVhrcSZ",
-	"ttBAUHWD9iOsltdrMhYgHTTh6EI5TpxAfgVCSBpLf+xit6H6iIgaCekuZDVzm5qy0GO9NyK3yJoWwiKG",
-	"ILJP5VTZn7E1In/oMln7j7R05HS7T1to3uE9jn4BTBb8Vz3AuoICTQv0ZWWaheZ8hUQNb+k4oCNZm9cU",
-	"CDzgTZbcjkZSBqU21xDwNoBY+WyY7m/51R3b3zRWkXEQQ4/xHz7DUnGGrEblCpjJBwhI451ZZvTyzDiO",
-	"upDVQovS5q0HUc95vxCnHJQOlObYPqdE74hfWCRtLI7D41Esvdsnug4rKJ7pOVXGDc5jmdLCbiG3F8IO",
-	"puPyvQqbAku6/u3f/o3BP7WtbTATiw3r2BwGWD0456laZZTAhuytrRKB33XA7lIlZ0OJnY/o5ZMUhjyd",
-	"0a08hYohCNrQ3sTXhPm2s3YIEUc0jC4x385CKtU4VkaLAAQnlBwB0KF5D/UPGakHtfmRYL+irCq3BJnL",
-	"XrRa7NdNFlz2a4Ga3JUTg5fACiKbipQ3MMfg4NSZ/5bz7tmry+vz3snIyHP7krGK1hbXDKQMSvvCjZcn",
-	"vbPRxeVg9Ory5uLE3FnAHUoUj6gP0REIaAsyWgjI01NfbHvqt71ByPZZeNI76w16FeA7NWilN9KCooaB",
-	"+b93sbgz/yfew2/1x4zF+8LjSwt6d88XenVNVAw0FgAJEGAWF6nuUlwrW44Y/4Idjv3X3cbh0cu8BM/D",
-	"4adh3aXK7PCsCCan+doYLcVR31z0u696Ixj8tiFztownt0DnNjUmM4DiTRKuNRQyryQhC/klEkmi7pJY",
-	"Zx0zb4CWfcc1E+/FZGX8w82J87iQ7ps6Gok5K3wK2Rozb1aczhI15qBX3QBEVGdYOnWLOROtzMmOgdbR",
-	"HTm7DpDWj1YTwcR7PsmSdUBxVSMH/IeWyMPcJNhaHp7O8Gzls6K0YHSz0fX6Fqp/G/HCbDjQ+LWwAANO",
-	"6b2QYL6lMSJ1Ntwz29R4al+3wvrO8zvoXn/bG/RHNxd/v7j8/mL7WispGhlPZyIrVCnTpjUmklTMfNKE",
-	"pzl8h3bdyP6rr7qD13A8u2dnl99vW1n6TCxOacO5sKvNszngElB2LsjlmMBy17D5Vo2TeBzC0UkFFZzV",
-	"MACh14sklre67pYB9wkspNG7yhj8x3MxuTVSmEg15ZqNzZe45A1uONho/tcRZdeo98Npf9B/7Lf5Hi7u",
-	"WGAI2ZAxNUAagUHAgDhV8Zr1XkK5O+6QRO+HRpHMuSwJbasajvtvvEG6dAp4zjSo4/4bBtwLiXEXRVQF",
-	"RwmNQIhXlqwWsvJVrrzygfcRuAmYcQUF4kd2kZMHoUg4AcwUMNzcpkDImSp9Bn01nGqM7GYASBfzuGea",
-	"Gc/ZbCEodjQbyCsf9bohMF5exCsxNqn51YenwZwNAapUzdAmKOn9M2UmykzR5vRgvxAZ1+aTXJaIYHkq",
-	"6lljTXB4gGPzPtbm5JeIDqiS0oKWindCmin0sfRRdSXUD2JLL81+dXwCkMcs0g1YpFVX2AEVkzDxrJbd",
-	"qapCSCy4qxyhZnq1ADGUKa/x4bD14q/1IC/0A80KBbUaMxVQb1uu6yuV9VEsrAgJiGFtqifUVajA3ubR",
-	"Ey5ZjLKqotMIGyX8LiDbmwI1bCjG4D4QFjX4vtA2RoWlpqJiW4OStg/DXPTc+Bd+YTrf1iEWbGxwlqmZ",
-	"QIz4MmwObv1SO2Le8AdPNVeUqg6oF80b36HNUdeQFWvjkCGcxhYzldWKNXn/OPipSYwU9SbrblRjb0P7",
-	"Nb42bMRNHN12Af5T20ZH4GUxwkQWSrGLKvi03zdn/ap7PXhQJE70O5QyRdm4iNHUoOd+BcLkpHd+dTno",
-	"XRz/OPp778fR6cXopt/b/gZnnoSnkVgsVSbkZN34u1jbTe0wbdFrmMNOzGGNzceTmHbm51pkeGrpJpoY",
-	"I49uBVT6KzkRASDGM4C2KUPnloyYyZzLmVE9YSqydG18pjbL0pVATzFL142uORZtdmBn+eAQPvm6d3x5",
-	"cXJq5OnoVff07H6DA6Zh2jg3RnZYwGb29e8zzSarNDWmXG/AgVob7hTvjRcuohGR4248gDJhDta+2scq",
-	"XgVFnZsTAZYHVGrFOiMEYrMoGIlkfAoUYDgVh4dVG+O6d9MvzMbuG8PaJcZRxRBaLNnhCzYPCE7WbhZ6",
-	"BC6tcQkrl7XaMrm57l9eW/ctH507EgDBF8JzcPNlq1RuOM6wOMax5QvuveoAHZ3uzeD15fXpv+M8VEWJ",
-	"y8Fo26jrjgMav9WR6RBD3AHuceHHlJlRBR022bAzcXag7aqmhWDdAoByvcPC77//vuH9arShceNC+076",
-	"xOfmE19dXn9zenLSc345xtxjzVAVGTMhtsHtvL/YERe5UDarAZ6qOSn4CHNmmW24rG/HKE8EqK0tq3zW",
-	"/WZ03evfnBWM5YSPG9jarIkOGsjdc8d4yVOgKaky6jTmIc2cQ8ucNU3z8EVxE1Llnx9DKEQPjGtj/D2M",
-	"EfmX/e3ym81AQzXm3v3w9m1nGoA0LQ7mm+7g+HXVe6hkf/8/LWGseRMsJsQwzFtvKi/bd9iE1qfK2RIT",
-	"NSMRb77b5hPI7UEq3upoy9ll96TnjQ5layynKoTSFPQVHc+jfcoRPKU3eH15UvYKcf+YSQfIaA2bVVqc",
-	"PiSEQygyX//hiPqD7uCmPzo/7Z+b6dvBEQuBWH4mIlS0PJ3MY2w69T0zHAma1wXhhnisW9yMjpVQqLoC",
-	"poV0xQ/zLB/C5od0jwenb1B9b4tebYSlcIY7+F+eCTdITLZvvuSbm/6PD7yizMlut4R9be0ByHBAt9oA",
-	"MQXJOBbmmfi3bXLkrRpvUYQbFgGCO1u7TIDnhjoATxsAU5WshqPi1F9c5r6YMSCuN/a1/4EQJiwughkh",
-	"BnHwc3mkllByRm104Lq7Y0bireyqQSALyh39sVmhc3J50dsuc2z1Y26gxpqFOMcQ3MT5x71OcPU0OqvS",
-	"qF5HkTgxAn9LUBj3fr0wzP7r7snl96PTvr+DQR7hBCLDT7jV7Cmvx9nlt9/2Tkb9q97x4Lq7cZ43N1y7",
-	"Up0DVHojUbMGlUuGeXzVo95cLVgSe5l/SKf7I7ruvepd9y6OeyMQz73+6NXN2Vn+kQ8I3cMWoyvAaSwy",
-	"mXfYSppfKE1XPrJmA7w6vTjtv6623jZ0i90B1moT0IZZQ3xxfwMUV9AIdOM9XF1ffnvd64N+toIEwgQY",
-	"hdoqMwLy+q9uBuF+6SpafRAKtBWrTjKke6rN+9aXuAyQ2RgNTs97lzcbGQ5IQlhOD56m8TsIzBqvGKPp",
-	"zr92tQdxlAgq1K6FjXmWLRvmKVDFpVaZ15v1vMV0nT4SchvwtpqfUDJawmdVyZS6ta+OJZbvAvUivuit",
-	"VrL4Nlazbzvw3uYkBMVrpiJJvJgLlU4xji0cLDUqoBY28OrGIpYNKFvIPwV6yCHAqfd1UKrYcjeamxqz",
-	"lE/8W824thp/PBN2Tx08x+Dvj7CtBpeXo7Pu9be9QrpIvJ8AYgoC4krsaohwNTrkWZS/nSdatUFuWlRD",
-	"RFNkd8AC5CAm8xsXYqHSNRuvopmARV7w9w371wb+FRoJFcrmLF0bzWGMQDM8+z1HlCqxGYrRee/ktDsa",
-	"/HhV/CgL8AQpRMANMX4jAEuQdwanzemb7256Nz0nTQiGwtV4JwocyowbExy5jwg9HGCiScG+VWN00XGS",
-	"QI5ZaPv6LgeNTtmRNdYLREDsV7aSeZGCnwgt7gSbEzWWZMYnt+Y7JqL4fsAXd687sNb36fnVWe+8dzHY",
-	"7pkpOlwQDMltRSg2budTZs4ZG6/iJHJ3md2EajM3fHVupfveB85MpeJfihTqpwCiCrwhGqHlUSH3MX+H",
-	"0TtfFz8YTkW/d/2md+2sMKN781KaiZISu3Rw9WnDgsDI/6bDOvFejQW2c7Ea1ESY7Zf7494+gKgm1+wt",
-	"ksIaj24ppIjqOU6s9+oJJzgqW8CZZHOWCvhih+MCVb2apguvCaE+Z6e4jQXCdu80I0iUFlHz3uCY43Bx",
-	"AgCP/jTO7jn4FCEHbWZPifnwTYoNOEzGVqNNBjDPFtvJ+PAPftsRwaLfv4eCcoOLDrY6eta8u2d7UtLa",
-	"dpWTEQdbSGd8LSISIkasHhkZvsNnFHft4PK6N7q56L7pnp51vznrVR1U2H1AyGWOyJXS2SwV/e/OzDYG",
-	"xxuKic2GbO/v/5//8T/DuvPVzXKOuS7lwydzaOO+63hOq2YzxWyiNU+mw/63nF1zTl4bJzkBsTnA3Ifu",
-	"qzTOhKNCTS3JlosFw9be1QMpT9whlR/ZsRh7H3Y5oBdYPHF/bo0IvO51T37MLXyw3X4pmrU0OviX24vQ",
-	"VxlCXBBy+48ImtqVfX0zGAB5H2WFvVdaayqPhReMLQyoxEnizK17PTR6aKzZ2OgHGsRfUelU0f1VufHB",
-	"veLBC9oiOyDOGUBFc1z3NjHvhr2Ly/7VsVH+ZrYbQHJUC3vXl6/6IXDiQVzs55XKuPn95LubywFl+uLM",
-	"UfziZoGXv4BcH7zECN6xsMFS3P18Jhrwc4XBB2eyZO1Uhtni7HGeMeAHQFLDqInyVnjeCgmj0t0NKDmg",
-	"tthKAh0W0F1EUGbVdevvB7sxI+lqNHkGtm6N51lkd1sSSzGURhlBV0BA/yWAmAN2Hn9DyTO9WpJHnaVc",
-	"6qlImZATFSHSwVAuqZjPupDoXRCjMSE4QQFVwtci9VP7VP6lh5IkTGDbMaEYtZGJ9xl70WoF7MXzgwDs",
-	"FCM1W0eu0ux7MTaq652QIJCG8gtL+WCRyK0xFP7QoNq9BhQMQn5IU+0ZYdLnnCqA634nS3e5KtU5FHhA",
-	"VYrN9h4Yl/3g8Eu/oF1NzXOSYsU8lcI2R23jqlmOOiOuIXUQRwG1uFH/M4K6mfOKWTcAQ4sBeFCVnCg+",
-	"mZhtkqgZhl8JUw+qcmnZiUUgsNJYLJYJEOdiMCFgli0pQMECzgmCmUHFn1pl9Sa7RBoySld6i4vLrjcX",
-	"uUbj8BbW2i2Q/KxT+EMKqPIdOG2CpYAFZWtEbIlQBeKdriqxmunN7IQ1tGWCSxD2BnwW2rKZosiCOQdu",
-	"GbD1MbBtFSSOC2uy68YHoqNPiQvQ+7DuikcwrzNh/LZEIFUNcSzjPX4tJGkpgCsC1Q20EwRrLyMwHzw8",
-	"PILx54Dpx9MMkHNs/meuNEx3eDptXCgpbGoNtZNxslXKwi/COpuJTLPnrRdEfKFg2XGnmYsJERHnCokT",
-	"jAUwURIJfarCu0bGw57Jc3rN/GQetg7zQ3mmML9CVtjSazmG4FkGe3qZCVjY2v2EWgBBGOYMXSFhGcJ2",
-	"MFY2X8bNNV8kIa6eLtVeckefGOTbyN73VisZ5rNvHUqubTWMswgjNTEODNiS5jlk8UiQrjHS2hk9l3tJ",
-	"qbrTIoXBHl9e9+FoT6dGdpJWItzAsDFRqW6oNJ7FMmTThM9oRUEIwc84T9ju0N7fnyud/aNt5PdPOD/0",
-	"Mo2xcHDJviB7Vq6SJMSeU+YEOM/QsWqslnVKPYOR7PorcBK7V6dthNmaJvFsnuEwXEEN+mSXNHB4WxeE",
-	"VQMqjVXixOw5yCej9qfIMoLyA3wgbov28FNx7x7avVt+YjdJ1F2D3gnjgZXAe+sBC+kKfKMFCIbXPbMp",
-	"Dk0123Tpa9SRWLENG6AxWC/BsCsqilK6Erev1bC4NWACtciourpxzt83ujPRZi9brbDjhAKpMQA0grGU",
-	"FFdeAn3v98NLjG+iEWG0rA4LUYjAHngYmTujBORXsQZSwcbNP9KZHkbhuU2BF99hecOa5dvD/N52Kwnj",
-	"g9GHdUJdhWNhlFJpWqBN5A1P121GH+pMg2ICdygvp1NrRz2ccGavTs96iLLpJQ0QbQ9U6xJApiDJHEKy",
-	"Vc/54dHLGvxWBxPR7JJ/C4l3CsieFkbM1DsI7V0gISNMRYiQzgCyEPPFmRbJ1Jfs5pvsij+iMYtotvO+",
-	"sBBbVgTGL42gROnsEs8I4YqdZaERR1BuDJ1JKp4YJ1kq+wzoyvKeHbCxmPCVFrYxSwpCpdRWhzibxQqX",
-	"ocQHB65qwxtKm82EhKaviGE/kHV3UKmDcWENWcButC02RsguU/V+TYpEl6oksDhLEDEyrCT4r3kCHiMO",
-	"VTUJMaS9hzJ837Bdlw3zhNC2qwXM9aphbZaE0D+AmPrBGsS6wxwJvIF+rwdIopM37MLeo4SV16dGbQow",
-	"/F9zyez3KJi/UyGBDW9ifT6c8de97kkYeJ0Y4T6BT5iPQJVm/qeoReHWkobEF9nPtu8CN6mNX0MvN3ZD",
-	"iMlyehLmKsJSTtP6mtvzHdVu6IPZ/6CcI7k3eRSwZrNZRx/tC9a1NWCB51qp1NUT4PEFcfeidVAueXFC",
-	"rlxS4k5wKniy+Hq4l/IFR+C64V7Iau5GUAJfD/diCft8hGd9jzwUKz4gKmCsFCg3yetfJGo1MtKd1gts",
-	"detcRbab3PaTJEpBqixzNRNON1NVGhjVeacO+OLm2zOlmjhl/tQQ/fuD5S80hc/hq/Oqmh3qXjzbj46T",
-	"dRmS+J34xY/hUYwH21HwLJhDZgRBnVwBkIySWvkAIVeNhbbohkyLSSqyYIuCMc/wBQiNx8h1UGxbrKY6",
-	"KQeUQLSo7ZIFByoJHh4jq9gAFZjtRISgWiyBVyTjEjF9myzsn377+uYqZCm2Q2lXX9+2ZhcEG+xyqfRW",
-	"W9GaioV6JxBdXGdqqeHPcBisHMNH5I7JFKNWPKOCzUxhLREDADbIKHlBA4heArIoMu9F1u14F6uVZqSi",
-	"YVViiKROyFEznq/tral3CP+XCPzg7UY0jo3ZkEwbliodyr1CI+L28w7i5iIK244aX1MsCT5Lijv8HiTd",
-	"wqaBjOWbN4GpIeBcsMwB9B1eDs9xLi58idG0aC/EOQE6uDIeib+IRlx7jagUFvB5/ENH29+2CXSol8Uq",
-	"h1roMeQazWLhwpklLy2CmyM3PchOwpKf2t4HrLDAverjiIXuk6mwoBiNMCeKrDfQv2CpfV9UfFa1Fi7E",
-	"2hp0A+1uKNs+oTU8jVLGVs+OfwzJrLrjKfJ3k1czlBTS0X7uh0cRpGpIZHIj/ZYQKcX4BBqYg7P+UF65",
-	"rukHjMttrdAQeJLGJIy1342M/dcYCi02YXdY9+zqwppkxYZsQvD2mrndJIIk5VAI6BJK5sEQuEEzeyjL",
-	"LddmY8faa9RuQ7+Z+XN+1pn5rngK23QoiVVi7CJj2G513NV09mlvzrmM9BzCwTJyboQZsvkIoz6CUkrL",
-	"ujz3SS/dAUENHfc2Rwckxpjlygdq/r0u5AzR2s/TG8YiheUgHuJlqjJ8YsCOV+k78e/n3wUMoXOL7eKa",
-	"MmkHzQO3WwgxbygpOkXWlY1EXKXQCydW4HmaP7EaRMnAZ8NQC8JGDGWr2Wq+qLf98kGq10cYLKgYNgsA",
-	"xfDmN6sos/VSBDTHrkZ8vLbqn1Q/BZsgHJiVgIQCEg+QuQvQkyG0Hjb4r/8dsO+oH8k2L5sd4KWMgiKj",
-	"PzSM23eZhWP+uhkni9YAmIsga4hkoEJkFjDYbhf8/Lm6M0fZxdNQE3Kj8xmRM8PdVliZx32rhjJdSaMZ",
-	"4TfqXWATlSSA0aSb7EIRLiBGt2z/kjsNROrbdjaRGZgNr5LqXPh4KgDUL3iKZzyG0L+z9qiUfYToQxDd",
-	"bLIwEstErfeXbq/s80SkmW6ujTVOLir8RMScKIkXbhOeiCVPM8SstDIA2DKmfCJcIAzJLycrnakFFuds",
-	"XELOx7iMYNBk31O/CXItgBiMBFK+EFVvgMPyxF3N76F6pp0VjXABKNOwGSzY6KgKctAj88lBoZnP7NCw",
-	"ECLOhRZt5y2Fq+bGclOh3S5+yyJgeRR7CgOqJtbEGV1MCtR9FemfYLvPjbHtWlMB7yPhE2HGE7nVqwSl",
-	"IDQGsgWhSVIrSS0jHGwy2qvG4kZYlCzOAEon33kFPQhnwQ3RbYO9YM8hj+21mgfNFjFfGD9wr733vNlq",
-	"Pkconjng0ex7MOczkW2irGDwAeucYyrhKODwkQwiY4ZUiDEtMLEQWpfN0qjYcetnQCEEiAxo9GA/KRBj",
-	"0KUxSDKKygEgvZEEbRZK8T4b2YaHGjiv4Q+NC/E+axzjr0geu0oSpqTl2tYZ4WTmyZ0l1xD6NUYdPQ/J",
-	"pWHFYOwEUm7erK2Hjz4/CnUPUa4o5xxQJqSlhrJWmCpdD/wKWUvYMIHa+zjDzM6aQHY4EMfpjB28LE1V",
-	"h4ULlZI80j6GKRm3KE3BnAIpTXYDFVhi1MUC6cD34v5zBvdptNfeO4t19g3tFLN7iAlEAwR0GZx0ho34",
-	"AWXeWq3WBtNYC1CXzOU/rwRAGxqhsNfeg9I2iwrECXM/J+W6nw/mQ1AF3VXcLPkmRJfFbIhtg8F7yqPZ",
-	"nRbmw0/Bng2Iwgk7bLUINDETiKYIwTcMhO6/JQy2/G33ASLCcph1QYykMjcFJgOAwwrXzXwkxbnNowun",
-	"pRrzzMwbPAXbu7RKA7uOJCXdkaIzSKd/rKI1YNblX1KeGTPkF084GwWAkaoZ2cT+qHE25lRMCbUM5U6r",
-	"5h4M8mDbu93S7t9ITi6PiPbg1ZAcevjGE7wQRo+QYQgFQysw9rAtyi0pEEESoCr4zBzEPcsPufeTeVJF",
-	"0GyrkB94GJlWalGVZhpjEYVDqNyUYsZCcmLbAjQ6I1iAzelhbAWeDRpYE3UoB//1v0F8fpfzePrQnfa5",
-	"trYu1iw0IjlkNY14n8bBeQjwM8u5w3HJLYphaNVV/oP9erPhO25avNA02K+OgAyErC0UNo7HSoJ9ELne",
-	"WkIVpTaHjWEO5UEraLVa+QoQFl8tzNKVhFBDaIMoiGaSCmYWBRq661Vy+1uBYntTaFfty/yS/XOLs/np",
-	"ZViOMVt1bgcFRFY6kp9TbrS9xq/YRWPt9oSwlmuX93LYHy9MXrRe/I6fW26uazt7bksTHJSqGbPhqQRf",
-	"1x2LfN2rpdxjNzVst9No78NP1fIxTyqgiExEVsE1cOFK8vNkirHSmqxL3i6kS8ncIsaZfM/cGVOQzC9q",
-	"w8qN5spDfAOXX9ux2QNdOpUv7hHrebysZOuxmrExUXz84Y7WpzhKzx++6ZVKx3EUCflUGxrXb3Pyn3pT",
-	"B3vLVfaY/ZrvjwXWvDs844Kt0RzKcw5pBOOc487F27DL3hZZ2R5ijL4jEKdLkOKeB5R0oqKrbPhCIIRC",
-	"w1em4K9DSb1WBHFh/hy7ZmVX6Zzw8TPjYUO3AiEqY0xqKF0BNUV+4V4qsNar9B0yornsSMVRPN/hID7d",
-	"CSq9aYt2dCcc57DDwkkqisYCog0QDIAN8v953ivO+z+Tsn3R+up3HOuWBs8HWjefzCo4RxFKcscc05lS",
-	"kMQLCpLVUp5hqRXgF+nH+EjUSHKvq+TZ8mq6HXuARSm/k743A8mPfFw5h0tBLwgdUHhRZRBpt6hx4GKY",
-	"vwgkOU9ZKciPDhRwkMIlzirFnDyXjsp445Xsv/4Xe+6otVgk3sXcC+MS5Z6HBDWUgA1ll1tGFBy1asV8",
-	"H+6HyMsw+uoD6Vod/m5t0zqJNXu7imZ5tTqFtDoQZKNB5FuPJ5jhoswPJI7tgjcXERGFG2fNvSh/AFa5",
-	"WghIrRA8JuV3rlvSrjm0UzbZWXwr7GT6LUpxxqYCn1nQiCuJBxo2ExUOz3kqNIQn49TvSNKsdtR6XmqE",
-	"w+7TI6Z9J/Ret+8a9/KndP4y8T7bn2eLpChrNuI9VZoLY29/enT/6h5dbqX4kZ2CKCSmIZFMG+Z3Hptz",
-	"/Hpwfgab5FO4f0Y6bJXyX3xxrRLxxRdY2FWqgai3qV4PMeGpMTRL+cRWk6PAuhaRmqAJKpcLtuSTWyNf",
-	"wtT8HgZsGUspos5Q5qSG0KiNvbmxZmIxFlFOIE/FC3Wj/sx1ZnqG0m5H2ycD709dSsyNzAhIyAjGEqmd",
-	"NDWxgNArSSwUTzGwfBu/QPN3mC2wQOnAADCUrti6TwWpjSuVxJN1yHi0MJ9le3EAx+NO0ctJCOpgKFGw",
-	"x6mF7MU3W8EJqE8LvmYWhjFdySbrC56idlDT6VDWYtvhinCAUPQkUuoNo6IsKhWYxoBUbe73ZP4WGXqi",
-	"JnrvcRKQODDgUnP71T2Mf/bafXchHJuPkaGF0P6WNdnc5SEd7oZOJ+yZsSyedWhp8CcsnW78n//xP58V",
-	"/tFhOlsnAi9aSc2nooEr+6zD4sUM/mC8rXaHTZXM/H8bB6yxSmP3wqlKFw2O3qb7zRzaBpcToaHIC38P",
-	"d0gpfLZovacZAjRQ4WBZ8GW/n8QTZ5Z5q1SovNfeM3fBS7Aq4ilEVa/QzoT5RrBAfHw4W7wRUAYgJuRN",
-	"W5VmKzycM635envzcrvYdExdxVCcnao7MgoxgI8tCXPB02wsOHVfYBAOUrS2xU/PV5mZ6zs5lJNEcJms",
-	"sQ6fXkHdUu5BYCg7yNOhDGdKihEYUyNKHYSsdtCCjLGeGymBM2muo0ZRbCZLucZWSK6H8jZOEvOPOZcz",
-	"6A9w6NjAvOD1azfZQEgoSxZRPizs3cNpAJxUqI0FsWy2zkoLxDZx80xhCSr3E3c0bRqKBobY92zMYs4S",
-	"zM/gfHDNZmCvduG/9vdn2tJL4RQbE34o52qVkp1pFgPye27ETeoTg2oc6hawo3sG0ASTW2SY93q79TP8",
-	"g875xvksFYJ6ZakQJa+yx5gMak2n/+DHuutLtIUUIpkCCw54BjJxW7vJvJgXVtZDGh1LsAvdJ1iGukX+",
-	"v4KD91EBHl8PvLLn914lgFcVNcB9hp+9vlIrIMAA1zbig1tBCzhJAVNJJHTmfocA3cebs0cYZXnEjGwg",
-	"JTw4O5t37D5TD5vIm8gN7UI12wPIC35vOAkM3FGeUva6uLYzFmaK3fGc1RIeCogBh5XZ9Lzw4cMTWuqu",
-	"PM9Cu9MpsCorL8V+SHFheehHay6j8zuMy3VQWaMPAiS5M976Yavl4S/YIkHA72a1Fy0swa0kvsIGnypM",
-	"0+LbtsGcQpPHUMKNnbxgx5isXN/Wm7brFUrIw0jMUh4J269uLldTkF+aGtn82qRQ3YbEJVXNtl0F3cBq",
-	"0AABhWygiaDfCNl/zAVg3E/1Wk7yUP1CAQwYYDN0IFtPYL7mXo02gi3Wh6cTzDTVseVNHnnzMTQ1pqlU",
-	"bQSZmK6SBOvSqyAloHhdr3UmFjm8REC4EuL9nK+0azQugEzA/iQWG6AUY12ClQDrZk5QuNNYxkZ123aP",
-	"3fEmeGFs5qHIgSVn2mO9MN6bsQaYFJlxPthCrWRWJzSV4Z5bOnqneUYJHIMXoDFokEd6uBfkpRcuO4IY",
-	"g6vJLX1s3oAO0UHX584zwERJEmvnrWQWJ8aWofwMmBuuY8YciqX53NUSaLjOHAhQCXZDY7cjDf2o9Vfs",
-	"aK8EKAGSAIQmoxeRdDMGhm1iAl4X21LC7RLikpi/H7X+yjKlOlDxz6O8MwmubCPa1HwlZziz+hYMRh7n",
-	"gDKIFECzC6IiB+7TbCYy9qL1FXzGBsxfvWOPoMfYCjUxWAnjdWuBwWQNNYSfQn1hu25UWuzcdo/eLDi1",
-	"SVsIqwIgoLmW+8Q4ZRoM/43odkCNKdcM+4Jy3AoPBCb8ecVTLrNYiv0QcPVFakUy9quaA47tqk088s3s",
-	"fWbLXJFWzCLxUYEsjPGZdrQg1JNH3fLmwwC+HpvinVgcOawegLbTgAxo/htnMLO6zfKxeuW4Ch5DPP88",
-	"SWBXO7Hm6Emgyrn4tcZ/gN5/0CYkq9tM3fq0MsnIbBIROWy2WNs2VjoC7QLTHuqd8SqzDZW0tqHLim6i",
-	"BOP7X/e6J3lXhSueLyOImd0f5ClPgD3AoWNFtm1nz3vhsUYxb9SoU5QFDmDAVjISBEiCCBYFGzmw5X5F",
-	"lDNzINuEHckjNuaJ8ddTGsNqCW4Cwnmn2uvNo5mFZj747Nf4WGfdO0VeDfo24cuh3Ab6luMwHh69BI8O",
-	"kIzUlGkk/CNBrdKh1HECj8a2ZWgk8F6D0oNO2K1Isd0Eu50QFG0oEYFRJyqDnAuoQL70bQzb2wxBQHE3",
-	"UQuKzQGQG/ku3lud2jKvFxFiY2q/pSdHrgOAH4Cua1OhG6TLfcUHxZrUsZebLrA9hrJGbgDci9XIRoze",
-	"imXWwLYMb2Bjkd0JIR2BwVDWEBmUBogP6ZAWgdZHbCTNO8UQ1njOZZRAE2i3hG0HnaaAb4duyx12Eeb1",
-	"1octtkDWGfNqTIVR36BjUECaF2vtSWVm3SjBwpvM5MZGWWTKom3Yd9B4623G8wVDyEqeoUDKFJvzdwKj",
-	"GNTchsRktgvTvk3O2DRRKir0yUnFplxnBLZKkAOQ8zHCAVoTjBnjLwM2B5hPzeYrjUFM2J1mBfyjAbOH",
-	"BxBKOuhvGHeHiA50ntlO/Uhhqx9NVSpmq4SnxcMG8V9aFsJyNfNegFEcSg9H0Rlm1FxpjMe1WuXwsrCM",
-	"wDrjJngGIQzgTCsJGTUFLuL8iGOsBzuvvV4ya3KXRCWg6YCoqVPLXpFRALrbjlrPh7KUa5NRDreI0tJ2",
-	"PlqtCqYEWBeB3QZoLN0KsaSVs0LEIoLArFEFzHOmoRyGUojwRc90LkCMIBbvyCawIA18oZCwsfz9ukM+",
-	"BUq7bC4WuEursS4zpQJ8s1sD97n2MDXZZbnvCzp7PUm3TIzOefnCB8KgEzFO1OTWHs+XaNzWXjw/YGOx",
-	"VjKqNx1GMABmQP04DThTGU8wzFQEHt7EA3byfigJEFirvPUrS+PJbYKFS4g9i1wtbqcD+uMUlAG64Ahy",
-	"sYjlKrOdOBthIdRXvz0uhM/pg+J+MABSuHj32EfptspgUY45uFp+lpp3ylPstf/xnx+CIkf2P3768JMf",
-	"oDiL3wlpNjB6rjyKzb+86ATFHCojE0ZhYGTCQ7QF3nilPyaybsvpKJYJ+xmJ/9WUhWd8fA2vQIiR4/4b",
-	"VgshWTTR78KAXb86Zi8OvmzVLSgYHRzfnU5WC+OkUS8QFNkHZMcWiPOhK851WgVeXbv5f7gqGnGA3uhd",
-	"dQG04zX+56obtoey9DQMgOSdWzxFRQ784W5UtoOTusFQH0PTXfXLUT0WesewsKXDuGRisczWQ+AjAHUp",
-	"ba8JtHOSbjWTAG4b0erl0ATQtTWUdF4gbMKYcYG97wrsFwV2hEE+vKB31Q1OXneDk6su3vv66uy4cXj4",
-	"1UHwTePgr8FB68VhEBx8edA8Cr46bLaC4lWHeFVw2Dp82Tg4aBw+H7S+bB8ctVutfw/Mz80DyMFgOgSb",
-	"5TSxl4JnBghGiLlPjqXnE1LfGTakQdbU61QAwT8zJ4PAFngmdBaweOqaGFKxQrtKMKRoqwdDmYeaSh4o",
-	"sWgWVw9jEkMZNszpgYE3iD0sD5q8NEKYiRgpQOJINB3sI33yUBrLhiqcRFreyG1IIaHI3tiVxooxuhIa",
-	"K5DaRvA0icEAM0eN1fwODLrQHAg0S7O7eCIo72Icplhn8QR1hn2rU70IjAE3lApcm0N5jc0vaBTmQWG7",
-	"mtAYgr6p9dKgvsd4txC9WQ+lucbMBKtxNlFpCkRZLBUNMxLmvtEociRnhS8zg5fKGz1qXpjb0mCIEsgC",
-	"PwLkOvgB5gUBGok2z+4KafMCXWpGoTYfOH4v2Hn8DSyaeUQTu5Et+T40X2d3OJM679Yk2G1bpwsjoKJ4",
-	"nhm9n9QhzLZKYc/A16PZNCWSKGvOZIoCeVV6+UrpzElczNo7PvBH6uX8MUaiP6iZS5cXdXOciYV+SEm7",
-	"Jxg9uuDvT/GmgxZ0PFKwHxQLPN3qkO3jPu6/ecSwzdUPVh5Y8b/XztKV+PCbjZ/89ZerzBigjxiwvWN3",
-	"M6jq3g1b6HvEockI7xbBIVGClMQMoQbczdcUf9M52PHCq8997KRUkIA9OC1V93wI9kpFbjs/xl7/Idgr",
-	"8pg/+ITS5U+Zn6siR/stNGg7UqA1N7nc/TZR10mKYSBwMHzMZ2C4JmvQbcDftZj9YIc7rvg6UTwaKHXG",
-	"05nA+452GZ6Dnz4XUcwHRmZANvivD998KvVqOo0nxkvrY07kqSpxjGqWExtCxHYQY6O5nhDQyGRoefgn",
-	"lTWGVV4EWf3kSMTvxC9bM5zVeUnkAaAQjh/jpLg/BUI7UNORhyoAlgPIEcnJ1aulSN/FGjm9EczSf4+S",
-	"ydrBKKGKX01uzRbGghDw7vPAIuKJJfGtKGMg1njOkkjUhRUJ2bqXqSoEjF10A6MODsrNw3vDyK+zvfJB",
-	"AeZxtRt+BlP/CdtvrK+5tfTOW89/Fr+5wlOGfUzQRk9TEOuBiFrIJIqje2BK2zCUahYmBsGULIGqd6ee",
-	"pHwp7ivyGcrKKh/WF4IN9yzg056NZGVq6SqfXXV39aaje3esCgWwr7KSP8+n+n59Std9RFGozd8Tk7tr",
-	"voAnfl5Yg004rY8qLcmRg55iy9oAuKPkxIQfYgphkjvWwPAJjwL0rs0c3lDWAHTvVE4VRHpdyAThksoO",
-	"2hQqCMvAR9saOtyjH93OcTq9UFKcYw/hT7/Zcs8H8uAOdlfubgz691TubR/zrFT43Bvw2bbn02X7cA08",
-	"+jl2Ydy/ky+UmXjg9frE7R6FKS5trYdnunzDE1rfF5vnora5+bF//Ah300PGXyZSyRMSD0/UHygyDnxX",
-	"VLXmbxO/3hpgknaTLkmsn6TsGrY0xko10rWM1yyEkhoblZXiziVROyyLqaFtnILZNV4PpQ+e1mRdFjbl",
-	"8hf0R5pv1TiJxyFVOQAzf6ky5JkeSqxl0HmNhxM8kgmZpWtWm6hljLGz8RoStYGlgsqEBGK0obQEIlgO",
-	"XbfVO35Ri9cNiGipljo4wJyp/RZMCLv6DOmbfuJ9JiQS6YL+n6aCrohEah42lIRaV3dVWiX5inX3Xu1L",
-	"sfYjljoTPBpKhJn1TV6qb3MoeViDXii9yXPMhU/y6qlrW4Gx69sgtnCn/CEE/Blt/ocFPGFQPUrAb8Ot",
-	"Gnh79p9DuH8+iWfm0Bp2KJ+LZ/5jpZ7i0VPlxKiA0AIXQ7vwLXZzkHzmmVrEE55gD0deKWWpeWM5lERR",
-	"QUWc2oNoRAg3eHqHSmzeY2bJhbyluCNbAStpHaf5MlULhccaf7JIfB1PYLFUNCxpuIYOCcbsH73rAV2S",
-	"0JfhgZP4Ns4aieCp3JDPqVpA1duSY0UWFuXlRXyuGAvFXUivofSZGwyBikNFOQQDANR5ukqYvqMSAjtD",
-	"ybrMJT0WE7UgvhH3sf7z5JohBzIWd23ON9Wc2mWUSHsay1ngI4O7j4o1W0kiYoP3AFEVprw4NUe7lIHZ",
-	"CtQTBH8lqPkt5ZkUi9iJKxmh581DR+ZFowUWZi8E18CsCyz0Cv5ToPAKHCqrT9mF+ssV9tBCwvTjn6JV",
-	"akZknhXF+hbfbudx5BaWemkgA8rQs3PlSzjZebUpPOPK43nS6CFPlNQqEXmhndncltHFwaUzze/aln6K",
-	"mKdcHSFRyzhIA4/TC5WwJEnjCAbqVD6LQLnT4pLbGjRadQbobIGjAhPvl5DyIkDd0AcP9B7IM5/IH6lF",
-	"aBlo70Esq4cZxzxG5h0jYkO17UlgId4p8wQ3aThfUK9l0XchEGU+HjuTketYu50NuVPzDNycB4csvLru",
-	"HV9enJwOTi8vRq+6p2e9kzCgMrhNQgT6Ku9DpLrLEQowhRrYgueZMvLH6DlYU8hm5sdp05hQPDon0/de",
-	"tM5BkRDSsgvlQhtJnrBwFYFJaz+vVCYiSCADVRmCSAErG0Dd4aRNmdE+lE8hyDo/m5dD3QL0JqrwHHvT",
-	"7s9t6JsHrcMXWwA3Pzrvp3jUJWFIFEwPJ6Uq7vkQwKNexYl4zGP86+kRfVBMj3lI8Y5HJMjshslv/RRJ",
-	"P8UjynTu8jE2Kfqor3A3VRqXzpMlafrb8nSfL7kWUIzg+PL6+uZqsHOIIL/ePcIhQzwiyoDXu0cMutff",
-	"9gb90c3F3y8uv7/Y8UHlu9zjPBL5HR/l3/Eh2LvqDhDxont2dvn9Dk/ZuOFDsHdz0e++6o3gBQ8+oHDx",
-	"h2CviFD+4O2lyz9F7tTDvU20apeg0S29K2Vqolw9GXkcoM0Umv8SxSeCtgOEKtBmhvVgI1sa+EFSBB8J",
-	"hjIs7URzmT99+W3equY/lnYNPLG8fDiwEkq8Y5HYZsUabfR7Io199VjpWbJ8H5ah5RvcCSuB6u94ysp3",
-	"PeU23TDr24zw/pglIfLqlzvYG4ut6kPJxxaSF92G5jbyAFbDFn1yFeqE7W4tTPEeOcLhLNDbsbEGK9fp",
-	"zIRoxnXw5g3y6ads/WW1CocHCGU6jGPz68EOvcEvDg5/R8ShKkO47bscVCBRYiOnrNVQohWKxHybbkJ+",
-	"b9GprVyOzcsqucHt0f88BRMfE0E62kXg3Ej+jseJ2ep/hNKMc+xTLpCt2NWpzVUGrnN9x7hVoQwDXVXU",
-	"RPdh9z4ufHUaicVSZYD/jXuVaiEpOEVFJEaHQMgC+aMdmRqEBKD4AaBR/AB5Dfsfx+uCq02a1OdqQ6K4",
-	"WCuJhRPuDhupxrYNATxjef0EryyaODbX9XGSfrMtj8+5nE4fxm5wV+6uMPCe7X0LF8pONwDXZOA8/6tr",
-	"70+pboEZtRhBCzbCZ9AVh+zp3CNOd6rSJ1CHxNBKyljOmk8JhbGLuvvcgq6fqaWdDT1REJx4dHlZ8DSV",
-	"OO6UuDi3WbFSDNsjn9EWP8CBApbTqXRdAFToFupnDRTxbdtw8AxRZ9ZYZo5YQsh+xqFVXmlRlam12Jrf",
-	"qGzO1CpbrjLNZmpog+QlEoxiC3SY/3UUR2GThbn0DI0ofWeLzCwFkaXbGa8RGi8nkKBpQ57WrM1kYK0L",
-	"BFGlvy9iubLuQ0A8pyprmKsa+ueV+dYonhLWaJBTJBKkxjSnlSByLgEl9HiPGZbDraJaFOiXeQa9kolI",
-	"ubT8mv4kPsPeHIqn5mQb9aaXTIj1UAI9kg00F8Qp5T9pB29AY3fMZrrjy6Ek7s5bMrXoDhqN664ntFOF",
-	"uA0gOKDrwMucAj+Z9NSsiJw88VEN1FJIERHyOM+gEwJ0auB9nDXFc1wpWFnKCRR2Ra3YL+o4SnOoDFIw",
-	"+EaVWm27pUzns6rXYK+gN3e789E9hQ/p5nzrBNjpIcXnp9KxB9ZlIudms2eWiVfnsiRPK+wsszGHugV/",
-	"/3E257Vt/OFynQcraPSAkJdvX8dgD1sTMhe/iFTVqTPHy5tQ3Q4AD1B+BGL84Fojdib8zuKM3KiCVLY+",
-	"l1pN5tU7v1/Y+R8bgcdH7BrvLl792P37SQPdf6xjaIX6n8Hupwh2/+bo9G8ILH/CuPBO4VtWM5bCajK3",
-	"wgVxfzZCumy/FNM1P2wGdYmfI058ZD0MQNeb//qx2P7r7snl96PT/qh7PDh9swMKYvmGJwVBLD2cMBA9",
-	"LVI2NDuw9r+zK/nP3p9EQbB7fTEruD+uJ6lUbvh08bBrsVDvyNLHilGPqzgS7wlCp4ZlL2sLKeSQ04Zy",
-	"anuh8ioRQOSYqpQ4T12VKrogSOdvK6zMfhlK45RhrZWIiLrYotdZC4UNNuK+uYQZSirRbLtyKrfvEAqV",
-	"de2WzHLXBupB1OQWLKehxL2rlRk3vjxFuw08ow71fXGvvqncTfDVUG4eHvNu78iZEduCUvvEVDQoqMDe",
-	"qvFQAjaAuRhQqSxMOsD11V60vrKCF4BtMOMBPMho9gGMzVDa0CY22xSiAlIhyFNK6RHsOHdDWCrEZsz7",
-	"3LzhUxmU/QDX1o08jOZX2iPTGBgc/dsBrbi2oYIsm6KjKndAUwAAgK6fFSlRntu5FWJJ1VFQV0fIUvjh",
-	"uGFwE8cWfGOxiLOhBOaTtq1usj1fEZRoQ60coWqaNRivMh8NkNDvhnIGNDWuQBHhAVPvNMGVNYdwDVVO",
-	"CDrl1gYqqH7BUjvCyq/bGmamplB1Q8Mg51g70dIcSqi3w7jLeE006DQEcw5wBK7dmcq/KSACWIraG0iN",
-	"sP7kLVuuMjuVcC8EpIEUE0MasDO9yIc3AQkk25B82Rvphm9xAktpy5l2o73z9uAs9z9/d9P36dSz/1FY",
-	"Bm8hMKHCioVvbPCjtmHa1f94DFrV3S4faZl/mlkm6VvG2KySSJ89n7+j/Vi42N1sFMOOt8KlT2l0+iPa",
-	"NDipLqPCxhzKRxmZvmmJmgFgOq1RWVCRO5ivR2G9PZRlTWwD2t4HbGhkcJdAKw4l/rHDNsEKSEUT1/FQ",
-	"YozSKr39/3yrxqfRB2jkSdSdxpra8OqyX3HV/oTLiUhCJmSkP31tAkRY/dmkYoUD+MvRTsmbj8uHf27Y",
-	"AaNK7zfsnbXshIlNjkSxvn1s3vu35oe2Npn+IfqPTkTG42S3DiS69pE9SO6u+7TAZ2hC+tNI+T0bbP+Z",
-	"TY7P13t2KUWxjCdwpCwArsNnInDYDy7roFeLRzWlPdC70M1nyCURt9Spglay5TWwMzFXu8oAe3Ss3olO",
-	"cc5nkPF0DTjoOaF2rpG3xCO1BBcTW0385oYcm5zrTRT1xkFo8QwpkIHdKoigCLGB1ibMEOLUFVpzzLcC",
-	"lHWp1RR7duBBRyw87w1eX54U62NRN3SN+RB6XRhLDsCm1INBs7pXzo/suvfptO99QMa9UlxqX7y/l2n1",
-	"EYUOXbn2NqLtjyFavWxFYOlQUoUBH3SUbUsgQo98bdv0ahidgM0PFmSxne8qXgqzx0NkxYMGHs3wZvgJ",
-	"M95gurEQf2/iUiEfRCzZ1TqbK+lyjsApIZKlSM12WyWChU70LOHS/ZQvuITQ+GiZCgpDGNt1uQ4Bgh/2",
-	"EXSbmS237fLQ0gRO4qUA8iTGwlcrCVUTg5RLbSZDpCHTmVhqVgv1JF6umzqeSZ40NX83U8loGieZuYZ6",
-	"uRDqxxv+M82m9ExdD9zBUlITh+D21wJ+qEjEJBvRLeassLBPzLT9CU/MdQjzwjxaBm3+gkBf73gam6nQ",
-	"FpJ7GmfmMIZXZ/1rARXERgsRiSHz+k7x2Bfp0CZKToTMCJnEWMMHovEVm+2fsdqBaLzEYaRqNZuzkCd6",
-	"NOYad0jdC2LG2jXSE5mtewFQmTG2jCe3icCIXEo56sR210FIKuFaCxSobn7t/qGIaA45Xwv1LWzZBv6p",
-	"uYisDEFPwRMilhil3BVgW1r9oJILhtq22vwEyeUvtMEsAQRPs3jKJxmrhfZ/YRztPOxVYqTAQF0AUSqI",
-	"FZr/sShAJIwROoHNRSo6+BfpTQHRTwQYlHIaxE0/R3RZOxxkftiYKlbThCw+3OuBpCICfIhk79VtqQhx",
-	"LQ8lz7I0Hq8yYvJpsq5kKOLo3OcInDmOQBsZ7RwNMJT/FIiAHUd0zjG8lRx4KI+YDtgu/muVA4CfucUH",
-	"AP3w80pAYzkpCFz2gkvnrIs9lHx7wZ6Qq4VR+O4HufzFqP3K5r2dPQc1yUTW0Fkq+KJs3uGHCGqBfMi4",
-	"K15dNO3oC9t741hy7KnfBYAJKFKrWTlPYm0xryoYOXmW8cl8ASXH5iFmor8e7qEFYXtykIoFp3O4RyAg",
-	"5uw171XV1YSZn6Mc4Ldm8z+Dx4J5btwO2IRAIMehNRugGxZAWSqcm44fGbLEOHlmJe+S5cW2iLwYrraR",
-	"ZP/TY/on8pjy5lMovELNp5C6TSRaQLYkKBub1tZkCs1Zq7R+mxv1+5v6S5HC0ZET8RT2/uU729rPxw7X",
-	"04NS92A9HbCf3TE1Y/Tail0qMwAEzQYWAxMcf16ZC4W5HOAv5VD+g0pJAxZChagZ2RLMNSjNZTJg1+f9",
-	"3lXAxjHXrGYLhmlIxl/AouGEj+suL2Z0/RJze7HZfUAypKb0fWCwEs+Vew6rqTQCpUSA+lhvrEnUIIa5",
-	"SgkhBkPfrqkzL/eOyLWlz+24EcHwzZcRMb5ENG/LQWC8Tu443CdznmZN1kXEfltta75d51FPohvCrhn3",
-	"JeCzEdQ/TSndCHgIXeagzil560T00FZ4sBpMOTbImGEj1SxDRfk1Owgq5ze/4BA9GX/bwLuAl1dlQKoi",
-	"fl7xBLKbOFissHfWGiZUzclYZTmFivElY00gCsTBB24pmHZmn1uy3Ny6Cwo+fn6G8D0Uy/i2NxjKzVg/",
-	"XVP3+ViwHymWaIEuaC9DLh4ZrICJgVDfwX6EjDxwMBCc64a5uUv65Sgs5KeNUeyKvquZvfISAjenc7o7",
-	"zoD6/Z6o9ZUnYnYyXmGT7lUaexHPkBGywt4Lqp8GO/fxT3uiaPlVUb4+HDL3b3hk3Lx4a3XZqT2yusNg",
-	"J7VsmwF2XpKo/ufPym8Yem3jIfIEohlRHpPibMwjEKBoR5KAxHokSKqR6PtvatJtmGttZ1+XTTtjZsey",
-	"ohuo+ZSmWm6pC3MFRj90Zo0Oj30RNStaYQ40ChgZUaM+vongcxtrKHyfJC4LGg3MkKVQy0SwSEziiPCt",
-	"YOLAWkOwKs9DarLTDMMoQxlLsID7b75lS1CbPnHJVKDRB0aGs6OxTBnGHAylztaJ0b5CZMZwkRlY0wsY",
-	"mbnNFgbcXJ/VbUUf8d5BhDcw+graeSGYaLO6GMlEV5+92hKewvCOutNtonpMldYN4A5FZOrJKn0nChak",
-	"21kTY5hJ5hZwKJECZsHTWxF1ctQyuzkLD8/R7c3/5c8nxmvzgoP2AWRrbOpDx9GKJ9plQihOyt4B3XTx",
-	"Icqa4Hf8nUBKIcbfx14fjXiPrHcu9GuMbTPuweFQ2iF/Z+NbrqLP2d32OV8dsf8PeeB0XkamVlkSixTM",
-	"aJEktoyCck/OiC3Evinq3UFjzzO7eMb6p+fHXRaJZTbH+D9+kgZ+7m32mLnZ7HhjfR4THS7+440VUSRV",
-	"Anzf8Rtab+ArTtQMpsyoB4zcL4HZipab1a4PfwjY9eEPQzlZLVYJR5/l+vBH+L7vDv0VqQfszekV/OKt",
-	"SJ5gOGi2YHYwGk+dntlBLtgOSzP+WmUiAe48s17mf5dasJrZ7mQd3wqxNKfdTMMInxgGThICyJo5aQuV",
-	"CmxkRzFEXo+/5bGCeJqsjHSEU85qiXFcYC1xhOYcryIhsxhZjXCzBnZnPGe17l8O6vtIPf5f/+s5xt6H",
-	"chrPVuZbJ2ohcl/EJ1HOtEimDFFgC0FqEAYweyDGSCakYryKk8znJ/arflyRrMzj0eAsYbaQ3kz08Rvi",
-	"AMM9bQpdzwQKD1sHWjqROigkc2jPu/wrFHC6IHVszG6iYbauC0aT8Whbm+5ef6bjc376cLszkRETruMu",
-	"Z/pJfIjA8h8P5X1hhZDF+j734BqV2m64/fNskZStJXzAFZ89bGF7l34EeL9ZlD/rVf8MbP6zBTah5d+F",
-	"MQKCY0qmDbMYaBG9HpyfOYaNf7YYZipAxwE28u85luBJoJhzshRL2KdYupKWyCdRswZZXtR581aNsW0F",
-	"t+BQOgsN6lZZDZ0cY5EHHvczVpui7kHkrJvrM2qZ8bs2Oiy8jWUEqZSQpjasQ0be4ey8VRuO3lA63Adg",
-	"e3G3OogBuN5TZ3ksoko9XOPtj8h5/kHDRoePFHt/U+MuARc/KPL8a3cXdwNa7eLdlULP7DVXLV3Km54p",
-	"/IqHyi7/psbu0s+d2vxjxFQqkB9dGApSHlzORN3r382Vyh+7+fbicnR2+e23vZNR/6p3PLjuPjjNm3f8",
-	"4dpvN4ZIlTSWhMKaT0b+kaR28BoMuOGtrWCWtcM2+3mtTQFMwHORirbfwLCJlAfme5KoOxupPXzsQg2u",
-	"u6cXpxffjr676d30Rq9uzh5ueK+65ynnueL5IavlkJBPFkbsT5An5Z6GAAxcAoacXVHIDo/55HaWApHL",
-	"WzV+ki5gClc8FcFbZeQkyP3FKkcbsJ3Azx7KCkc7ziz+5hbPGhDD2YXKYMO1h1LmUaNU3RkzJK/8814O",
-	"XBCIkvQ+1gwaOs1p0XEkhhKbQGeIpI8dndsiR/WA/WxjFjpgXT+q0WE/VMexuD8ULYjSeShr+RtEFNAQ",
-	"Glj6aH6AkkPzP2DXTDhQhUE7NYYXKY4X8lWm4M9hvcMG7Gv2A7v2YjwB+x7+dXF61T3rszsRz+bGYrtC",
-	"o+4HaI+K5cyYbqNbDtf+aH9kaupiNLdmt+bBKQ6s9LP9M1tE+y5ehqy2RLJ6M8+UKaawWJhHpWA/2YWy",
-	"hatyglWM1uBTbykpWPteJVHA/qbmXGqtMGl7+JIdq8lkHrODr7563mHHc7Nf6C9/W0kgoTiei4VaiCxt",
-	"MuP5JEmTnfFxk/XXOmuyv37Jaoet1lGdHbSeNw4ODutwU/jm9Gr0ln3N9M9pVluyL5heLUac9fsjzmp3",
-	"o7d8/9df70b811/r/3HI9r2/1kNK6DIWwtVfwx9vWc1M7L4e3Zo7shF/lo14GNBMwzwYO9WbWvMI8R7I",
-	"Aymeikl8uxQ8YysZZ/m9tVCPbkNcdaqTNc+IxLuYY4I9itSUHQSFBX2m890KYVSNwRY40c80PgFp3c3r",
-	"Gu51P6KHYEsb3pxe/cehURYHbe/8QVG9ecaB8fgzkXpYZhxDe1g7mp+hkNW69bZrELfR9JWccOLX8C9G",
-	"Agf7z4CF6eH7kH3NQppi9uuvS7NOsEy//vqD+b+QEvJeTJ2hXKpjXj09fD/Kg61hx/yyDv1gZcC8YCws",
-	"9gFrwErHrLYexbeswdZzno3i23yH5H8ykwY7IbSR72mcufJbglOTa+ZLlvDnw+IQ3Guvrnv9/n6/P/rR",
-	"PW6plBEVapU11LQxVUlUKoeBcmVa92ea/R2v2YhEIjQLFCAju8vMOO0aimCYrdGOlQw7UP/K8CkotHyZ",
-	"pbA5XN1JENIdc1Z+hGkH0ObM20g8SZjMt6LLpJEItdHzZ5pdHxKTCwWJQ1aTQb6bQfQYpTUfxexrdrAv",
-	"2V9YNoqfsdrg2aD+H40D868wsAXkribkmcYqDRZLSl7UCEPvnZAwLTjL5saqcHROTsRnoo5jTBdaTEJz",
-	"Ro1E6fdHqdD7su6vPy5+11v0OslNmGt4wjtP+UI5CTajkHgtq3ssXYE2CPpJt9mL1gsHv+5h+gDlr9lz",
-	"eWOMDTc5q3OukqjJunIovaA2q4xpEyk3FG3kEqZNgBcXlyNngV33ji+vT8L7w7ZgtTxNlcS1M4EeLpCg",
-	"ax9ZG+Hu2lIVDKmIP4O7fwZ3PzG0wOYp28VFLt/yib7+XjnBalUi4nMHuXtgf1FSdSzmseM3cwFvKOqG",
-	"8w1GFCDX/cEj3GopJF/GTbuDnr6f/HIpZPfqlCbjN8pw/2EP7Wb/2socnBobB2MrgbaSWconmR+BueOa",
-	"YebXOLefG9HUoyqv3G8i4w/xPdrlX3PMdn6y5f+xe372uOW3Q6pYfnjYjssP196XgjUTNFMN+nHBl//A",
-	"P/wEFuGUT8R/fvj4PdJmfBkXptl1tQ0ltrVxzcwgkQ2/xtkkiY0LCH7AHTf2NlqTqbEy7YIzrm+pdhdL",
-	"U/yDjK1df6zNSRvgMZvT81mepGMAa88J3s0cFjZeW/e2w0LMULRhHfYn+l3eCUo+iPFdhpJrdtx/Y8mS",
-	"MPUABRes5uI9zvAW1FdWbzLUH9g2C8gzCr6BJx222VDAxmpF1dp+iSMwY24hDr7yZmunLBYU9Y/iaCu9",
-	"3uGXwd4ilu7fO2e0/hD5saC8Va6glib+RQTsADp4W61Wq2P7DrDfwPzWtJ3wpXFAlVF5suLFarHXhkfB",
-	"ZNG/g01cm6AKoyyU4n02mqxSrdLcfbeQz1D9UzM7FTFW6e/hD40L8T5rHNNttAdrx/039W2Dx1dsW+rD",
-	"o5efoi4935JnarZT2czmHbsboNX32tN879iO+28eNzRzwyPrei4lhgTsKkK5ciHNWVjWakw7gM4jUxOX",
-	"1DXOUNQh4TqjjcMTrayDgeJORet6JfzSEzWEHt9c9y+vd3ZL6fIPwR+6nr+cMwU5gDnT4oeEn9cgxB7m",
-	"iqr4R5afG9UL5Ea/bNW6hy3q5vDsngmX+L9UMglUzgC8NuYJlxORMi2MToszKAOZTuNJB0sCjbN73eue",
-	"/BhiKf1drEXgR71TwbXC5rsQ/1+HTXYNDEwouHmSMDVtYyICiDzyCkbQpazmNRxB8ambo3rH3MRzoHuE",
-	"yg/YSiZCFypmoBrGhfgbME0NAhZpwP0hPKzg07uiUR4hfD+AjHYgS8KmCdSkE+BvimAixBYFdZO67p5I",
-	"g6DQgZ6vMgAkiNSdbGO6rX/67aB3fc6UDFhIqxgiGzc8C+Ybe6xi2SBWdarm1ESvjmgIBUoMn7rbyBUg",
-	"nTtstQIWRmKWmtkiPBlaHWOAGgM8B11hYJNhoLH48Jr9W4xdeyKiGSZjztJcBXkhKck6/IslrGSZUsQt",
-	"Hb7udU+Y/X738XlfBpYlAb4Gyl9voEZKbnFmrvFYfJRi3E08mTfEUuhKOH94/ccLGeKLe5JxXiicjGpi",
-	"LoS7WEMgxx7tCkyKeoe54+xoV56AKYrrWwDqmPFY7sYW9Rvkr5is0jhbGzPb2HhjwVORdlfGrPrHT8aI",
-	"8gEC7eLmEhn38N5PIHZtBOwp3J2/qTGKP8iEIKCvXo2h/ptciYBJced8IlbLYqHNZVCLBezegNulECqZ",
-	"KsWnrlE0BE0YNktWrDnGKyOOqWjQWSSdXLqzJdcW9ze0N2YKasgz384JvA5ZZHjCsxuSJ9VkXTKEGLhU",
-	"/OcVAqpYEGgLtBEMpVbmyzTOAoAB5bl+nAGwmyJF4jWeZkBZleKnN4fymqoSb6E3Gxn9YY4J6QskkFaM",
-	"W1p51IOpAI78ocQWXNRpZpJhh1q+dAGVHiwRgB9lZJGDgsCQwFBCOxCKsfgXY0n6uhZ7BZDMlk3FHTv/",
-	"xi5VeyhD43E3qSFnpCdcjuJIm1MJf0DMn9EYQSjcz1Jl5l+gdvUqyZq26YZ6kOlX6jcIn2kW2p4f7x1D",
-	"GZaej3fj0wFstfDwUaYynhC2VOkdTeOFj1baaBzshUIYtzttpEk1SOpQOk9+YXbydJUk29xor2RRP8Sc",
-	"X/YoDzf8yaOP8SYPP5Uv+XHO4dHB4Q5xgLKzk6zxsIH/ESMK29YB4Jne+4iyUsd989u9Ve+pZiM8XKVW",
-	"uv6jymLpznu9RTOPvzFh+C/rmLnzCQJTTf2K1ifzzj4Wjvjg0Sm7wej0/Oqsd9672AUUqXz9UybrbC6O",
-	"nA1HIuwO9HgVJxFZeN4gwqernjRno0DzoIsGi2dFOcPpAb/WqQagH4A+jidorDDS97j/xswVhenJxcoY",
-	"gpMZMUgttfyOrZaWzhyDxHORRODbLsRCpWsLGGgMkjGPjG5jqXgrJpQJoNthYAWU0OP+G6NrEbtmE00c",
-	"YtRo0CWrhSQufJ5maCGa8UxTIQI2XmVDaXx1M+1gB4Q0nERkRXcYhgWjNJdFPOMe+cVQ0qSY+XcTRcMH",
-	"AwaUINAXK2zShB1WCxsL/r6BFzaAqiIMbKB+KI8ODtl5/E29w8ZirQA9u8yrcvCchVfdHwGafHB5OTrr",
-	"Xn/boyyA9Ao0wZ0H48mYwx02XaXQBg6aCzwK8NEhgCAibE4YylrYsE9owE/56NiLOrR90kcidYwjxnB9",
-	"NNg+QzNl/mx8TjtTBM9J9C2AAW9+IBx5GJrrXsb3FHjxWaZm2Fc/V0mUG+vlMbO/sIOhRKbBJvveub9m",
-	"D9BwS7N6+BWrLJ0eSmoNDTz4FspiLfiauEyA1gv2lLXpK1o/eaH504W2wVo8digxbTZJlBZhByfBTp4k",
-	"vxPW+RzOUhta0Nx64wFj41VkHA3aZ25e8K/+VuPs5xUHRE0yp+ZKZ880W87XOp7whB5YZ0Qsi5Y9LT5B",
-	"/JNEsK25cEa0AF2Fl29S9rxVY0A/APuWQCHlaiHSeMIWPEvj94EjwEcmFwqI3MWpMFrxEE4Nm4gkYeFB",
-	"EA4l7sQv8fJ6wJbJShfnZqKWa6zEaAM2JvXruAFDzmoy5+nMfA0U7j3/a/OI/f0bqEs0UkpN2WHrxZde",
-	"97lmtYOXzRfs798MJQS1ooAdHph7bIXnRtHhNM4IMxVfBmQ8/FbIocT5Ojj8kmq9PZ4dWtlYd8zgrYgE",
-	"SZh/ALFcmjfi3OE+gHM3hZYITnlXKBDf3M4wB7idC3uZcV/e2lYKfHzbiKOhrJBHRZaJKU+0COuMGICw",
-	"XJKmAMpTN8ePSKL4mtwThLoaG3fUq8lEiAgCrUNZxAt9qPc6HwwRRUGZ6tjYWSBfrPAxW7tyE2sUQcSJ",
-	"vLBoXsbLRYfMfKY9k3xy614HceJaBJRJRKOv0qHExsKEYhnzVRapO0lgZ95rcU9T2fRU3IEDn/IkQfqx",
-	"TOexa9oB1MEOo12oVJBuxNJ8c94Fv8UCT9gENGT0tRH523sYHC3OpvF7M+x3IrUAVmbjnsffDGUtXUmM",
-	"v4xX06lIdWDZWbFGqI7PcO6/3/s4mXMpodM2R83SIGZh9DUr7w++Ai2ZIzqQUNMdM37Yq7q5iJhFuD0q",
-	"v9TH57LvHMrKl8bSIY1R5K6dp8bHQJhmrh2LoXz5gv09/obVXjw/IPVdD0iamBGbvyEChkMEQ0ABsqeG",
-	"kqep2Tqw3V+24BNzNjHUwYdHL9lf2MsXBLGGqA423GyZccmC0dai+VYxraaZ3Y5omWR0pPRqQcmAoQy/",
-	"vTzvnZ+dnp8OQsuqioaF25KsRnH4+sbWjHUO5xni1rY9A+HpxaBngT07RX1PIHRgtRoZms1FnDrJBhcM",
-	"JSDVVFQUmkfsI3zsWzUexRGhx5rbtcjCulVOuKWHMsR3U/eZR9cFv1McBWNX1qqzgDeYQxEys/H2nOdE",
-	"Q+xuJgotRPjHZ0h/AgZ0qsaQZGC4UwAKu+4iu3Ltyq9zMxqtJo7P8CEpAFoz7yPIkyB/henu37x6dXp8",
-	"2rsYjPqDy+uukclkygD/n3vcNE4S7WkD2xg9lGYJdc6nVyCjn6hIbGyNXDuhHoH9TI7WxBhghBoIjyKh",
-	"/fpmMDA218nl9xdEw8gz0faehSjhPNfmaMDZY0MGpnd2PMtpsdIE5LJaGkWGgSfboMGMm2NMJTLHF7Fs",
-	"gOcTDKU9cC+Pjp6/RNNiX3dYi2WrVEJ4V02ndfwezmapGdJSpLGK2JxrYxoBpmX+cPPgBlznmdQHLabr",
-	"bRD5sAn/Qk/6CxZQwYES0FO3D4MNsMsE/wYfN+fvBH18ZBYWPtssrFk/s7JYzgk1FjpTy5ygMI4S66XU",
-	"wsY8y5YNczPUnKhV5k/CczPMoIB38qL1JQspWjEanJ73Lm8GYcAKDtpQ5h4ajt4SApHLgF4Z0RMaG9xa",
-	"Gg7XZShx+UFVgD1f4UJ44iSochuI3ZNonTSfimTdJuNGsvA0EoulyoScrBt/F2sw1f1CtUQhMtpQksOA",
-	"ud68dor0A0W8PQmMpIzQP3Ir1lgYd/iCzQPnuhy0glarZf5KPXyEIjpT6JYaDYJGUSqQDh0TF5hPNRvH",
-	"ZpEh/AIpDJt3dSeW+BSddKEBt3Fkxk1+psGZDhhFdFi2JsidMTYDxtI2vBFTosANN7CTYL6vKCLstMyM",
-	"ED9sHXpoTWDIuECAvXCSCp7ZlkCpjPpW2CJKdBPmU83L8VNj8Igmc6E7di3RdqPnBezF4aGRhSe986vL",
-	"Qe/i+MfR33s/jq57N/3eSYgYolnqfNO8UYQETw2wPHM5gqeMhgd4E1uFEnQM2L5PMO4YVKwYG+rF4VcB",
-	"5KpVak5Rx0nYWHuTAqilSYLzZeazyRCNlfLZ8MXmIjPxJFjRI8Rp9FjWEFEMpqa4FnEW4CC+YhuzdHox",
-	"uun3KlGM6p62wMFiyXuWq39zxs0nrcGA2KTTNzvZhuEeykRg+uHoCBwGPskQtowt01girFi3f3x6iph4",
-	"Sz4RZtpXkzmBctzcnJ74TjummVAGxugm0pwa72qNsHsi0chsWslU4xHKoB2YB/tLomR7TdpROe2whCZC",
-	"88z/+Mf/0/j/f/rL/7sNFwMG+42K1qUI7GKVZLE5zPtTlS4axgKCIKycqIjyrlQrRjcN8Om2iixgW/kH",
-	"PgRY1Lpx70bU98OHoDLxcANHaue8A13++LSDu/FDuYngw5+YIp8QU2SXKkP/Wi/9ct4bdE+6g+7O97sb",
-	"niKHkz/Chf8urwanlxf9nZ+1ceOHYO/8tN83P111rx8eVOHiT5FVguh5LsjsBPq/lT/C/M0fV1hIOzlR",
-	"+LsCqXz5yM1ZMk8fBrYrXf/EDWJgSRgbfCmi3DfaNMdBKU8FxJUTdYf6e4vrUrbAt9CtDqW5nmKPJZvF",
-	"WeHDR+DVPNkOrTY72mVjjjk3wFh0JYMdi93usUE6FQH5J+WK3a0S68XB88dWmZcDqw+Xcm/c8ZQCZTPQ",
-	"Wyx9w0Avumiw3cX7ibGUh7Iy72WDWzZvgBAqpVCwB6xWyHHY/XpwtIv0IS4FEZ2LKOZgvgDmz+Fn3Ozk",
-	"ieB0be7qO64RzAghR9F1JKYweywKjg9Ud7ILwo42t1Ndq52qfwWEo4IEw2SjkWCrJGG1yhRevfl05/wT",
-	"8jv/Ny6o2K141/94L9fzMKyZdy3AonkRxx0w0fyrn1KU+umqdlEMuoxUEXIJpd9Q2qTYR2WrhhLSVXFG",
-	"IQyp7jqb1cs281dImQ0lnqImK4VtC0hu1sDJYwSgCO6Al4iMnoo3PjV1uz+99Z2O7eclWEfH1Y8oHfff",
-	"WJzRNIO0tV7LyTxVUq10oXZo52KhAoJauZT0iQqzHbwpT0WpmNh8zCp9F78TLpppc6bUEWwMBdq24UYX",
-	"jt1ZSDdZyDARjcVERaKUbCq/gNkEENbGTBLBvQwGpD3zJBEMGQtpXDU1jbzDYkR2wMyUO7seDjkGdCnT",
-	"Cu++jZNERPWARXzBZyIihENLkwf5W7T2fUMnoFCn99H7hW8s5+k1X0N5BgRNm+x7O49+104hhYRL9gw5",
-	"RAWrmZc1lEzWwVAazQpoRbFmQkZQPUD5HQulTpFGQEjmCZbDdrwHQ2mBpSeFjAmIO0hBQe0GvFYTByuA",
-	"FcYiosj2EdP1LS0rXrhkbxd8Cdjn96JLPK5F+Enrck+UFI+py4XrPyq0dE9I6fcEr/nb5TePgK4pXv2E",
-	"ivhG3kpz9LExhNXCwpt+EzTLn1Wyv1EpXqkk8VXiY3RdRWGspZHDWpunqpDtevlHzCUt1DsfIxT+DNQS",
-	"xWIJFwrKEKaTihHEEt8bSyoe4ZQJqzdZD0mj7vjayxpBPq6i7MJTiiw87l4c987OjLbwSstcBSQUxWaB",
-	"X7XkjEmKExl9DoEiVit8yjONMh2yZW6p5tx9YLD5xnpQoDnCHoqZiNpD6WiG5oLlRVHuuWgbQ9Z7mapo",
-	"NRFQJhHFesLNFFAJTF7aaeeJ59UpBZuAJ9jPJ6AMdiYySPt8xUAOvDq9OO2/hpoVrRAGrLiMmO/2vjoa",
-	"SvtEbDml+khKjMOnAYyKgFw0gufW8pkZSqAupLAghzodIaM8S0iGQKSksKy9tOYxpXfxJROYKKRgo/dU",
-	"6tFjmON/KVV6bLfNY/RpftNTK9XAOFmlo+mdx983hv6vrKUfDyTnn/GdPs5d/MQRLZBQBUlUKwqgP+2Q",
-	"jw4ufV7H/pgYQyoCM0/vwz8huaGr7IFWPSKp2k7ba9NYYBDkna1S3I3o2qIrTquJesxiJsLD257+NUt6",
-	"cnnRc/eW1WgkEpGJiAEsE9z5ooLu4X730XFn/RHV3h+KsOuP7xf+oShKHlJaLgGGVvSWXf2EuKn+kdp5",
-	"ZuHiT6DuihKgVjzvf6q7z+h2D4rQr7ZBjArNmVmwvBdFRI91yXdDFoGYb1U9IA3cb+LgUZQi9MgqTfba",
-	"e/MsW7b39xM14clc6ax9dHT0cq8aWgB0HGjDRpboxkSkiKEE/7qFGr78obriqT+5zy8/HjCzvS4BGbG5",
-	"ypi+48tcpRB07ubgutvC/Tq/2c335u1n8TshhcakUOqhs9CtBM5SPSkO/BPZQ73RioxX3HOuZJwpwhyl",
-	"S52+1VteUkTyCoBAV90xy9iD454oOYkT5HnIC4wTPm6y7lC6zAD0jli2t/zBjUTNvsaiBCrGhmj7rG0p",
-	"Nz0czjBg4dVlf8D2Ez5uoP0CP+5Azmk7IMN9hwICKPa2YJ4dtQ4AHb54ZDEKAm+teIPlfsMC3U0CpQ7j",
-	"bs4wHr+SOkDgVIT1Xyx5GmuE9ffNN7yL7CJaLgef9uGnD/83AAD//w==",
+	"Duqn2Vj+fnddUgHvnwRRDZqBZCP45bfam3dntdHQtWrnN2e1ERJRM0OpjWqqf9B6ckOtjWrpENTi0eNV",
+	"gnXH/Wr9Vnuj2lLEHdMUrMOUY3kJPzdopZ7kR3u9TnyxZJt3ovqVPC2EZARIIE9UEs4eYRnO58WzFi4y",
+	"rWjEzGchaFEOqpLU17+sefreL7/VQh6wZ62abOdN4cTINBw0bISSGPbolQzGjuytSMxJPU80yGMBi1jC",
+	"AjJ9UeudcfUqnuhUgs6hz7UJNK4VuktBg7PYX6ih3eLVXmTaLWuC8qZUe8oJ1e8So8rk2CXFOvZhR+qX",
+	"MhW0qPE5TXvQtm27Zih4G0assveLJRzklEg/fAiTJpg7yCyMCjLWiipdrnYi48eTmC4pB3H1xKgxJyG0",
+	"crKKZL+FFhi1pgy1prWU0ohOm4rafkofrqryalqIhMgnuiooutFcxGGyWNZGtZvLO7d5dXFzdqkOLHUw",
+	"TUC9W8raaIAPWLBX5V/F7DEUa7lHeTak3iVKIq9k5k0slkJNI5Hw0s45xFe2zaDbdGynq2fw/dnl2+vb",
+	"9+dvJpuHzBkKiiDTaKUCXto840utbJU5dSuPNAoDaEtJzux5xXy1+BkP1CYK+WqdbLlU35/fv7t+Axf4",
+	"2eXl9c+bUlgs1gkDqUbdFrAhlyxZiCpZoKK1kmi/EAG5Obt//S7V+6JIPLGACE5O4NI6iUKZnJrnI/Lj",
+	"+f022i/u7pTEenN2e78pt6zg8jN0h4kkvnxUmlSVQFZoqkDyOkpC9RF8qRQR+XiIyP7++s355eTs9f3F",
+	"x5KU+EadTEokUucYmoKq1p4hLN9OnjD9CRlXrUSkEBs/JbkjC4UDsMTuJPyHD3f/LC8E0+OUKepj1pS+",
+	"iCvl8VwbR5Jcalsd34eKxNXyC5Ly+vr29sPN/ebiRjFJHXq4K7kgkeBzJUDBNSZx4SyY/yDXy61Dzdov",
+	"rJ2scTHbOuqSNqr6M1Y4cvfurOmCoXX7VG0T3dP5Um3ra9NcAlsHUi3I40AOmL7qrnbTrsTZ8sRcGfUp",
+	"XcU7KdZNlCSJtAVtQt1FyN392f2Hu8n7i7v36nAqsxIvgq3WA82ZV5JoC+Y2YsvdHLuhtShhQf94KZ1q",
+	"IT9BxVNTmhM6tg/6/uz2x/P7u8mHq5+urn/euKsEZ82ExnOWaFaas5QSGQbMp/HWcZZbzo9TMQzb00Kc",
+	"RMsa9kR5APorF6YTwulSHQpqY1BOo5eE7RzVh6u7Dzc317cVux39S4TKB9XgTMTkqWhnAzNHsPZ3nGr5",
+	"5vPDkvRxLqLJLIwSFuNcqFF+P65xRmMmk2yHyPUKHWXbxsGSOPTlpoKiPX1L/XumZP0P8u788oZk4t4k",
+	"E5DlRKwTxctJIJY05JNEJDQid2vfZ1LO1vl5wBfRIkajcIpaM8EPRyRmwBty7yrd8ZERR4na5uk/zMPW",
+	"mP8PAl7HYwjyxZonLB7zYz6yUbMDj+MbltAw2nYKgr7OArJgcdEZEwTbXUi91sC2u8OhY3f+VbN2yLMg",
+	"NuuDUp5UyK4tvvoV9Dqli0zyzl7HtcBerj28qVWiM/SnvuO3m9M2pc0O7c2aUzbtNDttN+h2bMcfOmog",
+	"XIB7prakD4wEbClqVg29jyIG1wo8icWTnKylUst6thH3UfdRX/9Sky88WbAk9GufrJqxbUx8+TiRC6qu",
+	"oFHN7bUZHUztTrffaw+mPpv2gy6jbtfv2YMpnfXYwJ12/H6v3WVul1HKhsPh1HX77mw6HFCl1qYNK3oU",
+	"KV/VFkpXe+yCv1tp23ZrOOw6FmrJdmvYc9pa/Va/9IZfrVq8lCz3fndgZ++3+3Y/fb/fHfTVvkJDmDHg",
+	"oLBZMVUn+F4N/JA49J4/pe2e2w/avkN7ncFw2vGDaZv2ZlOXzdyuzfzu1J71HafXocHAp0NqB8x26HDq",
+	"D2ezdq3oS+v0Bv1BP+fvyh3Xep1uX5E9t9/tdoZ9cJuat6UJF1Czu0+JeqKPDJ0sE9h0tZFrdwaF5zHl",
+	"ajn+4tq21XZtG9Rj2GUXfCY27UBajgWefoOrc4eiWLFhHKu8Utq9bKV03UFupXQqVkpv2Gmn73e6TmrY",
+	"adnD9td9U+DYrW7H7Q/7Q7u9dQr+EIsvw7Kyqg5/zUNpwXW5zau825uM7v7t3IZF+jCtjTpuYXmazv4E",
+	"zuxR3K3DyOsO/ot2z9dsmm5YPBPxknKfbUiv6MoD+5q2h5U9AVqUkem6/K3G0Z8OCzP913nuX1+1qRCO",
+	"7E+5Of20l2xD9C17DNlTlcNcPce4HHNl1mkc0xdJfKX3C5IsYsZImLClbFSP5Beg1oLx4Dg+WYXApl+K",
+	"cU6OVfvi1ka/2K1Op9237FZ7MID/tLvtT2qTP8PB7nT68I+Jv16uI4rLPHv+Ai107eHAsludXls1MGw7",
+	"n9Rayvfmpr0Ne1311rBtu5bd6tvdrDO33etUddbv4rGDnQ37gwE00OupBjrd7kZv7ay3wcCBl90uvjzI",
+	"dec43aruhj23l+tuMOxCCzDEft/pfvr6yapF7JHFIDb8Yrccp6cG47S7qjOnj70sJfORwU5XkeoObGCw",
+	"3R6anx/hd3VHWvoSxevz0/6L5DFc1Ua/OC273bGclu0M1P+6ipvZOSf1EefaTqtrubbbGsIW2qK2Xgki",
+	"1/4CrU4VQvhWTxOaqX48v9dmJLlFuFYNXLy/uTx/f35VoSLMGE3WccnRv+bSKD9bSMq3WFB2jP/LWLse",
+	"aRgpilBNDiWZrsMo2Err5PL6xx/P30zubs5f39+elXmVLFTbaPZGVx8aTiqpLLdVVsoqRkuakZg35Yr5",
+	"SUxP0ToCfeGj9bLU6ZZBpL7l2/PX17ebPkY0SbNA64Va/0t5B33AsVU5rHLr1Up1asce18DNYfo8BcUS",
+	"jDQLEQXFntEQs2Vg1yvGz24uKnxJxdDMUJJA+Osl44XVE2pBKgkT0B0ytYcsKadzpj4AfTjn7IDInhn1",
+	"izZ6u+W01N2pBH9OV2FtVGu37Fa7liPzn2fvL48n07Q4ItDgmCuqR2NOCJA9IsdRrT7UZI8IUI36283Z",
+	"/btdNugVTRYF7dRYjWMhkipzy0aDhWgG1dq4dsISP+8GyRT0NQ9YDA6eXDdbVsHN2T/BIXt/fT25PLv9",
+	"8bzS5C/UzlILLQqXYVJJcLmZrTZ/9uxDnKljdwbdfg8jardRl07CpZhv9+AqdWzTdZsLNgwDKwmXzMKY",
+	"RD2FViwilvfaqr8nvuCzMGDcZ+px4Z/FXxN3ok0H1pf0r9RBrHanheFjE3AjZi5jf0E5Z5GlltVcO/aX",
+	"csxth7rOrN9pUrfTbfaH7VmTOn6/OR0MB93OoDdsD3vWplDYbzkdxx70nb7zL6viorNQ/LXabsvuDgZ2",
+	"t9ceuK7jDi1n0FLC5NBVOrHjOG7H6rVsu93u9IeO3XXtDlzYA7ff7zmO7Tr20LE7Q3WVu93+sNd22+2e",
+	"23ZdkA+Gnf5gMHBtu9vpDYdKQHGG3Z7jdAe9Xsdxh8O2C1ezetTpKyJ73e7AsizLthyra9t/HQdiBid8",
+	"yoJO3x10FJ0ZC3qdjm273XbKgW6/3eu1206eA8N2p9Me2HkODNxO27WdYZ4DA6c9GABTNAfctu327U4P",
+	"GkMOuG5/2LPtQX/QKbCgVl71m6HzZxArb6xpkSgEWXD2nEww8E+9yt68rP/+45qLqXz/j3/U8hG4Wp7F",
+	"xQjCrC+4z3iCSzKT7IFHWq4H7mipXnGz9xU+03sir9S6Ssd5k+qxmVI7cPuDr1atuPpro65tm5jhA7yo",
+	"2cZW98cBy6Zm1dJdihaWnhKIBdxdqYKYhTnYVi3b4OoDNZVWDUINq1Sz/BoENfAAxrrdljvUTOq2DIfa",
+	"g5azg62Dfo6tXTdja9t1/lK29trtJg1mw2bfd4aB3Z26dErLbO067d4utjobbO32h/vYOrSdzmDwL628",
+	"6kDGyf3F+/PrD1s9p1MWiSe0N4c8XK6XJKaVInm5vfzFpduasSja0qDahr1ut63vsZNtN9ktGOX25MFQ",
+	"o8f+1ybD4DsgIeGjCo/OSAu7SDB+cZL7BE+yu/Pbj+e3Fe7YK6XxiCU4MUB246JKPM5/X/BWoKw/XcsX",
+	"ExAW0aQcdW2cqHfvzt5c/zy5uKt0aN9v+LEJp0sWKIECMzmqCCs3+a2+bd0FWa4luHCMjztzqVetprt3",
+	"H+7vlc7wZsPxdZ+pQjKB3ArytEAHMUMBjMaxCejZGFW+2QqGK6VysU7A/x+IJ76F3/fXt+eTD1dnH88u",
+	"Ls9+uKxg+CxiLHklSUATOqWSFZxYFAKwKsjbaLesA5pmIZGoss0qcmEGrmezTVV+Y/rTM5Svoyj7uDJE",
+	"B3/Kx0lkfsgsbsenPAiD0tFUeVS3m07HNpFW2HhV8s6ZWVKf1ZLSSUZFbi5XNA4hjuybDXn5vJ00m8Yy",
+	"L8sQrq0KG2sPDvRht9d1/lU7xOyXqsf/+HD+4Xzy9sNlSQ88f2TxS6bzykhAdFJCH1hVREpVe5UmDwjK",
+	"NZk3I+KYkFbyWUwt0skF7UqL2PraKcSqVi83k2zwdzF9TbnPomgzIPizmKqFgT/q/RsmJKaFEbGIriQL",
+	"ClHBmDKTDff12dXr88vLkgqZtT19IZD7lwUE//ZZTC+Cryf4jjrFZyEP5WKX3XzoDJSI2++qOU1dgN2+",
+	"7QzbA9qkTi9odpzhtEmHdNjsOwO7P+gPp1OqVv1DyIMc44HQhMJiO8g5uNMbiAleOB1K7BuoOcEAQLWF",
+	"TTiqNp7vSckbttrtzrDbtvvDf+XzvfQGsGpyPV2Gyb4W2j2lNfyrVloNbyCNsbgQTFD8gdOOQ/r/zXw5",
+	"2WT9VqNxEs6on0x0hOg2Z7Vja2d1as6eSBYxEGzN8Zf3xfmPE8nmS3xQiykPxLJm1WYiMsmmS/pc8OC5",
+	"6lnIJ6BUFn17ncwqfbC/Ll6DtCw4k+F8SdWO8x+VDvfIqlwOsVtsvdPJGh84w1Qh6HU6/a8b5HSVIqM/",
+	"cFod9Te8P1Tnsjq5wRSqPm+7rv7nRMITe+C67QqvRImgoetk7sy+O+xl7sye3dmkyG112oOUIjtVg1p2",
+	"t50nqN22ywR13OGwwnFRJqidU0X7SjHP/Kt2v4og1845ZHvDTjphHVBdU5Lc3nBYIqndddrg3KgIiThw",
+	"f/3nhUT0+tN+u90NujPXtv1ur9f2mRPY/Z7f9qcDp2P7vb7tsi51XHfa6zr20Jl2mNvt28xuB3R4dEjE",
+	"n+no/mrVOHva65sX6yQKWTwByyXQ9KU26jj9oQ3n/TpgPAl/ZcEkZjIM1jSCJZS4tZHbadlqunULaC/5",
+	"olTqQc82ofjA6sTFnAcWZa18Um+Amjv5Aoqu6/SzR9B+q+12tXIM6+Pun1dNpz/sDtyO3RuqIdg2JBxX",
+	"UJnJa81uqz00fGo6rYHbTfnUddSeVp11u63hQC1MMxqMQDIZELnAklQQOGS55oJN0MsyCZhchQ9aHIQ/",
+	"5SRmKxrGJuH6z7hx1b34R+/bijiFBSOcPTGZlO9cJeXB/P/3vXzLR8S/b9J/36T/h9+ke2/Nf1+Lf/xa",
+	"/D/xIrH++EVg91qD9qDb6bbbxYvgwMDZ/8yLII3/PeQicP/ci0D9snER7AmW/aM3AcRxpc23u1nsbqfT",
+	"rjjneq1OJzt4u21DjmO3nMJV0O93usVjzrHVZtp7E8CJbQ5eu5u7COBo3zh3nf4wuwhcc+y6ra5bvAnc",
+	"QWfjJuh3D7kJ3G5GEMQzGooGA6eSotyhNeza3dxN0CvcBINBr3wT9Lv9bTfBgbvlG2+C/+1jxvdcBeD3",
+	"q74KekN371XQ7rbggjr8Kjhkuv7qq6DTGva7TtvuO91vugo6rWGv3Rt2+/+qqVVZ8Lgbt4BRMz6AVbhs",
+	"1Xt995HUE8yICRNJXLszIFnMoYYdkogZ14BwJPWaOuADmtCCVVs+1kZGh7Se+MRW/+NYrVZL/eHanb6V",
+	"Ay6CmJb07+z5mN/BgrDslu1AoIbtuENoRf1pO1bbbTmWM2gNrR6EPWX3jca20Se7sV5o6KR2PhOnuBE/",
+	"B4Kh2zkDZ4HDOWBx+IgwXCJ6EXHAYjgUZcJWaapSzaohQEtt5MCBZX7ljzAtmwYRwCb49FVNz4ersw/3",
+	"765vL/5VkboHcHeQhU8z/BBRiQRUaKeQcojZtWTKaMxibHKLL+/D1d3Z2/MJpGdtyfjaCB2LQplUkpNr",
+	"qhAyhu3EbMZiSRJBhGzJF5mwpUWeFqG/KKUzn6p/QHDmE5WEPTN/vT3fK5dSNnl//ubibHL/z5stcWQY",
+	"s/IUCz4H0CLGE5K8rKp5W9lswY2Ra4Ek7Dk5WUU05OlgNNzKKZGMBwAhFPqwEE8+y62+1Y/nt3cX11eT",
+	"8/91cbcBcmWCPU2MHbiKU/idbT6nUpP7IzxDmbZ5SD7qV6u2YDQAG9VvtfN7itB6TPpxuEIhrQwrp049",
+	"RgBpRyYwHeqUT9QY5qT+ZS0SFjQs6BpC7AQfcy8LT4Ysd88i+UchnwkPDqv809/0CL96Y46OLLO0/AXl",
+	"cyZPIQjAu5g1rwRnzfdqw2Iz5rl+BCSgs0rTIGjgteAsQoAqiEdVq2lUk0msjhMNvHMpcN6r2YLhmTPt",
+	"qcU1g14+L7u5MMQB5Q4McfBaOztWYjeN6ZIlel5+UMO4CDZpONPwJSHEHMBsh3O1ZhMSJiXIEPmKeLDs",
+	"nxOP1Fcs9hlPmoyrlRak79Jk0VDUhVzHi9asmlqptVEG1mJBWCZeoRq3Mh3Lkj5fMj5XSoGj9NFlyNN/",
+	"WxUsvpipuYN52hyeWo84LD8K1aAwULmuZvdvXuOUPC0AtxScrfDaOo7Ve4hYx8accvmE0Qdtu5MiVKkT",
+	"BWcfhok7IBtoYUHVto0OhOPNAb2nyToOk5fN0fy8oAlQmcT0M/MTEQOMRRDTJ07onIYc4B+mMH1LRrkk",
+	"XhIucbUAoV/WDPaxpnNpusqT+D9jNquNav/jJBPDT/BXeQLrKCXwK6YGypXgUnvxGWAunmeeYDglQeEr",
+	"H4ElrN5qOI0qYsxXJxWflNMjdn6fvbkZL7Tzw/y7X78eyjzgyq1mFzKvtBn5C9EwEzSM1jEjdXUO6W5J",
+	"x+4QL6XZs0jH7hJvkwmeRbp2m3g5Kr0GgviKeBoGAeNHzk0B/HcnZ7I3/0S+eGmr3gjXP6ACh5KAgGSR",
+	"qYYpiUXESN1Tt5fXSOEGxhxECwz2QiEwFPxUJ4TDbQh3qT7/VBucsYAFY173NByx12hhWNkFl+vZLPTV",
+	"aXKHsKZHMnMbDOtOvlZ+9CeyuAr5tQKtldS9Kkq8xmjMZ+sosgCUuQmweiLG2H11odMWucpJdXj9BqfE",
+	"SwWKEVEXgTfmgvuMyBX1MQAmZizAkzYnZtyqr5pns4TFm6fkHVrFlKj5RMOETNlMxAxD9QD0r21X3p4Q",
+	"vspixR2YZwSC/ZajbBOpds/cFl7/E2f1wxZMXJjGfKf6fLgSyXsRwPu7pTidaJSYmSQQdQX7x1N3rqdF",
+	"CF4Wrk7T27NWKThWDVe/dgLvwChv6IsSwO6FuKTx0RuwMu9k5wxtfvEnb71CdopGVZ2F83XMAsx7IXVv",
+	"gwg9aR84XScLEYe/4qwdwYmyLrqTCYWX/8zTPd+wNyJqNEohQLoBA5WDTI66CKbz+DSOQzjexzxTmrXU",
+	"lgIYG7wZdU1sHCI///xz8yzri22ueO8HVKFjRqPl9+Ncntm45lkoDHpgeP9+XAs5QIlNgJpxzUPRkuq7",
+	"Sp16sCXgqsqo4nsEeZxfk/p45PR+s0hTEeW7++PC23/m2ii0rG//3SHGitMQZowAr/GYFwShkTqAYjZf",
+	"RzRWu4yjK4H4Yh0FZMrwxsmCwwVnY15n1F9ocFizAnPBlmrpqR8/YyC10ihWjIMSS3kw5tBQ1pdFZrFY",
+	"AsULwMEnMYMxWWRJXzQmrXwwSi++47XIDyJZEBqzzVtTyyYfeIqP854FIb2H1XTkibDNoLLnbKj87C84",
+	"JV/JgvGmbG8hda+aFjgsU3JgrGeR/IFKKHNxBwY8gLQJVYc0ukG46VCxRZd3KAnr8mWJxnQSMSoTIr+s",
+	"acwkmeo2Sf08jFgsiVLZ3R75QbCIcWkR17a7DWvM5XoKyNksGBEvTLRcKj0Si7USYMSMSBGpdUy8+s/k",
+	"OxLRJXnz6k2D/Eq+Jz+TZ2/M4Qx6o7eFknuaQTibsZip63hJkzh8hrPziYXzRSKJt4KDKWbkmaApgfyK",
+	"i9RzSJOsPMIiyfCNOo2i9EPHKPhYiwRIbOCZusqx6rdaNpAKa0NeNXVADFvS53C5XtZGXXTD4T8yTT+V",
+	"yqxaRJf7mmTdFjj74iUY0AOxngIoZ9qLY+f+X2WHGkP/q1Vb7enNbtmO6o49+9Faho/svekFbRrZc9ML",
+	"Pt9Bnt3q5oiyK4iSeqUyrt74pUYjOTErDqLtNuwJmanlF/w6e0tMPzM/Uc2eYSj+60J8fnFig1DSeczY",
+	"RC5oXHFb3qnHxpbFdZ471avtd50Y0NT5CL8XpB2dCPBKCe0Riyn3WWrHgGsUxAB739zuYZ2atUm2PTZH",
+	"8J5RgM41eTEhX5t0GYvMTy4Pp2mjb+Bn+l7Ik16nVklubr3HS1khht8KkTTVUJp44PxFBKcTUa0IpD+T",
+	"tWQBdHZQw6X1yHctxhJKTHE1TkNaccAovtS1uZIFpEkiOm0cTh3mMMbqKtlsmypOR3RKvieUfEem5G8k",
+	"7emYLmAp7J15VnH6yC9xUochbozxP9zGUeOUkVhVTO10xxhJXcQBVJQqXniNv3Li5ebM60yhXdJExQLK",
+	"koqO//D82z78un2EH2m0ZhXr95ozXcSFrABHAd6GiSVrHilZE7wnwSlgLODPJMOFTDUePWvgzYEjoLVx",
+	"UWs+HrBYNOMOePP8wDerWAO25R/0ti5t9hTlfUNFstKT4IDp0WyHvKJYJpM8Hnyeapqwpq7sstFdcftW",
+	"CCqllZ5zemx0qlrTA/i0jSMmVLiCI6nAtZQHGe7vtDMx4z7AVMGo8pEEv9X4Ooqy1LF9UoUhptjM1hFt",
+	"d3Cgt2KkRVmZsypBF6+klj4Nhs4p8Ux+t9EN9T8LriwQ0rS8pKc1TQv/VDHFBWYdtxg1ZF3VlWmGYASj",
+	"us7MRKQc2TACdiTmhRN1Q1ioFI5xbWEye+WFHS5T4ayamSWCSsf6ri0BxdNM14d9YvDXqkg1cH0IGqzh",
+	"rFO6jZ8yn9eqncUoBYkYtHRAVkpzJkMOSfIEIjrAHWZ2zSZp9PkCf3R6mxtlKWI22Ub9x92UT9mLADuW",
+	"kIxEoUxY0NovBbKt8mq6qgBUncYPmDlOSfoN/tzKZmAqRMQo339K6YnLptas7XTuirzIE7p159+nfssj",
+	"t9Uyd2Qc4Z+0alCM8PBjMiPwBqoYFpcD6ozlFfEXTZCOJftDW/rwLZzEa+7TZJvdHwexoJKoOVfLmxPH",
+	"tmzbJinEWckxjZ72zGKAr1ePdM1NHZQNpVIflhGbJUSsE4SeplxjVph1QepcpGe/scyaH79P74jGvu22",
+	"fVfkXeXZvORnP8/E3JDSNVi1K15/xHW2sRuKNW13H/0mPnbXwkZg7B9iRh8APKEQJnvkhzpetlp7fszE",
+	"VrBg3b6/O3/9kZwQGdQhTe1AfSEfh1u1ImVCeUDjAIvGqZ48+MDDm38dYX1YOSLUj4WUBOIE1fIZc09w",
+	"NjENTKABHTw0C59Z4J1mBtrXH0ma9kbqd+eTByJm2AJEd3tWoYLfK0m8LFBdUeE1MJYo/UBb2zAyPfwV",
+	"TGU6kuhYJSq3SNLp1MuhcrEhLFDq0SyvuKDKBVKq4ecRodEXNcjQiNBU2cB6SB6W0JMeBtCkJR9na8kk",
+	"qVMMIorD6Vq/BvcKbG4xI3az1yE4ofA5xuupsVhwbq6Y2mCmTN8De2kQMNXThFD5oCe40AFOZlrVLQdb",
+	"P1cCRLJgS1LXcQCytQwUyegT6GgDp5EdK8omGPYgMuSH9zWrZv6cXH+4n1y/ndyeXQEmXd4uraPy4Cng",
+	"/JsAw6x6zfvzuzssqKr/KgDcFdFpNgqalisvVkm5aSBgxX2bi/P7bZ/oAAsnay7/8Y5VeMtWUYUGAI8J",
+	"448sEiuGi61Qs0ovu1PiqZY9HbgRJlIXimyN+RlBUATirUI+9yzi6e89tVQ8RKTCiEGlHkOAF8N6N7A8",
+	"xlz7eF5JKBb9gp6GurcSheYm8KN6kDWpnzWsMff0wSJ1bQZvKoIXD+pcLlfJC1nS1SkxL0FRaWao0T6g",
+	"lBC9s4zDIw0M1gsffVcabyZgEI+HKzcIFXOXIce4599qS7paQazzbyZjaKc/Bgtfloe39a4wKOfmQ8Ww",
+	"bS/fCD5P38szdOsH+BJ+8zW1ZrxcYSwbLLSvVk1wdj2DWO5d11rW+1drz5vFbvfclkUO7Hs9x2UoPJfu",
+	"jRTSp7w7cDn8kf2xZ1Vkc33AGJFMq4Yfb+FfqDidvomU7mU2vv+HZznX98HzfNjrG1zACTQv3uVz1HaJ",
+	"dpuSja/2OicI30/St/GabO01BBQS4Mrtv9OgUIBaqo49QqUM5xwxkEFYxwDZDaEma9VrpG4FJdmg/pcW",
+	"CdHRVmECjnhTjsmE+q+lOpZR9vHyZpk0Uc8X6vpda/Q+MMdHjD6yoPIO08kf5WH+ZNQiEP2aEJihg/7Y",
+	"lzWNzGCBDUCTGgn00xScNcW6yGi3itHlPMKquYxoPIdwFRBxkjhkAanTWcJiXSlmJTNCwuVKSNbYP8XV",
+	"2YqVawn61TcbI5EAgIHXH9E2sb+nTEegUXTAhtvQFj6V3eZaH8hZt4kOatbrHkjWrow0m7IyFm1tSo/5",
+	"eDua8Y72ieRjXlcHYq5JXXBbEkb9RQNiibQuACuj2N6YZw1KrygiplmfVq0g4dfgyCopHWBsea5c2jsl",
+	"/bXxe04Kz3EzpJNWKXyZ9w90QGSnzwaUXFr6CMIEsMLBDGxv8Heh/lXjv7/34XUKebqNNTd5foBF8Rfb",
+	"Is6nUyJZGkisFAhi9IdBi5xFT/RFKmapA/N0zGmOpyjVZWCrOdRA9dJaKTqhTG0fFpEClaIlXUGo0JSh",
+	"LFkVh7GVwQf7y7cy/uAWzv9gC1smKtXtttroYzavjkC5NxXrU+1QrpdLpVAqJRXCvEypMLVwQQOYY+2Y",
+	"kI95/gcwJZO64Ey/g1bop4WIGKHPobT0foAPMFRHKbm6wUaL3C/YC6FBQNYrdSN5kMKqD5SDzJW30FSe",
+	"I0WLZa8D7DX2y03bZSJW1Tz6iTzSOFRKnMxdH+ltlnVopU/BzNc6lPSPuvndxG/SC0m+WwxCSSiT0FfC",
+	"LotmVnbVe0FI51yoH2XrC2qB+UeJ632LDxuJQSZa6ZKrPnbjmEVwEVxsjaw2KqcXBh5aU1FPxCsBQzgK",
+	"IbAVWh+Z0ZgwLtbzBdZ+gPqGrSqL7xtMbP6GyLdbthSPTBJfyGXoN2P6QjAxekQ4jWPxRFZChnBV4HO1",
+	"pRySiDH3nsIgWXjfOQSNoi3ys1lcaCXOwnMkCSYh+Z48T34Lv3O+kiZ5noTWmDN4qn5rkiULQsrrQSON",
+	"D/bXCfHJ98RTl5BciCjwyDN5f/aGnBC71et3umNeV//83nz8O/u9MTI7HkPlf8WqHOYkyNFkESrhIPh5",
+	"ESb0gcUmuO8dfVG/vl6wpViyJG6RC56wKGqRSzptkbsXmbSI0x+Sums7gwYZuM1B51QfKIxyJVGLaJ2o",
+	"mXwMMfL5mTgtt9tuO51s8hXpoSR2wwLzQAiZviyYMzRlEMUdHdfn52z1yVOoHals8lvYdL5mcrql7qQZ",
+	"jaK0JWjmMzbjk+bWdj6raUFhNkzA7pKnhyYkTKclouqAyHfyGY6VMQ9NP6bD70lIviN6oZDviEMAjA7X",
+	"Cwm/c1qtz4TiyrKIqaBOpi/ITKkUkfkiIRCCCac6nMpZhrs6msmUJU+McbWm0CD7jOM5Tb3IZC4Yhp7D",
+	"CD/DcU0kqt0zQsktXVJOpvC1zicl85gGaxpFL3BXTyGTNKL8QSInxEpCAC/c6DRSV8dCPLFHFo/5IpzD",
+	"RghjojQyGjUT0eQilIxAPOWpGbSRl3HDKL2FymTMgUGpuJAI0SJ0FZ4YnBUll8zDR5PkpGRnmbAVmb7A",
+	"f1tjnukLYkYMxEHKdzCFYamZaQZ5WyV4lCMUNYJCpf6W7tItN/U6MSaOqs2pGaIuaVx4wG+9ynK7tpQT",
+	"2TsgRnRPaCiszqpsWpwhuVL9UCX9yoSUDz1Sp/rsJOrsXIS6jquISfIkSMAScKGRVfjMItkoUe+2yE+M",
+	"rUDDLmLD4+ELxU4oD16piztIFhCorvsVnKTQjFmApjqB1ReSOLZ59SkMmKUbGCCSM2RUQTLYNF3MSsDB",
+	"M75RCOZ1ekf52baGpZ6rG/AHEbwcG5ydM7JaWW6AmBEGkM3aQAz2Rk14vk27ipTMVrfpu9YU7rT1pUOB",
+	"MJFUINAu712fFsWHrzmk5Z1f5d09X63a/n5gdNhDIg96+T5cMpnQ5SqLKco2PlJZte33eh1vYpEIX0Q6",
+	"oGJjwTwaiQaGtcFPoN/CabE26NiYU511cKBL7D31FyFnTSVcQT0y9RoqgeACh2cmUVusNkpEVUpjBztj",
+	"AsywTtf9cc6ZKia8jRhL9u6vImfmgrMJXIwZCNnmYQhODZ9qPRdkgAWjcTJlFG4qEQVwPVPtUgwl8VTL",
+	"3qlJDthtnMLmq6wYUZBqJKQ+fSFehsvjNSyihqGuMSVqtw5XtqC7zei5EstTsqwqNlXNwDvI8MkA9Yu8",
+	"LheC3Rudpw5DJYgAbJIGit0wZqBBAgVLD3GIwB3mmW+9U7iUFusl5dlaxwa1bYjjetkdTrUZQBWwaKIL",
+	"y1d4FwvFYCIx339U5CoWISe13wBOkDzfNlhQcpoQ85EJQTslTm635pbe6iVZCL697VwljFBC6nTCuLqJ",
+	"fxQgpEClQC7IDbSjRMtQklnIogDjZlCWNQAtWg/5UajvIOonTLAJSCbLQQR4c+G03F5roK0IG7OBRG0n",
+	"/L0IlGhoek7jIH4UWG6RhBwlJ6hy6gXskUWetnNEwqcRvtaoPORkusJTc+lDLVutlVfFeqUGnD9ljpIr",
+	"oMOqPXcx5yJmgZEtilzQP4Kkm87kKfF4GOlwBaj5lkVWb9mRWXeXdHqbYR8eLshcc0be3Vy+1iVxW+Q8",
+	"BICILO4VrBlZTLGHojryAPIP1V2EAftQ/RiN7kcYZL/RRvhtdsFdX+UjBI9CiQGAbB13rb+vctVMX0kS",
+	"Bma34eunZCUk1JwJE4RYMSonKlKMxlEI4S0wPShKHkNZMQS9jPeitX58CTxqAPZympZG1o4szmisbjxd",
+	"YzTnD87HB4KoH3LiNSM6bUITTQQy8w6PFMwKalVxMb8uNR/TeqcUEqGNvUePyWSyEI0s1Ngd+7x/zxen",
+	"OrdqPu3alvJ6nfhiWSEEak5XOeMhbjudCrXVoPhPkJolwF9KQu5H6+CwWF+fQX2k/RlCbFvEpCFLB2MV",
+	"2OFhHnqChxtagOqGfhETLpLGqTZCFFe2OlWUNLN/DGue49hBgtUH80V2SO6XsTSjrHR+cjzJE1E56+Ej",
+	"4wBJ+9uG7aJ8Q9EofDwosXLrTXMpaKALiKdhHUeI2uxZbSB1Qugq9eUJV+1jwFCoNQ1ze4eFSHl1+nPx",
+	"lDMtjzmOZpR+zoX27qV1wloEc14hbx7qS/sL5j+AuW8ZyqWJbu44LvFubs9fX1+9ubi/uL6avD27uDx/",
+	"AxEoUIo4pWTMNYEoo+QOTLfbqzhxECG4KhYGLFRahAXMRRRhZ2HEPFJnkWSkY9tkI4ixocg3BleAYGM8",
+	"gEOeE0/XtPXAt2xp8598WUYh2PFiNuYxkyJ6VBsdgrYQkA9MOLOcwPBKFovtjnnda8KTpqKwqR56FtEa",
+	"XQFqD9wAgPZ34kFIBosbp2Osz/YUmmGVS/V6LXLGdWgkjYgMA+bTeMw9tKyqgaJtuPVZCu7l7IFl8ygY",
+	"eMCBK0ldMjbmnnyIGI15E8lqLQOvsTF/HXtYNYE4N3uyqT0sSuaROlpg1dmAyW4gKXuaTZ72gtJkzOeM",
+	"AzhToNHdJHlgbKWNo0qWNqxotLLmV7FYCtUoVcsf6qDpHBKPxv5CnSoeiVkT1ir0Tjkxv+jdUafpGsYI",
+	"BPYcyiTnKUMULzwUCHCxYw/H3MMI0rv7s/sPd5P3F3fvz+5fv/MsfVgXwaggZgtaOEWvr8ami17KNQNh",
+	"s2r8A9AuGKpXDcvsBZw0rVZkKxxqd9OEeGppeJiawNlTBvPDuPpfqEk45p7uD2OlM/6A8T8XA4FcrVk1",
+	"wzWIc4iqLcA5TWSnu3CbIUg/33bwZkJ3Sa7G6x6tyAuREPlEV5tCMY3mIg6TxbJStVVchjyAyVLuv7Jx",
+	"TvKq1+ZJF7PHUKzldv1M88GsAH2Hw455oqttbkOuzqYnKiu0srL0VCSygqTSsKsZr6TQTL8+NofOlK89",
+	"KOgjX+j64E/KNXGPyh0tVsc99tMs9OBAy8brwjcVdXYPGnOpDm/V4hNxsm1V5ovzVuI+pLqyQR/QyXh4",
+	"HDV1KpxOdVS7Tq3IfJrSRq+52r4HDRAL/x5qK7pVb+/UZs4q4VC9lOZU0TkUUME9ckDViV+ZTmjyKlAS",
+	"zscBH6rMlfZ+cZ4tkypbXDma0RubqOoceI/3WVXIwwceflmznLpt7r76hw8XbwBQmaghwJJZLhnH6wwi",
+	"Ocf8w/3b5kA7ZJENCCCvJikRxO32yN+gJvLfTomXyifGdAPuWgDeiSVIE5RrQpbrKAmbkCiavUJ8ysmK",
+	"SgnC9Zhr0QTVvRA8cDq7RecQbORwVMu5ewwD5VDKg0P1Tgktxe1txwYQCDf/3z88DxSoNyyhYVTNiVRk",
+	"SYUiDtVTK+70INhnb0kbM/HLJGeOPdxUslt6AJGo0oiC86V+twi6tR5ZGrJsSAvCGDMtW9Up2QnjyeSY",
+	"NMJciYu9ge+X+t1iQYk9mbUmhBZe/7qBvr+VExCE54eQAbZaRSGavdCRm1qXcpIQfJR6zUWsBaKZiElM",
+	"n4gaMpehWg4t8hah9lE+Rk/xKlwBmhJ2K+Y8VDtbJmwlTYo+wJKrNXCw8+gmP1aIufpalUm8I2oxp6LF",
+	"GGyCmgc3weTFYYPchzzCyBC1/Q8m9+e0MwwxrKY2K7Ox4VvJwZrn6spbxNP46aiR6h2FSqmuveFVuw50",
+	"WZSNhAb2TO7enTXVkZ8P3NS7B2wVDEzgyAslu1ZIyTNcBqjupJteryloRK6XmDFRTV74K5tMTS3rI3Ge",
+	"MqPT3n2nfYRqNkA7r14qJrAelBvB01hsXOVGi21V54FDGsdRiCjmG5nBCO4e8C4pNFvmky1YGjcYoaLu",
+	"vMy2nM47msvkfu9xriPYT1WGtSfIUgjIeqV6y+3AUowwRvv6y6ZT2GGHiOVpuKubD9V199g/M2lML57C",
+	"zBXWY7p3shP+07YL9gLSvvY7oHffdKUM4pvLO7d5dXFzdnnnVWUMLVjMsBCDtlKQ1NZ0c3l3ywBiE8wO",
+	"4OkyP+lTuo4nCRzPeI5Yha8aBQMknuK5u+Lm8q7kQd3o4E7nbNz5NGLxRuuVRGGdmMksjBIWW5I/lj/7",
+	"sy5trOH0ZyXnvM6nS7GA3LpF0dIYg3OzZU4T2arlikT9ZQS9vzsndcwhahRpw5ShfQT+p5xv+8+wq/QY",
+	"Wf37NCsfMPnjpDBjO8+tPaF5G2EO+BURnMi1rwSz00JqtnYr6PTsUBLJQK8+LPE0O033pgBnYYGf/sTA",
+	"wMM2YDFEcGP3Xa2jKMeggwId/tOjDDeS0/87BxxuZA1/UyhpPnblIJZnhpgDmQ7EHcj2/wyGb+XlZaa0",
+	"bujy+oo3BgEflLZYLFvkzICB5ESQFFIefC2mVtwrWUj+tMAr81lM08wGo3yAoVM8pRH06GoxcfLk9d3H",
+	"00zRTPvyzB01UYR5iOoYiFXCgjEH70wGdJ+6F5dVUfeQOZgZtKsdzLhnSwpDKVc215AH6S7rFToFciJL",
+	"Ngk5sH51Rm/RXaFSmb5lEA8fAdIwKJMUOKWYC8AWbMyNWp6GoaWOVa+pem5CYxIdWQXVd8xLZQSeqCRi",
+	"NmsRhDjGDHWAiTJTvS1kDmCcA3X/Y6XDqjGWeKg/Sb/wIF2UFgap3sPYCm/M6wj1nlb8+u2zmF4EX70G",
+	"eOZbW6qaYcY6evWWAKBT9wo1P9UbUvVjCo6m0WvqC0x7GvOc0xm8KOBFxZQEuaRRpNViJTTori2z/Mc8",
+	"DMBLmRaLy7RvsJ8o1d/SWHdk+oJVekDPL6U57o0bLeyULRaHCu+mmvdUEITdXzXHpqZrBR26qGTFL1k9",
+	"yao1b34tnB/oSiV1yaJZM2B+RGO2JVgyVyR2EwL6KW/90TtIu6YrVwAYPPQ6VhMrG/sDecpVLH87YrIq",
+	"S9oeYLt5ffeRrGicKHXMB0935flTks2zErd7o0O33SJVV/G2gJuzgvf9lCiZyPhZs/CZjOi94doZnORB",
+	"xjkgOb03D5KtM9TGrTfpTrRtg+h2PAyyTCM3WeXlkIUrvZJkGlJUheADC1OsM99iEeTQxK2hWnawaTOD",
+	"Gd4WnF5B5zkYD9PTz1QGSUP7rA3Ez5Q6zLLSmIQmpgMSlWWWnmhysULTxsHDKc/duTqrq4YGWLqHK71r",
+	"noTR4a9vNw5ttVylayqHKGoWyiGrFEf6Zy/VWERsC3BOmJtgIdNJO8YHUPI+l+foG7iI9Oa4uZV1t3AZ",
+	"bxHQQIWXZMoWIQ+MpGJMJ+lNTuqVgsgJ/uqlKCogXVR43nJTs9VqnTpZEF8hTdlbsbiZIsYohh2XdrIL",
+	"Keeas5yMk/lO83YRizit1tkRyUKKIyncShVFkRpXpe5yqX+BwVN/kcmNsXgCUTJ9oEEoPOeEk+9IMglf",
+	"1e9f3Tf+o+mofyDg6TEWnA0nz1Iyf5PC11lhbbTJ5fF84KQ7y/go08IEf5iSxwpSqkyEfz05u6zhj2EF",
+	"qsbHixsUoTXwhbWxzr3MJCe9P0pfrq0tlYcx0lPbHzMBci2Ztv4pCv2YURny+R8j55A7IE8wstAqwh6l",
+	"+8Wsyp1IR3l3WT6c24hDm0GKVWaMgqi1edXs9O+DD+ZhWhEwFf7KNp2Vajn8FP5gYWklFpD1qvUXuQ4L",
+	"NvBqTRbApU+NXzRToMCrChILBhcrLTZrD7whEHaNMbigBGLmvlbDVbPHoFL/aZ7FoxxoVQvqSlEchb9+",
+	"C2LKm/AxDHSodRaxgNowJNPTmFGUBj0MAvBIPYnpiv0qwoBGYw6ADam4mN+5IYf6/CFCUpnghhfyDHu4",
+	"MSKUj3moq5lmsMkQyq+h9CGYnSNsAEZVIRFkuZZYMpvQZMwxiSx5Evn+LZzvNMT+/vbs4uri6sfJ9c39",
+	"xfXVndciZ+mYxxwDnbMxh5L8ymKhk0/ILOQhIsKZICVId5yzRI65Vwbb9aoMYUj6twQ4lIEruJnxA+tq",
+	"mQCOLcsnuWW0yhcBaVOFTHQvA/hMI8p1Jm8+9E+XvoNa/ZvClkleN6O5ur6f3J6fvfnnN4ABp0nEO6om",
+	"7IKZ+hMz2DNyqrh8vU6ikMWXEA24eWBvSVqbhWprGFF32CX/N/mHKbv6d+o/SMENzs/7dbAQ0QONLeIM",
+	"+0MrmyA/JxKlkOEHY50n64DxJPwVcrbx461piixKO0AqLdI+OAj1YA68EwlDJJV7F7v5Jowst2bVvlTO",
+	"VR6c9X9bNwgg3/4XOUBuBJ+b/OVSzmI52LvSgIWyR2rG2pY6UGXSqogR30y31zxyPlVKLhuJ6Aekfh+7",
+	"+kqdVJC5Gd5c6nUb449yN5uZ+ou8zelC+Lez+S92NgOg+X9nB3MuZ4Q9J0cXryqm0mxWRK1OEfm6m5BC",
+	"wks1DAnkn24gHEqWpNUkWsWiESMElB7zDKYSYOLWK3VdKfHyH6QO5qgQYT5DvgWi1YFkUPLAXtS+W+Vx",
+	"UTIFTcOxavHLGHBTNMA8mmSlUPpl/+baRDVN7+ujP9wxIW8ySivCYtZREgJHE1awU5dS+QEIQSZlueeU",
+	"UMXHMc8xsjizyE3IgTXJGjmw2xa5Y2zM8/OkFFB16q8jKqsYmzeiHSD/fDn0vQlIPAe/fWRmj3vwi0fR",
+	"cWSK0Y5Vcr3asmF/XlCTqbyKXohcAAipT+P4JStvVihIUF1apd1yGwj+KdYJKK8i1v743756Vq4LncS+",
+	"iqjaaYVKES3yQVfCeGAviKwYokwIOxPsxlh+GEEEEacRqyNUQ7lUrDB/9wn20wgQfMs1bdJsjVX0klMS",
+	"8rC6mMOcfscQLDAR5gBLhDrD7JGOmkhoJHU6Hejmcr2UY662VwPSvnVWYERmkUB4LZMT3CLXWFsHIgMt",
+	"UgVKbA7N0WayfJq9hHYXjSl8lJO1UEPjUJkp981fKTuVuvm3DPWXy1CFYi//GwhT2dqoQAg8JpO4jL5/",
+	"VC7xBkD9n5VOHBQlggOayMsQkI+sgVb/vGzkDRtQgc0Ftm1qcAV6ds7rHzA+FNv4r7VB6Jo6/ylbCXiz",
+	"n6lbt4tRSw5cqeptCLU6Zokb6eWrVTMi674v78x7GyYE88OOMRewBzcGHcRitdqF1KRf0NWOISiSTJlP",
+	"19qPEon5K0m+rNkaw9lm6pSvZxISV4IOeaJhgoC8+pvjkbR0uVdfLJdhclSKhADAzYmiYTsg6DvxRCKh",
+	"M3HwC51rB3bsFwbVjjAjGWqNquZYQOq2DunUMBZhoosnqFECnkso03RIjBXIxE9T3m3MMxRzT39jSPVM",
+	"RhAlD2EUkeZQiRFZOWYlMilJbc2hIgcnnp4yzP55isOETRBS2DslKyoBLSCHqqk0RAOricIgNUiaMN0h",
+	"n6dV5TTs5QRDMbZWhtyJlFca3xZLsuBQt4GaSdDCvGIw5s8kUk8IqTtkmy17JyGwaCcBW+HG2It+BnmX",
+	"23dKtjxye+UblvkfStfMT/d2UiMlzG/Z0aEOcDMw1InQIxvzOmzuIJQPFrk4ucbqpkpTWoRRWiocNJ0p",
+	"U6tGdYPRuFD40rHJMuRgqciqTAHwbiSktLYgvZbW2DeA7qVTZ6XH3d7z8kar7cXT8rhC9HlwksMDKDfw",
+	"afYFLOQ72V/kPhfnhfO1OcoNSJUKp1v6aUWoVL5QO4ZDgsrMc3XQX8k0RyErhj7mn8VUvmpt6KsFi012",
+	"JIC7tlxPVZ+KBkewDiYepWaPdJx6jl3emOP1lMuuWDaOKHGzf66yS36C8Jfbjrs5eWCrpGjJqnvNSMyb",
+	"OpTPa5gaS5CuDsgfAWAGJAfUUC/jp5TJyiZ1z6oRVcAQHk66N8rZRgxAzVwkp8TDedcvaPwdNLiJHGyB",
+	"oeoU0g+gZPJoo2B+vjRfFjIDTcIwsAR0lcC5CXRQGW4HtScgP72AApECPSQQdACh4AjfzVbevtKVNJKT",
+	"KZWQgbs16jOSP+hX7tBnb8pTbPkgXybHyoUEbHm9GCVi1TAReKvUCb+aV/nj1vf4o8GMKNXDlPrxYcaO",
+	"/GD22TlytO19NSVvT8htifn73i8yE8wtZXVlM1LbRE6kfk2KJdicFjlDAEWibzEE5vMq6jLnS1NWuy9v",
+	"GQ3CQzFEIULjD2GI3poq8xC9fqxbJ2bbKvtrrGgG4fTxg45dR+GkDvEZaF3T5Tz1OzSCETWqi/njS0ep",
+	"D/qT6ctR6WOamjDJMr+0NbOY+7Uf9a5Q599QnzGuekY2Sq9tqUL3LaFIjzRas2/xeOsuTQvVlGMdg+Mr",
+	"PlTksYtcRQfEdkiVrM3iB171glkIuQXIRP1SmP0l1t4gdQH1BxIachY3cnD4lcEJiyRZTWgQxHq/VuAM",
+	"UU7nANdM9HuqzalY88AirDVvEc9uwf8fdbvdnodFLyGqbkZ9JqEIvefgO318p5KUcGv5N5gUQCC3iKcG",
+	"3lyFQVOXyj2FG9rkS+r7Emz8Gq8Tvt4CKiGTSTpJh+/JuDpa7SwBvbBYzCPz14Q+xfC0fE4aBINGjCWv",
+	"ZJZtqFFOqQEaJnVQ7yFBbpQFtjW0z4Mi3PmCjTnInYVkzdxiQiFlT2UGlI1MYjDm5IVF6K9iWhdnOcfC",
+	"Xp0kKzZSUVogMflLKfcOj4fVFE+Qw7vAw1IUtASnQ1aNRyM8HzKkX5dfJowHEPO5JZ48s7mYFzf2UOKv",
+	"Ricn+W3S9fafznAuwyFR2solsjb4s7EazKouTNHGFsG6LVvPzpcqPMO3MZOLFM4Qq6VFL2U0w+pMz5LL",
+	"ZDNeHE9PbU1Qi/QDD58JWwl/kQ+aUB3iLR2wA+MBN8zLR3V+mgIsowlie32MTVK2rLg8aaBkZAC+JSnr",
+	"uHQ2reBVwaJAxQSTgJdl3x1pFfrr8+XMEKrXZTHd6Oii8wYPYc0hkx/916FaS/wllzqzH4jmi7s/Recf",
+	"bj5BpwhZt5FD/voj8dfxIyMR9R8QgzMrhf+HEorc5y1gtkba+F9ErpfqH/LLmsYs7dzkh7FniEqQB262",
+	"2H2e+OvlGgEdD4W1dSsu4ddpK+TWTWvd5wKQZ2Fi5Xn8p6bvFIuRu8+1jaEh2VULNadVHpdCcUcfw+TX",
+	"h5fmjyKiL0QuhUgWmAFHAhaHj8iONEVCX0A8YM+WLjUKAa7BnKkLGIzIVBJP+uHqpYUVN1sF2K46fMgD",
+	"8WSN+UpEL5CoZWFv6j9RQr93LFit349hD8Srca3htYinq6pgAsWUEREEY66OyDmoFLHxQ5hWPX2AQtte",
+	"Vjky/wKLJMslQVQmWqQd06l4ZMS1O32Np59mYCyoVM8HOn+jAUZoHdgGGkkuBOT9+f3Zm7P7s8qYNqB1",
+	"c22+yU0GMqxiNLo4w/bBlKte2qSeTnmx1GRn38mc9qrrBpkin/tzq4rpINqUU2X0Qq4X2lesz/XQPqwG",
+	"ZtpUnuzKfQSCDWKZhLIyOS2XbFuJ7XtAcnSu/Qzp9+jvzr/pu6o4oq2uVG08lXnTZxCiXxHLxRr3i1Je",
+	"Dnelhsm3eFG3+YaqqDTI0XWqjVOlUhwW4LqIGSKnUD5nWKHnBZxAanwhJ/wbiOQ76NNp7tMXMhXJwgA2",
+	"ZiKgph2KCbHkj1Zs4vvS13Gxbw3X+AtLSGDP2yoz+oXtt9NCWt6ueUCGChBqbW+TLMG8jKwnI14DJNJC",
+	"49EeLXPu04m/Xfs9hrnabHykIGAyGNEWT3S4skW8+jOUhKe8/txokBMik6D+3PCy6MuVWK0jXbowCMSM",
+	"2I0sITKtu67u0VlEk8xJZIpq0wSSFVt7S15L/nhgzmAlX3IxK6UFl1XG2BDZNqtCVL6ika8rJF+6ZCQC",
+	"QHoQjP5IMnqGA9nrdtu9Co9druzCZnHtXanrd0kcAjJQlpuO2eqnhnj2ZU0jWUC09MqInH/2iEpTW8xl",
+	"z7O9ar5NzvW5iQUtb7FDqhJ7qQj15uLj+e2P5288S8lX9+e3tx9u7vGfr8+uXp9fQlWuundzfVcBOXbi",
+	"U+6zyGvA13cf3r69eH1xfnU/ubu/vj378dwz12UKQy8f1JkU4WUL9cFT1mMjW0Q8bMgr+P887QAkPsDQ",
+	"Ad77i1JGaQkDIw/ZS4mX+uU8zC3GNONyhjEFhD7wHejcWZNvnMZKYPenhZIUaKiEX8Gt7mlYNy91sKut",
+	"fEpmYs0Dk/AQRsiHz2IKtmlwLMOQdECSATVCeCs0IMN0XZ1dTs5vb69vvSMrRR9f+tmsvL+LaYUAmSRs",
+	"uaoyGPwMcfpNsMN6pE7RuNsYkYV4QosBWOPN8JXGsaCBOlc/i6nJAY/XnEONLAx+ixlnT1hnU0K5UqYa",
+	"NiblhzCKWNCAUKp4zXUlzukLMVKTfhG47BLjiEDdQV+mMUvikAVY+s1gBFOg0ISfxWsNbacd5mw5ZUHA",
+	"dF1HHQi/0/zxh/AQDdKZ4VwF8OGY70M+JNuAD+/Bdp4Hnssw6kJJvCVLaGsvGGJEV5IFh9bjPTrAvXgW",
+	"bka4/7x4SdcVitmWmiwvjb4DuSWtk3dQBLw6BOTiSJflDsTAh5BXCP9ptEVu3RmHzvSF6ON4E1kJPyqp",
+	"wynIn0fqJijMVJnWsYy5gA6oTqdxBo2IYhrYE86hFsXxs/defbU5effpcVeCVSVUplUXLI1ZmZc/SN21",
+	"O4MxNzBVKxYr/p0WLnkAUUHoSoORAZt5zLegZyIOpcw0K9j6IB80EHJzzE8yRtNICo24CTrZJsqn2jMY",
+	"ojGvdjW+jWmhKu9MRAF5zlkUEZ8+EJydkqXgIhE89E+J07JziXSBrsNaEYuZWjf2xGWaKT94ZovW+Kp9",
+	"SRN1EaeLHJa3+hPC0NQm9RlQbmW3xAbqXbrKIYw5B5aq0eWzCtpHLcetVANOp6kEyImn6PNS3UetJzAV",
+	"QG1cdV8pagC6BOQFCifQOj7slMlh2FSgeZrLIIcXfBD6T87PeKAj5CDEoJxgkOEGyfUUo2+P6LAkk+hT",
+	"M4e6k26WdHp3ZeTk6DrT2W2bgguTSbiE+zdYa4Xo4Otqx7GOJO+vdwNly7xMsMYCFdgwVqg4wOep6djD",
+	"g2rcUrVfDo6FzYuAFU6SUjhu2Q2hnptxq1chbNJcwjyLPlaPjzcewED2x9tuLtYNSvU2biL/071s/o3n",
+	"kohNQDaIXRtbP3994o9q0eJvNaumGqmlxr+qy7RwPR5n9bjPHw46ZOuVJOp6DmiC1ehMpjw50+VvlViL",
+	"kIzBmEMerJLzNoz7lqmQEuracVyK9CpVl6N44mMO3YS8CBD+5yKRg6ELOn8FnRLos57X9bRhdomVgVGp",
+	"S0L/gSVjHpsguYYSnBlrwot/v7u+QvE6B52Edt6Y0UCOdBwz5sJmojfzFwLDQlSfIB2jwpcHun4liS6q",
+	"sx3D29qC3t1okTPtGel1xhxTmHlAnB75KfxBiURg9fMTGEIZZytzzWxKKlpICRN1uaXpu3n29zoV+yg9",
+	"HSbxuioC+R0ozywnriDYfSiJr1Q6nqkrxmlrLvQx13Kr4EyG8yX1WuRKGAT27FjySB1wHcgsfNY6N8pj",
+	"o92er9doFMVMC5oQp0UQshdw0+CxHHMg7+FvVtauOrsi8cRkokhGT0Ed/jPSJgDKwac45ik8qZgRLEBD",
+	"TohM61cCLpM8Jd4y5BNoIVfHx2tY6P7zF0JIJRLp7o1r7OFvLRJPws8PipmxeCKhUvX8kt88RX0SsxTd",
+	"8jPy8KGAbymDyWf0dwJZr2SFmdMi3Ng0pEW+oMysx9ga8zH/W262SP2WrCJJPMki5idXqrP6kiULEZDv",
+	"ybhmXhzXGp6BlSeIHq94+4BEIlseSJPcnU8eCF6M5unfLIK5+oB4CuxRbSxoegZlgwABAVeb+u31xwxx",
+	"y8K2vyd15+RLA6hYLyefFUvCOrC4QU5IXXGIyC9xUueNBvwzRBo5aRKngYUBBYdhGFaD9z+U5PaVJJ5a",
+	"AjcwFhnU48lD40S3Zoa1DBEa9UYdkn8jHkbyhb8C8z1Sf6ScBCwmHwVLLOIMhx0ALQA+v9rCaUXNuFZo",
+	"SXMczkjFuJStZp2vWNyMwR0208ejVM2oAX+veYN8+Q+XNHER/u0/XLCfB5PP/+GCnylhAOAPmqv6GvYF",
+	"+phtpb0Oh0OCZBEZzjmZReEqFWpVV3XJWMCCbGnQJcPjPStCj1UV1ZeNU5wMX4cOqsZMiXTK1fehxHGy",
+	"79HiHzQsssJ598l3xG511Qgc27YxU9BfiNBnGkyiam2uzIJkxG7ZDqmrWTal+Wm0WtCGPoLVXn0rYtWI",
+	"4Cy3OhiRPgXENLShmgScbNUoNrbMzpqY5TxB6AKdt7Flz+Csfp/uFtX9d7DW/6bxJe7ODTpNfpMY6BY4",
+	"2iicKIYFSvuUpP6OyiRkFrkPp3IRxpSHBuzubRyyYEm5RSTzW6TfcuwGHA1qLOpklWjvFVB/FbELUT9S",
+	"qrK6ykO1wu3c2XSqBREJuC1RBvrsi+U05IqNsVjP8R4OwscQohinL7AYLSKFOtZogmv9iYXzhSQ0Ch+Y",
+	"xuLJBouGvHzfYHDGm4jQSHDWADMwiAIaEANGp9aLmfnsbhOcLFgUNJXqD6wdpSDZgpM5lQKLho65OlGJ",
+	"0+za+tRUC0mtdKk2+tXFrTr1O7aTAmhigCvqh8GYJwLiMxoWeaExfyWJ6xSM35LU3d6g+mtzz3RsFCVc",
+	"m8gXdREkoZ+q27pEBItP4DfPIu10Hqwxh0MrHzzU0OU+8AwoDBbp6TrNnm3IHfM+vIo/qQ9d20aL3CYt",
+	"LfIauauvQ67Grz4GIvTCdmyzVNUhQmw4hvR56mF8MAb4gNzTFJypSRqpqfwdOf87kWy+hDXwO9ncevgQ",
+	"LjDyOykcr+T3Mf+92Wxu/J9q2/ABZtN8SH4nnRGxW213SH4nbfWn2+6Q34kLf3a6pOpbtVmYv4awmd9J",
+	"F17tD4oNZH9WNADhR8CA4NsoKDDv2CYgoCjHARxAN/tYfaE/7jrVHxdZkPus8s+qFqp40O4dQ0M1E3a3",
+	"oZY9UTsyN/6BesNxesU/+/jn5nfFoQ/Va/awW/wza6f0cXHUWR/Vf5Y+Lg/YsaFHWHp7KC9NuX67W/wT",
+	"P7SHmx9WjrlX/DNrqPx11aBVL9V/lr/eNurhLuLh8FIna27QjjsiTsvpn9itweDEbnX6ujWnZat/D9Qv",
+	"nc6Wh6VWixypbtqBVobqoasettXDDrzZUQ/V/3TtjaaL7DqC6v1Nb/CysvHKhzsbV3fX74TyF/UmbL6h",
+	"GnG3qz63j3moLoKcKrOgJoUZ9D4RkyRkQVP/Ey+EkBNnaGQnt4N3upXi3jlu/g5KZXq4ch3MxK+S8Eg9",
+	"uwDhdsSwnswXjOHGunTcImYM70ElD+euXQRmQIG23raUZNlIq/uP+VJJ5aktw1x8RrsC7A11GctXJBAt",
+	"4i3pA0N88SZ7REwdT8nUch1ruTyh00g7P435y3CzZhW1EYTdKo270ha2KyD9DNT/gGA93LK9oUUK8eSA",
+	"hZaEUYROZ4RBaLWKRoW8wUYr78Z3n8aXgxdA6ZRjHiYNi0zXScpVrbiPTMm2VmYrQT0tFLyleKjRPoB+",
+	"r0XOQEV6SkHzQCSKIvFE6suQ13nTsUDjjGgMWBzgEGqOudNojHZjqoNZZWSE0+lLyVqguLJekUSoCX7O",
+	"myJ2wblVurT9xwmIXxXYd2aH/NQEwssUlJyWjo2If4QDI5S8Nku0L6WqZN5P5HvCMfgqf8TUear6tRun",
+	"St590eLlT4QzFkiSvfAT+Y64LfJeKT8oQ0LgNe5mEZMZe2KxltjhF6Vc7Ob8udI8YLiQfjcLE2vMjWcw",
+	"JdIXMlGEfEcc9YoscV0ppnY+Atndwnmzfbdb41AjCDnUTjMR11t42lDK/JhTqZR0k+XByE/Im7KPWUvY",
+	"xhik/zkiSpNRyrzSEZZrNPWmxf7hWFsn6sYR5CelZvqCJ+F8LdYSSrtJHZAOyj5MicEsgkeqgQbqyLn7",
+	"0Bvlm5lGwn8AbS8WT+mYU9uJ6tTTjGsproKJKtfauIZntfTDhzBpQu1u/dlPb0UU1OViPZtF7Pu3NJKs",
+	"4RWWraVrW8QyIVwdKuQnTRCaqx61PgzgCyYZNjt1tZYf/oqWRIivrd+iFQS4xcIo5PM6P/mpgdzUk4Q9",
+	"/kSapP5T8a0m4WjoMjoORrAwXN0ZFKVMLETNRZOO5jhO0Zonhu05WcEboTGS1MHWZjfIXB2IidAbAIeP",
+	"vFftpKarEu9zTY5ruKDeiri0ZRC6Cb4p24TUMileQLgYEQnOTKsOtdMdVd465R2x2xurdhScUToEO1dl",
+	"Me+TEFh0QI45RoCFHPApaaye6iiDhj44ICEEwn9oLo4M2x7z13cfD6incW+iv03IhLZ7jLn2RZTgVZb0",
+	"+RJCI2sjt9uDQ8f826lMxjehjuaUKjgFrdqah1/WTL+TxGuGH0325ZiZSw51/Y3rKgF8mLpPIR5MS0Ra",
+	"7gLexgVPQTlDxLVbRFcE0IigeQlA3cqSJUdffmn1zxwTixGgh9QDvTZxVmvJYhIGOoHlmFkphElWhcWy",
+	"lYRwyRDXA1aVSgRaykwos0XCAGPDouiFKKlEG5bQbFSqu3JaLlEEnjLE8CF1j8ZJOKN+0loG3pjjnsVN",
+	"rBGbEZh2rTF6EcSl2gWprnF1O9Al09lRyUYIaFr4JpS7nEForJICr+e84cxUu60MMK1TDBPNStOsueJg",
+	"LrS0YY25Egq1/qB9xbqUL0i6LV8ELJXOoBjScpW8jEhMn7AIj44DhiPwPI9VR1b0ReZCUCGSERHYJJgh",
+	"p1gWamR8RmOIy/fyoDcewurUUfDr2jAYFmB9n6za5Jhny4FO1dlmt7pkiRdxPjUMWVnMvBtzzFDSeHtK",
+	"Y0lE6sfChDOq8+bUufakRaGnMV+uoyRcRS9NGgQYwwX9NE4NcjQL1RVp7Xb1gcJCpoz7i6KeojZ4/Mji",
+	"JtRDArYZgCFgMJrTIYmr7nQt13Ia5Dsi+SOaHRGWj1dx9Ai4qk34o+KJ2qsqjjOvhpa+5hriqaLcU7Jg",
+	"UpcfleEjI94vkXiyyCKcLz55Y55LIoLINnWuLptOAwsGZ9v6FBZFhBhK5lWQEZcsnrOgRW6K8EyIsgEN",
+	"PC1ElEPS0ihkUox5lo+JsojhpkxzlpSESBF6EMCsWTBnLXKGFOi58JSapF0yalwepEKZ0ZvkqBjqUyna",
+	"eL4u1R5/sVGfNFyk+uKISa5CbMklCHT2VEPaUVi5fCnsu5y/oe5fyKWaL8aTV1Kfp1yX+1MHCuDGwObM",
+	"SolhXYgxr3tPfGJ7pNUi6i+12QExbTMl45SECShjMNtTI5rELXIBSIjCRNQbpVxjyaVBm6YOmvRwd+JE",
+	"5ZZ1yCtSB2Z45YVJNsO5g8GMt+41MyY01SPPSh0+ufNPrQ4evajjkvoswPPTte1m27VtrK6GUQzZuIt1",
+	"zHYvwuJ6OyoHRRGZX2T4750pKalwsiuC6j1TUyn3Z/DPwjkcuyb13Dhxioaazdps7n54ZEXBDzGjD4F4",
+	"4qbw59GflWGRVBuW6n/X8HX1sC11ww5J1q+olJYGXGMlLKsGIRlZla/KqOvdxdSgxMOkopjZP3CNKrEB",
+	"angdXrYra7ayRJj7BxrWWs6WmMrNumfy8ADfjWnfiPC9ydyY1tYybeBoDlDp0BW6wXw55iDVWcSrv5Am",
+	"eVnQBINHMHLEIU2yaJgEQzzPwLgIcQDaletx0iRnpEkcjwRsHjPcNbOYsUAs4ahDQ62pZDLmupjvvXtS",
+	"502nYcLKD6waUs4y1NzPFmdhqvPLadfWyGBYdienGZ1gsqII+bs9TlYf+Zl6YREE6X9kmc0izTKLmZ+I",
+	"+KUyJarCGHswFP9d+gUa3MAWfPgBCHYAuJvKUXGQbARVo70qY3HZKnuo7PH64w2AHVUVlEbt/6BqsJf6",
+	"XUzxiA/A/i/fERAc/LSzgJs2jGANm70dFGs3Zp/LHVVqTUhDrvQMnE/3kANmijiawOysyGFWboYScwZJ",
+	"8DgUqitihFNbl8F9ySHWaH1HCWGWFmRkQthzErOlsdXVPTOCCZRvSaGRQH+mUdQ4eNbLN1TF7Bf7OgRt",
+	"eyXiZH84u678vqJzZu0Oaz/BJqvTFvVMTTTcanDApIbcmCsTgrVnlYCKwC6Y0LeioUZr2pMoobqUE/NB",
+	"VYG+tAq2pyn0dDKO+QhvQBpFmU1BE3pK7BR5EsvqotZ4JAoCy+OUmU1plU7UXWf0B0itqsgal1Vl00Gm",
+	"1yFToUR70SizSVqkQthXqvn5zdlkPlmxeHKpXnrzrvjP3K+ngGpOiWQrGqtT08KIygWjAYshcBp1jlSH",
+	"XOnHrZxtFBQS1BzR8Nga84vMkgI3KAbfwjs6ozdgfrikEdGqkNJdfvmu+SkI52Eif2nhfz/9wrKHnzyr",
+	"uNDgscmmE/GYZ1nCaLcYKZUT39JDFLHSLpyJbdtKMVqwZ6oJUQTYz86q6UJmdchnHv5HkfuCdQQ45d5p",
+	"bixQ8KDJ2RzuRIgWR+ocV3t9HLva8YZ+sDFPngQ6ITIHF9jSGyXE92nIafxS25H/d3jWXzkLWT7WdDNb",
+	"1u5nvNlvDLTgH6mwo3FkvqW+zsanS5qs4zB5OQQTD3T5VwbZMTOvGc+WhjtA11eSjvmVJJ7pxju0VvCe",
+	"4q45fHiDvklzWecaMnxLEdd9qPTHVrrL4zz8+QXsrBoknX1bKloZrV1/lM76Zl2h0lKsWs4f+BKsOsEl",
+	"nW5DLkzLa1ahwPoiDl5JshISkmZMROsKyjygEw6t8nDvG3wzvcxe330EO7epVJIdWPrIrWeORIiLBOee",
+	"JHajdUBlmKkuw79tbewvIZ5Xh7VXAK1ggKw+yc3ITMSTdO2oHzmbqCs25BMNkLUXXgXZXCY8JWU3MMJH",
+	"XaVvN77z4SjNebtc9dSbuoDGSAVXDCKbfEvd7Vx3u7Cgt8Kovy+gyHK6ZC1yyZKExdLCO09axGupS2yC",
+	"znSv6VlZNRuUrcc8gm8ApE99lIHB9TrEX9CY+qpJUg8TDbOhFEFZBuPV95V2uNZGtVUkm67t9hzHdZuO",
+	"7XRtu2bVVlR1psj/j1/Omv+izV/t5vBT9mdr0vz0m2312l//Z9Xxt2HW3QxM4ttM7jqBXMxyNkqZTd83",
+	"mvkKNr4KA59kPhxWd+oO00jwjMYsPltXad9nGmxiA1WCVIBKoNfVUy2JWId3jcgP0LzORoDXTUorudXL",
+	"L8Px1Ml24DTACO3/j7133W7byNZFX6WO1jnDZBqkLrbcCTnyg5ZoW926RaScZDWziCJRJGGBVQwKlMx0",
+	"fMZ+mv1/70dYj7Kf5Iyac1ahAIIS5chxuk9+JaZwKdRl3uf3Fd/TtnSdDmTe1ls12UmmWaoSwWphKjgw",
+	"LQ1kiFFMEdbBwIuEJg8Bf0ei34zN+YqNeZLgrgEFDyjRMPZ8ymdZttj5+BEZ7FQFVLPlkbMfgl2Ey1Rq",
+	"xtkVn3PpEYlA4NhL8dWhBAa4UzytYXZI97ITsOO3HTg2x5cdVpvunmJjRf9OMQJ5QnOWsLRHK/R9MNrd",
+	"woqcr746y2HLa2DFR2psQ/vGXdD1r75qsbf9/uXufnOf/QWbIZVkxk9jh4eHLwMs2+CxhMtAlZj/6bFa",
+	"/7TH9pvgSO83nwf5Y4BztLzK5jluoVnYyBLdGIs0s8LB/PtGrEKq6Z8vM+Ngm3fYteeJVrbji+5PYiGz",
+	"xphjC9VXX+UcKea7/lOk6uw7dtX9bveqe+l/1iG+hLj2Lvn4hgnihdBN8w5sCYJ5BmizhRjHE8qchx5h",
+	"bchGgjJOsSaslTjTFhoIqm7QfoTV8npNRgKkgyYcXSjHiRPIr0AISWPpj13sFlQfEb0nId2FrGZuUxMW",
+	"XkIIDn8NWFjk2gthEUMQ2SdyouzP2BqRP3SRrPxHWhJ7ut0nuzTv8B5HvwAmC/6rHmBdQYGmBfqyMs1C",
+	"c75CNFPstGNHsjavKRB4wJssJSKNpAxKba4h4G0AsfI5VN3f8qvbtr9ppCLjIIZUFfJKRfgZlsA1ZDUq",
+	"V8BMPkBAGu/M8umXZ8YxG4asFlqUNm89iLDQ+4WYCKF0oDTH9jklUlD8wiLVZ3EcHvtm6d0+PXpYQQxO",
+	"z6kybnAey5QWdgu5vRC2MR2X71XYFFjS9R//8R8M/qltbYOZWGxYx+YwwOrBOU/VMqMENmRvbZUI/K4D",
+	"dpcqOR1I7HxEL5+kMOTpjG7NGaXc3sTXhPm2s3YIEUc0jC4x385CKtU4UkaLAAQnlBwB0KF5D/UPGakH",
+	"tfmRYL+irCq3BJnLXuztsV/XuZPZrwVCe1dODF4CK4hsKlJewxyDg1Nn/lvOOqevL67OusdDI8/tS0Yq",
+	"WllcM5AyKO0LN14cd0+H5xf94euL6/Njc2cBdyhRPKI+REcgoC3IaCEgT099sempb7r9kO2y8Lh72u13",
+	"K8B3atBKb6QFRQ0D83+3sbgz/yc+wG/1x4zF+8KjCwt6d88XenVNVAw0EgAJEGAWFwkSU1wrW44Y/4Id",
+	"jr23ncbB4cu8BM/D4adh3aXK7PCsCCan+coYLcVRX5/3Oq+7Qxj8piFztojHN0ACODEmM4DijROuNRQy",
+	"LyUhC/klEkmi7pJYZ20zb4CWfcc1Ex/EeGn8w/WJ87iQ7ps6Gok5K3wC2Rozb1acThM14qBX3QBEVGdY",
+	"OnWDOROtzMmOgQzUHTm7DpDWj5ZjwcQHPs6SVUBxVSMH/IeWyMPcJNhaHp5O8Wzls6K0YHSz0fX6Bqp/",
+	"G/HcbDjQ+LWwAANO6b2QYL6lMSJ1Ntgx29R4at/uhfWt57ffuXrT7feG1+d/P7/4/nzzWispGhlPpyIr",
+	"VCnTpjUmklTMfNKYpzl8h3bdyP6rLzv9t3A8O6enF99vWln6TCxOacG5sKvNsxngElB2LsjlmMBy17D5",
+	"Xo2SeBTC0UkFFZzVMAChV/Mklje67pYB9wkspNG7yhj8RzMxvjFSmKhY5YqNzJe45A1uONho/tcRZdew",
+	"+8NJr9977Lf5Hi7uWGAIWZMxNUAagUHAgDhV8Zr1XkC5O+6QRO+GRpHMuCwJbasajnrvvEG6dAp4zjSo",
+	"o947BtwLiXEXRVQFRwmNQIhXliznsvJVrrzygfcRuAmYcQUF4kd2kZMHoUg4AcwUMNzcpkDImSp9Bn01",
+	"nGqM7GYASBfzuGeaGc/ZbCEodjQbyCsf9bohMF5exCsxNqn51YenwZwNAapUzdA6KOn9M2UmykzR+vRg",
+	"vxAZ1+aTXJaIYHkq6lljTXB4gGPzIdbm5JeIDqiS0oKWilshzRT6WPqouhLqB7Gll2a/Oj4ByGMW6QYs",
+	"0qor7ICKSZh4VsvuVFUhJBbcVY5QM72cgxjKlNf4cLD34q/1IC/0A80KBbUaMxVQb1uu6yuV9VEsrAgJ",
+	"iGFtqifUVajA3ubRYy5ZjLKqotMIGyX8LiDbmwI1bCjG4D4QFjX4vtA2RoWlpqJiW4OStg/DXPTc+Bd+",
+	"YTrf1CEWrG1wlqmpQIz4MmwObv1SO2Le8AdPNVeUqg6oF80b34HNUdeQFWvtkCGcxgYzldWKNXn/2P+p",
+	"SYwU9SbrrFVjb0L7Nb42bMR1HN1WAf5T20ZH4GUxwkQWSrGLKvik1zNn/bJz1X9QJI71LUqZomycx2hq",
+	"0HO/AWFy3D27vOh3z49+HP69++Pw5Hx43etufoMzT8KTSMwXKhNyvGr8XazspnaYtug1zGAn5rDG5uNJ",
+	"TDvzcyUyPLV0E02MkUc3Air9lRyLABDjGUDblKFzS0bMeMbl1KieMBVZujI+U4tl6VKgp5ilq0bHHIsW",
+	"27ezvH8An3zVPbo4Pz4x8nT4unNyer/BAdMwaZwZIzssYDP7+veZZuNlmhpTrtvnQMgOd4oPxgsX0ZDI",
+	"cdceQJkwB2tf7WMVr4KizvWJAMsDKrVinRECsVkUjEQyPgEKMJyKg4OqjXHVve4VZmP7jWHtEuOoYggt",
+	"luzgBZsFBCdrNws9ApfWuISVy1ptmVxf9S6urPuWj84dCYDgC+E5uPmyZSrXHGdYHOPY8jn3XrWPjk7n",
+	"uv/24urkP3EeqqLE5WB0zmJNxwGN3+rIdIgh7gD3uPBjysyogjYbr9mZODvQdlXTQrBOAUC53mbh999/",
+	"3/B+NdrQuHGhfSd94nPzia8vrl6dHB93nV+OMfdYM1RFxkyIbXA77y92xEUulM1qgKdqTgo+Aoi5bcNl",
+	"fTNGeSJAbW1Y5dPOq+FVt3d9WjCWEz5qYGuzJjpo4P/OHeMFT4GmpMqo05iHNHMOLXPWNM3DF8VNSJV/",
+	"fgyhED0wro3x9zBG5F92edU9PjkC0bIWbyjwju/+M//HSfSRkPsyTe145NjklIWJmpKclcp+PHkeccRq",
+	"CBKEPN4BUk4lgpCbU5GZfaFkvTDUv128qhpjFTzg/Uj8LWfFgOAvzturTv/obdV7qLtg95+W29a8KZ8A",
+	"89bryst2HYxieP8sudQHzROyBlcHhk4vOsddb3SoBmI5USFU0aBb6ygp7VMO4Snd/tuL47IDi1vd7A9A",
+	"t9ZwrqSFFETuOkRN81U1jqjX7/Sve8Ozk96Zmb4tfMaQhToz0gxtAp6OZzH2x/pOJI4EPYGCHEbo2A0e",
+	"UdsKU9SyAdNCujqNWZYPYf1DOkf9k3doaWwKtK1F0HCG2/hfngk3SKwLWH/Jq+vejw+8okwfb7eEfW3t",
+	"AXRzAOJaw1uFgzYS5pn4t00i770abdDZa8YL4lBbE1KAk4nqCk8bYGiVDJzD4tSfX+Ruo7F1rtb2tf+B",
+	"ENEsLoIZIcab8HN5pBZQHUcdfxBlqBBGBa8SYm5QmemPzQqd44vz7maZYws1c1s61izEOYY4LM4/7nVC",
+	"1qfRWe1LpUWKxInRTRvi17j364Vh9t52ji++H570/B0M8ggnEMmIwo0WWnk9Ti/evOkeD3uX3aP+VWft",
+	"PK9vuFal5QGo7o1ETRtU2RnmoWCPJXQ5Z0nsFSlA5t8f0VX3dfeqe37UHYJ47vaGr69PT/OPfEDoHuwx",
+	"ugL82yLpepstpfmFMorlI2s2wOuT85Pe22pDc0232B1gDUwBHaM1hEL3N0BxBY1AN47O5dXFm6tuD0wJ",
+	"K0ggooEBs40yI6AAxeV1P9wtXUWrD0KBtmLVSYbMVLUnsvc1LgMkYYb9k7PuxfVaMgbyJZZ+hKdpfAsx",
+	"ZOPAY+DfhQJcmUQcJYJqymthY5Zli4Z5ChScqWXmtZE932O6Th8JaRh4W83PfRkt4RPAZErd2FfHEiuN",
+	"gSUSX/ReK1l8G6vZt+17b3MSgkJLE5EkXniIqrwYx24TlhoVUAsbeHVjHssGVFjknwLt7hCL1bs6KBWX",
+	"uRvNTY1pysf+rWZcG+1Ungm7p/afY5z6R9hW/YuL4Wnn6k23kNkSH8YA7oLYvRIbMCJcjTY5QeVv54lW",
+	"LZCbFoARgR/ZHRAWOTTM/Ma5mKt0xUbLaCpgkef8Q8P+tYF/hZ5HhbI5S1dGcxh71QzPfs8hZXVsMmV4",
+	"1j0+6Qz7P14WP8piUUG2EyBOjIsLGBjkSMJpc/rmu+vudddJE0LMcOXoiQLfN+PGW0CaJgI6B0RrUrDv",
+	"1QijCThJIMcsCn99m4NGp+zQ+hUFziL2K1vKvJ7Cz9kWd4JN3xpLMuPjG/MdY1F8P0Chu9ftW0fh5Ozy",
+	"tHvWPe9vdiIVHS6I2+S2ItRFt/IpM+eMjZZxErm7zG5acydyK913lHBmKhX/QqRQ6gVoWuC40Qgt5Qt5",
+	"uvk7jN75tvjBcCp63at33StnhRndm1f9jJWU2FCEq08bFgRG/jcd1omiaySw84zVoHzDbL88dODtAwjA",
+	"cs3eI3+tcT4XQoqonkPaeq8ec0LOsrWmSTZjqYAvdpAzUICsabrwmhBKibYKMVnMbvdOM4JEaRE1743j",
+	"OboZJwDw6E/i7J6DT8F80Gb2lJgPX2cDgcNkbDXaZIBIbWGo1N0W33ZICO7376Gg3Iujg42OnjXv7tme",
+	"lF+3DfBkxMEW0hlfiYiEiBGrh0aGb/EZxV3bv7jqDq/PO+86J6edV6fdqoMKuw+4w8wRuVQ6m6ai992p",
+	"2cYQI4C6Z7MhW7u7/+d//M+w7sIKZjlHXJdS9+MZdJzftT2nVbOpYjYnnOf9Yf9berEZJ6+Nk5yAMCLQ",
+	"A0CjWBpnwrG2ppYPzIWtYWtv64GUJ+6AKqXsWIy9D7scgBYs9Lk/t0YEXnU7xz/mFj7Ybr8UzVoaHfzL",
+	"7UVoAQ0hhAllCI+I79qVfXvd7wPPICWwvVdaayoP2xeMLYz9xEnizK17PTR6aKzZyOgHGsRfUelUMRNW",
+	"ufHBveLBiy8jkSHOGaBac1z3FpEEh93zi97lkVH+ZrYbwMdUC7tXF697IdD3QQjv56XKuPn9+Lvriz4l",
+	"JePMsRHjZoGXv4C0JLzECN6RsHFd3P18Khrwc4XBB2eyZO1URgTj7HGeMUAdQP7FqInyVni+FxKcprsb",
+	"AH1AbbGlBOYuYOaIoCKs49bfj8tj8tSVk/IMbN0azxPe7rYklmIgjTKCBoaA/ktYNvvsLH5FeT69XJBH",
+	"naVc6olImZBjFSEow0AuqO7QupDoXRD5MoFNQa1Xwlci9asQqFJNDyRJmMB2jkLdbCMTHzL2Ym8vYC+e",
+	"7wdgpxipuXfoiuK+FyOjum4xTKgH8ivLTmFB060xFP7QoDLDBtQ2QipLU5kcwefn9C8AQX8nS3e5gtoZ",
+	"1KJAAY1NTO8bl33/4Gu/9l5NzHOSYnE/Ve02hy3jqlk6PSOuIcsRRwF141GrNuLPmfOKCULAbYsBI1GV",
+	"nCg+HpttkqgpRooJ/g8KiGnZifAgsNJYzBcJcPxiMCFgltgpQMECzgnirkFxolpm9Sa7QMY0yqx6i4vL",
+	"rtcXuUbj8BbW2i2Qp61T+EMKKEjuO22CVYsFZWtEbIn7BeKdroCympTO7IQVdJCCSxB2+3wa2gqfosiC",
+	"OQcaHLD1MQZvFSSOC8vH68YHoqNPORbQ+7Duikcwr1MRUFTbbF+ig8Z7/LJN0lKArASqGxgyCIFfRmA+",
+	"eNB9xDjAAX6QpxmA/NhU1UxpmO7wZNI4V1LYLCBqJ+Nkq5SFX4V1NhWZZs/3XhBHh4Jlx51mLibwRpwr",
+	"5HgwFsBYSeQeqgrvGhkPeyZPPzbzk3mwd5AfylOFqSCywhZedzQEzzLY04tMwMLW7uf+ArTEMCcTCwl2",
+	"EbaDsbL5Im6u+DwJcfV0qUyUO6bHIN9G9r73Wskwn33rUHJtC3ecRRipsXFgwJY0zyGLR4J0jZGBz+i5",
+	"3EtK1Z0WKQz26OKqB0d7MjGyk7QSQRyGjbFKdUOl8TSWIZskfEorCkIIfsZ5ws6M1u7uTOnsHy0jv3/C",
+	"+aGXaYyFg0v2FdmzcpkkIbbHMifAeYaOVWO5qFOWHIxk1wqCk9i5PGkhItgkiaezDIfhan/QJ7uggcPb",
+	"OiCsGlAUrRInZs9APhm1P0FCFJQf4ANxW1+In4p798Du3fITO0mi7hr0ThgPrATeWw9YSFfgGy2WMbzu",
+	"mU1xaCovp0vfoo7E4nLYAI3+agGGXVFRlDKruH2thsWtAROoRUaF4I0z/qHRmYoWe7m3F7adUCA1BthL",
+	"MJaS4sqrte/9fniJ8U00gqGW1WEhChHYAw8jc2eUMAcr1kAq2Lj5RzrTwyg8tynw4jusxFixfHuY31tu",
+	"JWF8MPqwTgCxcCyMUipNC3S0vOPpqsXoQ51pUMw1D+TFZGLtqIdz4+z1yWkXAUG9pAECA4JqXQAeFuTD",
+	"Q8gL6xk/OHxZg9/qYCKaXfIfIVFkAS/V3IiZehtRyAt8aQT/CBHSKaArYmo70yKZ+JLdfJNd8Uf0kBEj",
+	"eN7CFmJ3jcD4pRGUKJ1djhzRZrEJLjTiCCqjoYlKxWPjJEtlnwENZN6zAzYSY77UwvaQSUEAmtrqEGez",
+	"WOEykPjgwBWYeENpsamQ0J8WMWxdsu4OKnUwLqwhCzCTthvICNlFqj6sSJHoUkEH1pEJ4nCGlQT/Na8V",
+	"wIhDVflEDBn6gQw/NGyDaMM8IbSddQFzbXVYRiYh9A94q36wBmH5MEcCb6Df6wHy/eS9xbD3KGHltdRR",
+	"RwUM/9dcMvvtFObvVPNgw5vYSgBn/G23cxwGXtNIuEs4GeYjUKWZ/ylqUbi1pCHxRfaz7bvATWrh19DL",
+	"jd0QYrKcnoS5irCU07S+5uZ8R7Ub+mD2PyjnSO5NHgWs2WzW0Uf7inVsuVrguVYqdfUEeHxB3L3Y2y9X",
+	"5zghV65+cSc4FTyZfzvYSfmcI8beYCdkNXcjKIFvBzuxhH0+xLO+Qx6KFR8QFTBWClTG5KU6ErUaGelO",
+	"6wW2EHemItv4bltfEqUgVZa5mgmnm6mADozqvKkIfHHz7ZlSTZwyf2qIqf7BSh2awufw1XkB0BYlOp7t",
+	"R8fJugxJfCt+8WN4FOPBzhk8C+aQGUFQJ1cAJKOkrkMA81UjoS0QI9NinIos2KBgzDN8AULjMXIdFNsG",
+	"q6lOygElEC1qq2TBgUqCh8dIgNZHBWabJiGoFkugQMm4RPjhJgt7J2/eXl+GLMXOLe1aAVrW7IJgg10u",
+	"ld5oK1pTMVe3AoHQdaYWGv4Mh8HKMXxE7phMMGrFM6otzRSWPTHAioOMkhc0gOglgKAiSWBk3Y7bWC01",
+	"IxUNqxJDJHVMjprxfG0bUL1NUMXENQhvN6JxZMyGZNKwrO5QmRYaEbebNzs351HYciz+mmJJ8FlS3OH3",
+	"ID8Y9jdkLN+8CUwNYfyCZQ749PByeI5zceFLjKZFeyHOudrBleGeaIiGXHs9sxQWSCaNSIwTWOTQjjZs",
+	"2QQ6lPZilUMt9Mh8jWaxyObM8qwWcdiRRh9kJ8HeT2ybBlZY4F71Ic9C98lUWFCMRpgTRdYb6F+w1L4v",
+	"Kj6rWgsXYm0NuoF2N5Rtn9AankYpY1dq2z+GZFbd8RSpxsmrGUgK6Wg/98OjCFI1JDK5kX4LiJRifAIN",
+	"zP5pbyAvXYP3A8blpq5tCDxJYxLG2m+cxlZxDIUW+8XbrHN6eW5NsmLvOIGNe33nbhJBknKoWXQJJfNg",
+	"CNygmT2Q5e5ws7Fj7fWUt6A1zvw5P+vMfFc8gW06kESAMXKRMewMO+poOvu0N2dcRnoG4WAZOTfCDNl8",
+	"hFEfQSmlZV2e+6SXboOgBnAAm6MDvmXMcuUDNf9eFXKGaO3n6Q1jkcJyEGXyIlUZPjFgR8v0Vvzn2XcB",
+	"Q5TfYme7pkzafnPf7RYC9xtIik6RdWUjEZcptO2JJXie5k+sBlEy8Nkw1IIIFwO519xrvqi3/PJBai1A",
+	"xC4objYLAHX75jerKLPVQgQ0x66cfbSy6p9UPwWbIByYlTCPAhIPkLkL0JMhYCHW/+//HbDvqHXK9lmb",
+	"HeCljII8tg4JvtFqIO27zMIxf92Mk0VrACRLkDVE3lIhMottbLcLfv5M3Zmj7OJpqAm50fmMeKThbius",
+	"zOPeqIFMl9JoRviN2izYWCUJwEnpJjtXBGGI0S3bauVOA/EPt5xNZAZmw6ukOuc+9AtwCgie4hmPIfTv",
+	"rD2quh8iUBJEN5ssjMQiUavdhdsruzwRaaabK2ONk4sKPxGHKEriuduEx2LB0wzhNa0MAGKPCR8LFwhD",
+	"ns7xUmdqjsU5a5eQ8zEqgy002ffUGoO0ECAGI4HsNMQqHOCwPHFX89u9nmlnRSOyAco07FsL1pq/ghyf",
+	"yXxyUOg7NDs0LISIc6FF23lD4aq5sdz/aLeL310JsCPF9seAqok10VsXkwJ1X0X6J9juc2Nsuy5agCZJ",
+	"+FiY8URu9SrxMwg4gmxB6OfUSlJ3CwebjPaqsbgRwSWLM0D9yXdeQQ/CWXBDdNtgJ9hxIGk7e8395h6R",
+	"dBg/cKe187y513yOqEEzgM7Z9RDZpyJbB4TB4APWOcdUwlGADCQZRMYMqRBjWmBiIbQum2V8sePWz4Dt",
+	"CMAj0OjB1lfg8HBl6GafUFQOsPONJGixUIoP2dD2ZtTAeQ1/aJyLD1njCH9FnttlkjAlLS24zgjSM0/u",
+	"LLiG0K8x6uh5yIMNKwZjJzx182ZtPXz0+VGoe+B3RTnnMD0hLTWQtcJU6XrgV8habokxtAnEGWZ2VoQH",
+	"xIHjTmds/2VpqtosnKuU5JH24VbJuEVpCuYUSGmyG6jAEqMuFvMHvhf3nzO4T6Kd1s5prLNXtFPM7iHS",
+	"Eg1o1WUc1SliBgSUedvb21sjRdsDgChz+c9LASiMRijstHagtM0CGHGiB8j5w+6nrvkYVKGMFTdLvgnR",
+	"ZTEbYtNg8J7yaLZnsPn4U7BjA6Jwwg729gjfMRMI/AjBNwyE7r4nuLj8bfdhN8JymHVBOKcyjQYmA4Bu",
+	"C9fNfCTFuc2jC6elGp7NzBs8BTvRtEoDu44kJd2RojNIp3+kohXA6+VfUp4ZM+QXTzgbBSyUqhlZhymp",
+	"cTbiVEwJtQzlprDmDgxyf9O73dLuXktOLo+IduDVkBx6+MZjvBBGj+hmiFpDKzDyYDjKLSkQQRKgKvjU",
+	"HMQdS2W585N5UkXQbKOQ73twnlZqUZVmGmMRhQPTXJdixkJyYttiSTojWIDN6cGBBZ4NGlgTdSD7//2/",
+	"QXx+l1OO+iij9rm2ti7WLDQiOWQ1jdCkxsF5CJs0y2nOcckt4GJo1VX+g/16s+Hbblq80DTYr44rDYSs",
+	"LRQ2jsdSgn0QuTZgAkClNoe1YQ7k/l6wt7eXrwDBBtbCLF1KCDWENoiCwCupYGZRoPe8XiW33wgU2+tC",
+	"u2pf5pfsnllI0M8vw3I43Kpz2y+Ax9KR/JJyo+U1fsUuGmu3J4S1XGe/l8P+dGHyYu/F7/i55ea6lrPn",
+	"NjTBQamaMRueSvB13LHI171ayj12U8N2O4l2Pv5ULR/zpAKKyERkFbQI564kP0+mGCutyTrk7UK6lMwt",
+	"IsfJ98ydMQXJ/KI2rNxorjzE13D5lR2bPdClU/niHrGex8tKth6rGRsTxccf7mh9jqP0/OGbXqt0FEeR",
+	"kE+1oXH91if/qTd1sLNYZo/Zr/n+mGPNu4NeLtgazYE845BGMM457ly8DQEBbJGVbXfG6DtihroEKe55",
+	"AHQn1rzKhi/EbCg0fGUK/jqQ1GtFaBzmz7Hrq3aVzgkfPTMeNnQrEPgzxqQG0hVQU+QX7qUCa71Mb5G8",
+	"zWVHKo7i2RYH8elOUOlNG7SjO+E4h20WjlNRNBYQGIEQC2yQ/8/zXnHe/5WU7Yu9b37HsW5o8HygdfPJ",
+	"rIIzFKEkd8wxnSoFSbygIFktOxuWWgHUkn6Mj0SNJPe6Sp4tryabsQdYlPI76XszkPzIx5XTzRT0gtAB",
+	"hRdVBpF2C3AHLob5i0A+9pSVgvzoQAFdKlzirFLMyXPpWJfXXsn++3+x544FjEXiNuZeGJfYAT3QqoEE",
+	"GCu73DKi4KhVK+b7cD9EXobRVx/ILOuggmvr1kms2ftlNM2r1Smk1YYgGw0i33o8wQwXZX4gcWwXvDmP",
+	"iNPcOGvuRfkDsMrVolVqhTg3Kb9z3ZJ2zaGdsslO4xthJ9NvUYozNhH4zIJGXEo80LCZqHB4xlOhITwZ",
+	"p35Hkma1w73npUY47D49ZNp3Qu91+65wL39O5y8TH7LdWTZPirJmLd5Tpbkw9vanR/fv7tHlVoof2SmI",
+	"QiJFEsmkYX7nsTnHb/tnp7BJPof7Z6TDRin/1VdXKhFffYWFXaUaiHqL6vUQvp4aQ7OUj201OQqsKxGp",
+	"MZqgcjFnCz6+MfIlTM3vYcAWsZQiag9kzr8IjdrYmxtrJuYjEeVc91S8UDfqz1xnpmcg7Xa0fTLw/tSl",
+	"xNzIjICEjGAskYVKUxMLCL2SxAoIOwj6vEdGJt5itsBiugNZwUC6YuseFaQ2LlUSj1ch49HcfJbtxQEc",
+	"jztFLychqIOBRMEepxZdGN9sBScAVM35ilnEyHQpm6wneIraQU0mA1mLbYcrIhdC0ZNIqTeMirKoVGAS",
+	"A6i2ud+T+Rtk6LEa653HSUCi64BLze2X95AT2mt33YVwbD5FhhZC+xvWZH2Xh3S4Gzods2fGsnjWpqXB",
+	"n7B0uvF//sf/fFb4R5vpbJUIvGgpNZ+IBq7sszaL51P4g/G2Wm02UTLz/20csMYyjd0LJyqdNzh6m+43",
+	"c2gbXI6FhiIv/D3cIqXwxaL1nmYI0ECFg2Vxov1+Ek+cWZKwUqHyTmvH3AUvwaqIpxBV3UI7E+YbwQLx",
+	"oexs8UZAGYCYQEJtVZqt8HDOtOarzc3LrWLTMXUVQ3F2qu7IKMQAPrYkzARPs5Hg1H2BQThI0doWPz1b",
+	"Zmau7+RAjhPBZbLCOnx6BXVLuQeBoezQWQcynCophmBMDSl1ELLa/h5kjPXMSAmcSXMdNYpiM1nKNbZC",
+	"cj2QN3GSmH/MuJxCf4AD8gaSCK9fu8n6QkJZsojyYWHvHk4DQLpCbSyIZbN1llogtombZwpLULmfuKNp",
+	"01A0MMC+Z2MWc5Zgfgbng2s2BXu1A/+1vz/TlgnLwrqZuZmpZUp2plkMyO+5ETepTwyqcahbwI7uGUAT",
+	"jG+QDN/r7dbP8A86p0bn01QI6pWlQpS8yh5jMqg1nf6DH+uuL9EWUohkAoQ94BnIxG3tJvNiXlhZD2l0",
+	"LMEudJ9gGeoG+f8aDt4nBXh8PfDant97lQBeVdQA9xl+9vpKrYAAA1zbiA9uBS3gJAVMJZHQmfsdAnSf",
+	"bs4eYpTlETOyhpTw4Oys37H9TD1sIq8jN7QK1WwPIC/4veEkMHBHeUrZ6+LaTK6YKXbHcwJOeCggBhxU",
+	"ZtPzwoePT2ipu/I8i0JPp8CqrLwU+yHFheWhn6y5jM5vMy5XQWWNPgiQ5M546wd7ex7+gi0SBKhxVnux",
+	"hyW4lRxd2OBTBb9afNsmRFZo8hhIuLGdF+wYk5Xrm3rTdr1CCXkYiWnKI2H71c3lagLyS1Mjm1+bFKqb",
+	"kGivqonBq6AbWA0aIKCQDTQR9BshUZG5AIz7iV7JcR6qnyuAAQNshjZk6wl32Nyr0UawxfrwdELEpjq2",
+	"vMkjbz6GpsY0laqFIBOTZZJgXXoVpAQUr+uVzsQ8h5cICFdCfJjxpXaNxgWQCdifRLgD7GesQ7ASYN3M",
+	"CLV3EsvYqG7b7rE93gQvjM08FOm65FR7BB3GezPWAJMiM84Hm6ulzOqEpjLYcUtH7zTPKIFj8AI0Bg3y",
+	"UA92grz0wmVHEGNwOb6hj80b0CE66PrceQaYKEli7bylzOLE2DKUnwFzw3XMmEOxMJ+7XABj2KkDASrB",
+	"bmjsdqShH+79FTvaKwFKgM8AocnoRSTdjIFhm5iAgsa2lHC7hLgk5u+He39lmVJtqPjnUd6ZBFe2EG1q",
+	"tpRTnFl9AwYjj3NAGUQKoNkFUZED92k2FRl7sfcNfMYazF+9bY+gRy4LNTFYCeN1a4HBZA01hJ9CfWG7",
+	"blRa7Nx2j14vOLVJWwirAiCguZb7HD5lxg7/jeh2QI0p1wz7gnLcCg8EJvx5yVMus1iK3RAoAERqRTL2",
+	"q5oDju2qTTzyzexDZstckQHNIvFRgSyM8Zl2DCbUk0fd8ubDAGkfm+KdWBw6rB6AttOADGj+G2cws7rF",
+	"8rF65bgKHoO+hNntsKudWHNMKlDlXPxa4z9A7z9oE5LVLaZufAacZGg2iYgcNlusbRsrHYFWgRQQ9c5o",
+	"mdmGSlrb0GVF11GC8f1vu53jvKvCFc+XEcTM7g/ylCfAHuDQsSLbtrPnvfBYo5g3atQpygIHMGBLGQkC",
+	"JEEEi4KNHNhyvyLKmTmQLcKO5BEb8cT46ymNYbkANwGRx1Pt9ebRzEIzH3z2W3yss+6dIq8GfRvzxUBu",
+	"An3LcRgPDl+CRwdIRmrCNHITkqBW6UDqOIFHY9syNBJ4r0HpQSfsRqTYboLdTgiKNpCIwKgTlUHOBVQg",
+	"X/g2hu1thiCguBurOcXmAMiNfBfvrU5tmdeLCLExtd/SkyPXAcAPQNe1qNAN0uW+4oNiTerYy00X2B4D",
+	"WSM3AO7FamQjRm/EImtgW4Y3sJHI7oSQjmthIGuIDEoDxIe0SYtA6yM2kuadYghrPOMySqAJtFPCtoNO",
+	"U8C3Q7flDrsI83rrgz02R4Ic82pMhVHfoCN7QEYaa+1JZWbdKMHCm8zkxkZZZMqibdh30HjrLcbzBUPI",
+	"Sp6hQMoUm/FbgVEMam5DDjXbhWnfJqdskigVFfrkpGITrjMCWyXIAcj5GOEArQnGjPGXAZsDzKdms6XG",
+	"ICbsTrMC/tGA2cMDCCUd9DeMu0NEBzrPbKd+pLDVj6YqFdNlwtPiYYP4Ly0LYbmaeS/AKA6kh6PoDDNq",
+	"rjTG40otc3hZWEYgyHETPIUQBtC7lYSMmgBtcn7EMdaDnddeL5k1uUuiEtB0QNTUqWWvSH4A3W2He88H",
+	"spRrk1EOt4jS0nY+Wq0KpgRYF4HdBmgs3QixoJWzQsQigsCsUQXMc6ahHIZSiPBFz3QuQIwgFrdkE1iQ",
+	"Bj5XyC1Z/n7dJp8CpV02E3PcpdVYl5lSAb7ZrYH7XHuYmuyi3PcFnb2epFskRue8fOEDYdCJGCVqfGOP",
+	"50s0bmsvnu+zkVgpGdWbDiMYADOgfpwGnKmMJxhmKgIPr+MBO3k/kAQIrFXe+pWl8fgmwcIlxJ5FWhm3",
+	"0wH9cQLKAF1wBLmYx3KZ2U6ctbAQ6qvfHhfC5/RAcT8YAClcvH3so3RbZbAoxxxcLr5IzTvlKXZa//jn",
+	"x6BI5/2Pnz7+5AcoTuNbIc0GRs+VR7H5lxedoJhDZWTCKAyMTHiItkBxr/SnRNZtOR3FMmE/A1E5lIWc",
+	"8tEVvAIhRo5671gthGTRWN+GAbt6fcRe7H+9V7egYHRwfHc6Wc6Nk0a9QFBkH5AdW+D4h64412kVeHXt",
+	"5v/hqmjIAXqje9kB0I63+J/LTtgayNLTMACSd27xFBU5UJ27UdkOTuoGQ30MTXfVL0f1WOgdw8KWNuOS",
+	"ifkiWw2AjwDUpbS9JtDOSbrVTAK4bcQAmEMTQNfWQNJ5gbAJY8YF9r4rsF8U2BEG+fCC7mUnOH7bCY4v",
+	"O3jv28vTo8bBwTf7wavG/l+D/b0XB0Gw//V+8zD45qC5FxSvOsCrgoO9g5eN/f3GwfP+3tet/cPW3t5/",
+	"Bubn5j7kYDAdgs1ymohWwTMDBCPE3CfH0vMJqe8MG9Iga+p1KoDgn5qTQWALPBM6C1g8cU0MqViiXSUY",
+	"ssnVg4HMQ00lD5QIP4urhzGJgQwb5vTAwBtEdJYHTV4aIcxEjBQgcSSaDvaRPnkgjWVDFU4iLW/kFqSQ",
+	"UGSv7UpjxRhdCY0VyMIjeJrEYICZo8ZqfgcGXWgOBJql2V08FpR3MQ5TrLN4jDrDvtWpXgTGgBtKBa7N",
+	"gbzC5hc0CvOgsF1NaAxB39R6aVDfY7xbiN6sBtJcY2aC1TgbqzQFTi+WioYZCXPfaBQ58sjCl5nBS+WN",
+	"HjUvzG1pMMReZIEfAXId/ADzggCNRJtnd4W0eYEuNaNQmw8cvxfsLH4Fi2Ye0cRuZNIe2Hyd3eFM6rxb",
+	"k2C3bZ0ujICK4nlm9H5ShzDbMoU9A1+PZtOE+KysOZMpCuRV6eVLpTMncTFr76jLH6mX88cYif6gZi5d",
+	"XtTNcSbm+iEl7Z5g9OicfzjBm/b3oOORgv2gWODpVodsHvdR790jhm2ufrDywIr/nVaWLsXH32z85K+/",
+	"WGbGAH3EgO0d25tBVfeu2ULfIw5NRni3CA6JEqQkZgg14G62ovibzsGO51597mMnpYKv7MFpqbrnY7BT",
+	"KnLb+jH2+o/BTpFy/cEnlC5/yvxcFY/bb2Fs25KtrblOO++3ibpOUgwDgYPhYz4DGTdZg24D/q7F7Ptb",
+	"3HHJV4niUV+pU55OBd53uM3wHPz0mYhi3jcyA7LBf3345hOpl5NJPDZeWg9zIk9ViWNUsxzbECK2gxgb",
+	"zfWEgEYmQ8vDP6msMazyIsjqJ0civhW/bMxwVuclkQeAQjh+jJPi/hQIbUNNRx6qAFgO4HEkJ1cvFyK9",
+	"jTXSjyOYpf8eJZOVg1FCFb8c35gtjAUh4N3ngUXEE0viG1HGQKzxnNCRWBYrErJ1L1NVCBi76AZGHRyU",
+	"m4f3hpFfZ3vlgwLM42o3/BSm/jO231hfc2Ppnbee/yp+c4WnDPuYoI2epiDWAxG1kEkUR/fAlDZhKNUs",
+	"TAyCKVmuV+9OPU75QtxX5DOQlVU+rCcEG+xYwKcdG8nK1MJVPrvq7upNR/duWRUKYF9lJX+WT/X9+pSu",
+	"+4SiUJu/J9J513wBT/yysAbrcFqfVFqSIwc9xZa1AXBHyYkJP8QUwiR3rIHhEx4F6F3rObyBrAHo3omc",
+	"KIj0upAJwiWVHbQJVBCWgY82NXS4Rz+6neNkcq6kOMMewp9+s+WeD+TBHeyu3N4Y9O+p3Ns+5lmp8Lnb",
+	"59NNz6fLduEaePRz7MK4fyefKzPxwOv1mds9ClNc2loPz3T5hie0vs/Xz0VtffNj//gh7qaHjL9MpJIn",
+	"JB6eqD9QZBz4rqhqzd8mfr01wCRtJ12SWD9J2TVsaYyVaqRrGa1YCCU1NiorxZ1LorZZFlND2ygFs2u0",
+	"GkgfPK3JOixsysUv6I8036tREo9CqnJQSxmVK0Oe6YHEWgad13g4wSOZkFm6YrWxWsQYOxutIFEbWCqo",
+	"TEggRhtISyCC5dB1W73jF7V43YCIlmqpgwPMmdpvwYSwq8+QvuknPmRCIpEu6P9JKuiKSKTmYQNJqHV1",
+	"V6VVkq9Yd+/VvhRrP2KpM8GjgUSYWd/kpfo2h5KHNeiF0ps8x1z4JK+eurYRGLu+CWILd8ofQsCf0uZ/",
+	"WMATBtWjBPwm3Kq+t2f/NYT7l5N4Zg6tYYfyuXjmP1XqKR49VU6MCggtcDG0C99gNwfJZ56peTzmCfZw",
+	"5JVSlpo3lgNJFBVUxKk9iEaEcIOnt6nE5gNmllzIW4o7shWwktZxmi9SNVd4rPEni8TX9gQWS0XDkoZr",
+	"6JBgzP7Rux7QJQl9GR44jm/irJEInso1+ZyqOVS9LThWZGFRXl7E54qxUNyF9BpKn7nBEKg4VJRDMABA",
+	"nSfLhOk7KiGwM5SsylzSIzFWc+IbcR/rP0+uGHIgY3HX+nxTzaldRom0p7GcBj4yuPuoWLOlJCI2eA8Q",
+	"VWHKi1NztEsZmK1APUHwV4Ka31CeSbGIrbiSEXrePHRoXjScY2H2XHANzLrAQq/gPwUKr8ChsvqUXai/",
+	"XGEPLSRMP/4pWqZmROZZUaxv8O12HoduYamXBjKgDD07V76Ek51Xm8IzLj2eJ40e8lhJrRKRF9qZzW0Z",
+	"XRxcOtP8rmXpp4h5ytURErWMgzTwOL1QCUuSNI5goE7lswiUOykuua1Bo1VngM4WOCow8WEBKS8C1A19",
+	"8EDvgTzzifyRWoSWgfYexLK6mHHMY2TeMSI2VNueBBbinTJPcJOG8wX1WhZ9FwJR5uOxMxm5jrXb2ZA7",
+	"Nc/Azbl/wMLLq+7RxfnxSf/k4nz4unNy2j0OAyqDWydEoK/yPkSquxyhAFOogS14niojf4yegzWFbGZ+",
+	"nNaNCcWjMzJ970Xr7BcJIS27UC60keQJC1cRmLT281JlIoIEMlCVIYgUsLIB1B1O2oQZ7UP5FIKs87N5",
+	"OdQtQG+iCs+xN+3+3IS+ub938GID4OYn5/0UjzokDImC6eGkVMU9HwN41Os4EY95jH89PaIHiukxDyne",
+	"8YgEmd0w+a2fI+mneESZzm0+xiZFH/UV7qZK49J5siRNf1ue7ssl1wKKERxdXF1dX/a3DhHk17tHOGSI",
+	"R0QZ8Hr3iH7n6k233xten//9/OL78y0fVL7LPc4jkd/yUf4dH4Ody04fES86p6cX32/xlLUbPgY71+e9",
+	"zuvuEF7w4AMKF38MdooI5Q/eXrr8c+ROPdzbRKtWCRrd0rtSpibK1ZORxwHaTKH5L1F8Img7QKgCbWZY",
+	"D9aypYEfJEXwkWAgw9JONJf505ff5q1q/mNp18ATy8uHAyuhxDsWiU1WrNFGvyfS2DePlZ4ly/dhGVq+",
+	"wZ2wEqj+lqesfNdTbtM1s77FCO+PWRIir365jb2x2Ko+kHxkIXnRbWhuIg9gNWzRJ1ehTtju1sIUH5Aj",
+	"HM4CvR0ba7Bync5MiGZcG29eI59+ytZfVqtweIBQps04Nr/ub9Eb/GL/4HdEHKoyhFu+y0EFEiU2cspa",
+	"DSRaoUjMt+4m5PcWndrK5Vi/rJIb3B79L1Mw8SkRpMNtBM615Lc8TsxW/yOUZpxhn3KBbMWuTm2mMnCd",
+	"61vGrQplGOiqoia6D7v3ceGrk0jMFyoD/G/cq1QLScEpKiIxOgRCFsgf7cjUICQAxQ8AjeIHyGvY/zha",
+	"FVxt0qQ+VxsSxcVaSSyccHfYSDW2bQjgGcvrJ3hl0cSRua6Hk/SbbXl8zsVk8jB2g7tye4WB92zuWzhX",
+	"droBuCYD5/nfXXt/TnULzKjFCFqwFj6DrjhkT+cecbpTlT6BOiSGllLGctp8SiiMbdTdlxZ0vUwt7Gzo",
+	"sYLgxKPLy4KnqcRxp8TFuc2KlWLYHvmMtvgBDhSwnE6l6wKgQrdQPyugiG/ZhoNniDqzwjJzxBJC9jMO",
+	"rfJKi6pMrcXWfKWyGVPLbLHMNJuqgQ2Sl0gwii3QYf7XYRyFTRbm0jM0ovTWFplZCiJLtzNaITReTiBB",
+	"04Y8rVmLycBaFwiiSn+fx3Jp3YeAeE5V1jBXNfTPS/OtUTwhrNEgp0gkSI1JTitB5FwCSujxHjMsh1tF",
+	"tSjQL/MMeiUTkXJp+TX9SXyGvTkUT83JNupNL5kQ64EEeiQbaC6IU8p/0g5eg8Zum810xxcDSdydN2Rq",
+	"0R00GtddT2inCnEbQHBA14GXOQV+MumpWRE5eeKjGqiFkCIi5HGeQScE6NTA+zhriue4UrCylBMo7Ipa",
+	"sV/UcZTmUBmkYPCNKrXadkOZzhdVr8FOQW9ud+ejewof0s351gmw00OKL0+lYw+sy0TOzGbPLBOvzmVJ",
+	"nlbYWmZjDnUD/v7jbM4r2/jD5SoPVtDoASEv376OwR62JmQufhGpqlNnjpc3obodAB6g/AjE+MG1RuxM",
+	"+J3FGblRBalsfS61HM+qd36vsPM/NQKPj9g23l28+rH797MGuv9Yx9AK9T+D3U8R7P7N0enfEFj+jHHh",
+	"rcK3rGYsheV4ZoUL4v6shXTZbimma35YD+oSP0ec+Mh6GICuN//9Y7G9t53ji++HJ71h56h/8m4LFMTy",
+	"DU8Kglh6OGEgelqkbGi2Ye1/Z1fyX70/iYJg9/piVnB/Wk9Sqdzw6eJhV2KubsnSx4pRj6s4Eh8IQqeG",
+	"ZS8rCynkkNMGcmJ7ofIqEUDkmKiUOE9dlSq6IEjnbyuszH4ZSOOUYa2ViIi62KLXWQuF9dfivrmEGUgq",
+	"0Wy5ciq37xAKlXXslsxy1wbqQdT4BiyngcS9q5UZN748RbsNPKM29X1xr76p3E3wzUCuHx7zbu/ImRHb",
+	"glL7xFQ0KKjA3qvRQAI2gLkYUKksTDrA9dVe7H1jBS8A22DGA3iQ0ewDGJuBtKFNbLYpRAWkQpCnlNIj",
+	"2HHuhrBQiM2Y97l5w6cyKPsBrq0beRjNr7RHJjEwOPq3A1pxbU0FWTZFR1XugKYAAABdPytSojy3cyPE",
+	"gqqjoK6OkKXww3HD4CaOLfjGfB5nAwnMJy1b3WR7viIo0YZaOULVNGswWmY+GiCh3w3kFGhqXIEiwgOm",
+	"3mmCK2sO4RqqnBB0yq0NVFD9gqV2hJVftzXMTE2g6oaGQc6xdqKlOZBQb4dxl9GKaNBpCOYc4AhcuzOV",
+	"f1NABLAUtTeQGmH9yRu2WGZ2KuFeCEgDKSaGNGBnepEPbwISSLYh+bI30jXf4hiW0pYzbUd75+3Bae5/",
+	"/u6m79OpZ/+jsAzeQmBChRUL39ngR23NtKv/8Ri0qrtdPtEy/zyzTNK3jLFZJZG+eD5/S/uxcLG72SiG",
+	"LW+FS5/S6PRHtG5wUl1GhY05kI8yMn3TEjUDwHRao7KgIrcwXw/Demsgy5rYBrS9D1jTyOAugVYcSPxj",
+	"m62DFZCKJq7jgcQYpVV6u/98r0Yn0Udo5EnUncaa2vDyoldx1e6Yy7FIQiZkpD9/bQJEWP3ZpGKFffjL",
+	"4VbJm0/Lh39p2AGjSu837J217ISJTY5Esb55bN77t+aHNjaZ/iH6j45FxuNkuw4kuvaRPUjurvu0wBdo",
+	"QvrTSPk9G2z/lU2OL9d7diFFsYwncKQsAK7DpyJw2A8u66CX80c1pT3Qu9DJZ8glETfUqYJWsuU1sDMx",
+	"V7vMAHt0pG5FuzjnU8h4ugYc9JxQO9fIW+KRWoCLia0mfnNDjk3O9TqKemM/tHiGFMjAbhVEUITYwN46",
+	"zBDi1BVac8y3ApR1qdUUe3bgQYcsPOv2314cF+tjUTd0jPkQel0YCw7AptSDQbO6U86PbLv36bTvfETG",
+	"vVJcald8uJdp9RGFDh258jai7Y8hWr1sSWDpUFKFAR90lG1LIEKPfGvb9GoYnYDNDxZksZ3vMl4Is8dD",
+	"ZMWDBh7N8Gb4CTPeYLqxEH9v4lIhH0Qs2eUqmynpco7AKSGShUjNdlsmgoVO9Czg0t2Uz7mE0PhwkQoK",
+	"QxjbdbEKAYIf9hF0m5ktt+ny0NIEjuOFAPIkxsLXSwlVE/2US20mQ6Qh05lYaFYL9TherJo6nkqeNDW/",
+	"napkOImTzFxDvVwI9eMN/5lmE3qmrgfuYCmpiUNw82sBP1QkYpwN6RZzVljYI2ba3pgn5jqEeWEeLYM2",
+	"f0Ggr1uexmYqtIXknsSZOYzh5WnvSkAFsdFCRGLIvL5TPPZFOrSxkmMhM0ImMdbwvmh8w6a7p6y2Lxov",
+	"cRipWk5nLOSJHo64xh1S94KYsXaN9ERm614AVGaMLeLxTSIwIpdSjjqx3XUQkkq41gIFqptfu38oIppD",
+	"ztdCfQNbtoF/as4jK0PQU/CEiCVGKXcF2JZWP6jkgqG2rTY/QXLxC20wSwDB0yye8HHGaqH9XxhHKw97",
+	"lRgpMFAXQJQKYoXmfywKEAljhE5gM5GKNv5FelNA9BMBBqWcBnHTzxFd1g4HmR/WporVNCGLD3a6IKmI",
+	"AB8i2Tt1WypCXMsDybMsjUfLjJh8mqwjGYo4Ovc5AmeOI9BCRjtHAwzlPwUiYMcRnXMMbyQHHshDpgO2",
+	"jf9a5QDgZ27wAUA//LwU0FhOCgKXveDSOetiByXfTrAj5HJuFL77QS5+MWq/snlva89BjTORNXSWCj4v",
+	"m3f4IYJaIB8y7opXF007+sLWziiWHHvqtwFgAorUalbO41hbzKsKRk6eZXw8m0PJsXmImehvBztoQdie",
+	"HKRiwekc7BAIiDl7zXtVdTVh5pcoB/it2fwv4LFgnhu3AzYhEMhxaM0G6IYFUJYK56btR4YsMU6eWcm7",
+	"ZHmxLSIvhqutJdn/9Jj+hTymvPkUCq9Q8ymkbhOJFpAtCcrGprU1mUJz1iqt3+ZG/f6m/kKkcHTkWDyF",
+	"vX9xa1v7+cjhenpQ6h6spwP2szumZoxeW7FLZQaAoNnAYmCC488rc6EwlwP8pRzIf1ApacBCqBA1I1uA",
+	"uQaluUwG7Oqs170M2CjmmtVswTANyfgLWDSc8FHd5cWMrl9gbi82uw9IhtSEvg8MVuK5cs9hNZVGoJQI",
+	"UB/rjTWJGsQwVykhxGDo2zV15uXeEbm29LltNyIYvvkyIsaXiOZtOQiM18kdh/t4xtOsyTqI2G+rbc23",
+	"6zzqSXRD2DXjvgR8NoL6pymlGwEPocMc1Dklb52IHtgKD1aDKccGGTNspJplqCi/ZftB5fzmFxygJ+Nv",
+	"G3gX8PKqDEhVxM9LnkB2EweLFfbOWsOEqjkZyyynUDG+ZKwJRIE4+MAtBdPO7HNLlptbd0HBx8/PEL6H",
+	"Yhlvuv2BXI/10zV1n48F+5FiiRbonPYy5OKRwQqYGAj1HexHyMgDBwPBua6Zm9ukXw7DQn7aGMWu6Lua",
+	"2SsvIXBzOqO74wyo3++JWl96ImYr4xU26U6lsRfxDBkhK+y9oPppsHMf/7QnipZfFuXrwyFz/4ZHxs2L",
+	"t1aXndojq9sMdtKebTPAzksS1f/6Wfk1Q69lPESeQDQjymNSnI14BAIU7UgSkFiPBEk1En3/PzXp1sy1",
+	"lrOvy6adMbNjWdEN1HxKUy231IW5AqMfOrNGh8e+iJoVrTAHGgWMjKhRH99E8KWNNRS+TxKXBY0GZshC",
+	"qEUiWCTGcUT4VjBxYK0hWJXnITXZSYZhlIGMJVjAvXdv2ALUpk9cMhFo9IGR4exoLFOGMQcDqbNVYrSv",
+	"EJkxXGQG1vQcRmZus4UB11endVvRR7x3EOENjL6Cdl4IJtqsLkYy0dVnrzeEpzC8o+50i6geU6V1A7hD",
+	"EZl6vExvRcGCdDtrbAwzydwCDiRSwMx5eiOido5aZjdn4eE5ur35v/z5xHhtXrDf2odsjU196Dha8kS7",
+	"TAjFSdkt0E0XH6KsCX7HbwVSCjH+Ifb6aMQHZL1zoV9jbJtx9w8G0g75OxvfchV9zu62z/nmkP0/yAOn",
+	"8zIytcySWKRgRosksWUUlHtyRmwh9k1R7zYae57ZxTPWOzk76rBILLIZxv/xkzTwc2+yx8zNZscb6/OI",
+	"6HDxH++siCKpEuD7jt7RegNfcaKmMGVGPWDkfgHMVrTcrHZ18EPArg5+GMjxcr5MOPosVwc/wvd9d+Cv",
+	"SD1g704u4RdvRfIEw35zD2YHo/HU6Znt54LtoDTjb1UmEuDOM+tl/nehBauZ7U7W8Y0QC3PazTQM8Ylh",
+	"4CQhgKyZkzZXqcBGdhRD5PX4Wx4riCfJ0khHOOWslhjHBdYSR2jO8TISMouR1Qg3a2B3xnNW6/xlv76L",
+	"1OP//b+eY+x9ICfxdGm+dazmIvdFfBLlTItkwhAFthCkBmEAswdijGRCKkbLOMl8fmK/6scVyco8Hg3O",
+	"EmYL6c1EH78mDjDc06LQ9VSg8LB1oKUTqYNCMof2vMu/QgGnC1LHxuwmGmbrumA0GY+2tenu9WfaPuen",
+	"D7c7FRkx4TrucqafxIcILP/xQN4XVghZrO9zD65QqW2H2z/L5knZWsIHXPLpwxa2d+kngPebRfmzXvXP",
+	"wOa/WmATWv5dGCMgOKZk0jCLgRbR2/7ZqWPY+FeLYaYCdBxgI/+eYwmeBIo5J0uxhH2KpUtpiXwSNW2Q",
+	"5UWdN+/VCNtWcAsOpLPQoG6V1dDJMRZ54HE/Y7Up6h5Ezrq+OqWWGb9ro83Cm1hGkEoJaWrDOmTkHc7O",
+	"e7Xm6A2kw30Athd3q4MYgOs9dZbHIqrUwxXe/oic5x80bHTwSLH3NzXqEHDxgyLPv3Z7cden1S7eXSn0",
+	"zF5z1dKlvOmpwq94qOzyb2rkLv3Sqc0/RkylAvnRhaEg5cHlVNS9/t1cqfyxm2/PL4anF2/edI+Hvcvu",
+	"Uf+q8+A0r9/xh2u/XRsiVdJYEgprPhn5R5LawWsw4Ia3toJZ1jZb7+e1NgUwAc9EKlp+A8M6Uh6Y70mi",
+	"7myk9uCxC9W/6pycn5y/GX533b3uDl9fnz7c8F51z1POc8XzQ1bLISGfLIzYGyNPyj0NARi4BAw5u6KQ",
+	"HR7x8c00BSKX92r0JF3AFK54KoK3yshJkPuLVY42YDuBnz2QFY52nFn8zQ2eNSCGs3OVwYZrDaTMo0ap",
+	"ujNmSF75570cuCAQJelDrBk0dJrTouNIDCQ2gU4RSR87OjdFjuoB+9nGLHTAOn5Uo81+qI5jcX8oWhCl",
+	"80DW8jeIKKAhNLD00fwAJYfmf8CuGXOgCoN2agwvUhwv5MtMwZ/Depv12bfsB3blxXgC9j386/zksnPa",
+	"Y3cins6MxXaJRt0P0B4Vy6kx3YY3HK790f7I1MTFaG7Mbs2DUxxY6ae7p7aI9jZehKy2QLJ6M8+UKaaw",
+	"WJhHpWA/2YWyhatyjFWM1uBT7ykpWPteJVHA/qZmXGqtMGl78JIdqfF4FrP9b7553mZHM7Nf6C9/W0og",
+	"oTiaibmaiyxtMuP5JEmTnfJRk/VWOmuyv37Nagd7e4d1tr/3vLG/f1CHm8J3J5fD9+xbpn9Os9qCfcX0",
+	"cj7krNcbcla7G77nu7/+ejfkv/5a/68Dtuv9tR5SQpexEK7+Fv54w2pmYnf18MbckQ35s2zIw4BmGubB",
+	"2Kne1JpHiA9AHkjxVEzi26XgGVvKOMvvrYV6eBPiqlOdrHlGJG5jjgn2KFITth8UFvSZzncrhFE1Blvg",
+	"RD/T+ASkdTeva7jX/Ygegi1teHdy+V8HRlnst7zzB0X15hn7xuPPROphmXEM7WHtaH6GQlbr1FuuQdxG",
+	"05dyzIlfw78YCRzsPwMWpgcfQvYtC2mK2a+/Lsw6wTL9+usP5v9CSsh7MXWGcqmOefX04MMwD7aGbfPL",
+	"KvSDlQHzgrGw2PusASsds9pqGN+wBlvNeDaMb/Idkv/JTBrshNBGvidx5spvCU5NrpgvWcKfD4pDcK+9",
+	"vOr2eru93vBH97iFUkZUqGXWUJPGRCVRqRwGypVp3Z9p9ne8Zi0SidAsUICM7C5T47RrKIJhtkY7VjJs",
+	"Q/0rw6eg0PJllsLmcHUnQUi3zVn5EaYdQJszbyPxJGEy34ouk0Yi1EbPn2l2dUBMLhQkDllNBvluBtFj",
+	"lNZsGLNv2f6uZH9h2TB+xmr9Z/36fzX2zb/CwBaQu5qQZxqrNFgsKXlRIwy9WyFhWnCWzY1V4eicnIhP",
+	"RR3HmM61GIfmjBqJ0usNU6F3Zd1ff1z8jrfodZKbMNfwhFtP+UI5CTajkHgtq3ssXYE2CPpJt9iLvRcO",
+	"ft3D9AHKX7Pn8sYYG25yVudMJVGTdeRAekFtVhnTJlJuKNrIJUyLAC/OL4bOArvqHl1cHYf3h23Banma",
+	"KokrZwI9XCBB1z6yNsLdtaEqGFIRfwZ3/wzufmZogfVTto2LXL7lM339vXKC1apExJcOcnfB/qKk6kjM",
+	"Ysdv5gLeUNQN5xuMKECu+4NHuNVCSL6Im3YHPX0/+cVCyM7lCU3Gb5Th/sMe2s3+tZU5ODUyDsZGAm0l",
+	"s5SPMz8Cc8c1w8yvcW6/NKKpR1Veud9Exh/ie7TLv+KY7fxsy/9j5+z0cctvh1Sx/PCwLZcfrr0vBWsm",
+	"aKoa9OOcL/6Bf/gJLMIJH4t/fvz0PdJifBEXptl1tQ0ktrVxzcwgkQ2/xtk4iY0LCH7AHTf2NlqTqbEy",
+	"7YIzrm+odhdLU/yDjK1df6zNSRvgMZvT81mepGMAa88J3s0cFjZaWfe2zULMULRgHXbH+jbvBCUfxPgu",
+	"A8k1O+q9s2RJmHqAggtWc/EeZ3gL6iurNxnqD2ybBeQZBd/AkzZbbyhgI7Wkam2/xBGYMTcQB196s7VV",
+	"FguK+odxtJFe7+DrYGceS/fvrTNaf4j8WFDeKpdQSxP/IgK2Dx28e3t7e23bd4D9Bua3pu2EL40DqozK",
+	"kxXPl/OdFjwKJov+Hazj2gRVGGWhFB+y4XiZapXm7ruFfIbqn5rZqYixSn8Pf2iciw9Z44huoz1YO+q9",
+	"q28aPL5i01IfHL78HHXp+ZY8VdOtymbW79jeAK2+157me8d21Hv3uKGZGx5Z13MhMSRgVxHKlQtpzsKy",
+	"VmPaAXQemZq4pK5xhqIOCdcZbRyeaGUdDBR3KlrVK+GXnqgh9Oj6qndxtbVbSpd/DP7Q9fzlnCnIAcyZ",
+	"Fj8k/LIGIfYwV1TFP7L8vKR6d/+Z/+Mk+rhRE3twq7lbB7qTSERsU1HmsOy5jLz0o0MgDTCaCBoW6hbR",
+	"wvHGFBJwJJdRQBkRPFEDCURL4JnNsfu/f4ClsiwEay0eLekRNQJc0815xKjRfyC/bu4TZANkWTMskp2J",
+	"OcEP0Cgc4ugiWbExT9OYXjqQtRA1u24WX1in4UKCAMttxIexEBGXY9EoD84HICHoA0uU5Xep0Tj6B2Y/",
+	"fock0SN1CyWtXtl0K4fh3d8byISnU2ML+RzdSjK9nGsvgbfO7eJRYHv9Dcs58roj4gLW36wYjyK2XFhG",
+	"bMpx2sVoDmRobx7i3xzxBjUFeDvH1uear7sRi8zMcaFciRoeQeytbZbSBrYNcgMZpfwuZ+tb81xygf9p",
+	"futjtdYV7v6NDVU0Gc9ccdQjgohPGMKJIxu74uz6+uT4S8T3nvBzzClHjJVCPApSRHHEauHlVff45Ah4",
+	"DL2gHLBPUj5gzldsxm+FAzmOs+bTRp3o9OTDg8JKJ1cd7lZBiFSK/YcBtUoUSjkXvC9/m9VoUf5BuzdC",
+	"5Sz45RIckDXb834l9FB/0vczH16HaR5HVAGf4T88tlCaRaIB9STrWkMOzTBRKQW5ZvE6w+J0ILEdISiK",
+	"sFpeV5CXyrqifao+qOddMZBz4kk8QqEE/klAcNWYaEIdseCk8+mpfkECixQcVEokWyJ66hIHziYjor+r",
+	"e+DM/hYyaw+q2GXqM2W/OlPsO68FjjQKcgVHVYqlyU7jG7EOZBNTlxfDJq+B7L17s0V/V0DXUI9XTnbm",
+	"Wxv5XLluIJE23NdgLxl0isO3FwpxzJqVtIx7ig1jI0q3rY61Qfy2gxrDZmurmVDfZDZuZM/pmu1S8ya0",
+	"aibra20dLO/qsO0DttW8PN/PoCcHm89rFQ0ZuE0RQ2gbwKCCovykDovP2xvxp+Z7Ys33pD221iEu6rNH",
+	"tA3cp9k+u4ICCthfNmqhg7293DkhVTTmEv+XDGWeWXjqEU+MI5AyLaSRhhkUy08m8biNjVNmDa66neMf",
+	"Q2w4vou1CPzaoFRwrRCiJMT/12GTXQFPLYa3eJIwNWlhuRbQHeZ9XhBxZDUPlgFa9NyE1dvmJp7TgSGh",
+	"WMCWMhG60FcAPQOuEKoB09QgmdiA+0N4WCHz6VrreIQkZ0DF0IZaMjZJoHOXaFFShFwkTl3oLtN190Qa",
+	"BB1VPVtmANsWqTvZQiXSO3nT716dMSUDFtIqQi0RPQvmG5EoYtmYJPF0ltmeN80msYz1DDHjCsSBsWZL",
+	"SWzSrEbU3Ad7ewELIzFNzWwR6iatjhGoFwshc2hKBpFrLMcoPrxm/xajxhKR8yQh5G3JgIO83Y4iQvgX",
+	"S+vPMqUCQgt/2+0cM/v97uPz7nVs3gAUQoxSeQMdqWi1QR9c4bH4jE6TeUMsha50luD1ny6HiVX7ScZ5",
+	"rnAyqumLERRwBelue7QrkPvqbeaOsyOnfAI+Xa5vAM7QGJzbcer+Bqkvxss0zlZGLn8M/rkzEjwVaWeZ",
+	"zXZa//jp409FGHW7uLmYxz288xMEp2ydwFMkhf6mRij+oF4MaU/0cgT2FCVcAibFncscsVoWC20ug46V",
+	"qB4gvy30FsfS9tNOHJxOCO5A2CzF+s0xXhpxTMaji9u2c+nOFlxbdpTQ3pgp6LTN/Ghw4OEIIQ8unt2Q",
+	"8k1N1qFwMYPEE/95ibCTlirHwhEGA6mV+TKNswCQqbnngjOAxqwi8RpPMiD2TfHTmwMbyIBQjfm+KNY3",
+	"MMeEhwwSSCsG2FFaAd4PN4fBaBQ9kAhUhDrNTDLsUPMJdL/5LRGAsmtkkQPMw8TpQAJoAoqx+BdjXvi6",
+	"Fm3jzBwjzibijp29skvVGshwLjLeJNiCoR5z4wNrcyrhD4iMOhwhVJ/7WarM/AvUrl4mWdNCExBSE/1K",
+	"XdnhM81Ci4zgvWMgw9Lz8W58OlBSFB4+zFTGE0LgLb2jmao7PVxqo3EQMQLBru+0kSbVVBID6fKdc7OT",
+	"J8sk2ZRs9Bq7KrKN9+fdDtayboefknM7+FwZt09LoR3uH2yRLS2nhJIVHjZwIWPEqt44ADzTO5/QfOcY",
+	"Qn97Ts97qtkID/fylK7/pOZBuvPenJqZx99YVvlvm75y5xMEppr4fX9PlsP6VNKW/UcXNvaHJ2eXp92z",
+	"7vk20LHl65+ypNFWLNq4wC2PE2xpoQM9WsZJRBaeN4gndKPN2SiQ4emiweJZUc5weiD751QDkLRBt/sT",
+	"tJ8b6XvUe2fmioqZyMXKGEI4GzFIwEP8ji0X4BY7XseZSCLwbedirtKVhVU3BsmIR0a3sVS8F2Oql6Lb",
+	"YWAFLoWj3jujazEUus65BJU8aNAly7nE10CQFSxEM55JKkTARstsII2vbqYd7ICQhpOIrOgOw7BglOay",
+	"iGfcowgcSJoUM/9uomj4YMCAEmQxBZ+nwKwpWC1szPmHBl7YAEK/MLApw4E83D9gZ/GrepuNxEoBx1CZ",
+	"fXL/OQsvOz8CgVP/4mJ42rl606VaKem1sYE7D8aTMYfbbLJMIUUHmgs8CvDRIYAgImzhhhSdfUIDfspH",
+	"x17UARyHPhIJNh19oIunIsgAzZT5s/E57UwRiQGRXAJTlvmB2LZgaA7jCd8DWtaiFLBMTTHROFNJlBvr",
+	"5TGzv7D9gUQ+9ib73rm/Zg/QcEuzevANq2wwHUgC0Ak8kEuq9ZvzFcWSgfwY9pTLFK8D5PBCaNYVAIG1",
+	"eOSwNFtsnCgtwjZOgp08SX4nrPMZnKUWRNzceuMBY6NlZBwN2mduXvCv/lbj7OclB94BMqdmSmfPNFvM",
+	"Vjoe84QeWGdjdStSa9nT4hMRGkkEG+2GM6IF6Cq8fJ3Y9L0aAUYc2LcEnS+Xc5HGYzbnWRp/CJCyfmb5",
+	"LikgchenwmjFAzg1bCyShIX7QTiQuBO/xsvrAVskS12cm7FarLBevYUJeUQ1cAOGyr7xjKdTYbNMz//a",
+	"PGR/fwX5JCOl1IQd7L342sPo0qy2/7L5gv39lc0BBOxg39xj++DWWrMmcUZlCvgyoCzlN0IOJM7X/sHX",
+	"1BHrsZHSysa6bQZvRSRIwvwDkBQW3ohzh/sAzt0EGsc5VadCG+36doY5wO1c2MuM+/LWNpzj41tGHA1k",
+	"hTwqcvFNeKJFWGd3tpRE3Uk7BdDEtz5+5FvA1+SeIMS8bdxRL8djISIItA5kkVXhIYSqfDBEpwvNfCNj",
+	"Z4F8scLHbO3KTaxRBKGDpuYW89h4ueiQmc+0Z5KPb9zrIE5ci4BYdoLohCodSIRfSSiWMVtmkbqTVCHh",
+	"vRb3NDWXTsQdOPApTxIkac50HrumHUA4XzDauUoF6UZsYDbnXfAbzLjBJqAho6+N/Ejew+BocTaJP5hh",
+	"34rUwvyajXsWvxrIWrqUGH8ZLScTkeqAQs6EL1fHZzj330eIGc+4lJBkzbGFNSbqzehrVt7vfwNaMs9j",
+	"klDTbTP+tfIgdlh+qY9ibN8JSdT1l8bS4TFT5K6VFxCPgFbaXDsSA/nyBft7/IrVXjzfJ/VdD0iamBGb",
+	"vyFOoMNNRtg1sqcGkqep2Tqw3V/uwSfmnMuogw8OX7K/sJcvbC4QsO9suLlOmUSbQLcWzRvFtJpkdjui",
+	"ZZLRkdLLOSUDBjJ8c3HWPTs9OTvpQ6xLi4wMC7clWY3i8PW1rRnrnPQgxK1tO6vDk/N+19IftIv6nqC6",
+	"wWo1MhTy8U6ywQUDCXieFX1X5hG7SLLxXo2GcUQcG+Z2LbI8+4tbeiBDfDdhdHikxvA7xVEwdmWtOgsL",
+	"ijkUITMbb8/ZIDXE7qaiALSAf3yGJJFgQKdqBEkGhjsFCIPqLrIrV65JNTej0Wri+AwfuA8ICPJu6zwJ",
+	"8leY7t7169cnRyfd8/6w17+46hiZTKYMsKS7x03iJNGeNrDwUQNpllDnrOP2sEGocqwisbY1cu2EegT2",
+	"MzlaY2OAEbY6PIqE9tvrft/YXMcX358TWT3PRMt7FmY7ea7N0YCzx4YMTO/seJbTfKkJ7nK5MIoMA0+2",
+	"jZ0ZN8eYSmSOz2PZAM8nGEh74F4eHj5/iabFrm6zPZYtUwnhXTWZ1PF7OJumZkgLkcYqYjOujWkEyP/5",
+	"w82DG3CdZ1Lv7zFdb4HIh034F3rSX7DNBA6UAOSRXRhsgL34+Df4OChhwo+PzMLCZ5uFNetnVhab3qAS",
+	"XWdqkdO4x1FivZRa2Jhl2aJhbobKfLXM/El4boYZFFAhX+x9zUKKVgz7J2fdi+t+aGtVSAhjXQmdFRi9",
+	"pU0llwG9MiJxNza4tTRcmcRA4vKDqgB7vsKF8MRJUOU24Lay5LeaT0SyapFxI1l4Eon5QmVCjleNv4sV",
+	"mOp+O0+isLJnIMlhwFxv3mFC+oEi3p4ERup6KMa5EStsHzp4wWaBc13294K9vT3zV0I6Ia6FqUK31GgQ",
+	"NIpSAVtEY+IC86lm49gsMoRfIIVh867uxBLrvJMuNOAWjsy4yc80ONMBo4gOy1ZU4zRCyJRYWlgQ4pMX",
+	"uOH6dhLM9xVFhJ2WqRHiB3sHHqYtGDIuEGAvHKeCZxY4RSqjvhUC6RApn/lU83L81Bg8ovFM6LZdS7Td",
+	"6HkBe3FwYGThcffs8qLfPT/6cfj37o/Dq+51r3scItNCljrfNG+nJ8FTA8aDXI7gKaPhASrfRqEEfdUW",
+	"HQeMOwZ1/caGenHwTQC5apWaU9R2EjbW3qQAt0OS5GW7TYacFZTPhi82F5mJJ8GKHiFOo8dFjbjLMDXF",
+	"tYizAAfxDVubpZPz4XWvW4n1Wve0BQ4WG4OzXP2bM24+aSUq63R7ZifbMNxDmQhMPxwegsPAxxmCO7NF",
+	"GksEX+70jk5OEDl8wcfCTPtyPCPoQij58Zx2TDOhDIzRTaQ5Nd7VCovXRKIF4O5W8nl6tJtoB+bB/pIo",
+	"2dy5c1hOOywAasU887/+8X81/t+f/vJ/b0IPhMG+UtGqFIGdL5MsNod5d6LSecNYQBCElWMVUd6VOmro",
+	"pj4+3fbaBGwjS9vHAFv/1u5di/p+/BhUJh6u4UhtnXegyx+fdnA3fizXCX38E3nxMyIvbtOL5V/rpV/O",
+	"uv3Ocaff2fp+d8NT5HDyR7jw38Vl/+TivLf1s9Zu/BjsnJ30euany87Vw4MqXPw5skoQPc8FmZ1A/7fy",
+	"R5i/+eMKC2knJwp/V7jJrx+5OUvm6cPw36XrnxhGAywJY4MvRJT7RuvmOCjliYC4cqLuUH9vcF3KFnib",
+	"IoalBMlAmusp9liyWZwVPngEqueT7dBqs6NVNuaYcwOMRVcy2LHY7R4bpF0RkEct/hursVJyKrarxHqx",
+	"//yxvbjlwOrDDa9rdzylQFkP9BZL3zDQiy4abHfsldMDWZn3ssEtmzdAoMlSKNiDny7kOOx+3T/cRvoQ",
+	"45yIzkQUczBfABn14AtudvJEcLrWd/Ud1wj5isQM6DpSQ6M9FgXHB6o72Tl1YJjbqa7VTtW/Aw5sQYJh",
+	"stFIsGWSsFplCq/efLpzvsUh/7Og4tEFFdsV7/of7+V6HgZ/9q4F8Ggv4rgFcrR/9VOKUj9d1SqKQZeR",
+	"KgLTovQbSJsU+6Rs1UBCuirOKIQh1V17vXrZZv4KKbOBxFPUZKWwbQHv2ho4eYwAFMEdsLeS0VPxxidV",
+	"x6xWmN76Vsf2r9scW72cTOJxLGTWy1QKcBVPUxCEjqsfUTrqvbNsDGkGaWu9kuNZqqRa6kLt0NbFQgWc",
+	"6XIp6RMVZjsSCJ6KUjGx+ZhleotgAxjNtDlTwk0yhgJt23CtC8fuLCTlL2SYiOxvrCJRSjaVX8BsAghr",
+	"Y8aJ4F4GA9KeeZIIuzyhkMZVU9PI2yxG/DvMTLmz67E1UasnZlqxDT5OEhHVAxbxOZ+KiHDgLZk45G/R",
+	"2vcNnYBCnd5H7xa+sZyn13wF5RkQNG2y7+08+l07hRQSLtkzjRkpVjMvayiZrIKBNJoVMF1jzYSMoHqA",
+	"8juWcIoijdAcyxMsh217D4bSAvPoTEjMmIC4gxQU1G7AazUG0BHSPRYRRbYPmd7UwuiFS3a26SODfX5v",
+	"A9njgJSetC73WEnxmLpcuP6TQkv3hJR+T4jPv128egTAZ/HqJ1TE1/JGmqOPjSGsFhbe9JsALP+skv2N",
+	"SvFSJYmvEh+j6yoKYy3ZNtbaPFWFbMfLP2Iuaa5ufSYF+DMQ8BWLJVwoKEMyAypGEAt8byypeIRTJqze",
+	"ZF2k1r3jKy9rZCF4ymUXnlJk4VHn/Kh7emq0hVda5iogoSg2C/yqJWdMUpzI6HMIFLFa4VOeaZTpkC1z",
+	"SzXj7gOD9TfWgwJYAPZQTEXUGkhHxgpQCrYoyj0XbWPIei9SFS3HAsokoliPuZkCKoHJSzvtPPG8OqVg",
+	"E/AE+/kElMFORQZpn28YyIHXJ+cnvbdQs6IVgiUXlxHz3d5XRwNpn4gtp1QfSYlx+DQAmxSQi0aKkVo+",
+	"MwMJBO8UFuRQpyNklGcJyRCIlBQYQXFrHlN6F18yholComp6T6UePYI5/rdSpUd22zxGn+Y3PbVSDYyT",
+	"VTqa3nn8fWPo/85a+vFw2/4Z3+rj3MVPHNECCVWQRLWiAPrTDvnk4NKXdeyPiFexIjDz9D78E1LAu8oe",
+	"aNUjKl+2gXM+dGksMAjyzlYp7oZ0bdEVp9VEPWaR5eHhLU//miU9vjjvunvLatSCdwF4Ldz5ooIU7373",
+	"0eHf/BHV3h+K1viP7xf+oYgcH1JaLgGGVvSGXf2E7BL+kdp6ZuHiz6DuihKgVjzvf6q7L+h294voY7ZB",
+	"jArNmVmwvBdFRI91ybdDFoGYb1U9IA3cb+LgUZQi9MgyTXZaO7MsW7R2dxM15slM6ax1eHj4cqcaWgB0",
+	"HGjDRpboxlikiKEE/7qBGr78obriqT+5zy8/HpiFvC4BGbGZypi+44tcpRDByPrgOpvC/Tq/2c33+u2n",
+	"8a2QQmtCKszRWehWAmepnhRHkYAYrt5oRcYr7jlTMs4UMTPQpU7f6g0vKeIdBxZf2PKa4rjHSo7jBNnw",
+	"fODCUZN1BtJlBqB3xHJi5w9uJGr6LRYlUDE2RNunLbBmBrIAjxmw8PKi12e7CR810H6BH/HKsuHjUVWH",
+	"rgMy3HUoIMD1ZQvm2eHePnBoFY8sRkHgrRVvsAzZWKC7TjPbZtzNGcbjl1IHSC+BeIXzBU9jjZCQvvmG",
+	"d5FdRMvlMNk+/vTx/wsAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -46,6 +46,9 @@ type API struct {
 	Metrics *metrics.Metrics
 	// Predictions serves GET /predictions; nil answers 501.
 	Predictions PredictionService
+	// Spectra serves GET /predictions/{predictionId} and its page; nil
+	// answers 501.
+	Spectra SpectrumService
 	// PredictionLog reports the log's counters in GET /health; nil leaves
 	// them out.
 	PredictionLog PredictionLogStats

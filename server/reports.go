@@ -213,6 +213,8 @@ func (p htmlPage) VisitGetModelReportResponse(w http.ResponseWriter) error { ret
 
 func (p htmlPage) VisitGetTrainingReportResponse(w http.ResponseWriter) error { return p.write(w) }
 
+func (p htmlPage) VisitGetPredictionReportResponse(w http.ResponseWriter) error { return p.write(w) }
+
 func (p htmlPage) write(w http.ResponseWriter) error {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")

@@ -158,7 +158,7 @@ type logReader struct {
 
 func newLogReader(s predlog.Store, since time.Time) *logReader {
 	return &logReader{
-		all:     pageStream{store: s, filter: predlog.Filter{Since: since, Limit: predlog.MaxPageLimit}},
+		all:     pageStream{store: s, filter: predlog.Filter{Since: since, Limit: predlog.MaxPageLimit, WithContributions: true}},
 		spectra: pageStream{store: s, filter: predlog.Filter{Since: since, Limit: predlog.MaxSpectraPageLimit, WithSpectra: true}},
 	}
 }

@@ -157,6 +157,9 @@ func stageLog(t *testing.T, ctx context.Context, dir string) {
 		if i%5 == 1 {
 			recs[i].Role, recs[i].PredictionID = predlog.RoleShadow, recs[i-1].PredictionID
 		}
+		if i%7 == 0 {
+			recs[i].Contributions = predlogtest.Contributions(3, 2, true, i%2 == 0)
+		}
 	}
 	// Appended backwards in chunks: IDs and times disagree.
 	for end := len(recs); end > 0; end -= 700 {
@@ -432,7 +435,7 @@ func assertLog(t *testing.T, src, dst predlog.Store) {
 func allRecords(t *testing.T, s predlog.Store, withSpectra bool) []predlog.Record {
 	t.Helper()
 	var out []predlog.Record
-	f := predlog.Filter{WithSpectra: withSpectra}
+	f := predlog.Filter{WithSpectra: withSpectra, WithContributions: true}
 	for {
 		page, err := s.Page(context.Background(), f)
 		if err != nil {

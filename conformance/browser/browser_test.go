@@ -135,9 +135,10 @@ func loadInChromium(ctx context.Context, t *testing.T, browserPath, url string) 
 	return loadPageInChromium(ctx, t, browserPath, url, "#lineage", countPlotsJS)
 }
 
-// loadPageInChromium is loadInChromium for any page: it waits for the
-// element of readySelector, and counts with countJS.
-func loadPageInChromium(ctx context.Context, t *testing.T, browserPath, url, readySelector, countJS string) (map[string]int, []byte) {
+// loadPageInChromium is loadInChromium for any page of the package
+// report: it waits for the element ready, the page's last section, and
+// counts the plots with countJS.
+func loadPageInChromium(ctx context.Context, t *testing.T, browserPath, url, ready, countJS string) (map[string]int, []byte) {
 	t.Helper()
 	events := &pageEvents{}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
@@ -150,7 +151,7 @@ func loadPageInChromium(ctx context.Context, t *testing.T, browserPath, url, rea
 	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithListener(events.add))
 	defer cancelTab()
 
-	if err := chromedp.Do(tab, chromedp.Navigate(url), chromedp.WaitReady(readySelector)); err != nil {
+	if err := chromedp.Do(tab, chromedp.Navigate(url), chromedp.WaitReady(ready)); err != nil {
 		t.Fatalf("load %s: %v", url, err)
 	}
 	counts, err := chromedp.Run(tab, chromedp.Evaluate[map[string]int](countJS))
@@ -295,9 +296,15 @@ func startServerIn(t *testing.T, registryDir string) (base string, stop func()) 
 // startApp starts the server; the test's cleanup shuts it down.
 func startApp(t *testing.T, registryDir string) *app.App {
 	t.Helper()
+	return startAppWith(t, registryDir, app.EvidenceConfig{})
+}
+
+// startAppWith is startApp with the evidence configuration ev.
+func startAppWith(t *testing.T, registryDir string, ev app.EvidenceConfig) *app.App {
+	t.Helper()
 	proc, err := app.Start(context.Background(), app.Config{
 		HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: registryDir,
-		Logger: slog.New(slog.DiscardHandler),
+		Logger: slog.New(slog.DiscardHandler), Evidence: ev,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -130,6 +130,10 @@ type Writer struct {
 	// sets it from 0, the writer after each commit cycle (settle).
 	oldestWaiting atomic.Int64
 	raised        atomic.Uint64 // times the writer's thread was raised to ordinary priority
+	// explained and explainFailed count the Explain requests the writer
+	// computed and those whose model failed.
+	explained     atomic.Uint64
+	explainFailed atomic.Uint64
 }
 
 var _ Log = (*Writer)(nil)
@@ -189,18 +193,20 @@ func (l *Writer) Dropped() uint64 { return l.dropped.Load() }
 // Stats returns the log's counters.
 func (l *Writer) Stats() Stats {
 	return Stats{
-		Queued:       len(l.queue),
-		QueueCap:     cap(l.queue),
-		Committed:    l.committed.Load(),
-		LastCommitAt: lastCommitAt(l.lastCommit.Load()),
-		Dropped:      l.dropped.Load(),
-		WriteFailed:  l.writeFailed.Load(),
-		StoreDown:    l.storeDown.Load(),
-		Deleted:      l.deleted.Load(),
-		SizeBytes:    l.sizeBytes.Load(),
-		OldestWait:   l.oldestWait(time.Now()),
-		Promise:      l.opts.Promise,
-		Raised:       l.raised.Load(),
+		Queued:        len(l.queue),
+		QueueCap:      cap(l.queue),
+		Committed:     l.committed.Load(),
+		LastCommitAt:  lastCommitAt(l.lastCommit.Load()),
+		Dropped:       l.dropped.Load(),
+		WriteFailed:   l.writeFailed.Load(),
+		StoreDown:     l.storeDown.Load(),
+		Deleted:       l.deleted.Load(),
+		SizeBytes:     l.sizeBytes.Load(),
+		Explained:     l.explained.Load(),
+		ExplainFailed: l.explainFailed.Load(),
+		OldestWait:    l.oldestWait(time.Now()),
+		Promise:       l.opts.Promise,
+		Raised:        l.raised.Load(),
 	}
 }
 

@@ -25,6 +25,7 @@ package predlog
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -130,6 +131,29 @@ type Record struct {
 	// Nil when not logged, or when a query did not ask for it.
 	Spectrum    []float32
 	Wavenumbers []float32
+
+	// Contributions are the prediction's T2 and Q contributions, as the
+	// reply carried them or as the writer computed them for an
+	// exceedance (Explain); nil when none are stored. Stores keep them
+	// as one blob (EncodeContributions); ByPrediction reads them back,
+	// the other reads leave them nil.
+	Contributions *inference.Contributions
+
+	// Explain, when set, asks the log's writer to compute Contributions
+	// before it stores the record, off the reply path. It is not stored.
+	Explain *Explain
+}
+
+// Explain is what the writer needs to compute a record's contributions:
+// the model that made the prediction (held, so a model swapped out since
+// is still at hand) and a copy of the spectrum it predicted on.
+type Explain struct {
+	Model    inference.ContributionModel
+	Top      int
+	Spectrum inference.Spectrum
+	// Done, when set, is called once the writer is through with the
+	// request (computed or failed): the caller bounds how many wait.
+	Done func()
 }
 
 // Recorder is the hot path: Record hands rec to a bounded queue and returns
@@ -159,6 +183,9 @@ type Filter struct {
 	// without one are skipped. Records of one page that share an axis
 	// share its Wavenumbers slice: treat it as read-only.
 	WithSpectra bool
+	// WithContributions reads the stored contributions too (a copy of
+	// the whole log needs them; a listing does not).
+	WithContributions bool
 }
 
 // MaxPageLimit is the largest page Page returns; MaxSpectraPageLimit the
@@ -239,6 +266,9 @@ type Stats struct {
 	// Raised counts the times the writer's thread was raised from idle to
 	// ordinary priority to keep the promise.
 	Raised uint64
+	// Explained counts the records whose contributions the writer
+	// computed (Record.Explain); ExplainFailed those it could not.
+	Explained, ExplainFailed uint64
 }
 
 // Behind reports whether the oldest waiting record is past the promise.
@@ -259,3 +289,7 @@ func (rec *Record) SetPrediction(p *inference.Prediction) {
 		rec.ReducedQ, rec.HasReducedQ = d.ReducedQ, true
 	}
 }
+
+// ErrPredictionNotFound: the log holds no record of a prediction id
+// (never logged, or deleted by retention).
+var ErrPredictionNotFound = errors.New("prediction not found in the log")

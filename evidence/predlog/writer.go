@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"ramanserve/inference"
 	"ramanserve/platform/idlecpu"
 	"ramanserve/platform/storeerr"
 	"ramanserve/platform/unixnano"
@@ -125,6 +126,9 @@ func (w *writer) add(rec *Record) {
 	if rec.Time.IsZero() {
 		rec.Time = w.l.opts.Now()
 	}
+	if rec.Explain != nil {
+		w.explain(rec)
+	}
 	w.batch = append(w.batch, rec)
 	w.batchBytes += recordBytes(rec)
 	if len(w.batch) >= w.l.opts.BatchMax || (w.l.opts.MaxBytes > 0 && w.batchBytes >= w.l.opts.MaxBytes/batchBytesShare) {
@@ -141,9 +145,31 @@ func (w *writer) add(rec *Record) {
 const batchBytesShare = 16
 
 // recordBytes overestimates what rec adds to the store: its fixed fields,
-// its strings, and its spectrum uncompressed.
+// its strings, its spectrum uncompressed and its contributions.
 func recordBytes(rec *Record) int64 {
-	return 256 + int64(len(rec.ModelVersion)+len(rec.BatchID)+len(rec.Port)+4*len(rec.Spectrum))
+	return 256 + int64(len(rec.ModelVersion)+len(rec.BatchID)+len(rec.Port)+4*len(rec.Spectrum)+ContributionsBytes(rec.Contributions))
+}
+
+// explain computes rec's contributions from its Explain request, on the
+// writer goroutine: the reply has long gone. A model that fails on the
+// spectrum it accepted a moment ago (it cannot, short of a bug) leaves
+// the record without contributions; the record is stored all the same.
+func (w *writer) explain(rec *Record) {
+	e := rec.Explain
+	rec.Explain = nil // the record no longer holds the model
+	if e.Done != nil {
+		defer e.Done()
+	}
+	var (
+		p inference.Prediction
+		c inference.Contributions
+	)
+	if err := e.Model.PredictWithContributions(&e.Spectrum, &p, e.Top, &c); err != nil {
+		w.l.explainFailed.Add(1)
+		return
+	}
+	rec.Contributions = &c
+	w.l.explained.Add(1)
 }
 
 // drain commits everything queued when Close was called, unless Close's

@@ -46,9 +46,10 @@ type Recorder interface {
 // PredictionLog receives every prediction the channel answers, after its
 // reply is encoded (the prediction log and the shadow scorer, package
 // evidence). Logged runs on the hot path: it must not block.
-// spec, p and sc are valid only during the call.
+// spec, p, sc and ct (the reply's contributions, nil when it carried
+// none) are valid only during the call.
 type PredictionLog interface {
-	Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext)
+	Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext, ct *inference.Contributions)
 }
 
 // noRecorder is the Recorder of a Handler built without one.
@@ -236,7 +237,7 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, now time.Time, sc *s
 	})
 	if h.opts.Log != nil {
 		h.fillScanContext(&sc.scan, &sc.req.Predict)
-		h.opts.Log.Logged(now, m, &sc.spec, &sc.pred, &sc.scan)
+		h.opts.Log.Logged(now, m, &sc.spec, &sc.pred, &sc.scan, contributions)
 	}
 	return out, ""
 }

@@ -30,7 +30,7 @@ func benchLogged(b *testing.B, spectra bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	collector := evidence.New(evidence.Options{Log: log, LogSpectra: spectra})
+	collector := evidence.New(evidence.Options{Log: log, LogSpectra: spectra, ExplainExceedances: true})
 	scorer := shadow.New(shadow.Options{Sink: collector})
 	collector.SetShadow(scorer)
 	if err := scorer.Set(benchModel(b)); err != nil {
@@ -57,9 +57,9 @@ type timedLog struct {
 	calls int
 }
 
-func (t *timedLog) Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext) {
+func (t *timedLog) Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext, ct *inference.Contributions) {
 	began := time.Now()
-	t.log.Logged(at, m, spec, p, sc)
+	t.log.Logged(at, m, spec, p, sc, ct)
 	t.took += time.Since(began)
 	t.calls++
 }

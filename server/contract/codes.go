@@ -78,6 +78,9 @@ const (
 	ModelStatusMismatch Code = "MODEL_STATUS_MISMATCH"
 	// ModelActive: DELETE /model/{version} of the active version (409).
 	ModelActive Code = "MODEL_ACTIVE"
+	// PredictionNotFound: GET /predictions/{predictionId} of an id the
+	// prediction log holds no record of (404).
+	PredictionNotFound Code = "PREDICTION_NOT_FOUND"
 	// ModelBusy: DELETE /model/{version} while a re-scoring job for the
 	// version is queued or running (409; the message names the job).
 	// Retryable once the job ends.
@@ -251,6 +254,7 @@ var domainCodes = []struct {
 	{trainer.ErrMemoryBusy, ServerBusy, http.StatusServiceUnavailable},
 	{trainer.ErrCSVTooLarge, PayloadTooLarge, http.StatusRequestEntityTooLarge},
 	{jobs.ErrJobNotFound, JobNotFound, http.StatusNotFound},
+	{predlog.ErrPredictionNotFound, PredictionNotFound, http.StatusNotFound},
 	{jobs.ErrJobFinished, JobFinished, http.StatusConflict},
 	{jobs.ErrInvalidCursor, InvalidCursor, http.StatusBadRequest},
 	{trainer.ErrInvalidOptions, InvalidTrainingOptions, http.StatusBadRequest},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"ramanserve/evidence/predlog"
 	"syscall"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ func TestClassify(t *testing.T) {
 		// Others hold the budget: the same upload may fit later.
 		{&trainer.MemoryBudgetError{Rows: 0, Charged: 0, Need: 200, Limit: 1000}, ServerBusy, 503, true},
 		{jobs.ErrJobNotFound, JobNotFound, 404, false},
+		{fmt.Errorf("%w: 0192f0c4-5f1e-7000-8000-000000000000", predlog.ErrPredictionNotFound), PredictionNotFound, 404, false},
 		{fmt.Errorf("%w: v1 is archived, not staged", registry.ErrModelStatusMismatch), ModelStatusMismatch, 409, false},
 		{registry.ErrModelActive, ModelActive, 409, false},
 		{fmt.Errorf("%w: re-scoring job j1 of version v1 is running", models.ErrModelBusy), ModelBusy, 409, true},

@@ -40,6 +40,7 @@ type evidenceCollector struct {
 	logSize     *prometheus.Desc
 	logWait     *prometheus.Desc
 	logRaised   *prometheus.Desc
+	logExplain  *prometheus.Desc
 	shadowPreds *prometheus.Desc
 	shadowQueue *prometheus.Desc
 	labBias     *prometheus.Desc
@@ -67,6 +68,9 @@ func newEvidenceCollector(src Sources) *evidenceCollector {
 			"How long the oldest record not yet committed to the prediction log has waited (0: none waits); past the promise (1 s) GET /health is degraded with prediction_log_behind.", nil, nil),
 		logRaised: prometheus.NewDesc(name("prediction_log_writer_raised_total"),
 			"Times the prediction log's writer was raised from idle to ordinary CPU priority because its oldest record waited past a quarter of the promise.", nil, nil),
+		logExplain: prometheus.NewDesc(name("prediction_log_contributions_computed_total"),
+			`Logged predictions above their T2 or Q limit whose contributions the log's writer computed since start (-log-exceedance-contributions), by result: "stored" and "failed" (the model refused the spectrum; the record is stored without them).`,
+			[]string{"result"}, nil),
 		shadowPreds: prometheus.NewDesc(name("shadow_predictions_total"),
 			`Spectra offered to the shadow model since start, by result: "scored", "dropped" (its queue was full; the reply never waits) and "failed" (the shadow refused the spectrum).`,
 			[]string{"result"}, nil),
@@ -91,6 +95,7 @@ func (c *evidenceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.logSize
 	ch <- c.logWait
 	ch <- c.logRaised
+	ch <- c.logExplain
 	ch <- c.shadowPreds
 	ch <- c.shadowQueue
 	ch <- c.labBias
@@ -112,6 +117,8 @@ func (c *evidenceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.logSize, prometheus.GaugeValue, float64(st.SizeBytes))
 		ch <- prometheus.MustNewConstMetric(c.logWait, prometheus.GaugeValue, st.OldestWait.Seconds())
 		ch <- prometheus.MustNewConstMetric(c.logRaised, prometheus.CounterValue, float64(st.Raised))
+		ch <- prometheus.MustNewConstMetric(c.logExplain, prometheus.CounterValue, float64(st.Explained), "stored")
+		ch <- prometheus.MustNewConstMetric(c.logExplain, prometheus.CounterValue, float64(st.ExplainFailed), "failed")
 	}
 	if c.shadow != nil {
 		t := c.shadow.Totals()

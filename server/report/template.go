@@ -12,31 +12,8 @@ const pagePolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:
 // <meta> element it is ignored with a console error).
 const ContentSecurityPolicy = pagePolicy + "; frame-ancestors 'none'"
 
-// Section ids of the page; the browser test counts the plots in each.
-const (
-	SectionCV        = "cv-curve"
-	SectionMeasured  = "measured-predicted"
-	SectionResiduals = "residuals"
-	SectionVectors   = "regression-vectors"
-	SectionT2Q       = "t2-q"
-	SectionOutliers  = "outliers"
-	SectionLineage   = "lineage"
-	SectionRecipe    = "recipe"
-	// SectionLab holds lab against predicted and the bias control charts.
-	SectionLab = "lab-performance"
-)
-
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"csp": func() string { return pagePolicy },
-}).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{{csp}}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>
-body{font-family:sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222;line-height:1.4}
+// pageStyle is the style sheet of every page of the package, inline.
+const pageStyle = `body{font-family:sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222;line-height:1.4}
 h1{font-size:1.5em;margin-bottom:.2em}
 h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.8em}
 .sub{color:#555;margin-top:0}
@@ -54,7 +31,33 @@ tr.chosen td,tr.this td{background:#fff3d6;font-weight:bold}
 .missing{background:#fff6e0;border:1px solid #e8c36a;padding:.6em 1em;border-radius:4px}
 .note{color:#555;font-size:.9em}
 code,.id{font-family:monospace;word-break:break-all}
-</style>
+`
+
+// Section ids of the page; the browser test counts the plots in each.
+const (
+	SectionCV        = "cv-curve"
+	SectionMeasured  = "measured-predicted"
+	SectionResiduals = "residuals"
+	SectionVectors   = "regression-vectors"
+	SectionT2Q       = "t2-q"
+	SectionOutliers  = "outliers"
+	SectionLineage   = "lineage"
+	SectionRecipe    = "recipe"
+	// SectionLab holds lab against predicted and the bias control charts.
+	SectionLab = "lab-performance"
+)
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	"csp":   func() string { return pagePolicy },
+	"style": func() template.CSS { return pageStyle },
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{{csp}}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>{{style}}</style>
 </head>
 <body>
 <header>

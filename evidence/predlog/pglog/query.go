@@ -25,6 +25,8 @@ const (
 	p.reduced_t2, p.reduced_q,
 	p.batch_id, p.port, p.column_index, p.scan_seq, p.channel, p.integration_ms`
 	spectrumColumns = `, p.spectrum, p.axis_digest, a.data`
+	// contributionsColumn follows the others in ByPrediction.
+	contributionsColumn = `, p.contributions`
 	// figureColumns are what scanFigures reads (ByPredictions): a
 	// record's identity and figures, without its context and diagnostics.
 	figureColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
@@ -96,6 +98,9 @@ func pageQuery(f predlog.Filter, limit int) (string, []any, error) {
 		join = ` LEFT JOIN predlog_axes a ON a.digest = p.axis_digest`
 		c.add(`p.spectrum IS NOT NULL`)
 	}
+	if f.WithContributions {
+		cols += contributionsColumn
+	}
 	q := `SELECT ` + cols + ` FROM predlog_records p` + join + c.where() +
 		` ORDER BY p.ts, p.id LIMIT ` + c.arg(limit+1)
 	return q, c.args, nil
@@ -112,7 +117,8 @@ func (s *Store) Page(ctx context.Context, f predlog.Filter) (predlog.Page, error
 	if err != nil {
 		return predlog.Page{}, err
 	}
-	recs, err := s.query(ctx, f.WithSpectra, q, args...)
+	var recs []predlog.Record
+	err = s.scan(ctx, f.WithSpectra, f.WithContributions, func(rec *predlog.Record) { recs = append(recs, *rec) }, q, args...)
 	if err != nil {
 		return predlog.Page{}, err
 	}
@@ -213,13 +219,18 @@ func (s *Store) Last(ctx context.Context) (predlog.Record, bool, error) {
 	return recs[0], true, nil
 }
 
-// ByPrediction implements predlog.Reader.
+// ByPrediction implements predlog.Reader, with the spectrum and the
+// contributions as stored.
 func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]predlog.Record, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	return s.query(ctx, false, `SELECT `+recordColumns+` FROM predlog_records p
+	var recs []predlog.Record
+	err := s.scan(ctx, true, true, func(rec *predlog.Record) { recs = append(recs, *rec) },
+		`SELECT `+recordColumns+spectrumColumns+contributionsColumn+` FROM predlog_records p
+		LEFT JOIN predlog_axes a ON a.digest = p.axis_digest
 		WHERE p.prediction_id = $1 ORDER BY p.role, p.id`, pgtype.UUID{Bytes: id, Valid: true})
+	return recs, err
 }
 
 // ByPredictions implements predlog.Reader in one statement: the ids as
@@ -284,6 +295,11 @@ func (s *Store) query(ctx context.Context, withSpectra bool, q string, args ...a
 // each runs q and hands each record it reads to use, which must not keep
 // the pointer: a large read need not hold its rows twice.
 func (s *Store) each(ctx context.Context, withSpectra bool, use func(*predlog.Record), q string, args ...any) error {
+	return s.scan(ctx, withSpectra, false, use, q, args...)
+}
+
+// scan is each, reading contributionsColumn last when withContributions.
+func (s *Store) scan(ctx context.Context, withSpectra, withContributions bool, use func(*predlog.Record), q string, args ...any) error {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("pglog: query: %w", pgdb.Classify(err))
@@ -292,7 +308,7 @@ func (s *Store) each(ctx context.Context, withSpectra bool, use func(*predlog.Re
 	var axes axisCache
 	for rows.Next() {
 		var rec predlog.Record
-		if err := scanRecord(rows, &rec, withSpectra, &axes); err != nil {
+		if err := scanRecord(rows, &rec, withSpectra, withContributions, &axes); err != nil {
 			return err
 		}
 		use(&rec)
@@ -324,15 +340,18 @@ func (c *axisCache) get(digest, data []byte) ([]float32, error) {
 
 // scanRecord reads one row of recordColumns, and of spectrumColumns when
 // withSpectra.
-func scanRecord(rows pgx.Rows, rec *predlog.Record, withSpectra bool, axes *axisCache) error {
+func scanRecord(rows pgx.Rows, rec *predlog.Record, withSpectra, withContributions bool, axes *axisCache) error {
 	var (
-		pid                    pgtype.UUID
-		cols                   predlog.Columns
-		spectrum, digest, axis []byte
+		pid                                   pgtype.UUID
+		cols                                  predlog.Columns
+		spectrum, digest, axis, contributions []byte
 	)
 	dest := append(append([]any{&rec.ID, &pid, &cols.Time, &rec.ModelVersion, &cols.Role}, cols.Figures()...), cols.Context()...)
 	if withSpectra {
 		dest = append(dest, &spectrum, &digest, &axis)
+	}
+	if withContributions {
+		dest = append(dest, &contributions)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return fmt.Errorf("pglog: read a record: %w", err)
@@ -340,7 +359,11 @@ func scanRecord(rows pgx.Rows, rec *predlog.Record, withSpectra bool, axes *axis
 	rec.PredictionID = pid.Bytes
 	cols.FillFigures(rec)
 	cols.FillContext(rec)
-	if !withSpectra {
+	var err error
+	if rec.Contributions, err = predlog.DecodeContributions(contributions); err != nil {
+		return fmt.Errorf("pglog: record %d: %w", rec.ID, err)
+	}
+	if !withSpectra || spectrum == nil {
 		return nil
 	}
 	return scanSpectrum(rec, spectrum, digest, axis, axes)

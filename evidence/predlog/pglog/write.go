@@ -25,7 +25,7 @@ var (
 		"epa", "dha", "dpa", "epa_conf", "dha_conf", "dpa_conf",
 		"reduced_t2", "reduced_q",
 		"batch_id", "port", "column_index", "scan_seq", "channel", "integration_ms",
-		"axis_digest", "spectrum", "replica", "footprint",
+		"axis_digest", "spectrum", "replica", "footprint", "contributions",
 	}
 )
 
@@ -105,7 +105,11 @@ func (b *batch) add(rec *predlog.Record, replica string) {
 			digest = b.axisDigest(rec.Wavenumbers)
 		}
 	}
-	footprint := footprint(rec, replica, spectrum, digest)
+	var contributions []byte
+	if rec.Contributions != nil {
+		contributions = predlog.EncodeContributions(nil, rec.Contributions)
+	}
+	footprint := footprint(rec, replica, spectrum, digest, contributions)
 	b.footprint += int64(footprint)
 	row := []any{
 		pgtype.UUID{Bytes: rec.PredictionID, Valid: true},
@@ -130,6 +134,7 @@ func (b *batch) add(rec *predlog.Record, replica string) {
 		nullBytes(spectrum),
 		replica,
 		footprint,
+		nullBytes(contributions),
 	}
 	b.rows = append(b.rows, row)
 }
@@ -180,14 +185,15 @@ const (
 // footprint estimates the bytes one stored record takes, for Size. A long
 // spectrum counts its length before PostgreSQL compresses it, so the
 // estimate errs on the large side there.
-func footprint(rec *predlog.Record, replica string, spectrum, axisDigest []byte) int32 {
+func footprint(rec *predlog.Record, replica string, spectrum, axisDigest, contributions []byte) int32 {
 	n := recordFixedBytes +
 		2*varlenaBytes(len(rec.ModelVersion)) +
 		3*varlenaBytes(len(rec.BatchID)) +
 		varlenaBytes(len(rec.Port)) +
 		varlenaBytes(len(replica)) +
 		varlenaBytes(len(axisDigest)) +
-		varlenaBytes(len(spectrum))
+		varlenaBytes(len(spectrum)) +
+		varlenaBytes(len(contributions))
 	return int32(min(n, math.MaxInt32))
 }
 

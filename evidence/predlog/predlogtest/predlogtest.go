@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -265,7 +266,54 @@ func Run(t *testing.T, newStorage NewStorage) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertRecords(t, got, []*predlog.Record{active, shadow, rescore1, rescore2}, false)
+		assertFull(t, got, []*predlog.Record{active, shadow, rescore1, rescore2})
+	})
+
+	t.Run("ByPredictionReadsSpectrumAndContributions", func(t *testing.T) {
+		s := fresh(t)
+		active, shadow, rescore := Record(1, "B", true), Record(1, "B", false), Record(1, "B", false)
+		shadow.PredictionID, rescore.PredictionID = active.PredictionID, active.PredictionID
+		shadow.Role, rescore.Role = predlog.RoleShadow, predlog.RoleRescore
+		active.Contributions = Contributions(3, 2, true, true)
+		shadow.Contributions = Contributions(0, 1, false, true)
+		mustAppend(t, s, active, shadow, rescore)
+		got, err := s.ByPrediction(ctx, active.PredictionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertFull(t, got, []*predlog.Record{active, shadow, rescore})
+		// The other reads leave the contributions out, unless a page
+		// asks for them.
+		for _, r := range pageAll(t, s, predlog.Filter{WithSpectra: true}, 0) {
+			if r.Contributions != nil {
+				t.Fatalf("Page read contributions of record %d", r.ID)
+			}
+		}
+		withContributions := pageAll(t, s, predlog.Filter{WithContributions: true}, 0)
+		assertRecordsOf(t, withContributions, []*predlog.Record{active, shadow, rescore}, false, true)
+	})
+
+	t.Run("ContributionsCountInSize", func(t *testing.T) {
+		grow := func(c *inference.Contributions) int64 {
+			s := fresh(t)
+			before := mustSize(t, s)
+			for b := range 5 {
+				var recs []*predlog.Record
+				for i := range 100 {
+					r := bareRecord(b*100 + i)
+					r.Contributions = c
+					recs = append(recs, r)
+				}
+				mustAppend(t, s, recs...)
+			}
+			return mustSize(t, s).LiveBytes - before.LiveBytes
+		}
+		c := Contributions(predlog.MaxStoredEntries, 8, true, true)
+		without, with := grow(nil), grow(c)
+		if want := int64(500 * predlog.ContributionsBytes(c) / 2); with-without < want {
+			t.Fatalf("500 records with %d bytes of contributions each grew the store by %d bytes, without by %d: the contributions count %d, want at least %d",
+				predlog.ContributionsBytes(c), with, without, with-without, want)
+		}
 	})
 
 	t.Run("ByPredictionsIsByPredictionOfEachSpectrum", func(t *testing.T) {
@@ -685,6 +733,29 @@ func figuresOf(recs ...*predlog.Record) []*predlog.Record {
 	return out
 }
 
+// Contributions are T2 and Q contributions (as has says) with top
+// variables and regions, each summary with a value of its own.
+func Contributions(top, regions int, hasT2, hasQ bool) *inference.Contributions {
+	summary := func(base float64) inference.ContributionSummary {
+		s := inference.ContributionSummary{Total: base}
+		for k := range top {
+			s.Top = append(s.Top, inference.VariableContribution{Wavenumber: 600 + float64(k)*1.5, Value: base / float64(k+2)})
+		}
+		for k := range regions {
+			s.Regions = append(s.Regions, inference.RegionContribution{Region: [2]float64{600 + 100*float64(k), 650 + 100*float64(k)}, Value: base / float64(regions)})
+		}
+		return s
+	}
+	c := &inference.Contributions{HasT2: hasT2, HasQ: hasQ}
+	if hasT2 {
+		c.T2 = summary(3.25)
+	}
+	if hasQ {
+		c.Q = summary(0.0125)
+	}
+	return c
+}
+
 // bareRecord is record i with no optional field: no batch, no context, no
 // diagnostics, one analyte unknown.
 func bareRecord(i int) *predlog.Record {
@@ -774,8 +845,21 @@ func assertTimes(t *testing.T, s predlog.Store, want ...int) {
 }
 
 // assertRecords checks got against want in order, every field but the
-// store's ID; spectra too when withSpectra (else got has none).
+// store's ID and the contributions (got has none); spectra too when
+// withSpectra (else got has none).
 func assertRecords(t *testing.T, got []predlog.Record, want []*predlog.Record, withSpectra bool) {
+	t.Helper()
+	assertRecordsOf(t, got, want, withSpectra, false)
+}
+
+// assertFull is assertRecords of a ByPrediction read: spectra and
+// contributions as stored.
+func assertFull(t *testing.T, got []predlog.Record, want []*predlog.Record) {
+	t.Helper()
+	assertRecordsOf(t, got, want, true, true)
+}
+
+func assertRecordsOf(t *testing.T, got []predlog.Record, want []*predlog.Record, withSpectra, withContributions bool) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d records, want %d", len(got), len(want))
@@ -794,6 +878,13 @@ func assertRecords(t *testing.T, got []predlog.Record, want []*predlog.Record, w
 		if !slices.Equal(g.Spectrum, w.Spectrum) || !slices.Equal(g.Wavenumbers, w.Wavenumbers) {
 			t.Fatalf("record %d: spectrum of %d points on an axis of %d, want %d on %d", i, len(g.Spectrum), len(g.Wavenumbers), len(w.Spectrum), len(w.Wavenumbers))
 		}
+		if !withContributions {
+			w.Contributions = nil
+		}
+		if !reflect.DeepEqual(g.Contributions, w.Contributions) {
+			t.Fatalf("record %d: contributions\n got %+v\nwant %+v", i, g.Contributions, w.Contributions)
+		}
+		g.Contributions, w.Contributions = nil, nil
 		g.ID, g.Time, w.Time = 0, time.Time{}, time.Time{}
 		g.Spectrum, g.Wavenumbers, w.Spectrum, w.Wavenumbers = nil, nil, nil, nil
 		if fmt.Sprintf("%+v", g) != fmt.Sprintf("%+v", w) {

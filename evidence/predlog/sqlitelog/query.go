@@ -29,6 +29,10 @@ const figureColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
 
 const spectrumColumns = `, p.spectrum, p.axis_id, a.data`
 
+// contributionsColumn follows the others when a read asks for the
+// stored contributions.
+const contributionsColumn = `, p.contributions`
+
 // Page implements predlog.Reader: the records f selects in (Time, ID) order.
 func (s *Store) Page(ctx context.Context, f predlog.Filter) (predlog.Page, error) {
 	maxLimit := predlog.MaxPageLimit
@@ -69,6 +73,9 @@ func (s *Store) Page(ctx context.Context, f predlog.Filter) (predlog.Page, error
 		join = ` LEFT JOIN axes a ON a.id = p.axis_id`
 		where = append(where, `p.spectrum IS NOT NULL`)
 	}
+	if f.WithContributions {
+		cols += contributionsColumn
+	}
 	q := `SELECT ` + cols + ` FROM predictions p` + join
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
@@ -76,7 +83,8 @@ func (s *Store) Page(ctx context.Context, f predlog.Filter) (predlog.Page, error
 	// One row past the limit tells whether a next page exists.
 	q += ` ORDER BY p.ts, p.id LIMIT ?`
 	args = append(args, limit+1)
-	recs, err := s.query(ctx, q, f.WithSpectra, args...)
+	var recs []predlog.Record
+	err := s.scan(ctx, q, f.WithSpectra, f.WithContributions, func(rec *predlog.Record) { recs = append(recs, *rec) }, args...)
 	if err != nil {
 		return predlog.Page{}, err
 	}
@@ -155,10 +163,15 @@ func (s *Store) Last(ctx context.Context) (predlog.Record, bool, error) {
 	return recs[0], true, nil
 }
 
-// ByPrediction returns every record of one spectrum.
+// ByPrediction returns every record of one spectrum, with its spectrum
+// and contributions as stored.
 func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]predlog.Record, error) {
-	return s.query(ctx, `SELECT `+recordColumns+` FROM predictions p
-		WHERE p.prediction_id = ? ORDER BY p.role, p.id`, false, id[:])
+	var recs []predlog.Record
+	err := s.scan(ctx, `SELECT `+recordColumns+spectrumColumns+contributionsColumn+` FROM predictions p
+		LEFT JOIN axes a ON a.id = p.axis_id
+		WHERE p.prediction_id = ? ORDER BY p.role, p.id`, true, true,
+		func(rec *predlog.Record) { recs = append(recs, *rec) }, id[:])
+	return recs, err
 }
 
 // ByPredictions implements predlog.Reader in one statement. The ids
@@ -215,6 +228,12 @@ func (s *Store) query(ctx context.Context, q string, withSpectra bool, args ...a
 // each runs q and hands each record it reads to use, which must not keep
 // the pointer: a large read need not hold its rows twice.
 func (s *Store) each(ctx context.Context, q string, withSpectra bool, use func(*predlog.Record), args ...any) error {
+	return s.scan(ctx, q, withSpectra, false, use, args...)
+}
+
+// scan is each, reading the contributions column last when
+// withContributions.
+func (s *Store) scan(ctx context.Context, q string, withSpectra, withContributions bool, use func(*predlog.Record), args ...any) error {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("sqlitelog: query: %w", err)
@@ -226,7 +245,7 @@ func (s *Store) each(ctx context.Context, q string, withSpectra bool, use func(*
 	}
 	for rows.Next() {
 		var rec predlog.Record
-		if err := scanRecord(rows, &rec, axes); err != nil {
+		if err := scanRecord(rows, &rec, axes, withContributions); err != nil {
 			return err
 		}
 		use(&rec)
@@ -262,16 +281,19 @@ func fill(rec *predlog.Record, pid []byte, cols *predlog.Columns) error {
 
 // scanRecord reads one row of recordColumns, and of spectrumColumns when
 // axes (the page's decoded axes by id) is not nil.
-func scanRecord(rows *sql.Rows, rec *predlog.Record, axes map[int64][]float32) error {
+func scanRecord(rows *sql.Rows, rec *predlog.Record, axes map[int64][]float32, withContributions bool) error {
 	var (
-		pid            []byte
-		cols           predlog.Columns
-		spectrum, axis []byte
-		axisID         sql.NullInt64
+		pid                           []byte
+		cols                          predlog.Columns
+		spectrum, axis, contributions []byte
+		axisID                        sql.NullInt64
 	)
 	dest := append(append([]any{&rec.ID, &pid, &cols.Time, &rec.ModelVersion, &cols.Role}, cols.Figures()...), cols.Context()...)
 	if axes != nil {
 		dest = append(dest, &spectrum, &axisID, &axis)
+	}
+	if withContributions {
+		dest = append(dest, &contributions)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return fmt.Errorf("sqlitelog: read a record: %w", err)
@@ -281,7 +303,10 @@ func scanRecord(rows *sql.Rows, rec *predlog.Record, axes map[int64][]float32) e
 	}
 	cols.FillContext(rec)
 	var err error
-	if axes == nil {
+	if rec.Contributions, err = predlog.DecodeContributions(contributions); err != nil {
+		return fmt.Errorf("sqlitelog: record %d: %w", rec.ID, err)
+	}
+	if axes == nil || spectrum == nil {
 		return nil
 	}
 	if rec.Spectrum, err = decodeSpectrum(spectrum); err != nil {

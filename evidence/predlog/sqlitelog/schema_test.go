@@ -49,7 +49,8 @@ var schemaV1BeforeGoose = []string{
 }
 
 // TestAdoptsFileFromBeforeGoose: a log written by the server before goose
-// opens with its records, at goose version 1, and takes new ones.
+// opens with its records, migrated through every goose version, and
+// takes new ones.
 func TestAdoptsFileFromBeforeGoose(t *testing.T) {
 	dir := t.TempDir()
 	db := rawDB(t, dir)
@@ -86,8 +87,8 @@ func TestAdoptsFileFromBeforeGoose(t *testing.T) {
 	if err := db.QueryRow(`SELECT group_concat(version_id) FROM (SELECT version_id FROM goose_db_version ORDER BY id)`).Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != "0,1" {
-		t.Fatalf("goose versions %s, want 0,1", versions)
+	if versions != "0,1,2" {
+		t.Fatalf("goose versions %s, want 0,1,2", versions)
 	}
 }
 
@@ -97,7 +98,7 @@ func TestNewerGooseSchemaRefused(t *testing.T) {
 	dir := t.TempDir()
 	closeLog(t, openLog(t, dir, predlog.Options{}))
 	db := rawDB(t, dir)
-	if _, err := db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (2, 1)`); err != nil {
+	if _, err := db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (3, 1)`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {

@@ -99,7 +99,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
-	s := &Store{opts: opts, db: db, lock: lock, axes: make(map[[sha256.Size]byte]int64), args: make([]any, 20)}
+	s := &Store{opts: opts, db: db, lock: lock, axes: make(map[[sha256.Size]byte]int64), args: make([]any, 21)}
 	if s.conn, err = db.Conn(ctx); err != nil {
 		s.closeFiles()
 		return nil, fmt.Errorf("sqlitelog: writer connection: %w", err)

@@ -18,8 +18,8 @@ const insertSQL = `INSERT INTO predictions (
 	epa, dha, dpa, epa_conf, dha_conf, dpa_conf,
 	reduced_t2, reduced_q,
 	batch_id, port, column_index, scan_seq, channel, integration_ms,
-	axis_id, spectrum
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	axis_id, spectrum, contributions
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // maxAxesCached bounds the axis cache; past it the cache starts over (the
 // table still deduplicates).
@@ -72,7 +72,10 @@ func (s *Store) insertRecord(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, re
 	a[15] = nullFloat(rec.ScanSeq, rec.HasScanSeq)
 	a[16] = nullFloat(rec.Channel, rec.HasChannel)
 	a[17] = nullFloat(rec.IntegrationMS, rec.HasIntegrationMS)
-	a[18], a[19] = nil, nil
+	a[18], a[19], a[20] = nil, nil, nil
+	if rec.Contributions != nil {
+		a[20] = predlog.EncodeContributions(nil, rec.Contributions)
+	}
 	// A spectrum too long to store loses its spectrum, not its batch: the
 	// prediction is still logged (the transport bounds spectra far below).
 	if rec.Spectrum != nil && len(rec.Spectrum) <= MaxSpectrumPoints && len(rec.Wavenumbers) <= MaxSpectrumPoints {
