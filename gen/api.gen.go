@@ -531,6 +531,69 @@ func (e UnmatchedLabResultReason) Valid() bool {
 	}
 }
 
+// Defines values for ScoresColor.
+const (
+	ScoresColorDHA ScoresColor = "DHA"
+	ScoresColorDPA ScoresColor = "DPA"
+	ScoresColorEPA ScoresColor = "EPA"
+)
+
+// Valid indicates whether the value is a known member of the ScoresColor enum.
+func (e ScoresColor) Valid() bool {
+	switch e {
+	case ScoresColorDHA:
+		return true
+	case ScoresColorDPA:
+		return true
+	case ScoresColorEPA:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetModelReportParamsScoresColor.
+const (
+	GetModelReportParamsScoresColorDHA GetModelReportParamsScoresColor = "DHA"
+	GetModelReportParamsScoresColorDPA GetModelReportParamsScoresColor = "DPA"
+	GetModelReportParamsScoresColorEPA GetModelReportParamsScoresColor = "EPA"
+)
+
+// Valid indicates whether the value is a known member of the GetModelReportParamsScoresColor enum.
+func (e GetModelReportParamsScoresColor) Valid() bool {
+	switch e {
+	case GetModelReportParamsScoresColorDHA:
+		return true
+	case GetModelReportParamsScoresColorDPA:
+		return true
+	case GetModelReportParamsScoresColorEPA:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTrainingReportParamsScoresColor.
+const (
+	GetTrainingReportParamsScoresColorDHA GetTrainingReportParamsScoresColor = "DHA"
+	GetTrainingReportParamsScoresColorDPA GetTrainingReportParamsScoresColor = "DPA"
+	GetTrainingReportParamsScoresColorEPA GetTrainingReportParamsScoresColor = "EPA"
+)
+
+// Valid indicates whether the value is a known member of the GetTrainingReportParamsScoresColor enum.
+func (e GetTrainingReportParamsScoresColor) Valid() bool {
+	switch e {
+	case GetTrainingReportParamsScoresColorDHA:
+		return true
+	case GetTrainingReportParamsScoresColorDPA:
+		return true
+	case GetTrainingReportParamsScoresColorEPA:
+		return true
+	default:
+		return false
+	}
+}
+
 // AlsBaselineStep Asymmetric least squares baseline (Eilers & Boelens, 2005),
 // subtracted: `iterations` rounds of solving `(W + lam D'D) z = W x`
 // with D the second-difference matrix and weights `p` where x > z and
@@ -1157,6 +1220,14 @@ type ModelReview struct {
 
 	// Wavenumbers The p axis points the model uses, cm-1, increasing.
 	Wavenumbers []float64 `json:"wavenumbers"`
+
+	// XLoadings The X loadings p_a of each component, 1..A, each over `wavenumbers`.
+	XLoadings [][]float64 `json:"x_loadings"`
+
+	// XWeights The NIPALS X weights w_a of each component, 1..A, each over
+	// `wavenumbers` (unit length; signed as the fit made them, so
+	// that w_a'r_a = 1 for the rotation r_a).
+	XWeights [][]float64 `json:"x_weights"`
 }
 
 // ModelStatus defines model for ModelStatus.
@@ -2031,6 +2102,15 @@ type Version = string
 // WavenumberRegion An inclusive `[low, high]` range of wavenumbers, cm-1.
 type WavenumberRegion = []float64
 
+// ScoresColor defines model for ScoresColor.
+type ScoresColor string
+
+// ScoresX defines model for ScoresX.
+type ScoresX = int
+
+// ScoresY defines model for ScoresY.
+type ScoresY = int
+
 // DefaultError defines model for DefaultError.
 type DefaultError = ErrorResponse
 
@@ -2064,6 +2144,21 @@ type GetModelPerformanceParams struct {
 	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
 }
 
+// GetModelReportParams defines parameters for GetModelReport.
+type GetModelReportParams struct {
+	// ScoresX The component on the review page's scores plot's horizontal axis, 1..A (default 1).
+	ScoresX *ScoresX `form:"scores_x,omitempty" json:"scores_x,omitempty"`
+
+	// ScoresY The component on the scores plot's vertical axis, 1..A, not `scores_x` (default 2).
+	ScoresY *ScoresY `form:"scores_y,omitempty" json:"scores_y,omitempty"`
+
+	// ScoresColor The analyte whose measured concentration colours the scores plot's points (default the model's first).
+	ScoresColor *GetModelReportParamsScoresColor `form:"scores_color,omitempty" json:"scores_color,omitempty"`
+}
+
+// GetModelReportParamsScoresColor defines parameters for GetModelReport.
+type GetModelReportParamsScoresColor string
+
 // RescoreModelParams defines parameters for RescoreModel.
 type RescoreModelParams struct {
 	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
@@ -2094,6 +2189,21 @@ type ListTrainingJobsParams struct {
 	// Status Only jobs in this state.
 	Status *TrainingJobStatus `form:"status,omitempty" json:"status,omitempty"`
 }
+
+// GetTrainingReportParams defines parameters for GetTrainingReport.
+type GetTrainingReportParams struct {
+	// ScoresX The component on the review page's scores plot's horizontal axis, 1..A (default 1).
+	ScoresX *ScoresX `form:"scores_x,omitempty" json:"scores_x,omitempty"`
+
+	// ScoresY The component on the scores plot's vertical axis, 1..A, not `scores_x` (default 2).
+	ScoresY *ScoresY `form:"scores_y,omitempty" json:"scores_y,omitempty"`
+
+	// ScoresColor The analyte whose measured concentration colours the scores plot's points (default the model's first).
+	ScoresColor *GetTrainingReportParamsScoresColor `form:"scores_color,omitempty" json:"scores_color,omitempty"`
+}
+
+// GetTrainingReportParamsScoresColor defines parameters for GetTrainingReport.
+type GetTrainingReportParamsScoresColor string
 
 // PostLabResultsJSONRequestBody defines body for PostLabResults for application/json ContentType.
 type PostLabResultsJSONRequestBody = PostLabResultsJSONBody
@@ -3235,10 +3345,16 @@ type ClientInterface interface {
 	// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
 	// the CV curve on a log axis, a table per component (R2X, R2X
 	// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
-	// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
-	// ellipse (files that keep `review_scores`, models of two or more
-	// components), and per analyte the influence plot (leverage against
-	// studentised residual, limits 3 (A+1)/n and ±3). The
+	// 1.0 line, the scores of any two components (`scores_x` and
+	// `scores_y`, t1 against t2 unless asked) with the 95 % Hotelling T2
+	// ellipse of those two, coloured by the measured concentration of an
+	// analyte (`scores_color`, the first analyte unless asked; files that
+	// keep `review_scores`, models of two or more components), the X
+	// weights and X loadings of the first three components over the
+	// wavenumber axis with the excluded regions shaded, and per analyte
+	// the influence plot (leverage against studentised residual, limits
+	// 3 (A+1)/n and ±3). A component beyond the model's count, or the
+	// same component twice, is 400 `INVALID_REQUEST`. The
 	// figures come from the model file itself (see `artifact.md`), so the
 	// page can be rebuilt as long as the version exists. An imported or
 	// adopted model has no cross-validation record: its page shows the
@@ -3251,7 +3367,7 @@ type ClientInterface interface {
 	// /model/{version}/performance` is.
 	//
 	// Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
-	GetModelReport(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetModelReport(ctx context.Context, version Version, params *GetModelReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RescoreModel Score a staged or archived version on logged spectra, as a background job
 	//
@@ -3292,6 +3408,9 @@ type ClientInterface interface {
 	//   training's K-fold cross-validation (the folds and segments in
 	//   `selection`; each fold centred and scaled on its own rows; SS_Y
 	//   about the mean of all n labels), the same as the CV curve's R2.
+	// * `x_weights` and `x_loadings` (A, each p): the weights w_a and the
+	//   X loadings p_a of each component over `wavenumbers`, as the fit
+	//   made them (R = W (P'W)^-1; the weights of unit length).
 	// * `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
 	//   the intercept's share included (the convention of the
 	//   studentised residuals on the page).
@@ -3460,7 +3579,7 @@ type ClientInterface interface {
 	// 404 `MODEL_NOT_FOUND`.
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
-	GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetTrainingReport(ctx context.Context, jobId string, params *GetTrainingReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetFleet The replicas of the fleet
@@ -3972,10 +4091,16 @@ func (c *Client) GetModelPerformance(ctx context.Context, version Version, param
 // `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
 // the CV curve on a log axis, a table per component (R2X, R2X
 // cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
-// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
-// ellipse (files that keep `review_scores`, models of two or more
-// components), and per analyte the influence plot (leverage against
-// studentised residual, limits 3 (A+1)/n and ±3). The
+// 1.0 line, the scores of any two components (`scores_x` and
+// `scores_y`, t1 against t2 unless asked) with the 95 % Hotelling T2
+// ellipse of those two, coloured by the measured concentration of an
+// analyte (`scores_color`, the first analyte unless asked; files that
+// keep `review_scores`, models of two or more components), the X
+// weights and X loadings of the first three components over the
+// wavenumber axis with the excluded regions shaded, and per analyte
+// the influence plot (leverage against studentised residual, limits
+// 3 (A+1)/n and ±3). A component beyond the model's count, or the
+// same component twice, is 400 `INVALID_REQUEST`. The
 // figures come from the model file itself (see `artifact.md`), so the
 // page can be rebuilt as long as the version exists. An imported or
 // adopted model has no cross-validation record: its page shows the
@@ -3988,8 +4113,8 @@ func (c *Client) GetModelPerformance(ctx context.Context, version Version, param
 // /model/{version}/performance` is.
 //
 // Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
-func (c *Client) GetModelReport(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetModelReportRequest(c.Server, version)
+func (c *Client) GetModelReport(ctx context.Context, version Version, params *GetModelReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelReportRequest(c.Server, version, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4049,6 +4174,9 @@ func (c *Client) RescoreModel(ctx context.Context, version Version, params *Resc
 //     training's K-fold cross-validation (the folds and segments in
 //     `selection`; each fold centred and scaled on its own rows; SS_Y
 //     about the mean of all n labels), the same as the CV curve's R2.
+//   - `x_weights` and `x_loadings` (A, each p): the weights w_a and the
+//     X loadings p_a of each component over `wavenumbers`, as the fit
+//     made them (R = W (P'W)^-1; the weights of unit length).
 //   - `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
 //     the intercept's share included (the convention of the
 //     studentised residuals on the page).
@@ -4297,8 +4425,8 @@ func (c *Client) CancelTrainingJob(ctx context.Context, jobId string, reqEditors
 // 404 `MODEL_NOT_FOUND`.
 //
 // Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
-func (c *Client) GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetTrainingReportRequest(c.Server, jobId)
+func (c *Client) GetTrainingReport(ctx context.Context, jobId string, params *GetTrainingReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTrainingReportRequest(c.Server, jobId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4760,7 +4888,7 @@ func NewGetModelPerformanceRequest(server string, version Version, params *GetMo
 }
 
 // NewGetModelReportRequest constructs an http.Request for the GetModelReport method
-func NewGetModelReportRequest(server string, version Version) (*http.Request, error) {
+func NewGetModelReportRequest(server string, version Version, params *GetModelReportParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4783,6 +4911,57 @@ func NewGetModelReportRequest(server string, version Version) (*http.Request, er
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ScoresX != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_x", *params.ScoresX, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ScoresY != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_y", *params.ScoresY, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ScoresColor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_color", *params.ScoresColor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5232,7 +5411,7 @@ func NewCancelTrainingJobRequest(server string, jobId string) (*http.Request, er
 }
 
 // NewGetTrainingReportRequest constructs an http.Request for the GetTrainingReport method
-func NewGetTrainingReportRequest(server string, jobId string) (*http.Request, error) {
+func NewGetTrainingReportRequest(server string, jobId string, params *GetTrainingReportParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5255,6 +5434,57 @@ func NewGetTrainingReportRequest(server string, jobId string) (*http.Request, er
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ScoresX != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_x", *params.ScoresX, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ScoresY != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_y", *params.ScoresY, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ScoresColor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_color", *params.ScoresColor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5678,10 +5908,16 @@ type ClientWithResponsesInterface interface {
 	// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
 	// the CV curve on a log axis, a table per component (R2X, R2X
 	// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
-	// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
-	// ellipse (files that keep `review_scores`, models of two or more
-	// components), and per analyte the influence plot (leverage against
-	// studentised residual, limits 3 (A+1)/n and ±3). The
+	// 1.0 line, the scores of any two components (`scores_x` and
+	// `scores_y`, t1 against t2 unless asked) with the 95 % Hotelling T2
+	// ellipse of those two, coloured by the measured concentration of an
+	// analyte (`scores_color`, the first analyte unless asked; files that
+	// keep `review_scores`, models of two or more components), the X
+	// weights and X loadings of the first three components over the
+	// wavenumber axis with the excluded regions shaded, and per analyte
+	// the influence plot (leverage against studentised residual, limits
+	// 3 (A+1)/n and ±3). A component beyond the model's count, or the
+	// same component twice, is 400 `INVALID_REQUEST`. The
 	// figures come from the model file itself (see `artifact.md`), so the
 	// page can be rebuilt as long as the version exists. An imported or
 	// adopted model has no cross-validation record: its page shows the
@@ -5696,7 +5932,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
-	GetModelReportWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error)
+	GetModelReportWithResponse(ctx context.Context, version Version, params *GetModelReportParams, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error)
 
 	// RescoreModelWithResponse Score a staged or archived version on logged spectra, as a background job
 	//
@@ -5739,6 +5975,9 @@ type ClientWithResponsesInterface interface {
 	//   training's K-fold cross-validation (the folds and segments in
 	//   `selection`; each fold centred and scaled on its own rows; SS_Y
 	//   about the mean of all n labels), the same as the CV curve's R2.
+	// * `x_weights` and `x_loadings` (A, each p): the weights w_a and the
+	//   X loadings p_a of each component over `wavenumbers`, as the fit
+	//   made them (R = W (P'W)^-1; the weights of unit length).
 	// * `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
 	//   the intercept's share included (the convention of the
 	//   studentised residuals on the page).
@@ -5923,7 +6162,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
-	GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
+	GetTrainingReportWithResponse(ctx context.Context, jobId string, params *GetTrainingReportParams, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
 }
 
 // GetFleetResponse401Headers the declared response headers of an HTTP 401 response for GetFleet
@@ -8467,10 +8706,16 @@ func (c *ClientWithResponses) GetModelPerformanceWithResponse(ctx context.Contex
 // `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
 // the CV curve on a log axis, a table per component (R2X, R2X
 // cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
-// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
-// ellipse (files that keep `review_scores`, models of two or more
-// components), and per analyte the influence plot (leverage against
-// studentised residual, limits 3 (A+1)/n and ±3). The
+// 1.0 line, the scores of any two components (`scores_x` and
+// `scores_y`, t1 against t2 unless asked) with the 95 % Hotelling T2
+// ellipse of those two, coloured by the measured concentration of an
+// analyte (`scores_color`, the first analyte unless asked; files that
+// keep `review_scores`, models of two or more components), the X
+// weights and X loadings of the first three components over the
+// wavenumber axis with the excluded regions shaded, and per analyte
+// the influence plot (leverage against studentised residual, limits
+// 3 (A+1)/n and ±3). A component beyond the model's count, or the
+// same component twice, is 400 `INVALID_REQUEST`. The
 // figures come from the model file itself (see `artifact.md`), so the
 // page can be rebuilt as long as the version exists. An imported or
 // adopted model has no cross-validation record: its page shows the
@@ -8485,8 +8730,8 @@ func (c *ClientWithResponses) GetModelPerformanceWithResponse(ctx context.Contex
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
-func (c *ClientWithResponses) GetModelReportWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error) {
-	rsp, err := c.GetModelReport(ctx, version, reqEditors...)
+func (c *ClientWithResponses) GetModelReportWithResponse(ctx context.Context, version Version, params *GetModelReportParams, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error) {
+	rsp, err := c.GetModelReport(ctx, version, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8540,6 +8785,9 @@ func (c *ClientWithResponses) RescoreModelWithResponse(ctx context.Context, vers
 //     training's K-fold cross-validation (the folds and segments in
 //     `selection`; each fold centred and scaled on its own rows; SS_Y
 //     about the mean of all n labels), the same as the CV curve's R2.
+//   - `x_weights` and `x_loadings` (A, each p): the weights w_a and the
+//     X loadings p_a of each component over `wavenumbers`, as the fit
+//     made them (R = W (P'W)^-1; the weights of unit length).
 //   - `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
 //     the intercept's share included (the convention of the
 //     studentised residuals on the page).
@@ -8772,8 +9020,8 @@ func (c *ClientWithResponses) CancelTrainingJobWithResponse(ctx context.Context,
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
-func (c *ClientWithResponses) GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error) {
-	rsp, err := c.GetTrainingReport(ctx, jobId, reqEditors...)
+func (c *ClientWithResponses) GetTrainingReportWithResponse(ctx context.Context, jobId string, params *GetTrainingReportParams, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error) {
+	rsp, err := c.GetTrainingReport(ctx, jobId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10731,7 +10979,7 @@ type ServerInterface interface {
 	GetModelPerformance(ctx echo.Context, version Version, params GetModelPerformanceParams) error
 	// GetModelReport The model's review page, one self-contained HTML document
 	// (GET /model/{version}/report)
-	GetModelReport(ctx echo.Context, version Version) error
+	GetModelReport(ctx echo.Context, version Version, params GetModelReportParams) error
 	// RescoreModel Score a staged or archived version on logged spectra, as a background job
 	// (POST /model/{version}/rescore)
 	RescoreModel(ctx echo.Context, version Version, params RescoreModelParams) error
@@ -10761,7 +11009,7 @@ type ServerInterface interface {
 	CancelTrainingJob(ctx echo.Context, jobId string) error
 	// GetTrainingReport The review page of the model a done job trained
 	// (GET /training/{jobId}/report)
-	GetTrainingReport(ctx echo.Context, jobId string) error
+	GetTrainingReport(ctx echo.Context, jobId string, params GetTrainingReportParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -10934,8 +11182,31 @@ func (w *ServerInterfaceWrapper) GetModelReport(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetModelReportParams
+	// ------------- Optional query parameter "scores_x" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_x", ctx.QueryParams(), &params.ScoresX, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_x: %s", err))
+	}
+
+	// ------------- Optional query parameter "scores_y" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_y", ctx.QueryParams(), &params.ScoresY, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_y: %s", err))
+	}
+
+	// ------------- Optional query parameter "scores_color" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_color", ctx.QueryParams(), &params.ScoresColor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_color: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetModelReport(ctx, version)
+	err = w.Handler.GetModelReport(ctx, version, params)
 	return err
 }
 
@@ -11135,8 +11406,31 @@ func (w *ServerInterfaceWrapper) GetTrainingReport(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter jobId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetTrainingReportParams
+	// ------------- Optional query parameter "scores_x" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_x", ctx.QueryParams(), &params.ScoresX, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_x: %s", err))
+	}
+
+	// ------------- Optional query parameter "scores_y" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_y", ctx.QueryParams(), &params.ScoresY, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_y: %s", err))
+	}
+
+	// ------------- Optional query parameter "scores_color" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_color", ctx.QueryParams(), &params.ScoresColor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_color: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetTrainingReport(ctx, jobId)
+	err = w.Handler.GetTrainingReport(ctx, jobId, params)
 	return err
 }
 
@@ -12535,6 +12829,7 @@ func (response GetModelPerformancedefaultJSONResponse) VisitGetModelPerformanceR
 
 type GetModelReportRequestObject struct {
 	Version Version `json:"version"`
+	Params  GetModelReportParams
 }
 
 type GetModelReportResponseObject interface {
@@ -13647,7 +13942,8 @@ func (response CancelTrainingJobdefaultJSONResponse) VisitCancelTrainingJobRespo
 }
 
 type GetTrainingReportRequestObject struct {
-	JobId string `json:"jobId"`
+	JobId  string `json:"jobId"`
+	Params GetTrainingReportParams
 }
 
 type GetTrainingReportResponseObject interface {
@@ -14234,10 +14530,11 @@ func (sh *strictHandler) GetModelPerformance(ctx echo.Context, version Version, 
 }
 
 // GetModelReport operation middleware
-func (sh *strictHandler) GetModelReport(ctx echo.Context, version Version) error {
+func (sh *strictHandler) GetModelReport(ctx echo.Context, version Version, params GetModelReportParams) error {
 	var request GetModelReportRequestObject
 
 	request.Version = version
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetModelReport(ctx.Request().Context(), request.(GetModelReportRequestObject))
@@ -14485,10 +14782,11 @@ func (sh *strictHandler) CancelTrainingJob(ctx echo.Context, jobId string) error
 }
 
 // GetTrainingReport operation middleware
-func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error {
+func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string, params GetTrainingReportParams) error {
 	var request GetTrainingReportRequestObject
 
 	request.JobId = jobId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetTrainingReport(ctx.Request().Context(), request.(GetTrainingReportRequestObject))
@@ -14514,548 +14812,557 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37chvHsicKv0oF9nwhwG6AAEXKFhj+AxYpi9uUSPMiz16GF7rQXQBKbFTBXQWC8LIivqc5D3Ae4TzK",
-	"eZITmVnVNzQIUF727ImYmdjLYqO7rllZef3lvxqRni+0EsqaRv9fjVSYhVZG4B+nYsKXiT1LU53C35FW",
-	"VigL/+SLRSIjbqVWB5+MVvDMRDMx5/Cv/5GKSaPf+I+DvPED+tUcYGvXrpvG58+fg0YsTJTKBTTW6DcG",
-	"as20nYmUTbhMlqlgzYlOmXjk80Ui2FH3iIUfLm9Hby/vPpyGATvqHrPw/dntu8vTETwfXFxc/nwGvxx3",
-	"X7Lw5uz649n16Pu7m/8KW53G56DxVqdjGcdC/X1zCt9eXn9/fnp69iHsMzsTzOp7oZg07F7plQrYeGmZ",
-	"tIalOhGsGaaCx2GLxVoYprQdKp4kesXsTBqmFyLFQZ5gS3NhDJ8KpvhcGHyCbSghYhEPVTOk90XY6gwV",
-	"TP9cmeVkIiMplL2xOuVT8fctxC2MT0ylsen6hWGxNPcs4kppyyy/F4yzVSotLMH5h5u7t2/P35yffbgd",
-	"3dxeXg9+OAtb/aGaLJMkYLBCba2SNdMp0w8iZb8tteUd9kHbmVRTtuKGRTOupiI+YWEqbLrm40T0mU2X",
-	"IhwqrSLBzIJHArZhkgoRwwIFjZngsUjxAFzDV+3BxAqk//JUbkSkVWyY1WzFpWVjMdEpzM6ma6mmJ+xl",
-	"t9MICgtn1wvR6DeksmIqUlgd3A0rUsWTv/mQ3SmzEJGcSBEzI9IHPG3LxOLC355dfxhcjM6ury+v3Zm5",
-	"4utE8/hW6wue/t0EM9bxmonHSIiYKDzSaiKny1TELJFzCaO+GvzXxeXgdHR7eTm6GFwDreDA7xRf2plO",
-	"5e8i/hvP+92Hwd3tu8vr83+cnYZ9BmMQyrregOC0YlzFdF7Fb0thLIt4mko88EOF/CFA2lYC33K75FkC",
-	"Mo4Ngv3555/bg7wvsUm14feCpyKF85PMvxs2Uj7nCtseNsKAraSdsVDA/L4bNqR64ImMRziaYSNkq5lQ",
-	"jDvuBSfMCGWJeeWjUrVkb2wq1dRR/Z3iD1wmcCD/xk25eXd3e3v+4YfR6eXPnhG7ZTVWLxYiZquZTGi9",
-	"kehgirArD3igdTpUpfukz5QGdrZMeApEqUSE+xvpZRKzsSC2wuD6ItatxFA1BY9mbAYtZ1svFVukepoK",
-	"Y2DP4cdPSwM8RShg+ErErQAIZqiwobyvgE1SPccRzwRP7IylAucUsDlfM+SQ3NwPVfjD2S07oHfCDvte",
-	"2xnjqdhkje6auFNmuVjo1Ir4vYglv8Vt/LuP/QucK3TIgI48mfEoEgsrYtYM7z7c3F1dXV7fnp2O3p+d",
-	"ng9Gt/91Raf/sydDPBuDxHzPjUikEjdWLHACcSyhQ55cpXBNWgmCz4QnRmxIJWY9nwubyoglghvLzG9L",
-	"ngrDxq5N1jyTiUgNGy673cNX7HstEqFMwA673eNWMFRmObYpj6yI+yyU1l3iJmSpXsI9oifM6AQojYXN",
-	"n9nXLOFzdvritMV+Z9+xn9ljOFR4PE8d4cL1047lZCJSAZfZnNtUPiJbWQk5nVnDwgWe2VSwRxzXS8F+",
-	"JzIKe6zNFiETiRH0RpMnSfZhD0gSupnI1FgaYovYzaKwVP9q5BPZ5DWDMbKHueDKsB7ehnP+KOfLeaN/",
-	"3A0ac6noj16wcTkGjYTPdzUpjqHNiU7n3Db6jVgvgaEUeul1C/+vtkO1nI+pv8WO3rqdbg+6E49RsjTy",
-	"Qbz3vcCxKT73vdDzJ4bX7RwXBtWtGZRxlCoUvPFLgydm5Cmu8WuwwVyDBrAUmcJl9wt9nb+lx59EZKHZ",
-	"geLJ2oo3er7gqXRHt7yxsTR8mgoxMjOe1lwkN/AYiBaoRDEQJ2zKHbX9YWY81ivWZjyy8kH8Ubq+OfX+",
-	"AmSnRKRcReKEcVprvGHwhuzu2tsdSwe7NsqPx+YM3guu8NTRWOdSLY0bb8CmBxf7j2mjb1zP7D2p7Kuj",
-	"Ru1wC/Sezk28OchrrW0bptImhvMXDTjbiM0R3KK64n5mSyNi7Gyvhiv0qJ4ixiuRYntuEGVqHEtew2Bg",
-	"XZqLVMQS2Cprs4SPW/uPLsDlT+Eq2Wybw0onfMy+Y5x9zcbsK5b19JwukBR27ryo4T7mt9Q2cYobc/zn",
-	"YetZ8zSJXtRs7fiJObKmTmOpeLouX3itv3LjzebOn74b7JImagjoc9A4vfrCD8++7MPP22f4kSdLUUO/",
-	"l0owWjG2EKnni7ixbKkSkAaN5RY0WK78z6T161gkuTLgdg1OPLGAzsZF7dZxD2JxC7fHm2d7vlm3NN9z",
-	"G82+d8e6ctjhp5GMa7SHIOMEe2yPW/bPQQOlmJFBC1I84rY8am5F28p5YeB5d+XjWyOoVCg9G3tNp9Ca",
-	"m0DdcXjz8UpLkqzL61E20T0tNaWH0cOu5XmPcuz3qeD3sV4pz4K+6EMT6XTr3fqQEzXKt9fvb87efGQH",
-	"zMTNhI9Fsic3cd2MzJbryViuYp7GDBVX6CnED0LSr5eJQHuR6TMepdoYNtFJDP8LCp1WYuQbGGEDIcrQ",
-	"4UQ+ijg8yRWsNx9BuZLxkieGNW/ORvdMT6gFI6dzHgbsNuVSSTV9Lyx/YViYLeIIRhG2UBfMP3CyeMpV",
-	"rOfydxSkQxKzn8tiC0SSbacjh1pim3GlRG52qlJcXGc7OP/wcXBxfjq6Pvvp7uzmNmRakWIbUWt9xjNW",
-	"tJppI1ioF07LsTMxVE7bTsVkaYRhTQ4rpGwqx0v3WqSXyjK9tLCL3farI0Ybip+vUq2mqAgGqDwvBDBH",
-	"Rn2we7FuMVS1uQWd121wqQPaTO74J77pzI9T+YCsdc6azqRqOvMYhkw6/ZFTf7wk/v7y9OwCDc4Xl4PT",
-	"s9NG0PDLc3N19ub2+u59I2j4f44u725Hl29H14MPP5w1gkZRa/14dn1zfvkBn/744fLnD6jBNoLG+8HF",
-	"28vr96jY3twM8EP3r9zOBZ3kJgkcRdF+VxiW27UatQGEZZxyLcfNDASFX8daJ4KrGiqMUUh3zRU/foIK",
-	"r8UiWdfIvvCYCfUgQHwhYhOewNDOQp+fsBBaDp0NXFrDiGN1hmqAXgQRs3Ah1TQMWOi+D4FUQqSDkVQT",
-	"HeLlqcxKpCImOxiQx1A5G80LAwSXrMkO0QwXutTcCH+EB3mT7hko/6FjLEZYYi5jHa/h+DMxX9g1m/PF",
-	"CfMvwWdS+NE4G042EHeyvDlkqdDmlhE+2Z6AoseCxQI2xBm2YwmLO5eKWzrzc76ARUH9kvjAk9Ya2KOg",
-	"UZ3e1rsC3jtXE+0/hAXb9vKVVtPsveKCbv2AXqJvPmeyzvoDnwOFIaF9DhpaictJo//L09da3vvnYMeb",
-	"5W533JblFdj1emGVP/9aPBu463Wng8jhz5yPHVSR7/Uec6RhBg36eMv6SVjp7E0a6c7Fpvf/9C4X+t57",
-	"n/d7fWMVaAP9izcioUtkl2i3KdlEcNYVSziaQLO36ZrsNHbZ0KKHkRHTeX3779CjKFiqV4YB22PcGDlV",
-	"ImZWk/EPxaTmhlCTtxq2MqMDSDZIMIZZ+EDE3iUmLRrSUxHpNAbteTWT0QxNCczJPmGncLXSo0bQiDRc",
-	"v0srH+AqQWU9EfxBxLV3GI52c5o/eiMVin5t9Gg4/6n4bckTP1lcBhwTzAT7aWsl2npZXujDuoWe88fR",
-	"rr1MeDpFPw+KODaVoGTziRUpDY8vTD4QOV9oI1q7t3gu1Yik4520hP26m02wRK9gNG8+Mvx8d0+5jsCT",
-	"ZI8Dt6Et/Fo1qjt9oKD7Mm5pMYjuccjO0AEjWCZbNACU8en+o9vRz7e/SyQfqiYwxEKTLBYTqYRhgkez",
-	"FjrhnC6AlFFub6jyBk1YFhG9mA9iUFHCbyDLqigdqDA+1pL2k5L+0ltFR6XndBiyTasVvvz7e5oncu6D",
-	"Rly0OzpB2nFyQ04EO0uFwLXi9O+2BdK39HLrv79t4o1WExkLFW213FwV1yNgUrFfugHr/XrCjMhiMkCB",
-	"YF5/+LbDBsmKrw0sFjDMk6HihTUlqS7KevZ6yVjgS0tQdKRhiZigehQwo0kpmvMFuvrGgmTJOi/N1gXe",
-	"25q+deH3buHsT7awZaMy3e5mOZ/zdL15x6ZiWu+fIqZY1A7Ncj4HhRKUVHTTuqsDCRc1AGwKNnyoij/A",
-	"xZayplbCvRPgd6uZTgTjj9IE7jzgB+TIAyXXNdjqsNuZWDMex2y5gBsptNryxDEUacV8p9HrGpsqroi7",
-	"mM7p61dHuLzur5zD8zTla/IBLOrX6Ef2wFMJSpwpXB/ZbZZ3GGRP0fbV2XfoH13zTw9+c7yWJ1sNQlYa",
-	"KyMQdkUyCfKrPowlnyoNP5rOb6QFFh/Zw/BLLNw0GFrEICO5erabpiLBi+A83nKbZSpnKOOQ4rxIT6Qr",
-	"gRw8pdiRGq2PTXjKhNLL6QwmngoeM4mbsiE6nQqzkPdf4he/FnP9IAyLtJnLqJ3yNcOmTJ8pnqZ6xRba",
-	"SLwq6DkcqR6zeqjClYztLPy6xxZaKms67GdPXOR1zp13hsUjyb5jj6N/ya97n1mbPY5kMFQCn8JvbTYX",
-	"seSqGbeywJpoaVnEvmMhXEJmppM4ZI/s/eCUHbBu59U3R8dD1YQ/v/Mf/yH+aPX9iafoqN/bKB55TlAY",
-	"U8C4QUbw80xafi9S7/p/x9fw65uZmOu5sGmHnSsrkqTDLvi4w27WxnZY75vXrHnY7X3bYt8etr89OnEM",
-	"RXAFErVOlhZ28kFSyNAj63UOj1++7B3lmw9Dl4Z1WwGaB6QB0hDxVJApg8HqOK9/xOYwCTvjitmVjEhC",
-	"EqN/yXbvcy6nB3AnTXiSZC1hM5+omYi1t7bzCbaFhFlp0e5SHA+3TGbbknBgEMVOPiFbGSrp+/Edfsck",
-	"+5o5QmFfsx6b83vh6IXJr3udzifGibICtJvwCPSONS2mAUVkOrMMAzSQqyNX5g/CyTXAmtlY2JUQCmiK",
-	"DLKPNB86eCbiik21oJgtnOEnZNfMkNo9YZxd8zlXbIxfU9ShYdOUx0ueJGu8q+E3Nkm4uje0EnphMAAH",
-	"b3SewNUx0yvxINKhmskpHgSZMtDIeNK2uq20NIJhtMWJn7SXl+nAgN7CjR0qXKBMXLBadxhfyAOeWjnh",
-	"kQW5ZCoffLwoyM7GigUbr/G/naHK9QU9gXXlwOeydUdTGIYGwSfWCcR1gkc1fiEmRlOrv2WndMtNvbTe",
-	"xFF3ON2CwCVNhIfr7aiscGozfZWiOl7tEUGyI3AEqbMmeMTtkFlAPxykX2NZlemxJne8kwHvnIEuAqSg",
-	"U2ZXmsXCisjqlC3ko0hMqzL6ww77UYgFatgiSdhYJE6pJ+YLVwMQ3gu4uGM7w0Az169WzKzhmMA1mYVv",
-	"AAeGLwzrdf2rKxmLwDXwLdytqcWwV4zYHWfEDAIO8fhWKdSn9+rp0Id9g1bO4Ab8Xsfr54ZuFYysQR7b",
-	"pycMDtvaG4jR3ugGXmyzWzeU3Fa36b10I3zS1pdN5XPQiHKBwDk9n/q0LD58DrzpdsdXRXfP56Cxux+c",
-	"HfVgzV4v38q5MJbPF41MVM8PPo2y7tjv9DpepdrqSCcfRWpQMKwQzIOXaHBaG+uJ4w9oW4KNcWzsqYtJ",
-	"3NMl9p5HM6lEG4QrkGAZvEZKIIb54zPHo61ekBQhDYt1tJw7P/2XO2NiStDI6P55zpm6RXibCGF3nq/y",
-	"yky1EiO8GEcUlFgXCkhOjYg7PRdlgJngqR0LjjeVTmK8nrlzKUrDQmg5PPGhg08bp6j5OitGEmcaCWuO",
-	"1yxEDoYu+bAVMJgGXGMganf2V7awu5zSvVpSWfJsWEHdMtXtwDuM0L2x3C5rQiPI6jJ6cEeh/6+GWiYu",
-	"jprCDTcoJhYgiIh4lApuavXgKzJIkGAJq2OXBt1hof82PMFLabacc5XTOjXobEOK6KW0gptXfEWFIwdD",
-	"oqGPOu9i5iOAs5zo6W5W4d++0FNaSec3QA5SXLeNJag4TZj/iLmPTlivcFoLpLdY25lW29u+zcPMpcH8",
-	"FisU3MQ/aBRS0qUyTGl2he2AaCkNm0iRxAykIUOyrGve6yE/aPjOyjma17EJDAYvZEqFU93rHL7qfOus",
-	"CBu7QYPaPvD3OgbR0PecxUH8oNl4KZOYSUWSE/zaDGPxIJLQ2TkSHfGEXmvVMjmTUXhmLr1v5NRae1Us",
-	"FzDhIpd5llyBHdadufOp0qmIvWxRXgX3I0q62U6esFDJxIUrGFAE87irLScy7+6Cj6+FQcb9LEHmUgn2",
-	"7uriDUvx6w47k5gnF4KKMjLCWTPyiKOQRHVaA8wfgLuIwvngPDuj+zMMsl9oI/wyu+BTXxVjxOb88UKo",
-	"KQjhvcNv8cPs7xoqSvjYRWW57+tcNeMXhsnYnzZ6/YQttLGgT0jL+JRL5VVOUqQETxOJ4S24PSRKPmdk",
-	"5QC18rB+9lo/vYQetTjlK3XC5rAWuddOCZ7CjZfo6RSUtpy1udng2qGoLxUL2wkft7GJ9kqqWK8q9q+n",
-	"ouM84dWvYpEu3TqimrGco+qgcmOim5OPc6Wcj0dbjg7bJ4y6cubLW12gml+fOpbmcmkjPa8RAt1K1znj",
-	"I53GJtsKOGrGajx2jkbQX8qkipJlLOLO7nhwEQn5QJ3tepPsHtuH5YKxSssRUgKXJeZGFqCmH79OmdK2",
-	"deKMEGXKBq4C0szuOSxVYcX2Eqzu/Bc5k9wtY7mFCrL9KaxJcRC1u655jP77QqDFM4TfBa/T/a/d8LxI",
-	"pZdpJEikmshEhKwpEiPYUbfLNoLqWp2hGngDIDTPhIqR6SgWdj7pcSLHIfo6A2eOMut5ItGulIqhSoXR",
-	"yQMQHgYRLVUsKIvQn0G8wF4YhjnFoPhqbc1QNcM2PmnDCNvwMAyY0zCcrTnL2w3lfKFTexBiiIBIWydD",
-	"hTnbK+mndTW4fVfKx+6wgXKhejxhRsYi4ulQhWTpg4mSrbLzyWgVFuxTVXMdGhzQoWhY0wgxVKG5TwRP",
-	"VZuG1ZnHoYvWKzDgo+7rV3UsDPdmR+4PCMVTEYesSRZBoFUKzUbJLXTLFDqvHLdDNRUK865jFiUSj/69",
-	"EAtnrAPZzi9Fq5M3v0j1XEOjfKjoGTmMAhbyNJoBlYcsFW1UA7B3rpj/xflim3yovMiGHnHxKI0teG4o",
-	"uZ7EIYareNR9PVQhRTTe3A5u725G789v3g9u37wLA8c8ynnmGEOELZyQFzJapqlQNll7x7AfAmyYz9ZD",
-	"aVeQuN8K/FmgTXNibk7h8COIKyGQRogiFlNilZEhEwr+F8YTD1Xo+qPY3Xx90Bhd8MnTqjaChl819Lsn",
-	"9RbJgmT8pPtqm2HCPd/GdnIhsCLn0fVDVs2Ztsys+GJTSOPJVKfSzua1qhas8gjF5bnZfYXQnhRVgY0G",
-	"F6l4kHpptusLbh08Bbg7BU/Mii+2ubEU8KYVNzVaQvU2Lw+yZkiVadcvPEhFub73zPQDpx3uGYQQ6WQ5",
-	"VyOpYvG49ycqAsrOkyqflemQBxA8+1MkB+rX0cwewyUN/km60andRlBeta+TwzHBMFO7fJqby30jTkLW",
-	"/9hFlqFrEYjJS5m1eudvo1TESyct7THBVCdif7PDNbz9pGA8cE4XOaXkeYnZ32E25kxm3jdz7/CZE0JZ",
-	"/gn1wofok1BVDCndVy+oHNvyPrsBVCnHLfQG/dcd4fd0FdV5z++U/G0pCpqbv7aad3fnpwyUCgZTQJKZ",
-	"z4WimwiDAofq7vZt+1vn26NlQHgJuEVAuTo8fsW+Gq+tMF+dsDATLbwVAD1/mOGdGhQEuHIDmS8TK9vw",
-	"JctfYRFXbMGNQXvnUDmpgjQHic4clyjhwtE30gE2RJzD41c7dcxqVN7eUV8njFdCwLYnoem5tJaUnP/e",
-	"kV4o+Z8Ky2VSvxKZtJHJM4pNlklScx3H8S7VPWvMh8KygmVvf6376YsfpZlafZz2C34HpTTheEv76Fc/",
-	"tFim6HFc13JPCkQePScjLZFKOG/GzhjqC/cuOkGATndegIVoTHyd7pVFqiNhjAtj37ISGM8VSUwmWiwS",
-	"SRYU8glmhoqCEIMfZQ5YnTpZZqJTlvIVgykrI4EcOuytTvH4o2hLTseFXGDaPnWrp0rCyTZWLIwHWzB8",
-	"jnGT8739EFfFuWL4To2V/ckAuIJ2lVLcAikNyscll6eNIhutEQUZwPHfe7g/Z51RtFr9aGHNRsu05kRe",
-	"gTrsODvIfmLFFnwqAhYe4DAPSJl0J4r0yQNqMKy3Qs/44fGrmth48chu3g3awPKLMYDu9EQzEd0LtKbS",
-	"WoDYWSPgTogMSFPJDr2jKWzELOcUfF8/PPm7GOGN8wWAArmFfee5c+4m2A1UrOtJxcdoo16iVRbWS1Tu",
-	"FdDaibiMgGel3vpvyGK1hxLzlBSak/kIb+sa2qJgB7jzcjNltu/iEZ6Z3Y7IQkd4njY7utArDHiP2XIB",
-	"vRVOYCXclAJHo3m7Vzph+4jlWeTkYTHq83CHKS2XxhzxlHauRI/Z2ck5/K/bLthzzCDa7ct8+qarJKNe",
-	"Xdwctj+cXw0ubsK65JOZSMUJ/uAMDCwzE11d3FwLRFtCiwE6TfxPjks3iZMgeyY+EpS+amE2FZxxCjQD",
-	"Ll64K64ubirOuI0Oblz4/03EE5FutF47KMMfpjoZTWRiRRoY9VD97N91aaeH/848jzfFzBsRs+vDsmjZ",
-	"YYM8h6jMTUzHp578pQN6f3PGmpSO0iqPjbJPdg3wb+Fvu3nYh4yNLP4PN6symCI7Ke3Yk3xrR5TXhsec",
-	"vmJaMbOMQDA7KWX5Oo+Ay/SVhhmBevV+OYw5N92ZTZpHmP36b4wx2+8AlqPNNk7fh2WSFBZoL5/53x6w",
-	"tpHn/N85dm0jAfWLohKLYRB7LXluiNlz0XFwey7737HgW9fyIldaN3R5d8V7g0CESluq5x028LgSBREk",
-	"g/VENwmB8er0hSnlEQboUPmkx1mQvFc+0NCpV1kwNnlJfMg1e3Pz8SRXNLO+Qn9HjWBgIcEHxXphRTxU",
-	"6FjJwUYzz+C8LoAbk9ByW3S9Z5TObEVhqKRdFhoKMXNiuSB7fkFkyTehAJgKPHqL7qr4PHNrEiYp6q4u",
-	"vo+VVgoWFzESxFB5tTyLaMp8omEbem5jY4Z8UCXVd6gqUK4rbpieTDqMsPQo2RlBVP1Wb4u+QrzAGO7/",
-	"iMNhr5tjZQ3dJ9kXIWYe8tIk4T1y04dD1STUT//7wb8+6fF5/DlsIahEh9HPpDr/yxH055CSn8khN0cs",
-	"lmbomxilemXgDQP96JUZLY2Is0Ao+IIyaIaq4C9GBwg6QCm63cx5kji1GIQG13XgyX+oZIwOxrU3jeTa",
-	"N9pPQPUPWCKNy0FA7GzU8ysZcztDEEsnZYvFocYxCfueCYJ4+uv2+JMeb3MkKe20+o1fPOHU07z/tcQ/",
-	"yAvKmkYkk3YsooSnYkvcXbZndViDq6L1x50g51WupQA0eDg6ho01rd0xIeRwH6GXLcMQ3XOzsjFE5mH0",
-	"DNvNm5uPbMFTC+pYhE7qWv5Tkc39ZPcINNx2i9RdxSSW1niGSo7zEwYykXeRul2QhuWD3hn5S/rJ3qE3",
-	"OOTs3txLtm5knWy9SZ+EdfTgYM/H2zNZEKCovRyk8Qv5wrCx5KQK4QcBZevmvkV8+sK4EHEfAkVq2d6m",
-	"zRzPblucc804z9B4mHE/DxKdRYkF7kIjNyeeRj86SthxiN0+HANzXk2e6ebTeqRvY+/pVPfuDHh13dSM",
-	"dDu7n9K7VFYm+7++3Ti01XKV0VS27Dmh7EOlNNN/N6mmOhFbMFhkYYO1yTbtOT6Aive5ukdfsIo03sJq",
-	"bl26a7yMtwhoqMIbNhYzqWIvqXjTSXaTs2atIHJAv4YZIAdKFzWet8LWbLVaZ04WStXPsr8WIm1n4COw",
-	"YM/LYHgKdOVSiYKMk/tOi3aRgPU6ncEz8k5gRTLkjroRJTCvWt3lwv2Ck+fRLJcbU71CUTJ74PAMwt6B",
-	"Yl8zO5Ivmrcvblv/bPfgj7D1XAvOhpNnbkS0OcI3PJFjcv2TTa4IDYOcbpCvo8kQcP/0SB5qhlJnIvzr",
-	"h/OUNfxB1gA0fDy/IhHaYSgEG3Qe5iY5E/7Z8RXaqj9uCwrSdPbHXIBcGuGsfzDCKBXcSDX9c8PZ5w4o",
-	"DpiWMCgj6GTnxVPlk6A5RXdZEZfdi0Ob8YV1ZoySqLV51Tzp30cfzP24JmBK/i42nZVADj/K7wPC8Bcx",
-	"Wy46f5HrsGQDr9dkGVz0J94vmitQ6FVFiYXigkGLzdtDbwhGTFP4LCqBlATu1HBodv8Ain+jZ/FZDrQ6",
-	"gvoAI07k718CvnEqH2TsoqTziAXShjEvm6eCkzQYUhBAyJo25Qvxu5YxT4YKc/8zcbF4cqWCrWCS0I18",
-	"cMOaPeIZbvUZV0MlXfWiHIHXLKMZaFc4JJ08YH0YrmKKqqJBsPnSWMxtY9wOFeUj2ZUu9h/QfmfR8bfX",
-	"g/MP5x9+GF1e3Z5ffrgJO2yQzXmoKEY5n7M07HeRapfHwCZSSQIX80FKmDk3FdYMVVjFbQ3rDGE09C8J",
-	"cKhiICi/43sWcPABHLXkc7m0iRTpBcapbbKSLZk5Ewmb5oWw18fs/8d+8qWU/pNH90YrD2byfhnPdHLP",
-	"04D1Xn/zOsjjyKPCZZ3hIu8N6GyXsVBW/o6JqfTx1lwskWQd0CgD9nLv8Mi9V+CdtoLgIm4PqZsvAgI6",
-	"bASN32r3qohA+b+tgR7hPf8XmeavtJr6JM1KYlY1DLnWtEK3YmZg2RaPXmdsqYle3swpdmvU+7X2Tt3I",
-	"tt0jv/W51FfppGaYm4G3lV63LfyzHKF+p/4iP2hGCP/HDfoXu0ERtfm/s+vTWT/eUMboc7M5KvkZm0Wh",
-	"6pMXPj89kAxQcDvWAoJ6b8C4GWEzyPxOGRm/T6i5Q5Vj8SEW1nIB1xUIPj+xJhpKJGEZSrUFh7KHGYbs",
-	"Xqzh3C2K4A+56uAwJ50g502LGeRZETKvVlz6bffh2oRuzO7rZ3/4xIac5iOtCdhYJlbiilpRsqBW8pUx",
-	"29vYqtxzwjis41AVFrK8s7SamFjp0wgKiJ4ddiPEUBX3CVQj4PrLhJu6hS2ad/aQf37b970RSjx7v/3M",
-	"nJPDvV981jiemfzyBJVcLrYc2J9n3Ke/LpI1MzNEWox4mq7ZWKy1iquo6/X1I152DluEcKix1i/iCpOn",
-	"+F+fw6DQhaRDt0g4nLQSHH6H3Tm4/3uxJvg4STIhnky0aFIFNkJKIzA6goCvx6uoobDoaQ72Yx9hSquF",
-	"O7I8gkWyLigJRexQSozNvhOEiGa1Z2BWAw/r+grJlifGJXqh1miWczNUcLxamEvs8tUSNkk0YQj5RNMO",
-	"u6QCIhizhiu9gbzqmWZ/MwM7y6shi4ADTn2W+69UKGBfmanwzV8pO1W6+T8y1F8uQ5UqWvxvIEzltFED",
-	"g/ac9NQqxPizElQ3ULjp6zJv2oPSyxLZ56ARlyWCPZooyhCYKevQJP99ebIbUG2lZS4t26YGVxrPk/v6",
-	"J4wP5Tb+19ogXOGQv+Uo4drsXtStx8WrJXtSKryNQUDPIXEvvXwOGl5k3fXljX9vw4Tgf3hiziWAtc3S",
-	"sSkW094OR+NeYBg7QOF6bCwivnQW/kRPXxj221IsKdBqAly+mUtICgQdrLpvXHFt/Ob5cEFBI+EGMyPm",
-	"0j4reB8HN4rFghZgJ5QPZn5tXxEagS2vyRdM508ljK1SacWI4FC3DzUBoW3LzkkXYuMxVa12MxuqJm5i",
-	"LM19wM4PLqlUH0jEWHHdZ/CDRDsWUk2xG4oHxCpuvS7Wu0XIk6xkCqJIJtqYYAtsYaWU3hcgSGVbF2Rk",
-	"vfNcXDn1rHwqlHi0o2iZGhJ/dkZv5RrF/iFcG+AWu1ymxU6C0hCfnuW1rksyDskN6krru3JpDuxgqu0J",
-	"Cwm+wdfed3WMUUXWhRRYz4JOMJQVKzn2seAfAj64QNdixaDc/YpNosuEKlPWXRGbSbO1oRsIiY25jqWM",
-	"4ixp2KIDC8MKCVVULMJdFbVK9bu3RRBVCtUHGWr2lg+K6P1Bwb205fWyxzFoUFLZ1nsCf/Wvqoet76kH",
-	"n39cKdNl3OP91JPiZHZpJoWx7Xw1G96O8K3K4u96v7yYqCBVBYzNqD9fsS3zRHCqDNMDvZbgmRw/Inym",
-	"sKZcZLFiVr3DoaYgyJbaKF/i1XwAmfxLXBSuS99CHZ/x6LrPxyGuSYnTBZxhShP1BQzCTUjeYgJlAYV2",
-	"ps2WnGj4pZSHMCdEaNbUiIpruVQibRVAWmu9STNrFyMex6kwW+Jq5lzxKYIIMvcetDnWSxUHTHSmHRZ2",
-	"O/j/+8fHx69CKsWEDvoJj4TB0qhhj975ht6pHYrcWpQENwVxMQMWwsTbCxm3XQG3E2TQPvXCsUs0yjjU",
-	"Lvx6S36qsaNsk/aXwVLB6+woA4sBEGWI6dzAJiNO+R7F8HaMK0mEsC9MnrjgsM64L7LPmpgtg7H2fYwr",
-	"wBG0nJGKEwgn1rm1OhWlvI8CMdEdtQMvmK5Gn2NE4f2yjCJSjhBXomAJ2ilc5BDYNYC31odCZ6u3f2iN",
-	"G/GIVvgpHJIMUMXSdpi6+dDC7zWl3+e/jYSKF76Gdk1oWm6j9S9unCEbLfoHB8VjchzuRiZDRRGZROUo",
-	"V4a1sT4b1OCpurRFG0eE0MS38s51HTTS21SYWYaMJH052wowUn3SSMXGtRl6RtzTqQVApHdKPjKx0NGs",
-	"6OWCDkGhm/NY7BnAsWEPeFbnJxnMIukS21GbN4eyheKKQ0MZM4fxq9Q+eV5kvAv7rsuwRhxfH8ufB/I/",
-	"U73760Pv/RTq6bIcufzsUqg+tXKpMCmQHA4SaEmtC1G4u3PafzvcHe3702Ex1reMfrORjvbmI4uW6QPo",
-	"o9G9cRXRfYHWPxWbfPi4BRfPSxv/k5nlHP4wvy15KrLOfai5eEQ3ktnzsKWHj6NoOV8SNtS+CHmHNZfw",
-	"m6wVdn2YVWAtRIxNpA2Ka/xvjQQul8g8fGxsTI2GXUeoBaXiedGYN/xB2t/v1+0fdMLXzMy1tjMKpmex",
-	"SOUDLUcWbekuIBWLx8AVwMKIpHgq4AJGaxA3LDSRXKw7VAeqU0IAaeKHKtarYKgWOlljzHdAvcF/Esu/",
-	"6wVIrd8NqYDuYthohR0WOqxvisUcC6bjeKiARU5Twa0vxRFmrYaOgWLbYV7PqPiCSIwoxFPWxmxmHfOx",
-	"fhDssHv0jUPVzYI5Z9zA829dKGgLrUkuEgE1koLP7v3Z7eB0cDuoDULAsW7S5mlhM2jBambjIJq3T6Za",
-	"i6nLmtmWlwsgHe3izFmvDs3el57aHaZdjix1mnydzYNWvdQ+LH2hh5f7VWbKmioOu/YcoWBDadHS1Ma5",
-	"F/J2amEC98izKrSfgwY++7uzL/quzvG71fZ95UvkFixfsaSajVTEzNtRQXnZ3/Yt7ZeYvbcZeetG6UEo",
-	"m9zZJiqA3AGmiOsJJWFzNRWEG79Gay7MTyqmvmCQ6onxuYy58ZqNtZ157KdcBHRjR4h7Yf9sHQG1KxOO",
-	"iH2rf+0vBJKmnrfVC4pKx+9JA1n1uBZzO2vwLF1RdyPsiau27b/04jWiK8wctN2zZc5dOvGXa7/PWVxn",
-	"NXymIOCTIcgUy1x8WcDC5iMWKuWq+dhqsQNmbNx8bIV5uMxCL5aJK6gTx3rCuq08tyKrBgr36CThNo9P",
-	"86UeucW8h87OQoxGPeyZflC7LgUnY4XgcnzsDZFtE2C69hUHolkj+fK5YAli26Jg9Gfy2gqlhY+PX76q",
-	"yWsuIDhvlnx8KgvuxqYSQQbyNDdKfDvxg8dixKYEjhVWwb3+3TOqbG05La647HX77dO3znzwTvWI7VMr",
-	"L8xEqNPzj2fXP5ydhgHIV7dn19d3V7f055vBhzdnFxdnpyFrhleXNzXoJQcRV5FIwhZ+fXP39u35m/Oz",
-	"D7ejm9vL68EPZ6G/LjNEW3NfKJCMVSuzpadGtoh41FBYcv+Ezv/j67PzBXq5dBGGBdNpi+h/nIWZWyak",
-	"NCXKWKomK3EE+8Gkf2lKqUuZ05O6PymhW5OhEn/VqxfGVd6RcZjhCcFRPmETvVSxj1CVCa3DJz1G2zRi",
-	"VuOUlFkV8REIKYMMyLhdHwYXo7Pr68vr8Jn1C59fkNBT3n/qcY0Aaa2YL+oMBlhJOmyjHTZkTU7G3Vaf",
-	"zfSKLAZojffTB41jxmPgq5/02KeTpUulsFIGRSukQokVVX8yWERLQMPepHwvk0TELSbNUKVL5epDjdfM",
-	"S03uRVzlQ+YdEaQ7uMs0FTaVIqYCMB5ukOMIYV/WAp0IpIg5f6mYj0UcC1dtyEUuPmn++FPQSh40xa9c",
-	"DYbSUO0CUWLbMJRu0XZexLDJ4W6kYeFcWN7ZiauU8IUR8b5V4p4dkVjmhZshiT/P1hldkZgdwGaF9O/Q",
-	"yS1ZtZy9QhaBCZjZM/ElnwAfupeqRvjPnO0FuvMOnfGaOXa8CdJAH1XU4QwvKGRNH93hax86oNSCPx9r",
-	"1DjIIi+i+AZ2ePOBKJ6/e+/hq83Nu83YXQWhjXGTATgHDv6qKH+w5mH36Nuh8ogXC5HC+p2ULnnMxyYU",
-	"LJ9uG1DF8S1AXARpZXLNCo8+ygctQu8aqoN8oXlitAPvQp1sEzAMzgx56Kf1rsa3KS/VipvoJGaPBYsi",
-	"Qd3GWokTNtdKW61kdMJ6nW4h8yF21cGeKqy9o8Cf3/K9d7Zsja87l9zCRZwROZI3/BOjzOGQRgJHHuS3",
-	"xAaATkblGHdWwF1zQLV5XcdnkePWUSPkl68HpFgYU0lcp/sAPaGpACu2wX3lK5+TvMCRAy3T/bhMIR2+",
-	"BhjMXwYF6MG9gAQKfsY9HSF7gQ8UBIMcgsAsxxRG94wOKzKJ45qFBP7ssGTb+1QIdWFcA5eOsCm4CGPl",
-	"HO/feOkUor2vqyfYOg15N3Q+VkAJc8GasK6pYQK73sPn6caxYw3qIdDgvOwd1FYUAWucJJW4uqobAp77",
-	"ecOrWDDAX8IqDyOEx883HuBEdgfObRLrxkjdMW7T+mdn2f9NfEmnPrISxa6No1+8PulHIFr6rRE0oJFG",
-	"Zvyru0xL1+PzrB63RebgEhpfGAbXc8wtFbbxqY1s4IrggVhL6E7xUGHiEsh5G8b9wIOtS1eGRhmdXaVw",
-	"OeqVGirsRqoy1ui/F9QUDV3Y+QvslGGfzaKu5wyzc6oPSEqdldG9sEOVCheo3wLBWYg2vvifN5cfSLwu",
-	"FGAiO28qeGz6rkonJS/loreIZprCQqBPlI5J4StiZr4wzOHzb4cDDbYAgbY6bOA8I6+OhopyzlTMeq/Y",
-	"j/J7EInQ6hdZnEIVsiN3zWxKKk5IkRYutyzfqrj8r45qzlHGHUbpsi4A9R0qz6IgrhBurjQsApWuUMTa",
-	"O239hT5UTm7VShg5nfOwwz5oD+aas6WQNTERl03ko9O5SR7rP+35ekNGUQqZ5pb1OozQ/xCCBR+bocLh",
-	"3X8V5O0C70r0ShgLQyZPQRP/03cmAK7QpzhUGdKZnjDCsmcHzGSlsBBIw5ywcC7VCFsolAQIWwG5/6KZ",
-	"1gZEIte9d43df9Vh6Uh+usea0nrFJKh6UcVvnsF06EkGlPWJ1vC+BJVl4tEn8nfisF6YGjNnwJS3aZiA",
-	"/UYys5tjZ6iG6qvCbrHmNVskhoVGJCKyH6Cz5lzYmY7Zd2zY8C8OG63QI9QyAqKFtb2nQdKy3LM2uzkb",
-	"3TO6GP3TrwJGyZUInobLA23MeMaD8kmggEDUBr+9+ZhDpATU9nes2Tv4rYWjWM5Hn2BJZBOXuMUOWBNW",
-	"iJnfUttUrRb+KWmMirVZr0U1hrTCafilRu+/NOz6hWEhkMAVzsXEzXR03zpwrflpzSWhrF0Bk/yKhRTJ",
-	"J3/HxQ9Z84ErFouUfdTCBqz3+vURZpniOr/YstIwmmGj1JJbceSRsHDZsno6X4i0naI7bOLYo4FmYMLf",
-	"ubWhdfnnIWsTEX71z0O0n8ejT/88RD+TFYgFjJorfI3ngnzMXdBeX79+zWhYzMipYpNELjKhFrpqGiFi",
-	"EeekweeC2HteipYKNMGXrRPajMiFDkJjvlAqV/C9NDRP8R1Z/ONWwBa07xH7mnU7xzCDXrfbJWykaKZl",
-	"JFz2bx1tLjxBCtbtdHusCbvsC/TyZDHjLceC4ay+1Sk0Uijz7hzoHCFuyIbqiukWqAaWseNP1siT84hy",
-	"TV3Y/pYzQ7v6XXZaoPuvkda/cgnBN2ceTqB4SHyuPbI2jhzFLwFon4Y133FjpQjYrRybmUy5kh6d6G0q",
-	"RTznKmBGRB32TafXbSFrgLkAZzVk79VYys0stDKkQ6OqDFe5BArvFnjTiRNEDCbaJzl+ZKTnY6lgGVO9",
-	"nNI9HMsHiVGM4zUSY8CMBrbGLdH6SsjpzDCeyHvhwBPyyZIhr9g3GpzpJmI80Uq00AyMooDLYMbZAb34",
-	"nc/vNq3YTCRxG1R/XNp+hrepFZtyo6n+2FABR2W99nHXcU0gJKB0Awf9w/k1cP2jbi/D4qIAV1eefqis",
-	"xviMVsDWPFUvDDvslYzfhjUPX31b/7W/Z466JEocdplZw0VgZZSp2w5tWqQH+FsYsJfZPgRDhUyrGDzU",
-	"csjhxANKk6XxHPfar7p+uEP1Db5KP8GHh92uL4tcHUuHvaHVddehgvnDxzgIR9i9ridVYCKsi2zI8dOQ",
-	"4oMpwAflnrZWAjapD1v5B638H8yIKZWI/4NtHj16iBcY+4OV2Cv7Y6j+aLfbG/8Hbft1wN30H7I/2FGf",
-	"dTsvD1+zP9hL+OfhyyP2BzvEfx4ds7pv4bCIaIlhM3+wY3z1m2/LDeT/rGkAw49wAeIvG0Fp8Z7bBAYU",
-	"FVaAJnCcfwxfuI+Pe/Ufl5eg8FntP+taqFuDl6+eM4b6RXi6DSB7BieyMP9v4Y1e71X5n9/QPze/K0/9",
-	"NbzWfX1c/mfeTuXj8qzzPur/Wfm4OuFeF3tE0tsx8sqWu7ePy/+kD7uvNz+snfOr8j/zhqpf100aeqn/",
-	"Z/XrbbN+/dTgkXkBZy1MunfYZ71O75uDbufbbw+6naNvXGu9Thf+/hZ+OTra8rDSanlF6pvuYSuv4eEh",
-	"PHwJD4/wzSN4CP9z3N1ourxczxj17qY31rK28dqHTzYOd9cfjKs1vImH7zXM+PgYPu8+5yFcBAVVZuYA",
-	"NJ3ep1NmpYjb7k+6EKRivddedjo8ojs9yICKeofFOyiT6fHK7VFKbZ2Ex5r5BYi3I4X15L5gCjd2VWhm",
-	"qRB0D4I8XLh2UedxAm3zZQCSZSsrFDxUc5DKM1uGv/i8doXgxXAZmxcs1h0Wzvm9IKjStnggEIQQZGqz",
-	"TJ1cbvk4EeVC/341G0FZGyGclMq8a21hTwWkD1D9jxmV1qvaGzqsFE+O4DVY0hmdzpTP3OmUjQpFg41T",
-	"3r3vPosvRy8A6JRDJW0rYOOlzcsvk+Le99VfOrmthPQ0qVUH1jBEF3WI4w87bIAq0ipDOUKRKEn0ijXn",
-	"UjVVuxegxpnwdArUhw6h9lD1Wq3+0/CsaFbpe+F0vK5YC2BVlgtmNZbSLpoinsLfqXVpRw8jFL9qwIr8",
-	"CfmxjQOvjqDitOx1CaKJKVwIkNcm1vlS6qrv/Mi+Y4qCr4ospqky1e9l6wTk3bUTL39kSojYsPyFH9nX",
-	"7LDD3oPyQzIkBl7TadYpm4iVSJ3Ejr+AcvH0yp+B5oHTxfS7ibTBUHnPYDbISBsLA/ma9eAVU1l1UEy7",
-	"xQjkwy0r74/vdmscaQRSYRkWH3G9ZU1boMwPFTegpPssD8F+pLWp+pidhO2NQe7PPgNNBpR50BHmSzL1",
-	"ZnWDka0tLdw4mv0IamaklZXTpV4arBJjXEA6VWOGLfEgE/gIGmiRjly4D8N+sZlxoqN71PZSvcrmnNlO",
-	"oNPQLVwHVhVNVIXWhg3i1SaS99K2sQyo++zHtzqJm2a2nEwS8d1bnhjRCktkGziY7NRYpoCpsB/dgMhc",
-	"9eD0Ycy998mwOdd1Wr78nSyJGF/bvCYrCK6WkIlU06Y6+LFFq+k2iXr8kbVZ88fyW22myNDldRyKYBFE",
-	"3Tl2mLEBwRySScetOG3RUlm/7AVZIeyTMZI10dbWbbEpMESr3QGg6dPaQzuZ6aqy9oUmhw0iqLc6rRwZ",
-	"qhiB31RtQkAm5QuIiJGge/y2ulA711HtrVM9EU97Y+FEIY9yIdiFgk1Fn4QmlGgzVBQBJhUCivEUnroo",
-	"g5ZjHJgQguE/vBBHRm0P1Zubj3tAc9/66O+s5rV0eHTOF1Gp0jXnjxcYGtnoHx6/Qqbj/+7VhXxkoY6e",
-	"S5WcgkFjqeRvS+HeselS0EejXTlm/pIjXX/jurJYMq8ZcYwHcxKRk7twbdOSp6CaIXLY7TAH4ewg3IoS",
-	"ANzKRthnX35ZIbHCIpYjQPcpLXbp46yWRqRMxi6B5Tm7sqPu/g0GjvhK+1K5AhVWk6XMhzIHTMYUG5Yk",
-	"awZSiTMskdmoAuF+Uq12gJ4yqhTDmiFPrZzwyHbmcThUdGbpEDuITUISXDpQRcLwqHdBwjUOtwOfC5cd",
-	"ZTdCQDMMfWmecgaRscpoup6LhjNfOK82wLTJKUw0R7lfKljBQmhpKxgqEAqd/uB8xa4qIEq6nUjHIpPO",
-	"sK7CfGHXfZbyFeH5uzhgZIHkofILvuBrUwhBxUhGFPS1QTPkmCpM9L3PaIhx+WER8yQkVJUmCX7HXZyM",
-	"iKlUQF64aqhycuBj4G3dzjGb00VcTA2jpSxn3g0VZSi5WnagsVid+bEo4Yy7vDngaysnCq2Gar5MrFwk",
-	"6zaPY4rhwn5aJx7qU0i4IoOnXX2osLCxUNGsrKfAAU8fRNrG0gq4bB5fBheYzOmYxNXsHQeHQa/FvmZG",
-	"PZDZEX/mqm5FK/x0B2RYBf2mzFFrYuEJsqO2wpFD+KmpHGFnwrhKZkY+CBb+kuhVwGZyOvs1HKpCEhFG",
-	"tgFfnbd7Lao9mB/rEySKhCB0/KsoI85FOhVxh12V0XkIZQMbWM10UgDxRfmELPR5PibJIn41TZazBBIi",
-	"Bow59FERT0WHDWgEbi9CUJOcSwbmFWIqlJ+9T45KsdQFjE0VS1zs8Bd79clVqYIvnrHJdYgthQSBo2IZ",
-	"7V5N8sP2Go3VS2HX5fwFJYSkMrBfQllXNRxuC6ocBAwFcWPwcOZVSQjIe6ia4UqNuiHrdBj8Cw572AoQ",
-	"37+SknHCpEVlDHd77EWTtMPOEdJM+4h6r5RTDEYetOlLqpiQTidtVIGspapJHZjQlSdtvsMFxuDn2wzb",
-	"+SK04VEYZA6fAv8D6lDJGtglj0RM/POw222/POx2qVALRTHk8y6XRHmaCMv09rxC7d2jb0u12vHvJ1NS",
-	"MuHkqQgqqu1vdmfwT+QU2a5PPfdOnLKhZrPMy+FuPEsYwfep4PexXilfQ+zZn1VhkaCNAPp/avqu3MuW",
-	"Qi/7JOsLbqqIclnANZUuCRoYkpGXZamNun6KfThM7lFN9ZmfiEZBbMCiK/vXWcmbra3pcvgnGnZazpaY",
-	"ys1CNWb/AN+Nbd+I8L3K3ZjB1ro66GiO81rH3nw5VCjVBSxsrlmbrWfcUvAIRY70WJvNWj7BkPgZGhcx",
-	"DsC5ckPF2mzA2qwXslhMU0GnZpIKEes5sjoy1Hro+aFydQFvDw+aqt1r+bDyPWHeq1mGbvVz4ixtdZGc",
-	"njoaOQzL08lpXicYLThhd26Pk3UsP1cvAkaoyg8it1lkWWapiKxO17UpUTXG2L2xk2+yL8jghrbg/Rkg",
-	"2gHwbqpGxWGyERagDOuMxVWr7L6yx5uPVwh2VFebMi+rv7OwnC/BTyke6R5gzdU7AoODV09W3HGGESo6",
-	"sLODcrGt/PMnSrdnIQ2FWgHIn24xB8xX3fKB2XlVqrw+AGeeBxn0OJTKYVGE00tXUW9dQKxx+g4IYYET",
-	"ZIxl4tGmYu5tdc3Qz2CEePulOu6MJ0lr712v3lA1u1/uax/Y3IVO7e5wdldEdsGnIng6rP2AmqxPW3Q7",
-	"NXJom/EemyqVN1daRmXsQEAlYBdK6Ftw6dCadiRKQJdm5D+oq6iUFdQM3QhDl4zjP6IbkCdJblNwAz1h",
-	"XeYLH1CFPtIan4mCIIo4Zf5QBhWO+hSPvsPUqpqscVNXgRVlehcyJQ3Zi/q5TTJgNcI+qOZnV4PRdLQQ",
-	"6egCXjp9V/6z8OsJwhNzZsSCp8A1A4qonAkeixQDp0nnyHTIhXvcKdhGUSEhzZEMj52hOs8tKXiDUvAt",
-	"vuMyemMRyTlPfI1k0F1++br9ayyn0ppfOvTfX38R+cNfw6BMaPjYZ9PpdKjyLGGyW/RB5aS33BR1CtpF",
-	"b9TtdkExmolH7gYCA+g+9hbtQ8yslmoS0n9guGsswRkqrsKTwlyGSmnVVmKKdyJGi9PoeofO69Pr1jve",
-	"yA82VHalyQmRO7jQlt6qQDePpeLpuvFE/t/+WX/VLGTz0HDN1NHunXI11y/4eBvUW1ZAqg42M9Jp/AKU",
-	"foNZBj4EcIEA1+S1IDMmMkoPCOU8Tm9uPqJhEPmyiAt54I5Gm7nnBQPJ0BtiWLfV2QP7fOxKoG4Tfrdn",
-	"cnthrag/ODMqmQ0QiXiUQy6OJjodZaAK8KMSI+BJUo0cotBOPApa5urAs6E8nUn+0dWheRoQd39Y26Ih",
-	"o37rfeUbr9XjmSQoiC+pLFno7inw3K2ww+9LsJuKz0WHXQhrRWoCYhImYGEHTv2IvI9hOwwoNQGrI6Iw",
-	"MlQJfoOoZvBRjp716ohFM57yCJpkTWkdLgFIzqaKXuoOuPNQNfqNRWLah93DV73e4WG71+0dd7ugnXPo",
-	"DIb/z18G7X/w9u/d9utf8392Ru1f/9UNXr38/D/qmMOGHWwzkkNts1G6jFs9KRh1TL59X2gXKRlFaiwi",
-	"RkTLVNr1DbAuV51D8FSkg2WdujJw2fkbafisJguf3FQhtKRTFw/TZ99j8y58G1/3OYDs2pFfDnzospPQ",
-	"ykohreV+TnxBKvpE5gEqHXZuDUt1IlgzTAWPQ0ZRSGj2EWELb8RYGCdS0XMqZWfZnK9BMU6IapCvI6wu",
-	"jj1f8pm1i8bnz1SjRddg2/pKKX4ilHa1TJVhnF3zOVf5XY8p3azgE2lhzACWsCpUZwEKObsaBOz03QCP",
-	"zenVgDWnBxcUiX670syh4tD978CHx2sSFsk82KcQhq++ep/jPDdR7Il15G2hIF+Z1ldf9dm729urg16n",
-	"x76m7DGtGAi27Pj4+FVAfm4uFb6GVwn844Y1by9uWK+Dmkev8zLIm8GqWtVdhnayjWZh2yamHYnUeuYA",
-	"f9+LdeiCoOdLCxoJ9OH3nidG+xQZ930ihbLtiFPOyVdf5TUFYF7/EKl+/xO7Pvvp4PrsqjitY+rEVZO5",
-	"4tE9Ew5H3XSgD8qhwHVGLKiFiOTEuRrDQkm2kI2FM9FL48AppDUeSwXDFEhswN0qBOePBXIH44BHMX5B",
-	"JmiQRp3bUKyE3+w+hmu4AlYOGixkTfhMT1hYqAYMLLdcTSbETQyRZZ+rifaPKZY8b3SRrItN+jKt7vNi",
-	"OSfoo9Cce4IgFvRXKyBHbKmsASayWMNCOF+hK5nr4esxhdNANyXAe+zJF/1xI6mi+MI7DqkYUX+KVcKy",
-	"3/K3T3xCyFjHIFGHhUrIOA1foixkTeffJdcnYuaBOOsrxlZXJqvdE7Jm6GGtCvvhSvIUnrhaO+hrrayx",
-	"b6dS9opmWC5mVR5Hob5Upe9iAdCwpvSla6dOuKF1rNYA8CSU0UJ4Qv6LnFaRKCgG5j/+4z8Y/mm8MxgW",
-	"ljJ8KZsGwU1ozVO9tM7jh+4u71bH5yZgq1Sr6VBRqhipRY4Lo2MD7laeYogFarmONqmbMCc7L4c4pP02",
-	"3CUwdxY63/YbDbcIYhZijAYiw0E/LuECuB4GM8eC/UG8qppDAa8ddbvsj83qgOyPUsnWLP4StQRWYtku",
-	"qnMDpAkPTosVe3k/uHh7ef3+7HQE/Nx3Mtbx2gNBIZchbl/68PL07GL04fJ29Pby7sMpfFkCagGF2yVu",
-	"ZYjrxqMyliyYrtWjba3+cHYbsgMWnp5dnN2ebWYLP6eTwtDfXHr4ryeGXojwcGERY4HJ0QH5s1ii1VSk",
-	"tAk+MEv+TrleN+8G7cPjV3kwUgGR3A1rlWogXVuG1TJ8DdJIedR3H24Gb89GOPhtQ+ZsIaN7rGs0AVkY",
-	"4cGihBuDIZ1L5TBWis7iJNGrRBp7AuuGuMErbph4FNESFL/NhSsUBXlq6dxI4BDwCdqtYd08n5wmeszx",
-	"wswGIOIWoyCSe7IeGw1HFkZUOEt+H9DBGS8jwcQjj2yyDpyFCQ54sdFKFZ1sEXxUA0+ndGjyVdFGMPcx",
-	"XOLmHuMg23IOQgFe5c2wBIjsHB2hAzxWIB0aO2wAKwQV7Ltu2Np7fW8H1z+c3d6M7j78+OHy5w/b91or",
-	"0bY8nQpbitd0RAuyj9IMphTxNAcyMFleZrHrq8HtOzx3g4uLy5+37aybJrnp+3gu/G5zO8MMbeenCHIG",
-	"JSjwL+x80uNEjkM8OqlwoTdNsiyY9TyR6t60sm0gOsGNhAtVgyT/Ziaie2CvZHrias3GMJPMjE0Eh4RW",
-	"nJ2rXTM6+5/nN7c3z51bUXUlisVaCRs8pomYCzgIHBB38Yyw3wsM/CUKScxBCDfEjKsKN/Y8/83Nx8Ig",
-	"M8MyqsRuUG9uPjJEoU9ADxRxHTAfpkQQclOynKvarrJAsx39OZgHlM9KN0PRxkXVSQiUgTuojRKaVUYU",
-	"BL5Rd1FhhgF30RaeGBDcApp7YRioxEBCGPYFBFQIpCvEhZPlsIzcAMImPC0CdZD12kFL1K3QJjzj0ysF",
-	"CwVLtLk8lDnhpGaYUmYvdwAlNZF90jhgMET0eJQGTn4F8t3FlHn4RvEgFCxhEVWcrq7ERcb7IDSg1wxZ",
-	"HT06ZeB1jzmZubgxdgwXnjXtSteFhFHoUe0IDTPLObIhqwsh4Ifdo29aQR7yhDcrhhYastli5GE1wqkS",
-	"4OSMXGVwNFwRH1ll6vBRC8RjIq6YJF5Vk3NBIePFfAgfpY/RPMTG8DtD1bhhfqFPEQkr6RXlAG+tfEQ6",
-	"vPQSFIdiiC7flisTbBA4s3oqCC27CiBCpF9JzMpTn7BVeKPif3VZOYXxHXpvXZPqA20cMgIW2CJ/smY5",
-	"OumX3q8dh83f6rDBRlzqNtxTUKKREDcRRfslIETjU76wQgUwE1UKSi1fwec3N3DWrwbXtztZYmQeiMuU",
-	"eeNckqhRy9nvrm8ur71cmzecNYlgTiHeGSTm2GWqNjQK3EuQ+PmcT3MpokeC4uDu9t3l9fk/6BqvM59V",
-	"rXQ+5ctrF054qDfZhWT7wzEgAnZBG4GjdMKijXuaJB8M4G8aIdigBMXZOmHhzz//3C48BW4CYnDo+3RT",
-	"fAlTfHt5/f356elZprCQMVIaRkd5vKRaXGj1yzPVshIYmY2PNRGZD65/akIrxplP3WltR7tNBB77igDn",
-	"d/li8P3o+uzm7qIkbCR83KYkOePqSoJeUFAsFjxFwPu6S9GQgwbWHJMv/NWe63VlAdPFkBSVq5JaBaIh",
-	"yMukPBdf+8/L7zc1sHr0pqeBkvsZa4WjKOMtmt7F5eD0rNARyWRSTXSIfkQSZ7OiXL6VY2zl7Pbd5WlV",
-	"cKUtgnkhvqdBelAeVImq9xBujGvrdT6im9vB7d3N6P35zfvB7Zt3e8iKIRaBnYqYeAFPo5mkDKGi8Egj",
-	"IQnAqR4O+QGB2bZIQieeCaRrPk5EwIzwJ1VOZzYfwuZEBm9uzz+e4fj31pxphU/ov9yKbJDk6Nvs5Pu7",
-	"m//a0UW1fqoX1n23zR34rghFsoE4h8yHKvbSb9uO6ic9xlDU7GBEM66m8H6YLWuf2XQpQkLi9FeHQOGS",
-	"2CwRNKKIsPAaPmsP4L7vs+Py0n+4zMXF67M3l9cbdF2c4IMUq8omwAhJz6Tp8lgvMD7A5TygdjEjsUN7",
-	"DlKVJlHXxtiU4tj8uT69/HC2/Vj7UJX8DpWGhbTGcOTd+hOtO2xhNzp/a7iKWdoleAFP3WKQItpvlYZ5",
-	"825wevnz6PymSMFXd9kCulK+hVYcX/BLWNmPi8sffjg7Hd1cnb25vR5snOdNguvX3piIa9tO9LTtYlvC",
-	"3ARUqJO2nLNEFryO6Mqr7sLb8w/nN+9KSvZ2Huq3wWudAhNXmoTIWtyF8jICVx2dfxhdXV/+cH12g/eQ",
-	"P82oTpC2uvXgBk47uLq7DQ8qb7ktwJPp6KHuOKG9t3Raetlp+RbG6Eybo9vz92eXdxsmTrRCehR0nqby",
-	"AQ04ID2T1S2TwzPno4wT4ULbmmF7Zu2iDa0gBKte2kI0+8suMy03STRuYm/NokUZWHURh95qfe+7looC",
-	"nrBYFXX0yWhV7o01fW+9Qm/ZMXV63UQkSUE3c7ETjFPQK0uBDzfDNr3dnkvVRr9lPhXMukNDiDkwQSVk",
-	"I/sQPmpPUx4VP4VxbRVyuBWepnovyUj0X0hWt5eXo4vB9Q9nJXuxeIwwx5wgBBXFgca0GycO2rs6d54Y",
-	"3Ufm5XGgCH+KrbBuQgbKlX84F3Odrtl4GU8FbvKcP7b9r236FVMvNDFIm66BfYOwA8Pz8zl2JtWsvPH7",
-	"s9Pzwej2v67Kk/KQGOhDwExroSyl4lJLCAOUl5j46e7s7mz09u4CbbQucTeLiks0KgiWg6hJ1SIc3ioC",
-	"a7pb7pMek5eCFgmZiQcDbu1z0NwpO/ZCaal0AvuDLVXupSx6QsqU4J0iIClaHt3DPCJR7h8RWbPukEhu",
-	"zq4/nl1nkgHcB7lrOdJKUZgvLYbbPzw/+W8mbLnCGWNB8eCsiT5C2A2e8YfCsqAxgBv2iarKgSC/EErE",
-	"rRxortB1xB2ehQ9oSuyMpQKXIksEx2IUxt2S9E6I/uqaHQg2+JxH0sz6hBEk2oi486ROmYHAZ+eBTsJE",
-	"2ifOgTMsIXP3RAMT38ToRtoC+cEJyYgT6cEhQHXbObdjh6u6eYEuRIoxKYiTkmuUWZCs8VllTi5ACjCW",
-	"r0XsjgQwiWPgSHuMokx0t5fXZ6O7D4OPg/OLwfcXZ3WKLxIPFuQAkeRKGztNxc1PF0CFqC5hbBzQU//g",
-	"4P/9//9fYSubBezGmJuKFwgLL+Oq5fFmhk018+6F3IWE5Otrdsy4UwS4u2nQToWYuxh9nUorslJoqS+y",
-	"kVlAkDL3FWqrC3fovOl+LCBCIpFi9qLHEy2t7bu721ssn+O8EYV19bdzboMpXd6kiMokya7vJ8Vu16g0",
-	"bAz8xg3iG2JidQV36nSz4Mnz5Y31cMKwPg+tKYI1clr5vqt9F559uLy5egOXCWxNG8sMNMOz68u3NyFW",
-	"pUF7wm9LbTk8P/3p7vLWWZilzYrs0XZh50doY8ZOgHONyacslasYw6eijY9rBAg8FZXbs9Y8Ie3z1B3M",
-	"4ENjGvDZKrW87IYOJSr7GvPUke+zpcKCFAg4HaPffpDtf7GWEFnCs6AfblF2avLce5F9lkglhgq4OYaZ",
-	"Bu6/LkW7x97L753R1iwXTk2yKVdmIlImVKRjyjUcqoWLDvF6AUmrrqagw1BAj3zC1yItupRcPAFWZMcz",
-	"HviECIxuamPR6qNuN2BHL3sBO+72YMuPu8dZ6MLPYgy8/0EoZAlD9ZUHXfZYoP5yDf9n2wWDtDECBe2S",
-	"xgUzOFTYHNUckVVXqvJVFvY0Q8ciekO9l6EHeljv8NtihKSeQDtJOQTTxVZ1Rn0Q/X2VGGCYrn534ILM",
-	"XQYSwarAeSVrL8KRSIT+0RWhnEdYkz/RUzJbOVQbDPNy2+5wfAPPD8V8kWDpOtIQA+brFQTEWFDYJTgR",
-	"DCHRS9vqsEsqBOLM5IXNpW03m5vcdOMobKy/+NHo3nI6rRKEAIP3HogWfCE7az5PQldEvhKAwfOiMz7I",
-	"pfQp6AphDuPi5UpuUBfBvt5cXt/gak4mQK6OETiwlLAd6dS0dSqnUoVskvApeqwpOoweQ6/NkEIW+wcH",
-	"M23sL304MhjPb9g41SsDM0WbEsjo4VdOllTLJAkp0J5lZ4ZbisltLxcthzmMt3oWI0lrMLg67xO2wCSR",
-	"05mlYWS+M7KcXbqBY28DpI82RgvpJKPs90gSwGknBK1MW4ZyG/f+eZoqmwqLtXtd85UWB0miV23XJ44H",
-	"uRN92wpY6N6gHj0qGnb3wpsKjYu7cq++I7ZEUVe4ee3b9QKv2/LZrFjWBRKDZ2ocVxAX0AjrIqTa7/lj",
-	"ezAVffaq2w1PMpnJcQ7M4saxVHhFHsb05PyxE/G40IZglWrGW9IlHFJJzXorjUSaTyjj7MBPMgKgl/FY",
-	"wsHLSQGe97Ndw7HgSMOWg5XCIwBnvrIEGNb5kafrPnOTyjhv2a8wVJeTib+mdvtB2NvzizOCESoY2ghO",
-	"BDnXArPo0fcRog/AzPjh8asmPmvhDQwU8R+hA9ZHNPs5cITWCWEXlqosONAYNGhMEZOF3BjWiGSCoA/Z",
-	"ZSqU391nBFK7OoJ5HHdIIabCh5SiquMhBHKnSEKmaqPZVCiMko4ZBdAaHMW6kAjScsFtuBx/5LygGNkG",
-	"vzsvi9eJMaorKATthQcusQuOUIXFIk1WeCc16oO4fbso9/QJZbtWNNxu7qqXGqnvp210JCF9xQbe8xcU",
-	"BBudZl4Q2l08DUfdXtVRl52BqiMs2+BU8GT+3bCR8jkn4IZhI2TN7EPkB1hvHQWuEZFCw8kHnrqoeq6y",
-	"5CTLvXaKGJy7IjMGGPiYhpmOfXKQDw9MtL7HiyHz9GRsmuQJsprkgZcoCcPcrdYdWrLi0rjyhzuddm4J",
-	"X+Ksc1/gHt66wi3uVXpQQA2aC1yINQcp9EEo4BkojhuP18GMiFJBzHcPpuJ6gIOMnGzLldhy3ICUcLdN",
-	"/cr1jDwIG5eEk39LHMuHiqOaKBUi5VquCKWqw8Kb8x/e3V2FLKV4VZPFSfX9nYrCu98And47lBHQDOf6",
-	"QRBeHuh5Bn9G8vYGcWpC4FGh4jqJU2Zd6XxNPk2GkAJo8SsI4aiPI1YO1ZKgi3KRigepl4Y5ngz7AzOb",
-	"6DRyAUMgSfoYydaJQ7RyJSmwd+BCY7gnkknby2Hodg5jHZmDPMWjM4/Dflbs0TjdDKelxIrmQzDyFPxl",
-	"WU6OCS5NK8hABQnGEDvHdmifvHf6hWEhXRAyL+mH9YSrlTELmQJOzC5WpgyzQpR972XAuAdyBTXDQs0n",
-	"UEY9AB7z5XjKcH1UbRE5m0NHnPgYNnJDEa0WM+PDVqkSaFW615PsusbLC6/mnzMPSinsoPQiOSCpdJmn",
-	"huplF3pJQxqf8HNSPIPuHl3xlCrSOZF1qJyKZIrGSB7HaDt0TJADP1ug5YHkfZIobi9uhuoqS2vZcfC3",
-	"5aqgIqdABpCmmC5CCTJkWihnyZywwcXVBxD/gajKGTMOk66QbZMtIvJGjgEJmYUTGkZFiOSqoarmxABh",
-	"S1PIpOlj3LDEyqn+rDOYl5wgmQ6Vw0kdZ5omhc2+GRh39h1tzriKzQzNKyrO5EYYMkwCLoSgwpC9PPsU",
-	"9zInyLExJcobjbEsF5ld84HC3+usmijMhcS73GA3VG47XGWtRaottRiwN8v0Qfzj/U8BIzCocj6Pcabd",
-	"XqeXUYvDgMgqazqZxmuJVynGNIslqhXwE2ui1okCOeXpUl7fUHU73c5Rq18Yqo+7osRuK1QEmjAFNcEz",
-	"f/XZ9UIEbo0dXRh40V3o7jLHPAinXhfcqA4FgtgDmpIDEl0dHAq7/X/+74D95OJKfXYJUEDBCBqUa1Ri",
-	"Ro/vCzaOFfcNpGq3B4jFjWZsKm8jhPUQWJ5caPp5PWWyY9JNyOHiZq7cGH7tmRU094PGEslwM+IzF4PG",
-	"Ip0kiKFiOuyDdkgXlt9jNSqKQ81OgytT1c+kHBiYN1e4q3NeTHhF6EnBUzrjEk1pmfw2ojUf4RcjDHnp",
-	"sDAWi0SvDxYZrRzwRKTWdNYgDDudBB+5UjPEiecZEZ6KBU8tobB4HoD4rxOOpUbJSEHlXIrUlZ0DWMsq",
-	"uQc5vWPlIGkKJ8cpAecbnbA/8FXPKv9grhyqW04U8+qSYEpRw2TZyGKATR7p5KQAnkOn6Ym7hzvsj6zc",
-	"35MxyLsq/+ViIUcBfyES6wJ2WdMHeIYl86JUxgpOFdD8OcgcApklZ1BfUJDV1hP0fqmy8d0VkaWSfC7O",
-	"KS/gB0twI3zl9eIivMiXcrG0lQC9jVKGsEONoGGlxYzpnH5LtymeqIyYMnprBI0MCafR7fQ6XYcIC8pc",
-	"o9942el2XlLG9QzTjungwr+m9J9yKq03pJL7gqA2Zzz1JrjM6oirEzhIUukid7005DlL5tcxfL3dDdQv",
-	"u2+cf0ZaqmjkpBgqpEq2j5ngqR0L7kw6sUgEfZGZas1saQ2LUWWKEsFVsiaF33WBqNo6bwiNplnI9FCF",
-	"U63ECF38voRryJq9LpKhmQEZkUQC7zmDfx86jlJuyKTNzVBR9fgAbukpGiKy7BruaM2vUIfdCoX0L+J8",
-	"WGSDpWXAOGvUsvDEcLbgS+MKUWbr7JQFJ2aKlVs2g6dyiH3D6NHA95B7qbhhMBFYoinV1MLnL4zHnaAl",
-	"hkttqGZ6mbroByyZz43NR+zLH+ItQEXPstG9QB9tdO+raWX9mBf0g8mRG/k0FcL5PNx5zMOEfP3/zUr5",
-	"rcy+7JQ5EO4xPR51Cjinrs8O+5CFUzjjCSqydZXsUf2hFPVMtzmPG/3GD8K+xdOENYTReoZn7LDbRfwb",
-	"Ml0iPNkCe4UvDz45gA3KR94FckIdYPL7JhYFuVu5O5x+O43A0xCAEoUFsdxzDDPEgtZH3d62frOJHNwp",
-	"7pQDEcNHx92X/7ZZlbJA62ZX43Pul6SWHT7jok/NHVDaQWcchgEW7LA1wNbu5FjNVjzH48FG0dN62PGQ",
-	"BbyApJKjLNGc8DLavdan9CIuCwFGUCJwBjfjxDCfiuWozvKpyUE2Ec33V/jaSftbufwgWcHVftjtFnzL",
-	"XmDDnBjWPOr2CrXfKwqZh8rdjHMvW2e2hb6jCW2o8MMT5zFKyFTPzX2rg0G/dmkItjsW05THwvvisPAG",
-	"VasxzopcdKqF+j50wAv1WH51bmnWRGMU6t1UCJQniUuVhxfQMDMxaxX5WuxowIE/0O98AtJGtExTFGN5",
-	"khi6N73hBFt3qRsEbFMwoQGlkXaC0kaaKt0nB/pkmSRkI6hzlxM2+tpYhEV3rvPA+czF44wvvUuk4kD3",
-	"MOJUMzJJgPOTyxxv/JlLj5hIJeE6w0V4li+dl8YGjRJghJqaQiYpKEhwQzIl7Eqn92yONXddrMawkW2d",
-	"6xPrh5Yd/7zk9neDPDbDRuDeINeaVpFDlTd2Gd27yZJxkq4GlxKJphxuMRM2SbzsA2pNAvc7JYyQ9T6z",
-	"XsKhWMB0lwvErLjIIoQqIQWGXA1u6Mfdb9DEWh98gYl3FMbnOnIcCC5dbyLGXGlv3uN+C2lL4Pfj7jfM",
-	"an2C1hce58I5vtmnfIzZUk1pZc09ClFc5uEqlBbhVhdZRR7kathUWHbUfY3T2AiJbZ34I+hCloG0VjzL",
-	"NCjYwlGI8MILxaZ5/GaygOq07CLNmt5UsLzBCV1qGDwL7/Jisnk1tbTYI6W3onmdG0Y22twnXwhwCX9b",
-	"8pQrK5U4CDFXTaTkLmAhOYvggJOvqENHvmMfrTc/EgaHj1p1/j+PSu1TbZ3Hw7mlYWKYEkbe54wtjhzC",
-	"akhhoAajaLEsqcWVNX2WjxU9C87biM04FFGeJEjVGVvLUn5RyS3PFmTq1JCxfKgcr+4zfV9M1U5GQCQi",
-	"zuIYpdP4ZeyOQL8ES0P3zjiryBK6vQ39qatJa6H+350NTnMLV2bIqIYXAvUHhQplfO5j5Mni5/3GudOZ",
-	"MNFzoxkpHErjAQxcpQZC+sbSKiW5MfA23HIIJBzIvouz5jEb84SrCKECKSgVRWdK8UpdsYM8monhXGna",
-	"76jZTOLNLvL6iNCIL4ZqW0RoAYf8+BVqORilpSfMEDqOY9Q6HSojE2yaXJZo1Cl0Q9zDnbB7kTqTB1qe",
-	"KWKSSqpwDFDEqhIEj7woyhj0PvFmJVaRniOeckxRnk6eL/SaXVvQvYgpjtwUzat5WCsGL2Fca99l3mhV",
-	"ufjQg+e8J7noguQxVE0nVuO3rcDxdHYvFrZNJrLCwMbCroRQvhEzVE2KoncDpEZO3C2Cbihy0+VWe8rD",
-	"mXEVJ+hiG1QCX9GPh8GvpAasyKNDBp0Ui2OwOWVyQ9fkcHc+HHc1+tRpL+0pDasOl2CpJ1hcrNlitQ9r",
-	"8X248bb6jOcbRuHd3BJDspqqVKFm7xwNBPbhPWK+NzVlk0TruOSzUJpNuHFVWpTz9ycaiGSZUrF8EGOK",
-	"20BWMJiqnS1hpG7IuAPFo4GrRwcQCyW536juIlo50AvgvfSxJreLW6pUTJcJT8uHDbbeb4vLe4B1L8VY",
-	"D1UhyDoTzJyjC4THtV7mqRi4jZjJnS3wFNV6xCGpMBk9QeC+/IiT/YP82gW7vhe5K6yyqVPHalrOfVI2",
-	"YqGn4bj7cqjKEemwglksNnFL74XytyqKEihdBJ4MSFi6F2Lhds4zER96g6vm8AhfMoOQpK6oDs7ohckZ",
-	"CDBi8eBkAipMZBifa0I3qs7fnDidgrgdIiQjldYHwlutA+o524Nsuv4wddhl1QaPXtYCp1skcOe8OipG",
-	"obgTgSXd/PF8RcJt8+hlz0FNtzpZPg1Gq2AshhswAjCT6aWcpLOZO5Px+6FyyTNG53Zjm8roHpUD7vI0",
-	"MCWOZ5SOseVY8dIZmAICS5JqaYXZYiqh++qvtJVQDzd4pW8zmeRR0MvFl9tC/oRi75AgG/1f/vU5KMNA",
-	"/vLr51+Lqv+FD5QgfZPHEv4q6P1OzSedv5AAjQio2tRp/kQ+BEqrJyzM8G8pJ+3NzUfWDK14tAeReQgD",
-	"dv32DTvqfdt1QYkZ5y5qr4joHFDA6NrXRSSxsQTqijjOiCPrkJ49ciz+myrJjzjCsp1dDRzKs0N3BpW+",
-	"0hrZG7L2XGk6h22Zjco7rxyIMV1/MPMtnTNXkCwHZM7R1xXV1RpivireTsoXg0NPlrvKssKgDhkm9110",
-	"2Fs4NQ4fFa0UjIHGWZhX4GcU+BEG+fCCs6tBcPpuEJxeDejbd1cXb9qHh697wfft3jdBr3t0GAS9b3ud",
-	"4+D1YacblN86pLeCw+7hq3av1z58edv9tt877ne7/wjgcaeHJcLIIo9BD4iDg1jJcIVjtB7lZDo9rqCC",
-	"uVRZnEB/qMbrwioTn50CSbs4E26xNKSc+JRrlooliTHCAWi3gqHKLTsVhc8BQZV3j0wAQxW24TzgwNsO",
-	"ACO3UbwCnufKfiGGUyeLIHdTHioQJAgmfCHSKiH30YtBHHKDKkFogKtpkfDIoQvkRRnhqLGmzyKUioXu",
-	"RTgQJAXalYyEM/2DfiKNlRGxaN9rXqIShX78gHIRjPfedYbqGmdjSmXtxiLbTTgWThX0SpFMnXUKjSXr",
-	"oYJ3YCVYk7NIp6mILOYTtGEkLJsj3JuEL0ZFKCQIRoXR00WHa1sZjENl8DHkeYEvRNImmcz7I6UHXkAB",
-	"wBVCCLrdrmubGOURey+/d2XeMECmwPbJ72xXtJKGaoHhjUkpcM7SQCNwNZW4hWs2aaFVa5kizeDsSUqZ",
-	"OJwOLz1Y7exmddfglTY247hUEiXDqnzWNbhX9YYc23x3Ba/PQcNz/XJPVfDuEn61q8L5l93o+VpdLi3I",
-	"W3XX+s8UlGZdMglle9GZqhw8F0Kwmq2z0rSZQREbcBJB9290dNShmvwZ/JI9sUs6m+iUIPNv4GKSro5S",
-	"YDHpCKH9nAyRbdKXy1NH5Ft6+qO3Oh3LOBZYMufo/2PvW5fbtrW2bwXjmW8sfaVky4mzG2n6w3W9U7c+",
-	"bUtJ29nsFmERshhToEpQttVJL+q9hffK3sE6gKBEOU7q2MlufyWWRBIEFhbW8Xk697jiTC7STMaDLDuS",
-	"ObLOPO/s3md4rv/pWMWJHNg9ACmwf7z/4kNt5uNxMrKmdB8D1xsPlAuyCl2POM6TyotNAyc7izfqcTqe",
-	"vYIhz2Rkrn0yGj0SntpM0cBvNeKiKorueOVW66qsGgwbgeVWAYmTd6UZ5XKm7krHhro2Hyv6Solwg0vC",
-	"Nti/KrIZ6mKvY2iNR3LsyE7eo8BAM0I54Ht14+r0cVaIMPe4gBMn80lcECdPqwVzdyUVS+igteLCIRGH",
-	"KoQhYKyAw7RHYgCkCCQVautWo7qhbjggY/D9nVVP4NRLNsQY6iy8YB88vrlu1fnWn9IVLR+yRir8esA/",
-	"ozefP95RdbK6ro3VxWu2UVNu30dTFirXMiXRfBiZPlaFhBovypX7E+1JN0KFViTb2sJrJRsWlKD+sTHW",
-	"ejeQ4GOnVasbF9LtCSQJypW4yKH6/2IR6ipNx56I2nr2Ox68jN9KORcmdK92VYe6hDiljJMTei2UBpzU",
-	"UTYjgHxCQQ247b1QGjAcQs2tmliw1HSwrl6KDetg0T2AOnpG3gowgsvvguFply1CTFYalLoFloVMM3pr",
-	"rugXAIup4lBDmACwuKTX4FCFgwYXlDNx1UwU1QKGGhsQ/CAmZdvJ8ucqsUoisIx4V17Jq3hqrO1pqlUv",
-	"R4lB/WI+uXKxj1qnXFhi/kyxz1PtX/tefESitqnugvfsYWYiq41+UWaeuzN0LKbgECYFqwlZZFNkqYf9",
-	"6VKQJSpxqKnxkqojXEe2a60hhmvMXd1iDMk5t1rdkNLHEhWHbjfLs2mGEoofcY1zz9t71vNm+DgD5XhC",
-	"8Jfe7wFemVpM4IY+gPWyqsmzKaSTZxJTncscmC7LiTs3osdQoMwNhjqnoJzKPnIOnSvjeSrMDcXmeYbS",
-	"xTKqGNUXwzjcy/r30478AbKmq/NNxRy8jMRCkOjLwG9/ci+VGDHXhN4Az4HudgxuyZgQTTg4YEWBClDh",
-	"W+qQW1P3QInaewF2YcecvenQPmg4xYonopePAd27yIQqG4IYoZRLz/0+f1TFLmNGCwnTj1/F8xw4FTIN",
-	"1R74dJ7HoVtYKtyEWKdA49blBXGyyzKOWi2YyfiYztuPDXDcGRXg+1Nr9aNHJTIZc2ClXgEvoWo+YVjB",
-	"OfINRAOrQrAz9AZlxpwOCbXd6wGKZmT/TZDQBroowGBhmLpgJZAQrDJNBKFeIYYIllgXgjoKhGAdbr+9",
-	"4yqsvh3YEhy960hapyyI5vix4hbbLx9RClaUU7cKU5hU4M96hOgG1d2hlhcZAaqj8muvRXFtVHBUm8R+",
-	"XwVnrcVlRYQ/hlmFaBaxAq3g7jxk9a5o1Kht6P3rCYm1sZ17lPc+UQzqYyyz3fsI6mstr2WCLNufQbTr",
-	"GOtzKw1ffMA3JlkBJ1vzbnsQtRQKiLXoa8jjYjWdZXYzMnQXpRLI4mMA0kKCSYg3LNuw4ZyFQgRobvEd",
-	"KAJwv1hUEN0YYdXr8sYW88RkGuPT7gr2ZLDIQEGHskv93MhF3eG7b3/Xx9f+hGcgPmF9rv0k46mCtqFC",
-	"6Oym/dfRs8CG+D4YQ6iWssohEJI8TigHZR2J84dWqocG237INob76LmnVgT9IpvxbBDWdX1EO7gjiO2E",
-	"0flXdqqXfCfqeBtB6x8VhDvo4eVoEv0uABAp7mdaAFlPl1Pam9iWs8BEJjZMYWuxzJkMqSZQhTitbfFt",
-	"VkxENi9m88KIyyxk58zLgqfZ5VJNa+Tx8yZx1EYKCVQwkdU211hZ6m5j8E1A8QDZoUkcaCBOG8KaFF2h",
-	"Az6eJaT76ftpoudsTwUMflm07K9a5re5fdc4GRNLZ1DiD1CPxNhxr5eMGcVNRtfYYZV8JhhKhoqMTSh+",
-	"S1UuNYNX+JO4idUfFD8ou6mbbc+JTUyo9TxNnYNT0VoUQiLRm+fXybXCQijQ8j0rTDdyFmoCxrgqkSXt",
-	"FTQaVy6Nb24yLMSHHU+0Uc5aaoufSh4zgrFgReCXqSMCKxYbQIqaj53Aezk2nsrmOVhZ8kUrUtFYwm1h",
-	"AJCy94H0OD4xy/lAWhNlf/oTqFw5whLX6mmzLZ4olQGoiZW1glFmTLmVSXYyrdbputm8Rtedc0mG1IvS",
-	"66HHNpBliJfd4WjBkkJE4XeVZ02qmfDCoRTuhwpsYh+BQlZwIghN2n7OZHuhrmgzShoX2Xw0qZeYfkVi",
-	"Hj5kgDd/onjB/SWV1c7Txwvu5dZbxw/buRgGFGmQVjggt5YZFrdq+Q4bLo1QJgAwMNH877UdVygZVohD",
-	"lg+2HkzyI9ucX3rtBHmTd9p+vA3vqJeoZoHucizPAeGLQqmQmvPgQmJ1S50TDQzKLriTxDXMhXpcwj5T",
-	"2BoLsceIgewzHnqwipLj/3aVQ13hPMFsGzctsj4Wg1WeD7cBQ025sO4a4hrrFZMgFaUBZA1RKGW350So",
-	"UeKQyIQwNPCUAvupR91L0ou+L5cMvAz1qsjbZy9x03Lmju9Y5ccJNdSo1rLeiMbz7ZcV7p1mSRCChxx0",
-	"L1hvH2MEWM1S8R1K1loMe2HloxvCLMOW3LJbyxs+Ben5BVx5IeKa2E9JRsaJjqkJii8H4IbGioaukr7B",
-	"i1B/ERSiooHIiiAuY3aImVKybFJDEb44CgwKccJF4NNpUoQaiAK7XNPLLeVA742YEdRMbdfgYl74TaDU",
-	"9Bhq+ypBmT7DrtDc203wy4YD+wAIdKKS4LWxVvMSU3DTB45JE8PDIBPaOIXQDjVkg9A7QzBkrC2HJHSX",
-	"M9WuyJDy7OQ2QQut8QbSoBZPfcVEpYDgaq+FyE6qxgU5PiCZnn/kTQDD9CyNdMWS+g6Wsky/VGya5/XO",
-	"sSeDl6WZ/Ijmx2CZCHaJgDtiFnrRWLFUHtk0eP40s7KGebtuxz++CVPhRFvDe9ausVis2/kBJotvqKDG",
-	"gq5hNlGqtGmNe7BcNLuhfh+D2t38aKF+L0GaAwJew/QnxlmaAumojkP9PjRcpWPz6XMhEB/wZ5OSIx34",
-	"ZvdeMcOPS1M8dYGtVfF3m4nOinObkEN7cWKu6tIRLixZX4v4yUuFvlOFTNL3aJi/kNL/MlT405VgnWpV",
-	"zboFDk+LcW4DVwzuYkJmPq0X/pnM5VQVoKv+vdqQ6CbCRUDXVB2AUvIJCkscbQPZ6mvVq07tJYRrS9JE",
-	"MOhQOTfIiCMKyFBjmZPfyVMiZUiziunR6kTc7kf+FVZKYYMhuCzbq/0U2Mbl5wOR8jTLQ71Uaggvjzfa",
-	"rediJToGQPXHMyGxUzqT0GZrh7rRdfCAywGv4J4iTptw448/fq1xgH1aqrW1s6eM6pzKC9eq4PUU+vxO",
-	"XLrvCEytKc2JBYpO2IMYz2wVM1mGSyBA/gD4rhId6n9TxDsQEQSyrTExg4IyyCAIHYjz4/7BWSAuEmlE",
-	"g/MaNCQrGJjbSOWFB3Zq0myGzgUgMQK4hfUq4P2gloLwVdx9rBcQJ1rmC+osxbSIIZohbObLcqp8RBvH",
-	"FeOUWamYhJhet+dGBMO3bwbNl6BkkqlyzbhWviQwoeRZCnQ11m/H1lVOCth39zBNCeYC89/uTUAbUM8r",
-	"TSldqLMbSJBzzx95j06rhxwYEg2Yckx122Ej7B9SLKhvRCeond/yBztoKvliU+Gil2kq1G9zmYJ7hYOF",
-	"csvBDdOmltju86Js3RcNBNIDKhTCfrJKD3EmkApgmXYtWEtAC0yvqLVeHQxCvZYNtlllo5AFOvjUTyiR",
-	"VwCSRNxsyGAIu8JQSCAxJeDV7vazKlPgfezs3ajiIDP5Pzy2HlHGpyWjOZ3Q1UlhTeW7GjDOPL2xckSA",
-	"GvttrqDal/QYCGnF7sQmo43uRiwLRCLbCFZacoL6u4Hkfvjdfv3Uppo/LesyBbzBTE/Aum9z7hJ7/Eix",
-	"fgY5BOu3lVwdzpaQ4kLGoJ4wW0DqB8ON4JuQYvlCbLwV+60rNPWWL9t6OnOfVVP47YdMMtJMbxokMcII",
-	"FxLd2CPKw8DCcwZtNVdhDLhYeL6sTT3W7NdHNTtQ46wHuETqJ6suZyqbpUrEapTEVMiMEOgZl9z77n5b",
-	"HBYMAp5o6KXtv3klZnAA+L3oY4XmCxyXKjUKA3iQEIOBBKE2xQJYjJQq7BGsCyAvnMLIgGeLYhmvz4+a",
-	"HBwn5CAjr1UcWM0LJWZgZ7IjKpGHzJqvgCfhauSoG0lwKNFMshvTJbCsPDOmBehr2EU5mufXqmILOakY",
-	"WRNDC7cqocau/qnMr1TcK8vTWbAqNy9bT+3/yvsTZqh9QKfbAUeCzXWTxHOZGme9WwPKjvEaADurN3EU",
-	"ITfyWiFKhJC3iZc5V7eIGwTbDuB3JjK24x7shJqH/C+O85T8wWxB8n1e7or/h0g6pozIZvMiTVRuEMg+",
-	"5cgP0394PCsU/E4AeGiUzABAJK4YELIQ/cPj/T0Rq1kxwfQnvhLyCN5Jbd/sgum6z3wm8McbVi+kEYhd",
-	"YP8NrTcgPqbZJUyZVcUFNAQASQAvt2ic7/wciPOdn0M9mk/nqUTr+3znF3i/f+34K9IMxJvDM/jEWxGe",
-	"xFB32tswOxjRp9KqolMqpZ2lGf8+K1QK6EN2vex/Z0aJBhBToHUEVBQRTsMQ7xgFTouNoXSIAL2xuBJ1",
-	"C9nvvshjMm6czoFlYQakyakibnAaod3H81jpIkGgChTWgCXjmWjsfdVpbiF46//+zzPsOwuJohvqLTw+",
-	"ZB+GEuGpsXNN5kUylqOiPY3JSYTZmyFXtMZWuIt5khY+wqMfqHT5Jl3m+8DsRw+XnkwAvCvqALMVyBYO",
-	"DwXlwSmVpR1JnBYo1k7mXWgAciGOOyCxBiQBWbIRjtSGuLXZ3rnTMu/5qGl+i+ClKghL0KG/CvMg1nDA",
-	"CJKhvpuMOTF3GbrneFLdr8d8UkzTj2gxt9P5d/zu7/idZwMylKznqgbUy5GOW3by0Fb4fnB85HAS7hW/",
-	"ewpjD5Q89HU+5liCNW2kJVYFwwpl1t1llqo0u2yRMUF1GUAhNtclQ4YzOiB7JBpoc1sjM/AAITHn41EJ",
-	"WUuRCir8nH5PRFeJjhEsnSYralpT1rh2hrfZit8Ralc7DGAb7lJXpgq/9zR06XrWabxzvJxzGl+uT7/z",
-	"YPrFo4vbo7bMdVrGyojLNX4eDYPOT4eIq9SXqumV95X67r+3Nu/kdHh0+urVwXfD/tnB/uB8L/Ixq8sD",
-	"DzgTccu7YmMByKN8WtjZ64nVYj8+VeaGHLeun48uVguzrGmTptkNC8nOY87H4Hzv8OTw5NXwX68PXh8M",
-	"//n66CgSjbLz78HCGP0R4lPckYfFwAn0ZvHMQ03yhRxdXeYAoPE2u7h3KR+5VXciIdW6bUFprNZZ+dDJ",
-	"AUZ+qGus/KTg/sg1Zr2VsbY4Ib6obqh16bLm2Y09MMS1zBM7/8Z7OCAOYE+E9Y6hMMuKI4LPYzHXJbLJ",
-	"YWXWOre1GYjf2GEygdjzXaqe+LneiZb+UICQppioaagb5RNUHNAQWkalACwYiJHSRa4IE9qMJOD6QFkk",
-	"xjaYeETOiwy+jpo9MRDfiJ/FuedgBuIn+Ovk8GzvqC9uVHI5sWfrGR6/P0M5SQJsFKPhlYTf/sIfAn0S",
-	"OYhXIvMCIUICyunl1hGjN1wns0g0Zgh+aueZEi7kk0elS2ysw84LRR6aPVSBCICP5uwtxdYbP2VpHIgf",
-	"sonUxmSY+9h5Ifaz0WiSiM7Ll896Yn9i5YW++WGuAepgf6Km2VQVeRsI49K0LY7kRVv0F6Zoi398LRo7",
-	"29u7TdHZftbqdHaIeP3N4dnwrfhGmN/yojET/1+Y+XQoRb8/lKJxM3wrt969uxnKd++a/9kRW963TY9b",
-	"GX79DXx5JRp2YrfM8MpeUQzlZjGUUUAzDfNgLQpvaoGM4BZQtiiYg7kwXgpZiLlOivLaRmSGV8TzX0gd",
-	"yxyYSmJ1nRAAfxxnY9EJKgu6aUpphRiOQU8PdvSmwTsgTKh9XMs97he05ThD+Obw7D87Vht3ut7+gyy0",
-	"vUfHOkGF8mjFhMS4AqIulHsoEo29ZtcVenIob65HxB1c+bG9d/lnIKJ85zYS34iIpli8ezez6wTL9O7d",
-	"z/Z/EeW1vICeQL1EpPj5zu2wjPREPfvJIvIjJYHwIkGw2B3RgpVORGMxTK5ESywmshgmV6WElF/ZSQNJ",
-	"iByFUVIwrQyzCuuF8DVL9NtOdQjusWfnB/3+Vr8//MXdbpZlwE8wL1rZuDXO0ngpqwzsxbTum0b8iL9Z",
-	"CYNgBwLCXQOGyOVUod6Ep6Oisj5tD2mC8C6otHydRfQp2Y0GJd2ze+UXmHZoqi88QZJpKnQpii4ETyqU",
-	"Q3ebRpzvEF4IRagi0dAeFyionmZXRJNhIr4RnS0tvhLFMNkUjcHmoPmfVsf+FQVI5KzK1OomkxUx4jpO",
-	"wyjT10ozsC/TJdfEwkoIHHmpmjjGfGrUyHr+oFH6/WGuzJZu+uuPi7/nLXrTI0fBO1wj18WACz2oeoPU",
-	"6/IZTix512Xu3HTF8+3nDn3Ca11JE2DNXXiVJI4pis26SZbGbbGnQ+1F1ERtQI3gOgkBmdekS4XrJ6dD",
-	"ZzqdH+yfnn8X3R0zAlPkUycb6THryOUwfvl3XOmvXNrrj/NOSReNOiF/6kgYonpTTuJCTRKHA+WiYkC3",
-	"BJIOZsAP/dOTzyQMRiyubV7SdUWkpzOl984OaeR/SmVQbCS7sHboWkDTTBe5HBW+J3wjjcDshPWBnrrP",
-	"1oN+rV1UVUhyAnmOFxID7++Z41/2jo8+bI75xg8+x10hZ0ll/NCqgqVe9n8Y/8PncpsOYUg7/uiGFPaV",
-	"xFTOZom+bDIPcmJCDckb+20rVqMMHCMmwLGGDhlNWW6sf9dDoEaoRMviBXKuqtvCmq+QrsPGFUKh/DOQ",
-	"S59GQmhhayTEh1FeW+DoMUIxQcuC3YieiDD21xWOV4MqU52tZ23EUEsD/BuEyUVEG1CD0HB+tTNw1C1a",
-	"JE3mLhgnaUE8asifLdOeWK1/FBfZnIrL/BoUwLlbg2h5VkGSvkdclxksKsHYqbxFPrWNbmfn62Bjmmj3",
-	"971jvJ9FxDhYXv8zSJgmv6tAdKzEA8J+j8sksTzSftbmEt2lcUAqeXmykul86sD6p4mmv4PVfougLlYV",
-	"aXVbDEfz3GR56SYxIACkeBtWUrFlm76Pfm6dqNuitU+XkQw29vtvmusGj49Yt9Q7uy8et4yuFNaj7PIM",
-	"ekM+hNtgaWNrdGp4fqBSq9J6U5mw+qghNPGRqYGT5SpoyW8C/ktcEiB0IlOQmZ4WzdqGm3LYn12yAAS6",
-	"WWEU2H993j89j57WNDgApVlTf7c+TMwG7lrl/0N2gTUL4H9jO6iZX0DJAynWKja0aAA29MUCcz5xk2hO",
-	"oFAk0VwcMXZVvhFMZ9Re2tPWbwCWRkoqOinqeWzIM2m4azTiC4sMyiYKXzYDr7wZUYSYgRnPlbZ11OF6",
-	"wN+fyd/mCijvuYWYsf+DUJvMvpnBWSigisNFmHEGQNbjDMkWJ8m4INJdeHWPuQaoZwit1OerAR42pCzL",
-	"tMkYNjpXwEsbaqyfxvihnWQo5bGvQNfbz1Il7RmczQusU4GQBxg4oYYKODyek9/t7qeKHICExfIYRJAE",
-	"lv3jb3mpuqGOrO3Qphq0IdAfJbGxBzB8gViHQzghVfmxzgr7F9CWA5UG15lRATl9SiU20aYREZe5ec8I",
-	"dbR0f7wa7w4tkZWbD4EyLqLOw+oz2tYmGc6NiiMi9cFumxvT7Ik1rYyhdnbN1EryeJ6m64wKLzVaY1Xc",
-	"fb7urJyuux9ztu58qpP1447K3c7OPayi5QMqXeBmgzMDGJJksXYAuKc3gg9PXzv0mk95dnvPWwdv7p/I",
-	"9r0/k0y5E1/QJ9nYT5c/2An4sT21nUeMF3E4iHmCGFDUyaf1YGOIFg2Gh8dnRwfHBycDxxvxYAjyfn2M",
-	"qZ6/3lnvDvfqWb8FkAvrceStFrCeWmLYo8ZeGECjyJWc2u1I1czyhnncHe7KRKVI4j1V0yxfMHaLPRit",
-	"EZVnNyJXb9WICJDpcnALK02F+/03VudjA9xq77ljgkIaQgJClnmBlgqwPOcKyX9DbZQGHx/Oo4iGk6qi",
-	"UuiEw4JRTplno4TwCDVNSq5k7OL2NHw4SJGXFFJRWB8LokGs1PjDFgBu+Aylu50dcZx82+wRB6qd5iV0",
-	"mM4zEZ3t/QKN7IPT0+HR3vmrA0wdWIVRJswruO49x+cGGhS64xMNdFdzHauY+aobUYvv0IKPPL7s502o",
-	"uKWXLIhOgOA9XL0XlnmtYfAnsEgCoQHEAPsBoQ7A0FzhOD7HLJHSXmJLwyRL49JoXB6z+Ep0Qo3ocG3x",
-	"kyPLAVIOHO7SrO68FLUVH6F2vNFlD5jHtoyILIDdBTLFtmVN1a2s1N06hxOsln3XatZFit2oh5PAk4eo",
-	"0yRqx7CXukjmzeuNG0xczGNr8JKcuXnBb31Rk8CUD2ocj/VJZopNI2aThUlGMqUbNgWBaKKFSYtPgBCk",
-	"EbgqGvaIUUXJ/LQKPPQ2u4DGE7CzCNhHz6cqT0ZiKos8uUWCXXh5wKMhx/Emya3PKHZg1wigJY06QRRq",
-	"lMSv8efNACiHq3MzymYLjOJ3gc6NaQN4wBBJGk1kDlyfkLZ89o/2rvgRyRWtlsrGYmf7+dde4b8Rjc6L",
-	"9nPx47ehRqK5QOx07DWc315JuY6Tgqha8GEQq5RXSoca56uz8zVVunhoQbSyiQFaVlaRoAnLFyBkQvtE",
-	"nDuUg5KPFUnDZIHlMaviDHOA4lyRZSF9fcuVWnj7rlVHgE6/rI+qmCRjmRoVNR3/DCSLaQogOb86fuSl",
-	"xMeUHgnkZIp8AX0CwLuh4l4dO/f7yt7LwRDcFSTpgRoe9AsrHyvatUJsUAUR/uuUW4Ktt4WOgX1N3pNy",
-	"dOUep6y71ogB+IlQtbM81FgAm5JPPZkXcXajqWPaeyzKNBWNjIG43tpjaYogaoWhEqJSAqh5AEY7zXLF",
-	"JAFQmGT3u5JXmN4GIaAho89X8qHQzWBrSTFObu2wr1XOXbBWcI+Tb0PdyOca4wAX8/FY5SZgRE3MLzXx",
-	"Hs4N9Wt0RxOpNZRy+4ziVs3C6Bus7zsv4ZQsm2lIqZmeA9M37WksDFUY7S4/1G/y5WdWqNLLhyZ6ibbc",
-	"dMuAtc9gHuoaCvOAtIkd8Y9E1eq1FWMvB9lToZZ5bkUHxP3FNrxiiYmGZ/DO7gvxlXjxnPq0saGmpIGq",
-	"MMAatmheZcJk44LFES2TgraUmU/FXKfKmFBHr06PD46PDo8PBxHjc6Jh4URSNPqHrwYH58fNFdFMTInj",
-	"G6Foc8VUdHgyOGCIzF71vKdOdrBDrQ5Fbl7WbPCDUEOTYE3e2N5iC/Eq3mYXwyTGxvm2vdyoImry4YQi",
-	"HeoIn03FrR7oGHxO/jzGUNiq415DLIJQ1ukwS6g4xpEblTUcjsoMQzrWgM6zC2XlWKCkAMRek1U9cGlT",
-	"8UlpRqPVJPEefjeQPTe8Kiq0ZYzY3f4HTHf/9T//ebh/eHAyGPYHp+d7Vic71v4973bjJE2NdxpwAX+o",
-	"7RKaEhWwArw9ymK1Ihrl6YTnCMgzeUgja4AR9ADcipT2968HA2tzfXf60wlO3rksVNe7FzPyu9McDTje",
-	"NmRgenvHs5ymc0M9dPOZPcgwAMLlaSKXBZjkZI5PE92yH1lPw/Fn7+4+e4GmxZbpiW1RzHMNYcZsPG7i",
-	"+0hxmdshzVSeZLGYSGNNIwDGKG9ub9yC33kmdWdbmGYXVD4I4Vd0p68wrwkbSkEp8BYMNsAaO/wOXm4i",
-	"rxW9fGwX1tHX2vWzK4ulAJD5MEU2K2EWkzhlL6URtSZFMWvZiyETlM0LfxKe2WEGlVaz59tfi4jCAsPB",
-	"4fHB6etBFIiKg4bUOrRXYPQMH0UuA3plBLJobXC2NFxLXahx+eGoAHu+xoXw1ElQ5zbUojDb+WYX/k4k",
-	"5uk8LRLrS26Ns3zasprFfqw0Zorh15htoYsGGMniPEwg/CBENipU0ULXGbiqFd6ueu1K2ALc/g8KLL2G",
-	"ebgf/vNfugsEQgtlpOH4YLD33d5gz//MeYanZ4PD05M+AEQf9vv2o7O980E9ofTj9op8/biVUqBnrEKZ",
-	"Ab0+KfpV3QKKZ6zASU6BTUYBzlCdHl5WJ2uQBkNtf0+O1NKp4FRK6FNnP5JErbpBgVh1g7pl6Yi6tQ6M",
-	"NbzqokJs+rFXje0VS46S1x5XiQC4CfgTONaP2nBTWUwMItnFnKepaNSGZpoPSA7zCVEev6CINDFnPRYY",
-	"vOevd6uS7lzyascNCrh10zEq8FHueqjBXwdwbhUDllevhsKSQh+VmEGoUdzaYslurXTKsVIsTWrY6wCU",
-	"zIqy5okPjXTqT2/zC2A+QnvFt/P3+2+4ITgH1mdpFno0yTOdzU0l63GPNAflbe8qbSj50HK1lI63o0BK",
-	"HObDMRztAScKFjcieYvKGMySSFhnzlR9Y8Itsv7Ukpu8/ADBritG9Uepkp7vBQGb0r2FIWMKwNUjOCaf",
-	"BOuZ0ad2m84Dr8CmCIY0t8++At75ZiBiObV+LrV+MgA8RJ6ILck7hAJAR6u89FblHZcjjEYuILAMpZkV",
-	"fiDytJedX1yyTSy3VKJhH9bKdLoIQm3PDugySYxQOoa4J3mmjL9Bzi2AB8gUE8o+Nx4ERZlPPGOmKHSe",
-	"IeoMj2VaGegOTVRMwe9dYdYR83tm8sZ9yq1BeO8stv6wksNHymzfYfp/Ic0Lr/WVttsLy5dEI/rh9NsH",
-	"gr/4yyWrz7I09fX7ByluQgVfn6je88IAGDhDHn3XqAxfA7hONWbpnJgCe4UpJqhmokEwOxjDlcQN22yL",
-	"A4S8u5ELFx5LfBqEdRpeRPt7J/sHR0dW9XkZHpeIhNw0qE2XPHAmDXk49nACF0c0Kq+yaVBBAYqlm+OJ",
-	"dC8YrD6RYKIY6A1Lai5VDFjxDCSsRJmbcPdFCw2CT7M8i+cjBdHKODEjaaeAItFlhpXnSZZB4soBxxyk",
-	"CrLRl8q+BXCU2A33z8OTw/73EDpmRrnqMmLYyXvrONR8RyKvxzQlxaccszfykFDrfaOcmVD7nCSyIGry",
-	"XhkixVMtzrRCV82teUIxXHxIhckOn1N7KOzDHP99LgTWIF/aQN6u+a8lwLjXQfPo/XCwYys7s1HdkH+Z",
-	"A/Cp3aN9AkiqcW8/8kB9D67ogFM9UIJI+HDrsZ858gcnUVlhq9XNkDk6K/qelgEVKPdbws27nuK3a/Hd",
-	"6cmBu3ZZfzODFDTLwJXPa0B77jbCHWzd56hvHwgr70u3s100FC2dNQLw+TQSk23piXijKtB/ew4fiPLn",
-	"9TFzxRplvoWd4LI4RsVrlKC9pRrN86RYwP6+UDJX+d7c7s1//2r3IoZr6sryaXB+5YiM41wZsxFszPN0",
-	"o7sxKYpZd2srzUYynWSm6O7u7r7YqK+rR1Z7a9u0itS0RgoCXDH+daUWlZuamrv+6l5x+fYAd1Al7Jlk",
-	"BXAPlnqMer1XB7e3LsRmyovdnK5efpRcK60MBmKt2ZBonCK6FAtV1kyKawRGtFhvtKqQNdccZzopmCKd",
-	"fuqUvFnzkGovVLDEtU7jHmV6lKQIrVMWPqTyoi32rItGQT0oWGEoxPLGrTS7/AZzPUQuCIGyyy5DrHp9",
-	"tlEgiAYrlRctIgypMCncicdK/tXudkesbD/07eDuNbdhAEQBZ+0q+BvwfdPcYMhsrk2AtAzEgsjUytm4",
-	"YhsQbQ0eurQsrtHsj1//+L8AAAD//w==",
+	"7P37chu3ti8KvwqKa39lMmlSpCw5MVX5g7HkWCuypUiys+YMM9lgN0jCagJMAxTFxK76nuY8wHmE8yjn",
+	"SU6NMYC+sSlSzkz22lVr71ozVrMb14GBcf2NPxqRni+0EsqaRv+PxoKnfC6sSPGvm0inwrzSiU7hz1iY",
+	"KJULK7Vq9Bu3M8G44snaCraaaSPYXHCzTEXMIq0ioWzK4VUW6UQvU8PsTDCDLbJFou0zwxZaKmtYMxYT",
+	"vkwsvjHXsUieGTaRqbGtTiNoSOjtt6VI142gofhcNPoNamcU4dCCholmYs5hjEIt543+L42zq0EjaJy+",
+	"wf+9GjR+DRp2vcBPbSrVtPH5c+Dm91/1c8sWhmmFI0vFvRQrtuBT8cxUZjLTqfxdK8sTxh+kCViv0xnk",
+	"E+vtmshDaRJz/iDnMI9etxs05lK5v7I5SGXFVKSFSfxjz0mUh30vUiuj0qADprRloR9XmE/icNck1l86",
+	"ic9BIxVmoZURSHen1ONZmhLhRVpZoSz8ky8WiYyQsA4+GpjnH4U+/1cqJo1+4z8Ocqo+oF/NAbZ27bqh",
+	"TsvrNVBrpu1MpGzCZbJMBWtOdMrEA58vEsGOukcsfHd5O3p9+f7daRiwo+4xC9+e3b65PB3B88HFxeXP",
+	"Z/DLcfc5C2/Orj+cXY++f3/zj7DVaXwOGq91OpZxLNTfN6fw9eX19+enp2fvwj7uv9V3QjFp2J3SKxWw",
+	"8dIyaQ1LdSJYM0wFj8MWi7UwQAdDxZNEr5idScP0QtCJPqGDKozhU8GABuhwYxtKiFjEQ9UM6X0RtjpD",
+	"BdM/V2Y5mchICmVvrE75VPx9C3GLB3gqjU3XzwyLpbljEVdA65bfCcbZKpUWluD83c3716/PX52fvbsd",
+	"3dxeXg9+OAtb/aGaLJMkYLBCba2SNdMp0/ciZb8tteUd9k7bmVRTtuKGRTOupiI+YWEqbLrm40T0mU2X",
+	"Ihwq4I3MLHgkYBsmqRAxLFDQmAkeO8Z7DV+1BxMrahjvjYi0ig2zmq24tGwsJjqF2dl0LdX0hD3vdkon",
+	"cfO84W5YkSqe/M2H7L0yCxHJiRQxMyK9x9MG3AUW/vbs+t3gYnR2fX157c7MFV8nmse3Wl/w9O8mmLGO",
+	"10w8RELEROGRVhM5xTsukXMJo74a/OPicnA6ur28HF0MroFWcODvFV9avBZE/Dee9/fvBu9v31xen//z",
+	"7DTsMxiDUNb1BgSnFeMqdhfab0thLIt4mko88EOF/CFA2laCbgzaJc8SkHFsEOzPP//cHuR9iU2qDb8X",
+	"PBUpnJ9k/t2wkfI5V9j2sBEGbCXtjIUC5vfdsCHVPU9kPMLRDBshW82EYtxxLzhhBu40ZF75qFQt2Wf3",
+	"/WfalXsuEziQf+Om3Lx5f3t7/u6H0enlz54Ru2U1Vi8WImarmUxovZHoYIqwK/d4oHU6VKX7pM+UBna2",
+	"THgKRKlE5EStZRKzsSC2wuD6ItatxFA1BY9mbAYtZ1svFVukepoKY2DP4cePSwM8RShg+ErErQAIZqiw",
+	"obyvgE1SPccRzwRP7IylAucUsDlfM+SQ3NwNVfjD2S07oHfCDvte2xnjqdhkje6aeK/McrHQqRXxWxFL",
+	"fovb+Hcf+2c4V+iQAR15MuNRJBZWxKwZvn938/7q6vL69ux09Pbs9Hwwuv3HFZ3+z54M8WwMEvM9NyKR",
+	"StxYscAJxLGEDnlylcI1aSUIPhOeGLEhlZj1fC5sKiOWCG4sM78tOYhwY9cma57JRKSGDZfd7uEL9r0W",
+	"iVAmYIfd7nErGCqzHNuUR1bEfRZK6y5xE7JUL+Ee0RNmdAKUxsLmz+xrlvA5O3122mK/s+/Yz+whHCo8",
+	"nqeOcOH6acdyMhGpgMtszm0qH5CtrISczqxh4QLPbCrYA47ruWC/ExmFPdZmi5CJxAh6o8mTJPuwByQJ",
+	"3aD8T0NsEbtZFJbqj0Y+kU1eMxgje5gLrgzr4W2YSaPHO4TRoJHw+a4mxTG0OdHpnNtGvxHrJTCUoCTz",
+	"5v+vtkO1nI+pv8WO3rqdbg+6Ew9RsjTyXrz1vcCxKT73vdDzR4bX7RwXBtWtGZRxlOr1KZ6Ykae4emUK",
+	"WIpM4bL7hb7O39LjjyKy0OyAFMZXer7gqXRHt7yxsTR8mgoxMjOe1lwkN/AYiBaoRDEQJ2zKHbV9MjMe",
+	"6xVrMx5ZeS8+la5vp64+A9kpESlXkThhnNYabxi8Ibu79nbH0sGujfLjsTmDt4IrPHU01rlUS+PGG7Dp",
+	"wcX+Y9roG9cze08q++KoUTvcAr2ncxNvDvJaa9uGqbSJ4fxFA842ol5/zX5mSyNi7Gyvhiv0qB4jxiuR",
+	"YntuEGVqHEtew2BgXZqLVMQS2Cprs4SPW/uPLsDlT+Eq2Wybw0onfMy+Y5x9zcbsK5b19JQukBR27ryo",
+	"4T7mt9Q2cYobc/zXYetJ8zSJXtRs7fiRObKmTmOpeLouX3itv3LjzebOn74Z7JImagjoM5mbvujDsy/7",
+	"8PP2GX7gyVLU0O+lEoxWjC1E6vkibixbqgSkQWO5BQ2Wq8zKl5nncmXA7RqceGIBnY2L2q3jHsTiFm6P",
+	"N8/2fLNuab7nNpp974515bDDTyMZ12gPQcYJ9tget+yfgwZKMSODFqR4xG151NyKtpXzwsDz7srHt970",
+	"V6T0bOw1nUJrbgJ1x+HVhystSbIur0fZNvy41JQeRve7luctyrHfp4LfxXqlPAv6og/R5rjtbr3PiRrl",
+	"2+u3N2evPrADZuJmwsci2ZObuG5GZsv1ZCxXMU9jhoor9ESG05D062Ui0F5k+oxHqTaGTXQSw/+CQqeV",
+	"GPkGRthAiDJ0OJEPIg5PcgXr1QdQrmS85IlhzZuz0R3TE2rByOmchwG7TblUUk3fCsufGRZmiziCUYQt",
+	"1AXzD5wsnnIV67n8HQXpkMTsp7LYApFk2+nIoZbYZlwpkZudqhQX19kOzt99GFycn46uz356f3ZzG5I1",
+	"W5KhTYmkz3jGisgXEeqF03LsTAyV07ZTMVkaYViTwwopm8rx0r0W6aWyTC8t7GK3/eKI0Ybi56tUqykq",
+	"ggEqzwsBzJFRH+xOrFsMVW1uQed1G1zqgDaTO/6Jbzrz41TeI2uds6YzqZrOPIYhk05/5NQfL4m/vTw9",
+	"u0CD88Xl4PTstBE0/PLcXJ29ur1+/7YRNPw/R5fvb0eXr0fXg3c/nDWCRlFr/XB2fXN++Q6f/vju8ud3",
+	"qME2gsbbwcXry+u3qNje3AzwQ/ev3M4FneQmCRxF0X5XGJbbtRq1AYRlnHItx80MBIVfx1ongqsaKoxR",
+	"SHfNFT9+hAqvxSJZ18i+8JgJdS9AfPGuE0dgaGehz09YCC2HzgYurWHEsTpDNUAvgohZuJBqGgYsdN+H",
+	"QCoh0sFIqokO8fJUZiVSEZMdDMhjqJyN5pkBgkvWZIdohgtdam6EP8KDvEn3DJT/0DEWIywxl7GO13D8",
+	"mZgv7JrN+eKE+ZfgMyn8aJwNJxuIO1neHLJUaHPLCJ9sT0DRY8FiARviDNuxhMWdS8Utnfk5X8CioH5J",
+	"fOBRaw3sUdCoTm/rXQHvnauJ9h/Cgm17+UqrafZecUG3fkAv0TefM1ln/Y48YUhon4OGVuJy0uj/8vi1",
+	"lvf+OdjxZrnbHbdleQV2vV5Y5c+/Fs8G7nrd6SBy+DPnYwdV5Hu9xxxpmEGDPt6yfhJWOnuTRrpzsen9",
+	"P73Lhb733uf9Xt9YBdpA/+KNSOgS2SXa1TiO4awrlnA0geZuZLwmO41dNrTofmTEdF7f/hv0KAqW6pVh",
+	"wPYYN0ZOlYiZ1WT8QzGpuSHU5K2GrczoAJINEoxhFj4QsXeJSYuG9FREOo1Be17NZDRDUwJzsk/YKVyt",
+	"9KgRNCIN1+/SynvRcMp6Ivi9iGvvMBzt5jR/9EYqFP3a6NFw/lPx25InfrK4DDgmmAn209ZKtPWyvNCH",
+	"dQs95w+jXXuZ8HSKfh4UcWwqQcnmEytSGh5fmHwgcr7QRrR2b/FcqhFJxztpCft1N5tgiV7BaF59oGCE",
+	"3T3lOgJPkj0O3Ia28GvVqO70gYLuyziFnzi6xyE7QweMYJls0QBQxqf7j25HP9/+LpF8qJrAEAtNslhM",
+	"pBKGCR7NWuiEc7oAUka5vaHKGzRhWUT0Yj6IQUUJv4Esq6J0oML4UEvaj0r6S28VHZWe02HINq1W+PLv",
+	"72meyLkPGnHR7ugEacfJDTkR7CwVAteK07/bFkjf0sut//62iVdaTWQsVLTVcnNVXI+AScV+6Qas9+sJ",
+	"MyKLyQAFgnn94dsOGyQrvjawWMAwT4aKF9aUpLoo69nrJWOKHlqCoiMNS8QE1aOAGU1K0Zwv0NU3FiRL",
+	"1nlpti7w3tb0rQu/dwtnf7KFLRuV6XY3y/mcp+vNOzYV03r/FDHFonZolvM5KJSgpKKb1l0dPhrONQUb",
+	"PlTFH+BiS1lTK+HeCfC71UwnwkV10XnAD8iRB0qua7DVYbczsWY8jtlyATdSaLXliWMo0or5TqPXNTZV",
+	"XBF3MZ3T1y+OcHndXzmH52nK1+QDWNSv0Y/snqcSlDhTuD6y2yzvMMieou2rs+/QP7jmHx/85ngtT7Ya",
+	"hKw0VkYg7IpkEuRXfRhLPlUafjSd30gLLD6yh+GXWLhpMLSIQUZy9Ww3TUWCF8F5vOU2y1TOUMYhxXmR",
+	"nkhXAjl4SrEjNVofm/CUCaWX0xlMPBU8ZhI3ZUN0OhVmIe++xC9+Leb6XhgWaTOXUTvla4ZNmT5TPE31",
+	"ii20kXhV0HM4Uj1m9VCFKxnbWfh1zwWgdtjPnrjI65w77wyLR5J9xx5Gf8ive59Zmz2MZDBUAp/Cb202",
+	"F7Hkqhm3ssCaaGlZxL5jIVxCZqaTOGQP7O3glB2wbufFN0fHQ9WEP7/zH38Sn1p9f+IpOur3NopHnhMU",
+	"xhQwbpAR/DyTlt+J1Lv+3/A1/PpqJuZ6LmzaYefKiiTpsAs+7rCbtbEd1vvmJWsednvftti3h+1vj04c",
+	"QxFcgUStk6WFnbyXFDL0wHqdw+Pnz3tH+ebD0KVh3VaA5gFpgDREPBVkymCwOs7rH7E5TMLOuGJ2JSOS",
+	"kMToD9nufc7l9ADupAlPkqwlbOYjNROx9tZ2PsK2kDArLdpdiuPhlslsWxIODKLYyUdkK0MlfT++w++Y",
+	"ZF8zRyjsa9Zjc34nfMCy/LrX6XxknCgrQLsJj0DvWNNiGlBEpjPLMEADuTpyZX4vnFwDrJmNhV0JoYCm",
+	"yCD7QPM5caG6XLGpFhSzhTP8iOyaGVK7J4yzaz7nio3xa4o6NGya8njJk2SNdzX8xiYJV3eGVkIvDAbg",
+	"4I3OE7g6Znol7kU6VDM5xYMgUwYaGU/aVreVlkYwjLY48ZP28jIdGNBbuLFDhQuUiQtW6w7jC3nAUysn",
+	"PLIgl0zlvY8XBdnZWLFg4zX+tzNUub6gJ7CuHPhctu5oCsPQIPjEOoG4TvCoxi/ExGhq9bfslG65qZdZ",
+	"9HTd4XQLApc0ER6ut6OywqnN9FWK6nixRwTJjsARpM6a4BG3Q2YB/XCQfo1lVabHmtzxTga8cwa6CJCC",
+	"TpldaRYLKyKrU7aQDyIxrcroDzvsRyEWqGGLJGFjkTilnpgvXA1AeM/g4o7tDAPNXL9aMbOGYwLXZBa+",
+	"ARwYvjCs1/WvrmQsAtfAt3C3phbDXjFid5wRMwg4xONbpVCf3ovHQx/2DVo5gxvwex2vnxq6VTCyBnls",
+	"n54wOGxrbyBGe6MbeLHNbt1QclvdpvfSjfBRW182lc9BI8oFAuf0fOzTsvjwOfCm2x1fFd09n4PG7n5w",
+	"dtSDNXu9fCvnwlg+XzQyUT0/+DTKumO/0+t4lWqrI518EKlBwbBCMPdeosFpbawnjj+gbQk2xrGxpy4m",
+	"cU+X2FsezaQSbRCuQIJl8BopgRjmj88cj7Z6QVKENCzW0XLu/PRf7oxxKSEZ3T/NOVO3CK8TIezO81Ve",
+	"malWYoQX44iCEutCAcmpEXGn56IMMBM8tWPB8abSSYzXM3cuRWlYCC2HJz508HHjFDVfZ8VI4kwjYc3x",
+	"moXIwdAlH7YCBtOAawxE7c7+yhZ2l1O6V0sqS54NK6hbprodeIMRujeW22VNaARZXUb37ij0/2ioZeLi",
+	"qCnccINiYgGCiIhHqeCmVg++IoMECZawOnZp0B0W+m/DE7yUZss5VzmtU4PONqSIXkoruHnFV1Q4cjAk",
+	"Gvqo8y5mPgI4y4me7mYV/u0LPaWVdH4D5CDFddtYgorThPmPmPvohPUKp7VAeou1nWm1ve3bPMxcGsxv",
+	"sULBTfyDRiElXSrDlGZX2A6IltKwiRRJzEAaMiTLuua9HvKDhu+snKN5HZvAYPBCplQ41b3O4YvOt86K",
+	"sLEbNKjtA3+rYxANfc9ZHMQPmo2XMomZVCQ5wa/NMBb3IgmdnSPREU/otVYtkzMZhWfm0rtGTq21V8Vy",
+	"ARMucpknyRXYYd2ZO58qnYrYyxblVXA/oqSb7eQJC5VMXLiCAUUwj7vaciLz7i74+FoYZNxPEmQulWBv",
+	"ri5esRS/7rAziXlyIagoIyOcNSOPOApJVKc1wPwBuIsonA/OszO6P8Eg+4U2wi+zCz72VTFGbM4fLoSa",
+	"ghDeO/wWP8z+rqGihI9dVJb7vs5VM35mmIz9aaPXT9hCGwv6hLSMT7lUXuUkRUrwNJEY3oLbQ6LkU0ZW",
+	"DlArD+tnr/XTS+hRi1O+UidsDmuRe+2U4CnceImeTkFpy1mbmw2uHYr6UrGwnfBxG5tor6SK9api/3os",
+	"Os4TXv0qFunSrSOqGcs5qg4qNya6Ofk4V8r5eLDl6LB9wqgrZ7681QWq+fWxY2kulzbS8xoh0K10nTM+",
+	"0mlssq2Ao2asxmPnaAT9pUyqKFnGIu7sjgcXkZD31NmuN8nusX1YLhirtBwhJXBZYm5kAWr68euUKW1b",
+	"J84IUaZs4Cogzeyew1IVVmwvweq9/yJnkrtlLLdQQbY/hTUpDqJ21zWP0X9fCLR4gvC74HW6/7Ubnhep",
+	"9DKNBIlUE5mIkDVFYgQ76nbZRlBdqzNUA28AhOaZUDEyHcXCzkc9TuQ4RF9n4MxRZj1PJNqVUjFUqTA6",
+	"uQfCwyCipYoFZRH6M4gX2DPDMKcYFF+trRmqZtjGJ20YYRsehgErQgIU8nZDOV/o1B6EGCIg0tbJUGHO",
+	"9kr6aV0Nbt+U8rE7bKBcqB5PmJGxiHg6VCFZ+mCiZKvsfDRahQX7VNVchwYHdCga1jRCDFVo7hLBU9Wm",
+	"YXXmceii9QoM+Kj78kUdC8O92ZH7A0LxVMQha5JFEGiVQrNRcgvdMoXOK8ftUE2FwrzrmEWJxKN/J8TC",
+	"GetAtvNL0erkzS9SPdfQKB8qekYOo4CFPI1mQOUhS0Ub1QDsnSvmf3G+2CYfKi+yoUdcPEhjC54bSq4n",
+	"cYjhKh51Xw5VSBGNN7eD2/c3o7fnN28Ht6/ehEGGKlHMM8cYImzhhLyQ0TJNhbLJ2juG/RBgw3y2Hkq7",
+	"gsT9VuDPAm2aE3NzCocfQVwJgTRCFLGYEquMDJlQ8L8wnnioQtcfxe7m64PG6IJPnla1ETT8qqHfPam3",
+	"SBYk40fdV9sME+75NraTC4EVOY+uH7JqzrRlZsUXm0IaT6Y6lXY2r1W1YJVHKC7Pze4rhPakqApsNLhI",
+	"xb3US7NdX3Dr4CnA3Sl4YlZ8sc2NpYA3rbip0RKqt3l5kDVDqky7fuFBKsr1vSemHzjtcM8ghEgny7ka",
+	"SRWLh70/KYC2PD3TIQ8gePKnSA7Ur6OZPYZLGvyjdKNTu42gvGpfJ4djgmGmdvk0N5f7RpyErP+xiyxD",
+	"1yIQk5cya/XO30apiJdOWtpjgqlOxP5mh2t4+1HBeOCcLnJKyfMSs7/DbMyZzLxv5t7hEyeEsvwj6oUP",
+	"0SehqhhSuq9eUDm25X12A6hSjlvoDfqvO8Jv6Sqq856/V/K3pShobv7aar5/f37KQKlgMAUkmflcKLqJ",
+	"MChwqN7fvm5/63x7tAwILwG3CChXh8cv2FfjtRXmqxMWZqKFtwKg5w8zvFODggBXbiDzZWJlG75k+Sss",
+	"4ootuDFo7xwqJ1WQ5iDRmeMSJVw4+kY6wIaIc3j8YqeOWY3K2zvq64TxSgjY9iQ0PZfWkpLz3zvSCyX/",
+	"U2G5TOpXIpM2MnlGsckySWqu4zjepbpnjflQWFaw7O2vdT9+8aM0U6uP037B76CUJhxvaR/96ocWyxQ9",
+	"juta7kmByKOnZKQlUgnnzdgZQ33h3kUnCNDpzguwEI2Jr9O9skh1JIxxYexbVgLjuSKJyUSLRSLJgkI+",
+	"wcxQURBi8KPMAatTJ8tMdMpSvmIwZWUkkEOHvdYpHn8UbcnpuJALTNunbvVUSTjZxoqF8WALhs8xbnK+",
+	"tx/iqjhXDN+psbI/GgBX0K5SilsgpUH5uOTytFFkozWiIAM4/nsP9+esM4pWqx8trNlomdacyCtQhx1n",
+	"L+DABSw8wGEekDLpThTpkwfUYFhvhZ7xw+MXNbHx4oHdvBm0geUXYwDd6YlmIroTaE2ltQCxs0bAnRAZ",
+	"kKaSHXpHU9iIWc4p+L5+ePJ3McIb5wsABXIL+85z59xNsBuoWD8OM4h6iVZZWC9RuVdAayfiMgKelHrr",
+	"vyGL1R5KzGNSaE7mI7yta2iLgh3gzsvNlNm+iwd4ZnY7Igsd4Xna7OhCrzDgPWbLBfRWOIGVcFMKHI3m",
+	"7V7phO0jlmeRk4fFqM/DHaa0XBpzxFPauRI9Zmcn5/C/brtgzzGDaLcv8/GbrpKMenVxc9h+d341uLgJ",
+	"65JPZiIVJ/iDMzCwzEx0dXFzLRBtCS0G6DTxPzku3SROguyZ+EhQ+qqF2VRwxinQDLh44a64uripOOM2",
+	"Orhx4f83EU9EutF67aAMv5/qZDSRiRVpYNR99bN/16WdHv478zxeFTNvRMyuD8uiZYcN8hyiMjcxHZ96",
+	"8pcO6O3NGWtSOkqrPDbKPtk1wL+Fv+3mYe8yNrL4H25WZTBFdlLasUf51o4orw2POX3FtGJmGYFgdlLK",
+	"8nUeAZfpKw0zAvXq/XIYc266M5s0jzD79d8YY7bfASxHm22cvnfLJCks0F4+8789YG0jz/m/c+zaRgLq",
+	"F0UlFsMg9lry3BCz56Lj4PZc9r9jwbeu5UWutG7o8u6K9waBCJW2VM87bOBxJQoiSAbriW4SAuPV6TNT",
+	"yiMM0KHyUY+zIHmvfKChU6+yYGzykviQa/bq5sNJrmhmfYX+jhrBwEKCD4r1wop4qNCxkoONZp7BeV0A",
+	"Nyah5bboes8ondmKwlBJuyw0FGLmxHJB9vyCyJJvQgEwFXj0Ft1V8Xnm1iRMUtRdXXwfK60ULC5iJIih",
+	"8mp5FtGU+UTDNvTcxsYM+aBKqu9QVaBcV9wwPZl0GGHpUbIzgqj6rd4WfYV4gTHc/xGHw143x8oauk+y",
+	"L0LMPOSlScJ75KYPh6pJqJ/+94M/Purxefw5bCGoRIfRz6Q6/+EI+nNIyc/kkJsjFksz9E2MUr0y8IaB",
+	"fvTKjJZGxFkgFHxBGTRDVfAXowMEHaAU3W7mPEmcWgxCg+s68OQ/VDJGB+Pam0Zy7RvtJ6D6ByyRxuUg",
+	"IHY26vmVjLmdIYilk7LF4lDjmIR9zwRBPP11e/xRj7c5kpR2Wv3GL55w6mne/1riH+QFZU0jkkk7FlHC",
+	"U7El7i7bszqswVXR+uNOkPMq11IAGjwcHcPGmtbumBByuI/Qy5ZhiO65WdkYInM/eoLt5tXNB7bgqQV1",
+	"LEIndS3/qcjmfrJ7BBpuu0XqrmISS2s8QyXH+QkDmci7SN0uSMPyQe+M/CX9ZO/QGxxydm/uJVs3sk62",
+	"3qSPwjp6cLCn4+2ZLAhQ1F4O0viFfGbYWHJShfCDgLJ1c98iPvW1LrIQLlLL9jZt5nh22+Kca8Z5hsbD",
+	"jPt5kOgsSixwFxq5OfE0+tFRwo5D7PbhGJjzavJMN5/WI30be0+nundnwKvrpmak29n9lN6lsjLZ//Xt",
+	"xqGtlquMprJlzwllHyqlmf67STXVidiCwSILG6xNtmlP8QFUvM/VPfqCVaTxFlZz69Jd42W8RUBDFd6w",
+	"sZhJFXtJxZtOspucNWsFkQP6NcwAOVC6qPG8FbZmq9U6c7JQqn6W/bUQaTsDH4EFe1oGw2OgK5dKFGSc",
+	"Qg2Ygl2Eqr08Ie8EViRD7qgbUQLzqtVdLtwvOHkezXK5MdUrFCWzBw7PIOwdKPY1syP5rHn77Lb1r3YP",
+	"/ghbT7XgbDh55kZEmyN8xRM5dvWK0CZXhIZBTjfI19FkCLh/eiT3NUOpMxH+9cN5zBp+L2sAGj6cX5EI",
+	"7TAUgg06D3OTnAn/7PgKbdUftwUFaTr7Yy5ALo1w1j8YYZQKbqSa/tnhPGDykFTTLaP5L+Z/Z4sRzwi/",
+	"YN2lYksE9gHX5vbV+jPj3By3Q9qvHza5Ndh/ZXj8q70GP1Sl0bPmUknLEowGOWEO24sbF4QKok5MmJcB",
+	"MxrUPW6hp2fpiLPvWM8VrhAsdZo7S0e8VVGw/n2rss+NXiQ/OhBBGQ8pX9gScRTYomc+j2IjFb2iRfh9",
+	"L/VuhpHWWatKEvWmRPFoGAe62u7GNXFx8nex6ZOGU/+j/D6gUg0iZstF5y/yEJdcHfUGCwby3Il3f+d6",
+	"MjrPUTCl8O9nhoV5e+j0wsB4IlDU9SnX31lboNn942T+jQ7kJ/lJ6wjqHYw4kb9/CcbKqbyXsQuGzwNT",
+	"yOiB6fc8FdxxL4r1CFnTpnwhftcy5slQIcRDphUUGbRUsBVMEoiVj2FZswdk1a0+42qopCtSlQMtm2U0",
+	"85wE0w0UAQ1Q8BwNgs2XxmIKI+N2qCjtzK50sf+A9jtLgri9Hpy/O3/3w+jy6vb88t1N2GGDbM5DRaHo",
+	"+ZylYb+LVLt0FTaRShKGnI9FwwTJqbBmqMIqPG9YZ++koX9JHEsV6kL5Hd+zToeP06kln8ulTaRILzAc",
+	"cZOVbEnAmkjYNC9rvzxm/z/2k6+Y9Z88ujNaecyat8t4ppM7ngas9/Kbl0GeLhAVZLIM/npv3G67jIWy",
+	"8nfMP6aPt6bciSTrgEYZsOd7R8HuvQJvtBWECnJ7SN18Ed7TYSNo/Fa7V0Wg0f9j/TCI4vq/yQNzpdXU",
+	"5+JW8u+q0ea1FjS6FTM72ra0gzqbWk2Q+mbquFuj3q+1d+pGUvUeacxPpb5KJzXD3IyvrvS6beGf5O/2",
+	"O/UXubszQvgfb/df7O1GcO7/zh5uZ+R6RYnBT03aqaThbNb+qs9R+fz4QDLcyO2QGojdvoHWZ4TNKiN0",
+	"ygUQ+gSOPFQ55CJCni0XcF2B4PMTlgIGSQchK6XaAjfaw0RSdifWcO4WRYyPXHVw0KJOkPMW5AzZroiM",
+	"WCsu/bb7cG0idGb39ZM/fGRDTvOR1sTlLBMrcUWtKBnKK2npmNRvbFXuOWEc1nGoCgtZ3llaTcyf9dki",
+	"BeDWDrsRYqiK+wSqEXD9ZcJN3cIWrXh7yD+/7fveCCWevd9+YmrR4d4vPmkcT8xxeoRKLhdbDuzPM+6z",
+	"nBfJmpkZAmpGPE3XbCzWWsVVcP36MiHPO4ctArLUWNIZ4aMpIOCPz2FQ6ELSoVskHE5aqepBh713VR3u",
+	"xJpQAiXJhHgy0XBNhfYIEI8wBwnpvx6WpIbCosc52I99RKOt1mfJ0kUWybqgJBQhYin/OftOEPCd1Z6B",
+	"WQ08rOsLYVueGJfPh1qjWc7NUMHxamHKuEtLTNgk0QQV5fOJO+yS6sRgaCKu9AbArmea/c1E+yx9iiwC",
+	"Dh/3SV7eUj2IfWWmwjd/pexU6eZ/ZKi/XIYqFS75P0CYymmjBu3uKVnIVST5J+Uhb4Ct09dl3rQHpZcl",
+	"ss9BIy5LBHs0UZQhMCHagYb++9KhNxD5SstcWrZNDa40nkf39U8YH8pt/O+1Qbj6MH/LUcK12b2oW4+L",
+	"V0v2pFR4G2O9nkLiXnr5HDS8yLrryxv/3oYJwf/wyJxLOHqbFYJTrJm+HXXIvcAwRISiMtlYRHzpLPyJ",
+	"nj4z7LelWFI83QS4fDOXkBQIOmzFpTWZKyrR06ejQgWNhBtMgJlL+6QcDRzcKBYLWoCdiE2Y4Ld9RWgE",
+	"trwmXzCdP5UXuEqlFSNCvd0+1ASEti07J10klYfOtdrNbKiauImxNHcBOz+4pIqMIBFjYX0P1AAS7VhI",
+	"NcVuKOwTi/X1uljWGJFtsso4CBaaaGOCLeiUlYqJXwAUlm1dkJH1znNx5dSz8qlQ4sGOomVqSPzZGaSX",
+	"axT7R+ptYJjs8qUWOwlKQ3x8lte6Lpc8JDdo2C9oMx7TYqrtCQsJpcO94MtVo4qsC5nOngWdYMQyFuzs",
+	"Y11HxPVw8czFwlC5+xWbRJcJFSCtuyI2c6NrI3QQ+RxTWkuJ41luuEUHFkaPEnisWIS7CqeVyrRvCxRL",
+	"zPfulRvy/3hw9C0fFIs0BAX30pbXyx7HoEG5g1vvCfzVv6rut76n7n2aeaUam3GP91NPipPZpZkUxrbz",
+	"1Wx4O6L0Kou/6/3yYqKCVBUwNoM7fWG+zBPBqQBQD/RaQuFy/IhguMKaqqDFwmj1Doeaui9bSuB8iVfz",
+	"HmTyL3FRuC59C3V8xoMoPx1uuibzURfgpCkb2NepCDeRl4t5sgWw4Zk2W1Lf4ZdSusmcgL9ZUyP4seVS",
+	"ibRVwOKt9SbNrF2MeBynwmyJ/JlzxaeIFcnce9DmWC9VHDDRmXZY2O3g/+8fHx+/CKniFjroJzwSBivg",
+	"hj165xt6p3YocmvtGdwUhD8NWAgTby9k3HZ1+k6QQfsMG8cu0SjjwNnw6y1pyMaOsk3aXwZLBa+zowws",
+	"BkCUkcRzA5uMOKX1FLMYMK4kEcI+M3l+ioO048YDlzUxKQpTKvoYV4AjaDkjFSesVSxnbHUqSuk9BWKi",
+	"O2oHLDRdjT6VjLI4ZBksppwIoETBErRTuMiRzmtwja2PeM9Wb//QGjfiEa3wY3AzGW6Ope0wdfOhhd9r",
+	"Sr/PfxsJFS98qfSaCMTcRutf3DhDNlr0Dw6Kx+Q43A1Ah4oiMonKUa4Ma2N9NqjBU3VpizaOCIHGb+Wd",
+	"6zoErNepMLMMAEv6qsUV/Kv63KCKjWsz9Iy4p1MLgEjfK/nAxEJHs6KXCzoEhW7OY7FnAMeGPeBJnZ9k",
+	"aJqkS2wH594cyhaKKw4NZcwcrbFS4uZpCRAuur8ukR7hmn3KRp6v8UT17q/PsPBTqKfLcoD6kyve+gza",
+	"pcLcT3I4SKAltS4EW++GLvjtcHdQ90+HxZDuMsjRRtbhqw8sWqb3oI9Gd8YVvvd1eP9UCPrhwxb4Qy9t",
+	"/Bczyzn8YX5b8lRknfuMAvGAbiSz52FLDx9G0XK+JAiwfYEQD2su4VdZK+z6MCu0W4gYm0gbFNf4z63V",
+	"o5VQDx8aG1OjYdcRakGpeFo05g2/l/b3u3X7B53wNTNzre2MciZYLFJ5T8uRRVu6C0jF4iFwdc4wIime",
+	"CriA0RrEDQtNJBfrDpX76pSAXpr4oYr1KhiqhU7WGNofUG/wn8Ty73oBUut3Q6qTvBg2WmGHhQ7SnWIx",
+	"x4LpOB4qYJHTVHDrK66EWauhY6DYdpiXrSq+IBIjCvGUtTGbWcd8rO8FO+wefePAk7Ngzhk38PxbFwra",
+	"QmuSi0RAjaTgs3t7djs4HdwOaoMQcKybtHla2AxasJrZOCTu7ZOpltzqsma25eU6V0e7OHPWqyta4CuM",
+	"7Q7TLkeWOk2+zuZBq15qH5a+0MPz/QpwZU0Vh117jlCwoex3aWrj3AvpWbVokHuk0xXaz7Ehn/zd2Rd9",
+	"V+f43Wr7vvKVkAuWr1hSaU6qVeftqKC87G/7lvZLzN7bjLx1o/RYo03ubBMV3PUAkQD0hHLtuZoKKg+w",
+	"RmsuzE8qpr5gkOqR8bnEyPGajbWdeYivXAR0Y8dKBsL+2XIRalfCIxH7Vv/aX4gXTj1vKwsVlY7foway",
+	"6nEtpvDWwJa62v1G2BNXVN1/6cVrBNGYOQTDJ8ucu3TiL9d+n7K4zmr4REHAJ0OQKZa5+LKAhc0HrEfL",
+	"VfOh1WIHzNi4+dAK83CZhV4sE1c3KY71hHVbeW5FVvQV7tFJwm0en+YrenKLeQ+dnfU2jbrfM/2gdl0K",
+	"TsYKweUw6Bsi2yaOeO0rDiu1RvLlc+GS1lAw+jPpi4UK0sfHz1/UpK8XgLo3K3s+lux4Y1OJWBJ5NiPl",
+	"N574wWPNaVPCQAurGG7/7hlVtracL1dc9rr99ulbZz54p3rE9imJGGYi1On5h7PrH85OwwDkq9uz6+v3",
+	"V7f056vBu1dnFxdnpyFrhleXNzUgNQcRV5FIwhZ+ffP+9evzV+dn725HN7eX14MfzkJ/XWbAxeauUAcb",
+	"i5NmS0+NbBHxqKGw5P4Jnf/Hl+HnC/Ry6SLaDmZNF0EeOQszt0xIaUqUsVRNVuKI6YT5ltKUUpcypyd1",
+	"f1ICMSdDJWVkrp4ZV2BJxmEGGwVH+YRN9FLFPkJVJrQOH/UYbdMITY5TUmZVhMEgQBQyION2vRtcjM6u",
+	"ry+vwyeWqXx63UlPef+pxzUCpLVivqgzGGDB8LCNdtiQNTkZd1t9NtMrshigNd5PHzSOGY+Br37UY59O",
+	"li6VwoIoFK2QCiVWVOTLYK00AQ17k/KdTBIRt5g0Q5UulSsDNl4zLzW5F3GVD5l3RJDu4C7TVNhUipjq",
+	"/HhUSY4jhH1ZC3QikCLm/KViPhZxLFxRKRe5+Kj5408haHlsHL9yNVBZQ7ULK4ttg8q6Rdt5EaooRzWS",
+	"hoVzYXlnJ3xWwhdGxPsWA3xyRGKZF26GJP48W2d0RWJ2AJsV0r9DJ7dkRZH2ClkEJmBmT4QRfQRj6k6q",
+	"GuE/c7YX6M47dMZr5tjxJhYHfVRRhzNYqJA1fXSHL3Hp8HAL/nwsReSQqbyI4hvY4c0Honj67r2FrzY3",
+	"7zZjdxUgPsZNhtMdOJSzckr9Yffo26HywCYLkcL6nZQueczHJrAzn24bUGH5LXhrhFxmcs0Kjz7KBy0C",
+	"aRuqg3yheWK0w2hDnWwTFw7ODHnop/WuxtcpL5UEnOgkZg8FiyIhGsdaiRM210pbrWR0wnqdbiHzIXZF",
+	"4B6rn76jjqPf8r13tmyNrzuX3MJFnBE5kjf8E6PM4ZBGAkce5LfEBk5SRuUYd1aA13N4xHn5zieR49ZR",
+	"I7KbL/ukWBhT5WOn+wA9oakAC/PBfeUL3JO8wJEDLdP9uEwhHb4G/81fBgWEyb2ABAp+xj0dIXuBDxQE",
+	"gxyCwCzHFEb3hA4rMonjmoUE/uywZNv7WAh1YVwDl46wKbgIY+Uc79946RSiva+rR9g6DXl3hQQsdBPm",
+	"gjVBmlPDhGm+h8/TjWPHGtQj3cF52TuorSgC1jhJKnF1VTcEPPfzhlexLoS/hFUeRgiPn248wInsDpzb",
+	"JNaNkbpj3Kb1z86y/5v4kk59ZCWKXRtHv3h90o9AtPRbI2hAI43M+Fd3mZaux6dZPW6LzMElND4zDK7n",
+	"mFuqX+RTG9nA1ToEsZZAvOKhwsQlkPM2jPuBx9SXrtqQMjq7SuFy1Cs1VNiNVGVI2X8vdi0aurDzZ9gp",
+	"wz6bRV3PGWbnVAaSlDorozthhyoVLlC/BYKzEG188T9vLt+ReF2os0V23lTw2PRdMVZKXspFbxHNNIWF",
+	"QJ8oHZPCV4RGfWaYK8OwHfU12IL32uqwgfOMvDgaKso5UzHrvWA/yu9BJEKrX2RxClXIjtw1sympOCFF",
+	"Wrjcsnyr4vK/OKo5Rxl3GKXLugDUN6g8i4K4QvDI0rAIVLpCrXLvtPUX+lA5uVUrYeR0zsMOe6c9Zm/O",
+	"lkLWxERcNpEPTucmeaz/uOfrFRlFKWSaW9brMAJ5RAgWfGyGCod391WQtwu8K9ErYSwMmTwFTfxP35kA",
+	"uHIYTxmgnZ4wKlnADpjJKp4hkIY5YeFcqhG2UKj8ELYCcv9FM60NiESue+8au/uqw9KR/HiHpcP1iklQ",
+	"9aKK3zyD6dCTDA/tI63hXQkRzcSjj+TvxGE9MzVmzoApb9MwAfuNZGY3x85QDdVXhd1izWu2SAwLjUhE",
+	"ZN9BZ825sDMds+/YsOFfHDZaoQciZoQ3DGt7R4OkZbljbXZzNrpjdDH6p18FjJIrHdrWEqiGofHA8aB8",
+	"EiggELXBb68+5BApAbX9HWv2Dn5r4SiW89FHWBLZxCVusQPWhBVi5rfUNlWrhX9KGqNibdZrUSkprXAa",
+	"fqnR+y8Nu35mWAgkcIVzMXEzHd21DlxrflpzSWB6V8Akv2IhRfLJ33HxQ9a854rFImUftLAB6718eYRZ",
+	"prjOz7asNIxm2Ci15FYceSQsXLasns4XIm2n6A6bOPZooBmY8HdubWhd/nXI2kSEX/3rEO3n8ejjvw7R",
+	"z2QFQj6j5gpf47kgH3MXtNeXL18yGhbinbFJIheZUAtdNY0QsYhz0uBzQew9rzhMdbjgy9YJbUbkQgeh",
+	"MV8Plyv4Xhqap/iOLP5xK2AL2veIfc26nWOYQa/b7RI2UjTTMhIu+7eONheeIAXrdro91oRd9nWYebKY",
+	"8ZZjwXBWX+sUGilU83cOdI4QN2RDdTWTC1QDy9jxJ2vkyXlEuaYubH/LmaFd/S47LdD910jrX7mE4Jsz",
+	"DydQPCQ+1x5ZG0eO4pcAtE/Dmm+4sVIE7FaOzUymXEmPTvQ6lSKecxUwI6IO+6bT67aQNcBcgLMasvdq",
+	"rNhnFloZ0qFRVYarXAKFdwu86cQJIgYT7ZMcJjTS87FUsIypXk7pHo7lvcQoxvEaibGAl4e0jphzhvFE",
+	"3gkHnpBPlgx5xb7R4Ew3EeOJVqKFZmAUBVwGM84O6MXvfH63acVmIonboPrj0vYzWFWt2JQbTWXmhgo4",
+	"Kuu1j7uOawIhAaUbOOjvzq+B6x91exkWFwW4kn4YD5XVGJ/RCtiap+qZYYe9kvHbsObhi2/rv/b3zFGX",
+	"RInDLjNruAisjDJ124GKi/QAfwsD9jzbh2CokGkVg4daDiCeeEBpsjSe4177RdcPd6i+wVfpJ/jwsNv1",
+	"1a+rY+mwV7S67jpUMH/4GAfhCLvX9aQKTIR1kQ05fhpSfDAF+KDc09ZKwCb1YSs/0cp/YkZM50gDn9jm",
+	"0aOHeIGxT6zEXtmnofrUbrc3/g/a9uuAu+k/ZJ/YUZ91O88PX7JP7Dn88/D5EfvEDvGfR8es7ls4LCJa",
+	"YtjMJ3aMr37zbbmB/J81DWD4ES5A/GUjKC3eU5vAgKLCCtAEjvOP4Qv38XGv/uPyEhQ+q/1nXQt1a/D8",
+	"xVPGUL8Ij7cBZM/gRBbm/y280eu9KP/zG/rn5nflqb+E17ovj8v/zNupfFyedd5H/T8rH1cn3Otij0h6",
+	"O0Ze2XL39nH5n/Rh9+Xmh7VzflH+Z95Q9eu6SUMv9f+sfr1t1i8fGzwyL+CshUn3Dvus1+l9c9DtfPvt",
+	"Qbdz9I1rrdfpwt/fwi9HR1seVlotr0h90z1s5SU8PISHz+HhEb55BA/hf467G02Xl+sJo97d9MZa1jZe",
+	"+/DRxuHu+sS4WsObePhewoyPj+Hz7lMewkVQUGVmDkDT6X06ZVaKuO3+pAtBKtZ76WWnwyO604MMqKh3",
+	"WLyDMpker9wepdTWSXismV+AeDtSWE/uC6ZwY1dsaJYKQfcgyMOFaxd1HifQNp8HIFm2snrQQzUHqTyz",
+	"ZfiLz2tXiFENl7F5xmLdYeGc3wmCKm2LewJBCEGmNsvUyeWWjxPn/PTmL7+ajaCsjRBOSmXetbawxwLS",
+	"B6j+x4wqKFbtDR1WiidH8Bqs3I1OZ8pn7nTKRoWiwcYp7953n8WXoxcAdMqhkrYVsPHS5lW2SXHv+yI/",
+	"ndxWQnqa1KoDaxiiizrE8YcdNkAVaZWhHKFIlCR6xZpzqZqq3QtQ40x4OgXqQ4dQe6h6rVb/cXhWNKv0",
+	"vXA6XlesBbAqywWzGiumF00Rj+Hv1Lq0o/sRil81YEX+hPzYxoFXR1BxWva6BNHEFC4EyGsT63wpdUWW",
+	"fmTfMUXBV0UW01SZ6ve8dQLy7tqJlz8yJURsWP7Cj+xrdthhb0H5IRkSA6/pNOuUTcRKpE5ix19AuXh8",
+	"5c9A88DpYvrdRNpgqLxnMBtkpI2FgXzNevCKqaw6KKbdYgTy4ZaV98d3uzWONAKpsNqOj7jesqYtUOaH",
+	"ihsHSu5gpX6ktan6mJ2E7Y1B7s8+A00GlHnQEeZLh1Huy0MjW1tauHE0+xHUzEgrK6dLvTRYDMi4gHQq",
+	"ug1b4kEm8BE00CIduXAfhv1iM+NER3eo7aV6lc05s51Ap6FbuA6sKpqoCq0NG8SrTSTvpG1jtVf32Y+v",
+	"dRI3zWw5mSTiu9c8MaIVlsg2cDDZqbFMAVNhP7oBkbnq3unDmHvvk2Fzruu0fPk7WRIxvrZ5TVYQXC0h",
+	"E6mmTXXwY4tW020S9fgja7Pmj+W32kyRocvrOBTBIoi6c+wwYwOCOSSTjltx2qKlsn7ZC7JC2CdjJGui",
+	"ra3bYlNgiFa7A0DTp7WHdjLTVWXtC00OG0RQr3VaOTJUGAS/qdqEgEzKFxARI0H3+G11oXauo9pbp3oi",
+	"HvfGwolCHuVCsAt1uYo+CU0o0WaoKAJMKgQU4yk8dVEGLcc4MCEEw394IY6M2h6qVzcf9oDmvvXR31lp",
+	"c+nw6JwvolIrYM4fLjA0stE/PH6BTMf/3asL+chCHT2XKjkFg8ZSyd+Wwr1j06Wgj0a7csz8JUe6/sZ1",
+	"ZbEyYjPiGA/mJCInd+HapiVPQTVD5LDbYQ7C2UG4FSUAuJWNsE++/LJ6cYVFLEeA7lNB7tLHWS2NSJmM",
+	"XQLLU3alFCZZFxYrFgbDJSXRA9UhsZosZT6UOWAyptiwJFkzkEqcYYnMRhUI95NqtQP0lFFBINYMeWrl",
+	"hEe2M4/DoaIzS4fYQWwSkuDSgSoShke9CxKucbgd+Fy47Ci7EQKaYehL85gziIxVRtP1XDSc+fqItQGm",
+	"TU5hojnK/VLBChZCS1vBUIFQ6Et5kK/YFX9ESbcT6Vhk0hnWVZgv7LrPUr4iPH8XB4wskDxUfsEXfG0K",
+	"IagYyYiCvjZohhxThYm+9xkNMS4/LGKehISq0iTB77iLkxExlQrI65MNVU4OfAy8rds5ZnO6iIupYbSU",
+	"5cy7oaIMJVeyEDQWqzM/FiWccZc3B3xt5USh1VDNl4mVi2Td5nFMMVzYT+vEQ30KCVdk8LirDxUWNhYq",
+	"mpX1FDjg6b1I21haAZfN48vgApM5HZO4mr3j4DDotdjXzKh7Mjviz1zVrWiFn+6ADKug35Q5ak0sPEF2",
+	"1Baycgg/NZUj7EwYV7DOyHvBwl8SvQrYTE5nv4ZDVUgiwsg24Kvzdq9FJSbzY32CRJEQhI5/FWXEuUin",
+	"Iu6wqzI6D6FsYAOrmU4KIL4on5CFPs/HJFnEr6bJcpZAQsSAMYc+KuKp6LABjcDtRQhqknPJwLxCTIXy",
+	"s/fJUSmWuoCxqWKJix3+Yq8+uWJk8MUTNrkOsaWQIHBUrJbeq0l+2F6Ks3op7Lqcv6BSlFQG9kso64rD",
+	"w21BBaKAoSBuDB7OvCoJAXkPVTNcqVE3ZJ0Og3/BYQ9bAeL7V1IyTpi0qIzhbo+9aJJ22DlCmmkfUe+V",
+	"corByIM2fUkVE9LppI0qkLVUNakDE7rypM13uMAY/HybYTtfhDY8CoPM4VPgf0AdKlkDu+SRiIl/Hna7",
+	"7eeH3S4VaqEohnze5ZIojxNhmd6eVo+/e/RtqSQ//v1oSkomnDwWQfVWwFaa3Rn8EzlFtutTz70Tp2yo",
+	"2SzzcrgbzxJG8H0q+F2sV8qXinvyZ1VYJGgjgP4fm74r97Kl0Ms+yfqCmyqiXBZwTaVLggaGZORlWWqj",
+	"rh9jHw6Te1RTfeYnolEQG7Doyv51VvJma2u6HP6Jhp2WsyWmcrNQjdk/wHdj2zcifK9yN2awta4OOprj",
+	"vKS1N18OFUp1AQuba9Zm6xm3FDxCkSM91mazlk8wJH6GxkWMA3Cu3FCxNhuwNuuFLBbTVNCpmaRCxHqO",
+	"rI4MtR56fqhc+cfbw4OmavdaPqx8T5j3apahW/2cOEtbXSSnx45GDsPyeHKa1wlGC07YndvjZB3Lz9WL",
+	"gBGq8r3IbRZZllkqIqvTdW1KVI0xdm/s5JvsCzK4oS14fwaIdgC8m6pRcZhshLUCwzpjcdUqu6/s8erD",
+	"FYId1ZUgJe1/r8JyF+5dSvFI9wBrrt4RGBy8erTijjOMUNGBnR2Ui23lnz9SoT8LaSjUCkD+dIs5YL7q",
+	"lg/MzqtS5fUBOPM8yKDHoVQOiyKcnruKeusCYo3Td0AIC5wgYywTDzYVc2+ra4Z+BiPE2y+V62c8SVp7",
+	"73r1hqrZ/XJf+8DmLnRqd4ezu1rBCz4VweNh7QfUZH3aotupkUPbjPfYVKm8udIyKmMHAioBu1BC34JL",
+	"h9a0I1ECujQj/0FdRaWsbmroRhi6ZBz/Ed2APElym4Ib6AnrMl/4gCr0kdb4RBQEUcQp84cyqHDUx3j0",
+	"e0ytqskaN3WFdlGmdyFT0pC9qJ/bJANWI+yDan52NRhNRwuRji7gpdM35T8Lv54gPDFnRix4ClwzoIjK",
+	"meCxSDFwmnSOTIdcuMedgm0UFRLSHMnw2Bmq89ySgjcoBd/iOy6jNxaRnPPEl8IG3eWXr9u/xnIqrfml",
+	"Q//99ReRP/w1DMqEho99Np1OhyrPEia7RR9UTnrLTVGnoF30Rt1uFxSjmXjgbiAwgO5Db9E+xMxqqSYh",
+	"/QeGu8YSnKHiKjwpzGWolFZtJaZ4J2K0OI2ud+i8Pr1uveON/GBDZVeanBC5gwtt6a0KdPNYKp6uG4/k",
+	"/+2f9VfNQjb3DddMHe2+V660/gUfb4N6ywpI1cFmRjqNn4HSbzDLwIcALhDgmrwWZMZERukBoZzH6dXN",
+	"BzQMIl8WcSEP3NFoM/e8YCAZekMM67Y6e2Cfj10J1G3C7/ZMbi+sFfUHZ0YlswEiEY9yyMXRRKejDFQB",
+	"flRiBDxJqpFDFNqJR0HLXB14NpTHM8k/uDo0jwPi7g9rWzRk1G+9r3zjtXo8kwQF8SWVJQvdPQaeuxV2",
+	"+G0JdlPxueiwC2GtSE1ATMIELOzAqR+R9zFshwGlJmB1RBRGhirBbxDVDD7K0bNeHLFoxlMeQZOsKa3D",
+	"JQDJ2VTRS90Bdx6qRr+xSEz7sHv4otc7PGz3ur3jbhe0cw6dwfD/9cug/U/e/r3bfvlr/s/OqP3rH93g",
+	"xfPP/6uOOWzYwTYjOdQ2G6XLuNWTglHH5Nv3hXaRklGkxiJiRLRMpV3fAOty1TkET0U6WNapKwOXnb+R",
+	"hs9qsvDJTRVCSzp18TB99j0278K38XWfA8iuHfnlwIcuOwmtrBTSWu7nxBekok9kHqDSYefWsFQngjXD",
+	"VPA4ZBSFhGYfEbbwRoyFcSIVPadSdpbN+RoU44SoBvk6wuri2PMln1m7aHz+TDVadA22ra+U4idCaVfL",
+	"VBnG2TWfc5Xf9ZjSzQo+kRbGDGAJq0J1FqCQs6tBwE7fDPDYnF4NWHN6cEGR6LcrzRwqDt3/Dnx4vCZh",
+	"kcyDfQph+OqrtznOcxPFnlhH3hYK8pVpffVVn725vb066HV67GvKHtOKgWDLjo+PXwTk5+ZS4Wt4lcA/",
+	"bljz9uKG9TqoefQ6z4O8GayqVd1laCfbaBa2bWLakUitZw7w951Yhy4Ier60oJFAH37veWK0T5Fx3ydS",
+	"KNuOOOWcfPVVXlMA5vVPkeq3P7Hrs58Ors+uitM6pk5cNZkrHt0x4XDUTQf6oBwKXGfEglqISE6cqzEs",
+	"lGQL2Vg4E700DpxCWuOxVDBMgcQG3K1CcP5YIHcwDngU4xdkggZp1LkNxUr4ze5juIYrYOWgwULWhM/0",
+	"hIWFasDAcsvVZELcxBBZ9rmaaP+YYsnzRhfJutikL9PqPi+Wc4I+Cs25JwhiQX+1AnLElsoaYCKLNSyE",
+	"8xW6krkevh5TOA10UwK8x5580R83kiqKL7zjkIoR9adYJSz7LX/7xCeEjHUMEnVYqISM0/AlykLWdP5d",
+	"cn0iZh6Is75ibHVlsto9IWuGHtaqsB+uJE/hiau1g77Wyhr7diplr2iG5WJW5XEU6ktV+i4WAA1rSl+6",
+	"duqEG1rHag0AT0IZLYQn5L/IaRWJgmJg/uM//oPhn8Y7g2FhKcOXsmkQ3ITWPNVL6zx+6O7ybnV8bgK2",
+	"SrWaDhWlipFa5LgwOjbgbuUphliglutok7oJc7LzcohD2m/DXQJzZ6Hzbb/ScIsgZiHGaCAyHPTjEi6A",
+	"62EwcyzYJ+JV1RwKeO2o22WfNqsDsk+lkq1Z/CVqCazEsl1U5wZIEx6cFiv28nZw8fry+u3Z6Qj4ue9k",
+	"rOO1B4JCLkPcvvTh5enZxejd5e3o9eX7d6fwZQmoBRRul7iVIa4bj8pYsmC6Vo+2tfrD2W3IDlh4enZx",
+	"dnu2mS38lE4KQ3916eG/Hhl6IcLDhUWMBSZHB+TPYolWU5HSJvjALPk75XrdvBm0D49f5MFIBURyN6xV",
+	"qoF0bRlWy/A1SCPlUb9/dzN4fTbCwW8bMmcLGd1hXaMJyMIIDxYl3BgM6Vwqh7FSdBYniV4l0tgTWDfE",
+	"DV5xw8SDiJag+G0uXKEoyGNL50YCh4BP0G4N6+b55DTRY44XZjYAEbcYBZHckfXYaDiyMKLCWfL7gA7O",
+	"eBkJJh54ZJN14CxMcMCLjVaq6GSL4KMaeDqlQ5OvijaCuY/hEjd3GAfZlnMQCvAqb4YlQGTn6Agd4LEC",
+	"6dDYYQNYIahg33XD1t7rezu4/uHs9mb0/t2P7y5/frd9r7USbcvTqbCleE1HtCD7KM1gShFPcyADk+Vl",
+	"Fru+Gty+wXM3uLi4/Hnbzrppkpu+j+fC7za3M8zQdn6KIGdQggL/ws5HPU7kOMSjkwoXetMky4JZzxOp",
+	"7kwr2waiE9xIuFA1SPKvZiK6A/ZKpieu1mwMM8nM2ERwSGjF2bnaNaOz/zq/ub156tyKqitRLNZK2OAx",
+	"TcRcwEHggLiLZ4T9XmDgL1FIYg5CuCFmXFW4sef5r24+FAaZGZZRJXaDenXzgSEKfQJ6oIjrgPkwJYKQ",
+	"m5LlXNV2lQWa7ejPwTygfFa6GYo2LqpOQqAM3EFtlNCsMqIg8I26iwozDLiLtvDEgOAW0Nwzw0AlBhLC",
+	"sC8goEIgXSEunCyHZeQGEDbhaRGog6zXDlqiboU24RkfXylYKFiizeWhzAknNcOUMnu5AyipieyTxgGD",
+	"IaLHgzRw8iuQ7y6mzMM3inuhYAmLqOJ0dSUuMt4HoQG9Zsjq6NEpA697zMnMxY2xY7jwrGlXui4kjEKP",
+	"akdomFnOkQ1ZXQgBP+wefdMK8pAnvFkxtNCQzRYjD6sRTpUAJ2fkKoOj4Yr4yCpTh49aIB4TccUk8aqa",
+	"nAsKGS/mQ/gofYzmITaG3xmqxg3zC32KSFhJrygHeGvlI9LhpeegOBRDdPm2XJlgg8CZ1VNBaNlVABEi",
+	"/UpiVp76hK3CGxX/q8vKKYzv0HvrmlQfaOOQEbDAFvmTNcvRSb/0fu04bP5Whw024lK34Z6CEo2EuIko",
+	"2i8BIRqf8oUVKoCZqFJQavkKPr+5gbN+Nbi+3ckSI3NPXKbMG+eSRI1azv7++uby2su1ecNZkwjmFOKd",
+	"QWKOXaZqQ6PAvQSJn8/5NJcieiQoDt7fvrm8Pv8nXeN15rOqlc6nfHntwgkP9Sa7kGx/OAZEwC5oI3CU",
+	"Tli0cU+T5IMB/E0jBBuUoDhbJyz8+eef24WnwE1ADA59n26Kz2GKry+vvz8/PT3LFBYyRkrD6CiPl1SL",
+	"C61+eaZaVgIjs/GxJiLzwfVPTWjFOPOpO63taLeJwGNfEeD8Ll8Mvh9dn928vygJGwkftylJzri6kqAX",
+	"FBSLBU8R8L7uUjTkoIE1x+QLf7Xnel1ZwHQxJEXlqqRWgWgI8jIpz8XX/vPy+00NrB696XGg5H7GWuEo",
+	"yniLpndxOTg9K3REMplUEx2iH5HE2awol2/lGFs5u31zeVoVXGmLYF6I72mQHpQHVaLqPYQb49p6mY/o",
+	"5nZw+/5m9Pb85u3g9tWbPWTFEIvATkVMvICn0UxShlBReKSRkATgVA+H/IDAbFskoRPPBNI1HyciYEb4",
+	"kyqnM5sPYXMig1e35x/OcPx7a860wif0X25FNkhy9G128v37m3/s6KJaP9UL677b5g58V4Qi2UCcQ+ZD",
+	"FXvpt21H9aMeYyhqdjCiGVdTeD/MlrXPbLoUISFx+qtDoHBJbJYIGlFEWHgNn7UHcN/32XF56d9d5uLi",
+	"9dmry+sNui5O8F6KVWUTYISkZ9J0eawXGB/gch5Qu5iR2KE9B6lKk6hrY2xKcWz+XJ9evjvbfqx9qEp+",
+	"h0rDQlpjOPJu/YnWHbawG52/NVzFLO0SvICnbjFIEe23SsO8eTM4vfx5dH5TpOCr99kCulK+hVYcX/BL",
+	"WNmPi8sffjg7Hd1cnb26vR5snOdNguvX3piIa9tO9LTtYlvC3ARUqJO2nLNEFryO6Mqr7sLr83fnN29K",
+	"SvZ2Huq3wWudAhNXmoTIWtyF8jICVx2dvxtdXV/+cH12g/eQP82oTpC2uvXgBk47uHp/Gx5U3nJbgCfT",
+	"0UPdcUJ7b+m09LLT8i2M0Zk2R7fnb88u32+YONEK6VHQeZrKezTggPRMVrdMDs+cjzJOhAtta4btmbWL",
+	"NrSCEKx6aQvR7M+7zLTcJNG4ib01ixZlYNVFHHqr9Z3vWioKeMJiVdTRR6NVuTfW9L31Cr1lx9TpdROR",
+	"JAXdzMVOME5BrywFPtwM2/R2ey5VG/2W+VQw6w4NIebABJWQjexD+Kg9TXlU/BTGtVXI4VZ4muo9JyPR",
+	"P5Csbi8vRxeD6x/OSvZi8RBhjjlBCCqKA41pN04ctHd17jwxuo/My+NAEf4UW2HdhAyUK/9wLuY6XbPx",
+	"Mp4K3OQ5f2j7X9v0K6ZeaGKQNl0D+wZhB4bn53PsTKpZeeO3Z6fng9HtP67Kk/KQGOhDwExroSyl4lJL",
+	"CAOUl5j46f3Z+7PR6/cXaKN1ibtZVFyiUUGwHERNqhbh8FYRWNPdch/1mLwUtEjITDwYcGufg+ZO2bEX",
+	"SkulE9gntlS5l7LoCSlTgneKgKRoeXQH84hEuX9EZM26QyK5Obv+cHadSQZwH+Su5UgrRWG+tBhu//D8",
+	"5L+ZsOUKZ4wFxYOzJvoIYTd4xh8Ky4LGAG7YR6oqB4L8QigRt3KguULXEXd4Fj6gKbEzlgpciiwRHItR",
+	"GHdL0jsh+qtrdiDY4HMeSTPrE0aQaCPizqM6ZQYCn50HOgkTaR85B86whMzdEw1MfBOjG2kL5AcnJCNO",
+	"pAeHANVt59yOHa7q5gW6ECnGpCBOSq5RZkGyxmeVObkAKcBYvhaxOxLAJI6BI+0xijLR3V5en43evxt8",
+	"GJxfDL6/OKtTfJF4sCAHiCRX2thpKm5+ugAqRHUJY+OAnvoHB//v////ClvZLGA3xtxUvEBYeBlXLY83",
+	"M2yqmXcv5C4kJF9fs2PGnSLA3U2DdirE3MXo61RakZVCS32RjcwCgpS5r1BbXbhD5033YwEREokUsxc9",
+	"nmhpbd+8v73F8jnOG1FYV3875zaY0uVNiqhMkuz6flTsdo1Kw8bAb9wgviEmVldwp043Cx49X95YDycM",
+	"6/PQmiJYI6eV77vad+HZu8ubq1dwmcDWtLHMQDM8u758fRNiVRq0J/y21JbD89Of3l/eOguztFmRPdou",
+	"7PwIbczYCXCuMfmUpXIVY/hUtPFxjQCBp6Jye9aaJ6R9mrqDGXxoTAM+W6WW593QoURlX2OeOvJ9tlRY",
+	"kAIBp2P02w+y/S/WEiJLeBb0wy3KTk2eey+yzxKpxFABN8cw08D916Vo99hb+b0z2prlwqlJNuXKTETK",
+	"hIp0TLmGQ7Vw0SFeLyBp1dUUdBgK6JFP+FqkRZeSiyfAiux4xgOfEIHRTW0sWn3U7Qbs6HkvYMfdHmz5",
+	"cfc4C134WYyB998LhSxhqL7yoMseC9RfruF/tV0wSBsjUNAuaVwwg0OFzVHNEVl1pSpfZWFPM3QsojfU",
+	"exl6oIf1Dr8tRkjqCbSTlEMwXWxVZ9QH0d9XiQGG6ep3By7I3GUgEawKnFey9iIciUToH10RynmENfkT",
+	"PSWzlUO1wTAvt+0Oxzfw/FDMFwmWriMNMWC+XkFAjAWFXYITwRASvbStDrukQiDOTF7YXNp2s7nJTTeO",
+	"wsb6ix+N7i2n0ypBCDB474FowReys+bzJHRF5CsBGDwvOuODXEqfgq4Q5jAuXq7kBnUR7OvV5fUNruZk",
+	"AuTqGIEDSwnbkU5NW6dyKlXIJgmfoseaosPoMfTaDClksX9wMNPG/tKHI4Px/IaNU70yMFO0KYGMHn7l",
+	"ZEm1TJKQAu1Zdma4pZjc9nLRcpjDeKtnMZK0BoOr8z5hC0wSOZ1ZGkbmOyPL2aUbOPY2QPpoY7SQTjLK",
+	"foskAZx2QtDKtGUot3Hvn6epsqmwWLvXNV9pcZAketV2feJ4kDvRt62Ahe4N6tGjomF3z7yp0Li4K/fq",
+	"G2JLFHWFm9e+XS/wui2fzYplXSAxeKbGcQVxAY2wLkKq/ZY/tAdT0Wcvut3wJJOZHOfALG4cS4VX5GFM",
+	"j84fOxEPC20IVqlmvCVdwiGV1Ky30kik+YQyzg78JCMAehmPJRy8nBTgeT/bNRwLjjRsOVgpPAJw5itL",
+	"gGGdH3i67jM3qYzzlv0KQ3U5mfhrarcfhL0+vzgjGKGCoY3gRJBzLTCLHn0fIfoAzIwfHr9o4rMW3sBA",
+	"Ef8ROmB9RLOfA0donRB2YanKggONQYPGFDFZyI1hjUgmCPqQXaZC+d19QiC1qyOYx3GHFGIqfEgpqjoe",
+	"QiB3iiRkqjaaTYXCKOmYUQCtwVGsC4kgLRfchsvxKecFxcg2+N15WbxOjFFdQSFoLzxwiV1whCosFmmy",
+	"wjupUR/E7dtFuadPKNu1ouF2c1e91Eh9P26jIwnpKzbwnr+gINjoNPOC0O7iaTjq9qqOuuwMVB1h2Qan",
+	"gifz74aNlM85ATcMGyFrZh8iP8B66yhwjYgUGk4+8NRF1XOVJSdZ7rVTxODcFZkxwMDHNMx07JODfHhg",
+	"ovUdXgyZpydj0yRPkNUkD7xESRjmbrXu0JIVl8aVP9zptHNL+BxnnfsC9/DWFW5xr9KDAmrQXOBCrDlI",
+	"ofdCAc9Acdx4vA5mRJQKYr57MBXXAxxk5GRbrsSW4wakhLtt6leuZ+RB2LgknPxb4lg+VBzVRKkQKddy",
+	"RShVHRbenP/w5v1VyFKKVzVZnFTf36kovPsN0OmdQxkBzXCu7wXh5YGeZ/BnJG9vEKcmBB4VKq6TOGXW",
+	"lc7X5NNkCCmAFr+CEI76OGLlUC0JuigXqbiXemmY48mwPzCziU4jFzAEkqSPkWydOEQrV5ICewcuNIZ7",
+	"Ipm0vRyGbucw1pE5yFM8OvM47GfFHo3TzXBaSqxoPgQjT8FfluXkmODStIIMVJBgDLFzbIf2yXunnxkW",
+	"0gUh85J+WE+4WhmzkCngxOxiZcowK0TZ914GjHsgV1AzLNR8AmXUA+AxX46nDNdH1RaRszl0xImPYSM3",
+	"FNFqMTM+bJUqgValez3Jrmu8vPBq/jnzoJTCDkovkgOSSpd5aqhedqGXNKTxCT8nxTPo7tEVT6kinRNZ",
+	"h8qpSKZojORxjLZDxwQ58LMFWh5I3ieJ4vbiZqiusrSWHQd/W64KKnIKZABpiukilCBDpoVylswJG1xc",
+	"vQPxH4iqnDHjMOkK2TbZIiJv5BiQkFk4oWFUhEiuGqpqTgwQtjSFTJo+xg1LrJzqzzqDeckJkulQOZzU",
+	"caZpUtjsq4FxZ9/R5oyr2MzQvKLiTG6EIcMk4EIIKgzZy7OPcS9zghwbU6K80RjLcpHZNR8o/L3OqonC",
+	"XEi8yw12Q+W2w1XWWqTaUosBe7VM78U/3/4UMAKDKufzGGfa7XV6GbU4DIissqaTabyWeJViTLNYoloB",
+	"P7Emap0okFOeLuX1DVW30+0ctfqFofq4K0rstkJFoAlTUBM881efXS9E4NbY0YWBF92F7i5zzINw6nXB",
+	"jepQIIg9oCk5INHVwaGw2//n/w7YTy6u1GeXAAUUjKBBuUYlZvT4vmDjWHHfQKp2e4BY3GjGpvI2QlgP",
+	"geXJhaaf11MmOybdhBwububKjeHXnllBcz9oLJEMNyM+czFoLNJJghgqpsPeaYd0YfkdVqOiONTsNLgy",
+	"Vf1MyoGBeXOFuzrnxYRXhJ4UPKUzLtGUlslvI1rzEX4xwpCXDgtjsUj0+mCR0coBT0RqTWcNwrDTSfCR",
+	"KzVDnHieEeGpWPDUEgqL5wGI/zrhWGqUjBRUzqVIXdk5gLWsknuQ0ztWDpKmcHKcEnC+0Qn7hK96VvmJ",
+	"uXKobjlRzKtLgilFDZNlI4sBNnmkk5MCeA6dpifuHu6wT1m5v0djkHdV/svFQo4C/kIk1gXssqYP8AxL",
+	"5kWpjBWcKqD5c5A5BDJLzqC+oCCrrSfo/VJl47srIksl+VycU17AD5bgRvjK68VFeJYv5WJpKwF6G6UM",
+	"YYcaQcNKixnTOf2WblM8URkxZfTWCBoZEk6j2+l1ug4RFpS5Rr/xvNPtPKeM6xmmHdPBhX9N6T/lVFpv",
+	"SCX3BUFtznjqTXCZ1RFXJ3CQpNJF7nppyHOWzK9j+Hq7G6hfdt84/4y0VNHISTFUSJVsHzPBUzsW3Jl0",
+	"YpEI+iIz1ZrZ0hoWo8oUJYKrZE0Kv+sCUbV13hAaTbOQ6aEKp1qJEbr4fQnXkDV7XSRDMwMyIokE3nMG",
+	"/z50HKXckEmbm6Gi6vEB3NJTNERk2TXc0ZpfoQ67FQrpX8T5sMgGS8uAcdaoZeGJ4WzBl8YVoszW2SkL",
+	"TswUK7dsBk/lEPuG0aOB7z73UnHDYCKwRFOqqYXPnxmPO0FLDJfaUM30MnXRD1gynxubj9iXP8RbgIqe",
+	"ZaN7hj7a6M5X08r6Mc/oB5MjN/JpKoTzebjzmIcJ+fr/m5XyW5l92SlzINxjejzqFHBOXZ8d9i4Lp3DG",
+	"E1Rk6yrZo/pDKeqZbnMeN/qNH4R9jacJawij9QzP2GG3i/g3ZLpEeLIF9gpfHnx0ABuUj7wL5IQ6wOT3",
+	"TSwKcrdydzj9dhqBpyEAJQoLYrnnGGaIBa2Pur1t/WYTOXivuFMORAwfHXef/9tmVcoCrZtdjc+5X5Ja",
+	"dviMiz41d0BpB51xGAZYsMPWAFu7k2M1W/EcjwcbRU/rYcdDFvACkkqOskRzwsto91qf0ou4LAQYQYnA",
+	"GdyME8N8KpajOsunJgfZRDTfX+FrJ+1v5fKDZAVX+2G3W/Ate4ENc2JY86jbK9R+ryhkHip3M869bJ3Z",
+	"FvqOJrShwg9PnMcoIVM9N3etDgb92qUh2O5YTFMeC++Lw8IbVK3GOCty0akW6rvQAS/UY/nVuaVZE41R",
+	"qHdTIVCeJC5VHl5Aw8zErFXka7GjAQf+QL/zCUgb0TJNUYzlSWLo3vSGE2zdpW4QsE3BhAaURtoJShtp",
+	"qnSfHOiTZZKQjaDOXU7Y6GtjERbduc4D5zMXDzO+9C6RigPdw4hTzcgkAc5PLnO88WcuPWIilYTrDBfh",
+	"Sb50XhobNEqAEWpqCpmkoCDBDcmUsCud3rE51tx1sRrDRrZ1rk+sH1p2/POS298N8tgMG4F7g1xrWkUO",
+	"Vd7YZXTnJkvGSboaXEokmnK4xUzYJPGyD6g1CdzvlDBC1vvMegmHYgHTXS4Qs+IiixCqhBQYcjW4oR93",
+	"v0ETa33wBSbeURif68hxILh0vYkYc6W9eY/7LaQtgd+Pu98wq/UJWl94nAvn+Gaf8jFmSzWllTV3KERx",
+	"mYerUFqEW11kFXmQq2FTYdlR9yVOYyMktnXij6ALWQbSWvEs06BgC0chwgsvFJvm8ZvJAqrTsos0a3pT",
+	"wfIGJ3SpYfAsvMuLyebV1NJij5TeiuZ1bhjZaHOffCHAJfxtyVOurFTiIMRcNZGSu4CF5CyCA06+og4d",
+	"+Y59sN78SBgcPmrV+f88KrVPtXUeD+eWholhShh5nzO2OHIIqyGFgRqMosWypBZX1vRZPlb0LDhvIzbj",
+	"UER5kiBVZ2wtS/lFJbc8W5CpU0PG8qFyvLrP9F0xVTsZAZGIOItjlE7jl7E7Av0SLA3dO+OsIkvo9jb0",
+	"p64mrYX6f3M2OM0tXJkhoxpeCNQfFCqU8bmPkSeLn/cb505nwkTPjWakcCiNBzBwlRoI6RtLq5TkxsDb",
+	"cMshkHAg+y7OmsdszBOuIoQKpKBUFJ0pxSt1xQ7yaCaGc6Vpv6FmM4k3u8jrI0IjvhiqbRGhBRzy4xeo",
+	"5WCUlp4wQ+g4jlHrdKiMTLBpclmiUafQDXEPd8LuROpMHmh5pohJKqnCMUARq0oQPPKiKGPQ+8SblVhF",
+	"eo54yjFFeTp5vtBrdm1B9yKmOHJTNK/mYa0YvIRxrX2XeaNV5eJDD57znuSiC5LHUDWdWI3ftgLH09md",
+	"WNg2mcgKAxsLuxJC+UbMUDUpit4NkBo5cbcIuqHITZdb7SkPZ8ZVnKCLbVAJfEU/Hga/khqwIo8OGXRS",
+	"LI7B5pTJDV2Tw935cNzV6FOnvbSnNKw6XIKlnmBxsWaL1T6sxffhxtvqM55vGIV3c0sMyWqqUoWavXM0",
+	"ENiH94j53tSUTRKt45LPQmk24cZVaVHO359oIJJlSsXyQYwpbgNZwWCqdraEkboh4w4UjwauHh1ALJTk",
+	"fqO6i2jlQC+A99LHmtwubqlSMV0mPC0fNth6vy0u7wHWvRRjPVSFIOtMMHOOLhAe13qZp2LgNmImd7bA",
+	"U1TrEYekwmT0BIH78iNO9g/yaxfs+l7krrDKpk4dq2k590nZiIWehuPu86EqR6TDCmax2MQtvRfK36oo",
+	"SqB0EXgyIGHpToiF2znPRHzoDa6awyN8zgxCkrqiOjijZyZnIMCIxb2TCagwkWF8rgndqDp/c+J0CuJ2",
+	"iJCMVFofCG+1DqjnbA+y6frD1GGXVRs8elkLnG6RwJ3z4qgYheJOBJZ088fzBQm3zaPnPQc13epk+TQY",
+	"rYKxGG7ACMBMppdyks5m7kzG74fKJc8YnduNbSqjO1QOuMvTwJQ4nlE6xpZjxUtnYAoILEmqpRVmi6mE",
+	"7qu/0lZCPdzglb7NZJJHQS8XX24L+ROKvUOCbPR/+eNzUIaB/OXXz78WVf8LHyhB+iaPJfxV0Pudmk86",
+	"fyEBGhFQtanT/Il8CJRWT1iY4d9STtqrmw+sGVrxYA8icx8G7Pr1K3bU+7brghIzzl3UXhHROaCA0bWv",
+	"i0hiYwnUFXGcEUfWIT175Fj8N1WSH3GEZTu7GjiUZ4fuDCp9pTWyN2TtudJ0DtsyG5V3XjkQY7r+YOZb",
+	"OmeuIFkOyJyjryuqqzXEfFW8nZQvBoeeLHeVZYVBHTJM7rvosNdwahw+KlopGAONszCvwM8o8CMM8uEF",
+	"Z1eD4PTNIDi9GtC3b64uXrUPD1/2gu/bvW+CXvfoMAh63/Y6x8HLw043KL91SG8Fh93DF+1er334/Lb7",
+	"bb933O92/xnA404PS4SRRR6DHhAHB7GS4QrHaD3KyXR6XEEFc6myOIH+UI3XhVUmPjsFknZxJtxiaUg5",
+	"8SnXLBVLEmOEA9BuBUOVW3YqCp8DgirvHpkAhipsw3nAgbcdAEZuo3gBPM+V/UIMp04WQe6mPFQgSBBM",
+	"+EKkVULuoxeDOOQGVYLQAFfTIuGRQxfIizLCUWNNn0UoFQvdi3AgSAq0KxkJZ/oH/UQaKyNi0b7XvEQl",
+	"Cv34AeUi/H/sfe1y2zbW/61gPPMfS/9SsuXY3VaafnBdN+uu39ZW0mSWXREWIYs1BaoEaVs77UU9t/Bc",
+	"2TM4LyAoUY6TJna67afEkkiCwMHBef39DGfvuqG+gLcxNVq7K+VW024LcgXZKUpyik5BsGQRavsbOxOi",
+	"JcU4y3M1LqCfoGNHItw72nMT8cWQhCKxhpE3ejzoYG6XBkOoDFxDXhF8AZI22mScj0wYeAEMACJCCLa3",
+	"t+neqCh3xUnyLdG8QYGMp/Yx71zc4Uwa5AKDExNb4CjSgCMgTiVZ2GM2bUNUq8xBZuDt0UqZEE4HWw9F",
+	"RnGzpmPwPDOF07hIieKwKt/rGHwUe0OFbf5uBq/fgg3W+vUnLYN31/CriYXzk53o1VydlYW1t5qO9R+x",
+	"KK2gZhLs9sI9tbTxqITgbrpw1LQuoAg3IItg+wkTHU2oJr8Hv+SR2CXdVXRKa/Ov4GKirw5WoN90BNB+",
+	"ZEO4Rfpwe2oXc0sPX/R9ll8lcayAMme394grzuUizWQ8zLJjmSPrzG5v7zHDc/1PJypO5NDuAUiB/e3d",
+	"Fx9pU04mydia0pcYuN74SLkgq9D1mOM8qbzaNHCys3ijHqfj2SsY8kxG5tono9Ej4WnMFA39ViMuqqLo",
+	"jlduta7KqsWwEVhuFZA4eVeacS7n6qF0bKgb87HiUikRbnBJ2Ab7V0U2R13sdQyt8UhOHNnJOxQYaEYo",
+	"B3ynblydPs4KEeYeF3DiZD6LC+LkabVg7qGkYgUdtFZcOCTiUIUwBIwVcJj2SAyAFIGkQm3dalQ31C0H",
+	"ZAy+v7PqCZx6yYaYQJ2FF+yDx7fXrTrf+lO6otVD1kiFXw/4e/Tm7tMdVaer69paXbx2FzXl9mM0ZaFy",
+	"LVMSzY8j0yeqkFDjRblyf6I96Uao0JpkW1t4rWTDghLUPzbGWu8GEnzstGp150K6A4EkQbkSVzlU/18t",
+	"Ql2n6dgXUVfP/4MHL+O3Us6FCd3rXdWhriBOKePkhF4LpQEndZzNCSCfUFADbnsvlAYMh1BzqyYWLLUd",
+	"rKuXYsM6WHQPoI6ekbcCjODyu2B42mWLEJOVBqXugWUh04zemiv6BcBiqjjUECYALC7pNTjU4aDBBeVM",
+	"XD0TRbWAocYGBD+ISdl2svy5SqyWCKwi3rVX8iqeWmt7mhrVy3FiUL+YT65c7KPWKReWmN9T7PNc+9e+",
+	"Fx+RqG3qu+Ade5iZyBqjX5SZ5+4MHYsZOIRJwWpCFtkMWephf7oUZIVKHGpqvKTqCNeR7VpriOEac1f3",
+	"GENyzq1Wd6T0sUTFodvN82yWoYTiR1zjPPD2nvW8GT7OQDmeEPyl93uAV6YWE7ihD2C9rGrybAbp5LnE",
+	"VOcyB6bLcuLOjegxFChzg6HOKSinso8soXNlUqbC3FFsnmcoXSyjilF9MYzDvax/P+3IHyBrujrfVMzB",
+	"y0gsBIm+Dvz2J/dSiRGlJvQGeA50t2NwS8aEaMLBASsKVIAK31KH3Jq6B0rUPgqwCzvm7E1H9kGjGVY8",
+	"Eb18DOjeRSZU1RDECKVceu73+aMqdhkzWkiYfvwqLnPgVMg0VHvg03keR25hqXATYp0CjVuXF8TJrso4",
+	"GrVgJuMTOm8/NMDxYFSA70+t1U8elchkzIGVZgW8hKr5jGEF58i3EA2sDsHO0BuUGXM6JNR2rwcompH9",
+	"N0FCG+iiAIOFYeqClUBCsMo0EYR6hRgiWGJdCJooEIJ1uP32jquw+nZgS3D0riNpnbIgmuOniltsf/2E",
+	"UrCinPp1mMKkBn82IEQ3qO4OtbzKCFAdlV93LYprq4aj2ib2+zo4ayMuKyL8McwqRLOIFWgFd+djVu+K",
+	"VoPaht6/gZBYG9t7RHnvM8WgPsQy23uMoL7S8lYmyLL9GUS7TrA+t9bwxQd8a5oVcLK1H7YHUUuhgFiL",
+	"voE8LlazeWY3I0N3USqBLD4GIC0kmIR4w6oNG85ZKESA5hbfgSIA96tFDdGNEVa9Lm9sMU9MpjE+7a5g",
+	"TwaLDBR0KLvUz51cNB2+B/Z3l/jan/AMxCesz7WfZjxV0DZUCJ3ddf88ehbYEN8FYwjVUlY5BEKSxwnl",
+	"oKwjcf7QSvXQYLsfs43hMXruuRXBZZHNeTYI67o5oh08EMR2wuj8KzvVS74TdbyNofWPCsId9PByNIl+",
+	"FwCIFPczLYCsp88p7U1sy1lgIhMbprC1WOZMhtQQqEKc1q74NiumIiuLeVkYcZ2F7Jx5WfA0u16qaY08",
+	"ft4kjrpIIYEKJrLa5hYrS91tDL4JKB4gOzSJAw3EaUNYk6IvdMDHs4R0P30/S3TJ9lTA4JdFx/6qY34p",
+	"7bvGyYRYOoMKf4B6JCaOe71izCjuMrrGDqviM8FQMlRkbELxW6pyqRm8wp/ETaz+oPhB1U3d7npObGJC",
+	"rcs0dQ5OTWtRCIlEr8xvk1uFhVCg5QdWmO7kPNQEjHFTIUvaK2g0rlwa39xkWIgPO55oo5y11BU/Vjxm",
+	"BGPBisAvU0cEViw2gBQ1HzuB93JsPFXNc7Cy5IvWpKK1hNvCACBV7wPpcXxilvOBtCbK/vwnULVyhCWu",
+	"1fNmWzxRqgJQUytrBaPMmGork+xkWq3TdfOyQdddcEmG1IvK66HHtpBliJfd4WjBkkJE4T8qz9pUM+GF",
+	"QyncDxXYxD4ChazgRBCatP2cyfZCXdNmlDQusnI8bZaYy5rEfPyQAd78meIFj5dUVjvPHy94lFtvHT9s",
+	"52IYUKRBWuGA3FpmWNxq5DtsuTRClQDAwET7v9d2XKFkWCEOWT7YBjDJT2xz/tFrJ8ibfND24234QL1E",
+	"PQv0kGN5AQhfFEqF1JwHFxKre+qcaGFQdsGdJK5hLtSTCvaZwtZYiD1BDGSf8dCDVZQc/7erHOoa5wlm",
+	"27hpkfWxGK7yfLgNGGrKhfXXENdYr5gEqagMIGuIQim7PSdCjRKHRCaEoYGnFNhPA+pekl70fblk4OtQ",
+	"r4q8ffYSNy1n7viOdX6cUEONaiPrjWjtbn9d495pVwQheMhB94L19jFGgNUsNd+hYq3FsBdWProhzDNs",
+	"ya26tbzhU5CeX8CVFyKuif2UZGSS6JiaoPhyAG5orWjoOukbvAj1F0EhKhqIrAjiKmaHmCkVyyY1FOGL",
+	"o8CgECdcBD6bJUWogSiwzzW93FIO9N6IGUHN1HYNrsrCbwKlpsdQ21cJqvQZdoXm3m6CX7Yc2AdAoBOV",
+	"BK+NtZqXmILbPnBMmhgeBpnQximEbqghG4TeGYIhY205JKH7nKl2RYaUZye3CVpojTeQFrV46hsmKgUE",
+	"V3stRHZSNSnI8QHJ9PwjbwIYpmdppCuW1HewlFX6pWbT7DY7x54MXldm8hOaH8NlItglAu6IWehFa8VS",
+	"eWLTYPd5ZmUN83bTjn96E6bGibaG96zbYLFYt/M9TBbfUEGNBV3DbKLUadNaj2C5aPdD/S4GtYf50UL9",
+	"ToI0BwS8hulPTLI0BdJRHYf6XWi4Ssfm0+dCID7gzyYlR3rwzd6jYoYflqZ47gJbq+IfNhOdFec2IYf2",
+	"4sTcNKUjXFiyuRbxk5cKfacKmaTv0DB/IqX/x1Dhz1eCdaZVPesWODwtxrkNXDG4iwmZctYs/HOZy5kq",
+	"QFf9a7Uh0U2Ei4CuqToApeQTFFY42gay1bdqUJ/aawjXVqSJYNChcm6REUcUkKHGMie/k6dCypBmFdOj",
+	"04u43Y/8K6yUwgZDcFm2V/spsI3Lzwci5WmWh3qp1BBeHm+018zFSnQMgOqPZ0Jip3Quoc3WDnWj7+AB",
+	"lwNewSNFnDbhxm+//dTgAPu0VGtrZ88Y1TmVV65Vwesp9PmduHTfEZhaU5oTCxSdsAcxntkqZrIMl0CA",
+	"/AHwXSU61P+iiHcgIghkW2NiDgVlkEEQOhAXJ5eH54G4SqQRLc5r0JCsYGBuI5VXHtipSbM5OheAxAjg",
+	"FtargPeDWgrCV3H3sV5AnGiZL6izFNMihmiGsJkvy6nyEW0cV4xTZaViEmJ63YEbEQzfvhk0X4KSSWbK",
+	"NeNa+ZLAhJJnKdDVWL8dW1c5KWDf3cM0JZgLzH+7NwFtQD2vNKV0oc7uIEHOPX/kPTqtHnJgSLRgyjHV",
+	"bYeNsH9IsaC+Eb2gcX6rH+ygqeSLTY2LXqapUL+UMgX3CgcL5ZbDO6ZNrbDdy6Jq3RctBNIDKhTCfrJK",
+	"D3EmkApgmXYtWEtAC0yvqLVeHg5DvZYNtl1no5AFOvjUTyiRVwCSRNxsyGAIe8JQSCAxFeDV3vaLOlPg",
+	"Y+zsvajmIDP5Pzy2GVHGpyWjOZ3S1UlhTeWHGjDOPb2xckSAGvulVFDtS3oMhLRmd2KT0UZ/I5YFIpFt",
+	"BCstOUHz3UBy3/9uP31qU82flnWZAt5gZiBg3bc5d4k9fqRYP4McgvXbKq4OZ0tIcSVjUE+YLSD1g+FG",
+	"8E1IsfxBbLwV+60vNPWWL9t6OnOf1VP43Y+ZZKSZ3jRIYoQRLiS6sUeUh4GF5wzaaq7CGHCx8HxZm3ps",
+	"2K9PanagxlkPcInUT1ZdzlU2T5WI1TiJqZAZIdAzLrn33f2uOCoYBDzR0Et7+fqlmMMB4PeiTxSaL3Bc",
+	"qtQoDOBBQgwGEoTaFAtgMVKqsEewLoC8cAYjA54timW8ujhuc3CckIOMvFVxYDUvlJiBncmOqEQeMmu+",
+	"Ap6Eq5GjbiTBoUQzze5Mn8Cy8syYDqCvYRfluMxvVc0WclIxtiaGFm5VQo1d/TOZ36h4UJWns2DVbl61",
+	"ntr/VfcnzFD7gF6/B44Em+smiUuZGme9WwPKjvEWADvrN3EUIXfyViFKhJD3iZc5V/eIGwTbDuB3pjK2",
+	"4x7uhJqH/E+O81T8wWxB8n2+3hP/D5F0TBWRzcoiTVRuEMg+5cgP0394PCsU/E4AeGiczAFAJK4ZELIQ",
+	"l0cnB/siVvNiiulPfCXkEXyQ2r7dB9P1gPlM4I/XrF5IIxC7wMFrWm9AfEyza5gyq4oLaAgAkgBebtG6",
+	"2HkTiIudN6Eel7MylWh9X+y8hff7546/Iu1AvD46h0+8FeFJDHWvuw2zgxF9Kq3KJlCfUNxl1WMN8OnZ",
+	"r0f3EQXD6O9FFIiiV+mxHeYJkeYGXIDakv09K1QK8EV2we1/58Yj0SjuskCMszQr84qr0on02NqBuiAu",
+	"JBhnqHmHuAHay3OiIcY0Hv/EH9gA2TQI/xQINCJcvBHeJwqc7p3AZDAMeTUpmBYUb0J9p5LrKYniG4iH",
+	"JgArPvFGUUxz5V/tCHVC/b7bBZ2d2tbD1OUkLYGTYg4U06kiJnVeHFOUsdJFgqgeuLMD2kahfiFa+1/0",
+	"2lsIdfu///OijUj9LHqIclUlQTcNIoowOhohLVYXAPZJsNbfhlRVSHTpUPvicVP7kKAIFY5dhDIvkokc",
+	"F91ZTA47PHmOvN0a2xKvyiQtfLRNP2jscn+6yr2CC4bRBnoygSGvqGbMHCFzOzwUFDmnt5a0I/GLoIpx",
+	"+seFaSAv5XgcEmvME6goO0RIM4lqlm3PB72kgY9g57drXquCcB0dEq8wH8UzCRjNM9QPE2Mn5iGn4wKt",
+	"hhX7pckQqX6ydQmb9c2GdSYe9dO3j//pgdUkG49wLACDYFrM0g+AILBL/BnHdx30IZ0OoDwxuU4efVUM",
+	"ij5opd98uq2/wsRPGiYeekrai4gE1DKUTjp28tAk/fvw5NjBcTwqTPwcPgXIH7QPP+VYgjXdyhUkCqNX",
+	"ZSIvmXqkk2bXHbJZqfwHmOpKXRGxONsWkpSiha6d9WUCD3cUU4seY5V1SKhuxy8dGYjoJtExYvLTZEVt",
+	"6zEZ1zXzc7bi3obalagDpou71FVDw++9w6eKcDQp8wu8nFNnf9zQ0c5H0y8eK+E+df+u0zJWRlxK+/Po",
+	"S3XhIAjsS32t2l4VaaXv/ntLQE/PRsdnL18efje6PD88GF7sRz40enVuAjUnbnlX0y4A4JZPCzt7A7Fa",
+	"U8qnSmkoPtD3yx6K1fo/a7WlaXbHQrLzlPMxvNg/Oj06fTn656vDV4ej718dH0eiVTWYfrRoGdhgD6f7",
+	"MT4HLYA881D6fiXHN9c54LT8nF09umKUvPcHAbcaowNBZYc3OTDQMAT+S6gbHJik4DbcNR6LlbGuOCVa",
+	"sn6odRUZybM7e2CIW5kndv6N93AAtsDWG+tVQv2fFUfkOMCawWskLcQCwHXRkXYgfmFX0wRiH9sicTEH",
+	"4k1zrEb6QwHeo2KqZqFuVU+wniwOoWNUCviVgQAXn31cM5YAHwXVtxhCY34bWRYZfB21B2IovhFvxIVn",
+	"qQbiR/jr9Oh8//hSkIceiHM8fisvPRDj0Y2E377lDzG4gFGDG5F58TYhAUz3euuYQUJuk3kkWnPE2LXz",
+	"THk9Cv1ElXNvonbfLRQ5n/ZQBb4JPpqznymF0/oxS+NA/JBNpTYmwxTbzpfiIBuPp4noff31i4E4mFp5",
+	"oW9+KDUgahxM1SybqSLvAi9hmnbFsbzqisuFKbrib1+J1s729l5b9LZfdHq9HeL3f310PvpZfCPML3nR",
+	"mov/L0w5G0lxeTmSonU3+llu/frr3Uj++mv73ztiy/u27VF4w6+/gS9vRMtO7JYZ3dgripHcLEaSAjNv",
+	"cR6sReFNLXBe3AOYGwVBMOXKSyELUeqkqK5tRWZ0ExF5jNSxzIEQJ1a3CfE8xHE2Eb2gtqCbppJWCBUa",
+	"dGJhR28avAOi0drHddzj3qItx4no10fn/96x2rjX9/YfFDvYe/SsL1Uoj71OSAzIILhHtYci0dpv9109",
+	"MUeMSz0miuraj+29qz8DEeU795H4RkQ0xeLXX+d2nWCZfv31jf1fROlTL24sUC8hEry9x6gKKEYD+8ki",
+	"8mNMgfACjrDYPdGBlU5EazFKbkRHLKayGCU3lYRUX9lJA0mIqrBYwexFTF6tF8LXLNEvO/UhuMeeXxxe",
+	"Xm5dXo7eutvNswxoMMqik006kyyNl4oXgCSb1n3TiH/gb1YiPNjogqjqAFVzPVOoN+HpqKisazxANiq8",
+	"CyotX2cRS092p0FJD+xeeQvTDtgNhSdIMk2FrkTRZXpIhXKEeNOIix2UnfsRKTRKYt+PWJ1ZWQpwZHOq",
+	"kefo5N1IVsFy4Qcq5yPAZEN2LbcfIUBZ01/MKslrN5NI1j0TrQvxjfhRtM43f2z/u9Mb1B6cTXDfpsDZ",
+	"0iZkHYpORqKlPdZc0J7tvoimo0R8I3pbWnwhilGyKVrDzaG9t/0rCpDyXFVFCJtM68XcBLiS40zfKs0R",
+	"YyYWbwiEVmBR8lrRGPOZUePIqhmrFC8vR7kyW7rtizDK774fFvZohPAOt8gKM+SSKKpzohNi2QwhPsnb",
+	"qsrE9MXu9q7DafGavNIE+KUXXs2V41Rjy3SapXFX7OtQe/FO0RjuJGBbwgrnNelTi8fp2chZfxeHB2cX",
+	"30UPR/TAmvrUaXl6zDoaRowu/1VB+WcugvfH+aCki1aTkD93MA/x7ylBdKWmiUNMc4E9ICYDSQcV/cPl",
+	"2elnEskjvuMuL+m6cuuzudL750c08t+lMii8k11ZU3ot9G+mi1yOC9+Zv5NGYO7IunHP3ZHugSQ3Lqoq",
+	"JPmxPMcLiSmId8zx2/2T4/ebY77xR5/jvpDzpDZ+aOrCokj7Pwxh4nO5oY3Q1h3TeksK+0piJufzRF+3",
+	"mTE8MaGG1Jr9thOrcQa+HVNFWVOI7L4sN9ZFHSCkKdRsZvEC2YnVfWEtcEgRY4sX4bX+HnCyTyMhtLAN",
+	"EuIDjq8tBfa405jKaMGe0EBEGL7sC8dAQzXczly1Zm6opQGmGkKvI0oaqNZpudCAM3DUPVokbWb5mCRp",
+	"QYyDyDQv04FYrRQWV1lJZZh+tRYgQq7Bfj2vYa4/IjTNXC+1ePJM3iPz4Ea/t/NVsDFLtPv70WHqzyLo",
+	"HSyv/zmks5P/qED0rMQDF8WAC4qxkNh+1uVi9qVxQB3B8mQls3LmaC1miaa/g9XOpKAp3BZpdV+MxmVu",
+	"srzy9Bg6AxLwLSupCG5A30dvOqfqvugc0GUkg62Dy9ftdYPHR6xb6p29L5+24LQS1uPs+hy6qN6HBWRp",
+	"Y2t0anh+oKax1qRWm7DmwCe0u5KpgZPlas3JbwKmWFwSoD4jU5A50Rbtxta0atifXb4DBLpd4944eHVx",
+	"eXYRPa9pcAhKs6FSdX2kmw3ctcr/h+wKK0rA/8biK1NeQUEKKdY6irpoAYr61QLTVnGbCIGgjCfRXLoy",
+	"cfXwEUxn1F3a09ZvAD5Tyos6KRp4vOFzabi/OuILiwyKWgpfNgOvEQDxtpirHM8VKGiC64GpYi5/KVUf",
+	"cA+o2Z5ZMoJQm8y+mcFZKKDGxgXJcQZA1uMMaUmnyaQgemp4dY/jCUiaCNfXZ3YCxkIk98u0yRhgPVfA",
+	"4Bxq7DTAEKidZCjjsq9A19vPUiXtGZyVBVYRQcgDDJxQj7GmbopaXWQTqpcC8GQsXkKsVTFRd+LkW16q",
+	"fqgjazt0qfxsBERhSWzsAQxfICroCE5IVX2ss8L+BQT/QDrDFZkUpaJPqQAq2jQi4go37xmhjpbuj1fj",
+	"3aF5uHbzEZArclli/Rlda5OMSqPiiOivsC/tzrQHYk3Tb6idXTOzkjwp03SdUeFldxusiofP152V03Xv",
+	"Q87WnU91sn7YUbnX23mEVbR8QKUL3GxwZgCXmCzWDgD39Ebw/hl4h/P0Kc9u73nriAD8E9m+92eS7Hfi",
+	"C/okm/gZ/492An5o93nvCeNFHA5iRi2G3nXyaT3YGKJFw9HRyfnx4cnh6dAxrHw0rgW/xMfUz1/vrHeH",
+	"e/2s3wJwkvWMC1YLWE8tMexRY9cY4LbkSs7sdqS6f3knyjnDUqPrNlUp0t3P1CzLF4xyZA9Ga0Tl2Z3I",
+	"1c9qTFThdDm4hbVy4IPL11bnY6voKkqD40xDwk6CDJd5gZYK8KHnCmmyQ22UBh8fzqOIhpOqolarhcOC",
+	"Uc6YkaYCuwk1TUquZOzi9jR8OEiRwReyaVi9DKJB/O34ww5A0/hcvnu9HXGSfNsecB11UizjKPVeiOh8",
+	"/y1APgzPzkbH+xcvDzF1YBVGlfOvMSAMHPMhaFDAkUg0EMOVOlYxM7u3og7foQMfeczyu22oh6aXLIh4",
+	"g4BwXMkaVqrRTAGZaBYveKYIVpXgmgBbw35A+BwwNNdigc8xS/TN19j8M83SuDIal8csvhC9UCOOYlf8",
+	"6GilgL4Gh7s0qztfi8ailVA7hvWqW9LjJUfsIkC5A5li27KhJlrWqqKdwwlWy4FryuwjGXU0wEngyUN8",
+	"dhK1E9hLfaS95/XGDSauytgavCRnbl7wW1/UpPillDmocTzWp5kpNo2YTxcmGcuUbtgWBDeLFiYtPkGn",
+	"kEbgmnXYI0YVFUfaKkTXz9kVtGiBnUUQWLqcqTwZi5ks8uQeqajh5QG5iRzHuyS3PqPYgV0jgMA36gVR",
+	"qFESv8KftwMg567PzTibLzCK3wfiQybY4AFDJGk8lTmw4kLm9cXfunviH0hDarVUNhE727tfeS0yRrR6",
+	"X3Z3xT++DTVSMgZip2ev4RT9StZ4khREaoQPg1ilvFE61DhfvZ2vqFjHw9WilU0MEBizigRNWL0AYXja",
+	"J+LcoRxUzMVIrycLrPBZFWeYAxTnmiwL6etbLjbD2/etOgIeh2V9VEfvmcjUqKjtmJog301TAPUFq+NH",
+	"Bld8TOWRQE6myBfQxQEMNSoeNPHYv6spoRoMAcNBrvrKGjSgX1j5WNFuFGKDKoiQkmfcPG+9LXQM7Gvy",
+	"npTjG/c4Zd21VgwQaYQ/n+WhxhrelHzqaVnE2Z0mbAHvsSjTVPcyUXfgSOYyTRFusDBUBVVJALV2wGhn",
+	"Wa6YTgNqq+x+V/IG09sgBDRk9Pkq5iC6GWwtKSbJvR32rcq5X9wK7knybahbeakxDnBVTiYqNwFjz2J+",
+	"qY33cG6oX2Y8nkqtqWWo4t63ahZG32J93/saTsmqA4qUmhk42gnTncXCUJHU3vJD/XZ4fmaoGx+a6CWC",
+	"f9OvAtY+13+oG8j+A9ImdsT/IFJjrwEfO23Ingq1zHMrOiDuX27DK1bogXgG7+x9Kb4QX+4SogG2O1WE",
+	"aTWuZMMWzctMmGxSsDiiZVLQljLljHreQh29PDs5PDk+OjkaRoxki4aFE0nRujx6OTy8OGmviGZiKsTr",
+	"CEWbi76io9PhIYPJDurnPXWIgB1qdSiyWLNmgx+EGtppG/LG9hZbiOzyc3Y1SmKEmOjay40qojYfTijS",
+	"oY7w2VSf68Hzwefkz2MMha067srFIghlnQ6zhB9lHA1YVcPhSP8wpGMN6Dy7UlaOBUoKgFG2WdUD6zwV",
+	"n1RmNFpNEu/h92rZc8MrBENbxoi97b/BdF+++v77o4Ojw9Ph6HJ4drFvdTKZMoD36W43SdLUeKcB9yCE",
+	"2i6hqfAzaxD14yxWK6JRnU54joA8k4c0tgYYgXTArUhp//3VcGhtru/OfjzFybuQhep790LIVFmd5mjA",
+	"8bYhA9PbO57lNCtNgUm5cm4PMgyAcIWdyCX0hLI5Pkt0x35kPQ3HNL+39+JLNC22zEBsi6LMNYQZs8mk",
+	"je8jxXVuhzRXeZLFYiqNNY0AQqa6ub1xB37nmdS9bWHafVD5IIRf0J2+wLwmbCgF1cxbMNgAywTxO3i5",
+	"qbxV9PKxXVhH9GzXz64slgJA5sMU2bwCJE3ilL2UVtSZFsW8Yy+GTFBWFv4kvLDDDGqNgLvbX4mIwgKj",
+	"4dHJ4dmrYRSImoOGJFS0V2D0DLRGLgN6ZQRHam1wtjRcw2OocfnhqAB7vsGF8NRJ0OQ2NOKV2/lmF/5B",
+	"zPJZmRaJ9SW3Jlk+61jNYj9WGjPF8GvMttBFQ4xkcR4mEH4QIhsXquig6wys7gpvV792JWwBbv97BZZe",
+	"wTw8Din9T93IAqGFKtJwcjjc/25/uO9/5jzDs/Ph0dnpJUCpH11e2o/O9y+GzdTrT9vu8tXTVkqBnrEK",
+	"ZW5dC1b0q7oFFM9EgZOcAu+SAkSuJj28rE7WYHKG2v6eHKmlU8GplNAnmX8iiVp1gwKx6gb1q9IRdW8d",
+	"GGt4NUWF2PRjrxo7RJYcJa/DrxYBcBPwOxDfn7RnqLaYGESyi1mmqWg1hmbaH5FG6RPiof6BItLEMfdU",
+	"tAmev96vS7pzyetNQyjg1k3HqMAHueuhBn8dYOxVDKh3gwayVwp91GIGoUZx64olu7XW7MdKsTKpYa8D",
+	"pDgryoYnfmxMYH96238AjjC0V3w7/+DyNfc058CPLs1Cj6d5prPS1LIej0hzUN72odKGijkwV0vpeDsK",
+	"JI9i5ijD0R5womBxI5K3qIrBLImEdeZM3TcmhC/rTy25ycsPEOy6YlR/nCrp+V4QsKncWxgypgBcPYLj",
+	"vEqwnhl9arfpPGgRbIpg8H/77JskTVXcDkQsZ9bPpe5VpkqAyBPxinmHUAA4grWX3qq943KE0cgFBJah",
+	"NLPGpEWe9rLzi0u2ieWWSrTswzqZThdBqO3ZAY0yiRFKxxD3JM+U0VHIuQX8A5liQtlnkYSgKDPvZ8yp",
+	"hs4zRJ3hsUzABA2uiYop+L0nTHtN64NnJm88ptwahPfBYuv3Kzl8osz2A6b/H6R54ZW+0XZ7YfmSaEU/",
+	"nH37kRA8/nTJ6vMsTX39/l6Km/Dz1yeq970wAAbOgOyj6rWGrwH6qB6zdE5Mge3OFBNUc9EiECSM4Upi",
+	"UW53xSGCQ97JhQuPJT5hyDoNL6KD/dODw+Njq/q8DI9LREJuGtSmSx44k4Y8HHs4gYsjWrVX2TSooACl",
+	"y83xVLoXDFafSIDIDImIJTXXKgZWBYbcVqLKTbj7ooUGwad5nsXlWEG0Mk7MWNopoEh0lWHleZJVkLh2",
+	"wDFbr4Js9LWybwFsPnbDfX90enT5dwgdM/difRkx7OS9dRxqvuMk0YmZUpqS4lOOAx8Zewg9oFXNTKh9",
+	"9h5ZEIn/oAqR4qkWZ1qhq+bWPKEYLj6kxvmIz2k8FA5gjv86FwJrkC9tIG/X/NdSxTzqoHnyfjjYsbWd",
+	"2apvyD/NAfjc7tEBYTw1uLcfeKC+A4F3yKkeKEEk9L71KOkc+YOTqKqw1epuxGy2NX1Py4AKlPst4eZ9",
+	"T/Hbtfju7PTQXbusv5lrDZpl4MrdBtyhh43wdaCCT6Bvgz8VdOEf3dh3IVk0t9ZI4efTzUwGrrfPWvVd",
+	"9Zf78p5oiV4zdR25Ugo7wVWFjorXaGJ7SzUu86RYgJK5UjJX+X5pFcS/frJ7EWNGTb0BNDi/fEXGca6M",
+	"2Qg2yjzd6G9Mi2Le39pKs7FMp5kp+nt7e19uNBf3g3YHA6tTpKYzVhBli/GvG7Wo3dQ03PUn94rLtwfM",
+	"hTq/1jQrgCq0UqbUcL46uP11cT5TXezmdPXy4+RWacBw1hhySzROEV2K1TJrJsV1IyOgsDdaVciGa04y",
+	"nRQAwlb91J00Zs1D6g1ZjhaH0dxw3ONMj5MUIYqq6otUXnXFvvUTKbIIVTMMKVnduJNm199gwom4QCFa",
+	"d91nFF6v2TcKBLHWpfKqQ/w+NeKTByF7ycnb2+6Jle2HDibcveE2DCQp4MBfBdEDen6aG4zbldoEyKJC",
+	"pKXMhJ5NagYKsUzhyU/L4rrdfvvpt/8LAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

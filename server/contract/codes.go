@@ -17,6 +17,7 @@ import (
 	"ramanserve/inference"
 	"ramanserve/platform/storeerr"
 	"ramanserve/registry"
+	"ramanserve/server/report"
 	evidencesvc "ramanserve/service/evidence"
 	"ramanserve/service/models"
 	"ramanserve/trainer"
@@ -212,6 +213,7 @@ var domainCodes = []struct {
 	{reconcile.ErrInvalidLabRecords, InvalidLabResults, http.StatusBadRequest},
 	{reconcile.ErrRangeTooLarge, InvalidRequest, http.StatusBadRequest},
 	{models.ErrInvalidRange, InvalidRequest, http.StatusBadRequest},
+	{report.ErrScoresNotInModel, InvalidRequest, http.StatusBadRequest},
 	{evidencesvc.ErrUnknownVersion, ModelNotFound, http.StatusNotFound},
 	{labstore.ErrFull, InsufficientStorage, http.StatusInsufficientStorage},
 	{predlog.ErrBadCursor, InvalidCursor, http.StatusBadRequest},

@@ -50,6 +50,8 @@ type Model struct {
 	// Lab is the version's performance against the lab; nil leaves the
 	// lab section out (the server keeps no lab results).
 	Lab *LabEvidence
+	// Scores chooses the scores plot's components and colouring.
+	Scores ScoresChoice
 }
 
 // Render writes the review page of m to w.
@@ -90,13 +92,16 @@ type view struct {
 	// Components, VIP and Influence are trainer/review's figures.
 	Components *componentTable
 	Scores     *figure
-	VIP        *figure
-	Influence  []figure
-	Outliers   *outlierTable
-	Lineage    []row
-	Recipe     []recipeRow
-	Regions    []row
-	Lab        *labView
+	// Weights holds the X weights and the X loadings of the first
+	// components over the wavenumber axis.
+	Weights   []figure
+	VIP       *figure
+	Influence []figure
+	Outliers  *outlierTable
+	Lineage   []row
+	Recipe    []recipeRow
+	Regions   []row
+	Lab       *labView
 }
 
 // row is one line of a two-column table.
@@ -173,14 +178,14 @@ func newView(m Model) (*view, error) {
 				"training spectra cannot be drawn. The regression vectors, the recipe and the lineage below come from its file and the registry.")
 		return v, nil
 	}
-	if err := v.addReview(p, rv); err != nil {
+	if err := v.addReview(p, rv, m.Scores); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
 // addReview fills the parts of the page that come from training.
-func (v *view) addReview(p *inference.PLSParams, rv *inference.Review) error {
+func (v *view) addReview(p *inference.PLSParams, rv *inference.Review, scores ScoresChoice) error {
 	v.Selection = selectionRows(rv)
 	v.CVTable = newCVTable(p.Targets, rv)
 	cv, err := cvFigures(p.Targets, rv)
@@ -209,7 +214,7 @@ func (v *view) addReview(p *inference.PLSParams, rv *inference.Review) error {
 		v.Missing = append(v.Missing, "The model's file holds no T² and Q of its training rows.")
 	}
 	v.Outliers = newOutlierTable(p.Targets, out)
-	if err := v.addFigures(p); err != nil {
+	if err := v.addFigures(p, scores); err != nil {
 		return err
 	}
 	if n := rowsOf(rv); n > MaxPlotPoints {
