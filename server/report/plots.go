@@ -610,8 +610,9 @@ func toSVGSized(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
 
 // sansFont is the plots' one font family: Liberation Sans, whose metrics
 // gonum/plot lays the text out with and which the page's style names
-// first (Arial and Helvetica share its metrics), so plot and page text
-// look alike.
+// first (Arial and Helvetica share its metrics; DejaVu Sans Condensed,
+// on Linux without them, is close), so plot and page text look alike
+// and text placed by those metrics stays where it was placed.
 const sansFont = "Sans"
 
 // useSans sets every text style of p to sansFont.
@@ -622,6 +623,19 @@ func useSans(p *plot.Plot) {
 		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font,
 	} {
 		f.Variant = sansFont
+	}
+}
+
+// legendRoom sets the y range to [lo, hi] plus room above for a legend
+// of the given number of entries, so that the legend, drawn in the top
+// right corner, covers no data.
+func legendRoom(p *plot.Plot, lo, hi float64, entries int) {
+	if !(hi > lo) {
+		lo, hi = lo-1, hi+1
+	}
+	p.Y.Min, p.Y.Max = lo, hi
+	if top := hi + (hi-lo)*0.09*float64(entries); ok(top) {
+		p.Y.Max = top
 	}
 }
 

@@ -186,7 +186,12 @@ func weightFigures(p *inference.PLSParams, figs *review.Figures) ([]figure, erro
 			continue
 		}
 		lo, hi := yRange(all)
-		if err := shadeExcluded(pl, excluded, lo, hi); err != nil {
+		entries := k
+		if len(excluded) > 0 {
+			entries++
+		}
+		legendRoom(pl, lo, hi, entries)
+		if err := shadeExcluded(pl, excluded, pl.Y.Min, pl.Y.Max); err != nil {
 			return nil, err
 		}
 		pl.Add(lines...)

@@ -2,12 +2,18 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/plotter"
+
+	"ramanserve/inference"
+	"ramanserve/inference/preprocess"
 	"ramanserve/registry"
 	"ramanserve/trainer"
 )
@@ -41,7 +47,7 @@ func trainedModel(t *testing.T) Model {
 func TestRenderReviewFigures(t *testing.T) {
 	m := trainedModel(t)
 	page := render(t, m)
-	for id, want := range map[string]int{SectionVIP: 1, SectionInfluence: 3, SectionCV: 3, SectionScores: 1} {
+	for id, want := range map[string]int{SectionVIP: 1, SectionInfluence: 3, SectionCV: 3, SectionScores: 1, SectionWeights: 2} {
 		if got := sectionSVGs(page, id); got != want {
 			t.Errorf("section %s: %d plots with paths, want %d", id, got, want)
 		}
@@ -59,7 +65,8 @@ func TestRenderReviewFigures(t *testing.T) {
 	if got := strings.Count(table, "<tr"); got != 4 {
 		t.Errorf("component table has %d rows, want a header and 3 components", got)
 	}
-	for _, want := range []string{summaryErrorKey, "log scale", "VIP = 1"} {
+	for _, want := range []string{summaryErrorKey, "log scale", "VIP = 1", "Scores t1 against t2", "colour: measured EPA",
+		"X weights of components 1 to 3", "X loadings of components 1 to 3", "component 3", "excluded"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -89,5 +96,93 @@ func TestRenderReviewOfInconsistentFile(t *testing.T) {
 	page := render(t, m)
 	if !strings.Contains(page, "variable importance") || sectionSVGs(page, SectionVIP) != 0 {
 		t.Error("the page neither says the review is missing nor leaves out its figures")
+	}
+}
+
+// TestRenderScoresOfAnyPair: the scores plot draws the components asked
+// for, coloured by the analyte asked for; a component the model lacks, or
+// one on both axes, is ErrScoresNotInModel.
+func TestRenderScoresOfAnyPair(t *testing.T) {
+	m := trainedModel(t)
+	m.Scores = ScoresChoice{X: 1, Y: 3, Color: inference.DHA, HasColor: true}
+	page := render(t, m)
+	if sectionSVGs(page, SectionScores) != 1 {
+		t.Fatal("no scores plot")
+	}
+	for _, want := range []string{"Scores t1 against t3", "Hotelling T² of t1 and t3", "colour: measured DHA", "DHA " + num(m.Params.Review.Measured.At(0, 1))[:1]} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, c := range []ScoresChoice{{X: 4}, {X: 2, Y: 2}, {Y: 5}, {X: -1}} {
+		m.Scores = c
+		if err := Render(io.Discard, m); !errors.Is(err, ErrScoresNotInModel) {
+			t.Errorf("%+v: %v, want ErrScoresNotInModel", c, err)
+		}
+	}
+	// scores_y=1 alone is t2 against t1.
+	m.Scores = ScoresChoice{Y: 1}
+	if page := render(t, m); !strings.Contains(page, "Scores t2 against t1") {
+		t.Error("scores_y=1 alone does not draw t2 against t1")
+	}
+}
+
+// TestRenderUnitsAndFont: after SNV the vectors are per SNV unit, not per
+// intensity; every plot's text is in the page's one family.
+func TestRenderUnitsAndFont(t *testing.T) {
+	m := trainedModel(t)
+	page := render(t, m)
+	if !strings.Contains(page, "g/L per intensity unit") || !strings.Contains(page, "loading p (intensity unit)") {
+		t.Error("a model without a recipe does not say intensity units")
+	}
+	m.Params.Preprocessing = preprocess.Recipe{{Kind: preprocess.Savgol, Window: 11, PolyOrder: 2, Deriv: 1}, {Kind: preprocess.SNV}}
+	page = render(t, m)
+	if !strings.Contains(page, "g/L per SNV unit") || strings.Contains(page, "per intensity unit") {
+		t.Error("after SNV the regression vectors still claim intensity units")
+	}
+	if strings.Contains(page, "Serif") || !strings.Contains(page, "font-family:Liberation Sans") {
+		t.Error("the plots' text is not in the page's font family")
+	}
+}
+
+// TestZeroTicks: an axis that crosses zero has a tick labelled 0, never
+// a rounding residue such as 4e-19.
+func TestZeroTicks(t *testing.T) {
+	for _, r := range [][2]float64{{-0.0031, 0.0042}, {-0.7, 0.3}, {-3e-7, 9e-7}, {-1, 1}, {-0.09, 0.011}} {
+		zero := false
+		for _, tk := range (zeroTicks{}).Ticks(r[0], r[1]) {
+			if tk.Label == "0" && tk.Value == 0 {
+				zero = true
+			}
+			if tk.Label != "" && tk.Value != 0 && math.Abs(tk.Value) < 1e-12 {
+				t.Errorf("%v: a tick %q at %g", r, tk.Label, tk.Value)
+			}
+		}
+		if !zero {
+			t.Errorf("%v: no tick labelled 0", r)
+		}
+	}
+}
+
+// TestPlaceLabelsListsWhatOverlaps: labels of points too close to be
+// written apart are returned for the caption instead of overlapping.
+func TestPlaceLabelsListsWhatOverlaps(t *testing.T) {
+	p := newPlot("t", "x", "y")
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 10, 0, 10
+	labels := []label{
+		{plotter.XY{X: 5, Y: 5}, "first-label"},
+		{plotter.XY{X: 5, Y: 5.01}, "second-label"}, // on the first: written left of the point
+		{plotter.XY{X: 5, Y: 5.02}, "third-label"},  // both sides taken
+		{plotter.XY{X: 1, Y: 9}, "far"},
+	}
+	unplaced, err := placeLabels(p, plotWidth, plotHeight, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unplaced) != 1 || unplaced[0] != "third-label" {
+		t.Errorf("unplaced %v, want [third-label]", unplaced)
+	}
+	if got := notLabelled(unplaced); !strings.Contains(got, "third-label") {
+		t.Errorf("caption %q", got)
 	}
 }

@@ -185,6 +185,15 @@ func scoresFigure(p *inference.PLSParams, choice ScoresChoice) (*figure, error) 
 			pl.Legend.Add(end.label, swatch{scaleColor(end.f)})
 		}
 	}
+	ylo, yhi := yRange(append(append(plotter.XYs{}, pts...), plotter.XY{Y: -ry}, plotter.XY{Y: ry}))
+	entries := 1 // the ellipse
+	if len(outside) > 0 {
+		entries++
+	}
+	if measured != nil && hi > lo {
+		entries += 2
+	}
+	legendRoom(pl, ylo-0.05*(yhi-ylo), yhi+0.05*(yhi-ylo), entries)
 	svg, err := toSVG(pl)
 	if err != nil {
 		return nil, err

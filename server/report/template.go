@@ -36,14 +36,14 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222;line-height:1.4}
+body{font-family:"Liberation Sans",Arial,Helvetica,"DejaVu Sans Condensed",sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222;line-height:1.4}
 h1{font-size:1.5em;margin-bottom:.2em}
 h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.8em}
 .sub{color:#555;margin-top:0}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:1em}
 figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:.3em;background:#fff}
 figure svg{width:100%;height:auto;display:block}
-figure svg text{font-family:"Liberation Sans",Arial,Helvetica,sans-serif!important}
+figure svg text{font-family:"Liberation Sans",Arial,Helvetica,"DejaVu Sans Condensed",sans-serif!important}
 #t2-q figure,#vip figure,#weights-loadings figure{max-width:1000px}
 #scores figure{max-width:640px}
 figcaption{font-size:.85em;color:#555;text-align:center}
