@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -185,4 +186,54 @@ func TestPlaceLabelsListsWhatOverlaps(t *testing.T) {
 	if got := notLabelled(unplaced); !strings.Contains(got, "third-label") {
 		t.Errorf("caption %q", got)
 	}
+}
+
+// trainedModelOf trains a three-analyte model of n rows on the default
+// 2048-point axis with the recipe and regions a plant would use, so that
+// its page has every figure of the review.
+func trainedModelOf(tb testing.TB, n int) Model {
+	tb.Helper()
+	const points = 2048
+	rng := rand.New(rand.NewPCG(7, 8))
+	axis := trainer.LinearAxis(200, 3200, points)
+	ds := trainer.NewDataset(points, 3)
+	for i := 0; i < n; i++ {
+		u, v, w := rng.Float64(), rng.Float64(), rng.Float64()
+		x := make([]float64, points)
+		for j, wn := range axis {
+			x[j] = 1000 + 200*u*math.Exp(-(wn-1000)*(wn-1000)/5000) + 150*v*math.Exp(-(wn-1450)*(wn-1450)/8000) +
+				100*w*math.Exp(-(wn-2900)*(wn-2900)/3000) + 2*rng.NormFloat64()
+		}
+		ds.AppendRow(fmt.Sprintf("S%05d", i), x, []float64{1 + u, 2 + v - w, 3 + w + 0.01*rng.NormFloat64()})
+	}
+	res, err := trainer.Train(context.Background(), ds, trainer.Options{Folds: 5, Components: 6, Wavenumbers: axis,
+		Regions:       [][2]float64{{600, 1800}, {2800, 3100}},
+		Preprocessing: preprocess.Recipe{{Kind: preprocess.Savgol, Window: 15, PolyOrder: 2, Deriv: 1}, {Kind: preprocess.SNV}},
+	}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res.Params.Meta.Version = "pls-review-2000"
+	return Model{Entry: registry.Entry{Version: "pls-review-2000", Status: registry.StatusStaged}, Params: res.Params}
+}
+
+// BenchmarkRender2000Trained is the cost of the review page of a model
+// trained here on 2000 rows of 2048 points (two regions, a recipe, six
+// components): every figure of the review, the scores, weights and
+// loadings included. page-bytes is the page's size.
+func BenchmarkRender2000Trained(b *testing.B) {
+	m := trainedModelOf(b, 2000)
+	var size int
+	b.ReportAllocs()
+	for b.Loop() {
+		var buf bytes.Buffer
+		if err := Render(&buf, m); err != nil {
+			b.Fatal(err)
+		}
+		size = buf.Len()
+	}
+	if page := render(b, m); sectionSVGs(page, SectionWeights) != 2 || sectionSVGs(page, SectionScores) != 1 || sectionSVGs(page, SectionVIP) != 1 {
+		b.Fatal("the page lacks a figure of the review")
+	}
+	b.ReportMetric(float64(size), "page-bytes")
 }
