@@ -89,6 +89,8 @@ type view struct {
 	Residuals []figure
 	Vectors   []figure
 	T2Q       *figure
+	// Spectra are the training spectra before and after the recipe.
+	Spectra []figure
 	// Components, VIP and Influence are trainer/review's figures.
 	Components *componentTable
 	Scores     *figure
@@ -214,6 +216,12 @@ func (v *view) addReview(p *inference.PLSParams, rv *inference.Review, scores Sc
 		v.Missing = append(v.Missing, "The model's file holds no T² and Q of its training rows.")
 	}
 	v.Outliers = newOutlierTable(p.Targets, out)
+	if v.Spectra, err = spectraFigures(p); err != nil {
+		return err
+	}
+	if v.Spectra == nil {
+		v.Notes = append(v.Notes, "The model's file keeps no training spectra (it was written before they were kept), so the spectra before and after the recipe are not drawn; the regression vectors (and, where the file allows, the weights and loadings) show where on the axis the model looks.")
+	}
 	if err := v.addFigures(p, scores); err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func trainedModel(t *testing.T) Model {
 func TestRenderReviewFigures(t *testing.T) {
 	m := trainedModel(t)
 	page := render(t, m)
-	for id, want := range map[string]int{SectionVIP: 1, SectionInfluence: 3, SectionCV: 3, SectionScores: 1, SectionWeights: 2} {
+	for id, want := range map[string]int{SectionVIP: 1, SectionInfluence: 3, SectionCV: 3, SectionScores: 1, SectionWeights: 2, SectionSpectra: 2} {
 		if got := sectionSVGs(page, id); got != want {
 			t.Errorf("section %s: %d plots with paths, want %d", id, got, want)
 		}
@@ -97,6 +97,35 @@ func TestRenderReviewOfInconsistentFile(t *testing.T) {
 	page := render(t, m)
 	if !strings.Contains(page, "variable importance") || sectionSVGs(page, SectionVIP) != 0 {
 		t.Error("the page neither says the review is missing nor leaves out its figures")
+	}
+}
+
+// TestRenderSpectraBeforeAndAfter: a model trained here keeps its mean
+// and five training spectra as uploaded; the page draws them before and
+// after the recipe, named by scan id, in the recipe's unit. A file written
+// before they were kept says so in a note, not as something missing.
+func TestRenderSpectraBeforeAndAfter(t *testing.T) {
+	m := trainedModel(t)
+	rv := m.Params.Review
+	if k, n := rv.RawSpectra.Dims(); k != 6 || n != len(m.Params.Meta.Wavenumbers) || len(rv.RawSpectraRows) != 5 {
+		t.Fatalf("the review keeps %d x %d spectra, rows %v", k, n, rv.RawSpectraRows)
+	}
+	m.Params.Preprocessing = preprocess.Recipe{{Kind: preprocess.SNV}}
+	page := render(t, m)
+	if got := sectionSVGs(page, SectionSpectra); got != 2 {
+		t.Fatalf("%d spectra plots, want 2", got)
+	}
+	sec := page[strings.Index(page, `<section id="`+SectionSpectra+`"`):]
+	sec = sec[:strings.Index(sec, "</section>")]
+	for _, want := range []string{">mean</text>", ">S000</text>", ">S039</text>", "SNV unit", "the recipe (1 step)", "intensity (as uploaded)"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("spectra section lacks %q", want)
+		}
+	}
+	rv.RawSpectra, rv.RawSpectraRows = nil, nil
+	page = render(t, m)
+	if strings.Contains(page, `<section id="`+SectionSpectra+`"`) || !strings.Contains(page, "keeps no training spectra") || strings.Contains(page, `id="missing"`) {
+		t.Error("a file without spectra: a spectra section, or no note, or a missing box")
 	}
 }
 

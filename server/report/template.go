@@ -44,7 +44,7 @@ h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1
 figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:.3em;background:#fff}
 figure svg{width:100%;height:auto;display:block}
 figure svg text{font-family:"Liberation Sans",Arial,Helvetica,"DejaVu Sans Condensed",sans-serif!important}
-#t2-q figure,#vip figure,#weights-loadings figure{max-width:1000px}
+#t2-q figure,#vip figure,#weights-loadings figure,#spectra figure{max-width:1000px}
 #scores figure{max-width:640px}
 figcaption{font-size:.85em;color:#555;text-align:center}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
@@ -106,6 +106,10 @@ code,.id{font-family:monospace;word-break:break-all}
 {{if .Residuals}}<section id="residuals">
 <h2>Residuals</h2>
 <div class="grid">{{range .Residuals}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
+</section>{{end}}
+{{if .Spectra}}<section id="spectra">
+<h2>Spectra before and after the recipe</h2>
+{{range .Spectra}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}
 </section>{{end}}
 <section id="regression-vectors">
 <h2>Regression vectors</h2>
