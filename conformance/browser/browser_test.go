@@ -92,7 +92,7 @@ func TestReportPageInChromium(t *testing.T) {
 	want := map[string]int{
 		report.SectionCV: 3, report.SectionMeasured: 3, report.SectionResiduals: 3,
 		report.SectionVectors: 3, report.SectionT2Q: 1,
-		report.SectionVIP: 1, report.SectionInfluence: 3, report.SectionWeights: 2,
+		report.SectionVIP: 1, report.SectionInfluence: 3, report.SectionWeights: 2, report.SectionSpectra: 2,
 	}
 	// The scores plot needs two components; with them, it is drawn.
 	if counts["present:"+report.SectionScores] == 1 && counts[report.SectionScores] != 1 {
@@ -185,7 +185,7 @@ func loadInChromium(ctx context.Context, t *testing.T, browserPath, url string) 
 // "bias-names" the batch names written in the bias charts.
 const countPlotsJS = `(() => {
   const out = {};
-  for (const id of ["cv-curve", "measured-predicted", "residuals", "regression-vectors", "t2-q", "outliers", "lineage", "recipe", "lab-performance", "components", "scores", "vip", "influence", "weights-loadings"]) {
+  for (const id of ["cv-curve", "measured-predicted", "residuals", "regression-vectors", "t2-q", "outliers", "lineage", "recipe", "lab-performance", "components", "scores", "vip", "influence", "weights-loadings", "spectra"]) {
     const sec = document.getElementById(id);
     out["present:" + id] = sec ? 1 : 0;
     if (!sec) { out[id] = 0; continue; }

@@ -332,9 +332,10 @@ func vectorFigures(p *inference.PLSParams) ([]figure, error) {
 	return figs, nil
 }
 
-// recipeUnit names the unit of a spectrum after the model's recipe, so
-// that no axis claims intensities where SNV left none: raw intensity;
-// SNV makes it the spectrum's standard deviations (no physical unit); a
+// recipeUnit names the unit of a spectrum after the model's recipe, short
+// enough for an axis label, so that no axis claims intensities where SNV
+// left none: raw intensity; SNV makes it the spectrum's own standard
+// deviation, "SNV unit" (no physical unit); a
 // band-area normalisation, intensity per unit band area; a Savitzky-Golay
 // derivative divides by the point spacing (over the point index), once
 // per order.
@@ -343,7 +344,7 @@ func recipeUnit(p *inference.PLSParams) string {
 	for _, s := range p.Preprocessing {
 		switch s.Kind {
 		case preprocess.SNV:
-			u = "SNV unit (standard deviation of the spectrum)"
+			u = "SNV unit" // the spectrum's own standard deviation
 		case preprocess.Normalize:
 			u = "area-normalised intensity unit"
 		case preprocess.Savgol:

@@ -117,7 +117,7 @@ func TestRenderSpectraBeforeAndAfter(t *testing.T) {
 	}
 	sec := page[strings.Index(page, `<section id="`+SectionSpectra+`"`):]
 	sec = sec[:strings.Index(sec, "</section>")]
-	for _, want := range []string{">mean</text>", ">S000</text>", ">S039</text>", "SNV unit", "the recipe (1 step)", "intensity (as uploaded)"} {
+	for _, want := range []string{">mean</text>", "S000 (blue)", "S039 (brown)", "SNV unit", "the recipe (1 step)", "intensity (as uploaded)"} {
 		if !strings.Contains(sec, want) {
 			t.Errorf("spectra section lacks %q", want)
 		}
@@ -265,4 +265,28 @@ func BenchmarkRender2000Trained(b *testing.B) {
 		b.Fatal("the page lacks a figure of the review")
 	}
 	b.ReportMetric(float64(size), "page-bytes")
+}
+
+// TestDecimateKeepsSpikes: a 2048-point spectrum with one spike is drawn
+// with at most about maxLinePoints points, the spike among them.
+func TestDecimateKeepsSpikes(t *testing.T) {
+	pts := make(plotter.XYs, 2048)
+	for i := range pts {
+		pts[i] = plotter.XY{X: float64(i), Y: math.Sin(float64(i) / 50)}
+	}
+	pts[1234].Y = 40
+	got := decimate(pts)
+	if len(got) > maxLinePoints+2 || got[0] != pts[0] || got[len(got)-1] != pts[len(pts)-1] {
+		t.Fatalf("%d points, ends %v %v", len(got), got[0], got[len(got)-1])
+	}
+	spike := false
+	for i, p := range got {
+		spike = spike || p == pts[1234]
+		if i > 0 && p.X <= got[i-1].X {
+			t.Fatalf("points out of order at %d", i)
+		}
+	}
+	if !spike {
+		t.Error("the spike was thinned away")
+	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -18,7 +19,11 @@ const SectionSpectra = "spectra"
 // meanColor draws the mean spectrum, thicker than the rows beside it.
 var meanColor = color.RGBA{R: 0x22, G: 0x22, B: 0x22, A: 0xff}
 
-// spectraColors tell the kept training spectra apart.
+// spectraColors tell the kept training spectra apart; colourNames name
+// them in the captions, which list the spectra (a legend of six entries
+// would cover the data).
+var colourNames = []string{"blue", "orange", "green", "purple", "brown"}
+
 var spectraColors = []color.RGBA{
 	{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
@@ -46,7 +51,7 @@ func spectraFigures(p *inference.PLSParams) ([]figure, error) {
 		return nil, nil
 	}
 	x, runs, excluded, unit := modelAxis(p, len(p.XMean))
-	name := func(i int) string { return at(rv.ScanIDs, rv.RawSpectraRows[i]) }
+	name := func(i int) string { return shorten(at(rv.ScanIDs, rv.RawSpectraRows[i])) }
 
 	// Before: every point of the axis.
 	before := newPlot("Training spectra as uploaded", "wavenumber (cm⁻¹)", "intensity (as uploaded)")
@@ -65,20 +70,27 @@ func spectraFigures(p *inference.PLSParams) ([]figure, error) {
 			continue
 		}
 		all, lines = append(all, l.XYs...), append(lines, l)
-		before.Legend.Add(spectrumName(i, name), l)
+		if i == 0 {
+			before.Legend.Add("mean", l)
+		}
 	}
 	if len(all) == 0 {
 		return nil, nil
 	}
-	if err := finishSpectra(before, all, lines, excluded, k+len(excluded)); err != nil {
+	if err := finishSpectra(before, all, lines, excluded, 1+min(len(excluded), 1)); err != nil {
 		return nil, err
 	}
 	svgBefore, err := toSVGSized(before, wideWidth, plotHeight)
 	if err != nil {
 		return nil, err
 	}
+	listed := make([]string, 0, k-1)
+	for i := 1; i < k; i++ {
+		listed = append(listed, fmt.Sprintf("%s (%s)", name(i-1), colourNames[(i-1)%len(colourNames)]))
+	}
 	out := []figure{{ID: "spectra-raw", SVG: svgBefore, Caption: fmt.Sprintf(
-		"The mean of the training spectra and %d of them (evenly spaced in training order) as uploaded, over the whole axis of %d points; excluded regions shaded.", k-1, n)}}
+		"The mean of the training spectra (black) and %d of them, evenly spaced in training order: %s; as uploaded, over the whole axis of %d points; excluded regions shaded.",
+		k-1, strings.Join(listed, ", "), n)}}
 
 	// After: the recipe, then the model's points.
 	var pipe *preprocess.Pipeline
@@ -127,8 +139,8 @@ func spectraFigures(p *inference.PLSParams) ([]figure, error) {
 			if l == nil {
 				continue
 			}
-			if !named {
-				after.Legend.Add(spectrumName(i, name), l)
+			if !named && i == 0 {
+				after.Legend.Add("mean", l)
 				named = true
 			}
 			all, lines = append(all, l.XYs...), append(lines, l)
@@ -137,7 +149,7 @@ func spectraFigures(p *inference.PLSParams) ([]figure, error) {
 	if len(all) == 0 {
 		return out, nil
 	}
-	if err := finishSpectra(after, all, lines, excluded, k+len(excluded)); err != nil {
+	if err := finishSpectra(after, all, lines, excluded, 1+min(len(excluded), 1)); err != nil {
 		return nil, err
 	}
 	svgAfter, err := toSVGSized(after, wideWidth, plotHeight)
@@ -152,17 +164,53 @@ func spectraFigures(p *inference.PLSParams) ([]figure, error) {
 		}
 	}
 	return append(out, figure{ID: "spectra-preprocessed", SVG: svgAfter, Caption: fmt.Sprintf(
-		"The same spectra after %s, over the %d points the model uses, in %s; the mean is the model's own (the mean of every preprocessed training spectrum).",
+		"The same spectra after %s, over the %d points the model uses, in %ss; the mean is the model's own (the mean of every preprocessed training spectrum).",
 		recipe, len(sel), recipeUnit(p))}), nil
 }
 
-// spectrumLine is spectrum i's line: the mean (i = 0) thick and dark,
-// the others thin in their colours; nil for no points.
+// maxLinePoints bounds the points of one drawn spectrum: more than the
+// plot has columns of pixels only adds bytes.
+const maxLinePoints = 800
+
+// decimate keeps at most about maxLinePoints of pts: the first and last,
+// and in each of maxLinePoints/2 runs of neighbours the lowest and the
+// highest in their order, so that a spike (what a raw spectrum is looked
+// at for) survives the thinning.
+func decimate(pts plotter.XYs) plotter.XYs {
+	if len(pts) <= maxLinePoints {
+		return pts
+	}
+	buckets := maxLinePoints / 2
+	out := plotter.XYs{pts[0]}
+	for b := range buckets {
+		lo, hi := 1+b*(len(pts)-2)/buckets, 1+(b+1)*(len(pts)-2)/buckets
+		if lo >= hi {
+			continue
+		}
+		imin, imax := lo, lo
+		for i := lo; i < hi; i++ {
+			if pts[i].Y < pts[imin].Y {
+				imin = i
+			}
+			if pts[i].Y > pts[imax].Y {
+				imax = i
+			}
+		}
+		out = append(out, pts[min(imin, imax)])
+		if imin != imax {
+			out = append(out, pts[max(imin, imax)])
+		}
+	}
+	return append(out, pts[len(pts)-1])
+}
+
+// spectrumLine is spectrum i's line, decimated: the mean (i = 0) thick
+// and dark, the others thin in their colours; nil for no points.
 func spectrumLine(pts plotter.XYs, i int) (*plotter.Line, error) {
 	if len(pts) == 0 {
 		return nil, nil
 	}
-	l, err := plotter.NewLine(pts)
+	l, err := plotter.NewLine(decimate(pts))
 	if err != nil {
 		return nil, err
 	}
@@ -172,13 +220,6 @@ func spectrumLine(pts plotter.XYs, i int) (*plotter.Line, error) {
 		l.Color, l.Width = spectraColors[(i-1)%len(spectraColors)], vg.Points(0.8)
 	}
 	return l, nil
-}
-
-func spectrumName(i int, name func(int) string) string {
-	if i == 0 {
-		return "mean"
-	}
-	return shorten(name(i - 1))
 }
 
 // finishSpectra sets the y range with room for the legend, shades the
