@@ -10,7 +10,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
+	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot/plotter"
 
 	"ramanserve/inference"
@@ -21,7 +23,7 @@ import (
 
 // trainedModel trains a small three-analyte model with regions, so that
 // the page has every figure trainer/review computes.
-func trainedModel(t *testing.T) Model {
+func trainedModel(t testing.TB) Model {
 	t.Helper()
 	const n, points = 40, 120
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -289,4 +291,39 @@ func TestDecimateKeepsSpikes(t *testing.T) {
 	if !spike {
 		t.Error("the spike was thinned away")
 	}
+}
+
+// FuzzRenderReviewFigures: whatever a model file's scores, rotations,
+// labels and kept spectra hold (huge, tiny, infinite, NaN), and whatever
+// pair of components and analyte the query names, the page renders, or
+// refuses the pair with ErrScoresNotInModel; it never fails otherwise,
+// panics or hangs.
+func FuzzRenderReviewFigures(f *testing.F) {
+	f.Add(1.0, 2.0, 3.0, 4.0, 1, 2, uint8(0))
+	f.Add(math.Inf(1), math.NaN(), -1e308, 1e308, 3, 1, uint8(2))
+	f.Add(0.0, 5e-324, 0.0, -0.0, 0, 0, uint8(9))
+	f.Add(1e300, -1e300, 1e-300, 1e300, 2, 2, uint8(1))
+	base := trainedModel(f)
+	f.Fuzz(func(t *testing.T, score, rotation, measured, spectrum float64, x, y int, color uint8) {
+		p := *base.Params
+		rv := *p.Review
+		p.Review = &rv
+		rv.Scores = mat.DenseCopyOf(base.Params.Review.Scores)
+		rv.Measured = mat.DenseCopyOf(base.Params.Review.Measured)
+		rv.RawSpectra = mat.DenseCopyOf(base.Params.Review.RawSpectra)
+		p.Rotations = mat.DenseCopyOf(base.Params.Rotations)
+		rv.Scores.Set(7, 1, score)
+		p.Rotations.Set(11, 0, rotation)
+		rv.Measured.Set(3, 0, measured)
+		rv.RawSpectra.Set(2, 17, spectrum)
+		m := Model{Entry: base.Entry, Params: &p, Scores: ScoresChoice{X: x, Y: y, Color: inference.Analyte(color % 4), HasColor: color%5 != 0}}
+		start := time.Now()
+		err := Render(io.Discard, m)
+		if err != nil && !errors.Is(err, ErrScoresNotInModel) {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("render took %v", d)
+		}
+	})
 }
