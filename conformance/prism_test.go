@@ -290,7 +290,7 @@ func TestPrismProxy(t *testing.T) {
 		call("getModel", 200, r1.StatusCode(), r1.Body)
 		r2 := must(c.GetModelReviewWithResponse(ctx, v))(t)
 		call("getModelReview", 200, r2.StatusCode(), r2.Body)
-		r3 := must(c.GetModelReportWithResponse(ctx, v))(t)
+		r3 := must(c.GetModelReportWithResponse(ctx, v, nil))(t)
 		call("getModelReport", 200, r3.StatusCode(), r3.Body)
 	}
 	r404 := must(c.GetModelWithResponse(ctx, "never-trained", nil))(t)
@@ -301,7 +301,7 @@ func TestPrismProxy(t *testing.T) {
 	call("listModels", 200, rlist.StatusCode(), rlist.Body)
 	rj := must(c.ListTrainingJobsWithResponse(ctx, &gen.ListTrainingJobsParams{}))(t)
 	call("listTrainingJobs", 200, rj.StatusCode(), rj.Body)
-	rtr := must(c.GetTrainingReportWithResponse(ctx, jobA))(t)
+	rtr := must(c.GetTrainingReportWithResponse(ctx, jobA, nil))(t)
 	call("getTrainingReport", 200, rtr.StatusCode(), rtr.Body)
 	rcan := must(c.CancelTrainingJobWithResponse(ctx, jobA))(t)
 	call("cancelTrainingJob", 409, rcan.StatusCode(), rcan.Body)

@@ -594,6 +594,27 @@ func (e UnmatchedLabResultReason) Valid() bool {
 	}
 }
 
+// Defines values for ScoresColor.
+const (
+	ScoresColorDHA ScoresColor = "DHA"
+	ScoresColorDPA ScoresColor = "DPA"
+	ScoresColorEPA ScoresColor = "EPA"
+)
+
+// Valid indicates whether the value is a known member of the ScoresColor enum.
+func (e ScoresColor) Valid() bool {
+	switch e {
+	case ScoresColorDHA:
+		return true
+	case ScoresColorDPA:
+		return true
+	case ScoresColorEPA:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExportModelParamsFormat.
 const (
 	Joblib ExportModelParamsFormat = "joblib"
@@ -606,6 +627,48 @@ func (e ExportModelParamsFormat) Valid() bool {
 	case Joblib:
 		return true
 	case Npz:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetModelReportParamsScoresColor.
+const (
+	GetModelReportParamsScoresColorDHA GetModelReportParamsScoresColor = "DHA"
+	GetModelReportParamsScoresColorDPA GetModelReportParamsScoresColor = "DPA"
+	GetModelReportParamsScoresColorEPA GetModelReportParamsScoresColor = "EPA"
+)
+
+// Valid indicates whether the value is a known member of the GetModelReportParamsScoresColor enum.
+func (e GetModelReportParamsScoresColor) Valid() bool {
+	switch e {
+	case GetModelReportParamsScoresColorDHA:
+		return true
+	case GetModelReportParamsScoresColorDPA:
+		return true
+	case GetModelReportParamsScoresColorEPA:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTrainingReportParamsScoresColor.
+const (
+	GetTrainingReportParamsScoresColorDHA GetTrainingReportParamsScoresColor = "DHA"
+	GetTrainingReportParamsScoresColorDPA GetTrainingReportParamsScoresColor = "DPA"
+	GetTrainingReportParamsScoresColorEPA GetTrainingReportParamsScoresColor = "EPA"
+)
+
+// Valid indicates whether the value is a known member of the GetTrainingReportParamsScoresColor enum.
+func (e GetTrainingReportParamsScoresColor) Valid() bool {
+	switch e {
+	case GetTrainingReportParamsScoresColorDHA:
+		return true
+	case GetTrainingReportParamsScoresColorDPA:
+		return true
+	case GetTrainingReportParamsScoresColorEPA:
 		return true
 	default:
 		return false
@@ -1309,6 +1372,14 @@ type ModelReview struct {
 
 	// Wavenumbers The p axis points the model uses, cm-1, increasing.
 	Wavenumbers []float64 `json:"wavenumbers"`
+
+	// XLoadings The X loadings p_a of each component, 1..A, each over `wavenumbers`.
+	XLoadings [][]float64 `json:"x_loadings"`
+
+	// XWeights The NIPALS X weights w_a of each component, 1..A, each over
+	// `wavenumbers` (unit length; signed as the fit made them, so
+	// that w_a'r_a = 1 for the rotation r_a).
+	XWeights [][]float64 `json:"x_weights"`
 }
 
 // ModelStatus defines model for ModelStatus.
@@ -2267,6 +2338,15 @@ type IfNoneMatch = string
 // Maturity `time`: seconds since the batch's first spectrum; `scan_seq`: the scan_seq the rig sent.
 type Maturity = BatchMaturity
 
+// ScoresColor defines model for ScoresColor.
+type ScoresColor string
+
+// ScoresX defines model for ScoresX.
+type ScoresX = int
+
+// ScoresY defines model for ScoresY.
+type ScoresY = int
+
 // DefaultError defines model for DefaultError.
 type DefaultError = ErrorResponse
 
@@ -2357,6 +2437,21 @@ type GetModelPerformanceParams struct {
 	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
 }
 
+// GetModelReportParams defines parameters for GetModelReport.
+type GetModelReportParams struct {
+	// ScoresX The component on the review page's scores plot's horizontal axis, 1..A (default 1).
+	ScoresX *ScoresX `form:"scores_x,omitempty" json:"scores_x,omitempty"`
+
+	// ScoresY The component on the scores plot's vertical axis, 1..A, not `scores_x` (default 2).
+	ScoresY *ScoresY `form:"scores_y,omitempty" json:"scores_y,omitempty"`
+
+	// ScoresColor The analyte whose measured concentration colours the scores plot's points (default the model's first).
+	ScoresColor *GetModelReportParamsScoresColor `form:"scores_color,omitempty" json:"scores_color,omitempty"`
+}
+
+// GetModelReportParamsScoresColor defines parameters for GetModelReport.
+type GetModelReportParamsScoresColor string
+
 // RescoreModelParams defines parameters for RescoreModel.
 type RescoreModelParams struct {
 	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
@@ -2395,6 +2490,21 @@ type StartTrainingParams struct {
 	// 400 `INVALID_REQUEST`.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
+
+// GetTrainingReportParams defines parameters for GetTrainingReport.
+type GetTrainingReportParams struct {
+	// ScoresX The component on the review page's scores plot's horizontal axis, 1..A (default 1).
+	ScoresX *ScoresX `form:"scores_x,omitempty" json:"scores_x,omitempty"`
+
+	// ScoresY The component on the scores plot's vertical axis, 1..A, not `scores_x` (default 2).
+	ScoresY *ScoresY `form:"scores_y,omitempty" json:"scores_y,omitempty"`
+
+	// ScoresColor The analyte whose measured concentration colours the scores plot's points (default the model's first).
+	ScoresColor *GetTrainingReportParamsScoresColor `form:"scores_color,omitempty" json:"scores_color,omitempty"`
+}
+
+// GetTrainingReportParamsScoresColor defines parameters for GetTrainingReport.
+type GetTrainingReportParamsScoresColor string
 
 // PostLabResultsJSONRequestBody defines body for PostLabResults for application/json ContentType.
 type PostLabResultsJSONRequestBody = PostLabResultsJSONBody
@@ -3705,10 +3815,18 @@ type ClientInterface interface {
 	// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
 	// the CV curve on a log axis, a table per component (R2X, R2X
 	// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
-	// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
-	// ellipse (files that keep `review_scores`, models of two or more
-	// components), and per analyte the influence plot (leverage against
-	// studentised residual, limits 3 (A+1)/n and ±3). The
+	// 1.0 line, the scores of any two components (`scores_x` and
+	// `scores_y`, t1 against t2 unless asked) with the 95 % Hotelling T2
+	// ellipse of those two, coloured by the measured concentration of an
+	// analyte (`scores_color`, the first analyte unless asked; files that
+	// keep `review_scores`, models of two or more components), the X
+	// weights and X loadings of the first three components over the
+	// wavenumber axis with the excluded regions shaded, the mean and a
+	// few training spectra as uploaded and after the recipe (files that
+	// keep `review_spectra`), and per analyte
+	// the influence plot (leverage against studentised residual, limits
+	// 3 (A+1)/n and ±3). A component beyond the model's count, or the
+	// same component twice, is 400 `INVALID_REQUEST`. The
 	// figures come from the model file itself (see `artifact.md`), so the
 	// page can be rebuilt as long as the version exists. An imported or
 	// adopted model has no cross-validation record: its page shows the
@@ -3721,7 +3839,7 @@ type ClientInterface interface {
 	// /model/{version}/performance` is.
 	//
 	// Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
-	GetModelReport(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetModelReport(ctx context.Context, version Version, params *GetModelReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RescoreModel Score a staged or archived version on logged spectra, as a background job
 	//
@@ -3766,6 +3884,9 @@ type ClientInterface interface {
 	//   training's K-fold cross-validation (the folds and segments in
 	//   `selection`; each fold centred and scaled on its own rows; SS_Y
 	//   about the mean of all n labels), the same as the CV curve's R2.
+	// * `x_weights` and `x_loadings` (A, each p): the weights w_a and the
+	//   X loadings p_a of each component over `wavenumbers`, as the fit
+	//   made them (R = W (P'W)^-1; the weights of unit length).
 	// * `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
 	//   the intercept's share included (the convention of the
 	//   studentised residuals on the page).
@@ -4026,7 +4147,7 @@ type ClientInterface interface {
 	// 404 `MODEL_NOT_FOUND`.
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
-	GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetTrainingReport(ctx context.Context, jobId string, params *GetTrainingReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListBatches The batches the prediction log has seen
@@ -4787,10 +4908,18 @@ func (c *Client) GetModelPerformance(ctx context.Context, version Version, param
 // `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
 // the CV curve on a log axis, a table per component (R2X, R2X
 // cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
-// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
-// ellipse (files that keep `review_scores`, models of two or more
-// components), and per analyte the influence plot (leverage against
-// studentised residual, limits 3 (A+1)/n and ±3). The
+// 1.0 line, the scores of any two components (`scores_x` and
+// `scores_y`, t1 against t2 unless asked) with the 95 % Hotelling T2
+// ellipse of those two, coloured by the measured concentration of an
+// analyte (`scores_color`, the first analyte unless asked; files that
+// keep `review_scores`, models of two or more components), the X
+// weights and X loadings of the first three components over the
+// wavenumber axis with the excluded regions shaded, the mean and a
+// few training spectra as uploaded and after the recipe (files that
+// keep `review_spectra`), and per analyte
+// the influence plot (leverage against studentised residual, limits
+// 3 (A+1)/n and ±3). A component beyond the model's count, or the
+// same component twice, is 400 `INVALID_REQUEST`. The
 // figures come from the model file itself (see `artifact.md`), so the
 // page can be rebuilt as long as the version exists. An imported or
 // adopted model has no cross-validation record: its page shows the
@@ -4803,8 +4932,8 @@ func (c *Client) GetModelPerformance(ctx context.Context, version Version, param
 // /model/{version}/performance` is.
 //
 // Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
-func (c *Client) GetModelReport(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetModelReportRequest(c.Server, version)
+func (c *Client) GetModelReport(ctx context.Context, version Version, params *GetModelReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelReportRequest(c.Server, version, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4868,6 +4997,9 @@ func (c *Client) RescoreModel(ctx context.Context, version Version, params *Resc
 //     training's K-fold cross-validation (the folds and segments in
 //     `selection`; each fold centred and scaled on its own rows; SS_Y
 //     about the mean of all n labels), the same as the CV curve's R2.
+//   - `x_weights` and `x_loadings` (A, each p): the weights w_a and the
+//     X loadings p_a of each component over `wavenumbers`, as the fit
+//     made them (R = W (P'W)^-1; the weights of unit length).
 //   - `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
 //     the intercept's share included (the convention of the
 //     studentised residuals on the page).
@@ -5238,8 +5370,8 @@ func (c *Client) CancelTrainingJob(ctx context.Context, jobId string, reqEditors
 // 404 `MODEL_NOT_FOUND`.
 //
 // Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
-func (c *Client) GetTrainingReport(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetTrainingReportRequest(c.Server, jobId)
+func (c *Client) GetTrainingReport(ctx context.Context, jobId string, params *GetTrainingReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTrainingReportRequest(c.Server, jobId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6132,7 +6264,7 @@ func NewGetModelPerformanceRequest(server string, version Version, params *GetMo
 }
 
 // NewGetModelReportRequest constructs an http.Request for the GetModelReport method
-func NewGetModelReportRequest(server string, version Version) (*http.Request, error) {
+func NewGetModelReportRequest(server string, version Version, params *GetModelReportParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6155,6 +6287,57 @@ func NewGetModelReportRequest(server string, version Version) (*http.Request, er
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ScoresX != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_x", *params.ScoresX, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ScoresY != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_y", *params.ScoresY, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ScoresColor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_color", *params.ScoresColor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -6714,7 +6897,7 @@ func NewCancelTrainingJobRequest(server string, jobId string) (*http.Request, er
 }
 
 // NewGetTrainingReportRequest constructs an http.Request for the GetTrainingReport method
-func NewGetTrainingReportRequest(server string, jobId string) (*http.Request, error) {
+func NewGetTrainingReportRequest(server string, jobId string, params *GetTrainingReportParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6737,6 +6920,57 @@ func NewGetTrainingReportRequest(server string, jobId string) (*http.Request, er
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ScoresX != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_x", *params.ScoresX, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ScoresY != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_y", *params.ScoresY, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ScoresColor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scores_color", *params.ScoresColor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7345,10 +7579,18 @@ type ClientWithResponsesInterface interface {
 	// `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
 	// the CV curve on a log axis, a table per component (R2X, R2X
 	// cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
-	// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
-	// ellipse (files that keep `review_scores`, models of two or more
-	// components), and per analyte the influence plot (leverage against
-	// studentised residual, limits 3 (A+1)/n and ±3). The
+	// 1.0 line, the scores of any two components (`scores_x` and
+	// `scores_y`, t1 against t2 unless asked) with the 95 % Hotelling T2
+	// ellipse of those two, coloured by the measured concentration of an
+	// analyte (`scores_color`, the first analyte unless asked; files that
+	// keep `review_scores`, models of two or more components), the X
+	// weights and X loadings of the first three components over the
+	// wavenumber axis with the excluded regions shaded, the mean and a
+	// few training spectra as uploaded and after the recipe (files that
+	// keep `review_spectra`), and per analyte
+	// the influence plot (leverage against studentised residual, limits
+	// 3 (A+1)/n and ±3). A component beyond the model's count, or the
+	// same component twice, is 400 `INVALID_REQUEST`. The
 	// figures come from the model file itself (see `artifact.md`), so the
 	// page can be rebuilt as long as the version exists. An imported or
 	// adopted model has no cross-validation record: its page shows the
@@ -7363,7 +7605,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
-	GetModelReportWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error)
+	GetModelReportWithResponse(ctx context.Context, version Version, params *GetModelReportParams, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error)
 
 	// RescoreModelWithResponse Score a staged or archived version on logged spectra, as a background job
 	//
@@ -7410,6 +7652,9 @@ type ClientWithResponsesInterface interface {
 	//   training's K-fold cross-validation (the folds and segments in
 	//   `selection`; each fold centred and scaled on its own rows; SS_Y
 	//   about the mean of all n labels), the same as the CV curve's R2.
+	// * `x_weights` and `x_loadings` (A, each p): the weights w_a and the
+	//   X loadings p_a of each component over `wavenumbers`, as the fit
+	//   made them (R = W (P'W)^-1; the weights of unit length).
 	// * `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
 	//   the intercept's share included (the convention of the
 	//   studentised residuals on the page).
@@ -7692,7 +7937,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
-	GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
+	GetTrainingReportWithResponse(ctx context.Context, jobId string, params *GetTrainingReportParams, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error)
 }
 
 // ListBatchesResponse200Headers the declared response headers of an HTTP 200 response for ListBatches
@@ -11361,10 +11606,18 @@ func (c *ClientWithResponses) GetModelPerformanceWithResponse(ctx context.Contex
 // `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
 // the CV curve on a log axis, a table per component (R2X, R2X
 // cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
-// 1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
-// ellipse (files that keep `review_scores`, models of two or more
-// components), and per analyte the influence plot (leverage against
-// studentised residual, limits 3 (A+1)/n and ±3). The
+// 1.0 line, the scores of any two components (`scores_x` and
+// `scores_y`, t1 against t2 unless asked) with the 95 % Hotelling T2
+// ellipse of those two, coloured by the measured concentration of an
+// analyte (`scores_color`, the first analyte unless asked; files that
+// keep `review_scores`, models of two or more components), the X
+// weights and X loadings of the first three components over the
+// wavenumber axis with the excluded regions shaded, the mean and a
+// few training spectra as uploaded and after the recipe (files that
+// keep `review_spectra`), and per analyte
+// the influence plot (leverage against studentised residual, limits
+// 3 (A+1)/n and ±3). A component beyond the model's count, or the
+// same component twice, is 400 `INVALID_REQUEST`. The
 // figures come from the model file itself (see `artifact.md`), so the
 // page can be rebuilt as long as the version exists. An imported or
 // adopted model has no cross-validation record: its page shows the
@@ -11379,8 +11632,8 @@ func (c *ClientWithResponses) GetModelPerformanceWithResponse(ctx context.Contex
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /model/{version}/report (the `GetModelReport` operationId).
-func (c *ClientWithResponses) GetModelReportWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error) {
-	rsp, err := c.GetModelReport(ctx, version, reqEditors...)
+func (c *ClientWithResponses) GetModelReportWithResponse(ctx context.Context, version Version, params *GetModelReportParams, reqEditors ...RequestEditorFn) (*GetModelReportResponse, error) {
+	rsp, err := c.GetModelReport(ctx, version, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11438,6 +11691,9 @@ func (c *ClientWithResponses) RescoreModelWithResponse(ctx context.Context, vers
 //     training's K-fold cross-validation (the folds and segments in
 //     `selection`; each fold centred and scaled on its own rows; SS_Y
 //     about the mean of all n labels), the same as the CV curve's R2.
+//   - `x_weights` and `x_loadings` (A, each p): the weights w_a and the
+//     X loadings p_a of each component over `wavenumbers`, as the fit
+//     made them (R = W (P'W)^-1; the weights of unit length).
 //   - `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
 //     the intercept's share included (the convention of the
 //     studentised residuals on the page).
@@ -11786,8 +12042,8 @@ func (c *ClientWithResponses) CancelTrainingJobWithResponse(ctx context.Context,
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /training/{jobId}/report (the `GetTrainingReport` operationId).
-func (c *ClientWithResponses) GetTrainingReportWithResponse(ctx context.Context, jobId string, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error) {
-	rsp, err := c.GetTrainingReport(ctx, jobId, reqEditors...)
+func (c *ClientWithResponses) GetTrainingReportWithResponse(ctx context.Context, jobId string, params *GetTrainingReportParams, reqEditors ...RequestEditorFn) (*GetTrainingReportResponse, error) {
+	rsp, err := c.GetTrainingReport(ctx, jobId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -14613,7 +14869,7 @@ type ServerInterface interface {
 	GetModelPerformance(ctx echo.Context, version Version, params GetModelPerformanceParams) error
 	// GetModelReport The model's review page, one self-contained HTML document
 	// (GET /model/{version}/report)
-	GetModelReport(ctx echo.Context, version Version) error
+	GetModelReport(ctx echo.Context, version Version, params GetModelReportParams) error
 	// RescoreModel Score a staged or archived version on logged spectra, as a background job
 	// (POST /model/{version}/rescore)
 	RescoreModel(ctx echo.Context, version Version, params RescoreModelParams) error
@@ -14652,7 +14908,7 @@ type ServerInterface interface {
 	CancelTrainingJob(ctx echo.Context, jobId string) error
 	// GetTrainingReport The review page of the model a done job trained
 	// (GET /training/{jobId}/report)
-	GetTrainingReport(ctx echo.Context, jobId string) error
+	GetTrainingReport(ctx echo.Context, jobId string, params GetTrainingReportParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -15055,8 +15311,31 @@ func (w *ServerInterfaceWrapper) GetModelReport(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetModelReportParams
+	// ------------- Optional query parameter "scores_x" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_x", ctx.QueryParams(), &params.ScoresX, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_x: %s", err))
+	}
+
+	// ------------- Optional query parameter "scores_y" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_y", ctx.QueryParams(), &params.ScoresY, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_y: %s", err))
+	}
+
+	// ------------- Optional query parameter "scores_color" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_color", ctx.QueryParams(), &params.ScoresColor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_color: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetModelReport(ctx, version)
+	err = w.Handler.GetModelReport(ctx, version, params)
 	return err
 }
 
@@ -15317,8 +15596,31 @@ func (w *ServerInterfaceWrapper) GetTrainingReport(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter jobId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetTrainingReportParams
+	// ------------- Optional query parameter "scores_x" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_x", ctx.QueryParams(), &params.ScoresX, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_x: %s", err))
+	}
+
+	// ------------- Optional query parameter "scores_y" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_y", ctx.QueryParams(), &params.ScoresY, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_y: %s", err))
+	}
+
+	// ------------- Optional query parameter "scores_color" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scores_color", ctx.QueryParams(), &params.ScoresColor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter scores_color: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetTrainingReport(ctx, jobId)
+	err = w.Handler.GetTrainingReport(ctx, jobId, params)
 	return err
 }
 
@@ -17494,6 +17796,7 @@ func (response GetModelPerformancedefaultJSONResponse) VisitGetModelPerformanceR
 
 type GetModelReportRequestObject struct {
 	Version Version `json:"version"`
+	Params  GetModelReportParams
 }
 
 type GetModelReportResponseObject interface {
@@ -18918,7 +19221,8 @@ func (response CancelTrainingJobdefaultJSONResponse) VisitCancelTrainingJobRespo
 }
 
 type GetTrainingReportRequestObject struct {
-	JobId string `json:"jobId"`
+	JobId  string `json:"jobId"`
+	Params GetTrainingReportParams
 }
 
 type GetTrainingReportResponseObject interface {
@@ -19744,10 +20048,11 @@ func (sh *strictHandler) GetModelPerformance(ctx echo.Context, version Version, 
 }
 
 // GetModelReport operation middleware
-func (sh *strictHandler) GetModelReport(ctx echo.Context, version Version) error {
+func (sh *strictHandler) GetModelReport(ctx echo.Context, version Version, params GetModelReportParams) error {
 	var request GetModelReportRequestObject
 
 	request.Version = version
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetModelReport(ctx.Request().Context(), request.(GetModelReportRequestObject))
@@ -20070,10 +20375,11 @@ func (sh *strictHandler) CancelTrainingJob(ctx echo.Context, jobId string) error
 }
 
 // GetTrainingReport operation middleware
-func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error {
+func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string, params GetTrainingReportParams) error {
 	var request GetTrainingReportRequestObject
 
 	request.JobId = jobId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetTrainingReport(ctx.Request().Context(), request.(GetTrainingReportRequestObject))
@@ -20099,783 +20405,792 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17d9tGtif6Vepy5i6THZACwDe18odiy7E6sqSWZGe6Qx+iCBRJWGAVjQL1SOK17me7n+yu2rsKL4Iv",
-	"JznnzJ2eWacjg0DVrl2v/fzt32q+WK4EZzyRtdFvNfZMl6uIwd9vhC9v6Jypv+V6uaTxS21Uu18wIhMa",
-	"J0TMSLJgZKVesWqPNFqz2qg2Xtt22/+/3ly/vv/nzTlZJMsIHrExx5/UExJRPv9+XGN8XCv9ymhQfLJk",
-	"CSX+gsaSJd+Pa+tk1hxkX9W+WrXz55WIExa8FwGLNqmdhbFMyPQlYVLRTMlnMY3CKWHwGalTsgr9h4hZ",
-	"ZBWLRPgiIm5jRKYhp/GLReRCPHHCpE9XLMgN9P/9fxQNtuvLh4jRmLdW4YpFIWdjfpP+1Wq1FIVvr29/",
-	"uHjz5vyqSN0ZiRkNSCIeGCeCE0qW64QmoeBZP2qGAtVf1oZVWzIpYWZqN9d394QzFkiYDLFiMU0YiUXE",
-	"TnXD41pA5WIqaByMa2RB8U3oWb1Ws2oxS+IXOo1YbTSjkWRfFckRY0mR3GuuPltFoU9JXbXBllMWBCwg",
-	"MhExa+SJngvOJnSWsHgimS94IGsjx1ZdwfeyNvoFX9JdWrWFkEltVHtc1qzaIklWExoEMZOyNqo5br9l",
-	"t+yWM3K63W6vZtXCAF5tth1n0G5O7bY9tWtWLaIymSwYjZMpo6o113Z7TcdpuoN72x7Zzsh1WwOnPRx0",
-	"3UH/XzB0GrzURkm8ZlZNLmggniaPLJZqDka1VSSbqgnHcQdN27YdW3UOy58Fk+oebLvVHQ4Gvb7rDlQP",
-	"urWJZPEjC6oadRTpvy6/TBgPViLkqtnEX41OTooD79a+flJT847RKFncJTRZy+IMfVhZahGpfUCon4SP",
-	"LD8n+GTX8IAS+HwSCRoocpEzq5gFoa9W5iQSc9VYEIuV2hAjW7PdF8tlmGxhiuO03GG/0+30ej3FlC9r",
-	"tmaTgK2SBbQQM1/E0J9aJDL8lU1gw9ZGTnvo9jpW7SkOEzaZ0TCCTr8qmnC3ZgNyrNrqJVkInhvjXDgt",
-	"t9caqHlTMxDnfgvYI4twQoGVNfFQs2rrVRIuWbZsXVcx/eLq7sPbtxevL86v7id399e3Zz+eb541MZuH",
-	"MolfXkkShPKBhJLM1lFUsZ0r28vvbNMUbC46Z8SnnIuEJPSBEUqAHyPsRXVB6udX13c3rxvF/aymD8m/",
-	"P7+9OrucnN/eXt+WjiFO1lyumB/OQrWZgU1kRtdRUkl4oaU8ySFPWMxpRFgci3jLwXJx9fHs8uLN5PXd",
-	"x/JpuKTRTMRLFpAkpiEP+Zyot6poyNrIE6AOXeJ0LOKLaL3kxLW7Dqmf35xN5pMViyeXjREZ1+jUH9fU",
-	"1Ch2UhIwP1zSiPD1csr2Uv3h9m6Df8Rfx1LEJFmE0rAvCANoP2bJOua7xoAt5oehm9MUCs4KLWOLLLAI",
-	"vhPQJZ3D1bSL8MuzHya353cfLu/vytRHdEpwA5JkQROz0Kbqbo9l/tLbID7fanHxQnPtEZEgUKjDcoT8",
-	"5uT27WvSbreHRO2zPWS/P78/e3N2f1ameRayKCD3epm8VzJCIBgyLGCzkLMdVKeN5klWcsaIrPkDV/c9",
-	"tj+u+Y+TmYiCcW0Pnbfn//hwfne/eb9/WTOZIF9TApc08RdwC/uCJzH1kx3EmpaL7MVmpyJ4gRudctxz",
-	"I+iEvzJ9SH/BlnSkJJsVi5MXMjb3Ee6AZShlyOd7Bnd/e3ZxdXH14+T65v7i+mpjAaW7VazUFVFYRXS1",
-	"il52DG+j7fw4VzFbxcJnQOQvzqfWU8gD8TQiTkdRzx4ZPyWU3NHHMPn14aX5o4joC8GX1Asi2LYt/n79",
-	"w+TtxdXF3bvzN+XhfBZTHAKNQDwgjAeVu6DQSJ5u1ULfd5g769nN7tSmzY7fZs0h7TpNNxjMbNabdqjj",
-	"FHsg9UBw1thB8dX1/eTN9dV5FcVPYbIgXOjb/4UlWwhO2/gmgkNJ4jVXk31KBI9e1PmpDijVACxE3X8i",
-	"lKio5GsQZncN6O31h6s3FTcSbkTVcBjsGAt+nh8MF9mKVJ+Pa4cMbesW/7uYnvk+WyVK8CjyHcSYQHWS",
-	"J5DJJFxSJSEG6xjE+ZwMbCleT0B+HcyY23HtXpMNO7Nmh/V6Tcr8WXPa9jvDdt/tTYduKp1M1nFUG9VO",
-	"zMhODvpa0X95ffZmcnE1ubm9/vH2/K68e7lIFiwmSt7LzW4FwzfayfOc6mZw9k1jIVcnz1yJ8acEeKse",
-	"0alYq4sXmVItr1zS6S2T6yiRG3ICaKB0yUjypBYZvESoLIoKtYhOJ3j3TMLAmqrTUP0hfapm44uV3UvW",
-	"+c2Z9ebdmfXm5mzM391cvm667tCxfmg6fcuxO65lOQOn1bWGbsu2sjdcfMNKhd32vT0YOd2Rbf/LUo9b",
-	"Duqn2Vj+fnddUgHvnwRRDZqBZCP45bfam3dntdHQtWrnN2e1ERJRM0OpjWqqf9B6ckOtjWrpENTi0eNV",
-	"gnXH/Wr9Vnuj2lLEHdMUrMOUY3kJPzdopZ7kR3u9TnyxZJt3ovqVPC2EZARIIE9UEs4eYRnO58WzFi4y",
-	"rWjEzGchaFEOqpLU17+sefreL7/VQh6wZ62abOdN4cTINBw0bISSGPbolQzGjuytSMxJPU80yGMBi1jC",
-	"AjJ9UeudcfUqnuhUgs6hz7UJNK4VuktBg7PYX6ih3eLVXmTaLWuC8qZUe8oJ1e8So8rk2CXFOvZhR+qX",
-	"MhW0qPE5TXvQtm27Zih4G0assveLJRzklEg/fAiTJpg7yCyMCjLWiipdrnYi48eTmC4pB3H1xKgxJyG0",
-	"crKKZL+FFhi1pgy1prWU0ohOm4rafkofrqryalqIhMgnuiooutFcxGGyWNZGtZvLO7d5dXFzdqkOLHUw",
-	"TUC9W8raaIAPWLBX5V/F7DEUa7lHeTak3iVKIq9k5k0slkJNI5Hw0s45xFe2zaDbdGynq2fw/dnl2+vb",
-	"9+dvJpuHzBkKiiDTaKUCXto840utbJU5dSuPNAoDaEtJzux5xXy1+BkP1CYK+WqdbLlU35/fv7t+Axf4",
-	"2eXl9c+bUlgs1gkDqUbdFrAhlyxZiCpZoKK1kmi/EAG5Obt//S7V+6JIPLGACE5O4NI6iUKZnJrnI/Lj",
-	"+f022i/u7pTEenN2e78pt6zg8jN0h4kkvnxUmlSVQFZoqkDyOkpC9RF8qRQR+XiIyP7++s355eTs9f3F",
-	"x5KU+EadTEokUucYmoKq1p4hLN9OnjD9CRlXrUSkEBs/JbkjC4UDsMTuJPyHD3f/LC8E0+OUKepj1pS+",
-	"iCvl8VwbR5Jcalsd34eKxNXyC5Ly+vr29sPN/ebiRjFJHXq4K7kgkeBzJUDBNSZx4SyY/yDXy61Dzdov",
-	"rJ2scTHbOuqSNqr6M1Y4cvfurOmCoXX7VG0T3dP5Um3ra9NcAlsHUi3I40AOmL7qrnbTrsTZ8sRcGfUp",
-	"XcU7KdZNlCSJtAVtQt1FyN392f2Hu8n7i7v36nAqsxIvgq3WA82ZV5JoC+Y2YsvdHLuhtShhQf94KZ1q",
-	"IT9BxVNTmhM6tg/6/uz2x/P7u8mHq5+urn/euKsEZ82ExnOWaFaas5QSGQbMp/HWcZZbzo9TMQzb00Kc",
-	"RMsa9kR5APorF6YTwulSHQpqY1BOo5eE7RzVh6u7Dzc317cVux39S4TKB9XgTMTkqWhnAzNHsPZ3nGr5",
-	"5vPDkvRxLqLJLIwSFuNcqFF+P65xRmMmk2yHyPUKHWXbxsGSOPTlpoKiPX1L/XumZP0P8u788oZk4t4k",
-	"E5DlRKwTxctJIJY05JNEJDQid2vfZ1LO1vl5wBfRIkajcIpaM8EPRyRmwBty7yrd8ZERR4na5uk/zMPW",
-	"mP8PAl7HYwjyxZonLB7zYz6yUbMDj+MbltAw2nYKgr7OArJgcdEZEwTbXUi91sC2u8OhY3f+VbN2yLMg",
-	"NuuDUp5UyK4tvvoV9Dqli0zyzl7HtcBerj28qVWiM/SnvuO3m9M2pc0O7c2aUzbtNDttN+h2bMcfOmog",
-	"XIB7prakD4wEbClqVg29jyIG1wo8icWTnKylUst6thH3UfdRX/9Sky88WbAk9GufrJqxbUx8+TiRC6qu",
-	"oFHN7bUZHUztTrffaw+mPpv2gy6jbtfv2YMpnfXYwJ12/H6v3WVul1HKhsPh1HX77mw6HFCl1qYNK3oU",
-	"KV/VFkpXe+yCv1tp23ZrOOw6FmrJdmvYc9pa/Va/9IZfrVq8lCz3fndgZ++3+3Y/fb/fHfTVvkJDmDHg",
-	"oLBZMVUn+F4N/JA49J4/pe2e2w/avkN7ncFw2vGDaZv2ZlOXzdyuzfzu1J71HafXocHAp0NqB8x26HDq",
-	"D2ezdq3oS+v0Bv1BP+fvyh3Xep1uX5E9t9/tdoZ9cJuat6UJF1Czu0+JeqKPDJ0sE9h0tZFrdwaF5zHl",
-	"ajn+4tq21XZtG9Rj2GUXfCY27UBajgWefoOrc4eiWLFhHKu8Utq9bKV03UFupXQqVkpv2Gmn73e6TmrY",
-	"adnD9td9U+DYrW7H7Q/7Q7u9dQr+EIsvw7Kyqg5/zUNpwXW5zau825uM7v7t3IZF+jCtjTpuYXmazv4E",
-	"zuxR3K3DyOsO/ot2z9dsmm5YPBPxknKfbUiv6MoD+5q2h5U9AVqUkem6/K3G0Z8OCzP913nuX1+1qRCO",
-	"7E+5Of20l2xD9C17DNlTlcNcPce4HHNl1mkc0xdJfKX3C5IsYsZImLClbFSP5Beg1oLx4Dg+WYXApl+K",
-	"cU6OVfvi1ka/2K1Op9237FZ7MID/tLvtT2qTP8PB7nT68I+Jv16uI4rLPHv+Ai107eHAsludXls1MGw7",
-	"n9Rayvfmpr0Ne1311rBtu5bd6tvdrDO33etUddbv4rGDnQ37gwE00OupBjrd7kZv7ay3wcCBl90uvjzI",
-	"dec43aruhj23l+tuMOxCCzDEft/pfvr6yapF7JHFIDb8Yrccp6cG47S7qjOnj70sJfORwU5XkeoObGCw",
-	"3R6anx/hd3VHWvoSxevz0/6L5DFc1Ua/OC273bGclu0M1P+6ipvZOSf1EefaTqtrubbbGsIW2qK2Xgki",
-	"1/4CrU4VQvhWTxOaqX48v9dmJLlFuFYNXLy/uTx/f35VoSLMGE3WccnRv+bSKD9bSMq3WFB2jP/LWLse",
-	"aRgpilBNDiWZrsMo2Err5PL6xx/P30zubs5f39+elXmVLFTbaPZGVx8aTiqpLLdVVsoqRkuakZg35Yr5",
-	"SUxP0ToCfeGj9bLU6ZZBpL7l2/PX17ebPkY0SbNA64Va/0t5B33AsVU5rHLr1Up1asce18DNYfo8BcUS",
-	"jDQLEQXFntEQs2Vg1yvGz24uKnxJxdDMUJJA+Osl44XVE2pBKgkT0B0ytYcsKadzpj4AfTjn7IDInhn1",
-	"izZ6u+W01N2pBH9OV2FtVGu37Fa7liPzn2fvL48n07Q4ItDgmCuqR2NOCJA9IsdRrT7UZI8IUI36283Z",
-	"/btdNugVTRYF7dRYjWMhkipzy0aDhWgG1dq4dsISP+8GyRT0NQ9YDA6eXDdbVsHN2T/BIXt/fT25PLv9",
-	"8bzS5C/UzlILLQqXYVJJcLmZrTZ/9uxDnKljdwbdfg8jardRl07CpZhv9+AqdWzTdZsLNgwDKwmXzMKY",
-	"RD2FViwilvfaqr8nvuCzMGDcZ+px4Z/FXxN3ok0H1pf0r9RBrHanheFjE3AjZi5jf0E5Z5GlltVcO/aX",
-	"csxth7rOrN9pUrfTbfaH7VmTOn6/OR0MB93OoDdsD3vWplDYbzkdxx70nb7zL6viorNQ/LXabsvuDgZ2",
-	"t9ceuK7jDi1n0FLC5NBVOrHjOG7H6rVsu93u9IeO3XXtDlzYA7ff7zmO7Tr20LE7Q3WVu93+sNd22+2e",
-	"23ZdkA+Gnf5gMHBtu9vpDYdKQHGG3Z7jdAe9Xsdxh8O2C1ezetTpKyJ73e7AsizLthyra9t/HQdiBid8",
-	"yoJO3x10FJ0ZC3qdjm273XbKgW6/3eu1206eA8N2p9Me2HkODNxO27WdYZ4DA6c9GABTNAfctu327U4P",
-	"GkMOuG5/2LPtQX/QKbCgVl71m6HzZxArb6xpkSgEWXD2nEww8E+9yt68rP/+45qLqXz/j3/U8hG4Wp7F",
-	"xQjCrC+4z3iCSzKT7IFHWq4H7mipXnGz9xU+03sir9S6Ssd5k+qxmVI7cPuDr1atuPpro65tm5jhA7yo",
-	"2cZW98cBy6Zm1dJdihaWnhKIBdxdqYKYhTnYVi3b4OoDNZVWDUINq1Sz/BoENfAAxrrdljvUTOq2DIfa",
-	"g5azg62Dfo6tXTdja9t1/lK29trtJg1mw2bfd4aB3Z26dErLbO067d4utjobbO32h/vYOrSdzmDwL628",
-	"6kDGyf3F+/PrD1s9p1MWiSe0N4c8XK6XJKaVInm5vfzFpduasSja0qDahr1ut63vsZNtN9ktGOX25MFQ",
-	"o8f+1ybD4DsgIeGjCo/OSAu7SDB+cZL7BE+yu/Pbj+e3Fe7YK6XxiCU4MUB246JKPM5/X/BWoKw/XcsX",
-	"ExAW0aQcdW2cqHfvzt5c/zy5uKt0aN9v+LEJp0sWKIECMzmqCCs3+a2+bd0FWa4luHCMjztzqVetprt3",
-	"H+7vlc7wZsPxdZ+pQjKB3ArytEAHMUMBjMaxCejZGFW+2QqGK6VysU7A/x+IJ76F3/fXt+eTD1dnH88u",
-	"Ls9+uKxg+CxiLHklSUATOqWSFZxYFAKwKsjbaLesA5pmIZGoss0qcmEGrmezTVV+Y/rTM5Svoyj7uDJE",
-	"B3/Kx0lkfsgsbsenPAiD0tFUeVS3m07HNpFW2HhV8s6ZWVKf1ZLSSUZFbi5XNA4hjuybDXn5vJ00m8Yy",
-	"L8sQrq0KG2sPDvRht9d1/lU7xOyXqsf/+HD+4Xzy9sNlSQ88f2TxS6bzykhAdFJCH1hVREpVe5UmDwjK",
-	"NZk3I+KYkFbyWUwt0skF7UqL2PraKcSqVi83k2zwdzF9TbnPomgzIPizmKqFgT/q/RsmJKaFEbGIriQL",
-	"ClHBmDKTDff12dXr88vLkgqZtT19IZD7lwUE//ZZTC+Cryf4jjrFZyEP5WKX3XzoDJSI2++qOU1dgN2+",
-	"7QzbA9qkTi9odpzhtEmHdNjsOwO7P+gPp1OqVv1DyIMc44HQhMJiO8g5uNMbiAleOB1K7BuoOcEAQLWF",
-	"TTiqNp7vSckbttrtzrDbtvvDf+XzvfQGsGpyPV2Gyb4W2j2lNfyrVloNbyCNsbgQTFD8gdOOQ/r/zXw5",
-	"2WT9VqNxEs6on0x0hOg2Z7Vja2d1as6eSBYxEGzN8Zf3xfmPE8nmS3xQiykPxLJm1WYiMsmmS/pc8OC5",
-	"6lnIJ6BUFn17ncwqfbC/Ll6DtCw4k+F8SdWO8x+VDvfIqlwOsVtsvdPJGh84w1Qh6HU6/a8b5HSVIqM/",
-	"cFod9Te8P1Tnsjq5wRSqPm+7rv7nRMITe+C67QqvRImgoetk7sy+O+xl7sye3dmkyG112oOUIjtVg1p2",
-	"t50nqN22ywR13OGwwnFRJqidU0X7SjHP/Kt2v4og1845ZHvDTjphHVBdU5Lc3nBYIqndddrg3KgIiThw",
-	"f/3nhUT0+tN+u90NujPXtv1ur9f2mRPY/Z7f9qcDp2P7vb7tsi51XHfa6zr20Jl2mNvt28xuB3R4dEjE",
-	"n+no/mrVOHva65sX6yQKWTwByyXQ9KU26jj9oQ3n/TpgPAl/ZcEkZjIM1jSCJZS4tZHbadlqunULaC/5",
-	"olTqQc82ofjA6sTFnAcWZa18Um+Amjv5Aoqu6/SzR9B+q+12tXIM6+Pun1dNpz/sDtyO3RuqIdg2JBxX",
-	"UJnJa81uqz00fGo6rYHbTfnUddSeVp11u63hQC1MMxqMQDIZELnAklQQOGS55oJN0MsyCZhchQ9aHIQ/",
-	"5SRmKxrGJuH6z7hx1b34R+/bijiFBSOcPTGZlO9cJeXB/P/3vXzLR8S/b9J/36T/h9+ke2/Nf1+Lf/xa",
-	"/D/xIrH++EVg91qD9qDb6bbbxYvgwMDZ/8yLII3/PeQicP/ci0D9snER7AmW/aM3AcRxpc23u1nsbqfT",
-	"rjjneq1OJzt4u21DjmO3nMJV0O93usVjzrHVZtp7E8CJbQ5eu5u7COBo3zh3nf4wuwhcc+y6ra5bvAnc",
-	"QWfjJuh3D7kJ3G5GEMQzGooGA6eSotyhNeza3dxN0CvcBINBr3wT9Lv9bTfBgbvlG2+C/+1jxvdcBeD3",
-	"q74KekN371XQ7rbggjr8Kjhkuv7qq6DTGva7TtvuO91vugo6rWGv3Rt2+/+qqVVZ8Lgbt4BRMz6AVbhs",
-	"1Xt995HUE8yICRNJXLszIFnMoYYdkogZ14BwJPWaOuADmtCCVVs+1kZGh7Se+MRW/+NYrVZL/eHanb6V",
-	"Ay6CmJb07+z5mN/BgrDslu1AoIbtuENoRf1pO1bbbTmWM2gNrR6EPWX3jca20Se7sV5o6KR2PhOnuBE/",
-	"B4Kh2zkDZ4HDOWBx+IgwXCJ6EXHAYjgUZcJWaapSzaohQEtt5MCBZX7ljzAtmwYRwCb49FVNz4ersw/3",
-	"765vL/5VkboHcHeQhU8z/BBRiQRUaKeQcojZtWTKaMxibHKLL+/D1d3Z2/MJpGdtyfjaCB2LQplUkpNr",
-	"qhAyhu3EbMZiSRJBhGzJF5mwpUWeFqG/KKUzn6p/QHDmE5WEPTN/vT3fK5dSNnl//ubibHL/z5stcWQY",
-	"s/IUCz4H0CLGE5K8rKp5W9lswY2Ra4Ek7Dk5WUU05OlgNNzKKZGMBwAhFPqwEE8+y62+1Y/nt3cX11eT",
-	"8/91cbcBcmWCPU2MHbiKU/idbT6nUpP7IzxDmbZ5SD7qV6u2YDQAG9VvtfN7itB6TPpxuEIhrQwrp049",
-	"RgBpRyYwHeqUT9QY5qT+ZS0SFjQs6BpC7AQfcy8LT4Ysd88i+UchnwkPDqv809/0CL96Y46OLLO0/AXl",
-	"cyZPIQjAu5g1rwRnzfdqw2Iz5rl+BCSgs0rTIGjgteAsQoAqiEdVq2lUk0msjhMNvHMpcN6r2YLhmTPt",
-	"qcU1g14+L7u5MMQB5Q4McfBaOztWYjeN6ZIlel5+UMO4CDZpONPwJSHEHMBsh3O1ZhMSJiXIEPmKeLDs",
-	"nxOP1Fcs9hlPmoyrlRak79Jk0VDUhVzHi9asmlqptVEG1mJBWCZeoRq3Mh3Lkj5fMj5XSoGj9NFlyNN/",
-	"WxUsvpipuYN52hyeWo84LD8K1aAwULmuZvdvXuOUPC0AtxScrfDaOo7Ve4hYx8accvmE0Qdtu5MiVKkT",
-	"BWcfhok7IBtoYUHVto0OhOPNAb2nyToOk5fN0fy8oAlQmcT0M/MTEQOMRRDTJ07onIYc4B+mMH1LRrkk",
-	"XhIucbUAoV/WDPaxpnNpusqT+D9jNquNav/jJBPDT/BXeQLrKCXwK6YGypXgUnvxGWAunmeeYDglQeEr",
-	"H4ElrN5qOI0qYsxXJxWflNMjdn6fvbkZL7Tzw/y7X78eyjzgyq1mFzKvtBn5C9EwEzSM1jEjdXUO6W5J",
-	"x+4QL6XZs0jH7hJvkwmeRbp2m3g5Kr0GgviKeBoGAeNHzk0B/HcnZ7I3/0S+eGmr3gjXP6ACh5KAgGSR",
-	"qYYpiUXESN1Tt5fXSOEGxhxECwz2QiEwFPxUJ4TDbQh3qT7/VBucsYAFY173NByx12hhWNkFl+vZLPTV",
-	"aXKHsKZHMnMbDOtOvlZ+9CeyuAr5tQKtldS9Kkq8xmjMZ+sosgCUuQmweiLG2H11odMWucpJdXj9BqfE",
-	"SwWKEVEXgTfmgvuMyBX1MQAmZizAkzYnZtyqr5pns4TFm6fkHVrFlKj5RMOETNlMxAxD9QD0r21X3p4Q",
-	"vspixR2YZwSC/ZajbBOpds/cFl7/E2f1wxZMXJjGfKf6fLgSyXsRwPu7pTidaJSYmSQQdQX7x1N3rqdF",
-	"CF4Wrk7T27NWKThWDVe/dgLvwChv6IsSwO6FuKTx0RuwMu9k5wxtfvEnb71CdopGVZ2F83XMAsx7IXVv",
-	"gwg9aR84XScLEYe/4qwdwYmyLrqTCYWX/8zTPd+wNyJqNEohQLoBA5WDTI66CKbz+DSOQzjexzxTmrXU",
-	"lgIYG7wZdU1sHCI///xz8yzri22ueO8HVKFjRqPl9+Ncntm45lkoDHpgeP9+XAs5QIlNgJpxzUPRkuq7",
-	"Sp16sCXgqsqo4nsEeZxfk/p45PR+s0hTEeW7++PC23/m2ii0rG//3SHGitMQZowAr/GYFwShkTqAYjZf",
-	"RzRWu4yjK4H4Yh0FZMrwxsmCwwVnY15n1F9ocFizAnPBlmrpqR8/YyC10ihWjIMSS3kw5tBQ1pdFZrFY",
-	"AsULwMEnMYMxWWRJXzQmrXwwSi++47XIDyJZEBqzzVtTyyYfeIqP854FIb2H1XTkibDNoLLnbKj87C84",
-	"JV/JgvGmbG8hda+aFjgsU3JgrGeR/IFKKHNxBwY8gLQJVYc0ukG46VCxRZd3KAnr8mWJxnQSMSoTIr+s",
-	"acwkmeo2Sf08jFgsiVLZ3R75QbCIcWkR17a7DWvM5XoKyNksGBEvTLRcKj0Si7USYMSMSBGpdUy8+s/k",
-	"OxLRJXnz6k2D/Eq+Jz+TZ2/M4Qx6o7eFknuaQTibsZip63hJkzh8hrPziYXzRSKJt4KDKWbkmaApgfyK",
-	"i9RzSJOsPMIiyfCNOo2i9EPHKPhYiwRIbOCZusqx6rdaNpAKa0NeNXVADFvS53C5XtZGXXTD4T8yTT+V",
-	"yqxaRJf7mmTdFjj74iUY0AOxngIoZ9qLY+f+X2WHGkP/q1Vb7enNbtmO6o49+9Faho/svekFbRrZc9ML",
-	"Pt9Bnt3q5oiyK4iSeqUyrt74pUYjOTErDqLtNuwJmanlF/w6e0tMPzM/Uc2eYSj+60J8fnFig1DSeczY",
-	"RC5oXHFb3qnHxpbFdZ471avtd50Y0NT5CL8XpB2dCPBKCe0Riyn3WWrHgGsUxAB739zuYZ2atUm2PTZH",
-	"8J5RgM41eTEhX5t0GYvMTy4Pp2mjb+Bn+l7Ik16nVklubr3HS1khht8KkTTVUJp44PxFBKcTUa0IpD+T",
-	"tWQBdHZQw6X1yHctxhJKTHE1TkNaccAovtS1uZIFpEkiOm0cTh3mMMbqKtlsmypOR3RKvieUfEem5G8k",
-	"7emYLmAp7J15VnH6yC9xUochbozxP9zGUeOUkVhVTO10xxhJXcQBVJQqXniNv3Li5ebM60yhXdJExQLK",
-	"koqO//D82z78un2EH2m0ZhXr95ozXcSFrABHAd6GiSVrHilZE7wnwSlgLODPJMOFTDUePWvgzYEjoLVx",
-	"UWs+HrBYNOMOePP8wDerWAO25R/0ti5t9hTlfUNFstKT4IDp0WyHvKJYJpM8Hnyeapqwpq7sstFdcftW",
-	"CCqllZ5zemx0qlrTA/i0jSMmVLiCI6nAtZQHGe7vtDMx4z7AVMGo8pEEv9X4Ooqy1LF9UoUhptjM1hFt",
-	"d3Cgt2KkRVmZsypBF6+klj4Nhs4p8Ux+t9EN9T8LriwQ0rS8pKc1TQv/VDHFBWYdtxg1ZF3VlWmGYASj",
-	"us7MRKQc2TACdiTmhRN1Q1ioFI5xbWEye+WFHS5T4ayamSWCSsf6ri0BxdNM14d9YvDXqkg1cH0IGqzh",
-	"rFO6jZ8yn9eqncUoBYkYtHRAVkpzJkMOSfIEIjrAHWZ2zSZp9PkCf3R6mxtlKWI22Ub9x92UT9mLADuW",
-	"kIxEoUxY0NovBbKt8mq6qgBUncYPmDlOSfoN/tzKZmAqRMQo339K6YnLptas7XTuirzIE7p159+nfssj",
-	"t9Uyd2Qc4Z+0alCM8PBjMiPwBqoYFpcD6ozlFfEXTZCOJftDW/rwLZzEa+7TZJvdHwexoJKoOVfLmxPH",
-	"tmzbJinEWckxjZ72zGKAr1ePdM1NHZQNpVIflhGbJUSsE4SeplxjVph1QepcpGe/scyaH79P74jGvu22",
-	"fVfkXeXZvORnP8/E3JDSNVi1K15/xHW2sRuKNW13H/0mPnbXwkZg7B9iRh8APKEQJnvkhzpetlp7fszE",
-	"VrBg3b6/O3/9kZwQGdQhTe1AfSEfh1u1ImVCeUDjAIvGqZ48+MDDm38dYX1YOSLUj4WUBOIE1fIZc09w",
-	"NjENTKABHTw0C59Z4J1mBtrXH0ma9kbqd+eTByJm2AJEd3tWoYLfK0m8LFBdUeE1MJYo/UBb2zAyPfwV",
-	"TGU6kuhYJSq3SNLp1MuhcrEhLFDq0SyvuKDKBVKq4ecRodEXNcjQiNBU2cB6SB6W0JMeBtCkJR9na8kk",
-	"qVMMIorD6Vq/BvcKbG4xI3az1yE4ofA5xuupsVhwbq6Y2mCmTN8De2kQMNXThFD5oCe40AFOZlrVLQdb",
-	"P1cCRLJgS1LXcQCytQwUyegT6GgDp5EdK8omGPYgMuSH9zWrZv6cXH+4n1y/ndyeXQEmXd4uraPy4Cng",
-	"/JsAw6x6zfvzuzssqKr/KgDcFdFpNgqalisvVkm5aSBgxX2bi/P7bZ/oAAsnay7/8Y5VeMtWUYUGAI8J",
-	"448sEiuGi61Qs0ovu1PiqZY9HbgRJlIXimyN+RlBUATirUI+9yzi6e89tVQ8RKTCiEGlHkOAF8N6N7A8",
-	"xlz7eF5JKBb9gp6GurcSheYm8KN6kDWpnzWsMff0wSJ1bQZvKoIXD+pcLlfJC1nS1SkxL0FRaWao0T6g",
-	"lBC9s4zDIw0M1gsffVcabyZgEI+HKzcIFXOXIce4599qS7paQazzbyZjaKc/Bgtfloe39a4wKOfmQ8Ww",
-	"bS/fCD5P38szdOsH+BJ+8zW1ZrxcYSwbLLSvVk1wdj2DWO5d11rW+1drz5vFbvfclkUO7Hs9x2UoPJfu",
-	"jRTSp7w7cDn8kf2xZ1Vkc33AGJFMq4Yfb+FfqDidvomU7mU2vv+HZznX98HzfNjrG1zACTQv3uVz1HaJ",
-	"dpuSja/2OicI30/St/GabO01BBQS4Mrtv9OgUIBaqo49QqUM5xwxkEFYxwDZDaEma9VrpG4FJdmg/pcW",
-	"CdHRVmECjnhTjsmE+q+lOpZR9vHyZpk0Uc8X6vpda/Q+MMdHjD6yoPIO08kf5WH+ZNQiEP2aEJihg/7Y",
-	"lzWNzGCBDUCTGgn00xScNcW6yGi3itHlPMKquYxoPIdwFRBxkjhkAanTWcJiXSlmJTNCwuVKSNbYP8XV",
-	"2YqVawn61TcbI5EAgIHXH9E2sb+nTEegUXTAhtvQFj6V3eZaH8hZt4kOatbrHkjWrow0m7IyFm1tSo/5",
-	"eDua8Y72ieRjXlcHYq5JXXBbEkb9RQNiibQuACuj2N6YZw1KrygiplmfVq0g4dfgyCopHWBsea5c2jsl",
-	"/bXxe04Kz3EzpJNWKXyZ9w90QGSnzwaUXFr6CMIEsMLBDGxv8Heh/lXjv7/34XUKebqNNTd5foBF8Rfb",
-	"Is6nUyJZGkisFAhi9IdBi5xFT/RFKmapA/N0zGmOpyjVZWCrOdRA9dJaKTqhTG0fFpEClaIlXUGo0JSh",
-	"LFkVh7GVwQf7y7cy/uAWzv9gC1smKtXtttroYzavjkC5NxXrU+1QrpdLpVAqJRXCvEypMLVwQQOYY+2Y",
-	"kI95/gcwJZO64Ey/g1bop4WIGKHPobT0foAPMFRHKbm6wUaL3C/YC6FBQNYrdSN5kMKqD5SDzJW30FSe",
-	"I0WLZa8D7DX2y03bZSJW1Tz6iTzSOFRKnMxdH+ltlnVopU/BzNc6lPSPuvndxG/SC0m+WwxCSSiT0FfC",
-	"LotmVnbVe0FI51yoH2XrC2qB+UeJ632LDxuJQSZa6ZKrPnbjmEVwEVxsjaw2KqcXBh5aU1FPxCsBQzgK",
-	"IbAVWh+Z0ZgwLtbzBdZ+gPqGrSqL7xtMbP6GyLdbthSPTBJfyGXoN2P6QjAxekQ4jWPxRFZChnBV4HO1",
-	"pRySiDH3nsIgWXjfOQSNoi3ys1lcaCXOwnMkCSYh+Z48T34Lv3O+kiZ5noTWmDN4qn5rkiULQsrrQSON",
-	"D/bXCfHJ98RTl5BciCjwyDN5f/aGnBC71et3umNeV//83nz8O/u9MTI7HkPlf8WqHOYkyNFkESrhIPh5",
-	"ESb0gcUmuO8dfVG/vl6wpViyJG6RC56wKGqRSzptkbsXmbSI0x+Sums7gwYZuM1B51QfKIxyJVGLaJ2o",
-	"mXwMMfL5mTgtt9tuO51s8hXpoSR2wwLzQAiZviyYMzRlEMUdHdfn52z1yVOoHals8lvYdL5mcrql7qQZ",
-	"jaK0JWjmMzbjk+bWdj6raUFhNkzA7pKnhyYkTKclouqAyHfyGY6VMQ9NP6bD70lIviN6oZDviEMAjA7X",
-	"Cwm/c1qtz4TiyrKIqaBOpi/ITKkUkfkiIRCCCac6nMpZhrs6msmUJU+McbWm0CD7jOM5Tb3IZC4Yhp7D",
-	"CD/DcU0kqt0zQsktXVJOpvC1zicl85gGaxpFL3BXTyGTNKL8QSInxEpCAC/c6DRSV8dCPLFHFo/5IpzD",
-	"RghjojQyGjUT0eQilIxAPOWpGbSRl3HDKL2FymTMgUGpuJAI0SJ0FZ4YnBUll8zDR5PkpGRnmbAVmb7A",
-	"f1tjnukLYkYMxEHKdzCFYamZaQZ5WyV4lCMUNYJCpf6W7tItN/U6MSaOqs2pGaIuaVx4wG+9ynK7tpQT",
-	"2TsgRnRPaCiszqpsWpwhuVL9UCX9yoSUDz1Sp/rsJOrsXIS6jquISfIkSMAScKGRVfjMItkoUe+2yE+M",
-	"rUDDLmLD4+ELxU4oD16piztIFhCorvsVnKTQjFmApjqB1ReSOLZ59SkMmKUbGCCSM2RUQTLYNF3MSsDB",
-	"M75RCOZ1ekf52baGpZ6rG/AHEbwcG5ydM7JaWW6AmBEGkM3aQAz2Rk14vk27ipTMVrfpu9YU7rT1pUOB",
-	"MJFUINAu712fFsWHrzmk5Z1f5d09X63a/n5gdNhDIg96+T5cMpnQ5SqLKco2PlJZte33eh1vYpEIX0Q6",
-	"oGJjwTwaiQaGtcFPoN/CabE26NiYU511cKBL7D31FyFnTSVcQT0y9RoqgeACh2cmUVusNkpEVUpjBztj",
-	"AsywTtf9cc6ZKia8jRhL9u6vImfmgrMJXIwZCNnmYQhODZ9qPRdkgAWjcTJlFG4qEQVwPVPtUgwl8VTL",
-	"3qlJDthtnMLmq6wYUZBqJKQ+fSFehsvjNSyihqGuMSVqtw5XtqC7zei5EstTsqwqNlXNwDvI8MkA9Yu8",
-	"LheC3Rudpw5DJYgAbJIGit0wZqBBAgVLD3GIwB3mmW+9U7iUFusl5dlaxwa1bYjjetkdTrUZQBWwaKIL",
-	"y1d4FwvFYCIx339U5CoWISe13wBOkDzfNlhQcpoQ85EJQTslTm635pbe6iVZCL697VwljFBC6nTCuLqJ",
-	"fxQgpEClQC7IDbSjRMtQklnIogDjZlCWNQAtWg/5UajvIOonTLAJSCbLQQR4c+G03F5roK0IG7OBRG0n",
-	"/L0IlGhoek7jIH4UWG6RhBwlJ6hy6gXskUWetnNEwqcRvtaoPORkusJTc+lDLVutlVfFeqUGnD9ljpIr",
-	"oMOqPXcx5yJmgZEtilzQP4Kkm87kKfF4GOlwBaj5lkVWb9mRWXeXdHqbYR8eLshcc0be3Vy+1iVxW+Q8",
-	"BICILO4VrBlZTLGHojryAPIP1V2EAftQ/RiN7kcYZL/RRvhtdsFdX+UjBI9CiQGAbB13rb+vctVMX0kS",
-	"Bma34eunZCUk1JwJE4RYMSonKlKMxlEI4S0wPShKHkNZMQS9jPeitX58CTxqAPZympZG1o4szmisbjxd",
-	"YzTnD87HB4KoH3LiNSM6bUITTQQy8w6PFMwKalVxMb8uNR/TeqcUEqGNvUePyWSyEI0s1Ngd+7x/zxen",
-	"OrdqPu3alvJ6nfhiWSEEak5XOeMhbjudCrXVoPhPkJolwF9KQu5H6+CwWF+fQX2k/RlCbFvEpCFLB2MV",
-	"2OFhHnqChxtagOqGfhETLpLGqTZCFFe2OlWUNLN/DGue49hBgtUH80V2SO6XsTSjrHR+cjzJE1E56+Ej",
-	"4wBJ+9uG7aJ8Q9EofDwosXLrTXMpaKALiKdhHUeI2uxZbSB1Qugq9eUJV+1jwFCoNQ1ze4eFSHl1+nPx",
-	"lDMtjzmOZpR+zoX27qV1wloEc14hbx7qS/sL5j+AuW8ZyqWJbu44LvFubs9fX1+9ubi/uL6avD27uDx/",
-	"AxEoUIo4pWTMNYEoo+QOTLfbqzhxECG4KhYGLFRahAXMRRRhZ2HEPFJnkWSkY9tkI4ixocg3BleAYGM8",
-	"gEOeE0/XtPXAt2xp8598WUYh2PFiNuYxkyJ6VBsdgrYQkA9MOLOcwPBKFovtjnnda8KTpqKwqR56FtEa",
-	"XQFqD9wAgPZ34kFIBosbp2Osz/YUmmGVS/V6LXLGdWgkjYgMA+bTeMw9tKyqgaJtuPVZCu7l7IFl8ygY",
-	"eMCBK0ldMjbmnnyIGI15E8lqLQOvsTF/HXtYNYE4N3uyqT0sSuaROlpg1dmAyW4gKXuaTZ72gtJkzOeM",
-	"AzhToNHdJHlgbKWNo0qWNqxotLLmV7FYCtUoVcsf6qDpHBKPxv5CnSoeiVkT1ir0Tjkxv+jdUafpGsYI",
-	"BPYcyiTnKUMULzwUCHCxYw/H3MMI0rv7s/sPd5P3F3fvz+5fv/MsfVgXwaggZgtaOEWvr8ami17KNQNh",
-	"s2r8A9AuGKpXDcvsBZw0rVZkKxxqd9OEeGppeJiawNlTBvPDuPpfqEk45p7uD2OlM/6A8T8XA4FcrVk1",
-	"wzWIc4iqLcA5TWSnu3CbIUg/33bwZkJ3Sa7G6x6tyAuREPlEV5tCMY3mIg6TxbJStVVchjyAyVLuv7Jx",
-	"TvKq1+ZJF7PHUKzldv1M88GsAH2Hw455oqttbkOuzqYnKiu0srL0VCSygqTSsKsZr6TQTL8+NofOlK89",
-	"KOgjX+j64E/KNXGPyh0tVsc99tMs9OBAy8brwjcVdXYPGnOpDm/V4hNxsm1V5ovzVuI+pLqyQR/QyXh4",
-	"HDV1KpxOdVS7Tq3IfJrSRq+52r4HDRAL/x5qK7pVb+/UZs4q4VC9lOZU0TkUUME9ckDViV+ZTmjyKlAS",
-	"zscBH6rMlfZ+cZ4tkypbXDma0RubqOoceI/3WVXIwwceflmznLpt7r76hw8XbwBQmaghwJJZLhnH6wwi",
-	"Ocf8w/3b5kA7ZJENCCCvJikRxO32yN+gJvLfTomXyifGdAPuWgDeiSVIE5RrQpbrKAmbkCiavUJ8ysmK",
-	"SgnC9Zhr0QTVvRA8cDq7RecQbORwVMu5ewwD5VDKg0P1Tgktxe1txwYQCDf/3z88DxSoNyyhYVTNiVRk",
-	"SYUiDtVTK+70INhnb0kbM/HLJGeOPdxUslt6AJGo0oiC86V+twi6tR5ZGrJsSAvCGDMtW9Up2QnjyeSY",
-	"NMJciYu9ge+X+t1iQYk9mbUmhBZe/7qBvr+VExCE54eQAbZaRSGavdCRm1qXcpIQfJR6zUWsBaKZiElM",
-	"n4gaMpehWg4t8hah9lE+Rk/xKlwBmhJ2K+Y8VDtbJmwlTYo+wJKrNXCw8+gmP1aIufpalUm8I2oxp6LF",
-	"GGyCmgc3weTFYYPchzzCyBC1/Q8m9+e0MwwxrKY2K7Ox4VvJwZrn6spbxNP46aiR6h2FSqmuveFVuw50",
-	"WZSNhAb2TO7enTXVkZ8P3NS7B2wVDEzgyAslu1ZIyTNcBqjupJteryloRK6XmDFRTV74K5tMTS3rI3Ge",
-	"MqPT3n2nfYRqNkA7r14qJrAelBvB01hsXOVGi21V54FDGsdRiCjmG5nBCO4e8C4pNFvmky1YGjcYoaLu",
-	"vMy2nM47msvkfu9xriPYT1WGtSfIUgjIeqV6y+3AUowwRvv6y6ZT2GGHiOVpuKubD9V199g/M2lML57C",
-	"zBXWY7p3shP+07YL9gLSvvY7oHffdKUM4pvLO7d5dXFzdnnnVWUMLVjMsBCDtlKQ1NZ0c3l3ywBiE8wO",
-	"4OkyP+lTuo4nCRzPeI5Yha8aBQMknuK5u+Lm8q7kQd3o4E7nbNz5NGLxRuuVRGGdmMksjBIWW5I/lj/7",
-	"sy5trOH0ZyXnvM6nS7GA3LpF0dIYg3OzZU4T2arlikT9ZQS9vzsndcwhahRpw5ShfQT+p5xv+8+wq/QY",
-	"Wf37NCsfMPnjpDBjO8+tPaF5G2EO+BURnMi1rwSz00JqtnYr6PTsUBLJQK8+LPE0O033pgBnYYGf/sTA",
-	"wMM2YDFEcGP3Xa2jKMeggwId/tOjDDeS0/87BxxuZA1/UyhpPnblIJZnhpgDmQ7EHcj2/wyGb+XlZaa0",
-	"bujy+oo3BgEflLZYLFvkzICB5ESQFFIefC2mVtwrWUj+tMAr81lM08wGo3yAoVM8pRH06GoxcfLk9d3H",
-	"00zRTPvyzB01UYR5iOoYiFXCgjEH70wGdJ+6F5dVUfeQOZgZtKsdzLhnSwpDKVc215AH6S7rFToFciJL",
-	"Ngk5sH51Rm/RXaFSmb5lEA8fAdIwKJMUOKWYC8AWbMyNWp6GoaWOVa+pem5CYxIdWQXVd8xLZQSeqCRi",
-	"NmsRhDjGDHWAiTJTvS1kDmCcA3X/Y6XDqjGWeKg/Sb/wIF2UFgap3sPYCm/M6wj1nlb8+u2zmF4EX70G",
-	"eOZbW6qaYcY6evWWAKBT9wo1P9UbUvVjCo6m0WvqC0x7GvOc0xm8KOBFxZQEuaRRpNViJTTori2z/Mc8",
-	"DMBLmRaLy7RvsJ8o1d/SWHdk+oJVekDPL6U57o0bLeyULRaHCu+mmvdUEITdXzXHpqZrBR26qGTFL1k9",
-	"yao1b34tnB/oSiV1yaJZM2B+RGO2JVgyVyR2EwL6KW/90TtIu6YrVwAYPPQ6VhMrG/sDecpVLH87YrIq",
-	"S9oeYLt5ffeRrGicKHXMB0935flTks2zErd7o0O33SJVV/G2gJuzgvf9lCiZyPhZs/CZjOi94doZnORB",
-	"xjkgOb03D5KtM9TGrTfpTrRtg+h2PAyyTCM3WeXlkIUrvZJkGlJUheADC1OsM99iEeTQxK2hWnawaTOD",
-	"Gd4WnF5B5zkYD9PTz1QGSUP7rA3Ez5Q6zLLSmIQmpgMSlWWWnmhysULTxsHDKc/duTqrq4YGWLqHK71r",
-	"noTR4a9vNw5ttVylayqHKGoWyiGrFEf6Zy/VWERsC3BOmJtgIdNJO8YHUPI+l+foG7iI9Oa4uZV1t3AZ",
-	"bxHQQIWXZMoWIQ+MpGJMJ+lNTuqVgsgJ/uqlKCogXVR43nJTs9VqnTpZEF8hTdlbsbiZIsYohh2XdrIL",
-	"Keeas5yMk/lO83YRizit1tkRyUKKIyncShVFkRpXpe5yqX+BwVN/kcmNsXgCUTJ9oEEoPOeEk+9IMglf",
-	"1e9f3Tf+o+mofyDg6TEWnA0nz1Iyf5PC11lhbbTJ5fF84KQ7y/go08IEf5iSxwpSqkyEfz05u6zhj2EF",
-	"qsbHixsUoTXwhbWxzr3MJCe9P0pfrq0tlYcx0lPbHzMBci2Ztv4pCv2YURny+R8j55A7IE8wstAqwh6l",
-	"+8Wsyp1IR3l3WT6c24hDm0GKVWaMgqi1edXs9O+DD+ZhWhEwFf7KNp2Vajn8FP5gYWklFpD1qvUXuQ4L",
-	"NvBqTRbApU+NXzRToMCrChILBhcrLTZrD7whEHaNMbigBGLmvlbDVbPHoFL/aZ7FoxxoVQvqSlEchb9+",
-	"C2LKm/AxDHSodRaxgNowJNPTmFGUBj0MAvBIPYnpiv0qwoBGYw6ADam4mN+5IYf6/CFCUpnghhfyDHu4",
-	"MSKUj3moq5lmsMkQyq+h9CGYnSNsAEZVIRFkuZZYMpvQZMwxiSx5Evn+LZzvNMT+/vbs4uri6sfJ9c39",
-	"xfXVndciZ+mYxxwDnbMxh5L8ymKhk0/ILOQhIsKZICVId5yzRI65Vwbb9aoMYUj6twQ4lIEruJnxA+tq",
-	"mQCOLcsnuWW0yhcBaVOFTHQvA/hMI8p1Jm8+9E+XvoNa/ZvClkleN6O5ur6f3J6fvfnnN4ABp0nEO6om",
-	"7IKZ+hMz2DNyqrh8vU6ikMWXEA24eWBvSVqbhWprGFF32CX/N/mHKbv6d+o/SMENzs/7dbAQ0QONLeIM",
-	"+0MrmyA/JxKlkOEHY50n64DxJPwVcrbx461piixKO0AqLdI+OAj1YA68EwlDJJV7F7v5Jowst2bVvlTO",
-	"VR6c9X9bNwgg3/4XOUBuBJ+b/OVSzmI52LvSgIWyR2rG2pY6UGXSqogR30y31zxyPlVKLhuJ6Aekfh+7",
-	"+kqdVJC5Gd5c6nUb449yN5uZ+ou8zelC+Lez+S92NgOg+X9nB3MuZ4Q9J0cXryqm0mxWRK1OEfm6m5BC",
-	"wks1DAnkn24gHEqWpNUkWsWiESMElB7zDKYSYOLWK3VdKfHyH6QO5qgQYT5DvgWi1YFkUPLAXtS+W+Vx",
-	"UTIFTcOxavHLGHBTNMA8mmSlUPpl/+baRDVN7+ujP9wxIW8ySivCYtZREgJHE1awU5dS+QEIQSZlueeU",
-	"UMXHMc8xsjizyE3IgTXJGjmw2xa5Y2zM8/OkFFB16q8jKqsYmzeiHSD/fDn0vQlIPAe/fWRmj3vwi0fR",
-	"cWSK0Y5Vcr3asmF/XlCTqbyKXohcAAipT+P4JStvVihIUF1apd1yGwj+KdYJKK8i1v743756Vq4LncS+",
-	"iqjaaYVKES3yQVfCeGAviKwYokwIOxPsxlh+GEEEEacRqyNUQ7lUrDB/9wn20wgQfMs1bdJsjVX0klMS",
-	"8rC6mMOcfscQLDAR5gBLhDrD7JGOmkhoJHU6Hejmcr2UY662VwPSvnVWYERmkUB4LZMT3CLXWFsHIgMt",
-	"UgVKbA7N0WayfJq9hHYXjSl8lJO1UEPjUJkp981fKTuVuvm3DPWXy1CFYi//GwhT2dqoQAg8JpO4jL5/",
-	"VC7xBkD9n5VOHBQlggOayMsQkI+sgVb/vGzkDRtQgc0Ftm1qcAV6ds7rHzA+FNv4r7VB6Jo6/ylbCXiz",
-	"n6lbt4tRSw5cqeptCLU6Zokb6eWrVTMi674v78x7GyYE88OOMRewBzcGHcRitdqF1KRf0NWOISiSTJlP",
-	"19qPEon5K0m+rNkaw9lm6pSvZxISV4IOeaJhgoC8+pvjkbR0uVdfLJdhclSKhADAzYmiYTsg6DvxRCKh",
-	"M3HwC51rB3bsFwbVjjAjGWqNquZYQOq2DunUMBZhoosnqFECnkso03RIjBXIxE9T3m3MMxRzT39jSPVM",
-	"RhAlD2EUkeZQiRFZOWYlMilJbc2hIgcnnp4yzP55isOETRBS2DslKyoBLSCHqqk0RAOricIgNUiaMN0h",
-	"n6dV5TTs5QRDMbZWhtyJlFca3xZLsuBQt4GaSdDCvGIw5s8kUk8IqTtkmy17JyGwaCcBW+HG2It+BnmX",
-	"23dKtjxye+UblvkfStfMT/d2UiMlzG/Z0aEOcDMw1InQIxvzOmzuIJQPFrk4ucbqpkpTWoRRWiocNJ0p",
-	"U6tGdYPRuFD40rHJMuRgqciqTAHwbiSktLYgvZbW2DeA7qVTZ6XH3d7z8kar7cXT8rhC9HlwksMDKDfw",
-	"afYFLOQ72V/kPhfnhfO1OcoNSJUKp1v6aUWoVL5QO4ZDgsrMc3XQX8k0RyErhj7mn8VUvmpt6KsFi012",
-	"JIC7tlxPVZ+KBkewDiYepWaPdJx6jl3emOP1lMuuWDaOKHGzf66yS36C8Jfbjrs5eWCrpGjJqnvNSMyb",
-	"OpTPa5gaS5CuDsgfAWAGJAfUUC/jp5TJyiZ1z6oRVcAQHk66N8rZRgxAzVwkp8TDedcvaPwdNLiJHGyB",
-	"oeoU0g+gZPJoo2B+vjRfFjIDTcIwsAR0lcC5CXRQGW4HtScgP72AApECPSQQdACh4AjfzVbevtKVNJKT",
-	"KZWQgbs16jOSP+hX7tBnb8pTbPkgXybHyoUEbHm9GCVi1TAReKvUCb+aV/nj1vf4o8GMKNXDlPrxYcaO",
-	"/GD22TlytO19NSVvT8htifn73i8yE8wtZXVlM1LbRE6kfk2KJdicFjlDAEWibzEE5vMq6jLnS1NWuy9v",
-	"GQ3CQzFEIULjD2GI3poq8xC9fqxbJ2bbKvtrrGgG4fTxg45dR+GkDvEZaF3T5Tz1OzSCETWqi/njS0ep",
-	"D/qT6ctR6WOamjDJMr+0NbOY+7Uf9a5Q599QnzGuekY2Sq9tqUL3LaFIjzRas2/xeOsuTQvVlGMdg+Mr",
-	"PlTksYtcRQfEdkiVrM3iB171glkIuQXIRP1SmP0l1t4gdQH1BxIachY3cnD4lcEJiyRZTWgQxHq/VuAM",
-	"UU7nANdM9HuqzalY88AirDVvEc9uwf8fdbvdnodFLyGqbkZ9JqEIvefgO318p5KUcGv5N5gUQCC3iKcG",
-	"3lyFQVOXyj2FG9rkS+r7Emz8Gq8Tvt4CKiGTSTpJh+/JuDpa7SwBvbBYzCPz14Q+xfC0fE4aBINGjCWv",
-	"ZJZtqFFOqQEaJnVQ7yFBbpQFtjW0z4Mi3PmCjTnInYVkzdxiQiFlT2UGlI1MYjDm5IVF6K9iWhdnOcfC",
-	"Xp0kKzZSUVogMflLKfcOj4fVFE+Qw7vAw1IUtASnQ1aNRyM8HzKkX5dfJowHEPO5JZ48s7mYFzf2UOKv",
-	"Ricn+W3S9fafznAuwyFR2solsjb4s7EazKouTNHGFsG6LVvPzpcqPMO3MZOLFM4Qq6VFL2U0w+pMz5LL",
-	"ZDNeHE9PbU1Qi/QDD58JWwl/kQ+aUB3iLR2wA+MBN8zLR3V+mgIsowlie32MTVK2rLg8aaBkZAC+JSnr",
-	"uHQ2reBVwaJAxQSTgJdl3x1pFfrr8+XMEKrXZTHd6Oii8wYPYc0hkx/916FaS/wllzqzH4jmi7s/Recf",
-	"bj5BpwhZt5FD/voj8dfxIyMR9R8QgzMrhf+HEorc5y1gtkba+F9ErpfqH/LLmsYs7dzkh7FniEqQB262",
-	"2H2e+OvlGgEdD4W1dSsu4ddpK+TWTWvd5wKQZ2Fi5Xn8p6bvFIuRu8+1jaEh2VULNadVHpdCcUcfw+TX",
-	"h5fmjyKiL0QuhUgWmAFHAhaHj8iONEVCX0A8YM+WLjUKAa7BnKkLGIzIVBJP+uHqpYUVN1sF2K46fMgD",
-	"8WSN+UpEL5CoZWFv6j9RQr93LFit349hD8Srca3htYinq6pgAsWUEREEY66OyDmoFLHxQ5hWPX2AQtte",
-	"Vjky/wKLJMslQVQmWqQd06l4ZMS1O32Np59mYCyoVM8HOn+jAUZoHdgGGkkuBOT9+f3Zm7P7s8qYNqB1",
-	"c22+yU0GMqxiNLo4w/bBlKte2qSeTnmx1GRn38mc9qrrBpkin/tzq4rpINqUU2X0Qq4X2lesz/XQPqwG",
-	"ZtpUnuzKfQSCDWKZhLIyOS2XbFuJ7XtAcnSu/Qzp9+jvzr/pu6o4oq2uVG08lXnTZxCiXxHLxRr3i1Je",
-	"Dnelhsm3eFG3+YaqqDTI0XWqjVOlUhwW4LqIGSKnUD5nWKHnBZxAanwhJ/wbiOQ76NNp7tMXMhXJwgA2",
-	"ZiKgph2KCbHkj1Zs4vvS13Gxbw3X+AtLSGDP2yoz+oXtt9NCWt6ueUCGChBqbW+TLMG8jKwnI14DJNJC",
-	"49EeLXPu04m/Xfs9hrnabHykIGAyGNEWT3S4skW8+jOUhKe8/txokBMik6D+3PCy6MuVWK0jXbowCMSM",
-	"2I0sITKtu67u0VlEk8xJZIpq0wSSFVt7S15L/nhgzmAlX3IxK6UFl1XG2BDZNqtCVL6ika8rJF+6ZCQC",
-	"QHoQjP5IMnqGA9nrdtu9Co9druzCZnHtXanrd0kcAjJQlpuO2eqnhnj2ZU0jWUC09MqInH/2iEpTW8xl",
-	"z7O9ar5NzvW5iQUtb7FDqhJ7qQj15uLj+e2P5288S8lX9+e3tx9u7vGfr8+uXp9fQlWuundzfVcBOXbi",
-	"U+6zyGvA13cf3r69eH1xfnU/ubu/vj378dwz12UKQy8f1JkU4WUL9cFT1mMjW0Q8bMgr+P887QAkPsDQ",
-	"Ad77i1JGaQkDIw/ZS4mX+uU8zC3GNONyhjEFhD7wHejcWZNvnMZKYPenhZIUaKiEX8Gt7mlYNy91sKut",
-	"fEpmYs0Dk/AQRsiHz2IKtmlwLMOQdECSATVCeCs0IMN0XZ1dTs5vb69vvSMrRR9f+tmsvL+LaYUAmSRs",
-	"uaoyGPwMcfpNsMN6pE7RuNsYkYV4QosBWOPN8JXGsaCBOlc/i6nJAY/XnEONLAx+ixlnT1hnU0K5UqYa",
-	"NiblhzCKWNCAUKp4zXUlzukLMVKTfhG47BLjiEDdQV+mMUvikAVY+s1gBFOg0ISfxWsNbacd5mw5ZUHA",
-	"dF1HHQi/0/zxh/AQDdKZ4VwF8OGY70M+JNuAD+/Bdp4Hnssw6kJJvCVLaGsvGGJEV5IFh9bjPTrAvXgW",
-	"bka4/7x4SdcVitmWmiwvjb4DuSWtk3dQBLw6BOTiSJflDsTAh5BXCP9ptEVu3RmHzvSF6ON4E1kJPyqp",
-	"wynIn0fqJijMVJnWsYy5gA6oTqdxBo2IYhrYE86hFsXxs/defbU5effpcVeCVSVUplUXLI1ZmZc/SN21",
-	"O4MxNzBVKxYr/p0WLnkAUUHoSoORAZt5zLegZyIOpcw0K9j6IB80EHJzzE8yRtNICo24CTrZJsqn2jMY",
-	"ojGvdjW+jWmhKu9MRAF5zlkUEZ8+EJydkqXgIhE89E+J07JziXSBrsNaEYuZWjf2xGWaKT94ZovW+Kp9",
-	"SRN1EaeLHJa3+hPC0NQm9RlQbmW3xAbqXbrKIYw5B5aq0eWzCtpHLcetVANOp6kEyImn6PNS3UetJzAV",
-	"QG1cdV8pagC6BOQFCifQOj7slMlh2FSgeZrLIIcXfBD6T87PeKAj5CDEoJxgkOEGyfUUo2+P6LAkk+hT",
-	"M4e6k26WdHp3ZeTk6DrT2W2bgguTSbiE+zdYa4Xo4Otqx7GOJO+vdwNly7xMsMYCFdgwVqg4wOep6djD",
-	"g2rcUrVfDo6FzYuAFU6SUjhu2Q2hnptxq1chbNJcwjyLPlaPjzcewED2x9tuLtYNSvU2biL/071s/o3n",
-	"kohNQDaIXRtbP3994o9q0eJvNaumGqmlxr+qy7RwPR5n9bjPHw46ZOuVJOp6DmiC1ehMpjw50+VvlViL",
-	"kIzBmEMerJLzNoz7lqmQEuracVyK9CpVl6N44mMO3YS8CBD+5yKRg6ELOn8FnRLos57X9bRhdomVgVGp",
-	"S0L/gSVjHpsguYYSnBlrwot/v7u+QvE6B52Edt6Y0UCOdBwz5sJmojfzFwLDQlSfIB2jwpcHun4liS6q",
-	"sx3D29qC3t1okTPtGel1xhxTmHlAnB75KfxBiURg9fMTGEIZZytzzWxKKlpICRN1uaXpu3n29zoV+yg9",
-	"HSbxuioC+R0ozywnriDYfSiJr1Q6nqkrxmlrLvQx13Kr4EyG8yX1WuRKGAT27FjySB1wHcgsfNY6N8pj",
-	"o92er9doFMVMC5oQp0UQshdw0+CxHHMg7+FvVtauOrsi8cRkokhGT0Ed/jPSJgDKwac45ik8qZgRLEBD",
-	"TohM61cCLpM8Jd4y5BNoIVfHx2tY6P7zF0JIJRLp7o1r7OFvLRJPws8PipmxeCKhUvX8kt88RX0SsxTd",
-	"8jPy8KGAbymDyWf0dwJZr2SFmdMi3Ng0pEW+oMysx9ga8zH/W262SP2WrCJJPMki5idXqrP6kiULEZDv",
-	"ybhmXhzXGp6BlSeIHq94+4BEIlseSJPcnU8eCF6M5unfLIK5+oB4CuxRbSxoegZlgwABAVeb+u31xwxx",
-	"y8K2vyd15+RLA6hYLyefFUvCOrC4QU5IXXGIyC9xUueNBvwzRBo5aRKngYUBBYdhGFaD9z+U5PaVJJ5a",
-	"AjcwFhnU48lD40S3Zoa1DBEa9UYdkn8jHkbyhb8C8z1Sf6ScBCwmHwVLLOIMhx0ALQA+v9rCaUXNuFZo",
-	"SXMczkjFuJStZp2vWNyMwR0208ejVM2oAX+veYN8+Q+XNHER/u0/XLCfB5PP/+GCnylhAOAPmqv6GvYF",
-	"+phtpb0Oh0OCZBEZzjmZReEqFWpVV3XJWMCCbGnQJcPjPStCj1UV1ZeNU5wMX4cOqsZMiXTK1fehxHGy",
-	"79HiHzQsssJ598l3xG511Qgc27YxU9BfiNBnGkyiam2uzIJkxG7ZDqmrWTal+Wm0WtCGPoLVXn0rYtWI",
-	"4Cy3OhiRPgXENLShmgScbNUoNrbMzpqY5TxB6AKdt7Flz+Csfp/uFtX9d7DW/6bxJe7ODTpNfpMY6BY4",
-	"2iicKIYFSvuUpP6OyiRkFrkPp3IRxpSHBuzubRyyYEm5RSTzW6TfcuwGHA1qLOpklWjvFVB/FbELUT9S",
-	"qrK6ykO1wu3c2XSqBREJuC1RBvrsi+U05IqNsVjP8R4OwscQohinL7AYLSKFOtZogmv9iYXzhSQ0Ch+Y",
-	"xuLJBouGvHzfYHDGm4jQSHDWADMwiAIaEANGp9aLmfnsbhOcLFgUNJXqD6wdpSDZgpM5lQKLho65OlGJ",
-	"0+za+tRUC0mtdKk2+tXFrTr1O7aTAmhigCvqh8GYJwLiMxoWeaExfyWJ6xSM35LU3d6g+mtzz3RsFCVc",
-	"m8gXdREkoZ+q27pEBItP4DfPIu10Hqwxh0MrHzzU0OU+8AwoDBbp6TrNnm3IHfM+vIo/qQ9d20aL3CYt",
-	"LfIauauvQ67Grz4GIvTCdmyzVNUhQmw4hvR56mF8MAb4gNzTFJypSRqpqfwdOf87kWy+hDXwO9ncevgQ",
-	"LjDyOykcr+T3Mf+92Wxu/J9q2/ABZtN8SH4nnRGxW213SH4nbfWn2+6Q34kLf3a6pOpbtVmYv4awmd9J",
-	"F17tD4oNZH9WNADhR8CA4NsoKDDv2CYgoCjHARxAN/tYfaE/7jrVHxdZkPus8s+qFqp40O4dQ0M1E3a3",
-	"oZY9UTsyN/6BesNxesU/+/jn5nfFoQ/Va/awW/wza6f0cXHUWR/Vf5Y+Lg/YsaFHWHp7KC9NuX67W/wT",
-	"P7SHmx9WjrlX/DNrqPx11aBVL9V/lr/eNurhLuLh8FIna27QjjsiTsvpn9itweDEbnX6ujWnZat/D9Qv",
-	"nc6Wh6VWixypbtqBVobqoasettXDDrzZUQ/V/3TtjaaL7DqC6v1Nb/CysvHKhzsbV3fX74TyF/UmbL6h",
-	"GnG3qz63j3moLoKcKrOgJoUZ9D4RkyRkQVP/Ey+EkBNnaGQnt4N3upXi3jlu/g5KZXq4ch3MxK+S8Eg9",
-	"uwDhdsSwnswXjOHGunTcImYM70ElD+euXQRmQIG23raUZNlIq/uP+VJJ5aktw1x8RrsC7A11GctXJBAt",
-	"4i3pA0N88SZ7REwdT8nUch1ruTyh00g7P435y3CzZhW1EYTdKo270ha2KyD9DNT/gGA93LK9oUUK8eSA",
-	"hZaEUYROZ4RBaLWKRoW8wUYr78Z3n8aXgxdA6ZRjHiYNi0zXScpVrbiPTMm2VmYrQT0tFLyleKjRPoB+",
-	"r0XOQEV6SkHzQCSKIvFE6suQ13nTsUDjjGgMWBzgEGqOudNojHZjqoNZZWSE0+lLyVqguLJekUSoCX7O",
-	"myJ2wblVurT9xwmIXxXYd2aH/NQEwssUlJyWjo2If4QDI5S8Nku0L6WqZN5P5HvCMfgqf8TUear6tRun",
-	"St590eLlT4QzFkiSvfAT+Y64LfJeKT8oQ0LgNe5mEZMZe2KxltjhF6Vc7Ob8udI8YLiQfjcLE2vMjWcw",
-	"JdIXMlGEfEcc9YoscV0ppnY+Atndwnmzfbdb41AjCDnUTjMR11t42lDK/JhTqZR0k+XByE/Im7KPWUvY",
-	"xhik/zkiSpNRyrzSEZZrNPWmxf7hWFsn6sYR5CelZvqCJ+F8LdYSSrtJHZAOyj5MicEsgkeqgQbqyLn7",
-	"0Bvlm5lGwn8AbS8WT+mYU9uJ6tTTjGsproKJKtfauIZntfTDhzBpQu1u/dlPb0UU1OViPZtF7Pu3NJKs",
-	"4RWWraVrW8QyIVwdKuQnTRCaqx61PgzgCyYZNjt1tZYf/oqWRIivrd+iFQS4xcIo5PM6P/mpgdzUk4Q9",
-	"/kSapP5T8a0m4WjoMjoORrAwXN0ZFKVMLETNRZOO5jhO0Zonhu05WcEboTGS1MHWZjfIXB2IidAbAIeP",
-	"vFftpKarEu9zTY5ruKDeiri0ZRC6Cb4p24TUMileQLgYEQnOTKsOtdMdVd465R2x2xurdhScUToEO1dl",
-	"Me+TEFh0QI45RoCFHPApaaye6iiDhj44ICEEwn9oLo4M2x7z13cfD6incW+iv03IhLZ7jLn2RZTgVZb0",
-	"+RJCI2sjt9uDQ8f826lMxjehjuaUKjgFrdqah1/WTL+TxGuGH0325ZiZSw51/Y3rKgF8mLpPIR5MS0Ra",
-	"7gLexgVPQTlDxLVbRFcE0IigeQlA3cqSJUdffmn1zxwTixGgh9QDvTZxVmvJYhIGOoHlmFkphElWhcWy",
-	"lYRwyRDXA1aVSgRaykwos0XCAGPDouiFKKlEG5bQbFSqu3JaLlEEnjLE8CF1j8ZJOKN+0loG3pjjnsVN",
-	"rBGbEZh2rTF6EcSl2gWprnF1O9Al09lRyUYIaFr4JpS7nEForJICr+e84cxUu60MMK1TDBPNStOsueJg",
-	"LrS0YY25Egq1/qB9xbqUL0i6LV8ELJXOoBjScpW8jEhMn7AIj44DhiPwPI9VR1b0ReZCUCGSERHYJJgh",
-	"p1gWamR8RmOIy/fyoDcewurUUfDr2jAYFmB9n6za5Jhny4FO1dlmt7pkiRdxPjUMWVnMvBtzzFDSeHtK",
-	"Y0lE6sfChDOq8+bUufakRaGnMV+uoyRcRS9NGgQYwwX9NE4NcjQL1RVp7Xb1gcJCpoz7i6KeojZ4/Mji",
-	"JtRDArYZgCFgMJrTIYmr7nQt13Ia5Dsi+SOaHRGWj1dx9Ai4qk34o+KJ2qsqjjOvhpa+5hriqaLcU7Jg",
-	"UpcfleEjI94vkXiyyCKcLz55Y55LIoLINnWuLptOAwsGZ9v6FBZFhBhK5lWQEZcsnrOgRW6K8EyIsgEN",
-	"PC1ElEPS0ihkUox5lo+JsojhpkxzlpSESBF6EMCsWTBnLXKGFOi58JSapF0yalwepEKZ0ZvkqBjqUyna",
-	"eL4u1R5/sVGfNFyk+uKISa5CbMklCHT2VEPaUVi5fCnsu5y/oe5fyKWaL8aTV1Kfp1yX+1MHCuDGwObM",
-	"SolhXYgxr3tPfGJ7pNUi6i+12QExbTMl45SECShjMNtTI5rELXIBSIjCRNQbpVxjyaVBm6YOmvRwd+JE",
-	"5ZZ1yCtSB2Z45YVJNsO5g8GMt+41MyY01SPPSh0+ufNPrQ4evajjkvoswPPTte1m27VtrK6GUQzZuIt1",
-	"zHYvwuJ6OyoHRRGZX2T4750pKalwsiuC6j1TUyn3Z/DPwjkcuyb13Dhxioaazdps7n54ZEXBDzGjD4F4",
-	"4qbw59GflWGRVBuW6n/X8HX1sC11ww5J1q+olJYGXGMlLKsGIRlZla/KqOvdxdSgxMOkopjZP3CNKrEB",
-	"angdXrYra7ayRJj7BxrWWs6WmMrNumfy8ADfjWnfiPC9ydyY1tYybeBoDlDp0BW6wXw55iDVWcSrv5Am",
-	"eVnQBINHMHLEIU2yaJgEQzzPwLgIcQDaletx0iRnpEkcjwRsHjPcNbOYsUAs4ahDQ62pZDLmupjvvXtS",
-	"502nYcLKD6waUs4y1NzPFmdhqvPLadfWyGBYdienGZ1gsqII+bs9TlYf+Zl6YREE6X9kmc0izTKLmZ+I",
-	"+KUyJarCGHswFP9d+gUa3MAWfPgBCHYAuJvKUXGQbARVo70qY3HZKnuo7PH64w2AHVUVlEbt/6BqsJf6",
-	"XUzxiA/A/i/fERAc/LSzgJs2jGANm70dFGs3Zp/LHVVqTUhDrvQMnE/3kANmijiawOysyGFWboYScwZJ",
-	"8DgUqitihFNbl8F9ySHWaH1HCWGWFmRkQthzErOlsdXVPTOCCZRvSaGRQH+mUdQ4eNbLN1TF7Bf7OgRt",
-	"eyXiZH84u678vqJzZu0Oaz/BJqvTFvVMTTTcanDApIbcmCsTgrVnlYCKwC6Y0LeioUZr2pMoobqUE/NB",
-	"VYG+tAq2pyn0dDKO+QhvQBpFmU1BE3pK7BR5EsvqotZ4JAoCy+OUmU1plU7UXWf0B0itqsgal1Vl00Gm",
-	"1yFToUR70SizSVqkQthXqvn5zdlkPlmxeHKpXnrzrvjP3K+ngGpOiWQrGqtT08KIygWjAYshcBp1jlSH",
-	"XOnHrZxtFBQS1BzR8Nga84vMkgI3KAbfwjs6ozdgfrikEdGqkNJdfvmu+SkI52Eif2nhfz/9wrKHnzyr",
-	"uNDgscmmE/GYZ1nCaLcYKZUT39JDFLHSLpyJbdtKMVqwZ6oJUQTYz86q6UJmdchnHv5HkfuCdQQ45d5p",
-	"bixQ8KDJ2RzuRIgWR+ocV3t9HLva8YZ+sDFPngQ6ITIHF9jSGyXE92nIafxS25H/d3jWXzkLWT7WdDNb",
-	"1u5nvNlvDLTgH6mwo3FkvqW+zsanS5qs4zB5OQQTD3T5VwbZMTOvGc+WhjtA11eSjvmVJJ7pxju0VvCe",
-	"4q45fHiDvklzWecaMnxLEdd9qPTHVrrL4zz8+QXsrBoknX1bKloZrV1/lM76Zl2h0lKsWs4f+BKsOsEl",
-	"nW5DLkzLa1ahwPoiDl5JshISkmZMROsKyjygEw6t8nDvG3wzvcxe330EO7epVJIdWPrIrWeORIiLBOee",
-	"JHajdUBlmKkuw79tbewvIZ5Xh7VXAK1ggKw+yc3ITMSTdO2oHzmbqCs25BMNkLUXXgXZXCY8JWU3MMJH",
-	"XaVvN77z4SjNebtc9dSbuoDGSAVXDCKbfEvd7Vx3u7Cgt8Kovy+gyHK6ZC1yyZKExdLCO09axGupS2yC",
-	"znSv6VlZNRuUrcc8gm8ApE99lIHB9TrEX9CY+qpJUg8TDbOhFEFZBuPV95V2uNZGtVUkm67t9hzHdZuO",
-	"7XRtu2bVVlR1psj/j1/Omv+izV/t5vBT9mdr0vz0m2312l//Z9Xxt2HW3QxM4ttM7jqBXMxyNkqZTd83",
-	"mvkKNr4KA59kPhxWd+oO00jwjMYsPltXad9nGmxiA1WCVIBKoNfVUy2JWId3jcgP0LzORoDXTUorudXL",
-	"L8Px1Ml24DTACO3/j7133W7byNZFX6WO1jnDZBqkLrbcCTnyg5ZoW926RaScZDWziCJRJGGBVQwKlMx0",
-	"fMZ+mv1/70dYj7Kf5Iyac1ahAIIS5chxuk9+JaZwKdRl3uf3Fd/TtnSdDmTe1ls12UmmWaoSwWphKjgw",
-	"LQ1kiFFMEdbBwIuEJg8Bf0ei34zN+YqNeZLgrgEFDyjRMPZ8ymdZttj5+BEZ7FQFVLPlkbMfgl2Ey1Rq",
-	"xtkVn3PpEYlA4NhL8dWhBAa4UzytYXZI97ITsOO3HTg2x5cdVpvunmJjRf9OMQJ5QnOWsLRHK/R9MNrd",
-	"woqcr746y2HLa2DFR2psQ/vGXdD1r75qsbf9/uXufnOf/QWbIZVkxk9jh4eHLwMs2+CxhMtAlZj/6bFa",
-	"/7TH9pvgSO83nwf5Y4BztLzK5jluoVnYyBLdGIs0s8LB/PtGrEKq6Z8vM+Ngm3fYteeJVrbji+5PYiGz",
-	"xphjC9VXX+UcKea7/lOk6uw7dtX9bveqe+l/1iG+hLj2Lvn4hgnihdBN8w5sCYJ5BmizhRjHE8qchx5h",
-	"bchGgjJOsSaslTjTFhoIqm7QfoTV8npNRgKkgyYcXSjHiRPIr0AISWPpj13sFlQfEb0nId2FrGZuUxMW",
-	"XkIIDn8NWFjk2gthEUMQ2SdyouzP2BqRP3SRrPxHWhJ7ut0nuzTv8B5HvwAmC/6rHmBdQYGmBfqyMs1C",
-	"c75CNFPstGNHsjavKRB4wJssJSKNpAxKba4h4G0AsfI5VN3f8qvbtr9ppCLjIIZUFfJKRfgZlsA1ZDUq",
-	"V8BMPkBAGu/M8umXZ8YxG4asFlqUNm89iLDQ+4WYCKF0oDTH9jklUlD8wiLVZ3EcHvtm6d0+PXpYQQxO",
-	"z6kybnAey5QWdgu5vRC2MR2X71XYFFjS9R//8R8M/qltbYOZWGxYx+YwwOrBOU/VMqMENmRvbZUI/K4D",
-	"dpcqOR1I7HxEL5+kMOTpjG7NGaXc3sTXhPm2s3YIEUc0jC4x385CKtU4UkaLAAQnlBwB0KF5D/UPGakH",
-	"tfmRYL+irCq3BJnLXuztsV/XuZPZrwVCe1dODF4CK4hsKlJewxyDg1Nn/lvOOqevL67OusdDI8/tS0Yq",
-	"WllcM5AyKO0LN14cd0+H5xf94euL6/Njc2cBdyhRPKI+REcgoC3IaCEgT099sempb7r9kO2y8Lh72u13",
-	"K8B3atBKb6QFRQ0D83+3sbgz/yc+wG/1x4zF+8KjCwt6d88XenVNVAw0EgAJEGAWFwkSU1wrW44Y/4Id",
-	"jr23ncbB4cu8BM/D4adh3aXK7PCsCCan+coYLcVRX5/3Oq+7Qxj8piFztojHN0ACODEmM4DijROuNRQy",
-	"LyUhC/klEkmi7pJYZ20zb4CWfcc1Ex/EeGn8w/WJ87iQ7ps6Gok5K3wC2Rozb1acThM14qBX3QBEVGdY",
-	"OnWDOROtzMmOgQzUHTm7DpDWj5ZjwcQHPs6SVUBxVSMH/IeWyMPcJNhaHp5O8Wzls6K0YHSz0fX6Bqp/",
-	"G/HcbDjQ+LWwAANO6b2QYL6lMSJ1Ntgx29R4at/uhfWt57ffuXrT7feG1+d/P7/4/nzzWispGhlPpyIr",
-	"VCnTpjUmklTMfNKYpzl8h3bdyP6rLzv9t3A8O6enF99vWln6TCxOacG5sKvNsxngElB2LsjlmMBy17D5",
-	"Xo2SeBTC0UkFFZzVMAChV/Mklje67pYB9wkspNG7yhj8RzMxvjFSmKhY5YqNzJe45A1uONho/tcRZdew",
-	"+8NJr9977Lf5Hi7uWGAIWZMxNUAagUHAgDhV8Zr1XkC5O+6QRO+GRpHMuCwJbasajnrvvEG6dAp4zjSo",
-	"o947BtwLiXEXRVQFRwmNQIhXliznsvJVrrzygfcRuAmYcQUF4kd2kZMHoUg4AcwUMNzcpkDImSp9Bn01",
-	"nGqM7GYASBfzuGeaGc/ZbCEodjQbyCsf9bohMF5exCsxNqn51YenwZwNAapUzdA6KOn9M2UmykzR+vRg",
-	"vxAZ1+aTXJaIYHkq6lljTXB4gGPzIdbm5JeIDqiS0oKWilshzRT6WPqouhLqB7Gll2a/Oj4ByGMW6QYs",
-	"0qor7ICKSZh4VsvuVFUhJBbcVY5QM72cgxjKlNf4cLD34q/1IC/0A80KBbUaMxVQb1uu6yuV9VEsrAgJ",
-	"iGFtqifUVajA3ubRYy5ZjLKqotMIGyX8LiDbmwI1bCjG4D4QFjX4vtA2RoWlpqJiW4OStg/DXPTc+Bd+",
-	"YTrf1CEWrG1wlqmpQIz4MmwObv1SO2Le8AdPNVeUqg6oF80b34HNUdeQFWvtkCGcxgYzldWKNXn/2P+p",
-	"SYwU9SbrrFVjb0L7Nb42bMR1HN1WAf5T20ZH4GUxwkQWSrGLKvik1zNn/bJz1X9QJI71LUqZomycx2hq",
-	"0HO/AWFy3D27vOh3z49+HP69++Pw5Hx43etufoMzT8KTSMwXKhNyvGr8XazspnaYtug1zGAn5rDG5uNJ",
-	"TDvzcyUyPLV0E02MkUc3Air9lRyLABDjGUDblKFzS0bMeMbl1KieMBVZujI+U4tl6VKgp5ilq0bHHIsW",
-	"27ezvH8An3zVPbo4Pz4x8nT4unNyer/BAdMwaZwZIzssYDP7+veZZuNlmhpTrtvnQMgOd4oPxgsX0ZDI",
-	"cdceQJkwB2tf7WMVr4KizvWJAMsDKrVinRECsVkUjEQyPgEKMJyKg4OqjXHVve4VZmP7jWHtEuOoYggt",
-	"luzgBZsFBCdrNws9ApfWuISVy1ptmVxf9S6urPuWj84dCYDgC+E5uPmyZSrXHGdYHOPY8jn3XrWPjk7n",
-	"uv/24urkP3EeqqLE5WB0zmJNxwGN3+rIdIgh7gD3uPBjysyogjYbr9mZODvQdlXTQrBOAUC53mbh999/",
-	"3/B+NdrQuHGhfSd94nPzia8vrl6dHB93nV+OMfdYM1RFxkyIbXA77y92xEUulM1qgKdqTgo+Aoi5bcNl",
-	"fTNGeSJAbW1Y5dPOq+FVt3d9WjCWEz5qYGuzJjpo4P/OHeMFT4GmpMqo05iHNHMOLXPWNM3DF8VNSJV/",
-	"fgyhED0wro3x9zBG5F92edU9PjkC0bIWbyjwju/+M//HSfSRkPsyTe145NjklIWJmpKclcp+PHkeccRq",
-	"CBKEPN4BUk4lgpCbU5GZfaFkvTDUv128qhpjFTzg/Uj8LWfFgOAvzturTv/obdV7qLtg95+W29a8KZ8A",
-	"89bryst2HYxieP8sudQHzROyBlcHhk4vOsddb3SoBmI5USFU0aBb6ygp7VMO4Snd/tuL47IDi1vd7A9A",
-	"t9ZwrqSFFETuOkRN81U1jqjX7/Sve8Ozk96Zmb4tfMaQhToz0gxtAp6OZzH2x/pOJI4EPYGCHEbo2A0e",
-	"UdsKU9SyAdNCujqNWZYPYf1DOkf9k3doaWwKtK1F0HCG2/hfngk3SKwLWH/Jq+vejw+8okwfb7eEfW3t",
-	"AXRzAOJaw1uFgzYS5pn4t00i770abdDZa8YL4lBbE1KAk4nqCk8bYGiVDJzD4tSfX+Ruo7F1rtb2tf+B",
-	"ENEsLoIZIcab8HN5pBZQHUcdfxBlqBBGBa8SYm5QmemPzQqd44vz7maZYws1c1s61izEOYY4LM4/7nVC",
-	"1qfRWe1LpUWKxInRTRvi17j364Vh9t52ji++H570/B0M8ggnEMmIwo0WWnk9Ti/evOkeD3uX3aP+VWft",
-	"PK9vuFal5QGo7o1ETRtU2RnmoWCPJXQ5Z0nsFSlA5t8f0VX3dfeqe37UHYJ47vaGr69PT/OPfEDoHuwx",
-	"ugL82yLpepstpfmFMorlI2s2wOuT85Pe22pDc0232B1gDUwBHaM1hEL3N0BxBY1AN47O5dXFm6tuD0wJ",
-	"K0ggooEBs40yI6AAxeV1P9wtXUWrD0KBtmLVSYbMVLUnsvc1LgMkYYb9k7PuxfVaMgbyJZZ+hKdpfAsx",
-	"ZOPAY+DfhQJcmUQcJYJqymthY5Zli4Z5ChScqWXmtZE932O6Th8JaRh4W83PfRkt4RPAZErd2FfHEiuN",
-	"gSUSX/ReK1l8G6vZt+17b3MSgkJLE5EkXniIqrwYx24TlhoVUAsbeHVjHssGVFjknwLt7hCL1bs6KBWX",
-	"uRvNTY1pysf+rWZcG+1Ungm7p/afY5z6R9hW/YuL4Wnn6k23kNkSH8YA7oLYvRIbMCJcjTY5QeVv54lW",
-	"LZCbFoARgR/ZHRAWOTTM/Ma5mKt0xUbLaCpgkef8Q8P+tYF/hZ5HhbI5S1dGcxh71QzPfs8hZXVsMmV4",
-	"1j0+6Qz7P14WP8piUUG2EyBOjIsLGBjkSMJpc/rmu+vudddJE0LMcOXoiQLfN+PGW0CaJgI6B0RrUrDv",
-	"1QijCThJIMcsCn99m4NGp+zQ+hUFziL2K1vKvJ7Cz9kWd4JN3xpLMuPjG/MdY1F8P0Chu9ftW0fh5Ozy",
-	"tHvWPe9vdiIVHS6I2+S2ItRFt/IpM+eMjZZxErm7zG5acydyK913lHBmKhX/QqRQ6gVoWuC40Qgt5Qt5",
-	"uvk7jN75tvjBcCp63at33StnhRndm1f9jJWU2FCEq08bFgRG/jcd1omiaySw84zVoHzDbL88dODtAwjA",
-	"cs3eI3+tcT4XQoqonkPaeq8ec0LOsrWmSTZjqYAvdpAzUICsabrwmhBKibYKMVnMbvdOM4JEaRE1743j",
-	"OboZJwDw6E/i7J6DT8F80Gb2lJgPX2cDgcNkbDXaZIBIbWGo1N0W33ZICO7376Gg3Iujg42OnjXv7tme",
-	"lF+3DfBkxMEW0hlfiYiEiBGrh0aGb/EZxV3bv7jqDq/PO+86J6edV6fdqoMKuw+4w8wRuVQ6m6ai992p",
-	"2cYQI4C6Z7MhW7u7/+d//M+w7sIKZjlHXJdS9+MZdJzftT2nVbOpYjYnnOf9Yf9berEZJ6+Nk5yAMCLQ",
-	"A0CjWBpnwrG2ppYPzIWtYWtv64GUJ+6AKqXsWIy9D7scgBYs9Lk/t0YEXnU7xz/mFj7Ybr8UzVoaHfzL",
-	"7UVoAQ0hhAllCI+I79qVfXvd7wPPICWwvVdaayoP2xeMLYz9xEnizK17PTR6aKzZyOgHGsRfUelUMRNW",
-	"ufHBveLBiy8jkSHOGaBac1z3FpEEh93zi97lkVH+ZrYbwMdUC7tXF697IdD3QQjv56XKuPn9+Lvriz4l",
-	"JePMsRHjZoGXv4C0JLzECN6RsHFd3P18Khrwc4XBB2eyZO1URgTj7HGeMUAdQP7FqInyVni+FxKcprsb",
-	"AH1AbbGlBOYuYOaIoCKs49bfj8tj8tSVk/IMbN0azxPe7rYklmIgjTKCBoaA/ktYNvvsLH5FeT69XJBH",
-	"naVc6olImZBjFSEow0AuqO7QupDoXRD5MoFNQa1Xwlci9asQqFJNDyRJmMB2jkLdbCMTHzL2Ym8vYC+e",
-	"7wdgpxipuXfoiuK+FyOjum4xTKgH8ivLTmFB060xFP7QoDLDBtQ2QipLU5kcwefn9C8AQX8nS3e5gtoZ",
-	"1KJAAY1NTO8bl33/4Gu/9l5NzHOSYnE/Ve02hy3jqlk6PSOuIcsRRwF141GrNuLPmfOKCULAbYsBI1GV",
-	"nCg+HpttkqgpRooJ/g8KiGnZifAgsNJYzBcJcPxiMCFgltgpQMECzgnirkFxolpm9Sa7QMY0yqx6i4vL",
-	"rtcXuUbj8BbW2i2Qp61T+EMKKEjuO22CVYsFZWtEbIn7BeKdroCympTO7IQVdJCCSxB2+3wa2gqfosiC",
-	"OQcaHLD1MQZvFSSOC8vH68YHoqNPORbQ+7Duikcwr1MRUFTbbF+ig8Z7/LJN0lKArASqGxgyCIFfRmA+",
-	"eNB9xDjAAX6QpxmA/NhU1UxpmO7wZNI4V1LYLCBqJ+Nkq5SFX4V1NhWZZs/3XhBHh4Jlx51mLibwRpwr",
-	"5HgwFsBYSeQeqgrvGhkPeyZPPzbzk3mwd5AfylOFqSCywhZedzQEzzLY04tMwMLW7uf+ArTEMCcTCwl2",
-	"EbaDsbL5Im6u+DwJcfV0qUyUO6bHIN9G9r73Wskwn33rUHJtC3ecRRipsXFgwJY0zyGLR4J0jZGBz+i5",
-	"3EtK1Z0WKQz26OKqB0d7MjGyk7QSQRyGjbFKdUOl8TSWIZskfEorCkIIfsZ5ws6M1u7uTOnsHy0jv3/C",
-	"+aGXaYyFg0v2FdmzcpkkIbbHMifAeYaOVWO5qFOWHIxk1wqCk9i5PGkhItgkiaezDIfhan/QJ7uggcPb",
-	"OiCsGlAUrRInZs9APhm1P0FCFJQf4ANxW1+In4p798Du3fITO0mi7hr0ThgPrATeWw9YSFfgGy2WMbzu",
-	"mU1xaCovp0vfoo7E4nLYAI3+agGGXVFRlDKruH2thsWtAROoRUaF4I0z/qHRmYoWe7m3F7adUCA1BthL",
-	"MJaS4sqrte/9fniJ8U00gqGW1WEhChHYAw8jc2eUMAcr1kAq2Lj5RzrTwyg8tynw4jusxFixfHuY31tu",
-	"JWF8MPqwTgCxcCyMUipNC3S0vOPpqsXoQ51pUMw1D+TFZGLtqIdz4+z1yWkXAUG9pAECA4JqXQAeFuTD",
-	"Q8gL6xk/OHxZg9/qYCKaXfIfIVFkAS/V3IiZehtRyAt8aQT/CBHSKaArYmo70yKZ+JLdfJNd8Uf0kBEj",
-	"eN7CFmJ3jcD4pRGUKJ1djhzRZrEJLjTiCCqjoYlKxWPjJEtlnwENZN6zAzYSY77UwvaQSUEAmtrqEGez",
-	"WOEykPjgwBWYeENpsamQ0J8WMWxdsu4OKnUwLqwhCzCTthvICNlFqj6sSJHoUkEH1pEJ4nCGlQT/Na8V",
-	"wIhDVflEDBn6gQw/NGyDaMM8IbSddQFzbXVYRiYh9A94q36wBmH5MEcCb6Df6wHy/eS9xbD3KGHltdRR",
-	"RwUM/9dcMvvtFObvVPNgw5vYSgBn/G23cxwGXtNIuEs4GeYjUKWZ/ylqUbi1pCHxRfaz7bvATWrh19DL",
-	"jd0QYrKcnoS5irCU07S+5uZ8R7Ub+mD2PyjnSO5NHgWs2WzW0Uf7inVsuVrguVYqdfUEeHxB3L3Y2y9X",
-	"5zghV65+cSc4FTyZfzvYSfmcI8beYCdkNXcjKIFvBzuxhH0+xLO+Qx6KFR8QFTBWClTG5KU6ErUaGelO",
-	"6wW2EHemItv4bltfEqUgVZa5mgmnm6mADozqvKkIfHHz7ZlSTZwyf2qIqf7BSh2awufw1XkB0BYlOp7t",
-	"R8fJugxJfCt+8WN4FOPBzhk8C+aQGUFQJ1cAJKOkrkMA81UjoS0QI9NinIos2KBgzDN8AULjMXIdFNsG",
-	"q6lOygElEC1qq2TBgUqCh8dIgNZHBWabJiGoFkugQMm4RPjhJgt7J2/eXl+GLMXOLe1aAVrW7IJgg10u",
-	"ld5oK1pTMVe3AoHQdaYWGv4Mh8HKMXxE7phMMGrFM6otzRSWPTHAioOMkhc0gOglgKAiSWBk3Y7bWC01",
-	"IxUNqxJDJHVMjprxfG0bUL1NUMXENQhvN6JxZMyGZNKwrO5QmRYaEbebNzs351HYciz+mmJJ8FlS3OH3",
-	"ID8Y9jdkLN+8CUwNYfyCZQ749PByeI5zceFLjKZFeyHOudrBleGeaIiGXHs9sxQWSCaNSIwTWOTQjjZs",
-	"2QQ6lPZilUMt9Mh8jWaxyObM8qwWcdiRRh9kJ8HeT2ybBlZY4F71Ic9C98lUWFCMRpgTRdYb6F+w1L4v",
-	"Kj6rWgsXYm0NuoF2N5Rtn9AankYpY1dq2z+GZFbd8RSpxsmrGUgK6Wg/98OjCFI1JDK5kX4LiJRifAIN",
-	"zP5pbyAvXYP3A8blpq5tCDxJYxLG2m+cxlZxDIUW+8XbrHN6eW5NsmLvOIGNe33nbhJBknKoWXQJJfNg",
-	"CNygmT2Q5e5ws7Fj7fWUt6A1zvw5P+vMfFc8gW06kESAMXKRMewMO+poOvu0N2dcRnoG4WAZOTfCDNl8",
-	"hFEfQSmlZV2e+6SXboOgBnAAm6MDvmXMcuUDNf9eFXKGaO3n6Q1jkcJyEGXyIlUZPjFgR8v0Vvzn2XcB",
-	"Q5TfYme7pkzafnPf7RYC9xtIik6RdWUjEZcptO2JJXie5k+sBlEy8Nkw1IIIFwO519xrvqi3/PJBai1A",
-	"xC4objYLAHX75jerKLPVQgQ0x66cfbSy6p9UPwWbIByYlTCPAhIPkLkL0JMhYCHW/+//HbDvqHXK9lmb",
-	"HeCljII8tg4JvtFqIO27zMIxf92Mk0VrACRLkDVE3lIhMottbLcLfv5M3Zmj7OJpqAm50fmMeKThbius",
-	"zOPeqIFMl9JoRviN2izYWCUJwEnpJjtXBGGI0S3bauVOA/EPt5xNZAZmw6ukOuc+9AtwCgie4hmPIfTv",
-	"rD2quh8iUBJEN5ssjMQiUavdhdsruzwRaaabK2ONk4sKPxGHKEriuduEx2LB0wzhNa0MAGKPCR8LFwhD",
-	"ns7xUmdqjsU5a5eQ8zEqgy002ffUGoO0ECAGI4HsNMQqHOCwPHFX89u9nmlnRSOyAco07FsL1pq/ghyf",
-	"yXxyUOg7NDs0LISIc6FF23lD4aq5sdz/aLeL310JsCPF9seAqok10VsXkwJ1X0X6J9juc2Nsuy5agCZJ",
-	"+FiY8URu9SrxMwg4gmxB6OfUSlJ3CwebjPaqsbgRwSWLM0D9yXdeQQ/CWXBDdNtgJ9hxIGk7e8395h6R",
-	"dBg/cKe187y513yOqEEzgM7Z9RDZpyJbB4TB4APWOcdUwlGADCQZRMYMqRBjWmBiIbQum2V8sePWz4Dt",
-	"CMAj0OjB1lfg8HBl6GafUFQOsPONJGixUIoP2dD2ZtTAeQ1/aJyLD1njCH9FnttlkjAlLS24zgjSM0/u",
-	"LLiG0K8x6uh5yIMNKwZjJzx182ZtPXz0+VGoe+B3RTnnMD0hLTWQtcJU6XrgV8habokxtAnEGWZ2VoQH",
-	"xIHjTmds/2VpqtosnKuU5JH24VbJuEVpCuYUSGmyG6jAEqMuFvMHvhf3nzO4T6Kd1s5prLNXtFPM7iHS",
-	"Eg1o1WUc1SliBgSUedvb21sjRdsDgChz+c9LASiMRijstHagtM0CGHGiB8j5w+6nrvkYVKGMFTdLvgnR",
-	"ZTEbYtNg8J7yaLZnsPn4U7BjA6Jwwg729gjfMRMI/AjBNwyE7r4nuLj8bfdhN8JymHVBOKcyjQYmA4Bu",
-	"C9fNfCTFuc2jC6elGp7NzBs8BTvRtEoDu44kJd2RojNIp3+kohXA6+VfUp4ZM+QXTzgbBSyUqhlZhymp",
-	"cTbiVEwJtQzlprDmDgxyf9O73dLuXktOLo+IduDVkBx6+MZjvBBGj+hmiFpDKzDyYDjKLSkQQRKgKvjU",
-	"HMQdS2W585N5UkXQbKOQ73twnlZqUZVmGmMRhQPTXJdixkJyYttiSTojWIDN6cGBBZ4NGlgTdSD7//2/",
-	"QXx+l1OO+iij9rm2ti7WLDQiOWQ1jdCkxsF5CJs0y2nOcckt4GJo1VX+g/16s+Hbblq80DTYr44rDYSs",
-	"LRQ2jsdSgn0QuTZgAkClNoe1YQ7k/l6wt7eXrwDBBtbCLF1KCDWENoiCwCupYGZRoPe8XiW33wgU2+tC",
-	"u2pf5pfsnllI0M8vw3I43Kpz2y+Ax9KR/JJyo+U1fsUuGmu3J4S1XGe/l8P+dGHyYu/F7/i55ea6lrPn",
-	"NjTBQamaMRueSvB13LHI171ayj12U8N2O4l2Pv5ULR/zpAKKyERkFbQI564kP0+mGCutyTrk7UK6lMwt",
-	"IsfJ98ydMQXJ/KI2rNxorjzE13D5lR2bPdClU/niHrGex8tKth6rGRsTxccf7mh9jqP0/OGbXqt0FEeR",
-	"kE+1oXH91if/qTd1sLNYZo/Zr/n+mGPNu4NeLtgazYE845BGMM457ly8DQEBbJGVbXfG6DtihroEKe55",
-	"AHQn1rzKhi/EbCg0fGUK/jqQ1GtFaBzmz7Hrq3aVzgkfPTMeNnQrEPgzxqQG0hVQU+QX7qUCa71Mb5G8",
-	"zWVHKo7i2RYH8elOUOlNG7SjO+E4h20WjlNRNBYQGIEQC2yQ/8/zXnHe/5WU7Yu9b37HsW5o8HygdfPJ",
-	"rIIzFKEkd8wxnSoFSbygIFktOxuWWgHUkn6Mj0SNJPe6Sp4tryabsQdYlPI76XszkPzIx5XTzRT0gtAB",
-	"hRdVBpF2C3AHLob5i0A+9pSVgvzoQAFdKlzirFLMyXPpWJfXXsn++3+x544FjEXiNuZeGJfYAT3QqoEE",
-	"GCu73DKi4KhVK+b7cD9EXobRVx/ILOuggmvr1kms2ftlNM2r1Smk1YYgGw0i33o8wQwXZX4gcWwXvDmP",
-	"iNPcOGvuRfkDsMrVolVqhTg3Kb9z3ZJ2zaGdsslO4xthJ9NvUYozNhH4zIJGXEo80LCZqHB4xlOhITwZ",
-	"p35Hkma1w73npUY47D49ZNp3Qu91+65wL39O5y8TH7LdWTZPirJmLd5Tpbkw9vanR/fv7tHlVoof2SmI",
-	"QiJFEsmkYX7nsTnHb/tnp7BJPof7Z6TDRin/1VdXKhFffYWFXaUaiHqL6vUQvp4aQ7OUj201OQqsKxGp",
-	"MZqgcjFnCz6+MfIlTM3vYcAWsZQiag9kzr8IjdrYmxtrJuYjEeVc91S8UDfqz1xnpmcg7Xa0fTLw/tSl",
-	"xNzIjICEjGAskYVKUxMLCL2SxAoIOwj6vEdGJt5itsBiugNZwUC6YuseFaQ2LlUSj1ch49HcfJbtxQEc",
-	"jztFLychqIOBRMEepxZdGN9sBScAVM35ilnEyHQpm6wneIraQU0mA1mLbYcrIhdC0ZNIqTeMirKoVGAS",
-	"A6i2ud+T+Rtk6LEa653HSUCi64BLze2X95AT2mt33YVwbD5FhhZC+xvWZH2Xh3S4Gzods2fGsnjWpqXB",
-	"n7B0uvF//sf/fFb4R5vpbJUIvGgpNZ+IBq7sszaL51P4g/G2Wm02UTLz/20csMYyjd0LJyqdNzh6m+43",
-	"c2gbXI6FhiIv/D3cIqXwxaL1nmYI0ECFg2Vxov1+Ek+cWZKwUqHyTmvH3AUvwaqIpxBV3UI7E+YbwQLx",
-	"oexs8UZAGYCYQEJtVZqt8HDOtOarzc3LrWLTMXUVQ3F2qu7IKMQAPrYkzARPs5Hg1H2BQThI0doWPz1b",
-	"Zmau7+RAjhPBZbLCOnx6BXVLuQeBoezQWQcynCophmBMDSl1ELLa/h5kjPXMSAmcSXMdNYpiM1nKNbZC",
-	"cj2QN3GSmH/MuJxCf4AD8gaSCK9fu8n6QkJZsojyYWHvHk4DQLpCbSyIZbN1llogtombZwpLULmfuKNp",
-	"01A0MMC+Z2MWc5Zgfgbng2s2BXu1A/+1vz/TlgnLwrqZuZmpZUp2plkMyO+5ETepTwyqcahbwI7uGUAT",
-	"jG+QDN/r7dbP8A86p0bn01QI6pWlQpS8yh5jMqg1nf6DH+uuL9EWUohkAoQ94BnIxG3tJvNiXlhZD2l0",
-	"LMEudJ9gGeoG+f8aDt4nBXh8PfDant97lQBeVdQA9xl+9vpKrYAAA1zbiA9uBS3gJAVMJZHQmfsdAnSf",
-	"bs4eYpTlETOyhpTw4Oys37H9TD1sIq8jN7QK1WwPIC/4veEkMHBHeUrZ6+LaTK6YKXbHcwJOeCggBhxU",
-	"ZtPzwoePT2ipu/I8i0JPp8CqrLwU+yHFheWhn6y5jM5vMy5XQWWNPgiQ5M546wd7ex7+gi0SBKhxVnux",
-	"hyW4lRxd2OBTBb9afNsmRFZo8hhIuLGdF+wYk5Xrm3rTdr1CCXkYiWnKI2H71c3lagLyS1Mjm1+bFKqb",
-	"kGivqonBq6AbWA0aIKCQDTQR9BshUZG5AIz7iV7JcR6qnyuAAQNshjZk6wl32Nyr0UawxfrwdELEpjq2",
-	"vMkjbz6GpsY0laqFIBOTZZJgXXoVpAQUr+uVzsQ8h5cICFdCfJjxpXaNxgWQCdifRLgD7GesQ7ASYN3M",
-	"CLV3EsvYqG7b7rE93gQvjM08FOm65FR7BB3GezPWAJMiM84Hm6ulzOqEpjLYcUtH7zTPKIFj8AI0Bg3y",
-	"UA92grz0wmVHEGNwOb6hj80b0CE66PrceQaYKEli7bylzOLE2DKUnwFzw3XMmEOxMJ+7XABj2KkDASrB",
-	"bmjsdqShH+79FTvaKwFKgM8AocnoRSTdjIFhm5iAgsa2lHC7hLgk5u+He39lmVJtqPjnUd6ZBFe2EG1q",
-	"tpRTnFl9AwYjj3NAGUQKoNkFUZED92k2FRl7sfcNfMYazF+9bY+gRy4LNTFYCeN1a4HBZA01hJ9CfWG7",
-	"blRa7Nx2j14vOLVJWwirAiCguZb7HD5lxg7/jeh2QI0p1wz7gnLcCg8EJvx5yVMus1iK3RAoAERqRTL2",
-	"q5oDju2qTTzyzexDZstckQHNIvFRgSyM8Zl2DCbUk0fd8ubDAGkfm+KdWBw6rB6AttOADGj+G2cws7rF",
-	"8rF65bgKHoO+hNntsKudWHNMKlDlXPxa4z9A7z9oE5LVLaZufAacZGg2iYgcNlusbRsrHYFWgRQQ9c5o",
-	"mdmGSlrb0GVF11GC8f1vu53jvKvCFc+XEcTM7g/ylCfAHuDQsSLbtrPnvfBYo5g3atQpygIHMGBLGQkC",
-	"JEEEi4KNHNhyvyLKmTmQLcKO5BEb8cT46ymNYbkANwGRx1Pt9ebRzEIzH3z2W3yss+6dIq8GfRvzxUBu",
-	"An3LcRgPDl+CRwdIRmrCNHITkqBW6UDqOIFHY9syNBJ4r0HpQSfsRqTYboLdTgiKNpCIwKgTlUHOBVQg",
-	"X/g2hu1thiCguBurOcXmAMiNfBfvrU5tmdeLCLExtd/SkyPXAcAPQNe1qNAN0uW+4oNiTerYy00X2B4D",
-	"WSM3AO7FamQjRm/EImtgW4Y3sJHI7oSQjmthIGuIDEoDxIe0SYtA6yM2kuadYghrPOMySqAJtFPCtoNO",
-	"U8C3Q7flDrsI83rrgz02R4Ic82pMhVHfoCN7QEYaa+1JZWbdKMHCm8zkxkZZZMqibdh30HjrLcbzBUPI",
-	"Sp6hQMoUm/FbgVEMam5DDjXbhWnfJqdskigVFfrkpGITrjMCWyXIAcj5GOEArQnGjPGXAZsDzKdms6XG",
-	"ICbsTrMC/tGA2cMDCCUd9DeMu0NEBzrPbKd+pLDVj6YqFdNlwtPiYYP4Ly0LYbmaeS/AKA6kh6PoDDNq",
-	"rjTG40otc3hZWEYgyHETPIUQBtC7lYSMmgBtcn7EMdaDnddeL5k1uUuiEtB0QNTUqWWvSH4A3W2He88H",
-	"spRrk1EOt4jS0nY+Wq0KpgRYF4HdBmgs3QixoJWzQsQigsCsUQXMc6ahHIZSiPBFz3QuQIwgFrdkE1iQ",
-	"Bj5XyC1Z/n7dJp8CpV02E3PcpdVYl5lSAb7ZrYH7XHuYmuyi3PcFnb2epFskRue8fOEDYdCJGCVqfGOP",
-	"50s0bmsvnu+zkVgpGdWbDiMYADOgfpwGnKmMJxhmKgIPr+MBO3k/kAQIrFXe+pWl8fgmwcIlxJ5FWhm3",
-	"0wH9cQLKAF1wBLmYx3KZ2U6ctbAQ6qvfHhfC5/RAcT8YAClcvH3so3RbZbAoxxxcLr5IzTvlKXZa//jn",
-	"x6BI5/2Pnz7+5AcoTuNbIc0GRs+VR7H5lxedoJhDZWTCKAyMTHiItkBxr/SnRNZtOR3FMmE/A1E5lIWc",
-	"8tEVvAIhRo5671gthGTRWN+GAbt6fcRe7H+9V7egYHRwfHc6Wc6Nk0a9QFBkH5AdW+D4h64412kVeHXt",
-	"5v/hqmjIAXqje9kB0I63+J/LTtgayNLTMACSd27xFBU5UJ27UdkOTuoGQ30MTXfVL0f1WOgdw8KWNuOS",
-	"ifkiWw2AjwDUpbS9JtDOSbrVTAK4bcQAmEMTQNfWQNJ5gbAJY8YF9r4rsF8U2BEG+fCC7mUnOH7bCY4v",
-	"O3jv28vTo8bBwTf7wavG/l+D/b0XB0Gw//V+8zD45qC5FxSvOsCrgoO9g5eN/f3GwfP+3tet/cPW3t5/",
-	"Bubn5j7kYDAdgs1ymohWwTMDBCPE3CfH0vMJqe8MG9Iga+p1KoDgn5qTQWALPBM6C1g8cU0MqViiXSUY",
-	"ssnVg4HMQ00lD5QIP4urhzGJgQwb5vTAwBtEdJYHTV4aIcxEjBQgcSSaDvaRPnkgjWVDFU4iLW/kFqSQ",
-	"UGSv7UpjxRhdCY0VyMIjeJrEYICZo8ZqfgcGXWgOBJql2V08FpR3MQ5TrLN4jDrDvtWpXgTGgBtKBa7N",
-	"gbzC5hc0CvOgsF1NaAxB39R6aVDfY7xbiN6sBtJcY2aC1TgbqzQFTi+WioYZCXPfaBQ58sjCl5nBS+WN",
-	"HjUvzG1pMMReZIEfAXId/ADzggCNRJtnd4W0eYEuNaNQmw8cvxfsLH4Fi2Ye0cRuZNIe2Hyd3eFM6rxb",
-	"k2C3bZ0ujICK4nlm9H5ShzDbMoU9A1+PZtOE+KysOZMpCuRV6eVLpTMncTFr76jLH6mX88cYif6gZi5d",
-	"XtTNcSbm+iEl7Z5g9OicfzjBm/b3oOORgv2gWODpVodsHvdR790jhm2ufrDywIr/nVaWLsXH32z85K+/",
-	"WGbGAH3EgO0d25tBVfeu2ULfIw5NRni3CA6JEqQkZgg14G62ovibzsGO51597mMnpYKv7MFpqbrnY7BT",
-	"KnLb+jH2+o/BTpFy/cEnlC5/yvxcFY/bb2Fs25KtrblOO++3ibpOUgwDgYPhYz4DGTdZg24D/q7F7Ptb",
-	"3HHJV4niUV+pU55OBd53uM3wHPz0mYhi3jcyA7LBf3345hOpl5NJPDZeWg9zIk9ViWNUsxzbECK2gxgb",
-	"zfWEgEYmQ8vDP6msMazyIsjqJ0civhW/bMxwVuclkQeAQjh+jJPi/hQIbUNNRx6qAFgO4HEkJ1cvFyK9",
-	"jTXSjyOYpf8eJZOVg1FCFb8c35gtjAUh4N3ngUXEE0viG1HGQKzxnNCRWBYrErJ1L1NVCBi76AZGHRyU",
-	"m4f3hpFfZ3vlgwLM42o3/BSm/jO231hfc2Ppnbee/yp+c4WnDPuYoI2epiDWAxG1kEkUR/fAlDZhKNUs",
-	"TAyCKVmuV+9OPU75QtxX5DOQlVU+rCcEG+xYwKcdG8nK1MJVPrvq7upNR/duWRUKYF9lJX+WT/X9+pSu",
-	"+4SiUJu/J9J513wBT/yysAbrcFqfVFqSIwc9xZa1AXBHyYkJP8QUwiR3rIHhEx4F6F3rObyBrAHo3omc",
-	"KIj0upAJwiWVHbQJVBCWgY82NXS4Rz+6neNkcq6kOMMewp9+s+WeD+TBHeyu3N4Y9O+p3Ns+5lmp8Lnb",
-	"59NNz6fLduEaePRz7MK4fyefKzPxwOv1mds9ClNc2loPz3T5hie0vs/Xz0VtffNj//gh7qaHjL9MpJIn",
-	"JB6eqD9QZBz4rqhqzd8mfr01wCRtJ12SWD9J2TVsaYyVaqRrGa1YCCU1NiorxZ1LorZZFlND2ygFs2u0",
-	"GkgfPK3JOixsysUv6I8036tREo9CqnJQSxmVK0Oe6YHEWgad13g4wSOZkFm6YrWxWsQYOxutIFEbWCqo",
-	"TEggRhtISyCC5dB1W73jF7V43YCIlmqpgwPMmdpvwYSwq8+QvuknPmRCIpEu6P9JKuiKSKTmYQNJqHV1",
-	"V6VVkq9Yd+/VvhRrP2KpM8GjgUSYWd/kpfo2h5KHNeiF0ps8x1z4JK+eurYRGLu+CWILd8ofQsCf0uZ/",
-	"WMATBtWjBPwm3Kq+t2f/NYT7l5N4Zg6tYYfyuXjmP1XqKR49VU6MCggtcDG0C99gNwfJZ56peTzmCfZw",
-	"5JVSlpo3lgNJFBVUxKk9iEaEcIOnt6nE5gNmllzIW4o7shWwktZxmi9SNVd4rPEni8TX9gQWS0XDkoZr",
-	"6JBgzP7Rux7QJQl9GR44jm/irJEInso1+ZyqOVS9LThWZGFRXl7E54qxUNyF9BpKn7nBEKg4VJRDMABA",
-	"nSfLhOk7KiGwM5SsylzSIzFWc+IbcR/rP0+uGHIgY3HX+nxTzaldRom0p7GcBj4yuPuoWLOlJCI2eA8Q",
-	"VWHKi1NztEsZmK1APUHwV4Ka31CeSbGIrbiSEXrePHRoXjScY2H2XHANzLrAQq/gPwUKr8ChsvqUXai/",
-	"XGEPLSRMP/4pWqZmROZZUaxv8O12HoduYamXBjKgDD07V76Ek51Xm8IzLj2eJ40e8lhJrRKRF9qZzW0Z",
-	"XRxcOtP8rmXpp4h5ytURErWMgzTwOL1QCUuSNI5goE7lswiUOykuua1Bo1VngM4WOCow8WEBKS8C1A19",
-	"8EDvgTzzifyRWoSWgfYexLK6mHHMY2TeMSI2VNueBBbinTJPcJOG8wX1WhZ9FwJR5uOxMxm5jrXb2ZA7",
-	"Nc/Azbl/wMLLq+7RxfnxSf/k4nz4unNy2j0OAyqDWydEoK/yPkSquxyhAFOogS14niojf4yegzWFbGZ+",
-	"nNaNCcWjMzJ970Xr7BcJIS27UC60keQJC1cRmLT281JlIoIEMlCVIYgUsLIB1B1O2oQZ7UP5FIKs87N5",
-	"OdQtQG+iCs+xN+3+3IS+ub938GID4OYn5/0UjzokDImC6eGkVMU9HwN41Os4EY95jH89PaIHiukxDyne",
-	"8YgEmd0w+a2fI+mneESZzm0+xiZFH/UV7qZK49J5siRNf1ue7ssl1wKKERxdXF1dX/a3DhHk17tHOGSI",
-	"R0QZ8Hr3iH7n6k233xten//9/OL78y0fVL7LPc4jkd/yUf4dH4Ody04fES86p6cX32/xlLUbPgY71+e9",
-	"zuvuEF7w4AMKF38MdooI5Q/eXrr8c+ROPdzbRKtWCRrd0rtSpibK1ZORxwHaTKH5L1F8Img7QKgCbWZY",
-	"D9aypYEfJEXwkWAgw9JONJf505ff5q1q/mNp18ATy8uHAyuhxDsWiU1WrNFGvyfS2DePlZ4ly/dhGVq+",
-	"wZ2wEqj+lqesfNdTbtM1s77FCO+PWRIir365jb2x2Ko+kHxkIXnRbWhuIg9gNWzRJ1ehTtju1sIUH5Aj",
-	"HM4CvR0ba7Bync5MiGZcG29eI59+ytZfVqtweIBQps04Nr/ub9Eb/GL/4HdEHKoyhFu+y0EFEiU2cspa",
-	"DSRaoUjMt+4m5PcWndrK5Vi/rJIb3B79L1Mw8SkRpMNtBM615Lc8TsxW/yOUZpxhn3KBbMWuTm2mMnCd",
-	"61vGrQplGOiqoia6D7v3ceGrk0jMFyoD/G/cq1QLScEpKiIxOgRCFsgf7cjUICQAxQ8AjeIHyGvY/zha",
-	"FVxt0qQ+VxsSxcVaSSyccHfYSDW2bQjgGcvrJ3hl0cSRua6Hk/SbbXl8zsVk8jB2g7tye4WB92zuWzhX",
-	"droBuCYD5/nfXXt/TnULzKjFCFqwFj6DrjhkT+cecbpTlT6BOiSGllLGctp8SiiMbdTdlxZ0vUwt7Gzo",
-	"sYLgxKPLy4KnqcRxp8TFuc2KlWLYHvmMtvgBDhSwnE6l6wKgQrdQPyugiG/ZhoNniDqzwjJzxBJC9jMO",
-	"rfJKi6pMrcXWfKWyGVPLbLHMNJuqgQ2Sl0gwii3QYf7XYRyFTRbm0jM0ovTWFplZCiJLtzNaITReTiBB",
-	"04Y8rVmLycBaFwiiSn+fx3Jp3YeAeE5V1jBXNfTPS/OtUTwhrNEgp0gkSI1JTitB5FwCSujxHjMsh1tF",
-	"tSjQL/MMeiUTkXJp+TX9SXyGvTkUT83JNupNL5kQ64EEeiQbaC6IU8p/0g5eg8Zum810xxcDSdydN2Rq",
-	"0R00GtddT2inCnEbQHBA14GXOQV+MumpWRE5eeKjGqiFkCIi5HGeQScE6NTA+zhriue4UrCylBMo7Ipa",
-	"sV/UcZTmUBmkYPCNKrXadkOZzhdVr8FOQW9ud+ejewof0s351gmw00OKL0+lYw+sy0TOzGbPLBOvzmVJ",
-	"nlbYWmZjDnUD/v7jbM4r2/jD5SoPVtDoASEv376OwR62JmQufhGpqlNnjpc3obodAB6g/AjE+MG1RuxM",
-	"+J3FGblRBalsfS61HM+qd36vsPM/NQKPj9g23l28+rH797MGuv9Yx9AK9T+D3U8R7P7N0enfEFj+jHHh",
-	"rcK3rGYsheV4ZoUL4v6shXTZbimma35YD+oSP0ec+Mh6GICuN//9Y7G9t53ji++HJ71h56h/8m4LFMTy",
-	"DU8Kglh6OGEgelqkbGi2Ye1/Z1fyX70/iYJg9/piVnB/Wk9Sqdzw6eJhV2KubsnSx4pRj6s4Eh8IQqeG",
-	"ZS8rCynkkNMGcmJ7ofIqEUDkmKiUOE9dlSq6IEjnbyuszH4ZSOOUYa2ViIi62KLXWQuF9dfivrmEGUgq",
-	"0Wy5ciq37xAKlXXslsxy1wbqQdT4BiyngcS9q5UZN748RbsNPKM29X1xr76p3E3wzUCuHx7zbu/ImRHb",
-	"glL7xFQ0KKjA3qvRQAI2gLkYUKksTDrA9dVe7H1jBS8A22DGA3iQ0ewDGJuBtKFNbLYpRAWkQpCnlNIj",
-	"2HHuhrBQiM2Y97l5w6cyKPsBrq0beRjNr7RHJjEwOPq3A1pxbU0FWTZFR1XugKYAAABdPytSojy3cyPE",
-	"gqqjoK6OkKXww3HD4CaOLfjGfB5nAwnMJy1b3WR7viIo0YZaOULVNGswWmY+GiCh3w3kFGhqXIEiwgOm",
-	"3mmCK2sO4RqqnBB0yq0NVFD9gqV2hJVftzXMTE2g6oaGQc6xdqKlOZBQb4dxl9GKaNBpCOYc4AhcuzOV",
-	"f1NABLAUtTeQGmH9yRu2WGZ2KuFeCEgDKSaGNGBnepEPbwISSLYh+bI30jXf4hiW0pYzbUd75+3Bae5/",
-	"/u6m79OpZ/+jsAzeQmBChRUL39ngR23NtKv/8Ri0qrtdPtEy/zyzTNK3jLFZJZG+eD5/S/uxcLG72SiG",
-	"LW+FS5/S6PRHtG5wUl1GhY05kI8yMn3TEjUDwHRao7KgIrcwXw/Demsgy5rYBrS9D1jTyOAugVYcSPxj",
-	"m62DFZCKJq7jgcQYpVV6u/98r0Yn0Udo5EnUncaa2vDyoldx1e6Yy7FIQiZkpD9/bQJEWP3ZpGKFffjL",
-	"4VbJm0/Lh39p2AGjSu837J217ISJTY5Esb55bN77t+aHNjaZ/iH6j45FxuNkuw4kuvaRPUjurvu0wBdo",
-	"QvrTSPk9G2z/lU2OL9d7diFFsYwncKQsAK7DpyJw2A8u66CX80c1pT3Qu9DJZ8glETfUqYJWsuU1sDMx",
-	"V7vMAHt0pG5FuzjnU8h4ugYc9JxQO9fIW+KRWoCLia0mfnNDjk3O9TqKemM/tHiGFMjAbhVEUITYwN46",
-	"zBDi1BVac8y3ApR1qdUUe3bgQYcsPOv2314cF+tjUTd0jPkQel0YCw7AptSDQbO6U86PbLv36bTvfETG",
-	"vVJcald8uJdp9RGFDh258jai7Y8hWr1sSWDpUFKFAR90lG1LIEKPfGvb9GoYnYDNDxZksZ3vMl4Is8dD",
-	"ZMWDBh7N8Gb4CTPeYLqxEH9v4lIhH0Qs2eUqmynpco7AKSGShUjNdlsmgoVO9Czg0t2Uz7mE0PhwkQoK",
-	"QxjbdbEKAYIf9hF0m5ktt+ny0NIEjuOFAPIkxsLXSwlVE/2US20mQ6Qh05lYaFYL9TherJo6nkqeNDW/",
-	"napkOImTzFxDvVwI9eMN/5lmE3qmrgfuYCmpiUNw82sBP1QkYpwN6RZzVljYI2ba3pgn5jqEeWEeLYM2",
-	"f0Ggr1uexmYqtIXknsSZOYzh5WnvSkAFsdFCRGLIvL5TPPZFOrSxkmMhM0ImMdbwvmh8w6a7p6y2Lxov",
-	"cRipWk5nLOSJHo64xh1S94KYsXaN9ERm614AVGaMLeLxTSIwIpdSjjqx3XUQkkq41gIFqptfu38oIppD",
-	"ztdCfQNbtoF/as4jK0PQU/CEiCVGKXcF2JZWP6jkgqG2rTY/QXLxC20wSwDB0yye8HHGaqH9XxhHKw97",
-	"lRgpMFAXQJQKYoXmfywKEAljhE5gM5GKNv5FelNA9BMBBqWcBnHTzxFd1g4HmR/WporVNCGLD3a6IKmI",
-	"AB8i2Tt1WypCXMsDybMsjUfLjJh8mqwjGYo4Ovc5AmeOI9BCRjtHAwzlPwUiYMcRnXMMbyQHHshDpgO2",
-	"jf9a5QDgZ27wAUA//LwU0FhOCgKXveDSOetiByXfTrAj5HJuFL77QS5+MWq/snlva89BjTORNXSWCj4v",
-	"m3f4IYJaIB8y7opXF007+sLWziiWHHvqtwFgAorUalbO41hbzKsKRk6eZXw8m0PJsXmImehvBztoQdie",
-	"HKRiwekc7BAIiDl7zXtVdTVh5pcoB/it2fwv4LFgnhu3AzYhEMhxaM0G6IYFUJYK56btR4YsMU6eWcm7",
-	"ZHmxLSIvhqutJdn/9Jj+hTymvPkUCq9Q8ymkbhOJFpAtCcrGprU1mUJz1iqt3+ZG/f6m/kKkcHTkWDyF",
-	"vX9xa1v7+cjhenpQ6h6spwP2szumZoxeW7FLZQaAoNnAYmCC488rc6EwlwP8pRzIf1ApacBCqBA1I1uA",
-	"uQaluUwG7Oqs170M2CjmmtVswTANyfgLWDSc8FHd5cWMrl9gbi82uw9IhtSEvg8MVuK5cs9hNZVGoJQI",
-	"UB/rjTWJGsQwVykhxGDo2zV15uXeEbm29LltNyIYvvkyIsaXiOZtOQiM18kdh/t4xtOsyTqI2G+rbc23",
-	"6zzqSXRD2DXjvgR8NoL6pymlGwEPocMc1Dklb52IHtgKD1aDKccGGTNspJplqCi/ZftB5fzmFxygJ+Nv",
-	"G3gX8PKqDEhVxM9LnkB2EweLFfbOWsOEqjkZyyynUDG+ZKwJRIE4+MAtBdPO7HNLlptbd0HBx8/PEL6H",
-	"Yhlvuv2BXI/10zV1n48F+5FiiRbonPYy5OKRwQqYGAj1HexHyMgDBwPBua6Zm9ukXw7DQn7aGMWu6Lua",
-	"2SsvIXBzOqO74wyo3++JWl96ImYr4xU26U6lsRfxDBkhK+y9oPppsHMf/7QnipZfFuXrwyFz/4ZHxs2L",
-	"t1aXndojq9sMdtKebTPAzksS1f/6Wfk1Q69lPESeQDQjymNSnI14BAIU7UgSkFiPBEk1En3/PzXp1sy1",
-	"lrOvy6adMbNjWdEN1HxKUy231IW5AqMfOrNGh8e+iJoVrTAHGgWMjKhRH99E8KWNNRS+TxKXBY0GZshC",
-	"qEUiWCTGcUT4VjBxYK0hWJXnITXZSYZhlIGMJVjAvXdv2ALUpk9cMhFo9IGR4exoLFOGMQcDqbNVYrSv",
-	"EJkxXGQG1vQcRmZus4UB11endVvRR7x3EOENjL6Cdl4IJtqsLkYy0dVnrzeEpzC8o+50i6geU6V1A7hD",
-	"EZl6vExvRcGCdDtrbAwzydwCDiRSwMx5eiOido5aZjdn4eE5ur35v/z5xHhtXrDf2odsjU196Dha8kS7",
-	"TAjFSdkt0E0XH6KsCX7HbwVSCjH+Ifb6aMQHZL1zoV9jbJtx9w8G0g75OxvfchV9zu62z/nmkP0/yAOn",
-	"8zIytcySWKRgRosksWUUlHtyRmwh9k1R7zYae57ZxTPWOzk76rBILLIZxv/xkzTwc2+yx8zNZscb6/OI",
-	"6HDxH++siCKpEuD7jt7RegNfcaKmMGVGPWDkfgHMVrTcrHZ18EPArg5+GMjxcr5MOPosVwc/wvd9d+Cv",
-	"SD1g704u4RdvRfIEw35zD2YHo/HU6Znt54LtoDTjb1UmEuDOM+tl/nehBauZ7U7W8Y0QC3PazTQM8Ylh",
-	"4CQhgKyZkzZXqcBGdhRD5PX4Wx4riCfJ0khHOOWslhjHBdYSR2jO8TISMouR1Qg3a2B3xnNW6/xlv76L",
-	"1OP//b+eY+x9ICfxdGm+dazmIvdFfBLlTItkwhAFthCkBmEAswdijGRCKkbLOMl8fmK/6scVyco8Hg3O",
-	"EmYL6c1EH78mDjDc06LQ9VSg8LB1oKUTqYNCMof2vMu/QgGnC1LHxuwmGmbrumA0GY+2tenu9WfaPuen",
-	"D7c7FRkx4TrucqafxIcILP/xQN4XVghZrO9zD65QqW2H2z/L5knZWsIHXPLpwxa2d+kngPebRfmzXvXP",
-	"wOa/WmATWv5dGCMgOKZk0jCLgRbR2/7ZqWPY+FeLYaYCdBxgI/+eYwmeBIo5J0uxhH2KpUtpiXwSNW2Q",
-	"5UWdN+/VCNtWcAsOpLPQoG6V1dDJMRZ54HE/Y7Up6h5Ezrq+OqWWGb9ro83Cm1hGkEoJaWrDOmTkHc7O",
-	"e7Xm6A2kw30Athd3q4MYgOs9dZbHIqrUwxXe/oic5x80bHTwSLH3NzXqEHDxgyLPv3Z7cden1S7eXSn0",
-	"zF5z1dKlvOmpwq94qOzyb2rkLv3Sqc0/RkylAvnRhaEg5cHlVNS9/t1cqfyxm2/PL4anF2/edI+Hvcvu",
-	"Uf+q8+A0r9/xh2u/XRsiVdJYEgprPhn5R5LawWsw4Ia3toJZ1jZb7+e1NgUwAc9EKlp+A8M6Uh6Y70mi",
-	"7myk9uCxC9W/6pycn5y/GX533b3uDl9fnz7c8F51z1POc8XzQ1bLISGfLIzYGyNPyj0NARi4BAw5u6KQ",
-	"HR7x8c00BSKX92r0JF3AFK54KoK3yshJkPuLVY42YDuBnz2QFY52nFn8zQ2eNSCGs3OVwYZrDaTMo0ap",
-	"ujNmSF75570cuCAQJelDrBk0dJrTouNIDCQ2gU4RSR87OjdFjuoB+9nGLHTAOn5Uo81+qI5jcX8oWhCl",
-	"80DW8jeIKKAhNLD00fwAJYfmf8CuGXOgCoN2agwvUhwv5MtMwZ/Depv12bfsB3blxXgC9j386/zksnPa",
-	"Y3cins6MxXaJRt0P0B4Vy6kx3YY3HK790f7I1MTFaG7Mbs2DUxxY6ae7p7aI9jZehKy2QLJ6M8+UKaaw",
-	"WJhHpWA/2YWyhatyjFWM1uBT7ykpWPteJVHA/qZmXGqtMGl78JIdqfF4FrP9b7553mZHM7Nf6C9/W0og",
-	"oTiaibmaiyxtMuP5JEmTnfJRk/VWOmuyv37Nagd7e4d1tr/3vLG/f1CHm8J3J5fD9+xbpn9Os9qCfcX0",
-	"cj7krNcbcla7G77nu7/+ejfkv/5a/68Dtuv9tR5SQpexEK7+Fv54w2pmYnf18MbckQ35s2zIw4BmGubB",
-	"2Kne1JpHiA9AHkjxVEzi26XgGVvKOMvvrYV6eBPiqlOdrHlGJG5jjgn2KFITth8UFvSZzncrhFE1Blvg",
-	"RD/T+ASkdTeva7jX/Ygegi1teHdy+V8HRlnst7zzB0X15hn7xuPPROphmXEM7WHtaH6GQlbr1FuuQdxG",
-	"05dyzIlfw78YCRzsPwMWpgcfQvYtC2mK2a+/Lsw6wTL9+usP5v9CSsh7MXWGcqmOefX04MMwD7aGbfPL",
-	"KvSDlQHzgrGw2PusASsds9pqGN+wBlvNeDaMb/Idkv/JTBrshNBGvidx5spvCU5NrpgvWcKfD4pDcK+9",
-	"vOr2eru93vBH97iFUkZUqGXWUJPGRCVRqRwGypVp3Z9p9ne8Zi0SidAsUICM7C5T47RrKIJhtkY7VjJs",
-	"Q/0rw6eg0PJllsLmcHUnQUi3zVn5EaYdQJszbyPxJGEy34ouk0Yi1EbPn2l2dUBMLhQkDllNBvluBtFj",
-	"lNZsGLNv2f6uZH9h2TB+xmr9Z/36fzX2zb/CwBaQu5qQZxqrNFgsKXlRIwy9WyFhWnCWzY1V4eicnIhP",
-	"RR3HmM61GIfmjBqJ0usNU6F3Zd1ff1z8jrfodZKbMNfwhFtP+UI5CTajkHgtq3ssXYE2CPpJt9iLvRcO",
-	"ft3D9AHKX7Pn8sYYG25yVudMJVGTdeRAekFtVhnTJlJuKNrIJUyLAC/OL4bOArvqHl1cHYf3h23Banma",
-	"KokrZwI9XCBB1z6yNsLdtaEqGFIRfwZ3/wzufmZogfVTto2LXL7lM339vXKC1apExJcOcnfB/qKk6kjM",
-	"Ysdv5gLeUNQN5xuMKECu+4NHuNVCSL6Im3YHPX0/+cVCyM7lCU3Gb5Th/sMe2s3+tZU5ODUyDsZGAm0l",
-	"s5SPMz8Cc8c1w8yvcW6/NKKpR1Veud9Exh/ie7TLv+KY7fxsy/9j5+z0cctvh1Sx/PCwLZcfrr0vBWsm",
-	"aKoa9OOcL/6Bf/gJLMIJH4t/fvz0PdJifBEXptl1tQ0ktrVxzcwgkQ2/xtk4iY0LCH7AHTf2NlqTqbEy",
-	"7YIzrm+odhdLU/yDjK1df6zNSRvgMZvT81mepGMAa88J3s0cFjZaWfe2zULMULRgHXbH+jbvBCUfxPgu",
-	"A8k1O+q9s2RJmHqAggtWc/EeZ3gL6iurNxnqD2ybBeQZBd/AkzZbbyhgI7Wkam2/xBGYMTcQB196s7VV",
-	"FguK+odxtJFe7+DrYGceS/fvrTNaf4j8WFDeKpdQSxP/IgK2Dx28e3t7e23bd4D9Bua3pu2EL40DqozK",
-	"kxXPl/OdFjwKJov+Hazj2gRVGGWhFB+y4XiZapXm7ruFfIbqn5rZqYixSn8Pf2iciw9Z44huoz1YO+q9",
-	"q28aPL5i01IfHL78HHXp+ZY8VdOtymbW79jeAK2+157me8d21Hv3uKGZGx5Z13MhMSRgVxHKlQtpzsKy",
-	"VmPaAXQemZq4pK5xhqIOCdcZbRyeaGUdDBR3KlrVK+GXnqgh9Oj6qndxtbVbSpd/DP7Q9fzlnCnIAcyZ",
-	"Fj8k/LIGIfYwV1TFP7L8vKR6d/+Z/+Mk+rhRE3twq7lbB7qTSERsU1HmsOy5jLz0o0MgDTCaCBoW6hbR",
-	"wvHGFBJwJJdRQBkRPFEDCURL4JnNsfu/f4ClsiwEay0eLekRNQJc0815xKjRfyC/bu4TZANkWTMskp2J",
-	"OcEP0Cgc4ugiWbExT9OYXjqQtRA1u24WX1in4UKCAMttxIexEBGXY9EoD84HICHoA0uU5Xep0Tj6B2Y/",
-	"fock0SN1CyWtXtl0K4fh3d8byISnU2ML+RzdSjK9nGsvgbfO7eJRYHv9Dcs58roj4gLW36wYjyK2XFhG",
-	"bMpx2sVoDmRobx7i3xzxBjUFeDvH1uear7sRi8zMcaFciRoeQeytbZbSBrYNcgMZpfwuZ+tb81xygf9p",
-	"futjtdYV7v6NDVU0Gc9ccdQjgohPGMKJIxu74uz6+uT4S8T3nvBzzClHjJVCPApSRHHEauHlVff45Ah4",
-	"DL2gHLBPUj5gzldsxm+FAzmOs+bTRp3o9OTDg8JKJ1cd7lZBiFSK/YcBtUoUSjkXvC9/m9VoUf5BuzdC",
-	"5Sz45RIckDXb834l9FB/0vczH16HaR5HVAGf4T88tlCaRaIB9STrWkMOzTBRKQW5ZvE6w+J0ILEdISiK",
-	"sFpeV5CXyrqifao+qOddMZBz4kk8QqEE/klAcNWYaEIdseCk8+mpfkECixQcVEokWyJ66hIHziYjor+r",
-	"e+DM/hYyaw+q2GXqM2W/OlPsO68FjjQKcgVHVYqlyU7jG7EOZBNTlxfDJq+B7L17s0V/V0DXUI9XTnbm",
-	"Wxv5XLluIJE23NdgLxl0isO3FwpxzJqVtIx7ig1jI0q3rY61Qfy2gxrDZmurmVDfZDZuZM/pmu1S8ya0",
-	"aibra20dLO/qsO0DttW8PN/PoCcHm89rFQ0ZuE0RQ2gbwKCCovykDovP2xvxp+Z7Ys33pD221iEu6rNH",
-	"tA3cp9k+u4ICCthfNmqhg7293DkhVTTmEv+XDGWeWXjqEU+MI5AyLaSRhhkUy08m8biNjVNmDa66neMf",
-	"Q2w4vou1CPzaoFRwrRCiJMT/12GTXQFPLYa3eJIwNWlhuRbQHeZ9XhBxZDUPlgFa9NyE1dvmJp7TgSGh",
-	"WMCWMhG60FcAPQOuEKoB09QgmdiA+0N4WCHz6VrreIQkZ0DF0IZaMjZJoHOXaFFShFwkTl3oLtN190Qa",
-	"BB1VPVtmANsWqTvZQiXSO3nT716dMSUDFtIqQi0RPQvmG5EoYtmYJPF0ltmeN80msYz1DDHjCsSBsWZL",
-	"SWzSrEbU3Ad7ewELIzFNzWwR6iatjhGoFwshc2hKBpFrLMcoPrxm/xajxhKR8yQh5G3JgIO83Y4iQvgX",
-	"S+vPMqUCQgt/2+0cM/v97uPz7nVs3gAUQoxSeQMdqWi1QR9c4bH4jE6TeUMsha50luD1ny6HiVX7ScZ5",
-	"rnAyqumLERRwBelue7QrkPvqbeaOsyOnfAI+Xa5vAM7QGJzbcer+Bqkvxss0zlZGLn8M/rkzEjwVaWeZ",
-	"zXZa//jp409FGHW7uLmYxz288xMEp2ydwFMkhf6mRij+oF4MaU/0cgT2FCVcAibFncscsVoWC20ug46V",
-	"qB4gvy30FsfS9tNOHJxOCO5A2CzF+s0xXhpxTMaji9u2c+nOFlxbdpTQ3pgp6LTN/Ghw4OEIIQ8unt2Q",
-	"8k1N1qFwMYPEE/95ibCTlirHwhEGA6mV+TKNswCQqbnngjOAxqwi8RpPMiD2TfHTmwMbyIBQjfm+KNY3",
-	"MMeEhwwSSCsG2FFaAd4PN4fBaBQ9kAhUhDrNTDLsUPMJdL/5LRGAsmtkkQPMw8TpQAJoAoqx+BdjXvi6",
-	"Fm3jzBwjzibijp29skvVGshwLjLeJNiCoR5z4wNrcyrhD4iMOhwhVJ/7WarM/AvUrl4mWdNCExBSE/1K",
-	"XdnhM81Ci4zgvWMgw9Lz8W58OlBSFB4+zFTGE0LgLb2jmao7PVxqo3EQMQLBru+0kSbVVBID6fKdc7OT",
-	"J8sk2ZRs9Bq7KrKN9+fdDtayboefknM7+FwZt09LoR3uH2yRLS2nhJIVHjZwIWPEqt44ADzTO5/QfOcY",
-	"Qn97Ts97qtkID/fylK7/pOZBuvPenJqZx99YVvlvm75y5xMEppr4fX9PlsP6VNKW/UcXNvaHJ2eXp92z",
-	"7vk20LHl65+ypNFWLNq4wC2PE2xpoQM9WsZJRBaeN4gndKPN2SiQ4emiweJZUc5weiD751QDkLRBt/sT",
-	"tJ8b6XvUe2fmioqZyMXKGEI4GzFIwEP8ji0X4BY7XseZSCLwbedirtKVhVU3BsmIR0a3sVS8F2Oql6Lb",
-	"YWAFLoWj3jujazEUus65BJU8aNAly7nE10CQFSxEM55JKkTARstsII2vbqYd7ICQhpOIrOgOw7BglOay",
-	"iGfcowgcSJoUM/9uomj4YMCAEmQxBZ+nwKwpWC1szPmHBl7YAEK/MLApw4E83D9gZ/GrepuNxEoBx1CZ",
-	"fXL/OQsvOz8CgVP/4mJ42rl606VaKem1sYE7D8aTMYfbbLJMIUUHmgs8CvDRIYAgImzhhhSdfUIDfspH",
-	"x17UARyHPhIJNh19oIunIsgAzZT5s/E57UwRiQGRXAJTlvmB2LZgaA7jCd8DWtaiFLBMTTHROFNJlBvr",
-	"5TGzv7D9gUQ+9ib73rm/Zg/QcEuzevANq2wwHUgC0Ak8kEuq9ZvzFcWSgfwY9pTLFK8D5PBCaNYVAIG1",
-	"eOSwNFtsnCgtwjZOgp08SX4nrPMZnKUWRNzceuMBY6NlZBwN2mduXvCv/lbj7OclB94BMqdmSmfPNFvM",
-	"Vjoe84QeWGdjdStSa9nT4hMRGkkEG+2GM6IF6Cq8fJ3Y9L0aAUYc2LcEnS+Xc5HGYzbnWRp/CJCyfmb5",
-	"LikgchenwmjFAzg1bCyShIX7QTiQuBO/xsvrAVskS12cm7FarLBevYUJeUQ1cAOGyr7xjKdTYbNMz//a",
-	"PGR/fwX5JCOl1IQd7L342sPo0qy2/7L5gv39lc0BBOxg39xj++DWWrMmcUZlCvgyoCzlN0IOJM7X/sHX",
-	"1BHrsZHSysa6bQZvRSRIwvwDkBQW3ohzh/sAzt0EGsc5VadCG+36doY5wO1c2MuM+/LWNpzj41tGHA1k",
-	"hTwqcvFNeKJFWGd3tpRE3Uk7BdDEtz5+5FvA1+SeIMS8bdxRL8djISIItA5kkVXhIYSqfDBEpwvNfCNj",
-	"Z4F8scLHbO3KTaxRBKGDpuYW89h4ueiQmc+0Z5KPb9zrIE5ci4BYdoLohCodSIRfSSiWMVtmkbqTVCHh",
-	"vRb3NDWXTsQdOPApTxIkac50HrumHUA4XzDauUoF6UZsYDbnXfAbzLjBJqAho6+N/Ejew+BocTaJP5hh",
-	"34rUwvyajXsWvxrIWrqUGH8ZLScTkeqAQs6EL1fHZzj330eIGc+4lJBkzbGFNSbqzehrVt7vfwNaMs9j",
-	"klDTbTP+tfIgdlh+qY9ibN8JSdT1l8bS4TFT5K6VFxCPgFbaXDsSA/nyBft7/IrVXjzfJ/VdD0iamBGb",
-	"vyFOoMNNRtg1sqcGkqep2Tqw3V/uwSfmnMuogw8OX7K/sJcvbC4QsO9suLlOmUSbQLcWzRvFtJpkdjui",
-	"ZZLRkdLLOSUDBjJ8c3HWPTs9OTvpQ6xLi4wMC7clWY3i8PW1rRnrnPQgxK1tO6vDk/N+19IftIv6nqC6",
-	"wWo1MhTy8U6ywQUDCXieFX1X5hG7SLLxXo2GcUQcG+Z2LbI8+4tbeiBDfDdhdHikxvA7xVEwdmWtOgsL",
-	"ijkUITMbb8/ZIDXE7qaiALSAf3yGJJFgQKdqBEkGhjsFCIPqLrIrV65JNTej0Wri+AwfuA8ICPJu6zwJ",
-	"8leY7t7169cnRyfd8/6w17+46hiZTKYMsKS7x03iJNGeNrDwUQNpllDnrOP2sEGocqwisbY1cu2EegT2",
-	"MzlaY2OAEbY6PIqE9tvrft/YXMcX358TWT3PRMt7FmY7ea7N0YCzx4YMTO/seJbTfKkJ7nK5MIoMA0+2",
-	"jZ0ZN8eYSmSOz2PZAM8nGEh74F4eHj5/iabFrm6zPZYtUwnhXTWZ1PF7OJumZkgLkcYqYjOujWkEyP/5",
-	"w82DG3CdZ1Lv7zFdb4HIh034F3rSX7DNBA6UAOSRXRhsgL34+Df4OChhwo+PzMLCZ5uFNetnVhab3qAS",
-	"XWdqkdO4x1FivZRa2Jhl2aJhbobKfLXM/El4boYZFFAhX+x9zUKKVgz7J2fdi+t+aGtVSAhjXQmdFRi9",
-	"pU0llwG9MiJxNza4tTRcmcRA4vKDqgB7vsKF8MRJUOU24Lay5LeaT0SyapFxI1l4Eon5QmVCjleNv4sV",
-	"mOp+O0+isLJnIMlhwFxv3mFC+oEi3p4ERup6KMa5EStsHzp4wWaBc13294K9vT3zV0I6Ia6FqUK31GgQ",
-	"NIpSAVtEY+IC86lm49gsMoRfIIVh867uxBLrvJMuNOAWjsy4yc80ONMBo4gOy1ZU4zRCyJRYWlgQ4pMX",
-	"uOH6dhLM9xVFhJ2WqRHiB3sHHqYtGDIuEGAvHKeCZxY4RSqjvhUC6RApn/lU83L81Bg8ovFM6LZdS7Td",
-	"6HkBe3FwYGThcffs8qLfPT/6cfj37o/Dq+51r3scItNCljrfNG+nJ8FTA8aDXI7gKaPhASrfRqEEfdUW",
-	"HQeMOwZ1/caGenHwTQC5apWaU9R2EjbW3qQAt0OS5GW7TYacFZTPhi82F5mJJ8GKHiFOo8dFjbjLMDXF",
-	"tYizAAfxDVubpZPz4XWvW4n1Wve0BQ4WG4OzXP2bM24+aSUq63R7ZifbMNxDmQhMPxwegsPAxxmCO7NF",
-	"GksEX+70jk5OEDl8wcfCTPtyPCPoQij58Zx2TDOhDIzRTaQ5Nd7VCovXRKIF4O5W8nl6tJtoB+bB/pIo",
-	"2dy5c1hOOywAasU887/+8X81/t+f/vJ/b0IPhMG+UtGqFIGdL5MsNod5d6LSecNYQBCElWMVUd6VOmro",
-	"pj4+3fbaBGwjS9vHAFv/1u5di/p+/BhUJh6u4UhtnXegyx+fdnA3fizXCX38E3nxMyIvbtOL5V/rpV/O",
-	"uv3Ocaff2fp+d8NT5HDyR7jw38Vl/+TivLf1s9Zu/BjsnJ30euany87Vw4MqXPw5skoQPc8FmZ1A/7fy",
-	"R5i/+eMKC2knJwp/V7jJrx+5OUvm6cPw36XrnxhGAywJY4MvRJT7RuvmOCjliYC4cqLuUH9vcF3KFnib",
-	"IoalBMlAmusp9liyWZwVPngEqueT7dBqs6NVNuaYcwOMRVcy2LHY7R4bpF0RkEct/hursVJyKrarxHqx",
-	"//yxvbjlwOrDDa9rdzylQFkP9BZL3zDQiy4abHfsldMDWZn3ssEtmzdAoMlSKNiDny7kOOx+3T/cRvoQ",
-	"45yIzkQUczBfABn14AtudvJEcLrWd/Ud1wj5isQM6DpSQ6M9FgXHB6o72Tl1YJjbqa7VTtW/Aw5sQYJh",
-	"stFIsGWSsFplCq/efLpzvsUh/7Og4tEFFdsV7/of7+V6HgZ/9q4F8Ggv4rgFcrR/9VOKUj9d1SqKQZeR",
-	"KgLTovQbSJsU+6Rs1UBCuirOKIQh1V17vXrZZv4KKbOBxFPUZKWwbQHv2ho4eYwAFMEdsLeS0VPxxidV",
-	"x6xWmN76Vsf2r9scW72cTOJxLGTWy1QKcBVPUxCEjqsfUTrqvbNsDGkGaWu9kuNZqqRa6kLt0NbFQgWc",
-	"6XIp6RMVZjsSCJ6KUjGx+ZhleotgAxjNtDlTwk0yhgJt23CtC8fuLCTlL2SYiOxvrCJRSjaVX8BsAghr",
-	"Y8aJ4F4GA9KeeZIIuzyhkMZVU9PI2yxG/DvMTLmz67E1UasnZlqxDT5OEhHVAxbxOZ+KiHDgLZk45G/R",
-	"2vcNnYBCnd5H7xa+sZyn13wF5RkQNG2y7+08+l07hRQSLtkzjRkpVjMvayiZrIKBNJoVMF1jzYSMoHqA",
-	"8juWcIoijdAcyxMsh217D4bSAvPoTEjMmIC4gxQU1G7AazUG0BHSPRYRRbYPmd7UwuiFS3a26SODfX5v",
-	"A9njgJSetC73WEnxmLpcuP6TQkv3hJR+T4jPv128egTAZ/HqJ1TE1/JGmqOPjSGsFhbe9JsALP+skv2N",
-	"SvFSJYmvEh+j6yoKYy3ZNtbaPFWFbMfLP2Iuaa5ufSYF+DMQ8BWLJVwoKEMyAypGEAt8byypeIRTJqze",
-	"ZF2k1r3jKy9rZCF4ymUXnlJk4VHn/Kh7emq0hVda5iogoSg2C/yqJWdMUpzI6HMIFLFa4VOeaZTpkC1z",
-	"SzXj7gOD9TfWgwJYAPZQTEXUGkhHxgpQCrYoyj0XbWPIei9SFS3HAsokoliPuZkCKoHJSzvtPPG8OqVg",
-	"E/AE+/kElMFORQZpn28YyIHXJ+cnvbdQs6IVgiUXlxHz3d5XRwNpn4gtp1QfSYlx+DQAmxSQi0aKkVo+",
-	"MwMJBO8UFuRQpyNklGcJyRCIlBQYQXFrHlN6F18yholComp6T6UePYI5/rdSpUd22zxGn+Y3PbVSDYyT",
-	"VTqa3nn8fWPo/85a+vFw2/4Z3+rj3MVPHNECCVWQRLWiAPrTDvnk4NKXdeyPiFexIjDz9D78E1LAu8oe",
-	"aNUjKl+2gXM+dGksMAjyzlYp7oZ0bdEVp9VEPWaR5eHhLU//miU9vjjvunvLatSCdwF4Ldz5ooIU7373",
-	"0eHf/BHV3h+K1viP7xf+oYgcH1JaLgGGVvSGXf2E7BL+kdp6ZuHiz6DuihKgVjzvf6q7L+h294voY7ZB",
-	"jArNmVmwvBdFRI91ybdDFoGYb1U9IA3cb+LgUZQi9MgyTXZaO7MsW7R2dxM15slM6ax1eHj4cqcaWgB0",
-	"HGjDRpboxlikiKEE/7qBGr78obriqT+5zy8/HpiFvC4BGbGZypi+44tcpRDByPrgOpvC/Tq/2c33+u2n",
-	"8a2QQmtCKszRWehWAmepnhRHkYAYrt5oRcYr7jlTMs4UMTPQpU7f6g0vKeIdBxZf2PKa4rjHSo7jBNnw",
-	"fODCUZN1BtJlBqB3xHJi5w9uJGr6LRYlUDE2RNunLbBmBrIAjxmw8PKi12e7CR810H6BH/HKsuHjUVWH",
-	"rgMy3HUoIMD1ZQvm2eHePnBoFY8sRkHgrRVvsAzZWKC7TjPbZtzNGcbjl1IHSC+BeIXzBU9jjZCQvvmG",
-	"d5FdRMvlMNk+/vTx/wsAAP//",
+	"7P37dttGti8Kv0p93N8ZJjsgBYB3auQPxZZjdWRJLcnO6g69iCJQJGGBVTQK1CWJxzjPdp7sjJqzCjeC",
+	"NydZa+2ze++xOjIIVM2adZvX3/yt5ovlSnDGE1kb/VZjz3S5ihj8/Ub48obOmfpbrpdLGr/URrX7BSMy",
+	"oXFCxIwkC0ZW6hWr9kijNauNauO1bbf9/9+b69f3/7w5J4tkGcEjNub4k3pCIsrn349rjI9rpV8ZDYpP",
+	"liyhxF/QWLLk+3Ftncyag+yr2lerdv68EnHCgvciYNEmtbMwlgmZviRMKpop+SymUTglDD4jdUpWof8Q",
+	"MYusYpEIX0TEbYzINOQ0frGIXIgnTpj06YoFuYH+P/+3osF2ffkQMRrz1ipcsSjkbMxv0r9arZai8O31",
+	"7Q8Xb96cXxWpOyMxowFJxAPjRHBCyXKd0CQUPOtHzVCg+svasGpLJiXMTO3m+u6ecMYCCZMhViymCSOx",
+	"iNipbnhcC6hcTAWNg3GNLCi+CT2r12pWLWZJ/EKnEauNZjSS7KsiOWIsKZJ7zdVnqyj0KamrNthyyoKA",
+	"BUQmImaNPNFzwdmEzhIWTyTzBQ9kbeTYqiv4XtZGv+BLukurthAyqY1qj8uaVVskyWpCgyBmUtZGNcft",
+	"t+yW3XJGTrfb7dWsWhjAq8224wzazandtqd2zapFVCaTBaNxMmVUtebabq/pOE13cG/bI9sZuW5r4LSH",
+	"g6476P8Lhk6Dl9ooidfMqskFDcTT5JHFUs3BqLaKZFM14TjuoGnbtmOrzmH5s2BS3YNtt7rDwaDXd92B",
+	"6kG3NpEsfmRBVaOOIv3X5ZcJ48FKhFw1m/ir0clJceDd2tdPamreMRoli7uEJmtZnKEPK0stIrUPCPWT",
+	"8JHl5wSf7BoeUAKfTyJBA0UucmYVsyD01cqcRGKuGgtisVIbYmRrtvtiuQyTLUxxnJY77He6nV6vp5jy",
+	"Zc3WbBKwVbKAFmLmixj6U4tEhr+yCWzY2shpD91ex6o9xWHCJjMaRtDpV0UT7tZsQI5VW70kC8FzY5wL",
+	"p+X2WgM1b2oG4txvAXtkEU4osLImHmpWbb1KwiXLlq3rKqZfXN19ePv24vXF+dX95O7++vbsx/PNsyZm",
+	"81Am8csrSYJQPpBQktk6iiq2c2V7+Z1tmoLNReeM+JRzkZCEPjBCCfBjhL2oLkj9/Or67uZ1o7if1fQh",
+	"+ffnt1dnl5Pz29vr29IxxMmayxXzw1moNjOwiczoOkoqCS+0lCc55AmLOY0Ii2MRbzlYLq4+nl1evJm8",
+	"vvtYPg2XNJqJeMkCksQ05CGfE/VWFQ1ZG3kC1KFLnI5FfBGtl5y4dtch9fObs8l8smLx5LIxIuManfrj",
+	"mpoaxU5KAuaHSxoRvl5O2V6qP9zebfCP+OtYipgki1Aa9gVhAO3HLFnHfNcYsMX8MHRzmkLBWaFlbJEF",
+	"FsF3Arqkc7iadhF+efbD5Pb87sPl/V2Z+ohOCW5AkixoYhbaVN3tscxfehvE51stLl5orj0iEgQKdViO",
+	"kN+c3L59Tdrt9pCofbaH7Pfn92dvzu7PyjTPQhYF5F4vk/dKRggEQ4YFbBZytoPqtNE8yUrOGJE1f+Dq",
+	"vsf2xzX/cTITUTCu7aHz9vwfH87v7jfv9y9rJhPka0rgkib+Am5hX/Akpn6yg1jTcpG92OxUBC9wo1OO",
+	"e24EnfBXpg/pL9iSjpRks2Jx8kLG5j7CHbAMpQz5fM/g7m/PLq4urn6cXN/cX1xfbSygdLeKlboiCquI",
+	"rlbRy47hbbSdH+cqZqtY+AyI/MX51HoKeSCeRsTpKOrZI+OnhJI7+hgmvz68NH8UEX0h+JJ6QQTbtsXf",
+	"r3+YvL24urh7d/6mPJzPYopDoBGIB4TxoHIXFBrJ061a6PsOc2c9u9md2rTZ8dusOaRdp+kGg5nNetMO",
+	"dZxiD6QeCM4aOyi+ur6fvLm+Oq+i+ClMFoQLffu/sGQLwWkb30RwKEm85mqyT4ng0Ys6P9UBpRqAhaj7",
+	"T4QSFZV8DcLsrgG9vf5w9abiRsKNqBoOgx1jwc/zg+EiW5Hq83HtkKFt3eJ/F9Mz32erRAkeRb6DGBOo",
+	"TvIEMpmES6okxGAdgzifk4EtxesJyK+DGXM7rt1rsmFn1uywXq9JmT9rTtt+Z9juu73p0E2lk8k6jmqj",
+	"2okZ2clBXyv6L6/P3kwuriY3t9c/3p7flXcvF8mCxUTJe7nZrWD4Rjt5nlPdDM6+aSzk6uSZKzH+lABv",
+	"1SM6FWt18SJTquWVSzq9ZXIdJXJDTgANlC4ZSZ7UIoOXCJVFUaEW0ekE755JGFhTdRqqP6RP1Wx8sbJ7",
+	"yTq/ObPevDuz3tycjfm7m8vXTdcdOtYPTadvOXbHtSxn4LS61tBt2Vb2hotvWKmw2763ByOnO7Ltf1nq",
+	"cctB/TQby9/vrksq4P2TIKpBM5BsBL/8Vnvz7qw2GrpW7fzmrDZCImpmKLVRTfUPWk9uqLVRLR2CWjx6",
+	"vEqw7rhfrd9qb1RbirhjmoJ1mHIsL+HnBq3Uk/xor9eJL5Zs805Uv5KnhZCMAAnkiUrC2SMsw/m8eNbC",
+	"RaYVjZj5LAQtykFVkvr6lzVP3/vlt1rIA/asVZPtvCmcGJmGg4aNUBLDHr2SwdiRvRWJOanniQZ5LGAR",
+	"S1hApi9qvTOuXsUTnUrQOfS5NoHGtUJ3KWhwFvsLNbRbvNqLTLtlTVDelGpPOaH6XWJUmRy7pFjHPuxI",
+	"/VKmghY1PqdpD9q2bdcMBW/DiFX2frGEg5wS6YcPYdIEcweZhVFBxlpRpcvVTmT8eBLTJeUgrp4YNeYk",
+	"hFZOVpHst9ACo9aUoda0llIa0WlTUdtP6cNVVV5NC5EQ+URXBUU3mos4TBbL2qh2c3nnNq8ubs4u1YGl",
+	"DqYJqHdLWRsN8AEL9qr8q5g9hmIt9yjPhtS7REnklcy8icVSqGkkEl7aOYf4yrYZdJuO7XT1DL4/u3x7",
+	"ffv+/M1k85A5Q0ERZBqtVMBLm2d8qZWtMqdu5ZFGYQBtKcmZPa+YrxY/44HaRCFfrZMtl+r78/t312/g",
+	"Aj+7vLz+eVMKi8U6YSDVqNsCNuSSJQtRJQtUtFYS7RciIDdn96/fpXpfFIknFhDByQlcWidRKJNT83xE",
+	"fjy/30b7xd2dklhvzm7vN+WWFVx+hu4wkcSXj0qTqhLICk0VSF5HSag+gi+VIiIfDxHZ31+/Ob+cnL2+",
+	"v/hYkhLfqJNJiUTqHENTUNXaM4Tl28kTpj8h46qViBRi46ckd2ShcACW2J2E//Dh7p/lhWB6nDJFfcya",
+	"0hdxpTyea+NIkkttq+P7UJG4Wn5BUl5f395+uLnfXNwoJqlDD3clFyQSfK4EKLjGJC6cBfMf5Hq5dahZ",
+	"+4W1kzUuZltHXdJGVX/GCkfu3p01XTC0bp+qbaJ7Ol+qbX1tmktg60CqBXkcyAHTV93VbtqVOFuemCuj",
+	"PqWreCfFuomSJJG2oE2ouwi5uz+7/3A3eX9x914dTmVW4kWw1XqgOfNKEm3B3EZsuZtjN7QWJSzoHy+l",
+	"Uy3kJ6h4akpzQsf2Qd+f3f54fn83+XD109X1zxt3leCsmdB4zhLNSnOWUiLDgPk03jrOcsv5cSqGYXta",
+	"iJNoWcOeKA9Af+XCdEI4XapDQW0Mymn0krCdo/pwdffh5ub6tmK3o3+JUPmgGpyJmDwV7Wxg5gjW/o5T",
+	"Ld98fliSPs5FNJmFUcJinAs1yu/HNc5ozGSS7RC5XqGjbNs4WBKHvtxUULSnb6l/z5Ss/0XenV/ekEzc",
+	"m2QCspyIdaJ4OQnEkoZ8koiERuRu7ftMytk6Pw/4IlrEaBROUWsm+OGIxAx4Q+5dpTs+MuIoUds8/Yd5",
+	"2Brz/0XA63gMQb5Y84TFY37MRzZqduBxfMMSGkbbTkHQ11lAFiwuOmOCYLsLqdca2HZ3OHTszr9q1g55",
+	"FsRmfVDKkwrZtcVXv4Jep3SRSd7Z67gW2Mu1hze1SnSG/tR3/HZz2qa02aG9WXPKpp1mp+0G3Y7t+ENH",
+	"DYQLcM/UlvSBkYAtRc2qofdRxOBagSexeJKTtVRqWc824j7qPurrX2ryhScLloR+7ZNVM7aNiS8fJ3JB",
+	"1RU0qrm9NqODqd3p9nvtwdRn037QZdTt+j17MKWzHhu4047f77W7zO0yStlwOJy6bt+dTYcDqtTatGFF",
+	"jyLlq9pC6WqPXfB3K23bbg2HXcdCLdluDXtOW6vf6pfe8KtVi5eS5d7vDuzs/Xbf7qfv97uDvtpXaAgz",
+	"BhwUNium6gTfq4EfEofe86e03XP7Qdt3aK8zGE47fjBt095s6rKZ27WZ353as77j9Do0GPh0SO2A2Q4d",
+	"Tv3hbNauFX1pnd6gP+jn/F2541qv0+0rsuf2u93OsA9uU/O2NOECanb3KVFP9JGhk2UCm642cu3OoPA8",
+	"plwtx19c27barm2Degy77ILPxKYdSMuxwNNvcHXuUBQrNoxjlVdKu5etlK47yK2UTsVK6Q077fT9TtdJ",
+	"DTste9j+um8KHLvV7bj9YX9ot7dOwR9i8WVYVlbV4a95KC24Lrd5lXd7k9Hdv53bsEgfprVRxy0sT9PZ",
+	"n8CZPYq7dRh53cF/0+75mk3TDYtnIl5S7rMN6RVdeWBf0/awsidAizIyXZe/1Tj602Fhpv86z/3rqzYV",
+	"wpH9KTenn/aSbYi+ZY8he6pymKvnGJdjrsw6jWP6Iomv9H5BkkXMGAkTtpSN6pH8AtRaMB4cxyerENj0",
+	"SzHOybFqX9za6Be71em0+5bdag8G8J92t/1JbfJnONidTh/+MfHXy3VEcZlnz1+gha49HFh2q9NrqwaG",
+	"beeTWkv53ty0t2Gvq94atm3Xslt9u5t15rZ7narO+l08drCzYX8wgAZ6PdVAp9vd6K2d9TYYOPCy28WX",
+	"B7nuHKdb1d2w5/Zy3Q2GXWgBhtjvO91PXz9ZtYg9shjEhl/sluP01GCcdld15vSxl6VkPjLY6SpS3YEN",
+	"DLbbQ/PzI/yu7khLX6J4fX7af5E8hqva6BenZbc7ltOynYH6X1dxMzvnpD7iXNtpdS3XdltD2EJb1NYr",
+	"QeTaX6DVqUII3+ppQjPVj+f32owktwjXqoGL9zeX5+/PrypUhBmjyTouOfrXXBrlZwtJ+RYLyo7xfxlr",
+	"1yMNI0URqsmhJNN1GAVbaZ1cXv/44/mbyd3N+ev727Myr5KFahvN3ujqQ8NJJZXltspKWcVoSTMS86Zc",
+	"MT+J6SlaR6AvfLReljrdMojUt3x7/vr6dtPHiCZpFmi9UOt/Ke+gDzi2KodVbr1aqU7t2OMauDlMn6eg",
+	"WIKRZiGioNgzGmK2DOx6xfjZzUWFL6kYmhlKEgh/vWS8sHpCLUglYQK6Q6b2kCXldM7UB6AP55wdENkz",
+	"o37RRm+3nJa6O5Xgz+kqrI1q7ZbdatdyZP7z7P3l8WSaFkcEGhxzRfVozAkBskfkOKrVh5rsEQGqUX+7",
+	"Obt/t8sGvaLJoqCdGqtxLERSZW7ZaLAQzaBaG9dOWOLn3SCZgr7mAYvBwZPrZssquDn7Jzhk76+vJ5dn",
+	"tz+eV5r8hdpZaqFF4TJMKgkuN7PV5s+efYgzdezOoNvvYUTtNurSSbgU8+0eXKWObbpuc8GGYWAl4ZJZ",
+	"GJOop9CKRcTyXlv198QXfBYGjPtMPS78s/hr4k606cD6kv6VOojV7rQwfGwCbsTMZewvKOcsstSymmvH",
+	"/lKOue1Q15n1O03qdrrN/rA9a1LH7zeng+Gg2xn0hu1hz9oUCvstp+PYg77Td/5lVVx0Foq/Vttt2d3B",
+	"wO722gPXddyh5QxaSpgcukondhzH7Vi9lm23253+0LG7rt2BC3vg9vs9x7Fdxx46dmeornK32x/22m67",
+	"3XPbrgvywbDTHwwGrm13O73hUAkozrDbc5zuoNfrOO5w2HbhalaPOn1FZK/bHViWZdmWY3Vt+6/jQMzg",
+	"hE9Z0Om7g46iM2NBr9OxbbfbTjnQ7bd7vXbbyXNg2O502gM7z4GB22m7tjPMc2DgtAcDYIrmgNu23b7d",
+	"6UFjyAHX7Q97tj3oDzoFFtTKq34zdP4MYuWNNS0ShSALzp6TCQb+qVfZm5f1339cczGV7//xj1o+AlfL",
+	"s7gYQZj1BfcZT3BJZpI98EjL9cAdLdUrbva+wmd6T+SVWlfpOG9SPTZTagduf/DVqhVXf23UtW0TM3yA",
+	"FzXb2Or+OGDZ1KxaukvRwtJTArGAuytVELMwB9uqZRtcfaCm0qpBqGGVapZfg6AGHsBYt9tyh5pJ3Zbh",
+	"UHvQcnawddDPsbXrZmxtu85fytZeu92kwWzY7PvOMLC7U5dOaZmtXafd28VWZ4Ot3f5wH1uHttMZDP6l",
+	"lVcdyDi5v3h/fv1hq+d0yiLxhPbmkIfL9ZLEtFIkL7eXv7h0WzMWRVsaVNuw1+229T12su0muwWj3J48",
+	"GGr02P/eZBh8ByQkfFTh0RlpYRcJxi9Ocp/gSXZ3fvvx/LbCHXulNB6xBCcGyG5cVInH+e8L3gqU9adr",
+	"+WICwiKalKOujRP17t3Zm+ufJxd3lQ7t+w0/NuF0yQIlUGAmRxVh5Sa/1betuyDLtQQXjvFxZy71qtV0",
+	"9+7D/b3SGd5sOL7uM1VIJpBbQZ4W6CBmKIDRODYBPRujyjdbwXClVC7WCfj/A/HEt/D7/vr2fPLh6uzj",
+	"2cXl2Q+XFQyfRYwlryQJaEKnVLKCE4tCAFYFeRvtlnVA0ywkElW2WUUuzMD1bLapym9Mf3qG8nUUZR9X",
+	"hujgT/k4icwPmcXt+JQHYVA6miqP6nbT6dgm0gobr0reOTNL6rNaUjrJqMjN5YrGIcSRfbMhL5+3k2bT",
+	"WOZlGcK1VWFj7cGBPuz2us6/aoeY/VL1+B8fzj+cT95+uCzpgeePLH7JdF4ZCYhOSugDq4pIqWqv0uQB",
+	"Qbkm82ZEHBPSSj6LqUU6uaBdaRFbXzuFWNXq5WaSDf4upq8p91kUbQYEfxZTtTDwR71/w4TEtDAiFtGV",
+	"ZEEhKhhTZrLhvj67en1+eVlSIbO2py8Ecv+ygODfPovpRfD1BN9Rp/gs5KFc7LKbD52BEnH7XTWnqQuw",
+	"27edYXtAm9TpBc2OM5w26ZAOm31nYPcH/eF0StWqfwh5kGM8EJpQWGwHOQd3egMxwQunQ4l9AzUnGACo",
+	"trAJR9XG8z0pecNWu90Zdtt2f/ivfL6X3gBWTa6nyzDZ10K7p7SGf9VKq+ENpDEWF4IJij9w2nFI/5+Z",
+	"LyebrN9qNE7CGfWTiY4Q3easdmztrE7N2RPJIgaCrTn+8r44/3Ei2XyJD2ox5YFY1qzaTEQm2XRJnwse",
+	"PFc9C/kElMqib6+TWaUP9tfFa5CWBWcynC+p2nH+o9LhHlmVyyF2i613OlnjA2eYKgS9Tqf/dYOcrlJk",
+	"9AdOq6P+hveH6lxWJzeYQtXnbdfV/5xIeGIPXLdd4ZUoETR0ncyd2XeHvcyd2bM7mxS5rU57kFJkp2pQ",
+	"y+628wS123aZoI47HFY4LsoEtXOqaF8p5pl/1e5XEeTaOYdsb9hJJ6wDqmtKktsbDksktbtOG5wbFSER",
+	"B+6v/7qQiF5/2m+3u0F35tq23+312j5zArvf89v+dOB0bL/Xt13WpY7rTntdxx460w5zu32b2e2ADo8O",
+	"ifgzHd1frRpnT3t982KdRCGLJ2C5BJq+1EYdpz+04bxfB4wn4a8smMRMhsGaRrCEErc2cjstW023bgHt",
+	"JV+USj3o2SYUH1iduJjzwKKslU/qDVBzJ19A0XWdfvYI2m+13a5WjmF93P3zqun0h92B27F7QzUE24aE",
+	"4woqM3mt2W21h4ZPTac1cLspn7qO2tOqs263NRyohWlGgxFIJgMiF1iSCgKHLNdcsAl6WSYBk6vwQYuD",
+	"8KecxGxFw9gkXP8ZN666F//ofVsRp7BghLMnJpPynaukPJj//7mXb/mI+PdN+u+b9P/wm3Tvrfnva/GP",
+	"X4v/J14k1h+/COxea9AedDvddrt4ERwYOPtfeRGk8b+HXATun3sRqF82LoI9wbJ/9CaAOK60+XY3i93t",
+	"dNoV51yv1elkB2+3bchx7JZTuAr6/U63eMw5ttpMe28COLHNwWt3cxcBHO0b567TH2YXgWuOXbfVdYs3",
+	"gTvobNwE/e4hN4HbzQiCeEZD0WDgVFKUO7SGXbubuwl6hZtgMOiVb4J+t7/tJjhwt3zjTfC/fcz4nqsA",
+	"/H7VV0Fv6O69CtrdFlxQh18Fh0zXX30VdFrDftdp232n+01XQac17LV7w27/XzW1Kgsed+MWMGrGB7AK",
+	"l616r+8+knqCGTFhIolrdwYkiznUsEMSMeMaEI6kXlMHfEATWrBqy8fayOiQ1hOf2Op/HKvVaqk/XLvT",
+	"t3LARRDTkv6dPR/zO1gQlt2yHQjUsB13CK2oP23Harstx3IGraHVg7Cn7L7R2Db6ZDfWCw2d1M5n4hQ3",
+	"4udAMHQ7Z+AscDgHLA4fEYZLRC8iDlgMh6JM2CpNVapZNQRoqY0cOLDMr/wRpmXTIALYBJ++qun5cHX2",
+	"4f7d9e3FvypS9wDuDrLwaYYfIiqRgArtFFIOMbuWTBmNWYxNbvHlfbi6O3t7PoH0rC0ZXxuhY1Eok0py",
+	"ck0VQsawnZjNWCxJIoiQLfkiE7a0yNMi9BeldOZT9Q8IznyikrBn5q+353vlUsom78/fXJxN7v95syWO",
+	"DGNWnmLB5wBaxHhCkpdVNW8rmy24MXItkIQ9JyeriIY8HYyGWzklkvEAIIRCHxbiyWe51bf68fz27uL6",
+	"anL+Hxd3GyBXJtjTxNiBqziF39nmcyo1uT/CM5Rpm4fko361agtGA7BR/VY7v6cIrcekH4crFNLKsHLq",
+	"1GMEkHZkAtOhTvlEjWFO6l/WImFBw4KuIcRO8DH3svBkyHL3LJJ/FPKZ8OCwyj/9TY/wqzfm6MgyS8tf",
+	"UD5n8hSCALyLWfNKcNZ8rzYsNmOe60dAAjqrNA2CBl4LziIEqIJ4VLWaRjWZxOo40cA7lwLnvZotGJ45",
+	"055aXDPo5fOymwtDHFDuwBAHr7WzYyV205guWaLn5Qc1jItgk4YzDV8SQswBzHY4V2s2IWFSggyRr4gH",
+	"y/458Uh9xWKf8aTJuFppQfouTRYNRV3IdbxozaqplVobZWAtFoRl4hWqcSvTsSzp8yXjc6UUOEofXYY8",
+	"/bdVweKLmZo7mKfN4an1iMPyo1ANCgOV62p2/+Y1TsnTAnBLwdkKr63jWL2HiHVszCmXTxh90LY7KUKV",
+	"OlFw9mGYuAOygRYWVG3b6EA43hzQe5qs4zB52RzNzwuaAJVJTD8zPxExwFgEMX3ihM5pyAH+YQrTt2SU",
+	"S+Il4RJXCxD6Zc1gH2s6l6arPIn//5jNaqPa/zrJxPAT/FWewDpKCYRgACUty9ciQtfv5grXTn4NlrNk",
+	"VK5jFpBCXJqSOsQ6xikA+VuSVSSSV5IAmqgk9YABmiNJc6BfSQRjaGwbHLYz8YG0/ACVqLMl42ZzNnB8",
+	"/1E9tpRDRJijMo2hUgddYSQLEYe/Cp7QiNDnUFrEabXOsoE5+wbyXF5I4VKNw7FRf9X/SscA0Xgszg3i",
+	"nwcOokj2I4uT0C8QjUn0nqHLywbh7hvEy7cOApJQ5UpwqeNFsMfzLOYA7mMwLZQv2xIqdDVwS9WyN1+d",
+	"VHxSTsTZ+X325mZk2s4P8+9+/XroNgWu3Gp2IfNKxz5/IRrQhIbROmakrm483S3p2B3ipTR7FunYXeJt",
+	"MsGzSNduEy9HpddAuGgRT8MgYPzIuSnATO/kTPbmn8gXL23VG+FJC/jToSQgiltkqgFxYhExUveUnOQ1",
+	"UmCLMQchFsMKUd0IBT/V0AMgd4HUpm9a1QZnLGDBmNc9DXztNVoYwHjB5Xo2C311b90hgO6RzNwG+LuT",
+	"r5Uf/YksrsIYrsAFJnWvihKvMRrz2TqKLID/bgKAo4gxS0SJjrRFrnL6Awp6wSnxUtF1RJTI4Y25uoGI",
+	"XFEfQ61ixgK803MC7a36qnk2S1jF9XaH9lel1DzRMCFTNhMxw6BQgJds25VyWu5Ug3lGyOFvOco2MZH3",
+	"zG3h9T9xVj9sQV+Gacx3qs+HK5G8FwG8v1tf0CltiZlJAvF9sH88Jd15WljlZTH+NJXTapUqStVw9Wsn",
+	"8A6M8oa+KFH/XohLGh+9ASsznHbO0OYXf/LWK+RBafzeWTgHmQyscKTubRChJ+0Dp+sExBictSM4UbZ6",
+	"7GRC4eU/83TPN+yNiBqNUj2RbkDb5aD9oSiHiWM+jeMQjvcxz8wzWj9IobINspG6JjYOkZ9//rl5lvXF",
+	"Nle89wMaa2JGo+X341xG47jmWah2eODi+X5cCzmA1k2AmnHNQyWG6rtKnXqwJeCqyqjie1RGnF+TZHvk",
+	"9H6zSFMRT77748Lbf+baKLSsb//dweyK0xDQjlDC8ZgXBKGROoBiNl9HNFa7jKPTivhiHQVkyvDGydIQ",
+	"BGdjXmfUX2gYYrMCc2G9aumpHz9jyL7SXVeMg7mE8mDMoaGsL4vMYrEEihdQcYHEDMZkkSV90ejH8sGY",
+	"V/Adr0V+EMmC0Jht3ppaNvnAUySm9ywI6T2spiNPhG2muz1nQ+Vnf8Ep+UoWzIRlyx6pe9W0wGGZkgNj",
+	"PYvkD1RCQZU7MBUDeFKoOqTRDQKbh4otupBISViXL0t025CIUZkQ+WVNlYY21W2S+nkYsViS8dq23R75",
+	"QbCIcWkR17a7DWvM5XoKGO0sGBEvTLRcKj0Si7USYMSMSBGpdUy8+s/kOxLRJXnz6k2D/Eq+Jz+TZ2/M",
+	"4Qx6o7eFknuaQTibsZip63hJkzh8hrPziYXzRSKJt4KDKWbkmaDRivyKi9RzSJOsPMIiyfCNOo2i9EPH",
+	"mJKw6g2Q2MAzdZVj1W+1bCAVdq28EcQBMSxVNrt7dE2rFtHlviZZtwVu5XgJrppArKcA/5pXabP/V9mh",
+	"rtbw1aqt9vRmt2xHdcee/Wgtw0f23vSC1rPsuekFn+8gz251c0TZFURJvVKNuYRGcmJWXLWtJDPq/YJf",
+	"Z2+J6WfmJ6rZM7QHvS5kghQnNgglnceMTeSCxhW35Z16bKymXCMqUL3aftcpKE2d+fJ7QdrR1qhXSmiP",
+	"WEy5z1KLGVyjIAbY++Z2D+vUrE2y7bE5gveMAkizycAK+dokZllkfnJ5OE0bfQM/0/dCnvQ6tUpyc+s9",
+	"XsoKMfxWiKSphtLEA+cvIjidiGpFIP2ZrCULoLODGi6tR75rMZbwiIqrcRrSigNG8aWuDeMsIE0S0Wnj",
+	"cOowWzZWV8lm21RxOqJT8j2h5DsyJX8jaU/HdAFLYe/Ms4rTR36JkzoMcWOM/+k2jhqnjMSqYmqnO8ZI",
+	"6iIOoHZZ8cJr/JUTLzdnXuek7ZImKhZQlr52/Ifn3/bh1+0j/EijNatYv9ec6XJBZAWIHfA2TCxZ80jJ",
+	"muCnC04BzUMb8TME0lTj0bMGfkM4AlobF7Xm4wGLRTPugDfPD3yzijXgxfhBb+vSZk/rCWyoSFZ6Ehww",
+	"PZrtkMEWy2SSrzyQp5omrKlrCG10V9y+1Zb9/ErPudc2OlWt6QF82sYRE5RewZFU4FrKg1xEd9ptnXEf",
+	"ANFgVPmYld9qfB1FWZLiPqnCEFNsZuuItrvS0C820qKszFmVoAvjXErRmk6JZ5AEjG6o/1lwmoKQpuUl",
+	"Pa0pAMGniikuMOu4xajBEauuTDMEIxjVdQ4wYjLJhhGwIzEvnKgbwkKlcIxrC2ETKi/scJkKZ9XMLBFU",
+	"OtZ3bQko02e6PuwTg/RXRaoBhkR4ag2cntJtPOL5DGodloBSkIhBSwcMrzQ7N+QAx0Agdgi8YWbXbJJG",
+	"ny/wR6e3uVGWImaTbdR/3E35lL0IsGMJyUgUyoQFrf1SINsqr6arCuD7afyAGAWUpN/gz61sBqZCRIzy",
+	"/aeUnrhsas3aTueuyIs8oVt3/n3qIT9yWy1zR8YRnnCrho7qg4/JjMAbqJdZXA6oM5ZXxF80QTpq8Q9t",
+	"6cO3cBKvuU+TbXZ/HMSCSqLmXC1vThzbsm2bpGB6pRAIjOnILAb4evVI19xU3NlQKvVhGbFZQsQ6QZBz",
+	"yjU6ilkXpM5FevYby6z58fv0jmjs227bd0U+KCObl/zs55mYG1K6Bqt2xeuPuM42dkOxevLuo99EYu9a",
+	"2AjB/kPM6APAdBQCso/8UEdmV2vPj5nYChas2/d3568/khMigzokRB6oL+QjvqtWpEwoD2gcYHlC1RNG",
+	"Pnh4868jrEQsR4T6sZCSQESqWj5j7gnOJqaBCTSgw9Rm4TMLvNPMQPv6I0kTLEn97nzyQMQMW4A8As8q",
+	"1Ip8JYmXpUQoKrwGRq2lH2hrG+ZAhL+CqUzHrB2rROUWSTqdejlULjYEoEo9muUVF1S5QErVIj0MRwnR",
+	"h8tZNCI0VTYwmMjDYo3Sw1CttLjobC2ZJHWK4WpxOF3r1+Begc0tZsRu9joEJxQ+x8hQNRYLzs0VUxvM",
+	"FIR8YC8NAqZ6mhAqH/QEFzrAyUzrB+YKJMyVAJEs2JLUdRyAbC0DRTL6BDrawGlkx4oCHYY9iEH64X3N",
+	"qpk/J9cf7ifXbye3Z1eAfpi3S+v4T3gKFSVMKGtWJ+n9+d0dlu7VfxWgFIs4SBulc8s1Pquk3DTktOK+",
+	"zUWU/rZPdICFkzWX/3jHKrxlq6hCA4DHhPFHFokVM7FPOehNvexOiada9nTgRphIXZK0NeZnBOE3iLcK",
+	"+dyziKe/99RS8RD7DGNTlXoMoYQMKyvB8hhz7eN5JaEs+Qt6GureShSam8CP6kHWpH7WsMbc0weL1FVA",
+	"vKkIXjyoqLpcJS9kSVenxLwE5cuZoUb7gFJC9M4yDo80BF0vfPRdaWSjgEHkJ67cIFTMXYYcI+x/qy3p",
+	"agVR9b+Z3LSd/hgssVoe3ta7wuDpmw8Vw7a9fCP4PH0vz9CtH+BL+M3X1JrxcoWhbLDQvlo1wdn1DLIG",
+	"dl1rWe9frT1vFrvdc1sWObDv9RyXocRhujdS8Kjy7sDl8Ef2x55Vkc31AWNEMq0afryFf6HidPomUrqX",
+	"2fj+H57lXN8Hz/Nhr29wASfQvHiXz4bcJdpVRH6qvc4JForIxYHCNdnaawgopFqW23+n4ccAH1cde4RK",
+	"Gc45om2DsI6h2BtCTdaq10jdCkqyQf0vLUejo63CBBzxpvCXSSpZS3Uso+zj5c0yaUqoL9T1u9Y4kWCO",
+	"jxh9ZEHlHabTjMrD/MmoRSD6NSEwQwf9sS9rGpnBAhuAJjUS6KcpOGuKdZHRbhWjyxmrVXMZ0XgO4Sog",
+	"4iRxyAJSp7OExbom0UpmhITLlZCssX+Kq/Niq6OIVb/6ZmMkEgBl8foj2ib295TpCDSKDthwG9rCp7Lb",
+	"XOsDOes20eHzet0DydqVkebtVsairU2ROx9vRzPe0T6RfMzr6kDMNalLu0vCqL9oQCyR1gVgZRTbG/Os",
+	"QekVRcQ0v9iqFST8GhxZJaUDjC3PlUt7p6S/Nn7PSeE5boZ00iqFL/P+gQ6I7PTZAC1Mi2xBmADW0piB",
+	"7Q3+LlRaa/zP9z68TsF1t7HmJs8PsCj+YlvE+XRKJEsDiZUCQYz+MGiRs+iJvkjFLHVgno45zfEUpboM",
+	"1jeHT6leWitFJ5Sp7cMiUqBStKQrCBWaMpQlq+IwtjL4YH/5VsYf3ML5H2xhy0Slut1WG33M5tURKHgo",
+	"5rVDuV4ulUKplFQI8zJF6XQ6i25KTfiY538AUzKpC870O2iFflqIiOm0DNwP8AGG6iglVzfYaJH7BXsh",
+	"NAjIeqVuJA+SpfWBcpC58haaynOkaLHsdYC9xn65abtMxKqaRz+RRxqHSomTuesjvc2yDq30KZj5WoeS",
+	"/lE3v5v4TXohnXyLQSgJZRL6Sthl0czKrnovCOmcC/WjbH1BLTD/KHG9b/FhIzHIRCtdctXHbhyzCC6C",
+	"i62R1Ubl9MLAQ2sq6ol4JWAIRyEEtkLrIzMaE8bFer7AKiNQSbNVZfF9gyn03xD5dsuW4pFJ4gu5DP1m",
+	"TF8IpuCPCKdxLJ7ISsgQrgp8rraUQxIx5t5TGCQL7ztHZ5C1yM9mcaGVOAvPkSSYhOR78jz5LfzO+Uqa",
+	"5HkSWmPO4Kn6rUmWLAgprweNND7YXyfEJ98TT11CciGiwCPP5P3ZG3JC7Fav3+mOeV3983vz8e/s98bI",
+	"7HgMlf8V67+YkyBHk0WohIPg50WY0AcWm+C+d/RF/fp6wZZiyZK4RS54wqKoRS7ptEXuXmTSIk5/SOqu",
+	"7QwaZOA2B51TfaAwypVELaJ1ombyMcTI52fitNxuu+10sslXpIeS2A0LzAMh5JSzYM7QlEEUd3Rcn5+z",
+	"1SdPoXaksslvYdP5msnplrqTZjSK0pagmc/YjE+aW9v5rKYFhdkwAbtLnh6akDCdloiqAyLfyWc4VsY8",
+	"NP2YDr8nIfmO6IVCviMOAdhDnXEYfue0Wp8JxZVlEVOrn0xfkJlSKSLzRUIgBBNOdTiVMywFdTSTKUue",
+	"GONqTaFB9hnHc5p6kclcMAw9hxF+huOaSFS7Z4SSW7qknEzha525TOYxDdY0il7grp5CznJE+YNEToiV",
+	"hABeuNFppK6OhXhijywe80U4h40QxkRpZDRqJqLJRSgZgXjKUzNoIy/jhlF6C5XJmAODUnEhEaJF6Co8",
+	"MYg+Si6Zh48myUnJzjJhKzJ9gf+2xjzTF8SMGDCNlO9gCsOiRtMMXLlK8ChHKGqsjkr9Ld2lW27qdZr+",
+	"WLU5NUPUJY0LD/itV1lu15ayb3sHxIjuCQ2F1VmVt40zJFeqH6qkX5mQ8qFH6lSfnUSdnYtQVwwWMUme",
+	"BAlYAi40sgqfWSQbJerdFvmJsRVo2MUqBHj4QlkdyoNX6uIOkgUEqut+BScpCGgWoKlOYPWFJI5tXn0K",
+	"A2bpBgaIGQ4ZVZAMNk0XsxJw8IxvFIJ5nd5RfratYann6gb8QQQvxwZn54ysVpYbIGaEATi4NhCDvVET",
+	"nm/TriIls9Vt+q41hTttfelQIEwkFQi0y3vXp0Xx4WsO03vnV3l3z1ertr8fGB32kMiDXr4Pl0wmdLnK",
+	"YoqyjY9UVm37vV7Hm1gkwheRDqjYWDCPRqKBYW3wE+i3cFqsDTo25lRnHRzoEntP/UXIWVMJV1D5Tr2G",
+	"SiC4wOGZgQQQq41iZJXS2MHOGJ3Tna7745wzVUx4GzGW7N1fRc7MBWcTuBgzuLvNwxCcGj7Vei7IAAtG",
+	"42TKKNxUIgrgeqbapRhK4qmWvVOTHLDbOIXNV1kxoiDVSEh9+kK8DAHKa1hEDUNdY0rUbh2ubEF3m9Fz",
+	"JZanZFlVbKqagXeQ4ZOVbijyulxyeG90njoMlSACAF0aknjDmIEGCRQsPUS8AneYZ771TuFSWqyXlGdr",
+	"HRvUtiGO62V3ONVmAFXAokkkVB9V3sVC2aFIzPcfFbnaWMhJ7TeAEyTPtw0WlJwmxHxkQtBOiZPbrbml",
+	"t3pJFoJvbztXcyWUkDqdMK5u4h8FCClQk5ILcgPtKNEylGQWsijAuBmUZQ0UkNZDfhTqO4j6CRNsApLJ",
+	"chAB3lw4LbfXGmgrwsZsIFHbCX8vAiUamp7TOIgfBRb2JCFHyQnq6XoBe2SRp+0ckfBphK81Kg85ma7w",
+	"1Fz6UMtWa+VVsV6pAedPmaPkCuiwas9dzLmIWWBkiyIX9I8g6aYzeUo8HkY6XAGqC2aR1Vt2ZNbdJZ3e",
+	"Ziibhwsy15yRdzeXr3Xx5RY5DwEgIot7BWtGFlPsoaiOPID8Q3UXYcA+1NlGo/sRBtlvtBF+m11w11f5",
+	"CMGj8IgAil3HXevvq1w101eShIHZbfj6KVkJCdWNwgTBfIzKiYoUo3EUQngLTA+KksdQVgxBLyMLaa0f",
+	"XwKPGsAKnaZFuLUjizMaqxtPV7PN+YPz8YEg6oeceM2ITpvQRBMh87zDIwWz0m1VXMyvS83HtLIuhURo",
+	"Y+/RYzKZLERjWDV2xz7v3/PFqc6tmk+7tqW8Xie+WFYIgZrTVc54iNtOp0JtNSgzFaRmCfCXkpD70To4",
+	"LNbXZ1CJa3+GENsWMWnI0sFYBXZ4mIee4OGGFqC6oV/EhIukcaqNEMWVrU4VJc3sH8Oa5zh2kGD1wXyR",
+	"HZL7ZSzNKCudnxxP8kRUznr4yDiAH/+2Ybso31A0Ch8PSqzcetNcChroUvVpWMcRojZ7VhtInRBYPHFj",
+	"wlX7GDAUak3D3N5hIVJenf5cPOVMy2OOoxmln3OhvXtpRboWwZxXyJuHSub+gvkPYO5bhnJpops7jku8",
+	"m9vz19dXby7uL66vJm/PLi7P30AEChS9TikZc00gyii5A9Pt9ipOHMSiroqFAQuVFmEB3RNF2FkYMY/U",
+	"WSQZ6dg22QhibCjyjcEVwP4YD+CQ58TT1ZM98C1b2vwnX5ZRCHa8mI15zKSIHtVGh6AthH4EE84sJzC8",
+	"ksWyzmNe95rwpKkobKqHnkXyGGo5CB4PcSVPPAjJYHHjdIyVAJ9CM6xyUWivRc64Do2kEZFhwHwaj7mH",
+	"llU1ULQNtz5Lwb2cPbBsHgUDDzhwJalLxsbckw8RozFvIlmtZeA1NuavYw+rJhDnZk82tYfl7zxSRwus",
+	"Ohsw2Q0kZU+zydNeUJqM+ZxxAGcKNI6gJA+MrbRxVMnShhWNVtb8KhZLoRqlavlDxT2dQ+LR2F+oU8Uj",
+	"MWvCWoXeKSfmF7076jRdwxiBwJ5DmeQ8ZYjihYcCAS527OGYexhBend/dv/hbvL+4u792f3rd56VwvDl",
+	"waggZgtaOEWvr0ZBjF7K1Slhs2r8A9AuGKpXDcvsBZw0rVZkKxyqxNOEeGppeJiawNlTBvPDuPpfqH45",
+	"5p7uD2OlM/6A8T8XA4FcrVk1wzWIc4iqLcA5TWSnu3CbIUg/33bwZkJ3Sa7G6x6tyAuREPlEV5tCMY3m",
+	"Ig6TxbJStVVchjyAyVLuv7JxTvKq1+ZJF7PHUKzldv1M88GsAH2Hw455oqttbkOuzqYnKiu0srL0VCSy",
+	"gqTSsKsZr6TQTL8+NofOFEo+KOgjX1L94E/K1ZePyh0t1mE+9tMs9OBAy8brwjcVFZ0PGnOp4nPV4hNx",
+	"sm1V5stAV+I+pLqyQR/QyXh4HDV1KpxOdVS7Tq3IfJrSRq+5KtIHDRBLTB9qK7pVb+/UZs4qgXe9lOZU",
+	"0TkUUME9ckDViV+ZTmjyKlASzscBH6rMlfZ+cZ4tkypbXDma0RubqOoceI/3WVXIwwceflmznLpt7r76",
+	"hw8XbwC6m6ghwJJZLhnH6wwiOcf8w/3b5kA7ZJENWKpATVIiiNvtkb9B9e2/nRIvlU+M6QbctQC8E0uQ",
+	"JijXhCzXURI2IVE0e4X4lJMVlRKE6zHXogmqeyF44HR2i84h2MjhqJZz9xgGyqGUB4fqnRJaitvbjg0g",
+	"sLDB//zwPFCg3rCEhlE1J1KRJRWKONTprbjTg2CfvSVtzMQvk5w59nBTyW7pAUSiSiMKzpf63SLo1npk",
+	"aciyIS0IY8y0bFWnZCeMJ5Nj0ghzxVT2Br5f6neLpUv2ZNaaEFp4/etGnYetnIAgPD+EDLDVKgrR7IWO",
+	"3NS6lJOE4KPUay5iLRDNRExi+kTUkLkM1XJokbdY1AHlY/QUr8IVoClht2LOQ7WzZcJW0qToAwC+WgMH",
+	"O49u8mOFmKuvVZnEO6IWcypajMEmqHlwE0xeHDbIfcgjjAxR2/9gcn9OO8MQw2pqs4IuG76VHIB+Dn3b",
+	"Ip5G6keNVO8oVEp1lRev2nWgC/BsJDSwZ3L37qypjvx84KbePWCrYGACR14o2bVCSp7hMkB1J930ek1B",
+	"I3K9xIyJavLCX9lkaqqmH4nzlBmd9u477SNUswHa+W5wd1BuBE9jsXGVGy22VZ0HDmkcRyGimG9kBiO4",
+	"e8C7pNBsmU+2YGncYISKuvMy23I672guk/u9x7mOYD9VGdaeIEshIOuV6i23A0sxwhjt6y+bTmGHHSKW",
+	"p+Gubj5U191j/8ykMb14CjNXWI/p3slO+E/bLtgLSPva74DefdOVMohvLu/c5tXFzdnlnVeVMbRgMcOS",
+	"H9pKQVJb083l3S0DiE0wO4Cny/ykT+k6niRwPOM5YhW+ahQMkHiK5+6Km8u7kgd1o4M7nbNx59OIxRut",
+	"VxKFFYkmszBKWGxJ/lj+7M+6tLFa2J+VnPM6ny7FAnLrFkVLYwzOzZY5TWSrlitH9pcR9P7unNQxh6hR",
+	"pA1ThvYR+F9yvu0/w67SY2T179OsfMDkj5PCjO08t/aE5m2EOeBXRHAi174SzE4LqdnaraDTs0NJJAO9",
+	"+rDE0+w03ZsCnIUFfvoTAwMP24DFEMGN3Xe1jqIcgw4KdPgvjzLcSE7/nxxwuJE1/E2hpPnYlYNYnhli",
+	"DmQ6EHcg2/8rGL6Vl5eZ0rqhy+sr3hgEfFDaYrFskTMDBpITQVJIefC1mKqEr2Qh+dMCr8xnMU0zG4zy",
+	"AYZO8ZRG0KOrxcTJk9d3H08zRTPtyzN31EQR5iGqYyBWCQvGHLwzGdB96l5cVkXdQ+ZgZtCudjDjni0p",
+	"DKVc2VxDHqS7rFfoFMiJLNkk5MD61Rm9RXeFmnj6lkE8fARIw6BMUuCUYi4AW7AxN2p5GoaWOla9puq5",
+	"CY1JdGQVVN8xL5UReKKSiNmsRRDiGDPUASbKTPW2kDmAcQ7U/Y81NavGWOKh/iT9woN0UVoYpHoPYyu8",
+	"Ma8j1HtaW+63z2J6EXz1GuCZb22pn4cZ6+jVWwKATt0rVJdVb0jVjyltm0avqS8w7WnMc05n8KKAFxVT",
+	"EuSSRpFWi5XQoLu2zPIf8zAAL2ValjDTvsF+olR/S2PdkekLVukBPb+U5rg3brSwU7ZYHCq8m2reU0EQ",
+	"dn/VHJvqwRV06PKlFb9klUur1rz5tXB+oCuV1CWLZs2A+RGN2ZZgyVw54k0I6Ke89UfvIO2arlwBYPDQ",
+	"61hNrGzsD+Qp10v97YjJqiyefIDt5vXdR7KicaLUMR883ZXnT0k2z4op740O3XaLVF3F2wJuzgre91Oi",
+	"ZCLjZ83CZzKi94ZrZ3CSBxnngOT03jxIts5QG7fepDvRtg2i2/EwyDKN3GSVl0MWrvRKkmlIURWCDyxM",
+	"sc58i0WQQxO3hmrZwabNDGZ4W3B6BZ3nYDxMTz9TGSQN7bM2ED9T6jDLSmMSmpgOSFSWWXqiycUKTRsH",
+	"D6c8d+fqrK4aGmDpHq70rnkSRoe/vt04tNVyla6pHKKoWSiHrFIc6Z+9VGMRsS3AOWFugoVMJ+0YH0DJ",
+	"+1yeo2/gItKb4+ZW1t3CZbxFQAMVXpIpW4Q8MJKKMZ2kNzmpVwoiJ/irl6KogHRR4XnLTc1Wq3XqZEF8",
+	"hTRlb8XiZooYoxh2XNrJLqSca85yMk6u8mbOLoI1No9IFlIcSeFWqiiK1LgqdZdL/QsMnvqLTG6MxROI",
+	"kukDDULhOSecfEeSSfiqfv/qvvGfTUf9AwFPj7HgbDh5lpL5mxS+zkq4o00uj+cDJ91ZxkeZFib4w5Q8",
+	"VpBSZSL868nZZQ1/DCtQNT5e3KAIrYEvrI117mUmOen9UfpybW2pcY2Rntr+mAmQa8m09U9R6MeMypDP",
+	"/yg5z5DxFfL5Fmr+g5jfyWpC04Wfs+5iiVtEaFHX5nZu/RE6N+nWBZCqyUa3BvmPtEzS00HEj3mBelJf",
+	"8zAhEUSDnBINyEYNerISdbDW/9IiUih1jyaqp1fxhJLviaOrlTESa82dxBPaKClYfx5XDrnR88sPN4RV",
+	"BLHKGFtYHLlj0Rw+OwGt8l7RfNS+kXo3Y1GrrFUFiXpTotgZxgGutodpRVxc+Cvb9EmrXf9T+IOFFbRY",
+	"QNar1l/kIS64OqoNFoAhfmrc35meDM5zEEwxhvyVJF7WHji9ILoeFyjo+gjQoK0tqtljwMf/NAfyUX7S",
+	"qgV1pSiOwl+/BRjnTfgYBjqiPgtMQaMHYCbQmFF9emGsh0fqSUxX7FcRBjQac8DlSLWC/AEdcjUVJETk",
+	"MRPD8kKe4ahujAjlYx7qorUZOjZkbOiTBHIWOKJDYPAcEkGWa4k1+AlNxhxzBZMnke/fwvlOMynub88u",
+	"ri6ufpxc39xfXF/deS1ylo55zDGePRtzKMmvLBY6x4jMQh4i8J+JRYOs1jlL5Jh7ZUxlr8reiaR/SxxL",
+	"GZ+Emxk/sHyaidPZsnySW0arXE6QHVcAHPAyHNc0cUAnbOcjPHWFw1g1uylTG4wCM5qr6/vJ7fnZm39+",
+	"A+Zzmiu+ozjGLjSxPxGoICOnisvX6yQKWXwJQZ+bB/aW3MRZqLaG0WiGXfJ/kX+Y6rp/p/6DFNzAOb1f",
+	"BwsRPdDYIs6wP7SyCfJzkm+KDH8wpH2yDhhPwl8hNR8/3pqNyqK0A6TSIu2DY40P5sA7kTAEzLl3sZtv",
+	"gkJza1btS+Vc5TF4/7f1dgHA8X+Tn+tG8LlJUy+lppZj+ivtlCh7pNbKbRkiVZbLilSATVQFzSPnU6Xk",
+	"soE3cECG/7Grr9RJBZmbUeylXrcx/qioAjNTf1FQQboQ/h1T8BfHFABu/f/kOIJcahB7To6uUVbMmNos",
+	"fFudCfR1NyGFvKZqtBlIM94AspQsSYuGtIq1QUaIGz7mGRopoAGuV+q6UuLlP0gdrI4hormGfAsSrwM5",
+	"v+SBvah9t8rD32QKmkbd1eKXsdOnoI950NBKofTL/s21CV6b3tdHf7hjQt5klFZEP62jJASOJqzgjigh",
+	"NgDehUzKcs8poYqPY55jZHFmkZuQ6mxycnKYxi1yx9iY5+dJKaDq1F9HVFYxNm8rPUD++XLoexOQeA5+",
+	"+8gELvfgF4+i48hMsh2r5Hq1ZcP+vKAmIX0VvRC5AKxZn8bxS1bFrlB3orqCTrvlNhDjVawTUF5FrMMu",
+	"fvvqWbkuNFbBKqJqpxUKgrTIB13w5IG9IIBmiDIh7ExwD2CVacSKRDhOLIJRjdhTscL83SfYTyMAai6X",
+	"LkqTclbRS05JyKMnY6p6+h1DTMhEmAMsEeoMs0c6OCahkdRZk6Cby/VSjrnaXg3I7tfJnxGZRQJR1Ezq",
+	"d4tcYwklCAC1SBX2tDk0R5uYCGmSGtpdNHT0Ub70QqmUQ2Wm3Dd/pexU6ubfMtRfLkMVavr8byBMZWuj",
+	"AgjymITxcpGFo1LGN+oQ/FlZ40FRIjigibwMAWnnGk/3z0s637ABFdhcYNumBlegZ+e8/gHjQ7GN/14b",
+	"hC6d9F+ylYA3+5m6dbsYteTAlarehoi6Y5a4kV6+WjUjsu778s68t2FCMD/sGHMBYnJj0EEsVqtdgFz6",
+	"BV3UGmJfyZT5dK39KJGYv5Lky5qtMWpxpk75eiYhcSXokCcaJjJ1+EVifjxgmq7q64vlMkyOyoQRgKs6",
+	"UTRsx319J55IJHTCFX6hUyrBjv3CoKgVJp5DSVnVHAtI3daRuxqtJEx0jQw1SoDtCWWa9YohIZn4aar4",
+	"jXkGVu/pbwypnkn8ouQhjCLSHCoxIqu6rUQmJamtORRe4cTTU4ZJXk9xmLAJIkd7p2RFJYBC5MBTlYZo",
+	"0FNRGKQGMBWmO+TztHigRjedYMTN1gKgOwERS+PbYkkWHMpzUDMJWphXDMY0qUTqCSF1h2yzZe8kBBbt",
+	"JGAr3Bh7Qe4gvXb7TsmWR26vfMMy/0NZufnp3k5qpIT5LTs61HGMBm08EXpkY16HzR2E8sEiFyfXWMRW",
+	"aUqLMEorwoOmM2Vq1ahuMOga6ps6NlmGHCwVWTExwFeOhJTWFkDf0hr7BmzFdOqs9Ljbe17eaLW9eFpy",
+	"9pxM/HUsUSzeGyKb7ZrD42Q3YIj2RTLkO7EKJO4epV4Mm6PcQM6pcLqln1ZExOXr8WPUK6jMPFfu/pVM",
+	"U1Gymvdj/llM5avWhr5asNhkRwK4a8tlc/WpaOAi62DiUWr2SKcj5NjljTleT7kkmmXjiEpG++cqu+Qn",
+	"iHK67bibkwe2SoqWrLrXjMS8qSM2vYYppQWoBADwEgA0RHJAqfwyTE6ZrGxS96waUYX/4eGke6OcbcTg",
+	"EM1Fcko8nHf9goZZQoObyKFTGKpOIcsEKmOPYMLNGiGfxTRfgTELmYEmYRhY6btK4NzEs6iMqoQSIwBD",
+	"UAD7SPE8Egg6gIh/RGlnK29fhVIaycmUSki03hrcG8kf9Ct36LM3VUi2fJCvhmTlQgK2vF6MErFqmO+9",
+	"VeqEX82r/HHre/zRQIOUyp5K/fgwY0d+MPvsHDna9r6akrcnsrrE/H3vF5kJ5payurIZkG8iJ1K/JsVK",
+	"e06LnCFOJtG3GOIvehXlt/MVSKvdl7eMBuGhULEQofGHoGJvmVZpIUnhWLdODKXRtyRZGGfLksYPOkUB",
+	"hZM6xGegdU1XbdXv0AhG1Kg6E60avnSU+qA/mb4clSWoqQmTLMFPWzOLKX77wQ1T9uWpzxhXPSMbFfa2",
+	"FBv8llCkRxqt2bd4vHWXpoVqyrFcxfGFPSrgCkSucAdCeKRK1maNC696wSyE3IJXo34pzP4SS6yQuoAy",
+	"EwkNOYsbuaoHlcEJiyRZTWgQxHq/VsBJUU7ngMpN9HuqzalY88AirDVvEc9uwf8fdbvdnoe1TSGqbkZ9",
+	"JhugCDr4Th/fqSQl3FrlDyYFgOYt4qmBN1dh0NQVkU/hhjZpsfq+BBu/hmWFr7dgh8hkkk7S4Xsyro5W",
+	"O0tALyzWbMn8NaFPMTwtn3oIwaARY8krmSWVajBbavCkSR3Ue8iDHGWBbQ3t86CIar9gYw5yZyEnN7eY",
+	"UEjZU4ADZSOT/42pl2ER4a2YvcdZzrGwVyfJaspUVJBITJpayr3D42E1xRPk8C6MuBTsLsHpkFXj0UDe",
+	"hwzp1+WXCeMBxHxuSRvIbC7mxY09lPir0clJfpt0vf2nM5zLcEiUtnKJrA3+bKwGs6oLU7SxRbA8z9az",
+	"86UKtvJtzOQiRa3EonjRSxm0sjqht+Qy2YwXx9NTWxPUIv3Aw2fCVsJf5IMmVId4SwfswHjADfPyUZ2f",
+	"pjjaaILYXgZlk5QtKy5PGigZGU5zSco6LmtRK3hV6DdQGMPkWWZJlkdahf76tEgzhOp1Wcwqq7C8764H",
+	"b2Av1hwAG9B/Haq1xF9yGVL78Ya+uPszsf7h5vOwisiEG1ABrz8Sfx0/MhJR/wGhVnGJ/eG8Mfd5C2ax",
+	"kTb+g8j1Uv1DflnTmKWdmzRA9gxRCfLAzRa7zxN/vVwjbueh6MVuxSX8Om2F3LqG2nwA8ixMrDyP/xiv",
+	"dtacd59rG0NDsqsWak6rPC6F4o4+hsmvDy/NH0VEX4hcCpEsMNGRBCwOH5EdaYqEvoB4wJ4tXVEWAlyD",
+	"OVMXMBiRqSSe9MPVSwsLq7YK6Gx1+JAH4ska85WIXiAfz8Le1H+ihH7vWLBavx/DHohX41rDaxFPF8/B",
+	"BIopIyIIxlwdkXNQKWLjhzCtevoAhba9rEBo/gUWSZZLgqhMtEg7plPxyIhrd/q6bEKagbGgUj0f6PyN",
+	"BhihdWAbaCS5EJD35/dnb87uzypj2oDWzbX5JjcZyLCK0egaHNsHUy5uapN6OuXFiqKdfSdz2qsuD2Vq",
+	"ue7PrSqmg2hTTpXRC7leaF+xPtdD+7BSp2lTebIr9xEINghZE8rK5LRcTnUlhPMBOfC59jNA56O/O/+m",
+	"76riiLa6UrXxVOZNn0GIfkWsCmzcL0p5OdyVGibf4kXd5huqotIAhNepNk6VKq5YAN8jZgiQQ/mcYSGm",
+	"F3ACqfGFnPBvIJLvoE+jGUxfyFQkC4PLmYmAmnaoGcWSP1qYi+9DKcDFvjVc4y+sFII9byvA6Re2304L",
+	"aXm75nE3KrDGtb1NsgTzMrKejHgNyFcLDTt8tMy5Tyf+du33GOZqs/GRgoDJYERbPNHhyhbx6s9Q+Z/y",
+	"+nOjQU6ITIL6c8PLoi9XYrWOdIXKIBAzYjeyhMi0vL66R2cRTTInkamdThNIVmztrWwu+eOBOYOVfMnF",
+	"rJQWXFYAZUNk2yz+UfmKBjivkHzpkulMcxCM/gjmQAb32et2270Kj12uusZmDfVdCAV3SRwCAFQGQYCg",
+	"BKeGePZlTSNZAC71ysCrf/aISlNbTHLPs71qvk3O9bmJBS1vsUOKT3upCPXm4uP57Y/nbzxLyVf357e3",
+	"H27u8Z+vz65en19C8bW6d3N9V4Esd+JT7rPIa8DXdx/evr14fXF+dT+5u7++Pfvx3DPXZVptQD6oMynC",
+	"yxbKwKesx0a2iHjYkFfw/3naAUh8QBsEWP8XpYzSEtRJHpmZEi/1y3mYW4xpxuUMYwpAjOA70LmzJt84",
+	"jZXA7k8LlUfQUIkwCk+vpC5lGQZe6mBXW/mUzMSaBybhIYyQD5/FFGzT4FiGIemAJINdhShmaECG6bo6",
+	"u5yc395e33pHFgQ/vsK3WXl/F9MKATJJ2HJVZTD4GeL0m2CH9UidonG3MSIL8YQWA7DGm+ErjWNBA3Wu",
+	"fhZTkwMerzmHUmgY/BYzzp6wnKqEqrRMNWxMyg9hFLGgAaFU8ZrrgqvTF2KkJv0icNklxhGBuoO+TGOW",
+	"xCELsMKfgYKmQKEJP4vXGsFQO8zZcsqCgOnynToQfqf54w/BXhpAO8O5CnzLMd8HcEm24Vveg+08jy+Y",
+	"QRGGknhLltDWXszLiK4kCw4tu3x0gHvxLNyMcP958ZKuKxSzLTVZXhp9B3JLWg7xoAh4dQjIxZEuyx3A",
+	"kA8hrxD+02iL3LozDp3pC9HH8SaAFn5UUodTLEeP1E1QmCkmrmMZcwEdUIRQw0kaEcU0sCecQy2K42fv",
+	"vfpqc/Lu0+OuhJ5LqEyLa1gamrSIg+PancGYGzSyFYsV/04LlzyAqCBCqcHIgM085ltAUhFuVGaaFWx9",
+	"kA8aiKw65icZo2kkhQZWBZ1sE8xV7RkM0ZhXuxrfxrRQfHkmooA85yyKWIYgEJydkqXgIhE89E+J07Jz",
+	"iXSBLrdbEYuZWjf2xGWaKT94ZovW+Kp9SRN1EaeLHJa3+hPC0NQm9RlQbmW3xAa4YbrKIYw5h4mriwhk",
+	"hdKPWo5bqQY4VlPwkRNP0eeluo9aT2AqgBLI6r5S1AB0CcgLFE6gdXzYKZPDsKkAbTWXQQ4W+iD0n5yf",
+	"8UBHyEGIQTnBIMMNkuspRt8e0WFJJtGnZg51J90s6fTuysjJ0XWms9s2BRcmk3AJ92+w1grRwdfVjmMd",
+	"Sd5f1giq03mZYI11SLBhLERygM9T07GHB9XwtGq/HBwLmxcBK5wkpXDcshtCPTfjVq9C2KS5hHkWfawe",
+	"H288gIHsj7fdXKwblOpt3ET+p3vZ/BvPJRGbgGwQuza2fv76xB/VosXfalZNNVJLjX9Vl2nhejzO6nGf",
+	"Pxx0yNYrSdT1HNAEiw6aTHlypqscK7EWkTeDMYc8WCXnbRj3LVMIJ9QlArkU6VWqLkfxxMccugl5EQf+",
+	"zwWcB0MXdP4KOiXQZz2v62nD7BILQKNSl4T+A0vGPDZBcg0lODPWhBf/fnd9heJ1DjoJ7bwxo4Ec6Thm",
+	"zIXNRG/mLwSGhag+QTpGhS+PZ/5KEl07aTtUu7UFpL3RImfaM9LrjDmmMPOAOD3yU/iDEonA6ucnMIQy",
+	"zlbmmtmUVLSQEibqckvTd/Ps73Uq9lF6OkzidVUE8jtQnllOXMGaBqEkvlLpeKauGKetudDHXMutgjMZ",
+	"zpfUa5ErYYD2s2PJI3XAdSCz8Fnr3CiPjXZ7vl6jURQzLWhCnBZBZGbATYPHcsyBvIe/WVm76uyKxBOT",
+	"iSIZPQV1+M9ImwAo18CMKQqtmBGsM0ROiEzLlAIukzwl3jLkE2ghV67Ja1jo/vMXQkglEunujWvs4W8t",
+	"Ek/Czw+KmbF4IqFS9fyS3zxFfRKzFMT0M/LwoQBjKoPJZ/R3AlmvZIWZ0yLc2DSkRb6gzKzH2BrzMf9b",
+	"brZI/ZasIkk8ySLmJ1eqs/qSJQsRkO/JuGZeHNcanqkeQLBIgOLtAxKJbHkgTXJ3PnkgeDGap3+zCObq",
+	"a4jMtVo1BIwH+gzKBgECAq429dvrjxniloVtf0/qzsmXBlCxXk4+K5aEdWBxg5yQuuIQkV/ipM4bDfhn",
+	"iDRy0iROA+s/Cg7DMKwG738oye0rSTy1BG5gLDKox5OHxoluzQxrGSIC7o06JP9GPIzkC38F5nuk/kg5",
+	"CVhMPgqWWMQZDjsAWgB8frWF04qaca3QkuY4nJGKcSlbzTpfsbgZgztspo9HqZpRA/5e8wb58p8uaeIi",
+	"/Nt/umA/Dyaf/9MFP1PCoE4DaK7qa9gX6GO2lfY6HA4JkgUgpWQWhatUqFVd1SVjAQuypUGXDI/3efho",
+	"cFWgDov6snGKk+Hr0EHVmKmET7n6PpQ4TvY9WvyDhkVWOO8++Y7Yra4agWPbNmYK+gsR+kyDSVStzZVZ",
+	"kIzYLdshdTXLGqqO0Gi1oA19BKu9+lbEqhHBWW51MCJ9CohpaEM1CTjZqlFsbJmdNTHLeYLQBTpvY8ue",
+	"wVn9Pt0tqvvvYK3/TeNL3J0bdJr8JjHQLXC0UThRDAuU9ilJ/R2VScgsch9O5SKMKQ8N2N3bOGTBknKL",
+	"SOa3SL/l2A04GtRY1Mkq0d4roMwuYheifqRUZXWVh2qF27mz6VQLIhJwW6IM29sXy2nIFRtjsZ7jPRyE",
+	"jyFEMU5fYDHmQG5hrQNQrCQ0Ch+YxuLJBouGvHzfYHDGm4jQSHDWADMwiAIaEANGp9aLmfnsbhOcLFgU",
+	"NJXqD6wdpVjogpM5lQJrw465OlGJ0+za+tRUC0mtdKk2+tXFrTr1O7aTAmhigCvqh8GYJwLiMxoWeaEx",
+	"fyWJ6xSM35LU3d6g+mtzz3RsFCVcm8gXdREkoZ+q27oSCItP4DfPIu10Hqwxh0MrHzzU0FVd8AwoDBbp",
+	"6TrNnm3IHfM+vIo/qQ9d20aL3CYtLfIauauvQ67Grz4GIvTCdmyzVNUhQmw4hvR56mF8MAb4gNzTFJyp",
+	"SRqpqfwdOf87kWy+hDXwO9ncevgQLjDyOykcr+T3Mf+92Wxu/J9q2/ABZtN8SH4nnRGxW213SH4nbfWn",
+	"2+6Q34kLf3a6pOpbtVmYv4awmd9JF17tD4oNZH9WNADhR8CA4NsoKDDv2CYgoCjHARxAN/tYfaE/7jrV",
+	"HxdZkPus8s+qFqp40O4dQ0M1E3a3oZY9UTsyN/6BesNxesU/+/jn5nfFoQ/Va/awW/wza6f0cXHUWR/V",
+	"f5Y+Lg/YsaFHWHp7KC9NuX67W/wTP7SHmx9WjrlX/DNrqPx11aBVL9V/lr/eNurhLuLh8FIna27Qjjsi",
+	"Tsvpn9itweDEbnX6ujWnZat/D9Qvnc6Wh6VWixypbtqBVobqoasettXDDrzZUQ/V/3TtjaaL7DqC6v1N",
+	"b/CysvHKhzsbV3fX74TyF/UmbL6hGnG3qz63j3moLoKcKrOgJoUZ9D4RkyRkQVP/Ey+EkBNnaGQnt4N3",
+	"upXi3jlu/g5KZXq4ch3MxK+S8Eg9uwDhdsSwnswXjOHGukLgImYM70ElD+euXQRmQIG23raUZNmAKu6E",
+	"C6VpK6k8tWWYi89oV4C9oS5j+YoEokW8JX1giC/eZI+IqeMpmVquYy2XJ3QaaeenMX8ZbtasojaCsFul",
+	"cVfawnYFpJ+B+h8QLHtctje0SCGeHLDQkjCK0OmMMAitVtGokDfYaOXd+O7T+HLwAiidcszDpGGR6TpJ",
+	"uaoV95GpzNfKbCWop4WCtxQPNdoH0O+1yBmoSE8paB6IRFEknkh9GfI6bzoWaJwRjQGLAxxCzTF3Go3R",
+	"bkx1MKuMjHA6fSlZCxRX1iuSCDXBz3lTxC44t0qXtv84AfGrAvvO7JCfmkB4mYKS09KxEfGPcGCEktdm",
+	"ifalVFVG/Il8TzgGX+WPmDpPVb9241TJuy9avPyJcMYCSbIXfiLfEbdF3ivlB2VICLzG3SxiMmNPLNYS",
+	"O/yilIvdnD9XmgcMF9LvZmFijbnxDKZE+kImipDviKNekSWuK8XUzkcgu1s4b7bvdmscagQhhxJ5JuJ6",
+	"C08bSpkfcyp1JRGNUvgT8qbsY9YStjEG6X+OiNJklDKvdITlWhcW0SsBj7V1om4cQX5SaqYveBLO12It",
+	"oYKf1AHpoOzDlBjMInikGmigjpy7D71RvplpJPwH0PZi8ZSOObWdqE49zbiW4iqYqHKtjWt4Vks/fAiT",
+	"JpRo15/99FZEQV0u1rNZxL5/SyPJGl5h2Vq6tkUsE8LVoUJ+0gShuepR68MAvmCSYbNTV2v54a9oSYT4",
+	"2votWkGAWyyMQj6v85OfGshNPUnY40+kSeo/Fd9qEo6GLqPjYAQLw9WdQVHKxELUXDTpaI7jFK15Ytie",
+	"kxW8ERojSR1sbXaDzNWBmAi9AXD4yHvVTmq6KvE+1+S4hgvqrYhLWwahm+Cbsk1ILZPiBYSLEZHgzLTq",
+	"UDvdUeWtU94Ru72xakfBGaVDsHPFNPM+CYFFB+SYYwRYyAGfksbqqY4yaOiDAxJCIPyH5uLIsO0xf333",
+	"8YB6Gvcm+tuETGi7x5hrX0QJXmVJny8hNLI2crs9OHTMv53KZHwT6mhOqYJT0KqtefhlzfQ7Sbxm+NFk",
+	"X46ZueRQ19+4rhLAh6n7FOLBtESk5S7gbVzwFJQzRFy7RXRFAI0ImpcA1K0sWXL05ZcWec0xsRgBekjZ",
+	"12sTZ7WWLCZhoBNYjpmVQphkVVgsW0kIlwxxPWDxsESgpcyEMlskDDA2LIpeiJJKtGEJzUaluiun5RJF",
+	"4ClDDB9S92ichDPqJ61l4I057lncxBqxGYFp1xqjF0Fcql2Q6hpXtwNdMp0dlWyEgKaFb0K5yxmExiop",
+	"8HrOG85MUePKANM6xTDRrDTNmisO5kJLG9aYK6HQ1N9CX7Gu2AySbssXAUulMyiGtFwlLyMS0ycswqPj",
+	"gOEIPM9j1ZEVfZG5EFSIZEQENglmyCmWhRoZn9EY4vK9POiNh7A6dRT8ujYMhgVY3ycrKjrm2XKgU3W2",
+	"2a0uWeJFnE8NQ1YWM+/GHDOUNN6e0lgSkfqxMOGM6rw5da49aVHoacyX6ygJV9FLkwYBxnBBP41TgxzN",
+	"QnVFWrtdfaCwkCnj/qKop6gNHj+yuAn1kIBtBmAIGIzmdEjiqjtdy7WcBvmOSP6IZkeE5eNVHD0CrmoT",
+	"/qh4ovaqiuPMq6Glr7mGeKoo95QsmNRVZmX4yIj3SySeLLII54tP3pjnkoggsk2dq8um08C60Nm2PoVF",
+	"ESGGknkVZMQli+csaJGbIjwTomxAA08LEeWQtDQKmRRjnuVjoixiuCnTnCUlIVKEHgQwaxbMWYucIQV6",
+	"LjylJmmXjBqXB6lQZvQmOSqG+lSKNp6vS7XHX2zUJw0Xqb44YpKrEFtyCQKdPdWQdtTPLl8K+y7nbyjv",
+	"GHKp5ovx5JXU5ynXVR3VgQK4MbA5s1JiWBdizOveE5/YHmm1iPpLbXZATNtMyTglYQLKGMz21IgmcYtc",
+	"ABKiMBH1RinXWHJp0KapgyY93J04UbllHfKK1IEZXnlhks1w7mAw4617zYwJTfXIs1KHT+78U6uDRy/q",
+	"uKQ+C/D8dG272XZtG6urYRRDNu5iHbPdi7C43o7KQVFE5hcZ/ntnSkoqnOyKoHrP1FTK/Rn8s3AOx65J",
+	"PTdOnKKhZrM2m7sfHllR8EPM6EMgnrip73r0Z2VYJNWGpfrfNXxdPWxL3bBDkvUrKqWlAddYCcuqQUhG",
+	"VuWrMup6dzE1KPEwqShm9g9co0psgBpeh5ftypqtLBHm/oGGtZazJaZys+6ZPDzAd2PaNyJ8bzI3prW1",
+	"TBs4mgNUOnQhdjBfjjlIdRbx6i+kSV4WNMHgEYwccUiTLBomwRDPMzAuQhyAduV6nDTJGWkSxyMBm8cM",
+	"d80sZiwQSzjq0FBrKpmMua7ZfO+e1HnTaZiw8gOrhpSzDDX3s8VZmOr8ctq1NTIYlt3JaUYnmKwoQv5u",
+	"j5PVR36mXlgEQfofWWazSLPMYuYnIn6pTImqMMYeDMV/l36BBjewBR9+AIIdAO6mclQcJBtBgV+vylhc",
+	"tsoeKnu8/ngDYEdVdcNR+z+oGuylfhdTPOIDsP/LdwQEBz/tLOCmDSNYw2ZvB8XajdnnckeVWhPSkCs9",
+	"A+fTPeSAmSKOJjA7K3KYlZuhxJxBEjwOheqKGOHU1mVwX3KINVrfUUKYpQUZmRD2nMRsaWx1dc+MYALl",
+	"W1JoJNCfaRQ1Dp718g1VMfvFvg5B216JONkfzq4L/K/onFm7w9pPsMnqtEU9UxMNtxocMKkhN+bKhGDt",
+	"WSWgIrALJvStaKjRmvYkSqgu5cR8UFWgLy127mkKPZ2MYz7CG5BGUWZT0ISeEjtFnsSyuqg1HomCwPI4",
+	"ZWZTWqUTddcZ/QFSqyqyxmVVdXyQ6XXIVCjRXjTKbJIWqRD2lWp+fnM2mU9WLJ5cqpfevCv+M/frKaCa",
+	"UyLZisbq1LQwonLBaMBiCJxGnSPVIVf6cStnGwWFBDVHNDy2xvwis6TADYrBt/COzugNmB8uaUS0KqR0",
+	"l1++a34KwnmYyF9a+N9Pv7Ds4SfPKi40eGyy6UQ85lmWMNotRkrlxLf0EEWstAtnYtu2UowW7JlqQhQB",
+	"9rOzarqQWR3ymYf/UeS+YB0BTrl3mhsLFDxocjaHOxGixZE6x9VeH8eudryhH2zMkyeBTojMwQW29EYJ",
+	"8X0achq/1Hbk/x2e9VfOQpaPNd3MlrX7GW/2GwMt+Ecq7GgcmW+pr7Px6ZIm6zhMXg7BxANd/pVBdszM",
+	"a8azpeEO0PWVpGN+JYlnuvEOrRW8p7hrDh/eoG/SXNa5hgzfUsR1Hyr9sZXu8jgPf34BO6sGSWfflopW",
+	"RmvXH6WzvllXqLQUq5bzB74Eq05wSafbkAvT8ppVKLC+iINXkqyEhKQZE9G6gjIP6IRDqzzc+wbfTC+z",
+	"13cfwc5tKpVkB5Y+cuuZIxHiIsG5J4ndaB1QGWaqy/BvWxv7S4jn1WHtFUArGCCrT3IzMhPxJF076kfO",
+	"JuqKDflEA2TthVdBNpcJT0nZDYzwUVfp243vfDhKc94uVz31pi6gMVLBFYPIJt9SdzvX3S4s6K0w6u8L",
+	"KLKc/r/svet220a2LvoqdbT2GSbTIEXJljshR37QEh2ro1tE2k5WM00UiSKJCKxiUKBlpuMz9tPs/3s/",
+	"wnqU/SRn1JyzCgUQlChHjtO98isxhUuhLvM+v28hmuxMZJlIdYA6TwcsbBolNsJketgIg5zNBm3roUzg",
+	"HgDpMzflYHDPn7HJnKd8Yh7JanFGMBvGEdRlMF7SV5Rw3WvvLRPdOGwdPj84ODxsHLQOjlqtvWBvyc3L",
+	"zPD/8fdu4z9545dW46sf8/9tjho//rMVPH/64X9Uib+NsO5mYZLcFnKnBnI19WKUOl++jwzzFWJ8FQE+",
+	"LSYgrPpGhxESvOCpSLurKu+7S2ATG6gSrAJUArOuoXmSSqm8q81ewOOpGwEuty2t7Jq2X47jSc12kDTA",
+	"Cu3iezqWrtOBzNt6qyY7zTRLVSJYLUwFB6aloQwxiinCOhh4kdDkIeDvSPSbsQVfswlPEtw1oOABJRrG",
+	"nk/5PMuWex8+IIOdqoBqtjxy9kOwi3CVSs04u+YLLj0iEQgceym+OpTAAHeKpzXMDulddQN28qoLx+bk",
+	"qstqs/0zbKwY3CpGIE9ozhKW9niNvg9Gu9tYkfPFF+c5bHkNrPhITWxo37gLuv7FF232ajC42j9oHrC/",
+	"YDOkksz4aezo6Oh5gGUbPJZwGagS8z99Vhuc9dlBExzpg+bTIH8McI6WV9k8xy00CxtZohsTkWZWOJh/",
+	"34h1SDX9i1VmHGzzDrv2PNHKdnzR/UksZNaYcGyh+uKLnCPFfNd/ilSdf8eue9/tX/eu/M86wpcQ194V",
+	"n9wwQbwQumnegS1BMM8AbbYUk3hKmfPQI6wN2VhQxinWhLUSZ9pCA0HVDdqPsFper8lYgHTQhKML5Thx",
+	"AvkVCCFpLP2xi92G6iOi9ySku5DVzG1qysIrCMHhrwELi1x7ISxiCCL7VE6V/RlbI/KHLpO1/0hLYk+3",
+	"+2SX5h3e4+gXwGTBf9UDrCso0LRAX1amWWjOV4hmip127EjW5jUFAg94k6VEpJGUQanNNQS8DSBWPoeq",
+	"+1t+dcf2N41VZBzEkKpCXqgIP8MSuIasRuUKmMkHCEjjnVk+/fLMOGbDkNVCi9LmrQcRFnq/EBMhlA6U",
+	"5tg+p0QKil9YpPosjsNj3yy926dHDyuIwek5VcYNzmOZ0sJuIbcXwg6m4/K9CpsCS7r+4z/+g8E/ta1t",
+	"MBOLDevYHAZYPTjnqVpllMCG7K2tEoHfdcBuUyVnQ4mdj+jlkxSGPJ3RrTmjlNub+Jow33bWDiHiiIbR",
+	"JebbWUilGsfKaBGA4ISSIwA6NO+h/iEj9aA2PxLsV5RV5ZYgc9mzVov9usmdzH4tENq7cmLwElhBZFOR",
+	"8gbmGBycOvPfct49e3l5fd47GRl5bl8yVtHa4pqBlEFpX7jx8qR3Nrq4HIxeXr6+ODF3FnCHEsUj6kN0",
+	"BALagowWAvL01GfbnvpNbxCyfRae9M56g14F+E4NWumNtKCoYWD+710sbs3/iffwW/0hY/G+8PjSgt7d",
+	"8YVeXRMVA40FQAIEmMVFgsQU18qWI8a/YIdj/1W3cXj0PC/B83D4aVi3qTI7PCuCyWm+NkZLcdSvL/rd",
+	"l70RDH7bkDlbxpMbIAGcGpMZQPEmCdcaCplXkpCF/BKJJFG3Sayzjpk3QMu+5ZqJ92KyMv7h5sR5XEh3",
+	"TR2NxJwVPoVsjZk3K05niRpz0KtuACKqMyydusGciVbmZMdABuqOnF0HSOtHq4lg4j2fZMk6oLiqkQP+",
+	"Q0vkYW4SbC0PT2d4tvJZUVowutnoen0D1b+NeGE2HGj8WliAAaf0Xkgw39IYkTob7pltajy1r1thfef5",
+	"HXSvv+kN+qPXF99eXL692L7WSopGxtOZyApVyrRpjYkkFTOfNOFpDt+hXTey/+qr7uAVHM/u2dnl220r",
+	"S5+JxSltOBd2tXk2B1wCys4FuRwTWO4aNn9S4yQeh3B0UkEFZzUMQOj1Ionlja67ZcB9Agtp9K4yBv/x",
+	"XExujBQmKla5ZmPzJS55gxsONpr/dUTZNep9f9of9B/6bb6HizsWGEI2ZEwNkEZgEDAgTlW8Zr2XUO6O",
+	"OyTR+6FRJHMuS0Lbqobj/htvkC6dAp4zDeq4/4YB90Ji3EURVcFRQiMQ4pUlq4WsfJUrr7znfQRuAmZc",
+	"QYH4kV3k5EEoEk4AMwUMN7cpEHKmSp9BXw2nGiO7GQDSxTzuiWbGczZbCIodzQbyyke9bgiMlxfxSoxN",
+	"an714WkwZ0OAKlUztAlKevdMmYkyU7Q5PdgvRMa1+SSXJSJYnop61lgTHB7g2LyPtTn5JaIDqqS0oKXi",
+	"nZBmCn0sfVRdCfWD2NJLs18dnwDkMYt0AxZp1RV2QMUkTDyrZbeqqhASC+4qR6iZXi1ADGXKa3w4bD37",
+	"az3IC/1As0JBrcZMBdTbluv6SmV9FAsrQgJiWJvqCXUVKrC3efSESxajrKroNMJGCb8LyPamQA0bijG4",
+	"D4RFDb4vtI1RYampqNjWoKTtwzAXPTX+hV+Yzrd1iAUbG5xlaiYQI74Mm4Nbv9SOmDf8wVPNFaWqA+pF",
+	"88Z3aHPUNWTF2jhkCKexxUxltWJN3t8PfmwSI0W9ybob1djb0H6Nrw0bcRNHt12A/9S20RF4WYwwkYVS",
+	"7KIKPu33zVm/6l4P7hWJE/0OpUxRNi5iNDXouV+BMDnpnV9dDnoXxz+Mvu39MDq9GL3u97a/wZkn4Wkk",
+	"FkuVCTlZN74Va7upHaYteg1z2Ik5rLH5eBLTzvxciwxPLd1EE2Pk0Y2ASn8lJyIAxHgG0DZl6NySETOZ",
+	"czkzqidMRZaujc/UZlm6EugpZum60TXHos0O7CwfHMInX/eOLy9OTo08Hb3snp7dbXDANEwb58bIDgvY",
+	"zL7+faLZZJWmxpTrDTgQssOd4r3xwkU0InLcjQdQJszB2lf7WMWroKhzcyLA8oBKrVhnhEBsFgUjkYxP",
+	"gQIMp+LwsGpjXPde9wuzsfvGsHaJcVQxhBZLdviMzQOCk7WbhR6BS2tcwsplrbZMXl/3L6+t+5aPzh0J",
+	"gOAL4Tm4+bJVKjccZ1gc49jyBfdedYCOTvf14NXl9el/4jxURYnLweicxZqOAxq/1ZHpEEPcAe5x4ceU",
+	"mVEFHTbZsDNxdqDtqqaFYN0CgHK9w8K3b982vF+NNjRuXGjfSZ/41Hziy8vrF6cnJz3nl2PMPdYMVZEx",
+	"E2Ib3M77ix1xkQtlsxrgqZqTgo8AYm7bcFnfjlGeCFBbW1b5rPtidN3rvz4rGMsJHzewtVkTHTTwf+eO",
+	"8ZKnQFNSZdRpzEOaOYeWOWua5uGL4iakyj8/hlCIHhjXxvh7GCPyL7u67p2cHoNo2Yg3FHjH9/+Z/+M0",
+	"+kDIfZmmdjxybHLKwkTNSM5KZT+ePI84YjUECUIe7wAppxJByM2pyMy+ULJeGOrfLl9UjbEKHvBuJP62",
+	"s2JA8Bfn7UV3cPyq6j3UXbD/T8tta96UT4B56+vKy/YdjGJ49yy51AfNE7IGVweGzi67Jz1vdKgGYjlV",
+	"IVTRoFvrKCntU47gKb3Bq8uTsgOLW93sD0C31nCupIUURO46RE3zVTWOqD/oDl73R+en/XMzfTv4jCEL",
+	"dWakGdoEPJ3MY+yP9Z1IHAl6AgU5jNCxWzyijhWmqGUDpoV0dRrzLB/C5od0jwenb9DS2BZo24ig4Qx3",
+	"8L88E26QWBew+ZIXr/s/3POKMn283RL2tbV70M0BiGsDbxUO2liYZ+Lftom8n9R4i87eMF4Qh9qakAKc",
+	"TFRXeNoAQ6tk4BwVp/7iMncbja1zvbGv/Q+EiGZxEcwIMd6En8sjtYTqOOr4gyhDhTAqeJUQc4PKTH9s",
+	"VuicXF70tsscW6iZ29KxZiHOMcRhcf5xrxOyPo3Oal8qLVIkToxu2hK/xr1fLwyz/6p7cvl2dNr3dzDI",
+	"I5xAJCMKt1po5fU4u/zmm97JqH/VOx5cdzfO8+aGa1daHoDq3kjUrEGVnWEeCvZYQlcLlsRekQJk/v0R",
+	"Xfde9q57F8e9EYjnXn/08vXZWf6R9wjdwxajK8C/LZKud9hKml8oo1g+smYDvDy9OO2/qjY0N3SL3QHW",
+	"wBTQMVpDKHR/AxRX0Ah04+hcXV9+c93rgylhBQlENDBgtlVmBBSguHo9CPdLV9Hqg1CgrVh1kiEzVe2J",
+	"tL7EZYAkzGhwet67fL2RjIF8iaUf4Wkav4MYsnHgMfDvQgGuTCKOEkE15bWwMc+yZcM8BQrO1Crz2sie",
+	"tpiu00dCGgbeVvNzX0ZL+AQwmVI39tWxxEpjYInEF/2klSy+jdXs2w68tzkJQaGlqUgSLzxEVV6MY7cJ",
+	"S40KqIUNvLqxiGUDKizyT4F2d4jF6n0dlIrL3I3mpsYs5RP/VjOurXYqz4TdUwdPMU79A2yrweXl6Kx7",
+	"/U2vkNkS7ycA7oLYvRIbMCJcjQ45QeVv54lWbZCbFoARgR/ZLRAWOTTM/MaFWKh0zcaraCZgkRf8fcP+",
+	"tYF/hZ5HhbI5S9dGcxh71QzPfs8RZXVsMmV03js57Y4GP1wVP8piUUG2EyBOjIsLGBjkSMJpc/rmu9e9",
+	"1z0nTQgxw5WjJwp834wbbwFpmgjoHBCtScH+pMYYTcBJAjlmUfjruxw0OmVH1q8ocBaxX9lK5vUUfs62",
+	"uBNs+tZYkhmf3JjvmIji+wEK3b3uwDoKp+dXZ73z3sVguxOp6HBB3Ca3FaEuup1PmTlnbLyKk8jdZXbT",
+	"hjuRW+m+o4QzU6n4lyKFUi9A0wLHjUZoKV/I083fYfTO18UPhlPR712/6V07K8zo3rzqZ6KkxIYiXH3a",
+	"sCAw8r/psE4UXWOBnWesBuUbZvvloQNvH0AAlmv2E/LXGudzKaSI6jmkrffqCSfkLFtrmmRzlgr4Ygc5",
+	"AwXImqYLrwmhlGinEJPF7HbvNCNIlBZR8844nqObcQIAj/40zu44+BTMB21mT4n58E02EDhMxlajTQaI",
+	"1BaGSt3u8G1HhOB+9x4Kyr04Otjq6Fnz7o7tSfl12wBPRhxsIZ3xtYhIiBixemRk+A6fUdy1g8vr3uj1",
+	"RfdN9/Ss++KsV3VQYfcBd5g5IldKZ7NU9L87M9sYYgRQ92w2ZHt////+z/8V1l1YwSznmOtS6n4yh47z",
+	"247ntGo2U8zmhPO8P+x/Sy825+S1cZITEEYEegBoFEvjTDjW1tTygbmwNWztXT2Q8sQdUqWUHYux92GX",
+	"A9CChT7359aIwOte9+SH3MIH2+2XollLo4N/ub0ILaAhhDChDOEB8V27sq9eDwbAM0gJbO+V1prKw/YF",
+	"YwtjP3GSOHPrTg+NHhprNjb6gQbxV1Q6VcyEVW58cKd48OLLSGSIcwao1hzXvU0kwWHv4rJ/dWyUv5nt",
+	"BvAx1cLe9eXLfgj0fRDC+3mlMm5+P/nu9eWAkpJx5tiIcbPAy59BWhJeYgTvWNi4Lu5+PhMN+LnC4IMz",
+	"WbJ2KiOCcfYwzxigDiD/YtREeSs8bYUEp+nuBkAfUFtsJYG5C5g5IqgI67r19+PymDx15aQ8A1u3xvOE",
+	"t7stiaUYSqOMoIEhoP8Sls0BO49fUJ5Pr5bkUWcpl3oqUibkREUIyjCUS6o7tC4kehdEvkxgU1DrlfC1",
+	"SP0qBKpU00NJEiawnaNQN9vIxPuMPWu1Avbs6UEAdoqRmq0jVxT3VoyN6nqHYUI9lF9YdgoLmm6NofD7",
+	"BpUZNqC2EVJZmsrkCD4/p38BCPpbWbrLFdTOoRYFCmhsYvrAuOwHh1/6tfdqap6TFIv7qWq3OWobV83S",
+	"6RlxDVmOOAqoG49atRF/zpxXTBACblsMGImq5ETxycRsk0TNMFJM8H9QQEzLToQHgZXGYrFMgOMXgwkB",
+	"s8ROAQoWcE4Qdw2KE9UqqzfZJTKmUWbVW1xcdr25yDUah7ew1m6BPG2dwh9SQEHywGkTrFosKFsjYkvc",
+	"LxDvdAWU1aR0ZiesoYMUXIKwN+Cz0Fb4FEUWzDnQ4ICtjzF4qyBxXFg+Xjc+EB19yrGA3od1VzyCeZ2J",
+	"gKLaZvsSHTTe45dtkpYCZCVQ3cCQQQj8MgLzwYPuI8YBDvCDPM0A5MemquZKw3SHp9PGhZLCZgFROxkn",
+	"W6Us/CKss5nINHvaekYcHQqWHXeauZjAG3GukOPBWAATJZF7qCq8a2Q87Jk8/djMT+Zh6zA/lGcKU0Fk",
+	"hS297mgInmWwp5eZgIWt3c39BWiJYU4mFhLsImwHY2XzZdxc80US4urpUpkod0yPQb6N7H0/aSXDfPat",
+	"Q8m1LdxxFmGkJsaBAVvSPIcsHgnSNUYGPqPnci8pVbdapDDY48vrPhzt6dTITtJKBHEYNiYq1Q2VxrNY",
+	"hmya8BmtKAgh+BnnCTsz2vv7c6Wzv7eN/P4R54depjEWDi7ZF2TPylWShNgey5wA5xk6Vo3Vsk5ZcjCS",
+	"XSsITmL36rSNiGDTJJ7NMxyGq/1Bn+ySBg5v64KwakBRtEqcmD0H+WTU/hQJUVB+gA/EbX0hfiru3UO7",
+	"d8tP7CaJum3QO2E8sBJ4bz1gIV2Bb7RYxvC6JzbFoam8nC59hToSi8thAzQG6yUYdkVFUcqs4va1Gha3",
+	"BkygFhkVgjfO+ftGdyba7HmrFXacUCA1BthLMJaS4sqrte/8fniJ8U00gqGW1WEhChHYAw8jc2eUMAcr",
+	"1kAq2Lj5RzrTwyg8tynw4lusxFizfHuY39tuJWF8MPqwTgCxcCyMUipNC3S0vOHpus3oQ51pUMw1D+Xl",
+	"dGrtqPtz4+zl6VkPAUG9pAECA4JqXQIeFuTDQ8gL6zk/PHpeg9/qYCKaXfIfIVFkAS/VwoiZegdRyAt8",
+	"aQT/CBHSGaArYmo70yKZ+pLdfJNd8Qf0kBEjeN7CFmJ3jcD4pRGUKJ1djhzRZrEJLjTiCCqjoYlKxRPj",
+	"JEtlnwENZN6zAzYWE77SwvaQSUEAmtrqEGezWOEylPjgwBWYeENps5mQ0J8WMWxdsu4OKnUwLqwhCzCT",
+	"thvICNllqt6vSZHoUkEH1pEJ4nCGlQT/Na8VwIhDVflEDBn6oQzfN2yDaMM8IbSddQFzbXVYRiYh9A94",
+	"q36wBmH5MEcCb6Df6wHy/eS9xbD3KGHltdRRRwUM/9dcMvvtFObvVPNgw5vYSgBn/FWvexIGXtNIuE84",
+	"GeYjUKWZ/ylqUbi1pCHxRfaz7bvATWrj19DLjd0QYrKcnoS5irCU07S+5vZ8R7Ubem/2PyjnSO5MHgWs",
+	"2WzW0Uf7gnVtuVrguVYqdfUEeHxB3D1rHZSrc5yQK1e/uBOcCp4svh7upXzBEWNvuBeymrsRlMDXw71Y",
+	"wj4f4VnfIw/Fig+IChgrBSpj8lIdiVqNjHSn9QJbiDtXkW18t60viVKQKstczYTTzVRAB0Z13lQEvrj5",
+	"9kypJk6ZPzXEVH9vpQ5N4VP46rwAaIcSHc/2o+NkXYYkfid+8WN4FOPBzhk8C+aQGUFQJ1cAJKOkrkMA",
+	"81VjoS0QI9Nikoos2KJgzDN8AULjMXIdFNsWq6lOygElEC1qu2TBgUqCh8dIgDZABWabJiGoFkugQMm4",
+	"RPjhJgv7p9+8en0VshQ7t7RrBWhbswuCDXa5VHqjrWhNxUK9EwiErjO11PBnOAxWjuEjcsdkilErnlFt",
+	"aaaw7IkBVhxklLygAUQvAQQVSQIj63a8i9VKM1LRsCoxRFIn5KgZz9e2AdU7BFVMXIPwdiMax8ZsSKYN",
+	"y+oOlWmhEXH7ebNzcxGFbcfirymWBJ8lxS1+D/KDYX9DxvLNm8DUEMYvWOaATw8vh+c4Fxe+xGhatBfi",
+	"nKsdXBnuiYZoxLXXM0thgWTaiMQkgUUO7WjDtk2gQ2kvVjnUQo/M12gWi2zOLM9qEYcdafRBdhLs/dS2",
+	"aWCFBe5VH/IsdJ9MhQXFaIQ5UWS9gf4FS+1tUfFZ1Vq4EGtr0A20u6Fs+4TW8DRKGbtSO/4xJLPqlqdI",
+	"NU5ezVBSSEf7uR8eRZCqIZHJjfRbQqQU4xNoYA7O+kN55Rq87zEut3VtQ+BJGpMw1n7jNLaKYyi02C/e",
+	"Yd2zqwtrkhV7xwls3Os7d5MIkpRDzaJLKJkHQ+AGzeyhLHeHm40da6+nvA2tcebP+Vln5rviKWzToSQC",
+	"jLGLjGFn2HFX09mnvTnnMtJzCAfLyLkRZsjmI4z6CEopLevy3CW9dAcENYAD2Bwd8C1jlisfqPn3upAz",
+	"RGs/T28YixSWgyiTl6nK8IkBO16l78R/nn8XMET5LXa2a8qkHTQP3G4hcL+hpOgUWVc2EnGVQtueWIHn",
+	"af7EahAlA58NQy2IcDGUrWar+aze9ssHqbUAEbuguNksANTtm9+soszWSxHQHLty9vHaqn9S/RRsgnBg",
+	"VsI8Ckg8QOYuQE+GgIXY4L/+T8C+o9Yp22dtdoCXMgry2Dok+MbrobTvMgvH/HUzThatAZAsQdYQeUuF",
+	"yCy2sd0u+PlzdWuOsounoSbkRucz4pGGu62wMo/7Rg1lupJGM8Jv1GbBJipJAE5KN9mFIghDjG7ZVit3",
+	"Goh/uO1sIjMwG14l1bnwoV+AU0DwFM94DKF/Z+1R1f0IgZIgutlkYSSWiVrvL91e2eeJSDPdXBtrnFxU",
+	"+Ik4RFESL9wmPBFLnmYIr2llABB7TPlEuEAY8nROVjpTCyzO2biEnI9xGWyhyd5SawzSQoAYjASy0xCr",
+	"cIDD8sRdzW/3eqKdFY3IBijTsG8t2Gj+CnJ8JvPJQaHv0OzQsBAizoUWbecthavmxnL/o90ufnclwI4U",
+	"2x8DqibWRG9dTArUfRXpn2C7z42x7bpoAZok4RNhxhO51avEzyDgCLIFoZ9TK0ndLRxsMtqrxuJGBJcs",
+	"zgD1J995BT0IZ8EN0W2DvWDPgaTttZoHzRaRdBg/cK+997TZaj5F1KA5QOfse4jsM5FtAsJg8AHrnGMq",
+	"4ShABpIMImOGVIgxLTCxEFqXzTK+2HHrJ8B2BOARaPRg6ytweLgydLNPKCoH2PlGErRZKMX7bGR7M2rg",
+	"vIbfNy7E+6xxjL8iz+0qSZiSlhZcZwTpmSd3llxD6NcYdfQ85MGGFYOxE566ebO2Hj76/CjUPfC7opxz",
+	"mJ6QlhrKWmGqdD3wK2Qtt8QE2gTiDDM7a8ID4sBxpzN28Lw0VR0WLlRK8kj7cKtk3KI0BXMKpDTZDVRg",
+	"iVEXi/kD34v7zxncp9Fee+8s1tkL2ilm9xBpiQa06jKO6gwxAwLKvLVarQ1StBYARJnLf14JQGE0QmGv",
+	"vQelbRbAiBM9QM4fdjd1zYegCmWsuFnyTYgui9kQ2waD95RHszuDzYcfgz0bEIUTdthqEb5jJhD4EYJv",
+	"GAjd/4ng4vK33YXdCMth1gXhnMo0GpgMALotXDfzkRTnNo8unJZqeDYzb/AU7ETTKg3sOpKUdEeKziCd",
+	"/rGK1gCvl39JeWbMkJ894mwUsFCqZmQTpqTG2ZhTMSXUMpSbwpp7MMiDbe92S7v/WnJyeUS0B6+G5ND9",
+	"N57ghTB6RDdD1BpagbEHw1FuSYEIkgBVwWfmIO5ZKsu9H82TKoJmW4X8wIPztFKLqjTTGIsoHJjmphQz",
+	"FpIT2xZL0hnBAmxODw4s8GzQwJqoQzn4r/8D4vO7nHLURxm1z7W1dbFmoRHJIatphCY1Ds592KRZTnOO",
+	"S24BF0OrrvIf7NebDd9x0+KFpsF+dVxpIGRtobBxPFYS7IPItQETACq1OWwMcygPWkGr1cpXgGADa2GW",
+	"riSEGkIbREHglVQwsyjQe16vktvfCBTbm0K7al/ml+yfW0jQTy/DcjjcqnM7KIDH0pH8nHKj7TV+xS4a",
+	"a7cnhLVcZ7+Xw/54YfKs9ex3/Nxyc13b2XNbmuCgVM2YDY8l+LruWOTrXi3lHrqpYbudRnsffqyWj3lS",
+	"AUVkIrIKWoQLV5KfJ1OMldZkXfJ2IV1K5haR4+R75taYgmR+URtWbjRXHuLXcPm1HZs90KVT+ewOsZ7H",
+	"y0q2HqsZGxPFxx/uaH2Ko/T0/pteqnQcR5GQj7Whcf02J/+xN3Wwt1xlD9mv+f5YYM27g14u2BrNoTzn",
+	"kEYwzjnuXLwNAQFskZVtd8boO2KGugQp7nkAdCfWvMqGL8RsKDR8ZQr+OpTUa0VoHObPseurdpXOCR8/",
+	"MR42dCsQ+DPGpIbSFVBT5BfupQJrvUrfIXmby45UHMXzHQ7i452g0pu2aEd3wnEOOyycpKJoLCAwAiEW",
+	"2CD/n+e94rz/KynbZ62vfsexbmnwvKd189GsgnMUoSR3zDGdKQVJvKAgWS07G5ZaAdSSfoiPRI0kd7pK",
+	"ni2vptuxB1iU8lvpezOQ/MjHldPNFPSC0AGFF1UGkXYLcAcuhvmLQD72lJWC/OhAAV0qXOKsUszJc+lY",
+	"lzdeyf7rf7OnjgWMReJdzL0wLrEDeqBVQwkwVna5ZUTBUatWzPfhfoi8DKOvPpBZ1kEF1zatk1izn1bR",
+	"LK9Wp5BWB4JsNIh86/EEM1yU+YHEsV3w5iIiTnPjrLkX5Q/AKleLVqkV4tyk/NZ1S9o1h3bKJjuLb4Sd",
+	"TL9FKc7YVOAzCxpxJfFAw2aiwuE5T4WG8GSc+h1JmtWOWk9LjXDYfXrEtO+E3un2XeNe/pTOXybeZ/vz",
+	"bJEUZc1GvKdKc2Hs7U+P7t/do8utFD+yUxCFRIokkmnD/M5jc45fDc7PYJN8CvfPSIetUv6LL65VIr74",
+	"Agu7SjUQ9TbV6yF8PTWGZimf2GpyFFjXIlITNEHlcsGWfHJj5EuYmt/DgC1jKUXUGcqcfxEatbE3N9ZM",
+	"LMYiyrnuqXihbtSfuc5Mz1Da7Wj7ZOD9qUuJuZEZAQkZwVgiC5WmJhYQeiWJFRB2EPR5j41MfIfZAovp",
+	"DmQFQ+mKrftUkNq4Ukk8WYeMRwvzWbYXB3A8bhW9nISgDoYSBXucWnRhfLMVnABQteBrZhEj05Vssr7g",
+	"KWoHNZ0OZS22Ha6IXAhFTyKl3jAqyqJSgWkMoNrmfk/mb5GhJ2qi9x4mAYmuAy41t1/dQU5or913F8Kx",
+	"+RgZWgjtb1mTzV0e0uFu6HTCnhjL4kmHlgZ/wtLpxv/9n//rSeEfHaazdSLwopXUfCoauLJPOixezOAP",
+	"xttqd9hUycz/t3HAGqs0di+cqnTR4Ohtut/MoW1wOREairzw93CHlMJni9Z7miFAAxUOlsWJ9vtJPHFm",
+	"ScJKhcp77T1zF7wEqyIeQ1T1Cu1MmG8EC8SHsrPFGwFlAGICCbVVabbCwznTmq+3Ny+3i03H1FUMxdmp",
+	"uiWjEAP42JIwFzzNxoJT9wUG4SBFa1v89HyVmbm+lUM5SQSXyRrr8OkV1C3lHgSGskNnHcpwpqQYgTE1",
+	"otRByGoHLcgY67mREjiT5jpqFMVmspRrbIXkeihv4iQx/5hzOYP+AAfkDSQRXr92kw2EhLJkEeXDwt49",
+	"nAaAdIXaWBDLZuustEBsEzfPFJagcj9xS9OmoWhgiH3PxizmLMH8DM4H12wG9moX/mt/f6ItE5aFdTNz",
+	"M1erlOxMsxiQ33MjblKfGFTjULeAHd0TgCaY3CAZvtfbrZ/gH3ROjc5nqRDUK0uFKHmVPcZkUGs6/Qc/",
+	"1l1foi2kEMkUCHvAM5CJ29pN5sW8sLIe0uhYgl3oPsEy1C3y/yUcvI8K8Ph64KU9v3cqAbyqqAHuMvzs",
+	"9ZVaAQEGuLYRH9wKWsBJCphKIqEz9zsE6D7enD3CKMsDZmQDKeHe2dm8Y/eZut9E3kRuaBeq2e5BXvB7",
+	"w0lg4I7ylLLXxbWdXDFT7JbnBJzwUEAMOKzMpueFDx8e0VJ35XkWhZ5OgVVZeSn2fYoLy0M/WnMZnd9h",
+	"XK6Dyhp9ECDJrfHWD1stD3/BFgkC1DirPWthCW4lRxc2+FTBrxbftg2RFZo8hhJu7OQFO8Zk5fqm3rRd",
+	"r1BCHkZilvJI2H51c7magvzS1Mjm1yaF6iYk2qtqYvAq6AZWgwYIKGQDTQT9RkhUZC4A436q13KSh+oX",
+	"CmDAAJuhA9l6wh0292q0EWyxPjydELGpji1v8sibj6GpMU2laiPIxHSVJFiXXgUpAcXreq0zscjhJQLC",
+	"lRDv53ylXaNxAWQC9icR7gD7GesSrARYN3NC7Z3GMjaq27Z77I43wQtjMw9Fui450x5Bh/HejDXApMiM",
+	"88EWaiWzOqGpDPfc0tE7zTNK4Bi8AI1BgzzSw70gL71w2RHEGFxNbuhj8wZ0iA66PneeASZKklg7byWz",
+	"ODG2DOVnwNxwHTPmUCzN566WwBh25kCASrAbGrsdaehHrb9iR3slQAnwGSA0Gb2IpJsxMGwTE1DQ2JYS",
+	"bpcQl8T8/aj1V5Yp1YGKfx7lnUlwZRvRpuYrOcOZ1TdgMPI4B5RBpACaXRAVOXCfZjORsWetr+AzNmD+",
+	"6h17BD1yWaiJwUoYr1sLDCZrqCH8FOoL23Wj0mLntnv0ZsGpTdpCWBUAAc213OfwKTN2+G9EtwNqTLlm",
+	"2BeU41Z4IDDhzyuecpnFUuyHQAEgUiuSsV/VHHBsV23ikW9m7zNb5ooMaBaJjwpkYYxPtGMwoZ486pY3",
+	"HwZI+9gU78TiyGH1ALSdBmRA8984g5nVbZaP1SvHVfAY9CXMbodd7cSaY1KBKufi1xr/AXr/QZuQrG4z",
+	"deMz4CQjs0lE5LDZYm3bWOkItAukgKh3xqvMNlTS2oYuK7qJEozvf9XrnuRdFa54vowgZnZ/kKc8AfYA",
+	"h44V2badPe+FxxrFvFGjTlEWOIABW8lIECAJIlgUbOTAlvsVUc7MgWwTdiSP2Jgnxl9PaQyrJbgJiDye",
+	"aq83j2YWmvngs1/hY5117xR5NejbhC+HchvoW47DeHj0HDw6QDJSU6aRm5AEtUqHUscJPBrblqGRwHsN",
+	"Sg86YTcixXYT7HZCULShRARGnagMci6gAvnStzFsbzMEAcXtRC0oNgdAbuS7eG91asu8XkSIjan9lp4c",
+	"uQ4AfgC6rk2FbpAu9xUfFGtSx15uusD2GMoauQFwL1YjGzF6I5ZZA9syvIGNRXYrhHRcC0NZQ2RQGiA+",
+	"pENaBFofsZE07xRDWOM5l1ECTaDdErYddJoCvh26LbfYRZjXWx+22AIJcsyrMRVGfYOO7AEZaay1J5WZ",
+	"daMEC28ykxsbZZEpi7Zh30HjrbcZzxcMISt5hgIpU2zO3wmMYlBzG3Ko2S5M+zY5Y9NEqajQJycVm3Kd",
+	"EdgqQQ5AzscIB2hNMGaMvwzYHGA+NZuvNAYxYXeaFfCPBsweHkAo6aC/YdwdIjrQeWY79SOFrX40VamY",
+	"rRKeFg8bxH9pWQjL1cx7AUZxKD0cRWeYUXOlMR7XapXDy8IyAkGOm+AZhDCA3q0kZNQUaJPzI46xHuy8",
+	"9nrJrMldEpWApgOipk4te0XyA+huO2o9HcpSrk1GOdwiSkvb+Wi1KpgSYF0EdhugsXQjxJJWzgoRiwgC",
+	"s0YVME+ZhnIYSiHCFz3RuQAxgli8I5vAgjTwhUJuyfL36w75FCjtsrlY4C6txrrMlArwzW4N3Ofaw9Rk",
+	"l+W+L+js9STdMjE65/kzHwiDTsQ4UZMbezyfo3Fbe/b0gI3FWsmo3nQYwQCYAfXjNOBMZTzBMFMReHgT",
+	"D9jJ+6EkQGCt8tavLI0nNwkWLiH2LNLKuJ0O6I9TUAbogiPIxSKWq8x24myEhVBf/fa4ED6nD4r73gBI",
+	"4eLdYx+l2yqDRTnm4Gr5WWreKU+x1/77Pz8ERTrvv//44Uc/QHEWvxPSbGD0XHkUm3950QmKOVRGJozC",
+	"wMiEh2gLFPdKf0xk3ZbTUSwT9jMQlUNZyBkfX8MrEGLkuP+G1UJIFk30uzBg1y+P2bODL1t1CwpGB8d3",
+	"p5PVwjhp1AsERfYB2bEFjn/oinOdVoFX127+H66KRhygN3pXXQDteIX/ueqG7aEsPQ0DIHnnFk9RkQPV",
+	"uRuV7eCkbjDUx9B0V/1yVI+F3jEsbOkwLplYLLP1EPgIQF1K22sC7ZykW80kgNtGDIA5NAF0bQ0lnRcI",
+	"mzBmXGDvuwL7RYEdYZAPL+hddYOTV93g5KqL9766OjtuHB5+dRC8aBz8NThoPTsMgoMvD5pHwVeHzVZQ",
+	"vOoQrwoOW4fPGwcHjcOng9aX7YOjdqv1n4H5uXkAORhMh2CznCaiVfDMAMEIMffJsfR8Quo7w4Y0yJp6",
+	"nQog+GfmZBDYAs+EzgIWT10TQypWaFcJhmxy9WAo81BTyQMlws/i6mFMYijDhjk9MPAGEZ3lQZPnRggz",
+	"ESMFSByJpoN9pE8eSmPZUIWTSMsbuQ0pJBTZG7vSWDFGV0JjBbLwCJ4mMRhg5qixmt+BQReaA4FmaXYb",
+	"TwTlXYzDFOssnqDOsG91qheBMeCGUoFrcyivsfkFjcI8KGxXExpD0De1XhrU9xjvFqI366E015iZYDXO",
+	"JipNgdOLpaJhRsLcNxpFjjyy8GVm8FJ5o0fNC3NbGgyxF1ngR4BcBz/AvCBAI9Hm2V0hbV6gS80o1OYD",
+	"x+8ZO49fwKKZRzSxG5m0BzZfZ7c4kzrv1iTYbVunCyOgonieGb2f1CHMtkphz8DXo9k0JT4ra85kigJ5",
+	"VXr5SunMSVzM2jvq8gfq5fwxRqLfq5lLlxd1c5yJhb5PSbsnGD264O9P8aaDFnQ8UrAfFAs83eqQ7eM+",
+	"7r95wLDN1fdWHljxv9fO0pX48JuNn/z1l6vMGKAPGLC9Y3czqOreDVvoLeLQZIR3i+CQKEFKYoZQA27n",
+	"a4q/6RzseOHV5z50Uir4yu6dlqp7PgR7pSK3nR9jr/8Q7BUp1+99Qunyx8zPVfG4/RbGth3Z2pqbtPN+",
+	"m6jrJMUwEDgYPuYzkHGTNeg24O9azH6wwx1XfJ0oHg2UOuPpTOB9R7sMz8FPn4so5gMjMyAb/Nf7bz6V",
+	"ejWdxhPjpfUxJ/JYlThGNcuJDSFiO4ix0VxPCGhkMrQ8/JPKGsMqL4KsfnIk4nfil60Zzuq8JPIAUAjH",
+	"j3FS3J8CoR2o6chDFQDLATyO5OTq1VKk72KN9OMIZum/R8lk7WCUUMWvJjdmC2NBCHj3eWAR8cSS+EaU",
+	"MRBrPCd0JJbFioRs3ctUFQLGLrqBUQcH5ebhvWHk19le+aAA87jaDT+Dqf+E7TfW19xaeuet57+K31zh",
+	"KcM+JmijxymI9UBELWQSxdE9MKVtGEo1CxODYEqW69W7U09SvhR3FfkMZWWVD+sLwYZ7FvBpz0ayMrV0",
+	"lc+uurt609G9O1aFAthXWcmf51N9tz6l6z6iKNTm74l03jVfwBM/L6zBJpzWR5WW5MhBj7FlbQDcUXJi",
+	"wg8xhTDJHWtg+IRHAXrXZg5vKGsAuncqpwoivS5kgnBJZQdtChWEZeCjbQ0d7tEPbuc4nV4oKc6xh/DH",
+	"32y55wO5dwe7K3c3Bv17Kve2j3lWKnzuDfhs2/Ppsn24Bh79FLsw7t7JF8pMPPB6feJ2j8IUl7bW/TNd",
+	"vuERre+LzXNR29z82D9+hLvpPuMvE6nkCYmHR+oPFBkHviuqWvO3iV9vDTBJu0mXJNaPUnYNWxpjpRrp",
+	"WsZrFkJJjY3KSnHrkqgdlsXU0DZOwewar4fSB09rsi4Lm3L5C/ojzZ/UOInHIVU5qJWMypUhT/RQYi2D",
+	"zms8nOCRTMgsXbPaRC1jjJ2N15CoDSwVVCYkEKMNpSUQwXLouq3e8YtavG5AREu11MEB5kztt2BC2NVn",
+	"SN/0E+8zIZFIF/T/NBV0RSRS87ChJNS6uqvSKslXrLv3al+KtR+x1Jng0VAizKxv8lJ9m0PJwxr0QulN",
+	"nmMufJJXT13bCoxd3waxhTvlDyHgz2jz3y/gCYPqQQJ+G27VwNuz/xrC/fNJPDOH1rBD+Vw88x8r9RSP",
+	"HisnRgWEFrgY2oVvsJuD5DPP1CKe8AR7OPJKKUvNG8uhJIoKKuLUHkQjQrjB0ztUYvMeM0su5C3FLdkK",
+	"WEnrOM2XqVooPNb4k0Xi63gCi6WiYUnDNXRIMGb/6F0P6JKEvgwPnMQ3cdZIBE/lhnxO1QKq3pYcK7Kw",
+	"KC8v4nPFWCjuQnoNpc/cYAhUHCrKIRgAoM7TVcL0LZUQ2BlK1mUu6bGYqAXxjbiP9Z8n1ww5kLG4a3O+",
+	"qebULqNE2tNYzgIfGdx9VKzZShIRG7wHiKow5cWpOdqlDMxWoJ4g+CtBzW8pz6RYxE5cyQg9bx46Mi8a",
+	"LbAweyG4BmZdYKFX8J8ChVfgUFl9yi7UX66whxYSph//FK1SMyLzrCjWN/h2O48jt7DUSwMZUIaenStf",
+	"wsnOq03hGVcez5NGD3mipFaJyAvtzOa2jC4OLp1pftu29FPEPOXqCIlaxkEaeJxeqIQlSRpHMFCn8lkE",
+	"yp0Wl9zWoNGqM0BnCxwVmHi/hJQXAeqGPnig90Ce+UT+SC1Cy0B7D2JZPcw45jEy7xgRG6ptTwIL8VaZ",
+	"J7hJw/mCei2LvguBKPPx2JmMXMfa7WzInZpn4OY8OGTh1XXv+PLi5HRwenkxetk9PeudhAGVwW0SItBX",
+	"eR8i1W2OUIAp1MAWPM+UkT9Gz8GaQjYzP06bxoTi0TmZvneidQ6KhJCWXSgX2kjyhIWrCExa+3mlMhFB",
+	"AhmoyhBECljZAOoOJ23KjPahfApB1vnZvBzqFqA3UYXn2Jt2f25D3zxoHT7bArj50Xk/xaMuCUOiYLo/",
+	"KVVxz4cAHvUyTsRDHuNfT4/og2J6yEOKdzwgQWY3TH7rp0j6KR5RpnOXj7FJ0Qd9hbup0rh0nixJ09+W",
+	"p/t8ybWAYgTHl9fXr68GO4cI8uvdIxwyxAOiDHi9e8Sge/1Nb9Afvb749uLy7cWODyrf5R7nkcjv+Cj/",
+	"jg/B3lV3gIgX3bOzy7c7PGXjhg/B3uuLfvdlbwQvuPcBhYs/BHtFhPJ7by9d/ilypx7ubaJVuwSNbuld",
+	"KVMT5erJyOMAbabQ/JcoPhG0HSBUgTYzrAcb2dLAD5Ii+EgwlGFpJ5rL/OnLb/NWNf+xtGvgieXlw4GV",
+	"UOIdi8Q2K9Zoo98Taeyrh0rPkuV7vwwt3+BOWAlUf8dTVr7rMbfphlnfZoT3xywJkVe/3MHeWGxVH0o+",
+	"tpC86DY0t5EHsBq26JOrUCdsd2thivfIEQ5ngd6OjTVYuU5nJkQzroM3b5BPP2brL6tVODxAKNNhHJtf",
+	"D3boDX52cPg7Ig5VGcJt3+WgAokSGzllrYYSrVAk5tt0E/J7i05t5XJsXlbJDW6P/ucpmPiYCNLRLgLn",
+	"teTveJyYrf5HKM04xz7lAtmKXZ3aXGXgOtd3jFsVyjDQVUVNdBd278PCV6eRWCxVBvjfuFepFpKCU1RE",
+	"YnQIhCyQP9qRqUFIAIofABrFD5DXsP9xvC642qRJfa42JIqLtZJYOOHusJFqbNsQwDOW10/wyqKJY3Nd",
+	"HyfpN9vy+JzL6fR+7AZ35e4KA+/Z3rdwoex0A3BNBs7zv7v2/pTqFphRixG0YCN8Bl1xyJ7OPeJ0pyp9",
+	"AnVIDK2kjOWs+ZhQGLuou88t6PqZWtrZ0BMFwYkHl5cFj1OJ406Ji3ObFSvFsD3yGW3xAxwoYDmdStcF",
+	"QIVuoX7WQBHftg0HTxB1Zo1l5oglhOxnHFrllRZVmVqLrflCZXOmVtlylWk2U0MbJC+RYBRboMP8r6M4",
+	"CpsszKVnaETpO1tkZimILN3OeI3QeDmBBE0b8rRmbSYDa10giCr9fRHLlXUfAuI5VVnDXNXQP6/Mt0bx",
+	"lLBGg5wikSA1pjmtBJFzCSihx3vMsBxuFdWiQL/ME+iVTETKpeXX9CfxCfbmUDw1J9uoN71kQqyHEuiR",
+	"bKC5IE4p/0k7eAMau2M20y1fDiVxd96QqUV30Ghcdz2hnSrEbQDBAV0HXuYU+Mmkp2ZF5OSJj2qglkKK",
+	"iJDHeQadEKBTA+/jrCme40rBylJOoLArasV+UcdRmkNlkILBN6rUatstZTqfVb0GewW9ududD+4pvE83",
+	"51snwE4PKT4/lY49sC4TOTebPbNMvDqXJXlaYWeZjTnULfj7D7M5r23jD5frPFhBoweEvHz7OgZ72JqQ",
+	"ufhFpKpOnTle3oTqdgB4gPIjEOMH1xqxM+F3FmfkRhWksvW51Goyr975/cLO/9gIPD5i13h38eqH7t9P",
+	"Guj+Yx1DK9T/DHY/RrD7N0enf0Ng+RPGhXcK37KasRRWk7kVLoj7sxHSZfulmK75YTOoS/wcceIj62EA",
+	"ut7894/F9l91Ty7fjk77o+7x4PTNDiiI5RseFQSx9HDCQPS0SNnQ7MDa/86u5L96fxIFwe70xazg/rie",
+	"pFK54ePFw67FQr0jSx8rRj2u4ki8JwidGpa9rC2kkENOG8qp7YXKq0QAkWOqUuI8dVWq6IIgnb+tsDL7",
+	"ZSiNU4a1ViIi6mKLXmctFDbYiPvmEmYoqUSz7cqp3L5DKFTWtVsyy10bqAdRkxuwnIYS965WZtz48hTt",
+	"NvCMOtT3xb36pnI3wVdDuXl4zLu9I2dGbAtK7RNT0aCgAvtJjYcSsAHMxYBKZWHSAa6v9qz1lRW8AGyD",
+	"GQ/gQUazD2BshtKGNrHZphAVkApBnlJKj2DHuRvCUiE2Y97n5g2fyqDsB7i2buRhNL/SHpnGwODo3w5o",
+	"xbUNFWTZFB1VuQOaAgAAdP2sSIny3M6NEEuqjoK6OkKWwg/HDYObOLbgG4tFnA0lMJ+0bXWT7fmKoEQb",
+	"auUIVdOswXiV+WiAhH43lDOgqXEFiggPmHqnCa6sOYRrqHJC0Cm3NlBB9QuW2hFWft3WMDM1haobGgY5",
+	"x9qJluZQQr0dxl3Ga6JBpyGYc4AjcO3OVP5NARHAUtTeQGqE9Sdv2HKV2amEeyEgDaSYGNKAnelFPrwJ",
+	"SCDZhuTL3kg3fIsTWEpbzrQb7Z23B2e5//m7m76Pp579j8IyeAuBCRVWLHxjgx+1DdOu/sdj0KrudvlI",
+	"y/zTzDJJ3zLGZpVE+uz5/B3tx8LF7majGHa8FS59TKPTH9GmwUl1GRU25lA+yMj0TUvUDADTaY3Kgorc",
+	"wXw9CuvtoSxrYhvQ9j5gQyODuwRacSjxjx22CVZAKpq4jocSY5RW6e3/8yc1Po0+QCNPom411tSGV5f9",
+	"iqv2J1xORBIyISP96WsTIMLqzyYVKxzAX452St58XD78c8MOGFV6t2HvrGUnTGxyJIr1zUPz3r81P7S1",
+	"yfQP0X90IjIeJ7t1ING1D+xBcnfdpQU+QxPSn0bK79lg+69scny+3rNLKYplPIEjZQFwHT4TgcN+cFkH",
+	"vVo8qCntnt6Fbj5DLom4pU4VtJItr4GdibnaVQbYo2P1TnSKcz6DjKdrwEHPCbVzjbwlHqkluJjYauI3",
+	"N+TY5Fxvoqg3DkKLZ0iBDOxWQQRFiA20NmGGEKeu0JpjvhWgrEutptizAw86YuF5b/Dq8qRYH4u6oWvM",
+	"h9DrwlhyADalHgya1b1yfmTXvU+nfe8DMu6V4lL74v2dTKsPKHToyrW3EW1/DNHqZSsCS4eSKgz4oKNs",
+	"WwIReuRr26ZXw+gEbH6wIIvtfFfxUpg9HiIrHjTwaIY3w0+Y8QbTjYX4exOXCvkgYsmu1tlcSZdzBE4J",
+	"kSxFarbbKhEsdKJnCZfup3zBJYTGR8tUUBjC2K7LdQgQ/LCPoNvMbLltl4eWJnASLwWQJzEWvlxJqJoY",
+	"pFxqMxkiDZnOxFKzWqgn8XLd1PFM8qSp+buZSkbTOMnMNdTLhVA/3vCfaDalZ+p64A6Wkpo4BLe/FvBD",
+	"RSIm2YhuMWeFhX1ipu1PeGKuQ5gX5tEyaPMXBPp6x9PYTIW2kNzTODOHMbw6618LqCA2WohIDJnXd4rH",
+	"vkiHNlFyImRGyCTGGj4Qja/YbP+M1Q5E4zkOI1Wr2ZyFPNGjMde4Q+peEDPWrpGeyGzdC4DKjLFlPLlJ",
+	"BEbkUspRJ7a7DkJSCddaoEB182v3D0VEc8j5WqhvYMs28E/NRWRlCHoKnhCxxCjlrgDb0uoHlVww1LbV",
+	"5idILn+hDWYJIHiaxVM+yVgttP8L42jnYa8SIwUG6gKIUkGs0PyPRQEiYYzQCWwuUtHBv0hvCoh+IsCg",
+	"lNMgbvo5osva4SDzw8ZUsZomZPHhXg8kFRHgQyR7r25LRYhreSh5lqXxeJURk0+TdSVDEUfnPkfgzHEE",
+	"2sho52iAofynQATsOKJzjuGt5MBDecR0wHbxX6scAPzMLT4A6IefVwIay0lB4LIXXDpnXeyh5NsL9oRc",
+	"LYzCdz/I5S9G7Vc27+3sOahJJrKGzlLBF2XzDj9EUAvkfcZd8eqiaUdf2N4bx5JjT/0uAExAkVrNynkS",
+	"a4t5VcHIybOMT+YLKDk2DzET/fVwDy0I25ODVCw4ncM9AgExZ695p6quJsz8HOUAvzWb/xk8Fsxz43bA",
+	"JgQCOQ6t2QDdsADKUuHcdPzIkCXGyTMreZcsL7ZF5MVwtY0k+58e07+Qx5Q3n0LhFWo+hdRtItECsiVB",
+	"2di0tiZTaM5apfXb3Kjf39RfihSOjpyIx7D3L9/Z1n4+drieHpS6B+vpgP3sjqkZo9dW7FKZASBoNrAY",
+	"mOD488pcKMzlAH8ph/LvVEoasBAqRM3IlmCuQWkukwG7Pu/3rgI2jrlmNVswTEMy/gIWDSd8XHd5MaPr",
+	"l5jbi83uA5IhNaXvA4OVeK7cc1hNpREoJQLUx3pjTaIGMcxVSggxGPp2TZ15uXdEri19bseNCIZvvoyI",
+	"8SWieVsOAuN1csfhPpnzNGuyLiL222pb8+06j3oS3RB2zbgvAZ+NoP5pSulGwEPoMgd1TslbJ6KHtsKD",
+	"1WDKsUHGDBupZhkqyq/ZQVA5v/kFh+jJ+NsG3gW8vCoDUhXx84onkN3EwWKFvbPWMKFqTsYqyylUjC8Z",
+	"awJRIA4+cEvBtDP73JLl5tZdUPDx8zOE76FYxje9wVBuxvrpmrrPx4L9SLFEC3RBexly8chgBUwMhPoO",
+	"9iNk5IGDgeBcN8zNXdIvR2EhP22MYlf0Xc3slZcQuDmd091xBtTvd0StrzwRs5PxCpt0r9LYi3iGjJAV",
+	"9l5Q/TTYuQ9/2iNFy6+K8vX+kLl/wwPj5sVbq8tO7ZHVHQY7qWXbDLDzkkT1v35WfsPQaxsPkScQzYjy",
+	"mBRnYx6BAEU7kgQk1iNBUo1E339Tk27DXGs7+7ps2hkzO5YV3UDNxzTVcktdmCsw+qEza3R47IuoWdEK",
+	"c6BRwMiIGvXhTQSf21hD4fsocVnQaGCGLIVaJoJFYhJHhG8FEwfWGoJVeR5Sk51mGEYZyliCBdx/8w1b",
+	"gtr0iUumAo0+MDKcHY1lyjDmYCh1tk6M9hUiM4aLzMCaXsDIzG22MOD19VndVvQR7x1EeAOjr6CdF4KJ",
+	"NquLkUx09dnLLeEpDO+oW90mqsdUad0A7lBEpp6s0neiYEG6nTUxhplkbgGHEilgFjy9EVEnRy2zm7Pw",
+	"8Bzd3vxf/nxivDYvOGgfQLbGpj50HK14ol0mhOKk7B3QTRcfoqwJfsvfCaQUYvx97PXRiPfIeudCv8bY",
+	"NuMeHA6lHfJ3Nr7lKvqc3W2f89UR+3+RB07nZWRqlSWxSMGMFkliyygo9+SM2ELsm6LeHTT2PLOLZ6x/",
+	"en7cZZFYZnOM/+MnaeDn3maPmZvNjjfW5zHR4eI/3lgRRVIlwPcdv6H1Br7iRM1gyox6wMj9EpitaLlZ",
+	"7frw+4BdH34/lJPVYpVw9FmuD3+A7/vu0F+ResDenF7BL96K5AmGg2YLZgej8dTpqabQZpTdqvy1GPM3",
+	"fx69pwi//fc6DFh2kMvCQ7aSCZCx6RtwnApL9kplIgHyPbPg5n+XtunTOBzZrQrYRCVqRR2YWAZDW7oQ",
+	"c8dxDqU9IW6A5vY0DCiWnOrMHSJ/YBhJ08TefSPE0sgos3gjfE4YOPkN0HBGPkDjZT4plMX4fihvRTyb",
+	"01b8HoqLYjnLyfJhFNk8Ff7dzJ6WoXzocQnsvCCnOh/KqbjdPC1cE8m2lVLTjM4npXpq2+cAHxGSN1o4",
+	"5VjaPU1WRm2B+GW1xHiUcMhoH+hsFQmZxcg2hUIkoBM7lE9ZrfuXg/o+jv+//vdTcE7yXY50kIWkAYg5",
+	"SyNKlMT5DcDJFWxNk0LKZSin8WxltvhELUTugvrc2ZkWyZQh+G8hNwE6AN4M2otUQSrGqzjJfFpqv9jL",
+	"1UbLPA0BPjImienNiIm4qQUwytemjMVMoM6w5b8lQayDQg6PJs+l3aFu1+UmYuNtEfu29VgxiYAS3Zry",
+	"d7qxHZ/q1UdZnomMCJAdZT3Tj+I6Bpb2eijviiaFLNZ3eYXXaMs8tKKpD3Lh+z3j7e106Q+7X3pshNYu",
+	"dVJAITHPFknZcMePuuKz+50979KP4JEwG+W/Uem0Yy4m9QjaA/OLFAjKm/MxdJEL+KknX/4sbvr3CNUD",
+	"iIULzAUEMJZMG2Yx0MZ/NTg/c5wx/2pR+VTARge0799zLMGjgIvn9D+WglKxdCUtNVWiZg1r2mAZxk9q",
+	"jI1YuAWH0llRUInNaui2Gx8z8NjMsX4a1Spiwb2+PqMmML8PqcPCm1hGkBwMaWrDOtSYOOSon9RG6GIo",
+	"HZIJ8Be5Wx1oBlzvaeo8ulal+a7x9gdk8f+ggdDDB4q9v6lxl6C47xV5/rW7i7sBrXbx7kqhZ/aaq/8v",
+	"VQKcKfyK+wqJ/6bG7tLPnaz/Y0QJK7BMXWAVknhczkTd60jPlcofu5384nJ0dvnNN72TUf+qdzy47t47",
+	"zZt3/OEayjeGSLVhllbFWmFG/pGkdoAxLImFgzCCZe2wzQ51a1MAt/VcpKLtt+RsYj+CZ5Ik6tbmHg4f",
+	"ulCD6+7pxenFN6PvXvde90YvX5/dD+FQdc9jznPF80NWy0FOHy0wDv7L3S0uGIoHVES7olDvMOaTm1kK",
+	"1EQ/qfGj9LVTAO6xKAsrY4FB7gpXxRAArQxCCENZEUOIM4souyVoABj47EJlsOHaQynzyE6qbo0Zktey",
+	"ei8HdhPE/XofawYtyua06DgSQ4ltzTPkhsgDQVWx0HrAfrbRHh2wLgJO4p7osO+rI7PcH4oWRFI+lLX8",
+	"DSIKaAgNLOY1P0BAz/wP2DUTDuR3ABCAAXOKTId8lSn4c1jvsAH7mn3Prj23LGBv4V8Xp1fdsz6jeFzA",
+	"rtCoy2NyAZuMbjhc+4P9EUOJGCO8Mbs1jyvxwMib2f6ZLQt/Fy9DVlvCzzDPVPtAgd4wD+XBfrILZUux",
+	"5QTrcq3Bp36iNHftrUqigP1NzbnUWmEZwuFzdqwmk3nMDr766mmHHc/NfqG//G0lgVbleC4WaiGytMmM",
+	"55MkTXbGx03WX+usyf76JasdtlpHdXbQeto4ODisw03hm9Or0U/sa6Z/TrPakn3B9Gox4qzfH3FWux39",
+	"xPd//fV2xH/9tf6PQ7bv/bUeUokCYyFc/TX88YbVzMTu69GNuSMb8SfZiFMY9gecB2OnelNrHiHeAx0m",
+	"hTyxLMUuBc/YSsZZfm8t1KObEFedKr/NMyLxLuZYMhJFasoOgsKCPtH5boXEgMY4EpzoJxqfAOINXtdw",
+	"r/sBPQRbrPPm9Oofh0ZZHLS98wdtIuYZB2zBs0ykHjofx5goVkPnZyhktW697SAPbH5oJSecGGP8i5GS",
+	"xP4zYGF6+D5kX7OQppj9+uvSrBMs06+/fm/+L6QSEy9LxFAu1bFSJD18P8rTB2HH/LIO/TBvwLz0Aiz2",
+	"AWvASsesth7FN6zB1nOejeKbfIfkfzKTBjshzIPgmSsoJ4BAuWa+ZAl/PiwOwb326rrX7+/3+6Mf3OOW",
+	"ShlRoVZZQ00bU5VEpQIvKMCndX+i2bd4zUaQFcGGoKQe+YpmC4FyE96OgipWMuxARTfDp6DQ8mWWQrgD",
+	"dStBSHfMWfkBph1gyDNvI/EkYTLfii43TCLU5oOeaHZ9iHvn/YgEGhX6vB9ZcWb2UoAjW1L9vM1F3I54",
+	"nhpjflpiOQJGRLgrP4+QjijIr8AOidZuwSOB5UK1a/Y1e8tqV0/e1v/ROOgUXqymeG4TYGWpE70SJQhC",
+	"VpNBfiBBehq9Ox/F7Gt2sC/ZX1g2ip+w2uDJwDzb/CsMbFeHK9R6orF0isWSUiQ1ArZ8J6TND9GnV+Ui",
+	"csYwPhM0xnShxSQ0YsYIxX5/lAq9L+v+Fsb92/WTQCT6YbvAE9559gPUeGGHGGmIssWCYUToTaKfdJs9",
+	"az1znAge0BbwcJtjk3er2YiZM5znKomarCuH0ks5sMqMAzHlQyVVLiTbhEJzcTlyRuR17/jy+iS8O6gO",
+	"htfjlC5dOyvu/qoluvaBBUvuri2l+pAo+hMh5M/49CfG+9g8Zbt4+eVbPtHX3yknWK1KRHzuOH0PTEhK",
+	"po/FPHakgy5mD50WcL5BwQGc5B88SK+WQvJl3LQ76PFBHi6XQnavTmkyfqMM9x923272r63MRqqx8ZG2",
+	"stormaV8kvlBpFuuGebljX/+uWGGY+1yQZX7TWT8PhJWu/xrjnnfT7b8P3TPzx62/HZIFcsPD9tx+eHa",
+	"u5LRZoJmqkE/Lvjy7/iHH8EinPKJ+OeHj98jbcaXcWGaXavpUGKvKdfMDJJl4n3GapxNkhgKT4wrc8uN",
+	"y4DWZGqsTLvgjOsbKqjHejH/IGO/5R9rc9IGeMjm9NyuR2njwYYQwlw0h4WN19ZD77AQkyxtWIf9iX6X",
+	"t2eTG2Xcr6Hkmh3331gGM8yeQDkMq7mQlTO8BTV71psM9Qf2sgMclIJv4EmHbXb5sLFaUQuFX3cMdLVb",
+	"2LyvvNnaKREHnTajONrKeXn4ZbC3iKX7985JuT9Eii8ob5UrqHSKfxEBO4C2+lar1erYZiBsAjK/NS08",
+	"RWkcUGJWnqx4sVrsteFRMFn072ATbCqoAg4MpXifjSarVKs0j0BYHHaozaqZnYrAx/T38PvGhXifNY7p",
+	"NtqDteP+m/q2weMrti314dHzT9Eskm/JMzXbqYBo847dDdDqe+1pvnNsx/03DxuaueGBFU6XEkMCdhWh",
+	"h6CQqS0sazXQJOBZkqmJS+q62SjqkHCd0cbhiVbWwUBxp6J1vRIT7ZG6tI9fX/cvr3d2S+nyD8Efusmm",
+	"nPYFOYBp3+KHhJ/XIERggYpWlQf2hJRU7/4/83+cRh+2amIPAzl360B3ErOP7fTLHMEEl5GXQXWwwBR2",
+	"BA0LVaVo4XhjCgnNlcsooKQOnqihBPYz8MwWCMkxOMT6dRaCtRaPV/SIGqEg6uYiYoS+MZRfNg8IRwUS",
+	"xRmU5kFoEjFBaBQOBniZrNmEp2lMLx3KWoiaXTeLL6zTcCHHgRVD4v1EiIjLiWiUB+ejAhEeiWWv81tH",
+	"aRyDQ7Mfv0Pm9rF6BwXHXi9DO8fGPmgNZcLTmYD69ciDy2F6tdBeDnKTcMnjpfeajlYLeBDBoGAJ0Zrx",
+	"KGKrpaWppzStXYzmUIb25hH+zbHhUKeOt3Ns9bT5uhuxzMwcFyquqAsZxN7GZiltYNu1OpRRym9zCs0N",
+	"zyUX+B/ntz5Ua13j7t/a5UiT8cTVdz0giPiIIZw4srErzl6/Pj35HPG9R/wcc8oR+KgQj4IsVxyxWnh1",
+	"3Ts5PQZyUS8oB5SwlA9Y8DWb83fCIY/HWfNxo050evLhQW2ok6sODK8gRCrF/v0odyVeM4DI2pC/zWoI",
+	"N/+g3Rmhchb8agUOyIbtebcSuq9p8O3cx7ximscR9Sdk+A+Pwpdmkbh5Pcm60SVHM0z8ZkGuWbx2zTgd",
+	"SuxFCYoirJaXRuTVvq6lggoo6nmrGuSceBKPqSnJ+CcBYchjogl1xJKTzqen+jUVLFJwUCkXHlisCYRu",
+	"ACI1I6K/q3uI6f4Wcrk8V2yQKfvVmWLfeX2ppFGQwDuqUixNdhbfiE10qZhaLxl2Xg5l/803OzRdBnQN",
+	"NV7mDIS+tZHPlWvRE2nDfQ02eAJ8A3x7oZbIrFlJy7in2DA2QufbAl8bxO84/D9EQLCaCfVNZuNG9pxu",
+	"2C41b0KrZrK+0XTD8p4b20hh8R/K8/0EugoQEaJW0S6D2xSBvXZB8SooStf/8pBek0/bJfKn5ntkzfeo",
+	"je/WIS7qswd0Ptyl2T65ggJe5l+2aqHDVit3TkgVTbjE/yVDmWcWM37ME+MIpEwLaaRhBvX+02k86WBb",
+	"m1mD61735IcQUQBuYy0Cv7wpFVwrxA0K8f912GTXQB6N4S2eJExN21hxBhykeRceRBxZzcNKgf5MN2H1",
+	"jrmJ5xx92P8Z2OZX7yOh7cHVcjVgmhokExtwfwgPK2Q+XeMjj5B5EPhROlAOx6YJtNMTV1GKOKhEdA29",
+	"f7runkiDoKOq56sMsBQjdSvbqET6p98MetfnTMmAhbSKUA5Fz4L5RniYWDamSTybZ7YjUbNpLGM9RyDH",
+	"AptnrNlKEsU7qxFf/mGrFbAwErPUzBZB4dLqGIF6uRQyx4tlELnGcoziw2v2bzFqLBE5TxJC3pahO8ib",
+	"ISkihH8xqtBMDMuUCqjR+lWve8Ls97uPzyElsP8EoEExSuUNdKyi9RZ9cI3H4hM6TeYNsRS60lmC13+8",
+	"HCaq+0cZ54XCyajmFEekzjWku+3RroDTrHeYO86OMfYRSK65vgGMUWNw7kZ0/Rukvpis0jhbG7n8Ifjn",
+	"3ljwVKTdVTbfa//9xw8/FrkN7OLmYh738N6PEJyydQKPkRT6mxqj+IN6MYQG0Ksx2FOUcAmYFLcuc8Rq",
+	"WSy0uQyabqJ6gKTT0PkdS9vtPHUYVyG4A2GzFOs3x3hlxDEZjy5u28mlO1tybSmLQntjpqAPOvOjwYEH",
+	"7oXk1Hh2Q8o3QQ883M8g8cR/XiEWrOWvshihwVBqZb5M4ywAjnHuueAMoDGrSLzG0wzYtlP89ObQBjIg",
+	"VGO+L4r1DcwxgZSDBNKKAaCbVgDCxc1hMBpFDyWih6FOM5MMO9R8At1vfksEQF8bWeRQLDFxOpQTRHyY",
+	"Y7aHqamva9E2zswx4mwqbtn5C7tU7aEMFyLjTQJHGOkJNz6wNqcS/oBwxaMx4me6n6XKzL9A7epVkjUt",
+	"XghVVdKv1DMfPtEstPgL3juGMiw9H+/GpwNPTOHho0xlPLGgGcV3NFN1q0crbTQOwrggAv2tNtKkmt9l",
+	"KF2+c2F28nSVJNuSjV5vWkW28e682+FG1u3oY3Juh58q4/ZxKbSjg8MdsqXllFCyxsMGLmSMAPJbB4Bn",
+	"eu8j+gcdbe9vz+l5TzUb4f52pNL1H9X/SHfemVMz8/gbyyr/bdNX7nyCwFRTv3Xx0XJYH8ukdPDgwsbB",
+	"6PT86qx33rvYBc+5fP1jljTaikUbF3jH4wS7cuhAj1dxEpGF5w3iEd1oczYKDJW6aLB4VpQznO7J/jnV",
+	"AMyJ0LD/CB30Rvoe99+YuaJiJnKxMoa46kYMEhoYvyWAoZxsdS6SCHzbhViodG25DoxBMuaR0W0sFT+J",
+	"CdVL0e0wsAJyz3H/jdG1GArdJEKDSh406JLVQuJrIMgKFqIZzzQVImDjVTaUxlc30w52QEjDSURWdIdh",
+	"WDBKc1nEM+7xdg4lTYqZfzdRNHwwYEAJspiCzzOguxWsFjYW/H0DL2wAy2YY2JThUB4dHLLz+EW9YyGP",
+	"4qxMCXvwlIVX3R+AVW1weTk6615/06NaKel14oE7D8aTMYc7bLpKIUUHmgs8CvDRIYAgIuxChxSdfUID",
+	"fspHx57VAbqIPhJZbx2np4unIk4CzZT5s/E57UwRswgxzwJ9nfmBKPBgaA54Dd8DWtYCLbBMzTDROFdJ",
+	"lBvr5TGzv7CDoYRx6SZ769xfswdouKVZPfyKVfbIDiXBGwUe8izV+i34mmLJwEgOe8plijfhi3ghNOsK",
+	"gMBaPHYAt202SZQWYQcnwU6eJL8T1vkczlIbIm5uvfGAsfEqMo4G7TM3L/hXf6tx9vOKAxkImVNzpbMn",
+	"mi3nax1PeEIPrLOJeidSa9nT4hM7IUkEG+2GM6IF6Cq8fJNt+Cc1BuBGsG+Jz0KuFiKNJ2zBszR+HyCK",
+	"ztyS0FJA5DZOhdGKh3Bq2EQkCQsPgnAocSd+iZfXA7ZMVro4NxO1XGO9ehsT8gjM4AYMlX2TOU9nwmaZ",
+	"nv61ecS+fQH5JCOl1JQdtp596QHnaVY7eN58xr59YXMAATs8MPfYVr6N7rJpnFGZAr4MeIT5jZBDifN1",
+	"cPglNfV6FMG0srHumMFbEQmSMP8AZGqGN+Lc4T6AczeF3ndO1anQCby5nWEOcDsX9jLjvry1PfP4+LYR",
+	"R0NZIY+KBJlTnmgR1tmtLSVRt9JOAfQhbo4fSVDwNbknCDFvG3fUq8lEiAgCrUNZpDq5Dz8sHwxxXENP",
+	"29jYWSBfrPAxW7tyE2sUQeigqYUFIjdeLjpk5jPtmeSTG/c6iBPXImB7niJkqEqHEhFkEoplzFdZpG4l",
+	"VUh4r8U9Tf2xU3ELDnzKkwSZ0zOdx65pBxAKG4x2oVJBuhF7sM15F/wGM26wCWjI6GsjaZn3MDhanE3j",
+	"92bY70RqsbfNxj2PXwxlLV1JjL+MV9OpSHVAIWeCT6zjM5z774PcTOZcSkL3s/JQY6LejL5m5f3BV6Al",
+	"8zwmCTXdMePfKA9iR+WX+tDi9p2QRN18aSwdSDpF7tp5AfEYuN7NtWMxlM+fsW/jF6z27OkBqe96QNLE",
+	"jNj8DcE7HZg5guKRPTWUPE3N1oHt/rwFn5gToaMOPjx6zv7Cnj+zuUBAJrTh5jplEm0C3Vo03yim1TSz",
+	"2xEtk4yOlF4tKBkwlOE3l+e987PT89MBxLq0yMiwcFuS1SgOX9/YmrHOmUhC3Nq2OTw8vRj0LCdJp6jv",
+	"CTYNrFbCsoxTJ9nggqEEkN2KvivziH1kvvlJjUdxRMQ35nYtsjz7i1t6KEN8N8GMeEzj8DvFUTB2Za06",
+	"i9WLORQhMxtvzylaNcTuZqKAFYF/fILMrWBAp2oMSQaGOwVYvOousivXrkk1N6PRauL4DB9WEVhB8obx",
+	"PAnyV5ju/uuXL0+PT3sXg1F/cHndNTKZTBkjp/LHTeMk0Z42sAhYQ2mW0PEM54eNoDYjsbE1cu2EegT2",
+	"MzlaE2OAEeEBPIqE9qvXg4GxuU4u317g5F3zTLS9Z2G2k+faHA04e2zIwPTOjmc5LVY6A7IwtloaRYaB",
+	"J9uJz4ybY0wlMscXsWyA5xMMpT1wz4+Onj5H02Jfd1iLZatUQnhXTad1/B7OZqkZ0lKksYrYnGtjGgEd",
+	"R/5w8+AGXOeZ1ActputtEPmwCf9CT/oLtpnAgRIAnrIPgw0QTgD/Bh8HJUz48ZFZWPhsRHCdcrOy2PQG",
+	"leg6U0vtREocJdZLqYWNeZYtG+ZmqMxXq8yfhKdmmEEBs/NZ60sWUrRiNDg9712+HoS2VoWEMNaV0FmB",
+	"0VsuY3IZ0CuLUCUZG9xaGq5MYihx+UFVgD1f4UJ44iSochtwW1lGas2nIlm3ybiRLDyNxGKpMiEn68a3",
+	"Yg2mut/Okyis7BlKchgw15t3mJB+oIi3J4GBpg6LcW7EGtuHDp+xeeBcl4NW0Gq1zF8JrIUIUGYK3VKj",
+	"QdAoSgVsEY2JC8ynmo1js8gQfoEUhs27uhPbf9VtGMVhpQsNuE1AATw1dr9ZqoBRRIdla6pxGiPqSywt",
+	"sonZ3HZX0seaSTDfVxQRdlpmRogftg49oGkwZFwgwF44SQXPLPaLVEZ9K8QCIqZM86nm5fipMXhEk7nQ",
+	"HbuWaLvR8wL27PDQyMKT3vnV5aB3cfzD6NveD6Pr3ut+7yRE+pMsdb5p3k5PgqcG2MS5HMFTRsMDYMGt",
+	"Qgn6qi3ADxh3DOr6jQ317PCrAHLVKjWnqOMkbKy9SQHClSTJy3abDIlkKJ8NX2wuMhNPghU9QpxGjyAe",
+	"wdBhaoprESOA8rPWV2xjlk4vRq/7vUok3rqnLXCw2Bic5erfnHHzSWtRWafbNzvZhuHuy0Rg+uHoCBwG",
+	"PskQcZ0t01giInq3f3x6inD+Sz4RZtpXkzmhL0LJj+e0Y5oJZWCMbiLNqfGu1li8JhItABW5Gj0658JF",
+	"OzAP9pdEyfbOnaNy2mEJaDHmmf/4+//T+P9+/Mv/2AaACIN9oaJ1KQK7WCVZbA7z/lSli4axgCAIKycq",
+	"orwrddTQTQN8uu21CdhW6sQPAbb+bdy7EfX98CGoTDy8hiO1c96BLn942sHd+KFcJ/ThT/DITwgeuUsv",
+	"ln+tl3457w26J91Bd+f73Q2PkcPJH+HCf5dXg9PLi/7Oz9q48UOwd37a75ufrrrX9w+qcPGnyCpB9DwX",
+	"ZHYC/d/KH2H+5o8rLKSdnCj8XREzv3zg5iyZp/cDoZeuf2QYDbAkjA2+FFHuG22a46CUpwLiyom6Rf29",
+	"xXUpW+AdihiWEiRDaa6n2GPJZnFW+PABwKSPtkOrzY522Zhjzg0wFl3JYMditztskE5FQB61+G+sxkrJ",
+	"qditEuvZwdOH9uKWA6v3N7xu3PGYAmUz0FssfcNAL7posN2xV04PZWXeywa3bN4AsTJLoWAPQbuQ47D7",
+	"9eBoF+lDNJAiOhdRzMF8AXDXw8+42ckTwena3NW3XCNqLdJmoOtIDY32WBQcH6juZBfUgWFup7pWO1X/",
+	"DlC2BQmGyUYjwVZJwmqVKbx68/HO+Q6H/M+CigcXVOxWvOt/vJfruR+/2rsW8K+9iOMO4Nf+1Y8pSv10",
+	"VbsoBl1Gqoiti9JvKG1S7KOyVUMJ6ao4oxCGVLedzeplm/krpMyGEk9Rk5XCtgXIbmvg5DECUAS3QKlM",
+	"Rk/FGx9VHbNaYXrrOx3bv+5ybPVqOo0nsZBZP1MpwFU8TkEQOq5+ROm4/8YSSqQZpK31Wk7mqZJqpQu1",
+	"QzsXCxWgssulpI9UmO14LHgqSsXE5mNW6TsEG8Bops2ZEm6SMRRo24YbXTh2Z5nX6WKGiRg4JyoSpWRT",
+	"+QXMJoCwNmaSCO5lMCDtmSeJsMsTCmk8rjQYeYfFiH+HmSl3dj0uLWr1xEwrtsHHSSKiesAivuAzERGU",
+	"vWX4h/wtWvu+oRNQqNP76P3CN5bz9JqvoTwDgqZN9tbOo9+1U0gh4ZI90ZiRYjXzsoaSyToYSqNZAZY2",
+	"1kzICKoHKL9j6cAo0gjNsTzBctiO92AoLTCPzoTEjAmIO0hBQe0GvFZjAB1R6WMRUWT7iOltLYxeuGRv",
+	"lz4y2Od3NpA9DEjpUetyT5QUD6nLhes/KrR0R0jp94T4/NvliwcAfBavfkRF/FreSHP0sTGE1cLCm34T",
+	"gOWfVbK/USleqSTxVeJDdF1FYaxlwMdam8eqkO16+UfMJS3UO58MAv4M9IjFYgkXCsqQj4GKEcQS3xtL",
+	"Kh7hlAmrN1kP+a5v+drLGlkInnLZhacUWXjcvTjunZ0ZbeGVlrkKSCiKzQK/askZkxQnMvocAkWsVviU",
+	"JxplOmTL3FLNufvAYPON9aAAFoA9FDMRtYfSMSQDlIItinLPRdsYst7LVEWriYAyiSjWE26mgEpg8tJO",
+	"O088r04p2AQ8wX4+AWWwM5FB2ucrBnLg5enFaf8V1KxohWDJxWXEfLf31dFQ2idiyynVR1JiHD4NwCYF",
+	"5KKRJaWWz8xQGoPWZuk51OkIGeVZQjIEIiUFRlDcmseU3sWXTGCikD2e3lOpR49hjv+tVOmx3TYP0af5",
+	"TY+tVAPjZJWOpncef98Y+r+zln443LZ/xnf6OHfxI0e0QEIVJFGtKID+tEM+Orj0eR37Y6KGrAjMPL4P",
+	"fx/E0gP5rqCOB1r1iGi5iuEecNlcGgsMgryzVYrbEV1bdMVpNVGPWWR5eHjb079mSU8uL3ru3rIateBd",
+	"AF4Ldz6r4PW7233cxv/8O6i94E+W6QfjB/3xndM/FCHmfZrTZeHQlN9ytB6R4sI/1zvPLFz8CXRuUQzV",
+	"ikLnT537GX3/QRECrciezplZsLwhRkQPjQvsBm8CgeeqokQauN9JwqMoRfyTVZrstffmWbZs7+8nasKT",
+	"udJZ++jo6PleNb4BKFpQyY0s0Y2JSBHICf51A4WE+UN1xVN/dJ9ffjzQG3mtCjJic5UxfcuXuV4jlpPN",
+	"wXW35Rx0frOb783bz+J3QgqtCS4xh4ihWwkhpnpSHE8DAsl6oxUZr7jnXMk4U0QPQZc6pa+3vKQIuhxY",
+	"kGPLD4vjnig5iRNkFfTRE8dN1h1Kl56ABhbLLZ4/uJGo2ddYGUEV4RDyn7XBpBrKAkZnwMKry/6A7Sd8",
+	"3EAjCn7EK8vWl0f5Hbo2zHDfQZEA4Zit2mdHrQMg8ioeWQzFwFsr3mCZxrFKeJOut8O4mzNMCqykDpDj",
+	"AkETF0uexhpxKX0bEu8i44yWywHDffjxw/8fAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -130,6 +130,8 @@ func WriteArtifact(w io.Writer, p *PLSParams) error {
 			{"review_q", nil, r.Q},
 			{"review_studentized_residuals", r.StudentizedResiduals, nil},
 			{"review_scores", r.Scores, nil},
+			{"review_spectra", r.RawSpectra, nil},
+			{"review_spectra_rows", nil, rowNumbers(r.RawSpectraRows)},
 		}...)
 	}
 	for _, a := range arrays {
@@ -442,6 +444,11 @@ func readArtifact(r io.ReaderAt, size int64) (*PLSParams, error) {
 	if f := files["review.json"]; f != nil {
 		if p.Review, err = readReview(f, len(p.Targets), member); err != nil {
 			return nil, fmt.Errorf("review: %w", err)
+		}
+		if rs := p.Review.RawSpectra; rs != nil {
+			if _, c := rs.Dims(); c != len(p.Meta.Wavenumbers) {
+				return nil, fmt.Errorf("review: review_spectra has %d points, the axis %d", c, len(p.Meta.Wavenumbers))
+			}
 		}
 	}
 	// NewPLSModel checks the remaining dimensions against each other, and

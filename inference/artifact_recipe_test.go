@@ -42,6 +42,9 @@ func withReview(p *inference.PLSParams) *inference.PLSParams {
 		}
 		r.CVCurve = append(r.CVCurve, pt)
 	}
+	// The mean and two of the training spectra, as uploaded.
+	axis := len(p.Meta.Wavenumbers)
+	r.RawSpectra, r.RawSpectraRows = mat.NewDense(3, axis, seq(3*axis, 100)), []int{0, 6}
 	out := *p
 	out.Review = r
 	return &out
@@ -82,7 +85,8 @@ func TestArtifactStoresRecipeRegionsAxisAndReview(t *testing.T) {
 	if r.Selection != w.Selection || !slices.Equal(r.ScanIDs, w.ScanIDs) || !slices.Equal(r.ExcludedScanIDs, w.ExcludedScanIDs) ||
 		r.T2Limit != w.T2Limit || r.QLimit != w.QLimit || r.SpikesRepaired != w.SpikesRepaired || r.SpectraDespiked != w.SpectraDespiked ||
 		!slices.Equal(r.T2, w.T2) || !slices.Equal(r.Q, w.Q) ||
-		!mat.Equal(r.Measured, w.Measured) || !mat.Equal(r.CVPredicted, w.CVPredicted) || !mat.Equal(r.StudentizedResiduals, w.StudentizedResiduals) {
+		!mat.Equal(r.Measured, w.Measured) || !mat.Equal(r.CVPredicted, w.CVPredicted) || !mat.Equal(r.StudentizedResiduals, w.StudentizedResiduals) ||
+		!mat.Equal(r.RawSpectra, w.RawSpectra) || !slices.Equal(r.RawSpectraRows, w.RawSpectraRows) {
 		t.Errorf("review differs:\n%+v\n%+v", r, w)
 	}
 	if len(r.CVCurve) != len(w.CVCurve) {
@@ -177,6 +181,48 @@ func TestArtifactRejectsBadRecipeRegionsReview(t *testing.T) {
 				t.Fatalf("err = %v, want ErrModelCorrupted", err)
 			}
 		})
+	}
+}
+
+// TestArtifactRejectsBadRawSpectra: the optional training spectra must
+// name training rows, one per spectrum after the mean, over the model's
+// axis; a file written without them reads as one without a review plot.
+func TestArtifactRejectsBadRawSpectra(t *testing.T) {
+	base := withReview(shapedModel(t, derivRecipe, twoRegions, 35))
+	axis := len(base.Meta.Wavenumbers)
+	for _, tc := range []struct {
+		name    string
+		spectra *mat.Dense
+		rows    []int
+	}{
+		{"a row beyond the training rows", mat.NewDense(3, axis, nil), []int{0, 7}},
+		{"a negative row", mat.NewDense(3, axis, nil), []int{-1, 2}},
+		{"rows and spectra disagree", mat.NewDense(3, axis, nil), []int{0}},
+		{"another axis", mat.NewDense(3, axis-1, nil), []int{0, 1}},
+		{"rows without spectra", nil, []int{0, 1}},
+		{"spectra without rows", mat.NewDense(3, axis, nil), nil},
+		{"too many spectra", mat.NewDense(inference.MaxRawSpectra+2, axis, nil), make([]int, inference.MaxRawSpectra+1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := *base
+			r := *p.Review
+			r.RawSpectra, r.RawSpectraRows = tc.spectra, tc.rows
+			p.Review = &r
+			var buf bytes.Buffer
+			if err := inference.WriteArtifact(&buf, &p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := inference.ReadArtifact(bytes.NewReader(buf.Bytes()), int64(buf.Len())); !errors.Is(err, inference.ErrModelCorrupted) {
+				t.Fatalf("err = %v, want ErrModelCorrupted", err)
+			}
+		})
+	}
+	p := *base
+	r := *p.Review
+	r.RawSpectra, r.RawSpectraRows = nil, nil
+	p.Review = &r
+	if got, _ := writeRead(t, &p); got.Review.RawSpectra != nil || got.Review.RawSpectraRows != nil {
+		t.Error("a file without training spectra reads with some")
 	}
 }
 

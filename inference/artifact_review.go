@@ -211,6 +211,9 @@ func readReview(f *zip.File, q int, member memberFunc) (*Review, error) {
 		}
 		r.Scores = mat.NewDense(shape[0], shape[1], data)
 	}
+	if err := readRawSpectra(r, n, member); err != nil {
+		return nil, err
+	}
 	for _, v := range []struct {
 		name string
 		dst  *[]float64
@@ -234,4 +237,58 @@ func readReview(f *zip.File, q int, member memberFunc) (*Review, error) {
 		return nil, fmt.Errorf("%d spectra despiked of %d rows", a.SpectraDespiked, n)
 	}
 	return r, nil
+}
+
+// MaxRawSpectra bounds the training spectra a review keeps besides their
+// mean (review_spectra).
+const MaxRawSpectra = 16
+
+// readRawSpectra reads the optional review_spectra and
+// review_spectra_rows: both or neither, the rows naming training rows
+// (0..n-1 when n is known) and one fewer than the spectra (the mean
+// first). Their axis length is checked against the model's axis by
+// checkRawSpectraAxis once the metadata is read.
+func readRawSpectra(r *Review, n int, member memberFunc) error {
+	shape, data, found, err := member("review_spectra", false)
+	if err != nil {
+		return err
+	}
+	rshape, rdata, rfound, err := member("review_spectra_rows", false)
+	if err != nil {
+		return err
+	}
+	if !found && !rfound {
+		return nil
+	}
+	if !found || !rfound {
+		return errors.New("review_spectra and review_spectra_rows come together")
+	}
+	if len(shape) != 2 || shape[0] < 1 || shape[0] > MaxRawSpectra+1 || shape[1] == 0 || shape[1] > maxArtifactFeatures {
+		return fmt.Errorf("review_spectra has shape %v, want (1..%d, N)", shape, MaxRawSpectra+1)
+	}
+	if len(rshape) != 1 || rshape[0] != shape[0]-1 {
+		return fmt.Errorf("review_spectra_rows has shape %v, want (%d,)", rshape, shape[0]-1)
+	}
+	rows := make([]int, len(rdata))
+	for i, v := range rdata {
+		if v != math.Trunc(v) || v < 0 || (n >= 0 && v >= float64(n)) || v >= maxArtifactSamples {
+			return fmt.Errorf("review_spectra_rows[%d] = %v is not a training row", i, v)
+		}
+		rows[i] = int(v)
+	}
+	r.RawSpectra, r.RawSpectraRows = mat.NewDense(shape[0], shape[1], data), rows
+	return nil
+}
+
+// rowNumbers is rows as the float64 array of an .npy member; nil for
+// none (the member is then not written).
+func rowNumbers(rows []int) []float64 {
+	if rows == nil {
+		return nil
+	}
+	out := make([]float64, len(rows))
+	for i, r := range rows {
+		out[i] = float64(r)
+	}
+	return out
 }

@@ -98,6 +98,14 @@ type Review struct {
 	// written before they were kept (nothing else derives them: T2 and Q
 	// do not determine the scores).
 	Scores *mat.Dense
+	// RawSpectra ((k+1) x N, N the axis points) are training spectra as
+	// they were uploaded, before the recipe, over the whole axis: row 0
+	// the mean of the n training rows, then k of the rows themselves,
+	// RawSpectraRows (training row numbers), for the review's plot of
+	// spectra before and after the recipe. nil in files written before
+	// they were kept.
+	RawSpectra     *mat.Dense
+	RawSpectraRows []int
 	// SpikesRepaired counts the points despike steps repaired over all
 	// rows; SpectraDespiked the rows with at least one.
 	SpikesRepaired, SpectraDespiked int

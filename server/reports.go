@@ -11,6 +11,7 @@ import (
 
 	"ramanserve/evidence/reconcile"
 	"ramanserve/gen"
+	"ramanserve/inference"
 	"ramanserve/server/contract"
 	"ramanserve/server/report"
 	"ramanserve/trainer/jobs"
@@ -36,11 +37,30 @@ const labReportFallback = 7 * 24 * time.Hour
 // versions, and have no report route of their own: 404 MODEL_NOT_FOUND
 // like any name the registry does not hold.
 func (a *API) GetModelReport(ctx context.Context, req gen.GetModelReportRequestObject) (gen.GetModelReportResponseObject, error) {
-	page, err := a.modelReport(ctx, req.Version)
+	page, err := a.modelReport(ctx, req.Version, scoresChoice(req.Params.ScoresX, req.Params.ScoresY, (*string)(req.Params.ScoresColor)))
 	if err != nil {
 		return nil, versionNotFound(err)
 	}
 	return page, nil
+}
+
+// scoresChoice is the scores plot the query asks for; the generated
+// validator has checked the ranges and the analyte's name, the page
+// checks the components against the model (report.ErrScoresNotInModel).
+func scoresChoice[X, Y ~int](x *X, y *Y, color *string) report.ScoresChoice {
+	var c report.ScoresChoice
+	if x != nil {
+		c.X = int(*x)
+	}
+	if y != nil {
+		c.Y = int(*y)
+	}
+	if color != nil {
+		if a, ok := inference.ParseAnalyte(*color); ok {
+			c.Color, c.HasColor = a, true
+		}
+	}
+	return c
 }
 
 // GetTrainingReport renders the review page of the model a done job trained.
@@ -48,7 +68,7 @@ func (a *API) GetTrainingReport(ctx context.Context, req gen.GetTrainingReportRe
 	if a.Training == nil {
 		return nil, errTrainingUnavailable
 	}
-	page, err := a.trainingReport(ctx, req.JobId)
+	page, err := a.trainingReport(ctx, req.JobId, scoresChoice(req.Params.ScoresX, req.Params.ScoresY, (*string)(req.Params.ScoresColor)))
 	if err != nil {
 		return nil, versionNotFound(err)
 	}
@@ -58,7 +78,7 @@ func (a *API) GetTrainingReport(ctx context.Context, req gen.GetTrainingReportRe
 // modelReport reads the version's entry and file (without activating
 // it) and renders its page. registry.ErrModelNotFound for an unknown or
 // deleted version.
-func (a *API) modelReport(ctx context.Context, version string) (htmlPage, error) {
+func (a *API) modelReport(ctx context.Context, version string, scores report.ScoresChoice) (htmlPage, error) {
 	leave, err := a.enterReportGate(ctx)
 	if err != nil {
 		return nil, err
@@ -77,7 +97,7 @@ func (a *API) modelReport(ctx context.Context, version string) (htmlPage, error)
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if err := report.Render(&buf, report.Model{Entry: entry, Params: params, Lab: lab}); err != nil {
+	if err := report.Render(&buf, report.Model{Entry: entry, Params: params, Lab: lab, Scores: scores}); err != nil {
 		return nil, err
 	}
 	return htmlPage(buf.Bytes()), nil
@@ -114,7 +134,7 @@ func (a *API) labEvidence(ctx context.Context, version string) (*report.LabEvide
 
 // trainingReport is the page of the version a done job staged;
 // jobs.ErrJobNotDone while it is queued or running, or when it failed.
-func (a *API) trainingReport(ctx context.Context, jobID string) (htmlPage, error) {
+func (a *API) trainingReport(ctx context.Context, jobID string, scores report.ScoresChoice) (htmlPage, error) {
 	job, err := a.Training.Get(ctx, jobID)
 	if err != nil {
 		return nil, err
@@ -122,7 +142,7 @@ func (a *API) trainingReport(ctx context.Context, jobID string) (htmlPage, error
 	if job.Status != jobs.Done || job.Result == nil {
 		return nil, fmt.Errorf("%w: job %q is %s, so it has no model to report on", jobs.ErrJobNotDone, jobID, job.Status)
 	}
-	return a.modelReport(ctx, job.Result.NewVersion)
+	return a.modelReport(ctx, job.Result.NewVersion, scores)
 }
 
 // maxConcurrentReports bounds the pages read and rendered at once. One

@@ -110,6 +110,13 @@ func TestModelReviewRoute(t *testing.T) {
 	same("leverage", got.Leverage, want.Leverage)
 	same("rmsec", got.Rmsec, want.RMSEC)
 	same("rmsecv", got.Rmsecv, want.RMSECV)
+	if len(got.XWeights) != 2 || len(got.XLoadings) != 2 {
+		t.Fatalf("%d weight and %d loading vectors, want 2 each", len(got.XWeights), len(got.XLoadings))
+	}
+	for a := range 2 {
+		same("x_weights", got.XWeights[a], want.XWeights[a])
+		same("x_loadings", got.XLoadings[a], want.XLoadings[a])
+	}
 	if len(got.Components) != 2 {
 		t.Fatalf("%d components, want 2", len(got.Components))
 	}
@@ -130,6 +137,13 @@ func TestModelReviewRoute(t *testing.T) {
 		"/model/nope/review":              {404, "MODEL_NOT_FOUND"},
 		"/model/list/review":              {404, "MODEL_NOT_FOUND"},
 		"/model/" + untrained + "/review": {409, "NO_TRAINING_RECORD"},
+		// The page's scores plot: components the model lacks, the same
+		// one twice, an unknown analyte.
+		"/model/" + trained + "/report?scores_x=3":                  {400, "INVALID_REQUEST"},
+		"/model/" + trained + "/report?scores_x=2&scores_y=2":       {400, "INVALID_REQUEST"},
+		"/model/" + trained + "/report?scores_x=0":                  {400, "INVALID_REQUEST"},
+		"/model/" + trained + "/report?scores_color=ALA":            {400, "INVALID_REQUEST"},
+		"/model/" + trained + "/report?scores_y=1&scores_color=DPA": {200, ""},
 	} {
 		status, body := get(path)
 		var e struct{ Code string }

@@ -334,7 +334,48 @@ func Train(ctx context.Context, ds *Dataset, opts Options, progress ProgressFunc
 	res.Params.Review.SpikesRepaired = prep.spikesRepaired
 	res.Params.Review.SpectraDespiked = prep.spectraDespiked
 	res.Params.Review.ExcludedScanIDs = in.excluded
+	res.Params.Review.RawSpectra, res.Params.Review.RawSpectraRows = rawSpectra(ds, in)
 	return res, nil
+}
+
+// reviewSpectra is how many training spectra the review keeps as
+// uploaded, beside their mean.
+const reviewSpectra = 5
+
+// rawSpectra returns the mean of the rows that enter the model as
+// uploaded (before the recipe, over the whole axis), then reviewSpectra
+// of those rows evenly spaced in training order, and their numbers among
+// the training rows: what the review draws before and after the recipe.
+func rawSpectra(ds *Dataset, in *inputs) (*mat.Dense, []int) {
+	n, p := in.rows(ds), ds.Features()
+	if n == 0 {
+		return nil, nil
+	}
+	source := func(r int) int {
+		if in.used != nil {
+			return in.used[r]
+		}
+		return r
+	}
+	k := min(reviewSpectra, n)
+	out := mat.NewDense(k+1, p, nil)
+	mean := out.RawRowView(0)
+	for r := range n {
+		for j, v := range ds.Row(source(r)) {
+			mean[j] += v
+		}
+	}
+	for j := range mean {
+		mean[j] /= float64(n)
+	}
+	rows := make([]int, k)
+	for i := range rows {
+		if k > 1 {
+			rows[i] = i * (n - 1) / (k - 1)
+		}
+		out.SetRow(i+1, ds.Row(source(rows[i])))
+	}
+	return out, rows
 }
 
 // fit cross-validates and fits the prepared data set ds (rows and points

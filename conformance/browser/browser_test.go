@@ -94,7 +94,7 @@ func TestReportPageInChromium(t *testing.T) {
 	want := map[string]int{
 		report.SectionCV: 3, report.SectionMeasured: 3, report.SectionResiduals: 3,
 		report.SectionVectors: 3, report.SectionT2Q: 1,
-		report.SectionVIP: 1, report.SectionInfluence: 3,
+		report.SectionVIP: 1, report.SectionInfluence: 3, report.SectionWeights: 2, report.SectionSpectra: 2,
 	}
 	// The scores plot needs two components; with them, it is drawn.
 	if counts["present:"+report.SectionScores] == 1 && counts[report.SectionScores] != 1 {
@@ -114,8 +114,18 @@ func TestReportPageInChromium(t *testing.T) {
 	if counts["present:"+report.SectionLab] != 1 || counts[report.SectionLab] != 0 {
 		t.Errorf("without lab results, section #%s: present %d, %d plots", report.SectionLab, counts["present:"+report.SectionLab], counts[report.SectionLab])
 	}
-	if counts["shaded"] == 0 {
-		t.Error("the regression vectors shade no excluded region")
+	if counts["shaded"] == 0 || counts["shaded:"+report.SectionWeights] == 0 {
+		t.Errorf("the regression vectors shade %d excluded regions, the weights and loadings %d", counts["shaded"], counts["shaded:"+report.SectionWeights])
+	}
+	if counts["serif"] != 0 {
+		t.Errorf("%d texts of the plots are in a serif font, not the page's family", counts["serif"])
+	}
+	// Any pair of components, coloured by an analyte: t2 against t1 by DPA.
+	if counts["present:"+report.SectionScores] == 1 {
+		pair, _ := loadInChromium(ctx, t, browserPath, pageURL+"?scores_x=2&scores_y=1&scores_color=DPA")
+		if pair[report.SectionScores] != 1 || pair["scores-colours"] < 2 {
+			t.Errorf("scores of t2 against t1 coloured by DPA: %d plots, %d point colours", pair[report.SectionScores], pair["scores-colours"])
+		}
 	}
 	out := os.Getenv("RAMANSERVE_REPORT_PNG")
 	if out == "" {
@@ -179,10 +189,13 @@ func loadPageInChromium(ctx context.Context, t *testing.T, browserPath, url, rea
 // countPlotsJS counts, per section, the <svg> elements that have a
 // layout box and at least one path with drawing commands; "present:<id>"
 // is 1 for each section present, "shaded" counts the filled regions of
-// the regression vectors' plots.
+// the regression vectors' plots ("shaded:weights-loadings" of the weights
+// and loadings), "serif" the plot texts not in the page's font family,
+// "scores-colours" the distinct fill colours of the scores plot and
+// "bias-names" the batch names written in the bias charts.
 const countPlotsJS = `(() => {
   const out = {};
-  for (const id of ["cv-curve", "measured-predicted", "residuals", "regression-vectors", "t2-q", "outliers", "lineage", "recipe", "lab-performance", "components", "scores", "vip", "influence"]) {
+  for (const id of ["cv-curve", "measured-predicted", "residuals", "regression-vectors", "t2-q", "outliers", "lineage", "recipe", "lab-performance", "components", "scores", "vip", "influence", "weights-loadings", "spectra"]) {
     const sec = document.getElementById(id);
     out["present:" + id] = sec ? 1 : 0;
     if (!sec) { out[id] = 0; continue; }
@@ -192,8 +205,19 @@ const countPlotsJS = `(() => {
       return box.width > 100 && box.height > 50 && drawn;
     }).length;
   }
-  const vec = document.getElementById("regression-vectors");
-  out["shaded"] = vec ? [...vec.querySelectorAll("path")].filter(p => /fill:#(AF|B0){3}/i.test(p.getAttribute("style") || "")).length : 0;
+  const shaded = id => {
+    const sec = document.getElementById(id);
+    return sec ? [...sec.querySelectorAll("path")].filter(p => /fill:#(AF|B0){3}/i.test(p.getAttribute("style") || "")).length : 0;
+  };
+  out["shaded"] = shaded("regression-vectors");
+  out["shaded:weights-loadings"] = shaded("weights-loadings");
+  // The font the browser computes for the plots' text.
+  out["serif"] = [...document.querySelectorAll("figure svg text")].filter(t => !/Liberation Sans|Arial|Helvetica/.test(getComputedStyle(t).fontFamily)).length;
+  // The distinct fill colours of the scores plot's points.
+  const sc = document.getElementById("scores");
+  out["scores-colours"] = sc ? new Set([...sc.querySelectorAll("path")].map(p => (/fill:(#[0-9a-f]{6})/i.exec(p.getAttribute("style") || "") || [])[1]).filter(Boolean)).size : 0;
+  // The names written in the bias charts (axis and out-of-control points).
+  out["bias-names"] = [...document.querySelectorAll("figure[id^=bias-] text")].filter(t => /[A-Za-z]/.test(t.textContent) && /-/.test(t.textContent)).length;
   return out;
 })()`
 

@@ -68,6 +68,9 @@ func TestReportPageWithLabInChromium(t *testing.T) {
 	if counts[report.SectionLab] != 6 {
 		t.Errorf("section #%s: %d rendered plots with drawn paths, want 6", report.SectionLab, counts[report.SectionLab])
 	}
+	if counts["bias-names"] == 0 {
+		t.Error("the bias charts name no batch")
+	}
 	if counts[report.SectionVectors] != 3 || counts[report.SectionMeasured] != 3 {
 		t.Errorf("the rest of the page is not drawn: %v", counts)
 	}

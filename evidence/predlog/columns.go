@@ -32,6 +32,21 @@ func (c *Columns) Context() []any {
 	return []any{&c.T2, &c.Q, &c.Batch, &c.Port, &c.Column, &c.Seq, &c.Channel, &c.Integ}
 }
 
+// Concentrations are the destinations of the concentration columns
+// alone, which ByPredictions reads after a record's id, model version
+// and role.
+func (c *Columns) Concentrations() []any {
+	return []any{&c.Conc[0], &c.Conc[1], &c.Conc[2]}
+}
+
+// FillConcentrations sets rec's role and concentrations.
+func (c *Columns) FillConcentrations(rec *Record) {
+	rec.Role = Role(c.Role)
+	for k := range 3 {
+		rec.Concentrations.Value[k], rec.Concentrations.Valid[k] = c.Conc[k].Float64, c.Conc[k].Valid
+	}
+}
+
 // FillFigures sets rec's time, role, concentrations and confidence.
 func (c *Columns) FillFigures(rec *Record) {
 	rec.Time = time.Unix(0, c.Time).UTC()

@@ -221,10 +221,11 @@ type Reader interface {
 	// round trip each. It calls use once for each spectrum of ids the
 	// store holds records of, with that spectrum's records in Role then
 	// ID order; spectra come in no promised order, and an id given twice
-	// is read once. The records carry ID, PredictionID, Time,
-	// ModelVersion, Role, Concentrations and Confidence only: comparing
-	// models needs no more, and the scan context and diagnostics would
-	// be about a third of the read (ByPrediction has them). use must not
+	// is read once. The records carry ID, PredictionID, ModelVersion,
+	// Role and Concentrations only: comparing models with the lab needs
+	// no more, and every column is a cost per row at tens of thousands of
+	// rows (Time, Confidence, the scan context and the diagnostics are
+	// ByPrediction's). use must not
 	// keep recs, which the store reuses; an error from use ends the read
 	// and is returned. Records are handed over as they are read, so a
 	// large read holds one spectrum's at a time.

@@ -18,6 +18,7 @@ import (
 	"ramanserve/inference"
 	"ramanserve/platform/storeerr"
 	"ramanserve/registry"
+	"ramanserve/server/report"
 	evidencesvc "ramanserve/service/evidence"
 	"ramanserve/service/models"
 	"ramanserve/trainer"
@@ -239,6 +240,7 @@ var domainCodes = []struct {
 	{reconcile.ErrRangeTooLarge, InvalidRequest, http.StatusBadRequest},
 	{models.ErrInvalidRange, InvalidRequest, http.StatusBadRequest},
 	{models.ErrExportFormat, InvalidRequest, http.StatusBadRequest},
+	{report.ErrScoresNotInModel, InvalidRequest, http.StatusBadRequest},
 	{evidencesvc.ErrUnknownVersion, ModelNotFound, http.StatusNotFound},
 	{batches.ErrBatchNotFound, BatchNotFound, http.StatusNotFound},
 	{batches.ErrReferencesFull, ReferenceBatchesFull, http.StatusConflict},

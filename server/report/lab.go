@@ -318,6 +318,7 @@ func biasControlFigure(a inference.Analyte, batches []reconcile.BatchBias) (fig 
 	p.Add(mean)
 	p.Legend.Add("mean "+num(centre), mean)
 	var beyond plotter.XYs
+	var out []label // the batches out of control, named beside their points
 	if ok(limit) && limit > 0 {
 		for _, y := range []float64{centre - limit, centre + limit} {
 			l, err := segment(xlo, y, xhi, y, limitColor, true)
@@ -329,9 +330,10 @@ func biasControlFigure(a inference.Analyte, batches []reconcile.BatchBias) (fig 
 				p.Legend.Add("control limits", l)
 			}
 		}
-		for _, pt := range pts {
+		for i, pt := range pts {
 			if math.Abs(pt.Y-centre) > limit {
 				beyond = append(beyond, pt)
+				out = append(out, label{at: pt, text: shorten(all[i].id)})
 			}
 		}
 	}
@@ -359,14 +361,22 @@ func biasControlFigure(a inference.Analyte, batches []reconcile.BatchBias) (fig 
 		hi = top
 	}
 	p.Y.Min, p.Y.Max = lo, hi
-	if k <= maxNamedBatches {
-		ticks := make([]plot.Tick, k)
-		for i, pt := range all {
-			ticks[i] = plot.Tick{Value: float64(i + 1), Label: shorten(pt.id)}
-		}
-		p.X.Tick.Marker = plot.ConstantTicks(ticks)
-		p.X.Tick.Label.Rotation = math.Pi / 6
-		p.X.Tick.Label.XAlign = draw.XRight
+	// Batch names under the axis: every batch up to maxNamedBatches, else
+	// every stride-th, so that the names never overlap.
+	stride := (k + maxNamedBatches - 1) / maxNamedBatches
+	var ticks []plot.Tick
+	for i := 0; i < k; i += stride {
+		ticks = append(ticks, plot.Tick{Value: float64(i + 1), Label: shorten(all[i].id)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.X.Tick.Label.Rotation = math.Pi / 6
+	p.X.Tick.Label.XAlign = draw.XRight
+	if len(out) > MaxOutlierLabels {
+		out = out[:MaxOutlierLabels]
+	}
+	unplaced, err := placeLabels(p, plotWidth, plotHeight, out)
+	if err != nil {
+		return nil, "", err
 	}
 	svg, err := toSVG(p)
 	if err != nil {
@@ -378,8 +388,12 @@ func biasControlFigure(a inference.Analyte, batches []reconcile.BatchBias) (fig 
 		caption += fmt.Sprintf("; control limits at the mean ± 2.66 × the mean moving range (± %s g/L)", num(limit))
 	}
 	if len(beyond) > 0 {
-		caption += fmt.Sprintf("; %d outside them, in red", len(beyond))
+		caption += fmt.Sprintf("; %d outside them, in red, named", len(beyond))
 	}
+	if stride > 1 {
+		caption += fmt.Sprintf("; one batch in %d named on the axis", stride)
+	}
+	caption += "." + notLabelled(unplaced)
 	return &figure{ID: "bias-" + a.String(), Caption: caption, SVG: svg}, note, nil
 }
 

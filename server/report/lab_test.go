@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -245,8 +246,33 @@ func TestControlChartFlagsTheBatchOutOfControl(t *testing.T) {
 	if want := "± " + num(2.66*5.0/8) + " g/L); 1 outside them"; !strings.Contains(fig.Caption, want) {
 		t.Errorf("caption %q lacks %q", fig.Caption, want)
 	}
+	// The batch out of control is named beside its point as well as
+	// under the axis.
+	if got := strings.Count(string(fig.SVG), ">B8</text>"); got != 2 {
+		t.Errorf("batch B8 is written %d times in the chart, want 2 (axis and point)", got)
+	}
 	if fig, _, _ := biasControlFigure(inference.EPA, batches); fig != nil {
 		t.Error("a chart for an analyte without pairs")
+	}
+}
+
+// TestControlChartNamesBatchesWithoutOverlap: a chart of 100 batches
+// names one batch in 9 under its axis, the first among them, and no
+// more than maxNamedBatches.
+func TestControlChartNamesBatchesWithoutOverlap(t *testing.T) {
+	var batches []reconcile.BatchBias
+	for b := range 100 {
+		bias := math.Sin(float64(b))
+		batches = append(batches, reconcile.BatchBias{BatchID: fmt.Sprintf("LOT-%03d", b),
+			Analytes: []reconcile.BatchAnalyteBias{{Analyte: inference.EPA, N: 2, Bias: &bias}}})
+	}
+	fig, _, err := biasControlFigure(inference.EPA, batches)
+	if err != nil || fig == nil {
+		t.Fatal(fig, err)
+	}
+	named := regexp.MustCompile(`>LOT-\d{3}</text>`).FindAllString(string(fig.SVG), -1)
+	if len(named) == 0 || len(named) > maxNamedBatches || named[0] != ">LOT-000</text>" || !strings.Contains(fig.Caption, "one batch in 9 named") {
+		t.Errorf("%d batch names %v, caption %q", len(named), named, fig.Caption)
 	}
 }
 

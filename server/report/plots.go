@@ -6,15 +6,19 @@ import (
 	"html/template"
 	"image/color"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"ramanserve/inference"
+	"ramanserve/inference/preprocess"
 )
 
 // Size of one plot. The page scales it to its column with CSS.
@@ -245,7 +249,8 @@ func t2qFigure(rv *inference.Review, out []outlier) (*figure, error) {
 		}
 		p.Add(s)
 	}
-	if err := addOutlierLabels(p, rv, out); err != nil {
+	unplaced, err := placeLabels(p, wideWidth, wideHeight, outlierLabels(rv, out))
+	if err != nil {
 		return nil, err
 	}
 	svg, err := toSVGSized(p, wideWidth, wideHeight)
@@ -257,39 +262,23 @@ func t2qFigure(rv *inference.Review, out []outlier) (*figure, error) {
 	if len(out) > MaxOutlierLabels {
 		caption += fmt.Sprintf(", the %d most extreme labelled", MaxOutlierLabels)
 	}
-	return &figure{ID: "t2q-plot", Caption: caption + ".", SVG: svg}, nil
+	return &figure{ID: "t2q-plot", Caption: caption + "." + notLabelled(unplaced), SVG: svg}, nil
 }
 
-// addOutlierLabels writes the scan ids of the MaxOutlierLabels most
-// extreme outliers beside their points.
-func addOutlierLabels(p *plot.Plot, rv *inference.Review, out []outlier) error {
-	var lab plotter.XYLabels
+// outlierLabels are the scan ids of the MaxOutlierLabels most extreme
+// outliers, at their points, most extreme first.
+func outlierLabels(rv *inference.Review, out []outlier) []label {
+	var labels []label
 	for _, o := range out {
-		if len(lab.Labels) == MaxOutlierLabels {
+		if len(labels) == MaxOutlierLabels {
 			break
 		}
 		pt := plotter.XY{X: rv.T2[o.row], Y: rv.Q[o.row]}
-		if !ok(pt.X) || !ok(pt.Y) {
-			continue
+		if ok(pt.X) && ok(pt.Y) {
+			labels = append(labels, label{at: pt, text: shorten(o.scanID)})
 		}
-		lab.XYs = append(lab.XYs, pt)
-		lab.Labels = append(lab.Labels, shorten(o.scanID))
 	}
-	if len(lab.Labels) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLabels(lab)
-	if err != nil {
-		return err
-	}
-	for i := range l.TextStyle {
-		l.TextStyle[i].Font.Size = vg.Points(7)
-		l.TextStyle[i].Color = outlierColor
-		l.TextStyle[i].XAlign = draw.XLeft
-	}
-	l.Offset = vg.Point{X: vg.Points(3), Y: vg.Points(2)}
-	p.Add(l)
-	return nil
+	return labels
 }
 
 // vectorFigures draws each analyte's regression vector in original units
@@ -306,7 +295,7 @@ func vectorFigures(p *inference.PLSParams) ([]figure, error) {
 	x, runs, excluded, unit := modelAxis(p, nf)
 	var figs []figure
 	for j, a := range p.Targets {
-		pl := newPlot(a.String()+": regression vector", unit, "g/L per intensity unit")
+		pl := newPlot(a.String()+": regression vector", unit, "g/L per "+recipeUnit(p))
 		var all plotter.XYs
 		var lines []plot.Plotter
 		for _, r := range runs {
@@ -330,17 +319,8 @@ func vectorFigures(p *inference.PLSParams) ([]figure, error) {
 			continue
 		}
 		lo, hi := yRange(all)
-		for _, ex := range excluded {
-			poly, err := plotter.NewPolygon(plotter.XYs{{X: ex[0], Y: lo}, {X: ex[1], Y: lo}, {X: ex[1], Y: hi}, {X: ex[0], Y: hi}})
-			if err != nil {
-				return nil, err
-			}
-			poly.Color = shadeColor
-			poly.LineStyle.Width = 0
-			pl.Add(poly)
-		}
-		if len(excluded) > 0 {
-			pl.Legend.Add("excluded", &shadeThumb{})
+		if err := shadeExcluded(pl, excluded, lo, hi); err != nil {
+			return nil, err
 		}
 		pl.Add(lines...)
 		svg, err := toSVG(pl)
@@ -350,6 +330,60 @@ func vectorFigures(p *inference.PLSParams) ([]figure, error) {
 		figs = append(figs, figure{ID: "vector-" + a.String(), Caption: a.String(), SVG: svg})
 	}
 	return figs, nil
+}
+
+// recipeUnit names the unit of a spectrum after the model's recipe, short
+// enough for an axis label, so that no axis claims intensities where SNV
+// left none: raw intensity; SNV makes it the spectrum's own standard
+// deviation, "SNV unit" (no physical unit); a
+// band-area normalisation, intensity per unit band area; a Savitzky-Golay
+// derivative divides by the point spacing (over the point index), once
+// per order.
+func recipeUnit(p *inference.PLSParams) string {
+	u := "intensity unit"
+	for _, s := range p.Preprocessing {
+		switch s.Kind {
+		case preprocess.SNV:
+			u = "SNV unit" // the spectrum's own standard deviation
+		case preprocess.Normalize:
+			u = "area-normalised intensity unit"
+		case preprocess.Savgol:
+			if s.Deriv > 0 {
+				u += strings.Repeat(" per point", s.Deriv)
+			}
+		}
+	}
+	return u
+}
+
+// xUnit names the unit of X as the model sees it: the recipe's unit,
+// or, for an autoscaled model, each variable's training standard
+// deviation.
+func xUnit(p *inference.PLSParams) string {
+	for _, s := range p.XScale {
+		if s != 1 {
+			return "autoscaled: per variable standard deviation"
+		}
+	}
+	return recipeUnit(p)
+}
+
+// shadeExcluded shades the excluded wavenumber intervals from lo to hi,
+// with a legend entry when there is one.
+func shadeExcluded(pl *plot.Plot, excluded [][2]float64, lo, hi float64) error {
+	for _, ex := range excluded {
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: ex[0], Y: lo}, {X: ex[1], Y: lo}, {X: ex[1], Y: hi}, {X: ex[0], Y: hi}})
+		if err != nil {
+			return err
+		}
+		poly.Color = shadeColor
+		poly.LineStyle.Width = 0
+		pl.Add(poly)
+	}
+	if len(excluded) > 0 {
+		pl.Legend.Add("excluded", &shadeThumb{})
+	}
+	return nil
 }
 
 // shadeThumb is the legend entry of the excluded regions.
@@ -450,6 +484,8 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Y.Label.Text = y
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	useSans(p)
+	p.X.Tick.Marker, p.Y.Tick.Marker = zeroTicks{}, zeroTicks{}
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -571,4 +607,165 @@ func toSVGSized(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
 	// #nosec: the SVG is vgsvg's own output; every text it holds went
 	// through html.EscapeString (vgsvg.Canvas.FillString).
 	return template.HTML(open + doc[start+end+1:]), nil
+}
+
+// sansFont is the plots' one font family: Liberation Sans, whose metrics
+// gonum/plot lays the text out with and which the page's style names
+// first (Arial and Helvetica share its metrics; DejaVu Sans Condensed,
+// on Linux without them, is close), so plot and page text look alike
+// and text placed by those metrics stays where it was placed.
+const sansFont = "Sans"
+
+// useSans sets every text style of p to sansFont.
+func useSans(p *plot.Plot) {
+	for _, f := range []*font.Font{
+		&p.Title.TextStyle.Font, &p.Legend.TextStyle.Font,
+		&p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font,
+	} {
+		f.Variant = sansFont
+	}
+}
+
+// legendRoom sets the y range to [lo, hi] plus room above for a legend
+// of the given number of entries, so that the legend, drawn in the top
+// right corner, covers no data.
+func legendRoom(p *plot.Plot, lo, hi float64, entries int) {
+	if !(hi > lo) {
+		lo, hi = lo-1, hi+1
+	}
+	p.Y.Min, p.Y.Max = lo, hi
+	if top := hi + (hi-lo)*0.09*float64(entries); ok(top) {
+		p.Y.Max = top
+	}
+}
+
+// zeroTicks are plot.DefaultTicks with zero written as 0: the default
+// steps add multiples of the step to a rounded start, so the tick at zero
+// can come out as 4e-19, and a range that crosses zero between two major
+// ticks gets no labelled zero at all. A figure whose guide line is zero
+// shows where zero is.
+type zeroTicks struct{}
+
+func (zeroTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	step := math.Inf(1)
+	prev := math.NaN()
+	for _, t := range ticks {
+		if t.Label == "" {
+			continue
+		}
+		if ok(prev) {
+			step = math.Min(step, t.Value-prev)
+		}
+		prev = t.Value
+	}
+	if !ok(step) || step <= 0 {
+		return ticks
+	}
+	labelled := false
+	for i := range ticks {
+		if math.Abs(ticks[i].Value) < step*1e-6 {
+			ticks[i].Value = 0
+			if ticks[i].Label != "" {
+				ticks[i].Label, labelled = "0", true
+			}
+		}
+	}
+	if lo < 0 && hi > 0 && !labelled {
+		ticks = slices.DeleteFunc(ticks, func(t plot.Tick) bool { return t.Value == 0 })
+		ticks = append(ticks, plot.Tick{Value: 0, Label: "0"})
+	}
+	return ticks
+}
+
+// label is a text to write beside a point of a plot.
+type label struct {
+	at   plotter.XY
+	text string
+}
+
+// Approximate text metrics of the labels placed by placeLabels: 7 pt
+// Liberation Sans averages about 0.55 em a character.
+const (
+	labelSize      = 7
+	labelCharWidth = 0.55 * labelSize
+	labelHeight    = labelSize + 1
+	// The plot's data area within its canvas, roughly: room for the tick
+	// labels and axis label on the left and below, the title above.
+	dataLeft, dataRight, dataBottom, dataTop = 55, 12, 38, 24
+)
+
+// placeLabels writes the labels, in order of importance, beside their
+// points (right of the point, else left of it), skipping any that would
+// overlap one already written; it returns the texts it could not place,
+// for the figure to list instead. The plot's axis ranges must be set.
+func placeLabels(p *plot.Plot, w, h vg.Length, labels []label) (unplaced []string, err error) {
+	xw := float64(w.Points()) - dataLeft - dataRight
+	yh := float64(h.Points()) - dataBottom - dataTop
+	toPt := func(xy plotter.XY) (float64, float64) {
+		return (xy.X - p.X.Min) / (p.X.Max - p.X.Min) * xw, (xy.Y - p.Y.Min) / (p.Y.Max - p.Y.Min) * yh
+	}
+	type box struct{ x0, y0, x1, y1 float64 }
+	var placed []box
+	free := func(b box) bool {
+		if b.x0 < 0 || b.x1 > xw || b.y0 < 0 || b.y1 > yh {
+			return false
+		}
+		for _, o := range placed {
+			if b.x0 < o.x1 && o.x0 < b.x1 && b.y0 < o.y1 && o.y0 < b.y1 {
+				return false
+			}
+		}
+		return true
+	}
+	var right, left plotter.XYLabels
+	for _, l := range labels {
+		if !ok(l.at.X) || !ok(l.at.Y) {
+			continue
+		}
+		x, y := toPt(l.at)
+		width := labelCharWidth * float64(len([]rune(l.text)))
+		if b := (box{x + 3, y + 1, x + 3 + width, y + 1 + labelHeight}); free(b) {
+			placed = append(placed, b)
+			right.XYs, right.Labels = append(right.XYs, l.at), append(right.Labels, l.text)
+			continue
+		}
+		if b := (box{x - 3 - width, y + 1, x - 3, y + 1 + labelHeight}); free(b) {
+			placed = append(placed, b)
+			left.XYs, left.Labels = append(left.XYs, l.at), append(left.Labels, l.text)
+			continue
+		}
+		unplaced = append(unplaced, l.text)
+	}
+	for _, set := range []struct {
+		l     plotter.XYLabels
+		align text.XAlignment
+		dx    vg.Length
+	}{{right, draw.XLeft, 3}, {left, draw.XRight, -3}} {
+		if len(set.l.Labels) == 0 {
+			continue
+		}
+		pl, err := plotter.NewLabels(set.l)
+		if err != nil {
+			return nil, err
+		}
+		for i := range pl.TextStyle {
+			pl.TextStyle[i].Font.Size = vg.Points(labelSize)
+			pl.TextStyle[i].Font.Variant = sansFont
+			pl.TextStyle[i].Color = outlierColor
+			pl.TextStyle[i].XAlign = set.align
+		}
+		pl.Offset = vg.Point{X: set.dx, Y: 1}
+		p.Add(pl)
+	}
+	return unplaced, nil
+}
+
+// notLabelled is the caption's list of the labels placeLabels left out.
+func notLabelled(unplaced []string) string {
+	if len(unplaced) == 0 {
+		return ""
+	}
+	return " Not labelled for lack of room: " + strings.Join(unplaced, ", ") + "."
 }

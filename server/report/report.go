@@ -50,6 +50,8 @@ type Model struct {
 	// Lab is the version's performance against the lab; nil leaves the
 	// lab section out (the server keeps no lab results).
 	Lab *LabEvidence
+	// Scores chooses the scores plot's components and colouring.
+	Scores ScoresChoice
 }
 
 // Render writes the review page of m to w.
@@ -87,16 +89,21 @@ type view struct {
 	Residuals []figure
 	Vectors   []figure
 	T2Q       *figure
+	// Spectra are the training spectra before and after the recipe.
+	Spectra []figure
 	// Components, VIP and Influence are trainer/review's figures.
 	Components *componentTable
 	Scores     *figure
-	VIP        *figure
-	Influence  []figure
-	Outliers   *outlierTable
-	Lineage    []row
-	Recipe     []recipeRow
-	Regions    []row
-	Lab        *labView
+	// Weights holds the X weights and the X loadings of the first
+	// components over the wavenumber axis.
+	Weights   []figure
+	VIP       *figure
+	Influence []figure
+	Outliers  *outlierTable
+	Lineage   []row
+	Recipe    []recipeRow
+	Regions   []row
+	Lab       *labView
 }
 
 // row is one line of a two-column table.
@@ -173,14 +180,14 @@ func newView(m Model) (*view, error) {
 				"training spectra cannot be drawn. The regression vectors, the recipe and the lineage below come from its file and the registry.")
 		return v, nil
 	}
-	if err := v.addReview(p, rv); err != nil {
+	if err := v.addReview(p, rv, m.Scores); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
 // addReview fills the parts of the page that come from training.
-func (v *view) addReview(p *inference.PLSParams, rv *inference.Review) error {
+func (v *view) addReview(p *inference.PLSParams, rv *inference.Review, scores ScoresChoice) error {
 	v.Selection = selectionRows(rv)
 	v.CVTable = newCVTable(p.Targets, rv)
 	cv, err := cvFigures(p.Targets, rv)
@@ -209,7 +216,13 @@ func (v *view) addReview(p *inference.PLSParams, rv *inference.Review) error {
 		v.Missing = append(v.Missing, "The model's file holds no T² and Q of its training rows.")
 	}
 	v.Outliers = newOutlierTable(p.Targets, out)
-	if err := v.addFigures(p); err != nil {
+	if v.Spectra, err = spectraFigures(p); err != nil {
+		return err
+	}
+	if v.Spectra == nil {
+		v.Notes = append(v.Notes, "The model's file keeps no training spectra (it was written before they were kept), so the spectra before and after the recipe are not drawn; the regression vectors (and, where the file allows, the weights and loadings) show where on the axis the model looks.")
+	}
+	if err := v.addFigures(p, scores); err != nil {
 		return err
 	}
 	if n := rowsOf(rv); n > MaxPlotPoints {

@@ -3,12 +3,14 @@ package report
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"math"
 	"sort"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 
 	"ramanserve/inference"
 	"ramanserve/trainer"
@@ -21,7 +23,12 @@ const (
 	SectionComponents = "components"
 	SectionVIP        = "vip"
 	SectionInfluence  = "influence"
+	SectionWeights    = "weights-loadings"
 )
+
+// weightComponents is how many components the weights and loadings
+// plots draw: the first ones, which carry most of X.
+const weightComponents = 3
 
 // componentTable is R²X, R²X cumulative, R²Y and Q² per component.
 type componentTable struct {
@@ -39,7 +46,7 @@ type componentRow struct {
 // addFigures draws the review's numbers: the component table, VIP and
 // the influence plots. A model whose file cannot give them (imported,
 // adopted) says so in Missing instead.
-func (v *view) addFigures(p *inference.PLSParams) error {
+func (v *view) addFigures(p *inference.PLSParams, scores ScoresChoice) error {
 	figs, err := review.Compute(p)
 	switch {
 	case errors.Is(err, review.ErrNoTrainingRecord):
@@ -53,7 +60,10 @@ func (v *view) addFigures(p *inference.PLSParams) error {
 	if v.VIP, err = vipFigure(figs); err != nil {
 		return err
 	}
-	if v.Scores, err = scoresFigure(p); err != nil {
+	if v.Scores, err = scoresFigure(p, scores); err != nil {
+		return err
+	}
+	if v.Weights, err = weightFigures(p, figs); err != nil {
 		return err
 	}
 	v.Influence, err = influenceFigures(p.Targets, p.Review, figs)
@@ -117,6 +127,83 @@ func vipFigure(figs *review.Figures) (*figure, error) {
 	return &figure{ID: "vip-plot", SVG: svg, Caption: fmt.Sprintf(
 		"%d of %d variables above 1. VIP_j = sqrt(p Σ_a SS_a (w_ja/‖w_a‖)² / Σ_a SS_a), SS_a the unit-variance Y variance component a explains.",
 		above, len(figs.VIP))}, nil
+}
+
+// componentColors tell the first components apart in the weights and
+// loadings plots (none of them an analyte's or a limit's colour).
+var componentColors = [weightComponents]color.RGBA{
+	{R: 0x44, G: 0x01, B: 0x54, A: 0xff},
+	{R: 0x21, G: 0x90, B: 0x8d, A: 0xff},
+	{R: 0x9a, G: 0x6a, B: 0x00, A: 0xff},
+}
+
+// weightFigures draws the X weights w_a and the X loadings p_a of the
+// first weightComponents components over the wavenumbers the model uses,
+// the excluded regions shaded: where on the spectrum each component
+// looks (weights) and what of the spectrum it takes away (loadings).
+func weightFigures(p *inference.PLSParams, figs *review.Figures) ([]figure, error) {
+	var out []figure
+	for _, set := range []struct {
+		id, title, ylabel string
+		vectors           [][]float64
+	}{
+		{"weights-plot", "X weights", "weight w (unit length)", figs.XWeights},
+		{"loadings-plot", "X loadings", "loading p (" + xUnit(p) + ")", figs.XLoadings},
+	} {
+		k := min(len(set.vectors), weightComponents)
+		if k == 0 || len(set.vectors[0]) != len(figs.Wavenumbers) {
+			continue
+		}
+		x, runs, excluded, unit := modelAxis(p, len(set.vectors[0]))
+		pl := newPlot(fmt.Sprintf("%s of components 1 to %d", set.title, k), unit, set.ylabel)
+		var all plotter.XYs
+		var lines []plot.Plotter
+		for c := range k {
+			first := true
+			for _, r := range runs {
+				var pts plotter.XYs
+				for i := r[0]; i < r[1]; i++ {
+					pts = append(pts, plotter.XY{X: x[i], Y: set.vectors[c][i]})
+				}
+				if pts = finite(pts); len(pts) == 0 {
+					continue
+				}
+				all = append(all, pts...)
+				l, err := plotter.NewLine(pts)
+				if err != nil {
+					return nil, err
+				}
+				l.Color = componentColors[c]
+				l.Width = vg.Points(1)
+				lines = append(lines, l)
+				if first {
+					pl.Legend.Add(fmt.Sprintf("component %d", c+1), l)
+					first = false
+				}
+			}
+		}
+		if len(all) == 0 {
+			continue
+		}
+		lo, hi := yRange(all)
+		entries := k
+		if len(excluded) > 0 {
+			entries++
+		}
+		legendRoom(pl, lo, hi, entries)
+		if err := shadeExcluded(pl, excluded, pl.Y.Min, pl.Y.Max); err != nil {
+			return nil, err
+		}
+		pl.Add(lines...)
+		svg, err := toSVGSized(pl, wideWidth, plotHeight)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, figure{ID: set.id, SVG: svg, Caption: fmt.Sprintf(
+			"%s of the first %d of %d components over the %d wavenumbers the model uses; excluded regions shaded.",
+			set.title, k, len(set.vectors), len(figs.Wavenumbers))})
+	}
+	return out, nil
 }
 
 // contiguousRuns splits the points where the gap between neighbouring

@@ -36,8 +36,8 @@ const labelledContributions = 3
 const spectrumTopMarked = 10
 
 var (
-	meanColor     = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
-	spectrumColor = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	calibrationMeanColor = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	spectrumColor        = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
 )
 
 // spectrumView is the template's data for the page of one spectrum.
@@ -224,7 +224,7 @@ func predictionSummaryFigures(rec *predlog.Record) ([]figure, error) {
 // stored, else the largest of the explanation).
 func (v *spectrumView) addExplanation(e *inference.Explanation, stored *inference.Contributions) error {
 	fig, err := linesFigure("spectrum-mean", "Spectrum against the calibration mean", "intensity after the recipe",
-		e.Wavenumbers, []series{{"this spectrum", e.Spectrum, spectrumColor}, {"calibration mean", e.Mean, meanColor}}, nil, false)
+		e.Wavenumbers, []series{{"this spectrum", e.Spectrum, spectrumColor}, {"calibration mean", e.Mean, calibrationMeanColor}}, nil, false)
 	if err != nil {
 		return err
 	}

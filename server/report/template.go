@@ -13,14 +13,15 @@ const pagePolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:
 const ContentSecurityPolicy = pagePolicy + "; frame-ancestors 'none'"
 
 // pageStyle is the style sheet of every page of the package, inline.
-const pageStyle = `body{font-family:sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222;line-height:1.4}
+const pageStyle = `body{font-family:"Liberation Sans",Arial,Helvetica,"DejaVu Sans Condensed",sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222;line-height:1.4}
 h1{font-size:1.5em;margin-bottom:.2em}
 h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.8em}
 .sub{color:#555;margin-top:0}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:1em}
 figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:.3em;background:#fff}
 figure svg{width:100%;height:auto;display:block}
-#t2-q figure,#vip figure{max-width:1000px}
+figure svg text{font-family:"Liberation Sans",Arial,Helvetica,"DejaVu Sans Condensed",sans-serif!important}
+#t2-q figure,#vip figure,#weights-loadings figure,#spectra figure{max-width:1000px}
 #scores figure{max-width:640px}
 figcaption{font-size:.85em;color:#555;text-align:center}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
@@ -109,6 +110,10 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 <h2>Residuals</h2>
 <div class="grid">{{range .Residuals}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
 </section>{{end}}
+{{if .Spectra}}<section id="spectra">
+<h2>Spectra before and after the recipe</h2>
+{{range .Spectra}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}
+</section>{{end}}
 <section id="regression-vectors">
 <h2>Regression vectors</h2>
 {{if .Vectors}}<div class="grid">{{range .Vectors}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}</div>
@@ -117,6 +122,10 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 {{with .Scores}}<section id="scores">
 <h2>Scores</h2>
 <figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+</section>{{end}}
+{{if .Weights}}<section id="weights-loadings">
+<h2>X weights and loadings</h2>
+{{range .Weights}}<figure id="{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}
 </section>{{end}}
 {{with .VIP}}<section id="vip">
 <h2>Variable importance</h2>

@@ -67,6 +67,10 @@ type Figures struct {
 	VIP []float64
 	// Components (A): one entry per component of the model.
 	Components []Component
+	// XWeights and XLoadings (A, each p): component a's NIPALS weights
+	// w_a (unit length, signed so that w_aᵀr_a = 1, as the trainer's
+	// NIPALS gives them) and X loadings p_a, over Wavenumbers.
+	XWeights, XLoadings [][]float64
 	// Leverage (n): each training row's leverage, in training order.
 	Leverage []float64
 	// RMSEC (q): root mean squared error of the calibration fit with A
@@ -137,6 +141,8 @@ func Compute(params *inference.PLSParams) (*Figures, error) {
 	return &Figures{
 		Wavenumbers: wavenumbers,
 		VIP:         vip,
+		XWeights:    columns(m.signedWeights()),
+		XLoadings:   columns(m.loadings),
 		Components:  components,
 		Leverage:    leverage(params.Review.T2, m.n),
 		RMSEC:       rmsec,
@@ -240,6 +246,32 @@ func (m *modelView) weights() *mat.Dense {
 	var full mat.Dense
 	qr.QTo(&full)
 	return mat.DenseCopyOf(full.Slice(0, m.p, 0, m.a))
+}
+
+// signedWeights returns W with the signs NIPALS gives: R = W (PᵀW)⁻¹
+// with (PᵀW)⁻¹ unit upper triangular makes r_a = w_a + Σ_{b<a} u_ba w_b,
+// so w_aᵀr_a = 1 > 0 for orthonormal W; a column of the QR factor with
+// w_aᵀr_a < 0 is negated.
+func (m *modelView) signedWeights() *mat.Dense {
+	W := m.weights()
+	for c := 0; c < m.a; c++ {
+		if mat.Dot(W.ColView(c), m.rotations.ColView(c)) < 0 {
+			for j := 0; j < m.p; j++ {
+				W.Set(j, c, -W.At(j, c))
+			}
+		}
+	}
+	return W
+}
+
+// columns returns the columns of d, each as its own slice.
+func columns(d *mat.Dense) [][]float64 {
+	_, c := d.Dims()
+	out := make([][]float64, c)
+	for k := range out {
+		out[k] = mat.Col(nil, k, d)
+	}
+	return out
 }
 
 func (m *modelView) vip(yLoadings *mat.Dense, labelSD []float64) ([]float64, error) {

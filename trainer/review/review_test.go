@@ -92,6 +92,8 @@ type referenceFigures struct {
 	Leverage      []float64   `json:"leverage"`
 	RMSEC         []float64   `json:"rmsec"`
 	Scores        [][]float64 `json:"scores"`
+	XWeights      [][]float64 `json:"x_weights"`
+	XLoadings     [][]float64 `json:"x_loadings"`
 }
 
 const python = "/usr/bin/python3"
@@ -193,6 +195,13 @@ func TestReviewParityWithNumPy(t *testing.T) {
 			}
 			for i, row := range ref.Scores {
 				worst["scores"] = math.Max(worst["scores"], maxDiff(scores.RawRowView(i), row))
+			}
+			if len(got.XWeights) != components || len(got.XLoadings) != components {
+				t.Fatalf("%d weight and %d loading vectors, want %d", len(got.XWeights), len(got.XLoadings), components)
+			}
+			for a := range components {
+				worst["x_weights"] = math.Max(worst["x_weights"], maxDiff(got.XWeights[a], ref.XWeights[a]))
+				worst["x_loadings"] = math.Max(worst["x_loadings"], maxDiff(got.XLoadings[a], ref.XLoadings[a]))
 			}
 			for what, d := range worst {
 				if !(d <= parityTolerance) {

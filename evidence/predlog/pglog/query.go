@@ -28,9 +28,8 @@ const (
 	// contributionsColumn follows the others in ByPrediction.
 	contributionsColumn = `, p.contributions`
 	// figureColumns are what scanFigures reads (ByPredictions): a
-	// record's identity and figures, without its context and diagnostics.
-	figureColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
-	p.epa, p.dha, p.dpa, p.epa_conf, p.dha_conf, p.dpa_conf`
+	// record's identity and concentrations, no more.
+	figureColumns = `p.id, p.prediction_id, p.model_version, p.role, p.epa, p.dha, p.dpa`
 )
 
 // conditions gathers a query's WHERE terms and their numbered arguments.
@@ -276,11 +275,11 @@ func scanFigures(rows pgx.Rows, rec *predlog.Record) error {
 		pid  pgtype.UUID
 		cols predlog.Columns
 	)
-	if err := rows.Scan(append([]any{&rec.ID, &pid, &cols.Time, &rec.ModelVersion, &cols.Role}, cols.Figures()...)...); err != nil {
+	if err := rows.Scan(append([]any{&rec.ID, &pid, &rec.ModelVersion, &cols.Role}, cols.Concentrations()...)...); err != nil {
 		return fmt.Errorf("pglog: read a record: %w", err)
 	}
 	rec.PredictionID = pid.Bytes
-	cols.FillFigures(rec)
+	cols.FillConcentrations(rec)
 	return nil
 }
 

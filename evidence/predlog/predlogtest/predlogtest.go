@@ -722,13 +722,13 @@ func byPredictions(t *testing.T, s predlog.Store, ids []predlog.PredictionID) ma
 	return out
 }
 
-// figuresOf is recs as ByPredictions reads them: without scan context,
-// diagnostics or spectrum.
+// figuresOf is recs as ByPredictions reads them: without time,
+// confidence, scan context, diagnostics or spectrum.
 func figuresOf(recs ...*predlog.Record) []*predlog.Record {
 	out := make([]*predlog.Record, len(recs))
 	for i, r := range recs {
-		out[i] = &predlog.Record{PredictionID: r.PredictionID, Time: r.Time, ModelVersion: r.ModelVersion, Role: r.Role,
-			Concentrations: r.Concentrations, Confidence: r.Confidence}
+		out[i] = &predlog.Record{PredictionID: r.PredictionID, ModelVersion: r.ModelVersion, Role: r.Role,
+			Concentrations: r.Concentrations}
 	}
 	return out
 }

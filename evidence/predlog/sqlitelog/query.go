@@ -1,11 +1,13 @@
 package sqlitelog
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,11 +23,6 @@ const recordColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
 	p.epa, p.dha, p.dpa, p.epa_conf, p.dha_conf, p.dpa_conf,
 	p.reduced_t2, p.reduced_q,
 	p.batch_id, p.port, p.column_index, p.scan_seq, p.channel, p.integration_ms`
-
-// figureColumns are the columns scanFigures reads: a record's identity
-// and figures, without its scan context and diagnostics.
-const figureColumns = `p.id, p.prediction_id, p.ts, p.model_version, p.role,
-	p.epa, p.dha, p.dpa, p.epa_conf, p.dha_conf, p.dpa_conf`
 
 const spectrumColumns = `, p.spectrum, p.axis_id, a.data`
 
@@ -176,28 +173,47 @@ func (s *Store) ByPrediction(ctx context.Context, id predlog.PredictionID) ([]pr
 
 // ByPredictions implements predlog.Reader in one statement. The ids
 // travel as one blob of 16 bytes each (a single parameter, however many:
-// SQLite bounds a statement's parameters), which a recursive CTE cuts
-// back into ids; SQLite looks each up in the prediction_id index, whose
-// order gives the rows grouped by spectrum without a sort.
+// SQLite bounds a statement's parameters), sorted and without repeats,
+// which a recursive CTE cuts back into ids. The statement is a join
+// driven by that list, not an IN (subquery): SQLite walks the ids in
+// order and looks each up in the prediction_id index, where IN would
+// first build a temporary index of all of them (about a third of the
+// statement's time at 45,000 ids). The rows of one id come together, in
+// the index's rowid order, so no ORDER BY is needed for the groups, and
+// a row names its spectrum by the id's place in the list (an integer
+// costs the driver less than a blob).
 func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID, use func(recs []predlog.Record) error) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	sorted, packed := packSortedIDs(ids)
 	const q = `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?2)
-		SELECT ` + figureColumns + ` FROM predictions p
-		WHERE p.prediction_id IN (SELECT substr(?1, i * 16 + 1, 16) FROM k)
-		ORDER BY p.prediction_id, p.id`
-	rows, err := s.db.QueryContext(ctx, q, packIDs(ids), len(ids))
+		SELECT k.i, p.id, p.model_version, p.role, p.epa, p.dha, p.dpa
+		FROM k CROSS JOIN predictions p ON p.prediction_id = substr(?1, k.i * 16 + 1, 16)`
+	rows, err := s.db.QueryContext(ctx, q, packed, len(sorted))
 	if err != nil {
 		return fmt.Errorf("sqlitelog: query: %w", err)
 	}
 	defer rows.Close()
 	groups := predlog.NewSpectrumGroups(use)
+	var (
+		rec   predlog.Record
+		place int64
+		cols  predlog.Columns
+	)
+	// One set of destinations for every row: a slice and its pointers
+	// built per row were a fifth of the read's allocations.
+	dest := append([]any{&place, &rec.ID, &rec.ModelVersion, &cols.Role}, cols.Concentrations()...)
 	for rows.Next() {
-		var rec predlog.Record
-		if err := scanFigures(rows, &rec); err != nil {
-			return err
+		rec = predlog.Record{}
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("sqlitelog: read a record: %w", err)
 		}
+		if place < 0 || place >= int64(len(sorted)) {
+			return fmt.Errorf("sqlitelog: record %d read for id number %d of %d", rec.ID, place, len(sorted))
+		}
+		rec.PredictionID = sorted[place]
+		cols.FillConcentrations(&rec)
 		if err := groups.Add(&rec); err != nil {
 			return err
 		}
@@ -208,13 +224,19 @@ func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID, u
 	return groups.Flush()
 }
 
-// packIDs lays ids end to end, 16 bytes each.
-func packIDs(ids []predlog.PredictionID) []byte {
-	packed := make([]byte, 0, len(ids)*len(predlog.PredictionID{}))
-	for _, id := range ids {
+// packSortedIDs sorts ids in byte order without repeats and lays them
+// end to end, 16 bytes each. Sorted, the lookups walk the index in
+// order; without repeats, each spectrum's rows are read once and come
+// together.
+func packSortedIDs(ids []predlog.PredictionID) (sorted []predlog.PredictionID, packed []byte) {
+	sorted = slices.Clone(ids)
+	slices.SortFunc(sorted, func(a, b predlog.PredictionID) int { return bytes.Compare(a[:], b[:]) })
+	sorted = slices.Compact(sorted)
+	packed = make([]byte, 0, len(sorted)*len(predlog.PredictionID{}))
+	for _, id := range sorted {
 		packed = append(packed, id[:]...)
 	}
-	return packed
+	return sorted, packed
 }
 
 // query runs q and returns the records it reads (with spectra when
@@ -254,18 +276,6 @@ func (s *Store) scan(ctx context.Context, q string, withSpectra, withContributio
 		return fmt.Errorf("sqlitelog: query: %w", err)
 	}
 	return nil
-}
-
-// scanFigures reads one row of figureColumns.
-func scanFigures(rows *sql.Rows, rec *predlog.Record) error {
-	var (
-		pid  []byte
-		cols predlog.Columns
-	)
-	if err := rows.Scan(append([]any{&rec.ID, &pid, &cols.Time, &rec.ModelVersion, &cols.Role}, cols.Figures()...)...); err != nil {
-		return fmt.Errorf("sqlitelog: read a record: %w", err)
-	}
-	return fill(rec, pid, &cols)
 }
 
 // fill sets rec's prediction id and figures from the columns read.

@@ -11,7 +11,9 @@ input.json: {"X": n x N, "Y": n x q, "wavenumbers": N, "regions": [[lo, hi], ...
              "components": A, "folds": K, "autoscale": bool}
 Folds are interleaved (row i in fold i mod K). Output: vip (p),
 r2x (A), r2x_cumulative (A), r2y (A x q), q2 (A x q), leverage (n), rmsec (q),
-scores (n x A: the X scores the artifact keeps for the scores plot).
+scores (n x A: the X scores the artifact keeps for the scores plot),
+x_weights and x_loadings (A x p: scikit-learn's x_weights_ and x_loadings_,
+one row per component).
 """
 import json
 import sys
@@ -86,7 +88,7 @@ def main(src, dst):
         json.dump({
             "vip": vip.tolist(), "r2x": r2x.tolist(), "r2x_cumulative": np.cumsum(r2x).tolist(),
             "r2y": r2y.tolist(), "q2": q2.tolist(), "leverage": leverage.tolist(), "rmsec": rmsec.tolist(),
-            "scores": T.tolist(),
+            "scores": T.tolist(), "x_weights": W.T.tolist(), "x_loadings": P.T.tolist(),
         }, f)
 
 
