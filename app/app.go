@@ -293,6 +293,7 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 		Training:      training.New(a.jobs),
 		Rescore:       modelsvc,
 		Deleter:       modelsvc,
+		Axes:          modelsvc,
 		ServerVersion: server.BuildVersion(),
 		Started:       time.Now(),
 		Shadow:        a.shadow,

@@ -946,6 +946,19 @@ type MetricBreakdown struct {
 	EPA *float64 `json:"EPA,omitempty"`
 }
 
+// ModelAxis defines model for ModelAxis.
+type ModelAxis struct {
+	// Version Model version name. Letters, digits, `.`, `_` and `-`, starting with a
+	// letter or digit, at most 64 characters (it names files in the registry).
+	//
+	//
+	// Example: pls-20261122-101500
+	Version Version `json:"version"`
+
+	// Wavenumbers The model's axis, cm-1, strictly increasing; as many as its `wavenumber_count`. Empty for a model that records no axis.
+	Wavenumbers []float64 `json:"wavenumbers"`
+}
+
 // ModelDetail One registry version in full.
 type ModelDetail struct {
 	// AddedAt When the registry recorded the version.
@@ -1013,6 +1026,12 @@ type ModelInfo struct {
 
 	// WavenumberRange Lower and upper wavenumber of the model's axis, cm-1.
 	WavenumberRange *[]float64 `json:"wavenumber_range,omitempty"`
+
+	// Wavenumbers The model's axis, cm-1, in order (`wavenumber_count` values).
+	// Only in a prediction channel `model_info_reply` whose request
+	// asked for it with `body.include: ["wavenumbers"]`; never in
+	// `GET /model/info` (`GET /model/{version}/axis` gives it).
+	Wavenumbers *[]float64 `json:"wavenumbers,omitempty"`
 }
 
 // ModelInfoReply defines model for ModelInfoReply.
@@ -1047,8 +1066,10 @@ type ModelInfoReplyType string
 
 // ModelInfoRequest defines model for ModelInfoRequest.
 type ModelInfoRequest struct {
-	// Body Ignored by the server; `nil` counts as absent.
-	Body *IgnoredBody `json:"body,omitempty"`
+	// Body Optional; `nil` or `{}` asks for the `ModelInfo` fields every reply
+	// carries. Unknown keys are ignored. A malformed `include` is
+	// `INVALID_REQUEST`.
+	Body *ModelInfoRequestBody `json:"body,omitempty"`
 
 	// Id Unique id of the message (UUID text form recommended), valid
 	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
@@ -1066,6 +1087,16 @@ type ModelInfoRequest struct {
 
 // ModelInfoRequestType defines model for ModelInfoRequest.Type.
 type ModelInfoRequestType string
+
+// ModelInfoRequestBody Optional; `nil` or `{}` asks for the `ModelInfo` fields every reply
+// carries. Unknown keys are ignored. A malformed `include` is
+// `INVALID_REQUEST`.
+type ModelInfoRequestBody struct {
+	// Include Optional fields to add to the reply: `wavenumbers` (the model's
+	// axis). Names this server does not know are ignored, so a
+	// client checks that the reply holds what it asked for.
+	Include *[]string `json:"include,omitempty"`
+}
 
 // ModelLineage Where the version came from. A model trained here carries the
 // operator's TrainingMeta, its job and the SHA-256 and row count of
@@ -3196,6 +3227,23 @@ type ClientInterface interface {
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetModelAxis The wavenumbers a version expects, one per point of a spectrum
+	//
+	// The model's axis in cm-1, in order: a spectrum for this version has
+	// exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
+	// `messages.md` section 9). A client checks its spectra against it
+	// before sending them; the prediction channel's `model_info` gives the
+	// active model's axis when asked (`body.include: ["wavenumbers"]`).
+	// Any other version than the active one is read from its file, so
+	// the route shares the review pages' slots: when none is free within
+	// 5 s the answer is 503 `SERVER_BUSY` (`retryable: true`,
+	// `Retry-After: 5`). The route names beside
+	// /model/{version} are never versions: 404 `MODEL_NOT_FOUND` like any
+	// name the registry does not hold.
+	//
+	// Corresponds with GET /model/{version}/axis (the `GetModelAxis` operationId).
+	GetModelAxis(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
 	//
 	// Over the lab results matched to predictions of this version (as
@@ -3913,6 +3961,33 @@ func (c *Client) DeleteModel(ctx context.Context, version Version, reqEditors ..
 // Corresponds with GET /model/{version} (the `GetModel` operationId).
 func (c *Client) GetModel(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetModelRequest(c.Server, version)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetModelAxis The wavenumbers a version expects, one per point of a spectrum
+//
+// The model's axis in cm-1, in order: a spectrum for this version has
+// exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
+// `messages.md` section 9). A client checks its spectra against it
+// before sending them; the prediction channel's `model_info` gives the
+// active model's axis when asked (`body.include: ["wavenumbers"]`).
+// Any other version than the active one is read from its file, so
+// the route shares the review pages' slots: when none is free within
+// 5 s the answer is 503 `SERVER_BUSY` (`retryable: true`,
+// `Retry-After: 5`). The route names beside
+// /model/{version} are never versions: 404 `MODEL_NOT_FOUND` like any
+// name the registry does not hold.
+//
+// Corresponds with GET /model/{version}/axis (the `GetModelAxis` operationId).
+func (c *Client) GetModelAxis(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelAxisRequest(c.Server, version)
 	if err != nil {
 		return nil, err
 	}
@@ -4669,6 +4744,40 @@ func NewGetModelRequest(server string, version Version) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/model/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetModelAxisRequest constructs an http.Request for the GetModelAxis method
+func NewGetModelAxisRequest(server string, version Version) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/%s/axis", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -5636,6 +5745,25 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModelWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
+
+	// GetModelAxisWithResponse The wavenumbers a version expects, one per point of a spectrum
+	//
+	// The model's axis in cm-1, in order: a spectrum for this version has
+	// exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
+	// `messages.md` section 9). A client checks its spectra against it
+	// before sending them; the prediction channel's `model_info` gives the
+	// active model's axis when asked (`body.include: ["wavenumbers"]`).
+	// Any other version than the active one is read from its file, so
+	// the route shares the review pages' slots: when none is free within
+	// 5 s the answer is 503 `SERVER_BUSY` (`retryable: true`,
+	// `Retry-After: 5`). The route names beside
+	// /model/{version} are never versions: 404 `MODEL_NOT_FOUND` like any
+	// name the registry does not hold.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /model/{version}/axis (the `GetModelAxis` operationId).
+	GetModelAxisWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelAxisResponse, error)
 
 	// GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
 	//
@@ -6951,6 +7079,103 @@ func (r GetModelResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetModelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetModelAxisResponse401Headers the declared response headers of an HTTP 401 response for GetModelAxis
+type GetModelAxisResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetModelAxisResponse503Headers the declared response headers of an HTTP 503 response for GetModelAxis
+type GetModelAxisResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetModelAxisResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ModelAxis
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetModelAxisResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetModelAxisResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetModelAxisResponse) GetJSON200() *ModelAxis {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetModelAxisResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetModelAxisResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetModelAxisResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetModelAxisResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetModelAxisResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetModelAxisResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetModelAxisResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetModelAxisResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetModelAxisResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetModelAxisResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8420,6 +8645,31 @@ func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version 
 	return ParseGetModelResponse(rsp)
 }
 
+// GetModelAxisWithResponse The wavenumbers a version expects, one per point of a spectrum
+//
+// The model's axis in cm-1, in order: a spectrum for this version has
+// exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
+// `messages.md` section 9). A client checks its spectra against it
+// before sending them; the prediction channel's `model_info` gives the
+// active model's axis when asked (`body.include: ["wavenumbers"]`).
+// Any other version than the active one is read from its file, so
+// the route shares the review pages' slots: when none is free within
+// 5 s the answer is 503 `SERVER_BUSY` (`retryable: true`,
+// `Retry-After: 5`). The route names beside
+// /model/{version} are never versions: 404 `MODEL_NOT_FOUND` like any
+// name the registry does not hold.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /model/{version}/axis (the `GetModelAxis` operationId).
+func (c *ClientWithResponses) GetModelAxisWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelAxisResponse, error) {
+	rsp, err := c.GetModelAxis(ctx, version, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetModelAxisResponse(rsp)
+}
+
 // GetModelPerformanceWithResponse The version's error against the lab, with the other models on the same spectra
 //
 // Over the lab results matched to predictions of this version (as
@@ -9733,6 +9983,97 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 	return response, nil
 }
 
+// ParseGetModelAxisResponse parses an HTTP response from a GetModelAxisWithResponse call
+func ParseGetModelAxisResponse(rsp *http.Response) (*GetModelAxisResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetModelAxisResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ModelAxis
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetModelAxisResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetModelAxisResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetModelPerformanceResponse parses an HTTP response from a GetModelPerformanceWithResponse call
 func ParseGetModelPerformanceResponse(rsp *http.Response) (*GetModelPerformanceResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10726,6 +11067,9 @@ type ServerInterface interface {
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
 	GetModel(ctx echo.Context, version Version) error
+	// GetModelAxis The wavenumbers a version expects, one per point of a spectrum
+	// (GET /model/{version}/axis)
+	GetModelAxis(ctx echo.Context, version Version) error
 	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
 	// (GET /model/{version}/performance)
 	GetModelPerformance(ctx echo.Context, version Version, params GetModelPerformanceParams) error
@@ -10888,6 +11232,22 @@ func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetModel(ctx, version)
+	return err
+}
+
+// GetModelAxis converts echo context to params.
+func (w *ServerInterfaceWrapper) GetModelAxis(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetModelAxis(ctx, version)
 	return err
 }
 
@@ -11192,6 +11552,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/model/info", wrapper.GetModelInfo, options.OperationMiddlewares["getModelInfo"]...)
 	router.DELETE(options.BaseURL+"/model/:version", wrapper.DeleteModel, options.OperationMiddlewares["deleteModel"]...)
 	router.GET(options.BaseURL+"/model/:version", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
+	router.GET(options.BaseURL+"/model/:version/axis", wrapper.GetModelAxis, options.OperationMiddlewares["getModelAxis"]...)
 	router.GET(options.BaseURL+"/model/:version/report", wrapper.GetModelReport, options.OperationMiddlewares["getModelReport"]...)
 	router.GET(options.BaseURL+"/model/:version/review", wrapper.GetModelReview, options.OperationMiddlewares["getModelReview"]...)
 	router.DELETE(options.BaseURL+"/model/shadow", wrapper.ClearShadow, options.OperationMiddlewares["clearShadow"]...)
@@ -12437,6 +12798,128 @@ type GetModeldefaultJSONResponse struct {
 }
 
 func (response GetModeldefaultJSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxisRequestObject struct {
+	Version Version `json:"version"`
+}
+
+type GetModelAxisResponseObject interface {
+	VisitGetModelAxisResponse(w http.ResponseWriter) error
+}
+
+type GetModelAxis200JSONResponse ModelAxis
+
+func (response GetModelAxis200JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxis400JSONResponse ErrorResponse
+
+func (response GetModelAxis400JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxis401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetModelAxis401JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxis404JSONResponse ErrorResponse
+
+func (response GetModelAxis404JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxis500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetModelAxis500JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxis503ResponseHeaders struct {
+	RetryAfter *int
+}
+
+type GetModelAxis503JSONResponse struct {
+	Body    ErrorResponse
+	Headers GetModelAxis503ResponseHeaders
+}
+
+func (response GetModelAxis503JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxisdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetModelAxisdefaultJSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -13802,6 +14285,9 @@ type StrictServerInterface interface {
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
 	GetModel(ctx context.Context, request GetModelRequestObject) (GetModelResponseObject, error)
+	// GetModelAxis The wavenumbers a version expects, one per point of a spectrum
+	// (GET /model/{version}/axis)
+	GetModelAxis(ctx context.Context, request GetModelAxisRequestObject) (GetModelAxisResponseObject, error)
 	// GetModelPerformance The version's error against the lab, with the other models on the same spectra
 	// (GET /model/{version}/performance)
 	GetModelPerformance(ctx context.Context, request GetModelPerformanceRequestObject) (GetModelPerformanceResponseObject, error)
@@ -14207,6 +14693,31 @@ func (sh *strictHandler) GetModel(ctx echo.Context, version Version) error {
 	return nil
 }
 
+// GetModelAxis operation middleware
+func (sh *strictHandler) GetModelAxis(ctx echo.Context, version Version) error {
+	var request GetModelAxisRequestObject
+
+	request.Version = version
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetModelAxis(ctx.Request().Context(), request.(GetModelAxisRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetModelAxis")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetModelAxisResponseObject); ok {
+		return validResponse.VisitGetModelAxisResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetModelPerformance operation middleware
 func (sh *strictHandler) GetModelPerformance(ctx echo.Context, version Version, params GetModelPerformanceParams) error {
 	var request GetModelPerformanceRequestObject
@@ -14514,548 +15025,558 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37chvHsicKv0oF9nwhwG6AAEXKFhj+AxYpi9uUSPMiz16GF7rQXQBKbFTBXQWC8LIivqc5D3Ae4TzK",
-	"eZITmVnVNzQIUF727ImYmdjLYqO7rllZef3lvxqRni+0EsqaRv9fjVSYhVZG4B+nYsKXiT1LU53C35FW",
-	"VigL/+SLRSIjbqVWB5+MVvDMRDMx5/Cv/5GKSaPf+I+DvPED+tUcYGvXrpvG58+fg0YsTJTKBTTW6DcG",
-	"as20nYmUTbhMlqlgzYlOmXjk80Ui2FH3iIUfLm9Hby/vPpyGATvqHrPw/dntu8vTETwfXFxc/nwGvxx3",
-	"X7Lw5uz649n16Pu7m/8KW53G56DxVqdjGcdC/X1zCt9eXn9/fnp69iHsMzsTzOp7oZg07F7plQrYeGmZ",
+	"7P37chvHsi8Iv0oF9vlCgN0AAYqULTD8ByxSFrcpkeZFPnsZXuhCdwEosVEFdxUIwrYivqeZB5hHmEeZ",
+	"J5nIzKq+oUGA8vI6e2LOObGXxUZ3XbOy8vrLPxqRni+0EsqaRv+PRirMQisj8I9TMeHLxJ6lqU7h70gr",
+	"K5SFf/LFIpERt1Krg09GK3hmopmYc/jX/0jFpNFv/MdB3vgB/WoOsLVr103j8+fPQSMWJkrlAhpr9BsD",
+	"tWbazkTKJlwmy1Sw5kSnTDzy+SIR7Kh7xMIPl7ejt5d3H07DgB11j1n4/uz23eXpCJ4PLi4ufz6DX467",
+	"L1l4c3b98ex69P3dzX+FrU7jc9B4q9OxjGOh/n1zCt9eXn9/fnp69iHsMzsTzOp7oZg07F7plQrYeGmZ",
 	"tIalOhGsGaaCx2GLxVoYprQdKp4kesXsTBqmFyLFQZ5gS3NhDJ8KpvhcGHyCbSghYhEPVTOk90XY6gwV",
-	"TP9cmeVkIiMplL2xOuVT8fctxC2MT0ylsen6hWGxNPcs4kppyyy/F4yzVSotLMH5h5u7t2/P35yffbgd",
-	"3dxeXg9+OAtb/aGaLJMkYLBCba2SNdMp0w8iZb8tteUd9kHbmVRTtuKGRTOupiI+YWEqbLrm40T0mU2X",
-	"IhwqrSLBzIJHArZhkgoRwwIFjZngsUjxAFzDV+3BxAqk//JUbkSkVWyY1WzFpWVjMdEpzM6ma6mmJ+xl",
-	"t9MICgtn1wvR6DeksmIqUlgd3A0rUsWTv/mQ3SmzEJGcSBEzI9IHPG3LxOLC355dfxhcjM6ury+v3Zm5",
-	"4utE8/hW6wue/t0EM9bxmonHSIiYKDzSaiKny1TELJFzCaO+GvzXxeXgdHR7eTm6GFwDreDA7xRf2plO",
-	"5e8i/hvP+92Hwd3tu8vr83+cnYZ9BmMQyrregOC0YlzFdF7Fb0thLIt4mko88EOF/CFA2lYC33K75FkC",
-	"Mo4Ngv3555/bg7wvsUm14feCpyKF85PMvxs2Uj7nCtseNsKAraSdsVDA/L4bNqR64ImMRziaYSNkq5lQ",
-	"jDvuBSfMCGWJeeWjUrVkb2wq1dRR/Z3iD1wmcCD/xk25eXd3e3v+4YfR6eXPnhG7ZTVWLxYiZquZTGi9",
-	"kehgirArD3igdTpUpfukz5QGdrZMeApEqUSE+xvpZRKzsSC2wuD6ItatxFA1BY9mbAYtZ1svFVukepoK",
-	"Y2DP4cdPSwM8RShg+ErErQAIZqiwobyvgE1SPccRzwRP7IylAucUsDlfM+SQ3NwPVfjD2S07oHfCDvte",
-	"2xnjqdhkje6auFNmuVjo1Ir4vYglv8Vt/LuP/QucK3TIgI48mfEoEgsrYtYM7z7c3F1dXV7fnp2O3p+d",
-	"ng9Gt/91Raf/sydDPBuDxHzPjUikEjdWLHACcSyhQ55cpXBNWgmCz4QnRmxIJWY9nwubyoglghvLzG9L",
-	"ngrDxq5N1jyTiUgNGy673cNX7HstEqFMwA673eNWMFRmObYpj6yI+yyU1l3iJmSpXsI9oifM6AQojYXN",
-	"n9nXLOFzdvritMV+Z9+xn9ljOFR4PE8d4cL1047lZCJSAZfZnNtUPiJbWQk5nVnDwgWe2VSwRxzXS8F+",
-	"JzIKe6zNFiETiRH0RpMnSfZhD0gSupnI1FgaYovYzaKwVP9q5BPZ5DWDMbKHueDKsB7ehnP+KOfLeaN/",
-	"3A0ac6noj16wcTkGjYTPdzUpjqHNiU7n3Db6jVgvgaEUeul1C/+vtkO1nI+pv8WO3rqdbg+6E49RsjTy",
-	"Qbz3vcCxKT73vdDzJ4bX7RwXBtWtGZRxlCoUvPFLgydm5Cmu8WuwwVyDBrAUmcJl9wt9nb+lx59EZKHZ",
-	"geLJ2oo3er7gqXRHt7yxsTR8mgoxMjOe1lwkN/AYiBaoRDEQJ2zKHbX9YWY81ivWZjyy8kH8Ubq+OfX+",
-	"AmSnRKRcReKEcVprvGHwhuzu2tsdSwe7NsqPx+YM3guu8NTRWOdSLY0bb8CmBxf7j2mjb1zP7D2p7Kuj",
-	"Ru1wC/Sezk28OchrrW0bptImhvMXDTjbiM0R3KK64n5mSyNi7Gyvhiv0qJ4ixiuRYntuEGVqHEtew2Bg",
-	"XZqLVMQS2Cprs4SPW/uPLsDlT+Eq2Wybw0onfMy+Y5x9zcbsK5b19JwukBR27ryo4T7mt9Q2cYobc/zn",
-	"YetZ8zSJXtRs7fiJObKmTmOpeLouX3itv3LjzebOn74b7JImagjoc9A4vfrCD8++7MPP22f4kSdLUUO/",
-	"l0owWjG2EKnni7ixbKkSkAaN5RY0WK78z6T161gkuTLgdg1OPLGAzsZF7dZxD2JxC7fHm2d7vlm3NN9z",
-	"G82+d8e6ctjhp5GMa7SHIOMEe2yPW/bPQQOlmJFBC1I84rY8am5F28p5YeB5d+XjWyOoVCg9G3tNp9Ca",
-	"m0DdcXjz8UpLkqzL61E20T0tNaWH0cOu5XmPcuz3qeD3sV4pz4K+6EMT6XTr3fqQEzXKt9fvb87efGQH",
-	"zMTNhI9Fsic3cd2MzJbryViuYp7GDBVX6CnED0LSr5eJQHuR6TMepdoYNtFJDP8LCp1WYuQbGGEDIcrQ",
-	"4UQ+ijg8yRWsNx9BuZLxkieGNW/ORvdMT6gFI6dzHgbsNuVSSTV9Lyx/YViYLeIIRhG2UBfMP3CyeMpV",
-	"rOfydxSkQxKzn8tiC0SSbacjh1pim3GlRG52qlJcXGc7OP/wcXBxfjq6Pvvp7uzmNmRakWIbUWt9xjNW",
-	"tJppI1ioF07LsTMxVE7bTsVkaYRhTQ4rpGwqx0v3WqSXyjK9tLCL3farI0Ybip+vUq2mqAgGqDwvBDBH",
-	"Rn2we7FuMVS1uQWd121wqQPaTO74J77pzI9T+YCsdc6azqRqOvMYhkw6/ZFTf7wk/v7y9OwCDc4Xl4PT",
-	"s9NG0PDLc3N19ub2+u59I2j4f44u725Hl29H14MPP5w1gkZRa/14dn1zfvkBn/744fLnD6jBNoLG+8HF",
-	"28vr96jY3twM8EP3r9zOBZ3kJgkcRdF+VxiW27UatQGEZZxyLcfNDASFX8daJ4KrGiqMUUh3zRU/foIK",
-	"r8UiWdfIvvCYCfUgQHwhYhOewNDOQp+fsBBaDp0NXFrDiGN1hmqAXgQRs3Ah1TQMWOi+D4FUQqSDkVQT",
-	"HeLlqcxKpCImOxiQx1A5G80LAwSXrMkO0QwXutTcCH+EB3mT7hko/6FjLEZYYi5jHa/h+DMxX9g1m/PF",
-	"CfMvwWdS+NE4G042EHeyvDlkqdDmlhE+2Z6AoseCxQI2xBm2YwmLO5eKWzrzc76ARUH9kvjAk9Ya2KOg",
-	"UZ3e1rsC3jtXE+0/hAXb9vKVVtPsveKCbv2AXqJvPmeyzvoDnwOFIaF9DhpaictJo//L09da3vvnYMeb",
-	"5W533JblFdj1emGVP/9aPBu463Wng8jhz5yPHVSR7/Uec6RhBg36eMv6SVjp7E0a6c7Fpvf/9C4X+t57",
-	"n/d7fWMVaAP9izcioUtkl2i3KdlEcNYVSziaQLO36ZrsNHbZ0KKHkRHTeX3779CjKFiqV4YB22PcGDlV",
-	"ImZWk/EPxaTmhlCTtxq2MqMDSDZIMIZZ+EDE3iUmLRrSUxHpNAbteTWT0QxNCczJPmGncLXSo0bQiDRc",
-	"v0srH+AqQWU9EfxBxLV3GI52c5o/eiMVin5t9Gg4/6n4bckTP1lcBhwTzAT7aWsl2npZXujDuoWe88fR",
-	"rr1MeDpFPw+KODaVoGTziRUpDY8vTD4QOV9oI1q7t3gu1Yik4520hP26m02wRK9gNG8+Mvx8d0+5jsCT",
-	"ZI8Dt6Et/Fo1qjt9oKD7Mm5pMYjuccjO0AEjWCZbNACU8en+o9vRz7e/SyQfqiYwxEKTLBYTqYRhgkez",
-	"FjrhnC6AlFFub6jyBk1YFhG9mA9iUFHCbyDLqigdqDA+1pL2k5L+0ltFR6XndBiyTasVvvz7e5oncu6D",
-	"Rly0OzpB2nFyQ04EO0uFwLXi9O+2BdK39HLrv79t4o1WExkLFW213FwV1yNgUrFfugHr/XrCjMhiMkCB",
-	"YF5/+LbDBsmKrw0sFjDMk6HihTUlqS7KevZ6yVjgS0tQdKRhiZigehQwo0kpmvMFuvrGgmTJOi/N1gXe",
-	"25q+deH3buHsT7awZaMy3e5mOZ/zdL15x6ZiWu+fIqZY1A7Ncj4HhRKUVHTTuqsDCRc1AGwKNnyoij/A",
-	"xZayplbCvRPgd6uZTgTjj9IE7jzgB+TIAyXXNdjqsNuZWDMex2y5gBsptNryxDEUacV8p9HrGpsqroi7",
-	"mM7p61dHuLzur5zD8zTla/IBLOrX6Ef2wFMJSpwpXB/ZbZZ3GGRP0fbV2XfoH13zTw9+c7yWJ1sNQlYa",
-	"KyMQdkUyCfKrPowlnyoNP5rOb6QFFh/Zw/BLLNw0GFrEICO5erabpiLBi+A83nKbZSpnKOOQ4rxIT6Qr",
-	"gRw8pdiRGq2PTXjKhNLL6QwmngoeM4mbsiE6nQqzkPdf4he/FnP9IAyLtJnLqJ3yNcOmTJ8pnqZ6xRba",
-	"SLwq6DkcqR6zeqjClYztLPy6xxZaKms67GdPXOR1zp13hsUjyb5jj6N/ya97n1mbPY5kMFQCn8JvbTYX",
-	"seSqGbeywJpoaVnEvmMhXEJmppM4ZI/s/eCUHbBu59U3R8dD1YQ/v/Mf/yH+aPX9iafoqN/bKB55TlAY",
-	"U8C4QUbw80xafi9S7/p/x9fw65uZmOu5sGmHnSsrkqTDLvi4w27WxnZY75vXrHnY7X3bYt8etr89OnEM",
-	"RXAFErVOlhZ28kFSyNAj63UOj1++7B3lmw9Dl4Z1WwGaB6QB0hDxVJApg8HqOK9/xOYwCTvjitmVjEhC",
-	"EqN/yXbvcy6nB3AnTXiSZC1hM5+omYi1t7bzCbaFhFlp0e5SHA+3TGbbknBgEMVOPiFbGSrp+/Edfsck",
-	"+5o5QmFfsx6b83vh6IXJr3udzifGibICtJvwCPSONS2mAUVkOrMMAzSQqyNX5g/CyTXAmtlY2JUQCmiK",
-	"DLKPNB86eCbiik21oJgtnOEnZNfMkNo9YZxd8zlXbIxfU9ShYdOUx0ueJGu8q+E3Nkm4uje0EnphMAAH",
-	"b3SewNUx0yvxINKhmskpHgSZMtDIeNK2uq20NIJhtMWJn7SXl+nAgN7CjR0qXKBMXLBadxhfyAOeWjnh",
-	"kQW5ZCoffLwoyM7GigUbr/G/naHK9QU9gXXlwOeydUdTGIYGwSfWCcR1gkc1fiEmRlOrv2WndMtNvbTe",
-	"xFF3ON2CwCVNhIfr7aiscGozfZWiOl7tEUGyI3AEqbMmeMTtkFlAPxykX2NZlemxJne8kwHvnIEuAqSg",
-	"U2ZXmsXCisjqlC3ko0hMqzL6ww77UYgFatgiSdhYJE6pJ+YLVwMQ3gu4uGM7w0Az169WzKzhmMA1mYVv",
-	"AAeGLwzrdf2rKxmLwDXwLdytqcWwV4zYHWfEDAIO8fhWKdSn9+rp0Id9g1bO4Ab8Xsfr54ZuFYysQR7b",
-	"pycMDtvaG4jR3ugGXmyzWzeU3Fa36b10I3zS1pdN5XPQiHKBwDk9n/q0LD58DrzpdsdXRXfP56Cxux+c",
-	"HfVgzV4v38q5MJbPF41MVM8PPo2y7tjv9DpepdrqSCcfRWpQMKwQzIOXaHBaG+uJ4w9oW4KNcWzsqYtJ",
-	"3NMl9p5HM6lEG4QrkGAZvEZKIIb54zPHo61ekBQhDYt1tJw7P/2XO2NiStDI6P55zpm6RXibCGF3nq/y",
-	"yky1EiO8GEcUlFgXCkhOjYg7PRdlgJngqR0LjjeVTmK8nrlzKUrDQmg5PPGhg08bp6j5OitGEmcaCWuO",
-	"1yxEDoYu+bAVMJgGXGMganf2V7awu5zSvVpSWfJsWEHdMtXtwDuM0L2x3C5rQiPI6jJ6cEeh/6+GWiYu",
-	"jprCDTcoJhYgiIh4lApuavXgKzJIkGAJq2OXBt1hof82PMFLabacc5XTOjXobEOK6KW0gptXfEWFIwdD",
-	"oqGPOu9i5iOAs5zo6W5W4d++0FNaSec3QA5SXLeNJag4TZj/iLmPTlivcFoLpLdY25lW29u+zcPMpcH8",
-	"FisU3MQ/aBRS0qUyTGl2he2AaCkNm0iRxAykIUOyrGve6yE/aPjOyjma17EJDAYvZEqFU93rHL7qfOus",
-	"CBu7QYPaPvD3OgbR0PecxUH8oNl4KZOYSUWSE/zaDGPxIJLQ2TkSHfGEXmvVMjmTUXhmLr1v5NRae1Us",
-	"FzDhIpd5llyBHdadufOp0qmIvWxRXgX3I0q62U6esFDJxIUrGFAE87irLScy7+6Cj6+FQcb9LEHmUgn2",
-	"7uriDUvx6w47k5gnF4KKMjLCWTPyiKOQRHVaA8wfgLuIwvngPDuj+zMMsl9oI/wyu+BTXxVjxOb88UKo",
-	"KQjhvcNv8cPs7xoqSvjYRWW57+tcNeMXhsnYnzZ6/YQttLGgT0jL+JRL5VVOUqQETxOJ4S24PSRKPmdk",
-	"5QC18rB+9lo/vYQetTjlK3XC5rAWuddOCZ7CjZfo6RSUtpy1udng2qGoLxUL2wkft7GJ9kqqWK8q9q+n",
-	"ouM84dWvYpEu3TqimrGco+qgcmOim5OPc6Wcj0dbjg7bJ4y6cubLW12gml+fOpbmcmkjPa8RAt1K1znj",
-	"I53GJtsKOGrGajx2jkbQX8qkipJlLOLO7nhwEQn5QJ3tepPsHtuH5YKxSssRUgKXJeZGFqCmH79OmdK2",
-	"deKMEGXKBq4C0szuOSxVYcX2Eqzu/Bc5k9wtY7mFCrL9KaxJcRC1u655jP77QqDFM4TfBa/T/a/d8LxI",
-	"pZdpJEikmshEhKwpEiPYUbfLNoLqWp2hGngDIDTPhIqR6SgWdj7pcSLHIfo6A2eOMut5ItGulIqhSoXR",
-	"yQMQHgYRLVUsKIvQn0G8wF4YhjnFoPhqbc1QNcM2PmnDCNvwMAyY0zCcrTnL2w3lfKFTexBiiIBIWydD",
-	"hTnbK+mndTW4fVfKx+6wgXKhejxhRsYi4ulQhWTpg4mSrbLzyWgVFuxTVXMdGhzQoWhY0wgxVKG5TwRP",
-	"VZuG1ZnHoYvWKzDgo+7rV3UsDPdmR+4PCMVTEYesSRZBoFUKzUbJLXTLFDqvHLdDNRUK865jFiUSj/69",
-	"EAtnrAPZzi9Fq5M3v0j1XEOjfKjoGTmMAhbyNJoBlYcsFW1UA7B3rpj/xflim3yovMiGHnHxKI0teG4o",
-	"uZ7EIYareNR9PVQhRTTe3A5u725G789v3g9u37wLA8c8ynnmGEOELZyQFzJapqlQNll7x7AfAmyYz9ZD",
-	"aVeQuN8K/FmgTXNibk7h8COIKyGQRogiFlNilZEhEwr+F8YTD1Xo+qPY3Xx90Bhd8MnTqjaChl819Lsn",
-	"9RbJgmT8pPtqm2HCPd/GdnIhsCLn0fVDVs2Ztsys+GJTSOPJVKfSzua1qhas8gjF5bnZfYXQnhRVgY0G",
-	"F6l4kHpptusLbh08Bbg7BU/Mii+2ubEU8KYVNzVaQvU2Lw+yZkiVadcvPEhFub73zPQDpx3uGYQQ6WQ5",
-	"VyOpYvG49ycqAsrOkyqflemQBxA8+1MkB+rX0cwewyUN/km60andRlBeta+TwzHBMFO7fJqby30jTkLW",
-	"/9hFlqFrEYjJS5m1eudvo1TESyct7THBVCdif7PDNbz9pGA8cE4XOaXkeYnZ32E25kxm3jdz7/CZE0JZ",
-	"/gn1wofok1BVDCndVy+oHNvyPrsBVCnHLfQG/dcd4fd0FdV5z++U/G0pCpqbv7aad3fnpwyUCgZTQJKZ",
-	"z4WimwiDAofq7vZt+1vn26NlQHgJuEVAuTo8fsW+Gq+tMF+dsDATLbwVAD1/mOGdGhQEuHIDmS8TK9vw",
-	"JctfYRFXbMGNQXvnUDmpgjQHic4clyjhwtE30gE2RJzD41c7dcxqVN7eUV8njFdCwLYnoem5tJaUnP/e",
-	"kV4o+Z8Ky2VSvxKZtJHJM4pNlklScx3H8S7VPWvMh8KygmVvf6376YsfpZlafZz2C34HpTTheEv76Fc/",
-	"tFim6HFc13JPCkQePScjLZFKOG/GzhjqC/cuOkGATndegIVoTHyd7pVFqiNhjAtj37ISGM8VSUwmWiwS",
-	"SRYU8glmhoqCEIMfZQ5YnTpZZqJTlvIVgykrI4EcOuytTvH4o2hLTseFXGDaPnWrp0rCyTZWLIwHWzB8",
-	"jnGT8739EFfFuWL4To2V/ckAuIJ2lVLcAikNyscll6eNIhutEQUZwPHfe7g/Z51RtFr9aGHNRsu05kRe",
-	"gTrsODvIfmLFFnwqAhYe4DAPSJl0J4r0yQNqMKy3Qs/44fGrmth48chu3g3awPKLMYDu9EQzEd0LtKbS",
-	"WoDYWSPgTogMSFPJDr2jKWzELOcUfF8/PPm7GOGN8wWAArmFfee5c+4m2A1UrOtJxcdoo16iVRbWS1Tu",
-	"FdDaibiMgGel3vpvyGK1hxLzlBSak/kIb+sa2qJgB7jzcjNltu/iEZ6Z3Y7IQkd4njY7utArDHiP2XIB",
-	"vRVOYCXclAJHo3m7Vzph+4jlWeTkYTHq83CHKS2XxhzxlHauRI/Z2ck5/K/bLthzzCDa7ct8+qarJKNe",
-	"Xdwctj+cXw0ubsK65JOZSMUJ/uAMDCwzE11d3FwLRFtCiwE6TfxPjks3iZMgeyY+EpS+amE2FZxxCjQD",
-	"Ll64K64ubirOuI0Oblz4/03EE5FutF47KMMfpjoZTWRiRRoY9VD97N91aaeH/848jzfFzBsRs+vDsmjZ",
-	"YYM8h6jMTUzHp578pQN6f3PGmpSO0iqPjbJPdg3wb+Fvu3nYh4yNLP4PN6symCI7Ke3Yk3xrR5TXhsec",
-	"vmJaMbOMQDA7KWX5Oo+Ay/SVhhmBevV+OYw5N92ZTZpHmP36b4wx2+8AlqPNNk7fh2WSFBZoL5/53x6w",
-	"tpHn/N85dm0jAfWLohKLYRB7LXluiNlz0XFwey7737HgW9fyIldaN3R5d8V7g0CESluq5x028LgSBREk",
-	"g/VENwmB8er0hSnlEQboUPmkx1mQvFc+0NCpV1kwNnlJfMg1e3Pz8SRXNLO+Qn9HjWBgIcEHxXphRTxU",
-	"6FjJwUYzz+C8LoAbk9ByW3S9Z5TObEVhqKRdFhoKMXNiuSB7fkFkyTehAJgKPHqL7qr4PHNrEiYp6q4u",
-	"vo+VVgoWFzESxFB5tTyLaMp8omEbem5jY4Z8UCXVd6gqUK4rbpieTDqMsPQo2RlBVP1Wb4u+QrzAGO7/",
-	"iMNhr5tjZQ3dJ9kXIWYe8tIk4T1y04dD1STUT//7wb8+6fF5/DlsIahEh9HPpDr/yxH055CSn8khN0cs",
-	"lmbomxilemXgDQP96JUZLY2Is0Ao+IIyaIaq4C9GBwg6QCm63cx5kji1GIQG13XgyX+oZIwOxrU3jeTa",
-	"N9pPQPUPWCKNy0FA7GzU8ysZcztDEEsnZYvFocYxCfueCYJ4+uv2+JMeb3MkKe20+o1fPOHU07z/tcQ/",
-	"yAvKmkYkk3YsooSnYkvcXbZndViDq6L1x50g51WupQA0eDg6ho01rd0xIeRwH6GXLcMQ3XOzsjFE5mH0",
-	"DNvNm5uPbMFTC+pYhE7qWv5Tkc39ZPcINNx2i9RdxSSW1niGSo7zEwYykXeRul2QhuWD3hn5S/rJ3qE3",
-	"OOTs3txLtm5knWy9SZ+EdfTgYM/H2zNZEKCovRyk8Qv5wrCx5KQK4QcBZevmvkV8+sK4EHEfAkVq2d6m",
-	"zRzPblucc804z9B4mHE/DxKdRYkF7kIjNyeeRj86SthxiN0+HANzXk2e6ebTeqRvY+/pVPfuDHh13dSM",
-	"dDu7n9K7VFYm+7++3Ti01XKV0VS27Dmh7EOlNNN/N6mmOhFbMFhkYYO1yTbtOT6Aive5ukdfsIo03sJq",
-	"bl26a7yMtwhoqMIbNhYzqWIvqXjTSXaTs2atIHJAv4YZIAdKFzWet8LWbLVaZ04WStXPsr8WIm1n4COw",
-	"YM/LYHgKdOVSiYKMk/tOi3aRgPU6ncEz8k5gRTLkjroRJTCvWt3lwv2Ck+fRLJcbU71CUTJ74PAMwt6B",
-	"Yl8zO5Ivmrcvblv/bPfgj7D1XAvOhpNnbkS0OcI3PJFjcv2TTa4IDYOcbpCvo8kQcP/0SB5qhlJnIvzr",
-	"h/OUNfxB1gA0fDy/IhHaYSgEG3Qe5iY5E/7Z8RXaqj9uCwrSdPbHXIBcGuGsfzDCKBXcSDX9c8PZ5w4o",
-	"DpiWMCgj6GTnxVPlk6A5RXdZEZfdi0Ob8YV1ZoySqLV51Tzp30cfzP24JmBK/i42nZVADj/K7wPC8Bcx",
-	"Wy46f5HrsGQDr9dkGVz0J94vmitQ6FVFiYXigkGLzdtDbwhGTFP4LCqBlATu1HBodv8Ain+jZ/FZDrQ6",
-	"gvoAI07k718CvnEqH2TsoqTziAXShjEvm6eCkzQYUhBAyJo25Qvxu5YxT4YKc/8zcbF4cqWCrWCS0I18",
-	"cMOaPeIZbvUZV0MlXfWiHIHXLKMZaFc4JJ08YH0YrmKKqqJBsPnSWMxtY9wOFeUj2ZUu9h/QfmfR8bfX",
-	"g/MP5x9+GF1e3Z5ffrgJO2yQzXmoKEY5n7M07HeRapfHwCZSSQIX80FKmDk3FdYMVVjFbQ3rDGE09C8J",
-	"cKhiICi/43sWcPABHLXkc7m0iRTpBcapbbKSLZk5Ewmb5oWw18fs/8d+8qWU/pNH90YrD2byfhnPdHLP",
-	"04D1Xn/zOsjjyKPCZZ3hIu8N6GyXsVBW/o6JqfTx1lwskWQd0CgD9nLv8Mi9V+CdtoLgIm4PqZsvAgI6",
-	"bASN32r3qohA+b+tgR7hPf8XmeavtJr6JM1KYlY1DLnWtEK3YmZg2RaPXmdsqYle3swpdmvU+7X2Tt3I",
-	"tt0jv/W51FfppGaYm4G3lV63LfyzHKF+p/4iP2hGCP/HDfoXu0ERtfm/s+vTWT/eUMboc7M5KvkZm0Wh",
-	"6pMXPj89kAxQcDvWAoJ6b8C4GWEzyPxOGRm/T6i5Q5Vj8SEW1nIB1xUIPj+xJhpKJGEZSrUFh7KHGYbs",
-	"Xqzh3C2K4A+56uAwJ50g502LGeRZETKvVlz6bffh2oRuzO7rZ3/4xIac5iOtCdhYJlbiilpRsqBW8pUx",
-	"29vYqtxzwjis41AVFrK8s7SamFjp0wgKiJ4ddiPEUBX3CVQj4PrLhJu6hS2ad/aQf37b970RSjx7v/3M",
-	"nJPDvV981jiemfzyBJVcLrYc2J9n3Ke/LpI1MzNEWox4mq7ZWKy1iquo6/X1I152DluEcKix1i/iCpOn",
-	"+F+fw6DQhaRDt0g4nLQSHH6H3Tm4/3uxJvg4STIhnky0aFIFNkJKIzA6goCvx6uoobDoaQ72Yx9hSquF",
-	"O7I8gkWyLigJRexQSozNvhOEiGa1Z2BWAw/r+grJlifGJXqh1miWczNUcLxamEvs8tUSNkk0YQj5RNMO",
-	"u6QCIhizhiu9gbzqmWZ/MwM7y6shi4ADTn2W+69UKGBfmanwzV8pO1W6+T8y1F8uQ5UqWvxvIEzltFED",
-	"g/ac9NQqxPizElQ3ULjp6zJv2oPSyxLZ56ARlyWCPZooyhCYKevQJP99ebIbUG2lZS4t26YGVxrPk/v6",
-	"J4wP5Tb+19ogXOGQv+Uo4drsXtStx8WrJXtSKryNQUDPIXEvvXwOGl5k3fXljX9vw4Tgf3hiziWAtc3S",
-	"sSkW094OR+NeYBg7QOF6bCwivnQW/kRPXxj221IsKdBqAly+mUtICgQdrLpvXHFt/Ob5cEFBI+EGMyPm",
-	"0j4reB8HN4rFghZgJ5QPZn5tXxEagS2vyRdM508ljK1SacWI4FC3DzUBoW3LzkkXYuMxVa12MxuqJm5i",
-	"LM19wM4PLqlUH0jEWHHdZ/CDRDsWUk2xG4oHxCpuvS7Wu0XIk6xkCqJIJtqYYAtsYaWU3hcgSGVbF2Rk",
-	"vfNcXDn1rHwqlHi0o2iZGhJ/dkZv5RrF/iFcG+AWu1ymxU6C0hCfnuW1rksyDskN6krru3JpDuxgqu0J",
-	"Cwm+wdfed3WMUUXWhRRYz4JOMJQVKzn2seAfAj64QNdixaDc/YpNosuEKlPWXRGbSbO1oRsIiY25jqWM",
-	"4ixp2KIDC8MKCVVULMJdFbVK9bu3RRBVCtUHGWr2lg+K6P1Bwb205fWyxzFoUFLZ1nsCf/Wvqoet76kH",
-	"n39cKdNl3OP91JPiZHZpJoWx7Xw1G96O8K3K4u96v7yYqCBVBYzNqD9fsS3zRHCqDNMDvZbgmRw/Inym",
-	"sKZcZLFiVr3DoaYgyJbaKF/i1XwAmfxLXBSuS99CHZ/x6LrPxyGuSYnTBZxhShP1BQzCTUjeYgJlAYV2",
-	"ps2WnGj4pZSHMCdEaNbUiIpruVQibRVAWmu9STNrFyMex6kwW+Jq5lzxKYIIMvcetDnWSxUHTHSmHRZ2",
-	"O/j/+8fHx69CKsWEDvoJj4TB0qhhj975ht6pHYrcWpQENwVxMQMWwsTbCxm3XQG3E2TQPvXCsUs0yjjU",
-	"Lvx6S36qsaNsk/aXwVLB6+woA4sBEGWI6dzAJiNO+R7F8HaMK0mEsC9MnrjgsM64L7LPmpgtg7H2fYwr",
-	"wBG0nJGKEwgn1rm1OhWlvI8CMdEdtQMvmK5Gn2NE4f2yjCJSjhBXomAJ2ilc5BDYNYC31odCZ6u3f2iN",
-	"G/GIVvgpHJIMUMXSdpi6+dDC7zWl3+e/jYSKF76Gdk1oWm6j9S9unCEbLfoHB8VjchzuRiZDRRGZROUo",
-	"V4a1sT4b1OCpurRFG0eE0MS38s51HTTS21SYWYaMJH052wowUn3SSMXGtRl6RtzTqQVApHdKPjKx0NGs",
-	"6OWCDkGhm/NY7BnAsWEPeFbnJxnMIukS21GbN4eyheKKQ0MZM4fxq9Q+eV5kvAv7rsuwRhxfH8ufB/I/",
-	"U73760Pv/RTq6bIcufzsUqg+tXKpMCmQHA4SaEmtC1G4u3PafzvcHe3702Ex1reMfrORjvbmI4uW6QPo",
-	"o9G9cRXRfYHWPxWbfPi4BRfPSxv/k5nlHP4wvy15KrLOfai5eEQ3ktnzsKWHj6NoOV8SNtS+CHmHNZfw",
-	"m6wVdn2YVWAtRIxNpA2Ka/xvjQQul8g8fGxsTI2GXUeoBaXiedGYN/xB2t/v1+0fdMLXzMy1tjMKpmex",
-	"SOUDLUcWbekuIBWLx8AVwMKIpHgq4AJGaxA3LDSRXKw7VAeqU0IAaeKHKtarYKgWOlljzHdAvcF/Esu/",
-	"6wVIrd8NqYDuYthohR0WOqxvisUcC6bjeKiARU5Twa0vxRFmrYaOgWLbYV7PqPiCSIwoxFPWxmxmHfOx",
-	"fhDssHv0jUPVzYI5Z9zA829dKGgLrUkuEgE1koLP7v3Z7eB0cDuoDULAsW7S5mlhM2jBambjIJq3T6Za",
-	"i6nLmtmWlwsgHe3izFmvDs3el57aHaZdjix1mnydzYNWvdQ+LH2hh5f7VWbKmioOu/YcoWBDadHS1Ma5",
-	"F/J2amEC98izKrSfgwY++7uzL/quzvG71fZ95UvkFixfsaSajVTEzNtRQXnZ3/Yt7ZeYvbcZeetG6UEo",
-	"m9zZJiqA3AGmiOsJJWFzNRWEG79Gay7MTyqmvmCQ6onxuYy58ZqNtZ157KdcBHRjR4h7Yf9sHQG1KxOO",
-	"iH2rf+0vBJKmnrfVC4pKx+9JA1n1uBZzO2vwLF1RdyPsiau27b/04jWiK8wctN2zZc5dOvGXa7/PWVxn",
-	"NXymIOCTIcgUy1x8WcDC5iMWKuWq+dhqsQNmbNx8bIV5uMxCL5aJK6gTx3rCuq08tyKrBgr36CThNo9P",
-	"86UeucW8h87OQoxGPeyZflC7LgUnY4XgcnzsDZFtE2C69hUHolkj+fK5YAli26Jg9Gfy2gqlhY+PX76q",
-	"yWsuIDhvlnx8KgvuxqYSQQbyNDdKfDvxg8dixKYEjhVWwb3+3TOqbG05La647HX77dO3znzwTvWI7VMr",
-	"L8xEqNPzj2fXP5ydhgHIV7dn19d3V7f055vBhzdnFxdnpyFrhleXNzXoJQcRV5FIwhZ+fXP39u35m/Oz",
-	"D7ejm9vL68EPZ6G/LjNEW3NfKJCMVSuzpadGtoh41FBYcv+Ezv/j67PzBXq5dBGGBdNpi+h/nIWZWyak",
-	"NCXKWKomK3EE+8Gkf2lKqUuZ05O6PymhW5OhEn/VqxfGVd6RcZjhCcFRPmETvVSxj1CVCa3DJz1G2zRi",
-	"VuOUlFkV8REIKYMMyLhdHwYXo7Pr68vr8Jn1C59fkNBT3n/qcY0Aaa2YL+oMBlhJOmyjHTZkTU7G3Vaf",
-	"zfSKLAZojffTB41jxmPgq5/02KeTpUulsFIGRSukQokVVX8yWERLQMPepHwvk0TELSbNUKVL5epDjdfM",
-	"S03uRVzlQ+YdEaQ7uMs0FTaVIqYCMB5ukOMIYV/WAp0IpIg5f6mYj0UcC1dtyEUuPmn++FPQSh40xa9c",
-	"DYbSUO0CUWLbMJRu0XZexLDJ4W6kYeFcWN7ZiauU8IUR8b5V4p4dkVjmhZshiT/P1hldkZgdwGaF9O/Q",
-	"yS1ZtZy9QhaBCZjZM/ElnwAfupeqRvjPnO0FuvMOnfGaOXa8CdJAH1XU4QwvKGRNH93hax86oNSCPx9r",
-	"1DjIIi+i+AZ2ePOBKJ6/e+/hq83Nu83YXQWhjXGTATgHDv6qKH+w5mH36Nuh8ogXC5HC+p2ULnnMxyYU",
-	"LJ9uG1DF8S1AXARpZXLNCo8+ygctQu8aqoN8oXlitAPvQp1sEzAMzgx56Kf1rsa3KS/VipvoJGaPBYsi",
-	"Qd3GWokTNtdKW61kdMJ6nW4h8yF21cGeKqy9o8Cf3/K9d7Zsja87l9zCRZwROZI3/BOjzOGQRgJHHuS3",
-	"xAaATkblGHdWwF1zQLV5XcdnkePWUSPkl68HpFgYU0lcp/sAPaGpACu2wX3lK5+TvMCRAy3T/bhMIR2+",
-	"BhjMXwYF6MG9gAQKfsY9HSF7gQ8UBIMcgsAsxxRG94wOKzKJ45qFBP7ssGTb+1QIdWFcA5eOsCm4CGPl",
-	"HO/feOkUor2vqyfYOg15N3Q+VkAJc8GasK6pYQK73sPn6caxYw3qIdDgvOwd1FYUAWucJJW4uqobAp77",
-	"ecOrWDDAX8IqDyOEx883HuBEdgfObRLrxkjdMW7T+mdn2f9NfEmnPrISxa6No1+8PulHIFr6rRE0oJFG",
-	"Zvyru0xL1+PzrB63RebgEhpfGAbXc8wtFbbxqY1s4IrggVhL6E7xUGHiEsh5G8b9wIOtS1eGRhmdXaVw",
-	"OeqVGirsRqoy1ui/F9QUDV3Y+QvslGGfzaKu5wyzc6oPSEqdldG9sEOVCheo3wLBWYg2vvifN5cfSLwu",
-	"FGAiO28qeGz6rkonJS/loreIZprCQqBPlI5J4StiZr4wzOHzb4cDDbYAgbY6bOA8I6+OhopyzlTMeq/Y",
-	"j/J7EInQ6hdZnEIVsiN3zWxKKk5IkRYutyzfqrj8r45qzlHGHUbpsi4A9R0qz6IgrhBurjQsApWuUMTa",
-	"O239hT5UTm7VShg5nfOwwz5oD+aas6WQNTERl03ko9O5SR7rP+35ekNGUQqZ5pb1OozQ/xCCBR+bocLh",
-	"3X8V5O0C70r0ShgLQyZPQRP/03cmAK7QpzhUGdKZnjDCsmcHzGSlsBBIw5ywcC7VCFsolAQIWwG5/6KZ",
-	"1gZEIte9d43df9Vh6Uh+usea0nrFJKh6UcVvnsF06EkGlPWJ1vC+BJVl4tEn8nfisF6YGjNnwJS3aZiA",
-	"/UYys5tjZ6iG6qvCbrHmNVskhoVGJCKyH6Cz5lzYmY7Zd2zY8C8OG63QI9QyAqKFtb2nQdKy3LM2uzkb",
-	"3TO6GP3TrwJGyZUInobLA23MeMaD8kmggEDUBr+9+ZhDpATU9nes2Tv4rYWjWM5Hn2BJZBOXuMUOWBNW",
-	"iJnfUttUrRb+KWmMirVZr0U1hrTCafilRu+/NOz6hWEhkMAVzsXEzXR03zpwrflpzSWhrF0Bk/yKhRTJ",
-	"J3/HxQ9Z84ErFouUfdTCBqz3+vURZpniOr/YstIwmmGj1JJbceSRsHDZsno6X4i0naI7bOLYo4FmYMLf",
-	"ubWhdfnnIWsTEX71z0O0n8ejT/88RD+TFYgFjJorfI3ngnzMXdBeX79+zWhYzMipYpNELjKhFrpqGiFi",
-	"EeekweeC2HteipYKNMGXrRPajMiFDkJjvlAqV/C9NDRP8R1Z/ONWwBa07xH7mnU7xzCDXrfbJWykaKZl",
-	"JFz2bx1tLjxBCtbtdHusCbvsC/TyZDHjLceC4ay+1Sk0Uijz7hzoHCFuyIbqiukWqAaWseNP1siT84hy",
-	"TV3Y/pYzQ7v6XXZaoPuvkda/cgnBN2ceTqB4SHyuPbI2jhzFLwFon4Y133FjpQjYrRybmUy5kh6d6G0q",
-	"RTznKmBGRB32TafXbSFrgLkAZzVk79VYys0stDKkQ6OqDFe5BArvFnjTiRNEDCbaJzl+ZKTnY6lgGVO9",
-	"nNI9HMsHiVGM4zUSY8CMBrbGLdH6SsjpzDCeyHvhwBPyyZIhr9g3GpzpJmI80Uq00AyMooDLYMbZAb34",
-	"nc/vNq3YTCRxG1R/XNp+hrepFZtyo6n+2FABR2W99nHXcU0gJKB0Awf9w/k1cP2jbi/D4qIAV1eefqis",
-	"xviMVsDWPFUvDDvslYzfhjUPX31b/7W/Z466JEocdplZw0VgZZSp2w5tWqQH+FsYsJfZPgRDhUyrGDzU",
-	"csjhxANKk6XxHPfar7p+uEP1Db5KP8GHh92uL4tcHUuHvaHVddehgvnDxzgIR9i9ridVYCKsi2zI8dOQ",
-	"4oMpwAflnrZWAjapD1v5B638H8yIKZWI/4NtHj16iBcY+4OV2Cv7Y6j+aLfbG/8Hbft1wN30H7I/2FGf",
-	"dTsvD1+zP9hL+OfhyyP2BzvEfx4ds7pv4bCIaIlhM3+wY3z1m2/LDeT/rGkAw49wAeIvG0Fp8Z7bBAYU",
-	"FVaAJnCcfwxfuI+Pe/Ufl5eg8FntP+taqFuDl6+eM4b6RXi6DSB7BieyMP9v4Y1e71X5n9/QPze/K0/9",
-	"NbzWfX1c/mfeTuXj8qzzPur/Wfm4OuFeF3tE0tsx8sqWu7ePy/+kD7uvNz+snfOr8j/zhqpf100aeqn/",
-	"Z/XrbbN+/dTgkXkBZy1MunfYZ71O75uDbufbbw+6naNvXGu9Thf+/hZ+OTra8rDSanlF6pvuYSuv4eEh",
-	"PHwJD4/wzSN4CP9z3N1ourxczxj17qY31rK28dqHTzYOd9cfjKs1vImH7zXM+PgYPu8+5yFcBAVVZuYA",
-	"NJ3ep1NmpYjb7k+6EKRivddedjo8ojs9yICKeofFOyiT6fHK7VFKbZ2Ex5r5BYi3I4X15L5gCjd2VWhm",
-	"qRB0D4I8XLh2UedxAm3zZQCSZSsrFDxUc5DKM1uGv/i8doXgxXAZmxcs1h0Wzvm9IKjStnggEIQQZGqz",
-	"TJ1cbvk4EeVC/341G0FZGyGclMq8a21hTwWkD1D9jxmV1qvaGzqsFE+O4DVY0hmdzpTP3OmUjQpFg41T",
-	"3r3vPosvRy8A6JRDJW0rYOOlzcsvk+Le99VfOrmthPQ0qVUH1jBEF3WI4w87bIAq0ipDOUKRKEn0ijXn",
-	"UjVVuxegxpnwdArUhw6h9lD1Wq3+0/CsaFbpe+F0vK5YC2BVlgtmNZbSLpoinsLfqXVpRw8jFL9qwIr8",
-	"CfmxjQOvjqDitOx1CaKJKVwIkNcm1vlS6qrv/Mi+Y4qCr4ospqky1e9l6wTk3bUTL39kSojYsPyFH9nX",
-	"7LDD3oPyQzIkBl7TadYpm4iVSJ3Ejr+AcvH0yp+B5oHTxfS7ibTBUHnPYDbISBsLA/ma9eAVU1l1UEy7",
-	"xQjkwy0r74/vdmscaQRSYRkWH3G9ZU1boMwPFTegpPssD8F+pLWp+pidhO2NQe7PPgNNBpR50BHmSzL1",
-	"ZnWDka0tLdw4mv0IamaklZXTpV4arBJjXEA6VWOGLfEgE/gIGmiRjly4D8N+sZlxoqN71PZSvcrmnNlO",
-	"oNPQLVwHVhVNVIXWhg3i1SaS99K2sQyo++zHtzqJm2a2nEwS8d1bnhjRCktkGziY7NRYpoCpsB/dgMhc",
-	"9eD0Ycy998mwOdd1Wr78nSyJGF/bvCYrCK6WkIlU06Y6+LFFq+k2iXr8kbVZ88fyW22myNDldRyKYBFE",
-	"3Tl2mLEBwRySScetOG3RUlm/7AVZIeyTMZI10dbWbbEpMESr3QGg6dPaQzuZ6aqy9oUmhw0iqLc6rRwZ",
-	"qhiB31RtQkAm5QuIiJGge/y2ulA711HtrVM9EU97Y+FEIY9yIdiFgk1Fn4QmlGgzVBQBJhUCivEUnroo",
-	"g5ZjHJgQguE/vBBHRm0P1Zubj3tAc9/66O+s5rV0eHTOF1Gp0jXnjxcYGtnoHx6/Qqbj/+7VhXxkoY6e",
-	"S5WcgkFjqeRvS+HeselS0EejXTlm/pIjXX/jurJYMq8ZcYwHcxKRk7twbdOSp6CaIXLY7TAH4ewg3IoS",
-	"ANzKRthnX35ZIbHCIpYjQPcpLXbp46yWRqRMxi6B5Tm7sqPu/g0GjvhK+1K5AhVWk6XMhzIHTMYUG5Yk",
-	"awZSiTMskdmoAuF+Uq12gJ4yqhTDmiFPrZzwyHbmcThUdGbpEDuITUISXDpQRcLwqHdBwjUOtwOfC5cd",
-	"ZTdCQDMMfWmecgaRscpoup6LhjNfOK82wLTJKUw0R7lfKljBQmhpKxgqEAqd/uB8xa4qIEq6nUjHIpPO",
-	"sK7CfGHXfZbyFeH5uzhgZIHkofILvuBrUwhBxUhGFPS1QTPkmCpM9L3PaIhx+WER8yQkVJUmCX7HXZyM",
-	"iKlUQF64aqhycuBj4G3dzjGb00VcTA2jpSxn3g0VZSi5WnagsVid+bEo4Yy7vDngaysnCq2Gar5MrFwk",
-	"6zaPY4rhwn5aJx7qU0i4IoOnXX2osLCxUNGsrKfAAU8fRNrG0gq4bB5fBheYzOmYxNXsHQeHQa/FvmZG",
-	"PZDZEX/mqm5FK/x0B2RYBf2mzFFrYuEJsqO2wpFD+KmpHGFnwrhKZkY+CBb+kuhVwGZyOvs1HKpCEhFG",
-	"tgFfnbd7Lao9mB/rEySKhCB0/KsoI85FOhVxh12V0XkIZQMbWM10UgDxRfmELPR5PibJIn41TZazBBIi",
-	"Bow59FERT0WHDWgEbi9CUJOcSwbmFWIqlJ+9T45KsdQFjE0VS1zs8Bd79clVqYIvnrHJdYgthQSBo2IZ",
-	"7V5N8sP2Go3VS2HX5fwFJYSkMrBfQllXNRxuC6ocBAwFcWPwcOZVSQjIe6ia4UqNuiHrdBj8Cw572AoQ",
-	"37+SknHCpEVlDHd77EWTtMPOEdJM+4h6r5RTDEYetOlLqpiQTidtVIGspapJHZjQlSdtvsMFxuDn2wzb",
-	"+SK04VEYZA6fAv8D6lDJGtglj0RM/POw222/POx2qVALRTHk8y6XRHmaCMv09rxC7d2jb0u12vHvJ1NS",
-	"MuHkqQgqqu1vdmfwT+QU2a5PPfdOnLKhZrPMy+FuPEsYwfep4PexXilfQ+zZn1VhkaCNAPp/avqu3MuW",
-	"Qi/7JOsLbqqIclnANZUuCRoYkpGXZamNun6KfThM7lFN9ZmfiEZBbMCiK/vXWcmbra3pcvgnGnZazpaY",
-	"ys1CNWb/AN+Nbd+I8L3K3ZjB1ro66GiO81rH3nw5VCjVBSxsrlmbrWfcUvAIRY70WJvNWj7BkPgZGhcx",
-	"DsC5ckPF2mzA2qwXslhMU0GnZpIKEes5sjoy1Hro+aFydQFvDw+aqt1r+bDyPWHeq1mGbvVz4ixtdZGc",
-	"njoaOQzL08lpXicYLThhd26Pk3UsP1cvAkaoyg8it1lkWWapiKxO17UpUTXG2L2xk2+yL8jghrbg/Rkg",
-	"2gHwbqpGxWGyERagDOuMxVWr7L6yx5uPVwh2VFebMi+rv7OwnC/BTyke6R5gzdU7AoODV09W3HGGESo6",
-	"sLODcrGt/PMnSrdnIQ2FWgHIn24xB8xX3fKB2XlVqrw+AGeeBxn0OJTKYVGE00tXUW9dQKxx+g4IYYET",
-	"ZIxl4tGmYu5tdc3Qz2CEePulOu6MJ0lr712v3lA1u1/uax/Y3IVO7e5wdldEdsGnIng6rP2AmqxPW3Q7",
-	"NXJom/EemyqVN1daRmXsQEAlYBdK6Ftw6dCadiRKQJdm5D+oq6iUFdQM3QhDl4zjP6IbkCdJblNwAz1h",
-	"XeYLH1CFPtIan4mCIIo4Zf5QBhWO+hSPvsPUqpqscVNXgRVlehcyJQ3Zi/q5TTJgNcI+qOZnV4PRdLQQ",
-	"6egCXjp9V/6z8OsJwhNzZsSCp8A1A4qonAkeixQDp0nnyHTIhXvcKdhGUSEhzZEMj52hOs8tKXiDUvAt",
-	"vuMyemMRyTlPfI1k0F1++br9ayyn0ppfOvTfX38R+cNfw6BMaPjYZ9PpdKjyLGGyW/RB5aS33BR1CtpF",
-	"b9TtdkExmolH7gYCA+g+9hbtQ8yslmoS0n9guGsswRkqrsKTwlyGSmnVVmKKdyJGi9PoeofO69Pr1jve",
-	"yA82VHalyQmRO7jQlt6qQDePpeLpuvFE/t/+WX/VLGTz0HDN1NHunXI11y/4eBvUW1ZAqg42M9Jp/AKU",
-	"foNZBj4EcIEA1+S1IDMmMkoPCOU8Tm9uPqJhEPmyiAt54I5Gm7nnBQPJ0BtiWLfV2QP7fOxKoG4Tfrdn",
-	"cnthrag/ODMqmQ0QiXiUQy6OJjodZaAK8KMSI+BJUo0cotBOPApa5urAs6E8nUn+0dWheRoQd39Y26Ih",
-	"o37rfeUbr9XjmSQoiC+pLFno7inw3K2ww+9LsJuKz0WHXQhrRWoCYhImYGEHTv2IvI9hOwwoNQGrI6Iw",
-	"MlQJfoOoZvBRjp716ohFM57yCJpkTWkdLgFIzqaKXuoOuPNQNfqNRWLah93DV73e4WG71+0dd7ugnXPo",
-	"DIb/z18G7X/w9u/d9utf8392Ru1f/9UNXr38/D/qmMOGHWwzkkNts1G6jFs9KRh1TL59X2gXKRlFaiwi",
-	"RkTLVNr1DbAuV51D8FSkg2WdujJw2fkbafisJguf3FQhtKRTFw/TZ99j8y58G1/3OYDs2pFfDnzospPQ",
-	"ykohreV+TnxBKvpE5gEqHXZuDUt1IlgzTAWPQ0ZRSGj2EWELb8RYGCdS0XMqZWfZnK9BMU6IapCvI6wu",
-	"jj1f8pm1i8bnz1SjRddg2/pKKX4ilHa1TJVhnF3zOVf5XY8p3azgE2lhzACWsCpUZwEKObsaBOz03QCP",
-	"zenVgDWnBxcUiX670syh4tD978CHx2sSFsk82KcQhq++ep/jPDdR7Il15G2hIF+Z1ldf9dm729urg16n",
-	"x76m7DGtGAi27Pj4+FVAfm4uFb6GVwn844Y1by9uWK+Dmkev8zLIm8GqWtVdhnayjWZh2yamHYnUeuYA",
-	"f9+LdeiCoOdLCxoJ9OH3nidG+xQZ930ihbLtiFPOyVdf5TUFYF7/EKl+/xO7Pvvp4PrsqjitY+rEVZO5",
-	"4tE9Ew5H3XSgD8qhwHVGLKiFiOTEuRrDQkm2kI2FM9FL48AppDUeSwXDFEhswN0qBOePBXIH44BHMX5B",
-	"JmiQRp3bUKyE3+w+hmu4AlYOGixkTfhMT1hYqAYMLLdcTSbETQyRZZ+rifaPKZY8b3SRrItN+jKt7vNi",
-	"OSfoo9Cce4IgFvRXKyBHbKmsASayWMNCOF+hK5nr4esxhdNANyXAe+zJF/1xI6mi+MI7DqkYUX+KVcKy",
-	"3/K3T3xCyFjHIFGHhUrIOA1foixkTeffJdcnYuaBOOsrxlZXJqvdE7Jm6GGtCvvhSvIUnrhaO+hrrayx",
-	"b6dS9opmWC5mVR5Hob5Upe9iAdCwpvSla6dOuKF1rNYA8CSU0UJ4Qv6LnFaRKCgG5j/+4z8Y/mm8MxgW",
-	"ljJ8KZsGwU1ozVO9tM7jh+4u71bH5yZgq1Sr6VBRqhipRY4Lo2MD7laeYogFarmONqmbMCc7L4c4pP02",
-	"3CUwdxY63/YbDbcIYhZijAYiw0E/LuECuB4GM8eC/UG8qppDAa8ddbvsj83qgOyPUsnWLP4StQRWYtku",
-	"qnMDpAkPTosVe3k/uHh7ef3+7HQE/Nx3Mtbx2gNBIZchbl/68PL07GL04fJ29Pby7sMpfFkCagGF2yVu",
-	"ZYjrxqMyliyYrtWjba3+cHYbsgMWnp5dnN2ebWYLP6eTwtDfXHr4ryeGXojwcGERY4HJ0QH5s1ii1VSk",
-	"tAk+MEv+TrleN+8G7cPjV3kwUgGR3A1rlWogXVuG1TJ8DdJIedR3H24Gb89GOPhtQ+ZsIaN7rGs0AVkY",
-	"4cGihBuDIZ1L5TBWis7iJNGrRBp7AuuGuMErbph4FNESFL/NhSsUBXlq6dxI4BDwCdqtYd08n5wmeszx",
-	"wswGIOIWoyCSe7IeGw1HFkZUOEt+H9DBGS8jwcQjj2yyDpyFCQ54sdFKFZ1sEXxUA0+ndGjyVdFGMPcx",
-	"XOLmHuMg23IOQgFe5c2wBIjsHB2hAzxWIB0aO2wAKwQV7Ltu2Np7fW8H1z+c3d6M7j78+OHy5w/b91or",
-	"0bY8nQpbitd0RAuyj9IMphTxNAcyMFleZrHrq8HtOzx3g4uLy5+37aybJrnp+3gu/G5zO8MMbeenCHIG",
-	"JSjwL+x80uNEjkM8OqlwoTdNsiyY9TyR6t60sm0gOsGNhAtVgyT/Ziaie2CvZHrias3GMJPMjE0Eh4RW",
-	"nJ2rXTM6+5/nN7c3z51bUXUlisVaCRs8pomYCzgIHBB38Yyw3wsM/CUKScxBCDfEjKsKN/Y8/83Nx8Ig",
-	"M8MyqsRuUG9uPjJEoU9ADxRxHTAfpkQQclOynKvarrJAsx39OZgHlM9KN0PRxkXVSQiUgTuojRKaVUYU",
-	"BL5Rd1FhhgF30RaeGBDcApp7YRioxEBCGPYFBFQIpCvEhZPlsIzcAMImPC0CdZD12kFL1K3QJjzj0ysF",
-	"CwVLtLk8lDnhpGaYUmYvdwAlNZF90jhgMET0eJQGTn4F8t3FlHn4RvEgFCxhEVWcrq7ERcb7IDSg1wxZ",
-	"HT06ZeB1jzmZubgxdgwXnjXtSteFhFHoUe0IDTPLObIhqwsh4Ifdo29aQR7yhDcrhhYastli5GE1wqkS",
-	"4OSMXGVwNFwRH1ll6vBRC8RjIq6YJF5Vk3NBIePFfAgfpY/RPMTG8DtD1bhhfqFPEQkr6RXlAG+tfEQ6",
-	"vPQSFIdiiC7flisTbBA4s3oqCC27CiBCpF9JzMpTn7BVeKPif3VZOYXxHXpvXZPqA20cMgIW2CJ/smY5",
-	"OumX3q8dh83f6rDBRlzqNtxTUKKREDcRRfslIETjU76wQgUwE1UKSi1fwec3N3DWrwbXtztZYmQeiMuU",
-	"eeNckqhRy9nvrm8ur71cmzecNYlgTiHeGSTm2GWqNjQK3EuQ+PmcT3MpokeC4uDu9t3l9fk/6BqvM59V",
-	"rXQ+5ctrF054qDfZhWT7wzEgAnZBG4GjdMKijXuaJB8M4G8aIdigBMXZOmHhzz//3C48BW4CYnDo+3RT",
-	"fAlTfHt5/f356elZprCQMVIaRkd5vKRaXGj1yzPVshIYmY2PNRGZD65/akIrxplP3WltR7tNBB77igDn",
-	"d/li8P3o+uzm7qIkbCR83KYkOePqSoJeUFAsFjxFwPu6S9GQgwbWHJMv/NWe63VlAdPFkBSVq5JaBaIh",
-	"yMukPBdf+8/L7zc1sHr0pqeBkvsZa4WjKOMtmt7F5eD0rNARyWRSTXSIfkQSZ7OiXL6VY2zl7Pbd5WlV",
-	"cKUtgnkhvqdBelAeVImq9xBujGvrdT6im9vB7d3N6P35zfvB7Zt3e8iKIRaBnYqYeAFPo5mkDKGi8Egj",
-	"IQnAqR4O+QGB2bZIQieeCaRrPk5EwIzwJ1VOZzYfwuZEBm9uzz+e4fj31pxphU/ov9yKbJDk6Nvs5Pu7",
-	"m//a0UW1fqoX1n23zR34rghFsoE4h8yHKvbSb9uO6ic9xlDU7GBEM66m8H6YLWuf2XQpQkLi9FeHQOGS",
-	"2CwRNKKIsPAaPmsP4L7vs+Py0n+4zMXF67M3l9cbdF2c4IMUq8omwAhJz6Tp8lgvMD7A5TygdjEjsUN7",
-	"DlKVJlHXxtiU4tj8uT69/HC2/Vj7UJX8DpWGhbTGcOTd+hOtO2xhNzp/a7iKWdoleAFP3WKQItpvlYZ5",
-	"825wevnz6PymSMFXd9kCulK+hVYcX/BLWNmPi8sffjg7Hd1cnb25vR5snOdNguvX3piIa9tO9LTtYlvC",
-	"3ARUqJO2nLNEFryO6Mqr7sLb8w/nN+9KSvZ2Huq3wWudAhNXmoTIWtyF8jICVx2dfxhdXV/+cH12g/eQ",
-	"P82oTpC2uvXgBk47uLq7DQ8qb7ktwJPp6KHuOKG9t3Raetlp+RbG6Eybo9vz92eXdxsmTrRCehR0nqby",
-	"AQ04ID2T1S2TwzPno4wT4ULbmmF7Zu2iDa0gBKte2kI0+8suMy03STRuYm/NokUZWHURh95qfe+7looC",
-	"nrBYFXX0yWhV7o01fW+9Qm/ZMXV63UQkSUE3c7ETjFPQK0uBDzfDNr3dnkvVRr9lPhXMukNDiDkwQSVk",
-	"I/sQPmpPUx4VP4VxbRVyuBWepnovyUj0X0hWt5eXo4vB9Q9nJXuxeIwwx5wgBBXFgca0GycO2rs6d54Y",
-	"3Ufm5XGgCH+KrbBuQgbKlX84F3Odrtl4GU8FbvKcP7b9r236FVMvNDFIm66BfYOwA8Pz8zl2JtWsvPH7",
-	"s9Pzwej2v67Kk/KQGOhDwExroSyl4lJLCAOUl5j46e7s7mz09u4CbbQucTeLiks0KgiWg6hJ1SIc3ioC",
-	"a7pb7pMek5eCFgmZiQcDbu1z0NwpO/ZCaal0AvuDLVXupSx6QsqU4J0iIClaHt3DPCJR7h8RWbPukEhu",
-	"zq4/nl1nkgHcB7lrOdJKUZgvLYbbPzw/+W8mbLnCGWNB8eCsiT5C2A2e8YfCsqAxgBv2iarKgSC/EErE",
-	"rRxortB1xB2ehQ9oSuyMpQKXIksEx2IUxt2S9E6I/uqaHQg2+JxH0sz6hBEk2oi486ROmYHAZ+eBTsJE",
-	"2ifOgTMsIXP3RAMT38ToRtoC+cEJyYgT6cEhQHXbObdjh6u6eYEuRIoxKYiTkmuUWZCs8VllTi5ACjCW",
-	"r0XsjgQwiWPgSHuMokx0t5fXZ6O7D4OPg/OLwfcXZ3WKLxIPFuQAkeRKGztNxc1PF0CFqC5hbBzQU//g",
-	"4P/9//9fYSubBezGmJuKFwgLL+Oq5fFmhk018+6F3IWE5Otrdsy4UwS4u2nQToWYuxh9nUorslJoqS+y",
-	"kVlAkDL3FWqrC3fovOl+LCBCIpFi9qLHEy2t7bu721ssn+O8EYV19bdzboMpXd6kiMokya7vJ8Vu16g0",
-	"bAz8xg3iG2JidQV36nSz4Mnz5Y31cMKwPg+tKYI1clr5vqt9F559uLy5egOXCWxNG8sMNMOz68u3NyFW",
-	"pUF7wm9LbTk8P/3p7vLWWZilzYrs0XZh50doY8ZOgHONyacslasYw6eijY9rBAg8FZXbs9Y8Ie3z1B3M",
-	"4ENjGvDZKrW87IYOJSr7GvPUke+zpcKCFAg4HaPffpDtf7GWEFnCs6AfblF2avLce5F9lkglhgq4OYaZ",
-	"Bu6/LkW7x97L753R1iwXTk2yKVdmIlImVKRjyjUcqoWLDvF6AUmrrqagw1BAj3zC1yItupRcPAFWZMcz",
-	"HviECIxuamPR6qNuN2BHL3sBO+72YMuPu8dZ6MLPYgy8/0EoZAlD9ZUHXfZYoP5yDf9n2wWDtDECBe2S",
-	"xgUzOFTYHNUckVVXqvJVFvY0Q8ciekO9l6EHeljv8NtihKSeQDtJOQTTxVZ1Rn0Q/X2VGGCYrn534ILM",
-	"XQYSwarAeSVrL8KRSIT+0RWhnEdYkz/RUzJbOVQbDPNy2+5wfAPPD8V8kWDpOtIQA+brFQTEWFDYJTgR",
-	"DCHRS9vqsEsqBOLM5IXNpW03m5vcdOMobKy/+NHo3nI6rRKEAIP3HogWfCE7az5PQldEvhKAwfOiMz7I",
-	"pfQp6AphDuPi5UpuUBfBvt5cXt/gak4mQK6OETiwlLAd6dS0dSqnUoVskvApeqwpOoweQ6/NkEIW+wcH",
-	"M23sL304MhjPb9g41SsDM0WbEsjo4VdOllTLJAkp0J5lZ4ZbisltLxcthzmMt3oWI0lrMLg67xO2wCSR",
-	"05mlYWS+M7KcXbqBY28DpI82RgvpJKPs90gSwGknBK1MW4ZyG/f+eZoqmwqLtXtd85UWB0miV23XJ44H",
-	"uRN92wpY6N6gHj0qGnb3wpsKjYu7cq++I7ZEUVe4ee3b9QKv2/LZrFjWBRKDZ2ocVxAX0AjrIqTa7/lj",
-	"ezAVffaq2w1PMpnJcQ7M4saxVHhFHsb05PyxE/G40IZglWrGW9IlHFJJzXorjUSaTyjj7MBPMgKgl/FY",
-	"wsHLSQGe97Ndw7HgSMOWg5XCIwBnvrIEGNb5kafrPnOTyjhv2a8wVJeTib+mdvtB2NvzizOCESoY2ghO",
-	"BDnXArPo0fcRog/AzPjh8asmPmvhDQwU8R+hA9ZHNPs5cITWCWEXlqosONAYNGhMEZOF3BjWiGSCoA/Z",
-	"ZSqU391nBFK7OoJ5HHdIIabCh5SiquMhBHKnSEKmaqPZVCiMko4ZBdAaHMW6kAjScsFtuBx/5LygGNkG",
-	"vzsvi9eJMaorKATthQcusQuOUIXFIk1WeCc16oO4fbso9/QJZbtWNNxu7qqXGqnvp210JCF9xQbe8xcU",
-	"BBudZl4Q2l08DUfdXtVRl52BqiMs2+BU8GT+3bCR8jkn4IZhI2TN7EPkB1hvHQWuEZFCw8kHnrqoeq6y",
-	"5CTLvXaKGJy7IjMGGPiYhpmOfXKQDw9MtL7HiyHz9GRsmuQJsprkgZcoCcPcrdYdWrLi0rjyhzuddm4J",
-	"X+Ksc1/gHt66wi3uVXpQQA2aC1yINQcp9EEo4BkojhuP18GMiFJBzHcPpuJ6gIOMnGzLldhy3ICUcLdN",
-	"/cr1jDwIG5eEk39LHMuHiqOaKBUi5VquCKWqw8Kb8x/e3V2FLKV4VZPFSfX9nYrCu98And47lBHQDOf6",
-	"QRBeHuh5Bn9G8vYGcWpC4FGh4jqJU2Zd6XxNPk2GkAJo8SsI4aiPI1YO1ZKgi3KRigepl4Y5ngz7AzOb",
-	"6DRyAUMgSfoYydaJQ7RyJSmwd+BCY7gnkknby2Hodg5jHZmDPMWjM4/Dflbs0TjdDKelxIrmQzDyFPxl",
-	"WU6OCS5NK8hABQnGEDvHdmifvHf6hWEhXRAyL+mH9YSrlTELmQJOzC5WpgyzQpR972XAuAdyBTXDQs0n",
-	"UEY9AB7z5XjKcH1UbRE5m0NHnPgYNnJDEa0WM+PDVqkSaFW615PsusbLC6/mnzMPSinsoPQiOSCpdJmn",
-	"huplF3pJQxqf8HNSPIPuHl3xlCrSOZF1qJyKZIrGSB7HaDt0TJADP1ug5YHkfZIobi9uhuoqS2vZcfC3",
-	"5aqgIqdABpCmmC5CCTJkWihnyZywwcXVBxD/gajKGTMOk66QbZMtIvJGjgEJmYUTGkZFiOSqoarmxABh",
-	"S1PIpOlj3LDEyqn+rDOYl5wgmQ6Vw0kdZ5omhc2+GRh39h1tzriKzQzNKyrO5EYYMkwCLoSgwpC9PPsU",
-	"9zInyLExJcobjbEsF5ld84HC3+usmijMhcS73GA3VG47XGWtRaottRiwN8v0Qfzj/U8BIzCocj6Pcabd",
-	"XqeXUYvDgMgqazqZxmuJVynGNIslqhXwE2ui1okCOeXpUl7fUHU73c5Rq18Yqo+7osRuK1QEmjAFNcEz",
-	"f/XZ9UIEbo0dXRh40V3o7jLHPAinXhfcqA4FgtgDmpIDEl0dHAq7/X/+74D95OJKfXYJUEDBCBqUa1Ri",
-	"Ro/vCzaOFfcNpGq3B4jFjWZsKm8jhPUQWJ5caPp5PWWyY9JNyOHiZq7cGH7tmRU094PGEslwM+IzF4PG",
-	"Ip0kiKFiOuyDdkgXlt9jNSqKQ81OgytT1c+kHBiYN1e4q3NeTHhF6EnBUzrjEk1pmfw2ojUf4RcjDHnp",
-	"sDAWi0SvDxYZrRzwRKTWdNYgDDudBB+5UjPEiecZEZ6KBU8tobB4HoD4rxOOpUbJSEHlXIrUlZ0DWMsq",
-	"uQc5vWPlIGkKJ8cpAecbnbA/8FXPKv9grhyqW04U8+qSYEpRw2TZyGKATR7p5KQAnkOn6Ym7hzvsj6zc",
-	"35MxyLsq/+ViIUcBfyES6wJ2WdMHeIYl86JUxgpOFdD8OcgcApklZ1BfUJDV1hP0fqmy8d0VkaWSfC7O",
-	"KS/gB0twI3zl9eIivMiXcrG0lQC9jVKGsEONoGGlxYzpnH5LtymeqIyYMnprBI0MCafR7fQ6XYcIC8pc",
-	"o9942el2XlLG9QzTjungwr+m9J9yKq03pJL7gqA2Zzz1JrjM6oirEzhIUukid7005DlL5tcxfL3dDdQv",
-	"u2+cf0ZaqmjkpBgqpEq2j5ngqR0L7kw6sUgEfZGZas1saQ2LUWWKEsFVsiaF33WBqNo6bwiNplnI9FCF",
-	"U63ECF38voRryJq9LpKhmQEZkUQC7zmDfx86jlJuyKTNzVBR9fgAbukpGiKy7BruaM2vUIfdCoX0L+J8",
-	"WGSDpWXAOGvUsvDEcLbgS+MKUWbr7JQFJ2aKlVs2g6dyiH3D6NHA95B7qbhhMBFYoinV1MLnL4zHnaAl",
-	"hkttqGZ6mbroByyZz43NR+zLH+ItQEXPstG9QB9tdO+raWX9mBf0g8mRG/k0FcL5PNx5zMOEfP3/zUr5",
-	"rcy+7JQ5EO4xPR51Cjinrs8O+5CFUzjjCSqydZXsUf2hFPVMtzmPG/3GD8K+xdOENYTReoZn7LDbRfwb",
-	"Ml0iPNkCe4UvDz45gA3KR94FckIdYPL7JhYFuVu5O5x+O43A0xCAEoUFsdxzDDPEgtZH3d62frOJHNwp",
-	"7pQDEcNHx92X/7ZZlbJA62ZX43Pul6SWHT7jok/NHVDaQWcchgEW7LA1wNbu5FjNVjzH48FG0dN62PGQ",
-	"BbyApJKjLNGc8DLavdan9CIuCwFGUCJwBjfjxDCfiuWozvKpyUE2Ec33V/jaSftbufwgWcHVftjtFnzL",
-	"XmDDnBjWPOr2CrXfKwqZh8rdjHMvW2e2hb6jCW2o8MMT5zFKyFTPzX2rg0G/dmkItjsW05THwvvisPAG",
-	"VasxzopcdKqF+j50wAv1WH51bmnWRGMU6t1UCJQniUuVhxfQMDMxaxX5WuxowIE/0O98AtJGtExTFGN5",
-	"khi6N73hBFt3qRsEbFMwoQGlkXaC0kaaKt0nB/pkmSRkI6hzlxM2+tpYhEV3rvPA+czF44wvvUuk4kD3",
-	"MOJUMzJJgPOTyxxv/JlLj5hIJeE6w0V4li+dl8YGjRJghJqaQiYpKEhwQzIl7Eqn92yONXddrMawkW2d",
-	"6xPrh5Yd/7zk9neDPDbDRuDeINeaVpFDlTd2Gd27yZJxkq4GlxKJphxuMRM2SbzsA2pNAvc7JYyQ9T6z",
-	"XsKhWMB0lwvErLjIIoQqIQWGXA1u6Mfdb9DEWh98gYl3FMbnOnIcCC5dbyLGXGlv3uN+C2lL4Pfj7jfM",
-	"an2C1hce58I5vtmnfIzZUk1pZc09ClFc5uEqlBbhVhdZRR7kathUWHbUfY3T2AiJbZ34I+hCloG0VjzL",
-	"NCjYwlGI8MILxaZ5/GaygOq07CLNmt5UsLzBCV1qGDwL7/Jisnk1tbTYI6W3onmdG0Y22twnXwhwCX9b",
-	"8pQrK5U4CDFXTaTkLmAhOYvggJOvqENHvmMfrTc/EgaHj1p1/j+PSu1TbZ3Hw7mlYWKYEkbe54wtjhzC",
-	"akhhoAajaLEsqcWVNX2WjxU9C87biM04FFGeJEjVGVvLUn5RyS3PFmTq1JCxfKgcr+4zfV9M1U5GQCQi",
-	"zuIYpdP4ZeyOQL8ES0P3zjiryBK6vQ39qatJa6H+350NTnMLV2bIqIYXAvUHhQplfO5j5Mni5/3GudOZ",
-	"MNFzoxkpHErjAQxcpQZC+sbSKiW5MfA23HIIJBzIvouz5jEb84SrCKECKSgVRWdK8UpdsYM8monhXGna",
-	"76jZTOLNLvL6iNCIL4ZqW0RoAYf8+BVqORilpSfMEDqOY9Q6HSojE2yaXJZo1Cl0Q9zDnbB7kTqTB1qe",
-	"KWKSSqpwDFDEqhIEj7woyhj0PvFmJVaRniOeckxRnk6eL/SaXVvQvYgpjtwUzat5WCsGL2Fca99l3mhV",
-	"ufjQg+e8J7noguQxVE0nVuO3rcDxdHYvFrZNJrLCwMbCroRQvhEzVE2KoncDpEZO3C2Cbihy0+VWe8rD",
-	"mXEVJ+hiG1QCX9GPh8GvpAasyKNDBp0Ui2OwOWVyQ9fkcHc+HHc1+tRpL+0pDasOl2CpJ1hcrNlitQ9r",
-	"8X248bb6jOcbRuHd3BJDspqqVKFm7xwNBPbhPWK+NzVlk0TruOSzUJpNuHFVWpTz9ycaiGSZUrF8EGOK",
-	"20BWMJiqnS1hpG7IuAPFo4GrRwcQCyW536juIlo50AvgvfSxJreLW6pUTJcJT8uHDbbeb4vLe4B1L8VY",
-	"D1UhyDoTzJyjC4THtV7mqRi4jZjJnS3wFNV6xCGpMBk9QeC+/IiT/YP82gW7vhe5K6yyqVPHalrOfVI2",
-	"YqGn4bj7cqjKEemwglksNnFL74XytyqKEihdBJ4MSFi6F2Lhds4zER96g6vm8AhfMoOQpK6oDs7ohckZ",
-	"CDBi8eBkAipMZBifa0I3qs7fnDidgrgdIiQjldYHwlutA+o524Nsuv4wddhl1QaPXtYCp1skcOe8OipG",
-	"obgTgSXd/PF8RcJt8+hlz0FNtzpZPg1Gq2AshhswAjCT6aWcpLOZO5Px+6FyyTNG53Zjm8roHpUD7vI0",
-	"MCWOZ5SOseVY8dIZmAICS5JqaYXZYiqh++qvtJVQDzd4pW8zmeRR0MvFl9tC/oRi75AgG/1f/vU5KMNA",
-	"/vLr51+Lqv+FD5QgfZPHEv4q6P1OzSedv5AAjQio2tRp/kQ+BEqrJyzM8G8pJ+3NzUfWDK14tAeReQgD",
-	"dv32DTvqfdt1QYkZ5y5qr4joHFDA6NrXRSSxsQTqijjOiCPrkJ49ciz+myrJjzjCsp1dDRzKs0N3BpW+",
-	"0hrZG7L2XGk6h22Zjco7rxyIMV1/MPMtnTNXkCwHZM7R1xXV1RpivireTsoXg0NPlrvKssKgDhkm9110",
-	"2Fs4NQ4fFa0UjIHGWZhX4GcU+BEG+fCCs6tBcPpuEJxeDejbd1cXb9qHh697wfft3jdBr3t0GAS9b3ud",
-	"4+D1YacblN86pLeCw+7hq3av1z58edv9tt877ne7/wjgcaeHJcLIIo9BD4iDg1jJcIVjtB7lZDo9rqCC",
-	"uVRZnEB/qMbrwioTn50CSbs4E26xNKSc+JRrlooliTHCAWi3gqHKLTsVhc8BQZV3j0wAQxW24TzgwNsO",
-	"ACO3UbwCnufKfiGGUyeLIHdTHioQJAgmfCHSKiH30YtBHHKDKkFogKtpkfDIoQvkRRnhqLGmzyKUioXu",
-	"RTgQJAXalYyEM/2DfiKNlRGxaN9rXqIShX78gHIRjPfedYbqGmdjSmXtxiLbTTgWThX0SpFMnXUKjSXr",
-	"oYJ3YCVYk7NIp6mILOYTtGEkLJsj3JuEL0ZFKCQIRoXR00WHa1sZjENl8DHkeYEvRNImmcz7I6UHXkAB",
-	"wBVCCLrdrmubGOURey+/d2XeMECmwPbJ72xXtJKGaoHhjUkpcM7SQCNwNZW4hWs2aaFVa5kizeDsSUqZ",
-	"OJwOLz1Y7exmddfglTY247hUEiXDqnzWNbhX9YYc23x3Ba/PQcNz/XJPVfDuEn61q8L5l93o+VpdLi3I",
-	"W3XX+s8UlGZdMglle9GZqhw8F0Kwmq2z0rSZQREbcBJB9290dNShmvwZ/JI9sUs6m+iUIPNv4GKSro5S",
-	"YDHpCKH9nAyRbdKXy1NH5Ft6+qO3Oh3LOBZYMufo/2PvW5fbtrW2bwXjmW8sfaVky4mzG2n6w3W9U7c+",
-	"bUtJ29nsFmERshhToEpQttVJL+q9hffK3sE6gKBEOU7q2MlufyWWRBIEFhbW8Xk697jiTC7STMaDLDuS",
-	"ObLOPO/s3md4rv/pWMWJHNg9ACmwf7z/4kNt5uNxMrKmdB8D1xsPlAuyCl2POM6TyotNAyc7izfqcTqe",
-	"vYIhz2Rkrn0yGj0SntpM0cBvNeKiKorueOVW66qsGgwbgeVWAYmTd6UZ5XKm7krHhro2Hyv6Solwg0vC",
-	"Nti/KrIZ6mKvY2iNR3LsyE7eo8BAM0I54Ht14+r0cVaIMPe4gBMn80lcECdPqwVzdyUVS+igteLCIRGH",
-	"KoQhYKyAw7RHYgCkCCQVautWo7qhbjggY/D9nVVP4NRLNsQY6iy8YB88vrlu1fnWn9IVLR+yRir8esA/",
-	"ozefP95RdbK6ro3VxWu2UVNu30dTFirXMiXRfBiZPlaFhBovypX7E+1JN0KFViTb2sJrJRsWlKD+sTHW",
-	"ejeQ4GOnVasbF9LtCSQJypW4yKH6/2IR6ipNx56I2nr2Ox68jN9KORcmdK92VYe6hDiljJMTei2UBpzU",
-	"UTYjgHxCQQ247b1QGjAcQs2tmliw1HSwrl6KDetg0T2AOnpG3gowgsvvguFply1CTFYalLoFloVMM3pr",
-	"rugXAIup4lBDmACwuKTX4FCFgwYXlDNx1UwU1QKGGhsQ/CAmZdvJ8ucqsUoisIx4V17Jq3hqrO1pqlUv",
-	"R4lB/WI+uXKxj1qnXFhi/kyxz1PtX/tefESitqnugvfsYWYiq41+UWaeuzN0LKbgECYFqwlZZFNkqYf9",
-	"6VKQJSpxqKnxkqojXEe2a60hhmvMXd1iDMk5t1rdkNLHEhWHbjfLs2mGEoofcY1zz9t71vNm+DgD5XhC",
-	"8Jfe7wFemVpM4IY+gPWyqsmzKaSTZxJTncscmC7LiTs3osdQoMwNhjqnoJzKPnIOnSvjeSrMDcXmeYbS",
-	"xTKqGNUXwzjcy/r30478AbKmq/NNxRy8jMRCkOjLwG9/ci+VGDHXhN4Az4HudgxuyZgQTTg4YEWBClDh",
-	"W+qQW1P3QInaewF2YcecvenQPmg4xYonopePAd27yIQqG4IYoZRLz/0+f1TFLmNGCwnTj1/F8xw4FTIN",
-	"1R74dJ7HoVtYKtyEWKdA49blBXGyyzKOWi2YyfiYztuPDXDcGRXg+1Nr9aNHJTIZc2ClXgEvoWo+YVjB",
-	"OfINRAOrQrAz9AZlxpwOCbXd6wGKZmT/TZDQBroowGBhmLpgJZAQrDJNBKFeIYYIllgXgjoKhGAdbr+9",
-	"4yqsvh3YEhy960hapyyI5vix4hbbLx9RClaUU7cKU5hU4M96hOgG1d2hlhcZAaqj8muvRXFtVHBUm8R+",
-	"XwVnrcVlRYQ/hlmFaBaxAq3g7jxk9a5o1Kht6P3rCYm1sZ17lPc+UQzqYyyz3fsI6mstr2WCLNufQbTr",
-	"GOtzKw1ffMA3JlkBJ1vzbnsQtRQKiLXoa8jjYjWdZXYzMnQXpRLI4mMA0kKCSYg3LNuw4ZyFQgRobvEd",
-	"KAJwv1hUEN0YYdXr8sYW88RkGuPT7gr2ZLDIQEGHskv93MhF3eG7b3/Xx9f+hGcgPmF9rv0k46mCtqFC",
-	"6Oym/dfRs8CG+D4YQ6iWssohEJI8TigHZR2J84dWqocG237INob76LmnVgT9IpvxbBDWdX1EO7gjiO2E",
-	"0flXdqqXfCfqeBtB6x8VhDvo4eVoEv0uABAp7mdaAFlPl1Pam9iWs8BEJjZMYWuxzJkMqSZQhTitbfFt",
-	"VkxENi9m88KIyyxk58zLgqfZ5VJNa+Tx8yZx1EYKCVQwkdU211hZ6m5j8E1A8QDZoUkcaCBOG8KaFF2h",
-	"Az6eJaT76ftpoudsTwUMflm07K9a5re5fdc4GRNLZ1DiD1CPxNhxr5eMGcVNRtfYYZV8JhhKhoqMTSh+",
-	"S1UuNYNX+JO4idUfFD8ou6mbbc+JTUyo9TxNnYNT0VoUQiLRm+fXybXCQijQ8j0rTDdyFmoCxrgqkSXt",
-	"FTQaVy6Nb24yLMSHHU+0Uc5aaoufSh4zgrFgReCXqSMCKxYbQIqaj53Aezk2nsrmOVhZ8kUrUtFYwm1h",
-	"AJCy94H0OD4xy/lAWhNlf/oTqFw5whLX6mmzLZ4olQGoiZW1glFmTLmVSXYyrdbputm8Rtedc0mG1IvS",
-	"66HHNpBliJfd4WjBkkJE4XeVZ02qmfDCoRTuhwpsYh+BQlZwIghN2n7OZHuhrmgzShoX2Xw0qZeYfkVi",
-	"Hj5kgDd/onjB/SWV1c7Txwvu5dZbxw/buRgGFGmQVjggt5YZFrdq+Q4bLo1QJgAwMNH877UdVygZVohD",
-	"lg+2HkzyI9ucX3rtBHmTd9p+vA3vqJeoZoHucizPAeGLQqmQmvPgQmJ1S50TDQzKLriTxDXMhXpcwj5T",
-	"2BoLsceIgewzHnqwipLj/3aVQ13hPMFsGzctsj4Wg1WeD7cBQ025sO4a4hrrFZMgFaUBZA1RKGW350So",
-	"UeKQyIQwNPCUAvupR91L0ou+L5cMvAz1qsjbZy9x03Lmju9Y5ccJNdSo1rLeiMbz7ZcV7p1mSRCChxx0",
-	"L1hvH2MEWM1S8R1K1loMe2HloxvCLMOW3LJbyxs+Ben5BVx5IeKa2E9JRsaJjqkJii8H4IbGioaukr7B",
-	"i1B/ERSiooHIiiAuY3aImVKybFJDEb44CgwKccJF4NNpUoQaiAK7XNPLLeVA742YEdRMbdfgYl74TaDU",
-	"9Bhq+ypBmT7DrtDc203wy4YD+wAIdKKS4LWxVvMSU3DTB45JE8PDIBPaOIXQDjVkg9A7QzBkrC2HJHSX",
-	"M9WuyJDy7OQ2QQut8QbSoBZPfcVEpYDgaq+FyE6qxgU5PiCZnn/kTQDD9CyNdMWS+g6Wsky/VGya5/XO",
-	"sSeDl6WZ/Ijmx2CZCHaJgDtiFnrRWLFUHtk0eP40s7KGebtuxz++CVPhRFvDe9ausVis2/kBJotvqKDG",
-	"gq5hNlGqtGmNe7BcNLuhfh+D2t38aKF+L0GaAwJew/QnxlmaAumojkP9PjRcpWPz6XMhEB/wZ5OSIx34",
-	"ZvdeMcOPS1M8dYGtVfF3m4nOinObkEN7cWKu6tIRLixZX4v4yUuFvlOFTNL3aJi/kNL/MlT405VgnWpV",
-	"zboFDk+LcW4DVwzuYkJmPq0X/pnM5VQVoKv+vdqQ6CbCRUDXVB2AUvIJCkscbQPZ6mvVq07tJYRrS9JE",
-	"MOhQOTfIiCMKyFBjmZPfyVMiZUiziunR6kTc7kf+FVZKYYMhuCzbq/0U2Mbl5wOR8jTLQ71Uaggvjzfa",
-	"rediJToGQPXHMyGxUzqT0GZrh7rRdfCAywGv4J4iTptw448/fq1xgH1aqrW1s6eM6pzKC9eq4PUU+vxO",
-	"XLrvCEytKc2JBYpO2IMYz2wVM1mGSyBA/gD4rhId6n9TxDsQEQSyrTExg4IyyCAIHYjz4/7BWSAuEmlE",
-	"g/MaNCQrGJjbSOWFB3Zq0myGzgUgMQK4hfUq4P2gloLwVdx9rBcQJ1rmC+osxbSIIZohbObLcqp8RBvH",
-	"FeOUWamYhJhet+dGBMO3bwbNl6BkkqlyzbhWviQwoeRZCnQ11m/H1lVOCth39zBNCeYC89/uTUAbUM8r",
-	"TSldqLMbSJBzzx95j06rhxwYEg2Yckx122Ej7B9SLKhvRCeond/yBztoKvliU+Gil2kq1G9zmYJ7hYOF",
-	"csvBDdOmltju86Js3RcNBNIDKhTCfrJKD3EmkApgmXYtWEtAC0yvqLVeHQxCvZYNtlllo5AFOvjUTyiR",
-	"VwCSRNxsyGAIu8JQSCAxJeDV7vazKlPgfezs3ajiIDP5Pzy2HlHGpyWjOZ3Q1UlhTeW7GjDOPL2xckSA",
-	"GvttrqDal/QYCGnF7sQmo43uRiwLRCLbCFZacoL6u4Hkfvjdfv3Uppo/LesyBbzBTE/Aum9z7hJ7/Eix",
-	"fgY5BOu3lVwdzpaQ4kLGoJ4wW0DqB8ON4JuQYvlCbLwV+60rNPWWL9t6OnOfVVP47YdMMtJMbxokMcII",
-	"FxLd2CPKw8DCcwZtNVdhDLhYeL6sTT3W7NdHNTtQ46wHuETqJ6suZyqbpUrEapTEVMiMEOgZl9z77n5b",
-	"HBYMAp5o6KXtv3klZnAA+L3oY4XmCxyXKjUKA3iQEIOBBKE2xQJYjJQq7BGsCyAvnMLIgGeLYhmvz4+a",
-	"HBwn5CAjr1UcWM0LJWZgZ7IjKpGHzJqvgCfhauSoG0lwKNFMshvTJbCsPDOmBehr2EU5mufXqmILOakY",
-	"WRNDC7cqocau/qnMr1TcK8vTWbAqNy9bT+3/yvsTZqh9QKfbAUeCzXWTxHOZGme9WwPKjvEaADurN3EU",
-	"ITfyWiFKhJC3iZc5V7eIGwTbDuB3JjK24x7shJqH/C+O85T8wWxB8n1e7or/h0g6pozIZvMiTVRuEMg+",
-	"5cgP0394PCsU/E4AeGiUzABAJK4YELIQ/cPj/T0Rq1kxwfQnvhLyCN5Jbd/sgum6z3wm8McbVi+kEYhd",
-	"YP8NrTcgPqbZJUyZVcUFNAQASQAvt2ic7/wciPOdn0M9mk/nqUTr+3znF3i/f+34K9IMxJvDM/jEWxGe",
-	"xFB32tswOxjRp9KqolMqpZ2lGf8+K1QK6EN2vex/Z0aJBhBToHUEVBQRTsMQ7xgFTouNoXSIAL2xuBJ1",
-	"C9nvvshjMm6czoFlYQakyakibnAaod3H81jpIkGgChTWgCXjmWjsfdVpbiF46//+zzPsOwuJohvqLTw+",
-	"ZB+GEuGpsXNN5kUylqOiPY3JSYTZmyFXtMZWuIt5khY+wqMfqHT5Jl3m+8DsRw+XnkwAvCvqALMVyBYO",
-	"DwXlwSmVpR1JnBYo1k7mXWgAciGOOyCxBiQBWbIRjtSGuLXZ3rnTMu/5qGl+i+ClKghL0KG/CvMg1nDA",
-	"CJKhvpuMOTF3GbrneFLdr8d8UkzTj2gxt9P5d/zu7/idZwMylKznqgbUy5GOW3by0Fb4fnB85HAS7hW/",
-	"ewpjD5Q89HU+5liCNW2kJVYFwwpl1t1llqo0u2yRMUF1GUAhNtclQ4YzOiB7JBpoc1sjM/AAITHn41EJ",
-	"WUuRCir8nH5PRFeJjhEsnSYralpT1rh2hrfZit8Ralc7DGAb7lJXpgq/9zR06XrWabxzvJxzGl+uT7/z",
-	"YPrFo4vbo7bMdVrGyojLNX4eDYPOT4eIq9SXqumV95X67r+3Nu/kdHh0+urVwXfD/tnB/uB8L/Ixq8sD",
-	"DzgTccu7YmMByKN8WtjZ64nVYj8+VeaGHLeun48uVguzrGmTptkNC8nOY87H4Hzv8OTw5NXwX68PXh8M",
-	"//n66CgSjbLz78HCGP0R4lPckYfFwAn0ZvHMQ03yhRxdXeYAoPE2u7h3KR+5VXciIdW6bUFprNZZ+dDJ",
-	"AUZ+qGus/KTg/sg1Zr2VsbY4Ib6obqh16bLm2Y09MMS1zBM7/8Z7OCAOYE+E9Y6hMMuKI4LPYzHXJbLJ",
-	"YWXWOre1GYjf2GEygdjzXaqe+LneiZb+UICQppioaagb5RNUHNAQWkalACwYiJHSRa4IE9qMJOD6QFkk",
-	"xjaYeETOiwy+jpo9MRDfiJ/FuedgBuIn+Ovk8GzvqC9uVHI5sWfrGR6/P0M5SQJsFKPhlYTf/sIfAn0S",
-	"OYhXIvMCIUICyunl1hGjN1wns0g0Zgh+aueZEi7kk0elS2ysw84LRR6aPVSBCICP5uwtxdYbP2VpHIgf",
-	"sonUxmSY+9h5Ifaz0WiSiM7Ll896Yn9i5YW++WGuAepgf6Km2VQVeRsI49K0LY7kRVv0F6Zoi398LRo7",
-	"29u7TdHZftbqdHaIeP3N4dnwrfhGmN/yojET/1+Y+XQoRb8/lKJxM3wrt969uxnKd++a/9kRW963TY9b",
-	"GX79DXx5JRp2YrfM8MpeUQzlZjGUUUAzDfNgLQpvaoGM4BZQtiiYg7kwXgpZiLlOivLaRmSGV8TzX0gd",
-	"yxyYSmJ1nRAAfxxnY9EJKgu6aUpphRiOQU8PdvSmwTsgTKh9XMs97he05ThD+Obw7D87Vht3ut7+gyy0",
-	"vUfHOkGF8mjFhMS4AqIulHsoEo29ZtcVenIob65HxB1c+bG9d/lnIKJ85zYS34iIpli8ezez6wTL9O7d",
-	"z/Z/EeW1vICeQL1EpPj5zu2wjPREPfvJIvIjJYHwIkGw2B3RgpVORGMxTK5ESywmshgmV6WElF/ZSQNJ",
-	"iByFUVIwrQyzCuuF8DVL9NtOdQjusWfnB/3+Vr8//MXdbpZlwE8wL1rZuDXO0ngpqwzsxbTum0b8iL9Z",
-	"CYNgBwLCXQOGyOVUod6Ep6Oisj5tD2mC8C6otHydRfQp2Y0GJd2ze+UXmHZoqi88QZJpKnQpii4ETyqU",
-	"Q3ebRpzvEF4IRagi0dAeFyionmZXRJNhIr4RnS0tvhLFMNkUjcHmoPmfVsf+FQVI5KzK1OomkxUx4jpO",
-	"wyjT10ozsC/TJdfEwkoIHHmpmjjGfGrUyHr+oFH6/WGuzJZu+uuPi7/nLXrTI0fBO1wj18WACz2oeoPU",
-	"6/IZTix512Xu3HTF8+3nDn3Ca11JE2DNXXiVJI4pis26SZbGbbGnQ+1F1ERtQI3gOgkBmdekS4XrJ6dD",
-	"ZzqdH+yfnn8X3R0zAlPkUycb6THryOUwfvl3XOmvXNrrj/NOSReNOiF/6kgYonpTTuJCTRKHA+WiYkC3",
-	"BJIOZsAP/dOTzyQMRiyubV7SdUWkpzOl984OaeR/SmVQbCS7sHboWkDTTBe5HBW+J3wjjcDshPWBnrrP",
-	"1oN+rV1UVUhyAnmOFxID7++Z41/2jo8+bI75xg8+x10hZ0ll/NCqgqVe9n8Y/8PncpsOYUg7/uiGFPaV",
-	"xFTOZom+bDIPcmJCDckb+20rVqMMHCMmwLGGDhlNWW6sf9dDoEaoRMviBXKuqtvCmq+QrsPGFUKh/DOQ",
-	"S59GQmhhayTEh1FeW+DoMUIxQcuC3YieiDD21xWOV4MqU52tZ23EUEsD/BuEyUVEG1CD0HB+tTNw1C1a",
-	"JE3mLhgnaUE8asifLdOeWK1/FBfZnIrL/BoUwLlbg2h5VkGSvkdclxksKsHYqbxFPrWNbmfn62Bjmmj3",
-	"971jvJ9FxDhYXv8zSJgmv6tAdKzEA8J+j8sksTzSftbmEt2lcUAqeXmykul86sD6p4mmv4PVfougLlYV",
-	"aXVbDEfz3GR56SYxIACkeBtWUrFlm76Pfm6dqNuitU+XkQw29vtvmusGj49Yt9Q7uy8et4yuFNaj7PIM",
-	"ekM+hNtgaWNrdGp4fqBSq9J6U5mw+qghNPGRqYGT5SpoyW8C/ktcEiB0IlOQmZ4WzdqGm3LYn12yAAS6",
-	"WWEU2H993j89j57WNDgApVlTf7c+TMwG7lrl/0N2gTUL4H9jO6iZX0DJAynWKja0aAA29MUCcz5xk2hO",
-	"oFAk0VwcMXZVvhFMZ9Re2tPWbwCWRkoqOinqeWzIM2m4azTiC4sMyiYKXzYDr7wZUYSYgRnPlbZ11OF6",
-	"wN+fyd/mCijvuYWYsf+DUJvMvpnBWSigisNFmHEGQNbjDMkWJ8m4INJdeHWPuQaoZwit1OerAR42pCzL",
-	"tMkYNjpXwEsbaqyfxvihnWQo5bGvQNfbz1Il7RmczQusU4GQBxg4oYYKODyek9/t7qeKHICExfIYRJAE",
-	"lv3jb3mpuqGOrO3Qphq0IdAfJbGxBzB8gViHQzghVfmxzgr7F9CWA5UG15lRATl9SiU20aYREZe5ec8I",
-	"dbR0f7wa7w4tkZWbD4EyLqLOw+oz2tYmGc6NiiMi9cFumxvT7Ik1rYyhdnbN1EryeJ6m64wKLzVaY1Xc",
-	"fb7urJyuux9ztu58qpP1447K3c7OPayi5QMqXeBmgzMDGJJksXYAuKc3gg9PXzv0mk95dnvPWwdv7p/I",
-	"9r0/k0y5E1/QJ9nYT5c/2An4sT21nUeMF3E4iHmCGFDUyaf1YGOIFg2Gh8dnRwfHBycDxxvxYAjyfn2M",
-	"qZ6/3lnvDvfqWb8FkAvrceStFrCeWmLYo8ZeGECjyJWc2u1I1czyhnncHe7KRKVI4j1V0yxfMHaLPRit",
-	"EZVnNyJXb9WICJDpcnALK02F+/03VudjA9xq77ljgkIaQgJClnmBlgqwPOcKyX9DbZQGHx/Oo4iGk6qi",
-	"UuiEw4JRTplno4TwCDVNSq5k7OL2NHw4SJGXFFJRWB8LokGs1PjDFgBu+Aylu50dcZx82+wRB6qd5iV0",
-	"mM4zEZ3t/QKN7IPT0+HR3vmrA0wdWIVRJswruO49x+cGGhS64xMNdFdzHauY+aobUYvv0IKPPL7s502o",
-	"uKWXLIhOgOA9XL0XlnmtYfAnsEgCoQHEAPsBoQ7A0FzhOD7HLJHSXmJLwyRL49JoXB6z+Ep0Qo3ocG3x",
-	"kyPLAVIOHO7SrO68FLUVH6F2vNFlD5jHtoyILIDdBTLFtmVN1a2s1N06hxOsln3XatZFit2oh5PAk4eo",
-	"0yRqx7CXukjmzeuNG0xczGNr8JKcuXnBb31Rk8CUD2ocj/VJZopNI2aThUlGMqUbNgWBaKKFSYtPgBCk",
-	"EbgqGvaIUUXJ/LQKPPQ2u4DGE7CzCNhHz6cqT0ZiKos8uUWCXXh5wKMhx/Emya3PKHZg1wigJY06QRRq",
-	"lMSv8efNACiHq3MzymYLjOJ3gc6NaQN4wBBJGk1kDlyfkLZ89o/2rvgRyRWtlsrGYmf7+dde4b8Rjc6L",
-	"9nPx47ehRqK5QOx07DWc315JuY6Tgqha8GEQq5RXSoca56uz8zVVunhoQbSyiQFaVlaRoAnLFyBkQvtE",
-	"nDuUg5KPFUnDZIHlMaviDHOA4lyRZSF9fcuVWnj7rlVHgE6/rI+qmCRjmRoVNR3/DCSLaQogOb86fuSl",
-	"xMeUHgnkZIp8AX0CwLuh4l4dO/f7yt7LwRDcFSTpgRoe9AsrHyvatUJsUAUR/uuUW4Ktt4WOgX1N3pNy",
-	"dOUep6y71ogB+IlQtbM81FgAm5JPPZkXcXajqWPaeyzKNBWNjIG43tpjaYogaoWhEqJSAqh5AEY7zXLF",
-	"JAFQmGT3u5JXmN4GIaAho89X8qHQzWBrSTFObu2wr1XOXbBWcI+Tb0PdyOca4wAX8/FY5SZgRE3MLzXx",
-	"Hs4N9Wt0RxOpNZRy+4ziVs3C6Bus7zsv4ZQsm2lIqZmeA9M37WksDFUY7S4/1G/y5WdWqNLLhyZ6ibbc",
-	"dMuAtc9gHuoaCvOAtIkd8Y9E1eq1FWMvB9lToZZ5bkUHxP3FNrxiiYmGZ/DO7gvxlXjxnPq0saGmpIGq",
-	"MMAatmheZcJk44LFES2TgraUmU/FXKfKmFBHr06PD46PDo8PBxHjc6Jh4URSNPqHrwYH58fNFdFMTInj",
-	"G6Foc8VUdHgyOGCIzF71vKdOdrBDrQ5Fbl7WbPCDUEOTYE3e2N5iC/Eq3mYXwyTGxvm2vdyoImry4YQi",
-	"HeoIn03FrR7oGHxO/jzGUNiq415DLIJQ1ukwS6g4xpEblTUcjsoMQzrWgM6zC2XlWKCkAMRek1U9cGlT",
-	"8UlpRqPVJPEefjeQPTe8Kiq0ZYzY3f4HTHf/9T//ebh/eHAyGPYHp+d7Vic71v4973bjJE2NdxpwAX+o",
-	"7RKaEhWwArw9ymK1Ihrl6YTnCMgzeUgja4AR9ADcipT2968HA2tzfXf60wlO3rksVNe7FzPyu9McDTje",
-	"NmRgenvHs5ymc0M9dPOZPcgwAMLlaSKXBZjkZI5PE92yH1lPw/Fn7+4+e4GmxZbpiW1RzHMNYcZsPG7i",
-	"+0hxmdshzVSeZLGYSGNNIwDGKG9ub9yC33kmdWdbmGYXVD4I4Vd0p68wrwkbSkEp8BYMNsAaO/wOXm4i",
-	"rxW9fGwX1tHX2vWzK4ulAJD5MEU2K2EWkzhlL6URtSZFMWvZiyETlM0LfxKe2WEGlVaz59tfi4jCAsPB",
-	"4fHB6etBFIiKg4bUOrRXYPQMH0UuA3plBLJobXC2NFxLXahx+eGoAHu+xoXw1ElQ5zbUojDb+WYX/k4k",
-	"5uk8LRLrS26Ns3zasprFfqw0Zorh15htoYsGGMniPEwg/CBENipU0ULXGbiqFd6ueu1K2ALc/g8KLL2G",
-	"ebgf/vNfugsEQgtlpOH4YLD33d5gz//MeYanZ4PD05M+AEQf9vv2o7O980E9ofTj9op8/biVUqBnrEKZ",
-	"Ab0+KfpV3QKKZ6zASU6BTUYBzlCdHl5WJ2uQBkNtf0+O1NKp4FRK6FNnP5JErbpBgVh1g7pl6Yi6tQ6M",
-	"NbzqokJs+rFXje0VS46S1x5XiQC4CfgTONaP2nBTWUwMItnFnKepaNSGZpoPSA7zCVEev6CINDFnPRYY",
-	"vOevd6uS7lzyascNCrh10zEq8FHueqjBXwdwbhUDllevhsKSQh+VmEGoUdzaYslurXTKsVIsTWrY6wCU",
-	"zIqy5okPjXTqT2/zC2A+QnvFt/P3+2+4ITgH1mdpFno0yTOdzU0l63GPNAflbe8qbSj50HK1lI63o0BK",
-	"HObDMRztAScKFjcieYvKGMySSFhnzlR9Y8Itsv7Ukpu8/ADBritG9Uepkp7vBQGb0r2FIWMKwNUjOCaf",
-	"BOuZ0ad2m84Dr8CmCIY0t8++At75ZiBiObV+LrV+MgA8RJ6ILck7hAJAR6u89FblHZcjjEYuILAMpZkV",
-	"fiDytJedX1yyTSy3VKJhH9bKdLoIQm3PDugySYxQOoa4J3mmjL9Bzi2AB8gUE8o+Nx4ERZlPPGOmKHSe",
-	"IeoMj2VaGegOTVRMwe9dYdYR83tm8sZ9yq1BeO8stv6wksNHymzfYfp/Ic0Lr/WVttsLy5dEI/rh9NsH",
-	"gr/4yyWrz7I09fX7ByluQgVfn6je88IAGDhDHn3XqAxfA7hONWbpnJgCe4UpJqhmokEwOxjDlcQN22yL",
-	"A4S8u5ELFx5LfBqEdRpeRPt7J/sHR0dW9XkZHpeIhNw0qE2XPHAmDXk49nACF0c0Kq+yaVBBAYqlm+OJ",
-	"dC8YrD6RYKIY6A1Lai5VDFjxDCSsRJmbcPdFCw2CT7M8i+cjBdHKODEjaaeAItFlhpXnSZZB4soBxxyk",
-	"CrLRl8q+BXCU2A33z8OTw/73EDpmRrnqMmLYyXvrONR8RyKvxzQlxaccszfykFDrfaOcmVD7nCSyIGry",
-	"XhkixVMtzrRCV82teUIxXHxIhckOn1N7KOzDHP99LgTWIF/aQN6u+a8lwLjXQfPo/XCwYys7s1HdkH+Z",
-	"A/Cp3aN9AkiqcW8/8kB9D67ogFM9UIJI+HDrsZ858gcnUVlhq9XNkDk6K/qelgEVKPdbws27nuK3a/Hd",
-	"6cmBu3ZZfzODFDTLwJXPa0B77jbCHWzd56hvHwgr70u3s100FC2dNQLw+TQSk23piXijKtB/ew4fiPLn",
-	"9TFzxRplvoWd4LI4RsVrlKC9pRrN86RYwP6+UDJX+d7c7s1//2r3IoZr6sryaXB+5YiM41wZsxFszPN0",
-	"o7sxKYpZd2srzUYynWSm6O7u7r7YqK+rR1Z7a9u0itS0RgoCXDH+daUWlZuamrv+6l5x+fYAd1Al7Jlk",
-	"BXAPlnqMer1XB7e3LsRmyovdnK5efpRcK60MBmKt2ZBonCK6FAtV1kyKawRGtFhvtKqQNdccZzopmCKd",
-	"fuqUvFnzkGovVLDEtU7jHmV6lKQIrVMWPqTyoi32rItGQT0oWGEoxPLGrTS7/AZzPUQuCIGyyy5DrHp9",
-	"tlEgiAYrlRctIgypMCncicdK/tXudkesbD/07eDuNbdhAEQBZ+0q+BvwfdPcYMhsrk2AtAzEgsjUytm4",
-	"YhsQbQ0eurQsrtHsj1//+L8AAAD//w==",
+	"TP9cmeVkIiMplL2xOuVT8e9biFsYn5hKY9P1C8Niae5ZxJXSlll+Lxhnq1RaWILzDzd3b9+evzk/+3A7",
+	"urm9vB78cBa2+kM1WSZJwGCF2lola6ZTph9Eyn5bass77IO2M6mmbMUNi2ZcTUV8wsJU2HTNx4noM5su",
+	"RThUWkWCmQWPBGzDJBUihgUKGjPBY5HiAbiGr9qDiRVI/+Wp3IhIq9gwq9mKS8vGYqJTmJ1N11JNT9jL",
+	"bqcRFBbOrhei0W9IZcVUpLA6uBtWpIon/+ZDdqfMQkRyIkXMjEgf8LQtE4sLf3t2/WFwMTq7vr68dmfm",
+	"iq8TzeNbrS94+u8mmLGO10w8RkLEROGRVhM5XaYiZomcSxj11eC/Li4Hp6Pby8vRxeAaaAUHfqf40s50",
+	"Kn8X8b/xvN99GNzdvru8Pv/H2WnYZzAGoazrDQhOK8ZVTOdV/LYUxrKIp6nEAz9UyB8CpG0l8C23S54l",
+	"IOPYINiff/65Pcj7EptUG34veCpSOD/J/LthI+VzrrDtYSMM2EraGQsFzO+7YUOqB57IeISjGTZCtpoJ",
+	"xbjjXnDCjFCWmFc+KlVL9samUk0d1d8p/sBlAgfy37gpN+/ubm/PP/wwOr382TNit6zG6sVCxGw1kwmt",
+	"NxIdTBF25QEPtE6HqnSf9JnSwM6WCU+BKJWIcH8jvUxiNhbEVhhcX8S6lRiqpuDRjM2g5WzrpWKLVE9T",
+	"YQzsOfz4aWmApwgFDF+JuBUAwQwVNpT3FbBJquc44pngiZ2xVOCcAjbna4Yckpv7oQp/OLtlB/RO2GHf",
+	"aztjPBWbrNFdE3fKLBcLnVoRvxex5Le4jf/uY/8C5wodMqAjT2Y8isTCipg1w7sPN3dXV5fXt2eno/dn",
+	"p+eD0e1/XdHp/+zJEM/GIDHfcyMSqcSNFQucQBxL6JAnVylck1aC4DPhiREbUolZz+fCpjJiieDGMvPb",
+	"kqfCsLFrkzXPZCJSw4bLbvfwFftei0QoE7DDbve4FQyVWY5tyiMr4j4LpXWXuAlZqpdwj+gJMzoBSmNh",
+	"82f2NUv4nJ2+OG2x39l37Gf2GA4VHs9TR7hw/bRjOZmIVMBlNuc2lY/IVlZCTmfWsHCBZzYV7BHH9VKw",
+	"34mMwh5rs0XIRGIEvdHkSZJ92AOShG4mMjWWhtgidrMoLNUfjXwim7xmMEb2MBdcGdbD23DOH+V8OW/0",
+	"j7tBYy4V/dELNi7HoJHw+a4mxTG0OdHpnNtGvxHrJTCUQi+9buH/1XaolvMx9bfY0Vu30+1Bd+IxSpZG",
+	"Poj3vhc4NsXnvhd6/sTwup3jwqC6NYMyjlKFgjd+afDEjDzFNX4NNphr0ACWIlO47H6hr/O39PiTiCw0",
+	"O1A8WVvxRs8XPJXu6JY3NpaGT1MhRmbG05qL5AYeA9EClSgG4oRNuaO2P82Mx3rF2oxHVj6IP0vXN6fe",
+	"X4DslIiUq0icME5rjTcM3pDdXXu7Y+lg10b58dicwXvBFZ46GutcqqVx4w3Y9OBi/zFt9I3rmb0nlX11",
+	"1KgdboHe07mJNwd5rbVtw1TaxHD+pgFnG7E5gltUV9zPbGlEjJ3t1XCFHtVTxHglUmzPDaJMjWPJaxgM",
+	"rEtzkYpYAltlbZbwcWv/0QW4/ClcJZttc1jphI/Zd4yzr9mYfcWynp7TBZLCzp0XNdzH/JbaJk5xY47/",
+	"PGw9a54m0YuarR0/MUfW1GksFU/X5Quv9XduvNnc+dN3g13SRA0BfQ4ap1df+OHZl334efsMP/JkKWro",
+	"91IJRivGFiL1fBE3li1VAtKgsdyCBsuV/5m0fh2LJFcG3K7BiScW0Nm4qN067kEsbuH2ePNszzfrluZ7",
+	"bqPZ9+5YVw47/DSScY32EGScYI/tccv+OWigFDMyaEGKR9yWR82taFs5Lww87658fGsElQqlZ2Ov6RRa",
+	"cxOoOw5vPl5pSZJ1eT3KJrqnpab0MHrYtTzvUY79PhX8PtYr5VnQF31oIp1uvVsfcqJG+fb6/c3Zm4/s",
+	"gJm4mfCxSPbkJq6bkdlyPRnLVczTmKHiCj2F+EFI+vUyEWgvMn3Go1QbwyY6ieF/QaHTSox8AyNsIEQZ",
+	"OpzIRxGHJ7mC9eYjKFcyXvLEsObN2eie6Qm1YOR0zsOA3aZcKqmm74XlLwwLs0UcwSjCFuqC+QdOFk+5",
+	"ivVc/o6CdEhi9nNZbIFIsu105FBLbDOulMjNTlWKi+tsB+cfPg4uzk9H12c/3Z3d3IZMK1JsI2qtz3jG",
+	"ilYzbQQL9cJpOXYmhspp26mYLI0wrMlhhZRN5XjpXov0UlmmlxZ2sdt+dcRoQ/HzVarVFBXBAJXnhQDm",
+	"yKgPdi/WLYaqNreg87oNLnVAm8kd/8Q3nflxKh+Qtc5Z05lUTWcew5BJpz9y6o+XxN9fnp5doMH54nJw",
+	"enbaCBp+eW6uzt7cXt+9bwQN/8/R5d3t6PLt6Hrw4YezRtAoaq0fz65vzi8/4NMfP1z+/AE12EbQeD+4",
+	"eHt5/R4V25ubAX7o/pXbuaCT3CSBoyja7wrDcrtWozaAsIxTruW4mYGg8OtY60RwVUOFMQrprrnix09Q",
+	"4bVYJOsa2RceM6EeBIgvRGzCExjaWejzExZCy6GzgUtrGHGszlAN0IsgYhYupJqGAQvd9yGQSoh0MJJq",
+	"okO8PJVZiVTEZAcD8hgqZ6N5YYDgkjXZIZrhQpeaG+GP8CBv0j0D5T90jMUIS8xlrOM1HH8m5gu7ZnO+",
+	"OGH+JfhMCj8aZ8PJBuJOljeHLBXa3DLCJ9sTUPRYsFjAhjjDdixhcedScUtnfs4XsCioXxIfeNJaA3sU",
+	"NKrT23pXwHvnaqL9h7Bg216+0mqavVdc0K0f0Ev0zedM1ll/4HOgMCS0z0FDK3E5afR/efpay3v/HOx4",
+	"s9ztjtuyvAK7Xi+s8udfi2cDd73udBA5/JXzsYMq8r3eY440zKBBH29ZPwkrnb1JI9252PT+X97lQt97",
+	"7/N+r2+sAm2gf/FGJHSJ7BLtNiWbCM66YglHE2j2Nl2TncYuG1r0MDJiOq9v/x16FAVL9cowYHuMGyOn",
+	"SsTMajL+oZjU3BBq8lbDVmZ0AMkGCcYwCx+I2LvEpEVDeioincagPa9mMpqhKYE52SfsFK5WetQIGpGG",
+	"63dp5QNcJaisJ4I/iLj2DsPRbk7zR2+kQtGvjR4N5z8Vvy154ieLy4BjgplgP22tRFsvywt9WLfQc/44",
+	"2rWXCU+n6OdBEcemEpRsPrEipeHxhckHIucLbURr9xbPpRqRdLyTlrBfd7MJlugVjObNR4af7+4p1xF4",
+	"kuxx4Da0hV+rRnWnDxR0X8YtLQbRPQ7ZGTpgBMtkiwaAMj7df3Q7+vn2d4nkQ9UEhlhoksViIpUwTPBo",
+	"1kInnNMFkDLK7Q1V3qAJyyKiF/NBDCpK+A1kWRWlAxXGx1rSflLSX3qr6Kj0nA5Dtmm1wpd/f0/zRM59",
+	"0IiLdkcnSDtObsiJYGepELhWnP7dtkD6ll5u/fe3TbzRaiJjoaKtlpur4noETCr2SzdgvV9PmBFZTAYo",
+	"EMzrD9922CBZ8bWBxQKGeTJUvLCmJNVFWc9eLxkLfGkJio40LBETVI8CZjQpRXO+QFffWJAsWeel2brA",
+	"e1vTty783i2c/cUWtmxUptvdLOdznq4379hUTOv9U8QUi9qhWc7noFCCkopuWnd1IOGiBoBNwYYPVfEH",
+	"uNhS1tRKuHcC/G4104lg/FGawJ0H/IAceaDkugZbHXY7E2vG45gtF3AjhVZbnjiGIq2Y7zR6XWNTxRVx",
+	"F9M5ff3qCJfX/ZVzeJ6mfE0+gEX9Gv3IHngqQYkzhesju83yDoPsKdq+OvsO/aNr/unBb47X8mSrQchK",
+	"Y2UEwq5IJkF+1Yex5FOl4UfT+Y20wOIjexh+iYWbBkOLGGQkV89201QkeBGcx1tus0zlDGUcUpwX6Yl0",
+	"JZCDpxQ7UqP1sQlPmVB6OZ3BxFPBYyZxUzZEp1NhFvL+S/zi12KuH4RhkTZzGbVTvmbYlOkzxdNUr9hC",
+	"G4lXBT2HI9VjVg9VuJKxnYVf99hCS2VNh/3siYu8zrnzzrB4JNl37HH0h/y695m12eNIBkMl8Cn81mZz",
+	"EUuumnErC6yJlpZF7DsWwiVkZjqJQ/bI3g9O2QHrdl59c3Q8VE348zv/8Z/iz1bfn3iKjvq9jeKR5wSF",
+	"MQWMG2QEP8+k5fci9a7/d3wNv76ZibmeC5t22LmyIkk67IKPO+xmbWyH9b55zZqH3d63LfbtYfvboxPH",
+	"UARXIFHrZGlhJx8khQw9sl7n8Pjly95RvvkwdGlYtxWgeUAaIA0RTwWZMhisjvP6R2wOk7AzrphdyYgk",
+	"JDH6Q7Z7n3M5PYA7acKTJGsJm/lEzUSsvbWdT7AtJMxKi3aX4ni4ZTLbloQDgyh28gnZylBJ34/v8Dsm",
+	"2dfMEQr7mvXYnN8LRy9Mft3rdD4xTpQVoN2ER6B3rGkxDSgi05llGKCBXB25Mn8QTq4B1szGwq6EUEBT",
+	"ZJB9pPnQwTMRV2yqBcVs4Qw/IbtmhtTuCePsms+5YmP8mqIODZumPF7yJFnjXQ2/sUnC1b2hldALgwE4",
+	"eKPzBK6OmV6JB5EO1UxO8SDIlIFGxpO21W2lpREMoy1O/KS9vEwHBvQWbuxQ4QJl4oLVusP4Qh7w1MoJ",
+	"jyzIJVP54ONFQXY2VizYeI3/7QxVri/oCawrBz6XrTuawjA0CD6xTiCuEzyq8QsxMZpa/S07pVtu6qX1",
+	"Jo66w+kWBC5pIjxcb0dlhVOb6asU1fFqjwiSHYEjSJ01wSNuh8wC+uEg/RrLqkyPNbnjnQx45wx0ESAF",
+	"nTK70iwWVkRWp2whH0ViWpXRH3bYj0IsUMMWScLGInFKPTFfuBqA8F7AxR3bGQaauX61YmYNxwSuySx8",
+	"AzgwfGFYr+tfXclYBK6Bb+FuTS2GvWLE7jgjZhBwiMe3SqE+vVdPhz7sG7RyBjfg9zpePzd0q2BkDfLY",
+	"Pj1hcNjW3kCM9kY38GKb3bqh5La6Te+lG+GTtr5sKp+DRpQLBM7p+dSnZfHhc+BNtzu+Krp7PgeN3f3g",
+	"7KgHa/Z6+VbOhbF8vmhkonp+8GmUdcd+p9fxKtVWRzr5KFKDgmGFYB68RIPT2lhPHH9A2xJsjGNjT11M",
+	"4p4usfc8mkkl2iBcgQTL4DVSAjHMH585Hm31gqQIaViso+Xc+em/3BkTU4JGRvfPc87ULcLbRAi783yV",
+	"V2aqlRjhxTiioMS6UEByakTc6bkoA8wET+1YcLypdBLj9cydS1EaFkLL4YkPHXzaOEXN11kxkjjTSFhz",
+	"vGYhcjB0yYetgME04BoDUbuzv7KF3eWU7tWSypJnwwrqlqluB95hhO6N5XZZExpBVpfRgzsK/T8aapm4",
+	"OGoKN9ygmFiAICLiUSq4qdWDr8ggQYIlrI5dGnSHhf7b8AQvpdlyzlVO69Sgsw0popfSCm5e8RUVjhwM",
+	"iYY+6ryLmY8AznKip7tZhX/7Qk9pJZ3fADlIcd02lqDiNGH+I+Y+OmG9wmktkN5ibWdabW/7Ng8zlwbz",
+	"W6xQcBP/oFFISZfKMKXZFbYDoqU0bCJFEjOQhgzJsq55r4f8oOE7K+doXscmMBi8kCkVTnWvc/iq862z",
+	"ImzsBg1q+8Df6xhEQ99zFgfxg2bjpUxiJhVJTvBrM4zFg0hCZ+dIdMQTeq1Vy+RMRuGZufS+kVNr7VWx",
+	"XMCEi1zmWXIFdlh35s6nSqci9rJFeRXcjyjpZjt5wkIlExeuYEARzOOutpzIvLsLPr4WBhn3swSZSyXY",
+	"u6uLNyzFrzvsTGKeXAgqysgIZ83II45CEtVpDTB/AO4iCueD8+yM7s8wyH6hjfDL7IJPfVWMEZvzxwuh",
+	"piCE9w6/xQ+zv2uoKOFjF5Xlvq9z1YxfGCZjf9ro9RO20MaCPiEt41MulVc5SZESPE0khrfg9pAo+ZyR",
+	"lQPUysP62Wv99BJ61OKUr9QJm8Na5F47JXgKN16ip1NQ2nLW5maDa4eivlQsbCd83MYm2iupYr2q2L+e",
+	"io7zhFe/ikW6dOuIasZyjqqDyo2Jbk4+zpVyPh5tOTpsnzDqypkvb3WBan596liay6WN9LxGCHQrXeeM",
+	"j3Qam2wr4KgZq/HYORpBfymTKkqWsYg7u+PBRSTkA3W2602ye2wflgvGKi1HSAlclpgbWYCafvw6ZUrb",
+	"1okzQpQpG7gKSDO757BUhRXbS7C681/kTHK3jOUWKsj2p7AmxUHU7rrmMfrvC4EWzxB+F7xO9792w/Mi",
+	"lV6mkSCRaiITEbKmSIxgR90u2wiqa3WGauANgNA8EypGpqNY2Pmkx4kch+jrDJw5yqzniUS7UiqGKhVG",
+	"Jw9AeBhEtFSxoCxCfwbxAnthGOYUg+KrtTVD1Qzb+KQNI2zDwzBgTsNwtuYsbzeU84VO7UGIIQIibZ0M",
+	"FeZsr6Sf1tXg9l0pH7vDBsqF6vGEGRmLiKdDFZKlDyZKtsrOJ6NVWLBPVc11aHBAh6JhTSPEUIXmPhE8",
+	"VW0aVmcehy5ar8CAj7qvX9WxMNybHbk/IBRPRRyyJlkEgVYpNBslt9AtU+i8ctwO1VQozLuOWZRIPPr3",
+	"QiycsQ5kO78UrU7e/CLVcw2N8qGiZ+QwCljI02gGVB6yVLRRDcDeuWL+F+eLbfKh8iIbesTFozS24Lmh",
+	"5HoShxiu4lH39VCFFNF4czu4vbsZvT+/eT+4ffMuDBzzKOeZYwwRtnBCXshomaZC2WTtHcN+CLBhPlsP",
+	"pV1B4n4r8GeBNs2JuTmFw48groRAGiGKWEyJVUaGTCj4XxhPPFSh649id/P1QWN0wSdPq9oIGn7V0O+e",
+	"1FskC5Lxk+6rbYYJ93wb28mFwIqcR9cPWTVn2jKz4otNIY0nU51KO5vXqlqwyiMUl+dm9xVCe1JUBTYa",
+	"XKTiQeql2a4vuHXwFODuFDwxK77Y5sZSwJtW3NRoCdXbvDzImiFVpl2/8CAV5freM9MPnHa4ZxBCpJPl",
+	"XI2kisXj3p+oCCg7T6p8VqZDHkDw7E+RHKhfRzN7DJc0+CfpRqd2G0F51b5ODscEw0zt8mluLveNOAlZ",
+	"/2MXWYauRSAmL2XW6p2/jVIRL520tMcEU52I/c0O1/D2k4LxwDld5JSS5yVmf4fZmDOZed/MvcNnTghl",
+	"+SfUCx+iT0JVMaR0X72gcmzL++wGUKUct9Ab9F93hN/TVVTnPb9T8relKGhu/tpq3t2dnzJQKhhMAUlm",
+	"PheKbiIMChyqu9u37W+db4+WAeEl4BYB5erw+BX7ary2wnx1wsJMtPBWAPT8YYZ3alAQ4MoNZL5MrGzD",
+	"lyx/hUVcsQU3Bu2dQ+WkCtIcJDpzXKKEC0ffSAfYEHEOj1/t1DGrUXl7R32dMF4JAduehKbn0lpScv57",
+	"R3qh5D94lDWm1ude/kEjF1S3BBv5aCEKCIrm7V6AV2EEcpNUUSq4QaQJDpqkWmOAgTUszFseIa2FHYYu",
+	"pGJQEQl7nhUqjb2UzLH7sPM84ub4+OWrHZpXfniLU/912zqfCstlUk9xmVSXyY2KTZZJUiP2xPEuE0nW",
+	"mA85ZgUL6v7WjacFLJQat28zyq+g/CccpSEfZeyHFssUPbvr2luKAr5Hz8n8S6QSzmu0M1b9wr2LziYg",
+	"wJ2CRiHqFV+n+3uR6kgY49IFthN8KiKJSVuLRSLJUkW+18wgVBAW8aPM0a1TJzMCqad8xWDKykgghw57",
+	"C/SvnApBzt2FXCA8AnWrp0oCBzVWLIwHtTB8jvGp8739PVfFuWKYVI0348lAw4IWm1J8CClnysd/l6eN",
+	"ojGtEQVzAJvde7g/Z51RVGD9aGHNRsu05kRecZvFPoKMLVZswaciYOEBDvOAlHZ3okhvP6AGw3pr/4wf",
+	"Hr+qyUEQj+zm3aANV2sx1tKdnmgmonuBVmtaCxDvaxSJCZEBaYTZoXc0hY2Y5ZySHOqHJ38XI7zZvwC4",
+	"Ifdk7Dx3zq0Hu4EGjHpS8bHwqP9plYVPE5V7Rb92Ii7z4lkpzv4bsgzuoSw+Je1Xb6oa2qKgEpAtcnNw",
+	"tu/iEZ6Z3Q7fQkd4njY7utArTCyI2XIBvRVOYCWsN7+Pv/y+PCxG1x7ufXE64intXIkes7OTc/itF+w5",
+	"Zmrt9hk/fdNVkn6vLm4O2x/OrwYXN2Fdks9MpOIEf3CGHJaZ464ubq4FolqhZQadU/4nx6WbxEmQPRMf",
+	"CUpftTBrDc44BfQBFy/cFVcXNxWn50YHNy7N4ibiiUg3Wq8dlOEPU52MJjKxIg2Meqh+9q+6tNPDf2U+",
+	"zZtihpOI2fVhWYTvsEGeq1XmJqbjU3z+1gG9vzljTUr7aZXHRlk+uwb4b+Fvu3nYh4yNLP6/yM2+UNWR",
+	"yudJbCo0oIIvhWl1hupSoTaUYwkUozI206udfdpFwg8VN/cuh0+6bDdMtu44z1uf/TIsDn/Y+DU8YUpg",
+	"eIbyOHkk5VBeeLP46A/HRj8fwMy8m0LaViVT41+ua1W4eJFnl47Fk5fDjpDFjfAP+oppxcwyAun3pJSy",
+	"7txbLm1dGmYEGon2S8jNr6ydqdF5uOSv/8KAyf24XDl0coPFfVgmSWGB9goA+bdHX24k7f93DsTcyKb+",
+	"ohDbais+2nb32ufmxT1XH9vfc/3/HSu/z6LWxzpdOp+kD28C4eiPz2GGpoL3TJi1FZIr0zjlDElrqByO",
+	"bYfdOWiKe7GmVAdJoVQdNmBzngCLFDELHWMGBjJUG+5w4qvVI1UBoaQWts/Hj9NqTLHLbDGLZN0vWteM",
+	"8/C622uogMm3OuyDA9dGFreJw1ucHFl+h4q8vk75JF0/65Pi+tgKHkrEqqEbq3KHbAYGZzdG79VWNpNf",
+	"H/VEcJHbiTbMZ06q9ja4CO0kqZ7jjpGRsSD1Z4jF6AEmnHGdvjClFOkALZif9DjL//H6Pvpw9CrLMyEH",
+	"sM8mYW9uPp7ktp2sr9CLhSMYWEjIaLFeWBEPFfqMcxzlLOhhXpebgvm1uZutPuiDlrYi31QyygsNhZgU",
+	"tlyQq7KgJeSbUMCChht7i/yk+DyL2CC4ZSQhF7rMSisFi0tnc6i8JSwL1szCPcI29NzGxgy510vWpqGq",
+	"oFSvuGF6MukwggkVuTzlt3pbYClCocYgckccWH/dHCtr6D7JvggDEgGLk4T3KAIpHConlfnfD/74pMfn",
+	"8eewhXg5HVYrtIWE60CxBnOEmWqGvolRqlcG3jDQj16Z0dKIOIvxhC8oOXCoCqEw6NvF2A5K3DFzniTO",
+	"EgVyuus68OQ/VDLG2Im1t0bmBi80WT5IsQpYIo1Lr8KyAGha28UeqkJ66aRsMfLVxFzAvme6F57+uj3+",
+	"pMfbfORKO0Paxi+ecOpp3v9a4h8U4MGaRiSTdiyihKdiS0hxtmd1MKqrosHVnSAXMFNLAWhjdHQMG2ta",
+	"u8PdKJZohAEEGTzynpuVjSEyD6NnmEvf3HxkC55aJh45+pHq+U9FHfaT3SOGetstUieYkZJS4/QuxQSd",
+	"MLi6fPSH2wVpWD7onUkNZBLYO6oQh1zw1O2haTWyTraKU08i1nrcw+dDiZosvlnUXg7S+IV8YdhYcrI+",
+	"4AcBKdh52AQ+fWFc9ouP7iRLyN7ehByqc1sKR804z1AkzLifx7/PAmADd6FRBAeeRj86ykV0xQh8pBmm",
+	"85s8iddnLErfxt7Tqe7dGfDquqkZ6XZ2PzvTUlmZ7P/6dnvsVmNxRlPZsueEsg+V0kz/1aSa6kRsgZeS",
+	"hQ3WJtu057jdKoE11T36glWk8RZWc+vSXeNlvEVAI4WBjcVMqthLKt5amd3k26xH9GuYYQ2hdFHj7C5s",
+	"zVZHUebXJOtalti6EGk7w1WCBXtectZTeFKXShRknDwspGiKDFiv0xk8I6UOViQDJaobUQLzqtVdLtwv",
+	"OHkezXK5MdUrFCWzB94E2TtQ7GtmR/JF8/bFbeuf7R78EbaeazTd8KvOjYg2R/iGJ3JMUU1kBi+iXiGn",
+	"G+TraDJw7788koeaodRZ5f/+4TzlgHqQNdgzH8+vSIR28DDBBp2XVPe/Or6dNu0FxZ87k38uQC6NKNi4",
+	"fRTPXxvOPndAccC0hEEZHCw7L54qn8QDK3qoiyUnvDi0GTpdZ8sqiVqbV82TITXo9rwf18SCyt/FZnwA",
+	"kMOP8vuAypOImC0Xnb/JW19yO9Vrsgwu+hMfipArUBjIgBILpTyAFpu3hzY2TAahzABUAgnfwqnh0Oz+",
+	"MUv/Qmf+s3zWdQT1AUacyN+/BFfoVD7I2CWA5EFCpA0j5ARPBSdpMKS4m5A1bcoX4nctY54MFcKaZOJi",
+	"8eRKBVvBJAG3+XiiNXvEM9zqM66GSrrCbDm4uFlGM9CucEg6ecDSV1zFFDBKg2DzpbFo3mPcDhWlWtqV",
+	"LvYf0H5nls7b68H5h/MPP4wur27PLz/chB02yOY8VOTeyucsDftdpNqlaLGJVJJwE338JSYFT4UtWlM9",
+	"DnVYZwijoX9JTFEV3kX5Hd+zNo2Pmaoln8ulTaRILzAEd5OVbEk6nEjYNC+EvT5m/z/2k68S9588ujda",
+	"eZym98t4ppN7ngas9/qb10GeIhMVLusM8n1vrHq7jIWy8nfMuaePt6aZiiTrgEYZsJd7R37vvQLvtBWE",
+	"hHN7SN18EcbZYSNo/Fa7V0Vw3S9y1xRTsP9XeWkQufh/kX/mSqup98lUck6rGRa1phW6FTMDy7ZUmzpj",
+	"S01ixiZcgluj3q+1d+oGkMAeqfvPpb5KJzXD3MwpqPS6beGf5Rb3O/U3ecUzQvjfTvG/2SmOgPT/nR3h",
+	"zvrxhpLhn5uoVkk926x3V5+X9fnpgWRYqdthZLBewQZCpRE2qwbSKRf96BMg+FDlMKMI87dcwHUFgs9P",
+	"rImGEkkwrVJtgdjtYfI0uxdrOHeLIq5Nrjo4OF0nyHnTYobmWEQDrRWXftt9uDZRabP7+tkfPrEhp/lI",
+	"a8J3lomVuKJWlCyoFSgGBLIwtir3nDAO6zhUhYUs7yytJuaM+wypAlhxh90IMVTFfQLVCLj+MuGmbmGL",
+	"5p095J/f9n1vhBLP3m8/M53ucO8XnzWOZ+b1PUElFARh6hz+paAEM0MQ2Yin6ZqNxVqruFpQor40zsvO",
+	"YYvAWzWWMUfIdPIU//E5DApdSDp0i4TDSStV+tgeLoInEy2aVFySQCAJZ5OqW9RD8dRQWPQ0B/uxj+Eh",
+	"1ZpExXCRgpJQhEWmnP/sO0Fgj1Z7BmY18LCuL/5ueWJcDitqjWY5N0MFx6uFMAkuFTdhk0QTPJrPoe+w",
+	"S6qNhGGiuNIboNKeafbZlmiaDJrRYUI/y/1XqoGyr8xU+ObvlJ0q3fxvGepvl6FKxXr+XyBM5bRRg/D4",
+	"nMz7avWEZ+XebxQYoK/LvGkPSi9LZJ+DRlyWCPZooihDIAiAA8r910EAbKBQlpa5tGybGlxpPE/u618w",
+	"PpTb+F9rg3A1kf4tRwnXZveibj0uXi3Zk1LhbQwCeg6Je+nlc9DwIuuuL2/8exsmBP/DE3MuYUduVsVO",
+	"9WLxFNKWe4Fh7ACF67GxiPjSWfgTPX1h2G9LsaRAqwlw+WYuIVEiwopLmwfcJnr6fCS0oJFwg8lIc2mf",
+	"lS+DgxvFYkELsBOlDJMtt68IjcCW1+QLpvOXcjRXqbRiREjP24eagNC2ZeekC7HxcNFWu5kNVRM3MZbm",
+	"PmDnB5dUhRQk4plElFRqHCTasZBqit1QPCAWqOx1sZQ3ojll1aAQIDfRxgRbEFkrVUK/ABwv27ogI+ud",
+	"5+LKqWflU6HEox1Fy9SQ+LMzeivXKPYP4drA7dnlMi12EpSG+PQsr3VdXn9IbtCwX9BmPI7LVNsTFhIy",
+	"jXvBl2hHFVkXss49CzrBUFYsUtvHWqaIZeMCXYvF0HL3KzaJLhMqult3RWzmqdeGbiDaP6YXl5L4szx9",
+	"iw4sDCskwGSxCHcVC+SJGY25wQTKrRFEifnevXJD/h9fEGDLB8XCJEHBvbTl9bLHMWhQHufWewJ/9a+q",
+	"h63vqQef8l+pQGjc4/3Uk+JkdmkmhbHtfDUb3o7wrcri73q/vJioIFUFjM2oP1+MMvNEcCp61QO9lpDn",
+	"HD8i6LmwphJusRhgvcOhptbRlrJPX+LVxFTEL3FRuC59C3V8xgOHPx9ivSYLVRcg1Ckz29dmCTfRxos5",
+	"ywWA7Zk2W2AI4JdSHsKcwO5ZUyPgt+VSibRVwJ+u9SbNrF2MeBynwmzLFeWKTxEflbn3oM2xXqo4YKIz",
+	"7bCw28H/3z8+Pn4VUpU5dNBPeCQMVn0Oe/TON/RO7VDk1npLuCkI+RuwECbeXsi47WpTniCD9qkXjl2i",
+	"UcYBEuLXW1LCjR1lm7S/DJYKXmdHGVgMgCij5+cGNhlxyvcohrdjXEkihH1h8sQFB+PIjQfra2K2DMba",
+	"9zGuAEfQckYqTvjCWMLb6lSU8j4KxER31A4odLoafY4RhffLMnBPOUJciYIlaKdwkaP712B5Wx8Kna3e",
+	"/qE1bsQjWuGnoH8yDCNL22Hq5kMLv9eUfp//NhIqxvCRLaFpuY3Wv7hxhmy06B8cFI/JcbgbdBEVRWQS",
+	"laNcGdbG+mxQg6fq0hZtHBEqlLCVd67rUN/epsLMMtA36St1VzDf6pNGKjauzdAz4p5OLQAivVPykYmF",
+	"jmZFLxd0uELcrljsGcCxYQ94VucnGYIs6RLbAek3h7KF4opDQxkzRyitlHV6XmS8C/uuAzVAiHIfy58H",
+	"8j9Tvfv7Q+/9FOrpshy5/Owqzz61cqkwKZAcDtJhwOUf74aR+O1wd7TvT4fFWN8y4NRGOtqbjyxapg+g",
+	"j1IaqzR57em/FJt8+LgF8tNLG/+TmeUc/jC/LXkqss59qLl4RDeS2fOwpYePo2g5XxIc277gn4c1l/Cb",
+	"rBV2fZgVly5EjE2kDYpr/C+NBC5X/z18bGxMjYZdR6gFpeJ50Zg3/EHa3+/X7R90wtfMzLW2MwqmZ7FI",
+	"5QMtRxZt6S4gFYvHwNX2w4ikeCrgAkZrEDcsNJFcrDtU4q5TAt1p4ocq1qtgqBY6WWPMd0C9wX8Sy7/r",
+	"BUit3w2pNvhi2GiFHRa6MgYUizkWTMfxUAGLnKaCW19lKMxaDR0DxbbDvFRb8QWRGFGIp6yN2cw65mP9",
+	"INhh9+gbBxieBXPOuIHn37pQ0BZak1wkAmokBZ/d+7PbwengdlAbhIBj3aTN08Jm0ILVzMahz2+fTLXM",
+	"XJc1sy0v13Y72sWZs15doQ5fVW93mHY5stRp8nU2D1r1Uvuw9IUeXu5XdC5rqjjs2nOEgg2lRUtTG+de",
+	"yNupRUDdI8+q0H6Oh/rs786+6Ls6x+9W2/eVr/5dsHzFksrRUn1Gb0cF5WV/27e0X2L23mbkrRulx9dt",
+	"cmebqNQaCDBFXE8oCZurqaCSGGu05sL8pGLqCwapnhify5gbr9lY25mHW8tFQDd2rN4h7F8tkaJ2ZcIR",
+	"sW/1r/2NGPnU87ZSaFHp+D1pIKse12JuZw2ErLR+cSmQNu/Ji9eIrjBzaJLPljl36cRfrv0+Z3Gd1fCZ",
+	"goBPhiBTLHPxZQELm49Yg5mr5mOrxQ6YsXHzsRXm4TILvVgmrlZYHOsJ67by3Iqs0DHco5OE2zw+zVex",
+	"5RbzHjo7a8wa9bBn+kHtuhScjBWCy6H/N0S2Tez82lccbm2N5MvngiUI242C0V/Ja9uBK1YGp9+sZvtU",
+	"FtzNJlg1Jb6d+MFjnXVTwqOrQa/+W5HSymlxxWWv22+fvnXmg3eehhqqLwMaZiLU6fnHs+sfzk7DAOSr",
+	"27Pr67urW/rzzeDDm7OLi7PTkDXDq8ubGvSSg4irSCRhC7++uXv79vzN+dmH29HN7eX14Iez0F+XGYi0",
+	"uS/UfseCvNnSUyNbRDxqKCy5f0Ln/2ERItogWvMaMZMq6bRFwE3OwswtE1KaEmUsVZOVOIL9YNK/NKXU",
+	"pczpSd2flID7lYNeEvD5C+OKisk4zPCE4CifsIleqthHqMqE1uGTHqNtGkGZcErKrIr4CISUQQZk3K4P",
+	"g4vR2fX15XX4zNKsz6+16invP/W4RoC0VswXdQYDLJIfttEOG7ImJ+Nuq89mekUWA7TG++mDxjHjiLn1",
+	"SY99Olm6VAqLAFG0QiqUWFFhO4P1AQU07E3K9zJJRNxCfK50qVzpu/GaeanJvYirfMi8I4J0B3eZpsKm",
+	"UsRU28ojfHIcIezLWqATgRQx5y8V87GIY+EKqbnIxSfNH38JWsmDpviVq8FQGqpdIEpsG4bSLdrOixg2",
+	"OdyNNCycC8s7O3GVEr4wIt63AOazIxLLvHAzJPHn2TqjKxKzA9iskP4dOrklKwS2V8giMAEzeyak6xPg",
+	"Q/dS1Qj/mbO9QHfeoTNeM8eON0Ea6KOKOpzhBYWs6aM7fFlXh01c8Odj+S0HWeRFFN/ADm8+EMXzd+89",
+	"fLW5ebcZu6sgtDFuMsz0wMFflSHxDrtH3w6VR7xYiBTW76R0yWM+NqFg+XRbPMxlQNUCEBdBWplcs8Kj",
+	"j/JBi9C7huogX2ieGO3Au1An2wQMgzNDHvppvavxbcpLZTAnOonZY8GiSOjSsVbihM210lYrGZ2wXqdb",
+	"yHyIXeHDmnqlmXVjR+1Sv+V772zZGl93LrmFizgjciRv+CdGmcMhjQSOPMhviQ0AnYzKMe6sgLvmsKHz",
+	"krXPIseto0bIL1/qTLEwpmrfTvcBekJTARajhPsKRoNZ0CgvcORAy3Q/LlNIh68BBvOXQQF6cC8ggYKf",
+	"cU9HyF7gAwXBIIcgMMsxhdE9o8OKTOK4ZiGBPzss2fY+FUJdGNfApSNsCi7CWDnH+zdeOoVo7+vqCbZO",
+	"Q95drQKLO4W5YE3w8tQw4cvv4fN049ixBvUQaHBe9g5qK4qANU6SSlxd1Q0Bz/284VWs0eEvYZWHEcLj",
+	"5xsPcCK7A+c2iXVjpO4Yt2n9s7Ps/ya+pFMfWYli18bRL16f9CMQLf3WCBrQSCMz/tVdpqXr8XlWj9si",
+	"c3AJjS8Mg+s55pZqdvnURjZw9T1BrCV0p3ioMHEJ5LwN437g6xtIV2FLGZ1dpXA56pUaKuxGqjLW6L8W",
+	"1BQNXdj5C+yUYZ/Noq7nDLNzKn1KSp2V0b2wQ5UKF6jfAsFZiDa++J83lx9y8FuHnUt23lTw2PRdAWJK",
+	"XspFbxHNNIWFYP0rWGlS+IqYmS8McyUxtsOBBluAQFsdNnCekVdHQ0U5ZypmvVfsR/k9iERo9YssTqEK",
+	"2ZG7ZjYlFSekSAuXW5ZvVVz+V0c15yjjDqN0WReA+g6VZ1EQVwg3VxoWgUpXqM/vnbb+Qh8qJ7dqJYyc",
+	"znnYYR+0B3PN2VLImpiIyyby0encJI/1n/Z8vSGjKIVMc8t6HUbofwjBgo/NUOHw7r8K8naBdyV6JYyF",
+	"IZOnoIn/6TsTAFfoUxyqDOlMTxiVj2AHzGRV/hBIw5ywcC7VCFsoVOEIWwG5/6KZ1gZEIte9d43df9Vh",
+	"6Uh+usdy+XrFJKh6UcVvnsF06EkGlPWJ1vC+BJVl4tEn8nfisF6YGjNnwJS3aZiA/UYys5tjZ6iG6qvC",
+	"brHmNVskhoVGJCKyH6Cz5lzYmY7Zd2zY8C8OG63QI9QyAqKFtb2nQdKy3LM2uzkb3TO6GP3TrwJGyZUI",
+	"nobLA23MeMaD8kmggEDUBr+9+ZhDpATU9nes2Tv4rYWjWM5Hn2BJZBOXuMUOWBNWiJnfUttUrRb+KWmM",
+	"irVZr0VlvbTCafilRu+/NOz6hWEhkMAVzsXEzXR03zpwrflpzSWhrF0Bk/yKhRTJJ3/HxQ9Z84ErFouU",
+	"fdTCBqz3+vURZpniOr/YstIwmmGj1JJbceSRsHDZsno6X4i0naI7bOLYo4FmYMLfubWhdfnnIWsTEX71",
+	"z0O0n8ejT/88RD+TFYgFjJorfI3ngnzMXdBeX79+zWhYzMipYpNELjKhFrpqGiFiEeekweeC2HteZZtq",
+	"osGXrRPajMiFDkJjvgY0V/C9NDRP8R1Z/ONWwBa07xH7mnU7xzCDXrfbJWykaKZlJFz2bx1tLjxBCtbt",
+	"dHusCbvsa4/zZDHjLceC4ay+1Sk0opUoUIdgJuIIcUM2VFcnvEA1sIwdf7JGnpxHlGvqwva3nBna1e+y",
+	"0wLdf420/pVLCL4583ACxUPic+2RtXHkKH4JJggB33zHjZUiYLdybGYy5Up6dKK3qRTxnKuAGRF12Ded",
+	"XreFrAHmApzVkL1XY/VEs9DKkA6NqjJc5RIovFvgTSdOEDGYaJ/k+JGRno+lgmVM9XJK93AsHyRGMY7X",
+	"SIwBMxrYGrdE6yshpzPDeCLvhQNPyCdLhrxi32hwppuI8UQr0UIzMIoCLoMZZwf04nc+v9u0YjORxG1Q",
+	"/XFp+xneplZsyo2mkn9DBRyV9drHXcc1gZCA0g0c9A/n18D1j7q9DIuLAlxJP4yHymqMz2gFbM1T9cKw",
+	"w17J+G1Y8/DVt/Vf+3vmqEuixGGXmTVcBFZGmbrt0KZFeoC/hQF7me1DMFTItIrBQy2HHE48oDRZGs9x",
+	"r/2q64c7VN/gq/QTfHjY7fqK79WxdNgbWl13HSqYP3yMg3CE3et6UgUmwrrIhhw/DSk+mAJ8UO5payVg",
+	"k/qwlX/Syv/JjJjOkQb+ZJtHjx7iBcb+ZCX2yv4cqj/b7fbG/0Hbfh1wN/2H7E921GfdzsvD1+xP9hL+",
+	"efjyiP3JDvGfR8es7ls4LCJaYtjMn+wYX/3m23ID+T9rGsDwI1yA+MtGUFq85zaBAUWFFaAJHOcfwxfu",
+	"4+Ne/cflJSh8VvvPuhbq1uDlq+eMoX4Rnm4DyJ7BiSzM/1t4o9d7Vf7nN/TPze/KU38Nr3VfH5f/mbdT",
+	"+bg867yP+n9WPq5OuNfFHpH0doy8suXu7ePyP+nD7uvND2vn/Kr8z7yh6td1k4Ze6v9Z/XrbrF8/NXhk",
+	"XsBZC5PuHfZZr9P75qDb+fbbg27n6BvXWq/Thb+/hV+OjrY8rLRaXpH6pnvYymt4eAgPX8LDI3zzCB7C",
+	"/xx3N5ouL9czRr276Y21rG289uGTjcPd9Sfjag1v4uF7DTM+PobPu895CBdBQZWZOQBNp/fplFkp4rb7",
+	"ky4EqVjvtZedDo/oTg8yoKLeYfEOymR6vHJ7lFJbJ+GxZn4B4u1IYT25L5jCjV0VmlkqBN2DIA8Xrl3U",
+	"eZxA23wZgGTZyqoBDdUcpPLMluEvPq9dIXgxXMbmBYt1h4Vzfi8IqrQtHggEIQSZ2ixTJ5dbPk6c89Ob",
+	"v/xqNoKyNkI4KZV519rCngpIH6D6HzOqZlm1N3RYKZ4cwWuwWj06nSmfudMpGxWKBhunvHvffRZfjl4A",
+	"0CmHStpWwMZLm9dYIsW976u/dHJbCelpUqsOrKErIYXjDztsgCrSKkM5QpEoSfSKNedSNVW7F6DGmfB0",
+	"CtSHDqH2UPVarf7T8KxoVul74XS8rlgLYFWWC2Y1bPBj0RTxFP5OrUs7ehih+FUDVuRPyI9tHHh1BBWn",
+	"Za9LEE1M4UKAvDaxzpdSV33nR/YdUxR8VWQxTZWpfi9bJyDvrp14+SNTQsSG5S/8yL5mhx32HpQfkiEx",
+	"8JpOs07ZRKxE6iR2/AWUi6dX/gw0D5wupt9NpA2GynsGs0FG2lgYyNesB6+YyqqDYtotRiAfbll5f3y3",
+	"W+NII5AKy7D4iOsta9oCZX6ouAElXWRVyH6ktan6mJ2E7Y1B7s8+A00GlHnQEeZLMvVmpbqRrS0t3Dia",
+	"/QhqZqSVldOlXhqsEmNcQDoVQIct8SAT+AgaaJGOXLgPw36xmXGio3vU9lK9yuac2U6g09AtXAdWFU1U",
+	"hdaGDeLVJpL30rax8q777Me3OombZracTBLx3VueGNEKS2QbOJjs1FimgKmwH92AyFz14PRhzL33ybA5",
+	"13VavvydLIkYX9u8JisIrpaQiVTTpjr4sUWr6TaJevyRtVnzx/JbbabI0OV1HIpgEUTdOXaYsQHBHJJJ",
+	"x604bdFSWb/sBVkh7JMxkjXR1tZtsSkwRKvdAaDp09pDO5npqrL2hSaHDSKotzqtHBmqGIHfVG1CQCbl",
+	"C4iIkaB7/La6UDvXUe2tUz0RT3tj4UQhj3Ih2IWCTUWfhCaUaDNUFAEmFQKK8RSeuiiDlmMcmBCC4T+8",
+	"EEdGbQ/Vm5uPe0Bz3/ro76zMvHR4dM4XUanSNeePFxga2egfHr9CpuP/7gVPlvhzXKrkFAwaSyV/Wwr3",
+	"jk2Xgj4a7cox85cc6fob15XFknnNiGM8mJOInNyFa5uWPAXVDJHDboc5CGcH4VaUAOBWNsI++/LLCokV",
+	"FrEcAbpPabFLH2e1NCJlMnYJLM/ZlVKYZF1YrFgYDJeURA9UoMJqspT5UOaAyZhiw5JkzUAqcYYlMhtV",
+	"INxPqtUO0FNGlWJYM+SplRMe2c48DoeKziwdYgexSUiCSweqSBge9S5IuMbhduBz4bKj7EYIaIahXyrS",
+	"uXE+yFhlNF3PRcOZL5xXG2Da5BQmmqPcLxWsYCG0tBUMFQiFTn9wvmJXFRAl3U6kY5FJZ1hXYb6w6z5L",
+	"+Yrw/F0cMLJA8lD5BV/wtSmEoGIkIwr62qAZckwVJvreZzTEuPywiHkSEqpKkwS/4y5ORsRUKiAvXDVU",
+	"OTnwMfC2bueYzekiLqaG0VKWM++GijKUXC070FiszvxYlHDGXd4c8LWVE4VWQzVfJlYuknWbxzHFcGE/",
+	"rRMP9SkkXJHB064+VFjYWKhoVtZT4ICnDyJtY2kFXDaPL4MLTOZ0TOJq9o6Dw6DXYl8zox7I7Ig/c1W3",
+	"ohV+ugMyrIJ+s1E0dSMPFSE7aiscOYSfmsoRdiaMq2Rm5INg4S+JXgVsJqezX8OhKiQRYWQb8NV5u9ei",
+	"2oP5sT5BokgIQse/ijLiXKRTEXfYVRmdh1A2sIHVTCcFEF+UT8hCn+djkiziV9NkOUsgIWLAmEMfFfFU",
+	"dNiARuD2IgQ1yblkYF4hpkL52fvkqBRLXcDYVLHExQ5/sVefXJUq+OIZm1yH2FJIEDgqVq7v1SQ/bK/R",
+	"WL0Udl3OX1BCSCoD+yWUdbXx4bagykHAUBA3Bg9nXpWEgLyHqhmu1Kgbsk6Hwb/gsIetAPH9KykZJ0xa",
+	"VMZwt8deNEk77BwhzbSPqPdKOcVg5EGbvqSKCel00kYVyFqqmtSBCV150uY7XGAMfr7NsJ0vQhuL6AeZ",
+	"w6fA/4A6VLIGdskjERP/POx22y8Pu10q1EJRDPm8yyVRnibCv1CtHwZZJDL6+8mUlEw4eSqC6r2ArTS7",
+	"M/gncops16eeeydO2VCzWeblcDeeJYzg+1Tw+1ivlK8h9uzPqrBI0EYA/T81fVfuZUuhl32S9QU3VUS5",
+	"LOCaSpcEDQzJyMuy1EZdP8U+HCb3qKb6zE9EoyA2YNGV/eus5M3W1nQ5/AsNOy1nS0zlZqEas3+A78a2",
+	"b0T4XuVuzGBrXR10NMd5rWNvvhwqlOoCFjbXrM3WM24peIQiR3qszWYtn2BI/AyNixgH4Fy5oWJtNmBt",
+	"1gtZLKapoFMzSYWI9RxZHRlqPfT8ULm6gLeHB03V7rV8WPmeMO/VLEO3+jlxlra6SE5PHY0chuXp5DSv",
+	"E4wWnLA7t8fJOpafqxcBI1TlB5HbLLIss1REVqfr2pSoGmPs3tjJN9kXZHBDW/D+DBDtAHg3VaPiMNkI",
+	"C1CGdcbiqlV2X9njzccrBDuqq02Zl9XfWVjOl+CnFI90D7Dm6h2BwcGrJyvuOMMIFR3Y2UG52Fb++ROl",
+	"27OQhkKtAORPt5gD5qtu+cDsvCpVXh+AM8+DDHocSuWwKMLppauoty4g1jh9B4SwwAkyxjLxaFMx97a6",
+	"ZuhnMEK8/VIdd8aTpLX3rldvqJrdL/e1D2zuQqd2dzi7KyK74FMRPB3WfkBN1qctup0aObTNeI9Nlcqb",
+	"Ky2jMnYgoBKwCyX0Lbh0aE07EiWgSzPyH9RVVMoKaoZuhKFLxvEf0Q3IkyS3KbiBnrAu84UPqEIfaY3P",
+	"REEQRZwyfyiDCkd9ikffYWpVTda4qavAijK9C5mShuxF/dwmGbAaYR9U87OrwWg6Woh0dAEvnb4r/1n4",
+	"9QThiTkzYsFT4JoBRVTOBI9FioHTpHNkOuTCPe4UbKOokJDmSIbHzlCd55YUvEEp+BbfcRm9sYjknCe+",
+	"RjLoLr983f41llNpzS8d+u+vv4j84a9hUCY0fOyz6XQ6VHmWMNkt+qBy0ltuijoF7aI36na7oBjNxCN3",
+	"A4EBdB97i/YhZlZLNQnpPzDcNZbgDBVX4UlhLkOltGorMcU7EaPFaXS9Q+f16XXrHW/kBxsqu9LkhMgd",
+	"XGhLb1Wgm8dS8XTdeCL/b/+sv2oWsnlouGbqaPdOuZrrF3y8DeotKyBVB5sZ6TR+AUq/wSwDHwK4QIBr",
+	"8lqQGRMZpQeEch6nNzcf0TCIfFnEhTxwR6PN3POCgWToDTGs2+rsgX0+diVQtwm/2zO5vbBW1B+cGZXM",
+	"BohEPMohF0cTnY4yUAX4UYkR8CSpRg5RaCceBS1zdeDZUJ7OJP/o6tA8DYi7P6xt0ZBRv/W+8o3X6vFM",
+	"EhTEl1SWLHT3FHjuVtjh9yXYTcXnosMuhLUiNQExCROwsAOnfkTex7AdBpSagNURURgZqgS/QVQz+ChH",
+	"z3p1xKIZT3kETbKmtA6XACRnU0UvdQfceaga/cYiMe3D7uGrXu/wsN3r9o67XdDOOXQGw//nL4P2P3j7",
+	"92779a/5Pzuj9q9/dINXLz//jzrmsGEH24zkUNtslC7jVk8KRh2Tb98X2kVKRpEai4gR0TKVdn0DrMtV",
+	"5xA8FelgWaeuDFx2/kYaPqvJwic3VQgt6dTFw/TZ99i8C9/G130OILt25JcDH7rsJLSyUkhruZ8TX5CK",
+	"PpF5gEqHnVvDUp0I1gxTweOQURQSmn1E2MIbMRbGiVT0nErZWTbna1CME6Ia5OsIq4tjz5d8Zu2i8fkz",
+	"1WjRNdi2vlKKnwilXS1TZRhn13zOVX7XY0o3K/hEWhgzgCWsCtVZgELOrgYBO303wGNzejVgzenBBUWi",
+	"3640c6g4dP878OHxmoRFMg/2KYThq6/e5zjPTRR7Yh15WyjIV6b11Vd99u729uqg1+mxryl7TCsGgi07",
+	"Pj5+FZCfm0uFr+FVAv+4Yc3bixvW66Dm0eu8DPJmsKpWdZehnWyjWdi2iWlHIrWeOcDf92IduiDo+dKC",
+	"RgJ9+L3nidE+RcZ9n0ihbDvilHPy1Vd5TQGY1z9Eqt//xK7Pfjq4PrsqTuuYOnHVZK54dM+Ew1E3HeiD",
+	"cihwnRELaiEiOXGuxrBQki1kY+FM9NI4cAppjcdSwTAFEhtwtwrB+WOB3ME44FGMX5AJGqRR5zYUK+E3",
+	"u4/hGq6AlYMGC1kTPtMTFhaqAQPLLVeTCXETQ2TZ52qi/WOKJc8bXSTrYpO+TKv7vFjOCfooNOeeIIgF",
+	"/dUKyBFbKmuAiSzWsBDOV+hK5nr4ekzhNNBNCfAee/JFf9xIqii+8I5DKkbUn2KVsOy3/O0TnxAy1jFI",
+	"1GGhEnJlYlkxHpyeL10Wsqbz+5JLFLH0QMz1lWSrK5Y3w5qhh7sq7JMr1VN44mrwoA+2sva+nUo5LJp5",
+	"uchVeRyFulOVvouFQcOakpiunTqhh9a3WhvAk1a2lOEJ+TVyGkZiodiY//iP/2D4p/FOYlhYyvylLBsE",
+	"PaE1T/XSOk8gusG8ux2fm4CtUq2mQ0UpZKQuOe6MDg+4c3mKoReo/TqapW7CnBy9fOIQ+Ntwx8DcWeh8",
+	"3m803C6IZYixG4gYB/24RAzghhjkHAv2J/Gwam4FvHbU7bI/N6sGsj9LpVyzuEzUHliJlbtozw3wJjxQ",
+	"LVbs5f3g4u3l9fuz0xHwed/JWMdrDxCF3IdugdKHl6dnF6MPl7ejt5d3H07hyxKACyjiLqErQ2I3Hq2x",
+	"ZNl0rR5ta/WHs9uQHbDw9Ozi7PZsM4v4OZ0Uhv7m0sOCPTH0QuSHC5cYC0yaDsjPxRKtpiKlTfABW/J3",
+	"ygG7eTdoHx6/yoOUCkjlblirVAPp2jLcluFrkFLKo777cDN4ezbCwW8bMmcLGd1jvaMJyMgIGxYl3BgM",
+	"9Vwqh71SdCIniV4l0tgTWDfEE15xw8SjiJagEG4uXKFYyFNL50YCh4BP0J4N6+b55DTRY44XaTYAEbcY",
+	"BZfck1XZaDiyMKLCWfL7gI7PeBkJJh55ZJN14CxPcMCLjVaq62SL4KMdeDqlQ5OvijaCuY/hcjf3GB/Z",
+	"lnMQFvCKb4YloGTnAAkdELICqdHYYQNYIahm33XD1t7rezu4/uHs9mZ09+HHD5c/f9i+11qJtuXpVNhS",
+	"HKcjWpCJlGYwpYinOcCByfI1i11fDW7f4bkbXFxc/rxtZ900yX3fx3Phd5vbGWZuO/9FkDMoQQGBYeeT",
+	"HidyHOLRSYULyWmSxcGs54lU96aVbQPRCW4kXKgaJPw3MxHdA3slkxRXazaGmWTmbSI4JLTi7FxNm9HZ",
+	"/zy/ub157tyKKi1RLNZQ2OAxTcRiwEHggLiLc4T9XmBAMFFIYg5CuCFmXFW4sef5b24+FgaZGZxRVXaD",
+	"enPzkSE6fQL6oYjrAPswVYIQnZLlXNV2lQWg7ejPwT+g3Fa6GYq2L6paQmAN3EFwlFCuMqIgUI66iwoz",
+	"D7iLwvDEgKAX0NwLw0BVBhLCcDAgoEKAXSFenCyKZUQHEELhaRHAg6zaDnKiboU2YRufXilYKFiizeWh",
+	"jAonTcOUMju6Ay6pifiTxgGGIdLHozRw8itQ8C7WzMM6igehYAmLaON0dSUuYt4HpwG9Zojr6OkpA7J7",
+	"LMrM9Y0xZbjwrGlXui5UjEKSakdomFnOkQ1ZXQgNP+wefdMK8lAovFkx5NCQLRcjEquRT5XAJ2f8KoOm",
+	"4Yr4iCtTh5taIB4TccUk8aqaXAwKJS/mSfjofYzyITaG3xmq0g3zC33qSFhJuygHfmvlI9XhpZegOBRD",
+	"d/m2HJpgg8CZ1VNBKNpVYBEi/UrCVp4Sha3CGxW/rMvWKYzv0HvxmlQ3aOOQEeDAFvmTNctRS7/0fu04",
+	"zP5Whw024lW34aGCco2EuIk02i8BJBqfCoaVK4CZqFKwavkKPr+5gbN+Nbi+3ckSI/NAXKbMG+eSRI1a",
+	"zn53fXN57eXavOGsSQR5CvHOIDHHLlO1oVHgXoLEz+d8mksRPRIUB3e37y6vz/9B13idWa1qvfOpYF67",
+	"cMJDvSkvJJsgjgGRsQvaCBylExZt3NMk+WBgf9MIwQYliM7WCQt//vnnduEpcBMQg0Pfp5viS5ji28vr",
+	"789PT88yhYWMlNIwOsrjJdXoQmtgnsGWlcbIbH+siYh9cP1TE1oxznxKT2s7Cm4i8NhXBDi/yxeD70fX",
+	"Zzd3FyVhI+HjNiXPGVdvEvSCgmKx4CkC4dddioYcN7DmmJThr/ZcrysLmC62pKhcldQqEA1BXiblufja",
+	"f15+v6mB1aM6PQ2g3M9YKxxFGW/R9C4uB6dnhY5IJpNqokP0L5I4mxXr8q0cYytnt+8uT6uCK20RzAtx",
+	"Pw3Sg/JgS1TVh/BkXFuv8xHd3A5u725G789v3g9u37zbQ1YMsTjsVMTEC3gazSRlDhWFRxoJSQBO9XCI",
+	"EAjYtkUSOvFMIF3zcSICZoQ/qXI6s/kQNicyeHN7/vEMx7+35kwrfEL/5VZkgyQH4GYn39/d/NeOLqp1",
+	"Vb2w7rtt7sB9RYiSDSQ6ZD5UyZd+23ZUP+kxhqhmByOacTWF98NsWfvMpksREkKnvzoECpfEZomgEV2E",
+	"hdfwWXsA932fHZeX/sNlLi5en725vN6g6+IEH6RYVTYBRkh6Jk2Xx3qBcQMuFwK1ixmJHdpzkKo0ibo2",
+	"xqwUx+bP9enlh7Ptx9qHsOR3qDQspDWGI+/Wn2jdYQ670flbw1XS0i7xC3jqFoMU0X6rNMybd4PTy59H",
+	"5zdFCr66yxbQlfgttOL4gl/Cyn5cXP7ww9np6Obq7M3t9WDjPG8SXL/2xkS823aip20X8xLmJqBC/bTl",
+	"nCWy4I1EF191F96efzi/eVdSsrfzUL8NXusUmNDSJKTW4i6UlxG46uj8w+jq+vKH67MbvIf8aUZ1grTV",
+	"rQc3cNrB1d1teFB5y20BnkxHD3XHCe29pdPSy07LtzBGZ9oc3Z6/P7u82zBxohXSo6PzNJUPaMAB6Zms",
+	"bpkcnjklZZwIF/LWDNszaxdtaAWhWfXSFqLcX3aZablJonETe2sWLcrAqov49Fbre9+1VBQIhUWsqKNP",
+	"Rqtyb6zpe+sVesuOqdPrJiJJCrqZi6lgnIJhWQp8uBm26e32XKo2+jPzqWA2HhpCzIEJKqEc2YfwUXua",
+	"8qj4KYxrq5DDrfA01XtJRqL/QrK6vbwcXQyufzgr2YvFY4S55wQtqCg+NKbdOHGQ39W588ToPjIvjw9F",
+	"uFRshfUUMrCu/MO5mOt0zcbLeCpwk+f8se1/bdOvmJKhiUHadA3sG4QdGJ6fz7EzqWZlj9+fnZ4PRrf/",
+	"dVWelIfKQB8CZmALZSlFl1pCeKC89MRPd2d3Z6O3dxdoo3UJvVm0XKJRQbAcRE2qIuFwWBFw091yn/SY",
+	"vBS0SMhMPEhwa5+D5k7ZsRdKSyUV2J9sqXLvZdETUqYE7xQBSdHy6B7mEYly/4jUmnWHRHJzdv3x7DqT",
+	"DOA+yF3OkVaKwn9pMdz+4fnJfzNhyxXUGAuKE2dN9B3CbvCMPxSWBY0B3LBPVG0OBPmFUCJu5QB0ha4j",
+	"7nAufKBTYmcsFbgUWYI4Fqkw7pakd0L0Y9fsQLDB5zzCZtYnjCDRRsSdJ3XKDBw+Ow90EibSPnEOnGEJ",
+	"mbsnGpj4JnY30hbID05IRvxIDxoBqtvOuR07vNXNC3QhUoxVQfyUXKPMgmeNzzZzcgFSgLF8LWJ3JIBJ",
+	"HANH2mMUZaK7vbw+G919GHwcnF8Mvr84q1N8kXiwUAeIJFfa2Gkqbn66ACpEdQlj5oCe+gcH//f///8I",
+	"W9ksYDfG3FS8QFiQGVctj0MzbKqZdy/kLiQkX1/LY8adIsDdTYN2KsTixajsVFqRlUhLffGNzAKClLmv",
+	"UFtduEPnZfdjARESiRSzGj3OaGlt393d3mJZHeeNKKyrv51zG0zp8iZFVCZJdn0/KXa7RqVhY+A3bhDf",
+	"EBOrK8RTp5sFT54vb6yHE4Z1e2hNEcSR08r3XU288OzD5c3VG7hMYGvaWH6gGZ5dX769CbFaDdoTfltq",
+	"y+H56U93l7fOwixtVnyPtgs7P0IbM3YCnGtMPmWpXCUZPhVtfFwjQOCpqNyeteYJaZ+n7mBmHxrTgM9W",
+	"qeVlN3ToUdnXmL+OfJ8tFRaqQCDqGP32g2z/izWGyBKeBQNxi7JTk+fei+yzRCoxVMDNMfw0cP91qds9",
+	"9l5+74y2ZrlwapJNuTITkTKhIh1TDuJQLVzUiNcLSFp1tQYdtgJ65BO+FmnRpeTiCbBSO57xwCdKYNRT",
+	"G4tZH3W7ATt62QvYcbcHW37cPc5CF34WY+D9D0IhSxiqrzwYs8cI9Zdr+D/bLhikjZEpaJc0LpjBocXm",
+	"aOeIuLpSla+ycKgZOhbRG+q9DD3Qw3qH3xYjJ/UE2knKoZku5qoz6oPo76vHAMN0db0DF3zuMpMIbgXO",
+	"K1l7EaZEIiSQrgjlPMJa/YmektnKod1g+JfbdofvG3h+KOaLBEvakYYYMF/HICDGgsIuwYxgCIle2laH",
+	"XVKBEGcmL2wubbvZ3OSmG0dhY/3Fj0b3ltNplSBkGLz3QLTgC9lZ83kSuuLylQAMnhej8UEupU9BVwhz",
+	"eBcvV3KDugj29eby+gZXczIBcnWMwIGohO1Ip6atUzmVKmSThE/RY01RY/QYem2GFMrYPziYaWN/6cOR",
+	"wTh/w8apXhmYKdqUQEYPv3KypFomSUgB+Cw7M9xSrG57uWg5LGK81bPYSVqDwdV5nzAHJomcziwNI/Od",
+	"keXs0g0cexsgfbQxWkgnGWW/R5IATjshyGXaMpTbuPfP01TZVFis6euar7Q4SBK9ars+cTzInejbVsBC",
+	"9wb16NHSsLsX3lRoXNyVe/UdsSWKusLNa9+uF3jdls9mxbIukBg8U+O4griARlgXIdV+zx/bg6nos1fd",
+	"bniSyUyOc2B2N46lwivyMKYn54+diMeFNgS3VDPeki7hEExq1ltpJNJ8QhlnB36SEQC9jMcSDl5OCvC8",
+	"n+0ajgVHGrYc3BQeATjzlSXAcM+PPF33mZtUxnnLfoWhupxM/DW12w/C3p5fnBG8UMHQRjAjyLkWmF2P",
+	"vo8QfQBmxg+PXzXxWQtvYKCI/wgd4D6i3M+BI7ROCNOwVH3BgcmgQWOKWC3kxrBGJBMEg8guU6H87j4j",
+	"wNrVF8zju0MKPRU+1BRVHQ8tkDtFEjJVG82mQmH0dMwosNbgKNaFBJGWC27D5fgz5wXFyDb43XlZvE6M",
+	"UV1BIWgvPHAJX3CEKiwWabLCO6lRH9zt20W5p0/o27Wi4XZzV73USH0/baMjCekrNvCev6Ag2Og084LQ",
+	"7uJpOOr2qo667AxUHWHZBqeCJ/Pvho2UzzkBOgwbIWtmHyI/wDrsKHCNiBQaTj7w1EVVdZUlJ1nutVPE",
+	"4NwVmTHAwMc0zHTsk4Z8eGCi9T1eDJmnJ2PTJE+Q1SQPvERJGOZute7QkhWXxpVF3Om0c0v4Emed+wL3",
+	"8NYVbnGv0oMCatBc4EKvOUihD0IBz0Bx3HgcD2ZElApivnswFdcDHGTkZFuuxJbjBqSEu23qV65n5EHY",
+	"uCT8/FviWD6EHNVEqRBB13JF6FUdFt6c//Du7ipkKcWrmixOqu/vVBTe/Qbo9N6hj4BmONcPgnD0QM8z",
+	"+DOStzeIUxMCjwoV3UmcMutK6mvyaTKEGkCLX0EIR30cMXSoxgRdlItUPEi9NMzxZNgfmNlEp5ELGAJJ",
+	"0sdItk4c0pUrVYG9Axcawz2RTNpeDkO3cxjryBzkqR+deRz2syKQxulmOC0lVjQfgpen4C/LcnJMcGla",
+	"QQY2SPCG2Dm2Q/vkvdMvDAvpgpB5qT+sM1ytmFnIIHBidrFiZZgVqOx7LwPGPZArqBkWakGBMuqB8Zgv",
+	"01OG8aMqjMjZHGrixMewkRuKaLWYMR+2ShVCq9K9nmTXNV5eeDX/nHlQSmEHpRfJAUklzTw1VC+70Esa",
+	"0vhEoJPiGXT36IqnVKnOiaxD5VQkUzRG8jhG26Fjghz42QItDyTvk0Rxe3EzVFdZusuOg78thwUVOQUy",
+	"gDTFNBJKnCHTQjl75oQNLq4+gPgPRFXOpHFYdYUsnGwRkTdyDEjILJzQMCpCJFcNVTVXBghbmkKGTR/j",
+	"hiVWVPVnncG85ATJdKgcfuo40zQpbPbNwLiz72hzxlVsZmheUXEmN8KQYRJwIQQVhuzl2ae4lzlBjo2p",
+	"Ut5ojOW6yOyaDxT+XmdVRmEuJN7lBruhctvhKm4tUm2pxYC9WaYP4h/vfwoYgUSV83yMM+32Or2MWhw2",
+	"RFZx08k0Xku8SjGmWSxRrYCfWBO1ThTIKX+X8v2Gqtvpdo5a/cJQfdwVJXxboSLQhCmoCZ75q8+uFyJw",
+	"a+zowsCL7kJ3lznmQTj1uuBGdegQxB7QlByQ6OpgUtjt//V/BuwnF1fqs0uAAgpG0KBcuxIzfXxfsHGs",
+	"uG8gVbs9QIxuNGNT2RshrIfG8uRC08/rLJMdk25CDhc3c2XI8GvPrKC5HzSWToabEZ+5GDQW6SRBbBXT",
+	"YR+0Q8Cw/B6rVFEcanYaXPmqfiblwMC8ucJdnfNiIixCUgqe0hmXaErL5LcRrfkIvxhhyEuHhbFYJHp9",
+	"sMho5YAnIrWmswZh2Okk+MiVoCFOPM+I8FQseGoJncXzAMSFnXAsQUpGCirzUqSu7BzAWlbJPcjpHSsK",
+	"SVM4OU4JON/ohP2Jr3pW+SdzZVLdcqKYV5cEU4oaJstGFgNs8kgnJwXwHFJNT9w93GF/ZmUAn4xB3lUR",
+	"MBcLOQr4C5FYF7DLmj7AMyyZF6UyVnCqjObPQeYQyCw5g/pCg6y2zqD3S5WN7664LJXqc3FOeWE/WIIb",
+	"4SuyFxfhRb6Ui6WtBOhtlDiEHWoEDSstZlLn9Fu6TfFEZcSU0VsjaGQIOY1up9fpOqRYUOYa/cbLTrfz",
+	"kjKxZ5iOTAcX/jWl/5RTbL0hldwXBME546k3wWVWR1ydwEGVShe566Uhz1kyv47h6+1uoH7ZfeP8M9JS",
+	"pSMnxVCBVbJ9zARP7VhwZ9KJRSLoi8xUa2ZLa1iMKlOUCK6SNSn8rgtE29Z5Q2g0zUKmhyqcaiVG6OL3",
+	"pV1D1ux1kQzNDMiIJBJ4zxn8+9BxlHJDJm1uhoqqygdwS0/REJFl13BHa36FOuxWKKR/EefDIhssLQPG",
+	"WaOWhSeGswVfGlegMltnpyw4MVOs3LIZPJVD7BtGjwa+h9xLxQ2DicASTanWFj5/YTweBS0xXGpDNdPL",
+	"1EU/YCl9bmw+Yl8WEW8BKoaWje4F+mije19lK+vHvKAfTI7oyKepEM7n4c5jHiaEZOTML+UK+q3MvuyU",
+	"ORDuMW0edQo4p67PDvuQhVM44wkqsnUV7lH9odT1TLc5jxv9xg/CvsXThLWF0XqGZ+yw20VcHDJdImzZ",
+	"AnuFLw8+OeANylPeBX5CHWBS/CZGBblbuTucfjuNwNMQgBKFhbLccwwzxELXR93etn6ziRzcKe6UAxHD",
+	"R8fdl/+yWZWyQOtmV+Nz7peklh0+46JPzR1Q2kFnHIYBFuywNYDX7uRYzVY8x+nBRtHTetjxUAa8gLCS",
+	"oy/RnPAy2r3Wp/QiLgsBSVAicAZD48Qwn4rlqM7yqcnBNxHl91f42kn7W7n8IFnB1X7Y7RZ8y15gw5wY",
+	"1jzq9go14SsKmYfQ3YxzL1tntoW+owltqPDDE+cxSshUz819q4NBv3ZpCM47FtOUx8L74rAgB1WxMc6K",
+	"XHSqhfo+dIAM9Rh/dW5p1kRjFOrdVCCUJ4lLoYcX0DAzMWsV+RrtaMCBP9DvfALSRrRMUxRjeZIYuje9",
+	"4QRbd6kbBHhTMKEBpZF2gtJGmirdJwf6ZJkkZCOoc5cTZvraWIRLd67zwPnMxeOML71LpOJA9/DiVEsy",
+	"SYDzk8scb/yZS4+YSCXhOsNFeJYvnZfGBo0SkISamkImKShIcEMyJexKp/dsjrV4XazGsJFtnesT64qW",
+	"Hf+85PZ3gzw2w0bg3iDXmlaRQ5s3dhndu8mScZKuBpcSiaYcbjETNkm87ANqTQL3OyWMkPU+s17CoVjA",
+	"dJcLxLK4yCKEKiEFhlwNbujH3W/QxFoffIGJdxTG5zpyHAguXW8ixlxpb97jfgtpS+D34+43zGp9gtYX",
+	"HufCOb7Zp3yM2VJNaWXNPQpRXObhKpQW4VYXWUUe5GrYVFh21H2N09gIiW2d+CPoQpaBtFY8yzQo2MJR",
+	"iPDCC8WmeVxnsoDqtOwizZreVLC8wQldahg8C+/yYrJ5NbW02COlt6J5nRtGNtrcJ18IcAl/W/KUKyuV",
+	"OAgxV02k5C5gITmL4ICTr6hDR75jH603PxI2h49adf4/j1btU22dx8O5pWFimBJG3ueMLY4c8mpIYaAG",
+	"o2ixXKnFlTV9lo8VPQvO24jNOHRRniRI1Rlby1J+UcktzxZk6tSQsXyoHK/uM31fTNVORkAkIs7iGKXT",
+	"+GXsjkC/BFdD9844q9QSur0N/amrSWuh/t+dDU5zC1dmyKiGFwL1B4XKZXzuY+TJ4uf9xrnTmbDSc6MZ",
+	"KRxK4wEMXAUHQgDHkisluTHwNtxyCCQcyL6Ls+YxG/OEqwghBCkoFUVnSvFKXRGEPJqJ4Vxp2u+o2Uzi",
+	"zS7y+ojQiC+GaltEaAGf/PgVajkYpaUnzBBqjmPUOh0qIxNsmlyWaNQpdEPcw52we5E6kwdanilikkqt",
+	"cAxQxGoTBJu8KMoY9D7xZiVWkZ4jznJMUZ5Oni/0ml1b0L2IKY7cFM2reVgrBi9hXGvfZd5oVbn40IPn",
+	"vCe56ILkMVRNJ1bjt63A8XR2Lxa2TSaywsDGwq6EUL4RM1RNiqJ3A6RGTtwtgm4octPlVnvKw5lxFSfo",
+	"YhtUAl/Rj4fBr6QGrMijQwadFItmsDllckPX5HB3Phx3NfrUaS/tKQ2rDpdgqSdYXKzlYrUPa/F9uPG2",
+	"+oznG0bh3dwSQ7KaqlehZu8cDQT24T1ivjc1ZZNE67jks1CaTbhx1VuU8/cnGohkmVIRfRBjittAVjCY",
+	"qp0tYaRuyLgDxaOBq0cHEAsoud+oHiNaOdAL4L30sSa3i1uqVEyXCU/Lhw223m+Ly3uAdS/FWA9VIcg6",
+	"E8ycowuEx7Ve5qkYuI2YyZ0t8BTVesQhqTAZPUFAv/yIk/2D/NoFu74XuSussqlTx2pazn1SNmKhp+G4",
+	"+3KoyhHpsIJZLDZxS++F8rcqihIoXQSeDEhYuhdi4XbOMxEfeoOr5nAKXzKDUKWu2A7O6IXJGQgwYvHg",
+	"ZAIqWGQYn2tCN6rO35w4nYK4HSInI5XWB8JbrQPqOduDbLr+MHXYZdUGj17WAqdbJHDnvDoqRqG4E4Gl",
+	"3vzxfEXCbfPoZc9BULc6WT4NRqtgLIYbMAIzk+mlnKSzmTuT8fuhcskzRud2Y5vK6B6VA+7yNDAljmeU",
+	"jrHlWAnTGZgCAkuSammF2WIqofvq77SVUA83eKVvM5nkUdDLxZfbQv6CYu8QIhv9X/74HJThIX/59fOv",
+	"RdX/wgdKkL7JYwl/FfR+p+aTzl9IgEZkVG3qNH8iHwKr1RMWZri4lJP25uYja4ZWPNqDyDyEAbt++4Yd",
+	"9b7tuqDEjHMXtVdEeg4oYHTt6yWS2FgCe0V8Z8SXdQjQHlEW/00V5kccYdnOrgYO/dmhPoNKX2mN7A1Z",
+	"e65kncO8zEblnVcO3JiuP5j5ls6ZK1SWAzXnqOyK6m0NMV8Vbyfli8ShJ8tdZVnBUIcMk/suOuwtnBqH",
+	"m4pWCsZA4yzMK/AzCvwIg3x4wdnVIDh9NwhOrwb07burizftw8PXveD7du+boNc9OgyC3re9znHw+rDT",
+	"DcpvHdJbwWH38FW712sfvrztftvvHfe73X8E8LjTw9JhZJHHoAfEwUEMZbjCMVqPcjKdHldQwVyqLE6g",
+	"P1TjdWGVic9OgaRdnAm3WDJSTnzKNUvFksQY4YC1W8FQ5ZadisLngKDKu0cmgKEK23AecOBtB4CR2yhe",
+	"Ac9z5cAQw6mTRZC7KQ8VCBIEH74QaZWQ++jFIA65QZUgNMDVtEh45NAF8mKNcNRY02cRSsVC9yIcCJIC",
+	"7UpGwpn+QT+RxsqIWLTvNS9diUI/fkC5CMZ77/4f9t52uW0bixu/FYxn/mPpX0q2nDjbSNMPrutm3fpt",
+	"bSdtZ9kVIRGyWFOgSpC2tdNe1HMLz5U9g/MCghLlOKljp9t+SiyJJAgcHJzX368b6nN4G1Ojuxspt5p2",
+	"W5AryE5RklN0CoIli1Db39iZEC0pxlmeq3EB/QQdOxLh3tGem4gvhuQUiTWMvNHjQQdzuzQYQmXgGvKK",
+	"+AsQttEm43xkwsALYAAQQUKwvb1N90ZF+VIcJ18T/RsUyHhqH/POxS3OpEGOMDgxsQWOIg04AuJakoU9",
+	"ZtM2RLXKHGQG3h6tlAnhdLD1UGQUN2s6Bs8yUziNi1QpDqvyg47BB7E6VJjn72f2+j3YYK1ff9IyqHcN",
+	"15rYOT/ZiV7N1WlZWHur6Vj/AYvSCmomwW4v3FNLG49KCG6nC0dZ6wKKcAOyCLafMNHRhGryR/BLHohd",
+	"0l1Fp7Q2/wouJvrqYAX6TUcA7Uc2hFukj7enXmJu6f6Lvs3yURLHCqh0XvYecMWZXKSZjC+z7EjmyEbz",
+	"srf7kOG5/qdjFSfy0u4BSIH94/0XH2pTTibJ2JrSFxi43nikXJBV6HrMcZ5UjjYNnOws3qjH6Xj2CoY8",
+	"k5E5+Mlo9Mh5GjNFl36rERdVUXTHK7daV2XVYtgILLcKSJy8K804l3N1Xzo21I35WHGhlAg3uCRsg/2r",
+	"IpujLvY6htZ4JMeOBOU9Cgw0I5QDvlc3rk4fZ4UIc48LOHEyn8UFcfK0WjB3X1Kxgg5aKy4cEnGoQhgC",
+	"xgo4THskBkCKQFKhtm41qhvqlgMyBt/fWfUEWr1kQ0ygzsIL9sHj2+tWnW/9KV3R6iFrpMKvB/wjevPl",
+	"0x1VJ6vr2lpdvHYXNeX2QzRloXItUxLNx5HpY1VIqPGiXLk/0Z50I1RoTbKtLbxWsmFBiQIAG2OtdwMJ",
+	"PnZatbp1Id2BQPKgXIlRDtX/o0Wo6/QdeyLq6vl/8eBl/FbKuTDRe72rOtQVxCllnJzQa6E04KSOszkB",
+	"5xMKasBt74XSgOEQam7VxIKltoN19VJsWAeL7gHU0TPyVoARXH4XDE+7bBFistKg1B2wL2Sa0VtzRb8A",
+	"WEwVhxrCBIDFJb0GhzocNLignImrZ6KoFjDU2IDgBzEp206WP1eJ1RKBVcS79kpexVNrbU9To3o5Sgzq",
+	"F/PJlYt91DrlwhLzR4p9nmv/2vfiIxK1TX0XvGcPM0NZY/SLMvPcnaFjMQOHMClYTcgimyF7PexPl4Ks",
+	"UIlDTY2XVB3hOrJdaw0xX2Pu6g5jSM651eqWlD6WqDh0u3mezTKUUPyIa5wH3t6znjfDxxkoxxOCv/R+",
+	"D/DK1GICN/QBrJdVTZ7NIJ08l5jqXObGdFlO3LkRPYYCZW4w1DkF5VT2kSV0rkzKVJhbis3zDKWLZVQx",
+	"qi+GcbiX9e+nHfkDZE1X55uKOXgZiYUg0VeB3/7kXioxotSE3gDPge52DG7JmBBNODhgRYEKUOFb6pBb",
+	"U/dAidoHAXZhx5y96dA+aDjDiieinY8B3bvIhKoaghihlEvP/T5/VMUuY0YLCdOPX8VlDpwKmYZqD3w6",
+	"z+PQLSwVbkKsU6Bx6/KCONlVGUejFsxkfEzn7ccGOO6NCvD9qbX6yaMSmYw5sNKsgJdQNZ8xrOAc+Rai",
+	"gdUh2Bl6gzJjToeE2u71AEUzsv8mSHQDXRRgsDBMXbASSAhWmSaCUK8QQwRLrAtBEwVCsA63395xFVbf",
+	"DmwJjt51JK1TFkR//FRxi+3XTygFK8qpX4cpTGrwZwNCdIPq7lDLUUaA6qj8umtRXFs1HNU2seLXwVkb",
+	"cVkR4Y9hViGaRWxBK7g7j1m9K1oNaht6/wZCYm1s7wHlvc8Ug/oYy2z3IYL6VssbmSD79mcQ7TrG+txa",
+	"wxcf8K1pVsDJ1r7fHkQthQJiLfoGUrlYzeaZ3YwM3UWpBLL4GIC0kGAS4g2rNmw4Z6EQAZpbfAeKANxH",
+	"ixqiGyOsel3e2GKemExjfNpdwZ4MFhko6FB2qZ9buWg6fPft7y7wtT/hGYhPWJ9rP8l4qqBtqBA6u+3+",
+	"dfQssCS+D8YQqqWscgiEJI8TykFZR+L8oZXqocF2H7ON4SF67rkVwUWRzXk2COu6OaId3BPEdsLo/Cs7",
+	"1Uu+E3W8jaH1jwrCHfTwcjSJfhcAiBT3My2ArKfPKe1NbMtZYCITG6awtVjmTIbUEKhCnNau+DorpiIr",
+	"i3lZGHGVheyceVnwNLtaqmmNPN7eJI66SCGBCiay2uYGK0vdbQy+CSgeIEE0iQMNxGlDWJOiL3TAx7OE",
+	"dD99P0t0yfZUwOCXRcf+qmN+Le27xsmE2DuDCn+AeiQmjpO9YswobjO6xg6r4jPBUDJUZGxC8VuqcqkZ",
+	"vMKfxE2s/qD4QdVN3e56TmxiQq3LNHUOTk1rUQiJRK/Mb5IbhYVQoOUHVphu5TzUBIxxXSFL2itoNK5c",
+	"Gt/cZFiIDzueaKOctdQVP1Q8ZgRjwYrAL1NHBFYsNoAUNR87gfdybDxVzXOwsuSL1qSitYTbwgAgVe8D",
+	"6XF8YpbzgbQmyv78J1C1coQlrtXzZls8UaoCUFMrawWjzJhqK5PsZFqt03XzskHXnXNJhtSLyuuhx7aQ",
+	"ZYiX3eFowZJCROG/Ks/aVDPhhUMp3A8V2MQ+AoWs4EQQmrT9nMn2Ql3TZpQ0LrJyPG2WmIuaxDx+yABv",
+	"/kzxgodLKqud548XPMitt44ftnMxDCjSIK1wQG4tMyxuNfIdtlwaoUoAYGCi/b9rO65QMqwQhywfbAOY",
+	"5Ce2Of/stRPkTd5r+/E2vKdeop4Fus+xPAeELwqlQmrOgwuJ1R11TrQwKLvgThLXMBfqSQX7TGFrLMSe",
+	"IAayz3jowSpKjv/bVQ51jfMEs23ctMj6WFyu8ny4DRhqyoX11xDXWK+YBKmoDCBriEIpuz0nQo0Sh0Qm",
+	"hKGBpxTYTwPqXpJe9H25ZOB1qFdF3j57iZuWM3d8xzo/TqihRrWR9Ua0Xm6/rnHvtCuCEDzkoHvBevsY",
+	"I8BqlprvULHWYtgLKx/dEOYZtuRW3Vre8ClIzy/gygsR18R+SjIySXRMTVB8OQA3tFY0dJ30DV6E+oug",
+	"EBUNRFYEcRWzQ8yUimWTGorwxVFgUIgTLgKfzZIi1EAU2OeaXm4pB9pvxIygZmq7BqOy8JtAqekx1PZV",
+	"gip9hl2hubeb4JctB/YBEOhEJcFrY63mJabgtg8ckyaGh0EmtHEKoRtqyAahd4ZgyFhbDknoPmeqXZEh",
+	"5dnJbYIWWuMNpEUtnvqaiUoBwdVeC5GdVE0KcnxAMj3/yJsAhulZGumKJfUNLGWVfqnZNC+bnWNPBq8q",
+	"M/kJzY/LZSLYJQLuiNnpRWvFUnli0+Dl88zKGubtph3/9CZMjRNtDe9Zt8FisW7nB5gsvqGCGgu6htlE",
+	"qdOmtR7ActHuh/p9DGr386OF+r0EaQ4IeA3Tn5hkaQqkozoO9fvQcJWOzafPhUB8wJ9NSo704JvdB8UM",
+	"Py5N8dwFtlbF328mOivObUIO7cWJuW5KR7iwZHMt4icvFfpGFTJJ36Nh/kJK/8+hwp+vBOtUq3rWLXB4",
+	"WoxzG7hicBcTMuWsWfjnMpczVYCu+vdqQ6KbCBcBXVN1AErJJyiscLQNZKtv1KA+tVcQrq1IE8GgQ+Xc",
+	"IiOOKCBDjWVOfidPhZQhzSqmR6cXcbsf+VdYKYUNhuCybK/2U2Abl58PRMrTLA/1UqkhvDzeaLeZi5Xo",
+	"GADVH8+ExE7pXEKbrR3qRt/BAy4HvIIHijhtwo3ff/+5wQHeknfJ/d0DjGkCrOKJFuNZpwe9otAnao92",
+	"l2BBXycxbsdMrR3NnCsI9+QxkFPPFoH+2IXf7u7C/fFhLjUQhLoZW/Y1uEcOfNQKMQg5ZyPANTCFSKqS",
+	"WaN0TAWvs8EaCJpNwwgoKLgohithUZ4UbEA311BuOsriRZc63/vi3+GG98Lhxs9QdrrnGkw911MvRY1d",
+	"TS9V2CKqjAe+B3wfDtyxziW2idAKfc6KaEdi5Bosd8Wyj767/WKJoK7BBgv1ihFGqFgwHtycDJGzLG2E",
+	"gnhTvbnpQzfBamQyTQAUeYGVTEtIYHzOTLM0vq9LYM8K96c+neEh67oE7hLz98H8P3EwPyl84onjKAao",
+	"hltZ27zC7t1WbasGqwWr7UetM9h9QrhE/4yQHke41eqm6umGWBVipfIR9CAD5ukPWY/7ce1Ze8rUCakc",
+	"uX5Ar3HfJ1Hk/jjHEm7PWc7eUwrAervoGKuYGalclh6S9EAqaY+Cf1NaORARZIutxz6Hqm1I0wsdiPPj",
+	"i4OzQIwSaUSLiwdoSNb6wgKCVI48RHGTZnOM4AHcMSBIZRN6PyhYJBAzdx/RyvI40TJfEHwD1h4Y4vLD",
+	"jvksp/aC2hFKKXwqhCj81x24EcHw7ZsBwgEojGSmHOKFNeIk0I3lWQqccEVX7CE+BGfe7bt7wOGEJYVF",
+	"Zu5NwOQmYAmaUrpQZ7dQhcaN9RSidRo65OyLaMGUYz2ZHTZi6yKPkfpK9ILG+a1+sIPxCF9sEKbbHsEZ",
+	"UlGpX0uZQgwTBws9DZe3zE1eEaiURYWPI1qIVuvbH2B0AZgT8u0s2yPBWpZ3oFNH1+DNwWWo11Kut+uU",
+	"T7LAKDo17Usk74FKDO7oZ8ShXWEo7p6YClVyxdp5SDBrN6pFoa394QpAmmHbfO5PmtMpXZ0UIi/1ffbL",
+	"mac3mtXYr6WClhrSYyCkNUWNnbwb/Y1YFgj3uRGs9L0GzXcDyf3wu/38qS0uf1rWpeN5g5mBgHXfZlMY",
+	"G+lJsX4GiXrrQVWEWM5hl2IkY1BPmJIn9YM5PTibSbH8Sey1FVusLzQBuCzbbTpzn9Xr5LqPWclDM71p",
+	"kCnQ+Yp0BHtAk3jOoD3h2ngAfBLPl7X1Pc9tdqDGWY8ijfyKVl3OVTZPlYjVOImpWwh5RjLua/Nj6l1x",
+	"WDDTRqIBsOLi3RsxhwPAB3yZKDRf4LhUqVGYJYOqExhIEGpTLIAqUKnCHsHWostFMoORAZklJQzenh+1",
+	"OQNN8HxG3qg4sJoX6rghmMPRXolkn9ZnBtAmV4hOLb+C83Vmmt2aPiFS5pkxHYA4RaiCcZnfqJot5KRi",
+	"bE0MLdyqhBqhc2Yyv1bxoOoBY8Gq3bzCd7D/q+5PwNz2Ab1+D6J1HBMzSVzK1LgQmTWg7BhvABW7fhPH",
+	"w1WZ0hSr4LurOwTng20HGHdTGdtxX+6Emof8L06mVCT9bEHyfV7viv8P4epMlfbMyiJNrPUObDEpp1eY",
+	"Y8sjM6MMcwLofuNkDihdcc2AkIW4ODze3xOxmhdTrDFi7yCbOC6hFdm3F1tL1tpR+0waBn+8Y/VCGoEo",
+	"fPbf0XoDrHKaXcGUWVVcQNcdMPHwcovW+c6PgTjf+THU43JWphKt7/Odn+D9/rXjr0g7EO8Oz+ATb0V4",
+	"EkPd627D7GDanOqXi16llHaWZvyfWaFSgPiz62X/OzdKtID9Ca0j4HuKcBqGeMcocFpsAvW5xJqBHQyo",
+	"W8h+90UeK14maQlURnaXi1ZqTXBYSxyh3cdlrHSRIBoUCmvAkvFCtPa+6LW3ECH9//6fFxg0CvUkuQIm",
+	"nnE2U5VV7WM9IwcEtofLvEgmclx0ZzFFYmH2QI2RTsjVqEzSwodR9rOBrqhDV0U1YPZjGJmeTCj3K+oA",
+	"SwL6mP+3DwXlwXULSzuSiKNQrJ3Mu/g7FBw4gp7EGpCEFs1GOPIH49Zme+dey3zgQ5P6ffhXqiDAXj+C",
+	"8BjWcMAwzavBPt/rjURi7jN0z/GkehiQy7SYpR+B42Kn8+9Y3N9JMs8G5DC+56oG1DCZTjp28tBW+Ofl",
+	"8ZEDI/pMY0y5AiUP4AlPOZZgDVZDBQjF2H2ZdXeZCjLNrjpkTFDxI/B0lrqioXJGB5RoiBba3NbIDDzU",
+	"ZSys8Pj6rKVIVYt+4dxARNeJjpGRhCYraltT1riewV+yFb8j1K5BBxCt3KWuFwR+72noyvVs0njneDkX",
+	"Dvx5ffqdR9MvHifrHmEfrNMyVkZcQc/n0ZXv/HSIuEp9pdpeDX2l7/53C+BPTodHp2/eHHwzvDg72L88",
+	"34t8YojqwANiYtzyrqNHALw3nxZ29gZitaKeT5XSkOPW94u+itXqZ2vapGl2y0Ky85TzcXm+d3hyePJm",
+	"+K+3B28Pht++PTqKRKtqr3+0MMbFGEGg7il2wsAJNEDzzEPjz0iOr69yQKn6JRs9uF6e3Kp7CwYa3bag",
+	"MlabrHxolwQjP9QNVn5SMAjBGrPeylhXnBApYz/UunJZ8+zWHhjiRuaJnX/jPRxgfbDx0HrHkFGy4ojp",
+	"a6yYvkLKVix/Xue2tgPxKztMJhB7vks1ED82O9HSHwqwvhVTNQt1q3qCigMaQseoFNB7AzFWusgVES+Y",
+	"sQTwPOg9wNgGs3vJssjg66g9EJfiK/GjOPcczED8AH+dHJ7tHV2IW5VcTe3ZeobH749Qs5kA5dN4eC3h",
+	"tz/xh5B3IwfxWmReIERIKA+52jpiiKSbZB6J1hwRxu08U8KFfPLIy/dZh50Xijw0e6gC2w4fzdkvFFtv",
+	"/ZClcSC+y6ZSG5Nh7mPnldjPxuNpInqvX78YiP2plRf65rtSA57Q/lTNspkq8i6wsqZpVxzJUVdcLEzR",
+	"Ff/4UrR2trd326K3/aLT6+0g+X/07vBs+Iv4Sphf86I1F/+/MOVsKMXFxVCK1u3wF7n122+3Q/nbb+3/",
+	"7Igt79t2RHkRISL49Vfw5bVo2YndMsNre0UxlJvFUEYBzTTMg7UovKkFxp87gLKkYA7mwngpZCFKnRTV",
+	"ta3IDK8jos6SOpY50IHF6iYhlps4ziaiF9QWdNNU0goxHIOeHuzoTYN3QCxu+7iOe9xPaMtxhvDd4dl/",
+	"dqw27vW9/QelXvYePesEFcrj7hQS4woIbVTtoUi09tp9103BobxSj4mgv/Zje+/qz0BE+c5dJL4SEU2x",
+	"+O23uV0nWKbffvvR/i+ivJYX0BOol5AHw95jWEV6ooH9ZBH5kZJAeJEgWOye6MBKJ6K1GCbXoiMWU1kM",
+	"k+tKQqqv7KSBJESOJzApmLuNqfv1QviaJfp1pz4E99iz84OLi62Li+FP7nbzLAMSoLLoZJPOJEvjpayy",
+	"vZjXfdOI7/E3K2EQbPNDTgkA6rqaKdSb8HRUVNanHSAXH94FlZavs4ijLLvVoKQHdq/8BNMOyDWFJ0gy",
+	"TYWuRNGF4EmFcuhu04jzHQLloghVJFraI9wG1dPui2g6TMRXorelxReiGCabonW5edn+T6dn/4pgHh0z",
+	"tDVKN5kRkGlNcBrGmb5RmtHzCdCrKRZW4czJK9XGMeYzo8bW8weNcnExzJXZ0m1//XHx97xFb3sMZHiH",
+	"GySUaq7CEg8twnIQTw1VWOJ9RVhiT4fai6iJxoAaYWITzQCvSZ+6w05Oh850Oj/YPz3/Jro/ZgSmyKdO",
+	"NtJj1jG4Yvzy77jSX7l/xh/nvZIuWk1C/tyRMKTOoJzESE0TB7boomLAaQiSDmbAdxenJ59JGIyo0ru8",
+	"pOs6NU7nSu+dHdLI/5DKoNhINrJ26FrU8EwXuRwXvid8K43A7IT1gZ4bzMLDV29cVFVIcgJ5jhcSA+/v",
+	"meOf9o6PPmyO+caPPsd9IedJbfzQD4qlXvZ/GP/D53IvLBE18OSIlhT2lcRMzueJvmpTQxjkbCB5Y7/t",
+	"xGqcgWPELHPW0CGjKcuN9e8GWNANlWhZvEBic3VXWPMV0nXYHUpQz38E1/DTSAgtbIOE+FwFawscPdpF",
+	"ZkFbsBsxEBHG/vrCkVdVdfdo61kbMdTSAMkVAV8SmxXUILScX+0MHHWHFkmbCYImSVoQWWkGA5PpQKzW",
+	"P4pRVlJxmV+DAmCya2Cjz2p0DQ+I6zJNVC0YO5N3SFq60e/tfBlszBLt/n5wjPeziBgHy+t/BgnT5L8q",
+	"ED0r8UBjM+AySSyPtJ91uQ9maRyQSl6erGRWzhwjzizR9HewWqAcNMWqIq3uiuG4zE2WV24So+5Airdl",
+	"JRVxUej76MfOiborOvt0Gclga//iXXvd4PER65Z6Z/fV05bRVcJ6lF2dQQPmhxAILW1sjU4Nzw9UatVK",
+	"z2sT1hw1hE55MjVwslwFLflNQDKNSwKsiWQKMp3iot1YoV4N+7NLFoBAt2u0Pftvzy9Oz6PnNQ0OQGk2",
+	"1N+tDxOzgbtW+X+XjbBmAfxvxFww5QhKHkix1gkYRAsIGEYLzPnEbeISg0KRRHNxxMRV+UYwnVF3aU9b",
+	"vwGokCmp6KRoICpiurk0DM0Q8YVFBmUThS+bgVfejFB9mHKM6FyBbjS4Hkhu5vLXUvUBMoVwOphgJwi1",
+	"yeybGZyFAqo4XIQZZwBkPc6Q0XiaTApitodX9+jhgN+NIMF9UjggO0Ve0EybjLkZcgXk76HG+mmMH9pJ",
+	"hlIe+wp0vf0sVdKewVlZYJ0KhDzAwAk1VMDh8Zz81+5+qsgB3HUsj0GYZjFRt+L4a16qPrTzFbJLNWhD",
+	"4BhMYmMPYPgCAYWHcEKq6mOdFfavUEfYH9HlOjMqIKdPqcQm2jQi4jI37xmhjpbuj1fj3aHnrXbzIfCy",
+	"RtTeX39G19okw9KoOCLmPGzNuzXtgViDFxBqZ9fMrCRPyjRdZ1R4qdEGq+L+83Vn5XTd/ZizdedTnawf",
+	"d1Tu9nYeYBUtH1DpAjcbnBlAQyiLtQPAPb0RfHj62kHEfcqz23veOg4R/0S27/2ZZMqd+II+ySZ+uvzR",
+	"TsCP7e7rPWG8iMNBTMbHqN1OPq0HG0O06HJ4eHx2dHB8cHLpyJkejabFr48x9fPXO+vd4V4/67cA12g9",
+	"WYvVAtZTSwx71NgLA5BPuZIzux2pmlneinLOiPbouk1VGkNGYaZmWb5ggDR7MFojKs9uRa5+UeMCvTS6",
+	"HNzCWuf+/sU7q/OxAW4V4MXRLSLXL7ENyLxAS4XbpoFhP9TcPQ7nUUTDSVVRK3TCYcEoZ0xmVeFkhZom",
+	"JVcydnF7Gj4cpEj+DakorI8F0WhFnZm86+APO4Bq5dOA7/Z2xHHydXtARON2mpcg2HovRHS29xOgxVye",
+	"ng6P9s7fHGDqwCqMKmFeI08ZONJU0KDQHZpo4JQsdaxiLMYJdSvq8B068FE1OvGyDRW39JIFcfYQhpar",
+	"98IyL5op4CHO4gXPFCEyE9IbwPLYDwjaB4bmCsfxOWaJ+f0KWxqmWRpXRuPymMUXohdqhGDtih8cIx10",
+	"3+Jwl2Z157VorPgINVXlBl4PGEEVzOSCYM9GDpGAbcuGqltZq7t1DidYLfuu1ayPPPbRACeBJw+pHUjU",
+	"jmEv9aHG0a03bjAxKmNr8JKcuXnBb31Rk+LXUuagxvFYn2am2DRiPl2YZCxTumFbEFI1Wpi0+IS6RBqB",
+	"q6JhjxhVVPSKq+h+v2QjaDwBO4vQ83Q5U3kyFjNZ5MkdstjDywPoGzmOt0lufUaxA7tGAPd31AuiUKMk",
+	"fok/bwfA61+fm3E2X2AUvw+cqczNwwOGSNJ4KnMg1Ia05Yt/dHfF98hgbLVUNhE72y+/rCNf9F51X4rv",
+	"vw41srkGYqdnr+H89krKdZIUhLOAD4NYpbxWOtQ4X72dL6nSxYPko5VNDHCfs4oETVi9AMH/2ifi3KEc",
+	"VKTnyMwpCyyPWRVnmAMU55osC+nrW67Uwtv3rToCCphlfVQHnZjI1Kio7UjeIFlMUwDJ+dXxI/kzPqby",
+	"SCAnU+QL6BMAcisVD8Tuth3E+zAv6tvPDYYwJSFJP7IGDegXVj5WtBuF2KAKIpD1GbcEW28LHQP7mrwn",
+	"5fjaPU5Zd60VA7oiUVdkeaixADYln3paFnF2q6lj2nssyjQVjUzULTiSuUxTRCotCMfEkwBqHoDRzrJc",
+	"MRMPFCbZ/a7kNaa3QQhoyOjzVaRjdDPYWlJMkjs77BuVcxesFdzj5OtQt/JSYxxgVE4mKjcBw1ZjfqmN",
+	"93BuqF+jWwG3VK23BtQsjL7F+r73Gk7JqpmGlJoZOMYa053FDmBmd/mhfpMvPzPUjQ9NtGtXplBYvwpY",
+	"jwBb1f52pEL96qX4PvlatF6+6NHx3Q5Im9gRf0986F5bMfZykD0VapnnVnRA3F9twytWwKN4Bu/svhJf",
+	"iFcvqU8bG2oqrsUazbphi+ZNJkw2KVgc0TIpaEuZciZKnSpjQh29OT0+OD46PD68jBgEGw0LJ5KidXH4",
+	"5vLg/Li9IpqJqcDyIxRtrpiKDk8uDxiHelA/76mTHexQq0ORAJ81G/wg1NAk2JA3trfYQlCoX7LRMImx",
+	"cb5rLzeqiNp8OKFIhzrCZ1Nxq4fsCZ+TP48xFLbquNcQiyCUdTrMEvSccQyCVQ2H4wvFkI41oPNspKwc",
+	"C5QUwLFts6qXeuGKTyozGq0miffwu4HsueFVUaEtY8Tu9j9gui/efvvt4f7hwcnl8OLy9HzP6mQyZQAq",
+	"2N1ukqSp8U4DLuAPtV1CU0Hv1tgtxlmsVkSjOp3wHAF5Jg9pbA0wgh6AW5HS/ufby0trc31z+sMJTt65",
+	"LFTfuxeiLcvqNEcDjrcNGZje3vEsp1lpqIeunNuDDAMgXJ4mclmASU7m+CzRHfuR9TR4w73a3X3xCk2L",
+	"LTMQ26Iocw1hxmwyaeP7SHGV2yHNVZ5kMeJlzSUAY1Q3tzfuwO88k7q3LUy7DyofhPALutMXmNeEDaWg",
+	"FHgLBhtgjR1+By83lTeKXj62C+s44u362ZXFUgDIfJgim1dYxkmcspfSijrToph37MWQCcrKwp+EF3aY",
+	"Qa3V7OX2lyKisMDw8vD44PTtZRSImoOGqE+0V2D0jNFILgN6ZYRkbG1wtjRcS12ocfnhqAB7vsGF8NRJ",
+	"0OQ2NFId2PlmF/5euoNZmRaJ9SW3Jlk+61jNYj9WGjPF8GvMttBFlxjJ4jxMIPwgRDYuVNFB13nj9wDT",
+	"ryvXroQtwO3/oMDSW5iHh5Es/KW7QCC0UEUajg8u977Zu9zzP3Oe4enZ5eHpyQWwMBxeXNiPzvbOL6Na",
+	"8IuDZU/bK/Ll01ZKgZ6xCmVuXQtW9Ku6BRTPRIGTnAJlmwKcoSY9vKxO1sD5htr+nhyppVPBqRQqu+g9",
+	"IdxXgxtUB/RCN6hflY6oO+vAWMOrKSrEph971dheseQoee1xtQiAm4A/QBbxpA03tcXEIJJdzDJNRasx",
+	"NPOYyGifEEr5TxSRflJwvJq/3q9LunPJ6x03KODWTceowEe566EGfx0YMFQMWF6DBp5oCn3UYgahRnHr",
+	"iiW7tdYpx0qxMqlhrwMbASvKhic+Npy4P73tPwG9INorvp2/f/GOG4LzAuJ2ZqHH0zzTWWlqWY8HpDko",
+	"b3tfaUNFOpqrpXS8HQXyzjHpnOFoDzhRsLgRyVtUxWCWRMI6c6buGxNukfWnltzk5QcIdl0xqj9OlfR8",
+	"LwjYVO4tDBlTAK4ewdHlJVjPjD6123QeeAU2RTBviH32dZKmKm4HIpYz6+dS6yezrEDkiSgJvUMoAHS0",
+	"2ktv1d5xOcJo5AICy1CaWSPhI0972fnFJdvEckslWvZhnUyniyDU9uyALpPECKVjBJpEz5TxN8i5BfAA",
+	"mWJC2SeghaAoVXKirwd6CpxniDrDY5m7DbpDExVT8HtXmPaa1gfPTN54SLk1CO+9xdYfVnL4RJnte0z/",
+	"P0nzwlt9re32wvIl0Yq+O/360aBo/2LJ6rMsTX39/kGKm6g31ieq97wwAAbOgCeoalSGrwFcpx6zdE5M",
+	"gb3CFBNUc9EimB2M4UoiYG93xQFC3t3KhQuPJT7X0DoNL6L9vZP9g6Mjq/q8DI9LREJuGtSmSx44k4Y8",
+	"HHs4gYsjWrVX2TSooADF0s3xVLoXDFafSDBRDPSGJTVXKgZCFkbrV6LKTbj7ooUGwad5nsXlWEG0Mk7M",
+	"WNopoEh0lWHleZJVkLh2wDHRt4Js9JWybwFEYHbDfXt4cnjxTwgdM21rfRkx7OS9dRxqvuMk0YmZUpqS",
+	"4lPwatBkAGRf1HrfqmYm1D7xl4RwudKEgAYhUjzV4kwrdNXcmicUw8WH1Ohi8TmNh8I+zPHf50JgDfKl",
+	"DeTtmv9ZlqkHHTRP3g8HO7a2M1v1DfmXOQCf2z3aJ4CkBvf2Iw/U9+CKXnKqB0oQCR9uPfYzR/7gJKoq",
+	"bLW6HTIRdk3f0zKgAuV+S7h531P8di2+OT05cNcu62+maYRmGbiygYbiPUa4g637HPXtI2Hl/dntbBcN",
+	"RUtnjQB8Po3EZFt6It6qC/TfnsMHovx5fcxcsUaZb2EnuCqOUfEaJWhvqcZlnhQL2N8jJXOV75V2b/77",
+	"Z7sXMVzTVJZPg/MrR2Qc58qYjWCjzNON/sa0KOb9ra00G8t0mpmiv7u7+2qjua4eFCvYNp0iNZ2xggBX",
+	"jH9dq0Xtpqbhrj+7V1y+PcAd1FnxplkBBL+VHqNe79XB7a0LsZnqYjenq5cfJTdKK4OBWGs2JBqniC7F",
+	"QpU1k+IagREt1hutKmTDNceZTgoAD6t+6pS8WfOQei+U49lgFDIc9zjT4yRFaJ2q8CGVo67Ysy4aBfWg",
+	"YIWhEKsbd9Ls6ivM9RCDLwTKrvoMser12UaBIK7JVI46RBhSY1K4F4+V/Kvd7Z5Y2X7o28HdG27DAIgC",
+	"ztpV8DfrKPPcYMis1CZAWgaiGp7LPDGImOLbBsQNh4cuLYtrNPv959//XwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

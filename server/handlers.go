@@ -34,6 +34,9 @@ type API struct {
 	// of the jobs that use them (rescoreGuard); nil deletes through
 	// Registry alone, for a server that queues no such job.
 	Deleter VersionDeleter
+	// Axes gives a version's axis (GET /model/{version}/axis); nil
+	// answers 501.
+	Axes AxisReader
 	// ChannelUp reports whether the prediction channel is listening.
 	ChannelUp     func() bool
 	ServerVersion string

@@ -506,13 +506,14 @@ func operationMiddlewares(ops []string, api *API, cfg HTTPConfig) (map[string][]
 	for _, op := range ops {
 		perOperation[op] = jsonPolicy
 	}
-	for _, op := range []string{uploadOperation, labPostOperation} {
+	for _, op := range []string{uploadOperation, labPostOperation, axisOperation} {
 		if _, ok := perOperation[op]; !ok {
 			return nil, fmt.Errorf("the OpenAPI document has no operation %q", op)
 		}
 	}
 	perOperation[uploadOperation] = []echo.MiddlewareFunc{streamedUpload(cfg.MaxUploadBytes)}
 	perOperation[labPostOperation] = []echo.MiddlewareFunc{bodyLimit(reconcile.MaxInputBytes), api.gateLabPosts}
+	perOperation[axisOperation] = []echo.MiddlewareFunc{bodyLimit(cfg.MaxJSONBodyBytes), validateRequest, api.gateModelReads}
 	return perOperation, nil
 }
 
