@@ -5,11 +5,12 @@ SHELL         := /bin/bash
 GO            ?= go
 PY            := /usr/bin/python3
 REDOCLY       := npx --yes @redocly/cli@2.77.0
-DEBIAN_PKGS   := python3-zmq python3-sklearn python3-joblib python3-msgpack python3-lz4 python3-numpy python3-scipy
+DEBIAN_PKGS   := python3-zmq python3-sklearn python3-joblib python3-msgpack python3-lz4 python3-numpy python3-scipy python3-venv python3-pip python3-setuptools
 # What the tests' Python peers and references import (scipy.linalg: the
 # helper module examples/python/ramanserve_preprocessing.py, which the
-# parity references import).
-PY_IMPORTS    := zmq, sklearn, joblib, msgpack, lz4.frame, numpy, scipy.signal, scipy.linalg, scipy.sparse
+# parity references import; ensurepip, pip and setuptools: installing
+# clients/python into a virtual environment without a package index).
+PY_IMPORTS    := zmq, sklearn, joblib, msgpack, lz4.frame, numpy, scipy.signal, scipy.linalg, scipy.sparse, ensurepip, pip, setuptools
 FUZZTIME      ?= 30s
 # Minimising a large new input (a 300 KB model file) can take minutes and
 # shows as 0 execs/s; bound it so the time goes to fuzzing.
