@@ -261,12 +261,16 @@ test-under-load:
 	UNDER_LOAD_TARGET=$(UNDER_LOAD_TARGET) UNDER_LOAD_RUNS=$(UNDER_LOAD_RUNS) .ci/under-load $(UNDER_LOAD_FLAGS)
 
 ## test-clients: generate the Go and TypeScript clients of api/openapi.yaml as a
-## consumer would, compile them and smoke-test each against an in-process server.
+## consumer would, compile them and smoke-test each against an in-process server;
+## and the console package clients/typescript: its committed types against the
+## contract, tsc --strict, its smoke program against an in-process server.
 ## The generators come pinned: oapi-codegen from go.mod, the npm packages from
-## conformance/clients/testdata/ts/package-lock.json (npm ci).
+## conformance/clients/testdata/ts/package-lock.json and
+## clients/typescript/package-lock.json (npm ci).
 test-clients: deps-node
 	cd conformance/clients/testdata/ts && npm ci --no-audit --no-fund --loglevel=error
-	set -o pipefail; RAMANSERVE_TEST_CLIENTS=1 $(GO) test $(GOTEST_FLAGS) -v -run '^TestGeneratedClients$$' ./conformance/clients | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
+	set -o pipefail; RAMANSERVE_TEST_CLIENTS=1 $(GO) test $(GOTEST_FLAGS) -v -run '^(TestGeneratedClients|TestTypeScriptPackage)$$' ./conformance/clients | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
 
 ## bench: every figure of docs/performance.md
 bench: deps build
