@@ -155,7 +155,9 @@ class Client:
         axis (body.include, api/messages.md section 3.3)."""
         body = {"include": ["wavenumbers"]} if wavenumbers else {}
         info = _model_info(self._call("model_info", body))
-        if info.wavenumbers is not None:
+        if wavenumbers:
+            # None for a server that does not give the axis: remembered
+            # too, so that it is not asked again for this model.
             self._axis = (info.active_version, info.wavenumbers)
         return info
 
@@ -207,12 +209,13 @@ class Client:
     # ---- the axis check
 
     def _check_spectrum(self, wn, it):
-        axis = self._model_axis()
+        if self._axis is None:
+            self.model_info(wavenumbers=True)
+        version, ref = self._axis
         if len(wn) != len(it):
             raise local_error(InvalidSpectrum, f"wavenumbers has {len(wn)} points but intensities has {len(it)}")
-        if axis is None:
-            return  # a server that does not give its axis: it checks alone
-        version, ref = axis
+        if ref is None:
+            return  # a server that does not give its axis checks alone
         if len(wn) != len(ref):
             raise local_error(InvalidSpectrum, f"the spectrum has {len(wn)} points; model {version} expects {len(ref)}")
         tol = self.axis_tolerance
@@ -224,13 +227,6 @@ class Client:
                     SpectrumOutOfRange,
                     f"wavenumbers[{i}] = {w} is {abs(w - r):.3g} cm-1 from model {version}'s axis ({r}); the tolerance is {tol}",
                 )
-
-    def _model_axis(self):
-        if self._axis is None:
-            info = self.model_info(wavenumbers=True)
-            if info.wavenumbers is None:
-                return None
-        return self._axis
 
     # ---- Lazy Pirate
 
