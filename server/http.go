@@ -513,7 +513,7 @@ func operationMiddlewares(ops []string, api *API, cfg HTTPConfig) (map[string][]
 	}
 	perOperation[uploadOperation] = []echo.MiddlewareFunc{streamedUpload(cfg.MaxUploadBytes)}
 	perOperation[labPostOperation] = []echo.MiddlewareFunc{bodyLimit(reconcile.MaxInputBytes), api.gateLabPosts}
-	perOperation[axisOperation] = []echo.MiddlewareFunc{bodyLimit(cfg.MaxJSONBodyBytes), validateRequest, api.gateModelReads}
+	perOperation[axisOperation] = []echo.MiddlewareFunc{bodyLimit(cfg.MaxJSONBodyBytes), api.gateModelReads, validateRequest}
 	return perOperation, nil
 }
 
