@@ -354,6 +354,7 @@ func TestPythonClientAcrossRestarts(t *testing.T) {
 // without a package index, into a virtual environment that sees the
 // system's pyzmq and msgpack; the installed package imports from there.
 func TestPythonClientInstalls(t *testing.T) {
+	longProcessTest(t) // pip's build takes seconds
 	t.Parallel()
 	py := debianPython(t, "zmq", "msgpack", "setuptools", "pip", "ensurepip")
 	tmp := t.TempDir()
