@@ -5,11 +5,12 @@ SHELL         := /bin/bash
 GO            ?= go
 PY            := /usr/bin/python3
 REDOCLY       := npx --yes @redocly/cli@2.77.0
-DEBIAN_PKGS   := python3-zmq python3-sklearn python3-joblib python3-msgpack python3-lz4 python3-numpy python3-scipy
+DEBIAN_PKGS   := python3-zmq python3-sklearn python3-joblib python3-msgpack python3-lz4 python3-numpy python3-scipy python3-venv python3-pip python3-setuptools
 # What the tests' Python peers and references import (scipy.linalg: the
 # helper module examples/python/ramanserve_preprocessing.py, which the
-# parity references import).
-PY_IMPORTS    := zmq, sklearn, joblib, msgpack, lz4.frame, numpy, scipy.signal, scipy.linalg, scipy.sparse
+# parity references import; ensurepip, pip and setuptools: installing
+# clients/python into a virtual environment without a package index).
+PY_IMPORTS    := zmq, sklearn, joblib, msgpack, lz4.frame, numpy, scipy.signal, scipy.linalg, scipy.sparse, ensurepip, pip, setuptools
 FUZZTIME      ?= 30s
 # Minimising a large new input (a 300 KB model file) can take minutes and
 # shows as 0 execs/s; bound it so the time goes to fuzzing.
@@ -307,12 +308,16 @@ test-under-load:
 	UNDER_LOAD_TARGET=$(UNDER_LOAD_TARGET) UNDER_LOAD_RUNS=$(UNDER_LOAD_RUNS) .ci/under-load $(UNDER_LOAD_FLAGS)
 
 ## test-clients: generate the Go and TypeScript clients of api/openapi.yaml as a
-## consumer would, compile them and smoke-test each against an in-process server.
+## consumer would, compile them and smoke-test each against an in-process server;
+## and the console package clients/typescript: its committed types against the
+## contract, tsc --strict, its smoke program against an in-process server.
 ## The generators come pinned: oapi-codegen from go.mod, the npm packages from
-## conformance/clients/testdata/ts/package-lock.json (npm ci).
+## conformance/clients/testdata/ts/package-lock.json and
+## clients/typescript/package-lock.json (npm ci).
 test-clients: deps-node
 	cd conformance/clients/testdata/ts && npm ci --no-audit --no-fund --loglevel=error
-	set -o pipefail; RAMANSERVE_TEST_CLIENTS=1 $(GO) test $(GOTEST_FLAGS) -v -run '^TestGeneratedClients$$' ./conformance/clients | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
+	set -o pipefail; RAMANSERVE_TEST_CLIENTS=1 $(GO) test $(GOTEST_FLAGS) -v -run '^(TestGeneratedClients|TestTypeScriptPackage)$$' ./conformance/clients | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)'
 
 ## test-prism: every operation of the contract through Prism's validating proxy (prism proxy --errors):
 ## 0 violations of a request or a response; then the suite's tests below with the suite's server behind

@@ -311,6 +311,7 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 		Rescore:       modelsvc,
 		Deleter:       modelsvc,
 		Exporter:      modelsvc,
+		Axes:          modelsvc,
 		ServerVersion: server.BuildVersion(),
 		Started:       time.Now(),
 		Shadow:        a.shadow,

@@ -89,6 +89,14 @@ func AppendModelInfoRequest(dst []byte, id string, ts float64) []byte {
 	return wire.AppendMapHeader(appendRequestHead(dst, wire.TypeModelInfo, id, ts), 0)
 }
 
+// AppendModelInfoAxisRequest appends a model_info request whose body
+// asks for the model's axis too (body.include ["wavenumbers"]).
+func AppendModelInfoAxisRequest(dst []byte, id string, ts float64) []byte {
+	dst = wire.AppendMapHeader(appendRequestHead(dst, wire.TypeModelInfo, id, ts), 1)
+	dst = wire.AppendString(dst, "include")
+	return wire.AppendString(wire.AppendArrayHeader(dst, 1), "wavenumbers")
+}
+
 // AppendPredictRequest appends a predict request. Arrays are written as
 // float64, channel, scan_seq and column_index as integers. A nil c leaves
 // the optional context out.
@@ -418,6 +426,9 @@ type ModelInfo struct {
 	WavenumberRange    [2]float64
 	HasWavenumberRange bool
 	WavenumberCount    int
+	// Wavenumbers is the model's axis, nil unless the request asked for
+	// it (PredictionClient.ModelInfoWithAxis).
+	Wavenumbers []float64
 }
 
 // DecodeModelInfoReply decodes the body of a model_info_reply.
@@ -462,6 +473,18 @@ func DecodeModelInfoReply(body []byte) (*ModelInfo, error) {
 		case "wavenumber_count":
 			v, err = intField(&r, key)
 			m.WavenumberCount = int(v)
+		case "wavenumbers":
+			var n int
+			if n, err = r.ReadArrayLen(); err != nil {
+				return badReply("wavenumbers must be an array of numbers")
+			}
+			// n is bounded by the reply's bytes (ReadArrayLen checks it).
+			m.Wavenumbers = make([]float64, n)
+			for i := range m.Wavenumbers {
+				if m.Wavenumbers[i], err = numberField(&r, key); err != nil {
+					return err
+				}
+			}
 		default:
 			err = r.Skip()
 		}

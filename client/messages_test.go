@@ -21,7 +21,8 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add(codec.AppendErrorReply(nil, meta, codec.TypePredict, contract.Errorf(contract.InternalError, "x")))
 	f.Add(codec.AppendErrorReply(nil, meta, codec.TypeUnknown, contract.Errorf(contract.UnknownType, "x")))
 	f.Add(codec.AppendPong(nil, meta, &codec.Pong{ServerVersion: "s"}))
-	f.Add(codec.AppendModelInfoReply(nil, meta, &inference.Metadata{Version: "v", Wavenumbers: []float64{1, 2}}))
+	f.Add(codec.AppendModelInfoReply(nil, meta, &inference.Metadata{Version: "v", Wavenumbers: []float64{1, 2}}, nil))
+	f.Add(codec.AppendModelInfoReply(nil, meta, &inference.Metadata{Version: "v", Wavenumbers: []float64{1, 2}}, &codec.ModelInfoBody{Wavenumbers: true}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rep, err := client.DecodeReply(data)
 		if err != nil {

@@ -167,6 +167,19 @@ func (c *PredictionClient) ModelInfo(ctx context.Context) (*ModelInfo, error) {
 	return DecodeModelInfoReply(rep.Body)
 }
 
+// ModelInfoWithAxis returns the active model's description with its
+// axis (ModelInfo.Wavenumbers), for checking a spectrum before sending
+// it. A server that does not give the axis leaves Wavenumbers nil.
+func (c *PredictionClient) ModelInfoWithAxis(ctx context.Context) (*ModelInfo, error) {
+	rep, err := c.call(ctx, func(dst []byte, id string) []byte {
+		return AppendModelInfoAxisRequest(dst, id, unixNow())
+	}, wire.TypeModelInfoReply)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeModelInfoReply(rep.Body)
+}
+
 // call sends a request built by build and waits for its reply, retrying
 // with a fresh socket on timeout. Error replies are returned as *Error.
 func (c *PredictionClient) call(ctx context.Context, build func(dst []byte, id string) []byte, wantType string) (*Reply, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,7 +46,7 @@ func serve(t *testing.T, delayFirst int32, delay time.Duration) string {
 // serveWith is serve with a transport configuration (CURVE).
 func serveWith(t *testing.T, cfg zmtp.Config, delayFirst int32, delay time.Duration) string {
 	t.Helper()
-	h := channel.New(channel.Options{Models: source{&constModel{meta: inference.Metadata{Version: "c-1"}}}, ServerVersion: "t"})
+	h := channel.New(channel.Options{Models: source{&constModel{meta: inference.Metadata{Version: "c-1", Wavenumbers: []float64{1, 2, 3}}}}, ServerVersion: "t"})
 	var n atomic.Int32
 	srv, err := zmtp.Listen("tcp://127.0.0.1:0", cfg, zmtp.HandlerFunc(func(ctx context.Context, req zmtp.Request, dst []byte) []byte {
 		if n.Add(1) <= delayFirst {
@@ -89,8 +90,12 @@ func checkCalls(t *testing.T, c *client.PredictionClient) {
 		t.Fatalf("predict: %+v %v", pr, err)
 	}
 	mi, err := c.ModelInfo(context.Background())
-	if err != nil || mi.ActiveVersion != "c-1" {
+	if err != nil || mi.ActiveVersion != "c-1" || mi.Wavenumbers != nil {
 		t.Fatalf("model info: %+v %v", mi, err)
+	}
+	mi, err = c.ModelInfoWithAxis(context.Background())
+	if err != nil || mi.ActiveVersion != "c-1" || !slices.Equal(mi.Wavenumbers, []float64{1, 2, 3}) {
+		t.Fatalf("model info with the axis: %+v %v", mi, err)
 	}
 	_, err = c.Predict(context.Background(), &client.Spectrum{Wavenumbers: []float64{1}, Intensities: []float64{1}}, nil)
 	var ce *client.Error

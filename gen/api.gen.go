@@ -1161,6 +1161,19 @@ type MetricBreakdown struct {
 	EPA *float64 `json:"EPA,omitempty"`
 }
 
+// ModelAxis defines model for ModelAxis.
+type ModelAxis struct {
+	// Version Model version name. Letters, digits, `.`, `_` and `-`, starting with a
+	// letter or digit, at most 64 characters (it names files in the registry).
+	//
+	//
+	// Example: pls-20261122-101500
+	Version Version `json:"version"`
+
+	// Wavenumbers The model's axis, cm-1, strictly increasing; as many as its `wavenumber_count`. Empty for a model that records no axis.
+	Wavenumbers []float64 `json:"wavenumbers"`
+}
+
 // ModelDetail One registry version in full.
 type ModelDetail struct {
 	// AddedAt When the registry recorded the version.
@@ -1228,6 +1241,12 @@ type ModelInfo struct {
 
 	// WavenumberRange Lower and upper wavenumber of the model's axis, cm-1.
 	WavenumberRange *[]float64 `json:"wavenumber_range,omitempty"`
+
+	// Wavenumbers The model's axis, cm-1, in order (`wavenumber_count` values).
+	// Only in a prediction channel `model_info_reply` whose request
+	// asked for it with `body.include: ["wavenumbers"]`; never in
+	// `GET /model/info` (`GET /model/{version}/axis` gives it).
+	Wavenumbers *[]float64 `json:"wavenumbers,omitempty"`
 }
 
 // ModelInfoReply defines model for ModelInfoReply.
@@ -1262,8 +1281,10 @@ type ModelInfoReplyType string
 
 // ModelInfoRequest defines model for ModelInfoRequest.
 type ModelInfoRequest struct {
-	// Body Ignored by the server; `nil` counts as absent.
-	Body *IgnoredBody `json:"body,omitempty"`
+	// Body Optional; `nil` or `{}` asks for the `ModelInfo` fields every reply
+	// carries. Unknown keys are ignored. A malformed `include` is
+	// `INVALID_REQUEST`.
+	Body *ModelInfoRequestBody `json:"body,omitempty"`
 
 	// Id Unique id of the message (UUID text form recommended), valid
 	// UTF-8. The server limits it to 256 *bytes*; `maxLength` counts
@@ -1281,6 +1302,16 @@ type ModelInfoRequest struct {
 
 // ModelInfoRequestType defines model for ModelInfoRequest.Type.
 type ModelInfoRequestType string
+
+// ModelInfoRequestBody Optional; `nil` or `{}` asks for the `ModelInfo` fields every reply
+// carries. Unknown keys are ignored. A malformed `include` is
+// `INVALID_REQUEST`.
+type ModelInfoRequestBody struct {
+	// Include Optional fields to add to the reply: `wavenumbers` (the model's
+	// axis). Names this server does not know are ignored, so a
+	// client checks that the reply holds what it asked for.
+	Include *[]string `json:"include,omitempty"`
+}
 
 // ModelLineage Where the version came from. A model trained here carries the
 // operator's TrainingMeta, its job and the SHA-256 and row count of
@@ -3741,6 +3772,23 @@ type ClientInterface interface {
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModel(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetModelAxis The wavenumbers a version expects, one per point of a spectrum
+	//
+	// The model's axis in cm-1, in order: a spectrum for this version has
+	// exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
+	// `messages.md` section 9). A client checks its spectra against it
+	// before sending them; the prediction channel's `model_info` gives the
+	// active model's axis when asked (`body.include: ["wavenumbers"]`).
+	// Any other version than the active one is read from its file, so
+	// the route shares the review pages' slots: when none is free within
+	// 5 s the answer is 503 `SERVER_BUSY` (`retryable: true`,
+	// `Retry-After: 5`). The route names beside
+	// /model/{version} are never versions: 404 `MODEL_NOT_FOUND` like any
+	// name the registry does not hold.
+	//
+	// Corresponds with GET /model/{version}/axis (the `GetModelAxis` operationId).
+	GetModelAxis(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ExportModel The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
 	//
 	// **Role** (with `-auth-tokens`): `read`.
@@ -4804,6 +4852,33 @@ func (c *Client) DeleteModel(ctx context.Context, version Version, reqEditors ..
 // Corresponds with GET /model/{version} (the `GetModel` operationId).
 func (c *Client) GetModel(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetModelRequest(c.Server, version, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetModelAxis The wavenumbers a version expects, one per point of a spectrum
+//
+// The model's axis in cm-1, in order: a spectrum for this version has
+// exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
+// `messages.md` section 9). A client checks its spectra against it
+// before sending them; the prediction channel's `model_info` gives the
+// active model's axis when asked (`body.include: ["wavenumbers"]`).
+// Any other version than the active one is read from its file, so
+// the route shares the review pages' slots: when none is free within
+// 5 s the answer is 503 `SERVER_BUSY` (`retryable: true`,
+// `Retry-After: 5`). The route names beside
+// /model/{version} are never versions: 404 `MODEL_NOT_FOUND` like any
+// name the registry does not hold.
+//
+// Corresponds with GET /model/{version}/axis (the `GetModelAxis` operationId).
+func (c *Client) GetModelAxis(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelAxisRequest(c.Server, version)
 	if err != nil {
 		return nil, err
 	}
@@ -6124,6 +6199,40 @@ func NewGetModelRequest(server string, version Version, params *GetModelParams) 
 			req.Header.Set("If-None-Match", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewGetModelAxisRequest constructs an http.Request for the GetModelAxis method
+func NewGetModelAxisRequest(server string, version Version) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/model/%s/axis", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -7500,6 +7609,25 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /model/{version} (the `GetModel` operationId).
 	GetModelWithResponse(ctx context.Context, version Version, params *GetModelParams, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
+
+	// GetModelAxisWithResponse The wavenumbers a version expects, one per point of a spectrum
+	//
+	// The model's axis in cm-1, in order: a spectrum for this version has
+	// exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
+	// `messages.md` section 9). A client checks its spectra against it
+	// before sending them; the prediction channel's `model_info` gives the
+	// active model's axis when asked (`body.include: ["wavenumbers"]`).
+	// Any other version than the active one is read from its file, so
+	// the route shares the review pages' slots: when none is free within
+	// 5 s the answer is 503 `SERVER_BUSY` (`retryable: true`,
+	// `Retry-After: 5`). The route names beside
+	// /model/{version} are never versions: 404 `MODEL_NOT_FOUND` like any
+	// name the registry does not hold.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /model/{version}/axis (the `GetModelAxis` operationId).
+	GetModelAxisWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelAxisResponse, error)
 
 	// ExportModelWithResponse The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
 	//
@@ -9524,6 +9652,103 @@ func (r GetModelResponse) ContentType() string {
 	return ""
 }
 
+// GetModelAxisResponse401Headers the declared response headers of an HTTP 401 response for GetModelAxis
+type GetModelAxisResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetModelAxisResponse503Headers the declared response headers of an HTTP 503 response for GetModelAxis
+type GetModelAxisResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetModelAxisResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ModelAxis
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *DefaultError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetModelAxisResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetModelAxisResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetModelAxisResponse) GetJSON200() *ModelAxis {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetModelAxisResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetModelAxisResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetModelAxisResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetModelAxisResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetModelAxisResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetModelAxisResponse) GetJSONDefault() *DefaultError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetModelAxisResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetModelAxisResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetModelAxisResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetModelAxisResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ExportModelResponse200Headers the declared response headers of an HTTP 200 response for ExportModel
 type ExportModelResponse200Headers struct {
 	ContentDisposition string
@@ -11514,6 +11739,31 @@ func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version 
 		return nil, err
 	}
 	return ParseGetModelResponse(rsp)
+}
+
+// GetModelAxisWithResponse The wavenumbers a version expects, one per point of a spectrum
+//
+// The model's axis in cm-1, in order: a spectrum for this version has
+// exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
+// `messages.md` section 9). A client checks its spectra against it
+// before sending them; the prediction channel's `model_info` gives the
+// active model's axis when asked (`body.include: ["wavenumbers"]`).
+// Any other version than the active one is read from its file, so
+// the route shares the review pages' slots: when none is free within
+// 5 s the answer is 503 `SERVER_BUSY` (`retryable: true`,
+// `Retry-After: 5`). The route names beside
+// /model/{version} are never versions: 404 `MODEL_NOT_FOUND` like any
+// name the registry does not hold.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /model/{version}/axis (the `GetModelAxis` operationId).
+func (c *ClientWithResponses) GetModelAxisWithResponse(ctx context.Context, version Version, reqEditors ...RequestEditorFn) (*GetModelAxisResponse, error) {
+	rsp, err := c.GetModelAxis(ctx, version, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetModelAxisResponse(rsp)
 }
 
 // ExportModelWithResponse The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
@@ -13529,6 +13779,97 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 	return response, nil
 }
 
+// ParseGetModelAxisResponse parses an HTTP response from a GetModelAxisWithResponse call
+func ParseGetModelAxisResponse(rsp *http.Response) (*GetModelAxisResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetModelAxisResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ModelAxis
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest DefaultError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetModelAxisResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetModelAxisResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseExportModelResponse parses an HTTP response from a ExportModelWithResponse call
 func ParseExportModelResponse(rsp *http.Response) (*ExportModelResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14861,6 +15202,9 @@ type ServerInterface interface {
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
 	GetModel(ctx echo.Context, version Version, params GetModelParams) error
+	// GetModelAxis The wavenumbers a version expects, one per point of a spectrum
+	// (GET /model/{version}/axis)
+	GetModelAxis(ctx echo.Context, version Version) error
 	// ExportModel The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
 	// (GET /model/{version}/export)
 	ExportModel(ctx echo.Context, version Version, params ExportModelParams) error
@@ -15240,6 +15584,22 @@ func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetModel(ctx, version, params)
+	return err
+}
+
+// GetModelAxis converts echo context to params.
+func (w *ServerInterfaceWrapper) GetModelAxis(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetModelAxis(ctx, version)
 	return err
 }
 
@@ -15676,6 +16036,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/model/info", wrapper.GetModelInfo, options.OperationMiddlewares["getModelInfo"]...)
 	router.DELETE(options.BaseURL+"/model/:version", wrapper.DeleteModel, options.OperationMiddlewares["deleteModel"]...)
 	router.GET(options.BaseURL+"/model/:version", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
+	router.GET(options.BaseURL+"/model/:version/axis", wrapper.GetModelAxis, options.OperationMiddlewares["getModelAxis"]...)
 	router.GET(options.BaseURL+"/model/:version/report", wrapper.GetModelReport, options.OperationMiddlewares["getModelReport"]...)
 	router.GET(options.BaseURL+"/model/:version/review", wrapper.GetModelReview, options.OperationMiddlewares["getModelReview"]...)
 	router.GET(options.BaseURL+"/model/:version/export", wrapper.ExportModel, options.OperationMiddlewares["exportModel"]...)
@@ -17598,6 +17959,128 @@ func (response GetModeldefaultJSONResponse) VisitGetModelResponse(w http.Respons
 	return err
 }
 
+type GetModelAxisRequestObject struct {
+	Version Version `json:"version"`
+}
+
+type GetModelAxisResponseObject interface {
+	VisitGetModelAxisResponse(w http.ResponseWriter) error
+}
+
+type GetModelAxis200JSONResponse ModelAxis
+
+func (response GetModelAxis200JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxis400JSONResponse ErrorResponse
+
+func (response GetModelAxis400JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxis401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetModelAxis401JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxis404JSONResponse ErrorResponse
+
+func (response GetModelAxis404JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxis500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetModelAxis500JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxis503ResponseHeaders struct {
+	RetryAfter *int
+}
+
+type GetModelAxis503JSONResponse struct {
+	Body    ErrorResponse
+	Headers GetModelAxis503ResponseHeaders
+}
+
+func (response GetModelAxis503JSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelAxisdefaultJSONResponse struct {
+	Body       ErrorResponse
+	StatusCode int
+}
+
+func (response GetModelAxisdefaultJSONResponse) VisitGetModelAxisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportModelRequestObject struct {
 	Version Version `json:"version"`
 	Params  ExportModelParams
@@ -19398,6 +19881,9 @@ type StrictServerInterface interface {
 	// GetModel One model version, with its lineage, metrics and checksum
 	// (GET /model/{version})
 	GetModel(ctx context.Context, request GetModelRequestObject) (GetModelResponseObject, error)
+	// GetModelAxis The wavenumbers a version expects, one per point of a spectrum
+	// (GET /model/{version}/axis)
+	GetModelAxis(ctx context.Context, request GetModelAxisRequestObject) (GetModelAxisResponseObject, error)
 	// ExportModel The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
 	// (GET /model/{version}/export)
 	ExportModel(ctx context.Context, request ExportModelRequestObject) (ExportModelResponseObject, error)
@@ -19995,6 +20481,31 @@ func (sh *strictHandler) GetModel(ctx echo.Context, version Version, params GetM
 	return nil
 }
 
+// GetModelAxis operation middleware
+func (sh *strictHandler) GetModelAxis(ctx echo.Context, version Version) error {
+	var request GetModelAxisRequestObject
+
+	request.Version = version
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetModelAxis(ctx.Request().Context(), request.(GetModelAxisRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetModelAxis")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetModelAxisResponseObject); ok {
+		return validResponse.VisitGetModelAxisResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ExportModel operation middleware
 func (sh *strictHandler) ExportModel(ctx echo.Context, version Version, params ExportModelParams) error {
 	var request ExportModelRequestObject
@@ -20405,792 +20916,802 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string, param
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37dttGti8Kv0p93N8ZJjsgBYB3auQPxZZjdWRJLcnO6g69iCJQJGGBVTQK1CWJxzjPdp7sjJqzCjeC",
-	"NydZa+2ze++xOjIIVM2adZvX3/yt5ovlSnDGE1kb/VZjz3S5ihj8/Ub48obOmfpbrpdLGr/URrX7BSMy",
-	"oXFCxIwkC0ZW6hWr9kijNauNauO1bbf9/9+b69f3/7w5J4tkGcEjNub4k3pCIsrn349rjI9rpV8ZDYpP",
-	"liyhxF/QWLLk+3Ftncyag+yr2lerdv68EnHCgvciYNEmtbMwlgmZviRMKpop+SymUTglDD4jdUpWof8Q",
-	"MYusYpEIX0TEbYzINOQ0frGIXIgnTpj06YoFuYH+P/+3osF2ffkQMRrz1ipcsSjkbMxv0r9arZai8O31",
-	"7Q8Xb96cXxWpOyMxowFJxAPjRHBCyXKd0CQUPOtHzVCg+svasGpLJiXMTO3m+u6ecMYCCZMhViymCSOx",
-	"iNipbnhcC6hcTAWNg3GNLCi+CT2r12pWLWZJ/EKnEauNZjSS7KsiOWIsKZJ7zdVnqyj0KamrNthyyoKA",
-	"BUQmImaNPNFzwdmEzhIWTyTzBQ9kbeTYqiv4XtZGv+BLukurthAyqY1qj8uaVVskyWpCgyBmUtZGNcft",
-	"t+yW3XJGTrfb7dWsWhjAq8224wzazandtqd2zapFVCaTBaNxMmVUtebabq/pOE13cG/bI9sZuW5r4LSH",
-	"g6476P8Lhk6Dl9ooidfMqskFDcTT5JHFUs3BqLaKZFM14TjuoGnbtmOrzmH5s2BS3YNtt7rDwaDXd92B",
-	"6kG3NpEsfmRBVaOOIv3X5ZcJ48FKhFw1m/ir0clJceDd2tdPamreMRoli7uEJmtZnKEPK0stIrUPCPWT",
-	"8JHl5wSf7BoeUAKfTyJBA0UucmYVsyD01cqcRGKuGgtisVIbYmRrtvtiuQyTLUxxnJY77He6nV6vp5jy",
-	"Zc3WbBKwVbKAFmLmixj6U4tEhr+yCWzY2shpD91ex6o9xWHCJjMaRtDpV0UT7tZsQI5VW70kC8FzY5wL",
-	"p+X2WgM1b2oG4txvAXtkEU4osLImHmpWbb1KwiXLlq3rKqZfXN19ePv24vXF+dX95O7++vbsx/PNsyZm",
-	"81Am8csrSYJQPpBQktk6iiq2c2V7+Z1tmoLNReeM+JRzkZCEPjBCCfBjhL2oLkj9/Or67uZ1o7if1fQh",
-	"+ffnt1dnl5Pz29vr29IxxMmayxXzw1moNjOwiczoOkoqCS+0lCc55AmLOY0Ii2MRbzlYLq4+nl1evJm8",
-	"vvtYPg2XNJqJeMkCksQ05CGfE/VWFQ1ZG3kC1KFLnI5FfBGtl5y4dtch9fObs8l8smLx5LIxIuManfrj",
-	"mpoaxU5KAuaHSxoRvl5O2V6qP9zebfCP+OtYipgki1Aa9gVhAO3HLFnHfNcYsMX8MHRzmkLBWaFlbJEF",
-	"FsF3Arqkc7iadhF+efbD5Pb87sPl/V2Z+ohOCW5AkixoYhbaVN3tscxfehvE51stLl5orj0iEgQKdViO",
-	"kN+c3L59Tdrt9pCofbaH7Pfn92dvzu7PyjTPQhYF5F4vk/dKRggEQ4YFbBZytoPqtNE8yUrOGJE1f+Dq",
-	"vsf2xzX/cTITUTCu7aHz9vwfH87v7jfv9y9rJhPka0rgkib+Am5hX/Akpn6yg1jTcpG92OxUBC9wo1OO",
-	"e24EnfBXpg/pL9iSjpRks2Jx8kLG5j7CHbAMpQz5fM/g7m/PLq4urn6cXN/cX1xfbSygdLeKlboiCquI",
-	"rlbRy47hbbSdH+cqZqtY+AyI/MX51HoKeSCeRsTpKOrZI+OnhJI7+hgmvz68NH8UEX0h+JJ6QQTbtsXf",
-	"r3+YvL24urh7d/6mPJzPYopDoBGIB4TxoHIXFBrJ061a6PsOc2c9u9md2rTZ8dusOaRdp+kGg5nNetMO",
-	"dZxiD6QeCM4aOyi+ur6fvLm+Oq+i+ClMFoQLffu/sGQLwWkb30RwKEm85mqyT4ng0Ys6P9UBpRqAhaj7",
-	"T4QSFZV8DcLsrgG9vf5w9abiRsKNqBoOgx1jwc/zg+EiW5Hq83HtkKFt3eJ/F9Mz32erRAkeRb6DGBOo",
-	"TvIEMpmES6okxGAdgzifk4EtxesJyK+DGXM7rt1rsmFn1uywXq9JmT9rTtt+Z9juu73p0E2lk8k6jmqj",
-	"2okZ2clBXyv6L6/P3kwuriY3t9c/3p7flXcvF8mCxUTJe7nZrWD4Rjt5nlPdDM6+aSzk6uSZKzH+lABv",
-	"1SM6FWt18SJTquWVSzq9ZXIdJXJDTgANlC4ZSZ7UIoOXCJVFUaEW0ekE755JGFhTdRqqP6RP1Wx8sbJ7",
-	"yTq/ObPevDuz3tycjfm7m8vXTdcdOtYPTadvOXbHtSxn4LS61tBt2Vb2hotvWKmw2763ByOnO7Ltf1nq",
-	"cctB/TQby9/vrksq4P2TIKpBM5BsBL/8Vnvz7qw2GrpW7fzmrDZCImpmKLVRTfUPWk9uqLVRLR2CWjx6",
-	"vEqw7rhfrd9qb1RbirhjmoJ1mHIsL+HnBq3Uk/xor9eJL5Zs805Uv5KnhZCMAAnkiUrC2SMsw/m8eNbC",
-	"RaYVjZj5LAQtykFVkvr6lzVP3/vlt1rIA/asVZPtvCmcGJmGg4aNUBLDHr2SwdiRvRWJOanniQZ5LGAR",
-	"S1hApi9qvTOuXsUTnUrQOfS5NoHGtUJ3KWhwFvsLNbRbvNqLTLtlTVDelGpPOaH6XWJUmRy7pFjHPuxI",
-	"/VKmghY1PqdpD9q2bdcMBW/DiFX2frGEg5wS6YcPYdIEcweZhVFBxlpRpcvVTmT8eBLTJeUgrp4YNeYk",
-	"hFZOVpHst9ACo9aUoda0llIa0WlTUdtP6cNVVV5NC5EQ+URXBUU3mos4TBbL2qh2c3nnNq8ubs4u1YGl",
-	"DqYJqHdLWRsN8AEL9qr8q5g9hmIt9yjPhtS7REnklcy8icVSqGkkEl7aOYf4yrYZdJuO7XT1DL4/u3x7",
-	"ffv+/M1k85A5Q0ERZBqtVMBLm2d8qZWtMqdu5ZFGYQBtKcmZPa+YrxY/44HaRCFfrZMtl+r78/t312/g",
-	"Aj+7vLz+eVMKi8U6YSDVqNsCNuSSJQtRJQtUtFYS7RciIDdn96/fpXpfFIknFhDByQlcWidRKJNT83xE",
-	"fjy/30b7xd2dklhvzm7vN+WWFVx+hu4wkcSXj0qTqhLICk0VSF5HSag+gi+VIiIfDxHZ31+/Ob+cnL2+",
-	"v/hYkhLfqJNJiUTqHENTUNXaM4Tl28kTpj8h46qViBRi46ckd2ShcACW2J2E//Dh7p/lhWB6nDJFfcya",
-	"0hdxpTyea+NIkkttq+P7UJG4Wn5BUl5f395+uLnfXNwoJqlDD3clFyQSfK4EKLjGJC6cBfMf5Hq5dahZ",
-	"+4W1kzUuZltHXdJGVX/GCkfu3p01XTC0bp+qbaJ7Ol+qbX1tmktg60CqBXkcyAHTV93VbtqVOFuemCuj",
-	"PqWreCfFuomSJJG2oE2ouwi5uz+7/3A3eX9x914dTmVW4kWw1XqgOfNKEm3B3EZsuZtjN7QWJSzoHy+l",
-	"Uy3kJ6h4akpzQsf2Qd+f3f54fn83+XD109X1zxt3leCsmdB4zhLNSnOWUiLDgPk03jrOcsv5cSqGYXta",
-	"iJNoWcOeKA9Af+XCdEI4XapDQW0Mymn0krCdo/pwdffh5ub6tmK3o3+JUPmgGpyJmDwV7Wxg5gjW/o5T",
-	"Ld98fliSPs5FNJmFUcJinAs1yu/HNc5ozGSS7RC5XqGjbNs4WBKHvtxUULSnb6l/z5Ss/0XenV/ekEzc",
-	"m2QCspyIdaJ4OQnEkoZ8koiERuRu7ftMytk6Pw/4IlrEaBROUWsm+OGIxAx4Q+5dpTs+MuIoUds8/Yd5",
-	"2Brz/0XA63gMQb5Y84TFY37MRzZqduBxfMMSGkbbTkHQ11lAFiwuOmOCYLsLqdca2HZ3OHTszr9q1g55",
-	"FsRmfVDKkwrZtcVXv4Jep3SRSd7Z67gW2Mu1hze1SnSG/tR3/HZz2qa02aG9WXPKpp1mp+0G3Y7t+ENH",
-	"DYQLcM/UlvSBkYAtRc2qofdRxOBagSexeJKTtVRqWc824j7qPurrX2ryhScLloR+7ZNVM7aNiS8fJ3JB",
-	"1RU0qrm9NqODqd3p9nvtwdRn037QZdTt+j17MKWzHhu4047f77W7zO0yStlwOJy6bt+dTYcDqtTatGFF",
-	"jyLlq9pC6WqPXfB3K23bbg2HXcdCLdluDXtOW6vf6pfe8KtVi5eS5d7vDuzs/Xbf7qfv97uDvtpXaAgz",
-	"BhwUNium6gTfq4EfEofe86e03XP7Qdt3aK8zGE47fjBt095s6rKZ27WZ353as77j9Do0GPh0SO2A2Q4d",
-	"Tv3hbNauFX1pnd6gP+jn/F2541qv0+0rsuf2u93OsA9uU/O2NOECanb3KVFP9JGhk2UCm642cu3OoPA8",
-	"plwtx19c27barm2Degy77ILPxKYdSMuxwNNvcHXuUBQrNoxjlVdKu5etlK47yK2UTsVK6Q077fT9TtdJ",
-	"DTste9j+um8KHLvV7bj9YX9ot7dOwR9i8WVYVlbV4a95KC24Lrd5lXd7k9Hdv53bsEgfprVRxy0sT9PZ",
-	"n8CZPYq7dRh53cF/0+75mk3TDYtnIl5S7rMN6RVdeWBf0/awsidAizIyXZe/1Tj602Fhpv86z/3rqzYV",
-	"wpH9KTenn/aSbYi+ZY8he6pymKvnGJdjrsw6jWP6Iomv9H5BkkXMGAkTtpSN6pH8AtRaMB4cxyerENj0",
-	"SzHOybFqX9za6Be71em0+5bdag8G8J92t/1JbfJnONidTh/+MfHXy3VEcZlnz1+gha49HFh2q9NrqwaG",
-	"beeTWkv53ty0t2Gvq94atm3Xslt9u5t15rZ7narO+l08drCzYX8wgAZ6PdVAp9vd6K2d9TYYOPCy28WX",
-	"B7nuHKdb1d2w5/Zy3Q2GXWgBhtjvO91PXz9ZtYg9shjEhl/sluP01GCcdld15vSxl6VkPjLY6SpS3YEN",
-	"DLbbQ/PzI/yu7khLX6J4fX7af5E8hqva6BenZbc7ltOynYH6X1dxMzvnpD7iXNtpdS3XdltD2EJb1NYr",
-	"QeTaX6DVqUII3+ppQjPVj+f32owktwjXqoGL9zeX5+/PrypUhBmjyTouOfrXXBrlZwtJ+RYLyo7xfxlr",
-	"1yMNI0URqsmhJNN1GAVbaZ1cXv/44/mbyd3N+ev727Myr5KFahvN3ujqQ8NJJZXltspKWcVoSTMS86Zc",
-	"MT+J6SlaR6AvfLReljrdMojUt3x7/vr6dtPHiCZpFmi9UOt/Ke+gDzi2KodVbr1aqU7t2OMauDlMn6eg",
-	"WIKRZiGioNgzGmK2DOx6xfjZzUWFL6kYmhlKEgh/vWS8sHpCLUglYQK6Q6b2kCXldM7UB6AP55wdENkz",
-	"o37RRm+3nJa6O5Xgz+kqrI1q7ZbdatdyZP7z7P3l8WSaFkcEGhxzRfVozAkBskfkOKrVh5rsEQGqUX+7",
-	"Obt/t8sGvaLJoqCdGqtxLERSZW7ZaLAQzaBaG9dOWOLn3SCZgr7mAYvBwZPrZssquDn7Jzhk76+vJ5dn",
-	"tz+eV5r8hdpZaqFF4TJMKgkuN7PV5s+efYgzdezOoNvvYUTtNurSSbgU8+0eXKWObbpuc8GGYWAl4ZJZ",
-	"GJOop9CKRcTyXlv198QXfBYGjPtMPS78s/hr4k606cD6kv6VOojV7rQwfGwCbsTMZewvKOcsstSymmvH",
-	"/lKOue1Q15n1O03qdrrN/rA9a1LH7zeng+Gg2xn0hu1hz9oUCvstp+PYg77Td/5lVVx0Foq/Vttt2d3B",
-	"wO722gPXddyh5QxaSpgcukondhzH7Vi9lm23253+0LG7rt2BC3vg9vs9x7Fdxx46dmeornK32x/22m67",
-	"3XPbrgvywbDTHwwGrm13O73hUAkozrDbc5zuoNfrOO5w2HbhalaPOn1FZK/bHViWZdmWY3Vt+6/jQMzg",
-	"hE9Z0Om7g46iM2NBr9OxbbfbTjnQ7bd7vXbbyXNg2O502gM7z4GB22m7tjPMc2DgtAcDYIrmgNu23b7d",
-	"6UFjyAHX7Q97tj3oDzoFFtTKq34zdP4MYuWNNS0ShSALzp6TCQb+qVfZm5f1339cczGV7//xj1o+AlfL",
-	"s7gYQZj1BfcZT3BJZpI98EjL9cAdLdUrbva+wmd6T+SVWlfpOG9SPTZTagduf/DVqhVXf23UtW0TM3yA",
-	"FzXb2Or+OGDZ1KxaukvRwtJTArGAuytVELMwB9uqZRtcfaCm0qpBqGGVapZfg6AGHsBYt9tyh5pJ3Zbh",
-	"UHvQcnawddDPsbXrZmxtu85fytZeu92kwWzY7PvOMLC7U5dOaZmtXafd28VWZ4Ot3f5wH1uHttMZDP6l",
-	"lVcdyDi5v3h/fv1hq+d0yiLxhPbmkIfL9ZLEtFIkL7eXv7h0WzMWRVsaVNuw1+229T12su0muwWj3J48",
-	"GGr02P/eZBh8ByQkfFTh0RlpYRcJxi9Ocp/gSXZ3fvvx/LbCHXulNB6xBCcGyG5cVInH+e8L3gqU9adr",
-	"+WICwiKalKOujRP17t3Zm+ufJxd3lQ7t+w0/NuF0yQIlUGAmRxVh5Sa/1betuyDLtQQXjvFxZy71qtV0",
-	"9+7D/b3SGd5sOL7uM1VIJpBbQZ4W6CBmKIDRODYBPRujyjdbwXClVC7WCfj/A/HEt/D7/vr2fPLh6uzj",
-	"2cXl2Q+XFQyfRYwlryQJaEKnVLKCE4tCAFYFeRvtlnVA0ywkElW2WUUuzMD1bLapym9Mf3qG8nUUZR9X",
-	"hujgT/k4icwPmcXt+JQHYVA6miqP6nbT6dgm0gobr0reOTNL6rNaUjrJqMjN5YrGIcSRfbMhL5+3k2bT",
-	"WOZlGcK1VWFj7cGBPuz2us6/aoeY/VL1+B8fzj+cT95+uCzpgeePLH7JdF4ZCYhOSugDq4pIqWqv0uQB",
-	"Qbkm82ZEHBPSSj6LqUU6uaBdaRFbXzuFWNXq5WaSDf4upq8p91kUbQYEfxZTtTDwR71/w4TEtDAiFtGV",
-	"ZEEhKhhTZrLhvj67en1+eVlSIbO2py8Ecv+ygODfPovpRfD1BN9Rp/gs5KFc7LKbD52BEnH7XTWnqQuw",
-	"27edYXtAm9TpBc2OM5w26ZAOm31nYPcH/eF0StWqfwh5kGM8EJpQWGwHOQd3egMxwQunQ4l9AzUnGACo",
-	"trAJR9XG8z0pecNWu90Zdtt2f/ivfL6X3gBWTa6nyzDZ10K7p7SGf9VKq+ENpDEWF4IJij9w2nFI/5+Z",
-	"LyebrN9qNE7CGfWTiY4Q3easdmztrE7N2RPJIgaCrTn+8r44/3Ei2XyJD2ox5YFY1qzaTEQm2XRJnwse",
-	"PFc9C/kElMqib6+TWaUP9tfFa5CWBWcynC+p2nH+o9LhHlmVyyF2i613OlnjA2eYKgS9Tqf/dYOcrlJk",
-	"9AdOq6P+hveH6lxWJzeYQtXnbdfV/5xIeGIPXLdd4ZUoETR0ncyd2XeHvcyd2bM7mxS5rU57kFJkp2pQ",
-	"y+628wS123aZoI47HFY4LsoEtXOqaF8p5pl/1e5XEeTaOYdsb9hJJ6wDqmtKktsbDksktbtOG5wbFSER",
-	"B+6v/7qQiF5/2m+3u0F35tq23+312j5zArvf89v+dOB0bL/Xt13WpY7rTntdxx460w5zu32b2e2ADo8O",
-	"ifgzHd1frRpnT3t982KdRCGLJ2C5BJq+1EYdpz+04bxfB4wn4a8smMRMhsGaRrCEErc2cjstW023bgHt",
-	"JV+USj3o2SYUH1iduJjzwKKslU/qDVBzJ19A0XWdfvYI2m+13a5WjmF93P3zqun0h92B27F7QzUE24aE",
-	"4woqM3mt2W21h4ZPTac1cLspn7qO2tOqs263NRyohWlGgxFIJgMiF1iSCgKHLNdcsAl6WSYBk6vwQYuD",
-	"8KecxGxFw9gkXP8ZN666F//ofVsRp7BghLMnJpPynaukPJj//7mXb/mI+PdN+u+b9P/wm3Tvrfnva/GP",
-	"X4v/J14k1h+/COxea9AedDvddrt4ERwYOPtfeRGk8b+HXATun3sRqF82LoI9wbJ/9CaAOK60+XY3i93t",
-	"dNoV51yv1elkB2+3bchx7JZTuAr6/U63eMw5ttpMe28COLHNwWt3cxcBHO0b567TH2YXgWuOXbfVdYs3",
-	"gTvobNwE/e4hN4HbzQiCeEZD0WDgVFKUO7SGXbubuwl6hZtgMOiVb4J+t7/tJjhwt3zjTfC/fcz4nqsA",
-	"/H7VV0Fv6O69CtrdFlxQh18Fh0zXX30VdFrDftdp232n+01XQac17LV7w27/XzW1Kgsed+MWMGrGB7AK",
-	"l616r+8+knqCGTFhIolrdwYkiznUsEMSMeMaEI6kXlMHfEATWrBqy8fayOiQ1hOf2Op/HKvVaqk/XLvT",
-	"t3LARRDTkv6dPR/zO1gQlt2yHQjUsB13CK2oP23Harstx3IGraHVg7Cn7L7R2Db6ZDfWCw2d1M5n4hQ3",
-	"4udAMHQ7Z+AscDgHLA4fEYZLRC8iDlgMh6JM2CpNVapZNQRoqY0cOLDMr/wRpmXTIALYBJ++qun5cHX2",
-	"4f7d9e3FvypS9wDuDrLwaYYfIiqRgArtFFIOMbuWTBmNWYxNbvHlfbi6O3t7PoH0rC0ZXxuhY1Eok0py",
-	"ck0VQsawnZjNWCxJIoiQLfkiE7a0yNMi9BeldOZT9Q8IznyikrBn5q+353vlUsom78/fXJxN7v95syWO",
-	"DGNWnmLB5wBaxHhCkpdVNW8rmy24MXItkIQ9JyeriIY8HYyGWzklkvEAIIRCHxbiyWe51bf68fz27uL6",
-	"anL+Hxd3GyBXJtjTxNiBqziF39nmcyo1uT/CM5Rpm4fko361agtGA7BR/VY7v6cIrcekH4crFNLKsHLq",
-	"1GMEkHZkAtOhTvlEjWFO6l/WImFBw4KuIcRO8DH3svBkyHL3LJJ/FPKZ8OCwyj/9TY/wqzfm6MgyS8tf",
-	"UD5n8hSCALyLWfNKcNZ8rzYsNmOe60dAAjqrNA2CBl4LziIEqIJ4VLWaRjWZxOo40cA7lwLnvZotGJ45",
-	"055aXDPo5fOymwtDHFDuwBAHr7WzYyV205guWaLn5Qc1jItgk4YzDV8SQswBzHY4V2s2IWFSggyRr4gH",
-	"y/458Uh9xWKf8aTJuFppQfouTRYNRV3IdbxozaqplVobZWAtFoRl4hWqcSvTsSzp8yXjc6UUOEofXYY8",
-	"/bdVweKLmZo7mKfN4an1iMPyo1ANCgOV62p2/+Y1TsnTAnBLwdkKr63jWL2HiHVszCmXTxh90LY7KUKV",
-	"OlFw9mGYuAOygRYWVG3b6EA43hzQe5qs4zB52RzNzwuaAJVJTD8zPxExwFgEMX3ihM5pyAH+YQrTt2SU",
-	"S+Il4RJXCxD6Zc1gH2s6l6arPIn//5jNaqPa/zrJxPAT/FWewDpKCYRgACUty9ciQtfv5grXTn4NlrNk",
-	"VK5jFpBCXJqSOsQ6xikA+VuSVSSSV5IAmqgk9YABmiNJc6BfSQRjaGwbHLYz8YG0/ACVqLMl42ZzNnB8",
-	"/1E9tpRDRJijMo2hUgddYSQLEYe/Cp7QiNDnUFrEabXOsoE5+wbyXF5I4VKNw7FRf9X/SscA0Xgszg3i",
-	"nwcOokj2I4uT0C8QjUn0nqHLywbh7hvEy7cOApJQ5UpwqeNFsMfzLOYA7mMwLZQv2xIqdDVwS9WyN1+d",
-	"VHxSTsTZ+X325mZk2s4P8+9+/XroNgWu3Gp2IfNKxz5/IRrQhIbROmakrm483S3p2B3ipTR7FunYXeJt",
-	"MsGzSNduEy9HpddAuGgRT8MgYPzIuSnATO/kTPbmn8gXL23VG+FJC/jToSQgiltkqgFxYhExUveUnOQ1",
-	"UmCLMQchFsMKUd0IBT/V0AMgd4HUpm9a1QZnLGDBmNc9DXztNVoYwHjB5Xo2C311b90hgO6RzNwG+LuT",
-	"r5Uf/YksrsIYrsAFJnWvihKvMRrz2TqKLID/bgKAo4gxS0SJjrRFrnL6Awp6wSnxUtF1RJTI4Y25uoGI",
-	"XFEfQ61ixgK803MC7a36qnk2S1jF9XaH9lel1DzRMCFTNhMxw6BQgJds25VyWu5Ug3lGyOFvOco2MZH3",
-	"zG3h9T9xVj9sQV+Gacx3qs+HK5G8FwG8v1tf0CltiZlJAvF9sH88Jd15WljlZTH+NJXTapUqStVw9Wsn",
-	"8A6M8oa+KFH/XohLGh+9ASsznHbO0OYXf/LWK+RBafzeWTgHmQyscKTubRChJ+0Dp+sExBictSM4UbZ6",
-	"7GRC4eU/83TPN+yNiBqNUj2RbkDb5aD9oSiHiWM+jeMQjvcxz8wzWj9IobINspG6JjYOkZ9//rl5lvXF",
-	"Nle89wMaa2JGo+X341xG47jmWah2eODi+X5cCzmA1k2AmnHNQyWG6rtKnXqwJeCqyqjie1RGnF+TZHvk",
-	"9H6zSFMRT77748Lbf+baKLSsb//dweyK0xDQjlDC8ZgXBKGROoBiNl9HNFa7jKPTivhiHQVkyvDGydIQ",
-	"BGdjXmfUX2gYYrMCc2G9aumpHz9jyL7SXVeMg7mE8mDMoaGsL4vMYrEEihdQcYHEDMZkkSV90ejH8sGY",
-	"V/Adr0V+EMmC0Jht3ppaNvnAUySm9ywI6T2spiNPhG2muz1nQ+Vnf8Ep+UoWzIRlyx6pe9W0wGGZkgNj",
-	"PYvkD1RCQZU7MBUDeFKoOqTRDQKbh4otupBISViXL0t025CIUZkQ+WVNlYY21W2S+nkYsViS8dq23R75",
-	"QbCIcWkR17a7DWvM5XoKGO0sGBEvTLRcKj0Si7USYMSMSBGpdUy8+s/kOxLRJXnz6k2D/Eq+Jz+TZ2/M",
-	"4Qx6o7eFknuaQTibsZip63hJkzh8hrPziYXzRSKJt4KDKWbkmaDRivyKi9RzSJOsPMIiyfCNOo2i9EPH",
-	"mJKw6g2Q2MAzdZVj1W+1bCAVdq28EcQBMSxVNrt7dE2rFtHlviZZtwVu5XgJrppArKcA/5pXabP/V9mh",
-	"rtbw1aqt9vRmt2xHdcee/Wgtw0f23vSC1rPsuekFn+8gz251c0TZFURJvVKNuYRGcmJWXLWtJDPq/YJf",
-	"Z2+J6WfmJ6rZM7QHvS5kghQnNgglnceMTeSCxhW35Z16bKymXCMqUL3aftcpKE2d+fJ7QdrR1qhXSmiP",
-	"WEy5z1KLGVyjIAbY++Z2D+vUrE2y7bE5gveMAkizycAK+dokZllkfnJ5OE0bfQM/0/dCnvQ6tUpyc+s9",
-	"XsoKMfxWiKSphtLEA+cvIjidiGpFIP2ZrCULoLODGi6tR75rMZbwiIqrcRrSigNG8aWuDeMsIE0S0Wnj",
-	"cOowWzZWV8lm21RxOqJT8j2h5DsyJX8jaU/HdAFLYe/Ms4rTR36JkzoMcWOM/+k2jhqnjMSqYmqnO8ZI",
-	"6iIOoHZZ8cJr/JUTLzdnXuek7ZImKhZQlr52/Ifn3/bh1+0j/EijNatYv9ec6XJBZAWIHfA2TCxZ80jJ",
-	"muCnC04BzUMb8TME0lTj0bMGfkM4AlobF7Xm4wGLRTPugDfPD3yzijXgxfhBb+vSZk/rCWyoSFZ6Ehww",
-	"PZrtkMEWy2SSrzyQp5omrKlrCG10V9y+1Zb9/ErPudc2OlWt6QF82sYRE5RewZFU4FrKg1xEd9ptnXEf",
-	"ANFgVPmYld9qfB1FWZLiPqnCEFNsZuuItrvS0C820qKszFmVoAvjXErRmk6JZ5AEjG6o/1lwmoKQpuUl",
-	"Pa0pAMGniikuMOu4xajBEauuTDMEIxjVdQ4wYjLJhhGwIzEvnKgbwkKlcIxrC2ETKi/scJkKZ9XMLBFU",
-	"OtZ3bQko02e6PuwTg/RXRaoBhkR4ag2cntJtPOL5DGodloBSkIhBSwcMrzQ7N+QAx0Agdgi8YWbXbJJG",
-	"ny/wR6e3uVGWImaTbdR/3E35lL0IsGMJyUgUyoQFrf1SINsqr6arCuD7afyAGAWUpN/gz61sBqZCRIzy",
-	"/aeUnrhsas3aTueuyIs8oVt3/n3qIT9yWy1zR8YRnnCrho7qg4/JjMAbqJdZXA6oM5ZXxF80QTpq8Q9t",
-	"6cO3cBKvuU+TbXZ/HMSCSqLmXC1vThzbsm2bpGB6pRAIjOnILAb4evVI19xU3NlQKvVhGbFZQsQ6QZBz",
-	"yjU6ilkXpM5FevYby6z58fv0jmjs227bd0U+KCObl/zs55mYG1K6Bqt2xeuPuM42dkOxevLuo99EYu9a",
-	"2AjB/kPM6APAdBQCso/8UEdmV2vPj5nYChas2/d3568/khMigzokRB6oL+QjvqtWpEwoD2gcYHlC1RNG",
-	"Pnh4868jrEQsR4T6sZCSQESqWj5j7gnOJqaBCTSgw9Rm4TMLvNPMQPv6I0kTLEn97nzyQMQMW4A8As8q",
-	"1Ip8JYmXpUQoKrwGRq2lH2hrG+ZAhL+CqUzHrB2rROUWSTqdejlULjYEoEo9muUVF1S5QErVIj0MRwnR",
-	"h8tZNCI0VTYwmMjDYo3Sw1CttLjobC2ZJHWK4WpxOF3r1+Begc0tZsRu9joEJxQ+x8hQNRYLzs0VUxvM",
-	"FIR8YC8NAqZ6mhAqH/QEFzrAyUzrB+YKJMyVAJEs2JLUdRyAbC0DRTL6BDrawGlkx4oCHYY9iEH64X3N",
-	"qpk/J9cf7ifXbye3Z1eAfpi3S+v4T3gKFSVMKGtWJ+n9+d0dlu7VfxWgFIs4SBulc8s1Pquk3DTktOK+",
-	"zUWU/rZPdICFkzWX/3jHKrxlq6hCA4DHhPFHFokVM7FPOehNvexOiada9nTgRphIXZK0NeZnBOE3iLcK",
-	"+dyziKe/99RS8RD7DGNTlXoMoYQMKyvB8hhz7eN5JaEs+Qt6GureShSam8CP6kHWpH7WsMbc0weL1FVA",
-	"vKkIXjyoqLpcJS9kSVenxLwE5cuZoUb7gFJC9M4yDo80BF0vfPRdaWSjgEHkJ67cIFTMXYYcI+x/qy3p",
-	"agVR9b+Z3LSd/hgssVoe3ta7wuDpmw8Vw7a9fCP4PH0vz9CtH+BL+M3X1JrxcoWhbLDQvlo1wdn1DLIG",
-	"dl1rWe9frT1vFrvdc1sWObDv9RyXocRhujdS8Kjy7sDl8Ef2x55Vkc31AWNEMq0afryFf6HidPomUrqX",
-	"2fj+H57lXN8Hz/Nhr29wASfQvHiXz4bcJdpVRH6qvc4JForIxYHCNdnaawgopFqW23+n4ccAH1cde4RK",
-	"Gc45om2DsI6h2BtCTdaq10jdCkqyQf0vLUejo63CBBzxpvCXSSpZS3Uso+zj5c0yaUqoL9T1u9Y4kWCO",
-	"jxh9ZEHlHabTjMrD/MmoRSD6NSEwQwf9sS9rGpnBAhuAJjUS6KcpOGuKdZHRbhWjyxmrVXMZ0XgO4Sog",
-	"4iRxyAJSp7OExbom0UpmhITLlZCssX+Kq/Niq6OIVb/6ZmMkEgBl8foj2ib295TpCDSKDthwG9rCp7Lb",
-	"XOsDOes20eHzet0DydqVkebtVsairU2ROx9vRzPe0T6RfMzr6kDMNalLu0vCqL9oQCyR1gVgZRTbG/Os",
-	"QekVRcQ0v9iqFST8GhxZJaUDjC3PlUt7p6S/Nn7PSeE5boZ00iqFL/P+gQ6I7PTZAC1Mi2xBmADW0piB",
-	"7Q3+LlRaa/zP9z68TsF1t7HmJs8PsCj+YlvE+XRKJEsDiZUCQYz+MGiRs+iJvkjFLHVgno45zfEUpboM",
-	"1jeHT6leWitFJ5Sp7cMiUqBStKQrCBWaMpQlq+IwtjL4YH/5VsYf3ML5H2xhy0Slut1WG33M5tURKHgo",
-	"5rVDuV4ulUKplFQI8zJF6XQ6i25KTfiY538AUzKpC870O2iFflqIiOm0DNwP8AGG6iglVzfYaJH7BXsh",
-	"NAjIeqVuJA+SpfWBcpC58haaynOkaLHsdYC9xn65abtMxKqaRz+RRxqHSomTuesjvc2yDq30KZj5WoeS",
-	"/lE3v5v4TXohnXyLQSgJZRL6Sthl0czKrnovCOmcC/WjbH1BLTD/KHG9b/FhIzHIRCtdctXHbhyzCC6C",
-	"i62R1Ubl9MLAQ2sq6ol4JWAIRyEEtkLrIzMaE8bFer7AKiNQSbNVZfF9gyn03xD5dsuW4pFJ4gu5DP1m",
-	"TF8IpuCPCKdxLJ7ISsgQrgp8rraUQxIx5t5TGCQL7ztHZ5C1yM9mcaGVOAvPkSSYhOR78jz5LfzO+Uqa",
-	"5HkSWmPO4Kn6rUmWLAgprweNND7YXyfEJ98TT11CciGiwCPP5P3ZG3JC7Fav3+mOeV3983vz8e/s98bI",
-	"7HgMlf8V67+YkyBHk0WohIPg50WY0AcWm+C+d/RF/fp6wZZiyZK4RS54wqKoRS7ptEXuXmTSIk5/SOqu",
-	"7QwaZOA2B51TfaAwypVELaJ1ombyMcTI52fitNxuu+10sslXpIeS2A0LzAMh5JSzYM7QlEEUd3Rcn5+z",
-	"1SdPoXaksslvYdP5msnplrqTZjSK0pagmc/YjE+aW9v5rKYFhdkwAbtLnh6akDCdloiqAyLfyWc4VsY8",
-	"NP2YDr8nIfmO6IVCviMOAdhDnXEYfue0Wp8JxZVlEVOrn0xfkJlSKSLzRUIgBBNOdTiVMywFdTSTKUue",
-	"GONqTaFB9hnHc5p6kclcMAw9hxF+huOaSFS7Z4SSW7qknEzha525TOYxDdY0il7grp5CznJE+YNEToiV",
-	"hABeuNFppK6OhXhijywe80U4h40QxkRpZDRqJqLJRSgZgXjKUzNoIy/jhlF6C5XJmAODUnEhEaJF6Co8",
-	"MYg+Si6Zh48myUnJzjJhKzJ9gf+2xjzTF8SMGDCNlO9gCsOiRtMMXLlK8ChHKGqsjkr9Ld2lW27qdZr+",
-	"WLU5NUPUJY0LD/itV1lu15ayb3sHxIjuCQ2F1VmVt40zJFeqH6qkX5mQ8qFH6lSfnUSdnYtQVwwWMUme",
-	"BAlYAi40sgqfWSQbJerdFvmJsRVo2MUqBHj4QlkdyoNX6uIOkgUEqut+BScpCGgWoKlOYPWFJI5tXn0K",
-	"A2bpBgaIGQ4ZVZAMNk0XsxJw8IxvFIJ5nd5RfratYann6gb8QQQvxwZn54ysVpYbIGaEATi4NhCDvVET",
-	"nm/TriIls9Vt+q41hTttfelQIEwkFQi0y3vXp0Xx4WsO03vnV3l3z1ertr8fGB32kMiDXr4Pl0wmdLnK",
-	"YoqyjY9UVm37vV7Hm1gkwheRDqjYWDCPRqKBYW3wE+i3cFqsDTo25lRnHRzoEntP/UXIWVMJV1D5Tr2G",
-	"SiC4wOGZgQQQq41iZJXS2MHOGJ3Tna7745wzVUx4GzGW7N1fRc7MBWcTuBgzuLvNwxCcGj7Vei7IAAtG",
-	"42TKKNxUIgrgeqbapRhK4qmWvVOTHLDbOIXNV1kxoiDVSEh9+kK8DAHKa1hEDUNdY0rUbh2ubEF3m9Fz",
-	"JZanZFlVbKqagXeQ4ZOVbijyulxyeG90njoMlSACAF0aknjDmIEGCRQsPUS8AneYZ771TuFSWqyXlGdr",
-	"HRvUtiGO62V3ONVmAFXAokkkVB9V3sVC2aFIzPcfFbnaWMhJ7TeAEyTPtw0WlJwmxHxkQtBOiZPbrbml",
-	"t3pJFoJvbztXcyWUkDqdMK5u4h8FCClQk5ILcgPtKNEylGQWsijAuBmUZQ0UkNZDfhTqO4j6CRNsApLJ",
-	"chAB3lw4LbfXGmgrwsZsIFHbCX8vAiUamp7TOIgfBRb2JCFHyQnq6XoBe2SRp+0ckfBphK81Kg85ma7w",
-	"1Fz6UMtWa+VVsV6pAedPmaPkCuiwas9dzLmIWWBkiyIX9I8g6aYzeUo8HkY6XAGqC2aR1Vt2ZNbdJZ3e",
-	"Ziibhwsy15yRdzeXr3Xx5RY5DwEgIot7BWtGFlPsoaiOPID8Q3UXYcA+1NlGo/sRBtlvtBF+m11w11f5",
-	"CMGj8IgAil3HXevvq1w101eShIHZbfj6KVkJCdWNwgTBfIzKiYoUo3EUQngLTA+KksdQVgxBLyMLaa0f",
-	"XwKPGsAKnaZFuLUjizMaqxtPV7PN+YPz8YEg6oeceM2ITpvQRBMh87zDIwWz0m1VXMyvS83HtLIuhURo",
-	"Y+/RYzKZLERjWDV2xz7v3/PFqc6tmk+7tqW8Xie+WFYIgZrTVc54iNtOp0JtNSgzFaRmCfCXkpD70To4",
-	"LNbXZ1CJa3+GENsWMWnI0sFYBXZ4mIee4OGGFqC6oV/EhIukcaqNEMWVrU4VJc3sH8Oa5zh2kGD1wXyR",
-	"HZL7ZSzNKCudnxxP8kRUznr4yDiAH/+2Ybso31A0Ch8PSqzcetNcChroUvVpWMcRojZ7VhtInRBYPHFj",
-	"wlX7GDAUak3D3N5hIVJenf5cPOVMy2OOoxmln3OhvXtpRboWwZxXyJuHSub+gvkPYO5bhnJpops7jku8",
-	"m9vz19dXby7uL66vJm/PLi7P30AEChS9TikZc00gyii5A9Pt9ipOHMSiroqFAQuVFmEB3RNF2FkYMY/U",
-	"WSQZ6dg22QhibCjyjcEVwP4YD+CQ58TT1ZM98C1b2vwnX5ZRCHa8mI15zKSIHtVGh6AthH4EE84sJzC8",
-	"ksWyzmNe95rwpKkobKqHnkXyGGo5CB4PcSVPPAjJYHHjdIyVAJ9CM6xyUWivRc64Do2kEZFhwHwaj7mH",
-	"llU1ULQNtz5Lwb2cPbBsHgUDDzhwJalLxsbckw8RozFvIlmtZeA1NuavYw+rJhDnZk82tYfl7zxSRwus",
-	"Ohsw2Q0kZU+zydNeUJqM+ZxxAGcKNI6gJA+MrbRxVMnShhWNVtb8KhZLoRqlavlDxT2dQ+LR2F+oU8Uj",
-	"MWvCWoXeKSfmF7076jRdwxiBwJ5DmeQ8ZYjihYcCAS527OGYexhBend/dv/hbvL+4u792f3rd56VwvDl",
-	"waggZgtaOEWvr0ZBjF7K1Slhs2r8A9AuGKpXDcvsBZw0rVZkKxyqxNOEeGppeJiawNlTBvPDuPpfqH45",
-	"5p7uD2OlM/6A8T8XA4FcrVk1wzWIc4iqLcA5TWSnu3CbIUg/33bwZkJ3Sa7G6x6tyAuREPlEV5tCMY3m",
-	"Ig6TxbJStVVchjyAyVLuv7JxTvKq1+ZJF7PHUKzldv1M88GsAH2Hw455oqttbkOuzqYnKiu0srL0VCSy",
-	"gqTSsKsZr6TQTL8+NofOFEo+KOgjX1L94E/K1ZePyh0t1mE+9tMs9OBAy8brwjcVFZ0PGnOp4nPV4hNx",
-	"sm1V5stAV+I+pLqyQR/QyXh4HDV1KpxOdVS7Tq3IfJrSRq+5KtIHDRBLTB9qK7pVb+/UZs4qgXe9lOZU",
-	"0TkUUME9ckDViV+ZTmjyKlASzscBH6rMlfZ+cZ4tkypbXDma0RubqOoceI/3WVXIwwceflmznLpt7r76",
-	"hw8XbwC6m6ghwJJZLhnH6wwiOcf8w/3b5kA7ZJENWKpATVIiiNvtkb9B9e2/nRIvlU+M6QbctQC8E0uQ",
-	"JijXhCzXURI2IVE0e4X4lJMVlRKE6zHXogmqeyF44HR2i84h2MjhqJZz9xgGyqGUB4fqnRJaitvbjg0g",
-	"sLDB//zwPFCg3rCEhlE1J1KRJRWKONTprbjTg2CfvSVtzMQvk5w59nBTyW7pAUSiSiMKzpf63SLo1npk",
-	"aciyIS0IY8y0bFWnZCeMJ5Nj0ghzxVT2Br5f6neLpUv2ZNaaEFp4/etGnYetnIAgPD+EDLDVKgrR7IWO",
-	"3NS6lJOE4KPUay5iLRDNRExi+kTUkLkM1XJokbdY1AHlY/QUr8IVoClht2LOQ7WzZcJW0qToAwC+WgMH",
-	"O49u8mOFmKuvVZnEO6IWcypajMEmqHlwE0xeHDbIfcgjjAxR2/9gcn9OO8MQw2pqs4IuG76VHIB+Dn3b",
-	"Ip5G6keNVO8oVEp1lRev2nWgC/BsJDSwZ3L37qypjvx84KbePWCrYGACR14o2bVCSp7hMkB1J930ek1B",
-	"I3K9xIyJavLCX9lkaqqmH4nzlBmd9u477SNUswHa+W5wd1BuBE9jsXGVGy22VZ0HDmkcRyGimG9kBiO4",
-	"e8C7pNBsmU+2YGncYISKuvMy23I672guk/u9x7mOYD9VGdaeIEshIOuV6i23A0sxwhjt6y+bTmGHHSKW",
-	"p+Gubj5U191j/8ykMb14CjNXWI/p3slO+E/bLtgLSPva74DefdOVMohvLu/c5tXFzdnlnVeVMbRgMcOS",
-	"H9pKQVJb083l3S0DiE0wO4Cny/ykT+k6niRwPOM5YhW+ahQMkHiK5+6Km8u7kgd1o4M7nbNx59OIxRut",
-	"VxKFFYkmszBKWGxJ/lj+7M+6tLFa2J+VnPM6ny7FAnLrFkVLYwzOzZY5TWSrlitH9pcR9P7unNQxh6hR",
-	"pA1ThvYR+F9yvu0/w67SY2T179OsfMDkj5PCjO08t/aE5m2EOeBXRHAi174SzE4LqdnaraDTs0NJJAO9",
-	"+rDE0+w03ZsCnIUFfvoTAwMP24DFEMGN3Xe1jqIcgw4KdPgvjzLcSE7/nxxwuJE1/E2hpPnYlYNYnhli",
-	"DmQ6EHcg2/8rGL6Vl5eZ0rqhy+sr3hgEfFDaYrFskTMDBpITQVJIefC1mKqEr2Qh+dMCr8xnMU0zG4zy",
-	"AYZO8ZRG0KOrxcTJk9d3H08zRTPtyzN31EQR5iGqYyBWCQvGHLwzGdB96l5cVkXdQ+ZgZtCudjDjni0p",
-	"DKVc2VxDHqS7rFfoFMiJLNkk5MD61Rm9RXeFmnj6lkE8fARIw6BMUuCUYi4AW7AxN2p5GoaWOla9puq5",
-	"CY1JdGQVVN8xL5UReKKSiNmsRRDiGDPUASbKTPW2kDmAcQ7U/Y81NavGWOKh/iT9woN0UVoYpHoPYyu8",
-	"Ma8j1HtaW+63z2J6EXz1GuCZb22pn4cZ6+jVWwKATt0rVJdVb0jVjyltm0avqS8w7WnMc05n8KKAFxVT",
-	"EuSSRpFWi5XQoLu2zPIf8zAAL2ValjDTvsF+olR/S2PdkekLVukBPb+U5rg3brSwU7ZYHCq8m2reU0EQ",
-	"dn/VHJvqwRV06PKlFb9klUur1rz5tXB+oCuV1CWLZs2A+RGN2ZZgyVw54k0I6Ke89UfvIO2arlwBYPDQ",
-	"61hNrGzsD+Qp10v97YjJqiyefIDt5vXdR7KicaLUMR883ZXnT0k2z4op740O3XaLVF3F2wJuzgre91Oi",
-	"ZCLjZ83CZzKi94ZrZ3CSBxnngOT03jxIts5QG7fepDvRtg2i2/EwyDKN3GSVl0MWrvRKkmlIURWCDyxM",
-	"sc58i0WQQxO3hmrZwabNDGZ4W3B6BZ3nYDxMTz9TGSQN7bM2ED9T6jDLSmMSmpgOSFSWWXqiycUKTRsH",
-	"D6c8d+fqrK4aGmDpHq70rnkSRoe/vt04tNVyla6pHKKoWSiHrFIc6Z+9VGMRsS3AOWFugoVMJ+0YH0DJ",
-	"+1yeo2/gItKb4+ZW1t3CZbxFQAMVXpIpW4Q8MJKKMZ2kNzmpVwoiJ/irl6KogHRR4XnLTc1Wq3XqZEF8",
-	"hTRlb8XiZooYoxh2XNrJLqSca85yMk6u8mbOLoI1No9IFlIcSeFWqiiK1LgqdZdL/QsMnvqLTG6MxROI",
-	"kukDDULhOSecfEeSSfiqfv/qvvGfTUf9AwFPj7HgbDh5lpL5mxS+zkq4o00uj+cDJ91ZxkeZFib4w5Q8",
-	"VpBSZSL868nZZQ1/DCtQNT5e3KAIrYEvrI117mUmOen9UfpybW2pcY2Rntr+mAmQa8m09U9R6MeMypDP",
-	"/yg5z5DxFfL5Fmr+g5jfyWpC04Wfs+5iiVtEaFHX5nZu/RE6N+nWBZCqyUa3BvmPtEzS00HEj3mBelJf",
-	"8zAhEUSDnBINyEYNerISdbDW/9IiUih1jyaqp1fxhJLviaOrlTESa82dxBPaKClYfx5XDrnR88sPN4RV",
-	"BLHKGFtYHLlj0Rw+OwGt8l7RfNS+kXo3Y1GrrFUFiXpTotgZxgGutodpRVxc+Cvb9EmrXf9T+IOFFbRY",
-	"QNar1l/kIS64OqoNFoAhfmrc35meDM5zEEwxhvyVJF7WHji9ILoeFyjo+gjQoK0tqtljwMf/NAfyUX7S",
-	"qgV1pSiOwl+/BRjnTfgYBjqiPgtMQaMHYCbQmFF9emGsh0fqSUxX7FcRBjQac8DlSLWC/AEdcjUVJETk",
-	"MRPD8kKe4ahujAjlYx7qorUZOjZkbOiTBHIWOKJDYPAcEkGWa4k1+AlNxhxzBZMnke/fwvlOMynub88u",
-	"ri6ufpxc39xfXF/deS1ylo55zDGePRtzKMmvLBY6x4jMQh4i8J+JRYOs1jlL5Jh7ZUxlr8reiaR/SxxL",
-	"GZ+Emxk/sHyaidPZsnySW0arXE6QHVcAHPAyHNc0cUAnbOcjPHWFw1g1uylTG4wCM5qr6/vJ7fnZm39+",
-	"A+Zzmiu+ozjGLjSxPxGoICOnisvX6yQKWXwJQZ+bB/aW3MRZqLaG0WiGXfJ/kX+Y6rp/p/6DFNzAOb1f",
-	"BwsRPdDYIs6wP7SyCfJzkm+KDH8wpH2yDhhPwl8hNR8/3pqNyqK0A6TSIu2DY40P5sA7kTAEzLl3sZtv",
-	"gkJza1btS+Vc5TF4/7f1dgHA8X+Tn+tG8LlJUy+lppZj+ivtlCh7pNbKbRkiVZbLilSATVQFzSPnU6Xk",
-	"soE3cECG/7Grr9RJBZmbUeylXrcx/qioAjNTf1FQQboQ/h1T8BfHFABu/f/kOIJcahB7To6uUVbMmNos",
-	"fFudCfR1NyGFvKZqtBlIM94AspQsSYuGtIq1QUaIGz7mGRopoAGuV+q6UuLlP0gdrI4hormGfAsSrwM5",
-	"v+SBvah9t8rD32QKmkbd1eKXsdOnoI950NBKofTL/s21CV6b3tdHf7hjQt5klFZEP62jJASOJqzgjigh",
-	"NgDehUzKcs8poYqPY55jZHFmkZuQ6mxycnKYxi1yx9iY5+dJKaDq1F9HVFYxNm8rPUD++XLoexOQeA5+",
-	"+8gELvfgF4+i48hMsh2r5Hq1ZcP+vKAmIX0VvRC5AKxZn8bxS1bFrlB3orqCTrvlNhDjVawTUF5FrMMu",
-	"fvvqWbkuNFbBKqJqpxUKgrTIB13w5IG9IIBmiDIh7ExwD2CVacSKRDhOLIJRjdhTscL83SfYTyMAai6X",
-	"LkqTclbRS05JyKMnY6p6+h1DTMhEmAMsEeoMs0c6OCahkdRZk6Cby/VSjrnaXg3I7tfJnxGZRQJR1Ezq",
-	"d4tcYwklCAC1SBX2tDk0R5uYCGmSGtpdNHT0Ub70QqmUQ2Wm3Dd/pexU6ubfMtRfLkMVavr8byBMZWuj",
-	"AgjymITxcpGFo1LGN+oQ/FlZ40FRIjigibwMAWnnGk/3z0s637ABFdhcYNumBlegZ+e8/gHjQ7GN/14b",
-	"hC6d9F+ylYA3+5m6dbsYteTAlarehoi6Y5a4kV6+WjUjsu778s68t2FCMD/sGHMBYnJj0EEsVqtdgFz6",
-	"BV3UGmJfyZT5dK39KJGYv5Lky5qtMWpxpk75eiYhcSXokCcaJjJ1+EVifjxgmq7q64vlMkyOyoQRgKs6",
-	"UTRsx319J55IJHTCFX6hUyrBjv3CoKgVJp5DSVnVHAtI3daRuxqtJEx0jQw1SoDtCWWa9YohIZn4aar4",
-	"jXkGVu/pbwypnkn8ouQhjCLSHCoxIqu6rUQmJamtORRe4cTTU4ZJXk9xmLAJIkd7p2RFJYBC5MBTlYZo",
-	"0FNRGKQGMBWmO+TztHigRjedYMTN1gKgOwERS+PbYkkWHMpzUDMJWphXDMY0qUTqCSF1h2yzZe8kBBbt",
-	"JGAr3Bh7Qe4gvXb7TsmWR26vfMMy/0NZufnp3k5qpIT5LTs61HGMBm08EXpkY16HzR2E8sEiFyfXWMRW",
-	"aUqLMEorwoOmM2Vq1ahuMOga6ps6NlmGHCwVWTExwFeOhJTWFkDf0hr7BmzFdOqs9Ljbe17eaLW9eFpy",
-	"9pxM/HUsUSzeGyKb7ZrD42Q3YIj2RTLkO7EKJO4epV4Mm6PcQM6pcLqln1ZExOXr8WPUK6jMPFfu/pVM",
-	"U1Gymvdj/llM5avWhr5asNhkRwK4a8tlc/WpaOAi62DiUWr2SKcj5NjljTleT7kkmmXjiEpG++cqu+Qn",
-	"iHK67bibkwe2SoqWrLrXjMS8qSM2vYYppQWoBADwEgA0RHJAqfwyTE6ZrGxS96waUYX/4eGke6OcbcTg",
-	"EM1Fcko8nHf9goZZQoObyKFTGKpOIcsEKmOPYMLNGiGfxTRfgTELmYEmYRhY6btK4NzEs6iMqoQSIwBD",
-	"UAD7SPE8Egg6gIh/RGlnK29fhVIaycmUSki03hrcG8kf9Ct36LM3VUi2fJCvhmTlQgK2vF6MErFqmO+9",
-	"VeqEX82r/HHre/zRQIOUyp5K/fgwY0d+MPvsHDna9r6akrcnsrrE/H3vF5kJ5payurIZkG8iJ1K/JsVK",
-	"e06LnCFOJtG3GOIvehXlt/MVSKvdl7eMBuGhULEQofGHoGJvmVZpIUnhWLdODKXRtyRZGGfLksYPOkUB",
-	"hZM6xGegdU1XbdXv0AhG1Kg6E60avnSU+qA/mb4clSWoqQmTLMFPWzOLKX77wQ1T9uWpzxhXPSMbFfa2",
-	"FBv8llCkRxqt2bd4vHWXpoVqyrFcxfGFPSrgCkSucAdCeKRK1maNC696wSyE3IJXo34pzP4SS6yQuoAy",
-	"EwkNOYsbuaoHlcEJiyRZTWgQxHq/VsBJUU7ngMpN9HuqzalY88AirDVvEc9uwf8fdbvdnoe1TSGqbkZ9",
-	"JhugCDr4Th/fqSQl3FrlDyYFgOYt4qmBN1dh0NQVkU/hhjZpsfq+BBu/hmWFr7dgh8hkkk7S4Xsyro5W",
-	"O0tALyzWbMn8NaFPMTwtn3oIwaARY8krmSWVajBbavCkSR3Ue8iDHGWBbQ3t86CIar9gYw5yZyEnN7eY",
-	"UEjZU4ADZSOT/42pl2ER4a2YvcdZzrGwVyfJaspUVJBITJpayr3D42E1xRPk8C6MuBTsLsHpkFXj0UDe",
-	"hwzp1+WXCeMBxHxuSRvIbC7mxY09lPir0clJfpt0vf2nM5zLcEiUtnKJrA3+bKwGs6oLU7SxRbA8z9az",
-	"86UKtvJtzOQiRa3EonjRSxm0sjqht+Qy2YwXx9NTWxPUIv3Aw2fCVsJf5IMmVId4SwfswHjADfPyUZ2f",
-	"pjjaaILYXgZlk5QtKy5PGigZGU5zSco6LmtRK3hV6DdQGMPkWWZJlkdahf76tEgzhOp1Wcwqq7C8764H",
-	"b2Av1hwAG9B/Haq1xF9yGVL78Ya+uPszsf7h5vOwisiEG1ABrz8Sfx0/MhJR/wGhVnGJ/eG8Mfd5C2ax",
-	"kTb+g8j1Uv1DflnTmKWdmzRA9gxRCfLAzRa7zxN/vVwjbueh6MVuxSX8Om2F3LqG2nwA8ixMrDyP/xiv",
-	"dtacd59rG0NDsqsWak6rPC6F4o4+hsmvDy/NH0VEX4hcCpEsMNGRBCwOH5EdaYqEvoB4wJ4tXVEWAlyD",
-	"OVMXMBiRqSSe9MPVSwsLq7YK6Gx1+JAH4ska85WIXiAfz8Le1H+ihH7vWLBavx/DHohX41rDaxFPF8/B",
-	"BIopIyIIxlwdkXNQKWLjhzCtevoAhba9rEBo/gUWSZZLgqhMtEg7plPxyIhrd/q6bEKagbGgUj0f6PyN",
-	"BhihdWAbaCS5EJD35/dnb87uzypj2oDWzbX5JjcZyLCK0egaHNsHUy5uapN6OuXFiqKdfSdz2qsuD2Vq",
-	"ue7PrSqmg2hTTpXRC7leaF+xPtdD+7BSp2lTebIr9xEINghZE8rK5LRcTnUlhPMBOfC59jNA56O/O/+m",
-	"76riiLa6UrXxVOZNn0GIfkWsCmzcL0p5OdyVGibf4kXd5huqotIAhNepNk6VKq5YAN8jZgiQQ/mcYSGm",
-	"F3ACqfGFnPBvIJLvoE+jGUxfyFQkC4PLmYmAmnaoGcWSP1qYi+9DKcDFvjVc4y+sFII9byvA6Re2304L",
-	"aXm75nE3KrDGtb1NsgTzMrKejHgNyFcLDTt8tMy5Tyf+du33GOZqs/GRgoDJYERbPNHhyhbx6s9Q+Z/y",
-	"+nOjQU6ITIL6c8PLoi9XYrWOdIXKIBAzYjeyhMi0vL66R2cRTTInkamdThNIVmztrWwu+eOBOYOVfMnF",
-	"rJQWXFYAZUNk2yz+UfmKBjivkHzpkulMcxCM/gjmQAb32et2270Kj12uusZmDfVdCAV3SRwCAFQGQYCg",
-	"BKeGePZlTSNZAC71ysCrf/aISlNbTHLPs71qvk3O9bmJBS1vsUOKT3upCPXm4uP57Y/nbzxLyVf357e3",
-	"H27u8Z+vz65en19C8bW6d3N9V4Esd+JT7rPIa8DXdx/evr14fXF+dT+5u7++Pfvx3DPXZVptQD6oMynC",
-	"yxbKwKesx0a2iHjYkFfw/3naAUh8QBsEWP8XpYzSEtRJHpmZEi/1y3mYW4xpxuUMYwpAjOA70LmzJt84",
-	"jZXA7k8LlUfQUIkwCk+vpC5lGQZe6mBXW/mUzMSaBybhIYyQD5/FFGzT4FiGIemAJINdhShmaECG6bo6",
-	"u5yc395e33pHFgQ/vsK3WXl/F9MKATJJ2HJVZTD4GeL0m2CH9UidonG3MSIL8YQWA7DGm+ErjWNBA3Wu",
-	"fhZTkwMerzmHUmgY/BYzzp6wnKqEqrRMNWxMyg9hFLGgAaFU8ZrrgqvTF2KkJv0icNklxhGBuoO+TGOW",
-	"xCELsMKfgYKmQKEJP4vXGsFQO8zZcsqCgOnynToQfqf54w/BXhpAO8O5CnzLMd8HcEm24Vveg+08jy+Y",
-	"QRGGknhLltDWXszLiK4kCw4tu3x0gHvxLNyMcP958ZKuKxSzLTVZXhp9B3JLWg7xoAh4dQjIxZEuyx3A",
-	"kA8hrxD+02iL3LozDp3pC9HH8SaAFn5UUodTLEeP1E1QmCkmrmMZcwEdUIRQw0kaEcU0sCecQy2K42fv",
-	"vfpqc/Lu0+OuhJ5LqEyLa1gamrSIg+PancGYGzSyFYsV/04LlzyAqCBCqcHIgM085ltAUhFuVGaaFWx9",
-	"kA8aiKw65icZo2kkhQZWBZ1sE8xV7RkM0ZhXuxrfxrRQfHkmooA85yyKWIYgEJydkqXgIhE89E+J07Jz",
-	"iXSBLrdbEYuZWjf2xGWaKT94ZovW+Kp9SRN1EaeLHJa3+hPC0NQm9RlQbmW3xAa4YbrKIYw5h4mriwhk",
-	"hdKPWo5bqQY4VlPwkRNP0eeluo9aT2AqgBLI6r5S1AB0CcgLFE6gdXzYKZPDsKkAbTWXQQ4W+iD0n5yf",
-	"8UBHyEGIQTnBIMMNkuspRt8e0WFJJtGnZg51J90s6fTuysjJ0XWms9s2BRcmk3AJ92+w1grRwdfVjmMd",
-	"Sd5f1giq03mZYI11SLBhLERygM9T07GHB9XwtGq/HBwLmxcBK5wkpXDcshtCPTfjVq9C2KS5hHkWfawe",
-	"H288gIHsj7fdXKwblOpt3ET+p3vZ/BvPJRGbgGwQuza2fv76xB/VosXfalZNNVJLjX9Vl2nhejzO6nGf",
-	"Pxx0yNYrSdT1HNAEiw6aTHlypqscK7EWkTeDMYc8WCXnbRj3LVMIJ9QlArkU6VWqLkfxxMccugl5EQf+",
-	"zwWcB0MXdP4KOiXQZz2v62nD7BILQKNSl4T+A0vGPDZBcg0lODPWhBf/fnd9heJ1DjoJ7bwxo4Ec6Thm",
-	"zIXNRG/mLwSGhag+QTpGhS+PZ/5KEl07aTtUu7UFpL3RImfaM9LrjDmmMPOAOD3yU/iDEonA6ucnMIQy",
-	"zlbmmtmUVLSQEibqckvTd/Ps73Uq9lF6OkzidVUE8jtQnllOXMGaBqEkvlLpeKauGKetudDHXMutgjMZ",
-	"zpfUa5ErYYD2s2PJI3XAdSCz8Fnr3CiPjXZ7vl6jURQzLWhCnBZBZGbATYPHcsyBvIe/WVm76uyKxBOT",
-	"iSIZPQV1+M9ImwAo18CMKQqtmBGsM0ROiEzLlAIukzwl3jLkE2ghV67Ja1jo/vMXQkglEunujWvs4W8t",
-	"Ek/Czw+KmbF4IqFS9fyS3zxFfRKzFMT0M/LwoQBjKoPJZ/R3AlmvZIWZ0yLc2DSkRb6gzKzH2BrzMf9b",
-	"brZI/ZasIkk8ySLmJ1eqs/qSJQsRkO/JuGZeHNcanqkeQLBIgOLtAxKJbHkgTXJ3PnkgeDGap3+zCObq",
-	"a4jMtVo1BIwH+gzKBgECAq429dvrjxniloVtf0/qzsmXBlCxXk4+K5aEdWBxg5yQuuIQkV/ipM4bDfhn",
-	"iDRy0iROA+s/Cg7DMKwG738oye0rSTy1BG5gLDKox5OHxoluzQxrGSIC7o06JP9GPIzkC38F5nuk/kg5",
-	"CVhMPgqWWMQZDjsAWgB8frWF04qaca3QkuY4nJGKcSlbzTpfsbgZgztspo9HqZpRA/5e8wb58p8uaeIi",
-	"/Nt/umA/Dyaf/9MFP1PCoE4DaK7qa9gX6GO2lfY6HA4JkgUgpWQWhatUqFVd1SVjAQuypUGXDI/3efho",
-	"cFWgDov6snGKk+Hr0EHVmKmET7n6PpQ4TvY9WvyDhkVWOO8++Y7Yra4agWPbNmYK+gsR+kyDSVStzZVZ",
-	"kIzYLdshdTXLGqqO0Gi1oA19BKu9+lbEqhHBWW51MCJ9CohpaEM1CTjZqlFsbJmdNTHLeYLQBTpvY8ue",
-	"wVn9Pt0tqvvvYK3/TeNL3J0bdJr8JjHQLXC0UThRDAuU9ilJ/R2VScgsch9O5SKMKQ8N2N3bOGTBknKL",
-	"SOa3SL/l2A04GtRY1Mkq0d4roMwuYheifqRUZXWVh2qF27mz6VQLIhJwW6IM29sXy2nIFRtjsZ7jPRyE",
-	"jyFEMU5fYDHmQG5hrQNQrCQ0Ch+YxuLJBouGvHzfYHDGm4jQSHDWADMwiAIaEANGp9aLmfnsbhOcLFgU",
-	"NJXqD6wdpVjogpM5lQJrw465OlGJ0+za+tRUC0mtdKk2+tXFrTr1O7aTAmhigCvqh8GYJwLiMxoWeaEx",
-	"fyWJ6xSM35LU3d6g+mtzz3RsFCVcm8gXdREkoZ+q27oSCItP4DfPIu10Hqwxh0MrHzzU0FVd8AwoDBbp",
-	"6TrNnm3IHfM+vIo/qQ9d20aL3CYtLfIauauvQ67Grz4GIvTCdmyzVNUhQmw4hvR56mF8MAb4gNzTFJyp",
-	"SRqpqfwdOf87kWy+hDXwO9ncevgQLjDyOykcr+T3Mf+92Wxu/J9q2/ABZtN8SH4nnRGxW213SH4nbfWn",
-	"2+6Q34kLf3a6pOpbtVmYv4awmd9JF17tD4oNZH9WNADhR8CA4NsoKDDv2CYgoCjHARxAN/tYfaE/7jrV",
-	"HxdZkPus8s+qFqp40O4dQ0M1E3a3oZY9UTsyN/6BesNxesU/+/jn5nfFoQ/Va/awW/wza6f0cXHUWR/V",
-	"f5Y+Lg/YsaFHWHp7KC9NuX67W/wTP7SHmx9WjrlX/DNrqPx11aBVL9V/lr/eNurhLuLh8FIna27Qjjsi",
-	"Tsvpn9itweDEbnX6ujWnZat/D9Qvnc6Wh6VWixypbtqBVobqoasettXDDrzZUQ/V/3TtjaaL7DqC6v1N",
-	"b/CysvHKhzsbV3fX74TyF/UmbL6hGnG3qz63j3moLoKcKrOgJoUZ9D4RkyRkQVP/Ey+EkBNnaGQnt4N3",
-	"upXi3jlu/g5KZXq4ch3MxK+S8Eg9uwDhdsSwnswXjOHGukLgImYM70ElD+euXQRmQIG23raUZNmAKu6E",
-	"C6VpK6k8tWWYi89oV4C9oS5j+YoEokW8JX1giC/eZI+IqeMpmVquYy2XJ3QaaeenMX8ZbtasojaCsFul",
-	"cVfawnYFpJ+B+h8QLHtctje0SCGeHLDQkjCK0OmMMAitVtGokDfYaOXd+O7T+HLwAiidcszDpGGR6TpJ",
-	"uaoV95GpzNfKbCWop4WCtxQPNdoH0O+1yBmoSE8paB6IRFEknkh9GfI6bzoWaJwRjQGLAxxCzTF3Go3R",
-	"bkx1MKuMjHA6fSlZCxRX1iuSCDXBz3lTxC44t0qXtv84AfGrAvvO7JCfmkB4mYKS09KxEfGPcGCEktdm",
-	"ifalVFVG/Il8TzgGX+WPmDpPVb9241TJuy9avPyJcMYCSbIXfiLfEbdF3ivlB2VICLzG3SxiMmNPLNYS",
-	"O/yilIvdnD9XmgcMF9LvZmFijbnxDKZE+kImipDviKNekSWuK8XUzkcgu1s4b7bvdmscagQhhxJ5JuJ6",
-	"C08bSpkfcyp1JRGNUvgT8qbsY9YStjEG6X+OiNJklDKvdITlWhcW0SsBj7V1om4cQX5SaqYveBLO12It",
-	"oYKf1AHpoOzDlBjMInikGmigjpy7D71RvplpJPwH0PZi8ZSOObWdqE49zbiW4iqYqHKtjWt4Vks/fAiT",
-	"JpRo15/99FZEQV0u1rNZxL5/SyPJGl5h2Vq6tkUsE8LVoUJ+0gShuepR68MAvmCSYbNTV2v54a9oSYT4",
-	"2votWkGAWyyMQj6v85OfGshNPUnY40+kSeo/Fd9qEo6GLqPjYAQLw9WdQVHKxELUXDTpaI7jFK15Ytie",
-	"kxW8ERojSR1sbXaDzNWBmAi9AXD4yHvVTmq6KvE+1+S4hgvqrYhLWwahm+Cbsk1ILZPiBYSLEZHgzLTq",
-	"UDvdUeWtU94Ru72xakfBGaVDsHPFNPM+CYFFB+SYYwRYyAGfksbqqY4yaOiDAxJCIPyH5uLIsO0xf333",
-	"8YB6Gvcm+tuETGi7x5hrX0QJXmVJny8hNLI2crs9OHTMv53KZHwT6mhOqYJT0KqtefhlzfQ7Sbxm+NFk",
-	"X46ZueRQ19+4rhLAh6n7FOLBtESk5S7gbVzwFJQzRFy7RXRFAI0ImpcA1K0sWXL05ZcWec0xsRgBekjZ",
-	"12sTZ7WWLCZhoBNYjpmVQphkVVgsW0kIlwxxPWDxsESgpcyEMlskDDA2LIpeiJJKtGEJzUaluiun5RJF",
-	"4ClDDB9S92ichDPqJ61l4I057lncxBqxGYFp1xqjF0Fcql2Q6hpXtwNdMp0dlWyEgKaFb0K5yxmExiop",
-	"8HrOG85MUePKANM6xTDRrDTNmisO5kJLG9aYK6HQ1N9CX7Gu2AySbssXAUulMyiGtFwlLyMS0ycswqPj",
-	"gOEIPM9j1ZEVfZG5EFSIZEQENglmyCmWhRoZn9EY4vK9POiNh7A6dRT8ujYMhgVY3ycrKjrm2XKgU3W2",
-	"2a0uWeJFnE8NQ1YWM+/GHDOUNN6e0lgSkfqxMOGM6rw5da49aVHoacyX6ygJV9FLkwYBxnBBP41TgxzN",
-	"QnVFWrtdfaCwkCnj/qKop6gNHj+yuAn1kIBtBmAIGIzmdEjiqjtdy7WcBvmOSP6IZkeE5eNVHD0CrmoT",
-	"/qh4ovaqiuPMq6Glr7mGeKoo95QsmNRVZmX4yIj3SySeLLII54tP3pjnkoggsk2dq8um08C60Nm2PoVF",
-	"ESGGknkVZMQli+csaJGbIjwTomxAA08LEeWQtDQKmRRjnuVjoixiuCnTnCUlIVKEHgQwaxbMWYucIQV6",
-	"LjylJmmXjBqXB6lQZvQmOSqG+lSKNp6vS7XHX2zUJw0Xqb44YpKrEFtyCQKdPdWQdtTPLl8K+y7nbyjv",
-	"GHKp5ovx5JXU5ynXVR3VgQK4MbA5s1JiWBdizOveE5/YHmm1iPpLbXZATNtMyTglYQLKGMz21IgmcYtc",
-	"ABKiMBH1RinXWHJp0KapgyY93J04UbllHfKK1IEZXnlhks1w7mAw4617zYwJTfXIs1KHT+78U6uDRy/q",
-	"uKQ+C/D8dG272XZtG6urYRRDNu5iHbPdi7C43o7KQVFE5hcZ/ntnSkoqnOyKoHrP1FTK/Rn8s3AOx65J",
-	"PTdOnKKhZrM2m7sfHllR8EPM6EMgnrip73r0Z2VYJNWGpfrfNXxdPWxL3bBDkvUrKqWlAddYCcuqQUhG",
-	"VuWrMup6dzE1KPEwqShm9g9co0psgBpeh5ftypqtLBHm/oGGtZazJaZys+6ZPDzAd2PaNyJ8bzI3prW1",
-	"TBs4mgNUOnQhdjBfjjlIdRbx6i+kSV4WNMHgEYwccUiTLBomwRDPMzAuQhyAduV6nDTJGWkSxyMBm8cM",
-	"d80sZiwQSzjq0FBrKpmMua7ZfO+e1HnTaZiw8gOrhpSzDDX3s8VZmOr8ctq1NTIYlt3JaUYnmKwoQv5u",
-	"j5PVR36mXlgEQfofWWazSLPMYuYnIn6pTImqMMYeDMV/l36BBjewBR9+AIIdAO6mclQcJBtBgV+vylhc",
-	"tsoeKnu8/ngDYEdVdcNR+z+oGuylfhdTPOIDsP/LdwQEBz/tLOCmDSNYw2ZvB8XajdnnckeVWhPSkCs9",
-	"A+fTPeSAmSKOJjA7K3KYlZuhxJxBEjwOheqKGOHU1mVwX3KINVrfUUKYpQUZmRD2nMRsaWx1dc+MYALl",
-	"W1JoJNCfaRQ1Dp718g1VMfvFvg5B216JONkfzq4L/K/onFm7w9pPsMnqtEU9UxMNtxocMKkhN+bKhGDt",
-	"WSWgIrALJvStaKjRmvYkSqgu5cR8UFWgLy127mkKPZ2MYz7CG5BGUWZT0ISeEjtFnsSyuqg1HomCwPI4",
-	"ZWZTWqUTddcZ/QFSqyqyxmVVdXyQ6XXIVCjRXjTKbJIWqRD2lWp+fnM2mU9WLJ5cqpfevCv+M/frKaCa",
-	"UyLZisbq1LQwonLBaMBiCJxGnSPVIVf6cStnGwWFBDVHNDy2xvwis6TADYrBt/COzugNmB8uaUS0KqR0",
-	"l1++a34KwnmYyF9a+N9Pv7Ds4SfPKi40eGyy6UQ85lmWMNotRkrlxLf0EEWstAtnYtu2UowW7JlqQhQB",
-	"9rOzarqQWR3ymYf/UeS+YB0BTrl3mhsLFDxocjaHOxGixZE6x9VeH8eudryhH2zMkyeBTojMwQW29EYJ",
-	"8X0achq/1Hbk/x2e9VfOQpaPNd3MlrX7GW/2GwMt+Ecq7GgcmW+pr7Px6ZIm6zhMXg7BxANd/pVBdszM",
-	"a8azpeEO0PWVpGN+JYlnuvEOrRW8p7hrDh/eoG/SXNa5hgzfUsR1Hyr9sZXu8jgPf34BO6sGSWfflopW",
-	"RmvXH6WzvllXqLQUq5bzB74Eq05wSafbkAvT8ppVKLC+iINXkqyEhKQZE9G6gjIP6IRDqzzc+wbfTC+z",
-	"13cfwc5tKpVkB5Y+cuuZIxHiIsG5J4ndaB1QGWaqy/BvWxv7S4jn1WHtFUArGCCrT3IzMhPxJF076kfO",
-	"JuqKDflEA2TthVdBNpcJT0nZDYzwUVfp243vfDhKc94uVz31pi6gMVLBFYPIJt9SdzvX3S4s6K0w6u8L",
-	"KLKc/r/svet220a2LvoqdbT2GSbTIEXJljshR37QEh2ro1tE2k5WM00UiSKJCKxiUKBlpuMz9tPs/3s/",
-	"wnqU/SRn1JyzCgUQlChHjtO98isxhUuhLvM+v28hmuxMZJlIdYA6TwcsbBolNsJketgIg5zNBm3roUzg",
-	"HgDpMzflYHDPn7HJnKd8Yh7JanFGMBvGEdRlMF7SV5Rw3WvvLRPdOGwdPj84ODxsHLQOjlqtvWBvyc3L",
-	"zPD/8fdu4z9545dW46sf8/9tjho//rMVPH/64X9Uib+NsO5mYZLcFnKnBnI19WKUOl++jwzzFWJ8FQE+",
-	"LSYgrPpGhxESvOCpSLurKu+7S2ATG6gSrAJUArOuoXmSSqm8q81ewOOpGwEuty2t7Jq2X47jSc12kDTA",
-	"Cu3iezqWrtOBzNt6qyY7zTRLVSJYLUwFB6aloQwxiinCOhh4kdDkIeDvSPSbsQVfswlPEtw1oOABJRrG",
-	"nk/5PMuWex8+IIOdqoBqtjxy9kOwi3CVSs04u+YLLj0iEQgceym+OpTAAHeKpzXMDulddQN28qoLx+bk",
-	"qstqs/0zbKwY3CpGIE9ozhKW9niNvg9Gu9tYkfPFF+c5bHkNrPhITWxo37gLuv7FF232ajC42j9oHrC/",
-	"YDOkksz4aezo6Oh5gGUbPJZwGagS8z99Vhuc9dlBExzpg+bTIH8McI6WV9k8xy00CxtZohsTkWZWOJh/",
-	"34h1SDX9i1VmHGzzDrv2PNHKdnzR/UksZNaYcGyh+uKLnCPFfNd/ilSdf8eue9/tX/eu/M86wpcQ194V",
-	"n9wwQbwQumnegS1BMM8AbbYUk3hKmfPQI6wN2VhQxinWhLUSZ9pCA0HVDdqPsFper8lYgHTQhKML5Thx",
-	"AvkVCCFpLP2xi92G6iOi9ySku5DVzG1qysIrCMHhrwELi1x7ISxiCCL7VE6V/RlbI/KHLpO1/0hLYk+3",
-	"+2SX5h3e4+gXwGTBf9UDrCso0LRAX1amWWjOV4hmip127EjW5jUFAg94k6VEpJGUQanNNQS8DSBWPoeq",
-	"+1t+dcf2N41VZBzEkKpCXqgIP8MSuIasRuUKmMkHCEjjnVk+/fLMOGbDkNVCi9LmrQcRFnq/EBMhlA6U",
-	"5tg+p0QKil9YpPosjsNj3yy926dHDyuIwek5VcYNzmOZ0sJuIbcXwg6m4/K9CpsCS7r+4z/+g8E/ta1t",
-	"MBOLDevYHAZYPTjnqVpllMCG7K2tEoHfdcBuUyVnQ4mdj+jlkxSGPJ3RrTmjlNub+Jow33bWDiHiiIbR",
-	"JebbWUilGsfKaBGA4ISSIwA6NO+h/iEj9aA2PxLsV5RV5ZYgc9mzVov9usmdzH4tENq7cmLwElhBZFOR",
-	"8gbmGBycOvPfct49e3l5fd47GRl5bl8yVtHa4pqBlEFpX7jx8qR3Nrq4HIxeXr6+ODF3FnCHEsUj6kN0",
-	"BALagowWAvL01GfbnvpNbxCyfRae9M56g14F+E4NWumNtKCoYWD+710sbs3/iffwW/0hY/G+8PjSgt7d",
-	"8YVeXRMVA40FQAIEmMVFgsQU18qWI8a/YIdj/1W3cXj0PC/B83D4aVi3qTI7PCuCyWm+NkZLcdSvL/rd",
-	"l70RDH7bkDlbxpMbIAGcGpMZQPEmCdcaCplXkpCF/BKJJFG3Sayzjpk3QMu+5ZqJ92KyMv7h5sR5XEh3",
-	"TR2NxJwVPoVsjZk3K05niRpz0KtuACKqMyydusGciVbmZMdABuqOnF0HSOtHq4lg4j2fZMk6oLiqkQP+",
-	"Q0vkYW4SbC0PT2d4tvJZUVowutnoen0D1b+NeGE2HGj8WliAAaf0Xkgw39IYkTob7pltajy1r1thfef5",
-	"HXSvv+kN+qPXF99eXL692L7WSopGxtOZyApVyrRpjYkkFTOfNOFpDt+hXTey/+qr7uAVHM/u2dnl220r",
-	"S5+JxSltOBd2tXk2B1wCys4FuRwTWO4aNn9S4yQeh3B0UkEFZzUMQOj1Ionlja67ZcB9Agtp9K4yBv/x",
-	"XExujBQmKla5ZmPzJS55gxsONpr/dUTZNep9f9of9B/6bb6HizsWGEI2ZEwNkEZgEDAgTlW8Zr2XUO6O",
-	"OyTR+6FRJHMuS0Lbqobj/htvkC6dAp4zDeq4/4YB90Ji3EURVcFRQiMQ4pUlq4WsfJUrr7znfQRuAmZc",
-	"QYH4kV3k5EEoEk4AMwUMN7cpEHKmSp9BXw2nGiO7GQDSxTzuiWbGczZbCIodzQbyyke9bgiMlxfxSoxN",
-	"an714WkwZ0OAKlUztAlKevdMmYkyU7Q5PdgvRMa1+SSXJSJYnop61lgTHB7g2LyPtTn5JaIDqqS0oKXi",
-	"nZBmCn0sfVRdCfWD2NJLs18dnwDkMYt0AxZp1RV2QMUkTDyrZbeqqhASC+4qR6iZXi1ADGXKa3w4bD37",
-	"az3IC/1As0JBrcZMBdTbluv6SmV9FAsrQgJiWJvqCXUVKrC3efSESxajrKroNMJGCb8LyPamQA0bijG4",
-	"D4RFDb4vtI1RYampqNjWoKTtwzAXPTX+hV+Yzrd1iAUbG5xlaiYQI74Mm4Nbv9SOmDf8wVPNFaWqA+pF",
-	"88Z3aHPUNWTF2jhkCKexxUxltWJN3t8PfmwSI0W9ybob1djb0H6Nrw0bcRNHt12A/9S20RF4WYwwkYVS",
-	"7KIKPu33zVm/6l4P7hWJE/0OpUxRNi5iNDXouV+BMDnpnV9dDnoXxz+Mvu39MDq9GL3u97a/wZkn4Wkk",
-	"FkuVCTlZN74Va7upHaYteg1z2Ik5rLH5eBLTzvxciwxPLd1EE2Pk0Y2ASn8lJyIAxHgG0DZl6NySETOZ",
-	"czkzqidMRZaujc/UZlm6EugpZum60TXHos0O7CwfHMInX/eOLy9OTo08Hb3snp7dbXDANEwb58bIDgvY",
-	"zL7+faLZZJWmxpTrDTgQssOd4r3xwkU0InLcjQdQJszB2lf7WMWroKhzcyLA8oBKrVhnhEBsFgUjkYxP",
-	"gQIMp+LwsGpjXPde9wuzsfvGsHaJcVQxhBZLdviMzQOCk7WbhR6BS2tcwsplrbZMXl/3L6+t+5aPzh0J",
-	"gOAL4Tm4+bJVKjccZ1gc49jyBfdedYCOTvf14NXl9el/4jxURYnLweicxZqOAxq/1ZHpEEPcAe5x4ceU",
-	"mVEFHTbZsDNxdqDtqqaFYN0CgHK9w8K3b982vF+NNjRuXGjfSZ/41Hziy8vrF6cnJz3nl2PMPdYMVZEx",
-	"E2Ib3M77ix1xkQtlsxrgqZqTgo8AYm7bcFnfjlGeCFBbW1b5rPtidN3rvz4rGMsJHzewtVkTHTTwf+eO",
-	"8ZKnQFNSZdRpzEOaOYeWOWua5uGL4iakyj8/hlCIHhjXxvh7GCPyL7u67p2cHoNo2Yg3FHjH9/+Z/+M0",
-	"+kDIfZmmdjxybHLKwkTNSM5KZT+ePI84YjUECUIe7wAppxJByM2pyMy+ULJeGOrfLl9UjbEKHvBuJP62",
-	"s2JA8Bfn7UV3cPyq6j3UXbD/T8tta96UT4B56+vKy/YdjGJ49yy51AfNE7IGVweGzi67Jz1vdKgGYjlV",
-	"IVTRoFvrKCntU47gKb3Bq8uTsgOLW93sD0C31nCupIUURO46RE3zVTWOqD/oDl73R+en/XMzfTv4jCEL",
-	"dWakGdoEPJ3MY+yP9Z1IHAl6AgU5jNCxWzyijhWmqGUDpoV0dRrzLB/C5od0jwenb9DS2BZo24ig4Qx3",
-	"8L88E26QWBew+ZIXr/s/3POKMn283RL2tbV70M0BiGsDbxUO2liYZ+Lftom8n9R4i87eMF4Qh9qakAKc",
-	"TFRXeNoAQ6tk4BwVp/7iMncbja1zvbGv/Q+EiGZxEcwIMd6En8sjtYTqOOr4gyhDhTAqeJUQc4PKTH9s",
-	"VuicXF70tsscW6iZ29KxZiHOMcRhcf5xrxOyPo3Oal8qLVIkToxu2hK/xr1fLwyz/6p7cvl2dNr3dzDI",
-	"I5xAJCMKt1po5fU4u/zmm97JqH/VOx5cdzfO8+aGa1daHoDq3kjUrEGVnWEeCvZYQlcLlsRekQJk/v0R",
-	"Xfde9q57F8e9EYjnXn/08vXZWf6R9wjdwxajK8C/LZKud9hKml8oo1g+smYDvDy9OO2/qjY0N3SL3QHW",
-	"wBTQMVpDKHR/AxRX0Ah04+hcXV9+c93rgylhBQlENDBgtlVmBBSguHo9CPdLV9Hqg1CgrVh1kiEzVe2J",
-	"tL7EZYAkzGhwet67fL2RjIF8iaUf4Wkav4MYsnHgMfDvQgGuTCKOEkE15bWwMc+yZcM8BQrO1Crz2sie",
-	"tpiu00dCGgbeVvNzX0ZL+AQwmVI39tWxxEpjYInEF/2klSy+jdXs2w68tzkJQaGlqUgSLzxEVV6MY7cJ",
-	"S40KqIUNvLqxiGUDKizyT4F2d4jF6n0dlIrL3I3mpsYs5RP/VjOurXYqz4TdUwdPMU79A2yrweXl6Kx7",
-	"/U2vkNkS7ycA7oLYvRIbMCJcjQ45QeVv54lWbZCbFoARgR/ZLRAWOTTM/MaFWKh0zcaraCZgkRf8fcP+",
-	"tYF/hZ5HhbI5S9dGcxh71QzPfs8RZXVsMmV03js57Y4GP1wVP8piUUG2EyBOjIsLGBjkSMJpc/rmu9e9",
-	"1z0nTQgxw5WjJwp834wbbwFpmgjoHBCtScH+pMYYTcBJAjlmUfjruxw0OmVH1q8ocBaxX9lK5vUUfs62",
-	"uBNs+tZYkhmf3JjvmIji+wEK3b3uwDoKp+dXZ73z3sVguxOp6HBB3Ca3FaEuup1PmTlnbLyKk8jdZXbT",
-	"hjuRW+m+o4QzU6n4lyKFUi9A0wLHjUZoKV/I083fYfTO18UPhlPR712/6V07K8zo3rzqZ6KkxIYiXH3a",
-	"sCAw8r/psE4UXWOBnWesBuUbZvvloQNvH0AAlmv2E/LXGudzKaSI6jmkrffqCSfkLFtrmmRzlgr4Ygc5",
-	"AwXImqYLrwmhlGinEJPF7HbvNCNIlBZR8844nqObcQIAj/40zu44+BTMB21mT4n58E02EDhMxlajTQaI",
-	"1BaGSt3u8G1HhOB+9x4Kyr04Otjq6Fnz7o7tSfl12wBPRhxsIZ3xtYhIiBixemRk+A6fUdy1g8vr3uj1",
-	"RfdN9/Ss++KsV3VQYfcBd5g5IldKZ7NU9L87M9sYYgRQ92w2ZHt////+z/8V1l1YwSznmOtS6n4yh47z",
-	"247ntGo2U8zmhPO8P+x/Sy825+S1cZITEEYEegBoFEvjTDjW1tTygbmwNWztXT2Q8sQdUqWUHYux92GX",
-	"A9CChT7359aIwOte9+SH3MIH2+2XollLo4N/ub0ILaAhhDChDOEB8V27sq9eDwbAM0gJbO+V1prKw/YF",
-	"YwtjP3GSOHPrTg+NHhprNjb6gQbxV1Q6VcyEVW58cKd48OLLSGSIcwao1hzXvU0kwWHv4rJ/dWyUv5nt",
-	"BvAx1cLe9eXLfgj0fRDC+3mlMm5+P/nu9eWAkpJx5tiIcbPAy59BWhJeYgTvWNi4Lu5+PhMN+LnC4IMz",
-	"WbJ2KiOCcfYwzxigDiD/YtREeSs8bYUEp+nuBkAfUFtsJYG5C5g5IqgI67r19+PymDx15aQ8A1u3xvOE",
-	"t7stiaUYSqOMoIEhoP8Sls0BO49fUJ5Pr5bkUWcpl3oqUibkREUIyjCUS6o7tC4kehdEvkxgU1DrlfC1",
-	"SP0qBKpU00NJEiawnaNQN9vIxPuMPWu1Avbs6UEAdoqRmq0jVxT3VoyN6nqHYUI9lF9YdgoLmm6NofD7",
-	"BpUZNqC2EVJZmsrkCD4/p38BCPpbWbrLFdTOoRYFCmhsYvrAuOwHh1/6tfdqap6TFIv7qWq3OWobV83S",
-	"6RlxDVmOOAqoG49atRF/zpxXTBACblsMGImq5ETxycRsk0TNMFJM8H9QQEzLToQHgZXGYrFMgOMXgwkB",
-	"s8ROAQoWcE4Qdw2KE9UqqzfZJTKmUWbVW1xcdr25yDUah7ew1m6BPG2dwh9SQEHywGkTrFosKFsjYkvc",
-	"LxDvdAWU1aR0ZiesoYMUXIKwN+Cz0Fb4FEUWzDnQ4ICtjzF4qyBxXFg+Xjc+EB19yrGA3od1VzyCeZ2J",
-	"gKLaZvsSHTTe45dtkpYCZCVQ3cCQQQj8MgLzwYPuI8YBDvCDPM0A5MemquZKw3SHp9PGhZLCZgFROxkn",
-	"W6Us/CKss5nINHvaekYcHQqWHXeauZjAG3GukOPBWAATJZF7qCq8a2Q87Jk8/djMT+Zh6zA/lGcKU0Fk",
-	"hS297mgInmWwp5eZgIWt3c39BWiJYU4mFhLsImwHY2XzZdxc80US4urpUpkod0yPQb6N7H0/aSXDfPat",
-	"Q8m1LdxxFmGkJsaBAVvSPIcsHgnSNUYGPqPnci8pVbdapDDY48vrPhzt6dTITtJKBHEYNiYq1Q2VxrNY",
-	"hmya8BmtKAgh+BnnCTsz2vv7c6Wzv7eN/P4R54depjEWDi7ZF2TPylWShNgey5wA5xk6Vo3Vsk5ZcjCS",
-	"XSsITmL36rSNiGDTJJ7NMxyGq/1Bn+ySBg5v64KwakBRtEqcmD0H+WTU/hQJUVB+gA/EbX0hfiru3UO7",
-	"d8tP7CaJum3QO2E8sBJ4bz1gIV2Bb7RYxvC6JzbFoam8nC59hToSi8thAzQG6yUYdkVFUcqs4va1Gha3",
-	"BkygFhkVgjfO+ftGdyba7HmrFXacUCA1BthLMJaS4sqrte/8fniJ8U00gqGW1WEhChHYAw8jc2eUMAcr",
-	"1kAq2Lj5RzrTwyg8tynw4lusxFizfHuY39tuJWF8MPqwTgCxcCyMUipNC3S0vOHpus3oQ51pUMw1D+Xl",
-	"dGrtqPtz4+zl6VkPAUG9pAECA4JqXQIeFuTDQ8gL6zk/PHpeg9/qYCKaXfIfIVFkAS/VwoiZegdRyAt8",
-	"aQT/CBHSGaArYmo70yKZ+pLdfJNd8Qf0kBEjeN7CFmJ3jcD4pRGUKJ1djhzRZrEJLjTiCCqjoYlKxRPj",
-	"JEtlnwENZN6zAzYWE77SwvaQSUEAmtrqEGezWOEylPjgwBWYeENps5mQ0J8WMWxdsu4OKnUwLqwhCzCT",
-	"thvICNllqt6vSZHoUkEH1pEJ4nCGlQT/Na8VwIhDVflEDBn6oQzfN2yDaMM8IbSddQFzbXVYRiYh9A94",
-	"q36wBmH5MEcCb6Df6wHy/eS9xbD3KGHltdRRRwUM/9dcMvvtFObvVPNgw5vYSgBn/FWvexIGXtNIuE84",
-	"GeYjUKWZ/ylqUbi1pCHxRfaz7bvATWrj19DLjd0QYrKcnoS5irCU07S+5vZ8R7Ubem/2PyjnSO5MHgWs",
-	"2WzW0Uf7gnVtuVrguVYqdfUEeHxB3D1rHZSrc5yQK1e/uBOcCp4svh7upXzBEWNvuBeymrsRlMDXw71Y",
-	"wj4f4VnfIw/Fig+IChgrBSpj8lIdiVqNjHSn9QJbiDtXkW18t60viVKQKstczYTTzVRAB0Z13lQEvrj5",
-	"9kypJk6ZPzXEVH9vpQ5N4VP46rwAaIcSHc/2o+NkXYYkfid+8WN4FOPBzhk8C+aQGUFQJ1cAJKOkrkMA",
-	"81VjoS0QI9Nikoos2KJgzDN8AULjMXIdFNsWq6lOygElEC1qu2TBgUqCh8dIgDZABWabJiGoFkugQMm4",
-	"RPjhJgv7p9+8en0VshQ7t7RrBWhbswuCDXa5VHqjrWhNxUK9EwiErjO11PBnOAxWjuEjcsdkilErnlFt",
-	"aaaw7IkBVhxklLygAUQvAQQVSQIj63a8i9VKM1LRsCoxRFIn5KgZz9e2AdU7BFVMXIPwdiMax8ZsSKYN",
-	"y+oOlWmhEXH7ebNzcxGFbcfirymWBJ8lxS1+D/KDYX9DxvLNm8DUEMYvWOaATw8vh+c4Fxe+xGhatBfi",
-	"nKsdXBnuiYZoxLXXM0thgWTaiMQkgUUO7WjDtk2gQ2kvVjnUQo/M12gWi2zOLM9qEYcdafRBdhLs/dS2",
-	"aWCFBe5VH/IsdJ9MhQXFaIQ5UWS9gf4FS+1tUfFZ1Vq4EGtr0A20u6Fs+4TW8DRKGbtSO/4xJLPqlqdI",
-	"NU5ezVBSSEf7uR8eRZCqIZHJjfRbQqQU4xNoYA7O+kN55Rq87zEut3VtQ+BJGpMw1n7jNLaKYyi02C/e",
-	"Yd2zqwtrkhV7xwls3Os7d5MIkpRDzaJLKJkHQ+AGzeyhLHeHm40da6+nvA2tcebP+Vln5rviKWzToSQC",
-	"jLGLjGFn2HFX09mnvTnnMtJzCAfLyLkRZsjmI4z6CEopLevy3CW9dAcENYAD2Bwd8C1jlisfqPn3upAz",
-	"RGs/T28YixSWgyiTl6nK8IkBO16l78R/nn8XMET5LXa2a8qkHTQP3G4hcL+hpOgUWVc2EnGVQtueWIHn",
-	"af7EahAlA58NQy2IcDGUrWar+aze9ssHqbUAEbuguNksANTtm9+soszWSxHQHLty9vHaqn9S/RRsgnBg",
-	"VsI8Ckg8QOYuQE+GgIXY4L/+T8C+o9Yp22dtdoCXMgry2Dok+MbrobTvMgvH/HUzThatAZAsQdYQeUuF",
-	"yCy2sd0u+PlzdWuOsounoSbkRucz4pGGu62wMo/7Rg1lupJGM8Jv1GbBJipJAE5KN9mFIghDjG7ZVit3",
-	"Goh/uO1sIjMwG14l1bnwoV+AU0DwFM94DKF/Z+1R1f0IgZIgutlkYSSWiVrvL91e2eeJSDPdXBtrnFxU",
-	"+Ik4RFESL9wmPBFLnmYIr2llABB7TPlEuEAY8nROVjpTCyzO2biEnI9xGWyhyd5SawzSQoAYjASy0xCr",
-	"cIDD8sRdzW/3eqKdFY3IBijTsG8t2Gj+CnJ8JvPJQaHv0OzQsBAizoUWbecthavmxnL/o90ufnclwI4U",
-	"2x8DqibWRG9dTArUfRXpn2C7z42x7bpoAZok4RNhxhO51avEzyDgCLIFoZ9TK0ndLRxsMtqrxuJGBJcs",
-	"zgD1J995BT0IZ8EN0W2DvWDPgaTttZoHzRaRdBg/cK+997TZaj5F1KA5QOfse4jsM5FtAsJg8AHrnGMq",
-	"4ShABpIMImOGVIgxLTCxEFqXzTK+2HHrJ8B2BOARaPRg6ytweLgydLNPKCoH2PlGErRZKMX7bGR7M2rg",
-	"vIbfNy7E+6xxjL8iz+0qSZiSlhZcZwTpmSd3llxD6NcYdfQ85MGGFYOxE566ebO2Hj76/CjUPfC7opxz",
-	"mJ6QlhrKWmGqdD3wK2Qtt8QE2gTiDDM7a8ID4sBxpzN28Lw0VR0WLlRK8kj7cKtk3KI0BXMKpDTZDVRg",
-	"iVEXi/kD34v7zxncp9Fee+8s1tkL2ilm9xBpiQa06jKO6gwxAwLKvLVarQ1StBYARJnLf14JQGE0QmGv",
-	"vQelbRbAiBM9QM4fdjd1zYegCmWsuFnyTYgui9kQ2waD95RHszuDzYcfgz0bEIUTdthqEb5jJhD4EYJv",
-	"GAjd/4ng4vK33YXdCMth1gXhnMo0GpgMALotXDfzkRTnNo8unJZqeDYzb/AU7ETTKg3sOpKUdEeKziCd",
-	"/rGK1gCvl39JeWbMkJ894mwUsFCqZmQTpqTG2ZhTMSXUMpSbwpp7MMiDbe92S7v/WnJyeUS0B6+G5ND9",
-	"N57ghTB6RDdD1BpagbEHw1FuSYEIkgBVwWfmIO5ZKsu9H82TKoJmW4X8wIPztFKLqjTTGIsoHJjmphQz",
-	"FpIT2xZL0hnBAmxODw4s8GzQwJqoQzn4r/8D4vO7nHLURxm1z7W1dbFmoRHJIatphCY1Ds592KRZTnOO",
-	"S24BF0OrrvIf7NebDd9x0+KFpsF+dVxpIGRtobBxPFYS7IPItQETACq1OWwMcygPWkGr1cpXgGADa2GW",
-	"riSEGkIbREHglVQwsyjQe16vktvfCBTbm0K7al/ml+yfW0jQTy/DcjjcqnM7KIDH0pH8nHKj7TV+xS4a",
-	"a7cnhLVcZ7+Xw/54YfKs9ex3/Nxyc13b2XNbmuCgVM2YDY8l+LruWOTrXi3lHrqpYbudRnsffqyWj3lS",
-	"AUVkIrIKWoQLV5KfJ1OMldZkXfJ2IV1K5haR4+R75taYgmR+URtWbjRXHuLXcPm1HZs90KVT+ewOsZ7H",
-	"y0q2HqsZGxPFxx/uaH2Ko/T0/pteqnQcR5GQj7Whcf02J/+xN3Wwt1xlD9mv+f5YYM27g14u2BrNoTzn",
-	"kEYwzjnuXLwNAQFskZVtd8boO2KGugQp7nkAdCfWvMqGL8RsKDR8ZQr+OpTUa0VoHObPseurdpXOCR8/",
-	"MR42dCsQ+DPGpIbSFVBT5BfupQJrvUrfIXmby45UHMXzHQ7i452g0pu2aEd3wnEOOyycpKJoLCAwAiEW",
-	"2CD/n+e94rz/KynbZ62vfsexbmnwvKd189GsgnMUoSR3zDGdKQVJvKAgWS07G5ZaAdSSfoiPRI0kd7pK",
-	"ni2vptuxB1iU8lvpezOQ/MjHldPNFPSC0AGFF1UGkXYLcAcuhvmLQD72lJWC/OhAAV0qXOKsUszJc+lY",
-	"lzdeyf7rf7OnjgWMReJdzL0wLrEDeqBVQwkwVna5ZUTBUatWzPfhfoi8DKOvPpBZ1kEF1zatk1izn1bR",
-	"LK9Wp5BWB4JsNIh86/EEM1yU+YHEsV3w5iIiTnPjrLkX5Q/AKleLVqkV4tyk/NZ1S9o1h3bKJjuLb4Sd",
-	"TL9FKc7YVOAzCxpxJfFAw2aiwuE5T4WG8GSc+h1JmtWOWk9LjXDYfXrEtO+E3un2XeNe/pTOXybeZ/vz",
-	"bJEUZc1GvKdKc2Hs7U+P7t/do8utFD+yUxCFRIokkmnD/M5jc45fDc7PYJN8CvfPSIetUv6LL65VIr74",
-	"Agu7SjUQ9TbV6yF8PTWGZimf2GpyFFjXIlITNEHlcsGWfHJj5EuYmt/DgC1jKUXUGcqcfxEatbE3N9ZM",
-	"LMYiyrnuqXihbtSfuc5Mz1Da7Wj7ZOD9qUuJuZEZAQkZwVgiC5WmJhYQeiWJFRB2EPR5j41MfIfZAovp",
-	"DmQFQ+mKrftUkNq4Ukk8WYeMRwvzWbYXB3A8bhW9nISgDoYSBXucWnRhfLMVnABQteBrZhEj05Vssr7g",
-	"KWoHNZ0OZS22Ha6IXAhFTyKl3jAqyqJSgWkMoNrmfk/mb5GhJ2qi9x4mAYmuAy41t1/dQU5or913F8Kx",
-	"+RgZWgjtb1mTzV0e0uFu6HTCnhjL4kmHlgZ/wtLpxv/9n//rSeEfHaazdSLwopXUfCoauLJPOixezOAP",
-	"xttqd9hUycz/t3HAGqs0di+cqnTR4Ohtut/MoW1wOREairzw93CHlMJni9Z7miFAAxUOlsWJ9vtJPHFm",
-	"ScJKhcp77T1zF7wEqyIeQ1T1Cu1MmG8EC8SHsrPFGwFlAGICCbVVabbCwznTmq+3Ny+3i03H1FUMxdmp",
-	"uiWjEAP42JIwFzzNxoJT9wUG4SBFa1v89HyVmbm+lUM5SQSXyRrr8OkV1C3lHgSGskNnHcpwpqQYgTE1",
-	"otRByGoHLcgY67mREjiT5jpqFMVmspRrbIXkeihv4iQx/5hzOYP+AAfkDSQRXr92kw2EhLJkEeXDwt49",
-	"nAaAdIXaWBDLZuustEBsEzfPFJagcj9xS9OmoWhgiH3PxizmLMH8DM4H12wG9moX/mt/f6ItE5aFdTNz",
-	"M1erlOxMsxiQ33MjblKfGFTjULeAHd0TgCaY3CAZvtfbrZ/gH3ROjc5nqRDUK0uFKHmVPcZkUGs6/Qc/",
-	"1l1foi2kEMkUCHvAM5CJ29pN5sW8sLIe0uhYgl3oPsEy1C3y/yUcvI8K8Ph64KU9v3cqAbyqqAHuMvzs",
-	"9ZVaAQEGuLYRH9wKWsBJCphKIqEz9zsE6D7enD3CKMsDZmQDKeHe2dm8Y/eZut9E3kRuaBeq2e5BXvB7",
-	"w0lg4I7ylLLXxbWdXDFT7JbnBJzwUEAMOKzMpueFDx8e0VJ35XkWhZ5OgVVZeSn2fYoLy0M/WnMZnd9h",
-	"XK6Dyhp9ECDJrfHWD1stD3/BFgkC1DirPWthCW4lRxc2+FTBrxbftg2RFZo8hhJu7OQFO8Zk5fqm3rRd",
-	"r1BCHkZilvJI2H51c7magvzS1Mjm1yaF6iYk2qtqYvAq6AZWgwYIKGQDTQT9RkhUZC4A436q13KSh+oX",
-	"CmDAAJuhA9l6wh0292q0EWyxPjydELGpji1v8sibj6GpMU2laiPIxHSVJFiXXgUpAcXreq0zscjhJQLC",
-	"lRDv53ylXaNxAWQC9icR7gD7GesSrARYN3NC7Z3GMjaq27Z77I43wQtjMw9Fui450x5Bh/HejDXApMiM",
-	"88EWaiWzOqGpDPfc0tE7zTNK4Bi8AI1BgzzSw70gL71w2RHEGFxNbuhj8wZ0iA66PneeASZKklg7byWz",
-	"ODG2DOVnwNxwHTPmUCzN566WwBh25kCASrAbGrsdaehHrb9iR3slQAnwGSA0Gb2IpJsxMGwTE1DQ2JYS",
-	"bpcQl8T8/aj1V5Yp1YGKfx7lnUlwZRvRpuYrOcOZ1TdgMPI4B5RBpACaXRAVOXCfZjORsWetr+AzNmD+",
-	"6h17BD1yWaiJwUoYr1sLDCZrqCH8FOoL23Wj0mLntnv0ZsGpTdpCWBUAAc213OfwKTN2+G9EtwNqTLlm",
-	"2BeU41Z4IDDhzyuecpnFUuyHQAEgUiuSsV/VHHBsV23ikW9m7zNb5ooMaBaJjwpkYYxPtGMwoZ486pY3",
-	"HwZI+9gU78TiyGH1ALSdBmRA8984g5nVbZaP1SvHVfAY9CXMbodd7cSaY1KBKufi1xr/AXr/QZuQrG4z",
-	"deMz4CQjs0lE5LDZYm3bWOkItAukgKh3xqvMNlTS2oYuK7qJEozvf9XrnuRdFa54vowgZnZ/kKc8AfYA",
-	"h44V2badPe+FxxrFvFGjTlEWOIABW8lIECAJIlgUbOTAlvsVUc7MgWwTdiSP2Jgnxl9PaQyrJbgJiDye",
-	"aq83j2YWmvngs1/hY5117xR5NejbhC+HchvoW47DeHj0HDw6QDJSU6aRm5AEtUqHUscJPBrblqGRwHsN",
-	"Sg86YTcixXYT7HZCULShRARGnagMci6gAvnStzFsbzMEAcXtRC0oNgdAbuS7eG91asu8XkSIjan9lp4c",
-	"uQ4AfgC6rk2FbpAu9xUfFGtSx15uusD2GMoauQFwL1YjGzF6I5ZZA9syvIGNRXYrhHRcC0NZQ2RQGiA+",
-	"pENaBFofsZE07xRDWOM5l1ECTaDdErYddJoCvh26LbfYRZjXWx+22AIJcsyrMRVGfYOO7AEZaay1J5WZ",
-	"daMEC28ykxsbZZEpi7Zh30HjrbcZzxcMISt5hgIpU2zO3wmMYlBzG3Ko2S5M+zY5Y9NEqajQJycVm3Kd",
-	"EdgqQQ5AzscIB2hNMGaMvwzYHGA+NZuvNAYxYXeaFfCPBsweHkAo6aC/YdwdIjrQeWY79SOFrX40VamY",
-	"rRKeFg8bxH9pWQjL1cx7AUZxKD0cRWeYUXOlMR7XapXDy8IyAkGOm+AZhDCA3q0kZNQUaJPzI46xHuy8",
-	"9nrJrMldEpWApgOipk4te0XyA+huO2o9HcpSrk1GOdwiSkvb+Wi1KpgSYF0EdhugsXQjxJJWzgoRiwgC",
-	"s0YVME+ZhnIYSiHCFz3RuQAxgli8I5vAgjTwhUJuyfL36w75FCjtsrlY4C6txrrMlArwzW4N3Ofaw9Rk",
-	"l+W+L+js9STdMjE65/kzHwiDTsQ4UZMbezyfo3Fbe/b0gI3FWsmo3nQYwQCYAfXjNOBMZTzBMFMReHgT",
-	"D9jJ+6EkQGCt8tavLI0nNwkWLiH2LNLKuJ0O6I9TUAbogiPIxSKWq8x24myEhVBf/fa4ED6nD4r73gBI",
-	"4eLdYx+l2yqDRTnm4Gr5WWreKU+x1/77Pz8ERTrvv//44Uc/QHEWvxPSbGD0XHkUm3950QmKOVRGJozC",
-	"wMiEh2gLFPdKf0xk3ZbTUSwT9jMQlUNZyBkfX8MrEGLkuP+G1UJIFk30uzBg1y+P2bODL1t1CwpGB8d3",
-	"p5PVwjhp1AsERfYB2bEFjn/oinOdVoFX127+H66KRhygN3pXXQDteIX/ueqG7aEsPQ0DIHnnFk9RkQPV",
-	"uRuV7eCkbjDUx9B0V/1yVI+F3jEsbOkwLplYLLP1EPgIQF1K22sC7ZykW80kgNtGDIA5NAF0bQ0lnRcI",
-	"mzBmXGDvuwL7RYEdYZAPL+hddYOTV93g5KqL9766OjtuHB5+dRC8aBz8NThoPTsMgoMvD5pHwVeHzVZQ",
-	"vOoQrwoOW4fPGwcHjcOng9aX7YOjdqv1n4H5uXkAORhMh2CznCaiVfDMAMEIMffJsfR8Quo7w4Y0yJp6",
-	"nQog+GfmZBDYAs+EzgIWT10TQypWaFcJhmxy9WAo81BTyQMlws/i6mFMYijDhjk9MPAGEZ3lQZPnRggz",
-	"ESMFSByJpoN9pE8eSmPZUIWTSMsbuQ0pJBTZG7vSWDFGV0JjBbLwCJ4mMRhg5qixmt+BQReaA4FmaXYb",
-	"TwTlXYzDFOssnqDOsG91qheBMeCGUoFrcyivsfkFjcI8KGxXExpD0De1XhrU9xjvFqI366E015iZYDXO",
-	"JipNgdOLpaJhRsLcNxpFjjyy8GVm8FJ5o0fNC3NbGgyxF1ngR4BcBz/AvCBAI9Hm2V0hbV6gS80o1OYD",
-	"x+8ZO49fwKKZRzSxG5m0BzZfZ7c4kzrv1iTYbVunCyOgonieGb2f1CHMtkphz8DXo9k0JT4ra85kigJ5",
-	"VXr5SunMSVzM2jvq8gfq5fwxRqLfq5lLlxd1c5yJhb5PSbsnGD264O9P8aaDFnQ8UrAfFAs83eqQ7eM+",
-	"7r95wLDN1fdWHljxv9fO0pX48JuNn/z1l6vMGKAPGLC9Y3czqOreDVvoLeLQZIR3i+CQKEFKYoZQA27n",
-	"a4q/6RzseOHV5z50Uir4yu6dlqp7PgR7pSK3nR9jr/8Q7BUp1+99Qunyx8zPVfG4/RbGth3Z2pqbtPN+",
-	"m6jrJMUwEDgYPuYzkHGTNeg24O9azH6wwx1XfJ0oHg2UOuPpTOB9R7sMz8FPn4so5gMjMyAb/Nf7bz6V",
-	"ejWdxhPjpfUxJ/JYlThGNcuJDSFiO4ix0VxPCGhkMrQ8/JPKGsMqL4KsfnIk4nfil60Zzuq8JPIAUAjH",
-	"j3FS3J8CoR2o6chDFQDLATyO5OTq1VKk72KN9OMIZum/R8lk7WCUUMWvJjdmC2NBCHj3eWAR8cSS+EaU",
-	"MRBrPCd0JJbFioRs3ctUFQLGLrqBUQcH5ebhvWHk19le+aAA87jaDT+Dqf+E7TfW19xaeuet57+K31zh",
-	"KcM+JmijxymI9UBELWQSxdE9MKVtGEo1CxODYEqW69W7U09SvhR3FfkMZWWVD+sLwYZ7FvBpz0ayMrV0",
-	"lc+uurt609G9O1aFAthXWcmf51N9tz6l6z6iKNTm74l03jVfwBM/L6zBJpzWR5WW5MhBj7FlbQDcUXJi",
-	"wg8xhTDJHWtg+IRHAXrXZg5vKGsAuncqpwoivS5kgnBJZQdtChWEZeCjbQ0d7tEPbuc4nV4oKc6xh/DH",
-	"32y55wO5dwe7K3c3Bv17Kve2j3lWKnzuDfhs2/Ppsn24Bh79FLsw7t7JF8pMPPB6feJ2j8IUl7bW/TNd",
-	"vuERre+LzXNR29z82D9+hLvpPuMvE6nkCYmHR+oPFBkHviuqWvO3iV9vDTBJu0mXJNaPUnYNWxpjpRrp",
-	"WsZrFkJJjY3KSnHrkqgdlsXU0DZOwewar4fSB09rsi4Lm3L5C/ojzZ/UOInHIVU5qJWMypUhT/RQYi2D",
-	"zms8nOCRTMgsXbPaRC1jjJ2N15CoDSwVVCYkEKMNpSUQwXLouq3e8YtavG5AREu11MEB5kztt2BC2NVn",
-	"SN/0E+8zIZFIF/T/NBV0RSRS87ChJNS6uqvSKslXrLv3al+KtR+x1Jng0VAizKxv8lJ9m0PJwxr0QulN",
-	"nmMufJJXT13bCoxd3waxhTvlDyHgz2jz3y/gCYPqQQJ+G27VwNuz/xrC/fNJPDOH1rBD+Vw88x8r9RSP",
-	"HisnRgWEFrgY2oVvsJuD5DPP1CKe8AR7OPJKKUvNG8uhJIoKKuLUHkQjQrjB0ztUYvMeM0su5C3FLdkK",
-	"WEnrOM2XqVooPNb4k0Xi63gCi6WiYUnDNXRIMGb/6F0P6JKEvgwPnMQ3cdZIBE/lhnxO1QKq3pYcK7Kw",
-	"KC8v4nPFWCjuQnoNpc/cYAhUHCrKIRgAoM7TVcL0LZUQ2BlK1mUu6bGYqAXxjbiP9Z8n1ww5kLG4a3O+",
-	"qebULqNE2tNYzgIfGdx9VKzZShIRG7wHiKow5cWpOdqlDMxWoJ4g+CtBzW8pz6RYxE5cyQg9bx46Mi8a",
-	"LbAweyG4BmZdYKFX8J8ChVfgUFl9yi7UX66whxYSph//FK1SMyLzrCjWN/h2O48jt7DUSwMZUIaenStf",
-	"wsnOq03hGVcez5NGD3mipFaJyAvtzOa2jC4OLp1pftu29FPEPOXqCIlaxkEaeJxeqIQlSRpHMFCn8lkE",
-	"yp0Wl9zWoNGqM0BnCxwVmHi/hJQXAeqGPnig90Ce+UT+SC1Cy0B7D2JZPcw45jEy7xgRG6ptTwIL8VaZ",
-	"J7hJw/mCei2LvguBKPPx2JmMXMfa7WzInZpn4OY8OGTh1XXv+PLi5HRwenkxetk9PeudhAGVwW0SItBX",
-	"eR8i1W2OUIAp1MAWPM+UkT9Gz8GaQjYzP06bxoTi0TmZvneidQ6KhJCWXSgX2kjyhIWrCExa+3mlMhFB",
-	"AhmoyhBECljZAOoOJ23KjPahfApB1vnZvBzqFqA3UYXn2Jt2f25D3zxoHT7bArj50Xk/xaMuCUOiYLo/",
-	"KVVxz4cAHvUyTsRDHuNfT4/og2J6yEOKdzwgQWY3TH7rp0j6KR5RpnOXj7FJ0Qd9hbup0rh0nixJ09+W",
-	"p/t8ybWAYgTHl9fXr68GO4cI8uvdIxwyxAOiDHi9e8Sge/1Nb9Afvb749uLy7cWODyrf5R7nkcjv+Cj/",
-	"jg/B3lV3gIgX3bOzy7c7PGXjhg/B3uuLfvdlbwQvuPcBhYs/BHtFhPJ7by9d/ilypx7ubaJVuwSNbuld",
-	"KVMT5erJyOMAbabQ/JcoPhG0HSBUgTYzrAcb2dLAD5Ii+EgwlGFpJ5rL/OnLb/NWNf+xtGvgieXlw4GV",
-	"UOIdi8Q2K9Zoo98Taeyrh0rPkuV7vwwt3+BOWAlUf8dTVr7rMbfphlnfZoT3xywJkVe/3MHeWGxVH0o+",
-	"tpC86DY0t5EHsBq26JOrUCdsd2thivfIEQ5ngd6OjTVYuU5nJkQzroM3b5BPP2brL6tVODxAKNNhHJtf",
-	"D3boDX52cPg7Ig5VGcJt3+WgAokSGzllrYYSrVAk5tt0E/J7i05t5XJsXlbJDW6P/ucpmPiYCNLRLgLn",
-	"teTveJyYrf5HKM04xz7lAtmKXZ3aXGXgOtd3jFsVyjDQVUVNdBd278PCV6eRWCxVBvjfuFepFpKCU1RE",
-	"YnQIhCyQP9qRqUFIAIofABrFD5DXsP9xvC642qRJfa42JIqLtZJYOOHusJFqbNsQwDOW10/wyqKJY3Nd",
-	"HyfpN9vy+JzL6fR+7AZ35e4KA+/Z3rdwoex0A3BNBs7zv7v2/pTqFphRixG0YCN8Bl1xyJ7OPeJ0pyp9",
-	"AnVIDK2kjOWs+ZhQGLuou88t6PqZWtrZ0BMFwYkHl5cFj1OJ406Ji3ObFSvFsD3yGW3xAxwoYDmdStcF",
-	"QIVuoX7WQBHftg0HTxB1Zo1l5oglhOxnHFrllRZVmVqLrflCZXOmVtlylWk2U0MbJC+RYBRboMP8r6M4",
-	"CpsszKVnaETpO1tkZimILN3OeI3QeDmBBE0b8rRmbSYDa10giCr9fRHLlXUfAuI5VVnDXNXQP6/Mt0bx",
-	"lLBGg5wikSA1pjmtBJFzCSihx3vMsBxuFdWiQL/ME+iVTETKpeXX9CfxCfbmUDw1J9uoN71kQqyHEuiR",
-	"bKC5IE4p/0k7eAMau2M20y1fDiVxd96QqUV30Ghcdz2hnSrEbQDBAV0HXuYU+Mmkp2ZF5OSJj2qglkKK",
-	"iJDHeQadEKBTA+/jrCme40rBylJOoLArasV+UcdRmkNlkILBN6rUatstZTqfVb0GewW9ududD+4pvE83",
-	"51snwE4PKT4/lY49sC4TOTebPbNMvDqXJXlaYWeZjTnULfj7D7M5r23jD5frPFhBoweEvHz7OgZ72JqQ",
-	"ufhFpKpOnTle3oTqdgB4gPIjEOMH1xqxM+F3FmfkRhWksvW51Goyr975/cLO/9gIPD5i13h38eqH7t9P",
-	"Guj+Yx1DK9T/DHY/RrD7N0enf0Ng+RPGhXcK37KasRRWk7kVLoj7sxHSZfulmK75YTOoS/wcceIj62EA",
-	"ut7894/F9l91Ty7fjk77o+7x4PTNDiiI5RseFQSx9HDCQPS0SNnQ7MDa/86u5L96fxIFwe70xazg/rie",
-	"pFK54ePFw67FQr0jSx8rRj2u4ki8JwidGpa9rC2kkENOG8qp7YXKq0QAkWOqUuI8dVWq6IIgnb+tsDL7",
-	"ZSiNU4a1ViIi6mKLXmctFDbYiPvmEmYoqUSz7cqp3L5DKFTWtVsyy10bqAdRkxuwnIYS965WZtz48hTt",
-	"NvCMOtT3xb36pnI3wVdDuXl4zLu9I2dGbAtK7RNT0aCgAvtJjYcSsAHMxYBKZWHSAa6v9qz1lRW8AGyD",
-	"GQ/gQUazD2BshtKGNrHZphAVkApBnlJKj2DHuRvCUiE2Y97n5g2fyqDsB7i2buRhNL/SHpnGwODo3w5o",
-	"xbUNFWTZFB1VuQOaAgAAdP2sSIny3M6NEEuqjoK6OkKWwg/HDYObOLbgG4tFnA0lMJ+0bXWT7fmKoEQb",
-	"auUIVdOswXiV+WiAhH43lDOgqXEFiggPmHqnCa6sOYRrqHJC0Cm3NlBB9QuW2hFWft3WMDM1haobGgY5",
-	"x9qJluZQQr0dxl3Ga6JBpyGYc4AjcO3OVP5NARHAUtTeQGqE9Sdv2HKV2amEeyEgDaSYGNKAnelFPrwJ",
-	"SCDZhuTL3kg3fIsTWEpbzrQb7Z23B2e5//m7m76Pp579j8IyeAuBCRVWLHxjgx+1DdOu/sdj0KrudvlI",
-	"y/zTzDJJ3zLGZpVE+uz5/B3tx8LF7majGHa8FS59TKPTH9GmwUl1GRU25lA+yMj0TUvUDADTaY3Kgorc",
-	"wXw9CuvtoSxrYhvQ9j5gQyODuwRacSjxjx22CVZAKpq4jocSY5RW6e3/8yc1Po0+QCNPom411tSGV5f9",
-	"iqv2J1xORBIyISP96WsTIMLqzyYVKxzAX452St58XD78c8MOGFV6t2HvrGUnTGxyJIr1zUPz3r81P7S1",
-	"yfQP0X90IjIeJ7t1ING1D+xBcnfdpQU+QxPSn0bK79lg+69scny+3rNLKYplPIEjZQFwHT4TgcN+cFkH",
-	"vVo8qCntnt6Fbj5DLom4pU4VtJItr4GdibnaVQbYo2P1TnSKcz6DjKdrwEHPCbVzjbwlHqkluJjYauI3",
-	"N+TY5Fxvoqg3DkKLZ0iBDOxWQQRFiA20NmGGEKeu0JpjvhWgrEutptizAw86YuF5b/Dq8qRYH4u6oWvM",
-	"h9DrwlhyADalHgya1b1yfmTXvU+nfe8DMu6V4lL74v2dTKsPKHToyrW3EW1/DNHqZSsCS4eSKgz4oKNs",
-	"WwIReuRr26ZXw+gEbH6wIIvtfFfxUpg9HiIrHjTwaIY3w0+Y8QbTjYX4exOXCvkgYsmu1tlcSZdzBE4J",
-	"kSxFarbbKhEsdKJnCZfup3zBJYTGR8tUUBjC2K7LdQgQ/LCPoNvMbLltl4eWJnASLwWQJzEWvlxJqJoY",
-	"pFxqMxkiDZnOxFKzWqgn8XLd1PFM8qSp+buZSkbTOMnMNdTLhVA/3vCfaDalZ+p64A6Wkpo4BLe/FvBD",
-	"RSIm2YhuMWeFhX1ipu1PeGKuQ5gX5tEyaPMXBPp6x9PYTIW2kNzTODOHMbw6618LqCA2WohIDJnXd4rH",
-	"vkiHNlFyImRGyCTGGj4Qja/YbP+M1Q5E4zkOI1Wr2ZyFPNGjMde4Q+peEDPWrpGeyGzdC4DKjLFlPLlJ",
-	"BEbkUspRJ7a7DkJSCddaoEB182v3D0VEc8j5WqhvYMs28E/NRWRlCHoKnhCxxCjlrgDb0uoHlVww1LbV",
-	"5idILn+hDWYJIHiaxVM+yVgttP8L42jnYa8SIwUG6gKIUkGs0PyPRQEiYYzQCWwuUtHBv0hvCoh+IsCg",
-	"lNMgbvo5osva4SDzw8ZUsZomZPHhXg8kFRHgQyR7r25LRYhreSh5lqXxeJURk0+TdSVDEUfnPkfgzHEE",
-	"2sho52iAofynQATsOKJzjuGt5MBDecR0wHbxX6scAPzMLT4A6IefVwIay0lB4LIXXDpnXeyh5NsL9oRc",
-	"LYzCdz/I5S9G7Vc27+3sOahJJrKGzlLBF2XzDj9EUAvkfcZd8eqiaUdf2N4bx5JjT/0uAExAkVrNynkS",
-	"a4t5VcHIybOMT+YLKDk2DzET/fVwDy0I25ODVCw4ncM9AgExZ695p6quJsz8HOUAvzWb/xk8Fsxz43bA",
-	"JgQCOQ6t2QDdsADKUuHcdPzIkCXGyTMreZcsL7ZF5MVwtY0k+58e07+Qx5Q3n0LhFWo+hdRtItECsiVB",
-	"2di0tiZTaM5apfXb3Kjf39RfihSOjpyIx7D3L9/Z1n4+drieHpS6B+vpgP3sjqkZo9dW7FKZASBoNrAY",
-	"mOD488pcKMzlAH8ph/LvVEoasBAqRM3IlmCuQWkukwG7Pu/3rgI2jrlmNVswTEMy/gIWDSd8XHd5MaPr",
-	"l5jbi83uA5IhNaXvA4OVeK7cc1hNpREoJQLUx3pjTaIGMcxVSggxGPp2TZ15uXdEri19bseNCIZvvoyI",
-	"8SWieVsOAuN1csfhPpnzNGuyLiL222pb8+06j3oS3RB2zbgvAZ+NoP5pSulGwEPoMgd1TslbJ6KHtsKD",
-	"1WDKsUHGDBupZhkqyq/ZQVA5v/kFh+jJ+NsG3gW8vCoDUhXx84onkN3EwWKFvbPWMKFqTsYqyylUjC8Z",
-	"awJRIA4+cEvBtDP73JLl5tZdUPDx8zOE76FYxje9wVBuxvrpmrrPx4L9SLFEC3RBexly8chgBUwMhPoO",
-	"9iNk5IGDgeBcN8zNXdIvR2EhP22MYlf0Xc3slZcQuDmd091xBtTvd0StrzwRs5PxCpt0r9LYi3iGjJAV",
-	"9l5Q/TTYuQ9/2iNFy6+K8vX+kLl/wwPj5sVbq8tO7ZHVHQY7qWXbDLDzkkT1v35WfsPQaxsPkScQzYjy",
-	"mBRnYx6BAEU7kgQk1iNBUo1E339Tk27DXGs7+7ps2hkzO5YV3UDNxzTVcktdmCsw+qEza3R47IuoWdEK",
-	"c6BRwMiIGvXhTQSf21hD4fsocVnQaGCGLIVaJoJFYhJHhG8FEwfWGoJVeR5Sk51mGEYZyliCBdx/8w1b",
-	"gtr0iUumAo0+MDKcHY1lyjDmYCh1tk6M9hUiM4aLzMCaXsDIzG22MOD19VndVvQR7x1EeAOjr6CdF4KJ",
-	"NquLkUx09dnLLeEpDO+oW90mqsdUad0A7lBEpp6s0neiYEG6nTUxhplkbgGHEilgFjy9EVEnRy2zm7Pw",
-	"8Bzd3vxf/nxivDYvOGgfQLbGpj50HK14ol0mhOKk7B3QTRcfoqwJfsvfCaQUYvx97PXRiPfIeudCv8bY",
-	"NuMeHA6lHfJ3Nr7lKvqc3W2f89UR+3+RB07nZWRqlSWxSMGMFkliyygo9+SM2ELsm6LeHTT2PLOLZ6x/",
-	"en7cZZFYZnOM/+MnaeDn3maPmZvNjjfW5zHR4eI/3lgRRVIlwPcdv6H1Br7iRM1gyox6wMj9EpitaLlZ",
-	"7frw+4BdH34/lJPVYpVw9FmuD3+A7/vu0F+ResDenF7BL96K5AmGg2YLZgej8dTpqabQZpTdqvy1GPM3",
-	"fx69pwi//fc6DFh2kMvCQ7aSCZCx6RtwnApL9kplIgHyPbPg5n+XtunTOBzZrQrYRCVqRR2YWAZDW7oQ",
-	"c8dxDqU9IW6A5vY0DCiWnOrMHSJ/YBhJ08TefSPE0sgos3gjfE4YOPkN0HBGPkDjZT4plMX4fihvRTyb",
-	"01b8HoqLYjnLyfJhFNk8Ff7dzJ6WoXzocQnsvCCnOh/KqbjdPC1cE8m2lVLTjM4npXpq2+cAHxGSN1o4",
-	"5VjaPU1WRm2B+GW1xHiUcMhoH+hsFQmZxcg2hUIkoBM7lE9ZrfuXg/o+jv+//vdTcE7yXY50kIWkAYg5",
-	"SyNKlMT5DcDJFWxNk0LKZSin8WxltvhELUTugvrc2ZkWyZQh+G8hNwE6AN4M2otUQSrGqzjJfFpqv9jL",
-	"1UbLPA0BPjImienNiIm4qQUwytemjMVMoM6w5b8lQayDQg6PJs+l3aFu1+UmYuNtEfu29VgxiYAS3Zry",
-	"d7qxHZ/q1UdZnomMCJAdZT3Tj+I6Bpb2eijviiaFLNZ3eYXXaMs8tKKpD3Lh+z3j7e106Q+7X3pshNYu",
-	"dVJAITHPFknZcMePuuKz+50979KP4JEwG+W/Uem0Yy4m9QjaA/OLFAjKm/MxdJEL+KknX/4sbvr3CNUD",
-	"iIULzAUEMJZMG2Yx0MZ/NTg/c5wx/2pR+VTARge0799zLMGjgIvn9D+WglKxdCUtNVWiZg1r2mAZxk9q",
-	"jI1YuAWH0llRUInNaui2Gx8z8NjMsX4a1Spiwb2+PqMmML8PqcPCm1hGkBwMaWrDOtSYOOSon9RG6GIo",
-	"HZIJ8Be5Wx1oBlzvaeo8ulal+a7x9gdk8f+ggdDDB4q9v6lxl6C47xV5/rW7i7sBrXbx7kqhZ/aaq/8v",
-	"VQKcKfyK+wqJ/6bG7tLPnaz/Y0QJK7BMXWAVknhczkTd60jPlcofu5384nJ0dvnNN72TUf+qdzy47t47",
-	"zZt3/OEayjeGSLVhllbFWmFG/pGkdoAxLImFgzCCZe2wzQ51a1MAt/VcpKLtt+RsYj+CZ5Ik6tbmHg4f",
-	"ulCD6+7pxenFN6PvXvde90YvX5/dD+FQdc9jznPF80NWy0FOHy0wDv7L3S0uGIoHVES7olDvMOaTm1kK",
-	"1EQ/qfGj9LVTAO6xKAsrY4FB7gpXxRAArQxCCENZEUOIM4souyVoABj47EJlsOHaQynzyE6qbo0Zktey",
-	"ei8HdhPE/XofawYtyua06DgSQ4ltzTPkhsgDQVWx0HrAfrbRHh2wLgJO4p7osO+rI7PcH4oWRFI+lLX8",
-	"DSIKaAgNLOY1P0BAz/wP2DUTDuR3ABCAAXOKTId8lSn4c1jvsAH7mn3Prj23LGBv4V8Xp1fdsz6jeFzA",
-	"rtCoy2NyAZuMbjhc+4P9EUOJGCO8Mbs1jyvxwMib2f6ZLQt/Fy9DVlvCzzDPVPtAgd4wD+XBfrILZUux",
-	"5QTrcq3Bp36iNHftrUqigP1NzbnUWmEZwuFzdqwmk3nMDr766mmHHc/NfqG//G0lgVbleC4WaiGytMmM",
-	"55MkTXbGx03WX+usyf76JasdtlpHdXbQeto4ODisw03hm9Or0U/sa6Z/TrPakn3B9Gox4qzfH3FWux39",
-	"xPd//fV2xH/9tf6PQ7bv/bUeUokCYyFc/TX88YbVzMTu69GNuSMb8SfZiFMY9gecB2OnelNrHiHeAx0m",
-	"hTyxLMUuBc/YSsZZfm8t1KObEFedKr/NMyLxLuZYMhJFasoOgsKCPtH5boXEgMY4EpzoJxqfAOINXtdw",
-	"r/sBPQRbrPPm9Oofh0ZZHLS98wdtIuYZB2zBs0ykHjofx5goVkPnZyhktW697SAPbH5oJSecGGP8i5GS",
-	"xP4zYGF6+D5kX7OQppj9+uvSrBMs06+/fm/+L6QSEy9LxFAu1bFSJD18P8rTB2HH/LIO/TBvwLz0Aiz2",
-	"AWvASsesth7FN6zB1nOejeKbfIfkfzKTBjshzIPgmSsoJ4BAuWa+ZAl/PiwOwb326rrX7+/3+6Mf3OOW",
-	"ShlRoVZZQ00bU5VEpQIvKMCndX+i2bd4zUaQFcGGoKQe+YpmC4FyE96OgipWMuxARTfDp6DQ8mWWQrgD",
-	"dStBSHfMWfkBph1gyDNvI/EkYTLfii43TCLU5oOeaHZ9iHvn/YgEGhX6vB9ZcWb2UoAjW1L9vM1F3I54",
-	"nhpjflpiOQJGRLgrP4+QjijIr8AOidZuwSOB5UK1a/Y1e8tqV0/e1v/ROOgUXqymeG4TYGWpE70SJQhC",
-	"VpNBfiBBehq9Ox/F7Gt2sC/ZX1g2ip+w2uDJwDzb/CsMbFeHK9R6orF0isWSUiQ1ArZ8J6TND9GnV+Ui",
-	"csYwPhM0xnShxSQ0YsYIxX5/lAq9L+v+Fsb92/WTQCT6YbvAE9559gPUeGGHGGmIssWCYUToTaKfdJs9",
-	"az1znAge0BbwcJtjk3er2YiZM5znKomarCuH0ks5sMqMAzHlQyVVLiTbhEJzcTlyRuR17/jy+iS8O6gO",
-	"htfjlC5dOyvu/qoluvaBBUvuri2l+pAo+hMh5M/49CfG+9g8Zbt4+eVbPtHX3yknWK1KRHzuOH0PTEhK",
-	"po/FPHakgy5mD50WcL5BwQGc5B88SK+WQvJl3LQ76PFBHi6XQnavTmkyfqMM9x923272r63MRqqx8ZG2",
-	"stormaV8kvlBpFuuGebljX/+uWGGY+1yQZX7TWT8PhJWu/xrjnnfT7b8P3TPzx62/HZIFcsPD9tx+eHa",
-	"u5LRZoJmqkE/Lvjy7/iHH8EinPKJ+OeHj98jbcaXcWGaXavpUGKvKdfMDJJl4n3GapxNkhgKT4wrc8uN",
-	"y4DWZGqsTLvgjOsbKqjHejH/IGO/5R9rc9IGeMjm9NyuR2njwYYQwlw0h4WN19ZD77AQkyxtWIf9iX6X",
-	"t2eTG2Xcr6Hkmh3331gGM8yeQDkMq7mQlTO8BTV71psM9Qf2sgMclIJv4EmHbXb5sLFaUQuFX3cMdLVb",
-	"2LyvvNnaKREHnTajONrKeXn4ZbC3iKX7985JuT9Eii8ob5UrqHSKfxEBO4C2+lar1erYZiBsAjK/NS08",
-	"RWkcUGJWnqx4sVrsteFRMFn072ATbCqoAg4MpXifjSarVKs0j0BYHHaozaqZnYrAx/T38PvGhXifNY7p",
-	"NtqDteP+m/q2weMrti314dHzT9Eskm/JMzXbqYBo847dDdDqe+1pvnNsx/03DxuaueGBFU6XEkMCdhWh",
-	"h6CQqS0sazXQJOBZkqmJS+q62SjqkHCd0cbhiVbWwUBxp6J1vRIT7ZG6tI9fX/cvr3d2S+nyD8Efusmm",
-	"nPYFOYBp3+KHhJ/XIERggYpWlQf2hJRU7/4/83+cRh+2amIPAzl360B3ErOP7fTLHMEEl5GXQXWwwBR2",
-	"BA0LVaVo4XhjCgnNlcsooKQOnqihBPYz8MwWCMkxOMT6dRaCtRaPV/SIGqEg6uYiYoS+MZRfNg8IRwUS",
-	"xRmU5kFoEjFBaBQOBniZrNmEp2lMLx3KWoiaXTeLL6zTcCHHgRVD4v1EiIjLiWiUB+ejAhEeiWWv81tH",
-	"aRyDQ7Mfv0Pm9rF6BwXHXi9DO8fGPmgNZcLTmYD69ciDy2F6tdBeDnKTcMnjpfeajlYLeBDBoGAJ0Zrx",
-	"KGKrpaWppzStXYzmUIb25hH+zbHhUKeOt3Ns9bT5uhuxzMwcFyquqAsZxN7GZiltYNu1OpRRym9zCs0N",
-	"zyUX+B/ntz5Ua13j7t/a5UiT8cTVdz0giPiIIZw4srErzl6/Pj35HPG9R/wcc8oR+KgQj4IsVxyxWnh1",
-	"3Ts5PQZyUS8oB5SwlA9Y8DWb83fCIY/HWfNxo050evLhQW2ok6sODK8gRCrF/v0odyVeM4DI2pC/zWoI",
-	"N/+g3Rmhchb8agUOyIbtebcSuq9p8O3cx7ximscR9Sdk+A+Pwpdmkbh5Pcm60SVHM0z8ZkGuWbx2zTgd",
-	"SuxFCYoirJaXRuTVvq6lggoo6nmrGuSceBKPqSnJ+CcBYchjogl1xJKTzqen+jUVLFJwUCkXHlisCYRu",
-	"ACI1I6K/q3uI6f4Wcrk8V2yQKfvVmWLfeX2ppFGQwDuqUixNdhbfiE10qZhaLxl2Xg5l/803OzRdBnQN",
-	"NV7mDIS+tZHPlWvRE2nDfQ02eAJ8A3x7oZbIrFlJy7in2DA2QufbAl8bxO84/D9EQLCaCfVNZuNG9pxu",
-	"2C41b0KrZrK+0XTD8p4b20hh8R/K8/0EugoQEaJW0S6D2xSBvXZB8SooStf/8pBek0/bJfKn5ntkzfeo",
-	"je/WIS7qswd0Ptyl2T65ggJe5l+2aqHDVit3TkgVTbjE/yVDmWcWM37ME+MIpEwLaaRhBvX+02k86WBb",
-	"m1mD61735IcQUQBuYy0Cv7wpFVwrxA0K8f912GTXQB6N4S2eJExN21hxBhykeRceRBxZzcNKgf5MN2H1",
-	"jrmJ5xx92P8Z2OZX7yOh7cHVcjVgmhokExtwfwgPK2Q+XeMjj5B5EPhROlAOx6YJtNMTV1GKOKhEdA29",
-	"f7runkiDoKOq56sMsBQjdSvbqET6p98MetfnTMmAhbSKUA5Fz4L5RniYWDamSTybZ7YjUbNpLGM9RyDH",
-	"AptnrNlKEsU7qxFf/mGrFbAwErPUzBZB4dLqGIF6uRQyx4tlELnGcoziw2v2bzFqLBE5TxJC3pahO8ib",
-	"ISkihH8xqtBMDMuUCqjR+lWve8Ls97uPzyElsP8EoEExSuUNdKyi9RZ9cI3H4hM6TeYNsRS60lmC13+8",
-	"HCaq+0cZ54XCyajmFEekzjWku+3RroDTrHeYO86OMfYRSK65vgGMUWNw7kZ0/Rukvpis0jhbG7n8Ifjn",
-	"3ljwVKTdVTbfa//9xw8/FrkN7OLmYh738N6PEJyydQKPkRT6mxqj+IN6MYQG0Ksx2FOUcAmYFLcuc8Rq",
-	"WSy0uQyabqJ6gKTT0PkdS9vtPHUYVyG4A2GzFOs3x3hlxDEZjy5u28mlO1tybSmLQntjpqAPOvOjwYEH",
-	"7oXk1Hh2Q8o3QQ883M8g8cR/XiEWrOWvshihwVBqZb5M4ywAjnHuueAMoDGrSLzG0wzYtlP89ObQBjIg",
-	"VGO+L4r1DcwxgZSDBNKKAaCbVgDCxc1hMBpFDyWih6FOM5MMO9R8At1vfksEQF8bWeRQLDFxOpQTRHyY",
-	"Y7aHqamva9E2zswx4mwqbtn5C7tU7aEMFyLjTQJHGOkJNz6wNqcS/oBwxaMx4me6n6XKzL9A7epVkjUt",
-	"XghVVdKv1DMfPtEstPgL3juGMiw9H+/GpwNPTOHho0xlPLGgGcV3NFN1q0crbTQOwrggAv2tNtKkmt9l",
-	"KF2+c2F28nSVJNuSjV5vWkW28e682+FG1u3oY3Juh58q4/ZxKbSjg8MdsqXllFCyxsMGLmSMAPJbB4Bn",
-	"eu8j+gcdbe9vz+l5TzUb4f52pNL1H9X/SHfemVMz8/gbyyr/bdNX7nyCwFRTv3Xx0XJYH8ukdPDgwsbB",
-	"6PT86qx33rvYBc+5fP1jljTaikUbF3jH4wS7cuhAj1dxEpGF5w3iEd1oczYKDJW6aLB4VpQznO7J/jnV",
-	"AMyJ0LD/CB30Rvoe99+YuaJiJnKxMoa46kYMEhoYvyWAoZxsdS6SCHzbhViodG25DoxBMuaR0W0sFT+J",
-	"CdVL0e0wsAJyz3H/jdG1GArdJEKDSh406JLVQuJrIMgKFqIZzzQVImDjVTaUxlc30w52QEjDSURWdIdh",
-	"WDBKc1nEM+7xdg4lTYqZfzdRNHwwYEAJspiCzzOguxWsFjYW/H0DL2wAy2YY2JThUB4dHLLz+EW9YyGP",
-	"4qxMCXvwlIVX3R+AVW1weTk6615/06NaKel14oE7D8aTMYc7bLpKIUUHmgs8CvDRIYAgIuxChxSdfUID",
-	"fspHx57VAbqIPhJZbx2np4unIk4CzZT5s/E57UwRswgxzwJ9nfmBKPBgaA54Dd8DWtYCLbBMzTDROFdJ",
-	"lBvr5TGzv7CDoYRx6SZ769xfswdouKVZPfyKVfbIDiXBGwUe8izV+i34mmLJwEgOe8plijfhi3ghNOsK",
-	"gMBaPHYAt202SZQWYQcnwU6eJL8T1vkczlIbIm5uvfGAsfEqMo4G7TM3L/hXf6tx9vOKAxkImVNzpbMn",
-	"mi3nax1PeEIPrLOJeidSa9nT4hM7IUkEG+2GM6IF6Cq8fJNt+Cc1BuBGsG+Jz0KuFiKNJ2zBszR+HyCK",
-	"ztyS0FJA5DZOhdGKh3Bq2EQkCQsPgnAocSd+iZfXA7ZMVro4NxO1XGO9ehsT8gjM4AYMlX2TOU9nwmaZ",
-	"nv61ecS+fQH5JCOl1JQdtp596QHnaVY7eN58xr59YXMAATs8MPfYVr6N7rJpnFGZAr4MeIT5jZBDifN1",
-	"cPglNfV6FMG0srHumMFbEQmSMP8AZGqGN+Lc4T6AczeF3ndO1anQCby5nWEOcDsX9jLjvry1PfP4+LYR",
-	"R0NZIY+KBJlTnmgR1tmtLSVRt9JOAfQhbo4fSVDwNbknCDFvG3fUq8lEiAgCrUNZpDq5Dz8sHwxxXENP",
-	"29jYWSBfrPAxW7tyE2sUQeigqYUFIjdeLjpk5jPtmeSTG/c6iBPXImB7niJkqEqHEhFkEoplzFdZpG4l",
-	"VUh4r8U9Tf2xU3ELDnzKkwSZ0zOdx65pBxAKG4x2oVJBuhF7sM15F/wGM26wCWjI6GsjaZn3MDhanE3j",
-	"92bY70RqsbfNxj2PXwxlLV1JjL+MV9OpSHVAIWeCT6zjM5z774PcTOZcSkL3s/JQY6LejL5m5f3BV6Al",
-	"8zwmCTXdMePfKA9iR+WX+tDi9p2QRN18aSwdSDpF7tp5AfEYuN7NtWMxlM+fsW/jF6z27OkBqe96QNLE",
-	"jNj8DcE7HZg5guKRPTWUPE3N1oHt/rwFn5gToaMOPjx6zv7Cnj+zuUBAJrTh5jplEm0C3Vo03yim1TSz",
-	"2xEtk4yOlF4tKBkwlOE3l+e987PT89MBxLq0yMiwcFuS1SgOX9/YmrHOmUhC3Nq2OTw8vRj0LCdJp6jv",
-	"CTYNrFbCsoxTJ9nggqEEkN2KvivziH1kvvlJjUdxRMQ35nYtsjz7i1t6KEN8N8GMeEzj8DvFUTB2Za06",
-	"i9WLORQhMxtvzylaNcTuZqKAFYF/fILMrWBAp2oMSQaGOwVYvOousivXrkk1N6PRauL4DB9WEVhB8obx",
-	"PAnyV5ju/uuXL0+PT3sXg1F/cHndNTKZTBkjp/LHTeMk0Z42sAhYQ2mW0PEM54eNoDYjsbE1cu2EegT2",
-	"MzlaE2OAEeEBPIqE9qvXg4GxuU4u317g5F3zTLS9Z2G2k+faHA04e2zIwPTOjmc5LVY6A7IwtloaRYaB",
-	"J9uJz4ybY0wlMscXsWyA5xMMpT1wz4+Onj5H02Jfd1iLZatUQnhXTad1/B7OZqkZ0lKksYrYnGtjGgEd",
-	"R/5w8+AGXOeZ1ActputtEPmwCf9CT/oLtpnAgRIAnrIPgw0QTgD/Bh8HJUz48ZFZWPhsRHCdcrOy2PQG",
-	"leg6U0vtREocJdZLqYWNeZYtG+ZmqMxXq8yfhKdmmEEBs/NZ60sWUrRiNDg9712+HoS2VoWEMNaV0FmB",
-	"0VsuY3IZ0CuLUCUZG9xaGq5MYihx+UFVgD1f4UJ44iSochtwW1lGas2nIlm3ybiRLDyNxGKpMiEn68a3",
-	"Yg2mut/Okyis7BlKchgw15t3mJB+oIi3J4GBpg6LcW7EGtuHDp+xeeBcl4NW0Gq1zF8JrIUIUGYK3VKj",
-	"QdAoSgVsEY2JC8ynmo1js8gQfoEUhs27uhPbf9VtGMVhpQsNuE1AATw1dr9ZqoBRRIdla6pxGiPqSywt",
-	"sonZ3HZX0seaSTDfVxQRdlpmRogftg49oGkwZFwgwF44SQXPLPaLVEZ9K8QCIqZM86nm5fipMXhEk7nQ",
-	"HbuWaLvR8wL27PDQyMKT3vnV5aB3cfzD6NveD6Pr3ut+7yRE+pMsdb5p3k5PgqcG2MS5HMFTRsMDYMGt",
-	"Qgn6qi3ADxh3DOr6jQ317PCrAHLVKjWnqOMkbKy9SQHClSTJy3abDIlkKJ8NX2wuMhNPghU9QpxGjyAe",
-	"wdBhaoprESOA8rPWV2xjlk4vRq/7vUok3rqnLXCw2Bic5erfnHHzSWtRWafbNzvZhuHuy0Rg+uHoCBwG",
-	"PskQcZ0t01giInq3f3x6inD+Sz4RZtpXkzmhL0LJj+e0Y5oJZWCMbiLNqfGu1li8JhItABW5Gj0658JF",
-	"OzAP9pdEyfbOnaNy2mEJaDHmmf/4+//T+P9+/Mv/2AaACIN9oaJ1KQK7WCVZbA7z/lSli4axgCAIKycq",
-	"orwrddTQTQN8uu21CdhW6sQPAbb+bdy7EfX98CGoTDy8hiO1c96BLn942sHd+KFcJ/ThT/DITwgeuUsv",
-	"ln+tl3457w26J91Bd+f73Q2PkcPJH+HCf5dXg9PLi/7Oz9q48UOwd37a75ufrrrX9w+qcPGnyCpB9DwX",
-	"ZHYC/d/KH2H+5o8rLKSdnCj8XREzv3zg5iyZp/cDoZeuf2QYDbAkjA2+FFHuG22a46CUpwLiyom6Rf29",
-	"xXUpW+AdihiWEiRDaa6n2GPJZnFW+PABwKSPtkOrzY522Zhjzg0wFl3JYMditztskE5FQB61+G+sxkrJ",
-	"qditEuvZwdOH9uKWA6v3N7xu3PGYAmUz0FssfcNAL7posN2xV04PZWXeywa3bN4AsTJLoWAPQbuQ47D7",
-	"9eBoF+lDNJAiOhdRzMF8AXDXw8+42ckTwena3NW3XCNqLdJmoOtIDY32WBQcH6juZBfUgWFup7pWO1X/",
-	"DlC2BQmGyUYjwVZJwmqVKbx68/HO+Q6H/M+CigcXVOxWvOt/vJfruR+/2rsW8K+9iOMO4Nf+1Y8pSv10",
-	"VbsoBl1Gqoiti9JvKG1S7KOyVUMJ6ao4oxCGVLedzeplm/krpMyGEk9Rk5XCtgXIbmvg5DECUAS3QKlM",
-	"Rk/FGx9VHbNaYXrrOx3bv+5ybPVqOo0nsZBZP1MpwFU8TkEQOq5+ROm4/8YSSqQZpK31Wk7mqZJqpQu1",
-	"QzsXCxWgssulpI9UmO14LHgqSsXE5mNW6TsEG8Bops2ZEm6SMRRo24YbXTh2Z5nX6WKGiRg4JyoSpWRT",
-	"+QXMJoCwNmaSCO5lMCDtmSeJsMsTCmk8rjQYeYfFiH+HmSl3dj0uLWr1xEwrtsHHSSKiesAivuAzERGU",
-	"vWX4h/wtWvu+oRNQqNP76P3CN5bz9JqvoTwDgqZN9tbOo9+1U0gh4ZI90ZiRYjXzsoaSyToYSqNZAZY2",
-	"1kzICKoHKL9j6cAo0gjNsTzBctiO92AoLTCPzoTEjAmIO0hBQe0GvFZjAB1R6WMRUWT7iOltLYxeuGRv",
-	"lz4y2Od3NpA9DEjpUetyT5QUD6nLhes/KrR0R0jp94T4/NvliwcAfBavfkRF/FreSHP0sTGE1cLCm34T",
-	"gOWfVbK/USleqSTxVeJDdF1FYaxlwMdam8eqkO16+UfMJS3UO58MAv4M9IjFYgkXCsqQj4GKEcQS3xtL",
-	"Kh7hlAmrN1kP+a5v+drLGlkInnLZhacUWXjcvTjunZ0ZbeGVlrkKSCiKzQK/askZkxQnMvocAkWsVviU",
-	"JxplOmTL3FLNufvAYPON9aAAFoA9FDMRtYfSMSQDlIItinLPRdsYst7LVEWriYAyiSjWE26mgEpg8tJO",
-	"O088r04p2AQ8wX4+AWWwM5FB2ucrBnLg5enFaf8V1KxohWDJxWXEfLf31dFQ2idiyynVR1JiHD4NwCYF",
-	"5KKRJaWWz8xQGoPWZuk51OkIGeVZQjIEIiUFRlDcmseU3sWXTGCikD2e3lOpR49hjv+tVOmx3TYP0af5",
-	"TY+tVAPjZJWOpncef98Y+r+zln443LZ/xnf6OHfxI0e0QEIVJFGtKID+tEM+Orj0eR37Y6KGrAjMPL4P",
-	"fx/E0gP5rqCOB1r1iGi5iuEecNlcGgsMgryzVYrbEV1bdMVpNVGPWWR5eHjb079mSU8uL3ru3rIateBd",
-	"AF4Ldz6r4PW7233cxv/8O6i94E+W6QfjB/3xndM/FCHmfZrTZeHQlN9ytB6R4sI/1zvPLFz8CXRuUQzV",
-	"ikLnT537GX3/QRECrciezplZsLwhRkQPjQvsBm8CgeeqokQauN9JwqMoRfyTVZrstffmWbZs7+8nasKT",
-	"udJZ++jo6PleNb4BKFpQyY0s0Y2JSBHICf51A4WE+UN1xVN/dJ9ffjzQG3mtCjJic5UxfcuXuV4jlpPN",
-	"wXW35Rx0frOb783bz+J3QgqtCS4xh4ihWwkhpnpSHE8DAsl6oxUZr7jnXMk4U0QPQZc6pa+3vKQIuhxY",
-	"kGPLD4vjnig5iRNkFfTRE8dN1h1Kl56ABhbLLZ4/uJGo2ddYGUEV4RDyn7XBpBrKAkZnwMKry/6A7Sd8",
-	"3EAjCn7EK8vWl0f5Hbo2zHDfQZEA4Zit2mdHrQMg8ioeWQzFwFsr3mCZxrFKeJOut8O4mzNMCqykDpDj",
-	"AkETF0uexhpxKX0bEu8i44yWywHDffjxw/8fAAD//w==",
+	"7P17d+M2siiKfxX8dH53tTShZJJ6yyt/ON3utCdu22O7O3sm6i1CJGSxTQFqgvIjSa91P9v9ZHehCuBb",
+	"D3eS2fvcs89Ze+KmSKBQKBTqXb81fLFaC854IhuT3xrsia7WEYO/3whfXtE7pv6Wm9WKxs+NSeN2yYhM",
+	"aJwQsSDJkpG1esVqPNBowxqTxnRj213///fm8vXtP69OyTJZRfCITTn+pJ6QiPK776cNxqeN0q+MBsUn",
+	"K5ZQ4i9pLFny/bSxSRbtUfZV46vVOH1aizhhwXsRsKgK7SKMZULmzwmTCmZKPot5FM4Jg89Ik5J16N9H",
+	"zCLrWCTCFxFxWxMyDzmNny0il+KREyZ9umZBbqH/z/+tYLBdX95HjMa8sw7XLAo5m/Kr9K9Op6MgfHt5",
+	"/cPZmzenF0XoTkjMaEAScc84EZxQstokNAkFz+ZROxSo+bIxrMaKSQk707i6vLklnLFAwmaINYtpwkgs",
+	"InasB542AiqXc0HjYNogS4pvwszqtYbViFkSP9N5xBqTBY0k+6pAjhhLiuBecvXZOgp9SppqDLaasyBg",
+	"AZGJiFkrD/Sd4GxGFwmLZ5L5ggeyMXFsNRV8LxuTX/AlPaXVWAqZNCaNh1XDaiyTZD2jQRAzKRuThuMO",
+	"O3bH7jgTp9/vDxpWIwzg1XbXcUbd9tzu2nO7YTUiKpPZktE4mTOqRnNtd9B2nLY7urXtie1MXLczcrrj",
+	"Ud8dDf8FS6fBc2OSxBtmNeSSBuJx9sBiqfZg0lhHsq2GcBx31LZt27HV5ED+LJjVz2Dbnf54NBoMXXek",
+	"ZtCjzSSLH1hQN6ijQP919WXGeLAWIVfDJv56cnRUXHi/8fWT2pp3jEbJ8iahyUYWd+jD2lJEpM4BoX4S",
+	"PrD8nuCTXcsDSODzWSRooMBFzKxjFoS+osxZJO7UYEEs1upATGyNdl+sVmGyBSmO03HHw16/NxgMFFK+",
+	"bNiGzQK2TpYwQsx8EcN8ikhk+CubwYFtTJzu2B30rMZjHCZstqBhBJN+VTDhac0W5FiN9XOyFDy3xjvh",
+	"dNxBZ6T2Te1AnPstYA8swg0FVDbEfcNqbNZJuGIZ2bquQvrZxc2Ht2/PXp+dXtzObm4vr09+PK3ympjd",
+	"hTKJn19JEoTynoSSLDZRVHOca8fLn2wzFBwueseITzkXCUnoPSOUAD4mOIuagjRPLy5vrl63iudZbR+C",
+	"f3t6fXFyPju9vr68LrEhTjZcrpkfLkJ1mAFNZEE3UVILeGGkPMghT1jMaURYHIt4C2M5u/h4cn72Zvb6",
+	"5mOZG65otBDxigUkiWnIQ35H1Ft1MGRj5AFQTJc4PYv4ItqsOHHtvkOap1cns7vZmsWz89aETBt07k8b",
+	"amsUOikJmB+uaET4ZjVne6H+cH1TwR/xN7EUMUmWoTToC8IAxo9Zson5rjXgiPll6OE0hIKzwsg4Igss",
+	"gu8EdEXv4GraBfj5yQ+z69ObD+e3N2XoIzoneABJsqSJIbS5uttjmb/0KsDnRy0SLwzXnRAJAoVilhPE",
+	"NyfXb1+Tbrc7Juqc7QH7/entyZuT25MyzIuQRQG51WTyXskIgWCIsIAtQs52QJ0OmgdZyRkTsuH3XN33",
+	"OP604T/MFiIKpo09cF6f/uPD6c1t9X7/smEyQbymAK5o4i/hFvYFT2LqJzuANSMX0YvDzkXwDDc65Xjm",
+	"JjAJf2XmkP6SrehESTZrFifPZGruIzwBq1DKkN/tWdzt9cnZxdnFj7PLq9uzy4sKAaWnVazVFVGgIrpe",
+	"R887llcZO7/OdczWsfAZAPmL86nzGPJAPE6I01PQswfGjwklN/QhTH69f27/KCL6TPAl9YIIth2Lv1/+",
+	"MHt7dnF28+70TXk5n8Ucl0AjEA8I40HtKSgMkodbjTD0HeYuBna7P7dpu+d3WXtM+07bDUYLmw3mPeo4",
+	"xRlIMxCctXZAfHF5O3tzeXFaB/FjmCwJF/r2f2bJFoDTMb4J4FCSeMPVZh8TwaNnxT8Vg1IDACHq+ROh",
+	"REUlX4Mwu2tBby8/XLypuZHwIKqBw2DHWvDz/GK4yChSfT5tHLK0rUf872J+4vtsnSjBo4h3EGMCNUke",
+	"QCaTcEWVhBhsYhDnczKwpXA9A/l1tGBuz7UHbTbuLdo9Nhi0KfMX7XnX7427Q3cwH7updDLbxFFj0jgy",
+	"Kzs66GsF//nlyZvZ2cXs6vryx+vTm/Lp5SJZspgoeS+3uzUIr4yTxznVw+Dum8FCrjjPnRLjjwngVj2i",
+	"c7FRFy8ipV5eOafzayY3USIrcgJooHTFSPKoiAxeIlQWRYVGROczvHtmYWDNFTdUf0ifqt34YmX3knV6",
+	"dWK9eXdivbk6mfJ3V+ev2647dqwf2s7Qcuyea1nOyOn0rbHbsa3sDRffsFJht3trjyZOf2Lb/7LU446D",
+	"+mm2lr/fXJZUwNtHQdSAZiHZCn75rfHm3UljMnatxunVSWOCQDTMUhqThpoftJ7cUhuTRroERTx6vUqw",
+	"7rlfrd8ab9RYCriXDAV0mGIsL+HnFq3Uk/xqLzeJL1aseieqX8njUkhGAATySCXh7AHI8O6uyGvhItOK",
+	"Rsx8FoIW5aAqSX39y4an7/3yWyPkAXvSqsl23BQ4RqbhoGEjlMSgR1MyGDuytyJxR5p5oEEeC1jEEhaQ",
+	"+bOid8bVq8jRqQSdQ/O1GQyuFbpzQYOT2F+qpV3j1V5E2jVrg/KmVHvKCdXvEqPK5NAlxSb24UTqlzIV",
+	"tKjxOW171LVtu2EgeBtGrHb2sxUwckqkH96HSRvMHWQRRgUZa02VLtc4kvHDUUxXlIO4emTUmKMQRjla",
+	"R3LYQQuMoikDrRkthTSi87aCdpjCh1RVpqalSIh8pOuCohvdiThMlqvGpHF1fuO2L86uTs4Vw1KMaQbq",
+	"3Uo2JiN8wIK9Kv86Zg+h2Mg9yrMB9SZREnktMq9isRJqG4mEl3buIb6ybQfdtmM7fb2D70/O315evz99",
+	"M6symRMUFEGm0UoFvFTl8aVRtsqcepQHGoUBjKUkZ/a0Zr4ifsYDdYhCvt4kWy7V96e37y7fwAV+cn5+",
+	"+XNVCovFJmEg1ajbAg7kiiVLUScL1IxWEu2XIiBXJ7ev36V6XxSJRxYQwckRXFpHUSiTY/N8Qn48vd0G",
+	"+9nNjZJYr06ub6tyyxouPwN3mEjiywelSdUJZIWhCiBvoiRUH8GXShGRD4eI7O8v35yez05e3559LEmJ",
+	"bxRnUiKR4mNoCqqjPQNYfpw8YPoTMq2jRIQQBz8mOZaFwgFYYncC/sOHm3+WCcHMOGcK+pi1pS/iWnk8",
+	"N8YLQS6Nrdj3oSJxvfyCoLy+vL7+cHVbJW4UkxTTw1PJBYkEv1MCFFxjEglnyfx7uVltXWo2foF2ssHF",
+	"YuuqS9qoms9Y4cjNu5O2C4bW7Vu1TXRP90uNra9NcwlsXUi9II8LOWD76qfaDbsSZ8sbc2HUp5SKd0Ks",
+	"hyhJEukI2oS6C5Cb25PbDzez92c37xVzKqMSL4Kt1gONmVeSaAvmNmDL07z0QGtRwoL58VI61kJ+goqn",
+	"hjQndGxf9O3J9Y+ntzezDxc/XVz+XLmrBGfthMZ3LNGoNLyUEhkGzKfx1nWWR86vUyEMx9NCnETLGs5E",
+	"eQD6KxdmEsLpSjEFdTAop9Fzwnau6sPFzYerq8vrmtOO/iVC5b0acCFi8li0s4GZI9j4O7hafvj8siR9",
+	"uBPRbBFGCYtxL9Qqv582OKMxk0l2QuRmjY6ybetgSRz6sqqgaE/fSv+eKVn/i7w7Pb8imbg3ywRkOROb",
+	"ROFyFogVDfksEQmNyM3G95mUi01+H/BFtIjRKJyj1kzwwwmJGeCG3LpKd3xgxFGitnn6D/OwM+X/i4DX",
+	"8SUA+WLDExZP+Us+slGzA4/jG5bQMNrGBUFfZwFZsrjojAmC7S6kQWdk2/3x2LF7/2pYO+RZEJs1o5RH",
+	"NbJrh69/Bb1O6SKzvLPXcS2wl2sPb2qV6I39ue/43fa8S2m7RweL9pzNe+1e1w36Pdvxx45aCBfgnmms",
+	"6D0jAVuJhtVA76OIwbUCT2LxKGcbqdSygW3EfdR91Ne/NOQzT5YsCf3GJ6thbBszXz7M5JKqK2jScAdd",
+	"Rkdzu9cfDrqjuc/mw6DPqNv3B/ZoThcDNnLnPX846PaZ22eUsvF4PHfdobuYj0dUqbXpwAoeBcpXdYRS",
+	"ao9d8HcrbdvujMd9x0It2e6MB05Xq9/ql8H4q9WIV5Ll3u+P7Oz97tAepu8P+6OhOldoCDMGHBQ2a7bq",
+	"CN9rgB8Slz7w57Q7cIdB13fooDcaz3t+MO/SwWLusoXbt5nfn9uLoeMMejQY+XRM7YDZDh3P/fFi0W0U",
+	"fWm9wWg4Gub8XTl2rel0O0UO3GG/3xsPwW1q3pYmXEDt7j4l6pE+MHSyzODQNSau3RsVnseUK3L8xbVt",
+	"q+vaNqjHcMrO+EJU7UBajgWcfoOrc4eiWHNgHKtMKd1BRil9d5SjlF4NpQzGvW76fq/vpIadjj3uft23",
+	"BY7d6ffc4Xg4trtbt+APofg8LCurivlrHEoLrsttXuXd3mR092/HNhDp/bwx6bkF8jST/QmY2aO4W4eB",
+	"1x/9F52er9k2XbF4IeIV5T6rSK/oygP7mraHlT0BWpSRKV3+1uDoTwfCTP91mvvXV20qBJb9Kbenn/aC",
+	"bYC+Zg8he6xzmKvnGJdjrswmjWP6LImv9H5BkmXMGAkTtpKt+pX8AtBasB5cxyerENj0SzHOybEaX9zG",
+	"5Be70+t1h5bd6Y5G8J9uv/tJHfInYOxObwj/mPmb1SaiSObZ82cYoW+PR5bd6Q26aoBx1/mkaCk/m5vO",
+	"Nh701Vvjru1admdo97PJ3O6gVzfZsI9sBycbD0cjGGAwUAP0+v3KbN1sttHIgZfdPr48yk3nOP266cYD",
+	"d5CbbjTuwwiwxOHQ6X/6+slqROyBxSA2/GJ3HGegFuN0+2oyZ4izrCTzEcFOX4HqjmxAsN0dm58f4Hd1",
+	"R1r6EsXr89P+i+QhXDcmvzgdu9uznI7tjNT/ugqbGZ+TmsW5ttPpW67tdsZwhLaorReCyI2/RKtTjRC+",
+	"1dOEZqofT2+1GUluEa7VAGfvr85P359e1KgIC0aTTVxy9G+4NMrPFpDyIxaUHeP/MtauBxpGCiJUk0NJ",
+	"5pswCrbCOju//PHH0zezm6vT17fXJ2VcJUs1Npq90dWHhpNaKMtjlZWymtWSdiTu2nLN/CSmx2gdgbnw",
+	"0WZVmnTLIlLf8vXp68vrqo8RTdIs0Hqh1v9S3MEcwLZql1UevV6pTu3Y0wa4Ocycx6BYgpFmKaKgODMa",
+	"YrYs7HLN+MnVWY0vqRiaGUoSCH+zYrxAPaEWpJIwAd0hU3vIinJ6x9QHoA/nnB0Q2bOgftFGb3ecjro7",
+	"leDP6TpsTBrdjt3pNnJg/vPk/fnLwTQjTggMOOUK6smUEwJgT8jLoFYfarAnBKBG/e3q5PbdLhv0mibL",
+	"gnZqrMaxEEmduaUyYCGaQY02bRyxxM+7QTIFfcMDFoODJzfNFiq4OvknOGRvLy9n5yfXP57WmvyFOlmK",
+	"0KJwFSa1AJeH2WrzZ08+xJk6dm/UHw4wonYbdOkmnIu77R5cpY5VXbe5YMMwsJJwxSyMSdRbaMUiYnmv",
+	"rfp75gu+CAPGfaYeF/5Z/DVxZ9p0YH1J/0odxOp0Whg+NgM3YuYy9peUcxZZiqzutGN/JafcdqjrLIa9",
+	"NnV7/fZw3F20qeMP2/PReNTvjQbj7nhgVYXCYcfpOfZo6Aydf1k1F52F4q/VdTt2fzSy+4PuyHUdd2w5",
+	"o44SJseu0okdx3F71qBj291ubzh27L5r9+DCHrnD4cBxbNexx47dG6ur3O0Px4Ou2+0O3K7rgnww7g1H",
+	"o5Fr2/3eYDxWAooz7g8cpz8aDHqOOx53Xbia1aPeUAE56PdHlmVZtuVYfdv+6zAQM+DwKQp6Q3fUU3Bm",
+	"KBj0erbt9rspBvrD7mDQ7Tp5DIy7vV53ZOcxMHJ7Xdd2xnkMjJzuaARI0Rhwu7Y7tHsDGAwx4LrD8cC2",
+	"R8NRr4CCRpnqq6HzJxArb6xpkSgEWXD2lMww8E+9yt48b/7+44aLuXz/j3808hG4Wp5FYgRh1hfcZzxB",
+	"kswke8CRlusBO1qqV9gcfIXP9JnIK7Wu0nHepHpsptSO3OHoq9UoUn9j0rdtEzN8gBc1O9jq/jiAbBpW",
+	"Iz2laGEZKIFYwN2VKohZmINtNbIDrj5QW2k1INSwTjXL0yCogQcg1u133LFGUr9jMNQddZwdaB0Nc2jt",
+	"uxlau67zl6J10O22abAYt4e+Mw7s/tylc1pGa9/pDnah1amgtT8c70Pr2HZ6o9G/tPKqAxlnt2fvTy8/",
+	"bPWczlkkHtHeHPJwtVmRmNaK5OXx8heXHmvBomjLgOoYDvr9rr7HjrbdZNdglNuTB0ONHvtfmwyD74CE",
+	"hI9qPDoTLewiwPjFUe4T5GQ3p9cfT69r3LEXSuMRK3BigOzGRZ14nP++4K1AWX++kc8mICyiSTnq2jhR",
+	"b96dvLn8eXZ2U+vQvq34sQmnKxYogQIzOeoAKw/5rb5tPQVZbSS4cIyPO3Op11HTzbsPt7dKZ3hTcXzd",
+	"ZqqQTCC3gjwu0UHMUACjcWwCeiqryg9bg3ClVC43Cfj/A/HIt+D79vL6dPbh4uTjydn5yQ/nNQhfRIwl",
+	"ryQJaELnVLKCE4tCAFYNeJVxyzqgGRYSiWrHrAMXduBysaiq8pXtT3ko30RR9nFtiA7+lI+TyPyQWdyO",
+	"T3kQBiXWVMuqu22nZ5tIKxy8LnnnxJDUZ0VSOsmoiM3VmsYhxJF9syEvn7eTZtNY5mUZwrVVY2MdAEMf",
+	"9wd951+NQ8x+qXr8jw+nH05nbz+cl/TA0wcWP2c6r4wERCcl9J7VRaTUjVdr8oCgXJN5MyGOCWkln8Xc",
+	"Ir1c0K60iK2vnUKsaj25mWSDv4v5a8p9FkXVgODPYq4IA3/U5zdMSEwLK2IRXUsWFKKCMWUmW+7rk4vX",
+	"p+fnJRUyG3v+TCD3LwsI/u2zmJ8FX4/wHcXFFyEP5XKX3XzsjJSIO+yrPU1dgP2h7Yy7I9qmziBo95zx",
+	"vE3HdNweOiN7OBqO53OqqP4+5EEO8QBoQoHYDnIO7vQGYoIXbocS+0ZqTzAAUB1hE46qjed7UvLGnW63",
+	"N+537eH4X/l8L30ArIbczFdhsm+E7kBpDf9qlKjhDaQxFgnBBMUfuO24pP/P7JeTbdZvDRon4YL6yUxH",
+	"iG5zVju2dlan5uyZZBEDwdawv7wvzn+YSXa3wgeNmPJArBpWYyEik2y6ok8FD56rnoV8Bkpl0bfXy6zS",
+	"B/vr4g1Iy4IzGd6tqDpx/oPS4R5Yncshdouj93rZ4CNnnCoEg15v+LUCTl8pMvoDp9NTf8P7Y8WXFecG",
+	"U6j6vOu6+p8zCU/sket2a7wSJYDGrpO5M4fueJC5Mwd2rwqR2+l1RylEdqoGdex+Nw9Qt2uXAeq543GN",
+	"46IMUDenig6VYp75V+1hHUCunXPIDsa9dMN6oLqmILmD8bgEUrfvdMG5URMSceD5+veFRAyG82G32w/6",
+	"C9e2/f5g0PWZE9jDgd/15yOnZ/uDoe2yPnVcdz7oO/bYmfeY2x/azO4GdPzikIg/09H91Wpw9rjXNy82",
+	"SRSyeAaWS4DpS2PSc4ZjG/j9JmA8CX9lwSxmMgw2NAISStzGxO11bLXdegS0l3xRKvVoYJtQfEB14mLO",
+	"A4uyUT6pN0DNnX0BRdd1htkjGL/TdftaOQb6uPnnRdsZjvsjt2cPxmoJtg0JxzVQZvJau9/pjg2e2k5n",
+	"5PZTPPUddabVZP1+ZzxShGlWgxFIJgMiF1iSCgKHkGsu2AS9LLOAyXV4r8VB+FPOYramYWwSrv+MG1fd",
+	"i3/0vq2JU1gywtkjk0n5zlVSHuz/f9/Lt8wi/ucm/Z+b9P/wm3Tvrfk/1+Ifvxb/T7xIrD9+EdiDzqg7",
+	"6vf63W7xIjgwcPbfeRGk8b+HXATun3sRqF8qF8GeYNk/ehNAHFc6fLefxe72et0aPjfo9HoZ4+13DTiO",
+	"3XEKV8Fw2OsX2Zxjq8O09yYAjm0Yr93PXQTA2it81xmOs4vANWzX7fTd4k3gjnqVm2DYP+QmcPsZQBDP",
+	"aCAajZxaiHJMa9y3+7mbYFC4CUajQfkmGPaH226CA0/LN94E/9vHjO+5CsDvV38VDMbu3qug2+/ABXX4",
+	"VXDIdv3VV0GvMx72na49dPrfdBX0OuNBdzDuD//VUFRZ8Lgbt4BRMz6AVbhs1Xt985E0E8yICRNJXLs3",
+	"IlnMoS47JLFmXAvCkdRrisEHNKEFq7Z8aEyMDmk98pmt/sexOp2O+sO1e0MrV7gIYlrSv7PnU34DBGHZ",
+	"HduBQA3bcccwivrTdqyu23EsZ9QZWwMIe8ruG13bRnN2Y73QpZO6+Uyc4kH8HAiGbuesOAsw54DF4QOW",
+	"4RLRs4gDFgNTlAlbp6lKDauBBVoaEwcYlvmVP8C2VA0iUJvg01e1PR8uTj7cvru8PvtXTeoelLuDLHya",
+	"1Q8RtZWACuMUUg4xu5bMGY1ZjENu8eV9uLg5eXs6g/SsLRlfldCxKJRJLTi5oQohYzhOzBYsliQRRMiO",
+	"fJYJW1nkcRn6y1I687H6BwRnPlJJ2BPzN9vzvXIpZbP3p2/OTma3/7zaEkeGMSuPseB3ULSI8YQkz+t6",
+	"3NYOW3Bj5EYgCXtKjtYRDXm6GF1u5ZhIxgMoIRT6QIhHn+VW3+rH0+ubs8uL2el/nN1UilyZYE8TYweu",
+	"4rT8zjafU2nI/RGeoUzHPCQf9avVWDIagI3qt8bpLcXSekz6cbhGIa1cVk5xPUag0o5MYDsUl0/UGu5I",
+	"88tGJCxoWTA1hNgJPuVeFp4MWe6eRfKPQr4QHjCr/NPf9Aq/elOOjixDWv6S8jsmjyEIwDtbtC8EZ+33",
+	"6sDiMOa5fgQgoLNKwyBo4HWAF2GBKohHVdQ0acgkVuxEF945F7jv9WjB8MyF9tQizaCXz8tuLgxxQLkD",
+	"Qxy8zs6JldhNY7piid6XH9QyzoIqDCe6fEkIMQew2+GdotmEhEmpZIh8RTwg+6fEI801i33GkzbjitKC",
+	"9F2aLFsKupDreNGG1VCU2phkxVosCMvEK1TXrUzXsqJP54zfKaXAUfroKuTpv60aFJ8t1N7BPlWXp+gR",
+	"l+VHoVoUBio31e7+zWsdk8cl1C0FZyu8tolj9R5WrGNTTrl8xOiDrt1LK1QpjoK7D8vEE5AttEBQjW2r",
+	"A+G4uqD3NNnEYfJcXc3PS5oAlElMPzM/ETGUsQhi+sgJvaMhh/IPc9i+FaNcEi8JV0gtAOiXDYNzrOFc",
+	"manyIP7/Y7ZoTBr/6ygTw4/wV3kEdJQCCMEASlqWr0WErt8qhWsnvy6Ws2JUbmIWkEJcmpI6xCbGLQD5",
+	"W5J1JJJXkkA1UUmaAYNqjiTNgX4lsRhDa9vicJyZD6DlF6hEnS0ZN9XdwPX9R/3aUgwRYVhlGkOlGF1h",
+	"JUsRh78KntCI0KdQWsTpdE6yhTn7FvJUJqRwpdbh2Ki/6n+la4BoPBbnFvHPAxdRBPuBxUnoF4DGJHrP",
+	"wOVli3D3LeL5WxcBSahyLbjU8SI442kWcwD3MZgWypdtqSp0feGWOrI3Xx3VfFJOxNn5ffZmNTJt54f5",
+	"d79+PfSYAlauNboQeSW2z5+JLmhCw2gTM9JUN56elvTsHvFSmD2L9Ow+8apI8CzSt7vEy0HptbBctIjn",
+	"YRAw/sK9KZSZ3omZ7M0/ES9eOqo3QU4L9adDSUAUt8hcF8SJRcRI01NyktdKC1tMOQixGFaI6kYo+LEu",
+	"PQByF0ht+qZVY3DGAhZMedPTha+9VgcDGM+43CwWoa/urRssoPtCZG4r+LsTr7Uf/YkorqsxXFMXmDS9",
+	"Oki81mTKF5sosqD8dxsKOIoYs0SU6Eg75CKnP6CgFxwTLxVdJ0SJHN6UqxuIyDX1MdQqZizAOz0n0F6r",
+	"r9oni4TVXG83aH9VSs0jDRMyZwsRMwwKhfKSXbtWTstxNdhnLDn8LaysWhN5z94WXv8Td/XDlurLsI35",
+	"STV/uBDJexHA+7v1BZ3SlpidJBDfB+fHU9Kdp4VVXhbjj1M5rVGrotQtV792BO/AKq/osxL1b4U4p/GL",
+	"D2BthtPOHap+8ScfvUIelK7fuwjvQCYDKxxpehUg9KZ94HSTgBiDu/YCTJStHjuRUHj5z+Tu+YG9CVGr",
+	"Uaonwg3VdjlofyjKYeKYT+M4BPY+5Zl5RusHaalsU9lIXRMVJvLzzz+3T7K5WJXivR/QWBMzGq2+n+Yy",
+	"GqcNz0K1wwMXz/fTRsihaN0MoJk2PFRiqL6rFNeDIwFXVQYV36My4v6aJNsXbu83izQ18eS7Py68/WfS",
+	"RmFkffvvDmZXmIaAdiwlHE95QRCaKAYUs7tNRGN1yjg6rYgvNlFA5gxvnCwNQXA25U1G/aUuQ2woMBfW",
+	"q0hP/fgZQ/aV7rpmHMwllAdTDgNlc1lkEYsVQLyEjgskZrAmi6zos65+LO+NeQXf8TrkB5EsCY1Z9dbU",
+	"sskHnlZies+CkN4CNb2QI2wz3e3hDbWf/QVc8pUsmAnLlj3S9OphAWaZggNrPYnkD1RCQ5UbMBVD8aRQ",
+	"TUijKyxsHiq06EYiJWFdPq/QbUMiRmVC5JcNVRraXI9JmqdhxGJJphvbdgfkB8EixqVFXNvut6wpl5s5",
+	"1GhnwYR4YaLlUumRWGyUACMWRIpI0THxmj+T70hEV+TNqzct8iv5nvxMnrwpBx70Rh8LJfe0g3CxYDFT",
+	"1/GKJnH4BLzzkYV3y0QSbw2MKWbkiaDRivyKROo5pE3WHmGRZPhGk0ZR+qFjTEnY9QZAbCFPXedQ9Vsj",
+	"W0iNXStvBHFADEuVzf4eXdNqRHS1b0jW74BbOV6BqyYQmzmUf82rtNn/q51Qd2v4ajXWe2azO7ajpmNP",
+	"frSR4QN7b2ZB61n23MyCz3eAZ3f6OaDsGqCkplRjLqGRnBmKq7eVZEa9X/Dr7C0x/8z8RA17gvag14VM",
+	"kOLGBqGkdzFjM7mkcc1teaMeG6sp1xUVqKa233UKSltnvvxekHa0NeqVEtojFlPus9RiBtcoiAH2vr3d",
+	"gzq1a7PseFRX8J5RKNJsMrBCvjGJWRa5Ozo/HKbK3IDP9L2QJ4NeoxbcHL3HK1kjhl8LkbTVUtrIcP4i",
+	"gNONqFcE0p/JRrIAJjto4BI98l3EWKpHVKTGeUhrGIzCS1MbxllA2iSi89bh0GG2bKyukurYVGE6onPy",
+	"PaHkOzInfyPpTC+ZAkhh786zGu4jv8RJE5ZYWeN/uq0XrVNGYl2ztfMdayRNEQfQu6x44bX+yo2X1Z3X",
+	"OWm7pIkaAsrS117+4em3ffh1+wo/0mjDauj3kjPdLoisoWIHvA0bSzY8UrIm+OmCY6jmoY34WQXSVOPR",
+	"uwZ+Q2ABncpFrfF4ALFoxB3w5umBb9ahBrwYP+hjXTrsaT+BiopkpZzggO3RaIcMtlgms3zngTzUNGFt",
+	"3UOoMl3x+NZb9vOUnnOvVSZVo+kFfNqGEROUXoORVOBayYNcRDfabZ1hHwqiwaryMSu/NfgmirIkxX1S",
+	"hQGmOMzWFW13paFfbKJFWZmzKsEUxrmUVms6Jp6pJGB0Q/3PgtMUhDQtL+ltTQsQfKrZ4gKyXkaMujhi",
+	"3ZVplmAEo6bOAcaaTLJlBOxI3BU4akVYqBWOkbawbELthR2uUuGsHpklgEpsfdeRgDZ9ZurDPjGV/upA",
+	"NYUhsTy1Lpyewm084vkMah2WgFKQiEFLhxpeaXZuyKEcA4HYIfCGmVNTBY0+neGPzqB6UFYiZrNt0H/c",
+	"DfmcPQuwYwnJSBTKhAWd/VIg2yqvplQF5ftpfI81CihJv8GfO9kOzIWIGOX7uZTeuGxrDW2ne1fERR7Q",
+	"rSf/NvWQv/BYrXIs4wWecKuBjuqD2WQG4BX0yyySA+qMZYr4izZIRy3+oSN9+BFO4g33abLN7o+LWFJJ",
+	"1J4r8ubEsS3btklaTK8UAoExHZnFAF+vX+mGm447FaVSM8uILRIiNgkWOadcV0cxdEGaXKS831hmzY/f",
+	"p3dEa99x234q8kEZ2b7kdz+PxNySUhqsOxWvPyKdVU5DsXvybtZvIrF3ETaWYP8hZvQeynQUArJf+KGO",
+	"zK7Xnh8ysRUsWNfvb05ffyRHRAZNSIg8UF/IR3zXUaRMKA9oHGB7QjUTRj54ePNvIuxELCeE+rGQkkBE",
+	"qiKfKfcEZzMzwAwG0GFqi/CJBd5xZqB9/ZGkCZakeXM6uydigSNAHoFnFXpFvpLEy1IiFBReC6PW0g+0",
+	"tQ1zIMJfwVSmY9ZeqkTliCTdTk0OtcSGBahSj2aZ4oI6F0ipW6SH4Sgh+nA5iyaEpsoGBhN52KxRehiq",
+	"lTYXXWwkk6RJMVwtDucb/RrcK3C4xYLY7UGP4IbC5xgZqtZiAd9cM3XATEPIe/bcImCqpwmh8l5vcGEC",
+	"3My0f2CuQcKdEiCSJVuRpo4DkJ1VoEBGn0BPGziN7FjToMOgB2uQfnjfsBrmz9nlh9vZ5dvZ9ckFVD/M",
+	"26V1/Cc8hY4SJpQ165P0/vTmBlv36r8KpRSLdZAqrXPLPT7rpNw05LTmvs1FlP62T3QAwsmGy3+8gwqv",
+	"2Tqq0QDgMWH8gUVizUzsU670pia7Y+KpkT0duBEmUrck7Uz5CcHyG8Rbh/zOs4inv/cUqXhY+wxjU5V6",
+	"DKGEDDsrAXlMufbxvJLQlvwZPQ1Nby0Kw83gR/UgG1I/a1lT7mnGInUXEG8ugmcPOqqu1skzWdH1MTEv",
+	"QftyZqDRPqAUEH2yjMMjDUHXhI++K13ZKGAQ+YmUG4QKuauQY4T9b40VXa8hqv43k5u20x+DLVbLy9t6",
+	"V5h6+uZDhbBtL18Jfpe+l0fo1g/wJfzma2rNeL7AUDYgtK9WQ3B2uYCsgV3XWjb7V2vPm8Vp99yWRQzs",
+	"ez2HZWhxmJ6NtHhU+XQgOfyR87GHKrK9PmCNCKbVwI+34C9UmE7fREj3Ihvf/8O7nJv74H0+7PUKFnAD",
+	"zYs3+WzIXaJdTeSnOuucYKOIXBwoXJOdvYaAQqplefx3uvwY1MdVbI9QKcM7jtW2QVjHUOyKUJON6rVS",
+	"t4KSbFD/S9vR6GirMAFHvGn8ZZJKNlKxZZR9vLxZJk0J9YW6fje6TiSY4yNGH1hQe4fpNKPyMn8yahGI",
+	"fm0IzNBBf+zLhkZmsYAGgEmtBOZpC87aYlNEtFuH6HLGat1eRjS+g3AVEHGSOGQBadJFwmLdk2gtM0DC",
+	"1VpI1tq/xfV5sfVRxGpefbMxEgkoZfH6I9om9s+U6Qg0ig44cBVt4VPZba71gZx1m+jweU33ALJ2ZaR5",
+	"u7WxaBvT5M7H29Gsd7JPJJ/ypmKIuSF1a3dJGPWXLYgl0roAUEZxvCnPBpReUURM84utRkHCbwDLKikd",
+	"YGx5qiXtnZL+xvg9Z4XneBjSTasVvsz7BzogMu5TKVqYNtmCMAHspbEA2xv8Xei01vrv7314nRbX3Yaa",
+	"qzw+wKL4i20R59MxkSwNJFYKBDH6w6hDTqJH+iwVshTDPJ5ymsMpSnVZWd9cfUr10kYpOqFMbR8WkQKV",
+	"ohVdQ6jQnKEsWReHsRXBB/vLtyL+4BFO/+AIWzYq1e222uhjdlcfgYJMMa8dys1qpRRKpaRCmJdpSqfT",
+	"WfRQasOnPP8DmJJJU3Cm30Er9ONSREynZeB5gA8wVEcpuXrAVofcLtkzoUFANmt1I3mQLK0ZykHmymsY",
+	"Ko+RosVy0AP0Gvtl1XaZiHU9jn4iDzQOlRInc9dHeptlE1rpUzDzdQ4F/aMefjfwVXghnXyLQSgJZRL6",
+	"Sthl0cLKrnovCOkdF+pH2fmCWmD+UeJ63+LDRmAQiVZKcvVsN45ZBBfB2dbIaqNyemHgoTUV9US8EjCE",
+	"oxACW6P1kQWNCeNic7fELiPQSbNTZ/F9gyn03xD5ds1W4oFJ4gu5Cv12TJ8JpuBPCKdxLB7JWsgQrgp8",
+	"ro6UQxIx5d5jGCRL7ztHZ5B1yM+GuNBKnIXnSBLMQvI9eZr9Fn7nfCVt8jQLrSln8FT91iYrFoSUN4NW",
+	"Gh/sbxLik++Jpy4huRRR4JEn8v7kDTkidmcw7PWnvKn++b35+Hf2e2tiTjyGyv+K/V8MJ8jBZBEqgRH8",
+	"vAwTes9iE9z3jj6rX18v2UqsWBJ3yBlPWBR1yDmdd8jNs0w6xBmOSdO1nVGLjNz2qHesGQqjXEnUItok",
+	"aicfQox8fiJOx+13u04v23wFeiiJ3bLAPBBCTjkL7hiaMojCjo7r83O2+uQx1I5UNvstbDtfMzndUnfS",
+	"gkZROhIM8xmH8Ul76zif1bagMBsmYHfJw0MTEqbbElHFIPKTfAa2MuWhmcdM+D0JyXdEEwr5jjgEyh7q",
+	"jMPwO6fT+UwoUpZFTK9+Mn9GZEqliNwtEwIhmMDVgStntRQUayZzljwyxhVNoUH2CddznHqRyZ1gGHoO",
+	"K/wM7JpIVLsXhJJruqKczOFrnblM7mIabGgUPcNdPYec5Yjye4mYEGsJAbxwo9NIXR1L8cgeWDzly/AO",
+	"DkIYE6WR0aidiDYXoWQE4imPzaKNvIwHRuktVCZTDghKxYVEiA6h6/DIVPRRcsld+GCSnJTsLBO2JvNn",
+	"+G9nyjN9QSyIKaaR4h1MYdjUaJ4VV64TPMoRirpWR63+lp7SLTf1Jk1/rDucGiHqkkbCA3xrKsud2lL2",
+	"7eCAGNE9oaFAnXV527hDcq3moUr6lQkpMz3SpJp3EsU7l6HuGCxikjwKErAEXGhkHT6xSLZK0Lsd8hNj",
+	"a9Cwi10IkPlCWx3Kg1fq4g6SJQSq63kFJ2kR0CxAU3Fg9YUkjm1efQwDZukBRlgzHDKqIBlsnhKzEnCQ",
+	"x7cKwbzO4EV+tq1hqafqBvxBBM8vDc7OGVmtLDdALAiD4uDaQAz2Rg14fky7DpTMVlf1XWsId9r60qVA",
+	"mEgqEGiX965Pi+LD11xN751f5d09X63G/nlgdThDIg96+TZcMZnQ1TqLKcoOPkJZd+z3eh2vYpEIX0Q6",
+	"oKJCMA9GooFlVfAJ8Fu4LVYFjsqe6qyDA11i76m/DDlrK+EKOt+p11AJBBc4PDMlAcS60oysVho72Bmj",
+	"c7pTun+Zc6YOCW8jxpK956uImTvB2QwuxqzcXZUZglPDp1rPBRlgyWiczBmFm0pEAVzPVLsUQ0k8NbJ3",
+	"bJIDdhuncPg6K0YUpBoJac6fiZdVgPJaFlHLUNeYErU7hytbMF01eq6E8hQsqw5NdTvwDjJ8stYNRVyX",
+	"Ww7vjc5TzFAJIlCgS5ckrhgz0CCBgqWHFa/AHeaZb71juJSWmxXlGa3jgNo2xJFedodTVQOoAhbNIqHm",
+	"qPMuFtoOReJuP6vI9cZCTGq/AXCQPN4qKCg5TYj5yISgHRMnd1pzpLd+TpaCbx8713MllJA6nTCubuIf",
+	"BQgp0JOSC3IF4yjRMpRkEbIowLgZlGVNKSCth/wo1HcQ9RMmOAQkk+VKBHh3wum4g85IWxEqu4FAbQf8",
+	"vQiUaGhmTuMgfhTY2JOEHCUn6KfrBeyBRZ62c0TCpxG+1qplcjKl8NRcet/IqLX2qtis1YLzXOZFcgVM",
+	"WHfmzu64iFlgZIsiFvSPIOmmO3lMPB5GOlwBugtmkdVbTmQ23TmdX2dVNg8XZC45I++uzl/r5ssdchpC",
+	"gYgs7hWsGVlMsYeiOuIA8g/VXYQB+9BnG43uLzDIfqON8Nvsgru+ykcIvqgeEZRi13HX+vs6V838lSRh",
+	"YE4bvn5M1kJCd6MwwWI+RuVERYrROAohvAW2B0XJl0BWDEEvVxbSWj++BB41KCt0nDbh1o4szmisbjzd",
+	"zTbnD87HB4KoH3LitSM6b8MQbSyZ5x0eKZi1bqvDYp4uNR7TzroUEqGNvUevyWSyEF3DqrU79nn/mS9u",
+	"dY5qPu06lvJyk/hiVSMEakzXOeMhbjvdCnXUoM1UkJolwF9KQu5Hm+CwWF+fQSeu/RlCbFvEpAFLB2MV",
+	"0OFhHnqCzA0tQE0Dv4gJF0nrWBshipStuIqSZvavYcNzGDtIsPpgvsiY5H4ZSyPKSvcnh5M8ELW7Hj4w",
+	"DsWPf6vYLso3FI3Ch4MSK7feNOeCBrpVfRrW8QJRmz2pA6Q4BDZPrGy4Gh8DhkKtaZjbOyxEyivuz8Vj",
+	"zrQ85biaSfo5F9q7l3ak6xDMeYW8eehk7i+Zfw/mvlUoVya6uee4xLu6Pn19efHm7Pbs8mL29uTs/PQN",
+	"RKBA0+sUkinXAKKMkmOYbn9Qw3GwFnVdLAxYqLQIC9U9UYRdhBHzSJNFkpGebZNKEGNLgW8MrlDsj/EA",
+	"mDwnnu6e7IFv2dLmP/m8ikKw48VsymMmRfSgDjoEbWHpRzDhLHICwytZbOs85U2vDU/aCsK2euhZJF9D",
+	"LVeCx8O6kkcehGSwuHU8xU6Aj6FZVrkptNchJ1yHRtKIyDBgPo2n3EPLqloo2oY7n6XgXs4eWDaPgoEH",
+	"HLiSNCVjU+7J+4jRmLcRrM4q8FqV/evZ47oNxL3Zk03tYfs7jzTRAqt4Aya7gaTsaTR52gtKkym/YxyK",
+	"MwW6jqAk94yttXFUydIGFa1ONvw6FiuhBqWK/KHjns4h8WjsLxVX8UjM2kCrMDvlxPyiT0eTpjSMEQjs",
+	"KZRJzlOGVbyQKRDAYs8eT7mHEaQ3tye3H25m789u3p/cvn7nWWkZvnwxKojZghGO0eurqyBGz+XulHBY",
+	"df0D0C4Yqlcty5wF3DStVmQUDl3iaUI8RRoepiZw9piV+WFc/S90v5xyT8+HsdIZfsD4n4uBQKw2rIbB",
+	"GsQ5RPUW4JwmstNduM0QpJ9vY7yZ0F2Sq/G6RyvyUiREPtJ1VSim0Z2Iw2S5qlVtFZYhD2C2kvuvbNyT",
+	"vOpV5XQxewjFRm7XzzQeDAXoOxxOzCNdb3MbcsWbHqms0crK0lMRyBqQSsuuR7ySQjP9+qU5dKZR8kFB",
+	"H/mW6gd/Uu6+/KLc0WIf5pd+moUeHGjZeF34pqaj80FrLnV8riM+ESfbqDLfBrq27kOqK5vqAzoZD9lR",
+	"W6fC6VRHdeoURebTlCqz5rpIH7RAbDF9qK3oWr29U5s5qS2866Uwp4rOoQUV3BcuqD7xK9MJTV4FSsL5",
+	"OOBDlbnS2S/us2VSZYuUoxFdOUR1fOA93md1IQ8fePhlw3Lqtrn7mh8+nL2B0t1ELQFIZrViHK8ziOSc",
+	"8g+3b9sj7ZBFNGCrArVJiSBuf0D+Bt23/3ZMvFQ+MaYbcNdC4Z1YgjRBuQZktYmSsA2JotkrxKecrKmU",
+	"IFxPuRZNUN0LwQOns1t0DkElh6Nezt1jGCiHUh4cqndMaClub3ttAIGNDf77h+eBAnXyFNbobC+VIKxG",
+	"Ju1uiRAzIV4YxeWv2o4F96mvhK+Q+zGjEsqLUaX+82eICkkk8bKRZ0BrXoeA3y8fCYYSo2GFXMAsBRv6",
+	"Iew8C5Pq97uDPepydnjzS/+0Dc9vWELDqJ7iUtEwFT459EOukZ2CYJ9dKx3MxImTnNn7cJPUbikNRM/t",
+	"2wxCsEXQffjA0tBwA1oQxpjR2qlPfU8YT2YvSdfMNa3Zm2Bwrt8ttojZk8FsQpXh9a+Vfhq7CD5mfgiZ",
+	"dut1FKJ5ER3mqRUvJ3HCR2l0goi14KlIPaaPRC2Zy1CRQ4e8xeYZqIegR34drqFqFU4r7nioOKhM2Fqa",
+	"UgjQaEDRwMFOuqv8WiG27WtdxvaO6NCcKhxjUA9qeNwE7ReXDfI14ggjcBSbPRjcn9PJMJSzHtqscU7F",
+	"h5VrVJCrcm4RT3dEQM1fnyhU/nU3Ha/eRaMbHVUSR9gTuXl30lZXaz5AVp8esAkxcDUgLpSOUKONLJAM",
+	"UK1MD72mKRhEblaYmVIPXvgrm81Nd/oX1tPKjHt7z532xardACvI7iL6oEQKnsa8I5Uba0GnPt8e0mVe",
+	"VHnGfCOzco27F7xL2i/fVDW0hZFASrbIbPjpvqNZUu730ucmgvNUZ8B8hGyQgGzWarbcCSzFYmf38bff",
+	"l24+JNo9+OLUxFPYuQI9pmcn4/BbL9gzSK/b7+jffdOVMrWvzm/c9sXZ1cn5jVeXmbVkMcPWKtoaRFKb",
+	"3tX5zTWDUqZg3gGPovlJc+kmchJgz8hHrMJXrYKhF7l47q64Or8peaorE9zo3Jgbn0YsroxeCxR2fpot",
+	"wihhsSX5Q/mzP+vSxq5sf1YS1Ot8WhoLyLVbFOGN0T23W4abyE4j1/btLwPo/c0paWKuVqsIG6Zm7QPw",
+	"38Lf9vOwi5SNrP9P5GbfqOqE3CS3VBUaAq2sZKsz5ZfgNOJZAYh8KE01J14buXX6wpRTea8TL0OdoggZ",
+	"8h3tLp2QX6Z58KeNT94x4Qxiakq9pzCZv1nbZepIrcz4OsKkVUqv+dN1rRIXz/PswrHYeTnsiTOtxOzg",
+	"V0RwIje+kn6PC3UGtI9M1xoIJZEMjESHZVFnV9befPYsxvXTnxjlehiXK8a7VljcxSaKcgg6KGrn3x4y",
+	"W6m08N85eraSAv9NcdHlUUyI9H7cZ+bFA7EP4x+I/38H5g9Ban2A2qV2bJqYNCUc/fbVS0vgYCeOdCwP",
+	"/aFSK2dAWlOueyh0yAddT+SePWN+Sojxbx1yQlY0UiySBcTTjFkxkCmv+NSRr5aPVKk2OI6wfT0GzkRA",
+	"XmRqi1lHz5O8dU1qN7G+vaZcMflWh1zoNj7A4qo9IPKLQ8vvlOsWdKh8oq6fzqmLmD2qhyEUGMIbq3SH",
+	"7CkhuIXNZNdHPRGcZ3aiivlMS9XGBueDnSQWK9gxNDLmpP60Wwa4kU3D1VeykNdugQXzs5inSVtG3wcf",
+	"jnhMk4PQi2xSgMjrm4/HmW0nncszYuFMAeZhwdpArBMWTDk4nrMeHmnkxKouoQiSojNfXX3sDKK2JN+U",
+	"ygDkBvIgk2+zRn9nTkvINiHXh0Td2FvkJ2j3qQU7bPWBtR8x3pwUMKWQi2dzyo0lLI2wTWNGvLaauQ2D",
+	"SfTRF6xNU17qkPJIJRGLRYdg9XaWyVNmq7dFA0OF+kCJ3NguuG6NJRzqT9IvPAtFwPwi1XsYNuZNuZbK",
+	"0raZv30W87Pgq9eCoKPOltagWIwDAxZWUBus6RUaZ6s3pJrHdO1OA3PVF5jROeW5eBpwEEOACGZbyRWN",
+	"Im2JUnK6ntoy5D/lYQABGGnH1czgBSbLh5A9WrqMJ5k/YwMyMK3tYw9lIb1wUrYY+WoCN9S+p7oXnP66",
+	"PTaN0Wvg0J2Za37JmjLX0bz5tcA/MEqENCWLFu2A+RGN2ZY48Fyn9Wp1+8e8wVWfIB11U0sBYGPUdKw2",
+	"Vrb2xyiWW0H/9oLNqu0Lf4C59PXNR7KmcULYEwU/Uj3/KanDWZ/4vYHv226ROsFsWyzhSSGw6Jioq8uE",
+	"kGSRgRnQezNRskq5B9nDAeScp+4ATSsrSLtVnNrZSMAUq3x5hXeZBqWz2sshi8R8Jck8pGh9gA8sVLCz",
+	"sIli/VYTkouWkIO9CVkF9W15NzVwnoJImHI/0/QojVq2KsWMU+gwgVSXWzXhalCDQWaZ1ybNNDRjHLyc",
+	"8t6dKl5dtzQoE364nWnDkzA6/PXt9titxuKUpnLFkg2hHEKluNI/m1RjEbEtNcHC3AYLmW7aS9xupcCa",
+	"8h59AxYR3hw2t6LuGi7jLQIaKgxkzpYhD4ykYqyV6U2+zXqEv3ppgSiQLmqc3bmt2eooSv2aaF1Ls5HX",
+	"LG6nxbAUwl6WUberCNglZzkZJ9dUOGeKxPbBL8iDVBhJK0nVQRSpddXqLuf6F1g89ZeZ3BiLRxAl0wfG",
+	"BOkccfIdSWbhq+btq9vWf7Yd9Q+s5fwSM17Fr7qSzK9C+JpG4Vw3wAYzeL5UGXC6kwyPMu258ocheagB",
+	"pc4q/9eDs8sB9RDWFAz6eHaFIrSu6WNV6Lyguv9R+PbatNcYxK5N/pkAuZEsZ+M2UTx/FJwnSGYN+d0W",
+	"aP6DmN/JekZTws85VLB7NxafUtfmdmz9ETircOvebvVgoyeR/EfaAe7xIOCnvGSm2fAwIREEuh0TXWuS",
+	"msLwStQJsAazRaRQ6h5N1Eyv4hkl3xMnNWbFWnMn8YyWbfh/HlYOudHz5IcHwirW58sQWyCOHFs0zGdn",
+	"rb58IEI+IclIvdUw+zqTZUGirkoUOyOnwLt9P68J+Q1/ZdUwEHXqfwp/sLA5IAvIZt35i4IyCt7FeoMF",
+	"tEc4NhEnmZ4M8SogmGJ6zCtJvGw8MKVC4hASKOj6WHtGW1vUsC/pq/CnxWy8KDShjqAuFMRR+Ou31Px6",
+	"Ez6EgU4WymLB0OgB5WBozKjmXhhe5ZFmEtM1+1WEAY2mHEoOpVpBnkGHXG0FCbGoogkbeyZPwKpbE0L5",
+	"lIe6H3dW+B+S0TQngXQsjoVvMC4YgSCrjUzAiktoMuWYBp08ivz8Fu53atC+vT45uzi7+HF2eXV7dnlx",
+	"43XISbrmKUcvZrbmUJJfWSx0+iRZhDzEmqYmzBYS9u9YkjeamxrxXp29E0H/ltCxcuklbnb8wM6QJjRu",
+	"C/kk14zWeSMg8bdQS8XLSlSnOVG6FkU+eF03b43VsFWZ2pRfMau5uLydXZ+evPnnN5SzT8tg7DDa7yqU",
+	"+CfWYMnAqcPy5SaJQhafQzx7lWFvSbtehOpoGI1m3Cf/F/mHaRz+d+rfS8FNpbr3m2AponsaW8QZD8dW",
+	"tkF+TvJNm14c3K0j2QSMJ+GvUHUEP96aaM+idAKE0iLdg9MoDsbAO5EwrAV26+I031Tl0W1YjS+1e5Uv",
+	"L/5Nvs98EYr/Kpcn1G7/L3J2Xgl+Zxycpaz7crpSrZ0SZY/UWrkt+a3OclmT5VQtGKNx5HyqlVwqpVQO",
+	"KF7yUuorTVIDZjVBpzTrNsS/KMbE7NRfFGKSEsL/RJj8xREm0JLjv3NUSS7rkT0lL26/WEwGrfb0rk9y",
+	"/LobkELKZn0hLaigUKnRK1mS9kPqFNseTbAlwpRnhZah0Olmra4rJV7+gzTB6hhioeqQbyky7kA5A3LP",
+	"ntW5W+cre2UKmi4orsUvY6dP69nm6yHXCqVf9h+ual3u9L5+8Yc7NuRNBmlNLNwmSkLAaMIK7ohSMRoo",
+	"5SOTstxzTKjC45TnEFncWcQmVHEw6Ya5cu0dcsPYlOf3SSmgiutvIirrEJu3lR4g/3w59L0ZSDwHv/3C",
+	"3FT34BdfBMcLk2R3UAlGFMm66JlChI9cQhltn8bxc9ags9BSp745WLfjtrB8tdgkoLyKWIdd/PbVs3JT",
+	"6DIs64iqk1bodbQ99gpOJrgHsIE+lsHFSsPY36e+GFkNhfm7OdhPE4i1Kndly8de5ZSEfGF4rMKRfsew",
+	"3G0iDANLhOJh9kQHxyQ0kjohHHRzuVnJKVfHqwWFS3Ree0QWkcACkaaqRYdcYnc4iLm2SF1ZfcM0J2RL",
+	"aFpanFZXxX+RL73QBepQmSn3zV8pO5Wm+R8Z6i+XoQrtyv43EKYy2qipcfuSWhjl/jEvqoZRabHyZxXE",
+	"CIoSwQFD5GUIqKihS4X/efU0KjagApoLaKtqcAV4du7rHzA+FMf4r7VB6K5w/5ajBLjZj9Stx8WoJQdS",
+	"qnobIupeQuJGevlqNYzIuu/LG/NexYRgftix5kL13Mqig1is17tqDeoXdL9+iH0lc+bTjfajROLulSRf",
+	"NmyDUYsLxeWbmYSEWT2PNEyy6PVI3L28FqRuWO6L1SpMXpR8JqBk9EzBsL2k9TvxSCKhcxzxC53FDHbs",
+	"Zwb9+rCmBnTLVsOxgDRtHbmrCzGFiW7/o1YJFclCmSaaY0hIJn6aBqVTnvXh8PQ3BlTP5FpSch9GEWmP",
+	"lRihvfCRuFMik5LUNhx6SnHi6S3D1IHHOEzYDIvie8dkTSXEu+fqQisN0RSGRmGQmlrQsN0hv0v7ourC",
+	"zTOMuNna23hnrdfS+rZYkgWHzkPUbIIW5hWCdWKZ1BtCmg7ZZsveCQgQ7SxgazwYe+t3Qkb79pOSkUfu",
+	"rHwDmf+hRPj8dm8HNVLC/JYTHeo4RtNIIRF6ZVPehMMdhPLeImdHl9ifW2lKyxDqh+PgStOZM0U1ahoM",
+	"uobWzY5NViEHS0XWJxFKx0dCSmtLrfISjX1D2dh066yU3e3ll1dabS9yS86ekpm/iSWKxXtDZLNTc3ic",
+	"bKXC2r5IhvwkVgHE3avUxFBdZaUoWI3TLf20JiIODfj63ELUK6jMuu4HFA97JdNUFF1CLOR3U/5ZzOWr",
+	"TkVfLVhsMpYA7tpyR3DNFU0l3CaYeJSaPdHpCDl0eVOO11MuiWbVekGTtv17lV3yMyzgvI3d3ZF7tk6K",
+	"lqym147EXVtHbHot0yUQCoFA7aoAqrHk+05s81SWK4CVwco2dQ/ViLqSOx5uujfJ2UZMibU7kRwTD/dd",
+	"v6AryKHBTeQKwhiojiHLBJr+T2DDDY2Qz2Keby6bhczAkLAM+K5W4KyWkKmNqoTuSVD5o1BfJy2hk0DQ",
+	"AUT8YwMKtvb2NV+mkZzNqYTaBluDeyP5g37lBn32psHSlg/yjd6sXEjAlteLUSJWA0ssbJU64VfzKn/Y",
+	"+h5/MNV4Sh2dpX58mLEjv5h9do4cbHtfTcHbE1ldQv6+94vIBHNLWV2pBuSbyInUr0mxiajTISdYApjo",
+	"WwxLy3ofLm4+XF1dXt+evpl9PL2+Obu8yDdXrndfXjMahIdWwYYIjT9UBfuaaZUWkhRe6taJGU3q2aLu",
+	"dsAgayK+1ykKKJw0IT4DrWu6IbV+h0awolYdT7Qa+NKL1Af9yfz5RVmCGpowyRL8tDWzmOK3v25rir48",
+	"9Bni6nek0jx0Sx/VbwlFgjIR3+Lx1lOaEeohx048L+9ZVFMhROR6EmHVnFTJqrbv8eoJZinklhJR6pfC",
+	"7q+wexRpCuigk9CQs7iVa+hSG5ywTJL1jAZBrM9rTR0PyukdNBwg+j015lxseGAR1rnrEM/uwP+f9Pv9",
+	"gYdtmyGqbkF9JlugCDr4zhDfqQUl3NrAFDYFemhYxFMLb6/DoK2bvR/DDW3SYvV9CTZ+XXEavt5Srkcm",
+	"s3STDj+TcX202kkCemGxHVXmrwl9iuFp+dRDCAaNGEteySypVNfppqZUPmmCeg95kJMssK2lfR4UG3Ys",
+	"2ZSD3FnIyc0REwope3oLoWxk8r8x9TIsFlUsZu9xlnMs7NVJsnZZNc1xEpOmlmLv8HhYDfEMMbyrLGNa",
+	"XzLB7ZB169E9Cg5Z0q+rLzPGA4j53JI2kNlczIuVM5T468nRUf6Y9L393Bn4MjCJ0lEugVXBT4UaDFUX",
+	"tqhyRLDz2Fbe+VxXkfdtzOQyLciL/T6j53I93vqE3pLLpBovjtxTWxMUkX7g4RNha+Ev80ETakK8pQN2",
+	"YDxgxbz8osmP0xYBaILY3uGpCsoWisuDBkpGVoK+JGW9LGtRK3h1Baeg54/Js8ySLF9oFfrr0yLNEurp",
+	"sphVVmN5357llnGNJN5wKNiA/utQ1+fNPt5f4uuLuz8T6x9uPg+rWAy0Uirg9Ufib+IHRiKKJUZCiST2",
+	"h/PG3Kct5diNtPEfRG5W6h/yy4bGLJ3cpAGyJ4hKkAcetth9mvmb1QZL5R5amN2tuYRfp6OQa9dAmw9A",
+	"XoSJlcfxH8NVxRuXS9dRWKwsDcGuI9ScVvmyFIob+hAmv94/t38UEX0mciVEssRERxKwOHxAdKQpEvoC",
+	"4gF7snSzbAhwDe6YuoDBiEwl8aQfrp872DO6UyiI2IQPeSAerSlfi+gZ8vEsnE39J0ro944F1Pr9FM5A",
+	"vJ42Wl6HeLovGCZQzBkRQTDlikXegUoRGz+EGdXTDBTG9rLex/kXWCRZLgmiNtEinZjOxQMjrt0b6o4w",
+	"aQbGkkr1fKTzN1pghNaBbaCR5EJA3p/enrw5uT2pjWkDWKu0+Sa3GYiwmtXo9kLbF1Pu22yTZrrlxWbJ",
+	"vX2cOZ1Vd74zbar351YV00G0KafO6IVYL4yvUJ+boXtYF+d0qDzYtecIBBssWRPK2uS0XE51bXX6A3Lg",
+	"c+Nntepf/N3pN31XF0e01ZWqjacyb/oMQvQrYsNz435RysvhrtQw+RYv6jbfUB2UpvdBk2rjVKmZlAXl",
+	"e8QCC+RQfsewx9wzOIHU+kJO+DcAyXfAp6sZzJ/JXCRLUwo3EwE17NAOjyV/tOcg31elAIl9a7jGX9gE",
+	"CWfe1lvYLxy/nRbS8nHN192oKe+v7W2SJZiXkc1kxGuofLXUlb5fLHPu04m/Xft9CXK12fiFgoDJYERb",
+	"PNHhyhbxmk+kDddF86nVIkdEJkHzqeVl0Zdrsd5EuvluEIgFsVtZQmTAHkI0F5ITsohokjmJQkkitkjU",
+	"RfYri0U1165yVfCHA3MGa/GSi1kpEVzW26kislX7GtW+onsK1Ei+dMV0pjkIRn+k5sCemq/FxkGVr3dW",
+	"KLipNhLBogTHBnj2ZUMjWagVXNNZ5C+tYltMcs+jvW6/Tc71qYkF3V0Gsr6vvpeKUG/OPp5e/3j6xrOU",
+	"fHV7en394eoW//n65OL16Tn0lWx6V5c3NZXljnzKfRZ5Lfj65sPbt2evz04vbmc3t5fXJz+eeua6TBt8",
+	"yHvFkyK8bBN6n2tvgYNsEfFwIK/g//O0A5D4UG0QOmk8Qz3LUqmTfDF0SrzUL+dhbjGmGZczjCkUYgTf",
+	"gc6dNfnGaawETn9caKrEdVlMpj5/JXWX3jDwUge7OsrHZCE2PDAJD2GEePgs5mCbBscyLEkHJJnaVVjF",
+	"DA3IsF0XJ+ez0+vry+t6C/L2TN3dibO7KO/vYl4jQCYJW63rDAY/Q5x+G+ywHmlSNO62JmQpHtFiANZ4",
+	"s3ylcSwp1EP9LOYmBzzecA5dHjH4LWacPWKnaAkNt5ka2JiU78MoYkELQqniDde9pOfPxEhN+kXAskuM",
+	"IwJ1B32ZxiyJQxZg81JTfZ0ChCb8LN7oCobaYc5WcxYETHcm1oHwO80ff6jspSloZzBXU99yyvcVuCTb",
+	"6lvegu08X18wK0UYSuKtWEI7e2teRnQtWXBoR/kXB7gXeWE1wv3n5XNKVyhmW2qzvDT6DuSWtNPrQRHw",
+	"ignI5QtdljsKQ96HvEb4T6MtcnRnHDrzZ6LZcbWAFn5UUofTWo4eaZqgsMc4TBLGTSxjLqAD+qvqcpJG",
+	"RDED7AnnUETx8t17r76qbt5tyu5K1XMJlWk/G0uXJi3WwXHt3mjKTTWyNYsV/o4LlzwUUcEKpaZGBhzm",
+	"YrH7XJFULDcqM80Kjj7IBy2srDrlRxmiaSSFLqwKOlm1mKs6MxiicVfvanwb00Jf+YWIAvKUsyhi549A",
+	"cHZMVoKLRPDQPyZOx84l0gW6k3hNLGZq3dgTl2m2/OCdLVrj684lTdRFnBI5kLf6E8LQ1CH1GUBuZbdE",
+	"pbhhSuUQxpyriav7dqS+gJeR41aooRyr6WXLiafg81LdR9ETmAqgu7u6rxQ0ULoE5AUKHGgTH8ZlcjVs",
+	"aoq2mssgVxb6oOo/OT/jgY6QgyoG5QSDrG6Q3Mwx+vYFE5ZkEs01c1V30sOSbu+ujJwcXCc6u60quDCZ",
+	"hCu4f4ONVogOvq52sHUEeX8nMWi86WWCNbb+wYGx988BPk8Nxx4c1JenVefl4FjYvAhY4yQpheOW3RDq",
+	"uVm3ehXCJs0lzLPoY/X45cYDWMj+eNsqsVYg1ce4jfhPz7L5N/IlEZuAbBC7Kkc/f33ij4po8beG1VCD",
+	"NFLjX91lWrgeX2b1uM0zBx2y9UoSdT0HNMF+qiZTnpzoBu5KrMXKm8GUQx6skvMqxn3L9J4KdfdTLkV6",
+	"larLUTzyKYdpQl6sA//nFpwHQxdM/gomJTBnM6/racPsCnvbo1KXhP49S6Y8NkFyLSU4M9aGF/9+c3mR",
+	"NSbQpZPQzhszGsiJjmPGXNhM9Gb+UmBYCPQmVZhGhS9fz/yVJLpd2fZS7daWIu2tDjnRnpFBb8oxhZkH",
+	"xBmQn8IflEgEVj8/gSWU62xlrpmqpKKFlDBRl1uavptH/6BXc45S7jCLN3URyO9AeWY5cQV7GoSS+Eql",
+	"45m6Ypy25kKfci23Cs5keLeiXodcCFNoP2NLHmlCXQeyCJ+0zo3y2GS35+s1GkUx04ImxOkQrMwMddPg",
+	"sZxyAO/+b1Y2ruJdkXhkMlEgo6egCf+ZaBMA5bowY1qFViwItvYiR0SmHZihLpM8Jt4q5DMYIdchzWtZ",
+	"6P7zl0JIJRLp6Y1r7P5vHRLPws/3CpmxeCShUvX8kt88rfokFmkR08+Iw/tCGVMZzD6jvxPAeiVrzJwW",
+	"4camIS3yBWVmvcbOlE/533K7RZrXZB1J4kkWMT+5UJM1VyxZioB8T6YN8+K00fJM9wCCTQIUbu8RSETL",
+	"PWmTm9PZPcGL0Tz9m0UwV1+XyNwoqiFgPNA8KFsECAhIbeq31x+zilsWjv09aTpHX1oAxWY1+6xQEjYB",
+	"xS1yRJoKQ0R+iZMmb7XgnyHCyEmbOC1suSo4LMOgGrz/oSTXryTxFAlcwVpk0Ixn960jPZpZ1irECrhX",
+	"ikn+jXgYyRf+Csj3SPOBchKwmHwULLGIMx73oGgB4PnVFkwraKaNwkga48AjFeJStBo6X7O4HYM7bKHZ",
+	"o1TDqAV/r3GDePlPl7SRCP/2ny7Yz4PZ5/90wc+UMOjTAJqr+hrOBfqYbaW9jsdjgmBBkVKyiMJ1KtSq",
+	"qZqSsYAFGWnQFUP2jq3Fsn616svWMW6Gr0MH1WBoNVITq+9Dietk36PFP2hZZI377pPviN3pqxU4tm1j",
+	"pqC/FKHPdDGJOtpcG4JkxO7YDmmqXdal6giN1kva0ixYndW3IlaDCM5y1MGI9ClUTEMbqknAyahGobFj",
+	"TtbMkPMMSxfovI0tZwZ39fv0tKjpvwNa/5uuL3FzaqrT5A+JKd0CrI0CRzEoWEB7nuY7KpOQWeQ2nMtl",
+	"GFMemmJ3b+OQBSvKLSKZ3yHDjmO3gDWotSjOKtHeK6CzNdYuRP1IqcrqKg8Vhds53nSsBREJdVuirLa3",
+	"L1bzkCs0xmJzh/dwED6EEMU4fwZizBW5BVqHQrGS0Ci8Z7oWT7ZYNOTl5waDM95EhEaCsxaYgUEU0AUx",
+	"YHWKXszOZ3eb4GTJoqCtVH9A7SSthS44uaNSYDvmKVcclTjtvq25piIkRelSHfSLs2vF9Xu2kxbQxABX",
+	"1A+DKU8ExGe0LPJMY/5KEtcpGL8labqDUf3X5p7p2ShKuDaRz+oiSEI/Vbd1JxAWH8FvnkW66T5YUw5M",
+	"Kx881NJdXZAHFBaL8PSd9sA24E75EF7Fn9SHrm2jRa4KS4e8Ruzq65Cr9auPAQhN2I5tSFUxEWIDG9L8",
+	"1MP4YAzwAbmnLThTmzRRW/k7Yv53ItndCmjgd1I9evgQLjDyOymwV/L7lP/ebrcr/6fGNniA3TQfkt9J",
+	"b0LsTtcdk99JV/3pdnvkd+LCn70+qftWHRbmbyBs5nfSh1eHo+IA2Z81A0D4ESAg+DYICsh76RAQUJTD",
+	"AC6gn32svtAf9536j4soyH1W+2fdCHU46A5eAkM9EnaPocieqBOZW/9IveE4g+KfQ/yz+l1x6WP1mj3u",
+	"F//Mxil9XFx1Nkf9n6WPywt2bJgRSG8P5KUt12/3i3/ih/a4+mHtmgfFP7OByl/XLVrNUv9n+ettqx7v",
+	"Ah6Yl+KsuUU77oQ4HWd4ZHdGoyO70xvq0ZyOrf49Ur/0elselkYtYqR+aAdGGauHrnrYVQ978GZPPVT/",
+	"07crQxfR9QKo9w9dwWXt4LUPdw6u7q7fCeXP6k04fGO14n5ffW6/5KG6CHKqzJKaFGbQ+0RMkpAFbf1P",
+	"vBBCTpyxkZ3cHt7pVlr3znHzd1Aq08OV62Amfp2ER5rZBQi3I4b1ZL5gDDfWHQKXMWN4Dyp5OHftYmEG",
+	"FGibXUtJlq20U+OUr5RUntoyzMVntCuovaEuY/mKBKJDvBW9Z1hfvM0esKaOp2RquYm1XJ7QeaSdn8b8",
+	"ZbDZsIraCJbdKq271ha2KyD9BNT/gGCn8bK9oUMK8eRQCy0JowidzlgGodMpGhXyBhutvBvffRpfDl4A",
+	"pVNOeZi0LDLfJFn/S1TcJ6YzXyezlaCeFgreUTjU1T4Afq9DTkBFekyL5oFIFEXikTRXIW/ytmOBxhnR",
+	"GGpxgEOoPeVOqzXZXVMdzCoTI5zOn0vWAoWVzZokQm3wU94UsaucW61L23+YgfhVU/vOnJCf2gB4GYKS",
+	"09KxseIf4YAIJa8tEu1LqeuM+BP5nnAMvsqzmCZPVb9u61jJu89avPyJcMYCSbIXfiLfEbdD3ivlB2VI",
+	"CLzG0yxismCPLNYSO/yilIvdmD9VmgcsF9LvFmFiTbnxDKZA+kImCpDviKNekSWsK8XUzkcgu1swb47v",
+	"dmscagQhhxZ5JuJ6C05bSpmfcip1JxFdpfAnxE3Zx6wlbGMM0v+cEKXJKGVe6QirjW4soikB2domUTeO",
+	"ID8pNdMXPAnvNmIjoYOf1AHpoOzDlpiaRfBIDdBCHTl3H3qT/DDzSPj3oO3F4jFdc2o7UZN6GnEdhVUw",
+	"UeVGmzaQV0s/vA+TdsS04kKI99NbEQVNudwsFhH7/i2NJGt5BbK1dG+LWCaEK6ZCftIAobnqQevDUHzB",
+	"JMNmXFdr+eGvaEmE+NrmNVpBAFssjEJ+1+RHP7UQm3qTcMafSJs0fyq+1SYcDV1Gx8EIFobUnZWilImF",
+	"VXPRpKMxjlu04YlBe05W8CZojCRNsLXZLXKnGGIi9AHA5SPu1Tip6aqE+9yQ0wYS1FsRl44Mlm6Cb8o2",
+	"IUUmxQsIiRErwZlt1aF2eqLaW6d8InZ7Y9WJAh6lQ7BzzTTzPgmBTQfklGMEWMihPiWN1VMdZdDSjAMS",
+	"QiD8h+biyHDsKX998/GAfhq3JvrbhExou8eUa19EqbzKij6dQ2hkY+L2B8B0zL8da2f7Zc2lCk5Bq7Hh",
+	"4ZcN0+8k8YbhR7N9OWbmkkNdv3JdJVAfpulTiAfTEpGWuwC3ccFTUM4Qce0O0R0BdEXQvASgbmXJkhdf",
+	"fmmT1xwSixGgh7R9vTRxVhvJYhIGOoHlJbtSCJOsC4tlawnhkiHSAzYPSwRaykwos0XCAGPDouiZKKlE",
+	"G5bQbFTqu3JcblEEnjKs4UOaHo2TcEH9pLMKvCnHM4uHWFdsxsK0G12jF4u41Lsg1TWubge6Yjo7KqmE",
+	"gKaNbwoN1CvnA41VUuD1nDecmabGtQGmTYphollrmg1XGMyFlrasKVdCoem/hb5i3bEZJN2OLwKWSmfQ",
+	"DGm1Tp4nJKaP2IRHxwEDCzzN16oja/oscyGoEMmIFdgkmCHn2BZqYnxGU4jL9/JFbzwsq9NEwa9vw2JY",
+	"gP19sqaiU56RA50r3mZ3+mSFF3E+NQxRWcy8m3LMUNL19pTGkojUj4UJZ1TnzSm+9qhFoccpX22iJFxH",
+	"z20aBBjDBfO0jk3laBaqK9La7eoDhYXMGfeXRT1FHfD4gcVt6IcEaDMFhgDBaE6HJK6m07dcy2mR74jk",
+	"D2h2xLJ8vA6jLyhXVS1/VGloX22Oc1dfWvqS6xJPNe2ekiWTususDB8Y8X6JxKNFluHd8pM35bkkIohs",
+	"U3x11XZa2Bc6O9bHQBQR1lAyr4KMuGLxHQs65KpYngmrbMAAj0sR5Spp6SpkUkx5lo+JsojBpkxzlpSE",
+	"SLH0IBSzZsEd65AThEDvhafUJO2SUevyIBXKrN4kR8XQn0rBxvN9qfb4i436pMtFqi9esMl1FVtyCQK9",
+	"Pd2QdvTPLl8K+y7nb2jvGHKp9ovx5JXU/JTrro6KoUDdGDicWSsx7Asx5U3vkc9sj3Q6RP2lDjtUTKum",
+	"ZByTMAFlDHZ7bkSTuEPOoBKiMBH1RinXteTSoE3TB016eDpxo3JkHfKa1IEFXnlhku1wjjGY9Ta9doaE",
+	"tnrkWanDJ8f/FHXw6FmxS+qzAPmna9vtrmvb2F0NoxiydRf7mO0mwiK9vSgHRQGZJzL8986UlFQ42RVB",
+	"9Z6prZT7M/gX4R2wXZN6bpw4RUNNtTebu788soLgh5jR+0A8ctPf9cWflcsiqTEsNf+u5evuYVv6hh2S",
+	"rF/TKS0NuMZOWFYDQjKyLl+1Ude7m6lBi4dZTTOzfyCNKrEBengd3rYrG7a2RZj7BwbWWs6WmMpq3zN5",
+	"eIBvZdsrEb5XmRvT2tqmDRzNASoduhE7mC+nHKQ6i3jNZ9Imz0uaYPAIRo44pE2WLZNgiPwMjIsQB6Bd",
+	"uR4nbXJC2sTxSMDuYoanZhEzFogVsDo01JpOJlOuezbfukdN3nZaJqz8wK4h5SxDjf2MOAtbnSenXUcj",
+	"K8OyOznN6ASzNcWSv9vjZDXLz9QLi2CR/geW2SzSLLOY+YmIn2tTomqMsQeX4r9Jv0CDG9iCD2eAYAeA",
+	"u6kcFQfJRtDg16szFpetsofKHq8/XkGxo7q+4aj9H9QN9ly/iyke8QG1/8t3BAQHP+5s4KYNI9jDZu8E",
+	"xd6N2edyR5daE9KQaz0D/OkWcsBME0cTmJ01OczazVBieJAEj0OhuyJGOHV1G9znXMUare8oIczSgoxM",
+	"CHtKYrYytrqmZ1Ywg/YtaWkk0J9pFLUO3vXyDVWz+8W5Dqm2vRZxsj+cXTf4X9M7Zu0Oaz/CIevTFvVO",
+	"zXS51eCATQ25MVcmBHvPKgEVC7tgQt+ahrpa055ECTWlnJkP6hr0pc3OPQ2hp5NxzEd4A9IoymwKGtBj",
+	"YqeVJ7GtLmqNL6yCwPJ1ysyhtEocdReP/gCpVTVZ47KuOz7I9DpkKpRoL5pkNkmL1Aj7SjU/vTqZ3c3W",
+	"LJ6dq5fevCv+M/frMVQ1p0SyNY0V17QwonLJaMBiCJxGnSPVIdf6cSdnGwWFBDVHNDx2pvwss6TADYrB",
+	"t/COzugNmB+uaES0KqR0l1++a38Kwrswkb908L+ffmHZw0+eVSQ0eGyy6UQ85VmWMNotJkrlxLf0EkWs",
+	"tAtnZtu2UoyW7IlqQBQA9pOzbruQWR3yhYf/UeA+Yx8BTrl3nFsLNDxo8/+XvX/dbtvI1gXQV6mjtc8w",
+	"mQYpUrbcCTnyg5HoWN26RZSdZDWziCJRJGGBVQwKlMx0fMZ+mv1/70dYj7Kf5Iyac1ahAIIS5chxund+",
+	"JaZwKdRl3uf3iRnoRKgWx9G1Dyjr025VJ94wDzaU2Z3CJESe4IJYer2E+D6OJU/Xe/f0/+3e9VfuQta3",
+	"e/SYLXv3HWr2Swst+FsYdghH5mP4dTZuXfBslcbZehdMPPDln1lkxzy8ZjNbBHeAqa/MffMzzUL7mnBX",
+	"ruAHyF09fHiLvsm9rnOCDN9C4voQKv1jme58nIenJ7AL9qDp7ONa0cpo7XSTW/VNXqHSVqzazm/kAqI6",
+	"0Skfb0MudPSaVSiwE5VGzzRbKg1NM7aidQk0D5iEw6g86H2Lb0bb7GjwFuLclqkkF1gkcmt5IhHqIiG5",
+	"p1mr3tyBGWZMNPzb9sbDFOK+O0xZAYyCAbL6yFuRqUpHbu+YP0oxMio2liMCyHoQXgWnuTxwN5T7gRHe",
+	"Ekvf/fjOu6M0+3G56qW3vIA2SAUqBpFNPoZ323vdfVjQW2HUzwoospIvRJOdiiwTqQ5Q5+mAhU2jxEaY",
+	"TA8bYZCz2aBtPZQJ3AMgfeamHAzu5Qs2mfOUT8wjWS3OCGbDOIK6DMZL+ooSrnudvWWiGwetg5ft9sFB",
+	"o91qH7Zae8HekpuXmeH/1z96jf/kjV9aja9+yv+3OWr89M9W8PL5h/9RJf42wrqbhUlyW8idGsjV1ItR",
+	"6nz5PjLMV4jxVQT4tJiAsBoYHUZI8IKnIu2tqrzvHoFNbKBKsApQCcy6huZJKqXyrg77Bh5P3QhwuW1p",
+	"ZVe0/XIcT2q2g6QBVmgX39O1dJ0OZN7WWzXZSaZZqhLBamEqODAtDWWIUUwR1sHAi4QmDwF/R6LfjC34",
+	"mk14kuCuAQUPKNEw9nzK51m23PvwARnsVAVUs+WRsx+CXYSrVGrG2RVfcOkRiUDg2Evx1aEEBrhTPK1h",
+	"dkj/shew49c9ODbHlz1Wm+2fYmPF9Z1iBPKE5ixhaY/X6PtgtLuDFTlffHGWw5bXwIqP1MSG9o27oOtf",
+	"fNFhr6+vL/fbzTb7CzZDKsmMn8YODw9fBli2wWMJl4EqMf8zYLXr0wFrN8GRbjefB/ljgHO0vMrmOW6h",
+	"WdjIEt2YiDSzwsH8+0asQ6rpX6wy42Cbd9i154lWtuOL7k9iIbPGhGML1Rdf5Bwp5rv+U6Tq7Dt21f9u",
+	"/6p/6X/WIb6EuPYu+eSGCeKF0E3zDmwJgnkGaLOlmMRTypyHHmFtyMaCMk6xJqyVONMWGgiqbtB+hNXy",
+	"ek3GAqSDJhxdKMeJE8ivQAhJY+mPXewOVB8RvSch3YWsZm5TUxZeQggOfw1YWOTaC2ERQxDZJ3Kq7M/Y",
+	"GpE/dJms/UdaEnu63Se7NO/wHke/ACYL/qseYF1BgaYF+rIyzUJzvkI0U+y0Y0eyNq8pEHjAmywlIo2k",
+	"DEptriHgbQCx8jlU3d/yq7u2v2msIuMghlQV8o2Kyh/mqArh8yyxa8hqVMaAGX6AhjRem+XZL89Y/hhW",
+	"Cy16m7dORGTo/UIMhVBSUJp7+5wSWSh+eZECtDgOj5Wz9G6fNj2sIAyn51QZPTi/ZaoLu7XcVIZdTNPl",
+	"exg2C5Z6/cd//AeDf2pb82AmFhvZsWkMMHxwzlO1yiixDVldWz0Cv+uA3aVKzoYSOyLR+yfpDPk7o3Nz",
+	"pim3Z/E1Yb4drX1ChBINo2PMt7OQSjiOlNEuAM0JpUgAgGjeQ31FRhpCzX4k2K8ow8qtQuayF60W+3WT",
+	"U5n9WiC6d2XG4D2wgiin4uUNLDI4UHXmv+Wsd/rq4uqsfzwyct6+ZKyitcU7A+mDWqBw48Vx/3R0fnE9",
+	"enXx5vzY3FnAI0oUj6g/0RELaAs+WgjU01NfbHvqt/3rkO2z8Lh/2r/uV4Dy1KDF3kgRiiYG5v9uY3Fn",
+	"/k+8t79B2rb+mDF5X3p0YUHx7vlSr+6JioXGAiADAszyIoFiimtmyxXjX7ADcvC61zg4fJmX6Hk4/TSs",
+	"u1SZnZ4VweY0XxujpjjqN+eD3qv+CAa/bcicLePJDZAETo1JDaB5k4RrDYXOK0nIQ34JRZKouyTWWdfM",
+	"G6Bp33HNxHsxWRn/cXPiPK6k+6aORmLODJ9CNsfMmxWrs0SNOehdNwAR1RmWVt1gTkUrc8JjIAt1R8+u",
+	"A6T9o9VEMPGeT7JkHVDc1cgD/6ElcjE3CbbWh6czPGP5rCgtGN1sbAF9A9XBjXhhNh5YBLWwABNO6b+Q",
+	"YMClMTJ1Ntyzm/TrVljfeX6ve1ff9q8Hozfnfz+/+P58+1orKRoZT2ciK1Qx06Y1JpRUzHzShKc5vId2",
+	"3cr+qy9716/hmPZOTy++37ay9JlYvNKBc2FXm2dzwC2g7F2QyzOB5bBh850aJ/E4hKOTCipIq2GAQq8X",
+	"SSxvdN0tA+4TWEijf5VxCI7mYnJjpDFRtco1G5svcckd3HCw0fyvI0qvUf+Hk8H14LHf5nvAuGOBQWRD",
+	"xtQAiQQGAQPiVOVr1nsJ5fC4QxK9HxqFMueyJLytijgavPUG6dIt4FnToI4GbxlwMyTGnRRRFVwlNAoh",
+	"nlmyWsjKV7nyywfeR+AnYOYVFIkf+UXOHoQq4QRAU8B4c5sCIWmq9Br03XCqQbKbASBfzOOeaWY8a7OF",
+	"oBjSbCCvvNTrlsB4ehHPxNis5lcfvgZzOgS4UjVDm6Cl98+UmSgzRZvTg/1EZHybT3JZJILtqah3jTXB",
+	"5QHOzftYm5NfIkKgSksLaipuhTRT6GPto+pKqF/Elmaa/er4BiDPWaQjsEisrvADKiph4lktu1NVhZJY",
+	"kFc5Qs30agFiKFNeY8RB68Vf60FeCAiaFQpuNWYyoB63XPdXKvujWFkRMhDD3lRvqKtQg73Noydcshhl",
+	"VUUnEjZS+F1CtncFatxQjMF9ICxq8H2hbZwKS01HxbYHJW2fhrnoufEz/MJ1vq2DLNjY4CxTM4EY8mVY",
+	"Hdz6pXbFvCEQnmquKFUlUK+aN74Dm8OuIWvWxiFDuI0t5iqrFWv2/tH+qUmMFfUm621Ua29DAza+OGzE",
+	"TZzdTgEeVNtGSOBtMcJEFkq1iyr4ZDAwZ/2yd3X9oEic6FuUMkXZuIjR1KDnfgXC5Lh/dnlx3T8/+nH0",
+	"9/6Po5Pz0ZtBf/sbnHkSnkRisVSZkJN14+9ibTe1w7xF72EOOzGHPTYfT2LamZ9rkeGppZtoYow8uhHQ",
+	"CaDkRASAKM8A+qYMrVsyYiZzLmdG9YSpyNK18Z06LEtXAj3GLF03euZYdFjbznL7AD75qn90cX58YuTp",
+	"6FXv5PR+gwOmYdo4M0Z2WMBu9vXvM80mqzQ1plz/mgNhO9wp3htvXEQjIs/deABlyhzsfbWvVbwKij43",
+	"JwIsD6jkinVGCMVmUTBSyfgUKMJwKg4OqjbGVf/NoDAbu28Ma5cYhxVDbLFkBy/YPCC4WbtZ6BG4tMY1",
+	"rFzWasvkzdXg4sq6cfno3JEAiL4QnoObL1ulcsOBhsUxDi5fcO9VbXR0em+uX19cnfwnzkNVFLkcrM5Z",
+	"ruk4oPFbHbkOMQQe4B4XfsyZGVXQZZMNOxNnB9qyaloI1isALNe7LPz+++8b3q9GGxo3LrTvpE98bj7x",
+	"1cXVNyfHx33nn2NMPtYMVZExE2Ib/M77jx2xkQt1sxrgrZqTgo8A4m7bkFnfjmGeCFBbW1b5tPfN6Ko/",
+	"eHNaMJYTPm5g67MmumjgB88d4yVPgcakyqjTmKc0cw4tddY0zcMYxU1IlYF+LKEQRTCujfH3MFbkX3Z5",
+	"1T8+OQLRshF3KPCS7/8z/8dJ9IGQ/TJN7Xrk2OSUhomakZyVyn48eR5xxGoIIoQ83wFSUiWCkJ1TkZl9",
+	"oWS9MNS/XXxTNcYq+MD7kfo7zooBwV+ct29610evq95D3Qf7/7Tct+ZN+QSYt76pvGzfwSyG98+SS43Q",
+	"PCGrcHWA6PSid9z3RodqIJZTFUKVDbq1jrLSPuUQntK/fn1xXHZgcaub/QHo1xrOlbSQg8hth6hqvqrG",
+	"EQ2ue9dvBqOzk8GZmb4dfMaQhToz0gxtAp5O5jH2z/pOJI4EPYGCHEZo2S0eUdcKU9SyAdNCujqOeZYP",
+	"YfNDekfXJ2/R0tgWcNuIoOEMd/G/PBNukFg3sPmSb94MfnzgFWV6ebsl7GtrD6CfA1DXBh4rHLSxMM/E",
+	"v20Tee/UeIvO3jBeEKfampACnExUV3jaAGOrZOAcFqf+/CJ3G42tc7Wxr/0PhMhmcRHMCDHehJ/LI7WE",
+	"6jnqCIQoQ4UwKniVEHODyk1/bFboHF+c97fLHFvImdvSsWYhzjHEY3H+ca8T8j6NzmpfKj1SJE6MbtoS",
+	"x8a9Xy8Mc/C6d3zx/ehk4O9gkEc4gUhWFG610MrrcXrx7bf949Hgsn90fdXbOM+bG65TaXkA6nsjUbMG",
+	"VX6GeSjYYxFdLVgSe0UMUBngj+iq/6p/1T8/6o9APPcHo1dvTk/zj3xA6B60GF0B/m2RlL3LVtL8QhnH",
+	"8pE1G+DVyfnJ4HW1obmhW+wOsAamgI7SGkKl+xuguIJGoBtH5/Lq4tur/gBMCStIIKKBAbOtMiOgAMXl",
+	"m+twv3QVrT4IBdqKVScZMlTVnkjrS1wGSMaMrk/O+hdvNpIykDex9CQ8TeNbiCEbBx4D/y4U4Moo4igR",
+	"VHNeCxvzLFs2zFOgIE2tMq/N7HmL6Tp9JKRj4G01PwdmtIRPEJMpdWNfHUusRAYWSXzRO61k8W2sZt/W",
+	"9t7mJASFlqYiSbzwEFWBMY7dKCw1KqAWNvDqxiKWDajAyD8F2uEhFqv3dVAqPnM3mpsas5RP/FvNuLba",
+	"qTwTdk+1n2Oc+kfYVtcXF6PT3tW3/UKGS7yfAPgLYvtKbNCIcDW65ASVv50nWnVAblqARgSGZHdAaOTQ",
+	"MvMbF2Kh0jUbr6KZgEVe8PcN+9cG/hV6IhXK5ixdG81h7FUzPPs9h5TVscmU0Vn/+KQ3uv7xsvhRFqsK",
+	"sp4AgWJcXMDIIEcSTpvTN9+96b/pO2lCiBquXD1R4Ptm3HgLSONEQOiAeE0K9p0aYzQBJwnkmEXpr+9y",
+	"0OiUHVq/osBpxH5lK5nXW/i52+JOsGlcY0lmfHJjvmMiiu8HqHT3urZ1FE7OLk/7Z/3z6+1OpKLDBXGb",
+	"3FaEuulOPmXmnLHxKk4id5fZTRvuRG6l+44Szkyl4l+KFErBAG0LHDcaoaWEIU83f4fRO18XPxhOxaB/",
+	"9bZ/5awwo3vzqqCJkhIbjnD1acOCwMj/psM6UXiNBXamsRqUd5jtl4cOvH0AAViu2TvktzXO51JIEdVz",
+	"yFvv1RNOyFq2FjXJ5iwV8MUOkgYKlDVNF14TQqnRTiEmi+nt3mlGkCgtoua9cTxHR+MEAB79aZzdc/Ap",
+	"mA/azJ4S8+GbbCFwmIytRpsMEKstTJW62+HbDgnh/f49FJR7dXSw1dHbzzPrlc+lJPs9uxeS77Z7niw8",
+	"2F8642sRkYQxMvfQCPgdvrG4pa8vrvqjN+e9t72T0943p/2qUwxbE4jHzPm5VDqbpWLw3anZ4xBAgKJp",
+	"s1s7+/v/93/+r7DuYg5mrcdcl/L6kzm0q991PY9Ws5liNmGcFwXA4bDcZHNOLh0nIQIxRuAWgC6zNM6E",
+	"o3xNLZmYi2nDvt/VPSlP3AGVWdmxGGcAjgCgNFjcdH9ujXy86veOf8zNfzDsfinavDQ6+JfbqNA/GkJ8",
+	"E2oUHhH8tSv7+s31NZAUUnbbe6U1tfKYfsESw8BQnCTOFrvXfaOHxpqNjfKgQfwVNVIVrWGVjx/cKzu8",
+	"4DOyIOKcASQ2x3XvEMNw2D+/GFweGcvAzHYDyJxqYf/q4tUgBO4/iO/9vFIZN78ff/fm4poylnHmqIxx",
+	"s8DLX0DOEl5ipPJY2KAv7n4+Ew34ucIahDNZMoUqw4Vx9ji3GXASIDljdEh5KzxvhYTF6e4GNCDQaWwl",
+	"gfYLaD0iKBvrufX3g/aYWXW1qDwDQ7jG82y4uy2JpRhKo6mg+yGg/xIQTpudxd9QElCvluRuZymXeipS",
+	"JuRERYjoMJRLKlq0/iW6HsTcTEhVUBCW8LVI/RIFKmfTQ0kSJrBtp1B028jE+4y9aLUC9uJ5OwAjxkjN",
+	"1qGrnPtejI1eu8UYoh7KLyy1hUVct5ZS+EODahEbUBgJeS5NtXSEvZ9zxwB+/Z0s3eWqcedQqALVNTZr",
+	"3Tb+fPvgS79wX03Nc5JiZwCV/DZHHePHWS4+I64hBRJHAbXyUZ83gteZ84rZQwB9iwFgUZU8LD6ZmG2S",
+	"qBmGkQk7EKqPadmJLSGw0lgslgkQBGOkIWCWFSpAwQKeC4K2QQWjWmX1JrtAujVKu3qLi8uuNxe5RuPw",
+	"FtYaNZDErVNsRAqoZr522gRLGwuq1ojYkn6GYKirsqxmtDM7YQ3tp+AvhP1rPgtt+U9RZMGcA4cOOAIY",
+	"oLcKEseFted14yDR0acEDOh9WHfFI5jXmQgo5G22L3FJ4z1+bSdpKYBlAtUN9BoE3y8jMB883D+iK+CA",
+	"XcjTDBCCbB5rrjRMd3gybZwrKWyKELWT8cBVysIvwjqbiUyz560XRPChYNlxp5mLCfkR5woJIowFMFES",
+	"iYuqYr9GxsOeyXOTzfxkHrQO8kN5qjBPRCba0muthshaBnt6mQlY2Nr9xGEAtRjmTGQhYTbCdjAmOF/G",
+	"zTVfJCGuni7VknJHExnk28je904rGeazb71Nrm1Vj7MHIzUx3g0YmuY5ZPFIkK4x0vcZPZe7UKm60yKF",
+	"wR5dXA3gaE+nRnaSViJ8xLAxUaluqDSexTJk04TPaEVBCMHPOE/Y1tHZ358rnf2jY+T3Tzg/9DKNgXLw",
+	"174ga1aukiTE3lrmBDjP0OtqrJZ1SqGDBe36SHASe5cnHYQTmybxbJ7hMFxhEDpsFzRweFsPhFUDKqdV",
+	"4sTsGcgno/anyKaC8gMcJG6LD/FTce8e2L1bfmIvSdRdg94J44GVwHvrAQvpCnyjBUKG1z2z+Q9NNeh0",
+	"6WvUkViBDhugcb1egmFXVBSltCtuX6thcWvABGqRUbV444y/b/RmosNetlph1wkFUmMA3ARjKSmuvKT7",
+	"3u+HlxjfRSOSalkdFkIUgT3wMDJ3RgmwsGINpIKNm3+kMz2MwnObAi++wzKNNcu3h/m941YSxgejD+uE",
+	"LgvHwiil0rRAO8xbnq47jD7UmQbFRPRQXkyn1o56OHHOXp2c9hFN1MsoIKogqNYlgGlBsjyEpLGe84PD",
+	"lzX4rQ4motkl/xESvxaQWi2MmKl3EcK8QLZG2JEQPp0BNCPmvTMtkqkv2c032RV/RAMa0Ynn/W8htuYI",
+	"DG4aQYnS2SXQEaoWO+hCI46gbBo6sFQ8MR60VPYZ0H3mPTtgYzHhKy1sA5oUhL6prQ5xNosVLkOJDw5c",
+	"9Yk3lA6bCQnNbRHDvifr7qBSB+PCGrKAUWlbiYyQXabq/ZoUiS5Ve2CRmSACaFhJ8F/zQgIMR1TVVsSQ",
+	"vh/K8H3Ddpc2zBNC25YXMNeThzVmEvICANbqR3IQ0w8TKPAG+r0eIFlQ3pgMe4+yWV4/HrVdwPB/zSWz",
+	"33Nh/k4FETb2if0GcMZf93vHYeB1loT7BLJhPgJVmvmfohaFW0saEl9kP9u+C9ykDn4NvdzYDSFm0ulJ",
+	"mMgISwlP62tuT4ZUu6EPlgYE5QTKvZmlgDWbzTr6aF+wnq1lCzzXSqWu2ACPL4i7F612uXTHCblyaYw7",
+	"wangyeLr4V7KFxwB+oZ7Iau5G0EJfD3ciyXs8xGe9T3yUKz4gKiAsVKgbCav45Go1chId1ovsFW6cxXZ",
+	"rnnbH5MoBXm0zBVUON1M1XVgVOedR+CLm2/PlGrilPlTQzT3D5bx0BQ+h6/Oq4N2qN/xbD86TtZlSOJb",
+	"8YsfwaMYD7bX4Fkwh8wIgjq5AiAZJbUsAhKwGgttURyZFpNUZMEWBWOe4QsQGo+R66DYtlhNdVIOKIFo",
+	"UTslCw5UEjw8Rva0a1RgtuMSgmqxBP6UjEvELm6ycHDy7es3lyFLsb1Luz6BjjW7INhgl0ulN9qK1lQs",
+	"1K1AFHWdqaWGP8NhsHIMH5E7JlOMWvGMCk8zhTVRDIDmIN3kBQ0gegkIqsgwGFm34zZWK81IRcOqxBBJ",
+	"nZCjZjxf2yNU7xLOMREVwtuNaBwbsyGZNiwlPJSthUbE7eed0s1FFHaYxYXUFEuCz5LiDr8HycWw+SFj",
+	"+eZNYGoIIBgscwC3h5fDc5yLC19iNC3aC3FO9A6uDPdEQzTi2mu4pbBAMm1EYpLAIod2tGHHZteh7hdL",
+	"IGqhxwRsNIuFRWeWpLUI4o4c/CA7CTN/ans4sPwC96qPlxa6T6aqg2I0wpwost5A/4Kl9n1R8VnVWrgQ",
+	"C2/QDbS7oWz7hNbwNEoZW1q7/jEks+qOp8hTTl7NUFJIR/uJIR5FkMchkcmN9FtCpBTjE2hgXp8OhvLS",
+	"dYc/YFxua/mGwJM0JmGs/a5r7DPHUGix2bzLeqeX59YkKzaeE1K517TuJhEkKYeCRpdtMg+GwA2a2UNZ",
+	"bi03GzvWXkN6B/rmzJ/zs87Md8VT2KZDSewZYxcZw7axo56ms097c85lpOcQDpaRcyPMkM1HGPURlPJd",
+	"1uW5T3rpLghqQBawCTwga8YUWD5Q8+91IaGI1n6e3jAWKSwH8S0vU5XhEwN2tEpvxX+efRcwhAgutsVr",
+	"SrO1m223WwgZcCgpOkXWlY1EXKbQ0ydW4HmaP7EaRMnAZ8NQC8JjDGWr2Wq+qHf82kLqO0C4L6h8NgsA",
+	"Rf3mN6sos/VSBDTHrtZ9vLbqn1Q/BZsgHJiVAJMCEg+Q1gvQkyFUInb93/8nYN9RX5VtxjY7wEsZBXls",
+	"HbJ/4/VQ2neZhWP+uhkni9YAGJogpYikp0JkFhjZbhf8/Lm6M0fZxdNQE3Kj8xmRUMPdVliZx32rhjJd",
+	"SaMZ4TfqwWATlSSARaWb7FwR/iFGt2wfljsNRF7ccTaRGZgNr5LqXPi4MUBIIHiKZzyG0L+z9qgkf4Qo",
+	"SxDdbLIwEstErfeXbq/s80SkmW6ujTVOLir8RASkKIkXbhMeiyVPM8TmtDIAWEGmfCJcIAxJPicrnakF",
+	"Vu5sXELOx7iM1NBk31PfDHJKgBiMBFLbECVxgMPyxF3N7wV7pp0VjbAIKNOwqS3Y6AwLcnAn88lBoSnR",
+	"7NCwECLOhRZt5y1VrebGcnOk3S5+6yVglhR7IwMqNdbEjV1MCtR9FemfYLvPjbHtWmwB1yThE2HGE7nV",
+	"qwTfINQJsgWh2VMrSa0vHGwy2qvG4kb4lyzOADIo33kFPQhnwQ3RbYO9YM8hrO21mu1mixg+jB+419l7",
+	"3mw1nyPk0Bxwd/Y9OPeZyDbRZDD4gEXQMdV3FPAGSQaRMUMqxJgWmFgIrctm6WLsuPUzoEoChAk0erAv",
+	"FghAXI262ScUlQPgfSMJOiyU4n02so0bNXBewx8a5+J91jjCX5Ekd5UkTEnLKa4zwgPNkztLriH0a4w6",
+	"eh6SaMOKwdgJjN28WVsPH31+FOoecl5RzjlAUEhLDWWtMFW6Hvjls5aYYgI9BHGGmZ01gQlxIMjTGWu/",
+	"LE1Vl4ULlZI80j5WKxm3KE3BnAIpTXYDVV9i1MUCBsH34v5zBvdJtNfZO4119g3tFLN7iPFEA9R1GYR1",
+	"hoACAWXeWq3WBqNaC9ClzOU/rwRAOBqhsNfZg7o3i37EiVsgJx+7n/fmQ1AFUVbcLPkmRJfFbIhtg8F7",
+	"yqPZnf7mw0/Bng2Iwgk7aLUIHDITiBoJwTcMhO6/I6y5/G33AT/Ccph1QSyoMgcHJgOAqwvXzXwkxbnN",
+	"owunpRrbzcwbPAXb1LRKA7uOJCXdkaIzSKd/rKI1YPPlX1KeGTPkF084GwXAlKoZ2cQyqXE25lRpCbUM",
+	"5Y6x5h4Msr3t3W5p999ITi6PiPbg1ZAcevjGY7wQRo/QaAhtQysw9jA6yv0qEEESoCr4zBzEPcuDufeT",
+	"eVJF0GyrkL/2sECt1KISzjTGIgqHxLkpxYyF5MS2BaJ0RrAAm9PDEgs8GzSwJupQXv/3/wHx+V3OV+pD",
+	"lNrn2sK7WLPQiOSQ1TTimhoH5yFg0yznSMclt2iNoVVX+Q/2682G77pp8ULTYL86ojUQsraK2DgeKwn2",
+	"QeR6hAk9lXogNoY5lO1W0Gq18hUgzMFamKUrCaGG0AZREJUlFcwsCjSm16vk9rcCxfam0K7al/kl+2cW",
+	"T/TTy7AcS7fq3F4XkGfpSH5OudHxusJiF4212xPCWq7t38thf7wwedF68Tt+brnzruPsuS0dclCqZsyG",
+	"pxJ8PXcs8nWvlnKP3dSw3U6ivQ8/VcvHPKmAIjIRWQWnwrmr18+TKcZKa7IeebuQLiVzi5h18j1zZ0xB",
+	"Mr+oRys3misP8Ru4/MqOzR7o0ql8cY9Yz+NlJVuP1YyNieLjD3e0PsVRev7wTa9UOo6jSMin2tC4fpuT",
+	"/9SbOthbrrLH7Nd8fyywIN7hNhdsjeZQnnFIIxjnHHcu3oZoAbbIyvZCY/QdAUddghT3PKDBE+VeZTcY",
+	"AjoUusEyBX8dSmrEIqgO8+fYNV27SueEj58ZDxtaGQg5GmNSQ+kKqCnyC/dSgbVepbfI/OayIxVH8WyH",
+	"g/h0J6j0pi3a0Z1wnMMuCyepKBoLiJpAcAY2yP/nea847/9KyvZF66vfcaxbuj8f6Ot8MqvgDEUoyR1z",
+	"TGdKQRIvKEhWS+2GpVaAw6Qf4yNRl8m9rpJny6vpdmACFqX8TvreDCQ/8nHlXDUFvSB0QOFFlUGk3aLf",
+	"gYth/iKQzD1lpSA/OlDAtQqXOKsUc/JcOsrmjVey//7f7LmjEGORuI25F8YlakEP0WooAePKLreMKDhq",
+	"1Yr5PtwPkZdh9NUH0tI6nOHapnUSa/ZuFc3yanUKaXUhyEaDyLceTzDDRZkfSBzbBW8uIiJEN86ae1H+",
+	"AKxytVCWWiEITsrvXCulXXPotWyy0/hG2Mn0+5fijE0FPrOgEVcSDzRsJiocnvNUaAhPxqnfkaRZ7bD1",
+	"vNQlh62ph0z7Tui9bt8V7uVP6fxl4n22P88WSVHWbMR7qjQXxt7+9Oj+3T263ErxIzsFUUiMSiKZNszv",
+	"PDbn+PX12Slskk/h/hnpsFXKf/HFlUrEF19gYVepBqLeoXo9xL6nrtEs5RNbTY4C60pEaoImqFwu2JJP",
+	"box8CVPzexiwZSyliLpDmZM3Qhc3Nu7GmonFWEQ5UT4VL9SN+jPXmekZSrsdbZ8MvD91KTE3MiMgISMY",
+	"S6Sw0tTEAkKvJLECAhaCJvCxkYm3mC2wgPDAdDCUrth6QAWpjUuVxJN1yHi0MJ9le3EA5ONO0ctJCOpg",
+	"KFGwx6mFHsY3W8EJ6FULvmYWTjJdySYbCJ6idlDT6VDWYtv+irCGUPQkUuoNo6IsKhWYxoC8be73ZP4W",
+	"GXqsJnrvcRKQuD7gUnP75T3MhvbafXchHJuPkaGF0P6WNdnc5SEd7oZOJ+yZsSyedWlp8CcsnW783//5",
+	"v54V/tFlOlsnAi9aSc2nooEr+6zL4sUM/mC8rU6XTZXM/H8bB6yxSmP3wqlKFw2O3qb7zRzaBpcToaHI",
+	"C38Pd0gpfLZovacZAjRQ4WBZEGm/n8QTZ5ZhrFSovNfZM3fBS7Aq4ilEVb/QzoT5RrBAfJw7W7wRUAYg",
+	"JgRRW5VmKzycM635envzcqfYdExdxVCcnao7MgoxgI8tCXPB02wsOHVfYBAOUrS2xU/PV5mZ6zs5lJNE",
+	"cJmssQ6fXkHdUu5BYCg76NahDGdKihEYUyNKHYSs1m5BxljPjZTAmTTXUaMoNpOlXGMrJNdDeRMnifnH",
+	"nMsZ9Ac4lG9gmPD6tZvsWkgoSxZRPizs3cNpALxXqI0FsWy2zkoLBD5x80xhCSr3E3c0bRqKBobY92zM",
+	"Ys4SzM/gfHDNZmCv9uC/9vdn2tJoWcw3MzdztUrJzjSLAfk9N+Im9YlBNQ51C9jRPQPcgskNMul7vd36",
+	"Gf5B57zqfJYKQb2yVIiSV9ljTAa1ptN/8GPd9SXaQgqRTIHtBzwDmbit3WRezAsr6yGNjiXYhe4TLEPd",
+	"Iv9fwcH7qACPrwde2fN7rxLAq4oa4D7Dz15fqRUQYIBrG/HBraAFnKSAqSQSOnO/Q4Du483ZQ4yyPGJG",
+	"NpASHpydzTt2n6mHTeRN5IZOoZrtAeQFvzecBAbuKE8pe11c25kZM8XueM7eCQ8FxICDymx6Xvjw4Qkt",
+	"dVeeZyHq6RRYlZWXYj+kuLA89KM1l9H5XcblOqis0QcBktwZb/2g1fLwF2yRIOCQs9qLFpbgVhJ8YYNP",
+	"FTZr8W3b4FqhyWMo4cZuXrBjTFaub+pN2/UKJeRhJGYpj4TtVzeXqynIL02NbH5tUqhuQuLMqmYVr4Ju",
+	"YDVogIBCNtBE0G+ELEfmAjDup3otJ3mofqEAIwywGbqQrSdQYnOvRhvBFuvD0wkum+rY8iaPvPkYmhrT",
+	"VKoOgkxMV0mCdelVkBJQvK7XOhOLHF4iIFwJ8X7OV9o1GhdAJmB/EisPUKexHsFKgHUzJ0jfaSxjo7pt",
+	"u8fueBO8MDbzUOT6kjPtsXcY781YA0yKzDgfbKFWMqsTmspwzy0dvdM8owSOwQvQGDTIQz3cC/LSC5cd",
+	"QQDC1eSGPjZvQIfooOtz5xlgoiSJtfNWMosTY8tQfgbMDdcxYw7F0nzuagl0Y6cOIagEu6Gx25GGftj6",
+	"K3a0VwKUANkB4pbRi0i6GQPDNjEBP41tKeF2CXFJzN8PW39lmVJdqPjnUd6ZBFd2EIpqvpIznFl9AwYj",
+	"j3NAGUQKoNkFUZGj+mk2Exl70foKPmMDA7DetUfQY6aFmhishPG6tcBgsoYaYlOhvrBdNyotdm67R28W",
+	"nNqkLYRVAS3QXMt9gp8ynYf/RnQ7oMaUa4Z9QTluhQcCE/684imXWSzFfgj8ACK1Ihn7Vc0Bx3bVJh75",
+	"ZvY+s2WuSJ9mYfqoQBbG+Ew7ehPqyaNuefNhAMOPTfFOLI4cVg/g3mmADTT/jTOYWd1h+Vi9clwFj0Ff",
+	"wux22NVOrDmaFahyLn6t8R+g9x+0CcnqDlM3Pj1OMjKbREQOuC3Wto2VjkCnwCiIeme8ymxDJa1t6LKi",
+	"mxDC+P7X/d5x3lXhiufL8GJm9wd5yhNgD3DoWJFt29nzXnisUcwbNeoUZYEDGLCVjAQBkiCCRcFGDmy5",
+	"XxECzRzIDgFL8oiNeWL89ZTGsFqCm4Cw5Kn2evNoZqGZDz77NT7WWfdOkVcjwk34cii3IcLlII0Hhy/B",
+	"owMkIzVlGokNSVCrdCh1nMCjsW0ZGgm816D0oBN2I1JsN8FuJ0RMG0qEZ9SJyiDnAiqQL30bw/Y2QxBQ",
+	"3E3UgmJzgPJGvov3Vqe2zOtFhMCZ2m/pyWHtAOAHcO06VOgG6XJf8UGxJnXs5aYLbI+hrJEbAPdiNbIR",
+	"ozdimTWwLcMb2Fhkd0JIR8QwlDWEDaUB4kO6pEWg9REbSfNOMcQ8nnMZJdAE2isB30GnKYDfodtyh12E",
+	"eb31QYstkD3HvBpTYdQ36JggkK7GWntSmVk3SrDwJjO5sVEWmbJoG/YdNN56h/F8wRDPkmcokDLF5vxW",
+	"YBSDmtuQYM12Ydq3yRmbJkpFhT45qdiU64yQWAlyAHI+RjhAa4IxY/xlwOYA86nZfKUxiAm706yAfzRg",
+	"9vAAQkkH/Q3j7hDRgc4z26kfKWz1o6lKxWyV8LR42CD+S8tCQK9m3gsYi0PpgSw6w4yaK43xuFarHHsW",
+	"lhHYc9wEzyCEAdxvJSGjpsC5nB9xjPVg57XXS2ZN7pKoBDQdEDV1atkrMiNAd9th6/lQlnJtMsqxGFFa",
+	"2s5Hq1XBlADrIrDbAI2lGyGWtHJWiFhEEJg1qoB5zjSUw1AKEb7omc4FiBHE4pZsAgvSwBcKCSjL36+7",
+	"5FOgtMvmYoG7tBoIM1MqwDe7NXCfaw9Tk12U+76gs9eTdMvE6JyXL3wgDDoR40RNbuzxfInGbe3F8zYb",
+	"i7WSUb3pAIQBMAPqx2nAmcp4gmGmIirxJliwk/dDSWjBWuWtX1kaT24SLFxCYFrknHE7HdAfp6AM0AVH",
+	"kItFLFeZ7cTZCAuhvvrtcSF8zgAU94MBkMLFu8c+SrdVBotyzMHV8rPUvFOeYq/zj39+CIpc4P/46cNP",
+	"foDiNL4V0mxg9Fx5FJt/edEJijlURiaMwsDIhAd3C/z4Sn9MZN2W01EsE/YzsJxDWcgpH1/BKxBi5Gjw",
+	"ltVCSBZN9G0YsKtXR+xF+8tW3YKC0cHx3elktTBOGvUCQZF9QHZswscjDZtjFAMFcd5pFXh17eb/4apo",
+	"xAF6o3/ZA9CO1/ify17YGcrS0zAAkndu8RQVOfCku1HZDk7qBkN9DE131S9H9VjoHcPCli7jkonFMlsP",
+	"gawA1KW0vSbQzkm61UwCuG1ED5hDE0DX1lDSeYGwCWPGBfa+K7BfFNgRBvnwgv5lLzh+3QuOL3t47+vL",
+	"06PGwcFX7eCbRvuvQbv14iAI2l+2m4fBVwfNVlC86gCvCg5aBy8b7Xbj4Pl168tO+7DTav1nYH5utiEH",
+	"g+kQbJbTxMIKnhkgGCEgPzmWnk9IfWfYkAZZU69TAQT/zJwMAlvgmdBZwOKpa2JIxQrtKsGQaq4eDGUe",
+	"aip5oMQGWlw9jEkMZdgwpwcG3iAWtDxo8tIIYSZi5AeJI9F0sI/0yUNpLBuqcBJpeSN3IIWEIntjVxor",
+	"xuhKaKxAih7B0yQGA8wcNVbzOzDoQnMg0CzN7uKJoLyLcZhincUT1Bn2rU71IjAG3FAqcG0O5RU2v6BR",
+	"mAeF7WpCYwj6ptZLg/oe491C9GY9lOYaMxOsxtlEpSkQfrFUNMxImPtGo8iRZBa+zAxeKm/0qHlhbkuD",
+	"IWojC/wIeOzgB5gXBGgk2jy7K6TNC3SpGYXafOD4vWBn8TewaOYRTexGJu2BzdfZHc6kzrs1CZPb1unC",
+	"CKgonmdG7yd1CLOtUtgz8PVoNk2J7MqaM5miQF6VXr5UOnMSF7P2jt/8kXo5f4yR6A9q5tLlRd0cZ2Kh",
+	"H1LS7glGjy74+xO8qd2CjkcK9oNigadbHbJ93EeDt48Ytrn6wcoDK/73Olm6Eh9+s/GTv/5ilRkD9BED",
+	"tnfsbgZV3bthC32PODQZ4d0iOCRKkJKYIdSAu/ma4m86BzteePW5j52UCjKzB6el6p4PwV6pyG3nx9jr",
+	"PwR7RV72B59Quvwp83NVJG+/hc5tRyq35iY3vd8m6jpJMQwEDoaP+QxM3WQNug34uxazt3e445KvE8Wj",
+	"a6VOeToTeN/hLsNz8NNnIor5tZEZkA3+68M3n0i9mk7jifHSBpgTeapKHKOa5cSGELEdxNhoricENDIZ",
+	"Wh7+SWWNYZUXQVY/ORLxrfhla4azOi+JPAAUwvFjnBT3p0BoF2o68lAFwHIAySM5uXq1FOltrJGbHMEs",
+	"/fcomawdjBKq+NXkxmxhLAgB7z4PLCKeWBLfiDIGYo3nbI9EwViRkK17mapCwNhFNzDq4KDcPLw3jPw6",
+	"2ysfFGAeV7vhpzD1n7D9xvqaW0vvvPX8V/GbKzxl2McEbfQ0BbEeiKiFTKI4ugemtA1DqWZhYhBMyRLB",
+	"enfqScqX4r4in6GsrPJhAyHYcM8CPu3ZSFamlq7y2VV3V286unfHqlAA+yor+bN8qu/Xp3TdRxSF2vw9",
+	"MdK75gt44ueFNdiE0/qo0pIcOegptqwNgDu+Tkz4IaYQJrljDfSf8ChA79rM4Q1lDUD3TuRUQaTXhUwQ",
+	"LqnsoE2hgrAMfLStocM9+tHtHCfTcyXFGfYQ/vSbLfd8IA/uYHfl7sagf0/l3vYxz0qFz/1rPtv2fLps",
+	"H66BRz/HLoz7d/K5MhMPpF+fuN2jMMWlrfXwTJdveELr+3zzXNQ2Nz/2jx/ibnrI+MtEKnlC4uGJ+gNF",
+	"xoEMi6rW/G3i11sDTNJu0iWJ9ZOUXcOWxlipRrqW8ZqFUFJjo7JS3LkkapdlMTW0jVMwu8brofTB05qs",
+	"x8KmXP6C/kjznRon8TikKge1klG5MuSZHkqsZdB5jYcTPJIJmaVrVpuoZYyxs/EaErWBpYLKhATWtKG0",
+	"BCJYDl231Tt+UYvXDYhoqZZXOMCcqf0WTAi7+gzpm37ifSYksuyC/p+mgq6IRGoeNpSEWld3VVol+Yp1",
+	"917tS7H2I5Y6EzwaSoSZ9U1eqm9zKHlYg14ovclzzIVP8uqpa1uBsevbILZwp/whBPwpbf6HBTxhUD1K",
+	"wG/Drbr29uy/hnD/fBLPzKE17FA+F8/8x0o9xaOnyolRAaEFLoZ24Rvs5iD5zDO1iCc8wR6OvFLK8vbG",
+	"ciiJooKKOLUH0YgQbvD0LpXYvMfMkgt5S3FHtgJW0jrC82WqFgqPNf5kkfi6nsBiqWhYRnENHRKM2T96",
+	"1wO6JKEvwwMn8U2cNRLBU7khn1O1gKq3JceKLCzKy4v4XDEWiruQXkPpMzcYAhWHinIIBgCo83SVMH1H",
+	"JQR2hpJ1mWh6LCZqQXwj7mP958k1Q4JkLO7anG+qObXLKJETNZazwEcGdx8Va7aSRMQG7wGiKkx5cWqO",
+	"dikDsxWoJwj+SlDzW8ozKRaxE5EyQs+bh47Mi0YLLMxeCK6Bdhco6hX8p0DhFThUVp+yC/WXK+yhhYTp",
+	"xz9Fq9SMyDwrivUNvt3O48gtLPXSQAaUoWfnypdwsvNqU3jGpcfzpNFDniipVSLyQjuzuS2ji4NLZ5rf",
+	"dSz9FDFPuTpCopZxkAYepxcqYUmSxhEM1Kl8FoFyp8UltzVotOoM0NkCRwUm3i8h5UWAuqEPHug9kGc+",
+	"yz9Si9Ay0N6DWFYfM455jMw7RkSVatuTwEK8U+YJbtJwvqBey6LvQiDKfDx2JiMRsnY7G3Kn5hm4OdsH",
+	"LLy86h9dnB+fXJ9cnI9e9U5O+8dhQGVwm4QI9FXeh0h1lyMUYAo1sAXPM2Xkj9FzsKaQzcyP06YxoXh0",
+	"RqbvvWid10VCSMsulAttJHnCwlUEJq39vFKZiCCBDFRlCCIFrGwAdYeTNmVG+1A+hSDr/GxeDnUL0Juo",
+	"wnPsTbs/t6FvtlsHL7YAbn503k/xqEfCkCiYHk5KVdzzIYBHvYoT8ZjH+NfTIwagmB7zkOIdj0iQ2Q2T",
+	"3/opkn6KR5Tp3OVjbFL0UV/hbqo0Lp0nS9L0t+XpPl9yLaAYwdHF1dWby+udQwT59e4RDhniEVEGvN49",
+	"4rp39W3/ejB6c/7384vvz3d8UPku9ziPYX7HR/l3fAj2LnvXiHjROz29+H6Hp2zc8CHYe3M+6L3qj+AF",
+	"Dz6gcPGHYK+IUP7g7aXLP0Xu1MO9TbTqlKDRLb0rZWqiXD0ZeRygzRSa/xLFJ4K2A4Qq0GaG9WAjWxr4",
+	"QVIEHwmGMiztRHOZP335bd6q5j+Wdg08sbx8OLASSrxjkdhmxRpt9HsijX31WOlZsnwflqHlG9wJK4Hq",
+	"73jKync95TbdMOs7jPD+mCUh8uqXu9gbi63qQ8nHFpIX3YbmNvIAVsMWfXIV6oTtbi1M8R45wuEs0Nux",
+	"sQYr1+nMhGjGdfHmDfLpp2z9ZbUKhwcIZbqMY/Nre4fe4Bftg98RcajKEO74LgcVSJTYyClrNZRohSIx",
+	"36abkN9bdGorl2PzskpucHv0P0/BxMdEkA53EThvJL/lcWK2+h+hNOMM+5QLZCt2dWpzlYHrXN8xblUo",
+	"w0BXFTXRfdi9jwtfnURisVQZ4H/jXqVaSApOURGJ0SEQskD+aEemBiEBKH4AaBQ/QF7D/sfxuuBqkyb1",
+	"udqQKC7WSmLhhLvDRqqxbUMAz1heP8EriyaOzHUDnKTfbMvjcy6m04exG9yVuysMvGd738K5stMNwDUZ",
+	"OM//7tr7U6pbYEYtRtCCjfAZdMUhezr3iNOdqvQJ1CExtJIylrPmU0Jh7KLuPregG2RqaWdDTxQEJx5d",
+	"XhY8TSWOOyUuzm1WrBTD9shntMUPcKCA5XQqXRcAFbqF+lkDRXzHNhw8Q9SZNZaZI5YQsp9xaJVXWlRl",
+	"ai225jcqmzO1yparTLOZGtogeYkEo9gCHeZ/HcVR2GRhLj1DI0pvbZGZpSCydDvjNULj5QQSNG3I05p1",
+	"mAysdYEgqvT3RSxX1n0IiOdUZQ1zVUP/vDLfGsVTwhoNcopEgtSY5rQSRM4loIQe7zHDcrhVVIsC/TLP",
+	"oFcyESmXll/Tn8Rn2JtD8dScbKPe9JIJsR5KoEeygeaCOKX8J+3gDWjsrtlMd3w5lMTdeUOmFt1Bo3Hd",
+	"9YR2qhC3AQQHdB14mVPgJ5OemhWRkyc+qoFaCikiQh7nGXRCgE4NvI+zpniOKwUrSzmBwq6oFftFHUdp",
+	"DpVBCgbfqFKrbbeU6XxW9RrsFfTmbnc+uqfwId2cb50AOz2k+PxUOvbAukzk3Gz2zDLx6lyW5GmFnWU2",
+	"5lC34O8/zua8so0/XK7zYAWNHhDy8u3rGOxha0Lm4heRqjp15nh5E6rbAeAByo9AjB9ca8TOhN9ZnJEb",
+	"VZDK1udSq8m8eucPCjv/YyPw+Ihd493Fqx+7fz9poPuPdQytUP8z2P0Uwe7fHJ3+DYHlTxgX3il8y2rG",
+	"UlhN5la4IO7PRkiX7ZdiuuaHzaAu8XPEiY+shwHoevPfPxY7eN07vvh+dDIY9Y6uT97ugIJYvuFJQRBL",
+	"DycMRE+LlA3NLqz97+xK/qv3J1EQ7F5fzAruj+tJKpUbPl087Eos1C1Z+lgx6nEVR+I9QejUsOxlbSGF",
+	"HHLaUE5tL1ReJQKIHFOVEuepq1JFFwTp/G2FldkvQ2mcMqy1EhFRF1v0OmuhsOuNuG8uYYaSSjQ7rpzK",
+	"7TuEQmU9uyWz3LWBehA1uQHLaShx72plxo0vT9FuA8+oS31f3KtvKncTfDWUm4fHvNs7cmbEtqDUPjEV",
+	"DQoqsHdqPJSADWAuBlQqC5MOcH21F62vrOAFYBvMeAAPMpp9AGMzlDa0ic02haiAVAjylFJ6BDvO3RCW",
+	"CrEZ8z43b/hUBmU/wLV1Iw+j+ZX2yDQGBkf/dkArrm2oIMum6KjKHdAUAACg62dFSpTndm6EWFJ1FNTV",
+	"EbIUfjhuGNzEsQXfWCzibCiB+aRjq5tsz1cEJdpQK0eommYNxqvMRwMk9LuhnAFNjStQRHjA1DtNcGXN",
+	"IVxDlROCTrm1gQqqX7DUjrDy67aGmakpVN3QMMg51k60NIcS6u0w7jJeEw06DcGcAxyBa3em8m8KiACW",
+	"ovYGUiOsP3nDlqvMTiXcCwFpIMXEkAbsTC/y4U1AAsk2JF/2RrrhWxzDUtpypt1o77w9OMv9z9/d9H06",
+	"9ex/FJbBWwhMqLBi4Vsb/KhtmHb1Px6DVnW3y0da5p9mlkn6ljE2qyTSZ8/n72g/Fi52NxvFsOOtcOlT",
+	"Gp3+iDYNTqrLqLAxh/JRRqZvWqJmAJhOa1QWVOQO5uthWO8MZVkT24C29wEbGhncJdCKQ4l/7LJNsAJS",
+	"0cR1PJQYo7RKb/+f79T4JPoAjTyJutNYUxteXgwqrtqfcDkRSciEjPSnr02ACKs/m1Ss0Ia/HO6UvPm4",
+	"fPjnhh0wqvR+w95Zy06Y2ORIFOubx+a9f2t+aGuT6R+i/+hYZDxOdutAomsf2YPk7rpPC3yGJqQ/jZTf",
+	"s8H2X9nk+Hy9ZxdSFMt4AkfKAuA6fCYCh/3gsg56tXhUU9oDvQu9fIZcEnFLnSpoJVteAzsTc7WrDLBH",
+	"x+pWdItzPoOMp2vAQc8JtXONvCUeqSW4mNhq4jc35NjkXG+iqDfaocUzpEAGdqsggiLEBlqbMEOIU1do",
+	"zTHfClDWpVZT7NmBBx2y8Kx//friuFgfi7qhZ8yH0OvCWHIANqUeDJrVvXJ+ZNe9T6d97wMy7pXiUvv8",
+	"fazv5Vm1KPLmQnMoJotGG8AwAQjT2HauRgGDCrF2R2luHFbLPocEG3f8ViD4oSZQOqJZMAvfah7C8/Fl",
+	"LrseDGVItpluLqKQaYIb/griEIQzi7sbdr9N6FumwzhvmdZCRtTwvOhuAf1/pi3mPG5c3IYbGTk7KQj5",
+	"q4FLPgSsHMIa7rB/DPe8Dx7u/QRtxz2HoOnFeGQp7+l6uqnDGnH8PWon6Aly1GHm1OQEqM8QzLpjCwvw",
+	"cdC+bREkD1k5GLZJdlphhA/lhhVOPCQwHjyclpSgvNuIY+s2/3LdAUSPzRwHQCBxucba9xL3ilVoc5VE",
+	"9xlRPbO5PyE4Uf6SbTgZ72P9+5Or/qEtgH9Vjb0bwdbTwX3QcQZw7DteOLxAP1wrHNVgs/e2/qQVf4e/",
+	"I/mVryPyODgWoesctBaCwsjEZ1VQhWWzacD8/kpWvL+XzvwR1YRGdeTWnm1CJe7abEWMJFC3jFkVjEbb",
+	"vnvE9/ra9sLXMAUAiwFhmmLP/GW8FMaQDJF6FrpkNcOb4ScsK4P4CAvx9ybaQ0i6FEt2uc7mSrrCHiBu",
+	"EolZvoWKVolgobPvl3DpfsoXXEL+ebRMBcX6YzlrLtch8NyAsQYt3cau23Z5aLl4J/FSAEMhY+GrlQRN",
+	"f51yqc1kiDRkOhNLc570JF6umzqeSZ40Nb+dqWQ0jZPMXEMN04in5w3/mWZTeqauB07+KKmJqHf7awGk",
+	"WyRiko3oFmOQsnBA9O+DCU/MdYilxjzuI23+gpbOLU9jMxXa8l5M48xYvOHl6eBKQJuOEfTEFMw8cAdr",
+	"1PicoxMlJ0JmBP9lhEFbNL5is/1TVmuLxkscRqpWszkLeaJHY65xh9S9TKExiQithhjj3QuAL5SxZTy5",
+	"SQSmvVIqBEtsCzvkfRKutUCvxc2v3T+Udsx5XWqhvoEt28A/GRuRDHUMx3mWumUfK7feWdwIP3PjMo4W",
+	"uyI/QXL5C20wZwqmWTzlk4zVQvu/MI5Onlsq0T5hNiyAVBDYzuZ/LNQeeTyIT8TmIhVd/Iv0poA4ngLM",
+	"/Dgp56afI4S7HQ7SK21MFatZe3q41wdJhcjfmC7eq9t6TJ4Bmd1Q8ixL47Ex92DZmqwH0llBPo2IyQhk",
+	"Ogfr6SBtrOPahxrbAtu+mm7YsVsZ+MF+rVB6FUHiKgMRP3NLoA30w88rAegtpCBw2Qsq0Gm7PZR8e8Ge",
+	"0VpG97gf5PIX41tXdsjvbJOqSSayhs5SwRflGAp+iCCcgYciKMWri/ET+sLO3jiWHIFrdkE5BB7yaurr",
+	"41hbYMkK2mueZXwyX0Bfj3mImeivh3voptvGV+Q7w+kc7hHSljl7zXtVdTUr9eeoufutJXOfISyIxWS4",
+	"HbDTj5gEQms2AOQEIJ9V+A9dP/1i2efy8oUcioIXew/zivPaRiXbn2HJf6GwZI7wANXNqPkU8qOKRAso",
+	"SQjKxqa1NZlCc9Yqrd8Wq/z9Tf2lSOHoyIl4Cnv/4tbi5/CxA8/2+Eo87GyHnmt3TM0YvbYthmr5AKa6",
+	"gR03xHmTt79A9wsHjGk5lP+gfo2AhdCGYUa2BHMN+l+YDNjV2aB/GbBxzDWr2a4cGpLxF7AzJ+Hjuis+",
+	"Mbp+iQU0xnlMgclPTen7wGAlMkn3HFZTaQRKiVhrsKlHk6hBohCVEgxbIbBGvTHUYZT5n9t1I4Lhmy8D",
+	"Yhc4YfFCOKIflQ4lN6ZxlqqETeY8zZqsh7Q4tqXFfLvOU4vE6Yetqe5LwGcjPh2aUroRQId6zPGJUIWU",
+	"E9FDW0bJajDl2IVqho187gwV5desHVTOb37BAXoy/raBd0FgTmXAXCZ+XvEESohwsNjG5qw1rFoyJ2OV",
+	"5TxlxpeMdTEqCW4pmHZmn1tG+ty6CwqB9PwM4XsoYfBt/3ooNxPqdE3dJz3Dpt9YogW6oL0MBW9IEwl0",
+	"R0StAvYjlL0B0RFhpm+Ym7vUOByGhSIwYxS7zqpq+sy8Ts/N6ZzujjOWruR9Uc1LT8TsZLzCJt2rNPYi",
+	"niHtcoW9F1Q/DXbu45/2RCnpy6J8fTgv7d/wyOR08dbq3g57ZHWXwU5q2ZA7whuQqP7XL33bMPQ6xkPk",
+	"CUQzojwmxdmYRyBA0Y4kAYlFvxBTJNH3/6hJt2GudZx9XTbtjJkdy4qW2+ZTmmq5pS7MFS5nRkaHR3GM",
+	"mhWtMIfMCLTHqFEf36n3uY01FL5PEpcFjQZmyFKoZSJYJCZxRCCSMHFgrSEipOchNdkJ5rH0UMYSLODB",
+	"22/ZEtSmzw42FWj0gZHh7GjsBYIxB0Ops3VitK8QmTFcZAbW9AJGZm6z1Xdvrk7rtmyeyGUhwhsYfQWY",
+	"GRBMtKVTGMlEV5+92hKewvCOutMd4lNOldYNIOhG+ofJKr0VBQvS7ayJMcwkcws4lMiztuDpjYi6OTSo",
+	"3ZyFh+cUMub/8ucPpXtBu9OGkghbX6DjaMUT7coNKE7KbsUkgyX0HqKsCZ6nJSjva58u3iO1rAv9GmPb",
+	"jPv6YCjtkL+z8S1XNu/sbvucrw7Z/xfJVnVeq61WWRKLFMxokSS2VpEKPJwRW4h9U9S7i8aeZ3bxjA1O",
+	"zo56LBLLbI7xf5tpUVNb47h5TMzNZscb6/OI0rv4j7dWRJFUCfB9R29pvZWE6s8ZTJlRDxi5XwJ9JC03",
+	"q10d/BCwq4MfhnKyWqwSjj7L1cGP8H3fHfgrUg/Y25NL+MVbkTzB0G62YHYwGk9wCmoKvbzZncpfizF/",
+	"8+fRe4rw23+vw4Bl7VwWHrCVTIDxVN+A41RYstcqEwkw3JoFN/+7tMgKxuHI7lTAJipRK4I5wFpT2tKF",
+	"mDuOcyjtCXEDNLenYUCx5FRn7hD5A8NIGpr0Q3kjxNLIKLN4I3xOGDj5DfirRj4AukE+KZTF+GEo70Q8",
+	"m9NW/AEqeGM5c2FaHEU2T4V/N7OnZSgfe1wCOy8Spc9QTsXd5mnhmq2WXis19n94qZ7a9jnAR4TkjRZO",
+	"OfZPTZOVUVsgflktMR4lHDLaBzpbRUJmMVI6ohAJ6MQO5XNW6/2lXd/H8f/3/36O1SlulyPnciFpAGLO",
+	"cnUT739+AxBfBltrkSDlMpTTeLYyW3yiFiJ3QT2U/DjTIpkyRNgv5CZAB8CbQXuRKkjFeBUn0BECVOu8",
+	"gJWbNyDJPA0BPjJWYtGbEXh4UwtglK9DGYuZQJ1he2xKglgHhRweTZ6rbYPmGJebiI23FWOq0HqsmERA",
+	"iW5N+Xvd2K7Pp+5TGcxExjhl4/Mk/FO4joATQm7uPdGkkMX6Pq/wCm2Zx5YND0Au/LBnvL2dLv1x90uP",
+	"jNDapRgZeJrm2SIpG+74UZd89rCz5136EWRNZqP8P9SfZEWOVY9YvQb5RQoE5Qg4GLrIBfzUky9/VhD/",
+	"e4TqASnKBeYCQvFMpg2zGGjjv74+O3XEbP9qUflUwEYHSo3fcyzBkzB45Bx7ludZsXQlLf9jomYNa9pg",
+	"GcY7NcZuZ9yCQ+msKGh3YjV0242PGTg414BhkxKqVQRcfXN1Sp3WfrNvl4U3sYwgORjS1IZ1qDFx8Izv",
+	"1EboYigdXBiQBLpbHTIVXO9p6jy6VqX5rvD2R2Tx/6CB0INHir2/qXGP+C4eFHn+tbuLu2ta7eLdlULP",
+	"7DXXZFeqBDhV+BUPdev8TY3dpZ87Wf/HiBJWAIa7wCok8biciboH+5IrlT82Zsv5xej04ttv+8ejwWX/",
+	"6Pqq9+A0b97xh0Nt2Rgi1YZZ7jJrhRn5R5LaobKxJBYOJxCWtcs2YWCsTbHSFG7r+H2vmwDL4Jkkibqz",
+	"uYeDxy7U9VXv5Pzk/NvRd2/6b/qjV29OH8ZJqrrnKee54vkhq+VI4k8WGAf/5f4+UgzFA/SwXVGodxjz",
+	"yc0sBf6/d2r8JOAxFIB7Kl7gylhgkLvCVTEEgASFEMJQVsQQ4szCtm8JGgDRDDtXGWy4zlDKPLKTqjtj",
+	"huS1rN7LgUIMwTXfxxpLvs1pwf4SxA6ZIQFTHgiqioXWA/azjfbogPUQ1Rn3RJf9UB2Z5f5QtMCRLYay",
+	"lr9BRAENoYHFvOYHCOiZ/wG7ZsKBYRZQeDBgTpHpkK8yBX8O6112zb5mP7Arzy0L2Pfwr/OTy97pgFE8",
+	"LmCXaNTlMbmATUY3HK790f6IoUSMEd6Y3ZrHlTj0b832T21Z+G28DFltCT/DPFPtAwV6Q68g3+wnu1C2",
+	"FFtOsC7XGnzqHaW5a9+rJArY39ScS60VliEcvGRHajKZx6z91VfPu+xobvYL/eVvKwncZUdzsVALkaVN",
+	"ZjyfJGmyUz5ussFaZ0321y9Z7aDVOqyzdut5o90+qMNN4duTy9E79jXTP6dZbcm+YHq1GHE2GIw4q92N",
+	"3vH9X3+9G/Fff63/1wHb9/5aD6lEgbEQrv4a/njDamZi9/XoxtyRjfizbMQpDPsjzoOxU72pNY8Q74Fz",
+	"mkKeWJZil4JnbCXjLL+3FurRTYirTpXf5hmRuI05loxEkZqydlBY0Gc6362QGNAYR4IT/UzjE0C8wesa",
+	"7nU/oodgi3Xenlz+14FRFu2Od/6gF9M8o80WPMtE6kHgcoyJYjV0foZCVuvVOw5XyOaHVnLCiZbNvxh5",
+	"v+w/AxamB+9D9jULaYrZr78uzTrBMv366w/m/0IqMfGyRAzlUh0rRdKD96M8fRB2zS/r0A/zBsxLL8Bi",
+	"t1kDVjpmtfUovmENtp7zbBTf5Dsk/5OZNNgJYR4Ez1xBOaHwyjXzJUv480FxCO61l1f9wWB/MBj96B63",
+	"VMqICrXKGmramKokKhV4QQE+rfszzf6O12wEWRHRD0rqkRRwthAoN+HtKKhiJcMuVHQzfAoKLV9mKcQU",
+	"UncShHTXnJUfYdqB6yPzNhJPEibzrehywyRCbT7omWZXB7h33o9IoFGhz/uRFWdmLwU4siXVz9tcxN2I",
+	"56kx5qclliOgHYa78vMI6YiC/ArskGjtFjwSWC5Uu2Jfs+9Z7fLZ9/X/arS7hRerKZ7bBKjP6sRhSAmC",
+	"kNVkkB9IkJ5G785HMfuatfcl+wvLRvEzVrt+dm2ebf4VBrarwxVqPdNYOsWogTTClZwoeSukzQ/Rp1fl",
+	"InJaTj4TNMZ0ocUkNGLGCMXBYJQKvS/r/hbG/dvzk0CuhZPRE249+2Gj05Pt2ujpiIcqOj3ZQ42erCeH",
+	"0ks5sMqMAwYgsJIqF5Idgno7vxg5I/Kqf3RxdRzeH1QHw+tpSpeunBX3cNUSXfvIgiV315ZSfUgU/QnD",
+	"9Wd8+hODam2esl28/PItn+jr75UTrFYlIj53nL4PJiQl08diHjtmXxezh04LON+g4ACz+Q8epFdLIfky",
+	"btod9PRIShdLIXuXJzQZv1GG+w97aDf711ZmI9XY+EjbtioUm/NJ5geR7rhmmJc3/vnnxvKPtcsFVe43",
+	"kfGHmM7t8q855n0/2fL/2Ds7fdzy2yFVLD88bMflh2vvS0abCZqpBv244Mt/4B9+Aotwyifinx8+fo90",
+	"GF/GhWl2raZDib2mXDMzSJaJ9xmrcQulAq7MHTcuA1qTqbEy7YIzrm+ooB7rxfyDjP2Wf6zNSRvgMZvT",
+	"c7uepI0HG0II2NgcFjZeWw+9y0JMsnRgHfYn+tbDnEE3yrhfQ8k1Oxq8tTShmD2BchhWcyErZ3gLavas",
+	"NxnqD+xlB8xFBd/Aky7b7PJhY7WiFgq/7hg44atYrmOdXXqztVMiDjptRnG0lVj64MtgbxFL9++dk3J/",
+	"iBRfUN4ql1DpFP8iAtaGtvpWq9Xq2mYgbAIyvzUtBlRpHFBiVp6seLFa7HXgUTBZ9O9gE5wjqAJ2CqV4",
+	"n40mq1SrNI9AWLITqM2qmZ2K7AL09/CHxrl4nzWO6Dbag7Wjwdv6tsHjK7Yt9cHhy0/RLJJvyVM126mA",
+	"aPOO3Q3Q6nvtab53bEeDt48bmrnhkRVOFxJDAnYVoYegkKktLGs1EBiARpOpiUvqutko6pBwndHG4YlW",
+	"1sFAcaeidb0SQ+aJurSP3lwNLq52dkvp8g/BH7rJppz2BTmAad/ih4Sf1yBEYIGKVpVH9oSUVO/+P/N/",
+	"nEQf7sWpo/xn7taB7iRcINvplzkWJy4jL4PqsPcp7AgaFqpK0cLxxhQSZDqXUUBJHTxRQwkUo+CZLRCS",
+	"4/oA69dZCNZaPF7RI2oenJ1FsxvKL5ttwlGBRHGmCNptQZggNAqHtb9M1mzC0zSmlw5lLUTNrpvFF9Zp",
+	"uJDjwIoh8X4iRMTlRDTKg/NRgQiPxFLE+q2jNI7rA7MfvwPjExIH8Ol5L0MnJ6Bot4Yy4elMQP165MHl",
+	"ML1aaC8Huclq6NKSVCbtUAfNgwgGBUuI1oxHEVstGfEVUprWLkZzKEN78wj/5ijnqFPH2zm2etp83Y1Y",
+	"ZmaOCxVX1IUMYm9js5Q2sO1aHcoo5Xc5T/WG55IL/E8JX5e/5Qp3/9YuR5qMZ66+6/OA2sWRjV1x9ubN",
+	"yfG/OH6dOeUIfFSIR0GWK45YLby86h+fHAGDtxeUA951ygcs+JrN+a1w9B5x1nzaqBOdnnx4UBvq5KpD",
+	"nC0IkUqx/zCUbIk8FCCyNuRvsxon1T9o90aonAW/WoEDsmF73q+EHmoa/H7uY14xzeOI+hMy/IfHk0+z",
+	"SAT4nmTd6JKjGSYS0SDXLF67ZpwOJfaiBEURVstLI/JqX9dSQQUU9bxVDXJOPInH1JRk/JOAiFow0YQ6",
+	"YslJ59NT/ZoKFik4qJQLDyzWBEI3AFupEdHf1T1aEn8LuVyeKzbIlP3qTLHvvL5U0iiIFBpVKZYmO41v",
+	"xCa6VEytlww7L4dy8PbbHZouA7qGGi9zml/f2sjnyrXoibThvgYbPAG+Ab69UEtk1qykZdxTbBgb+Wls",
+	"ga8N4ncd/h8iIFjNhPoms3Eje043bJeaN6FVM1nfaLphec+NbaTYjkqb3SlChKhVtMvgNkVgr11QvAqK",
+	"0vW/PKbX5NN2ifyp+Z5Y8z1p47t1iIv67BGdD/dptk+uoIy/tP5lqxY6aLVy54RU0YRL/F8ylHlmiVnG",
+	"PDGOQAro2BrgsrOUT6fxpIttbWYNrvq94x9DRAG4i7UI/PKmVHCtEDcoxP/XYZNdmUFSeIsnCVPTDlac",
+	"AdF33oUHEUdW87BSoD/TTVi9a27iOREu9n8GtvnV+0hoe3C1XA2YpgbJxAbcH8LDCplP1/jII6T3BRKy",
+	"LpTDsWkC7fRECJgiDiqIS+r903X3RBoEHVU9X2WApRipO9lBJTI4+fa6f3XGlAxYSKsI5VD0LJhvhIeJ",
+	"ZWOaxLN5ZjsSNZvGMtZzBHIsUGbHmq0kEjVGrMaTOyOhD1qtgIWRmKVmtghvnlbHCNSLpZA5XiyDyDWW",
+	"YxQfXrN/i1Fjich5khDyputAlVMzJEWE8C9GFZqJYZlSATVav+73jpn9fvfxOaQE9p8ANChGqbyBAsZ6",
+	"tT64wmPxCZ0m84ZYCl3pLMHrP14OPyXG9LnCyaiGl0akzjWku+3RrsKQ7jJ3nB0t+xPgSnN9AxijxuDs",
+	"svanxZYWk1UaZ2sjlz8E/9wbC56KtLfK5nudf/z04acigZBd3FzM4x7e+wmCU7ZO4CmSQn9TYxR/UC+G",
+	"0AB6NQZ7ihIuAZPizmWOWC2LhTaXQdNNVA+GEng9FFIpUrfz1GFcheAOhM1SrN8c45URx2Q8urhtN5fu",
+	"bMm15QUM7Y2Zgj7ozI8GBx64FxzdEM9uSPkm6IGH+xkknvjPK8SCtSSRFiM0GEqtzJdpnAXAMc49F5wB",
+	"NGYVidd4mrGEmyvg05tDG8iAUI35vijWNzDHxAQCEkgrBoBuWgEIFzeHwWgUPZSIHoY6zUwy7FDzCXS/",
+	"+S0RAH1tZJFDscTE6VBOEPFhjtkepqa+rkXbODPHiLOpuGNn39il6gDFRcabBI4w0hNufGBtTiX8AeGK",
+	"R2PEz3Q/S5WZf4Ha1aska1q8EKqqpF+pZz58pllo8Re8dwxlWHo+3o1PBx6IwsNHmcp4YkEziu9opupO",
+	"j1baaByEcUG6ijttpEk1idpQunznwuzk6SpJtiUbvd60imzj/Xm3g42s2+HH5NwOPlXG7eNSaIftgx2y",
+	"peWUULLGwwYuZIwA8lsHgGd67yP6Bx03/m/P6XlPNRvh4Xak0vUf1f9Id96bUzPz+BvLKv9t01fufILA",
+	"VFO/dfHJclgfS+nRfnRh4/Xo5OzytH/WP98Fz7l8/VOWNNqKRRsXuOVxgl05dKDHqziJyMLzBvGEbrQ5",
+	"GwUaaF00WDwryhlOD2T/nGoAemJo2H+CDnojfY8Gb81cUTETuVgZQ1x1IwYJDYzfEcBQzmg+F0kEvu1C",
+	"LFS6tlwHxiAZ88joNpaKd2JC9VJ0OwysgNxzNHhrdC2GQjfZRqGSBw26ZLWQ+BoIsoKFaCmcAjZeZUNp",
+	"mazADghpOInIiu4wDAtGaS6LeMY9cuyhpEkx8+8mioYPBgwoQRZT8HkGnPKC1cLGgr9v4IUNoLIOA5sy",
+	"HMrD9gE7i7+pdy3kUZyVedfbz1l42fsRqEuvLy5Gp72rb/tUKyW9Tjxw58F4MuZwl01XKaToQHOBRwE+",
+	"OgQQRIRd6JCis09owE/56NiLOkAX0UcitbwjznbxVMRJoJkyfzY+p50pYhYhenfgiDU/EM8sDM0Br+F7",
+	"QMtaoAWWqRkmGucqiXJjvTxm9hfWHkoYl26y7537C0xAONzSrB58xSp7ZIeS4I0CD3mWav0WfE2x5LFj",
+	"R3OZ4k34Il4IzboCILAWjxzAbYdNEqVF2MVJsJMnye+EdT6Ds9SBiJtbbzxgbLyKjKNB+8zNC/7V32qc",
+	"/bziQAZC5tRc6eyZZsv5WscTntAD62yibkVqLXtafKIAJolgo91wRrQAXYWXb1L6v1NjAG4E+5b4LORq",
+	"IdJ4whY8S+P3AaLozC3TOwVE7uJUGK14AKeGTUSSsLAdhEOJO/FLvLwesGWy0sW5majlGuvVO5iQR2AG",
+	"N2Co7JvMeToTNsv0/K/NQ/b3byCfZKSUmrKD1osviyx87ZfNF+zv39gcQMAO2uYe28q30V02jTMqU8CX",
+	"AVk/vxFyKHG+2gdfUlOvx8NPKxvrrhm8FZEgCfMPuFMr28+Gc4f7AM7dFHrfOVWnQifw5naGOcDtXNjL",
+	"jPvy1vbM4+M7RhwNZYU8KhLgTXmiRVjHuKrti6MpgD7EzfEjCQq+JvcEIeZt4456NZkIEUGgdSgf5N8r",
+	"Hj83GIZvhp62sbGzQL5Y4WO2duUm1iiC0EFTCwtEbrxcdMjMZ9ozySc37nUQJ65FSoqATREyVKVDiQgy",
+	"CcUy5qssUneSKiS81+Kepv7YqbgDBz7lSSIS44JnOo9d0w4gFDYY7UKlgnQj9mCb8y74DWbcYBPQkNHX",
+	"RmZQ72FwtDibxu/NsG9FarG3zcY9i78Zylq6khh/Ga+mU5HqgELOBJ9Yx2c4998HuclJJHPAb42JejP6",
+	"mpX37a9AS+Z5TBJqumvGv1EexA7LL/Whxe07IYm6+dJYOpB0itx18gLicaImN3DtWAzlyxfs7/E3rPbi",
+	"eZvUdz0gaWJGbP6G4J0OzBxB8cieGkqepmbrwHZ/2YJPtKLE6uCDw5fsL+zlC5sLBGRCG26uUybRJtCt",
+	"RfOtYlpNM7sd0TLJ6Ejp1YKSAUMZfntx1j87PTk7uYZYlxYZGRZuS7IaxeHrG1sz1jkTSYhb2zaHhyfn",
+	"133LSdIt6nuCTQOrlbAs49RJNrhgKAFkt6LvyjxiH5lv3qnxKI6I+MbcrkWWZ39xSw9liO8mmBGIxcGb",
+	"cUwUR8HYlbXqLFYv5lCEzGy8PedB1xC7m4kCVgT+8RnSo4MBnaoxJBkY7hRg8aq7yK5cuybV3IxGq4nj",
+	"M3xYRWAFyRvG8yTIX2G6B29evTo5OumfX48G1xdXPSOTyZQxcip/3DROEu1pA4uANZRmCR2Zf37YCGoz",
+	"EhtbI9dOqEdgP5OjNTEGGBEewKNIaL9+c31tbK7ji+/PcfKueCY63rMw28lzbY4GnD02ZGB6Z8eznBYr",
+	"nQFZGFstjSLDwJPtxGfGzTGmEpnji1g2wPMJhtIeuJeHh89fommxr7usxbJVKiG8q6bTOn4PZ7PUDGkp",
+	"0lhFyN275EDHkT/cPLgB13kmdbvFdL0DIh824V/oSX/BNhM4UALAU/ZhsAHCCeDf4OOghAk/PjILC5+N",
+	"CK5TblYWm96gEl1naqmdSImjxHoptbAxz7Jlw9wMlflqlfmT8NwMMyhgdr5ofclCilaMrk/O+hdvrkNb",
+	"q0JCGOtK6KzA6IFcI3cZ0CuLUCUZG9xaGq5MYihx+UFVgD1f4UJ44iSochtwWxEhJ9N8KpJ1h4wbycKT",
+	"SCyWKhNysm78XazBVPfbeRKFlT1DSQ4D5nrzDhPSDxTx9iQw0NRhMc6NWGP70MELNg+c69JuBa1Wy/yV",
+	"wFqIAGWm0C01GgSNolTAFtGYuMB8qtk4NosM4Rfk9KS8qzuxg9e9hlEcVrrQgDsEFMBTY/ebpQoYRXRY",
+	"tqYapzGivljW6gD4IO2upI81k2C+rygi7LTMjBA/aB14QNNgyLhAgL1wkgqeWewXqYz6VogFREyZ5lPN",
+	"y/FTY/CIJnOhu3Yt0Xaj5wXsxcGBkYXH/bPLi+v++dGPo7/3fxxd9d8M+sch0p9kqfNN83Z6Ejw1wCbO",
+	"5QieMhoeAAtuFUrQV20BfsC4Y1DXb2yoFwdfBZCrVqk5RV0nYWPtTQoQriRJXrbbZEgkQ/ls+GJzkZl4",
+	"EqzoEeI0OsEdEBg6TE1xLWIEUH7R+optzNLJ+ejNoF+JxFv3tAUOFhuDs1z9mzNuPmktKut0B2Yn2zDc",
+	"Q5kITD8cHoLDwCcZIq6zZRpLRETvDY5OThDOf8knwkz7ajIn9EUo+fGcdkwzOb51M2E0p8a7WmPxmki0",
+	"AFTkavTonHAe7cA82F8SJds7dw7LaYcloMWYZ/7XP/4/jf/fT3/5H9sAEGGw36hoXYrALlZJFpvDvD9V",
+	"6aJhLCAIwsqJiijvSh01dNM1Pt322gRsK3XihwBb/zbu3Yj6fvgQVCYe3sCR2jnvQJc/Pu3gbvxQrhP6",
+	"8Cd45CcEj9ylF8u/1ku/nPWve8e9697O97sbniKHkz/Chf8uLq9PLs4HOz9r48YPwd7ZyWBgfrrsXT08",
+	"qMLFnyKrBNHzXJDZCfR/K3+E+Zs/rrCQdnKi8HdFzPzykZuzZJ4+DIReuv6JYTTAkjA2+FJEuW+0aY6D",
+	"Up4KiCsn6g719xbXpWyBdyliWEqQDKW5nmKPJZvFWeHDRwCTPtkOrTY7OmVjjjk3wFh0JYMdi93usUG6",
+	"FQF51OJPxvK/SyXWi/bzx/bilgOrDze8btzxlAJlM9BbLH3DQC+6aLDdsVdOD2Vl3ssGt2zeALEyS6Fg",
+	"D0G7kOOw+7V9uIv0IRpIEZ2JKOZgvgC468Fn3OzkieB0be7qO64RtRZpM9B1pIZGeywKjg9Ud7Jz6sAw",
+	"t1Ndq52qfwco24IEw2SjkWCrJGG1yhRevfl053yHQ/5nQcWjCyp2K971P97L9TyMX+1dC/jXXsRxB/Br",
+	"/+qnFKV+uqpTFIMuI1XE1kXpN5Q2KfZR2aqhhHRVnFEIQ6q77mb1ss38FVJmQ4mnqMlKYdsCZLc1cPIY",
+	"ASiCO6BUJqOn4o1Pqo5ZrTC99Z2O7V93ObZ6NZ3Gk1jIbJCpFOAqnqYgCB1XP6J0NHhrCSXSDNLWei0n",
+	"81RJtdKF2qGdi4UKUNnlUtInKsx2PBY8FaViYvMxq/QWwQYwmmlzpoSbZAwF2rbhRheO3VnmdbqYYSIG",
+	"zomKRCnZVH4BswkgrI2ZJIJ7GQxIe+ZJIuzyhEIajysNRt5lMeLfYWbKnV2PS4taPTHTim3wcZKIqB6w",
+	"iC/4TEQEZW8Z/iF/i9a+b+gEFOr0Pnq/8I3lPL3mayjPgKBpk31v59Hv2imkkHDJnmnMSLGaeVlDyWQd",
+	"DKXRrABLG2smZATVA5TfsXRgFGmE5lieYDls13swlBaYR2dCYsYExB2koKB2A16rMYCOqPSxiCiyfcj0",
+	"thZGL1yyt0sfGezzexvIHgek9KR1ucdKisfU5cL1HxVauiek9HtCfP7t4ptHAHwWr35CRfxG3khz9LEx",
+	"hNXCwpt+E4Dln1Wyv1EpXqok8VXiY3RdRWGsZcDHWpunqpDteflHzCUt1K1PBgF/BnrEYrGECwVlyMdA",
+	"xQhiie+NJRWPcMqE1Zusj3zXd3ztZY0sBE+57MJTiiw86p0f9U9PjbbwSstcBSQUxWaBX7XkjEmKExl9",
+	"DoEiVit8yjONMh2yZW6p5tx9YLD5xnpQAAvAHoqZiDpD6RiSAUrBFkW556JtDFnvZaqi1URAmUQU6wk3",
+	"U0AlMHlpp50nnlenFGwCnmA/n4Ay2JnIIO3zFQM58Ork/GTwGmpWtEKw5OIyYr7b++poKO0TseWU6iMp",
+	"MQ6fBmCTAnLRyJJSy2dmKI1Ba7P0HOp0hIzyLCEZApGSAiMobs1jSu/iSyYwUcgeT++p1KNHMMf/Vqr0",
+	"yG6bx+jT/KanVqqBcbJKR9M7j79vDP3fWUs/Hm7bP+M7fZy7+IkjWiChCpKoVhRAf9ohHx1c+ryO/RFR",
+	"Q1YEZp7eh38IYumRfFdQxwOtekS0XMVwD7hsLo0FBkHe2SrF3YiuLbritJqoxyyyPDy84+lfs6THF+d9",
+	"d29ZjVrwLgCvhTtfVPD63e8+buN//h3UXvAny/Sj8YP++M7pH4oQ8yHN6bJwaMpvOVpPSHHhn+udZxYu",
+	"/gQ6tyiGakWh86fO/Yy+/3URAq3Ins6ZWbC8IUZEj40L7AZvAoHnqqJEGrjfScKjKEX8k1Wa7HX25lm2",
+	"7OzvJ2rCk7nSWefw8PDlXjW+AShaUMmNLNGNiUgRyAn+dQOFhPlDdcVTf3KfX3480Bt5rQoyYnOVMX3H",
+	"l7leI5aTzcH1tuUcdH6zm+/N20/jWyGF1gSXmEPE0K2EEFM9KY6nAYFkvdGKjFfcc6ZknCmih6BLndLX",
+	"W15SBF0OLMix5YfFcU+UnMQJsgr66InjJusNpUtPQAOL5RbPH9xI1OxrrIyginAI+c86YFINZQGjM2Dh",
+	"5cXgmu0nfNxAIwp+xCvL1pdH+R26Nsxw30GRAOGYrdpnh602EHkVjyyGYuCtFW+wTONYJbxJ19tl3M0Z",
+	"JgVWUgfIcYGgiYslT2ONuJS+DYl3kXFGy+WA4T789OH/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

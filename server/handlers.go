@@ -37,6 +37,9 @@ type API struct {
 	// Exporter writes versions as files (GET /model/{version}/export);
 	// nil answers 501.
 	Exporter ModelExporter
+	// Axes gives a version's axis (GET /model/{version}/axis); nil
+	// answers 501.
+	Axes AxisReader
 	// ChannelUp reports whether the prediction channel is listening.
 	ChannelUp     func() bool
 	ServerVersion string

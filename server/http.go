@@ -515,16 +515,18 @@ func operationMiddlewares(ops []string, api *API, cfg HTTPConfig) (map[string][]
 	for _, op := range ops {
 		perOperation[op] = jsonPolicy
 	}
-	for _, op := range []string{uploadOperation, labPostOperation, exportOperation} {
+	for _, op := range []string{uploadOperation, labPostOperation, exportOperation, axisOperation} {
 		if _, ok := perOperation[op]; !ok {
 			return nil, fmt.Errorf("the OpenAPI document has no operation %q", op)
 		}
 	}
 	perOperation[uploadOperation] = []echo.MiddlewareFunc{streamedUpload(cfg.MaxUploadBytes)}
 	perOperation[labPostOperation] = []echo.MiddlewareFunc{bodyLimit(reconcile.MaxInputBytes), api.gateLabPosts}
-	// An export reads and writes a whole model file, as a review page
-	// does: it takes one of the same slots.
+	// An export or an axis may read and write a whole model file, as a
+	// review page does: each takes one of the same slots, after the
+	// validator, so that a bad request is refused without one.
 	perOperation[exportOperation] = append(slices.Clone(jsonPolicy), api.gateReports)
+	perOperation[axisOperation] = append(slices.Clone(jsonPolicy), api.gateReports)
 	return perOperation, nil
 }
 

@@ -166,7 +166,7 @@ func (h *Handler) answer(req zmtp.Request, dst []byte) (out []byte, reqType code
 		if m == nil {
 			return fail(reqType, errNoModel)
 		}
-		return codec.AppendModelInfoReply(dst, meta, m.Metadata()), reqType, ""
+		return codec.AppendModelInfoReply(dst, meta, m.Metadata(), &sc.req.ModelInfo), reqType, ""
 	case codec.TypePredict:
 		out, code := h.predict(dst, meta, now, sc)
 		return out, reqType, code

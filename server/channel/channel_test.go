@@ -111,6 +111,8 @@ func TestHandler(t *testing.T) {
 		{"model panics", &fakeModel{pan: true}, [][]byte{predict}, nil, "predict_reply", contract.InternalError, "req-1"},
 		{"ping of another version", good, [][]byte{envelope("v", 2)}, nil, "pong", contract.UnsupportedVersion, "req-4"},
 		{"ping without id", good, [][]byte{envelope("id", nil)}, nil, "pong", contract.MalformedMessage, ""},
+		{"model_info asking for an unknown field", good, [][]byte{envelope("type", "model_info", "body", map[string]any{"include": []string{"future"}})}, nil, "model_info_reply", "", "req-4"},
+		{"model_info with a bad include", good, [][]byte{envelope("type", "model_info", "body", map[string]any{"include": "wavenumbers"})}, nil, "model_info_reply", contract.InvalidRequest, "req-4"},
 		{"model_info with a list body", good, [][]byte{envelope("type", "model_info", "body", []int{1})}, nil, "model_info_reply", contract.MalformedMessage, "req-4"},
 		{"unknown type", good, [][]byte{envelope("type", "reboot")}, nil, "error", contract.UnknownType, "req-4"},
 		{"type not text", good, [][]byte{envelope("type", 7)}, nil, "error", contract.MalformedMessage, "req-4"},
@@ -348,4 +350,50 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestHandlerModelInfoAxis: model_info gives the active model's axis when
+// body.include asks for it, and only then.
+func TestHandlerModelInfoAxis(t *testing.T) {
+	wn := []float64{200, 200.5, 201}
+	m := &fakeModel{meta: inference.Metadata{Version: "m-1", Algorithm: "fake", TrainedAt: time.Unix(0, 0), Wavenumbers: wn}}
+	h := channel.New(channel.Options{Models: models{m}})
+	for _, tc := range []struct {
+		name string
+		body any
+		want []any
+	}{
+		{"asked", map[string]any{"include": []string{"wavenumbers"}}, []any{200.0, 200.5, 201.0}},
+		{"not asked", map[string]any{}, nil},
+		{"no body", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := map[string]any{"v": 1, "type": "model_info", "id": "i-1"}
+			if tc.body != nil {
+				req["body"] = tc.body
+			}
+			frame, err := msgpack.Marshal(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := handle(h, frame)
+			if rep.Error != nil || rep.Type != "model_info_reply" {
+				t.Fatalf("reply %s %+v", rep.Type, rep.Error)
+			}
+			var body map[string]any
+			if err := msgpack.Unmarshal(rep.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			got, present := body["wavenumbers"]
+			if tc.want == nil {
+				if present {
+					t.Fatalf("wavenumbers %v sent unasked", got)
+				}
+				return
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || body["wavenumber_count"] == nil {
+				t.Fatalf("wavenumbers %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -395,15 +395,15 @@ func (c *formatChecker) value(key string) {
 
 // array checks the n entries of an array under key: the two bounds of
 // wavenumber_range or of a contribution's region, or the entries of a
-// contribution summary's top and regions (maps). Entries take the key of
-// their array.
+// contribution summary's top and regions (maps), or a model_info reply's
+// wavenumbers. Entries take the key of their array.
 func (c *formatChecker) array(key string, n int) {
 	switch key {
 	case "wavenumber_range", "region":
 		if n != 2 {
 			c.fail("%q has %d entries, want 2", key, n)
 		}
-	case "top", "regions":
+	case "top", "regions", "wavenumbers":
 	default:
 		c.fail("array under %q", key)
 	}
@@ -462,6 +462,7 @@ func TestMessagesDocWireFormats(t *testing.T) {
 		{"predict with 20 contributions", loaded, [][]byte{request(t, "predict", "g", withContributions(spectrum, 20))}},
 		{"predict with 3 contributions", loaded, [][]byte{request(t, "predict", "h", withContributions(spectrum, 3))}},
 		{"model_info", loaded, [][]byte{request(t, "model_info", "d", nil)}},
+		{"model_info with the axis", loaded, [][]byte{request(t, "model_info", "i", map[string]any{"include": []string{"wavenumbers"}})}},
 		{"model_info without model", empty, [][]byte{request(t, "model_info", "e", nil)}},
 		{"unknown type", loaded, [][]byte{request(t, "calibrate", "f", nil)}},
 		{"not MessagePack", loaded, [][]byte{[]byte("hello")}},

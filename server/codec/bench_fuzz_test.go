@@ -52,6 +52,9 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add(pack(f, predictEnvelope("o", append(predictBody([]float64{1}, []float64{2}), "options", ordered{"contributions", 10}))))
 	f.Add(pack(f, predictEnvelope("o", ordered{"options", ordered{"x", nil, "contributions", 64.0}, "spectrum", ordered{"wavenumbers", []int{1}, "intensities", []int{2}}})))
 	f.Add(pack(f, predictEnvelope("o", append(predictBody([]float64{1}, []float64{2}), "options", ordered{"contributions", 65, "contributions", -1}))))
+	f.Add(pack(f, ordered{"v", 1, "type", "model_info", "id", "m", "body", ordered{"include", []string{"x", "wavenumbers"}}}))
+	f.Add(pack(f, ordered{"body", ordered{"include", []any{"wavenumbers", 1}}, "v", 1, "type", "model_info", "id", "m"}))
+	f.Add(pack(f, ordered{"v", 1, "type", "model_info", "id", "m", "body", ordered{"include", raw{wire.CodeArray32, 0, 0, 0, 16}}}))
 	f.Add([]byte{wire.CodeArray32, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x81, 0xa1, 'v', wire.CodeExt32, 0xff, 0xff, 0xff, 0xff, 1})
 
@@ -85,6 +88,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		if o := req.Predict.Options; o.Contributions < 0 || o.Contributions > inference.MaxTopContributions || (!o.HasContributions && o.Contributions != 0) {
 			t.Fatalf("accepted options %+v", o)
 		}
+		if req.Type != TypeModelInfo && req.ModelInfo.Wavenumbers {
+			t.Fatalf("a %v request asks for the axis", req.Type)
+		}
 		if req.Type == TypePredict {
 			if len(s.Intensities) == 0 || len(s.Wavenumbers) != len(s.Intensities) {
 				t.Fatalf("accepted spectrum %d/%d", len(s.Wavenumbers), len(s.Intensities))
@@ -98,7 +104,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		// Decoding is deterministic: a reused Request gives the same answer.
 		var again Request
 		again.Predict.Spectrum.Wavenumbers = make([]float64, 3, 100)
-		if err2 := DecodeRequest(data, &again); err2 != nil || string(again.ID) != string(req.ID) || again.Type != req.Type || again.Predict.Options != req.Predict.Options {
+		if err2 := DecodeRequest(data, &again); err2 != nil || string(again.ID) != string(req.ID) || again.Type != req.Type || again.Predict.Options != req.Predict.Options || again.ModelInfo != req.ModelInfo {
 			t.Fatalf("second decode differs: %v", err2)
 		}
 	})

@@ -217,13 +217,16 @@ func appendDiagnostics(dst []byte, d *inference.Diagnostics) []byte {
 // fields of the HTTP ModelInfo. Optional fields are left out when unknown:
 // latent_components and trained_samples when 0, rmse and r2 when no analyte
 // has a value, wavenumber_range and wavenumber_count when the model has no
-// axis. trained_at is RFC 3339 in UTC.
-func AppendModelInfoReply(dst []byte, m ReplyMeta, meta *inference.Metadata) []byte {
+// axis. trained_at is RFC 3339 in UTC. body.wavenumbers, the axis itself,
+// is added only when the request asked for it (req.Wavenumbers) and the
+// model has one.
+func AppendModelInfoReply(dst []byte, m ReplyMeta, meta *inference.Metadata, req *ModelInfoBody) []byte {
 	dst = appendEnvelopeHead(dst, TypeNameModelInfoReply, &m)
 	n := 3
 	hasRMSE, hasR2 := anyValid(&meta.RMSE), anyValid(&meta.R2)
 	lo, hi, hasAxis := meta.WavenumberRange()
-	for _, present := range []bool{meta.LatentComponents > 0, meta.TrainedSamples > 0, hasRMSE, hasR2, hasAxis, hasAxis} {
+	withAxis := hasAxis && req != nil && req.Wavenumbers
+	for _, present := range []bool{meta.LatentComponents > 0, meta.TrainedSamples > 0, hasRMSE, hasR2, hasAxis, hasAxis, withAxis} {
 		if present {
 			n++
 		}
@@ -259,6 +262,13 @@ func AppendModelInfoReply(dst []byte, m ReplyMeta, meta *inference.Metadata) []b
 		dst = wire.AppendFloat64(dst, hi)
 		dst = wire.AppendString(dst, "wavenumber_count")
 		dst = wire.AppendInt(dst, int64(len(meta.Wavenumbers)))
+	}
+	if withAxis {
+		dst = wire.AppendString(dst, "wavenumbers")
+		dst = wire.AppendArrayHeader(dst, len(meta.Wavenumbers))
+		for _, w := range meta.Wavenumbers {
+			dst = wire.AppendFloat64(dst, w)
+		}
 	}
 	return appendNoError(dst)
 }

@@ -185,25 +185,36 @@ func TestAppendModelInfoReply(t *testing.T) {
 	meta.R2.Set(inference.EPA, 0.99)
 	bare := inference.Metadata{Version: "imported", Algorithm: "sklearn.PLSRegression", TrainedAt: trained}
 
+	every := map[string]any{
+		"active_version": "v7", "algorithm": "PLS2-NIPALS", "latent_components": int8(8),
+		"trained_at": "2024-05-01T12:30:00Z", "trained_samples": int8(120),
+		"rmse":             map[string]any{"EPA": 0.05, "DHA": 0.04, "DPA": 0.03},
+		"r2":               map[string]any{"EPA": 0.99},
+		"wavenumber_range": []any{200.0, 3270.5}, "wavenumber_count": int8(3),
+	}
+	withAxis := map[string]any{"wavenumbers": []any{200.0, 201.5, 3270.5}}
+	for k, v := range every {
+		withAxis[k] = v
+	}
 	tests := []struct {
 		name string
 		meta *inference.Metadata
+		req  *ModelInfoBody
 		want map[string]any
 	}{
-		{"every field", &meta, map[string]any{
-			"active_version": "v7", "algorithm": "PLS2-NIPALS", "latent_components": int8(8),
-			"trained_at": "2024-05-01T12:30:00Z", "trained_samples": int8(120),
-			"rmse":             map[string]any{"EPA": 0.05, "DHA": 0.04, "DPA": 0.03},
-			"r2":               map[string]any{"EPA": 0.99},
-			"wavenumber_range": []any{200.0, 3270.5}, "wavenumber_count": int8(3),
+		{"every field", &meta, nil, every},
+		{"not asked for the axis", &meta, &ModelInfoBody{}, every},
+		{"asked for the axis", &meta, &ModelInfoBody{Wavenumbers: true}, withAxis},
+		{"asked for the axis of a model without one", &bare, &ModelInfoBody{Wavenumbers: true}, map[string]any{
+			"active_version": "imported", "algorithm": "sklearn.PLSRegression", "trained_at": "2024-05-01T12:30:00Z",
 		}},
-		{"unknown optional fields left out", &bare, map[string]any{
+		{"unknown optional fields left out", &bare, nil, map[string]any{
 			"active_version": "imported", "algorithm": "sklearn.PLSRegression", "trained_at": "2024-05-01T12:30:00Z",
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			data := AppendModelInfoReply(nil, testMeta, tc.meta)
+			data := AppendModelInfoReply(nil, testMeta, tc.meta, tc.req)
 			body, e := checkEnvelope(t, unpack(t, data), "model_info_reply")
 			if e != nil {
 				t.Errorf("error = %#v", e)

@@ -109,9 +109,24 @@ type Request struct {
 	HasTS bool
 	// Predict is filled for TypePredict only.
 	Predict PredictBody
+	// ModelInfo is filled for TypeModelInfo only.
+	ModelInfo ModelInfoBody
 
 	idBuf []byte // storage behind ID, kept across Reset
 }
+
+// ModelInfoBody is the optional body of a model_info request: which
+// optional fields the reply should add.
+type ModelInfoBody struct {
+	// Wavenumbers: body.include names "wavenumbers", so the reply carries
+	// the model's axis.
+	Wavenumbers bool
+}
+
+// MaxInclude caps the names in a model_info request's body.include. There
+// is one name today; the cap leaves room for more while bounding what a
+// request can make the decoder walk.
+const MaxInclude = 16
 
 // PredictBody is the body of a predict request.
 type PredictBody struct {
@@ -378,6 +393,16 @@ func (d *envelopeDecoder) body() error {
 		d.problem[problemBody] = "body must be a map, got " + wire.KindName(c)
 		return r.SkipDepth(1)
 	}
+	if d.seen&fieldType != 0 && d.req.Type == TypeModelInfo {
+		// As for predict below: decode in place, and on a content error
+		// skip the body so that id is still read.
+		d.bodyDone = true
+		if d.bodyErr = decodeModelInfoBody(r, &d.req.ModelInfo); d.bodyErr != nil {
+			r.Pos = start
+			return r.SkipDepth(1)
+		}
+		return nil
+	}
 	if d.seen&fieldType != 0 && d.req.Type == TypePredict {
 		// Fast path: decode in place. On a content error, rewind and skip
 		// the body so the rest of the envelope (notably id) is still read.
@@ -429,6 +454,8 @@ func (d *envelopeDecoder) verdict() error {
 			name = name[:64]
 		}
 		return contract.Errorf(contract.UnknownType, "unknown message type %q; expected ping, predict or model_info", name)
+	case d.req.Type == TypeModelInfo:
+		return d.modelInfoVerdict()
 	case d.req.Type != TypePredict:
 		return nil
 	}
@@ -447,6 +474,93 @@ func (d *envelopeDecoder) verdict() error {
 		return d.structural(d.bodyErr)
 	}
 	return d.req.Predict.validate()
+}
+
+// modelInfoVerdict decodes a model_info body that came before the type
+// (or reports the one decoded in place): INVALID_REQUEST for a malformed
+// include.
+func (d *envelopeDecoder) modelInfoVerdict() error {
+	if !d.bodyDone && d.bodyStart >= 0 {
+		sub := wire.Reader{Buf: d.r.Buf[:d.bodyEnd], Pos: d.bodyStart}
+		d.bodyErr = decodeModelInfoBody(&sub, &d.req.ModelInfo)
+	}
+	if d.bodyErr != nil {
+		var e *contract.Error
+		if errors.As(d.bodyErr, &e) {
+			return e
+		}
+		return d.structural(d.bodyErr)
+	}
+	return nil
+}
+
+// ---- model_info body
+
+// decodeModelInfoBody reads a model_info body map known to start at
+// r.Pos. Unknown keys are ignored; include must be nil or an array of at
+// most MaxInclude strings, else INVALID_REQUEST. Names it does not know
+// are ignored, so that a newer client can ask an older server (the
+// reply then lacks the field). Nothing is allocated: a name is compared
+// where it lies in the frame.
+func decodeModelInfoBody(r *wire.Reader, b *ModelInfoBody) error {
+	n, err := r.ReadMapLen()
+	if err != nil {
+		return err
+	}
+	var seenInclude bool
+	for i := 0; i < n; i++ {
+		key, skipped, err := nextKey(r, 2)
+		if err != nil {
+			return err
+		}
+		if skipped {
+			continue
+		}
+		if string(key) != "include" {
+			if err := r.SkipDepth(2); err != nil {
+				return err
+			}
+			continue
+		}
+		if seenInclude {
+			return invalidRequest("duplicate key body.include")
+		}
+		seenInclude = true
+		if err := decodeInclude(r, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeInclude(r *wire.Reader, b *ModelInfoBody) error {
+	if r.SkipNil() {
+		return nil
+	}
+	n, hdr, err := r.ReadArrayHeader()
+	if err != nil {
+		if wt, ok := err.(wire.WrongTypeError); ok {
+			return invalidRequest("body.include must be an array of strings, got %s", wire.KindName(wt.Code))
+		}
+		return err
+	}
+	if n > MaxInclude {
+		return invalidRequest("body.include has %d names, at most %d", n, MaxInclude)
+	}
+	r.Pos += hdr
+	for i := 0; i < int(n); i++ {
+		name, err := r.ReadText()
+		if err != nil {
+			if wt, ok := err.(wire.WrongTypeError); ok {
+				return invalidRequest("body.include[%d] is %s, not a string", i, wire.KindName(wt.Code))
+			}
+			return err
+		}
+		if string(name) == "wavenumbers" {
+			b.Wavenumbers = true
+		}
+	}
+	return nil
 }
 
 // ---- predict body

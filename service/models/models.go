@@ -119,3 +119,20 @@ func (s *Service) Rescore(ctx context.Context, req RescoreRequest) (jobs.Job, er
 func (s *Service) Delete(ctx context.Context, version string) error {
 	return s.guard.Delete(ctx, version)
 }
+
+// Axis returns the wavenumbers (cm-1) a spectrum for version must have,
+// in order: the active model's from memory, any other version's by
+// opening its file as a load would (size, checksum, reader). Unknown
+// version: registry.ErrModelNotFound. A model that records no axis gives
+// an empty slice. The slice is the model's own: callers must not change
+// it.
+func (s *Service) Axis(ctx context.Context, version string) ([]float64, error) {
+	if m := s.reg.Active(); m != nil && m.Metadata().Version == version {
+		return m.Metadata().Wavenumbers, nil
+	}
+	m, err := s.reg.OpenVersion(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	return m.Metadata().Wavenumbers, nil
+}
