@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"html/template"
 	"image/color"
 	"io"
 	"strconv"
@@ -326,35 +325,7 @@ func seriesColor(s batches.Series) color.Color {
 	return analyteColors[s]
 }
 
-var batchTemplate = template.Must(template.New("batch").Funcs(template.FuncMap{
-	"csp": func() string { return pagePolicy },
-}).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{{csp}}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>
-body{font-family:sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222;line-height:1.4}
-h1{font-size:1.5em;margin-bottom:.2em}
-h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.8em}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:1em}
-figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:.3em;background:#fff}
-figure svg{width:100%;height:auto;display:block}
-figcaption{font-size:.85em;color:#555;text-align:center}
-table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
-th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
-th{background:#f4f4f4}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.out td.num.n{background:#fde2e2;font-weight:bold}
-.missing{background:#fff6e0;border:1px solid #e8c36a;padding:.6em 1em;border-radius:4px}
-.note{color:#555;font-size:.9em}
-.id{font-family:monospace;word-break:break-all}
-</style>
-</head>
-<body>
-<header>
+var batchTemplate = newPage("batch", `<header>
 <h1>{{.Title}}</h1>
 </header>
 <section id="summary">
@@ -383,4 +354,4 @@ tr.out td.num.n{background:#fde2e2;font-weight:bold}
 </section>
 </body>
 </html>
-`))
+`)

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"html/template"
 	"image/color"
 	"io"
 	"math"
@@ -467,20 +466,7 @@ func newRecordRow(r *predlog.Record) recordRow {
 	return row
 }
 
-var spectrumTemplate = template.Must(template.New("spectrum").Funcs(template.FuncMap{
-	"csp":   func() string { return pagePolicy },
-	"style": func() template.CSS { return pageStyle },
-}).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{{csp}}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>{{style}}</style>
-</head>
-<body>
-<header>
+var spectrumTemplate = newPage("spectrum", `<header>
 <h1>{{.Title}}</h1>
 </header>
 <section id="summary">
@@ -522,4 +508,4 @@ var spectrumTemplate = template.Must(template.New("spectrum").Funcs(template.Fun
 </section>
 </body>
 </html>
-`))
+`)

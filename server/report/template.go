@@ -28,6 +28,7 @@ table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#f4f4f4}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.out td.num.n{background:#fde2e2;font-weight:bold}
 tr.chosen td,tr.this td{background:#fff3d6;font-weight:bold}
 .missing{background:#fff6e0;border:1px solid #e8c36a;padding:.6em 1em;border-radius:4px}
 .note{color:#555;font-size:.9em}
@@ -48,10 +49,9 @@ const (
 	SectionLab = "lab-performance"
 )
 
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"csp":   func() string { return pagePolicy },
-	"style": func() template.CSS { return pageStyle },
-}).Parse(`<!DOCTYPE html>
+// pageHead opens every page of the package: its own policy, its style
+// sheet, and the title.
+const pageHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -61,7 +61,17 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 <style>{{style}}</style>
 </head>
 <body>
-<header>
+`
+
+// newPage parses a page of the package: pageHead, then body.
+func newPage(name, body string) *template.Template {
+	return template.Must(template.New(name).Funcs(template.FuncMap{
+		"csp":   func() string { return pagePolicy },
+		"style": func() template.CSS { return pageStyle },
+	}).Parse(pageHead + body))
+}
+
+var pageTemplate = newPage("page", `<header>
 <h1>{{.Title}}</h1>
 <p class="sub">Status <strong>{{.Status}}</strong>{{with .Algorithm}} · {{.}}{{end}}{{with .Targets}} · {{.}}{{end}}</p>
 </header>
@@ -160,4 +170,4 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 </section>
 </body>
 </html>
-`))
+`)
