@@ -2393,6 +2393,9 @@ type InternalError = ErrorResponse
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = ErrorResponse
 
+// ReportSlotBusy defines model for ReportSlotBusy.
+type ReportSlotBusy = ErrorResponse
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = ErrorResponse
 
@@ -8444,6 +8447,11 @@ type GetBatchReportResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetBatchReportResponse503Headers the declared response headers of an HTTP 503 response for GetBatchReport
+type GetBatchReportResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetBatchReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8453,10 +8461,14 @@ type GetBatchReportResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetBatchReportResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBatchReportResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -8472,6 +8484,11 @@ func (r GetBatchReportResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetBatchReportResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBatchReportResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -9819,6 +9836,11 @@ type ExportModelResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ExportModelResponse503Headers the declared response headers of an HTTP 503 response for ExportModel
+type ExportModelResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ExportModelResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9830,12 +9852,16 @@ type ExportModelResponse struct {
 	JSON404 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ExportModelResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ExportModelResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportModelResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -9856,6 +9882,11 @@ func (r ExportModelResponse) GetJSON404() *ErrorResponse {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ExportModelResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExportModelResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -9897,6 +9928,11 @@ type GetModelPerformanceResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetModelPerformanceResponse503Headers the declared response headers of an HTTP 503 response for GetModelPerformance
+type GetModelPerformanceResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetModelPerformanceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9908,10 +9944,14 @@ type GetModelPerformanceResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetModelPerformanceResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetModelPerformanceResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9932,6 +9972,11 @@ func (r GetModelPerformanceResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetModelPerformanceResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetModelPerformanceResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -9973,6 +10018,11 @@ type GetModelReportResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetModelReportResponse503Headers the declared response headers of an HTTP 503 response for GetModelReport
+type GetModelReportResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetModelReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9984,10 +10034,14 @@ type GetModelReportResponse struct {
 	JSON404 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetModelReportResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetModelReportResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -10008,6 +10062,11 @@ func (r GetModelReportResponse) GetJSON404() *ErrorResponse {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetModelReportResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetModelReportResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -10512,6 +10571,11 @@ type GetPredictionReportResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetPredictionReportResponse503Headers the declared response headers of an HTTP 503 response for GetPredictionReport
+type GetPredictionReportResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetPredictionReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10521,10 +10585,14 @@ type GetPredictionReportResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetPredictionReportResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetPredictionReportResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -10540,6 +10608,11 @@ func (r GetPredictionReportResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetPredictionReportResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetPredictionReportResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -11115,6 +11188,11 @@ type GetTrainingReportResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetTrainingReportResponse503Headers the declared response headers of an HTTP 503 response for GetTrainingReport
+type GetTrainingReportResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetTrainingReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11128,10 +11206,14 @@ type GetTrainingReportResponse struct {
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
 	JSON501 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTrainingReportResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTrainingReportResponse503Headers
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -11157,6 +11239,11 @@ func (r GetTrainingReportResponse) GetJSON500() *InternalError {
 // GetJSON501 returns the response for an HTTP 501 `application/json` response
 func (r GetTrainingReportResponse) GetJSON501() *ErrorResponse {
 	return r.JSON501
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetTrainingReportResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -12696,6 +12783,13 @@ func ParseGetBatchReportResponse(rsp *http.Response) (*GetBatchReportResponse, e
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12716,6 +12810,16 @@ func ParseGetBatchReportResponse(rsp *http.Response) (*GetBatchReportResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetBatchReportResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13992,6 +14096,13 @@ func ParseExportModelResponse(rsp *http.Response) (*ExportModelResponse, error) 
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14022,6 +14133,16 @@ func ParseExportModelResponse(rsp *http.Response) (*ExportModelResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportModelResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14069,6 +14190,13 @@ func ParseGetModelPerformanceResponse(rsp *http.Response) (*GetModelPerformanceR
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14089,6 +14217,16 @@ func ParseGetModelPerformanceResponse(rsp *http.Response) (*GetModelPerformanceR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetModelPerformanceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14136,6 +14274,13 @@ func ParseGetModelReportResponse(rsp *http.Response) (*GetModelReportResponse, e
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14156,6 +14301,16 @@ func ParseGetModelReportResponse(rsp *http.Response) (*GetModelReportResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetModelReportResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14614,6 +14769,13 @@ func ParseGetPredictionReportResponse(rsp *http.Response) (*GetPredictionReportR
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14634,6 +14796,16 @@ func ParseGetPredictionReportResponse(rsp *http.Response) (*GetPredictionReportR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetPredictionReportResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15198,6 +15370,13 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 		}
 		response.JSON501 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15218,6 +15397,16 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTrainingReportResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16174,6 +16363,15 @@ type NotModifiedResponse struct {
 
 type PayloadTooLargeJSONResponse ErrorResponse
 
+type ReportSlotBusyResponseHeaders struct {
+	RetryAfter *int
+}
+type ReportSlotBusyJSONResponse struct {
+	Body ErrorResponse
+
+	Headers ReportSlotBusyResponseHeaders
+}
+
 type UnauthorizedResponseHeaders struct {
 	WWWAuthenticate *string
 }
@@ -16612,6 +16810,23 @@ func (response GetBatchReport404JSONResponse) VisitGetBatchReportResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchReport503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response GetBatchReport503JSONResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18255,6 +18470,23 @@ func (response ExportModel500JSONResponse) VisitExportModelResponse(w http.Respo
 	return err
 }
 
+type ExportModel503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response ExportModel503JSONResponse) VisitExportModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportModeldefaultJSONResponse struct {
 	Body       ErrorResponse
 	StatusCode int
@@ -18336,6 +18568,23 @@ func (response GetModelPerformance404JSONResponse) VisitGetModelPerformanceRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelPerformance503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response GetModelPerformance503JSONResponse) VisitGetModelPerformanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18441,6 +18690,23 @@ func (response GetModelReport500JSONResponse) VisitGetModelReportResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReport503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response GetModelReport503JSONResponse) VisitGetModelReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19070,6 +19336,23 @@ func (response GetPredictionReport404JSONResponse) VisitGetPredictionReportRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictionReport503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response GetPredictionReport503JSONResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19881,6 +20164,23 @@ func (response GetTrainingReport501JSONResponse) VisitGetTrainingReportResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTrainingReport503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response GetTrainingReport503JSONResponse) VisitGetTrainingReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20996,831 +21296,833 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string, param
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37dhs3sjgKvwo+7u8sk5Nmu7t5p1b+UGw51kSWNJLs7EzozQbZoNhWE6AbTV2SeK3zbOfJzkIV0Hde",
-	"5Diz53f2ZU1Mkd1AoVAo1L1+b8zFai0444lsjH9vsEe6WkcMPv9wfPPq7fT84mb65uL9+Wv1ldysVjR+",
-	"aowbx2RGk/mSJEtG1jELwnkSCk4icUuWIgok4YLINZsn8WZFxKJhNe5ptGFqkLkIWGNcGd5qrJiU9Fb9",
-	"hmNzkZCF2PCAhLxmojGZNH5oe33XbTujSaNhNWKWxE90FrHGeEEjyb58sRo/qKHOQpmU4V/TW0bEggjO",
-	"cC15GOELhYZf9edpGCiY9XSDhtWYiw1PGuOu1ViEsUymSbhSoHuO12+7btsb3jjOuDsc9zp2z/EGXm/Q",
-	"HfyzYTUiuuvhru06vdFg5PX76uGVCFikwGisI9lWj7uuN2w7TnfY7TY+qgdiNjVPOQoFCxYzPk9R8NFq",
-	"cPaYTOebWIq4MW78cneavPv0y+O7a+fh/KGR4ugSUJ/H0c2SEZnQOFFoooikFxIQl+GqMdk4Tmf+/3t9",
-	"8erml8sTskxWEXzFJhx/Ut+QiPLb7ycNxieN0q+MBsVvViyhZL6ksWTJ95PGJlm0h+W3kjCJGH4FwJN0",
-	"Z/D3l7kHJrxh1ngT009sngi1vCI1pHjTdD17InJO+VSyz6Q53yQkESR5EAoTYSLJWoQ8ka0KyVTJZEWT",
-	"TRwmahYzYMNq4PtAXnPB54wnMVV0DQfv9dvjxth1bK9vNV5fqs+2OxhZjRP1eWgP+p0vivz4Igxwp/Ur",
-	"jj1yRiP9jmOPukNPv+TYg57nfclD42jimt6zWIaCN8a1JGY1skOHi3Nc6rkL6rR7bMHagz7ttWl31G07",
-	"br83G3jdTjeYN6zG52nMgs2cBTC7N+ha2frV5ImXPeDangL1sBP0xdqKs87Adsz6+/Zo6Orl9/q2N9yK",
-	"s37Hy3A2GnZSnA2d7qCAM/fP42wxH7QHPY+2R1130F54w/7Ioc7Qc4ZFnLm243TyKHOLKHPsXk/Rxw6c",
-	"DZzOwPUcx/1nQ3GBHGdI4g2zGnC0D2ZbSbzhc5qouYGxWI0NX0cUgVFM5LWYyz08BHj4fyv3UJzg5HEt",
-	"4oQF79RWVqEFbk5mTwmTyPc+iVkUzgiD10iTknU4v4uYRdaxSMRcRMRrjcks5DR+sohcigdOmJzTNQty",
-	"C/1//m8Fg+PN5V3EaMztdbhmUcjZhF+mn2zbVhC+ubj64fT165PzKpeiAUnEHeNEcELJapPAEai5XrMx",
-	"8hfr5cX1DeGMBRI2Q6xZTBNGYhGxIz3wpBFQuZwJGgeTBllSfBJmVo9tuWbfRIyVrtgLrl5bR+GckqYa",
-	"g61mLAhYQGQiYlZgnreCsyldJCyeSjYXPJCKA6qp4H3klOqhlPqWQl3pjftVw2osk2Q9pUEQMykb44br",
-	"DWzHdmx37PZ6vX7DasAhvF+1O6477LRnTseZOeYqXjIaJzNGk8opcNyx59lDtzMa9rwhnAKFhqf0AC1p",
-	"IB62MwPHddTkQP4smNbP4Dh2bzQc9geeN1Qz6NGmksX36mxVB3UV6L+tPk8ZD+AeaYwbyXw9fvmyuPBe",
-	"48tHtTVvGY2S5XVCk40s7tD7taWISJ0DQudJeM/ye4Lf7FoeQIIcMRI0UOAiZnL8LxK3arAgFus18AqN",
-	"9rlYrcJkC1Jc1/ZGg26v20cxSEQBk8n0gYZJRh+OmkesQslyNGM1Pm/Yhk0Dtk6WWiKaixhgUwQlw9/Y",
-	"FA53Y+x2Rl6/azUe4jBh0wUNI2RmMC6c7GzxrtVYPyVLwXP4uBWu7fVtxblht+LcbwG7ZxFuPqC9Ie4a",
-	"VmOzVuw2A9fz1Aadvj55d3lxc3L+6pfpTye/TE/Pp++vT0qc6UGQzVphWZKHMFmC2HrHnghNiLoMazjA",
-	"lmHz7CAM2GotEsbnTzDYkkWBEn0oidnnDZOJkrzXsbhVJ2usGQH+kCxponnlRrKAhAkJJZFJGEUEtiDk",
-	"t4p1kuGCeV3P6bfZqLtod1m/36ZsvmjPOvPuqDPw+rORV2Qqiobq8HJ18v76pKKHKLgBghlbiJiRhYgJ",
-	"5SJZslhj7ADc6KF34YZGcPhxrvwkGiOIHvXkA5X4FE1I5V7tuP+Etw9FjYXbne3Iw1JIRuaCJ4wnJAgX",
-	"CxZLsojFiiTLUCrCOFLTE0o4ewCAAFr4Sw+yhYmfnl+/f/Pm9NXpyfnN9Prm4ur4x5PqBRmz21Am8dML",
-	"SYJQ3qltX2yiqA7LdePlcWyGghtB6WNzypXWl9A7BT8czDHOoqYgzZPzi+vLV60t9HJ+c3J1fnw2Pbm6",
-	"urgq0QknG64U0nARqhsIzitZ0E2U1AJeGKlAFjxhMacRYXEs4q2I/HB8dvp6+ur6Q5lcVzRaiHjFApLE",
-	"NOTqlKin6mDIxsgDoCQF4nYtMhfRZsWJ5/Rc0jy5PJ7eTtcsnp61lGJMZ/NJQ22NQiclAZuHKxoRvlnN",
-	"2F6o319dV/BHUIFEGtPoC8IAxo9Zson5rjXgiPll6OE0hIqb5UfGEVlgEXwmoCt6C/LULsDPjn+YXp1c",
-	"vz+7uS5DH9EZwZsAOZcmtJkSSGPJgh3A50ctEi8M1xkTCUYTdcOPEd+cXL15RTqdzoiAfL0b7HcnN8ev",
-	"j2+OyzAvQsWObzSZvFOCbSAYIixgi5CzHVCng+ZBVsLxmGz4HVdCKo4/aczvpwsRBVtNKGbIq5N/vD+5",
-	"vqkKpbkbIQVwlZqHFKuK6TzZAawZuYheHHYmgicQQynHMzeGSfgLM4ecL9mKjtU9tWZx8kQmRojCE7AK",
-	"pQz57Z7F3Vwdn56fnv84vbi8Ob04rxBQelrFGgxQeSqi63X0tGN5lbHz61zHbB2LOQMgf3U/2g8hD8TD",
-	"mLhdBT27Z/yIUHJN78Pkt7un9o8iok8EH1IPiGDbsfj7xQ/TN6fnp9dvq7emun5gCeZaYzyoPQWFQfJw",
-	"qxEGc5d5i77T7s0c2u7OO6w9oj237QXDhcP6sy513eIMpBkIzlo7ID6/uJm+vjg/qYMYrkIutMj6xJIt",
-	"AKdjfBXAoSTxhqvNPiKCR0ocUkADBECIev5EKP1GKYWgge1aUJ0FlacHUQ0cBjvWUrWQcpFRpHp90jhk",
-	"aVuP+N/F7Hg+Z2vQ74t4B2EuUJPkAWQyCVdUqTXBBs0wBSH8k5ih5eNA6Q/F5OkmjhrjxkuzspcHva3g",
-	"P7s4fq0E3Murix+vTq7Lp1dLakoYzO1uDcIr4+RxbgQ+3H0zWE5CPiKAW/UVnYmNungRKfXyyhmdXTG5",
-	"iRJZkRPAbEJXDGyOMT5EqCyKCo2IzqZ490zDwDIGSMsYjazsXrJOLo+t12+PrdeXxxP+9vLsVdvzRq71",
-	"Q9sdWK7T9SzLHbp2zxp5tmNlT3j4hJWKsZ0bZzh2e2PH+aelvrZdNKpka/n79cV5VXdRA5qFZCv4VVvh",
-	"RsZQiUAUbanuAFT13FIb40a6hEbBSOZ0vS/W72jNU8A9ZyigwxRjebU0t2ilU+dXe7FJ5mLFqnei+lXL",
-	"6mhRVloBZ/dAhre3RV4LF5nWjmM2ZyGo/i7aP7SNzWpsePrcr783Qh6wR61Pb8dNgWPk/CdgjQslMejR",
-	"lFzjzmnmgQZ5LGARSxgoijFTWkgoOHJ0KkH51Xxtim4VtEKchfeMg32mTOf69lOnUuaRkqrONArvGR5z",
-	"QYPjeL5U+LnSqkxhvCvWBrMFTZiSF6h+lhjFPD+82MRzONb6ocz4UrR1uG1n2HEcJ4XgTRix2tlPV3Ab",
-	"UCLn4V2YtMHQRxZhVBDU1jRZKi4n4/uXMV1RDjLvS6MLvQxhlJfrSA5stD0qwjTQmtFSSCM6aytoByl8",
-	"SJplklyKhMgHui6YeKJbEYfJctUYNy7Prr32+enl8Znieoq7gW14upKN8RC/YMFeY9c6Zveh2Mg9ZiMD",
-	"6nWixPpaZF7GYiXUNhIJD+3cQ3xk2w56bddxe3oH3x2fvbm4enfyelrlVMcobYJgpDUTeKh6UZRG2Sq4",
-	"6lHuaRQGMJYSv9njms3VCWI8AI8SX2+26eTvTm7eXrwGKeD47Ozi56ooF4tNwkA0UlcOnOoVS5aiTqCo",
-	"Ga2kHyxFQC6Pb169TZXHKBIPLCCCk5dw872MQpkcme/H5MeTm22wn15fK7H38vjqpir8gG0mhTtMJJnL",
-	"e6WO1Ul1haEKIG+iJFQvwZtKm5H3h8j97y5en5xNj1/dnH4oiZqvFXtTcpVihmgEraM9A1h+nDxg+hUy",
-	"qaNEhBAHPyI5loUSBtjVdgL+w/vrX8qEYGacge0tZm05F3GtUJ8b45kgl8ZWd8ChcnW9EISgvLq4unp/",
-	"eVMlbpS1FNPDU8kFiQS/VVIYuuiRcJZsfic3q61LzcYv0E42uFhsXXVJpVXzGZsyuX573PbAxbB9q7ZG",
-	"UBh0q7H13Wsuga0LqdcGcCEHbF/9VLthVzJxeWPOjQ6WUvFOiPUQJXEkHUE7D3YBcn1zfPP+evru9Pqd",
-	"Yk5lVOJFsNUEoTHzQhItVGwDtjzNcw+0FiUsmB8vpSOtKSSovWpIc0LH9kXfHF/9eHJzPX1//tP5xc+V",
-	"u0pw1k5ofMsSjUrDSymRYcDmNN66zvLI+XUqhOF4WhKUaJ7DmSgPQAnmwkxCOF0ppqAOBuU0ekrYzlW9",
-	"P79+f3l5cVVz2tGzSqi8UwMuREweisY6sJWgC3zb0vLD55cl6f2tiKaLMEpYjHuhVvn9pMEZjZlMshMi",
-	"N2t0EW9bB0vicC6rWo72ca/075mm9h/k7cnZJcnEvWkmZcup2CQKl9NArGjIp4lIaESuN3MlFi82+X3A",
-	"B9GsRqNwhqo3wRfHRIcHkBtPKaD3jLhKXjff/sN8aU/4fxDwtz8HIAh4YvGEP+clB9VD8LUfP4ZyCw98",
-	"IQl9DGUaarNQl66OtfGc7rAu4GZfEMYDvWdo75aN8a+e41ie49rdfq/XG3V6PbfXGY6UYmuPOq7rDgeu",
-	"03EGg4HlOV27M+r3B0On3+v23X7f8pyePex7XmfQ9Zy+2+t1QaeBVb1mCQ2jbbwdTBksIEsWF52rQbDd",
-	"Jdy3h47TG41cp/vPhrVDSgdlQLN/+bJGIrf5+jdQeZWaNs3H+rmeBa4EHbGRGmy6o/ls7s477VmH0naX",
-	"9hftGZt1292OF/S6jjsfuWohXIALtbGid4wEbCUaVgOjCSDITH8Tiwc53UilsfYdo8RMs+C6hnziyZIl",
-	"4bzx0WoYs890Lu+ncknVxTpueP0Oo8OZ0+0N+p3hbM5mg6DHqNeb953hjC76bOjNuvNBv9NjXo9Rykaj",
-	"0czzBt5iNhrSQSM3sIJHgfJFMYb0DMdePhxo1HOzcKC+m4UDjUb90RerEa9kPnyoN3Sy5zsDZ5ALuRoO",
-	"FJWgjdDYtlCErtmql/hcA+IKcOn9+Yx2+t4g6Mxd2u8OR7PuPJh1aH8x89jC6zls3ps5i4Hr9rs0GM7p",
-	"iDoBc1w6ms1Hi0WnUfR3d/vDwXCQ80nnLiFNp9spsu8Ner3uaKCDgfBpaaJF1e7uUw2z8zjVsZPqZBe+",
-	"jylX5AiHteM5TnbKTvlCVE0HWjoHnH5F6MIO9bfmwLhWmVI6/YxSet4wRyndGkrpj7qd9Pluz01tXrYz",
-	"6nzZtwWuY/e63mA0GDmdrVvwp1BcDZJVV5rGobRACNgWJbI7OgTDd7ZjG4j0btYYd70CeZrJvgFm9pgj",
-	"rMPA6w3/m07Pl2ybLlm8EPGK6ijGgkyOXk4wPWpTYdlJogW0LGby9wbHmBcgzPSvk9xfX6xcPPTH3J5+",
-	"3Au2AfqK3YfsoS6WQH2PcXbmymzSOKZPkpio22XMGAkTtipe/9lKfgVoLVgPruOjVYhr/7UY5u5ajc9e",
-	"Y/yrY3e7nYHl2J3hEP7p9Dof1SF/BMbudgfwx3S+WW0iimSeff8EI/Sc0dBy7G6/owYYddyPGJ+azeal",
-	"s436PfXUqON4lmMPnF42mdfpd+smG/SQ7eBko8FwCAP0+2qAbq9Xma2TzTYcuvCw18OHh7npXLdXN92o",
-	"7/Vz0w1HPRgBljgYuL2PXz5ajYjdsxjEhl8d23X7ajFup6cmcwc4y0qyOSLY7SlQvaEDCHY6I/PzPfyu",
-	"7khLX6J4fX7cf5Hch+vG+FfXdjpdy7Udd6j+6yls1ot8PZTyPlqNR4hTC/mt+vlXR701VOCrf139r/fR",
-	"+rXt2E5n4A4t/cEzH7r6x67ruhZ+cPrmw/AjTPHAwttlYmZwPNxu9cEbmg9mEq/njSz9oWc+9M0kjoMQ",
-	"dB2nYz70PwIr2GJUOBdEbuZLtAnWqEhbnYloRPzx5EYb+eQW1UcNcPru8uzk3cl5jQK3YDTZxKVYjg2X",
-	"RjXdAlJ+xIIqalycxhZ5T8NIQYRGjFCS2SaMgh2wXp0cvy4Zyq4xHtPKHMlof9jiT85GKaIsgZjYpzGp",
-	"WjJIE+JsjblU0OAI9LANR72zDW+2NU7a8FjmQAGO9q0G/VhrdDu/mJ5d/Pjjyevp9eXJq5ur4zIVJUuF",
-	"dfT5oJ8bDX61+CmPVTYm1NABaUfito0JQvQIrXowV5ozVJy0fnuzwIqrk1cXV1UHO7pSWKBxqe0WKVXB",
-	"HHAx1S6rPHq9MSj1v0wa4OMzcx6B8grGxTQjKp0ZDYhbFnaxZvz48rTGkVoMpg8lCcR8s2K8QLehFpUh",
-	"BaYxbmTqOllRTm+ZegHsODlPH4S1Lei86FtybNdW0pFS7Thdh41xo2M7dqeRA/OX43dnzwfTjDgmMOCE",
-	"K6jHE04IgD0mz4NavajBHhOAGu0Ol8c3b3f5TtY0WRasKsbbEQuR1JkJKwMWQnnUaJPGS5bM8+67zLC0",
-	"4QGLwTGZm2YLFVwe/wLRCDcXF9Oz46sfT2pdVUKdLEVoUbgKk1qAy8Ns9VWxxzlkBrhOd9gb9DEHYht0",
-	"6kycvz69Ob04n745Pj2r4hbMnhDTn/o15lGodnG+VEpIsM/iXTdHKXJqLngQAilg+PaYGN/aVOuGodxm",
-	"sLXIDPxlZSdP5RVjU9oaPXN5dfL69BWAuT3YJwx2JkvqaMLaVMna8UuYMINWkiYhUxITkAbdNvW6vfZg",
-	"1Fm0qTsftGfD0bDXHfZHndE2J8ZlOvaZuN0eqBKLh5oIlUIilJWEK2YVMqisWEQsH5yiPk+zPC31deHP",
-	"4q9ZRpSV5k5lcTCKD1sYJTuFaIksMkZRIGeRpRjIrY5fWskJPwRPVlXBG9iukv8G7sD9p1UjtFpIYVbH",
-	"s53ecOj0+p2h57neyHKHtlIMR57T7Q1c1/W6Vt92nE6nOxi5Ts9zuiB8D73BoO+6juc6I9fpjpRY7vUG",
-	"o37H63T6SqAEWX/UHQyHQ89xet3+aKSUDXfU67tub9jvd11vNOp4IGarr7oDBWS/1xtalmU5lmupU/GX",
-	"YSBmcJenKOgOvGFXwZmhoN/tOo7X66QY6A06/X6n4+YxMOp0u52hk8fA0Ot2PMcd5TEwdDvDISBFY0CJ",
-	"4QOn24fBEAOeNxj1HWc4GHYLKGiUqb6a1palD+sjlj+1xXzbY/b6afP3HzdczOS7f/yjkB2odVMkRlBM",
-	"t2WDKhylmY2QGggausJmf2tmo9cb5jIbu5mBaugNhl+sRpH6G+Oesz8rNIvzqMlw3MtgClmhahesBiSV",
-	"5Yw9W7NEcSu3pDyWaRDTRPcj1uvZnkkZ7dkGQ52h7e5A63CQQ2svS7Iddjz3L0Vrv9Np02Axag/m7ihw",
-	"ejOPzmgZrT2309+F1komqdsbjPahdeS43eHwn9oQlZ2OK7i2Km6dVIzXYj1oKOCpFzyJw9kGdgHTAtHA",
-	"E9H4lsmkYOL5yjTa2MC0I3m/QBnZDQFE9y/NLi4gRL34GVwS7DZlD/g5b7JNUeT1uk6nZ/e+fLQaiVjD",
-	"4/ondzDq26O8SaQxVjzP7rud3tAZ9hzH63bVKTEv9B3P9ooveCOnZ3c9r9cf9d2u0x918i/0Oq49LM3Q",
-	"6fTsdHSvj4AlNMrBqsjvGWt0u3a3W7fAke30S7P3e0Pb67i93rAzGLouBoOa54d2t1N5fmT3RwPXHQw6",
-	"Ha8/LDzft7tu5fm+Pej3RqOR43mjvtPNrQ/h/Mrjb/LGRZwoec/7ljnkz+AEz80pN8d8qkNaUwPD1cmb",
-	"k6uT81cnUyjzcXI9ffP+7KzMJTxXJuXKCzXi75bBinpMYRAmx0oWXVH+ZL5Qfxuti8ZKqYzvWECanrMt",
-	"GUEnpUxvTt+dXLzfGsA2Y5F4QLd/yMPVZkViWmt7K4+Xh1+PtWBRtGVAJWv0e72OVsteblPMrhgNwmqg",
-	"7RWkYCQCjTG1YbaY24xjaGxC0Yz6wi8af7Mn1PCzxMJ9BTHmMcMyApgqjOPUeU4UxQ1td9hz+46Lrh39",
-	"8AyqaWzWLL4PlZCFMKvDs7eIiXY4/JvVMKnRT8faZoUAb6tqcn1y9eHkqiYa8FyQWIgVxNDABnFRZ+XK",
-	"v18IlkGT3Wwjn0xSQ0STcuagOe3Xb49fX/w8Pb2ujae8qWrYnK7UMZQEU+jrACsP+bWhlXoKstpIiCAy",
-	"pogsorPuFF2/fX9zc3r+4/R1Je7qJrNoygSS2snDEuMTGdpRaBybePLKqvLD1iA8VCjZJBB+GogHvgXf",
-	"NxdXJ9P358cfjk/Pjn84q0H4ImIseSFJQBM6o5IVYqgoJBHUgFcZt2zKNcNCBYfaMevAhR24WCyqvorK",
-	"9qc3JN9EUfZybYQ4/pS34GRhcFnY+JzyIAxKLLn2Iu603a5jAv1x8LqqCceGpD4pktLVHYrYXK1pHEIu",
-	"xFd7XPMFE9LSBJZ5WIYgZtY4w/sgrY96/Z77z8Yh/tlrfYfvZZ3msv/3KwFllkAOkZG2sdLU2v+P9yfv",
-	"T2rklZN7Fj9lJnwZCUgSSOgdqwsMrxuv1rcFCXYmi35MXJOeRj6JmUW6uQQ8aREnrQKRyzurP3Ymcfjv",
-	"YvaK8jmLompy3ycxUwcEf9R8LExITAsrYhFdSxYUMvww/T1b7qvj81cnZ2UTbTb27Img/ypN7vv9k5id",
-	"Bl9e4jNqCxYhD+VyV6DHyB12HG8w6CnaTmPWegPHHXWGtE3dftDuuqNZm47oqD1wh85gOBjNZlSR613I",
-	"gxziAdCEwqE7KJptZ/gaVg3B7Rg7dmeo9gTzcBQrM6llOtpjT02Ykd3pdEe9jjMY/TNfREQzAqshN7NV",
-	"mOwbodMfet3OPxslangNdXSKhGASXA/cdlzS/2f2y8026/cGjZNwQefJVCdqbYuudB0dXZnGX0wlixio",
-	"bOYayAePze+nkt2u8ItGTHkgVg2rsRCRqXa0oo+FkDNPfRfyKVhOi8Fo3SyM4uAAs3gDiqDgTIa3K6pO",
-	"3Px+Ot8ohaAmRib2iqN3u9ngQ3eUGjL6XTBklMDp2e6ol9av66rP8PxI3U/qBgPPrnq943n6z6mEb5yh",
-	"53VqwmhKAI08N4u/G3ijfhZ/pzTzCkSe3e0MU4ic1NZnO71OHqBOxykD1PVGo5pImzJAnZy9dTD03FxA",
-	"oDOoA8hzchGE/VE33bAu2GdTkLz+aFQCqdNzOxCNUxPDe+D5+tfF8PYHs0Gn0wt6C89x5r1+vzNnbuAM",
-	"+vPOfDZ0u868P3A81qOu5836PdcZubMu83oDhzmdgI6eHcP7LSMzv1gNzh72BpOKTRKFLJ6CI9ZY8rru",
-	"YOQAv98EjCfhbyyYxkyGwYZGQEKJ1xh7XdtR261HQIvY58a45wz7TiEqJPEwf5lF2SgQ4QEWnOlnsOZ6",
-	"7iD7Csa3O15P232APq5/OW+7g1Fv6HWd/kgtwQHbUR2Umdza7tmdkcFT27WHXi/FU891tV2v17NHQ0WY",
-	"ZjVTYx8rR0KngsAh5JqLjsagkWnA5Dq802IxfJTTmK1pGJsqXt/ixlX34p+9b2sCa5eMcPbAZFK+c5WU",
-	"B/v/73v5llnE/96k/3uT/g+/Sffemv97Lf75a/F/4kVi/fmLwOnbw86w1+11OsWL4MBMr3/lRZAmrB1y",
-	"EXjf9iJQv1Qugj3ZXX/2JoDEg3T4Ti/zDne7nRo+17e73Yzx9joGHNex3cJVMBh0e0U25zrqMO29CYBj",
-	"G8br9HIXAbD2Ct+FwuTmIvAM2/Xsnle8Cbxht3ITDHqH3AReLwMIEnAMRMOhWwtRjmmNek4vdxP0CzfB",
-	"cNgv3wSD3mDbTXDgafnKm+D/+CTHPVcBBLfUXwX9kbf3Kuj0bLigDr8KDtmuv/oq6NqjQc/tOAO391VX",
-	"Qdce9Tv9UW+AzvZCWJlxjxg14z1Wui1Z9V5dfyDNXNsCSKXOIhp0CVGJRctbEF2tHlMMPqAJLVi15b1p",
-	"YRAG1gOfOuo/rmXbtvrgOd2BlStCCoGb6efs+wm/BoKwHNtxIRrRcb0RjKI+Oq7V8WzXcof2yOpDFHd2",
-	"3+g6lZqzG+uFLoPaySfEFw/ip0AwDKjICi0Ccw5YHN5jbWcRPYk4gJgXtVNsnVYMaFgNLLbYGLvAsMyv",
-	"/B5jICoGEagz9vGL2p7358fvb95eXJ3+s6aCBtRbh4paNKsFKGqrehbGKVT+wCI3ZMZozGIccotP8/35",
-	"9fGbkylUSdhSeKESCR+FMqkFJzdUIRAZx4FwDEkSQYS05ZNM2MoiD8twvixVFTpSf0CuyQOVhD2y+WZ7",
-	"2YVcZYfpu5PXp8fTm18ut4TFY2DmQyz4bVorOXla1+O2dtiCGyM3AknYY/JyHdGQp4vRpROPiGQ8gHKg",
-	"4RwI8eUnudXH/OHk6vr04nx68p+n15WCtSZ3xaQMgMs8LaW5zedUGnJ/wkoo0zEPKQvzxWosGQ3ARvV7",
-	"4+SGYm13JudxuEYhrVwiWnE9BsE3RCawHYrLJ2oNt6T5eSMSFrQsmBriyAWfcD/LQ4NiU75F8l+FfCF8",
-	"YFb5b3/XK/ziTzg6sgxpYbqBPIJgCP900T4XnLXfqQOLw5jv9VcAQjnZyreBF2GxWUivUdQ0bsgkVuxE",
-	"F9E8E7jv9WjBbJOF9lgjzaCXz89uLvRPotyB/knf3jmxErtpTFcs0fsCUTunQRUGE7sTQuwF7HZ4q2g2",
-	"gfLthfJ/8gXxgewfE5801yyeM560GVeUljVkosmypaALuU5/aVgNRammh9M0xMP8eYNXqG6ckK5lRR/P",
-	"GL9VSoGr9NFVyNO/rRoUny7U3r0zYUnF5Sl6xGXpPBNMrmiq3f2b3zoiD0tonAHOVnhsE8fqOaw+zSac",
-	"cvmAURgdp5tWm1UcBXcfloknIFtogaAa21YHwnF1Qe/S5jLl1fy8pJidkqRNi6ASdkwfOKG3NORQhW0G",
-	"27dilEviJ+EKqQUA/bxhcI41nGkfmzyI//+YLRrjxn+8zMTwl/irfAl0lAIIsQJKWpavRISu3yqF62AH",
-	"XfhyxajcxCwghYhaJXWITYxbAPK3JOtIJC9MWyXSDBhUZidpKaIXEmuitbYtDseZzgG0/AKVqLMlRby6",
-	"G7i+/6xfW4ohIgyrTGPJFKMrrGQp4vA3wRMaQWEbi7i2fZwtzN23kMcyIYUrtQ7XQf1V/5WuAWJOWZxb",
-	"xC8HLqII9j2Lk3BeABprWfkGLj9bhLdvEU9fuwiomiLXgksdN4MznmQxB3Afg2mhfNmWutjV10+sI3vz",
-	"1suaV8oZ1zvfz56sRujtfDH/7Jcvhx5TwMqVRhcir8T2+RPRdQVpGG1iRprqxtPTkq7TJX4Ks2+RrtMj",
-	"fhUJvkV6Tof4OSj9FvYrEvEsDALGn7k3hT5HOzGTPfkN8eKno/rYvAMbIIWSgCiO+YFQ7k9EjDR9JSf5",
-	"rbS+3ISDEKu7boC6EQp+pCuAgdwFUpu+adUYnLGABRPe9HXnJb9lY/TRKZebxSKcq3vrGpthPBOZ25p3",
-	"7MRr7UvfEMV1/UJqenyQpl8Hid8aT/hiE0UW5Nq3oRi7iDHpVYmO1CbnOf1B55UeET8VXcdEiRz+hKsb",
-	"iMg1nWOoVcxYgHd6TqC9Um+1jxcJq7nertH+qpSaBxompt0MzASl4jtOrZyW42qwz9g+5GtYWbW/yZ69",
-	"LTz+DXf1/ZZOKrCN+Uk1fzgXyTsRwPO79QWdoZ9lCEOcI5wfX0l3vhZWeVmMP0rltEatilK3XP3YS3gG",
-	"VnlJn5SofyPEGY2ffQBrE7Z37lD1jW989App3boXxyK8BZkMrHCk6VeA0Jv2ntNNAmIM7tozMFG2euxE",
-	"QuHhb8nd8wP7Y6JWo1RPhBs6Z3DQ/vJdreY0jkNg7xOemWe0fpC2vTEFRtU1UWEiP//8c/s4m4tVKd7/",
-	"AY01MaPR6vtJrkDDpOHrfk8+uHi+nzRCDrWjpwDNpOGjEkP1XaW4HhwJuKoyqPgelRH311RTeeb2frVI",
-	"UxNXv/vlwtPfkjYKI+vbf3dQv8I0BPZjW5B4wguC0Bhz+G83EY3VKePotCJzsYkCMmN442TpGIKzCW8y",
-	"Ol/qliI1DdcU6akfP2HqgtJd14yDuYTyYMJhoGwuyzQBY2QJLf9IzGBNFlnRJ93JRN4Z8wo+49vkB5Es",
-	"ISWqcmtq2eQ9TwuivmNBSG+Amp7JEbaZ7vbwhtrX/gIu+UIWzIRlyx5p+vWwALNMwYG1HkfyByqho+c1",
-	"mIqh2idUqaDRJTYpChVadCfLkrAun1botiERozIh8vOGKg1tpsckzZMwYrEkk43jeH3yg2AR49IinuP0",
-	"WtaEy80M+i2xYEz8MNFyqfRJLDZKgBELIkWk6Jj4zZ/JdySiK/L6xesW+Y18T34mj/6EAw96rY+Fknva",
-	"2GgOUuxWNInDR+CdutYV8dfAmGJGHgkarchvSKS+S9pk7RMWSYZPNGkUpS+6xpSErQQBxBby1HUOVb83",
-	"soXU2LXyRhAXxLBU2ezt0TWtRkRX+4ZkPRvcyvEKXDWB2MygC0Nepc3+r3ZCnUP6xWqs98zm2I6rpmOP",
-	"82gjw3v2zsyC1rPsezMLfr8DPMfu5YByaoCSmlKNuYRGcmoort5Wkhn1fsW3s6fE7BObJ2rYY7QHvSpk",
-	"xBQ3NgglvY0Zm8oljWtuy2v1tbGacp2FQjW1/aFTcdo6A+iPgrSjrVEvlNAesZjyOUstZnCNghjg7Nvb",
-	"PahTuzbNjkd1Be8YhYYrJhMt5BuToGaR25dnh8NUmRvwmT4X8qTfbdSCm6P3eCVrxPArIZK2WkobGc5f",
-	"BHC6EfWKQPozNNCEyQ4auESPfBcxlgpoFqlxFtIaBqPw0tSGcRaQNonorHU4dJgTHqurpDo2VZiO6Ix8",
-	"Tyj5jszI30g603OmAFLYu/OshvvIz3HShCVW1vhfXutZ65SRWNds7WzHGklTxAE0zy5eeK2/cuNlded1",
-	"bt4uaaKGgLI0vue/ePJ1L37ZvsIPNNqwGvq94Ey3/iRrKMcFT8PGkg2PlKwJfrrgCIqTaSN+1ggg1Xj0",
-	"roHfEFiAXbmoNR4PIBaNuAOePDnwyTrUgBfjB32sS4c9zVCvqEhWygkO2B6Ndshgi2UyzXcRy0NNE9bW",
-	"/UAr0xWPb71lP0/pOfdaZVI1ml7Ax20YMUHpNRhJBa6VPMhFdK3d1hn2oYIvrCofs/J7g2+iKEtS3CdV",
-	"GGCKw2xd0XZXGvrFxlqUlTmrEkxhnEtphusR8U2RDKMb6j8LTlMQ0rS8pLc1ra3xsWaLC8h6HjHqat51",
-	"V6ZZghGMmjoXWlfBaeXqwBU4akVYqBWOkbawIkjthR2uUuGsHpklgEpsfdeRgD7xZurDXjGlqetANZXM",
-	"sUuM7l+Uwm084vlMch2WgFIQ9NDWJUnT7NyQQzkOArFD4A0zp6YKGn08xR/dfvWgrETMptug/7Ab8hl7",
-	"EmDHEpKRKJQJC+z9UiDbKq+mVAVdtLDOh7ZRFKqs2NkOzISIGOX7uZTeuGxrDW2ne1fERR7QrSf/JvWQ",
-	"P/NYrXIs4xmecKuBjuqD2WQG4KV6sUQOqDOWKeIv2iAdtfinjvThRziJN3xOk212f1zEkkqi9lyRNyeu",
-	"YzmOQ9LawKUQCIzpyCwG+Hj9SjfcdM+sKJWaWUZskRCxSbDXEOW61IGhC9LkIuX9xjJrfvw+vSNa+47b",
-	"9lORD8rI9iW/+3kk5paU0mDdqXj1Aemschrywda/72H9JhJ7F2FjJ6QfYkbvoFxJISD7mS/qyOx67fk+",
-	"E1vBgnX17vrk1QfyksigCQmRB+oL+YjvOoqUCeUBjQNsNa5mwsgHH2/+DQQ30kCOCZ3HQkoCEamKfCbc",
-	"F5xNzQBTGECHqS3CRxb4R5mB9tUHkiZYkub1yfSOiAWOAHkEvlXo+/5CEj9LiVBQ+C2MWktf0NY2zIEI",
-	"fwNTmY5Ze64SlSOSdDs1OdQSG9bSSz2aZYoL6lwgpc7vPoajhOjD5SwaE5oqGxhM5GPjdeljqJYpKs4W",
-	"G8kkaVIMV0tL6fnYrwoOt1gQp93vEtxQeB0jQ9VaLOCbayhKZZq737GnFgFTPU0IlXd6g4vFC2Ez017g",
-	"uT5lt0qASJZsRZo6DkDaq0CBjD6BrjZwGtmxpk+eQQ+WVH//rmE1zMfpxfub6cWb6dXxORRzztuldfwn",
-	"fAuN3Uwoa9au9N3J9fUxvKg/FSpDF+tBlTzIVqVff52Um4ac1ty3uYjS3/eJDkA42XD5l3dQ4RVbRzUa",
-	"AHxNGL9nkVgzE/uUK5usye6I+GpkXwduhIkkyLHsCT/WNaaJvw75rW8RX7/vK1LxscIfxqYq9RhCCU3p",
-	"S0UeE659PC+kIrjoCT0NTX8tCsNN4Uf1RTak/q5lTbivGYvUzfj8mQie1PEnbLVOnsiKro+IeUi9FjID",
-	"jfYBpYDok2UcHmkIuiZ89F3pCk8Bg8hPpNwgVMhdhRwj7H9vrOh6DVH1v5vctJ3+GLVHpiZitrytd4Vp",
-	"AGVeVAjb9vCl4Lfpc3mEbn0BH8J3vqTWjKdzDGUDQvtiNQRnFwvIGth1rWWzf7H2PFmcds9tWcTAvsdz",
-	"WIZ25enZSItolU8HksOfOR97qCLb6wPWaEoJ4stb8BcqTKdPIqR7kY3P/+ldzs198D4f9ngFC7iB5sHr",
-	"fDbkLtGuJvJTnXVOsLNZLg4Urkl7ryGgkGpZHv+tLsMGReAV2yNUyvCWY/MQENYxFLsi1GSj+q3UraAk",
-	"G9T/0v6JOtoqTMARb/rvmqSSjVRsGWUfP2+WSVNC50JdvxtdAhXM8RGj9yyovcN0mlF5mT8ZtQhEvzYE",
-	"ZuigP/Z5QyOzWEADwKRWAvO0BWdtsSki2qtDdDljtW4vdbFkLeIkccgC0sRWC9gadC0zQMLVWkjW2r/F",
-	"9Xmx9VHEal59szESCShl8eoD2ib2z5TpCDSKDjhwFW3hY9ltrvWBnHWb6PB5TfcAsnZlpHm7tbFoG9Nr",
-	"eo63o1nveJ9IPuFNxRBzQ5KALULOJGF0vmxBLJHWBYAyiuNNeDag9IsiYppfbDUKEn4DWFZJ6QBjy2Mt",
-	"ae+U9DfG7zktfI+HId20WuHLPH+gAyLjPpXijWmvWwgTwNrgC7C9wedCw+PWv7/34VVaFHwbai7z+ACL",
-	"4q+ORdyPR0SyNJBYKRDE6A9DmxxHD/RJKmQphnk04TSHU5TqsnLkuTqd6qGNUnRCmdo+LCIFKkUruoZQ",
-	"oRlDWbIuDmMrgg/2l29F/MEjnPzJEbZsVKrbbbXRpyXL65liXjuUm9VKKZRKSYUwL9MbWqez6KHUhk94",
-	"/gcwJZOm4Ew/g1boh6WImE7LwPMAL2CojlJy9YAtm9ws2ROhQUA2a3Uj+ZAsrRnKQebKKxgqj5GixbLf",
-	"BfQa+2XVdgml2utw9BO5p3GolDiZuz7S2yyb0Eq/BTOffSjoH/Twu4Gvwgvp5FsMQkkok3CuhF0WLazs",
-	"qveDkN5yoX6U9mfUAvNfJZ7/NT5sBAaRaKUkV89245hFcBGcbo2sNiqnHwY+WlNRT8QrAUM4CiGwNVof",
-	"WdCYMC42t0tsmgYN7e06i+9rTKH/isi3K7YS90ySuZCrcN6O6RPBFPwx4TSOxQNZCxnCVYHfqyPlkkRM",
-	"uP8QBsnS/87VGWQ2+dkQF1qJs/AcSYJpSL4nj9Pfw+/cL6RNHqehNeEMvlW/tcmKBSHlzaCVxgfPNwmZ",
-	"k++Jry4huRRR4JNH8u74NXlJHLs/6PYmvKn+/N68/Af7ozU2Jx5D5X/DdnaGE+RgsgiVwAh+XoYJvWOx",
-	"Ce57S5/Ur6+WbCVWLIltcsoTFkU2OaMzm1w/ycQm7mBEmp7jDltk6LWH3SPNUBjlSqIW0SZRO3kfYuTz",
-	"I3Ftr9fpuN1s8xXooSROywLzQAg55Sy4ZWjKIAo7Oq5vnrPVJw+hdqSy6e9h2/2SyemWupMWNIrSkWCY",
-	"TzjMnLS3jvNJbQsKs2ECdpc8PDQhYbotEVUMIj/JJ2ArEx6aecyE35OQfEc0oZDviEug7KHOOAy/c237",
-	"ExQ5Du+YBXYTOoeytYhMqRSR22VCIAQTuDpw5ayWAvSvn7HkgTGuaAoNso+4nqPUi0xuBcPQc1jhJ2DX",
-	"RKLavSCUXNEV5WQGb+vMZXIb02BDo+gJ7uoZ5CxHlN9JxIRYSwjghRudRurqWIoHds/iCV+Gt3AQwpgo",
-	"jYxG7US0uQglIxBPeWQWbeRlPDBKb6EymXBAUCouJELYhK7Dl6aij5JLbsN7k+SkZGeZsDWZPcG/9oRn",
-	"+oJYEFNMI8U7mMKwR+MsK65cJ3iUIxR1rY5a/S09pVtu6k2a/lh3ODVC1CWNhAf41lSWO7Wl7Nv+ATGi",
-	"e0JDgTrr8rZxh+RazUOV9CsTUmZ6pEk17ySKdy6VLqJIQcQkeRAkYAm40Mg6fGSRbJWg92zyE2Nr0LCL",
-	"XSiQ+UKXQMqDF+riDpIlBKrreQUnaRHQLEBTcWD1hiSuYx59CANm6QGGWFwcMqogGWyWErMScJDHtwrB",
-	"vG7/WX62rWGpJ+oG/EEET88Nzs4ZWa0sN0AsCIPi4NpADPZGDXh+TKcOlMxWV/Vdawh32vrSpUCYSCoQ",
-	"aJf3rleL4sOXXE3vnW/l3T1frMb+eWB1OEMiD3r4JlwxmdDVOospyg4+Qll37Pd6HS9jkYi5iHRARYVg",
-	"7o1EA8uq4BPgt3BbrAoclT3VWQcHusTe0fky5Aza+EKLY/UYKoHgAofvTEkAsa70Vq2Vxg52xuic7pTu",
-	"n+ecqUPCm4ixZO/5KmLmVnA2hYsxK3dXZYbg1JhTreeCDLBkNE5mjMJNJaIArmeqXYqhJL4a2T8yyQG7",
-	"jVM4fJ0VIwpSjYQ0Z0/EzypA+S2LqGWoa0yJ2vbhyhZMV42eK6E8BcuqQ1PdDryFDJ+shUUR12h1yYp2",
-	"7Y3OU8xQCSJQoEuXJK4YM9AggYKljxWvwB3mm3f9I7iUlpsV5Rmt44DaNqRbuu4Op6oGUAUsmmKr7Drv",
-	"YqGhViRu97OKXANIxKT2GwAHyeOtgoKS04SYl0wI2hFxc6c1R3rrp2Qp+Paxc71nQgmp0wnj6ib+UYCQ",
-	"Ai22uSCXMI4SLUNJFiGLAoybQVnWlALSesiPQr0HUT9hgkNAMlmuRIB/K1zb69tDbUWo7AYCtR3wdyJQ",
-	"oqGZOY2D+FFgB3cScpSc1K9NP2D3LPK1nSMScxrhY61aJidTCk/NpXeNjFprr4rNWi04z2WeJVfAhHVn",
-	"7vSWi5gFRrYoYkH/iE2zzE4eEZ+HkQ5XwDZlaWT1lhOZTXdGZ1dZlc3DBZkLzsjby7NXBGt02uQkhAIR",
-	"WdwrWDOymGKf6CZfCgeQf6juIgzYV+dZG92fYZD9Shvh19kFd72VjxB8Vj0iKMWu4671+3WumtkLScLA",
-	"nDZ8/IishYQuT2GCxXyMyomKFKNxFEJ4C2wPipLPgawYgl6uLKS1fnwIPGpQVuiIrCDkOvXacUZjdePp",
-	"Lp45f3A+PhBE/ZATvx3RWRuGaGPJPP/wSMGsK2EdFvN0qfFowouhFlpmTNRrMpksRNewau2Ofd5/5otb",
-	"naOaj7uOpbzYJHOxqhECNabrnPEQt51uhTpq0G4rSM0S4C8lIZ9Hm+CwWN85g45k+zOE2LaISQOWDsYq",
-	"oMPHPPQEmRtagJoGfhETLpLWkTZCFClbcRUlzexfw4bnMHaQYPXevJExyf0ylkaUle5PDid5IGp3Pbxn",
-	"pvNi2XZRvqFoFN4flFi59aY5EzSAaIFcWMczRO1Sn/zqhqvxMWAo1JpGrj9+zm2nuD8XDznT8oTjasbp",
-	"61xo717amc8mmPMKefNyM1+S+ZLN78DctwrlykQ3d12P+JdXJ68uzl+fQgf8N8enZyevIQJF8c8MkgnX",
-	"AKKMkmOYXq9fw3GwFnVdLAxYqLQIC9U9UYRdhBHzSZNFkpGu45BKEGNLgW8MrlDsj/EAmDwnvv1JzKJw",
-	"5oNv2dLmP/m0ikKw48VswmMmRXSvDjoEbWHpRzDhLHICw4uskWksRCInvOm34Zu2grCtvvQtkq+hlivB",
-	"42NdyZc+hGSwuHU0wY6ID6FZ1uXxzdtC4SebHHMdGkkjIsOAzWk84T5aVtVC0TZsf5KC+zl7YNk8CgYe",
-	"cOBK0pSMTbgv7yJGY95GsOxV4Lcq+9d1RnUbiHuzJ5vaxzaAPvaaRt6AyW4gKfsaTb72gtJkwm8Zh+JM",
-	"ga4jKMkdY2ttHFWytEFFy86GX8diJdSgVJE/dB7UOSQ+jedLxVV8ErM20CrMTjkxv+jT0aQpDWMEAnsM",
-	"ZZLzlGEVL2QKBLDYdUYT7mME6fXN8c376+m70+t3xzev3vpWWoYvX4wKYrZghCP0+uoqiNFTuUsnHFZd",
-	"/wC0C4bqVcsyZwE3TasVGYWrH5V46CvS8DE1gbOHrMwP4+q/0AV0wn09H8ZKZ/gB438uBgKx2rAaBmsQ",
-	"5xDVW4BzmshOd+E2Q5D+fhvjzYTuklyN1z1akZciIfKBrqtCMY1uRRwmy1WtaquwDHkA05Xcf2XjnuRV",
-	"ryqni9l9KDZyu36m8WAoQN/hcGIe6Hqb25Ar3vRAZY1WVpaeikDWgFRadj3ilRSa6dfPzaEzPd8PCvoo",
-	"doU/8JVy3/hn5Y4W+8c/99ViE/kDLBuvCu/U9C0/aM2lvuZ1xAc9zeupMt/gvLbuQ6orm+oDOhkP2VFb",
-	"p8LpVEd16hRF5tOUKrPm+qMftEDsnn6orehKPb1TmzmuLbzrpzCnis6hBRW8Zy6oPvEr0wlNXgVKwvk4",
-	"4EOVudLZL+6zZVJli5SjEV05RHV84B3eZ3UhD+95+HnDcuq2ufua79+fvobS3UQtAUhmtWIcrzOI5Jzw",
-	"9zdv2kPtkEU0YKsCtUmJIF6vT/4G3df/dkT8VD4xphtw10LhnViCNEG5BmS1iZKwDYmi2SNkTjlZUylB",
-	"uJ5wLZqguheCB05nt+gcgkoOR72cu8cwUA6lPDhU74jQUtze9toAAhsb/PuH54ECdfwY1uhsz5UgrEYm",
-	"7W6JEDMhXhjFNV+1XQvu07kSvkI+jxmVUF6MKvWfP0FUSCKJn408BVrzbQJ+v3wkGEqMhhVyAbMUbOiH",
-	"sPMsTKrX6/T3qMvZ4c0v/eM2PL9mCQ2jeopLRcNU+OTQD7lGdgqCfXatdDATJ05yZu/DTVK7pTQQPbdv",
-	"MwjBFkH34T1LQ8MNaEEYY0arXZ/6njCeTJ+TrplrWrM3weBMP1tsEbMng9mEKsPjXyr9NHYRfMzmIWTa",
-	"rddRiOZFdJinVrycxAkvpdEJItaCpyL1mD4QtWQuQ0UONnmDzTNQD0GP/DpcQ9UqnFbc8lBxUJmwtTSl",
-	"EKDRgKKBg510l/m1Qmzbl7qM7R3RoTlVOMagHtTwuAnaLy4b5GvEEUbgKDZ7MLg/p5NhKGc9tFnjnIoP",
-	"K9eoIFfl3CK+7oiAmr8+Uaj86246fr2LRjc6qiSOsEdy/fa4ra7WfICsPj1gE2LgakBcKB2hRhtZIBmg",
-	"Wpkeek1TMIjcrDAzpR688Dc2nZku/c+sp5UZ9/aeO+2LVbsBVpDdRfRBiRQ8jXlHKjfWArs+3x7SZZ5V",
-	"eca8I7NyjbsXvEvaL99UNbSFkUBKtshs+Om+o1lS7vfS5yaC81RnwHyAbJCAbNZqttwJLMViZ/fx19+X",
-	"Xj4k2jv44tTEU9i5Aj2mZyfj8Fsv2FNIr9vv6N9905UytS/Prr32+enl8dm1X5eZtWQxw9Yq2hpEUpve",
-	"5dn1FYNSpmDeAY+i+Ulz6SZyEmDPyEeswlutgqEXuXjurrg8uy55qisTXOvcmOs5jVhcGb0WKOz8NF2E",
-	"UcJiS/L78mvf6tLGrmzfKgnqVT4tjQXkyiuK8Mbontstw02k3ci1ffvLAHp3fUKamKvVKsKGqVn7APyX",
-	"8Lf9POw8ZSPr/4nc7CtVnZCb5JaqQkOglZVs2RN+AU4jnhWAyIfSVHPitZFbpy9MOJV3OvEy1CmKkCFv",
-	"a3fpmPw6yYM/aXz0jwhnEFNT6j2FyfzN2i5TL9XKjK8jTFql9JpvrmuVuHieZxeOxc7LYU+caSVmB98i",
-	"ghO5mSvp96hQZ0D7yHStgVASycBIdFgWdXZl7c1nz2JcP37DKNfDuFwx3rXC4s43UZRD0EFRO//ykNlK",
-	"pYV/5+jZSgr8V8VFl0cxIdL7cZ+ZFw/EPox/IP7/FZg/BKn1AWoX2rFpYtKUcPT7Fz8tgYOdONKxfPSH",
-	"Sq2cAWlNuO6hYJP3up7IHXvC/JQQ499sckxWNFIskgXE14xZMZAJr/jUka+Wj1SpNjiOsH09Bs5EQF5k",
-	"aotZR0/jvHVNajexvr0mXDH5lk3OdRsfYHHVHhD5xaHld8J1CzpUPlHXT+fURcwe1JchFBjCG6t0h+wp",
-	"IbiFzWTXRz0RnGV2oor5TEvVxgY3BztJLFawY2hkzEn9abcMcCObhqsvZCGv3QIL5icxS5O2jL4PPhzx",
-	"kCYHoRfZpACRV9cfjjLbTjqXb8TCqQLMx4K1gVgnLJhwcDxnPTzSyIlVXUIRJEVnvrr62BlEbUm+KZUB",
-	"yA3kQybfZo3+zpyWkG1Crg+JurG3yE/Q7lMLdtjqA2s/Yrw5KWBKIRfP5oQbS1gaYZvGjPhtNXMbBpPo",
-	"oy9Ymya81CHlgUoiFgubYPV2lslTZqu3RQNDhfpAidzYLrhujSUc6lfSN3wLRcD8ItVzGDbmT7iWytK2",
-	"mb9/ErPT4IvfgqAje0trUCzGgQELK6gN1vQLjbPVE1LNY7p2p4G56g3M6JzwXDwNOIghQASzreSKRpG2",
-	"RCk5XU9tGfKf8DCAAIy042pm8AKT5X3IHixdxpPMnrABGZjW9rGHspBeOClbjHw1gRtq31PdC05/3R6b",
-	"xug1cOjOzDW/ZE2Z62je/FrgHxglQpqSRYt2wOYRjdmWOPBcp/VqdfuHvMFVnyAddVNLAWBj1HSsNla2",
-	"9scolltB//6MzartC3+AufTV9QeypnFC2CMFP1I9/ympw1mf+L2B79tukTrBbFss4XEhsOiIqKvLhJBk",
-	"kYEZ0HszUbJKuQfZwwHknKfuAE0rK0i7VZza2UjAFKt8foV3mQals9rLIYvEfCHJLKRofYAXLFSws7CJ",
-	"Yv1WE5KLlpCDvQlZBfVteTc1cJ6ASJhyP9P0KI1atirFjFPoMIFUl1s14WpQg0FmmdcmzTQ0Yxy8nPLe",
-	"nSheXbc0KBN+uJ1pw5MwOvzx7fbYrcbilKZyxZINoRxCpbjSb02qsYjYlppgYW6DhUw37Tlut1JgTXmP",
-	"vgKLCG8Om1tRdwWX8RYBDRUGMmPLkAdGUjHWyvQm32Y9wl/9tEAUSBc1zu7c1mx1FKV+TbSupdnIaxa3",
-	"02JYCmHPy6jbVQTsgrOcjJNrKpwzRWL74GfkQSqMpJWk6iCK1LpqdZcz/Qssns6XmdwYiwcQJdMvjAnS",
-	"fcnJdySZhi+aNy9uWv/VdtUfWMv5OWa8il91Jdm8CuErGoUz3QAbzOD5UmXA6Y4zPMq058qfhuS+BpQ6",
-	"q/xfD84uB9R9WFMw6MPpJYrQuqaPVaHzgur+Z+Hba9NeYxC7NvlnAuRGspyN20Tx/FlwHiGZNeS3W6D5",
-	"T2J+J+spTQk/51DB7t1YfEpdm9ux9WfgrMKte7vVg42eRPKfaQe4h4OAn/CSmWbDw4REEOh2RHStSWoK",
-	"wytRJ8AazBaRQql7NFEzvYinlHxP3NSYFWvNncRTWrbhfzusHHKj58kPD4RVrM+XIbZAHDm2aJjPzlp9",
-	"+UCEfEKSkXqrYfZ1JsuCRF2VKHZGToF3+25WE/Ib/saqYSDq1P8U/mBhc0AWkM3a/ouCMgrexXqDBbRH",
-	"ODIRJ5meDPEqIJhieswLSfxsPDClQuIQEijo+lh7Rltb1LDP6avwzWI2nhWaUEdQ5wriKPzta2p+vQ7v",
-	"w0AnC2WxYGj0gHIwNGZUcy8Mr/JJM4npmv0mwoBGEw4lh1KtIM+gQ662goRYVNGEjT2RR2DVrTGhfMJD",
-	"3Y87K/wPyWiak0A6FsfCNxgXjECQ1UYmYMUlNJlwTINOHkR+fgv3OzVo31wdn56fnv84vbi8Ob04v/Zt",
-	"cpyuecLRi5mtOZTkNxYLnT5JFiEPsaapCbOFhP1bluSN5qZGvF9n70TQvyZ0rFx6iZsdP7AzpAmN20I+",
-	"yRWjdd4ISPwt1FLxsxLVaU6UrkWRD17XzVtjNWxVpjblV8xqzi9uplcnx69/+Ypy9mkZjB1G+12FEr9h",
-	"DZYMnDosX2ySKGTxGcSzVxn2lrTrRaiOhtFoRj3yf5F/mMbhf6fzOym4qVT3bhMsRXRHY4u4o8HIyjZo",
-	"npN806YXB3frSDYB40n4G1QdwZe3JtqzKJ0AobRI5+A0ioMx8FYkDGuB3Xg4zVdVefQaVuNz7V7ly4t/",
-	"le8zX4Tiv8vlCbXb/5ucnZeC3xoHZynrvpyuVGunRNkjtVZuS36rs1zWZDlVC8ZoHLkfayWXSimVA4qX",
-	"PJf6SpPUgFlN0CnNug3xz4oxMTv1F4WYpITwvxEmf3GECbTk+HeOKsllPbLH5NntF4vJoNWe3vVJjl92",
-	"A1JI2awvpAUVFCo1eiVL0n5IdrHt0RhbIkx4VmgZCp1u1uq6UuLlP0gTrI4hFqoO+ZYi4y6UMyB37Emd",
-	"u3W+slemoOmC4lr8Mnb6tJ5tvh5yrVD6ef/hqtblTu/rZ7+4Y0NeZ5DWxMJtoiQEjCas4I4oFaOBUj4y",
-	"Kcs9R4QqPE54DpHFnUVsQhUHk26YK9duk2vGJjy/T0oBVVx/E1FZh9i8rfQA+efzoc9NQeI5+Oln5qZ6",
-	"Bz/4LDiemSS7g0owokjWRc8UInzkEspoz2kcP2UNOgstdeqbg3Vsr4Xlq8UmAeVVxDrs4vcvvpWbQpdh",
-	"WUdUnbRCr6PtsVdwMsE9gA30sQwuVhrG/j71xchqKGy+m4P9NIZYq3JXtnzsVU5JyBeGxyoc6XsMy90m",
-	"wjCwRCge5ox1cExCI6kTwkE3l5uVnHB1vFpQuETntUdkEQksEGmqWtjkArvDQcy1RerK6humOSZbQtPS",
-	"4rS6Kv6zfOmFLlCHyky5d/5K2ak0zf/KUH+5DFVoV/Z/gDCV0UZNjdvn1MIo9495VjWMSouVb1UQIyhK",
-	"BAcMkZchoKKGLhX+7eppVGxABTQX0FbV4Arw7NzXP2F8KI7x32uD0F3h/iVHCXCzH6lbj4tRSw6kVPU0",
-	"RNQ9h8SN9PLFahiRdd+b1+a5ignB/LBjzYXquZVFB7FYr3fVGtQP6H79EPtKZmxON9qPEonbF5J83rAN",
-	"Ri0uFJdvZhISZvU80DDJotcjcfv8WpC6YflcrFZh8qzkMwElo6cKhu0lrd+KBxIJneOIb+gsZrBjPzHo",
-	"14c1NaBbthqOBaTp6MhdXYgpTHT7H7VKqEgWyjTRHENCMvHTNCid8KwPh6/fMaD6JteSkrswikh7pMQI",
-	"7YWPxK0SmZSktuHQU4oTX28Zpg48xGHCplgU3z8iayoh3j1XF1ppiKYwNAqD1NSChu0O+W3aF1UXbp5i",
-	"xM3W3sY7a72W1rfFkiw4dB6iZhO0MK8QrBPLpN4Q0nTJNlv2TkCAaKcBW+PB2Fu/EzLat5+UjDxyZ+Ur",
-	"yPxPJcLnt3s7qJES5rec6FDHMZpGConQK5vwJhzuIJR3Fjl9eYH9uZWmtAyhfjgOrjSdGVNUo6bBoGto",
-	"3ew6ZBVysFRkfRKhdHwkpLS21Cov0dhXlI1Nt85K2d1efnmp1fYit+TsMZnON7FEsXhviGx2ag6Pk61U",
-	"WNsXyZCfxCqAuHuVmhiqq6wUBatxuqWv1kTEoQFfn1uIegWVWdf9gOJhL2SaiqJLiIX8dsI/iZl8YVf0",
-	"1YLFJmMJ4K4tdwTXXNFUwm2CiUep2WOdjpBDlz/heD3lkmhWrWc0adu/V9klP8UCztvY3S25Y+ukaMlq",
-	"+u1I3LZ1xKbfMl0CoRAI1K4KoBpLvu/ENk9luQJYGaxsU/dQjagruePjpvvjnG3ElFi7FckR8XHf9QO6",
-	"ghwa3ESuIIyB6giyTKDp/xg23NAI+SRm+eayWcgMDAnLgPdqBc5qCZnaqErongSVPwr1ddISOgkEHUDE",
-	"PzagYGt/X/NlGsnpjEqobbA1uDeSP+hHrtFnbxosbXkh3+jNyoUEbHm8GCViNbDEwlapE341j/L7rc/x",
-	"e1ONp9TRWeqvDzN25Bezz86Rg23voyl4eyKrS8jf93wRmWBuKasr1YB8EzmR+jUpNhF1bXKMJYCJvsWw",
-	"tKz//vz6/eXlxdXNyevph5Or69OL83xz5Xr35RWjQXhoFWyI0PhTVbCvmFZpIUnhuW6dmNGkni3qbgcM",
-	"sibiO52igMJJE+Iz0LqmG1LrZ2gEK2rV8USrgQ89S33Qr8yenpUlqKEJkyzBT1sziyl+++u2pujLQ58h",
-	"rn5HKs1Dt/RR/ZpQJCgT8TUebz2lGaEecuzE8/yeRTUVQkSuJxFWzUmVrGr7Hr+eYJZCbikRpX4p7P4K",
-	"u0eRpoAOOgkNOYtbuYYutcEJyyRZT2kQxPq81tTxoJzeQsMBop9TY87EhgcWYfatTXzHhv8f93q9vo9t",
-	"myGqbkHnTLZAEXTxmQE+UwtKuLWBKWwK9NCwiK8W3l6HQVs3ez+CG9qkxer7Emz8uuI0vL2lXI9Mpukm",
-	"HX4m4/poteME9MJiO6rMXxPOKYan5VMPIRg0Yix5IbOkUl2nm5pS+aQJ6j3kQY6zwLaW9nlQbNixZBMO",
-	"cmchJzdHTCik7OkthLKRyf/G1MuwWFSxmL3HWc6xsFcnydpl1TTHSUyaWoq9w+NhNcRTxPCusoxpfckE",
-	"t0PWrUf3KDhkSb+tPk8ZDyDmc0vaQGZzMQ9WzlAyX49fvswfk56/nzsDXwYmUTrKJbAq+KlQg6HqwhZV",
-	"jgh2HtvKO5/qKvK+iZlcpgV5sd9n9FSux1uf0FtymVTjxZF7amuCItL3PHwkbC3my3zQhJoQb+mAHRgP",
-	"WDEvP2vyo7RFAJogtnd4qoKyheLyoIGSkZWgL0lZz8ta1ApeXcEp6Plj8iyzJMtnWoX++rRIs4R6uixm",
-	"ldVY3rdnuWVcI4k3HAo2oP861PV5s5f3l/j67O3PxPqHl8/DKhYDrZQKePWBzDfxPSMRxRIjoUQS+9N5",
-	"Y97jlnLsRtr4TyI3K/WH/LyhMUsnN2mA7BGiEuSBhy32HqfzzWqDpXIPLczu1VzCr9JRyJVnoM0HIC/C",
-	"xMrj+M/hquKNy6XrKCxWloZg1xFqTqt8XgrFNb0Pk9/unto/iog+EbkSIllioiMJWBzeIzrSFAl9AfGA",
-	"PVq6WTYEuAa3TF3AYESmkvhyHq6fbOwZbRcKIjbhRR6IB2vC1yJ6gnw8C2dT/0QJ/d61gFq/n8AZiNeT",
-	"Rsu3ia/7gmECxYwREQQTrljkLagUsfFDmFF9zUBhbD/rfZx/gEWS5ZIgahMt0onpTNwz4jndge4Ik2Zg",
-	"LKlU3w91/kYLjNA6sA00klwIyLuTm+PXxzfHtTFtAGuVNl/nNgMRVrMa3V5o+2LKfZsd0ky3vNgsubuP",
-	"M6ez6s53pk31/tyqYjqINuXUGb0Q64XxFepzM3QO6+KcDpUHu/YcgWCDJWtCWZuclsuprq1Of0AOfG78",
-	"rFb9s987+ar36uKItrpStfFU5k2fQYh+RWx4btwvSnk53JUaJl/jRd3mG6qD0vQ+aFJtnCo1k7KgfI9Y",
-	"YIEcym8Z9ph7AieQWl/ICf8KIPkO+HQ1g9kTmYlkaUrhZiKghh3a4bHkz/Yc5PuqFCCxbw3X+AubIOHM",
-	"23oLzwvHb6eFtHxc83U3asr7a3ubZAnmZWQzGfEaKl8tdaXvZ8uc+3Tir9d+n4NcbTZ+piBgMhjRFk90",
-	"uLJF/OYjacN10XxstchLIpOg+djys+jLtVhvIt18NwjEgjitLCEyYPchmgvJMVlENMmcRKEkEVsk6iL7",
-	"jcWimmtXuSr4/YE5g7V4ycWslAgu6+1UEdmqfY1qH9E9BWokX7piOtMcBKM/U3NgT83XYuOgyts7KxRc",
-	"VxuJYFGCIwM8+7yhkSzUCq7pLPKXVrEtJrnn0V633ybn+sTEgu4uA1nfV99PRajXpx9Orn48ee1bSr66",
-	"Obm6en95g3++Oj5/dXIGfSWb/uXFdU1luZdzyucs8lvw9vX7N29OX52enN9Mr28uro5/PPHNdZk2+JB3",
-	"iidFeNkm9C7X3gIH2SLi4UB+wf/nawcgmUO1Qeik8QT1LEulTvLF0CnxU7+cj7nFmGZczjCmUIgRfAc6",
-	"d9bkG6exEjj9UaGpEtdlMZl6/YXUXXrDwE8d7OooH5GF2PDAJDyEEeLhk5iBbRocy7AkHZBkaldhFTM0",
-	"IMN2nR+fTU+uri6u6i3I2zN1dyfO7qK8v4tZjQCZJGy1rjMY/Axx+m2ww/qkSdG42xqTpXhAiwFY483y",
-	"lcaxpFAP9ZOYmRzweMM5dHnE4LeYcfaAnaIlNNxmamBjUr4Lo4gFLQilijdc95KePREjNekHAcseMY4I",
-	"1B30ZRqzJA5ZgM1LTfV1ChCa8LN4oysYaoc5W81YEDDdmVgHwu80f/ypspemoJ3BXE19ywnfV+CSbKtv",
-	"eQO283x9wawUYSiJv2IJtffWvIzoWrLg0I7yzw5wL/LCaoT7z8unlK5QzLbUZvlp9B3ILWmn14Mi4BUT",
-	"kMtnuix3FIa8C3mN8J9GW+Tozjh0Zk9Es+NqAS18qaQOp7UcfdI0QWEPcZgkjJtYxlxAB/RX1eUkjYhi",
-	"BtgTzqGI4vm79069Vd28m5TdlarnEirTfjaWLk1arIPjOd3hhJtqZGsWK/wdFS55KKKCFUpNjQw4zMVi",
-	"97kiqVhuVGaaFRx9kA9aWFl1wl9miKaRFLqwKuhk1WKu6sxgiMZtvavxTUwLfeUXIgrIY86iiJ0/AsHZ",
-	"EVkJLhLBw/kRcW0nl0gX6E7iNbGYqXVjT1ym2fKDd7Zoja87lzRRF3FK5EDe6iOEoalDOmcAuZXdEpXi",
-	"himVQxhzriau7tuR+gKeR45boYZyrKaXLSe+gs9PdR9FT2AqgO7u6r5S0EDpEpAXKHCgTXwYl8nVsKkp",
-	"2moug1xZ6IOq/+T8jAc6Qg6qGJQTDLK6QXIzw+jbZ0xYkkk018xV3UkPS7q9uzJycnAd6+y2quDCZBKu",
-	"4P4NNlohOvi62sHWEeT9ncSg8aafCdbY+gcHxt4/B/g8NRx7cFBfnladl4NjYfMiYI2TpBSOW3ZDqO/N",
-	"utWjEDZpLmGeRR+rr59vPICF7I+3rRJrBVJ9jNuI//Qsm7+RL4nYBGSD2FU5+vnrE39URIu/NayGGqSR",
-	"Gv/qLtPC9fg8q8dNnjnokK0XkqjrOaAJ9lM1mfLkWDdwV2ItVt4MJhzyYJWcVzHuW6b3VKi7n3Ip0qtU",
-	"XY7igU84TBPyYh34b1twHgxdMPkLmJTAnM28rqcNsyvsbY9KXRLO71gy4bEJkmspwZmxNjz49+uL86wx",
-	"gS6dhHbemNFAjnUcM+bCZqI3my8FhoVAb1KFaVT48vXMX0ii25VtL9VubSnS3rLJsfaM9LsTjinMPCBu",
-	"n/wU/qBEIrD6zRNYQrnOVuaaqUoqWkgJE3W5pem7efT3uzXnKOUO03hTF4H8FpRnlhNXsKdBKMlcqXQ8",
-	"U1eM09Zc6BOu5VbBmQxvV9S3ybkwhfYztuSTJtR1IIvwUevcKI+Nd3u+XqFRFDMtaEJcm2BlZqibBl/L",
-	"CQfw7v5mZeMq3hWJByYTBTJ6Cprwz1ibACjXhRnTKrRiQbC1F3lJZNqBGeoyySPir0I+hRFyHdL8loXu",
-	"v/lSCKlEIj29cY3d/c0m8TT8dKeQGYsHEipVb17ym6dVn8QiLWL6CXF4VyhjKoPpJ/R3AlgvZI2Z0yLc",
-	"2DSkRT6jzKzXaE/4hP8tt1ukeUXWkSS+ZBGbJ+dqsuaKJUsRkO/JpGEenDRavukeQLBJgMLtHQKJaLkj",
-	"bXJ9Mr0jeDGab/9mEczV1yUyN4pqCBgPNA/KFgECAlKb+u3Vh6ziloVjf0+a7svPLYBis5p+UigJm4Di",
-	"FnlJmgpDRH6OkyZvteDPEGHkpE3cFrZcFRyWYVAN3v9QkqsXkviKBC5hLTJoxtO71ks9mlnWKsQKuJeK",
-	"Sf6N+BjJF/4GyPdJ855yErCYfBAssYg7GnWhaAHg+cUWTCtoJo3CSBrjwCMV4lK0Gjpfs7gdgztsodmj",
-	"VMOoBX+vcYN4+S+PtJEI//ZfHtjPg+mn//LAz5Qw6NMAmqt6G84F+pgdpb2ORiOCYEGRUrKIwnUq1Kqp",
-	"mpKxgAUZadAVQ/aOrcWyfrXqzdYRbsZchw6qwdBqpCZW74cS18m+R4t/0LLIGvd9Tr4jjt1TK3Adx8FM",
-	"wflShHOmi0nU0ebaECQjju24pKl2WZeqIzRaL2lLs2B1Vt+IWA0iOMtRByNyTqFiGtpQTQJORjUKjbY5",
-	"WVNDzlMsXaDzNracGdzV79PToqb/Dmj9b7q+xPWJqU6TPySmdAuwNgocxaBgAe15mm+pTEJmkZtwJpdh",
-	"THloit29iUMWrCi3iGRzmwxs12kBa1BrUZxVor1XQGdrrF2I+pFSldVVHioKd3K86UgLIhLqtkRZbe+5",
-	"WM1CrtAYi80t3sNBeB9CFOPsCYgxV+QWaB0KxUpCo/CO6Vo82WLRkJefGwzOeBMRGgnOWmAGBlFAF8SA",
-	"1Sl6MTuf3W2CkyWLgrZS/QG147QWuuDklkqB7ZgnXHFU4rZ7juaaipAUpUt10M9PrxTX7zpuWkATA1xR",
-	"PwwmPBEQn9GyyBON+QtJPLdg/Jak6fWH9W+be6broCjhOUQ+qYsgCeepuq07gbD4JfzmW6ST7oM14cC0",
-	"8sFDLd3VBXlAYbEIT89t9x0D7oQP4FH8Sb3oOQ5a5Kqw2OQVYldfh1ytX70MQGjCdh1DqoqJEAfYkOan",
-	"PsYHY4APyD1twZnapLHayj8Q838QyW5XQAN/kOrRwy/hAiN/kAJ7JX9M+B/tdrvyPzW2wQPspnmR/EG6",
-	"Y+LYHW9E/iAd9dHrdMkfxIOP3R6pe1cdFjbfQNjMH6QHjw6GxQGyjzUDQPgRICD4OggKyHvuEBBQlMMA",
-	"LqCXvaze0C/33PqXiyjIvVb7sW6EOhx0+s+BoR4Ju8dQZE/Uicytf6iecN1+8eMAP1bfKy59pB5zRr3i",
-	"x2yc0svFVWdz1H8svVxesOvAjEB6eyAvbbl+ulf8iC86o+qLtWvuFz9mA5Xfrlu0mqX+Y/ntbase7QIe",
-	"mJfirLlFu96YuLY7eOnYw+FLx+4O9Giu7ai/h+qXbnfLl6VRixipH9qFUUbqS0992VFfduHJrvpS/afn",
-	"VIYuousZUO8fuoLL2sFrv9w5uLq7/iCUP6kn4fCN1Ip7PfW685wv1UWQU2WW1KQwg94nYpKELGjrP/FC",
-	"CDlxR0Z28rp4p1tp3TvXy99BqUwPV66Lmfh1Eh5pZhcg3I4Y1pP5gjHcWHcIXMaM4T2o5OHctYuFGVCg",
-	"bXYsJVm20k6NE75SUnlqyzAXn9GuoPaGuozlCxIIm/gresewvnib3WNNHV/J1HITa7k8obNIOz+N+ctg",
-	"s2EVtREsu1Vad60tbFdA+jGo/wHBTuNle4NNCvHkUAstCaMInc5YBsG2i0aFvMFGK+/Gd5/Gl4MXQOmU",
-	"Ex4mLYvMNknW/xIV97HpzGdnthLU00LBbYVDXe0D4Pdtcgwq0kNaNA9EoigSD6S5CnmTt10LNM6IxlCL",
-	"AxxC7Ql3W63x7prqYFYZG+F09lSyFiisbNYkEWqDH/OmiF3l3Gpd2vP7KYhfNbXvzAn5qQ2AlyEoOS1d",
-	"Byv+EQ6IUPLaItG+lLrOiD+R7wnH4Ks8i2nyVPXrtI6UvPukxcufCGcskCR74CfyHfFs8k4pPyhDQuA1",
-	"nmYRkwV7YLGW2OEXpVzsxvyJ0jxguZB+twgTa8KNZzAFci5kogD5jrjqEVnCulJMnXwEsrcF8+b4brfG",
-	"oUYQcmiRZyKut+C0pZT5CadSdxLRVQp/QtyUfcxawjbGIP3nmChNRinzSkdYbXRjEU0JyNY2ibpxBPlJ",
-	"qZlzwZPwdiM2Ejr4SR2QDso+bImpWQRfqQFaqCPn7kN/nB9mFon5HWh7sXhI15zaTtSkvkacrbAKJqrc",
-	"aJMG8mo5D+/CpB0xrbgQ4v/0RkRBUy43i0XEvn9DI8lafoFsLd3bIpYJ4YqpkJ80QGiuutf6MBRfMMmw",
-	"GdfVWn74G1oSIb62eYVWEMAWC6OQ3zb5y59aiE29STjjT6RNmj8Vn2oTjoYuo+NgBAtD6s5KUcrEwqq5",
-	"aNLRGMct2vDEoD0nK/hjNEaSJtjanBa5VQwxEfoA4PIR92qc1HRVwn1uyEkDCeqNiEtHBks3wTtlm5Ai",
-	"k+IFhMSIleDMtupQOz1R7a1TPhG7vbHqRAGP0iHYuWaaeZ+EwKYDcsIxAizkUJ+SxupbHWXQ0owDEkIg",
-	"/Ifm4shw7Al/df3hgH4aNyb624RMaLvHhGtfRKm8yor+v+y963YiR7Yu+ipxtPYZBe4EgapUbcPwD0qi",
-	"XOrWzUIq28u4yYAMIK0kAmckknC7zthPs//v/QjrUfaTnBFzzoiMTFISqpIv3cu/7EJ5iYzLvM/vuzuG",
-	"0sidzt7+axA69t/t4EH6ZZJShaRgsLOS8U8rQddk6UrgTaPHesyskkNff0NdZYAPU5twqAcji4jsLpjb",
-	"tJApKHeI7LWajBgBCBHUtwCMVtYie7LycySv3iQWK0C3oX09s3VWKy1SFkfUwPKUVSmUSVaVxYqlhnLJ",
-	"GPcDkodlCiNltpQ5YHGEtWFJsmbGKqHAEoaNSrwr3TJFEWTKEMOH1UKeZvGUT7LmIgqHEs8sHmJCbEZg",
-	"2hVh9CKIS3UK0qhxox34QlB3VLZRAuqIbwoE6hvnA4NVWqF69gNnltS4ssC0xrFMNKemWUkzg15paT0Y",
-	"SmMUWv4tzBUTYzNYus2JioSzzoAMabHM1h2W8lsk4aE6YBCBfR+rji35WnslqFDJiAhsGsKQY6SF6tic",
-	"0RDq8kMf9CZEWJ0aGn77LfgYESG/T04qOpT5duBjI9tazX22QEXst4bhVBY774YSO5QIb894LJlyeSxs",
-	"OOPUN2fk2i2ZQrdDuVglWbxM1g0eRVjDBe+pdy1ytIiNigweTvWBw8LGQk7mRT/FHPD0RqQN4EOCabMA",
-	"QzDBGE6HJq5aez/YC9p19hem5Q2GHRGWT1bN6BPgqjbhjzYI7TfJcWbV0NJnkiCeKuiesrnQxDKr4xvB",
-	"wu8TdRuweTyb/xAOpddEBJVtRq4uGu068kLnx7oLmyJBDCV7KdiIC5HORNRk50V4JkTZgAfczlXiIWkR",
-	"CplWQ5n3Y6ItYmdTu54lYyFyhB4EMGsRzUST9XAEtBahcZMoJWO+K4RWKPv1tjkqBX4qMzbp81I9ki+2",
-	"7hPBRZo7nrDIVYgtXoPAq0fYkB7gzy4rhceU80fQO8ZSm/USMnuhSZ5KYnU0AgVwY+Bw5lRiyAsxlLXw",
-	"Vo5aIWs2mfk/c9gBMW2zJaPL4gycMVjtsTVN0iY7AiREZSvqrVNOWHKuaNPyoOkQTyculLetY1nROjBF",
-	"lRdn+Qp7gsF+by1s5JPQMD+FgUv4ePLP7A6ZrI245BMRofzca7UaL/daLWRXwyqG/LuLPGYPb8LifntS",
-	"D4oZpL/J8N8PtqQ44+ShCqoTYZZSP97BP41nIHZt67lN4hQDNZvcbHuPwyObEbxJBb+O1K20/K5Pvq0M",
-	"i2SeEZj3P/T5xB52D2/YNs36FUxpruAambCCHSjJyFm+KquuHyZTA4qHUQWZ2de4R43ZABxe29N25Y+t",
-	"pAjb+4QHk5dzT03lJu+Z3r7Ad2PZNyp8z/M0ZnAvTRskmiN0OoiIHcKXQwlWXcDC2po12HrOMywewcqR",
-	"Nmuwed02GKI8g+Ai1AFQKjeUrMF6rMHaIYvELBV4aqapEJFagKjDQK1lMhlK4my+3NutyUa7bsvKt2QN",
-	"KXcZ0uznm7Ow1P52euho5DAsDzenWZ9gtOQI+Xt/nSyJ/Ny9CBiC9N+IPGbhusxSMclUuq5siaoIxm4N",
-	"xT9wd2DADWLB2wtAiAOAbipXxUGzERD8hlXB4nJUdlvb4+D9OYAdVfGGo/e/FRvsMV2LLR7pFtj/ZR0B",
-	"xcG3DxK4UWAEOWwefUGRuzG/XT/AUmtLGjzqGZBPl9ADZkkcbWF2TnKY081wZmWQhoxDgV0RK5xeEg3u",
-	"2kOsIX/HGGEBGTI6Y+IuS8XCxupqof2CEdC3OGgk8J95ktS3XvWyhqpY/eK7tkHbXqo0e7ycnQj+l3wm",
-	"gofL2nfxkdVti7RSI4JbjbZY1FjacGXGkHvWGKgI7IINfUseE1rTI40S5pV6ZG+oIuhzZOchjTCkZhx7",
-	"E2pAniR5TIEG2mUthzyJtLroNT4RBUH4OGX2UAYlifqQjL6C1qqKrnFdxY4PNj2VTMUa40WdPCYZsApj",
-	"37jm/fPeaDZainR0bC46fFf8p/fXLqCac6bFkqdGagZYUTkXPBIpFE6jz+F8yCX93PRio+CQoOeIgcfm",
-	"UB7lkRTQoFh8C9dQR28kJvGCJ4xcIeO7fP+Xxg9RPIsz/X0T//vD9yL/8YcwKG40+Nl206l0KPMuYYxb",
-	"dIzLiVfRJ6rUeBftUavVMo7RXNxxGogZQOuuvWzsQWd1LKch/scMd408ApLLsOt9CxAeNKSYgU6EanEc",
-	"XXuPsj7tVnXiDfNgQ5ndKkxC5AkuiKXXS4jv41jydL3zQP/f9l1/5S5kfbNDj7ln7/6Imv3cQgt+CsMO",
-	"4ch8DL/Oxq0Lnq3SOFtvg4kHvvwLi+yYh9dsZovgDjD1lblvfqFZaF8TbssV/Ai5q4cPb9E3udd1TpDh",
-	"95C4PoZK/1SmOx/n4fkJ7IIdaDr7uFa0Mlo73eRWfZNXqLQVq7bzlVxAVCc65uP7kAsdvWYVCuxEpdEL",
-	"zZZKQ9OMrWhdAs0DJuEwKg963+Kb0TY7GLyHOLdlKskFFoncWp5IhLpISO5p1qo3t2CGGRMN/31743EK",
-	"cd8dpqwARsEAWX3krchUpSO3d8wfpRgZFRvLEQFkPQqvgtNcHrgbysPACO+Jpe9hfOftUZr9uFz10lte",
-	"QBukAhWDyCYfw7vtve4hLOh7YdRPCiiyki9Ekx2LLBOpDlDn6YCFTaPERphMDxthkLPZoG09lAncAyB9",
-	"5qYcDO71KzaZ85RPzCNZLc4IZsM4groMxkv6ihKuO52dZaIbe6291+323l6j3Wrvt1o7wc6Sm5eZ4f/j",
-	"+17jP3nj51bjix/y/22OGj/8sxW8fvnhf1SJv42w7mZhkrwv5E4N5GrqxSh1vnwfGeYrxPgqAnxaTEBY",
-	"DYwOIyR4wVOR9lZV3nePwCY2UCVYBagEZl1D8ySVUnlXh72Bx1M3AlxuW1rZBW2/HMeTmu0gaYAV2sX3",
-	"dC1dpwOZt/VWTXaUaZaqRLBamAoOTEtDGWIUU4R1MPAioclDwN+R6DdjC75mE54kuGtAwQNKNIw9n/J5",
-	"li13PnxABjtVAdVseeTsh2AX4SqVmnF2wRdcekQiEDj2Unx1KIEB7hRPa5gd0j/vBezwXQ+OzeF5j9Vm",
-	"u8fYWHF5qxiBPKE5S1ja4zX6Phjt7mBFzmefneSw5TWw4iM1saF94y7o+mefddi7y8vz3Xazzf6CzZBK",
-	"MuOnsf39/dcBlm3wWMJloErM/wxY7fJ4wNpNcKTbzZdB/hjgHC2vsnmOW2gWNrJENyYizaxwMP++FuuQ",
-	"avoXq8w42OYddu15opXt+KL7k1jIrDHh2EL12Wc5R4r5rv8UqTr5ml30v9696J/7n7WPLyGuvXM+uWaC",
-	"eCF007wDW4JgngHabCkm8ZQy56FHWBuysaCMU6wJayXOtIUGgqobtB9htbxek7EA6aAJRxfKceIE8isQ",
-	"QtJY+mMXuwPVR0TvSUh3IauZ29SUhecQgsNfAxYWufZCWMQQRPaRnCr7M7ZG5A9dJmv/kZbEnm73yS7N",
-	"O7zH0S+AyYL/qgdYV1CgaYG+rEyz0JyvEM0UO+3YkazNawoEHvAmS4lIIymDUptrCHgbQKx8DlX3t/zq",
-	"ru1vGqvIOIghVYW8UVH5wxxVIXyeJXYNWY3KGDDDD9CQxmuzPPvlGcsfw2qhRW/z1omIDL1fiKEQSgpK",
-	"c2+fUyILxS8vUoAWx+Gxcpbe7dOmhxWE4fScKqMH57dMdWG3lpvKsItpunwPw2bBUq//+I//YPBPbWse",
-	"zMRiIzs2jQGGD855qlYZJbYhq2urR+B3HbDbVMnZUGJHJHr/JJ0hf2d0bs405fYsvibMt6O1T4hQomF0",
-	"jPl2FlIJx4Ey2gWgOaEUCQAQzXuor8hIQ6jZjwT7BWVYuVXIXPaq1WK/bHIqs18KRPeuzBi8B1YQ5VS8",
-	"vIFFBgeqzvy3nPSO355dnPQPR0bO25eMVbS2eGcgfVALFG48O+wfj07PLkdvz65OD82dBTyiRPGI+hMd",
-	"sYC24KOFQD099dV9T/2qfxmyXRYe9o/7l/0KUJ4atNgbKULRxMD8300sbs3/iTv7G6Rt608Zk/elB2cW",
-	"FO+BL/XqnqhYaCwAMiDALC8SKKa4ZrZcMf4ZOyAH73qNvf3XeYmeh9NPw7pNldnpWRFsTvO1MWqKo746",
-	"HfTe9kcw+PuGzNkynlwDSeDUmNQAmjdJuNZQ6LyShDzkl1AkibpNYp11zbwBmvYt10zcicnK+I+bE+dx",
-	"JT00dTQSc2b4FLI5Zt6sWJ0lasxB77oBiKjOsLTqGnMqWpkTHgNZqDt6dh0g7R+tJoKJOz7JknVAcVcj",
-	"D/yHlsjF3CTYWh+ezvCM5bOitGB0s7EF9DVUBzfihdl4YBHUwgJMOKX/QoIBl8bI1Nlwx27SL1thfev5",
-	"vexdfNW/HIyuTv9+evbN6f1rraRoZDydiaxQxUyb1phQUjHzSROe5vAe2nUr+68+712+g2PaOz4+++a+",
-	"laXPxOKVDpwLu9o8mwNuAWXvglyeCSyHDZs/qnESj0M4OqmggrQaBij0epHE8lrX3TLgPoGFNPpXGYfg",
-	"YC4m10YaE1WrXLOx+RKX3MENBxvN/zqi9Br1vz0aXA6e+m2+B4w7FhhENmRMDZBIYBAwIE5Vvma9l1AO",
-	"jzsk0buhUShzLkvC26qIg8F7b5Au3QKeNQ3qYPCeATdDYtxJEVXBVUKjEOKZJauFrHyVK7985H0EfgJm",
-	"XkGR+JFf5OxBqBJOADQFjDe3KRCSpkqvQd8NpxokuxkA8sU87oVmxrM2WwiKIc0G8spLvW4JjKcX8UyM",
-	"zWp+9eFrMKdDgCtVM7QJWvrwTJmJMlO0OT3YT0TGt/kkl0Ui2J6KetdYE1we4Nzcxdqc/BIRAlVaWlBT",
-	"cSOkmUIfax9VV0L9IrY00+xXxzcAec4iHYFFYnWFH1BRCRPPatmtqiqUxIK8yhFqplcLEEOZ8hoj9lqv",
-	"/loP8kJA0KxQcKsxkwH1uOW6v1LZH8XKipCBGPamekNdhRrsbR494ZLFKKsqOpGwkcLvErK9K1DjhmIM",
-	"7gNhUYPvC23jVFhqOiq2PShp+zTMRS+Nn+EXrvP7OsiCjQ3OMjUTiCFfhtXBrV9qV8wbAuGp5opSVQL1",
-	"qnnj27M57BqyZm0cMoTbuMdcZbVizd737R+axFhRb7LeRrX2fWjAxheHjbiJs9spwINq2wgJvC1GmMhC",
-	"qXZRBR8NBuasn/cuLh8ViRN9g1KmKBsXMZoa9NwvQJgc9k/Ozy77pwffjf7e/250dDq6GvTvf4MzT8Kj",
-	"SCyWKhNysm78XaztpnaYt+g9zGEn5rDH5uNJTDvzcy0yPLV0E02MkUfXAjoBlJyIABDlGUDflKF1S0bM",
-	"ZM7lzKieMBVZuja+U4dl6Uqgx5il60bPHIsOa9tZbu/BJ1/0D85OD4+MPB297R0dP2xwwDRMGyfGyA4L",
-	"2M2+/n2h2WSVpsaU619yIGyHO8Wd8cZFNCLy3I0HUKbMwd5X+1rFq6Doc3MiwPKASq5YZ4RQbBYFI5WM",
-	"T4EiDKdib69qY1z0rwaF2dh+Y1i7xDisGGKLJdt7xeYBwc3azUKPwKU1rmHlslZbJlcXg7ML68blo3MI",
-	"Zz7vs/2NqpzdsQEYvxDehRs0W6Vyw8mGBTROMF9wbzhtdIZ6V5fvzi6O/hPnqirSXA5o50zYdGTQQK6O",
-	"bocYJg/wHAg/Ls2MuuiyyYYtijMIrVs1LQTrFUCY610WfvPNNw3vV6MxjasX2nfSJ740n/j27OLN0eFh",
-	"3/nwGLePNUN1ZUyJ2AbI8x5lR37kwuGsBpis5jThI4Dc2zZt1u/HOU8EqLZ7dsJx783ooj+4Oi4Y1Akf",
-	"N7A9WhOlNHCI587zkqdAdVJl+GnMZZo5h7Y7a77moY7iRqXqQT/eUIg0GPfH+IQYT/IvO7/oHx4dgPjZ",
-	"iE0U9vDuP/N/HEUfCP0v09TSR85PTnuYqBnJYqnsx5N3EkeshkBDyAUeIG1VIgj9ORWZ2RdK1gtD/dvZ",
-	"m6oxVkEMPozm33GWDiiH4ry96V0evKt6D53d3X9aflzzpnwCzFuvKi/bdVCM4cOz5NInNE/IPFwdRDo+",
-	"6x32vdGhqojlVIVQiYOur6O1tE/Zh6f0L9+dHZadXNzqZn8AQraGcyUtLCHy3yHymq/OcUSDy97l1WB0",
-	"cjQ4MdO3hV8ZslBnRpqh3cDTyTzGHlvf0cSRoLdQkNUIP3uP19S1whQ1ccC0kK7WY57lQ9j8kN7B5dF7",
-	"tEbuC8ptRNlwhrv4X54JN0isLdh8yZurwXePvKJMQW+3hH1t7RGEdADz2sBshYM2FuaZ+Lf7RN6PanyP",
-	"Xt8wcBDL2pqZAhxRVFd42gCHq2QE7Ren/vQsdy2NPXSxsa/9D4ToZ3ERzAgxJoWfyyO1hAo76hqESESF",
-	"MCp4nhCXg+pOf2xW6Byenfbvlzm22DO3t2PNQpxjiNni/ONeJ3R+Gp3VvlSepEicGN10T6wb9369MMzB",
-	"u97h2Tejo4G/g0Ee4QQioVF4rxVXXo/js6++6h+OBuf9g8uL3sZ53txwnUrLA5DhG4maNag6NMzDxR7T",
-	"6GrBktgrdIDqAX9EF/23/Yv+6UF/BOK5Pxi9vTo+zj/yEaG712J0BfjAReL2LltJ8wtlJctH1myAt0en",
-	"R4N31cbohm6xO8AaoQK6TmsIp+5vgOIKGoFunKHzi7OvLvoDMCWsIIGoBwbV7pUZAQUxzq8uw93SVbT6",
-	"IBRoK1adZMhiVXsrrc9xGSBhM7o8OumfXW0kbiC3YilMeJrGNxBnNk4+JgdcuMCVWsRRIqguvRY25lm2",
-	"bJinQNGaWmVeK9rLFtN1+khI2cDban6ezGgJn0QmU+ravjqWWK0MTJP4oh+1ksW3sZp9W9t7m5MQFH6a",
-	"iiTxQkhUKcY4dqyw1KiAWtjAqxuLWDagSiP/FGiZh3it3tVBqUDN3WhuasxSPvFvNeO6107lmbB7qv0S",
-	"Y9nfwba6PDsbHfcuvuoXsmDibgIAMYj/K7GJI8LV6JKjVP52nmjVAblpQRwRPJLdAumRQ9TMb1yIhUrX",
-	"bLyKZgIWecHvGvavDfwr9E0qlM1Zujaaw9irZnj2e/Yp82MTLqOT/uFRb3T53XnxoyyeFWRGASbFuMGA",
-	"o0HOJpw2p2++vupf9Z00IdQNV9KeKPCPM268BaR6IrB0QMUmBfujGmPEAScJ5JhF8q9vc9DolO1bv6LA",
-	"e8R+YSuZ12T4+d3iTrCpXmNJZnxybb5jIorvBzh197q2dRSOTs6P+yf908v7nUhFhwtiO7mtCLXVnXzK",
-	"zDlj41WcRO4us5sqXeJNRwlnplLxL0UK5WKAyAWOG43Q0saQp5u/w+idL4sfDKdi0L94379wVpjRvXnl",
-	"0ERJiU1JuPq0YUFg5H/TYZ1ovsYCu9dYDUpAzPbLwwvePoAgLdfsR+TANc7nUkgR1XNYXO/VE07oW7Ze",
-	"NcnmLBXwxQ62BoqYNU0XXhNCOdJWYSiL++3eaUaQKC2i5oOxPkdZ4wQAHv1pnD1w8CngD9rMnhLz4ZuM",
-	"InCYjK1GmwxQrS2Ulbrd4tv2CQX+4T0UlPt5dHCvo7ebZ98rn0uJ+Ad2LyTobYc9WXiwv3TG1yIiCWNk",
-	"7r4R8Ft8Y3FLX55d9EdXp733vaPj3pvjftUphq0J5GTm/Jwrnc1SMfj62OxxCCBAYbXZrZ3d3f/7P/9X",
-	"WHcxB7PWY65Luf/JHFrab7ueR6vZTDGbVM4LB+BwWP6yOSeXjpMQgTgk8A9AJ1oaZ8LRwqaWcMzFvWHf",
-	"b+uelCduj0qx7FiMMwBHAJAcLLa6P7dGPl70e4ff5eY/GHY/F21eGh38y21U6DENIQYKdQxPCBDblX13",
-	"dXkJRIaUAfdeaU2tPO5fsMQwMBQnibPFHnTf6KGxZmOjPGgQf0WNVEV9WOXjBw/KDi9AjUyJOGcAm81x",
-	"3TvEQhz2T88G5wfGMjCz3QDCp1rYvzh7OwiBHxDiez+tVMbN74dfX51dUlYzzhzdMW4WePkryGvCS4xU",
-	"HgsbGMbdz2eiAT9XWINwJkumUGW4MM6e5jYDlgIkcIwOKW+Fl62Q8Drd3YAYBDqNrSRQgwH1RwSlZT23",
-	"/n5gH7Ovrl6VZ2AI13ieMXe3JbEUQ2k0FXRIBPRfAstps5P4DSUK9WpJ7naWcqmnImVCTlSEqA9DuaTC",
-	"RutfoutB7M6EZgVFYwlfi9QvY6CSNz2UJGEC25oKhbmNTNxl7FWrFbBXL9sBGDFGarb2XXXdN2Js9NoN",
-	"xhD1UH5m6S8sKru1lMJvG1Sv2IDiSciFaaq3I3z+nF8GMO5vZekuV7E7h2IWqMCxme228efbe5/7xf1q",
-	"ap6TFLsHqCy4OeoYP87y9RlxDWmSOAqo3Y96wRHgzpxXzDACMFwMIIyq5GHxycRsk0TNMIxM+IJQoUzL",
-	"TowKgZXGYrFMgEQYIw0Bs8xRAQoW8FwQ2A2qHNUqqzfZGVKyUWrWW1xcdr25yDUah7ew1qiBRG+dYiNS",
-	"QMXzpdMmWP5YULVGxJb0MwRDXSVmNeud2QlraFEFfyHsX/JZaEuEiiIL5hx4dsARwAC9VZA4LqxPrxsH",
-	"iY4+JWBA78O6Kx7BvM5EQCFvs32Jbxrv8es/SUsBdBOobqDgIIh/GYH54GEDEqUBB3xDnmaAImRzXXOl",
-	"YbrDo2njVElh04ionYwHrlIWfhbW2Uxkmr1svSISEAXLjjvNXEzokDhXSCJhLICJkkhuVBX7NTIe9kye",
-	"v2zmJ3OvtZcfymOFeSIy0ZZe+zVE1jLY08tMwMLWHiYXAzjGMGcrCwnXEbaDMcH5Mm6u+SIJcfV0qd6U",
-	"OyrJIN9G9r4ftZJhPvvW2+TaVv44ezBSE+PdgKFpnkMWjwTpGiPFn9FzuQuVqlstUhjswdnFAI72dGpk",
-	"J2klwlAMGxOV6oZK41ksQzZN+IxWFIQQ/IzzhK0fnd3dudLZ9x0jv3/A+aGXaQyUg7/2GVmzcpUkIfbf",
-	"MifAeYZeV2O1rFOaHSxo12uCk9g7P+og5Ng0iWfzDIfhiofQYTujgcPbeiCsGlBdrRInZk9APhm1P0XG",
-	"FZQf4CBxW6CIn4p7d8/u3fITe0mibhv0ThgPrATeWw9YSFfgGy1YMrzuhc1/aKpTp0vfoY7EKnXYAI3L",
-	"9RIMu6KiKKVdcftaDYtbAyZQi4wqyhsn/K7Rm4kOe91qhV0nFEiNAbgTjKWkuPKy7we/H15ifBeNaKtl",
-	"dVgIUQT2wMPI3BklUMOKNZAKNm7+kc70MArPbQq8+BZLOdYs3x7m945bSRgfjD6sEwItHAujlErTAi0z",
-	"73m67jD6UGcaFBPRQ3k2nVo76vHEOXt7dNxHxFEvo4DIg6BalwC4BcnyEJLGes739l/X4Lc6mIhml/xH",
-	"SBxcQHy1MGKm3kWY8wIhG+FLQvh0BvCNmPfOtEimvmQ332RX/AlNakQ5nvfIhdi+IzC4aQQlSmeXQEc4",
-	"W+yyC404gtJq6NJS8cR40FLZZ0CHmvfsgI3FhK+0sE1qUhBCp7Y6xNksVrgMJT44cBUq3lA6bCYkNMBF",
-	"DHujrLuDSh2MC2vIAo6lbTcyQnaZqrs1KRJdqgjBQjRBJNGwkuC/5oUEGI6oqq2IIX0/lOFdw3agNswT",
-	"Qtu6FzDXt4d1aBLyAgDo6kdyEPcPEyjwBvq9HiChUN68DHuPsllezx61ZsDwf8kls9+XYf5OBRE29ok9",
-	"CXDG3/V7h2HgdZ+EuwTEYT4CVZr5n6IWhVtLGhJfZD/bvgvcpA5+Db3c2A0hZtLpSZjICEsJT+tr3p8M",
-	"qXZDHy0NCMoJlAczSwFrNpt19NE+Yz1b7xZ4rpVKXbEBHl8Qd69a7XLpjhNy5dIYd4JTwZPFl8OdlC84",
-	"gvgNd0JWczeCEvhyuBNL2OcjPOs75KFY8QFRAWOlQNlMXscjUauRke60XmAreecqsp31tocmUQryaJkr",
-	"qHC6mSrwwKjOu5PAFzffninVxCnzp4ao8B8t46EpfAlfnVcHbVG/49l+dJysy5DEN+JnP4JHMR5swcGz",
-	"YA6ZEQR1cgVAMkpqawS0YDUW2iI9Mi0mqciCexSMeYYvQGg8Rq6DYrvHaqqTckAJRIvaKVlwoJLg4TEy",
-	"rF2iArNdmRBUiyVwrGRcIr5xk4WDo6/eXZ2HLMUWMO16CTrW7IJgg10ulV5rK1pTsVA3ApHWdaaWGv4M",
-	"h8HKMXxE7phMMWrFMypOzRTWRDEAo4N0kxc0gOgloKwiC2Fk3Y6bWK00IxUNqxJDJHVCjprxfG0fUb1L",
-	"WMhEZghvN6JxbMyGZNqwtPFQthYaEbebd1M3F1HYYRY7UlMsCT5Lilv8HiQgwwaJjOWbN4GpIRBhsMwB",
-	"AB9eDs9xLi58idG0aC/EORk8uDLcEw3RiGuvKZfCAsm0EYlJAosc2tGGHZtdh9pgLIGohR5bsNEsFjqd",
-	"WSLXItA78vSD7CRc/ant88DyC9yrPqZa6D6Zqg6K0Qhzosh6A/0Llto3RcVnVWvhQiy8QTfQ7oay7RNa",
-	"w9MoZWx77frHkMyqW54ilzl5NUNJIR3tJ4Z4FEEeh0QmN9JvCZFSjE+ggXl5PBjKc9dB/ohxeV9bOASe",
-	"pDEJY+13ZmMvOoZCiw3pXdY7Pj+1JlmxOZ3QzL3GdjeJIEk5FDS6bJN5MARu0MweynL7udnYsfaa1jvQ",
-	"W2f+nJ91Zr4rnsI2HUpi2Bi7yBi2lh30NJ192ptzLiM9h3CwjJwbYYZsPsKoj6CU77Iuz0PSS3dBUAP6",
-	"gE3gAaEzpsDygZp/rwsJRbT28/SGsUhhOYiTeZmqDJ8YsINVeiP+8+TrgCGMcLF1XlOard1su91C6IFD",
-	"SdEpsq5sJOI8hb4/sQLP0/yJ1SBKBj4bhloQQmMoW81W81W949cWUm8CQoJBdbRZACj8N79ZRZmtlyKg",
-	"OXb18OO1Vf+k+inYBOHArASqFJB4gLRegJ4MIRexy//6PwH7mnqvbMO22QFeyijIY+uQ/Ruvh9K+yywc",
-	"89fNOFm0BsDiBClFJEYVIrPgyXa74OfP1a05yi6ehpqQG53PiKga7rbCyjzuKzWU6UoazQi/UZ8Gm6gk",
-	"Abwq3WSnijASMbple7XcaSCC446ziczAbHiVVOfCx5YB0gLBUzzjMYT+nbVHZfsjRGKC6GaThZFYJmq9",
-	"u3R7ZZcnIs10c22scXJR4SciKUVJvHCb8FAseZohfqeVAcAcMuUT4QJhSAQ6WelMLbByZ+MScj7GZTSH",
-	"JvuGemuQdwLEYCSQ/oZoiwMclifuan6/2AvtrGiETkCZho1vwUb3WJADQJlPDgqNi2aHhoUQcS60aDvf",
-	"U9Vqbiw3UNrt4rdnAq5JsX8yoFJjTfzZxaRA3VeR/gm2+9wY264NF7BPEj4RZjyRW71KgA5CpiBbEBpC",
-	"tZLUHsPBJqO9aixuhIjJ4gxghfKdV9CDcBbcEN022Al2HArbTqvZbraIBcT4gTudnZfNVvMlwhLNAZtn",
-	"14N8n4lsE3Hms88uVCI++wxdnJI1UO+Q5+qRR2C9dEylIAX4QhJXZPeQtjFWCOYgQuvdWfYZ+4n6BTAv",
-	"AWAF2kfYZgt8Iq6c3WwpCuABjr8RGh0WSnGXjWyPRw383PDbxqm4yxoH+Cty7q6ShClpKcp1RvCieR5o",
-	"yTVEiY39R89DTm5YXBg7YbubN2sbDMDwAMp/D4ivKBIdvihksIayVpgqXQ/8SlvLczGBdoM4wyTQmrCJ",
-	"OPDt6Yy1X5emqsvChUpJdGkf+pXsYBS8YHmBQCcTgwo1MUBj8Yfge3GrOtv8KNrp7BzHOntDm8psNCJQ",
-	"0YCcXcZ0nSE+QUBJulartUHQ1gKwKnP5TysBiJBGfux0dqBEzoIpcaIqyLnMHqbR+RBUIZ4VN0u+CdG7",
-	"MRvivsHgPeXRbM+m8+GHYMfGTuEw7rVahDWZCQShhDgdxkx3f7TQdQg/BnfApJvZvw9W0l68m18JiF1u",
-	"xA9hUfr3fAg2aEEw9wD0Ybj2ZqIorG4eXThx1XBzZu7hKdg5p1Ua2L1AQtkdSzrHJEHGKloDXGD+JeXZ",
-	"NUN+9eQZLXaZPTqtpcs/BDsljJWtn2Cv3355CqAyVUu0ifdS42zMqdIUajnKXXXNHZi19n3vdvt190py",
-	"cvlEtAOvhuTY4zce4oUwevxahP+hLTH2cEzK/ToQQROgKvnMSJcdyxW680OwUwr8GkUqeASvqIgmPof2",
-	"u/QwV604pzLYNMZCFId4uinejZXp9JkF/HSOhAC73cNsCzw7PrBm/lBe/tf/Ab3ydc4L60PB2ufa4sVY",
-	"s9DoqpDVNOLHGifxMQDZLOeix21jUTFDq8fzH+zXm1PcddPihffBB3CEdqB9bCW2cd5WEmysyPViE0ot",
-	"9ZFsDHMo262g1WrlK0DYjrUwS1cSwjWhDUQh+k0qmFkUAACoVym0rwTqs01tVrW380t2Tyxu63MJ9xyZ",
-	"eDsR713/REFfuHNDllwWEINJTHyscP0jysaO1/kXu4i7PT4QunTwD16dwscLzFetV0/dEMUOycc3ROn6",
-	"55y+crdmxxn293RVQnmjsR+fS1n0nBjI9+UTNcNTTzeck6No58MP1Tolz1ChWklEJj5Cwdh8HdYWUjgF",
-	"8vFkpBO9U75hjaYhm516AB0Xp5pVSrgraL26sOO10q4ksl5Vm210SmxAtuQhsJrxTFC2/tvLiV9DLrx8",
-	"/Ka3Kh3HUSTkc50m3A+bi7n1iaJN+ymHKthZrrJPPS/5/lxgx4cDLy8Yk82hPOGQJ2PcHh28DSEzbBWh",
-	"bfbH9BKi7roKgCFMGlAiEO9kZbsjopoU2h0zBX8dSuo0JLwa8+fYoQq4Uv6Ej19oRr06BJ+OQdehdB0C",
-	"NDlwL3UQ6FV6g/SHLv1XIQpOthAETz3Bpec9doBLl29/fjdurDRcnLzCFemycJKKol2IQCSE/mFzYn9K",
-	"r99Aev13toNetb546sGqbMh+/IBV3/acM3FPq/gjTeDPZg6eoPoiGW5E3kwpyPgHBa1muSKxLhOA3fTT",
-	"ldy99t9SpdlzhRY831dN7wdDYVHKb6Xv/UPCNf+8nEOroNqFDiiloTLI7llUTnDJzV8gyk19C35iEQMO",
-	"wAENlzgvCeuAuHRU8huvZP/1v9lLR23IInETcy91RJSnHtLeUAL2nt01MqKEDGpM/D7cVpFX1eBrdKTL",
-	"dvjntU2DNdbsx1U0yztkKDbehWg9DSLfwTzBrDplm6FYxe6b5iIKMX+vVln+ovwBWFlvIXa1QnCulN+6",
-	"9m275tDf3WTH8bWwk+n3TMYZmwp8ZsFIWUmUOrDvqFlhzlOhIc8Rp34XpGa1/dbLUmcutsPvM+0HbR4M",
-	"k1zgtv81gyWZuMt259kiqYySnD9AOFiMj8CVRbG3ETiuMiEwEfBn1OPPqMfvG/XIzVk/2lsQ98RmJ5Jp",
-	"w/zOYyOr3l2eHMMm/k1DJEY0Po82xDb9LOUT276D0vpCRGqCLpFcLtiST66NcA1T83sYsGUspYi6Q5kz",
-	"6gJsBiIlxJqJxVhEkXC5aSyTqBsTwlxn5m0o7b63jYnw/tTVILiRGe0AJRixRF5BTV2DIPFL4jogJDdA",
-	"3RgbhXCDOVfL0gH0M0PpulsG1AHQOFdJPFmHjEcL81m2+RFQlW4VvZw0gA6GErVanFo8eHyz1RoAF7jg",
-	"a2YxftOVbLKB4CmqRjWdDmUttngDiDULVaYipWZcqoKl2qxpDHQI5n5P4d2jQA7VRO98vPg3t28l/d2F",
-	"Hy38C8nNe9Zkc5eHdOobOp2wF8asetGlpcGfsFel8X//5/96UfhHl+lsnQi8aCU1n4oGruyLLosXM/iD",
-	"8f47XTZVMvP/PeZaNFZp7F44VemiwTH64X4zh7bB5URoqKrF38Mtkqq/W3rQU0EBGvlwsCyyv9/A58k5",
-	"S/v4UIIQ4inPVxFj+0exagPMLx9Y1FbLBZQujAnW2UZtbUmdC+5ovr4fLaJTRHkgGAfohknVLVnEmO3D",
-	"HrC54Gk2Fpza3TBQDYUutqdaz1eZmetbOZSTRHCZrLHxiV5B7anuQeAlODztoQxnSooRWJIjyjOGrNZu",
-	"Qd2NnhspgTNprqPOfOzeTbnG3nOuh/I6ThLzjzmXM2jIctQLQPvjAWQ02aWQ0AcionxY2CyN0wAg3NCM",
-	"AGLZbJ2VFog05eaZwmRUXy1uado0VGkNEWjC+AScJZjMxfngms3AWO/Bf+3vL7TlNrQgm2Zu5mqVkpFt",
-	"FgMqHNyIm9SYC+WP1J5lR/cCgGIm12b8ttgTyypf4B9cC0TG+CwVgsAJqPIvb2vCGCFqTaf/4Me6awS3",
-	"lWsimQIFG7hFMnFbu8lOHYgVtTJBMRL2vBTa/bDu/x75/xYO3icHHN/a8/ugEsCrtrcI7fWVWgERXbi2",
-	"MUPcClrASQqYSiKhM/c7BIw/3m7ex7jaE2ZkA5rm0dnZvOM5bedNqJxOoXz4EagbH4yDBAbuKE8pe22z",
-	"99PlZord8pxSGR4KEC17lfVEefnYh2c04V09tOUNoVNgVVbe+/KY4sJ6/I/WXEbndxmX66CyKQoESHLL",
-	"15rttVoe4I2tygZyCFZ71cKeh0rWReyorALDLr7tPnxs6KobSrixm5c9GpOV6+t608IMQM9OGIlZyiNh",
-	"AULM5WoK8ktT57Bf4Rmq65CIDAtMKlGcUhimAiuH1aDjDCqHQRNBgydSz5kLwLif6rWc5KmjhQJQRgDD",
-	"6UJpDyHFm3s12gi2OwqeThwGVDicd9XlaA/QRZ6mUnUQ1We6ShJsBKrC8IFuIb3WmVjkeD4BAfmIuzlf",
-	"aYfsUED1gf1JVGnAZ8l6hOMD1s2cMNSnsYyN6rb9ddsD/PDC2MxDkYBRzrRHqWS8N2MNMCky43ywhVrJ",
-	"rE7wVcMdt3T0TvOMEhoRL2AR0SD39XAnyOu0XLYOEV9Xk2v62BzxA0KjDliEZwBClSTWzlvJLE6MLUP5",
-	"QjA3XIuiORRL87mrJXBAHjtIthLOkcb2chr6fuuvCCFSiQgFDDQIFEkvIulmDAzbNQqkYbaHj9slxCUx",
-	"f99v/ZVlSnWhxYpHeSsoXNlB7L/5Ss5wZvU1GIw8zhG8EJqFZhdERQ6jqtlMZOxV6wv4jA3Q1XrXHkGP",
-	"LhwK6LBszmuPBYPJGmoIBoj6wrY5qrQIleEevVnhb4sYIKYM8KzmWu6zrpU5lvw3otsBRf1cM2zEzIGC",
-	"PNSt8KcVT7nMYil2QyBtEakVyQgQYA444gM08cg3s7vM9hUgp6XFRaWOBBjjC+04p6gJmuBJzIcBNwqi",
-	"kDixOHLgaAA0qgGn1fw3zmBmdYflY/X6HxQ8Bn0Js9thVzux5rivoK2k+LXGfwCwFdAmJKs7TF37nGXJ",
-	"yGwSETmkzFhb3AA6Ap0CzSvqnfEqsx3stLahy9JvYrbj+9/1e4d5G5vrVirjOZrdH+QpeMCZwaFjC4zF",
-	"D8nBR7DSO++Mq1OUBQ5gwFYyEoQAhZBBBRs5sAXPRcxJcyA7hOTLIzbmifHXUxrDagluAvJApNprhqaZ",
-	"he5p+Ox3+Fhn3TtFXg3BOeHLobwPgjNHxd3bfw0eHUDHqSnTyDZLglqlQ6njBB6NOBHQueW9BqUHnbBr",
-	"kWJ/H7aXIkTlUCIerk5UBgknUIF86dsYFkwCgoDidqIWFJsDWE3yXby3OrVlXi8iRCrWfg9ljiMKiGoA",
-	"JNqhqlgo3/AVH5SrU4t0brrA9hjKGrkBcC/2dBgxei2WWQP74LyBjUV2K4R07DhDWUOcZhogPqRLWgR6",
-	"zbFzP2/NRZD5OZdRAl33vRLSKLT2A9ooui232Ladd63stdgCKc3MqzEPSI3ajp4HOcSstSeVmXWjBAtv",
-	"MpMbG2WRKQtvZN9B4613GM8XDAGEeYYCKVNszm8ERjGomxhZL23bu32bnLFpolRUaEyWik25zgj6mjBe",
-	"IOFlhAP0ghkzxl8G7MYyn5rNVxqDmLA7zQr4RwNmDw8glBjR3zAgDxEdaPW10CiRwt5qmqpUzFYJT4uH",
-	"DeK/tCyErG3mvQBqO5Qeqq0zzKib3RiPa7XKwb5hGYHSzE3wDEIYQMhZEjJqCkT4+RHHWA9CXXjNu9bk",
-	"LolKgC8DUVOnHukiFQ20E++3Xg5lKdEooxz8FqWlbTW3WhVMCbAuArsN0Fi6FmJJK2eFiIVgglmjiqyX",
-	"TEN5FuVP4Yte6FyAGEEsbsgmsKg4fKGQFbj8/bpLPgVKu2wuFrhLq5GHM6UCfLNbA/e59jA12Vm50Rag",
-	"FDxJt0yMznn9ykceohMxTtTk2h7P12jc1l69bLOxWCsZ1ZsOsR0QiqCDhgacqYwnGGYqwsBvorM7eT+U",
-	"BM+uVd5rm6Xx5DrBQjpEAkciMLfTAW53CsoAXXBEFVrEcpXZ1seNsBDqq0+PC+FzBqC4Hw2AFC7ePvZR",
-	"uq0yWJSDvK6Wv0uTDeUpdjrf//ND8M+dHCBqp/P9Dx9+8AMUx/GNkGYDo+fKo9j8y4tOUMyhMjJhFAZG",
-	"Jjx8cTPgpdKfXNzZw/3M05RjTcwxH1/AKxDT6WDwntVCSBZN9E0YsIu3B+xV+/NW3aIw0sHx3elktTBO",
-	"GnVUQkdOQHZswscjDZtjFAMvfN6vGnhNMOb/4apoxAHrqH/eA5Skd/if817YGcrS0zAAkve/8hQVuZnM",
-	"fFS2ZZ56alEfQ5dz9ctRPRY6cLGqp8u4ZGKxzNZDYIcBdSlttx30z5NuNZMAbhtxtuZYMND7OpR0XiBs",
-	"wphxgb3vCuwXBXaEQT68oH/eCw7f9YLD8x7e++78+KCxt/dFO3jTaP81aLde7QVB+/N2cz/4Yq/ZCopX",
-	"7eFVwV5r73Wj3W7svbxsfd5p73darf8MzM/NNuRgMB2CLceaqLHBMwPIOGRAIcfS8wmpexfbeiFr6rU1",
-	"geCfmZNB6DY8EzoLWDx1HU+pWKFdJRjyf9aDocxDTSUPlCiai6uHMYmhDBvm9MDAG0RNmQdNXhshzESM",
-	"hExxJJoOZ5c+eSiNZUPlXSItb+QOpJBQZG/sSmPFGF0JXVjIiSZ4msRggJmjxmp+uxZdaA4EmqXZbTwR",
-	"lHcxDlOss3iCOsO+1aleRCKCG0oF182hvMBOOTQK86CwXU3oIkPf1HppUNxkvFuI3qyH0lxjZoLVOJuo",
-	"NAUWRpaKhhkJc99oFDkyf8OXmcFL5Y0eNS/MbWkwxCVnkXaBAAP8APOCAI1Em2d3hd15wTh1rlFPIBy/",
-	"V+wkfgOLZh7RxEpA0h6IdpHd4kzqvOedSBBs3TiMgJpEeGb0flKHMNsqhT0DX49m05TYBa05kykK5FXp",
-	"5XOlMydxMWsP5sgbFa2fqJfzxxiJ/qhmLl1e1M1xJhb6MSXtnmD06ILfHeFN7Rb0jVOwHxQLPN3qkPvH",
-	"fTB4/4Rhm6sfrTyw4n+nk6Ur8eGTjZ/89WerzBigTxiwvWN7M6jq3g1b6BsE/soIYBzReFGClMQMwbTc",
-	"ztcUf9M5uvzCq6D+2HI8jz1y65I8/57n6PUOdk56x2/PLk76h6OtzkHp8l+jNNBn1fwU/swtuTObLCx+",
-	"VFjoS3et6xgGAgfDB9k3Joy1Bt0G/E3bF9pb3HHO14ni0aVSxzydCbxvf5vhObz/ExHF/NLIDMgG//Xx",
-	"m4+kXk2n8cR4aQPMiTxXJY5RzXJiQ4jYnmRsNNejBBqZDC0PcOrjCu0BIvLXzHBWpzaRu4WiQH6YlFIH",
-	"FEvtQllIHu0AKCUg5iU/Wa+WIr2JNSCNEwCx/x4lk7WDvkMrYTW5NqcAa0ogQJDHJhEDMomvRRm3tsZz",
-	"hl6iza344rqX7CrEnF2ABAMXDn7Tw+jE4LEz3/JBAU59tSd/DKv36bqMnNLHVZi98AmaK7+luv7P2xH/",
-	"Ks77k911Qrp7ruYVV+hmEfQoyu9h690HqVezqGGIrWe5w7079STlS/FQCdJQVtYgsYEQbLhj8f92bJwt",
-	"U0tXsO2K3Kv3M927Zc0qYD+W9/JJPtUPa3u67iNKVm11AQLj5X0x8MTfF+VlE13xowpfciC559iyNjzv",
-	"6JsxHYkQc5iCjzWwQcOjAMxxM8M4lDXAYD2SUwVxaBfQQfS8svs4hfrGMg7efb027tFP7rQ5mp4qKU6w",
-	"R/bTkUnygTy6g92V20tj/57Kve1DYJbKsvuXfHbf8+myXbgGHv0Sm1Ee3smnykw8cED+hl0v5a31+EyX",
-	"b3hG3+B081zUNjc/oj3s4256zDTNRCp5QuLhmTpARcaBG5Fq6vxt4leDAxTedtIlIWi1T5UusKUxkquR",
-	"vWu8ZiEU/NiYsRS3LsXbZVlMvYbjFCy68XoofSzNJuuxsCmXP6O31PxRjZN4HFINhlrJqFy38kIPJVZa",
-	"6LwCxQkeyYTM0jWrTdQyxsjeeA1p5MAyA2ZCAonmUFo+KSzWrtvaIr/kxmvURPBsSzMfYEbXfgumq131",
-	"iPStSnGXCYmk66D/p6mgKyKRmocNJYGY1l0NWUm+YleAV5lTrEyJpc4Ej4YSUcd9a5qq7xxoKlbIFwqD",
-	"8gx44ZO8au/avTwJ9ftgFHGn/CEE/Fa4gvmVTxTw9+EKXnp79l9DuP9+Es/MoTXsUD4Xz/zHSj3Fo+fK",
-	"2FF5o8Wxh07ua+w1IfnMM7WIJzzBDpO8jsvSuMdyKImxiEpMtYfYizCd8PQuFQDdYd7LBeSluCVbAet8",
-	"Q2CBi0Lj1i0UHmv8yaKtdj2BxVIBjVM3HMk1oICS/uhdD2DDBMYPD5zE13HWSARP5YZ8TtUCavKWHOvF",
-	"sGQwLzF0pWIo7kJ6DSX33GCIYwLq3SHOABj/01XC9C0VONgZStZ2unPJO1ELop9yH+s/T64Z8uVj6dnm",
-	"fFNFrF1GiRTZsZwFPlGE+6hYs5UkXk54D/AWYkKOU9+6S2iYrUAdS/BXYh65p3iUwhxb8eojE4l56Mi8",
-	"aLTAsvGF4BpY2IUERSFyXGjUAYED6fYZHFF/ubIjWkiYfvxTtErNiMyzolhf49vtPI7cwlKnD+RnGXp2",
-	"rrgKJzuvhYVnnHu0fxo95ImSWiUiLwM0m9sSfDn2DKb5bceyERIRoatyJKYxhzbhUTyiEpYkaRzfTJ2K",
-	"exE3fVpcclshR6vOAGgycMyQ4m4JCTnCVw99cFfvgTxjnm5FpilaBtp7ECbrYz40D795x4iYs23zFFiI",
-	"t8o8wU0azhdUk1kwdohxmY/HhmrkxdduZ0Nm1zwDN2d7j4XnF/2Ds9PDo8ujs9PR297Rcf8wDKhIb5Mf",
-	"h77K+xCpbnPwCEzwBrYce6aM/DF6DtYUcq35cdo0JhSPTsj0fRCR+bLID2zJ5nKhjZx/WFaL4NO1n1Yq",
-	"ExGkt4G5EiHfgKQTUDtx0qbMaB/K9hD6pp9rzJHPAV4ZVXiOr2z3530Iy+3W3qt7QJU/OiupeNQjYUiM",
-	"fI/HGyvu+RDAo97GiXjKY/zr6REDUExPeUjxjicEQe2GyW/9NVKSikeUh93mY2zK9klf4W6qNC6dJ0vS",
-	"9HcC9fjk1F9AMYKDs4uLq/PLrUME+fXuEduDa5Svd4+47F181b8cjK5O/3569s3plg8q3+Ued3U6uDo/",
-	"P7vY/rP8Oz4EO+e9SwTq6B0fn32zxVM2bvgQ7FydDnpv+yN4waMPKFz8IdgpElY8envp8l8ZBjzRqlNi",
-	"yrBs35QEinL1ZORxgDZTaP5LjM/I4QFo0MCiHNaDjVxu4AdJETMlGMqwtBPNZf705bd5q5r/WNo18MTy",
-	"8uHASqQhjlToPivWaKPfEvnuqehvZcv3cRlavsGdsBLHypanrHzXc27TDbO+wwgdk1lOOq+6uoudu9hI",
-	"P5R8bNHF0W1o3sclw2oIIECuQp34O6yFKe6AwhnPAr0d236wrp7OTIhmXBdvLldBPGtjMqtVODzAL9Zl",
-	"HFtz21t0Lr9q7z1xs1UYs49L0Yp7nnOPVBnYHd+VobKQYuTTZsOGEq1b5H/ddD/ye4vOcuUyb17WZKde",
-	"eYtnm/9+ZSIfE5na30aQXUl+w+PEHKE/QkHKCXZnFzi97OrU5ioDl7y+ZTysUHyCLjBquOdD9T6KxGKp",
-	"MqBIwL1KFaAU9KLSGaObIBQCr885OyHUAPUaAAjjB95r2PU5XhdceNLQPiUo8pHGWkms9XB32Ag4NqsI",
-	"oLPMSz54ZZ3HgblugJP0yT4CPudsOn0cscJdub2QwXvu79Y4VXa6Aa4nA6f8390q+DXVOBBwFyNzwUZY",
-	"DnoBjfALGKf8CTQ7WxWMK4IyFRJOKyljOWs+JwDINmr09xZ0g0wt7WzoiYKgx0dAtD9LhY87JS5+blas",
-	"FBv3iMu0RU1wGInlNC1dFzA1taHEZbJmS57NO7bN4gVi7ayxuB4RlJBkkwNAgNKiKgNs4VTfqGzO1Cpb",
-	"rjLNZmpog+8lrqFi43eY/3UUR2GThbn0DI0ovbF1cZa+zlK1jdcICJhz7NC0IR141mEysNYF4ubS3xex",
-	"XFm3JCA6bZU1zFUN/dPKfGsUTwleNsiZeAlIZJoz7xAHpIDGAbzHDMuhdVGNC3QJvYAO0USkXFoaZ38S",
-	"X2BHEsVpcz6ietNLUsR6KIFazwawC+KU8qq0gzcA6rtmM93y5VASRfQ1mVp0B43GYQoQwK1CtAoQHNBr",
-	"4WVkgQZTempWRE6e+FgOaimkiAj/n2fQ/wE6NfA+zpr4OZoWrCzlGgq7olbsknVU2DlACCkYfKNKrba9",
-	"p/znd1WvwU5Bb25355M7KR/TzfnWCbC/RYrfn7HMHliX4ZybzZ5Zwnedy5I8XfF0FNZPZ8a4sO1OXK7z",
-	"IAiNHnAB8+3LqE4ZtyZkRH4WqapTP5KXj6F6IIBboLwL5A7AZUfEUPidxRm5UQWpbH0utZrMq3f+oLDz",
-	"Pzayj4/YNo5evPqp+/dXDaD/sY6hFep/BtGfI4j+yVHvTwhY/4rx5q3CwqxmLIXVZG6FC6IdbYSK2W4p",
-	"Vmx+2AwWE0tOnPh4ghjYrjf//WO8g3e9w7NvRkeDUe/g8uj9FtiP5RueFfqx9HBCfvS0SNnQ7MLa/8au",
-	"5L96VxYFwR70xazg/rhOrFIZ4/PFwy7EQt2QpY+VqB4lfiTuCDiohuU0awuk5PDihnJq27fy6hPAIZmq",
-	"lPiyXfUruiBwA7eVW2a/DKVxyrCGS0TEkG8x+6yFwi434r65hBlKKv3suDItt+8QAJb17JbMctcG6kzU",
-	"5Bosp6HEvauVGTe+PEW7DTyjLrWqca9uqtyl8MVQbh4e827vyJkR20JV+8RUNCiowH5U46EERARzMWBx",
-	"WXB4ACmsvWp9YQUvwPlgJgXo9tHsA/CeobShTWziKUQFpEJoq5TSLthn74awVIhImbfmecOn8ir7Aa6Z",
-	"Halqza+0R6YxkNz6twNGc21DBVnCWURhhA8heC2APUDXz4qUKM8ZXQuxpKorqNcjPC38cNwwuIljCzmy",
-	"WMTZUALZTcdWTdkmswhKv6EGj7BEzRqMV5mPgUiYf0M5A4IjV/iIoIipd5rgyprD9YbqKYTacmsDlVk/",
-	"YwkfMQTUbW00U1Oo5qFhkHOsnWhpDiXU8WHcZbzOqG4dh2DOAY7ANXlTWTkFRABBUnsDqRHCobxmy1Vm",
-	"pxLuhYA08AZjSAN2phf58CYggSQeEvd7I93wLQ5hKW2Z1Hbkl94enOX+578wKYz/UVheb4E/oXKLhe9t",
-	"8KO2YdrV/9hMcZ9smf86s0zSt4wsWiWRfvc6gS3tx8LF7majGLa8FS59TqPTH9GmwUn1HhU25lA+ycj0",
-	"TUvUDABOao3KgorcwnzdD+udoSxrYhvQ9j5gQyODuwRacSjxj122CdFAKpro4IcSY5RW6e3+80c1Poo+",
-	"QINQom411uqG52eDiqt2J1xORBIyISP969c8QITVn00qgmjDX/a3St58XD789wZbMKr0YcPeWctOmNjk",
-	"SBTr66fmvT81P3Rv8+ofoq/pUGQ8TrbrbKJrn9jb5O56SAv8Ds1Nfxopv2Xj7r+yyfH79bSdSVEs4wkc",
-	"FQ1ACvGZCBymhMs66NXiSc1uj/RE9PIZcknEe+pfQSvZ8hrYmZirXWWAuDpWN6JbnPMZZDxdYw96Tqid",
-	"a+Qt8UgtwcXEFha/aSJHZOd6Ezu+0Q4tiiMFMrALBnEjITbQ2gRXQnS+QsuP+VYA8C61sGIvEDxon4Un",
-	"/ct3Z4fFulvUDT1jPoRed8eSA5wr9XbQrO6U8yPb7n067TsfkGewFJfa5XfxswGZWJh980xzfiaLRhvQ",
-	"QgEp1JiBrpwB4w+xdqdubnxbS8+HDCS3/EYgOqQm1D7ioTB7pNXch+fjy1wiPhjKkMw43VxEIdOEx/wF",
-	"hCwIiBcPAhwUm/u3HJFx3rWthYyo53rRvYcV4YW2oPy4x3HHbiTv7KQgJrK+ho5nQAIiMOYO+364433w",
-	"cOcH6HzuOYhRLxwkSylS11ZOTd5IdOBxX0FbkuNWMwcsp8d9gWjfHVuDgI+DDnILsbnPynGzTSrcCnt9",
-	"KDcMdiJqgfHgObasDeWNSSRkN/mX6w6AimymQwDgics1lt+XyGms7purJHrI3uqZc/A8VlOPjtTjNhNc",
-	"+USLie6phvu4i/WfUZY/DZjfwID5CJa1XFw8nmPzrn1edBYSfYC0fssLgg6IvGsFsRZstkrXn7WQcv83",
-	"ZFLz9WmeXsDafp0jIEOsHWkdrbr+NIPxtzdqxB2wrD+DWWP0b25d22ZiYkjOVsR7A3XimMXC6L/FT0Cc",
-	"ti8tpkENUy6wShAWK2IfnMdLYQz3EAmOodtZM7wZfsIyPohHsRB/b6L9idResWTn62yupCukAnowkZh1",
-	"XaholQgWukO2hEt3U77gEvL9o2UqKLcSy1lzuQ6BTQmMY2jNN3b0fZeHlvF5Ei8F8GAyFr5dSTCXLlMu",
-	"tZkMkYZMZ2JpDpqexMt1U8czyZOm5jczlYymcZKZa6jxHSEXveG/0GxKz9T1wAk4JTXRQd//WoCCF4mY",
-	"ZCO6xTgALBwA1XUaDSY8MdchJh7zGLa0+Quaizc8jc1UaMuuMo0z42GE58eDCwHtVkYzER8180A6rGXo",
-	"M9tOlJwImRGMm5ESbdH4gs12j1mtLRqvcRipWs3mLOSJHo25xh1S9zKzxq4k1CGkr85fAKy0jC3jyXUi",
-	"MM2YUuFdYqEIIM+WcK0Feolufu3+oTRvzh5UC/U1bNkG/skY2uQYYfjT84wsx125hdLif/iZMpfhtRgk",
-	"+QmSy59pgzl7Os3iKZ9krBba/4VxdPJcXolcDLOPAaTewAEx/2MhE8nDRJwpNhep6OJfpDcFxCQWYKbN",
-	"STk3/RyJAuxwkMRrY6pYzTolw50+SCrEl8f0/E7d1r/yDCgTh5JnWRqPjc0My9ZkPRDbCvKXRH9HUOY5",
-	"6FIHyYmNzY9eQHZrtB/chfw+arrhDLDapmVPbYP7TFdow4qgfJWVjZ95T2AT9MNPKwEoPKQgcNkLutGp",
-	"wR2UfDvBjlFnRim5H+TyZ6OaKpEOtjbs1SQTWUNnqeCLshGDHyIIL+IxM6Z4ddGQoS/s7IxjyRGAaBu0",
-	"SmC7ryZYP4y1BQitIFfnWcYn8wX0UZmHmIn+criDYRHbwIysejidwx1CTDNnr/mgqq7mPv89ahw/tUTx",
-	"d/BisHgPtwN2VhJfRWjNBoAOAQS7Coen66e7LMdhXi6SQ4rwYq9nXuFf26gc/NOL+hcKA+dIHVBNjppP",
-	"IQuvSLSAEpCgbGxaW5MpNGet0vpXM/WXIoWjIyfiOez9sxuLg8THDqLdY8XxENodCrLdMTVj9No2JKqd",
-	"BCTzBnY4EbNS3m4E3UYcYMjlUH5P/TEBC6HtxYxsCeYa9BsxGbCLk0H/PGDjmGtWs11QNCTjL2AnVMLH",
-	"dVfsY3T9EguWjFeZAl+kmtL3gcFKlKXuOaym0giUEnEjYROVJlGDdDQqJTi9QnSSepGooyvzP7frRgTD",
-	"N18G9EFwwuKFcHRSKh1KbkzjLFUJm8x5mjVZD8mXbAuR+Xadp3KJORJbgd2XgM9GrE00pXQjgEf1mGOt",
-	"oYo0J6KHtmyV1WDKsevXDFsKETHJUFF+ydpB5fzmF+yhJ+NvG3gXRDdVBvx44qcVT6BkCweL8XRnrWGV",
-	"mDkZqyxnwzO+ZKyLoV1wS8G0M/ucYr+edRcUEhf5GcL3UILmq/7lUG4WMNA1dZ9aD5usY4kW6IL2MhQY",
-	"IhkpkGoRgQ/Yj1BmCHRaBKu/YW5uU1OyHxaK7oxR7DrZqkla87pIN6dzujvOWLqSD4WGzz0Rs5XxCpt0",
-	"p9LYi3iG5N4V9l5Q/TTYuU9/2jOVAJwX5evjMW3/hieGtou3VvfS2COruwx2UsvmLRBOgkT1v34QfMPQ",
-	"6xgPkScQzYjymBRnYx6BAEU7kgQkFllDsJFE339Tk27DXOs4+7ps2hkzO5YVLc7N5zTVcktdmCtc4pGM",
-	"Do9IGzUrWmEOYRPItVGjPr0z8vc21lD4PktcFjQamCFLoZaJYJGYxBGBgcLEgbWGyJ6eh9RkR5gM1EMZ",
-	"S7CAB++/YktQmz4H3VSg0QdGhrOjsfcKxhwMpc7WidG+QmTGcJEZWNMLGJm5zVY7Xl0c122bAlEYQ4Q3",
-	"MPoKMEogmGhL1TCSia4+e3tPeArDO+pWd4i1O1VaN4AGHmk8Jqv0RhQsSLezJsYwk8wt4FAim9+Cp9ci",
-	"6uYQr3ZzFh6eExWZ/8ufP5TuBe1OG0pQbD2HjqMVT7Qr76A4KbsRkwyW0HuIsiZ4nq+g5Ll9urhDAmMX",
-	"+jXGthn35d5Q2iF/beNbrk3B2d32OV/ss/8XKX11XhuvVlkSixTMaJEktjaUCmqcEVuIfVPUu4vGnmd2",
-	"8YwNjk4OeiwSy2yO8X+bglFTW1O6eUzMzWbHG+vzgHLk+I/3VkSRVAnwfQfvab2VhGrbGUyZUQ8YuV8C",
-	"SSktN6td7H0bsIu9b4dyslqsEo4+y8Xed/B9X+/5K1IP2Pujc/jFW5E8wdButmB2MBpP8BVqCr3T2a3K",
-	"X4sxf/Pn0R1F+O2/12HAsnYuC/fYSibAq6uvwXEqLNk7lYkEeJTNgpv/XVokC+NwZLcqYBOVqBXBSmBt",
-	"L23pQswdxzmU9oS4AZrb0zCgWHKqM3eI/IFhJA1N+qG8FmJpZJRZvBE+Jwyc/AYcXSMfAE0inxTKYnw7",
-	"lLcins1pK34LFdOxnLkwLY4im6fCv5vZ0zKUTz0ugZ0XidJnKKfidvO0cM1WS691HfttvFRP7f45wEeE",
-	"5I0WTjn2q02TlVFbIH5ZLTEeJRwy2gc6W0VCZjESh6IQCejEDuVLVuv9pV3fxfH/1/9+iSU+bpcjs3ch",
-	"aQBizjLCDyVo0/wGoFcN7q39gpTLUE7j2cps8YlaiNwF9dgO4kyLZMqQKaGQmwAdAG8G7UWqIBXjVZxA",
-	"Bw4Q+vMC5nHe8CXzNAT4yFj5Rm9GAOlNLYBRvg5lLGYCdYbtaSoJYh0Ucng0ea6WEJqRXG4iNt5WjKlC",
-	"67FiEgElujXlH3Rjuz5rv09JMRMZ45Smz7Pzz+E6Ai4LubkPRJNCFuuHvMILtGWeWqY9ALnw7Y7x9ra6",
-	"9LvtLz0wQmub4m/g25pni6RsuONHnfPZ486ed+lHkG6ZjfLfqFLJihyrHrEEEPKLFAjKEYcwdJEL+Kkn",
-	"X/4sePr3CNUDMpcLzAWExppMG2Yx0MZ/d3ly7Aj2/tWi8qmAjQ7UKL/lWIJnYWLJuRItm7hi6UpaitBE",
-	"zRrWtMEyjB/VGLvLcQsOpbOioL2M1dBtNz5m4GB5A4ZNYahWETj36uKYOtv95uouC69jGUFyMKSpDetQ",
-	"Y+LgMH9UG6GLoXTwbED26G51SGBwvaep8+halea7wNufkMX/gwZCnwrv+zc17hFvyaMiz792e3F3Satd",
-	"vLtS6Jm95poaS5UAxwq/4rHuqL+psbv0907W/zGihBXA7y6wCkk8Lmei7sHs5Erlj42Rc3o2Oj776qv+",
-	"4Whw3j+4vOg9Os2bd/zhUHI2hki1YZaDzlphRv6RpHYoeCyJhcNlhGXtsk3YHWtTrDSF2zp+n/EmoDV4",
-	"Jkmibm3uYe+pC3V50Ts6PTr9avT1Vf+qP3p7dfw4LlXVPc85zxXPD1ktR4R/tsA4+C8P9+1iKB6gnu2K",
-	"Qr3DmE+uZynwOP6oxs8C1kMBuOdqi6qMBQa5K1wVQwAIVgghDGVFDCHOLPz+PUEDIAxipyqDDdcZSplH",
-	"dlJ1a8yQvJbVezlQwSGY6V2ssRbcnBZs0kGslhkSaeWBoKpYaD1gP9lojw5YD1G0cU902bfVkVnuD0UL",
-	"HNliKGv5G0QU0BAaWMxrfoCAnvkfsGsmHJiCAfUIA+YUmQ75KlPw57DeZZfsS/Ytu/DcsoB9A/86PTrv",
-	"HQ8YxeMCdo5GXR6TC9hkdM3h2u/sjxhKxBjhtdmteVyJQxPcbPfYloXfxMuQ1ZbwM8wz1T5QoDf0KvXN",
-	"frILZUux5QTrcq3Bp36kNHftG5VEAfubmnOptcIyhL3X7EBNJvOYtb/44mWXHczNfqG//G0lgYPuYC4W",
-	"aiGytMmM55MkTXbMx002WOusyf76OavttVr7ddZuvWy023t1uCl8f3Q++pF9yfRPaVZbss+YXi1GnA0G",
-	"I85qt6Mf+e4vv9yO+C+/1P+xx3a9v9ZDKlFgLISrv4Q/XrOamdhdPbo2d2Qj/iIbcQrDfofzYOxUb2rN",
-	"I8QdcIdTyBPLUuxS8IytZJzl99ZCPboOcdWp8ts8IxI3MceSkShSU9YOCgv6Que7FRIDGuNIcKJfaHwC",
-	"iDd4XcO97jv0EGyxzvuj83/sGWXR7njnD3pfzTPabMGzTKQe5DDHmChWQ+dnKGS1Xr3jcJxsfmglJ5zo",
-	"9fyLkb/N/jNgYbp3F7IvWUhTzH75ZWnWCZbpl1++Nf8XUomJlyViKJfqWCmS7t2N8vRB2DW/rEM/zBsw",
-	"L70Ai91mDVjpmNXWo/iaNdh6zrNRfJ3vkPxPZtJgJ4R5EDxzBeWEeizXzJcs4U97xSG4155f9AeD3cFg",
-	"9J173FIpIyrUKmuoaWOqkqhU4AUF+LTuLzT7O16zEWRFBEUoqUdyx9lCoNyEt6OgipUMu1DRzfApKLR8",
-	"maUQw0ndShDSXXNWvoNpB86WzNtIPEmYzLeiyw2TCLX5oBeaXezh3rkbkUCjQp+7kRVnZi8FOLIl1c/b",
-	"XMTtiOepMeanJZYjoI+Gu/LzCOmIgvwK7JBo7RY8ElguVLtgX7JvWO38xTf1fzTa3cKL1RTPbQIUdnXi",
-	"oqQEQchqMsgPJEhPo3fno5h9ydq7kv2FZaP4Batdvrg0zzb/CgPb1eEKtV5oLJ1i1IUb4UpOlLwR0uaH",
-	"6NOrchE5vSqfCRpjutBiEhoxY4TiYDBKhd6VdX8L4/7t+Ukg1wfL6Ak3nv2w0S7Ltu2WdQRSFe2y7LFu",
-	"WdaTQ+mlHFhlxgEDEFhJlQvJDkHrnZ6NnBF50T84uzgMHw6qg+H1PKVLF86Ke7xqia59YsGSu+ueUn1I",
-	"FP3ZkPtnfPpXBjHbPGXbePnlW36lr39QTrBalYj4veP0fTAhKZk+FvPYMTS7mD10WsD5BgUHGNl/8CC9",
-	"WgrJl3HT7qDnR646WwrZOz+iyfhEGe4/7LHd7F9bmY1UY+Mj3bdVodicTzI/iHTLNcO8vPHPf2/uhFi7",
-	"XFDlfhMZf4yx3i7/mmPe91db/u96J8dPW347pIrlh4dtufxw7UPJaDNBM9WgHxd8+T3+4QewCKd8Iv75",
-	"4eP3SIfxZVyYZtdqOpTYa8o1M4NkmbjLWI1bPBpwZW65cRnQmkyNlWkXnHF9TQX1WC/mH2Tst/xjbU7a",
-	"AE/ZnJ7b9SxtPNgQQkDS5rCw8dp66F0WYpKlA+uwO9E3HnAPulHG/RpKrtnB4L2le8XsCZTDsJoLWTnD",
-	"W1CzZ73JUH9gLztgXCr4Bp502WaXDxurFbVQ+HXHwO1fxVYe6+zcm62tEnHQaTOKo3sJwvc+D3YWsXT/",
-	"3jop94dI8QXlrXIOlU7xzyJgbWirb7Vara5tBsImIPNb02JulcYBJWblyYoXq8VOBx4Fk0X/DjZRO4Iq",
-	"NORQirtsNFmlWqV5BMKSy0BtVs3sVGRzoL+H3zZOxV3WOKDbaA/WDgbv6/cNHl9x31Lv7b/+NZpF8i15",
-	"rGZbFRBt3rG9AVp9rz3ND47tYPD+aUMzNzyxwulMYkjAriL0EBQytYVlrUbPBpBuMjVxSV03G0UdEq4z",
-	"2jg80co6GCjuVLSuV4LLPFOX9sHVxeDsYmu3lC7/EPyhm2zKaV+QA5j2LX5I+PsahAgsUNGq8sSekJLq",
-	"3f1n/o+j6MNzJcAoVZp7gKBmCVvINgVmjmCLy8hLtjpaBIpQwhuhABWNIW/4IaHZcxkFlP/BwzeUwP4K",
-	"TtwC0Tsu97DUnYVg2MXjFT2i5sEHWvTAofy82SbIFcgpZ4qg9BYEH0KjcDQIy2TNJjxNY3rpUNZCNAJ0",
-	"s/jCOg0X0iFYXCTuJkJEXE5Eozw4H0CIoEsse6/fZUrjuNwzW/drsFMhxwCfnrc9dHJukHZrKBOezgSU",
-	"ukcesg7Tq4X20pWbhJMug0kV1Q7l0TyIEFOw2mjNeBSx1ZIRlSRldO1iNIcytDeP8G+ODZCaerydYwut",
-	"zdddi2Vm5rhQnEUNyyAhNzZLaa/bBtehjFJ+m1OTbzg5uW7YeUaleYF7/Amayd7xMUozv7e6yZIm+IUr",
-	"L/v3iGHGkQ3FcXZ1dXT4e4crzy/6h0cHQNC+fcyy8qZnnigj4xAhqhC4g3RgHLFaWDUIc9xSkVHiZMHX",
-	"bM5vhOOdibPm84bnSHbkw4MiWqdVHBRyQYR+as9kGfy4RHcLIGMbaqlZjezry58HY3zOB1qtwIXbsN4f",
-	"VuPP2Hb5zdwHGGOaxxE1g2T4D0xU+ivRoYaXXDdttCTSKhFDbpDrZq83Nk6HEht/gqISqOV1KHlptetf",
-	"oWqVet4XCAk+nsRj6gAzzmBALESY1UMtu+RkYNFT/QIWFikQI1R4EFhgD8TJACpeo+S+rnucO/42dIlT",
-	"V9mRKfvVmWJfe03ApJMR2zaqUs1Ndhxfi00or5j6XBm2uQ7l4P1XW3S4BnQNdbnmHNa+vZbPleuHFGnD",
-	"fQ120wJWBnx7oXDLrFlJT7un2JwBki/ZamqbMek6sEWEm7C6HTV2ZoN09qxvWH81b0KrZrK+0eHE8gYn",
-	"27VyP45ydqsIfqNW0ZuE2xRR1LaBTCuYGq7Z6GMbewY09Vt55oWL/1s39/xpMfy6FsOzIivYiEvRDnhC",
-	"a81zoSg8r2I3713//NHaWyoJjenrgPkXENc6iPe9Vit3l0m1T7jE/yXXjWeWxWnME+OapoCPrwEwP0v5",
-	"dBpPutiTadb3ot87/C5ECIvbWIvAr81LBdcKQa9C/H8dNtmF+U6KzfIkYWrawXLJscrmLG8hhXA5q3lA",
-	"P9Bc7Oa83jU38Zw1G5uXA9u57X0k9Oy4QsQGzHSDdEwD7g/hYYW0veva5RFygQNjYRdqOdk0ASwIYg9N",
-	"EcQX1A81ruq6eyINggSMnq8yAAKN1K3soFIeHH112b84YUoGLKSNALV89CyYb8Q2imVjmsSzeWbbaTWb",
-	"xjLWc0QhLfDrx5qtJLK6RqzGk1uj8fZarYCFkZilZraInIJWxyios6WQOdgxgw2GtUTFh9fs32K0AETk",
-	"Yhv+xgPTiDp5KZyJfzGmhZkYlikVEErAu37vkNnvdx+f46Fg8xTg2mKI1RsosCxU69cLPFmf7Mab58RS",
-	"aL1F06y9cnv569+zIXvhEz5eAz0dxd0d7i0qTOyV23/rqcJFqQZvR7jbNdSMWBFThdDeZU6sWGtu/Qyo",
-	"7VxfA1CvcSS6rP3rIreLySqNs7VRMR+Cf+6MBU9F2ltl853O9z98+KHIemY3SK7K8CxVKzKjETD0a6tw",
-	"nsM1/Jsao3yGakwE3tCrMRjQlM4MmBS3Li/LalkstLkMWtqiejCUwFKkkBiWsASmDkEuBP8vbJYyaUbO",
-	"rIy+IG/BZUW6ufphS64ty2lob8wUoAxkfq4l8KDzQLaEKFxCyuYCwgTczyCty39aIdKypby1CLzBUGpl",
-	"vkzjLABKeO6q4gyg96JI/sfTjCXcXAGf3hzaOB1EN833RbG+hjkmXiMQkVoxgEvUCiDuuDklRuXpoURs",
-	"PlS6ZpJh65pPoPvNb4kAYHkjLB1GLJYlDOUE8VTmmEtlauobA+gMZeZ8cTYVt+zkjV2qDrDwZLxJ0CMj",
-	"PeFyFEfaHFf4A4KBj8aITut+lioz/wK7QK+SrGnReKhmmX4lRIrwhWahRTfx3jGUYen5eDc+HahqCg8f",
-	"ZSrjiYWkKb6jmapbPVppoxIRJAkZdW61ETPVlJBD6aoJFmYnT1dJcl8q3+v8rMjlP5zV3tvIae9/TEZ7",
-	"79fKZ39cgnq/vbdFLUI54Zqs8bBBzCBGeoZ7B4BneucjunMHeOdzZMy9p5qN8HizX+n6j+oupjsfzFib",
-	"efxE9/3fNjnszicITDX1G4OfLUP8sYw87Y+w5Y5Ozo/7J/3TbdDSy9c/ZwzB1gPbcMsNjxPseaMDPV7F",
-	"SUSmnzeIZ4whmLNRILXXRYPFM6+c4fRIbt2pBiBbBziMZ8CnMNL3YPDezBWVCpIPmDFkLTBikLD2+C3B",
-	"d6E/ZhzOuUgicL4XYqHStWUSMQbJmEdGt7FU/CgmVI1It8PACrhYB4P3Rtdi7HuTOxnq5NCgS1YLia+B",
-	"qDpYiJZlLmDjVTaUlmwP7ICQhpOIrOivw7BglOayiGfco/ofSpoUM/9uomj4YMCAEmQxZRtmqxR2WC1s",
-	"LPhdAy9sADF/GNgs+1Dut/fYSfym3rWAYnFWYsN71X7JwvPed0DEfHl2NjruXXzVp0pE6fW5QrwBjCdj",
-	"DnfZdJVCVhs0F7gaEESACIeIEOMBstr2CQ34KR8de1UHYDD6yIxfEwz0MuET4QLoiEJCM2X+bJxiO1PE",
-	"24PU2Mh4bX4g1mwYmoM1xPeAlrUwJixTM8zNz1US5cZ6eczsL6w9lDAu3WTfOP8cCLhwuKVZ3fuCVXag",
-	"DyWBhwUerjNV0i74mpIHY0fg6IorNsHBeCEW78rrwFo8cPDRHTZJlBZhFyfBTp4khxTW+QTOUgfCjW69",
-	"8YCx8SoyjgbtMzcv+Fd/q3H204oD1Q6ZU3OlsxeaLedrHU94Qg+ss4m6Eam17GnxidCcJIJNb8AZ0QJ0",
-	"FV6+QYdu1hhgUcG+JbYYuVqINJ6wBc/S+C5AjCrz8eZ42IjNbZwKoxX34NSwiUgSFraDcChxJ36Ol9cD",
-	"tkxWujg3E7VcYzdIB2tYEPbEDRjqZidzns6ETSu+/Gtzn/39DSQQjZRSU7bXevV5kSi0/br5iv39jU36",
-	"BGyvbe6xjbIbvZvTOKPKHnyZWVkAMh9KnK/23ufUMp+LGruyse6awVsRCZIw/4BbtbLdojh3uA/g3E0B",
-	"WYJT7Tf02W9uZ5gD3M6Fvcy4L28tIgU+vmPE0VBWyKMiR+eUJ1qEdQz82q5TmgLo8t0cP1IM4WtyTxAC",
-	"/jYwqleTiRARRIKH8lGK0OLxc4Nh+GboGB0bOwvkixU+ZmtXbmKNIggdNLWwMP/Gy0WHzHymPZN8cu1e",
-	"B4HsWqSkCNgUAXlVOpSIz5RQLGO+yiJ1K6moyHst7mnqPp+KW3DgU54kIjEueKbz4DrtAMI4hNEuVCpI",
-	"NyLCgTnvgl9jihU2AQ0ZfW3kOfYeBkeLs2l8Z4Z9I1KLbG827kn8Zihr6Upi/GW8mk5FqgOKiRM4aR2f",
-	"4dx/H0Iq57nN4fQ1VneY0desvG9/AVoyT1yTUNNdM/6Nijq2X36pD9xv3wlZ882XxtJREFBIr5OX548T",
-	"NbmGa8diKF+/Yn+P37Daq5dtUt/1gKSJGbH5G0LjOqoAhJwke2ooeZqarQPb/XULPtGKEquD9/Zfs7+w",
-	"169s8hdwP208vE6pY1sxYS2arxTTaprZ7YiWSUZHSq8WlK0YyvCrs5P+yfHRydElxLq0yMiwcFuS1ShR",
-	"UN/YmrHOeX5C3NoWeiE8Or3sW8afblHfEyghWK2EFBunTrLBBUMJENYVXY3mEbvIK/WjGo/iiGilzO1a",
-	"ZHm6H7f0UIb4bgLxgVgcvBnHRHEUjF1Zq84iYWOSR8jMJgTcOLiG2N1MFJBY8I8vNIbSjAGdqjFkQRju",
-	"FODIq7uQr1y7FvDcjEarieMzfNBS4NzJ4RjyLM1fYboHV2/fHh0c9U8vR4PLs4uekclkyhg5lT9uGieJ",
-	"9rSBxZcbSrOE2v3mDhsB2UZiY2vk2gn1COxncrQmxgAjOhF4FAntd1eXl8bmOjz75hQn74JnouM9C1O9",
-	"PNfmaMDZY0MGpnd2PMtpsdIZUPGx1dIoMgw8WZwLZtwcYyqROb6IZQM8n2Ao7YF7vb//8jWaFru6y1os",
-	"W6USwrtqOq3j93A2S82QliKNVYT04ksOZDf5w82DG3CdZ1K3W0zXOyDyYRP+hZ70F2ziggMlAJpoFwYb",
-	"IFgH/g0+Dure8OMjs7Dw2YiPPOVmZbGlFPo8dKaW2omUOEqsl1ILG/MsWzbMzdD3olaZPwkvzTCDAiLu",
-	"q9bnLKRoxejy6KR/dnUZ2uIkEsJYSERnBUYP1DW5y4BeWYQqydjg1tJwdTFDicsPqgLs+QoXwhMnQZXb",
-	"gNuKeHCZ5lORrDtk3EgWHkVisVSZkJN14+9iDaa63yyXKCzlGkpyGDAZnfdvkX6giLcngYEEEquvrsUa",
-	"m/P2XrF54FyXditotVrmrwSFRPRCM4VuqdEgaBSlAraIxsQFJnzNxrFpbgi/IJUuJYbdiR286zWM4rDS",
-	"hQbcIRgOnhq73yxVwCiiw7I1FbWNEVPJEusHwLZqdyV9rJkE831FEWGnZWaE+F5rz4NxB0PGBQLshZNU",
-	"8MwiK0ll1LdCpC3ioTWfal6OnxqDRzSZC921a4m2Gz0vYK/29owsPOyfnJ9d9k8Pvhv9vf/d6KJ/Negf",
-	"hkgulKXON83BKkjw1AD5O5cjeMpoeADbea9QAtQCC58Fxh2DrhljQ73a+yKAZLpKzSnqOgkba29SgM4o",
-	"SfJK9yZDmiZKuMMXm4vMxJNgRY8Qp9EJ7oCoBmBqimsRIzz5q9YXbGOWjk5HV4N+Jc513dMWOFhsu89y",
-	"9W/OuPmktagsbR+YnWzDcI9lIjD9sL8PDgOfZMhnwJZpLJFvoDc4ODpCsowlnwgz7avJnLBNoZLKc9ox",
-	"zYQyMEY3keYUClewWlEkWgDmeDU2O3wRxPrRDsyD/SVRcn9f3H457bAELCbzzH98//80/r8f/vI/7oMX",
-	"hcG+UdG6FIFdrJIsNod5d6rSRcNYQBCElRMVUd6V+tXopkt8uu1kC9i9xKQfAmys3bh3I+r74UNQmXi4",
-	"giO1dd6BLn962sHd+KFcC/XhT2jWXxGadZtOR/9aL/1y0r/sHfYue1vf7254jhxO/ggX/js7vzw6Ox1s",
-	"/ayNGz8EOydHg4H56bx38figChf/GlkliJ7ngsxOoP9b+SPM3/xxhYW0kxOFvyke7edPrZUqmqePV0yV",
-	"rn/mulWwJIwNvhRR7httmuOglKcC4sqJukX9fY/rUrbAuxQxLCVIhtJcT7HHks3irPDhR8L+VpsOjx+f",
-	"6tuedf9XGzWdsqnInJNh7MWSO4C1fg9YON2KcD/aCJ9YBJaSy7JdAdir9lPr6zbCto+Xd2/c8ZzLtRlG",
-	"LlbcYRgZHUA4TNi8qoeyMqtmQ2c2K4E4t6VAs4d+X8ig2NPQ3t9GthGFq4hORBRzMI4AmHnvE48S+ipP",
-	"Pkp02695lMiLwsXYPDO3XCOeNRLqoNtL/cv20BWcNiidZafULmRup6JhuxD/DiDXBemLiVIjfVdJwmqV",
-	"6cd68/mkyBYi5M9ikCcXgzy9qtnLUz3eHeVdC8j4XrR0C1h8/+rnFAZ+qq1TFLIum1ZE3UbZOpQ2ofdR",
-	"mbahhFRbnFH4Rarb7mZJts1aFtJ9Q4mnqMlKIecCmL81zvL4BqiZWyBbJ4Ot4o3PquxZrTC99a2O7V+3",
-	"ObZ6NZ3Gk1jIbJCpFPrtnqeYCZ1uPxp2MHhvqWbSDFLuei0n81RJtdKFuqetC50KIPrlMthnKip3DDc8",
-	"FaVCaPMxq/QGsUUwEmvzvYSoZswQ2rbhRouT3VnmdbqYHSNu3omKRClRVn4Bs8krrOuZJIJ72RdI2eYJ",
-	"LmxJhiIgj0URRt5lMSJjYlbNnV2PZY/6kjFLjKgXcZKIqB6wiC/4TEREcgGMACJlkHtGT8U3owIK03of",
-	"vVv4xnKNgeZrKC2BgG+TfWPn0W+JKqS/cMleaMymsZp5WUPJZB0MpdGsAFgdayZkBJUPlJuyRIEUJYVO",
-	"bp5gKW/XezCURZhHZ0JitgfEHaTPoO4EXqsx+I98FbGIKCq/z/R9/bZeqGdnmz4/2OcPNvg9DWLtWWuK",
-	"D5UUT6kpPrRdIU8Oiz0QDvste2P/dvbmCU2xxaufURFfyWtpjj42tbBaWHjTJ0Hb/lnh+4lK8Vwlia8S",
-	"n6LrKop6SdHtYp3Qc1X39rzcKebBFurGp4mBPwNxarHQw4WxMmRqoUIKscT3xpIKXzhl8epN1kcm/Fu+",
-	"9jJeFnGrXDLiKUUWHvROD/rHx0ZbeGVxrnoTCnr/f/aur7dpGIh/FasvFCmlIFEkgniYCohJsCFtj52o",
-	"m1htRLCrOGVP++4od+ez3brQorBNUx83+U98rn3n+/P7tVmYccXGJPm4On0OTi4xjJbyzOKdDpE+3qqV",
-	"5AVmuzM+zyJkC6z/WKoyn2nmTgfcD5fQxeOibQwR+3Vjyk2hIMWjrGwhOxFQ+o5PS3Vykj6zJrIJZI1F",
-	"igpSeJeqhZDVWwH3wKfzi/Orz5BvYw3CqMfbiLH6YNXlTLsRsZ6XcjspqA9LAxhaBXF05E8aesnMdGfQ",
-	"ugwDCTlGSpc+wkmGQGm0Qv8M73lFoWmcpABBdSd3oWiepB6dgoyflCqdup/NMfrUd+pbqWbdI2vraAbn",
-	"8X79/09ZSx/vdg/P+EGL48Y9e7TghopuomF8AZ3skH92Lj3sw35KpLEJx0z/b/geocM4KwnKDImCXSSo",
-	"9wCGkUNwYBD4qlytbr9T2/gpTruJesxxTsDgeaB/uy39cHnxkftuq1GHVgew1tDzdYLx88/Px33M8Peg",
-	"9rIT//zREFWP/3H6qKhy/6Y5OcaHpvyeo9Uj+U14rg+WLDT+Dzo3voaG8aVz0rkP+Pa/jvH6XIUdZeqL",
-	"bsN8MY8qj/ULHIbZAo7nVEIlfXhYBSPLskFQl01TD/LBqm3X+Xhcm0LWK2PbfDKZvBmksRlA0YJKHrW1",
-	"HRWqQZQs+OsHJEH6QW1i1Bte/vbwQHwWlFnoUqxMK+ytXHu9RvxHux93ti/mYH1nlvdu9y/VL6WVtYTt",
-	"6XFvqCvB3qSFwgwuiBsdfK1qZaLPV6Or1hBxDDVlpW/3TBLDsWcO09wxR+N3F0YXVY18oyHU5+KFOJtp",
-	"Dk9A8Y1DbfMDj2qzfI95F5TNDi7/ZQ4m1UxH2LOZmH+7vLoW41ouRmhEwT+x5bb1tVYNYNLpQs25hHQ+",
-	"ZhgVoCJ0FQdi8vIVUPzFRxZdMTBrYoZGAdfuHDOcd4m83wnJMsOgwEbbDNlvEOHz51o2lUUQ1dCGxF5k",
-	"nNF2MaLf3c3d7wAAAP//",
+	"7P37dts4sjgKvwo+7e+sSNMUQ1J3efUf7sTpeNqxPbbTvXta2SJEQhZjClAIypfuzlrn2c6TnYUqgBeR",
+	"ujhJz57f2Zc1HVkigUKhUKh7/dEIxHIlOOOpbIz/aLBHulzFDD7/cHzz6u30/OJm+ubi/flr9ZVcL5c0",
+	"eWqMG8dkRtNgQdIFI6uEhVGQRoKTWNyShYhDSbggcsWCNFkviZg3rMY9jddMDRKIkDXGleGtxpJJSW/V",
+	"bzg2FymZizUPScRrJhqTSeOHttd33bYzmjQaViNhafJEZzFrjOc0luzzZ6vxgxrqLJLpJvwresuImBPB",
+	"Ga6lCCN8odDwm/48jUIFs55u0LAagVjztDHuWo15lMh0mkZLBbrneP2267a94Y3jjLvDca9j9xxv4PUG",
+	"3cE/G1Yjprse7tqu0xsNRl6/rx5eipDFCozGKpZt9bjresO243SH3W7jg3ogYVPzlKNQMGcJ40GGgg9W",
+	"g7PHdBqsEymSxrjx691p+u7jr4/vrp2H84dGhqNLQH0RRzcLRmRKk1ShiSKSXkhAXI6rxmTtOJ3g//f6",
+	"4tXNr5cnZJEuY/iKTTj+pL4hMeW3308ajE8aG78yGpa/WbKUkmBBE8nS7yeNdTpvDzffSqM0ZvgVAE+y",
+	"ncHfXxYemPCGWeNNQj+yIBVqeWVqyPCm6Xr2RGRA+VSyT6QZrFOSCpI+CIWJKJVkJSKeylaFZKpksqTp",
+	"OolSNYsZsGE18H0gr0DwgPE0oYqu4eC9fnvcGLuO7fWtxutL9dl2ByOrcaI+D+1Bv/NZkR+fRyHutH7F",
+	"sUfOaKTfcexRd+jplxx70PO8z0VoHE1c03uWyEjwxriWxKxGfuhwcY5LPXdOnXaPzVl70Ke9Nu2Oum3H",
+	"7fdmA6/b6YZBw2p8miYsXAcshNm9QdfK168mT738Adf2FKiHnaDP1lacdQa2Y9bft0dDVy+/17e94Vac",
+	"9TtejrPRsJPhbOh0ByWcuV+Ps3kwaA96Hm2Puu6gPfeG/ZFDnaHnDMs4c23H6RRR5pZR5ti9nqKPHTgb",
+	"OJ2B6zmO+8+G4gIFzpAma2Y14GgfzLbSZM0Dmqq5gbFYjTVfxRSBUUzktQjkHh4CPPy/lXsoTnDyuBJJ",
+	"ysJ3aiur0AI3J7OnlEnkex/FLI5mhMFrpEnJKgruYmaRVSJSEYiYeK0xmUWcJk8WkQvxwAmTAV2xsLDQ",
+	"/+f/VjA4XiDvYkYTbq+iFYsjzib8Mvtk27aC8M3F1Q+nr1+fnFe5FA1JKu4YJ4ITSpbrFI5AzfWaj1G8",
+	"WC8vrm8IZyyUsBlixRKaMpKImB3pgSeNkMrFTNAknDTIguKTMLN6bMs1+yZmbOOKveDqtVUcBZQ01Rhs",
+	"OWNhyEIiU5GwEvO8FZxN6TxlyVSyQPBQKg6opoL3kVOqhzLqWwh1pTfulw2rsUjT1ZSGYcKkbIwbrjew",
+	"Hdux3bHb6/X6DasBh/B+2e647rDTnjkdZ+aYq3jBaJLOGE0rp8Bxx55nD93OaNjzhnAKFBqesgO0oKF4",
+	"2M4MHNdRkwP5s3BaP4Pj2L3RcNgfeN5QzaBHm0qW3KuzVR3UVaD/vvw0ZTyEe6QxbqTBavzyZXnhvcbn",
+	"D2pr3jIap4vrlKZrWd6h9ytLEZE6B4QGaXTPinuC3+xaHkCCHDEWNFTgImYK/C8Wt2qwMBGrFfAKjfZA",
+	"LJdRugUprmt7o0G31+2jGCTikMl0+kCjNKcPR80jlpFkBZqxGp/WbM2mIVulCy0RBSIB2BRByeh3NoXD",
+	"3Ri7nZHX71qNhyRK2XROoxiZGYwLJztfvGs1Vk/pQvACPm6Fa3t9W3Fu2K2k8FvI7lmMmw9ob4i7htVY",
+	"rxS7zcH1PLVBp69P3l1e3Jycv/p1+tPJr9PT8+n765MNzvQgyHqlsCzJQ5QuQGy9Y0+EpkRdhjUcYMuw",
+	"RXYQhWy5EinjwRMMtmBxqEQfShL2ac1kqiTvVSJu1ckaa0aAP6QLmmpeuZYsJFFKIklkGsUxgS2I+K1i",
+	"nWQ4Z17Xc/ptNurO213W77cpC+btWSfojjoDrz8beWWmomioDi9XJ++vTyp6iIIbIJixuUgYmYuEUC7S",
+	"BUs0xg7AjR56F25oDIcf5ypOojGC6FFPPlCJT9GUVO7VjvtPePtQ1Fi43fmOPCyEZCQQPGU8JWE0n7NE",
+	"knkiliRdRFIRxpGanlDC2QMABNDCX3qQLUz89Pz6/Zs3p69OT85vptc3F1fHP55UL8iE3UYyTZ5eSBJG",
+	"8k5t+3wdx3VYrhuviGMzFNwISh8LKFdaX0rvFPxwMMc4i5qCNE/OL64vX7W20Mv5zcnV+fHZ9OTq6uJq",
+	"g044WXOlkEbzSN1AcF7JnK7jtBbw0kglsuApSziNCUsSkWxF5M/HZ6evp6+uf94k1yWN5yJZspCkCY24",
+	"OiXqqToY8jGKAChJgbhdiwQiXi858ZyeS5onl8fT2+mKJdOzllKM6SyYNNTWKHRSErIgWtKY8PVyxvZC",
+	"/f7quoI/ggok0phGXxiFMH7C0nXCd60BRywuQw+nIVTcrDgyjshCi+AzIV3SW5CndgF+dvzD9Ork+v3Z",
+	"zfUm9DGdEbwJkHNpQpspgTSRLNwBfHHUMvHCcJ0xkWA0UTf8GPHNydWbV6TT6YwIyNe7wX53cnP8+vjm",
+	"eBPmeaTY8Y0mk3dKsA0FQ4SFbB5xtgPqbNAiyEo4HpM1v+NKSMXxJ43gfjoXcbjVhGKGvDr5x/uT65uq",
+	"UFq4ETIAl5l5SLGqhAbpDmDNyGX04rAzET6BGEo5nrkxTMJfmDlksGBLOlb31Iol6ROZGCEKT8AykjLi",
+	"t3sWd3N1fHp+ev7j9OLy5vTivEJA2WkVKzBAFamIrlbx047lVcYurnOVsFUiAgZA/uZ+sB8iHoqHMXG7",
+	"Cnp2z/gRoeSa3kfp73dP7R9FTJ8IPqQeEOG2Y/H3ix+mb07PT6/fVm9Ndf3AEsy1xnhYewpKgxThViMM",
+	"Apd5877T7s0c2u4GHdYe0Z7b9sLh3GH9WZe6bnkG0gwFZ60dEJ9f3ExfX5yf1EEMVyEXWmR9YukWgLMx",
+	"vgjgSJJkzdVmHxHBYyUOKaABAiBEPX8qlH6jlELQwHYtqM6CyrODqAaOwh1rqVpIucgpUr0+aRyytK1H",
+	"/O9idhwEbAX6fRnvIMyFapIigEym0ZIqtSZcoxmmJIR/FDO0fBwo/aGYPF0ncWPceGlW9vKgtxX8ZxfH",
+	"r5WAe3l18ePVyfXm6dWSmhIGC7tbg/DKOEWcG4EPd98MVpCQjwjgVn1FZ2KtLl5ESr28ckZnV0yu41RW",
+	"5AQwm9AlA5tjgg8RKsuiQiOmsynePdMotIwB0jJGIyu/l6yTy2Pr9dtj6/Xl8YS/vTx71fa8kWv90HYH",
+	"lut0Pctyh67ds0ae7Vj5Ex4+YWVibOfGGY7d3thx/mmpr20XjSr5Wv5+fXFe1V3UgGYh+Qp+01a4kTFU",
+	"IhBlW6o7AFW9sNTGuJEtoVEykjld77P1B1rzFHDPGQroMMNYUS0tLFrp1MXVXqzTQCxZ9U5Uv2pZHS3K",
+	"Sivg7B7I8Pa2zGvhItPaccICFoHq76L9Q9vYrMaaZ8/99kcj4iF71Pr0dtyUOEbBfwLWuEgSgx5NyTXu",
+	"nGYRaJDHQhazlIGimDClhUSCI0enEpRfzdem6FZBK8RZdM842Gc26VzffupUyiJSMtWZxtE9w2MuaHic",
+	"BAuFnyutypTGu2JtMFvQlCl5gepniVHMi8OLdRLAsdYP5caXsq3DbTvDjuM4GQRvopjVzn66hNuAEhlE",
+	"d1HaBkMfmUdxSVBb0XShuJxM7l8mdEk5yLwvjS70MoJRXq5iObDR9qgI00BrRssgjemsraAdZPAhaW6S",
+	"5EKkRD7QVcnEE9+KJEoXy8a4cXl27bXPTy+PzxTXU9wNbMPTpWyMh/gFC/cau1YJu4/EWu4xGxlQr1Ml",
+	"1tci8zIRS6G2kUh4aOce4iPbdtBru47b0zv47vjszcXVu5PX0yqnOkZpEwQjrZnAQ9WLYmOUrYKrHuWe",
+	"xlEIYynxmz2uWKBOEOMheJT4ar1NJ393cvP24jVIAcdnZxe/VEW5RKxTBqKRunLgVC9ZuhB1AkXNaBv6",
+	"wUKE5PL45tXbTHmMY/HAQiI4eQk338s4kumR+X5Mfjy52Qb76fW1Ensvj69uqsIP2GYyuKNUkkDeK3Ws",
+	"TqorDVUCeR2nkXoJ3lTajLw/RO5/d/H65Gx6/Orm9OcNUfO1Ym9KrlLMEI2gdbRnACuOUwRMv0ImdZSI",
+	"EOLgR6TAslDCALvaTsB/eH/96yYhmBlnYHtLWFsGIqkV6gtjPBPkjbHVHXCoXF0vBCEory6urt5f3lSJ",
+	"G2UtxfTwVHJBYsFvlRSGLnoknAUL7uR6uXWp+fgl2skHF/Otq95QadV8xqZMrt8etz1wMWzfqq0RFAbd",
+	"amx995pLYOtC6rUBXMgB21c/1W7YlUy8uTHnRgfLqHgnxHqIDXEkG0E7D3YBcn1zfPP+evru9PqdYk6b",
+	"qMSLYKsJQmPmhSRaqNgG7OY0zz3QWpSwYH68lI60ppCi9qohLQgd2xd9c3z148nN9fT9+U/nF79U7irB",
+	"WTulyS1LNSoNL6VERiELaLJ1nZsjF9epEIbjaUlQonkOZ6I8BCWYCzMJ4XSpmII6GJTT+CllO1f1/vz6",
+	"/eXlxVXNaUfPKqHyTg04Fwl5KBvrwFaCLvBtSysOX1yWpPe3Ip7OozhlCe6FWuX3kwZnNGEyzU+IXK/Q",
+	"RbxtHSxNokBWtRzt417q33NN7T/I25OzS5KLe9NcypZTsU4VLqehWNKIT1OR0phcrwMlFs/XxX3AB9Gs",
+	"RuNohqo3wRfHRIcHkBtPKaD3jLhKXjff/sN8aU/4fxDwtz8HIAh4YsmEP+clB9VD8LUfP0ZyCw98IQl9",
+	"jGQWajNXl66OtfGc7rAu4GZfEMYDvWdo75aN8W+e41ie49rdfq/XG3V6PbfXGY6UYmuPOq7rDgeu03EG",
+	"g4HlOV27M+r3B0On3+v23X7f8pyePex7XmfQ9Zy+2+t1QaeBVb1mKY3ibbwdTBksJAuWlJ2rYbjdJdy3",
+	"h47TG41cp/vPhrVDSgdlQLN/+bJGIrf56ndQeZWaNi3G+rmeBa4EHbGRGWy6o2AWuEGnPetQ2u7S/rw9",
+	"Y7Nuu9vxwl7XcYORqxbCBbhQG0t6x0jIlqJhNTCaAILM9DeJeJDTtVQaa98xSsw0D65ryCeeLlgaBY0P",
+	"VsOYfaaBvJ/KBVUX67jh9TuMDmdOtzfod4azgM0GYY9Rrxf0neGMzvts6M26waDf6TGvxyhlo9Fo5nkD",
+	"bz4bDemgURhYwaNA+awYQ3aGE68YDjTquXk4UN/Nw4FGo/7os9VIlrIYPtQbOvnznYEzKIRcDQeKStBG",
+	"aGxbKELXbNVLfK4BcQW49H4wo52+Nwg7gUv73eFo1g3CWYf25zOPzb2ew4LezJkPXLffpeEwoCPqhMxx",
+	"6WgWjObzTqPs7+72h4PhoOCTLlxCmk63U2TfG/R63dFABwPh09JEi6rd3aca5udxqmMn1ckufZ9QrsgR",
+	"DmvHc5z8lJ3yuaiaDrR0Djj9gtCFHepvzYFxrU1K6fRzSul5wwKldGsopT/qdrLnuz03s3nZzqjzed8W",
+	"uI7d63qD0WDkdLZuwVehuBokq640jUNpgRCwLUpkd3QIhu9sxzYQ6d2sMe56JfI0k30DzOwxR1iHgdcb",
+	"/jedns/5Nl2yZC6SJdVRjCWZHL2cYHrUpsJNJ4kW0PKYyT8aHGNegDCzv04Kf322CvHQHwp7+mEv2Abo",
+	"K3YfsYe6WAL1PcbZmSuzSZOEPkliom4XCWMkStmyfP3nK/kNoLVgPbiOD1Yprv23cpi7azU+eY3xb47d",
+	"7XYGlmN3hkP4p9PrfFCH/BEYu9sdwB/TYL1cxxTJPP/+CUboOaOh5djdfkcNMOq4HzA+NZ/Ny2Yb9Xvq",
+	"qVHH8SzHHji9fDKv0+/WTTboIdvByUaD4RAG6PfVAN1erzJbJ59tOHThYa+HDw8L07lur266Ud/rF6Yb",
+	"jnowAixxMHB7Hz5/sBoxu2cJiA2/Obbr9tVi3E5PTeYOcJalZAEi2O0pUL2hAwh2OiPz8z38ru5IS1+i",
+	"eH1+2H+R3Eerxvg313Y6Xcu1HXeo/uspbNaLfD2U8j5YjUeIU4v4rfr5N0e9NVTgq39d/a/3wfqt7dhO",
+	"Z+AOLf3BMx+6+seu67oWfnD65sPwA0zxwKLbRWpmcDzcbvXBG5oPZhKv540s/aFnPvTNJI6DEHQdp2M+",
+	"9D8AK9hiVDgXRK6DBdoEa1Skrc5ENCL+eHKjjXxyi+qjBjh9d3l28u7kvEaBmzOarpONWI41l0Y13QJS",
+	"ccSSKmpcnMYWeU+jWEGERoxIktk6isMdsF6dHL/eMJRdYzymlTuS0f6wxZ+cj1JGWQoxsU9jUrVkkCbE",
+	"2RpzqaDhEehha456ZxvebGuctOGx3IECHO1bDfqh1uh2fjE9u/jxx5PX0+vLk1c3V8ebVJQuFNbR54N+",
+	"bjT41eJnc6xNY0INHZB2LG7bmCBEj9CqB3NlOUPlSeu3Nw+suDp5dXFVdbCjK4WFGpfabpFRFcwBF1Pt",
+	"sjZHrzcGZf6XSQN8fGbOI1BewbiYZURlM6MBccvCLlaMH1+e1jhSy8H0kSShCNZLxkt0G2lRGVJgGuNG",
+	"rq6TJeX0lqkXwI5T8PRBWNucBmXfkmO7tpKOlGrH6SpqjBsd27E7jQKYvx6/O3s+mGbEMYEBJ1xBPZ5w",
+	"QgDsMXke1OpFDfaYANRod7g8vnm7y3eyoumiZFUx3o5EiLTOTFgZsBTKo0abNF6yNCi673LD0pqHLAHH",
+	"ZGGaLVRwefwrRCPcXFxMz46vfjypdVUJdbIUocXRMkprAd4cZquvij0GkBngOt1hb9DHHIht0Kkzcf76",
+	"9Ob04nz65vj0rIpbMHtCTH/m1wjiSO1isFBKSLjP4l03x0bkVCB4GAEpYPj2mBjf2lTrhpHcZrC1yAz8",
+	"ZZtOnsorxqa0NXrm8urk9ekrAHN7sE8U7kyW1NGEtamSteNvYMIMWkmahExJTEAadNvU6/bag1Fn3qZu",
+	"MGjPhqNhrzvsjzqjbU6My2zsM3G7PVAlEQ81ESqlRCgrjZbMKmVQWYmIWTE4RX2e5nla6uvSn+Vf84wo",
+	"K8udyuNgFB+2MEp2CtESeWSMokDOYksxkFsdv7SUE34InqyqgjewXSX/DdyB+0+rRmi1kMKsjmc7veHQ",
+	"6fU7Q89zvZHlDm2lGI48p9sbuK7rda2+7TidTncwcp2e53RB+B56g0HfdR3PdUau0x0psdzrDUb9jtfp",
+	"9JVACbL+qDsYDoee4/S6/dFIKRvuqNd33d6w3++63mjU8UDMVl91BwrIfq83tCzLcizXUqfiL8NAwuAu",
+	"z1DQHXjDroIzR0G/23Ucr9fJMNAbdPr9TsctYmDU6XY7Q6eIgaHX7XiOOypiYOh2hkNAisaAEsMHTrcP",
+	"gyEGPG8w6jvOcDDsllDQ2KT6alpbnj6sj1jx1JbzbY/Z66f1339cczGT7/7xj1J2oNZNkRhBMd2WDapw",
+	"lGU2QmogaOgKm/2tmY1eb1jIbOzmBqqhNxh+thpl6m+Me87+rNA8zqMmw3EvgyllhapdsBqQVFYw9mzN",
+	"EsWt3JLyuEmDmCa6H7Fez/ZMymjPNhjqDG13B1qHgwJae3mS7bDjuX8pWvudTpuG81F7ELij0OnNPDqj",
+	"m2jtuZ3+LrRWMknd3mC0D60jx+0Oh//Uhqj8dFzBtVVx62RivBbrQUMBT73gaRLN1rALmBaIBp6YJrdM",
+	"piUTzxem0SYGph3J+yXKyG8IILp/aXZxCSHqxU/gkmC3GXvAz0WTbYYir9d1Oj279/mD1UjFCh7XP7mD",
+	"Ud8eFU0ijbHieXbf7fSGzrDnOF63q06JeaHveLZXfsEbOT2763m9/qjvdp3+qFN8oddx7eHGDJ1Oz85G",
+	"9/oIWErjAqyK/J6xRrdrd7t1CxzZTn9j9n5vaHsdt9cbdgZD18VgUPP80O52Ks+P7P5o4LqDQafj9Yel",
+	"5/t2160837cH/d5oNHI8b9R3uoX1IZxfePxN3rhIUiXved8yh/wZnOC5OeXmmE91SGtmYLg6eXNydXL+",
+	"6mQKZT5Orqdv3p+dbXIJz5XpZuWFGvF3y2BlPaY0CJNjJYsuKX8yX6i/jdZFE6VUJncsJE3P2ZaMoJNS",
+	"pjen704u3m8NYJuxWDyg2z/i0XK9JAmttb1tjleEX481Z3G8ZUAla/R7vY5Wy15uU8yuGA2jaqDtFaRg",
+	"pAKNMbVhtpjbjGNobELRjPrCLxp/syfU8PPEwn0FMYKEYRkBTBXGceo8J4rihrY77Ll9x0XXjn54BtU0",
+	"1iuW3EdKyEKY1eHZW8REOxz+zWqY1OinY22zQoC3VTW5Prn6+eSqJhrwXJBEiCXE0MAGcVFn5Sq+XwqW",
+	"QZPdbC2fTFJDTNPNzEFz2q/fHr+++GV6el0bT3lT1bA5XapjKAmm0NcBtjnkl4ZW6inIci0hgsiYIvKI",
+	"zrpTdP32/c3N6fmP09eVuKub3KIpU0hqJw8LjE9kaEehSWLiySurKg5bg/BIoWSdQvhpKB74FnzfXFyd",
+	"TN+fH/98fHp2/MNZDcLnMWPpC0lCmtIZlawUQ0UhiaAGvMq4m6ZcMyxUcKgdsw5c2IGL+bzqq6hsf3ZD",
+	"8nUc5y/XRojjT0ULTh4Gl4eNB5SHUbjBkmsv4k7b7Tom0B8Hr6uacGxI6qMiKV3doYzN5YomEeRCfLHH",
+	"tVgwIStNYJmHZQRiZo0zvA/S+qjX77n/bBzin73Wd/he1mku+3+/ElBmCeQQGWkbK82s/f94f/L+pEZe",
+	"OblnyVNuwpexgCSBlN6xusDwuvFqfVuQYGey6MfENelp5KOYWaRbSMCTFnGyKhCFvLP6Y2cSh/8uZq8o",
+	"D1gcV5P7PoqZOiD4o+ZjUUoSWloRi+lKsrCU4Yfp7/lyXx2fvzo52zTR5mPPngj6r7Lkvj8+itlp+Pkl",
+	"PqO2YB7xSC52BXqM3GHH8QaDnqLtLGatN3DcUWdI29Tth+2uO5q16YiO2gN36AyGg9FsRhW53kU8LCAe",
+	"AE0pHLqDotl2hq9h1RDcjrFjd4ZqTzAPR7Eyk1qmoz321IQZ2Z1Od9TrOIPRP4tFRDQjsBpyPVtG6b4R",
+	"Ov2h1+38s7FBDa+hjk6ZEEyC64Hbjkv6/8x+uflm/dGgSRrNaZBOdaLWtuhK19HRlVn8xVSymIHKZq6B",
+	"YvBYcD+V7HaJXzQSykOxbFiNuYhNtaMlfSyFnHnqu4hPwXJaDkbr5mEUBweYJWtQBAVnMrpdUnXigvtp",
+	"sFYKQU2MTOKVR+9288GH7igzZPS7YMjYAKdnu6NeVr+uqz7D8yN1P6kbDDy76vWO5+k/pxK+cYae16kJ",
+	"o9kAaOS5efzdwBv18/g7pZlXIPLsbmeYQeRktj7b6XWKAHU6ziZAXW80qom02QSoU7C3DoaeWwgIdAZ1",
+	"AHlOIYKwP+pmG9YF+2wGktcfjTZA6vTcDkTj1MTwHni+/nUxvP3BbNDp9MLe3HOcoNfvdwLmhs6gH3SC",
+	"2dDtOkF/4HisR13Pm/V7rjNyZ13m9QYOczohHT07hvdbRmZ+thqcPewNJhXrNI5YMgVHrLHkdd3ByAF+",
+	"vw4ZT6PfWThNmIzCNY2BhFKvMfa6tqO2W4+AFrFPjXHPGfadUlRI6mH+MovzUSDCAyw4009gzfXcQf4V",
+	"jG93vJ62+wB9XP963nYHo97Q6zr9kVqCA7ajOihzubXdszsjg6e2aw+9Xoannutqu16vZ4+GijDNaqbG",
+	"PrYZCZ0JAoeQayE6GoNGpiGTq+hOi8XwUU4TtqJRYqp4fYsbV92LX3vf1gTWLhjh7IHJdPPOVVIe7P+/",
+	"7+W7ySL+9yb935v0f/hNuvfW/N9r8euvxf+JF4n19ReB07eHnWGv2+t0yhfBgZle/8qLIEtYO+Qi8L7t",
+	"RaB+qVwEe7K7vvYmgMSDbPhOL/cOd7udGj7Xt7vdnPH2OgYc17Hd0lUwGHR7ZTbnOuow7b0JgGMbxuv0",
+	"ChcBsPYK34XC5OYi8Azb9eyeV74JvGG3chMMeofcBF4vBwgScAxEw6FbC1GBaY16Tq9wE/RLN8Fw2N+8",
+	"CQa9wbab4MDT8oU3wf/xSY57rgIIbqm/Cvojb+9V0OnZcEEdfhUcsl1/9VXQtUeDnttxBm7vi66Crj3q",
+	"d/qj3gCd7aWwMuMeMWrGe6x0u2HVe3X9M2kW2hZAKnUe0aBLiEosWt6C6Gr1mGLwIU1pyaot700Lgyi0",
+	"HvjUUf9xLdu21QfP6Q6sQhFSCNzMPuffT/g1EITl2I4L0YiO641gFPXRca2OZ7uWO7RHVh+iuPP7Rtep",
+	"1JzdWC90GdROMSG+fBA/hoJhQEVeaBGYc8iS6B5rO4v4SSQhxLyonWKrrGJAw2pgscXG2AWGZX7l9xgD",
+	"UTGIQJ2xD5/V9rw/P35/8/bi6vSfNRU0oN46VNSieS1AUVvVszROqfIHFrkhM0YTluCQW3ya78+vj9+c",
+	"TKFKwpbCC5VI+DiSaS04haFKgcg4DoRjSJIKIqQtn2TKlhZ5WETBYqOq0JH6A3JNHqgk7JEF6+1lFwqV",
+	"HabvTl6fHk9vfr3cEhaPgZkPieC3Wa3k9GlVj9vaYUtujMIIJGWP6ctVTCOeLUaXTjwikvEQyoFGARDi",
+	"y49yq4/555Or69OL8+nJf55eVwrWmtwVkzIALvOslOY2n9PGkPsTViKZjXlIWZjPVmPBaAg2qj8aJzcU",
+	"a7szGSTRCoW0zRLRiusxCL4hMoXtUFw+VWu4Jc1Pa5GysGXB1BBHLviE+3keGhSb8i1S/Cric+EDsyp+",
+	"+4de4Wd/wtGRZUgL0w3kEQRD+Kfz9rngrP1OHVgcxnyvvwIQNpOtfBt4ERabhfQaRU3jhkwTxU50Ec0z",
+	"gftejxbMNplrjzXSDHr5/PzmQv8kyh3on/TtnRMrsZsmdMlSvS8QtXMaVmEwsTsRxF7Abke3imZTKN9e",
+	"Kv8nXxAfyP4x9UlzxZKA8bTNuKK0vCETTRctBV3EdfpLw2ooSjU9nKYRHuZPa7xCdeOEbC1L+njG+K1S",
+	"Clyljy4jnv1t1aD4dK727p0JSyovT9EjLkvnmWByRVPt7t/81hF5WEDjDHC2wmPrJFHPYfVpNuGUyweM",
+	"wug43azarOIouPuwTDwB+UJLBNXYtjoQjqsLepc1l9lczS8Litkpada0CCphJ/SBE3pLIw5V2GawfUtG",
+	"uSR+Gi2RWgDQT2sG51jDmfWxKYL4/0/YvDFu/MfLXAx/ib/Kl0BHGYAQK6CkZflKxOj6rVK4DnbQhS+X",
+	"jMp1wkJSiqhVUodYJ7gFIH9LsopF+sK0VSLNkEFldpKVInohsSZaa9vicJxpAKAVF6hEnS0p4tXdwPX9",
+	"Z/3aMgwRYVhlFkumGF1pJQuRRL8LntIYCttYxLXt43xh7r6FPG4SUrRU63Ad1F/1X9kaIOaUJYVF/Hrg",
+	"Ispg37MkjYIS0FjLyjdw+fkivH2LePrSRUDVFLkSXOq4GZzxJI85gPsYTAubl+1GF7v6+ol1ZG/eelnz",
+	"ymbG9c738yerEXo7Xyw++/nzoccUsHKl0YXI22D7/InouoI0itcJI0114+lpSdfpEj+D2bdI1+kRv4oE",
+	"3yI9p0P8ApR+C/sViWQWhSHjz9ybUp+jnZjJn/yGePGzUX1s3oENkCJJQBTH/EAo9ydiRpq+kpP8VlZf",
+	"bsJBiNVdN0DdiAQ/0hXAQO4CqU3ftGoMzljIwglv+rrzkt+yMfrolMv1fB4F6t66xmYYz0TmtuYdO/Fa",
+	"+9I3RHFdv5CaHh+k6ddB4rfGEz5fx7EFufZtKMYuEkx6VaIjtcl5QX/QeaVHxM9E1zFRIoc/4eoGInJF",
+	"Awy1ShgL8U4vCLRX6q328TxlNdfbNdpflVLzQKPUtJuBmaBUfMepldMKXA32GduHfAkrq/Y32bO3pce/",
+	"4a6+39JJBbaxOKnmD+cifSdCeH63vqAz9PMMYYhzhPPjK+nO18Iq3xTjjzI5rVGrotQtVz/2Ep6BVV7S",
+	"JyXq3whxRpNnH8DahO2dO1R94xsfvVJat+7FMY9uQSYDKxxp+hUg9KZhQP11LNIf1vLpmbj4N7j1SvfU",
+	"mMxEujDtGmQslJQpFzQxKQxGmrOyMFelDYRaYVIinrTIKi+9pIeSlu4LKEGRpI9MtpTK+6S4PGjpoFz2",
+	"iKxhSt+Y//QOYD/vOV2nIJviUXzGlm6asnbuaenhb7mpxYH9MVGrYTzVcEM7FA47UWxVFtAkieDOnvDc",
+	"5qaVvqyXkakaq+7+ys788ssv7eN8LlbdHv8HtMAljMbL7yeFqhuThq+bePngt/t+0og4FASfAjSTho+a",
+	"KdUCiLrKgM+B/JFDxffYAXB/TYmcf9WJrUmW2P1y6elveuCLI2uRbnemhsI0ZGtgr5dkwje4BhRmuF3H",
+	"NFGsk6MnkgRiHYdkxlCMyHNsBGcT3mQ0WOg+MTVd9BTpqR8/Yj4K40p05GADo1wxDTVQPpdlOrsxsoA+",
+	"jiRhsCaLLOmTbk8j74zNDJ/xbfKDYnc0YfVcByglq3L7joURvQFqeiZH2GaP3cMbal/7C66+F7Jk+900",
+	"15KmXw8L3IAZOLDW41j+QCW0ab0G+z+UcIXSIzS+xM5TkUKLbk+6oYHJpyX64kjMqEyJ/LSmSu2e6TFJ",
+	"8ySKWSLJZO04Xp/8IFjMuLSI5zi9ljXhcj2DJlosHBM/SrWyIX2SiLW6FcScSBErOiZ+8xfyHYnpkrx+",
+	"8bpFfiffk1/Ioz/hwINe62OhLpM2dg+EvMklTZPoEXinLmBG/BUwpoSRR4KWSPI7EqnvkjZZ+YTFkuET",
+	"TRrH2YuusQ9if0gAsYU8dVVA1R+NfCE1xsqiZcsF2TqzIPT2GBCsRkyX+4ZkcGHChZ6CV249g9YaRTtF",
+	"/n+1E+rE4M9WY7VnNsd2XDUdewzitYzu2TszC5pE8+/NLPj9DvAcu1cAyqkBSmpKNTYwGsupobh6A1hu",
+	"qf0N386fErOPLEjVsMdo5HtVSnMqb2wYSXqbMDYFGatGmFFfG1M41zIX1dT2p86vauu0rj9LIqw2Mb5Q",
+	"klDMEiWMZWZQuEZBDHD27e0e1Kldm+bHo7qCd4xCFx2TXhjxtck6tMjty7PDYarMDfjMnot42u82asEt",
+	"0HuylDW61ZUQaVstpY0M5y8CONuIeu0u+xm6osJkBw28QY98FzFuVEUtU+MsojUMRuGlqb0dLCRtEtNZ",
+	"63DoMNE/UVdJdWyqMB3TGfmeUPIdmZG/kWym50wBpLB351kN95GfkrQJS6ys8b+81rPWKWOxqtna2Y41",
+	"kqZIQuiIXr7wWn/lxsvqzuuEy13SRA0B5bmZz3/x5Mte/Lx9hT/TeM1q6PeCM93PVSmmhi/CxpI1j5Ws",
+	"Cc7X8AgqzmnPTN7dIdN49K6BMxhYgF25qDUeDyAWjbgDnjw58Mk61IBr6gd9rDcOe1Z2oKIiWRknOGB7",
+	"NNohLTGR6bTYGq4INU1ZWzd5rUxXPr717poipRd8ppVJ1Wh6AR+2YcRkGtRgJBO4lvIgv9+1jkXIsQ9l",
+	"mWFVxUCkPxp8Hcd55uk+qcIAUx5m64q2+0fR2TnWoqwsmAphCuMxzOw5R8Q3lU+Mbqj/LHnCQUjT8pLe",
+	"1qxgyoeaLS4h63nEqEu0112ZZglGMGrqBHdd2qhVKO5X4qgVYaFWOEbawjIvtRd2tMyEs3pkbgC0wdZ3",
+	"HQlo/m+mPuwVU2+8DlRTnh5b/+imVBncJsyhWB5Ax5qgFASN0XWd2SzlOuJQY4VAQBi4OM2pqYJGH0/x",
+	"R7dfPShLkbDpNuh/3g35jD0JsGMJyUgcyZSF9n4pkG2VVzOqgtZoWLxF2yhKpXPsfAdmQsSM8v1cSm9c",
+	"vrWGtrO9K+OiCOjWk3+ThT0881gtCyzjGeENVgOjDw5mkzmAl+rFDXJAnXGTIv6iDdKhqF91pA8/wmmy",
+	"5gFNtzlzcBELKonac0XenLiO5TgOyQo+b8S1YKBObjHAx+tXuuamJWpFqdTMMmbzlIh1ig2kKNf1Kwxd",
+	"kCYXGe83llnz4/fZHdHad9y2n4pipE2+L8XdLyKxsKSMButOxaufkc4qp6EYQf/HHtZvwut3ETa2t/oh",
+	"YfQOatCUouyf+aIOt6/Xnu9zsRUsWFfvrk9e/UxeEhk2Icv1QH2hGMZfR5EypTykSYj949VMGM7i482/",
+	"hohVGsoxoUEipCQQZqzIZ8J9wdnUDDCFAXTs4Tx6ZKF/lBtoX/1MsqxZ0rw+md4RMccRIDnEt0rN/F9I",
+	"4ud5LgoKv4WhiNkL2tqGiS3R72Aq026j5ypRBSLJtlOTQy2xYYHEzE29SXFhnQtko52/jzFGETrmOYvH",
+	"hGbKBkaI+dhNX/oYf2cqxbP5WjJJmhRjELP6iD42IYPDLebEafe7BDcUXsdwX7UWC/jmCiqNmY79d+yp",
+	"RcBUT1NC5Z3e4HJFStjMrMF7ofncrRIg0gVbkqYO7pD2MlQgo0+gqw2cRnasaX5o0IN18t+/a1gN83F6",
+	"8f5mevFmenV8DhW6i3ZpHdQL30K3PhOfnPegfXdyfX0ML+pPpXLf5SJfG2EBOVh612ql3CyOuOa+LYQJ",
+	"/7FPdADCyYcrvryDCq/YKq7RAOBrwvg9i8WKmYC2Qi1sTXZHxFcj+zoaJ0olQY5lT/ixLhxO/FXEb32L",
+	"+Pp9X5GKj2UbMeBYqccQH2rqmSrymHDt43khFcHFT+hpaPorURpuCj+qL/Ih9Xcta8J9zVik7rDoz0T4",
+	"pI4/YctV+kSWdHVEzEPqtYgZaLQPKANEnyzj8MjyCjTho+9Kl+0KGYTzIuWGkULuMuKYNvFHY0lXK0iV",
+	"+MMkHO70x6g9MoUu8+VtvStMVy/zokLYtocvBb/NnisidOsL+BC+8zmzZjydY3wiENpnqyE4u5hDKsiu",
+	"ay2f/bO158nytHtuyzIG9j1ewDL0oM/ORlYZbfN0IDl8zfnYQxX5Xh+wRlMfEl/egr9IYTp7EiHdi2x8",
+	"/qt3uTD3wft82OMVLOAGmgeviymuu0S7mnBeddY5wXZ1heBeuCbtvYaAUv7s5vhvdW09qOyv2B6hUka3",
+	"HDvCgLCO8fUVoSYf1W9lbgUl2aD+lzXF1CEsUQqOeNNU2WQKraViyyj7+EWzTJbnGwh1/a51XVswx8eM",
+	"3rOw9g7TuWOby/zJqEUg+rUhMENHcrJPaxqbxQIaACa1EpinLThri3UZ0V4dojfTkOv2UlfA1iJOmkQs",
+	"JE3sn4H9XlcyByRaroRkrf1bXJ/sXB8arubVNxsjsYD6JK9+RtvE/plyHYHG8QEHrqItfNh0m2t9oGDd",
+	"JjonQtM9gKxdGVkydm2A4do0EA/wdjTrHe8TySe8qRhiYUgSsnnEmSSMBosWxBJpXQAoozzehOcDSr8s",
+	"ImZJ41ajJOE3gGVtKB1gbHmsJe2dkv7a+D2npe/xMGSbVit8mecPdEDk3KdSkTNrYAxhAljwfQ62N/hc",
+	"6mLd+vf3PrzKKr1vQ81lER9gUfzNsYj74YhIlkWHKwWCGP1haJPj+IE+SYUsxTCPJpwWcIpSXV5jvlB8",
+	"VT20VopOJDPbh0WkQKVoSVcQKjRjKEvWxWFsRfDB/vKtiD94hJOvHGHLRmW63VYbfVaHvp4pFrVDuV4u",
+	"lUKplFQI8zINv3WOkh5KbfiEF38AUzJpCs70M2iFfliImOlcGzwP8AKG6iglVw/YssnNgj0RGoZkvVI3",
+	"kg8Z8JqhHGSuvIKhihgpWyz7XUCvsV9WbZdQf78ORz+Re5pESomThesju83yCa3sWzDz2YeC/rMefjfw",
+	"VXihRsAWg1AayTQKlLDL4rmVX/V+GNFbLtSP0v6EWmDxq9Tzv8SHjcAgEq2M5OrZbpKwGC6C063h8kbl",
+	"9KPQR2sq6ol4JWAIRykEtkbrI3OaEMbF+naBnfBoSKLUrrP4vsa6CF8Q+XbFluKeSRIIuYyCdkKfCNZV",
+	"GBNOk0Q8kJWQEVwV+L06Ui5JxYT7D1GYLvzvXJ0WaJNfDHGhlTgPz5EknEbke/I4/SP6zv1M2uRxGlkT",
+	"zuBb9VubLFkYUd4MW1l8cLBOSUC+J766hORCxKFPHsm749fkJXHs/qDbm/Cm+vN78/Kf7M/W2Jx4zH/4",
+	"HXsUGk5QgMkiVAIj+GURpfSOJSa47y19Ur++WrClWLI0sckpT1kc2+SMzmxy/SRTm7iDEWl6jjtskaHX",
+	"HnaPNENhlCuJWsTrVO3kfYSRz4/Etb1ep+N2881XoEeSOC0LzAMRFApg4S1DUwZR2NFxfUHBVp8+RNqR",
+	"yqZ/RG33cy6nW+pOmtM4zkaCYT7iMAFpbx3no9oWFGajFOwuRXhoSqJsW2KqGERxko/AViY8MvOYCb8n",
+	"EfmOaEIh3xGXQC1LnUYafefa9keoXB3dMQvsJjSAiH9EplSKyO0iJRCCCVwduHJeIEOxZjJj6QNjXNEU",
+	"GmQfcT1HmReZ3AqGoeewwo/ArolEtXtOKLmiS8rJDN7W6ejkNqHhmsbxE9zVM0hEjym/w1SCVKwkBPDC",
+	"jU5jdXUsxAO7Z8mEL6JbOAhRQpRGRuN2KtpcRJIRiKc8Mos28jIeGKW3UJlOOCAoExdSIWxCV9FLU6ZJ",
+	"ySW30b3JXFOys0zZisye4F97wnN9QcyJqZCS4V3q7AidXKEF4jrBYzNCURdgqdXfslO65aZeZzmtdYdT",
+	"I0Rd0kh4gG9NZYVTu5FS3T8gRnRPaChQZ10yPu6QXKl5qJJ+ZUo2mR5pUs07ieKdC6WLKFIQCUkfBAlZ",
+	"Ci40sooeWSxbG9B7NvmJsRVo2OXWIsh8ofUj5eELdXGH6QIC1fW8gpOssmseoKk4sHpDEtcxjz5EIbP0",
+	"AEOsGA9pKpDhN8uIWQk4yONbpWBet/8sP9vWsNQTdQP+IMKn5wZnF4ysVp4bIOaEQcV3bSAGe6MGvDim",
+	"UwdKbqur+q41hDttfdlSIEwkEwi0y3vXq2Xx4XOhUPvOt4runs9WY/88sDqcIZUHPXwTLZlM6XKVxxTl",
+	"Bx+hrDv2e72Ol4lIRSBiHVBRIZh7I9HAsir4BPgt3BarAkdlT3XWwYEusXc0WEScQW9m6FutHkMlEFzg",
+	"8J2p8yBWlYa5tdLYwc4Ynaif0f3znDN1SHgTM5buPV9lzNwKzqZwMeY1DKvMEJwaAdV6LsgAC0aTdMYo",
+	"3FQiDuF6ptqlGEniq5H9I5McsNs4hcPXWTHiMNNISHP2RPy8rJffsohahrrGlKhtH65swXTV6LkNlGdg",
+	"WXVoqtuBt5Dhk/clKeMarS55Jba90XmKGSpBBKqu6TrTFWMGGiRQsPSxjBm4w3zzrn8El9JivaQ8p3Uc",
+	"UNuGdJ/e3eFU1QCqkMVT7H9e510sdUmLxe1+VlHo6omY1H4D4CBFvFVQsOE0IeYlE4J2RNzCaS2Q3uop",
+	"XQi+fexCQ6FIQj58yri6iX8UIKRA33QuyCWMo0TLSJJ5xOIQ42ZQljX1nbQe8qNQ70HUT5TiEJBMVqj7",
+	"4N8K1/b69lBbESq7gUBtB/ydCJVoaGbO4iB+FNiWn0QcJSf1a9MP2T2LfW3niEVAY3ysVcvkZEbhmbn0",
+	"rpFTa+1VsV6pBRe5zLPkCpiw7syd3nKRsNDIFmUs6B9NGjEi7Yj4PIp1uAL2nssiq7ecyHy6Mzq7ykun",
+	"Hi7IXHBG3l6evSJYeNUmJxFU/cjjXsGakccU+0R3blM4sDCDOdUB++o8a6P7MwyyX2gj/DK74K63ihGC",
+	"zyoyBfX1ddy1fr/OVTN7IUkUmtOGjx+RlZDQuitKsUKTUTlRkWI0iSMIb4HtQVHyOZCVQ9A3y0VprR8f",
+	"Ao8a1Io6IksIuc68dpzRRN14ujVrwR9cjA8EUT/ixG/HdNaGIdpYB9E/PFIwbzVZh8UiXWo8mvBiTJ3P",
+	"jIl6TSaThejCZK3dsc/7z3x5qwtU82HXsZQX6zQQyxohUGO6zhkPcdvZVqijBj3UwswsAf5SEvEgXoeH",
+	"xfoGDNrM7c8QYtsiJg1YOhirhA4f89BTZG5oAWoa+EVCuEhbR9oIUaZsxVWUNLN/DWtewNhBgtV780bO",
+	"JPfLWBpRVrY/BZwUgajd9eiemXaam7aLzRuKxtH9QYmVW2+aM0FDiBYohHU8Q9Rmj+oAKQ6BzV4rG67G",
+	"x4ChSGsa5vaOSpHyivtz8VAwLU84rmacvc6F9u5l7RZtgjmvkDcv18GCBAsW3IG5bxnJpYlu7roe8S+v",
+	"Tl5dnL8+vTm9OJ++OT49O3kNESiKf+aQTLgGEGWUAsP0ev0ajoMFxutiYcBCpUVYKNmKIuw8iplPmiyW",
+	"jHQdh1SCGFsKfGNwhQqOjIfA5Dnx7Y9iFkczH3zLljb/yadlHIEdL2ETnjAp4nt10CFoC+t5gglnXhAY",
+	"XuTdaRMhUjnhTb8N37QVhG31pW+RYmG8Ql0lH4uFvvQhJIMlraMJtrl8iMyyLo9v3paqednkmOvQSBoT",
+	"GYUsoMmE+2hZVQtF27D9UQruF+yBm+ZRMPCAA1eSpmRswn15FzOa8DaCZS9Dv1XZv64zqttA3Js92dQ+",
+	"9nb0sYE48gZMdgNJ2ddo8rUXlKYTfss4VNwKdXFISe4YW2njqJKlDSpadj78KhFLoQalivyhnaTOIfFp",
+	"EiwUV/FJwtpAqzA75cT8ok9Hk2Y0jBEI7DGSacFThqXZkCkQwGLXGU24jxGk1zfHN++vp+9Or98d37x6",
+	"61tZbcVihTGI2YIRjtDrq0tbxk+brVfhsOr6B6BdMFSvWpY5C7hpWq3IKVz9qMRDX5GGj6kJnD3ktZsY",
+	"V/+F1q4T7uv5MFY6xw8Y/wsxEIjVhtUwWIM4h7jeAlzQRHa6C7cZgvT32xhvLnRvyNV43aMVeSFSIh/o",
+	"qioU0/hWJFG6WNaqtgrLkAcwXcr9VzbuSVH1qnK6hN1HYi2362caD4YC9B0OJ+aBrra5DbniTQ9U1mhl",
+	"m9JTGcgakDaWXY94JYXm+vVzc+hMI/+Dgj7Krf4PfKVQuvT5uaN5wMaXvJqHHhxo2XhVeqemGf1Ba95o",
+	"Vl9HfNCovp4qi13ra+s+ZLqyqT6gk/GQHbV1KpxOdVSnTlFkMU2pMmuh6f1BC8SW+Ifaiq7U0zu1mePa",
+	"asp+BnOm6BxaUMF75oLqE79yndDkVaAkXIwDPlSZ2zj75X22TKpsmXI0oiuHqI4PvMP7rC7k4T2PPq1Z",
+	"Qd02d1/z/fvT11CPnaglAMksl4zjdQaRnBP+/uZNe6gdsogG7D+hNikVxOv1yd+gpf7fjoifySfGdAPu",
+	"Wii8k0iQJijXgCzXcRq1IVE0f4QElJMVlRKE6wnXogmqexF44HR2i84hqORw1Mu5ewwDm6GUB4fqHRG6",
+	"Ebe3vTaAwG4V//7heaBAHT9GNTrbcyUIq5FLu1sixEyIF0ZxBcu2a8F9GijhK+JBwqiE8mJUqf/8CaJC",
+	"Ukn8fOQp0JpvE/D7FSPBUGI0rJALmKVkQz+EnedhUr1ep79HXc4Pb3HpH7bh+TVLaRTXU1wmGmbCJ4cm",
+	"1zWyUxjus2tlg5k4cVIwex9uktotpYHouX2bQQi2CLoP71kWGm5AC6MEM1rt+tT3lPF0+px0zUInor0J",
+	"Bmf62XLfnz0ZzCZUGR7/XGmSsovgExZEkGm3WsURmhfRYZ5Z8QoSJ7yURSeIRAueitQT+kDUkrmMFDnY",
+	"5A12REE9BD3yq2gFVatwWnHLI8VBZcpW0pRCgO4RigYOdtJdFtcKsW2f6zK2d0SHFlThBIN6UMPjJmi/",
+	"vGyQrxFHGIGj2OzB4P6STYahnPXQ5t2QKj6sQveJQul6i/i6zQVq/vpEofKvWyT59S4a3b2qkjjCHsn1",
+	"2+O2ulqLAbL69IBNiIGrAXGhdIQabWSOZIBqZXboNU3BIHK9xMyUevCi39kUbvYvqKeVG/f2njvti1W7",
+	"AVaQ3Z0RQIkUPIt5Ryo31gK7Pt8e0mWeVXnGvCPzco27F7xL2t+8qWpoCyOBlGyR2/CzfUezpNzvpS9M",
+	"BOepzoD5ANkgIVmv1GyFE7gRi53fx19+X3rFkGjv4ItTE09p50r0mJ2dnMNvvWBPIb1uv6N/9023kal9",
+	"eXbttc9PL4/Prv26zKwFSxj2y9HWIJLZ9C7Prq8YlDIF8w54FM1Pmks3kZMAe0Y+YpXeapUMvcjFC3fF",
+	"5dn1hqe6MsG1zo25DmjMksrotUBhO6/pPIpTlliS32++9q0ubWy1962SoF4V09JYSK68sghvjO6F3TLc",
+	"RNqNQi+/vwygd9cnpIm5Wq0ybJiatQ/Afwl/28/DzjM2svqfyM2+UNWJuEluqSo0BPqTyZY94RfgNOJ5",
+	"AYhiKE01J14buXX6woRTeacTLyOdoggZ8rZ2l47Jb5Mi+JPGB/+IcAYxNRsNxTCZv1nbOuylWpnxdURp",
+	"ayO95pvrWhtcvMizS8di5+WwJ860ErODbxHBiVwHSvo9KtUZ0D4yXWsgkkQyMBIdlkWdX1l789nzGNcP",
+	"3zDK9TAuV453rbC483UcFxB0UNTOvzxktlJp4d85eraSAv9FcdGbo5gQ6f24z82LB2Ifxj8Q//8KzB+C",
+	"1PoAtQvt2DQxaUo4+uOzn5XAwfYq2Vg++kOlVs6AtCZc91CwyXtdT+SOPWF+SoTxbzY5JksaKxbJQuJr",
+	"xqwYyIRXfOrIVzeP1EZtcBxh+3oMnKmAvMjMFrOKn8ZF65rUbmJ9e024YvItm5zr3kzA4qo9IIqLQ8vv",
+	"hOu+gqh8oq6fzamLmD2oLyMoMIQ31sYdsqeE4BY2k18f9URwltuJKuYzLVUbG1wAdpJELGHH0MhYkPqz",
+	"bhngRjZddF/IUl67BRbMj2KWJW0ZfR98OOIhSw5CL7JJASKvrn8+ym072Vy+EQunCjAfC9aGYpWycMLB",
+	"8Zz38MgiJ5Z1CUWQFJ376upjZxC1G/LNRhmAwkA+ZPKtV+jvLGgJ+SYU+pCoG3uL/AQ9XLVgh60+sPYj",
+	"xpuTEqYUcvFsTrixhGURtlnMiN9WM7dhMIk++pK1acI3OqQ8UEnEfG4TrN7OcnnKbPW2aGCoUB8qkRt7",
+	"QNetcQOH+pXsDd9CEbC4SPUcho35E66lsqwX6h8fxew0/Oy3IOjI3tLvFYtxYMDCEmqDNf1SN3T1hFTz",
+	"mFbsWWCuegMzOie8EE8DDmIIEMFsK7mkcawtUUpO11NbhvwnPAohACNro5sbvMBkia2FsIwnmT1hVzkw",
+	"re1jD5tCeumkbDHy1QRuqH3PdC84/XV7bLrd18Ch223X/JJ32q6jefNriX9glAhpShbP2yELYpqwLXHg",
+	"hfb51er2D0WDqz5BOuqmlgLAxqjpWG2sbO2PUdzs7/3HMzarttn/AebSV9c/kxVNUsIeKfiR6vnPhjqc",
+	"N//fG/i+7RapE8y2xRIelwKLjoi6ukwISR4ZmAO9NxMlr5R7kD0cQC546g7QtPKCtFvFqZ2NBEyxyudX",
+	"eJdZUDqrvRzySMwXkswiitYHeMFCBTsPmyjXbzUhuWgJOdibkFdQ35Z3UwPnCYiEGfczTY+yqGWrUsw4",
+	"gw4TSHW5VROuBjUYZJ55bdJMIzPGwcvZ3LsTxavrlgZlwg+3M615GsWHP77dHrvVWJzRVKFYsiGUQ6gU",
+	"V/qtSTURMdtSEywqbLCQ2aY9x+22EVizuUdfgEWEt4DNrai7gst4i4CGCgOZsUXEQyOpGGtldpNvsx7h",
+	"r35WIAqkixpnd2FrtjqKMr8mWteybOQVS9pZMSyFsOdl1O0qAnbBWUHGKXSKLpgisSf0M/IgFUaySlJ1",
+	"EMVqXbW6y5n+BRZPg0UuNybiAUTJ7AtjgnRfcvIdSafRi+bNi5vWf7Vd9QfWcn6OGa/iV11KFlQhfEXj",
+	"aKa7moMZvFiqDDjdcY5HmfVc+WpI7mtAqbPK//Xg7HJA3Uc1BYN+Pr1EEVrX9LEqdF5S3b8Wvr027RUG",
+	"sWuTfy5AriUr2LhNFM/XgvMIyawRv90CzX8S8ztZTWlG+AWHCrZkx+JT6trcjq2vgbMKt+7tVg82ehLJ",
+	"f2Yd4B4OAn7CN8w0ax6lJIZAtyOia01SUxheiToh1mC2iBRK3aOpmulFMqXke+JmxqxEa+4kmdJNG/63",
+	"w8ohN3qR/PBAWOX6fDliS8RRYIuG+eys1VcMRCgmJBmptxpmX2eyLEnUVYliZ+QUeLfvZjUhv9HvrBoG",
+	"ok79T9EPFjYHZCFZr+y/KCij5F2sN1hAe4QjE3GS68kQrwKCKabHvJDEz8cDUyokDiGBgq6PtWe0tUUN",
+	"+5y+Ct8sZuNZoQl1BHWuII6j37+k5tfr6D4KdbJQHguGRg8oB0MTRjX3wvAqnzTThK7Y7yIKaTzhUHIo",
+	"0wqKDDriaitIhEUVTdjYE3kEVt0aE8onPNJN1vPC/5CMpjkJpGNxLHyDccEIBFmuZQpWXELTCcc06PRB",
+	"FOe3cL8zg/bN1fHp+en5j9OLy5vTi/Nr3ybHhQ7S6MXM1xxJ8jtLhE6fJPOIR1jT1ITZQsL+LUuLRnNT",
+	"I96vs3ci6F8SOrZZeombHT+wM6QJjdtCPukVo3XeCEj8LdVS8fMS1VlOlK5FUQxe181bEzVsVaY25VfM",
+	"as4vbqZXJ8evf/2CcvZZGYwdRvtdhRK/YQ2WHJw6LF+s0zhiyRnEs1cZ9pa063mkjobRaEY98n+Rf5hu",
+	"8H+nwZ0U3FSqe7cOFyK+o4lF3NFgZOUbFBQk36zpxcHdOtJ1yHga/Q5VR/DlrYn2LM4mQCgt0jk4jeJg",
+	"DLwVKcNaYDceTvNFVR69htX4VLtXxfLiX+T7LBah+O9yeULt9v8mZ+el4LfGwbmRdb+ZrlRrp0TZI7NW",
+	"bkt+q7Nc1mQ5VQvGaBy5H2oll0oplQOKlzyX+jYmqQGzmqCzMes2xD8rxsTs1F8UYpIRwv9GmPzFESbQ",
+	"kuPfOaqkkPXIHtNnt18sJ4NWe3rXJzl+3g1IKWWzvpAWVFCo1OiVLM36IdnltkdjbIkw4XmhZSh0ul6p",
+	"60qJl/8gTbA6RlioOuJbioy7UM6A3LEnde5WxcpeuYKmC4pr8cvY6bN6tsV6yLVC6af9h6talzu7r5/9",
+	"4o4NeZ1DWhMLt47TCDCaspI7YqMYDZTykemm3HNEqMLjhBcQWd5ZxCZUcTDphoVy7Ta5ZmzCi/ukFFDF",
+	"9dcxlXWILdpKD5B/Ph363BQknoOffmZuqnfwg8+C45lJsjuoBCOKZF30TCnCRy6gjHZAk+Qpb9BZaqlT",
+	"3xysY3stLF8t1ikoryLRYRd/fPatwhS6DMsqpuqklXodbY+9gpMJ7gFsoI9lcLHSMPb3qS9GVkNhwW4O",
+	"9tMYYq02u7IVY68KSkKxMDxW4cjeY1juNhWGgaVC8TBnrINjUhpLnRAOurlcL+WEq+PVgsIlOq89JvNY",
+	"YIFIU9XCJhfYHQ5iri1SV1bfMM0x2RKalhWn1VXxn+VLL3WBOlRmKrzzV8pOG9P8rwz1l8tQpXZl/wcI",
+	"Uzlt1NS4fU4tjM3+Mc+qhlFpsfKtCmKEZYnggCGKMgRU1NClwr9dPY2KDaiE5hLaqhpcCZ6d+/oVxofy",
+	"GP+9NgjdFe5fcpQAN/uRuvW4GLXkQEpVT0NE3XNI3Egvn62GEVn3vXltnquYEMwPO9Zcqp5bWXSYiNVq",
+	"V61B/YDu1w+xr2TGArrWfpRY3L6Q5NOarTFqca64fDOXkDCr54FGaR69Hovb59eC1A3LA7FcRumzks8E",
+	"lIyeKhi2l7R+Kx5ILHSOI76hs5jBjv3EoF8f1tSAbtlqOBaSpqMjd3UhpijV7X/UKqEiWSSzRHMMCcnF",
+	"T9OgdMLzPhy+fseA6ptcS0ruojgm7ZESI7QXPha3SmRSktqaQ08pTny9ZZg68JBEKZtiUXz/iKyohHj3",
+	"Ql1opSGawtAoDFJTCxq2O+K3WV9UXbh5ihE3W3sb76z1urG+LZZkwaHzEDWboIV5hWCdWCb1hpCmS7bZ",
+	"sncCAkQ7DdkKD8be+p2Q0b79pOTkUTgrX0DmX5UIX9zu7aDGSpjfcqIjHcdoGimkQq9swptwuMNI3lnk",
+	"9OUF9udWmtIigvrhOLjSdGZMUY2aBoOuoXWz65BlxMFSkfdJhNLxsZDS2lKrfIPGvqBsbLZ1Vsbu9vLL",
+	"S622l7klZ4/pNFgnEsXivSGy+ak5PE62UmFtXyRDcRKrBOLuVWpiqK6yUhSsxumWvVoTEYcGfH1uIeoV",
+	"VGZd9wOKh72QWSqKLiEW8dsJ/yhm8oVd0VdLFpucJYC7drMjuOaKphJuE0w8Ss0e63SEArr8CcfrqZBE",
+	"s2w9o0nb/r3KL/kpFnDexu5uyR1bpWVLVtNvx+K2rSM2/ZbpEgiFQKB2VQjVWIp9J7Z5KjcrgG2ClW/q",
+	"HqoRdSV3fNx0f1ywjZgSa7ciPSI+7rt+QFeQQ4ObKBSEMVAdQZYJNP0fw4YbGiEfxazYXDYPmYEhYRnw",
+	"Xq3AWS0hUxtVCd2ToPJHqb5OVkInhaADiPjHBhRs5e9rvkxjOZ1RCbUNtgb3xvIH/cg1+uxNg6UtLxQb",
+	"vVmFkIAtj5ejRKwGlljYKnXCr+ZRfr/1OX5vqvFsdHSW+uvDjB3FxeyzcxRg2/toBt6eyOoN5O97voxM",
+	"MLdsqivVgHwTOZH5NSk2EXVtcowlgIm+xbC0rP/+/Pr95eXF1c3J6+nPJ1fXpxfnxebK9e7LK0bD6NAq",
+	"2BCh8VVVsK+YVmkhSeG5bp2E0bSeLepuBwyyJpI7naKAwkkT4jPQuqYbUutnaAwratXxRKuBDz1LfdCv",
+	"zJ6elSWooYnSPMFPWzPLKX7767Zm6CtCnyOufkcqzUO39FH9klAkKBPxJR5vPaUZoR5y7MTz/J5FNRVC",
+	"RKEnEVbNyZSsavsev55gFkJuKRGlfint/hK7R5GmgA46KY04S1qFhi61wQmLNF1NaRgm+rzW1PGgnN5C",
+	"wwGin1NjzsSahxZh9q1NfMeG/x/3er2+j22bIapuTgMmW6AIuvjMAJ+pBSXa2sAUNgV6aFjEVwtvr6Kw",
+	"rZu9H8ENbdJi9X0JNn5dcRre3lKuR6bTbJMOP5NJfbTacQp6YbkdVe6viQKK4WnF1EMIBo0ZS1/IPKlU",
+	"1+mmplQ+aYJ6D3mQ4zywraV9HhQbdizYhIPcWcrJLRATCil7eguhbGTyvzH1MioXVSxn73FWcCzs1Uny",
+	"dlk1zXFSk6aWYe/weFgN8RQxvKssY1ZfMsXtkHXr0T0KDlnS78tPU8ZDiPnckjaQ21zMg5UzlAar8cuX",
+	"xWPS8/dzZ+DLwCQ2jvIGWBX8VKjBUHVpiypHBDuPbeWdT3UVed8kTC6ygrzY7zN+2qzHW5/Qu+EyqcaL",
+	"I/fU1gRFpO959EjYSgSLYtCEmhBv6ZAdGA9YMS8/a/KjrEUAmiC2d3iqgrKF4oqggZKRl6DfkLKel7Wo",
+	"Fby6glPQ88fkWeZJls+0Cv31aZFmCfV0Wc4qq7G8b89yy7lGmqw5FGxA/3Wk6/PmL+8v8fXJ25+J9Q+v",
+	"mIdVLgZaKRXw6mcSrJN7RmKKJUYiiST21Xlj3uOWcuxG2vhPItdL9Yf8tKYJyyY3aYDsEaIS5IGHLfEe",
+	"p8F6ucZSuYcWZvdqLuFX2SjkyjPQFgOQ51FqFXH8dbiqeOMK6ToKi5WlIdh1hFrQKp+XQnFN76P097un",
+	"9o8ipk9ELoVIF5joSEKWRPeIjixFQl9APGSPlm6WDQGu4S1TFzAYkakkvgyi1ZONPaPtUkHEJrzIQ/Fg",
+	"TfhKxE+Qj2fhbOqfOKXfuxZQ6/cTOAPJatJo+TbxdV8wTKCYMSLCcMIVi7wFlSIxfggzqq8ZKIzt572P",
+	"iw+wWLJCEkRtokU2MZ2Je0Y8pzvQHWGyDIwFler7oc7faIERWge2gUZSCAF5d3Jz/Pr45rg2pg1grdLm",
+	"68JmIMJqVqPbC21fzGbfZoc0sy0vN0vu7uPM2ay6851pU70/t6qcDqJNOXVGL8R6aXyF+sIMncO6OGdD",
+	"FcGuPUcg2GDJmkjWJqcVcqprq9MfkANfGD+vVf/s906+6L26OKKtrlRtPJVF02cYoV8RG54b94tSXg53",
+	"pUbpl3hRt/mG6qA0vQ+aVBunNppJWVC+R8yxQA7ltwx7zD2BE0itL+KEfwGQfAd8uprB7InMRLowpXBz",
+	"EVDDDu3wWPq1PQf5vioFSOxbwzX+wiZIOPO23sJB6fjttJBuHtdi3Y2a8v7a3iZZinkZ+UxGvIbKVwtd",
+	"6fvZMuc+nfjLtd/nIFebjZ8pCJgMRrTFEx2ubBG/+UjacF00H1st8pLINGw+tvw8+nIlVutYN98NQzEn",
+	"TitPiAzZfYTmQnJM5jFNcydRJEnM5qm6yH5niajm2lWuCn5/YM5gLV4KMSsbBJf3dqqIbNW+RrWP6J4C",
+	"NZIvXTKdaQ6C0dfUHNhT87XcOKjy9s4KBdfVRiJYlODIAM8+rWksS7WCazqL/KVVbMtJ7kW01+23ybk+",
+	"MbGgu8tA1vfV9zMR6vXpzydXP5689i0lX92cXF29v7zBP18dn786OYO+kk3/8uK6prLcy4DygMV+C96+",
+	"fv/mzemr05Pzm+n1zcXV8Y8nvrkuswYf8k7xpBgv25TeFdpb4CBbRDwcyC/5/3ztACQBVBuEThpPUM9y",
+	"o9RJsRg6JX7ml/MxtxjTjDczjCkUYgTfgc6dNfnGWawETn9UaqrEdVlMpl5/IXWX3ij0Mwe7OspHZC7W",
+	"PDQJD1GMePgoZmCbBscyLEkHJJnaVVjFDA3IsF3nx2fTk6uri6t6C/L2TN3dibO7KO/vYlYjQKYpW67q",
+	"DAa/QJx+G+ywPmlSNO62xmQhHtBiANZ4s3ylcSwo1EP9KGYmBzxZcw5dHjH4LWGcPWCnaAkNt5ka2JiU",
+	"76I4ZmELQqmSNde9pGdPxEhN+kHAskeMIwJ1B32ZJixNIhZi81JTfZ0ChCb8LFnrCobaYc6WMxaGTHcm",
+	"1oHwO80fX1X20hS0M5irqW854fsKXJJt9S1vwHZerC+YlyKMJPGXLKX23pqXMV1JFh7aUf7ZAe5lXliN",
+	"cP9l8ZTRFYrZltosP4u+A7kl6/R6UAS8YgJy8UyX5Y7CkHcRrxH+s2iLAt0Zh87siWh2XC2ghS9tqMNZ",
+	"LUefNE1Q2EMSpSnjJpaxENAB/VV1OUkjopgB9oRzKKJ4/u69U29VN+8mY3cb1XMJlVk/G0uXJi3XwfGc",
+	"7nDCTTWyFUsU/o5KlzwUUcEKpaZGBhzmcrH7QpFULDcqc80Kjj7IBy2srDrhL3NE01gKXVgVdLJqMVd1",
+	"ZjBE47be1fgmoaW+8nMRh+SxYFHEzh+h4OyILAUXqeBRcERc2ykk0oW6k3hNLGZm3dgTl2m2/OCdLVvj",
+	"684lTdVFnBE5kLf6CGFo6pAGDCC38luiUtwwo3IIYy7UxNV9OzJfwPPIcSvUUI7V9LLlxFfw+Znuo+gJ",
+	"TAXQ3V3dVwoaKF0C8gIFDrRODuMyhRo2NUVbzWVQKAt9UPWfgp/xQEfIQRWDCoJBXjdIrmcYffuMCTdk",
+	"Es01C1V3ssOSbe+ujJwCXMc6u60quDCZRku4f8O1VogOvq52sHUEeX8nMWi86eeCNbb+wYGx988BPk8N",
+	"xx4c1JenVefl4FjYoghY4yTZCMfddEOo78261aMQNmkuYZ5HH6uvn288gIXsj7etEmsFUn2M24j/7Cyb",
+	"v5EvicQEZIPYVTn6xesTf1REi781rIYapJEZ/+ou09L1+Dyrx02ROeiQrReSqOs5pCn2UzWZ8uRYN3BX",
+	"Yi1W3gwnHPJglZxXMe5bpvdUpLufcimyq1RdjuKBTzhME/FyHfhvW3AeDF0w+QuYlMCczaKupw2zS+xt",
+	"j0pdGgV3LJ3wxATJtZTgzFgbHvz79cV53phAl05CO2/CaCjHOo4Zc2Fz0ZsFC4FhIdCbVGEaFb5iPfMX",
+	"kuh2ZdtLtVtbirS3bHKsPSP97oRjCjMPidsnP0U/KJEIrH5BCkvYrLOVu2aqkooWUqJUXW5Z+m4R/f1u",
+	"zTnKuMM0WddFIL8F5ZkVxBXsaRBJEiiVjufqinHamgt9wrXcKjiT0e2S+jY5F6bQfs6WfNKEug5kHj1q",
+	"nRvlsfFuz9crNIpipgVNiWsTrMwMddPgaznhAN7d36x8XMW7YvHAZKpARk9BE/4ZaxMA5bowY1aFVswJ",
+	"tvYiL4nMOjBDXSZ5RPxlxKcwQqFDmt+y0P0XLISQSiTS0xvX2N3fbJJMo493CpmJeCCRUvWCDb95VvVJ",
+	"zLMiph8Rh3elMqYynH5EfyeA9ULWmDktwo1NQ1rkE8rMeo32hE/43wq7RZpXZBVL4ksWsyA9V5M1lyxd",
+	"iJB8TyYN8+Ck0fJN9wCCTQIUbu8QSETLHWmT65PpHcGL0Xz7N4tgrr4ukblWVEPAeKB5UL4IEBCQ2tRv",
+	"r37OK25ZOPb3pOm+/NQCKNbL6UeFkqgJKG6Rl6SpMETkpyRt8lYL/owQRk7axG1hy1XBYRkG1eD9jyS5",
+	"eiGJr0jgEtYiw2YyvWu91KOZZS0jrIB7qZjk34iPkXzR74B8nzTvKSchS8jPgqUWcUejLhQtADy/2IJp",
+	"Bc2kURpJYxx4pEJchlZD5yuWtBNwh801e5RqGLXg7zVuEC//5ZE2EuHf/ssD+3k4/fhfHviZUgZ9GkBz",
+	"VW/DuUAfs6O019FoRBAsKFJK5nG0yoRaNVVTMhayMCcNumTI3rG1WN6vVr3ZOsLNCHTooBoMrUZqYvV+",
+	"JHGd7Hu0+Icti6xw3wPyHXHsnlqB6zgOZgoGCxEFTBeTqKPNlSFIRhzbcUlT7bIuVUdovFrQlmbB6qy+",
+	"EYkaRHBWoA5GZEChYhraUE0CTk41Co22OVlTQ85TLF2g8za2nBnc1e+z06Km/w5o/W+6vsT1ialOUzwk",
+	"pnQLsDYKHMWgYA7teZpvqUwjZpGbaCYXUUJ5ZIrdvUkiFi4pt4hkgU0Gtuu0gDWotSjOKtHeK6CzNdYu",
+	"RP1IqcrqKo8UhTsF3nSkBREJdVvivLZ3IJaziCs0JmJ9i/dwGN1HEMU4ewJiLBS5BVqHQrGS0Di6Y7oW",
+	"T75YNOQV5waDM95EhMaCsxaYgUEU0AUxYHWKXszO53eb4GTB4rCtVH9A7TirhS44uaVSYDvmCVcclbjt",
+	"nqO5piIkRelSHfTz0yvF9buOmxXQxABX1A/DCU8FxGe0LPJEE/5CEs8tGb8laXr9Yf3b5p7pOihKeA6R",
+	"T+oiSKMgU7d1JxCWvITffIt0sn2wJhyYVjF4qKW7uiAPKC0W4em57b5jwJ3wATyKP6kXPcdBi1wVFpu8",
+	"Quzq65Cr9auXAQhN2K5jSFUxEeIAG9L81Mf4YAzwAbmnLThTmzRWW/knYv5PItntEmjgT1I9evglXGDk",
+	"T1Jir+TPCf+z3W5X/qfGNniA3TQvkj9Jd0wcu+ONyJ+koz56nS75k3jwsdsjde+qw8KCNYTN/El68Ohg",
+	"WB4g/1gzAIQfAQLCL4OghLznDgEBRQUM4AJ6+cvqDf1yz61/uYyCwmu1H+tGqMNBp/8cGOqRsHsMRfZE",
+	"ncjC+ofqCdftlz8O8GP1vfLSR+oxZ9Qrf8zH2Xi5vOp8jvqPGy9vLth1YEYgvT2Qb2y5frpX/ogvOqPq",
+	"i7Vr7pc/5gNtvl23aDVL/cfNt7eterQLeGBeirMWFu16Y+La7uClYw+HLx27O9Cjubaj/h6qX7rdLV9u",
+	"jFrGSP3QLowyUl966suO+rILT3bVl+o/PacydBldz4B6/9AVXNYOXvvlzsHV3fUnofxJPQmHb6RW3Oup",
+	"153nfKkugoIqs6AmhRn0PpGQNGJhW/+JF0LEiTsyspPXxTvdyureuV7xDspkerhyXczEr5PwSDO/AOF2",
+	"xLCe3BeM4ca6Q+AiYQzvQSUPF65dLMyAAm2zYynJspV1apzwpZLKM1uGufiMdgW1N9RlLF+QUNjEX9I7",
+	"hvXF2+wea+r4SqaW60TL5Smdxdr5acxfBpsNq6yNYNmtjXXX2sJ2BaQfg/ofEuw0vmlvsEkpnhxqoaVR",
+	"HKPTGcsg2HbZqFA02Gjl3fjus/hy8AIonXLCo7Rlkdk6zftfouI+Np357NxWgnpaJLitcKirfQD8vk2O",
+	"QUV6yIrmgUgUx+KBNJcRb/K2a4HGGdMEanGAQ6g94W6rNd5dUx3MKmMjnM6eNqwFCivrFUmF2uDHoili",
+	"Vzm3Wpd2cD8F8aum9p05IT+1AfBNCDaclq6DFf8IB0QoeW2eal9KXWfEn8j3hGPwVZHFNHmm+nVaR0re",
+	"fdLi5U+EMxZKkj/wE/mOeDZ5p5QflCEh8BpPs0jInD2wREvs8ItSLnZj/kRpHrBcSL+bR6k14cYzmAEZ",
+	"CJkqQL4jrnpEbmBdKaZOMQLZ24J5c3y3W+NQI4g4tMgzEddbcNpSyvyEU6k7iegqhT8hbjZ9zFrCNsYg",
+	"/eeYKE1GKfNKR1iudWMRTQnI1tapunEE+UmpmYHgaXS7FmsJHfykDkgHZR+2xNQsgq/UAC3UkQv3oT8u",
+	"DjOLRXAH2l4iHrI1Z7YTNamvEWcrrIKJqjDapIG8WgbRXZS2Y6YVF0L8n96IOGzKxXo+j9n3b2gsWcsv",
+	"ka2le1skMiVcMRXykwYIzVX3Wh+G4gsmGTbnulrLj35HSyLE1zav0AoC2GJRHPHbJn/5UwuxqTcJZ/yJ",
+	"tEnzp/JTbcLR0GV0HIxgYUjdeSlKmVpYNRdNOhrjuEVrnhq0F2QFf4zGSNIEW5vTIreKIaZCHwBcPuJe",
+	"jZOZrjZwXxhy0kCCeiOSjSPz/7L3rtttG9m66KvU0dpnmEyDFClb7oQc+UFLTKzVukWUnWQFWUSRKJKI",
+	"wCoGBVpmd3zGfpr9f+9HWI+yn+SMmnNWoQBCEmUrl+6VX4kpXAp1mff5fQjdBPdUY0Jmm5QVEG5GRIKz",
+	"y0qldvSiWq1TPRH3Z2PNiQIZRSXYHpmmn5NQSDqgQ4kVYIkEfEqemV+pyqBJggMaQqD8h3t1ZPjsUB6N",
+	"3u7Ap3Ftq79tyQTFPUJJuYgKvMqSvz+F0si93sHhSxA69t/d4F76ZZJSpaRgsLeWyc9rQdfk2VrgTeOH",
+	"esyskkNff0td5YAP05hyqAcji4jsLpjbrJQpqHaIHHTajBgBCBHUtwCMVtYif7TycySv3iSWK0B3oX29",
+	"sHVWay0ylsTUwPKYVSmVSdaVxYqVhnLJBPcDkoflCiNltpQ5YEmMtWFpumHGKqHAEoaNKrwr/SpFEWTK",
+	"EMOHNSKe5cmMT/P2Mo5CiWcWDzEhNiMw7ZowehHEpT4FadS40Q58Kag7Kt8qAXXENyUC9a3zgcEqrVA9",
+	"+4EzS2pcW2Da4FgmWlDTrKWZQa+0tBmE0hiFln8Lc8XE2AyWbnuqYuGsMyBDWq7yTY9l/BZJeKgOGETg",
+	"0MeqYyu+0V4JKlQyIgKbhjDkBGmhejZnFEJdfuSD3kQIq9NAw++wAx8jYuT3KUhFQ1lsBz4xsq3TPmRL",
+	"VMR+axhOZbnzLpTYoUR4e8ZjyZXLY2HDGae+OSPXbskUug3lcp3mySrdtHgcYw0XvKfZt8jRIjEqMrg/",
+	"1QcOC5sIOV2U/RRzwLN3ImsBHxJMmwUYggnGcDo0cTW6h8FB0G2yvzAt32HYEWH5ZN2MPgKuahv+aIvQ",
+	"fpscZ14PLX0hCeKphu4pXwhNLLM6eSdY9EOqbgO2SOaLH6NQek1EUNlm5Oqy1W0iL3RxrPuwKVLEULKX",
+	"go24FNlcxG12WYZnQpQNeMDtQqUekhahkGkVyqIfE20RO5va9SwZC5Ej9CCAWYt4LtpsgCOgtYiMm0Qp",
+	"GfNdEbRC2a+3zVEZ8FOZsUmfl+qBfLF1nwgu0tzxiEWuQ2zxGgRePMCGdA9/dlUpPKScP4LeMZHarJeQ",
+	"+TNN8lQSq6MRKIAbA4ezoBJDXohQNqJbOe5ErN1m5v/MYQfEtO2WjD5LcnDGYLUn1jTJ2uwEkBCVrai3",
+	"TjlhybmiTcuDpiM8nbhQ3rZOZE3rwAxVXpIXK+wJBvu9jahVTELL/BQFLuHjyT+zO2S6MeKST0WM8vOg",
+	"02k9P+h0kF0NqxiK7y7zmN2/Ccv77VE9KGaQ/ibDf9/bkuKMk/sqqM6EWUr9cAf/LJmD2LWt5zaJUw7U",
+	"bHOzHTwMj2xG8CoT/CZWt9Lyuz76tiosknlGYN5/3+cTe9gdvGG7NOvXMKW5gmtkwgr2oCSjYPmqrbq+",
+	"n0wNKB7GNWRm3+AeNWYDcHjtTttVPLaWIuzgEx5MXs4dNZXbvGd69wLfrWXfqvC9LNKYwZ00bZBojtHp",
+	"ICJ2CF+GEqy6gEWNDWuxzYLnWDyClSNd1mKLpm0wRHkGwUWoA6BUbiRZiw1Yi3UjFot5JvDUzDIhYrUE",
+	"UYeBWstkEkribL4+2G/IVrdpy8p3ZA2pdhnS7Bebs7TU/na672gUMCz3N6dZn2C84gj5e3edLIn8wr0I",
+	"GIL0vxNFzMJ1mWVimqtsU9sSVROM3RmKf+TuwIAbxIJ3F4AQBwDdVK2Kg2YjIPiN6oLF1ajsrrbH0dtL",
+	"ADuq4w1H738nNthTuhZbPLIdsP+rOgKKg2/vJXCjwAhy2Dz4gjJ3Y3G7voel1pY0eNQzIJ+uoQfMkjja",
+	"wuyC5LCgm+HMyiANGYcSuyJWOD0nGtyNh1hD/o4xwgIyZHTOxPs8E0sbq2tE9gvGQN/ioJHAf+Zp2tx5",
+	"1asaqmb1y+/aBW17pbL84XJ2Ivhf8bkI7i9r38dH1rct0kqNCW413mFRE2nDlTlD7lljoCKwCzb0rXhC",
+	"aE0PNEqYV+qxvaGOoM+RnUc0woiacexNqAF5mhYxBRpon3Uc8iTS6qLX+EgUBOHjlNlDGVQk6n0y+g20",
+	"VtV0jes6dnyw6alkKtEYL+oVMcmA1Rj7xjUfXg7G8/FKZONTc9Hx6/I/vb/2AdWcMy1WPDNSM8CKyoXg",
+	"scigcBp9DudDrujnthcbBYcEPUcMPLZDeVJEUkCDYvEtXEMdvbGYJkueMnKFjO/yw19aP8bJPMn1D238",
+	"748/iOLHH6OgvNHgZ9tNp7JQFl3CGLfoGZcTr6JPVJnxLrrjTqdjHKOFeM9pIGYAnffdVesAOqsTOYvw",
+	"P2a4G+QRkFxGfe9bgPCgJcUcdCJUi+PougeU9el26hNvmAcLZX6rMAlRJLgglt6sIL5PEsmzzd49/X+7",
+	"d/1Vu5D1uz16zB179yfU7JcWWvBTGHYIR+Zj+HW2bl3yfJ0l+WYXTDzw5Z9ZZMcivGYzWwR3gKmv3H3z",
+	"M80i+5poV67gB8hdPXx4i77Jva5zggy/g8T1IVT6xzLd+TgPT09gF+xB09nHtaJV0drpJrfq27xCla1Y",
+	"t53fyCVEdeJTPrkLudDRa9ahwE5VFj/TbKU0NM3YitYV0DxgEg6j8qD3Lb4ZbbOj0VuIc1umkkJgkcht",
+	"FIlEqIuE5J5mnWZ7B2aYCdHw37U3HqYQ991hygpgFAyQ1cfeisxUNnZ7x/xRirFRsYkcE0DWg/AqOM3V",
+	"gbuh3A+M8JZY+u7Hd94dpdmPy9UvveUFtEEqUDGIbPIxvNve6+7Dgr4TRv2shCIr+VK02anIc5HpAHWe",
+	"DljUNkpsjMn0qBUFBZsN2tahTOEeAOkzNxVgcC9fsOmCZ3xqHskaSU4wG8YR1FUwXtJXlHDd6+2tUt06",
+	"6By87HYPDlrdTvew09kL9lbcvMwM/z9/GLT+g7f+3ml98WPxv+1x68d/dIKXzz/8jzrxtxXW3S5MkneF",
+	"3KmBXM28GKUulu8jw3ylGF9NgE+LKQirkdFhhAQveCaywbrO+x4Q2MQWqgSrAZXArGtknqQyKu/qsVfw",
+	"eOpGgMttSyu7ou1X4HhSsx0kDbBCu/yevqXrdCDztt6qzU5yzTKVCtaIMsGBaSmUEUYxRdQEAy8WmjwE",
+	"/B2JfnO25Bs25WmKuwYUPKBEw9iLKV/k+WrvwwdksFM1UM2WR85+CHYRrjOpGWdXfMmlRyQCgWMvxdeE",
+	"EhjgTvG0htkhw8tBwI5fD+DYHF8OWGO+f4qNFde3ihHIE5qzhKU92aDvg9HuHlbkfPbZWQFb3gArPlZT",
+	"G9o37oJufvZZj72+vr7c77a77C/YDKkkM34aOzw8fBlg2QZPJFwGqsT8z4g1rk9HrNsGR7rbfh4UjwHO",
+	"0eoqm+e4hWZRK091ayqy3AoH8+8bsYmopn+5zo2Dbd5h156nWtmOL7o/TYTMW1OOLVSffVZwpJjv+g+R",
+	"qbNv2NXwm/2r4aX/WYf4EuLau+TTGyaIF0K3zTuwJQjmGaDNVmKazChzHnmEtRGbCMo4JZqwVpJcW2gg",
+	"qLpB+xFWy+s1mQiQDppwdKEcJ0khvwIhJI2lP3axe1B9RPSehHQXsYa5Tc1YdAkhOPw1YFGZay+CRYxA",
+	"ZJ/ImbI/Y2tE8dBVuvEfaUns6Xaf7NK8w3sc/QKYLPivZoB1BSWaFujLyjWLzPmK0Eyx044dydq8pkTg",
+	"AW+ylIg0kiootbmGgLcBxMrnUHV/K67u2/6miYqNgxhRVcgrFVc/zFEVwudZYteINaiMATP8AA1pvDbL",
+	"s1+dseIxrBFZ9DZvnYjI0PuFGAqhpKAy9/Y5FbJQ/PIyBWh5HB4rZ+XdPm16VEMYTs+pM3pwfqtUF3Zr",
+	"uamM+pimK/YwbBYs9fq3f/s3Bv/UtubBTCw2smPTGGD44Jxnap1TYhuyurZ6BH7XAbvNlJyHEjsi0fsn",
+	"6Qz5O6NzC6Ypt2fxNVGxHa19QoQSLaNjzLeziEo4jpTRLgDNCaVIAIBo3kN9RUYaQs1+LNgvKMOqrULm",
+	"shedDvtlm1OZ/VIiundlxuA9sJIop+LlLSwyOFBN5r/lbHD61cXV2fB4bOS8fclExRuLdwbSB7VA6caL",
+	"4+Hp+PzievzVxZvzY3NnCY8oVTym/kRHLKAt+GgpUE9PfXHXU78eXkdsn0XHw9Ph9bAGlKcBLfZGilA0",
+	"MTD/9y4Rt+b/xHv7G6Rtm48Zk/elRxcWFO+eL/XqnqhYaCIAMiDALC8SKGa4ZrZcMfk7dkCOXg9aB4cv",
+	"ixI9D6efhnWbKbPT8zLYnOYbY9SUR/3mfDT4ajiGwd81ZM5WyfQGSAJnxqQG0LxpyrWGQue1JOQhv4Qi",
+	"TdVtmui8b+YN0LRvuWbivZiujf+4PXEeV9J9U0cjMWeGzyCbY+bNitV5qiYc9K4bgIibDEurbjCnopU5",
+	"4QmQhbqjZ9cB0v7xeiqYeM+neboJKO5q5IH/0Aq5mJsEW+vDszmesWJWlBaMbja2gL6B6uBWsjQbDyyC",
+	"RlSCCaf0X0Qw4NIYmToP9+wm/bITNXee3+vB1dfD69H4zfnfzi++Pb97rZUUrZxnc5GXqphp0xoTSipm",
+	"PmnKswLeQ7tuZf/Vl4Pr13BMB6enF9/etbL0mVi80oNzYVeb5wvALaDsXVDIM4HlsFH7JzVJk0kERycT",
+	"VJDWwACF3izTRN7oplsG3CewkEb/KuMQHC3E9MZIY6JqlRs2MV/ikju44WCj+V9HlF7j4Xcno+vRY7/N",
+	"94BxxwKDyJaMaQASCQwCBsSpytes9wrK4XGHpHo/MgplwWVFeFsVcTR66w3SpVvAs6ZBHY3eMuBmSI07",
+	"KeI6uEpoFEI8s3S9lLWvcuWXD7yPwE/AzCspEj/yi5w9CFXCCYCmhPHmNgVC0tTpNei74VSDZDcDQL6Y",
+	"xz3TzHjWZgtBMaTZQF55qdctgfH0Mp6JsVnNrz58DeZ0CHClboa2QUvvnykzUWaKtqcH+4nI+Daf5LJI",
+	"BNtTU++aaILLA5yb94k2J79ChECVlhbUVLwT0kyhj7WPqiulfhFbmmn2q+MbgDxnmY7AIrG6wg+oqISJ",
+	"Z438VtUVSmJBXu0INdPrJYihXHmNEQedF39tBkUhIGhWKLjVmMmAetxq3V+l7I9iZWXIQAx7U72hrkMN",
+	"9jaPnnLJEpRVNZ1I2EjhdwnZ3hWocUMxBveBsGjA90W2cSqqNB2V2x6UtH0a5qLnxs/wC9f5XR1kwdYG",
+	"Z7maC8SQr8Lq4NavtCsWDYHwVHNFpSqBetW88R3YHHYDWbO2DhnCbdxhrrJGuWbvh+6PbWKsaLbZYKta",
+	"+y40YOOLw0bcxtntleBBtW2EBN4WI0xkqVS7rIJPRiNz1i8HV9cPisSpfodSpiwblwmaGvTcL0CYHA/P",
+	"Li+uh+dH34//Nvx+fHI+fjMa3v0GZ55EJ7FYrlQu5HTT+pvY2E3tMG/Re1jATixgj83Hk5h25udG5Hhq",
+	"6SaaGCOPbgR0Aig5FQEgyjOAvqlC61aMmOmCy7lRPVEm8mxjfKcey7O1QI8xzzatgTkWPda1s9w9gE++",
+	"Gh5dnB+fGHk6/mpwcnq/wQHTMGudGSM7KmE3+/r3mWbTdZYZU254zYGwHe4U7403LuIxkeduPYAyZQ72",
+	"vt7XKl8FRZ/bEwGWB1RyJTonhGKzKBipZHwGFGE4FQcHdRvjavhmVJqN3TeGtUuMw4ohtkSygxdsERDc",
+	"rN0s9AhcWuMa1i5rvWXy5mp0cWXduGJ0DuHM5322v1GVszs2AOMXwbtwg+brTG452bCAxgnmS+4Np4vO",
+	"0ODN9euLq5P/wLmqizRXA9oFEzYdGTSQ66PbEYbJAzwHwo9LM6Mu+my6ZYviDELrVkMLwQYlEOZmn0Xf",
+	"fvtty/vVaEzj6kX2nfSJz80nfnVx9erk+HjofHiM2yeaoboypkRiA+RFj7IjP3LhcNYATFZzmvARQO5t",
+	"mzabd+OcpwJU2x074XTwanw1HL05LRnUKZ+0sD1aE6U0cIgXzvOKZ0B1Umf4acxlmjmHtjtrvhahjvJG",
+	"pepBP95QijQY98f4hBhP8i+7vBoenxyB+NmKTZT28P4/in+cxB8I/S/X1NJHzk9Be5iqOcliqezHk3eS",
+	"xKyBQEPIBR4gbVUqCP05E7nZF0o2S0P994tXdWOsgxi8H82/5ywdUA7leXs1uD56XfceOrv7/7D8uOZN",
+	"xQSYt76pvWzfQTFG98+SS5/QPCHzcH0Q6fRicDz0RoeqIpEzFUElDrq+jtbSPuUQnjK8fn1xXHVycaub",
+	"/QEI2RrOlbSwhMh/h8hrvjrHEY2uB9dvRuOzk9GZmb4d/MqIRTo30gztBp5NFwn22PqOJo4EvYWSrEb4",
+	"2Tu8pr4VpqiJA6aFdLUei7wYwvaHDI6uT96iNXJXUG4ryoYz3Mf/8ly4QWJtwfZLXr0Zff/AK6oU9HZL",
+	"2Nc2HkBIBzCvLcxWOGgTYZ6Jf7tL5P2kJnfo9S0DB7GsrZkpwBFFdYWnDXC4KkbQYXnqzy8K19LYQ1db",
+	"+9r/QIh+lhfBjBBjUvi5PFYrqLCjrkGIRNQIo5LnCXE5qO70x2aFzvHF+fBumWOLPQt7O9EswjmGmC3O",
+	"P+51Quen0VntS+VJisSJ0U13xLpx7zdLwxy9HhxffDs+Gfk7GOQRTiASGkV3WnHV9Ti9+Prr4fF4dDk8",
+	"ur4abJ3n7Q3Xq7U8ABm+lap5i6pDoyJc7DGNrpcsTbxCB6ge8Ed0NfxqeDU8PxqOQTwPR+Ov3pyeFh/5",
+	"gNA96DC6AnzgMnF7n62l+YWyktUjazbAVyfnJ6PX9cbolm6xO8AaoQK6ThsIp+5vgPIKGoFunKHLq4uv",
+	"r4YjMCWsIIGoBwbV7pQZAQUxLt9cR/uVq2j1QSjQVqw7yZDFqvdWOp/jMkDCZnx9cja8eLOVuIHciqUw",
+	"4VmWvIM4s3HyMTngwgWu1CKJU0F16Y2otcjzVcs8BYrW1Dr3WtGed5hu0kdCygbe1vDzZEZL+CQyuVI3",
+	"9tWJxGplYJrEF/2klSy/jTXs27re25yEoPDTTKSpF0KiSjHGsWOFZUYFNKIWXt1aJrIFVRrFp0DLPMRr",
+	"9b4OKgVq7kZzU2ue8al/qxnXnXYqz4XdU93nGMv+HrbV9cXF+HRw9fWwlAUT76cAEIP4vxKbOGJcjT45",
+	"StVv56lWPZCbFsQRwSPZLZAeOUTN4salWKpswybreC5gkZf8fcv+tYV/hb5JhbI5zzZGcxh71QzPfs8h",
+	"ZX5swmV8Njw+GYyvv78sf5TFs4LMKMCkGDcYcDTI2YTT5vTNN2+Gb4ZOmhDqhitpTxX4xzk33gJSPRFY",
+	"OqBik4L9SU0w4oCTBHLMIvk3dzlodMoOrV9R4j1iv7C1LGoy/PxueSfYVK+xJHM+vTHfMRXl9wOcuntd",
+	"1zoKJ2eXp8Oz4fn13U6kosMFsZ3CVoTa6l4xZeacsck6SWN3l9lNtS7xtqOEM1Or+Fcig3IxQOQCx41G",
+	"aGljyNMt3mH0zpflD4ZTMRpevR1eOSvM6N6icmiqpMSmJFx92rAgMIq/6ahJNF8Tgd1rrAElIGb7FeEF",
+	"bx9AkJZr9hNy4BrncyWkiJsFLK736ikn9C1br5rmC5YJ+GIHWwNFzJqmC6+JoBxppzCUxf127zQjSJUW",
+	"cfveWJ+jrHECAI/+LMnvOfgU8AdtZk+J+fBtRhE4TMZWo00GqNYWykrd7vBth4QCf/8eCqr9PDq409Hb",
+	"L7Lvtc+lRPw9uxcS9LbDniw82F865xsRk4QxMvfQCPgdvrG8pa8vrobjN+eDt4OT08Gr02HdKYatCeRk",
+	"5vxcKp3PMzH65tTscQggQGG12a29/f3/+z//V9R0MQez1hOuK7n/6QJa2m/7nker2Vwxm1QuCgfgcFj+",
+	"sgUnl46TEIE4JPAPQCdaluTC0cJmlnDMxb1h3+/qnlQn7oBKsexYjDMARwCQHCy2uj+3Rj5eDQfH3xfm",
+	"Pxh2fy/bvDQ6+JfbqNBjGkEMFOoYHhEgtiv7+s31NRAZUgbce6U1tYq4f8kSw8BQkqbOFrvXfaOHJppN",
+	"jPKgQfwVNVId9WGdjx/cKzu8ADUyJeKcAWw2x3XvEQtxNDy/GF0eGcvAzHYLCJ8a0fDq4qtRBPyAEN/7",
+	"ea1ybn4//ubNxTVlNZPc0R3jZoGXv4C8JrzESOWJsIFh3P18Llrwc401CGeyYgrVhguT/HFuM2ApQALH",
+	"6JDqVnjeiQiv090NiEGg09haAjUYUH/EUFo2cOvvB/Yx++rqVXkOhnCDFxlzd1uaSBFKo6mgQyKg/xJY",
+	"TpedJa8oUajXK3K384xLPRMZE3KqYkR9COWKChutf4muB7E7E5oVFI2lfCMyv4yBSt50KEnCBLY1FQpz",
+	"W7l4n7MXnU7AXjzvBmDEGKnZOXTVdd+KidFr7zCGqEP5maW/sKjs1lKKvmtRvWILiichF6ap3o7w+Qt+",
+	"GcC4v5WVu1zF7gKKWaACx2a2u8af7x587hf3q5l5TlruHqCy4Pa4Z/w4y9dnxDWkSZI4oHY/6gVHgDtz",
+	"XjHDCMBwCYAwqoqHxadTs01SNccwMuELQoUyLTsxKgRWGovlKgUSYYw0BMwyRwUoWMBzQWA3qHJU67zZ",
+	"ZhdIyUapWW9xcdn19iI3aBzewlqjBhK9TYqNSAEVz9dOm2D5Y0nVGhFb0c8QDHWVmPWsd2YnbKBFFfyF",
+	"aHjN55EtESqLLJhz4NkBRwAD9FZB4riwPr1pHCQ6+pSAAb0P6654DPM6FwGFvM32Jb5pvMev/yQtBdBN",
+	"oLqBgoMg/mUM5oOHDUiUBhzwDXmWA4qQzXUtlIbpjk5mrXMlhU0jonYyHrjKWPRZ1GRzkWv2vPOCSEAU",
+	"LDvuNHMxoUPiXCGJhLEApkoiuVFd7NfIeNgzRf6yXZzMg85BcShPFeaJyERbee3XEFnLYU+vcgEL27if",
+	"XAzgGKOCrSwiXEfYDsYE56ukveHLNMLV05V6U+6oJINiG9n7ftJKRsXsW2+Ta1v54+zBWE2NdwOGpnkO",
+	"WTwSpGuCFH9GzxUuVKZutchgsEcXVyM42rOZkZ2klQhDMWpNVaZbKkvmiYzYLOVzWlEQQvAzzhO2fvT2",
+	"9xdK5z/0jPz+EeeHXqYxUA7+2mdkzcp1mkbYf8ucAOc5el2t9apJaXawoF2vCU7i4PKkh5BjszSZL3Ic",
+	"hiseQoftggYObxuAsGpBdbVKnZg9A/lk1P4MGVdQfoCDxG2BIn4q7t0Du3erTxykqbpt0TthPLASeG8z",
+	"YBFdgW+0YMnwumc2/6GpTp0ufY06EqvUYQO0rjcrMOzKiqKSdsXtazUsbg2YQC1yqihvnfH3rcFc9NjL",
+	"TifqO6FAagzAnWAsFcVVlH3f+/3wEuO7aERbrarDUogisAceRubOKIEa1qyBVLBxi490podReG5T4MW3",
+	"WMqxYcX2ML/33ErC+GD0UZMQaOFYGKVUmRZomXnLs02P0Yc606CciA7lxWxm7aiHE+fsq5PTISKOehkF",
+	"RB4E1boCwC1IlkeQNNYLfnD4sgG/NcFENLvk3yLi4ALiq6URM80+wpyXCNkIXxLCp3OAb8S8d65FOvMl",
+	"u/kmu+KPaFIjyvGiRy7C9h2BwU0jKFE6uwQ6wtlil11kxBGUVkOXlkqmxoOWyj4DOtS8ZwdsIqZ8rYVt",
+	"UpOCEDq11SHOZrHCJZT44MBVqHhD6bG5kNAAFzPsjbLuDip1MC6sIQs4lrbdyAjZVabeb0iR6EpFCBai",
+	"CSKJhpUE/7UoJMBwRF1tRQLp+1BG71u2A7VlnhDZ1r2Aub49rEOTkBcAQFc/koO4f5hAgTfQ780ACYWK",
+	"5mXYe5TN8nr2qDUDhv9LIZn9vgzzdyqIsLFP7EmAM/56ODiOAq/7JNonIA7zEajSzP+UtSjcWtGQ+CL7",
+	"2fZd4Cb18Gvo5cZuiDCTTk/CREZUSXhaX/PuZEi9G/pgaUBQTaDcm1kKWLvdbqKP9hkb2Hq3wHOtVOaK",
+	"DfD4grh70elWS3eckKuWxrgTnAmeLr8M9zK+5AjiF+5FrOFuBCXwZbiXSNjnYzzre+ShWPEBUQFjpUDZ",
+	"TFHHI1GrkZHutF5gK3kXKrad9baHJlUK8mi5K6hwupkq8MCoLrqTwBc3354r1cYp86eGqPAfLOOhKXwO",
+	"X11UB+1Qv+PZfnScrMuQJu/E3/0IHsV4sAUHz4I5ZEYQNMkVAMkoqa0R0ILVRGiL9Mi0mGYiD+5QMOYZ",
+	"vgCh8Ri5DortDqupScoBJRAtaq9iwYFKgocnyLB2jQrMdmVCUC2RwLGSc4n4xm0WjU6+fv3mMmIZtoBp",
+	"10vQs2YXBBvscqnsRlvRmomleicQaV3naqXhz3AYrBzDRxSOyQyjVjyn4tRcYU0UAzA6SDd5QQOIXgLK",
+	"KrIQxtbteJeotWakomFVEoikTslRM56v7SNq9gkLmcgM4e1GNE6M2ZDOWpY2HsrWIiPi9otu6vYyjnrM",
+	"YkdqiiXBZ0lxi9+DBGTYIJGzYvOmMDUEIgyWOQDgw8vhOc7FhS8xmhbthaQggwdXhnuiIR5z7TXlUlgg",
+	"nbViMU1hkSM72qhns+tQG4wlEI3IYws2msVCpzNL5FoGekeefpCdhKs/s30eWH6Be9XHVIvcJ1PVQTka",
+	"YU4UWW+gf8FS+7as+KxqLV2IhTfoBtrdULV9Imt4GqWMba99/xiSWXXLM+QyJ68mlBTS0X5iiMcx5HFI",
+	"ZHIj/VYQKcX4BBqY16ejUF66DvIHjMu72sIh8CSNSZhovzMbe9ExFFpuSO+zwenluTXJys3phGbuNba7",
+	"SQRJyqGg0WWbzIMhcINmdiir7edmYyfaa1rvQW+d+XNx1pn5rmQG2zSUxLAxcZExbC07Gmg6+7Q3F1zG",
+	"egHhYBk7N8IM2XyEUR9BJd9lXZ77pJfug6AG9AGbwANCZ0yBFQM1/96UEopo7RfpDWORwnIQJ/MqUzk+",
+	"MWBH6+yd+I+zbwKGMMLl1nlNabZuu+t2C6EHhpKiU2Rd2UjEZQZ9f2INnqf5E2tAlAx8Ngy1IIRGKDvt",
+	"TvtFs+fXFlJvAkKCQXW0WQAo/De/WUWZb1YioDl29fCTjVX/pPop2AThwLwCqhSQeIC0XoCeDCEXsev/",
+	"+j8B+4Z6r2zDttkBXsooKGLrkP2bbEJp32UWjvnrZpwsWgNgcYKUIhKjCpFb8GS7XfDzF+rWHGUXT0NN",
+	"yI3OZ0RUDXdbYWUe97UKZbaWRjPCb9SnwaYqTQGvSrfZuSKMRIxu2V4tdxqI4LjnbCIzMBteJdW59LFl",
+	"gLRA8AzPeAKhf2ftUdn+GJGYILrZZlEsVqna7K/cXtnnqchy3d4Ya5xcVPiJSEpREi/dJjwWK57liN9p",
+	"ZQAwh8z4VLhAGBKBTtc6V0us3Nm6hJyPSRXNoc2+pd4a5J0AMRgLpL8h2uIAh+WJu4bfL/ZMOysaoRNQ",
+	"pmHjW7DVPRYUAFDmk4NS46LZoVEpRFwILdrOd1S1mhurDZR2u/jtmYBrUu6fDKjUWBN/djkp0PRVpH+C",
+	"7T43xrZrwwXsk5RPhRlP7FavFqCDkCnIFoSGUK0ktcdwsMlorxqLGyFi8iQHWKFi55X0IJwFN0S3DfaC",
+	"PYfCttdpd9sdYgExfuBeb+95u9N+jrBEC8Dm2fcg3+ci30ac+eyzK5WKzz5DF6diDTR75Ll65BFYL51Q",
+	"KUgJvpDEFdk9pG2MFYI5iMh6d5Z9xn6ifgbMSwBYgfYRttkCn4grZzdbigJ4gONvhEaPRVK8z8e2x6MB",
+	"fm70XetcvM9bR/grcu6u05QpaSnKdU7wokUeaMU1RImN/UfPQ05uWFwYO2G7mzdrGwzA8ADKfw+IrywS",
+	"Hb4oZLBC2ShNlW4GfqWt5bmYQrtBkmMSaEPYRBz49nTOui8rU9Vn0VJlJLq0D/1KdjAKXrC8QKCTiUGF",
+	"mhigsfhD8L24VZ1tfhLv9fZOE52/ok1lNhoRqGhAzq5ius4RnyCgJF2n09kiaOsAWJW5/Oe1AERIIz/2",
+	"entQImfBlDhRFRRcZvfT6HwI6hDPypul2ITo3ZgNcddg8J7qaHZn0/nwY7BnY6dwGA86HcKazAWCUEKc",
+	"DmOm+z9Z6DqEH4M7YNLN7N8FK2kv3i+uBMQuN+L7sCj9ez4EW7QgmHsA+jBcezNRFFY3jy6duHq4OTP3",
+	"8BTsnNMqC+xeIKHsjiWdY5IgExVvAC6w+JLq7Johv3j0jJa7zB6c1srlH4K9CsbKzk+w1+++PCVQmbol",
+	"2sZ7aXA24VRpCrUc1a669h7MWveud7v9uv9GcnL5RLwHr4bk2MM3HuOFMHr8WoT/oS0x8XBMqv06EEET",
+	"oCr53EiXPcsVuvdjsFcJ/BpFKngMr6iJJj6F9rv2MFetOKcy2CzBQhSHeLot3o2V6fSZBfx0joQAu93D",
+	"bAs8Oz6wZn4or//r/4Be+abghfWhYO1zbfFiollkdFXEGhrxY42T+BCAbF5w0eO2saiYkdXjxQ/2680p",
+	"7rtp8cL74AM4QjvQPrYS2zhvawk2Vux6sQmllvpItoYZym4n6HQ6xQoQtmMjyrO1hHBNZANRiH6TCWYW",
+	"BQAAmnUK7WuB+mxbm9Xt7eKS/TOL2/pUwr1AJt5NxHvXP1LQl+7ckiXXJcRgEhMfK1z/iLKx53X+JS7i",
+	"bo8PhC4d/INXp/DxAvNF58VjN0S5Q/LhDVG5/imnr9qt2XOG/R1dlVDeaOzHp1IWAycGin35SM3w2NMN",
+	"5+Qk3vvwY71OKTJUqFZSkYuPUDA2X4e1hRROgXw8GelE71RsWKNpyGanHkDHxanmtRLuDbReXdnxWmlX",
+	"EVkv6s02OiU2IFvxEFjDeCYoW//l5cSvIReeP3zTVyqbJHEs5FOdJtwP24u584miTfsphyrYW63zTz0v",
+	"xf5cYseHAy8vGZPtUJ5xyJMxbo8O3oaQGbaK0Db7Y3oJUXddBUAIkwaUCMQ7WdvuiKgmpXbHXMFfQ0md",
+	"hoRXY/6cOFQBV8qf8skzzahXh+DTMegaStchQJMD91IHgV5n75D+0KX/akTB2Q6C4LEnuPK8hw5w5fLd",
+	"z+/WjbWGi5NXuCJ9Fk0zUbYLEYiE0D9sTuxP6fUbSK//znbQi84Xjz1YtQ3ZDx+w+tuecibuaBV/oAn8",
+	"yczBM1RfJMONyJsrBRn/oKTVLFck1mUCsJt+vJK70/5bqSx/qtCC5/uq2d1gKCzO+K30vX9IuBafV3Bo",
+	"lVS70AGlNFQO2T2LygkuufkLRLmpb8FPLGLAATig4RLnJWEdEJeOSn7rley//jd77qgNWSzeJdxLHRHl",
+	"qYe0F0rA3rO7RsaUkEGNid+H2yr2qhp8jY502Q7/vLFtsCaa/bSO50WHDMXG+xCtp0EUO5inmFWnbDMU",
+	"q9h9017GEebv1TovXlQ8ACvrLcSuVgjOlfFb175t1xz6u9vsNLkRdjL9nskkZzOBzywZKWuJUgf2HTUr",
+	"LHgmNOQ5kszvgtSscdh5XunMxXb4Q6b9oM29YZIr3Pa/ZrAkF+/z/UW+TGujJJf3EA6W4yNwZVnsbQWO",
+	"60wITAT8GfX4M+rx8dr+cBfbCM/SKFX5q7XePHlkvRQkLmkJIsET6axlfueJEXGvr89OYe//ppEVI1Gf",
+	"Rolid3+e8ant+kEhfyViNUVPSq6WbMWnN0YmR5n5PQrYKpFSxP1QFkS8gLaBAAuJZmI5EXEsXEobqyua",
+	"xvIw15l5C6U9LrafEd6fudIFNzKjVKByI5FIR6ip2RAURUXKBwQAB2AdE6NH3mGq1pJ7AGtNKF1TzIga",
+	"B1qXKk2mm4jxeGk+y/ZMAhjTraKXk+LQQShRGSaZhZHHN1tlAyiDS75hFho4W8s2GwmeoUZVs1koG4mF",
+	"KUCIWihOFRn18FLxLJV0zRJgUTD3e3ryDr1zrKZ67+O1hrl9J6XhLvxonVHKid6xJtu7PKJT39LZlD0z",
+	"1tizPi0N/oQtLq3/+z//17PSP/pM55tU4EVrqflMtHBln/VZspzDH2Ke816fzZTM/X9PuBatdZa4F85U",
+	"tmxxDJq438yhbXE5FRqKcfH3aIdc7O+WVfQ0V4C+ARwsSwjg9/15cs6yRd6XV4QwzNMV0ti2Uyz2AKvN",
+	"xyO1RXYBZRkTQoO2wV5biediQppv7gaZ6JXBIQj9AZpoMnVLhjQmCbF1bCF4lk8Epy45jG9DfYxtxdaL",
+	"dW7m+laGcpoKLtMN9kvRK6ir1T0InAsHwx3KaK6kGIMBOqb0ZMQa3Q6U6+iFkRI4k+Y6aujHpt+Ma2xZ",
+	"5zqUN0mamn8suJxDH5djbAC2IA9Xo82uhYT2EREXw8Iea5wGwO6GHgYQy2brrLVAgCo3zxRdo7JscUvT",
+	"pqG4K0R8CuNKcJZiDhjng2s2Bxt/AP+1vz/TlhLRYnOauVmodUa2uVkMKIxwI25TPy9UTVJXlx3dM8CX",
+	"md6Y8dsaUazGfIZ/cJ0TOePzTAjCNKCCwaIbCkOLqDWd/oMfm65/3Ba8iXQGzG3gTcnUbe02O3fYV9QB",
+	"BTVM2CpT6hLEdoE75P9XcPA+OU75lT2/9yoBvGp3Q9JeX6sVEAiGaxtqxK2gBZykgKk0Fjp3v0Oc+ePN",
+	"bTI5HzEjW4g2D87O9h1PaXJvI+z0SlXHDyDk+BgeJDBwR3lK2eu2vZtlN1fslhdMzPBQQHY5qC1DKqrO",
+	"PjyhCe/KqC3dCJ0Cq7KKlpmHFBeW8X+05jI6v8+43AS1vVQgQNJbvtHsoNPxcHJsMTdwSrDGiw62StSS",
+	"NWIjZh2Gdvltd8FqQzNeKOHGflEtaUxWrm+abYtOAK0+USzmGY+FxRUxl6sZyC9NDcd+YWikbiLiPywR",
+	"sMRJRtGbGogd1oBGNSg4Bk0EfaHIWGcuAON+pjdyWmSclgqwHAFDpw8VQQQwb+7VaCPYpip4OlEfUL1x",
+	"0YxXgERA83mWSdVDMKDZOk2xf6gO+geajPRG52JZwAAFhP8j3i/4WjtAiBIYEOxPYlgDGkw2IPgfsG4W",
+	"BL0+S2RiVLdty9sdF4iXxmYeiryNcq49JibjvRlrgEmRG+eDLdVa5k1CvQr33NLRO80zKiBGvARhRIM8",
+	"1OFeUJR3uSQfAsWupzf0sQVQCERUHR4JzwG7Kk2tnbeWeZIaW4bSjGBuuM5GcyhW5nPXK6COPHVIbhV4",
+	"JI1d6TT0w85fEXmkFkgKiGsQX5JeRNLNGBi22RS4xmzrH7dLiEti/n7Y+SvLlepDZxaPiw5SuLKHkIGL",
+	"tZzjzOobMBh5UgB/IaILzS6IigJ9VbO5yNmLzhfwGVtYrc2+PYIeyzjU3WG1nddVCwaTNdQQQxD1he2O",
+	"VFkZYcM9ersxwNY+QCgaUF3Ntdwna6tSM/lvRLcDegG4Zti/WeALeWBd0c9rnnGZJ1LsR8D1IjIrkhFX",
+	"wBxwhBVo45Fv5+9z246AVJgWTpUaGWCMz7SjqqLeaUI1MR8GlCoIXuLE4thhqgE+qQZ4V/PfJIeZ1T1W",
+	"jNVrm1DwGPQlzG6HXe3EmqPMgm6U8tca/wEwWkCbkKzuMXXjU52lY7NJROwANhNt4QboCPRK7LCodybr",
+	"3Da+09pGLrm/DfWO7389HBwX3W+uyakKA2l2f1Bk7gGeBoeOnTMWdqTALMEC8aKhrklRFjiAAVvLWBBw",
+	"FCINlWzkwNZJl6EqzYHsEQAwj9mEp8Zfz2gM6xW4CUgfkWmvh5pmFpqu4bNf42Odde8UeT1y55SvQnkX",
+	"cmcBpntw+BI8OkCcUzOmkaSWBLXKQqmTFB6N8BLQ8OW9BqUHnbAbkWFbIHalIrJlKBFGV6cqhzwVqEC+",
+	"8m0Mi0EBQUBxO1VLis0BGif5Lt5bndoyrxcxAhxrv/WygB8FIDbAH+1RMS1UffiKD6rcqbO6MF1ge4Sy",
+	"QW4A3IutIEaM3ohV3sL2OW9gE5HfCiEdqU4oGwjvTAPEh/RJi0CLOjb8Fx29iE2/4DJOoVl/UAEoBUQA",
+	"AClFt+UWu72LZpeDDlsiE5p5NaYPqb/bsfog9Zi19qQys26UYOlNZnIToyxyZVGR7DtovM0e48WCIe4w",
+	"z1Eg5Yot+DuBUQxqQkayTNstb98m52yWKhWX+pmlYjOuc0LMJmgYyJMZ4QAtZMaM8ZcBm7jMp+aLtcYg",
+	"JuxOswL+0YDZwwMIlUn0NwzIQ0QHOoQtokqssCWbpioT83XKs/Jhg/gvLQsBcpt5L2HhhtIDw3WGGTXB",
+	"G+Nxo9YFRjgsIzChuQmeQwgDeDwrQkbNgD+/OOIY60GEDK/n15rcFVEJqGcgaprUWl1msIEu5MPO81BW",
+	"8pMyLjBzUVraDnWrVcGUAOsisNsAjaUbIVa0claIWOQmmDUq5HrONFR1UdoVvuiZLgSIEcTiHdkEFkyH",
+	"LxWSCVe/X/fJp0Bply/EEndpPWBxrlSAb3Zr4D7XHqY2u6j25wICgyfpVqnROS9f+IBFdCImqZre2OP5",
+	"Eo3bxovnXTYRGyXjZtsBvQOwETTe0IBzlfMUw0xl9PhtUHcn70NJqO5aFS26eZZMb1Ksv0MAceQPczsd",
+	"UHpnoAzQBUcwomUi17ntmNwKC6G++vS4ED5nBIr7wQBI6eLdYx+V22qDRQU27Hr1u/TmUJ5ir/fDPz4E",
+	"/9grcKX2ej/8+OFHP0BxmrwT0mxg9Fx5nJh/edEJijnURiaMwsDIhAdLbga8UvqTa0IHuJ95lnEspTnl",
+	"kyt4BUJBHY3eskYEyaKpfhcF7OqrI/ai+3mnacEb6eD47nS6XhonjRoxoZEnIDs25ZOxhs0xToBOvmhz",
+	"DbzeGfP/cFU85gCRNLwcALjSa/zP5SDqhbLyNAyAFG2zPENFbiazGJXttKdWXNTH0Bxd/3JUj6XGXSwG",
+	"6jMumViu8k0IpDKgLqVt0oO2e9KtZhLAbSOq1wJCBlpmQ0nnBcImjBkX2PuuwH5RYEcYFMMLhpeD4Pj1",
+	"IDi+HOC9ry9Pj1oHB190g1et7l+DbufFQRB0P++2D4MvDtqdoHzVAV4VHHQOXra63dbB8+vO573uYa/T",
+	"+Y/A/NzuQg4G0yHYqayJURs8M0CaQ+IUciw9n5CafrEbGLKmXjcUCP65ORkEisNzofOAJTPXKJWJNdpV",
+	"giFtaDMIZRFqqnigxOxcXj2MSYQyapnTAwNvEaNlETR5aYQwEwnyOCWxaDt4XvrkUBrLhqrCRFbdyD1I",
+	"IaHI3tqVxooxuhKat5BKTfAsTcAAM0eNNfwuL7rQHAg0S/PbZCoo72IcpkTnyRR1hn2rU70IYAQ3VOq0",
+	"26G8wgY7NAqLoLBdTWg+Q9/UemlQE2W8W4jebEJprjEzwRqcTVWWAXkjy0TLjIS5bzSKHAnD4cvM4KXy",
+	"Ro+aF+a2MhiioLMAvcCbAX6AeUGARqLNs7t68KLOnBreqJUQjt8Ldpa8gkUzj2hjASFpDwTJyG9xJnXR",
+	"Kk/cCbbcHEZAvSU8N3o/bUKYbZ3BnoGvR7NpRqSE1pzJFQXy6vTypdK5k7iYtQdz5JWKN4/Uy8VjjER/",
+	"UDNXLi/r5iQXS/2QknZPMHp0yd+f4E3dDrSbU7AfFAs83eqQu8d9NHr7iGGbqx+sPLDif6+XZ2vx4ZON",
+	"n+L1F+vcGKCPGLC9Y3czqO7eLVvoW8QLywmXHEF8UYJUxAyhu9wuNhR/0wUo/dIrvP7YKj6PdHLnSj7/",
+	"nqdoEQ/2zganX11cnQ2Pxzudg8rlv0ZFoU/G+Sm0mztSbrZZVP6oqNTO7jreMQwEDoaPzW9MGGsNug34",
+	"m3Y9dHe445JvUsXja6VOeTYXeN/hLsNzNAFnIk74tZEZkA3+68M3n0i9ns2SqfHSRpgTeapKHKOa5dSG",
+	"ELGrydhorrUJNDIZWh5O1cfV5wOy5K+Z4axPbSLlC0WB/DAppQ4oltqHspAi2gEITMDnS36yXq9E9i7R",
+	"AFBOuMX+e5RMNw4xD62E9fTGnAKsKYEAQRGbROjINLkRVbjbBi+IfYltt+aLm16yqxRzdgESDFw41E4P",
+	"2hODx858KwYF8Pb1nvwprN6n6zJySh9WYfbCR2iu4pb6+j9vR/yzOO+PdtcJIO+pel5coZsF3qMovwfJ",
+	"dxcSX8OCjSEkn6Uc9+7U04yvxH0lSKGsrUFiIyFYuGdhA/dsnC1XK1fn7Wrj6/cz3btjzSpARlb38lkx",
+	"1fdre7ruI0pWbXUB4ukV7TTwxN8XHGYblPGjCl8K/Lmn2LI2PO9YnzEdich0mIJPNJBIw6MAA3I7wxjK",
+	"BkC3nsiZgji0C+gg6F7VfZxBfWMVPu+uFh336Ec36JzMzpUUZ9ha++mAJsVAHtzB7srdpbF/T+3e9pEz",
+	"K2XZw2s+v+v5dNk+XAOPfo49LPfv5HNlJh6oI3/DZpnq1np4pqs3PKFvcL59Lhrbm79JvTGdXUzTXGSS",
+	"pyQenqhxVOQcKBWpps7fJn41OCDo7SZdUkJk+1TpAlsaI7kaSb8mGxZBwY+NGUtx61K8fZYn1KI4ycCi",
+	"m2xC6UNwttmARW25+jt6S+2f1CRNJhHVYKi1jKt1K890KLHSQhcVKE7wSCZknm1YY6pWCUb2JhtIIweW",
+	"UDAXErg3Q2lpqLBYu2lri/ySG6+/EzG3LTt9gBld+y2YrnbVI9K3KsX7XEjkagf9P8sEXRGLzDwslIR9",
+	"2nQ1ZBX5il0BXmVOuTIlkToXPA4lgpX71jRV3zmsVayQLxUGFRnw0id51d6NO+kVmnehL+JO+UMI+J3g",
+	"CIsrHyng74IjvPb27D+HcP/9JJ6ZQ2vYoXwun/mPlXqKx0+VsaPyRgt/Dw3gN9hrQvKZ52qZTHmKHSZF",
+	"HZdlf09kKInoiEpMtQf0i+ie8PQ+FQC9x7yXC8hLcUu2Atb5RkAeF0fGrVsqPNb4kwVp7XsCi2UCGqfe",
+	"ceTkgAJK+qN3PWAUE4Y/PHCa3CR5KxU8k1vyOVNLqMlbcawXw5LBosTQlYqhuIvoNZTcc4Mhagqod4c4",
+	"A1ADzNYp07dU4GBnKN3Y6S4k71QtibXKfaz/PLlhSLOPpWfb800VsXYZJTJrJ3Ie+PwS7qMSzdaS6Dzh",
+	"PUB3iAk5Tu3uLqFhtgJ1LMFfibDkjuJRCnPsRMePBCbmoWPzovESy8aXgmsgbxcSFIUo4KRRBwQO29sn",
+	"fkT95cqOaCFh+vFP8TozIzLPihN9g2+38zh2C0udPpCfZejZueIqnOyiFhaecemxBWr0kKdKapWKogzQ",
+	"bG7LC+ZIN5jmtz1LYkj8ha7KkQjKHEiFxwyJSliSpHE0NU0q7kW49Vl5yW2FHK06A3zKwBFKivcrSMgR",
+	"LHvkY8J6D+Q583QrElTRMtDegzDZEPOhRfjNO0ZEuG2bp8BCvFXmCW7ScL6gmsxiuEOMy3w8NlQjnb52",
+	"Oxsyu+YZuDm7Byy6vBoeXZwfn1yfXJyPvxqcnA6Po4CK9LZpdeirvA+R6rbAnMAEb2DLsefKyB+j52BN",
+	"IddaHKdtY0Lx+IxM33uBnK/LtMKWo64Q2kgViGW1iFnd+HmtchFDehsILxEpDrg9AewTJ23GjPahbA+B",
+	"dvq5xgIwHVCZUYUXsMx2f94FzNztHLy4A4v5o7OSiscDEoZE5PdwvLHmng8BPOqrJBWPeYx/PT1iBIrp",
+	"MQ8p3/GIIKjdMMWtv0ZKUvGY8rC7fIxN2T7qK9xNtcal82RJmv5OWCCfnPoLKEZwdHF19ebyeucQQXG9",
+	"e8TumBzV690jrgdXXw+vR+M35387v/j2fMcHVe9yj3tzPnpzeXlxtftn+Xd8CPYuB9eI7zE4Pb34doen",
+	"bN3wIdh7cz4afDUcwwsefEDp4g/BXpnn4sHbK5f/yujhqVa9CsGGJQmnJFBcqCcjjwO0mSLzXyKKRuoP",
+	"AJEG8uWoGWzlcgM/SIpQK0Eoo8pONJf501fc5q1q8WNl18ATq8uHA6twjTguorusWKONfkvAvMeCxlUt",
+	"34dlaPUGd8Iq1Cw7nrLqXU+5TbfM+h4jUE1mqey86uo+du5iI30o+cSCkqPb0L6LgoY1EECAXIUm0X5Y",
+	"C1O8B+ZnPAv0dmz7wbp6OjMRmnF9vLlaBfGkjcmsUePwAC1Zn3Fsze3u0Ln8onvwyM1WY8w+LEVr7nnK",
+	"PVJnYPd8V4bKQsqRT5sNCyVat0gbu+1+FPeWneXaZd6+rM3OvfIWzzb//cpEPiYytRO61RvJ3/EkNUfo",
+	"j1CQcobd2SUqMLs6jYXKwSVv7hgPKxWfoAuMGu7pwMBPYrFcqRyYFXCvUgUoBb2odMboJgiFwOsLqk8I",
+	"NUC9BgDC+IH3BnZ9TjYlF540tM8kijSmiVYSaz3cHTYCjs0qAlgwi5IPXlvncWSuG+EkfbKPgM+5mM0e",
+	"RqxwV+4uZPCeu7s1zpWdboDrycEp/1e3Cn5NNQ683eXIXLAVloNeQCP8AsYpfwLNzlYF44qgTIWE01rK",
+	"RM7bTwkAsosa/b0F3ShXKzsbeqog6PERyO5PUuHjTomLn5sVq8TGPb4zbVETHLRiNU1L1wVMzWwocZVu",
+	"2Irni55ts3iGWDsbLK5HBCXk5uQAEKC0qMsAWxTWVypfMLXOV+tcs7kKbfC9QlFUbvyOir+Okzhqs6iQ",
+	"npERpe9sXZxlvbMMb5MNAgIW1Dw0bcginveYDKx1gXC79PdlItfWLQmIhVvlLXNVS/+8Nt8aJzNCpQ0K",
+	"Al8CEpkVhD1EHSmgcQDvMcNyaF1U4wJdQs+gQzQVGZeW/dmfxGfYkURx2oLGqNn2khSJDiUw8tkAdkmc",
+	"Ul6VdvAWrn3fbKZbvgolMUvfkKlFd9BoHKYA4eIqRKsAwQG9Fl5GFtgzpadmRezkiY/loFZCiphoA3gO",
+	"/R+gUwPv46yJX6BpwcpSrqG0KxrlLlnHoF0AhJCCwTeqzGrbO8p/flf1GuyV9OZudz66k/Ih3VxsnQD7",
+	"W6T4/YnO7IF1Gc6F2ey55YnXhSwp0hWPR2H9dEKNK9vuxOWmCILQ6AEXsNi+jOqUcWtCRuTvIlNN6kfy",
+	"8jFUDwRwC5R3gdwBuOyIGAq/syQnN6okla3PpdbTRf3OH5V2/sdG9vERu8bRy1c/dv/+qgH0P9YxtEL9",
+	"zyD6UwTRPznq/QkB618x3rxTWJg1jKWwni6scEG0o61QMduvxIrND9vBYiLXSVIfTxAD2832v36Md/R6",
+	"cHzx7fhkNB4cXZ+83QH7sXrDk0I/Vh5OyI+eFqkamn1Y+9/Ylfxn78qiINi9vpgV3B/XiVUpY3y6eNiV",
+	"WKp3ZOljJarHpB+L9wQc1MBymo0FUnJ4caGc2fatovoEcEhmKiOabVf9ii4I3MBt5ZbZL6E0ThnWcImY",
+	"iPUtZp+1UNj1Vty3kDChpNLPnivTcvsOAWDZwG7JvHBtoM5ETW/Acgol7l2tzLjx5RnabeAZ9alVjXt1",
+	"U9UuhS9CuX14zLu9I2dGbAtV7RMz0aKgAvtJTUIJiAjmYsDisuDwAFLYeNH5wgpegPPBTAqw9KPZB+A9",
+	"obShTWziKUUFpEJoq4zSLthn74awUohIWbTmecOn8ir7Aa6ZHRluza+0R2YJcOP6twNGc2NLBVmeWkRh",
+	"hA8heC2APUDXz4qUuMgZ3QixoqorqNcjPC38cNwwuIkTCzmyXCZ5KIEjp2erpmyTWQyl31CDR1iiZg0m",
+	"69zHQCTMv1DOgRfJFT4iKGLmnSa4suFwvaF6CqG23NpAZdbfsYSPGAKatjaaqRlU89AwyDnWTrS0Qwl1",
+	"fBh3mWxyqlvHIZhzgCNwTd5UVk4BEUCQ1N5AGoRwKG/Yap3bqYR7ISANdMMY0oCd6UU+vAlIIYmHfP/e",
+	"SLd8i2NYSlsmtRtnprcH54X/+U/MJeN/FJbXW+BPqNxi0Vsb/GhsmXbNPzbB3Cdb5r/OLJP0rSKL1kmk",
+	"371OYEf7sXSxu9kohh1vhUuf0uj0R7RtcFK9R42NGcpHGZm+aYmaAcBJrVFZUpE7mK+HUbMXyqomtgFt",
+	"7wO2NDK4S6AVQ4l/7LNtiAZS0cQiH0qMUVqlt/+Pn9TkJP4ADUKputVYqxtdXoxqrtqfcjkVacSEjPWv",
+	"X/MAEVZ/NqkIogt/OdwpefNx+fDfG2zBqNL7DXtnLTthYpMjcaJvHpv3/tT80J3Nq3+IvqZjkfMk3a2z",
+	"ia59ZG+Tu+s+LfA7NDf9aaT8lo27/8wmx+/X03YhRbmMJ3BUNAApxOcicJgSLuug18tHNbs90BMxKGbI",
+	"JRHvqH8FrWTLa2BnYq52nQPi6kS9E/3ynM8h4+kae9BzQu3cIG+Jx2oFLia2sPhNEwUiO9fb2PGtbmRR",
+	"HCmQgV0wiBsJsYHONrgSovOVWn7MtwKAd6WFFXuB4EGHLDobXr++OC7X3aJuGBjzIfK6O1Yc4Fypt4Nm",
+	"da+aH9l179Np3/uAPIOVuNQ+f588GZCJhdk3zzTnZ7psdQEtFJBCjRnoyhkw/pBod+oWxre19HzIQHLL",
+	"3wlEh9SE2kc8FGaPdNqH8Hx8mUvEB6GMyIzT7WUcMU14zF9AyIKAePEgwEGxuX/LEZkUXdtayJh6rpf9",
+	"O1gRnmkLyo97HHfsVvLOTgpiIusb6HgGJCACY+6xH8I974PDvR+h83ngIEa9cJCspEhdWzk1eSPRgcd9",
+	"BW1JjlvNHLCCVfcZon33bA0CPg46yC3E5iGrxs22GXRr7PVQbhnsRNQC48FzbFkbqhuTSMjeFV+uewAq",
+	"sp0OAYAnLjdYfl8hp7G6b6HS+D57a2DOwdNYTQM6Ug/bTHDlIy0muqce7uN9ov+MsvxpwPwGBsxHsKwV",
+	"4uLhHJt37dOis5DoA6T1W14SdMD/3SiJtWC7Vbr5pIWUh78hk5qvT4v0Atb26wIBGWLtSOto1fWnGYy/",
+	"vVEj3gM5+xOYNUb/Fta1bSYmhuR8Tbw3UCeOWSyM/lv8BMRp+9JiGjQw5QKrBGGxMvbBZbISxnCPkOAY",
+	"up01w5vhJyzjg3gUi/D3NtqfSO2VSHa5yRdKukIqoAcTqVnXpYrXqWCRO2QruHQ/40suId8/XmWCciuJ",
+	"nLdXmwjYlMA4htZ8Y0ffdXlkGZ+nyUoADyZj0VdrCebSdcalNpMhsojpXKzMQdPTZLVp62QuedrW/N1c",
+	"peNZkubmGmp8R8hFb/jPNJvRM3UzcAJOSU100He/FqDgRSqm+ZhuMQ4Ai0ZAdZ3FoylPzXWIicc8hi1t",
+	"/oLm4jueJWYqtGVXmSW58TCiy9PRlYB2K6OZiI+aeSAd1jL0mW2nSk6FzAnGzUiJrmh9web7p6zRFa2X",
+	"OIxMrecLFvFUjydc4w5peplZY1cS6hDSVxcvAFZaxlbJ9CYVmGbMqPAutVAEkGdLudYCvUQ3v3b/UJq3",
+	"YA9qRPoGtmwL/2QMbXKMMPzpeUaW467aQmnxP/xMmcvwWgyS4gTJ1d9pgzl7OsuTGZ/mrBHZ/4Vx9Ipc",
+	"XoVcDLOPAaTewAEx/2MhE8nDRJwpthCZ6ONfpDcFxCQWYKbNSTk3/RyJAuxwkMRra6pYwzol4d4QJBXi",
+	"y2N6fq9p6195DpSJoeR5niUTYzPDsrXZAMS2gvwl0d8RlHkButRDcmJj86MXkN8a7Qd3Ib+Pmm05A6yx",
+	"bdlT2+Ah0zXasCYoX2dl42feEdgE/fDzWgAKDykIXPaSbnRqcA8l316wZ9SZUUruB7n6u1FNtUgHOxv2",
+	"apqLvKXzTPBl1YjBDxGEF/GQGVO+umzI0Bf29iaJ5AhAtAtaJbDd1xOsHyfaAoTWkKvzPOfTxRL6qMxD",
+	"zER/Ge5hWMQ2MCOrHk5nuEeIaebste9V1fXc579HjeOnlij+Dl4MFu/hdsDOSuKriKzZANAhgGBX4/D0",
+	"/XSX5TgsykUKSBFe7vUsKvwbW5WDf3pRv60Xdf9dVyC0R6nKX6315inr8akQXztMQIXkvSLVAipHgqqN",
+	"ak1UptAKtrrun81DWIkMTpyciqdwEy7eWfgkPnHI7h6Zjgfs7sCT7UZrGFvZdi9RySUAoLewMYoImYou",
+	"JWhS4oBeLkP5A7XVBCyCbhkzshVYedCmxGTArs5Gw8uATRKuWcM2T9GQjJuBDVQpnzRdjZAxEVZY52Sc",
+	"0QxoJtWMvg/sXGI6dc9hDZXFoMuIUgl7rzRJKGSxURmh8JWCmtTCRI1guf+5fTciGL75MmAdgoOZLIVj",
+	"oVJZKLmxqPNMpWy64FneZgPkbLKdR+bbdZEBJsJJ7CB2XwKuHpE90ZTSjYA5NWCO7IYK2ZxkD221K2vA",
+	"lGOzsBm2FCJmkqF+/ZJ1g9r5LS44QAfI3zbwLgiKqhxo9cTPa55CpRcOFsPwzsjD4jJzMtZ5QaJnXNBE",
+	"lyPC4M2CRWj2OYWMPaMwKOU7ijOE76G8ztfD61Bu1z3QNU2fkQ97sxOJhuuS9jLUJSKHKXBxEe8PmJ1Q",
+	"nQgsXITGv2Wl7lKKchiVavWMLe0a4Oq5XYtySjenC7o7yVm2lvdFlC89EbOTzQubdK/WRox5jpzgNWZi",
+	"UP802LmPf9oTVQ5cluXrw6Fw/4ZHRsTLt9a34Ngjq/sMdlLHpjsQhYJE9T9/7HzLPuwZx5KnEASJi1AW",
+	"ZxMegwBF85MEJNZmQ4ySRN9/U0twy8rrObO8ahEa6zyRNZ3R7T+AhVf4BcJc4dKcZKt4tN2okNF4c3ie",
+	"QOWNivjxfZi/t42HMvtJosCgCMF6WQm1SgWLxTSJCXoUJg6MPMQR9fyxNjvB1KMOZSLBcB69/ZqtQNv6",
+	"jHczgbYi2CbO/MZOLxhzEEqdb1KjtIXIjb0jczDClzAyc5utrXxzddq0TRFEmAzx5MCoOUBEgdClLYzD",
+	"uCkGFthXdwTDMJikbnWPOMIzpXULSOeRNGS6zt6JkuHpdtbU2HOSuQUMJXIHLnl2I+J+AShrN2fp4QUt",
+	"kvm/4vmhdC/o9rpQ8GKrR3QSr3mqXTEJRWXZOzHNYQm9hyhruRfZEUrV26eL90iX7ALNxkY3474+CKUd",
+	"8jc2muaaIpy5bp/zxSH7f5FAWBeV+Gqdp4nIwPoWaWorUal8x9m+pUg7xdj7aCN61hrP2ejk7GjAYrHK",
+	"F5htsAkfNbMVrNvHxNxsdrwxWo8oI4//eGslG0mVAN939JbWW0mo7Z3DlBmtgnmCFVCi0nKzxtXBdwG7",
+	"OvgulNP1cp1ydHWuDr6H7/vmwF+RZsDenlzCL96KFOmMbrsDs4OxfwLLUDPo1M5vVfFazDCYP4/fUz7B",
+	"/nsTBSzvFrLwgK1lCiy++gb8rdKSvVa5SIG12Sy4+d+Vxc0wfkp+qwI2ValaE4gFVhLTli5F+HGcobQn",
+	"xA3Q3J5FAUWuM527Q+QPDON26AmE8kaIlZFRZvHG+JwocPIbUHuNfADsimJSKGfyXShvRTJf0Fb8Duqz",
+	"Ezl3QWEcRb7IhH83s6cllI89LoGdF4nSJ5Qzcbt9Wrhm65XXKI/dPV5iqXH3HOAjInJiS6ccu+Nm6dqo",
+	"LRC/rJEaRxQOGe0Dna9jIfMEaUpRiAR0YkP5nDUGf+k293H8//W/n2NBkdvlyCNeSlGAmLP886EEbVrc",
+	"AGSuwZ2VZpDgCeUsma/NFp+qpSg8V49bIcm1SGcMeRlKmRDQAfBm0F6kCjIxWScp9PukSs5t3qWM6gcp",
+	"Bpf0ANca6+zozQhXva0FMKbYo/zIXKDOsB1UFUGsg1LGkCbPVS5C65PLhCTGSUswMWkdXUxZoES3HsC9",
+	"3m+/oJ+nkAP1I85FzjgVBRS1AE/hcQIKDHnH9wShIpbo+5xJtBAfXRQ+Arnw3Z5xEne69PvdLz0yQmuX",
+	"UnNg91rky7Rq7+NHXfL5wz6id+lHUHyZjfLfqC7KihyrHrHgELKZFD8q8I0w4lEI+JknX/4sr/pvnRgA",
+	"+DAXBgwIMjadtcwaomvw+vrs1LEA/rPlADIB5wP4W37LsQRPQhdTEDpaynPFsrW0PKapmresRYS1Ij+p",
+	"CbbA484NpTO+oAeONdDbN65p4LCDA4ada6iNEd33zdUptd/7HeB9Ft0kMoYMZkRTGzWhEMZhdv6ktgIl",
+	"oXQYcsBI6W51cGVwvafgi1hencK8wtsfUWrwBw27PhaD+N/VZEDkKg9KSv/a3aXkNa12+e5aWWn2muu8",
+	"rJQrnCr8iodauP5dTdylv3dFwR8jJlmDTu/CuJAy5HIumh4WUKGL/thAPucX49OLr78eHo9Hl8Oj66vB",
+	"g9O8fccfDspna4hUwGaJ8qzxZuQfSWoH1cfSRDjwSFjWPtvGBrKmyFpTlK7nN0Nvo26DQ5Om6tZmOg4e",
+	"u1DXV4OT85Pzr8ffvBm+GY6/enP6MHhW3T1POc81z49Yo4Ctbz8ZoOwUuRzvaS7GwD/gUdsVheqKCZ/e",
+	"zDMgm/xJTZ4EUYjidk/Vu1UbQgwKD7ou9AA4sRB5CGVN6CHJLUfAHbEGYDVi5yqHDdcLpSwCQpm6NWZI",
+	"UXDrvRz46hBx9X2isWDdnBbsJEJAmTmyfRXxo7oQajNgP9sgkQ7YAKG+cU/02Xf1AV3uD0ULHNkylI3i",
+	"DSIOaAgtrDg2P0Ac0PwP2DVTDnTGAM2EcXYKaEd8nSv4c9Tss2v2JfuOXXneXMC+hX+dn1wOTkeMwngB",
+	"u0SjrgjlBWw6vuFw7ff2R4xAYmjxxuzWIhzFoVNvvn9qa9ffJauINVbwM8wzVVpQfDjy2gnMfrILZevF",
+	"5RSLh63Bp36ipHrjW5XGAft3teBSa4VFDwcv2ZGaThcJ637xxfM+O1qY/UJ/+fe1BKK8o4VYqqXIszYz",
+	"DlOattkpn7TZaKPzNvvr56xx0OkcNlm387zV7R404abo7cnl+Cf2JdM/Z3ljxT5jer0cczYajTlr3I5/",
+	"4vu//HI75r/80vzPA7bv/bUZUUEEYxFc/SX88YY1zMTu6/GNuSMf82f5mFP09nucB2OnelNrHiHeA8E5",
+	"RUqxCMYuBc/ZWiZ5cW8j0uObCFedytPNM2LxLuFYoBLHasa6QWlBn+lit0I+QWP4CU70M41PAPEGr2u5",
+	"132PHoItDXp7cvmfB0ZZdHve+YMGXfOMLlvyPBeZh4vMMZSKJdvFGYpYY9DsObApm1ZayyknDkD/YiSZ",
+	"s/8MWJQdvI/YlyyiKWa//LIy6wTL9Msv35n/i6igxUsuMZRLTaxLyQ7ej4usQ9Q3v2wiPzocMC8rAYvd",
+	"ZS1Y6YQ1NuPkhrXYZsHzcXJT7JDiT2bSYCdERew8d1XvBM0sN8yXLNHPB+UhuNdeXg1Ho/3RaPy9e9xK",
+	"KSMq1DpvqVlrptK4Uk4GXQK07s80+xtesxWbRZhHqPtHBsr5UqDchLejoEqUjPpQds7wKSi0fJmlEGhK",
+	"3UoQ0n1zVr6HaQdimdzbSDxNmSy2okspkwi1aaRnml0d4N55PyaBRmVF78dWnJm9FODIVlTkb1MYt2Ne",
+	"ZNSYn81YjYHjGu4qziNkMUryK7BDorVb8lhgcVLjin3JvmWNy2ffNv+z1e2XXqxmeG5T4NlrEmEm5RUi",
+	"1pBBcSBBehq9uxgn7EvW3ZfsLywfJ89Y4/rZtXm2+VcU2NYTVxb2TGOhFqNW4RhXcqrkOyFtWok+vS6F",
+	"UXDA8rmgMWZLLaaRETNGKI5G40zofdn0tzDu34GfO3LNuoye8M6zH7Z6etmuLb2O5aqmp5c91NLLBjKU",
+	"XqaC1SYqMACBdVuFkOwR/t/5xdgZkVfDo4ur4+j+WDwYXk9TKHXlrLiHa6To2keWR7m77ugngPzSn13D",
+	"f4a1f2Wkte1TtouXX73lV/r6e+UEa9SJiN8b/mUIJiTl4CdikTgaaRezh3YQON+g4ADI+w8epFcrIfkq",
+	"adsd9PTwWhcrIQeXJzQZnyjD/Yc9tJv9a2uTmGpifKS7tiqUtvNp7geRbrlmmM43/vnvTfCQaJcLqt1v",
+	"IucP0erb5d9wTBf/asv//eDs9HHLb4dUs/zwsB2XH669L4dtJmiuWvTjkq9+wD/8CBbhjE/FPz58/B7p",
+	"Mb5KStPs+mFDiQ2xXDMzSJaL9zlrcAuaA67MLTcuA1qTmbEy7YIzrm+ofB/LzPyDjE2hf6zNSRvgMZvT",
+	"c7uepGkI208I7docFjbZWA+9zyJMsvRgHfan+p2HLoRulHG/Qsk1Oxq9tZy0mD2BKhrWcCErZ3gL6kht",
+	"thnqD2y4ByBOBd/A0z7b7iliE7Wmhg2/yjlPlqKWUj3R+aU3Wzsl4qCvZ5zEd7KYH3we7C0T6f69c1Lu",
+	"D5HiC6pb5RIKpJK/i4B1ofe/0+l0+rb1CFuOzG9tCwxWGQdUplUnK1mul3s9eBRMFv072IYWCeogmyMp",
+	"3ufj6TrTKisiEJYBB0q6GmanIuUE/T36rnUu3uetI7qN9mDjaPS2edfg8RV3LfXB4ctfozWl2JKnar5T",
+	"3dH2HbsboPX32tN879iORm8fNzRzwyMLoy4khgTsKkLHQilTW1rWeohvQBInUxOX1PXOUdQh5TqnjcNT",
+	"rayDgeJOxZtmLQLOE7WSH725Gl1c7eyW0uUfgj90S0817QtyANO+5Q+Jfl+DENEPahpjHtlKUlG9+/8o",
+	"/nESf3iqBBilSgsPENQsASDZFsTcsYBxGXvJVsfdQBFKeCPUraIx5A0/Ish9LuOA8j94+EIJFLXgxC0R",
+	"YuT6ACvkWQSGXTJZ0yMaHsahhTgM5eftLuHCQE45V4T3tySMExqF42pYpRs25VmW0EtD2YjQCNDt8gub",
+	"NFxIh2BxkXg/FSLmcipa1cH5KEeEr2Iphv2eVhrH9YHZut+AnQo5Bvj0oluiVxCYdDuhTHk2F1AhH3vw",
+	"P0yvl9pLV26zYroMJhViOyhK8yCCdcFqow3jcczWK0Z8l5TRtYvRDmVkbx7j3xxlIfUCeTvH1mebr7sR",
+	"q9zMcak4i9qjQUJubZbKXrfttKGMM35b8KdvOTmFbth7QqV5hXv8EZrJ3vExSrO4t76lkyb4mSsv+9eI",
+	"YSaxDcVx9ubNyfHvHa68vBoenxwBi/zuMcvam554ooyMQxirUuAO0oFJzBpR3SDMcctETomTJd+wBX8n",
+	"HDlOkrefNjxHsqMYHhTROq3i8JpLIvRTWy2rCM0VTl5AQttSS+16+GFf/twb43M+0HoNLtyW9X6/Gn/C",
+	"bs1vFz4KGtM8iamHJMd/YKLSX4ke9ckUummrk5FWiWh8g0I3ey21SRZK7BcKykqgUdShFKXVru2FqlWa",
+	"RTshJPh4mkyoccw4gwFRJWFWD7XsipOBRU/1C1hYrECMUOFBYGFEEJUD+IKNkvum6RED+dvQJU5dZUeu",
+	"7Ffnin3j9Q6TTkYA3rhONbfZaXIjtvHGEmqPZdgdG8rR2693aIwN6Bpqji2Itn17rZgr10Ypspb7GmzC",
+	"BWQO+PZS4ZZZs4qedk+xOQNkiLLV1DZj0neIkAhuYXU7auzcBunsWd+y/hrehNbNZHOrMYoVfVG22eVu",
+	"sOf8VhHYR6OmpQm3KUK97YLrVjI1XI/Sx/YDjWjqd/LMSxf/t+4J+tNi+HUthj8CjoMN1JTNh0d05DwV",
+	"ZsPT2gPmvZu/f7TSl0pCG/wmYP4FxCMPWuGg0ym8bLIIplzi/5LHx3PLUDXhqfFoM8D+10AGkGd8Nkum",
+	"fewANdviajg4/j5CwIzbRIvAL+nLBNcKkbki/H8dtdmV+U4K6fI0ZWrWwyrLicoXrGhYhSg7a3hoRNDK",
+	"7Oa82Tc38YIRHFulA9sn7n0ktPq4+sUWzHSLVFML7o/gYaVsv+sR5jHynAMbYx9KQNksBeQJYkbNEKAY",
+	"tBa1yeqmeyINguSSXqxzADmN1a3soS4fnXx9Pbw6Y0oGLKKNACWA9CyYbwRgSmRrlibzRW6bdzWbJTLR",
+	"C0RYBVOW1ty8cS2RsTZmDZ7eGkV50OkELIrFPDOzRcQbtDpGr12shCyAnBlsMCxBKj+8Yf+WoOEgYhcS",
+	"8TceWFTUN0xRUPyLsUjMxLBcqYAwCV4PB8fMfr/7+AJ9BXuuALMXI7PeQIFBol4tX+HJ+mTv3zwnkULr",
+	"HVp07ZW7i23/ni2RDZ/w8Yrr8Qj17nDvUJhir9z9W88VLko9MD1C+W6g1MSKmDr0+T5zYsUagZsnQKTn",
+	"+gZAiI3/0WfdXxeVXkzXWZJvjIr5EPxjbyJ4JrLBOl/s9X748cOPZUY3u0EKVYZnqV6RGY2AEWNbvPMU",
+	"HuW/qwnKZyjiRJgPvZ6A3U1Z0IBJcevSuayRJ0Kby6ATLm4GoQQGJoWkt4RcMHMwdxG4jVG7koAzcmZt",
+	"9AU5GS6Z0i/UD1txbRlcI3tjrgDTIPdTNIGH7weyJULhElESGPAs4H4G2WD+8xpRpC2dr0UXDkKplfky",
+	"jbMACOiFh4szgE6PIvmfzHKWcnMFfHo7tOE9CIqa74sTfQNzTJxNICK1YoDpqBXg8HFzSozK06FEAEFU",
+	"umaSYeuaT6D7zW+pANB8Iywd/i1WM4RyiugtC0zBMjXzjQH0oXJzvjibiVt29souVQ8YhnLeJqCTsZ5y",
+	"OU5ibY4r/AGBzscTRN51P0uVm3+BXaDXad622D9U6ky/Ev5F9EyzyGKpeO8IZVR5Pt6NTwcantLDx7nK",
+	"eWoBcMrvaGfqVo/X2qhEhGRCtqBbbcRMPd1lKF0RwtLs5Nk6Te+qAPAaRmtKAO5Phh9spcIPPyYRfvBr",
+	"pcE/Lq992D3YoYShmqdNN3jYINSQIPXEnQPAM733EU29I7zzKRLt3lPNRni4R7By/Uc1JdOd9ya6zTx+",
+	"otf/L5tTducTBKaa+f3ET5ZY/lg4jO5H2HInZ5enw7Ph+S5I8NXrnzL0YMuIbZTmHU9SbJWjAz1ZJ2lM",
+	"pp83iOjpelfN2SgR9uuyweKZV85weiAl71QDEMkDisYTwFoY6Xs0emvmiioMyQfMGTIyGDFIyH78lsDC",
+	"0B8zDudCpDE430uxVNnGsqQYg2TCY6PbWCZ+ElMqYqTbYWAlFK6j0VujazFkvs0LDeV1aNCl66XE10Aw",
+	"HixEy6AXsMk6D6UlEgQ7IKLhpCIv++swLBiluSzmObfGOZh+NClm/t1E0fDBgAElyBJKUszXGeywRtRa",
+	"8vctvLA12YAJYpPzoTzsHrCz5FWzb+HLkrzC9Pei+5xFl4PvgWT6+uJifDq4+npIBYzSa4+FeAMYT8Yc",
+	"7rPZOoNkOGgucDUgiAARDhEjNAQkw+0TWvBTMTr2ogkwZPSROb8hrOpVyqfCxd0RvIRmyvzZOMV2poiT",
+	"CGm/kc3b/ECM4DA0B6KI7wEta9FPWK7mmNJfqDQujPXqmNlfWDeUMC7dZt86/xzIxXC4lVk9+ILVNq6H",
+	"kqDKAg98mgpwl3xDOYeJI6d0NRnbUGS8FMJ3VXlgLR45jOsem6ZKi6iPk2AnT5JDCut8BmepB+FGt954",
+	"wNhkHRtHg/aZmxf8q7/VOPt5zYFGiMyphdL5M81Wi41OpjylBzbZVL0TmbXsafGJrJ0kgs2KwBnRAnQV",
+	"Xr5F9W7WGEBYwb4lJhy5XoosmbIlz7PkfYCIWObjzfGwEZvbJBNGKx7AqWFTkaYs6gZRKHEnfo6XNwO2",
+	"Ste6PDdTtdpgE0kPS18QLcUNGMptpwuezYXNRj7/a/uQ/e0V5B2NlFIzdtB58XmZBLX7sv2C/e2VzRUF",
+	"7KBr7rH9tVstn7Mkp4IgfJlZWUBbDyXOV/fgc+q0L0SNXdlE983grYgESVh8wK1a2yZTnDvcB3DuZgBI",
+	"walkHNrzt7czzAFu59JeZtyXtxbIAh/fM+IolDXyqMw/OuOpFlETA7+2WZWmAJqDt8eP9En4msIThDyB",
+	"DYzq9XQqRAyR4FA+SH9aPn5uMAzfDI2mE2NngXyxwsds7dpNrFEEoYOmlpaLwHi56JCZz7Rnkk9v3Osg",
+	"kN2IlRQBmyH8r8pCibBOKcUyFus8VreSapG81+Kepqb1mbgFBz7jaSpS44Lnugiu0w4gREUY7VJlgnQj",
+	"AiOY8y74DWZmYRPQkNHXRg5n72FwtDibJe/NsN+JzMLvm417lrwKZSNbS4y/TNazmch0QDFxgkJt4jOc",
+	"++8jTxUcvgXmv8aiEDP6hpX33S9ASxb5bhJqum/Gv1WIxw6rL/XZBew7Idm+/dJEOp4ECun1iqr+Saqm",
+	"N3DtRITy5Qv2t+QVa7x43iX13QxImpgRm78hEK/jM0CAS7KnQsmzzGwd2O4vO/CJVpRYHXxw+JL9hb18",
+	"YXPGgDJq4+FNyjjbQgtr0XytmFaz3G5HtExyOlJ6vaRsRSijry/OhmenJ2cn1xDr0iInw8JtSdagREFz",
+	"a2smuuAwinBrW8SG6OT8emjZjPplfU8QiGC1Ei5tkjnJBheEEgCza5ohzSP2kTPrJzUZJzFRZpnbtciL",
+	"KgHc0qGM8N2E/QOxOHgzjoniKBi7sladxd3GJI+QuU0IuHFwDbG7uSgBuOAfn2kMpRkDOlMTyIIw3CnA",
+	"/9d0IV+5cZ3jhRmNVhPHZ/gQqUAMVKA4FFmav8J0j9589dXJ0cnw/Ho8ur64GhiZTKaMkVPF42ZJmmpP",
+	"G1hYulCaJdTuN3fYCDY3Fltbo9BOqEdgP5OjNTUGGHGewKNIaL9+c31tbK7ji2/PcfKueC563rMwQ8wL",
+	"bY4GnD02ZGB6Z8eznJZrnQPNIFuvjCLDwJOFx2DGzTGmEpnjy0S2wPMJQmkP3MvDw+cv0bTY133WYfk6",
+	"kxDeVbNZE7+Hs3lmhrQSWaJipE5fcWDkKR5uHtyC6zyTutthutkDkQ+b8C/0pL9g7xccKAGIRvsw2AAx",
+	"PvBv8HFQLocfH5uFhc9GNOYZNyuLnajQHqJztdJOpCRxar2URtRa5PmqZW6Gdhm1zv1JeG6GGZTwd190",
+	"PmcRRSvG1ydnw4s315GtaSIhjPVHdFZg9MCvU7gM6JXFqJKMDW4tDVdOE0pcflAVYM/XuBCeOAnq3Abc",
+	"VsTxyzSfiXTTI+NGsugkFsuVyoWcblp/Exsw1f0eu1RhBVgoyWHAZHTR9kX6gSLengQGgkss2roRG+zp",
+	"O3jBFoFzXbqdoNPpmL8SghJxIM0VuqVGg6BRlAnYIhoTF5jwNRvHprkh/II0wZQYdid29HrQMorDShca",
+	"cI/QO3hm7H6zVAGjiA7LN1QLN0EopkRauCGzue2upI81k2C+rywi7LTMjRA/6Bx4oPFgyLhAgL1wmgme",
+	"W0AmqYz6VgjQRRy75lPNy/FTE/CIpguh+3Yt0Xaj5wXsxcGBkYXHw7PLi+vh+dH3478Nvx9fDd+MhscR",
+	"MiDlmfNNC4wLEjwNwBkv5AieMhoeoH3eKZQA7MCiboFxx6DZxthQLw6+CCCZrjJzivpOwibamxTgXErT",
+	"okC+zZBLihLu8MXmIjPxJFjRI8RpdII7IGIDmJryWiQIhv6i8wXbmqWT8/Gb0bAWVbvpaQscLHbr54X6",
+	"N2fcfNJG1FbEj8xOtmG4hzIRmH44PASHgU9zZE9gqyyRyG4wGB2dnCA1x4pPhZn29XRBkKhQgOU57Zhm",
+	"QhmYoJtIcwqFK1jkKFItAOG8Hgkevghi/WgHFsH+iii5u53usJp2WAGEk3nmf/7w/7T+vx//8j/uQiWF",
+	"wb5S8aYSgV2u0zwxh3l/prJly1hAEISVUxVT3pXa3Oima3y6bYAL2J2kqx8C7Mfduncr6vvhQ1CbeHgD",
+	"R2rnvANd/vi0g7vxQ7UW6sOfiK6/IqLrLg2S/rVe+uVseD04HlwPdr7f3fAUOZziES78d3F5fXJxPtr5",
+	"WVs3fgj2zk5GI/PT5eDq4UGVLv41skoQPS8EmZ1A/7fqR5i/+eOKSmknJwp/Uxjbzx9bK1U2Tx+umKpc",
+	"/8TlrmBJGBt8JeLCN9o2x0EpzwTElVN1i/r7DtelaoH3KWJYSZCE0lxPsceKzeKs8PAj0YLrTYeHj0/9",
+	"bU+6/+uNml7VVGTOyTD2YsUdwFq/eyycfk24H22ETywCy8hl2a0A7EX3sfV1W2Hbh6vCt+54yuXaDiOX",
+	"K+4wjIwOIBwm7HnVoazNqtnQmc1KIDxuJdDsgeaXMij2NHQPd5FtxDMr4jMRJxyMI8BzPvjEo4S+yqOP",
+	"Et32ax4l8qJwMbbPzC3XCION9D3o9lLbsz10JacNSmfZOXUZmdupaNguxL8CNnZJ+mKi1EjfdZqyRm36",
+	"sdl+Oimygwj5sxjk0cUgj69q9vJUDzdVedcCoL4XLd0BTd+/+imFgZ9q65WFrMumlcG6UbaG0ib0PirT",
+	"FkpItSU5hV+kuu1vl2TbrGUp3RdKPEVtVgk5lzgArHFWxDdAzdwCIzwZbDVvfFJlzxql6W3udGz/usux",
+	"1evZLJkmQuajXGXQpvc0xUzodPvRsKPRW8tQk+WQctcbOV1kSqq1LtU97VzoVMLer5bBPlFRuSPG4Zmo",
+	"FEKbj1ln7xCSBCOxNt9LQGzGDKFtG221ONmdZV6ny9kxYgKeqlhUEmXVFzCbvMK6nmkquJd9gZRtkeDC",
+	"TmYoAvI4G2HkfZYgoCZm1dzZ9Tj9qJ0Zs8QIlpGkqYibAYv5ks9FTNwYQCQgMga5Z/RUfDMqoDCt99H7",
+	"pW+s1hhovoHSEgj4ttm3dh79lqhS+guX7JnGbBprmJe1lEw3QSiNZgWc60QzIWOofKDclKUlpCgpNIDz",
+	"FEt5+96DoSzCPDoXErM9IO4gfQZ1J/BajcF/pLlIRExR+UOm72rT9UI9e7v0+cE+v7fB73HIbE9aU3ys",
+	"/n/2ru+nbR+I/ysWL98ipfQ7aZ20THvoCtOYGCCxvRUtJrHaiGBHcQDtgf99yt35V5sysmYFoT4CsZ3Y",
+	"2He++9znI0UXTPGhqQrpHBZ7JBy2zZLar2efOtTShk/3aIh/yGvZbH0samGDJBhpQ8G7HcJ3I6N4rorC",
+	"N4ldbF0LqJcM3QhxQn2heyde7hTzYDfqzleXgT+DTGsI9LBhrBoFXghIIUocN5cEfOGUxds/YEco13/P",
+	"f3kZL0PUtQwZ8YwiS6aT0+nRyUljLTxYnEVvAqC3jnzElXUmKcbV2HMIcrFB8Cn/aTzTIdNnl2rB7QdG",
+	"qyPuRwEhBtZ/zEUWz6RVage6EAPosv2ibwwZ+7JS2W0qAOKR5TrlzRQQfMfBUs08cYesCXwCXmCRogAI",
+	"71zUkLJ6z+Ac+Hx8enzxBfA2WiH7eriMmKv3vjqbSdMj1vMStpOS+vBpwF4rII+OsksDNzMz2Ti0BmHA",
+	"AWMkZOYynOQIZEoKjM/YNc8pNY2DpDBRzc69EjROqx2dwhy/KlM6Nf82Xeypa9S3UY2aS9bS1vT243bj",
+	"/6/ZSncPu/t7/EkfZx/uOaIFJ1RwEg3CA2jnh/x1cOl5L/ZT0pptCcz0f4fvkXHMopKgzJAE31mLYh+w",
+	"N9oUHDgEripXivuf9Gx4FafVRDtmpCqg89izv82SHp6dHtm2y2bUkNwBGza0fNsiFPr49XGdDv0WzF60",
+	"U7vvzGz18i+nL0ph90+W0+b40JVfs7V61Mzx9/WTZxYe/gc2NzyGBuGhs7O5myV0notYzGMHNIV5BPBn",
+	"zTq7GiCRdQ0nPI3qBeLVbThMenG/eIZnWYVcMLdVsRfvLeq6jEejQqW8WChdx+Px+N1eO6UD2Gew5MO6",
+	"0MNUVEiuBT9dA3bSdapber20n7/cPcisedUZMmMLVTN9z0tnDkltafXlJutSFdo1tvO92vwkvxNSaE1M",
+	"oo4uh5oSW077pFi9GGSp9t5W1LylzTcl81qRTA09an0FvWaQkPw9MgzqRqca3ztVMs0LVDf1iUWvDthk",
+	"Jm1WA2p2DNmb63hYqPlHhGsQCB4yBfMYPLGZDJhuI5acn118Z6OCXw3R94Jf4pPLTlspKqCyk6lIbOVp",
+	"MrLsKyB8aAoV2Pj/NyAoGO50jODAqC0jVAKUfRMERq/Khn9g3M4Z5hJupY5Qawf5RG9KXuUaKVt91xNb",
+	"kU9Hy2WJAB8uH34HAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
