@@ -2393,6 +2393,9 @@ type InternalError = ErrorResponse
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = ErrorResponse
 
+// ReportSlotBusy defines model for ReportSlotBusy.
+type ReportSlotBusy = ErrorResponse
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = ErrorResponse
 
@@ -3330,6 +3333,8 @@ type ClientInterface interface {
 
 	// ListBatches The batches the prediction log has seen
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Every batch id with at least one active record in the log (the
 	// `batch_id` of the predicts' `context`), in byte order of the ids,
 	// a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
@@ -3344,6 +3349,8 @@ type ClientInterface interface {
 
 	// GetBatch A batch's trajectory
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The batch's spectra as the rig was answered (active records), in
 	// order of maturity: predicted concentrations, confidence, reduced
 	// T² and Q, against the batch's maturity, which is `time` (seconds
@@ -3357,15 +3364,19 @@ type ClientInterface interface {
 
 	// UnmarkReferenceBatch Unmark a reference batch
 	//
-	// Needs the `operate` role. Answers 204 whether or not the batch was
-	// marked (or is in the log).
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
+	// Answers 204 whether or not the batch was marked (or is in the
+	// log).
 	//
 	// Corresponds with DELETE /batches/{batch_id}/reference (the `UnmarkReferenceBatch` operationId).
 	UnmarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// MarkReferenceBatch Mark a batch as a good one, a reference of the control bands
 	//
-	// Needs the `operate` role. The batch must be in the prediction log.
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
+	// The batch must be in the prediction log.
 	// Marking a marked batch again changes nothing and returns the first
 	// mark. At most 20 batches are marked at once; unmark one to mark
 	// another. The mark is stored with the lab's results (the fleet's
@@ -3375,6 +3386,8 @@ type ClientInterface interface {
 	MarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetBatchReport The batch against the control bands, one self-contained HTML page
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The trajectory of `GET /batches/{batch_id}` drawn against the
 	// control bands of the reference batches, one plot per analyte and
@@ -3569,6 +3582,8 @@ type ClientInterface interface {
 	PostLabResults(ctx context.Context, body PostLabResultsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetLivez Liveness
+	//
+	// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 	//
 	// 200 while the process runs and its management channel answers;
 	// nothing else is checked, so a supervisor restarts the process only
@@ -3774,6 +3789,8 @@ type ClientInterface interface {
 
 	// GetModelAxis The wavenumbers a version expects, one per point of a spectrum
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The model's axis in cm-1, in order: a spectrum for this version has
 	// exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
 	// `messages.md` section 9). A client checks its spectra against it
@@ -3976,6 +3993,8 @@ type ClientInterface interface {
 
 	// GetPrediction Every logged record of one spectrum, with its contributions
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The active record of the spectrum, then its shadow and re-scoring
 	// records, each with what `GET /predictions` lists and, when the log
 	// stored them, its T2 and Q `contributions` (messages.md section
@@ -3993,6 +4012,8 @@ type ClientInterface interface {
 	GetPrediction(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetPredictionReport The page of one spectrum, one self-contained HTML document
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Why the server said what it said about one spectrum: the
 	// prediction per analyte with its confidence, T2 and Q against their
@@ -4014,6 +4035,8 @@ type ClientInterface interface {
 	GetPredictionReport(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReadyz Readiness
+	//
+	// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 	//
 	// 200 when the server can serve, so that a load balancer sends it
 	// traffic; 503 `NOT_READY` otherwise, with every reason in
@@ -4200,6 +4223,8 @@ type ClientInterface interface {
 
 // ListBatches The batches the prediction log has seen
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Every batch id with at least one active record in the log (the
 // `batch_id` of the predicts' `context`), in byte order of the ids,
 // a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
@@ -4224,6 +4249,8 @@ func (c *Client) ListBatches(ctx context.Context, params *ListBatchesParams, req
 
 // GetBatch A batch's trajectory
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The batch's spectra as the rig was answered (active records), in
 // order of maturity: predicted concentrations, confidence, reduced
 // T² and Q, against the batch's maturity, which is `time` (seconds
@@ -4247,8 +4274,10 @@ func (c *Client) GetBatch(ctx context.Context, batchId BatchId, params *GetBatch
 
 // UnmarkReferenceBatch Unmark a reference batch
 //
-// Needs the `operate` role. Answers 204 whether or not the batch was
-// marked (or is in the log).
+// **Role** (with `-auth-tokens`): `operate`.
+//
+// Answers 204 whether or not the batch was marked (or is in the
+// log).
 //
 // Corresponds with DELETE /batches/{batch_id}/reference (the `UnmarkReferenceBatch` operationId).
 func (c *Client) UnmarkReferenceBatch(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4265,7 +4294,9 @@ func (c *Client) UnmarkReferenceBatch(ctx context.Context, batchId BatchId, reqE
 
 // MarkReferenceBatch Mark a batch as a good one, a reference of the control bands
 //
-// Needs the `operate` role. The batch must be in the prediction log.
+// **Role** (with `-auth-tokens`): `operate`.
+//
+// The batch must be in the prediction log.
 // Marking a marked batch again changes nothing and returns the first
 // mark. At most 20 batches are marked at once; unmark one to mark
 // another. The mark is stored with the lab's results (the fleet's
@@ -4285,6 +4316,8 @@ func (c *Client) MarkReferenceBatch(ctx context.Context, batchId BatchId, reqEdi
 }
 
 // GetBatchReport The batch against the control bands, one self-contained HTML page
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The trajectory of `GET /batches/{batch_id}` drawn against the
 // control bands of the reference batches, one plot per analyte and
@@ -4539,6 +4572,8 @@ func (c *Client) PostLabResults(ctx context.Context, body PostLabResultsJSONRequ
 }
 
 // GetLivez Liveness
+//
+// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 //
 // 200 while the process runs and its management channel answers;
 // nothing else is checked, so a supervisor restarts the process only
@@ -4864,6 +4899,8 @@ func (c *Client) GetModel(ctx context.Context, version Version, params *GetModel
 
 // GetModelAxis The wavenumbers a version expects, one per point of a spectrum
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The model's axis in cm-1, in order: a spectrum for this version has
 // exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
 // `messages.md` section 9). A client checks its spectra against it
@@ -5156,6 +5193,8 @@ func (c *Client) ListPredictions(ctx context.Context, params *ListPredictionsPar
 
 // GetPrediction Every logged record of one spectrum, with its contributions
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The active record of the spectrum, then its shadow and re-scoring
 // records, each with what `GET /predictions` lists and, when the log
 // stored them, its T2 and Q `contributions` (messages.md section
@@ -5183,6 +5222,8 @@ func (c *Client) GetPrediction(ctx context.Context, predictionId openapi_types.U
 }
 
 // GetPredictionReport The page of one spectrum, one self-contained HTML document
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Why the server said what it said about one spectrum: the
 // prediction per analyte with its confidence, T2 and Q against their
@@ -5214,6 +5255,8 @@ func (c *Client) GetPredictionReport(ctx context.Context, predictionId openapi_t
 }
 
 // GetReadyz Readiness
+//
+// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 //
 // 200 when the server can serve, so that a load balancer sends it
 // traffic; 503 `NOT_READY` otherwise, with every reason in
@@ -7136,6 +7179,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListBatchesWithResponse The batches the prediction log has seen
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// Every batch id with at least one active record in the log (the
 	// `batch_id` of the predicts' `context`), in byte order of the ids,
 	// a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
@@ -7152,6 +7197,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetBatchWithResponse A batch's trajectory
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The batch's spectra as the rig was answered (active records), in
 	// order of maturity: predicted concentrations, confidence, reduced
 	// T² and Q, against the batch's maturity, which is `time` (seconds
@@ -7167,8 +7214,10 @@ type ClientWithResponsesInterface interface {
 
 	// UnmarkReferenceBatchWithResponse Unmark a reference batch
 	//
-	// Needs the `operate` role. Answers 204 whether or not the batch was
-	// marked (or is in the log).
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
+	// Answers 204 whether or not the batch was marked (or is in the
+	// log).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7177,7 +7226,9 @@ type ClientWithResponsesInterface interface {
 
 	// MarkReferenceBatchWithResponse Mark a batch as a good one, a reference of the control bands
 	//
-	// Needs the `operate` role. The batch must be in the prediction log.
+	// **Role** (with `-auth-tokens`): `operate`.
+	//
+	// The batch must be in the prediction log.
 	// Marking a marked batch again changes nothing and returns the first
 	// mark. At most 20 batches are marked at once; unmark one to mark
 	// another. The mark is stored with the lab's results (the fleet's
@@ -7189,6 +7240,8 @@ type ClientWithResponsesInterface interface {
 	MarkReferenceBatchWithResponse(ctx context.Context, batchId BatchId, reqEditors ...RequestEditorFn) (*MarkReferenceBatchResponse, error)
 
 	// GetBatchReportWithResponse The batch against the control bands, one self-contained HTML page
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// The trajectory of `GET /batches/{batch_id}` drawn against the
 	// control bands of the reference batches, one plot per analyte and
@@ -7391,6 +7444,8 @@ type ClientWithResponsesInterface interface {
 	PostLabResultsWithResponse(ctx context.Context, body PostLabResultsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostLabResultsResponse, error)
 
 	// GetLivezWithResponse Liveness
+	//
+	// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 	//
 	// 200 while the process runs and its management channel answers;
 	// nothing else is checked, so a supervisor restarts the process only
@@ -7612,6 +7667,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetModelAxisWithResponse The wavenumbers a version expects, one per point of a spectrum
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The model's axis in cm-1, in order: a spectrum for this version has
 	// exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
 	// `messages.md` section 9). A client checks its spectra against it
@@ -7832,6 +7889,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetPredictionWithResponse Every logged record of one spectrum, with its contributions
 	//
+	// **Role** (with `-auth-tokens`): `read`.
+	//
 	// The active record of the spectrum, then its shadow and re-scoring
 	// records, each with what `GET /predictions` lists and, when the log
 	// stored them, its T2 and Q `contributions` (messages.md section
@@ -7851,6 +7910,8 @@ type ClientWithResponsesInterface interface {
 	GetPredictionWithResponse(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPredictionResponse, error)
 
 	// GetPredictionReportWithResponse The page of one spectrum, one self-contained HTML document
+	//
+	// **Role** (with `-auth-tokens`): `read`.
 	//
 	// Why the server said what it said about one spectrum: the
 	// prediction per analyte with its confidence, T2 and Q against their
@@ -7874,6 +7935,8 @@ type ClientWithResponsesInterface interface {
 	GetPredictionReportWithResponse(ctx context.Context, predictionId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPredictionReportResponse, error)
 
 	// GetReadyzWithResponse Readiness
+	//
+	// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 	//
 	// 200 when the server can serve, so that a load balancer sends it
 	// traffic; 503 `NOT_READY` otherwise, with every reason in
@@ -8384,6 +8447,11 @@ type GetBatchReportResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetBatchReportResponse503Headers the declared response headers of an HTTP 503 response for GetBatchReport
+type GetBatchReportResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetBatchReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8393,10 +8461,14 @@ type GetBatchReportResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetBatchReportResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBatchReportResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -8412,6 +8484,11 @@ func (r GetBatchReportResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetBatchReportResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBatchReportResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -9759,6 +9836,11 @@ type ExportModelResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ExportModelResponse503Headers the declared response headers of an HTTP 503 response for ExportModel
+type ExportModelResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ExportModelResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9770,12 +9852,16 @@ type ExportModelResponse struct {
 	JSON404 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ExportModelResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ExportModelResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportModelResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -9796,6 +9882,11 @@ func (r ExportModelResponse) GetJSON404() *ErrorResponse {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ExportModelResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExportModelResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -9837,6 +9928,11 @@ type GetModelPerformanceResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetModelPerformanceResponse503Headers the declared response headers of an HTTP 503 response for GetModelPerformance
+type GetModelPerformanceResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetModelPerformanceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9848,10 +9944,14 @@ type GetModelPerformanceResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetModelPerformanceResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetModelPerformanceResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9872,6 +9972,11 @@ func (r GetModelPerformanceResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetModelPerformanceResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetModelPerformanceResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -9913,6 +10018,11 @@ type GetModelReportResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetModelReportResponse503Headers the declared response headers of an HTTP 503 response for GetModelReport
+type GetModelReportResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetModelReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9924,10 +10034,14 @@ type GetModelReportResponse struct {
 	JSON404 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetModelReportResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetModelReportResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -9948,6 +10062,11 @@ func (r GetModelReportResponse) GetJSON404() *ErrorResponse {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetModelReportResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetModelReportResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -10452,6 +10571,11 @@ type GetPredictionReportResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetPredictionReportResponse503Headers the declared response headers of an HTTP 503 response for GetPredictionReport
+type GetPredictionReportResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetPredictionReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10461,10 +10585,14 @@ type GetPredictionReportResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetPredictionReportResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetPredictionReportResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -10480,6 +10608,11 @@ func (r GetPredictionReportResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetPredictionReportResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetPredictionReportResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -11055,6 +11188,11 @@ type GetTrainingReportResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetTrainingReportResponse503Headers the declared response headers of an HTTP 503 response for GetTrainingReport
+type GetTrainingReportResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetTrainingReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11068,10 +11206,14 @@ type GetTrainingReportResponse struct {
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
 	JSON501 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ReportSlotBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *DefaultError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTrainingReportResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTrainingReportResponse503Headers
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -11097,6 +11239,11 @@ func (r GetTrainingReportResponse) GetJSON500() *InternalError {
 // GetJSON501 returns the response for an HTTP 501 `application/json` response
 func (r GetTrainingReportResponse) GetJSON501() *ErrorResponse {
 	return r.JSON501
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetTrainingReportResponse) GetJSON503() *ReportSlotBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -11135,6 +11282,8 @@ func (r GetTrainingReportResponse) ContentType() string {
 
 // ListBatchesWithResponse The batches the prediction log has seen
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // Every batch id with at least one active record in the log (the
 // `batch_id` of the predicts' `context`), in byte order of the ids,
 // a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
@@ -11157,6 +11306,8 @@ func (c *ClientWithResponses) ListBatchesWithResponse(ctx context.Context, param
 
 // GetBatchWithResponse A batch's trajectory
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The batch's spectra as the rig was answered (active records), in
 // order of maturity: predicted concentrations, confidence, reduced
 // T² and Q, against the batch's maturity, which is `time` (seconds
@@ -11178,8 +11329,10 @@ func (c *ClientWithResponses) GetBatchWithResponse(ctx context.Context, batchId 
 
 // UnmarkReferenceBatchWithResponse Unmark a reference batch
 //
-// Needs the `operate` role. Answers 204 whether or not the batch was
-// marked (or is in the log).
+// **Role** (with `-auth-tokens`): `operate`.
+//
+// Answers 204 whether or not the batch was marked (or is in the
+// log).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11194,7 +11347,9 @@ func (c *ClientWithResponses) UnmarkReferenceBatchWithResponse(ctx context.Conte
 
 // MarkReferenceBatchWithResponse Mark a batch as a good one, a reference of the control bands
 //
-// Needs the `operate` role. The batch must be in the prediction log.
+// **Role** (with `-auth-tokens`): `operate`.
+//
+// The batch must be in the prediction log.
 // Marking a marked batch again changes nothing and returns the first
 // mark. At most 20 batches are marked at once; unmark one to mark
 // another. The mark is stored with the lab's results (the fleet's
@@ -11212,6 +11367,8 @@ func (c *ClientWithResponses) MarkReferenceBatchWithResponse(ctx context.Context
 }
 
 // GetBatchReportWithResponse The batch against the control bands, one self-contained HTML page
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // The trajectory of `GET /batches/{batch_id}` drawn against the
 // control bands of the reference batches, one plot per analyte and
@@ -11450,6 +11607,8 @@ func (c *ClientWithResponses) PostLabResultsWithResponse(ctx context.Context, bo
 }
 
 // GetLivezWithResponse Liveness
+//
+// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 //
 // 200 while the process runs and its management channel answers;
 // nothing else is checked, so a supervisor restarts the process only
@@ -11743,6 +11902,8 @@ func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, version 
 
 // GetModelAxisWithResponse The wavenumbers a version expects, one per point of a spectrum
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The model's axis in cm-1, in order: a spectrum for this version has
 // exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
 // `messages.md` section 9). A client checks its spectra against it
@@ -12017,6 +12178,8 @@ func (c *ClientWithResponses) ListPredictionsWithResponse(ctx context.Context, p
 
 // GetPredictionWithResponse Every logged record of one spectrum, with its contributions
 //
+// **Role** (with `-auth-tokens`): `read`.
+//
 // The active record of the spectrum, then its shadow and re-scoring
 // records, each with what `GET /predictions` lists and, when the log
 // stored them, its T2 and Q `contributions` (messages.md section
@@ -12042,6 +12205,8 @@ func (c *ClientWithResponses) GetPredictionWithResponse(ctx context.Context, pre
 }
 
 // GetPredictionReportWithResponse The page of one spectrum, one self-contained HTML document
+//
+// **Role** (with `-auth-tokens`): `read`.
 //
 // Why the server said what it said about one spectrum: the
 // prediction per analyte with its confidence, T2 and Q against their
@@ -12071,6 +12236,8 @@ func (c *ClientWithResponses) GetPredictionReportWithResponse(ctx context.Contex
 }
 
 // GetReadyzWithResponse Readiness
+//
+// **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
 //
 // 200 when the server can serve, so that a load balancer sends it
 // traffic; 503 `NOT_READY` otherwise, with every reason in
@@ -12616,6 +12783,13 @@ func ParseGetBatchReportResponse(rsp *http.Response) (*GetBatchReportResponse, e
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12636,6 +12810,16 @@ func ParseGetBatchReportResponse(rsp *http.Response) (*GetBatchReportResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetBatchReportResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13912,6 +14096,13 @@ func ParseExportModelResponse(rsp *http.Response) (*ExportModelResponse, error) 
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13942,6 +14133,16 @@ func ParseExportModelResponse(rsp *http.Response) (*ExportModelResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportModelResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13989,6 +14190,13 @@ func ParseGetModelPerformanceResponse(rsp *http.Response) (*GetModelPerformanceR
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14009,6 +14217,16 @@ func ParseGetModelPerformanceResponse(rsp *http.Response) (*GetModelPerformanceR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetModelPerformanceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14056,6 +14274,13 @@ func ParseGetModelReportResponse(rsp *http.Response) (*GetModelReportResponse, e
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14076,6 +14301,16 @@ func ParseGetModelReportResponse(rsp *http.Response) (*GetModelReportResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetModelReportResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14534,6 +14769,13 @@ func ParseGetPredictionReportResponse(rsp *http.Response) (*GetPredictionReportR
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14554,6 +14796,16 @@ func ParseGetPredictionReportResponse(rsp *http.Response) (*GetPredictionReportR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetPredictionReportResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15118,6 +15370,13 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 		}
 		response.JSON501 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReportSlotBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest DefaultError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15138,6 +15397,16 @@ func ParseGetTrainingReportResponse(rsp *http.Response) (*GetTrainingReportRespo
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTrainingReportResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16094,6 +16363,15 @@ type NotModifiedResponse struct {
 
 type PayloadTooLargeJSONResponse ErrorResponse
 
+type ReportSlotBusyResponseHeaders struct {
+	RetryAfter *int
+}
+type ReportSlotBusyJSONResponse struct {
+	Body ErrorResponse
+
+	Headers ReportSlotBusyResponseHeaders
+}
+
 type UnauthorizedResponseHeaders struct {
 	WWWAuthenticate *string
 }
@@ -16532,6 +16810,23 @@ func (response GetBatchReport404JSONResponse) VisitGetBatchReportResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBatchReport503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response GetBatchReport503JSONResponse) VisitGetBatchReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18175,6 +18470,23 @@ func (response ExportModel500JSONResponse) VisitExportModelResponse(w http.Respo
 	return err
 }
 
+type ExportModel503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response ExportModel503JSONResponse) VisitExportModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportModeldefaultJSONResponse struct {
 	Body       ErrorResponse
 	StatusCode int
@@ -18256,6 +18568,23 @@ func (response GetModelPerformance404JSONResponse) VisitGetModelPerformanceRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelPerformance503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response GetModelPerformance503JSONResponse) VisitGetModelPerformanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18361,6 +18690,23 @@ func (response GetModelReport500JSONResponse) VisitGetModelReportResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelReport503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response GetModelReport503JSONResponse) VisitGetModelReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18990,6 +19336,23 @@ func (response GetPredictionReport404JSONResponse) VisitGetPredictionReportRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPredictionReport503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response GetPredictionReport503JSONResponse) VisitGetPredictionReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19801,6 +20164,23 @@ func (response GetTrainingReport501JSONResponse) VisitGetTrainingReportResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTrainingReport503JSONResponse struct{ ReportSlotBusyJSONResponse }
+
+func (response GetTrainingReport503JSONResponse) VisitGetTrainingReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20916,802 +21296,833 @@ func (sh *strictHandler) GetTrainingReport(ctx echo.Context, jobId string, param
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P17d+M2siiKfxX8dH53tTShZJJ6yyt/ON3utCdu22O7O3sm6i1CJGSxTQFqgvIjSa91P9v9ZHehCuBb",
-	"D3eS2fvcs89Ze+KmSKBQKBTqXb81fLFaC854IhuT3xrsia7WEYO/3whfXtE7pv6Wm9WKxs+NSeN2yYhM",
-	"aJwQsSDJkpG1esVqPNBowxqTxnRj213///fm8vXtP69OyTJZRfCITTn+pJ6QiPK776cNxqeN0q+MBsUn",
-	"K5ZQ4i9pLFny/bSxSRbtUfZV46vVOH1aizhhwXsRsKgK7SKMZULmzwmTCmZKPot5FM4Jg89Ik5J16N9H",
-	"zCLrWCTCFxFxWxMyDzmNny0il+KREyZ9umZBbqH/z/+tYLBdX95HjMa8sw7XLAo5m/Kr9K9Op6MgfHt5",
-	"/cPZmzenF0XoTkjMaEAScc84EZxQstokNAkFz+ZROxSo+bIxrMaKSQk707i6vLklnLFAwmaINYtpwkgs",
-	"InasB542AiqXc0HjYNogS4pvwszqtYbViFkSP9N5xBqTBY0k+6pAjhhLiuBecvXZOgp9SppqDLaasyBg",
-	"AZGJiFkrD/Sd4GxGFwmLZ5L5ggeyMXFsNRV8LxuTX/AlPaXVWAqZNCaNh1XDaiyTZD2jQRAzKRuThuMO",
-	"O3bH7jgTp9/vDxpWIwzg1XbXcUbd9tzu2nO7YTUiKpPZktE4mTOqRnNtd9B2nLY7urXtie1MXLczcrrj",
-	"Ud8dDf8FS6fBc2OSxBtmNeSSBuJx9sBiqfZg0lhHsq2GcBx31LZt27HV5ED+LJjVz2Dbnf54NBoMXXek",
-	"ZtCjzSSLH1hQN6ijQP919WXGeLAWIVfDJv56cnRUXHi/8fWT2pp3jEbJ8iahyUYWd+jD2lJEpM4BoX4S",
-	"PrD8nuCTXcsDSODzWSRooMBFzKxjFoS+osxZJO7UYEEs1upATGyNdl+sVmGyBSmO03HHw16/NxgMFFK+",
-	"bNiGzQK2TpYwQsx8EcN8ikhk+CubwYFtTJzu2B30rMZjHCZstqBhBJN+VTDhac0W5FiN9XOyFDy3xjvh",
-	"dNxBZ6T2Te1AnPstYA8swg0FVDbEfcNqbNZJuGIZ2bquQvrZxc2Ht2/PXp+dXtzObm4vr09+PK3ympjd",
-	"hTKJn19JEoTynoSSLDZRVHOca8fLn2wzFBwueseITzkXCUnoPSOUAD4mOIuagjRPLy5vrl63iudZbR+C",
-	"f3t6fXFyPju9vr68LrEhTjZcrpkfLkJ1mAFNZEE3UVILeGGkPMghT1jMaURYHIt4C2M5u/h4cn72Zvb6",
-	"5mOZG65otBDxigUkiWnIQ35H1Ft1MGRj5AFQTJc4PYv4ItqsOHHtvkOap1cns7vZmsWz89aETBt07k8b",
-	"amsUOikJmB+uaET4ZjVne6H+cH1TwR/xN7EUMUmWoTToC8IAxo9Zson5rjXgiPll6OE0hIKzwsg4Igss",
-	"gu8EdEXv4GraBfj5yQ+z69ObD+e3N2XoIzoneABJsqSJIbS5uttjmb/0KsDnRy0SLwzXnRAJAoVilhPE",
-	"NyfXb1+Tbrc7Juqc7QH7/entyZuT25MyzIuQRQG51WTyXskIgWCIsIAtQs52QJ0OmgdZyRkTsuH3XN33",
-	"OP604T/MFiIKpo09cF6f/uPD6c1t9X7/smEyQbymAK5o4i/hFvYFT2LqJzuANSMX0YvDzkXwDDc65Xjm",
-	"JjAJf2XmkP6SrehESTZrFifPZGruIzwBq1DKkN/tWdzt9cnZxdnFj7PLq9uzy4sKAaWnVazVFVGgIrpe",
-	"R887llcZO7/OdczWsfAZAPmL86nzGPJAPE6I01PQswfGjwklN/QhTH69f27/KCL6TPAl9YIIth2Lv1/+",
-	"MHt7dnF28+70TXk5n8Ucl0AjEA8I40HtKSgMkodbjTD0HeYuBna7P7dpu+d3WXtM+07bDUYLmw3mPeo4",
-	"xRlIMxCctXZAfHF5O3tzeXFaB/FjmCwJF/r2f2bJFoDTMb4J4FCSeMPVZh8TwaNnxT8Vg1IDACHq+ROh",
-	"REUlX4Mwu2tBby8/XLypuZHwIKqBw2DHWvDz/GK4yChSfT5tHLK0rUf872J+4vtsnSjBo4h3EGMCNUke",
-	"QCaTcEWVhBhsYhDnczKwpXA9A/l1tGBuz7UHbTbuLdo9Nhi0KfMX7XnX7427Q3cwH7updDLbxFFj0jgy",
-	"Kzs66GsF//nlyZvZ2cXs6vryx+vTm/Lp5SJZspgoeS+3uzUIr4yTxznVw+Dum8FCrjjPnRLjjwngVj2i",
-	"c7FRFy8ipV5eOafzayY3USIrcgJooHTFSPKoiAxeIlQWRYVGROczvHtmYWDNFTdUf0ifqt34YmX3knV6",
-	"dWK9eXdivbk6mfJ3V+ev2647dqwf2s7Qcuyea1nOyOn0rbHbsa3sDRffsFJht3trjyZOf2Lb/7LU446D",
-	"+mm2lr/fXJZUwNtHQdSAZiHZCn75rfHm3UljMnatxunVSWOCQDTMUhqThpoftJ7cUhuTRroERTx6vUqw",
-	"7rlfrd8ab9RYCriXDAV0mGIsL+HnFq3Uk/xqLzeJL1aseieqX8njUkhGAATySCXh7AHI8O6uyGvhItOK",
-	"Rsx8FoIW5aAqSX39y4an7/3yWyPkAXvSqsl23BQ4RqbhoGEjlMSgR1MyGDuytyJxR5p5oEEeC1jEEhaQ",
-	"+bOid8bVq8jRqQSdQ/O1GQyuFbpzQYOT2F+qpV3j1V5E2jVrg/KmVHvKCdXvEqPK5NAlxSb24UTqlzIV",
-	"tKjxOW171LVtu2EgeBtGrHb2sxUwckqkH96HSRvMHWQRRgUZa02VLtc4kvHDUUxXlIO4emTUmKMQRjla",
-	"R3LYQQuMoikDrRkthTSi87aCdpjCh1RVpqalSIh8pOuCohvdiThMlqvGpHF1fuO2L86uTs4Vw1KMaQbq",
-	"3Uo2JiN8wIK9Kv86Zg+h2Mg9yrMB9SZREnktMq9isRJqG4mEl3buIb6ybQfdtmM7fb2D70/O315evz99",
-	"M6symRMUFEGm0UoFvFTl8aVRtsqcepQHGoUBjKUkZ/a0Zr4ifsYDdYhCvt4kWy7V96e37y7fwAV+cn5+",
-	"+XNVCovFJmEg1ajbAg7kiiVLUScL1IxWEu2XIiBXJ7ev36V6XxSJRxYQwckRXFpHUSiTY/N8Qn48vd0G",
-	"+9nNjZJYr06ub6tyyxouPwN3mEjiywelSdUJZIWhCiBvoiRUH8GXShGRD4eI7O8v35yez05e3559LEmJ",
-	"bxRnUiKR4mNoCqqjPQNYfpw8YPoTMq2jRIQQBz8mOZaFwgFYYncC/sOHm3+WCcHMOGcK+pi1pS/iWnk8",
-	"N8YLQS6Nrdj3oSJxvfyCoLy+vL7+cHVbJW4UkxTTw1PJBYkEv1MCFFxjEglnyfx7uVltXWo2foF2ssHF",
-	"YuuqS9qoms9Y4cjNu5O2C4bW7Vu1TXRP90uNra9NcwlsXUi9II8LOWD76qfaDbsSZ8sbc2HUp5SKd0Ks",
-	"hyhJEukI2oS6C5Cb25PbDzez92c37xVzKqMSL4Kt1gONmVeSaAvmNmDL07z0QGtRwoL58VI61kJ+goqn",
-	"hjQndGxf9O3J9Y+ntzezDxc/XVz+XLmrBGfthMZ3LNGoNLyUEhkGzKfx1nWWR86vUyEMx9NCnETLGs5E",
-	"eQD6KxdmEsLpSjEFdTAop9Fzwnau6sPFzYerq8vrmtOO/iVC5b0acCFi8li0s4GZI9j4O7hafvj8siR9",
-	"uBPRbBFGCYtxL9Qqv582OKMxk0l2QuRmjY6ybetgSRz6sqqgaE/fSv+eKVn/i7w7Pb8imbg3ywRkOROb",
-	"ROFyFogVDfksEQmNyM3G95mUi01+H/BFtIjRKJyj1kzwwwmJGeCG3LpKd3xgxFGitnn6D/OwM+X/i4DX",
-	"8SUA+WLDExZP+Us+slGzA4/jG5bQMNrGBUFfZwFZsrjojAmC7S6kQWdk2/3x2LF7/2pYO+RZEJs1o5RH",
-	"NbJrh69/Bb1O6SKzvLPXcS2wl2sPb2qV6I39ue/43fa8S2m7RweL9pzNe+1e1w36Pdvxx45aCBfgnmms",
-	"6D0jAVuJhtVA76OIwbUCT2LxKGcbqdSygW3EfdR91Ne/NOQzT5YsCf3GJ6thbBszXz7M5JKqK2jScAdd",
-	"Rkdzu9cfDrqjuc/mw6DPqNv3B/ZoThcDNnLnPX846PaZ22eUsvF4PHfdobuYj0dUqbXpwAoeBcpXdYRS",
-	"ao9d8HcrbdvujMd9x0It2e6MB05Xq9/ql8H4q9WIV5Ll3u+P7Oz97tAepu8P+6OhOldoCDMGHBQ2a7bq",
-	"CN9rgB8Slz7w57Q7cIdB13fooDcaz3t+MO/SwWLusoXbt5nfn9uLoeMMejQY+XRM7YDZDh3P/fFi0W0U",
-	"fWm9wWg4Gub8XTl2rel0O0UO3GG/3xsPwW1q3pYmXEDt7j4l6pE+MHSyzODQNSau3RsVnseUK3L8xbVt",
-	"q+vaNqjHcMrO+EJU7UBajgWcfoOrc4eiWHNgHKtMKd1BRil9d5SjlF4NpQzGvW76fq/vpIadjj3uft23",
-	"BY7d6ffc4Xg4trtbt+APofg8LCurivlrHEoLrsttXuXd3mR092/HNhDp/bwx6bkF8jST/QmY2aO4W4eB",
-	"1x/9F52er9k2XbF4IeIV5T6rSK/oygP7mraHlT0BWpSRKV3+1uDoTwfCTP91mvvXV20qBJb9Kbenn/aC",
-	"bYC+Zg8he6xzmKvnGJdjrswmjWP6LImv9H5BkmXMGAkTtpKt+pX8AtBasB5cxyerENj0SzHOybEaX9zG",
-	"5Be70+t1h5bd6Y5G8J9uv/tJHfInYOxObwj/mPmb1SaiSObZ82cYoW+PR5bd6Q26aoBx1/mkaCk/m5vO",
-	"Nh701Vvjru1admdo97PJ3O6gVzfZsI9sBycbD0cjGGAwUAP0+v3KbN1sttHIgZfdPr48yk3nOP266cYD",
-	"d5CbbjTuwwiwxOHQ6X/6+slqROyBxSA2/GJ3HGegFuN0+2oyZ4izrCTzEcFOX4HqjmxAsN0dm58f4Hd1",
-	"R1r6EsXr89P+i+QhXDcmvzgdu9uznI7tjNT/ugqbGZ+TmsW5ttPpW67tdsZwhLaorReCyI2/RKtTjRC+",
-	"1dOEZqofT2+1GUluEa7VAGfvr85P359e1KgIC0aTTVxy9G+4NMrPFpDyIxaUHeP/MtauBxpGCiJUk0NJ",
-	"5pswCrbCOju//PHH0zezm6vT17fXJ2VcJUs1Npq90dWHhpNaKMtjlZWymtWSdiTu2nLN/CSmx2gdgbnw",
-	"0WZVmnTLIlLf8vXp68vrqo8RTdIs0Hqh1v9S3MEcwLZql1UevV6pTu3Y0wa4Ocycx6BYgpFmKaKgODMa",
-	"YrYs7HLN+MnVWY0vqRiaGUoSCH+zYrxAPaEWpJIwAd0hU3vIinJ6x9QHoA/nnB0Q2bOgftFGb3ecjro7",
-	"leDP6TpsTBrdjt3pNnJg/vPk/fnLwTQjTggMOOUK6smUEwJgT8jLoFYfarAnBKBG/e3q5PbdLhv0mibL",
-	"gnZqrMaxEEmduaUyYCGaQY02bRyxxM+7QTIFfcMDFoODJzfNFiq4OvknOGRvLy9n5yfXP57WmvyFOlmK",
-	"0KJwFSa1AJeH2WrzZ08+xJk6dm/UHw4wonYbdOkmnIu77R5cpY5VXbe5YMMwsJJwxSyMSdRbaMUiYnmv",
-	"rfp75gu+CAPGfaYeF/5Z/DVxZ9p0YH1J/0odxOp0Whg+NgM3YuYy9peUcxZZiqzutGN/JafcdqjrLIa9",
-	"NnV7/fZw3F20qeMP2/PReNTvjQbj7nhgVYXCYcfpOfZo6Aydf1k1F52F4q/VdTt2fzSy+4PuyHUdd2w5",
-	"o44SJseu0okdx3F71qBj291ubzh27L5r9+DCHrnD4cBxbNexx47dG6ur3O0Px4Ou2+0O3K7rgnww7g1H",
-	"o5Fr2/3eYDxWAooz7g8cpz8aDHqOOx53Xbia1aPeUAE56PdHlmVZtuVYfdv+6zAQM+DwKQp6Q3fUU3Bm",
-	"KBj0erbt9rspBvrD7mDQ7Tp5DIy7vV53ZOcxMHJ7Xdd2xnkMjJzuaARI0Rhwu7Y7tHsDGAwx4LrD8cC2",
-	"R8NRr4CCRpnqq6HzJxArb6xpkSgEWXD2lMww8E+9yt48b/7+44aLuXz/j3808hG4Wp5FYgRh1hfcZzxB",
-	"kswke8CRlusBO1qqV9gcfIXP9JnIK7Wu0nHepHpsptSO3OHoq9UoUn9j0rdtEzN8gBc1O9jq/jiAbBpW",
-	"Iz2laGEZKIFYwN2VKohZmINtNbIDrj5QW2k1INSwTjXL0yCogQcg1u133LFGUr9jMNQddZwdaB0Nc2jt",
-	"uxlau67zl6J10O22abAYt4e+Mw7s/tylc1pGa9/pDnah1amgtT8c70Pr2HZ6o9G/tPKqAxlnt2fvTy8/",
-	"bPWczlkkHtHeHPJwtVmRmNaK5OXx8heXHmvBomjLgOoYDvr9rr7HjrbdZNdglNuTB0ONHvtfmwyD74CE",
-	"hI9qPDoTLewiwPjFUe4T5GQ3p9cfT69r3LEXSuMRK3BigOzGRZ14nP++4K1AWX++kc8mICyiSTnq2jhR",
-	"b96dvLn8eXZ2U+vQvq34sQmnKxYogQIzOeoAKw/5rb5tPQVZbSS4cIyPO3Op11HTzbsPt7dKZ3hTcXzd",
-	"ZqqQTCC3gjwu0UHMUACjcWwCeiqryg9bg3ClVC43Cfj/A/HIt+D79vL6dPbh4uTjydn5yQ/nNQhfRIwl",
-	"ryQJaELnVLKCE4tCAFYNeJVxyzqgGRYSiWrHrAMXduBysaiq8pXtT3ko30RR9nFtiA7+lI+TyPyQWdyO",
-	"T3kQBiXWVMuqu22nZ5tIKxy8LnnnxJDUZ0VSOsmoiM3VmsYhxJF9syEvn7eTZtNY5mUZwrVVY2MdAEMf",
-	"9wd951+NQ8x+qXr8jw+nH05nbz+cl/TA0wcWP2c6r4wERCcl9J7VRaTUjVdr8oCgXJN5MyGOCWkln8Xc",
-	"Ir1c0K60iK2vnUKsaj25mWSDv4v5a8p9FkXVgODPYq4IA3/U5zdMSEwLK2IRXUsWFKKCMWUmW+7rk4vX",
-	"p+fnJRUyG3v+TCD3LwsI/u2zmJ8FX4/wHcXFFyEP5XKX3XzsjJSIO+yrPU1dgP2h7Yy7I9qmziBo95zx",
-	"vE3HdNweOiN7OBqO53OqqP4+5EEO8QBoQoHYDnIO7vQGYoIXbocS+0ZqTzAAUB1hE46qjed7UvLGnW63",
-	"N+537eH4X/l8L30ArIbczFdhsm+E7kBpDf9qlKjhDaQxFgnBBMUfuO24pP/P7JeTbdZvDRon4YL6yUxH",
-	"iG5zVju2dlan5uyZZBEDwdawv7wvzn+YSXa3wgeNmPJArBpWYyEik2y6ok8FD56rnoV8Bkpl0bfXy6zS",
-	"B/vr4g1Iy4IzGd6tqDpx/oPS4R5Yncshdouj93rZ4CNnnCoEg15v+LUCTl8pMvoDp9NTf8P7Y8WXFecG",
-	"U6j6vOu6+p8zCU/sket2a7wSJYDGrpO5M4fueJC5Mwd2rwqR2+l1RylEdqoGdex+Nw9Qt2uXAeq543GN",
-	"46IMUDenig6VYp75V+1hHUCunXPIDsa9dMN6oLqmILmD8bgEUrfvdMG5URMSceD5+veFRAyG82G32w/6",
-	"C9e2/f5g0PWZE9jDgd/15yOnZ/uDoe2yPnVcdz7oO/bYmfeY2x/azO4GdPzikIg/09H91Wpw9rjXNy82",
-	"SRSyeAaWS4DpS2PSc4ZjG/j9JmA8CX9lwSxmMgw2NAISStzGxO11bLXdegS0l3xRKvVoYJtQfEB14mLO",
-	"A4uyUT6pN0DNnX0BRdd1htkjGL/TdftaOQb6uPnnRdsZjvsjt2cPxmoJtg0JxzVQZvJau9/pjg2e2k5n",
-	"5PZTPPUddabVZP1+ZzxShGlWgxFIJgMiF1iSCgKHkGsu2AS9LLOAyXV4r8VB+FPOYramYWwSrv+MG1fd",
-	"i3/0vq2JU1gywtkjk0n5zlVSHuz/f9/Lt8wi/ucm/Z+b9P/wm3Tvrfk/1+Ifvxb/T7xIrD9+EdiDzqg7",
-	"6vf63W7xIjgwcPbfeRGk8b+HXATun3sRqF8qF8GeYNk/ehNAHFc6fLefxe72et0aPjfo9HoZ4+13DTiO",
-	"3XEKV8Fw2OsX2Zxjq8O09yYAjm0Yr93PXQTA2it81xmOs4vANWzX7fTd4k3gjnqVm2DYP+QmcPsZQBDP",
-	"aCAajZxaiHJMa9y3+7mbYFC4CUajQfkmGPaH226CA0/LN94E/9vHjO+5CsDvV38VDMbu3qug2+/ABXX4",
-	"VXDIdv3VV0GvMx72na49dPrfdBX0OuNBdzDuD//VUFRZ8Lgbt4BRMz6AVbhs1Xt985E0E8yICRNJXLs3",
-	"IlnMoS47JLFmXAvCkdRrisEHNKEFq7Z8aEyMDmk98pmt/sexOp2O+sO1e0MrV7gIYlrSv7PnU34DBGHZ",
-	"HduBQA3bcccwivrTdqyu23EsZ9QZWwMIe8ruG13bRnN2Y73QpZO6+Uyc4kH8HAiGbuesOAsw54DF4QOW",
-	"4RLRs4gDFgNTlAlbp6lKDauBBVoaEwcYlvmVP8C2VA0iUJvg01e1PR8uTj7cvru8PvtXTeoelLuDLHya",
-	"1Q8RtZWACuMUUg4xu5bMGY1ZjENu8eV9uLg5eXs6g/SsLRlfldCxKJRJLTi5oQohYzhOzBYsliQRRMiO",
-	"fJYJW1nkcRn6y1I687H6BwRnPlJJ2BPzN9vzvXIpZbP3p2/OTma3/7zaEkeGMSuPseB3ULSI8YQkz+t6",
-	"3NYOW3Bj5EYgCXtKjtYRDXm6GF1u5ZhIxgMoIRT6QIhHn+VW3+rH0+ubs8uL2el/nN1UilyZYE8TYweu",
-	"4rT8zjafU2nI/RGeoUzHPCQf9avVWDIagI3qt8bpLcXSekz6cbhGIa1cVk5xPUag0o5MYDsUl0/UGu5I",
-	"88tGJCxoWTA1hNgJPuVeFp4MWe6eRfKPQr4QHjCr/NPf9Aq/elOOjixDWv6S8jsmjyEIwDtbtC8EZ+33",
-	"6sDiMOa5fgQgoLNKwyBo4HWAF2GBKohHVdQ0acgkVuxEF945F7jv9WjB8MyF9tQizaCXz8tuLgxxQLkD",
-	"Qxy8zs6JldhNY7piid6XH9QyzoIqDCe6fEkIMQew2+GdotmEhEmpZIh8RTwg+6fEI801i33GkzbjitKC",
-	"9F2aLFsKupDreNGG1VCU2phkxVosCMvEK1TXrUzXsqJP54zfKaXAUfroKuTpv60aFJ8t1N7BPlWXp+gR",
-	"l+VHoVoUBio31e7+zWsdk8cl1C0FZyu8tolj9R5WrGNTTrl8xOiDrt1LK1QpjoK7D8vEE5AttEBQjW2r",
-	"A+G4uqD3NNnEYfJcXc3PS5oAlElMPzM/ETGUsQhi+sgJvaMhh/IPc9i+FaNcEi8JV0gtAOiXDYNzrOFc",
-	"manyIP7/Y7ZoTBr/6ygTw4/wV3kEdJQCCMEASlqWr0WErt8qhWsnvy6Ws2JUbmIWkEJcmpI6xCbGLQD5",
-	"W5J1JJJXkkA1UUmaAYNqjiTNgX4lsRhDa9vicJyZD6DlF6hEnS0ZN9XdwPX9R/3aUgwRYVhlGkOlGF1h",
-	"JUsRh78KntCI0KdQWsTpdE6yhTn7FvJUJqRwpdbh2Ki/6n+la4BoPBbnFvHPAxdRBPuBxUnoF4DGJHrP",
-	"wOVli3D3LeL5WxcBSahyLbjU8SI442kWcwD3MZgWypdtqSp0feGWOrI3Xx3VfFJOxNn5ffZmNTJt54f5",
-	"d79+PfSYAlauNboQeSW2z5+JLmhCw2gTM9JUN56elvTsHvFSmD2L9Ow+8apI8CzSt7vEy0HptbBctIjn",
-	"YRAw/sK9KZSZ3omZ7M0/ES9eOqo3QU4L9adDSUAUt8hcF8SJRcRI01NyktdKC1tMOQixGFaI6kYo+LEu",
-	"PQByF0ht+qZVY3DGAhZMedPTha+9VgcDGM+43CwWoa/urRssoPtCZG4r+LsTr7Uf/YkorqsxXFMXmDS9",
-	"Oki81mTKF5sosqD8dxsKOIoYs0SU6Eg75CKnP6CgFxwTLxVdJ0SJHN6UqxuIyDX1MdQqZizAOz0n0F6r",
-	"r9oni4TVXG83aH9VSs0jDRMyZwsRMwwKhfKSXbtWTstxNdhnLDn8LaysWhN5z94WXv8Td/XDlurLsI35",
-	"STV/uBDJexHA+7v1BZ3SlpidJBDfB+fHU9Kdp4VVXhbjj1M5rVGrotQtV792BO/AKq/osxL1b4U4p/GL",
-	"D2BthtPOHap+8ScfvUIelK7fuwjvQCYDKxxpehUg9KZ94HSTgBiDu/YCTJStHjuRUHj5z+Tu+YG9CVGr",
-	"Uaonwg3VdjlofyjKYeKYT+M4BPY+5Zl5RusHaalsU9lIXRMVJvLzzz+3T7K5WJXivR/QWBMzGq2+n+Yy",
-	"GqcNz0K1wwMXz/fTRsihaN0MoJk2PFRiqL6rFNeDIwFXVQYV36My4v6aJNsXbu83izQ18eS7Py68/WfS",
-	"RmFkffvvDmZXmIaAdiwlHE95QRCaKAYUs7tNRGN1yjg6rYgvNlFA5gxvnCwNQXA25U1G/aUuQ2woMBfW",
-	"q0hP/fgZQ/aV7rpmHMwllAdTDgNlc1lkEYsVQLyEjgskZrAmi6zos65+LO+NeQXf8TrkB5EsCY1Z9dbU",
-	"sskHnlZies+CkN4CNb2QI2wz3e3hDbWf/QVc8pUsmAnLlj3S9OphAWaZggNrPYnkD1RCQ5UbMBVD8aRQ",
-	"TUijKyxsHiq06EYiJWFdPq/QbUMiRmVC5JcNVRraXI9JmqdhxGJJphvbdgfkB8EixqVFXNvut6wpl5s5",
-	"1GhnwYR4YaLlUumRWGyUACMWRIpI0THxmj+T70hEV+TNqzct8iv5nvxMnrwpBx70Rh8LJfe0g3CxYDFT",
-	"1/GKJnH4BLzzkYV3y0QSbw2MKWbkiaDRivyKROo5pE3WHmGRZPhGk0ZR+qFjTEnY9QZAbCFPXedQ9Vsj",
-	"W0iNXStvBHFADEuVzf4eXdNqRHS1b0jW74BbOV6BqyYQmzmUf82rtNn/q51Qd2v4ajXWe2azO7ajpmNP",
-	"frSR4QN7b2ZB61n23MyCz3eAZ3f6OaDsGqCkplRjLqGRnBmKq7eVZEa9X/Dr7C0x/8z8RA17gvag14VM",
-	"kOLGBqGkdzFjM7mkcc1teaMeG6sp1xUVqKa233UKSltnvvxekHa0NeqVEtojFlPus9RiBtcoiAH2vr3d",
-	"gzq1a7PseFRX8J5RKNJsMrBCvjGJWRa5Ozo/HKbK3IDP9L2QJ4NeoxbcHL3HK1kjhl8LkbTVUtrIcP4i",
-	"gNONqFcE0p/JRrIAJjto4BI98l3EWKpHVKTGeUhrGIzCS1MbxllA2iSi89bh0GG2bKyukurYVGE6onPy",
-	"PaHkOzInfyPpTC+ZAkhh786zGu4jv8RJE5ZYWeN/uq0XrVNGYl2ztfMdayRNEQfQu6x44bX+yo2X1Z3X",
-	"OWm7pIkaAsrS117+4em3ffh1+wo/0mjDauj3kjPdLoisoWIHvA0bSzY8UrIm+OmCY6jmoY34WQXSVOPR",
-	"uwZ+Q2ABncpFrfF4ALFoxB3w5umBb9ahBrwYP+hjXTrsaT+BiopkpZzggO3RaIcMtlgms3zngTzUNGFt",
-	"3UOoMl3x+NZb9vOUnnOvVSZVo+kFfNqGEROUXoORVOBayYNcRDfabZ1hHwqiwaryMSu/NfgmirIkxX1S",
-	"hQGmOMzWFW13paFfbKJFWZmzKsEUxrmUVms6Jp6pJGB0Q/3PgtMUhDQtL+ltTQsQfKrZ4gKyXkaMujhi",
-	"3ZVplmAEo6bOAcaaTLJlBOxI3BU4akVYqBWOkbawbELthR2uUuGsHpklgEpsfdeRgDZ9ZurDPjGV/upA",
-	"NYUhsTy1Lpyewm084vkMah2WgFKQiEFLhxpeaXZuyKEcA4HYIfCGmVNTBY0+neGPzqB6UFYiZrNt0H/c",
-	"DfmcPQuwYwnJSBTKhAWd/VIg2yqvplQF5ftpfI81CihJv8GfO9kOzIWIGOX7uZTeuGxrDW2ne1fERR7Q",
-	"rSf/NvWQv/BYrXIs4wWecKuBjuqD2WQG4BX0yyySA+qMZYr4izZIRy3+oSN9+BFO4g33abLN7o+LWFJJ",
-	"1J4r8ubEsS3btklaTK8UAoExHZnFAF+vX+mGm447FaVSM8uILRIiNgkWOadcV0cxdEGaXKS831hmzY/f",
-	"p3dEa99x234q8kEZ2b7kdz+PxNySUhqsOxWvPyKdVU5DsXvybtZvIrF3ETaWYP8hZvQeynQUArJf+KGO",
-	"zK7Xnh8ysRUsWNfvb05ffyRHRAZNSIg8UF/IR3zXUaRMKA9oHGB7QjUTRj54ePNvIuxELCeE+rGQkkBE",
-	"qiKfKfcEZzMzwAwG0GFqi/CJBd5xZqB9/ZGkCZakeXM6uydigSNAHoFnFXpFvpLEy1IiFBReC6PW0g+0",
-	"tQ1zIMJfwVSmY9ZeqkTliCTdTk0OtcSGBahSj2aZ4oI6F0ipW6SH4Sgh+nA5iyaEpsoGBhN52KxRehiq",
-	"lTYXXWwkk6RJMVwtDucb/RrcK3C4xYLY7UGP4IbC5xgZqtZiAd9cM3XATEPIe/bcImCqpwmh8l5vcGEC",
-	"3My0f2CuQcKdEiCSJVuRpo4DkJ1VoEBGn0BPGziN7FjToMOgB2uQfnjfsBrmz9nlh9vZ5dvZ9ckFVD/M",
-	"26V1/Cc8hY4SJpQ165P0/vTmBlv36r8KpRSLdZAqrXPLPT7rpNw05LTmvs1FlP62T3QAwsmGy3+8gwqv",
-	"2Tqq0QDgMWH8gUVizUzsU670pia7Y+KpkT0duBEmUrck7Uz5CcHyG8Rbh/zOs4inv/cUqXhY+wxjU5V6",
-	"DKGEDDsrAXlMufbxvJLQlvwZPQ1Nby0Kw83gR/UgG1I/a1lT7mnGInUXEG8ugmcPOqqu1skzWdH1MTEv",
-	"QftyZqDRPqAUEH2yjMMjDUHXhI++K13ZKGAQ+YmUG4QKuauQY4T9b40VXa8hqv43k5u20x+DLVbLy9t6",
-	"V5h6+uZDhbBtL18Jfpe+l0fo1g/wJfzma2rNeL7AUDYgtK9WQ3B2uYCsgV3XWjb7V2vPm8Vp99yWRQzs",
-	"ez2HZWhxmJ6NtHhU+XQgOfyR87GHKrK9PmCNCKbVwI+34C9UmE7fREj3Ihvf/8O7nJv74H0+7PUKFnAD",
-	"zYs3+WzIXaJdTeSnOuucYKOIXBwoXJOdvYaAQqplefx3uvwY1MdVbI9QKcM7jtW2QVjHUOyKUJON6rVS",
-	"t4KSbFD/S9vR6GirMAFHvGn8ZZJKNlKxZZR9vLxZJk0J9YW6fje6TiSY4yNGH1hQe4fpNKPyMn8yahGI",
-	"fm0IzNBBf+zLhkZmsYAGgEmtBOZpC87aYlNEtFuH6HLGat1eRjS+g3AVEHGSOGQBadJFwmLdk2gtM0DC",
-	"1VpI1tq/xfV5sfVRxGpefbMxEgkoZfH6I9om9s+U6Qg0ig44cBVt4VPZba71gZx1m+jweU33ALJ2ZaR5",
-	"u7WxaBvT5M7H29Gsd7JPJJ/ypmKIuSF1a3dJGPWXLYgl0roAUEZxvCnPBpReUURM84utRkHCbwDLKikd",
-	"YGx5qiXtnZL+xvg9Z4XneBjSTasVvsz7BzogMu5TKVqYNtmCMAHspbEA2xv8Xei01vrv7314nRbX3Yaa",
-	"qzw+wKL4i20R59MxkSwNJFYKBDH6w6hDTqJH+iwVshTDPJ5ymsMpSnVZWd9cfUr10kYpOqFMbR8WkQKV",
-	"ohVdQ6jQnKEsWReHsRXBB/vLtyL+4BFO/+AIWzYq1e222uhjdlcfgYJMMa8dys1qpRRKpaRCmJdpSqfT",
-	"WfRQasOnPP8DmJJJU3Cm30Er9ONSREynZeB5gA8wVEcpuXrAVofcLtkzoUFANmt1I3mQLK0ZykHmymsY",
-	"Ko+RosVy0AP0Gvtl1XaZiHU9jn4iDzQOlRInc9dHeptlE1rpUzDzdQ4F/aMefjfwVXghnXyLQSgJZRL6",
-	"Sthl0cLKrnovCOkdF+pH2fmCWmD+UeJ63+LDRmAQiVZKcvVsN45ZBBfB2dbIaqNyemHgoTUV9US8EjCE",
-	"oxACW6P1kQWNCeNic7fELiPQSbNTZ/F9gyn03xD5ds1W4oFJ4gu5Cv12TJ8JpuBPCKdxLB7JWsgQrgp8",
-	"ro6UQxIx5d5jGCRL7ztHZ5B1yM+GuNBKnIXnSBLMQvI9eZr9Fn7nfCVt8jQLrSln8FT91iYrFoSUN4NW",
-	"Gh/sbxLik++Jpy4huRRR4JEn8v7kDTkidmcw7PWnvKn++b35+Hf2e2tiTjyGyv+K/V8MJ8jBZBEqgRH8",
-	"vAwTes9iE9z3jj6rX18v2UqsWBJ3yBlPWBR1yDmdd8jNs0w6xBmOSdO1nVGLjNz2qHesGQqjXEnUItok",
-	"aicfQox8fiJOx+13u04v23wFeiiJ3bLAPBBCTjkL7hiaMojCjo7r83O2+uQx1I5UNvstbDtfMzndUnfS",
-	"gkZROhIM8xmH8Ul76zif1bagMBsmYHfJw0MTEqbbElHFIPKTfAa2MuWhmcdM+D0JyXdEEwr5jjgEyh7q",
-	"jMPwO6fT+UwoUpZFTK9+Mn9GZEqliNwtEwIhmMDVgStntRQUayZzljwyxhVNoUH2CddznHqRyZ1gGHoO",
-	"K/wM7JpIVLsXhJJruqKczOFrnblM7mIabGgUPcNdPYec5Yjye4mYEGsJAbxwo9NIXR1L8cgeWDzly/AO",
-	"DkIYE6WR0aidiDYXoWQE4imPzaKNvIwHRuktVCZTDghKxYVEiA6h6/DIVPRRcsld+GCSnJTsLBO2JvNn",
-	"+G9nyjN9QSyIKaaR4h1MYdjUaJ4VV64TPMoRirpWR63+lp7SLTf1Jk1/rDucGiHqkkbCA3xrKsud2lL2",
-	"7eCAGNE9oaFAnXV527hDcq3moUr6lQkpMz3SpJp3EsU7l6HuGCxikjwKErAEXGhkHT6xSLZK0Lsd8hNj",
-	"a9Cwi10IkPlCWx3Kg1fq4g6SJQSq63kFJ2kR0CxAU3Fg9YUkjm1efQwDZukBRlgzHDKqIBlsnhKzEnCQ",
-	"x7cKwbzO4EV+tq1hqafqBvxBBM8vDc7OGVmtLDdALAiD4uDaQAz2Rg14fky7DpTMVlf1XWsId9r60qVA",
-	"mEgqEGiX965Pi+LD11xN751f5d09X63G/nlgdThDIg96+TZcMZnQ1TqLKcoOPkJZd+z3eh2vYpEIX0Q6",
-	"oKJCMA9GooFlVfAJ8Fu4LVYFjsqe6qyDA11i76m/DDlrK+EKOt+p11AJBBc4PDMlAcS60oysVho72Bmj",
-	"c7pTun+Zc6YOCW8jxpK956uImTvB2QwuxqzcXZUZglPDp1rPBRlgyWiczBmFm0pEAVzPVLsUQ0k8NbJ3",
-	"bJIDdhuncPg6K0YUpBoJac6fiZdVgPJaFlHLUNeYErU7hytbMF01eq6E8hQsqw5NdTvwDjJ8stYNRVyX",
-	"Ww7vjc5TzFAJIlCgS5ckrhgz0CCBgqWHFa/AHeaZb71juJSWmxXlGa3jgNo2xJFedodTVQOoAhbNIqHm",
-	"qPMuFtoOReJuP6vI9cZCTGq/AXCQPN4qKCg5TYj5yISgHRMnd1pzpLd+TpaCbx8713MllJA6nTCubuIf",
-	"BQgp0JOSC3IF4yjRMpRkEbIowLgZlGVNKSCth/wo1HcQ9RMmOAQkk+VKBHh3wum4g85IWxEqu4FAbQf8",
-	"vQiUaGhmTuMgfhTY2JOEHCUn6KfrBeyBRZ62c0TCpxG+1qplcjKl8NRcet/IqLX2qtis1YLzXOZFcgVM",
-	"WHfmzu64iFlgZIsiFvSPIOmmO3lMPB5GOlwBugtmkdVbTmQ23TmdX2dVNg8XZC45I++uzl/r5ssdchpC",
-	"gYgs7hWsGVlMsYeiOuIA8g/VXYQB+9BnG43uLzDIfqON8Nvsgru+ykcIvqgeEZRi13HX+vs6V838lSRh",
-	"YE4bvn5M1kJCd6MwwWI+RuVERYrROAohvAW2B0XJl0BWDEEvVxbSWj++BB41KCt0nDbh1o4szmisbjzd",
-	"zTbnD87HB4KoH3LitSM6b8MQbSyZ5x0eKZi1bqvDYp4uNR7TzroUEqGNvUevyWSyEF3DqrU79nn/mS9u",
-	"dY5qPu06lvJyk/hiVSMEakzXOeMhbjvdCnXUoM1UkJolwF9KQu5Hm+CwWF+fQSeu/RlCbFvEpAFLB2MV",
-	"0OFhHnqCzA0tQE0Dv4gJF0nrWBshipStuIqSZvavYcNzGDtIsPpgvsiY5H4ZSyPKSvcnh5M8ELW7Hj4w",
-	"DsWPf6vYLso3FI3Ch4MSK7feNOeCBrpVfRrW8QJRmz2pA6Q4BDZPrGy4Gh8DhkKtaZjbOyxEyivuz8Vj",
-	"zrQ85biaSfo5F9q7l3ak6xDMeYW8eehk7i+Zfw/mvlUoVya6uee4xLu6Pn19efHm7Pbs8mL29uTs/PQN",
-	"RKBA0+sUkinXAKKMkmOYbn9Qw3GwFnVdLAxYqLQIC9U9UYRdhBHzSJNFkpGebZNKEGNLgW8MrlDsj/EA",
-	"mDwnnu6e7IFv2dLmP/m8ikKw48VsymMmRfSgDjoEbWHpRzDhLHICwytZbOs85U2vDU/aCsK2euhZJF9D",
-	"LVeCx8O6kkcehGSwuHU8xU6Aj6FZVrkptNchJ1yHRtKIyDBgPo2n3EPLqloo2oY7n6XgXs4eWDaPgoEH",
-	"HLiSNCVjU+7J+4jRmLcRrM4q8FqV/evZ47oNxL3Zk03tYfs7jzTRAqt4Aya7gaTsaTR52gtKkym/YxyK",
-	"MwW6jqAk94yttXFUydIGFa1ONvw6FiuhBqWK/KHjns4h8WjsLxVX8UjM2kCrMDvlxPyiT0eTpjSMEQjs",
-	"KZRJzlOGVbyQKRDAYs8eT7mHEaQ3tye3H25m789u3p/cvn7nWWkZvnwxKojZghGO0eurqyBGz+XulHBY",
-	"df0D0C4Yqlcty5wF3DStVmQUDl3iaUI8RRoepiZw9piV+WFc/S90v5xyT8+HsdIZfsD4n4uBQKw2rIbB",
-	"GsQ5RPUW4JwmstNduM0QpJ9vY7yZ0F2Sq/G6RyvyUiREPtJ1VSim0Z2Iw2S5qlVtFZYhD2C2kvuvbNyT",
-	"vOpV5XQxewjFRm7XzzQeDAXoOxxOzCNdb3MbcsWbHqms0crK0lMRyBqQSsuuR7ySQjP9+qU5dKZR8kFB",
-	"H/mW6gd/Uu6+/KLc0WIf5pd+moUeHGjZeF34pqaj80FrLnV8riM+ESfbqDLfBrq27kOqK5vqAzoZD9lR",
-	"W6fC6VRHdeoURebTlCqz5rpIH7RAbDF9qK3oWr29U5s5qS2866Uwp4rOoQUV3BcuqD7xK9MJTV4FSsL5",
-	"OOBDlbnS2S/us2VSZYuUoxFdOUR1fOA93md1IQ8fePhlw3Lqtrn7mh8+nL2B0t1ELQFIZrViHK8ziOSc",
-	"8g+3b9sj7ZBFNGCrArVJiSBuf0D+Bt23/3ZMvFQ+MaYbcNdC4Z1YgjRBuQZktYmSsA2JotkrxKecrKmU",
-	"IFxPuRZNUN0LwQOns1t0DkElh6Nezt1jGCiHUh4cqndMaClub3ttAIGNDf77h+eBAnXyFNbobC+VIKxG",
-	"Ju1uiRAzIV4YxeWv2o4F96mvhK+Q+zGjEsqLUaX+82eICkkk8bKRZ0BrXoeA3y8fCYYSo2GFXMAsBRv6",
-	"Iew8C5Pq97uDPepydnjzS/+0Dc9vWELDqJ7iUtEwFT459EOukZ2CYJ9dKx3MxImTnNn7cJPUbikNRM/t",
-	"2wxCsEXQffjA0tBwA1oQxpjR2qlPfU8YT2YvSdfMNa3Zm2Bwrt8ttojZk8FsQpXh9a+Vfhq7CD5mfgiZ",
-	"dut1FKJ5ER3mqRUvJ3HCR2l0goi14KlIPaaPRC2Zy1CRQ4e8xeYZqIegR34drqFqFU4r7nioOKhM2Fqa",
-	"UgjQaEDRwMFOuqv8WiG27WtdxvaO6NCcKhxjUA9qeNwE7ReXDfI14ggjcBSbPRjcn9PJMJSzHtqscU7F",
-	"h5VrVJCrcm4RT3dEQM1fnyhU/nU3Ha/eRaMbHVUSR9gTuXl30lZXaz5AVp8esAkxcDUgLpSOUKONLJAM",
-	"UK1MD72mKRhEblaYmVIPXvgrm81Nd/oX1tPKjHt7z532xardACvI7iL6oEQKnsa8I5Uba0GnPt8e0mVe",
-	"VHnGfCOzco27F7xL2i/fVDW0hZFASrbIbPjpvqNZUu730ucmgvNUZ8B8hGyQgGzWarbcCSzFYmf38bff",
-	"l24+JNo9+OLUxFPYuQI9pmcn4/BbL9gzSK/b7+jffdOVMrWvzm/c9sXZ1cn5jVeXmbVkMcPWKtoaRFKb",
-	"3tX5zTWDUqZg3gGPovlJc+kmchJgz8hHrMJXrYKhF7l47q64Or8peaorE9zo3Jgbn0YsroxeCxR2fpot",
-	"wihhsSX5Q/mzP+vSxq5sf1YS1Ot8WhoLyLVbFOGN0T23W4abyE4j1/btLwPo/c0paWKuVqsIG6Zm7QPw",
-	"38Lf9vOwi5SNrP9P5GbfqOqE3CS3VBUaAq2sZKsz5ZfgNOJZAYh8KE01J14buXX6wpRTea8TL0OdoggZ",
-	"8h3tLp2QX6Z58KeNT94x4Qxiakq9pzCZv1nbZepIrcz4OsKkVUqv+dN1rRIXz/PswrHYeTnsiTOtxOzg",
-	"V0RwIje+kn6PC3UGtI9M1xoIJZEMjESHZVFnV9befPYsxvXTnxjlehiXK8a7VljcxSaKcgg6KGrn3x4y",
-	"W6m08N85eraSAv9NcdHlUUyI9H7cZ+bFA7EP4x+I/38H5g9Ban2A2qV2bJqYNCUc/fbVS0vgYCeOdCwP",
-	"/aFSK2dAWlOueyh0yAddT+SePWN+Sojxbx1yQlY0UiySBcTTjFkxkCmv+NSRr5aPVKk2OI6wfT0GzkRA",
-	"XmRqi1lHz5O8dU1qN7G+vaZcMflWh1zoNj7A4qo9IPKLQ8vvlOsWdKh8oq6fzqmLmD2qhyEUGMIbq3SH",
-	"7CkhuIXNZNdHPRGcZ3aiivlMS9XGBueDnSQWK9gxNDLmpP60Wwa4kU3D1VeykNdugQXzs5inSVtG3wcf",
-	"jnhMk4PQi2xSgMjrm4/HmW0nncszYuFMAeZhwdpArBMWTDk4nrMeHmnkxKouoQiSojNfXX3sDKK2JN+U",
-	"ygDkBvIgk2+zRn9nTkvINiHXh0Td2FvkJ2j3qQU7bPWBtR8x3pwUMKWQi2dzyo0lLI2wTWNGvLaauQ2D",
-	"SfTRF6xNU17qkPJIJRGLRYdg9XaWyVNmq7dFA0OF+kCJ3NguuG6NJRzqT9IvPAtFwPwi1XsYNuZNuZbK",
-	"0raZv30W87Pgq9eCoKPOltagWIwDAxZWUBus6RUaZ6s3pJrHdO1OA3PVF5jROeW5eBpwEEOACGZbyRWN",
-	"Im2JUnK6ntoy5D/lYQABGGnH1czgBSbLh5A9WrqMJ5k/YwMyMK3tYw9lIb1wUrYY+WoCN9S+p7oXnP66",
-	"PTaN0Wvg0J2Za37JmjLX0bz5tcA/MEqENCWLFu2A+RGN2ZY48Fyn9Wp1+8e8wVWfIB11U0sBYGPUdKw2",
-	"Vrb2xyiWW0H/9oLNqu0Lf4C59PXNR7KmcULYEwU/Uj3/KanDWZ/4vYHv226ROsFsWyzhSSGw6Jioq8uE",
-	"kGSRgRnQezNRskq5B9nDAeScp+4ATSsrSLtVnNrZSMAUq3x5hXeZBqWz2sshi8R8Jck8pGh9gA8sVLCz",
-	"sIli/VYTkouWkIO9CVkF9W15NzVwnoJImHI/0/QojVq2KsWMU+gwgVSXWzXhalCDQWaZ1ybNNDRjHLyc",
-	"8t6dKl5dtzQoE364nWnDkzA6/PXt9titxuKUpnLFkg2hHEKluNI/m1RjEbEtNcHC3AYLmW7aS9xupcCa",
-	"8h59AxYR3hw2t6LuGi7jLQIaKgxkzpYhD4ykYqyV6U2+zXqEv3ppgSiQLmqc3bmt2eooSv2aaF1Ls5HX",
-	"LG6nxbAUwl6WUberCNglZzkZJ9dUOGeKxPbBL8iDVBhJK0nVQRSpddXqLuf6F1g89ZeZ3BiLRxAl0wfG",
-	"BOkccfIdSWbhq+btq9vWf7Yd9Q+s5fwSM17Fr7qSzK9C+JpG4Vw3wAYzeL5UGXC6kwyPMu258ocheagB",
-	"pc4q/9eDs8sB9RDWFAz6eHaFIrSu6WNV6Lyguv9R+PbatNcYxK5N/pkAuZEsZ+M2UTx/FJwnSGYN+d0W",
-	"aP6DmN/JekZTws85VLB7NxafUtfmdmz9ETircOvebvVgoyeR/EfaAe7xIOCnvGSm2fAwIREEuh0TXWuS",
-	"msLwStQJsAazRaRQ6h5N1Eyv4hkl3xMnNWbFWnMn8YyWbfh/HlYOudHz5IcHwirW58sQWyCOHFs0zGdn",
-	"rb58IEI+IclIvdUw+zqTZUGirkoUOyOnwLt9P68J+Q1/ZdUwEHXqfwp/sLA5IAvIZt35i4IyCt7FeoMF",
-	"tEc4NhEnmZ4M8SogmGJ6zCtJvGw8MKVC4hASKOj6WHtGW1vUsC/pq/CnxWy8KDShjqAuFMRR+Ou31Px6",
-	"Ez6EgU4WymLB0OgB5WBozKjmXhhe5ZFmEtM1+1WEAY2mHEoOpVpBnkGHXG0FCbGoogkbeyZPwKpbE0L5",
-	"lIe6H3dW+B+S0TQngXQsjoVvMC4YgSCrjUzAiktoMuWYBp08ivz8Fu53atC+vT45uzi7+HF2eXV7dnlx",
-	"43XISbrmKUcvZrbmUJJfWSx0+iRZhDzEmqYmzBYS9u9YkjeamxrxXp29E0H/ltCxcuklbnb8wM6QJjRu",
-	"C/kk14zWeSMg8bdQS8XLSlSnOVG6FkU+eF03b43VsFWZ2pRfMau5uLydXZ+evPnnN5SzT8tg7DDa7yqU",
-	"+CfWYMnAqcPy5SaJQhafQzx7lWFvSbtehOpoGI1m3Cf/F/mHaRz+d+rfS8FNpbr3m2AponsaW8QZD8dW",
-	"tkF+TvJNm14c3K0j2QSMJ+GvUHUEP96aaM+idAKE0iLdg9MoDsbAO5EwrAV26+I031Tl0W1YjS+1e5Uv",
-	"L/5Nvs98EYr/Kpcn1G7/L3J2Xgl+Zxycpaz7crpSrZ0SZY/UWrkt+a3OclmT5VQtGKNx5HyqlVwqpVQO",
-	"KF7yUuorTVIDZjVBpzTrNsS/KMbE7NRfFGKSEsL/RJj8xREm0JLjv3NUSS7rkT0lL26/WEwGrfb0rk9y",
-	"/LobkELKZn0hLaigUKnRK1mS9kPqFNseTbAlwpRnhZah0Olmra4rJV7+gzTB6hhioeqQbyky7kA5A3LP",
-	"ntW5W+cre2UKmi4orsUvY6dP69nm6yHXCqVf9h+ual3u9L5+8Yc7NuRNBmlNLNwmSkLAaMIK7ohSMRoo",
-	"5SOTstxzTKjC45TnEFncWcQmVHEw6Ya5cu0dcsPYlOf3SSmgiutvIirrEJu3lR4g/3w59L0ZSDwHv/3C",
-	"3FT34BdfBMcLk2R3UAlGFMm66JlChI9cQhltn8bxc9ags9BSp745WLfjtrB8tdgkoLyKWIdd/PbVs3JT",
-	"6DIs64iqk1bodbQ99gpOJrgHsIE+lsHFSsPY36e+GFkNhfm7OdhPE4i1Kndly8de5ZSEfGF4rMKRfsew",
-	"3G0iDANLhOJh9kQHxyQ0kjohHHRzuVnJKVfHqwWFS3Ree0QWkcACkaaqRYdcYnc4iLm2SF1ZfcM0J2RL",
-	"aFpanFZXxX+RL73QBepQmSn3zV8pO5Wm+R8Z6i+XoQrtyv43EKYy2qipcfuSWhjl/jEvqoZRabHyZxXE",
-	"CIoSwQFD5GUIqKihS4X/efU0KjagApoLaKtqcAV4du7rHzA+FMf4r7VB6K5w/5ajBLjZj9Stx8WoJQdS",
-	"qnobIupeQuJGevlqNYzIuu/LG/NexYRgftix5kL13Mqig1is17tqDeoXdL9+iH0lc+bTjfajROLulSRf",
-	"NmyDUYsLxeWbmYSEWT2PNEyy6PVI3L28FqRuWO6L1SpMXpR8JqBk9EzBsL2k9TvxSCKhcxzxC53FDHbs",
-	"Zwb9+rCmBnTLVsOxgDRtHbmrCzGFiW7/o1YJFclCmSaaY0hIJn6aBqVTnvXh8PQ3BlTP5FpSch9GEWmP",
-	"lRihvfCRuFMik5LUNhx6SnHi6S3D1IHHOEzYDIvie8dkTSXEu+fqQisN0RSGRmGQmlrQsN0hv0v7ourC",
-	"zTOMuNna23hnrdfS+rZYkgWHzkPUbIIW5hWCdWKZ1BtCmg7ZZsveCQgQ7SxgazwYe+t3Qkb79pOSkUfu",
-	"rHwDmf+hRPj8dm8HNVLC/JYTHeo4RtNIIRF6ZVPehMMdhPLeImdHl9ifW2lKyxDqh+PgStOZM0U1ahoM",
-	"uobWzY5NViEHS0XWJxFKx0dCSmtLrfISjX1D2dh066yU3e3ll1dabS9yS86ekpm/iSWKxXtDZLNTc3ic",
-	"bKXC2r5IhvwkVgHE3avUxFBdZaUoWI3TLf20JiIODfj63ELUK6jMuu4HFA97JdNUFF1CLOR3U/5ZzOWr",
-	"TkVfLVhsMpYA7tpyR3DNFU0l3CaYeJSaPdHpCDl0eVOO11MuiWbVekGTtv17lV3yMyzgvI3d3ZF7tk6K",
-	"lqym147EXVtHbHot0yUQCoFA7aoAqrHk+05s81SWK4CVwco2dQ/ViLqSOx5uujfJ2UZMibU7kRwTD/dd",
-	"v6AryKHBTeQKwhiojiHLBJr+T2DDDY2Qz2Keby6bhczAkLAM+K5W4KyWkKmNqoTuSVD5o1BfJy2hk0DQ",
-	"AUT8YwMKtvb2NV+mkZzNqYTaBluDeyP5g37lBn32psHSlg/yjd6sXEjAlteLUSJWA0ssbJU64VfzKn/Y",
-	"+h5/MNV4Sh2dpX58mLEjv5h9do4cbHtfTcHbE1ldQv6+94vIBHNLWV2pBuSbyInUr0mxiajTISdYApjo",
-	"WwxLy3ofLm4+XF1dXt+evpl9PL2+Obu8yDdXrndfXjMahIdWwYYIjT9UBfuaaZUWkhRe6taJGU3q2aLu",
-	"dsAgayK+1ykKKJw0IT4DrWu6IbV+h0awolYdT7Qa+NKL1Af9yfz5RVmCGpowyRL8tDWzmOK3v25rir48",
-	"9Bni6nek0jx0Sx/VbwlFgjIR3+Lx1lOaEeohx048L+9ZVFMhROR6EmHVnFTJqrbv8eoJZinklhJR6pfC",
-	"7q+wexRpCuigk9CQs7iVa+hSG5ywTJL1jAZBrM9rTR0PyukdNBwg+j015lxseGAR1rnrEM/uwP+f9Pv9",
-	"gYdtmyGqbkF9JlugCDr4zhDfqQUl3NrAFDYFemhYxFMLb6/DoK2bvR/DDW3SYvV9CTZ+XXEavt5Srkcm",
-	"s3STDj+TcX202kkCemGxHVXmrwl9iuFp+dRDCAaNGEteySypVNfppqZUPmmCeg95kJMssK2lfR4UG3Ys",
-	"2ZSD3FnIyc0REwope3oLoWxk8r8x9TIsFlUsZu9xlnMs7NVJsnZZNc1xEpOmlmLv8HhYDfEMMbyrLGNa",
-	"XzLB7ZB169E9Cg5Z0q+rLzPGA4j53JI2kNlczIuVM5T468nRUf6Y9L393Bn4MjCJ0lEugVXBT4UaDFUX",
-	"tqhyRLDz2Fbe+VxXkfdtzOQyLciL/T6j53I93vqE3pLLpBovjtxTWxMUkX7g4RNha+Ev80ETakK8pQN2",
-	"YDxgxbz8osmP0xYBaILY3uGpCsoWisuDBkpGVoK+JGW9LGtRK3h1Baeg54/Js8ySLF9oFfrr0yLNEurp",
-	"sphVVmN5357llnGNJN5wKNiA/utQ1+fNPt5f4uuLuz8T6x9uPg+rWAy0Uirg9Ufib+IHRiKKJUZCiST2",
-	"h/PG3Kct5diNtPEfRG5W6h/yy4bGLJ3cpAGyJ4hKkAcetth9mvmb1QZL5R5amN2tuYRfp6OQa9dAmw9A",
-	"XoSJlcfxH8NVxRuXS9dRWKwsDcGuI9ScVvmyFIob+hAmv94/t38UEX0mciVEssRERxKwOHxAdKQpEvoC",
-	"4gF7snSzbAhwDe6YuoDBiEwl8aQfrp872DO6UyiI2IQPeSAerSlfi+gZ8vEsnE39J0ro944F1Pr9FM5A",
-	"vJ42Wl6HeLovGCZQzBkRQTDlikXegUoRGz+EGdXTDBTG9rLex/kXWCRZLgmiNtEinZjOxQMjrt0b6o4w",
-	"aQbGkkr1fKTzN1pghNaBbaCR5EJA3p/enrw5uT2pjWkDWKu0+Sa3GYiwmtXo9kLbF1Pu22yTZrrlxWbJ",
-	"vX2cOZ1Vd74zbar351YV00G0KafO6IVYL4yvUJ+boXtYF+d0qDzYtecIBBssWRPK2uS0XE51bXX6A3Lg",
-	"c+Nntepf/N3pN31XF0e01ZWqjacyb/oMQvQrYsNz435RysvhrtQw+RYv6jbfUB2UpvdBk2rjVKmZlAXl",
-	"e8QCC+RQfsewx9wzOIHU+kJO+DcAyXfAp6sZzJ/JXCRLUwo3EwE17NAOjyV/tOcg31elAIl9a7jGX9gE",
-	"CWfe1lvYLxy/nRbS8nHN192oKe+v7W2SJZiXkc1kxGuofLXUlb5fLHPu04m/Xft9CXK12fiFgoDJYERb",
-	"PNHhyhbxmk+kDddF86nVIkdEJkHzqeVl0Zdrsd5EuvluEIgFsVtZQmTAHkI0F5ITsohokjmJQkkitkjU",
-	"RfYri0U1165yVfCHA3MGa/GSi1kpEVzW26kislX7GtW+onsK1Ei+dMV0pjkIRn+k5sCemq/FxkGVr3dW",
-	"KLipNhLBogTHBnj2ZUMjWagVXNNZ5C+tYltMcs+jvW6/Tc71qYkF3V0Gsr6vvpeKUG/OPp5e/3j6xrOU",
-	"fHV7en394eoW//n65OL16Tn0lWx6V5c3NZXljnzKfRZ5Lfj65sPbt2evz04vbmc3t5fXJz+eeua6TBt8",
-	"yHvFkyK8bBN6n2tvgYNsEfFwIK/g//O0A5D4UG0QOmk8Qz3LUqmTfDF0SrzUL+dhbjGmGZczjCkUYgTf",
-	"gc6dNfnGaawETn9caKrEdVlMpj5/JXWX3jDwUge7OsrHZCE2PDAJD2GEePgs5mCbBscyLEkHJJnaVVjF",
-	"DA3IsF0XJ+ez0+vry+t6C/L2TN3dibO7KO/vYl4jQCYJW63rDAY/Q5x+G+ywHmlSNO62JmQpHtFiANZ4",
-	"s3ylcSwp1EP9LOYmBzzecA5dHjH4LWacPWKnaAkNt5ka2JiU78MoYkELQqniDde9pOfPxEhN+kXAskuM",
-	"IwJ1B32ZxiyJQxZg81JTfZ0ChCb8LN7oCobaYc5WcxYETHcm1oHwO80ff6jspSloZzBXU99yyvcVuCTb",
-	"6lvegu08X18wK0UYSuKtWEI7e2teRnQtWXBoR/kXB7gXeWE1wv3n5XNKVyhmW2qzvDT6DuSWtNPrQRHw",
-	"ignI5QtdljsKQ96HvEb4T6MtcnRnHDrzZ6LZcbWAFn5UUofTWo4eaZqgsMc4TBLGTSxjLqAD+qvqcpJG",
-	"RDED7AnnUETx8t17r76qbt5tyu5K1XMJlWk/G0uXJi3WwXHt3mjKTTWyNYsV/o4LlzwUUcEKpaZGBhzm",
-	"YrH7XJFULDcqM80Kjj7IBy2srDrlRxmiaSSFLqwKOlm1mKs6MxiicVfvanwb00Jf+YWIAvKUsyhi549A",
-	"cHZMVoKLRPDQPyZOx84l0gW6k3hNLGZq3dgTl2m2/OCdLVrj684lTdRFnBI5kLf6E8LQ1CH1GUBuZbdE",
-	"pbhhSuUQxpyriav7dqS+gJeR41aooRyr6WXLiafg81LdR9ETmAqgu7u6rxQ0ULoE5AUKHGgTH8ZlcjVs",
-	"aoq2mssgVxb6oOo/OT/jgY6QgyoG5QSDrG6Q3Mwx+vYFE5ZkEs01c1V30sOSbu+ujJwcXCc6u60quDCZ",
-	"hCu4f4ONVogOvq52sHUEeX8nMWi86WWCNbb+wYGx988BPk8Nxx4c1JenVefl4FjYvAhY4yQpheOW3RDq",
-	"uVm3ehXCJs0lzLPoY/X45cYDWMj+eNsqsVYg1ce4jfhPz7L5N/IlEZuAbBC7Kkc/f33ij4po8beG1VCD",
-	"NFLjX91lWrgeX2b1uM0zBx2y9UoSdT0HNMF+qiZTnpzoBu5KrMXKm8GUQx6skvMqxn3L9J4KdfdTLkV6",
-	"larLUTzyKYdpQl6sA//nFpwHQxdM/gomJTBnM6/racPsCnvbo1KXhP49S6Y8NkFyLSU4M9aGF/9+c3mR",
-	"NSbQpZPQzhszGsiJjmPGXNhM9Gb+UmBYCPQmVZhGhS9fz/yVJLpd2fZS7daWIu2tDjnRnpFBb8oxhZkH",
-	"xBmQn8IflEgEVj8/gSWU62xlrpmqpKKFlDBRl1uavptH/6BXc45S7jCLN3URyO9AeWY5cQV7GoSS+Eql",
-	"45m6Ypy25kKfci23Cs5keLeiXodcCFNoP2NLHmlCXQeyCJ+0zo3y2GS35+s1GkUx04ImxOkQrMwMddPg",
-	"sZxyAO/+b1Y2ruJdkXhkMlEgo6egCf+ZaBMA5bowY1qFViwItvYiR0SmHZihLpM8Jt4q5DMYIdchzWtZ",
-	"6P7zl0JIJRLp6Y1r7P5vHRLPws/3CpmxeCShUvX8kt88rfokFmkR08+Iw/tCGVMZzD6jvxPAeiVrzJwW",
-	"4camIS3yBWVmvcbOlE/533K7RZrXZB1J4kkWMT+5UJM1VyxZioB8T6YN8+K00fJM9wCCTQIUbu8RSETL",
-	"PWmTm9PZPcGL0Tz9m0UwV1+XyNwoqiFgPNA8KFsECAhIbeq31x+zilsWjv09aTpHX1oAxWY1+6xQEjYB",
-	"xS1yRJoKQ0R+iZMmb7XgnyHCyEmbOC1suSo4LMOgGrz/oSTXryTxFAlcwVpk0Ixn960jPZpZ1irECrhX",
-	"ikn+jXgYyRf+Csj3SPOBchKwmHwULLGIMx73oGgB4PnVFkwraKaNwkga48AjFeJStBo6X7O4HYM7bKHZ",
-	"o1TDqAV/r3GDePlPl7SRCP/2ny7Yz4PZ5/90wc+UMOjTAJqr+hrOBfqYbaW9jsdjgmBBkVKyiMJ1KtSq",
-	"qZqSsYAFGWnQFUP2jq3Fsn616svWMW6Gr0MH1WBoNVITq+9Dietk36PFP2hZZI377pPviN3pqxU4tm1j",
-	"pqC/FKHPdDGJOtpcG4JkxO7YDmmqXdal6giN1kva0ixYndW3IlaDCM5y1MGI9ClUTEMbqknAyahGobFj",
-	"TtbMkPMMSxfovI0tZwZ39fv0tKjpvwNa/5uuL3FzaqrT5A+JKd0CrI0CRzEoWEB7nuY7KpOQWeQ2nMtl",
-	"GFMemmJ3b+OQBSvKLSKZ3yHDjmO3gDWotSjOKtHeK6CzNdYuRP1IqcrqKg8Vhds53nSsBREJdVuirLa3",
-	"L1bzkCs0xmJzh/dwED6EEMU4fwZizBW5BVqHQrGS0Ci8Z7oWT7ZYNOTl5waDM95EhEaCsxaYgUEU0AUx",
-	"YHWKXszOZ3eb4GTJoqCtVH9A7SSthS44uaNSYDvmKVcclTjtvq25piIkRelSHfSLs2vF9Xu2kxbQxABX",
-	"1A+DKU8ExGe0LPJMY/5KEtcpGL8labqDUf3X5p7p2ShKuDaRz+oiSEI/Vbd1JxAWH8FvnkW66T5YUw5M",
-	"Kx881NJdXZAHFBaL8PSd9sA24E75EF7Fn9SHrm2jRa4KS4e8Ruzq65Cr9auPAQhN2I5tSFUxEWIDG9L8",
-	"1MP4YAzwAbmnLThTmzRRW/k7Yv53ItndCmjgd1I9evgQLjDyOymwV/L7lP/ebrcr/6fGNniA3TQfkt9J",
-	"b0LsTtcdk99JV/3pdnvkd+LCn70+qftWHRbmbyBs5nfSh1eHo+IA2Z81A0D4ESAg+DYICsh76RAQUJTD",
-	"AC6gn32svtAf9536j4soyH1W+2fdCHU46A5eAkM9EnaPocieqBOZW/9IveE4g+KfQ/yz+l1x6WP1mj3u",
-	"F//Mxil9XFx1Nkf9n6WPywt2bJgRSG8P5KUt12/3i3/ih/a4+mHtmgfFP7OByl/XLVrNUv9n+ettqx7v",
-	"Ah6Yl+KsuUU77oQ4HWd4ZHdGoyO70xvq0ZyOrf49Ur/0elselkYtYqR+aAdGGauHrnrYVQ978GZPPVT/",
-	"07crQxfR9QKo9w9dwWXt4LUPdw6u7q7fCeXP6k04fGO14n5ffW6/5KG6CHKqzJKaFGbQ+0RMkpAFbf1P",
-	"vBBCTpyxkZ3cHt7pVlr3znHzd1Aq08OV62Amfp2ER5rZBQi3I4b1ZL5gDDfWHQKXMWN4Dyp5OHftYmEG",
-	"FGibXUtJlq20U+OUr5RUntoyzMVntCuovaEuY/mKBKJDvBW9Z1hfvM0esKaOp2RquYm1XJ7QeaSdn8b8",
-	"ZbDZsIraCJbdKq271ha2KyD9BNT/gGCn8bK9oUMK8eRQCy0JowidzlgGodMpGhXyBhutvBvffRpfDl4A",
-	"pVNOeZi0LDLfJFn/S1TcJ6YzXyezlaCeFgreUTjU1T4Afq9DTkBFekyL5oFIFEXikTRXIW/ytmOBxhnR",
-	"GGpxgEOoPeVOqzXZXVMdzCoTI5zOn0vWAoWVzZokQm3wU94UsaucW61L23+YgfhVU/vOnJCf2gB4GYKS",
-	"09KxseIf4YAIJa8tEu1LqeuM+BP5nnAMvsqzmCZPVb9u61jJu89avPyJcMYCSbIXfiLfEbdD3ivlB2VI",
-	"CLzG0yxismCPLNYSO/yilIvdmD9VmgcsF9LvFmFiTbnxDKZA+kImCpDviKNekSWsK8XUzkcgu1swb47v",
-	"dmscagQhhxZ5JuJ6C05bSpmfcip1JxFdpfAnxE3Zx6wlbGMM0v+cEKXJKGVe6QirjW4soikB2domUTeO",
-	"ID8pNdMXPAnvNmIjoYOf1AHpoOzDlpiaRfBIDdBCHTl3H3qT/DDzSPj3oO3F4jFdc2o7UZN6GnEdhVUw",
-	"UeVGmzaQV0s/vA+TdsS04kKI99NbEQVNudwsFhH7/i2NJGt5BbK1dG+LWCaEK6ZCftIAobnqQevDUHzB",
-	"JMNmXFdr+eGvaEmE+NrmNVpBAFssjEJ+1+RHP7UQm3qTcMafSJs0fyq+1SYcDV1Gx8EIFobUnZWilImF",
-	"VXPRpKMxjlu04YlBe05W8CZojCRNsLXZLXKnGGIi9AHA5SPu1Tip6aqE+9yQ0wYS1FsRl44Mlm6Cb8o2",
-	"IUUmxQsIiRErwZlt1aF2eqLaW6d8InZ7Y9WJAh6lQ7BzzTTzPgmBTQfklGMEWMihPiWN1VMdZdDSjAMS",
-	"QiD8h+biyHDsKX998/GAfhq3JvrbhExou8eUa19EqbzKij6dQ2hkY+L2B8B0zL8da2f7Zc2lCk5Bq7Hh",
-	"4ZcN0+8k8YbhR7N9OWbmkkNdv3JdJVAfpulTiAfTEpGWuwC3ccFTUM4Qce0O0R0BdEXQvASgbmXJkhdf",
-	"fmmT1xwSixGgh7R9vTRxVhvJYhIGOoHlJbtSCJOsC4tlawnhkiHSAzYPSwRaykwos0XCAGPDouiZKKlE",
-	"G5bQbFTqu3JcblEEnjKs4UOaHo2TcEH9pLMKvCnHM4uHWFdsxsK0G12jF4u41Lsg1TWubge6Yjo7KqmE",
-	"gKaNbwoN1CvnA41VUuD1nDecmabGtQGmTYphollrmg1XGMyFlrasKVdCoem/hb5i3bEZJN2OLwKWSmfQ",
-	"DGm1Tp4nJKaP2IRHxwEDCzzN16oja/oscyGoEMmIFdgkmCHn2BZqYnxGU4jL9/JFbzwsq9NEwa9vw2JY",
-	"gP19sqaiU56RA50r3mZ3+mSFF3E+NQxRWcy8m3LMUNL19pTGkojUj4UJZ1TnzSm+9qhFoccpX22iJFxH",
-	"z20aBBjDBfO0jk3laBaqK9La7eoDhYXMGfeXRT1FHfD4gcVt6IcEaDMFhgDBaE6HJK6m07dcy2mR74jk",
-	"D2h2xLJ8vA6jLyhXVS1/VGloX22Oc1dfWvqS6xJPNe2ekiWTususDB8Y8X6JxKNFluHd8pM35bkkIohs",
-	"U3x11XZa2Bc6O9bHQBQR1lAyr4KMuGLxHQs65KpYngmrbMAAj0sR5Spp6SpkUkx5lo+JsojBpkxzlpSE",
-	"SLH0IBSzZsEd65AThEDvhafUJO2SUevyIBXKrN4kR8XQn0rBxvN9qfb4i436pMtFqi9esMl1FVtyCQK9",
-	"Pd2QdvTPLl8K+y7nb2jvGHKp9ovx5JXU/JTrro6KoUDdGDicWSsx7Asx5U3vkc9sj3Q6RP2lDjtUTKum",
-	"ZByTMAFlDHZ7bkSTuEPOoBKiMBH1RinXteTSoE3TB016eDpxo3JkHfKa1IEFXnlhku1wjjGY9Ta9doaE",
-	"tnrkWanDJ8f/FHXw6FmxS+qzAPmna9vtrmvb2F0NoxiydRf7mO0mwiK9vSgHRQGZJzL8986UlFQ42RVB",
-	"9Z6prZT7M/gX4R2wXZN6bpw4RUNNtTebu788soLgh5jR+0A8ctPf9cWflcsiqTEsNf+u5evuYVv6hh2S",
-	"rF/TKS0NuMZOWFYDQjKyLl+1Ude7m6lBi4dZTTOzfyCNKrEBengd3rYrG7a2RZj7BwbWWs6WmMpq3zN5",
-	"eIBvZdsrEb5XmRvT2tqmDRzNASoduhE7mC+nHKQ6i3jNZ9Imz0uaYPAIRo44pE2WLZNgiPwMjIsQB6Bd",
-	"uR4nbXJC2sTxSMDuYoanZhEzFogVsDo01JpOJlOuezbfukdN3nZaJqz8wK4h5SxDjf2MOAtbnSenXUcj",
-	"K8OyOznN6ASzNcWSv9vjZDXLz9QLi2CR/geW2SzSLLOY+YmIn2tTomqMsQeX4r9Jv0CDG9iCD2eAYAeA",
-	"u6kcFQfJRtDg16szFpetsofKHq8/XkGxo7q+4aj9H9QN9ly/iyke8QG1/8t3BAQHP+5s4KYNI9jDZu8E",
-	"xd6N2edyR5daE9KQaz0D/OkWcsBME0cTmJ01OczazVBieJAEj0OhuyJGOHV1G9znXMUare8oIczSgoxM",
-	"CHtKYrYytrqmZ1Ywg/YtaWkk0J9pFLUO3vXyDVWz+8W5Dqm2vRZxsj+cXTf4X9M7Zu0Oaz/CIevTFvVO",
-	"zXS51eCATQ25MVcmBHvPKgEVC7tgQt+ahrpa055ECTWlnJkP6hr0pc3OPQ2hp5NxzEd4A9IoymwKGtBj",
-	"YqeVJ7GtLmqNL6yCwPJ1ysyhtEocdReP/gCpVTVZ47KuOz7I9DpkKpRoL5pkNkmL1Aj7SjU/vTqZ3c3W",
-	"LJ6dq5fevCv+M/frMVQ1p0SyNY0V17QwonLJaMBiCJxGnSPVIdf6cSdnGwWFBDVHNDx2pvwss6TADYrB",
-	"t/COzugNmB+uaES0KqR0l1++a38Kwrswkb908L+ffmHZw0+eVSQ0eGyy6UQ85VmWMNotJkrlxLf0EkWs",
-	"tAtnZtu2UoyW7IlqQBQA9pOzbruQWR3yhYf/UeA+Yx8BTrl3nFsLNDxo8/+XvX/dbtvI1gXQV6mjtc8w",
-	"mQYpUrbcCTnyg5HoWN26RZSdZDWziCJRJGGBVQwKlMx0fMZ+mv1/70dYj7Kf5Iyac1ahAIIS5chxund+",
-	"JaZwKdRl3uf3iRnoRKgWx9G1Dyjr025VJ94wDzaU2Z3CJESe4IJYer2E+D6OJU/Xe/f0/+3e9VfuQta3",
-	"e/SYLXv3HWr2Swst+FsYdghH5mP4dTZuXfBslcbZehdMPPDln1lkxzy8ZjNbBHeAqa/MffMzzUL7mnBX",
-	"ruAHyF09fHiLvsm9rnOCDN9C4voQKv1jme58nIenJ7AL9qDp7ONa0cpo7XSTW/VNXqHSVqzazm/kAqI6",
-	"0Skfb0MudPSaVSiwE5VGzzRbKg1NM7aidQk0D5iEw6g86H2Lb0bb7GjwFuLclqkkF1gkcmt5IhHqIiG5",
-	"p1mr3tyBGWZMNPzb9sbDFOK+O0xZAYyCAbL6yFuRqUpHbu+YP0oxMio2liMCyHoQXgWnuTxwN5T7gRHe",
-	"Ekvf/fjOu6M0+3G56qW3vIA2SAUqBpFNPoZ323vdfVjQW2HUzwoospIvRJOdiiwTqQ5Q5+mAhU2jxEaY",
-	"TA8bYZCz2aBtPZQJ3AMgfeamHAzu5Qs2mfOUT8wjWS3OCGbDOIK6DMZL+ooSrnudvWWiGwetg5ft9sFB",
-	"o91qH7Zae8HekpuXmeH/1z96jf/kjV9aja9+yv+3OWr89M9W8PL5h/9RJf42wrqbhUlyW8idGsjV1ItR",
-	"6nz5PjLMV4jxVQT4tJiAsBoYHUZI8IKnIu2tqrzvHoFNbKBKsApQCcy6huZJKqXyrg77Bh5P3QhwuW1p",
-	"ZVe0/XIcT2q2g6QBVmgX39O1dJ0OZN7WWzXZSaZZqhLBamEqODAtDWWIUUwR1sHAi4QmDwF/R6LfjC34",
-	"mk14kuCuAQUPKNEw9nzK51m23PvwARnsVAVUs+WRsx+CXYSrVGrG2RVfcOkRiUDg2Evx1aEEBrhTPK1h",
-	"dkj/shew49c9ODbHlz1Wm+2fYmPF9Z1iBPKE5ixhaY/X6PtgtLuDFTlffHGWw5bXwIqP1MSG9o27oOtf",
-	"fNFhr6+vL/fbzTb7CzZDKsmMn8YODw9fBli2wWMJl4EqMf8zYLXr0wFrN8GRbjefB/ljgHO0vMrmOW6h",
-	"WdjIEt2YiDSzwsH8+0asQ6rpX6wy42Cbd9i154lWtuOL7k9iIbPGhGML1Rdf5Bwp5rv+U6Tq7Dt21f9u",
-	"/6p/6X/WIb6EuPYu+eSGCeKF0E3zDmwJgnkGaLOlmMRTypyHHmFtyMaCMk6xJqyVONMWGgiqbtB+hNXy",
-	"ek3GAqSDJhxdKMeJE8ivQAhJY+mPXewOVB8RvSch3YWsZm5TUxZeQggOfw1YWOTaC2ERQxDZJ3Kq7M/Y",
-	"GpE/dJms/UdaEnu63Se7NO/wHke/ACYL/qseYF1BgaYF+rIyzUJzvkI0U+y0Y0eyNq8pEHjAmywlIo2k",
-	"DEptriHgbQCx8jlU3d/yq7u2v2msIuMghlQV8o2Kyh/mqArh8yyxa8hqVMaAGX6AhjRem+XZL89Y/hhW",
-	"Cy16m7dORGTo/UIMhVBSUJp7+5wSWSh+eZECtDgOj5Wz9G6fNj2sIAyn51QZPTi/ZaoLu7XcVIZdTNPl",
-	"exg2C5Z6/cd//AeDf2pb82AmFhvZsWkMMHxwzlO1yiixDVldWz0Cv+uA3aVKzoYSOyLR+yfpDPk7o3Nz",
-	"pim3Z/E1Yb4drX1ChBINo2PMt7OQSjiOlNEuAM0JpUgAgGjeQ31FRhpCzX4k2K8ow8qtQuayF60W+3WT",
-	"U5n9WiC6d2XG4D2wgiin4uUNLDI4UHXmv+Wsd/rq4uqsfzwyct6+ZKyitcU7A+mDWqBw48Vx/3R0fnE9",
-	"enXx5vzY3FnAI0oUj6g/0RELaAs+WgjU01NfbHvqt/3rkO2z8Lh/2r/uV4Dy1KDF3kgRiiYG5v9uY3Fn",
-	"/k+8t79B2rb+mDF5X3p0YUHx7vlSr+6JioXGAiADAszyIoFiimtmyxXjX7ADcvC61zg4fJmX6Hk4/TSs",
-	"u1SZnZ4VweY0XxujpjjqN+eD3qv+CAa/bcicLePJDZAETo1JDaB5k4RrDYXOK0nIQ34JRZKouyTWWdfM",
-	"G6Bp33HNxHsxWRn/cXPiPK6k+6aORmLODJ9CNsfMmxWrs0SNOehdNwAR1RmWVt1gTkUrc8JjIAt1R8+u",
-	"A6T9o9VEMPGeT7JkHVDc1cgD/6ElcjE3CbbWh6czPGP5rCgtGN1sbAF9A9XBjXhhNh5YBLWwABNO6b+Q",
-	"YMClMTJ1Ntyzm/TrVljfeX6ve1ff9q8Hozfnfz+/+P58+1orKRoZT2ciK1Qx06Y1JpRUzHzShKc5vId2",
-	"3cr+qy9716/hmPZOTy++37ay9JlYvNKBc2FXm2dzwC2g7F2QyzOB5bBh850aJ/E4hKOTCipIq2GAQq8X",
-	"SSxvdN0tA+4TWEijf5VxCI7mYnJjpDFRtco1G5svcckd3HCw0fyvI0qvUf+Hk8H14LHf5nvAuGOBQWRD",
-	"xtQAiQQGAQPiVOVr1nsJ5fC4QxK9HxqFMueyJLytijgavPUG6dIt4FnToI4GbxlwMyTGnRRRFVwlNAoh",
-	"nlmyWsjKV7nyywfeR+AnYOYVFIkf+UXOHoQq4QRAU8B4c5sCIWmq9Br03XCqQbKbASBfzOOeaWY8a7OF",
-	"oBjSbCCvvNTrlsB4ehHPxNis5lcfvgZzOgS4UjVDm6Cl98+UmSgzRZvTg/1EZHybT3JZJILtqah3jTXB",
-	"5QHOzftYm5NfIkKgSksLaipuhTRT6GPto+pKqF/Elmaa/er4BiDPWaQjsEisrvADKiph4lktu1NVhZJY",
-	"kFc5Qs30agFiKFNeY8RB68Vf60FeCAiaFQpuNWYyoB63XPdXKvujWFkRMhDD3lRvqKtQg73Noydcshhl",
-	"VUUnEjZS+F1CtncFatxQjMF9ICxq8H2hbZwKS01HxbYHJW2fhrnoufEz/MJ1vq2DLNjY4CxTM4EY8mVY",
-	"Hdz6pXbFvCEQnmquKFUlUK+aN74Dm8OuIWvWxiFDuI0t5iqrFWv2/tH+qUmMFfUm621Ua29DAza+OGzE",
-	"TZzdTgEeVNtGSOBtMcJEFkq1iyr4ZDAwZ/2yd3X9oEic6FuUMkXZuIjR1KDnfgXC5Lh/dnlx3T8/+nH0",
-	"9/6Po5Pz0ZtBf/sbnHkSnkRisVSZkJN14+9ibTe1w7xF72EOOzGHPTYfT2LamZ9rkeGppZtoYow8uhHQ",
-	"CaDkRASAKM8A+qYMrVsyYiZzLmdG9YSpyNK18Z06LEtXAj3GLF03euZYdFjbznL7AD75qn90cX58YuTp",
-	"6FXv5PR+gwOmYdo4M0Z2WMBu9vXvM80mqzQ1plz/mgNhO9wp3htvXEQjIs/deABlyhzsfbWvVbwKij43",
-	"JwIsD6jkinVGCMVmUTBSyfgUKMJwKg4OqjbGVf/NoDAbu28Ma5cYhxVDbLFkBy/YPCC4WbtZ6BG4tMY1",
-	"rFzWasvkzdXg4sq6cfno3JEAiL4QnoObL1ulcsOBhsUxDi5fcO9VbXR0em+uX19cnfwnzkNVFLkcrM5Z",
-	"ruk4oPFbHbkOMQQe4B4XfsyZGVXQZZMNOxNnB9qyaloI1isALNe7LPz+++8b3q9GGxo3LrTvpE98bj7x",
-	"1cXVNyfHx33nn2NMPtYMVZExE2Ib/M77jx2xkQt1sxrgrZqTgo8A4m7bkFnfjmGeCFBbW1b5tPfN6Ko/",
-	"eHNaMJYTPm5g67MmumjgB88d4yVPgcakyqjTmKc0cw4tddY0zcMYxU1IlYF+LKEQRTCujfH3MFbkX3Z5",
-	"1T8+OQLRshF3KPCS7/8z/8dJ9IGQ/TJN7Xrk2OSUhomakZyVyn48eR5xxGoIIoQ83wFSUiWCkJ1TkZl9",
-	"oWS9MNS/XXxTNcYq+MD7kfo7zooBwV+ct29610evq95D3Qf7/7Tct+ZN+QSYt76pvGzfwSyG98+SS43Q",
-	"PCGrcHWA6PSid9z3RodqIJZTFUKVDbq1jrLSPuUQntK/fn1xXHZgcaub/QHo1xrOlbSQg8hth6hqvqrG",
-	"EQ2ue9dvBqOzk8GZmb4dfMaQhToz0gxtAp5O5jH2z/pOJI4EPYGCHEZo2S0eUdcKU9SyAdNCujqOeZYP",
-	"YfNDekfXJ2/R0tgWcNuIoOEMd/G/PBNukFg3sPmSb94MfnzgFWV6ebsl7GtrD6CfA1DXBh4rHLSxMM/E",
-	"v20Tee/UeIvO3jBeEKfampACnExUV3jaAGOrZOAcFqf+/CJ3G42tc7Wxr/0PhMhmcRHMCDHehJ/LI7WE",
-	"6jnqCIQoQ4UwKniVEHODyk1/bFboHF+c97fLHFvImdvSsWYhzjHEY3H+ca8T8j6NzmpfKj1SJE6MbtoS",
-	"x8a9Xy8Mc/C6d3zx/ehk4O9gkEc4gUhWFG610MrrcXrx7bf949Hgsn90fdXbOM+bG65TaXkA6nsjUbMG",
-	"VX6GeSjYYxFdLVgSe0UMUBngj+iq/6p/1T8/6o9APPcHo1dvTk/zj3xA6B60GF0B/m2RlL3LVtL8QhnH",
-	"8pE1G+DVyfnJ4HW1obmhW+wOsAamgI7SGkKl+xuguIJGoBtH5/Lq4tur/gBMCStIIKKBAbOtMiOgAMXl",
-	"m+twv3QVrT4IBdqKVScZMlTVnkjrS1wGSMaMrk/O+hdvNpIykDex9CQ8TeNbiCEbBx4D/y4U4Moo4igR",
-	"VHNeCxvzLFs2zFOgIE2tMq/N7HmL6Tp9JKRj4G01PwdmtIRPEJMpdWNfHUusRAYWSXzRO61k8W2sZt/W",
-	"9t7mJASFlqYiSbzwEFWBMY7dKCw1KqAWNvDqxiKWDajAyD8F2uEhFqv3dVAqPnM3mpsas5RP/FvNuLba",
-	"qTwTdk+1n2Oc+kfYVtcXF6PT3tW3/UKGS7yfAPgLYvtKbNCIcDW65ASVv50nWnVAblqARgSGZHdAaOTQ",
-	"MvMbF2Kh0jUbr6KZgEVe8PcN+9cG/hV6IhXK5ixdG81h7FUzPPs9h5TVscmU0Vn/+KQ3uv7xsvhRFqsK",
-	"sp4AgWJcXMDIIEcSTpvTN9+96b/pO2lCiBquXD1R4Ptm3HgLSONEQOiAeE0K9p0aYzQBJwnkmEXpr+9y",
-	"0OiUHVq/osBpxH5lK5nXW/i52+JOsGlcY0lmfHJjvmMiiu8HqHT3urZ1FE7OLk/7Z/3z6+1OpKLDBXGb",
-	"3FaEuulOPmXmnLHxKk4id5fZTRvuRG6l+44Szkyl4l+KFErBAG0LHDcaoaWEIU83f4fRO18XPxhOxaB/",
-	"9bZ/5awwo3vzqqCJkhIbjnD1acOCwMj/psM6UXiNBXamsRqUd5jtl4cOvH0AAViu2TvktzXO51JIEdVz",
-	"yFvv1RNOyFq2FjXJ5iwV8MUOkgYKlDVNF14TQqnRTiEmi+nt3mlGkCgtoua9cTxHR+MEAB79aZzdc/Ap",
-	"mA/azJ4S8+GbbCFwmIytRpsMEKstTJW62+HbDgnh/f49FJR7dXSw1dHbzzPrlc+lJPs9uxeS77Z7niw8",
-	"2F8642sRkYQxMvfQCPgdvrG4pa8vrvqjN+e9t72T0943p/2qUwxbE4jHzPm5VDqbpWLw3anZ4xBAgKJp",
-	"s1s7+/v/93/+r7DuYg5mrcdcl/L6kzm0q991PY9Ws5liNmGcFwXA4bDcZHNOLh0nIQIxRuAWgC6zNM6E",
-	"o3xNLZmYi2nDvt/VPSlP3AGVWdmxGGcAjgCgNFjcdH9ujXy86veOf8zNfzDsfinavDQ6+JfbqNA/GkJ8",
-	"E2oUHhH8tSv7+s31NZAUUnbbe6U1tfKYfsESw8BQnCTOFrvXfaOHxpqNjfKgQfwVNVIVrWGVjx/cKzu8",
-	"4DOyIOKcASQ2x3XvEMNw2D+/GFweGcvAzHYDyJxqYf/q4tUgBO4/iO/9vFIZN78ff/fm4poylnHmqIxx",
-	"s8DLX0DOEl5ipPJY2KAv7n4+Ew34ucIahDNZMoUqw4Vx9ji3GXASIDljdEh5KzxvhYTF6e4GNCDQaWwl",
-	"gfYLaD0iKBvrufX3g/aYWXW1qDwDQ7jG82y4uy2JpRhKo6mg+yGg/xIQTpudxd9QElCvluRuZymXeipS",
-	"JuRERYjoMJRLKlq0/iW6HsTcTEhVUBCW8LVI/RIFKmfTQ0kSJrBtp1B028jE+4y9aLUC9uJ5OwAjxkjN",
-	"1qGrnPtejI1eu8UYoh7KLyy1hUVct5ZS+EODahEbUBgJeS5NtXSEvZ9zxwB+/Z0s3eWqcedQqALVNTZr",
-	"3Tb+fPvgS79wX03Nc5JiZwCV/DZHHePHWS4+I64hBRJHAbXyUZ83gteZ84rZQwB9iwFgUZU8LD6ZmG2S",
-	"qBmGkQk7EKqPadmJLSGw0lgslgkQBGOkIWCWFSpAwQKeC4K2QQWjWmX1JrtAujVKu3qLi8uuNxe5RuPw",
-	"FtYaNZDErVNsRAqoZr522gRLGwuq1ojYkn6GYKirsqxmtDM7YQ3tp+AvhP1rPgtt+U9RZMGcA4cOOAIY",
-	"oLcKEseFted14yDR0acEDOh9WHfFI5jXmQgo5G22L3FJ4z1+bSdpKYBlAtUN9BoE3y8jMB883D+iK+CA",
-	"XcjTDBCCbB5rrjRMd3gybZwrKWyKELWT8cBVysIvwjqbiUyz560XRPChYNlxp5mLCfkR5woJIowFMFES",
-	"iYuqYr9GxsOeyXOTzfxkHrQO8kN5qjBPRCba0muthshaBnt6mQlY2Nr9xGEAtRjmTGQhYTbCdjAmOF/G",
-	"zTVfJCGuni7VknJHExnk28je904rGeazb71Nrm1Vj7MHIzUx3g0YmuY5ZPFIkK4x0vcZPZe7UKm60yKF",
-	"wR5dXA3gaE+nRnaSViJ8xLAxUaluqDSexTJk04TPaEVBCMHPOE/Y1tHZ358rnf2jY+T3Tzg/9DKNgXLw",
-	"174ga1aukiTE3lrmBDjP0OtqrJZ1SqGDBe36SHASe5cnHYQTmybxbJ7hMFxhEDpsFzRweFsPhFUDKqdV",
-	"4sTsGcgno/anyKaC8gMcJG6LD/FTce8e2L1bfmIvSdRdg94J44GVwHvrAQvpCnyjBUKG1z2z+Q9NNeh0",
-	"6WvUkViBDhugcb1egmFXVBSltCtuX6thcWvABGqRUbV444y/b/RmosNetlph1wkFUmMA3ARjKSmuvKT7",
-	"3u+HlxjfRSOSalkdFkIUgT3wMDJ3RgmwsGINpIKNm3+kMz2MwnObAi++wzKNNcu3h/m941YSxgejD+uE",
-	"LgvHwiil0rRAO8xbnq47jD7UmQbFRPRQXkyn1o56OHHOXp2c9hFN1MsoIKogqNYlgGlBsjyEpLGe84PD",
-	"lzX4rQ4motkl/xESvxaQWi2MmKl3EcK8QLZG2JEQPp0BNCPmvTMtkqkv2c032RV/RAMa0Ynn/W8htuYI",
-	"DG4aQYnS2SXQEaoWO+hCI46gbBo6sFQ8MR60VPYZ0H3mPTtgYzHhKy1sA5oUhL6prQ5xNosVLkOJDw5c",
-	"9Yk3lA6bCQnNbRHDvifr7qBSB+PCGrKAUWlbiYyQXabq/ZoUiS5Ve2CRmSACaFhJ8F/zQgIMR1TVVsSQ",
-	"vh/K8H3Ddpc2zBNC25YXMNeThzVmEvICANbqR3IQ0w8TKPAG+r0eIFlQ3pgMe4+yWV4/HrVdwPB/zSWz",
-	"33Nh/k4FETb2if0GcMZf93vHYeB1loT7BLJhPgJVmvmfohaFW0saEl9kP9u+C9ykDn4NvdzYDSFm0ulJ",
-	"mMgISwlP62tuT4ZUu6EPlgYE5QTKvZmlgDWbzTr6aF+wnq1lCzzXSqWu2ACPL4i7F612uXTHCblyaYw7",
-	"wangyeLr4V7KFxwB+oZ7Iau5G0EJfD3ciyXs8xGe9T3yUKz4gKiAsVKgbCav45Go1chId1ovsFW6cxXZ",
-	"rnnbH5MoBXm0zBVUON1M1XVgVOedR+CLm2/PlGrilPlTQzT3D5bx0BQ+h6/Oq4N2qN/xbD86TtZlSOJb",
-	"8YsfwaMYD7bX4Fkwh8wIgjq5AiAZJbUsAhKwGgttURyZFpNUZMEWBWOe4QsQGo+R66DYtlhNdVIOKIFo",
-	"UTslCw5UEjw8Rva0a1RgtuMSgmqxBP6UjEvELm6ycHDy7es3lyFLsb1Luz6BjjW7INhgl0ulN9qK1lQs",
-	"1K1AFHWdqaWGP8NhsHIMH5E7JlOMWvGMCk8zhTVRDIDmIN3kBQ0gegkIqsgwGFm34zZWK81IRcOqxBBJ",
-	"nZCjZjxf2yNU7xLOMREVwtuNaBwbsyGZNiwlPJSthUbE7eed0s1FFHaYxYXUFEuCz5LiDr8HycWw+SFj",
-	"+eZNYGoIIBgscwC3h5fDc5yLC19iNC3aC3FO9A6uDPdEQzTi2mu4pbBAMm1EYpLAIod2tGHHZteh7hdL",
-	"IGqhxwRsNIuFRWeWpLUI4o4c/CA7CTN/ans4sPwC96qPlxa6T6aqg2I0wpwost5A/4Kl9n1R8VnVWrgQ",
-	"C2/QDbS7oWz7hNbwNEoZW1q7/jEks+qOp8hTTl7NUFJIR/uJIR5FkMchkcmN9FtCpBTjE2hgXp8OhvLS",
-	"dYc/YFxua/mGwJM0JmGs/a5r7DPHUGix2bzLeqeX59YkKzaeE1K517TuJhEkKYeCRpdtMg+GwA2a2UNZ",
-	"bi03GzvWXkN6B/rmzJ/zs87Md8VT2KZDSewZYxcZw7axo56ms097c85lpOcQDpaRcyPMkM1HGPURlPJd",
-	"1uW5T3rpLghqQBawCTwga8YUWD5Q8+91IaGI1n6e3jAWKSwH8S0vU5XhEwN2tEpvxX+efRcwhAgutsVr",
-	"SrO1m223WwgZcCgpOkXWlY1EXKbQ0ydW4HmaP7EaRMnAZ8NQC8JjDGWr2Wq+qHf82kLqO0C4L6h8NgsA",
-	"Rf3mN6sos/VSBDTHrtZ9vLbqn1Q/BZsgHJiVAJMCEg+Q1gvQkyFUInb93/8nYN9RX5VtxjY7wEsZBXls",
-	"HbJ/4/VQ2neZhWP+uhkni9YAGJogpYikp0JkFhjZbhf8/Lm6M0fZxdNQE3Kj8xmRUMPdVliZx32rhjJd",
-	"SaMZ4TfqwWATlSSARaWb7FwR/iFGt2wfljsNRF7ccTaRGZgNr5LqXPi4MUBIIHiKZzyG0L+z9qgkf4Qo",
-	"SxDdbLIwEstErfeXbq/s80SkmW6ujTVOLir8RASkKIkXbhMeiyVPM8TmtDIAWEGmfCJcIAxJPicrnakF",
-	"Vu5sXELOx7iM1NBk31PfDHJKgBiMBFLbECVxgMPyxF3N7wV7pp0VjbAIKNOwqS3Y6AwLcnAn88lBoSnR",
-	"7NCwECLOhRZt5y1VrebGcnOk3S5+6yVglhR7IwMqNdbEjV1MCtR9FemfYLvPjbHtWmwB1yThE2HGE7nV",
-	"qwTfINQJsgWh2VMrSa0vHGwy2qvG4kb4lyzOADIo33kFPQhnwQ3RbYO9YM8hrO21mu1mixg+jB+419l7",
-	"3mw1nyPk0Bxwd/Y9OPeZyDbRZDD4gEXQMdV3FPAGSQaRMUMqxJgWmFgIrctm6WLsuPUzoEoChAk0erAv",
-	"FghAXI262ScUlQPgfSMJOiyU4n02so0bNXBewx8a5+J91jjCX5Ekd5UkTEnLKa4zwgPNkztLriH0a4w6",
-	"eh6SaMOKwdgJjN28WVsPH31+FOoecl5RzjlAUEhLDWWtMFW6Hvjls5aYYgI9BHGGmZ01gQlxIMjTGWu/",
-	"LE1Vl4ULlZI80j5WKxm3KE3BnAIpTXYDVV9i1MUCBsH34v5zBvdJtNfZO4119g3tFLN7iPFEA9R1GYR1",
-	"hoACAWXeWq3WBqNaC9ClzOU/rwRAOBqhsNfZg7o3i37EiVsgJx+7n/fmQ1AFUVbcLPkmRJfFbIhtg8F7",
-	"yqPZnf7mw0/Bng2Iwgk7aLUIHDITiBoJwTcMhO6/I6y5/G33AT/Ccph1QSyoMgcHJgOAqwvXzXwkxbnN",
-	"owunpRrbzcwbPAXb1LRKA7uOJCXdkaIzSKd/rKI1YPPlX1KeGTPkF084GwXAlKoZ2cQyqXE25lRpCbUM",
-	"5Y6x5h4Msr3t3W5p999ITi6PiPbg1ZAcevjGY7wQRo/QaAhtQysw9jA6yv0qEEESoCr4zBzEPcuDufeT",
-	"eVJF0GyrkL/2sECt1KISzjTGIgqHxLkpxYyF5MS2BaJ0RrAAm9PDEgs8GzSwJupQXv/3/wHx+V3OV+pD",
-	"lNrn2sK7WLPQiOSQ1TTimhoH5yFg0yznSMclt2iNoVVX+Q/2682G77pp8ULTYL86ojUQsraK2DgeKwn2",
-	"QeR6hAk9lXogNoY5lO1W0Gq18hUgzMFamKUrCaGG0AZREJUlFcwsCjSm16vk9rcCxfam0K7al/kl+2cW",
-	"T/TTy7AcS7fq3F4XkGfpSH5OudHxusJiF4212xPCWq7t38thf7wwedF68Tt+brnzruPsuS0dclCqZsyG",
-	"pxJ8PXcs8nWvlnKP3dSw3U6ivQ8/VcvHPKmAIjIRWQWnwrmr18+TKcZKa7IeebuQLiVzi5h18j1zZ0xB",
-	"Mr+oRys3misP8Ru4/MqOzR7o0ql8cY9Yz+NlJVuP1YyNieLjD3e0PsVRev7wTa9UOo6jSMin2tC4fpuT",
-	"/9SbOthbrrLH7Nd8fyywIN7hNhdsjeZQnnFIIxjnHHcu3oZoAbbIyvZCY/QdAUddghT3PKDBE+VeZTcY",
-	"AjoUusEyBX8dSmrEIqgO8+fYNV27SueEj58ZDxtaGQg5GmNSQ+kKqCnyC/dSgbVepbfI/OayIxVH8WyH",
-	"g/h0J6j0pi3a0Z1wnMMuCyepKBoLiJpAcAY2yP/nea847/9KyvZF66vfcaxbuj8f6Ot8MqvgDEUoyR1z",
-	"TGdKQRIvKEhWS+2GpVaAw6Qf4yNRl8m9rpJny6vpdmACFqX8TvreDCQ/8nHlXDUFvSB0QOFFlUGk3aLf",
-	"gYth/iKQzD1lpSA/OlDAtQqXOKsUc/JcOsrmjVey//7f7LmjEGORuI25F8YlakEP0WooAePKLreMKDhq",
-	"1Yr5PtwPkZdh9NUH0tI6nOHapnUSa/ZuFc3yanUKaXUhyEaDyLceTzDDRZkfSBzbBW8uIiJEN86ae1H+",
-	"AKxytVCWWiEITsrvXCulXXPotWyy0/hG2Mn0+5fijE0FPrOgEVcSDzRsJiocnvNUaAhPxqnfkaRZ7bD1",
-	"vNQlh62ph0z7Tui9bt8V7uVP6fxl4n22P88WSVHWbMR7qjQXxt7+9Oj+3T263ErxIzsFUUiMSiKZNszv",
-	"PDbn+PX12Slskk/h/hnpsFXKf/HFlUrEF19gYVepBqLeoXo9xL6nrtEs5RNbTY4C60pEaoImqFwu2JJP",
-	"box8CVPzexiwZSyliLpDmZM3Qhc3Nu7GmonFWEQ5UT4VL9SN+jPXmekZSrsdbZ8MvD91KTE3MiMgISMY",
-	"S6Sw0tTEAkKvJLECAhaCJvCxkYm3mC2wgPDAdDCUrth6QAWpjUuVxJN1yHi0MJ9le3EA5ONO0ctJCOpg",
-	"KFGwx6mFHsY3W8EJ6FULvmYWTjJdySYbCJ6idlDT6VDWYtv+irCGUPQkUuoNo6IsKhWYxoC8be73ZP4W",
-	"GXqsJnrvcRKQuD7gUnP75T3MhvbafXchHJuPkaGF0P6WNdnc5SEd7oZOJ+yZsSyedWlp8CcsnW783//5",
-	"v54V/tFlOlsnAi9aSc2nooEr+6zL4sUM/mC8rU6XTZXM/H8bB6yxSmP3wqlKFw2O3qb7zRzaBpcToaHI",
-	"C38Pd0gpfLZovacZAjRQ4WBZEGm/n8QTZ5ZhrFSovNfZM3fBS7Aq4ilEVb/QzoT5RrBAfJw7W7wRUAYg",
-	"JgRRW5VmKzycM635envzcqfYdExdxVCcnao7MgoxgI8tCXPB02wsOHVfYBAOUrS2xU/PV5mZ6zs5lJNE",
-	"cJmssQ6fXkHdUu5BYCg76NahDGdKihEYUyNKHYSs1m5BxljPjZTAmTTXUaMoNpOlXGMrJNdDeRMnifnH",
-	"nMsZ9Ac4lG9gmPD6tZvsWkgoSxZRPizs3cNpALxXqI0FsWy2zkoLBD5x80xhCSr3E3c0bRqKBobY92zM",
-	"Ys4SzM/gfHDNZmCv9uC/9vdn2tJoWcw3MzdztUrJzjSLAfk9N+Im9YlBNQ51C9jRPQPcgskNMul7vd36",
-	"Gf5B57zqfJYKQb2yVIiSV9ljTAa1ptN/8GPd9SXaQgqRTIHtBzwDmbit3WRezAsr6yGNjiXYhe4TLEPd",
-	"Iv9fwcH7qACPrwde2fN7rxLAq4oa4D7Dz15fqRUQYIBrG/HBraAFnKSAqSQSOnO/Q4Du483ZQ4yyPGJG",
-	"NpASHpydzTt2n6mHTeRN5IZOoZrtAeQFvzecBAbuKE8pe11c25kZM8XueM7eCQ8FxICDymx6Xvjw4Qkt",
-	"dVeeZyHq6RRYlZWXYj+kuLA89KM1l9H5XcblOqis0QcBktwZb/2g1fLwF2yRIOCQs9qLFpbgVhJ8YYNP",
-	"FTZr8W3b4FqhyWMo4cZuXrBjTFaub+pN2/UKJeRhJGYpj4TtVzeXqynIL02NbH5tUqhuQuLMqmYVr4Ju",
-	"YDVogIBCNtBE0G+ELEfmAjDup3otJ3mofqEAIwywGbqQrSdQYnOvRhvBFuvD0wkum+rY8iaPvPkYmhrT",
-	"VKoOgkxMV0mCdelVkBJQvK7XOhOLHF4iIFwJ8X7OV9o1GhdAJmB/EisPUKexHsFKgHUzJ0jfaSxjo7pt",
-	"u8fueBO8MDbzUOT6kjPtsXcY781YA0yKzDgfbKFWMqsTmspwzy0dvdM8owSOwQvQGDTIQz3cC/LSC5cd",
-	"QQDC1eSGPjZvQIfooOtz5xlgoiSJtfNWMosTY8tQfgbMDdcxYw7F0nzuagl0Y6cOIagEu6Gx25GGftj6",
-	"K3a0VwKUANkB4pbRi0i6GQPDNjEBP41tKeF2CXFJzN8PW39lmVJdqPjnUd6ZBFd2EIpqvpIznFl9AwYj",
-	"j3NAGUQKoNkFUZGj+mk2Exl70foKPmMDA7DetUfQY6aFmhishPG6tcBgsoYaYlOhvrBdNyotdm67R28W",
-	"nNqkLYRVAS3QXMt9gp8ynYf/RnQ7oMaUa4Z9QTluhQcCE/684imXWSzFfgj8ACK1Ihn7Vc0Bx3bVJh75",
-	"ZvY+s2WuSJ9mYfqoQBbG+Ew7ehPqyaNuefNhAMOPTfFOLI4cVg/g3mmADTT/jTOYWd1h+Vi9clwFj0Ff",
-	"wux22NVOrDmaFahyLn6t8R+g9x+0CcnqDlM3Pj1OMjKbREQOuC3Wto2VjkCnwCiIeme8ymxDJa1t6LKi",
-	"mxDC+P7X/d5x3lXhiufL8GJm9wd5yhNgD3DoWJFt29nzXnisUcwbNeoUZYEDGLCVjAQBkiCCRcFGDmy5",
-	"XxECzRzIDgFL8oiNeWL89ZTGsFqCm4Cw5Kn2evNoZqGZDz77NT7WWfdOkVcjwk34cii3IcLlII0Hhy/B",
-	"owMkIzVlGokNSVCrdCh1nMCjsW0ZGgm816D0oBN2I1JsN8FuJ0RMG0qEZ9SJyiDnAiqQL30bw/Y2QxBQ",
-	"3E3UgmJzgPJGvov3Vqe2zOtFhMCZ2m/pyWHtAOAHcO06VOgG6XJf8UGxJnXs5aYLbI+hrJEbAPdiNbIR",
-	"ozdimTWwLcMb2Fhkd0JIR8QwlDWEDaUB4kO6pEWg9REbSfNOMcQ8nnMZJdAE2isB30GnKYDfodtyh12E",
-	"eb31QYstkD3HvBpTYdQ36JggkK7GWntSmVk3SrDwJjO5sVEWmbJoG/YdNN56h/F8wRDPkmcokDLF5vxW",
-	"YBSDmtuQYM12Ydq3yRmbJkpFhT45qdiU64yQWAlyAHI+RjhAa4IxY/xlwOYA86nZfKUxiAm706yAfzRg",
-	"9vAAQkkH/Q3j7hDRgc4z26kfKWz1o6lKxWyV8LR42CD+S8tCQK9m3gsYi0PpgSw6w4yaK43xuFarHHsW",
-	"lhHYc9wEzyCEAdxvJSGjpsC5nB9xjPVg57XXS2ZN7pKoBDQdEDV1atkrMiNAd9th6/lQlnJtMsqxGFFa",
-	"2s5Hq1XBlADrIrDbAI2lGyGWtHJWiFhEEJg1qoB5zjSUw1AKEb7omc4FiBHE4pZsAgvSwBcKCSjL36+7",
-	"5FOgtMvmYoG7tBoIM1MqwDe7NXCfaw9Tk12U+76gs9eTdMvE6JyXL3wgDDoR40RNbuzxfInGbe3F8zYb",
-	"i7WSUb3pAIQBMAPqx2nAmcp4gmGmIirxJliwk/dDSWjBWuWtX1kaT24SLFxCYFrknHE7HdAfp6AM0AVH",
-	"kItFLFeZ7cTZCAuhvvrtcSF8zgAU94MBkMLFu8c+SrdVBotyzMHV8rPUvFOeYq/zj39+CIpc4P/46cNP",
-	"foDiNL4V0mxg9Fx5FJt/edEJijlURiaMwsDIhAd3C/z4Sn9MZN2W01EsE/YzsJxDWcgpH1/BKxBi5Gjw",
-	"ltVCSBZN9G0YsKtXR+xF+8tW3YKC0cHx3elktTBOGvUCQZF9QHZswscjDZtjFAMFcd5pFXh17eb/4apo",
-	"xAF6o3/ZA9CO1/ify17YGcrS0zAAkndu8RQVOfCku1HZDk7qBkN9DE131S9H9VjoHcPCli7jkonFMlsP",
-	"gawA1KW0vSbQzkm61UwCuG1ED5hDE0DX1lDSeYGwCWPGBfa+K7BfFNgRBvnwgv5lLzh+3QuOL3t47+vL",
-	"06PGwcFX7eCbRvuvQbv14iAI2l+2m4fBVwfNVlC86gCvCg5aBy8b7Xbj4Pl168tO+7DTav1nYH5utiEH",
-	"g+kQbJbTxMIKnhkgGCEgPzmWnk9IfWfYkAZZU69TAQT/zJwMAlvgmdBZwOKpa2JIxQrtKsGQaq4eDGUe",
-	"aip5oMQGWlw9jEkMZdgwpwcG3iAWtDxo8tIIYSZi5AeJI9F0sI/0yUNpLBuqcBJpeSN3IIWEIntjVxor",
-	"xuhKaKxAih7B0yQGA8wcNVbzOzDoQnMg0CzN7uKJoLyLcZhincUT1Bn2rU71IjAG3FAqcG0O5RU2v6BR",
-	"mAeF7WpCYwj6ptZLg/oe491C9GY9lOYaMxOsxtlEpSkQfrFUNMxImPtGo8iRZBa+zAxeKm/0qHlhbkuD",
-	"IWojC/wIeOzgB5gXBGgk2jy7K6TNC3SpGYXafOD4vWBn8TewaOYRTexGJu2BzdfZHc6kzrs1CZPb1unC",
-	"CKgonmdG7yd1CLOtUtgz8PVoNk2J7MqaM5miQF6VXr5UOnMSF7P2jt/8kXo5f4yR6A9q5tLlRd0cZ2Kh",
-	"H1LS7glGjy74+xO8qd2CjkcK9oNigadbHbJ93EeDt48Ytrn6wcoDK/73Olm6Eh9+s/GTv/5ilRkD9BED",
-	"tnfsbgZV3bthC32PODQZ4d0iOCRKkJKYIdSAu/ma4m86BzteePW5j52UCjKzB6el6p4PwV6pyG3nx9jr",
-	"PwR7RV72B59Quvwp83NVJG+/hc5tRyq35iY3vd8m6jpJMQwEDoaP+QxM3WQNug34uxazt3e445KvE8Wj",
-	"a6VOeToTeN/hLsNz8NNnIor5tZEZkA3+68M3n0i9mk7jifHSBpgTeapKHKOa5cSGELEdxNhoricENDIZ",
-	"Wh7+SWWNYZUXQVY/ORLxrfhla4azOi+JPAAUwvFjnBT3p0BoF2o68lAFwHIAySM5uXq1FOltrJGbHMEs",
-	"/fcomawdjBKq+NXkxmxhLAgB7z4PLCKeWBLfiDIGYo3nbI9EwViRkK17mapCwNhFNzDq4KDcPLw3jPw6",
-	"2ysfFGAeV7vhpzD1n7D9xvqaW0vvvPX8V/GbKzxl2McEbfQ0BbEeiKiFTKI4ugemtA1DqWZhYhBMyRLB",
-	"enfqScqX4r4in6GsrPJhAyHYcM8CPu3ZSFamlq7y2VV3V286unfHqlAA+yor+bN8qu/Xp3TdRxSF2vw9",
-	"MdK75gt44ueFNdiE0/qo0pIcOegptqwNgDu+Tkz4IaYQJrljDfSf8ChA79rM4Q1lDUD3TuRUQaTXhUwQ",
-	"LqnsoE2hgrAMfLStocM9+tHtHCfTcyXFGfYQ/vSbLfd8IA/uYHfl7sagf0/l3vYxz0qFz/1rPtv2fLps",
-	"H66BRz/HLoz7d/K5MhMPpF+fuN2jMMWlrfXwTJdveELr+3zzXNQ2Nz/2jx/ibnrI+MtEKnlC4uGJ+gNF",
-	"xoEMi6rW/G3i11sDTNJu0iWJ9ZOUXcOWxlipRrqW8ZqFUFJjo7JS3LkkapdlMTW0jVMwu8brofTB05qs",
-	"x8KmXP6C/kjznRon8TikKge1klG5MuSZHkqsZdB5jYcTPJIJmaVrVpuoZYyxs/EaErWBpYLKhATWtKG0",
-	"BCJYDl231Tt+UYvXDYhoqZZXOMCcqf0WTAi7+gzpm37ifSYksuyC/p+mgq6IRGoeNpSEWld3VVol+Yp1",
-	"917tS7H2I5Y6EzwaSoSZ9U1eqm9zKHlYg14ovclzzIVP8uqpa1uBsevbILZwp/whBPwpbf6HBTxhUD1K",
-	"wG/Drbr29uy/hnD/fBLPzKE17FA+F8/8x0o9xaOnyolRAaEFLoZ24Rvs5iD5zDO1iCc8wR6OvFLK8vbG",
-	"ciiJooKKOLUH0YgQbvD0LpXYvMfMkgt5S3FHtgJW0jrC82WqFgqPNf5kkfi6nsBiqWhYRnENHRKM2T96",
-	"1wO6JKEvwwMn8U2cNRLBU7khn1O1gKq3JceKLCzKy4v4XDEWiruQXkPpMzcYAhWHinIIBgCo83SVMH1H",
-	"JQR2hpJ1mWh6LCZqQXwj7mP958k1Q4JkLO7anG+qObXLKJETNZazwEcGdx8Va7aSRMQG7wGiKkx5cWqO",
-	"dikDsxWoJwj+SlDzW8ozKRaxE5EyQs+bh47Mi0YLLMxeCK6Bdhco6hX8p0DhFThUVp+yC/WXK+yhhYTp",
-	"xz9Fq9SMyDwrivUNvt3O48gtLPXSQAaUoWfnypdwsvNqU3jGpcfzpNFDniipVSLyQjuzuS2ji4NLZ5rf",
-	"dSz9FDFPuTpCopZxkAYepxcqYUmSxhEM1Kl8FoFyp8UltzVotOoM0NkCRwUm3i8h5UWAuqEPHug9kGc+",
-	"yz9Si9Ay0N6DWFYfM455jMw7RkSVatuTwEK8U+YJbtJwvqBey6LvQiDKfDx2JiMRsnY7G3Kn5hm4OdsH",
-	"LLy86h9dnB+fXJ9cnI9e9U5O+8dhQGVwm4QI9FXeh0h1lyMUYAo1sAXPM2Xkj9FzsKaQzcyP06YxoXh0",
-	"RqbvvWid10VCSMsulAttJHnCwlUEJq39vFKZiCCBDFRlCCIFrGwAdYeTNmVG+1A+hSDr/GxeDnUL0Juo",
-	"wnPsTbs/t6FvtlsHL7YAbn503k/xqEfCkCiYHk5KVdzzIYBHvYoT8ZjH+NfTIwagmB7zkOIdj0iQ2Q2T",
-	"3/opkn6KR5Tp3OVjbFL0UV/hbqo0Lp0nS9L0t+XpPl9yLaAYwdHF1dWby+udQwT59e4RDhniEVEGvN49",
-	"4rp39W3/ejB6c/7384vvz3d8UPku9ziPYX7HR/l3fAj2LnvXiHjROz29+H6Hp2zc8CHYe3M+6L3qj+AF",
-	"Dz6gcPGHYK+IUP7g7aXLP0Xu1MO9TbTqlKDRLb0rZWqiXD0ZeRygzRSa/xLFJ4K2A4Qq0GaG9WAjWxr4",
-	"QVIEHwmGMiztRHOZP335bd6q5j+Wdg08sbx8OLASSrxjkdhmxRpt9HsijX31WOlZsnwflqHlG9wJK4Hq",
-	"73jKync95TbdMOs7jPD+mCUh8uqXu9gbi63qQ8nHFpIX3YbmNvIAVsMWfXIV6oTtbi1M8R45wuEs0Nux",
-	"sQYr1+nMhGjGdfHmDfLpp2z9ZbUKhwcIZbqMY/Nre4fe4Bftg98RcajKEO74LgcVSJTYyClrNZRohSIx",
-	"36abkN9bdGorl2PzskpucHv0P0/BxMdEkA53EThvJL/lcWK2+h+hNOMM+5QLZCt2dWpzlYHrXN8xblUo",
-	"w0BXFTXRfdi9jwtfnURisVQZ4H/jXqVaSApOURGJ0SEQskD+aEemBiEBKH4AaBQ/QF7D/sfxuuBqkyb1",
-	"udqQKC7WSmLhhLvDRqqxbUMAz1heP8EriyaOzHUDnKTfbMvjcy6m04exG9yVuysMvGd738K5stMNwDUZ",
-	"OM//7tr7U6pbYEYtRtCCjfAZdMUhezr3iNOdqvQJ1CExtJIylrPmU0Jh7KLuPregG2RqaWdDTxQEJx5d",
-	"XhY8TSWOOyUuzm1WrBTD9shntMUPcKCA5XQqXRcAFbqF+lkDRXzHNhw8Q9SZNZaZI5YQsp9xaJVXWlRl",
-	"ai225jcqmzO1yparTLOZGtogeYkEo9gCHeZ/HcVR2GRhLj1DI0pvbZGZpSCydDvjNULj5QQSNG3I05p1",
-	"mAysdYEgqvT3RSxX1n0IiOdUZQ1zVUP/vDLfGsVTwhoNcopEgtSY5rQSRM4loIQe7zHDcrhVVIsC/TLP",
-	"oFcyESmXll/Tn8Rn2JtD8dScbKPe9JIJsR5KoEeygeaCOKX8J+3gDWjsrtlMd3w5lMTdeUOmFt1Bo3Hd",
-	"9YR2qhC3AQQHdB14mVPgJ5OemhWRkyc+qoFaCikiQh7nGXRCgE4NvI+zpniOKwUrSzmBwq6oFftFHUdp",
-	"DpVBCgbfqFKrbbeU6XxW9RrsFfTmbnc+uqfwId2cb50AOz2k+PxUOvbAukzk3Gz2zDLx6lyW5GmFnWU2",
-	"5lC34O8/zua8so0/XK7zYAWNHhDy8u3rGOxha0Lm4heRqjp15nh5E6rbAeAByo9AjB9ca8TOhN9ZnJEb",
-	"VZDK1udSq8m8eucPCjv/YyPw+Ihd493Fqx+7fz9poPuPdQytUP8z2P0Uwe7fHJ3+DYHlTxgX3il8y2rG",
-	"UlhN5la4IO7PRkiX7ZdiuuaHzaAu8XPEiY+shwHoevPfPxY7eN07vvh+dDIY9Y6uT97ugIJYvuFJQRBL",
-	"DycMRE+LlA3NLqz97+xK/qv3J1EQ7F5fzAruj+tJKpUbPl087Eos1C1Z+lgx6nEVR+I9QejUsOxlbSGF",
-	"HHLaUE5tL1ReJQKIHFOVEuepq1JFFwTp/G2FldkvQ2mcMqy1EhFRF1v0OmuhsOuNuG8uYYaSSjQ7rpzK",
-	"7TuEQmU9uyWz3LWBehA1uQHLaShx72plxo0vT9FuA8+oS31f3KtvKncTfDWUm4fHvNs7cmbEtqDUPjEV",
-	"DQoqsHdqPJSADWAuBlQqC5MOcH21F62vrOAFYBvMeAAPMpp9AGMzlDa0ic02haiAVAjylFJ6BDvO3RCW",
-	"CrEZ8z43b/hUBmU/wLV1Iw+j+ZX2yDQGBkf/dkArrm2oIMum6KjKHdAUAACg62dFSpTndm6EWFJ1FNTV",
-	"EbIUfjhuGNzEsQXfWCzibCiB+aRjq5tsz1cEJdpQK0eommYNxqvMRwMk9LuhnAFNjStQRHjA1DtNcGXN",
-	"IVxDlROCTrm1gQqqX7DUjrDy67aGmakpVN3QMMg51k60NIcS6u0w7jJeEw06DcGcAxyBa3em8m8KiACW",
-	"ovYGUiOsP3nDlqvMTiXcCwFpIMXEkAbsTC/y4U1AAsk2JF/2RrrhWxzDUtpypt1o77w9OMv9z9/d9H06",
-	"9ex/FJbBWwhMqLBi4Vsb/KhtmHb1Px6DVnW3y0da5p9mlkn6ljE2qyTSZ8/n72g/Fi52NxvFsOOtcOlT",
-	"Gp3+iDYNTqrLqLAxh/JRRqZvWqJmAJhOa1QWVOQO5uthWO8MZVkT24C29wEbGhncJdCKQ4l/7LJNsAJS",
-	"0cR1PJQYo7RKb/+f79T4JPoAjTyJutNYUxteXgwqrtqfcDkRSciEjPSnr02ACKs/m1Ss0Ia/HO6UvPm4",
-	"fPjnhh0wqvR+w95Zy06Y2ORIFOubx+a9f2t+aGuT6R+i/+hYZDxOdutAomsf2YPk7rpPC3yGJqQ/jZTf",
-	"s8H2X9nk+Hy9ZxdSFMt4AkfKAuA6fCYCh/3gsg56tXhUU9oDvQu9fIZcEnFLnSpoJVteAzsTc7WrDLBH",
-	"x+pWdItzPoOMp2vAQc8JtXONvCUeqSW4mNhq4jc35NjkXG+iqDfaocUzpEAGdqsggiLEBlqbMEOIU1do",
-	"zTHfClDWpVZT7NmBBx2y8Kx//friuFgfi7qhZ8yH0OvCWHIANqUeDJrVvXJ+ZNe9T6d97wMy7pXiUvv8",
-	"fazv5Vm1KPLmQnMoJotGG8AwAQjT2HauRgGDCrF2R2luHFbLPocEG3f8ViD4oSZQOqJZMAvfah7C8/Fl",
-	"LrseDGVItpluLqKQaYIb/griEIQzi7sbdr9N6FumwzhvmdZCRtTwvOhuAf1/pi3mPG5c3IYbGTk7KQj5",
-	"q4FLPgSsHMIa7rB/DPe8Dx7u/QRtxz2HoOnFeGQp7+l6uqnDGnH8PWon6Aly1GHm1OQEqM8QzLpjCwvw",
-	"cdC+bREkD1k5GLZJdlphhA/lhhVOPCQwHjyclpSgvNuIY+s2/3LdAUSPzRwHQCBxucba9xL3ilVoc5VE",
-	"9xlRPbO5PyE4Uf6SbTgZ72P9+5Or/qEtgH9Vjb0bwdbTwX3QcQZw7DteOLxAP1wrHNVgs/e2/qQVf4e/",
-	"I/mVryPyODgWoesctBaCwsjEZ1VQhWWzacD8/kpWvL+XzvwR1YRGdeTWnm1CJe7abEWMJFC3jFkVjEbb",
-	"vnvE9/ra9sLXMAUAiwFhmmLP/GW8FMaQDJF6FrpkNcOb4ScsK4P4CAvx9ybaQ0i6FEt2uc7mSrrCHiBu",
-	"EolZvoWKVolgobPvl3DpfsoXXEL+ebRMBcX6YzlrLtch8NyAsQYt3cau23Z5aLl4J/FSAEMhY+GrlQRN",
-	"f51yqc1kiDRkOhNLc570JF6umzqeSZ40Nb+dqWQ0jZPMXEMN04in5w3/mWZTeqauB07+KKmJqHf7awGk",
-	"WyRiko3oFmOQsnBA9O+DCU/MdYilxjzuI23+gpbOLU9jMxXa8l5M48xYvOHl6eBKQJuOEfTEFMw8cAdr",
-	"1PicoxMlJ0JmBP9lhEFbNL5is/1TVmuLxkscRqpWszkLeaJHY65xh9S9TKExiQithhjj3QuAL5SxZTy5",
-	"SQSmvVIqBEtsCzvkfRKutUCvxc2v3T+Udsx5XWqhvoEt28A/GRuRDHUMx3mWumUfK7feWdwIP3PjMo4W",
-	"uyI/QXL5C20wZwqmWTzlk4zVQvu/MI5Onlsq0T5hNiyAVBDYzuZ/LNQeeTyIT8TmIhVd/Iv0poA4ngLM",
-	"/Dgp56afI4S7HQ7SK21MFatZe3q41wdJhcjfmC7eq9t6TJ4Bmd1Q8ixL47Ex92DZmqwH0llBPo2IyQhk",
-	"Ogfr6SBtrOPahxrbAtu+mm7YsVsZ+MF+rVB6FUHiKgMRP3NLoA30w88rAegtpCBw2Qsq0Gm7PZR8e8Ge",
-	"0VpG97gf5PIX41tXdsjvbJOqSSayhs5SwRflGAp+iCCcgYciKMWri/ET+sLO3jiWHIFrdkE5BB7yaurr",
-	"41hbYMkK2mueZXwyX0Bfj3mImeivh3voptvGV+Q7w+kc7hHSljl7zXtVdTUr9eeoufutJXOfISyIxWS4",
-	"HbDTj5gEQms2AOQEIJ9V+A9dP/1i2efy8oUcioIXew/zivPaRiXbn2HJf6GwZI7wANXNqPkU8qOKRAso",
-	"SQjKxqa1NZlCc9Yqrd8Wq/z9Tf2lSOHoyIl4Cnv/4tbi5/CxA8/2+Eo87GyHnmt3TM0YvbYthmr5AKa6",
-	"gR03xHmTt79A9wsHjGk5lP+gfo2AhdCGYUa2BHMN+l+YDNjV2aB/GbBxzDWr2a4cGpLxF7AzJ+Hjuis+",
-	"Mbp+iQU0xnlMgclPTen7wGAlMkn3HFZTaQRKiVhrsKlHk6hBohCVEgxbIbBGvTHUYZT5n9t1I4Lhmy8D",
-	"Yhc4YfFCOKIflQ4lN6ZxlqqETeY8zZqsh7Q4tqXFfLvOU4vE6Yetqe5LwGcjPh2aUroRQId6zPGJUIWU",
-	"E9FDW0bJajDl2IVqho187gwV5desHVTOb37BAXoy/raBd0FgTmXAXCZ+XvEESohwsNjG5qw1rFoyJ2OV",
-	"5TxlxpeMdTEqCW4pmHZmn1tG+ty6CwqB9PwM4XsoYfBt/3ooNxPqdE3dJz3Dpt9YogW6oL0MBW9IEwl0",
-	"R0StAvYjlL0B0RFhpm+Ym7vUOByGhSIwYxS7zqpq+sy8Ts/N6ZzujjOWruR9Uc1LT8TsZLzCJt2rNPYi",
-	"niHtcoW9F1Q/DXbu45/2RCnpy6J8fTgv7d/wyOR08dbq3g57ZHWXwU5q2ZA7whuQqP7XL33bMPQ6xkPk",
-	"CUQzojwmxdmYRyBA0Y4kAYlFvxBTJNH3/6hJt2GudZx9XTbtjJkdy4qW2+ZTmmq5pS7MFS5nRkaHR3GM",
-	"mhWtMIfMCLTHqFEf36n3uY01FL5PEpcFjQZmyFKoZSJYJCZxRCCSMHFgrSEipOchNdkJ5rH0UMYSLODB",
-	"22/ZEtSmzw42FWj0gZHh7GjsBYIxB0Ops3VitK8QmTFcZAbW9AJGZm6z1Xdvrk7rtmyeyGUhwhsYfQWY",
-	"GRBMtKVTGMlEV5+92hKewvCOutMd4lNOldYNIOhG+ofJKr0VBQvS7ayJMcwkcws4lMiztuDpjYi6OTSo",
-	"3ZyFh+cUMub/8ucPpXtBu9OGkghbX6DjaMUT7coNKE7KbsUkgyX0HqKsCZ6nJSjva58u3iO1rAv9GmPb",
-	"jPv6YCjtkL+z8S1XNu/sbvucrw7Z/xfJVnVeq61WWRKLFMxokSS2VpEKPJwRW4h9U9S7i8aeZ3bxjA1O",
-	"zo56LBLLbI7xf5tpUVNb47h5TMzNZscb6/OI0rv4j7dWRJFUCfB9R29pvZWE6s8ZTJlRDxi5XwJ9JC03",
-	"q10d/BCwq4MfhnKyWqwSjj7L1cGP8H3fHfgrUg/Y25NL+MVbkTzB0G62YHYwGk9wCmoKvbzZncpfizF/",
-	"8+fRe4rw23+vw4Bl7VwWHrCVTIDxVN+A41RYstcqEwkw3JoFN/+7tMgKxuHI7lTAJipRK4I5wFpT2tKF",
-	"mDuOcyjtCXEDNLenYUCx5FRn7hD5A8NIGpr0Q3kjxNLIKLN4I3xOGDj5DfirRj4AukE+KZTF+GEo70Q8",
-	"m9NW/AEqeGM5c2FaHEU2T4V/N7OnZSgfe1wCOy8Spc9QTsXd5mnhmq2WXis19n94qZ7a9jnAR4TkjRZO",
-	"OfZPTZOVUVsgflktMR4lHDLaBzpbRUJmMVI6ohAJ6MQO5XNW6/2lXd/H8f/3/36O1SlulyPnciFpAGLO",
-	"cnUT739+AxBfBltrkSDlMpTTeLYyW3yiFiJ3QT2U/DjTIpkyRNgv5CZAB8CbQXuRKkjFeBUn0BECVOu8",
-	"gJWbNyDJPA0BPjJWYtGbEXh4UwtglK9DGYuZQJ1he2xKglgHhRweTZ6rbYPmGJebiI23FWOq0HqsmERA",
-	"iW5N+Xvd2K7Pp+5TGcxExjhl4/Mk/FO4joATQm7uPdGkkMX6Pq/wCm2Zx5YND0Au/LBnvL2dLv1x90uP",
-	"jNDapRgZeJrm2SIpG+74UZd89rCz5136EWRNZqP8P9SfZEWOVY9YvQb5RQoE5Qg4GLrIBfzUky9/VhD/",
-	"e4TqASnKBeYCQvFMpg2zGGjjv74+O3XEbP9qUflUwEYHSo3fcyzBkzB45Bx7ludZsXQlLf9jomYNa9pg",
-	"GcY7NcZuZ9yCQ+msKGh3YjV0242PGTg414BhkxKqVQRcfXN1Sp3WfrNvl4U3sYwgORjS1IZ1qDFx8Izv",
-	"1EboYigdXBiQBLpbHTIVXO9p6jy6VqX5rvD2R2Tx/6CB0INHir2/qXGP+C4eFHn+tbuLu2ta7eLdlULP",
-	"7DXXZFeqBDhV+BUPdev8TY3dpZ87Wf/HiBJWAIa7wCok8biciboH+5IrlT82Zsv5xej04ttv+8ejwWX/",
-	"6Pqq9+A0b97xh0Nt2Rgi1YZZ7jJrhRn5R5LaobKxJBYOJxCWtcs2YWCsTbHSFG7r+H2vmwDL4Jkkibqz",
-	"uYeDxy7U9VXv5Pzk/NvRd2/6b/qjV29OH8ZJqrrnKee54vkhq+VI4k8WGAf/5f4+UgzFA/SwXVGodxjz",
-	"yc0sBf6/d2r8JOAxFIB7Kl7gylhgkLvCVTEEgASFEMJQVsQQ4szCtm8JGgDRDDtXGWy4zlDKPLKTqjtj",
-	"huS1rN7LgUIMwTXfxxpLvs1pwf4SxA6ZIQFTHgiqioXWA/azjfbogPUQ1Rn3RJf9UB2Z5f5QtMCRLYay",
-	"lr9BRAENoYHFvOYHCOiZ/wG7ZsKBYRZQeDBgTpHpkK8yBX8O6112zb5mP7Arzy0L2Pfwr/OTy97pgFE8",
-	"LmCXaNTlMbmATUY3HK790f6IoUSMEd6Y3ZrHlTj0b832T21Z+G28DFltCT/DPFPtAwV6Q68g3+wnu1C2",
-	"FFtOsC7XGnzqHaW5a9+rJArY39ScS60VliEcvGRHajKZx6z91VfPu+xobvYL/eVvKwncZUdzsVALkaVN",
-	"ZjyfJGmyUz5ussFaZ0321y9Z7aDVOqyzdut5o90+qMNN4duTy9E79jXTP6dZbcm+YHq1GHE2GIw4q92N",
-	"3vH9X3+9G/Fff63/1wHb9/5aD6lEgbEQrv4a/njDamZi9/XoxtyRjfizbMQpDPsjzoOxU72pNY8Q74Fz",
-	"mkKeWJZil4JnbCXjLL+3FurRTYirTpXf5hmRuI05loxEkZqydlBY0Gc6362QGNAYR4IT/UzjE0C8wesa",
-	"7nU/oodgi3Xenlz+14FRFu2Od/6gF9M8o80WPMtE6kHgcoyJYjV0foZCVuvVOw5XyOaHVnLCiZbNvxh5",
-	"v+w/AxamB+9D9jULaYrZr78uzTrBMv366w/m/0IqMfGyRAzlUh0rRdKD96M8fRB2zS/r0A/zBsxLL8Bi",
-	"t1kDVjpmtfUovmENtp7zbBTf5Dsk/5OZNNgJYR4Ez1xBOaHwyjXzJUv480FxCO61l1f9wWB/MBj96B63",
-	"VMqICrXKGmramKokKhV4QQE+rfszzf6O12wEWRHRD0rqkRRwthAoN+HtKKhiJcMuVHQzfAoKLV9mKcQU",
-	"UncShHTXnJUfYdqB6yPzNhJPEibzrehywyRCbT7omWZXB7h33o9IoFGhz/uRFWdmLwU4siXVz9tcxN2I",
-	"56kx5qclliOgHYa78vMI6YiC/ArskGjtFjwSWC5Uu2Jfs+9Z7fLZ9/X/arS7hRerKZ7bBKjP6sRhSAmC",
-	"kNVkkB9IkJ5G785HMfuatfcl+wvLRvEzVrt+dm2ebf4VBrarwxVqPdNYOsWogTTClZwoeSukzQ/Rp1fl",
-	"InJaTj4TNMZ0ocUkNGLGCMXBYJQKvS/r/hbG/dvzk0CuhZPRE249+2Gj05Pt2ujpiIcqOj3ZQ42erCeH",
-	"0ks5sMqMAwYgsJIqF5Idgno7vxg5I/Kqf3RxdRzeH1QHw+tpSpeunBX3cNUSXfvIgiV315ZSfUgU/QnD",
-	"9Wd8+hODam2esl28/PItn+jr75UTrFYlIj53nL4PJiQl08diHjtmXxezh04LON+g4ACz+Q8epFdLIfky",
-	"btod9PRIShdLIXuXJzQZv1GG+w97aDf711ZmI9XY+EjbtioUm/NJ5geR7rhmmJc3/vnnxvKPtcsFVe43",
-	"kfGHmM7t8q855n0/2fL/2Ds7fdzy2yFVLD88bMflh2vvS0abCZqpBv244Mt/4B9+Aotwyifinx8+fo90",
-	"GF/GhWl2raZDib2mXDMzSJaJ9xmrcQulAq7MHTcuA1qTqbEy7YIzrm+ooB7rxfyDjP2Wf6zNSRvgMZvT",
-	"c7uepI0HG0II2NgcFjZeWw+9y0JMsnRgHfYn+tbDnEE3yrhfQ8k1Oxq8tTShmD2BchhWcyErZ3gLavas",
-	"NxnqD+xlB8xFBd/Aky7b7PJhY7WiFgq/7hg44atYrmOdXXqztVMiDjptRnG0lVj64MtgbxFL9++dk3J/",
-	"iBRfUN4ql1DpFP8iAtaGtvpWq9Xq2mYgbAIyvzUtBlRpHFBiVp6seLFa7HXgUTBZ9O9gE5wjqAJ2CqV4",
-	"n40mq1SrNI9AWLITqM2qmZ2K7AL09/CHxrl4nzWO6Dbag7Wjwdv6tsHjK7Yt9cHhy0/RLJJvyVM126mA",
-	"aPOO3Q3Q6nvtab53bEeDt48bmrnhkRVOFxJDAnYVoYegkKktLGs1EBiARpOpiUvqutko6pBwndHG4YlW",
-	"1sFAcaeidb0SQ+aJurSP3lwNLq52dkvp8g/BH7rJppz2BTmAad/ih4Sf1yBEYIGKVpVH9oSUVO/+P/N/",
-	"nEQf7sWpo/xn7taB7iRcINvplzkWJy4jL4PqsPcp7AgaFqpK0cLxxhQSZDqXUUBJHTxRQwkUo+CZLRCS",
-	"4/oA69dZCNZaPF7RI2oenJ1FsxvKL5ttwlGBRHGmCNptQZggNAqHtb9M1mzC0zSmlw5lLUTNrpvFF9Zp",
-	"uJDjwIoh8X4iRMTlRDTKg/NRgQiPxFLE+q2jNI7rA7MfvwPjExIH8Ol5L0MnJ6Bot4Yy4elMQP165MHl",
-	"ML1aaC8Huclq6NKSVCbtUAfNgwgGBUuI1oxHEVstGfEVUprWLkZzKEN78wj/5ijnqFPH2zm2etp83Y1Y",
-	"ZmaOCxVX1IUMYm9js5Q2sO1aHcoo5Xc5T/WG55IL/E8JX5e/5Qp3/9YuR5qMZ66+6/OA2sWRjV1x9ubN",
-	"yfG/OH6dOeUIfFSIR0GWK45YLby86h+fHAGDtxeUA951ygcs+JrN+a1w9B5x1nzaqBOdnnx4UBvq5KpD",
-	"nC0IkUqx/zCUbIk8FCCyNuRvsxon1T9o90aonAW/WoEDsmF73q+EHmoa/H7uY14xzeOI+hMy/IfHk0+z",
-	"SAT4nmTd6JKjGSYS0SDXLF67ZpwOJfaiBEURVstLI/JqX9dSQQUU9bxVDXJOPInH1JRk/JOAiFow0YQ6",
-	"YslJ59NT/ZoKFik4qJQLDyzWBEI3AFupEdHf1T1aEn8LuVyeKzbIlP3qTLHvvL5U0iiIFBpVKZYmO41v",
-	"xCa6VEytlww7L4dy8PbbHZouA7qGGi9zml/f2sjnyrXoibThvgYbPAG+Ab69UEtk1qykZdxTbBgb+Wls",
-	"ga8N4ncd/h8iIFjNhPoms3Eje043bJeaN6FVM1nfaLphec+NbaTYjkqb3SlChKhVtMvgNkVgr11QvAqK",
-	"0vW/PKbX5NN2ifyp+Z5Y8z1p47t1iIv67BGdD/dptk+uoIy/tP5lqxY6aLVy54RU0YRL/F8ylHlmiVnG",
-	"PDGOQAro2BrgsrOUT6fxpIttbWYNrvq94x9DRAG4i7UI/PKmVHCtEDcoxP/XYZNdmUFSeIsnCVPTDlac",
-	"AdF33oUHEUdW87BSoD/TTVi9a27iOREu9n8GtvnV+0hoe3C1XA2YpgbJxAbcH8LDCplP1/jII6T3BRKy",
-	"LpTDsWkC7fRECJgiDiqIS+r903X3RBoEHVU9X2WApRipO9lBJTI4+fa6f3XGlAxYSKsI5VD0LJhvhIeJ",
-	"ZWOaxLN5ZjsSNZvGMtZzBHIsUGbHmq0kEjVGrMaTOyOhD1qtgIWRmKVmtghvnlbHCNSLpZA5XiyDyDWW",
-	"YxQfXrN/i1Fjich5khDyputAlVMzJEWE8C9GFZqJYZlSATVav+73jpn9fvfxOaQE9p8ANChGqbyBAsZ6",
-	"tT64wmPxCZ0m84ZYCl3pLMHrP14OPyXG9LnCyaiGl0akzjWku+3RrsKQ7jJ3nB0t+xPgSnN9AxijxuDs",
-	"svanxZYWk1UaZ2sjlz8E/9wbC56KtLfK5nudf/z04acigZBd3FzM4x7e+wmCU7ZO4CmSQn9TYxR/UC+G",
-	"0AB6NQZ7ihIuAZPizmWOWC2LhTaXQdNNVA+GEng9FFIpUrfz1GFcheAOhM1SrN8c45URx2Q8urhtN5fu",
-	"bMm15QUM7Y2Zgj7ozI8GBx64FxzdEM9uSPkm6IGH+xkknvjPK8SCtSSRFiM0GEqtzJdpnAXAMc49F5wB",
-	"NGYVidd4mrGEmyvg05tDG8iAUI35vijWNzDHxAQCEkgrBoBuWgEIFzeHwWgUPZSIHoY6zUwy7FDzCXS/",
-	"+S0RAH1tZJFDscTE6VBOEPFhjtkepqa+rkXbODPHiLOpuGNn39il6gDFRcabBI4w0hNufGBtTiX8AeGK",
-	"R2PEz3Q/S5WZf4Ha1aska1q8EKqqpF+pZz58pllo8Re8dwxlWHo+3o1PBx6IwsNHmcp4YkEziu9opupO",
-	"j1baaByEcUG6ijttpEk1idpQunznwuzk6SpJtiUbvd60imzj/Xm3g42s2+HH5NwOPlXG7eNSaIftgx2y",
-	"peWUULLGwwYuZIwA8lsHgGd67yP6Bx03/m/P6XlPNRvh4Xak0vUf1f9Id96bUzPz+BvLKv9t01fufILA",
-	"VFO/dfHJclgfS+nRfnRh4/Xo5OzytH/WP98Fz7l8/VOWNNqKRRsXuOVxgl05dKDHqziJyMLzBvGEbrQ5",
-	"GwUaaF00WDwryhlOD2T/nGoAemJo2H+CDnojfY8Gb81cUTETuVgZQ1x1IwYJDYzfEcBQzmg+F0kEvu1C",
-	"LFS6tlwHxiAZ88joNpaKd2JC9VJ0OwysgNxzNHhrdC2GQjfZRqGSBw26ZLWQ+BoIsoKFaCmcAjZeZUNp",
-	"mazADghpOInIiu4wDAtGaS6LeMY9cuyhpEkx8+8mioYPBgwoQRZT8HkGnPKC1cLGgr9v4IUNoLIOA5sy",
-	"HMrD9gE7i7+pdy3kUZyVedfbz1l42fsRqEuvLy5Gp72rb/tUKyW9Tjxw58F4MuZwl01XKaToQHOBRwE+",
-	"OgQQRIRd6JCis09owE/56NiLOkAX0UcitbwjznbxVMRJoJkyfzY+p50pYhYhenfgiDU/EM8sDM0Br+F7",
-	"QMtaoAWWqRkmGucqiXJjvTxm9hfWHkoYl26y7537C0xAONzSrB58xSp7ZIeS4I0CD3mWav0WfE2x5LFj",
-	"R3OZ4k34Il4IzboCILAWjxzAbYdNEqVF2MVJsJMnye+EdT6Ds9SBiJtbbzxgbLyKjKNB+8zNC/7V32qc",
-	"/bziQAZC5tRc6eyZZsv5WscTntAD62yibkVqLXtafKIAJolgo91wRrQAXYWXb1L6v1NjAG4E+5b4LORq",
-	"IdJ4whY8S+P3AaLozC3TOwVE7uJUGK14AKeGTUSSsLAdhEOJO/FLvLwesGWy0sW5majlGuvVO5iQR2AG",
-	"N2Co7JvMeToTNsv0/K/NQ/b3byCfZKSUmrKD1osviyx87ZfNF+zv39gcQMAO2uYe28q30V02jTMqU8CX",
-	"AVk/vxFyKHG+2gdfUlOvx8NPKxvrrhm8FZEgCfMPuFMr28+Gc4f7AM7dFHrfOVWnQifw5naGOcDtXNjL",
-	"jPvy1vbM4+M7RhwNZYU8KhLgTXmiRVjHuKrti6MpgD7EzfEjCQq+JvcEIeZt4456NZkIEUGgdSgf5N8r",
-	"Hj83GIZvhp62sbGzQL5Y4WO2duUm1iiC0EFTCwtEbrxcdMjMZ9ozySc37nUQJ65FSoqATREyVKVDiQgy",
-	"CcUy5qssUneSKiS81+Kepv7YqbgDBz7lSSIS44JnOo9d0w4gFDYY7UKlgnQj9mCb8y74DWbcYBPQkNHX",
-	"RmZQ72FwtDibxu/NsG9FarG3zcY9i78Zylq6khh/Ga+mU5HqgELOBJ9Yx2c4998HuclJJHPAb42JejP6",
-	"mpX37a9AS+Z5TBJqumvGv1EexA7LL/Whxe07IYm6+dJYOpB0itx18gLicaImN3DtWAzlyxfs7/E3rPbi",
-	"eZvUdz0gaWJGbP6G4J0OzBxB8cieGkqepmbrwHZ/2YJPtKLE6uCDw5fsL+zlC5sLBGRCG26uUybRJtCt",
-	"RfOtYlpNM7sd0TLJ6Ejp1YKSAUMZfntx1j87PTk7uYZYlxYZGRZuS7IaxeHrG1sz1jkTSYhb2zaHhyfn",
-	"133LSdIt6nuCTQOrlbAs49RJNrhgKAFkt6LvyjxiH5lv3qnxKI6I+MbcrkWWZ39xSw9liO8mmBGIxcGb",
-	"cUwUR8HYlbXqLFYv5lCEzGy8PedB1xC7m4kCVgT+8RnSo4MBnaoxJBkY7hRg8aq7yK5cuybV3IxGq4nj",
-	"M3xYRWAFyRvG8yTIX2G6B29evTo5OumfX48G1xdXPSOTyZQxcip/3DROEu1pA4uANZRmCR2Zf37YCGoz",
-	"EhtbI9dOqEdgP5OjNTEGGBEewKNIaL9+c31tbK7ji+/PcfKueCY63rMw28lzbY4GnD02ZGB6Z8eznBYr",
-	"nQFZGFstjSLDwJPtxGfGzTGmEpnji1g2wPMJhtIeuJeHh89fommxr7usxbJVKiG8q6bTOn4PZ7PUDGkp",
-	"0lhFyN275EDHkT/cPLgB13kmdbvFdL0DIh824V/oSX/BNhM4UALAU/ZhsAHCCeDf4OOghAk/PjILC5+N",
-	"CK5TblYWm96gEl1naqmdSImjxHoptbAxz7Jlw9wMlflqlfmT8NwMMyhgdr5ofclCilaMrk/O+hdvrkNb",
-	"q0JCGOtK6KzA6IFcI3cZ0CuLUCUZG9xaGq5MYihx+UFVgD1f4UJ44iSochtwWxEhJ9N8KpJ1h4wbycKT",
-	"SCyWKhNysm78XazBVPfbeRKFlT1DSQ4D5nrzDhPSDxTx9iQw0NRhMc6NWGP70MELNg+c69JuBa1Wy/yV",
-	"wFqIAGWm0C01GgSNolTAFtGYuMB8qtk4NosM4Rfk9KS8qzuxg9e9hlEcVrrQgDsEFMBTY/ebpQoYRXRY",
-	"tqYapzGivljW6gD4IO2upI81k2C+rygi7LTMjBA/aB14QNNgyLhAgL1wkgqeWewXqYz6VogFREyZ5lPN",
-	"y/FTY/CIJnOhu3Yt0Xaj5wXsxcGBkYXH/bPLi+v++dGPo7/3fxxd9d8M+sch0p9kqfNN83Z6Ejw1wCbO",
-	"5QieMhoeAAtuFUrQV20BfsC4Y1DXb2yoFwdfBZCrVqk5RV0nYWPtTQoQriRJXrbbZEgkQ/ls+GJzkZl4",
-	"EqzoEeI0OsEdEBg6TE1xLWIEUH7R+optzNLJ+ejNoF+JxFv3tAUOFhuDs1z9mzNuPmktKut0B2Yn2zDc",
-	"Q5kITD8cHoLDwCcZIq6zZRpLRETvDY5OThDOf8knwkz7ajIn9EUo+fGcdkwzOb51M2E0p8a7WmPxmki0",
-	"AFTkavTonHAe7cA82F8SJds7dw7LaYcloMWYZ/7XP/4/jf/fT3/5H9sAEGGw36hoXYrALlZJFpvDvD9V",
-	"6aJhLCAIwsqJiijvSh01dNM1Pt322gRsK3XihwBb/zbu3Yj6fvgQVCYe3sCR2jnvQJc/Pu3gbvxQrhP6",
-	"8Cd45CcEj9ylF8u/1ku/nPWve8e9697O97sbniKHkz/Chf8uLq9PLs4HOz9r48YPwd7ZyWBgfrrsXT08",
-	"qMLFnyKrBNHzXJDZCfR/K3+E+Zs/rrCQdnKi8HdFzPzykZuzZJ4+DIReuv6JYTTAkjA2+FJEuW+0aY6D",
-	"Up4KiCsn6g719xbXpWyBdyliWEqQDKW5nmKPJZvFWeHDRwCTPtkOrTY7OmVjjjk3wFh0JYMdi93usUG6",
-	"FQF51OJPxvK/SyXWi/bzx/bilgOrDze8btzxlAJlM9BbLH3DQC+6aLDdsVdOD2Vl3ssGt2zeALEyS6Fg",
-	"D0G7kOOw+7V9uIv0IRpIEZ2JKOZgvgC468Fn3OzkieB0be7qO64RtRZpM9B1pIZGeywKjg9Ud7Jz6sAw",
-	"t1Ndq52qfwco24IEw2SjkWCrJGG1yhRevfl053yHQ/5nQcWjCyp2K971P97L9TyMX+1dC/jXXsRxB/Br",
-	"/+qnFKV+uqpTFIMuI1XE1kXpN5Q2KfZR2aqhhHRVnFEIQ6q77mb1ss38FVJmQ4mnqMlKYdsCZLc1cPIY",
-	"ASiCO6BUJqOn4o1Pqo5ZrTC99Z2O7V93ObZ6NZ3Gk1jIbJCpFOAqnqYgCB1XP6J0NHhrCSXSDNLWei0n",
-	"81RJtdKF2qGdi4UKUNnlUtInKsx2PBY8FaViYvMxq/QWwQYwmmlzpoSbZAwF2rbhRheO3VnmdbqYYSIG",
-	"zomKRCnZVH4BswkgrI2ZJIJ7GQxIe+ZJIuzyhEIajysNRt5lMeLfYWbKnV2PS4taPTHTim3wcZKIqB6w",
-	"iC/4TEQEZW8Z/iF/i9a+b+gEFOr0Pnq/8I3lPL3mayjPgKBpk31v59Hv2imkkHDJnmnMSLGaeVlDyWQd",
-	"DKXRrABLG2smZATVA5TfsXRgFGmE5lieYDls13swlBaYR2dCYsYExB2koKB2A16rMYCOqPSxiCiyfcj0",
-	"thZGL1yyt0sfGezzexvIHgek9KR1ucdKisfU5cL1HxVauiek9HtCfP7t4ptHAHwWr35CRfxG3khz9LEx",
-	"hNXCwpt+E4Dln1Wyv1EpXqok8VXiY3RdRWGsZcDHWpunqpDteflHzCUt1K1PBgF/BnrEYrGECwVlyMdA",
-	"xQhiie+NJRWPcMqE1Zusj3zXd3ztZY0sBE+57MJTiiw86p0f9U9PjbbwSstcBSQUxWaBX7XkjEmKExl9",
-	"DoEiVit8yjONMh2yZW6p5tx9YLD5xnpQAAvAHoqZiDpD6RiSAUrBFkW556JtDFnvZaqi1URAmUQU6wk3",
-	"U0AlMHlpp50nnlenFGwCnmA/n4Ay2JnIIO3zFQM58Ork/GTwGmpWtEKw5OIyYr7b++poKO0TseWU6iMp",
-	"MQ6fBmCTAnLRyJJSy2dmKI1Ba7P0HOp0hIzyLCEZApGSAiMobs1jSu/iSyYwUcgeT++p1KNHMMf/Vqr0",
-	"yG6bx+jT/KanVqqBcbJKR9M7j79vDP3fWUs/Hm7bP+M7fZy7+IkjWiChCpKoVhRAf9ohHx1c+ryO/RFR",
-	"Q1YEZp7eh38IYumRfFdQxwOtekS0XMVwD7hsLo0FBkHe2SrF3YiuLbritJqoxyyyPDy84+lfs6THF+d9",
-	"d29ZjVrwLgCvhTtfVPD63e8+buN//h3UXvAny/Sj8YP++M7pH4oQ8yHN6bJwaMpvOVpPSHHhn+udZxYu",
-	"/gQ6tyiGakWh86fO/Yy+/3URAq3Ins6ZWbC8IUZEj40L7AZvAoHnqqJEGrjfScKjKEX8k1Wa7HX25lm2",
-	"7OzvJ2rCk7nSWefw8PDlXjW+AShaUMmNLNGNiUgRyAn+dQOFhPlDdcVTf3KfX3480Bt5rQoyYnOVMX3H",
-	"l7leI5aTzcH1tuUcdH6zm+/N20/jWyGF1gSXmEPE0K2EEFM9KY6nAYFkvdGKjFfcc6ZknCmih6BLndLX",
-	"W15SBF0OLMix5YfFcU+UnMQJsgr66InjJusNpUtPQAOL5RbPH9xI1OxrrIyginAI+c86YFINZQGjM2Dh",
-	"5cXgmu0nfNxAIwp+xCvL1pdH+R26Nsxw30GRAOGYrdpnh602EHkVjyyGYuCtFW+wTONYJbxJ19tl3M0Z",
-	"JgVWUgfIcYGgiYslT2ONuJS+DYl3kXFGy+WA4T789OH/HwAA//8=",
+	"7P37dts4sjgKvwo+7e+sSNMUQ1J3efUf7sTpeNqxPbbTvXta2SJEQhZjClAIypfuzlrn2c6TnYUqgBeR",
+	"ujhJz57f2Zc1HVkigUKhUKh7/dEIxHIlOOOpbIz/aLBHulzFDD7/cHzz6u30/OJm+ubi/flr9ZVcL5c0",
+	"eWqMG8dkRtNgQdIFI6uEhVGQRoKTWNyShYhDSbggcsWCNFkviZg3rMY9jddMDRKIkDXGleGtxpJJSW/V",
+	"bzg2FymZizUPScRrJhqTSeOHttd33bYzmjQaViNhafJEZzFrjOc0luzzZ6vxgxrqLJLpJvwresuImBPB",
+	"Ga6lCCN8odDwm/48jUIFs55u0LAagVjztDHuWo15lMh0mkZLBbrneP2267a94Y3jjLvDca9j9xxv4PUG",
+	"3cE/G1Yjprse7tqu0xsNRl6/rx5eipDFCozGKpZt9bjresO243SH3W7jg3ogYVPzlKNQMGcJ40GGgg9W",
+	"g7PHdBqsEymSxrjx691p+u7jr4/vrp2H84dGhqNLQH0RRzcLRmRKk1ShiSKSXkhAXI6rxmTtOJ3g//f6",
+	"4tXNr5cnZJEuY/iKTTj+pL4hMeW3308ajE8aG78yGpa/WbKUkmBBE8nS7yeNdTpvDzffSqM0ZvgVAE+y",
+	"ncHfXxYemPCGWeNNQj+yIBVqeWVqyPCm6Xr2RGRA+VSyT6QZrFOSCpI+CIWJKJVkJSKeylaFZKpksqTp",
+	"OolSNYsZsGE18H0gr0DwgPE0oYqu4eC9fnvcGLuO7fWtxutL9dl2ByOrcaI+D+1Bv/NZkR+fRyHutH7F",
+	"sUfOaKTfcexRd+jplxx70PO8z0VoHE1c03uWyEjwxriWxKxGfuhwcY5LPXdOnXaPzVl70Ke9Nu2Oum3H",
+	"7fdmA6/b6YZBw2p8miYsXAcshNm9QdfK168mT738Adf2FKiHnaDP1lacdQa2Y9bft0dDVy+/17e94Vac",
+	"9TtejrPRsJPhbOh0ByWcuV+Ps3kwaA96Hm2Puu6gPfeG/ZFDnaHnDMs4c23H6RRR5pZR5ti9nqKPHTgb",
+	"OJ2B6zmO+8+G4gIFzpAma2Y14GgfzLbSZM0Dmqq5gbFYjTVfxRSBUUzktQjkHh4CPPy/lXsoTnDyuBJJ",
+	"ysJ3aiur0AI3J7OnlEnkex/FLI5mhMFrpEnJKgruYmaRVSJSEYiYeK0xmUWcJk8WkQvxwAmTAV2xsLDQ",
+	"/+f/VjA4XiDvYkYTbq+iFYsjzib8Mvtk27aC8M3F1Q+nr1+fnFe5FA1JKu4YJ4ITSpbrFI5AzfWaj1G8",
+	"WC8vrm8IZyyUsBlixRKaMpKImB3pgSeNkMrFTNAknDTIguKTMLN6bMs1+yZmbOOKveDqtVUcBZQ01Rhs",
+	"OWNhyEIiU5GwEvO8FZxN6TxlyVSyQPBQKg6opoL3kVOqhzLqWwh1pTfulw2rsUjT1ZSGYcKkbIwbrjew",
+	"Hdux3bHb6/X6DasBh/B+2e647rDTnjkdZ+aYq3jBaJLOGE0rp8Bxx55nD93OaNjzhnAKFBqesgO0oKF4",
+	"2M4MHNdRkwP5s3BaP4Pj2L3RcNgfeN5QzaBHm0qW3KuzVR3UVaD/vvw0ZTyEe6QxbqTBavzyZXnhvcbn",
+	"D2pr3jIap4vrlKZrWd6h9ytLEZE6B4QGaXTPinuC3+xaHkCCHDEWNFTgImYK/C8Wt2qwMBGrFfAKjfZA",
+	"LJdRugUprmt7o0G31+2jGCTikMl0+kCjNKcPR80jlpFkBZqxGp/WbM2mIVulCy0RBSIB2BRByeh3NoXD",
+	"3Ri7nZHX71qNhyRK2XROoxiZGYwLJztfvGs1Vk/pQvACPm6Fa3t9W3Fu2K2k8FvI7lmMmw9ob4i7htVY",
+	"rxS7zcH1PLVBp69P3l1e3Jycv/p1+tPJr9PT8+n765MNzvQgyHqlsCzJQ5QuQGy9Y0+EpkRdhjUcYMuw",
+	"RXYQhWy5EinjwRMMtmBxqEQfShL2ac1kqiTvVSJu1ckaa0aAP6QLmmpeuZYsJFFKIklkGsUxgS2I+K1i",
+	"nWQ4Z17Xc/ptNurO213W77cpC+btWSfojjoDrz8beWWmomioDi9XJ++vTyp6iIIbIJixuUgYmYuEUC7S",
+	"BUs0xg7AjR56F25oDIcf5ypOojGC6FFPPlCJT9GUVO7VjvtPePtQ1Fi43fmOPCyEZCQQPGU8JWE0n7NE",
+	"knkiliRdRFIRxpGanlDC2QMABNDCX3qQLUz89Pz6/Zs3p69OT85vptc3F1fHP55UL8iE3UYyTZ5eSBJG",
+	"8k5t+3wdx3VYrhuviGMzFNwISh8LKFdaX0rvFPxwMMc4i5qCNE/OL64vX7W20Mv5zcnV+fHZ9OTq6uJq",
+	"g044WXOlkEbzSN1AcF7JnK7jtBbw0kglsuApSziNCUsSkWxF5M/HZ6evp6+uf94k1yWN5yJZspCkCY24",
+	"OiXqqToY8jGKAChJgbhdiwQiXi858ZyeS5onl8fT2+mKJdOzllKM6SyYNNTWKHRSErIgWtKY8PVyxvZC",
+	"/f7quoI/ggok0phGXxiFMH7C0nXCd60BRywuQw+nIVTcrDgyjshCi+AzIV3SW5CndgF+dvzD9Ork+v3Z",
+	"zfUm9DGdEbwJkHNpQpspgTSRLNwBfHHUMvHCcJ0xkWA0UTf8GPHNydWbV6TT6YwIyNe7wX53cnP8+vjm",
+	"eBPmeaTY8Y0mk3dKsA0FQ4SFbB5xtgPqbNAiyEo4HpM1v+NKSMXxJ43gfjoXcbjVhGKGvDr5x/uT65uq",
+	"UFq4ETIAl5l5SLGqhAbpDmDNyGX04rAzET6BGEo5nrkxTMJfmDlksGBLOlb31Iol6ROZGCEKT8AykjLi",
+	"t3sWd3N1fHp+ev7j9OLy5vTivEJA2WkVKzBAFamIrlbx047lVcYurnOVsFUiAgZA/uZ+sB8iHoqHMXG7",
+	"Cnp2z/gRoeSa3kfp73dP7R9FTJ8IPqQeEOG2Y/H3ix+mb07PT6/fVm9Ndf3AEsy1xnhYewpKgxThViMM",
+	"Apd5877T7s0c2u4GHdYe0Z7b9sLh3GH9WZe6bnkG0gwFZ60dEJ9f3ExfX5yf1EEMVyEXWmR9YukWgLMx",
+	"vgjgSJJkzdVmHxHBYyUOKaABAiBEPX8qlH6jlELQwHYtqM6CyrODqAaOwh1rqVpIucgpUr0+aRyytK1H",
+	"/O9idhwEbAX6fRnvIMyFapIigEym0ZIqtSZcoxmmJIR/FDO0fBwo/aGYPF0ncWPceGlW9vKgtxX8ZxfH",
+	"r5WAe3l18ePVyfXm6dWSmhIGC7tbg/DKOEWcG4EPd98MVpCQjwjgVn1FZ2KtLl5ESr28ckZnV0yu41RW",
+	"5AQwm9AlA5tjgg8RKsuiQiOmsynePdMotIwB0jJGIyu/l6yTy2Pr9dtj6/Xl8YS/vTx71fa8kWv90HYH",
+	"lut0Pctyh67ds0ae7Vj5Ex4+YWVibOfGGY7d3thx/mmpr20XjSr5Wv5+fXFe1V3UgGYh+Qp+01a4kTFU",
+	"IhBlW6o7AFW9sNTGuJEtoVEykjld77P1B1rzFHDPGQroMMNYUS0tLFrp1MXVXqzTQCxZ9U5Uv2pZHS3K",
+	"Sivg7B7I8Pa2zGvhItPaccICFoHq76L9Q9vYrMaaZ8/99kcj4iF71Pr0dtyUOEbBfwLWuEgSgx5NyTXu",
+	"nGYRaJDHQhazlIGimDClhUSCI0enEpRfzdem6FZBK8RZdM842Gc26VzffupUyiJSMtWZxtE9w2MuaHic",
+	"BAuFnyutypTGu2JtMFvQlCl5gepniVHMi8OLdRLAsdYP5caXsq3DbTvDjuM4GQRvopjVzn66hNuAEhlE",
+	"d1HaBkMfmUdxSVBb0XShuJxM7l8mdEk5yLwvjS70MoJRXq5iObDR9qgI00BrRssgjemsraAdZPAhaW6S",
+	"5EKkRD7QVcnEE9+KJEoXy8a4cXl27bXPTy+PzxTXU9wNbMPTpWyMh/gFC/cau1YJu4/EWu4xGxlQr1Ml",
+	"1tci8zIRS6G2kUh4aOce4iPbdtBru47b0zv47vjszcXVu5PX0yqnOkZpEwQjrZnAQ9WLYmOUrYKrHuWe",
+	"xlEIYynxmz2uWKBOEOMheJT4ar1NJ393cvP24jVIAcdnZxe/VEW5RKxTBqKRunLgVC9ZuhB1AkXNaBv6",
+	"wUKE5PL45tXbTHmMY/HAQiI4eQk338s4kumR+X5Mfjy52Qb76fW1Ensvj69uqsIP2GYyuKNUkkDeK3Ws",
+	"TqorDVUCeR2nkXoJ3lTajLw/RO5/d/H65Gx6/Orm9OcNUfO1Ym9KrlLMEI2gdbRnACuOUwRMv0ImdZSI",
+	"EOLgR6TAslDCALvaTsB/eH/96yYhmBlnYHtLWFsGIqkV6gtjPBPkjbHVHXCoXF0vBCEory6urt5f3lSJ",
+	"G2UtxfTwVHJBYsFvlRSGLnoknAUL7uR6uXWp+fgl2skHF/Otq95QadV8xqZMrt8etz1wMWzfqq0RFAbd",
+	"amx995pLYOtC6rUBXMgB21c/1W7YlUy8uTHnRgfLqHgnxHqIDXEkG0E7D3YBcn1zfPP+evru9PqdYk6b",
+	"qMSLYKsJQmPmhSRaqNgG7OY0zz3QWpSwYH68lI60ppCi9qohLQgd2xd9c3z148nN9fT9+U/nF79U7irB",
+	"WTulyS1LNSoNL6VERiELaLJ1nZsjF9epEIbjaUlQonkOZ6I8BCWYCzMJ4XSpmII6GJTT+CllO1f1/vz6",
+	"/eXlxVXNaUfPKqHyTg04Fwl5KBvrwFaCLvBtSysOX1yWpPe3Ip7OozhlCe6FWuX3kwZnNGEyzU+IXK/Q",
+	"RbxtHSxNokBWtRzt417q33NN7T/I25OzS5KLe9NcypZTsU4VLqehWNKIT1OR0phcrwMlFs/XxX3AB9Gs",
+	"RuNohqo3wRfHRIcHkBtPKaD3jLhKXjff/sN8aU/4fxDwtz8HIAh4YsmEP+clB9VD8LUfP0ZyCw98IQl9",
+	"jGQWajNXl66OtfGc7rAu4GZfEMYDvWdo75aN8W+e41ie49rdfq/XG3V6PbfXGY6UYmuPOq7rDgeu03EG",
+	"g4HlOV27M+r3B0On3+v23X7f8pyePex7XmfQ9Zy+2+t1QaeBVb1mKY3ibbwdTBksJAuWlJ2rYbjdJdy3",
+	"h47TG41cp/vPhrVDSgdlQLN/+bJGIrf56ndQeZWaNi3G+rmeBa4EHbGRGWy6o2AWuEGnPetQ2u7S/rw9",
+	"Y7Nuu9vxwl7XcYORqxbCBbhQG0t6x0jIlqJhNTCaAILM9DeJeJDTtVQaa98xSsw0D65ryCeeLlgaBY0P",
+	"VsOYfaaBvJ/KBVUX67jh9TuMDmdOtzfod4azgM0GYY9Rrxf0neGMzvts6M26waDf6TGvxyhlo9Fo5nkD",
+	"bz4bDemgURhYwaNA+awYQ3aGE68YDjTquXk4UN/Nw4FGo/7os9VIlrIYPtQbOvnznYEzKIRcDQeKStBG",
+	"aGxbKELXbNVLfK4BcQW49H4wo52+Nwg7gUv73eFo1g3CWYf25zOPzb2ew4LezJkPXLffpeEwoCPqhMxx",
+	"6WgWjObzTqPs7+72h4PhoOCTLlxCmk63U2TfG/R63dFABwPh09JEi6rd3aca5udxqmMn1ckufZ9QrsgR",
+	"DmvHc5z8lJ3yuaiaDrR0Djj9gtCFHepvzYFxrU1K6fRzSul5wwKldGsopT/qdrLnuz03s3nZzqjzed8W",
+	"uI7d63qD0WDkdLZuwVehuBokq640jUNpgRCwLUpkd3QIhu9sxzYQ6d2sMe56JfI0k30DzOwxR1iHgdcb",
+	"/jedns/5Nl2yZC6SJdVRjCWZHL2cYHrUpsJNJ4kW0PKYyT8aHGNegDCzv04Kf322CvHQHwp7+mEv2Abo",
+	"K3YfsYe6WAL1PcbZmSuzSZOEPkliom4XCWMkStmyfP3nK/kNoLVgPbiOD1Yprv23cpi7azU+eY3xb47d",
+	"7XYGlmN3hkP4p9PrfFCH/BEYu9sdwB/TYL1cxxTJPP/+CUboOaOh5djdfkcNMOq4HzA+NZ/Ny2Yb9Xvq",
+	"qVHH8SzHHji9fDKv0+/WTTboIdvByUaD4RAG6PfVAN1erzJbJ59tOHThYa+HDw8L07lur266Ud/rF6Yb",
+	"jnowAixxMHB7Hz5/sBoxu2cJiA2/Obbr9tVi3E5PTeYOcJalZAEi2O0pUL2hAwh2OiPz8z38ru5IS1+i",
+	"eH1+2H+R3Eerxvg313Y6Xcu1HXeo/uspbNaLfD2U8j5YjUeIU4v4rfr5N0e9NVTgq39d/a/3wfqt7dhO",
+	"Z+AOLf3BMx+6+seu67oWfnD65sPwA0zxwKLbRWpmcDzcbvXBG5oPZhKv540s/aFnPvTNJI6DEHQdp2M+",
+	"9D8AK9hiVDgXRK6DBdoEa1Skrc5ENCL+eHKjjXxyi+qjBjh9d3l28u7kvEaBmzOarpONWI41l0Y13QJS",
+	"ccSSKmpcnMYWeU+jWEGERoxIktk6isMdsF6dHL/eMJRdYzymlTuS0f6wxZ+cj1JGWQoxsU9jUrVkkCbE",
+	"2RpzqaDhEehha456ZxvebGuctOGx3IECHO1bDfqh1uh2fjE9u/jxx5PX0+vLk1c3V8ebVJQuFNbR54N+",
+	"bjT41eJnc6xNY0INHZB2LG7bmCBEj9CqB3NlOUPlSeu3Nw+suDp5dXFVdbCjK4WFGpfabpFRFcwBF1Pt",
+	"sjZHrzcGZf6XSQN8fGbOI1BewbiYZURlM6MBccvCLlaMH1+e1jhSy8H0kSShCNZLxkt0G2lRGVJgGuNG",
+	"rq6TJeX0lqkXwI5T8PRBWNucBmXfkmO7tpKOlGrH6SpqjBsd27E7jQKYvx6/O3s+mGbEMYEBJ1xBPZ5w",
+	"QgDsMXke1OpFDfaYANRod7g8vnm7y3eyoumiZFUx3o5EiLTOTFgZsBTKo0abNF6yNCi673LD0pqHLAHH",
+	"ZGGaLVRwefwrRCPcXFxMz46vfjypdVUJdbIUocXRMkprAd4cZquvij0GkBngOt1hb9DHHIht0Kkzcf76",
+	"9Ob04nz65vj0rIpbMHtCTH/m1wjiSO1isFBKSLjP4l03x0bkVCB4GAEpYPj2mBjf2lTrhpHcZrC1yAz8",
+	"ZZtOnsorxqa0NXrm8urk9ekrAHN7sE8U7kyW1NGEtamSteNvYMIMWkmahExJTEAadNvU6/bag1Fn3qZu",
+	"MGjPhqNhrzvsjzqjbU6My2zsM3G7PVAlEQ81ESqlRCgrjZbMKmVQWYmIWTE4RX2e5nla6uvSn+Vf84wo",
+	"K8udyuNgFB+2MEp2CtESeWSMokDOYksxkFsdv7SUE34InqyqgjewXSX/DdyB+0+rRmi1kMKsjmc7veHQ",
+	"6fU7Q89zvZHlDm2lGI48p9sbuK7rda2+7TidTncwcp2e53RB+B56g0HfdR3PdUau0x0psdzrDUb9jtfp",
+	"9JVACbL+qDsYDoee4/S6/dFIKRvuqNd33d6w3++63mjU8UDMVl91BwrIfq83tCzLcizXUqfiL8NAwuAu",
+	"z1DQHXjDroIzR0G/23Ucr9fJMNAbdPr9TsctYmDU6XY7Q6eIgaHX7XiOOypiYOh2hkNAisaAEsMHTrcP",
+	"gyEGPG8w6jvOcDDsllDQ2KT6alpbnj6sj1jx1JbzbY/Z66f1339cczGT7/7xj1J2oNZNkRhBMd2WDapw",
+	"lGU2QmogaOgKm/2tmY1eb1jIbOzmBqqhNxh+thpl6m+Me87+rNA8zqMmw3EvgyllhapdsBqQVFYw9mzN",
+	"EsWt3JLyuEmDmCa6H7Fez/ZMymjPNhjqDG13B1qHgwJae3mS7bDjuX8pWvudTpuG81F7ELij0OnNPDqj",
+	"m2jtuZ3+LrRWMknd3mC0D60jx+0Oh//Uhqj8dFzBtVVx62RivBbrQUMBT73gaRLN1rALmBaIBp6YJrdM",
+	"piUTzxem0SYGph3J+yXKyG8IILp/aXZxCSHqxU/gkmC3GXvAz0WTbYYir9d1Oj279/mD1UjFCh7XP7mD",
+	"Ud8eFU0ijbHieXbf7fSGzrDnOF63q06JeaHveLZXfsEbOT2763m9/qjvdp3+qFN8oddx7eHGDJ1Oz85G",
+	"9/oIWErjAqyK/J6xRrdrd7t1CxzZTn9j9n5vaHsdt9cbdgZD18VgUPP80O52Ks+P7P5o4LqDQafj9Yel",
+	"5/t2160837cH/d5oNHI8b9R3uoX1IZxfePxN3rhIUiXved8yh/wZnOC5OeXmmE91SGtmYLg6eXNydXL+",
+	"6mQKZT5Orqdv3p+dbXIJz5XpZuWFGvF3y2BlPaY0CJNjJYsuKX8yX6i/jdZFE6VUJncsJE3P2ZaMoJNS",
+	"pjen704u3m8NYJuxWDyg2z/i0XK9JAmttb1tjleEX481Z3G8ZUAla/R7vY5Wy15uU8yuGA2jaqDtFaRg",
+	"pAKNMbVhtpjbjGNobELRjPrCLxp/syfU8PPEwn0FMYKEYRkBTBXGceo8J4rihrY77Ll9x0XXjn54BtU0",
+	"1iuW3EdKyEKY1eHZW8REOxz+zWqY1OinY22zQoC3VTW5Prn6+eSqJhrwXJBEiCXE0MAGcVFn5Sq+XwqW",
+	"QZPdbC2fTFJDTNPNzEFz2q/fHr+++GV6el0bT3lT1bA5XapjKAmm0NcBtjnkl4ZW6inIci0hgsiYIvKI",
+	"zrpTdP32/c3N6fmP09eVuKub3KIpU0hqJw8LjE9kaEehSWLiySurKg5bg/BIoWSdQvhpKB74FnzfXFyd",
+	"TN+fH/98fHp2/MNZDcLnMWPpC0lCmtIZlawUQ0UhiaAGvMq4m6ZcMyxUcKgdsw5c2IGL+bzqq6hsf3ZD",
+	"8nUc5y/XRojjT0ULTh4Gl4eNB5SHUbjBkmsv4k7b7Tom0B8Hr6uacGxI6qMiKV3doYzN5YomEeRCfLHH",
+	"tVgwIStNYJmHZQRiZo0zvA/S+qjX77n/bBzin73Wd/he1mku+3+/ElBmCeQQGWkbK82s/f94f/L+pEZe",
+	"OblnyVNuwpexgCSBlN6xusDwuvFqfVuQYGey6MfENelp5KOYWaRbSMCTFnGyKhCFvLP6Y2cSh/8uZq8o",
+	"D1gcV5P7PoqZOiD4o+ZjUUoSWloRi+lKsrCU4Yfp7/lyXx2fvzo52zTR5mPPngj6r7Lkvj8+itlp+Pkl",
+	"PqO2YB7xSC52BXqM3GHH8QaDnqLtLGatN3DcUWdI29Tth+2uO5q16YiO2gN36AyGg9FsRhW53kU8LCAe",
+	"AE0pHLqDotl2hq9h1RDcjrFjd4ZqTzAPR7Eyk1qmoz321IQZ2Z1Od9TrOIPRP4tFRDQjsBpyPVtG6b4R",
+	"Ov2h1+38s7FBDa+hjk6ZEEyC64Hbjkv6/8x+uflm/dGgSRrNaZBOdaLWtuhK19HRlVn8xVSymIHKZq6B",
+	"YvBYcD+V7HaJXzQSykOxbFiNuYhNtaMlfSyFnHnqu4hPwXJaDkbr5mEUBweYJWtQBAVnMrpdUnXigvtp",
+	"sFYKQU2MTOKVR+9288GH7igzZPS7YMjYAKdnu6NeVr+uqz7D8yN1P6kbDDy76vWO5+k/pxK+cYae16kJ",
+	"o9kAaOS5efzdwBv18/g7pZlXIPLsbmeYQeRktj7b6XWKAHU6ziZAXW80qom02QSoU7C3DoaeWwgIdAZ1",
+	"AHlOIYKwP+pmG9YF+2wGktcfjTZA6vTcDkTj1MTwHni+/nUxvP3BbNDp9MLe3HOcoNfvdwLmhs6gH3SC",
+	"2dDtOkF/4HisR13Pm/V7rjNyZ13m9QYOczohHT07hvdbRmZ+thqcPewNJhXrNI5YMgVHrLHkdd3ByAF+",
+	"vw4ZT6PfWThNmIzCNY2BhFKvMfa6tqO2W4+AFrFPjXHPGfadUlRI6mH+MovzUSDCAyw4009gzfXcQf4V",
+	"jG93vJ62+wB9XP963nYHo97Q6zr9kVqCA7ajOihzubXdszsjg6e2aw+9Xoannutqu16vZ4+GijDNaqbG",
+	"PrYZCZ0JAoeQayE6GoNGpiGTq+hOi8XwUU4TtqJRYqp4fYsbV92LX3vf1gTWLhjh7IHJdPPOVVIe7P+/",
+	"7+W7ySL+9yb935v0f/hNuvfW/N9r8euvxf+JF4n19ReB07eHnWGv2+t0yhfBgZle/8qLIEtYO+Qi8L7t",
+	"RaB+qVwEe7K7vvYmgMSDbPhOL/cOd7udGj7Xt7vdnPH2OgYc17Hd0lUwGHR7ZTbnOuow7b0JgGMbxuv0",
+	"ChcBsPYK34XC5OYi8Azb9eyeV74JvGG3chMMeofcBF4vBwgScAxEw6FbC1GBaY16Tq9wE/RLN8Fw2N+8",
+	"CQa9wbab4MDT8oU3wf/xSY57rgIIbqm/Cvojb+9V0OnZcEEdfhUcsl1/9VXQtUeDnttxBm7vi66Crj3q",
+	"d/qj3gCd7aWwMuMeMWrGe6x0u2HVe3X9M2kW2hZAKnUe0aBLiEosWt6C6Gr1mGLwIU1pyaot700Lgyi0",
+	"HvjUUf9xLdu21QfP6Q6sQhFSCNzMPuffT/g1EITl2I4L0YiO641gFPXRca2OZ7uWO7RHVh+iuPP7Rtep",
+	"1JzdWC90GdROMSG+fBA/hoJhQEVeaBGYc8iS6B5rO4v4SSQhxLyonWKrrGJAw2pgscXG2AWGZX7l9xgD",
+	"UTGIQJ2xD5/V9rw/P35/8/bi6vSfNRU0oN46VNSieS1AUVvVszROqfIHFrkhM0YTluCQW3ya78+vj9+c",
+	"TKFKwpbCC5VI+DiSaS04haFKgcg4DoRjSJIKIqQtn2TKlhZ5WETBYqOq0JH6A3JNHqgk7JEF6+1lFwqV",
+	"HabvTl6fHk9vfr3cEhaPgZkPieC3Wa3k9GlVj9vaYUtujMIIJGWP6ctVTCOeLUaXTjwikvEQyoFGARDi",
+	"y49yq4/555Or69OL8+nJf55eVwrWmtwVkzIALvOslOY2n9PGkPsTViKZjXlIWZjPVmPBaAg2qj8aJzcU",
+	"a7szGSTRCoW0zRLRiusxCL4hMoXtUFw+VWu4Jc1Pa5GysGXB1BBHLviE+3keGhSb8i1S/Cric+EDsyp+",
+	"+4de4Wd/wtGRZUgL0w3kEQRD+Kfz9rngrP1OHVgcxnyvvwIQNpOtfBt4ERabhfQaRU3jhkwTxU50Ec0z",
+	"gftejxbMNplrjzXSDHr5/PzmQv8kyh3on/TtnRMrsZsmdMlSvS8QtXMaVmEwsTsRxF7Abke3imZTKN9e",
+	"Kv8nXxAfyP4x9UlzxZKA8bTNuKK0vCETTRctBV3EdfpLw2ooSjU9nKYRHuZPa7xCdeOEbC1L+njG+K1S",
+	"Clyljy4jnv1t1aD4dK727p0JSyovT9EjLkvnmWByRVPt7t/81hF5WEDjDHC2wmPrJFHPYfVpNuGUyweM",
+	"wug43azarOIouPuwTDwB+UJLBNXYtjoQjqsLepc1l9lczS8Litkpada0CCphJ/SBE3pLIw5V2GawfUtG",
+	"uSR+Gi2RWgDQT2sG51jDmfWxKYL4/0/YvDFu/MfLXAx/ib/Kl0BHGYAQK6CkZflKxOj6rVK4DnbQhS+X",
+	"jMp1wkJSiqhVUodYJ7gFIH9LsopF+sK0VSLNkEFldpKVInohsSZaa9vicJxpAKAVF6hEnS0p4tXdwPX9",
+	"Z/3aMgwRYVhlFkumGF1pJQuRRL8LntIYCttYxLXt43xh7r6FPG4SUrRU63Ad1F/1X9kaIOaUJYVF/Hrg",
+	"Ispg37MkjYIS0FjLyjdw+fkivH2LePrSRUDVFLkSXOq4GZzxJI85gPsYTAubl+1GF7v6+ol1ZG/eelnz",
+	"ymbG9c738yerEXo7Xyw++/nzoccUsHKl0YXI22D7/InouoI0itcJI0114+lpSdfpEj+D2bdI1+kRv4oE",
+	"3yI9p0P8ApR+C/sViWQWhSHjz9ybUp+jnZjJn/yGePGzUX1s3oENkCJJQBTH/EAo9ydiRpq+kpP8VlZf",
+	"bsJBiNVdN0DdiAQ/0hXAQO4CqU3ftGoMzljIwglv+rrzkt+yMfrolMv1fB4F6t66xmYYz0TmtuYdO/Fa",
+	"+9I3RHFdv5CaHh+k6ddB4rfGEz5fx7EFufZtKMYuEkx6VaIjtcl5QX/QeaVHxM9E1zFRIoc/4eoGInJF",
+	"Awy1ShgL8U4vCLRX6q328TxlNdfbNdpflVLzQKPUtJuBmaBUfMepldMKXA32GduHfAkrq/Y32bO3pce/",
+	"4a6+39JJBbaxOKnmD+cifSdCeH63vqAz9PMMYYhzhPPjK+nO18Iq3xTjjzI5rVGrotQtVz/2Ep6BVV7S",
+	"JyXq3whxRpNnH8DahO2dO1R94xsfvVJat+7FMY9uQSYDKxxp+hUg9KZhQP11LNIf1vLpmbj4N7j1SvfU",
+	"mMxEujDtGmQslJQpFzQxKQxGmrOyMFelDYRaYVIinrTIKi+9pIeSlu4LKEGRpI9MtpTK+6S4PGjpoFz2",
+	"iKxhSt+Y//QOYD/vOV2nIJviUXzGlm6asnbuaenhb7mpxYH9MVGrYTzVcEM7FA47UWxVFtAkieDOnvDc",
+	"5qaVvqyXkakaq+7+ys788ssv7eN8LlbdHv8HtMAljMbL7yeFqhuThq+bePngt/t+0og4FASfAjSTho+a",
+	"KdUCiLrKgM+B/JFDxffYAXB/TYmcf9WJrUmW2P1y6elveuCLI2uRbnemhsI0ZGtgr5dkwje4BhRmuF3H",
+	"NFGsk6MnkgRiHYdkxlCMyHNsBGcT3mQ0WOg+MTVd9BTpqR8/Yj4K40p05GADo1wxDTVQPpdlOrsxsoA+",
+	"jiRhsCaLLOmTbk8j74zNDJ/xbfKDYnc0YfVcByglq3L7joURvQFqeiZH2GaP3cMbal/7C66+F7Jk+900",
+	"15KmXw8L3IAZOLDW41j+QCW0ab0G+z+UcIXSIzS+xM5TkUKLbk+6oYHJpyX64kjMqEyJ/LSmSu2e6TFJ",
+	"8ySKWSLJZO04Xp/8IFjMuLSI5zi9ljXhcj2DJlosHBM/SrWyIX2SiLW6FcScSBErOiZ+8xfyHYnpkrx+",
+	"8bpFfiffk1/Ioz/hwINe62OhLpM2dg+EvMklTZPoEXinLmBG/BUwpoSRR4KWSPI7EqnvkjZZ+YTFkuET",
+	"TRrH2YuusQ9if0gAsYU8dVVA1R+NfCE1xsqiZcsF2TqzIPT2GBCsRkyX+4ZkcGHChZ6CV249g9YaRTtF",
+	"/n+1E+rE4M9WY7VnNsd2XDUdewzitYzu2TszC5pE8+/NLPj9DvAcu1cAyqkBSmpKNTYwGsupobh6A1hu",
+	"qf0N386fErOPLEjVsMdo5HtVSnMqb2wYSXqbMDYFGatGmFFfG1M41zIX1dT2p86vauu0rj9LIqw2Mb5Q",
+	"klDMEiWMZWZQuEZBDHD27e0e1Kldm+bHo7qCd4xCFx2TXhjxtck6tMjty7PDYarMDfjMnot42u82asEt",
+	"0HuylDW61ZUQaVstpY0M5y8CONuIeu0u+xm6osJkBw28QY98FzFuVEUtU+MsojUMRuGlqb0dLCRtEtNZ",
+	"63DoMNE/UVdJdWyqMB3TGfmeUPIdmZG/kWym50wBpLB351kN95GfkrQJS6ys8b+81rPWKWOxqtna2Y41",
+	"kqZIQuiIXr7wWn/lxsvqzuuEy13SRA0B5bmZz3/x5Mte/Lx9hT/TeM1q6PeCM93PVSmmhi/CxpI1j5Ws",
+	"Cc7X8AgqzmnPTN7dIdN49K6BMxhYgF25qDUeDyAWjbgDnjw58Mk61IBr6gd9rDcOe1Z2oKIiWRknOGB7",
+	"NNohLTGR6bTYGq4INU1ZWzd5rUxXPr717poipRd8ppVJ1Wh6AR+2YcRkGtRgJBO4lvIgv9+1jkXIsQ9l",
+	"mWFVxUCkPxp8Hcd55uk+qcIAUx5m64q2+0fR2TnWoqwsmAphCuMxzOw5R8Q3lU+Mbqj/LHnCQUjT8pLe",
+	"1qxgyoeaLS4h63nEqEu0112ZZglGMGrqBHdd2qhVKO5X4qgVYaFWOEbawjIvtRd2tMyEs3pkbgC0wdZ3",
+	"HQlo/m+mPuwVU2+8DlRTnh5b/+imVBncJsyhWB5Ax5qgFASN0XWd2SzlOuJQY4VAQBi4OM2pqYJGH0/x",
+	"R7dfPShLkbDpNuh/3g35jD0JsGMJyUgcyZSF9n4pkG2VVzOqgtZoWLxF2yhKpXPsfAdmQsSM8v1cSm9c",
+	"vrWGtrO9K+OiCOjWk3+ThT0881gtCyzjGeENVgOjDw5mkzmAl+rFDXJAnXGTIv6iDdKhqF91pA8/wmmy",
+	"5gFNtzlzcBELKonac0XenLiO5TgOyQo+b8S1YKBObjHAx+tXuuamJWpFqdTMMmbzlIh1ig2kKNf1Kwxd",
+	"kCYXGe83llnz4/fZHdHad9y2n4pipE2+L8XdLyKxsKSMButOxaufkc4qp6EYQf/HHtZvwut3ETa2t/oh",
+	"YfQOatCUouyf+aIOt6/Xnu9zsRUsWFfvrk9e/UxeEhk2Icv1QH2hGMZfR5EypTykSYj949VMGM7i482/",
+	"hohVGsoxoUEipCQQZqzIZ8J9wdnUDDCFAXTs4Tx6ZKF/lBtoX/1MsqxZ0rw+md4RMccRIDnEt0rN/F9I",
+	"4ud5LgoKv4WhiNkL2tqGiS3R72Aq026j5ypRBSLJtlOTQy2xYYHEzE29SXFhnQtko52/jzFGETrmOYvH",
+	"hGbKBkaI+dhNX/oYf2cqxbP5WjJJmhRjELP6iD42IYPDLebEafe7BDcUXsdwX7UWC/jmCiqNmY79d+yp",
+	"RcBUT1NC5Z3e4HJFStjMrMF7ofncrRIg0gVbkqYO7pD2MlQgo0+gqw2cRnasaX5o0IN18t+/a1gN83F6",
+	"8f5mevFmenV8DhW6i3ZpHdQL30K3PhOfnPegfXdyfX0ML+pPpXLf5SJfG2EBOVh612ql3CyOuOa+LYQJ",
+	"/7FPdADCyYcrvryDCq/YKq7RAOBrwvg9i8WKmYC2Qi1sTXZHxFcj+zoaJ0olQY5lT/ixLhxO/FXEb32L",
+	"+Pp9X5GKj2UbMeBYqccQH2rqmSrymHDt43khFcHFT+hpaPorURpuCj+qL/Ih9Xcta8J9zVik7rDoz0T4",
+	"pI4/YctV+kSWdHVEzEPqtYgZaLQPKANEnyzj8MjyCjTho+9Kl+0KGYTzIuWGkULuMuKYNvFHY0lXK0iV",
+	"+MMkHO70x6g9MoUu8+VtvStMVy/zokLYtocvBb/NnisidOsL+BC+8zmzZjydY3wiENpnqyE4u5hDKsiu",
+	"ay2f/bO158nytHtuyzIG9j1ewDL0oM/ORlYZbfN0IDl8zfnYQxX5Xh+wRlMfEl/egr9IYTp7EiHdi2x8",
+	"/qt3uTD3wft82OMVLOAGmgeviymuu0S7mnBeddY5wXZ1heBeuCbtvYaAUv7s5vhvdW09qOyv2B6hUka3",
+	"HDvCgLCO8fUVoSYf1W9lbgUl2aD+lzXF1CEsUQqOeNNU2WQKraViyyj7+EWzTJbnGwh1/a51XVswx8eM",
+	"3rOw9g7TuWOby/zJqEUg+rUhMENHcrJPaxqbxQIaACa1EpinLThri3UZ0V4dojfTkOv2UlfA1iJOmkQs",
+	"JE3sn4H9XlcyByRaroRkrf1bXJ/sXB8arubVNxsjsYD6JK9+RtvE/plyHYHG8QEHrqItfNh0m2t9oGDd",
+	"JjonQtM9gKxdGVkydm2A4do0EA/wdjTrHe8TySe8qRhiYUgSsnnEmSSMBosWxBJpXQAoozzehOcDSr8s",
+	"ImZJ41ajJOE3gGVtKB1gbHmsJe2dkv7a+D2npe/xMGSbVit8mecPdEDk3KdSkTNrYAxhAljwfQ62N/hc",
+	"6mLd+vf3PrzKKr1vQ81lER9gUfzNsYj74YhIlkWHKwWCGP1haJPj+IE+SYUsxTCPJpwWcIpSXV5jvlB8",
+	"VT20VopOJDPbh0WkQKVoSVcQKjRjKEvWxWFsRfDB/vKtiD94hJOvHGHLRmW63VYbfVaHvp4pFrVDuV4u",
+	"lUKplFQI8zINv3WOkh5KbfiEF38AUzJpCs70M2iFfliImOlcGzwP8AKG6iglVw/YssnNgj0RGoZkvVI3",
+	"kg8Z8JqhHGSuvIKhihgpWyz7XUCvsV9WbZdQf78ORz+Re5pESomThesju83yCa3sWzDz2YeC/rMefjfw",
+	"VXihRsAWg1AayTQKlLDL4rmVX/V+GNFbLtSP0v6EWmDxq9Tzv8SHjcAgEq2M5OrZbpKwGC6C063h8kbl",
+	"9KPQR2sq6ol4JWAIRykEtkbrI3OaEMbF+naBnfBoSKLUrrP4vsa6CF8Q+XbFluKeSRIIuYyCdkKfCNZV",
+	"GBNOk0Q8kJWQEVwV+L06Ui5JxYT7D1GYLvzvXJ0WaJNfDHGhlTgPz5EknEbke/I4/SP6zv1M2uRxGlkT",
+	"zuBb9VubLFkYUd4MW1l8cLBOSUC+J766hORCxKFPHsm749fkJXHs/qDbm/Cm+vN78/Kf7M/W2Jx4zH/4",
+	"HXsUGk5QgMkiVAIj+GURpfSOJSa47y19Ur++WrClWLI0sckpT1kc2+SMzmxy/SRTm7iDEWl6jjtskaHX",
+	"HnaPNENhlCuJWsTrVO3kfYSRz4/Etb1ep+N2881XoEeSOC0LzAMRFApg4S1DUwZR2NFxfUHBVp8+RNqR",
+	"yqZ/RG33cy6nW+pOmtM4zkaCYT7iMAFpbx3no9oWFGajFOwuRXhoSqJsW2KqGERxko/AViY8MvOYCb8n",
+	"EfmOaEIh3xGXQC1LnUYafefa9keoXB3dMQvsJjSAiH9EplSKyO0iJRCCCVwduHJeIEOxZjJj6QNjXNEU",
+	"GmQfcT1HmReZ3AqGoeewwo/ArolEtXtOKLmiS8rJDN7W6ejkNqHhmsbxE9zVM0hEjym/w1SCVKwkBPDC",
+	"jU5jdXUsxAO7Z8mEL6JbOAhRQpRGRuN2KtpcRJIRiKc8Mos28jIeGKW3UJlOOCAoExdSIWxCV9FLU6ZJ",
+	"ySW30b3JXFOys0zZisye4F97wnN9QcyJqZCS4V3q7AidXKEF4jrBYzNCURdgqdXfslO65aZeZzmtdYdT",
+	"I0Rd0kh4gG9NZYVTu5FS3T8gRnRPaChQZ10yPu6QXKl5qJJ+ZUo2mR5pUs07ieKdC6WLKFIQCUkfBAlZ",
+	"Ci40sooeWSxbG9B7NvmJsRVo2OXWIsh8ofUj5eELdXGH6QIC1fW8gpOssmseoKk4sHpDEtcxjz5EIbP0",
+	"AEOsGA9pKpDhN8uIWQk4yONbpWBet/8sP9vWsNQTdQP+IMKn5wZnF4ysVp4bIOaEQcV3bSAGe6MGvDim",
+	"UwdKbqur+q41hDttfdlSIEwkEwi0y3vXq2Xx4XOhUPvOt4runs9WY/88sDqcIZUHPXwTLZlM6XKVxxTl",
+	"Bx+hrDv2e72Ol4lIRSBiHVBRIZh7I9HAsir4BPgt3BarAkdlT3XWwYEusXc0WEScQW9m6FutHkMlEFzg",
+	"8J2p8yBWlYa5tdLYwc4Ynaif0f3znDN1SHgTM5buPV9lzNwKzqZwMeY1DKvMEJwaAdV6LsgAC0aTdMYo",
+	"3FQiDuF6ptqlGEniq5H9I5McsNs4hcPXWTHiMNNISHP2RPy8rJffsohahrrGlKhtH65swXTV6LkNlGdg",
+	"WXVoqtuBt5Dhk/clKeMarS55Jba90XmKGSpBBKqu6TrTFWMGGiRQsPSxjBm4w3zzrn8El9JivaQ8p3Uc",
+	"UNuGdJ/e3eFU1QCqkMVT7H9e510sdUmLxe1+VlHo6omY1H4D4CBFvFVQsOE0IeYlE4J2RNzCaS2Q3uop",
+	"XQi+fexCQ6FIQj58yri6iX8UIKRA33QuyCWMo0TLSJJ5xOIQ42ZQljX1nbQe8qNQ70HUT5TiEJBMVqj7",
+	"4N8K1/b69lBbESq7gUBtB/ydCJVoaGbO4iB+FNiWn0QcJSf1a9MP2T2LfW3niEVAY3ysVcvkZEbhmbn0",
+	"rpFTa+1VsV6pBRe5zLPkCpiw7syd3nKRsNDIFmUs6B9NGjEi7Yj4PIp1uAL2nssiq7ecyHy6Mzq7ykun",
+	"Hi7IXHBG3l6evSJYeNUmJxFU/cjjXsGakccU+0R3blM4sDCDOdUB++o8a6P7MwyyX2gj/DK74K63ihGC",
+	"zyoyBfX1ddy1fr/OVTN7IUkUmtOGjx+RlZDQuitKsUKTUTlRkWI0iSMIb4HtQVHyOZCVQ9A3y0VprR8f",
+	"Ao8a1Io6IksIuc68dpzRRN14ujVrwR9cjA8EUT/ixG/HdNaGIdpYB9E/PFIwbzVZh8UiXWo8mvBiTJ3P",
+	"jIl6TSaThejCZK3dsc/7z3x5qwtU82HXsZQX6zQQyxohUGO6zhkPcdvZVqijBj3UwswsAf5SEvEgXoeH",
+	"xfoGDNrM7c8QYtsiJg1YOhirhA4f89BTZG5oAWoa+EVCuEhbR9oIUaZsxVWUNLN/DWtewNhBgtV780bO",
+	"JPfLWBpRVrY/BZwUgajd9eiemXaam7aLzRuKxtH9QYmVW2+aM0FDiBYohHU8Q9Rmj+oAKQ6BzV4rG67G",
+	"x4ChSGsa5vaOSpHyivtz8VAwLU84rmacvc6F9u5l7RZtgjmvkDcv18GCBAsW3IG5bxnJpYlu7roe8S+v",
+	"Tl5dnL8+vTm9OJ++OT49O3kNESiKf+aQTLgGEGWUAsP0ev0ajoMFxutiYcBCpUVYKNmKIuw8iplPmiyW",
+	"jHQdh1SCGFsKfGNwhQqOjIfA5Dnx7Y9iFkczH3zLljb/yadlHIEdL2ETnjAp4nt10CFoC+t5gglnXhAY",
+	"XuTdaRMhUjnhTb8N37QVhG31pW+RYmG8Ql0lH4uFvvQhJIMlraMJtrl8iMyyLo9v3paqednkmOvQSBoT",
+	"GYUsoMmE+2hZVQtF27D9UQruF+yBm+ZRMPCAA1eSpmRswn15FzOa8DaCZS9Dv1XZv64zqttA3Js92dQ+",
+	"9nb0sYE48gZMdgNJ2ddo8rUXlKYTfss4VNwKdXFISe4YW2njqJKlDSpadj78KhFLoQalivyhnaTOIfFp",
+	"EiwUV/FJwtpAqzA75cT8ok9Hk2Y0jBEI7DGSacFThqXZkCkQwGLXGU24jxGk1zfHN++vp+9Or98d37x6",
+	"61tZbcVihTGI2YIRjtDrq0tbxk+brVfhsOr6B6BdMFSvWpY5C7hpWq3IKVz9qMRDX5GGj6kJnD3ktZsY",
+	"V/+F1q4T7uv5MFY6xw8Y/wsxEIjVhtUwWIM4h7jeAlzQRHa6C7cZgvT32xhvLnRvyNV43aMVeSFSIh/o",
+	"qioU0/hWJFG6WNaqtgrLkAcwXcr9VzbuSVH1qnK6hN1HYi2362caD4YC9B0OJ+aBrra5DbniTQ9U1mhl",
+	"m9JTGcgakDaWXY94JYXm+vVzc+hMI/+Dgj7Krf4PfKVQuvT5uaN5wMaXvJqHHhxo2XhVeqemGf1Ba95o",
+	"Vl9HfNCovp4qi13ra+s+ZLqyqT6gk/GQHbV1KpxOdVSnTlFkMU2pMmuh6f1BC8SW+Ifaiq7U0zu1mePa",
+	"asp+BnOm6BxaUMF75oLqE79yndDkVaAkXIwDPlSZ2zj75X22TKpsmXI0oiuHqI4PvMP7rC7k4T2PPq1Z",
+	"Qd02d1/z/fvT11CPnaglAMksl4zjdQaRnBP+/uZNe6gdsogG7D+hNikVxOv1yd+gpf7fjoifySfGdAPu",
+	"Wii8k0iQJijXgCzXcRq1IVE0f4QElJMVlRKE6wnXogmqexF44HR2i84hqORw1Mu5ewwDm6GUB4fqHRG6",
+	"Ebe3vTaAwG4V//7heaBAHT9GNTrbcyUIq5FLu1sixEyIF0ZxBcu2a8F9GijhK+JBwqiE8mJUqf/8CaJC",
+	"Ukn8fOQp0JpvE/D7FSPBUGI0rJALmKVkQz+EnedhUr1ep79HXc4Pb3HpH7bh+TVLaRTXU1wmGmbCJ4cm",
+	"1zWyUxjus2tlg5k4cVIwex9uktotpYHouX2bQQi2CLoP71kWGm5AC6MEM1rt+tT3lPF0+px0zUInor0J",
+	"Bmf62XLfnz0ZzCZUGR7/XGmSsovgExZEkGm3WsURmhfRYZ5Z8QoSJ7yURSeIRAueitQT+kDUkrmMFDnY",
+	"5A12REE9BD3yq2gFVatwWnHLI8VBZcpW0pRCgO4RigYOdtJdFtcKsW2f6zK2d0SHFlThBIN6UMPjJmi/",
+	"vGyQrxFHGIGj2OzB4P6STYahnPXQ5t2QKj6sQveJQul6i/i6zQVq/vpEofKvWyT59S4a3b2qkjjCHsn1",
+	"2+O2ulqLAbL69IBNiIGrAXGhdIQabWSOZIBqZXboNU3BIHK9xMyUevCi39kUbvYvqKeVG/f2njvti1W7",
+	"AVaQ3Z0RQIkUPIt5Ryo31gK7Pt8e0mWeVXnGvCPzco27F7xL2t+8qWpoCyOBlGyR2/CzfUezpNzvpS9M",
+	"BOepzoD5ANkgIVmv1GyFE7gRi53fx19+X3rFkGjv4ItTE09p50r0mJ2dnMNvvWBPIb1uv6N/9023kal9",
+	"eXbttc9PL4/Prv26zKwFSxj2y9HWIJLZ9C7Prq8YlDIF8w54FM1Pmks3kZMAe0Y+YpXeapUMvcjFC3fF",
+	"5dn1hqe6MsG1zo25DmjMksrotUBhO6/pPIpTlliS32++9q0ubWy1962SoF4V09JYSK68sghvjO6F3TLc",
+	"RNqNQi+/vwygd9cnpIm5Wq0ybJiatQ/Afwl/28/DzjM2svqfyM2+UNWJuEluqSo0BPqTyZY94RfgNOJ5",
+	"AYhiKE01J14buXX6woRTeacTLyOdoggZ8rZ2l47Jb5Mi+JPGB/+IcAYxNRsNxTCZv1nbOuylWpnxdURp",
+	"ayO95pvrWhtcvMizS8di5+WwJ860ErODbxHBiVwHSvo9KtUZ0D4yXWsgkkQyMBIdlkWdX1l789nzGNcP",
+	"3zDK9TAuV453rbC483UcFxB0UNTOvzxktlJp4d85eraSAv9FcdGbo5gQ6f24z82LB2Ifxj8Q//8KzB+C",
+	"1PoAtQvt2DQxaUo4+uOzn5XAwfYq2Vg++kOlVs6AtCZc91CwyXtdT+SOPWF+SoTxbzY5JksaKxbJQuJr",
+	"xqwYyIRXfOrIVzeP1EZtcBxh+3oMnKmAvMjMFrOKn8ZF65rUbmJ9e024YvItm5zr3kzA4qo9IIqLQ8vv",
+	"hOu+gqh8oq6fzamLmD2oLyMoMIQ31sYdsqeE4BY2k18f9URwltuJKuYzLVUbG1wAdpJELGHH0MhYkPqz",
+	"bhngRjZddF/IUl67BRbMj2KWJW0ZfR98OOIhSw5CL7JJASKvrn8+ym072Vy+EQunCjAfC9aGYpWycMLB",
+	"8Zz38MgiJ5Z1CUWQFJ376upjZxC1G/LNRhmAwkA+ZPKtV+jvLGgJ+SYU+pCoG3uL/AQ9XLVgh60+sPYj",
+	"xpuTEqYUcvFsTrixhGURtlnMiN9WM7dhMIk++pK1acI3OqQ8UEnEfG4TrN7OcnnKbPW2aGCoUB8qkRt7",
+	"QNetcQOH+pXsDd9CEbC4SPUcho35E66lsqwX6h8fxew0/Oy3IOjI3tLvFYtxYMDCEmqDNf1SN3T1hFTz",
+	"mFbsWWCuegMzOie8EE8DDmIIEMFsK7mkcawtUUpO11NbhvwnPAohACNro5sbvMBkia2FsIwnmT1hVzkw",
+	"re1jD5tCeumkbDHy1QRuqH3PdC84/XV7bLrd18Ch223X/JJ32q6jefNriX9glAhpShbP2yELYpqwLXHg",
+	"hfb51er2D0WDqz5BOuqmlgLAxqjpWG2sbO2PUdzs7/3HMzarttn/AebSV9c/kxVNUsIeKfiR6vnPhjqc",
+	"N//fG/i+7RapE8y2xRIelwKLjoi6ukwISR4ZmAO9NxMlr5R7kD0cQC546g7QtPKCtFvFqZ2NBEyxyudX",
+	"eJdZUDqrvRzySMwXkswiitYHeMFCBTsPmyjXbzUhuWgJOdibkFdQ35Z3UwPnCYiEGfczTY+yqGWrUsw4",
+	"gw4TSHW5VROuBjUYZJ55bdJMIzPGwcvZ3LsTxavrlgZlwg+3M615GsWHP77dHrvVWJzRVKFYsiGUQ6gU",
+	"V/qtSTURMdtSEywqbLCQ2aY9x+22EVizuUdfgEWEt4DNrai7gst4i4CGCgOZsUXEQyOpGGtldpNvsx7h",
+	"r35WIAqkixpnd2FrtjqKMr8mWteybOQVS9pZMSyFsOdl1O0qAnbBWUHGKXSKLpgisSf0M/IgFUaySlJ1",
+	"EMVqXbW6y5n+BRZPg0UuNybiAUTJ7AtjgnRfcvIdSafRi+bNi5vWf7Vd9QfWcn6OGa/iV11KFlQhfEXj",
+	"aKa7moMZvFiqDDjdcY5HmfVc+WpI7mtAqbPK//Xg7HJA3Uc1BYN+Pr1EEVrX9LEqdF5S3b8Wvr027RUG",
+	"sWuTfy5AriUr2LhNFM/XgvMIyawRv90CzX8S8ztZTWlG+AWHCrZkx+JT6trcjq2vgbMKt+7tVg82ehLJ",
+	"f2Yd4B4OAn7CN8w0ax6lJIZAtyOia01SUxheiToh1mC2iBRK3aOpmulFMqXke+JmxqxEa+4kmdJNG/63",
+	"w8ohN3qR/PBAWOX6fDliS8RRYIuG+eys1VcMRCgmJBmptxpmX2eyLEnUVYliZ+QUeLfvZjUhv9HvrBoG",
+	"ok79T9EPFjYHZCFZr+y/KCij5F2sN1hAe4QjE3GS68kQrwKCKabHvJDEz8cDUyokDiGBgq6PtWe0tUUN",
+	"+5y+Ct8sZuNZoQl1BHWuII6j37+k5tfr6D4KdbJQHguGRg8oB0MTRjX3wvAqnzTThK7Y7yIKaTzhUHIo",
+	"0wqKDDriaitIhEUVTdjYE3kEVt0aE8onPNJN1vPC/5CMpjkJpGNxLHyDccEIBFmuZQpWXELTCcc06PRB",
+	"FOe3cL8zg/bN1fHp+en5j9OLy5vTi/Nr3ybHhQ7S6MXM1xxJ8jtLhE6fJPOIR1jT1ITZQsL+LUuLRnNT",
+	"I96vs3ci6F8SOrZZeombHT+wM6QJjdtCPukVo3XeCEj8LdVS8fMS1VlOlK5FUQxe181bEzVsVaY25VfM",
+	"as4vbqZXJ8evf/2CcvZZGYwdRvtdhRK/YQ2WHJw6LF+s0zhiyRnEs1cZ9pa063mkjobRaEY98n+Rf5hu",
+	"8H+nwZ0U3FSqe7cOFyK+o4lF3NFgZOUbFBQk36zpxcHdOtJ1yHga/Q5VR/DlrYn2LM4mQCgt0jk4jeJg",
+	"DLwVKcNaYDceTvNFVR69htX4VLtXxfLiX+T7LBah+O9yeULt9v8mZ+el4LfGwbmRdb+ZrlRrp0TZI7NW",
+	"bkt+q7Nc1mQ5VQvGaBy5H2oll0oplQOKlzyX+jYmqQGzmqCzMes2xD8rxsTs1F8UYpIRwv9GmPzFESbQ",
+	"kuPfOaqkkPXIHtNnt18sJ4NWe3rXJzl+3g1IKWWzvpAWVFCo1OiVLM36IdnltkdjbIkw4XmhZSh0ul6p",
+	"60qJl/8gTbA6RlioOuJbioy7UM6A3LEnde5WxcpeuYKmC4pr8cvY6bN6tsV6yLVC6af9h6talzu7r5/9",
+	"4o4NeZ1DWhMLt47TCDCaspI7YqMYDZTykemm3HNEqMLjhBcQWd5ZxCZUcTDphoVy7Ta5ZmzCi/ukFFDF",
+	"9dcxlXWILdpKD5B/Ph363BQknoOffmZuqnfwg8+C45lJsjuoBCOKZF30TCnCRy6gjHZAk+Qpb9BZaqlT",
+	"3xysY3stLF8t1ikoryLRYRd/fPatwhS6DMsqpuqklXodbY+9gpMJ7gFsoI9lcLHSMPb3qS9GVkNhwW4O",
+	"9tMYYq02u7IVY68KSkKxMDxW4cjeY1juNhWGgaVC8TBnrINjUhpLnRAOurlcL+WEq+PVgsIlOq89JvNY",
+	"YIFIU9XCJhfYHQ5iri1SV1bfMM0x2RKalhWn1VXxn+VLL3WBOlRmKrzzV8pOG9P8rwz1l8tQpXZl/wcI",
+	"Uzlt1NS4fU4tjM3+Mc+qhlFpsfKtCmKEZYnggCGKMgRU1NClwr9dPY2KDaiE5hLaqhpcCZ6d+/oVxofy",
+	"GP+9NgjdFe5fcpQAN/uRuvW4GLXkQEpVT0NE3XNI3Egvn62GEVn3vXltnquYEMwPO9Zcqp5bWXSYiNVq",
+	"V61B/YDu1w+xr2TGArrWfpRY3L6Q5NOarTFqca64fDOXkDCr54FGaR69Hovb59eC1A3LA7FcRumzks8E",
+	"lIyeKhi2l7R+Kx5ILHSOI76hs5jBjv3EoF8f1tSAbtlqOBaSpqMjd3UhpijV7X/UKqEiWSSzRHMMCcnF",
+	"T9OgdMLzPhy+fseA6ptcS0ruojgm7ZESI7QXPha3SmRSktqaQ08pTny9ZZg68JBEKZtiUXz/iKyohHj3",
+	"Ql1opSGawtAoDFJTCxq2O+K3WV9UXbh5ihE3W3sb76z1urG+LZZkwaHzEDWboIV5hWCdWCb1hpCmS7bZ",
+	"sncCAkQ7DdkKD8be+p2Q0b79pOTkUTgrX0DmX5UIX9zu7aDGSpjfcqIjHcdoGimkQq9swptwuMNI3lnk",
+	"9OUF9udWmtIigvrhOLjSdGZMUY2aBoOuoXWz65BlxMFSkfdJhNLxsZDS2lKrfIPGvqBsbLZ1Vsbu9vLL",
+	"S622l7klZ4/pNFgnEsXivSGy+ak5PE62UmFtXyRDcRKrBOLuVWpiqK6yUhSsxumWvVoTEYcGfH1uIeoV",
+	"VGZd9wOKh72QWSqKLiEW8dsJ/yhm8oVd0VdLFpucJYC7drMjuOaKphJuE0w8Ss0e63SEArr8CcfrqZBE",
+	"s2w9o0nb/r3KL/kpFnDexu5uyR1bpWVLVtNvx+K2rSM2/ZbpEgiFQKB2VQjVWIp9J7Z5KjcrgG2ClW/q",
+	"HqoRdSV3fNx0f1ywjZgSa7ciPSI+7rt+QFeQQ4ObKBSEMVAdQZYJNP0fw4YbGiEfxazYXDYPmYEhYRnw",
+	"Xq3AWS0hUxtVCd2ToPJHqb5OVkInhaADiPjHBhRs5e9rvkxjOZ1RCbUNtgb3xvIH/cg1+uxNg6UtLxQb",
+	"vVmFkIAtj5ejRKwGlljYKnXCr+ZRfr/1OX5vqvFsdHSW+uvDjB3FxeyzcxRg2/toBt6eyOoN5O97voxM",
+	"MLdsqivVgHwTOZH5NSk2EXVtcowlgIm+xbC0rP/+/Pr95eXF1c3J6+nPJ1fXpxfnxebK9e7LK0bD6NAq",
+	"2BCh8VVVsK+YVmkhSeG5bp2E0bSeLepuBwyyJpI7naKAwkkT4jPQuqYbUutnaAwratXxRKuBDz1LfdCv",
+	"zJ6elSWooYnSPMFPWzPLKX7767Zm6CtCnyOufkcqzUO39FH9klAkKBPxJR5vPaUZoR5y7MTz/J5FNRVC",
+	"RKEnEVbNyZSsavsev55gFkJuKRGlfint/hK7R5GmgA46KY04S1qFhi61wQmLNF1NaRgm+rzW1PGgnN5C",
+	"wwGin1NjzsSahxZh9q1NfMeG/x/3er2+j22bIapuTgMmW6AIuvjMAJ+pBSXa2sAUNgV6aFjEVwtvr6Kw",
+	"rZu9H8ENbdJi9X0JNn5dcRre3lKuR6bTbJMOP5NJfbTacQp6YbkdVe6viQKK4WnF1EMIBo0ZS1/IPKlU",
+	"1+mmplQ+aYJ6D3mQ4zywraV9HhQbdizYhIPcWcrJLRATCil7eguhbGTyvzH1MioXVSxn73FWcCzs1Uny",
+	"dlk1zXFSk6aWYe/weFgN8RQxvKssY1ZfMsXtkHXr0T0KDlnS78tPU8ZDiPnckjaQ21zMg5UzlAar8cuX",
+	"xWPS8/dzZ+DLwCQ2jvIGWBX8VKjBUHVpiypHBDuPbeWdT3UVed8kTC6ygrzY7zN+2qzHW5/Qu+EyqcaL",
+	"I/fU1gRFpO959EjYSgSLYtCEmhBv6ZAdGA9YMS8/a/KjrEUAmiC2d3iqgrKF4oqggZKRl6DfkLKel7Wo",
+	"Fby6glPQ88fkWeZJls+0Cv31aZFmCfV0Wc4qq7G8b89yy7lGmqw5FGxA/3Wk6/PmL+8v8fXJ25+J9Q+v",
+	"mIdVLgZaKRXw6mcSrJN7RmKKJUYiiST21Xlj3uOWcuxG2vhPItdL9Yf8tKYJyyY3aYDsEaIS5IGHLfEe",
+	"p8F6ucZSuYcWZvdqLuFX2SjkyjPQFgOQ51FqFXH8dbiqeOMK6ToKi5WlIdh1hFrQKp+XQnFN76P097un",
+	"9o8ipk9ELoVIF5joSEKWRPeIjixFQl9APGSPlm6WDQGu4S1TFzAYkakkvgyi1ZONPaPtUkHEJrzIQ/Fg",
+	"TfhKxE+Qj2fhbOqfOKXfuxZQ6/cTOAPJatJo+TbxdV8wTKCYMSLCcMIVi7wFlSIxfggzqq8ZKIzt572P",
+	"iw+wWLJCEkRtokU2MZ2Je0Y8pzvQHWGyDIwFler7oc7faIERWge2gUZSCAF5d3Jz/Pr45rg2pg1grdLm",
+	"68JmIMJqVqPbC21fzGbfZoc0sy0vN0vu7uPM2ay6851pU70/t6qcDqJNOXVGL8R6aXyF+sIMncO6OGdD",
+	"FcGuPUcg2GDJmkjWJqcVcqprq9MfkANfGD+vVf/s906+6L26OKKtrlRtPJVF02cYoV8RG54b94tSXg53",
+	"pUbpl3hRt/mG6qA0vQ+aVBunNppJWVC+R8yxQA7ltwx7zD2BE0itL+KEfwGQfAd8uprB7InMRLowpXBz",
+	"EVDDDu3wWPq1PQf5vioFSOxbwzX+wiZIOPO23sJB6fjttJBuHtdi3Y2a8v7a3iZZinkZ+UxGvIbKVwtd",
+	"6fvZMuc+nfjLtd/nIFebjZ8pCJgMRrTFEx2ubBG/+UjacF00H1st8pLINGw+tvw8+nIlVutYN98NQzEn",
+	"TitPiAzZfYTmQnJM5jFNcydRJEnM5qm6yH5niajm2lWuCn5/YM5gLV4KMSsbBJf3dqqIbNW+RrWP6J4C",
+	"NZIvXTKdaQ6C0dfUHNhT87XcOKjy9s4KBdfVRiJYlODIAM8+rWksS7WCazqL/KVVbMtJ7kW01+23ybk+",
+	"MbGgu8tA1vfV9zMR6vXpzydXP5689i0lX92cXF29v7zBP18dn786OYO+kk3/8uK6prLcy4DygMV+C96+",
+	"fv/mzemr05Pzm+n1zcXV8Y8nvrkuswYf8k7xpBgv25TeFdpb4CBbRDwcyC/5/3ztACQBVBuEThpPUM9y",
+	"o9RJsRg6JX7ml/MxtxjTjDczjCkUYgTfgc6dNfnGWawETn9UaqrEdVlMpl5/IXWX3ij0Mwe7OspHZC7W",
+	"PDQJD1GMePgoZmCbBscyLEkHJJnaVVjFDA3IsF3nx2fTk6uri6t6C/L2TN3dibO7KO/vYlYjQKYpW67q",
+	"DAa/QJx+G+ywPmlSNO62xmQhHtBiANZ4s3ylcSwo1EP9KGYmBzxZcw5dHjH4LWGcPWCnaAkNt5ka2JiU",
+	"76I4ZmELQqmSNde9pGdPxEhN+kHAskeMIwJ1B32ZJixNIhZi81JTfZ0ChCb8LFnrCobaYc6WMxaGTHcm",
+	"1oHwO80fX1X20hS0M5irqW854fsKXJJt9S1vwHZerC+YlyKMJPGXLKX23pqXMV1JFh7aUf7ZAe5lXliN",
+	"cP9l8ZTRFYrZltosP4u+A7kl6/R6UAS8YgJy8UyX5Y7CkHcRrxH+s2iLAt0Zh87siWh2XC2ghS9tqMNZ",
+	"LUefNE1Q2EMSpSnjJpaxENAB/VV1OUkjopgB9oRzKKJ4/u69U29VN+8mY3cb1XMJlVk/G0uXJi3XwfGc",
+	"7nDCTTWyFUsU/o5KlzwUUcEKpaZGBhzmcrH7QpFULDcqc80Kjj7IBy2srDrhL3NE01gKXVgVdLJqMVd1",
+	"ZjBE47be1fgmoaW+8nMRh+SxYFHEzh+h4OyILAUXqeBRcERc2ykk0oW6k3hNLGZm3dgTl2m2/OCdLVvj",
+	"684lTdVFnBE5kLf6CGFo6pAGDCC38luiUtwwo3IIYy7UxNV9OzJfwPPIcSvUUI7V9LLlxFfw+Znuo+gJ",
+	"TAXQ3V3dVwoaKF0C8gIFDrRODuMyhRo2NUVbzWVQKAt9UPWfgp/xQEfIQRWDCoJBXjdIrmcYffuMCTdk",
+	"Es01C1V3ssOSbe+ujJwCXMc6u60quDCZRku4f8O1VogOvq52sHUEeX8nMWi86eeCNbb+wYGx988BPk8N",
+	"xx4c1JenVefl4FjYoghY4yTZCMfddEOo78261aMQNmkuYZ5HH6uvn288gIXsj7etEmsFUn2M24j/7Cyb",
+	"v5EvicQEZIPYVTn6xesTf1REi781rIYapJEZ/+ou09L1+Dyrx02ROeiQrReSqOs5pCn2UzWZ8uRYN3BX",
+	"Yi1W3gwnHPJglZxXMe5bpvdUpLufcimyq1RdjuKBTzhME/FyHfhvW3AeDF0w+QuYlMCczaKupw2zS+xt",
+	"j0pdGgV3LJ3wxATJtZTgzFgbHvz79cV53phAl05CO2/CaCjHOo4Zc2Fz0ZsFC4FhIdCbVGEaFb5iPfMX",
+	"kuh2ZdtLtVtbirS3bHKsPSP97oRjCjMPidsnP0U/KJEIrH5BCkvYrLOVu2aqkooWUqJUXW5Z+m4R/f1u",
+	"zTnKuMM0WddFIL8F5ZkVxBXsaRBJEiiVjufqinHamgt9wrXcKjiT0e2S+jY5F6bQfs6WfNKEug5kHj1q",
+	"nRvlsfFuz9crNIpipgVNiWsTrMwMddPgaznhAN7d36x8XMW7YvHAZKpARk9BE/4ZaxMA5bowY1aFVswJ",
+	"tvYiL4nMOjBDXSZ5RPxlxKcwQqFDmt+y0P0XLISQSiTS0xvX2N3fbJJMo493CpmJeCCRUvWCDb95VvVJ",
+	"zLMiph8Rh3elMqYynH5EfyeA9ULWmDktwo1NQ1rkE8rMeo32hE/43wq7RZpXZBVL4ksWsyA9V5M1lyxd",
+	"iJB8TyYN8+Ck0fJN9wCCTQIUbu8QSETLHWmT65PpHcGL0Xz7N4tgrr4ukblWVEPAeKB5UL4IEBCQ2tRv",
+	"r37OK25ZOPb3pOm+/NQCKNbL6UeFkqgJKG6Rl6SpMETkpyRt8lYL/owQRk7axG1hy1XBYRkG1eD9jyS5",
+	"eiGJr0jgEtYiw2YyvWu91KOZZS0jrIB7qZjk34iPkXzR74B8nzTvKSchS8jPgqUWcUejLhQtADy/2IJp",
+	"Bc2kURpJYxx4pEJchlZD5yuWtBNwh801e5RqGLXg7zVuEC//5ZE2EuHf/ssD+3k4/fhfHviZUgZ9GkBz",
+	"VW/DuUAfs6O019FoRBAsKFJK5nG0yoRaNVVTMhayMCcNumTI3rG1WN6vVr3ZOsLNCHTooBoMrUZqYvV+",
+	"JHGd7Hu0+Icti6xw3wPyHXHsnlqB6zgOZgoGCxEFTBeTqKPNlSFIRhzbcUlT7bIuVUdovFrQlmbB6qy+",
+	"EYkaRHBWoA5GZEChYhraUE0CTk41Co22OVlTQ85TLF2g8za2nBnc1e+z06Km/w5o/W+6vsT1ialOUzwk",
+	"pnQLsDYKHMWgYA7teZpvqUwjZpGbaCYXUUJ5ZIrdvUkiFi4pt4hkgU0Gtuu0gDWotSjOKtHeK6CzNdYu",
+	"RP1IqcrqKo8UhTsF3nSkBREJdVvivLZ3IJaziCs0JmJ9i/dwGN1HEMU4ewJiLBS5BVqHQrGS0Di6Y7oW",
+	"T75YNOQV5waDM95EhMaCsxaYgUEU0AUxYHWKXszO53eb4GTB4rCtVH9A7TirhS44uaVSYDvmCVcclbjt",
+	"nqO5piIkRelSHfTz0yvF9buOmxXQxABX1A/DCU8FxGe0LPJEE/5CEs8tGb8laXr9Yf3b5p7pOihKeA6R",
+	"T+oiSKMgU7d1JxCWvITffIt0sn2wJhyYVjF4qKW7uiAPKC0W4em57b5jwJ3wATyKP6kXPcdBi1wVFpu8",
+	"Quzq65Cr9auXAQhN2K5jSFUxEeIAG9L81Mf4YAzwAbmnLThTmzRWW/knYv5PItntEmjgT1I9evglXGDk",
+	"T1Jir+TPCf+z3W5X/qfGNniA3TQvkj9Jd0wcu+ONyJ+koz56nS75k3jwsdsjde+qw8KCNYTN/El68Ohg",
+	"WB4g/1gzAIQfAQLCL4OghLznDgEBRQUM4AJ6+cvqDf1yz61/uYyCwmu1H+tGqMNBp/8cGOqRsHsMRfZE",
+	"ncjC+ofqCdftlz8O8GP1vfLSR+oxZ9Qrf8zH2Xi5vOp8jvqPGy9vLth1YEYgvT2Qb2y5frpX/ogvOqPq",
+	"i7Vr7pc/5gNtvl23aDVL/cfNt7eterQLeGBeirMWFu16Y+La7uClYw+HLx27O9Cjubaj/h6qX7rdLV9u",
+	"jFrGSP3QLowyUl966suO+rILT3bVl+o/PacydBldz4B6/9AVXNYOXvvlzsHV3fUnofxJPQmHb6RW3Oup",
+	"153nfKkugoIqs6AmhRn0PpGQNGJhW/+JF0LEiTsyspPXxTvdyureuV7xDspkerhyXczEr5PwSDO/AOF2",
+	"xLCe3BeM4ca6Q+AiYQzvQSUPF65dLMyAAm2zYynJspV1apzwpZLKM1uGufiMdgW1N9RlLF+QUNjEX9I7",
+	"hvXF2+wea+r4SqaW60TL5Smdxdr5acxfBpsNq6yNYNmtjXXX2sJ2BaQfg/ofEuw0vmlvsEkpnhxqoaVR",
+	"HKPTGcsg2HbZqFA02Gjl3fjus/hy8AIonXLCo7Rlkdk6zftfouI+Np357NxWgnpaJLitcKirfQD8vk2O",
+	"QUV6yIrmgUgUx+KBNJcRb/K2a4HGGdMEanGAQ6g94W6rNd5dUx3MKmMjnM6eNqwFCivrFUmF2uDHoili",
+	"Vzm3Wpd2cD8F8aum9p05IT+1AfBNCDaclq6DFf8IB0QoeW2eal9KXWfEn8j3hGPwVZHFNHmm+nVaR0re",
+	"fdLi5U+EMxZKkj/wE/mOeDZ5p5QflCEh8BpPs0jInD2wREvs8ItSLnZj/kRpHrBcSL+bR6k14cYzmAEZ",
+	"CJkqQL4jrnpEbmBdKaZOMQLZ24J5c3y3W+NQI4g4tMgzEddbcNpSyvyEU6k7iegqhT8hbjZ9zFrCNsYg",
+	"/eeYKE1GKfNKR1iudWMRTQnI1tapunEE+UmpmYHgaXS7FmsJHfykDkgHZR+2xNQsgq/UAC3UkQv3oT8u",
+	"DjOLRXAH2l4iHrI1Z7YTNamvEWcrrIKJqjDapIG8WgbRXZS2Y6YVF0L8n96IOGzKxXo+j9n3b2gsWcsv",
+	"ka2le1skMiVcMRXykwYIzVX3Wh+G4gsmGTbnulrLj35HSyLE1zav0AoC2GJRHPHbJn/5UwuxqTcJZ/yJ",
+	"tEnzp/JTbcLR0GV0HIxgYUjdeSlKmVpYNRdNOhrjuEVrnhq0F2QFf4zGSNIEW5vTIreKIaZCHwBcPuJe",
+	"jZOZrjZwXxhy0kCCeiOSjSPz/7L3rtttG9m66KvU0dpnmEyDFClb7oQc+UFLTKzVukWUnWQFWUSRKJKI",
+	"wCoGBVpmd3zGfpr9f+9HWI+yn+SMmnNWoQBCEmUrl+6VX4kpXAp1mff5fQjdBPdUY0Jmm5QVEG5GRIKz",
+	"y0qldvSiWq1TPRH3Z2PNiQIZRSXYHpmmn5NQSDqgQ4kVYIkEfEqemV+pyqBJggMaQqD8h3t1ZPjsUB6N",
+	"3u7Ap3Ftq79tyQTFPUJJuYgKvMqSvz+F0si93sHhSxA69t/d4F76ZZJSpaRgsLeWyc9rQdfk2VrgTeOH",
+	"esyskkNff0td5YAP05hyqAcji4jsLpjbrJQpqHaIHHTajBgBCBHUtwCMVtYif7TycySv3iSWK0B3oX29",
+	"sHVWay0ylsTUwPKYVSmVSdaVxYqVhnLJBPcDkoflCiNltpQ5YEmMtWFpumHGKqHAEoaNKrwr/SpFEWTK",
+	"EMOHNSKe5cmMT/P2Mo5CiWcWDzEhNiMw7ZowehHEpT4FadS40Q58Kag7Kt8qAXXENyUC9a3zgcEqrVA9",
+	"+4EzS2pcW2Da4FgmWlDTrKWZQa+0tBmE0hiFln8Lc8XE2AyWbnuqYuGsMyBDWq7yTY9l/BZJeKgOGETg",
+	"0MeqYyu+0V4JKlQyIgKbhjDkBGmhejZnFEJdfuSD3kQIq9NAw++wAx8jYuT3KUhFQ1lsBz4xsq3TPmRL",
+	"VMR+axhOZbnzLpTYoUR4e8ZjyZXLY2HDGae+OSPXbskUug3lcp3mySrdtHgcYw0XvKfZt8jRIjEqMrg/",
+	"1QcOC5sIOV2U/RRzwLN3ImsBHxJMmwUYggnGcDo0cTW6h8FB0G2yvzAt32HYEWH5ZN2MPgKuahv+aIvQ",
+	"fpscZ14PLX0hCeKphu4pXwhNLLM6eSdY9EOqbgO2SOaLH6NQek1EUNlm5Oqy1W0iL3RxrPuwKVLEULKX",
+	"go24FNlcxG12WYZnQpQNeMDtQqUekhahkGkVyqIfE20RO5va9SwZC5Ej9CCAWYt4LtpsgCOgtYiMm0Qp",
+	"GfNdEbRC2a+3zVEZ8FOZsUmfl+qBfLF1nwgu0tzxiEWuQ2zxGgRePMCGdA9/dlUpPKScP4LeMZHarJeQ",
+	"+TNN8lQSq6MRKIAbA4ezoBJDXohQNqJbOe5ErN1m5v/MYQfEtO2WjD5LcnDGYLUn1jTJ2uwEkBCVrai3",
+	"TjlhybmiTcuDpiM8nbhQ3rZOZE3rwAxVXpIXK+wJBvu9jahVTELL/BQFLuHjyT+zO2S6MeKST0WM8vOg",
+	"02k9P+h0kF0NqxiK7y7zmN2/Ccv77VE9KGaQ/ibDf9/bkuKMk/sqqM6EWUr9cAf/LJmD2LWt5zaJUw7U",
+	"bHOzHTwMj2xG8CoT/CZWt9Lyuz76tiosknlGYN5/3+cTe9gdvGG7NOvXMKW5gmtkwgr2oCSjYPmqrbq+",
+	"n0wNKB7GNWRm3+AeNWYDcHjtTttVPLaWIuzgEx5MXs4dNZXbvGd69wLfrWXfqvC9LNKYwZ00bZBojtHp",
+	"ICJ2CF+GEqy6gEWNDWuxzYLnWDyClSNd1mKLpm0wRHkGwUWoA6BUbiRZiw1Yi3UjFot5JvDUzDIhYrUE",
+	"UYeBWstkEkribL4+2G/IVrdpy8p3ZA2pdhnS7Bebs7TU/na672gUMCz3N6dZn2C84gj5e3edLIn8wr0I",
+	"GIL0vxNFzMJ1mWVimqtsU9sSVROM3RmKf+TuwIAbxIJ3F4AQBwDdVK2Kg2YjIPiN6oLF1ajsrrbH0dtL",
+	"ADuq4w1H738nNthTuhZbPLIdsP+rOgKKg2/vJXCjwAhy2Dz4gjJ3Y3G7voel1pY0eNQzIJ+uoQfMkjja",
+	"wuyC5LCgm+HMyiANGYcSuyJWOD0nGtyNh1hD/o4xwgIyZHTOxPs8E0sbq2tE9gvGQN/ioJHAf+Zp2tx5",
+	"1asaqmb1y+/aBW17pbL84XJ2Ivhf8bkI7i9r38dH1rct0kqNCW413mFRE2nDlTlD7lljoCKwCzb0rXhC",
+	"aE0PNEqYV+qxvaGOoM+RnUc0woiacexNqAF5mhYxBRpon3Uc8iTS6qLX+EgUBOHjlNlDGVQk6n0y+g20",
+	"VtV0jes6dnyw6alkKtEYL+oVMcmA1Rj7xjUfXg7G8/FKZONTc9Hx6/I/vb/2AdWcMy1WPDNSM8CKyoXg",
+	"scigcBp9DudDrujnthcbBYcEPUcMPLZDeVJEUkCDYvEtXEMdvbGYJkueMnKFjO/yw19aP8bJPMn1D238",
+	"748/iOLHH6OgvNHgZ9tNp7JQFl3CGLfoGZcTr6JPVJnxLrrjTqdjHKOFeM9pIGYAnffdVesAOqsTOYvw",
+	"P2a4G+QRkFxGfe9bgPCgJcUcdCJUi+PougeU9el26hNvmAcLZX6rMAlRJLgglt6sIL5PEsmzzd49/X+7",
+	"d/1Vu5D1uz16zB179yfU7JcWWvBTGHYIR+Zj+HW2bl3yfJ0l+WYXTDzw5Z9ZZMcivGYzWwR3gKmv3H3z",
+	"M80i+5poV67gB8hdPXx4i77Jva5zggy/g8T1IVT6xzLd+TgPT09gF+xB09nHtaJV0drpJrfq27xCla1Y",
+	"t53fyCVEdeJTPrkLudDRa9ahwE5VFj/TbKU0NM3YitYV0DxgEg6j8qD3Lb4ZbbOj0VuIc1umkkJgkcht",
+	"FIlEqIuE5J5mnWZ7B2aYCdHw37U3HqYQ991hygpgFAyQ1cfeisxUNnZ7x/xRirFRsYkcE0DWg/AqOM3V",
+	"gbuh3A+M8JZY+u7Hd94dpdmPy9UvveUFtEEqUDGIbPIxvNve6+7Dgr4TRv2shCIr+VK02anIc5HpAHWe",
+	"DljUNkpsjMn0qBUFBZsN2tahTOEeAOkzNxVgcC9fsOmCZ3xqHskaSU4wG8YR1FUwXtJXlHDd6+2tUt06",
+	"6By87HYPDlrdTvew09kL9lbcvMwM/z9/GLT+g7f+3ml98WPxv+1x68d/dIKXzz/8jzrxtxXW3S5MkneF",
+	"3KmBXM28GKUulu8jw3ylGF9NgE+LKQirkdFhhAQveCaywbrO+x4Q2MQWqgSrAZXArGtknqQyKu/qsVfw",
+	"eOpGgMttSyu7ou1X4HhSsx0kDbBCu/yevqXrdCDztt6qzU5yzTKVCtaIMsGBaSmUEUYxRdQEAy8WmjwE",
+	"/B2JfnO25Bs25WmKuwYUPKBEw9iLKV/k+WrvwwdksFM1UM2WR85+CHYRrjOpGWdXfMmlRyQCgWMvxdeE",
+	"EhjgTvG0htkhw8tBwI5fD+DYHF8OWGO+f4qNFde3ihHIE5qzhKU92aDvg9HuHlbkfPbZWQFb3gArPlZT",
+	"G9o37oJufvZZj72+vr7c77a77C/YDKkkM34aOzw8fBlg2QZPJFwGqsT8z4g1rk9HrNsGR7rbfh4UjwHO",
+	"0eoqm+e4hWZRK091ayqy3AoH8+8bsYmopn+5zo2Dbd5h156nWtmOL7o/TYTMW1OOLVSffVZwpJjv+g+R",
+	"qbNv2NXwm/2r4aX/WYf4EuLau+TTGyaIF0K3zTuwJQjmGaDNVmKazChzHnmEtRGbCMo4JZqwVpJcW2gg",
+	"qLpB+xFWy+s1mQiQDppwdKEcJ0khvwIhJI2lP3axe1B9RPSehHQXsYa5Tc1YdAkhOPw1YFGZay+CRYxA",
+	"ZJ/ImbI/Y2tE8dBVuvEfaUns6Xaf7NK8w3sc/QKYLPivZoB1BSWaFujLyjWLzPmK0Eyx044dydq8pkTg",
+	"AW+ylIg0kiootbmGgLcBxMrnUHV/K67u2/6miYqNgxhRVcgrFVc/zFEVwudZYteINaiMATP8AA1pvDbL",
+	"s1+dseIxrBFZ9DZvnYjI0PuFGAqhpKAy9/Y5FbJQ/PIyBWh5HB4rZ+XdPm16VEMYTs+pM3pwfqtUF3Zr",
+	"uamM+pimK/YwbBYs9fq3f/s3Bv/UtubBTCw2smPTGGD44Jxnap1TYhuyurZ6BH7XAbvNlJyHEjsi0fsn",
+	"6Qz5O6NzC6Ypt2fxNVGxHa19QoQSLaNjzLeziEo4jpTRLgDNCaVIAIBo3kN9RUYaQs1+LNgvKMOqrULm",
+	"shedDvtlm1OZ/VIiundlxuA9sJIop+LlLSwyOFBN5r/lbHD61cXV2fB4bOS8fclExRuLdwbSB7VA6caL",
+	"4+Hp+PzievzVxZvzY3NnCY8oVTym/kRHLKAt+GgpUE9PfXHXU78eXkdsn0XHw9Ph9bAGlKcBLfZGilA0",
+	"MTD/9y4Rt+b/xHv7G6Rtm48Zk/elRxcWFO+eL/XqnqhYaCIAMiDALC8SKGa4ZrZcMfk7dkCOXg9aB4cv",
+	"ixI9D6efhnWbKbPT8zLYnOYbY9SUR/3mfDT4ajiGwd81ZM5WyfQGSAJnxqQG0LxpyrWGQue1JOQhv4Qi",
+	"TdVtmui8b+YN0LRvuWbivZiujf+4PXEeV9J9U0cjMWeGzyCbY+bNitV5qiYc9K4bgIibDEurbjCnopU5",
+	"4QmQhbqjZ9cB0v7xeiqYeM+neboJKO5q5IH/0Aq5mJsEW+vDszmesWJWlBaMbja2gL6B6uBWsjQbDyyC",
+	"RlSCCaf0X0Qw4NIYmToP9+wm/bITNXee3+vB1dfD69H4zfnfzi++Pb97rZUUrZxnc5GXqphp0xoTSipm",
+	"PmnKswLeQ7tuZf/Vl4Pr13BMB6enF9/etbL0mVi80oNzYVeb5wvALaDsXVDIM4HlsFH7JzVJk0kERycT",
+	"VJDWwACF3izTRN7oplsG3CewkEb/KuMQHC3E9MZIY6JqlRs2MV/ikju44WCj+V9HlF7j4Xcno+vRY7/N",
+	"94BxxwKDyJaMaQASCQwCBsSpytes9wrK4XGHpHo/MgplwWVFeFsVcTR66w3SpVvAs6ZBHY3eMuBmSI07",
+	"KeI6uEpoFEI8s3S9lLWvcuWXD7yPwE/AzCspEj/yi5w9CFXCCYCmhPHmNgVC0tTpNei74VSDZDcDQL6Y",
+	"xz3TzHjWZgtBMaTZQF55qdctgfH0Mp6JsVnNrz58DeZ0CHClboa2QUvvnykzUWaKtqcH+4nI+Daf5LJI",
+	"BNtTU++aaILLA5yb94k2J79ChECVlhbUVLwT0kyhj7WPqiulfhFbmmn2q+MbgDxnmY7AIrG6wg+oqISJ",
+	"Z438VtUVSmJBXu0INdPrJYihXHmNEQedF39tBkUhIGhWKLjVmMmAetxq3V+l7I9iZWXIQAx7U72hrkMN",
+	"9jaPnnLJEpRVNZ1I2EjhdwnZ3hWocUMxBveBsGjA90W2cSqqNB2V2x6UtH0a5qLnxs/wC9f5XR1kwdYG",
+	"Z7maC8SQr8Lq4NavtCsWDYHwVHNFpSqBetW88R3YHHYDWbO2DhnCbdxhrrJGuWbvh+6PbWKsaLbZYKta",
+	"+y40YOOLw0bcxtntleBBtW2EBN4WI0xkqVS7rIJPRiNz1i8HV9cPisSpfodSpiwblwmaGvTcL0CYHA/P",
+	"Li+uh+dH34//Nvx+fHI+fjMa3v0GZ55EJ7FYrlQu5HTT+pvY2E3tMG/Re1jATixgj83Hk5h25udG5Hhq",
+	"6SaaGCOPbgR0Aig5FQEgyjOAvqlC61aMmOmCy7lRPVEm8mxjfKcey7O1QI8xzzatgTkWPda1s9w9gE++",
+	"Gh5dnB+fGHk6/mpwcnq/wQHTMGudGSM7KmE3+/r3mWbTdZYZU254zYGwHe4U7403LuIxkeduPYAyZQ72",
+	"vt7XKl8FRZ/bEwGWB1RyJTonhGKzKBipZHwGFGE4FQcHdRvjavhmVJqN3TeGtUuMw4ohtkSygxdsERDc",
+	"rN0s9AhcWuMa1i5rvWXy5mp0cWXduGJ0DuHM5322v1GVszs2AOMXwbtwg+brTG452bCAxgnmS+4Np4vO",
+	"0ODN9euLq5P/wLmqizRXA9oFEzYdGTSQ66PbEYbJAzwHwo9LM6Mu+my6ZYviDELrVkMLwQYlEOZmn0Xf",
+	"fvtty/vVaEzj6kX2nfSJz80nfnVx9erk+HjofHiM2yeaoboypkRiA+RFj7IjP3LhcNYATFZzmvARQO5t",
+	"mzabd+OcpwJU2x074XTwanw1HL05LRnUKZ+0sD1aE6U0cIgXzvOKZ0B1Umf4acxlmjmHtjtrvhahjvJG",
+	"pepBP95QijQY98f4hBhP8i+7vBoenxyB+NmKTZT28P4/in+cxB8I/S/X1NJHzk9Be5iqOcliqezHk3eS",
+	"xKyBQEPIBR4gbVUqCP05E7nZF0o2S0P994tXdWOsgxi8H82/5ywdUA7leXs1uD56XfceOrv7/7D8uOZN",
+	"xQSYt76pvWzfQTFG98+SS5/QPCHzcH0Q6fRicDz0RoeqIpEzFUElDrq+jtbSPuUQnjK8fn1xXHVycaub",
+	"/QEI2RrOlbSwhMh/h8hrvjrHEY2uB9dvRuOzk9GZmb4d/MqIRTo30gztBp5NFwn22PqOJo4EvYWSrEb4",
+	"2Tu8pr4VpqiJA6aFdLUei7wYwvaHDI6uT96iNXJXUG4ryoYz3Mf/8ly4QWJtwfZLXr0Zff/AK6oU9HZL",
+	"2Nc2HkBIBzCvLcxWOGgTYZ6Jf7tL5P2kJnfo9S0DB7GsrZkpwBFFdYWnDXC4KkbQYXnqzy8K19LYQ1db",
+	"+9r/QIh+lhfBjBBjUvi5PFYrqLCjrkGIRNQIo5LnCXE5qO70x2aFzvHF+fBumWOLPQt7O9EswjmGmC3O",
+	"P+51Quen0VntS+VJisSJ0U13xLpx7zdLwxy9HhxffDs+Gfk7GOQRTiASGkV3WnHV9Ti9+Prr4fF4dDk8",
+	"ur4abJ3n7Q3Xq7U8ABm+lap5i6pDoyJc7DGNrpcsTbxCB6ge8Ed0NfxqeDU8PxqOQTwPR+Ov3pyeFh/5",
+	"gNA96DC6AnzgMnF7n62l+YWyktUjazbAVyfnJ6PX9cbolm6xO8AaoQK6ThsIp+5vgPIKGoFunKHLq4uv",
+	"r4YjMCWsIIGoBwbV7pQZAQUxLt9cR/uVq2j1QSjQVqw7yZDFqvdWOp/jMkDCZnx9cja8eLOVuIHciqUw",
+	"4VmWvIM4s3HyMTngwgWu1CKJU0F16Y2otcjzVcs8BYrW1Dr3WtGed5hu0kdCygbe1vDzZEZL+CQyuVI3",
+	"9tWJxGplYJrEF/2klSy/jTXs27re25yEoPDTTKSpF0KiSjHGsWOFZUYFNKIWXt1aJrIFVRrFp0DLPMRr",
+	"9b4OKgVq7kZzU2ue8al/qxnXnXYqz4XdU93nGMv+HrbV9cXF+HRw9fWwlAUT76cAEIP4vxKbOGJcjT45",
+	"StVv56lWPZCbFsQRwSPZLZAeOUTN4salWKpswybreC5gkZf8fcv+tYV/hb5JhbI5zzZGcxh71QzPfs8h",
+	"ZX5swmV8Njw+GYyvv78sf5TFs4LMKMCkGDcYcDTI2YTT5vTNN2+Gb4ZOmhDqhitpTxX4xzk33gJSPRFY",
+	"OqBik4L9SU0w4oCTBHLMIvk3dzlodMoOrV9R4j1iv7C1LGoy/PxueSfYVK+xJHM+vTHfMRXl9wOcuntd",
+	"1zoKJ2eXp8Oz4fn13U6kosMFsZ3CVoTa6l4xZeacsck6SWN3l9lNtS7xtqOEM1Or+Fcig3IxQOQCx41G",
+	"aGljyNMt3mH0zpflD4ZTMRpevR1eOSvM6N6icmiqpMSmJFx92rAgMIq/6ahJNF8Tgd1rrAElIGb7FeEF",
+	"bx9AkJZr9hNy4BrncyWkiJsFLK736ikn9C1br5rmC5YJ+GIHWwNFzJqmC6+JoBxppzCUxf127zQjSJUW",
+	"cfveWJ+jrHECAI/+LMnvOfgU8AdtZk+J+fBtRhE4TMZWo00GqNYWykrd7vBth4QCf/8eCqr9PDq409Hb",
+	"L7Lvtc+lRPw9uxcS9LbDniw82F865xsRk4QxMvfQCPgdvrG8pa8vrobjN+eDt4OT08Gr02HdKYatCeRk",
+	"5vxcKp3PMzH65tTscQggQGG12a29/f3/+z//V9R0MQez1hOuK7n/6QJa2m/7nker2Vwxm1QuCgfgcFj+",
+	"sgUnl46TEIE4JPAPQCdaluTC0cJmlnDMxb1h3+/qnlQn7oBKsexYjDMARwCQHCy2uj+3Rj5eDQfH3xfm",
+	"Pxh2fy/bvDQ6+JfbqNBjGkEMFOoYHhEgtiv7+s31NRAZUgbce6U1tYq4f8kSw8BQkqbOFrvXfaOHJppN",
+	"jPKgQfwVNVId9WGdjx/cKzu8ADUyJeKcAWw2x3XvEQtxNDy/GF0eGcvAzHYLCJ8a0fDq4qtRBPyAEN/7",
+	"ea1ybn4//ubNxTVlNZPc0R3jZoGXv4C8JrzESOWJsIFh3P18Llrwc401CGeyYgrVhguT/HFuM2ApQALH",
+	"6JDqVnjeiQiv090NiEGg09haAjUYUH/EUFo2cOvvB/Yx++rqVXkOhnCDFxlzd1uaSBFKo6mgQyKg/xJY",
+	"TpedJa8oUajXK3K384xLPRMZE3KqYkR9COWKChutf4muB7E7E5oVFI2lfCMyv4yBSt50KEnCBLY1FQpz",
+	"W7l4n7MXnU7AXjzvBmDEGKnZOXTVdd+KidFr7zCGqEP5maW/sKjs1lKKvmtRvWILiichF6ap3o7w+Qt+",
+	"GcC4v5WVu1zF7gKKWaACx2a2u8af7x587hf3q5l5TlruHqCy4Pa4Z/w4y9dnxDWkSZI4oHY/6gVHgDtz",
+	"XjHDCMBwCYAwqoqHxadTs01SNccwMuELQoUyLTsxKgRWGovlKgUSYYw0BMwyRwUoWMBzQWA3qHJU67zZ",
+	"ZhdIyUapWW9xcdn19iI3aBzewlqjBhK9TYqNSAEVz9dOm2D5Y0nVGhFb0c8QDHWVmPWsd2YnbKBFFfyF",
+	"aHjN55EtESqLLJhz4NkBRwAD9FZB4riwPr1pHCQ6+pSAAb0P6654DPM6FwGFvM32Jb5pvMev/yQtBdBN",
+	"oLqBgoMg/mUM5oOHDUiUBhzwDXmWA4qQzXUtlIbpjk5mrXMlhU0jonYyHrjKWPRZ1GRzkWv2vPOCSEAU",
+	"LDvuNHMxoUPiXCGJhLEApkoiuVFd7NfIeNgzRf6yXZzMg85BcShPFeaJyERbee3XEFnLYU+vcgEL27if",
+	"XAzgGKOCrSwiXEfYDsYE56ukveHLNMLV05V6U+6oJINiG9n7ftJKRsXsW2+Ta1v54+zBWE2NdwOGpnkO",
+	"WTwSpGuCFH9GzxUuVKZutchgsEcXVyM42rOZkZ2klQhDMWpNVaZbKkvmiYzYLOVzWlEQQvAzzhO2fvT2",
+	"9xdK5z/0jPz+EeeHXqYxUA7+2mdkzcp1mkbYf8ucAOc5el2t9apJaXawoF2vCU7i4PKkh5BjszSZL3Ic",
+	"hiseQoftggYObxuAsGpBdbVKnZg9A/lk1P4MGVdQfoCDxG2BIn4q7t0Du3erTxykqbpt0TthPLASeG8z",
+	"YBFdgW+0YMnwumc2/6GpTp0ufY06EqvUYQO0rjcrMOzKiqKSdsXtazUsbg2YQC1yqihvnfH3rcFc9NjL",
+	"TifqO6FAagzAnWAsFcVVlH3f+/3wEuO7aERbrarDUogisAceRubOKIEa1qyBVLBxi490podReG5T4MW3",
+	"WMqxYcX2ML/33ErC+GD0UZMQaOFYGKVUmRZomXnLs02P0Yc606CciA7lxWxm7aiHE+fsq5PTISKOehkF",
+	"RB4E1boCwC1IlkeQNNYLfnD4sgG/NcFENLvk3yLi4ALiq6URM80+wpyXCNkIXxLCp3OAb8S8d65FOvMl",
+	"u/kmu+KPaFIjyvGiRy7C9h2BwU0jKFE6uwQ6wtlil11kxBGUVkOXlkqmxoOWyj4DOtS8ZwdsIqZ8rYVt",
+	"UpOCEDq11SHOZrHCJZT44MBVqHhD6bG5kNAAFzPsjbLuDip1MC6sIQs4lrbdyAjZVabeb0iR6EpFCBai",
+	"CSKJhpUE/7UoJMBwRF1tRQLp+1BG71u2A7VlnhDZ1r2Aub49rEOTkBcAQFc/koO4f5hAgTfQ780ACYWK",
+	"5mXYe5TN8nr2qDUDhv9LIZn9vgzzdyqIsLFP7EmAM/56ODiOAq/7JNonIA7zEajSzP+UtSjcWtGQ+CL7",
+	"2fZd4Cb18Gvo5cZuiDCTTk/CREZUSXhaX/PuZEi9G/pgaUBQTaDcm1kKWLvdbqKP9hkb2Hq3wHOtVOaK",
+	"DfD4grh70elWS3eckKuWxrgTnAmeLr8M9zK+5AjiF+5FrOFuBCXwZbiXSNjnYzzre+ShWPEBUQFjpUDZ",
+	"TFHHI1GrkZHutF5gK3kXKrad9baHJlUK8mi5K6hwupkq8MCoLrqTwBc3354r1cYp86eGqPAfLOOhKXwO",
+	"X11UB+1Qv+PZfnScrMuQJu/E3/0IHsV4sAUHz4I5ZEYQNMkVAMkoqa0R0ILVRGiL9Mi0mGYiD+5QMOYZ",
+	"vgCh8Ri5DortDqupScoBJRAtaq9iwYFKgocnyLB2jQrMdmVCUC2RwLGSc4n4xm0WjU6+fv3mMmIZtoBp",
+	"10vQs2YXBBvscqnsRlvRmomleicQaV3naqXhz3AYrBzDRxSOyQyjVjyn4tRcYU0UAzA6SDd5QQOIXgLK",
+	"KrIQxtbteJeotWakomFVEoikTslRM56v7SNq9gkLmcgM4e1GNE6M2ZDOWpY2HsrWIiPi9otu6vYyjnrM",
+	"YkdqiiXBZ0lxi9+DBGTYIJGzYvOmMDUEIgyWOQDgw8vhOc7FhS8xmhbthaQggwdXhnuiIR5z7TXlUlgg",
+	"nbViMU1hkSM72qhns+tQG4wlEI3IYws2msVCpzNL5FoGekeefpCdhKs/s30eWH6Be9XHVIvcJ1PVQTka",
+	"YU4UWW+gf8FS+7as+KxqLV2IhTfoBtrdULV9Imt4GqWMba99/xiSWXXLM+QyJ68mlBTS0X5iiMcx5HFI",
+	"ZHIj/VYQKcX4BBqY16ejUF66DvIHjMu72sIh8CSNSZhovzMbe9ExFFpuSO+zwenluTXJys3phGbuNba7",
+	"SQRJyqGg0WWbzIMhcINmdiir7edmYyfaa1rvQW+d+XNx1pn5rmQG2zSUxLAxcZExbC07Gmg6+7Q3F1zG",
+	"egHhYBk7N8IM2XyEUR9BJd9lXZ77pJfug6AG9AGbwANCZ0yBFQM1/96UEopo7RfpDWORwnIQJ/MqUzk+",
+	"MWBH6+yd+I+zbwKGMMLl1nlNabZuu+t2C6EHhpKiU2Rd2UjEZQZ9f2INnqf5E2tAlAx8Ngy1IIRGKDvt",
+	"TvtFs+fXFlJvAkKCQXW0WQAo/De/WUWZb1YioDl29fCTjVX/pPop2AThwLwCqhSQeIC0XoCeDCEXsev/",
+	"+j8B+4Z6r2zDttkBXsooKGLrkP2bbEJp32UWjvnrZpwsWgNgcYKUIhKjCpFb8GS7XfDzF+rWHGUXT0NN",
+	"yI3OZ0RUDXdbYWUe97UKZbaWRjPCb9SnwaYqTQGvSrfZuSKMRIxu2V4tdxqI4LjnbCIzMBteJdW59LFl",
+	"gLRA8AzPeAKhf2ftUdn+GJGYILrZZlEsVqna7K/cXtnnqchy3d4Ya5xcVPiJSEpREi/dJjwWK57liN9p",
+	"ZQAwh8z4VLhAGBKBTtc6V0us3Nm6hJyPSRXNoc2+pd4a5J0AMRgLpL8h2uIAh+WJu4bfL/ZMOysaoRNQ",
+	"pmHjW7DVPRYUAFDmk4NS46LZoVEpRFwILdrOd1S1mhurDZR2u/jtmYBrUu6fDKjUWBN/djkp0PRVpH+C",
+	"7T43xrZrwwXsk5RPhRlP7FavFqCDkCnIFoSGUK0ktcdwsMlorxqLGyFi8iQHWKFi55X0IJwFN0S3DfaC",
+	"PYfCttdpd9sdYgExfuBeb+95u9N+jrBEC8Dm2fcg3+ci30ac+eyzK5WKzz5DF6diDTR75Ll65BFYL51Q",
+	"KUgJvpDEFdk9pG2MFYI5iMh6d5Z9xn6ifgbMSwBYgfYRttkCn4grZzdbigJ4gONvhEaPRVK8z8e2x6MB",
+	"fm70XetcvM9bR/grcu6u05QpaSnKdU7wokUeaMU1RImN/UfPQ05uWFwYO2G7mzdrGwzA8ADKfw+IrywS",
+	"Hb4oZLBC2ShNlW4GfqWt5bmYQrtBkmMSaEPYRBz49nTOui8rU9Vn0VJlJLq0D/1KdjAKXrC8QKCTiUGF",
+	"mhigsfhD8L24VZ1tfhLv9fZOE52/ok1lNhoRqGhAzq5ius4RnyCgJF2n09kiaOsAWJW5/Oe1AERIIz/2",
+	"entQImfBlDhRFRRcZvfT6HwI6hDPypul2ITo3ZgNcddg8J7qaHZn0/nwY7BnY6dwGA86HcKazAWCUEKc",
+	"DmOm+z9Z6DqEH4M7YNLN7N8FK2kv3i+uBMQuN+L7sCj9ez4EW7QgmHsA+jBcezNRFFY3jy6duHq4OTP3",
+	"8BTsnNMqC+xeIKHsjiWdY5IgExVvAC6w+JLq7Johv3j0jJa7zB6c1srlH4K9CsbKzk+w1+++PCVQmbol",
+	"2sZ7aXA24VRpCrUc1a669h7MWveud7v9uv9GcnL5RLwHr4bk2MM3HuOFMHr8WoT/oS0x8XBMqv06EEET",
+	"oCr53EiXPcsVuvdjsFcJ/BpFKngMr6iJJj6F9rv2MFetOKcy2CzBQhSHeLot3o2V6fSZBfx0joQAu93D",
+	"bAs8Oz6wZn4or//r/4Be+abghfWhYO1zbfFiollkdFXEGhrxY42T+BCAbF5w0eO2saiYkdXjxQ/2680p",
+	"7rtp8cL74AM4QjvQPrYS2zhvawk2Vux6sQmllvpItoYZym4n6HQ6xQoQtmMjyrO1hHBNZANRiH6TCWYW",
+	"BQAAmnUK7WuB+mxbm9Xt7eKS/TOL2/pUwr1AJt5NxHvXP1LQl+7ckiXXJcRgEhMfK1z/iLKx53X+JS7i",
+	"bo8PhC4d/INXp/DxAvNF58VjN0S5Q/LhDVG5/imnr9qt2XOG/R1dlVDeaOzHp1IWAycGin35SM3w2NMN",
+	"5+Qk3vvwY71OKTJUqFZSkYuPUDA2X4e1hRROgXw8GelE71RsWKNpyGanHkDHxanmtRLuDbReXdnxWmlX",
+	"EVkv6s02OiU2IFvxEFjDeCYoW//l5cSvIReeP3zTVyqbJHEs5FOdJtwP24u584miTfsphyrYW63zTz0v",
+	"xf5cYseHAy8vGZPtUJ5xyJMxbo8O3oaQGbaK0Db7Y3oJUXddBUAIkwaUCMQ7WdvuiKgmpXbHXMFfQ0md",
+	"hoRXY/6cOFQBV8qf8skzzahXh+DTMegaStchQJMD91IHgV5n75D+0KX/akTB2Q6C4LEnuPK8hw5w5fLd",
+	"z+/WjbWGi5NXuCJ9Fk0zUbYLEYiE0D9sTuxP6fUbSK//znbQi84Xjz1YtQ3ZDx+w+tuecibuaBV/oAn8",
+	"yczBM1RfJMONyJsrBRn/oKTVLFck1mUCsJt+vJK70/5bqSx/qtCC5/uq2d1gKCzO+K30vX9IuBafV3Bo",
+	"lVS70AGlNFQO2T2LygkuufkLRLmpb8FPLGLAATig4RLnJWEdEJeOSn7rley//jd77qgNWSzeJdxLHRHl",
+	"qYe0F0rA3rO7RsaUkEGNid+H2yr2qhp8jY502Q7/vLFtsCaa/bSO50WHDMXG+xCtp0EUO5inmFWnbDMU",
+	"q9h9017GEebv1TovXlQ8ACvrLcSuVgjOlfFb175t1xz6u9vsNLkRdjL9nskkZzOBzywZKWuJUgf2HTUr",
+	"LHgmNOQ5kszvgtSscdh5XunMxXb4Q6b9oM29YZIr3Pa/ZrAkF+/z/UW+TGujJJf3EA6W4yNwZVnsbQWO",
+	"60wITAT8GfX4M+rx8dr+cBfbCM/SKFX5q7XePHlkvRQkLmkJIsET6axlfueJEXGvr89OYe//ppEVI1Gf",
+	"Rolid3+e8ant+kEhfyViNUVPSq6WbMWnN0YmR5n5PQrYKpFSxP1QFkS8gLaBAAuJZmI5EXEsXEobqyua",
+	"xvIw15l5C6U9LrafEd6fudIFNzKjVKByI5FIR6ip2RAURUXKBwQAB2AdE6NH3mGq1pJ7AGtNKF1TzIga",
+	"B1qXKk2mm4jxeGk+y/ZMAhjTraKXk+LQQShRGSaZhZHHN1tlAyiDS75hFho4W8s2GwmeoUZVs1koG4mF",
+	"KUCIWihOFRn18FLxLJV0zRJgUTD3e3ryDr1zrKZ67+O1hrl9J6XhLvxonVHKid6xJtu7PKJT39LZlD0z",
+	"1tizPi0N/oQtLq3/+z//17PSP/pM55tU4EVrqflMtHBln/VZspzDH2Ke816fzZTM/X9PuBatdZa4F85U",
+	"tmxxDJq438yhbXE5FRqKcfH3aIdc7O+WVfQ0V4C+ARwsSwjg9/15cs6yRd6XV4QwzNMV0ti2Uyz2AKvN",
+	"xyO1RXYBZRkTQoO2wV5biediQppv7gaZ6JXBIQj9AZpoMnVLhjQmCbF1bCF4lk8Epy45jG9DfYxtxdaL",
+	"dW7m+laGcpoKLtMN9kvRK6ir1T0InAsHwx3KaK6kGIMBOqb0ZMQa3Q6U6+iFkRI4k+Y6aujHpt+Ma2xZ",
+	"5zqUN0mamn8suJxDH5djbAC2IA9Xo82uhYT2EREXw8Iea5wGwO6GHgYQy2brrLVAgCo3zxRdo7JscUvT",
+	"pqG4K0R8CuNKcJZiDhjng2s2Bxt/AP+1vz/TlhLRYnOauVmodUa2uVkMKIxwI25TPy9UTVJXlx3dM8CX",
+	"md6Y8dsaUazGfIZ/cJ0TOePzTAjCNKCCwaIbCkOLqDWd/oMfm65/3Ba8iXQGzG3gTcnUbe02O3fYV9QB",
+	"BTVM2CpT6hLEdoE75P9XcPA+OU75lT2/9yoBvGp3Q9JeX6sVEAiGaxtqxK2gBZykgKk0Fjp3v0Oc+ePN",
+	"bTI5HzEjW4g2D87O9h1PaXJvI+z0SlXHDyDk+BgeJDBwR3lK2eu2vZtlN1fslhdMzPBQQHY5qC1DKqrO",
+	"PjyhCe/KqC3dCJ0Cq7KKlpmHFBeW8X+05jI6v8+43AS1vVQgQNJbvtHsoNPxcHJsMTdwSrDGiw62StSS",
+	"NWIjZh2Gdvltd8FqQzNeKOHGflEtaUxWrm+abYtOAK0+USzmGY+FxRUxl6sZyC9NDcd+YWikbiLiPywR",
+	"sMRJRtGbGogd1oBGNSg4Bk0EfaHIWGcuAON+pjdyWmSclgqwHAFDpw8VQQQwb+7VaCPYpip4OlEfUL1x",
+	"0YxXgERA83mWSdVDMKDZOk2xf6gO+geajPRG52JZwAAFhP8j3i/4WjtAiBIYEOxPYlgDGkw2IPgfsG4W",
+	"BL0+S2RiVLdty9sdF4iXxmYeiryNcq49JibjvRlrgEmRG+eDLdVa5k1CvQr33NLRO80zKiBGvARhRIM8",
+	"1OFeUJR3uSQfAsWupzf0sQVQCERUHR4JzwG7Kk2tnbeWeZIaW4bSjGBuuM5GcyhW5nPXK6COPHVIbhV4",
+	"JI1d6TT0w85fEXmkFkgKiGsQX5JeRNLNGBi22RS4xmzrH7dLiEti/n7Y+SvLlepDZxaPiw5SuLKHkIGL",
+	"tZzjzOobMBh5UgB/IaILzS6IigJ9VbO5yNmLzhfwGVtYrc2+PYIeyzjU3WG1nddVCwaTNdQQQxD1he2O",
+	"VFkZYcM9ersxwNY+QCgaUF3Ntdwna6tSM/lvRLcDegG4Zti/WeALeWBd0c9rnnGZJ1LsR8D1IjIrkhFX",
+	"wBxwhBVo45Fv5+9z246AVJgWTpUaGWCMz7SjqqLeaUI1MR8GlCoIXuLE4thhqgE+qQZ4V/PfJIeZ1T1W",
+	"jNVrm1DwGPQlzG6HXe3EmqPMgm6U8tca/wEwWkCbkKzuMXXjU52lY7NJROwANhNt4QboCPRK7LCodybr",
+	"3Da+09pGLrm/DfWO7389HBwX3W+uyakKA2l2f1Bk7gGeBoeOnTMWdqTALMEC8aKhrklRFjiAAVvLWBBw",
+	"FCINlWzkwNZJl6EqzYHsEQAwj9mEp8Zfz2gM6xW4CUgfkWmvh5pmFpqu4bNf42Odde8UeT1y55SvQnkX",
+	"cmcBpntw+BI8OkCcUzOmkaSWBLXKQqmTFB6N8BLQ8OW9BqUHnbAbkWFbIHalIrJlKBFGV6cqhzwVqEC+",
+	"8m0Mi0EBQUBxO1VLis0BGif5Lt5bndoyrxcxAhxrv/WygB8FIDbAH+1RMS1UffiKD6rcqbO6MF1ge4Sy",
+	"QW4A3IutIEaM3ohV3sL2OW9gE5HfCiEdqU4oGwjvTAPEh/RJi0CLOjb8Fx29iE2/4DJOoVl/UAEoBUQA",
+	"AClFt+UWu72LZpeDDlsiE5p5NaYPqb/bsfog9Zi19qQys26UYOlNZnIToyxyZVGR7DtovM0e48WCIe4w",
+	"z1Eg5Yot+DuBUQxqQkayTNstb98m52yWKhWX+pmlYjOuc0LMJmgYyJMZ4QAtZMaM8ZcBm7jMp+aLtcYg",
+	"JuxOswL+0YDZwwMIlUn0NwzIQ0QHOoQtokqssCWbpioT83XKs/Jhg/gvLQsBcpt5L2HhhtIDw3WGGTXB",
+	"G+Nxo9YFRjgsIzChuQmeQwgDeDwrQkbNgD+/OOIY60GEDK/n15rcFVEJqGcgaprUWl1msIEu5MPO81BW",
+	"8pMyLjBzUVraDnWrVcGUAOsisNsAjaUbIVa0claIWOQmmDUq5HrONFR1UdoVvuiZLgSIEcTiHdkEFkyH",
+	"LxWSCVe/X/fJp0Bply/EEndpPWBxrlSAb3Zr4D7XHqY2u6j25wICgyfpVqnROS9f+IBFdCImqZre2OP5",
+	"Eo3bxovnXTYRGyXjZtsBvQOwETTe0IBzlfMUw0xl9PhtUHcn70NJqO5aFS26eZZMb1Ksv0MAceQPczsd",
+	"UHpnoAzQBUcwomUi17ntmNwKC6G++vS4ED5nBIr7wQBI6eLdYx+V22qDRQU27Hr1u/TmUJ5ir/fDPz4E",
+	"/9grcKX2ej/8+OFHP0BxmrwT0mxg9Fx5nJh/edEJijnURiaMwsDIhAdLbga8UvqTa0IHuJ95lnEspTnl",
+	"kyt4BUJBHY3eskYEyaKpfhcF7OqrI/ai+3mnacEb6eD47nS6XhonjRoxoZEnIDs25ZOxhs0xToBOvmhz",
+	"DbzeGfP/cFU85gCRNLwcALjSa/zP5SDqhbLyNAyAFG2zPENFbiazGJXttKdWXNTH0Bxd/3JUj6XGXSwG",
+	"6jMumViu8k0IpDKgLqVt0oO2e9KtZhLAbSOq1wJCBlpmQ0nnBcImjBkX2PuuwH5RYEcYFMMLhpeD4Pj1",
+	"IDi+HOC9ry9Pj1oHB190g1et7l+DbufFQRB0P++2D4MvDtqdoHzVAV4VHHQOXra63dbB8+vO573uYa/T",
+	"+Y/A/NzuQg4G0yHYqayJURs8M0CaQ+IUciw9n5CafrEbGLKmXjcUCP65ORkEisNzofOAJTPXKJWJNdpV",
+	"giFtaDMIZRFqqnigxOxcXj2MSYQyapnTAwNvEaNlETR5aYQwEwnyOCWxaDt4XvrkUBrLhqrCRFbdyD1I",
+	"IaHI3tqVxooxuhKat5BKTfAsTcAAM0eNNfwuL7rQHAg0S/PbZCoo72IcpkTnyRR1hn2rU70IYAQ3VOq0",
+	"26G8wgY7NAqLoLBdTWg+Q9/UemlQE2W8W4jebEJprjEzwRqcTVWWAXkjy0TLjIS5bzSKHAnD4cvM4KXy",
+	"Ro+aF+a2MhiioLMAvcCbAX6AeUGARqLNs7t68KLOnBreqJUQjt8Ldpa8gkUzj2hjASFpDwTJyG9xJnXR",
+	"Kk/cCbbcHEZAvSU8N3o/bUKYbZ3BnoGvR7NpRqSE1pzJFQXy6vTypdK5k7iYtQdz5JWKN4/Uy8VjjER/",
+	"UDNXLi/r5iQXS/2QknZPMHp0yd+f4E3dDrSbU7AfFAs83eqQu8d9NHr7iGGbqx+sPLDif6+XZ2vx4ZON",
+	"n+L1F+vcGKCPGLC9Y3czqO7eLVvoW8QLywmXHEF8UYJUxAyhu9wuNhR/0wUo/dIrvP7YKj6PdHLnSj7/",
+	"nqdoEQ/2zganX11cnQ2Pxzudg8rlv0ZFoU/G+Sm0mztSbrZZVP6oqNTO7jreMQwEDoaPzW9MGGsNug34",
+	"m3Y9dHe445JvUsXja6VOeTYXeN/hLsNzNAFnIk74tZEZkA3+68M3n0i9ns2SqfHSRpgTeapKHKOa5dSG",
+	"ELGrydhorrUJNDIZWh5O1cfV5wOy5K+Z4axPbSLlC0WB/DAppQ4oltqHspAi2gEITMDnS36yXq9E9i7R",
+	"AFBOuMX+e5RMNw4xD62E9fTGnAKsKYEAQRGbROjINLkRVbjbBi+IfYltt+aLm16yqxRzdgESDFw41E4P",
+	"2hODx858KwYF8Pb1nvwprN6n6zJySh9WYfbCR2iu4pb6+j9vR/yzOO+PdtcJIO+pel5coZsF3qMovwfJ",
+	"dxcSX8OCjSEkn6Uc9+7U04yvxH0lSKGsrUFiIyFYuGdhA/dsnC1XK1fn7Wrj6/cz3btjzSpARlb38lkx",
+	"1fdre7ruI0pWbXUB4ukV7TTwxN8XHGYblPGjCl8K/Lmn2LI2PO9YnzEdich0mIJPNJBIw6MAA3I7wxjK",
+	"BkC3nsiZgji0C+gg6F7VfZxBfWMVPu+uFh336Ec36JzMzpUUZ9ha++mAJsVAHtzB7srdpbF/T+3e9pEz",
+	"K2XZw2s+v+v5dNk+XAOPfo49LPfv5HNlJh6oI3/DZpnq1np4pqs3PKFvcL59Lhrbm79JvTGdXUzTXGSS",
+	"pyQenqhxVOQcKBWpps7fJn41OCDo7SZdUkJk+1TpAlsaI7kaSb8mGxZBwY+NGUtx61K8fZYn1KI4ycCi",
+	"m2xC6UNwttmARW25+jt6S+2f1CRNJhHVYKi1jKt1K890KLHSQhcVKE7wSCZknm1YY6pWCUb2JhtIIweW",
+	"UDAXErg3Q2lpqLBYu2lri/ySG6+/EzG3LTt9gBld+y2YrnbVI9K3KsX7XEjkagf9P8sEXRGLzDwslIR9",
+	"2nQ1ZBX5il0BXmVOuTIlkToXPA4lgpX71jRV3zmsVayQLxUGFRnw0id51d6NO+kVmnehL+JO+UMI+J3g",
+	"CIsrHyng74IjvPb27D+HcP/9JJ6ZQ2vYoXwun/mPlXqKx0+VsaPyRgt/Dw3gN9hrQvKZ52qZTHmKHSZF",
+	"HZdlf09kKInoiEpMtQf0i+ie8PQ+FQC9x7yXC8hLcUu2Atb5RkAeF0fGrVsqPNb4kwVp7XsCi2UCGqfe",
+	"ceTkgAJK+qN3PWAUE4Y/PHCa3CR5KxU8k1vyOVNLqMlbcawXw5LBosTQlYqhuIvoNZTcc4Mhagqod4c4",
+	"A1ADzNYp07dU4GBnKN3Y6S4k71QtibXKfaz/PLlhSLOPpWfb800VsXYZJTJrJ3Ie+PwS7qMSzdaS6Dzh",
+	"PUB3iAk5Tu3uLqFhtgJ1LMFfibDkjuJRCnPsRMePBCbmoWPzovESy8aXgmsgbxcSFIUo4KRRBwQO29sn",
+	"fkT95cqOaCFh+vFP8TozIzLPihN9g2+38zh2C0udPpCfZejZueIqnOyiFhaecemxBWr0kKdKapWKogzQ",
+	"bG7LC+ZIN5jmtz1LYkj8ha7KkQjKHEiFxwyJSliSpHE0NU0q7kW49Vl5yW2FHK06A3zKwBFKivcrSMgR",
+	"LHvkY8J6D+Q583QrElTRMtDegzDZEPOhRfjNO0ZEuG2bp8BCvFXmCW7ScL6gmsxiuEOMy3w8NlQjnb52",
+	"Oxsyu+YZuDm7Byy6vBoeXZwfn1yfXJyPvxqcnA6Po4CK9LZpdeirvA+R6rbAnMAEb2DLsefKyB+j52BN",
+	"IddaHKdtY0Lx+IxM33uBnK/LtMKWo64Q2kgViGW1iFnd+HmtchFDehsILxEpDrg9AewTJ23GjPahbA+B",
+	"dvq5xgIwHVCZUYUXsMx2f94FzNztHLy4A4v5o7OSiscDEoZE5PdwvLHmng8BPOqrJBWPeYx/PT1iBIrp",
+	"MQ8p3/GIIKjdMMWtv0ZKUvGY8rC7fIxN2T7qK9xNtcal82RJmv5OWCCfnPoLKEZwdHF19ebyeucQQXG9",
+	"e8TumBzV690jrgdXXw+vR+M35387v/j2fMcHVe9yj3tzPnpzeXlxtftn+Xd8CPYuB9eI7zE4Pb34doen",
+	"bN3wIdh7cz4afDUcwwsefEDp4g/BXpnn4sHbK5f/yujhqVa9CsGGJQmnJFBcqCcjjwO0mSLzXyKKRuoP",
+	"AJEG8uWoGWzlcgM/SIpQK0Eoo8pONJf501fc5q1q8WNl18ATq8uHA6twjTguorusWKONfkvAvMeCxlUt",
+	"34dlaPUGd8Iq1Cw7nrLqXU+5TbfM+h4jUE1mqey86uo+du5iI30o+cSCkqPb0L6LgoY1EECAXIUm0X5Y",
+	"C1O8B+ZnPAv0dmz7wbp6OjMRmnF9vLlaBfGkjcmsUePwAC1Zn3Fsze3u0Ln8onvwyM1WY8w+LEVr7nnK",
+	"PVJnYPd8V4bKQsqRT5sNCyVat0gbu+1+FPeWneXaZd6+rM3OvfIWzzb//cpEPiYytRO61RvJ3/EkNUfo",
+	"j1CQcobd2SUqMLs6jYXKwSVv7hgPKxWfoAuMGu7pwMBPYrFcqRyYFXCvUgUoBb2odMboJgiFwOsLqk8I",
+	"NUC9BgDC+IH3BnZ9TjYlF540tM8kijSmiVYSaz3cHTYCjs0qAlgwi5IPXlvncWSuG+EkfbKPgM+5mM0e",
+	"RqxwV+4uZPCeu7s1zpWdboDrycEp/1e3Cn5NNQ683eXIXLAVloNeQCP8AsYpfwLNzlYF44qgTIWE01rK",
+	"RM7bTwkAsosa/b0F3ShXKzsbeqog6PERyO5PUuHjTomLn5sVq8TGPb4zbVETHLRiNU1L1wVMzWwocZVu",
+	"2Irni55ts3iGWDsbLK5HBCXk5uQAEKC0qMsAWxTWVypfMLXOV+tcs7kKbfC9QlFUbvyOir+Okzhqs6iQ",
+	"npERpe9sXZxlvbMMb5MNAgIW1Dw0bcginveYDKx1gXC79PdlItfWLQmIhVvlLXNVS/+8Nt8aJzNCpQ0K",
+	"Al8CEpkVhD1EHSmgcQDvMcNyaF1U4wJdQs+gQzQVGZeW/dmfxGfYkURx2oLGqNn2khSJDiUw8tkAdkmc",
+	"Ul6VdvAWrn3fbKZbvgolMUvfkKlFd9BoHKYA4eIqRKsAwQG9Fl5GFtgzpadmRezkiY/loFZCiphoA3gO",
+	"/R+gUwPv46yJX6BpwcpSrqG0KxrlLlnHoF0AhJCCwTeqzGrbO8p/flf1GuyV9OZudz66k/Ih3VxsnQD7",
+	"W6T4/YnO7IF1Gc6F2ey55YnXhSwp0hWPR2H9dEKNK9vuxOWmCILQ6AEXsNi+jOqUcWtCRuTvIlNN6kfy",
+	"8jFUDwRwC5R3gdwBuOyIGAq/syQnN6okla3PpdbTRf3OH5V2/sdG9vERu8bRy1c/dv/+qgH0P9YxtEL9",
+	"zyD6UwTRPznq/QkB618x3rxTWJg1jKWwni6scEG0o61QMduvxIrND9vBYiLXSVIfTxAD2832v36Md/R6",
+	"cHzx7fhkNB4cXZ+83QH7sXrDk0I/Vh5OyI+eFqkamn1Y+9/Ylfxn78qiINi9vpgV3B/XiVUpY3y6eNiV",
+	"WKp3ZOljJarHpB+L9wQc1MBymo0FUnJ4caGc2fatovoEcEhmKiOabVf9ii4I3MBt5ZbZL6E0ThnWcImY",
+	"iPUtZp+1UNj1Vty3kDChpNLPnivTcvsOAWDZwG7JvHBtoM5ETW/Acgol7l2tzLjx5RnabeAZ9alVjXt1",
+	"U9UuhS9CuX14zLu9I2dGbAtV7RMz0aKgAvtJTUIJiAjmYsDisuDwAFLYeNH5wgpegPPBTAqw9KPZB+A9",
+	"obShTWziKUUFpEJoq4zSLthn74awUohIWbTmecOn8ir7Aa6ZHRluza+0R2YJcOP6twNGc2NLBVmeWkRh",
+	"hA8heC2APUDXz4qUuMgZ3QixoqorqNcjPC38cNwwuIkTCzmyXCZ5KIEjp2erpmyTWQyl31CDR1iiZg0m",
+	"69zHQCTMv1DOgRfJFT4iKGLmnSa4suFwvaF6CqG23NpAZdbfsYSPGAKatjaaqRlU89AwyDnWTrS0Qwl1",
+	"fBh3mWxyqlvHIZhzgCNwTd5UVk4BEUCQ1N5AGoRwKG/Yap3bqYR7ISANdMMY0oCd6UU+vAlIIYmHfP/e",
+	"SLd8i2NYSlsmtRtnprcH54X/+U/MJeN/FJbXW+BPqNxi0Vsb/GhsmXbNPzbB3Cdb5r/OLJP0rSKL1kmk",
+	"371OYEf7sXSxu9kohh1vhUuf0uj0R7RtcFK9R42NGcpHGZm+aYmaAcBJrVFZUpE7mK+HUbMXyqomtgFt",
+	"7wO2NDK4S6AVQ4l/7LNtiAZS0cQiH0qMUVqlt/+Pn9TkJP4ADUKputVYqxtdXoxqrtqfcjkVacSEjPWv",
+	"X/MAEVZ/NqkIogt/OdwpefNx+fDfG2zBqNL7DXtnLTthYpMjcaJvHpv3/tT80J3Nq3+IvqZjkfMk3a2z",
+	"ia59ZG+Tu+s+LfA7NDf9aaT8lo27/8wmx+/X03YhRbmMJ3BUNAApxOcicJgSLuug18tHNbs90BMxKGbI",
+	"JRHvqH8FrWTLa2BnYq52nQPi6kS9E/3ynM8h4+kae9BzQu3cIG+Jx2oFLia2sPhNEwUiO9fb2PGtbmRR",
+	"HCmQgV0wiBsJsYHONrgSovOVWn7MtwKAd6WFFXuB4EGHLDobXr++OC7X3aJuGBjzIfK6O1Yc4Fypt4Nm",
+	"da+aH9l179Np3/uAPIOVuNQ+f588GZCJhdk3zzTnZ7psdQEtFJBCjRnoyhkw/pBod+oWxre19HzIQHLL",
+	"3wlEh9SE2kc8FGaPdNqH8Hx8mUvEB6GMyIzT7WUcMU14zF9AyIKAePEgwEGxuX/LEZkUXdtayJh6rpf9",
+	"O1gRnmkLyo97HHfsVvLOTgpiIusb6HgGJCACY+6xH8I974PDvR+h83ngIEa9cJCspEhdWzk1eSPRgcd9",
+	"BW1JjlvNHLCCVfcZon33bA0CPg46yC3E5iGrxs22GXRr7PVQbhnsRNQC48FzbFkbqhuTSMjeFV+uewAq",
+	"sp0OAYAnLjdYfl8hp7G6b6HS+D57a2DOwdNYTQM6Ug/bTHDlIy0muqce7uN9ov+MsvxpwPwGBsxHsKwV",
+	"4uLhHJt37dOis5DoA6T1W14SdMD/3SiJtWC7Vbr5pIWUh78hk5qvT4v0Atb26wIBGWLtSOto1fWnGYy/",
+	"vVEj3gM5+xOYNUb/Fta1bSYmhuR8Tbw3UCeOWSyM/lv8BMRp+9JiGjQw5QKrBGGxMvbBZbISxnCPkOAY",
+	"up01w5vhJyzjg3gUi/D3NtqfSO2VSHa5yRdKukIqoAcTqVnXpYrXqWCRO2QruHQ/40suId8/XmWCciuJ",
+	"nLdXmwjYlMA4htZ8Y0ffdXlkGZ+nyUoADyZj0VdrCebSdcalNpMhsojpXKzMQdPTZLVp62QuedrW/N1c",
+	"peNZkubmGmp8R8hFb/jPNJvRM3UzcAJOSU100He/FqDgRSqm+ZhuMQ4Ai0ZAdZ3FoylPzXWIicc8hi1t",
+	"/oLm4jueJWYqtGVXmSW58TCiy9PRlYB2K6OZiI+aeSAd1jL0mW2nSk6FzAnGzUiJrmh9web7p6zRFa2X",
+	"OIxMrecLFvFUjydc4w5peplZY1cS6hDSVxcvAFZaxlbJ9CYVmGbMqPAutVAEkGdLudYCvUQ3v3b/UJq3",
+	"YA9qRPoGtmwL/2QMbXKMMPzpeUaW467aQmnxP/xMmcvwWgyS4gTJ1d9pgzl7OsuTGZ/mrBHZ/4Vx9Ipc",
+	"XoVcDLOPAaTewAEx/2MhE8nDRJwpthCZ6ONfpDcFxCQWYKbNSTk3/RyJAuxwkMRra6pYwzol4d4QJBXi",
+	"y2N6fq9p6195DpSJoeR5niUTYzPDsrXZAMS2gvwl0d8RlHkButRDcmJj86MXkN8a7Qd3Ib+Pmm05A6yx",
+	"bdlT2+Ah0zXasCYoX2dl42feEdgE/fDzWgAKDykIXPaSbnRqcA8l316wZ9SZUUruB7n6u1FNtUgHOxv2",
+	"apqLvKXzTPBl1YjBDxGEF/GQGVO+umzI0Bf29iaJ5AhAtAtaJbDd1xOsHyfaAoTWkKvzPOfTxRL6qMxD",
+	"zER/Ge5hWMQ2MCOrHk5nuEeIaebste9V1fXc579HjeOnlij+Dl4MFu/hdsDOSuKriKzZANAhgGBX4/D0",
+	"/XSX5TgsykUKSBFe7vUsKvwbW5WDf3pRv60Xdf9dVyC0R6nKX6315inr8akQXztMQIXkvSLVAipHgqqN",
+	"ak1UptAKtrrun81DWIkMTpyciqdwEy7eWfgkPnHI7h6Zjgfs7sCT7UZrGFvZdi9RySUAoLewMYoImYou",
+	"JWhS4oBeLkP5A7XVBCyCbhkzshVYedCmxGTArs5Gw8uATRKuWcM2T9GQjJuBDVQpnzRdjZAxEVZY52Sc",
+	"0QxoJtWMvg/sXGI6dc9hDZXFoMuIUgl7rzRJKGSxURmh8JWCmtTCRI1guf+5fTciGL75MmAdgoOZLIVj",
+	"oVJZKLmxqPNMpWy64FneZgPkbLKdR+bbdZEBJsJJ7CB2XwKuHpE90ZTSjYA5NWCO7IYK2ZxkD221K2vA",
+	"lGOzsBm2FCJmkqF+/ZJ1g9r5LS44QAfI3zbwLgiKqhxo9cTPa55CpRcOFsPwzsjD4jJzMtZ5QaJnXNBE",
+	"lyPC4M2CRWj2OYWMPaMwKOU7ijOE76G8ztfD61Bu1z3QNU2fkQ97sxOJhuuS9jLUJSKHKXBxEe8PmJ1Q",
+	"nQgsXITGv2Wl7lKKchiVavWMLe0a4Oq5XYtySjenC7o7yVm2lvdFlC89EbOTzQubdK/WRox5jpzgNWZi",
+	"UP802LmPf9oTVQ5cluXrw6Fw/4ZHRsTLt9a34Ngjq/sMdlLHpjsQhYJE9T9/7HzLPuwZx5KnEASJi1AW",
+	"ZxMegwBF85MEJNZmQ4ySRN9/U0twy8rrObO8ahEa6zyRNZ3R7T+AhVf4BcJc4dKcZKt4tN2okNF4c3ie",
+	"QOWNivjxfZi/t42HMvtJosCgCMF6WQm1SgWLxTSJCXoUJg6MPMQR9fyxNjvB1KMOZSLBcB69/ZqtQNv6",
+	"jHczgbYi2CbO/MZOLxhzEEqdb1KjtIXIjb0jczDClzAyc5utrXxzddq0TRFEmAzx5MCoOUBEgdClLYzD",
+	"uCkGFthXdwTDMJikbnWPOMIzpXULSOeRNGS6zt6JkuHpdtbU2HOSuQUMJXIHLnl2I+J+AShrN2fp4QUt",
+	"kvm/4vmhdC/o9rpQ8GKrR3QSr3mqXTEJRWXZOzHNYQm9hyhruRfZEUrV26eL90iX7ALNxkY3474+CKUd",
+	"8jc2muaaIpy5bp/zxSH7f5FAWBeV+Gqdp4nIwPoWaWorUal8x9m+pUg7xdj7aCN61hrP2ejk7GjAYrHK",
+	"F5htsAkfNbMVrNvHxNxsdrwxWo8oI4//eGslG0mVAN939JbWW0mo7Z3DlBmtgnmCFVCi0nKzxtXBdwG7",
+	"OvgulNP1cp1ydHWuDr6H7/vmwF+RZsDenlzCL96KFOmMbrsDs4OxfwLLUDPo1M5vVfFazDCYP4/fUz7B",
+	"/nsTBSzvFrLwgK1lCiy++gb8rdKSvVa5SIG12Sy4+d+Vxc0wfkp+qwI2ValaE4gFVhLTli5F+HGcobQn",
+	"xA3Q3J5FAUWuM527Q+QPDON26AmE8kaIlZFRZvHG+JwocPIbUHuNfADsimJSKGfyXShvRTJf0Fb8Duqz",
+	"Ezl3QWEcRb7IhH83s6cllI89LoGdF4nSJ5Qzcbt9Wrhm65XXKI/dPV5iqXH3HOAjInJiS6ccu+Nm6dqo",
+	"LRC/rJEaRxQOGe0Dna9jIfMEaUpRiAR0YkP5nDUGf+k293H8//W/n2NBkdvlyCNeSlGAmLP886EEbVrc",
+	"AGSuwZ2VZpDgCeUsma/NFp+qpSg8V49bIcm1SGcMeRlKmRDQAfBm0F6kCjIxWScp9PukSs5t3qWM6gcp",
+	"Bpf0ANca6+zozQhXva0FMKbYo/zIXKDOsB1UFUGsg1LGkCbPVS5C65PLhCTGSUswMWkdXUxZoES3HsC9",
+	"3m+/oJ+nkAP1I85FzjgVBRS1AE/hcQIKDHnH9wShIpbo+5xJtBAfXRQ+Arnw3Z5xEne69PvdLz0yQmuX",
+	"UnNg91rky7Rq7+NHXfL5wz6id+lHUHyZjfLfqC7KihyrHrHgELKZFD8q8I0w4lEI+JknX/4sr/pvnRgA",
+	"+DAXBgwIMjadtcwaomvw+vrs1LEA/rPlADIB5wP4W37LsQRPQhdTEDpaynPFsrW0PKapmresRYS1Ij+p",
+	"CbbA484NpTO+oAeONdDbN65p4LCDA4ada6iNEd33zdUptd/7HeB9Ft0kMoYMZkRTGzWhEMZhdv6ktgIl",
+	"oXQYcsBI6W51cGVwvafgi1hencK8wtsfUWrwBw27PhaD+N/VZEDkKg9KSv/a3aXkNa12+e5aWWn2muu8",
+	"rJQrnCr8iodauP5dTdylv3dFwR8jJlmDTu/CuJAy5HIumh4WUKGL/thAPucX49OLr78eHo9Hl8Oj66vB",
+	"g9O8fccfDspna4hUwGaJ8qzxZuQfSWoH1cfSRDjwSFjWPtvGBrKmyFpTlK7nN0Nvo26DQ5Om6tZmOg4e",
+	"u1DXV4OT85Pzr8ffvBm+GY6/enP6MHhW3T1POc81z49Yo4Ctbz8ZoOwUuRzvaS7GwD/gUdsVheqKCZ/e",
+	"zDMgm/xJTZ4EUYjidk/Vu1UbQgwKD7ou9AA4sRB5CGVN6CHJLUfAHbEGYDVi5yqHDdcLpSwCQpm6NWZI",
+	"UXDrvRz46hBx9X2isWDdnBbsJEJAmTmyfRXxo7oQajNgP9sgkQ7YAKG+cU/02Xf1AV3uD0ULHNkylI3i",
+	"DSIOaAgtrDg2P0Ac0PwP2DVTDnTGAM2EcXYKaEd8nSv4c9Tss2v2JfuOXXneXMC+hX+dn1wOTkeMwngB",
+	"u0SjrgjlBWw6vuFw7ff2R4xAYmjxxuzWIhzFoVNvvn9qa9ffJauINVbwM8wzVVpQfDjy2gnMfrILZevF",
+	"5RSLh63Bp36ipHrjW5XGAft3teBSa4VFDwcv2ZGaThcJ637xxfM+O1qY/UJ/+fe1BKK8o4VYqqXIszYz",
+	"DlOattkpn7TZaKPzNvvr56xx0OkcNlm387zV7R404abo7cnl+Cf2JdM/Z3ljxT5jer0cczYajTlr3I5/",
+	"4vu//HI75r/80vzPA7bv/bUZUUEEYxFc/SX88YY1zMTu6/GNuSMf82f5mFP09nucB2OnelNrHiHeA8E5",
+	"RUqxCMYuBc/ZWiZ5cW8j0uObCFedytPNM2LxLuFYoBLHasa6QWlBn+lit0I+QWP4CU70M41PAPEGr2u5",
+	"132PHoItDXp7cvmfB0ZZdHve+YMGXfOMLlvyPBeZh4vMMZSKJdvFGYpYY9DsObApm1ZayyknDkD/YiSZ",
+	"s/8MWJQdvI/YlyyiKWa//LIy6wTL9Msv35n/i6igxUsuMZRLTaxLyQ7ej4usQ9Q3v2wiPzocMC8rAYvd",
+	"ZS1Y6YQ1NuPkhrXYZsHzcXJT7JDiT2bSYCdERew8d1XvBM0sN8yXLNHPB+UhuNdeXg1Ho/3RaPy9e9xK",
+	"KSMq1DpvqVlrptK4Uk4GXQK07s80+xtesxWbRZhHqPtHBsr5UqDchLejoEqUjPpQds7wKSi0fJmlEGhK",
+	"3UoQ0n1zVr6HaQdimdzbSDxNmSy2okspkwi1aaRnml0d4N55PyaBRmVF78dWnJm9FODIVlTkb1MYt2Ne",
+	"ZNSYn81YjYHjGu4qziNkMUryK7BDorVb8lhgcVLjin3JvmWNy2ffNv+z1e2XXqxmeG5T4NlrEmEm5RUi",
+	"1pBBcSBBehq9uxgn7EvW3ZfsLywfJ89Y4/rZtXm2+VcU2NYTVxb2TGOhFqNW4RhXcqrkOyFtWok+vS6F",
+	"UXDA8rmgMWZLLaaRETNGKI5G40zofdn0tzDu34GfO3LNuoye8M6zH7Z6etmuLb2O5aqmp5c91NLLBjKU",
+	"XqaC1SYqMACBdVuFkOwR/t/5xdgZkVfDo4ur4+j+WDwYXk9TKHXlrLiHa6To2keWR7m77ugngPzSn13D",
+	"f4a1f2Wkte1TtouXX73lV/r6e+UEa9SJiN8b/mUIJiTl4CdikTgaaRezh3YQON+g4ADI+w8epFcrIfkq",
+	"adsd9PTwWhcrIQeXJzQZnyjD/Yc9tJv9a2uTmGpifKS7tiqUtvNp7geRbrlmmM43/vnvTfCQaJcLqt1v",
+	"IucP0erb5d9wTBf/asv//eDs9HHLb4dUs/zwsB2XH669L4dtJmiuWvTjkq9+wD/8CBbhjE/FPz58/B7p",
+	"Mb5KStPs+mFDiQ2xXDMzSJaL9zlrcAuaA67MLTcuA1qTmbEy7YIzrm+ofB/LzPyDjE2hf6zNSRvgMZvT",
+	"c7uepGkI208I7docFjbZWA+9zyJMsvRgHfan+p2HLoRulHG/Qsk1Oxq9tZy0mD2BKhrWcCErZ3gL6kht",
+	"thnqD2y4ByBOBd/A0z7b7iliE7Wmhg2/yjlPlqKWUj3R+aU3Wzsl4qCvZ5zEd7KYH3we7C0T6f69c1Lu",
+	"D5HiC6pb5RIKpJK/i4B1ofe/0+l0+rb1CFuOzG9tCwxWGQdUplUnK1mul3s9eBRMFv072IYWCeogmyMp",
+	"3ufj6TrTKisiEJYBB0q6GmanIuUE/T36rnUu3uetI7qN9mDjaPS2edfg8RV3LfXB4ctfozWl2JKnar5T",
+	"3dH2HbsboPX32tN879iORm8fNzRzwyMLoy4khgTsKkLHQilTW1rWeohvQBInUxOX1PXOUdQh5TqnjcNT",
+	"rayDgeJOxZtmLQLOE7WSH725Gl1c7eyW0uUfgj90S0817QtyANO+5Q+Jfl+DENEPahpjHtlKUlG9+/8o",
+	"/nESf3iqBBilSgsPENQsASDZFsTcsYBxGXvJVsfdQBFKeCPUraIx5A0/Ish9LuOA8j94+EIJFLXgxC0R",
+	"YuT6ACvkWQSGXTJZ0yMaHsahhTgM5eftLuHCQE45V4T3tySMExqF42pYpRs25VmW0EtD2YjQCNDt8gub",
+	"NFxIh2BxkXg/FSLmcipa1cH5KEeEr2Iphv2eVhrH9YHZut+AnQo5Bvj0oluiVxCYdDuhTHk2F1AhH3vw",
+	"P0yvl9pLV26zYroMJhViOyhK8yCCdcFqow3jcczWK0Z8l5TRtYvRDmVkbx7j3xxlIfUCeTvH1mebr7sR",
+	"q9zMcak4i9qjQUJubZbKXrfttKGMM35b8KdvOTmFbth7QqV5hXv8EZrJ3vExSrO4t76lkyb4mSsv+9eI",
+	"YSaxDcVx9ubNyfHvHa68vBoenxwBi/zuMcvam554ooyMQxirUuAO0oFJzBpR3SDMcctETomTJd+wBX8n",
+	"HDlOkrefNjxHsqMYHhTROq3i8JpLIvRTWy2rCM0VTl5AQttSS+16+GFf/twb43M+0HoNLtyW9X6/Gn/C",
+	"bs1vFz4KGtM8iamHJMd/YKLSX4ke9ckUummrk5FWiWh8g0I3ey21SRZK7BcKykqgUdShFKXVru2FqlWa",
+	"RTshJPh4mkyoccw4gwFRJWFWD7XsipOBRU/1C1hYrECMUOFBYGFEEJUD+IKNkvum6RED+dvQJU5dZUeu",
+	"7Ffnin3j9Q6TTkYA3rhONbfZaXIjtvHGEmqPZdgdG8rR2693aIwN6Bpqji2Itn17rZgr10Ypspb7GmzC",
+	"BWQO+PZS4ZZZs4qedk+xOQNkiLLV1DZj0neIkAhuYXU7auzcBunsWd+y/hrehNbNZHOrMYoVfVG22eVu",
+	"sOf8VhHYR6OmpQm3KUK97YLrVjI1XI/Sx/YDjWjqd/LMSxf/t+4J+tNi+HUthj8CjoMN1JTNh0d05DwV",
+	"ZsPT2gPmvZu/f7TSl0pCG/wmYP4FxCMPWuGg0ym8bLIIplzi/5LHx3PLUDXhqfFoM8D+10AGkGd8Nkum",
+	"fewANdviajg4/j5CwIzbRIvAL+nLBNcKkbki/H8dtdmV+U4K6fI0ZWrWwyrLicoXrGhYhSg7a3hoRNDK",
+	"7Oa82Tc38YIRHFulA9sn7n0ktPq4+sUWzHSLVFML7o/gYaVsv+sR5jHynAMbYx9KQNksBeQJYkbNEKAY",
+	"tBa1yeqmeyINguSSXqxzADmN1a3soS4fnXx9Pbw6Y0oGLKKNACWA9CyYbwRgSmRrlibzRW6bdzWbJTLR",
+	"C0RYBVOW1ty8cS2RsTZmDZ7eGkV50OkELIrFPDOzRcQbtDpGr12shCyAnBlsMCxBKj+8Yf+WoOEgYhcS",
+	"8TceWFTUN0xRUPyLsUjMxLBcqYAwCV4PB8fMfr/7+AJ9BXuuALMXI7PeQIFBol4tX+HJ+mTv3zwnkULr",
+	"HVp07ZW7i23/ni2RDZ/w8Yrr8Qj17nDvUJhir9z9W88VLko9MD1C+W6g1MSKmDr0+T5zYsUagZsnQKTn",
+	"+gZAiI3/0WfdXxeVXkzXWZJvjIr5EPxjbyJ4JrLBOl/s9X748cOPZUY3u0EKVYZnqV6RGY2AEWNbvPMU",
+	"HuW/qwnKZyjiRJgPvZ6A3U1Z0IBJcevSuayRJ0Kby6ATLm4GoQQGJoWkt4RcMHMwdxG4jVG7koAzcmZt",
+	"9AU5GS6Z0i/UD1txbRlcI3tjrgDTIPdTNIGH7weyJULhElESGPAs4H4G2WD+8xpRpC2dr0UXDkKplfky",
+	"jbMACOiFh4szgE6PIvmfzHKWcnMFfHo7tOE9CIqa74sTfQNzTJxNICK1YoDpqBXg8HFzSozK06FEAEFU",
+	"umaSYeuaT6D7zW+pANB8Iywd/i1WM4RyiugtC0zBMjXzjQH0oXJzvjibiVt29souVQ8YhnLeJqCTsZ5y",
+	"OU5ibY4r/AGBzscTRN51P0uVm3+BXaDXad622D9U6ky/Ev5F9EyzyGKpeO8IZVR5Pt6NTwcantLDx7nK",
+	"eWoBcMrvaGfqVo/X2qhEhGRCtqBbbcRMPd1lKF0RwtLs5Nk6Te+qAPAaRmtKAO5Phh9spcIPPyYRfvBr",
+	"pcE/Lq992D3YoYShmqdNN3jYINSQIPXEnQPAM733EU29I7zzKRLt3lPNRni4R7By/Uc1JdOd9ya6zTx+",
+	"otf/L5tTducTBKaa+f3ET5ZY/lg4jO5H2HInZ5enw7Ph+S5I8NXrnzL0YMuIbZTmHU9SbJWjAz1ZJ2lM",
+	"pp83iOjpelfN2SgR9uuyweKZV85weiAl71QDEMkDisYTwFoY6Xs0emvmiioMyQfMGTIyGDFIyH78lsDC",
+	"0B8zDudCpDE430uxVNnGsqQYg2TCY6PbWCZ+ElMqYqTbYWAlFK6j0VujazFkvs0LDeV1aNCl66XE10Aw",
+	"HixEy6AXsMk6D6UlEgQ7IKLhpCIv++swLBiluSzmObfGOZh+NClm/t1E0fDBgAElyBJKUszXGeywRtRa",
+	"8vctvLA12YAJYpPzoTzsHrCz5FWzb+HLkrzC9Pei+5xFl4PvgWT6+uJifDq4+npIBYzSa4+FeAMYT8Yc",
+	"7rPZOoNkOGgucDUgiAARDhEjNAQkw+0TWvBTMTr2ogkwZPSROb8hrOpVyqfCxd0RvIRmyvzZOMV2poiT",
+	"CGm/kc3b/ECM4DA0B6KI7wEta9FPWK7mmNJfqDQujPXqmNlfWDeUMC7dZt86/xzIxXC4lVk9+ILVNq6H",
+	"kqDKAg98mgpwl3xDOYeJI6d0NRnbUGS8FMJ3VXlgLR45jOsem6ZKi6iPk2AnT5JDCut8BmepB+FGt954",
+	"wNhkHRtHg/aZmxf8q7/VOPt5zYFGiMyphdL5M81Wi41OpjylBzbZVL0TmbXsafGJrJ0kgs2KwBnRAnQV",
+	"Xr5F9W7WGEBYwb4lJhy5XoosmbIlz7PkfYCIWObjzfGwEZvbJBNGKx7AqWFTkaYs6gZRKHEnfo6XNwO2",
+	"Ste6PDdTtdpgE0kPS18QLcUNGMptpwuezYXNRj7/a/uQ/e0V5B2NlFIzdtB58XmZBLX7sv2C/e2VzRUF",
+	"7KBr7rH9tVstn7Mkp4IgfJlZWUBbDyXOV/fgc+q0L0SNXdlE983grYgESVh8wK1a2yZTnDvcB3DuZgBI",
+	"walkHNrzt7czzAFu59JeZtyXtxbIAh/fM+IolDXyqMw/OuOpFlETA7+2WZWmAJqDt8eP9En4msIThDyB",
+	"DYzq9XQqRAyR4FA+SH9aPn5uMAzfDI2mE2NngXyxwsds7dpNrFEEoYOmlpaLwHi56JCZz7Rnkk9v3Osg",
+	"kN2IlRQBmyH8r8pCibBOKcUyFus8VreSapG81+Kepqb1mbgFBz7jaSpS44Lnugiu0w4gREUY7VJlgnQj",
+	"AiOY8y74DWZmYRPQkNHXRg5n72FwtDibJe/NsN+JzMLvm417lrwKZSNbS4y/TNazmch0QDFxgkJt4jOc",
+	"++8jTxUcvgXmv8aiEDP6hpX33S9ASxb5bhJqum/Gv1WIxw6rL/XZBew7Idm+/dJEOp4ECun1iqr+Saqm",
+	"N3DtRITy5Qv2t+QVa7x43iX13QxImpgRm78hEK/jM0CAS7KnQsmzzGwd2O4vO/CJVpRYHXxw+JL9hb18",
+	"YXPGgDJq4+FNyjjbQgtr0XytmFaz3G5HtExyOlJ6vaRsRSijry/OhmenJ2cn1xDr0iInw8JtSdagREFz",
+	"a2smuuAwinBrW8SG6OT8emjZjPplfU8QiGC1Ei5tkjnJBheEEgCza5ohzSP2kTPrJzUZJzFRZpnbtciL",
+	"KgHc0qGM8N2E/QOxOHgzjoniKBi7sladxd3GJI+QuU0IuHFwDbG7uSgBuOAfn2kMpRkDOlMTyIIw3CnA",
+	"/9d0IV+5cZ3jhRmNVhPHZ/gQqUAMVKA4FFmav8J0j9589dXJ0cnw/Ho8ur64GhiZTKaMkVPF42ZJmmpP",
+	"G1hYulCaJdTuN3fYCDY3Fltbo9BOqEdgP5OjNTUGGHGewKNIaL9+c31tbK7ji2/PcfKueC563rMwQ8wL",
+	"bY4GnD02ZGB6Z8eznJZrnQPNIFuvjCLDwJOFx2DGzTGmEpnjy0S2wPMJQmkP3MvDw+cv0bTY133WYfk6",
+	"kxDeVbNZE7+Hs3lmhrQSWaJipE5fcWDkKR5uHtyC6zyTutthutkDkQ+b8C/0pL9g7xccKAGIRvsw2AAx",
+	"PvBv8HFQLocfH5uFhc9GNOYZNyuLnajQHqJztdJOpCRxar2URtRa5PmqZW6Gdhm1zv1JeG6GGZTwd190",
+	"PmcRRSvG1ydnw4s315GtaSIhjPVHdFZg9MCvU7gM6JXFqJKMDW4tDVdOE0pcflAVYM/XuBCeOAnq3Abc",
+	"VsTxyzSfiXTTI+NGsugkFsuVyoWcblp/Exsw1f0eu1RhBVgoyWHAZHTR9kX6gSLengQGgkss2roRG+zp",
+	"O3jBFoFzXbqdoNPpmL8SghJxIM0VuqVGg6BRlAnYIhoTF5jwNRvHprkh/II0wZQYdid29HrQMorDShca",
+	"cI/QO3hm7H6zVAGjiA7LN1QLN0EopkRauCGzue2upI81k2C+rywi7LTMjRA/6Bx4oPFgyLhAgL1wmgme",
+	"W0AmqYz6VgjQRRy75lPNy/FTE/CIpguh+3Yt0Xaj5wXsxcGBkYXHw7PLi+vh+dH3478Nvx9fDd+MhscR",
+	"MiDlmfNNC4wLEjwNwBkv5AieMhoeoH3eKZQA7MCiboFxx6DZxthQLw6+CCCZrjJzivpOwibamxTgXErT",
+	"okC+zZBLihLu8MXmIjPxJFjRI8RpdII7IGIDmJryWiQIhv6i8wXbmqWT8/Gb0bAWVbvpaQscLHbr54X6",
+	"N2fcfNJG1FbEj8xOtmG4hzIRmH44PASHgU9zZE9gqyyRyG4wGB2dnCA1x4pPhZn29XRBkKhQgOU57Zhm",
+	"QhmYoJtIcwqFK1jkKFItAOG8Hgkevghi/WgHFsH+iii5u53usJp2WAGEk3nmf/7w/7T+vx//8j/uQiWF",
+	"wb5S8aYSgV2u0zwxh3l/prJly1hAEISVUxVT3pXa3Oima3y6bYAL2J2kqx8C7Mfduncr6vvhQ1CbeHgD",
+	"R2rnvANd/vi0g7vxQ7UW6sOfiK6/IqLrLg2S/rVe+uVseD04HlwPdr7f3fAUOZziES78d3F5fXJxPtr5",
+	"WVs3fgj2zk5GI/PT5eDq4UGVLv41skoQPS8EmZ1A/7fqR5i/+eOKSmknJwp/Uxjbzx9bK1U2Tx+umKpc",
+	"/8TlrmBJGBt8JeLCN9o2x0EpzwTElVN1i/r7DtelaoH3KWJYSZCE0lxPsceKzeKs8PAj0YLrTYeHj0/9",
+	"bU+6/+uNml7VVGTOyTD2YsUdwFq/eyycfk24H22ETywCy8hl2a0A7EX3sfV1W2Hbh6vCt+54yuXaDiOX",
+	"K+4wjIwOIBwm7HnVoazNqtnQmc1KIDxuJdDsgeaXMij2NHQPd5FtxDMr4jMRJxyMI8BzPvjEo4S+yqOP",
+	"Et32ax4l8qJwMbbPzC3XCION9D3o9lLbsz10JacNSmfZOXUZmdupaNguxL8CNnZJ+mKi1EjfdZqyRm36",
+	"sdl+Oimygwj5sxjk0cUgj69q9vJUDzdVedcCoL4XLd0BTd+/+imFgZ9q65WFrMumlcG6UbaG0ib0PirT",
+	"FkpItSU5hV+kuu1vl2TbrGUp3RdKPEVtVgk5lzgArHFWxDdAzdwCIzwZbDVvfFJlzxql6W3udGz/usux",
+	"1evZLJkmQuajXGXQpvc0xUzodPvRsKPRW8tQk+WQctcbOV1kSqq1LtU97VzoVMLer5bBPlFRuSPG4Zmo",
+	"FEKbj1ln7xCSBCOxNt9LQGzGDKFtG221ONmdZV6ny9kxYgKeqlhUEmXVFzCbvMK6nmkquJd9gZRtkeDC",
+	"TmYoAvI4G2HkfZYgoCZm1dzZ9Tj9qJ0Zs8QIlpGkqYibAYv5ks9FTNwYQCQgMga5Z/RUfDMqoDCt99H7",
+	"pW+s1hhovoHSEgj4ttm3dh79lqhS+guX7JnGbBprmJe1lEw3QSiNZgWc60QzIWOofKDclKUlpCgpNIDz",
+	"FEt5+96DoSzCPDoXErM9IO4gfQZ1J/BajcF/pLlIRExR+UOm72rT9UI9e7v0+cE+v7fB73HIbE9aU3ys",
+	"/n/2ru+nbR+I/ysWL98ipfQ7aZ20THvoCtOYGCCxvRUtJrHaiGBHcQDtgf99yt35V5sysmYFoT4CsZ3Y",
+	"2He++9znI0UXTPGhqQrpHBZ7JBy2zZLar2efOtTShk/3aIh/yGvZbH0samGDJBhpQ8G7HcJ3I6N4rorC",
+	"N4ldbF0LqJcM3QhxQn2heyde7hTzYDfqzleXgT+DTGsI9LBhrBoFXghIIUocN5cEfOGUxds/YEco13/P",
+	"f3kZL0PUtQwZ8YwiS6aT0+nRyUljLTxYnEVvAqC3jnzElXUmKcbV2HMIcrFB8Cn/aTzTIdNnl2rB7QdG",
+	"qyPuRwEhBtZ/zEUWz6RVage6EAPosv2ibwwZ+7JS2W0qAOKR5TrlzRQQfMfBUs08cYesCXwCXmCRogAI",
+	"71zUkLJ6z+Ac+Hx8enzxBfA2WiH7eriMmKv3vjqbSdMj1vMStpOS+vBpwF4rII+OsksDNzMz2Ti0BmHA",
+	"AWMkZOYynOQIZEoKjM/YNc8pNY2DpDBRzc69EjROqx2dwhy/KlM6Nf82Xeypa9S3UY2aS9bS1vT243bj",
+	"/6/ZSncPu/t7/EkfZx/uOaIFJ1RwEg3CA2jnh/x1cOl5L/ZT0pptCcz0f4fvkXHMopKgzJAE31mLYh+w",
+	"N9oUHDgEripXivuf9Gx4FafVRDtmpCqg89izv82SHp6dHtm2y2bUkNwBGza0fNsiFPr49XGdDv0WzF60",
+	"U7vvzGz18i+nL0ph90+W0+b40JVfs7V61Mzx9/WTZxYe/gc2NzyGBuGhs7O5myV0notYzGMHNIV5BPBn",
+	"zTq7GiCRdQ0nPI3qBeLVbThMenG/eIZnWYVcMLdVsRfvLeq6jEejQqW8WChdx+Px+N1eO6UD2Gew5MO6",
+	"0MNUVEiuBT9dA3bSdapber20n7/cPcisedUZMmMLVTN9z0tnDkltafXlJutSFdo1tvO92vwkvxNSaE1M",
+	"oo4uh5oSW077pFi9GGSp9t5W1LylzTcl81qRTA09an0FvWaQkPw9MgzqRqca3ztVMs0LVDf1iUWvDthk",
+	"Jm1WA2p2DNmb63hYqPlHhGsQCB4yBfMYPLGZDJhuI5acn118Z6OCXw3R94Jf4pPLTlspKqCyk6lIbOVp",
+	"MrLsKyB8aAoV2Pj/NyAoGO50jODAqC0jVAKUfRMERq/Khn9g3M4Z5hJupY5Qawf5RG9KXuUaKVt91xNb",
+	"kU9Hy2WJAB8uH34HAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
