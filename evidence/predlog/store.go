@@ -52,4 +52,4 @@ type Size struct {
 }
 
 // ErrBadCursor means a page cursor was not one this log handed out.
-var ErrBadCursor = errors.New("predlog: invalid cursor")
+var ErrBadCursor = errors.New("invalid cursor: pass the next_cursor of the previous page as it was given, or none for the first page")
