@@ -52,6 +52,21 @@ func (a *API) modelReview(ctx context.Context, version string) (gen.ModelReview,
 	for i, t := range params.Targets {
 		out.Analytes[i] = t.String()
 	}
+	if scores := review.Scores(params); scores != nil {
+		out.Scores = &scores
+	}
+	if ts := review.Spectra(params); ts != nil {
+		out.Spectra = &gen.ReviewSpectra{Rows: ts.Rows, Raw: ts.Raw}
+		if ts.Preprocessed != nil {
+			rows := make([]*[]float64, len(ts.Preprocessed))
+			for i := range ts.Preprocessed {
+				if ts.Preprocessed[i] != nil {
+					rows[i] = &ts.Preprocessed[i]
+				}
+			}
+			out.Spectra.Preprocessed = &rows
+		}
+	}
 	for i, c := range figures.Components {
 		out.Components[i] = gen.ReviewComponent{Components: c.Components, R2x: c.R2X, R2xCumulative: c.R2XCumulative, R2y: c.R2Y}
 		if c.Q2 != nil {

@@ -129,6 +129,29 @@ func TestModelReviewRoute(t *testing.T) {
 		same("r2y", c.R2y, w.R2Y)
 		same("q2", *c.Q2, w.Q2)
 	}
+	// The numbers behind the scores and spectra plots.
+	if got.Scores == nil || len(*got.Scores) != len(want.Leverage) {
+		t.Fatalf("scores: %v rows, want one per training row (%d)", got.Scores, len(want.Leverage))
+	}
+	for i, row := range review.Scores(params) {
+		same("scores", (*got.Scores)[i], row)
+	}
+	ts := review.Spectra(params)
+	if got.Spectra == nil || ts == nil || got.Spectra.Preprocessed == nil {
+		t.Fatalf("spectra: %+v, want the file's %+v", got.Spectra, ts)
+	}
+	if len(got.Spectra.Rows) != len(ts.Rows) || len(got.Spectra.Raw) != len(ts.Rows)+1 {
+		t.Fatalf("spectra: rows %v and %d raw, want %v and %d", got.Spectra.Rows, len(got.Spectra.Raw), ts.Rows, len(ts.Rows)+1)
+	}
+	for i := range ts.Raw {
+		same("spectra.raw", got.Spectra.Raw[i], ts.Raw[i])
+		if pre := (*got.Spectra.Preprocessed)[i]; pre != nil && ts.Preprocessed[i] != nil {
+			same("spectra.preprocessed", *pre, ts.Preprocessed[i])
+		} else if (pre == nil) != (ts.Preprocessed[i] == nil) {
+			t.Errorf("spectra.preprocessed[%d]: %v, want %v", i, pre, ts.Preprocessed[i])
+		}
+	}
+	same("spectra.preprocessed[0] (x_mean)", *(*got.Spectra.Preprocessed)[0], params.XMean)
 
 	for path, want := range map[string]struct {
 		status int

@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"ramanserve/inference"
-	"ramanserve/inference/preprocess"
+	"ramanserve/trainer/review"
 )
 
 // SectionSpectra holds the training spectra before and after the recipe.
@@ -41,17 +41,14 @@ var spectraColors = []color.RGBA{
 // through the recipe here. Excluded regions are shaded in both. nil when
 // the file keeps no spectra (written before they were).
 func spectraFigures(p *inference.PLSParams) ([]figure, error) {
-	rv := p.Review
+	ts := review.Spectra(p) // the numbers, shared with GET /model/{version}/review
+	if ts == nil {
+		return nil, nil
+	}
 	axis := p.Meta.Wavenumbers
-	if rv == nil || rv.RawSpectra == nil {
-		return nil, nil
-	}
-	k, n := rv.RawSpectra.Dims()
-	if n != len(axis) || k-1 != len(rv.RawSpectraRows) {
-		return nil, nil
-	}
+	k, n := len(ts.Raw), len(axis)
 	x, runs, excluded, unit := modelAxis(p, len(p.XMean))
-	name := func(i int) string { return shorten(at(rv.ScanIDs, rv.RawSpectraRows[i])) }
+	name := func(i int) string { return shorten(at(p.Review.ScanIDs, ts.Rows[i])) }
 
 	// Before: every point of the axis.
 	before := newPlot("Training spectra as uploaded", "wavenumber (cm⁻¹)", "intensity (as uploaded)")
@@ -60,7 +57,7 @@ func spectraFigures(p *inference.PLSParams) ([]figure, error) {
 	for i := range k {
 		var pts plotter.XYs
 		for j, w := range axis {
-			pts = append(pts, plotter.XY{X: w, Y: rv.RawSpectra.At(i, j)})
+			pts = append(pts, plotter.XY{X: w, Y: ts.Raw[i][j]})
 		}
 		l, err := spectrumLine(finite(pts), i)
 		if err != nil {
@@ -93,38 +90,14 @@ func spectraFigures(p *inference.PLSParams) ([]figure, error) {
 		k-1, strings.Join(listed, ", "), n)}}
 
 	// After: the recipe, then the model's points.
-	var pipe *preprocess.Pipeline
-	if len(p.Preprocessing) > 0 {
-		if pipe, err = preprocess.Compile(p.Preprocessing, axis); err != nil {
-			return out, nil // the model file's recipe does not apply to its axis: the page says what it can
-		}
-	}
-	sel := selectedPoints(axis, p.Regions)
-	if len(sel) != len(p.XMean) {
-		return out, nil
+	if ts.Preprocessed == nil {
+		return out, nil // the model file's recipe or regions do not apply to its axis: the page says what it can
 	}
 	after := newPlot("The same after the recipe", unit, recipeUnit(p))
 	all, lines = nil, nil
-	row := make([]float64, n)
-	var ws *preprocess.Workspace
-	if pipe != nil {
-		ws = pipe.NewWorkspace()
-	}
-	for i := range k {
-		var vals []float64
-		if i == 0 {
-			vals = p.XMean
-		} else {
-			copy(row, rv.RawSpectra.RawRowView(i))
-			if pipe != nil {
-				if _, err := pipe.Apply(row, ws); err != nil {
-					continue // a spectrum the recipe refuses is left out, as training would have refused it
-				}
-			}
-			vals = make([]float64, len(sel))
-			for m, c := range sel {
-				vals[m] = row[c]
-			}
+	for i, vals := range ts.Preprocessed {
+		if vals == nil {
+			continue // a spectrum the recipe refuses is left out, as training would have refused it
 		}
 		named := false
 		for _, r := range runs {
@@ -165,7 +138,7 @@ func spectraFigures(p *inference.PLSParams) ([]figure, error) {
 	}
 	return append(out, figure{ID: "spectra-preprocessed", SVG: svgAfter, Caption: fmt.Sprintf(
 		"The same spectra after %s, over the %d points the model uses, in %ss; the mean is the model's own (the mean of every preprocessed training spectrum).",
-		recipe, len(sel), recipeUnit(p))}), nil
+		recipe, len(p.XMean), recipeUnit(p))}), nil
 }
 
 // maxLinePoints bounds the points of one drawn spectrum: more than the
