@@ -12,7 +12,9 @@ export interface paths {
         put?: never;
         /**
          * Make a model version active (hot swap)
-         * @description Loads a model and makes it active atomically. A `predict` already in
+         * @description **Role** (with `-auth-tokens`): `operate`.
+         *
+         *     Loads a model and makes it active atomically. A `predict` already in
          *     flight finishes on the previous model; the next one uses the new model.
          *
          *     * `staged` promotes a staged version; `archived` re-activates an
@@ -27,6 +29,14 @@ export interface paths {
          *     * `load_time_ms` is measured end to end on the server, from the
          *       request being accepted to the swap being durable on disk.
          *     * `previous_version` is the empty string when no model was active.
+         *     * Preconditions, for consoles that promote what an operator saw:
+         *       `If-Match` with the `ETag` of `GET /model/list` (or any model
+         *       route) loads only if the registry has not changed since, and
+         *       `expected_active` in the body only if that version is still the
+         *       active one. Either is checked under the load's lock, so of two
+         *       consoles promoting from the same list one succeeds and the other
+         *       gets 412 `PRECONDITION_FAILED`, whose message names the version
+         *       active now. Without either, a load goes ahead whatever changed.
          */
         post: operations["loadModel"];
         delete?: never;
@@ -44,7 +54,9 @@ export interface paths {
         };
         /**
          * List every model in the registry
-         * @description Models are sorted by `trained_at`, newest first; ties are broken by
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     Models are sorted by `trained_at`, newest first; ties are broken by
          *     version name. A `.npz` or `.joblib` file found in the registry's
          *     `models/` folder without an entry (copied in by hand, or written just
          *     before a crash) is read at start-up and listed as `archived`, its
@@ -71,7 +83,9 @@ export interface paths {
         };
         /**
          * Metadata of the active model
-         * @description When no model is loaded the answer is 404 with code `MODEL_NOT_LOADED`
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     When no model is loaded the answer is 404 with code `MODEL_NOT_LOADED`
          *     (ModelInfo has required fields that cannot be filled without a model).
          */
         get: operations["getModelInfo"];
@@ -99,13 +113,18 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** One model version, with its lineage, metrics and checksum */
+        /**
+         * One model version, with its lineage, metrics and checksum
+         * @description **Role** (with `-auth-tokens`): `read`.
+         */
         get: operations["getModel"];
         put?: never;
         post?: never;
         /**
          * Remove a staged or archived version from the registry and its disk
-         * @description Removes the entry from the index first (durably), then the model
+         * @description **Role** (with `-auth-tokens`): `operate`.
+         *
+         *     Removes the entry from the index first (durably), then the model
          *     file the registry holds for it in `models/`. The file a `file` load
          *     was imported from is never touched. The active version cannot be
          *     deleted: activate another first. A delete takes the same lock as a
@@ -140,15 +159,17 @@ export interface paths {
         };
         /**
          * The wavenumbers a version expects, one per point of a spectrum
-         * @description The model's axis in cm-1, in order: a spectrum for this version has
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     The model's axis in cm-1, in order: a spectrum for this version has
          *     exactly these wavenumbers (each within the 0.5 cm-1 axis tolerance,
          *     `messages.md` section 9). A client checks its spectra against it
          *     before sending them; the prediction channel's `model_info` gives the
          *     active model's axis when asked (`body.include: ["wavenumbers"]`).
          *     Any other version than the active one is read from its file, so
-         *     the route shares the review pages' slots: when none is free within
-         *     5 s the answer is 503 `SERVER_BUSY` (`retryable: true`,
-         *     `Retry-After: 5`). The route names beside
+         *     the route, whatever the version, shares the review pages' slots:
+         *     when none is free within 5 s the answer is 503 `SERVER_BUSY`
+         *     (`retryable: true`, `Retry-After: 5`). The route names beside
          *     /model/{version} are never versions: 404 `MODEL_NOT_FOUND` like any
          *     name the registry does not hold.
          */
@@ -172,7 +193,9 @@ export interface paths {
         };
         /**
          * The model's review page, one self-contained HTML document
-         * @description A page for people deciding whether to promote the version. It holds
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     A page for people deciding whether to promote the version. It holds
          *     inline SVG plots and nothing fetched from elsewhere (no script,
          *     style sheet, font or image from another URL), so it can be saved,
          *     mailed and archived as one file. For a model trained here it shows:
@@ -186,10 +209,18 @@ export interface paths {
          *     `GET /model/{version}/review`): RMSEC beside RMSECV in the summary,
          *     the CV curve on a log axis, a table per component (R2X, R2X
          *     cumulative, R2Y and Q2 per analyte), VIP per wavenumber with the
-         *     1.0 line, the scores t1 against t2 with the 95 % Hotelling T2
-         *     ellipse (files that keep `review_scores`, models of two or more
-         *     components), and per analyte the influence plot (leverage against
-         *     studentised residual, limits 3 (A+1)/n and ±3). The
+         *     1.0 line, the scores of any two components (`scores_x` and
+         *     `scores_y`, t1 against t2 unless asked) with the 95 % Hotelling T2
+         *     ellipse of those two, coloured by the measured concentration of an
+         *     analyte (`scores_color`, the first analyte unless asked; files that
+         *     keep `review_scores`, models of two or more components), the X
+         *     weights and X loadings of the first three components over the
+         *     wavenumber axis with the excluded regions shaded, the mean and a
+         *     few training spectra as uploaded and after the recipe (files that
+         *     keep `review_spectra`), and per analyte
+         *     the influence plot (leverage against studentised residual, limits
+         *     3 (A+1)/n and ±3). A component beyond the model's count, or the
+         *     same component twice, is 400 `INVALID_REQUEST`. The
          *     figures come from the model file itself (see `artifact.md`), so the
          *     page can be rebuilt as long as the version exists. An imported or
          *     adopted model has no cross-validation record: its page shows the
@@ -221,7 +252,9 @@ export interface paths {
         };
         /**
          * Every number behind the review page's figures, as JSON
-         * @description The review at SIMCA depth, computed from the model file alone (see
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     The review at SIMCA depth, computed from the model file alone (see
          *     `artifact.md`), so it exists as long as the version does. Notation:
          *     n training rows, p variables the model uses (the axis points inside
          *     its regions, after the preprocessing recipe), q analytes, A
@@ -248,11 +281,19 @@ export interface paths {
          *       training's K-fold cross-validation (the folds and segments in
          *       `selection`; each fold centred and scaled on its own rows; SS_Y
          *       about the mean of all n labels), the same as the CV curve's R2.
+         *     * `x_weights` and `x_loadings` (A, each p): the weights w_a and the
+         *       X loadings p_a of each component over `wavenumbers`, as the fit
+         *       made them (R = W (P'W)^-1; the weights of unit length).
          *     * `leverage` (n, training order): `h_i = 1/n + t_i' (T'T)^-1 t_i`,
          *       the intercept's share included (the convention of the
          *       studentised residuals on the page).
          *     * `rmsec` (`sqrt(SS_res/n)` of the fit with A components) beside
          *       `rmsecv`.
+         *     * `scores` (n, each A): the training rows' X scores T, the scores
+         *       plot's numbers; `spectra`: the few training spectra the file keeps
+         *       (`rows`), as uploaded (`raw`, the mean first) and after the recipe
+         *       (`preprocessed`, `x_mean` first), the spectra plots' numbers. Both
+         *       are absent for a model file written before it kept them.
          *
          *     The route names beside /model/{version} are never versions: 404
          *     `MODEL_NOT_FOUND` like any name the registry does not hold. An
@@ -260,6 +301,52 @@ export interface paths {
          *     `NO_TRAINING_RECORD`.
          */
         get: operations["getModelReview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/model/{version}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                version: components["schemas"]["Version"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The model as a file to take elsewhere, a scikit-learn Pipeline or its artifact
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     Any version, whatever its status, without activating it.
+         *
+         *     * `format=joblib` (the default): a scikit-learn `Pipeline` saved
+         *       as joblib saves it, which `joblib.load` reads in Python with the
+         *       helper module `examples/python/ramanserve_preprocessing.py`
+         *       importable as `ramanserve_preprocessing`: the recipe as
+         *       `FunctionTransformer` steps (`scipy.signal.savgol_filter` and
+         *       the helper module's functions), the regions as one
+         *       `FunctionTransformer` of `select_regions`, a `StandardScaler` when
+         *       the model scales its variables, and a fitted `PLSRegression`. Its
+         *       `predict` gives this server's concentrations to 1e-9 g/L (1e-6
+         *       through `als_baseline`). The file is written by the server's own
+         *       pickle writer and holds only the classes and functions the
+         *       importer accepts (`sklearn-import.md`), so `POST /model/load`
+         *       with `source: file` imports it again as the same model.
+         *     * `format=npz`: the model's artifact (`artifact.md`): the file the
+         *       registry keeps, byte for byte, for a model trained here; for an
+         *       imported model, its parameters written as an artifact.
+         *
+         *     `sklearn-import.md` (section "Exporting a model") says what each
+         *     attribute holds. An export reads the whole model file: it shares
+         *     the two report slots of the review pages (503 `SERVER_BUSY` after
+         *     5 s, `retryable: true`, `Retry-After: 5`).
+         */
+        get: operations["exportModel"];
         put?: never;
         post?: never;
         delete?: never;
@@ -277,7 +364,9 @@ export interface paths {
         };
         /**
          * The shadow model and how it compares with the active one
-         * @description The shadow is a staged or archived version that scores every
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     The shadow is a staged or archived version that scores every
          *     spectrum the active model scores, off the reply path: the rig's reply
          *     and its latency are those of the active model alone. Both outputs go
          *     to the prediction log with the same `prediction_id`. `comparison`
@@ -294,7 +383,9 @@ export interface paths {
         get: operations["getShadow"];
         /**
          * Make a staged or archived version the shadow
-         * @description Replaces any previous shadow (its comparison starts again from zero).
+         * @description **Role** (with `-auth-tokens`): `operate`.
+         *
+         *     Replaces any previous shadow (its comparison starts again from zero).
          *     The version is loaded and checked as a load would check it; the
          *     active model is not touched.
          */
@@ -302,7 +393,9 @@ export interface paths {
         post?: never;
         /**
          * Stop shadow scoring
-         * @description Idempotent; the records already logged stay. A shadow that failed to
+         * @description **Role** (with `-auth-tokens`): `operate`.
+         *
+         *     Idempotent; the records already logged stay. A shadow that failed to
          *     restore at start-up (named by `GET /model/shadow` without a
          *     comparison, and by `GET /health`) is cleared the same way.
          */
@@ -323,7 +416,9 @@ export interface paths {
         };
         /**
          * The version's error against the lab, with the other models on the same spectra
-         * @description Over the lab results matched to predictions of this version (as
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     Over the lab results matched to predictions of this version (as
          *     active, shadow or re-scored) whose spectra were taken in
          *     [`since`, `until`): per analyte n, RMSEP, bias (mean of predicted
          *     minus lab), and the slope and intercept of lab regressed on
@@ -363,7 +458,9 @@ export interface paths {
         put?: never;
         /**
          * Score a staged or archived version on logged spectra, as a background job
-         * @description Needs the server to run with `-log-spectra`. The job runs in the
+         * @description **Role** (with `-auth-tokens`): `operate`.
+         *
+         *     Needs the server to run with `-log-spectra`. The job runs in the
          *     training queue (same slots, progress, cancel and status URL as a
          *     training job; `kind` is `rescore`). Its records join the prediction
          *     log with role `rescore`, and so the performance statistics.
@@ -386,7 +483,9 @@ export interface paths {
         put?: never;
         /**
          * Reconcile the lab's HPLC results with logged predictions
-         * @description A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
+         * @description **Role** (with `-auth-tokens`): `operate`.
+         *
+         *     A JSON array of `LabResult`, or CSV (`text/csv`, RFC 4180) whose
          *     header names the columns, in any order, from `lab_sample_id`,
          *     `batch_id`, `scan_seq`, `sampled_at`, `EPA`, `DHA`, `DPA`:
          *     `lab_sample_id` and `batch_id` are required columns, as are at least
@@ -428,11 +527,217 @@ export interface paths {
         };
         /**
          * Export the prediction log
-         * @description Oldest first. JSON by default; `Accept: text/csv` gives the same rows
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     Oldest first. JSON by default; `Accept: text/csv` gives the same rows
          *     as CSV with a header line (spectra are never exported). Every filter
          *     is optional; [`since`, `until`) bounds the prediction time.
          */
         get: operations["listPredictions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The batches the prediction log has seen
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     Every batch id with at least one active record in the log (the
+         *     `batch_id` of the predicts' `context`), in byte order of the ids,
+         *     a page at a time: `next_cursor` (also `X-Next-Cursor`) is null on
+         *     the last page, otherwise pass it as `cursor`. For each batch: the
+         *     times of its first and last spectrum and how many spectra it has
+         *     (active records), the versions that scored it in any role (at
+         *     most 16, in byte order; `more_models` counts the others), and
+         *     whether it is marked as a reference batch.
+         */
+        get: operations["listBatches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/batches/{batch_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A batch id as the rig sent it in the predicts' `context` (percent-encoded in the path). */
+                batch_id: components["parameters"]["BatchId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A batch's trajectory
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     The batch's spectra as the rig was answered (active records), in
+         *     order of maturity: predicted concentrations, confidence, reduced
+         *     T² and Q, against the batch's maturity, which is `time` (seconds
+         *     since the batch's first spectrum, the default) or `scan_seq` (the
+         *     `scan_seq` the rig sent; spectra without one are left out and
+         *     counted in `unplaced`). A trajectory holds the batch's first
+         *     10,000 spectra at most (`truncated` says when there were more).
+         */
+        get: operations["getBatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/batches/{batch_id}/reference": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A batch id as the rig sent it in the predicts' `context` (percent-encoded in the path). */
+                batch_id: components["parameters"]["BatchId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Mark a batch as a good one, a reference of the control bands
+         * @description **Role** (with `-auth-tokens`): `operate`.
+         *
+         *     The batch must be in the prediction log.
+         *     Marking a marked batch again changes nothing and returns the first
+         *     mark. At most 20 batches are marked at once; unmark one to mark
+         *     another. The mark is stored with the lab's results (the fleet's
+         *     database with `-store`) and survives a restart.
+         */
+        put: operations["markReferenceBatch"];
+        post?: never;
+        /**
+         * Unmark a reference batch
+         * @description **Role** (with `-auth-tokens`): `operate`.
+         *
+         *     Answers 204 whether or not the batch was marked (or is in the
+         *     log).
+         */
+        delete: operations["unmarkReferenceBatch"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/batches/{batch_id}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A batch id as the rig sent it in the predicts' `context` (percent-encoded in the path). */
+                batch_id: components["parameters"]["BatchId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The batch against the control bands, one self-contained HTML page
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     The trajectory of `GET /batches/{batch_id}` drawn against the
+         *     control bands of the reference batches, one plot per analyte and
+         *     one each for the reduced T² and Q: at each maturity the mean of the
+         *     reference batches ± 3 standard deviations, the points outside the
+         *     band marked and listed. The bands are made of every marked batch
+         *     but this one (a reference batch is judged by the others); how the
+         *     batches are aligned is in `docs/evidence.md`. Without reference
+         *     batches the page says so and draws the trajectory alone. Like the
+         *     review pages, it fetches nothing and runs no script, and shares
+         *     their report slots (503 `SERVER_BUSY` after 5 s without one).
+         */
+        get: operations["getBatchReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/predictions/{predictionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `prediction_id` of `GET /predictions`. */
+                predictionId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Every logged record of one spectrum, with its contributions
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     The active record of the spectrum, then its shadow and re-scoring
+         *     records, each with what `GET /predictions` lists and, when the log
+         *     stored them, its T2 and Q `contributions` (messages.md section
+         *     8.1). The log stores them for a predict whose reply carried them
+         *     (`options.contributions`) and, with
+         *     `-log-exceedance-contributions` (the default), for an active
+         *     prediction whose T2 or Q was above its 95 % limit: then the 10
+         *     largest and the region sums, computed off the reply path from the
+         *     same spectrum and model, so they add up to the logged T2 and Q.
+         *     `spectrum_logged` says whether the spectrum itself was kept
+         *     (`-log-spectra`); the page `GET /predictions/{predictionId}/report`
+         *     draws it.
+         */
+        get: operations["getPrediction"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/predictions/{predictionId}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                predictionId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * The page of one spectrum, one self-contained HTML document
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     Why the server said what it said about one spectrum: the
+         *     prediction per analyte with its confidence, T2 and Q against their
+         *     limits, the spectrum (after the model's recipe and regions)
+         *     against the calibration mean, its residual (the part the model's
+         *     components do not explain, whose squares make up Q), and the
+         *     contribution of each variable to T2 and to Q, with the largest
+         *     named and the region sums. Like the review pages it holds inline
+         *     SVG and nothing fetched from elsewhere, and no script.
+         *
+         *     The spectrum, the residual and the per-variable plots need the
+         *     logged spectrum (`-log-spectra`) and the version still in the
+         *     registry; without them the page draws the contributions the log
+         *     stored (the largest and the region sums) and says what is missing.
+         *     The page shares the review pages' two slots (503 `SERVER_BUSY`
+         *     after 5 s, `Retry-After: 5`).
+         */
+        get: operations["getPredictionReport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -450,7 +755,9 @@ export interface paths {
         };
         /**
          * List training jobs, newest first
-         * @description Jobs are ordered by submission time, newest first (ties by job id),
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     Jobs are ordered by submission time, newest first (ties by job id),
          *     and come in pages of at most `limit`. `next_cursor` is null on the
          *     last page; otherwise pass it as `cursor` to get the next page, with
          *     the same `status` filter. A cursor is opaque: it names a position,
@@ -484,7 +791,9 @@ export interface paths {
         put?: never;
         /**
          * Upload a training CSV and start an asynchronous training job
-         * @description The CSV is parsed while it streams in; the raw upload is never held in
+         * @description **Role** (with `-auth-tokens`): `operate`.
+         *
+         *     The CSV is parsed while it streams in; the raw upload is never held in
          *     memory. The first bad row rejects the upload with 400 `INVALID_CSV`,
          *     whose message names the line and column. The part order is free, but
          *     sending `meta` first lets the server reject bad metadata before the
@@ -552,6 +861,21 @@ export interface paths {
          *     default 30 s), is answered 408 `REQUEST_TIMEOUT`, whose message
          *     names the rate, and its place is freed. The 429 message says what
          *     holds the places: the running job, queued jobs, uploads in progress.
+         *
+         *     Retrying safely: with an `Idempotency-Key`, a client that lost the
+         *     answer sends the same request again. The server keeps each key for
+         *     24 h, at most 10,000 keys (the oldest go first), across restarts
+         *     and shared by every replica of a fleet, with the SHA-256 of the
+         *     request: each part's name, content type and bytes, in order, as
+         *     received. The same key with the same request gets 202 with the
+         *     job the first request created, and no second job, whichever
+         *     replica it reaches; with another request, 422
+         *     `IDEMPOTENCY_KEY_REUSED`. A retry is read like any upload (its
+         *     body must arrive, and needs a training place while it does), so it
+         *     can also get 429, 503 or 408; the job is the first one all the
+         *     same. Two requests with one key at once: one creates the job, the
+         *     other gets 202 with it, or 409 `IDEMPOTENCY_KEY_IN_USE`
+         *     (`retryable: true`) while the first has not recorded its job yet.
          */
         post: operations["startTraining"];
         delete?: never;
@@ -569,7 +893,9 @@ export interface paths {
         };
         /**
          * Poll a training job
-         * @description Job records are kept on disk and survive restarts. A job that was
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     Job records are kept on disk and survive restarts. A job that was
          *     `running` when the server stopped reads `failed` with error code
          *     `INTERRUPTED`. A job that was `queued` at a clean shutdown stays
          *     `queued` and runs after the restart; if its saved data set is
@@ -597,7 +923,9 @@ export interface paths {
         };
         /**
          * The review page of the model a done job trained
-         * @description The same page as `GET /model/{version}/report` for the job's
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     The same page as `GET /model/{version}/report` for the job's
          *     `result.new_version`. A job that is not `done` has no model:
          *     409 `JOB_NOT_DONE`. A job whose model was deleted since:
          *     404 `MODEL_NOT_FOUND`.
@@ -622,7 +950,9 @@ export interface paths {
         put?: never;
         /**
          * Cancel a queued or running training job
-         * @description A queued job is removed from the queue; a running job is stopped at
+         * @description **Role** (with `-auth-tokens`): `operate`.
+         *
+         *     A queued job is removed from the queue; a running job is stopped at
          *     its next step (within about a second). Either way the job is
          *     recorded `failed` with error code `CANCELLED` before the answer is
          *     sent, its memory and queue place are freed (a running job's once its
@@ -650,7 +980,9 @@ export interface paths {
         };
         /**
          * Liveness and readiness
-         * @description Always 200 while the process is up (401 only when the server runs
+         * @description **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
+         *
+         *     Always 200 while the process is up (401 only when the server runs
          *     with `-auth-tokens` and `-auth-health` and the request has no valid
          *     token; any role may ask). `status` is `degraded` when any of
          *     these holds, otherwise `ok`:
@@ -724,6 +1056,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/livez": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness
+         * @description **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
+         *
+         *     200 while the process runs and its management channel answers;
+         *     nothing else is checked, so a supervisor restarts the process only
+         *     when it is stuck or gone. Open without a token like `GET /health`
+         *     (a token is needed with `-auth-health`), answered on the health
+         *     reserve too, and `HEAD /livez` answers the same without a body.
+         */
+        get: operations["getLivez"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness
+         * @description **Role** (with `-auth-tokens`): none; any, with `-auth-health`.
+         *
+         *     200 when the server can serve, so that a load balancer sends it
+         *     traffic; 503 `NOT_READY` otherwise, with every reason in
+         *     `reasons`. Ready means all of:
+         *
+         *     * both ports are bound (management and prediction);
+         *     * a model is loaded, unless the server runs with
+         *       `-ready-without-model`;
+         *     * the registry can be read (its index; in a fleet, the shared
+         *       store answers);
+         *     * the server is not shutting down: from SIGTERM on, `/readyz`
+         *       answers 503 while in-flight requests finish.
+         *
+         *     `GET /health` is unchanged (always 200, `degraded` with reasons).
+         *     Open without a token like `GET /health` (a token is needed with
+         *     `-auth-health`), answered on the health reserve too, and
+         *     `HEAD /readyz` answers the same status and headers without a body.
+         */
+        get: operations["getReadyz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -733,7 +1128,9 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description The server's metrics in the Prometheus text exposition format
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     The server's metrics in the Prometheus text exposition format
          *     (version 0.0.4), for a Prometheus scrape. Needs the `read` role when
          *     authentication is on. See "Metrics" at the top of this document.
          */
@@ -755,7 +1152,9 @@ export interface paths {
         };
         /**
          * The replicas of the fleet
-         * @description Every replica that shares this server's store, as their rows in the
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     Every replica that shares this server's store, as their rows in the
          *     fleet's database say (`-store postgres://…`): each replica writes its
          *     row every second (its heartbeat) and deletes it when it shuts down
          *     cleanly. A replica with no heartbeat for more than
@@ -785,7 +1184,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document, as YAML */
+        /**
+         * This document, as YAML
+         * @description **Role** (with `-auth-tokens`): `read`.
+         */
         get: operations["getOpenAPIYAML"];
         put?: never;
         post?: never;
@@ -802,8 +1204,39 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document, as JSON */
+        /**
+         * This document, as JSON
+         * @description **Role** (with `-auth-tokens`): `read`.
+         */
         get: operations["getOpenAPIJSON"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This document, as a page to read in a browser
+         * @description **Role** (with `-auth-tokens`): `read`.
+         *
+         *     This contract rendered by Redoc (the npm package `redoc`, pinned;
+         *     its standalone build is embedded in the server) as one HTML
+         *     document: the renderer and the contract are both inline, so the
+         *     page fetches nothing, and it can be saved as one file. Its
+         *     `Content-Security-Policy` admits exactly its two inline scripts,
+         *     by their SHA-256, and nothing else may load or run. Search is off
+         *     (it would need a worker); the browser's own find searches the page.
+         */
+        get: operations["getDocs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -846,6 +1279,13 @@ export interface components {
              *     `sklearn-import.md`).
              */
             path?: string;
+            /**
+             * @description Load only if this version is the active one now; the empty
+             *     string: only if no model is active. Absent: no such check.
+             *     A mismatch is 412 `PRECONDITION_FAILED` naming the active
+             *     version.
+             */
+            expected_active?: string;
         };
         /** @description Outcome of a hot swap. */
         LoadResult: {
@@ -1524,6 +1964,23 @@ export interface components {
             /** @description No heartbeat for more than `gone_after_seconds`. */
             gone: boolean;
         };
+        Liveness: {
+            /** @enum {string} */
+            status: "alive";
+        };
+        Readiness: {
+            /** @enum {string} */
+            status: "ready";
+        };
+        /** @description The `ErrorResponse` envelope with the reasons the server is not ready. */
+        NotReady: {
+            /** @enum {string} */
+            code: "NOT_READY";
+            message: string;
+            /** @default false */
+            retryable: boolean;
+            reasons: string[];
+        };
         ErrorResponse: {
             /** @description Machine-readable code; see the table at the top of this document. */
             code: string;
@@ -1676,12 +2133,46 @@ export interface components {
             vip: number[];
             /** @description One entry per component of the model, 1..A. */
             components: components["schemas"]["ReviewComponent"][];
+            /**
+             * @description The NIPALS X weights w_a of each component, 1..A, each over
+             *     `wavenumbers` (unit length; signed as the fit made them, so
+             *     that w_a'r_a = 1 for the rotation r_a).
+             */
+            x_weights: number[][];
+            /** @description The X loadings p_a of each component, 1..A, each over `wavenumbers`. */
+            x_loadings: number[][];
             /** @description Leverage of each training row, in training order (`1/n + t_i'(T'T)^-1 t_i`). */
             leverage: number[];
             /** @description Calibration RMSE per analyte with A components, g/L. */
             rmsec: number[];
             /** @description Cross-validated RMSE per analyte with A components, g/L. */
             rmsecv: number[];
+            /**
+             * @description The X scores t_i of each training row, in training order, each
+             *     with A values: the numbers behind the scores plot. Absent for a
+             *     model file written before it kept them.
+             */
+            scores?: number[][];
+            spectra?: components["schemas"]["ReviewSpectra"];
+        };
+        /**
+         * @description The few training spectra the model file keeps, before and after the
+         *     recipe: the numbers behind the review page's spectra plots. Absent
+         *     for a model file written before it kept them.
+         */
+        ReviewSpectra: {
+            /** @description The training row numbers (0-based, training order) of the kept spectra; `raw[i+1]` and `preprocessed[i+1]` are row `rows[i]`. */
+            rows: number[];
+            /** @description As uploaded, over the whole axis of the model's `meta.wavenumbers`; `raw[0]` is the mean of every training row. */
+            raw: number[][];
+            /**
+             * @description After the recipe, over `wavenumbers` (the points the model
+             *     uses); `preprocessed[0]` is the model's own `x_mean` (the mean
+             *     of every preprocessed training row). An entry is `null` for a
+             *     row the recipe refuses; absent when the file's recipe no longer
+             *     applies to its axis.
+             */
+            preprocessed?: (number[] | null)[];
         };
         ReviewComponent: {
             /** @description The model truncated to this many components. */
@@ -1757,10 +2248,98 @@ export interface components {
             channel?: number;
             /** Format: double */
             integration_ms?: number;
+            contributions?: components["schemas"]["PredictContributions"];
+        };
+        PredictionRecords: {
+            prediction_id: string;
+            /** @description The log kept the spectrum (`-log-spectra`), so the page can draw it. */
+            spectrum_logged: boolean;
+            /**
+             * @description The active record first, then the shadow's and the re-scoring
+             *     jobs'. `contributions` is present on a record whose
+             *     contributions the log stored (only here: `GET /predictions`
+             *     never carries them).
+             */
+            records: components["schemas"]["LoggedPrediction"][];
         };
         PredictionLogPage: {
             predictions: components["schemas"]["LoggedPrediction"][];
             next_cursor: string | null;
+        };
+        BatchSummary: {
+            batch_id: string;
+            /**
+             * Format: date-time
+             * @description The time of the batch's first spectrum (active record).
+             */
+            first_time: string;
+            /** Format: date-time */
+            last_time: string;
+            /**
+             * Format: int64
+             * @description The batch's spectra (active records) in the log.
+             */
+            count: number;
+            /** @description The versions that scored the batch as the active model, the shadow or a re-scoring job, in byte order. */
+            models: string[];
+            /** @description Versions that scored the batch beyond those listed. */
+            more_models: number;
+            /** @description The batch is marked as a reference batch. */
+            reference: boolean;
+        };
+        BatchList: {
+            batches: components["schemas"]["BatchSummary"][];
+            next_cursor: string | null;
+        };
+        TrajectoryPoint: {
+            prediction_id: string;
+            /** Format: date-time */
+            time: string;
+            /**
+             * Format: double
+             * @description Seconds since the batch's first spectrum, or the scan_seq (the trajectory's `maturity`).
+             */
+            maturity: number;
+            /** @description The active model that answered the rig. */
+            model_version: string;
+            concentrations: components["schemas"]["AnalyteValues"];
+            confidence?: components["schemas"]["AnalyteValues"];
+            /** Format: double */
+            t2_reduced?: number;
+            /** Format: double */
+            q_reduced?: number;
+            /** Format: double */
+            scan_seq?: number;
+        };
+        BatchTrajectory: {
+            batch_id: string;
+            maturity: components["schemas"]["BatchMaturity"];
+            /**
+             * Format: date-time
+             * @description The time of the batch's first spectrum.
+             */
+            start_time: string;
+            /** @description The batch is marked as a reference batch. */
+            reference: boolean;
+            /** @description The batch has more than 10,000 spectra; the trajectory holds the first 10,000. */
+            truncated: boolean;
+            /** @description Spectra left out for want of a maturity (no scan_seq, with `maturity=scan_seq`). */
+            unplaced: number;
+            points: components["schemas"]["TrajectoryPoint"][];
+        };
+        /**
+         * @description `time`: seconds since the batch's first spectrum; `scan_seq`: the scan_seq the rig sent.
+         * @enum {string}
+         */
+        BatchMaturity: "time" | "scan_seq";
+        ReferenceBatch: {
+            batch_id: string;
+            /** Format: date-time */
+            marked_at: string;
+            /** @description The name of the token that marked it; absent without authentication. */
+            marked_by?: string;
+            /** @description This request marked the batch (false when it was marked already). */
+            created: boolean;
         };
         PredictionLogHealth: {
             /**
@@ -1785,6 +2364,20 @@ export interface components {
             size_bytes?: number;
             /** Format: date-time */
             last_commit_at?: string;
+            /**
+             * Format: double
+             * @description How long the oldest record not yet committed has waited (0 when
+             *     none waits). The log promises that every prediction answered
+             *     more than `promise_seconds` before a kill -9 is in the log, or
+             *     counted in `dropped` or `write_failed`; past it `status` is
+             *     `degraded` with a reason starting `prediction_log_behind`.
+             */
+            oldest_wait_seconds?: number;
+            /**
+             * Format: double
+             * @description The longest a record should wait for its commit (1 s).
+             */
+            promise_seconds?: number;
         };
         RescoreResult: {
             version: string;
@@ -2091,6 +2684,14 @@ export interface components {
         };
     };
     responses: {
+        /** @description The registry has not changed since the `ETag` sent in `If-None-Match`; no body. */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /**
          * @description `UNAUTHORIZED`: authentication is on and the request carries no
          *     token, or one the server does not know.
@@ -2161,6 +2762,21 @@ export interface components {
             };
         };
         /**
+         * @description `SERVER_BUSY`: both report slots (shared by the review, spectrum
+         *     and batch pages, performance reports, exports and axes) stayed
+         *     taken for 5 s; `retryable: true`.
+         */
+        ReportSlotBusy: {
+            headers: {
+                /** @description Seconds to wait before retrying; 5. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
          * @description The registry's disk cannot take a write (`INSUFFICIENT_STORAGE`):
          *     full, read-only or over quota. Nothing was changed; `retryable: true`
          *     once space is freed.
@@ -2185,9 +2801,35 @@ export interface components {
             };
         };
     };
-    parameters: never;
+    parameters: {
+        /**
+         * @description ETags the client holds (or `*`); when one is the current one the
+         *     answer is 304 with no body.
+         */
+        IfNoneMatch: string;
+        /** @description A batch id as the rig sent it in the predicts' `context` (percent-encoded in the path). */
+        BatchId: string;
+        /** @description What the trajectory is drawn against; absent means `time`. */
+        Maturity: components["schemas"]["BatchMaturity"];
+        /** @description The component on the review page's scores plot's horizontal axis, 1..A (default 1). */
+        ScoresX: number;
+        /** @description The component on the scores plot's vertical axis, 1..A, not `scores_x` (default 2). */
+        ScoresY: number;
+        /** @description The analyte whose measured concentration colours the scores plot's points (default the model's first). */
+        ScoresColor: "EPA" | "DHA" | "DPA";
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description The registry's state as a strong entity tag (quoted), the same on
+         *     `GET /model/list`, `GET /model/info` and `GET /model/{version}`
+         *     while nothing changes; for `If-None-Match` and for `If-Match` on
+         *     `POST /model/load`.
+         */
+        ETag: string;
+        /** @description The path of the accepted job, `/training/<job_id>`. */
+        JobLocation: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2195,7 +2837,13 @@ export interface operations {
     loadModel: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The registry's `ETag` as a model route returned it (quoted),
+                 *     or `*` (any state). A list of tags matches when one of them does.
+                 */
+                "If-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2246,6 +2894,19 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /**
+             * @description `PRECONDITION_FAILED`: `If-Match` is not the registry's current
+             *     `ETag`, or `expected_active` is not the active version; the
+             *     message names the active version. Nothing was changed.
+             */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -2257,7 +2918,13 @@ export interface operations {
     listModels: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description ETags the client holds (or `*`); when one is the current one the
+                 *     answer is 304 with no body.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2266,12 +2933,14 @@ export interface operations {
             /** @description The registry. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ModelList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
             default: components["responses"]["DefaultError"];
@@ -2280,7 +2949,13 @@ export interface operations {
     getModelInfo: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description ETags the client holds (or `*`); when one is the current one the
+                 *     answer is 304 with no body.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2289,12 +2964,14 @@ export interface operations {
             /** @description The active model. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ModelInfo"];
                 };
             };
+            304: components["responses"]["NotModified"];
             401: components["responses"]["Unauthorized"];
             /** @description No model is loaded (`MODEL_NOT_LOADED`). */
             404: {
@@ -2312,7 +2989,13 @@ export interface operations {
     getModel: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description ETags the client holds (or `*`); when one is the current one the
+                 *     answer is 304 with no body.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /**
                  * @description A registry version. `load`, `list`, `info` and `shadow` name the routes
@@ -2330,12 +3013,14 @@ export interface operations {
             /** @description The version. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ModelDetail"];
                 };
             };
+            304: components["responses"]["NotModified"];
             /** @description The version name does not match `Version` (`INVALID_REQUEST`). */
             400: {
                 headers: {
@@ -2484,7 +3169,14 @@ export interface operations {
     };
     getModelReport: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The component on the review page's scores plot's horizontal axis, 1..A (default 1). */
+                scores_x?: components["parameters"]["ScoresX"];
+                /** @description The component on the scores plot's vertical axis, 1..A, not `scores_x` (default 2). */
+                scores_y?: components["parameters"]["ScoresY"];
+                /** @description The analyte whose measured concentration colours the scores plot's points (default the model's first). */
+                scores_color?: components["parameters"]["ScoresColor"];
+            };
             header?: never;
             path: {
                 version: components["schemas"]["Version"];
@@ -2502,7 +3194,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description The version name does not match `Version` (`INVALID_REQUEST`). */
+            /** @description The version name does not match `Version`, or the scores asked for are not two different components of the model (`INVALID_REQUEST`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2522,6 +3214,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ReportSlotBusy"];
             default: components["responses"]["DefaultError"];
         };
     };
@@ -2574,6 +3267,54 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            default: components["responses"]["DefaultError"];
+        };
+    };
+    exportModel: {
+        parameters: {
+            query?: {
+                format?: "joblib" | "npz";
+            };
+            header?: never;
+            path: {
+                version: components["schemas"]["Version"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    /** @description `attachment; filename="<version>.joblib"` or `.npz`. */
+                    "Content-Disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": Blob;
+                };
+            };
+            /** @description The version name does not match `Version`, or `format` is neither `joblib` nor `npz` (`INVALID_REQUEST`); the version's file no longer matches what the registry recorded (`MODEL_CORRUPTED`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The version is not in the registry (`MODEL_NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ReportSlotBusy"];
             default: components["responses"]["DefaultError"];
         };
     };
@@ -2723,6 +3464,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            503: components["responses"]["ReportSlotBusy"];
             default: components["responses"]["DefaultError"];
         };
     };
@@ -2743,6 +3485,7 @@ export interface operations {
             /** @description The job is queued. */
             202: {
                 headers: {
+                    Location: components["headers"]["JobLocation"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2863,6 +3606,309 @@ export interface operations {
             default: components["responses"]["DefaultError"];
         };
     };
+    listBatches: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000; absent means 100. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of batches. */
+            200: {
+                headers: {
+                    /** @description The next page's cursor, absent on the last page (also in the body). */
+                    "X-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchList"];
+                };
+            };
+            /** @description `INVALID_REQUEST` (a bad limit) or `INVALID_CURSOR`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["DefaultError"];
+        };
+    };
+    getBatch: {
+        parameters: {
+            query?: {
+                /** @description What the trajectory is drawn against; absent means `time`. */
+                maturity?: components["parameters"]["Maturity"];
+            };
+            header?: never;
+            path: {
+                /** @description A batch id as the rig sent it in the predicts' `context` (percent-encoded in the path). */
+                batch_id: components["parameters"]["BatchId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The trajectory. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchTrajectory"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the batch id or the maturity is outside this document. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description `BATCH_NOT_FOUND`: the log holds no spectrum of this batch. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            default: components["responses"]["DefaultError"];
+        };
+    };
+    markReferenceBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A batch id as the rig sent it in the predicts' `context` (percent-encoded in the path). */
+                batch_id: components["parameters"]["BatchId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch is marked; `created` says whether by this request. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReferenceBatch"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the batch id is outside this document. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `BATCH_NOT_FOUND`: the log holds no spectrum of this batch. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `REFERENCE_BATCHES_FULL`: 20 batches are marked already. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            default: components["responses"]["DefaultError"];
+        };
+    };
+    unmarkReferenceBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A batch id as the rig sent it in the predicts' `context` (percent-encoded in the path). */
+                batch_id: components["parameters"]["BatchId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch is not a reference batch (any more). */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `INVALID_REQUEST`: the batch id is outside this document. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["DefaultError"];
+        };
+    };
+    getBatchReport: {
+        parameters: {
+            query?: {
+                /** @description What the trajectory is drawn against; absent means `time`. */
+                maturity?: components["parameters"]["Maturity"];
+            };
+            header?: never;
+            path: {
+                /** @description A batch id as the rig sent it in the predicts' `context` (percent-encoded in the path). */
+                batch_id: components["parameters"]["BatchId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description `INVALID_REQUEST`: the batch id or the maturity is outside this document. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description `BATCH_NOT_FOUND`: the log holds no spectrum of this batch. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: components["responses"]["ReportSlotBusy"];
+            default: components["responses"]["DefaultError"];
+        };
+    };
+    getPrediction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `prediction_id` of `GET /predictions`. */
+                predictionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The spectrum's records. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PredictionRecords"];
+                };
+            };
+            /** @description The id is not a UUID (`INVALID_REQUEST`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The log holds no record of this id (`PREDICTION_NOT_FOUND`); retention may have deleted it. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            default: components["responses"]["DefaultError"];
+        };
+    };
+    getPredictionReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                predictionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The id is not a UUID (`INVALID_REQUEST`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The log holds no record of this id (`PREDICTION_NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: components["responses"]["ReportSlotBusy"];
+            default: components["responses"]["DefaultError"];
+        };
+    };
     listTrainingJobs: {
         parameters: {
             query?: {
@@ -2914,7 +3960,14 @@ export interface operations {
     startTraining: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description 1 to 255 characters of printable ASCII (no space), such as a
+                 *     UUID the client chose for this one request; anything else is
+                 *     400 `INVALID_REQUEST`.
+                 */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2927,6 +3980,7 @@ export interface operations {
             /** @description The job is queued. */
             202: {
                 headers: {
+                    Location: components["headers"]["JobLocation"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2958,6 +4012,21 @@ export interface operations {
                 };
             };
             /**
+             * @description `IDEMPOTENCY_KEY_IN_USE`: another request holds the
+             *     `Idempotency-Key` and has not recorded its job yet;
+             *     `retryable: true`.
+             */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying; 1. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
              * @description `PAYLOAD_TOO_LARGE`, `retryable: false`: the body exceeds
              *     `-max-upload-bytes`, or the data set alone would cross the
              *     training memory budget.
@@ -2971,6 +4040,18 @@ export interface operations {
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
+            /**
+             * @description `IDEMPOTENCY_KEY_REUSED`: the `Idempotency-Key` was used within
+             *     24 h for a request with another body. Nothing was changed.
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description The training queue is full (`TRAINING_QUEUE_FULL`). */
             429: {
                 headers: {
@@ -3058,7 +4139,14 @@ export interface operations {
     };
     getTrainingReport: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The component on the review page's scores plot's horizontal axis, 1..A (default 1). */
+                scores_x?: components["parameters"]["ScoresX"];
+                /** @description The component on the scores plot's vertical axis, 1..A, not `scores_x` (default 2). */
+                scores_y?: components["parameters"]["ScoresY"];
+                /** @description The analyte whose measured concentration colours the scores plot's points (default the model's first). */
+                scores_color?: components["parameters"]["ScoresColor"];
+            };
             header?: never;
             path: {
                 jobId: string;
@@ -3105,6 +4193,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            503: components["responses"]["ReportSlotBusy"];
             default: components["responses"]["DefaultError"];
         };
     };
@@ -3184,6 +4273,61 @@ export interface operations {
             default: components["responses"]["DefaultError"];
         };
     };
+    getLivez: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Liveness"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["DefaultError"];
+        };
+    };
+    getReadyz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Readiness"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description Not ready (`NOT_READY`, `retryable: true`); `reasons` says why. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before asking again; 1. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotReady"];
+                };
+            };
+            default: components["responses"]["DefaultError"];
+        };
+    };
     getMetrics: {
         parameters: {
             query?: never;
@@ -3253,16 +4397,15 @@ export interface operations {
         responses: {
             /**
              * @description The contract the server was built from: api/openapi.yaml byte for
-             *     byte. Its schema is the parsed document (a YAML mapping), which is
-             *     what YAML-decoding clients and validators see; read the body as
-             *     text to keep it as written.
+             *     byte, as YAML text (a client that wants the parsed document asks
+             *     for `GET /openapi.json`).
              */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/yaml": Record<string, never>;
+                    "application/yaml": string;
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -3285,6 +4428,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["DefaultError"];
+        };
+    };
+    getDocs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    /** @description `default-src 'none'; script-src 'sha256-…' 'sha256-…'; style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'` */
+                    "Content-Security-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
             401: components["responses"]["Unauthorized"];
