@@ -264,7 +264,7 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 		}
 	}
 
-	report, err := c.GetModelReportWithResponse(ctx, b)
+	report, err := c.GetModelReportWithResponse(ctx, b, nil)
 	if err != nil {
 		return err
 	}
@@ -310,14 +310,14 @@ func run(ctx context.Context, s *smoke, base, csvPath string) error {
 	s.call("GET /model/{version} (deleted)", gone.StatusCode(), gone.Body, http.StatusNotFound, codeOf(gone.JSON404))
 	s.envelope("GET /model/{version}", gone.JSON404, "MODEL_NOT_FOUND", false)
 
-	orphan, err := c.GetTrainingReportWithResponse(ctx, jobB)
+	orphan, err := c.GetTrainingReportWithResponse(ctx, jobB, nil)
 	if err != nil {
 		return err
 	}
 	s.call("GET /training/{jobId}/report (model deleted)", orphan.StatusCode(), orphan.Body, http.StatusNotFound, codeOf(orphan.JSON404))
 	s.envelope("GET /training/{jobId}/report", orphan.JSON404, "MODEL_NOT_FOUND", false)
 
-	jobReport, err := c.GetTrainingReportWithResponse(ctx, jobA)
+	jobReport, err := c.GetTrainingReportWithResponse(ctx, jobA, nil)
 	if err != nil {
 		return err
 	}
