@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"ramanserve/client"
 	"ramanserve/gen"
@@ -38,6 +41,91 @@ import (
 // reports in sl-violations; that one violation is allowed there, no other.
 func prismKnownMetaViolation(v prismViolation) bool {
 	return strings.Join(v.Location, ".") == "request.body.meta" && v.Code == "type"
+}
+
+// prismAsText is b as Prism forwards a body it does not parse as JSON:
+// decoded as UTF-8 text the way the Encoding standard decodes it (each
+// maximal run of bytes that begins a valid sequence but does not finish
+// it, and each byte that begins none, replaced by U+FFFD), and encoded
+// again. A binary body (the model export, application/octet-stream)
+// therefore does not come through Prism intact; its bytes are checked
+// against the server directly (TestExportRoundTripThroughAProcess checks
+// them against the registry).
+func prismAsText(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	var cp rune
+	needed, seen := 0, 0
+	lower, upper := byte(0x80), byte(0xBF)
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if needed == 0 {
+			switch {
+			case c < 0x80:
+				out = append(out, c)
+			case c >= 0xC2 && c <= 0xDF:
+				needed, cp = 1, rune(c&0x1F)
+			case c >= 0xE0 && c <= 0xEF:
+				if c == 0xE0 {
+					lower = 0xA0
+				} else if c == 0xED {
+					upper = 0x9F
+				}
+				needed, cp = 2, rune(c&0x0F)
+			case c >= 0xF0 && c <= 0xF4:
+				if c == 0xF0 {
+					lower = 0x90
+				} else if c == 0xF4 {
+					upper = 0x8F
+				}
+				needed, cp = 3, rune(c&0x07)
+			default:
+				out = utf8.AppendRune(out, utf8.RuneError)
+			}
+			continue
+		}
+		if c < lower || c > upper {
+			// The sequence ends short: one U+FFFD for it, and this
+			// byte is read again as the start of the next.
+			needed, seen, cp = 0, 0, 0
+			lower, upper = 0x80, 0xBF
+			out = utf8.AppendRune(out, utf8.RuneError)
+			i--
+			continue
+		}
+		lower, upper = 0x80, 0xBF
+		cp = cp<<6 | rune(c&0x3F)
+		if seen++; seen == needed {
+			out = utf8.AppendRune(out, cp)
+			needed, seen, cp = 0, 0, 0
+		}
+	}
+	if needed != 0 {
+		out = utf8.AppendRune(out, utf8.RuneError)
+	}
+	return out
+}
+
+// TestPrismAsText: prismAsText replaces what the Encoding standard
+// replaces, one U+FFFD per maximal subpart (the answers are Python's
+// bytes.decode("utf-8", "replace"), which follows the same practice).
+func TestPrismAsText(t *testing.T) {
+	const r = "\xef\xbf\xbd"
+	for in, want := range map[string]string{
+		"plain":                     "plain",
+		"\xe2\x82A":                 r + "A",
+		"\xf0\x9f\x98":              r,
+		"\xed\xa0\x80":              r + r + r,
+		"\xc0\xaf":                  r + r,
+		"\xe0\x80\xafA":             r + r + r + "A",
+		"\xf4\x90\x80\x80":          r + r + r + r,
+		"\x80\xff\xfe":              r + r + r,
+		"\xf0\x9f\x98\x80\xe2\x82":  "\xf0\x9f\x98\x80" + r,
+		"\xce\xbcm \xe2\x80\x94 ok": "\xce\xbcm \xe2\x80\x94 ok",
+	} {
+		if got := string(prismAsText([]byte(in))); got != want {
+			t.Errorf("prismAsText(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 // prismViolation is one entry of Prism's sl-violations header.
@@ -195,6 +283,11 @@ func TestPrismProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server itself, to compare what Prism forwards with.
+	direct, err := gen.NewClientWithResponses(upstream, gen.WithHTTPClient(httpClient()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	ops := map[string]bool{}
 	call := func(op string, status int, got int, body []byte) {
@@ -258,7 +351,7 @@ func TestPrismProxy(t *testing.T) {
 	batch := uniqueBatch("prism")
 	wn, samples := evidenceSamples(63, 3)
 	sendPredicts(t, proc.ZMQEndpoint(), batch, 1, wn, samples)
-	waitLogged(t, c, batch, map[gen.PredictionRole]int{gen.PredictionRoleActive: 3, gen.PredictionRoleShadow: 3})
+	logged := waitLogged(t, c, batch, map[gen.PredictionRole]int{gen.PredictionRoleActive: 3, gen.PredictionRoleShadow: 3})
 	ops["listPredictions"] = true
 	rg := must(c.GetShadowWithResponse(ctx))(t)
 	call("getShadow", 200, rg.StatusCode(), rg.Body)
@@ -284,6 +377,45 @@ func TestPrismProxy(t *testing.T) {
 	rd := must(c.ClearShadowWithResponse(ctx))(t)
 	call("clearShadow", 200, rd.StatusCode(), rd.Body)
 
+	// The batch and one of its spectra, read back from the log.
+	rbl := must(c.ListBatchesWithResponse(ctx, &gen.ListBatchesParams{}))(t)
+	call("listBatches", 200, rbl.StatusCode(), rbl.Body)
+	rbl = must(c.ListBatchesWithResponse(ctx, &gen.ListBatchesParams{Cursor: ptrTo("not-a-cursor")}))(t)
+	call("listBatches", 400, rbl.StatusCode(), rbl.Body)
+	bySeq := gen.ScanSeq
+	rb := must(c.GetBatchWithResponse(ctx, batch, &gen.GetBatchParams{Maturity: &bySeq}))(t)
+	call("getBatch", 200, rb.StatusCode(), rb.Body)
+	noBatch := uniqueBatch("prism-none")
+	rb = must(c.GetBatchWithResponse(ctx, noBatch, nil))(t)
+	call("getBatch", 404, rb.StatusCode(), rb.Body)
+	rmk := must(c.MarkReferenceBatchWithResponse(ctx, batch))(t)
+	call("markReferenceBatch", 200, rmk.StatusCode(), rmk.Body)
+	rmk = must(c.MarkReferenceBatchWithResponse(ctx, noBatch))(t)
+	call("markReferenceBatch", 404, rmk.StatusCode(), rmk.Body)
+	rbr := must(c.GetBatchReportWithResponse(ctx, batch, nil))(t)
+	call("getBatchReport", 200, rbr.StatusCode(), rbr.Body)
+	rbr = must(c.GetBatchReportWithResponse(ctx, noBatch, nil))(t)
+	call("getBatchReport", 404, rbr.StatusCode(), rbr.Body)
+	rum := must(c.UnmarkReferenceBatchWithResponse(ctx, batch))(t)
+	call("unmarkReferenceBatch", 204, rum.StatusCode(), rum.Body)
+	pid, err := uuid.Parse(logged[gen.PredictionRoleActive][0].PredictionId)
+	if err != nil {
+		t.Fatalf("prediction_id %q: %v", logged[gen.PredictionRoleActive][0].PredictionId, err)
+	}
+	rpr := must(c.GetPredictionWithResponse(ctx, pid))(t)
+	call("getPrediction", 200, rpr.StatusCode(), rpr.Body)
+	rpp := must(c.GetPredictionReportWithResponse(ctx, pid))(t)
+	call("getPredictionReport", 200, rpp.StatusCode(), rpp.Body)
+	// An HTML page is UTF-8 text: Prism forwards it unchanged.
+	if page := must(direct.GetPredictionReportWithResponse(ctx, pid))(t); !bytes.Equal(rpp.Body, page.Body) {
+		t.Errorf("getPredictionReport: %d bytes through Prism, %d from the server", len(rpp.Body), len(page.Body))
+	}
+	unknown := uuid.New()
+	rpr = must(c.GetPredictionWithResponse(ctx, unknown))(t)
+	call("getPrediction", 404, rpr.StatusCode(), rpr.Body)
+	rpp = must(c.GetPredictionReportWithResponse(ctx, unknown))(t)
+	call("getPredictionReport", 404, rpp.StatusCode(), rpp.Body)
+
 	// Reading the registry and the jobs.
 	for _, v := range []string{a, b} {
 		r1 := must(c.GetModelWithResponse(ctx, v, nil))(t)
@@ -292,7 +424,28 @@ func TestPrismProxy(t *testing.T) {
 		call("getModelReview", 200, r2.StatusCode(), r2.Body)
 		r3 := must(c.GetModelReportWithResponse(ctx, v, nil))(t)
 		call("getModelReport", 200, r3.StatusCode(), r3.Body)
+		r4 := must(c.GetModelAxisWithResponse(ctx, v))(t)
+		call("getModelAxis", 200, r4.StatusCode(), r4.Body)
+		for _, f := range []gen.ExportModelParamsFormat{gen.Joblib, gen.Npz} {
+			r5 := must(c.ExportModelWithResponse(ctx, v, &gen.ExportModelParams{Format: &f}))(t)
+			call("exportModel", 200, r5.StatusCode(), nil)
+			// Prism checks the status and the headers of the file's
+			// answer but reads its body as UTF-8 text, which it forwards
+			// re-encoded (see prismAsText): the file must be what the
+			// server sends once read so.
+			fromServer := must(direct.ExportModelWithResponse(ctx, v, &gen.ExportModelParams{Format: &f}))(t)
+			if len(r5.Body) == 0 || !bytes.Equal(r5.Body, prismAsText(fromServer.Body)) {
+				t.Errorf("exportModel %s %s: %d bytes through Prism, %d from the server (%d read as text)", v, f, len(r5.Body), len(fromServer.Body), len(prismAsText(fromServer.Body)))
+			}
+			if cd := r5.HTTPResponse.Header.Get("Content-Disposition"); cd != `attachment; filename="`+v+`.`+string(f)+`"` {
+				t.Errorf("exportModel %s %s: Content-Disposition %q", v, f, cd)
+			}
+		}
 	}
+	rna := must(c.GetModelAxisWithResponse(ctx, "never-trained"))(t)
+	call("getModelAxis", 404, rna.StatusCode(), rna.Body)
+	rne := must(c.ExportModelWithResponse(ctx, "never-trained", nil))(t)
+	call("exportModel", 404, rne.StatusCode(), rne.Body)
 	r404 := must(c.GetModelWithResponse(ctx, "never-trained", nil))(t)
 	call("getModel", 404, r404.StatusCode(), r404.Body)
 	ri := must(c.GetModelInfoWithResponse(ctx, nil))(t)
@@ -311,6 +464,10 @@ func TestPrismProxy(t *testing.T) {
 	// The server itself.
 	rh := must(c.GetHealthWithResponse(ctx))(t)
 	call("getHealth", 200, rh.StatusCode(), rh.Body)
+	rlz := must(c.GetLivezWithResponse(ctx))(t)
+	call("getLivez", 200, rlz.StatusCode(), rlz.Body)
+	rrz := must(c.GetReadyzWithResponse(ctx))(t)
+	call("getReadyz", 200, rrz.StatusCode(), rrz.Body)
 	rm := must(c.GetMetricsWithResponse(ctx))(t)
 	call("getMetrics", 200, rm.StatusCode(), rm.Body)
 	rf := must(c.GetFleetWithResponse(ctx))(t)
