@@ -415,7 +415,9 @@ func TestFleetIdempotentUploadCreatesOneJob(t *testing.T) {
 		// The other replica may not have caught up yet: wait for it.
 		for deadline := time.Now().Add(30 * time.Second); tags[0] != tags[1]; time.Sleep(100 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("the replicas' model lists carry ETags %q and %q", tags[0], tags[1])
+				_, list0 := send(t, http.MethodGet, "http://"+fleet[0].httpAddr+"/model/list", nil, nil)
+				_, list1 := send(t, http.MethodGet, "http://"+fleet[1].httpAddr+"/model/list", nil, nil)
+				t.Fatalf("the replicas' model lists carry ETags %q and %q 30 s after the job:\n%s\n%s", tags[0], tags[1], list0, list1)
 			}
 			resp, _ := send(t, http.MethodGet, "http://"+fleet[1].httpAddr+"/model/list", nil, nil)
 			tags[1] = resp.Header.Get("ETag")

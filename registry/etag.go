@@ -40,7 +40,9 @@ func (r *Registry) etagLocked() string {
 	h := sha256.New()
 	// The index's JSON: its maps encode with sorted keys, so one state
 	// has one digest wherever it is computed.
-	if err := json.NewEncoder(h).Encode(r.ix); err != nil {
+	if b, err := canonicalJSON(r.ix); err == nil {
+		h.Write(b)
+	} else {
 		// An index that cannot be encoded could not have been committed;
 		// the revision alone still changes with every commit.
 		fmt.Fprintf(h, "rev %d", r.rev)
@@ -51,6 +53,44 @@ func (r *Registry) etagLocked() string {
 	tag := `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
 	r.tag = tagCache{rev: r.rev, loaded: loaded, valid: true, tag: tag}
 	return tag
+}
+
+// canonicalJSON is v's JSON with every empty list and object written as
+// null. One committed index reaches a replica's memory by different paths
+// (built by the replica that committed it, or decoded from the store),
+// and Go writes a nil slice as null but an empty one as []: without this,
+// two replicas serving the same index could name it with two ETags.
+func canonicalJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return nil, err
+	}
+	return json.Marshal(emptyAsNull(generic))
+}
+
+// emptyAsNull replaces, through v, every empty list and object by nil.
+func emptyAsNull(v any) any {
+	switch t := v.(type) {
+	case []any:
+		if len(t) == 0 {
+			return nil
+		}
+		for i := range t {
+			t[i] = emptyAsNull(t[i])
+		}
+	case map[string]any:
+		if len(t) == 0 {
+			return nil
+		}
+		for k := range t {
+			t[k] = emptyAsNull(t[k])
+		}
+	}
+	return v
 }
 
 // MatchETag reports whether header, an If-Match or If-None-Match value
