@@ -17,7 +17,7 @@ import (
 // info and a typed contract error, as over NULL (checkCalls).
 func TestCurveAgainstRamanserve(t *testing.T) {
 	serverPub, serverSec := keyPair(t)
-	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec}}, 0, 0)
+	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec}}, 0)
 	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
 		Timeout: 2 * time.Second, Curve: &client.CurveOptions{ServerKey: serverPub}})
 	if err != nil {
@@ -31,9 +31,9 @@ func TestCurveAgainstRamanserve(t *testing.T) {
 // connection, runs a new handshake and sends the request again.
 func TestCurveLazyPirateRetry(t *testing.T) {
 	serverPub, serverSec := keyPair(t)
-	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec}}, 1, 400*time.Millisecond)
+	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec}}, 1)
 	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
-		Timeout: 150 * time.Millisecond, Retries: 2, Curve: &client.CurveOptions{ServerKey: serverPub}})
+		Timeout: time.Second, Retries: 2, Curve: &client.CurveOptions{ServerKey: serverPub}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestCurveRefusals(t *testing.T) {
 	allowedPub, allowedSec := keyPair(t)
 	_, strangerSec := keyPair(t)
 	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec,
-		Allow: func(k curve.PublicKey) bool { return k == allowedPub }}}, 0, 0)
+		Allow: func(k curve.PublicKey) bool { return k == allowedPub }}}, 0)
 	dial := func(endpoint string, o client.CurveOptions) error {
 		c, err := client.DialPrediction(context.Background(), endpoint, client.PredictionOptions{Timeout: 2 * time.Second, Curve: &o})
 		if err == nil {
@@ -72,7 +72,7 @@ func TestCurveRefusals(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrCurveHandshake", name, err)
 		}
 	}
-	null := serve(t, 0, 0)
+	null := serve(t, 0)
 	if err := dial(null, client.CurveOptions{ServerKey: serverPub}); !errors.Is(err, client.ErrCurveHandshake) {
 		t.Errorf("NULL server: err = %v, want ErrCurveHandshake", err)
 	}
@@ -93,9 +93,9 @@ func TestCurveRefusalIsNotRetried(t *testing.T) {
 			}
 			refusals.Add(1)
 			return false
-		}}}, 1, 400*time.Millisecond)
+		}}}, 1)
 	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
-		Timeout: 150 * time.Millisecond, Retries: 5, Backoff: 100 * time.Millisecond, Curve: &client.CurveOptions{ServerKey: serverPub}})
+		Timeout: time.Second, Retries: 5, Backoff: 100 * time.Millisecond, Curve: &client.CurveOptions{ServerKey: serverPub}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,21 +36,23 @@ type source struct{ m inference.Model }
 
 func (s source) Active() inference.Model { return s.m }
 
-// serve runs the real channel handler on a real ZMTP server; delay makes
-// the first delayed requests slow.
-func serve(t *testing.T, delayFirst int32, delay time.Duration) string {
+// serve runs the real channel handler on a real ZMTP server; the first
+// held requests get no reply until the test ends, so a client's timeout
+// fires on an event the test controls, however busy the machine.
+func serve(t *testing.T, held int32) string {
 	t.Helper()
-	return serveWith(t, zmtp.Config{}, delayFirst, delay)
+	return serveWith(t, zmtp.Config{}, held)
 }
 
 // serveWith is serve with a transport configuration (CURVE).
-func serveWith(t *testing.T, cfg zmtp.Config, delayFirst int32, delay time.Duration) string {
+func serveWith(t *testing.T, cfg zmtp.Config, held int32) string {
 	t.Helper()
 	h := channel.New(channel.Options{Models: source{&constModel{meta: inference.Metadata{Version: "c-1", Wavenumbers: []float64{1, 2, 3}}}}, ServerVersion: "t"})
 	var n atomic.Int32
+	release := make(chan struct{})
 	srv, err := zmtp.Listen("tcp://127.0.0.1:0", cfg, zmtp.HandlerFunc(func(ctx context.Context, req zmtp.Request, dst []byte) []byte {
-		if n.Add(1) <= delayFirst {
-			time.Sleep(delay)
+		if n.Add(1) <= held {
+			<-release
 		}
 		return h.Handle(ctx, req, dst)
 	}))
@@ -63,11 +65,12 @@ func serveWith(t *testing.T, cfg zmtp.Config, delayFirst int32, delay time.Durat
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
+	t.Cleanup(func() { close(release) }) // cleanups run last-first: release, then shut down
 	return "tcp://" + srv.Addr().String()
 }
 
 func TestPredictionCalls(t *testing.T) {
-	ep := serve(t, 0, 0)
+	ep := serve(t, 0)
 	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -107,8 +110,8 @@ func checkCalls(t *testing.T, c *client.PredictionClient) {
 func TestPredictionLazyPirateRetry(t *testing.T) {
 	// The first request is answered too late: the client gives up on that
 	// socket, opens a new one and succeeds on the retry.
-	ep := serve(t, 1, 400*time.Millisecond)
-	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{Timeout: 150 * time.Millisecond, Retries: 2})
+	ep := serve(t, 1)
+	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{Timeout: time.Second, Retries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +123,8 @@ func TestPredictionLazyPirateRetry(t *testing.T) {
 }
 
 func TestPredictionGivesUp(t *testing.T) {
-	ep := serve(t, 100, 300*time.Millisecond)
-	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{Timeout: 50 * time.Millisecond, Retries: 1})
+	ep := serve(t, 100)
+	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{Timeout: time.Second, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,7 @@ func TestPredictionGivesUp(t *testing.T) {
 // the contract's error reply, and a timed-out round trip leaves a client
 // that reconnects and works.
 func TestRoundTripSendsRawFrames(t *testing.T) {
-	ep := serve(t, 1, 300*time.Millisecond)
+	ep := serve(t, 1)
 	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -210,20 +213,20 @@ func TestPredictionBacksOffOnServerBusy(t *testing.T) {
 // TestPredictionBackoffHonoursTheContext: a context that ends during the
 // wait ends the call at once with the context's error.
 func TestPredictionBackoffHonoursTheContext(t *testing.T) {
-	ep := serve(t, 100, 300*time.Millisecond)
+	ep := serve(t, 100)
 	c, err := client.DialPrediction(context.Background(), ep,
-		client.PredictionOptions{Timeout: 20 * time.Millisecond, Retries: 2, Backoff: 10 * time.Second})
+		client.PredictionOptions{Timeout: time.Second, Retries: 2, Backoff: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // ends in the first backoff
 	defer cancel()
 	began := time.Now()
 	if _, err := c.Ping(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the context's deadline", err)
 	}
-	if took := time.Since(began); took > 5*time.Second {
+	if took := time.Since(began); took > 6*time.Second {
 		t.Fatalf("the call outlived its context by %v", took)
 	}
 }
