@@ -1,12 +1,17 @@
 package reconcile
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"ramanserve/evidence/predlog"
 	"ramanserve/inference"
@@ -172,28 +177,64 @@ func (s roleSet) roles() []predlog.Role {
 }
 
 // predictionsBySpectrum reads the predictions of the results' spectra in
-// one set-based read (predlog.Reader.ByPredictions): a report over tens
-// of thousands of spectra would otherwise pay a query each. A spectrum
-// the log no longer holds gets no entry, as one with no prediction.
-// Every spectrum's predictions share one backing array, so the read
-// allocates by doubling, not once a spectrum.
+// set-based reads (predlog.Reader.ByPredictions): a report over tens of
+// thousands of spectra would otherwise pay a query each. A spectrum the
+// log no longer holds gets no entry, as one with no prediction.
+//
+// A large report reads its spectra in concurrentReads parts at once,
+// each a contiguous run of the sorted ids on a connection of its own:
+// the read is the store's CPU, and one statement uses one core. Each
+// part's predictions share one backing array, so a part allocates by
+// doubling, not once a spectrum.
 func (r *Reconciler) predictionsBySpectrum(ctx context.Context, results []LabResult) (map[predlog.PredictionID]spectrumPredictions, error) {
+	ids := sortedUniqueIDs(results)
+	spectra := make(map[predlog.PredictionID]spectrumPredictions, len(ids))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	parts := readParts(len(ids))
+	for p := range parts {
+		part := ids[p*len(ids)/parts : (p+1)*len(ids)/parts]
+		g.Go(func() error {
+			backing := make([]versionPrediction, 0, len(part))
+			return r.log.ByPredictions(gctx, part, func(recs []predlog.Record) error {
+				start := len(backing)
+				backing = appendPredictions(backing, recs)
+				mu.Lock()
+				spectra[recs[0].PredictionID] = backing[start:len(backing):len(backing)]
+				mu.Unlock()
+				return nil
+			})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("reconcile: predictions of %d spectra: %w", len(ids), err)
+	}
+	return spectra, nil
+}
+
+// concurrentReads bounds the parts a report's spectra are read in: two
+// cores' worth, leaving the store's other connections to the log's
+// writer and to other readers. minPartIDs keeps small reports at one
+// statement, where a second would cost more than it saves.
+const (
+	concurrentReads = 2
+	minPartIDs      = 4096
+)
+
+// readParts is how many parts n spectra are read in.
+func readParts(n int) int {
+	return max(1, min(concurrentReads, runtime.GOMAXPROCS(0), n/minPartIDs))
+}
+
+// sortedUniqueIDs lists the results' prediction ids in byte order,
+// without repeats, so that each part of a read is a run of the index.
+func sortedUniqueIDs(results []LabResult) []predlog.PredictionID {
 	ids := make([]predlog.PredictionID, len(results))
 	for i, res := range results {
 		ids[i] = res.PredictionID
 	}
-	spectra := make(map[predlog.PredictionID]spectrumPredictions, len(results))
-	backing := make([]versionPrediction, 0, len(results))
-	err := r.log.ByPredictions(ctx, ids, func(recs []predlog.Record) error {
-		start := len(backing)
-		backing = appendPredictions(backing, recs)
-		spectra[recs[0].PredictionID] = backing[start:len(backing):len(backing)]
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reconcile: predictions of %d spectra: %w", len(results), err)
-	}
-	return spectra, nil
+	slices.SortFunc(ids, func(a, b predlog.PredictionID) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Compact(ids)
 }
 
 // appendPredictions appends to dst the prediction used for each version
