@@ -50,6 +50,9 @@ type Reconciler struct {
 	log    predlog.Reader
 	store  LabStore
 	window time.Duration
+	// minPartIDs is the fewest spectra a part of a report's read holds
+	// (readParts); tests lower it to read small reports in parts.
+	minPartIDs int
 }
 
 // New returns a Reconciler reading log and keeping results in store.
@@ -64,7 +67,7 @@ func New(log predlog.Reader, store LabStore, opts Options) (*Reconciler, error) 
 	if window < 0 || window > MaxMatchWindow {
 		return nil, fmt.Errorf("reconcile: match window %v is not in (0, %v]", opts.MatchWindow, MaxMatchWindow)
 	}
-	return &Reconciler{log: log, store: store, window: window}, nil
+	return &Reconciler{log: log, store: store, window: window, minPartIDs: minPartIDs}, nil
 }
 
 // Unmatched names a record of a post that was not matched, and why.

@@ -191,7 +191,7 @@ func (r *Reconciler) predictionsBySpectrum(ctx context.Context, results []LabRes
 	spectra := make(map[predlog.PredictionID]spectrumPredictions, len(ids))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
-	parts := readParts(len(ids))
+	parts := readParts(len(ids), r.minPartIDs)
 	for p := range parts {
 		part := ids[p*len(ids)/parts : (p+1)*len(ids)/parts]
 		g.Go(func() error {
@@ -221,9 +221,10 @@ const (
 	minPartIDs      = 4096
 )
 
-// readParts is how many parts n spectra are read in.
-func readParts(n int) int {
-	return max(1, min(concurrentReads, runtime.GOMAXPROCS(0), n/minPartIDs))
+// readParts is how many parts n spectra are read in, each of at least
+// minPart.
+func readParts(n, minPart int) int {
+	return max(1, min(concurrentReads, runtime.GOMAXPROCS(0), n/minPart))
 }
 
 // sortedUniqueIDs lists the results' prediction ids in byte order,

@@ -138,7 +138,8 @@ func (e *evidenceAtScale) stored(t testing.TB, store reconcile.LabStore) {
 }
 
 // TestPerformanceSetReadEqualsPerSpectrumReads: over 2,500 spectra (more
-// than one SQLite statement of ids), with shadows, re-scorings, a version
+// than one SQLite statement of ids), read in one statement and in two
+// parts at once, with shadows, re-scorings, a version
 // in two roles, spectra sampled twice and results whose spectrum is gone,
 // the report through the set-based read equals the one through a read
 // per spectrum, for every version and for a bounded range.
@@ -156,6 +157,11 @@ func TestPerformanceSetReadEqualsPerSpectrumReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	inParts, err := reconcile.New(log, store, reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconcile.ReadInPartsOf(inParts, 500)
 	ranges := [][2]time.Time{{}, {e.t0.Add(time.Hour), e.t0.Add(3 * time.Hour)}}
 	for _, version := range []string{"v1", "v2", "v3", "v4"} {
 		for _, r := range ranges {
@@ -169,6 +175,13 @@ func TestPerformanceSetReadEqualsPerSpectrumReads(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s over %v: the set-based report differs from the per-spectrum one:\n got %+v\nwant %+v", version, r, got, want)
+			}
+			parted, err := inParts.Performance(ctx, version, r[0], r[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(parted, want) {
+				t.Fatalf("%s over %v: the report read in parts differs from the per-spectrum one:\n got %+v\nwant %+v", version, r, parted, want)
 			}
 			if version != "v4" && (got.Samples == 0 || len(got.Others) == 0) {
 				t.Fatalf("%s over %v: %d samples, %d other versions: the scenario tests nothing", version, r, got.Samples, len(got.Others))
