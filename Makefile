@@ -367,7 +367,7 @@ bench: deps build
 	@echo "== 1,000 prediction peers stalled in near-1 MiB frames: server RSS against the documented bound"
 	$(GO) test -count=1 -run TestChannelStalledFramesHoldLittleMemory -v ./conformance | grep -E '^(channel bounds|---|ok|FAIL)'
 	@echo "== the runs that make test shortens under the race detector, at full size without it: prediction log retention (200k records; 20k with spectra), kill -9 rounds of a recording child, two processes posting to the lab store, 60 hot swaps under load, 60 s of health checks through a full connection cap"
-	set -o pipefail; $(GO) test -count=1 -run '^(TestRetentionBySize|TestCrashSafety|TestSecondProcess)$$' -v ./evidence/predlog ./evidence/labstore | grep -E '^(---|ok|FAIL|[[:space:]]+(retention|process)_test)'
+	set -o pipefail; $(GO) test -count=1 -run '^(TestRetentionBySize|TestCrashSafety|TestSecondProcess)$$' -v ./evidence/predlog/sqlitelog ./evidence/labstore | grep -E '^(---|ok|FAIL|[[:space:]]+(retention|process)_test)'
 	set -o pipefail; $(GO) test -count=1 -run '^(TestHotSwapUnderLoad|TestHealthThroughFullConnectionCap)$$' -v ./conformance | grep -E '^(---|ok|FAIL|[[:space:]]+(swap|lifecycle)_test)'
 	@echo "== prediction channel: latency and throughput against the Python reference, ramanserve as its own process"
 	$(GO) run ./cmd/ramanbench -server bin/ramanserve
@@ -379,7 +379,7 @@ bench: deps build
 	@echo "== 1,000 predicts/s for 60 s, open loop, to a ramanserve process with -log-spectra and a shadow: records dropped by the log (GET /health) and by the shadow (GET /model/shadow) (goal: 0 and 0)"
 	$(GO) run ./cmd/ramanbench -evidence paced -server bin/ramanserve -duration 60s -rate 1000
 	@echo "== prediction log retention: 1,000,000 records (500,000 spectra, active + shadow) through a 64 MiB bound in the package; 1,000,000 predicts to a ramanserve process with -prediction-log-max-bytes 16 MiB; peak size of the log's files (db, WAL, shm) against the bound"
-	$(GO) test -run '^$$' -bench 'RetentionSoak' -benchtime 1x ./evidence/predlog
+	$(GO) test -run '^$$' -bench 'RetentionSoak' -benchtime 1x ./evidence/predlog/sqlitelog
 	$(GO) run ./cmd/ramanbench -evidence soak -server bin/ramanserve -predictions 1000000 -max-bytes 16777216
 	@echo "== CurveZMQ, server side: transport CPU of one 2048-point predict (37 KiB in, 0.5 KiB out) with NULL and with CURVE; the crypto alone (XSalsa20-Poly1305, x/crypto); one handshake"
 	$(GO) test -run '^$$' -bench 'PredictTransportCPU|ServerPredictCrypto|Handshake' -benchmem ./server/zmtp ./server/zmtp/curve

@@ -190,7 +190,7 @@ func (s *Store) ByPredictions(ctx context.Context, ids []predlog.PredictionID, u
 	const q = `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?2)
 		SELECT k.i, p.id, p.model_version, p.role, p.epa, p.dha, p.dpa
 		FROM k CROSS JOIN predictions p ON p.prediction_id = substr(?1, k.i * 16 + 1, 16)`
-	rows, err := s.db.QueryContext(ctx, q, packed, len(sorted))
+	rows, err := s.stmts.QueryContext(ctx, q, packed, len(sorted))
 	if err != nil {
 		return fmt.Errorf("sqlitelog: query: %w", err)
 	}
@@ -256,7 +256,7 @@ func (s *Store) each(ctx context.Context, q string, withSpectra bool, use func(*
 // scan is each, reading the contributions column last when
 // withContributions.
 func (s *Store) scan(ctx context.Context, q string, withSpectra, withContributions bool, use func(*predlog.Record), args ...any) error {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.stmts.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("sqlitelog: query: %w", err)
 	}
@@ -359,7 +359,7 @@ func (s *Store) Batches(ctx context.Context, f predlog.BatchFilter) (predlog.Bat
 			return predlog.BatchPage{}, err
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, batchesSQL, int64(predlog.RoleActive), after, limit+1)
+	rows, err := s.stmts.QueryContext(ctx, batchesSQL, int64(predlog.RoleActive), after, limit+1)
 	if err != nil {
 		return predlog.BatchPage{}, fmt.Errorf("sqlitelog: batches: %w", err)
 	}

@@ -65,6 +65,8 @@ type Store struct {
 	opts Options
 	db   *sql.DB
 	lock *os.File
+	// stmts holds the readers' statements, each parsed once.
+	stmts *sqlitedb.Statements
 
 	// mu serialises the writes, which share one connection: WAL lets the
 	// readers of the pool run beside it.
@@ -99,7 +101,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
-	s := &Store{opts: opts, db: db, lock: lock, axes: make(map[[sha256.Size]byte]int64), args: make([]any, 21)}
+	s := &Store{opts: opts, db: db, lock: lock, stmts: sqlitedb.NewStatements(db), axes: make(map[[sha256.Size]byte]int64), args: make([]any, 21)}
 	if s.conn, err = db.Conn(ctx); err != nil {
 		s.closeFiles()
 		return nil, fmt.Errorf("sqlitelog: writer connection: %w", err)
@@ -165,7 +167,7 @@ func (s *Store) Close(ctx context.Context) error {
 
 // closeFiles closes what Open opened, in reverse.
 func (s *Store) closeFiles() error {
-	var errs []error
+	errs := []error{s.stmts.Close()}
 	if s.insert != nil {
 		errs = append(errs, s.insert.Close())
 	}
