@@ -45,6 +45,7 @@ func TestGeneratedClients(t *testing.T) {
 	if os.Getenv("RAMANSERVE_TEST_CLIENTS") == "" {
 		t.Skip("run by `make test-clients`, which installs the pinned npm packages first")
 	}
+	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +56,10 @@ func TestGeneratedClients(t *testing.T) {
 
 	for _, c := range []generatedClient{goClient(root), openapiFetchClient(root), heyAPIClient(root)} {
 		t.Run(c.name, func(t *testing.T) {
+			// The clients build and run at once: each is mostly a
+			// compiler's single thread, and every line they print names
+			// its client.
+			t.Parallel()
 			dir := filepath.Join(scratch, c.name)
 			c.generate(t, dir)
 			fmt.Printf("%s: generated\n", c.name)

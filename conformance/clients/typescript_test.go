@@ -22,6 +22,7 @@ func TestTypeScriptPackage(t *testing.T) {
 	if os.Getenv("RAMANSERVE_TEST_CLIENTS") == "" {
 		t.Skip("run by `make test-clients`, which installs the pinned npm packages first")
 	}
+	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
