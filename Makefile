@@ -260,9 +260,7 @@ test: deps check-generated check-docs-bundle lint test-go test-r test-examples t
 # rather than after them: its test binary is built first (so that the two
 # runs do not both compile the packages it shares with them), then it
 # runs in the background while the other packages run, and its output is
-# shown when both are done. Four of its parallel tests run at once, not
-# one a core: most of them wait on server processes of their own. It
-# runs verbose so that its closing line, how
+# shown when both are done. It runs verbose so that its closing line, how
 # many responses were validated against api/openapi.yaml, shows in every
 # run; passing tests' own lines are filtered out.
 CONFORMANCE_FILTER := ^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)
@@ -276,8 +274,8 @@ test-go: deps-postgres
 	RAMANSERVE_TEST_POSTGRES_REQUIRED=1 .ci/postgres run -- $(MAKE) --no-print-directory test-go-in-cluster
 test-go-in-cluster:
 	@set -o pipefail; out=$$(mktemp); \
-	echo "$(GO) test $(GOTEST_FLAGS) -parallel 4 -skip '^TestExampleC' -v ./conformance (in the background)"; \
-	{ $(GO) test $(GOTEST_FLAGS) -parallel 4 -skip '^TestExampleC' -v ./conformance 2>&1 | grep -vE '$(CONFORMANCE_FILTER)' >$$out; echo $$? >$$out.rc; } & \
+	echo "$(GO) test $(GOTEST_FLAGS) -skip '^TestExampleC' -v ./conformance (in the background)"; \
+	{ $(GO) test $(GOTEST_FLAGS) -skip '^TestExampleC' -v ./conformance 2>&1 | grep -vE '$(CONFORMANCE_FILTER)' >$$out; echo $$? >$$out.rc; } & \
 	echo "$(GO) test $(GOTEST_FLAGS) <every package but the conformance suites>"; \
 	$(GO) test $(GOTEST_FLAGS) $(OTHER_PACKAGES); others=$$?; \
 	wait; echo "== ./conformance"; cat $$out; conformance=$$(cat $$out.rc); rm -f $$out $$out.rc; \

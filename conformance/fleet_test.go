@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"ramanserve/client"
+	"ramanserve/registry"
 	"ramanserve/gen"
 	"ramanserve/platform/pgdb"
 	"ramanserve/platform/pgtest"
@@ -165,9 +166,17 @@ func TestFleetSwapsUnderLoad(t *testing.T) {
 		}
 	}
 
+	// fatal stops the clients first: a test that ends with them still
+	// running would close their sockets under them.
+	fatal := func(format string, args ...any) {
+		t.Helper()
+		stop.Store(true)
+		wg.Wait()
+		t.Fatalf(format, args...)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var loadTimes []time.Duration
-	busy, lagging := 0, 0
+	busy, unavailable, lagging, late := 0, 0, 0, 0
 	for i := range swaps {
 		v := b
 		if i%2 == 1 {
@@ -177,22 +186,36 @@ func TestFleetSwapsUnderLoad(t *testing.T) {
 		sent := time.Now()
 		code, err := activate(fleet[r].client(t), v)
 		done := time.Now()
-		if code == 409 {
+		switch {
+		case err == nil && code == 409:
 			// Another replica was still catching up on the last swap
 			// and held this one's load lock: retryable, and counted.
 			busy++
 			time.Sleep(10 * time.Millisecond)
 			continue
-		}
-		if err != nil || code != 200 {
-			t.Fatalf("swap %d to %s on replica %d: %d %v", i, v, r, code, err)
+		case err == nil && code == 503 && unavailable < 3:
+			// The database did not answer in time (a starved machine):
+			// retryable, nothing committed, counted; a few at most.
+			unavailable++
+			time.Sleep(100 * time.Millisecond)
+			continue
+		case err != nil || code != 200:
+			fatal("swap %d to %s on replica %d: %d %v", i, v, r, code, err)
 		}
 		history = append(history, swapRecord{version: v, sent: sent, done: done})
 		loadTimes = append(loadTimes, done.Sub(sent))
 		for q, probe := range probes {
 			if _, pr := predictOnce(t, probe, wn, in); pr.ModelVersion != v {
+				// A load waits registry.ConvergeTimeout for the fleet, then
+				// answers all the same (documented): a replica behind after
+				// a wait that long is slow, not wrong. Sooner, the load
+				// claimed a fleet it had not seen converge.
+				if done.Sub(sent) >= registry.ConvergeTimeout {
+					late++
+					continue
+				}
 				lagging++
-				t.Errorf("swap %d: when the load of %s on replica %d answered, replica %d served %s", i, v, r, q, pr.ModelVersion)
+				t.Errorf("swap %d: when the load of %s on replica %d answered after %v, replica %d served %s", i, v, r, done.Sub(sent), q, pr.ModelVersion)
 			}
 		}
 	}
@@ -211,8 +234,8 @@ func TestFleetSwapsUnderLoad(t *testing.T) {
 	}
 	slices.Sort(loadTimes)
 	pct := func(p float64) time.Duration { return loadTimes[min(len(loadTimes)-1, int(p*float64(len(loadTimes))))] }
-	t.Logf("fleet of %d replicas, %d clients each: %d swaps from random replicas (%d answered LOAD_IN_PROGRESS), %d replies; %d with another model's output, %d naming a version not active during the request, %d failed; replicas not serving the new version when its load answered: %d",
-		len(fleet), clientsPerReplica, len(loadTimes), busy, len(replies), mixedOutput.Load(), notActive, fail.Load(), lagging)
+	t.Logf("fleet of %d replicas, %d clients each: %d swaps from random replicas (%d answered LOAD_IN_PROGRESS, %d STORE_UNAVAILABLE), %d replies; %d with another model's output, %d naming a version not active during the request, %d failed; replicas not serving the new version when its load answered: %d (and %d after a load that waited its full %v for the fleet)",
+		len(fleet), clientsPerReplica, len(loadTimes), busy, unavailable, len(replies), mixedOutput.Load(), notActive, fail.Load(), lagging, late, registry.ConvergeTimeout)
 	t.Logf("fleet swap: time until all %d replicas serve the new version (the load's round trip, which answers when they do): p50 %v, p99 %v, max %v",
 		len(fleet), pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), loadTimes[len(loadTimes)-1].Round(time.Microsecond))
 	if mixedOutput.Load() != 0 || notActive != 0 || fail.Load() != 0 || lagging != 0 {

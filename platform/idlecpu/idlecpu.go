@@ -58,6 +58,10 @@ func Enter() error {
 // priority while it does not.
 type Thread struct {
 	tid int
+	// nice is the thread's nice value before it was lowered, the one
+	// Raise restores: a process started at another nice value than 0
+	// (systemd's Nice=) raises its writer to its own threads' level.
+	nice int32
 }
 
 // ErrCannotRaise is returned by EnterRaisable when the process may not
@@ -74,6 +78,11 @@ var ErrCannotRaise = errors.New("idlecpu: this process may not raise a thread ba
 func EnterRaisable() (*Thread, error) {
 	runtime.LockOSThread()
 	t := &Thread{tid: unix.Gettid()}
+	attr, err := unix.SchedGetAttr(t.tid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("idlecpu: %w", err)
+	}
+	t.nice = attr.Nice
 	if err := t.Lower(); err != nil {
 		return nil, fmt.Errorf("idlecpu: %w", err)
 	}
@@ -86,10 +95,10 @@ func EnterRaisable() (*Thread, error) {
 	return t, nil
 }
 
-// Raise gives the thread ordinary priority (SCHED_OTHER, nice 0). Any
-// goroutine may call it.
+// Raise gives the thread ordinary priority (SCHED_OTHER) at the nice
+// value it had before EnterRaisable. Any goroutine may call it.
 func (t *Thread) Raise() error {
-	return unix.SchedSetAttr(t.tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}, 0)
+	return unix.SchedSetAttr(t.tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: t.nice}, 0)
 }
 
 // Lower gives the thread idle priority (SCHED_IDLE) again. Any goroutine

@@ -2,6 +2,7 @@ package idlecpu_test
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -99,5 +100,44 @@ func TestRaisableThread(t *testing.T) {
 	}
 	if attr, err := unix.SchedGetAttr(0, 0); err != nil || attr.Policy != unix.SCHED_NORMAL {
 		t.Fatalf("the test's own thread: %+v %v", attr, err)
+	}
+}
+
+// TestRaiseRestoresTheThreadsNice: a thread at nice 5 before
+// EnterRaisable is raised back to nice 5, not 0: Raise restores the
+// process's own level, whatever it was started at (systemd's Nice=).
+func TestRaiseRestoresTheThreadsNice(t *testing.T) {
+	got := make(chan error)
+	release := make(chan struct{})
+	defer close(release)
+	var nice int32
+	go func() {
+		runtime.LockOSThread() // the thread ends with this goroutine, its nice value with it
+		if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 5); err != nil {
+			got <- err
+			return
+		}
+		th, err := idlecpu.EnterRaisable()
+		if err == nil {
+			err = th.Raise()
+		}
+		if err == nil {
+			var attr *unix.SchedAttr
+			if attr, err = unix.SchedGetAttr(0, 0); err == nil {
+				nice = attr.Nice
+			}
+		}
+		got <- err
+		<-release
+	}()
+	err := <-got
+	if errors.Is(err, idlecpu.ErrCannotRaise) {
+		t.Skipf("cannot raise here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nice != 5 {
+		t.Fatalf("after Raise: nice %d, want the 5 the thread had before", nice)
 	}
 }
