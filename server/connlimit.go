@@ -51,7 +51,9 @@ import (
 // N * evictGrace / slots. Among connections in StateNew old enough, one
 // that net/http is blocked reading without having received a byte
 // (silent) goes first, then one net/http has not read yet, then one that
-// has sent part of its header.
+// has sent part of its header. None whose client's bytes wait unread in
+// its socket is evicted: it waits on this server's CPU, not on its
+// client.
 //
 // Open connections stay bounded: max + healthReserveConns, plus the one
 // being admitted. A victim's slot is counted free when it is chosen, its
@@ -239,18 +241,25 @@ func (c *limitedConn) rank() int {
 // StateNew younger than evictGrace, which goes before any idle one), and
 // wait == 0 means every connection has a request in progress.
 func (l *connLimitListener) candidate(reserve bool, now time.Time) (victim *limitedConn, wait time.Duration) {
+	var waiting map[*limitedConn]bool
 	for {
-		victim, wait = l.rankedCandidate(reserve, now)
+		victim, wait = l.rankedCandidate(reserve, now, waiting)
 		// Whether net/http has read a connection depends on scheduling;
 		// whether its client has sent anything does not. A connection
-		// ranked silent or unread whose request is waiting in the socket
-		// (a probe accepted while the machine is busy) is not silent:
-		// it ranks with the partial headers, and the next one is tried.
-		// Each pass marks one connection, so the loop ends.
-		if victim == nil || victim.rank() < rankUnread || !pendingInput(victim.Conn) {
+		// whose input waits in the socket (a probe accepted while the
+		// machine is busy, a kept-alive client's next request) waits on
+		// this server, not the other way round: it is not evicted, and
+		// the next candidate is tried. Such input lasts only until
+		// net/http's next read, so a client cannot hold a slot this way.
+		// Each pass sets one connection aside, so the loop ends.
+		if victim == nil || !pendingInput(victim.Conn) {
 			return victim, wait
 		}
 		victim.gotBytes.Store(true)
+		if waiting == nil {
+			waiting = make(map[*limitedConn]bool)
+		}
+		waiting[victim] = true
 	}
 }
 
@@ -271,10 +280,11 @@ func pendingInput(c net.Conn) bool {
 }
 
 // rankedCandidate is candidate by the ranks alone.
-func (l *connLimitListener) rankedCandidate(reserve bool, now time.Time) (victim *limitedConn, wait time.Duration) {
+// Connections in skip are passed over.
+func (l *connLimitListener) rankedCandidate(reserve bool, now time.Time, skip map[*limitedConn]bool) (victim *limitedConn, wait time.Duration) {
 	bestRank, bestSince := rankNone, int64(0)
 	for c := range l.open {
-		if c.reserve != reserve {
+		if c.reserve != reserve || skip[c] {
 			continue
 		}
 		rank, since := c.rank(), c.since.Load()

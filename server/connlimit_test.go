@@ -501,3 +501,65 @@ func TestAbortBodies(t *testing.T) {
 		t.Errorf("the stalled uploads were answered %v after the abort", took)
 	}
 }
+
+// TestInputWaitingOnUsIsNotEvicted: at the cap, of two connections old
+// enough to evict, the one whose request waits unread in its socket (a
+// client sent it while this server had no core to read it) is passed
+// over, whatever its rank, and an idle one with no input goes; with only
+// connections whose input waits, none is evicted.
+func TestInputWaitingOnUsIsNotEvicted(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newConnLimitListener(ln, 2)
+	defer l.Close()
+	// accepted is a server-side socket whose client has sent sent.
+	accepted := func(sent string) net.Conn {
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close() })
+		server, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { server.Close() })
+		if sent != "" {
+			if _, err := client.Write([]byte(sent)); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); !pendingInput(server); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the request never reached the server's socket")
+				}
+			}
+		}
+		return server
+	}
+	now := time.Now()
+	add := func(c net.Conn, state http.ConnState) *limitedConn {
+		lc := &limitedConn{Conn: c, l: l}
+		lc.state.Store(int32(state))
+		lc.since.Store(now.Add(-time.Second).UnixNano())
+		l.open[lc] = struct{}{}
+		l.regular++
+		return lc
+	}
+	unread := add(accepted("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"), http.StateNew)
+	idle := add(accepted(""), http.StateIdle)
+	l.mu.Lock()
+	victim, _ := l.candidate(false, now)
+	l.mu.Unlock()
+	if victim != idle {
+		t.Fatalf("victim %p, want the idle connection %p, not the one whose request waits (%p)", victim, idle, unread)
+	}
+	l.releaseLocked(idle)
+	l.mu.Lock()
+	victim, wait := l.candidate(false, now)
+	l.mu.Unlock()
+	if victim != nil {
+		t.Fatalf("victim %p (wait %v): the connection whose request waits was chosen", victim, wait)
+	}
+}

@@ -529,15 +529,15 @@ func TestHelloGrace(t *testing.T) {
 		return c
 	}
 	handshaking, partial := conn(true), conn(false)
-	if victim, _ := l.rankedCandidate(false, now); victim != partial {
+	if victim, _ := l.rankedCandidate(false, now, nil); victim != partial {
 		t.Fatalf("victim %p, want the plain partial header %p (not the TLS handshake %p)", victim, partial, handshaking)
 	}
 	l.releaseLocked(partial)
-	victim, wait := l.rankedCandidate(false, now)
+	victim, wait := l.rankedCandidate(false, now, nil)
 	if victim != nil || wait <= 0 {
 		t.Fatalf("a TLS handshake %v old: victim %v, wait %v; want none, a wait", 5*evictGrace, victim, wait)
 	}
-	if victim, _ := l.rankedCandidate(false, now.Add(helloGrace)); victim != handshaking {
+	if victim, _ := l.rankedCandidate(false, now.Add(helloGrace), nil); victim != handshaking {
 		t.Fatalf("a TLS handshake past helloGrace: victim %v, want it", victim)
 	}
 }
