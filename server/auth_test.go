@@ -113,6 +113,7 @@ func TestWarningWithoutAuth(t *testing.T) {
 // slot by asking again. The probes (GET /health, /livez, /readyz, and
 // HEAD) stay open there.
 func TestTokenGateOnTheHealthReserve(t *testing.T) {
+	t.Parallel() // waits on its own server's timers: runs beside the others
 	const token = "op-token-1234"
 	release := make(chan struct{})
 	web, err := newWebLayer(reserveGate(holdHandler(release)), nil, metrics.New(metrics.Sources{}).HTTP(), slog.New(slog.DiscardHandler))

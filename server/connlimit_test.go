@@ -165,6 +165,7 @@ func waitActive(t *testing.T, l *connLimitListener, n int) {
 // closed; a silent reserve connection is closed within reserveTimeout.
 // Once a regular slot frees, a new connection is regular again.
 func TestHealthReserve(t *testing.T) {
+	t.Parallel() // waits on its own server's timers: runs beside the others
 	addr, l, holders := regularSlotsHeld(t, 2)
 
 	c, r := dial(t, addr)
@@ -206,6 +207,7 @@ func TestHealthReserve(t *testing.T) {
 // answer still arrives, because its write deadline counts from the
 // request, not from the connection's admission.
 func TestReserveAnswerTimedFromRequest(t *testing.T) {
+	t.Parallel() // waits on its own server's timers: runs beside the others
 	release := make(chan struct{})
 	hold := holdHandler(release)
 	addr, l := limitedServerListener(t, 1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -76,6 +76,7 @@ func TestStorageReason(t *testing.T) {
 // reason naming it; the stuck probe stays the only one in flight however
 // many checks come; once it returns, the next check runs a fresh probe.
 func TestWriteProbeDeadline(t *testing.T) {
+	t.Parallel() // waits on its own server's timers: runs beside the others
 	const probeTimeout = time.Second
 	p := writeProbe{timeout: probeTimeout}
 	var calls, inFlight, most atomic.Int32

@@ -186,6 +186,7 @@ func (s *slowReader) Read(p []byte) (int, error) {
 // times the grace, at about 10 times the floor, is accepted (202): the
 // floor counts the bytes received, not only the time.
 func TestUploadAboveTheFloorIsAccepted(t *testing.T) {
+	t.Parallel() // waits on its own server's timers: runs beside the others
 	srv, _ := trainingServer(t, HTTPConfig{UploadMinRate: 2000, UploadRateGrace: time.Second}, 1, nil)
 	body, ctype := onesUpload(14) // about 60 KB
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/training/start", &slowReader{b: body, chunk: 1000, pause: 50 * time.Millisecond})
