@@ -391,7 +391,9 @@ func TestHealthThroughFullConnectionCap(t *testing.T) {
 		go slowBodyClient(ctx, p.httpAddr, &wg)
 	}
 	// The cap is full once a fresh connection lands in the health reserve.
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: on a machine busy with other work, the flood's clients
+	// take a while to connect and send their headers.
+	deadline := time.Now().Add(fullCapWait)
 	for {
 		resp, body := busyProbe(t, p.httpAddr)
 		if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
@@ -431,6 +433,11 @@ func TestHealthThroughFullConnectionCap(t *testing.T) {
 // starved request would wait for the whole flood, far longer.
 const healthWait = 10 * time.Second
 
+// fullCapWait bounds the wait for a flood to fill the connection cap: a
+// second on a quiet machine; a flood's process and the server compete
+// for the cores of a busy one.
+const fullCapWait = time.Minute
+
 // healthProbes records health requests: each must answer 200 within
 // healthWait.
 type healthProbes struct {
@@ -466,7 +473,7 @@ func TestHealthThroughSilentFlood(t *testing.T) {
 	}
 	// The flood outlasts the wait for a full cap and the health checks;
 	// it is stopped once they are done.
-	seconds := int((window + 20*time.Second) / time.Second)
+	seconds := int((window + fullCapWait + 20*time.Second) / time.Second)
 	p := startProcess(t, t.TempDir())
 	flood := exec.Command("python3", "testdata/http_flood.py", p.httpAddr, fmt.Sprint(silent), fmt.Sprint(slow), fmt.Sprint(seconds))
 	var out bytes.Buffer
@@ -477,7 +484,7 @@ func TestHealthThroughSilentFlood(t *testing.T) {
 	t.Cleanup(func() { flood.Process.Kill(); flood.Wait() })
 	// Every regular slot taken: a fresh connection lands in the health
 	// reserve, where anything but GET /health is 503 SERVER_BUSY.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(fullCapWait); ; time.Sleep(100 * time.Millisecond) {
 		if resp, _ := busyProbe(t, p.httpAddr); resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
 			break
 		}
