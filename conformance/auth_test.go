@@ -301,10 +301,17 @@ func isMutation(t *testing.T, op contractOperation) bool {
 // effect on its fixture. Every response is validated against the
 // contract, 401 and 403 included.
 func TestAuthEveryOperation(t *testing.T) {
-	t.Parallel() // its own server or process: runs beside the others
-	proc, tok := authServerWith(t, true, app.EvidenceConfig{LogSpectra: true})
-	base := "http://" + proc.HTTPAddr()
-	fx := setUpAuthFixtures(t, base, proc.ZMQEndpoint(), tok)
+	t.Parallel() // its own process: runs beside the others
+	// A ramanserve process, not a server in the test binary: the matrix
+	// trains models and renders every page three times over, which the
+	// race detector would slow several times over, and the suite's other
+	// tests run the same handlers under it.
+	tok := authTokens{read: newToken(t), operate: newToken(t)}
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, file, tokenLine("read", tok.read, "dashboard"), tokenLine("operate", tok.operate, "console-ci"))
+	proc := startProcess(t, t.TempDir(), "-auth-tokens", file, "-auth-health", "-log-spectra")
+	base := "http://" + proc.httpAddr
+	fx := setUpAuthFixtures(t, base, proc.zmq, tok)
 	ops := contractOperations()
 	if len(ops) < 15 {
 		t.Fatalf("the contract lists %d operations", len(ops))
