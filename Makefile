@@ -290,12 +290,18 @@ test-go-in-cluster:
 # training at the memory budget, kill -9 rounds of the log) and the tests
 # that start a PostgreSQL cluster; it checks the diagnostic limits on one
 # calibration and kills the log's writer in one round; make test runs them
-# all. -parallel 6 and -p 4: most of the conformance suite's parallel tests,
+# all. -parallel 6 and -p 3: most of the conformance suite's parallel tests,
 # and packages such as server, wait on processes and timers of their own
-# rather than use the CPU.
+# rather than use the CPU. The conformance suite, the longest, starts
+# first, beside the others (as in test-go), its output shown at the end.
 test-quick:
-	$(GO) test -short -count=1 -p 4 -parallel 6 -timeout 3m -skip '^TestExampleC' $(QUICK_PACKAGES)
-QUICK_PACKAGES = $$($(GO) list ./... | grep -vE '/conformance/(browser|prometheus|clients)$$')
+	@set -o pipefail; out=$$(mktemp); \
+	$(GO) test -c -o /dev/null ./conformance; \
+	{ $(GO) test -short -count=1 -parallel 6 -timeout 3m -skip '^TestExampleC' ./conformance >$$out 2>&1; echo $$? >$$out.rc; } & \
+	$(GO) test -short -count=1 -p 3 -parallel 6 -timeout 3m $(QUICK_PACKAGES); others=$$?; \
+	wait; cat $$out; conformance=$$(cat $$out.rc); rm -f $$out $$out.rc; \
+	[ $$others = 0 ] && [ $$conformance = 0 ]
+QUICK_PACKAGES = $$($(GO) list ./... | grep -vE '/conformance(/browser|/prometheus|/clients)?$$')
 
 ## test-under-load: make test three times in a row while a second make test runs at the same time
 ## in a clone of this repository (its own ports and directories); closes with "N passed, N failed".
