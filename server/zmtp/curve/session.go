@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"golang.org/x/crypto/nacl/box"
+	"ramanserve/server/zmtp/curve/internal/secretbox"
 )
 
 // retainScratch: Seal's plaintext scratch is dropped after a message larger
@@ -59,7 +59,7 @@ func (s *Session) SealPlain(dst []byte, plain []byte) ([]byte, error) {
 	nonce := shortNonce(s.sendPrefix, s.sendNonce)
 	dst = append(dst, nameMessage...)
 	dst = binary.BigEndian.AppendUint64(dst, s.sendNonce)
-	return box.SealAfterPrecomputation(dst, plain, &nonce, &s.key), nil
+	return secretbox.Seal(dst, plain, &nonce, &s.key), nil
 }
 
 // Open checks and decrypts a whole MESSAGE command body and appends its
@@ -91,7 +91,7 @@ func (s *Session) OpenPlain(dst []byte, body []byte) ([]byte, error) {
 	}
 	nonce := shortNonce(s.recvPrefix, n)
 	start := len(dst)
-	out, ok := box.OpenAfterPrecomputation(dst, body[messageBox:], &nonce, &s.key)
+	out, ok := secretbox.Open(dst, body[messageBox:], &nonce, &s.key)
 	if !ok {
 		return dst, fmt.Errorf("%w: MESSAGE does not open", ErrAuthentication)
 	}
