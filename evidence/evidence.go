@@ -6,9 +6,12 @@
 // The Collector sits on the prediction channel's hot path, after the
 // reply is encoded. It never blocks and takes no lock the management side
 // holds: the log and the scorer both hand work to bounded queues and drop
-// (and count) what does not fit. It allocates the record itself, and,
-// with spectra logging, the spectrum's float32 copy; the wavenumber axis,
-// the same for every spectrum of a rig, is converted once and shared. A
+// (and count) what does not fit. It allocates the record itself; with
+// spectra logging, the spectrum's float32 copy comes from a pool and goes
+// back to it when the log releases the record (committed, failed or
+// dropped), so a steady stream of predictions reuses the same buffers;
+// the wavenumber axis, the same for every spectrum of a rig, is converted
+// once and shared. A
 // reply's contributions are copied onto the record; a prediction above
 // its T2 or Q limit without them also costs a float64 copy of its
 // spectrum, for the log's writer to compute them from.
@@ -80,12 +83,23 @@ type Collector struct {
 	// axis is the float32 axis of the latest logged spectrum: records of
 	// spectra on the same axis share it (the log treats it as read-only).
 	axis atomic.Pointer[[]float32]
+	// spectra holds float32 buffers the log has released, at most
+	// SpectrumPool of them (nil without LogSpectra).
+	spectra chan []float32
+	// release is releaseSpectrum as a func value, made once: every record
+	// with a pooled spectrum carries it.
+	release func(*predlog.Record)
 }
 
 // New returns a Collector. Its shadow, when set, must be told of it
 // through the scorer's Sink (Collector implements shadow.Sink).
 func New(opts Options) *Collector {
-	return &Collector{log: opts.Log, shadow: opts.Shadow, logSpectra: opts.LogSpectra, explain: opts.ExplainExceedances}
+	c := &Collector{log: opts.Log, shadow: opts.Shadow, logSpectra: opts.LogSpectra, explain: opts.ExplainExceedances}
+	if c.logSpectra {
+		c.spectra = make(chan []float32, SpectrumPool)
+		c.release = c.releaseSpectrum
+	}
+	return c
 }
 
 // SetShadow sets the scorer the spectra are offered to. It is meant for
@@ -135,10 +149,52 @@ func (c *Collector) activeRecord(id predlog.PredictionID, at time.Time, m infere
 		rec.ScanContext = *sc
 	}
 	if c.logSpectra && len(spec.Intensities) <= MaxLoggedPoints {
-		rec.Spectrum = toFloat32(spec.Intensities)
+		rec.Spectrum = c.spectrumCopy(spec.Intensities)
 		rec.Wavenumbers = c.axisOf(spec.Wavenumbers)
+		rec.Release = c.release
 	}
 	return rec
+}
+
+// SpectrumPool bounds the spectrum buffers a Collector keeps for reuse
+// once the log has released them: a full batch of the log's
+// (predlog.DefaultBatchMax records) returns its buffers together. They
+// hold 8 MiB for 2048-point spectra, 32 MiB at MaxLoggedPoints; buffers
+// in flight (queued or in a batch) are the log's queue's bound.
+const SpectrumPool = predlog.DefaultBatchMax
+
+// spectrumCopy is x as float32, in a released buffer when one is at hand
+// (a buffer too short for x, from a model with a shorter axis, is left to
+// the garbage collector).
+func (c *Collector) spectrumCopy(x []float64) []float32 {
+	var out []float32
+	select {
+	case buf := <-c.spectra:
+		if cap(buf) >= len(x) {
+			out = buf[:len(x)]
+		}
+	default:
+	}
+	if out == nil {
+		out = make([]float32, len(x))
+	}
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
+}
+
+// releaseSpectrum is a logged record's Release: the log is through with
+// it, so its spectrum goes back to the pool, unless the pool is full.
+func (c *Collector) releaseSpectrum(rec *predlog.Record) {
+	if rec.Spectrum == nil {
+		return
+	}
+	select {
+	case c.spectra <- rec.Spectrum[:0]:
+	default:
+	}
+	rec.Spectrum = nil
 }
 
 // exceeds reports whether T2 or Q is above its 95 % limit.
