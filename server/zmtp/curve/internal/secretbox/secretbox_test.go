@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/nacl/secretbox"
+	"golang.org/x/crypto/poly1305"
 	"golang.org/x/crypto/salsa20/salsa"
 )
 
@@ -87,6 +88,12 @@ func TestSealOpenMatchXCrypto(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Fatalf("Seal of %d bytes differs from x/crypto's at byte %d", n, firstDiff(got, want))
 			}
+			inPlaceBox := make([]byte, Overhead+n)
+			copy(inPlaceBox[Overhead:], msg)
+			SealInPlace(inPlaceBox, &nonce, &key)
+			if !bytes.Equal(inPlaceBox, want[len(prefix):]) {
+				t.Fatalf("SealInPlace of %d bytes differs from x/crypto's Seal at byte %d", n, firstDiff(inPlaceBox, want[len(prefix):]))
+			}
 			box := got[len(prefix):]
 			opened, ok := Open(bytes.Clone(prefix), box, &nonce, &key)
 			if !ok || !bytes.Equal(opened[len(prefix):], msg) || !bytes.Equal(opened[:len(prefix)], prefix) {
@@ -164,4 +171,61 @@ func BenchmarkOpen(b *testing.B) {
 			Open(out[:0], box, &nonce, &key)
 		}
 	})
+}
+
+func TestPoly1305MatchesXCrypto(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		r := rand.NewChaCha8([32]byte{3})
+		ls := []int{0, 15, 16, 17, 1023, 1024, 1025, 1024 + 15, 1024 + 16, 1024 + 127, 1024 + 128, 1024 + 129, 2048, 37 << 10, 37<<10 + 1}
+		for range 60 {
+			ls = append(ls, rand.IntN(10000))
+		}
+		for _, n := range ls {
+			var key [32]byte
+			r.Read(key[:])
+			if n%3 == 0 {
+				// r's limbs at their clamped maximum, the message all ones:
+				// the largest products and carries.
+				for i := range 16 {
+					key[i] = 0xff
+				}
+			}
+			msg := random(r, n)
+			if n%3 == 0 {
+				for i := range msg {
+					msg[i] = 0xff
+				}
+			}
+			var got, want [16]byte
+			polySum(&got, msg, &key)
+			poly1305.Sum(&want, msg, &key)
+			if got != want {
+				t.Fatalf("Poly1305 of %d bytes: %x, x/crypto %x", n, got, want)
+			}
+			if !polyVerify(&want, msg, &key) {
+				t.Fatalf("Poly1305 of %d bytes: x/crypto's tag does not verify", n)
+			}
+			want[rand.IntN(16)] ^= 1 << rand.IntN(8)
+			if polyVerify(&want, msg, &key) {
+				t.Fatalf("Poly1305 of %d bytes: a wrong tag verifies", n)
+			}
+		}
+	})
+}
+
+func BenchmarkPoly1305(b *testing.B) {
+	var key [32]byte
+	msg := make([]byte, 37<<10)
+	for _, impl := range []struct {
+		name string
+		f    func(out *[16]byte, m []byte, key *[32]byte)
+	}{{"x-crypto", poly1305.Sum}, {"this", polySum}} {
+		b.Run(impl.name, func(b *testing.B) {
+			var tag [16]byte
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				impl.f(&tag, msg, &key)
+			}
+		})
+	}
 }

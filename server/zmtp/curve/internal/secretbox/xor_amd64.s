@@ -117,3 +117,114 @@ doubleround:
 
 	VZEROUPPER
 	RET
+
+// POLY_MUL multiplies the eight lane accumulators (radix 2^26, five
+// limbs, Z0-Z4) after adding eight message blocks, by the powers of r in
+// Z5-Z9 (limbs) and Z10-Z13 (5 x limbs 1-4), and carries: each limb ends
+// below 2^26 but limb 1, which may exceed it by a few bits. The message
+// limbs come in Z14-Z18; Z19-Z24 are scratch, Z28 is 2^26-1 in each lane.
+// The products d0..d4 are the schoolbook ones, a limb pair whose weight
+// reaches 2^130 folded back times 5 (2^130 = 5 mod 2^130-5).
+#define POLY_MUL \
+	VPADDQ Z14, Z0, Z0; \
+	VPADDQ Z15, Z1, Z1; \
+	VPADDQ Z16, Z2, Z2; \
+	VPADDQ Z17, Z3, Z3; \
+	VPADDQ Z18, Z4, Z4; \
+	VPMULUDQ Z5, Z0, Z19; \
+	VPMULUDQ Z13, Z1, Z24; VPADDQ Z24, Z19, Z19; \
+	VPMULUDQ Z12, Z2, Z24; VPADDQ Z24, Z19, Z19; \
+	VPMULUDQ Z11, Z3, Z24; VPADDQ Z24, Z19, Z19; \
+	VPMULUDQ Z10, Z4, Z24; VPADDQ Z24, Z19, Z19; \
+	VPMULUDQ Z6, Z0, Z20; \
+	VPMULUDQ Z5, Z1, Z24; VPADDQ Z24, Z20, Z20; \
+	VPMULUDQ Z13, Z2, Z24; VPADDQ Z24, Z20, Z20; \
+	VPMULUDQ Z12, Z3, Z24; VPADDQ Z24, Z20, Z20; \
+	VPMULUDQ Z11, Z4, Z24; VPADDQ Z24, Z20, Z20; \
+	VPMULUDQ Z7, Z0, Z21; \
+	VPMULUDQ Z6, Z1, Z24; VPADDQ Z24, Z21, Z21; \
+	VPMULUDQ Z5, Z2, Z24; VPADDQ Z24, Z21, Z21; \
+	VPMULUDQ Z13, Z3, Z24; VPADDQ Z24, Z21, Z21; \
+	VPMULUDQ Z12, Z4, Z24; VPADDQ Z24, Z21, Z21; \
+	VPMULUDQ Z8, Z0, Z22; \
+	VPMULUDQ Z7, Z1, Z24; VPADDQ Z24, Z22, Z22; \
+	VPMULUDQ Z6, Z2, Z24; VPADDQ Z24, Z22, Z22; \
+	VPMULUDQ Z5, Z3, Z24; VPADDQ Z24, Z22, Z22; \
+	VPMULUDQ Z13, Z4, Z24; VPADDQ Z24, Z22, Z22; \
+	VPMULUDQ Z9, Z0, Z23; \
+	VPMULUDQ Z8, Z1, Z24; VPADDQ Z24, Z23, Z23; \
+	VPMULUDQ Z7, Z2, Z24; VPADDQ Z24, Z23, Z23; \
+	VPMULUDQ Z6, Z3, Z24; VPADDQ Z24, Z23, Z23; \
+	VPMULUDQ Z5, Z4, Z24; VPADDQ Z24, Z23, Z23; \
+	VPSRLQ $26, Z19, Z24; VPANDQ Z28, Z19, Z0; VPADDQ Z24, Z20, Z20; \
+	VPSRLQ $26, Z20, Z24; VPANDQ Z28, Z20, Z1; VPADDQ Z24, Z21, Z21; \
+	VPSRLQ $26, Z21, Z24; VPANDQ Z28, Z21, Z2; VPADDQ Z24, Z22, Z22; \
+	VPSRLQ $26, Z22, Z24; VPANDQ Z28, Z22, Z3; VPADDQ Z24, Z23, Z23; \
+	VPSRLQ $26, Z23, Z24; VPANDQ Z28, Z23, Z4; \
+	VPSLLQ $2, Z24, Z19; VPADDQ Z19, Z24, Z24; VPADDQ Z24, Z0, Z0; \
+	VPSRLQ $26, Z0, Z24; VPANDQ Z28, Z0, Z0; VPADDQ Z24, Z1, Z1
+
+// func polyBlocksAVX512(h *[5][8]uint64, msg *byte, groups int, r *[9][8]uint64)
+//
+// Adds groups x 128 bytes of msg, eight 16-byte Poly1305 blocks at a time,
+// to the eight lane accumulators h, multiplying them by the lanes of r
+// (limbs 0-4 of a power of r, then 5 x limbs 1-4) after each group. Block
+// j of a group goes to lane p with j = 0, 4, 1, 5, 2, 6, 3, 7 for
+// p = 0..7 (how VPUNPCKLQDQ pairs the two halves of the group).
+TEXT ·polyBlocksAVX512(SB), NOSPLIT, $0-32
+	MOVQ h+0(FP), AX
+	MOVQ msg+8(FP), SI
+	MOVQ groups+16(FP), CX
+	MOVQ r+24(FP), DX
+
+	VMOVDQU64 (64*0)(AX), Z0
+	VMOVDQU64 (64*1)(AX), Z1
+	VMOVDQU64 (64*2)(AX), Z2
+	VMOVDQU64 (64*3)(AX), Z3
+	VMOVDQU64 (64*4)(AX), Z4
+	VMOVDQU64 (64*0)(DX), Z5
+	VMOVDQU64 (64*1)(DX), Z6
+	VMOVDQU64 (64*2)(DX), Z7
+	VMOVDQU64 (64*3)(DX), Z8
+	VMOVDQU64 (64*4)(DX), Z9
+	VMOVDQU64 (64*5)(DX), Z10
+	VMOVDQU64 (64*6)(DX), Z11
+	VMOVDQU64 (64*7)(DX), Z12
+	VMOVDQU64 (64*8)(DX), Z13
+	MOVQ $0x3ffffff, BX
+	VPBROADCASTQ BX, Z28
+	MOVQ $0x1000000, BX
+	VPBROADCASTQ BX, Z29
+
+	TESTQ CX, CX
+	JZ    polydone
+
+polyloop:
+	VMOVDQU64 (SI), Z24
+	VMOVDQU64 64(SI), Z25
+	VPUNPCKLQDQ Z25, Z24, Z26 // low halves of the blocks
+	VPUNPCKHQDQ Z25, Z24, Z27 // high halves
+	VPANDQ  Z28, Z26, Z14
+	VPSRLQ  $26, Z26, Z15
+	VPANDQ  Z28, Z15, Z15
+	VPSRLQ  $52, Z26, Z16
+	VPSLLQ  $12, Z27, Z24
+	VPORQ   Z24, Z16, Z16
+	VPANDQ  Z28, Z16, Z16
+	VPSRLQ  $14, Z27, Z17
+	VPANDQ  Z28, Z17, Z17
+	VPSRLQ  $40, Z27, Z18
+	VPORQ   Z29, Z18, Z18
+	POLY_MUL
+	ADDQ $128, SI
+	DECQ CX
+	JNZ  polyloop
+
+polydone:
+	VMOVDQU64 Z0, (64*0)(AX)
+	VMOVDQU64 Z1, (64*1)(AX)
+	VMOVDQU64 Z2, (64*2)(AX)
+	VMOVDQU64 Z3, (64*3)(AX)
+	VMOVDQU64 Z4, (64*4)(AX)
+	VZEROUPPER
+	RET

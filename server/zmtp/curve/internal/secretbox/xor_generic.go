@@ -9,3 +9,7 @@ var hasWide = false
 func xor16(dst, src *byte, state *[16][16]uint32) {
 	panic("secretbox: xor16 without a wide implementation")
 }
+
+func polyBlocks(h *[5][8]uint64, msg *byte, groups int, r *[9][8]uint64) {
+	panic("secretbox: polyBlocks without a wide implementation")
+}
