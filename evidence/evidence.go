@@ -18,9 +18,11 @@
 package evidence
 
 import (
+	"bytes"
 	"context"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/shadow"
@@ -80,9 +82,10 @@ type Collector struct {
 	// pending counts the Explain requests queued and not yet computed;
 	// skipped the exceedances logged without, pending being full.
 	pending, skipped atomic.Int64
-	// axis is the float32 axis of the latest logged spectrum: records of
-	// spectra on the same axis share it (the log treats it as read-only).
-	axis atomic.Pointer[[]float32]
+	// axis is the axis of the latest logged spectrum, as it came and as
+	// float32: records of spectra on the same axis share the float32 one
+	// (the log treats it as read-only).
+	axis atomic.Pointer[loggedAxis]
 	// spectra holds float32 buffers the log has released, at most
 	// SpectrumPool of them (nil without LogSpectra).
 	spectra chan []float32
@@ -251,27 +254,29 @@ func (c *Collector) RecordShadow(_ context.Context, r *shadow.Result) {
 	c.log.Record(rec)
 }
 
-// axisOf returns the float32 axis of wn, shared with the previous
-// spectrum's when it is the same.
-func (c *Collector) axisOf(wn []float64) []float32 {
-	if p := c.axis.Load(); p != nil && sameAxis(*p, wn) {
-		return *p
-	}
-	a := toFloat32(wn)
-	c.axis.Store(&a)
-	return a
+// loggedAxis is an axis as it came (float64) and as the log stores it.
+type loggedAxis struct {
+	wn    []byte // the float64 values' bytes
+	float []float32
 }
 
-func sameAxis(a []float32, wn []float64) bool {
-	if len(a) != len(wn) {
-		return false
+// axisOf returns the float32 axis of wn, shared with the previous
+// spectrum's when it is the same: the same bytes, compared as bytes (a
+// rig sends the same axis with every scan, and a byte comparison costs a
+// fraction of a float conversion).
+func (c *Collector) axisOf(wn []float64) []float32 {
+	b := floatBytes(wn)
+	if a := c.axis.Load(); a != nil && bytes.Equal(a.wn, b) {
+		return a.float
 	}
-	for i, w := range wn {
-		if a[i] != float32(w) {
-			return false
-		}
-	}
-	return true
+	a := &loggedAxis{wn: bytes.Clone(b), float: toFloat32(wn)}
+	c.axis.Store(a)
+	return a.float
+}
+
+// floatBytes is x's memory as bytes, for comparison only.
+func floatBytes(x []float64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 8*len(x))
 }
 
 func toFloat32(x []float64) []float32 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,5 +197,38 @@ func TestPooledSpectraAreNotReusedWhileReferenced(t *testing.T) {
 	}
 	if uint64(stored) != st.Committed {
 		t.Errorf("%d records stored with their spectrum, %d committed", stored, st.Committed)
+	}
+}
+
+// keepingRecorder keeps every record it is handed, never releasing one.
+type keepingRecorder struct{ recs []*predlog.Record }
+
+func (k *keepingRecorder) Record(rec *predlog.Record) bool { k.recs = append(k.recs, rec); return true }
+func (k *keepingRecorder) Dropped() uint64                 { return 0 }
+
+// TestCollectorAxisFollowsTheSpectrum: records of spectra on the same axis
+// share one float32 axis; an axis rewritten in the caller's buffer gets its
+// own, and the earlier records keep theirs.
+func TestCollectorAxisFollowsTheSpectrum(t *testing.T) {
+	rec := &keepingRecorder{}
+	c := evidence.New(evidence.Options{Log: rec, LogSpectra: true})
+	m := model(t, "v1", []float64{1, 2, 3, 4})
+	axis := []float64{500, 600, 700, 800}
+	spec := inference.Spectrum{Wavenumbers: axis, Intensities: []float64{1, 2, 3, 4}}
+	var p inference.Prediction
+	c.Logged(time.Now(), m, &spec, &p, nil, nil)
+	c.Logged(time.Now(), m, &spec, &p, nil, nil)
+	axis[2] = 701
+	c.Logged(time.Now(), m, &spec, &p, nil, nil)
+	axis[2] = 700
+	c.Logged(time.Now(), m, &spec, &p, nil, nil)
+	want := [][]float32{{500, 600, 700, 800}, {500, 600, 700, 800}, {500, 600, 701, 800}, {500, 600, 700, 800}}
+	for i, r := range rec.recs {
+		if !slices.Equal(r.Wavenumbers, want[i]) {
+			t.Errorf("record %d: axis %v, want %v", i, r.Wavenumbers, want[i])
+		}
+	}
+	if &rec.recs[0].Wavenumbers[0] != &rec.recs[1].Wavenumbers[0] {
+		t.Error("two records on the same axis do not share it")
 	}
 }
