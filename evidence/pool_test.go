@@ -122,7 +122,7 @@ func TestPooledSpectraAreNotReusedWhileReferenced(t *testing.T) {
 	for k := range axis {
 		axis[k] = 500 + float64(k)
 	}
-	const workers, each = 8, 400
+	const workers, each = 8, 250
 	var (
 		wg       sync.WaitGroup
 		openGate sync.Once
@@ -148,8 +148,8 @@ func TestPooledSpectraAreNotReusedWhileReferenced(t *testing.T) {
 				for log.Stats().Queued >= 16 {
 					select {
 					case <-store.nextAppend():
-					case <-time.After(30 * time.Second):
-						t.Error("the store took no batch for 30 s")
+					case <-time.After(2 * time.Minute):
+						t.Error("the store took no batch for 2 minutes")
 						return
 					}
 				}
