@@ -387,8 +387,9 @@ bench: deps build
 	@echo "== prediction log retention: 1,000,000 records (500,000 spectra, active + shadow) through a 64 MiB bound in the package; 1,000,000 predicts to a ramanserve process with -prediction-log-max-bytes 16 MiB; peak size of the log's files (db, WAL, shm) against the bound"
 	$(GO) test -run '^$$' -bench 'RetentionSoak' -benchtime 1x ./evidence/predlog/sqlitelog
 	$(GO) run ./cmd/ramanbench -evidence soak -server bin/ramanserve -predictions 1000000 -max-bytes 16777216
-	@echo "== CurveZMQ, server side: transport CPU of one 2048-point predict (37 KiB in, 0.5 KiB out) with NULL and with CURVE; the crypto alone (XSalsa20-Poly1305, x/crypto); one handshake"
+	@echo "== CurveZMQ, server side: transport CPU of one 2048-point predict (37 KiB in, 0.5 KiB out) with NULL and with CURVE; the crypto alone (XSalsa20-Poly1305); one handshake; Salsa20, Poly1305 and a whole box over 37 KiB, x/crypto's against the vector ones"
 	$(GO) test -run '^$$' -bench 'PredictTransportCPU|ServerPredictCrypto|Handshake' -benchmem ./server/zmtp ./server/zmtp/curve
+	$(GO) test -run '^$$' -bench . ./server/zmtp/curve/internal/secretbox
 	@echo "== CurveZMQ: what CURVE adds to a 2048-point predict round trip against NULL (goal: p50 <= 30 us), the Go client and pyzmq (libzmq + libsodium), ramanserve as its own processes"
 	$(GO) run ./cmd/ramanbench -curve -server bin/ramanserve
 	$(MAKE) --no-print-directory bench-fleet

@@ -6,18 +6,23 @@
 // The Collector sits on the prediction channel's hot path, after the
 // reply is encoded. It never blocks and takes no lock the management side
 // holds: the log and the scorer both hand work to bounded queues and drop
-// (and count) what does not fit. It allocates the record itself, and,
-// with spectra logging, the spectrum's float32 copy; the wavenumber axis,
-// the same for every spectrum of a rig, is converted once and shared. A
+// (and count) what does not fit. It allocates the record itself; with
+// spectra logging, the spectrum's float32 copy comes from a pool and goes
+// back to it when the log releases the record (committed, failed or
+// dropped), so a steady stream of predictions reuses the same buffers;
+// the wavenumber axis, the same for every spectrum of a rig, is converted
+// once and shared. A
 // reply's contributions are copied onto the record; a prediction above
 // its T2 or Q limit without them also costs a float64 copy of its
 // spectrum, for the log's writer to compute them from.
 package evidence
 
 import (
+	"bytes"
 	"context"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/shadow"
@@ -77,15 +82,27 @@ type Collector struct {
 	// pending counts the Explain requests queued and not yet computed;
 	// skipped the exceedances logged without, pending being full.
 	pending, skipped atomic.Int64
-	// axis is the float32 axis of the latest logged spectrum: records of
-	// spectra on the same axis share it (the log treats it as read-only).
-	axis atomic.Pointer[[]float32]
+	// axis is the axis of the latest logged spectrum, as it came and as
+	// float32: records of spectra on the same axis share the float32 one
+	// (the log treats it as read-only).
+	axis atomic.Pointer[loggedAxis]
+	// spectra holds float32 buffers the log has released, at most
+	// SpectrumPool of them (nil without LogSpectra).
+	spectra chan []float32
+	// release is releaseSpectrum as a func value, made once: every record
+	// with a pooled spectrum carries it.
+	release func(*predlog.Record)
 }
 
 // New returns a Collector. Its shadow, when set, must be told of it
 // through the scorer's Sink (Collector implements shadow.Sink).
 func New(opts Options) *Collector {
-	return &Collector{log: opts.Log, shadow: opts.Shadow, logSpectra: opts.LogSpectra, explain: opts.ExplainExceedances}
+	c := &Collector{log: opts.Log, shadow: opts.Shadow, logSpectra: opts.LogSpectra, explain: opts.ExplainExceedances}
+	if c.logSpectra {
+		c.spectra = make(chan []float32, SpectrumPool)
+		c.release = c.releaseSpectrum
+	}
+	return c
 }
 
 // SetShadow sets the scorer the spectra are offered to. It is meant for
@@ -135,10 +152,52 @@ func (c *Collector) activeRecord(id predlog.PredictionID, at time.Time, m infere
 		rec.ScanContext = *sc
 	}
 	if c.logSpectra && len(spec.Intensities) <= MaxLoggedPoints {
-		rec.Spectrum = toFloat32(spec.Intensities)
+		rec.Spectrum = c.spectrumCopy(spec.Intensities)
 		rec.Wavenumbers = c.axisOf(spec.Wavenumbers)
+		rec.Release = c.release
 	}
 	return rec
+}
+
+// SpectrumPool bounds the spectrum buffers a Collector keeps for reuse
+// once the log has released them: a full batch of the log's
+// (predlog.DefaultBatchMax records) returns its buffers together. They
+// hold 8 MiB for 2048-point spectra, 32 MiB at MaxLoggedPoints; buffers
+// in flight (queued or in a batch) are the log's queue's bound.
+const SpectrumPool = predlog.DefaultBatchMax
+
+// spectrumCopy is x as float32, in a released buffer when one is at hand
+// (a buffer too short for x, from a model with a shorter axis, is left to
+// the garbage collector).
+func (c *Collector) spectrumCopy(x []float64) []float32 {
+	var out []float32
+	select {
+	case buf := <-c.spectra:
+		if cap(buf) >= len(x) {
+			out = buf[:len(x)]
+		}
+	default:
+	}
+	if out == nil {
+		out = make([]float32, len(x))
+	}
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
+}
+
+// releaseSpectrum is a logged record's Release: the log is through with
+// it, so its spectrum goes back to the pool, unless the pool is full.
+func (c *Collector) releaseSpectrum(rec *predlog.Record) {
+	if rec.Spectrum == nil {
+		return
+	}
+	select {
+	case c.spectra <- rec.Spectrum[:0]:
+	default:
+	}
+	rec.Spectrum = nil
 }
 
 // exceeds reports whether T2 or Q is above its 95 % limit.
@@ -195,27 +254,29 @@ func (c *Collector) RecordShadow(_ context.Context, r *shadow.Result) {
 	c.log.Record(rec)
 }
 
-// axisOf returns the float32 axis of wn, shared with the previous
-// spectrum's when it is the same.
-func (c *Collector) axisOf(wn []float64) []float32 {
-	if p := c.axis.Load(); p != nil && sameAxis(*p, wn) {
-		return *p
-	}
-	a := toFloat32(wn)
-	c.axis.Store(&a)
-	return a
+// loggedAxis is an axis as it came (float64) and as the log stores it.
+type loggedAxis struct {
+	wn    []byte // the float64 values' bytes
+	float []float32
 }
 
-func sameAxis(a []float32, wn []float64) bool {
-	if len(a) != len(wn) {
-		return false
+// axisOf returns the float32 axis of wn, shared with the previous
+// spectrum's when it is the same: the same bytes, compared as bytes (a
+// rig sends the same axis with every scan, and a byte comparison costs a
+// fraction of a float conversion).
+func (c *Collector) axisOf(wn []float64) []float32 {
+	b := floatBytes(wn)
+	if a := c.axis.Load(); a != nil && bytes.Equal(a.wn, b) {
+		return a.float
 	}
-	for i, w := range wn {
-		if a[i] != float32(w) {
-			return false
-		}
-	}
-	return true
+	a := &loggedAxis{wn: bytes.Clone(b), float: toFloat32(wn)}
+	c.axis.Store(a)
+	return a.float
+}
+
+// floatBytes is x's memory as bytes, for comparison only.
+func floatBytes(x []float64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 8*len(x))
 }
 
 func toFloat32(x []float64) []float32 {

@@ -15,8 +15,10 @@ import (
 
 // BenchmarkLoggedHotPath is what Logged costs the reply's goroutine for
 // a 2048-point prediction within its limits and for one above its Q
-// limit (the float64 copy the writer explains later), on a closed log
-// that refuses every record, so that only the hand-off is measured.
+// limit (the float64 copy the writer explains later), and within its
+// limits with -log-spectra (the float32 copy, into a pooled buffer: the
+// closed log releases each record at once), on a closed log that refuses
+// every record, so that only the hand-off is measured.
 func BenchmarkLoggedHotPath(b *testing.B) {
 	ctx := context.Background()
 	res, err := trainer.Train(ctx, synth.New(synth.Config{Seed: 4}).Dataset(60), trainer.Options{Seed: 1, MaxComponents: 4}, nil)
@@ -40,14 +42,15 @@ func BenchmarkLoggedHotPath(b *testing.B) {
 		odd.Intensities[j] *= 3
 	}
 	for _, c := range []struct {
-		name string
-		spec *inference.Spectrum
-	}{{"within", &normal}, {"exceeded", &odd}} {
+		name    string
+		spec    *inference.Spectrum
+		spectra bool
+	}{{"within", &normal, false}, {"exceeded", &odd, false}, {"within-log-spectra", &normal, true}} {
 		var p inference.Prediction
 		if err := m.Predict(c.spec, &p); err != nil {
 			b.Fatal(err)
 		}
-		col := evidence.New(evidence.Options{Log: log, ExplainExceedances: true})
+		col := evidence.New(evidence.Options{Log: log, ExplainExceedances: true, LogSpectra: c.spectra})
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

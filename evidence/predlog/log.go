@@ -171,6 +171,7 @@ func (l *Writer) Record(rec *Record) bool {
 	}
 	if l.closing.Load() {
 		l.dropped.Add(1)
+		release(rec)
 		return false
 	}
 	select {
@@ -183,6 +184,7 @@ func (l *Writer) Record(rec *Record) bool {
 		return true
 	default:
 		l.dropped.Add(1)
+		release(rec)
 		return false
 	}
 }
@@ -239,11 +241,11 @@ func (l *Writer) Close(ctx context.Context) error {
 		// A Record that passed the closing check just before Close may
 		// have queued after the writer's last drain: count it.
 		for range len(l.queue) {
-			<-l.queue
+			release(<-l.queue)
 			l.dropped.Add(1)
 		}
 		for range len(l.background) {
-			<-l.background
+			release(<-l.background)
 			l.dropped.Add(1)
 		}
 		if cerr := l.store.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {

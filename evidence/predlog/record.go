@@ -142,6 +142,22 @@ type Record struct {
 	// Explain, when set, asks the log's writer to compute Contributions
 	// before it stores the record, off the reply path. It is not stored.
 	Explain *Explain
+
+	// Release, when set, is called once by the log when it is through
+	// with the record: after the batch holding it committed or failed, or
+	// when it was dropped (by Record, by Close). Nothing in the log reads
+	// the record or its slices after that, so the caller may take back
+	// buffers it lent the record (a pooled Spectrum). A record RecordWait
+	// refused is still its caller's, and is not released. It is not
+	// stored.
+	Release func(*Record)
+}
+
+// release calls rec.Release, if set.
+func release(rec *Record) {
+	if rec.Release != nil {
+		rec.Release(rec)
+	}
 }
 
 // Explain is what the writer needs to compute a record's contributions:
@@ -158,8 +174,9 @@ type Explain struct {
 
 // Recorder is the hot path: Record hands rec to a bounded queue and returns
 // at once. The store owns rec from then on (the caller must not modify it
-// or its slices). Record returns false when the record was dropped because
-// the queue was full or the log is closing; Dropped counts those.
+// or its slices, and gets them back through rec.Release). Record returns
+// false when the record was dropped because the queue was full or the log
+// is closing (rec.Release has then been called); Dropped counts those.
 type Recorder interface {
 	Record(rec *Record) bool
 	Dropped() uint64

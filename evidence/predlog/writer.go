@@ -179,7 +179,7 @@ func (w *writer) drain() {
 		select {
 		case <-w.l.abandon:
 			w.l.dropped.Add(uint64(len(w.batch)))
-			w.batch, w.batchBytes = w.batch[:0], 0
+			w.releaseBatch()
 			return
 		case rec := <-w.l.queue:
 			w.add(rec)
@@ -209,8 +209,7 @@ func (w *writer) flush() {
 		err = w.l.store.Append(context.Background(), w.batch)
 	}
 	w.l.storeDown.Store(false)
-	clear(w.batch)
-	w.batch, w.batchBytes = w.batch[:0], 0
+	w.releaseBatch()
 	if err != nil {
 		w.l.writeFailed.Add(uint64(n))
 		w.logFailure(n, err)
@@ -223,6 +222,16 @@ func (w *writer) flush() {
 		w.retain(n)
 		w.afterBatch()
 	}
+}
+
+// releaseBatch empties the batch, committed, failed or dropped: its
+// records are released (the store keeps none past Append) and forgotten.
+func (w *writer) releaseBatch() {
+	for _, rec := range w.batch {
+		release(rec)
+	}
+	clear(w.batch)
+	w.batch, w.batchBytes = w.batch[:0], 0
 }
 
 // Pauses between two tries of a batch while the store is unavailable.

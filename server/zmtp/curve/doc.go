@@ -44,7 +44,15 @@
 //
 // HELLO and WELCOME have fixed sizes. INITIATE and READY carry metadata,
 // bounded here by MaxMetadataSize; callers bound the frames they read before
-// handing them over. A Session's Seal and Open append to caller buffers and
-// reuse one scratch buffer, so the per-message path allocates only when a
-// message is larger than any before it.
+// handing them over. A Session's Seal and Open append to caller buffers
+// and keep none of their own, so the per-message path allocates only when
+// a caller's buffer is too small.
+//
+// # Speed
+//
+// MESSAGE boxes go through package internal/secretbox, XSalsa20-Poly1305
+// with x/crypto's output whose Salsa20 and Poly1305 run several blocks
+// side by side in AVX-512 registers where the processor has them: for a
+// 37 KiB predict they were nearly all of a CURVE connection's cost. The
+// handshake's boxes are small and stay with x/crypto.
 package curve

@@ -4,13 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
-	"golang.org/x/crypto/nacl/box"
+	"ramanserve/server/zmtp/curve/internal/secretbox"
 )
-
-// retainScratch: Seal's plaintext scratch is dropped after a message larger
-// than this, so one large reply does not pin memory for a connection's life.
-const retainScratch = 16 << 10
 
 // Session encrypts and decrypts the MESSAGE commands of one established
 // connection with the precomputed shared key of the short-term keys. Short
@@ -23,7 +20,6 @@ type Session struct {
 	recvPrefix string
 	sendNonce  uint64 // last short nonce sent
 	peerNonce  uint64 // last short nonce accepted
-	scratch    []byte // flags + payload before sealing
 }
 
 func newSession(key *[32]byte, sendPrefix, recvPrefix string, sent, received uint64) *Session {
@@ -32,34 +28,48 @@ func newSession(key *[32]byte, sendPrefix, recvPrefix string, sent, received uin
 
 // Seal appends the MESSAGE command body carrying flags (FlagMore,
 // FlagCommand) and payload to dst; it is len(payload)+MessageOverhead long.
-// It copies flags and payload into a scratch buffer kept by the session (up
-// to 16 KiB); SealPlain avoids the copy when the caller has a byte free in
-// front of the payload.
+// The flags byte and the payload are laid out where their box goes, in
+// dst, and sealed there: one copy of the payload, no buffer of the
+// session's.
 func (s *Session) Seal(dst []byte, flags byte, payload []byte) ([]byte, error) {
-	s.scratch = append(append(s.scratch[:0], flags), payload...)
-	dst, err := s.SealPlain(dst, s.scratch)
-	if cap(s.scratch) > retainScratch {
-		s.scratch = nil
-	} else {
-		wipe(s.scratch)
+	if flags&^(FlagMore|FlagCommand) != 0 {
+		return dst, fmt.Errorf("%w: reserved flags set", ErrMalformed)
 	}
-	return dst, err
+	nonce, dst, err := s.appendHead(dst)
+	if err != nil {
+		return dst, err
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, secretbox.Overhead+1+len(payload))[:start+secretbox.Overhead]
+	dst = append(append(dst, flags), payload...)
+	secretbox.SealInPlace(dst[start:], &nonce, &s.key)
+	return dst, nil
 }
 
 // SealPlain is Seal of the box's plaintext as it is laid out inside the
-// box: plain[0] is the flags byte, plain[1:] the payload. It copies nothing.
+// box: plain[0] is the flags byte, plain[1:] the payload. It suits a
+// caller that holds the payload behind a free byte, apart from dst.
 func (s *Session) SealPlain(dst []byte, plain []byte) ([]byte, error) {
 	if len(plain) == 0 || plain[0]&^(FlagMore|FlagCommand) != 0 {
 		return dst, fmt.Errorf("%w: no flags byte, or reserved flags set", ErrMalformed)
 	}
+	nonce, dst, err := s.appendHead(dst)
+	if err != nil {
+		return dst, err
+	}
+	return secretbox.Seal(dst, plain, &nonce, &s.key), nil
+}
+
+// appendHead takes the next short nonce and appends the MESSAGE name and
+// the nonce to dst.
+func (s *Session) appendHead(dst []byte) (nonce [24]byte, out []byte, err error) {
 	if s.sendNonce == math.MaxUint64 {
-		return dst, fmt.Errorf("%w: send nonce exhausted", ErrNonce)
+		return nonce, dst, fmt.Errorf("%w: send nonce exhausted", ErrNonce)
 	}
 	s.sendNonce++
-	nonce := shortNonce(s.sendPrefix, s.sendNonce)
+	nonce = shortNonce(s.sendPrefix, s.sendNonce)
 	dst = append(dst, nameMessage...)
-	dst = binary.BigEndian.AppendUint64(dst, s.sendNonce)
-	return box.SealAfterPrecomputation(dst, plain, &nonce, &s.key), nil
+	return nonce, binary.BigEndian.AppendUint64(dst, s.sendNonce), nil
 }
 
 // Open checks and decrypts a whole MESSAGE command body and appends its
@@ -91,7 +101,7 @@ func (s *Session) OpenPlain(dst []byte, body []byte) ([]byte, error) {
 	}
 	nonce := shortNonce(s.recvPrefix, n)
 	start := len(dst)
-	out, ok := box.OpenAfterPrecomputation(dst, body[messageBox:], &nonce, &s.key)
+	out, ok := secretbox.Open(dst, body[messageBox:], &nonce, &s.key)
 	if !ok {
 		return dst, fmt.Errorf("%w: MESSAGE does not open", ErrAuthentication)
 	}
