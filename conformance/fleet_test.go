@@ -22,11 +22,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"ramanserve/client"
-	"ramanserve/registry"
 	"ramanserve/gen"
 	"ramanserve/platform/pgdb"
 	"ramanserve/platform/pgtest"
 	"ramanserve/platform/race"
+	"ramanserve/registry"
 )
 
 // startFleet runs n ramanserve processes sharing the PostgreSQL database
