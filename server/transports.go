@@ -84,6 +84,7 @@ type ChannelServices struct {
 	Models   channel.Models        // the live model and its swaps
 	Recorder channel.Recorder      // per-predict metrics
 	Log      channel.PredictionLog // evidence hook; nil: nothing is logged
+	Live     channel.LiveFeed      // live values (OPC UA); nil: not published
 }
 
 // Serve starts both channels: HTTP on api, the prediction channel on ch.
@@ -107,7 +108,7 @@ func (t *Transports) Serve(api *API, ch ChannelServices) error {
 		ErrorLog:          httpErrorLog(t.log),
 	}
 	t.channel.serve(channel.Options{Models: ch.Models, ServerVersion: api.ServerVersion, Started: api.Started,
-		Recorder: ch.Recorder, Log: ch.Log, Logger: t.log.With("component", "channel")})
+		Recorder: ch.Recorder, Log: ch.Log, Live: ch.Live, Logger: t.log.With("component", "channel")})
 	go func() {
 		err := t.httpServer.Serve(t.httpListener())
 		if err != nil && !errors.Is(err, http.ErrServerClosed) && !t.stopping.Load() {
