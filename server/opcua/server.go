@@ -125,7 +125,7 @@ type Server struct {
 	stopLibrary func()
 	cancel      context.CancelFunc
 	done        chan struct{}
-	once   sync.Once
+	once        sync.Once
 }
 
 // Policies the server offers besides None.

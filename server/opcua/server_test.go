@@ -160,4 +160,3 @@ func TestSubscriptionSeesEveryOutcomeInOrder(t *testing.T) {
 		})
 	}
 }
-

@@ -19,8 +19,8 @@ const NamespaceURI = "urn:ramanserve"
 // its lock and never changed in place, so a reader may keep the
 // *ua.DataValue it got.
 type space struct {
-	mu    sync.RWMutex
-	nsID  uint16
+	mu       sync.RWMutex
+	nsID     uint16
 	nodes    map[string]*node // by path
 	root     *node
 	finished bool // node ids are known (the library gave the namespace its index)
