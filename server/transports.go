@@ -47,6 +47,11 @@ type Transports struct {
 	chDrained chan error
 }
 
+// Tokens is the bearer tokens in force, reloaded on SIGHUP; nil when
+// authentication is off. The OPC UA server checks user names and
+// passwords against it.
+func (t *Transports) Tokens() *auth.Store { return t.tokens }
+
 // Listen reads the tokens, the TLS files and the CurveZMQ keys, then binds
 // the management port (behind the connection limit) and the prediction
 // port. A file that cannot be read binds nothing.
