@@ -158,8 +158,11 @@ func (h *Handler) answer(req zmtp.Request, dst []byte) (out []byte, reqType code
 	reqType = sc.req.Type
 	if err != nil {
 		ce := asChannelError(err)
-		if reqType == codec.TypePredict {
-			h.offerFailure(sc, now, "", ce.Code)
+		if reqType == codec.TypePredict && h.opts.Live != nil {
+			// What did not decode names no port that can be trusted: the
+			// failure goes to the channel's values only.
+			sc.live = live.Outcome{Source: now, Replied: time.Now(), Failed: true, ErrorCode: string(ce.Code)}
+			h.opts.Live.Offer("", &sc.live)
 		}
 		return fail(reqType, ce)
 	}
