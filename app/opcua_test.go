@@ -146,8 +146,8 @@ func loadTrained(t *testing.T, a *App, seed uint64) string {
 
 func load(t *testing.T, a *App, version string) {
 	t.Helper()
-	if resp, body := httpDo(t, a, "POST", "/model/load", `{"version":"`+version+`"}`, ""); resp.StatusCode != 200 {
-		t.Fatalf("load %s: %d %s", version, resp.StatusCode, body)
+	if _, err := a.Registry.Load(context.Background(), registry.LoadRequest{Version: version}); err != nil {
+		t.Fatalf("load %s: %v", version, err)
 	}
 }
 
