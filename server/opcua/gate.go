@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 )
 
@@ -66,9 +67,20 @@ func (l *GateLimits) fill() {
 	}
 }
 
-// checkOpen decides an OpenSecureChannel from its plain header: nil to let
-// it through, otherwise the status code the client is told.
-type checkOpen func(o *openHeader) ua.StatusCode
+// checkOpen decides an OpenSecureChannel from its plain header: StatusOK
+// to let it through, otherwise the status code the client is told.
+// discoveryOnly lets a channel of SecurityPolicy None through for
+// discovery alone (GetEndpoints, FindServers), which every client needs
+// before it opens a secure channel, when None is not allowed for more.
+type checkOpen func(o *openHeader) (code ua.StatusCode, discoveryOnly bool)
+
+// discoveryServices are what a discovery-only channel may call.
+var discoveryServices = map[uint32]bool{
+	id.GetEndpointsRequest_Encoding_DefaultBinary:         true,
+	id.FindServersRequest_Encoding_DefaultBinary:          true,
+	id.FindServersOnNetworkRequest_Encoding_DefaultBinary: true,
+	id.CloseSecureChannelRequest_Encoding_DefaultBinary:   true,
+}
 
 // GateStats are the gate's counters.
 type GateStats struct {
@@ -94,9 +106,12 @@ type gateConn struct {
 	client   net.Conn
 	accepted time.Time
 	opened   atomic.Bool // a secure channel was let through
-	once     sync.Once
-	up       net.Conn // guarded by once/close order: set before relaying
-	upMu     sync.Mutex
+	// discoveryOnly: the channel is of SecurityPolicy None, which is not
+	// allowed for more than discovery.
+	discoveryOnly bool
+	once          sync.Once
+	up            net.Conn // guarded by once/close order: set before relaying
+	upMu          sync.Mutex
 }
 
 func (c *gateConn) close() {
@@ -180,9 +195,18 @@ func (g *gate) forget(gc *gateConn) {
 }
 
 // refuse tells a client why in an ERR message and closes its connection.
+// It closes the sending side first and reads what the client still sends
+// for a moment (at most a second and a few chunks): closing a socket
+// with unread input resets the connection, and the client would never
+// read the reason.
 func refuse(c net.Conn, code ua.StatusCode, reason string) {
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	c.Write(appendError(nil, uint32(code), reason))
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		io.CopyN(io.Discard, c, 4*maxChunkBytes)
+	}
 	c.Close()
 }
 
@@ -238,11 +262,13 @@ func (g *gate) relay(gc *gateConn) {
 				refuse(c, ua.StatusBadDecodingError, "malformed OpenSecureChannel")
 				return
 			}
-			if code := g.check(&o); code != ua.StatusOK {
+			code, discoveryOnly := g.check(&o)
+			if code != ua.StatusOK {
 				g.counter.refused.Add(1)
 				refuse(c, code, code.Error())
 				return
 			}
+			gc.discoveryOnly = discoveryOnly
 			if !gc.opened.Load() {
 				gc.opened.Store(true)
 			}
@@ -251,6 +277,13 @@ func (g *gate) relay(gc *gateConn) {
 				g.counter.refused.Add(1)
 				refuse(c, ua.StatusBadSecureChannelIDInvalid, "no secure channel is open")
 				return
+			}
+			if gc.discoveryOnly && h.Type == "MSG" {
+				if t, ok := plainServiceType(msg[headerLen:]); !ok || h.Chunk != 'F' || !discoveryServices[t] {
+					g.counter.refused.Add(1)
+					refuse(c, ua.StatusBadSecurityPolicyRejected, "SecurityPolicy None serves discovery only; this server needs a secure channel")
+					return
+				}
 			}
 		default:
 			g.counter.refused.Add(1)

@@ -135,21 +135,16 @@ func (t *TrustList) log() *slog.Logger {
 }
 
 // checkOpen is the gate's check of an OpenSecureChannel.
-func (s *Server) checkOpen(o *openHeader) ua.StatusCode {
-	switch o.SecurityPolicyURI {
-	case ua.SecurityPolicyURINone:
-		if !s.opts.AllowInsecure {
-			s.log.Warn("opc ua: refused SecurityPolicy None (allowed only with -opcua-allow-insecure)")
-			return ua.StatusBadSecurityPolicyRejected
-		}
-		return ua.StatusOK
+func (s *Server) checkOpen(o *openHeader) (ua.StatusCode, bool) {
+	if o.SecurityPolicyURI == ua.SecurityPolicyURINone {
+		return ua.StatusOK, !s.opts.AllowInsecure
 	}
 	offered := false
 	for _, p := range securePolicies {
 		offered = offered || p == o.SecurityPolicyURI
 	}
 	if !offered || s.opts.Certificate == nil {
-		return ua.StatusBadSecurityPolicyRejected
+		return ua.StatusBadSecurityPolicyRejected, false
 	}
-	return s.opts.Trust.check(o.SenderCertificate)
+	return s.opts.Trust.check(o.SenderCertificate), false
 }

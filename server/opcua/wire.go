@@ -160,3 +160,24 @@ func (r *reader) bytes(limit int) (b []byte, ok bool) {
 	}
 	return b, true
 }
+
+// plainServiceType reads the service type of an unencrypted MSG chunk's
+// body (SecurityPolicy None): after the secure channel id, the token id
+// and the sequence header comes the request's type, a NodeId in
+// namespace 0 (Part 6, 6.7.2 and 5.2.2.9). ok is false for anything else.
+func plainServiceType(body []byte) (typeID uint32, ok bool) {
+	const skip = 4 + 4 + 4 + 4 // channel, token, sequence number, request id
+	if len(body) < skip+1 {
+		return 0, false
+	}
+	b := body[skip:]
+	switch {
+	case b[0] == 0x00 && len(b) >= 2: // two-byte NodeId
+		return uint32(b[1]), true
+	case b[0] == 0x01 && len(b) >= 4 && b[1] == 0: // four-byte NodeId, namespace 0
+		return uint32(binary.LittleEndian.Uint16(b[2:4])), true
+	case b[0] == 0x02 && len(b) >= 7 && b[1] == 0 && b[2] == 0: // numeric NodeId, namespace 0
+		return binary.LittleEndian.Uint32(b[3:7]), true
+	}
+	return 0, false
+}
