@@ -109,20 +109,37 @@ type gateConn struct {
 	// discoveryOnly: the channel is of SecurityPolicy None, which is not
 	// allowed for more than discovery.
 	discoveryOnly bool
-	once          sync.Once
-	up            net.Conn // guarded by once/close order: set before relaying
 	upMu          sync.Mutex
+	up            net.Conn // the library's side; nil until dialled
+	closed        bool
 }
 
+// close closes both sides; it may run at any time, from the gate's
+// eviction too.
 func (c *gateConn) close() {
-	c.once.Do(func() {
-		c.client.Close()
-		c.upMu.Lock()
-		if c.up != nil {
-			c.up.Close()
-		}
-		c.upMu.Unlock()
-	})
+	c.upMu.Lock()
+	defer c.upMu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.client.Close()
+	if c.up != nil {
+		c.up.Close()
+	}
+}
+
+// setUp records the library's side; false (and up closed) when the
+// connection was closed meanwhile.
+func (c *gateConn) setUp(up net.Conn) bool {
+	c.upMu.Lock()
+	defer c.upMu.Unlock()
+	if c.closed {
+		up.Close()
+		return false
+	}
+	c.up = up
+	return true
 }
 
 func newGate(ln net.Listener, upstream string, limits GateLimits, check checkOpen, log *slog.Logger) *gate {
@@ -215,8 +232,7 @@ func refuse(c net.Conn, code ua.StatusCode, reason string) {
 func (g *gate) relay(gc *gateConn) {
 	c := gc.client
 	c.SetReadDeadline(gc.accepted.Add(g.limits.HandshakeTimeout))
-	buf := make([]byte, maxChunkBytes)
-	h, msg, err := readMessage(c, buf, maxHelloBytes)
+	h, msg, err := readMessage(c, make([]byte, maxHelloBytes), maxHelloBytes)
 	if err != nil {
 		return
 	}
@@ -237,9 +253,9 @@ func (g *gate) relay(gc *gateConn) {
 		refuse(c, ua.StatusBadTCPInternalError, "server unavailable")
 		return
 	}
-	gc.upMu.Lock()
-	gc.up = up
-	gc.upMu.Unlock()
+	if !gc.setUp(up) {
+		return
+	}
 	if _, err := up.Write(msg); err != nil {
 		return
 	}
@@ -248,6 +264,7 @@ func (g *gate) relay(gc *gateConn) {
 		defer g.wg.Done()
 		g.downstream(gc, up)
 	}()
+	buf := make([]byte, maxChunkBytes)
 	chunks := 0
 	for {
 		h, msg, err := readMessage(c, buf, maxChunkBytes)
