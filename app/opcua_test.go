@@ -303,3 +303,64 @@ func TestOPCUAPublishesEveryPredict(t *testing.T) {
 		})
 	}
 }
+
+// Hot swaps under subscription: over 20 swaps between two models, the
+// new ModelVersion arrives in the same publish as the first value of the
+// new model, or before it.
+func TestOPCUAModelVersionLeadsItsValues(t *testing.T) {
+	f := startOPCUAServer(t, false)
+	a := f.app
+	versions := []string{loadTrained(t, a, 4), loadTrained(t, a, 6)}
+	ctx := context.Background()
+	pc, err := client.DialPrediction(ctx, a.ZMQEndpoint(), client.PredictionOptions{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	c, err := f.dial(t, "None", ua.MessageSecurityModeNone, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const version, value = "ramanserve/Analytes/EPA/ModelVersion", "ramanserve/Analytes/EPA/Value"
+	next := monitor(t, c, nsOf(t, c), version, value)
+	seen := ""
+	for got := next(); got[version] == nil || got[value] == nil; got = next() {
+		// the values at the time of monitoring, in one publish or two
+		if got[version] != nil {
+			break
+		}
+	}
+	spectrum := synth.New(synth.Config{Seed: 5}).Next().Intensities
+	for swap := range 20 {
+		want := versions[swap%2]
+		if _, err := a.Registry.Load(ctx, registry.LoadRequest{Version: want, Source: registry.SourceArchived}); err != nil {
+			t.Fatalf("swap %d to %s: %v", swap, want, err)
+		}
+		reply, err := pc.Predict(ctx, &client.Spectrum{Wavenumbers: synth.Axis(), Intensities: spectrum, ScanSeq: int64(swap)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reply.ModelVersion != want {
+			t.Fatalf("swap %d: the reply names %s, want %s", swap, reply.ModelVersion, want)
+		}
+		epa, _ := reply.Concentrations.Get("EPA")
+		for {
+			got := next()
+			// A publish is one unit: its version counts as seen with its value.
+			if dv := got[version]; dv != nil {
+				seen, _ = dv.Value.Value().(string)
+			}
+			dv := got[value]
+			if dv == nil {
+				continue
+			}
+			if v, _ := dv.Value.Value().(float64); v != epa {
+				continue // an earlier value
+			}
+			if seen != want {
+				t.Fatalf("swap %d: the first value of %s came with ModelVersion %q", swap, want, seen)
+			}
+			break
+		}
+	}
+}
