@@ -382,6 +382,8 @@ bench: deps build
 	$(GO) run ./cmd/ramanbench -server bin/ramanserve
 	@echo "== the same with ramanserve inside the benchmark process"
 	$(GO) run ./cmd/ramanbench
+	@echo "== OPC UA on the hot path: one closed-loop client against ramanserve without -opcua-addr and with it and 10 subscribers at 100 ms, alternating blocks (goal: p95 within 5 %)"
+	$(GO) run ./cmd/ramanbench -opcua -server bin/ramanserve -duration 10s -blocks 6
 	@echo "== prediction log and shadow scoring on the hot path: 8 clients at full rate against two ramanserve processes in alternating blocks, the log's figures and a shadow against neither, then the same with -log-spectra (goal: p95 within 10 %, 0 errors)"
 	$(GO) run ./cmd/ramanbench -evidence cost -server bin/ramanserve -duration 30s -blocks 10 -evidence-on-flags ""
 	$(GO) run ./cmd/ramanbench -evidence cost -server bin/ramanserve -duration 30s -blocks 10

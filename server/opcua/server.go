@@ -283,6 +283,11 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// PublishGap is the shortest time between two rounds of publishing: the
+// smallest publishing interval a subscription gets (50 ms) sees every
+// round.
+const PublishGap = 20 * time.Millisecond
+
 // publish moves the feed's outcomes into the address space and tells the
 // library which variables changed; once a second it refreshes the Server
 // folder and forgets idle sessions.
@@ -292,6 +297,7 @@ func (s *Server) publish(ctx context.Context) {
 	defer tick.Stop()
 	var slots []live.Slot
 	var changed []*node
+	var lastRound time.Time
 	last := Status{}
 	s.refreshStatus(&last, true, &changed)
 	s.notify(changed)
@@ -301,6 +307,19 @@ func (s *Server) publish(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-s.opts.Feed.Ready():
+			// At most one round per PublishGap, however fast predicts come:
+			// what arrives meanwhile is coalesced in the feed (the latest
+			// wins, counted), and the cost of publishing stays bounded.
+			if wait := time.Until(lastRound.Add(PublishGap)); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return
+				}
+			}
+			lastRound = time.Now()
 			slots = s.opts.Feed.Take(slots[:0])
 			s.space.mu.Lock()
 			for i := range slots {
