@@ -250,8 +250,9 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, now time.Time, sc *s
 		return codec.AppendErrorReply(dst, meta, codec.TypePredict, ce), ce.Code, m.Metadata().Version
 	}
 	h.opts.Recorder.Predicted(&sc.pred)
+	version := m.Metadata().Version
 	out := codec.AppendPredictReply(dst, meta, &codec.PredictResult{
-		ModelVersion:  m.Metadata().Version,
+		ModelVersion:  version,
 		InferenceMS:   float64(time.Since(began).Nanoseconds()) / 1e6,
 		Prediction:    &sc.pred,
 		Contributions: contributions,
@@ -266,7 +267,7 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, now time.Time, sc *s
 		sc.live = live.Outcome{
 			Source:       live.SourceTime(now, sc.req.TS, sc.req.HasTS),
 			Replied:      time.Now(),
-			ModelVersion: m.Metadata().Version,
+			ModelVersion: version,
 			Prediction:   sc.pred,
 		}
 		h.opts.Live.Offer(liveSource(&sc.scan), &sc.live)

@@ -72,10 +72,22 @@ func SourceName(port string, hasPort bool, channel float64, hasChannel bool) str
 	case hasPort && port != "":
 		return port
 	case hasChannel && channel == channel && channel >= 0 && channel < 1e6:
+		if n := int(channel); n < len(channelNames) {
+			return channelNames[n] // no allocation on the hot path
+		}
 		return "channel-" + strconv.FormatInt(int64(channel), 10)
 	}
 	return ""
 }
+
+// channelNames are the names of the spectrometer channels a rig has.
+var channelNames = func() [64]string {
+	var names [64]string
+	for i := range names {
+		names[i] = "channel-" + strconv.Itoa(i)
+	}
+	return names
+}()
 
 // Slot is one source's latest outcome, as the publisher takes it.
 type Slot struct {
