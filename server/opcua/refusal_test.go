@@ -171,3 +171,62 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("stats %+v, want 2 sessions and 1 refused", st)
 	}
 }
+
+// A subscription whose client sends no publish requests (one that
+// stopped acknowledging) is deleted after MaxSubscriptionLifetime, and
+// the lifetime a client asks for is revised to fit in it.
+func TestSubscriptionWithoutPublishRequestsIsCut(t *testing.T) {
+	f := start(t, func(o *Options) { o.Limits = Limits{MaxSubscriptionLifetime: time.Second} })
+	c, err := f.dial(t, "None", ua.MessageSecurityModeNone, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res *ua.CreateSubscriptionResponse
+	// Sent by hand: the client's Subscribe would start sending publish
+	// requests for it.
+	err = c.Send(context.Background(), &ua.CreateSubscriptionRequest{
+		RequestedPublishingInterval: 100, RequestedLifetimeCount: 1_000_000, RequestedMaxKeepAliveCount: 1000, PublishingEnabled: true,
+	}, func(r ua.Response) error {
+		res, _ = r.(*ua.CreateSubscriptionResponse)
+		return nil
+	})
+	if err != nil || res == nil {
+		t.Fatalf("create subscription: %v", err)
+	}
+	// The library ends a subscription after (keep-alive+1)*(lifetime+1)
+	// intervals without a publish request.
+	if k, l := res.RevisedMaxKeepAliveCount, res.RevisedLifetimeCount; (k+1)*(l+1) > 10 || 3*k > l {
+		t.Fatalf("revised keep-alive %d and lifetime %d: want them to end it within 10 intervals of 100 ms, the lifetime at least 3 keep-alives", k, l)
+	}
+	alive := func() bool {
+		svc := f.srv.lib.SubscriptionService
+		svc.Mu.Lock()
+		defer svc.Mu.Unlock()
+		_, ok := svc.Subs[res.SubscriptionID]
+		return ok
+	}
+	if !alive() {
+		t.Fatal("the subscription is not there")
+	}
+	deadline := time.Now().Add(wait)
+	for alive() {
+		if time.Now().After(deadline) {
+			t.Fatal("a subscription without publish requests outlived its bound")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestClampLifetime(t *testing.T) {
+	for _, c := range []struct{ keep, life, budget uint32 }{
+		{10, 1000, 600}, {1000, 1_000_000, 600}, {0, 0, 600}, {3, 3, 10}, {5, 1, 1200}, {1, 3, 6},
+	} {
+		k, l := clampLifetime(c.keep, c.life, c.budget)
+		if k < 1 || l < 3*k {
+			t.Errorf("clampLifetime(%v) = %d, %d: keep-alive under 1 or lifetime under 3 keep-alives", c, k, l)
+		}
+		if c.budget >= 8 && (k+1)*(l+1) > c.budget {
+			t.Errorf("clampLifetime(%v) = %d, %d: lasts %d intervals", c, k, l, (k+1)*(l+1))
+		}
+	}
+}

@@ -406,13 +406,8 @@ func (s *Server) createSubscription(lib *server.Server) server.Handler {
 		}
 		iv = min(iv, ms(l.MaxPublishingInterval))
 		req.RequestedPublishingInterval = iv
-		life := uint32(ms(l.MaxSubscriptionLifetime) / iv)
-		keep := max(1, min(req.RequestedMaxKeepAliveCount, life/3))
-		req.RequestedMaxKeepAliveCount = keep
-		req.RequestedLifetimeCount = max(3*keep, min(req.RequestedLifetimeCount, life))
-		if req.RequestedLifetimeCount == 0 {
-			req.RequestedLifetimeCount = 3 * keep
-		}
+		req.RequestedMaxKeepAliveCount, req.RequestedLifetimeCount = clampLifetime(
+			req.RequestedMaxKeepAliveCount, req.RequestedLifetimeCount, uint32(ms(l.MaxSubscriptionLifetime)/iv))
 		return lib.SubscriptionService.CreateSubscription(sc, req, reqID)
 	}
 }
@@ -478,4 +473,21 @@ func (s *Server) deleteMonitoredItems(lib *server.Server) server.Handler {
 		}
 		return &ua.DeleteMonitoredItemsResponse{ResponseHeader: respHeader(req.RequestHeader.RequestHandle, ua.StatusOK), Results: results, DiagnosticInfos: []*ua.DiagnosticInfo{}}, nil
 	}
+}
+
+// clampLifetime revises a subscription's keep-alive and lifetime counts so
+// that it ends within budget publishing intervals without a publish
+// request. The library counts the lifetime in keep-alive periods, not in
+// intervals: a subscription lasts (keep+1)*(life+1) intervals without
+// one. The lifetime stays at least three keep-alives (Part 4, 5.13.2),
+// which may overrun a budget under 8 intervals.
+func clampLifetime(keep, life, budget uint32) (uint32, uint32) {
+	maxKeep := uint32(1)
+	for k := uint32(2); (k+1)*(3*k+1) <= budget; k++ {
+		maxKeep = k
+	}
+	keep = max(1, min(keep, maxKeep))
+	maxLife := max(budget/(keep+1), 1) - 1
+	life = max(3*keep, min(life, maxLife))
+	return keep, life
 }
