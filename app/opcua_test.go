@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rsa"
 	"io"
+	"log/slog"
 	"os"
+	"strings"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,6 +22,14 @@ import (
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
 )
+
+// testWriter writes a server's log lines into the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
 
 // opcuaWait is the deadline of every wait on the OPC UA side: generous,
 // the machine is busy and tests run under the race detector.
@@ -67,6 +77,8 @@ func startOPCUAServer(t *testing.T, withTokens bool) *opcuaFixture {
 	os.Rename(clientKey, filepath.Join(dir, "client.key")) // keys do not belong among the trusted certificates
 	f.clientDER, f.clientKey = der, key
 	cfg := Config{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: filepath.Join(dir, "registry"),
+		// The OPC UA side's warnings (refusals, cuts) show in a failing test's output.
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		OPCUA: OPCUAConfig{Addr: "opc.tcp://127.0.0.1:0", AllowInsecure: true, CertFile: serverCert, KeyFile: serverKey,
 			// The synthetic model is sure of in-domain spectra to about 0.37:
 			// a lower threshold keeps them Good, so that Uncertain comes from

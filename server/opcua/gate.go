@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -334,7 +335,10 @@ func (g *gate) idleOrHandshake(gc *gateConn) time.Duration {
 // queue, so that the library, which answers every client from one
 // goroutine, never waits for a client that does not read.
 func (g *gate) downstream(gc *gateConn, up net.Conn) {
-	queue := make(chan []byte, 64)
+	// The byte bound is what cuts a client; the count of reads waiting
+	// only bounds the queue's own size (each read is one or more of the
+	// library's messages).
+	queue := make(chan []byte, 512)
 	var queued atomic.Int64
 	done := make(chan struct{})
 	go func() {
@@ -344,7 +348,10 @@ func (g *gate) downstream(gc *gateConn, up net.Conn) {
 			_, err := gc.client.Write(b)
 			queued.Add(-int64(len(b)))
 			if err != nil {
-				g.counter.cut.Add(1)
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					g.counter.cut.Add(1)
+					g.log.Warn("opc ua: cut a client that does not read what the server sends", "client", gc.client.RemoteAddr().String(), "waited", g.limits.WriteTimeout)
+				}
 				gc.close()
 				for range queue { // let the reader finish
 				}
@@ -357,14 +364,17 @@ func (g *gate) downstream(gc *gateConn, up net.Conn) {
 		b := make([]byte, 32<<10)
 		n, err := up.Read(b)
 		if n > 0 {
-			if queued.Add(int64(n)) > int64(g.limits.MaxQueuedBytes) {
-				g.counter.cut.Add(1)
-				return
+			full := queued.Add(int64(n)) > int64(g.limits.MaxQueuedBytes)
+			if !full {
+				select {
+				case queue <- b[:n]:
+				default:
+					full = true
+				}
 			}
-			select {
-			case queue <- b[:n]:
-			default:
+			if full {
 				g.counter.cut.Add(1)
+				g.log.Warn("opc ua: cut a client that does not read what the server sends", "client", gc.client.RemoteAddr().String(), "queued_bytes", queued.Load())
 				return
 			}
 		}
