@@ -6,8 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
