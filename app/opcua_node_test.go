@@ -168,6 +168,18 @@ func TestOPCUANodeInterop(t *testing.T) {
 			}
 		})
 	}
+	t.Run("untrusted certificate", func(t *testing.T) {
+		stranger := *withUsers
+		stranger.trusted = t.TempDir() // the pair is written here, not into the server's trusted folder
+		stranger.dir = stranger.trusted
+		writePair(t, stranger.trusted, "client", "urn:ramanserve:test-client")
+		nc := startNodeClient(t, &stranger, "Basic256Sha256", "SignAndEncrypt", "historian", "historian-secret")
+		if l := nc.next(); l.Refused == "" {
+			t.Fatalf("an untrusted certificate: %+v, want a refusal", l)
+		} else {
+			t.Logf("node-opcua, untrusted certificate: %s", l.Refused)
+		}
+	})
 	t.Run("wrong password", func(t *testing.T) {
 		nc := startNodeClient(t, withUsers, "Basic256Sha256", "SignAndEncrypt", "historian", "not-the-token")
 		if l := nc.next(); !strings.Contains(l.Refused, "BadUserAccessDenied") {

@@ -48,7 +48,12 @@ async function main() {
     connectionStrategy: { maxRetry: 0, initialDelay: 100, maxDelay: 200 },
     requestedSessionTimeout: 60000,
   });
-  await client.connect(args.url);
+  try {
+    await client.connect(args.url);
+  } catch (e) {
+    say({ refused: e.message });
+    return;
+  }
   let session;
   try {
     session = args.user
