@@ -24,7 +24,7 @@ FUZZMINIMIZE  ?= 5s
 # (make test-under-load); make test as a whole should take at most 10.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 20m
 
-.PHONY: all build run run-fleet bench-fleet bench-fleet-in-cluster test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-prism test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated docs-bundle docs-bundle-copy check-docs-bundle lint vet bench fuzz demo clean
+.PHONY: all build run run-fleet bench-fleet bench-fleet-in-cluster test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-prism test-opcua test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated docs-bundle docs-bundle-copy check-docs-bundle lint vet bench fuzz demo clean
 
 all: build
 
@@ -254,7 +254,7 @@ rule-evidence:
 	set -o pipefail; RAMAN_RULE_EVIDENCE=1 $(GO) test -count=1 -timeout 20m -run '^TestRuleEvidence$$' -v ./trainer | grep -vE '^(=== RUN|PASS$$)'
 
 ## test: everything CI runs
-test: deps check-generated check-docs-bundle lint test-go test-r test-examples test-clients test-prism test-browser test-prometheus test-systemd
+test: deps check-generated check-docs-bundle lint test-go test-r test-examples test-clients test-prism test-opcua test-browser test-prometheus test-systemd
 
 # The conformance suite, the longest package, runs beside the others
 # rather than after them: its test binary is built first (so that the two
@@ -342,6 +342,15 @@ test-prism: deps-node
 	set -o pipefail; RAMANSERVE_TEST_PRISM=$(abspath $(PRISM_DIR))/node_modules/.bin/prism $(GO) test -count=1 -timeout 5m -run '^TestPrismProxy$$' -v ./conformance | grep -vE '$(CONFORMANCE_FILTER)'
 	set -o pipefail; RAMANSERVE_TEST_PRISM_SUITE=$(abspath $(PRISM_DIR))/node_modules/.bin/prism $(GO) test -count=1 -short -timeout 10m -run '^($(PRISM_SUITE_TESTS))$$' -v ./conformance | grep -vE '$(CONFORMANCE_FILTER)'
 
+## test-opcua: node-opcua, an independent OPC UA client, against the OPC UA server (docs/opcua.md):
+## browse, read, write refused, subscribe at 100 ms while predicts arrive on ZeroMQ, over None,
+## Basic256Sha256 SignAndEncrypt and Aes128_Sha256_RsaOaep with a user; node-opcua pinned in
+## app/testdata/opcua/package-lock.json (npm ci)
+OPCUA_NODE_DIR := app/testdata/opcua
+test-opcua: deps-node
+	cd $(OPCUA_NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	RAMANSERVE_TEST_OPCUA=1 $(GO) test -count=1 -race -timeout 10m -run '^TestOPCUANodeInterop$$' -v ./app
+
 ## bench: every figure of docs/performance.md
 bench: deps build
 	@echo "== server-side cost of one predict (decode, validate, predict, diagnostics, encode): raw, with savgol(15,2,1)+snv (goal 25 us), with als_baseline (goal 150 us)"
@@ -379,6 +388,8 @@ bench: deps build
 	$(GO) run ./cmd/ramanbench -server bin/ramanserve
 	@echo "== the same with ramanserve inside the benchmark process"
 	$(GO) run ./cmd/ramanbench
+	@echo "== OPC UA on the hot path: one closed-loop client against ramanserve without -opcua-addr and with it and 10 subscribers at 100 ms, alternating blocks (goal: p95 within 5 %)"
+	$(GO) run ./cmd/ramanbench -opcua -server bin/ramanserve -duration 10s -blocks 6
 	@echo "== prediction log and shadow scoring on the hot path: 8 clients at full rate against two ramanserve processes in alternating blocks, the log's figures and a shadow against neither, then the same with -log-spectra (goal: p95 within 10 %, 0 errors)"
 	$(GO) run ./cmd/ramanbench -evidence cost -server bin/ramanserve -duration 30s -blocks 10 -evidence-on-flags ""
 	$(GO) run ./cmd/ramanbench -evidence cost -server bin/ramanserve -duration 30s -blocks 10

@@ -30,8 +30,10 @@ import (
 	"ramanserve/server"
 	"ramanserve/server/contract"
 	"ramanserve/server/metrics"
+	"ramanserve/server/opcua"
 	batchsvc "ramanserve/service/batches"
 	evidencesvc "ramanserve/service/evidence"
+	"ramanserve/service/live"
 	"ramanserve/service/models"
 	"ramanserve/service/readiness"
 	"ramanserve/service/training"
@@ -60,6 +62,8 @@ type App struct {
 	shared        *sharedStore           // nil: the embedded store
 	fleet         *membership            // this process in GET /fleet; nil until built
 	ready         *readiness.Service     // GET /readyz; nil until built
+	liveFeed      *live.Feed             // the channel's hand-off to the OPC UA server; nil when it is off
+	opcua         *opcua.Server          // nil when off
 
 	shutdownOnce chan struct{} // closed by the first Shutdown
 	shutdownDone chan struct{}
@@ -351,10 +355,15 @@ func (a *App) serve(lab *evidencesvc.Lab) error {
 		WithoutModel: a.cfg.ReadyWithoutModel,
 	})
 	api.Readiness = a.ready
-	if err := a.transports.Serve(api, server.ChannelServices{Models: a.Registry, Recorder: api.Metrics.Channel(), Log: a.collector}); err != nil {
+	a.newLiveFeed()
+	chs := server.ChannelServices{Models: a.Registry, Recorder: api.Metrics.Channel(), Log: a.collector}
+	if a.liveFeed != nil { // a nil *live.Feed must stay a nil interface
+		chs.Live = a.liveFeed
+	}
+	if err := a.transports.Serve(api, chs); err != nil {
 		return err
 	}
-	return nil
+	return a.startOPCUA()
 }
 
 // undo releases what a failed Start had started.
@@ -470,6 +479,9 @@ func (a *App) shutdown(ctx context.Context) error {
 				t.Stop()
 			}
 		}
+	}
+	if a.opcua != nil {
+		a.opcua.Close() // it only reads: nothing of it needs draining
 	}
 	if a.transports != nil {
 		a.transports.StopAccepting(ctx)

@@ -25,6 +25,7 @@ type Config struct {
 	Training       TrainingConfig
 	Auth           server.AuthConfig // bearer tokens on the management channel
 	Evidence       EvidenceConfig
+	OPCUA          OPCUAConfig // the OPC UA server of live predictions; off when Addr is ""
 	// ReadyWithoutModel makes GET /readyz answer 200 with no model loaded
 	// (-ready-without-model).
 	ReadyWithoutModel bool
@@ -41,6 +42,19 @@ type Config struct {
 // transports is the transports' share of the configuration.
 func (c Config) transports() server.Config {
 	return server.Config{HTTPAddr: c.HTTPAddr, ZMQEndpoint: c.ZMQEndpoint, HTTP: c.HTTP, Channel: c.Channel, Auth: c.Auth}
+}
+
+// OPCUAConfig configures the OPC UA server (docs/opcua.md).
+type OPCUAConfig struct {
+	Addr          string // opc.tcp://HOST:PORT; "" keeps the server off
+	AllowInsecure bool   // offer SecurityPolicy None too
+	CertFile      string // the server's certificate (PEM or DER) and RSA key (PEM)
+	KeyFile       string
+	// TrustedDir holds the trusted client certificates; refused ones are
+	// written to RejectedDir ("": the folder "rejected" beside TrustedDir).
+	TrustedDir     string
+	RejectedDir    string
+	UncertainBelow float64 // a confidence below it makes a value Uncertain
 }
 
 // TrainingConfig configures training jobs.

@@ -47,6 +47,11 @@ type Transports struct {
 	chDrained chan error
 }
 
+// Tokens is the bearer tokens in force, reloaded on SIGHUP; nil when
+// authentication is off. The OPC UA server checks user names and
+// passwords against it.
+func (t *Transports) Tokens() *auth.Store { return t.tokens }
+
 // Listen reads the tokens, the TLS files and the CurveZMQ keys, then binds
 // the management port (behind the connection limit) and the prediction
 // port. A file that cannot be read binds nothing.
@@ -84,6 +89,7 @@ type ChannelServices struct {
 	Models   channel.Models        // the live model and its swaps
 	Recorder channel.Recorder      // per-predict metrics
 	Log      channel.PredictionLog // evidence hook; nil: nothing is logged
+	Live     channel.LiveFeed      // live values (OPC UA); nil: not published
 }
 
 // Serve starts both channels: HTTP on api, the prediction channel on ch.
@@ -107,7 +113,7 @@ func (t *Transports) Serve(api *API, ch ChannelServices) error {
 		ErrorLog:          httpErrorLog(t.log),
 	}
 	t.channel.serve(channel.Options{Models: ch.Models, ServerVersion: api.ServerVersion, Started: api.Started,
-		Recorder: ch.Recorder, Log: ch.Log, Logger: t.log.With("component", "channel")})
+		Recorder: ch.Recorder, Log: ch.Log, Live: ch.Live, Logger: t.log.With("component", "channel")})
 	go func() {
 		err := t.httpServer.Serve(t.httpListener())
 		if err != nil && !errors.Is(err, http.ErrServerClosed) && !t.stopping.Load() {

@@ -98,6 +98,8 @@ func run() error {
 	onFlags := flag.String("evidence-on-flags", "-log-spectra", "-evidence: ramanserve flags of the server with a shadow, space-separated")
 	storeURL := flag.String("store", "", "-evidence store: postgres://… of the database the fleet server uses (the password from PGPASSFILE)")
 	offFlags := flag.String("evidence-off-flags", "-prediction-log=false", "-evidence cost: extra ramanserve flags of the baseline, space-separated (it runs without -log-spectra and without a shadow)")
+	opcuaMode := flag.Bool("opcua", false, "measure what the OPC UA server costs the prediction channel instead: p95 with -opcua-subscribers subscribers against OPC UA off, alternating -blocks blocks of -duration, against -server processes")
+	opcuaSubscribers := flag.Int("opcua-subscribers", 10, "-opcua: OPC UA clients subscribed at 100 ms")
 	flag.Parse()
 	ctx := context.Background()
 	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced && *evidenceMode != evidenceSoak && *evidenceMode != evidenceStore && *evidenceMode != evidenceFleetLog {
@@ -149,6 +151,9 @@ func run() error {
 			return b.fleetLogRun(ctx, *storeURL)
 		}
 		return b.evidenceSoakRun(ctx)
+	}
+	if *opcuaMode {
+		return opcuaBench{dir: dir, serverBin: *serverBin, duration: *duration, blocks: max(*blocks, 1), subscribers: *opcuaSubscribers, model: res, spectra: spectra}.run(ctx)
 	}
 	if *curveMode {
 		return curveOverhead(ctx, curveBench{dir: dir, python: *python, serverBin: *serverBin, duration: *duration, model: res, spectra: spectra})

@@ -8,11 +8,15 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
+	"time"
 
+	"ramanserve/server/opcua"
 	"ramanserve/server/zmtp/curve"
 )
 
 const keygenUsage = `usage: ramanserve keygen [-secret-key FILE]
+       ramanserve keygen -opcua -cert FILE -key FILE [-uri URI] [-host NAME,...]
 
 Generates a CurveZMQ key pair and prints it in Z85, like libzmq's
 curve_keygen. The secret key goes to the server's -zmq-curve-secret-key
@@ -23,6 +27,13 @@ server's public key to its clients, a client's to the server's
 -secret-key FILE writes the secret key to FILE, mode 0600, and the public
 key to FILE.pub beside it, each as one Z85 line, and prints only the
 public key. Neither file may exist already: keygen never overwrites a key.
+
+-opcua makes the OPC UA server's self-signed application instance
+certificate instead (-opcua-cert, -opcua-key): RSA 2048, SHA-256, valid
+five years, with the application URI (default urn:HOSTNAME:ramanserve)
+and the host names clients dial (default HOSTNAME,localhost). The
+certificate goes to -cert (PEM), the key to -key (PEM, mode 0600); hand
+the certificate to the clients that should trust the server.
 `
 
 // runKeygen runs `ramanserve keygen ...` and returns the exit status.
@@ -30,7 +41,20 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ramanserve keygen", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	secretFile := fs.String("secret-key", "", "write the secret key to this file (mode 0600) and the public key to FILE.pub")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	opcuaCert := fs.Bool("opcua", false, "make an OPC UA application instance certificate instead")
+	certFile := fs.String("cert", "", "with -opcua: the certificate file to write")
+	keyFile := fs.String("key", "", "with -opcua: the key file to write (mode 0600)")
+	uri := fs.String("uri", "", "with -opcua: the application URI (default urn:HOSTNAME:ramanserve)")
+	hosts := fs.String("host", "", "with -opcua: comma-separated host names and addresses (default HOSTNAME,localhost)")
+	err := fs.Parse(args)
+	if err == nil && fs.NArg() == 0 && *opcuaCert {
+		if *certFile == "" || *keyFile == "" || *secretFile != "" {
+			err = errors.New("-opcua needs -cert FILE and -key FILE (and no -secret-key)")
+		} else {
+			return runKeygenOPCUA(*certFile, *keyFile, *uri, *hosts, stderr)
+		}
+	}
+	if err != nil || fs.NArg() > 0 {
 		if err == nil {
 			err = fmt.Errorf("unexpected arguments %q", fs.Args())
 		}
@@ -108,4 +132,38 @@ func writeNewFile(path, text string, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// runKeygenOPCUA writes the OPC UA server's certificate and key.
+func runKeygenOPCUA(certFile, keyFile, uri, hosts string, stderr io.Writer) int {
+	host, _ := os.Hostname()
+	if uri == "" {
+		uri = "urn:" + host + ":ramanserve"
+	}
+	names := []string{host, "localhost"}
+	if hosts != "" {
+		names = strings.Split(hosts, ",")
+	}
+	certPEM, keyPEM, err := opcua.GenerateCertificate(uri, names, time.Now())
+	if err == nil {
+		for _, p := range []string{certFile, keyFile} {
+			if _, serr := os.Lstat(p); !errors.Is(serr, fs.ErrNotExist) {
+				err = fmt.Errorf("%s exists (or cannot be checked); keygen does not overwrite keys", p)
+			}
+		}
+	}
+	if err == nil {
+		err = writeNewFile(keyFile, string(keyPEM), 0o600)
+	}
+	if err == nil {
+		if err = writeNewFile(certFile, string(certPEM), 0o644); err != nil {
+			os.Remove(keyFile) // ours: created exclusively above
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "ramanserve keygen:", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "ramanserve keygen: wrote the OPC UA certificate (application URI %s) to %s and its key to %s (mode 0600)\n", uri, certFile, keyFile)
+	return 0
 }

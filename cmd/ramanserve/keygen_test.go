@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"crypto/x509"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"ramanserve/server/opcua"
 	"ramanserve/server/zmtp/curve"
 )
 
@@ -118,5 +120,36 @@ func TestStartRefusesAnOpenSecretKey(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "registry")); !os.IsNotExist(err) {
 		t.Fatalf("the refused start wrote the registry: %v", err)
+	}
+}
+
+// keygen -opcua writes a certificate and key the OPC UA server loads,
+// with the application URI asked for, and never overwrites them.
+func TestKeygenOPCUA(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
+	var stderr bytes.Buffer
+	if code := runKeygen([]string{"-opcua", "-cert", cert, "-key", key, "-uri", "urn:plant:ramanserve", "-host", "raman1,10.0.0.5"}, io.Discard, &stderr); code != 0 {
+		t.Fatalf("keygen -opcua exited %d: %s", code, stderr.String())
+	}
+	der, _, err := opcua.LoadKeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.URIs) != 1 || c.URIs[0].String() != "urn:plant:ramanserve" || len(c.DNSNames) != 1 || c.DNSNames[0] != "raman1" || len(c.IPAddresses) != 1 {
+		t.Fatalf("certificate names %v %v %v", c.URIs, c.DNSNames, c.IPAddresses)
+	}
+	if st, err := os.Stat(key); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v, %v; want 0600", st.Mode().Perm(), err)
+	}
+	if code := runKeygen([]string{"-opcua", "-cert", cert, "-key", key}, io.Discard, io.Discard); code == 0 {
+		t.Fatal("keygen -opcua overwrote an existing certificate")
+	}
+	if code := runKeygen([]string{"-opcua", "-cert", cert}, io.Discard, io.Discard); code != 2 {
+		t.Fatalf("keygen -opcua without -key exited %d, want 2", code)
 	}
 }

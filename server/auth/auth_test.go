@@ -201,3 +201,19 @@ func TestReadFileRefusesFIFO(t *testing.T) {
 		t.Fatal("ReadFile of a FIFO still blocked after 10 s")
 	}
 }
+
+func TestLogin(t *testing.T) {
+	set, err := Parse(strings.NewReader(FileLine(Read, "s3cret-token", "historian") + FileLine(Operate, "other-token", "ops")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(set)
+	if id, err := st.Login("historian", "s3cret-token"); err != nil || id.Role != Read || id.Name != "historian" {
+		t.Fatalf("Login = %+v, %v; want the read identity historian", id, err)
+	}
+	for _, c := range [][2]string{{"historian", "wrong"}, {"ops", "s3cret-token"}, {"", ""}, {"historian", strings.Repeat("x", 5000)}} {
+		if _, err := st.Login(c[0], c[1]); !errors.Is(err, ErrWrongUser) {
+			t.Errorf("Login(%q, %.10q) = %v, want ErrWrongUser", c[0], c[1], err)
+		}
+	}
+}

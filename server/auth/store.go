@@ -46,6 +46,26 @@ func (st *Store) Authenticate(authorization string) (Identity, error) {
 	return st.set.Load().lookup(sha256.Sum256([]byte(token)))
 }
 
+// ErrWrongUser: a user name and password (OPC UA) where the password is
+// no token of that name.
+var ErrWrongUser = errors.New("unknown user name or password")
+
+// Login checks a user name and password, as OPC UA sends them: the
+// password is a token of the set and the name is that token's name. It
+// answers ErrWrongUser alike for an unknown token and a wrong name, and
+// takes the same time for both.
+func (st *Store) Login(name, password string) (Identity, error) {
+	if len(password) > maxTokenLen {
+		return Identity{}, ErrWrongUser
+	}
+	id, err := st.set.Load().lookup(sha256.Sum256([]byte(password)))
+	nameOK := subtle.ConstantTimeCompare([]byte(id.Name), []byte(name)) == 1
+	if err != nil || !nameOK {
+		return Identity{}, ErrWrongUser
+	}
+	return id, nil
+}
+
 // lookup finds the entry of hash. Every entry is compared, in constant
 // time, whatever matched before: the time taken depends on the number of
 // entries only, never on which one (if any) matched or on how many bytes

@@ -23,6 +23,7 @@ import (
 	"ramanserve/server/codec"
 	"ramanserve/server/contract"
 	"ramanserve/server/zmtp"
+	"ramanserve/service/live"
 )
 
 // Models gives the active model; nil when none is loaded. The registry
@@ -52,6 +53,13 @@ type PredictionLog interface {
 	Logged(at time.Time, m inference.Model, spec *inference.Spectrum, p *inference.Prediction, sc *inference.ScanContext, ct *inference.Contributions)
 }
 
+// LiveFeed receives every predict's outcome, failures included, for the
+// publishers of live values (package live; the OPC UA server). Offer runs
+// on the hot path: it must not block, and o is valid only during the call.
+type LiveFeed interface {
+	Offer(source string, o *live.Outcome)
+}
+
 // noRecorder is the Recorder of a Handler built without one.
 type noRecorder struct{}
 
@@ -67,6 +75,7 @@ type Options struct {
 	Logger        *slog.Logger
 	Recorder      Recorder      // nil: nothing is recorded
 	Log           PredictionLog // nil: predictions are not logged
+	Live          LiveFeed      // nil: outcomes are not published
 }
 
 // Handler serves the prediction channel. It is safe for concurrent use.
@@ -86,6 +95,7 @@ type scratch struct {
 	pred    inference.Prediction
 	scan    inference.ScanContext
 	explain inference.Contributions // filled when the request asks for contributions
+	live    live.Outcome            // the outcome handed to Options.Live
 }
 
 // New returns a Handler.
@@ -147,7 +157,14 @@ func (h *Handler) answer(req zmtp.Request, dst []byte) (out []byte, reqType code
 	meta.CorrelationID = sc.req.ID
 	reqType = sc.req.Type
 	if err != nil {
-		return fail(reqType, asChannelError(err))
+		ce := asChannelError(err)
+		if reqType == codec.TypePredict && h.opts.Live != nil {
+			// What did not decode names no port that can be trusted: the
+			// failure goes to the channel's values only.
+			sc.live = live.Outcome{Source: now, Replied: time.Now(), Failed: true, ErrorCode: string(ce.Code)}
+			h.opts.Live.Offer("", &sc.live)
+		}
+		return fail(reqType, ce)
 	}
 	switch reqType {
 	case codec.TypePing:
@@ -168,7 +185,10 @@ func (h *Handler) answer(req zmtp.Request, dst []byte) (out []byte, reqType code
 		}
 		return codec.AppendModelInfoReply(dst, meta, m.Metadata(), &sc.req.ModelInfo), reqType, ""
 	case codec.TypePredict:
-		out, code := h.predict(dst, meta, now, sc)
+		out, code, version := h.predict(dst, meta, now, sc)
+		if code != "" {
+			h.offerFailure(sc, now, version, code)
+		}
 		return out, reqType, code
 	}
 	return fail(codec.TypeUnknown, contract.Errorf(contract.UnknownType, "unknown message type"))
@@ -198,15 +218,16 @@ var errNoModel = contract.Errorf(contract.ModelNotLoaded, "no model is loaded; l
 // call: it runs to the end on the model it started with, and the reply
 // names that model. It returns the reply's error code, "" for success.
 // A successful prediction is logged, received at now, once its reply is
-// encoded.
-func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, now time.Time, sc *scratch) ([]byte, contract.Code) {
+// encoded, and handed to the live feed. A failure returns the model that
+// refused it ("" when none is loaded).
+func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, now time.Time, sc *scratch) ([]byte, contract.Code, string) {
 	m := h.opts.Models.Active()
 	if m == nil {
-		return codec.AppendErrorReply(dst, meta, codec.TypePredict, errNoModel), errNoModel.Code
+		return codec.AppendErrorReply(dst, meta, codec.TypePredict, errNoModel), errNoModel.Code, ""
 	}
 	explainer, refused := explainerFor(m, &sc.req.Predict.Options)
 	if refused != nil {
-		return codec.AppendErrorReply(dst, meta, codec.TypePredict, refused), refused.Code
+		return codec.AppendErrorReply(dst, meta, codec.TypePredict, refused), refused.Code, m.Metadata().Version
 	}
 	sc.spec = inference.Spectrum{
 		Wavenumbers: sc.req.Predict.Spectrum.Wavenumbers,
@@ -226,20 +247,53 @@ func (h *Handler) predict(dst []byte, meta codec.ReplyMeta, now time.Time, sc *s
 		if ce.Code == contract.InternalError {
 			h.log.Error("model failed", "model", m.Metadata().Version, "err", err, "request_id", string(meta.CorrelationID))
 		}
-		return codec.AppendErrorReply(dst, meta, codec.TypePredict, ce), ce.Code
+		return codec.AppendErrorReply(dst, meta, codec.TypePredict, ce), ce.Code, m.Metadata().Version
 	}
 	h.opts.Recorder.Predicted(&sc.pred)
+	version := m.Metadata().Version
 	out := codec.AppendPredictReply(dst, meta, &codec.PredictResult{
-		ModelVersion:  m.Metadata().Version,
+		ModelVersion:  version,
 		InferenceMS:   float64(time.Since(began).Nanoseconds()) / 1e6,
 		Prediction:    &sc.pred,
 		Contributions: contributions,
 	})
-	if h.opts.Log != nil {
+	if h.opts.Log != nil || h.opts.Live != nil {
 		h.fillScanContext(&sc.scan, &sc.req.Predict)
+	}
+	if h.opts.Log != nil {
 		h.opts.Log.Logged(now, m, &sc.spec, &sc.pred, &sc.scan, contributions)
 	}
-	return out, ""
+	if h.opts.Live != nil {
+		sc.live = live.Outcome{
+			Source:       live.SourceTime(now, sc.req.TS, sc.req.HasTS),
+			Replied:      time.Now(),
+			ModelVersion: version,
+			Prediction:   sc.pred,
+		}
+		h.opts.Live.Offer(liveSource(&sc.scan), &sc.live)
+	}
+	return out, "", ""
+}
+
+// offerFailure hands a failed predict to the live feed: its values keep
+// their last good value and turn Bad.
+func (h *Handler) offerFailure(sc *scratch, now time.Time, version string, code contract.Code) {
+	if h.opts.Live == nil {
+		return
+	}
+	h.fillScanContext(&sc.scan, &sc.req.Predict)
+	sc.live = live.Outcome{
+		Source:       live.SourceTime(now, sc.req.TS, sc.req.HasTS),
+		Replied:      time.Now(),
+		ModelVersion: version,
+		Failed:       true,
+		ErrorCode:    string(code),
+	}
+	h.opts.Live.Offer(liveSource(&sc.scan), &sc.live)
+}
+
+func liveSource(sc *inference.ScanContext) string {
+	return live.SourceName(sc.Port, sc.HasPort, sc.Channel, sc.HasChannel)
 }
 
 // explainerFor returns the model that answers a request for

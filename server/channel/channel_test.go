@@ -315,7 +315,15 @@ func benchPredictRecorded(b *testing.B, model inference.Model, rec channel.Recor
 // benchPredictWith is benchPredict with rec recording and log logging
 // (nil: none).
 func benchPredictWith(b *testing.B, model inference.Model, rec channel.Recorder, log channel.PredictionLog) {
-	opts := channel.Options{Models: models{model}, ServerVersion: "bench", Log: log}
+	benchPredictOpts(b, model, rec, log, nil)
+}
+
+func benchPredictLive(b *testing.B, feed channel.LiveFeed) {
+	benchPredictOpts(b, benchModel(b), nil, nil, feed)
+}
+
+func benchPredictOpts(b *testing.B, model inference.Model, rec channel.Recorder, log channel.PredictionLog, feed channel.LiveFeed) {
+	opts := channel.Options{Models: models{model}, ServerVersion: "bench", Log: log, Live: feed}
 	if rec != nil {
 		opts.Recorder = rec
 	}
