@@ -385,13 +385,17 @@ func runPyCurve(t *testing.T, script string, job pyCurveJob) pyCurveResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, script)
+	// Bounded: a client that hangs is a failure that says so, not a
+	// test binary waiting for its timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, script)
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("pyzmq client: %v\n%s", err, stderr.String())
+		t.Fatalf("pyzmq client: %v (%v)\n%s", err, ctx.Err(), stderr.String())
 	}
 	var res pyCurveResult
 	if err := json.Unmarshal(out, &res); err != nil {
