@@ -254,11 +254,7 @@ rule-evidence:
 	set -o pipefail; RAMAN_RULE_EVIDENCE=1 $(GO) test -count=1 -timeout 20m -run '^TestRuleEvidence$$' -v ./trainer | grep -vE '^(=== RUN|PASS$$)'
 
 ## test: everything CI runs
-# test-opcua runs beside test-go: it mostly waits, for each predict's
-# data change to reach node-opcua; each one's output shows when it ends.
-test: deps check-generated check-docs-bundle lint
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-opcua
-	$(MAKE) --no-print-directory test-r test-examples test-clients test-prism test-browser test-prometheus test-systemd
+test: deps check-generated check-docs-bundle lint test-go test-r test-examples test-clients test-prism test-opcua test-browser test-prometheus test-systemd
 
 # The conformance suite, the longest package, runs beside the others
 # rather than after them: its test binary is built first (so that the two

@@ -101,6 +101,9 @@ type gate struct {
 	closed  bool
 	wg      sync.WaitGroup
 	counter struct{ accepted, evicted, busy, refused, cut atomic.Uint64 }
+	// lastDial is when the gate last dialled the library (Unix
+	// nanoseconds): see Server.Close.
+	lastDial atomic.Int64
 }
 
 type gateConn struct {
@@ -248,6 +251,7 @@ func (g *gate) relay(gc *gateConn) {
 		return
 	}
 	d := net.Dialer{Timeout: g.limits.HandshakeTimeout}
+	g.lastDial.Store(time.Now().UnixNano())
 	up, err := d.DialContext(context.Background(), "tcp", g.upstream)
 	if err != nil {
 		g.log.Warn("opc ua: cannot reach the server behind the gate", "err", err)

@@ -276,12 +276,25 @@ func (s *Server) Stats() Stats {
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		s.gate.close()
+		// gopcua registers each accepted connection on a goroutine of its
+		// own, which adds to the WaitGroup that the library's Close waits
+		// on, unsynchronised (the race detector reports it). Only the
+		// gate dials the library, and the gate is closed: once
+		// registerSettle has passed since its last dial, every such
+		// registration has begun.
+		if wait := registerSettle - time.Since(time.Unix(0, s.gate.lastDial.Load())); wait > 0 {
+			time.Sleep(wait)
+		}
 		s.stopLibrary()
 		s.cancel()
 		<-s.done
 	})
 	return nil
 }
+
+// registerSettle is how long Close lets the library register a
+// connection the gate dialled before it closes the library.
+const registerSettle = 200 * time.Millisecond
 
 // PublishGap is the shortest time between two rounds of publishing: the
 // smallest publishing interval a subscription gets (50 ms) sees every
