@@ -465,10 +465,10 @@ func TestPredictionLogKeepsItsPromise(t *testing.T) {
 		}
 		if int64(missing) > k.lostCount {
 			t.Errorf("round %d: %d of the %d predictions answered more than %v before the kill are not in the log, and the log had counted only %d dropped or failed",
-				round, missing, due, predlog.DefaultPromise, k.lostCount)
+				round, missing, due, k.at.Sub(cutoff).Round(time.Millisecond), k.lostCount)
 		}
-		t.Logf("round %d: %d replies, %d answered more than %v before the kill, %d of them missing (%d counted dropped or failed); health said prediction_log_behind: %v",
-			round, len(k.acks), due, predlog.DefaultPromise, missing, k.lostCount, k.behind)
+		t.Logf("round %d: %d replies, %d answered more than %v before the kill (the promise, %v, and %v since the last health answer), %d of them missing (%d counted dropped or failed); health said prediction_log_behind: %v",
+			round, len(k.acks), due, k.at.Sub(cutoff).Round(time.Millisecond), predlog.DefaultPromise, k.at.Sub(k.sampled).Round(time.Millisecond), missing, k.lostCount, k.behind)
 	}
 }
 
