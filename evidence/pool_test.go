@@ -145,11 +145,16 @@ func TestPooledSpectraAreNotReusedWhileReferenced(t *testing.T) {
 				}
 				openGate.Do(func() { close(store.gate) })
 				// Then at the store's pace, so that most records reach it.
-				for log.Stats().Queued >= 16 {
+				// The queue is looked at again on each append, and every
+				// 10 ms: an append between the look and the wait would
+				// otherwise be missed, with nothing left to wake the wait.
+				for deadline := time.Now().Add(2 * time.Minute); log.Stats().Queued >= 16; {
 					select {
 					case <-store.nextAppend():
-					case <-time.After(2 * time.Minute):
-						t.Error("the store took no batch for 2 minutes")
+					case <-time.After(10 * time.Millisecond):
+					}
+					if time.Now().After(deadline) {
+						t.Error("the queue stayed full for 2 minutes")
 						return
 					}
 				}
