@@ -24,7 +24,7 @@ FUZZMINIMIZE  ?= 5s
 # (make test-under-load); make test as a whole should take at most 10.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 20m
 
-.PHONY: all build run run-fleet bench-fleet bench-fleet-in-cluster test test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-prism test-opcua test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated docs-bundle docs-bundle-copy check-docs-bundle lint vet bench fuzz demo clean
+.PHONY: all build run run-fleet bench-fleet bench-fleet-in-cluster test test-beside-go test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-prism test-opcua test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated docs-bundle docs-bundle-copy check-docs-bundle lint vet bench fuzz demo clean
 
 all: build
 
@@ -254,7 +254,14 @@ rule-evidence:
 	set -o pipefail; RAMAN_RULE_EVIDENCE=1 $(GO) test -count=1 -timeout 20m -run '^TestRuleEvidence$$' -v ./trainer | grep -vE '^(=== RUN|PASS$$)'
 
 ## test: everything CI runs
-test: deps check-generated check-docs-bundle lint test-go test-r test-examples test-clients test-prism test-opcua test-browser test-prometheus test-systemd
+# The Go packages under the race detector (test-go) keep both cores busy
+# for most of the run; the other suites mostly wait on programs of their
+# own (npm, Chromium, Prometheus, node-opcua, Prism, R), so they run beside
+# test-go, one after another, rather than after it. --output-sync keeps
+# each suite's output in one piece.
+test: deps check-generated check-docs-bundle lint
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-beside-go
+test-beside-go: test-r test-examples test-clients test-prism test-opcua test-browser test-prometheus test-systemd
 
 # The conformance suite, the longest package, runs beside the others
 # rather than after them: its test binary is built first (so that the two

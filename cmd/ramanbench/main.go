@@ -16,6 +16,12 @@
 // a CURVE ramanserve with the same model, the Go client and pyzmq against
 // each, p50 and p95 and their differences.
 //
+//	go run ./cmd/ramanbench -floor -server bin/ramanserve [-duration 5s] [-runs 3]
+//
+// measures ramanserve against the transport floor instead (floor.go): C
+// libzmq clients against it and against a C libzmq REP that does no work,
+// in the same run, as ratios.
+//
 //	go run ./cmd/ramanbench -evidence cost -server bin/ramanserve [-duration 16s] [-blocks 8]
 //	go run ./cmd/ramanbench -evidence paced -server bin/ramanserve -duration 60s [-rate 1000]
 //	go run ./cmd/ramanbench -evidence soak -server bin/ramanserve [-predictions 1000000] [-max-bytes 16777216]
@@ -100,6 +106,9 @@ func run() error {
 	offFlags := flag.String("evidence-off-flags", "-prediction-log=false", "-evidence cost: extra ramanserve flags of the baseline, space-separated (it runs without -log-spectra and without a shadow)")
 	opcuaMode := flag.Bool("opcua", false, "measure what the OPC UA server costs the prediction channel instead: p95 with -opcua-subscribers subscribers against OPC UA off, alternating -blocks blocks of -duration, against -server processes")
 	opcuaSubscribers := flag.Int("opcua-subscribers", 10, "-opcua: OPC UA clients subscribed at 100 ms")
+	floorMode := flag.Bool("floor", false, "measure a -server process against the transport floor instead: C libzmq REQ clients against it and against a no-work C libzmq REP, alternating, 1 and 8 clients, -runs runs of -duration each; p95, throughput and p50 as ratios to the floor")
+	runs := flag.Int("runs", 3, "-floor: runs; the closing figures are their medians")
+	floorFlags := flag.String("floor-server-flags", "", "-floor: extra ramanserve flags, space-separated (default: none, as a user runs it)")
 	flag.Parse()
 	ctx := context.Background()
 	if *evidenceMode != "" && *evidenceMode != evidenceCost && *evidenceMode != evidencePaced && *evidenceMode != evidenceSoak && *evidenceMode != evidenceStore && *evidenceMode != evidenceFleetLog {
@@ -151,6 +160,9 @@ func run() error {
 			return b.fleetLogRun(ctx, *storeURL)
 		}
 		return b.evidenceSoakRun(ctx)
+	}
+	if *floorMode {
+		return floorBench{dir: dir, serverBin: *serverBin, duration: *duration, runs: max(*runs, 1), extraFlags: strings.Fields(*floorFlags), model: res, spectra: spectra}.run(ctx)
 	}
 	if *opcuaMode {
 		return opcuaBench{dir: dir, serverBin: *serverBin, duration: *duration, blocks: max(*blocks, 1), subscribers: *opcuaSubscribers, model: res, spectra: spectra}.run(ctx)
