@@ -291,22 +291,24 @@ test-go-in-cluster:
 ## test-quick: the inner loop: every package's tests, the conformance suite's included, without
 ## the race detector; no browser, npm, Prometheus or C toolchain (those tests skip)
 # -short shortens what only runs long (the connection-cap soak from 60 s
-# to 10 s, the silent flood's health checks from 10 s to 4, the cancel race
-# to 50 rounds, the retention streams to a tenth), and skips three long
-# process tests of the conformance suite (the syscall filter under strace,
-# training at the memory budget, kill -9 rounds of the log) and the tests
+# to 10 s, the cancel race to 50 rounds, the retention streams to a
+# tenth), and skips four long process tests of the conformance suite (the
+# syscall filter under strace, training at the memory budget, kill -9
+# rounds of the log, the silent connection flood) and the tests
 # that start a PostgreSQL cluster; it checks the diagnostic limits on one
 # calibration and kills the log's writer in one round; make test runs them
 # all. -parallel 6 and -p 3: most of the conformance suite's parallel tests,
 # and packages such as server, wait on processes and timers of their own
 # rather than use the CPU. The conformance suite, the longest, starts
-# first, beside the others (as in test-go), its output shown at the end.
+# first, beside the others (as in test-go), its output shown at the end;
+# its test binary is built once and run as it is (go vet is make lint's).
 test-quick:
-	@set -o pipefail; out=$$(mktemp); \
-	$(GO) test -c -o /dev/null ./conformance; \
-	{ $(GO) test -short -count=1 -parallel 6 -timeout 3m -skip '^TestExampleC' ./conformance >$$out 2>&1; echo $$? >$$out.rc; } & \
+	@set -o pipefail; out=$$(mktemp); bin=$$out.conformance.test; \
+	$(GO) test -c -o $$bin ./conformance || exit 1; \
+	{ (cd conformance && $$bin -test.short -test.count=1 -test.parallel 6 -test.timeout 3m -test.skip '^TestExampleC') >$$out 2>&1; \
+	  rc=$$?; [ $$rc = 0 ] && echo "ok  	ramanserve/conformance" >>$$out || echo "FAIL	ramanserve/conformance" >>$$out; echo $$rc >$$out.rc; } & \
 	$(GO) test -short -count=1 -p 3 -parallel 6 -timeout 3m $(QUICK_PACKAGES); others=$$?; \
-	wait; cat $$out; conformance=$$(cat $$out.rc); rm -f $$out $$out.rc; \
+	wait; cat $$out; conformance=$$(cat $$out.rc); rm -f $$out $$out.rc $$bin; \
 	[ $$others = 0 ] && [ $$conformance = 0 ]
 QUICK_PACKAGES = $$($(GO) list ./... | grep -vE '/conformance(/browser|/prometheus|/clients)?$$')
 

@@ -367,6 +367,7 @@ func TestChannelStalledFramesHoldLittleMemory(t *testing.T) {
 // still connected and answered afterwards, and many silent peers were
 // evicted on the way.
 func TestChannelServedClientsSurviveEvictionPressure(t *testing.T) {
+	t.Parallel() // a process of its own
 	p := startProcess(t, t.TempDir(), "-max-connections", "64")
 	plain := startPySession(t, p.zmq, 0)
 	beating := startPySession(t, p.zmq, 100)
@@ -398,6 +399,7 @@ func TestChannelServedClientsSurviveEvictionPressure(t *testing.T) {
 // cut once -frame-timeout runs out; a peer that is merely idle between
 // messages is not.
 func TestChannelFrameTimeout(t *testing.T) {
+	t.Parallel() // a process of its own
 	p := startProcess(t, t.TempDir(), "-frame-timeout", "1s")
 	idle := startPySession(t, p.zmq, 0)
 	idle.expectPong("idle client, first request", pongWait)

@@ -121,10 +121,12 @@ func jobRecordOnDisk(t *testing.T, dir, id string) gen.TrainingJob {
 // connections have not sent a whole request (one silent, one trickling its
 // header). Both ports refuse new connections at once (while the upload is
 // still open), the upload is answered 503 SHUTTING_DOWN, and the process
-// exits 0 within 3 s instead of waiting out the 15 s grace. On disk the
+// exits 0 without waiting out the 15 s grace (within half of it, a margin
+// for a loaded machine; typically in under a second). On disk the
 // running job reads failed INTERRUPTED and the queued one queued; after a
 // restart the queued job runs to done and its saved data set is gone.
 func TestShutdownWithStalledUploadAndJobs(t *testing.T) {
+	t.Parallel() // a process of its own
 	const grace = 15 * time.Second
 	dir := t.TempDir()
 	p := startProcess(t, dir, "-shutdown-grace", grace.String())
@@ -167,8 +169,8 @@ func TestShutdownWithStalledUploadAndJobs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit after SIGTERM: %v, want status 0", err)
 		}
-		if took > 3*time.Second {
-			t.Errorf("exit took %v after SIGTERM, want within 3 s (the grace is %v)", took, grace)
+		if took > grace/2 {
+			t.Errorf("exit took %v after SIGTERM, want well within the grace of %v", took, grace)
 		}
 		t.Logf("exit 0 %v after SIGTERM", took)
 		for _, c := range []*keptAlive{silent, trickle} {
@@ -464,13 +466,13 @@ func (h *healthProbes) check(what string, ask func() (int, error)) {
 // an attacker elsewhere on the network would be. GET /health from a fresh
 // connection answers (within healthWait) every time, twice a second for 10 s, and
 // so does a kept-alive client (which may be evicted while idle and then
-// connects again). With -short the health checks last 4 s.
+// connects again). The flood takes a core and more of the machine's time
+// (its connections come again as fast as they are closed), so the inner
+// loop (-short) leaves it to make test.
 func TestHealthThroughSilentFlood(t *testing.T) {
+	longProcessTest(t)
 	const silent, slow = 600, 256
 	window := 10 * time.Second
-	if testing.Short() {
-		window = 4 * time.Second
-	}
 	// The flood outlasts the wait for a full cap and the health checks;
 	// it is stopped once they are done.
 	seconds := int((window + fullCapWait + 20*time.Second) / time.Second)

@@ -403,6 +403,7 @@ func tricklingUpload(t *testing.T, httpAddr string) net.Conn {
 // and a new upload is accepted: the places are free again. Without the
 // floor they would hold the places for as long as they liked.
 func TestTricklingUploadsFreeTheirSlots(t *testing.T) {
+	t.Parallel() // a process of its own
 	p := startProcess(t, t.TempDir(), "-training-queue", "1", "-upload-min-rate", "2000", "-upload-rate-grace", "2s")
 	start := time.Now()
 	tricklers := []net.Conn{tricklingUpload(t, p.httpAddr), tricklingUpload(t, p.httpAddr)}
