@@ -363,7 +363,7 @@ test-opcua: deps-node
 	RAMANSERVE_TEST_OPCUA=1 $(GO) test -count=1 -timeout 10m -run '^TestOPCUANodeInterop$$' -v ./app
 
 ## bench: every figure of docs/performance.md
-bench: deps build
+bench: deps deps-c build
 	@echo "== server-side cost of one predict (decode, validate, predict, diagnostics, encode): raw, with savgol(15,2,1)+snv (goal 25 us), with als_baseline (goal 150 us)"
 	$(GO) test -run '^$$' -bench 'Predict2048' -benchmem ./server/channel ./inference
 	@echo "== metrics: recording one predict (counts, latency, reduced T2/Q, confidence; goal 1 us, 0 allocs); Predict2048Metrics above is Predict2048 with them"
@@ -399,6 +399,8 @@ bench: deps build
 	$(GO) run ./cmd/ramanbench -server bin/ramanserve
 	@echo "== the same with ramanserve inside the benchmark process"
 	$(GO) run ./cmd/ramanbench
+	@echo "== the tail against the transport floor: C libzmq REQ clients with pre-encoded 2048-point predicts against ramanserve (log and metrics on) and against a no-work C libzmq REP, same run, 3 runs (goals: 8-client p95 <= 1.3x the floor's, throughput >= 0.95x, 1-client p50 <= the floor's + 40 us)"
+	$(GO) run ./cmd/ramanbench -floor -server bin/ramanserve -duration 5s -runs 3
 	@echo "== OPC UA on the hot path: one closed-loop client against ramanserve without -opcua-addr and with it and 10 subscribers at 100 ms, alternating blocks (goal: p95 within 5 %)"
 	$(GO) run ./cmd/ramanbench -opcua -server bin/ramanserve -duration 10s -blocks 6
 	@echo "== prediction log and shadow scoring on the hot path: 8 clients at full rate against two ramanserve processes in alternating blocks, the log's figures and a shadow against neither, then the same with -log-spectra (goal: p95 within 10 %, 0 errors)"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -183,20 +182,9 @@ func startFloorRep(bin, reply string) (endpoint string, stop func(), err error) 
 		return "", nil, err
 	}
 	endpoint = fmt.Sprintf("tcp://127.0.0.1:%d", port)
-	cmd := exec.Command(bin, endpoint, reply)
-	stdout, err := cmd.StdoutPipe()
+	stop, err = startUntilReady(exec.Command(bin, endpoint, reply), 10*time.Second)
 	if err != nil {
-		return "", nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop = func() { cmd.Process.Kill(); cmd.Wait() }
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "READY" {
-		stop()
-		return "", nil, fmt.Errorf("floor_rep did not start: %q %v", line, err)
+		return "", nil, fmt.Errorf("floor_rep: %w", err)
 	}
 	return endpoint, stop, nil
 }

@@ -466,21 +466,33 @@ func startReference(python, dir, csvPath string, components int) (string, func()
 		return "", nil, err
 	}
 	endpoint := fmt.Sprintf("tcp://127.0.0.1:%d", port)
-	cmd := exec.Command(python, filepath.Join(src, "ref_server.py"), endpoint, model)
+	stop, err := startUntilReady(exec.Command(python, filepath.Join(src, "ref_server.py"), endpoint, model), 60*time.Second)
+	if err != nil {
+		return "", nil, fmt.Errorf("ref_server.py: %w", err)
+	}
+	return endpoint, stop, nil
+}
+
+// startUntilReady starts cmd and waits until it prints a line READY (it
+// has bound its socket), for at most within. stop kills it.
+func startUntilReady(cmd *exec.Cmd, within time.Duration) (stop func(), err error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return nil, err
 	}
+	stop = func() { cmd.Process.Kill(); cmd.Wait() }
 	ready := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if strings.TrimSpace(sc.Text()) == "READY" {
 				ready <- true
+				io.Copy(io.Discard, stdout)
+				return
 			}
 		}
 		ready <- false
@@ -488,14 +500,14 @@ func startReference(python, dir, csvPath string, components int) (string, func()
 	select {
 	case ok := <-ready:
 		if !ok {
-			cmd.Process.Kill()
-			return "", nil, fmt.Errorf("ref_server.py exited before binding")
+			stop()
+			return nil, fmt.Errorf("exited before binding")
 		}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		return "", nil, fmt.Errorf("ref_server.py did not bind within 60s")
+	case <-time.After(within):
+		stop()
+		return nil, fmt.Errorf("did not bind within %v", within)
 	}
-	return endpoint, func() { cmd.Process.Kill(); cmd.Wait() }, nil
+	return stop, nil
 }
 
 // sourceDir finds the Python scripts next to this command's source.
