@@ -19,6 +19,7 @@ import (
 	"ramanserve/registry"
 	"ramanserve/server/auth"
 	opcuasrv "ramanserve/server/opcua"
+	"ramanserve/server/opcua/opcuatest"
 	"ramanserve/trainer"
 	"ramanserve/trainer/synth"
 )
@@ -103,33 +104,9 @@ func startOPCUAServer(t *testing.T, withTokens bool) *opcuaFixture {
 // dial connects a gopcua client; user "" is anonymous.
 func (f *opcuaFixture) dial(t *testing.T, policy string, mode ua.MessageSecurityMode, user, password string) (*opcua.Client, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opcuaWait)
-	defer cancel()
-	url := f.app.OPCUA().URL()
-	eps, err := opcua.GetEndpoints(ctx, url)
+	c, err := opcuatest.Dial(context.Background(), f.app.OPCUA().URL(), opcuatest.Client{
+		Policy: policy, Mode: mode, Key: f.clientKey, DER: f.clientDER, User: user, Password: password, Timeout: opcuaWait})
 	if err != nil {
-		return nil, err
-	}
-	uri := ua.SecurityPolicyURINone
-	if policy != "None" {
-		uri = ua.SecurityPolicyURIPrefix + policy
-	}
-	ep, err := opcua.SelectEndpoint(eps, uri, mode)
-	if err != nil {
-		return nil, err
-	}
-	opts := []opcua.Option{opcua.AutoReconnect(false), opcua.RequestTimeout(opcuaWait), opcua.DialTimeout(opcuaWait),
-		opcua.PrivateKey(f.clientKey), opcua.Certificate(f.clientDER)}
-	if user != "" {
-		opts = append(opts, opcua.SecurityFromEndpoint(ep, ua.UserTokenTypeUserName), opcua.AuthUsername(user, password))
-	} else {
-		opts = append(opts, opcua.SecurityFromEndpoint(ep, ua.UserTokenTypeAnonymous), opcua.AuthAnonymous())
-	}
-	c, err := opcua.NewClient(url, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Connect(ctx); err != nil {
 		return nil, err
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
@@ -190,27 +167,15 @@ func monitor(t *testing.T, c *opcua.Client, nsNodeID func(string) *ua.NodeID, pa
 	}
 	return func() map[string]*ua.DataValue {
 		t.Helper()
-		timer := time.NewTimer(opcuaWait)
-		defer timer.Stop()
-		for {
-			select {
-			case n := <-notes:
-				if n.Error != nil {
-					t.Fatalf("notification: %v", n.Error)
-				}
-				dc, ok := n.Value.(*ua.DataChangeNotification)
-				if !ok || len(dc.MonitoredItems) == 0 {
-					continue
-				}
-				out := map[string]*ua.DataValue{}
-				for _, it := range dc.MonitoredItems {
-					out[paths[it.ClientHandle-1]] = it.Value
-				}
-				return out
-			case <-timer.C:
-				t.Fatal("no data change within the deadline")
-			}
+		dc, err := opcuatest.NextDataChange(notes, opcuaWait)
+		if err != nil {
+			t.Fatal(err)
 		}
+		out := map[string]*ua.DataValue{}
+		for _, it := range dc.MonitoredItems {
+			out[paths[it.ClientHandle-1]] = it.Value
+		}
+		return out
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/gopcua/opcua"
 	"github.com/gopcua/opcua/ua"
 
+	"ramanserve/server/opcua/opcuatest"
 	"ramanserve/service/live"
 )
 
@@ -98,34 +99,12 @@ func (f *fixture) endpointURL() string { return f.srv.URL() }
 // mode, anonymous when user is "".
 func (f *fixture) dial(t testing.TB, policy string, mode ua.MessageSecurityMode, user, password string) (*opcua.Client, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	eps, err := opcua.GetEndpoints(ctx, f.endpointURL())
-	if err != nil {
-		return nil, err
-	}
-	uri := ua.SecurityPolicyURINone
+	cl := opcuatest.Client{Policy: policy, Mode: mode, User: user, Password: password, Timeout: wait}
 	if policy != "None" {
-		uri = ua.SecurityPolicyURIPrefix + policy
+		cl.Key, cl.DER = f.client.key, f.client.der
 	}
-	ep, err := opcua.SelectEndpoint(eps, uri, mode)
+	c, err := opcuatest.Dial(context.Background(), f.endpointURL(), cl)
 	if err != nil {
-		return nil, err
-	}
-	opts := []opcua.Option{opcua.AutoReconnect(false), opcua.RequestTimeout(wait), opcua.DialTimeout(wait)}
-	if policy != "None" {
-		opts = append(opts, opcua.PrivateKey(f.client.key), opcua.Certificate(f.client.der))
-	}
-	if user != "" {
-		opts = append(opts, opcua.SecurityFromEndpoint(ep, ua.UserTokenTypeUserName), opcua.AuthUsername(user, password))
-	} else {
-		opts = append(opts, opcua.SecurityFromEndpoint(ep, ua.UserTokenTypeAnonymous), opcua.AuthAnonymous())
-	}
-	c, err := opcua.NewClient(f.endpointURL(), opts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Connect(ctx); err != nil {
 		return nil, err
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })

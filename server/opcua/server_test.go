@@ -10,6 +10,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 
 	"ramanserve/inference"
+	"ramanserve/server/opcua/opcuatest"
 	"ramanserve/service/live"
 )
 
@@ -116,21 +117,11 @@ func TestSubscriptionSeesEveryOutcomeInOrder(t *testing.T) {
 			}
 			next := func() *ua.DataValue {
 				t.Helper()
-				timer := time.NewTimer(wait)
-				defer timer.Stop()
-				for {
-					select {
-					case n := <-notes:
-						if n.Error != nil {
-							t.Fatalf("notification error: %v", n.Error)
-						}
-						if dc, ok := n.Value.(*ua.DataChangeNotification); ok && len(dc.MonitoredItems) > 0 {
-							return dc.MonitoredItems[len(dc.MonitoredItems)-1].Value
-						}
-					case <-timer.C:
-						t.Fatal("no data change")
-					}
+				dc, err := opcuatest.NextDataChange(notes, wait)
+				if err != nil {
+					t.Fatal(err)
 				}
+				return dc.MonitoredItems[len(dc.MonitoredItems)-1].Value
 			}
 			next() // the value at the time of monitoring
 			base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
