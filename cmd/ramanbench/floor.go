@@ -41,6 +41,9 @@ type floorFigures struct {
 	server, floor       *result
 	p95Ratio, thruRatio float64
 	p50Excess           time.Duration
+	// serverCPU and floorCPU are each server process's CPU per request.
+	serverCPU, floorCPU time.Duration
+	runtime             runtimeDelta
 }
 
 func (b floorBench) run(ctx context.Context) error {
@@ -75,7 +78,7 @@ func (b floorBench) run(ctx context.Context) error {
 	if _, err := floorLoad(ctx, loadBin, srv.endpoint, 1, 200*time.Millisecond, requests, "FLOOR_SAVE_REPLY="+replyFile); err != nil {
 		return fmt.Errorf("a first predict from the C client: %w", err)
 	}
-	floorEndpoint, stopFloor, err := startFloorRep(repBin, replyFile)
+	_, floorCmd, stopFloor, err := startFloorRep(repBin, replyFile)
 	if err != nil {
 		return err
 	}
@@ -90,19 +93,15 @@ func (b floorBench) run(ctx context.Context) error {
 			// Which side goes first alternates, so that neither always
 			// follows the other's warm caches or leftovers.
 			order := []bool{run%2 == 1, run%2 == 0}
-			for _, serverFirst := range order {
-				ep := floorEndpoint
-				if serverFirst {
-					ep = srv.endpoint
-				}
-				r, err := floorLoad(ctx, loadBin, ep, clients, b.duration, requests, "")
+			for _, serverTurn := range order {
+				m, err := b.measure(ctx, loadBin, srv, floorCmd, serverTurn, clients, requests)
 				if err != nil {
 					return err
 				}
-				if serverFirst {
-					f.server = r
+				if serverTurn {
+					f.server, f.serverCPU, f.runtime = m.r, m.cpu, m.runtime
 				} else {
-					f.floor = r
+					f.floor, f.floorCPU = m.r, m.cpu
 				}
 			}
 			f.p95Ratio = float64(f.server.percentile(0.95)) / float64(f.floor.percentile(0.95))
@@ -114,6 +113,8 @@ func (b floorBench) run(ctx context.Context) error {
 				us(f.server.percentile(0.50)), us(f.server.percentile(0.95)), us(f.server.percentile(0.99)), f.server.throughput(), f.server.errors,
 				us(f.floor.percentile(0.50)), us(f.floor.percentile(0.95)), us(f.floor.percentile(0.99)), f.floor.throughput(), f.floor.errors,
 				f.p95Ratio, f.thruRatio, float64(f.p50Excess.Nanoseconds())/1e3)
+			fmt.Printf("    CPU per request: ramanserve %s, floor %s; ramanserve's runtime: %s\n",
+				us(f.serverCPU), us(f.floorCPU), f.runtime.String(f.server.elapsed))
 		}
 	}
 	fmt.Println()
@@ -176,17 +177,63 @@ func (b floorBench) writeRequests() ([]string, error) {
 }
 
 // startFloorRep starts floor_rep on a free port with reply as its answer.
-func startFloorRep(bin, reply string) (endpoint string, stop func(), err error) {
+func startFloorRep(bin, reply string) (endpoint string, cmd *exec.Cmd, stop func(), err error) {
 	port, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	endpoint = fmt.Sprintf("tcp://127.0.0.1:%d", port)
-	stop, err = startUntilReady(exec.Command(bin, endpoint, reply), 10*time.Second)
+	cmd = exec.Command(bin, endpoint, reply)
+	stop, err = startUntilReady(cmd, 10*time.Second)
 	if err != nil {
-		return "", nil, fmt.Errorf("floor_rep: %w", err)
+		return "", nil, nil, fmt.Errorf("floor_rep: %w", err)
 	}
-	return endpoint, stop, nil
+	return endpoint, cmd, stop, nil
+}
+
+// floorMeasurement is one measurement of one side.
+type floorMeasurement struct {
+	r       *result
+	cpu     time.Duration // the server process's CPU per request
+	runtime runtimeDelta  // ramanserve's only
+}
+
+// measure loads ramanserve (serverTurn) or the floor with clients C
+// clients for b.duration, and reads the server process's CPU, and
+// ramanserve's runtime figures, before and after.
+func (b floorBench) measure(ctx context.Context, loadBin string, srv *serverProcess, floor *exec.Cmd, serverTurn bool, clients int, requests []string) (floorMeasurement, error) {
+	endpoint, cpu := floor.Args[1], func() (time.Duration, error) { return threadsCPU(fmt.Sprintf("/proc/%d/task", floor.Process.Pid)) }
+	if serverTurn {
+		endpoint, cpu = srv.endpoint, srv.cpu
+	}
+	var before *runtimeSample
+	if serverTurn {
+		var err error
+		if before, err = sampleRuntime(ctx, srv.base); err != nil {
+			return floorMeasurement{}, err
+		}
+	}
+	cpu0, err := cpu()
+	if err != nil {
+		return floorMeasurement{}, err
+	}
+	r, err := floorLoad(ctx, loadBin, endpoint, clients, b.duration, requests, "")
+	if err != nil {
+		return floorMeasurement{}, err
+	}
+	cpu1, err := cpu()
+	if err != nil {
+		return floorMeasurement{}, err
+	}
+	m := floorMeasurement{r: r, cpu: (cpu1 - cpu0) / time.Duration(max(r.requests, 1))}
+	if serverTurn {
+		after, err := sampleRuntime(ctx, srv.base)
+		if err != nil {
+			return floorMeasurement{}, err
+		}
+		m.runtime = before.to(after)
+	}
+	return m, nil
 }
 
 // floorLoad runs floor_load and reads its figures.

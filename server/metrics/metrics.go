@@ -19,6 +19,7 @@ package metrics
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -146,13 +147,22 @@ func New(src Sources) *Metrics {
 		}, func() float64 { return float64(src.Fleet.ReplicasAlive()) }))
 	}
 	reg.MustRegister(
-		collectors.NewGoCollector(),
+		// Beside the defaults, the runtime's figures of where a reply's
+		// time goes under load: how long runnable goroutines wait for a
+		// core, GC pauses, and time blocked on contended mutexes
+		// (docs/performance.md reads them from a loaded server).
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: runtimeTailMetrics})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newStateCollector(src),
 		newEvidenceCollector(src),
 	)
 	return m
 }
+
+// runtimeTailMetrics selects the runtime/metrics the Go collector adds:
+// go_sched_latencies_seconds, go_sched_pauses_total_gc_seconds and
+// go_sync_mutex_wait_total_seconds_total.
+var runtimeTailMetrics = regexp.MustCompile(`^/(sched/latencies:seconds|sched/pauses/total/gc:seconds|sync/mutex/wait/total:seconds)$`)
 
 // Registry is the server's registry, for tests and for gathering.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }

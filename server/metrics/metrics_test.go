@@ -261,7 +261,8 @@ func TestStateAtScrapeTime(t *testing.T) {
 	if got := gaugeOf(t, f, "ramanserve_open_connections", map[string]string{"channel": "zmq"}); got != 5 {
 		t.Errorf("zmq connections = %v", got)
 	}
-	for _, name := range []string{"go_goroutines", "go_gc_duration_seconds", "process_cpu_seconds_total", "process_resident_memory_bytes"} {
+	for _, name := range []string{"go_goroutines", "go_gc_duration_seconds", "process_cpu_seconds_total", "process_resident_memory_bytes",
+		"go_sched_latencies_seconds", "go_sched_pauses_total_gc_seconds", "go_sync_mutex_wait_total_seconds_total"} {
 		if _, ok := f[name]; !ok {
 			t.Errorf("no %s: the Go runtime and process collectors are missing", name)
 		}
