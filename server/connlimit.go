@@ -8,12 +8,10 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"ramanserve/gen"
+	"ramanserve/platform/sockinput"
 	"ramanserve/server/contract"
 )
 
@@ -252,7 +250,7 @@ func (l *connLimitListener) candidate(reserve bool, now time.Time) (victim *limi
 		// the next candidate is tried. Such input lasts only until
 		// net/http's next read, so a client cannot hold a slot this way.
 		// Each pass sets one connection aside, so the loop ends.
-		if victim == nil || !pendingInput(victim.Conn) {
+		if victim == nil || !sockinput.Pending(victim.Conn) {
 			return victim, wait
 		}
 		victim.gotBytes.Store(true)
@@ -261,22 +259,6 @@ func (l *connLimitListener) candidate(reserve bool, now time.Time) (victim *limi
 		}
 		waiting[victim] = true
 	}
-}
-
-// pendingInput reports whether c's client has sent bytes not yet read
-// (TIOCINQ, alias FIONREAD, on the socket).
-func pendingInput(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	n := 0
-	_ = raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
-	return n > 0
 }
 
 // rankedCandidate is candidate by the ranks alone.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"ramanserve/gen"
+	"ramanserve/platform/sockinput"
 	"ramanserve/service/training"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
@@ -532,7 +533,7 @@ func TestInputWaitingOnUsIsNotEvicted(t *testing.T) {
 			if _, err := client.Write([]byte(sent)); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(10 * time.Second); !pendingInput(server); time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(10 * time.Second); !sockinput.Pending(server); time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("the request never reached the server's socket")
 				}

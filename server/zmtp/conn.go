@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync/atomic"
 	"time"
 
+	"ramanserve/platform/sockinput"
 	"ramanserve/server/zmtp/curve"
 	"ramanserve/server/zmtp/wire"
 )
@@ -82,9 +84,9 @@ func newSession(srv *Server, sh *shared, cfg Config, h Handler, conn net.Conn) *
 		cfg:    cfg,
 		h:      h,
 		conn:   conn,
-		br:     bufio.NewReaderSize(conn, readBufferSize),
 		shared: sh,
 	}
+	s.br = bufio.NewReaderSize(patientReader{conn: conn, rearm: s.rearmTimeout}, readBufferSize)
 	s.word = stateWord(phaseIdle, false, sh.now())
 	s.state.Store(s.word)
 	return s
@@ -660,6 +662,46 @@ func (s *session) readTimeout() time.Duration {
 		return idle
 	default:
 		return min(idle, ttl)
+	}
+}
+
+// rearmTimeout is how far a frame's read deadline is moved on when it
+// passed with the peer's bytes already waiting (patientReader): the
+// frame's own timeout again; 0, so that the deadline stands, during the
+// handshake, whose deadline is its own, and once the server drains (a
+// past deadline is also how interruptRead may wake the reader).
+func (s *session) rearmTimeout() time.Duration {
+	if !s.deadlineArmed || s.draining() {
+		return 0
+	}
+	return s.readTimeout()
+}
+
+// patientReader reads conn. A read that fails on its deadline while the
+// peer's bytes already wait unread in the socket is this goroutine's
+// lateness (a busy machine kept it from its core), not the peer's
+// silence: the deadline moves on by rearm's timeout and the read is tried
+// again. A peer that honours a short heartbeat TTL is then never dropped
+// because the server was slow to look; one that really sent nothing is
+// still cut when its time is up.
+type patientReader struct {
+	conn  net.Conn
+	rearm func() time.Duration
+}
+
+func (r patientReader) Read(p []byte) (int, error) {
+	for {
+		n, err := r.conn.Read(p)
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		timeout := r.rearm()
+		if timeout <= 0 || !sockinput.Pending(r.conn) {
+			return n, err
+		}
+		if err := r.conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+			return 0, err
+		}
 	}
 }
 
