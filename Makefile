@@ -258,8 +258,9 @@ rule-evidence:
 # for most of the run; the other suites mostly wait on programs of their
 # own (npm, Chromium, Prometheus, node-opcua, Prism, R), so they run beside
 # test-go, one after another, rather than after it. --output-sync keeps
-# each suite's output in one piece.
-test: deps check-generated check-docs-bundle lint
+# each suite's output in one piece. Every deps-* target runs first, one
+# after another: two apt-get runs at once would fight over dpkg's lock.
+test: deps deps-c deps-r deps-systemd deps-node check-generated check-docs-bundle lint
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-beside-go
 test-beside-go: test-r test-examples test-clients test-prism test-opcua test-browser test-prometheus test-systemd
 
