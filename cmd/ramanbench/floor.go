@@ -78,11 +78,11 @@ func (b floorBench) run(ctx context.Context) error {
 	if _, err := floorLoad(ctx, loadBin, srv.endpoint, 1, 200*time.Millisecond, requests, "FLOOR_SAVE_REPLY="+replyFile); err != nil {
 		return fmt.Errorf("a first predict from the C client: %w", err)
 	}
-	_, floorCmd, stopFloor, err := startFloorRep(repBin, replyFile)
+	floor, err := startFloorRep(repBin, replyFile)
 	if err != nil {
 		return err
 	}
-	defer stopFloor()
+	defer floor.stop()
 
 	fmt.Printf("C libzmq REQ clients, pre-encoded 2048-point predicts, %v per measurement; ramanserve %s %s; floor: C libzmq REP, no work; load average %s\n\n",
 		b.duration, b.serverBin, strings.Join(b.extraFlags, " "), loadAverage())
@@ -94,7 +94,7 @@ func (b floorBench) run(ctx context.Context) error {
 			// follows the other's warm caches or leftovers.
 			order := []bool{run%2 == 1, run%2 == 0}
 			for _, serverTurn := range order {
-				m, err := b.measure(ctx, loadBin, srv, floorCmd, serverTurn, clients, requests)
+				m, err := b.measure(ctx, loadBin, srv, floor, serverTurn, clients, requests)
 				if err != nil {
 					return err
 				}
@@ -176,19 +176,19 @@ func (b floorBench) writeRequests() ([]string, error) {
 	return paths, nil
 }
 
-// startFloorRep starts floor_rep on a free port with reply as its answer.
-func startFloorRep(bin, reply string) (endpoint string, cmd *exec.Cmd, stop func(), err error) {
+// startFloorRep starts floor_rep on a free port with reply as its
+// answer: a serverProcess without a management channel.
+func startFloorRep(bin, reply string) (*serverProcess, error) {
 	port, err := freePort()
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
-	endpoint = fmt.Sprintf("tcp://127.0.0.1:%d", port)
-	cmd = exec.Command(bin, endpoint, reply)
-	stop, err = startUntilReady(cmd, 10*time.Second)
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("floor_rep: %w", err)
+	p := &serverProcess{endpoint: fmt.Sprintf("tcp://127.0.0.1:%d", port)}
+	p.cmd = exec.Command(bin, p.endpoint, reply)
+	if _, err := startUntilReady(p.cmd, 10*time.Second); err != nil {
+		return nil, fmt.Errorf("floor_rep: %w", err)
 	}
-	return endpoint, cmd, stop, nil
+	return p, nil
 }
 
 // floorMeasurement is one measurement of one side.
@@ -201,10 +201,10 @@ type floorMeasurement struct {
 // measure loads ramanserve (serverTurn) or the floor with clients C
 // clients for b.duration, and reads the server process's CPU, and
 // ramanserve's runtime figures, before and after.
-func (b floorBench) measure(ctx context.Context, loadBin string, srv *serverProcess, floor *exec.Cmd, serverTurn bool, clients int, requests []string) (floorMeasurement, error) {
-	endpoint, cpu := floor.Args[1], func() (time.Duration, error) { return threadsCPU(fmt.Sprintf("/proc/%d/task", floor.Process.Pid)) }
+func (b floorBench) measure(ctx context.Context, loadBin string, srv, floor *serverProcess, serverTurn bool, clients int, requests []string) (floorMeasurement, error) {
+	target := floor
 	if serverTurn {
-		endpoint, cpu = srv.endpoint, srv.cpu
+		target = srv
 	}
 	var before *runtimeSample
 	if serverTurn {
@@ -213,15 +213,15 @@ func (b floorBench) measure(ctx context.Context, loadBin string, srv *serverProc
 			return floorMeasurement{}, err
 		}
 	}
-	cpu0, err := cpu()
+	cpu0, err := target.cpu()
 	if err != nil {
 		return floorMeasurement{}, err
 	}
-	r, err := floorLoad(ctx, loadBin, endpoint, clients, b.duration, requests, "")
+	r, err := floorLoad(ctx, loadBin, target.endpoint, clients, b.duration, requests, "")
 	if err != nil {
 		return floorMeasurement{}, err
 	}
-	cpu1, err := cpu()
+	cpu1, err := target.cpu()
 	if err != nil {
 		return floorMeasurement{}, err
 	}

@@ -65,7 +65,6 @@ func sampleRuntime(ctx context.Context, base string) (*runtimeSample, error) {
 // runtimeDelta is what happened between two samples.
 type runtimeDelta struct {
 	gcCycles, gcPauses, mutexWait float64
-	schedEvents                   float64
 	// schedOver is the share of the goroutine wake-ups the runtime
 	// sampled that waited for a core longer than schedBound (the first
 	// bucket bound of the histogram at or above 50 us; Prometheus's
@@ -80,13 +79,13 @@ func (a *runtimeSample) to(b *runtimeSample) runtimeDelta {
 		return d
 	}
 	last := len(b.schedCount) - 1
-	d.schedEvents = b.schedCount[last] - a.schedCount[last]
+	events := b.schedCount[last] - a.schedCount[last]
 	for i, le := range b.schedLe {
 		if le >= 50e-6 {
 			within := b.schedCount[i] - a.schedCount[i]
 			d.schedBound = le
-			if d.schedEvents > 0 {
-				d.schedOver = 1 - within/d.schedEvents
+			if events > 0 {
+				d.schedOver = 1 - within/events
 			}
 			break
 		}
