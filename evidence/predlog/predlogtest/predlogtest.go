@@ -106,6 +106,29 @@ func Run(t *testing.T, newStorage NewStorage) {
 		}
 	})
 
+	t.Run("LargeAppendKeepsEachRecordWhole", func(t *testing.T) {
+		// 131 records in one Append (more than any one statement a
+		// store might batch them into), each with its own spectrum, the
+		// odd ones with contributions: a store that mixed up the rows
+		// of one statement, or reused a buffer among them, fails here.
+		s := fresh(t)
+		want := make([]*predlog.Record, 131)
+		for i := range want {
+			want[i] = Record(i, "B", true)
+			if i%2 == 1 {
+				want[i].Contributions = Contributions(3+i%5, 2, true, i%3 != 0)
+			}
+		}
+		mustAppend(t, s, want...)
+		got := pageAll(t, s, predlog.Filter{WithSpectra: true, WithContributions: true}, 0)
+		assertRecordsOf(t, got, want, true, true)
+		for k := 1; k < len(got); k++ {
+			if got[k].ID <= got[k-1].ID {
+				t.Fatalf("record %d has ID %d, after one with ID %d", k, got[k].ID, got[k-1].ID)
+			}
+		}
+	})
+
 	t.Run("PagesFollowTimeThenIDAndCursorsCoverAll", func(t *testing.T) {
 		s := fresh(t)
 		var all []*predlog.Record

@@ -2,8 +2,10 @@ package sqlitelog_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,4 +150,48 @@ func BenchmarkRetentionSoak(b *testing.B) {
 		b.ReportMetric(float64(l.Stats().Deleted), "deleted")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkAppend is the store's own cost of a record: Store.Append of
+// batches of 1 and of predlog.DefaultBatchMax records (no spectra, as the
+// server logs by default; under full load the writer's batches are that
+// size), without the log's queue and writer. Beside ns/record it
+// reports the process's CPU per record (user + system, from getrusage),
+// which a busy machine inflates less than the wall clock.
+func BenchmarkAppend(b *testing.B) {
+	for _, n := range []int{1, predlog.DefaultBatchMax} {
+		b.Run(fmt.Sprintf("batch-%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := sqlitelog.Open(ctx, b.TempDir(), sqlitelog.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close(ctx)
+			recs := make([]*predlog.Record, n)
+			for i := range recs {
+				recs[i] = testRecord(i, "B", false)
+			}
+			b.ReportAllocs()
+			cpu := processCPU(b)
+			b.ResetTimer()
+			for range b.N {
+				if err := s.Append(ctx, recs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			records := float64(b.N * n)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/records, "ns/record")
+			b.ReportMetric(float64((processCPU(b)-cpu).Nanoseconds())/records, "cpu-ns/record")
+		})
+	}
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
