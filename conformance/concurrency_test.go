@@ -406,21 +406,23 @@ func TestFleetIdempotentUploadCreatesOneJob(t *testing.T) {
 	if job.Status != gen.Done {
 		t.Fatalf("the job ended %s", job.Status)
 	}
-	var tags []string
-	for _, p := range fleet {
-		resp, _ := send(t, http.MethodGet, "http://"+p.httpAddr+"/model/list", nil, nil)
-		tags = append(tags, resp.Header.Get("ETag"))
-	}
-	if tags[0] == "" || tags[0] != tags[1] {
-		// The other replica may not have caught up yet: wait for it.
-		for deadline := time.Now().Add(30 * time.Second); tags[0] != tags[1]; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				_, list0 := send(t, http.MethodGet, "http://"+fleet[0].httpAddr+"/model/list", nil, nil)
-				_, list1 := send(t, http.MethodGet, "http://"+fleet[1].httpAddr+"/model/list", nil, nil)
-				t.Fatalf("the replicas' model lists carry ETags %q and %q 30 s after the job:\n%s\n%s", tags[0], tags[1], list0, list1)
-			}
-			resp, _ := send(t, http.MethodGet, "http://"+fleet[1].httpAddr+"/model/list", nil, nil)
-			tags[1] = resp.Header.Get("ETag")
+	// Either replica may not have caught up with the staged model yet
+	// (the job ran on one of them; the other learns of the commit by
+	// notification, or by its poll): both are asked again until they
+	// agree.
+	tags := make([]string, len(fleet))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		for i, p := range fleet {
+			resp, _ := send(t, http.MethodGet, "http://"+p.httpAddr+"/model/list", nil, nil)
+			tags[i] = resp.Header.Get("ETag")
+		}
+		if tags[0] != "" && tags[0] == tags[1] {
+			return
+		}
+		if time.Now().After(deadline) {
+			_, list0 := send(t, http.MethodGet, "http://"+fleet[0].httpAddr+"/model/list", nil, nil)
+			_, list1 := send(t, http.MethodGet, "http://"+fleet[1].httpAddr+"/model/list", nil, nil)
+			t.Fatalf("the replicas' model lists carry ETags %q and %q 30 s after the job:\n%s\n%s", tags[0], tags[1], list0, list1)
 		}
 	}
 }
