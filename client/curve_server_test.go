@@ -30,10 +30,14 @@ func TestCurveAgainstRamanserve(t *testing.T) {
 // TestCurveLazyPirateRetry: a reply lost over CURVE; the retry opens a new
 // connection, runs a new handshake and sends the request again.
 func TestCurveLazyPirateRetry(t *testing.T) {
+	t.Parallel() // its own server; its lost reply waits out a timeout
 	serverPub, serverSec := keyPair(t)
 	ep := serveWith(t, zmtp.Config{Curve: &zmtp.CurveConfig{Secret: serverSec}}, 1)
+	// The lost reply costs one whole timeout; the timeout is generous
+	// because each attempt runs a handshake, which under the race
+	// detector on a busy machine once took more than a second.
 	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
-		Timeout: time.Second, Retries: 2, Curve: &client.CurveOptions{ServerKey: serverPub}})
+		Timeout: 4 * time.Second, Retries: 2, Curve: &client.CurveOptions{ServerKey: serverPub}})
 	if err != nil {
 		t.Fatal(err)
 	}
