@@ -411,8 +411,8 @@ bench: deps deps-c build
 	$(GO) run ./cmd/ramanbench -evidence paced -server bin/ramanserve -duration 60s -rate 1000
 	@echo "== prediction log retention: 1,000,000 records (500,000 spectra, active + shadow) through a 64 MiB bound in the package; 1,000,000 predicts to a ramanserve process with -prediction-log-max-bytes 16 MiB; peak size of the log's files (db, WAL, shm) against the bound"
 	$(GO) test -run '^$$' -bench 'RetentionSoak' -benchtime 1x ./evidence/predlog/sqlitelog
-	@echo "== prediction log store: one record appended alone and in a batch of the writer's size (no spectra; cpu-ns/record is the process's CPU, which other processes inflate less than the wall clock)"
-	$(GO) test -run '^$$' -bench 'Append' -benchmem ./evidence/predlog/sqlitelog
+	@echo "== prediction log store: one record appended alone and in a batch of the writer's size (no spectra; cpu-ns/record is the process's CPU, which other processes inflate less than the wall clock); one 2048-point spectrum compressed for the log (-log-spectra)"
+	$(GO) test -run '^$$' -bench 'Append|EncodeSpectrum' -benchmem ./evidence/predlog/sqlitelog
 	$(GO) run ./cmd/ramanbench -evidence soak -server bin/ramanserve -predictions 1000000 -max-bytes 16777216
 	@echo "== CurveZMQ, server side: transport CPU of one 2048-point predict (37 KiB in, 0.5 KiB out) with NULL and with CURVE; the crypto alone (XSalsa20-Poly1305); one handshake; Salsa20, Poly1305 and a whole box over 37 KiB, x/crypto's against the vector ones"
 	$(GO) test -run '^$$' -bench 'PredictTransportCPU|ServerPredictCrypto|Handshake' -benchmem ./server/zmtp ./server/zmtp/curve
