@@ -40,8 +40,10 @@ import (
 // A connection is not closed this way in its first evictGrace: a client
 // that has just connected has that long to have its request header read
 // (a GET /health arrives in one packet right after the handshake; over
-// TLS, a connection whose whole ClientHello has arrived has helloGrace,
-// which covers the TLS handshake's extra round trip), and a
+// TLS, a connection whose whole ClientHello has arrived is not closed
+// while this server computes its answer, and has helloGrace from when
+// the answer is written, which covers the handshake's extra round trip),
+// and a
 // reconnecting flood is accepted no faster than slots / evictGrace a
 // second. When every candidate is younger, the accept loop waits for the
 // oldest (holding the one newcomer; the rest stay in the kernel's queue),
@@ -216,11 +218,14 @@ const (
 	rankSilent
 )
 
-// rank is c's eviction rank; rankNone while it has a request in progress.
+// rank is c's eviction rank; rankNone while it has a request in progress,
+// or while this server owes a TLS client the answer to its ClientHello.
 func (c *limitedConn) rank() int {
 	switch http.ConnState(c.state.Load()) {
 	case http.StateNew:
 		switch {
+		case c.serverTurn.Load():
+			return rankNone
 		case c.gotBytes.Load():
 			return rankPartialHeader
 		case c.reading.Load():
@@ -370,7 +375,12 @@ type limitedConn struct {
 	reading  atomic.Bool // net/http has called Read: it is serving the connection
 	gotBytes atomic.Bool // the client has sent data: a Read returned some, or some waits in the socket
 	tlsHello atomic.Bool // a whole TLS ClientHello has arrived (tls.go)
-	released bool        // slot given back; guarded by l.mu
+	// serverTurn: the ClientHello has been read and this server has not
+	// yet written its answer, so the handshake waits on this server's
+	// CPU, not on its client; the connection is not evicted meanwhile,
+	// and its helloGrace starts when the answer is written.
+	serverTurn atomic.Bool
+	released   bool // slot given back; guarded by l.mu
 }
 
 // grace is how long c is safe from eviction after it was accepted.
@@ -392,6 +402,16 @@ func (c *limitedConn) Read(b []byte) (int, error) {
 		c.gotBytes.Store(true)
 	}
 	return n, err
+}
+
+// Write restarts the grace of a TLS connection whose ClientHello this
+// server has just answered: from then on the handshake waits on the client.
+func (c *limitedConn) Write(b []byte) (int, error) {
+	if c.serverTurn.Load() {
+		c.since.Store(time.Now().UnixNano())
+		c.serverTurn.Store(false)
+	}
+	return c.Conn.Write(b)
 }
 
 func (c *limitedConn) Close() error {

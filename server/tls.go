@@ -93,14 +93,17 @@ func newManagementTLS(files TLSConfig, log *slog.Logger) (*managementTLS, error)
 
 // listenerConfig is the listener's configuration: each handshake uses
 // the configuration current when its ClientHello arrives. The connection
-// cap learns then that the client has sent a whole ClientHello, which
-// gives its connection longer to finish the handshake and send its
-// request before it may be evicted (helloGrace in connlimit.go).
+// cap learns then that the client has sent a whole ClientHello: its
+// connection is not evicted while this server computes its answer (on a
+// busy machine that can take longer than any grace), and once the answer
+// is written it has helloGrace to finish the handshake and send its
+// request (connlimit.go).
 func (m *managementTLS) listenerConfig() *tls.Config {
 	cfg := baseTLSConfig()
 	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 		if lc, ok := hello.Conn.(*limitedConn); ok {
 			lc.tlsHello.Store(true) // a TLS client, not a silent one: it gets helloGrace
+			lc.serverTurn.Store(true)
 		}
 		return m.current.Load(), nil
 	}
