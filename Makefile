@@ -403,7 +403,7 @@ bench: deps deps-c build
 	@echo "== the tail against the transport floor: C libzmq REQ clients with pre-encoded 2048-point predicts against ramanserve (log and metrics on) and against a no-work C libzmq REP, same run, 3 runs (goals: 8-client p95 <= 1.3x the floor's, throughput >= 0.95x, 1-client p50 <= the floor's + 40 us)"
 	$(GO) run ./cmd/ramanbench -floor -server bin/ramanserve -duration 5s -runs 3
 	@echo "== OPC UA on the hot path: one closed-loop client against ramanserve without -opcua-addr and with it and 10 subscribers at 100 ms, alternating blocks (goal: p95 within 5 %)"
-	$(GO) run ./cmd/ramanbench -opcua -server bin/ramanserve -duration 10s -blocks 6
+	$(GO) run ./cmd/ramanbench -opcua -server bin/ramanserve -duration 4s -blocks 30
 	@echo "== prediction log and shadow scoring on the hot path: 8 clients at full rate against two ramanserve processes in alternating blocks, the log's figures and a shadow against neither, then the same with -log-spectra (goal: p95 within 10 %, 0 errors)"
 	$(GO) run ./cmd/ramanbench -evidence cost -server bin/ramanserve -duration 30s -blocks 10 -evidence-on-flags ""
 	$(GO) run ./cmd/ramanbench -evidence cost -server bin/ramanserve -duration 30s -blocks 10

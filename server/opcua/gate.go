@@ -364,9 +364,14 @@ func (g *gate) downstream(gc *gateConn, up net.Conn) {
 		}
 	}()
 	defer func() { close(queue); <-done; gc.close() }()
+	// One read buffer; what is queued is a copy of its size. A publish
+	// is a few hundred bytes: a 32 KiB buffer per read was garbage that
+	// brought the collector round more often, on the cores the prediction
+	// channel shares.
+	buf := make([]byte, 32<<10)
 	for {
-		b := make([]byte, 32<<10)
-		n, err := up.Read(b)
+		n, err := up.Read(buf)
+		b := append([]byte(nil), buf[:n]...)
 		if n > 0 {
 			full := queued.Add(int64(n)) > int64(g.limits.MaxQueuedBytes)
 			if !full {

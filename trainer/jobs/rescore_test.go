@@ -87,12 +87,15 @@ func logSpectra(t *testing.T, l *predlog.Writer, rows *trainer.Dataset, n int, s
 	return out
 }
 
+// waitCommitted waits until the log has committed n records. Its
+// deadline is for a machine busy with other race-detector suites, where
+// the writer once committed 66 of 1,200 spectra in 20 s.
 func waitCommitted(t *testing.T, l *predlog.Writer, n uint64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for l.Stats().Committed < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("log committed %d of %d records", l.Stats().Committed, n)
+			t.Fatalf("log committed %d of %d records in 90 s (%+v)", l.Stats().Committed, n, l.Stats())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -212,12 +212,15 @@ func TestFleetReplicaShuttingDownGivesItsJobBack(t *testing.T) {
 }
 
 // TestFleetRunsEveryJobOnce: two training replicas share six jobs; each
-// job is staged exactly once, and by its first attempt.
+// job is staged exactly once, and by its first attempt. The lease is long
+// enough that no renewal misses it on a busy machine (a lost lease, and
+// the second attempt it brings, are the hand-over tests' subject).
 func TestFleetRunsEveryJobOnce(t *testing.T) {
 	url := pgtest.Database(t)
 	st := newStager()
-	a := replica(t, url, "a", 2, 2*time.Second, st.publish)
-	b := replica(t, url, "b", 2, 2*time.Second, st.publish)
+	const lease = 30 * time.Second
+	a := replica(t, url, "a", 2, lease, st.publish)
+	b := replica(t, url, "b", 2, lease, st.publish)
 	var ids []string
 	for k := range 6 {
 		m := a
