@@ -228,5 +228,11 @@ func TestClampLifetime(t *testing.T) {
 		if c.budget >= 8 && (k+1)*(l+1) > c.budget {
 			t.Errorf("clampLifetime(%v) = %d, %d: lasts %d intervals", c, k, l, (k+1)*(l+1))
 		}
+		// With values waiting, the library ends a subscription after
+		// life+1 intervals without a publish request: at least a quarter
+		// of the budget, unless the client asked for less.
+		if c.budget >= 16 && c.life+1 >= c.budget/4 && (l+1) < c.budget/4 {
+			t.Errorf("clampLifetime(%v) = %d, %d: with values waiting it ends after %d intervals, under a quarter of %d", c, k, l, l+1, c.budget)
+		}
 	}
 }

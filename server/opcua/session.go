@@ -475,15 +475,24 @@ func (s *Server) deleteMonitoredItems(lib *server.Server) server.Handler {
 	}
 }
 
+// maxKeepAlive is the most publishing intervals a revised keep-alive
+// spans (clampLifetime).
+const maxKeepAlive = 3
+
 // clampLifetime revises a subscription's keep-alive and lifetime counts so
 // that it ends within budget publishing intervals without a publish
-// request. The library counts the lifetime in keep-alive periods, not in
-// intervals: a subscription lasts (keep+1)*(life+1) intervals without
-// one. The lifetime stays at least three keep-alives (Part 4, 5.13.2),
-// which may overrun a budget under 8 intervals.
+// request. The library counts the lifetime two ways: while it has nothing
+// to send, in keep-alive periods (the subscription lasts
+// (keep+1)*(life+1) intervals without a publish request); while values
+// wait to be sent, in intervals (life+1). The keep-alive is therefore at
+// most maxKeepAlive intervals, so that a subscriber with values waiting
+// keeps its subscription through a pause of a quarter of the budget (a
+// historian's hiccup), not of a fourteenth. The lifetime stays at least
+// three keep-alives (Part 4, 5.13.2), which may overrun a budget under 8
+// intervals.
 func clampLifetime(keep, life, budget uint32) (uint32, uint32) {
 	maxKeep := uint32(1)
-	for k := uint32(2); (k+1)*(3*k+1) <= budget; k++ {
+	for k := uint32(2); k <= maxKeepAlive && (k+1)*(3*k+1) <= budget; k++ {
 		maxKeep = k
 	}
 	keep = max(1, min(keep, maxKeep))
