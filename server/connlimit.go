@@ -216,11 +216,15 @@ const (
 	rankPartialHeader
 	rankUnread
 	rankSilent
+	rankLingering // answered and closed by net/http; only draining (linger)
 )
 
 // rank is c's eviction rank; rankNone while it has a request in progress,
 // or while this server owes a TLS client the answer to its ClientHello.
 func (c *limitedConn) rank() int {
+	if c.lingering.Load() {
+		return rankLingering
+	}
 	switch http.ConnState(c.state.Load()) {
 	case http.StateNew:
 		switch {
@@ -380,7 +384,9 @@ type limitedConn struct {
 	// CPU, not on its client; the connection is not evicted meanwhile,
 	// and its helloGrace starts when the answer is written.
 	serverTurn atomic.Bool
-	released   bool // slot given back; guarded by l.mu
+	halfClosed atomic.Bool // net/http called CloseWrite: it answered a request whose body it did not read
+	lingering  atomic.Bool // closed by net/http, draining what the client still sends (linger)
+	released   bool        // slot given back; guarded by l.mu
 }
 
 // grace is how long c is safe from eviction after it was accepted.
@@ -414,7 +420,14 @@ func (c *limitedConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// Close closes the connection and gives its slot back; one that net/http
+// half-closed after answering a request it did not read whole lingers
+// first (linger).
 func (c *limitedConn) Close() error {
+	if c.halfClosed.Load() && c.lingering.CompareAndSwap(false, true) {
+		go c.linger()
+		return nil
+	}
 	err := c.Conn.Close()
 	c.l.release(c)
 	return err
@@ -422,13 +435,55 @@ func (c *limitedConn) Close() error {
 
 // CloseWrite passes net/http's half-close through: before closing a
 // connection whose client is still sending (a refused upload), it sends
-// FIN after the answer and waits a moment, so the client reads the answer
-// instead of a reset.
+// FIN after the answer and waits 500 ms, so the client reads the answer
+// instead of a reset. The connection then lingers on Close.
 func (c *limitedConn) CloseWrite() error {
+	c.halfClosed.Store(true)
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
 	return nil
+}
+
+// A refused upload's client may still be sending when net/http closes
+// the connection, 500 ms after its answer. Closing a socket with unread
+// input sends a reset, and a reset that reaches the client before it has
+// read the answer discards it: on a busy machine the client saw
+// "connection reset" instead of the error that says what to fix. So such
+// a connection lingers, as web servers' lingering close does: it reads
+// and discards what still comes, until the client stops sending (EOF, or
+// lingerIdle without a byte), for at most lingerTime and lingerBytes,
+// and then closes. Its slot stays taken meanwhile, but it is the first a
+// newcomer evicts (rankLingering, no grace).
+const (
+	lingerTime  = 10 * time.Second
+	lingerIdle  = 2 * time.Second
+	lingerBytes = 64 << 20
+)
+
+// linger drains c and closes it (see lingerTime).
+func (c *limitedConn) linger() {
+	defer func() {
+		_ = c.Conn.Close()
+		c.l.release(c)
+	}()
+	c.since.Store(0) // past any grace: evicted before anyone else
+	end := time.Now().Add(lingerTime)
+	buf := make([]byte, 16<<10)
+	for drained := 0; drained < lingerBytes; {
+		deadline := time.Now().Add(lingerIdle)
+		if deadline.After(end) {
+			deadline = end
+		}
+		if err := c.Conn.SetReadDeadline(deadline); err != nil {
+			return
+		}
+		n, err := c.Conn.Read(buf)
+		drained += n
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (c *limitedConn) clamp(t time.Time) time.Time {

@@ -566,3 +566,70 @@ func TestInputWaitingOnUsIsNotEvicted(t *testing.T) {
 		t.Fatalf("victim %p (wait %v): the connection whose request waits was chosen", victim, wait)
 	}
 }
+
+// TestRefusedUploadIsAnsweredToASlowClient: a request refused before its
+// body is read, whose client sends the rest of its 2 MiB body only after
+// net/http has closed the connection (500 ms after its answer) and reads
+// the answer after that, as a busy client does. The connection lingers,
+// draining the rest, so the client reads the answer rather than a reset;
+// meanwhile it is the first a newcomer would evict; and it closes, its
+// slot given back, once the client has closed its side.
+func TestRefusedUploadIsAnsweredToASlowClient(t *testing.T) {
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"code":"INVALID_METADATA"}`)
+	})
+	addr, l := limitedServerListener(t, 4, refuse)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const half = 1 << 20
+	chunk := []byte(strings.Repeat("1,", half/2))
+	sent := make(chan error, 1)
+	go func() {
+		if _, err := fmt.Fprintf(c, "POST /training/start HTTP/1.1\r\nHost: x\r\nContent-Type: text/csv\r\nContent-Length: %d\r\n\r\n", 2*half); err != nil {
+			sent <- err
+			return
+		}
+		if _, err := c.Write(chunk); err != nil {
+			sent <- err
+			return
+		}
+		time.Sleep(1500 * time.Millisecond) // past net/http's 500 ms: it has closed
+		_, err := c.Write(chunk)
+		sent <- err
+	}()
+	if err := <-sent; err != nil {
+		t.Fatalf("sending the body: %v", err)
+	}
+
+	var lingering *limitedConn
+	waitUntil(t, "the connection to linger", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for lc := range l.open {
+			if lc.lingering.Load() {
+				lingering = lc
+			}
+		}
+		return lingering != nil
+	})
+	if r := lingering.rank(); r != rankLingering {
+		t.Errorf("a lingering connection ranks %d for eviction, want %d (first)", r, rankLingering)
+	}
+
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("the answer to a refused upload, read after the body was sent: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "INVALID_METADATA") {
+		t.Fatalf("answer %d %s, want 400 INVALID_METADATA", resp.StatusCode, b)
+	}
+	c.Close()
+	waitUntil(t, "the lingering connection to give its slot back", func() bool { return l.OpenConnections() == 0 })
+}
