@@ -10,6 +10,7 @@ import (
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/predlog/pglog"
 	"ramanserve/evidence/reconcile"
+	"ramanserve/platform/cputime"
 	"ramanserve/platform/pgtest"
 )
 
@@ -36,12 +37,12 @@ func BenchmarkPerformanceAtScalePostgres(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	startCPU, n := processCPU(b), 0
+	startCPU, n := cputime.Process(), 0
 	for b.Loop() {
 		if _, err := rec.Performance(ctx, "v1", time.Time{}, time.Time{}); err != nil {
 			b.Fatal(err)
 		}
 		n++
 	}
-	b.ReportMetric(float64((processCPU(b)-startCPU).Milliseconds())/float64(n), "cpu-ms/op")
+	b.ReportMetric(float64((cputime.Process()-startCPU).Milliseconds())/float64(n), "cpu-ms/op")
 }

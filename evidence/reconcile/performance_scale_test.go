@@ -7,7 +7,6 @@ import (
 	"os"
 	"reflect"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"ramanserve/evidence/predlog/sqlitelog"
 	"ramanserve/evidence/reconcile"
 	"ramanserve/inference"
+	"ramanserve/platform/cputime"
 )
 
 // perSpectrumReader answers ByPredictions with one ByPrediction a
@@ -216,9 +216,9 @@ func TestPerformanceAtScale(t *testing.T) {
 	}
 	var best, bestCPU time.Duration
 	for range 3 {
-		start, startCPU := time.Now(), processCPU(t)
+		start, startCPU := time.Now(), cputime.Process()
 		rep, err := rec.Performance(ctx, "v1", time.Time{}, time.Time{})
-		took, cpu := time.Since(start), processCPU(t)-startCPU
+		took, cpu := time.Since(start), cputime.Process()-startCPU
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,16 +259,6 @@ func logReadParts(t *testing.T, log predlog.Reader, store reconcile.LabStore) {
 		len(results), rangeTook.Round(time.Millisecond), spectra, time.Since(start).Round(time.Millisecond))
 }
 
-// processCPU is the CPU time the test process has used, user and system:
-// on a shared machine it tells the work apart from the wait for a core.
-func processCPU(t testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // reconcilerAtScale is a Reconciler over TestPerformanceAtScale's
 // evidence: 45,000 matched results of three versions in the embedded
 // stores, built before any timing.
@@ -299,9 +289,9 @@ func BenchmarkAllVersions45000(b *testing.B) {
 	b.ResetTimer()
 	var cpu time.Duration
 	for b.Loop() {
-		start := processCPU(b)
+		start := cputime.Process()
 		all, err := rec.AllVersions(ctx, time.Time{}, time.Time{})
-		cpu += processCPU(b) - start
+		cpu += cputime.Process() - start
 		if err != nil || len(all) != 3 {
 			b.Fatalf("%d versions, %v", len(all), err)
 		}
@@ -316,12 +306,12 @@ func BenchmarkAllVersions45000(b *testing.B) {
 func BenchmarkPerformanceAtScale(b *testing.B) {
 	ctx := context.Background()
 	rec := reconcilerAtScale(b)
-	startCPU, n := processCPU(b), 0
+	startCPU, n := cputime.Process(), 0
 	for b.Loop() {
 		if _, err := rec.Performance(ctx, "v1", time.Time{}, time.Time{}); err != nil {
 			b.Fatal(err)
 		}
 		n++
 	}
-	b.ReportMetric(float64((processCPU(b)-startCPU).Milliseconds())/float64(n), "cpu-ms/op")
+	b.ReportMetric(float64((cputime.Process()-startCPU).Milliseconds())/float64(n), "cpu-ms/op")
 }

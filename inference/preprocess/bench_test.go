@@ -2,21 +2,10 @@ package preprocess
 
 import (
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
-)
 
-// cpuTime is the process's user + system CPU time. On a shared machine
-// wall time per op counts the time other processes held the cores; CPU
-// time per op (reported as cpu-ns/op) does not.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"ramanserve/platform/cputime"
+)
 
 // BenchmarkApply measures one 2048-point spectrum through the recipes a
 // model carries. The predict budget (README) is 25 us server-side with
@@ -42,14 +31,14 @@ func BenchmarkApply(b *testing.B) {
 			ws := p.NewWorkspace()
 			x := make([]float64, len(spectrum))
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				copy(x, spectrum)
 				if _, err := p.Apply(x, ws); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/inference"
+	"ramanserve/platform/cputime"
 	"ramanserve/server/channel"
 	"ramanserve/server/codec"
 	"ramanserve/server/contract"
@@ -340,24 +340,13 @@ func benchPredictOpts(b *testing.B, model inference.Model, rec channel.Recorder,
 	b.SetBytes(int64(len(req)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		dst = h.Handle(context.Background(), zmtp.Request{Frames: frames}, dst[:0])
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/predict")
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-us/predict")
-}
-
-// cpuTime is the process's user + system CPU time: on a shared machine,
-// CPU time per predict leaves out the time other processes held the
-// cores, which wall time counts.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(cputime.Process()-cpu0)/1e3/float64(b.N), "cpu-us/predict")
 }
 
 // TestHandlerModelInfoAxis: model_info gives the active model's axis when

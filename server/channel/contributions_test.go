@@ -11,6 +11,7 @@ import (
 
 	"ramanserve/client"
 	"ramanserve/inference"
+	"ramanserve/platform/cputime"
 	"ramanserve/server/channel"
 	"ramanserve/server/contract"
 	"ramanserve/server/zmtp"
@@ -161,13 +162,13 @@ func BenchmarkPredict2048Contributions(b *testing.B) {
 	b.SetBytes(int64(len(req)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		dst = h.Handle(context.Background(), zmtp.Request{Frames: frames}, dst[:0])
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/predict")
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-us/predict")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/1e3/float64(b.N), "cpu-us/predict")
 }
 
 // appendOptionsToLastBody adds options {contributions: k} to a request

@@ -1,23 +1,12 @@
 package metrics
 
 import (
-	"syscall"
 	"testing"
 	"time"
 
+	"ramanserve/platform/cputime"
 	"ramanserve/server/codec"
 )
-
-// cpuTime is the process's user + system CPU time: on a shared machine,
-// CPU time per op (cpu-ns/op) leaves out the time other processes held
-// the cores, which wall time per op counts.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkRecordPredict is what metrics add to one successful predict:
 // the request counted by type and code, its latency histogram, reduced
@@ -27,12 +16,12 @@ func BenchmarkRecordPredict(b *testing.B) {
 	r := New(Sources{}).Channel()
 	p := prediction(0.4, 1.2)
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		r.Predicted(p)
 		r.Answered(codec.TypePredict, "", 35*time.Microsecond)
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkRecordPredictParallel is BenchmarkRecordPredict from every
@@ -55,9 +44,9 @@ func BenchmarkRecordPredictParallel(b *testing.B) {
 func BenchmarkRecordHTTPRequest(b *testing.B) {
 	r := New(Sources{}).HTTP()
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		r.Request("/model/{version}", "GET", 200, 3*time.Millisecond)
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 }

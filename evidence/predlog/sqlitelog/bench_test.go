@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"ramanserve/evidence/predlog"
 	"ramanserve/evidence/predlog/sqlitelog"
+	"ramanserve/platform/cputime"
 )
 
 // BenchmarkRecordDrop is Record with the queue full: the writer is stalled
@@ -172,7 +172,7 @@ func BenchmarkAppend(b *testing.B) {
 				recs[i] = testRecord(i, "B", false)
 			}
 			b.ReportAllocs()
-			cpu := processCPU(b)
+			cpu := cputime.Process()
 			b.ResetTimer()
 			for range b.N {
 				if err := s.Append(ctx, recs); err != nil {
@@ -182,16 +182,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.StopTimer()
 			records := float64(b.N * n)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/records, "ns/record")
-			b.ReportMetric(float64((processCPU(b)-cpu).Nanoseconds())/records, "cpu-ns/record")
+			b.ReportMetric(float64((cputime.Process()-cpu).Nanoseconds())/records, "cpu-ns/record")
 		})
 	}
-}
-
-// processCPU is the CPU time this process has used, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
