@@ -390,8 +390,12 @@ type limitedConn struct {
 }
 
 // grace is how long c is safe from eviction after it was accepted.
+// A lingering one has none: its answer is out.
 func (c *limitedConn) grace() time.Duration {
-	if c.tlsHello.Load() {
+	switch {
+	case c.lingering.Load():
+		return 0
+	case c.tlsHello.Load():
 		return helloGrace
 	}
 	return evictGrace
@@ -454,7 +458,7 @@ func (c *limitedConn) CloseWrite() error {
 // and discards what still comes, until the client stops sending (EOF, or
 // lingerIdle without a byte), for at most lingerTime and lingerBytes,
 // and then closes. Its slot stays taken meanwhile, but it is the first a
-// newcomer evicts (rankLingering, no grace).
+// newcomer evicts (rankLingering, and no grace).
 const (
 	lingerTime  = 10 * time.Second
 	lingerIdle  = 2 * time.Second
@@ -467,7 +471,6 @@ func (c *limitedConn) linger() {
 		_ = c.Conn.Close()
 		c.l.release(c)
 	}()
-	c.since.Store(0) // past any grace: evicted before anyone else
 	end := time.Now().Add(lingerTime)
 	buf := make([]byte, 16<<10)
 	for drained := 0; drained < lingerBytes; {

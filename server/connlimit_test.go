@@ -620,6 +620,12 @@ func TestRefusedUploadIsAnsweredToASlowClient(t *testing.T) {
 	if r := lingering.rank(); r != rankLingering {
 		t.Errorf("a lingering connection ranks %d for eviction, want %d (first)", r, rankLingering)
 	}
+	l.mu.Lock()
+	victim, wait := l.rankedCandidate(false, time.Now(), nil)
+	l.mu.Unlock()
+	if victim != lingering {
+		t.Errorf("a newcomer at the cap would evict %p (wait %v), want the lingering connection %p at once", victim, wait, lingering)
+	}
 
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)

@@ -371,12 +371,12 @@ func (g *gate) downstream(gc *gateConn, up net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := up.Read(buf)
-		b := append([]byte(nil), buf[:n]...)
 		if n > 0 {
+			b := append([]byte(nil), buf[:n]...)
 			full := queued.Add(int64(n)) > int64(g.limits.MaxQueuedBytes)
 			if !full {
 				select {
-				case queue <- b[:n]:
+				case queue <- b:
 				default:
 					full = true
 				}
