@@ -272,7 +272,13 @@ test-beside-go: test-r test-examples test-clients test-prism test-opcua test-bro
 # many responses were validated against api/openapi.yaml, shows in every
 # run; passing tests' own lines are filtered out.
 CONFORMANCE_FILTER := ^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS)
-OTHER_PACKAGES      = $$($(GO) list ./... | grep -vE '/conformance(/browser|/prometheus)?$$')
+OTHER_PACKAGES      = $$($(GO) list $(LONGEST_FIRST) ./... | grep -vE '/conformance(/browser|/prometheus)?$$')
+# The packages whose tests take longest, named first: go test starts
+# packages in the order they are named, and a long one started last runs
+# alone at the end while the other core idles. (go list names each
+# package once.)
+LONGEST_FIRST       := ./server ./app ./server/opcua ./inference ./client ./evidence/predlog/sqlitelog \
+                       ./evidence/reconcile ./inference/sklearn ./server/zmtp ./inference/preprocess
 # Both runs share one throw-away PostgreSQL cluster (.ci/postgres starts it
 # and removes it afterwards); each test takes a database of its own in it.
 # RAMANSERVE_TEST_POSTGRES_REQUIRED turns a missing cluster into a failure
@@ -311,7 +317,7 @@ test-quick:
 	$(GO) test -short -count=1 -p 3 -parallel 6 -timeout 3m $(QUICK_PACKAGES); others=$$?; \
 	wait; cat $$out; conformance=$$(cat $$out.rc); rm -f $$out $$out.rc $$bin; \
 	[ $$others = 0 ] && [ $$conformance = 0 ]
-QUICK_PACKAGES = $$($(GO) list ./... | grep -vE '/conformance(/browser|/prometheus|/clients)?$$')
+QUICK_PACKAGES = $$($(GO) list $(LONGEST_FIRST) ./... | grep -vE '/conformance(/browser|/prometheus|/clients)?$$')
 
 ## test-under-load: make test three times in a row while a second make test runs at the same time
 ## in a clone of this repository (its own ports and directories); closes with "N passed, N failed".

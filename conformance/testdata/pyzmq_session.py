@@ -36,7 +36,10 @@ if opts.get("heartbeat_ms"):
     # off, the session): on a machine busy with other work the server may
     # answer a PING later than a few intervals without being at fault.
     sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, max(3 * ivl, 10000))
-    sock.setsockopt(zmq.HEARTBEAT_TTL, 10 * ivl)
+    # The TTL asks the server to drop the connection after that long
+    # without a byte from us: as generous as the timeout, for the same
+    # reason.
+    sock.setsockopt(zmq.HEARTBEAT_TTL, max(10 * ivl, 10000))
 timeout_ms = int(opts.get("timeout_ms", 3000))
 # A REQ socket without a peer blocks in send; with reconnection off, a cut
 # connection would block it for ever. The send waits timeout_ms at most.

@@ -359,14 +359,18 @@ func FuzzCurveSession(f *testing.F) {
 
 // pyCurveJob is the input of testdata/pyzmq_curve.py.
 type pyCurveJob struct {
-	Endpoint    string   `json:"endpoint"`
-	ServerKey   string   `json:"server_key,omitempty"`
-	Public      string   `json:"public,omitempty"`
-	Secret      string   `json:"secret,omitempty"`
-	HeartbeatMS int      `json:"heartbeat_ms,omitempty"`
-	PauseMS     int      `json:"pause_ms,omitempty"`
-	TimeoutMS   int      `json:"timeout_ms,omitempty"`
-	Requests    []string `json:"requests"`
+	Endpoint    string `json:"endpoint"`
+	ServerKey   string `json:"server_key,omitempty"`
+	Public      string `json:"public,omitempty"`
+	Secret      string `json:"secret,omitempty"`
+	HeartbeatMS int    `json:"heartbeat_ms,omitempty"`
+	// HeartbeatTimeoutMS and HeartbeatTTLMS: 0 leaves the script's
+	// defaults, 3 and 10 intervals.
+	HeartbeatTimeoutMS int      `json:"heartbeat_timeout_ms,omitempty"`
+	HeartbeatTTLMS     int      `json:"heartbeat_ttl_ms,omitempty"`
+	PauseMS            int      `json:"pause_ms,omitempty"`
+	TimeoutMS          int      `json:"timeout_ms,omitempty"`
+	Requests           []string `json:"requests"`
 }
 
 type pyCurveResult struct {
@@ -452,12 +456,18 @@ func TestCurvePyzmqClients(t *testing.T) {
 		handshakes := srv.Stats().HandshakesCompleted
 		res := runPyCurve(t, script, pyCurveJob{Endpoint: endpoint, ServerKey: k.serverPub.String(),
 			Public: k.clientPub.String(), Secret: curveSecretZ85(t, k.clientSec),
-			HeartbeatMS: 50, PauseMS: 600, Requests: []string{b64("a"), b64("b")}})
+			HeartbeatMS: 100, HeartbeatTimeoutMS: 3000, HeartbeatTTLMS: 6000, PauseMS: 3500,
+			Requests: []string{b64("a"), b64("b")}})
 		if res.reply(t, 0) != "echo:a" || res.reply(t, 1) != "echo:b" {
 			t.Fatalf("replies %v", res.Replies)
 		}
-		// libzmq drops a connection whose PINGs get no PONG within 150 ms:
-		// one handshake across the 600 ms pause means every PING was answered.
+		// libzmq drops a connection that receives nothing within 3 s of a
+		// PING: one handshake across the 3.5 s pause, longer than an
+		// interval and that timeout, means the PINGs were answered. The
+		// timeout and the TTL (after which the server drops a silent
+		// client) are seconds, not the interval's few multiples, so
+		// that a client or server kept off the CPU on a busy machine for
+		// a moment is not taken for a dead peer.
 		st := srv.Stats()
 		if st.PingsReceived-pings < 3 || st.HandshakesCompleted-handshakes != 1 || res.sawEvent("EVENT_DISCONNECTED") {
 			t.Fatalf("%d PINGs, %d handshakes, events %v", st.PingsReceived-pings, st.HandshakesCompleted-handshakes, res.Events)

@@ -7,6 +7,8 @@ JSON job on stdin:
      "server_key": Z85 or null (null: NULL mechanism),
      "public": Z85, "secret": Z85,          (the client's long-term pair)
      "heartbeat_ms": 0 or an interval (ZMQ_HEARTBEAT_IVL),
+     "heartbeat_timeout_ms": ZMQ_HEARTBEAT_TIMEOUT (3 intervals if 0),
+     "heartbeat_ttl_ms": ZMQ_HEARTBEAT_TTL (10 intervals if 0),
      "pause_ms": sleep between requests,
      "timeout_ms": how long to wait for each reply,
      "requests": [base64 frame, ...]}
@@ -36,8 +38,8 @@ if job.get("server_key"):
 if job.get("heartbeat_ms"):
     ivl = int(job["heartbeat_ms"])
     sock.setsockopt(zmq.HEARTBEAT_IVL, ivl)
-    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3 * ivl)
-    sock.setsockopt(zmq.HEARTBEAT_TTL, 10 * ivl)
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(job.get("heartbeat_timeout_ms") or 3 * ivl))
+    sock.setsockopt(zmq.HEARTBEAT_TTL, int(job.get("heartbeat_ttl_ms") or 10 * ivl))
 mon = sock.get_monitor_socket()
 sock.connect(job["endpoint"])
 
