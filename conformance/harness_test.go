@@ -59,6 +59,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code, err := runSuite(m)
+	removeServerBinary()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)

@@ -73,6 +73,15 @@ func serverBinary(t *testing.T) string {
 	return binPath
 }
 
+// removeServerBinary removes what serverBinary built, once the suite is
+// done: a binary of about 50 MB a run would otherwise pile up in the
+// temporary directory.
+func removeServerBinary() {
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+}
+
 type buildFailure struct {
 	out string
 	err error
