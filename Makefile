@@ -19,9 +19,10 @@ FUZZMINIMIZE  ?= 5s
 # sessions, jobs); every test run doubles as a data-race check. What only
 # proves scale runs shorter under -race (platform/race) and at full size in
 # make bench. -timeout is per package and only catches a hang: the
-# longest, the conformance suite, takes about 5 minutes under -race on a
-# quiet 2-core machine and up to 10 beside a second make test
-# (make test-under-load); make test as a whole should take at most 10.
+# longest, the conformance suite, takes about 4 minutes under -race alone
+# on a quiet 2-core machine, 7 beside the other packages in make test, and
+# up to 13 beside a second make test (make test-under-load); make test as
+# a whole should take at most 10.
 GOTEST_FLAGS  ?= -race -count=1 -timeout 20m
 
 .PHONY: all build run run-fleet bench-fleet bench-fleet-in-cluster test test-beside-go test-go test-go-in-cluster deps-postgres test-quick test-under-load deps-r r-reference test-r rule-evidence test-examples test-clients test-prism test-opcua test-browser test-prometheus deps deps-c deps-node deps-browser deps-prometheus generate check-generated docs-bundle docs-bundle-copy check-docs-bundle lint vet bench fuzz demo clean
