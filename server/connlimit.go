@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -386,7 +387,11 @@ type limitedConn struct {
 	serverTurn atomic.Bool
 	halfClosed atomic.Bool // net/http called CloseWrite: it answered a request whose body it did not read
 	lingering  atomic.Bool // closed by net/http, draining what the client still sends (linger)
-	released   bool        // slot given back; guarded by l.mu
+	// lateRead: a read of this reserve connection has once timed out with
+	// the client's bytes waiting unread, and was given another
+	// reserveTimeout (Read).
+	lateRead atomic.Bool
+	released bool // slot given back; guarded by l.mu
 }
 
 // grace is how long c is safe from eviction after it was accepted.
@@ -403,15 +408,34 @@ func (c *limitedConn) grace() time.Duration {
 
 // Read records, for eviction, that net/http serves the connection and
 // whether the client has sent anything.
+//
+// A reserve connection's read that times out while the client's bytes
+// wait unread in the socket was late on this server's side: on a machine
+// busy for seconds, the goroutine reached Read after the deadline, and Go
+// refuses a read past its deadline without looking at the socket. Such a
+// read gets one more reserveTimeout, once per connection, so that a
+// client that sent in time is answered; a silent or trickling client has
+// nothing waiting at its deadline and is cut as before.
 func (c *limitedConn) Read(b []byte) (int, error) {
 	if !c.reading.Load() {
 		c.reading.Store(true)
 	}
 	n, err := c.Conn.Read(b)
+	if n == 0 && c.reserve && isTimeout(err) && sockinput.Pending(c.Conn) && c.lateRead.CompareAndSwap(false, true) {
+		if c.Conn.SetReadDeadline(time.Now().Add(reserveTimeout)) == nil {
+			n, err = c.Conn.Read(b)
+		}
+	}
 	if n > 0 && !c.gotBytes.Load() {
 		c.gotBytes.Store(true)
 	}
 	return n, err
+}
+
+// isTimeout reports whether err is a deadline's timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Write restarts the grace of a TLS connection whose ClientHello this

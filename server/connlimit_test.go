@@ -639,3 +639,61 @@ func TestRefusedUploadIsAnsweredToASlowClient(t *testing.T) {
 	c.Close()
 	waitUntil(t, "the lingering connection to give its slot back", func() bool { return l.OpenConnections() == 0 })
 }
+
+// TestReserveReadLateOnTheServersSide: a reserve connection whose read
+// deadline passed before this server's goroutine got to Read (a machine
+// busy for seconds), while the client's request waits in the socket,
+// reads the request rather than timing out, once; a client that sent
+// nothing still times out at its deadline.
+func TestReserveReadLateOnTheServersSide(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	l := newConnLimitListener(ln, 1)
+	reserveConn := func(sent string) *limitedConn {
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close() })
+		server, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { server.Close() })
+		if sent != "" {
+			if _, err := client.Write([]byte(sent)); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); !sockinput.Pending(server); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the request never reached the server's socket")
+				}
+			}
+		}
+		lc := &limitedConn{Conn: server, l: l, reserve: true}
+		// The deadline net/http set has passed by the time it reads.
+		if err := lc.SetReadDeadline(time.Now().Add(-time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		return lc
+	}
+	const request = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+	late := reserveConn(request)
+	buf := make([]byte, 256)
+	n, err := late.Read(buf)
+	if err != nil || string(buf[:n]) != request {
+		t.Fatalf("late read of a waiting request: %q, %v", buf[:n], err)
+	}
+	if err := late.SetReadDeadline(time.Now().Add(-time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := late.Read(buf); !isTimeout(err) {
+		t.Fatalf("a second late read with nothing waiting: %v, want a timeout", err)
+	}
+	if _, err := reserveConn("").Read(buf); !isTimeout(err) {
+		t.Fatalf("late read of a silent client: %v, want a timeout", err)
+	}
+}
