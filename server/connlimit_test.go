@@ -517,30 +517,7 @@ func TestInputWaitingOnUsIsNotEvicted(t *testing.T) {
 	}
 	l := newConnLimitListener(ln, 2)
 	defer l.Close()
-	// accepted is a server-side socket whose client has sent sent.
-	accepted := func(sent string) net.Conn {
-		client, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close() })
-		server, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { server.Close() })
-		if sent != "" {
-			if _, err := client.Write([]byte(sent)); err != nil {
-				t.Fatal(err)
-			}
-			for deadline := time.Now().Add(10 * time.Second); !sockinput.Pending(server); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the request never reached the server's socket")
-				}
-			}
-		}
-		return server
-	}
+	accepted := func(sent string) net.Conn { return acceptedAfter(t, ln, sent) }
 	now := time.Now()
 	add := func(c net.Conn, state http.ConnState) *limitedConn {
 		lc := &limitedConn{Conn: c, l: l}
@@ -653,27 +630,7 @@ func TestReserveReadLateOnTheServersSide(t *testing.T) {
 	defer ln.Close()
 	l := newConnLimitListener(ln, 1)
 	reserveConn := func(sent string) *limitedConn {
-		client, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close() })
-		server, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { server.Close() })
-		if sent != "" {
-			if _, err := client.Write([]byte(sent)); err != nil {
-				t.Fatal(err)
-			}
-			for deadline := time.Now().Add(10 * time.Second); !sockinput.Pending(server); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the request never reached the server's socket")
-				}
-			}
-		}
-		lc := &limitedConn{Conn: server, l: l, reserve: true}
+		lc := &limitedConn{Conn: acceptedAfter(t, ln, sent), l: l, reserve: true}
 		// The deadline net/http set has passed by the time it reads.
 		if err := lc.SetReadDeadline(time.Now().Add(-time.Millisecond)); err != nil {
 			t.Fatal(err)
@@ -696,4 +653,31 @@ func TestReserveReadLateOnTheServersSide(t *testing.T) {
 	if _, err := reserveConn("").Read(buf); !isTimeout(err) {
 		t.Fatalf("late read of a silent client: %v, want a timeout", err)
 	}
+}
+
+// acceptedAfter accepts a connection from ln and returns its server side
+// once its client has sent sent and the bytes wait in the server's socket.
+func acceptedAfter(t *testing.T, ln net.Listener, sent string) net.Conn {
+	t.Helper()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	if sent != "" {
+		if _, err := client.Write([]byte(sent)); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); !sockinput.Pending(server); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the request never reached the server's socket")
+			}
+		}
+	}
+	return server
 }
