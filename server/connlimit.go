@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -421,8 +422,8 @@ func (c *limitedConn) Read(b []byte) (int, error) {
 		c.reading.Store(true)
 	}
 	n, err := c.Conn.Read(b)
-	if n == 0 && c.reserve && isTimeout(err) && sockinput.Pending(c.Conn) && c.lateRead.CompareAndSwap(false, true) {
-		if c.Conn.SetReadDeadline(time.Now().Add(reserveTimeout)) == nil {
+	if n == 0 && c.reserve && errors.Is(err, os.ErrDeadlineExceeded) && sockinput.Pending(c.Conn) && c.lateRead.CompareAndSwap(false, true) {
+		if c.SetReadDeadline(time.Time{}) == nil { // clamped: reserveTimeout from now
 			n, err = c.Conn.Read(b)
 		}
 	}
@@ -430,12 +431,6 @@ func (c *limitedConn) Read(b []byte) (int, error) {
 		c.gotBytes.Store(true)
 	}
 	return n, err
-}
-
-// isTimeout reports whether err is a deadline's timeout.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Write restarts the grace of a TLS connection whose ClientHello this

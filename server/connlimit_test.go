@@ -647,10 +647,10 @@ func TestReserveReadLateOnTheServersSide(t *testing.T) {
 	if err := late.SetReadDeadline(time.Now().Add(-time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := late.Read(buf); !isTimeout(err) {
+	if _, err := late.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("a second late read with nothing waiting: %v, want a timeout", err)
 	}
-	if _, err := reserveConn("").Read(buf); !isTimeout(err) {
+	if _, err := reserveConn("").Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("late read of a silent client: %v, want a timeout", err)
 	}
 }
