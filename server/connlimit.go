@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"ramanserve/gen"
-	"ramanserve/platform/sockinput"
+	"ramanserve/platform/sockqueue"
 	"ramanserve/server/contract"
 )
 
@@ -261,7 +261,7 @@ func (l *connLimitListener) candidate(reserve bool, now time.Time) (victim *limi
 		// the next candidate is tried. Such input lasts only until
 		// net/http's next read, so a client cannot hold a slot this way.
 		// Each pass sets one connection aside, so the loop ends.
-		if victim == nil || !sockinput.Pending(victim.Conn) {
+		if victim == nil || !sockqueue.Pending(victim.Conn) {
 			return victim, wait
 		}
 		victim.gotBytes.Store(true)
@@ -392,7 +392,11 @@ type limitedConn struct {
 	// the client's bytes waiting unread, and was given another
 	// reserveTimeout (Read).
 	lateRead atomic.Bool
-	released bool // slot given back; guarded by l.mu
+	// lateWrite: a write of this reserve connection has once timed out
+	// with nothing written and its send queue empty, and was given
+	// another reserveTimeout (Write).
+	lateWrite atomic.Bool
+	released  bool // slot given back; guarded by l.mu
 }
 
 // grace is how long c is safe from eviction after it was accepted.
@@ -422,7 +426,7 @@ func (c *limitedConn) Read(b []byte) (int, error) {
 		c.reading.Store(true)
 	}
 	n, err := c.Conn.Read(b)
-	if n == 0 && c.reserve && errors.Is(err, os.ErrDeadlineExceeded) && sockinput.Pending(c.Conn) && c.lateRead.CompareAndSwap(false, true) {
+	if n == 0 && c.reserve && errors.Is(err, os.ErrDeadlineExceeded) && sockqueue.Pending(c.Conn) && c.lateRead.CompareAndSwap(false, true) {
 		if c.SetReadDeadline(time.Time{}) == nil { // clamped: reserveTimeout from now
 			n, err = c.Conn.Read(b)
 		}
@@ -435,12 +439,25 @@ func (c *limitedConn) Read(b []byte) (int, error) {
 
 // Write restarts the grace of a TLS connection whose ClientHello this
 // server has just answered: from then on the handshake waits on the client.
+//
+// A reserve connection's write that times out with nothing written while
+// its send queue is empty was late on this server's side, as a late Read
+// is: the client was ready to take the answer, and the goroutine reached
+// Write after the deadline. It gets one more reserveTimeout, once per
+// connection. A client that does not read has filled its window, so the
+// answer waits in the send queue, and its write is cut as before.
 func (c *limitedConn) Write(b []byte) (int, error) {
 	if c.serverTurn.Load() {
 		c.since.Store(time.Now().UnixNano())
 		c.serverTurn.Store(false)
 	}
-	return c.Conn.Write(b)
+	n, err := c.Conn.Write(b)
+	if n == 0 && c.reserve && errors.Is(err, os.ErrDeadlineExceeded) && !sockqueue.Unsent(c.Conn) && c.lateWrite.CompareAndSwap(false, true) {
+		if c.SetWriteDeadline(time.Time{}) == nil { // clamped: reserveTimeout from now
+			n, err = c.Conn.Write(b)
+		}
+	}
+	return n, err
 }
 
 // Close closes the connection and gives its slot back; one that net/http

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"ramanserve/gen"
-	"ramanserve/platform/sockinput"
+	"ramanserve/platform/sockqueue"
 	"ramanserve/service/training"
 	"ramanserve/trainer"
 	"ramanserve/trainer/jobs"
@@ -655,6 +655,60 @@ func TestReserveReadLateOnTheServersSide(t *testing.T) {
 	}
 }
 
+// TestReserveWriteLateOnTheServersSide: a reserve connection whose write
+// deadline passed before this server's goroutine got to Write, while its
+// client is ready to take the answer (the send queue is empty), writes
+// the answer rather than timing out, once; a client that takes nothing
+// (its window full, the answer queued) still times out at the deadline.
+func TestReserveWriteLateOnTheServersSide(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	l := newConnLimitListener(ln, 1)
+	passDeadline := func(lc *limitedConn) {
+		t.Helper()
+		if err := lc.SetWriteDeadline(time.Now().Add(-time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+	late := &limitedConn{Conn: acceptedAfter(t, ln, ""), l: l, reserve: true}
+	passDeadline(late)
+	if n, err := late.Write(answer); err != nil || n != len(answer) {
+		t.Fatalf("late write to a ready client: %d bytes, %v", n, err)
+	}
+	passDeadline(late)
+	if _, err := late.Write(answer); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a second late write: %v, want a timeout", err)
+	}
+
+	// A client that reads nothing: fill its window and this socket's
+	// send buffer until a write blocks to its deadline.
+	stalled := &limitedConn{Conn: acceptedAfter(t, ln, ""), l: l, reserve: true}
+	chunk := make([]byte, 64<<10)
+	for {
+		if err := stalled.Conn.SetWriteDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stalled.Conn.Write(chunk); err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	passDeadline(stalled)
+	if _, err := stalled.Write(answer); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("late write to a client that reads nothing: %v, want a timeout", err)
+	}
+	if stalled.lateWrite.Load() {
+		t.Fatal("a client that reads nothing was given more time")
+	}
+}
+
 // acceptedAfter accepts a connection from ln and returns its server side
 // once its client has sent sent and the bytes wait in the server's socket.
 func acceptedAfter(t *testing.T, ln net.Listener, sent string) net.Conn {
@@ -673,7 +727,7 @@ func acceptedAfter(t *testing.T, ln net.Listener, sent string) net.Conn {
 		if _, err := client.Write([]byte(sent)); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); !sockinput.Pending(server); time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); !sockqueue.Pending(server); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the request never reached the server's socket")
 			}

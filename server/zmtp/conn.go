@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"ramanserve/platform/sockinput"
+	"ramanserve/platform/sockqueue"
 	"ramanserve/server/zmtp/curve"
 	"ramanserve/server/zmtp/wire"
 )
@@ -696,7 +696,7 @@ func (r patientReader) Read(p []byte) (int, error) {
 			return n, err
 		}
 		timeout := r.rearm()
-		if timeout <= 0 || !sockinput.Pending(r.conn) {
+		if timeout <= 0 || !sockqueue.Pending(r.conn) {
 			return n, err
 		}
 		if err := r.conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"ramanserve/platform/sockinput"
+	"ramanserve/platform/sockqueue"
 )
 
 // tcpPair is a connected pair of loopback TCP connections.
@@ -52,7 +52,7 @@ func TestPatientReaderIsNotFooledByItsOwnLateness(t *testing.T) {
 					t.Fatal(err)
 				}
 				// The event: the bytes are in the server's socket.
-				for deadline := time.Now().Add(10 * time.Second); !sockinput.Pending(server); time.Sleep(time.Millisecond) {
+				for deadline := time.Now().Add(10 * time.Second); !sockqueue.Pending(server); time.Sleep(time.Millisecond) {
 					if time.Now().After(deadline) {
 						t.Fatal("the bytes never reached the server's socket")
 					}
