@@ -507,26 +507,33 @@ func decodeModelInfoBody(r *wire.Reader, b *ModelInfoBody) error {
 	if err != nil {
 		return err
 	}
-	var seenInclude bool
+	return decodeOneKnownKey(r, n, 2, "include", "body.include", func() error { return decodeInclude(r, b) })
+}
+
+// decodeOneKnownKey reads the n entries of a map at depth of which one
+// key, name, is known: decode reads its value. The key given twice is
+// INVALID_REQUEST naming field; other keys are skipped with their values.
+func decodeOneKnownKey(r *wire.Reader, n, depth int, name, field string, decode func() error) error {
+	seen := false
 	for i := 0; i < n; i++ {
-		key, skipped, err := nextKey(r, 2)
+		key, skipped, err := nextKey(r, depth)
 		if err != nil {
 			return err
 		}
 		if skipped {
 			continue
 		}
-		if string(key) != "include" {
-			if err := r.SkipDepth(2); err != nil {
+		if string(key) != name {
+			if err := r.SkipDepth(depth); err != nil {
 				return err
 			}
 			continue
 		}
-		if seenInclude {
-			return invalidRequest("duplicate key body.include")
+		if seen {
+			return invalidRequest("duplicate key %s", field)
 		}
-		seenInclude = true
-		if err := decodeInclude(r, b); err != nil {
+		seen = true
+		if err := decode(); err != nil {
 			return err
 		}
 	}
@@ -776,31 +783,11 @@ func decodeOptions(r *wire.Reader, o *PredictOptions) error {
 		}
 		return err
 	}
-	var seen keySet
-	for i := 0; i < n; i++ {
-		key, skipped, err := nextKey(r, 3)
-		if err != nil {
-			return err
-		}
-		if skipped {
-			continue
-		}
-		switch string(key) {
-		case "contributions":
-			if seen&1 != 0 {
-				return invalidRequest("duplicate key body.options.contributions")
-			}
-			seen |= 1
-			if o.Contributions, o.HasContributions, err = decodeTopCount(r, "body.options.contributions"); err != nil {
-				return err
-			}
-		default:
-			if err := r.SkipDepth(3); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	const field = "body.options.contributions"
+	return decodeOneKnownKey(r, n, 3, "contributions", field, func() (err error) {
+		o.Contributions, o.HasContributions, err = decodeTopCount(r, field)
+		return err
+	})
 }
 
 // decodeTopCount reads a count of 0 to inference.MaxTopContributions, as
