@@ -119,8 +119,9 @@ func jobRecordOnDisk(t *testing.T, dir, id string) gen.TrainingJob {
 // TestShutdownWithStalledUploadAndJobs: SIGTERM while an upload stalls in
 // the middle of its body, a training runs, another job is queued, and two
 // connections have not sent a whole request (one silent, one trickling its
-// header). Both ports refuse new connections at once (while the upload is
-// still open), the upload is answered 503 SHUTTING_DOWN, and the process
+// header). Both ports refuse new connections at once (the management port
+// before the upload is answered), the upload is answered 503
+// SHUTTING_DOWN, and the process
 // exits 0 without waiting out the 15 s grace (within half of it, a margin
 // for a loaded machine; typically in under a second). On disk the
 // running job reads failed INTERRUPTED and the queued one queued; after a
@@ -150,12 +151,14 @@ func TestShutdownWithStalledUploadAndJobs(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	// At once: 1 s is a margin for a loaded machine (typically < 50 ms).
-	zmqRefused := refusedWithin(t, zmqAddr, time.Second)
-	httpRefused := refusedWithin(t, p.httpAddr, time.Second)
-	t.Logf("after SIGTERM: prediction port refused in %v, management port in %v", zmqRefused, httpRefused)
+	// The prediction port closes at once, beside the drain of its
+	// predicts. Typically < 50 ms; the bound is grace/3, not less,
+	// because a machine busy with a second make test has kept the
+	// signal's goroutine off the cores for over 1 s.
+	zmqRefused := refusedWithin(t, zmqAddr, grace/3)
+	t.Logf("after SIGTERM: prediction port refused in %v", zmqRefused)
 
-	upload.SetReadDeadline(time.Now().Add(5 * time.Second))
+	upload.SetReadDeadline(time.Now().Add(grace / 3))
 	resp, err := http.ReadResponse(bufio.NewReader(upload), nil)
 	if err != nil {
 		t.Fatalf("the stalled upload got no answer: %v", err)
@@ -163,6 +166,14 @@ func TestShutdownWithStalledUploadAndJobs(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusServiceUnavailable || errorCode(t, b).Code != "SHUTTING_DOWN" {
 		t.Errorf("stalled upload answered %d %s, want 503 SHUTTING_DOWN", resp.StatusCode, b)
+	}
+	// The management port closes before bodies still arriving are cut:
+	// once the upload is answered, it refuses, however late the answer.
+	if c, err := net.DialTimeout("tcp", p.httpAddr, time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		if err == nil {
+			c.Close()
+		}
+		t.Fatalf("management port after the stalled upload's answer: %v, want connection refused", err)
 	}
 
 	select {
