@@ -37,13 +37,42 @@ func (m *constModel) Predict(_ *inference.Spectrum, out *inference.Prediction) e
 	return nil
 }
 
+// loadGate makes a test registry's opens slow: each open says on
+// entered that it has begun, its caller then holding the load lock, and
+// waits for a value or the close of release.
+type loadGate struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newLoadGate() *loadGate {
+	return &loadGate{entered: make(chan struct{}, 64), release: make(chan struct{})}
+}
+
+// waitEntered waits until an open has begun: the goroutine that called
+// it holds the load lock and waits at the gate. Asking the lock itself
+// (TryLock) would take it for a moment, and a Load that tried it then
+// would fail with ErrLoadInProgress instead of opening.
+func (g *loadGate) waitEntered(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(time.Minute): // generous: a machine busy with other tests
+		t.Fatal("no open began")
+	}
+}
+
 // openConst reads files of the form "const:<float>"; "panic" makes it
 // panic. Anything else is corrupted. A non-nil gate makes the open wait (a slow load).
-func openConst(gate <-chan struct{}) OpenFunc {
+func openConst(gate *loadGate) OpenFunc {
 	return func(ctx context.Context, content *io.SectionReader, e Entry) (inference.Model, error) {
 		if gate != nil {
 			select {
-			case <-gate:
+			case gate.entered <- struct{}{}:
+			default:
+			}
+			select {
+			case <-gate.release:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -67,7 +96,7 @@ func openConst(gate <-chan struct{}) OpenFunc {
 	}
 }
 
-func newTestRegistry(t *testing.T, dir string, gate <-chan struct{}) *Registry {
+func newTestRegistry(t *testing.T, dir string, gate *loadGate) *Registry {
 	t.Helper()
 	r, err := Open(context.Background(), dir, Options{Openers: map[string]OpenFunc{".joblib": openConst(gate), ".npz": openConst(gate)}})
 	if err != nil {
@@ -79,7 +108,7 @@ func newTestRegistry(t *testing.T, dir string, gate <-chan struct{}) *Registry {
 
 // reopen is a restart: the registry is closed (its lock released) and
 // opened again over the same directory.
-func reopen(t *testing.T, r *Registry, gate <-chan struct{}) *Registry {
+func reopen(t *testing.T, r *Registry, gate *loadGate) *Registry {
 	t.Helper()
 	if err := r.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -208,16 +237,12 @@ func TestFailedLoadsKeepPreviousActive(t *testing.T) {
 }
 
 func TestConcurrentLoadsOneWins(t *testing.T) {
-	gate := make(chan struct{})
+	gate := newLoadGate()
 	r := newTestRegistry(t, t.TempDir(), gate)
 	v := addStaged(t, r, 3, time.Now())
 	results := make(chan error, 21)
 	go func() { _, err := r.Load(context.Background(), LoadRequest{Version: v}); results <- err }()
-	// Wait until the slow load holds the lock.
-	for r.loadMu.TryLock() {
-		r.loadMu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
+	gate.waitEntered(t) // the slow load holds the lock
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Add(1)
@@ -228,7 +253,7 @@ func TestConcurrentLoadsOneWins(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(gate)
+	close(gate.release)
 	ok, busy := 0, 0
 	for range 21 {
 		switch err := <-results; {

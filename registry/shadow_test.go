@@ -300,7 +300,7 @@ func TestRestartRestoresTheShadow(t *testing.T) {
 // shadow change fails at once with ErrLoadInProgress, and a shadow change
 // in progress holds off loads and deletes the same way.
 func TestShadowTakesTheLoadLock(t *testing.T) {
-	gate := make(chan struct{})
+	gate := newLoadGate()
 	dir := t.TempDir()
 	r := newTestRegistry(t, dir, gate)
 	f := follow(t, r)
@@ -309,49 +309,33 @@ func TestShadowTakesTheLoadLock(t *testing.T) {
 	ctx := context.Background()
 	done := make(chan error, 1)
 	go func() { _, err := r.Load(ctx, LoadRequest{Version: a}); done <- err }()
-	waitLoadLocked(t, r)
+	gate.waitEntered(t)
 	if err := r.SetShadow(ctx, b); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("SetShadow during a load: %v", err)
 	}
 	if err := r.ClearShadow(ctx); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("ClearShadow during a load: %v", err)
 	}
-	gate <- struct{}{}
+	gate.release <- struct{}{}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 
 	go func() { done <- r.SetShadow(ctx, b) }()
-	waitLoadLocked(t, r)
+	gate.waitEntered(t)
 	if _, err := r.Load(ctx, LoadRequest{Version: b}); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("Load during SetShadow: %v", err)
 	}
 	if err := r.Delete(ctx, b); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("Delete during SetShadow: %v", err)
 	}
-	gate <- struct{}{}
+	gate.release <- struct{}{}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	if cur, _ := f.state(); cur != b {
 		t.Fatalf("follower %q", cur)
 	}
-}
-
-// waitLoadLocked waits until a goroutine holds the load lock (it is then
-// blocked at the gate, in its open).
-func waitLoadLocked(t *testing.T, r *Registry) {
-	t.Helper()
-	// Generous: a goroutine just started may wait long for a core on a
-	// machine busy with other tests.
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if r.loadMu.TryLock() {
-			r.loadMu.Unlock()
-			continue
-		}
-		return
-	}
-	t.Fatal("the load lock was never taken")
 }
 
 // TestConcurrentLoadsAndShadowChanges: loads, shadow sets, clears and
