@@ -301,8 +301,11 @@ func TestRegistrySecondProcessRefused(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
 		t.Fatalf("second process: %v, want a non-zero exit\n%s", err, stderr)
 	}
-	if took > time.Second {
-		t.Errorf("second process took %v to give up, want under 1 s", took)
+	// At once, not waiting for the first process's lock, which it holds
+	// until the test ends; 10 s is a margin for starting a process on a
+	// machine busy with a second make test.
+	if took > 10*time.Second {
+		t.Errorf("second process took %v to give up, want at once", took)
 	}
 	if pid := strconv.Itoa(p.cmd.Process.Pid); !strings.Contains(stderr, "locked by process "+pid) {
 		t.Errorf("the refusal does not name the holder's pid %s:\n%s", pid, stderr)

