@@ -101,14 +101,17 @@ func TestCurveClientAgainstLibzmq(t *testing.T) {
 
 // TestCurveClientAnswersLibzmqHeartbeats: libzmq sends its ZMTP PINGs
 // encrypted and closes a connection whose peer does not answer within
-// the heartbeat timeout (PINGs every 100 ms, 200 ms timeout here); the
-// server takes 1 s to reply, so the reply arrives only if the client
-// answered the PINGs meanwhile.
+// the heartbeat timeout (PINGs every 100 ms, 3 s timeout here); the
+// server takes 3.5 s to reply, longer than an interval and the timeout,
+// so the reply arrives only if the client answered the PINGs meanwhile.
+// The timeout is not shorter because a machine busy with a second make
+// test has kept the client's goroutine off the cores for more than the
+// 200 ms it once was.
 func TestCurveClientAnswersLibzmqHeartbeats(t *testing.T) {
 	serverPub, serverSec := keyPair(t)
-	ep := startLibzmqREP(t, serverSec, "--heartbeat", "100", "--delay", "1")
+	ep := startLibzmqREP(t, serverSec, "--heartbeat", "100", "--heartbeat-timeout", "3000", "--delay", "3.5")
 	c, err := client.DialPrediction(context.Background(), ep, client.PredictionOptions{
-		Timeout: 5 * time.Second, Retries: -1, Curve: &client.CurveOptions{ServerKey: serverPub}})
+		Timeout: 15 * time.Second, Retries: -1, Curve: &client.CurveOptions{ServerKey: serverPub}})
 	if err != nil {
 		t.Fatal(err)
 	}

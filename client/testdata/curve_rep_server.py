@@ -4,7 +4,10 @@ Usage: /usr/bin/python3 curve_rep_server.py SECRET_KEY_Z85 [options]
   --null             serve NULL instead of CURVE
   --allow KEY_Z85    accept only these client public keys (ZAP, repeatable)
   --delay SECONDS    wait before each reply
-  --heartbeat MS     send ZMTP PINGs every MS milliseconds (timeout 2 x MS)
+  --heartbeat MS     send ZMTP PINGs every MS milliseconds
+  --heartbeat-timeout MS
+                     close a connection whose peer has not answered a PING
+                     within MS milliseconds (default 2 x --heartbeat)
 
 Prints "PORT <n>" once bound on 127.0.0.1, then answers every request
 with b"echo:" + request until killed. Debian's python3-zmq (libzmq built
@@ -24,6 +27,7 @@ def main():
     ap.add_argument("--allow", action="append", default=None)
     ap.add_argument("--delay", type=float, default=0)
     ap.add_argument("--heartbeat", type=int, default=0)
+    ap.add_argument("--heartbeat-timeout", type=int, default=0)
     args = ap.parse_args()
     assert zmq.has("curve"), "libzmq without CURVE"
 
@@ -44,7 +48,7 @@ def main():
         sock.curve_secretkey = args.secret.encode()
     if args.heartbeat:
         sock.heartbeat_ivl = args.heartbeat
-        sock.heartbeat_timeout = 2 * args.heartbeat
+        sock.heartbeat_timeout = args.heartbeat_timeout or 2 * args.heartbeat
     port = sock.bind_to_random_port("tcp://127.0.0.1")
     print("PORT", port, flush=True)
     while True:
