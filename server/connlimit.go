@@ -362,6 +362,7 @@ func (l *connLimitListener) endConnsWithoutRequest() {
 	defer l.mu.Unlock()
 	for c := range l.open {
 		if s := http.ConnState(c.state.Load()); s == http.StateNew || s == http.StateIdle {
+			c.cut.Store(true)
 			_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
 		}
 	}
@@ -396,6 +397,11 @@ type limitedConn struct {
 	// with nothing written and its send queue empty, and was given
 	// another reserveTimeout (Write).
 	lateWrite atomic.Bool
+	// cut: endConnsWithoutRequest moved the read deadline to the past.
+	// headerCut: then a read failed while net/http was reading a request
+	// header (StateNew or StateIdle); see Write.
+	cut       atomic.Bool
+	headerCut atomic.Bool
 	released  bool // slot given back; guarded by l.mu
 }
 
@@ -426,9 +432,14 @@ func (c *limitedConn) Read(b []byte) (int, error) {
 		c.reading.Store(true)
 	}
 	n, err := c.Conn.Read(b)
-	if n == 0 && c.reserve && errors.Is(err, os.ErrDeadlineExceeded) && sockqueue.Pending(c.Conn) && c.lateRead.CompareAndSwap(false, true) {
+	if n == 0 && c.reserve && errors.Is(err, os.ErrDeadlineExceeded) && !c.cut.Load() && sockqueue.Pending(c.Conn) && c.lateRead.CompareAndSwap(false, true) {
 		if c.SetReadDeadline(time.Time{}) == nil { // clamped: reserveTimeout from now
 			n, err = c.Conn.Read(b)
+		}
+	}
+	if err != nil && c.cut.Load() {
+		if s := http.ConnState(c.state.Load()); s == http.StateNew || s == http.StateIdle {
+			c.headerCut.Store(true)
 		}
 	}
 	if n > 0 && !c.gotBytes.Load() {
@@ -446,7 +457,17 @@ func (c *limitedConn) Read(b []byte) (int, error) {
 // Write after the deadline. It gets one more reserveTimeout, once per
 // connection. A client that does not read has filled its window, so the
 // answer waits in the send queue, and its write is cut as before.
+//
+// Nothing is written once shutdown has cut a request header half-way
+// (headerCut): net/http parses the part that arrived, and answers a
+// partial request line "400 Bad Request", which would tell a client whose
+// request was fine not to send it again. Such a client gets the
+// connection closed instead, as one that had sent nothing does, and
+// retries against the restarted server.
 func (c *limitedConn) Write(b []byte) (int, error) {
+	if c.headerCut.Load() {
+		return len(b), nil
+	}
 	if c.serverTurn.Load() {
 		c.since.Store(time.Now().UnixNano())
 		c.serverTurn.Store(false)

@@ -740,3 +740,81 @@ func acceptedAfter(t *testing.T, ln net.Listener, sent string) net.Conn {
 	}
 	return server
 }
+
+// TestShutdownCutsHalfSentHeadersWithoutAnswer: connections whose request
+// header has only partly arrived when shutdown begins (a new one with half
+// a request line, a new one with half its headers, a kept-alive one with
+// half its next request) are closed without an answer. net/http would
+// answer a partial request line "400 Bad Request", telling a client whose
+// request was fine not to send it again.
+func TestShutdownCutsHalfSentHeadersWithoutAnswer(t *testing.T) {
+	addr, l := limitedServerListener(t, 10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	halfLine, _ := dial(t, addr)
+	halfHeaders, _ := dial(t, addr)
+	keptAlive, keptReader := dial(t, addr)
+	ask(t, keptAlive, keptReader, "GET", "/health")
+	waitIdle(t, l, keptAlive)
+	for c, part := range map[net.Conn]string{
+		halfLine:    "GET /hea",
+		halfHeaders: "GET /health HTTP/1.1\r\nHost: x\r\n",
+		keptAlive:   "GET /he",
+	} {
+		if _, err := c.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAllRead(t, l, 3)
+	l.endConnsWithoutRequest()
+	for _, c := range []net.Conn{halfLine, halfHeaders, keptAlive} {
+		c.SetReadDeadline(time.Now().Add(waitLimit))
+	}
+	for name, r := range map[string]io.Reader{"half a request line": halfLine, "half the headers": halfHeaders, "kept alive, half its next request": keptReader} {
+		got, err := io.ReadAll(r)
+		if len(got) > 0 || err != nil {
+			t.Errorf("%s: got %q, %v after shutdown began, want the connection closed without an answer", name, got, err)
+		}
+	}
+}
+
+// waitIdle waits until the server's side of c is idle between requests.
+func waitIdle(t *testing.T, l *connLimitListener, c net.Conn) {
+	t.Helper()
+	for deadline := time.Now().Add(waitLimit); ; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		idle := false
+		for lc := range l.open {
+			if lc.RemoteAddr().String() == c.LocalAddr().String() && http.ConnState(lc.state.Load()) == http.StateIdle {
+				idle = true
+			}
+		}
+		l.mu.Unlock()
+		if idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the kept-alive connection never went idle")
+		}
+	}
+}
+
+// waitAllRead waits until n open connections have had bytes read by the
+// server and none waits unread in a socket.
+func waitAllRead(t *testing.T, l *connLimitListener, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(waitLimit); ; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		read := 0
+		for lc := range l.open {
+			if lc.gotBytes.Load() && !sockqueue.Pending(lc.Conn) {
+				read++
+			}
+		}
+		l.mu.Unlock()
+		if read == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d connections read", read, n)
+		}
+	}
+}
