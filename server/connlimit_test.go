@@ -628,12 +628,7 @@ func TestRefusedUploadIsAnsweredToASlowClient(t *testing.T) {
 // reads the request rather than timing out, once; a client that sent
 // nothing still times out at its deadline.
 func TestReserveReadLateOnTheServersSide(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	l := newConnLimitListener(ln, 1)
+	ln, l := unservedLimitListener(t)
 	reserveConn := func(sent string) *limitedConn {
 		lc := &limitedConn{Conn: acceptedAfter(t, ln, sent), l: l, reserve: true}
 		// The deadline net/http set has passed by the time it reads.
@@ -666,12 +661,7 @@ func TestReserveReadLateOnTheServersSide(t *testing.T) {
 // the answer rather than timing out, once; a client that takes nothing
 // (its window full, the answer queued) still times out at the deadline.
 func TestReserveWriteLateOnTheServersSide(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	l := newConnLimitListener(ln, 1)
+	ln, l := unservedLimitListener(t)
 	passDeadline := func(lc *limitedConn) {
 		t.Helper()
 		if err := lc.SetWriteDeadline(time.Now().Add(-time.Millisecond)); err != nil {
@@ -712,6 +702,19 @@ func TestReserveWriteLateOnTheServersSide(t *testing.T) {
 	if stalled.lateWrite.Load() {
 		t.Fatal("a client that reads nothing was given more time")
 	}
+}
+
+// unservedLimitListener is a connection cap of 1 over a listener of its
+// own that nothing serves: the test accepts (acceptedAfter) and wraps its
+// connections itself.
+func unservedLimitListener(t *testing.T) (net.Listener, *connLimitListener) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln, newConnLimitListener(ln, 1)
 }
 
 // acceptedAfter accepts a connection from ln and returns its server side
