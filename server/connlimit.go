@@ -630,6 +630,13 @@ func isProbe(r *http.Request) bool {
 func reserveGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		lc, _ := r.Context().Value(connKey{}).(*limitedConn)
+		if lc != nil {
+			// A request reached its handler, so its header was whole:
+			// its answer is written even if a read failed after the
+			// shutdown's cut (a TLS read can return a whole request
+			// together with the error from peeking at the next record).
+			lc.headerCut.Store(false)
+		}
 		if lc == nil || !lc.reserve || isProbe(r) {
 			next.ServeHTTP(w, r)
 			return

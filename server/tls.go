@@ -60,6 +60,9 @@ func baseTLSConfig() *tls.Config {
 			tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
 			tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 		},
+		// HTTP/1.1 only: the connection cap reads each connection's
+		// state from net/http's hooks, which HTTP/2 connections skip
+		// (they would stay StateNew, and shutdown would cut their answers).
 		NextProtos:             []string{"http/1.1"},
 		SessionTicketsDisabled: true,
 	}
