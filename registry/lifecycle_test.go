@@ -161,13 +161,8 @@ func TestDeleteImportKeepsTheOriginal(t *testing.T) {
 // with ErrLoadInProgress and changes nothing.
 func TestDeleteTakesTheLoadLock(t *testing.T) {
 	dir := t.TempDir()
-	gate, entered := make(chan struct{}), make(chan struct{}, 1)
-	slow := func(ctx context.Context, content *io.SectionReader, e Entry) (inference.Model, error) {
-		entered <- struct{}{}
-		<-gate
-		return openConst(nil)(ctx, content, e)
-	}
-	r, err := Open(context.Background(), dir, Options{Openers: map[string]OpenFunc{".npz": slow}})
+	gate := newLoadGate()
+	r, err := Open(context.Background(), dir, Options{Openers: map[string]OpenFunc{".npz": openConst(gate)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +173,11 @@ func TestDeleteTakesTheLoadLock(t *testing.T) {
 		_, err := r.Load(context.Background(), LoadRequest{Version: a, Source: SourceStaged})
 		done <- err
 	}()
-	<-entered // the load holds the lock, reading the file
+	gate.waitEntered(t) // the load holds the lock, reading the file
 	if err := r.Delete(context.Background(), b); !errors.Is(err, ErrLoadInProgress) {
 		t.Fatalf("delete during a load: %v", err)
 	}
-	close(gate)
+	close(gate.release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -361,7 +361,7 @@ func (l *connLimitListener) endConnsWithoutRequest() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for c := range l.open {
-		if s := http.ConnState(c.state.Load()); s == http.StateNew || s == http.StateIdle {
+		if c.awaitingHeader() {
 			c.cut.Store(true)
 			_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
 		}
@@ -405,6 +405,13 @@ type limitedConn struct {
 	released  bool // slot given back; guarded by l.mu
 }
 
+// awaitingHeader: net/http has not read a whole request header on c
+// since it was accepted or last answered (StateNew or StateIdle).
+func (c *limitedConn) awaitingHeader() bool {
+	s := http.ConnState(c.state.Load())
+	return s == http.StateNew || s == http.StateIdle
+}
+
 // grace is how long c is safe from eviction after it was accepted.
 // A lingering one has none: its answer is out.
 func (c *limitedConn) grace() time.Duration {
@@ -437,10 +444,8 @@ func (c *limitedConn) Read(b []byte) (int, error) {
 			n, err = c.Conn.Read(b)
 		}
 	}
-	if err != nil && c.cut.Load() {
-		if s := http.ConnState(c.state.Load()); s == http.StateNew || s == http.StateIdle {
-			c.headerCut.Store(true)
-		}
+	if err != nil && c.cut.Load() && c.awaitingHeader() {
+		c.headerCut.Store(true)
 	}
 	if n > 0 && !c.gotBytes.Load() {
 		c.gotBytes.Store(true)
