@@ -114,6 +114,7 @@ func TestArtifactStoresRecipeRegionsAxisAndReview(t *testing.T) {
 // TestArtifactReadsFormat1: files written before recipes (format 1, no
 // recipe, regions or review) still load.
 func TestArtifactReadsFormat1(t *testing.T) {
+	numericOnly(t)
 	p := trainedModel(t)
 	p.Review = nil // format 1 had no review members: the trainer's review is written from format 2 on
 	_, data := writeRead(t, p)
@@ -135,6 +136,7 @@ func TestArtifactReadsFormat1(t *testing.T) {
 // TestArtifactRejectsBadRecipeRegionsReview: each is MODEL_CORRUPTED,
 // either when reading or when the model is built.
 func TestArtifactRejectsBadRecipeRegionsReview(t *testing.T) {
+	numericOnly(t)
 	p := withReview(shapedModel(t, derivRecipe, twoRegions, 33))
 	_, data := writeRead(t, p)
 	meta := func(old, new string) []byte {
@@ -188,6 +190,7 @@ func TestArtifactRejectsBadRecipeRegionsReview(t *testing.T) {
 // name training rows, one per spectrum after the mean, over the model's
 // axis; a file written without them reads as one without a review plot.
 func TestArtifactRejectsBadRawSpectra(t *testing.T) {
+	numericOnly(t)
 	base := withReview(shapedModel(t, derivRecipe, twoRegions, 35))
 	axis := len(base.Meta.Wavenumbers)
 	for _, tc := range []struct {

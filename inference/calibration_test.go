@@ -16,6 +16,7 @@ import (
 // observed fraction within tolerance to 0.1, and spectra well outside the
 // calibration domain get confidence < 0.1.
 func TestConfidenceCalibration(t *testing.T) {
+	numericOnly(t)
 	train := synth.New(synth.Config{Seed: 21}).Dataset(200)
 	res, err := trainer.Train(context.Background(), train, trainer.Options{Seed: 3}, nil)
 	if err != nil {

@@ -48,6 +48,7 @@ func explainedModels(t *testing.T) map[string]*inference.PLSParams {
 // its Q, to 1e-9 relative; the reply without contributions is unchanged;
 // the top list is the largest values in order.
 func TestContributionsAddUpToT2AndQ(t *testing.T) {
+	numericOnly(t)
 	for name, p := range explainedModels(t) {
 		t.Run(name, func(t *testing.T) {
 			m, err := inference.NewPLSModel(p, inference.ModelOptions{})
@@ -216,6 +217,7 @@ func rows(a *mat.Dense) [][]float64 {
 // totals, top lists and region sums agree to 1e-9 relative (of the total),
 // and name the same wavenumbers.
 func TestContributionsMatchNumPy(t *testing.T) {
+	numericOnly(t)
 	const py = "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import numpy").Run(); err != nil {
 		if os.Getenv("CI") == "true" {

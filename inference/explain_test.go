@@ -16,6 +16,7 @@ import (
 // mean, scaled, is what the residual and scores come from (the residual's
 // squares are the Q contributions).
 func TestExplainSpectrumAddsUp(t *testing.T) {
+	numericOnly(t)
 	for name, params := range explainedModels(t) {
 		t.Run(name, func(t *testing.T) { explainAddsUp(t, params) })
 	}

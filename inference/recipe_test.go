@@ -125,6 +125,7 @@ func rawTwin(t testing.TB, p *inference.PLSParams) (*inference.PLSModel, []int, 
 // regions predicts exactly what the raw regression predicts on the
 // preprocessed, selected points, and leaves the caller's spectrum alone.
 func TestRecipeModelAppliesRecipeAndRegions(t *testing.T) {
+	numericOnly(t)
 	for _, tc := range []struct {
 		name    string
 		recipe  preprocess.Recipe

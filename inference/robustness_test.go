@@ -128,6 +128,7 @@ func newModel(t *testing.T, p *inference.PLSParams) *inference.PLSModel {
 //
 //	go test ./inference -run RobustnessUnderFaults -v
 func TestRobustnessUnderFaults(t *testing.T) {
+	numericOnly(t)
 	train := synth.New(synth.Config{Seed: robustTrainSeed, LaserDrift: robustDrift}).Dataset(robustTrainRows)
 	rawParams := trainRobust(t, train, nil)
 	recipeParams := trainRobust(t, train, robustRecipe)
