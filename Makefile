@@ -292,9 +292,11 @@ OTHER_PACKAGES      = $$($(GO) list $(LONGEST_FIRST) ./... | grep -vE '/conforma
 # The packages whose tests take longest, named first: go test starts
 # packages in the order they are named, and a long one started last runs
 # alone at the end while the other core idles. (go list names each
-# package once.)
-LONGEST_FIRST       := ./server ./app ./server/opcua ./inference ./client ./evidence/predlog/sqlitelog \
-                       ./evidence/reconcile ./inference/sklearn ./server/zmtp ./inference/preprocess
+# package once.) Three at a time (-p 3) rather than one a core: the
+# longest ones (server, app, opcua, client, the generated clients) spend
+# much of their time waiting on timers, sockets and programs of their own.
+LONGEST_FIRST       := ./server ./app ./evidence/predlog/sqlitelog ./server/opcua ./conformance/clients ./client \
+                       ./evidence/reconcile ./trainer/jobs ./inference/sklearn ./server/zmtp ./inference/preprocess
 # Both runs share one throw-away PostgreSQL cluster (.ci/postgres starts it
 # and removes it afterwards); each test takes a database of its own in it.
 # RAMANSERVE_TEST_POSTGRES_REQUIRED turns a missing cluster into a failure
@@ -306,8 +308,8 @@ test-go-in-cluster:
 	@set -o pipefail; out=$$(mktemp); \
 	echo "$(GO) test $(GOTEST_FLAGS) -skip '^TestExampleC' -v ./conformance (in the background)"; \
 	{ $(GO) test $(GOTEST_FLAGS) -skip '^TestExampleC' -v ./conformance 2>&1 | grep -vE '$(CONFORMANCE_FILTER)' >$$out; echo $$? >$$out.rc; } & \
-	echo "$(GO) test $(GOTEST_FLAGS) <every package but the conformance suites>"; \
-	$(GO) test $(GOTEST_FLAGS) $(OTHER_PACKAGES); others=$$?; \
+	echo "$(GO) test $(GOTEST_FLAGS) -p 3 <every package but the conformance suites>"; \
+	$(GO) test $(GOTEST_FLAGS) -p 3 $(OTHER_PACKAGES); others=$$?; \
 	wait; echo "== ./conformance"; cat $$out; conformance=$$(cat $$out.rc); rm -f $$out $$out.rc; \
 	[ $$others = 0 ] && [ $$conformance = 0 ]
 
