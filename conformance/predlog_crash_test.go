@@ -390,10 +390,11 @@ const (
 // TestPredictionLogKeepsItsPromise: the server as a user runs it (the
 // log's writer at idle priority, the default), 8 clients predicting as
 // fast as it answers, killed with SIGKILL mid-load, 5 rounds (2 under
-// the race detector) on the same registry. Every prediction answered more than the log's promise
-// (predlog.DefaultPromise) before its kill is in the log after the last
-// restart, or the log had counted at least as many records dropped or
-// failed before the kill: nothing acknowledged is lost without a count.
+// the race detector) on the same registry. Every prediction answered
+// more than the log's promise (predlog.DefaultPromise) before its kill is
+// in the log after the last restart, or the log had counted at least as
+// many records dropped or failed before the kill: nothing acknowledged is
+// lost without a count.
 func TestPredictionLogKeepsItsPromise(t *testing.T) {
 	t.Parallel() // its own server or process: runs beside the others
 	longProcessTest(t)

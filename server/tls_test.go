@@ -63,12 +63,12 @@ func newCA(t *testing.T, name string) *tlstest.CA {
 	return ca
 }
 
-// startTLS starts a server whose management channel has files, at most
-// max regular connections (0: the default).
-func startTLS(t *testing.T, files TLSConfig, max int, log *slog.Logger) *testProcess {
+// startTLS starts a server whose management channel is cfg (its TLS
+// files set by the caller).
+func startTLS(t *testing.T, cfg HTTPConfig, log *slog.Logger) *testProcess {
 	t.Helper()
 	app, err := startProcess(context.Background(), processConfig{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
-		HTTP: HTTPConfig{TLS: files, MaxConnections: max}, Logger: log})
+		HTTP: cfg, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func (h *levelRecorder) lines() []string {
 func TestTLSManagementChannel(t *testing.T) {
 	f := newTLSFixture(t)
 	rec := &levelRecorder{}
-	app := startTLS(t, TLSConfig{CertFile: f.cert, KeyFile: f.key}, 0, slog.New(rec))
+	app := startTLS(t, HTTPConfig{TLS: TLSConfig{CertFile: f.cert, KeyFile: f.key}}, slog.New(rec))
 	addr, roots := app.HTTPAddr(), f.ca.Pool()
 
 	st, err := handshake(addr, &tls.Config{RootCAs: roots})
@@ -266,7 +266,7 @@ func TestTLSStartRefusesBadFiles(t *testing.T) {
 // file that cannot be used fails and keeps the previous certificate.
 func TestTLSReload(t *testing.T) {
 	f := newTLSFixture(t)
-	app := startTLS(t, TLSConfig{CertFile: f.cert, KeyFile: f.key}, 0, nil)
+	app := startTLS(t, HTTPConfig{TLS: TLSConfig{CertFile: f.cert, KeyFile: f.key}}, nil)
 	addr, roots := app.HTTPAddr(), f.ca.Pool()
 	if got := servedSerial(t, addr, roots); got.Cmp(f.leaf.Serial) != 0 {
 		t.Fatalf("serial %v, want %v", got, f.leaf.Serial)
@@ -327,7 +327,7 @@ func TestMutualTLSReload(t *testing.T) {
 	if err := os.WriteFile(clientCAs, caA.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	app := startTLS(t, TLSConfig{CertFile: f.cert, KeyFile: f.key, ClientCAFile: clientCAs}, 0, nil)
+	app := startTLS(t, HTTPConfig{TLS: TLSConfig{CertFile: f.cert, KeyFile: f.key, ClientCAFile: clientCAs}}, nil)
 	addr, roots := app.HTTPAddr(), f.ca.Pool()
 	withCert := func(ca *tlstest.CA) *tls.Config {
 		leaf, err := ca.Client("console")
@@ -392,7 +392,7 @@ func TestMutualTLSReload(t *testing.T) {
 func TestTLSHandshakeDeadline(t *testing.T) {
 	t.Parallel()
 	f := newTLSFixture(t)
-	app := startTLS(t, TLSConfig{CertFile: f.cert, KeyFile: f.key}, 0, nil)
+	app := startTLS(t, HTTPConfig{TLS: TLSConfig{CertFile: f.cert, KeyFile: f.key}}, nil)
 	const limit = 10 * time.Second // app.httpServer.ReadHeaderTimeout
 	if app.httpServer.ReadHeaderTimeout != limit {
 		t.Fatalf("ReadHeaderTimeout %v, this test expects %v", app.httpServer.ReadHeaderTimeout, limit)
@@ -440,13 +440,8 @@ func TestTLSConnectionCap(t *testing.T) {
 	// flood; beside a second make test one probe took 3.6 s, and the
 	// default JSON body limit (10 s) then answered the held request 408.
 	// The body limits are not what this test is about.
-	app, err := startProcess(context.Background(), processConfig{HTTPAddr: "127.0.0.1:0", ZMQEndpoint: "tcp://127.0.0.1:0", RegistryDir: t.TempDir(),
-		HTTP: HTTPConfig{TLS: TLSConfig{CertFile: f.cert, KeyFile: f.key}, MaxConnections: 1,
-			BodyIdleTimeout: 5 * time.Minute, JSONBodyTimeout: 5 * time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { app.Shutdown(context.Background()) })
+	app := startTLS(t, HTTPConfig{TLS: TLSConfig{CertFile: f.cert, KeyFile: f.key}, MaxConnections: 1,
+		BodyIdleTimeout: 5 * time.Minute, JSONBodyTimeout: 5 * time.Minute}, nil)
 	addr, roots := app.HTTPAddr(), f.ca.Pool()
 	// A handshake that waits on its client longer than helloGrace (this
 	// test's own client, under the race detector on a busy machine) may

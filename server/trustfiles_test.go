@@ -146,7 +146,7 @@ func TestClientCAFileRefusedWhenWorldWritable(t *testing.T) {
 	if err := os.Chmod(clientCAs, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	app := startTLS(t, files, 0, nil)
+	app := startTLS(t, HTTPConfig{TLS: files}, nil)
 	if err := os.WriteFile(clientCAs, caB.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
