@@ -255,8 +255,9 @@ r-reference: deps-r
 # under it they skip (numericOnly) and run here instead, with the checks
 # that need full speed or a full sample (the 95 % limits' band over every
 # calibration, allocation counts). test-go still runs the package under
-# the detector for the rest.
-test-numeric:
+# the detector for the rest. CI=true: deps has installed the Python that
+# its NumPy and SciPy cross-checks need, so they must not skip.
+test-numeric: deps
 	CI=true $(GO) test -count=1 -timeout 10m ./inference
 
 ## test-r: regenerate the R pls reference in a temporary folder and fail on any difference from the committed one
