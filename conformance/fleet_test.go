@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -545,7 +546,7 @@ func TestFleetStartRefusals(t *testing.T) {
 	// A peer that is not PostgreSQL: it greets as an SSH server does, and
 	// hangs up.
 	notPG := bannerServer(t, "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n")
-	closed := freeLoopbackPort(t)
+	closed := refusingLoopbackPort(t)
 	newer := pgtest.Database(t)
 	p, err := pgdb.Open(context.Background(), newer, pgdb.Options{Migrate: true})
 	if err != nil {
@@ -610,15 +611,26 @@ func bannerServer(t *testing.T, banner string) string {
 	return l.Addr().String()
 }
 
-// freeLoopbackPort returns a loopback port nothing listens on.
-func freeLoopbackPort(t *testing.T) int {
+// refusingLoopbackPort returns a loopback port that refuses connections
+// for the rest of the test: a socket is bound to it and never listens.
+// A port merely freed is not enough: a test running beside this one
+// once bound it again, and the refused start met a peer that never
+// answered, instead of a refusal.
+func refusingLoopbackPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }
 
 func lastLine(s string) string {

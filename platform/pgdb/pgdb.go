@@ -59,7 +59,8 @@ func IsURL(s string) bool {
 
 // Options configure Open.
 type Options struct {
-	// ConnectTimeout bounds the first connection (default 10 s).
+	// ConnectTimeout bounds the first connection when the URL (or
+	// PGCONNECT_TIMEOUT) gives no connect_timeout; default 10 s.
 	ConnectTimeout time.Duration
 	// MaxConns bounds the pool (default 8).
 	MaxConns int32
@@ -75,9 +76,6 @@ type Options struct {
 // o.Migrate, migrates its schema. The pool it returns reconnects on its
 // own after the database comes back.
 func Open(ctx context.Context, rawURL string, o Options) (*pgxpool.Pool, error) {
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = 10 * time.Second
-	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = 8
 	}
@@ -89,13 +87,14 @@ func Open(ctx context.Context, rawURL string, o Options) (*pgxpool.Pool, error) 
 		return nil, err
 	}
 	cfg.MaxConns = o.MaxConns
-	cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
+	connectTimeout := connectTimeout(cfg, o)
+	cfg.ConnConfig.ConnectTimeout = connectTimeout
 	where := Describe(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", where, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := checkServer(cctx, pool); err != nil {
 		pool.Close()
@@ -106,6 +105,18 @@ func Open(ctx context.Context, rawURL string, o Options) (*pgxpool.Pool, error) 
 		return nil, fmt.Errorf("store %s: %w", where, Explain(err))
 	}
 	return pool, nil
+}
+
+// connectTimeout is the operator's connect_timeout when the URL or the
+// environment gives one, else o's, else 10 s.
+func connectTimeout(cfg *pgxpool.Config, o Options) time.Duration {
+	switch {
+	case cfg.ConnConfig.ConnectTimeout > 0:
+		return cfg.ConnConfig.ConnectTimeout
+	case o.ConnectTimeout > 0:
+		return o.ConnectTimeout
+	}
+	return 10 * time.Second
 }
 
 // ParseConfig parses a postgres:// URL, refusing one that holds a

@@ -3,11 +3,13 @@ package pgdb_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"ramanserve/platform/pgdb"
 	"ramanserve/platform/pgtest"
@@ -126,4 +128,48 @@ func TestVerifyFullTLS(t *testing.T) {
 		t.Fatalf("a server certificate signed by another CA: %v", err)
 	}
 	t.Logf("another CA: %v", err)
+}
+
+// TestConnectTimeoutFromTheURL: a connect_timeout in the URL bounds the
+// first connection, over Options.ConnectTimeout; without one,
+// Options.ConnectTimeout does. The peer accepts and never answers, so
+// only the timeout can end Open; the hour the other setting names would
+// outlast the test.
+func TestConnectTimeoutFromTheURL(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // silent until the test ends
+		}
+	}()
+	base := "postgres://alice@" + l.Addr().String() + "/db?sslmode=disable"
+	for _, tc := range []struct {
+		name, url string
+		opts      pgdb.Options
+	}{
+		{"the URL's", base + "&connect_timeout=1", pgdb.Options{ConnectTimeout: time.Hour}},
+		{"the options'", base, pgdb.Options{ConnectTimeout: 200 * time.Millisecond}},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := pgdb.Open(context.Background(), tc.url, tc.opts)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "within the connect timeout") {
+				t.Errorf("%s timeout: %v, want no answer within the connect timeout", tc.name, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s timeout: Open still waits on a silent peer after a minute", tc.name)
+		}
+	}
 }
