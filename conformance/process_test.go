@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -142,8 +143,21 @@ func startProcessEnv(t *testing.T, dir string, env []string, extra ...string) *s
 		cmd.Process.Kill()
 		t.Fatal("ramanserve did not start within 30s")
 	}
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			p.logTail(t, 60)
+		}
+	})
 	return p
+}
+
+// logTail writes the last n lines of the process's log into the test's
+// output: what the server said is what explains a failure seen once.
+func (p *serverProcess) logTail(t *testing.T, n int) {
+	lines := p.logLines()
+	lines = lines[max(len(lines)-n, 0):]
+	t.Logf("the last %d lines of the server's log:\n%s", len(lines), strings.Join(lines, "\n"))
 }
 
 func (p *serverProcess) client(t *testing.T) *gen.ClientWithResponses {

@@ -63,8 +63,9 @@ type Options struct {
 	// priority (package idlecpu): it commits on CPU the rest of the
 	// process leaves idle while it keeps up, and its thread is raised to
 	// ordinary priority while the oldest waiting record is past a quarter
-	// of Promise. Where the process may not raise a thread back
-	// (idlecpu.ErrCannotRaise), the writer runs at ordinary priority.
+	// of Promise, and for good once Close begins. Where the process may
+	// not raise a thread back (idlecpu.ErrCannotRaise), the writer runs
+	// at ordinary priority.
 	IdlePriority bool
 	// Promise is DefaultPromise when 0.
 	Promise time.Duration

@@ -54,15 +54,14 @@ func (w *writer) run() {
 		if thread, err := idlecpu.EnterRaisable(); err != nil {
 			w.l.opts.Logger.Warn("prediction log: the writer runs at normal priority", "err", err)
 		} else {
-			// The watcher ends before this goroutine, so before its
-			// thread: it never touches a thread id the kernel has
-			// given to another thread.
 			stop, stopped := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(stopped)
 				w.l.keepPromise(thread, stop)
 			}()
-			defer func() { close(stop); <-stopped }()
+			// The thread ends with this goroutine, raised (End): its
+			// exit must not wait for idle CPU.
+			defer func() { close(stop); <-stopped; thread.End() }()
 		}
 	}
 	ticker := time.NewTicker(w.l.opts.CommitInterval)
@@ -282,6 +281,8 @@ func (w *writer) logFailure(n int, err error) {
 // cannot starve the commits past the promise, and once the queue has
 // stayed short for a whole check it lowers the thread again. It wakes
 // every tenth of the promise, never per record, and ends when stop closes.
+// When Close begins it raises the thread for good: the last commits are
+// part of a shutdown that a busy machine must not hold past its grace.
 func (l *Writer) keepPromise(thread *idlecpu.Thread, stop <-chan struct{}) {
 	every := max(l.opts.Promise/10, time.Millisecond)
 	t := time.NewTicker(every)
@@ -290,6 +291,11 @@ func (l *Writer) keepPromise(thread *idlecpu.Thread, stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
+			return
+		case <-l.stop:
+			if err := thread.Raise(); err != nil {
+				l.opts.Logger.Warn("prediction log: cannot raise the writer's priority to close", "err", err)
+			}
 			return
 		case <-t.C:
 		}

@@ -139,6 +139,10 @@ type Scorer struct {
 	closed  chan struct{} // closed by Close: drain the queue and stop
 	abandon context.CancelFunc
 	done    chan struct{} // closed by the worker when it returns
+	// thread is the worker's thread at idle priority, when it can be
+	// raised: Close raises it, since a worker left at idle priority on a
+	// busy machine would not even see that it is closing.
+	thread atomic.Pointer[idlecpu.Thread]
 
 	scored, dropped, failed atomic.Uint64
 
@@ -315,6 +319,9 @@ func (s *Scorer) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	if first {
 		close(s.closed)
+		if th := s.thread.Load(); th != nil {
+			s.raise(th)
+		}
 	}
 	select {
 	case <-s.done:
@@ -329,8 +336,8 @@ func (s *Scorer) Close(ctx context.Context) error {
 // scores what is left, unless ctx (cancelled when Close gives up) ends.
 func (s *Scorer) run(ctx context.Context) {
 	if s.idle {
-		if err := idlecpu.Enter(); err != nil {
-			s.log.Warn("shadow: the worker runs at normal priority", "err", err)
+		if th := s.enterIdle(); th != nil {
+			defer th.End() // its exit must not wait for idle CPU either
 		}
 	}
 	defer close(s.done)
@@ -346,6 +353,38 @@ func (s *Scorer) run(ctx context.Context) {
 			s.drain(ctx)
 			return
 		}
+	}
+}
+
+// enterIdle puts the worker's thread at idle priority, and returns it
+// when Close can raise it again. Where the process may not raise a thread
+// (idlecpu.ErrCannotRaise) the worker stays at idle priority all the
+// same: the scorer promises nothing, and its queue is dropped (counted)
+// if a busy machine keeps it from finishing within the shutdown grace.
+func (s *Scorer) enterIdle() *idlecpu.Thread {
+	th, err := idlecpu.EnterRaisable()
+	if err == nil {
+		s.thread.Store(th)
+		select {
+		case <-s.closed: // Close ran before the store: raise here
+			s.raise(th)
+		default:
+		}
+		return th
+	}
+	if !errors.Is(err, idlecpu.ErrCannotRaise) {
+		s.log.Warn("shadow: the worker runs at normal priority", "err", err)
+		return nil
+	}
+	if err := idlecpu.Enter(); err != nil {
+		s.log.Warn("shadow: the worker runs at normal priority", "err", err)
+	}
+	return nil
+}
+
+func (s *Scorer) raise(th *idlecpu.Thread) {
+	if err := th.Raise(); err != nil {
+		s.log.Warn("shadow: cannot raise the worker's priority to close", "err", err)
 	}
 }
 

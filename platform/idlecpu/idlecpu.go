@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,7 +38,9 @@ const lowestNice = 19
 // (a locked goroutine that returns takes its thread with it), so no other
 // goroutine ever runs at that priority. It returns nil when the thread runs
 // at SCHED_IDLE or nice 19, else why not (the goroutine then runs at its
-// ordinary priority, still on its own thread).
+// ordinary priority, still on its own thread). Nothing raises such a
+// thread again, so on a machine kept busy its last work and its exit wait
+// for idle CPU: EnterRaisable, where the process may raise, avoids that.
 func Enter() error {
 	runtime.LockOSThread()
 	errIdle := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0)
@@ -55,13 +58,19 @@ func Enter() error {
 // EnterRaisable, whose priority another goroutine may raise to ordinary
 // and lower again: a worker that must keep a promise (the prediction
 // log's commit) runs at idle priority while it keeps up, and at ordinary
-// priority while it does not.
+// priority while it does not, and one that is closing finishes at
+// ordinary priority, so that a busy machine cannot hold a shutdown.
 type Thread struct {
 	tid int
 	// nice is the thread's nice value before it was lowered, the one
 	// Raise restores: a process started at another nice value than 0
 	// (systemd's Nice=) raises its writer to its own threads' level.
 	nice int32
+
+	mu sync.Mutex
+	// ended is set by End: the thread is gone, or going, and its id may
+	// be given to another thread.
+	ended bool
 }
 
 // ErrCannotRaise is returned by EnterRaisable when the process may not
@@ -71,10 +80,11 @@ type Thread struct {
 var ErrCannotRaise = errors.New("idlecpu: this process may not raise a thread back from idle priority (needs CAP_SYS_NICE or RLIMIT_NICE >= 20, systemd LimitNICE=+0)")
 
 // EnterRaisable locks the calling goroutine to its OS thread, for the rest
-// of its life, and gives the thread SCHED_IDLE, but only once it has
-// checked, on that thread, that it can raise it back (Raise): a worker
-// that could be lowered but never raised again could not keep its
-// promise. On an error the thread runs at ordinary priority, still locked.
+// of its life, and gives the thread SCHED_IDLE, but only once it knows it
+// can raise it back (Raise): a worker that could be lowered but never
+// raised again could not keep its promise, nor finish its work at
+// shutdown on a busy machine. On an error the thread runs at ordinary
+// priority, still locked. The goroutine calls End as it returns.
 func EnterRaisable() (*Thread, error) {
 	runtime.LockOSThread()
 	t := &Thread{tid: unix.Gettid()}
@@ -83,26 +93,83 @@ func EnterRaisable() (*Thread, error) {
 		return nil, fmt.Errorf("idlecpu: %w", err)
 	}
 	t.nice = attr.Nice
-	if err := t.Lower(); err != nil {
+	// Asked before the thread is lowered: a thread lowered that then
+	// fails to rise stays at idle priority for good. Where the limits
+	// cannot be read (a system-call filter), the trial below decides.
+	if may, known := mayRaise(t.nice); known && !may {
+		return nil, ErrCannotRaise
+	}
+	if err := t.lower(); err != nil {
 		return nil, fmt.Errorf("idlecpu: %w", err)
 	}
-	if err := t.Raise(); err != nil {
+	if err := t.raise(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCannotRaise, err)
 	}
-	if err := t.Lower(); err != nil {
+	if err := t.lower(); err != nil {
 		return nil, fmt.Errorf("idlecpu: %w", err)
 	}
 	return t, nil
 }
 
+// mayRaise reports whether this process may move a thread from SCHED_IDLE
+// to SCHED_NORMAL at nice, and whether it could tell: the kernel's rule
+// (can_nice) is an RLIMIT_NICE of at least 20 - nice, or CAP_SYS_NICE.
+func mayRaise(nice int32) (may, known bool) {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	capKnown := unix.Capget(&hdr, &data[0]) == nil
+	if capKnown && data[unix.CAP_SYS_NICE/32].Effective&(1<<(unix.CAP_SYS_NICE%32)) != 0 {
+		return true, true
+	}
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NICE, &lim) != nil || !capKnown {
+		return false, false
+	}
+	return lim.Cur >= uint64(20-nice), true
+}
+
 // Raise gives the thread ordinary priority (SCHED_OTHER) at the nice
-// value it had before EnterRaisable. Any goroutine may call it.
+// value it had before EnterRaisable. Any goroutine may call it; after End
+// it does nothing.
 func (t *Thread) Raise() error {
-	return unix.SchedSetAttr(t.tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: t.nice}, 0)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return nil
+	}
+	return t.raise()
 }
 
 // Lower gives the thread idle priority (SCHED_IDLE) again. Any goroutine
-// may call it.
+// may call it; after End it does nothing.
 func (t *Thread) Lower() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return nil
+	}
+	return t.lower()
+}
+
+// End is called by the goroutine that entered, as it returns. It raises
+// the thread: the thread ends with the goroutine, and a thread still at
+// idle priority on a busy machine can wait seconds for the core it needs
+// to exit, which holds the exit of the whole process. Later calls to
+// Raise and Lower do nothing, since the kernel may give the thread's id
+// to another thread.
+func (t *Thread) End() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.ended {
+		_ = t.raise() // EnterRaisable checked that it may
+		t.ended = true
+	}
+}
+
+func (t *Thread) raise() error {
+	return unix.SchedSetAttr(t.tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: t.nice}, 0)
+}
+
+func (t *Thread) lower() error {
 	return unix.SchedSetAttr(t.tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0)
 }

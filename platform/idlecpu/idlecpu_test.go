@@ -2,6 +2,7 @@ package idlecpu_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -139,5 +140,92 @@ func TestRaiseRestoresTheThreadsNice(t *testing.T) {
 	}
 	if nice != 5 {
 		t.Fatalf("after Raise: nice %d, want the 5 the thread had before", nice)
+	}
+}
+
+// TestEndRaisesTheThreadForGood: End, called by the goroutine as it
+// returns, leaves its thread at SCHED_NORMAL (its exit must not wait for
+// idle CPU), and a later Lower from another goroutine does nothing.
+func TestEndRaisesTheThreadForGood(t *testing.T) {
+	type entered struct {
+		thread *idlecpu.Thread
+		tid    int
+		err    error
+	}
+	got := make(chan entered)
+	ended, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		th, err := idlecpu.EnterRaisable()
+		got <- entered{th, unix.Gettid(), err}
+		if err != nil {
+			return
+		}
+		th.End()
+		close(ended)
+		<-release // the thread ends with this goroutine
+	}()
+	defer close(release)
+	e := <-got
+	if errors.Is(e.err, idlecpu.ErrCannotRaise) {
+		t.Skipf("cannot raise here: %v", e.err)
+	}
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	<-ended
+	if err := e.thread.Lower(); err != nil {
+		t.Fatal(err)
+	}
+	attr, err := unix.SchedGetAttr(e.tid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attr.Policy != unix.SCHED_NORMAL {
+		t.Fatalf("after End and a Lower: policy %d, want SCHED_NORMAL", attr.Policy)
+	}
+}
+
+// TestCannotRaiseLeavesTheThreadOrdinary: where the thread could not be
+// raised back (no CAP_SYS_NICE, RLIMIT_NICE 0), EnterRaisable says so and
+// leaves it at ordinary priority, instead of lowering it for good. The
+// capability is dropped for the test goroutine's thread only, which ends
+// with it.
+func TestCannotRaiseLeavesTheThreadOrdinary(t *testing.T) {
+	var saved unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NICE, &saved); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with its creds
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			got <- err
+			return
+		}
+		data[unix.CAP_SYS_NICE/32].Effective &^= 1 << (unix.CAP_SYS_NICE % 32)
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			got <- err
+			return
+		}
+		if err := unix.Setrlimit(unix.RLIMIT_NICE, &unix.Rlimit{Cur: 0, Max: saved.Max}); err != nil {
+			got <- err
+			return
+		}
+		_, err := idlecpu.EnterRaisable()
+		_ = unix.Setrlimit(unix.RLIMIT_NICE, &saved)
+		if !errors.Is(err, idlecpu.ErrCannotRaise) {
+			got <- fmt.Errorf("EnterRaisable without the right to raise: %v, want ErrCannotRaise", err)
+			return
+		}
+		attr, err := unix.SchedGetAttr(0, 0)
+		if err == nil && attr.Policy != unix.SCHED_NORMAL {
+			err = fmt.Errorf("after ErrCannotRaise: policy %d, want SCHED_NORMAL", attr.Policy)
+		}
+		got <- err
+	}()
+	if err := <-got; err != nil {
+		t.Fatal(err)
 	}
 }
