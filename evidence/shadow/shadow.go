@@ -335,12 +335,16 @@ func (s *Scorer) Close(ctx context.Context) error {
 // run is the worker: it scores the queue in order until Close, then
 // scores what is left, unless ctx (cancelled when Close gives up) ends.
 func (s *Scorer) run(ctx context.Context) {
+	var thread *idlecpu.Thread
 	if s.idle {
-		if th := s.enterIdle(); th != nil {
-			defer th.End() // its exit must not wait for idle CPU either
-		}
+		thread = s.enterIdle()
 	}
-	defer close(s.done)
+	defer func() {
+		if thread != nil {
+			thread.End() // its exit must not wait for idle CPU either
+		}
+		close(s.done)
+	}()
 	poll := time.NewTicker(pollInterval)
 	defer poll.Stop()
 	for {
@@ -364,11 +368,12 @@ func (s *Scorer) run(ctx context.Context) {
 func (s *Scorer) enterIdle() *idlecpu.Thread {
 	th, err := idlecpu.EnterRaisable()
 	if err == nil {
+		s.mu.Lock()
 		s.thread.Store(th)
-		select {
-		case <-s.closed: // Close ran before the store: raise here
+		closing := s.closing
+		s.mu.Unlock()
+		if closing { // Close looked for the thread before it was stored
 			s.raise(th)
-		default:
 		}
 		return th
 	}

@@ -75,16 +75,17 @@ type Thread struct {
 
 // ErrCannotRaise is returned by EnterRaisable when the process may not
 // take a thread back from idle to ordinary priority: Linux allows it only
-// with CAP_SYS_NICE or an RLIMIT_NICE of at least 20 (systemd:
-// LimitNICE=+0).
-var ErrCannotRaise = errors.New("idlecpu: this process may not raise a thread back from idle priority (needs CAP_SYS_NICE or RLIMIT_NICE >= 20, systemd LimitNICE=+0)")
+// with CAP_SYS_NICE, or an RLIMIT_NICE of at least 20 minus the thread's
+// nice value (systemd: LimitNICE= set to the unit's Nice=, +0 by default).
+var ErrCannotRaise = errors.New("idlecpu: this process may not raise a thread back from idle priority (needs CAP_SYS_NICE, or an RLIMIT_NICE of 20 minus its nice value: systemd LimitNICE= equal to Nice=)")
 
 // EnterRaisable locks the calling goroutine to its OS thread, for the rest
-// of its life, and gives the thread SCHED_IDLE, but only once it knows it
-// can raise it back (Raise): a worker that could be lowered but never
-// raised again could not keep its promise, nor finish its work at
-// shutdown on a busy machine. On an error the thread runs at ordinary
-// priority, still locked. The goroutine calls End as it returns.
+// of its life, and gives the thread SCHED_IDLE, but only once a trial on
+// a thread of its own has raised one back (Raise): a worker that could be
+// lowered but never raised again could not keep its promise, nor finish
+// its work at shutdown on a busy machine. On ErrCannotRaise the thread
+// runs at ordinary priority, still locked. The goroutine calls End as it
+// returns.
 func EnterRaisable() (*Thread, error) {
 	runtime.LockOSThread()
 	t := &Thread{tid: unix.Gettid()}
@@ -93,17 +94,20 @@ func EnterRaisable() (*Thread, error) {
 		return nil, fmt.Errorf("idlecpu: %w", err)
 	}
 	t.nice = attr.Nice
-	// Asked before the thread is lowered: a thread lowered that then
-	// fails to rise stays at idle priority for good. Where the limits
-	// cannot be read (a system-call filter), the trial below decides.
-	if may, known := mayRaise(t.nice); known && !may {
-		return nil, ErrCannotRaise
+	// The trial runs on another thread: a thread lowered that then fails
+	// to rise stays at idle priority for good. The kernel's rule has too
+	// many inputs (capabilities in which user namespace, an LSM, limits a
+	// filter may hide) to be predicted from here.
+	if err := tryRaise(t.nice); err != nil {
+		return nil, err
 	}
 	if err := t.lower(); err != nil {
 		return nil, fmt.Errorf("idlecpu: %w", err)
 	}
 	if err := t.raise(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCannotRaise, err)
+		// Only a thread whose own credentials differ from the trial's
+		// gets here, and it stays at idle priority.
+		return nil, fmt.Errorf("%w (this thread stays at idle priority): %v", ErrCannotRaise, err)
 	}
 	if err := t.lower(); err != nil {
 		return nil, fmt.Errorf("idlecpu: %w", err)
@@ -111,21 +115,30 @@ func EnterRaisable() (*Thread, error) {
 	return t, nil
 }
 
-// mayRaise reports whether this process may move a thread from SCHED_IDLE
-// to SCHED_NORMAL at nice, and whether it could tell: the kernel's rule
-// (can_nice) is an RLIMIT_NICE of at least 20 - nice, or CAP_SYS_NICE.
-func mayRaise(nice int32) (may, known bool) {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	capKnown := unix.Capget(&hdr, &data[0]) == nil
-	if capKnown && data[unix.CAP_SYS_NICE/32].Effective&(1<<(unix.CAP_SYS_NICE%32)) != 0 {
-		return true, true
-	}
-	var lim unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NICE, &lim) != nil || !capKnown {
-		return false, false
-	}
-	return lim.Cur >= uint64(20-nice), true
+// tryRaise lowers a new thread to SCHED_IDLE and raises it back to
+// SCHED_NORMAL at nice, and says whether that was allowed. The thread
+// ends with its goroutine, which never unlocks it: no other goroutine
+// ever runs on it, even when it could not be raised.
+func tryRaise(nice int32) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		trial := &Thread{tid: unix.Gettid(), nice: nice}
+		if err := unix.Setpriority(unix.PRIO_PROCESS, trial.tid, int(nice)); err != nil {
+			errc <- fmt.Errorf("%w: %v", ErrCannotRaise, err)
+			return
+		}
+		if err := trial.lower(); err != nil {
+			errc <- fmt.Errorf("idlecpu: %w", err)
+			return
+		}
+		if err := trial.raise(); err != nil {
+			errc <- fmt.Errorf("%w: %v", ErrCannotRaise, err)
+			return
+		}
+		errc <- nil
+	}()
+	return <-errc
 }
 
 // Raise gives the thread ordinary priority (SCHED_OTHER) at the nice
@@ -171,5 +184,5 @@ func (t *Thread) raise() error {
 }
 
 func (t *Thread) lower() error {
-	return unix.SchedSetAttr(t.tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0)
+	return unix.SchedSetAttr(t.tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE, Nice: t.nice}, 0)
 }

@@ -3,7 +3,10 @@ package idlecpu_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -187,34 +190,45 @@ func TestEndRaisesTheThreadForGood(t *testing.T) {
 
 // TestCannotRaiseLeavesTheThreadOrdinary: where the thread could not be
 // raised back (no CAP_SYS_NICE, RLIMIT_NICE 0), EnterRaisable says so and
-// leaves it at ordinary priority, instead of lowering it for good. The
-// capability is dropped for the test goroutine's thread only, which ends
-// with it.
+// leaves it at ordinary priority, instead of lowering it for good. It
+// runs in a child process: without CAP_SYS_NICE (setpriv drops it from a
+// root process's bounding set) and with RLIMIT_NICE 0 (the child sets
+// it), as a service without the right to raise runs.
 func TestCannotRaiseLeavesTheThreadOrdinary(t *testing.T) {
-	var saved unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NICE, &saved); err != nil {
+	if os.Getenv(cannotRaiseChild) == "1" {
+		enterWithoutTheRightToRaise(t)
+		return
+	}
+	args := []string{os.Args[0], "-test.run=^TestCannotRaiseLeavesTheThreadOrdinary$", "-test.count=1", "-test.v"}
+	if os.Geteuid() == 0 {
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			t.Skip("root without setpriv (util-linux): cannot drop CAP_SYS_NICE for the child")
+		}
+		args = append([]string{setpriv, "--inh-caps=-sys_nice", "--bounding-set=-sys_nice", "--"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), cannotRaiseChild+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), cannotRaiseChecked) {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+const (
+	cannotRaiseChild   = "IDLECPU_TEST_CANNOT_RAISE_CHILD"
+	cannotRaiseChecked = "checked: ErrCannotRaise, the thread at SCHED_NORMAL"
+)
+
+// enterWithoutTheRightToRaise is the child of
+// TestCannotRaiseLeavesTheThreadOrdinary.
+func enterWithoutTheRightToRaise(t *testing.T) {
+	if err := unix.Setrlimit(unix.RLIMIT_NICE, &unix.Rlimit{Cur: 0, Max: 0}); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with its creds
-		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-		var data [2]unix.CapUserData
-		if err := unix.Capget(&hdr, &data[0]); err != nil {
-			got <- err
-			return
-		}
-		data[unix.CAP_SYS_NICE/32].Effective &^= 1 << (unix.CAP_SYS_NICE % 32)
-		if err := unix.Capset(&hdr, &data[0]); err != nil {
-			got <- err
-			return
-		}
-		if err := unix.Setrlimit(unix.RLIMIT_NICE, &unix.Rlimit{Cur: 0, Max: saved.Max}); err != nil {
-			got <- err
-			return
-		}
-		_, err := idlecpu.EnterRaisable()
-		_ = unix.Setrlimit(unix.RLIMIT_NICE, &saved)
+		_, err := idlecpu.EnterRaisable() // the thread ends with this goroutine
 		if !errors.Is(err, idlecpu.ErrCannotRaise) {
 			got <- fmt.Errorf("EnterRaisable without the right to raise: %v, want ErrCannotRaise", err)
 			return
@@ -228,4 +242,5 @@ func TestCannotRaiseLeavesTheThreadOrdinary(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
+	t.Log(cannotRaiseChecked)
 }

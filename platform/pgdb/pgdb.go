@@ -59,8 +59,9 @@ func IsURL(s string) bool {
 
 // Options configure Open.
 type Options struct {
-	// ConnectTimeout bounds the first connection when the URL (or
-	// PGCONNECT_TIMEOUT) gives no connect_timeout; default 10 s.
+	// ConnectTimeout bounds each connection attempt, the pool's later
+	// ones included, when the URL (or PGCONNECT_TIMEOUT) gives no
+	// connect_timeout; default 10 s.
 	ConnectTimeout time.Duration
 	// MaxConns bounds the pool (default 8).
 	MaxConns int32

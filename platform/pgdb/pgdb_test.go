@@ -136,6 +136,7 @@ func TestVerifyFullTLS(t *testing.T) {
 // only the timeout can end Open; the hour the other setting names would
 // outlast the test.
 func TestConnectTimeoutFromTheURL(t *testing.T) {
+	t.Setenv("PGCONNECT_TIMEOUT", "") // one set around the test would count as the URL's
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
