@@ -124,7 +124,10 @@ func tryRaise(nice int32) error {
 	go func() {
 		runtime.LockOSThread()
 		trial := &Thread{tid: unix.Gettid(), nice: nice}
-		if err := unix.Setpriority(unix.PRIO_PROCESS, trial.tid, int(nice)); err != nil {
+		// At the caller's nice value, which the raise must restore.
+		// sched_setattr, not setpriority: the systemd unit's filter
+		// allows the one and refuses the other (@resources).
+		if err := trial.raise(); err != nil {
 			errc <- fmt.Errorf("%w: %v", ErrCannotRaise, err)
 			return
 		}
