@@ -16,8 +16,11 @@ import (
 	"time"
 )
 
-// ioDeadline bounds every blocking step of a test; nothing should come close.
-const ioDeadline = time.Second
+// ioDeadline bounds every blocking step of a test, to tell "at once"
+// from "never": a passing test never waits it out. 1 s was too little
+// for a CURVE handshake under the race detector beside a second make
+// test.
+const ioDeadline = 10 * time.Second
 
 // echoHandler replies "echo:" followed by the body frames joined with "|", or
 // "error:<err>" when the request carries an error.
