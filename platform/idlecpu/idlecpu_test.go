@@ -60,6 +60,33 @@ func TestEnterLowersOnlyItsThread(t *testing.T) {
 // another goroutine raises it to SCHED_NORMAL and lowers it again, and
 // only that thread changes. Skipped where the process may not raise.
 func TestRaisableThread(t *testing.T) {
+	th, tid := enteredThread(t, nil)
+	if p := policyOf(t, tid); p != unix.SCHED_IDLE {
+		t.Fatalf("after EnterRaisable: policy %d, want SCHED_IDLE", p)
+	}
+	if err := th.Raise(); err != nil {
+		t.Fatal(err)
+	}
+	if p := policyOf(t, tid); p != unix.SCHED_NORMAL {
+		t.Fatalf("after Raise: policy %d, want SCHED_NORMAL", p)
+	}
+	if err := th.Lower(); err != nil {
+		t.Fatal(err)
+	}
+	if p := policyOf(t, tid); p != unix.SCHED_IDLE {
+		t.Fatalf("after Lower: policy %d, want SCHED_IDLE", p)
+	}
+	if attr, err := unix.SchedGetAttr(0, 0); err != nil || attr.Policy != unix.SCHED_NORMAL {
+		t.Fatalf("the test's own thread: %+v %v", attr, err)
+	}
+}
+
+// enteredThread calls EnterRaisable on a goroutine of its own, then
+// inside (when not nil) on that goroutine, and returns the thread and its
+// id; the goroutine, and so the thread, lives until the test ends. It
+// skips the test where the process may not raise.
+func enteredThread(t *testing.T, inside func(*idlecpu.Thread)) (*idlecpu.Thread, int) {
+	t.Helper()
 	type entered struct {
 		thread *idlecpu.Thread
 		tid    int
@@ -67,12 +94,15 @@ func TestRaisableThread(t *testing.T) {
 	}
 	got := make(chan entered)
 	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
 	go func() {
 		th, err := idlecpu.EnterRaisable()
+		if err == nil && inside != nil {
+			inside(th)
+		}
 		got <- entered{th, unix.Gettid(), err}
 		<-release // the thread ends with this goroutine
 	}()
-	defer close(release)
 	e := <-got
 	if errors.Is(e.err, idlecpu.ErrCannotRaise) {
 		t.Skipf("cannot raise here: %v", e.err)
@@ -80,31 +110,17 @@ func TestRaisableThread(t *testing.T) {
 	if e.err != nil {
 		t.Fatal(e.err)
 	}
-	policy := func() uint32 {
-		attr, err := unix.SchedGetAttr(e.tid, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return attr.Policy
-	}
-	if p := policy(); p != unix.SCHED_IDLE {
-		t.Fatalf("after EnterRaisable: policy %d, want SCHED_IDLE", p)
-	}
-	if err := e.thread.Raise(); err != nil {
+	return e.thread, e.tid
+}
+
+// policyOf is the scheduling policy of thread tid.
+func policyOf(t *testing.T, tid int) uint32 {
+	t.Helper()
+	attr, err := unix.SchedGetAttr(tid, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if p := policy(); p != unix.SCHED_NORMAL {
-		t.Fatalf("after Raise: policy %d, want SCHED_NORMAL", p)
-	}
-	if err := e.thread.Lower(); err != nil {
-		t.Fatal(err)
-	}
-	if p := policy(); p != unix.SCHED_IDLE {
-		t.Fatalf("after Lower: policy %d, want SCHED_IDLE", p)
-	}
-	if attr, err := unix.SchedGetAttr(0, 0); err != nil || attr.Policy != unix.SCHED_NORMAL {
-		t.Fatalf("the test's own thread: %+v %v", attr, err)
-	}
+	return attr.Policy
 }
 
 // TestRaiseRestoresTheThreadsNice: a thread at nice 5 before
@@ -150,41 +166,12 @@ func TestRaiseRestoresTheThreadsNice(t *testing.T) {
 // returns, leaves its thread at SCHED_NORMAL (its exit must not wait for
 // idle CPU), and a later Lower from another goroutine does nothing.
 func TestEndRaisesTheThreadForGood(t *testing.T) {
-	type entered struct {
-		thread *idlecpu.Thread
-		tid    int
-		err    error
-	}
-	got := make(chan entered)
-	ended, release := make(chan struct{}), make(chan struct{})
-	go func() {
-		th, err := idlecpu.EnterRaisable()
-		got <- entered{th, unix.Gettid(), err}
-		if err != nil {
-			return
-		}
-		th.End()
-		close(ended)
-		<-release // the thread ends with this goroutine
-	}()
-	defer close(release)
-	e := <-got
-	if errors.Is(e.err, idlecpu.ErrCannotRaise) {
-		t.Skipf("cannot raise here: %v", e.err)
-	}
-	if e.err != nil {
-		t.Fatal(e.err)
-	}
-	<-ended
-	if err := e.thread.Lower(); err != nil {
+	th, tid := enteredThread(t, (*idlecpu.Thread).End)
+	if err := th.Lower(); err != nil {
 		t.Fatal(err)
 	}
-	attr, err := unix.SchedGetAttr(e.tid, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if attr.Policy != unix.SCHED_NORMAL {
-		t.Fatalf("after End and a Lower: policy %d, want SCHED_NORMAL", attr.Policy)
+	if p := policyOf(t, tid); p != unix.SCHED_NORMAL {
+		t.Fatalf("after End and a Lower: policy %d, want SCHED_NORMAL", p)
 	}
 }
 
