@@ -23,7 +23,8 @@ FUZZMINIMIZE  ?= 5s
 # on a quiet 2-core machine, 8 to 12 beside the other packages in make
 # test, and over 20 beside a second make test (make test-under-load) on
 # the slower of the machines it has run on, so it gets 40
-# (CONFORMANCE_TIMEOUT); make test as a whole should take at most 10. SQLite (modernc.org/sqlite, C translated
+# (CONFORMANCE_TIMEOUT); make test as a whole should take at most 10.
+# SQLite (modernc.org/sqlite, C translated
 # to Go) is most of the race detector's cost in the store tests, but it
 # cannot be left uninstrumented with -gcflags=modernc.org/...=-race=false:
 # tried, the detector reported a race inside encoding/json's cache, whose

@@ -335,13 +335,12 @@ func (s *Scorer) Close(ctx context.Context) error {
 // run is the worker: it scores the queue in order until Close, then
 // scores what is left, unless ctx (cancelled when Close gives up) ends.
 func (s *Scorer) run(ctx context.Context) {
-	var thread *idlecpu.Thread
 	if s.idle {
-		thread = s.enterIdle()
+		s.enterIdle()
 	}
 	defer func() {
-		if thread != nil {
-			thread.End() // its exit must not wait for idle CPU either
+		if th := s.thread.Load(); th != nil {
+			th.End() // its exit must not wait for idle CPU either
 		}
 		close(s.done)
 	}()
@@ -360,12 +359,12 @@ func (s *Scorer) run(ctx context.Context) {
 	}
 }
 
-// enterIdle puts the worker's thread at idle priority, and returns it
-// when Close can raise it again. Where the process may not raise a thread
+// enterIdle puts the worker's thread at idle priority, and keeps it in
+// s.thread when Close can raise it again. Where the process may not raise a thread
 // (idlecpu.ErrCannotRaise) the worker stays at idle priority all the
 // same: the scorer promises nothing, and its queue is dropped (counted)
 // if a busy machine keeps it from finishing within the shutdown grace.
-func (s *Scorer) enterIdle() *idlecpu.Thread {
+func (s *Scorer) enterIdle() {
 	th, err := idlecpu.EnterRaisable()
 	if err == nil {
 		s.mu.Lock()
@@ -375,16 +374,14 @@ func (s *Scorer) enterIdle() *idlecpu.Thread {
 		if closing { // Close looked for the thread before it was stored
 			s.raise(th)
 		}
-		return th
+		return
 	}
-	if !errors.Is(err, idlecpu.ErrCannotRaise) {
+	if errors.Is(err, idlecpu.ErrCannotRaise) {
+		err = idlecpu.Enter()
+	}
+	if err != nil {
 		s.log.Warn("shadow: the worker runs at normal priority", "err", err)
-		return nil
 	}
-	if err := idlecpu.Enter(); err != nil {
-		s.log.Warn("shadow: the worker runs at normal priority", "err", err)
-	}
-	return nil
 }
 
 func (s *Scorer) raise(th *idlecpu.Thread) {

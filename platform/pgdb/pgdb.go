@@ -88,14 +88,14 @@ func Open(ctx context.Context, rawURL string, o Options) (*pgxpool.Pool, error) 
 		return nil, err
 	}
 	cfg.MaxConns = o.MaxConns
-	connectTimeout := connectTimeout(cfg, o)
-	cfg.ConnConfig.ConnectTimeout = connectTimeout
+	timeout := connectTimeout(cfg, o)
+	cfg.ConnConfig.ConnectTimeout = timeout
 	where := Describe(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", where, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := checkServer(cctx, pool); err != nil {
 		pool.Close()
